@@ -1,0 +1,69 @@
+package wire
+
+import (
+	"context"
+	"net"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// ConnInfo describes one accepted connection to the Handler.
+type ConnInfo struct {
+	ID     int64    // 1, 2, 3, ... in accept order; MongoDB's connectionId
+	Remote net.Addr // the client's address
+	Local  net.Addr // our address, as the client reached it
+}
+
+// Handler creates one ConnHandler per accepted connection.
+type Handler interface {
+	// Connect is called once when a connection is accepted, before its first request.
+	Connect(info ConnInfo) ConnHandler
+}
+
+// ConnHandler answers the requests of one connection, one at a time, in order.
+type ConnHandler interface {
+	// Handle answers one decoded request; it never sees sockets or frames. A non-nil error
+	// means the connection is unusable and gets closed; MongoDB-level failures travel inside
+	// reply as {ok: 0, ...}. Exactly one of reply and err is non-nil. reply must stay valid
+	// until the next call to Handle or Close.
+	Handle(ctx context.Context, req *Request) (reply bsoncore.Document, err error)
+	// Close is called once when the connection ends, after its last Handle returned.
+	Close()
+}
+
+// Request is one decoded client message, whatever its opcode.
+type Request struct {
+	RequestID int32 // the client's requestID from the header; logs name it request_id
+	// Body is the command document. For OP_MSG it holds the kind-0 section with every
+	// kind-1 document sequence appended as an array field named by the sequence's identifier
+	// (MongoDB treats the two forms alike). For OP_QUERY on "<db>.$cmd" it is the query
+	// document, with a "$query" wrapper removed and "$db" appended from the namespace.
+	Body bsoncore.Document
+	// Legacy is true for OP_QUERY: the reply goes back as OP_REPLY.
+	Legacy bool
+	// MoreToCome is true when the client set OP_MSG's moreToCome bit (an unacknowledged
+	// write): the handler runs the command and the server writes no reply.
+	MoreToCome bool
+	// ExhaustAllowed mirrors OP_MSG's exhaustAllowed bit. The server may ignore it and does.
+	ExhaustAllowed bool
+	// Compressor is the compressor the request arrived with (CompressorNoop when it was not
+	// compressed); the reply uses the same one.
+	Compressor Compressor
+}
+
+// Compressor identifies an OP_COMPRESSED algorithm by its wire id.
+type Compressor uint8
+
+// Wire ids of the compressors, as in MongoDB's OP_COMPRESSED.
+const (
+	CompressorNoop   Compressor = 0
+	CompressorSnappy Compressor = 1
+	CompressorZlib   Compressor = 2
+	CompressorZstd   Compressor = 3
+)
+
+// Limits MongoDB advertises in hello, and this package enforces on reads.
+const (
+	MaxMessageSize = 48_000_000 // maxMessageSizeBytes
+	MaxBSONSize    = 16 * 1024 * 1024
+)

@@ -1,0 +1,226 @@
+package mongoerr
+
+import "strconv"
+
+// Code is a MongoDB error code; String returns MongoDB's codeName.
+type Code int32
+
+// MongoDB's codes from src/mongo/base/error_codes.yml (only those cleave sends), plus the
+// assertion-site codes MongoDB reports as Location<N>, plus Cosmos DB's 16500.
+const (
+	OK                                       Code = 0
+	InternalError                            Code = 1
+	BadValue                                 Code = 2
+	NoSuchKey                                Code = 4
+	UnknownError                             Code = 8
+	FailedToParse                            Code = 9
+	UserNotFound                             Code = 11
+	Unauthorized                             Code = 13
+	TypeMismatch                             Code = 14
+	Overflow                                 Code = 15
+	InvalidLength                            Code = 16
+	ProtocolError                            Code = 17
+	AuthenticationFailed                     Code = 18
+	IllegalOperation                         Code = 20
+	EmptyArrayOperation                      Code = 21
+	InvalidBSON                              Code = 22
+	LockTimeout                              Code = 24
+	NamespaceNotFound                        Code = 26
+	IndexNotFound                            Code = 27
+	PathNotViable                            Code = 28
+	NonExistentPath                          Code = 29
+	InvalidPath                              Code = 30
+	ConflictingUpdateOperators               Code = 40
+	CursorNotFound                           Code = 43
+	NoMatchingDocument                       Code = 47
+	NamespaceExists                          Code = 48
+	MaxTimeMSExpired                         Code = 50
+	DollarPrefixedFieldName                  Code = 52
+	InvalidIDField                           Code = 53 // InvalidIdField
+	NotSingleValueField                      Code = 54
+	InvalidDBRef                             Code = 55
+	EmptyFieldName                           Code = 56
+	DottedFieldName                          Code = 57
+	CommandNotFound                          Code = 59
+	ShardKeyNotFound                         Code = 61
+	WriteConcernTimeout                      Code = 64
+	MultipleErrorsOccurred                   Code = 65
+	ImmutableField                           Code = 66
+	CannotCreateIndex                        Code = 67
+	IndexAlreadyExists                       Code = 68
+	ShardNotFound                            Code = 70
+	InvalidOptions                           Code = 72
+	InvalidNamespace                         Code = 73
+	NoReplicationEnabled                     Code = 76
+	IndexOptionsConflict                     Code = 85
+	IndexKeySpecsConflict                    Code = 86
+	CannotSplit                              Code = 87
+	NetworkTimeout                           Code = 89
+	ShutdownInProgress                       Code = 91
+	OperationFailed                          Code = 96
+	UnsatisfiableWriteConcern                Code = 100
+	WriteConflict                            Code = 112
+	CommandNotSupported                      Code = 115
+	ConflictingOperationInProgress           Code = 117
+	NamespaceNotSharded                      Code = 118
+	DocumentValidationFailure                Code = 121
+	CommandFailed                            Code = 125
+	CursorInUse                              Code = 143
+	ExceededMemoryLimit                      Code = 146
+	ChunkTooBig                              Code = 153
+	CommandNotSupportedOnView                Code = 166
+	OptionNotSupportedOnView                 Code = 167
+	InvalidPipelineOperator                  Code = 168
+	CannotIndexParallelArrays                Code = 171
+	QueryPlanKilled                          Code = 175
+	InvalidIndexSpecificationOption          Code = 197
+	CannotBuildIndexKeys                     Code = 201
+	NoSuchSession                            Code = 206
+	InvalidUUID                              Code = 207
+	KeyNotFound                              Code = 211
+	IllegalOpMsgFlag                         Code = 223
+	TransactionTooOld                        Code = 225
+	CursorKilled                             Code = 237
+	NotImplemented                           Code = 238
+	ConversionFailure                        Code = 241
+	CannotCreateCollection                   Code = 242
+	NoSuchTransaction                        Code = 251
+	TransactionCommitted                     Code = 256
+	TransactionTooLarge                      Code = 257
+	ExceededTimeLimit                        Code = 262
+	OperationNotSupportedInTransaction       Code = 263
+	WouldChangeOwningShard                   Code = 283
+	ChecksumMismatch                         Code = 288
+	QueryExceededMemoryLimitNoDiskUseAllowed Code = 292
+	APIVersionError                          Code = 322
+	APIStrictError                           Code = 323
+	MechanismUnavailable                     Code = 334
+	InvalidBSONType                          Code = 357
+	CannotDropShardKeyIndex                  Code = 370
+	NotWritablePrimary                       Code = 10107
+	BSONObjectTooLarge                       Code = 10334
+	DuplicateKey                             Code = 11000
+	Interrupted                              Code = 11601
+	TooManyRequests                          Code = 16500 // Cosmos DB's request-rate-too-large; not in MongoDB's table
+
+	// Assertion sites MongoDB reports as Location<N>.
+	Location15974 Code = 15974 // $sort key ordering must be 1 or -1 (find sort)
+	Location15976 Code = 15976 // $sort stage must have at least one sort key
+	Location16410 Code = 16410 // FieldPath field names may not start with '$'
+	Location17276 Code = 17276 // $$ROOT/$$CURRENT rebinding
+	Location31253 Code = 31253 // cannot mix inclusion and exclusion under one path
+	Location31254 Code = 31254 // cannot do exclusion on a field in inclusion projection
+	Location40324 Code = 40324 // unrecognized pipeline stage name
+	Location40352 Code = 40352 // FieldPath cannot be constructed with empty string
+	Location40353 Code = 40353 // FieldPath must not end with a '.'
+	Location51024 Code = 51024 // batchSize must be non-negative
+	Location51108 Code = 51108 // invalid regex flag
+)
+
+// names maps every Code above to MongoDB's codeName. A test checks that it covers the
+// constants and that no two codes share a name.
+var names = map[Code]string{
+	OK:                                       "OK",
+	InternalError:                            "InternalError",
+	BadValue:                                 "BadValue",
+	NoSuchKey:                                "NoSuchKey",
+	UnknownError:                             "UnknownError",
+	FailedToParse:                            "FailedToParse",
+	UserNotFound:                             "UserNotFound",
+	Unauthorized:                             "Unauthorized",
+	TypeMismatch:                             "TypeMismatch",
+	Overflow:                                 "Overflow",
+	InvalidLength:                            "InvalidLength",
+	ProtocolError:                            "ProtocolError",
+	AuthenticationFailed:                     "AuthenticationFailed",
+	IllegalOperation:                         "IllegalOperation",
+	EmptyArrayOperation:                      "EmptyArrayOperation",
+	InvalidBSON:                              "InvalidBSON",
+	LockTimeout:                              "LockTimeout",
+	NamespaceNotFound:                        "NamespaceNotFound",
+	IndexNotFound:                            "IndexNotFound",
+	PathNotViable:                            "PathNotViable",
+	NonExistentPath:                          "NonExistentPath",
+	InvalidPath:                              "InvalidPath",
+	ConflictingUpdateOperators:               "ConflictingUpdateOperators",
+	CursorNotFound:                           "CursorNotFound",
+	NoMatchingDocument:                       "NoMatchingDocument",
+	NamespaceExists:                          "NamespaceExists",
+	MaxTimeMSExpired:                         "MaxTimeMSExpired",
+	DollarPrefixedFieldName:                  "DollarPrefixedFieldName",
+	InvalidIDField:                           "InvalidIdField",
+	NotSingleValueField:                      "NotSingleValueField",
+	InvalidDBRef:                             "InvalidDBRef",
+	EmptyFieldName:                           "EmptyFieldName",
+	DottedFieldName:                          "DottedFieldName",
+	CommandNotFound:                          "CommandNotFound",
+	ShardKeyNotFound:                         "ShardKeyNotFound",
+	WriteConcernTimeout:                      "WriteConcernTimeout",
+	MultipleErrorsOccurred:                   "MultipleErrorsOccurred",
+	ImmutableField:                           "ImmutableField",
+	CannotCreateIndex:                        "CannotCreateIndex",
+	IndexAlreadyExists:                       "IndexAlreadyExists",
+	ShardNotFound:                            "ShardNotFound",
+	InvalidOptions:                           "InvalidOptions",
+	InvalidNamespace:                         "InvalidNamespace",
+	NoReplicationEnabled:                     "NoReplicationEnabled",
+	IndexOptionsConflict:                     "IndexOptionsConflict",
+	IndexKeySpecsConflict:                    "IndexKeySpecsConflict",
+	CannotSplit:                              "CannotSplit",
+	NetworkTimeout:                           "NetworkTimeout",
+	ShutdownInProgress:                       "ShutdownInProgress",
+	OperationFailed:                          "OperationFailed",
+	UnsatisfiableWriteConcern:                "UnsatisfiableWriteConcern",
+	WriteConflict:                            "WriteConflict",
+	CommandNotSupported:                      "CommandNotSupported",
+	ConflictingOperationInProgress:           "ConflictingOperationInProgress",
+	NamespaceNotSharded:                      "NamespaceNotSharded",
+	DocumentValidationFailure:                "DocumentValidationFailure",
+	CommandFailed:                            "CommandFailed",
+	CursorInUse:                              "CursorInUse",
+	ExceededMemoryLimit:                      "ExceededMemoryLimit",
+	ChunkTooBig:                              "ChunkTooBig",
+	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
+	OptionNotSupportedOnView:                 "OptionNotSupportedOnView",
+	InvalidPipelineOperator:                  "InvalidPipelineOperator",
+	CannotIndexParallelArrays:                "CannotIndexParallelArrays",
+	QueryPlanKilled:                          "QueryPlanKilled",
+	InvalidIndexSpecificationOption:          "InvalidIndexSpecificationOption",
+	CannotBuildIndexKeys:                     "CannotBuildIndexKeys",
+	NoSuchSession:                            "NoSuchSession",
+	InvalidUUID:                              "InvalidUUID",
+	KeyNotFound:                              "KeyNotFound",
+	IllegalOpMsgFlag:                         "IllegalOpMsgFlag",
+	TransactionTooOld:                        "TransactionTooOld",
+	CursorKilled:                             "CursorKilled",
+	NotImplemented:                           "NotImplemented",
+	ConversionFailure:                        "ConversionFailure",
+	CannotCreateCollection:                   "CannotCreateCollection",
+	NoSuchTransaction:                        "NoSuchTransaction",
+	TransactionCommitted:                     "TransactionCommitted",
+	TransactionTooLarge:                      "TransactionTooLarge",
+	ExceededTimeLimit:                        "ExceededTimeLimit",
+	OperationNotSupportedInTransaction:       "OperationNotSupportedInTransaction",
+	WouldChangeOwningShard:                   "WouldChangeOwningShard",
+	ChecksumMismatch:                         "ChecksumMismatch",
+	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",
+	APIVersionError:                          "APIVersionError",
+	APIStrictError:                           "APIStrictError",
+	MechanismUnavailable:                     "MechanismUnavailable",
+	InvalidBSONType:                          "InvalidBSONType",
+	CannotDropShardKeyIndex:                  "CannotDropShardKeyIndex",
+	NotWritablePrimary:                       "NotWritablePrimary",
+	BSONObjectTooLarge:                       "BSONObjectTooLarge",
+	DuplicateKey:                             "DuplicateKey",
+	Interrupted:                              "Interrupted",
+	TooManyRequests:                          "TooManyRequests",
+}
+
+// String returns MongoDB's codeName: the name from error_codes.yml, or "Location<N>" for an
+// assertion-site code, as MongoDB itself reports those.
+func (c Code) String() string {
+	if n, ok := names[c]; ok {
+		return n
+	}
+	return "Location" + strconv.Itoa(int(c))
+}

@@ -1,0 +1,127 @@
+package mongoerr
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Error is a failure the client sees. It is always used as *Error.
+type Error struct {
+	Code    Code
+	Message string   // errmsg; matches MongoDB's wording wherever clients may parse it
+	Labels  []string // errorLabels; usually empty
+	// Info holds extra top-level reply fields MongoDB attaches to some errors
+	// (keyPattern and keyValue for E11000, writeConcernError, ...). Nil when none.
+	Info  bsoncore.Document
+	cause error // for our logs, never sent
+}
+
+// New returns an *Error with code and a message formatted like fmt.Sprintf.
+func New(code Code, format string, args ...any) *Error {
+	if len(args) == 0 {
+		return &Error{Code: code, Message: format}
+	}
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an *Error that reports code and message to the client and keeps cause for logs.
+func Wrap(cause error, code Code, format string, args ...any) *Error {
+	e := New(code, format, args...)
+	e.cause = cause
+	return e
+}
+
+// Error implements error.
+func (e *Error) Error() string { return fmt.Sprintf("%s (%d): %s", e.Code, int32(e.Code), e.Message) }
+
+// Unwrap returns the cause kept for logs, if any.
+func (e *Error) Unwrap() error { return e.cause }
+
+// WithLabels returns e after adding errorLabels.
+func (e *Error) WithLabels(labels ...string) *Error {
+	e.Labels = append(e.Labels, labels...)
+	return e
+}
+
+// As returns the *Error in err's chain, or nil.
+func As(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return nil
+}
+
+// From returns the *Error in err's chain, or an InternalError carrying err as its cause.
+// exec.Dispatch maps lower layers' sentinels before calling it; anything left is a bug or
+// an I/O failure, and its text is not sent to the client.
+func From(err error) *Error {
+	if e := As(err); e != nil {
+		return e
+	}
+	return Wrap(err, InternalError, "internal error")
+}
+
+// AppendReply appends the elements of an {ok: 0} reply for e to the open document dst:
+// ok, errmsg, code, codeName, errorLabels and e.Info's fields, in MongoDB's order.
+func (e *Error) AppendReply(dst []byte) []byte {
+	dst = bsoncore.AppendDoubleElement(dst, "ok", 0)
+	dst = bsoncore.AppendStringElement(dst, "errmsg", e.Message)
+	dst = bsoncore.AppendInt32Element(dst, "code", int32(e.Code))
+	dst = bsoncore.AppendStringElement(dst, "codeName", e.Code.String())
+	if len(e.Labels) > 0 {
+		var aidx int32
+		aidx, dst = bsoncore.AppendArrayElementStart(dst, "errorLabels")
+		for i, l := range e.Labels {
+			dst = bsoncore.AppendStringElement(dst, strconv.Itoa(i), l)
+		}
+		dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
+	}
+	if len(e.Info) > 0 {
+		elems, _ := e.Info.Elements()
+		for _, el := range elems {
+			dst = append(dst, el...)
+		}
+	}
+	return dst
+}
+
+// Reply returns the complete {ok: 0, errmsg, code, codeName} document for e.
+func (e *Error) Reply() bsoncore.Document {
+	idx, dst := bsoncore.AppendDocumentStart(nil)
+	dst = e.AppendReply(dst)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
+}
+
+// WriteError is one failed document of a write command: the index of the document in the
+// request and the error it met. It is a result ({ok: 1, writeErrors: [...]}), not a Go error.
+type WriteError struct {
+	Index int
+	Err   *Error
+}
+
+// AppendWriteErrors appends a writeErrors array element to the open document dst, each
+// entry {index, code, [codeName,] errmsg, ...Info} as mongos reports it.
+func AppendWriteErrors(dst []byte, errs []WriteError) []byte {
+	aidx, dst := bsoncore.AppendArrayElementStart(dst, "writeErrors")
+	for i, we := range errs {
+		var didx int32
+		didx, dst = bsoncore.AppendDocumentElementStart(dst, strconv.Itoa(i))
+		dst = bsoncore.AppendInt32Element(dst, "index", int32(we.Index))
+		dst = bsoncore.AppendInt32Element(dst, "code", int32(we.Err.Code))
+		if len(we.Err.Info) > 0 {
+			elems, _ := we.Err.Info.Elements()
+			for _, el := range elems {
+				dst = append(dst, el...)
+			}
+		}
+		dst = bsoncore.AppendStringElement(dst, "errmsg", we.Err.Message)
+		dst, _ = bsoncore.AppendDocumentEnd(dst, didx)
+	}
+	dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
+	return dst
+}

@@ -1,0 +1,84 @@
+package mongoerr
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+func TestCodeNamesUnique(t *testing.T) {
+	seen := map[string]Code{}
+	for c, n := range names {
+		if prev, ok := seen[n]; ok {
+			t.Errorf("codes %d and %d share the name %q", prev, c, n)
+		}
+		seen[n] = c
+	}
+}
+
+func TestCodeString(t *testing.T) {
+	cases := []struct {
+		code Code
+		want string
+	}{
+		{CommandNotFound, "CommandNotFound"},
+		{InvalidIDField, "InvalidIdField"},
+		{DuplicateKey, "DuplicateKey"},
+		{Location40324, "Location40324"},
+		{TooManyRequests, "TooManyRequests"},
+	}
+	for _, tc := range cases {
+		if got := tc.code.String(); got != tc.want {
+			t.Errorf("Code(%d).String() = %q, want %q", tc.code, got, tc.want)
+		}
+	}
+}
+
+func TestErrorReply(t *testing.T) {
+	err := fmt.Errorf("dispatch: %w", New(CommandNotFound, "no such command: '%s'", "nosuch"))
+	reply := From(err).Reply()
+	if err := reply.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if ok := reply.Lookup("ok").Double(); ok != 0 {
+		t.Errorf("ok = %v", ok)
+	}
+	if code := reply.Lookup("code"); code.Type != bsoncore.TypeInt32 || code.Int32() != 59 {
+		t.Errorf("code = %v", code)
+	}
+	if name := reply.Lookup("codeName").StringValue(); name != "CommandNotFound" {
+		t.Errorf("codeName = %q", name)
+	}
+	if msg := reply.Lookup("errmsg").StringValue(); msg != "no such command: 'nosuch'" {
+		t.Errorf("errmsg = %q", msg)
+	}
+}
+
+func TestFromHidesUnknownErrors(t *testing.T) {
+	e := From(errors.New("disk on fire"))
+	if e.Code != InternalError || e.Message != "internal error" {
+		t.Errorf("From(plain error) = %v", e)
+	}
+	if !errors.Is(e, e.cause) || e.Unwrap() == nil {
+		t.Error("cause lost")
+	}
+}
+
+func TestWriteErrors(t *testing.T) {
+	info := bsoncore.NewDocumentBuilder().
+		AppendDocument("keyPattern", bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()).
+		Build()
+	dup := &Error{Code: DuplicateKey, Message: "E11000 duplicate key error", Info: info}
+	idx, dst := bsoncore.AppendDocumentStart(nil)
+	dst = AppendWriteErrors(dst, []WriteError{{Index: 3, Err: dup}})
+	doc, _ := bsoncore.AppendDocumentEnd(dst, idx)
+	we := bsoncore.Document(doc).Lookup("writeErrors", "0").Document()
+	if we.Lookup("index").Int32() != 3 || we.Lookup("code").Int32() != 11000 {
+		t.Errorf("writeErrors[0] = %v", we)
+	}
+	if we.Lookup("keyPattern", "_id").Int32() != 1 {
+		t.Errorf("keyPattern missing: %v", we)
+	}
+}
