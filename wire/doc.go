@@ -11,7 +11,27 @@
 //     InvalidBSON (22) and the connection stays open;
 //   - a reply mirrors its request: OP_REPLY for OP_QUERY, OP_MSG for OP_MSG, compressed with
 //     the request's compressor, with a CRC-32C checksum when the request carried one, and no
-//     reply at all when the request set moreToCome.
+//     reply at all when the request set moreToCome;
+//   - for every frame that decodes without error, Message.AppendTo gives back the same bytes
+//     (FuzzReadMessage checks it).
+//
+// What closes a connection and what is answered follows MongoDB 7.0. Closed, with a Warn
+// line (conn_id, peer, request_id, reason): a messageLength outside [16, MaxMessageSize], a
+// truncated frame, an opcode other than OP_MSG, OP_QUERY and OP_COMPRESSED (OP_INSERT and
+// the other legacy opcodes included), a section or sequence size that overruns the message,
+// an unknown required OP_MSG flag (IllegalOpMsgFlag), a checksum mismatch, more than two
+// document sequences (TooManyDocumentSequences: MongoDB's limit), and an OP_COMPRESSED whose
+// size, compressor or body is wrong. Answered, the connection kept: invalid BSON (22),
+// nesting deeper than MaxNesting (Overflow, 15), a document over MaxBSONInternalSize
+// (BSONObjectTooLarge, 10334), a missing or second body (40587, 40430), an unknown section
+// kind (40432), a duplicate sequence (40431) or a sequence that repeats a body field (40433),
+// "$db" in an OP_QUERY command (40621), and an OP_QUERY on anything but "<db>.$cmd" (an
+// OP_REPLY with QueryFailure and {$err, code: 5739101}, as MongoDB 6+ answers).
+//
+// Memory: each connection holds a ReadBufferSize bufio.Reader (8 KiB) and its goroutine.
+// A request that fits the buffer is decoded in place; a larger one, a decompressed one, a
+// merged body and every reply use buffers borrowed from a size-classed pool for the duration
+// of one request. Request.Body therefore aliases memory that the next request reuses.
 //
 // Usage:
 //
@@ -19,4 +39,10 @@
 //	go srv.Serve(ln)
 //	...
 //	srv.Shutdown(ctx) // stop accepting, finish in-flight requests, close connections
+//
+// Building and reading frames, as tests and tools do:
+//
+//	frame := wire.AppendOpMsg(nil, 1, 0, 0, cmd)            // OP_MSG {cmd}
+//	z, _ := wire.AppendCompressed(nil, wire.CompressorZstd, frame)
+//	msg, err := wire.ReadMessage(bufio.NewReader(conn), wire.MaxMessageSize)
 package wire

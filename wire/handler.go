@@ -38,6 +38,12 @@ type Request struct {
 	// kind-1 document sequence appended as an array field named by the sequence's identifier
 	// (MongoDB treats the two forms alike). For OP_QUERY on "<db>.$cmd" it is the query
 	// document, with a "$query" wrapper removed and "$db" appended from the namespace.
+	//
+	// Body has been validated (well-formed BSON, at most MaxBSONInternalSize per document,
+	// at most MaxNesting deep), but it is not copied: it aliases the connection's read
+	// buffer (or a pooled one), which is reused for the next request. It is valid until
+	// Handle returns, and a reply that aliases it stays valid until it has been written;
+	// copy whatever must outlive the call. A merged body may exceed MaxBSONSize.
 	Body bsoncore.Document
 	// Legacy is true for OP_QUERY: the reply goes back as OP_REPLY.
 	Legacy bool

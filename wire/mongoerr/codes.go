@@ -111,6 +111,9 @@ const (
 	Location31253 Code = 31253 // cannot mix inclusion and exclusion under one path
 	Location31254 Code = 31254 // cannot do exclusion on a field in inclusion projection
 	Location40324 Code = 40324 // unrecognized pipeline stage name
+	Location40414 Code = 40414 // BSON field '<cmd>.<field>' is missing but a required field
+	Location40415 Code = 40415 // BSON field '<cmd>.<field>' is an unknown field
+	Location40571 Code = 40571 // OP_MSG requests require a $db argument
 	Location40352 Code = 40352 // FieldPath cannot be constructed with empty string
 	Location40353 Code = 40353 // FieldPath must not end with a '.'
 	Location51024 Code = 51024 // batchSize must be non-negative
