@@ -1,0 +1,252 @@
+package store
+
+import (
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Batch is an atomic group of writes to one DB: all of it becomes visible (and durable, with
+// Commit(true)) at once, or none of it. It is not safe for concurrent use; different batches
+// may be built and committed concurrently, and Pebble groups concurrent syncing commits into
+// one WAL fsync (group commit) — nothing in the store serializes commits.
+//
+// A Batch does not read its own writes. The write methods cannot fail: a Pebble batch that is
+// not indexed only appends to a buffer.
+type Batch struct {
+	db     *DB
+	pb     *pebble.Batch
+	deltas []statDelta
+	index  map[statBucket]int // position of each bucket in deltas, once indexed
+	// indexed is set once deltas grows past indexThreshold; index is kept across reuses.
+	indexed bool
+	adjust  []collDelta // total-only adjustments (buckets range-deleted by DeleteDocRange)
+	resets  []CollID    // collections whose data and stats this batch deletes
+	done    bool        // committed
+}
+
+// statBucket names one stats bucket of one collection.
+type statBucket struct {
+	coll   CollID
+	bucket uint16
+}
+
+// statDelta is the aggregated change of one bucket in a batch.
+type statDelta struct {
+	statBucket
+	docs, bytes int64
+}
+
+// collDelta is a change of one collection's total.
+type collDelta struct {
+	coll        CollID
+	docs, bytes int64
+}
+
+// indexThreshold is the number of distinct buckets in a batch past which AddStats finds them
+// through a map instead of a linear search.
+const indexThreshold = 8
+
+// batchPool recycles Batch wrappers (their Pebble batches are recycled by Pebble).
+var batchPool = sync.Pool{New: func() any { return new(Batch) }}
+
+// NewBatch returns an empty batch. Close it when done, committed or not.
+func (db *DB) NewBatch() *Batch {
+	b := batchPool.Get().(*Batch)
+	b.db = db
+	b.pb = db.pdb.NewBatch()
+	return b
+}
+
+// SetDoc writes document doc (BSON) under (coll, hash, id). It replaces any previous
+// version; record the size change with AddStats.
+func (b *Batch) SetDoc(coll CollID, hash uint64, id, doc []byte) {
+	op := b.pb.SetDeferred(docPrefixLen+hashLen+len(id), len(doc))
+	AppendDocKey(op.Key[:0], coll, hash, id)
+	copy(op.Value, doc)
+	_ = op.Finish() // unindexed batch: cannot fail
+}
+
+// DeleteDoc deletes document (coll, hash, id); deleting a missing one is not an error.
+func (b *Batch) DeleteDoc(coll CollID, hash uint64, id []byte) {
+	op := b.pb.DeleteDeferred(docPrefixLen + hashLen + len(id))
+	AppendDocKey(op.Key[:0], coll, hash, id)
+	_ = op.Finish()
+}
+
+// indexKeyLen returns len(AppendIndexKey(nil, _, _, key, _, id)).
+func indexKeyLen(key, id []byte) int {
+	return indexPrefixLen + len(key) + hashLen + len(id) + uvarintLen(uint64(len(id)))
+}
+
+// uvarintLen returns the number of bytes of the uvarint encoding of v.
+func uvarintLen(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
+}
+
+// SetIndex writes the index entry (key, hash, id) of index idx of coll.
+func (b *Batch) SetIndex(coll CollID, idx IndexID, key []byte, hash uint64, id []byte) {
+	op := b.pb.SetDeferred(indexKeyLen(key, id), 0)
+	AppendIndexKey(op.Key[:0], coll, idx, key, hash, id)
+	_ = op.Finish()
+}
+
+// DeleteIndex deletes the index entry (key, hash, id) of index idx of coll.
+func (b *Batch) DeleteIndex(coll CollID, idx IndexID, key []byte, hash uint64, id []byte) {
+	op := b.pb.DeleteDeferred(indexKeyLen(key, id))
+	AppendIndexKey(op.Key[:0], coll, idx, key, hash, id)
+	_ = op.Finish()
+}
+
+// AddStats records that this batch changes the documents of coll at hash by dDocs documents
+// and dBytes bytes: an insert is (+1, +len(doc)), a delete (-1, -len(doc)), a replacement
+// (0, len(new)-len(old)). Bytes are BSON document sizes: DeleteDocRange subtracts len(doc) for
+// what it deletes, so any other measure would drift. Deltas are aggregated per bucket and
+// written by Commit.
+func (b *Batch) AddStats(coll CollID, hash uint64, dDocs, dBytes int64) {
+	k := statBucket{coll: coll, bucket: bucketOf(hash)}
+	if i, ok := b.findDelta(k); ok {
+		b.deltas[i].docs += dDocs
+		b.deltas[i].bytes += dBytes
+		return
+	}
+	b.deltas = append(b.deltas, statDelta{statBucket: k, docs: dDocs, bytes: dBytes})
+	switch {
+	case b.indexed:
+		b.index[k] = len(b.deltas) - 1
+	case len(b.deltas) > indexThreshold:
+		b.reindex()
+	}
+}
+
+// reindex rebuilds the bucket index from deltas and switches AddStats to it.
+func (b *Batch) reindex() {
+	if b.index == nil {
+		b.index = make(map[statBucket]int, 4*indexThreshold)
+	}
+	clear(b.index)
+	for i, d := range b.deltas {
+		b.index[d.statBucket] = i
+	}
+	b.indexed = true
+}
+
+// findDelta returns the position of bucket k in b.deltas.
+func (b *Batch) findDelta(k statBucket) (int, bool) {
+	if b.indexed {
+		i, ok := b.index[k]
+		return i, ok
+	}
+	for i := len(b.deltas) - 1; i >= 0; i-- {
+		if b.deltas[i].statBucket == k {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// Len returns the size in bytes of the batch's encoded writes so far (stats not included).
+func (b *Batch) Len() int { return b.pb.Len() }
+
+// Count returns the number of writes in the batch so far (stats not included).
+func (b *Batch) Count() uint32 { return b.pb.Count() }
+
+// Empty reports whether the batch holds no writes and no stats deltas.
+func (b *Batch) Empty() bool {
+	return b.pb.Empty() && len(b.deltas) == 0 && len(b.adjust) == 0 && len(b.resets) == 0
+}
+
+// Commit applies the batch atomically. With sync, it returns only after the batch is in the
+// synced WAL, so it survives a crash; without sync it may be lost by a crash (not by a clean
+// Close). Committing an empty batch does nothing. A batch commits at most once: a second
+// Commit returns ErrClosed. Close the batch afterwards either way.
+func (b *Batch) Commit(sync bool) error {
+	if b.done || b.pb == nil || b.db.closed.Load() {
+		return ErrClosed
+	}
+	b.done = true
+	if b.Empty() {
+		return nil
+	}
+	totals := b.writeStats()
+	opts := pebble.NoSync
+	if sync {
+		opts = pebble.Sync
+	}
+	if err := b.pb.Commit(opts); err != nil {
+		return err
+	}
+	for _, c := range b.resets {
+		b.db.totals.reset(c)
+	}
+	for _, t := range totals {
+		b.db.totals.add(t.coll, t.docs, t.bytes)
+	}
+	return nil
+}
+
+// writeStats adds the merge operands of the aggregated stats to the Pebble batch and returns
+// the per-collection totals they add up to.
+func (b *Batch) writeStats() []collDelta {
+	totals := b.adjust
+	var key [16]byte
+	var val [statsValueLen]byte
+	for _, d := range b.deltas {
+		if d.docs == 0 && d.bytes == 0 {
+			continue
+		}
+		_ = b.pb.Merge(appendStatsKey(key[:0], d.coll, d.bucket), appendStatsValue(val[:0], d.docs, d.bytes), nil)
+		totals = addCollDelta(totals, collDelta{coll: d.coll, docs: d.docs, bytes: d.bytes})
+	}
+	for _, t := range totals {
+		if t.docs == 0 && t.bytes == 0 {
+			continue
+		}
+		_ = b.pb.Merge(appendTotalKey(key[:0], t.coll), appendStatsValue(val[:0], t.docs, t.bytes), nil)
+	}
+	return totals
+}
+
+// addCollDelta adds d to the entry of its collection in ts (usually one or two entries).
+func addCollDelta(ts []collDelta, d collDelta) []collDelta {
+	for i := range ts {
+		if ts[i].coll == d.coll {
+			ts[i].docs += d.docs
+			ts[i].bytes += d.bytes
+			return ts
+		}
+	}
+	return append(ts, d)
+}
+
+// Close releases the batch without committing what is left uncommitted. It must be called
+// exactly once; the Batch must not be used afterwards.
+func (b *Batch) Close() {
+	if b.pb != nil {
+		_ = b.pb.Close()
+	}
+	if len(b.index) > 4096 {
+		b.index = nil // do not keep a huge map alive in the pool
+	}
+	clear(b.index)
+	*b = Batch{deltas: b.deltas[:0], index: b.index, adjust: b.adjust[:0], resets: b.resets[:0]}
+	batchPool.Put(b)
+}
+
+// dropDeltas removes the pending stats deltas of coll.
+func (b *Batch) dropDeltas(coll CollID) {
+	out := b.deltas[:0]
+	for _, d := range b.deltas {
+		if d.coll != coll {
+			out = append(out, d)
+		}
+	}
+	b.deltas = out
+	if b.indexed {
+		b.reindex()
+	}
+}

@@ -1,0 +1,309 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Benchmarks run on the OS file system (b.TempDir) with the defaults of Options (256 MiB
+// cache, 64 MiB memtable), like shared/bench/LIMITS.md's raw Pebble figures. The RawPebble
+// cases run the same operation on the same Pebble without the store's layer, in the same
+// process and under the same machine load, so the store's overhead is their difference:
+//
+//	go test ./store -run '^$' -bench . -benchmem -count 5
+
+const (
+	benchDocs    = 100_000
+	benchDocSize = 1024
+)
+
+// openBenchDB opens a DB in a temporary directory.
+func openBenchDB(b *testing.B) *DB {
+	b.Helper()
+	db, err := Open(Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// benchHash is the hash of document i: spread over the whole space, as in a sharded collection.
+func benchHash(i int) uint64 { return uint64(i) * 0x9E3779B97F4A7C15 }
+
+// benchIDs holds the encoded ids of the loaded documents, built once.
+var benchIDs = func() [][]byte {
+	ids := make([][]byte, benchDocs+1)
+	for i := range ids {
+		ids[i] = idN(i)
+	}
+	return ids
+}()
+
+// rawKey is the key of record i in the raw Pebble baselines: 9 bytes, as in LIMITS.md.
+func rawKey(i int) []byte {
+	return binary.BigEndian.AppendUint64([]byte{'k'}, uint64(i))
+}
+
+// rawKeys holds rawKey(i) for the loaded records, built once.
+var rawKeys = func() [][]byte {
+	keys := make([][]byte, benchDocs)
+	for i := range keys {
+		keys[i] = rawKey(i)
+	}
+	return keys
+}()
+
+// loadBench writes benchDocs documents of benchDocSize bytes to collection 1 (and the same
+// values under raw 9-byte keys, for the raw Pebble baseline), settles the LSM and warms the
+// block cache with a full scan, so reads come from cached sstable blocks, as in LIMITS.md's
+// runs.
+func loadBench(b *testing.B) *DB {
+	b.Helper()
+	db := openBenchDB(b)
+	doc := docN(0, benchDocSize)
+	for start := 0; start < benchDocs; start += 1000 {
+		batch := db.NewBatch()
+		for i := start; i < start+1000; i++ {
+			batch.SetDoc(1, benchHash(i), benchIDs[i], doc)
+			batch.AddStats(1, benchHash(i), 1, benchDocSize)
+			_ = batch.pb.Set(rawKeys[i], doc, nil)
+		}
+		if err := batch.Commit(false); err != nil {
+			b.Fatal(err)
+		}
+		batch.Close()
+	}
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	// Settle the LSM so that background compactions neither compete with the benchmark nor
+	// replace the files whose blocks the warm-up scan caches.
+	if err := db.pdb.Compact(context.Background(), []byte{0}, []byte{0xff}, true); err != nil {
+		b.Fatal(err)
+	}
+	it, err := db.pdb.NewIter(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for valid := it.First(); valid; valid = it.Next() {
+		_ = it.Value()
+	}
+	if err := it.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return db
+}
+
+func BenchmarkGetDoc(b *testing.B) {
+	db := loadBench(b)
+	b.Run("Serial", func(b *testing.B) {
+		b.ReportAllocs()
+		r := rand.New(rand.NewPCG(1, 1))
+		var buf []byte
+		var err error
+		for b.Loop() {
+			i := r.IntN(benchDocs)
+			if buf, err = db.GetDoc(1, benchHash(i), benchIDs[i], buf[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		var seed atomic.Uint64
+		b.RunParallel(func(pb *testing.PB) {
+			r := rand.New(rand.NewPCG(seed.Add(1), 2))
+			var buf []byte
+			var err error
+			for pb.Next() {
+				i := r.IntN(benchDocs)
+				if buf, err = db.GetDoc(1, benchHash(i), benchIDs[i], buf[:0]); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+	b.Run("RawPebbleParallel", func(b *testing.B) { // the baseline: pebble.DB.Get of a 9-byte key
+		b.ReportAllocs()
+		var seed atomic.Uint64
+		b.RunParallel(func(pb *testing.PB) {
+			r := rand.New(rand.NewPCG(seed.Add(1), 2))
+			var buf []byte
+			for pb.Next() {
+				v, closer, err := db.pdb.Get(rawKeys[r.IntN(benchDocs)])
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				buf = append(buf[:0], v...)
+				_ = closer.Close()
+			}
+		})
+	})
+}
+
+func BenchmarkDocIterScan(b *testing.B) {
+	db := loadBench(b)
+	b.Run("Range20", func(b *testing.B) {
+		b.ReportAllocs()
+		r := rand.New(rand.NewPCG(1, 1))
+		for b.Loop() {
+			it, err := db.NewDocIter(1, r.Uint64(), 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for n := 0; n < 20 && it.Next(); n++ {
+				_ = it.Doc()
+			}
+			_ = it.Close()
+		}
+	})
+	b.Run("Full", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			it, err := db.NewDocIter(1, 0, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := 0
+			for it.Next() {
+				_ = it.Doc()
+				n++
+			}
+			if err := it.Close(); err != nil || n != benchDocs {
+				b.Fatalf("scanned %d docs, %v", n, err)
+			}
+		}
+		b.ReportMetric(float64(benchDocs*b.N)/b.Elapsed().Seconds(), "docs/s")
+	})
+}
+
+// BenchmarkCommitSync measures durable commits (Commit(true)) of batches of 1 and 100 documents
+// from 1 and from 32 goroutines; ns/op is per commit. With 32 committers Pebble's group commit
+// shares each WAL fsync among many batches. RawPebble is the baseline: pebble.DB.Set of one
+// 9-byte key with pebble.Sync, as in LIMITS.md.
+func BenchmarkCommitSync(b *testing.B) {
+	doc := docN(0, benchDocSize)
+	for _, size := range []int{0, 1, 100} {
+		for _, goroutines := range []int{1, 32} {
+			b.Run(benchName(size, goroutines), func(b *testing.B) {
+				db := openBenchDB(b)
+				var next atomic.Int64
+				commit := func() error {
+					if size == 0 {
+						return db.pdb.Set(rawKey(int(next.Add(1))), doc, pebble.Sync)
+					}
+					batch := db.NewBatch()
+					defer batch.Close()
+					for range size {
+						i := int(next.Add(1))
+						batch.SetDoc(1, benchHash(i), benchIDs[i%benchDocs], doc)
+						batch.AddStats(1, benchHash(i), 1, benchDocSize)
+					}
+					return batch.Commit(true)
+				}
+				runCommits(b, goroutines, commit)
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+				b.ReportMetric(float64(b.N*max(size, 1))/b.Elapsed().Seconds(), "docs/s")
+			})
+		}
+	}
+}
+
+// runCommits calls commit b.N times from the given number of goroutines.
+func runCommits(b *testing.B, goroutines int, commit func() error) {
+	b.ReportAllocs()
+	if goroutines == 1 {
+		for b.Loop() {
+			if err := commit(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return
+	}
+	b.SetParallelism((goroutines + 1) / 2) // GOMAXPROCS is 2 here
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := commit(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// benchName names a CommitSync case; size 0 is the raw Pebble baseline.
+func benchName(size, goroutines int) string {
+	if size == 0 {
+		return "RawPebble/Goroutines" + itoa(goroutines)
+	}
+	return "Docs" + itoa(size) + "/Goroutines" + itoa(goroutines)
+}
+
+// itoa formats a small non-negative int.
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+func BenchmarkBatchBuild(b *testing.B) {
+	db := openBenchDB(b)
+	doc := docN(0, benchDocSize)
+	ids := make([][]byte, 100)
+	for i := range ids {
+		ids[i] = idN(i)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		batch := db.NewBatch()
+		for i, id := range ids {
+			batch.SetDoc(1, benchHash(i), id, doc)
+			batch.SetIndex(1, 2, id, benchHash(i), id)
+			batch.AddStats(1, benchHash(i), 1, benchDocSize)
+		}
+		batch.Close()
+	}
+}
+
+func BenchmarkKeyLocks(b *testing.B) {
+	var l KeyLocks
+	b.Run("LockUnlock", func(b *testing.B) {
+		b.ReportAllocs()
+		h := uint64(0)
+		for b.Loop() {
+			h++
+			l.Lock(h)
+			l.Unlock(h)
+		}
+	})
+	b.Run("LockUnlockParallel", func(b *testing.B) {
+		b.ReportAllocs()
+		var seed atomic.Uint64
+		b.RunParallel(func(pb *testing.PB) {
+			h := seed.Add(1) << 32
+			for pb.Next() {
+				h++
+				l.Lock(h)
+				l.Unlock(h)
+			}
+		})
+	})
+	b.Run("LockMany4", func(b *testing.B) {
+		b.ReportAllocs()
+		hs := []uint64{1, 2, 3, 4}
+		for b.Loop() {
+			hs[0]++
+			l.LockMany(hs)()
+		}
+	})
+}

@@ -1,0 +1,243 @@
+package store
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Catalog records are BSON documents, so that fields can be added without a format change:
+// decoders ignore fields they do not know and leave missing ones at their zero value.
+
+// encodeDatabase encodes a database record.
+func encodeDatabase(d *Database) []byte {
+	idx, doc := bsoncore.AppendDocumentStart(nil)
+	doc = bsoncore.AppendStringElement(doc, "name", d.Name)
+	if d.Options != nil {
+		doc = bsoncore.AppendDocumentElement(doc, "options", d.Options)
+	}
+	doc, _ = bsoncore.AppendDocumentEnd(doc, idx)
+	return doc
+}
+
+// decodeDatabase decodes a database record.
+func decodeDatabase(raw []byte) (*Database, error) {
+	d := &Database{}
+	err := eachElement(raw, func(key string, v bsoncore.Value) bool {
+		switch key {
+		case "name":
+			d.Name, _ = v.StringValueOK()
+		case "options":
+			d.Options = docValue(v)
+		}
+		return true
+	})
+	if err == nil && d.Name == "" {
+		err = fmt.Errorf("%w: database record without name", ErrCorrupt)
+	}
+	return d, err
+}
+
+// encodeCollection encodes a collection record.
+func encodeCollection(c *Collection) []byte {
+	idx, doc := bsoncore.AppendDocumentStart(nil)
+	doc = bsoncore.AppendInt64Element(doc, "id", int64(c.ID))
+	doc = bsoncore.AppendStringElement(doc, "db", c.DB)
+	doc = bsoncore.AppendStringElement(doc, "name", c.Name)
+	doc = bsoncore.AppendBinaryElement(doc, "uuid", 4, c.UUID[:])
+	doc = bsoncore.AppendDateTimeElement(doc, "createdAt", c.CreatedAt.UnixMilli())
+	if c.Options != nil {
+		doc = bsoncore.AppendDocumentElement(doc, "options", c.Options)
+	}
+	if c.ShardKey != nil {
+		doc = bsoncore.AppendDocumentElement(doc, "shardKey", c.ShardKey)
+	}
+	doc = bsoncore.AppendInt64Element(doc, "throughput", c.Throughput)
+	aidx, doc := bsoncore.AppendArrayElementStart(doc, "indexes")
+	for i, x := range c.Indexes {
+		var xi int32
+		xi, doc = bsoncore.AppendDocumentElementStart(doc, strconv.Itoa(i))
+		doc = bsoncore.AppendInt64Element(doc, "id", int64(x.ID))
+		doc = bsoncore.AppendStringElement(doc, "name", x.Name)
+		doc = bsoncore.AppendDocumentElement(doc, "key", x.Key)
+		if x.Spec != nil {
+			doc = bsoncore.AppendDocumentElement(doc, "spec", x.Spec)
+		}
+		doc = bsoncore.AppendBooleanElement(doc, "ready", x.Ready)
+		doc, _ = bsoncore.AppendDocumentEnd(doc, xi)
+	}
+	doc, _ = bsoncore.AppendArrayEnd(doc, aidx)
+	aidx, doc = bsoncore.AppendArrayElementStart(doc, "partitions")
+	for i, p := range c.Partitions {
+		var pi int32
+		pi, doc = bsoncore.AppendDocumentElementStart(doc, strconv.Itoa(i))
+		doc = bsoncore.AppendInt64Element(doc, "id", int64(p.ID))
+		doc = bsoncore.AppendInt64Element(doc, "lo", int64(p.Lo)) // the bits of the uint64
+		doc = bsoncore.AppendInt64Element(doc, "shard", int64(p.Shard))
+		doc, _ = bsoncore.AppendDocumentEnd(doc, pi)
+	}
+	doc, _ = bsoncore.AppendArrayEnd(doc, aidx)
+	doc = bsoncore.AppendInt64Element(doc, "nextIndexId", int64(c.NextIndexID))
+	doc = bsoncore.AppendInt64Element(doc, "nextPartitionId", int64(c.NextPartitionID))
+	doc = bsoncore.AppendInt64Element(doc, "version", int64(c.Version))
+	doc, _ = bsoncore.AppendDocumentEnd(doc, idx)
+	return doc
+}
+
+// decodeCollection decodes a collection record.
+func decodeCollection(raw []byte) (*Collection, error) {
+	c := &Collection{}
+	var err error
+	walkErr := eachElement(raw, func(key string, v bsoncore.Value) bool {
+		switch key {
+		case "id":
+			c.ID = CollID(int64Value(v))
+		case "db":
+			c.DB, _ = v.StringValueOK()
+		case "name":
+			c.Name, _ = v.StringValueOK()
+		case "uuid":
+			if _, data, ok := v.BinaryOK(); ok && len(data) == 16 {
+				copy(c.UUID[:], data)
+			}
+		case "createdAt":
+			if ms, ok := v.DateTimeOK(); ok {
+				c.CreatedAt = time.UnixMilli(ms).UTC()
+			}
+		case "options":
+			c.Options = docValue(v)
+		case "shardKey":
+			c.ShardKey = docValue(v)
+		case "throughput":
+			c.Throughput = int64Value(v)
+		case "indexes":
+			c.Indexes, err = decodeIndexes(v)
+		case "partitions":
+			c.Partitions, err = decodePartitions(v)
+		case "nextIndexId":
+			c.NextIndexID = IndexID(int64Value(v))
+		case "nextPartitionId":
+			c.NextPartitionID = uint64(int64Value(v))
+		case "version":
+			c.Version = uint64(int64Value(v))
+		}
+		return err == nil
+	})
+	if walkErr != nil {
+		return nil, walkErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return c, nil
+}
+
+// decodeIndexes decodes the indexes array of a collection record.
+func decodeIndexes(v bsoncore.Value) ([]Index, error) {
+	var out []Index
+	err := eachArrayDoc(v, func(doc bsoncore.Document) error {
+		var x Index
+		err := eachElement(doc, func(key string, v bsoncore.Value) bool {
+			switch key {
+			case "id":
+				x.ID = IndexID(int64Value(v))
+			case "name":
+				x.Name, _ = v.StringValueOK()
+			case "key":
+				x.Key = docValue(v)
+			case "spec":
+				x.Spec = docValue(v)
+			case "ready":
+				x.Ready, _ = v.BooleanOK()
+			}
+			return true
+		})
+		out = append(out, x)
+		return err
+	})
+	return out, err
+}
+
+// decodePartitions decodes the partitions array of a collection record.
+func decodePartitions(v bsoncore.Value) ([]Partition, error) {
+	var out []Partition
+	err := eachArrayDoc(v, func(doc bsoncore.Document) error {
+		var p Partition
+		err := eachElement(doc, func(key string, v bsoncore.Value) bool {
+			switch key {
+			case "id":
+				p.ID = uint64(int64Value(v))
+			case "lo":
+				p.Lo = uint64(int64Value(v))
+			case "shard":
+				p.Shard = int(int64Value(v))
+			}
+			return true
+		})
+		out = append(out, p)
+		return err
+	})
+	return out, err
+}
+
+// eachElement validates raw as a document and calls fn for each element until it returns
+// false.
+func eachElement(raw []byte, fn func(key string, v bsoncore.Value) bool) error {
+	doc := bsoncore.Document(raw)
+	if err := doc.Validate(); err != nil {
+		return fmt.Errorf("%w: catalog record: %w", ErrCorrupt, err)
+	}
+	elems, err := doc.Elements()
+	if err != nil {
+		return fmt.Errorf("%w: catalog record: %w", ErrCorrupt, err)
+	}
+	for _, e := range elems {
+		if !fn(e.Key(), e.Value()) {
+			break
+		}
+	}
+	return nil
+}
+
+// eachArrayDoc calls fn for each element of array value v, which must all be documents.
+func eachArrayDoc(v bsoncore.Value, fn func(bsoncore.Document) error) error {
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return fmt.Errorf("%w: catalog record: %s is not an array", ErrCorrupt, v.Type)
+	}
+	vals, err := arr.Values()
+	if err != nil {
+		return fmt.Errorf("%w: catalog record: %w", ErrCorrupt, err)
+	}
+	for _, ev := range vals {
+		doc, ok := ev.DocumentOK()
+		if !ok {
+			return fmt.Errorf("%w: catalog record: array element is %s, not a document", ErrCorrupt, ev.Type)
+		}
+		if err := fn(doc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// docValue returns a copy of v's document, or nil if v is not a document. Copies keep records
+// independent of the iterator buffers they were read from.
+func docValue(v bsoncore.Value) bsoncore.Document {
+	doc, ok := v.DocumentOK()
+	if !ok {
+		return nil
+	}
+	return cloneDoc(doc)
+}
+
+// int64Value returns v as an int64 if it is an int32 or int64, else 0.
+func int64Value(v bsoncore.Value) int64 {
+	n, _ := v.AsInt64OK()
+	return n
+}

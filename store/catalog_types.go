@@ -1,0 +1,157 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Database is a catalog record of one database.
+type Database struct {
+	Name    string
+	Options bsoncore.Document // nil if none; e.g. shared throughput settings
+}
+
+// Collection is a catalog record of one collection. Values reachable from a CatalogState are
+// shared and immutable: copy before changing anything (UpdateCollection hands out a copy).
+type Collection struct {
+	ID        CollID
+	DB, Name  string
+	UUID      [16]byte
+	CreatedAt time.Time
+	// Options are the create command's options as given (capped, validator, collation, ...),
+	// nil if none.
+	Options bsoncore.Document
+	// ShardKey is the shard key pattern; nil means unsharded (all documents at hash 0).
+	ShardKey bsoncore.Document
+	// Throughput is the provisioned RU/s, 0 if none.
+	Throughput int64
+	Indexes    []Index
+	// Partitions are sorted by Lo; Partitions[0].Lo == 0; partition i covers
+	// [Partitions[i].Lo, Partitions[i+1].Lo) and the last one up to 2^64.
+	Partitions      []Partition
+	NextIndexID     IndexID
+	NextPartitionID uint64
+	// Version is bumped by every change of the record (config.chunks' lastmod).
+	Version uint64
+}
+
+// Index is one index of a collection, the implicit _id index included.
+type Index struct {
+	ID   IndexID
+	Name string
+	Key  bsoncore.Document // the key pattern, e.g. {a: 1, b: -1}
+	// Spec is the full createIndexes spec (unique, sparse, partialFilterExpression,
+	// expireAfterSeconds, ...), nil if nothing beyond Key and Name.
+	Spec bsoncore.Document
+	// Ready is false while the index is being built.
+	Ready bool
+}
+
+// Partition is one hash range of a collection and the shard that holds it.
+type Partition struct {
+	ID    uint64
+	Lo    uint64
+	Shard int
+}
+
+// IDIndexName is the name of the implicit _id index.
+const IDIndexName = "_id_"
+
+// idIndexKey is the key pattern {_id: 1} of the implicit _id index.
+var idIndexKey = bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()
+
+// Index returns the index named name, or nil.
+func (c *Collection) Index(name string) *Index {
+	for i := range c.Indexes {
+		if c.Indexes[i].Name == name {
+			return &c.Indexes[i]
+		}
+	}
+	return nil
+}
+
+// IndexByID returns the index with id, or nil.
+func (c *Collection) IndexByID(id IndexID) *Index {
+	for i := range c.Indexes {
+		if c.Indexes[i].ID == id {
+			return &c.Indexes[i]
+		}
+	}
+	return nil
+}
+
+// PartitionRange returns the hash range [lo, hi) of partition i (hi == 0 meaning 2^64).
+func (c *Collection) PartitionRange(i int) (lo, hi uint64) {
+	lo = c.Partitions[i].Lo
+	if i+1 < len(c.Partitions) {
+		hi = c.Partitions[i+1].Lo
+	}
+	return lo, hi
+}
+
+// Sharded reports whether the collection has a shard key.
+func (c *Collection) Sharded() bool { return c.ShardKey != nil }
+
+// clone returns a deep copy of c: nothing in the copy aliases c.
+func (c *Collection) clone() *Collection {
+	n := *c
+	n.Options = cloneDoc(c.Options)
+	n.ShardKey = cloneDoc(c.ShardKey)
+	n.Indexes = make([]Index, len(c.Indexes))
+	for i, x := range c.Indexes {
+		x.Key = cloneDoc(x.Key)
+		x.Spec = cloneDoc(x.Spec)
+		n.Indexes[i] = x
+	}
+	n.Partitions = slices.Clone(c.Partitions)
+	return &n
+}
+
+// cloneDoc copies a document, keeping nil as nil.
+func cloneDoc(d bsoncore.Document) bsoncore.Document {
+	if d == nil {
+		return nil
+	}
+	return slices.Clone(d)
+}
+
+// validate checks the invariants of a collection record.
+func (c *Collection) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: collection %s.%s: %s", ErrInvalid, c.DB, c.Name, fmt.Sprintf(format, args...))
+	}
+	if c.DB == "" || c.Name == "" {
+		return bad("empty database or collection name")
+	}
+	if len(c.Partitions) == 0 || c.Partitions[0].Lo != 0 {
+		return bad("partitions must start at hash 0")
+	}
+	pids := make(map[uint64]bool, len(c.Partitions))
+	for i, p := range c.Partitions {
+		if i > 0 && p.Lo <= c.Partitions[i-1].Lo {
+			return bad("partitions not sorted by Lo at %d", i)
+		}
+		if p.ID == 0 || pids[p.ID] || p.ID >= c.NextPartitionID {
+			return bad("partition id %d is zero, duplicated or not below NextPartitionID %d", p.ID, c.NextPartitionID)
+		}
+		if p.Shard < 0 {
+			return bad("partition %d has negative shard %d", p.ID, p.Shard)
+		}
+		pids[p.ID] = true
+	}
+	ids := make(map[IndexID]bool, len(c.Indexes))
+	names := make(map[string]bool, len(c.Indexes))
+	for _, x := range c.Indexes {
+		if x.ID == 0 || ids[x.ID] || x.ID >= c.NextIndexID {
+			return bad("index id %d is zero, duplicated or not below NextIndexID %d", x.ID, c.NextIndexID)
+		}
+		if x.Name == "" || names[x.Name] {
+			return bad("index name %q empty or duplicated", x.Name)
+		}
+		ids[x.ID], names[x.Name] = true, true
+	}
+	return nil
+}

@@ -1,0 +1,176 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.uber.org/zap"
+)
+
+// FormatVersion is the on-disk format this binary writes ('m' 'v' key). Open refuses a
+// database with a higher version. Bump it, with a migration, when the key layout or a value
+// encoding changes incompatibly.
+const FormatVersion uint32 = 1
+
+// DB is one Pebble database: one shard. It is safe for concurrent use; reads through it see the
+// latest committed state. Close it only after every Batch, Snapshot and iterator is done.
+type DB struct {
+	pdb     *pebble.DB
+	dir     string
+	logger  *zap.Logger
+	lock    *pebble.Lock
+	health  io.Closer // disk-health checker of the OS file system, or a no-op
+	closed  atomic.Bool
+	events  *eventCounters
+	totals  collTotals // per-collection stats totals, see stats.go
+	readOps reader     // reads of the latest committed state
+}
+
+// Open opens (creating if needed) the database in opts.Dir. It fails with a clear error,
+// never a panic, when the directory is unusable: ErrLocked when another process (or another
+// DB in this process) has it open, ErrFormatTooNew when a newer binary wrote it.
+func Open(opts Options) (*DB, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	logger := opts.Logger.Named("store").With(zap.String("dir", opts.Dir))
+	events := &eventCounters{}
+	fsys, health := openFS(&opts, logger, events)
+	if err := fsys.MkdirAll(opts.Dir, 0o755); err != nil {
+		_ = health.Close()
+		return nil, fmt.Errorf("store: open %s: cannot create directory: %w", opts.Dir, err)
+	}
+	lock, err := pebble.LockDirectory(opts.Dir, fsys)
+	if err != nil {
+		_ = health.Close()
+		return nil, lockError(opts.Dir, err)
+	}
+	pdb, err := pebble.Open(opts.Dir, pebbleOptions(&opts, fsys, lock, logger, events))
+	if err != nil {
+		_ = lock.Close()
+		_ = health.Close()
+		return nil, fmt.Errorf("store: open %s: %w", opts.Dir, err)
+	}
+	db := &DB{pdb: pdb, dir: opts.Dir, logger: logger, lock: lock, health: health, events: events}
+	db.readOps = reader{r: pdb}
+	if err := db.checkFormat(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	if err := db.totals.load(pdb); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: open %s: loading stats: %w", opts.Dir, err)
+	}
+	logger.Info("store opened")
+	return db, nil
+}
+
+// openFS returns the file system to use and a closer for its disk-health checker.
+func openFS(opts *Options, logger *zap.Logger, events *eventCounters) (vfs.FS, io.Closer) {
+	if opts.FS != nil {
+		return opts.FS, io.NopCloser(nil)
+	}
+	if opts.DiskSlowThreshold < 0 {
+		return vfs.Default, io.NopCloser(nil)
+	}
+	slow := newEventListener(logger, events).DiskSlow
+	return vfs.WithDiskHealthChecks(vfs.Default, opts.DiskSlowThreshold, nil, slow)
+}
+
+// lockError explains a failure to lock dir: a bare errno or Pebble's in-process message means
+// the lock is held elsewhere; a path error means the LOCK file itself could not be created.
+func lockError(dir string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("store: open %s: cannot create lock file: %w", dir, err)
+	}
+	return fmt.Errorf("%w: %s (%v)", ErrLocked, dir, err)
+}
+
+// pebbleOptions translates opts into Pebble's options.
+func pebbleOptions(opts *Options, fsys vfs.FS, lock *pebble.Lock, logger *zap.Logger, events *eventCounters) *pebble.Options {
+	po := &pebble.Options{
+		FS:                 fsys,
+		Lock:               lock,
+		Cache:              opts.Cache,
+		CacheSize:          opts.CacheSize,
+		MemTableSize:       opts.MemTableSize,
+		Merger:             statsMerger,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             logger.Sugar().Named("pebble"), // "store.pebble", with the dir field
+
+		EventListener: newEventListener(logger, events),
+	}
+	if opts.BloomBitsPerKey > 0 {
+		for i := range po.Levels {
+			po.Levels[i].FilterPolicy = bloom.FilterPolicy(opts.BloomBitsPerKey)
+		}
+	}
+	return po
+}
+
+// formatKey is the key of the on-disk format version record.
+var formatKey = []byte{prefixMeta, metaVersion}
+
+// checkFormat writes the format version into a new database and refuses a newer one.
+func (db *DB) checkFormat() error {
+	v, closer, err := db.pdb.Get(formatKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		var buf [4]byte
+		binary.BigEndian.PutUint32(buf[:], FormatVersion)
+		if err := db.pdb.Set(formatKey, buf[:], pebble.Sync); err != nil {
+			return fmt.Errorf("store: open %s: writing format version: %w", db.dir, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("store: open %s: reading format version: %w", db.dir, err)
+	}
+	defer closer.Close()
+	if len(v) != 4 {
+		return fmt.Errorf("%w: %s: format version record has %d bytes", ErrCorrupt, db.dir, len(v))
+	}
+	if got := binary.BigEndian.Uint32(v); got > FormatVersion {
+		return fmt.Errorf("%w: %s has format version %d, this binary knows up to %d",
+			ErrFormatTooNew, db.dir, got, FormatVersion)
+	}
+	return nil
+}
+
+// Close flushes nothing extra (committed data is already in the WAL), closes Pebble and
+// releases the directory lock. A second Close returns ErrClosed.
+func (db *DB) Close() error {
+	if db.closed.Swap(true) {
+		return ErrClosed
+	}
+	err := db.pdb.Close()
+	if lerr := db.lock.Close(); err == nil {
+		err = lerr
+	}
+	_ = db.health.Close()
+	if err != nil {
+		return fmt.Errorf("store: close %s: %w", db.dir, err)
+	}
+	db.logger.Info("store closed")
+	return nil
+}
+
+// Dir returns the directory the DB was opened in.
+func (db *DB) Dir() string { return db.dir }
+
+// Flush writes the memtable to an sstable. Tests and shutdown paths use it; normal operation
+// never needs it.
+func (db *DB) Flush() error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	return db.pdb.Flush()
+}

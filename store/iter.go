@@ -1,0 +1,299 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Iterators. An open iterator is a consistent point-in-time view: it sees exactly the writes
+// committed before it was created (Pebble iterators pin a sequence number), whatever is
+// committed afterwards, which is what cursors rely on between getMores. Its Pebble bounds are
+// the range it was created for, so it never leaves that collection, index or hash range, even
+// after a Seek outside it (seeks are clamped to the range).
+//
+// Style: `for it.Next() { use it.Hash(), it.ID(), it.Doc() }; if err := it.Err(); ...`.
+// Next moves to the first entry on its first call. Seek positions at an entry and returns
+// whether there is one; the following Next moves past it. Slices returned by the accessors
+// are valid until the next positioning call and must not be modified.
+
+// DocIter iterates over the documents of one collection whose hash is in a range, in key order.
+type DocIter struct {
+	it      *pebble.Iterator // nil for an empty range
+	coll    CollID
+	seekBuf []byte
+	started bool
+	valid   bool
+	closed  bool
+	hash    uint64
+	id      []byte
+	err     error
+}
+
+// newDocIter opens a DocIter on r over coll's documents with hash in [lo, hi).
+func newDocIter(r pebble.Reader, coll CollID, lo, hi uint64) (*DocIter, error) {
+	d := &DocIter{coll: coll}
+	if hi != 0 && hi <= lo {
+		return d, nil
+	}
+	var buf [2 * (docPrefixLen + hashLen)]byte
+	lower, upper := appendDocRangeBounds(buf[:0], coll, lo, hi)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, err
+	}
+	d.it = it
+	return d, nil
+}
+
+// Next moves to the next document (the first on its first call) and reports whether there is
+// one. After false, check Err.
+func (d *DocIter) Next() bool {
+	if d.it == nil || d.err != nil {
+		return false
+	}
+	switch {
+	case !d.started:
+		d.started = true
+		d.valid = d.it.First()
+	case d.valid:
+		d.valid = d.it.Next()
+	default:
+		return false
+	}
+	return d.load()
+}
+
+// SeekGE positions at the first document at or after (hash, id) and reports whether there is
+// one.
+func (d *DocIter) SeekGE(hash uint64, id []byte) bool {
+	if d.it == nil || d.err != nil {
+		return false
+	}
+	d.started = true
+	d.seekBuf = AppendDocKey(d.seekBuf[:0], d.coll, hash, id)
+	d.valid = d.it.SeekGE(d.seekBuf)
+	return d.load()
+}
+
+// SeekGT positions at the first document strictly after (hash, id), the way to resume a scan
+// after the last document returned.
+func (d *DocIter) SeekGT(hash uint64, id []byte) bool {
+	if !d.SeekGE(hash, id) {
+		return false
+	}
+	if d.hash == hash && bytes.Equal(d.id, id) {
+		return d.Next()
+	}
+	return true
+}
+
+// load decodes the current key, or records the iterator's error at the end.
+func (d *DocIter) load() bool {
+	if !d.valid {
+		d.err = d.it.Error()
+		return false
+	}
+	_, hash, id, ok := DocKeyParts(d.it.Key())
+	if !ok {
+		d.err = errCorruptKey(d.it.Key())
+		d.valid = false
+		return false
+	}
+	d.hash, d.id = hash, id
+	return true
+}
+
+// Hash returns the current document's hash.
+func (d *DocIter) Hash() uint64 { return d.hash }
+
+// ID returns the current document's encoded _id.
+func (d *DocIter) ID() []byte { return d.id }
+
+// Doc returns the current document's BSON, or nil when the iterator is not at a document or
+// after an I/O error (see Err).
+func (d *DocIter) Doc() []byte {
+	if d.it == nil || !d.valid {
+		return nil
+	}
+	v, err := d.it.ValueAndErr()
+	if err != nil {
+		d.err = err
+		return nil
+	}
+	return v
+}
+
+// Err returns the first error met while iterating.
+func (d *DocIter) Err() error { return d.err }
+
+// Close releases the iterator. A second Close returns ErrClosed.
+func (d *DocIter) Close() error {
+	if d.closed {
+		return ErrClosed
+	}
+	d.closed = true
+	if d.it == nil {
+		return nil
+	}
+	return d.it.Close()
+}
+
+// IndexIter iterates over the entries of one index whose key part lies in a range, forward or
+// in reverse.
+type IndexIter struct {
+	it      *pebble.Iterator // nil for an empty range
+	prefix  [indexPrefixLen]byte
+	reverse bool
+	seekBuf []byte
+	started bool
+	valid   bool
+	closed  bool
+	key     []byte
+	hash    uint64
+	id      []byte
+	err     error
+}
+
+// newIndexIter opens an IndexIter on r over the entries of (coll, idx) whose key part is in
+// [lower, upper).
+func newIndexIter(r pebble.Reader, coll CollID, idx IndexID, lower, upper []byte, reverse bool) (*IndexIter, error) {
+	x := &IndexIter{reverse: reverse}
+	appendIndexPrefix(x.prefix[:0], coll, idx)
+	if upper != nil && bytes.Compare(lower, upper) >= 0 {
+		return x, nil
+	}
+	buf := make([]byte, 0, 2*indexPrefixLen+len(lower)+len(upper))
+	buf = append(append(buf, x.prefix[:]...), lower...)
+	n := len(buf)
+	if upper == nil {
+		buf = appendPrefixEnd(buf, x.prefix[:])
+	} else {
+		buf = append(append(buf, x.prefix[:]...), upper...)
+	}
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: buf[:n:n], UpperBound: buf[n:]})
+	if err != nil {
+		return nil, err
+	}
+	x.it = it
+	return x, nil
+}
+
+// Next moves to the next entry in the iteration's direction (the first on its first call) and
+// reports whether there is one. After false, check Err.
+func (x *IndexIter) Next() bool {
+	if x.it == nil || x.err != nil {
+		return false
+	}
+	switch {
+	case !x.started:
+		x.started = true
+		if x.reverse {
+			x.valid = x.it.Last()
+		} else {
+			x.valid = x.it.First()
+		}
+	case !x.valid:
+		return false
+	case x.reverse:
+		x.valid = x.it.Prev()
+	default:
+		x.valid = x.it.Next()
+	}
+	return x.load()
+}
+
+// Seek positions at the first entry, in the iteration's direction, whose raw position (the
+// bytes Pos returns: key | hash | id | len) is at or past pos: forward, the first entry >= pos;
+// in reverse, the last entry <= pos. A bare key part works as pos: forward, Seek(k) finds the
+// first entry with key >= k; in reverse, Seek(k) finds the last entry with key < k.
+func (x *IndexIter) Seek(pos []byte) bool {
+	if x.reverse {
+		return x.seek(pos, true) // SeekLT(pos + 0x00) == last entry <= pos
+	}
+	return x.seek(pos, false)
+}
+
+// SeekAfter positions at the first entry strictly past pos in the iteration's direction, the
+// way to resume a scan after the entry whose Pos was saved.
+func (x *IndexIter) SeekAfter(pos []byte) bool {
+	if x.reverse {
+		return x.seek(pos, false)
+	}
+	return x.seek(pos, true)
+}
+
+// seek positions the iterator at prefix | pos (| 0x00 when succ): SeekGE forward, SeekLT in
+// reverse.
+func (x *IndexIter) seek(pos []byte, succ bool) bool {
+	if x.it == nil || x.err != nil {
+		return false
+	}
+	x.started = true
+	x.seekBuf = append(append(x.seekBuf[:0], x.prefix[:]...), pos...)
+	if succ {
+		x.seekBuf = append(x.seekBuf, 0)
+	}
+	if x.reverse {
+		x.valid = x.it.SeekLT(x.seekBuf)
+	} else {
+		x.valid = x.it.SeekGE(x.seekBuf)
+	}
+	return x.load()
+}
+
+// load decodes the current key, or records the iterator's error at the end.
+func (x *IndexIter) load() bool {
+	if !x.valid {
+		x.err = x.it.Error()
+		return false
+	}
+	k := x.it.Key()
+	key, hash, id, ok := splitIndexSuffix(k[indexPrefixLen:])
+	if !ok {
+		x.err = errCorruptKey(k)
+		x.valid = false
+		return false
+	}
+	x.key, x.hash, x.id = key, hash, id
+	return true
+}
+
+// Key returns the current entry's encoded index key.
+func (x *IndexIter) Key() []byte { return x.key }
+
+// Hash returns the current entry's document hash.
+func (x *IndexIter) Hash() uint64 { return x.hash }
+
+// ID returns the current entry's encoded _id.
+func (x *IndexIter) ID() []byte { return x.id }
+
+// Pos returns the current entry's raw position (key | hash | id | len), for Seek and SeekAfter;
+// nil when the iterator is not at an entry.
+func (x *IndexIter) Pos() []byte {
+	if x.it == nil || !x.valid {
+		return nil
+	}
+	return x.it.Key()[indexPrefixLen:]
+}
+
+// Err returns the first error met while iterating.
+func (x *IndexIter) Err() error { return x.err }
+
+// Close releases the iterator. A second Close returns ErrClosed.
+func (x *IndexIter) Close() error {
+	if x.closed {
+		return ErrClosed
+	}
+	x.closed = true
+	if x.it == nil {
+		return nil
+	}
+	return x.it.Close()
+}
+
+// errCorruptKey reports a key that does not parse.
+func errCorruptKey(k []byte) error {
+	return fmt.Errorf("%w: key %x", ErrCorrupt, k)
+}

@@ -1,0 +1,307 @@
+package store
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+)
+
+// docRef is a document key in tests.
+type docRef struct {
+	coll CollID
+	hash uint64
+	id   []byte
+}
+
+// boundaryHashes are hashes at the edges of ranges and buckets.
+var boundaryHashes = []uint64{0, 1, 1<<48 - 1, 1 << 48, 1<<63 - 1, 1 << 63, math.MaxUint64 - 1, math.MaxUint64}
+
+// fillDocs writes two documents at every boundary hash of collections 1, 2, 3 and MaxUint32
+// and returns their keys in key order.
+func fillDocs(t *testing.T, db *DB) []docRef {
+	t.Helper()
+	var refs []docRef
+	b := db.NewBatch()
+	for _, coll := range []CollID{1, 2, 3, math.MaxUint32} {
+		for _, h := range boundaryHashes {
+			for i := range 2 {
+				id := idN(i)
+				b.SetDoc(coll, h, id, fmt.Appendf(nil, "%d/%x/%d", coll, h, i))
+				refs = append(refs, docRef{coll, h, id})
+			}
+		}
+	}
+	mustCommit(t, b)
+	return refs
+}
+
+func TestDocIterBounds(t *testing.T) {
+	db := openMem(t)
+	refs := fillDocs(t, db)
+	cases := []struct {
+		name   string
+		coll   CollID
+		lo, hi uint64
+	}{
+		{"WholeColl", 2, 0, 0},
+		{"WholeLastColl", math.MaxUint32, 0, 0},
+		{"LowerHalf", 2, 0, 1 << 63},
+		{"UpperHalf", 2, 1 << 63, 0},
+		{"OneBucket", 2, 1 << 48, 2 << 48},
+		{"LastHash", 3, math.MaxUint64, 0},
+		{"Empty", 2, 5, 5},
+		{"Inverted", 2, 10, 5},
+		{"MissingColl", 9, 0, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var want []docRef
+			for _, r := range refs {
+				if r.coll == tc.coll && InRange(r.hash, tc.lo, tc.hi) && !(tc.hi != 0 && tc.hi <= tc.lo) {
+					want = append(want, r)
+				}
+			}
+			it, err := db.NewDocIter(tc.coll, tc.lo, tc.hi)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer it.Close()
+			var got []docRef
+			for it.Next() {
+				got = append(got, docRef{tc.coll, it.Hash(), slices.Clone(it.ID())})
+				if wantDoc := fmt.Sprintf("%d/%x/", tc.coll, it.Hash()); !bytes.HasPrefix(it.Doc(), []byte(wantDoc)) {
+					t.Fatalf("Doc = %q, want prefix %q", it.Doc(), wantDoc)
+				}
+			}
+			if err := it.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.EqualFunc(got, want, func(a, b docRef) bool { return a.hash == b.hash && bytes.Equal(a.id, b.id) }) {
+				t.Fatalf("got %d docs %v, want %d %v", len(got), got, len(want), want)
+			}
+			if it.Next() {
+				t.Fatal("Next after the end returned true")
+			}
+		})
+	}
+}
+
+func TestDocIterSeek(t *testing.T) {
+	db := openMem(t)
+	fillDocs(t, db)
+	it, err := db.NewDocIter(2, 1<<48, 1<<63)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	// Below the range: clamped to its first document.
+	if !it.SeekGE(0, nil) || it.Hash() != 1<<48 || !bytes.Equal(it.ID(), idN(0)) {
+		t.Fatalf("SeekGE below range: %x %x", it.Hash(), it.ID())
+	}
+	if !it.SeekGT(1<<48, idN(0)) || it.Hash() != 1<<48 || !bytes.Equal(it.ID(), idN(1)) {
+		t.Fatalf("SeekGT: %x %x", it.Hash(), it.ID())
+	}
+	if !it.Next() || it.Hash() != 1<<63-1 {
+		t.Fatalf("Next after SeekGT: %x", it.Hash())
+	}
+	if !it.SeekGT(1<<48, idN(5)) || it.Hash() != 1<<63-1 {
+		t.Fatalf("SeekGT of a missing id: %x", it.Hash())
+	}
+	// At or past the upper bound: nothing, and never the next range's documents.
+	if it.SeekGE(1<<63, nil) {
+		t.Fatalf("SeekGE at the upper bound found %x", it.Hash())
+	}
+	if it.SeekGE(math.MaxUint64, idN(0)) {
+		t.Fatal("SeekGE past the range found a document")
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := it.Close(); err == nil {
+		t.Fatal("second Close succeeded")
+	}
+}
+
+// indexRef is an index entry in tests.
+type indexRef struct {
+	key  []byte
+	hash uint64
+	id   []byte
+}
+
+// fillIndex writes entries for keys "a".."e" × 2 hashes × 2 ids into index 2 of collection 5,
+// plus neighbours (index 1 and 3, collections 4 and 6) that must never show up, and returns
+// the entries of (5, 2) in key order.
+func fillIndex(t *testing.T, db *DB) []indexRef {
+	t.Helper()
+	var refs []indexRef
+	b := db.NewBatch()
+	for _, k := range []string{"a", "b", "c", "d", "e"} {
+		for _, h := range []uint64{0, math.MaxUint64} {
+			for i := range 2 {
+				key := encKey([]byte(k))
+				b.SetIndex(5, 2, key, h, idN(i))
+				refs = append(refs, indexRef{key, h, idN(i)})
+				for _, n := range [][2]uint32{{5, 1}, {5, 3}, {4, 2}, {6, 2}} {
+					b.SetIndex(CollID(n[0]), IndexID(n[1]), key, h, idN(i))
+				}
+			}
+		}
+	}
+	mustCommit(t, b)
+	slices.SortFunc(refs, func(a, b indexRef) int {
+		return cmp.Or(bytes.Compare(a.key, b.key), cmp.Compare(a.hash, b.hash), bytes.Compare(a.id, b.id))
+	})
+	return refs
+}
+
+// collectIndex drains an index iterator.
+func collectIndex(t *testing.T, it *IndexIter) []indexRef {
+	t.Helper()
+	var got []indexRef
+	for it.Next() {
+		got = append(got, indexRef{slices.Clone(it.Key()), it.Hash(), slices.Clone(it.ID())})
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// equalRefs compares index entries.
+func equalRefs(a, b []indexRef) bool {
+	return slices.EqualFunc(a, b, func(x, y indexRef) bool {
+		return bytes.Equal(x.key, y.key) && x.hash == y.hash && bytes.Equal(x.id, y.id)
+	})
+}
+
+func TestIndexIterBounds(t *testing.T) {
+	db := openMem(t)
+	refs := fillIndex(t, db)
+	k := func(s string) []byte { return encKey([]byte(s)) }
+	cases := []struct {
+		name         string
+		lower, upper []byte
+	}{
+		{"Unbounded", nil, nil},
+		{"FromB", k("b"), nil},
+		{"ToD", nil, k("d")},
+		{"BToD", k("b"), k("d")},
+		{"OnlyC", k("c"), KeyPrefixEnd(k("c"))},
+		{"Empty", k("d"), k("b")},
+	}
+	for _, tc := range cases {
+		for _, reverse := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/reverse=%v", tc.name, reverse), func(t *testing.T) {
+				var want []indexRef
+				for _, r := range refs {
+					if bytes.Compare(r.key, tc.lower) >= 0 && (tc.upper == nil || bytes.Compare(r.key, tc.upper) < 0) {
+						want = append(want, r)
+					}
+				}
+				if reverse {
+					slices.Reverse(want)
+				}
+				it, err := db.NewIndexIter(5, 2, tc.lower, tc.upper, reverse)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer it.Close()
+				if got := collectIndex(t, it); !equalRefs(got, want) {
+					t.Fatalf("got %d entries, want %d:\n%v\n%v", len(got), len(want), got, want)
+				}
+			})
+		}
+	}
+}
+
+// TestIndexIterResume stops a scan halfway, then resumes it on a new iterator with SeekAfter,
+// forward and in reverse: together the two halves are the full scan.
+func TestIndexIterResume(t *testing.T) {
+	db := openMem(t)
+	fillIndex(t, db)
+	for _, reverse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reverse=%v", reverse), func(t *testing.T) {
+			full, _ := db.NewIndexIter(5, 2, nil, nil, reverse)
+			want := collectIndex(t, full)
+			_ = full.Close()
+
+			it, _ := db.NewIndexIter(5, 2, nil, nil, reverse)
+			var got []indexRef
+			for range 7 {
+				it.Next()
+				got = append(got, indexRef{slices.Clone(it.Key()), it.Hash(), slices.Clone(it.ID())})
+			}
+			pos := slices.Clone(it.Pos())
+			_ = it.Close()
+
+			it2, _ := db.NewIndexIter(5, 2, nil, nil, reverse)
+			defer it2.Close()
+			if !it2.SeekAfter(pos) {
+				t.Fatal("SeekAfter found nothing")
+			}
+			got = append(got, indexRef{slices.Clone(it2.Key()), it2.Hash(), slices.Clone(it2.ID())})
+			got = append(got, collectIndex(t, it2)...)
+			if !equalRefs(got, want) {
+				t.Fatalf("resumed scan differs:\n%v\n%v", got, want)
+			}
+			// Seek(pos) lands on the saved entry itself.
+			if !it2.Seek(pos) || !bytes.Equal(it2.Pos(), pos) {
+				t.Fatalf("Seek(pos) = %x, want %x", it2.Pos(), pos)
+			}
+		})
+	}
+}
+
+func TestIndexIterSeekKey(t *testing.T) {
+	db := openMem(t)
+	fillIndex(t, db)
+	fwd, _ := db.NewIndexIter(5, 2, nil, nil, false)
+	defer fwd.Close()
+	if !fwd.Seek(encKey([]byte("c"))) || !bytes.Equal(fwd.Key(), encKey([]byte("c"))) || fwd.Hash() != 0 {
+		t.Fatalf("forward Seek(c) = %x %x", fwd.Key(), fwd.Hash())
+	}
+	rev, _ := db.NewIndexIter(5, 2, nil, nil, true)
+	defer rev.Close()
+	if !rev.Seek(encKey([]byte("c"))) || !bytes.Equal(rev.Key(), encKey([]byte("b"))) || rev.Hash() != math.MaxUint64 {
+		t.Fatalf("reverse Seek(c) = %x %x, want the last entry of b", rev.Key(), rev.Hash())
+	}
+	if !rev.Next() || !bytes.Equal(rev.Key(), encKey([]byte("b"))) || rev.Hash() != math.MaxUint64 || !bytes.Equal(rev.ID(), idN(0)) {
+		t.Fatalf("reverse Next after Seek = %x %x %x", rev.Key(), rev.Hash(), rev.ID())
+	}
+}
+
+func TestHasIndexKeyPrefix(t *testing.T) {
+	db := openMem(t)
+	b := db.NewBatch()
+	compound := append(encKey([]byte("x")), encKey([]byte("y"))...)
+	b.SetIndex(1, 2, compound, 9, idN(3))
+	b.SetIndex(1, 2, encKey([]byte("xx")), 8, idN(4))
+	b.SetIndex(1, 3, encKey([]byte("z")), 7, idN(5)) // next index
+	mustCommit(t, b)
+	cases := []struct {
+		name   string
+		idx    IndexID
+		prefix []byte
+		found  bool
+		hash   uint64
+	}{
+		{"FullKey", 2, compound, true, 9},
+		{"FirstComponent", 2, encKey([]byte("x")), true, 9},
+		{"OtherKey", 2, encKey([]byte("xx")), true, 8},
+		{"Missing", 2, encKey([]byte("w")), false, 0},
+		{"NotInNextIndex", 2, encKey([]byte("z")), false, 0},
+		{"EmptyPrefix", 3, nil, true, 7},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			hash, id, found, err := db.HasIndexKeyPrefix(1, tc.idx, tc.prefix)
+			if err != nil || found != tc.found || hash != tc.hash || (found && len(id) == 0) {
+				t.Fatalf("HasIndexKeyPrefix = %x %x %v %v", hash, id, found, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,77 @@
+package store
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.uber.org/zap"
+)
+
+// Defaults applied by Options.EnsureDefaults.
+const (
+	DefaultCacheSize         int64  = 256 << 20
+	DefaultMemTableSize      uint64 = 64 << 20
+	DefaultDiskSlowThreshold        = 2 * time.Second
+)
+
+// Options configures one DB. The zero value plus a Dir is valid after EnsureDefaults.
+type Options struct {
+	// Dir is the database directory; Open creates it if needed.
+	Dir string
+	// FS is the file system; nil means the OS's disk. Tests use vfs.NewMem() or
+	// vfs.NewCrashableMem().
+	FS vfs.FS
+	// CacheSize is the block cache size in bytes, used when Cache is nil.
+	CacheSize int64
+	// Cache, when set, is a block cache shared with other DBs (one per process is typical when
+	// several shards run in one process); the DB takes its own reference. CacheSize is ignored.
+	Cache *pebble.Cache
+	// MemTableSize is the size of one memtable in bytes.
+	MemTableSize uint64
+	// BloomBitsPerKey sets the bloom filter of sstables (point reads such as GetDoc skip tables
+	// that cannot hold the key); 0 means 10, a negative value disables filters.
+	BloomBitsPerKey int
+	// DiskSlowThreshold is how long a disk write may take before a warning is logged; it only
+	// applies to the OS file system (FS == nil). Negative disables the check.
+	DiskSlowThreshold time.Duration
+	// Logger receives the store's and Pebble's logs; nil means zap.NewNop().
+	Logger *zap.Logger
+}
+
+// EnsureDefaults fills unset fields with their defaults and returns o.
+func (o *Options) EnsureDefaults() *Options {
+	if o.CacheSize == 0 {
+		o.CacheSize = DefaultCacheSize
+	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = DefaultMemTableSize
+	}
+	if o.BloomBitsPerKey == 0 {
+		o.BloomBitsPerKey = 10
+	}
+	if o.DiskSlowThreshold == 0 {
+		o.DiskSlowThreshold = DefaultDiskSlowThreshold
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	return o
+}
+
+// Validate reports the first invalid field, wrapping ErrInvalid. Call it after EnsureDefaults.
+func (o *Options) Validate() error {
+	switch {
+	case o.Dir == "":
+		return fmt.Errorf("%w: Options.Dir is empty", ErrInvalid)
+	case o.CacheSize < 0:
+		return fmt.Errorf("%w: Options.CacheSize %d is negative", ErrInvalid, o.CacheSize)
+	case o.MemTableSize < 1<<20 || o.MemTableSize >= 4<<30:
+		// Pebble refuses memtables of 4 GiB and more; below 1 MiB every write would flush.
+		return fmt.Errorf("%w: Options.MemTableSize %d not in [1 MiB, 4 GiB)", ErrInvalid, o.MemTableSize)
+	case o.Logger == nil:
+		return fmt.Errorf("%w: Options.Logger is nil (call EnsureDefaults)", ErrInvalid)
+	}
+	return nil
+}
