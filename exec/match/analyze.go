@@ -1,0 +1,322 @@
+package match
+
+import (
+	"math"
+	"sort"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Interval is a range of values in MongoDB's total order (bsonx.Compare). An unbounded
+// end extends to MinKey or MaxKey inclusive; the bounds this package produces are
+// type-bracketed instead, so both flags are false for them.
+type Interval struct {
+	Lo, Hi                   bsoncore.Value
+	LoInclusive, HiInclusive bool
+	LoUnbounded, HiUnbounded bool
+}
+
+// leafConjuncts returns the leaves of the top-level conjunction on path that a
+// planner can use: equalities and $in (points) and ranges. Negations, $or, regexes and
+// everything else are skipped (they only narrow the result further).
+func (f *Filter) leafConjuncts(path string) []leaf {
+	var out []leaf
+	for _, n := range f.conj {
+		var pn *pathNode
+		switch x := n.(type) {
+		case *pathNode:
+			pn = x
+		case *eqTopNode:
+			pn = &x.pathNode
+		default:
+			continue
+		}
+		if pn.path.dotted != path {
+			continue
+		}
+		switch pn.lf.(type) {
+		case *cmpLeaf, *inLeaf:
+			out = append(out, pn.lf)
+		}
+	}
+	return out
+}
+
+// Equalities reports the values that path is fixed to by the top-level conjunction:
+// {path: v}, {path: {$eq: v}} or {path: {$in: [...]}} (the smallest such set when there
+// are several). A matching document holds one of these values at path, or, if it holds
+// an array there, an array with one of them as an element.
+//
+// ok is false when there is no such conjunct or when a value is null (which also
+// matches missing and undefined), an array (which also matches arrays containing it),
+// a regex in $in, MinKey or MaxKey. An empty $in gives ok true with no values: nothing
+// matches. The slice is shared with the filter: callers must not modify it.
+func (f *Filter) Equalities(path string) (values []bsoncore.Value, ok bool) {
+	for _, l := range f.leafConjuncts(path) {
+		var vals []bsoncore.Value
+		switch x := l.(type) {
+		case *cmpLeaf:
+			if x.op != opEQ {
+				continue
+			}
+			vals = []bsoncore.Value{x.rhs}
+		case *inLeaf:
+			if len(x.regexes) > 0 {
+				continue
+			}
+			vals = x.eqs
+		}
+		if !pointValues(vals) {
+			continue
+		}
+		if !ok || len(vals) < len(values) {
+			values, ok = vals, true
+		}
+	}
+	return values, ok
+}
+
+// pointValues reports whether equality to each value is an exact point.
+func pointValues(vals []bsoncore.Value) bool {
+	for _, v := range vals {
+		switch v.Type {
+		case bsoncore.TypeNull, bsoncore.TypeUndefined, bsoncore.TypeArray,
+			bsoncore.TypeMinKey, bsoncore.TypeMaxKey, bsoncore.TypeRegex:
+			return false
+		}
+	}
+	return true
+}
+
+// Intervals returns index bounds for path from one conjunct of the top-level
+// conjunction: the first equality or $in if any (points), else the first range
+// ($gt/$gte/$lt/$lte, type-bracketed: {$gt: 5} covers numbers above 5 up to +Inf, not
+// strings). The result is sorted and merged. Bounds of separate conjuncts are not
+// intersected, because an array field can satisfy {$gt: 5} and {$lt: 3} with different
+// elements (multikey); IntervalsNonMultikey intersects them when no document holds an
+// array on the path. ok is false when no conjunct on path can be expressed as bounds
+// (null, arrays, regexes, MinKey/MaxKey and other unboundable operands).
+func (f *Filter) Intervals(path string) (iv []Interval, ok bool) {
+	var rng []Interval
+	haveRange := false
+	for _, l := range f.leafConjuncts(path) {
+		ivs, good := leafIntervals(l)
+		if !good {
+			continue
+		}
+		if c, isCmp := l.(*cmpLeaf); !isCmp || c.op == opEQ {
+			return ivs, true
+		}
+		if !haveRange {
+			rng, haveRange = ivs, true
+		}
+	}
+	return rng, haveRange
+}
+
+// IntervalsNonMultikey is Intervals with the bounds of all usable conjuncts intersected.
+// It is valid only if no document holds an array at path (for example when the path's
+// index is not multikey).
+func (f *Filter) IntervalsNonMultikey(path string) (iv []Interval, ok bool) {
+	for _, l := range f.leafConjuncts(path) {
+		ivs, good := leafIntervals(l)
+		if !good {
+			continue
+		}
+		if !ok {
+			iv, ok = ivs, true
+			continue
+		}
+		iv = intersect(iv, ivs)
+	}
+	return iv, ok
+}
+
+// leafIntervals returns the bounds of one comparison or $in.
+func leafIntervals(l leaf) ([]Interval, bool) {
+	switch x := l.(type) {
+	case *cmpLeaf:
+		return cmpIntervals(x)
+	case *inLeaf:
+		if len(x.regexes) > 0 || !pointValues(x.eqs) {
+			return nil, false
+		}
+		out := make([]Interval, 0, len(x.eqs))
+		for _, v := range x.eqs {
+			out = append(out, point(v))
+		}
+		return merge(out), true
+	}
+	return nil, false
+}
+
+// point is the interval [v, v].
+func point(v bsoncore.Value) Interval {
+	return Interval{Lo: v, Hi: v, LoInclusive: true, HiInclusive: true}
+}
+
+// cmpIntervals returns the bounds of a comparison, bracketed by the operand's type.
+func cmpIntervals(c *cmpLeaf) ([]Interval, bool) {
+	if c.op == opEQ {
+		if !pointValues([]bsoncore.Value{c.rhs}) {
+			return nil, false
+		}
+		return []Interval{point(c.rhs)}, true
+	}
+	br, ok := bracketOf(c.rhs.Type)
+	if !ok {
+		return nil, false
+	}
+	if c.nan { // NaN is only equal to itself
+		if c.op == opLTE || c.op == opGTE {
+			return []Interval{point(c.rhs)}, true
+		}
+		return nil, true
+	}
+	iv := br
+	switch c.op {
+	case opGT, opGTE:
+		iv.Lo, iv.LoInclusive = c.rhs, c.op == opGTE
+	default:
+		iv.Hi, iv.HiInclusive = c.rhs, c.op == opLTE
+	}
+	if empty(iv) {
+		return nil, true
+	}
+	return []Interval{iv}, true
+}
+
+// Type-bracket bounds: the smallest and largest values of each canonical type, or the
+// first value of the next type as an exclusive upper bound where a type has no maximum.
+var (
+	bNegInf   = bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, math.Inf(-1))}
+	bPosInf   = bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, math.Inf(1))}
+	bEmptyStr = bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, "")}
+	bEmptyDoc = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: []byte{5, 0, 0, 0, 0}}
+	bEmptyArr = bsoncore.Value{Type: bsoncore.TypeArray, Data: []byte{5, 0, 0, 0, 0}}
+	bEmptyBin = bsoncore.Value{Type: bsoncore.TypeBinary, Data: bsoncore.AppendBinary(nil, 0, nil)}
+	bMinOID   = bsoncore.Value{Type: bsoncore.TypeObjectID, Data: make([]byte, 12)}
+	bMaxOID   = bsoncore.Value{Type: bsoncore.TypeObjectID, Data: []byte{255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255}}
+	bFalse    = bsoncore.Value{Type: bsoncore.TypeBoolean, Data: []byte{0}}
+	bTrue     = bsoncore.Value{Type: bsoncore.TypeBoolean, Data: []byte{1}}
+	bMinDate  = bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, math.MinInt64)}
+	bMaxDate  = bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, math.MaxInt64)}
+	bMinTS    = bsoncore.Value{Type: bsoncore.TypeTimestamp, Data: bsoncore.AppendTimestamp(nil, 0, 0)}
+	bMaxTS    = bsoncore.Value{Type: bsoncore.TypeTimestamp, Data: bsoncore.AppendTimestamp(nil, math.MaxUint32, math.MaxUint32)}
+)
+
+// bracketOf returns the interval covering every value of t's canonical type.
+func bracketOf(t bsoncore.Type) (Interval, bool) {
+	switch bsonx.CanonicalRank(t) {
+	case 10:
+		return Interval{Lo: bNegInf, Hi: bPosInf, LoInclusive: true, HiInclusive: true}, true
+	case 15:
+		return Interval{Lo: bEmptyStr, Hi: bEmptyDoc, LoInclusive: true}, true
+	case 20:
+		return Interval{Lo: bEmptyDoc, Hi: bEmptyArr, LoInclusive: true}, true
+	case 30:
+		return Interval{Lo: bEmptyBin, Hi: bMinOID, LoInclusive: true}, true
+	case 35:
+		return Interval{Lo: bMinOID, Hi: bMaxOID, LoInclusive: true, HiInclusive: true}, true
+	case 40:
+		return Interval{Lo: bFalse, Hi: bTrue, LoInclusive: true, HiInclusive: true}, true
+	case 45:
+		return Interval{Lo: bMinDate, Hi: bMaxDate, LoInclusive: true, HiInclusive: true}, true
+	case 47:
+		return Interval{Lo: bMinTS, Hi: bMaxTS, LoInclusive: true, HiInclusive: true}, true
+	}
+	return Interval{}, false
+}
+
+// loCmp orders intervals by lower bound (unbounded first, inclusive before exclusive).
+func loCmp(a, b Interval) int {
+	switch {
+	case a.LoUnbounded || b.LoUnbounded:
+		return boolCmp(!a.LoUnbounded, !b.LoUnbounded)
+	}
+	if c := bsonx.Compare(a.Lo, b.Lo); c != 0 {
+		return c
+	}
+	return boolCmp(!a.LoInclusive, !b.LoInclusive)
+}
+
+// hiCmp orders intervals by upper bound (exclusive before inclusive, unbounded last).
+func hiCmp(a, b Interval) int {
+	switch {
+	case a.HiUnbounded || b.HiUnbounded:
+		return boolCmp(a.HiUnbounded, b.HiUnbounded)
+	}
+	if c := bsonx.Compare(a.Hi, b.Hi); c != 0 {
+		return c
+	}
+	return boolCmp(a.HiInclusive, b.HiInclusive)
+}
+
+// boolCmp orders false before true.
+func boolCmp(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
+}
+
+// empty reports whether an interval contains no value.
+func empty(iv Interval) bool {
+	if iv.LoUnbounded || iv.HiUnbounded {
+		return false
+	}
+	c := bsonx.Compare(iv.Lo, iv.Hi)
+	return c > 0 || c == 0 && !(iv.LoInclusive && iv.HiInclusive)
+}
+
+// touches reports whether b starts inside a or right where a ends (a.Lo <= b.Lo).
+func touches(a, b Interval) bool {
+	if a.HiUnbounded || b.LoUnbounded {
+		return true
+	}
+	c := bsonx.Compare(b.Lo, a.Hi)
+	return c < 0 || c == 0 && (a.HiInclusive || b.LoInclusive)
+}
+
+// merge sorts intervals and joins the overlapping or adjacent ones.
+func merge(ivs []Interval) []Interval {
+	sort.SliceStable(ivs, func(i, j int) bool { return loCmp(ivs[i], ivs[j]) < 0 })
+	out := ivs[:0]
+	for _, iv := range ivs {
+		if empty(iv) {
+			continue
+		}
+		if n := len(out); n > 0 && touches(out[n-1], iv) {
+			if hiCmp(iv, out[n-1]) > 0 {
+				out[n-1].Hi, out[n-1].HiInclusive, out[n-1].HiUnbounded = iv.Hi, iv.HiInclusive, iv.HiUnbounded
+			}
+			continue
+		}
+		out = append(out, iv)
+	}
+	return out
+}
+
+// intersect returns the intersection of two sorted, merged interval lists.
+func intersect(a, b []Interval) []Interval {
+	var out []Interval
+	for _, x := range a {
+		for _, y := range b {
+			iv := x
+			if loCmp(y, x) > 0 {
+				iv.Lo, iv.LoInclusive, iv.LoUnbounded = y.Lo, y.LoInclusive, y.LoUnbounded
+			}
+			if hiCmp(y, x) < 0 {
+				iv.Hi, iv.HiInclusive, iv.HiUnbounded = y.Hi, y.HiInclusive, y.HiUnbounded
+			}
+			if !empty(iv) {
+				out = append(out, iv)
+			}
+		}
+	}
+	return merge(out)
+}

@@ -1,0 +1,155 @@
+package match
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// ivString renders intervals as "[lo, hi)" lists for comparison.
+func ivString(ivs []Interval) string {
+	var sb strings.Builder
+	for i, iv := range ivs {
+		if i > 0 {
+			sb.WriteString(" ")
+		}
+		l, r := "(", ")"
+		if iv.LoInclusive {
+			l = "["
+		}
+		if iv.HiInclusive {
+			r = "]"
+		}
+		fmt.Fprintf(&sb, "%s%s, %s%s", l, iv.Lo.String(), iv.Hi.String(), r)
+	}
+	return sb.String()
+}
+
+func TestFilterEqualities(t *testing.T) {
+	for _, tc := range []struct {
+		name, filter, path string
+		want               string // values joined by " ", or "-" for ok == false
+	}{
+		{"Plain", `{"a": 5}`, "a", `{"$numberInt":"5"}`},
+		{"Eq", `{"a": {"$eq": "x"}}`, "a", `"x"`},
+		{"In", `{"a": {"$in": [3, 1, 2, 1.0]}}`, "a", `{"$numberInt":"1"} {"$numberInt":"2"} {"$numberInt":"3"}`},
+		{"Smallest", `{"a": {"$in": [1, 2]}, "$and": [{"a": 2}]}`, "a", `{"$numberInt":"2"}`},
+		{"Dotted", `{"a.b": "k"}`, "a.b", `"k"`},
+		{"OtherPath", `{"a": 5}`, "b", "-"},
+		{"Null", `{"a": null}`, "a", "-"},
+		{"InNull", `{"a": {"$in": [1, null]}}`, "a", "-"},
+		{"Array", `{"a": [1]}`, "a", "-"},
+		{"InRegex", `{"a": {"$in": [1, {"$regularExpression": {"pattern": "x", "options": ""}}]}}`, "a", "-"},
+		{"Range", `{"a": {"$gt": 1}}`, "a", "-"},
+		{"InOr", `{"$or": [{"a": 1}, {"a": 2}]}`, "a", "-"},
+		{"Ne", `{"a": {"$ne": 1}}`, "a", "-"},
+		{"EmptyIn", `{"a": {"$in": []}}`, "a", ""},
+		{"Doc", `{"a": {"b": 1}}`, "a", `{"b": {"$numberInt":"1"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Compile(doc(t, tc.filter), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vals, ok := f.Equalities(tc.path)
+			got := "-"
+			if ok {
+				parts := make([]string, len(vals))
+				for i, v := range vals {
+					parts[i] = v.String()
+				}
+				got = strings.Join(parts, " ")
+			}
+			if got != tc.want {
+				t.Errorf("Equalities(%q) = %s, want %s", tc.path, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFilterIntervals(t *testing.T) {
+	for _, tc := range []struct {
+		name, filter, path    string
+		want, wantNonMultikey string // "-" for ok == false
+	}{
+		{"Gt", `{"a": {"$gt": 5}}`, "a",
+			`({"$numberInt":"5"}, {"$numberDouble":"Infinity"}]`, `({"$numberInt":"5"}, {"$numberDouble":"Infinity"}]`},
+		{"Lte", `{"a": {"$lte": 5}}`, "a",
+			`[{"$numberDouble":"-Infinity"}, {"$numberInt":"5"}]`, `[{"$numberDouble":"-Infinity"}, {"$numberInt":"5"}]`},
+		{"StringBracket", `{"a": {"$gte": "m"}}`, "a", `["m", {})`, `["m", {})`},
+		{"RangePair", `{"a": {"$gte": 1, "$lt": 5}}`, "a",
+			`[{"$numberInt":"1"}, {"$numberDouble":"Infinity"}]`, `[{"$numberInt":"1"}, {"$numberInt":"5"})`},
+		{"EqPreferred", `{"a": {"$gt": 1}, "$and": [{"a": 3}]}`, "a",
+			`[{"$numberInt":"3"}, {"$numberInt":"3"}]`, `[{"$numberInt":"3"}, {"$numberInt":"3"}]`},
+		{"InSortedMerged", `{"a": {"$in": [3, 1, 1.0, "x"]}}`, "a",
+			`[{"$numberInt":"1"}, {"$numberInt":"1"}] [{"$numberInt":"3"}, {"$numberInt":"3"}] ["x", "x"]`,
+			`[{"$numberInt":"1"}, {"$numberInt":"1"}] [{"$numberInt":"3"}, {"$numberInt":"3"}] ["x", "x"]`},
+		{"Disjoint", `{"a": {"$gt": 5, "$lt": 3}}`, "a",
+			`({"$numberInt":"5"}, {"$numberDouble":"Infinity"}]`, ``},
+		{"Regex", `{"a": {"$regex": "^x"}}`, "a", "-", "-"},
+		{"NullGte", `{"a": {"$gte": null}}`, "a", "-", "-"},
+		{"NaNGt", `{"a": {"$gt": {"$numberDouble": "NaN"}}}`, "a", ``, ``},
+		{"DateLt", `{"d": {"$lt": {"$date": "2020-01-01T00:00:00Z"}}}`, "d",
+			`[{"$date":{"$numberLong":"-9223372036854775808"}}, {"$date":{"$numberLong":"1577836800000"}})`,
+			`[{"$date":{"$numberLong":"-9223372036854775808"}}, {"$date":{"$numberLong":"1577836800000"}})`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Compile(doc(t, tc.filter), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := func(what string, ivs []Interval, ok bool, want string) {
+				got := "-"
+				if ok {
+					got = ivString(ivs)
+				}
+				if got != want {
+					t.Errorf("%s(%q) = %s, want %s", what, tc.path, got, want)
+				}
+			}
+			ivs, ok := f.Intervals(tc.path)
+			check("Intervals", ivs, ok, tc.want)
+			ivs, ok = f.IntervalsNonMultikey(tc.path)
+			check("IntervalsNonMultikey", ivs, ok, tc.wantNonMultikey)
+		})
+	}
+}
+
+// TestIntervalsSound checks that every value a filter matches lies in its intervals.
+func TestIntervalsSound(t *testing.T) {
+	values := []string{`1`, `5`, `5.5`, `{"$numberLong": "7"}`, `"a"`, `"m"`, `"z"`, `{}`, `{"b": 1}`,
+		`true`, `false`, `null`, `{"$numberDouble": "NaN"}`, `{"$date": "2020-01-01T00:00:00Z"}`,
+		`{"$oid": "5f0c1b2a3d4e5f6a7b8c9d0e"}`, `{"$minKey": 1}`, `{"$maxKey": 1}`}
+	filters := []string{`{"a": {"$gt": 5}}`, `{"a": {"$gte": "m"}}`, `{"a": {"$lt": "m"}}`, `{"a": {"$lte": true}}`,
+		`{"a": {"$in": [5, "a", true]}}`, `{"a": {"$gt": {}}}`, `{"a": {"$gte": 1, "$lte": 5}}`,
+		`{"a": {"$lt": {"$date": "2021-01-01T00:00:00Z"}}}`, `{"a": {"$gt": {"$oid": "000000000000000000000000"}}}`}
+	for _, fs := range filters {
+		f, err := Compile(doc(t, fs), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ivs, ok := f.IntervalsNonMultikey("a")
+		if !ok {
+			t.Fatalf("%s: no intervals", fs)
+		}
+		for _, vs := range values {
+			d := doc(t, `{"a": `+vs+`}`)
+			if f.Match(d) && !inIntervals(d.Lookup("a"), ivs) {
+				t.Errorf("%s matches %s outside %s", fs, vs, ivString(ivs))
+			}
+		}
+	}
+}
+
+// inIntervals reports whether v lies in one of ivs.
+func inIntervals(v bsoncore.Value, ivs []Interval) bool {
+	for _, iv := range ivs {
+		p := Interval{Lo: v, Hi: v, LoInclusive: true, HiInclusive: true}
+		if len(intersect([]Interval{iv}, []Interval{p})) > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,71 @@
+package match
+
+import (
+	"github.com/cleavedb/cleave/wire/mongoerr"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Options configure compilation.
+type Options struct {
+	// Expr compiles the argument of $expr into a predicate; it comes from the aggregation
+	// expression package. Nil: $expr fails with QueryFeatureNotAllowed (224).
+	Expr func(expr bsoncore.Value) (func(doc bsoncore.Document) (bool, error), error)
+}
+
+// Filter is a compiled query filter. It is immutable and safe for concurrent use.
+type Filter struct {
+	root    node
+	conj    []node // the top-level conjunction, for Equalities and Intervals
+	paths   []string
+	hasExpr bool
+	value   *valueCond // set by CompileValue
+}
+
+// Compile compiles a query filter. Errors are *mongoerr.Error with MongoDB's codes.
+func Compile(filter bsoncore.Document, opts *Options) (*Filter, error) {
+	if err := filter.Validate(); err != nil {
+		return nil, mongoerr.Wrap(err, mongoerr.InvalidBSON, "invalid BSON in filter")
+	}
+	p := &parser{opts: opts}
+	conj, err := p.parseDoc(filter, levelTop, "")
+	if err != nil {
+		return nil, err
+	}
+	return &Filter{root: conjunction(conj), conj: conj, paths: p.paths, hasExpr: p.hasExpr}, nil
+}
+
+// Match reports whether doc matches. A $expr runtime error counts as no match; use
+// MatchErr to see it.
+func (f *Filter) Match(doc bsoncore.Document) bool {
+	ok, _, _ := f.root.eval(doc)
+	return ok
+}
+
+// MatchErr reports whether doc matches, or the runtime error of a $expr.
+func (f *Filter) MatchErr(doc bsoncore.Document) (bool, error) {
+	ok, _, err := f.root.eval(doc)
+	return ok, err
+}
+
+// MatchPos reports whether doc matches and the array position the positional $
+// operator refers to, or -1 if none (MongoDB's MatchDetails elemMatchKey): the index, in
+// the outermost array the path traverses implicitly, of the first element that made a
+// predicate of the top-level conjunction match; $elemMatch reports the matching element;
+// when several conjuncts report one, the last wins. $or, $nor and $not report none.
+func (f *Filter) MatchPos(doc bsoncore.Document) (ok bool, pos int) {
+	ok, pos, err := f.root.eval(doc)
+	if err != nil || !ok {
+		return false, -1
+	}
+	return true, pos
+}
+
+// IsEmpty reports whether the filter has no predicate ({} or only $comment).
+func (f *Filter) IsEmpty() bool { return len(f.conj) == 0 && f.value == nil }
+
+// Paths returns the dotted paths the filter reads, in order of first appearance; paths
+// under $elemMatch are prefixed with its path. A $expr may read more: see HasExpr.
+func (f *Filter) Paths() []string { return f.paths }
+
+// HasExpr reports whether the filter contains $expr, whose reads Paths cannot list.
+func (f *Filter) HasExpr() bool { return f.hasExpr }

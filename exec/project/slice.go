@@ -1,0 +1,172 @@
+package project
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// parseSlice parses the argument of $slice: n (first n, or last -n) or [skip, limit]
+// with limit > 0. Anything else is, since MongoDB 4.4, an aggregation $slice; the
+// errors MongoDB then reports are reproduced for constant arguments.
+func parseSlice(arg bsoncore.Value) (*field, error) {
+	if bsonx.IsNumber(arg.Type) {
+		return &field{kind: kSlice, limit: toInt(arg)}, nil
+	}
+	if arg.Type != bsoncore.TypeArray {
+		return nil, sliceSyntax(arg, "Location31273: $slice only supports numbers and [skip, limit] arrays", 1)
+	}
+	vals, _ := bsoncore.Array(arg.Data).Values()
+	switch {
+	case len(vals) == 2 && bsonx.IsNumber(vals[0].Type) && bsonx.IsNumber(vals[1].Type) && toInt(vals[1]) > 0:
+		return &field{kind: kSlice, skip: toInt(vals[0]), limit: toInt(vals[1]), hasSkip: true}, nil
+	case len(vals) == 2 || len(vals) == 3:
+		if s, ok := vals[0].StringValueOK(); ok && strings.HasPrefix(s, "$") {
+			return nil, mongoerr.New(mongoerr.NotImplemented, "aggregation expressions in find projections are not supported: $slice")
+		}
+		if vals[0].Type == bsoncore.TypeNull || vals[1].Type == bsoncore.TypeNull {
+			return &field{kind: kComputed, literal: bsoncore.Value{Type: bsoncore.TypeNull}}, nil
+		}
+		return nil, mongoerr.New(codeSliceFirstArg, "First argument to $slice must be an array, but is of type: %s", typeName(vals[0].Type))
+	}
+	return nil, sliceSyntax(arg, "Location31272: $slice array argument should be of form [skip, limit]", len(vals))
+}
+
+// sliceSyntax is MongoDB's error for a $slice that is neither find nor expression syntax.
+func sliceSyntax(arg bsoncore.Value, why string, n int) error {
+	return mongoerr.New(codeSliceSyntax, "Invalid $slice syntax. The given syntax { $slice: %s } did not match the find() syntax because :: %s :: The given syntax did not match the expression $slice syntax. :: caused by :: Expression $slice takes at least 2 arguments, and at most 3, but %d were passed in.",
+		shellString(arg), why, n)
+}
+
+// toInt converts a number to int, truncating and saturating (±Inf are the extremes).
+func toInt(v bsoncore.Value) int {
+	if i, ok := bsonx.NumberAsInt64(v); ok {
+		return clampInt(i)
+	}
+	f, _ := bsonx.NumberAsFloat64(v)
+	switch {
+	case math.IsNaN(f):
+		return 0
+	case f >= math.MaxInt32:
+		return math.MaxInt32
+	case f <= math.MinInt32:
+		return math.MinInt32
+	}
+	return int(f)
+}
+
+// clampInt limits an int64 to the int32 range.
+func clampInt(i int64) int {
+	switch {
+	case i > math.MaxInt32:
+		return math.MaxInt32
+	case i < math.MinInt32:
+		return math.MinInt32
+	}
+	return int(i)
+}
+
+// sliceBounds returns the [start, end) range $slice selects from n elements.
+func (f *field) sliceBounds(n int) (int, int) {
+	if !f.hasSkip {
+		if f.limit >= 0 {
+			return 0, min(f.limit, n)
+		}
+		return max(0, n+f.limit), n
+	}
+	start := f.skip
+	if start < 0 {
+		start = max(0, n+start)
+	}
+	start = min(start, n)
+	return start, start + min(f.limit, n-start)
+}
+
+// typeName is MongoDB's name of a BSON type, as used in error messages.
+func typeName(t bsoncore.Type) string {
+	switch t {
+	case bsoncore.TypeDouble:
+		return "double"
+	case bsoncore.TypeString:
+		return "string"
+	case bsoncore.TypeEmbeddedDocument:
+		return "object"
+	case bsoncore.TypeArray:
+		return "array"
+	case bsoncore.TypeBinary:
+		return "binData"
+	case bsoncore.TypeUndefined:
+		return "undefined"
+	case bsoncore.TypeObjectID:
+		return "objectId"
+	case bsoncore.TypeBoolean:
+		return "bool"
+	case bsoncore.TypeDateTime:
+		return "date"
+	case bsoncore.TypeNull:
+		return "null"
+	case bsoncore.TypeRegex:
+		return "regex"
+	case bsoncore.TypeInt32:
+		return "int"
+	case bsoncore.TypeTimestamp:
+		return "timestamp"
+	case bsoncore.TypeInt64:
+		return "long"
+	case bsoncore.TypeDecimal128:
+		return "decimal"
+	case bsoncore.TypeMinKey:
+		return "minKey"
+	case bsoncore.TypeMaxKey:
+		return "maxKey"
+	}
+	return t.String()
+}
+
+// shellString prints a value as MongoDB's error messages do ({ a: 1, b: "x" }).
+func shellString(v bsoncore.Value) string {
+	switch v.Type {
+	case bsoncore.TypeString:
+		s, _ := v.StringValueOK()
+		return strconv.Quote(s)
+	case bsoncore.TypeInt32, bsoncore.TypeInt64:
+		i, _ := bsonx.NumberAsInt64(v)
+		return strconv.FormatInt(i, 10)
+	case bsoncore.TypeDouble:
+		f, _ := v.DoubleOK()
+		if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+			return strconv.FormatFloat(f, 'f', 1, 64)
+		}
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	case bsoncore.TypeNull:
+		return "null"
+	case bsoncore.TypeBoolean:
+		b, _ := v.BooleanOK()
+		return strconv.FormatBool(b)
+	case bsoncore.TypeArray:
+		vals, _ := bsoncore.Array(v.Data).Values()
+		if len(vals) == 0 {
+			return "[]"
+		}
+		parts := make([]string, len(vals))
+		for i, e := range vals {
+			parts[i] = shellString(e)
+		}
+		return "[ " + strings.Join(parts, ", ") + " ]"
+	case bsoncore.TypeEmbeddedDocument:
+		elems, _ := bsoncore.Document(v.Data).Elements()
+		if len(elems) == 0 {
+			return "{}"
+		}
+		parts := make([]string, len(elems))
+		for i, e := range elems {
+			parts[i] = e.Key() + ": " + shellString(e.Value())
+		}
+		return "{ " + strings.Join(parts, ", ") + " }"
+	}
+	return v.String()
+}
