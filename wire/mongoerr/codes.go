@@ -105,7 +105,9 @@ const (
 
 	// Assertion sites MongoDB reports as Location<N>.
 	Location15974 Code = 15974 // $sort key ordering must be 1 or -1 (find sort)
+	Location15975 Code = 15975 // $sort key ordering must be 1 (for ascending) or -1 (for descending)
 	Location15976 Code = 15976 // $sort stage must have at least one sort key
+	Location16766 Code = 16766 // hashed indexes do not support array values
 	Location16410 Code = 16410 // FieldPath field names may not start with '$'
 	Location17276 Code = 17276 // $$ROOT/$$CURRENT rebinding
 	Location31253 Code = 31253 // cannot mix inclusion and exclusion under one path

@@ -1,0 +1,44 @@
+# cleave's entry points. `make test` is what CI runs (.ci/run): it installs the pinned test
+# clients (mongosh and the Node.js driver, from package-lock.json) and runs every Go test,
+# including the integration and compatibility suites, with the race detector.
+
+GO        ?= go
+NPM       ?= npm
+GOTESTFLAGS ?= -race -shuffle=on -timeout 30m
+GOLANGCI_LINT_VERSION := v2.6.2
+
+.PHONY: test test-short node-deps build lint fuzz bench compat clean
+
+test: node-deps
+	$(GO) test $(GOTESTFLAGS) ./...
+
+test-short:
+	$(GO) test -short ./...
+
+# npm ci only when the lockfile changed since the last install.
+node-deps: node_modules/.package-lock.json
+
+node_modules/.package-lock.json: package.json package-lock.json
+	$(NPM) ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+build:
+	$(GO) build -o bin/cleave ./cmd/cleave
+
+lint:
+	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
+
+# Run every fuzz target for FUZZTIME each; new interesting inputs land in testdata/fuzz.
+FUZZTIME ?= 1m
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test $$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
+	  done; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf bin cleave-data

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Config is the whole configuration of a cleave process, from flags with CLEAVE_* environment
+// variables as fallbacks (flag > environment > default).
+type Config struct {
+	Listen       string
+	Dir          string
+	Shards       int
+	LogLevel     string
+	LogFormat    string
+	MaxConns     int
+	AddrFile     string
+	TestCommands bool
+	SlowOp       time.Duration
+}
+
+// parseConfig parses args (without the program name) into a Config and validates it.
+func parseConfig(args []string) (Config, error) {
+	var c Config
+	fs := flag.NewFlagSet("cleave", flag.ContinueOnError)
+	fs.StringVar(&c.Listen, "listen", env("LISTEN", "127.0.0.1:27017"), "address to listen on (host:port; port 0 picks a free one)")
+	fs.StringVar(&c.Dir, "dir", env("DIR", "./cleave-data"), "data directory")
+	fs.IntVar(&c.Shards, "shards", envInt("SHARDS", 1), "number of shards (Pebble stores) in this process")
+	fs.StringVar(&c.LogLevel, "log-level", env("LOG_LEVEL", "info"), "log level: debug, info, warn, error")
+	fs.StringVar(&c.LogFormat, "log-format", env("LOG_FORMAT", "console"), "log format: console or json")
+	fs.IntVar(&c.MaxConns, "max-conns", envInt("MAX_CONNS", 100_000), "maximum simultaneous client connections")
+	fs.StringVar(&c.AddrFile, "addr-file", env("ADDR_FILE", ""), "write the listening address to this file once ready")
+	fs.BoolVar(&c.TestCommands, "test-commands", env("TEST_COMMANDS", "") == "true", "enable commands for test suites (failpoints), like mongod's enableTestCommands")
+	fs.DurationVar(&c.SlowOp, "slow-op", envDuration("SLOW_OP", 100*time.Millisecond), "log commands slower than this at info level (MongoDB's slowms)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return c, c.validate()
+}
+
+// validate checks the values that flag parsing cannot.
+func (c *Config) validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("--listen %q: %w", c.Listen, err))
+	}
+	if c.Dir == "" {
+		errs = append(errs, errors.New("--dir must not be empty"))
+	}
+	if c.Shards < 1 || c.Shards > 1024 {
+		errs = append(errs, fmt.Errorf("--shards %d: must be between 1 and 1024", c.Shards))
+	}
+	switch c.LogFormat {
+	case "console", "json":
+	default:
+		errs = append(errs, fmt.Errorf("--log-format %q: must be console or json", c.LogFormat))
+	}
+	if c.MaxConns < 1 {
+		errs = append(errs, fmt.Errorf("--max-conns %d: must be at least 1", c.MaxConns))
+	}
+	return errors.Join(errs...)
+}
+
+// parsed returns the configuration in the shape of getCmdLineOpts' "parsed" field.
+func (c *Config) parsed() bsoncore.Document {
+	host, port, _ := net.SplitHostPort(c.Listen)
+	return bsoncore.NewDocumentBuilder().
+		AppendDocument("net", bsoncore.NewDocumentBuilder().
+			AppendString("bindIp", host).
+			AppendString("port", port).
+			AppendInt32("maxIncomingConnections", int32(c.MaxConns)).
+			Build()).
+		AppendDocument("storage", bsoncore.NewDocumentBuilder().
+			AppendString("dbPath", c.Dir).
+			AppendString("engine", "pebble").
+			Build()).
+		AppendDocument("sharding", bsoncore.NewDocumentBuilder().
+			AppendInt32("shards", int32(c.Shards)).
+			Build()).
+		AppendDocument("systemLog", bsoncore.NewDocumentBuilder().
+			AppendString("verbosity", c.LogLevel).
+			AppendString("format", c.LogFormat).
+			Build()).
+		Build()
+}
+
+// env returns the CLEAVE_<name> environment variable, or def when unset.
+func env(name, def string) string {
+	if v, ok := os.LookupEnv("CLEAVE_" + name); ok {
+		return v
+	}
+	return def
+}
+
+// envInt is env for integers; an unparsable value falls back to def (flag validation then
+// reports nothing about it, so it is also rejected loudly here).
+func envInt(name string, def int) int {
+	v := env(name, "")
+	if v == "" {
+		return def
+	}
+	var n int
+	if _, err := fmt.Sscan(strings.TrimSpace(v), &n); err != nil {
+		return def
+	}
+	return n
+}
+
+// envDuration is env for durations.
+func envDuration(name string, def time.Duration) time.Duration {
+	d, err := time.ParseDuration(env(name, ""))
+	if err != nil {
+		return def
+	}
+	return d
+}

@@ -1,0 +1,150 @@
+// Command cleave runs the cleave server: a MongoDB-wire-protocol database that
+// hash-partitions collections. `go run ./cmd/cleave` serves 127.0.0.1:27017 with its data in
+// ./cleave-data; `cleave -h` lists the flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/exec"
+	"github.com/cleavedb/cleave/wire"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run is main without os.Exit: it returns the process exit code.
+func run(args []string) int {
+	cfg, err := parseConfig(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cleave: %v\n", err)
+		return 2
+	}
+	logger, ring, err := newLogger(&cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cleave: %v\n", err)
+		return 2
+	}
+	defer func() { _ = logger.Sync() }()
+
+	srv, err := start(&cfg, logger, ring, args)
+	if err != nil {
+		// One line a user can act on, not a stack trace.
+		fmt.Fprintf(os.Stderr, "cleave: %v\n", err)
+		return 1
+	}
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	select {
+	case s := <-sig:
+		logger.Info("shutting down", zap.String("signal", s.String()))
+	case err := <-srv.done:
+		if err != nil {
+			logger.Error("server stopped", zap.Error(err))
+			_ = srv.close(context.Background())
+			return 1
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.close(ctx); err != nil {
+		logger.Error("shutdown", zap.Error(err))
+		return 1
+	}
+	logger.Info("stopped")
+	return 0
+}
+
+// server is a running cleave: the wire server and what it owns.
+type server struct {
+	wire *wire.Server
+	done chan error // receives Serve's result
+	// closers release storage after the wire server has drained, last opened first.
+	closers []func() error
+}
+
+// start opens storage, builds the executor and starts serving on cfg.Listen.
+func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (*server, error) {
+	s := &server{done: make(chan error, 1)}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on %s: %w", cfg.Listen, unwrapNetErr(err))
+	}
+	st, closeStorage, err := openStorage(cfg, logger)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	s.closers = append(s.closers, closeStorage)
+	var ws *wire.Server
+	ex := exec.New(exec.Options{
+		Argv:         append([]string{"cleave"}, argv...),
+		Parsed:       cfg.parsed(),
+		SlowOp:       cfg.SlowOp,
+		TestCommands: cfg.TestCommands,
+		WireStats:    func() wire.Stats { return ws.Stats() },
+		MaxConns:     cfg.MaxConns,
+		Log:          ring,
+		Storage:      st,
+	}, logger)
+	s.closers = append(s.closers, func() error { ex.Close(); return nil })
+	ws = wire.NewServer(wire.ServerOptions{MaxConns: cfg.MaxConns}, ex, logger)
+	s.wire = ws
+	go func() { s.done <- ws.Serve(ln) }()
+	addr := ln.Addr().String()
+	if cfg.AddrFile != "" {
+		if err := writeFileAtomic(cfg.AddrFile, []byte(addr)); err != nil {
+			_ = s.close(context.Background())
+			return nil, fmt.Errorf("cannot write --addr-file: %w", err)
+		}
+	}
+	logger.Info("cleave is ready", zap.String("listen", addr), zap.String("dir", cfg.Dir),
+		zap.Int("shards", cfg.Shards))
+	return s, nil
+}
+
+// close stops accepting, lets in-flight requests finish, then closes storage.
+func (s *server) close(ctx context.Context) error {
+	var errs []error
+	if s.wire != nil {
+		errs = append(errs, s.wire.Shutdown(ctx))
+	}
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i]())
+	}
+	return errors.Join(errs...)
+}
+
+// unwrapNetErr drops the "listen tcp 127.0.0.1:27017:" prefix that our own message repeats.
+func unwrapNetErr(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err
+	}
+	return err
+}
+
+// writeFileAtomic writes data to path through a temporary file and a rename, so that a
+// reader polling for the file never sees it half written.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/exec"
+	"github.com/cleavedb/cleave/store"
+)
+
+// openStorage opens (creating if needed) one store per shard under cfg.Dir and the catalog
+// in shard 0, and drops the data of collections a crash left behind. It returns the
+// storage and the function that closes it.
+func openStorage(cfg *Config, logger *zap.Logger) (*exec.Storage, func() error, error) {
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("cannot use data directory %s: %w", cfg.Dir, unwrapPathErr(err))
+	}
+	if n := existingShards(cfg.Dir); n > cfg.Shards {
+		return nil, nil, fmt.Errorf("data directory %s holds %d shards: start with --shards %d or more", cfg.Dir, n, n)
+	}
+	st := &exec.Storage{}
+	closeAll := func() error {
+		var errs []error
+		for _, db := range st.Shards {
+			errs = append(errs, db.Close())
+		}
+		return errors.Join(errs...)
+	}
+	for i := 0; i < cfg.Shards; i++ {
+		dir := filepath.Join(cfg.Dir, "shard-"+strconv.Itoa(i))
+		db, err := store.Open(store.Options{Dir: dir, Logger: logger.Named("store").With(zap.Int("shard", i))})
+		if err != nil {
+			_ = closeAll()
+			return nil, nil, fmt.Errorf("cannot open data directory %s: %w", dir, unwrapPathErr(err))
+		}
+		st.Shards = append(st.Shards, db)
+	}
+	cat, err := store.OpenCatalog(st.Shards[0])
+	if err != nil {
+		_ = closeAll()
+		return nil, nil, fmt.Errorf("cannot read the catalog in %s: %w", cfg.Dir, err)
+	}
+	st.Catalog = cat
+	for i, db := range st.Shards {
+		orphans, err := store.OrphanCollections(db, cat.State().Live)
+		if err != nil {
+			_ = closeAll()
+			return nil, nil, fmt.Errorf("cannot scan shard %d: %w", i, err)
+		}
+		for _, id := range orphans {
+			logger.Info("dropping data of a dropped collection", zap.Int("shard", i), zap.Uint32("coll_id", uint32(id)))
+			if err := db.DeleteCollectionData(id); err != nil {
+				_ = closeAll()
+				return nil, nil, fmt.Errorf("cannot clean shard %d: %w", i, err)
+			}
+		}
+	}
+	return st, closeAll, nil
+}
+
+// existingShards returns how many shard-<n> directories dir holds (the highest n + 1).
+func existingShards(dir string) int {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		s, ok := strings.CutPrefix(e.Name(), "shard-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		if i, err := strconv.Atoi(s); err == nil && i+1 > n {
+			n = i + 1
+		}
+	}
+	return n
+}
+
+// unwrapPathErr drops the path that our own message already names.
+func unwrapPathErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

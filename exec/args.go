@@ -1,0 +1,220 @@
+package exec
+
+import (
+	"math"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// genericArgs are the fields every command accepts and handles generically (or ignores, as a
+// standalone mongos does for the ones that only matter to replication or auditing).
+var genericArgs = map[string]bool{
+	"$db": true, "lsid": true, "$clusterTime": true, "$readPreference": true,
+	"readConcern": true, "writeConcern": true, "apiVersion": true, "apiStrict": true,
+	"apiDeprecationErrors": true, "comment": true, "maxTimeMS": true, "txnNumber": true,
+	"autocommit": true, "startTransaction": true, "$audit": true, "$client": true,
+	"$configServerState": true, "mayBypassWriteBlocking": true, "$queryOptions": true,
+	"$readConcern": true, "$signature": true, "databaseVersion": true, "shardVersion": true,
+	"clientOperationKey": true, "$traceCtx": true, "help": true, "rawData": true,
+	"usesDefaultMaxTimeMS": true,
+}
+
+// forEachArg calls fn for every field of a command body except the command name itself (the
+// first field) and the generic arguments. fn returns false for a field it does not know,
+// which fails with MongoDB's IDL error 40415 "BSON field '<cmd>.<field>' is an unknown field.".
+func forEachArg(cmd string, body bsoncore.Document, fn func(key string, v bsoncore.Value) (bool, error)) error {
+	it := elementIter{rest: body[4 : len(body)-1]}
+	first := true
+	for {
+		el, ok := it.next()
+		if !ok {
+			return nil
+		}
+		key := el.Key()
+		if first {
+			first = false
+			continue
+		}
+		if genericArgs[key] {
+			continue
+		}
+		known, err := fn(key, el.Value())
+		if err != nil {
+			return err
+		}
+		if !known {
+			return mongoerr.New(mongoerr.Location40415, "BSON field '%s.%s' is an unknown field.", cmd, key)
+		}
+	}
+}
+
+// elementIter iterates the elements of a document that has already been validated.
+type elementIter struct{ rest []byte }
+
+// next returns the next element, or false at the end.
+func (it *elementIter) next() (bsoncore.Element, bool) {
+	if len(it.rest) == 0 {
+		return nil, false
+	}
+	el, rest, ok := bsoncore.ReadElement(it.rest)
+	if !ok {
+		it.rest = nil
+		return nil, false
+	}
+	it.rest = rest
+	return el, true
+}
+
+// missingField is MongoDB's IDL error for an absent required field.
+func missingField(cmd, field string) error {
+	return mongoerr.New(mongoerr.Location40414, "BSON field '%s.%s' is missing but a required field", cmd, field)
+}
+
+// wrongType is MongoDB's IDL error for a field of the wrong BSON type.
+func wrongType(cmd, field string, got bsoncore.Type, want ...string) error {
+	return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type%s '%s'",
+		cmd, field, typeName(got), plural(len(want)), wantList(want))
+}
+
+// plural returns "s" when n != 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// wantList formats expected type names as MongoDB does: "string" or "[long, int, decimal, double]".
+func wantList(want []string) string {
+	if len(want) == 1 {
+		return want[0]
+	}
+	return "[" + strings.Join(want, ", ") + "]"
+}
+
+// numberTypes are the types MongoDB's IDL "safeInt64" and friends accept, in its message order.
+var numberTypes = []string{"long", "int", "decimal", "double"}
+
+// argString returns a string argument.
+func argString(cmd, field string, v bsoncore.Value) (string, error) {
+	s, ok := v.StringValueOK()
+	if !ok {
+		return "", wrongType(cmd, field, v.Type, "string")
+	}
+	return s, nil
+}
+
+// argDoc returns a document argument.
+func argDoc(cmd, field string, v bsoncore.Value) (bsoncore.Document, error) {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return nil, wrongType(cmd, field, v.Type, "object")
+	}
+	return d, nil
+}
+
+// argArray returns an array argument.
+func argArray(cmd, field string, v bsoncore.Value) (bsoncore.Array, error) {
+	a, ok := v.ArrayOK()
+	if !ok {
+		return nil, wrongType(cmd, field, v.Type, "array")
+	}
+	return a, nil
+}
+
+// argBool returns a boolean argument; like MongoDB's "safeBool", numbers count as booleans.
+func argBool(cmd, field string, v bsoncore.Value) (bool, error) {
+	switch v.Type {
+	case bsoncore.TypeBoolean:
+		return v.Boolean(), nil
+	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+		f, _ := numberFloat(v)
+		return f != 0, nil
+	case bsoncore.TypeNull, bsoncore.TypeUndefined:
+		return false, nil
+	default:
+		return false, wrongType(cmd, field, v.Type, "bool")
+	}
+}
+
+// argInt64 returns an integral numeric argument (MongoDB's "safeInt64": whole doubles and
+// decimals are accepted, fractions are truncated as MongoDB does).
+func argInt64(cmd, field string, v bsoncore.Value) (int64, error) {
+	switch v.Type {
+	case bsoncore.TypeInt32:
+		return int64(v.Int32()), nil
+	case bsoncore.TypeInt64:
+		return v.Int64(), nil
+	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+		f, _ := numberFloat(v)
+		if math.IsNaN(f) {
+			return 0, mongoerr.New(mongoerr.BadValue, "BSON field '%s.%s' value must be a number, got NaN", cmd, field)
+		}
+		if f >= math.MaxInt64 {
+			return math.MaxInt64, nil
+		}
+		if f <= math.MinInt64 {
+			return math.MinInt64, nil
+		}
+		return int64(f), nil
+	default:
+		return 0, wrongType(cmd, field, v.Type, numberTypes...)
+	}
+}
+
+// numberFloat converts any numeric value to float64.
+func numberFloat(v bsoncore.Value) (float64, bool) { return bsonx.NumberAsFloat64(v) }
+
+// typeName is MongoDB's alias for a BSON type, as $type and error messages spell it.
+func typeName(t bsoncore.Type) string {
+	switch t {
+	case bsoncore.TypeDouble:
+		return "double"
+	case bsoncore.TypeString:
+		return "string"
+	case bsoncore.TypeEmbeddedDocument:
+		return "object"
+	case bsoncore.TypeArray:
+		return "array"
+	case bsoncore.TypeBinary:
+		return "binData"
+	case bsoncore.TypeUndefined:
+		return "undefined"
+	case bsoncore.TypeObjectID:
+		return "objectId"
+	case bsoncore.TypeBoolean:
+		return "bool"
+	case bsoncore.TypeDateTime:
+		return "date"
+	case bsoncore.TypeNull:
+		return "null"
+	case bsoncore.TypeRegex:
+		return "regex"
+	case bsoncore.TypeDBPointer:
+		return "dbPointer"
+	case bsoncore.TypeJavaScript:
+		return "javascript"
+	case bsoncore.TypeSymbol:
+		return "symbol"
+	case bsoncore.TypeCodeWithScope:
+		return "javascriptWithScope"
+	case bsoncore.TypeInt32:
+		return "int"
+	case bsoncore.TypeTimestamp:
+		return "timestamp"
+	case bsoncore.TypeInt64:
+		return "long"
+	case bsoncore.TypeDecimal128:
+		return "decimal"
+	case bsoncore.TypeMinKey:
+		return "minKey"
+	case bsoncore.TypeMaxKey:
+		return "maxKey"
+	default:
+		return "missing"
+	}
+}

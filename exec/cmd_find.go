@@ -1,0 +1,299 @@
+package exec
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/project"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// defaultFirstBatch is the size of a cursor's first batch when the client does not say.
+const defaultFirstBatch = 101
+
+// find runs the find command.
+func (e *Executor) find(ctx context.Context, r *request) error {
+	a, err := parseFind(r.body)
+	if err != nil {
+		return err
+	}
+	if a.returnKey || a.showRecordID || a.min != nil || a.max != nil {
+		return mongoerr.New(mongoerr.NotImplemented, "returnKey, showRecordId, min and max are not supported by cleave")
+	}
+	if err := checkCollation(a.collation); err != nil {
+		return err
+	}
+	if explainOnly(r) {
+		return e.explainFind(ctx, r, a)
+	}
+	ns := r.db + "." + a.coll
+	ci, err := e.lookupColl(r.db, a.coll)
+	if err != nil {
+		return err
+	}
+	q, err := compileFind(ci, a)
+	if err != nil {
+		return err
+	}
+	if ci == nil {
+		return appendCursorReply(r, ns, 0, "firstBatch", nil)
+	}
+	stream, _, shards, err := e.open(q)
+	if err != nil {
+		return err
+	}
+	c := &cursor{ns: ns, stream: stream, limit: a.limit, noTimeout: a.noCursorTimeout}
+	n := a.batchSize
+	if n < 0 {
+		n = defaultFirstBatch
+	}
+	ctx, cancel := deadline(ctx, a.maxTimeMS)
+	defer cancel()
+	if _, err := e.firstBatch(ctx, r, c, n, a.singleBatch); err != nil {
+		return timeLimitError(ctx, err)
+	}
+	for _, s := range shards {
+		r.charge += readCharge(&s.stats)
+	}
+	return nil
+}
+
+// compileFind compiles a find's filter, sort and projection. ci may be nil (no collection):
+// the arguments are still validated, as MongoDB does.
+func compileFind(ci *collInfo, a *findArgs) (*query, error) {
+	f, err := compileFilter(a.filter)
+	if err != nil {
+		return nil, err
+	}
+	sortSpec, err := parseSort(a.sort)
+	if err != nil {
+		return nil, err
+	}
+	q := &query{ci: ci, filter: f, sort: sortSpec, skip: a.skip, limit: a.limit, hint: a.hint, allowDiskUse: a.allowDiskUse}
+	if len(a.projection) > 5 {
+		q.proj, err = project.Compile(a.projection, &project.Options{Filter: f, Expr: exprValue})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return q, nil
+}
+
+// checkCollation accepts the simple collation only.
+func checkCollation(c bsoncore.Document) error {
+	if c == nil {
+		return nil
+	}
+	if loc, _ := c.Lookup("locale").StringValueOK(); loc == "simple" {
+		return nil
+	}
+	return mongoerr.New(mongoerr.NotImplemented, "collations other than {locale: \"simple\"} are not supported by cleave")
+}
+
+// readCharge is the request units of a read: one per 4 KiB read, plus index keys.
+func readCharge(s *scanStats) float64 {
+	return 1 + float64(s.bytesRead)/4096 + float64(s.keysExamined)*0.1
+}
+
+// firstBatch fills the first batch of cursor c, registers it if documents remain, and
+// appends the cursor reply. It returns the cursor id (0 when exhausted).
+func (e *Executor) firstBatch(ctx context.Context, r *request, c *cursor, n int64, single bool) (int64, error) {
+	out, cidx, aidx := startCursorReply(r.out, "firstBatch")
+	exhausted := false
+	if n != 0 { // batchSize 0: an empty first batch and a cursor
+		var err error
+		out, exhausted, err = c.fillBatch(ctx, out, n)
+		if err != nil {
+			c.close()
+			return 0, err
+		}
+	}
+	var id int64
+	if exhausted || single {
+		c.close()
+	} else {
+		id = e.cursors.add(c)
+	}
+	e.counters.returnedDocs.Add(int64(countBatch(out[aidx:])))
+	r.out = endCursorReply(out, cidx, aidx, id, c.ns)
+	return id, nil
+}
+
+// countBatch is a cheap count of the elements of an open array (for metrics).
+func countBatch(b []byte) int {
+	arr := bsoncore.Array(append(b[:len(b):len(b)], 0))
+	if len(arr) < 5 {
+		return 0
+	}
+	n := 0
+	rest := arr[4 : len(arr)-1]
+	for len(rest) > 0 {
+		_, r, ok := bsoncore.ReadElement(rest)
+		if !ok {
+			break
+		}
+		rest = r
+		n++
+	}
+	return n
+}
+
+// startCursorReply opens {cursor: {<batch>: [ in out.
+func startCursorReply(out []byte, batch string) ([]byte, int32, int32) {
+	cidx, out := bsoncore.AppendDocumentElementStart(out, "cursor")
+	aidx, out := bsoncore.AppendArrayElementStart(out, batch)
+	return out, cidx, aidx
+}
+
+// endCursorReply closes the batch and adds id and ns.
+func endCursorReply(out []byte, cidx, aidx int32, id int64, ns string) []byte {
+	out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	out = bsoncore.AppendInt64Element(out, "id", id)
+	out = bsoncore.AppendStringElement(out, "ns", ns)
+	out, _ = bsoncore.AppendDocumentEnd(out, cidx)
+	return out
+}
+
+// appendCursorReply appends a complete cursor reply with the given documents.
+func appendCursorReply(r *request, ns string, id int64, batch string, docs []bsoncore.Document) error {
+	out, cidx, aidx := startCursorReply(r.out, batch)
+	for i, d := range docs {
+		out = bsoncore.AppendDocumentElement(out, strconv.Itoa(i), d)
+	}
+	r.out = endCursorReply(out, cidx, aidx, id, ns)
+	return nil
+}
+
+// getMore continues a cursor.
+func (e *Executor) getMore(ctx context.Context, r *request) error {
+	const cmd = "getMore"
+	first, _ := firstElement(r.body)
+	id, ok := first.Value().Int64OK()
+	if !ok {
+		return wrongType(cmd, cmd, first.Value().Type, "long")
+	}
+	var coll string
+	var batchSize, maxTime int64
+	haveColl := false
+	err := forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "collection":
+			haveColl = true
+			coll, err = argString(cmd, key, v)
+		case "batchSize":
+			batchSize, err = nonNegative(cmd, key, v)
+		case "term", "lastKnownCommittedOpTime":
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return err
+	}
+	if !haveColl {
+		return missingField(cmd, "collection")
+	}
+	if v, err := r.body.LookupErr("maxTimeMS"); err == nil {
+		if maxTime, err = maxTimeMS(v); err != nil {
+			return err
+		}
+	}
+	c, err := e.cursors.acquire(id)
+	if err != nil {
+		return err
+	}
+	ns := r.db + "." + coll
+	if c.ns != ns {
+		e.cursors.done(c, false)
+		return mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.ns)
+	}
+	ctx, cancel := deadline(ctx, maxTime)
+	defer cancel()
+	out, cidx, aidx := startCursorReply(r.out, "nextBatch")
+	out, exhausted, err := c.fillBatch(ctx, out, batchSize)
+	if err != nil {
+		e.cursors.done(c, true)
+		return timeLimitError(ctx, err)
+	}
+	e.cursors.done(c, exhausted)
+	if exhausted {
+		id = 0
+	}
+	r.out = endCursorReply(out, cidx, aidx, id, ns)
+	return nil
+}
+
+// killCursors closes cursors.
+func (e *Executor) killCursors(_ context.Context, r *request) error {
+	const cmd = "killCursors"
+	first, _ := firstElement(r.body)
+	coll, err := collectionArg(cmd, first.Value())
+	if err != nil {
+		return err
+	}
+	var ids []int64
+	have := false
+	err = forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+		if key != "cursors" {
+			return false, nil
+		}
+		have = true
+		arr, ok := v.ArrayOK()
+		if !ok {
+			return true, wrongType(cmd, key, v.Type, "array")
+		}
+		vals, _ := arr.Values()
+		for _, x := range vals {
+			id, ok := x.Int64OK()
+			if !ok {
+				return true, wrongType(cmd, key, x.Type, "long")
+			}
+			ids = append(ids, id)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	if !have {
+		return missingField(cmd, "cursors")
+	}
+	ns := r.db + "." + coll
+	var killed, notFound []int64
+	for _, id := range ids {
+		if e.cursors.removeIn(id, ns) {
+			killed = append(killed, id)
+		} else {
+			notFound = append(notFound, id)
+		}
+	}
+	r.out = appendInt64Array(r.out, "cursorsKilled", killed)
+	r.out = appendInt64Array(r.out, "cursorsNotFound", notFound)
+	r.out = appendInt64Array(r.out, "cursorsAlive", nil)
+	r.out = appendInt64Array(r.out, "cursorsUnknown", nil)
+	return nil
+}
+
+// appendInt64Array appends an array of int64 values.
+func appendInt64Array(dst []byte, key string, vals []int64) []byte {
+	aidx, dst := bsoncore.AppendArrayElementStart(dst, key)
+	for i, v := range vals {
+		dst = bsoncore.AppendInt64Element(dst, strconv.Itoa(i), v)
+	}
+	dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
+	return dst
+}
+
+// explainOnly reports whether r is the inner command of an explain.
+func explainOnly(r *request) bool { return r.explain != "" }
+
+// splitNS splits "db.coll".
+func splitNS(ns string) (string, string) {
+	db, coll, _ := strings.Cut(ns, ".")
+	return db, coll
+}

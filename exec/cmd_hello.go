@@ -1,0 +1,87 @@
+package exec
+
+import (
+	"context"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/wire"
+)
+
+// hello answers hello, isMaster and ismaster as a mongos does. It takes no topologyVersion
+// so that drivers poll instead of streaming (which would need awaitable hellos).
+func (e *Executor) hello(_ context.Context, r *request) error {
+	legacy := r.name != "hello"
+	var helloOK bool
+	var clientCompressors bsoncore.Array
+	err := forEachArg(r.name, r.body, func(key string, v bsoncore.Value) (bool, error) {
+		switch key {
+		case "helloOk":
+			helloOK = v.Type == bsoncore.TypeBoolean && v.Boolean()
+		case "compression":
+			clientCompressors, _ = v.ArrayOK()
+		}
+		// The handshake grows fields with every driver release (backpressure, ...); like
+		// mongod, accept and ignore the ones this server does not use.
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	out := r.out
+	if helloOK {
+		out = bsoncore.AppendBooleanElement(out, "helloOk", true)
+	}
+	if legacy {
+		out = bsoncore.AppendBooleanElement(out, "ismaster", true)
+	} else {
+		out = bsoncore.AppendBooleanElement(out, "isWritablePrimary", true)
+	}
+	out = bsoncore.AppendStringElement(out, "msg", "isdbgrid")
+	out = bsoncore.AppendInt32Element(out, "maxBsonObjectSize", wire.MaxBSONSize)
+	out = bsoncore.AppendInt32Element(out, "maxMessageSizeBytes", wire.MaxMessageSize)
+	out = bsoncore.AppendInt32Element(out, "maxWriteBatchSize", maxWriteBatchSize)
+	out = bsoncore.AppendDateTimeElement(out, "localTime", time.Now().UnixMilli())
+	out = bsoncore.AppendInt32Element(out, "logicalSessionTimeoutMinutes", logicalSessionTimeoutMinutes)
+	out = bsoncore.AppendInt64Element(out, "connectionId", r.conn.info.ID)
+	out = bsoncore.AppendInt32Element(out, "maxWireVersion", maxWireVersion)
+	out = bsoncore.AppendInt32Element(out, "minWireVersion", minWireVersion)
+	out = bsoncore.AppendBooleanElement(out, "readOnly", false)
+	if clientCompressors != nil {
+		r.conn.compressors = negotiateCompressors(clientCompressors)
+		out = appendStringArray(out, "compression", r.conn.compressors)
+	}
+	r.out = out
+	return nil
+}
+
+// negotiateCompressors returns the compressors of the client's list that cleave supports,
+// in the client's order of preference.
+func negotiateCompressors(client bsoncore.Array) []string {
+	values, _ := client.Values()
+	var both []string
+	for _, v := range values {
+		name, ok := v.StringValueOK()
+		if !ok {
+			continue
+		}
+		for _, s := range supportedCompressors {
+			if s == name {
+				both = append(both, name)
+			}
+		}
+	}
+	return both
+}
+
+// appendStringArray appends an array of strings as the element key.
+func appendStringArray(dst []byte, key string, values []string) []byte {
+	idx, dst := bsoncore.AppendArrayElementStart(dst, key)
+	for i, v := range values {
+		dst = bsoncore.AppendStringElement(dst, bsonx.ArrayKey(i), v)
+	}
+	dst, _ = bsoncore.AppendArrayEnd(dst, idx)
+	return dst
+}

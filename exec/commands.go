@@ -1,0 +1,14 @@
+package exec
+
+// addDataCommands registers the commands that read and write collections.
+func (e *Executor) addDataCommands(add func(*command, ...string)) {
+	query := func(c *opCounters) { c.query.Add(1) }
+	add(&command{run: e.find, help: "query for documents", counter: query}, "find")
+	add(&command{run: e.insert, help: "insert documents", counter: func(c *opCounters) { c.insert.Add(1) }}, "insert")
+	add(&command{run: e.getMore, help: "retrieve more results from an existing cursor", counter: func(c *opCounters) { c.getmore.Add(1) }}, "getMore")
+	add(&command{run: e.killCursors, help: "kill a list of cursors"}, "killCursors")
+	e.addQueryCommands(add)
+	e.addWriteCommands(add)
+	e.addDDLCommands(add)
+	e.addIndexCommands(add)
+}

@@ -1,0 +1,224 @@
+package exec
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/wire"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// cursorTimeout is how long a cursor may sit idle before it is closed (MongoDB's
+// cursorTimeoutMillis, 10 minutes).
+const cursorTimeout = 10 * time.Minute
+
+// maxBatchBytes bounds the documents of one reply batch, leaving room in a 16 MiB + 16 KiB
+// reply for the envelope, as MongoDB does.
+const maxBatchBytes = wire.MaxBSONSize
+
+// cursor is an open query result that getMore continues. Only one getMore may use a cursor
+// at a time (MongoDB answers CursorInUse otherwise).
+type cursor struct {
+	id        int64
+	ns        string // "db.coll", for the reply
+	stream    docStream
+	pending   bsoncore.Document // a document read but not sent: it did not fit the last batch
+	limit     int64             // documents still allowed, 0 = no limit
+	noTimeout bool
+	lastUsed  atomic.Int64 // unix nanoseconds
+	inUse     atomic.Bool
+	// release runs when the cursor closes (per-query resources beyond the stream).
+	release func()
+}
+
+// cursorRegistry holds the open cursors of an Executor.
+type cursorRegistry struct {
+	mu struct {
+		sync.Mutex
+		m map[int64]*cursor
+	}
+	stop chan struct{}
+}
+
+// newCursorRegistry returns a registry whose reaper closes idle cursors every interval.
+func newCursorRegistry(interval time.Duration) *cursorRegistry {
+	r := &cursorRegistry{stop: make(chan struct{})}
+	r.mu.m = map[int64]*cursor{}
+	go r.reap(interval)
+	return r
+}
+
+// add registers c under a fresh random non-zero id and returns the id.
+func (r *cursorRegistry) add(c *cursor) int64 {
+	c.lastUsed.Store(time.Now().UnixNano())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		id := int64(binary.LittleEndian.Uint64(b[:]) &^ (1 << 63))
+		if id == 0 || r.mu.m[id] != nil {
+			continue
+		}
+		c.id = id
+		r.mu.m[id] = c
+		return id
+	}
+}
+
+// acquire returns the cursor id for exclusive use by one getMore; release it with done.
+func (r *cursorRegistry) acquire(id int64) (*cursor, error) {
+	r.mu.Lock()
+	c := r.mu.m[id]
+	r.mu.Unlock()
+	if c == nil {
+		return nil, mongoerr.New(mongoerr.CursorNotFound, "cursor id %d not found", id)
+	}
+	if !c.inUse.CompareAndSwap(false, true) {
+		return nil, mongoerr.New(mongoerr.CursorInUse, "Cursor already in use (namespace: '%s', id: %d).", c.ns, id)
+	}
+	return c, nil
+}
+
+// done ends a getMore's use of c; an exhausted cursor is removed and closed.
+func (r *cursorRegistry) done(c *cursor, exhausted bool) {
+	c.lastUsed.Store(time.Now().UnixNano())
+	if exhausted {
+		r.remove(c.id)
+	}
+	c.inUse.Store(false)
+}
+
+// remove unregisters and closes the cursor id; it reports whether it existed.
+func (r *cursorRegistry) remove(id int64) bool {
+	r.mu.Lock()
+	c := r.mu.m[id]
+	delete(r.mu.m, id)
+	r.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	c.close()
+	return true
+}
+
+// removeIn unregisters and closes cursor id if it belongs to namespace ns.
+func (r *cursorRegistry) removeIn(id int64, ns string) bool {
+	r.mu.Lock()
+	c := r.mu.m[id]
+	if c == nil || c.ns != ns {
+		r.mu.Unlock()
+		return false
+	}
+	delete(r.mu.m, id)
+	r.mu.Unlock()
+	c.close()
+	return true
+}
+
+// count returns the number of open cursors.
+func (r *cursorRegistry) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.mu.m)
+}
+
+// reap closes cursors idle for longer than cursorTimeout, until close is called.
+func (r *cursorRegistry) reap(interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case now := <-t.C:
+			r.expire(now)
+		}
+	}
+}
+
+// expire closes every idle, timeout-eligible cursor not in use as of now.
+func (r *cursorRegistry) expire(now time.Time) {
+	cutoff := now.Add(-cursorTimeout).UnixNano()
+	var dead []*cursor
+	r.mu.Lock()
+	for id, c := range r.mu.m {
+		if !c.noTimeout && !c.inUse.Load() && c.lastUsed.Load() < cutoff {
+			delete(r.mu.m, id)
+			dead = append(dead, c)
+		}
+	}
+	r.mu.Unlock()
+	for _, c := range dead {
+		c.close()
+	}
+}
+
+// closeAll stops the reaper and closes every cursor (server shutdown).
+func (r *cursorRegistry) closeAll() {
+	close(r.stop)
+	r.mu.Lock()
+	all := r.mu.m
+	r.mu.m = map[int64]*cursor{}
+	r.mu.Unlock()
+	for _, c := range all {
+		c.close()
+	}
+}
+
+// close releases the cursor's stream and resources.
+func (c *cursor) close() {
+	c.stream.close()
+	if c.release != nil {
+		c.release()
+		c.release = nil
+	}
+}
+
+// fillBatch appends up to n documents (n <= 0: no count limit) to the open array dst, within
+// maxBatchBytes and the cursor's remaining limit, and reports whether the result is exhausted. A document that does not fit is
+// kept as pending for the next batch; one document is always sent even if it alone is large.
+func (c *cursor) fillBatch(ctx context.Context, dst []byte, n int64) ([]byte, bool, error) {
+	start := len(dst)
+	var i int64
+	for n <= 0 || i < n {
+		if c.limit > 0 && i >= c.limit {
+			break
+		}
+		doc := c.pending
+		c.pending = nil
+		if doc == nil {
+			var err error
+			doc, err = c.stream.next(ctx)
+			if err != nil {
+				return dst, false, err
+			}
+			if doc == nil {
+				return dst, true, nil
+			}
+		}
+		if i > 0 && len(dst)-start+len(doc) > maxBatchBytes {
+			c.pending = append(bsoncore.Document(nil), doc...)
+			break
+		}
+		dst = bsoncore.AppendDocumentElement(dst, bsonx.ArrayKey(int(i)), doc)
+		i++
+	}
+	if c.limit > 0 {
+		c.limit -= i
+		if c.limit <= 0 {
+			return dst, true, nil
+		}
+	}
+	// NB: no peek past a full batch: it could scan far for a selective filter, which MongoDB
+	// defers to the next getMore. The cursor stays open and a later getMore may return an
+	// empty final batch, as mongod's does.
+	return dst, false, nil
+}

@@ -1,0 +1,120 @@
+package exec
+
+import (
+	"context"
+	"sort"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// request is one command being run: its body, where its reply is being built, and what it
+// cost. Command functions append their reply fields to out (an open document); dispatch adds
+// ok and closes it, or replaces everything with the error reply.
+type request struct {
+	conn      *conn
+	body      bsoncore.Document
+	name      string // the command name as the client spelled it
+	db        string // $db
+	requestID int32
+	legacy    bool // arrived as OP_QUERY
+	out       []byte
+	charge    float64 // request units
+	// explain is the verbosity when this command runs inside explain, "" otherwise.
+	explain string
+}
+
+// command is one entry of the command table.
+type command struct {
+	run       func(ctx context.Context, r *request) error
+	help      string
+	adminOnly bool // must run against the admin database
+	// counter is the serverStatus.opcounters field this command counts towards.
+	counter func(*opCounters)
+}
+
+// dispatch finds the command named by the first field of the body and runs it.
+func (e *Executor) dispatch(ctx context.Context, r *request) (err error) {
+	defer r.conn.recoverPanic(r, &err)
+	first, ok := firstElement(r.body)
+	if !ok {
+		e.counters.command.Add(1)
+		return mongoerr.New(mongoerr.CommandNotFound, "no such command: ''")
+	}
+	r.name = first.Key()
+	db, ok := r.body.Lookup("$db").StringValueOK()
+	if !ok {
+		e.counters.command.Add(1)
+		return mongoerr.New(mongoerr.Location40571, "OP_MSG requests require a $db argument")
+	}
+	r.db = db
+	cmd := e.commands[r.name]
+	if cmd == nil {
+		e.counters.command.Add(1)
+		return mongoerr.New(mongoerr.CommandNotFound, "no such command: '%s'", r.name)
+	}
+	if cmd.counter != nil {
+		cmd.counter(&e.counters)
+	} else {
+		e.counters.command.Add(1)
+	}
+	if cmd.adminOnly && r.db != "admin" {
+		return mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", r.name)
+	}
+	if err := validateDBName(r.db); err != nil {
+		return err
+	}
+	return cmd.run(ctx, r)
+}
+
+// firstElement returns the first element of a document.
+func firstElement(doc bsoncore.Document) (bsoncore.Element, bool) {
+	if len(doc) <= 5 {
+		return nil, false
+	}
+	el, _, ok := bsoncore.ReadElement(doc[4:])
+	return el, ok
+}
+
+// validateDBName applies MongoDB's rules for database names.
+func validateDBName(db string) error {
+	if db == "" {
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid empty database name")
+	}
+	if len(db) >= 64 {
+		return mongoerr.New(mongoerr.InvalidNamespace, "db name '%s' is too long, max length is 63", db)
+	}
+	for i := 0; i < len(db); i++ {
+		switch db[i] {
+		case '/', '\\', '.', ' ', '"', '$', 0:
+			return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: '%s'", db)
+		}
+	}
+	return nil
+}
+
+// commandTable returns every command cleave answers, by name. Aliases share an entry.
+func (e *Executor) commandTable() map[string]*command {
+	t := map[string]*command{}
+	add := func(c *command, names ...string) {
+		for _, n := range names {
+			t[n] = c
+		}
+	}
+	e.addServerCommands(add)
+	if e.opts.Storage != nil {
+		e.addDataCommands(add)
+	}
+	return t
+}
+
+// commandNames returns the names of all commands, sorted, for listCommands.
+func (e *Executor) commandNames() []string {
+	names := make([]string, 0, len(e.commands))
+	for n := range e.commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

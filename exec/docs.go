@@ -1,0 +1,197 @@
+package exec
+
+import (
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/wire"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// maxStorageDepth is the deepest nesting of documents and arrays MongoDB stores
+// (BSONDepth::getMaxDepthForUserStorage).
+const maxStorageDepth = 100
+
+// prepareInsert checks a document a client wants to store and returns it with an _id in
+// first position: the given one moved to the front if needed, or a new ObjectId. The
+// returned document may alias doc when it is already in that shape.
+func prepareInsert(doc bsoncore.Document) (bsoncore.Document, error) {
+	if len(doc) > wire.MaxBSONSize {
+		return nil, mongoerr.New(mongoerr.BSONObjectTooLarge,
+			"object to insert too large. size in bytes: %d, max size: %d", len(doc), wire.MaxBSONSize)
+	}
+	elems, err := doc.Elements()
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid BSON document: %v", err)
+	}
+	idPos := -1
+	for i, el := range elems {
+		key := el.Key()
+		if key == "_id" {
+			if idPos >= 0 {
+				return nil, mongoerr.New(mongoerr.BadValue, "can't have multiple _id fields in one document")
+			}
+			idPos = i
+			if err := validateID(el.Value()); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := validateStoredField(key, el.Value(), 1); err != nil {
+			return nil, err
+		}
+	}
+	if idPos == 0 {
+		return doc, nil
+	}
+	idx, out := bsoncore.AppendDocumentStart(make([]byte, 0, len(doc)+17))
+	if idPos < 0 {
+		out = bsoncore.AppendObjectIDElement(out, "_id", bson.NewObjectID())
+	} else {
+		out = append(out, elems[idPos]...)
+	}
+	for i, el := range elems {
+		if i != idPos {
+			out = append(out, el...)
+		}
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	if len(out) > wire.MaxBSONSize {
+		return nil, mongoerr.New(mongoerr.BSONObjectTooLarge,
+			"object to insert too large. size in bytes: %d, max size: %d", len(out), wire.MaxBSONSize)
+	}
+	return out, nil
+}
+
+// validateID refuses _id values MongoDB cannot store.
+func validateID(v bsoncore.Value) error {
+	switch v.Type {
+	case bsoncore.TypeArray:
+		return mongoerr.New(mongoerr.InvalidIDField, "The '_id' value cannot be of type array")
+	case bsoncore.TypeRegex:
+		return mongoerr.New(mongoerr.InvalidIDField, "The '_id' value cannot be of type regex")
+	case bsoncore.TypeUndefined:
+		return mongoerr.New(mongoerr.InvalidIDField, "The '_id' value cannot be of type undefined")
+	case bsoncore.TypeEmbeddedDocument:
+		if err := checkDepth(v, 2); err != nil {
+			return err
+		}
+		elems, _ := v.Document().Elements()
+		for _, el := range elems {
+			if strings.HasPrefix(el.Key(), "$") {
+				return mongoerr.New(mongoerr.DollarPrefixedFieldName,
+					"_id fields may not contain '$'-prefixed fields: %s is not valid for storage.", el.Key())
+			}
+		}
+	}
+	return nil
+}
+
+// validateStoredField checks one top-level field of a document to be stored.
+func validateStoredField(key string, v bsoncore.Value, depth int) error {
+	if strings.HasPrefix(key, "$") {
+		return mongoerr.New(mongoerr.DollarPrefixedFieldName,
+			"Document can't have $ prefixed field names: %s", key)
+	}
+	return checkDepth(v, depth+1)
+}
+
+// checkDepth fails when v nests documents or arrays deeper than MongoDB stores.
+func checkDepth(v bsoncore.Value, depth int) error {
+	var body bsoncore.Document
+	switch v.Type {
+	case bsoncore.TypeEmbeddedDocument:
+		body = v.Document()
+	case bsoncore.TypeArray:
+		body = bsoncore.Document(v.Array())
+	default:
+		return nil
+	}
+	if depth > maxStorageDepth {
+		return mongoerr.New(mongoerr.Overflow, "Document exceeds maximum nesting depth of %d", maxStorageDepth)
+	}
+	elems, err := body.Elements()
+	if err != nil {
+		return mongoerr.New(mongoerr.InvalidBSON, "invalid BSON document: %v", err)
+	}
+	for _, el := range elems {
+		if err := checkDepth(el.Value(), depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateReplacement checks a document that replaces a stored one (replacement update or
+// the result of operators): the same rules as an insert, with _id required to be unchanged
+// by the caller.
+func validateReplacement(doc bsoncore.Document) error {
+	if len(doc) > wire.MaxBSONSize {
+		return mongoerr.New(mongoerr.BSONObjectTooLarge,
+			"Resulting document after update is larger than %d", wire.MaxBSONSize)
+	}
+	elems, err := doc.Elements()
+	if err != nil {
+		return mongoerr.New(mongoerr.InvalidBSON, "invalid BSON document: %v", err)
+	}
+	for _, el := range elems {
+		if el.Key() == "_id" {
+			if err := validateID(el.Value()); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := checkDepth(el.Value(), 2); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// docID returns the _id of a stored document (always its first field) and its encoded key.
+func docID(doc bsoncore.Document, dst []byte) (bsoncore.Value, []byte) {
+	v, _ := firstValue(doc, "_id")
+	return v, bsonx.AppendKey(dst, v)
+}
+
+// firstValue returns the first element's value when its key is name, else a lookup.
+func firstValue(doc bsoncore.Document, name string) (bsoncore.Value, bool) {
+	if el, ok := firstElement(doc); ok && el.Key() == name {
+		return el.Value(), true
+	}
+	v, err := doc.LookupErr(name)
+	return v, err == nil
+}
+
+// shardHash returns the hash that places doc in ci's partitions: 0 for an unsharded
+// collection, else the hash of the shard key's hashed field (null when missing).
+func (ci *collInfo) shardHash(doc bsoncore.Document) (uint64, error) {
+	if ci.hashed < 0 {
+		return 0, nil
+	}
+	f := ci.shardKey[ci.hashed]
+	v, ok := bsonx.Lookup(doc, f.Path)
+	if !ok {
+		v = bsoncore.Value{Type: bsoncore.TypeNull}
+	}
+	if v.Type == bsoncore.TypeArray {
+		return 0, mongoerr.New(mongoerr.ShardKeyNotFound,
+			"Shard key cannot contain array values or array descendants.")
+	}
+	return bsonx.Hash(v), nil
+}
+
+// idHash returns the hash of the document with _id id when it can be known from the _id
+// alone: ok is false when the collection is sharded on another field.
+func (ci *collInfo) idHash(id bsoncore.Value) (uint64, bool) {
+	if ci.hashed < 0 {
+		return 0, true
+	}
+	if ci.idIndexed {
+		return 0, false
+	}
+	return bsonx.Hash(id), true
+}

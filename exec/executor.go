@@ -1,0 +1,203 @@
+package exec
+
+import (
+	"context"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// Options configures an Executor.
+type Options struct {
+	// Argv and Parsed are what getCmdLineOpts reports: the process arguments and the
+	// effective configuration as a BSON document (MongoDB's "parsed" shape).
+	Argv   []string
+	Parsed bsoncore.Document
+	// SlowOp is the duration above which a finished command is logged at Info (MongoDB's
+	// slowms); faster ones are logged at Debug only.
+	SlowOp time.Duration
+	// TestCommands enables commands that exist only for test suites (failpoints and the
+	// like), as mongod's enableTestCommands does.
+	TestCommands bool
+	// WireStats reports connection and network counters for serverStatus; nil reports zeros.
+	WireStats func() wire.Stats
+	// Log keeps recent log lines for getLog; nil answers with an empty log.
+	Log *LogRing
+	// MaxConns is the connection cap serverStatus reports "available" against.
+	MaxConns int
+	// Storage is where documents live; nil serves only the server commands (wire tests).
+	Storage *Storage
+}
+
+// EnsureDefaults fills in zero fields with their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.SlowOp == 0 {
+		o.SlowOp = 100 * time.Millisecond
+	}
+	if o.WireStats == nil {
+		o.WireStats = func() wire.Stats { return wire.Stats{} }
+	}
+}
+
+// Executor answers MongoDB commands. It implements wire.Handler: every accepted connection
+// gets its own conn, which runs that connection's commands one at a time.
+type Executor struct {
+	opts     Options
+	log      *zap.Logger
+	started  time.Time
+	commands map[string]*command
+	counters opCounters
+	st       Storage
+	colls    collCache
+	locks    store.KeyLocks
+	cursors  *cursorRegistry
+	stop     chan struct{}
+	bg       sync.WaitGroup
+}
+
+// opCounters are serverStatus.opcounters: how many commands of each kind were received.
+type opCounters struct {
+	insert, query, update, delete, getmore, command atomic.Int64
+	// documents written and read (serverStatus.metrics.document)
+	insertedDocs, updatedDocs, deletedDocs, returnedDocs atomic.Int64
+}
+
+// New returns an Executor.
+func New(opts Options, logger *zap.Logger) *Executor {
+	opts.EnsureDefaults()
+	e := &Executor{
+		opts:    opts,
+		log:     logger.Named("exec"),
+		started: time.Now(),
+		cursors: newCursorRegistry(time.Minute),
+		stop:    make(chan struct{}),
+	}
+	if opts.Storage != nil {
+		e.st = *opts.Storage
+	}
+	e.commands = e.commandTable()
+	return e
+}
+
+// Close stops the executor's background work and closes its cursors. Call it after the
+// wire server has drained and before closing storage.
+func (e *Executor) Close() {
+	select {
+	case <-e.stop:
+		return
+	default:
+	}
+	close(e.stop)
+	e.bg.Wait()
+	e.cursors.closeAll()
+}
+
+// Connect implements wire.Handler.
+func (e *Executor) Connect(info wire.ConnInfo) wire.ConnHandler {
+	return &conn{
+		e:    e,
+		info: info,
+		log:  e.log.With(zap.Int64("conn_id", info.ID)),
+	}
+}
+
+// conn is one client connection's state: what its commands share (the reply buffer, the
+// statistics of the last request for getLastRequestStatistics, the client's metadata).
+type conn struct {
+	e    *Executor
+	info wire.ConnInfo
+	log  *zap.Logger
+	out  []byte // reply buffer, reused from request to request
+	last requestStats
+	// compressors are those both sides support, negotiated by hello.
+	compressors []string
+}
+
+// requestStats describes the last finished command of a connection.
+type requestStats struct {
+	command  string
+	duration time.Duration
+	charge   float64 // request units
+}
+
+// maxRetainedReply is the largest reply buffer a connection keeps between requests; a
+// larger one (a big cursor batch) is dropped so that idle connections stay small.
+const maxRetainedReply = 1 << 20
+
+// Handle implements wire.ConnHandler: it runs one command and builds its reply.
+func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document, error) {
+	if cap(c.out) > maxRetainedReply {
+		c.out = nil
+	}
+	start := time.Now()
+	r := request{conn: c, body: req.Body, requestID: req.RequestID, legacy: req.Legacy}
+	idx, out := bsoncore.AppendDocumentStart(c.out[:0])
+	r.out = out
+	err := c.e.dispatch(ctx, &r)
+	out = r.out
+	if err != nil {
+		merr := mongoerr.From(err)
+		if merr.Code == mongoerr.InternalError && merr.Unwrap() != nil {
+			c.log.Error("command failed", zap.Int32("request_id", req.RequestID),
+				zap.String("cmd", r.name), zap.Error(merr.Unwrap()))
+		}
+		out = merr.AppendReply(out[:idx+4])
+	} else {
+		out = bsoncore.AppendDoubleElement(out, "ok", 1)
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	c.out = out
+	c.finish(&r, start, err)
+	return out, nil
+}
+
+// finish records the statistics of a finished command and logs it: at Info when it was
+// slow, at Debug otherwise.
+func (c *conn) finish(r *request, start time.Time, err error) {
+	d := time.Since(start)
+	if r.name != "getLastRequestStatistics" {
+		c.last = requestStats{command: r.name, duration: d, charge: r.charge}
+	}
+	level := zap.DebugLevel
+	if d >= c.e.opts.SlowOp {
+		level = zap.InfoLevel
+	}
+	ce := c.log.Check(level, "command")
+	if ce == nil {
+		return
+	}
+	fields := []zap.Field{
+		zap.Int32("request_id", r.requestID), zap.String("cmd", r.name), zap.String("db", r.db),
+		zap.Duration("duration", d), zap.Float64("ru", r.charge),
+	}
+	if err != nil {
+		e := mongoerr.From(err)
+		fields = append(fields, zap.Int32("code", int32(e.Code)), zap.String("errmsg", e.Message))
+	}
+	ce.Write(fields...)
+}
+
+// Close implements wire.ConnHandler.
+func (c *conn) Close() {
+	c.out = nil
+}
+
+// recoverPanic turns a panic in a command into an InternalError reply and a log line with
+// the stack, so that no input crashes the server.
+func (c *conn) recoverPanic(r *request, err *error) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	c.log.Error("command panicked", zap.Int32("request_id", r.requestID), zap.String("cmd", r.name),
+		zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+	*err = mongoerr.New(mongoerr.InternalError, "internal error while running %s", r.name)
+}

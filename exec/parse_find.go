@@ -1,0 +1,141 @@
+package exec
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// findArgs are the parsed arguments of a find command.
+type findArgs struct {
+	coll            string
+	filter          bsoncore.Document
+	sort            bsoncore.Document
+	projection      bsoncore.Document
+	hint            bsoncore.Value
+	skip            int64
+	limit           int64 // 0 = none
+	batchSize       int64 // -1 = default (101 for the first batch)
+	singleBatch     bool
+	let             bsoncore.Document
+	collation       bsoncore.Document
+	allowDiskUse    bool
+	noCursorTimeout bool
+	returnKey       bool
+	showRecordID    bool
+	min, max        bsoncore.Document
+	maxTimeMS       int64
+}
+
+// parseFind parses a find command body.
+func parseFind(body bsoncore.Document) (*findArgs, error) {
+	const cmd = "find"
+	a := &findArgs{batchSize: -1}
+	first, _ := firstElement(body)
+	coll, err := collectionArg(cmd, first.Value())
+	if err != nil {
+		return nil, err
+	}
+	a.coll = coll
+	err = forEachArg(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "filter":
+			a.filter, err = optionalDoc(cmd, key, v)
+		case "sort":
+			a.sort, err = optionalDoc(cmd, key, v)
+		case "projection":
+			a.projection, err = optionalDoc(cmd, key, v)
+		case "hint":
+			a.hint = v
+		case "skip":
+			a.skip, err = nonNegative(cmd, key, v)
+		case "limit":
+			a.limit, err = nonNegative(cmd, key, v)
+		case "batchSize":
+			a.batchSize, err = nonNegative(cmd, key, v)
+		case "singleBatch":
+			a.singleBatch, err = argBool(cmd, key, v)
+		case "let":
+			a.let, err = argDoc(cmd, key, v)
+		case "collation":
+			a.collation, err = argDoc(cmd, key, v)
+		case "allowDiskUse":
+			a.allowDiskUse, err = argBool(cmd, key, v)
+		case "noCursorTimeout":
+			a.noCursorTimeout, err = argBool(cmd, key, v)
+		case "returnKey":
+			a.returnKey, err = argBool(cmd, key, v)
+		case "showRecordId":
+			a.showRecordID, err = argBool(cmd, key, v)
+		case "min":
+			a.min, err = argDoc(cmd, key, v)
+		case "max":
+			a.max, err = argDoc(cmd, key, v)
+		case "tailable", "awaitData", "oplogReplay", "allowPartialResults", "readOnce",
+			"allowSpeculativeMajorityRead", "$_requestResumeToken", "$_resumeAfter", "term":
+			var b bool
+			b, err = argBool(cmd, key, v)
+			if err == nil && b && (key == "tailable" || key == "awaitData") {
+				err = mongoerr.New(mongoerr.BadValue, "error processing query: tailable cursor requested on non capped collection")
+			}
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if v, err := body.LookupErr("maxTimeMS"); err == nil {
+		if a.maxTimeMS, err = maxTimeMS(v); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// collectionArg validates the collection name given as the command's first field.
+func collectionArg(cmd string, v bsoncore.Value) (string, error) {
+	s, ok := v.StringValueOK()
+	if !ok {
+		return "", mongoerr.New(mongoerr.InvalidNamespace,
+			"collection name has invalid type %s", typeName(v.Type))
+	}
+	if s == "" {
+		return "", mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", s)
+	}
+	return s, nil
+}
+
+// optionalDoc returns a document argument; null counts as absent, as drivers sometimes send it.
+func optionalDoc(cmd, field string, v bsoncore.Value) (bsoncore.Document, error) {
+	if v.Type == bsoncore.TypeNull {
+		return nil, nil
+	}
+	return argDoc(cmd, field, v)
+}
+
+// nonNegative parses an integral argument that must be >= 0 (MongoDB's IDL validator).
+func nonNegative(cmd, field string, v bsoncore.Value) (int64, error) {
+	n, err := argInt64(cmd, field, v)
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, mongoerr.New(mongoerr.Location51024, "BSON field '%s' value must be >= 0, actual value '%d'", field, n)
+	}
+	return n, nil
+}
+
+// maxTimeMS parses the generic maxTimeMS argument: a non-negative 32-bit integer.
+func maxTimeMS(v bsoncore.Value) (int64, error) {
+	n, ok := numberFloat(v)
+	if !ok {
+		return 0, mongoerr.New(mongoerr.BadValue, "maxTimeMS must be a number")
+	}
+	if n < 0 || n > (1<<31-1) || n != float64(int64(n)) {
+		return 0, mongoerr.New(mongoerr.BadValue, "%v value for maxTimeMS is out of range", v)
+	}
+	return int64(n), nil
+}

@@ -1,0 +1,324 @@
+package exec
+
+import (
+	"bytes"
+	"sort"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// planKind is the access path of a query on each shard.
+type planKind uint8
+
+const (
+	planScan  planKind = iota // read every document of the targeted partitions (COLLSCAN)
+	planIDs                   // point reads by _id (IDHACK)
+	planIndex                 // index ranges, then fetch (IXSCAN + FETCH)
+	planEOF                   // nothing can match
+)
+
+// maxIndexRanges bounds the ranges one index scan may combine ($in on several fields).
+const maxIndexRanges = 4096
+
+// plan is how a query reads: the access path and the partitions it targets. The filter is
+// applied to every document read, whatever the path, so a plan may read too much but never
+// too little.
+type plan struct {
+	kind planKind
+	// ids are the encoded _ids of a planIDs plan, with their hashes when known.
+	ids []idTarget
+	// index, ranges and reverse describe a planIndex plan; ranges are sorted and disjoint.
+	index   *indexInfo
+	ranges  []keyRange
+	reverse bool
+	// sorted reports that the plan yields documents in the query's sort order.
+	sorted bool
+	// targets are the indexes in the partition map of the partitions that may hold matches.
+	targets []int
+}
+
+// idTarget is one _id a planIDs plan reads.
+type idTarget struct {
+	id      []byte
+	hash    uint64
+	hashSet bool // false: the hash is found through the _id index
+}
+
+// keyRange is an encoded index key range [lo, hi); nil hi is unbounded.
+type keyRange struct{ lo, hi []byte }
+
+// planQuery chooses the access path of a query on ci.
+func planQuery(ci *collInfo, f *match.Filter, sortSpec []bsonx.SortField, hint bsoncore.Value) (*plan, error) {
+	p := &plan{}
+	p.targets = targetPartitions(ci, f)
+	if len(p.targets) == 0 {
+		p.kind = planEOF
+		return p, nil
+	}
+	if hint.Type != 0 {
+		return planHinted(ci, f, sortSpec, hint, p)
+	}
+	if ids, ok := f.Equalities("_id"); ok {
+		p.kind = planIDs
+		p.ids = idTargets(ci, ids)
+		return p, nil
+	}
+	best, bestScore := (*indexInfo)(nil), 0
+	var bestRanges []keyRange
+	bestSorted, bestReverse := false, false
+	for _, xi := range ci.indexes {
+		if !usableForQuery(xi, f) {
+			continue
+		}
+		ranges, score := indexBounds(xi, f)
+		sorted, reverse := indexSorts(xi, f, sortSpec)
+		if sorted && len(sortSpec) > 0 {
+			score++
+		}
+		if score > bestScore {
+			best, bestScore, bestRanges, bestSorted, bestReverse = xi, score, ranges, sorted, reverse
+		}
+	}
+	if best == nil {
+		p.kind = planScan
+		return p, nil
+	}
+	p.kind, p.index, p.ranges, p.sorted, p.reverse = planIndex, best, bestRanges, bestSorted && len(sortSpec) > 0, bestReverse
+	return p, nil
+}
+
+// planHinted builds the plan a hint asks for: {$natural: ±1}, an index name or key pattern.
+func planHinted(ci *collInfo, f *match.Filter, sortSpec []bsonx.SortField, hint bsoncore.Value, p *plan) (*plan, error) {
+	var xi *indexInfo
+	switch hint.Type {
+	case bsoncore.TypeString:
+		name := hint.StringValue()
+		for _, x := range ci.indexes {
+			if x.meta.Name == name {
+				xi = x
+			}
+		}
+	case bsoncore.TypeEmbeddedDocument:
+		d := hint.Document()
+		if v, err := d.LookupErr("$natural"); err == nil {
+			p.kind = planScan
+			n, _ := bsonx.NumberAsFloat64(v)
+			p.reverse = n < 0
+			return p, nil
+		}
+		if len(d) <= 5 {
+			p.kind = planScan
+			return p, nil
+		}
+		for _, x := range ci.indexes {
+			if bytes.Equal(x.meta.Key, d) {
+				xi = x
+			}
+		}
+	default:
+		return nil, mongoerr.New(mongoerr.FailedToParse, "hint must be a string or an object")
+	}
+	if xi == nil {
+		return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index")
+	}
+	if xi.partial != nil || xi.sparse || xi.hashed {
+		// Such an index does not hold every document; scanning it whole would lose some.
+		if _, score := indexBounds(xi, f); score == 0 || !usableForQuery(xi, f) {
+			return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an index that can answer the query")
+		}
+	}
+	p.kind, p.index = planIndex, xi
+	p.ranges, _ = indexBounds(xi, f)
+	p.sorted, p.reverse = indexSorts(xi, f, sortSpec)
+	p.sorted = p.sorted && len(sortSpec) > 0
+	return p, nil
+}
+
+// usableForQuery reports whether index xi holds every document the filter can match.
+func usableForQuery(xi *indexInfo, f *match.Filter) bool {
+	if xi.hashed || xi.partial != nil {
+		return false // hashed: equality only, not ordered; partial: needs implication proofs
+	}
+	if xi.sparse {
+		// Documents missing every field are not in the index: usable only when the first
+		// field is bounded away from null.
+		iv, ok := f.Intervals(xi.fields[0].Path)
+		if !ok {
+			return false
+		}
+		for _, x := range iv {
+			if x.LoUnbounded || x.Lo.Type == bsoncore.TypeNull || x.Hi.Type == bsoncore.TypeNull {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// idTargets turns _id equality values into point reads.
+func idTargets(ci *collInfo, ids []bsoncore.Value) []idTarget {
+	out := make([]idTarget, 0, len(ids))
+	seen := map[string]bool{}
+	for _, v := range ids {
+		k := bsonx.AppendKey(nil, v)
+		if seen[string(k)] {
+			continue
+		}
+		seen[string(k)] = true
+		h, ok := ci.idHash(v)
+		out = append(out, idTarget{id: k, hash: h, hashSet: ok})
+	}
+	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].id, out[j].id) < 0 })
+	return out
+}
+
+// targetPartitions returns the partitions that may hold matches: those of the shard-key
+// values an equality or $in fixes, else all.
+func targetPartitions(ci *collInfo, f *match.Filter) []int {
+	n := ci.pmap.Len()
+	if ci.hashed >= 0 {
+		if vals, ok := f.Equalities(ci.shardKey[ci.hashed].Path); ok {
+			hashes := make([]uint64, len(vals))
+			for i, v := range vals {
+				hashes[i] = bsonx.Hash(v)
+			}
+			return ci.pmap.Targets(hashes)
+		}
+	}
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	return all
+}
+
+// indexBounds computes the key ranges of index xi that hold every match of f, and a score:
+// two points per leading field fixed to points, one for a final bounded field.
+func indexBounds(xi *indexInfo, f *match.Filter) ([]keyRange, int) {
+	prefixes := [][]byte{nil}
+	score := 0
+	for _, fld := range xi.fields {
+		iv, ok := f.Intervals(fld.Path)
+		if !ok {
+			break
+		}
+		points := allPoints(iv)
+		if points && len(prefixes)*len(iv) <= maxIndexRanges {
+			next := make([][]byte, 0, len(prefixes)*len(iv))
+			for _, p := range prefixes {
+				for _, x := range iv {
+					next = append(next, appendComponent(append([]byte(nil), p...), x.Lo, fld.Desc))
+				}
+			}
+			prefixes = next
+			score += 2
+			continue
+		}
+		if len(prefixes)*len(iv) > maxIndexRanges {
+			break
+		}
+		var ranges []keyRange
+		for _, p := range prefixes {
+			for _, x := range iv {
+				ranges = append(ranges, intervalRange(p, x, fld.Desc))
+			}
+		}
+		return sortRanges(ranges), score + 1
+	}
+	ranges := make([]keyRange, len(prefixes))
+	for i, p := range prefixes {
+		ranges[i] = keyRange{lo: p, hi: store.KeyPrefixEnd(p)}
+	}
+	return sortRanges(ranges), score
+}
+
+// allPoints reports whether every interval is a single value.
+func allPoints(iv []match.Interval) bool {
+	for _, x := range iv {
+		if x.LoUnbounded || x.HiUnbounded || !x.LoInclusive || !x.HiInclusive || bsonx.Compare(x.Lo, x.Hi) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// appendComponent appends one key component in the field's direction.
+func appendComponent(dst []byte, v bsoncore.Value, desc bool) []byte {
+	if desc {
+		return bsonx.AppendKeyDesc(dst, v)
+	}
+	return bsonx.AppendKey(dst, v)
+}
+
+var (
+	minKeyValue = bsoncore.Value{Type: bsoncore.TypeMinKey}
+	maxKeyValue = bsoncore.Value{Type: bsoncore.TypeMaxKey}
+)
+
+// intervalRange encodes interval x of the field after prefix p as a key range.
+func intervalRange(p []byte, x match.Interval, desc bool) keyRange {
+	lo, loIncl := x.Lo, x.LoInclusive
+	hi, hiIncl := x.Hi, x.HiInclusive
+	if x.LoUnbounded {
+		lo, loIncl = minKeyValue, true
+	}
+	if x.HiUnbounded {
+		hi, hiIncl = maxKeyValue, true
+	}
+	if desc {
+		lo, hi = hi, lo
+		loIncl, hiIncl = hiIncl, loIncl
+	}
+	start := appendComponent(append([]byte(nil), p...), lo, desc)
+	if !loIncl {
+		start = store.KeyPrefixEnd(start)
+	}
+	end := appendComponent(append([]byte(nil), p...), hi, desc)
+	if hiIncl {
+		end = store.KeyPrefixEnd(end)
+	}
+	return keyRange{lo: start, hi: end}
+}
+
+// sortRanges sorts ranges by their start.
+func sortRanges(r []keyRange) []keyRange {
+	sort.Slice(r, func(i, j int) bool { return bytes.Compare(r[i].lo, r[j].lo) < 0 })
+	return r
+}
+
+// indexSorts reports whether scanning index xi yields the sort order spec (forward, or in
+// reverse): the sort fields follow the index fields after a prefix fixed to single points.
+func indexSorts(xi *indexInfo, f *match.Filter, spec []bsonx.SortField) (sorted, reverse bool) {
+	if len(spec) == 0 || xi.hashed {
+		return false, false
+	}
+	points := 0 // leading fields fixed to a single value
+	for _, fld := range xi.fields {
+		iv, ok := f.Intervals(fld.Path)
+		if !ok || len(iv) != 1 || !allPoints(iv) {
+			break
+		}
+		points++
+	}
+	for k := 0; k <= points && k+len(spec) <= len(xi.fields); k++ {
+		same, inverse := true, true
+		for i, s := range spec {
+			fld := xi.fields[k+i]
+			if fld.Path != s.Path {
+				same, inverse = false, false
+				break
+			}
+			same = same && fld.Desc == s.Desc
+			inverse = inverse && fld.Desc != s.Desc
+		}
+		if same || inverse {
+			return true, inverse
+		}
+	}
+	return false, false
+}

@@ -1,0 +1,143 @@
+package exec
+
+import (
+	"context"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/exec/project"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// query is a read of one collection, compiled: filter, sort, window and projection.
+type query struct {
+	ci           *collInfo
+	filter       *match.Filter
+	sort         []bsonx.SortField
+	skip, limit  int64 // limit 0: none
+	proj         *project.Projection
+	hint         bsoncore.Value
+	allowDiskUse bool
+}
+
+// compileFilter compiles a query filter with the expression hooks.
+func compileFilter(filter bsoncore.Document) (*match.Filter, error) {
+	if filter == nil {
+		filter = emptyDoc
+	}
+	return match.Compile(filter, &match.Options{Expr: exprPredicate})
+}
+
+// emptyDoc is {}.
+var emptyDoc = bsoncore.Document{5, 0, 0, 0, 0}
+
+// parseSort turns a sort document into sort fields, refusing what MongoDB refuses.
+func parseSort(spec bsoncore.Document) ([]bsonx.SortField, error) {
+	if len(spec) <= 5 {
+		return nil, nil
+	}
+	elems, err := spec.Elements()
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid sort document")
+	}
+	out := make([]bsonx.SortField, 0, len(elems))
+	for _, el := range elems {
+		v := el.Value()
+		n, ok := bsonx.NumberAsFloat64(v)
+		if !ok {
+			if d, isDoc := v.DocumentOK(); isDoc {
+				if m, _ := d.Lookup("$meta").StringValueOK(); m != "" {
+					return nil, mongoerr.New(mongoerr.NotImplemented, "$meta sort by '%s' is not supported", m)
+				}
+			}
+			return nil, mongoerr.New(mongoerr.Location15974, "Illegal key in $sort specification: %s: %s", el.Key(), shellValue(v))
+		}
+		if n != 1 && n != -1 {
+			return nil, mongoerr.New(mongoerr.Location15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
+		}
+		if el.Key() == "" {
+			return nil, mongoerr.New(mongoerr.Location40352, "FieldPath cannot be constructed with empty string")
+		}
+		out = append(out, bsonx.SortField{Path: el.Key(), Desc: n < 0})
+	}
+	return out, nil
+}
+
+// open plans q and returns its result stream and plan. The stream owns snapshots: close it.
+func (e *Executor) open(q *query) (docStream, *plan, []*shardStream, error) {
+	p, err := planQuery(q.ci, q.filter, q.sort, q.hint)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if p.kind == planEOF {
+		return emptyStream{}, p, nil, nil
+	}
+	var shards []*shardStream
+	seen := map[int]bool{}
+	for _, t := range p.targets {
+		s := q.ci.pmap.Partition(t).Shard
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		ss, err := e.newShardStream(q.ci, p, q.filter, s)
+		if err != nil {
+			for _, o := range shards {
+				o.close()
+			}
+			return nil, nil, nil, err
+		}
+		shards = append(shards, ss)
+	}
+	ins := make([]docStream, len(shards))
+	for i, s := range shards {
+		ins[i] = s
+	}
+	var out docStream
+	switch {
+	case len(q.sort) > 0 && p.sorted && len(ins) > 1:
+		out = &mergeStream{spec: q.sort, in: ins}
+	case len(ins) == 1:
+		out = ins[0]
+	default:
+		out = &concatStream{in: ins}
+	}
+	if len(q.sort) > 0 && !p.sorted {
+		top := int64(0)
+		if q.limit > 0 {
+			top = q.limit + q.skip
+		}
+		out = &sortStream{in: out, spec: q.sort, limit: top, allowDiskUse: q.allowDiskUse}
+	}
+	if q.skip > 0 {
+		out = &skipStream{in: out, n: q.skip}
+	}
+	if q.proj != nil {
+		ps := &projectStream{in: out, p: q.proj}
+		ps.pos = func(doc bsoncore.Document) int {
+			_, pos := q.filter.MatchPos(doc)
+			return pos
+		}
+		out = ps
+	}
+	return out, p, shards, nil
+}
+
+// deadline applies maxTimeMS to ctx.
+func deadline(ctx context.Context, maxTimeMS int64) (context.Context, context.CancelFunc) {
+	if maxTimeMS <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, time.Duration(maxTimeMS)*time.Millisecond)
+}
+
+// timeLimitError maps a context deadline to MongoDB's MaxTimeMSExpired.
+func timeLimitError(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() == context.DeadlineExceeded {
+		return mongoerr.New(mongoerr.MaxTimeMSExpired, "operation exceeded time limit")
+	}
+	return err
+}

@@ -1,0 +1,274 @@
+package exec
+
+import (
+	"context"
+	"errors"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/store"
+)
+
+// scanStats counts what a shard's part of a query read, for explain and request units.
+type scanStats struct {
+	docsExamined int64
+	keysExamined int64
+	bytesRead    int64
+	returned     int64
+}
+
+// shardStream runs a plan on one shard: it reads documents through the plan's access path
+// from a consistent snapshot and yields those the filter matches.
+type shardStream struct {
+	r      store.Reader
+	snap   *store.Snapshot // closed with the stream; nil when r is the DB itself
+	ci     *collInfo
+	p      *plan
+	f      *match.Filter
+	shard  int
+	ranges [][2]uint64 // hash ranges of the targeted partitions this shard owns
+	all    bool        // the ranges are every partition the shard owns
+	stats  scanStats
+
+	pos    int // next partition (scan), range (index) or id (ids)
+	docIt  *store.DocIter
+	idxIt  *store.IndexIter
+	seen   map[string]struct{}
+	buf    []byte
+	closed bool
+}
+
+// newShardStream prepares plan p's reads on shard s. Point reads go to the DB itself;
+// scans read from a snapshot so that a cursor sees one state across getMores.
+func (e *Executor) newShardStream(ci *collInfo, p *plan, f *match.Filter, s int) (*shardStream, error) {
+	ss := &shardStream{ci: ci, p: p, f: f, shard: s}
+	owned := 0
+	for i := 0; i < ci.pmap.Len(); i++ {
+		if ci.pmap.Partition(i).Shard == s {
+			owned++
+		}
+	}
+	for _, t := range p.targets {
+		if ci.pmap.Partition(t).Shard != s {
+			continue
+		}
+		lo, hi := ci.pmap.Range(t)
+		ss.ranges = append(ss.ranges, [2]uint64{lo, hi})
+	}
+	ss.all = len(ss.ranges) == owned
+	db := e.st.Shards[s]
+	if p.kind == planIDs {
+		ss.r = db
+		return ss, nil
+	}
+	snap, err := db.NewSnapshot()
+	if err != nil {
+		return nil, storeError(err)
+	}
+	ss.r, ss.snap = snap, snap
+	return ss, nil
+}
+
+// owns reports whether hash h is in one of the stream's partitions.
+func (ss *shardStream) owns(h uint64) bool {
+	if ss.all {
+		return true
+	}
+	for _, r := range ss.ranges {
+		if store.InRange(h, r[0], r[1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// next implements docStream.
+func (ss *shardStream) next(ctx context.Context) (bsoncore.Document, error) {
+	if ss.closed {
+		return nil, nil
+	}
+	switch ss.p.kind {
+	case planScan:
+		return ss.nextScan(ctx)
+	case planIDs:
+		return ss.nextID()
+	case planIndex:
+		return ss.nextIndex(ctx)
+	}
+	return nil, nil
+}
+
+// checkEvery is how many documents a scan reads between context checks.
+const checkEvery = 256
+
+// nextScan reads the partitions' documents in key order.
+func (ss *shardStream) nextScan(ctx context.Context) (bsoncore.Document, error) {
+	for {
+		if ss.docIt == nil {
+			if ss.pos >= len(ss.ranges) {
+				return nil, nil
+			}
+			r := ss.ranges[ss.pos]
+			ss.pos++
+			it, err := ss.r.NewDocIter(ss.ci.meta.ID, r[0], r[1])
+			if err != nil {
+				return nil, storeError(err)
+			}
+			ss.docIt = it
+		}
+		for ss.docIt.Next() {
+			ss.stats.docsExamined++
+			if ss.stats.docsExamined%checkEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
+			doc := bsoncore.Document(ss.docIt.Doc())
+			ss.stats.bytesRead += int64(len(doc))
+			ok, err := ss.f.MatchErr(doc)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				ss.stats.returned++
+				return doc, nil
+			}
+		}
+		err := ss.docIt.Err()
+		_ = ss.docIt.Close()
+		ss.docIt = nil
+		if err != nil {
+			return nil, storeError(err)
+		}
+	}
+}
+
+// nextID reads the next _id of a point plan.
+func (ss *shardStream) nextID() (bsoncore.Document, error) {
+	ci := ss.ci
+	for ss.pos < len(ss.p.ids) {
+		t := ss.p.ids[ss.pos]
+		ss.pos++
+		hash := t.hash
+		if !t.hashSet {
+			ss.stats.keysExamined++
+			h, _, found, err := ss.r.HasIndexKeyPrefix(ci.meta.ID, ci.indexes[0].meta.ID, t.id)
+			if err != nil {
+				return nil, storeError(err)
+			}
+			if !found {
+				continue
+			}
+			hash = h
+		}
+		if !ss.owns(hash) || ci.pmap.Partition(ci.pmap.Locate(hash)).Shard != ss.shard {
+			continue
+		}
+		doc, err := ss.r.GetDoc(ci.meta.ID, hash, t.id, ss.buf[:0])
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, storeError(err)
+		}
+		ss.buf = doc
+		ss.stats.docsExamined++
+		ss.stats.bytesRead += int64(len(doc))
+		ok, err := ss.f.MatchErr(doc)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			ss.stats.returned++
+			return doc, nil
+		}
+	}
+	return nil, nil
+}
+
+// nextIndex walks the plan's index ranges and fetches each entry's document once.
+func (ss *shardStream) nextIndex(ctx context.Context) (bsoncore.Document, error) {
+	ci := ss.ci
+	for {
+		if ss.idxIt == nil {
+			if ss.pos >= len(ss.p.ranges) {
+				return nil, nil
+			}
+			r := ss.p.ranges[ss.pos]
+			if ss.p.reverse {
+				r = ss.p.ranges[len(ss.p.ranges)-1-ss.pos]
+			}
+			ss.pos++
+			it, err := ss.r.NewIndexIter(ci.meta.ID, ss.p.index.meta.ID, r.lo, r.hi, ss.p.reverse)
+			if err != nil {
+				return nil, storeError(err)
+			}
+			ss.idxIt = it
+		}
+		for ss.idxIt.Next() {
+			ss.stats.keysExamined++
+			if ss.stats.keysExamined%checkEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
+			hash, id := ss.idxIt.Hash(), ss.idxIt.ID()
+			if !ss.owns(hash) {
+				continue
+			}
+			if !ss.p.index.unique || len(ss.p.ranges) > 1 {
+				if ss.seen == nil {
+					ss.seen = map[string]struct{}{}
+				}
+				k := string(id)
+				if _, dup := ss.seen[k]; dup {
+					continue
+				}
+				ss.seen[k] = struct{}{}
+			}
+			doc, err := ss.r.GetDoc(ci.meta.ID, hash, id, ss.buf[:0])
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, storeError(err)
+			}
+			ss.buf = doc
+			ss.stats.docsExamined++
+			ss.stats.bytesRead += int64(len(doc))
+			ok, err := ss.f.MatchErr(doc)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				ss.stats.returned++
+				return doc, nil
+			}
+		}
+		err := ss.idxIt.Err()
+		_ = ss.idxIt.Close()
+		ss.idxIt = nil
+		if err != nil {
+			return nil, storeError(err)
+		}
+	}
+}
+
+// close implements docStream.
+func (ss *shardStream) close() {
+	if ss.closed {
+		return
+	}
+	ss.closed = true
+	if ss.docIt != nil {
+		_ = ss.docIt.Close()
+	}
+	if ss.idxIt != nil {
+		_ = ss.idxIt.Close()
+	}
+	if ss.snap != nil {
+		_ = ss.snap.Close()
+	}
+	ss.seen = nil
+}
