@@ -15,7 +15,6 @@ const (
 	insertGroupBytes = 4 << 20
 )
 
-
 // insert runs the insert command.
 func (e *Executor) insert(ctx context.Context, r *request) error {
 	const cmd = "insert"
