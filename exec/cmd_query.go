@@ -1,11 +1,249 @@
 package exec
 
-import "context"
+import (
+	"context"
+	"sort"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
 
 // addQueryCommands registers count, distinct and explain.
-func (e *Executor) addQueryCommands(add func(*command, ...string)) {}
+func (e *Executor) addQueryCommands(add func(*command, ...string)) {
+	add(&command{run: e.count, help: "count objects in collection"}, "count")
+	add(&command{run: e.distinct, help: "{ distinct : 'collection name' , key : 'a.b' , query : {} }"}, "distinct")
+	add(&command{run: e.explain, help: "explain database reads and writes"}, "explain")
+}
 
-// explainFind explains a find.
-func (e *Executor) explainFind(ctx context.Context, r *request, a *findArgs) error {
+// countArgs are the parsed arguments of count.
+type countArgs struct {
+	coll        string
+	query       bsoncore.Document
+	skip, limit int64
+	hint        bsoncore.Value
+	collation   bsoncore.Document
+	maxTimeMS   int64
+}
+
+// parseCount parses a count command.
+func parseCount(body bsoncore.Document) (*countArgs, error) {
+	const cmd = "count"
+	first, _ := firstElement(body)
+	coll, err := collectionArg(cmd, first.Value())
+	if err != nil {
+		return nil, err
+	}
+	a := &countArgs{coll: coll}
+	err = forEachArg(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "query":
+			a.query, err = optionalDoc(cmd, key, v)
+		case "skip":
+			a.skip, err = nonNegative(cmd, key, v)
+		case "limit":
+			a.limit, err = argInt64(cmd, key, v)
+			if a.limit < 0 {
+				a.limit = -a.limit // count treats a negative limit as its absolute value
+			}
+		case "hint":
+			a.hint = v
+		case "collation":
+			a.collation, err = argDoc(cmd, key, v)
+		case "fields", "readConcern", "query_options":
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if v, err := body.LookupErr("maxTimeMS"); err == nil {
+		if a.maxTimeMS, err = maxTimeMS(v); err != nil {
+			return nil, err
+		}
+	}
+	return a, checkCollation(a.collation)
+}
+
+// count runs the count command.
+func (e *Executor) count(ctx context.Context, r *request) error {
+	a, err := parseCount(r.body)
+	if err != nil {
+		return err
+	}
+	ci, err := e.lookupColl(r.db, a.coll)
+	if err != nil {
+		return err
+	}
+	f, err := compileFilter(a.query)
+	if err != nil {
+		return err
+	}
+	if hs, ok := a.hint.StringValueOK(); ok && hs == "" {
+		a.hint = bsoncore.Value{}
+	}
+	q := &query{ci: ci, filter: f, skip: a.skip, hint: a.hint}
+	if r.explain != "" {
+		return e.explainQuery(ctx, r, q, "count", a.limit)
+	}
+	if ci == nil {
+		r.out = bsoncore.AppendInt32Element(r.out, "n", 0)
+		return nil
+	}
+	var n int64
+	if f.IsEmpty() && a.hint.Type == 0 {
+		for _, db := range e.st.Shards {
+			d, _ := db.CollStats(ci.meta.ID)
+			n += d
+		}
+		n = max(n-a.skip, 0)
+		if a.limit > 0 {
+			n = min(n, a.limit)
+		}
+	} else {
+		ctx, cancel := deadline(ctx, a.maxTimeMS)
+		defer cancel()
+		stream, _, shards, err := e.open(q)
+		if err != nil {
+			return err
+		}
+		defer stream.close()
+		for a.limit == 0 || n < a.limit {
+			d, err := stream.next(ctx)
+			if err != nil {
+				return timeLimitError(ctx, err)
+			}
+			if d == nil {
+				break
+			}
+			n++
+		}
+		for _, s := range shards {
+			r.charge += readCharge(&s.stats)
+		}
+	}
+	r.out = appendCount(r.out, "n", n)
 	return nil
+}
+
+// appendCount appends a count as int32 when it fits, as MongoDB does.
+func appendCount(dst []byte, key string, n int64) []byte {
+	if n == int64(int32(n)) {
+		return bsoncore.AppendInt32Element(dst, key, int32(n))
+	}
+	return bsoncore.AppendInt64Element(dst, key, n)
+}
+
+// distinct runs the distinct command.
+func (e *Executor) distinct(ctx context.Context, r *request) error {
+	const cmd = "distinct"
+	first, _ := firstElement(r.body)
+	coll, err := collectionArg(cmd, first.Value())
+	if err != nil {
+		return err
+	}
+	var key string
+	var filter, collation bsoncore.Document
+	var hint bsoncore.Value
+	haveKey := false
+	err = forEachArg(cmd, r.body, func(k string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch k {
+		case "key":
+			haveKey = true
+			key, err = argString(cmd, k, v)
+		case "query":
+			filter, err = optionalDoc(cmd, k, v)
+		case "collation":
+			collation, err = argDoc(cmd, k, v)
+		case "hint":
+			hint = v
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return err
+	}
+	if !haveKey {
+		return missingField(cmd, "key")
+	}
+	if err := checkCollation(collation); err != nil {
+		return err
+	}
+	ci, err := e.lookupColl(r.db, coll)
+	if err != nil {
+		return err
+	}
+	f, err := compileFilter(filter)
+	if err != nil {
+		return err
+	}
+	q := &query{ci: ci, filter: f, hint: hint}
+	if r.explain != "" {
+		return e.explainQuery(ctx, r, q, "distinct", 0)
+	}
+	var values []bsoncore.Value
+	if ci != nil {
+		if values, err = e.distinctValues(ctx, r, q, key); err != nil {
+			return err
+		}
+	}
+	aidx, out := bsoncore.AppendArrayElementStart(r.out, "values")
+	size := 0
+	for i, v := range values {
+		size += len(v.Data)
+		if size > maxBatchBytes {
+			return mongoerr.New(mongoerr.BSONObjectTooLarge, "distinct too big, 16mb cap")
+		}
+		out = bsoncore.AppendValueElement(out, bsonx.ArrayKey(i), v)
+	}
+	r.out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	return nil
+}
+
+// distinctValues collects the distinct values of path among q's matches, sorted in
+// MongoDB's order. Array values contribute their elements.
+func (e *Executor) distinctValues(ctx context.Context, r *request, q *query, path string) ([]bsoncore.Value, error) {
+	stream, _, shards, err := e.open(q)
+	if err != nil {
+		return nil, err
+	}
+	defer stream.close()
+	seen := map[string]bool{}
+	var values []bsoncore.Value
+	var kb []byte
+	for {
+		d, err := stream.next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if d == nil {
+			break
+		}
+		bsonx.WalkPath(d, path, func(m bsonx.PathMatch) bool {
+			if m.Missing {
+				return true
+			}
+			if m.Value.Type == bsoncore.TypeArray && !m.InLeafArray {
+				return true // its elements come as matches of their own
+			}
+			kb = bsonx.AppendKey(kb[:0], m.Value)
+			if !seen[string(kb)] {
+				seen[string(kb)] = true
+				values = append(values, bsoncore.Value{Type: m.Value.Type, Data: append([]byte(nil), m.Value.Data...)})
+			}
+			return true
+		})
+	}
+	for _, s := range shards {
+		r.charge += readCharge(&s.stats)
+	}
+	sort.SliceStable(values, func(i, j int) bool { return bsonx.Compare(values[i], values[j]) < 0 })
+	return values, nil
 }
