@@ -115,7 +115,7 @@ func TestBatchConcurrentCommits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer it.Close()
+	defer closeT(t, it)
 	n := 0
 	for it.Next() {
 		n++
@@ -178,12 +178,12 @@ func TestIteratorIsPointInTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer it.Close()
+	defer closeT(t, it)
 	xt, err := db.NewIndexIter(1, 2, nil, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer xt.Close()
+	defer closeT(t, xt)
 	if !it.Next() || !xt.Next() {
 		t.Fatal("empty iterators")
 	}

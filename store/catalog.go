@@ -103,11 +103,11 @@ func readCounter(pdb *pebble.DB, key []byte) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer closer.Close()
 	if len(v) != 8 {
-		return 0, fmt.Errorf("%w: counter %q has %d bytes", ErrCorrupt, key, len(v))
+		return 0, errors.Join(fmt.Errorf("%w: counter %q has %d bytes", ErrCorrupt, key, len(v)), closer.Close())
 	}
-	return binary.BigEndian.Uint64(v), nil
+	n := binary.BigEndian.Uint64(v) // before Close, which ends v's validity
+	return n, closer.Close()
 }
 
 // State returns the current catalog snapshot. It never blocks.
@@ -139,7 +139,8 @@ func (c *Catalog) mutate(fn func(m *mutation) error) error {
 		return ErrClosed
 	}
 	m := &mutation{b: c.db.pdb.NewBatch(), e: newEdit(c.state.Load())}
-	defer m.b.Close()
+	// NB: pebble's Batch.Close fails only on a second Close, which this defer cannot be.
+	defer func() { _ = m.b.Close() }()
 	if err := fn(m); err != nil {
 		return err
 	}

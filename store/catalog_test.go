@@ -76,9 +76,11 @@ func TestCatalogRecordsSurviveReopen(t *testing.T) {
 	if err := cat.CreateDatabase("shared", bdoc("throughput", 400)); err != nil {
 		t.Fatal(err)
 	}
-	c1, _ := cat.CreateCollection(Collection{DB: "shared", Name: "a", ShardKey: bdoc("k", 1),
+	if _, err := cat.CreateCollection(Collection{DB: "shared", Name: "a", ShardKey: bdoc("k", 1),
 		Options: bdoc("x", 1), Throughput: 10,
-		Indexes: []Index{{Name: "b_1", Key: bdoc("b", 1), Spec: bdoc("sparse", 1), Ready: false}}})
+		Indexes: []Index{{Name: "b_1", Key: bdoc("b", 1), Spec: bdoc("sparse", 1), Ready: false}}}); err != nil {
+		t.Fatal(err)
+	}
 	c1, err := cat.UpdateCollection("shared", "a", func(c *Collection) error {
 		c.Partitions = append(c.Partitions, Partition{ID: c.NextPartitionID, Lo: 1 << 63, Shard: 3})
 		c.NextPartitionID++

@@ -92,7 +92,7 @@ func lockError(dir string, err error) error {
 	if errors.As(err, &pe) {
 		return fmt.Errorf("store: open %s: cannot create lock file: %w", dir, err)
 	}
-	return fmt.Errorf("%w: %s (%v)", ErrLocked, dir, err)
+	return fmt.Errorf("%w: %s (%w)", ErrLocked, dir, err)
 }
 
 // pebbleOptions translates opts into Pebble's options.
@@ -134,11 +134,14 @@ func (db *DB) checkFormat() error {
 	if err != nil {
 		return fmt.Errorf("store: open %s: reading format version: %w", db.dir, err)
 	}
-	defer closer.Close()
 	if len(v) != 4 {
-		return fmt.Errorf("%w: %s: format version record has %d bytes", ErrCorrupt, db.dir, len(v))
+		return errors.Join(fmt.Errorf("%w: %s: format version record has %d bytes", ErrCorrupt, db.dir, len(v)), closer.Close())
 	}
-	if got := binary.BigEndian.Uint32(v); got > FormatVersion {
+	got := binary.BigEndian.Uint32(v) // before Close, which ends v's validity
+	if err := closer.Close(); err != nil {
+		return fmt.Errorf("store: open %s: reading format version: %w", db.dir, err)
+	}
+	if got > FormatVersion {
 		return fmt.Errorf("%w: %s has format version %d, this binary knows up to %d",
 			ErrFormatTooNew, db.dir, got, FormatVersion)
 	}

@@ -86,7 +86,7 @@ func TestOpenLockedInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer closeT(t, db)
 	_, err = Open(Options{Dir: dir})
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("second Open = %v, want ErrLocked", err)
@@ -113,10 +113,10 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(lockHolderEnv); dir != "" {
 		db, err := Open(Options{Dir: dir})
 		if err != nil {
-			os.Stdout.WriteString("error: " + err.Error() + "\n")
+			_, _ = os.Stdout.WriteString("error: " + err.Error() + "\n") // exiting 1 reports it anyway
 			os.Exit(1)
 		}
-		os.Stdout.WriteString("ready\n")
+		_, _ = os.Stdout.WriteString("ready\n")           // if lost, the parent times out and fails
 		_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // hold until the parent closes stdin
 		_ = db.Close()
 		os.Exit(0)
@@ -187,7 +187,7 @@ func TestOpenWritesAndKeepsFormatVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closer.Close()
+	defer closeT(t, closer)
 	if string(v) != "\x00\x00\x00\x01" {
 		t.Fatalf("format version record = %x", v)
 	}

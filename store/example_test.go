@@ -14,7 +14,11 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	defer db.Close()
+	defer func() {
+		if err := db.Close(); err != nil {
+			panic(err)
+		}
+	}()
 	cat, err := store.OpenCatalog(db)
 	if err != nil {
 		panic(err)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"io"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -22,6 +23,15 @@ func openOn(t testing.TB, fs vfs.FS, dir string) *DB {
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	return db
+}
+
+// closeT closes c and fails the test if that fails: pebble reports iteration errors and
+// leaked resources from Close, which a bare defer c.Close() would drop.
+func closeT(t testing.TB, c io.Closer) {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
 }
 
 // encKey encodes b in an order-preserving, self-delimiting way (0x00 escaped as 0x00 0xff,

@@ -187,7 +187,8 @@ func KeyPrefixEnd(p []byte) []byte {
 // start with a kind byte below 0xff, so they never are).
 func appendPrefixEnd(dst, p []byte) []byte {
 	i := len(p) - 1
-	for ; i >= 0 && p[i] == 0xff; i-- {
+	for i >= 0 && p[i] == 0xff {
+		i--
 	}
 	dst = append(dst, p[:i+1]...)
 	dst[len(dst)-1]++

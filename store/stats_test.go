@@ -90,7 +90,7 @@ func checkStats(t *testing.T, db *DB, coll CollID, m *statsModel) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer snap.Close()
+	defer closeT(t, snap)
 	for _, r := range [][2]uint64{{0, 0}, {0, 1 << bucketBits}, {2 << bucketBits, 5 << bucketBits}, {5 << bucketBits, 0}, {1 << 63, 0}} {
 		wantDocs, wantBytes := m.sum(r[0], r[1])
 		for name, rd := range map[string]Reader{"db": db, "snapshot": snap} {
@@ -174,7 +174,7 @@ func TestStatsSurviveCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer it.Close()
+	defer closeT(t, it)
 	var docs, bytes int64
 	for it.Next() {
 		docs++
@@ -261,7 +261,7 @@ func TestDeleteDocRangeKeepsStatsExact(t *testing.T) {
 				t.Fatal("DeleteDocRange changed another collection")
 			}
 			it, _ := db.NewDocIter(7, tc.lo, tc.hi)
-			defer it.Close()
+			defer closeT(t, it)
 			if it.Next() {
 				t.Fatalf("document %x left in the deleted range", it.Hash())
 			}
@@ -350,7 +350,7 @@ func TestDeleteIndexEntriesInRange(t *testing.T) {
 		t.Fatalf("deleted %d, want %d", n, len(refs)-len(want))
 	}
 	it, _ := db.NewIndexIter(5, 2, nil, nil, false)
-	defer it.Close()
+	defer closeT(t, it)
 	if got := collectIndex(t, it); !equalRefs(got, want) {
 		t.Fatalf("left %v, want %v", got, want)
 	}

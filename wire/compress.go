@@ -191,8 +191,12 @@ func checkDecompressedSize(c Compressor, src []byte, n int) error {
 			return fmt.Errorf("wire: noop-compressed body has %d bytes, uncompressedSize says %d", len(src), n)
 		}
 	case CompressorSnappy:
-		if dl, err := snappy.DecodedLen(src); err != nil || dl != n {
-			return fmt.Errorf("wire: snappy body decodes to %d bytes (%v), uncompressedSize says %d", dl, err, n)
+		dl, err := snappy.DecodedLen(src)
+		if err != nil {
+			return fmt.Errorf("wire: snappy body: %w", err)
+		}
+		if dl != n {
+			return fmt.Errorf("wire: snappy body decodes to %d bytes, uncompressedSize says %d", dl, n)
 		}
 	case CompressorZlib:
 		if n > maxZlibRatio*len(src)+1024 {

@@ -271,13 +271,14 @@ func (c *conn) decode(frame []byte) (m *Message, rt replyTo, merr *mongoerr.Erro
 		derr = m.Decode(inner, len(inner))
 	}
 	c.stats.bytesIn.Add(int64(len(frame)))
-	// NB: a type switch, not errors.As, which would allocate on every request.
-	switch e := derr.(type) {
-	case nil:
-	case *mongoerr.Error:
+	if derr != nil {
+		// NB: e is declared here, not &merr passed to errors.As: the target escapes, and a
+		// heap-allocated result would cost an allocation on every request.
+		var e *mongoerr.Error
+		if !errors.As(derr, &e) {
+			return nil, rt, nil, derr
+		}
 		merr = e
-	default:
-		return nil, rt, nil, derr
 	}
 	switch m.Header.OpCode {
 	case OpCodeMsg:

@@ -118,10 +118,10 @@ func corrupt(doc []byte, i int, v byte) []byte {
 
 // hexish renders a frame compactly for failure messages.
 func hexish(b []byte) string {
-	const max = 64
+	const maxBytes = 64
 	var sb strings.Builder
 	for i, c := range b {
-		if i == max {
+		if i == maxBytes {
 			sb.WriteString("...")
 			break
 		}

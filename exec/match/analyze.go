@@ -231,8 +231,7 @@ func bracketOf(t bsoncore.Type) (Interval, bool) {
 
 // loCmp orders intervals by lower bound (unbounded first, inclusive before exclusive).
 func loCmp(a, b Interval) int {
-	switch {
-	case a.LoUnbounded || b.LoUnbounded:
+	if a.LoUnbounded || b.LoUnbounded {
 		return boolCmp(!a.LoUnbounded, !b.LoUnbounded)
 	}
 	if c := bsonx.Compare(a.Lo, b.Lo); c != 0 {
@@ -243,8 +242,7 @@ func loCmp(a, b Interval) int {
 
 // hiCmp orders intervals by upper bound (exclusive before inclusive, unbounded last).
 func hiCmp(a, b Interval) int {
-	switch {
-	case a.HiUnbounded || b.HiUnbounded:
+	if a.HiUnbounded || b.HiUnbounded {
 		return boolCmp(a.HiUnbounded, b.HiUnbounded)
 	}
 	if c := bsonx.Compare(a.Hi, b.Hi); c != 0 {
@@ -270,7 +268,7 @@ func empty(iv Interval) bool {
 		return false
 	}
 	c := bsonx.Compare(iv.Lo, iv.Hi)
-	return c > 0 || c == 0 && !(iv.LoInclusive && iv.HiInclusive)
+	return c > 0 || c == 0 && (!iv.LoInclusive || !iv.HiInclusive)
 }
 
 // touches reports whether b starts inside a or right where a ends (a.Lo <= b.Lo).

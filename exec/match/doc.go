@@ -32,7 +32,7 @@
 //   - $expr without Options.Expr: 224 QueryFeatureNotAllowed;
 //   - regex constructs Go's RE2 engine lacks (lookaround, backreferences, atomic groups,
 //     possessive quantifiers, recursion, \G, \K, ...): 51091 "Regular expression is
-//     invalid: ... is not supported", never a silent mis-match (see pcreTranslator);
+//     invalid: ... is not supported", never a silent mis-match (see exec/internal/pcre);
 //   - malformed operators: 2 BadValue (9 FailedToParse, 14 TypeMismatch, 51074, 51075,
 //     51095, 51108 where MongoDB uses them) with MongoDB's messages; invalid BSON: 22.
 //

@@ -110,7 +110,7 @@ func newBits(op bitsOp, positions []uint32) *bitsLeaf {
 func (b *bitsLeaf) match(v bsoncore.Value) (bool, int) {
 	switch v.Type {
 	case bsoncore.TypeBinary:
-		_, data := binData(v.Data)
+		data := binPayload(v.Data)
 		return b.testBytes(data), -1
 	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
 		x, ok := bsonx.NumberAsInt64(v)

@@ -74,7 +74,7 @@ func parseType(name string, v bsoncore.Value) (leaf, error) {
 		return t, addType(t, v)
 	}
 	b := body(v.Data)
-	any := false
+	found := false
 	for {
 		et, _, val, rest, ok := next(b)
 		if !ok {
@@ -84,9 +84,9 @@ func parseType(name string, v bsoncore.Value) (leaf, error) {
 		if err := addType(t, bsoncore.Value{Type: et, Data: val}); err != nil {
 			return nil, err
 		}
-		any = true
+		found = true
 	}
-	if !any {
+	if !found {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "%s must match at least one type", name)
 	}
 	return t, nil
@@ -236,7 +236,7 @@ func parseBits(name string, v bsoncore.Value) (leaf, error) {
 			}
 		}
 	case v.Type == bsoncore.TypeBinary:
-		_, data := binData(v.Data)
+		data := binPayload(v.Data)
 		for i, by := range data {
 			for j := uint32(0); j < 8; j++ {
 				if by&(1<<j) != 0 {

@@ -74,9 +74,6 @@ func opsToLeaf(ops []op) leaf {
 	return out
 }
 
-// geoNearOps are the operators MongoDB parses together with their siblings.
-var geoNearOps = map[string]bool{"$near": true, "$nearSphere": true, "$geoNear": true}
-
 // parseOps compiles an operator document {$op: arg, ...} for the field name.
 func (p *parser) parseOps(name string, doc []byte, level int) ([]op, error) {
 	p.depth++

@@ -225,16 +225,16 @@ func regexParts(v []byte) (pattern, options []byte) {
 	return pattern, options
 }
 
-// binData returns the subtype and payload of a binary value.
-func binData(v []byte) (subtype byte, data []byte) {
+// binPayload returns the payload of a binary value, without its subtype.
+func binPayload(v []byte) []byte {
 	if len(v) < 5 {
-		return 0, nil
+		return nil
 	}
 	l := int(int32(binary.LittleEndian.Uint32(v)))
 	if l < 0 || 5+l > len(v) {
-		return 0, nil
+		return nil
 	}
-	return v[4], v[5 : 5+l]
+	return v[5 : 5+l]
 }
 
 // isNaN reports whether a numeric value is NaN (double or decimal128).

@@ -2,10 +2,12 @@ package match
 
 import (
 	"bytes"
+	"errors"
 	"regexp"
 	"regexp/syntax"
 	"strings"
 
+	"github.com/cleavedb/cleave/exec/internal/pcre"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -55,24 +57,12 @@ func newRegex(pattern, options string) (*regexLeaf, error) {
 	if strings.IndexByte(options, 0) >= 0 {
 		return nil, mongoerr.New(codeRegexNullOptions, "Regular expression options string cannot contain an embedded null byte")
 	}
-	var fl regexFlags
-	for i := 0; i < len(options); i++ {
-		switch c := options[i]; c {
-		case 'i':
-			fl.i = true
-		case 'm':
-			fl.m = true
-		case 's':
-			fl.s = true
-		case 'x':
-			fl.x = true
-		case 'u':
-		default:
-			// NB: MongoDB's message starts with the (empty) operator name and a space.
-			return nil, mongoerr.New(mongoerr.Location51108, " invalid flag in regex options: %c", c)
-		}
+	fl, bad, ok := pcre.ParseFlags(options)
+	if !ok {
+		// NB: MongoDB's message starts with the (empty) operator name and a space.
+		return nil, mongoerr.New(mongoerr.Location51108, " invalid flag in regex options: %c", bad)
 	}
-	goPat, err := translatePCRE(pattern, fl)
+	goPat, err := pcre.Translate(pattern, fl)
 	if err != nil {
 		return nil, mongoerr.New(codeRegexInvalid, "Regular expression is invalid: %s", err.Error())
 	}
@@ -95,10 +85,7 @@ func isPlainLiteral(s string) bool {
 // pcreMessage maps Go's regexp/syntax errors to PCRE2's wording where one exists.
 func pcreMessage(err error) string {
 	var se *syntax.Error
-	if e, ok := err.(*syntax.Error); ok {
-		se = e
-	}
-	if se == nil {
+	if !errors.As(err, &se) {
 		return err.Error()
 	}
 	switch se.Code {

@@ -73,37 +73,3 @@ func TestWrap(t *testing.T) {
 		t.Errorf("wrap = %x, want %x", got, want)
 	}
 }
-
-func TestTranslatePCRE(t *testing.T) {
-	for _, tc := range []struct {
-		pattern string
-		flags   regexFlags
-		want    string
-	}{
-		{`abc$`, regexFlags{}, `abc(?:\n?\z)`},
-		{`abc$`, regexFlags{m: true}, `(?m)abc$`},
-		{`a b # c` + "\n" + `d`, regexFlags{x: true}, `abd`},
-		{`a\ b[ ]`, regexFlags{x: true}, `a\ b[ ]`},
-		{`\s\S`, regexFlags{}, `[\t\n\x0B\f\r ][^\t\n\x0B\f\r ]`},
-		{`[\s]`, regexFlags{}, `[\t\n\x0B\f\r ]`},
-		{`a(?#comment)b`, regexFlags{}, `ab`},
-		{`(?'n'a)`, regexFlags{}, `(?P<n>a)`},
-		{`(?x: a b )c d`, regexFlags{}, `(?:ab)c d`},
-		{`(?m)^a$`, regexFlags{}, `(?m)^a$`},
-		{`a{2}b{x`, regexFlags{}, `a{2}b\{x`},
-		{`\Qa.b\E.`, regexFlags{}, `\Qa.b\E.`},
-		{`a+?b*?`, regexFlags{}, `a+?b*?`},
-		{`[]a]`, regexFlags{}, `[\]a]`},
-		{`\cA\e`, regexFlags{}, `\x{01}\x1B`},
-	} {
-		got, err := translatePCRE(tc.pattern, tc.flags)
-		if err != nil || got != tc.want {
-			t.Errorf("translatePCRE(%q, %+v) = %q, %v; want %q", tc.pattern, tc.flags, got, err, tc.want)
-		}
-	}
-	for _, bad := range []string{`a(?=b)`, `a(?<!b)`, `(a)\1`, `\k<n>`, `a*+`, `a?+`, `a{2}+`, `(?>a)`, `(?|a)`, `(?R)`, `\G`, `\K`, `(?z)`, `[\V]`} {
-		if got, err := translatePCRE(bad, regexFlags{}); err == nil {
-			t.Errorf("translatePCRE(%q) = %q, want an error", bad, got)
-		}
-	}
-}
