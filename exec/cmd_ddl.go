@@ -1,4 +1,300 @@
 package exec
 
+import (
+	"bytes"
+	"context"
+	"errors"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
 // addDDLCommands registers the database and collection commands.
-func (e *Executor) addDDLCommands(add func(*command, ...string)) {}
+func (e *Executor) addDDLCommands(add func(*command, ...string)) {
+	add(&command{run: e.create, help: "create a collection explicitly"}, "create")
+	add(&command{run: e.drop, help: "drop a collection"}, "drop")
+	add(&command{run: e.dropDatabase, help: "drop a database and all its collections"}, "dropDatabase")
+	add(&command{run: e.listDatabases, help: "list the databases", adminOnly: true}, "listDatabases")
+	add(&command{run: e.listCollections, help: "list the collections of a database"}, "listCollections")
+	add(&command{run: e.renameCollection, help: "rename a collection", adminOnly: true}, "renameCollection")
+	add(&command{run: e.collStats, help: "statistics of a collection"}, "collStats", "collstats")
+	add(&command{run: e.dbStats, help: "statistics of a database"}, "dbStats", "dbstats")
+	if e.opts.TestCommands {
+		add(&command{run: e.ttlMonitorCommand, help: "test only: set the TTL monitor's interval and run a pass", adminOnly: true}, "cleaveTTLMonitor")
+	}
+}
+
+// create runs the create command: an explicit collection with validated options.
+func (e *Executor) create(_ context.Context, r *request) error {
+	first, _ := firstElement(r.body)
+	name, err := collectionArg("create", first.Value())
+	if err != nil {
+		return err
+	}
+	if err := validateCollName(r.db, name); err != nil {
+		return err
+	}
+	opts, err := parseCreateOptions(r.body)
+	if err != nil {
+		return err
+	}
+	e.ddl.mu.Lock()
+	defer e.ddl.mu.Unlock()
+	if c := e.st.Catalog.State().Collection(r.db, name); c != nil {
+		if bytes.Equal(c.Options, opts) {
+			return nil // MongoDB 7.0: creating an identical collection again succeeds
+		}
+		return mongoerr.New(mongoerr.NamespaceExists, "Collection %s.%s already exists.", r.db, name)
+	}
+	_, err = e.st.Catalog.CreateCollection(store.Collection{DB: r.db, Name: name, Options: opts})
+	if err != nil {
+		return catalogError(err, r.db, name)
+	}
+	e.log.Info("created collection", zap.String("ns", r.db+"."+name))
+	return nil
+}
+
+// createOptionTypes are the options of create that cleave accepts and stores, with the
+// type each must have ("" means any).
+var createOptionTypes = map[string]string{
+	"size": "number", "max": "number", "validator": "object", "validationLevel": "string",
+	"validationAction": "string", "storageEngine": "object", "indexOptionDefaults": "object",
+	"autoIndexId": "bool", "idIndex": "object", "changeStreamPreAndPostImages": "object",
+	"collation": "object", "capped": "bool", "temp": "bool", "flags": "number",
+}
+
+// notImplementedCreate are create options for collection kinds cleave does not have.
+var notImplementedCreate = map[string]string{
+	"viewOn": "views", "pipeline": "views", "timeseries": "time series collections",
+	"clusteredIndex": "clustered collections", "encryptedFields": "queryable encryption",
+}
+
+// parseCreateOptions validates the options of a create command and returns them as the
+// document listCollections reports (nil for none).
+func parseCreateOptions(body bsoncore.Document) (bsoncore.Document, error) {
+	const cmd = "create"
+	idx, out := bsoncore.AppendDocumentStart(nil)
+	var capped, haveSize, haveValidator, haveLevel, haveAction, haveExpire bool
+	n := 0
+	err := forEachArg(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+		if what, ok := notImplementedCreate[key]; ok {
+			return true, mongoerr.New(mongoerr.NotImplemented, "%s are not supported by cleave", what)
+		}
+		if key == "expireAfterSeconds" {
+			haveExpire = true
+			return true, nil
+		}
+		want, ok := createOptionTypes[key]
+		if !ok {
+			return false, nil
+		}
+		if err := checkCreateOption(key, want, v); err != nil {
+			return true, err
+		}
+		switch key {
+		case "capped":
+			capped, _ = argBool(cmd, key, v)
+		case "size":
+			haveSize = true
+		case "validator":
+			haveValidator = true
+		case "validationLevel":
+			haveLevel = true
+		case "validationAction":
+			haveAction = true
+		}
+		out = bsoncore.AppendValueElement(out, key, v)
+		n++
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if haveExpire {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' requires clustering to be enabled")
+	}
+	if capped && !haveSize {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "the 'size' field is required when 'capped' is true")
+	}
+	if capped {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "capped collections are not supported by cleave")
+	}
+	if haveValidator && !haveLevel {
+		out = bsoncore.AppendStringElement(out, "validationLevel", "strict")
+	}
+	if haveValidator && !haveAction {
+		out = bsoncore.AppendStringElement(out, "validationAction", "error")
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out, nil
+}
+
+// checkCreateOption checks the type and value of one create option.
+func checkCreateOption(key, want string, v bsoncore.Value) error {
+	const cmd = "create"
+	var err error
+	switch want {
+	case "number":
+		_, err = argInt64(cmd, key, v)
+	case "object":
+		_, err = argDoc(cmd, key, v)
+	case "bool":
+		_, err = argBool(cmd, key, v)
+	case "string":
+		_, err = argString(cmd, key, v)
+	}
+	if err != nil {
+		return err
+	}
+	switch key {
+	case "collation":
+		return checkCollation(v.Document())
+	case "validationLevel":
+		return checkEnum(cmd, key, v.StringValue(), "off", "strict", "moderate")
+	case "validationAction":
+		return checkEnum(cmd, key, v.StringValue(), "error", "warn")
+	case "validator":
+		if _, err := compileFilter(v.Document()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkEnum is MongoDB's IDL check of an enumeration value.
+func checkEnum(cmd, key, s string, allowed ...string) error {
+	for _, a := range allowed {
+		if s == a {
+			return nil
+		}
+	}
+	return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field '%s.%s' is not a valid value.", s, cmd, key)
+}
+
+// drop runs the drop command. As on mongos 7.0, dropping a missing collection succeeds.
+func (e *Executor) drop(_ context.Context, r *request) error {
+	first, _ := firstElement(r.body)
+	name, err := collectionArg("drop", first.Value())
+	if err != nil {
+		return err
+	}
+	e.ddl.mu.Lock()
+	defer e.ddl.mu.Unlock()
+	c, err := e.st.Catalog.DropCollection(r.db, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return storeError(err)
+	}
+	e.deleteCollectionData(c)
+	e.log.Info("dropped collection", zap.String("ns", r.db+"."+name))
+	r.out = bsoncore.AppendInt32Element(r.out, "nIndexesWas", int32(len(c.Indexes)))
+	r.out = bsoncore.AppendStringElement(r.out, "ns", r.db+"."+name)
+	return nil
+}
+
+// dropDatabase runs dropDatabase: the database's collections and their data go.
+func (e *Executor) dropDatabase(_ context.Context, r *request) error {
+	switch r.db {
+	case "admin", "config", "local":
+		return mongoerr.New(mongoerr.IllegalOperation, "Dropping the '%s' database is prohibited.", r.db)
+	}
+	e.ddl.mu.Lock()
+	defer e.ddl.mu.Unlock()
+	colls, err := e.st.Catalog.DropDatabase(r.db)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return storeError(err)
+	}
+	for _, c := range colls {
+		e.deleteCollectionData(c)
+	}
+	e.log.Info("dropped database", zap.String("db", r.db), zap.Int("collections", len(colls)))
+	r.out = bsoncore.AppendStringElement(r.out, "dropped", r.db)
+	return nil
+}
+
+// renameCollection runs renameCollection (admin only): {renameCollection: "db.a", to:
+// "db.b", dropTarget: false}.
+func (e *Executor) renameCollection(_ context.Context, r *request) error {
+	const cmd = "renameCollection"
+	first, _ := firstElement(r.body)
+	from, err := argString(cmd, cmd, first.Value())
+	if err != nil {
+		return err
+	}
+	var to string
+	haveTo, dropTarget := false, false
+	err = forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "to":
+			haveTo = true
+			to, err = argString(cmd, key, v)
+		case "dropTarget":
+			dropTarget, err = argBool(cmd, key, v)
+		case "stayTemp":
+			_, err = argBool(cmd, key, v)
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return err
+	}
+	if !haveTo {
+		return missingField(cmd, "to")
+	}
+	fromDB, fromColl, err := parseNamespace(from)
+	if err != nil {
+		return err
+	}
+	toDB, toColl, err := parseNamespace(to)
+	if err != nil {
+		return err
+	}
+	if err := validateCollName(toDB, toColl); err != nil {
+		return err
+	}
+	if from == to {
+		return mongoerr.New(mongoerr.IllegalOperation, "Can't rename a collection to itself")
+	}
+	e.ddl.mu.Lock()
+	defer e.ddl.mu.Unlock()
+	_, dropped, err := e.st.Catalog.RenameCollection(fromDB, fromColl, toDB, toColl, dropTarget)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s does not exist", from)
+	case errors.Is(err, store.ErrExists):
+		return mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")
+	case err != nil:
+		return storeError(err)
+	}
+	if dropped != nil {
+		e.deleteCollectionData(dropped)
+	}
+	e.log.Info("renamed collection", zap.String("from", from), zap.String("to", to))
+	return nil
+}
+
+// parseNamespace splits and validates a full namespace "db.coll".
+func parseNamespace(ns string) (string, string, error) {
+	db, coll := splitNS(ns)
+	if db == "" || coll == "" {
+		return "", "", mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", ns)
+	}
+	if err := validateDBName(db); err != nil {
+		return "", "", err
+	}
+	return db, coll, nil
+}

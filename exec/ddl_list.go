@@ -1,0 +1,140 @@
+package exec
+
+import (
+	"context"
+	"strconv"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/store"
+)
+
+// listDatabases runs listDatabases (admin only): every database that has collections, with
+// its size, as {databases: [{name, sizeOnDisk, empty}], totalSize, totalSizeMb}.
+func (e *Executor) listDatabases(_ context.Context, r *request) error {
+	const cmd = "listDatabases"
+	var filter *match.Filter
+	nameOnly := false
+	err := forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "filter":
+			var d bsoncore.Document
+			if d, err = optionalDoc(cmd, key, v); err == nil && d != nil {
+				filter, err = compileFilter(d)
+			}
+		case "nameOnly":
+			nameOnly, err = argBool(cmd, key, v)
+		case "authorizedDatabases":
+			_, err = argBool(cmd, key, v)
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return err
+	}
+	state := e.st.Catalog.State()
+	var total int64
+	aidx, out := bsoncore.AppendArrayElementStart(r.out, "databases")
+	n := 0
+	for _, db := range state.Databases() {
+		colls := state.Collections(db.Name)
+		if len(colls) == 0 {
+			continue // MongoDB forgets a database with its last collection
+		}
+		var size int64
+		for _, c := range colls {
+			size += e.collSizes(c).disk()
+		}
+		didx, entry := bsoncore.AppendDocumentStart(nil)
+		entry = bsoncore.AppendStringElement(entry, "name", db.Name)
+		if !nameOnly {
+			entry = bsoncore.AppendInt64Element(entry, "sizeOnDisk", size)
+			entry = bsoncore.AppendBooleanElement(entry, "empty", size == 0)
+		}
+		entry, _ = bsoncore.AppendDocumentEnd(entry, didx)
+		if filter != nil && !filter.Match(entry) {
+			continue
+		}
+		total += size
+		out = bsoncore.AppendDocumentElement(out, strconv.Itoa(n), entry)
+		n++
+	}
+	out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	if !nameOnly {
+		out = bsoncore.AppendInt64Element(out, "totalSize", total)
+		out = bsoncore.AppendInt64Element(out, "totalSizeMb", total>>20)
+	}
+	r.out = out
+	return nil
+}
+
+// listCollections runs listCollections: a cursor over the collections of r.db, each as
+// {name, type, options, info: {readOnly, uuid}, idIndex}, or {name, type} with nameOnly.
+func (e *Executor) listCollections(_ context.Context, r *request) error {
+	const cmd = "listCollections"
+	var filter *match.Filter
+	nameOnly := false
+	err := forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "filter":
+			var d bsoncore.Document
+			if d, err = optionalDoc(cmd, key, v); err == nil && d != nil {
+				filter, err = compileFilter(d)
+			}
+		case "nameOnly":
+			nameOnly, err = argBool(cmd, key, v)
+		case "authorizedCollections", "includePendingDrops":
+			_, err = argBool(cmd, key, v)
+		case "cursor":
+			_, err = argDoc(cmd, key, v)
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return err
+	}
+	var docs []bsoncore.Document
+	for _, c := range e.st.Catalog.State().Collections(r.db) {
+		full := collectionEntry(c, false)
+		if filter != nil && !filter.Match(full) {
+			continue
+		}
+		if nameOnly {
+			full = collectionEntry(c, true)
+		}
+		docs = append(docs, full)
+	}
+	return appendCursorReply(r, r.db+".$cmd.listCollections", 0, "firstBatch", docs)
+}
+
+// collectionEntry is a collection as listCollections describes it.
+func collectionEntry(c *store.Collection, nameOnly bool) bsoncore.Document {
+	idx, d := bsoncore.AppendDocumentStart(nil)
+	d = bsoncore.AppendStringElement(d, "name", c.Name)
+	d = bsoncore.AppendStringElement(d, "type", "collection")
+	if nameOnly {
+		d, _ = bsoncore.AppendDocumentEnd(d, idx)
+		return d
+	}
+	opts := c.Options
+	if opts == nil {
+		opts = emptyDoc
+	}
+	d = bsoncore.AppendDocumentElement(d, "options", opts)
+	iidx, d := bsoncore.AppendDocumentElementStart(d, "info")
+	d = bsoncore.AppendBooleanElement(d, "readOnly", false)
+	d = bsoncore.AppendBinaryElement(d, "uuid", 4, c.UUID[:])
+	d, _ = bsoncore.AppendDocumentEnd(d, iidx)
+	if x := c.Index(store.IDIndexName); x != nil {
+		d = bsoncore.AppendDocumentElement(d, "idIndex", indexSpecDoc(x))
+	}
+	d, _ = bsoncore.AppendDocumentEnd(d, idx)
+	return d
+}

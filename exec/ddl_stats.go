@@ -1,0 +1,186 @@
+package exec
+
+import (
+	"context"
+	"math"
+	"strconv"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// minFileSize is the smallest size cleave reports for a collection or an index that exists,
+// as WiredTiger's smallest file (4 KiB) makes MongoDB report.
+const minFileSize = 4096
+
+// indexEntryEstimate is the estimated on-disk bytes of one index entry: the store keeps no
+// per-index size, so index sizes are estimated from the document count.
+const indexEntryEstimate = 24
+
+// collSizes are the sizes of one collection summed over the shards.
+type collSizes struct {
+	count, size, storage int64
+	indexes              []int64 // per index of the catalog record, in its order
+}
+
+// disk is what the collection takes on disk: documents and indexes.
+func (s collSizes) disk() int64 {
+	t := s.storage
+	for _, x := range s.indexes {
+		t += x
+	}
+	return t
+}
+
+// collSizes measures collection c on every shard: exact counts and data bytes (the stats
+// counters), an estimate of the storage and index sizes.
+func (e *Executor) collSizes(c *store.Collection) collSizes {
+	var s collSizes
+	var disk uint64
+	for _, db := range e.st.Shards {
+		n, b := db.CollStats(c.ID)
+		s.count += n
+		s.size += b
+		if d, err := db.EstimateDiskUsage(c.ID, 0, 0); err == nil {
+			disk += d
+		}
+	}
+	// Data still in the memtable has no sstable size yet: count it uncompressed.
+	s.storage = max(int64(min(disk, math.MaxInt64)), s.size, minFileSize)
+	s.indexes = make([]int64, len(c.Indexes))
+	for i := range c.Indexes {
+		s.indexes[i] = max(s.count*indexEntryEstimate, minFileSize)
+	}
+	return s
+}
+
+// collStats runs collStats: {ns, size, count, avgObjSize, storageSize, nindexes,
+// totalIndexSize, totalSize, indexSizes, scaleFactor, sharded}. A missing collection
+// reports zeros, as MongoDB 7.0 does.
+func (e *Executor) collStats(_ context.Context, r *request) error {
+	const cmd = "collStats"
+	first, _ := firstElement(r.body)
+	name, err := collectionArg(cmd, first.Value())
+	if err != nil {
+		return err
+	}
+	scale, err := scaleArg(cmd, r.body)
+	if err != nil {
+		return err
+	}
+	c := e.st.Catalog.State().Collection(r.db, name)
+	var s collSizes
+	if c != nil {
+		s = e.collSizes(c)
+	}
+	out := r.out
+	out = bsoncore.AppendBooleanElement(out, "sharded", c != nil && c.Sharded())
+	out = bsoncore.AppendStringElement(out, "ns", r.db+"."+name)
+	out = appendSize(out, "size", s.size, scale)
+	out = appendSize(out, "count", s.count, 1)
+	if s.count > 0 {
+		out = appendSize(out, "avgObjSize", s.size/s.count, 1)
+	}
+	out = appendSize(out, "numOrphanDocs", 0, 1)
+	out = appendSize(out, "storageSize", s.storage, scale)
+	out = appendSize(out, "freeStorageSize", 0, scale)
+	out = bsoncore.AppendBooleanElement(out, "capped", false)
+	out = appendSize(out, "nindexes", int64(len(s.indexes)), 1)
+	aidx, out := bsoncore.AppendArrayElementStart(out, "indexBuilds")
+	if c != nil {
+		n := 0
+		for _, x := range c.Indexes {
+			if !x.Ready {
+				out = bsoncore.AppendStringElement(out, strconv.Itoa(n), x.Name)
+				n++
+			}
+		}
+	}
+	out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	var totalIndex int64
+	for _, x := range s.indexes {
+		totalIndex += x
+	}
+	out = appendSize(out, "totalIndexSize", totalIndex, scale)
+	out = appendSize(out, "totalSize", s.storage+totalIndex, scale)
+	iidx, out := bsoncore.AppendDocumentElementStart(out, "indexSizes")
+	for i, x := range s.indexes {
+		out = appendSize(out, c.Indexes[i].Name, x, scale)
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, iidx)
+	out = appendSize(out, "scaleFactor", scale, 1)
+	r.out = out
+	return nil
+}
+
+// dbStats runs dbStats: {db, collections, views, objects, avgObjSize, dataSize,
+// storageSize, indexes, indexSize, totalSize, scaleFactor}.
+func (e *Executor) dbStats(_ context.Context, r *request) error {
+	const cmd = "dbStats"
+	scale, err := scaleArg(cmd, r.body)
+	if err != nil {
+		return err
+	}
+	var objects, data, storage, indexes, indexSize int64
+	colls := e.st.Catalog.State().Collections(r.db)
+	for _, c := range colls {
+		s := e.collSizes(c)
+		objects += s.count
+		data += s.size
+		storage += s.storage
+		indexes += int64(len(s.indexes))
+		indexSize += s.disk() - s.storage
+	}
+	out := bsoncore.AppendStringElement(r.out, "db", r.db)
+	out = appendSize(out, "collections", int64(len(colls)), 1)
+	out = appendSize(out, "views", 0, 1)
+	out = appendSize(out, "objects", objects, 1)
+	avg := 0.0
+	if objects > 0 {
+		avg = float64(data) / float64(objects)
+	}
+	out = bsoncore.AppendDoubleElement(out, "avgObjSize", avg)
+	out = bsoncore.AppendDoubleElement(out, "dataSize", float64(data)/float64(scale))
+	out = bsoncore.AppendDoubleElement(out, "storageSize", float64(storage)/float64(scale))
+	out = appendSize(out, "indexes", indexes, 1)
+	out = bsoncore.AppendDoubleElement(out, "indexSize", float64(indexSize)/float64(scale))
+	out = bsoncore.AppendDoubleElement(out, "totalSize", float64(storage+indexSize)/float64(scale))
+	out = appendSize(out, "scaleFactor", scale, 1)
+	r.out = out
+	return nil
+}
+
+// scaleArg reads the scale argument of collStats and dbStats (1 when absent).
+func scaleArg(cmd string, body bsoncore.Document) (int64, error) {
+	scale := int64(1)
+	err := forEachArg(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+		switch key {
+		case "scale":
+			n, err := argInt64(cmd, key, v)
+			if err != nil {
+				return true, err
+			}
+			if n < 1 {
+				return true, mongoerr.New(mongoerr.Location51024, "BSON field 'scale' value must be >= 1, actual value '%d'", n)
+			}
+			scale = n
+		case "verbose", "freeStorage":
+		default:
+			return false, nil
+		}
+		return true, nil
+	})
+	return scale, err
+}
+
+// appendSize appends n/scale as an int32 when it fits, an int64 otherwise, as MongoDB's
+// statistics do.
+func appendSize(dst []byte, key string, n, scale int64) []byte {
+	n /= scale
+	if n >= math.MinInt32 && n <= math.MaxInt32 {
+		return bsoncore.AppendInt32Element(dst, key, int32(n))
+	}
+	return bsoncore.AppendInt64Element(dst, key, n)
+}

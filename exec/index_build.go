@@ -1,0 +1,172 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/store"
+)
+
+// buildBatchDocs is how many documents an index build indexes per batch (and per set of
+// key locks, so that writers wait at most one batch).
+const buildBatchDocs = 256
+
+// buildDoc is one document of the build's snapshot.
+type buildDoc struct {
+	hash uint64
+	id   []byte
+	doc  []byte
+}
+
+// fillIndexes writes the entries of the not-ready indexes ids of c for every document of
+// every shard.
+//
+// Why no write is lost: the indexes are in the catalog (not ready) and a barrier has passed,
+// so every write committed after the snapshot maintains them itself. The build therefore
+// indexes only the documents of the snapshot, and only those still unchanged: under each
+// document's key lock it re-reads the document and skips it if a writer changed or deleted
+// it since (that writer already did, or undid, its entries). Unique keys are checked
+// against the entries already written, the writers' included, under their key locks.
+func (e *Executor) fillIndexes(ctx context.Context, c *store.Collection, ids []store.IndexID) error {
+	ci, err := e.colls.info(c)
+	if err != nil {
+		return err
+	}
+	var building []*indexInfo
+	for _, xi := range ci.writeIndexes {
+		if containsID(ids, xi.meta.ID) {
+			building = append(building, xi)
+		}
+	}
+	for s := range e.st.Shards {
+		if err := e.fillShard(ctx, ci, building, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fillShard indexes the documents shard s holds of ci.
+func (e *Executor) fillShard(ctx context.Context, ci *collInfo, building []*indexInfo, s int) error {
+	snap, err := e.st.Shards[s].NewSnapshot()
+	if err != nil {
+		return storeError(err)
+	}
+	defer snap.Close()
+	it, err := snap.NewDocIter(ci.meta.ID, 0, 0)
+	if err != nil {
+		return storeError(err)
+	}
+	defer it.Close()
+	var batch []buildDoc
+	for it.Next() {
+		batch = append(batch, buildDoc{
+			hash: it.Hash(),
+			id:   append([]byte(nil), it.ID()...),
+			doc:  append([]byte(nil), it.Doc()...),
+		})
+		if len(batch) == buildBatchDocs {
+			if err := e.fillBatch(ctx, ci, building, s, batch); err != nil {
+				return err
+			}
+			batch = batch[:0]
+		}
+	}
+	if err := it.Err(); err != nil {
+		return storeError(err)
+	}
+	return e.fillBatch(ctx, ci, building, s, batch)
+}
+
+// fillBatch indexes one batch of snapshot documents under their key locks.
+func (e *Executor) fillBatch(ctx context.Context, ci *collInfo, building []*indexInfo, s int, docs []buildDoc) error {
+	if len(docs) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var hashes []uint64
+	for _, d := range docs {
+		hashes = append(hashes, docLockHash(ci.meta.ID, d.id))
+		for _, xi := range building {
+			if xi.unique {
+				_ = buildKeys(xi, d.doc, func(key []byte) error {
+					hashes = append(hashes, uniqueLockHash(ci.meta.ID, xi.meta.ID, key))
+					return nil
+				})
+			}
+		}
+	}
+	unlock := e.locks.LockMany(hashes)
+	defer unlock()
+	db := e.st.Shards[s]
+	b := db.NewBatch()
+	defer b.Close()
+	staged := map[string][]byte{} // unique keys this batch gives: index|key → _id
+	for _, d := range docs {
+		cur, err := db.GetDoc(ci.meta.ID, d.hash, d.id, nil)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return storeError(err)
+		}
+		if !bytes.Equal(cur, d.doc) {
+			continue // changed since the snapshot: its writer maintained the index
+		}
+		for _, xi := range building {
+			if err := e.indexDoc(b, ci, xi, d, staged); err != nil {
+				return err
+			}
+		}
+	}
+	return storeError(b.Commit(true))
+}
+
+// indexDoc stages the entries of document d in index xi, failing with E11000 if a unique key
+// is already held by another document.
+func (e *Executor) indexDoc(b *store.Batch, ci *collInfo, xi *indexInfo, d buildDoc, staged map[string][]byte) error {
+	db := e.st.Shards[ci.pmap.Partition(ci.pmap.Locate(d.hash)).Shard]
+	return buildKeys(xi, d.doc, func(key []byte) error {
+		if xi.unique {
+			sk := fmt.Sprintf("%d|%s", xi.meta.ID, key)
+			if holder, ok := staged[sk]; ok && !bytes.Equal(holder, d.id) {
+				return e.newWriter(ci).dupKeyError(xi, d.doc)
+			}
+			_, id, found, err := db.HasIndexKeyPrefix(ci.meta.ID, xi.meta.ID, key)
+			if err != nil {
+				return storeError(err)
+			}
+			if found && !bytes.Equal(id, d.id) {
+				return e.newWriter(ci).dupKeyError(xi, d.doc)
+			}
+			staged[sk] = d.id
+		}
+		b.SetIndex(ci.meta.ID, xi.meta.ID, key, d.hash, d.id)
+		return nil
+	})
+}
+
+// buildKeys calls fn with every key doc has in xi, as writers generate them.
+func buildKeys(xi *indexInfo, doc []byte, fn func(key []byte) error) error {
+	if !indexApplies(xi, doc) {
+		return nil
+	}
+	_, err := bsonx.AppendIndexKeys(doc, xi.fields, fn)
+	if err != nil && mongoErrOrNil(err) {
+		return err
+	}
+	return indexKeyError(err)
+}
+
+// mongoErrOrNil reports whether err came from fn (a MongoDB error) rather than from key
+// generation, so that it is returned unchanged.
+func mongoErrOrNil(err error) bool {
+	var pe *bsonx.ParallelArraysError
+	var he *bsonx.HashedArrayError
+	return !errors.As(err, &pe) && !errors.As(err, &he)
+}

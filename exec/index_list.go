@@ -1,0 +1,170 @@
+package exec
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// listIndexes runs listIndexes: a cursor over the ready indexes of a collection, each as
+// {v: 2, key, name, ...options}.
+func (e *Executor) listIndexes(_ context.Context, r *request) error {
+	const cmd = "listIndexes"
+	first, _ := firstElement(r.body)
+	name, err := collectionArg(cmd, first.Value())
+	if err != nil {
+		return err
+	}
+	err = forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+		switch key {
+		case "cursor":
+			_, err := argDoc(cmd, key, v)
+			return true, err
+		case "includeBuildUUIDs", "includeIndexBuildInfo":
+			_, err := argBool(cmd, key, v)
+			return true, err
+		}
+		return false, nil
+	})
+	if err != nil {
+		return err
+	}
+	ns := r.db + "." + name
+	c := e.st.Catalog.State().Collection(r.db, name)
+	if c == nil {
+		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", ns)
+	}
+	var docs []bsoncore.Document
+	for i := range c.Indexes {
+		if c.Indexes[i].Ready {
+			docs = append(docs, indexSpecDoc(&c.Indexes[i]))
+		}
+	}
+	return appendCursorReply(r, ns, 0, "firstBatch", docs)
+}
+
+// dropIndexes runs dropIndexes: index is a name, a key pattern, "*" (all but _id_) or an
+// array of names.
+func (e *Executor) dropIndexes(_ context.Context, r *request) error {
+	const cmd = "dropIndexes"
+	first, _ := firstElement(r.body)
+	name, err := collectionArg(cmd, first.Value())
+	if err != nil {
+		return err
+	}
+	var target bsoncore.Value
+	err = forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+		if key != "index" {
+			return false, nil
+		}
+		switch v.Type {
+		case bsoncore.TypeString, bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
+			target = v
+			return true, nil
+		}
+		return true, mongoerr.New(mongoerr.TypeMismatch,
+			"BSON field 'dropIndexes.index' is the wrong type '%s', expected types '[string, object, array]'", typeName(v.Type))
+	})
+	if err != nil {
+		return err
+	}
+	if target.Type == 0 {
+		return missingField(cmd, "index")
+	}
+	e.ddl.mu.Lock()
+	defer e.ddl.mu.Unlock()
+	c := e.st.Catalog.State().Collection(r.db, name)
+	if c == nil {
+		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.db, name)
+	}
+	ids, err := indexesToDrop(c, target)
+	if err != nil {
+		return err
+	}
+	was := len(c.Indexes)
+	if len(ids) > 0 {
+		_, err = e.st.Catalog.UpdateCollection(c.DB, c.Name, func(c *store.Collection) error {
+			kept := c.Indexes[:0]
+			for _, x := range c.Indexes {
+				if !containsID(ids, x.ID) {
+					kept = append(kept, x)
+				}
+			}
+			c.Indexes = kept
+			return nil
+		})
+		if err != nil {
+			return catalogError(err, r.db, name)
+		}
+		e.deleteIndexData(c, ids)
+		e.log.Info("dropped indexes", zap.String("ns", r.db+"."+name), zap.Int("count", len(ids)))
+	}
+	r.out = bsoncore.AppendInt32Element(r.out, "nIndexesWas", int32(was))
+	return nil
+}
+
+// indexesToDrop resolves dropIndexes' index argument against collection c.
+func indexesToDrop(c *store.Collection, target bsoncore.Value) ([]store.IndexID, error) {
+	switch target.Type {
+	case bsoncore.TypeString:
+		name := target.StringValue()
+		if name == "*" {
+			var ids []store.IndexID
+			for _, x := range c.Indexes {
+				if x.Name != store.IDIndexName {
+					ids = append(ids, x.ID)
+				}
+			}
+			return ids, nil
+		}
+		id, err := indexByName(c, name)
+		return []store.IndexID{id}, err
+	case bsoncore.TypeEmbeddedDocument:
+		key := target.Document()
+		for _, x := range c.Indexes {
+			if bsonx.CompareDocuments(x.Key, key) == 0 {
+				if x.Name == store.IDIndexName {
+					return nil, errCannotDropID()
+				}
+				return []store.IndexID{x.ID}, nil
+			}
+		}
+		return nil, mongoerr.New(mongoerr.IndexNotFound, "can't find index with key: %s", shellValue(target))
+	}
+	vals, _ := target.Array().Values()
+	ids := make([]store.IndexID, 0, len(vals))
+	for _, v := range vals {
+		s, ok := v.StringValueOK()
+		if !ok {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "dropIndexes %s.%s (%s) failed to drop multiple indexes: index names must be strings", c.DB, c.Name, shellValue(target))
+		}
+		id, err := indexByName(c, s)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// errCannotDropID is MongoDB's answer to dropping the _id index.
+func errCannotDropID() error {
+	return mongoerr.New(mongoerr.InvalidOptions, "cannot drop _id index")
+}
+
+// indexByName returns the ID of the index of c named name.
+func indexByName(c *store.Collection, name string) (store.IndexID, error) {
+	if name == store.IDIndexName {
+		return 0, errCannotDropID()
+	}
+	x := c.Index(name)
+	if x == nil {
+		return 0, mongoerr.New(mongoerr.IndexNotFound, "index not found with name [%s]", name)
+	}
+	return x.ID, nil
+}
