@@ -1,0 +1,219 @@
+package exec
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/project"
+	"github.com/cleavedb/cleave/exec/update"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// famArgs are the parsed arguments of a findAndModify command.
+type famArgs struct {
+	coll         string
+	query        bsoncore.Document
+	sort         bsoncore.Document
+	fields       bsoncore.Document
+	collation    bsoncore.Document
+	let          bsoncore.Document
+	update       bsoncore.Value // Type 0: absent
+	remove       bool
+	returnNew    bool
+	upsert       bool
+	arrayFilters []bsoncore.Document
+	hint         bsoncore.Value
+	maxTimeMS    int64
+	wc           writeConcern
+}
+
+// parseFAM parses a findAndModify command body.
+func parseFAM(body bsoncore.Document) (*famArgs, error) {
+	const cmd = "findAndModify"
+	a := &famArgs{}
+	first, _ := firstElement(body)
+	coll, err := collectionArg(cmd, first.Value())
+	if err != nil {
+		return nil, err
+	}
+	a.coll = coll
+	err = forEachArg(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "query":
+			a.query, err = optionalDoc(cmd, key, v)
+		case "sort":
+			a.sort, err = optionalDoc(cmd, key, v)
+		case "fields":
+			a.fields, err = optionalDoc(cmd, key, v)
+		case "collation":
+			a.collation, err = argDoc(cmd, key, v)
+		case "let":
+			a.let, err = argDoc(cmd, key, v)
+		case "update":
+			a.update, err = updateArg(v)
+		case "remove":
+			a.remove, err = argBool(cmd, key, v)
+		case "new":
+			a.returnNew, err = argBool(cmd, key, v)
+		case "upsert":
+			a.upsert, err = argBool(cmd, key, v)
+		case "arrayFilters":
+			a.arrayFilters, err = arrayFiltersArg(cmd, key, v)
+		case "hint":
+			a.hint, err = hintArg(cmd, key, v)
+		case "bypassDocumentValidation":
+			_, err = argBool(cmd, key, v)
+		case "stmtId", "encryptionInformation", "isTimeseriesNamespace", "sampleId":
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := a.validate(); err != nil {
+		return nil, err
+	}
+	if v, err := body.LookupErr("maxTimeMS"); err == nil {
+		if a.maxTimeMS, err = maxTimeMS(v); err != nil {
+			return nil, err
+		}
+	}
+	a.wc = parseWriteConcern(body)
+	return a, nil
+}
+
+// validate refuses the combinations of options MongoDB refuses.
+func (a *famArgs) validate() error {
+	hasUpdate := a.update.Type != 0
+	switch {
+	case a.remove && hasUpdate:
+		return mongoerr.New(mongoerr.FailedToParse, "Cannot specify both an update and remove=true")
+	case !a.remove && !hasUpdate:
+		return mongoerr.New(mongoerr.FailedToParse, "Either an update or remove=true must be specified")
+	case a.remove && a.upsert:
+		return mongoerr.New(mongoerr.FailedToParse, "Cannot specify both upsert=true and remove=true")
+	case a.remove && a.returnNew:
+		return mongoerr.New(mongoerr.FailedToParse, "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document")
+	case a.remove && len(a.arrayFilters) > 0:
+		return mongoerr.New(mongoerr.FailedToParse, "Cannot specify arrayFilters and remove=true")
+	}
+	return nil
+}
+
+// findAndModify runs the findAndModify command: it updates or removes the first document
+// the query matches in sort order, and returns it (before or after the update).
+func (e *Executor) findAndModify(ctx context.Context, r *request) error {
+	a, err := parseFAM(r.body)
+	if err != nil {
+		return err
+	}
+	if err := checkCollation(a.collation); err != nil {
+		return err
+	}
+	ci, err := e.lookupColl(r.db, a.coll)
+	if err != nil {
+		return err
+	}
+	op, proj, err := e.compileFAM(r.db, a, ci, !explainOnly(r))
+	if err != nil {
+		return err
+	}
+	if explainOnly(r) {
+		return e.explainWrite(ctx, r, op)
+	}
+	ctx, cancel := deadline(ctx, a.maxTimeMS)
+	defer cancel()
+	var res opResult
+	err = e.runOp(ctx, op, &res)
+	r.charge += res.charge
+	if err != nil {
+		return timeLimitError(ctx, err)
+	}
+	if a.remove {
+		e.counters.deletedDocs.Add(res.matched)
+	} else {
+		e.counters.updatedDocs.Add(res.modified)
+	}
+	if res.upserted.Type != 0 {
+		e.counters.insertedDocs.Add(1)
+	}
+	return appendFAMReply(r, a, op, proj, &res)
+}
+
+// compileFAM compiles a findAndModify into a single-document writeOp and its projection
+// (nil when fields is absent). An upsert creates the collection when create is set.
+func (e *Executor) compileFAM(db string, a *famArgs, ci *collInfo, create bool) (*writeOp, *project.Projection, error) {
+	f, err := compileWriteFilter(a.query, a.let)
+	if err != nil {
+		return nil, nil, err
+	}
+	sortSpec, err := parseSort(a.sort)
+	if err != nil {
+		return nil, nil, err
+	}
+	var proj *project.Projection
+	if len(a.fields) > 5 {
+		if proj, err = project.Compile(a.fields, &project.Options{Filter: f, Expr: exprValue}); err != nil {
+			return nil, nil, err
+		}
+	}
+	q := a.query
+	if q == nil {
+		q = emptyDoc
+	}
+	op := &writeOp{ci: ci, query: q, filter: f, sort: sortSpec, hint: a.hint, upsert: a.upsert,
+		sync: a.wc.sync(), keepImages: true}
+	if !a.remove {
+		if op.upd, err = update.CompileValue(a.update, updateOptions(a.arrayFilters, a.let, nil)); err != nil {
+			return nil, nil, err
+		}
+	}
+	if ci == nil && a.upsert && create {
+		if op.ci, err = e.collForWrite(db, a.coll); err != nil {
+			return nil, nil, err
+		}
+	}
+	return op, proj, nil
+}
+
+// appendFAMReply appends lastErrorObject and value: the removed document, or the updated
+// one before or after the update (new), projected by fields.
+func appendFAMReply(r *request, a *famArgs, op *writeOp, proj *project.Projection, res *opResult) error {
+	n := res.matched
+	if res.upserted.Type != 0 {
+		n = 1
+	}
+	lidx, out := bsoncore.AppendDocumentElementStart(r.out, "lastErrorObject")
+	out = bsoncore.AppendInt32Element(out, "n", int32(n))
+	if !a.remove {
+		out = bsoncore.AppendBooleanElement(out, "updatedExisting", res.matched > 0)
+		if res.upserted.Type != 0 {
+			out = bsoncore.AppendValueElement(out, "upserted", res.upserted)
+		}
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, lidx)
+	value := res.before
+	if a.returnNew {
+		value = res.after
+	} else if res.upserted.Type != 0 {
+		value = nil // there was no document before the upsert
+	}
+	if value == nil {
+		r.out = bsoncore.AppendNullElement(out, "value")
+		return nil
+	}
+	if proj != nil {
+		_, pos := op.filter.MatchPos(value)
+		projected, err := proj.Apply(nil, value, pos)
+		if err != nil {
+			return err
+		}
+		value = projected
+	}
+	r.out = bsoncore.AppendDocumentElement(out, "value", value)
+	return nil
+}

@@ -1,0 +1,149 @@
+package exec
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/expr"
+	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/exec/update"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// update runs the update command: each statement of updates in turn, stopping at the first
+// failed one when ordered. A statement's failure is a write error of the reply; only a
+// malformed command fails as a whole.
+func (e *Executor) update(ctx context.Context, r *request) error {
+	const cmd = "update"
+	a, err := parseWriteArgs(cmd, "updates", r.body)
+	if err != nil {
+		return err
+	}
+	stmts := make([]*updateStmt, len(a.stmts))
+	for i, v := range a.stmts {
+		if stmts[i], err = parseUpdateStmt(i, v); err != nil {
+			return err
+		}
+	}
+	ci, err := e.lookupColl(r.db, a.coll)
+	if err != nil {
+		return err
+	}
+	if explainOnly(r) {
+		op, err := e.compileUpdate(r.db, a, ci, stmts[0], false)
+		if err != nil {
+			return err
+		}
+		return e.explainWrite(ctx, r, op)
+	}
+	ctx, cancel := deadline(ctx, a.maxTimeMS)
+	defer cancel()
+	res := writeResult{}
+	var upserts int64
+	for i, s := range stmts {
+		op, err := e.compileUpdate(r.db, a, ci, s, true)
+		var or opResult
+		if err == nil {
+			ci = op.ci
+			err = e.runOp(ctx, op, &or)
+		}
+		r.charge += or.charge
+		if err != nil {
+			we, err := stmtWriteError(ctx, i, err)
+			if err != nil {
+				return err
+			}
+			res.errs = append(res.errs, we)
+			if a.ordered {
+				break
+			}
+			continue
+		}
+		res.n += or.matched
+		res.nModified += or.modified
+		if or.upserted.Type != 0 {
+			res.n++
+			upserts++
+			res.upserted = append(res.upserted, upserted{index: i, id: or.upserted})
+		}
+	}
+	e.counters.updatedDocs.Add(res.nModified)
+	e.counters.insertedDocs.Add(upserts)
+	return res.appendReply(r, true)
+}
+
+// stmtWriteError turns the failure of statement i into its write error. A failure that is
+// not MongoDB's (storage) fails the whole command instead.
+func stmtWriteError(ctx context.Context, i int, err error) (mongoerr.WriteError, error) {
+	err = timeLimitError(ctx, err)
+	me := mongoerr.As(err)
+	if me == nil {
+		return mongoerr.WriteError{}, err
+	}
+	return mongoerr.WriteError{Index: i, Err: me}, nil
+}
+
+// compileUpdate compiles update statement s of collection a.coll (ci, nil when it does not
+// exist; an upsert creates it unless only explaining).
+func (e *Executor) compileUpdate(db string, a *writeArgs, ci *collInfo, s *updateStmt, create bool) (*writeOp, error) {
+	if err := checkCollation(s.collation); err != nil {
+		return nil, err
+	}
+	f, err := compileWriteFilter(s.q, a.let)
+	if err != nil {
+		return nil, err
+	}
+	u, err := update.CompileValue(s.u, updateOptions(s.arrayFilters, a.let, s.c))
+	if err != nil {
+		return nil, err
+	}
+	if s.multi && u.IsReplacement() {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
+	}
+	if ci == nil && s.upsert && create {
+		if ci, err = e.collForWrite(db, a.coll); err != nil {
+			return nil, err
+		}
+	}
+	q := s.q
+	if q == nil {
+		q = emptyDoc
+	}
+	return &writeOp{
+		ci: ci, query: q, filter: f, hint: s.hint, upd: u,
+		multi: s.multi, upsert: s.upsert, sync: a.wc.sync(),
+	}, nil
+}
+
+// updateOptions are the compile options of an update: its array filters and, for a
+// pipeline update, the let variables and constants its expressions see.
+func updateOptions(arrayFilters []bsoncore.Document, let, constants bsoncore.Document) *update.Options {
+	return &update.Options{
+		ArrayFilters:    arrayFilters,
+		CompilePipeline: updatePipelineCompiler(let, constants),
+	}
+}
+
+// compileWriteFilter compiles the query of a write statement; $expr in it sees the
+// command's let variables.
+func compileWriteFilter(q, let bsoncore.Document) (*match.Filter, error) {
+	if q == nil {
+		q = emptyDoc
+	}
+	if len(let) <= 5 {
+		return compileFilter(q)
+	}
+	return match.Compile(q, &match.Options{Expr: expr.CompilePredicateWith(&expr.Options{Let: let})})
+}
+
+// explainWrite explains the read part of a write (update, delete, findAndModify): how op
+// finds its documents. It writes nothing; explain.go owns the output's shape.
+func (e *Executor) explainWrite(ctx context.Context, r *request, op *writeOp) error {
+	q := &query{ci: op.ci, filter: op.filter, sort: op.sort, hint: op.hint}
+	limit := int64(0)
+	if !op.multi {
+		limit = 1
+	}
+	return e.explainQuery(ctx, r, q, r.name, limit)
+}

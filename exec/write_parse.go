@@ -1,0 +1,260 @@
+package exec
+
+import (
+	"strconv"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// writeArgs are the top-level arguments update and delete share.
+type writeArgs struct {
+	coll      string
+	ordered   bool
+	let       bsoncore.Document
+	wc        writeConcern
+	maxTimeMS int64
+	stmts     []bsoncore.Value // the updates or deletes array's elements
+}
+
+// updateStmt is one statement of an update command ({q, u, upsert, multi, ...}).
+type updateStmt struct {
+	q            bsoncore.Document
+	u            bsoncore.Value
+	c            bsoncore.Document // constants of a pipeline update
+	upsert       bool
+	multi        bool
+	arrayFilters []bsoncore.Document
+	hint         bsoncore.Value
+	collation    bsoncore.Document
+}
+
+// deleteStmt is one statement of a delete command ({q, limit, ...}).
+type deleteStmt struct {
+	q         bsoncore.Document
+	limit     int64
+	hint      bsoncore.Value
+	collation bsoncore.Document
+}
+
+// parseWriteArgs parses the body of an update or delete command, whose statements are
+// in the array field list ("updates" or "deletes").
+func parseWriteArgs(cmd, list string, body bsoncore.Document) (*writeArgs, error) {
+	a := &writeArgs{ordered: true}
+	first, _ := firstElement(body)
+	name, err := collectionArg(cmd, first.Value())
+	if err != nil {
+		return nil, err
+	}
+	a.coll = name
+	var stmts bsoncore.Array
+	have := false
+	err = forEachArg(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case list:
+			have = true
+			stmts, err = argArray(cmd, key, v)
+		case "ordered":
+			a.ordered, err = argBool(cmd, key, v)
+		case "bypassDocumentValidation":
+			_, err = argBool(cmd, key, v)
+		case "let":
+			a.let, err = argDoc(cmd, key, v)
+		case "stmtId", "stmtIds", "isTimeseriesNamespace", "encryptionInformation":
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !have {
+		return nil, missingField(cmd, list)
+	}
+	if a.stmts, err = stmts.Values(); err != nil {
+		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid %s array", list)
+	}
+	if n := len(a.stmts); n == 0 || n > maxWriteBatchSize {
+		return nil, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, n)
+	}
+	if v, err := body.LookupErr("maxTimeMS"); err == nil {
+		if a.maxTimeMS, err = maxTimeMS(v); err != nil {
+			return nil, err
+		}
+	}
+	a.wc = parseWriteConcern(body)
+	return a, nil
+}
+
+// stmtDoc returns statement i of list as a document, or MongoDB's IDL type error.
+func stmtDoc(cmd, list string, i int, v bsoncore.Value) (bsoncore.Document, error) {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return nil, wrongType(cmd, list+"."+strconv.Itoa(i), v.Type, "object")
+	}
+	return d, nil
+}
+
+// parseUpdateStmt parses statement i of an update command. Its errors are the command's
+// (IDL) errors, as in MongoDB, where the whole command fails to parse.
+func parseUpdateStmt(i int, v bsoncore.Value) (*updateStmt, error) {
+	const cmd, list = "update", "update.updates"
+	d, err := stmtDoc(cmd, "updates", i, v)
+	if err != nil {
+		return nil, err
+	}
+	s := &updateStmt{}
+	haveQ, haveU := false, false
+	err = forEachField(list, d, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "q":
+			haveQ = true
+			s.q, err = argDoc(list, key, v)
+		case "u":
+			haveU = true
+			s.u, err = updateArg(v)
+		case "c":
+			s.c, err = argDoc(list, key, v)
+		case "upsert":
+			s.upsert, err = argBool(list, key, v)
+		case "multi":
+			s.multi, err = argBool(list, key, v)
+		case "arrayFilters":
+			s.arrayFilters, err = arrayFiltersArg(list, key, v)
+		case "hint":
+			s.hint, err = hintArg(list, key, v)
+		case "collation":
+			s.collation, err = argDoc(list, key, v)
+		case "upsertSupplied":
+			_, err = argBool(list, key, v)
+		case "sampleId":
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !haveQ {
+		return nil, missingField(list, "q")
+	}
+	if !haveU {
+		return nil, missingField(list, "u")
+	}
+	return s, nil
+}
+
+// parseDeleteStmt parses statement i of a delete command.
+func parseDeleteStmt(i int, v bsoncore.Value) (*deleteStmt, error) {
+	const cmd, list = "delete", "delete.deletes"
+	d, err := stmtDoc(cmd, "deletes", i, v)
+	if err != nil {
+		return nil, err
+	}
+	s := &deleteStmt{}
+	haveQ, haveLimit := false, false
+	err = forEachField(list, d, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "q":
+			haveQ = true
+			s.q, err = argDoc(list, key, v)
+		case "limit":
+			haveLimit = true
+			s.limit, err = argInt64(list, key, v)
+			if err == nil && s.limit != 0 && s.limit != 1 {
+				err = mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", s.limit)
+			}
+		case "hint":
+			s.hint, err = hintArg(list, key, v)
+		case "collation":
+			s.collation, err = argDoc(list, key, v)
+		case "sampleId":
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !haveQ {
+		return nil, missingField(list, "q")
+	}
+	if !haveLimit {
+		return nil, missingField(list, "limit")
+	}
+	return s, nil
+}
+
+// forEachField calls fn for every field of a statement document (prefix is its IDL name,
+// "update.updates"); fn returns false for an unknown field, which fails with MongoDB's
+// IDL error 40415.
+func forEachField(prefix string, d bsoncore.Document, fn func(key string, v bsoncore.Value) (bool, error)) error {
+	elems, err := d.Elements()
+	if err != nil {
+		return mongoerr.New(mongoerr.InvalidBSON, "invalid statement document")
+	}
+	for _, el := range elems {
+		known, err := fn(el.Key(), el.Value())
+		if err != nil {
+			return err
+		}
+		if !known {
+			return mongoerr.New(mongoerr.Location40415, "BSON field '%s.%s' is an unknown field.", prefix, el.Key())
+		}
+	}
+	return nil
+}
+
+// arrayFiltersArg parses arrayFilters: an array of documents.
+func arrayFiltersArg(cmd, field string, v bsoncore.Value) ([]bsoncore.Document, error) {
+	arr, err := argArray(cmd, field, v)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := arr.Values()
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid arrayFilters")
+	}
+	out := make([]bsoncore.Document, 0, len(vals))
+	for i, x := range vals {
+		d, ok := x.DocumentOK()
+		if !ok {
+			return nil, wrongType(cmd, field+"."+strconv.Itoa(i), x.Type, "object")
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// hintArg accepts an index name or key pattern; an empty string or document is no hint.
+func hintArg(cmd, field string, v bsoncore.Value) (bsoncore.Value, error) {
+	switch v.Type {
+	case bsoncore.TypeString:
+		if v.StringValue() == "" {
+			return bsoncore.Value{}, nil
+		}
+	case bsoncore.TypeEmbeddedDocument:
+		if len(v.Document()) <= 5 {
+			return bsoncore.Value{}, nil
+		}
+	default:
+		return bsoncore.Value{}, wrongType(cmd, field, v.Type, "string", "object")
+	}
+	return v, nil
+}
+
+// updateArg checks the update of a statement or a findAndModify: an operator or replacement
+// document, or a pipeline (UpdateModification's parser).
+func updateArg(v bsoncore.Value) (bsoncore.Value, error) {
+	if v.Type != bsoncore.TypeEmbeddedDocument && v.Type != bsoncore.TypeArray {
+		return v, mongoerr.New(mongoerr.FailedToParse, "Update argument must be either an object or an array")
+	}
+	return v, nil
+}
