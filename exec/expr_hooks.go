@@ -1,11 +1,14 @@
 package exec
 
-import "go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-// exprPredicate compiles $expr for the matcher; nil until the expression evaluator is wired
-// in, which makes $expr fail with QueryFeatureNotAllowed.
-var exprPredicate func(expr bsoncore.Value) (func(doc bsoncore.Document) (bool, error), error)
+	"github.com/cleavedb/cleave/exec/expr"
+)
 
-// exprValue compiles aggregation expressions used as projection values; nil until the
-// expression evaluator is wired in.
-var exprValue func(bsoncore.Value) (func(doc bsoncore.Document) (bsoncore.Value, error), error)
+// exprPredicate compiles $expr for the matcher (find, count, distinct, update and delete
+// filters). Aggregation compiles its own, with the pipeline's let variables.
+var exprPredicate func(expr bsoncore.Value) (func(doc bsoncore.Document) (bool, error), error) = expr.CompilePredicate
+
+// exprValue compiles aggregation expressions used as find projection values.
+var exprValue func(bsoncore.Value) (func(doc bsoncore.Document) (bsoncore.Value, error), error) = expr.CompileValue

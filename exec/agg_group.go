@@ -1,0 +1,346 @@
+package exec
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/expr"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// groupStage is $group: documents grouped by the value of _id, each group folded through the
+// accumulators. Groups come out in the order they were first seen (MongoDB leaves it
+// unspecified).
+type groupStage struct {
+	name string
+	raw  bsoncore.Value
+	id   *expr.Expr
+	accs []*accSpec
+	env  *aggEnv
+	// bucket, when set, maps the _id value to its bucket ($bucket) and sorts the output.
+	bucket func(v bsoncore.Value) (bsoncore.Value, error)
+}
+
+// one is int32(1), the input of $count.
+var one = bsoncore.Value{Type: bsoncore.TypeInt32, Data: []byte{1, 0, 0, 0}}
+
+// parseGroupStage parses {$group: {_id: expr, field: {acc: expr}, ...}}.
+func parseGroupStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage, error) {
+	d, ok := arg.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(15947, "a group's fields must be specified in an object")
+	}
+	s := &groupStage{name: name, raw: arg, env: env}
+	elems, _ := d.Elements()
+	for _, el := range elems {
+		k := el.Key()
+		if k == "_id" {
+			id, err := env.compileExpr(el.Value())
+			if err != nil {
+				return nil, err
+			}
+			s.id = id
+			continue
+		}
+		if err := s.addAccumulator(k, el.Value()); err != nil {
+			return nil, err
+		}
+	}
+	if s.id == nil {
+		return nil, mongoerr.New(15955, "a group specification must include an _id")
+	}
+	return s, nil
+}
+
+// addAccumulator parses the accumulator of output field k.
+func (s *groupStage) addAccumulator(k string, v bsoncore.Value) error {
+	if strings.HasPrefix(k, "$") {
+		return mongoerr.New(40236, "The field name '%s' cannot be an operator name", k)
+	}
+	if strings.Contains(k, ".") {
+		return mongoerr.New(40235, "The field name '%s' cannot contain '.'", k)
+	}
+	a, err := parseAccumulator(s.env, k, v)
+	if err != nil {
+		return err
+	}
+	s.accs = append(s.accs, a)
+	return nil
+}
+
+// spec implements aggStage.
+func (s *groupStage) spec() bsoncore.Document { return stageSpec(s.name, s.raw) }
+
+// group is one group being accumulated.
+type group struct {
+	id     bsoncore.Value
+	states []accState
+}
+
+// open implements aggStage.
+func (s *groupStage) open(in docStream) (docStream, error) {
+	return &onceStream{in: in, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
+		return s.run(ctx, in)
+	}}, nil
+}
+
+// run reads the whole input and returns one document per group.
+func (s *groupStage) run(ctx context.Context, in docStream) ([]bsoncore.Document, error) {
+	t := s.newTable()
+	if err := t.consume(ctx, in); err != nil {
+		return nil, err
+	}
+	if s.bucket != nil {
+		sort.SliceStable(t.order, func(i, j int) bool { return bsonx.Compare(t.order[i].id, t.order[j].id) < 0 })
+	}
+	return s.finish(t.order)
+}
+
+// groupTable holds the groups of one $group (or one shard's part of it).
+type groupTable struct {
+	s             *groupStage
+	groups        map[string]*group
+	order         []*group
+	mem           int64
+	key           []byte
+	vars, accVars *expr.Vars
+}
+
+// newTable returns an empty group table.
+func (s *groupStage) newTable() *groupTable {
+	return &groupTable{s: s, groups: map[string]*group{}, vars: expr.NewVars(), accVars: expr.NewVars()}
+}
+
+// consume folds every document of in into the table.
+func (t *groupTable) consume(ctx context.Context, in docStream) error {
+	s := t.s
+	for {
+		d, err := in.next(ctx)
+		if err != nil || d == nil {
+			return err
+		}
+		id, err := s.id.Eval(d, t.vars)
+		if err != nil {
+			return err
+		}
+		if id.Type == 0 {
+			id = nullValue
+		}
+		if s.bucket != nil {
+			if id, err = s.bucket(id); err != nil {
+				return err
+			}
+		}
+		g, err := t.group(id)
+		if err != nil {
+			return err
+		}
+		for i, a := range s.accs {
+			n, err := s.accumulate(a, g.states[i], d, t.accVars)
+			if err != nil {
+				return err
+			}
+			t.mem += int64(n)
+		}
+		if s.env.overMemory(t.mem) {
+			return memoryError("$group")
+		}
+	}
+}
+
+// group returns the group of id, creating it.
+func (t *groupTable) group(id bsoncore.Value) (*group, error) {
+	t.key = bsonx.AppendKey(t.key[:0], id)
+	if g := t.groups[string(t.key)]; g != nil {
+		return g, nil
+	}
+	g := &group{id: ownValue(id), states: make([]accState, len(t.s.accs))}
+	for i, a := range t.s.accs {
+		var err error
+		if g.states[i], err = a.newState(g.id); err != nil {
+			return nil, err
+		}
+	}
+	t.groups[string(t.key)] = g
+	t.order = append(t.order, g)
+	t.mem += int64(2*len(t.key) + 64 + 32*len(t.s.accs))
+	return g, nil
+}
+
+// accumulate feeds document d to accumulator a's state st.
+func (s *groupStage) accumulate(a *accSpec, st accState, d bsoncore.Document, vars *expr.Vars) (int, error) {
+	var v bsoncore.Value
+	switch {
+	case a.op == "$count":
+		v = one
+	case a.input != nil:
+		var err error
+		if v, err = a.input.Eval(d, vars); err != nil {
+			return 0, err
+		}
+	}
+	return st.add(v, d)
+}
+
+// finish builds the output documents {_id, fields...}.
+func (s *groupStage) finish(order []*group) ([]bsoncore.Document, error) {
+	out := make([]bsoncore.Document, 0, len(order))
+	for _, g := range order {
+		idx, b := bsoncore.AppendDocumentStart(nil)
+		b = bsoncore.AppendValueElement(b, "_id", g.id)
+		for i, a := range s.accs {
+			v, err := g.states[i].result()
+			if err != nil {
+				return nil, err
+			}
+			b = bsoncore.AppendValueElement(b, a.field, v)
+		}
+		b, err := bsoncore.AppendDocumentEnd(b, idx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// parseSortByCountStage parses {$sortByCount: expr}: $group {_id: expr, count: {$sum: 1}}
+// then $sort {count: -1}.
+func parseSortByCountStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage, error) {
+	_, isPath := fieldPathArg(arg)
+	if !isPath && !(arg.Type == bsoncore.TypeEmbeddedDocument && !isNestedSpec(arg)) {
+		return nil, mongoerr.New(40148, "the sortByCount field must be defined as a $-prefixed path or an expression")
+	}
+	id, err := env.compileExpr(arg)
+	if err != nil {
+		return nil, err
+	}
+	g := &groupStage{name: name, raw: arg, id: id, env: env,
+		accs: []*accSpec{{field: "count", op: "$count"}}}
+	return &chainStage{name: name, raw: arg, stages: []aggStage{g,
+		&sortStage{keys: []bsonx.SortField{{Path: "count", Desc: true}}, env: env}}}, nil
+}
+
+// chainStage is a stage that runs as a sequence of other stages ($sortByCount).
+type chainStage struct {
+	name   string
+	raw    bsoncore.Value
+	stages []aggStage
+}
+
+// open implements aggStage.
+func (s *chainStage) open(in docStream) (docStream, error) {
+	out := in
+	for _, st := range s.stages {
+		next, err := st.open(out)
+		if err != nil {
+			out.close()
+			return nil, err
+		}
+		out = next
+	}
+	return out, nil
+}
+
+// spec implements aggStage.
+func (s *chainStage) spec() bsoncore.Document { return stageSpec(s.name, s.raw) }
+
+// parseBucketStage parses {$bucket: {groupBy, boundaries, default, output}}.
+func parseBucketStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage, error) {
+	d, ok := arg.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(40201, "Argument to $bucket stage must be an object, but found type: %s.", typeName(arg.Type))
+	}
+	s := &groupStage{name: name, raw: arg, env: env}
+	var bounds []bsoncore.Value
+	var def bsoncore.Value
+	var output bsoncore.Document
+	elems, _ := d.Elements()
+	for _, el := range elems {
+		v := el.Value()
+		switch el.Key() {
+		case "groupBy":
+			if _, ok := fieldPathArg(v); !ok && (v.Type != bsoncore.TypeEmbeddedDocument || isNestedSpec(v)) {
+				return nil, mongoerr.New(40202, "The $bucket 'groupBy' field must be defined as a $-prefixed path or an expression, but found: %s.", shellValue(v))
+			}
+			e, err := env.compileExpr(v)
+			if err != nil {
+				return nil, err
+			}
+			s.id = e
+		case "boundaries":
+			arr, ok := v.ArrayOK()
+			if !ok {
+				return nil, mongoerr.New(40200, "The $bucket 'boundaries' field must be an array, but found type: %s.", typeName(v.Type))
+			}
+			bounds, _ = arr.Values()
+		case "default":
+			def = v
+		case "output":
+			o, ok := v.DocumentOK()
+			if !ok {
+				return nil, mongoerr.New(40196, "The $bucket 'output' field must be an object, but found type: %s.", typeName(v.Type))
+			}
+			output = o
+		default:
+			return nil, mongoerr.New(40197, "Unrecognized option to $bucket: %s.", el.Key())
+		}
+	}
+	if s.id == nil || bounds == nil {
+		return nil, mongoerr.New(40198, "$bucket requires 'groupBy' and 'boundaries' to be specified.")
+	}
+	if err := checkBoundaries(bounds, def); err != nil {
+		return nil, err
+	}
+	if output == nil {
+		s.accs = []*accSpec{{field: "count", op: "$count"}}
+	} else {
+		oe, _ := output.Elements()
+		for _, el := range oe {
+			if err := s.addAccumulator(el.Key(), el.Value()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	s.bucket = func(v bsoncore.Value) (bsoncore.Value, error) {
+		if v.Type == bsoncore.TypeNull && v.Data == nil {
+			v = nullValue
+		}
+		if bsonx.Compare(v, bounds[0]) >= 0 && bsonx.Compare(v, bounds[len(bounds)-1]) < 0 {
+			i := sort.Search(len(bounds), func(i int) bool { return bsonx.Compare(bounds[i], v) > 0 })
+			return bounds[i-1], nil
+		}
+		if def.Type == 0 {
+			return bsoncore.Value{}, mongoerr.New(40066, "$switch could not find a matching branch for an input, and no default was specified.")
+		}
+		return def, nil
+	}
+	return s, nil
+}
+
+// checkBoundaries checks $bucket's boundaries: at least two, one type (numbers mix), strictly
+// ascending, and a default outside them.
+func checkBoundaries(bounds []bsoncore.Value, def bsoncore.Value) error {
+	if len(bounds) < 2 {
+		return mongoerr.New(40192, "The $bucket 'boundaries' field must have at least 2 values, but found %d value(s).", len(bounds))
+	}
+	for i := 1; i < len(bounds); i++ {
+		a, b := bounds[i-1], bounds[i]
+		if bsonx.CanonicalRank(a.Type) != bsonx.CanonicalRank(b.Type) {
+			return mongoerr.New(40193, "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.", typeName(a.Type), typeName(b.Type))
+		}
+		if bsonx.Compare(a, b) >= 0 {
+			return mongoerr.New(40194, "The 'boundaries' option to $bucket must be sorted in ascending order, but elements %d and %d are not in ascending order (%s is not less than %s).",
+				i-1, i, shellValue(a), shellValue(b))
+		}
+	}
+	if def.Type != 0 && bsonx.CanonicalRank(def.Type) == bsonx.CanonicalRank(bounds[0].Type) &&
+		bsonx.Compare(def, bounds[0]) >= 0 && bsonx.Compare(def, bounds[len(bounds)-1]) < 0 {
+		return mongoerr.New(40199, "The $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary.")
+	}
+	return nil
+}

@@ -1,0 +1,549 @@
+package exec
+
+import (
+	"context"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/expr"
+	"github.com/cleavedb/cleave/wire"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// lookupStage is $lookup: each input document gets an array of the matching documents of
+// another collection of the database, by equality (localField/foreignField), by a correlated
+// pipeline (let/pipeline), or both.
+type lookupStage struct {
+	env          *aggEnv
+	raw          bsoncore.Value
+	from         string
+	localField   *expr.Expr // "$localField"; nil without localField
+	foreignField string
+	as           []string
+	letNames     []string
+	letExprs     []*expr.Expr
+	pipeline     bsoncore.Array // nil: none
+	// sub is the parsed pipeline when it does not depend on the input document.
+	sub *pipeline
+}
+
+// parseLookupStage parses {$lookup: {from, localField, foreignField, let, pipeline, as}}.
+func parseLookupStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+	d, ok := arg.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "the $lookup specification must be an Object, but found %s", typeName(arg.Type))
+	}
+	s := &lookupStage{env: env, raw: arg}
+	var local, as string
+	var let bsoncore.Document
+	hasForeign := false
+	elems, _ := d.Elements()
+	for _, el := range elems {
+		v := el.Value()
+		k := el.Key()
+		var err error
+		switch k {
+		case "from":
+			s.from, err = lookupString(k, v)
+			if dd, ok := v.DocumentOK(); ok {
+				db, _ := dd.Lookup("db").StringValueOK()
+				coll, _ := dd.Lookup("coll").StringValueOK()
+				if db != env.db || coll == "" {
+					return nil, mongoerr.New(mongoerr.NotImplemented, "$lookup from another database is not supported by cleave")
+				}
+				s.from, err = coll, nil
+			}
+		case "localField":
+			local, err = lookupString(k, v)
+		case "foreignField":
+			s.foreignField, err = lookupString(k, v)
+			hasForeign = true
+		case "as":
+			as, err = lookupString(k, v)
+		case "let":
+			if let, ok = v.DocumentOK(); !ok {
+				err = mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'let' must be an object, is type %s", typeName(v.Type))
+			}
+		case "pipeline":
+			if s.pipeline, ok = v.ArrayOK(); !ok {
+				err = mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'pipeline' must be an array, is type %s", typeName(v.Type))
+			}
+		default:
+			err = mongoerr.New(mongoerr.FailedToParse, "unknown argument to $lookup: %s", k)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if as == "" {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "must specify 'as' field for a $lookup")
+	}
+	var err error
+	if s.as, err = splitFieldPath(as); err != nil {
+		return nil, err
+	}
+	if (local != "") != hasForeign {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup requires both or neither of 'localField' and 'foreignField' to be specified")
+	}
+	if local == "" && s.pipeline == nil {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified")
+	}
+	if local != "" {
+		if _, err := splitFieldPath(local); err != nil {
+			return nil, err
+		}
+		if _, err := splitFieldPath(s.foreignField); err != nil {
+			return nil, err
+		}
+		if s.localField, err = env.compileExpr(stringValue("$" + local)); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.parseLet(let); err != nil {
+		return nil, err
+	}
+	if s.from == "" && !startsWithDocuments(s.pipeline) {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "must specify 'from' field for a $lookup")
+	}
+	// Parse the pipeline now: it reports its errors before any document is read, and it is
+	// reused for every input when it has no let variables.
+	sub, err := s.subPipeline(nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(s.letNames) == 0 {
+		s.sub = sub
+	}
+	return s, nil
+}
+
+// lookupString returns a string argument of $lookup.
+func lookupString(k string, v bsoncore.Value) (string, error) {
+	if v.Type == bsoncore.TypeEmbeddedDocument && k == "from" {
+		return "", nil
+	}
+	s, ok := v.StringValueOK()
+	if !ok {
+		return "", mongoerr.New(mongoerr.FailedToParse, "$lookup argument '%s' must be a string, is type %s", k, typeName(v.Type))
+	}
+	return s, nil
+}
+
+// parseLet compiles the let variables, which are evaluated against each input document.
+func (s *lookupStage) parseLet(let bsoncore.Document) error {
+	if let == nil {
+		return nil
+	}
+	elems, _ := let.Elements()
+	for _, el := range elems {
+		e, err := s.env.compileExpr(el.Value())
+		if err != nil {
+			return err
+		}
+		s.letNames = append(s.letNames, el.Key())
+		s.letExprs = append(s.letExprs, e)
+	}
+	return nil
+}
+
+// startsWithDocuments reports whether a pipeline array starts with $documents.
+func startsWithDocuments(arr bsoncore.Array) bool {
+	if arr == nil {
+		return false
+	}
+	vals, _ := arr.Values()
+	if len(vals) == 0 {
+		return false
+	}
+	d, ok := vals[0].DocumentOK()
+	if !ok {
+		return false
+	}
+	el, ok := firstElement(d)
+	return ok && el.Key() == "$documents"
+}
+
+// stringValue builds a string value.
+func stringValue(s string) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s)}
+}
+
+// subPipeline parses the lookup's pipeline with the let variables bound to vals (nil: to
+// null, for validation).
+func (s *lookupStage) subPipeline(vals []bsoncore.Value) (*pipeline, error) {
+	env := s.env
+	if len(s.letNames) > 0 {
+		env = s.env.withLet(s.letNames, vals)
+	}
+	arr := s.pipeline
+	if arr == nil {
+		arr = emptyArray
+	}
+	return parsePipeline(env, arr, true)
+}
+
+// emptyArray is [].
+var emptyArray = bsoncore.Array{5, 0, 0, 0, 0}
+
+// withLet returns a copy of env whose let variables also bind names to vals (null when
+// vals is nil).
+func (env *aggEnv) withLet(names []string, vals []bsoncore.Value) *aggEnv {
+	idx, b := bsoncore.AppendDocumentStart(nil)
+	if env.opts.Let != nil {
+		b = append(b, env.opts.Let[4:len(env.opts.Let)-1]...)
+	}
+	for i, n := range names {
+		v := nullValue
+		if vals != nil && vals[i].Type != 0 {
+			v = vals[i]
+		}
+		lidx, lb := bsoncore.AppendDocumentElementStart(b, n)
+		lb = bsoncore.AppendValueElement(lb, "$literal", v)
+		b, _ = bsoncore.AppendDocumentEnd(lb, lidx)
+	}
+	b, _ = bsoncore.AppendDocumentEnd(b, idx)
+	opts := *env.opts
+	opts.Let = b
+	sub := *env
+	sub.opts = &opts
+	return &sub
+}
+
+// open implements aggStage.
+func (s *lookupStage) open(in docStream) (docStream, error) {
+	var cached *bsoncore.Value // the results of an uncorrelated pipeline, computed once
+	return &ctxMapStream{in: in, fn: func(ctx context.Context, dst []byte, d bsoncore.Document) ([]byte, error) {
+		var res bsoncore.Value
+		if s.localField == nil && s.sub != nil {
+			if cached == nil {
+				v, err := s.results(ctx, d)
+				if err != nil {
+					return nil, err
+				}
+				cached = &v
+			}
+			res = *cached
+		} else {
+			var err error
+			if res, err = s.results(ctx, d); err != nil {
+				return nil, err
+			}
+		}
+		return appendSetField(dst, d, s.as, res), nil
+	}}, nil
+}
+
+// results runs the lookup for input document d and returns the array of matches.
+func (s *lookupStage) results(ctx context.Context, d bsoncore.Document) (bsoncore.Value, error) {
+	p := s.sub
+	if p == nil {
+		vals := make([]bsoncore.Value, len(s.letExprs))
+		for i, e := range s.letExprs {
+			v, err := e.Eval(d, nil)
+			if err != nil {
+				return bsoncore.Value{}, err
+			}
+			vals[i] = v
+		}
+		var err error
+		if p, err = s.subPipeline(vals); err != nil {
+			return bsoncore.Value{}, err
+		}
+	}
+	if s.localField != nil {
+		m, err := s.equalityMatch(d)
+		if err != nil {
+			return bsoncore.Value{}, err
+		}
+		p = &pipeline{env: p.env, stages: append([]aggStage{m}, p.stages...)}
+	}
+	docs, _, err := s.env.runSub(ctx, p, s.from, wire.MaxBSONSize, "$lookup")
+	if err != nil {
+		return bsoncore.Value{}, err
+	}
+	vals := make([]bsoncore.Value, len(docs))
+	for i, doc := range docs {
+		vals[i] = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}
+	}
+	return arrayValue(vals), nil
+}
+
+// equalityMatch builds {foreignField: {$in: <local values>}} for d: an array local value
+// matches by its elements, a missing one as null.
+func (s *lookupStage) equalityMatch(d bsoncore.Document) (*matchStage, error) {
+	v, err := s.localField.Eval(d, nil)
+	if err != nil {
+		return nil, err
+	}
+	var vals []bsoncore.Value
+	switch v.Type {
+	case 0:
+		vals = []bsoncore.Value{nullValue}
+	case bsoncore.TypeArray:
+		vals, _ = v.Array().Values()
+	default:
+		vals = []bsoncore.Value{v}
+	}
+	idx, b := bsoncore.AppendDocumentStart(nil)
+	fidx, b := bsoncore.AppendDocumentElementStart(b, s.foreignField)
+	aidx, b := bsoncore.AppendArrayElementStart(b, "$in")
+	// NB: a regex local value would match foreign strings as a pattern here, where
+	// MongoDB compares it as a value; regexes as join keys are rare enough to accept that.
+	for i, x := range vals {
+		b = bsoncore.AppendValueElement(b, arrayKey(i), x)
+	}
+	b, _ = bsoncore.AppendArrayEnd(b, aidx)
+	b, _ = bsoncore.AppendDocumentEnd(b, fidx)
+	b, _ = bsoncore.AppendDocumentEnd(b, idx)
+	f, err := s.env.compileFilter(b)
+	if err != nil {
+		return nil, err
+	}
+	return &matchStage{filterDoc: b, f: f}, nil
+}
+
+// spec implements aggStage.
+func (s *lookupStage) spec() bsoncore.Document { return stageSpec("$lookup", s.raw) }
+
+// ctxMapStream is a mapStream whose function needs the context (it reads other data).
+type ctxMapStream struct {
+	in  docStream
+	fn  func(ctx context.Context, dst []byte, doc bsoncore.Document) ([]byte, error)
+	buf []byte
+}
+
+// next implements docStream.
+func (s *ctxMapStream) next(ctx context.Context) (bsoncore.Document, error) {
+	d, err := s.in.next(ctx)
+	if d == nil || err != nil {
+		return nil, err
+	}
+	out, err := s.fn(ctx, s.buf[:0], d)
+	if err != nil {
+		return nil, err
+	}
+	s.buf = out
+	return out, nil
+}
+
+// close implements docStream.
+func (s *ctxMapStream) close() { s.in.close() }
+
+// unionWithStage is $unionWith: the input, then the results of a pipeline over another
+// collection.
+type unionWithStage struct {
+	env  *aggEnv
+	raw  bsoncore.Value
+	coll string
+	sub  *pipeline
+}
+
+// parseUnionWithStage parses {$unionWith: "coll"} and {$unionWith: {coll, pipeline}}.
+func parseUnionWithStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+	s := &unionWithStage{env: env, raw: arg}
+	arr := emptyArray
+	switch arg.Type {
+	case bsoncore.TypeString:
+		s.coll = arg.StringValue()
+	case bsoncore.TypeEmbeddedDocument:
+		elems, _ := arg.Document().Elements()
+		for _, el := range elems {
+			v := el.Value()
+			switch el.Key() {
+			case "coll":
+				c, ok := v.StringValueOK()
+				if !ok {
+					return nil, wrongType("$unionWith", "coll", v.Type, "string")
+				}
+				s.coll = c
+			case "pipeline":
+				a, ok := v.ArrayOK()
+				if !ok {
+					return nil, wrongType("$unionWith", "pipeline", v.Type, "array")
+				}
+				arr = a
+			default:
+				return nil, mongoerr.New(mongoerr.Location40415, "BSON field '$unionWith.%s' is an unknown field.", el.Key())
+			}
+		}
+	default:
+		return nil, mongoerr.New(mongoerr.FailedToParse, "the $unionWith stage specification must be an object or string, but found %s", typeName(arg.Type))
+	}
+	sub, err := parsePipeline(env, arr, true)
+	if err != nil {
+		return nil, err
+	}
+	if s.coll == "" && !sub.collectionless() {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "$unionWith stage without explicit collection must have a pipeline with $documents as first stage")
+	}
+	s.sub = sub
+	return s, nil
+}
+
+// open implements aggStage.
+func (s *unionWithStage) open(in docStream) (docStream, error) {
+	return &unionStream{in: in, s: s}, nil
+}
+
+// spec implements aggStage.
+func (s *unionWithStage) spec() bsoncore.Document { return stageSpec("$unionWith", s.raw) }
+
+// unionStream yields its input, then the union's pipeline.
+type unionStream struct {
+	in     docStream
+	s      *unionWithStage
+	second docStream
+	shards []*shardStream
+	inDone bool
+}
+
+// next implements docStream.
+func (u *unionStream) next(ctx context.Context) (bsoncore.Document, error) {
+	if !u.inDone {
+		d, err := u.in.next(ctx)
+		if d != nil || err != nil {
+			return d, err
+		}
+		u.inDone = true
+		u.in.close()
+		var ci *collInfo
+		if u.s.coll != "" {
+			if ci, err = u.s.env.e.lookupColl(u.s.env.db, u.s.coll); err != nil {
+				return nil, err
+			}
+		}
+		if u.second, _, u.shards, err = u.s.sub.openColl(ci); err != nil {
+			return nil, err
+		}
+	}
+	return u.second.next(ctx)
+}
+
+// close implements docStream.
+func (u *unionStream) close() {
+	u.in.close()
+	if u.second != nil {
+		u.second.close()
+		u.second = nil
+		for _, ss := range u.shards {
+			u.s.env.charge += readCharge(&ss.stats)
+		}
+	}
+}
+
+// facetStage is $facet: several pipelines over the same input, one output document with an
+// array of results per pipeline.
+type facetStage struct {
+	env   *aggEnv
+	raw   bsoncore.Value
+	names []string
+	subs  []*pipeline
+}
+
+// parseFacetStage parses {$facet: {name: [stages], ...}}.
+func parseFacetStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+	d, ok := arg.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(15955, "the $facet specification must be a non-empty object, but found: %s", shellValue(arg))
+	}
+	s := &facetStage{env: env, raw: arg}
+	elems, _ := d.Elements()
+	if len(elems) == 0 {
+		return nil, mongoerr.New(40169, "the $facet specification must be a non-empty object")
+	}
+	for _, el := range elems {
+		name := el.Key()
+		if name == "" || name[0] == '$' || strings.Contains(name, ".") {
+			return nil, mongoerr.New(40174, "$facet pipeline names must not be empty, start with '$' or contain '.': %s", name)
+		}
+		arr, ok := el.Value().ArrayOK()
+		if !ok {
+			return nil, mongoerr.New(40170, "arguments to $facet must be arrays, %s is type %s", name, typeName(el.Value().Type))
+		}
+		if err := checkFacetStages(arr); err != nil {
+			return nil, err
+		}
+		p, err := parsePipeline(env, arr, true)
+		if err != nil {
+			return nil, err
+		}
+		s.names = append(s.names, name)
+		s.subs = append(s.subs, p)
+	}
+	return s, nil
+}
+
+// checkFacetStages refuses the stages $facet cannot contain.
+func checkFacetStages(arr bsoncore.Array) error {
+	vals, _ := arr.Values()
+	for _, v := range vals {
+		d, ok := v.DocumentOK()
+		if !ok {
+			continue
+		}
+		el, ok := firstElement(d)
+		if !ok {
+			continue
+		}
+		switch el.Key() {
+		case "$facet", "$out", "$merge", "$documents", "$changeStream", "$collStats", "$indexStats", "$geoNear":
+			return mongoerr.New(40600, "%s is not allowed to be used within a $facet stage", el.Key())
+		}
+	}
+	return nil
+}
+
+// open implements aggStage.
+func (s *facetStage) open(in docStream) (docStream, error) {
+	return &onceStream{in: in, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
+		var docs []bsoncore.Document
+		var mem int64
+		for {
+			d, err := in.next(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if d == nil {
+				break
+			}
+			mem += int64(len(d))
+			if s.env.overMemory(mem) {
+				return nil, memoryError("$facet")
+			}
+			docs = append(docs, append(bsoncore.Document(nil), d...))
+		}
+		idx, b := bsoncore.AppendDocumentStart(nil)
+		for i, p := range s.subs {
+			out, err := p.openOver(&sliceStream{docs: append([]bsoncore.Document(nil), docs...)}, 0)
+			if err != nil {
+				return nil, err
+			}
+			aidx, ab := bsoncore.AppendArrayElementStart(b, s.names[i])
+			n := 0
+			for {
+				d, err := out.next(ctx)
+				if err != nil {
+					out.close()
+					return nil, err
+				}
+				if d == nil {
+					break
+				}
+				ab = bsoncore.AppendDocumentElement(ab, arrayKey(n), d)
+				n++
+				if len(ab) > wire.MaxBSONSize {
+					out.close()
+					return nil, mongoerr.New(4031700, "document constructed by $facet is %d bytes, which exceeds the limit of %d bytes", len(ab), wire.MaxBSONSize)
+				}
+			}
+			out.close()
+			b, _ = bsoncore.AppendArrayEnd(ab, aidx)
+		}
+		b, _ = bsoncore.AppendDocumentEnd(b, idx)
+		return []bsoncore.Document{b}, nil
+	}}, nil
+}
+
+// spec implements aggStage.
+func (s *facetStage) spec() bsoncore.Document { return stageSpec("$facet", s.raw) }

@@ -1,0 +1,144 @@
+package exec
+
+import (
+	"context"
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// mergeableState is an accumulator state that can absorb another state of the same
+// accumulator, built over a disjoint part of the input (another shard).
+type mergeableState interface {
+	merge(o accState) (int, error)
+}
+
+// partialGroup reports whether $group s can run as one partial group per shard merged here:
+// every accumulator must be mergeable and insensitive to input order.
+func (s *groupStage) partialGroup() bool {
+	if s.bucket != nil {
+		return false
+	}
+	for _, a := range s.accs {
+		switch a.op {
+		case "$sum", "$count", "$avg", "$min", "$max", "$addToSet", "$stdDevPop", "$stdDevSamp", "$maxN", "$minN":
+		default:
+			return false // $push, $first, $last, ...: the merged order would differ
+		}
+	}
+	return true
+}
+
+// openPerShard runs s over each input concurrently (one goroutine per shard) and merges the
+// partial groups. merged is the stream the inputs came from; closing the result closes it.
+func (s *groupStage) openPerShard(ins []docStream, merged docStream) docStream {
+	return &onceStream{in: merged, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
+		tables := make([]*groupTable, len(ins))
+		errs := make([]error, len(ins))
+		var wg sync.WaitGroup
+		for i, in := range ins {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t := s.newTable()
+				errs[i] = t.consume(ctx, in)
+				tables[i] = t
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return nil, err
+			}
+		}
+		all := tables[0]
+		for _, t := range tables[1:] {
+			if err := all.mergeTable(t); err != nil {
+				return nil, err
+			}
+		}
+		return s.finish(all.order)
+	}}
+}
+
+// mergeTable folds the groups of o into t.
+func (t *groupTable) mergeTable(o *groupTable) error {
+	for _, og := range o.order {
+		g, err := t.group(og.id)
+		if err != nil {
+			return err
+		}
+		for i, st := range g.states {
+			n, err := st.(mergeableState).merge(og.states[i])
+			if err != nil {
+				return err
+			}
+			t.mem += int64(n)
+		}
+		if t.s.env.overMemory(t.mem) {
+			return memoryError("$group")
+		}
+	}
+	return nil
+}
+
+// merge implements mergeableState.
+func (st *sumState) merge(o accState) (int, error) {
+	return 0, st.s.add(o.(*sumState).s.value())
+}
+
+// merge implements mergeableState.
+func (st *avgState) merge(o accState) (int, error) {
+	ob := o.(*avgState)
+	st.n += ob.n
+	return 0, st.s.add(ob.s.value())
+}
+
+// merge implements mergeableState.
+func (st *minMaxState) merge(o accState) (int, error) {
+	return st.add(o.(*minMaxState).v, nil)
+}
+
+// merge implements mergeableState.
+func (st *pushState) merge(o accState) (int, error) {
+	n := 0
+	for _, v := range o.(*pushState).vals {
+		k, err := st.add(v, nil)
+		if err != nil {
+			return 0, err
+		}
+		n += k
+	}
+	return n, nil
+}
+
+// merge implements mergeableState.
+func (st *minMaxNState) merge(o accState) (int, error) {
+	n := 0
+	for _, v := range o.(*minMaxNState).vals {
+		k, err := st.add(v, nil)
+		if err != nil {
+			return 0, err
+		}
+		n += k
+	}
+	return n, nil
+}
+
+// merge combines two Welford states (Chan et al.'s parallel formula).
+func (st *stdDevState) merge(o accState) (int, error) {
+	ob := o.(*stdDevState)
+	if ob.n == 0 {
+		return 0, nil
+	}
+	if st.n == 0 {
+		st.n, st.mean, st.m = ob.n, ob.mean, ob.m
+		return 0, nil
+	}
+	n := float64(st.n + ob.n)
+	d := ob.mean - st.mean
+	st.m += ob.m + d*d*float64(st.n)*float64(ob.n)/n
+	st.mean += d * float64(ob.n) / n
+	st.n += ob.n
+	return 0, nil
+}

@@ -1,0 +1,438 @@
+package exec
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/expr"
+	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// mapStream applies fn to each document of its input; fn appends the output document to dst,
+// or reports false to drop the input.
+type mapStream struct {
+	in  docStream
+	fn  func(dst []byte, doc bsoncore.Document) ([]byte, bool, error)
+	buf []byte
+}
+
+// next implements docStream.
+func (s *mapStream) next(ctx context.Context) (bsoncore.Document, error) {
+	for {
+		d, err := s.in.next(ctx)
+		if d == nil || err != nil {
+			return nil, err
+		}
+		out, keep, err := s.fn(s.buf[:0], d)
+		if err != nil {
+			return nil, err
+		}
+		s.buf = out
+		if keep {
+			return out, nil
+		}
+	}
+}
+
+// close implements docStream.
+func (s *mapStream) close() { s.in.close() }
+
+// matchStage is $match: a query filter.
+type matchStage struct {
+	filterDoc bsoncore.Document
+	f         *match.Filter
+}
+
+// parseMatchStage parses {$match: filter}.
+func parseMatchStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+	d, ok := arg.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(15959, "the match filter must be an expression in an object")
+	}
+	f, err := env.compileFilter(d)
+	if err != nil {
+		return nil, err
+	}
+	return &matchStage{filterDoc: d, f: f}, nil
+}
+
+// open implements aggStage.
+func (s *matchStage) open(in docStream) (docStream, error) {
+	return &mapStream{in: in, fn: func(dst []byte, d bsoncore.Document) ([]byte, bool, error) {
+		ok, err := s.f.MatchErr(d)
+		if !ok || err != nil {
+			return dst, false, err
+		}
+		return append(dst, d...), true, nil
+	}}, nil
+}
+
+// spec implements aggStage.
+func (s *matchStage) spec() bsoncore.Document {
+	return stageSpec("$match", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: s.filterDoc})
+}
+
+// sortStage is $sort; limit is a following $limit coalesced into a top-k sort.
+type sortStage struct {
+	raw   bsoncore.Document
+	keys  []bsonx.SortField
+	limit int64
+	env   *aggEnv
+}
+
+// parseSortStage parses {$sort: {field: 1|-1}}.
+func parseSortStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+	d, ok := arg.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(15973, "the $sort key specification must be an object")
+	}
+	spec, err := parseSort(d)
+	if err != nil {
+		return nil, err
+	}
+	if len(spec) == 0 {
+		return nil, mongoerr.New(mongoerr.Location15976, "$sort stage must have at least one sort key")
+	}
+	return &sortStage{raw: d, keys: spec, env: env}, nil
+}
+
+// open implements aggStage.
+func (s *sortStage) open(in docStream) (docStream, error) {
+	return &sortStream{in: in, spec: s.keys, limit: s.limit, allowDiskUse: s.env.allowDiskUse}, nil
+}
+
+// spec implements aggStage.
+func (s *sortStage) spec() bsoncore.Document {
+	return stageSpec("$sort", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: s.raw})
+}
+
+// limitStage is $limit.
+type limitStage struct{ n int64 }
+
+// parseLimitStage parses {$limit: n}, n > 0.
+func parseLimitStage(_ *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+	n, ok := wholeNumber(arg)
+	if !ok {
+		return nil, mongoerr.New(15957, "the limit must be specified as a number")
+	}
+	if n <= 0 {
+		return nil, mongoerr.New(15958, "the limit must be positive")
+	}
+	return &limitStage{n: n}, nil
+}
+
+// open implements aggStage.
+func (s *limitStage) open(in docStream) (docStream, error) { return &limitStream{in: in, n: s.n}, nil }
+
+// spec implements aggStage.
+func (s *limitStage) spec() bsoncore.Document {
+	return stageSpec("$limit", bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, s.n)})
+}
+
+// skipStage is $skip.
+type skipStage struct{ n int64 }
+
+// parseSkipStage parses {$skip: n}, n >= 0.
+func parseSkipStage(_ *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+	n, ok := wholeNumber(arg)
+	if !ok {
+		return nil, mongoerr.New(15972, "Argument to $skip must be a number")
+	}
+	if n < 0 {
+		return nil, mongoerr.New(15956, "Argument to $skip cannot be negative")
+	}
+	return &skipStage{n: n}, nil
+}
+
+// open implements aggStage.
+func (s *skipStage) open(in docStream) (docStream, error) { return &skipStream{in: in, n: s.n}, nil }
+
+// spec implements aggStage.
+func (s *skipStage) spec() bsoncore.Document {
+	return stageSpec("$skip", bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, s.n)})
+}
+
+// wholeNumber converts a numeric stage argument that has an exact int64 value.
+func wholeNumber(v bsoncore.Value) (int64, bool) {
+	f, ok := bsonx.NumberAsFloat64(v)
+	if !ok {
+		return 0, false
+	}
+	if v.Type == bsoncore.TypeInt64 {
+		return v.Int64(), true
+	}
+	if f != math.Trunc(f) || f > math.MaxInt64 || f < math.MinInt64 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// countStage is $count: one document {field: number of inputs}, none for an empty input.
+type countStage struct{ field string }
+
+// parseCountStage parses {$count: "field"}.
+func parseCountStage(_ *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+	s, ok := arg.StringValueOK()
+	switch {
+	case !ok || s == "":
+		return nil, mongoerr.New(40156, "the count field must be a non-empty string")
+	case s[0] == '$':
+		return nil, mongoerr.New(40158, "the count field cannot be a $-prefixed path")
+	case containsDot(s):
+		return nil, mongoerr.New(40160, "the count field cannot contain '.'")
+	}
+	return &countStage{field: s}, nil
+}
+
+// open implements aggStage.
+func (s *countStage) open(in docStream) (docStream, error) {
+	return &onceStream{in: in, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
+		var n int64
+		for {
+			d, err := in.next(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if d == nil {
+				break
+			}
+			n++
+		}
+		if n == 0 {
+			return nil, nil
+		}
+		idx, b := bsoncore.AppendDocumentStart(nil)
+		b = appendCount(b, s.field, n)
+		b, _ = bsoncore.AppendDocumentEnd(b, idx)
+		return []bsoncore.Document{b}, nil
+	}}, nil
+}
+
+// spec implements aggStage.
+func (s *countStage) spec() bsoncore.Document {
+	return stageSpec("$count", bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s.field)})
+}
+
+// containsDot reports whether s has a '.'.
+func containsDot(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '.' {
+			return true
+		}
+	}
+	return false
+}
+
+// onceStream runs a blocking computation over its input on the first next and then yields
+// the documents it produced.
+type onceStream struct {
+	in   docStream
+	fn   func(ctx context.Context) ([]bsoncore.Document, error)
+	docs []bsoncore.Document
+	i    int
+	done bool
+}
+
+// next implements docStream.
+func (s *onceStream) next(ctx context.Context) (bsoncore.Document, error) {
+	if !s.done {
+		s.done = true
+		docs, err := s.fn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.docs = docs
+		s.in.close()
+	}
+	if s.i >= len(s.docs) {
+		return nil, nil
+	}
+	d := s.docs[s.i]
+	s.docs[s.i] = nil
+	s.i++
+	return d, nil
+}
+
+// close implements docStream.
+func (s *onceStream) close() {
+	s.in.close()
+	s.docs = nil
+}
+
+// sampleStage is $sample: size documents chosen at random from the input.
+type sampleStage struct {
+	size int64
+	env  *aggEnv
+}
+
+// parseSampleStage parses {$sample: {size: n}}.
+func parseSampleStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+	d, ok := arg.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(28745, "the $sample stage specification must be an object")
+	}
+	elems, _ := d.Elements()
+	s := &sampleStage{size: -1, env: env}
+	for _, el := range elems {
+		if el.Key() != "size" {
+			return nil, mongoerr.New(28748, "unrecognized option to $sample: %s", el.Key())
+		}
+		f, ok := bsonx.NumberAsFloat64(el.Value())
+		if !ok {
+			return nil, mongoerr.New(28746, "size argument to $sample must be a number")
+		}
+		if f < 0 {
+			return nil, mongoerr.New(28747, "size argument to $sample must not be negative")
+		}
+		s.size = int64(f)
+	}
+	if s.size < 0 {
+		return nil, mongoerr.New(28749, "$sample stage must specify a size")
+	}
+	return s, nil
+}
+
+// open implements aggStage.
+func (s *sampleStage) open(in docStream) (docStream, error) {
+	return &onceStream{in: in, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
+		// Reservoir sampling (algorithm R), then a shuffle: the order is random too.
+		var res []bsoncore.Document
+		var seen, bytes int64
+		for {
+			d, err := in.next(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if d == nil {
+				break
+			}
+			seen++
+			var slot int64 = -1
+			if int64(len(res)) < s.size {
+				res = append(res, nil)
+				slot = int64(len(res) - 1)
+			} else if j := rand.Int64N(seen); j < s.size {
+				slot = j
+				bytes -= int64(len(res[j]))
+			}
+			if slot < 0 {
+				continue
+			}
+			res[slot] = append(bsoncore.Document(nil), d...)
+			bytes += int64(len(d))
+			if s.env.overMemory(bytes) {
+				return nil, memoryError("$sample")
+			}
+		}
+		rand.Shuffle(len(res), func(i, j int) { res[i], res[j] = res[j], res[i] })
+		return res, nil
+	}}, nil
+}
+
+// spec implements aggStage.
+func (s *sampleStage) spec() bsoncore.Document {
+	idx, b := bsoncore.AppendDocumentStart(nil)
+	b = bsoncore.AppendInt64Element(b, "size", s.size)
+	b, _ = bsoncore.AppendDocumentEnd(b, idx)
+	return stageSpec("$sample", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: b})
+}
+
+// documentsStage is $documents: literal documents, evaluated once, as the pipeline's input.
+type documentsStage struct {
+	raw  bsoncore.Value
+	docs []bsoncore.Document
+}
+
+// parseDocumentsStage parses {$documents: <expression giving an array of objects>}.
+func parseDocumentsStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+	e, err := env.compileExpr(arg)
+	if err != nil {
+		return nil, err
+	}
+	v, err := e.Eval(emptyDoc, nil)
+	if err != nil {
+		return nil, err
+	}
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return nil, mongoerr.New(5858203, "an array is expected")
+	}
+	vals, _ := arr.Values()
+	s := &documentsStage{raw: arg}
+	for _, x := range vals {
+		d, ok := x.DocumentOK()
+		if !ok {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "$documents elements must be objects, found %s", typeName(x.Type))
+		}
+		s.docs = append(s.docs, d)
+	}
+	return s, nil
+}
+
+// open implements aggStage: the input (empty) is replaced by the documents.
+func (s *documentsStage) open(in docStream) (docStream, error) {
+	in.close()
+	return &sliceStream{docs: append([]bsoncore.Document(nil), s.docs...)}, nil
+}
+
+// spec implements aggStage.
+func (s *documentsStage) spec() bsoncore.Document { return stageSpec("$documents", s.raw) }
+
+// replaceRootStage is $replaceRoot and $replaceWith.
+type replaceRootStage struct {
+	name string
+	raw  bsoncore.Value
+	e    *expr.Expr
+}
+
+// parseReplaceRootStage parses {$replaceRoot: {newRoot: expr}} and {$replaceWith: expr}.
+func parseReplaceRootStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage, error) {
+	root := arg
+	if name == "$replaceRoot" {
+		d, ok := arg.DocumentOK()
+		if !ok {
+			return nil, mongoerr.New(40229, "expected an object as specification for $replaceRoot stage, got %s", typeName(arg.Type))
+		}
+		elems, _ := d.Elements()
+		root = bsoncore.Value{}
+		for _, el := range elems {
+			if el.Key() != "newRoot" {
+				return nil, mongoerr.New(40415, "BSON field '$replaceRoot.%s' is an unknown field.", el.Key())
+			}
+			root = el.Value()
+		}
+		if root.Type == 0 {
+			return nil, mongoerr.New(40414, "BSON field '$replaceRoot.newRoot' is missing but a required field")
+		}
+	}
+	e, err := env.compileExpr(root)
+	if err != nil {
+		return nil, err
+	}
+	return &replaceRootStage{name: name, raw: arg, e: e}, nil
+}
+
+// open implements aggStage.
+func (s *replaceRootStage) open(in docStream) (docStream, error) {
+	vars := expr.NewVars()
+	return &mapStream{in: in, fn: func(dst []byte, d bsoncore.Document) ([]byte, bool, error) {
+		v, err := s.e.Eval(d, vars)
+		if err != nil {
+			return dst, false, err
+		}
+		nd, ok := v.DocumentOK()
+		if !ok {
+			return dst, false, mongoerr.New(40228, "'newRoot' expression must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s",
+				shellValue(v), typeName(v.Type), d.String())
+		}
+		return append(dst, nd...), true, nil
+	}}, nil
+}
+
+// spec implements aggStage.
+func (s *replaceRootStage) spec() bsoncore.Document { return stageSpec(s.name, s.raw) }

@@ -1,0 +1,242 @@
+package exec
+
+import (
+	"context"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/expr"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// addAggregateCommands registers aggregate. MongoDB counts it under opcounters.command.
+func (e *Executor) addAggregateCommands(add func(*command, ...string)) {
+	add(&command{run: e.aggregate, help: "Runs the sharded aggregation command. See http://dochub.mongodb.org/core/aggregation for more details."}, "aggregate")
+}
+
+// aggregateArgs are the parsed arguments of aggregate.
+type aggregateArgs struct {
+	coll         string // "": {aggregate: 1}, a collectionless pipeline
+	pipeline     bsoncore.Array
+	haveCursor   bool
+	batchSize    int64 // -1: default
+	explain      bool
+	allowDiskUse bool
+	let          bsoncore.Document
+	collation    bsoncore.Document
+	hint         bsoncore.Value
+	maxTimeMS    int64
+}
+
+// parseAggregate parses an aggregate command body; explaining is true inside explain, where
+// the cursor option is not required.
+func parseAggregate(body bsoncore.Document, explaining bool) (*aggregateArgs, error) {
+	const cmd = "aggregate"
+	a := &aggregateArgs{batchSize: -1}
+	first, _ := firstElement(body)
+	switch v := first.Value(); {
+	case v.Type == bsoncore.TypeString:
+		coll, err := collectionArg(cmd, v)
+		if err != nil {
+			return nil, err
+		}
+		a.coll = coll
+	default:
+		if n, ok := wholeNumber(v); !ok || n != 1 {
+			return nil, mongoerr.New(mongoerr.FailedToParse, "Invalid command format: the 'aggregate' field must specify a collection name or 1")
+		}
+	}
+	havePipeline := false
+	err := forEachArg(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "pipeline":
+			havePipeline = true
+			a.pipeline, err = argArray(cmd, key, v)
+		case "cursor":
+			a.haveCursor = true
+			err = a.parseCursor(v)
+		case "explain":
+			a.explain, err = argBool(cmd, key, v)
+		case "allowDiskUse":
+			a.allowDiskUse, err = argBool(cmd, key, v)
+		case "let":
+			a.let, err = argDoc(cmd, key, v)
+		case "collation":
+			a.collation, err = argDoc(cmd, key, v)
+		case "hint":
+			a.hint = v
+		case "bypassDocumentValidation", "fromMongos", "needsMerge", "$_isMapReduceCommand",
+			"isMapReduceCommand", "$_requestReshardingResumeToken", "$_generateV2ResumeTokens", "exchange",
+			"collectionUUID", "query_options", "encryptionInformation", "querySettings", "$_requestResumeToken":
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !havePipeline {
+		return nil, missingField(cmd, "pipeline")
+	}
+	if !a.haveCursor && !a.explain && !explaining {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
+	}
+	if a.haveCursor && a.explain {
+		// MongoDB accepts an empty cursor document with explain and nothing else.
+		a.haveCursor = false
+	}
+	if v, err := body.LookupErr("maxTimeMS"); err == nil {
+		if a.maxTimeMS, err = maxTimeMS(v); err != nil {
+			return nil, err
+		}
+	}
+	if hs, ok := a.hint.StringValueOK(); ok && hs == "" {
+		a.hint = bsoncore.Value{}
+	}
+	return a, checkCollation(a.collation)
+}
+
+// parseCursor parses the cursor option ({batchSize}).
+func (a *aggregateArgs) parseCursor(v bsoncore.Value) error {
+	const cmd = "aggregate"
+	d, err := argDoc(cmd, "cursor", v)
+	if err != nil {
+		return err
+	}
+	elems, _ := d.Elements()
+	for _, el := range elems {
+		switch el.Key() {
+		case "batchSize":
+			n, err := argInt64(cmd, "cursor.batchSize", el.Value())
+			if err != nil {
+				return err
+			}
+			if n < 0 {
+				return mongoerr.New(mongoerr.Location51024, "BSON field 'batchSize' value must be >= 0, actual value '%d'", n)
+			}
+			a.batchSize = n
+		case "singleBatch":
+		default:
+			return mongoerr.New(mongoerr.Location40415, "BSON field 'aggregate.cursor.%s' is an unknown field.", el.Key())
+		}
+	}
+	return nil
+}
+
+// aggregate runs the aggregate command: the pipeline's leading $match/$sort/$skip/$limit
+// run as a query per shard, the rest of the stages run here over the merged stream.
+func (e *Executor) aggregate(ctx context.Context, r *request) error {
+	a, err := parseAggregate(r.body, explainOnly(r))
+	if err != nil {
+		return err
+	}
+	env := &aggEnv{e: e, db: r.db, opts: &expr.Options{Let: a.let, Now: time.Now()}, allowDiskUse: a.allowDiskUse}
+	if len(a.let) > 0 {
+		// Let variables are checked once, before any document is read.
+		if _, err := expr.Compile(bsoncore.Value{Type: bsoncore.TypeNull}, env.opts); err != nil {
+			return err
+		}
+	}
+	p, err := parsePipeline(env, a.pipeline, false)
+	if err != nil {
+		return err
+	}
+	p.hint = a.hint
+	ns := r.db + "." + a.coll
+	var ci *collInfo
+	switch {
+	case a.coll == "" && !p.collectionless():
+		name := "an empty pipeline"
+		if len(p.raw) > 0 {
+			el, _ := firstElement(p.raw[0])
+			name = "'" + el.Key() + "'"
+		}
+		return mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for %s; a collection is required.", name)
+	case a.coll == "":
+		ns = r.db + ".$cmd.aggregate"
+	case p.collectionless():
+		return mongoerr.New(mongoerr.InvalidNamespace, "$documents can only be used in a collectionless aggregate ({aggregate: 1})")
+	default:
+		if ci, err = e.lookupColl(r.db, a.coll); err != nil {
+			return err
+		}
+	}
+	if a.explain || explainOnly(r) {
+		return e.explainAggregate(ctx, r, p, ci, ns)
+	}
+	stream, _, shards, err := p.openColl(ci)
+	if err != nil {
+		return err
+	}
+	c := &cursor{ns: ns, stream: stream}
+	n := a.batchSize
+	if n < 0 {
+		n = defaultFirstBatch
+	}
+	ctx, cancel := deadline(ctx, a.maxTimeMS)
+	defer cancel()
+	_, err = e.firstBatch(ctx, r, c, n, false)
+	for _, s := range shards {
+		r.charge += readCharge(&s.stats)
+	}
+	r.charge += env.charge
+	return timeLimitError(ctx, err)
+}
+
+// explainAggregate describes the pipeline: the query its leading stages become (with the
+// shards and partitions it targets) and the stages that run after the merge.
+func (e *Executor) explainAggregate(_ context.Context, r *request, p *pipeline, ci *collInfo, ns string) error {
+	out := r.out
+	out = bsoncore.AppendStringElement(out, "explainVersion", "1")
+	var rest []aggStage
+	if p.collectionless() {
+		rest = p.stages
+	} else {
+		src, err := p.fold(ci)
+		if err != nil {
+			return err
+		}
+		rest = p.stages[src.rest:]
+		var pl *plan
+		var shards []*shardStream
+		if ci != nil {
+			stream, plq, ss, err := e.open(src.q)
+			if err != nil {
+				return err
+			}
+			stream.close()
+			pl, shards = plq, ss
+		}
+		qidx, o := bsoncore.AppendDocumentElementStart(out, "queryPlanner")
+		o = bsoncore.AppendInt32Element(o, "mongosPlannerVersion", 1)
+		if pl != nil {
+			o = e.appendWinningPlan(o, src.q, pl, shards, ns)
+		} else {
+			widx, w := bsoncore.AppendDocumentElementStart(o, "winningPlan")
+			w = bsoncore.AppendStringElement(w, "stage", "EOF")
+			o, _ = bsoncore.AppendDocumentEnd(w, widx)
+		}
+		out, _ = bsoncore.AppendDocumentEnd(o, qidx)
+		folded := p.raw[:src.rest]
+		fidx, f := bsoncore.AppendArrayElementStart(out, "shardsPart")
+		for i, d := range folded {
+			f = bsoncore.AppendDocumentElement(f, arrayKey(i), d)
+		}
+		out, _ = bsoncore.AppendArrayEnd(f, fidx)
+	}
+	aidx, o := bsoncore.AppendArrayElementStart(out, "mergerPart")
+	for i, s := range rest {
+		o = bsoncore.AppendDocumentElement(o, arrayKey(i), s.spec())
+	}
+	out, _ = bsoncore.AppendArrayEnd(o, aidx)
+	mt := "mongos"
+	out = bsoncore.AppendStringElement(out, "mergeType", mt)
+	cidx, o := bsoncore.AppendDocumentElementStart(out, "command")
+	o = append(o, r.body[4:len(r.body)-1]...)
+	out, _ = bsoncore.AppendDocumentEnd(o, cidx)
+	r.out = out
+	return nil
+}
