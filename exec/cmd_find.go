@@ -29,6 +29,11 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 	if explainOnly(r) {
 		return e.explainFind(ctx, r, a)
 	}
+	if r.db == "config" {
+		if handled, err := e.findConfig(ctx, r, a); handled {
+			return err
+		}
+	}
 	ns := r.db + "." + a.coll
 	ci, err := e.lookupColl(r.db, a.coll)
 	if err != nil {

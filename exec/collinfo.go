@@ -38,6 +38,11 @@ type collInfo struct {
 	pmap      *shard.Map
 	// uniques lists the unique secondary indexes, whose keys writes lock and check.
 	uniques []*indexInfo
+	// writeIndexes and writeUniques are indexes and uniques plus the indexes being built:
+	// writers maintain (and check) those too, so that a build loses no concurrent write,
+	// while the planner, which reads indexes, never uses an index that is incomplete.
+	writeIndexes []*indexInfo
+	writeUniques []*indexInfo
 }
 
 // indexInfo is one index compiled for key generation and planning.
@@ -108,25 +113,52 @@ func compileCollection(c *store.Collection) (*collInfo, error) {
 		}
 		ci.idIndexed = !(len(ci.shardKey) == 1 && ci.shardKey[0].Path == "_id")
 	}
+	var building []*indexInfo
 	for i := range c.Indexes {
 		x := &c.Indexes[i]
-		if !x.Ready {
-			continue
-		}
 		xi, err := compileIndex(x)
 		if err != nil {
 			return nil, err
 		}
-		if xi.isID {
+		switch {
+		case !x.Ready:
+			building = append(building, xi)
+		case xi.isID:
 			ci.indexes = append([]*indexInfo{xi}, ci.indexes...)
-			continue
+		default:
+			ci.indexes = append(ci.indexes, xi)
+			if xi.unique {
+				ci.uniques = append(ci.uniques, xi)
+			}
 		}
-		ci.indexes = append(ci.indexes, xi)
-		if xi.unique {
-			ci.uniques = append(ci.uniques, xi)
+	}
+	ci.writeIndexes, ci.writeUniques = ci.indexes, ci.uniques
+	if len(building) > 0 {
+		ci.writeIndexes = append(append([]*indexInfo(nil), ci.indexes...), building...)
+		ci.writeUniques = append([]*indexInfo(nil), ci.uniques...)
+		for _, xi := range building {
+			if xi.unique {
+				ci.writeUniques = append(ci.writeUniques, xi)
+			}
 		}
 	}
 	return ci, nil
+}
+
+// refreshColl returns the current compiled version of collection ci, or ci itself when
+// it is current or no longer exists (a writer of a dropped collection writes orphan data,
+// which the drop's cleanup or the next start removes). Writers call it once they hold
+// their key locks, so that indexes created or dropped meanwhile are maintained or skipped.
+func (e *Executor) refreshColl(ci *collInfo) *collInfo {
+	c := e.st.Catalog.State().CollectionByID(ci.meta.ID)
+	if c == nil || c == ci.meta {
+		return ci
+	}
+	fresh, err := e.colls.info(c)
+	if err != nil {
+		return ci
+	}
+	return fresh
 }
 
 // compileIndex builds the indexInfo of catalog index x.

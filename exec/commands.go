@@ -11,4 +11,6 @@ func (e *Executor) addDataCommands(add func(*command, ...string)) {
 	e.addWriteCommands(add)
 	e.addDDLCommands(add)
 	e.addIndexCommands(add)
+	e.addAggregateCommands(add)
+	e.addShardCommands(add)
 }

@@ -32,6 +32,10 @@ type command struct {
 	adminOnly bool // must run against the admin database
 	// counter is the serverStatus.opcounters field this command counts towards.
 	counter func(*opCounters)
+	// retainsBody marks commands whose results outlive the request (cursors keep compiled
+	// filters that alias the body): dispatch gives them a private copy of the body, which
+	// otherwise aliases the connection's reused read buffer.
+	retainsBody bool
 }
 
 // dispatch finds the command named by the first field of the body and runs it.
@@ -65,8 +69,15 @@ func (e *Executor) dispatch(ctx context.Context, r *request) (err error) {
 	if err := validateDBName(r.db); err != nil {
 		return err
 	}
+	if cmd.retainsBody || retainsBody[r.name] {
+		r.body = append(bsoncore.Document(nil), r.body...)
+	}
 	return cmd.run(ctx, r)
 }
+
+// retainsBody names the commands that open cursors, whose compiled filters, projections and
+// pipelines alias the request body (see command.retainsBody).
+var retainsBody = map[string]bool{"find": true, "aggregate": true, "listCollections": true, "listIndexes": true}
 
 // firstElement returns the first element of a document.
 func firstElement(doc bsoncore.Document) (bsoncore.Element, bool) {

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
+	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -35,6 +36,18 @@ type Options struct {
 	MaxConns int
 	// Storage is where documents live; nil serves only the server commands (wire tests).
 	Storage *Storage
+	// Partitioning is the split, move and metering policy: partition size and RU limits, the
+	// load-split threshold and window, the logical-partition limit (shard.Options; zero
+	// fields get Cosmos DB's defaults).
+	Partitioning shard.Options
+	// MaxParallelism bounds how many shards one operation runs on at once; 0 means all.
+	MaxParallelism int
+	// PartitionCheckInterval is how often the partition manager looks at partition stats and
+	// decides splits and moves; 0 means one second.
+	PartitionCheckInterval time.Duration
+	// shards is the executor's sharding state, set by addShardCommands (shard_state.go).
+	// NB: it lives here, not in Executor, only because this file is shared between helpers.
+	shards *shardState
 }
 
 // EnsureDefaults fills in zero fields with their defaults.
@@ -61,6 +74,8 @@ type Executor struct {
 	cursors  *cursorRegistry
 	stop     chan struct{}
 	bg       sync.WaitGroup
+	// ddl serializes catalog changes and runs the TTL monitor (ddl_state.go).
+	ddl ddlState
 }
 
 // opCounters are serverStatus.opcounters: how many commands of each kind were received.
@@ -84,6 +99,9 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		e.st = *opts.Storage
 	}
 	e.commands = e.commandTable()
+	if opts.Storage != nil {
+		e.startTTLMonitor()
+	}
 	return e
 }
 

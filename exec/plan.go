@@ -72,6 +72,9 @@ func planQuery(ci *collInfo, f *match.Filter, sortSpec []bsonx.SortField, hint b
 	var bestRanges []keyRange
 	bestSorted, bestReverse := false, false
 	for _, xi := range ci.indexes {
+		if xi.isID && !ci.idIndexed {
+			continue // the _id index has no entries: documents are found by (hash, _id)
+		}
 		if !usableForQuery(xi, f) {
 			continue
 		}
@@ -125,6 +128,11 @@ func planHinted(ci *collInfo, f *match.Filter, sortSpec []bsonx.SortField, hint 
 	}
 	if xi == nil {
 		return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index")
+	}
+	if xi.isID && !ci.idIndexed {
+		// The _id index has no entries: the documents themselves are in _id order.
+		p.kind = planScan
+		return p, nil
 	}
 	if xi.partial != nil || xi.sparse || xi.hashed {
 		// Such an index does not hold every document; scanning it whole would lose some.

@@ -3,10 +3,12 @@ package exec
 import (
 	"context"
 	"errors"
+	"sort"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 )
 
@@ -30,6 +32,9 @@ type shardStream struct {
 	ranges [][2]uint64 // hash ranges of the targeted partitions this shard owns
 	all    bool        // the ranges are every partition the shard owns
 	stats  scanStats
+	// meters are the collection's partition meters, charged with the reads (shard_state.go);
+	// nil when nothing is metered.
+	meters *shard.Meters
 
 	pos    int // next partition (scan), range (index) or id (ids)
 	docIt  *store.DocIter
@@ -42,7 +47,7 @@ type shardStream struct {
 // newShardStream prepares plan p's reads on shard s. Point reads go to the DB itself;
 // scans read from a snapshot so that a cursor sees one state across getMores.
 func (e *Executor) newShardStream(ci *collInfo, p *plan, f *match.Filter, s int) (*shardStream, error) {
-	ss := &shardStream{ci: ci, p: p, f: f, shard: s}
+	ss := &shardStream{ci: ci, p: p, f: f, shard: s, meters: e.readMeters(ci)}
 	owned := 0
 	for i := 0; i < ci.pmap.Len(); i++ {
 		if ci.pmap.Partition(i).Shard == s {
@@ -70,17 +75,14 @@ func (e *Executor) newShardStream(ci *collInfo, p *plan, f *match.Filter, s int)
 	return ss, nil
 }
 
-// owns reports whether hash h is in one of the stream's partitions.
+// owns reports whether hash h is in one of the stream's partitions. NB: even when the
+// stream reads every partition the shard owns, a shard may hold entries of ranges it does
+// not own (a partition being copied to it, or the source range of a finished move until
+// it is deleted), so the check is always made: a binary search over the sorted ranges.
 func (ss *shardStream) owns(h uint64) bool {
-	if ss.all {
-		return true
-	}
-	for _, r := range ss.ranges {
-		if store.InRange(h, r[0], r[1]) {
-			return true
-		}
-	}
-	return false
+	rs := ss.ranges
+	i := sort.Search(len(rs), func(i int) bool { return rs[i][0] > h }) - 1
+	return i >= 0 && store.InRange(h, rs[i][0], rs[i][1])
 }
 
 // next implements docStream.
@@ -175,6 +177,9 @@ func (ss *shardStream) nextID() (bsoncore.Document, error) {
 		ss.buf = doc
 		ss.stats.docsExamined++
 		ss.stats.bytesRead += int64(len(doc))
+		if ss.meters != nil {
+			ss.meters.Record(ci.pmap.Locate(hash), hash, nil, shard.Cost{DocsRead: 1, BytesRead: int64(len(doc))}.RU())
+		}
 		ok, err := ss.f.MatchErr(doc)
 		if err != nil {
 			return nil, err
@@ -261,6 +266,7 @@ func (ss *shardStream) close() {
 		return
 	}
 	ss.closed = true
+	ss.meterScan()
 	if ss.docIt != nil {
 		_ = ss.docIt.Close()
 	}

@@ -53,7 +53,7 @@ func (wr *writer) lockHashes(dst []uint64, w *docWrite) []uint64 {
 	if w.new == nil {
 		return dst
 	}
-	for _, xi := range wr.ci.uniques {
+	for _, xi := range wr.ci.writeUniques {
 		_ = wr.indexKeys(xi, w.new, func(key []byte) error {
 			dst = append(dst, uniqueLockHash(wr.ci.meta.ID, xi.meta.ID, key))
 			return nil
@@ -62,9 +62,12 @@ func (wr *writer) lockHashes(dst []uint64, w *docWrite) []uint64 {
 	return dst
 }
 
-// lock takes the key locks of hashes; release them with release.
+// lock takes the key locks of hashes; release them with release. Under the locks it
+// moves to the collection's current catalog version, so that an index build that started
+// meanwhile gets this write's entries (see buildIndexes).
 func (wr *writer) lock(hashes []uint64) {
 	wr.unlock = wr.e.locks.LockMany(hashes)
+	wr.ci = wr.e.refreshColl(wr.ci)
 }
 
 // release commits nothing; it drops the locks taken by lock and the staged batches.
@@ -165,6 +168,11 @@ func indexKeyError(err error) error {
 func (wr *writer) stage(w *docWrite) error {
 	ci := wr.ci
 	coll := ci.meta.ID
+	// Hashes again under the locks (the collection may have been sharded since), checks the
+	// logical-partition limit and meters the write (shard_state.go).
+	if err := wr.e.onStage(ci, w); err != nil {
+		return err
+	}
 	oldShard := ci.pmap.Partition(ci.pmap.Locate(w.hash)).Shard
 	newHash := w.hash
 	if w.new != nil && w.newHash != 0 {
@@ -173,13 +181,13 @@ func (wr *writer) stage(w *docWrite) error {
 	newShard := ci.pmap.Partition(ci.pmap.Locate(newHash)).Shard
 	// Unique checks first, so that a failure stages nothing.
 	if w.new != nil {
-		for _, xi := range ci.uniques {
+		for _, xi := range ci.writeUniques {
 			if err := wr.checkUnique(xi, newShard, newHash, w); err != nil {
 				return err
 			}
 		}
 	}
-	for _, xi := range ci.indexes {
+	for _, xi := range ci.writeIndexes {
 		if xi.isID && !ci.idIndexed {
 			continue
 		}

@@ -1,0 +1,96 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire"
+)
+
+// benchExecutor returns an executor over a fresh store in a temporary directory.
+func benchExecutor(tb testing.TB) *Executor {
+	tb.Helper()
+	db, err := store.Open(store.Options{Dir: tb.TempDir()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cat, err := store.OpenCatalog(db)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e := New(Options{Storage: &Storage{Shards: []*store.DB{db}, Catalog: cat}}, zap.NewNop())
+	tb.Cleanup(func() {
+		e.Close()
+		_ = db.Close()
+	})
+	return e
+}
+
+// run sends one command through the connection handler and fails on {ok: 0}.
+func run(tb testing.TB, c wire.ConnHandler, body bsoncore.Document) bsoncore.Document {
+	reply, err := c.Handle(context.Background(), &wire.Request{Body: body})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if ok, _ := reply.Lookup("ok").AsFloat64OK(); ok != 1 {
+		tb.Fatalf("command failed: %v", reply)
+	}
+	return reply
+}
+
+// loadDocs inserts n telemetry-like documents with int64 _ids into db.c.
+func loadDocs(tb testing.TB, c wire.ConnHandler, n int) {
+	for start := 0; start < n; start += 1000 {
+		b := bsoncore.NewDocumentBuilder().AppendString("insert", "c").AppendString("$db", "bench")
+		arr := bsoncore.NewArrayBuilder()
+		for i := start; i < min(start+1000, n); i++ {
+			arr.AppendDocument(bsoncore.NewDocumentBuilder().
+				AppendInt64("_id", int64(i)).
+				AppendString("deviceId", fmt.Sprintf("dev-%04d", i%1000)).
+				AppendDouble("metricValue", float64(i%100)).
+				AppendString("padding", string(make([]byte, 900))).Build())
+		}
+		b.AppendArray("documents", arr.Build())
+		run(tb, c, b.Build())
+	}
+}
+
+// BenchmarkFindByID measures a point read through the whole command path (dispatch, plan,
+// read, reply), the server's share of YCSB workload C.
+func BenchmarkFindByID(b *testing.B) {
+	e := benchExecutor(b)
+	c := e.Connect(wire.ConnInfo{ID: 1})
+	loadDocs(b, c, 10_000)
+	bodies := make([]bsoncore.Document, 1024)
+	for i := range bodies {
+		bodies[i] = bsoncore.NewDocumentBuilder().AppendString("find", "c").
+			AppendDocument("filter", bsoncore.NewDocumentBuilder().AppendInt64("_id", int64(i*7%10_000)).Build()).
+			AppendInt32("limit", 1).AppendBoolean("singleBatch", true).AppendString("$db", "bench").Build()
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		run(b, c, bodies[i%len(bodies)])
+		i++
+	}
+}
+
+// BenchmarkInsertOne measures single-document inserts, synced, one at a time.
+func BenchmarkInsertOne(b *testing.B) {
+	e := benchExecutor(b)
+	c := e.Connect(wire.ConnInfo{ID: 1})
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		body := bsoncore.NewDocumentBuilder().AppendString("insert", "c").AppendString("$db", "bench").
+			AppendArray("documents", bsoncore.NewArrayBuilder().AppendDocument(
+				bsoncore.NewDocumentBuilder().AppendInt64("_id", int64(i)).AppendString("v", "x").Build()).Build()).Build()
+		run(b, c, body)
+		i++
+	}
+}

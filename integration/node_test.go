@@ -1,0 +1,34 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestNodeDriver runs integration/node/app.js, an application-style test written with the
+// Node.js driver (pinned in package-lock.json), against the shared server.
+func TestNodeDriver(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is required (make test installs the Node.js packages): %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(repoRoot, "node_modules", "mongodb")); err != nil {
+		t.Fatalf("the mongodb npm package is missing; run make test (npm ci): %v", err)
+	}
+	srv := sharedServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(repoRoot, "integration", "node", "app.js"))
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "MONGODB_URI="+srv.uri(), "DB_NAME="+dbName(t))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "node app ok") {
+		t.Fatalf("node app.js: %v\n%s", err, out)
+	}
+}
