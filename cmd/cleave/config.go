@@ -24,6 +24,15 @@ type Config struct {
 	AddrFile     string
 	TestCommands bool
 	SlowOp       time.Duration
+
+	// Partitioning (MISSION.md "How many partitions, and splits").
+	PartitionMaxBytes        int64
+	MaxPartitionRU           float64
+	SplitLoadRU              float64
+	SplitLoadWindow          time.Duration
+	LogicalPartitionMaxBytes int64
+	MaxParallelism           int
+	PartitionCheckInterval   time.Duration
 }
 
 // parseConfig parses args (without the program name) into a Config and validates it.
@@ -39,6 +48,13 @@ func parseConfig(args []string) (Config, error) {
 	fs.StringVar(&c.AddrFile, "addr-file", env("ADDR_FILE", ""), "write the listening address to this file once ready")
 	fs.BoolVar(&c.TestCommands, "test-commands", env("TEST_COMMANDS", "") == "true", "enable commands for test suites (failpoints), like mongod's enableTestCommands")
 	fs.DurationVar(&c.SlowOp, "slow-op", envDuration("SLOW_OP", 100*time.Millisecond), "log commands slower than this at info level (MongoDB's slowms)")
+	fs.Int64Var(&c.PartitionMaxBytes, "partition-max-bytes", envInt64("PARTITION_MAX_BYTES", 50<<30), "size above which a partition splits in two")
+	fs.Float64Var(&c.MaxPartitionRU, "max-partition-ru", envFloat("MAX_PARTITION_RU", 10000), "most RU/s one partition serves (t): provisioned T needs ceil(T/t) partitions")
+	fs.Float64Var(&c.SplitLoadRU, "split-load-ru", envFloat("SPLIT_LOAD_RU", 0), "measured RU/s above which a partition splits by load (0: 0.8 x --max-partition-ru)")
+	fs.DurationVar(&c.SplitLoadWindow, "split-load-window", envDuration("SPLIT_LOAD_WINDOW", 10*time.Second), "how long a partition must stay above --split-load-ru before it splits")
+	fs.Int64Var(&c.LogicalPartitionMaxBytes, "logical-partition-max-bytes", envInt64("LOGICAL_PARTITION_MAX_BYTES", 20<<30), "most bytes the documents of one shard-key value may hold")
+	fs.IntVar(&c.MaxParallelism, "max-parallelism", envInt("MAX_PARALLELISM", 0), "most shards one operation runs on at once (0: all)")
+	fs.DurationVar(&c.PartitionCheckInterval, "partition-check-interval", envDuration("PARTITION_CHECK_INTERVAL", time.Second), "how often the partition manager decides splits and moves")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -67,6 +83,24 @@ func (c *Config) validate() error {
 	}
 	if c.MaxConns < 1 {
 		errs = append(errs, fmt.Errorf("--max-conns %d: must be at least 1", c.MaxConns))
+	}
+	if c.PartitionMaxBytes < 1 {
+		errs = append(errs, fmt.Errorf("--partition-max-bytes %d: must be positive", c.PartitionMaxBytes))
+	}
+	if c.MaxPartitionRU <= 0 {
+		errs = append(errs, fmt.Errorf("--max-partition-ru %g: must be positive", c.MaxPartitionRU))
+	}
+	if c.SplitLoadRU < 0 {
+		errs = append(errs, fmt.Errorf("--split-load-ru %g: must not be negative", c.SplitLoadRU))
+	}
+	if c.SplitLoadWindow <= 0 || c.PartitionCheckInterval <= 0 {
+		errs = append(errs, errors.New("--split-load-window and --partition-check-interval must be positive"))
+	}
+	if c.LogicalPartitionMaxBytes < 1 {
+		errs = append(errs, fmt.Errorf("--logical-partition-max-bytes %d: must be positive", c.LogicalPartitionMaxBytes))
+	}
+	if c.MaxParallelism < 0 {
+		errs = append(errs, fmt.Errorf("--max-parallelism %d: must not be negative", c.MaxParallelism))
 	}
 	return errors.Join(errs...)
 }
@@ -114,6 +148,24 @@ func envInt(name string, def int) int {
 		return def
 	}
 	return n
+}
+
+// envInt64 is env for 64-bit integers.
+func envInt64(name string, def int64) int64 {
+	var n int64
+	if _, err := fmt.Sscan(strings.TrimSpace(env(name, "")), &n); err != nil {
+		return def
+	}
+	return n
+}
+
+// envFloat is env for floating-point numbers.
+func envFloat(name string, def float64) float64 {
+	var f float64
+	if _, err := fmt.Sscan(strings.TrimSpace(env(name, "")), &f); err != nil {
+		return def
+	}
+	return f
 }
 
 // envDuration is env for durations.

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/exec"
+	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/wire"
 )
 
@@ -101,6 +102,15 @@ func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (
 		MaxConns:     cfg.MaxConns,
 		Log:          ring,
 		Storage:      st,
+		Partitioning: shard.Options{
+			PartitionMaxBytes:        cfg.PartitionMaxBytes,
+			PartitionMaxRU:           cfg.MaxPartitionRU,
+			SplitLoadRU:              cfg.SplitLoadRU,
+			SplitLoadWindow:          cfg.SplitLoadWindow,
+			LogicalPartitionMaxBytes: cfg.LogicalPartitionMaxBytes,
+		},
+		MaxParallelism:         cfg.MaxParallelism,
+		PartitionCheckInterval: cfg.PartitionCheckInterval,
 	}, logger)
 	s.closers = append(s.closers, func() error { ex.Close(); return nil })
 	ws = wire.NewServer(wire.ServerOptions{MaxConns: cfg.MaxConns}, ex, logger)

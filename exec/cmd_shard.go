@@ -1,0 +1,282 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/shard"
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// addShardCommands registers the sharding commands and starts the partition manager.
+func (e *Executor) addShardCommands(add func(*command, ...string)) {
+	e.opts.shards = newShardState(&e.opts, e.log)
+	add(&command{run: e.enableSharding, help: "enable sharding on a database", adminOnly: true}, "enableSharding", "enablesharding")
+	add(&command{run: e.shardCollection, help: "shard a collection by a hashed key", adminOnly: true}, "shardCollection", "shardcollection")
+	add(&command{run: e.customAction, help: "Azure Cosmos DB's collection and database commands"}, "customAction")
+	add(&command{run: e.partitionStats, help: "per-partition storage, documents, RU/s and hot keys"}, "partitionStats")
+	add(&command{run: e.listShards, help: "list the shards", adminOnly: true}, "listShards")
+	add(&command{run: e.balancerStatus, help: "the balancer's state", adminOnly: true}, "balancerStatus")
+	add(&command{run: e.getShardVersion, help: "a sharded collection's version", adminOnly: true}, "getShardVersion", "getshardversion")
+	add(&command{run: e.getShardMap, help: "the shards and their hosts", adminOnly: true}, "getShardMap")
+	add(&command{run: e.moveChunk, help: "move the partition holding a shard-key value to a shard", adminOnly: true}, "moveChunk", "movechunk")
+	add(&command{run: e.okCommand, help: "accepted; the balancer always runs", adminOnly: true}, "balancerStart", "balancerStop")
+	e.startPartitionManager()
+}
+
+// enableSharding accepts {enableSharding: db}: every database can hold sharded
+// collections, so it only creates the database.
+func (e *Executor) enableSharding(_ context.Context, r *request) error {
+	first, _ := firstElement(r.body)
+	name, err := argString(r.name, r.name, first.Value())
+	if err != nil {
+		return err
+	}
+	if err := validateDBName(name); err != nil {
+		return err
+	}
+	if err := e.st.Catalog.CreateDatabase(name, nil); err != nil && !errors.Is(err, store.ErrExists) {
+		return storeError(err)
+	}
+	return nil
+}
+
+// shardSpec is a parsed shardCollection request.
+type shardSpec struct {
+	db, coll         string
+	key              bsoncore.Document
+	numInitialChunks int
+	throughput       int64
+}
+
+// shardCollection runs {shardCollection: "db.coll", key: {field: "hashed"}, ...}.
+func (e *Executor) shardCollection(_ context.Context, r *request) error {
+	const cmd = "shardCollection"
+	first, _ := firstElement(r.body)
+	ns, err := argString(cmd, cmd, first.Value())
+	if err != nil {
+		return err
+	}
+	db, coll, ok := strings.Cut(ns, ".")
+	if !ok || db == "" || coll == "" {
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", ns)
+	}
+	spec := shardSpec{db: db, coll: coll}
+	var unique, presplit bool
+	err = forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "key":
+			spec.key, err = argDoc(cmd, key, v)
+		case "unique":
+			unique, err = argBool(cmd, key, v)
+		case "numInitialChunks":
+			var n int64
+			n, err = argInt64(cmd, key, v)
+			if err == nil && (n < 0 || n > 8192) {
+				err = mongoerr.New(mongoerr.InvalidOptions, "numInitialChunks cannot be more than either: 8192, 8192 * number of shards; or 1000000")
+			}
+			spec.numInitialChunks = int(n)
+		case "presplitHashedZones":
+			presplit, err = argBool(cmd, key, v)
+		case "collation":
+			var d bsoncore.Document
+			if d, err = argDoc(cmd, key, v); err == nil {
+				err = checkCollation(d)
+			}
+		case "timeseries":
+			err = mongoerr.New(mongoerr.NotImplemented, "sharded time series collections are not supported by cleave")
+		case "implicitlyCreateIndex", "enforceUniquenessCheck", "dropIndexesIfNeeded":
+			_, err = argBool(cmd, key, v)
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return err
+	}
+	if spec.key == nil {
+		return missingField(cmd, "key")
+	}
+	spec.key = append(bsoncore.Document(nil), spec.key...) // the body aliases the read buffer
+	if err := validateShardKey(spec.key); err != nil {
+		return err
+	}
+	if unique {
+		return mongoerr.New(mongoerr.InvalidOptions, "hashed shard keys cannot be declared unique. It's possible to ensure uniqueness on the hashed field by declaring an additional (non-hashed) unique index on the field.")
+	}
+	if presplit {
+		return mongoerr.New(mongoerr.InvalidOptions, "presplitHashedZones is true but no zones are defined for the collection %s", ns)
+	}
+	c, err := e.shardColl(spec)
+	if err != nil {
+		return err
+	}
+	out := bsoncore.AppendStringElement(r.out, "_t", "ShardCollectionResponse")
+	out = bsoncore.AppendStringElement(out, "collectionsharded", ns)
+	r.out = bsoncore.AppendBinaryElement(out, "collectionUUID", 4, c.UUID[:])
+	return nil
+}
+
+// validateShardKey accepts MongoDB's hashed shard keys: fields with 1 or "hashed", exactly
+// one of them hashed (cleave partitions by hash only), no empty or $-prefixed names.
+func validateShardKey(key bsoncore.Document) error {
+	elems, err := key.Elements()
+	if err != nil || len(elems) == 0 {
+		return mongoerr.New(mongoerr.BadValue, "Shard key pattern must not be empty")
+	}
+	hashed := 0
+	for _, el := range elems {
+		k := el.Key()
+		if k == "" || strings.HasPrefix(k, "$") || strings.Contains(k, "..") || strings.HasPrefix(k, ".") || strings.HasSuffix(k, ".") {
+			return mongoerr.New(mongoerr.BadValue, "Unsupported shard key pattern %s. Pattern must either be a single hashed field, or a list of ascending fields", shellValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key}))
+		}
+		v := el.Value()
+		if s, ok := v.StringValueOK(); ok && s == "hashed" {
+			hashed++
+			continue
+		}
+		if n, ok := bsonx.NumberAsFloat64(v); ok && n == 1 {
+			continue
+		}
+		return mongoerr.New(mongoerr.BadValue, "Unsupported shard key pattern %s. Pattern must either be a single hashed field, or a list of ascending fields", shellValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key}))
+	}
+	switch {
+	case hashed > 1:
+		return mongoerr.New(mongoerr.BadValue, "Shard key pattern %s can contain at most one 'hashed' field", shellValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key}))
+	case hashed == 0:
+		return mongoerr.New(mongoerr.InvalidOptions, "cleave partitions collections by hash: the shard key needs one hashed field, e.g. {%s: \"hashed\"}", elems[0].Key())
+	}
+	return nil
+}
+
+// shardColl shards collection spec.db.spec.coll, creating it when it does not exist and
+// converting its documents when it holds some (shard_convert.go). Sharding a collection
+// again with the same key succeeds and changes nothing, as in MongoDB.
+func (e *Executor) shardColl(spec shardSpec) (*store.Collection, error) {
+	if err := validateCollName(spec.db, spec.coll); err != nil {
+		return nil, err
+	}
+	e.ddl.mu.Lock()
+	defer e.ddl.mu.Unlock()
+	c := e.st.Catalog.State().Collection(spec.db, spec.coll)
+	if c != nil && c.Sharded() {
+		if equalKeys(c.ShardKey, spec.key) {
+			return c, nil
+		}
+		return nil, mongoerr.New(mongoerr.Code(23), "sharding already enabled for collection %s.%s with options { key: %s }",
+			spec.db, spec.coll, shellValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: c.ShardKey}))
+	}
+	s := e.shardSt()
+	n := shard.InitialCount(float64(spec.throughput), s.opts.PartitionMaxRU, spec.numInitialChunks, len(e.st.Shards))
+	if c == nil {
+		parts := toStoreParts(shard.InitialLayout(n, len(e.st.Shards), 0))
+		for i := range parts {
+			parts[i].ID = 0 // the catalog assigns fresh ids
+		}
+		c, err := e.st.Catalog.CreateCollection(store.Collection{DB: spec.db, Name: spec.coll,
+			ShardKey: spec.key, Throughput: spec.throughput, Partitions: parts})
+		if err != nil {
+			return nil, catalogError(err, spec.db, spec.coll)
+		}
+		e.log.Info("sharded collection", zap.String("ns", spec.db+"."+spec.coll), zap.Int("partitions", len(parts)))
+		e.afterMapChange()
+		return c, nil
+	}
+	c, err := e.convertToSharded(c, spec, n)
+	if err != nil {
+		return nil, err
+	}
+	e.afterMapChange()
+	return c, nil
+}
+
+// equalKeys reports whether two key patterns are the same (1 and 1.0 alike).
+func equalKeys(a, b bsoncore.Document) bool {
+	ae, _ := a.Elements()
+	be, _ := b.Elements()
+	if len(ae) != len(be) {
+		return false
+	}
+	for i := range ae {
+		if ae[i].Key() != be[i].Key() || bsonx.Compare(ae[i].Value(), be[i].Value()) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// toStoreParts converts a shard package partition list to the catalog's.
+func toStoreParts(parts []shard.Partition) []store.Partition {
+	out := make([]store.Partition, len(parts))
+	for i, p := range parts {
+		out[i] = store.Partition{ID: p.ID, Lo: p.Lo, Shard: p.Shard}
+	}
+	return out
+}
+
+// mapOf returns the partition map of catalog record c.
+func mapOf(c *store.Collection) (*shard.Map, error) {
+	parts := make([]shard.Partition, len(c.Partitions))
+	for i, p := range c.Partitions {
+		parts[i] = shard.Partition{ID: p.ID, Lo: p.Lo, Shard: p.Shard}
+	}
+	return shard.NewMap(parts)
+}
+
+// listShards answers {listShards: 1}.
+func (e *Executor) listShards(_ context.Context, r *request) error {
+	aidx, out := bsoncore.AppendArrayElementStart(r.out, "shards")
+	for i, d := range e.configDocs("shards") {
+		out = bsoncore.AppendDocumentElement(out, bsonx.ArrayKey(i), d)
+	}
+	r.out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	return nil
+}
+
+// getShardMap answers {getShardMap: 1}: shard names and their hosts.
+func (e *Executor) getShardMap(_ context.Context, r *request) error {
+	idx, out := bsoncore.AppendDocumentElementStart(r.out, "map")
+	for i := range e.st.Shards {
+		out = bsoncore.AppendStringElement(out, shardName(i), shardName(i)+"/"+e.listenAddr())
+	}
+	out = bsoncore.AppendStringElement(out, "config", "config/"+e.listenAddr())
+	r.out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return nil
+}
+
+// balancerStatus answers {balancerStatus: 1} in MongoDB's shape.
+func (e *Executor) balancerStatus(_ context.Context, r *request) error {
+	s := e.shardSt()
+	out := bsoncore.AppendStringElement(r.out, "mode", "full")
+	out = bsoncore.AppendBooleanElement(out, "inBalancerRound", false)
+	out = bsoncore.AppendInt64Element(out, "numBalancerRounds", s.rounds.Load())
+	r.out = out
+	return nil
+}
+
+// getShardVersion answers {getShardVersion: ns}: the collection's version as a timestamp.
+func (e *Executor) getShardVersion(_ context.Context, r *request) error {
+	first, _ := firstElement(r.body)
+	ns, err := argString(r.name, r.name, first.Value())
+	if err != nil {
+		return err
+	}
+	db, coll, _ := strings.Cut(ns, ".")
+	c := e.st.Catalog.State().Collection(db, coll)
+	if c == nil || !c.Sharded() {
+		return mongoerr.New(mongoerr.NamespaceNotSharded, "Collection %s is not sharded.", ns)
+	}
+	out := bsoncore.AppendTimestampElement(r.out, "version", uint32(c.Version), 0)
+	out = bsoncore.AppendObjectIDElement(out, "versionEpoch", epochID(c))
+	out = bsoncore.AppendTimestampElement(out, "versionTimestamp", uint32(c.CreatedAt.Unix()), 1)
+	r.out = out
+	return nil
+}

@@ -1,0 +1,311 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/shard"
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// partitionStats answers {partitionStats: "<coll>"}: per partition its hash range, shard,
+// documents, bytes, measured RU/s and any hot key, so that a skewed shard key shows at a
+// glance.
+func (e *Executor) partitionStats(_ context.Context, r *request) error {
+	const cmd = "partitionStats"
+	first, _ := firstElement(r.body)
+	name, err := argString(cmd, cmd, first.Value())
+	if err != nil {
+		return err
+	}
+	ci, err := e.lookupColl(r.db, name)
+	if err != nil {
+		return err
+	}
+	if ci == nil {
+		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.db, name)
+	}
+	s := e.shardSt()
+	snaps := s.metersFor(ci).Snapshots()
+	s.mu.Lock()
+	hot := append([]shard.HotKeyReport(nil), s.mu.hot[ci.meta.ID]...)
+	s.mu.Unlock()
+	out := bsoncore.AppendStringElement(r.out, "ns", ci.ns())
+	if ci.meta.ShardKey != nil {
+		out = bsoncore.AppendDocumentElement(out, "shardKey", ci.meta.ShardKey)
+	}
+	out = bsoncore.AppendInt64Element(out, "throughput", ci.meta.Throughput)
+	out = bsoncore.AppendInt32Element(out, "numPartitions", int32(ci.pmap.Len()))
+	var totalDocs, totalBytes int64
+	aidx, out := bsoncore.AppendArrayElementStart(out, "partitions")
+	for i := 0; i < ci.pmap.Len(); i++ {
+		p := ci.pmap.Partition(i)
+		lo, hi := ci.pmap.Range(i)
+		docs, bytes, _ := e.st.Shards[p.Shard].Stats(ci.meta.ID, lo, hi)
+		totalDocs += docs
+		totalBytes += bytes
+		pidx, o := bsoncore.AppendDocumentElementStart(out, bsonx.ArrayKey(i))
+		o = bsoncore.AppendInt64Element(o, "id", int64(p.ID))
+		o = appendHashBound(o, "min", lo, i == 0)
+		o = appendHashBound(o, "max", hi, i == ci.pmap.Len()-1)
+		o = bsoncore.AppendStringElement(o, "shard", shardName(p.Shard))
+		o = bsoncore.AppendInt64Element(o, "documents", docs)
+		o = bsoncore.AppendInt64Element(o, "bytes", bytes)
+		if i < len(snaps) {
+			o = bsoncore.AppendDoubleElement(o, "ruPerSec", snaps[i].RUPerSec)
+			o = bsoncore.AppendDoubleElement(o, "totalRU", snaps[i].TotalRU)
+		}
+		for _, h := range hot {
+			if h.ID == p.ID {
+				o = appendHotKey(o, "hotKey", &h)
+			}
+		}
+		out, _ = bsoncore.AppendDocumentEnd(o, pidx)
+	}
+	out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	out = bsoncore.AppendInt64Element(out, "documents", totalDocs)
+	out = bsoncore.AppendInt64Element(out, "bytes", totalBytes)
+	hidx, out := bsoncore.AppendArrayElementStart(out, "hotKeys")
+	for i := range hot {
+		out = appendHotKey(out, bsonx.ArrayKey(i), &hot[i])
+	}
+	out, _ = bsoncore.AppendArrayEnd(out, hidx)
+	r.out = e.appendShardingStatus(out, "manager")
+	return nil
+}
+
+// appendHashBound appends a partition bound as config.chunks shows it: the hash as a
+// signed NumberLong, MinKey and MaxKey at the ends of the space.
+func appendHashBound(dst []byte, key string, h uint64, end bool) []byte {
+	switch {
+	case end && key == "min":
+		return bsoncore.AppendMinKeyElement(dst, key)
+	case end:
+		return bsoncore.AppendMaxKeyElement(dst, key)
+	}
+	return bsoncore.AppendInt64Element(dst, key, shard.HashToInt64(h))
+}
+
+// appendHotKey appends one hot-key report.
+func appendHotKey(dst []byte, key string, h *shard.HotKeyReport) []byte {
+	idx, o := bsoncore.AppendDocumentElementStart(dst, key)
+	o = bsoncore.AppendInt64Element(o, "partition", int64(h.ID))
+	o = bsoncore.AppendStringElement(o, "key", hotKeyLabel(h.Label))
+	o = bsoncore.AppendInt64Element(o, "hash", shard.HashToInt64(h.Hash))
+	o = bsoncore.AppendDoubleElement(o, "share", h.Share)
+	o = bsoncore.AppendDoubleElement(o, "ruPerSec", h.RUPerSec)
+	o = bsoncore.AppendInt64Element(o, "bytes", h.Bytes)
+	o = bsoncore.AppendBooleanElement(o, "singleKey", h.SingleKey)
+	o = bsoncore.AppendStringElement(o, "reason", h.Reason.String())
+	o, _ = bsoncore.AppendDocumentEnd(o, idx)
+	return o
+}
+
+// moveChunk runs {moveChunk: ns, find: {<shard key>: value} | bounds: [min, max], to:
+// "shard-N"}: it moves the partition holding that value (or starting at bounds[0]) online.
+func (e *Executor) moveChunk(_ context.Context, r *request) error {
+	const cmd = "moveChunk"
+	first, _ := firstElement(r.body)
+	ns, err := argString(cmd, cmd, first.Value())
+	if err != nil {
+		return err
+	}
+	var find bsoncore.Document
+	var bounds bsoncore.Array
+	to := ""
+	err = forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "find":
+			find, err = argDoc(cmd, key, v)
+		case "bounds":
+			bounds, err = argArray(cmd, key, v)
+		case "to":
+			to, err = argString(cmd, key, v)
+		case "_waitForDelete", "waitForDelete", "_secondaryThrottle", "secondaryThrottle", "forceJumbo":
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return err
+	}
+	db, coll, _ := strings.Cut(ns, ".")
+	ci, err := e.lookupColl(db, coll)
+	if err != nil {
+		return err
+	}
+	if ci == nil || ci.hashed < 0 {
+		return mongoerr.New(mongoerr.NamespaceNotSharded, "Collection %s is not sharded.", ns)
+	}
+	dest := -1
+	for i := range e.st.Shards {
+		if shardName(i) == to {
+			dest = i
+		}
+	}
+	if dest < 0 {
+		return mongoerr.New(mongoerr.ShardNotFound, "Could not find shard %s", to)
+	}
+	var hash uint64
+	switch {
+	case find != nil:
+		if hash, err = ci.shardHash(find); err != nil {
+			return err
+		}
+	case bounds != nil:
+		lo, ok := bounds.Index(0).DocumentOK()
+		if !ok {
+			return mongoerr.New(mongoerr.BadValue, "bounds must be [min, max]")
+		}
+		v, _ := bsonx.Lookup(lo, ci.shardKey[ci.hashed].Path)
+		if n, ok := v.Int64OK(); ok {
+			hash = shard.Int64ToHash(n)
+		}
+	default:
+		return mongoerr.New(mongoerr.InvalidOptions, "need to specify either find or bounds")
+	}
+	start := time.Now()
+	id := ci.pmap.Partition(ci.pmap.Locate(hash)).ID
+	if err := e.movePartition(db, coll, id, dest, "moveChunk"); err != nil {
+		if errors.Is(err, shard.ErrStaleAction) {
+			return mongoerr.New(mongoerr.ConflictingOperationInProgress, "the partition changed during the move; retry")
+		}
+		return err
+	}
+	r.out = bsoncore.AppendInt64Element(r.out, "millis", time.Since(start).Milliseconds())
+	return nil
+}
+
+// customAction runs Azure Cosmos DB's extension commands: CreateCollection,
+// UpdateCollection, GetCollection, CreateDatabase, UpdateDatabase, GetDatabase.
+func (e *Executor) customAction(_ context.Context, r *request) error {
+	const cmd = "customAction"
+	first, _ := firstElement(r.body)
+	action, err := argString(cmd, cmd, first.Value())
+	if err != nil {
+		return err
+	}
+	var coll, key string
+	var throughput int64
+	err = forEachArg(cmd, r.body, func(k string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch k {
+		case "collection":
+			coll, err = argString(cmd, k, v)
+		case "shardKey":
+			key, err = argString(cmd, k, v)
+		case "offerThroughput":
+			throughput, err = argInt64(cmd, k, v)
+		case "autoScaleSettings":
+			var d bsoncore.Document
+			if d, err = argDoc(cmd, k, v); err == nil {
+				if n, ok := bsonx.NumberAsInt64(d.Lookup("maxThroughput")); ok {
+					throughput = n
+				}
+			}
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return err
+	}
+	if throughput < 0 {
+		return mongoerr.New(mongoerr.BadValue, "offerThroughput must not be negative")
+	}
+	needColl := strings.HasSuffix(action, "Collection")
+	if needColl && coll == "" {
+		return missingField(cmd, "collection")
+	}
+	switch action {
+	case "CreateCollection":
+		return e.cosmosCreateCollection(r, coll, key, throughput)
+	case "UpdateCollection":
+		_, err := e.st.Catalog.UpdateCollection(r.db, coll, func(c *store.Collection) error {
+			c.Throughput = throughput
+			return nil
+		})
+		return catalogError(err, r.db, coll)
+	case "GetCollection":
+		c := e.st.Catalog.State().Collection(r.db, coll)
+		if c == nil {
+			return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.db, coll)
+		}
+		out := bsoncore.AppendStringElement(r.out, "_t", "GetCollectionResponse")
+		out = bsoncore.AppendStringElement(out, "collectionName", coll)
+		out = bsoncore.AppendInt64Element(out, "provisionedThroughput", c.Throughput)
+		if c.ShardKey != nil {
+			out = bsoncore.AppendDocumentElement(out, "shardKeyDefinition", c.ShardKey)
+		}
+		out = bsoncore.AppendInt32Element(out, "numPartitions", int32(len(c.Partitions)))
+		r.out = out
+	case "CreateDatabase", "UpdateDatabase":
+		opts := bsoncore.NewDocumentBuilder().AppendInt64("throughput", throughput).Build()
+		if action == "CreateDatabase" {
+			if err := e.st.Catalog.CreateDatabase(r.db, opts); err != nil {
+				if errors.Is(err, store.ErrExists) {
+					return mongoerr.New(mongoerr.NamespaceExists, "Database %s already exists.", r.db)
+				}
+				return storeError(err)
+			}
+			return nil
+		}
+		_, err := e.st.Catalog.UpdateDatabase(r.db, func(d *store.Database) error {
+			d.Options = opts
+			return nil
+		})
+		if errors.Is(err, store.ErrNotFound) {
+			return mongoerr.New(mongoerr.NamespaceNotFound, "database %s not found", r.db)
+		}
+		return storeError(err)
+	case "GetDatabase":
+		d := e.st.Catalog.State().Database(r.db)
+		if d == nil {
+			return mongoerr.New(mongoerr.NamespaceNotFound, "database %s not found", r.db)
+		}
+		var t int64
+		if d.Options != nil {
+			t, _ = bsonx.NumberAsInt64(d.Options.Lookup("throughput"))
+		}
+		out := bsoncore.AppendStringElement(r.out, "_t", "GetDatabaseResponse")
+		out = bsoncore.AppendStringElement(out, "databaseName", r.db)
+		r.out = bsoncore.AppendInt64Element(out, "provisionedThroughput", t)
+	default:
+		return mongoerr.New(mongoerr.CommandNotFound, "no such customAction: '%s'", action)
+	}
+	return nil
+}
+
+// cosmosCreateCollection creates coll with provisioned throughput, sharded on key
+// ({key: "hashed"}) when key is set.
+func (e *Executor) cosmosCreateCollection(r *request, coll, key string, throughput int64) error {
+	if e.st.Catalog.State().Collection(r.db, coll) != nil {
+		return mongoerr.New(mongoerr.NamespaceExists, "Collection %s.%s already exists.", r.db, coll)
+	}
+	if key == "" {
+		if err := validateCollName(r.db, coll); err != nil {
+			return err
+		}
+		e.ddl.mu.Lock()
+		defer e.ddl.mu.Unlock()
+		_, err := e.st.Catalog.CreateCollection(store.Collection{DB: r.db, Name: coll, Throughput: throughput})
+		return catalogError(err, r.db, coll)
+	}
+	key = strings.TrimPrefix(strings.ReplaceAll(key, "/", "."), ".") // Cosmos paths: /a/b
+	spec := shardSpec{db: r.db, coll: coll, throughput: throughput,
+		key: bsoncore.NewDocumentBuilder().AppendString(key, "hashed").Build()}
+	if err := validateShardKey(spec.key); err != nil {
+		return err
+	}
+	_, err := e.shardColl(spec)
+	return err
+}

@@ -1,0 +1,173 @@
+package exec
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/shard"
+	"github.com/cleavedb/cleave/store"
+)
+
+// Sharding a collection that holds documents (the seeds' "migrate a single-partition
+// collection to a partitioned one", without export and import). An unsharded collection
+// keeps every document at hash 0 in one partition on one shard. The conversion:
+//
+//   - holds e.ddl.mu and every key-lock stripe: writes to every collection wait for the
+//     conversion (NB: a deliberate simplification — the conversion is one pass over the
+//     collection, and blocking writes keeps it trivially exact);
+//   - rewrites every document from hash 0 to the hash of its shard key, with its index
+//     entries and the _id index entries a sharded collection needs, in ONE atomic batch on
+//     that shard, then commits the new shard key and partitions in the catalog. The new
+//     partitions all stay on the collection's shard; the balancer spreads them afterwards
+//     with ordinary online moves;
+//   - readers are not blocked: a scan's snapshot sees every document exactly once (before
+//     or after the batch), and a query planned on the new map reads the new layout.
+//
+// A crash between the data batch and the catalog commit leaves an unsharded collection
+// with documents off hash 0; repairAtStart moves them back (undoConversion), and the
+// client, which got no answer, runs shardCollection again.
+
+// convertToSharded shards the existing collection c by spec.key into n partitions. The
+// caller holds e.ddl.mu.
+func (e *Executor) convertToSharded(c *store.Collection, spec shardSpec, n int) (*store.Collection, error) {
+	oci, err := e.colls.info(c)
+	if err != nil {
+		return nil, err
+	}
+	src := c.Partitions[0].Shard
+	layout := shard.InitialLayout(n, 1, c.NextPartitionID)
+	for i := range layout {
+		layout[i].Shard = src
+	}
+	next := *c
+	next.ShardKey = spec.key
+	next.Partitions = toStoreParts(layout)
+	nci, err := compileCollection(&next)
+	if err != nil {
+		return nil, err
+	}
+	unlock := e.locks.LockMany(lockStripeHashes)
+	defer unlock()
+	db := e.st.Shards[src]
+	b := db.NewBatch()
+	defer b.Close()
+	it, err := db.NewDocIter(c.ID, 0, 0)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	wr := e.newWriter(nci)
+	docs := 0
+	for it.Next() {
+		doc := bsoncore.Document(it.Doc())
+		h, err := nci.shardHash(doc)
+		if err != nil {
+			_ = it.Close()
+			return nil, err
+		}
+		if err := rehashDoc(b, wr, oci, nci, it.Hash(), h, it.ID(), doc); err != nil {
+			_ = it.Close()
+			return nil, err
+		}
+		docs++
+	}
+	if err := it.Close(); err != nil {
+		return nil, storeError(err)
+	}
+	if err := b.Commit(true); err != nil {
+		return nil, storeError(err)
+	}
+	out, err := e.st.Catalog.UpdateCollection(c.DB, c.Name, func(x *store.Collection) error {
+		x.ShardKey = spec.key
+		x.Partitions = next.Partitions
+		x.NextPartitionID = c.NextPartitionID + uint64(len(layout))
+		if spec.throughput > 0 {
+			x.Throughput = spec.throughput
+		}
+		return nil
+	})
+	if err != nil {
+		if uerr := e.undoConversion(c); uerr != nil {
+			e.log.Error("cannot undo a failed shardCollection; the next start will", zap.Error(uerr))
+		}
+		return nil, catalogError(err, c.DB, c.Name)
+	}
+	e.shardSt().conversions.Add(1)
+	e.log.Info("sharded an existing collection", zap.String("ns", c.DB+"."+c.Name),
+		zap.Int("documents", docs), zap.Int("partitions", len(layout)))
+	return out, nil
+}
+
+// rehashDoc stages the move of one document from hash `from` (indexed as in oci) to hash
+// `to` (indexed as in nci) in batch b.
+func rehashDoc(b *store.Batch, wr *writer, oci, nci *collInfo, from, to uint64, id []byte, doc bsoncore.Document) error {
+	coll := oci.meta.ID
+	for _, xi := range oci.writeIndexes {
+		if xi.isID && !oci.idIndexed {
+			continue
+		}
+		if err := wr.indexKeys(xi, doc, func(k []byte) error {
+			b.DeleteIndex(coll, xi.meta.ID, k, from, id)
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	for _, xi := range nci.writeIndexes {
+		if xi.isID && !nci.idIndexed {
+			continue
+		}
+		if err := wr.indexKeys(xi, doc, func(k []byte) error {
+			b.SetIndex(coll, xi.meta.ID, k, to, id)
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	if from != to {
+		b.DeleteDoc(coll, from, id)
+	}
+	b.SetDoc(coll, to, id, doc)
+	b.AddStats(coll, from, -1, -int64(len(doc)))
+	b.AddStats(coll, to, 1, int64(len(doc)))
+	return nil
+}
+
+// undoConversion moves the documents of unsharded collection c that are not at hash 0
+// (left by a shardCollection that crashed before its catalog commit) back to hash 0,
+// dropping the _id index entries the conversion wrote. The caller holds e.ddl.mu.
+func (e *Executor) undoConversion(c *store.Collection) error {
+	ci, err := e.colls.info(c)
+	if err != nil {
+		return err
+	}
+	db := e.st.Shards[c.Partitions[0].Shard]
+	it, err := db.NewDocIter(c.ID, 1, 0)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = it.Close() }()
+	if !it.Next() {
+		return it.Err()
+	}
+	// The conversion's layout indexed _id; the unsharded one does not.
+	sharded := *ci
+	sharded.idIndexed = true
+	b := db.NewBatch()
+	defer b.Close()
+	wr := e.newWriter(ci)
+	n := 0
+	for ok := true; ok; ok = it.Next() {
+		if err := rehashDoc(b, wr, &sharded, ci, it.Hash(), 0, it.ID(), it.Doc()); err != nil {
+			return err
+		}
+		n++
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	if err := b.Commit(true); err != nil {
+		return err
+	}
+	e.log.Warn("undid an interrupted shardCollection", zap.String("ns", c.DB+"."+c.Name), zap.Int("documents", n))
+	return nil
+}

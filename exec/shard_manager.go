@@ -1,0 +1,211 @@
+package exec
+
+import (
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/shard"
+	"github.com/cleavedb/cleave/store"
+)
+
+// The partition manager is one background goroutine per executor. Every interval it
+// builds a shard.CollectionView of each sharded collection (sizes and histograms from the
+// stores, RU/s and key samples from the meters), asks the policy what to do, and does it:
+// splits are catalog changes (UpdateCollection), moves copy data (shard_move.go), hot keys
+// are logged and kept for partitionStats. It also deletes the source ranges of finished
+// moves once their grace period is over.
+
+// startPartitionManager repairs what a crash may have left (interrupted conversions,
+// data of moves that did not finish) and starts the manager loop; it stops with e.stop.
+func (e *Executor) startPartitionManager() {
+	s := e.shardSt()
+	e.repairAtStart() // before the server accepts connections: nothing runs concurrently
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		if err := e.syncConfigAll(); err != nil {
+			e.log.Warn("cannot write the config collections", zap.Error(err))
+		}
+		t := time.NewTicker(s.interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-e.stop:
+				return
+			case <-t.C:
+				e.managerRound()
+			}
+		}
+	}()
+}
+
+// managerRound runs one round of decisions over every sharded collection.
+func (e *Executor) managerRound() {
+	s := e.shardSt()
+	s.round.Lock()
+	defer s.round.Unlock()
+	s.rounds.Add(1)
+	e.deleteRetired(false)
+	state := e.st.Catalog.State()
+	if state != s.lastState {
+		s.lastState = state
+		if err := e.syncConfigAll(); err != nil {
+			e.log.Warn("cannot write the config collections", zap.Error(err))
+		}
+	}
+	var colls []*store.Collection
+	e.forShardedColls(func(c *store.Collection) { colls = append(colls, c) })
+	for _, c := range colls {
+		select {
+		case <-e.stop:
+			return
+		default:
+		}
+		if err := e.decideCollection(c); err != nil {
+			e.log.Warn("partition manager", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
+		}
+	}
+}
+
+// decideCollection asks the policy about one collection and carries out its actions.
+func (e *Executor) decideCollection(c *store.Collection) error {
+	s := e.shardSt()
+	ci, err := e.colls.info(c)
+	if err != nil {
+		return err
+	}
+	v := e.collectionView(ci)
+	actions := s.policy.Decide(v, time.Now())
+	var hot []shard.HotKeyReport
+	changed := false
+	for _, a := range actions {
+		switch a := a.(type) {
+		case *shard.SplitAction:
+			ids, err := e.applySplit(ci.meta.DB, ci.meta.Name, a)
+			if errors.Is(err, shard.ErrStaleAction) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			changed = true
+			if a.MoveRight {
+				if err := e.movePartition(ci.meta.DB, ci.meta.Name, ids[1], a.To, a.Reason.String()); err != nil && !errors.Is(err, shard.ErrStaleAction) {
+					return err
+				}
+			}
+		case *shard.MoveAction:
+			if err := e.movePartition(ci.meta.DB, ci.meta.Name, a.ID, a.To, a.Reason.String()); err != nil && !errors.Is(err, shard.ErrStaleAction) {
+				return err
+			}
+			changed = true
+		case *shard.HotKeyReport:
+			hot = append(hot, *a)
+			s.hotKeys.Add(1)
+			e.log.Warn("hot key: partition cannot split", zap.String("ns", ci.ns()), zap.Uint64("partition", a.ID),
+				zap.String("key", hotKeyLabel(a.Label)), zap.Float64("share", a.Share), zap.Float64("ru_per_sec", a.RUPerSec),
+				zap.Int64("bytes", a.Bytes), zap.Bool("single_key", a.SingleKey), zap.Stringer("reason", a.Reason))
+		}
+	}
+	s.mu.Lock()
+	s.mu.hot[ci.meta.ID] = hot
+	s.mu.Unlock()
+	if changed {
+		e.afterMapChange()
+	}
+	return nil
+}
+
+// collectionView builds what the policy needs to know about ci: per partition its size
+// from the owning store and its meter's load; the size histogram and the smallest and
+// largest hash present only for partitions the policy may split (too big or too hot).
+func (e *Executor) collectionView(ci *collInfo) shard.CollectionView {
+	s := e.shardSt()
+	meters := s.metersFor(ci)
+	shards := make([]int, len(e.st.Shards))
+	for i := range shards {
+		shards[i] = i
+	}
+	v := shard.NewView(ci.pmap, float64(ci.meta.Throughput), shards, meters.Snapshots())
+	for i := range v.Partitions {
+		p := &v.Partitions[i]
+		db := e.st.Shards[p.Shard]
+		p.Docs, p.Bytes, _ = db.Stats(ci.meta.ID, p.Lo, p.Hi)
+		if p.Bytes <= s.opts.PartitionMaxBytes && p.RUPerSec <= s.opts.SplitLoadRU {
+			continue
+		}
+		if hist, err := db.Histogram(ci.meta.ID, p.Lo, p.Hi); err == nil {
+			p.Histogram = make([]shard.Bucket, len(hist))
+			for j, b := range hist {
+				p.Histogram[j] = shard.Bucket{Lo: b.Lo, Docs: b.Docs, Bytes: b.Bytes}
+			}
+		}
+		p.MinHash, p.MaxHash, p.HashesKnown = hashBounds(db, ci.meta.ID, p.Lo, p.Hi)
+	}
+	return v
+}
+
+// hashBounds returns the smallest and largest hash stored in [lo, hi): one seek for the
+// smallest, a binary search of at most 64 seeks for the largest. ok is false when the
+// range is empty.
+func hashBounds(db *store.DB, coll store.CollID, lo, hi uint64) (minHash, maxHash uint64, ok bool) {
+	it, err := db.NewDocIter(coll, lo, hi)
+	if err != nil {
+		return 0, 0, false
+	}
+	defer func() { _ = it.Close() }()
+	if !it.Next() {
+		return 0, 0, false
+	}
+	minHash = it.Hash()
+	low, high := minHash, hi-1 // hi == 0 wraps to the top of the space
+	for low < high {
+		mid := low + (high-low)/2 + 1
+		if it.SeekGE(mid, nil) {
+			low = it.Hash()
+		} else {
+			high = mid - 1
+		}
+	}
+	return minHash, low, true
+}
+
+// applySplit commits split a of collection db.name: one catalog change that retires the
+// parent and adds its two children. It returns the children's ids.
+func (e *Executor) applySplit(db, name string, a *shard.SplitAction) ([2]uint64, error) {
+	var ids [2]uint64
+	start := time.Now()
+	c, err := e.st.Catalog.UpdateCollection(db, name, func(c *store.Collection) error {
+		m, err := mapOf(c)
+		if err != nil {
+			return err
+		}
+		ids = [2]uint64{c.NextPartitionID, c.NextPartitionID + 1}
+		parts, err := a.Apply(m, ids)
+		if err != nil {
+			return err
+		}
+		c.Partitions = toStoreParts(parts)
+		c.NextPartitionID += 2
+		return nil
+	})
+	if err != nil {
+		return ids, err
+	}
+	e.shardSt().splits.Add(1)
+	e.log.Info("split partition", zap.String("ns", db+"."+name), zap.Uint64("partition", a.ID),
+		zap.Uint64("at", a.At), zap.Uint64s("children", ids[:]), zap.Stringer("reason", a.Reason),
+		zap.Int("partitions", len(c.Partitions)), zap.Duration("duration", time.Since(start)))
+	return ids, nil
+}
+
+// afterMapChange refreshes the config collections that show partition maps.
+func (e *Executor) afterMapChange() {
+	for _, n := range []string{"collections", "chunks"} {
+		if err := e.syncConfig(n); err != nil {
+			e.log.Warn("cannot write the config collections", zap.Error(err))
+		}
+	}
+}

@@ -1,0 +1,503 @@
+package exec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/shard"
+	"github.com/cleavedb/cleave/store"
+)
+
+// Moving a partition from shard `from` to shard `to` (MongoDB's chunk migration):
+//
+//  1. copy: syncRange makes the destination's [lo, hi) equal to the source's, from
+//     snapshots, while writes go on (to the source, which still owns the range); a second
+//     pass catches up with the writes made during the first.
+//  2. commit: with every key-lock stripe held (no write can be in flight), a last
+//     syncRange, then the ownership flip in the catalog (one atomic catalog change).
+//     Writers refresh their collection under their key locks, so every write after the
+//     flip goes to the destination.
+//  3. retire: the source range is deleted moveGrace later (deleteRetired), and only if the
+//     source shard does not own that range again by then.
+//
+// Readers: a query loads the map, then takes one snapshot per shard at open, and cursors
+// keep those snapshots. A query that loaded the old map reads the source through a
+// snapshot taken microseconds later; the source range is deleted seconds after the flip,
+// so that snapshot still holds every document of the range, and the destination's copy is
+// invisible to it (streams only read the ranges their map says the shard owns). A query
+// that loaded the new map reads the destination, which held the full copy before the
+// flip. So each document is seen exactly once by scans and index scans. NB: the one
+// exception is a point read by _id (IDHACK) cursor spanning getMores, which reads the
+// live store rather than a snapshot: an _id it reaches after the source was deleted is
+// missed. Crash safety: before the flip, the destination's copy is an orphan (not owned),
+// after it the source's range is; repairAtStart deletes both kinds.
+
+// movePartition moves partition id of db.name to shard to.
+func (e *Executor) movePartition(db, name string, id uint64, to int, reason string) error {
+	if to < 0 || to >= len(e.st.Shards) {
+		return fmt.Errorf("no shard %d", to)
+	}
+	e.ddl.mu.Lock() // no index build, drop or rename during the move
+	defer e.ddl.mu.Unlock()
+	start := time.Now()
+	c := e.st.Catalog.State().Collection(db, name)
+	if c == nil {
+		return shard.ErrStaleAction
+	}
+	ci, err := e.colls.info(c)
+	if err != nil {
+		return err
+	}
+	i := ci.pmap.Index(id)
+	if i < 0 {
+		return shard.ErrStaleAction
+	}
+	from := ci.pmap.Partition(i).Shard
+	if from == to {
+		return nil
+	}
+	lo, hi := ci.pmap.Range(i)
+	st := e.shardSt()
+	copying := retiredRange{coll: c.ID, shard: to, lo: lo, hi: hi}
+	st.mu.Lock()
+	st.mu.copying = append(st.mu.copying, copying)
+	st.mu.Unlock()
+	defer func() {
+		st.mu.Lock()
+		for k, r := range st.mu.copying {
+			if r == copying {
+				st.mu.copying = append(st.mu.copying[:k], st.mu.copying[k+1:]...)
+				break
+			}
+		}
+		st.mu.Unlock()
+	}()
+	copied := 0
+	for pass := 0; pass < 3; pass++ {
+		n, err := e.syncRange(ci, from, to, lo, hi)
+		if err != nil {
+			return err
+		}
+		copied += n
+		if n == 0 {
+			break
+		}
+	}
+	unlock := e.locks.LockMany(lockStripeHashes)
+	ci = e.refreshColl(ci)
+	if ci.pmap.Index(id) < 0 || ci.pmap.Partition(ci.pmap.Index(id)).Shard != from {
+		unlock()
+		return shard.ErrStaleAction
+	}
+	// The source range is announced as retiring before the flip, so that counts never miss
+	// it (ownedDocCount); deleteRetired checks ownership before deleting anything.
+	retiring := retiredRange{coll: c.ID, shard: from, lo: lo, hi: hi, due: time.Now().Add(st.moveGrace)}
+	st.mu.Lock()
+	st.mu.retiring = append(st.mu.retiring, retiring)
+	st.mu.Unlock()
+	n, err := e.syncRange(ci, from, to, lo, hi)
+	if err == nil {
+		_, err = e.st.Catalog.UpdateCollection(db, name, func(c *store.Collection) error {
+			m, err := mapOf(c)
+			if err != nil {
+				return err
+			}
+			parts, err := (&shard.MoveAction{ID: id, From: from, To: to}).Apply(m)
+			if err != nil {
+				return err
+			}
+			c.Partitions = toStoreParts(parts)
+			return nil
+		})
+	}
+	unlock()
+	if err != nil {
+		return err
+	}
+	st.moves.Add(1)
+	e.log.Info("moved partition", zap.String("ns", db+"."+name), zap.Uint64("partition", id),
+		zap.Int("from", from), zap.Int("to", to), zap.String("reason", reason),
+		zap.Int("docs_copied", copied+n), zap.Int("caught_up_locked", n), zap.Duration("duration", time.Since(start)))
+	e.afterMapChange()
+	return nil
+}
+
+// syncRange makes the documents and index entries of ci on shard to in [lo, hi) equal to
+// those on shard from, by a merge of the two ranges read from snapshots, and returns how
+// many documents it wrote or deleted on the destination.
+func (e *Executor) syncRange(ci *collInfo, from, to int, lo, hi uint64) (int, error) {
+	src, err := e.st.Shards[from].NewSnapshot()
+	if err != nil {
+		return 0, storeError(err)
+	}
+	defer func() { _ = src.Close() }()
+	dst, err := e.st.Shards[to].NewSnapshot()
+	if err != nil {
+		return 0, storeError(err)
+	}
+	defer func() { _ = dst.Close() }()
+	si, err := src.NewDocIter(ci.meta.ID, lo, hi)
+	if err != nil {
+		return 0, storeError(err)
+	}
+	defer func() { _ = si.Close() }()
+	di, err := dst.NewDocIter(ci.meta.ID, lo, hi)
+	if err != nil {
+		return 0, storeError(err)
+	}
+	defer func() { _ = di.Close() }()
+	rs := rangeSyncer{e: e, ci: ci, db: e.st.Shards[to], wr: e.newWriter(ci)}
+	defer rs.close()
+	sOK, dOK := si.Next(), di.Next()
+	for sOK || dOK {
+		cmp := 0
+		switch {
+		case !sOK:
+			cmp = 1
+		case !dOK:
+			cmp = -1
+		default:
+			cmp = compareDocKeys(si.Hash(), si.ID(), di.Hash(), di.ID())
+		}
+		switch {
+		case cmp < 0: // only on the source: copy
+			if err := rs.put(si.Hash(), si.ID(), nil, si.Doc()); err != nil {
+				return rs.n, err
+			}
+			sOK = si.Next()
+		case cmp > 0: // only on the destination: delete
+			if err := rs.put(di.Hash(), di.ID(), di.Doc(), nil); err != nil {
+				return rs.n, err
+			}
+			dOK = di.Next()
+		default:
+			if !bytes.Equal(si.Doc(), di.Doc()) {
+				if err := rs.put(si.Hash(), si.ID(), di.Doc(), si.Doc()); err != nil {
+					return rs.n, err
+				}
+			}
+			sOK, dOK = si.Next(), di.Next()
+		}
+		if err := rs.maybeFlush(); err != nil {
+			return rs.n, err
+		}
+		if rs.n%1024 == 1023 {
+			select {
+			case <-e.stop:
+				return rs.n, errors.New("move interrupted by shutdown")
+			default:
+			}
+		}
+	}
+	if err := si.Err(); err != nil {
+		return rs.n, storeError(err)
+	}
+	if err := di.Err(); err != nil {
+		return rs.n, storeError(err)
+	}
+	return rs.n, rs.flush()
+}
+
+// compareDocKeys orders documents as the store does: by hash, then encoded _id.
+func compareDocKeys(h1 uint64, id1 []byte, h2 uint64, id2 []byte) int {
+	switch {
+	case h1 < h2:
+		return -1
+	case h1 > h2:
+		return 1
+	}
+	return bytes.Compare(id1, id2)
+}
+
+// rangeSyncer writes one shard's side of a syncRange in batches.
+type rangeSyncer struct {
+	e  *Executor
+	ci *collInfo
+	db *store.DB
+	wr *writer // for index key generation only
+	b  *store.Batch
+	n  int
+}
+
+// put replaces the document (hash, id) on the destination: old is what it holds (nil:
+// nothing), doc what it must hold (nil: nothing). Index entries and stats follow.
+func (rs *rangeSyncer) put(hash uint64, id []byte, old, doc []byte) error {
+	if rs.b == nil {
+		rs.b = rs.db.NewBatch()
+	}
+	coll := rs.ci.meta.ID
+	for _, xi := range rs.ci.writeIndexes {
+		if xi.isID && !rs.ci.idIndexed {
+			continue
+		}
+		if old != nil {
+			if err := rs.wr.indexKeys(xi, old, func(k []byte) error {
+				rs.b.DeleteIndex(coll, xi.meta.ID, k, hash, id)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		if doc != nil {
+			if err := rs.wr.indexKeys(xi, doc, func(k []byte) error {
+				rs.b.SetIndex(coll, xi.meta.ID, k, hash, id)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	if old != nil {
+		rs.b.AddStats(coll, hash, -1, -int64(len(old)))
+		if doc == nil {
+			rs.b.DeleteDoc(coll, hash, id)
+		}
+	}
+	if doc != nil {
+		rs.b.SetDoc(coll, hash, id, doc)
+		rs.b.AddStats(coll, hash, 1, int64(len(doc)))
+	}
+	rs.n++
+	return nil
+}
+
+// maybeFlush commits the batch when it has grown large.
+func (rs *rangeSyncer) maybeFlush() error {
+	if rs.b != nil && (rs.b.Len() > 4<<20 || rs.b.Count() > 4096) {
+		return rs.flush()
+	}
+	return nil
+}
+
+// flush commits the batch, synced: after the last flush the copy is durable.
+func (rs *rangeSyncer) flush() error {
+	if rs.b == nil {
+		return nil
+	}
+	b := rs.b
+	rs.b = nil
+	defer b.Close()
+	if b.Empty() {
+		return nil
+	}
+	return storeError(b.Commit(true))
+}
+
+// close drops an uncommitted batch.
+func (rs *rangeSyncer) close() {
+	if rs.b != nil {
+		rs.b.Close()
+		rs.b = nil
+	}
+}
+
+// deleteRetired deletes the source ranges of finished moves that are due (all of them
+// when force is set), each only where its shard does not own the range again.
+func (e *Executor) deleteRetired(force bool) {
+	s := e.shardSt()
+	now := time.Now()
+	s.mu.Lock()
+	var due []retiredRange
+	for _, r := range s.mu.retiring {
+		if force || now.After(r.due) {
+			due = append(due, r)
+		}
+	}
+	s.mu.Unlock()
+	if len(due) == 0 {
+		return
+	}
+	e.ddl.mu.Lock()
+	defer e.ddl.mu.Unlock()
+	defer func() { // forgotten only once deleted: ownedDocCount relies on the list
+		s.mu.Lock()
+		keep := s.mu.retiring[:0]
+		for _, r := range s.mu.retiring {
+			if !slices.Contains(due, r) {
+				keep = append(keep, r)
+			}
+		}
+		s.mu.retiring = keep
+		s.mu.Unlock()
+	}()
+	for _, r := range due {
+		c := e.st.Catalog.State().CollectionByID(r.coll)
+		if c == nil {
+			continue
+		}
+		if err := e.deleteUnowned(c, r.shard, r.lo, r.hi); err != nil {
+			e.log.Warn("cannot delete a moved partition's source range; the next start will",
+				zap.String("ns", c.DB+"."+c.Name), zap.Int("shard", r.shard), zap.Error(err))
+		}
+	}
+}
+
+// deleteUnowned deletes the documents and index entries of c on shard s in the parts of
+// [lo, hi) that s does not own in c's current map. The caller holds e.ddl.mu.
+func (e *Executor) deleteUnowned(c *store.Collection, s int, lo, hi uint64) error {
+	for i, p := range c.Partitions {
+		plo, phi := c.PartitionRange(i)
+		if p.Shard == s || !overlaps(plo, phi, lo, hi) {
+			continue
+		}
+		a, b := maxLo(plo, lo), minHi(phi, hi)
+		if err := e.deleteRange(c, s, a, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteRange deletes c's documents and index entries with hash in [lo, hi) on shard s,
+// in one synced batch, when there are any.
+func (e *Executor) deleteRange(c *store.Collection, s int, lo, hi uint64) error {
+	db := e.st.Shards[s]
+	it, err := db.NewDocIter(c.ID, lo, hi)
+	if err != nil {
+		return err
+	}
+	found := it.Next()
+	_ = it.Close()
+	if !found {
+		return nil
+	}
+	b := db.NewBatch()
+	defer b.Close()
+	if err := b.DeleteDocRange(c.ID, lo, hi); err != nil {
+		return err
+	}
+	for _, x := range c.Indexes {
+		if _, err := b.DeleteIndexEntriesInRange(c.ID, x.ID, lo, hi); err != nil {
+			return err
+		}
+	}
+	if err := b.Commit(true); err != nil {
+		return err
+	}
+	e.log.Info("deleted a range a shard no longer owns", zap.String("ns", c.DB+"."+c.Name),
+		zap.Int("shard", s), zap.Uint64("lo", lo), zap.Uint64("hi", hi))
+	return nil
+}
+
+// overlaps reports whether [a, b) and [c, d) intersect (0 as an end meaning 2^64).
+func overlaps(a, b, c, d uint64) bool {
+	return (b == 0 || c < b) && (d == 0 || a < d)
+}
+
+// maxLo is the larger of two range starts.
+func maxLo(a, b uint64) uint64 { return max(a, b) }
+
+// minHi is the smaller of two range ends, 0 meaning 2^64.
+func minHi(a, b uint64) uint64 {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
+}
+
+// repairAtStart deletes what crashed moves left behind (documents of a collection on a
+// shard that does not own their range) and undoes interrupted conversions of unsharded
+// collections (documents not at hash 0).
+func (e *Executor) repairAtStart() {
+	e.ddl.mu.Lock()
+	defer e.ddl.mu.Unlock()
+	state := e.st.Catalog.State()
+	for _, db := range state.Databases() {
+		for _, c := range state.Collections(db.Name) {
+			if !c.Sharded() {
+				if err := e.undoConversion(c); err != nil {
+					e.log.Warn("cannot undo an interrupted shardCollection", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
+				}
+				continue
+			}
+			for s := range e.st.Shards {
+				if err := e.deleteUnowned(c, s, 0, 0); err != nil {
+					e.log.Warn("cannot delete orphaned partition data", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
+				}
+			}
+		}
+	}
+}
+
+// ownedDocCount returns the number of documents of ci, each counted once even while
+// moves are in flight: per shard, the documents in a snapshot minus those the shard holds
+// in ranges it does not own under ci's map (a move's copy before its flip, its source range
+// after it). Without a move of ci under way it is the shards' in-memory counts. count
+// without a filter uses it.
+func (e *Executor) ownedDocCount(ci *collInfo) int64 {
+	hints := e.foreignHints(ci.meta.ID, nil)
+	var n int64
+	if len(hints) == 0 {
+		for _, db := range e.st.Shards {
+			d, _ := db.CollStats(ci.meta.ID)
+			n += d
+		}
+		return n
+	}
+	ci = e.refreshColl(ci)
+	snaps := make([]*store.Snapshot, len(e.st.Shards))
+	for sh, db := range e.st.Shards {
+		snap, err := db.NewSnapshot()
+		if err != nil {
+			continue
+		}
+		defer func() { _ = snap.Close() }()
+		snaps[sh] = snap
+	}
+	// Hints read before and after the snapshots: a range holding foreign data in a snapshot
+	// is announced before its data is written and forgotten after it is deleted.
+	hints = e.foreignHints(ci.meta.ID, hints)
+	for sh, snap := range snaps {
+		if snap == nil {
+			continue
+		}
+		d, _, _ := snap.Stats(ci.meta.ID, 0, 0)
+		n += d
+		for i := 0; i < ci.pmap.Len(); i++ {
+			plo, phi := ci.pmap.Range(i)
+			if ci.pmap.Partition(i).Shard == sh {
+				continue
+			}
+			for _, r := range hints {
+				if r.shard != sh || !overlaps(plo, phi, r.lo, r.hi) {
+					continue
+				}
+				it, err := snap.NewDocIter(r.coll, maxLo(plo, r.lo), minHi(phi, r.hi))
+				if err != nil {
+					continue
+				}
+				for it.Next() {
+					n--
+				}
+				_ = it.Close()
+			}
+		}
+	}
+	return n
+}
+
+// foreignHints appends to dst the ranges of coll where a shard may hold data it does not
+// own (moves in flight and retiring source ranges), without duplicates.
+func (e *Executor) foreignHints(coll store.CollID, dst []retiredRange) []retiredRange {
+	s := e.shardSt()
+	if s == nil {
+		return dst
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range append(append([]retiredRange(nil), s.mu.copying...), s.mu.retiring...) {
+		r.due = time.Time{}
+		if r.coll == coll && !slices.Contains(dst, r) {
+			dst = append(dst, r)
+		}
+	}
+	return dst
+}

@@ -1,0 +1,258 @@
+package exec
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/shard"
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// shardState is what the executor keeps about partitions beyond the catalog: the policy,
+// the per-partition meters, the hot-key reports, the source ranges waiting to be deleted
+// after moves, and counters for serverStatus and partitionStats.
+type shardState struct {
+	policy   *shard.Policy
+	opts     shard.Options
+	interval time.Duration
+	// moveGrace is how long a moved partition's source range stays after the ownership
+	// flip, so that every stream that loaded the old map has taken its snapshots first.
+	moveGrace time.Duration
+	// meters maps a collection ID to its *shard.Meters, aligned with one partition map.
+	meters sync.Map
+	mu     struct {
+		sync.Mutex
+		hot      map[store.CollID][]shard.HotKeyReport
+		retiring []retiredRange
+		// copying are the destination ranges of moves in flight, not owned yet.
+		copying []retiredRange
+	}
+	// configMu serializes the rewrites of the derived config collections (config_colls.go).
+	configMu sync.Mutex
+
+	// Counters for partitionStats and balancerStatus.
+	splits, moves, hotKeys, conversions, rounds atomic.Int64
+	// lastState is the catalog state the config collections were last written from (read
+	// and written by the manager round only).
+	lastState *store.CatalogState
+	// round serializes manager rounds with the partitionStats command's forced round.
+	round sync.Mutex
+}
+
+// retiredRange is the data a move left on its source shard, deleted once due.
+type retiredRange struct {
+	coll   store.CollID
+	shard  int
+	lo, hi uint64
+	due    time.Time
+}
+
+// newShardState returns the sharding state for opts.
+func newShardState(opts *Options, log *zap.Logger) *shardState {
+	po := opts.Partitioning
+	po.EnsureDefaults()
+	p, err := shard.NewPolicy(po)
+	if err != nil {
+		log.Warn("invalid partitioning options; using the defaults", zap.Error(err))
+		po = shard.Options{}
+		po.EnsureDefaults()
+		p, _ = shard.NewPolicy(po)
+	}
+	s := &shardState{policy: p, opts: p.Options(), interval: opts.PartitionCheckInterval, moveGrace: 5 * time.Second}
+	if s.interval <= 0 {
+		s.interval = time.Second
+	}
+	s.mu.hot = map[store.CollID][]shard.HotKeyReport{}
+	return s
+}
+
+// shardSt returns the executor's sharding state; nil without storage.
+func (e *Executor) shardSt() *shardState { return e.opts.shards }
+
+// metersFor returns the meters of ci's partitions, aligned with ci.pmap: meters of
+// partitions that survive a map change carry over, new partitions start idle.
+func (s *shardState) metersFor(ci *collInfo) *shard.Meters {
+	if v, ok := s.meters.Load(ci.meta.ID); ok {
+		m := v.(*shard.Meters)
+		if m.Map() == ci.pmap {
+			return m
+		}
+		n := shard.NewMeters(ci.pmap, m, s.opts.MeterOptions())
+		s.meters.Store(ci.meta.ID, n)
+		return n
+	}
+	n := shard.NewMeters(ci.pmap, nil, s.opts.MeterOptions())
+	s.meters.Store(ci.meta.ID, n)
+	return n
+}
+
+// writeRU is the request units of one staged document write (shard.Cost's model).
+func writeRU(ci *collInfo, w *docWrite) float64 {
+	c := shard.Cost{DocsWritten: 1, IndexKeysWritten: int64(len(ci.writeIndexes))}
+	if w.old != nil {
+		c.DocsRead, c.BytesRead = 1, int64(len(w.old))
+	}
+	if w.new != nil {
+		c.BytesWritten = int64(len(w.new))
+	}
+	return c.RU()
+}
+
+// shardKeyLabel appends a compact label of doc's shard-key value: its BSON type byte and
+// value bytes (at most 64), which hotKeyLabel turns back into text for reports.
+func (ci *collInfo) shardKeyLabel(dst []byte, doc bsoncore.Document) []byte {
+	if ci.hashed < 0 || doc == nil {
+		return dst
+	}
+	v, ok := bsonx.Lookup(doc, ci.shardKey[ci.hashed].Path)
+	if !ok {
+		v = bsoncore.Value{Type: bsoncore.TypeNull}
+	}
+	dst = append(dst, byte(v.Type))
+	d := v.Data
+	if len(d) > 64 {
+		d = d[:64]
+	}
+	return append(dst, d...)
+}
+
+// hotKeyLabel renders a label made by shardKeyLabel.
+func hotKeyLabel(label string) string {
+	if label == "" {
+		return ""
+	}
+	v := bsoncore.Value{Type: bsoncore.Type(label[0]), Data: []byte(label[1:])}
+	if err := v.Validate(); err != nil {
+		return "<truncated>"
+	}
+	return shellValue(v)
+}
+
+// onStage is the writer's hook for one document write about to be staged (writer.stage),
+// called under the write's key locks with the current catalog version of ci. It recomputes
+// the write's hashes (a writer hashes before it locks, and the collection may have been
+// sharded in between), refuses a write that would take its logical partition past the
+// limit, and charges the write's request units to its partition's meter.
+func (e *Executor) onStage(ci *collInfo, w *docWrite) error {
+	s := e.shardSt()
+	if s == nil || ci.hashed < 0 {
+		return nil
+	}
+	if w.old != nil {
+		if h, err := ci.shardHash(w.old); err == nil {
+			w.hash = h
+		}
+	} else if h, err := ci.shardHash(w.new); err == nil {
+		w.hash = h
+	}
+	newHash := w.hash
+	if w.new != nil && w.old != nil {
+		h, err := ci.shardHash(w.new)
+		if err != nil {
+			return err
+		}
+		newHash, w.newHash = h, 0
+		if h != w.hash {
+			w.newHash = h
+		}
+	}
+	var lb [80]byte
+	doc := w.new
+	if doc == nil {
+		doc = w.old
+	}
+	label := ci.shardKeyLabel(lb[:0], doc)
+	if w.new != nil {
+		adding := int64(len(w.new))
+		if w.old != nil && newHash == w.hash {
+			adding -= int64(len(w.old))
+		}
+		if err := e.checkLogicalSize(ci, newHash, label, adding); err != nil {
+			return err
+		}
+	}
+	i := ci.pmap.Locate(newHash)
+	s.metersFor(ci).Record(i, newHash, label, writeRU(ci, w))
+	return nil
+}
+
+// checkLogicalSize fails when adding bytes to the logical partition at hash would pass
+// the limit. It only counts the key's documents when cheaper bounds (the collection's size
+// on the shard, then the size of the 2^48-wide stats bucket around hash) say it may.
+func (e *Executor) checkLogicalSize(ci *collInfo, hash uint64, label []byte, adding int64) error {
+	s := e.shardSt()
+	limit := s.opts.LogicalPartitionMaxBytes
+	if adding <= 0 {
+		return nil
+	}
+	db := e.st.Shards[ci.pmap.Partition(ci.pmap.Locate(hash)).Shard]
+	if _, bytes := db.CollStats(ci.meta.ID); bytes+adding <= limit {
+		return nil
+	}
+	lo := hash &^ (1<<shard.BucketShift - 1)
+	if _, bytes, err := db.Stats(ci.meta.ID, lo, lo+1<<shard.BucketShift); err != nil || bytes+adding <= limit {
+		return nil
+	}
+	it, err := db.NewDocIter(ci.meta.ID, hash, hash+1)
+	if err != nil {
+		return nil
+	}
+	var size int64
+	for it.Next() {
+		size += int64(len(it.Doc()))
+	}
+	_ = it.Close()
+	if err := s.policy.CheckLogicalSize([]byte(hotKeyLabel(string(label))), size, adding); err != nil {
+		return mongoerr.Wrap(err, mongoerr.ChunkTooBig, "%s", err.Error())
+	}
+	return nil
+}
+
+// readMeters returns the meters reads of ci charge: those of a sharded collection, nil
+// otherwise (an unsharded collection never splits).
+func (e *Executor) readMeters(ci *collInfo) *shard.Meters {
+	s := e.shardSt()
+	if s == nil || ci.hashed < 0 {
+		return nil
+	}
+	return s.metersFor(ci)
+}
+
+// meterScan charges a finished scan (or index scan) to the partitions it read, evenly:
+// a scan's load spans its partitions, so no split point divides it (Meter.RecordScan).
+func (ss *shardStream) meterScan() {
+	if ss.meters == nil || ss.p.kind == planIDs || len(ss.ranges) == 0 {
+		return
+	}
+	c := shard.Cost{DocsExamined: ss.stats.docsExamined, KeysExamined: ss.stats.keysExamined,
+		BytesReturned: ss.stats.bytesRead}
+	ru := c.RU() / float64(len(ss.ranges))
+	m := ss.meters.Map()
+	for _, r := range ss.ranges {
+		ss.meters.Meter(m.Locate(r[0])).RecordScan(ru)
+	}
+}
+
+// appendShardingStatus appends the partition manager's counters as one serverStatus-style
+// section (for serverStatus and the metrics endpoint): splits, moves, hot-key reports,
+// conversions of filled collections and manager rounds.
+func (e *Executor) appendShardingStatus(dst []byte, key string) []byte {
+	s := e.shardSt()
+	idx, out := bsoncore.AppendDocumentElementStart(dst, key)
+	out = bsoncore.AppendInt32Element(out, "shards", int32(len(e.st.Shards)))
+	if s != nil {
+		out = bsoncore.AppendInt64Element(out, "splits", s.splits.Load())
+		out = bsoncore.AppendInt64Element(out, "moves", s.moves.Load())
+		out = bsoncore.AppendInt64Element(out, "hotKeyReports", s.hotKeys.Load())
+		out = bsoncore.AppendInt64Element(out, "conversions", s.conversions.Load())
+		out = bsoncore.AppendInt64Element(out, "managerRounds", s.rounds.Load())
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out
+}

@@ -1,0 +1,596 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// partitionStats runs {partitionStats: coll} and returns the reply.
+func partitionStats(t *testing.T, db *mongo.Database, coll string) bson.M {
+	t.Helper()
+	var res bson.M
+	if err := db.RunCommand(context.Background(), bson.D{{Key: "partitionStats", Value: coll}}).Decode(&res); err != nil {
+		t.Fatalf("partitionStats: %v", err)
+	}
+	return res
+}
+
+// numPartitions returns the collection's partition count.
+func numPartitions(t *testing.T, db *mongo.Database, coll string) int {
+	t.Helper()
+	return int(partitionStats(t, db, coll)["numPartitions"].(int32))
+}
+
+// shardColl shards db.coll on {key: "hashed"} through the admin database.
+func shardColl(t *testing.T, c *mongo.Client, ns, key string, extra ...bson.E) bson.M {
+	t.Helper()
+	cmd := bson.D{{Key: "shardCollection", Value: ns}, {Key: "key", Value: bson.D{{Key: key, Value: "hashed"}}}}
+	cmd = append(cmd, extra...)
+	var res bson.M
+	if err := c.Database("admin").RunCommand(context.Background(), cmd).Decode(&res); err != nil {
+		t.Fatalf("shardCollection %s: %v", ns, err)
+	}
+	return res
+}
+
+// insertPeople inserts n documents with keys "k<i mod keys>" and ids from base.
+func insertPeople(t *testing.T, coll *mongo.Collection, base, n, keys int, extra string) {
+	t.Helper()
+	docs := make([]any, 0, 1000)
+	flush := func() {
+		if len(docs) == 0 {
+			return
+		}
+		if _, err := coll.InsertMany(context.Background(), docs); err != nil {
+			t.Fatalf("insert: %v", err)
+		}
+		docs = docs[:0]
+	}
+	for i := base; i < base+n; i++ {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "region", Value: fmt.Sprintf("k%d", i%keys)},
+			{Key: "phase", Value: extra}, {Key: "pad", Value: strings.Repeat("x", 100)}})
+		if len(docs) == cap(docs) {
+			flush()
+		}
+	}
+	flush()
+}
+
+// drainCursor reads the rest of cur, failing on a duplicate _id, and adds the ids to seen.
+func drainCursor(t *testing.T, cur *mongo.Cursor, seen map[int32]bool) {
+	t.Helper()
+	ctx := context.Background()
+	for cur.Next(ctx) {
+		id := cur.Current.Lookup("_id").Int32()
+		if seen[id] {
+			t.Fatalf("document %d returned twice", id)
+		}
+		seen[id] = true
+	}
+	if err := cur.Err(); err != nil {
+		t.Fatalf("cursor: %v", err)
+	}
+}
+
+// TestShardCollectionMongosh runs the sharding mongosh script on a two-shard server, with
+// the admin.people example of MISSION.md.
+func TestShardCollectionMongosh(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2")
+	abs, err := filepath.Abs(filepath.Join("mongosh", "sharding.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := srv.mongosh(t, "shardmongosh", "--file", abs)
+	if !strings.Contains(out, "sharding ok") {
+		t.Fatalf("script did not finish:\n%s", out)
+	}
+	out = srv.mongosh(t, "admin", "--eval", `
+		sh.enableSharding("admin");
+		const r = sh.shardCollection("admin.people", {region: "hashed"});
+		if (r.collectionsharded !== "admin.people" || r.ok !== 1 || r._t !== "ShardCollectionResponse") throw new Error(JSON.stringify(r));
+		print(JSON.stringify(sh.status().value.databases.find(d => d.database._id === "admin").collections["admin.people"].chunkMetadata));
+	`)
+	if !strings.Contains(out, `"shard":"shard-0","nChunks":1`) || !strings.Contains(out, `"shard":"shard-1","nChunks":1`) {
+		t.Fatalf("sh.status() does not show one partition per shard:\n%s", out)
+	}
+}
+
+// TestShardCollectionHashing checks MongoDB's shard-key rules: numerically equal values
+// land together, a missing key is null, arrays are refused, explain shows one partition.
+func TestShardCollectionHashing(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2")
+	c := srv.client(t)
+	ctx := context.Background()
+	db := c.Database("hashing")
+	res := shardColl(t, c, "hashing.people", "region", bson.E{Key: "numInitialChunks", Value: 8})
+	if res["collectionsharded"] != "hashing.people" {
+		t.Fatalf("reply: %v", res)
+	}
+	if n := numPartitions(t, db, "people"); n != 8 {
+		t.Fatalf("numInitialChunks 8 gave %d partitions", n)
+	}
+	coll := db.Collection("people")
+	for i, v := range []any{int32(1), 1.0, int64(1)} {
+		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "region", Value: v}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 11}, {Key: "region", Value: bson.A{1, 2}}})
+	var we mongo.WriteException
+	if !errors.As(err, &we) || we.WriteErrors[0].Code != 61 {
+		t.Fatalf("array shard key: want code 61, got %v", err)
+	}
+	if n, _ := coll.CountDocuments(ctx, bson.D{{Key: "region", Value: 1}}); n != 3 {
+		t.Fatalf("region 1: %d documents, want 3", n)
+	}
+	if n, _ := coll.CountDocuments(ctx, bson.D{{Key: "region", Value: nil}}); n != 1 {
+		t.Fatalf("region null: %d documents, want 1", n)
+	}
+	var explain bson.M
+	err = db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "people"},
+		{Key: "filter", Value: bson.D{{Key: "region", Value: int64(1)}}}}}}).Decode(&explain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wp := shardM(shardM(explain["queryPlanner"])["winningPlan"])
+	shards := wp["shards"].(bson.A)
+	if wp["stage"] != "SINGLE_SHARD" || len(shards) != 1 || len(shardM(shards[0])["partitions"].(bson.A)) != 1 {
+		t.Fatalf("explain of a shard-key equality: %v", wp)
+	}
+	// The same key again is accepted; another key is refused.
+	shardColl(t, c, "hashing.people", "region")
+	err = c.Database("admin").RunCommand(ctx, bson.D{{Key: "shardCollection", Value: "hashing.people"},
+		{Key: "key", Value: bson.D{{Key: "other", Value: "hashed"}}}}).Err()
+	if err == nil {
+		t.Fatal("resharding with another key succeeded")
+	}
+	err = c.Database("admin").RunCommand(ctx, bson.D{{Key: "shardCollection", Value: "hashing.u"},
+		{Key: "key", Value: bson.D{{Key: "a", Value: "hashed"}}}, {Key: "unique", Value: true}}).Err()
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) || ce.Code != 72 {
+		t.Fatalf("unique hashed key: want InvalidOptions, got %v", err)
+	}
+	// Nested paths and names with spaces.
+	shardColl(t, c, "hashing.nested", "properties.name")
+	shardColl(t, c, "hashing.spaces", "department name")
+	nested := db.Collection("nested")
+	if _, err := nested.InsertOne(ctx, bson.D{{Key: "properties", Value: bson.D{{Key: "name", Value: "x"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := nested.CountDocuments(ctx, bson.D{{Key: "properties.name", Value: "x"}}); n != 1 {
+		t.Fatalf("nested shard key: %d documents", n)
+	}
+}
+
+// TestShardCustomActionCreateCollection checks Cosmos DB's CreateCollection: T = 25,000 with
+// t = 10,000 starts with 3 partitions.
+func TestShardCustomActionCreateCollection(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	c := srv.client(t)
+	db := c.Database("cosmos")
+	ctx := context.Background()
+	err := db.RunCommand(ctx, bson.D{{Key: "customAction", Value: "CreateCollection"}, {Key: "collection", Value: "coll"},
+		{Key: "shardKey", Value: "deviceId"}, {Key: "offerThroughput", Value: 25000}}).Err()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := numPartitions(t, db, "coll"); n != 3 {
+		t.Fatalf("%d partitions, want 3", n)
+	}
+	var res bson.M
+	if err := db.RunCommand(ctx, bson.D{{Key: "customAction", Value: "GetCollection"}, {Key: "collection", Value: "coll"}}).Decode(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res["provisionedThroughput"] != int64(25000) {
+		t.Fatalf("GetCollection: %v", res)
+	}
+	// Raising the throughput splits partitions until N >= ceil(T/t).
+	err = db.RunCommand(ctx, bson.D{{Key: "customAction", Value: "UpdateCollection"}, {Key: "collection", Value: "coll"},
+		{Key: "offerThroughput", Value: 55000}}).Err()
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "throughput split", func() bool { return numPartitions(t, db, "coll") >= 6 })
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestShardSplitBySize loads a collection past a tiny partition size: partitions split,
+// while a concurrent reader counts the first phase's documents exactly and a cursor opened
+// before the splits returns every document once.
+func TestShardSplitBySize(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--partition-max-bytes", "60000", "--partition-check-interval", "100ms")
+	c := srv.client(t)
+	ctx := context.Background()
+	db := c.Database("sizesplit")
+	shardColl(t, c, "sizesplit.people", "region")
+	coll := db.Collection("people")
+	const first = 2000
+	insertPeople(t, coll, 0, first, 1000, "one")
+	cur, err := coll.Find(ctx, bson.D{}, options.Find().SetBatchSize(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cur.Close(ctx) }()
+	seen := map[int32]bool{}
+	for i := 0; i < 10 && cur.Next(ctx); i++ {
+		seen[cur.Current.Lookup("_id").Int32()] = true
+	}
+	stop := make(chan struct{})
+	var bad atomic.Value
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n, err := coll.CountDocuments(ctx, bson.D{{Key: "phase", Value: "one"}})
+			if err != nil || n != first {
+				bad.Store(fmt.Sprintf("count of the first phase: %d, %v", n, err))
+				return
+			}
+		}
+	}()
+	insertPeople(t, coll, first, 6000, 1000, "two")
+	waitFor(t, 20*time.Second, "size splits", func() bool { return numPartitions(t, db, "people") >= 8 })
+	close(stop)
+	wg.Wait()
+	if v := bad.Load(); v != nil {
+		t.Fatal(v)
+	}
+	drainCursor(t, cur, seen)
+	if len(seen) != first {
+		t.Fatalf("cursor opened before the splits returned %d documents, want %d", len(seen), first)
+	}
+	if n, _ := coll.CountDocuments(ctx, bson.D{}); n != first+6000 {
+		t.Fatalf("%d documents after the splits", n)
+	}
+	if !strings.Contains(srv.log.String(), `"reason": "size"`) {
+		t.Fatalf("no size split in the log")
+	}
+}
+
+// TestShardSingleKeyHotKey checks that a partition holding one logical key does not split
+// and is reported, and that the logical-partition limit refuses writes naming the key.
+func TestShardSingleKeyHotKey(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--partition-max-bytes", "20000", "--logical-partition-max-bytes", "60000",
+		"--partition-check-interval", "100ms")
+	c := srv.client(t)
+	ctx := context.Background()
+	db := c.Database("hotkey")
+	shardColl(t, c, "hotkey.one", "region", bson.E{Key: "numInitialChunks", Value: 1})
+	coll := db.Collection("one")
+	var err error
+	n := 0
+	for ; n < 1000 && err == nil; n++ {
+		_, err = coll.InsertOne(ctx, bson.D{{Key: "_id", Value: n}, {Key: "region", Value: "hot"}, {Key: "pad", Value: strings.Repeat("x", 200)}})
+	}
+	var we mongo.WriteException
+	if !errors.As(err, &we) || we.WriteErrors[0].Code != 153 || !strings.Contains(we.WriteErrors[0].Message, `"hot"`) {
+		t.Fatalf("logical partition limit: want code 153 naming the key, got %v after %d inserts", err, n)
+	}
+	waitFor(t, 10*time.Second, "hot key report", func() bool {
+		return len(partitionStats(t, db, "one")["hotKeys"].(bson.A)) > 0
+	})
+	if p := numPartitions(t, db, "one"); p != 1 {
+		t.Fatalf("a single-key partition split into %d", p)
+	}
+}
+
+// TestShardMoveWithOpenCursor moves partitions between two shards while a cursor is open
+// and counts run: every document is seen exactly once; a restart keeps the map.
+func TestShardMoveWithOpenCursor(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2")
+	c := srv.client(t)
+	ctx := context.Background()
+	db := c.Database("moves")
+	shardColl(t, c, "moves.people", "region", bson.E{Key: "numInitialChunks", Value: 4})
+	coll := db.Collection("people")
+	const total = 3000
+	insertPeople(t, coll, 0, total, 500, "one")
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "phase", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := coll.Find(ctx, bson.D{}, options.Find().SetBatchSize(50))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cur.Close(ctx) }()
+	seen := map[int32]bool{}
+	for i := 0; i < 50 && cur.Next(ctx); i++ {
+		seen[cur.Current.Lookup("_id").Int32()] = true
+	}
+	stop := make(chan struct{})
+	var bad atomic.Value
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n1, err1 := coll.CountDocuments(ctx, bson.D{})
+			n2, err2 := coll.EstimatedDocumentCount(ctx)
+			n3, err3 := coll.CountDocuments(ctx, bson.D{{Key: "phase", Value: "one"}}) // index scan
+			if n1 != total || n2 != total || n3 != total || err1 != nil || err2 != nil || err3 != nil {
+				bad.Store(fmt.Sprintf("counts during moves: %d %d %d (%v %v %v)", n1, n2, n3, err1, err2, err3))
+				return
+			}
+		}
+	}()
+	for round := 0; round < 2; round++ {
+		for k := 0; k < 8; k++ {
+			to := fmt.Sprintf("shard-%d", (k+round)%2)
+			err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "moveChunk", Value: "moves.people"},
+				{Key: "find", Value: bson.D{{Key: "region", Value: fmt.Sprintf("k%d", k*37)}}}, {Key: "to", Value: to}}).Err()
+			if err != nil {
+				t.Fatalf("moveChunk: %v", err)
+			}
+		}
+	}
+	time.Sleep(6 * time.Second) // past the source ranges' grace period: they are deleted
+	close(stop)
+	wg.Wait()
+	if v := bad.Load(); v != nil {
+		t.Fatal(v)
+	}
+	drainCursor(t, cur, seen)
+	if len(seen) != total {
+		t.Fatalf("cursor open during the moves returned %d documents, want %d", len(seen), total)
+	}
+	before := partitionStats(t, db, "people")["partitions"]
+	srv.stop()
+	srv.restart()
+	c2 := srv.client(t)
+	after := partitionStats(t, c2.Database("moves"), "people")["partitions"]
+	if fmt.Sprint(shardsOf(before)) != fmt.Sprint(shardsOf(after)) {
+		t.Fatalf("partition map changed over a restart:\n%v\n%v", before, after)
+	}
+	if n, _ := c2.Database("moves").Collection("people").CountDocuments(ctx, bson.D{}); n != total {
+		t.Fatalf("%d documents after restart", n)
+	}
+}
+
+// shardsOf lists (id, shard) of partitionStats' partitions.
+func shardsOf(parts any) []string {
+	var out []string
+	for _, p := range parts.(bson.A) {
+		m := shardM(p)
+		out = append(out, fmt.Sprint(m["id"], m["shard"]))
+	}
+	return out
+}
+
+// TestShardLoadSplit drives load at a collection with a tiny load threshold: a partition
+// splits by load, and with two shards the balancer spreads the children.
+func TestShardLoadSplit(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2", "--split-load-ru", "50", "--split-load-window", "1s",
+		"--partition-check-interval", "200ms")
+	c := srv.client(t)
+	ctx := context.Background()
+	db := c.Database("loadsplit")
+	shardColl(t, c, "loadsplit.people", "region")
+	coll := db.Collection("people")
+	deadline := time.Now().Add(30 * time.Second)
+	base := 0
+	for !strings.Contains(srv.log.String(), `"reason": "load"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no load split within 30s:\n%v", partitionStats(t, db, "people"))
+		}
+		insertPeople(t, coll, base, 500, 200, "load")
+		base += 500
+	}
+	if n := numPartitions(t, db, "people"); n < 3 {
+		t.Fatalf("%d partitions after a load split", n)
+	}
+	if n, _ := coll.CountDocuments(ctx, bson.D{}); n != int64(base) {
+		t.Fatalf("%d documents, want %d", n, base)
+	}
+}
+
+// TestShardCollectionExisting shards a filled collection: every document stays findable
+// by _id, shard key and secondary index, and the balancer spreads it over two shards.
+func TestShardCollectionExisting(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2", "--partition-check-interval", "100ms")
+	c := srv.client(t)
+	ctx := context.Background()
+	db := c.Database("existing")
+	coll := db.Collection("people")
+	const total = 3000
+	insertPeople(t, coll, 0, total, 100, "one")
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "phase", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	shardColl(t, c, "existing.people", "region", bson.E{Key: "numInitialChunks", Value: 4})
+	check := func() {
+		t.Helper()
+		if n, _ := coll.CountDocuments(ctx, bson.D{}); n != total {
+			t.Fatalf("%d documents", n)
+		}
+		if n, _ := coll.CountDocuments(ctx, bson.D{{Key: "phase", Value: "one"}}); n != total {
+			t.Fatalf("%d documents by index", n)
+		}
+		if n, _ := coll.CountDocuments(ctx, bson.D{{Key: "region", Value: "k7"}}); n != total/100 {
+			t.Fatalf("%d documents by shard key", n)
+		}
+		var d bson.M
+		if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1234}}).Decode(&d); err != nil || d["region"] != "k34" {
+			t.Fatalf("by _id: %v %v", d, err)
+		}
+	}
+	check()
+	waitFor(t, 20*time.Second, "balancer moves", func() bool {
+		st := partitionStats(t, db, "people")
+		for _, p := range st["partitions"].(bson.A) {
+			if shardM(p)["shard"] == "shard-1" {
+				return true
+			}
+		}
+		return false
+	})
+	check()
+}
+
+// shardM returns a decoded document as a bson.M (the v2 driver decodes nested documents of
+// a bson.M as bson.D).
+func shardM(v any) bson.M {
+	switch d := v.(type) {
+	case bson.M:
+		return d
+	case bson.D:
+		m := bson.M{}
+		for _, e := range d {
+			m[e.Key] = e.Value
+		}
+		return m
+	}
+	return nil
+}
+
+// TestShardKillDuringSplitsAndMoves kills the server with SIGKILL, at a random moment,
+// while inserts drive continuous size splits and moves between two shards, restarts it and
+// checks that every acknowledged document is there exactly once and that the partition
+// map agrees with the data; three rounds on the same data.
+func TestShardKillDuringSplitsAndMoves(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2", "--partition-max-bytes", "40000", "--partition-check-interval", "50ms")
+	shardColl(t, srv.client(t), "killsplit.people", "region", bson.E{Key: "numInitialChunks", Value: 1})
+	acked := map[int32]bool{}
+	for round := 0; round < 3; round++ {
+		killRound(t, srv, round, acked)
+	}
+}
+
+// killRound runs writers and moves, kills the server after a random delay, restarts it
+// and checks the data against acked (which it extends).
+func killRound(t *testing.T, srv *server, round int, acked map[int32]bool) {
+	ctx := context.Background()
+	c := srv.client(t, options.Client().SetRetryWrites(false))
+	coll := c.Database("killsplit").Collection("people")
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				id := int32(round*10_000_000 + w*1_000_000 + i)
+				_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "region", Value: fmt.Sprintf("k%d", i%300)},
+					{Key: "pad", Value: strings.Repeat("y", 150)}})
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				acked[id] = true
+				mu.Unlock()
+			}
+		}(w)
+	}
+	wg.Add(1)
+	go func() { // moves besides the balancer's: a key's partition to alternating shards
+		defer wg.Done()
+		for i := 0; ; i++ {
+			err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "moveChunk", Value: "killsplit.people"},
+				{Key: "find", Value: bson.D{{Key: "region", Value: fmt.Sprintf("k%d", i*7%300)}}},
+				{Key: "to", Value: fmt.Sprintf("shard-%d", i%2)}}).Err()
+			var ce mongo.CommandError
+			if err != nil && (!errors.As(err, &ce) || ce.Code != 117) {
+				return
+			}
+		}
+	}()
+	time.Sleep(time.Duration(500+rand.IntN(1500)) * time.Millisecond)
+	srv.kill()
+	wg.Wait()
+	srv.restart()
+	c2 := srv.client(t)
+	coll2 := c2.Database("killsplit").Collection("people")
+	cur, err := coll2.Find(ctx, bson.D{}, options.Find().SetBatchSize(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int32]bool{}
+	drainCursor(t, cur, seen)
+	for id := range acked {
+		if !seen[id] {
+			t.Fatalf("round %d: acknowledged document %d lost", round, id)
+		}
+	}
+	n, err := coll2.CountDocuments(ctx, bson.D{})
+	if err != nil || n != int64(len(seen)) {
+		t.Fatalf("round %d: count %d (%v), find returned %d", round, n, err, len(seen))
+	}
+	var sum int64
+	st := partitionStats(t, c2.Database("killsplit"), "people")
+	for _, p := range st["partitions"].(bson.A) {
+		sum += shardM(p)["documents"].(int64)
+	}
+	if sum != int64(len(seen)) {
+		t.Fatalf("round %d: partitionStats counts %d documents, find %d", round, sum, len(seen))
+	}
+	for id := range seen {
+		acked[id] = true // unacknowledged but durable: it must stay from now on
+	}
+	t.Logf("round %d: %d documents in %d partitions after the kill", round, len(seen), st["numPartitions"])
+}
+
+// TestShardDistribution inserts 100,000 documents with 1,000 distinct keys over two shards:
+// each shard holds its share within ±15% (what getShardDistribution shows).
+func TestShardDistribution(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2")
+	c := srv.client(t)
+	db := c.Database("distribution")
+	shardColl(t, c, "distribution.people", "region")
+	insertPeople(t, db.Collection("people"), 0, 100_000, 1000, "one")
+	perShard := map[string]int64{}
+	for _, p := range partitionStats(t, db, "people")["partitions"].(bson.A) {
+		m := shardM(p)
+		perShard[m["shard"].(string)] += m["documents"].(int64)
+	}
+	for s, n := range perShard {
+		if n < 42_500 || n > 57_500 {
+			t.Fatalf("%s holds %d of 100,000 documents: %v", s, n, perShard)
+		}
+	}
+}
