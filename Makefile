@@ -11,9 +11,11 @@ GOLANGCI_LINT_VERSION := v2.6.2
 
 test: node-deps
 	$(GO) test $(GOTESTFLAGS) ./...
+	cd compat && $(GO) test $(GOTESTFLAGS) ./...
 
 test-short:
 	$(GO) test -short ./...
+	cd compat && $(GO) test -short ./...
 
 # npm ci only when the lockfile changed since the last install.
 node-deps: node_modules/.package-lock.json
@@ -39,6 +41,20 @@ fuzz:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The drivers' spec tests (compat/ is its own module, pinning mongo-driver v1.17 for its spec
+# files and runners): every suite against a fresh cleave; rewrites the table between the
+# compat markers of README.md and adds newly passing tests to compat/testdata/baseline.txt
+# (fails, without removing them, if baseline tests stopped passing; COMPAT_FLAGS="-prune" accepts
+# that). compat-check is the CI check alone (`make test` runs it too): the target suites against
+# the baseline.
+COMPAT_FLAGS ?=
+compat:
+	cd compat && $(GO) run ./cmd/compat $(if $(wildcard README.md),-readme ../README.md) -baseline testdata/baseline.txt -update $(COMPAT_FLAGS)
+
+.PHONY: compat-check
+compat-check:
+	cd compat && $(GO) test -count=1 ./...
 
 clean:
 	rm -rf bin cleave-data
