@@ -77,7 +77,7 @@ func parseAccumulator(env *aggEnv, field string, v bsoncore.Value) (*accSpec, er
 func (a *accSpec) parseNamedArgs(env *aggEnv, arg bsoncore.Value) error {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return mongoerr.New(5787900, "specification must be an object; found %s", typeName(arg.Type))
+		return mongoerr.New(5787900, "specification must be an object; found %s", bsonx.TypeName(arg.Type))
 	}
 	sorted := a.op == "$top" || a.op == "$bottom" || a.op == "$topN" || a.op == "$bottomN"
 	needN := a.op != "$top" && a.op != "$bottom"
@@ -435,7 +435,7 @@ func (st *mergeObjectsState) add(v bsoncore.Value, _ bsoncore.Document) (int, er
 	}
 	d, ok := v.DocumentOK()
 	if !ok {
-		return 0, mongoerr.New(40400, "$mergeObjects requires object inputs, but input %s is of type %s", shellValue(v), typeName(v.Type))
+		return 0, mongoerr.New(40400, "$mergeObjects requires object inputs, but input %s is of type %s", shellValue(v), bsonx.TypeName(v.Type))
 	}
 	if st.vals == nil {
 		st.vals = map[string]bsoncore.Value{}

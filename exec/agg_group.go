@@ -253,7 +253,7 @@ func (s *chainStage) spec() bsoncore.Document { return stageSpec(s.name, s.raw) 
 func parseBucketStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(40201, "Argument to $bucket stage must be an object, but found type: %s.", typeName(arg.Type))
+		return nil, mongoerr.New(40201, "Argument to $bucket stage must be an object, but found type: %s.", bsonx.TypeName(arg.Type))
 	}
 	s := &groupStage{name: name, raw: arg, env: env}
 	var bounds []bsoncore.Value
@@ -275,7 +275,7 @@ func parseBucketStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage, e
 		case "boundaries":
 			arr, ok := v.ArrayOK()
 			if !ok {
-				return nil, mongoerr.New(40200, "The $bucket 'boundaries' field must be an array, but found type: %s.", typeName(v.Type))
+				return nil, mongoerr.New(40200, "The $bucket 'boundaries' field must be an array, but found type: %s.", bsonx.TypeName(v.Type))
 			}
 			bounds, _ = arr.Values()
 		case "default":
@@ -283,7 +283,7 @@ func parseBucketStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage, e
 		case "output":
 			o, ok := v.DocumentOK()
 			if !ok {
-				return nil, mongoerr.New(40196, "The $bucket 'output' field must be an object, but found type: %s.", typeName(v.Type))
+				return nil, mongoerr.New(40196, "The $bucket 'output' field must be an object, but found type: %s.", bsonx.TypeName(v.Type))
 			}
 			output = o
 		default:
@@ -331,7 +331,7 @@ func checkBoundaries(bounds []bsoncore.Value, def bsoncore.Value) error {
 	for i := 1; i < len(bounds); i++ {
 		a, b := bounds[i-1], bounds[i]
 		if bsonx.CanonicalRank(a.Type) != bsonx.CanonicalRank(b.Type) {
-			return mongoerr.New(40193, "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.", typeName(a.Type), typeName(b.Type))
+			return mongoerr.New(40193, "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.", bsonx.TypeName(a.Type), bsonx.TypeName(b.Type))
 		}
 		if bsonx.Compare(a, b) >= 0 {
 			return mongoerr.New(40194, "The 'boundaries' option to $bucket must be sorted in ascending order, but elements %d and %d are not in ascending order (%s is not less than %s).",

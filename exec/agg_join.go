@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -32,7 +33,7 @@ type lookupStage struct {
 func parseLookupStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "the $lookup specification must be an Object, but found %s", typeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.FailedToParse, "the $lookup specification must be an Object, but found %s", bsonx.TypeName(arg.Type))
 	}
 	s := &lookupStage{env: env, raw: arg}
 	var local, as string
@@ -63,11 +64,11 @@ func parseLookupStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, erro
 			as, err = lookupString(k, v)
 		case "let":
 			if let, ok = v.DocumentOK(); !ok {
-				err = mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'let' must be an object, is type %s", typeName(v.Type))
+				err = mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'let' must be an object, is type %s", bsonx.TypeName(v.Type))
 			}
 		case "pipeline":
 			if s.pipeline, ok = v.ArrayOK(); !ok {
-				err = mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'pipeline' must be an array, is type %s", typeName(v.Type))
+				err = mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'pipeline' must be an array, is type %s", bsonx.TypeName(v.Type))
 			}
 		default:
 			err = mongoerr.New(mongoerr.FailedToParse, "unknown argument to $lookup: %s", k)
@@ -125,7 +126,7 @@ func lookupString(k string, v bsoncore.Value) (string, error) {
 	}
 	s, ok := v.StringValueOK()
 	if !ok {
-		return "", mongoerr.New(mongoerr.FailedToParse, "$lookup argument '%s' must be a string, is type %s", k, typeName(v.Type))
+		return "", mongoerr.New(mongoerr.FailedToParse, "$lookup argument '%s' must be a string, is type %s", k, bsonx.TypeName(v.Type))
 	}
 	return s, nil
 }
@@ -368,7 +369,7 @@ func parseUnionWithStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, e
 			}
 		}
 	default:
-		return nil, mongoerr.New(mongoerr.FailedToParse, "the $unionWith stage specification must be an object or string, but found %s", typeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.FailedToParse, "the $unionWith stage specification must be an object or string, but found %s", bsonx.TypeName(arg.Type))
 	}
 	sub, err := parsePipeline(env, arr, true)
 	if err != nil {
@@ -459,7 +460,7 @@ func parseFacetStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error
 		}
 		arr, ok := el.Value().ArrayOK()
 		if !ok {
-			return nil, mongoerr.New(40170, "arguments to $facet must be arrays, %s is type %s", name, typeName(el.Value().Type))
+			return nil, mongoerr.New(40170, "arguments to $facet must be arrays, %s is type %s", name, bsonx.TypeName(el.Value().Type))
 		}
 		if err := checkFacetStages(arr); err != nil {
 			return nil, err

@@ -224,7 +224,7 @@ func markComputed(n *projNode) bool {
 func parseAddFieldsStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(40272, "%s specification stage must be an object, got %s", name, typeName(arg.Type))
+		return nil, mongoerr.New(40272, "%s specification stage must be an object, got %s", name, bsonx.TypeName(arg.Type))
 	}
 	s := &projStage{name: name, raw: arg, mode: projAddFields, root: &projNode{}}
 	if err := s.parseLevel(env, s.root, d, "", nil); err != nil {

@@ -367,7 +367,7 @@ func parseDocumentsStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, e
 	for _, x := range vals {
 		d, ok := x.DocumentOK()
 		if !ok {
-			return nil, mongoerr.New(mongoerr.TypeMismatch, "$documents elements must be objects, found %s", typeName(x.Type))
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "$documents elements must be objects, found %s", bsonx.TypeName(x.Type))
 		}
 		s.docs = append(s.docs, d)
 	}
@@ -396,7 +396,7 @@ func parseReplaceRootStage(env *aggEnv, name string, arg bsoncore.Value) (aggSta
 	if name == "$replaceRoot" {
 		d, ok := arg.DocumentOK()
 		if !ok {
-			return nil, mongoerr.New(40229, "expected an object as specification for $replaceRoot stage, got %s", typeName(arg.Type))
+			return nil, mongoerr.New(40229, "expected an object as specification for $replaceRoot stage, got %s", bsonx.TypeName(arg.Type))
 		}
 		elems, _ := d.Elements()
 		root = bsoncore.Value{}
@@ -428,7 +428,7 @@ func (s *replaceRootStage) open(in docStream) (docStream, error) {
 		nd, ok := v.DocumentOK()
 		if !ok {
 			return dst, false, mongoerr.New(40228, "'newRoot' expression must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s",
-				shellValue(v), typeName(v.Type), d.String())
+				shellValue(v), bsonx.TypeName(v.Type), d.String())
 		}
 		return append(dst, nd...), true, nil
 	}}, nil

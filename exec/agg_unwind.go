@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -102,7 +103,7 @@ func parseUnwindStage(_ *aggEnv, _ string, arg bsoncore.Value) (aggStage, error)
 			case "path":
 				p, ok := v.StringValueOK()
 				if !ok {
-					return nil, mongoerr.New(28808, "expected a string as the path for $unwind stage, got %s", typeName(v.Type))
+					return nil, mongoerr.New(28808, "expected a string as the path for $unwind stage, got %s", bsonx.TypeName(v.Type))
 				}
 				path = p
 			case "includeArrayIndex":
@@ -131,7 +132,7 @@ func parseUnwindStage(_ *aggEnv, _ string, arg bsoncore.Value) (aggStage, error)
 			return nil, mongoerr.New(28812, "no path specified to $unwind stage")
 		}
 	default:
-		return nil, mongoerr.New(15981, "expected either a string or an object as specification for $unwind stage, got %s", typeName(arg.Type))
+		return nil, mongoerr.New(15981, "expected either a string or an object as specification for $unwind stage, got %s", bsonx.TypeName(arg.Type))
 	}
 	if path == "" || path[0] != '$' {
 		return nil, mongoerr.New(28818, "path option to $unwind stage should be prefixed with a '$': %s", path)

@@ -77,7 +77,7 @@ func missingField(cmd, field string) error {
 // wrongType is MongoDB's IDL error for a field of the wrong BSON type.
 func wrongType(cmd, field string, got bsoncore.Type, want ...string) error {
 	return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type%s '%s'",
-		cmd, field, typeName(got), plural(len(want)), wantList(want))
+		cmd, field, bsonx.TypeName(got), plural(len(want)), wantList(want))
 }
 
 // plural returns "s" when n != 1.
@@ -168,53 +168,3 @@ func argInt64(cmd, field string, v bsoncore.Value) (int64, error) {
 
 // numberFloat converts any numeric value to float64.
 func numberFloat(v bsoncore.Value) (float64, bool) { return bsonx.NumberAsFloat64(v) }
-
-// typeName is MongoDB's alias for a BSON type, as $type and error messages spell it.
-func typeName(t bsoncore.Type) string {
-	switch t {
-	case bsoncore.TypeDouble:
-		return "double"
-	case bsoncore.TypeString:
-		return "string"
-	case bsoncore.TypeEmbeddedDocument:
-		return "object"
-	case bsoncore.TypeArray:
-		return "array"
-	case bsoncore.TypeBinary:
-		return "binData"
-	case bsoncore.TypeUndefined:
-		return "undefined"
-	case bsoncore.TypeObjectID:
-		return "objectId"
-	case bsoncore.TypeBoolean:
-		return "bool"
-	case bsoncore.TypeDateTime:
-		return "date"
-	case bsoncore.TypeNull:
-		return "null"
-	case bsoncore.TypeRegex:
-		return "regex"
-	case bsoncore.TypeDBPointer:
-		return "dbPointer"
-	case bsoncore.TypeJavaScript:
-		return "javascript"
-	case bsoncore.TypeSymbol:
-		return "symbol"
-	case bsoncore.TypeCodeWithScope:
-		return "javascriptWithScope"
-	case bsoncore.TypeInt32:
-		return "int"
-	case bsoncore.TypeTimestamp:
-		return "timestamp"
-	case bsoncore.TypeInt64:
-		return "long"
-	case bsoncore.TypeDecimal128:
-		return "decimal"
-	case bsoncore.TypeMinKey:
-		return "minKey"
-	case bsoncore.TypeMaxKey:
-		return "maxKey"
-	default:
-		return "missing"
-	}
-}

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -99,7 +100,7 @@ func (e *Executor) insertGroup(ctx context.Context, ci *collInfo, vals []bsoncor
 	for i, v := range vals {
 		doc, ok := v.DocumentOK()
 		if !ok {
-			failed[i] = mongoerr.New(mongoerr.TypeMismatch, "BSON field 'insert.documents.%d' is the wrong type '%s', expected type 'object'", base+i, typeName(v.Type))
+			failed[i] = mongoerr.New(mongoerr.TypeMismatch, "BSON field 'insert.documents.%d' is the wrong type '%s', expected type 'object'", base+i, bsonx.TypeName(v.Type))
 			continue
 		}
 		doc, err := prepareInsert(doc)

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -75,7 +76,7 @@ func (e *Executor) getLog(_ context.Context, r *request) error {
 	name, ok := first.Value().StringValueOK()
 	if !ok {
 		return mongoerr.New(mongoerr.TypeMismatch, "Argument to getLog must be of type String; found %s of type %s",
-			first.Value().String(), typeName(first.Value().Type))
+			first.Value().String(), bsonx.TypeName(first.Value().Type))
 	}
 	switch name {
 	case "*":

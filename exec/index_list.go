@@ -68,7 +68,7 @@ func (e *Executor) dropIndexes(_ context.Context, r *request) error {
 			return true, nil
 		}
 		return true, mongoerr.New(mongoerr.TypeMismatch,
-			"BSON field 'dropIndexes.index' is the wrong type '%s', expected types '[string, object, array]'", typeName(v.Type))
+			"BSON field 'dropIndexes.index' is the wrong type '%s', expected types '[string, object, array]'", bsonx.TypeName(v.Type))
 	})
 	if err != nil {
 		return err

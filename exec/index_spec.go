@@ -36,7 +36,7 @@ func parseIndexSpec(v bsoncore.Value, ignoreUnknown bool) (store.Index, error) {
 	spec, ok := v.DocumentOK()
 	if !ok {
 		return store.Index{}, mongoerr.New(mongoerr.TypeMismatch,
-			"BSON field 'createIndexes.indexes' is the wrong type '%s', expected type 'object'", typeName(v.Type))
+			"BSON field 'createIndexes.indexes' is the wrong type '%s', expected type 'object'", bsonx.TypeName(v.Type))
 	}
 	var x store.Index
 	haveKey, haveName := false, false
@@ -56,13 +56,13 @@ func parseIndexSpec(v bsoncore.Value, ignoreUnknown bool) (store.Index, error) {
 		case "key":
 			d, ok := val.DocumentOK()
 			if !ok {
-				return x, mongoerr.New(mongoerr.TypeMismatch, "The field 'key' must be an object, but got %s", typeName(val.Type))
+				return x, mongoerr.New(mongoerr.TypeMismatch, "The field 'key' must be an object, but got %s", bsonx.TypeName(val.Type))
 			}
 			haveKey, x.Key = true, d
 		case "name":
 			s, ok := val.StringValueOK()
 			if !ok {
-				return x, mongoerr.New(mongoerr.TypeMismatch, "The field 'name' must be a string, but got %s", typeName(val.Type))
+				return x, mongoerr.New(mongoerr.TypeMismatch, "The field 'name' must be a string, but got %s", bsonx.TypeName(val.Type))
 			}
 			haveName, x.Name = true, s
 		case "v", "ns":
@@ -106,7 +106,7 @@ func checkIndexOption(key string, v bsoncore.Value) (bool, error) {
 	case "unique", "sparse", "background", "hidden", "dropDups", "prepareUnique":
 		b, ok := v.BooleanOK()
 		if !ok && !bsonx.IsNumber(v.Type) {
-			return false, mongoerr.New(mongoerr.TypeMismatch, "The field '%s' must be a bool, but got %s", key, typeName(v.Type))
+			return false, mongoerr.New(mongoerr.TypeMismatch, "The field '%s' must be a bool, but got %s", key, bsonx.TypeName(v.Type))
 		}
 		if key == "hidden" && (b || !ok && !isZero(v)) {
 			return false, mongoerr.New(mongoerr.NotImplemented, "hidden indexes are not supported by cleave")
@@ -115,7 +115,7 @@ func checkIndexOption(key string, v bsoncore.Value) (bool, error) {
 	case "partialFilterExpression":
 		d, ok := v.DocumentOK()
 		if !ok {
-			return false, mongoerr.New(mongoerr.TypeMismatch, "The field 'partialFilterExpression' must be an object, but got %s", typeName(v.Type))
+			return false, mongoerr.New(mongoerr.TypeMismatch, "The field 'partialFilterExpression' must be an object, but got %s", bsonx.TypeName(v.Type))
 		}
 		if _, err := match.Compile(d, nil); err != nil {
 			return false, err
@@ -124,7 +124,7 @@ func checkIndexOption(key string, v bsoncore.Value) (bool, error) {
 	case "expireAfterSeconds":
 		n, ok := bsonx.NumberAsFloat64(v)
 		if !ok {
-			return false, mongoerr.New(mongoerr.CannotCreateIndex, "TTL index 'expireAfterSeconds' option must be numeric, but received a type of '%s'", typeName(v.Type))
+			return false, mongoerr.New(mongoerr.CannotCreateIndex, "TTL index 'expireAfterSeconds' option must be numeric, but received a type of '%s'", bsonx.TypeName(v.Type))
 		}
 		if math.IsNaN(n) || n < 0 || n > maxTTLSeconds {
 			return false, mongoerr.New(mongoerr.CannotCreateIndex, "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number")
@@ -133,7 +133,7 @@ func checkIndexOption(key string, v bsoncore.Value) (bool, error) {
 	case "collation":
 		d, ok := v.DocumentOK()
 		if !ok {
-			return false, mongoerr.New(mongoerr.TypeMismatch, "The field 'collation' must be an object, but got %s", typeName(v.Type))
+			return false, mongoerr.New(mongoerr.TypeMismatch, "The field 'collation' must be an object, but got %s", bsonx.TypeName(v.Type))
 		}
 		return false, checkCollation(d)
 	case "storageEngine":
@@ -225,7 +225,7 @@ func validateKeyElement(el bsoncore.Element) error {
 	}
 	n, ok := bsonx.NumberAsFloat64(v)
 	if !ok {
-		return mongoerr.New(mongoerr.CannotCreateIndex, "Values in v:2 index key pattern cannot be of type %s. Only numbers > 0, numbers < 0, and strings are allowed.", typeName(v.Type))
+		return mongoerr.New(mongoerr.CannotCreateIndex, "Values in v:2 index key pattern cannot be of type %s. Only numbers > 0, numbers < 0, and strings are allowed.", bsonx.TypeName(v.Type))
 	}
 	if n == 0 || math.IsNaN(n) {
 		return mongoerr.New(mongoerr.CannotCreateIndex, "Values in the index key pattern must not be zero, but found %s for field '%s'", shellValue(v), path)

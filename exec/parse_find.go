@@ -3,6 +3,7 @@ package exec
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -100,7 +101,7 @@ func collectionArg(cmd string, v bsoncore.Value) (string, error) {
 	s, ok := v.StringValueOK()
 	if !ok {
 		return "", mongoerr.New(mongoerr.InvalidNamespace,
-			"collection name has invalid type %s", typeName(v.Type))
+			"collection name has invalid type %s", bsonx.TypeName(v.Type))
 	}
 	if s == "" {
 		return "", mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", s)

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/exec/project"
 	"github.com/cleavedb/cleave/exec/update"
@@ -108,7 +109,7 @@ func compileUpdateStage(st bsoncore.Document, opts *expr.Options) (func(bsoncore
 	case "$set", "$addFields":
 		spec, ok := arg.DocumentOK()
 		if !ok {
-			return nil, mongoerr.New(codeLocation40272, "%s specification stage must be an object, got %s", name, typeName(arg.Type))
+			return nil, mongoerr.New(codeLocation40272, "%s specification stage must be an object, got %s", name, bsonx.TypeName(arg.Type))
 		}
 		return compileAddFields(spec, opts)
 	case "$unset":
@@ -123,7 +124,7 @@ func compileUpdateStage(st bsoncore.Document, opts *expr.Options) (func(bsoncore
 		if name == "$replaceRoot" {
 			d, ok := arg.DocumentOK()
 			if !ok {
-				return nil, mongoerr.New(codeLocation40228, "expected an object as specification for $replaceRoot stage, got %s", typeName(arg.Type))
+				return nil, mongoerr.New(codeLocation40228, "expected an object as specification for $replaceRoot stage, got %s", bsonx.TypeName(arg.Type))
 			}
 			if arg, err = d.LookupErr("newRoot"); err != nil {
 				return nil, mongoerr.New(codeLocation40231, "no newRoot specified for the $replaceRoot stage")
@@ -269,7 +270,7 @@ func compileReplaceRoot(arg bsoncore.Value, opts *expr.Options) (func(bsoncore.D
 		if !ok {
 			return nil, mongoerr.New(codeLocation40228,
 				"'replacement document' must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'.",
-				shellValue(v), typeName(v.Type))
+				shellValue(v), bsonx.TypeName(v.Type))
 		}
 		return d, nil
 	}, nil

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/big"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -91,7 +92,7 @@ func addOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		case isNum(a):
 			rank = max(rank, numRank(a.Type))
 		default:
-			return missing, mongoerr.New(16554, "$add only supports numeric or date types, not %s", typeName(a.Type))
+			return missing, mongoerr.New(16554, "$add only supports numeric or date types, not %s", bsonx.TypeName(a.Type))
 		}
 	}
 	if dates > 0 {
@@ -250,9 +251,9 @@ func subtractOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		}
 		return v.dateVal(ms), nil
 	case l.Type == bsoncore.TypeDateTime:
-		return missing, mongoerr.New(16613, "cant $subtract a %s from a Date", typeName(r.Type))
+		return missing, mongoerr.New(16613, "cant $subtract a %s from a Date", bsonx.TypeName(r.Type))
 	}
-	return missing, mongoerr.New(16556, "cant $subtract a %s from a %s", typeName(r.Type), typeName(l.Type))
+	return missing, mongoerr.New(16556, "cant $subtract a %s from a %s", bsonx.TypeName(r.Type), bsonx.TypeName(l.Type))
 }
 
 // subtractNumbers is l − r in the wider type, longs overflowing to doubles.
@@ -283,7 +284,7 @@ func multiplyOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		case isNum(a):
 			rank = max(rank, numRank(a.Type))
 		default:
-			return missing, mongoerr.New(16555, "$multiply only supports numeric types, not %s", typeName(a.Type))
+			return missing, mongoerr.New(16555, "$multiply only supports numeric types, not %s", bsonx.TypeName(a.Type))
 		}
 	}
 	switch rank {
@@ -326,7 +327,7 @@ func divideOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		if nullish(l) || nullish(r) {
 			return valNull, nil
 		}
-		return missing, mongoerr.New(16609, "$divide only supports numeric types, not %s and %s", typeName(l.Type), typeName(r.Type))
+		return missing, mongoerr.New(16609, "$divide only supports numeric types, not %s and %s", bsonx.TypeName(l.Type), bsonx.TypeName(r.Type))
 	}
 	if l.Type == bsoncore.TypeDecimal128 || r.Type == bsoncore.TypeDecimal128 {
 		rd := asDec(r)
@@ -349,7 +350,7 @@ func modOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		if nullish(l) || nullish(r) {
 			return valNull, nil
 		}
-		return missing, mongoerr.New(16611, "$mod only supports numeric types, not %s and %s", typeName(l.Type), typeName(r.Type))
+		return missing, mongoerr.New(16611, "$mod only supports numeric types, not %s and %s", bsonx.TypeName(l.Type), bsonx.TypeName(r.Type))
 	}
 	rank := max(numRank(l.Type), numRank(r.Type))
 	if rank == 4 {

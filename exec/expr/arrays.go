@@ -9,7 +9,7 @@ import (
 // sizeOp is $size.
 func sizeOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	if args[0].Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(17124, "The argument to $size must be an array. Type of argument was: %s", typeName(args[0].Type))
+		return missing, mongoerr.New(17124, "The argument to $size must be an array. Type of argument was: %s", bsonx.TypeName(args[0].Type))
 	}
 	return v.int32Val(int32(len(arrayValues(args[0])))), nil
 }
@@ -38,10 +38,10 @@ func arrayElemAtOp(_ *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return valNull, nil
 	}
 	if arr.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(28689, "$arrayElemAt's first argument must be an array, but is %s", typeName(arr.Type))
+		return missing, mongoerr.New(28689, "$arrayElemAt's first argument must be an array, but is %s", bsonx.TypeName(arr.Type))
 	}
 	if !isNum(idx) {
-		return missing, mongoerr.New(28690, "$arrayElemAt's second argument must be a numeric value, but is %s", typeName(idx.Type))
+		return missing, mongoerr.New(28690, "$arrayElemAt's second argument must be a numeric value, but is %s", bsonx.TypeName(idx.Type))
 	}
 	i, ok := int32Arg(idx)
 	if !ok {
@@ -58,7 +58,7 @@ func firstLastOp(name string, last bool) evalFn {
 			return valNull, nil
 		}
 		if arr.Type != bsoncore.TypeArray {
-			return missing, mongoerr.New(28689, "%s's argument must be an array, but is %s", name, typeName(arr.Type))
+			return missing, mongoerr.New(28689, "%s's argument must be an array, but is %s", name, bsonx.TypeName(arr.Type))
 		}
 		if last {
 			return elemAt(arr, -1), nil
@@ -70,7 +70,7 @@ func firstLastOp(name string, last bool) evalFn {
 // inOp is $in: [value, array].
 func inOp(_ *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	if args[1].Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(40081, "$in requires an array as a second argument, found: %s", typeName(args[1].Type))
+		return missing, mongoerr.New(40081, "$in requires an array as a second argument, found: %s", bsonx.TypeName(args[1].Type))
 	}
 	for _, e := range arrayValues(args[1]) {
 		if bsonx.Equal(args[0], e) {
@@ -88,7 +88,7 @@ func concatArraysOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 			return valNull, nil
 		}
 		if a.Type != bsoncore.TypeArray {
-			return missing, mongoerr.New(28664, "$concatArrays only supports arrays, not %s", typeName(a.Type))
+			return missing, mongoerr.New(28664, "$concatArrays only supports arrays, not %s", bsonx.TypeName(a.Type))
 		}
 		out = append(out, arrayValues(a)...)
 	}
@@ -102,7 +102,7 @@ func reverseArrayOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return valNull, nil
 	}
 	if a.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(34435, "The argument to $reverseArray must be an array, but was of type: %s", typeName(a.Type))
+		return missing, mongoerr.New(34435, "The argument to $reverseArray must be an array, but was of type: %s", bsonx.TypeName(a.Type))
 	}
 	vals := arrayValues(a)
 	for i, j := 0, len(vals)-1; i < j; i, j = i+1, j-1 {
@@ -120,10 +120,10 @@ func sliceOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	arr := args[0]
 	if arr.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(28724, "First argument to $slice must be an array, but is of type: %s", typeName(arr.Type))
+		return missing, mongoerr.New(28724, "First argument to $slice must be an array, but is of type: %s", bsonx.TypeName(arr.Type))
 	}
 	if !isNum(args[1]) {
-		return missing, mongoerr.New(28725, "Second argument to $slice must be a numeric value, but was of type: %s", typeName(args[1].Type))
+		return missing, mongoerr.New(28725, "Second argument to $slice must be a numeric value, but was of type: %s", bsonx.TypeName(args[1].Type))
 	}
 	first, ok := int32Arg(args[1])
 	if !ok {
@@ -141,7 +141,7 @@ func sliceOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return v.arrayVal(vals[start:end]), nil
 	}
 	if !isNum(args[2]) {
-		return missing, mongoerr.New(28727, "Third argument to $slice must be numeric, but was of type: %s", typeName(args[2].Type))
+		return missing, mongoerr.New(28727, "Third argument to $slice must be numeric, but was of type: %s", bsonx.TypeName(args[2].Type))
 	}
 	count, ok := int32Arg(args[2])
 	if !ok {
@@ -166,7 +166,7 @@ func indexOfArrayOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return valNull, nil
 	}
 	if arr.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(40090, "$indexOfArray requires an array as a first argument, found: %s", typeName(arr.Type))
+		return missing, mongoerr.New(40090, "$indexOfArray requires an array as a first argument, found: %s", bsonx.TypeName(arr.Type))
 	}
 	vals := arrayValues(arr)
 	start, end := 0, len(vals)
@@ -200,7 +200,7 @@ func rangeOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	nums[2] = 1
 	for i, a := range args {
 		if !isNum(a) {
-			return missing, mongoerr.New(mongoerr.Code(34443+2*i), "$range requires a numeric %s value, found value of type: %s", names[i], typeName(a.Type))
+			return missing, mongoerr.New(mongoerr.Code(34443+2*i), "$range requires a numeric %s value, found value of type: %s", names[i], bsonx.TypeName(a.Type))
 		}
 		n, ok := int32Arg(a)
 		if !ok {

@@ -174,14 +174,14 @@ func (n *switchNode) eval(v *Vars) (bsoncore.Value, error) {
 // parseSwitch compiles $switch: {branches: [{case, then}, ...], default}.
 func parseSwitch(p *parser, _ string, arg bsoncore.Value) (node, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(40060, "$switch requires an object as an argument, found: %s", typeName(arg.Type))
+		return nil, mongoerr.New(40060, "$switch requires an object as an argument, found: %s", bsonx.TypeName(arg.Type))
 	}
 	n := &switchNode{}
 	for _, f := range docFields(arg) {
 		switch f.name {
 		case "branches":
 			if f.val.Type != bsoncore.TypeArray {
-				return nil, mongoerr.New(40061, "$switch expected an array for 'branches', found: %s", typeName(f.val.Type))
+				return nil, mongoerr.New(40061, "$switch expected an array for 'branches', found: %s", bsonx.TypeName(f.val.Type))
 			}
 			for _, b := range arrayValues(f.val) {
 				if err := n.parseBranch(p, b); err != nil {
@@ -207,7 +207,7 @@ func parseSwitch(p *parser, _ string, arg bsoncore.Value) (node, error) {
 // parseBranch compiles one {case, then} branch of $switch.
 func (n *switchNode) parseBranch(p *parser, b bsoncore.Value) error {
 	if b.Type != bsoncore.TypeEmbeddedDocument {
-		return mongoerr.New(40062, "$switch expected each branch to be an object, found: %s", typeName(b.Type))
+		return mongoerr.New(40062, "$switch expected each branch to be an object, found: %s", bsonx.TypeName(b.Type))
 	}
 	var c, t node
 	for _, f := range docFields(b) {

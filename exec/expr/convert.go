@@ -7,13 +7,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // typeOp is $type: the type's alias ("missing" for a missing value).
 func typeOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
-	return v.stringVal(typeName(args[0].Type)), nil
+	return v.stringVal(bsonx.TypeName(args[0].Type)), nil
 }
 
 // isNumberOp is $isNumber.
@@ -48,7 +49,7 @@ func targetType(to bsoncore.Value) (bsoncore.Type, error) {
 		}
 		return 0, mongoerr.New(mongoerr.FailedToParse, "In $convert, numeric value for 'to' does not correspond to a BSON type: %d", i)
 	}
-	return 0, mongoerr.New(mongoerr.FailedToParse, "$convert's 'to' argument must be a string or number, but is %s", typeName(to.Type))
+	return 0, mongoerr.New(mongoerr.FailedToParse, "$convert's 'to' argument must be a string or number, but is %s", bsonx.TypeName(to.Type))
 }
 
 // convError is a failed conversion (onError applies to it).
@@ -58,7 +59,7 @@ func convError(format string, args ...any) error {
 
 // unsupported is the error for a conversion MongoDB does not define.
 func unsupported(from, to bsoncore.Type) error {
-	return convError("Unsupported conversion from %s to %s", typeName(from), typeName(to))
+	return convError("Unsupported conversion from %s to %s", bsonx.TypeName(from), bsonx.TypeName(to))
 }
 
 // convertValue converts a non-null value to type t.
@@ -319,7 +320,7 @@ func (n *convertNode) eval(v *Vars) (bsoncore.Value, error) {
 // parseConvert compiles $convert.
 func parseConvert(p *parser, _ string, arg bsoncore.Value) (node, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "$convert expects an object of named arguments but found: %s", typeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.FailedToParse, "$convert expects an object of named arguments but found: %s", bsonx.TypeName(arg.Type))
 	}
 	n := &convertNode{}
 	for _, f := range docFields(arg) {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -70,7 +71,7 @@ func datePart(name string, x bsoncore.Value, def int64, given bool) (n int64, is
 	}
 	n, ok := integral(x)
 	if !ok {
-		return 0, false, mongoerr.New(40515, "'%s' must evaluate to an integer, found %s with value %s", name, typeName(x.Type), x.String())
+		return 0, false, mongoerr.New(40515, "'%s' must evaluate to an integer, found %s with value %s", name, bsonx.TypeName(x.Type), x.String())
 	}
 	if name == "year" || name == "isoWeekYear" {
 		if n < 1 || n > 9999 {
@@ -90,7 +91,7 @@ var timeUnits = map[string]bool{"year": true, "quarter": true, "month": true, "w
 func unitArg(name string, x bsoncore.Value) (string, error) {
 	s, ok := x.StringValueOK()
 	if !ok {
-		return "", mongoerr.New(5439013, "%s requires 'unit' to be a string, but got %s", name, typeName(x.Type))
+		return "", mongoerr.New(5439013, "%s requires 'unit' to be a string, but got %s", name, bsonx.TypeName(x.Type))
 	}
 	if !timeUnits[s] {
 		return "", mongoerr.New(mongoerr.FailedToParse, "%s parameter 'unit' value parsing failed :: caused by :: unknown time unit value: %s", name, s)
@@ -251,7 +252,7 @@ func dateDiff(v *Vars, args map[string]node) (bsoncore.Value, error) {
 		if ok1 {
 			bad = "endDate"
 		}
-		return missing, mongoerr.New(5166307, "$dateDiff requires '%s' to be a date, but got %s", bad, typeName(a[bad].Type))
+		return missing, mongoerr.New(5166307, "$dateDiff requires '%s' to be a date, but got %s", bad, bsonx.TypeName(a[bad].Type))
 	}
 	unit, err := unitArg("$dateDiff", a["unit"])
 	if err != nil {
@@ -279,7 +280,7 @@ func dateTrunc(v *Vars, args map[string]node) (bsoncore.Value, error) {
 	}
 	ms, ok := coerceToDate(a["date"])
 	if !ok {
-		return missing, mongoerr.New(5439012, "$dateTrunc requires 'date' to be a date, but got %s", typeName(a["date"].Type))
+		return missing, mongoerr.New(5439012, "$dateTrunc requires 'date' to be a date, but got %s", bsonx.TypeName(a["date"].Type))
 	}
 	unit, err := unitArg("$dateTrunc", a["unit"])
 	if err != nil {
@@ -289,7 +290,7 @@ func dateTrunc(v *Vars, args map[string]node) (bsoncore.Value, error) {
 	if args["binSize"] != nil {
 		if bin, ok = integral(a["binSize"]); !ok || bin <= 0 {
 			return missing, mongoerr.New(5439017, "$dateTrunc requires 'binSize' to be a positive 64-bit integer, but got value '%s' of type %s",
-				a["binSize"].String(), typeName(a["binSize"].Type))
+				a["binSize"].String(), bsonx.TypeName(a["binSize"].Type))
 		}
 	}
 	sow, err := weekStart(a["startOfWeek"])

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -68,7 +69,7 @@ func dateToString(v *Vars, args map[string]node) (bsoncore.Value, error) {
 	if f := a["format"]; !nullish(f) {
 		s, ok := f.StringValueOK()
 		if !ok {
-			return missing, mongoerr.New(18533, "$dateToString requires that 'format' be a string, found: %s with value %s", typeName(f.Type), f.String())
+			return missing, mongoerr.New(18533, "$dateToString requires that 'format' be a string, found: %s with value %s", bsonx.TypeName(f.Type), f.String())
 		}
 		if err := validateFormat(s); err != nil {
 			return missing, err
@@ -181,7 +182,7 @@ func dateToParts(v *Vars, args map[string]node) (bsoncore.Value, error) {
 	if x := a["iso8601"]; !isMissing(x) {
 		b, ok := x.BooleanOK()
 		if !ok {
-			return missing, mongoerr.New(40521, "iso8601 must evaluate to a bool, found %s", typeName(x.Type))
+			return missing, mongoerr.New(40521, "iso8601 must evaluate to a bool, found %s", bsonx.TypeName(x.Type))
 		}
 		iso = b
 	}
@@ -216,7 +217,7 @@ func dateFromString(v *Vars, args map[string]node) (bsoncore.Value, error) {
 			return valNull, nil
 		}
 		if f.Type != bsoncore.TypeString {
-			return missing, mongoerr.New(40684, "$dateFromString requires that 'format' be a string, found: %s with value %s", typeName(f.Type), f.String())
+			return missing, mongoerr.New(40684, "$dateFromString requires that 'format' be a string, found: %s with value %s", bsonx.TypeName(f.Type), f.String())
 		}
 		if err := validateFormat(f.StringValue()); err != nil {
 			return missing, err
@@ -240,7 +241,7 @@ func dateFromString(v *Vars, args map[string]node) (bsoncore.Value, error) {
 	s, ok := ds.StringValueOK()
 	switch {
 	case !ok:
-		err = mongoerr.New(mongoerr.ConversionFailure, "$dateFromString requires that 'dateString' be a string, found: %s with value %s", typeName(ds.Type), ds.String())
+		err = mongoerr.New(mongoerr.ConversionFailure, "$dateFromString requires that 'dateString' be a string, found: %s with value %s", bsonx.TypeName(ds.Type), ds.String())
 	case args["format"] != nil:
 		ms, err = parseWithFormat(s, a["format"].StringValue(), loc)
 	default:

@@ -6,6 +6,7 @@ import (
 	"time"
 	_ "time/tzdata" // MongoDB knows every Olson zone; do not depend on the host's zoneinfo.
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -30,7 +31,7 @@ func coerceToDate(a bsoncore.Value) (int64, bool) {
 func dateArg(a bsoncore.Value) (int64, error) {
 	ms, ok := coerceToDate(a)
 	if !ok {
-		return 0, mongoerr.New(16006, "can't convert from BSON type %s to Date", typeName(a.Type))
+		return 0, mongoerr.New(16006, "can't convert from BSON type %s to Date", bsonx.TypeName(a.Type))
 	}
 	return ms, nil
 }
@@ -40,7 +41,7 @@ func dateArg(a bsoncore.Value) (int64, error) {
 func parseZone(a bsoncore.Value) (*time.Location, error) {
 	s, ok := strOf(a)
 	if !ok {
-		return nil, mongoerr.New(40517, "timezone must evaluate to a string, found %s", typeName(a.Type))
+		return nil, mongoerr.New(40517, "timezone must evaluate to a string, found %s", bsonx.TypeName(a.Type))
 	}
 	if loc, ok := parseOffset(s); ok {
 		return loc, nil

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -93,7 +94,7 @@ func checkResult(t *testing.T, want string, got bsoncore.Value, err error) {
 	}
 	w := val(t, want)
 	if got.Type != w.Type || !bytes.Equal(got.Data, w.Data) {
-		t.Fatalf("got %s %v, want %s %v", typeName(got.Type), got, typeName(w.Type), w)
+		t.Fatalf("got %s %v, want %s %v", bsonx.TypeName(got.Type), got, bsonx.TypeName(w.Type), w)
 	}
 }
 

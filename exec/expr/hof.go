@@ -40,7 +40,7 @@ func (n *mapNode) eval(v *Vars) (bsoncore.Value, error) {
 		return valNull, err
 	}
 	if in.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(16883, "input to $map must be an array not %s", typeName(in.Type))
+		return missing, mongoerr.New(16883, "input to $map must be an array not %s", bsonx.TypeName(in.Type))
 	}
 	elems := arrayValues(in)
 	out := make([]bsoncore.Value, len(elems))
@@ -106,7 +106,7 @@ func (n *filterNode) eval(v *Vars) (bsoncore.Value, error) {
 		return valNull, err
 	}
 	if in.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(28651, "input to $filter must be an array not %s", typeName(in.Type))
+		return missing, mongoerr.New(28651, "input to $filter must be an array not %s", bsonx.TypeName(in.Type))
 	}
 	limit := int64(-1)
 	if n.limit != nil {
@@ -220,7 +220,7 @@ func (n *reduceNode) eval(v *Vars) (bsoncore.Value, error) {
 // parseReduce compiles $reduce.
 func parseReduce(p *parser, _ string, arg bsoncore.Value) (node, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(40075, "$reduce requires an object as an argument, found: %s", typeName(arg.Type))
+		return nil, mongoerr.New(40075, "$reduce requires an object as an argument, found: %s", bsonx.TypeName(arg.Type))
 	}
 	var input, initial, in bsoncore.Value
 	for _, f := range docFields(arg) {
@@ -273,7 +273,7 @@ func (n *sortArrayNode) eval(v *Vars) (bsoncore.Value, error) {
 		return valNull, err
 	}
 	if in.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(2942504, "The input argument to $sortArray must be an array, but was of type: %s", typeName(in.Type))
+		return missing, mongoerr.New(2942504, "The input argument to $sortArray must be an array, but was of type: %s", bsonx.TypeName(in.Type))
 	}
 	vals := arrayValues(in)
 	if n.spec == nil {
@@ -306,7 +306,7 @@ func (n *sortArrayNode) eval(v *Vars) (bsoncore.Value, error) {
 // parseSortArray compiles $sortArray.
 func parseSortArray(p *parser, _ string, arg bsoncore.Value) (node, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(2942500, "$sortArray requires an object as an argument, found: %s", typeName(arg.Type))
+		return nil, mongoerr.New(2942500, "$sortArray requires an object as an argument, found: %s", bsonx.TypeName(arg.Type))
 	}
 	n := &sortArrayNode{}
 	var sortBy bsoncore.Value
@@ -423,7 +423,7 @@ func (n *zipNode) eval(v *Vars) (bsoncore.Value, error) {
 // parseZip compiles $zip.
 func parseZip(p *parser, _ string, arg bsoncore.Value) (node, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(34460, "$zip only supports an object as an argument, found %s", typeName(arg.Type))
+		return nil, mongoerr.New(34460, "$zip only supports an object as an argument, found %s", bsonx.TypeName(arg.Type))
 	}
 	n := &zipNode{}
 	var err error
@@ -431,14 +431,14 @@ func parseZip(p *parser, _ string, arg bsoncore.Value) (node, error) {
 		switch f.name {
 		case "inputs":
 			if f.val.Type != bsoncore.TypeArray {
-				return nil, mongoerr.New(34461, "inputs must be an array of expressions, found %s", typeName(f.val.Type))
+				return nil, mongoerr.New(34461, "inputs must be an array of expressions, found %s", bsonx.TypeName(f.val.Type))
 			}
 			if n.inputs, _, err = p.parseAll(arrayValues(f.val)); err != nil {
 				return nil, err
 			}
 		case "defaults":
 			if f.val.Type != bsoncore.TypeArray {
-				return nil, mongoerr.New(34462, "defaults must be an array of expressions, found %s", typeName(f.val.Type))
+				return nil, mongoerr.New(34462, "defaults must be an array of expressions, found %s", bsonx.TypeName(f.val.Type))
 			}
 			if n.defaults, _, err = p.parseAll(arrayValues(f.val)); err != nil {
 				return nil, err
@@ -446,7 +446,7 @@ func parseZip(p *parser, _ string, arg bsoncore.Value) (node, error) {
 		case "useLongestLength":
 			b, ok := f.val.BooleanOK()
 			if !ok {
-				return nil, mongoerr.New(34463, "useLongestLength must be a bool, found %s", typeName(f.val.Type))
+				return nil, mongoerr.New(34463, "useLongestLength must be a bool, found %s", bsonx.TypeName(f.val.Type))
 			}
 			n.longest = b
 		default:

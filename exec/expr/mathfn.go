@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"strconv"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -16,7 +17,7 @@ func numericArg1(name string, a bsoncore.Value) (ok bool, err error) {
 		return false, nil
 	}
 	if !isNum(a) {
-		return false, mongoerr.New(28765, "%s only supports numeric types, not %s", name, typeName(a.Type))
+		return false, mongoerr.New(28765, "%s only supports numeric types, not %s", name, bsonx.TypeName(a.Type))
 	}
 	return true, nil
 }
@@ -143,10 +144,10 @@ func logOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return valNull, nil
 	}
 	if !isNum(a) {
-		return missing, mongoerr.New(28756, "$log's argument must be numeric, not %s", typeName(a.Type))
+		return missing, mongoerr.New(28756, "$log's argument must be numeric, not %s", bsonx.TypeName(a.Type))
 	}
 	if !isNum(b) {
-		return missing, mongoerr.New(28757, "$log's base must be numeric, not %s", typeName(b.Type))
+		return missing, mongoerr.New(28757, "$log's base must be numeric, not %s", bsonx.TypeName(b.Type))
 	}
 	x, base := asFloat(a), asFloat(b)
 	if x <= 0 && !math.IsNaN(x) {
@@ -170,10 +171,10 @@ func powOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return valNull, nil
 	}
 	if !isNum(b) {
-		return missing, mongoerr.New(28762, "$pow's base must be numeric, not %s", typeName(b.Type))
+		return missing, mongoerr.New(28762, "$pow's base must be numeric, not %s", bsonx.TypeName(b.Type))
 	}
 	if !isNum(e) {
-		return missing, mongoerr.New(28763, "$pow's exponent must be numeric, not %s", typeName(e.Type))
+		return missing, mongoerr.New(28763, "$pow's exponent must be numeric, not %s", bsonx.TypeName(e.Type))
 	}
 	bf, ef := asFloat(b), asFloat(e)
 	if bf == 0 && ef < 0 {
@@ -284,7 +285,7 @@ func roundTruncOp(name string, mode roundMode) evalFn {
 			return valNull, nil
 		}
 		if !isNum(a) {
-			return missing, mongoerr.New(51081, "%s only supports numeric types, not %s", name, typeName(a.Type))
+			return missing, mongoerr.New(51081, "%s only supports numeric types, not %s", name, bsonx.TypeName(a.Type))
 		}
 		return roundNumber(v, a, int(place), mode)
 	}

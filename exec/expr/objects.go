@@ -3,6 +3,7 @@ package expr
 import (
 	"strings"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -36,7 +37,7 @@ func mergeObjectsOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 			continue
 		}
 		if a.Type != bsoncore.TypeEmbeddedDocument {
-			return missing, mongoerr.New(40400, "$mergeObjects requires object inputs, but input %s is of type %s", a.String(), typeName(a.Type))
+			return missing, mongoerr.New(40400, "$mergeObjects requires object inputs, but input %s is of type %s", a.String(), bsonx.TypeName(a.Type))
 		}
 		for _, f := range docFields(a) {
 			l.set(f.name, f.val)
@@ -52,7 +53,7 @@ func objectToArrayOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return valNull, nil
 	}
 	if a.Type != bsoncore.TypeEmbeddedDocument {
-		return missing, mongoerr.New(40390, "$objectToArray requires a document input, found: %s", typeName(a.Type))
+		return missing, mongoerr.New(40390, "$objectToArray requires a document input, found: %s", bsonx.TypeName(a.Type))
 	}
 	fields := docFields(a)
 	out := make([]bsoncore.Value, len(fields))
@@ -69,7 +70,7 @@ func arrayToObjectOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return valNull, nil
 	}
 	if a.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(40386, "$arrayToObject requires an array input, found: %s", typeName(a.Type))
+		return missing, mongoerr.New(40386, "$arrayToObject requires an array input, found: %s", bsonx.TypeName(a.Type))
 	}
 	var l fieldList
 	var first bsoncore.Type
@@ -77,11 +78,11 @@ func arrayToObjectOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		if first == 0 {
 			first = e.Type
 			if first != bsoncore.TypeArray && first != bsoncore.TypeEmbeddedDocument {
-				return missing, mongoerr.New(40398, "Unrecognised input type format for $arrayToObject: %s", typeName(e.Type))
+				return missing, mongoerr.New(40398, "Unrecognised input type format for $arrayToObject: %s", bsonx.TypeName(e.Type))
 			}
 		} else if e.Type != first {
 			return missing, mongoerr.New(40391, "$arrayToObject requires a consistent input format. Elements must all be arrays or all be objects. %s was detected, now found: %s",
-				map[bool]string{true: "Array", false: "Object"}[first == bsoncore.TypeArray], typeName(e.Type))
+				map[bool]string{true: "Array", false: "Object"}[first == bsoncore.TypeArray], bsonx.TypeName(e.Type))
 		}
 		k, val, err := keyValue(e)
 		if err != nil {
@@ -104,7 +105,7 @@ func keyValue(e bsoncore.Value) (string, bsoncore.Value, error) {
 		}
 		k, ok := pair[0].StringValueOK()
 		if !ok {
-			return "", missing, mongoerr.New(40395, "$arrayToObject requires an array of key-value pairs, where the key must be of type string. Found key type: %s", typeName(pair[0].Type))
+			return "", missing, mongoerr.New(40395, "$arrayToObject requires an array of key-value pairs, where the key must be of type string. Found key type: %s", bsonx.TypeName(pair[0].Type))
 		}
 		return k, pair[1], nil
 	}
@@ -126,7 +127,7 @@ func keyValue(e bsoncore.Value) (string, bsoncore.Value, error) {
 	}
 	k, ok := kv.StringValueOK()
 	if !ok {
-		return "", missing, mongoerr.New(40394, "$arrayToObject requires an object with keys 'k' and 'v', where the value of 'k' must be of type string. Found type: %s", typeName(kv.Type))
+		return "", missing, mongoerr.New(40394, "$arrayToObject requires an object with keys 'k' and 'v', where the value of 'k' must be of type string. Found type: %s", bsonx.TypeName(kv.Type))
 	}
 	return k, vv, nil
 }
@@ -239,7 +240,7 @@ func (n *fieldNode) finish(p *parser, fieldVal bsoncore.Value, kind string) (nod
 	}
 	s, ok := c.v.StringValueOK()
 	if !ok {
-		return nil, mongoerr.New(4161107, "%s requires 'field' to evaluate to type String, but got %s", n.name, typeName(c.v.Type))
+		return nil, mongoerr.New(4161107, "%s requires 'field' to evaluate to type String, but got %s", n.name, bsonx.TypeName(c.v.Type))
 	}
 	n.field = s
 	if n.input != nil && isConst(n.input, n.value) {

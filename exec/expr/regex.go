@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/internal/pcre"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -151,7 +152,7 @@ func compileRegex(name, pattern, options string) (*regexp.Regexp, error) {
 func parseRegex(kind regexKind) parseFn {
 	return func(p *parser, name string, arg bsoncore.Value) (node, error) {
 		if arg.Type != bsoncore.TypeEmbeddedDocument {
-			return nil, mongoerr.New(51103, "%s expects an object of named arguments but found: %s", name, typeName(arg.Type))
+			return nil, mongoerr.New(51103, "%s expects an object of named arguments but found: %s", name, bsonx.TypeName(arg.Type))
 		}
 		n := &regexNode{name: name, kind: kind}
 		for _, f := range docFields(arg) {

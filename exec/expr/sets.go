@@ -53,7 +53,7 @@ func setUnionOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 			return valNull, nil
 		}
 		if a.Type != bsoncore.TypeArray {
-			return missing, mongoerr.New(17043, "All operands of $setUnion must be arrays. One argument is of type: %s", typeName(a.Type))
+			return missing, mongoerr.New(17043, "All operands of $setUnion must be arrays. One argument is of type: %s", bsonx.TypeName(a.Type))
 		}
 		for _, e := range arrayValues(a) {
 			s.add(e)
@@ -70,7 +70,7 @@ func setIntersectionOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 			return valNull, nil
 		}
 		if a.Type != bsoncore.TypeArray {
-			return missing, mongoerr.New(17047, "All operands of $setIntersection must be arrays. One argument is of type: %s", typeName(a.Type))
+			return missing, mongoerr.New(17047, "All operands of $setIntersection must be arrays. One argument is of type: %s", bsonx.TypeName(a.Type))
 		}
 		next := setOf(a)
 		if cur != nil {
@@ -98,10 +98,10 @@ func setDifferenceOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return valNull, nil
 	}
 	if a.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(17048, "both operands of $setDifference must be arrays. First argument is of type: %s", typeName(a.Type))
+		return missing, mongoerr.New(17048, "both operands of $setDifference must be arrays. First argument is of type: %s", bsonx.TypeName(a.Type))
 	}
 	if b.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(17049, "both operands of $setDifference must be arrays. Second argument is of type: %s", typeName(b.Type))
+		return missing, mongoerr.New(17049, "both operands of $setDifference must be arrays. Second argument is of type: %s", bsonx.TypeName(b.Type))
 	}
 	other := setOf(b)
 	out := newValueSet()
@@ -118,7 +118,7 @@ func setEqualsOp(_ *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	var first *valueSet
 	for _, a := range args {
 		if a.Type != bsoncore.TypeArray {
-			return missing, mongoerr.New(17044, "All operands of $setEquals must be arrays. One argument is of type: %s", typeName(a.Type))
+			return missing, mongoerr.New(17044, "All operands of $setEquals must be arrays. One argument is of type: %s", bsonx.TypeName(a.Type))
 		}
 		s := setOf(a)
 		if first == nil {
@@ -149,10 +149,10 @@ func parseSetEquals(p *parser, name string, arg bsoncore.Value) (node, error) {
 func setIsSubsetOp(_ *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	a, b := args[0], args[1]
 	if a.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(17046, "both operands of $setIsSubset must be arrays. First argument is of type: %s", typeName(a.Type))
+		return missing, mongoerr.New(17046, "both operands of $setIsSubset must be arrays. First argument is of type: %s", bsonx.TypeName(a.Type))
 	}
 	if b.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(17042, "both operands of $setIsSubset must be arrays. Second argument is of type: %s", typeName(b.Type))
+		return missing, mongoerr.New(17042, "both operands of $setIsSubset must be arrays. Second argument is of type: %s", bsonx.TypeName(b.Type))
 	}
 	other := setOf(b)
 	for _, x := range arrayValues(a) {
@@ -168,7 +168,7 @@ func elementsTrueOp(name string, code int, wantAny bool) evalFn {
 	return func(_ *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		a := args[0]
 		if a.Type != bsoncore.TypeArray {
-			return missing, mongoerr.New(mongoerr.Code(code), "%s's argument must be an array, but is %s", name, typeName(a.Type))
+			return missing, mongoerr.New(mongoerr.Code(code), "%s's argument must be an array, but is %s", name, bsonx.TypeName(a.Type))
 		}
 		for _, e := range arrayValues(a) {
 			if truthy(e) == wantAny {

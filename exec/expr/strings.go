@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -30,7 +31,7 @@ func coerceToString(a bsoncore.Value) (string, error) {
 	case 0, bsoncore.TypeNull, bsoncore.TypeUndefined:
 		return "", nil
 	}
-	return "", mongoerr.New(16007, "can't convert from BSON type %s to String", typeName(a.Type))
+	return "", mongoerr.New(16007, "can't convert from BSON type %s to String", bsonx.TypeName(a.Type))
 }
 
 // formatDouble prints a double as MongoDB does in strings (shortest round-trip form).
@@ -55,7 +56,7 @@ func concatOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		}
 		s, ok := strOf(a)
 		if !ok {
-			return missing, mongoerr.New(16702, "$concat only supports strings, not %s", typeName(a.Type))
+			return missing, mongoerr.New(16702, "$concat only supports strings, not %s", bsonx.TypeName(a.Type))
 		}
 		b.WriteString(s)
 	}
@@ -73,10 +74,10 @@ func substrBytesOp(name string) evalFn {
 			return missing, err
 		}
 		if !isNum(args[1]) {
-			return missing, mongoerr.New(16034, "%s: starting index must be a numeric type (is BSON type %s)", name, typeName(args[1].Type))
+			return missing, mongoerr.New(16034, "%s: starting index must be a numeric type (is BSON type %s)", name, bsonx.TypeName(args[1].Type))
 		}
 		if !isNum(args[2]) {
-			return missing, mongoerr.New(16035, "%s: length must be a numeric type (is BSON type %s)", name, typeName(args[2].Type))
+			return missing, mongoerr.New(16035, "%s: length must be a numeric type (is BSON type %s)", name, bsonx.TypeName(args[2].Type))
 		}
 		lower, length := coerceToLong(args[1]), coerceToLong(args[2])
 		if lower < 0 {
@@ -132,14 +133,14 @@ func substrCPOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return missing, err
 	}
 	if !isNum(args[1]) {
-		return missing, mongoerr.New(34450, "$substrCP: starting index must be a numeric type (is BSON type %s)", typeName(args[1].Type))
+		return missing, mongoerr.New(34450, "$substrCP: starting index must be a numeric type (is BSON type %s)", bsonx.TypeName(args[1].Type))
 	}
 	start, ok := int32Arg(args[1])
 	if !ok {
 		return missing, mongoerr.New(34451, "$substrCP: starting index cannot be represented as a 32-bit integral value")
 	}
 	if !isNum(args[2]) {
-		return missing, mongoerr.New(34452, "$substrCP: length must be a numeric type (is BSON type %s)", typeName(args[2].Type))
+		return missing, mongoerr.New(34452, "$substrCP: length must be a numeric type (is BSON type %s)", bsonx.TypeName(args[2].Type))
 	}
 	n, ok := int32Arg(args[2])
 	if !ok {
@@ -208,7 +209,7 @@ func strLenOp(name string, code mongoerr.Code, cp bool) evalFn {
 	return func(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		s, ok := strOf(args[0])
 		if !ok {
-			return missing, mongoerr.New(code, "%s requires a string argument, found: %s", name, typeName(args[0].Type))
+			return missing, mongoerr.New(code, "%s requires a string argument, found: %s", name, bsonx.TypeName(args[0].Type))
 		}
 		if cp {
 			return v.int32Val(int32(utf8.RuneCountInString(s))), nil
@@ -224,11 +225,11 @@ func splitOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	s, ok := strOf(args[0])
 	if !ok {
-		return missing, mongoerr.New(40085, "$split requires an expression that evaluates to a string as a first argument, found: %s", typeName(args[0].Type))
+		return missing, mongoerr.New(40085, "$split requires an expression that evaluates to a string as a first argument, found: %s", bsonx.TypeName(args[0].Type))
 	}
 	sep, ok := strOf(args[1])
 	if !ok {
-		return missing, mongoerr.New(40086, "$split requires an expression that evaluates to a string as a second argument, found: %s", typeName(args[1].Type))
+		return missing, mongoerr.New(40086, "$split requires an expression that evaluates to a string as a second argument, found: %s", bsonx.TypeName(args[1].Type))
 	}
 	if sep == "" {
 		return missing, mongoerr.New(40087, "$split requires a non-empty separator")
@@ -249,11 +250,11 @@ func indexOfStrOp(name string, cp bool) evalFn {
 		}
 		s, ok := strOf(args[0])
 		if !ok {
-			return missing, mongoerr.New(40091, "%s requires a string as the first argument, found: %s", name, typeName(args[0].Type))
+			return missing, mongoerr.New(40091, "%s requires a string as the first argument, found: %s", name, bsonx.TypeName(args[0].Type))
 		}
 		sub, ok := strOf(args[1])
 		if !ok {
-			return missing, mongoerr.New(40092, "%s requires a string as the second argument, found: %s", name, typeName(args[1].Type))
+			return missing, mongoerr.New(40092, "%s requires a string as the second argument, found: %s", name, bsonx.TypeName(args[1].Type))
 		}
 		units := len(s)
 		if cp {
@@ -283,7 +284,7 @@ func indexArg(name string, a bsoncore.Value) (int, error) {
 	i, ok := int32Arg(a)
 	if !ok {
 		return 0, mongoerr.New(40096, "%s requires an integral starting index, found a value of type: %s, with value: %s",
-			name, typeName(a.Type), a.String())
+			name, bsonx.TypeName(a.Type), a.String())
 	}
 	if i < 0 {
 		return 0, mongoerr.New(40097, "%s requires a nonnegative start index, found: %d", name, i)
@@ -338,7 +339,7 @@ func (n *trimNode) eval(v *Vars) (bsoncore.Value, error) {
 	}
 	s, ok := strOf(in)
 	if !ok {
-		return missing, mongoerr.New(50699, "%s requires its input to be a string, got %s (of type %s) instead.", n.name, in.String(), typeName(in.Type))
+		return missing, mongoerr.New(50699, "%s requires its input to be a string, got %s (of type %s) instead.", n.name, in.String(), bsonx.TypeName(in.Type))
 	}
 	chars := defaultTrimChars
 	if n.chars != nil {
@@ -350,7 +351,7 @@ func (n *trimNode) eval(v *Vars) (bsoncore.Value, error) {
 			return valNull, nil
 		}
 		if chars, ok = strOf(c); !ok {
-			return missing, mongoerr.New(50700, "%s requires 'chars' to be a string, got %s (of type %s) instead.", n.name, c.String(), typeName(c.Type))
+			return missing, mongoerr.New(50700, "%s requires 'chars' to be a string, got %s (of type %s) instead.", n.name, c.String(), bsonx.TypeName(c.Type))
 		}
 	}
 	if n.left {
@@ -366,7 +367,7 @@ func (n *trimNode) eval(v *Vars) (bsoncore.Value, error) {
 func parseTrim(left, right bool) parseFn {
 	return func(p *parser, name string, arg bsoncore.Value) (node, error) {
 		if arg.Type != bsoncore.TypeEmbeddedDocument {
-			return nil, mongoerr.New(50696, "%s only supports an object as an argument, found: %s", name, typeName(arg.Type))
+			return nil, mongoerr.New(50696, "%s only supports an object as an argument, found: %s", name, bsonx.TypeName(arg.Type))
 		}
 		n := &trimNode{name: name, left: left, right: right}
 		for _, f := range docFields(arg) {
@@ -428,7 +429,7 @@ func (n *replaceNode) eval(v *Vars) (bsoncore.Value, error) {
 func parseReplace(all bool) parseFn {
 	return func(p *parser, name string, arg bsoncore.Value) (node, error) {
 		if arg.Type != bsoncore.TypeEmbeddedDocument {
-			return nil, mongoerr.New(51751, "%s requires an object as an argument, found: %s", name, typeName(arg.Type))
+			return nil, mongoerr.New(51751, "%s requires an object as an argument, found: %s", name, bsonx.TypeName(arg.Type))
 		}
 		n := &replaceNode{name: name, all: all}
 		for _, f := range docFields(arg) {

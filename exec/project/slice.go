@@ -31,7 +31,7 @@ func parseSlice(arg bsoncore.Value) (*field, error) {
 		if vals[0].Type == bsoncore.TypeNull || vals[1].Type == bsoncore.TypeNull {
 			return &field{kind: kComputed, literal: bsoncore.Value{Type: bsoncore.TypeNull}}, nil
 		}
-		return nil, mongoerr.New(codeSliceFirstArg, "First argument to $slice must be an array, but is of type: %s", typeName(vals[0].Type))
+		return nil, mongoerr.New(codeSliceFirstArg, "First argument to $slice must be an array, but is of type: %s", bsonx.TypeName(vals[0].Type))
 	}
 	return nil, sliceSyntax(arg, "Location31272: $slice array argument should be of form [skip, limit]", len(vals))
 }
@@ -84,47 +84,6 @@ func (f *field) sliceBounds(n int) (int, int) {
 	}
 	start = min(start, n)
 	return start, start + min(f.limit, n-start)
-}
-
-// typeName is MongoDB's name of a BSON type, as used in error messages.
-func typeName(t bsoncore.Type) string {
-	switch t {
-	case bsoncore.TypeDouble:
-		return "double"
-	case bsoncore.TypeString:
-		return "string"
-	case bsoncore.TypeEmbeddedDocument:
-		return "object"
-	case bsoncore.TypeArray:
-		return "array"
-	case bsoncore.TypeBinary:
-		return "binData"
-	case bsoncore.TypeUndefined:
-		return "undefined"
-	case bsoncore.TypeObjectID:
-		return "objectId"
-	case bsoncore.TypeBoolean:
-		return "bool"
-	case bsoncore.TypeDateTime:
-		return "date"
-	case bsoncore.TypeNull:
-		return "null"
-	case bsoncore.TypeRegex:
-		return "regex"
-	case bsoncore.TypeInt32:
-		return "int"
-	case bsoncore.TypeTimestamp:
-		return "timestamp"
-	case bsoncore.TypeInt64:
-		return "long"
-	case bsoncore.TypeDecimal128:
-		return "decimal"
-	case bsoncore.TypeMinKey:
-		return "minKey"
-	case bsoncore.TypeMaxKey:
-		return "maxKey"
-	}
-	return t.String()
 }
 
 // shellString prints a value as MongoDB's error messages do ({ a: 1, b: "x" }).

@@ -70,13 +70,13 @@ func (a *applier) errNotArray(lf *leaf, key []byte, tgt target) error {
 	switch lf.op {
 	case opPush:
 		return errf(mongoerr.BadValue, "The field '%s' must be an array but is of type %s in document {%s}",
-			a.pathString(), typeName(tgt.t), a.idString())
+			a.pathString(), bsonx.TypeName(tgt.t), a.idString())
 	case opAddToSet:
 		return errf(mongoerr.BadValue, "Cannot apply $addToSet to non-array field. Field named '%s' has non-array type %s",
-			key, typeName(tgt.t))
+			key, bsonx.TypeName(tgt.t))
 	case opPop:
 		return errf(mongoerr.TypeMismatch, "Path '%s' contains an element of non-array type '%s'",
-			a.pathString(), typeName(tgt.t))
+			a.pathString(), bsonx.TypeName(tgt.t))
 	}
 	// $pullAll reports itself as $pull, as MongoDB's shared ArrayCullingNode does.
 	return errf(mongoerr.BadValue, "Cannot apply $pull to a non-array value")

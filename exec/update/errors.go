@@ -1,10 +1,7 @@
 package update
 
 import (
-	"strconv"
-
 	"github.com/cleavedb/cleave/wire/mongoerr"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // MongoDB codes that wire/mongoerr does not list yet. Their String() falls back to
@@ -42,55 +39,4 @@ func errPositionalNoMatch() *mongoerr.Error {
 // errDepth is MongoDB's error for a document nested deeper than storage allows.
 func errDepth() *mongoerr.Error {
 	return errf(mongoerr.Overflow, "Document exceeds maximum nesting depth of %d", maxStorageDepth)
-}
-
-// typeName returns MongoDB's name of a BSON type (typeName() in bsontypes.cpp).
-func typeName(t bsoncore.Type) string {
-	switch t {
-	case bsoncore.TypeDouble:
-		return "double"
-	case bsoncore.TypeString:
-		return "string"
-	case bsoncore.TypeEmbeddedDocument:
-		return "object"
-	case bsoncore.TypeArray:
-		return "array"
-	case bsoncore.TypeBinary:
-		return "binData"
-	case bsoncore.TypeUndefined:
-		return "undefined"
-	case bsoncore.TypeObjectID:
-		return "objectId"
-	case bsoncore.TypeBoolean:
-		return "bool"
-	case bsoncore.TypeDateTime:
-		return "date"
-	case bsoncore.TypeNull:
-		return "null"
-	case bsoncore.TypeRegex:
-		return "regex"
-	case bsoncore.TypeDBPointer:
-		return "dbPointer"
-	case bsoncore.TypeJavaScript:
-		return "javascript"
-	case bsoncore.TypeSymbol:
-		return "symbol"
-	case bsoncore.TypeCodeWithScope:
-		return "javascriptWithScope"
-	case bsoncore.TypeInt32:
-		return "int"
-	case bsoncore.TypeTimestamp:
-		return "timestamp"
-	case bsoncore.TypeInt64:
-		return "long"
-	case bsoncore.TypeDecimal128:
-		return "decimal"
-	case bsoncore.TypeMinKey:
-		return "minKey"
-	case bsoncore.TypeMaxKey:
-		return "maxKey"
-	case 0:
-		return "missing"
-	}
-	return "invalid type " + strconv.Itoa(int(t))
 }

@@ -160,7 +160,7 @@ func (a *applier) arith(dst []byte, lf *leaf, key []byte, tgt target) ([]byte, b
 	cur, ok := numberOf(tgt.t, tgt.v)
 	if !ok {
 		return dst, false, errf(mongoerr.TypeMismatch, "Cannot apply %s to a value of non-numeric type. "+
-			"{%s} has the field '%s' of non-numeric type %s", name, a.idString(), key, typeName(tgt.t))
+			"{%s} has the field '%s' of non-numeric type %s", name, a.idString(), key, bsonx.TypeName(tgt.t))
 	}
 	var r number
 	if lf.op == opInc {
@@ -182,7 +182,7 @@ func (a *applier) arith(dst []byte, lf *leaf, key []byte, tgt target) ([]byte, b
 func (a *applier) bit(dst []byte, lf *leaf, key []byte, tgt target) ([]byte, bool, error) {
 	if tgt.t != bsoncore.TypeInt32 && tgt.t != bsoncore.TypeInt64 {
 		return dst, false, errf(mongoerr.BadValue, "Cannot apply $bit to a value of non-integral type.%s "+
-			"has the field %s of non-integer type %s", a.idString(), key, typeName(tgt.t))
+			"has the field %s of non-integer type %s", a.idString(), key, bsonx.TypeName(tgt.t))
 	}
 	cur, _ := numberOf(tgt.t, tgt.v)
 	r := cur

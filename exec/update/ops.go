@@ -117,7 +117,7 @@ func newLeaf(op opKind, e elem) (*leaf, error) {
 		lf.pull = m
 	case opPullAll:
 		if e.t != bsoncore.TypeArray {
-			return nil, errf(mongoerr.BadValue, "$pullAll requires an array argument but was given a %s", typeName(e.t))
+			return nil, errf(mongoerr.BadValue, "$pullAll requires an array argument but was given a %s", bsonx.TypeName(e.t))
 		}
 		vals, err := arrayValues(e.val)
 		if err != nil {
@@ -163,14 +163,14 @@ func (lf *leaf) parseCurrentDate(e elem) error {
 		return nil
 	}
 	return errf(mongoerr.BadValue, "%s is not valid type for $currentDate. Please use a boolean ('true') "+
-		"or a $type expression ({$type: 'timestamp/date'}).", typeName(e.t))
+		"or a $type expression ({$type: 'timestamp/date'}).", bsonx.TypeName(e.t))
 }
 
 // parseBit validates $bit's argument {and|or|xor: <int32|int64>, ...}.
 func (lf *leaf) parseBit(e elem) error {
 	if e.t != bsoncore.TypeEmbeddedDocument {
 		return errf(mongoerr.BadValue, "The $bit modifier is not compatible with a %s. "+
-			"You must pass in an embedded document: {$bit: {field: {and/or/xor: #}}", typeName(e.t))
+			"You must pass in an embedded document: {$bit: {field: {and/or/xor: #}}", bsonx.TypeName(e.t))
 	}
 	body, _ := docBody(e.val)
 	for len(body) > 0 {
@@ -193,7 +193,7 @@ func (lf *leaf) parseBit(e elem) error {
 		}
 		if f.t != bsoncore.TypeInt32 && f.t != bsoncore.TypeInt64 {
 			return errf(mongoerr.BadValue, "The $bit modifier field must be an Integer(32/64 bit); a '%s' "+
-				"is not supported here: {%s}", typeName(f.t), formatElem(f.key, f.t, f.val))
+				"is not supported here: {%s}", bsonx.TypeName(f.t), formatElem(f.key, f.t, f.val))
 		}
 		n, _ := numberOf(f.t, f.val)
 		lf.bits = append(lf.bits, bitOp{kind: kind, operand: n})
@@ -214,7 +214,7 @@ func (lf *leaf) parseAddToSet(e elem) error {
 		if first, rest, ok := readElem(body); ok && string(first.key) == "$each" {
 			if first.t != bsoncore.TypeArray {
 				return errf(mongoerr.TypeMismatch,
-					"The argument to $each in $addToSet must be an array but it was of type %s", typeName(first.t))
+					"The argument to $each in $addToSet must be an array but it was of type %s", bsonx.TypeName(first.t))
 			}
 			if len(rest) > 0 {
 				return errf(mongoerr.BadValue, "Found unexpected fields after $each in $addToSet: %s", formatDoc(e.val))

@@ -81,7 +81,7 @@ func (spec *pushSpec) parseClauses(body []byte) error {
 	each := clauses[0]
 	if each.t != bsoncore.TypeArray {
 		return errf(mongoerr.BadValue, "The argument to $each in $push must be an array but it was of type: %s",
-			typeName(each.t))
+			bsonx.TypeName(each.t))
 	}
 	var err error
 	if spec.values, err = arrayValues(each.val); err != nil {
@@ -91,7 +91,7 @@ func (spec *pushSpec) parseClauses(body []byte) error {
 		n, _, ok := integerArg(s.t, s.val)
 		if !ok {
 			return errf(mongoerr.BadValue, "The value for $slice must be an integer value but was given type: %s",
-				typeName(s.t))
+				bsonx.TypeName(s.t))
 		}
 		spec.hasSlice, spec.slice = true, n
 	}
@@ -104,7 +104,7 @@ func (spec *pushSpec) parseClauses(body []byte) error {
 		n, _, ok := integerArg(p.t, p.val)
 		if !ok {
 			return errf(mongoerr.BadValue, "The value for $position must be an integer value, not of type: %s",
-				typeName(p.t))
+				bsonx.TypeName(p.t))
 		}
 		spec.hasPos, spec.position = true, n
 	}

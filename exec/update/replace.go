@@ -150,7 +150,7 @@ func validateStorage(doc []byte, allowTopDollar bool) error {
 func validateID(e elem) error {
 	switch e.t {
 	case bsoncore.TypeRegex, bsoncore.TypeArray, bsoncore.TypeUndefined:
-		return errf(mongoerr.InvalidIDField, "The '_id' value cannot be of type %s", typeName(e.t))
+		return errf(mongoerr.InvalidIDField, "The '_id' value cannot be of type %s", bsonx.TypeName(e.t))
 	case bsoncore.TypeEmbeddedDocument:
 		if name := dollarFieldIn(e.val); name != "" {
 			return errf(mongoerr.DollarPrefixedFieldName,
@@ -201,7 +201,7 @@ func validateDBRefField(top []elem, i int) error {
 	name := string(e.key)
 	if name == "$db" {
 		if e.t != bsoncore.TypeString {
-			return errf(mongoerr.InvalidDBRef, "The DBRef $db field must be a String, not a %s", typeName(e.t))
+			return errf(mongoerr.InvalidDBRef, "The DBRef $db field must be a String, not a %s", bsonx.TypeName(e.t))
 		}
 		if i == 0 || string(top[i-1].key) != "$id" {
 			return errf(mongoerr.InvalidDBRef, "Found $db field without a $id before it, which is invalid.")
@@ -220,7 +220,7 @@ func validateDBRefField(top []elem, i int) error {
 		return errDollarField(string(e.key), string(e.key))
 	}
 	if top[i].t != bsoncore.TypeString {
-		return errf(mongoerr.InvalidDBRef, "The DBRef $ref field must be a String, not a %s", typeName(top[i].t))
+		return errf(mongoerr.InvalidDBRef, "The DBRef $ref field must be a String, not a %s", bsonx.TypeName(top[i].t))
 	}
 	if i+1 >= len(top) || string(top[i+1].key) != "$id" {
 		return errf(mongoerr.InvalidDBRef, "The DBRef $ref field must be followed by a $id field")

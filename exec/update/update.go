@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -191,7 +192,7 @@ func (c *compiler) parseModifiers(body []byte) error {
 		}
 		if mod.t != bsoncore.TypeEmbeddedDocument {
 			return errf(mongoerr.FailedToParse, "Modifiers operate on fields but we found type %s instead. "+
-				"For example: {$mod: {<field>: ...}} not {%s}", typeName(mod.t), formatElem(mod.key, mod.t, mod.val))
+				"For example: {$mod: {<field>: ...}} not {%s}", bsonx.TypeName(mod.t), formatElem(mod.key, mod.t, mod.val))
 		}
 		fields, _ := docBody(mod.val)
 		if len(fields) == 0 {
