@@ -47,7 +47,7 @@ func AppendIndexKeys(doc bsoncore.Document, fields []IndexField, fn func(key []b
 	}
 	g := getKeyGen(fields)
 	defer putKeyGen(g)
-	if err := g.run(docBody(doc)); err != nil {
+	if err := g.run(DocBody(doc)); err != nil {
 		return false, err
 	}
 	return g.multikey, g.each(fn)
@@ -60,7 +60,7 @@ func appendHashedKey(doc bsoncore.Document, fields []IndexField, fn func(key []b
 	defer putKeyGen(g)
 	key := g.keys[:0]
 	for _, f := range fields {
-		t, v, _, rem, found := extractAlong(docBody(doc), f.Path)
+		t, v, _, rem, found := extractAlong(DocBody(doc), f.Path)
 		if found && t == bsoncore.TypeArray {
 			n := len(f.Path) - len(rem)
 			if rem != "" {
@@ -125,7 +125,7 @@ func extractFrom(t bsoncore.Type, v []byte, name, rest string, more bool) (bsonc
 		}
 		var ok bool
 		name, rest, more = strings.Cut(rest, ".")
-		if t, v, ok = field(docBody(v), name); !ok {
+		if t, v, ok = field(DocBody(v), name); !ok {
 			return 0, nil, "", "", false
 		}
 	}
@@ -220,9 +220,9 @@ func (g *keyGen) level(obj []byte, st []fieldState) error {
 		}
 		return err
 	}
-	body := docBody(arr)
+	body := DocBody(arr)
 	n := len(st)
-	if _, _, _, _, ok := nextElem(body); !ok {
+	if _, _, _, _, ok := NextElement(body); !ok {
 		// An empty array: fields that end at it index undefined, the others go on (to null).
 		g.multikey = g.multikey || mayExpand
 		child := g.push(n)
@@ -239,7 +239,7 @@ func (g *keyGen) level(obj []byte, st []fieldState) error {
 	child := g.push(n)
 	defer func() { g.top -= n }()
 	for {
-		t, _, v, rest, ok := nextElem(body)
+		t, _, v, rest, ok := NextElement(body)
 		if !ok {
 			return nil
 		}
@@ -255,7 +255,7 @@ func (g *keyGen) level(obj []byte, st []fieldState) error {
 		}
 		var sub []byte
 		if t == bsoncore.TypeEmbeddedDocument {
-			sub = docBody(v)
+			sub = DocBody(v)
 		}
 		if err := g.level(sub, child); err != nil {
 			return err

@@ -169,9 +169,9 @@ var encPool = sync.Pool{New: func() any { return &encBuf{b: make([]byte, 0, 256)
 func encodeValue(dst []byte, t bsoncore.Type, b []byte) []byte {
 	switch t {
 	case bsoncore.TypeEmbeddedDocument:
-		return appendBody(append(dst, tagObject), docBody(b))
+		return appendBody(append(dst, tagObject), DocBody(b))
 	case bsoncore.TypeArray:
-		return appendArrayBody(append(dst, tagArray), docBody(b))
+		return appendArrayBody(append(dst, tagArray), DocBody(b))
 	case bsoncore.TypeCodeWithScope:
 		code, scope := readCodeWithScope(b)
 		return appendBody(appendEscaped(append(dst, tagCodeScope), code), scope)
@@ -227,7 +227,7 @@ func appendScalar(dst []byte, t bsoncore.Type, b []byte) []byte {
 // appendBody appends the elements of a document body and the end marker.
 func appendBody(dst, body []byte) []byte {
 	for {
-		t, k, v, rest, ok := nextElem(body)
+		t, k, v, rest, ok := NextElement(body)
 		if !ok {
 			return append(dst, endOfContainer)
 		}
@@ -240,7 +240,7 @@ func appendBody(dst, body []byte) []byte {
 // appendArrayBody appends the elements of an array body and the end marker.
 func appendArrayBody(dst, body []byte) []byte {
 	for {
-		t, _, v, rest, ok := nextElem(body)
+		t, _, v, rest, ok := NextElement(body)
 		if !ok {
 			return append(dst, endOfContainer)
 		}

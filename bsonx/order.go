@@ -95,7 +95,7 @@ func Compare(a, b bsoncore.Value) int {
 
 // CompareDocuments compares two documents as MongoDB compares embedded objects.
 func CompareDocuments(a, b bsoncore.Document) int {
-	return compareBodies(docBody(a), docBody(b))
+	return compareBodies(DocBody(a), DocBody(b))
 }
 
 // Equal reports whether Compare(a, b) == 0, faster for the common cases of equality
@@ -137,9 +137,9 @@ func compareValues(ta bsoncore.Type, a []byte, tb bsoncore.Type, b []byte) int {
 	case bsoncore.TypeString, bsoncore.TypeSymbol, bsoncore.TypeJavaScript:
 		return bytes.Compare(readStr(a), readStr(b))
 	case bsoncore.TypeEmbeddedDocument:
-		return compareBodies(docBody(a), docBody(b))
+		return compareBodies(DocBody(a), DocBody(b))
 	case bsoncore.TypeArray:
-		return compareArrays(docBody(a), docBody(b))
+		return compareArrays(DocBody(a), DocBody(b))
 	case bsoncore.TypeBinary:
 		sa, da := readBinary(a)
 		sb, db := readBinary(b)
@@ -190,8 +190,8 @@ func compareValues(ta bsoncore.Type, a []byte, tb bsoncore.Type, b []byte) int {
 // field name, then value; a body that runs out first sorts first.
 func compareBodies(a, b []byte) int {
 	for {
-		ta, ka, va, ra, oka := nextElem(a)
-		tb, kb, vb, rb, okb := nextElem(b)
+		ta, ka, va, ra, oka := NextElement(a)
+		tb, kb, vb, rb, okb := NextElement(b)
 		if !oka || !okb {
 			return cmpBool(oka, okb)
 		}
@@ -213,8 +213,8 @@ func compareBodies(a, b []byte) int {
 // compareArrays compares two array bodies element by element, ignoring the index keys.
 func compareArrays(a, b []byte) int {
 	for {
-		ta, _, va, ra, oka := nextElem(a)
-		tb, _, vb, rb, okb := nextElem(b)
+		ta, _, va, ra, oka := NextElement(a)
+		tb, _, vb, rb, okb := NextElement(b)
 		if !oka || !okb {
 			return cmpBool(oka, okb)
 		}

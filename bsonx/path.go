@@ -36,7 +36,7 @@ func Lookup(doc bsoncore.Document, path string) (bsoncore.Value, bool) {
 			return bsoncore.Value{}, false
 		}
 		var ok bool
-		t, data, ok = field(docBody(data), part)
+		t, data, ok = field(DocBody(data), part)
 		if !ok {
 			return bsoncore.Value{}, false
 		}
@@ -50,7 +50,7 @@ func Lookup(doc bsoncore.Document, path string) (bsoncore.Value, bool) {
 // field finds the element named name in a document body.
 func field(body []byte, name string) (bsoncore.Type, []byte, bool) {
 	for {
-		t, k, v, rest, ok := nextElem(body)
+		t, k, v, rest, ok := NextElement(body)
 		if !ok {
 			return 0, nil, false
 		}
@@ -99,7 +99,7 @@ type PathMatch struct {
 // This is the legacy null semantics of MongoDB 8 and earlier; 9.0 (SERVER-36681) also matches
 // null for scalars inside arrays on a dotted path.
 func WalkPath(doc bsoncore.Document, path string, fn func(m PathMatch) bool) {
-	walkDoc(docBody(doc), path, -1, fn)
+	walkDoc(DocBody(doc), path, -1, fn)
 }
 
 // walkDoc follows path from a document body, descending through documents until it reaches
@@ -116,21 +116,21 @@ func walkDoc(body []byte, path string, idx int, fn func(PathMatch) bool) bool {
 			if !more {
 				return walkLeafArray(v, idx, fn)
 			}
-			return walkArray(docBody(v), rest, idx, fn)
+			return walkArray(DocBody(v), rest, idx, fn)
 		case !more:
 			return fn(PathMatch{Value: bsoncore.Value{Type: t, Data: v}, ArrayIndex: idx})
 		case t != bsoncore.TypeEmbeddedDocument:
 			return fn(PathMatch{Missing: true, ArrayIndex: idx})
 		}
-		body, path = docBody(v), rest
+		body, path = DocBody(v), rest
 	}
 }
 
 // walkLeafArray yields the elements of an array the path ends at, then the array itself.
 func walkLeafArray(arr []byte, idx int, fn func(PathMatch) bool) bool {
-	body := docBody(arr)
+	body := DocBody(arr)
 	for i := 0; ; i++ {
-		t, _, v, rest, ok := nextElem(body)
+		t, _, v, rest, ok := NextElement(body)
 		if !ok {
 			break
 		}
@@ -149,12 +149,12 @@ func walkArray(body []byte, path string, idx int, fn func(PathMatch) bool) bool 
 	part, rest, more := strings.Cut(path, ".")
 	numeric := isDigits(part)
 	for i := 0; ; i++ {
-		t, k, v, next, ok := nextElem(body)
+		t, k, v, next, ok := NextElement(body)
 		if !ok {
 			return true
 		}
 		body = next
-		if t == bsoncore.TypeEmbeddedDocument && !walkDoc(docBody(v), path, outer(idx, i), fn) {
+		if t == bsoncore.TypeEmbeddedDocument && !walkDoc(DocBody(v), path, outer(idx, i), fn) {
 			return false
 		}
 		if !numeric || string(k) != part {
@@ -168,11 +168,11 @@ func walkArray(body []byte, path string, idx int, fn func(PathMatch) bool) bool 
 				return false
 			}
 		case t == bsoncore.TypeEmbeddedDocument:
-			if !walkDoc(docBody(v), rest, idx, fn) {
+			if !walkDoc(DocBody(v), rest, idx, fn) {
 				return false
 			}
 		case t == bsoncore.TypeArray:
-			if !walkArray(docBody(v), rest, idx, fn) {
+			if !walkArray(DocBody(v), rest, idx, fn) {
 				return false
 			}
 		}

@@ -49,9 +49,9 @@ func readStr(b []byte) []byte {
 	return b[4 : 4+n-1]
 }
 
-// docBody returns the elements of an embedded document or array (the bytes between the length
+// DocBody returns the elements of an embedded document or array (the bytes between the length
 // prefix and the terminating NUL). Malformed documents read as empty.
-func docBody(b []byte) []byte {
+func DocBody(b []byte) []byte {
 	if len(b) < 5 {
 		return nil
 	}
@@ -62,9 +62,9 @@ func docBody(b []byte) []byte {
 	return b[4 : n-1]
 }
 
-// nextElem reads the element at the start of body: its type, key and value bytes, and the
+// NextElement reads the element at the start of body: its type, key and value bytes, and the
 // rest of body after it. ok is false at the end of the body or on a malformed element.
-func nextElem(body []byte) (t bsoncore.Type, key, val, rest []byte, ok bool) {
+func NextElement(body []byte) (t bsoncore.Type, key, val, rest []byte, ok bool) {
 	if len(body) < 2 || body[0] == 0 {
 		return 0, nil, nil, nil, false
 	}
@@ -75,15 +75,16 @@ func nextElem(body []byte) (t bsoncore.Type, key, val, rest []byte, ok bool) {
 	}
 	key = body[1 : 1+k]
 	vb := body[2+k:]
-	n, ok := valueSize(t, vb)
+	n, ok := ValueSize(t, vb)
 	if !ok {
 		return 0, nil, nil, nil, false
 	}
 	return t, key, vb[:n], vb[n:], true
 }
 
-// valueSize returns the length of the value of type t at the start of b.
-func valueSize(t bsoncore.Type, b []byte) (int, bool) {
+// ValueSize returns the length of the value of type t at the start of b, or false when b
+// is too short or inconsistent for the type.
+func ValueSize(t bsoncore.Type, b []byte) (int, bool) {
 	n := 0
 	switch t {
 	case bsoncore.TypeDouble, bsoncore.TypeInt64, bsoncore.TypeDateTime, bsoncore.TypeTimestamp:
@@ -197,7 +198,7 @@ func readCodeWithScope(b []byte) (code, scope []byte) {
 	if n < 1 || 4+n > len(b) {
 		return nil, nil
 	}
-	return b[4 : 4+n-1], docBody(b[4+n:])
+	return b[4 : 4+n-1], DocBody(b[4+n:])
 }
 
 // readBool reports whether a boolean value is true (any non-zero byte).

@@ -37,7 +37,7 @@ func AppendSortKey(dst []byte, doc bsoncore.Document, spec []SortField) []byte {
 // *AmbiguousFieldError when doc cannot be sorted by spec. On error dst is returned unchanged.
 func AppendSortKeyChecked(dst []byte, doc bsoncore.Document, spec []SortField) ([]byte, error) {
 	start := len(dst)
-	body := docBody(doc)
+	body := DocBody(doc)
 	for _, f := range spec {
 		t, v, _, _, found := extractAlong(body, f.Path)
 		if found && t == bsoncore.TypeArray {

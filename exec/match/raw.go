@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -11,114 +12,12 @@ import (
 var missing = bsoncore.Value{}
 
 // body returns the element list of a document or array (without length prefix and
-// terminator), or nil if b is too short to be one. Documents reaching the matcher were
-// validated upstream; these helpers still bounds-check so that malformed bytes end the
-// iteration instead of panicking.
-func body(b []byte) []byte {
-	if len(b) < 5 {
-		return nil
-	}
-	n := int(int32(binary.LittleEndian.Uint32(b)))
-	if n < 5 || n > len(b) {
-		return nil
-	}
-	return b[4 : n-1]
-}
+// terminator), or nil if b is malformed.
+func body(b []byte) []byte { return bsonx.DocBody(b) }
 
 // next splits the first element off an element list: its type, key and value bytes.
 // ok is false at the end of the list or on malformed input.
-func next(b []byte) (t bsoncore.Type, key, val, rest []byte, ok bool) {
-	if len(b) < 2 {
-		return 0, nil, nil, nil, false
-	}
-	t = bsoncore.Type(b[0])
-	k := 1
-	for k < len(b) && b[k] != 0 {
-		k++
-	}
-	if k >= len(b) {
-		return 0, nil, nil, nil, false
-	}
-	key = b[1:k]
-	v := b[k+1:]
-	n, ok := valueSize(t, v)
-	if !ok {
-		return 0, nil, nil, nil, false
-	}
-	return t, key, v[:n], v[n:], true
-}
-
-// valueSize returns the encoded size of a value of type t at the start of b.
-func valueSize(t bsoncore.Type, b []byte) (int, bool) {
-	var n int
-	switch t {
-	case bsoncore.TypeDouble, bsoncore.TypeDateTime, bsoncore.TypeTimestamp, bsoncore.TypeInt64:
-		n = 8
-	case bsoncore.TypeString, bsoncore.TypeJavaScript, bsoncore.TypeSymbol:
-		if len(b) < 4 {
-			return 0, false
-		}
-		l := int(int32(binary.LittleEndian.Uint32(b)))
-		if l < 1 {
-			return 0, false
-		}
-		n = 4 + l
-	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray, bsoncore.TypeCodeWithScope:
-		if len(b) < 4 {
-			return 0, false
-		}
-		n = int(int32(binary.LittleEndian.Uint32(b)))
-		if n < 5 {
-			return 0, false
-		}
-	case bsoncore.TypeBinary:
-		if len(b) < 5 {
-			return 0, false
-		}
-		l := int(int32(binary.LittleEndian.Uint32(b)))
-		if l < 0 {
-			return 0, false
-		}
-		n = 5 + l
-	case bsoncore.TypeUndefined, bsoncore.TypeNull, bsoncore.TypeMinKey, bsoncore.TypeMaxKey:
-		n = 0
-	case bsoncore.TypeObjectID:
-		n = 12
-	case bsoncore.TypeBoolean:
-		n = 1
-	case bsoncore.TypeRegex:
-		i := 0
-		for z := 0; z < 2; z++ {
-			for i < len(b) && b[i] != 0 {
-				i++
-			}
-			if i >= len(b) {
-				return 0, false
-			}
-			i++
-		}
-		n = i
-	case bsoncore.TypeDBPointer:
-		if len(b) < 4 {
-			return 0, false
-		}
-		l := int(int32(binary.LittleEndian.Uint32(b)))
-		if l < 1 {
-			return 0, false
-		}
-		n = 4 + l + 12
-	case bsoncore.TypeInt32:
-		n = 4
-	case bsoncore.TypeDecimal128:
-		n = 16
-	default:
-		return 0, false
-	}
-	if n < 0 || n > len(b) {
-		return 0, false
-	}
-	return n, true
-}
+func next(b []byte) (t bsoncore.Type, key, val, rest []byte, ok bool) { return bsonx.NextElement(b) }
 
 // fixedSize is the encoded size of each fixed-size BSON type, -1 for the others.
 var fixedSize = func() (t [256]int8) {
@@ -169,7 +68,7 @@ func lookup(doc []byte, name string) (bsoncore.Value, bool) {
 			}
 		} else {
 			var ok bool
-			if n, ok = valueSize(bsoncore.Type(t), b[i:]); !ok {
+			if n, ok = bsonx.ValueSize(bsoncore.Type(t), b[i:]); !ok {
 				return missing, false
 			}
 		}

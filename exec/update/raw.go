@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -45,66 +46,11 @@ func scanElem(body []byte) (t bsoncore.Type, klen, n int, ok bool) {
 	if klen < 0 {
 		return 0, 0, 0, false
 	}
-	vlen, ok := valueSize(t, body[2+klen:])
+	vlen, ok := bsonx.ValueSize(t, body[2+klen:])
 	if !ok {
 		return 0, 0, 0, false
 	}
 	return t, klen, 2 + klen + vlen, true
-}
-
-// valueSize returns the length of a value of type t at the start of b.
-func valueSize(t bsoncore.Type, b []byte) (int, bool) {
-	n := 0
-	switch t {
-	case bsoncore.TypeDouble, bsoncore.TypeInt64, bsoncore.TypeDateTime, bsoncore.TypeTimestamp:
-		n = 8
-	case bsoncore.TypeInt32:
-		n = 4
-	case bsoncore.TypeDecimal128:
-		n = 16
-	case bsoncore.TypeObjectID:
-		n = 12
-	case bsoncore.TypeBoolean:
-		n = 1
-	case bsoncore.TypeNull, bsoncore.TypeUndefined, bsoncore.TypeMinKey, bsoncore.TypeMaxKey:
-		n = 0
-	case bsoncore.TypeString, bsoncore.TypeSymbol, bsoncore.TypeJavaScript:
-		n = int(readI32(b)) + 4
-		if n < 5 {
-			return 0, false
-		}
-	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray, bsoncore.TypeCodeWithScope:
-		n = int(readI32(b))
-		if n < 5 {
-			return 0, false
-		}
-	case bsoncore.TypeBinary:
-		n = int(readI32(b)) + 5
-		if n < 5 {
-			return 0, false
-		}
-	case bsoncore.TypeDBPointer:
-		n = int(readI32(b)) + 16
-		if n < 17 {
-			return 0, false
-		}
-	case bsoncore.TypeRegex:
-		p := bytes.IndexByte(b, 0)
-		if p < 0 {
-			return 0, false
-		}
-		o := bytes.IndexByte(b[p+1:], 0)
-		if o < 0 {
-			return 0, false
-		}
-		n = p + o + 2
-	default:
-		return 0, false
-	}
-	if n > len(b) {
-		return 0, false
-	}
-	return n, true
 }
 
 // readI32 reads a little-endian int32, or 0 when b is too short.
