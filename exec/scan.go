@@ -120,21 +120,14 @@ func (ss *shardStream) nextScan(ctx context.Context) (bsoncore.Document, error) 
 			ss.docIt = it
 		}
 		for ss.docIt.Next() {
-			ss.stats.docsExamined++
+			doc := bsoncore.Document(ss.docIt.Doc())
+			if ok, err := ss.examine(doc); ok || err != nil {
+				return doc, err
+			}
 			if ss.stats.docsExamined%checkEvery == 0 {
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
-			}
-			doc := bsoncore.Document(ss.docIt.Doc())
-			ss.stats.bytesRead += int64(len(doc))
-			ok, err := ss.f.MatchErr(doc)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				ss.stats.returned++
-				return doc, nil
 			}
 		}
 		err := ss.docIt.Err()
@@ -167,26 +160,18 @@ func (ss *shardStream) nextID() (bsoncore.Document, error) {
 		if !ss.owns(hash) || ci.pmap.Partition(ci.pmap.Locate(hash)).Shard != ss.shard {
 			continue
 		}
-		doc, err := ss.r.GetDoc(ci.meta.ID, hash, t.id, ss.buf[:0])
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, storeError(err)
-		}
-		ss.buf = doc
-		ss.stats.docsExamined++
-		ss.stats.bytesRead += int64(len(doc))
-		if ss.meters != nil {
-			ss.meters.Record(ci.pmap.Locate(hash), hash, nil, shard.Cost{DocsRead: 1, BytesRead: int64(len(doc))}.RU())
-		}
-		ok, err := ss.f.MatchErr(doc)
+		doc, err := ss.fetch(hash, t.id)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			ss.stats.returned++
-			return doc, nil
+		if doc == nil {
+			continue
+		}
+		if ss.meters != nil {
+			ss.meters.Record(ci.pmap.Locate(hash), hash, nil, shard.Cost{DocsRead: 1, BytesRead: int64(len(doc))}.RU())
+		}
+		if ok, err := ss.examine(doc); ok || err != nil {
+			return doc, err
 		}
 	}
 	return nil, nil
@@ -232,23 +217,15 @@ func (ss *shardStream) nextIndex(ctx context.Context) (bsoncore.Document, error)
 				}
 				ss.seen[k] = struct{}{}
 			}
-			doc, err := ss.r.GetDoc(ci.meta.ID, hash, id, ss.buf[:0])
-			if errors.Is(err, store.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return nil, storeError(err)
-			}
-			ss.buf = doc
-			ss.stats.docsExamined++
-			ss.stats.bytesRead += int64(len(doc))
-			ok, err := ss.f.MatchErr(doc)
+			doc, err := ss.fetch(hash, id)
 			if err != nil {
 				return nil, err
 			}
-			if ok {
-				ss.stats.returned++
-				return doc, nil
+			if doc == nil {
+				continue
+			}
+			if ok, err := ss.examine(doc); ok || err != nil {
+				return doc, err
 			}
 		}
 		err := ss.idxIt.Err()
@@ -258,6 +235,31 @@ func (ss *shardStream) nextIndex(ctx context.Context) (bsoncore.Document, error)
 			return nil, storeError(err)
 		}
 	}
+}
+
+// fetch reads document (hash, id) into the stream's buffer; nil when it is gone (an index
+// entry may outlive its document in the snapshot's view of a concurrent move).
+func (ss *shardStream) fetch(hash uint64, id []byte) (bsoncore.Document, error) {
+	doc, err := ss.r.GetDoc(ss.ci.meta.ID, hash, id, ss.buf[:0])
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, storeError(err)
+	}
+	ss.buf = doc
+	return doc, nil
+}
+
+// examine counts doc as read and reports whether the filter matches it.
+func (ss *shardStream) examine(doc bsoncore.Document) (bool, error) {
+	ss.stats.docsExamined++
+	ss.stats.bytesRead += int64(len(doc))
+	ok, err := ss.f.MatchErr(doc)
+	if ok && err == nil {
+		ss.stats.returned++
+	}
+	return ok, err
 }
 
 // close implements docStream.
