@@ -16,7 +16,7 @@ import (
 
 // addShardCommands registers the sharding commands and starts the partition manager.
 func (e *Executor) addShardCommands(add func(*command, ...string)) {
-	e.opts.shards = newShardState(&e.opts, e.log)
+	e.shards = newShardState(&e.opts, e.log)
 	add(&command{run: e.enableSharding, help: "enable sharding on a database", adminOnly: true}, "enableSharding", "enablesharding")
 	add(&command{run: e.shardCollection, help: "shard a collection by a hashed key", adminOnly: true}, "shardCollection", "shardcollection")
 	add(&command{run: e.customAction, help: "Azure Cosmos DB's collection and database commands"}, "customAction")

@@ -45,9 +45,6 @@ type Options struct {
 	// PartitionCheckInterval is how often the partition manager looks at partition stats and
 	// decides splits and moves; 0 means one second.
 	PartitionCheckInterval time.Duration
-	// shards is the executor's sharding state, set by addShardCommands (shard_state.go).
-	// NB: it lives here, not in Executor, only because this file is shared between helpers.
-	shards *shardState
 }
 
 // EnsureDefaults fills in zero fields with their defaults.
@@ -76,6 +73,8 @@ type Executor struct {
 	bg       sync.WaitGroup
 	// ddl serializes catalog changes and runs the TTL monitor (ddl_state.go).
 	ddl ddlState
+	// shards is the sharding state: meters, the partition manager (shard_state.go).
+	shards *shardState
 }
 
 // opCounters are serverStatus.opcounters: how many commands of each kind were received.

@@ -73,7 +73,7 @@ func newShardState(opts *Options, log *zap.Logger) *shardState {
 }
 
 // shardSt returns the executor's sharding state; nil without storage.
-func (e *Executor) shardSt() *shardState { return e.opts.shards }
+func (e *Executor) shardSt() *shardState { return e.shards }
 
 // metersFor returns the meters of ci's partitions, aligned with ci.pmap: meters of
 // partitions that survive a map change carry over, new partitions start idle.
