@@ -93,7 +93,11 @@ func (e *Executor) open(q *query) (docStream, *plan, []*shardStream, error) {
 		shards = append(shards, ss)
 	}
 	ins := make([]docStream, len(shards))
+	sem := e.newParallelism(len(shards))
 	for i, s := range shards {
+		if len(shards) > 1 && p.kind != planIDs {
+			s.startPrefetch(sem)
+		}
 		ins[i] = s
 	}
 	var out docStream

@@ -42,6 +42,9 @@ type shardStream struct {
 	seen   map[string]struct{}
 	buf    []byte
 	closed bool
+	// pf, when set, reads this shard ahead in a goroutine (scan_parallel.go); the fields
+	// above then belong to pf's reader and stats is the consumer's view of its totals.
+	pf *prefetch
 }
 
 // newShardStream prepares plan p's reads on shard s. Point reads go to the DB itself;
@@ -90,6 +93,14 @@ func (ss *shardStream) next(ctx context.Context) (bsoncore.Document, error) {
 	if ss.closed {
 		return nil, nil
 	}
+	if ss.pf != nil {
+		return ss.pf.next(ctx, &ss.stats)
+	}
+	return ss.read(ctx)
+}
+
+// read reads the next matching document through the plan's access path.
+func (ss *shardStream) read(ctx context.Context) (bsoncore.Document, error) {
 	switch ss.p.kind {
 	case planScan:
 		return ss.nextScan(ctx)
@@ -268,6 +279,10 @@ func (ss *shardStream) close() {
 		return
 	}
 	ss.closed = true
+	if ss.pf != nil {
+		ss.stats = ss.pf.stop()
+		return
+	}
 	ss.meterScan()
 	if ss.docIt != nil {
 		_ = ss.docIt.Close()

@@ -53,7 +53,7 @@ func parseConfig(args []string) (Config, error) {
 	fs.Float64Var(&c.SplitLoadRU, "split-load-ru", envFloat("SPLIT_LOAD_RU", 0), "measured RU/s above which a partition splits by load (0: 0.8 x --max-partition-ru)")
 	fs.DurationVar(&c.SplitLoadWindow, "split-load-window", envDuration("SPLIT_LOAD_WINDOW", 10*time.Second), "how long a partition must stay above --split-load-ru before it splits")
 	fs.Int64Var(&c.LogicalPartitionMaxBytes, "logical-partition-max-bytes", envInt64("LOGICAL_PARTITION_MAX_BYTES", 20<<30), "most bytes the documents of one shard-key value may hold")
-	fs.IntVar(&c.MaxParallelism, "max-parallelism", envInt("MAX_PARALLELISM", 0), "most shards one operation reads at once (0: all); not used yet: shards are read one after another")
+	fs.IntVar(&c.MaxParallelism, "max-parallelism", envInt("MAX_PARALLELISM", 0), "most shards one query reads at once (0: all), like the Cosmos DB SDK's MaxDegreeOfParallelism")
 	fs.DurationVar(&c.PartitionCheckInterval, "partition-check-interval", envDuration("PARTITION_CHECK_INTERVAL", time.Second), "how often the partition manager decides splits and moves")
 	if err := fs.Parse(args); err != nil {
 		return c, err

@@ -1,0 +1,165 @@
+package exec
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// The shards of one query read at the same time: when a query reads more than one shard,
+// each shard's stream runs ahead of its consumer in its own goroutine and hands over
+// batches of copied documents, like the Cosmos DB SDK's parallel cross-partition query.
+// Two bounds apply, as in that SDK:
+//   - --max-parallelism (MaxDegreeOfParallelism): how many of a query's shards read at once.
+//     A reader holds its slot only while it fills a batch, never while it waits for the
+//     consumer, so a k-way merge that needs the next document of a shard whose reader is
+//     idle cannot deadlock.
+//   - prefetchBatches × (prefetchDocs or prefetchBytes) (MaxBufferedItemCount): how far a
+//     reader runs ahead; a cursor left open between getMores holds at most that much.
+const (
+	prefetchDocs    = 256
+	prefetchBytes   = 1 << 20
+	prefetchBatches = 2
+)
+
+// docBatch is a run of documents read by a prefetching shard reader.
+type docBatch struct {
+	arena []byte
+	ends  []int     // ends[i] is where document i ends in arena
+	stats scanStats // the reader's totals when the batch was sent
+	err   error
+	last  bool // the reader is done: no batch follows
+}
+
+// prefetch is the consumer side of a shard reader running ahead in a goroutine.
+type prefetch struct {
+	rd     *shardStream // the reader: owns the snapshot and iterators
+	sem    chan struct{}
+	ch     chan *docBatch
+	free   chan *docBatch
+	cancel context.CancelFunc
+	done   chan struct{}
+	cur    *docBatch
+	i      int
+}
+
+// newParallelism returns the slots that bound how many of a query's n shard readers run at
+// once, or nil when nothing bounds them.
+func (e *Executor) newParallelism(n int) chan struct{} {
+	if p := e.opts.MaxParallelism; p > 0 && p < n {
+		return make(chan struct{}, p)
+	}
+	return nil
+}
+
+// startPrefetch moves ss's reading into a goroutine: from now on ss.next serves documents
+// read ahead by a copy of the stream, which owns the snapshot and the iterators. sem, shared
+// by the query's streams, bounds how many read at once (nil: unbounded).
+func (ss *shardStream) startPrefetch(sem chan struct{}) {
+	rd := new(shardStream)
+	*rd = *ss
+	ss.snap, ss.docIt, ss.idxIt = nil, nil, nil
+	ctx, cancel := context.WithCancel(context.Background())
+	pf := &prefetch{
+		rd:     rd,
+		sem:    sem,
+		ch:     make(chan *docBatch, prefetchBatches),
+		free:   make(chan *docBatch, prefetchBatches+1),
+		cancel: cancel,
+		done:   make(chan struct{}),
+	}
+	ss.pf = pf
+	go pf.run(ctx)
+}
+
+// run is the reader goroutine: it fills batches until the stream ends, fails or is closed.
+func (pf *prefetch) run(ctx context.Context) {
+	defer close(pf.done)
+	for {
+		var b *docBatch
+		select {
+		case b = <-pf.free:
+			b.arena, b.ends, b.err, b.last = b.arena[:0], b.ends[:0], nil, false
+		default:
+			b = &docBatch{}
+		}
+		if pf.sem != nil {
+			select {
+			case pf.sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+		}
+		pf.fill(ctx, b)
+		if pf.sem != nil {
+			<-pf.sem
+		}
+		select {
+		case pf.ch <- b:
+		case <-ctx.Done():
+			return
+		}
+		if b.last {
+			return
+		}
+	}
+}
+
+// fill reads documents into b until it is full or the stream ends or fails.
+func (pf *prefetch) fill(ctx context.Context, b *docBatch) {
+	defer func() { b.stats = pf.rd.stats }()
+	for len(b.ends) < prefetchDocs && len(b.arena) < prefetchBytes {
+		d, err := pf.rd.read(ctx)
+		if err != nil {
+			b.err, b.last = err, true
+			return
+		}
+		if d == nil {
+			b.last = true
+			return
+		}
+		b.arena = append(b.arena, d...)
+		b.ends = append(b.ends, len(b.arena))
+	}
+}
+
+// next returns the next document read ahead; stats receives the reader's totals as of the
+// batch it comes from. The document is valid until the following call.
+func (pf *prefetch) next(ctx context.Context, stats *scanStats) (bsoncore.Document, error) {
+	for {
+		if b := pf.cur; b != nil {
+			if pf.i < len(b.ends) {
+				start := 0
+				if pf.i > 0 {
+					start = b.ends[pf.i-1]
+				}
+				pf.i++
+				return b.arena[start:b.ends[pf.i-1]], nil
+			}
+			if b.last {
+				return nil, b.err
+			}
+			select {
+			case pf.free <- b:
+			default:
+			}
+			pf.cur = nil
+		}
+		select {
+		case b := <-pf.ch:
+			pf.cur, pf.i = b, 0
+			*stats = b.stats
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// stop ends the reader and waits for it; the reader's stream is then closed and its final
+// totals are returned.
+func (pf *prefetch) stop() scanStats {
+	pf.cancel()
+	<-pf.done
+	pf.rd.close()
+	return pf.rd.stats
+}

@@ -1,0 +1,159 @@
+package exec
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire"
+)
+
+// twoShardExecutor returns an executor over two fresh shard stores with the given bound on
+// parallel shard reads.
+func twoShardExecutor(tb testing.TB, maxParallelism int) *Executor {
+	tb.Helper()
+	var dbs []*store.DB
+	for range 2 {
+		db, err := store.Open(store.Options{Dir: tb.TempDir()})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		dbs = append(dbs, db)
+	}
+	cat, err := store.OpenCatalog(dbs[0])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e := New(Options{Storage: &Storage{Shards: dbs, Catalog: cat}, MaxParallelism: maxParallelism,
+		PartitionCheckInterval: time.Hour}, zap.NewNop())
+	tb.Cleanup(func() {
+		e.Close()
+		for _, db := range dbs {
+			_ = db.Close()
+		}
+	})
+	return e
+}
+
+// findAll runs find with a small batch size and follows the cursor to its end.
+func findAll(t *testing.T, c wire.ConnHandler, filter, sort string) []bsoncore.Document {
+	t.Helper()
+	b := bsoncore.NewDocumentBuilder().AppendString("find", "c").AppendDocument("filter", extDoc(t, filter)).
+		AppendInt32("batchSize", 300).AppendString("$db", "bench")
+	if sort != "" {
+		b.AppendDocument("sort", extDoc(t, sort))
+	}
+	reply := run(t, c, b.Build())
+	var out []bsoncore.Document
+	for {
+		batch, ok := reply.Lookup("cursor", "firstBatch").ArrayOK()
+		if !ok {
+			batch = reply.Lookup("cursor", "nextBatch").Array()
+		}
+		vals, _ := batch.Values()
+		for _, v := range vals {
+			out = append(out, append(bsoncore.Document(nil), v.Document()...))
+		}
+		id := reply.Lookup("cursor", "id").Int64()
+		if id == 0 {
+			return out
+		}
+		reply = run(t, c, bsoncore.NewDocumentBuilder().AppendInt64("getMore", id).AppendString("collection", "c").
+			AppendInt32("batchSize", 700).AppendString("$db", "bench").Build())
+	}
+}
+
+// TestParallelShardReads reads a collection spread over two shards with every reader
+// running ahead, bounded and not: each document comes back exactly once, and in order when
+// the query sorts (a k-way merge over an index, and a blocking sort over the concatenation).
+func TestParallelShardReads(t *testing.T) {
+	for _, par := range []int{0, 1} {
+		t.Run(fmt.Sprintf("max-parallelism=%d", par), func(t *testing.T) {
+			e := twoShardExecutor(t, par)
+			c := e.Connect(wire.ConnInfo{ID: 1})
+			shardBench(t, c, "deviceId", 8)
+			run(t, c, bsoncore.NewDocumentBuilder().AppendString("createIndexes", "c").
+				AppendArray("indexes", extArray(t, `[{"key": {"metricValue": 1}, "name": "mv"}]`)).
+				AppendString("$db", "bench").Build())
+			const n = 3000 // several prefetch batches per shard
+			loadDocs(t, c, n)
+			for _, tc := range []struct{ filter, sort string }{
+				{`{}`, ``},
+				{`{}`, `{"_id": 1}`},                    // blocking sort over both shards
+				{`{}`, `{"metricValue": -1, "_id": 1}`}, // blocking sort
+				{`{"metricValue": {"$gte": 50}}`, `{"metricValue": 1}`}, // index merge
+			} {
+				got := findAll(t, c, tc.filter, tc.sort)
+				seen := map[int64]bool{}
+				for i, d := range got {
+					id := d.Lookup("_id").Int64()
+					if seen[id] {
+						t.Fatalf("%s %s: _id %d returned twice", tc.filter, tc.sort, id)
+					}
+					seen[id] = true
+					if tc.sort != "" && i > 0 {
+						spec, _ := parseSort(extDoc(t, tc.sort))
+						a, _ := sortKey(nil, got[i-1], spec)
+						b, _ := sortKey(nil, d, spec)
+						if string(a) > string(b) {
+							t.Fatalf("%s %s: document %d out of order", tc.filter, tc.sort, i)
+						}
+					}
+				}
+				want := n
+				if tc.filter != `{}` {
+					want = n / 2
+				}
+				if len(got) != want {
+					t.Fatalf("%s %s: got %d documents, want %d", tc.filter, tc.sort, len(got), want)
+				}
+			}
+		})
+	}
+}
+
+// TestParallelShardReadsClose closes a two-shard stream whose readers are blocked on a full
+// buffer and on the parallelism slot: close returns (the readers stop) and the snapshots
+// are released.
+func TestParallelShardReadsClose(t *testing.T) {
+	e := twoShardExecutor(t, 1)
+	c := e.Connect(wire.ConnInfo{ID: 1})
+	shardBench(t, c, "deviceId", 4)
+	loadDocs(t, c, 4000)
+	ci, err := e.lookupColl("bench", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := compileFilter(nil)
+	q := &query{ci: ci, filter: f, sort: []bsonx.SortField{{Path: "_id"}}}
+	s, _, shards, err := e.open(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(shards) != 2 || shards[0].pf == nil {
+		t.Fatalf("want two prefetching shard streams, got %d", len(shards))
+	}
+	time.Sleep(50 * time.Millisecond) // let the readers fill their buffers
+	done := make(chan struct{})
+	go func() {
+		s.close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("close did not return: a reader is stuck")
+	}
+	var examined int64
+	for _, ss := range shards {
+		examined += ss.stats.docsExamined
+	}
+	if examined == 0 || examined > 2*prefetchBatches*prefetchDocs+2*prefetchDocs {
+		t.Fatalf("readers examined %d documents before close; want some, bounded by the buffers", examined)
+	}
+}
