@@ -65,5 +65,9 @@ func compileDelete(a *writeArgs, ci *collInfo, s *deleteStmt) (*writeOp, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &writeOp{ci: ci, query: s.q, filter: f, hint: s.hint, multi: s.limit == 0, sync: a.wc.sync()}, nil
+	op := &writeOp{ci: ci, query: s.q, filter: f, hint: s.hint, multi: s.limit == 0, sync: a.wc.sync()}
+	if err := op.checkDeleteTarget(); err != nil {
+		return nil, err
+	}
+	return op, nil
 }

@@ -177,6 +177,9 @@ func (e *Executor) compileFAM(db string, a *famArgs, ci *collInfo, create bool) 
 			return nil, nil, err
 		}
 	}
+	if err := op.checkFAMTarget(); err != nil {
+		return nil, nil, err
+	}
 	return op, proj, nil
 }
 

@@ -110,10 +110,14 @@ func (e *Executor) compileUpdate(db string, a *writeArgs, ci *collInfo, s *updat
 	if q == nil {
 		q = emptyDoc
 	}
-	return &writeOp{
+	op := &writeOp{
 		ci: ci, query: q, filter: f, hint: s.hint, upd: u,
 		multi: s.multi, upsert: s.upsert, sync: a.wc.sync(),
-	}, nil
+	}
+	if err := op.checkUpdateTarget(s.u); err != nil {
+		return nil, err
+	}
+	return op, nil
 }
 
 // updateOptions are the compile options of an update: its array filters and, for a

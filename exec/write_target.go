@@ -1,0 +1,117 @@
+package exec
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// Single-document writes on a sharded collection follow mongos' targeting rules (MongoDB
+// 7.0, before updateOne without a shard key): a write that may change only one document
+// must be routable to one document unambiguously, because _id is unique per shard only.
+//   - update {multi: false}: the query targets a single shard, or fixes _id by equality; a
+//     replacement may instead carry the full shard key; an upsert's query must fix the
+//     full shard key (ShardKeyNotFound, or InvalidOptions for the op-style update);
+//   - delete {limit: 1}: the query fixes the full shard key or _id (ShardKeyNotFound);
+//   - findAndModify: the query fixes the full shard key (ShardKeyNotFound).
+//
+// A shard here is one of cleave's --shards stores, as config.shards lists them: with one
+// store, every update targets a single shard.
+
+// exactShardKey reports whether f fixes every field of the shard key to one value.
+func exactShardKey(ci *collInfo, f *match.Filter) bool {
+	for _, k := range ci.shardKey {
+		vals, ok := f.Equalities(k.Path)
+		if !ok || len(vals) != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// exactID reports whether the op's query fixes _id to one value.
+func (op *writeOp) exactID() bool {
+	vals, ok := op.filter.Equalities("_id")
+	return ok && len(vals) == 1 && vals[0].Type != bsoncore.TypeArray
+}
+
+// targetedShards is how many shards the op's query reads.
+func (op *writeOp) targetedShards() int {
+	seen := map[int]bool{}
+	for _, t := range targetPartitions(op.ci, op.filter) {
+		seen[op.ci.pmap.Partition(t).Shard] = true
+	}
+	return len(seen)
+}
+
+// shardKeyPattern is the collection's key pattern as mongos prints it.
+func (ci *collInfo) shardKeyPattern() string {
+	return shellValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: ci.meta.ShardKey})
+}
+
+// checkUpdateTarget applies the rule to an update statement whose update document is u.
+func (op *writeOp) checkUpdateTarget(u bsoncore.Value) error {
+	if op.ci == nil || op.ci.shardKey == nil || op.multi {
+		return nil
+	}
+	if op.upsert {
+		if !exactShardKey(op.ci, op.filter) {
+			return mongoerr.New(mongoerr.ShardKeyNotFound, "Failed to target upsert by query :: could not extract exact shard key")
+		}
+		return nil
+	}
+	n := op.targetedShards()
+	if n == 1 {
+		return nil
+	}
+	if op.upd.IsReplacement() {
+		if !replacementHasShardKey(op.ci, u.Document()) {
+			return mongoerr.New(mongoerr.ShardKeyNotFound, "Failed to target update by replacement document :: could not extract exact shard key")
+		}
+		return nil
+	}
+	if op.exactID() {
+		return nil
+	}
+	return mongoerr.New(mongoerr.InvalidOptions, "A {multi:false} update on a sharded collection must contain an exact match on _id "+
+		"(and have the collection default collation) or target a single shard (and have the simple collation), but this update "+
+		"targeted %d shards. Update request: { q: %s, u: %s, multi: false, upsert: false }, shard key pattern: %s",
+		n, shellDoc(op.query), shellValue(u), op.ci.shardKeyPattern())
+}
+
+// checkDeleteTarget applies the rule to a delete statement.
+func (op *writeOp) checkDeleteTarget() error {
+	if op.ci == nil || op.ci.shardKey == nil || op.multi || exactShardKey(op.ci, op.filter) || op.exactID() {
+		return nil
+	}
+	return mongoerr.New(mongoerr.ShardKeyNotFound, "A single delete on a sharded collection must contain an exact match on _id "+
+		"(and have the collection default collation) or contain the shard key (and have the simple collation). "+
+		"Delete request: { q: %s, limit: 1 }, shard key pattern: %s", shellDoc(op.query), op.ci.shardKeyPattern())
+}
+
+// checkFAMTarget applies the rule to a findAndModify.
+func (op *writeOp) checkFAMTarget() error {
+	if op.ci == nil || op.ci.shardKey == nil || exactShardKey(op.ci, op.filter) {
+		return nil
+	}
+	return mongoerr.New(mongoerr.ShardKeyNotFound, "Query for sharded findAndModify must contain the shard key")
+}
+
+// replacementHasShardKey reports whether replacement document doc holds every shard key
+// field as a value that can place it (not an array).
+func replacementHasShardKey(ci *collInfo, doc bsoncore.Document) bool {
+	for _, k := range ci.shardKey {
+		v, ok := bsonx.Lookup(doc, k.Path)
+		if !ok || v.Type == bsoncore.TypeArray {
+			return false
+		}
+	}
+	return true
+}
+
+// shellDoc formats a document as mongos' messages do.
+func shellDoc(d bsoncore.Document) string {
+	return shellValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
+}
