@@ -23,6 +23,7 @@ const maxAggStageBytes = 100 << 20
 type aggEnv struct {
 	e            *Executor
 	db           string
+	coll         string // the collection the command's pipeline reads ("": none)
 	opts         *expr.Options
 	allowDiskUse bool
 	// charge collects the request units of the reads that sub-pipelines run.
@@ -86,13 +87,15 @@ func init() {
 		"$unionWith":   parseUnionWithStage,
 		"$sample":      parseSampleStage,
 		"$documents":   parseDocumentsStage,
+		"$collStats":   parseCollStatsStage,
+
 	}
 }
 
 // knownStages are MongoDB 7.0 stages cleave does not run: they answer NotImplemented rather
 // than MongoDB's "unrecognized" error, which would claim they do not exist.
 var knownStages = map[string]bool{
-	"$out": true, "$merge": true, "$geoNear": true, "$graphLookup": true, "$collStats": true,
+	"$out": true, "$merge": true, "$geoNear": true, "$graphLookup": true,
 	"$indexStats": true, "$currentOp": true, "$listSessions": true, "$listLocalSessions": true,
 	"$planCacheStats": true, "$changeStream": true, "$search": true, "$searchMeta": true,
 	"$vectorSearch": true, "$setWindowFields": true, "$densify": true, "$fill": true,
@@ -128,8 +131,8 @@ func parsePipeline(env *aggEnv, arr bsoncore.Array, nested bool) (*pipeline, err
 		default:
 			return nil, mongoerr.New(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", name)
 		}
-		if name == "$documents" && i != 0 {
-			return nil, mongoerr.New(40602, "$documents is only valid as the first stage in a pipeline")
+		if (name == "$documents" || name == "$collStats") && (i != 0 || nested && name == "$collStats") {
+			return nil, mongoerr.New(40602, "%s is only valid as the first stage in a pipeline", name)
 		}
 		s, err := parse(env, name, elems[0].Value())
 		if err != nil {
@@ -253,6 +256,14 @@ func (env *aggEnv) compileExpr(v bsoncore.Value) (*expr.Expr, error) {
 func (p *pipeline) openColl(ci *collInfo) (docStream, *source, []*shardStream, error) {
 	if p.collectionless() {
 		out, err := p.openOver(emptyStream{}, 0)
+		return out, nil, nil, err
+	}
+	if cs, ok := p.stages[0].(*collStatsStage); ok {
+		in, err := cs.openSource(ci)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		out, err := p.openOver(in, 1)
 		return out, nil, nil, err
 	}
 	src, err := p.fold(ci)

@@ -22,7 +22,8 @@ const indexEntryEstimate = 24
 // collSizes are the sizes of one collection summed over the shards.
 type collSizes struct {
 	count, size, storage int64
-	indexes              []int64 // per index of the catalog record, in its order
+	indexes              []int64  // per index of the catalog record, in its order
+	names                []string // the indexes' names
 }
 
 // disk is what the collection takes on disk: documents and indexes.
@@ -49,11 +50,63 @@ func (e *Executor) collSizes(c *store.Collection) collSizes {
 	}
 	// Data still in the memtable has no sstable size yet: count it uncompressed.
 	s.storage = max(int64(min(disk, math.MaxInt64)), s.size, minFileSize)
-	s.indexes = make([]int64, len(c.Indexes))
-	for i := range c.Indexes {
-		s.indexes[i] = max(s.count*indexEntryEstimate, minFileSize)
-	}
+	s.estimateIndexes(c)
 	return s
+}
+
+// estimateIndexes fills in the index sizes of c from the document count.
+func (s *collSizes) estimateIndexes(c *store.Collection) {
+	s.indexes = make([]int64, len(c.Indexes))
+	s.names = make([]string, len(c.Indexes))
+	for i, x := range c.Indexes {
+		s.indexes[i] = max(s.count*indexEntryEstimate, minFileSize)
+		s.names[i] = x.Name
+	}
+}
+
+// ownedSizes measures collection ci per shard, counting on each shard only the partitions
+// it owns (a shard may still hold the source range of a finished move, or a range being
+// copied to it). The result is indexed by shard; nil for a shard owning no partition.
+func (e *Executor) ownedSizes(ci *collInfo) []*collSizes {
+	out := make([]*collSizes, len(e.st.Shards))
+	for i := 0; i < ci.pmap.Len(); i++ {
+		p := ci.pmap.Partition(i)
+		lo, hi := ci.pmap.Range(i)
+		db := e.st.Shards[p.Shard]
+		s := out[p.Shard]
+		if s == nil {
+			s = &collSizes{}
+			out[p.Shard] = s
+		}
+		n, b, _ := db.Stats(ci.meta.ID, lo, hi)
+		s.count += n
+		s.size += b
+		if d, err := db.EstimateDiskUsage(ci.meta.ID, lo, hi); err == nil {
+			s.storage += int64(min(d, math.MaxInt64))
+		}
+	}
+	for _, s := range out {
+		if s != nil {
+			s.storage = max(s.storage, s.size, minFileSize)
+			s.estimateIndexes(ci.meta)
+		}
+	}
+	return out
+}
+
+// total sums per-shard sizes.
+func totalSizes(c *store.Collection, per []*collSizes) collSizes {
+	var t collSizes
+	for _, s := range per {
+		if s != nil {
+			t.count += s.count
+			t.size += s.size
+			t.storage += s.storage
+		}
+	}
+	t.storage = max(t.storage, minFileSize)
+	t.estimateIndexes(c)
+	return t
 }
 
 // collStats runs collStats: {ns, size, count, avgObjSize, storageSize, nindexes,
@@ -73,7 +126,11 @@ func (e *Executor) collStats(_ context.Context, r *request) error {
 	c := e.st.Catalog.State().Collection(r.db, name)
 	var s collSizes
 	if c != nil {
-		s = e.collSizes(c)
+		ci, err := e.lookupColl(r.db, name)
+		if err != nil {
+			return err
+		}
+		s = totalSizes(c, e.ownedSizes(ci))
 	}
 	out := r.out
 	out = bsoncore.AppendBooleanElement(out, "sharded", c != nil && c.Sharded())

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -591,6 +594,19 @@ func TestShardDistribution(t *testing.T) {
 	for s, n := range perShard {
 		if n < 42_500 || n > 57_500 {
 			t.Fatalf("%s holds %d of 100,000 documents: %v", s, n, perShard)
+		}
+	}
+	// mongosh's getShardDistribution() ($collStats, config.shards, config.chunks) prints
+	// each shard's share.
+	out := srv.mongosh(t, "distribution", "--eval", "db.people.getShardDistribution()")
+	shares := regexp.MustCompile(`'Shard (shard-\d)': \[\s*'[\d.]+ % data',\s*'([\d.]+) % docs in cluster'`).FindAllStringSubmatch(out, -1)
+	if len(shares) != 2 {
+		t.Fatalf("getShardDistribution printed %d shard shares, want 2:\n%s", len(shares), out)
+	}
+	for _, m := range shares {
+		pct, _ := strconv.ParseFloat(m[2], 64)
+		if want := float64(perShard[m[1]]) / 1000; math.Abs(pct-want) > 0.01 || pct < 42.5 || pct > 57.5 {
+			t.Errorf("getShardDistribution: %s holds %.2f%% of the documents, partitionStats says %.2f%%:\n%s", m[1], pct, want, out)
 		}
 	}
 }

@@ -1,0 +1,158 @@
+package exec
+
+import (
+	"math"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// collStatsStage is $collStats: one document per shard that owns partitions of the
+// collection, as mongos answers it (mongosh's getShardDistribution reads it). It reads
+// statistics, never documents.
+type collStatsStage struct {
+	raw          bsoncore.Document
+	env          *aggEnv
+	storageScale int64 // 0: no storageStats
+	count        bool
+	latency      bool
+	queryExec    bool
+}
+
+// parseCollStatsStage parses {$collStats: {latencyStats?, storageStats?, count?, queryExecStats?}}.
+func parseCollStatsStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+	d, ok := arg.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(5447000, "$collStats must take a nested object but found: %s", shellValue(arg))
+	}
+	s := &collStatsStage{raw: d, env: env}
+	elems, _ := d.Elements()
+	for _, el := range elems {
+		sub, ok := el.Value().DocumentOK()
+		if !ok {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$collStats.%s' is the wrong type '%s', expected type 'object'",
+				el.Key(), bsonx.TypeName(el.Value().Type))
+		}
+		switch el.Key() {
+		case "storageStats":
+			s.storageScale = 1
+			if v := sub.Lookup("scale"); v.Type != 0 {
+				n, ok := wholeNumber(v)
+				if !ok || n < 1 {
+					return nil, mongoerr.New(mongoerr.Location51024, "BSON field 'scale' value must be >= 1, actual value '%s'", shellValue(v))
+				}
+				s.storageScale = n
+			}
+		case "count":
+			s.count = true
+		case "latencyStats":
+			s.latency = true
+		case "queryExecStats":
+			s.queryExec = true
+		default:
+			return nil, mongoerr.New(mongoerr.Location40415, "BSON field '$collStats.%s' is an unknown field.", el.Key())
+		}
+	}
+	return s, nil
+}
+
+// open implements aggStage; the stage is a source (openSource), so it only runs first.
+func (s *collStatsStage) open(docStream) (docStream, error) {
+	return nil, mongoerr.New(40602, "$collStats is only valid as the first stage in a pipeline")
+}
+
+// spec implements aggStage.
+func (s *collStatsStage) spec() bsoncore.Document {
+	return stageSpec("$collStats", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: s.raw})
+}
+
+// openSource produces the stage's documents for collection ci (nil: it does not exist).
+func (s *collStatsStage) openSource(ci *collInfo) (docStream, error) {
+	e := s.env.e
+	ns := s.env.db + "." + s.env.coll
+	if ci == nil {
+		if s.storageScale > 0 || s.count {
+			what := "storageStats"
+			if s.storageScale == 0 {
+				what = "count"
+			}
+			return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Unable to retrieve %s in $collStats stage :: caused by :: Collection [%s] not found.", what, ns)
+		}
+		return &sliceStream{docs: []bsoncore.Document{s.shardDoc(ns, 0, nil)}}, nil
+	}
+	var docs []bsoncore.Document
+	for shardIdx, sz := range e.ownedSizes(ci) {
+		if sz == nil {
+			continue
+		}
+		docs = append(docs, s.shardDoc(ns, shardIdx, sz))
+	}
+	return &sliceStream{docs: docs}, nil
+}
+
+// shardDoc is the stage's document for one shard.
+func (s *collStatsStage) shardDoc(ns string, shardIdx int, sz *collSizes) bsoncore.Document {
+	e := s.env.e
+	b := bsoncore.NewDocumentBuilder().AppendString("ns", ns).
+		AppendString("shard", shardName(shardIdx)).
+		AppendString("host", shardName(shardIdx)+"/"+e.listenAddr()).
+		AppendDateTime("localTime", time.Now().UnixMilli())
+	if s.latency {
+		op := func() bsoncore.Document {
+			return bsoncore.NewDocumentBuilder().AppendInt64("latency", 0).AppendInt64("ops", 0).
+				AppendInt64("queryableEncryptionLatencyMicros", 0).Build()
+		}
+		b.AppendDocument("latencyStats", bsoncore.NewDocumentBuilder().AppendDocument("reads", op()).
+			AppendDocument("writes", op()).AppendDocument("commands", op()).AppendDocument("transactions", op()).Build())
+	}
+	if s.storageScale > 0 && sz != nil {
+		b.AppendDocument("storageStats", appendStorageStats(nil, sz, s.storageScale))
+	}
+	if s.count && sz != nil {
+		if sz.count <= math.MaxInt32 {
+			b.AppendInt32("count", int32(sz.count))
+		} else {
+			b.AppendInt64("count", sz.count)
+		}
+	}
+	if s.queryExec {
+		b.AppendDocument("queryExecStats", bsoncore.NewDocumentBuilder().AppendDocument("collectionScans",
+			bsoncore.NewDocumentBuilder().AppendInt64("total", 0).AppendInt64("nonTailable", 0).Build()).Build())
+	}
+	return b.Build()
+}
+
+// appendStorageStats builds a storageStats document (the fields collStats answers, without
+// ns and sharded) for sizes sz, scaled.
+func appendStorageStats(dst []byte, sz *collSizes, scale int64) bsoncore.Document {
+	idx, out := bsoncore.AppendDocumentStart(dst)
+	out = appendSize(out, "size", sz.size, scale)
+	out = appendSize(out, "count", sz.count, 1)
+	if sz.count > 0 {
+		out = appendSize(out, "avgObjSize", sz.size/sz.count, 1)
+	}
+	out = appendSize(out, "numOrphanDocs", 0, 1)
+	out = appendSize(out, "storageSize", sz.storage, scale)
+	out = appendSize(out, "freeStorageSize", 0, scale)
+	out = bsoncore.AppendBooleanElement(out, "capped", false)
+	out = appendSize(out, "nindexes", int64(len(sz.indexes)), 1)
+	aidx, out := bsoncore.AppendArrayElementStart(out, "indexBuilds")
+	out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	var totalIndex int64
+	for _, x := range sz.indexes {
+		totalIndex += x
+	}
+	out = appendSize(out, "totalIndexSize", totalIndex, scale)
+	out = appendSize(out, "totalSize", sz.storage+totalIndex, scale)
+	iidx, out := bsoncore.AppendDocumentElementStart(out, "indexSizes")
+	for i, x := range sz.indexes {
+		out = appendSize(out, sz.names[i], x, scale)
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, iidx)
+	out = appendSize(out, "scaleFactor", scale, 1)
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out
+}
