@@ -119,8 +119,20 @@ func (e *Executor) serverStatus(_ context.Context, r *request) error {
 	out = bsoncore.AppendInt32Element(out, "virtual", int32(virt))
 	out = bsoncore.AppendBooleanElement(out, "supported", true)
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
-	r.out = out
+	r.out = e.appendServerStatusSharding(out)
 	return nil
+}
+
+// appendServerStatusSharding appends mongos' sharding section: the config server (cleave's
+// catalog, in this process), the partition size limit as maxChunkSizeInBytes, and the
+// partition manager's counters.
+func (e *Executor) appendServerStatusSharding(dst []byte) []byte {
+	idx, out := bsoncore.AppendDocumentElementStart(dst, "sharding")
+	out = bsoncore.AppendStringElement(out, "configsvrConnectionString", "config/"+e.listenAddr())
+	out = bsoncore.AppendInt64Element(out, "maxChunkSizeInBytes", e.opts.Partitioning.PartitionMaxBytes)
+	out = e.appendShardingStatus(out, "partitionManager")
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out
 }
 
 // whatsMyURI reports the client's address as the server sees it.

@@ -284,6 +284,18 @@ func TestShardSplitBySize(t *testing.T) {
 	if !strings.Contains(srv.log.String(), `"reason": "size"`) {
 		t.Fatalf("no size split in the log")
 	}
+	var st struct {
+		Sharding struct {
+			MaxChunkSizeInBytes int64
+			PartitionManager    struct{ Splits int64 }
+		}
+	}
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Sharding.MaxChunkSizeInBytes != 60000 || st.Sharding.PartitionManager.Splits < 7 {
+		t.Fatalf("serverStatus.sharding = %+v, want maxChunkSizeInBytes 60000 and at least 7 splits", st.Sharding)
+	}
 }
 
 // TestShardSingleKeyHotKey checks that a partition holding one logical key does not split
