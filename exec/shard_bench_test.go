@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,12 +43,15 @@ func shardBench(tb testing.TB, c wire.ConnHandler, key string, n int32) {
 		AppendInt32("numInitialChunks", n).AppendString("$db", "admin").Build())
 }
 
-// BenchmarkSplit measures one size split of a partition holding 10 MB or 100 MB: reading
+// BenchmarkSplit measures one size split of a partition holding 10 MB or 1 GB: reading
 // its stats, histogram and hash bounds, deciding, and committing the new map. It is a
 // metadata change, so its time should not grow with the partition's size.
 func BenchmarkSplit(b *testing.B) {
-	for _, mb := range []int{10, 100} {
+	for _, mb := range []int{10, 1000} {
 		b.Run(fmt.Sprintf("%dMB", mb), func(b *testing.B) {
+			if mb > 100 && testing.Short() {
+				b.Skip("loading 1 GB takes a while; run without -short")
+			}
 			e := shardedBenchExecutor(b, 1)
 			c := e.Connect(wire.ConnInfo{ID: 1})
 			shardBench(b, c, "deviceId", 1)
@@ -124,4 +128,90 @@ func BenchmarkSplitCommit(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkWorkloadADuringSplits runs YCSB workload A in process (half reads, half updates
+// of one field, by _id, on a collection sharded on _id) with and without a partition being
+// split every 100 ms (ten times the partition manager's default pace): splits are metadata
+// changes, so the two should run at the same rate.
+func BenchmarkWorkloadADuringSplits(b *testing.B) {
+	for _, splitting := range []bool{false, true} {
+		name := "steady"
+		if splitting {
+			name = "splitting"
+		}
+		b.Run(name, func(b *testing.B) {
+			e := shardedBenchExecutor(b, 50<<30)
+			c := e.Connect(wire.ConnInfo{ID: 1})
+			shardBench(b, c, "_id", 4)
+			const n = 20_000
+			loadDocs(b, c, n)
+			stop := make(chan struct{})
+			done := make(chan int)
+			go func() {
+				splits := 0
+				defer func() { done <- splits }()
+				for splitting {
+					select {
+					case <-stop:
+						return
+					case <-time.After(100 * time.Millisecond):
+					}
+					if splitLargest(b, e) {
+						splits++
+					}
+				}
+			}()
+			var next atomic.Int64
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				c := e.Connect(wire.ConnInfo{ID: next.Add(1) + 1})
+				for pb.Next() {
+					i := next.Add(7919) % n
+					filter := bsoncore.NewDocumentBuilder().AppendInt64("_id", i).Build()
+					var body bsoncore.Document
+					if i%2 == 0 {
+						body = bsoncore.NewDocumentBuilder().AppendString("find", "c").AppendDocument("filter", filter).
+							AppendInt32("limit", 1).AppendBoolean("singleBatch", true).AppendString("$db", "bench").Build()
+					} else {
+						stmt := bsoncore.NewDocumentBuilder().AppendDocument("q", filter).AppendDocument("u",
+							bsoncore.NewDocumentBuilder().AppendDocument("$set", bsoncore.NewDocumentBuilder().
+								AppendDouble("metricValue", float64(i)).Build()).Build()).Build()
+						body = bsoncore.NewDocumentBuilder().AppendString("update", "c").
+							AppendArray("updates", bsoncore.NewArrayBuilder().AppendDocument(stmt).Build()).
+							AppendString("$db", "bench").Build()
+					}
+					run(b, c, body)
+				}
+			})
+			b.StopTimer()
+			close(stop)
+			b.ReportMetric(float64(<-done), "splits")
+		})
+	}
+}
+
+// splitLargest splits the collection's largest partition at its middle hash, as the size
+// policy would; false when it is too small to split.
+func splitLargest(tb testing.TB, e *Executor) bool {
+	ci, err := e.lookupColl("bench", "c")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	best, bestSpan := 0, uint64(0)
+	for i := 0; i < ci.pmap.Len(); i++ {
+		lo, hi := ci.pmap.Range(i)
+		if span := hi - lo - 1; span > bestSpan { // hi == 0 is 2^64: hi - lo - 1 wraps correctly
+			best, bestSpan = i, span
+		}
+	}
+	if bestSpan < 2 {
+		return false
+	}
+	lo, _ := ci.pmap.Range(best)
+	a := &shard.SplitAction{ID: ci.pmap.Partition(best).ID, At: lo + bestSpan/2 + 1, Reason: shard.ReasonSize}
+	if _, err := e.applySplit("bench", "c", a); err != nil {
+		tb.Fatal(err)
+	}
+	return true
 }
