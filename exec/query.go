@@ -94,9 +94,13 @@ func (e *Executor) open(q *query) (docStream, *plan, []*shardStream, error) {
 	}
 	ins := make([]docStream, len(shards))
 	sem := e.newParallelism(len(shards))
+	perShard := int64(0) // the most documents the merge can need from one shard; 0: all
+	if q.limit > 0 && (len(q.sort) == 0 || p.sorted) {
+		perShard = q.limit + q.skip
+	}
 	for i, s := range shards {
 		if len(shards) > 1 && p.kind != planIDs {
-			s.startPrefetch(sem)
+			s.startPrefetch(sem, perShard)
 		}
 		ins[i] = s
 	}

@@ -16,10 +16,17 @@ import (
 //     idle cannot deadlock.
 //   - prefetchBatches × (prefetchDocs or prefetchBytes) (MaxBufferedItemCount): how far a
 //     reader runs ahead; a cursor left open between getMores holds at most that much.
+//
+// A reader's first batch is small (firstPrefetchDocs) and each next one twice as large, so
+// that a query that needs few documents (a sort with a small limit merged across shards)
+// does not read far ahead; and when the query's limit applies to each shard's output (no
+// blocking sort follows), a reader stops after limit+skip documents, as mongos pushes the
+// limit down to the shards.
 const (
-	prefetchDocs    = 256
-	prefetchBytes   = 1 << 20
-	prefetchBatches = 2
+	firstPrefetchDocs = 16
+	prefetchDocs      = 256
+	prefetchBytes     = 1 << 20
+	prefetchBatches   = 2
 )
 
 // docBatch is a run of documents read by a prefetching shard reader.
@@ -41,6 +48,10 @@ type prefetch struct {
 	done   chan struct{}
 	cur    *docBatch
 	i      int
+	// reader side: the next batch's size, and how many more documents may be read (-1:
+	// no bound).
+	batchDocs int
+	remaining int64
 }
 
 // newParallelism returns the slots that bound how many of a query's n shard readers run at
@@ -54,8 +65,9 @@ func (e *Executor) newParallelism(n int) chan struct{} {
 
 // startPrefetch moves ss's reading into a goroutine: from now on ss.next serves documents
 // read ahead by a copy of the stream, which owns the snapshot and the iterators. sem, shared
-// by the query's streams, bounds how many read at once (nil: unbounded).
-func (ss *shardStream) startPrefetch(sem chan struct{}) {
+// by the query's streams, bounds how many read at once (nil: unbounded); limit > 0 is the
+// most documents the consumer can need from this shard.
+func (ss *shardStream) startPrefetch(sem chan struct{}, limit int64) {
 	rd := new(shardStream)
 	*rd = *ss
 	ss.snap, ss.docIt, ss.idxIt = nil, nil, nil
@@ -67,6 +79,12 @@ func (ss *shardStream) startPrefetch(sem chan struct{}) {
 		free:   make(chan *docBatch, prefetchBatches+1),
 		cancel: cancel,
 		done:   make(chan struct{}),
+
+		batchDocs: firstPrefetchDocs,
+		remaining: -1,
+	}
+	if limit > 0 {
+		pf.remaining = limit
 	}
 	ss.pf = pf
 	go pf.run(ctx)
@@ -108,7 +126,13 @@ func (pf *prefetch) run(ctx context.Context) {
 // fill reads documents into b until it is full or the stream ends or fails.
 func (pf *prefetch) fill(ctx context.Context, b *docBatch) {
 	defer func() { b.stats = pf.rd.stats }()
-	for len(b.ends) < prefetchDocs && len(b.arena) < prefetchBytes {
+	n := pf.batchDocs
+	pf.batchDocs = min(2*pf.batchDocs, prefetchDocs)
+	for len(b.ends) < n && len(b.arena) < prefetchBytes {
+		if pf.remaining == 0 {
+			b.last = true
+			return
+		}
 		d, err := pf.rd.read(ctx)
 		if err != nil {
 			b.err, b.last = err, true
@@ -120,6 +144,9 @@ func (pf *prefetch) fill(ctx context.Context, b *docBatch) {
 		}
 		b.arena = append(b.arena, d...)
 		b.ends = append(b.ends, len(b.arena))
+		if pf.remaining > 0 {
+			pf.remaining--
+		}
 	}
 }
 

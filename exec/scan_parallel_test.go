@@ -113,6 +113,15 @@ func TestParallelShardReads(t *testing.T) {
 					t.Fatalf("%s %s: got %d documents, want %d", tc.filter, tc.sort, len(got), want)
 				}
 			}
+			// A limit merged from index-ordered shards reads at most limit documents per shard.
+			find := bsoncore.NewDocumentBuilder().AppendString("find", "c").
+				AppendDocument("filter", extDoc(t, `{"metricValue": {"$gte": 50}}`)).
+				AppendDocument("sort", extDoc(t, `{"metricValue": 1}`)).AppendInt64("limit", 10).Build()
+			x := run(t, c, bsoncore.NewDocumentBuilder().AppendDocument("explain", find).
+				AppendString("verbosity", "executionStats").AppendString("$db", "bench").Build())
+			if n := x.Lookup("executionStats", "totalDocsExamined").Int64(); n < 10 || n > 20 {
+				t.Errorf("sort+limit 10 over two shards examined %d documents, want 10 to 20", n)
+			}
 		})
 	}
 }
