@@ -127,21 +127,19 @@ func (e *Executor) firstBatch(ctx context.Context, r *request, c *cursor, n int6
 	return id, nil
 }
 
-// countBatch is a cheap count of the elements of an open array (for metrics).
+// countBatch is a cheap count of the elements of an open array (for metrics): it walks the
+// elements in place, without the terminating byte, so nothing is copied.
 func countBatch(b []byte) int {
-	arr := bsoncore.Array(append(b[:len(b):len(b)], 0))
-	if len(arr) < 5 {
+	if len(b) < 4 {
 		return 0
 	}
 	n := 0
-	rest := arr[4 : len(arr)-1]
-	for len(rest) > 0 {
+	for rest := b[4:]; len(rest) > 0; n++ {
 		_, r, ok := bsoncore.ReadElement(rest)
 		if !ok {
 			break
 		}
 		rest = r
-		n++
 	}
 	return n
 }

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -36,6 +37,22 @@ type docBatch struct {
 	stats scanStats // the reader's totals when the batch was sent
 	err   error
 	last  bool // the reader is done: no batch follows
+}
+
+// batchPool recycles batches across queries, so that the arenas of a query's readers are
+// not garbage for every query.
+var batchPool = sync.Pool{New: func() any { return new(docBatch) }}
+
+// maxPooledArena is the largest arena kept for reuse.
+const maxPooledArena = 2 * prefetchBytes
+
+// release returns b to the pool.
+func (b *docBatch) release() {
+	if cap(b.arena) > maxPooledArena {
+		return
+	}
+	b.arena, b.ends, b.err, b.last = b.arena[:0], b.ends[:0], nil, false
+	batchPool.Put(b)
 }
 
 // prefetch is the consumer side of a shard reader running ahead in a goroutine.
@@ -99,7 +116,7 @@ func (pf *prefetch) run(ctx context.Context) {
 		case b = <-pf.free:
 			b.arena, b.ends, b.err, b.last = b.arena[:0], b.ends[:0], nil, false
 		default:
-			b = &docBatch{}
+			b = batchPool.Get().(*docBatch)
 		}
 		if pf.sem != nil {
 			select {
@@ -182,11 +199,24 @@ func (pf *prefetch) next(ctx context.Context, stats *scanStats) (bsoncore.Docume
 	}
 }
 
-// stop ends the reader and waits for it; the reader's stream is then closed and its final
-// totals are returned.
+// stop ends the reader and waits for it; the reader's stream is then closed, its batches go
+// back to the pool and its final totals are returned.
 func (pf *prefetch) stop() scanStats {
 	pf.cancel()
 	<-pf.done
 	pf.rd.close()
-	return pf.rd.stats
+	if pf.cur != nil {
+		pf.cur.release()
+		pf.cur = nil
+	}
+	for {
+		select {
+		case b := <-pf.ch:
+			b.release()
+		case b := <-pf.free:
+			b.release()
+		default:
+			return pf.rd.stats
+		}
+	}
 }

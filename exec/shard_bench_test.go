@@ -215,3 +215,43 @@ func splitLargest(tb testing.TB, e *Executor) bool {
 	}
 	return true
 }
+
+// BenchmarkSortLimit is mbench's sortx in process: find({metricValue: {$gt: X}})
+// .sort({metricValue: 1}).limit(100) with an index on metricValue, on an unsharded collection
+// and on one sharded on deviceId into 64 partitions over two shards (a k-way merge of the
+// shards' index-ordered streams).
+func BenchmarkSortLimit(b *testing.B) {
+	for _, sharded := range []bool{false, true} {
+		name := "unsharded"
+		if sharded {
+			name = "sharded64"
+		}
+		b.Run(name, func(b *testing.B) {
+			e := twoShardExecutor(b, 0)
+			c := e.Connect(wire.ConnInfo{ID: 1})
+			if sharded {
+				shardBench(b, c, "deviceId", 64)
+			}
+			run(b, c, bsoncore.NewDocumentBuilder().AppendString("createIndexes", "c").
+				AppendArray("indexes", bsoncore.NewArrayBuilder().AppendDocument(bsoncore.NewDocumentBuilder().
+					AppendDocument("key", bsoncore.NewDocumentBuilder().AppendInt32("metricValue", 1).Build()).
+					AppendString("name", "mv").Build()).Build()).
+				AppendString("$db", "bench").Build())
+			loadDocs(b, c, 20_000)
+			bodies := make([]bsoncore.Document, 97)
+			for i := range bodies {
+				bodies[i] = bsoncore.NewDocumentBuilder().AppendString("find", "c").
+					AppendDocument("filter", bsoncore.NewDocumentBuilder().AppendDocument("metricValue",
+						bsoncore.NewDocumentBuilder().AppendDouble("$gt", float64(i)).Build()).Build()).
+					AppendDocument("sort", bsoncore.NewDocumentBuilder().AppendInt32("metricValue", 1).Build()).
+					AppendInt32("limit", 100).AppendString("$db", "bench").Build()
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				run(b, c, bodies[i%len(bodies)])
+				i++
+			}
+		})
+	}
+}
