@@ -89,6 +89,8 @@ func init() {
 		"$documents":   parseDocumentsStage,
 		"$collStats":   parseCollStatsStage,
 
+		// refused as MongoDB 7.0 does without Atlas (search_index.go)
+		"$listSearchIndexes": parseListSearchIndexesStage,
 	}
 }
 
@@ -151,6 +153,14 @@ func parsePipeline(env *aggEnv, arr bsoncore.Array, nested bool) (*pipeline, err
 	}
 	_ = nested
 	return p, nil
+}
+
+// firstStage is the pipeline's first stage, nil when it has none.
+func (p *pipeline) firstStage() aggStage {
+	if len(p.stages) == 0 {
+		return nil
+	}
+	return p.stages[0]
 }
 
 // collectionless reports whether the pipeline starts with a stage that needs no collection.
@@ -258,7 +268,7 @@ func (p *pipeline) openColl(ci *collInfo) (docStream, *source, []*shardStream, e
 		out, err := p.openOver(emptyStream{}, 0)
 		return out, nil, nil, err
 	}
-	if cs, ok := p.stages[0].(*collStatsStage); ok {
+	if cs, ok := p.firstStage().(*collStatsStage); ok {
 		in, err := cs.openSource(ci)
 		if err != nil {
 			return nil, nil, nil, err

@@ -20,9 +20,6 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	if a.returnKey || a.showRecordID || a.min != nil || a.max != nil {
-		return mongoerr.New(mongoerr.NotImplemented, "returnKey, showRecordId, min and max are not supported by cleave")
-	}
 	if err := checkCollation(a.collation); err != nil {
 		return err
 	}
@@ -46,7 +43,7 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 	if ci == nil {
 		return appendCursorReply(r, ns, 0, "firstBatch", nil)
 	}
-	stream, _, shards, err := e.open(q)
+	stream, shards, err := e.openFind(q, a)
 	if err != nil {
 		return err
 	}

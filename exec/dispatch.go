@@ -63,6 +63,19 @@ func (e *Executor) dispatch(ctx context.Context, r *request) (err error) {
 	} else {
 		e.counters.command.Add(1)
 	}
+	noteClientMetadata(r)
+	// As in mongod, the failpoint comes after the command lookup and before the checks of
+	// the database name.
+	act, err := e.evalFailCommand(ctx, r, cmd)
+	if err != nil {
+		return labelError(r, act, err)
+	}
+	err = e.runCommand(ctx, r, cmd)
+	return e.finishFailCommand(r, cmd, act, err)
+}
+
+// runCommand checks where cmd may run and runs it.
+func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) error {
 	if cmd.adminOnly && r.db != "admin" {
 		return mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", r.name)
 	}
@@ -116,6 +129,10 @@ func (e *Executor) commandTable() map[string]*command {
 	e.addServerCommands(add)
 	if e.opts.Storage != nil {
 		e.addDataCommands(add)
+		e.addSearchIndexCommands(add)
+	}
+	if e.opts.TestCommands {
+		e.addTestCommands(add)
 	}
 	return t
 }

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -75,6 +76,8 @@ type Executor struct {
 	ddl ddlState
 	// shards is the sharding state: meters, the partition manager (shard_state.go).
 	shards *shardState
+	// fail is the failCommand failpoint (failpoint.go).
+	fail failPoints
 }
 
 // opCounters are serverStatus.opcounters: how many commands of each kind were received.
@@ -136,6 +139,8 @@ type conn struct {
 	last requestStats
 	// compressors are those both sides support, negotiated by hello.
 	compressors []string
+	// appName is the application name of the handshake's client metadata (failpoint.go).
+	appName string
 }
 
 // requestStats describes the last finished command of a connection.
@@ -159,6 +164,10 @@ func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 	idx, out := bsoncore.AppendDocumentStart(c.out[:0])
 	r.out = out
 	err := c.e.dispatch(ctx, &r)
+	if errors.Is(err, errCloseConnection) {
+		c.finish(&r, start, err)
+		return nil, err // the wire layer closes the socket without a reply
+	}
 	out = r.out
 	if err != nil {
 		merr := mongoerr.From(err)

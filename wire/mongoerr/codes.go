@@ -12,6 +12,8 @@ const (
 	InternalError                            Code = 1
 	BadValue                                 Code = 2
 	NoSuchKey                                Code = 4
+	HostUnreachable                          Code = 6
+	HostNotFound                             Code = 7
 	UnknownError                             Code = 8
 	FailedToParse                            Code = 9
 	UserNotFound                             Code = 11
@@ -73,6 +75,8 @@ const (
 	InvalidPipelineOperator                  Code = 168
 	CannotIndexParallelArrays                Code = 171
 	QueryPlanKilled                          Code = 175
+	AmbiguousIndexKeyPattern                 Code = 181
+	PrimarySteppedDown                       Code = 189
 	InvalidIndexSpecificationOption          Code = 197
 	CannotBuildIndexKeys                     Code = 201
 	NoSuchSession                            Code = 206
@@ -89,6 +93,7 @@ const (
 	TransactionTooLarge                      Code = 257
 	ExceededTimeLimit                        Code = 262
 	OperationNotSupportedInTransaction       Code = 263
+	FailPointSetFailed                       Code = 266
 	WouldChangeOwningShard                   Code = 283
 	ChecksumMismatch                         Code = 288
 	QueryExceededMemoryLimitNoDiskUseAllowed Code = 292
@@ -96,11 +101,18 @@ const (
 	APIStrictError                           Code = 323
 	MechanismUnavailable                     Code = 334
 	InvalidBSONType                          Code = 357
+	CannotConvertIndexToUnique               Code = 359
 	CannotDropShardKeyIndex                  Code = 370
+	SocketException                          Code = 9001
 	NotWritablePrimary                       Code = 10107
 	BSONObjectTooLarge                       Code = 10334
 	DuplicateKey                             Code = 11000
 	Interrupted                              Code = 11601
+	InterruptedAtShutdown                    Code = 11600
+	InterruptedDueToReplStateChange          Code = 11602
+	MergeStageNoMatchingDocument             Code = 13113
+	NotPrimaryNoSecondaryOk                  Code = 13435
+	NotPrimaryOrSecondary                    Code = 13436
 	TooManyRequests                          Code = 16500 // Cosmos DB's request-rate-too-large; not in MongoDB's table
 
 	// Assertion sites MongoDB reports as Location<N>.
@@ -122,6 +134,19 @@ const (
 	Location51108 Code = 51108 // invalid regex flag
 )
 
+// Assertion sites of clustered collections (create's clusteredIndex, collMod).
+const (
+	Location5979700 Code = 5979700 // clusteredIndex requires unique: true
+	Location5979703 Code = 5979703 // clusteredIndex: <bool> is for internal collections
+	Location5979704 Code = 5979704 // clusteredIndex with v other than 2
+	Location6011800 Code = 6011800 // hidden is not supported for a clusteredIndex
+	Location6049200 Code = 6049200 // size is not allowed on clustered collections
+	Location6049204 Code = 6049204 // max is not allowed on clustered collections
+)
+
+// Location6047401 is the refusal of $listSearchIndexes by a MongoDB 7.0 server that is not Atlas.
+const Location6047401 Code = 6047401
+
 // names maps every Code above to MongoDB's codeName. A test checks that it covers the
 // constants and that no two codes share a name.
 var names = map[Code]string{
@@ -129,6 +154,8 @@ var names = map[Code]string{
 	InternalError:                            "InternalError",
 	BadValue:                                 "BadValue",
 	NoSuchKey:                                "NoSuchKey",
+	HostUnreachable:                          "HostUnreachable",
+	HostNotFound:                             "HostNotFound",
 	UnknownError:                             "UnknownError",
 	FailedToParse:                            "FailedToParse",
 	UserNotFound:                             "UserNotFound",
@@ -190,6 +217,8 @@ var names = map[Code]string{
 	InvalidPipelineOperator:                  "InvalidPipelineOperator",
 	CannotIndexParallelArrays:                "CannotIndexParallelArrays",
 	QueryPlanKilled:                          "QueryPlanKilled",
+	AmbiguousIndexKeyPattern:                 "AmbiguousIndexKeyPattern",
+	PrimarySteppedDown:                       "PrimarySteppedDown",
 	InvalidIndexSpecificationOption:          "InvalidIndexSpecificationOption",
 	CannotBuildIndexKeys:                     "CannotBuildIndexKeys",
 	NoSuchSession:                            "NoSuchSession",
@@ -206,6 +235,7 @@ var names = map[Code]string{
 	TransactionTooLarge:                      "TransactionTooLarge",
 	ExceededTimeLimit:                        "ExceededTimeLimit",
 	OperationNotSupportedInTransaction:       "OperationNotSupportedInTransaction",
+	FailPointSetFailed:                       "FailPointSetFailed",
 	WouldChangeOwningShard:                   "WouldChangeOwningShard",
 	ChecksumMismatch:                         "ChecksumMismatch",
 	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",
@@ -213,11 +243,18 @@ var names = map[Code]string{
 	APIStrictError:                           "APIStrictError",
 	MechanismUnavailable:                     "MechanismUnavailable",
 	InvalidBSONType:                          "InvalidBSONType",
+	CannotConvertIndexToUnique:               "CannotConvertIndexToUnique",
 	CannotDropShardKeyIndex:                  "CannotDropShardKeyIndex",
+	SocketException:                          "SocketException",
 	NotWritablePrimary:                       "NotWritablePrimary",
 	BSONObjectTooLarge:                       "BSONObjectTooLarge",
 	DuplicateKey:                             "DuplicateKey",
 	Interrupted:                              "Interrupted",
+	InterruptedAtShutdown:                    "InterruptedAtShutdown",
+	InterruptedDueToReplStateChange:          "InterruptedDueToReplStateChange",
+	MergeStageNoMatchingDocument:             "MergeStageNoMatchingDocument",
+	NotPrimaryNoSecondaryOk:                  "NotPrimaryNoSecondaryOk",
+	NotPrimaryOrSecondary:                    "NotPrimaryOrSecondary",
 	TooManyRequests:                          "TooManyRequests",
 }
 

@@ -1,0 +1,259 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"errors"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/match"
+)
+
+// This file implements find's returnKey and showRecordId.
+//
+// returnKey replaces each document with the key of the index entry that found it, as
+// MongoDB's RETURN_KEY stage does: {a: 1, "b.c": "x"} for an index {a: 1, "b.c": 1}, {} when no
+// index was used. showRecordId appends the document's record id as "$recordId" (NumberLong),
+// after the projection; under returnKey it has no effect (RETURN_KEY drops the record id).
+// cleave has no record ids: it reports a stable, non-negative int64 derived from the _id,
+// which is where a document lives in storage.
+
+// keyIndex returns the index whose keys returnKey reports for plan p, nil when MongoDB would
+// scan the collection. The _id index has no entries unless the collection is sharded on
+// another key, so cleave scans where MongoDB reads that index: an _id range or a sort on _id.
+func keyIndex(q *query, p *plan) *indexInfo {
+	switch p.kind {
+	case planIndex:
+		return p.index
+	case planIDs:
+		return q.ci.indexes[0]
+	case planScan:
+		if q.hint.Type != 0 {
+			return hintedIndex(q.ci, q.hint) // nil for $natural: MongoDB scans too
+		}
+		if len(q.sort) == 1 && q.sort[0].Path == "_id" {
+			return q.ci.indexes[0]
+		}
+		if iv, ok := q.filter.Intervals("_id"); ok && bounded(iv) {
+			return q.ci.indexes[0]
+		}
+	}
+	return nil
+}
+
+// bounded reports whether intervals leave out some values.
+func bounded(iv []match.Interval) bool {
+	for _, x := range iv {
+		if x.LoUnbounded && x.HiUnbounded {
+			return false
+		}
+	}
+	return true
+}
+
+// errKeyFound stops the key generation once the wanted key is found.
+var errKeyFound = errors.New("key found")
+
+// appendIndexKey appends to the open document dst the fields of the key doc has in index xi
+// that plan p scanned: the first key in the plan's ranges and the min/max bounds b (if any),
+// in scan order (a multikey document has several), each value with the type it has in the
+// document.
+func appendIndexKey(dst []byte, xi *indexInfo, p *plan, b *keyBounds, doc bsoncore.Document) []byte {
+	var chosen []byte
+	_, _ = bsonx.AppendIndexKeys(doc, xi.fields, func(key []byte) error {
+		if p.kind == planIndex && p.index == xi && !inRanges(key, p.ranges) || b != nil && !b.contains(key) {
+			return nil
+		}
+		chosen = append(chosen[:0], key...)
+		if p.reverse {
+			return nil // keys come in ascending order: the last one wins
+		}
+		return errKeyFound
+	})
+	rest := chosen
+	for _, f := range xi.fields {
+		var v bsoncore.Value
+		var ok bool
+		if f.Desc {
+			v, rest, ok = bsonx.DecodeKeyDesc(rest)
+		} else {
+			v, rest, ok = bsonx.DecodeKey(rest)
+		}
+		if !ok {
+			v = bsoncore.Value{Type: bsoncore.TypeNull}
+		}
+		if f.Hashed {
+			n, _ := v.AsInt64OK()
+			v = bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, n)}
+		} else {
+			v = originalValue(doc, f.Path, v)
+		}
+		dst = bsoncore.AppendValueElement(dst, f.Path, v)
+	}
+	return dst
+}
+
+// inRanges reports whether an index key falls in one of the ranges.
+func inRanges(key []byte, ranges []keyRange) bool {
+	for _, r := range ranges {
+		if bytes.Compare(key, r.lo) >= 0 && (r.hi == nil || bytes.Compare(key, r.hi) < 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// originalValue returns the value at path in doc that key component v was generated from,
+// so that returnKey keeps its type (the key encoding keeps only its order: 1.0 and 1 encode
+// alike). It returns v itself for what no single value gave (null for a missing field).
+func originalValue(doc bsoncore.Document, path string, v bsoncore.Value) bsoncore.Value {
+	found := v
+	bsonx.WalkPath(doc, path, func(m bsonx.PathMatch) bool {
+		if m.Missing || bsonx.Compare(m.Value, v) != 0 {
+			return true
+		}
+		found = m.Value
+		return false
+	})
+	return found
+}
+
+// returnKeyStream replaces each document with its index key (nil index: {}).
+type returnKeyStream struct {
+	in     docStream
+	index  *indexInfo
+	p      *plan
+	bounds *keyBounds // min/max, nil when absent
+	buf    []byte
+}
+
+// next implements docStream.
+func (s *returnKeyStream) next(ctx context.Context) (bsoncore.Document, error) {
+	d, err := s.in.next(ctx)
+	if d == nil || err != nil {
+		return d, err
+	}
+	idx, out := bsoncore.AppendDocumentStart(s.buf[:0])
+	if s.index != nil {
+		out = appendIndexKey(out, s.index, s.p, s.bounds, d)
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	s.buf = out
+	return out, nil
+}
+
+// close implements docStream.
+func (s *returnKeyStream) close() { s.in.close() }
+
+// recordIDTap remembers the record id of the last document that went through it, before a
+// projection that may drop the _id it derives from.
+type recordIDTap struct {
+	in   docStream
+	last int64
+}
+
+// next implements docStream.
+func (s *recordIDTap) next(ctx context.Context) (bsoncore.Document, error) {
+	d, err := s.in.next(ctx)
+	if d != nil && err == nil {
+		s.last = recordID(d)
+	}
+	return d, err
+}
+
+// close implements docStream.
+func (s *recordIDTap) close() { s.in.close() }
+
+// recordID is cleave's stand-in for a document's record id: its _id's hash, made
+// non-negative as MongoDB's record ids are.
+func recordID(doc bsoncore.Document) int64 {
+	id, err := doc.LookupErr("_id")
+	if err != nil {
+		return 0
+	}
+	return int64(bsonx.Hash(id) >> 1)
+}
+
+// recordIDStream appends "$recordId" to each document, taken from the tap below it.
+type recordIDStream struct {
+	in  docStream
+	tap *recordIDTap
+	buf []byte
+}
+
+// next implements docStream.
+func (s *recordIDStream) next(ctx context.Context) (bsoncore.Document, error) {
+	d, err := s.in.next(ctx)
+	if d == nil || err != nil {
+		return d, err
+	}
+	out := append(s.buf[:0], d[:len(d)-1]...)
+	out = bsoncore.AppendInt64Element(out, "$recordId", s.tap.last)
+	out = append(out, 0)
+	bsoncore.UpdateLength(out, 0, int32(len(out)))
+	s.buf = out
+	return out, nil
+}
+
+// close implements docStream.
+func (s *recordIDStream) close() { s.in.close() }
+
+// openFind opens q for find, with min/max, returnKey and showRecordId. When one is given,
+// q.proj is applied here rather than by open: the bounds and the record id need the
+// document before its projection.
+func (e *Executor) openFind(q *query, a *findArgs) (docStream, []*shardStream, error) {
+	hasBounds := len(a.min) > 5 || len(a.max) > 5
+	if !hasBounds && !a.returnKey && !a.showRecordID {
+		stream, _, shards, err := e.open(q)
+		return stream, shards, err
+	}
+	var bounds *keyBounds
+	if hasBounds {
+		var err error
+		if bounds, err = parseKeyBounds(q.ci, q.hint, a.min, a.max); err != nil {
+			return nil, nil, err
+		}
+	}
+	proj := q.proj
+	q.proj = nil
+	defer func() { q.proj = proj }()
+	var stream docStream
+	var p *plan
+	var shards []*shardStream
+	var err error
+	if bounds != nil {
+		stream, p, shards, err = e.openBounded(q, bounds)
+	} else {
+		stream, p, shards, err = e.open(q)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if a.returnKey {
+		// The projection is ignored, as MongoDB ignores it under returnKey.
+		ks := &returnKeyStream{in: stream, index: keyIndex(q, p), p: p, bounds: bounds}
+		if bounds != nil {
+			ks.index = bounds.index
+		}
+		return ks, shards, nil
+	}
+	var tap *recordIDTap
+	if a.showRecordID {
+		tap = &recordIDTap{in: stream}
+		stream = tap
+	}
+	if proj != nil {
+		ps := &projectStream{in: stream, p: proj}
+		ps.pos = func(doc bsoncore.Document) int {
+			_, pos := q.filter.MatchPos(doc)
+			return pos
+		}
+		stream = ps
+	}
+	if tap != nil {
+		stream = &recordIDStream{in: stream, tap: tap}
+	}
+	return stream, shards, nil
+}

@@ -1,0 +1,164 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// This file implements find's min and max: bounds on the keys of the hinted index, min
+// inclusive and max exclusive, given as documents with the index's fields in its order:
+//
+//	{find: "c", hint: {a: 1, b: -1}, min: {a: 1, b: 9}, max: {a: 3, b: 0}}
+//
+// A document is returned when one of its keys in that index falls within the bounds, as an
+// index scan between them would find it. cleave applies the bounds as a filter on what the
+// plan reads, before the sort and the skip.
+
+// keyBounds are min and max encoded as index keys; nil when absent.
+type keyBounds struct {
+	index  *indexInfo
+	lo, hi []byte
+}
+
+// contains reports whether an encoded key is within the bounds.
+func (b *keyBounds) contains(key []byte) bool {
+	return (b.lo == nil || bytes.Compare(key, b.lo) >= 0) && (b.hi == nil || bytes.Compare(key, b.hi) < 0)
+}
+
+// plannerError formats an error of MongoDB's query planner as find reports it.
+func plannerError(code mongoerr.Code, msg string) error {
+	return mongoerr.New(code, "error processing query: planner returned error :: caused by :: %s", msg)
+}
+
+// parseKeyBounds checks min and max against the hinted index and encodes them.
+func parseKeyBounds(ci *collInfo, hint bsoncore.Value, lo, hi bsoncore.Document) (*keyBounds, error) {
+	xi := hintedIndex(ci, hint)
+	if xi == nil {
+		return nil, plannerError(51173, "When using min()/max() a hint of which index to use must be provided")
+	}
+	b := &keyBounds{index: xi}
+	for _, bound := range []struct {
+		doc bsoncore.Document
+		key *[]byte
+	}{{lo, &b.lo}, {hi, &b.hi}} {
+		if len(bound.doc) <= 5 {
+			continue
+		}
+		k, ok := encodeBound(xi, bound.doc)
+		if !ok {
+			return nil, plannerError(51174, "The index chosen is not compatible with min/max")
+		}
+		*bound.key = k
+	}
+	if b.lo != nil && b.hi != nil && bytes.Compare(b.lo, b.hi) >= 0 {
+		return nil, plannerError(51175,
+			"The value provided for min() does not come before the value provided for max() in the hinted index")
+	}
+	return b, nil
+}
+
+// encodeBound encodes a min or max document as a key of index xi; ok is false when its
+// fields are not exactly the index's, in order.
+func encodeBound(xi *indexInfo, doc bsoncore.Document) ([]byte, bool) {
+	elems, err := doc.Elements()
+	if err != nil || len(elems) != len(xi.fields) {
+		return nil, false
+	}
+	var key []byte
+	for i, el := range elems {
+		f := xi.fields[i]
+		if el.Key() != f.Path {
+			return nil, false
+		}
+		key = appendComponent(key, el.Value(), f.Desc)
+	}
+	return key, true
+}
+
+// hintedIndex returns the index a hint names (by name or key pattern); nil for none, for
+// {$natural: ±1} and for a hint that names no index.
+func hintedIndex(ci *collInfo, hint bsoncore.Value) *indexInfo {
+	if ci == nil {
+		return nil
+	}
+	for _, x := range ci.indexes {
+		switch hint.Type {
+		case bsoncore.TypeString:
+			if x.meta.Name == hint.StringValue() {
+				return x
+			}
+		case bsoncore.TypeEmbeddedDocument:
+			if bytes.Equal(x.meta.Key, hint.Document()) {
+				return x
+			}
+		}
+	}
+	return nil
+}
+
+// keyBoundsStream passes the documents that have a key within the bounds.
+type keyBoundsStream struct {
+	in docStream
+	b  *keyBounds
+}
+
+// next implements docStream.
+func (s *keyBoundsStream) next(ctx context.Context) (bsoncore.Document, error) {
+	for {
+		d, err := s.in.next(ctx)
+		if d == nil || err != nil {
+			return d, err
+		}
+		if s.b.admits(d) {
+			return d, nil
+		}
+	}
+}
+
+// admits reports whether doc has a key in the bounds.
+func (b *keyBounds) admits(doc bsoncore.Document) bool {
+	if !indexApplies(b.index, doc) {
+		return false
+	}
+	found := false
+	_, _ = bsonx.AppendIndexKeys(doc, b.index.fields, func(key []byte) error {
+		if b.contains(key) {
+			found = true
+			return errKeyFound
+		}
+		return nil
+	})
+	return found
+}
+
+// close implements docStream.
+func (s *keyBoundsStream) close() { s.in.close() }
+
+// openBounded opens q with min/max bounds: the plan's documents are filtered by the bounds
+// before q's sort and skip, which are applied here rather than by open.
+func (e *Executor) openBounded(q *query, b *keyBounds) (docStream, *plan, []*shardStream, error) {
+	sortSpec, skip := q.sort, q.skip
+	q.sort, q.skip = nil, 0
+	stream, p, shards, err := e.open(q)
+	q.sort, q.skip = sortSpec, skip
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stream = &keyBoundsStream{in: stream, b: b}
+	if len(sortSpec) > 0 {
+		top := int64(0)
+		if q.limit > 0 {
+			top = q.limit + skip
+		}
+		stream = &sortStream{in: stream, spec: sortSpec, limit: top, allowDiskUse: q.allowDiskUse}
+	}
+	if skip > 0 {
+		stream = &skipStream{in: stream, n: skip}
+	}
+	return stream, p, shards, nil
+}
