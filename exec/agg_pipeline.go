@@ -91,6 +91,13 @@ func init() {
 
 		// refused as MongoDB 7.0 does without Atlas (search_index.go)
 		"$listSearchIndexes": parseListSearchIndexesStage,
+
+		// window, bucketing and gap-filling stages (agg_window.go ... agg_redact.go)
+		"$setWindowFields": parseWindowStage,
+		"$bucketAuto":      parseBucketAutoStage,
+		"$densify":         parseDensifyStage,
+		"$fill":            parseFillStage,
+		"$redact":          parseRedactStage,
 	}
 }
 
@@ -99,8 +106,7 @@ func init() {
 var knownStages = map[string]bool{
 	"$out": true, "$merge": true, "$geoNear": true, "$graphLookup": true,
 	"$indexStats": true, "$currentOp": true, "$listSessions": true, "$listLocalSessions": true,
-	"$planCacheStats": true, "$changeStream": true, "$search": true, "$searchMeta": true,
-	"$vectorSearch": true, "$setWindowFields": true, "$densify": true, "$fill": true,
+	"$planCacheStats": true, "$changeStream": true, "$search": true, "$searchMeta": true, "$vectorSearch": true,
 	"$listSearchIndexes": true, "$changeStreamSplitLargeEvent": true, "$shardedDataDistribution": true,
 	"$listSampledQueries": true, "$queryStats": true,
 }
