@@ -16,6 +16,7 @@ import (
 func (e *Executor) addDDLCommands(add func(*command, ...string)) {
 	add(&command{run: e.create, help: "create a collection explicitly"}, "create")
 	add(&command{run: e.drop, help: "drop a collection"}, "drop")
+	add(&command{run: e.collMod, help: "change the options of a collection or of one of its indexes"}, "collMod")
 	add(&command{run: e.dropDatabase, help: "drop a database and all its collections"}, "dropDatabase")
 	add(&command{run: e.listDatabases, help: "list the databases", adminOnly: true}, "listDatabases")
 	add(&command{run: e.listCollections, help: "list the collections of a database"}, "listCollections")
@@ -37,7 +38,7 @@ func (e *Executor) create(_ context.Context, r *request) error {
 	if err := validateCollName(r.db, name); err != nil {
 		return err
 	}
-	opts, err := parseCreateOptions(r.body)
+	opts, err := parseCreateOptions(r.db+"."+name, r.body)
 	if err != nil {
 		return err
 	}
@@ -49,132 +50,13 @@ func (e *Executor) create(_ context.Context, r *request) error {
 		}
 		return mongoerr.New(mongoerr.NamespaceExists, "Collection %s.%s already exists.", r.db, name)
 	}
-	_, err = e.st.Catalog.CreateCollection(store.Collection{DB: r.db, Name: name, Options: opts})
+	_, err = e.st.Catalog.CreateCollection(store.Collection{DB: r.db, Name: name, Options: opts,
+		Indexes: timeseriesOf(opts).defaultIndexes()})
 	if err != nil {
 		return catalogError(err, r.db, name)
 	}
 	e.log.Info("created collection", zap.String("ns", r.db+"."+name))
 	return nil
-}
-
-// createOptionTypes are the options of create that cleave accepts and stores, with the
-// type each must have ("" means any).
-var createOptionTypes = map[string]string{
-	"size": "number", "max": "number", "validator": "object", "validationLevel": "string",
-	"validationAction": "string", "storageEngine": "object", "indexOptionDefaults": "object",
-	"autoIndexId": "bool", "idIndex": "object", "changeStreamPreAndPostImages": "object",
-	"collation": "object", "capped": "bool", "temp": "bool", "flags": "number",
-}
-
-// notImplementedCreate are create options for collection kinds cleave does not have.
-var notImplementedCreate = map[string]string{
-	"viewOn": "views", "pipeline": "views", "timeseries": "time series collections",
-	"clusteredIndex": "clustered collections", "encryptedFields": "queryable encryption",
-}
-
-// parseCreateOptions validates the options of a create command and returns them as the
-// document listCollections reports (nil for none).
-func parseCreateOptions(body bsoncore.Document) (bsoncore.Document, error) {
-	const cmd = "create"
-	idx, out := bsoncore.AppendDocumentStart(nil)
-	var capped, haveSize, haveValidator, haveLevel, haveAction, haveExpire bool
-	n := 0
-	err := forEachArg(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
-		if what, ok := notImplementedCreate[key]; ok {
-			return true, mongoerr.New(mongoerr.NotImplemented, "%s are not supported by cleave", what)
-		}
-		if key == "expireAfterSeconds" {
-			haveExpire = true
-			return true, nil
-		}
-		want, ok := createOptionTypes[key]
-		if !ok {
-			return false, nil
-		}
-		if err := checkCreateOption(key, want, v); err != nil {
-			return true, err
-		}
-		switch key {
-		case "capped":
-			capped, _ = argBool(cmd, key, v)
-		case "size":
-			haveSize = true
-		case "validator":
-			haveValidator = true
-		case "validationLevel":
-			haveLevel = true
-		case "validationAction":
-			haveAction = true
-		}
-		out = bsoncore.AppendValueElement(out, key, v)
-		n++
-		return true, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if haveExpire {
-		return nil, mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' requires clustering to be enabled")
-	}
-	if capped && !haveSize {
-		return nil, mongoerr.New(mongoerr.InvalidOptions, "the 'size' field is required when 'capped' is true")
-	}
-	if capped {
-		return nil, mongoerr.New(mongoerr.NotImplemented, "capped collections are not supported by cleave")
-	}
-	if haveValidator && !haveLevel {
-		out = bsoncore.AppendStringElement(out, "validationLevel", "strict")
-	}
-	if haveValidator && !haveAction {
-		out = bsoncore.AppendStringElement(out, "validationAction", "error")
-	}
-	if n == 0 {
-		return nil, nil
-	}
-	out, _ = bsoncore.AppendDocumentEnd(out, idx)
-	return out, nil
-}
-
-// checkCreateOption checks the type and value of one create option.
-func checkCreateOption(key, want string, v bsoncore.Value) error {
-	const cmd = "create"
-	var err error
-	switch want {
-	case "number":
-		_, err = argInt64(cmd, key, v)
-	case "object":
-		_, err = argDoc(cmd, key, v)
-	case "bool":
-		_, err = argBool(cmd, key, v)
-	case "string":
-		_, err = argString(cmd, key, v)
-	}
-	if err != nil {
-		return err
-	}
-	switch key {
-	case "collation":
-		return checkCollation(v.Document())
-	case "validationLevel":
-		return checkEnum(cmd, key, v.StringValue(), "off", "strict", "moderate")
-	case "validationAction":
-		return checkEnum(cmd, key, v.StringValue(), "error", "warn")
-	case "validator":
-		if _, err := compileFilter(v.Document()); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkEnum is MongoDB's IDL check of an enumeration value.
-func checkEnum(cmd, key, s string, allowed ...string) error {
-	for _, a := range allowed {
-		if s == a {
-			return nil
-		}
-	}
-	return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field '%s.%s' is not a valid value.", s, cmd, key)
 }
 
 // drop runs the drop command. As on mongos 7.0, dropping a missing collection succeeds.

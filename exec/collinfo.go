@@ -43,6 +43,10 @@ type collInfo struct {
 	// while the planner, which reads indexes, never uses an index that is incomplete.
 	writeIndexes []*indexInfo
 	writeUniques []*indexInfo
+	// ts is set for a time-series collection (ddl_timeseries.go); clustered reports a
+	// clustered collection (ddl_clustered.go).
+	ts        *tsOptions
+	clustered bool
 }
 
 // indexInfo is one index compiled for key generation and planning.
@@ -57,7 +61,14 @@ type indexInfo struct {
 	// ttl is expireAfterSeconds for a TTL index; hasTTL reports whether there is one.
 	ttl    int64
 	hasTTL bool
+	// hidden indexes are maintained but not used by the planner; prepareUnique ones refuse
+	// new duplicate keys but keep those they have (collMod, cmd_collmod.go).
+	hidden        bool
+	prepareUnique bool
 }
+
+// checksKeys reports whether writers check xi's keys for duplicates.
+func (xi *indexInfo) checksKeys() bool { return xi.unique || xi.prepareUnique }
 
 // ns returns "db.coll".
 func (ci *collInfo) ns() string { return ci.meta.DB + "." + ci.meta.Name }
@@ -127,17 +138,24 @@ func compileCollection(c *store.Collection) (*collInfo, error) {
 			ci.indexes = append([]*indexInfo{xi}, ci.indexes...)
 		default:
 			ci.indexes = append(ci.indexes, xi)
-			if xi.unique {
+			if xi.checksKeys() {
 				ci.uniques = append(ci.uniques, xi)
 			}
 		}
+	}
+	if t := timeseriesOf(c.Options); t != nil {
+		if err := ci.compileTimeseries(t); err != nil {
+			return nil, err
+		}
+	} else if clusteredOf(c.Options) != nil {
+		ci.compileClustered()
 	}
 	ci.writeIndexes, ci.writeUniques = ci.indexes, ci.uniques
 	if len(building) > 0 {
 		ci.writeIndexes = append(append([]*indexInfo(nil), ci.indexes...), building...)
 		ci.writeUniques = append([]*indexInfo(nil), ci.uniques...)
 		for _, xi := range building {
-			if xi.unique {
+			if xi.checksKeys() {
 				ci.writeUniques = append(ci.writeUniques, xi)
 			}
 		}
@@ -180,6 +198,8 @@ func compileIndex(x *store.Index) (*indexInfo, error) {
 	}
 	xi.unique, _ = x.Spec.Lookup("unique").BooleanOK()
 	xi.sparse, _ = x.Spec.Lookup("sparse").BooleanOK()
+	xi.hidden = specBool(x.Spec, "hidden")
+	xi.prepareUnique = !xi.unique && specBool(x.Spec, "prepareUnique")
 	if pf, ok := x.Spec.Lookup("partialFilterExpression").DocumentOK(); ok {
 		xi.partial, err = match.Compile(pf, nil)
 		if err != nil {

@@ -114,11 +114,18 @@ func (e *Executor) listCollections(_ context.Context, r *request) error {
 	return appendCursorReply(r, r.db+".$cmd.listCollections", 0, "firstBatch", docs)
 }
 
-// collectionEntry is a collection as listCollections describes it.
+// collectionEntry is a collection as listCollections describes it. A time-series
+// collection has type "timeseries" and no uuid or idIndex, a clustered one no idIndex, as
+// in MongoDB 7.0.
 func collectionEntry(c *store.Collection, nameOnly bool) bsoncore.Document {
+	ts := isTimeseries(c)
 	idx, d := bsoncore.AppendDocumentStart(nil)
 	d = bsoncore.AppendStringElement(d, "name", c.Name)
-	d = bsoncore.AppendStringElement(d, "type", "collection")
+	if ts {
+		d = bsoncore.AppendStringElement(d, "type", "timeseries")
+	} else {
+		d = bsoncore.AppendStringElement(d, "type", "collection")
+	}
 	if nameOnly {
 		d, _ = bsoncore.AppendDocumentEnd(d, idx)
 		return d
@@ -130,9 +137,11 @@ func collectionEntry(c *store.Collection, nameOnly bool) bsoncore.Document {
 	d = bsoncore.AppendDocumentElement(d, "options", opts)
 	iidx, d := bsoncore.AppendDocumentElementStart(d, "info")
 	d = bsoncore.AppendBooleanElement(d, "readOnly", false)
-	d = bsoncore.AppendBinaryElement(d, "uuid", 4, c.UUID[:])
+	if !ts {
+		d = bsoncore.AppendBinaryElement(d, "uuid", 4, c.UUID[:])
+	}
 	d, _ = bsoncore.AppendDocumentEnd(d, iidx)
-	if x := c.Index(store.IDIndexName); x != nil {
+	if x := c.Index(store.IDIndexName); x != nil && !ts && clusteredOf(c.Options) == nil {
 		d = bsoncore.AppendDocumentElement(d, "idIndex", indexSpecDoc(x))
 	}
 	d, _ = bsoncore.AppendDocumentEnd(d, idx)

@@ -167,8 +167,13 @@ func firstValue(doc bsoncore.Document, name string) (bsoncore.Value, bool) {
 }
 
 // shardHash returns the hash that places doc in ci's partitions: 0 for an unsharded
-// collection, else the hash of the shard key's hashed field (null when missing).
+// collection, else the hash of the shard key's hashed field (null when missing). A
+// time-series measurement has the hash of its content, the first slot where it may be
+// stored (timeseries_write.go).
 func (ci *collInfo) shardHash(doc bsoncore.Document) (uint64, error) {
+	if ci.ts != nil {
+		return measurementHash(doc), nil
+	}
 	if ci.hashed < 0 {
 		return 0, nil
 	}
@@ -185,8 +190,11 @@ func (ci *collInfo) shardHash(doc bsoncore.Document) (uint64, error) {
 }
 
 // idHash returns the hash of the document with _id id when it can be known from the _id
-// alone: ok is false when the collection is sharded on another field.
+// alone: ok is false when the collection is sharded on another field, or time-series.
 func (ci *collInfo) idHash(id bsoncore.Value) (uint64, bool) {
+	if ci.ts != nil {
+		return 0, false
+	}
 	if ci.hashed < 0 {
 		return 0, true
 	}

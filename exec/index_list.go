@@ -39,13 +39,27 @@ func (e *Executor) listIndexes(_ context.Context, r *request) error {
 	if c == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", ns)
 	}
+	return appendCursorReply(r, ns, 0, "firstBatch", listedIndexes(c))
+}
+
+// listedIndexes are the specs listIndexes reports for c: its ready indexes, where a
+// clustered collection shows its clustered index instead of _id_ and a time-series
+// collection no _id index, as in MongoDB 7.0.
+func listedIndexes(c *store.Collection) []bsoncore.Document {
+	clustered, ts := clusteredOf(c.Options), isTimeseries(c)
 	var docs []bsoncore.Document
 	for i := range c.Indexes {
-		if c.Indexes[i].Ready {
-			docs = append(docs, indexSpecDoc(&c.Indexes[i]))
+		x := &c.Indexes[i]
+		switch {
+		case !x.Ready:
+		case x.Name == store.IDIndexName && clustered != nil:
+			docs = append(docs, clusteredListSpec(clustered))
+		case x.Name == store.IDIndexName && ts:
+		default:
+			docs = append(docs, indexSpecDoc(x))
 		}
 	}
-	return appendCursorReply(r, ns, 0, "firstBatch", docs)
+	return docs
 }
 
 // dropIndexes runs dropIndexes: index is a name, a key pattern, "*" (all but _id_) or an

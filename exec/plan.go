@@ -60,6 +60,10 @@ func planQuery(ci *collInfo, f *match.Filter, sortSpec []bsonx.SortField, hint b
 		p.kind = planEOF
 		return p, nil
 	}
+	if ci.ts != nil { // time-series: _id is not unique, as index and _id plans assume (ddl_timeseries.go)
+		p.kind = planScan
+		return p, nil
+	}
 	if hint.Type != 0 {
 		return planHinted(ci, f, sortSpec, hint, p)
 	}
@@ -75,7 +79,7 @@ func planQuery(ci *collInfo, f *match.Filter, sortSpec []bsonx.SortField, hint b
 		if xi.isID && !ci.idIndexed {
 			continue // the _id index has no entries: documents are found by (hash, _id)
 		}
-		if !usableForQuery(xi, f) {
+		if xi.hidden || !usableForQuery(xi, f) { // hidden by collMod: maintained, never planned
 			continue
 		}
 		ranges, score := indexBounds(xi, f)
@@ -102,7 +106,7 @@ func planHinted(ci *collInfo, f *match.Filter, sortSpec []bsonx.SortField, hint 
 	case bsoncore.TypeString:
 		name := hint.StringValue()
 		for _, x := range ci.indexes {
-			if x.meta.Name == name {
+			if x.meta.Name == name && !x.hidden {
 				xi = x
 			}
 		}
@@ -119,7 +123,7 @@ func planHinted(ci *collInfo, f *match.Filter, sortSpec []bsonx.SortField, hint 
 			return p, nil
 		}
 		for _, x := range ci.indexes {
-			if bytes.Equal(x.meta.Key, d) {
+			if bytes.Equal(x.meta.Key, d) && !x.hidden {
 				xi = x
 			}
 		}

@@ -413,6 +413,9 @@ func (e *Executor) repairAtStart() {
 	for _, db := range state.Databases() {
 		for _, c := range state.Collections(db.Name) {
 			if !c.Sharded() {
+				if isTimeseries(c) {
+					continue // measurements are off hash 0 by design (timeseries_write.go)
+				}
 				if err := e.undoConversion(c); err != nil {
 					e.log.Warn("cannot undo an interrupted shardCollection", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
 				}

@@ -173,6 +173,11 @@ func (wr *writer) stage(w *docWrite) error {
 	if err := wr.e.onStage(ci, w); err != nil {
 		return err
 	}
+	if ci.ts != nil { // time-series: measurements live at content-derived slots (timeseries_write.go)
+		if err := wr.placeMeasurement(w); err != nil {
+			return err
+		}
+	}
 	oldShard := ci.pmap.Partition(ci.pmap.Locate(w.hash)).Shard
 	newHash := w.hash
 	if w.new != nil && w.newHash != 0 {
@@ -207,6 +212,9 @@ func (wr *writer) stage(w *docWrite) error {
 		b.SetDoc(coll, newHash, w.id, w.new)
 		b.AddStats(coll, newHash, 1, int64(len(w.new)))
 	}
+	if ci.ts != nil { // time-series: the slots this write took and freed (timeseries_write.go)
+		wr.markMeasurement(w)
+	}
 	wr.stagedN++
 	return nil
 }
@@ -239,7 +247,7 @@ func (wr *writer) stageIndex(xi *indexInfo, oldShard, newShard int, oldHash, new
 	for _, k := range oldKeys {
 		if moved || !containsKey(newKeys, k) {
 			wr.batch(oldShard).DeleteIndex(coll, xi.meta.ID, k, oldHash, w.id)
-			if xi.unique {
+			if xi.checksKeys() { // unique or prepareUnique
 				wr.markStaged(oldShard, xi, k, nil)
 			}
 		}
@@ -247,7 +255,7 @@ func (wr *writer) stageIndex(xi *indexInfo, oldShard, newShard int, oldHash, new
 	for _, k := range newKeys {
 		if moved || !containsKey(oldKeys, k) {
 			wr.batch(newShard).SetIndex(coll, xi.meta.ID, k, newHash, w.id)
-			if xi.unique {
+			if xi.checksKeys() { // unique or prepareUnique
 				wr.markStaged(newShard, xi, k, w.id)
 			}
 		}
@@ -284,6 +292,9 @@ func (wr *writer) markStaged(s int, xi *indexInfo, key, id []byte) {
 // checkUnique fails with E11000 when a key w.new takes in unique index xi is held by
 // another document, in the store or among the writes staged before.
 func (wr *writer) checkUnique(xi *indexInfo, s int, hash uint64, w *docWrite) error {
+	if xi.prepareUnique { // collMod's prepareUnique keeps the duplicates it has (collmod_unique.go)
+		return wr.checkNewKeys(xi, s, w)
+	}
 	db := wr.e.st.Shards[s]
 	return wr.indexKeys(xi, w.new, func(key []byte) error {
 		if holder, ok := wr.staged[wr.stagedKey(s, xi, key)]; ok {
@@ -336,6 +347,9 @@ func (wr *writer) dupKeyError(xi *indexInfo, doc bsoncore.Document) error {
 // insert). The caller holds the document's key lock.
 func (wr *writer) checkIDFree(w *docWrite) error {
 	ci := wr.ci
+	if ci.ts != nil {
+		return nil // a time-series collection has no unique _id (timeseries_write.go)
+	}
 	s := ci.pmap.Partition(ci.pmap.Locate(w.hash)).Shard
 	if holder, ok := wr.staged[wr.stagedKey(s, ci.indexes[0], w.id)]; ok && holder != nil {
 		return wr.dupKeyError(ci.indexes[0], w.new)

@@ -1,0 +1,328 @@
+package exec
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// createOptionOrder is the order in which MongoDB's CollectionOptions serializes the options
+// of a collection (listCollections). cleave stores options in this order, so that a second
+// create with the same options compares equal byte for byte and listCollections prints them
+// as MongoDB does.
+var createOptionOrder = []string{
+	"capped", "size", "max", "autoIndexId", "temp", "changeStreamPreAndPostImages",
+	"storageEngine", "indexOptionDefaults", "validator", "validationLevel", "validationAction",
+	"collation", "clusteredIndex", "expireAfterSeconds", "idIndex", "timeseries", "flags",
+}
+
+// createOptionTypes are the options of create that cleave accepts, with the type each must
+// have ("" means checked by its own parser).
+var createOptionTypes = map[string]string{
+	"size": "number", "max": "number", "validator": "object", "validationLevel": "string",
+	"validationAction": "string", "storageEngine": "object", "indexOptionDefaults": "object",
+	"autoIndexId": "bool", "idIndex": "object", "changeStreamPreAndPostImages": "object",
+	"collation": "object", "capped": "bool", "temp": "bool", "flags": "number",
+	"timeseries": "object", "clusteredIndex": "", "expireAfterSeconds": "number",
+}
+
+// notImplementedCreate are create options for collection kinds cleave does not have.
+var notImplementedCreate = map[string]string{
+	"viewOn": "views", "pipeline": "views", "encryptedFields": "queryable encryption",
+}
+
+// timeseriesCreateOptions are the options MongoDB allows next to timeseries
+// (timeseries::kAllowedCollectionCreationOptions).
+var timeseriesCreateOptions = map[string]bool{
+	"storageEngine": true, "indexOptionDefaults": true, "collation": true, "timeseries": true,
+	"expireAfterSeconds": true, "temp": true,
+}
+
+// optionSet is a collection's options while they are built or changed, by name; doc
+// serializes them in createOptionOrder.
+type optionSet map[string]bsoncore.Value
+
+// optionsOf returns the options of a stored options document (nil for none).
+func optionsOf(d bsoncore.Document) optionSet {
+	o := optionSet{}
+	elems, _ := d.Elements()
+	for _, el := range elems {
+		o[el.Key()] = el.Value()
+	}
+	return o
+}
+
+// doc returns the options as a new document in MongoDB's order, nil when there are none.
+func (o optionSet) doc() bsoncore.Document {
+	if len(o) == 0 {
+		return nil
+	}
+	idx, out := bsoncore.AppendDocumentStart(nil)
+	known := make(map[string]bool, len(createOptionOrder))
+	for _, k := range createOptionOrder {
+		known[k] = true
+		if v, ok := o[k]; ok {
+			out = bsoncore.AppendValueElement(out, k, v)
+		}
+	}
+	var rest []string // options stored by older versions, if any: kept, in name order
+	for k := range o {
+		if !known[k] {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	for _, k := range rest {
+		out = bsoncore.AppendValueElement(out, k, o[k])
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out
+}
+
+// truthy reports whether option key is set to a true value.
+func (o optionSet) truthy(key string) bool {
+	v, ok := o[key]
+	if !ok {
+		return false
+	}
+	if b, ok := v.BooleanOK(); ok {
+		return b
+	}
+	return !isZero(v)
+}
+
+// docValue wraps a document as a value.
+func docValue(d bsoncore.Document) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}
+}
+
+// parseCreateOptions validates the options of a create command for collection ns
+// ("db.coll") and returns them as listCollections reports them (nil for none).
+func parseCreateOptions(ns string, body bsoncore.Document) (bsoncore.Document, error) {
+	const cmd = "create"
+	o := optionSet{}
+	var given []string
+	err := forEachArg(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+		if what, ok := notImplementedCreate[key]; ok {
+			return true, mongoerr.New(mongoerr.NotImplemented, "%s are not supported by cleave", what)
+		}
+		want, ok := createOptionTypes[key]
+		if !ok {
+			return false, nil
+		}
+		if err := checkCreateOption(key, want, v); err != nil {
+			return true, err
+		}
+		o[key] = v
+		given = append(given, key)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := checkCreateKinds(ns, o, given); err != nil {
+		return nil, err
+	}
+	if err := normalizeCreateOptions(o); err != nil {
+		return nil, err
+	}
+	return o.doc(), nil
+}
+
+// checkCreateKinds applies MongoDB's rules for capped, clustered and time-series
+// collections and expireAfterSeconds, and puts clusteredIndex, timeseries and
+// expireAfterSeconds in their stored form.
+func checkCreateKinds(ns string, o optionSet, given []string) error {
+	capped := o.truthy("capped")
+	if _, ok := o["timeseries"]; ok {
+		for _, k := range given {
+			if !timeseriesCreateOptions[k] && (k != "capped" || capped) {
+				return mongoerr.New(mongoerr.InvalidOptions, "%s: 'timeseries' is not allowed with '%s'", ns, k)
+			}
+		}
+		ts, err := parseTimeseries(ns, o["timeseries"].Document())
+		if err != nil {
+			return err
+		}
+		o["timeseries"] = docValue(ts.doc())
+	}
+	_, clustered := o["clusteredIndex"]
+	if clustered {
+		spec, err := parseClusteredIndex(o["clusteredIndex"])
+		if err != nil {
+			return err
+		}
+		if spec == nil {
+			delete(o, "clusteredIndex")
+			clustered = false
+		} else {
+			o["clusteredIndex"] = docValue(spec)
+		}
+	}
+	if err := checkCappedSize(o, capped, clustered); err != nil {
+		return err
+	}
+	if v, ok := o["expireAfterSeconds"]; ok {
+		_, ts := o["timeseries"]
+		if !ts && !clustered {
+			return mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' is only supported on time-series collections or when the 'clusteredIndex' option is specified")
+		}
+		n, _ := argInt64("create", "expireAfterSeconds", v)
+		if err := checkClusteredTTL(n); err != nil {
+			return err
+		}
+		o["expireAfterSeconds"] = bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, n)}
+	}
+	if capped {
+		return mongoerr.New(mongoerr.NotImplemented, "capped collections are not supported by cleave")
+	}
+	return nil
+}
+
+// checkCappedSize checks size and max against capped, as create does.
+func checkCappedSize(o optionSet, capped, clustered bool) error {
+	_, size := o["size"]
+	_, max := o["max"]
+	switch {
+	case clustered && size:
+		return mongoerr.New(mongoerr.Location6049200, "'size' field for capped collections is not allowed on clustered collections. Did you mean 'capped: true' with 'expireAfterSeconds'?")
+	case clustered && max:
+		return mongoerr.New(mongoerr.Location6049204, "'max' field for capped collections is not allowed on clustered collections. Did you mean 'capped: true' with 'expireAfterSeconds'?")
+	case !clustered && capped && !size:
+		return mongoerr.New(mongoerr.InvalidOptions, "the 'size' field is required when 'capped' is true")
+	case !clustered && !capped && (size || max):
+		return mongoerr.New(mongoerr.InvalidOptions, "the 'capped' field needs to be true when either the 'size' or 'max' fields are present")
+	}
+	return nil
+}
+
+// normalizeCreateOptions drops what MongoDB does not store (a false capped or temp, a
+// simple collation, disabled pre- and post-images) and fills the validation defaults.
+func normalizeCreateOptions(o optionSet) error {
+	if v, ok := o["changeStreamPreAndPostImages"]; ok {
+		enabled, err := parsePrePostImages("create", v.Document())
+		if err != nil {
+			return err
+		}
+		if enabled {
+			o["changeStreamPreAndPostImages"] = docValue(prePostImagesDoc)
+		} else {
+			delete(o, "changeStreamPreAndPostImages")
+		}
+	}
+	for _, k := range []string{"capped", "temp"} {
+		if _, ok := o[k]; ok && !o.truthy(k) {
+			delete(o, k)
+		}
+	}
+	delete(o, "collation") // checkCollation accepts only the simple collation
+	if _, ok := o["validator"]; ok {
+		if _, ok := o["validationLevel"]; !ok {
+			o["validationLevel"] = stringValue("strict")
+		}
+		if _, ok := o["validationAction"]; !ok {
+			o["validationAction"] = stringValue("error")
+		}
+	}
+	return nil
+}
+
+// prePostImagesDoc is {enabled: true}, how MongoDB stores enabled pre- and post-images.
+var prePostImagesDoc = bsoncore.NewDocumentBuilder().AppendBoolean("enabled", true).Build()
+
+// parsePrePostImages parses changeStreamPreAndPostImages: {enabled: <bool>}, strict as
+// MongoDB's IDL.
+func parsePrePostImages(cmd string, d bsoncore.Document) (bool, error) {
+	const field = "changeStreamPreAndPostImages"
+	enabled, have := false, false
+	elems, _ := d.Elements()
+	for _, el := range elems {
+		if el.Key() != "enabled" {
+			return false, mongoerr.New(mongoerr.Location40415, "BSON field '%s.%s.%s' is an unknown field.", cmd, field, el.Key())
+		}
+		b, err := argBool(cmd+"."+field, "enabled", el.Value())
+		if err != nil {
+			return false, err
+		}
+		enabled, have = b, true
+	}
+	if !have {
+		return false, missingField(cmd+"."+field, "enabled")
+	}
+	return enabled, nil
+}
+
+// checkClusteredTTL is MongoDB's check of expireAfterSeconds for a clustered or time-series
+// collection: not negative, and no longer than the time since the epoch.
+func checkClusteredTTL(n int64) error {
+	if n < 0 {
+		return mongoerr.New(mongoerr.InvalidOptions, "TTL index 'expireAfterSeconds' option cannot be less than 0")
+	}
+	if n > math.MaxInt64/1000 || n*1000 > time.Now().UnixMilli() {
+		return mongoerr.New(mongoerr.InvalidOptions, "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number")
+	}
+	return nil
+}
+
+// expireAfterOf returns the collection-level expireAfterSeconds of stored options.
+func expireAfterOf(opts bsoncore.Document) (int64, bool) {
+	if opts == nil {
+		return 0, false
+	}
+	v, err := opts.LookupErr("expireAfterSeconds")
+	if err != nil {
+		return 0, false
+	}
+	return bsonx.NumberAsInt64(v)
+}
+
+// checkCreateOption checks the type and value of one create option.
+func checkCreateOption(key, want string, v bsoncore.Value) error {
+	const cmd = "create"
+	var err error
+	switch want {
+	case "number":
+		_, err = argInt64(cmd, key, v)
+	case "object":
+		_, err = argDoc(cmd, key, v)
+	case "bool":
+		_, err = argBool(cmd, key, v)
+	case "string":
+		_, err = argString(cmd, key, v)
+	}
+	if err != nil {
+		return err
+	}
+	switch key {
+	case "clusteredIndex":
+		if v.Type != bsoncore.TypeBoolean && v.Type != bsoncore.TypeEmbeddedDocument {
+			return wrongType(cmd, key, v.Type, "bool", "object")
+		}
+	case "collation":
+		return checkCollation(v.Document())
+	case "validationLevel":
+		return checkEnum(cmd, key, v.StringValue(), "off", "strict", "moderate")
+	case "validationAction":
+		return checkEnum(cmd, key, v.StringValue(), "error", "warn")
+	case "validator":
+		if _, err := compileFilter(v.Document()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkEnum is MongoDB's IDL check of an enumeration value.
+func checkEnum(cmd, key, s string, allowed ...string) error {
+	for _, a := range allowed {
+		if s == a {
+			return nil
+		}
+	}
+	return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field '%s.%s' is not a valid value.", s, cmd, key)
+}

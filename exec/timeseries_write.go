@@ -1,0 +1,166 @@
+package exec
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+
+	"github.com/zeebo/xxh3"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/store"
+)
+
+// Where a time-series measurement is stored. Documents are keyed (hash, _id); in a
+// time-series collection _id is not unique, so the hash tells measurements apart: it is
+// derived from the measurement's content, so that a writer finds a measurement again from
+// the document alone (a delete or an update re-reads it at (shardHash(doc), _id), as for
+// every other collection).
+//
+// measurementHash(doc) = h is the first slot of doc; byte-identical measurements (same _id,
+// same content) take the run of slots h, h+1, …, h+n-1. Invariant: the copies of a
+// measurement fill their run without gaps. An insert takes the slot after the run, a
+// delete (or the old side of an update) frees the last slot of the run: identical copies
+// are interchangeable, so freeing the last one keeps the run contiguous and slot h, where
+// readers look first, occupied while any copy is left. All writers of one _id hold its key
+// lock (docLockHash), so a run only changes under that lock; within one writer's batch,
+// the slots it staged are kept in writer.staged (tsSlotKey).
+//
+// Hashes live in [2^63, 2^64) so that a slot is never 0 (a docWrite's newHash 0 means
+// "unchanged") and a run never wraps. NB: two different measurements of one _id whose
+// hashes fall within a run's length of each other (a 63-bit collision) would share a run;
+// an insert then probes on for a free slot, and the invariant may break for them only.
+
+// measurementHash is the first slot of a time-series measurement.
+func measurementHash(doc bsoncore.Document) uint64 {
+	return xxh3.Hash(doc)>>1 | 1<<63
+}
+
+// tsSlotMark starts the writer.staged keys of time-series slots: the "shard" and "index"
+// 0xffffffff, which no stagedKey has.
+const tsSlotMark = "\xff\xff\xff\xff\xff\xff\xff\xff"
+
+// tsSlotKey is the writer.staged key of slot (hash, id).
+func tsSlotKey(hash uint64, id []byte) string {
+	b := make([]byte, 0, len(tsSlotMark)+8+len(id))
+	b = append(b, tsSlotMark...)
+	b = binary.BigEndian.AppendUint64(b, hash)
+	return string(append(b, id...))
+}
+
+// slotDoc returns the measurement at slot (hash, id) as this writer's batch leaves it, nil
+// when the slot is free.
+func (wr *writer) slotDoc(hash uint64, id []byte) (bsoncore.Document, error) {
+	if d, ok := wr.staged[tsSlotKey(hash, id)]; ok {
+		return d, nil
+	}
+	ci := wr.ci
+	db := wr.e.st.Shards[ci.pmap.Partition(ci.pmap.Locate(hash)).Shard]
+	doc, err := db.GetDoc(ci.meta.ID, hash, id, nil)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return doc, err
+}
+
+// runLength returns the number of copies of doc in its run: slots h, h+1, … that hold doc.
+// The run is contiguous, so an exponential then a binary search finds its end.
+func (wr *writer) runLength(h uint64, id []byte, doc bsoncore.Document) (uint64, error) {
+	in := func(k uint64) (bool, error) {
+		d, err := wr.slotDoc(h+k, id)
+		return d != nil && bytes.Equal(d, doc), err
+	}
+	ok, err := in(0)
+	if err != nil || !ok {
+		return 0, err
+	}
+	lo, hi := uint64(0), uint64(1) // in(lo) holds; find hi where it does not
+	for {
+		ok, err := in(hi)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			break
+		}
+		lo, hi = hi, hi*2
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		ok, err := in(mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi, nil
+}
+
+// placeMeasurement is writer.stage's first step for a time-series collection: it checks
+// the new measurement's timeField and sets w's slots, the old one (w.hash) to the last of
+// the old content's run and the new one (w.hash for an insert, else w.newHash) to the slot
+// after the new content's run.
+func (wr *writer) placeMeasurement(w *docWrite) error {
+	if w.new != nil {
+		if err := wr.ci.ts.checkTime(w.new); err != nil {
+			return err
+		}
+	}
+	if w.old != nil {
+		h := measurementHash(w.old)
+		n, err := wr.runLength(h, w.id, w.old)
+		if err != nil {
+			return storeError(err)
+		}
+		if n > 0 {
+			w.hash = h + n - 1
+		}
+	}
+	if w.new == nil {
+		return nil
+	}
+	h := measurementHash(w.new)
+	n, err := wr.runLength(h, w.id, w.new)
+	if err != nil {
+		return storeError(err)
+	}
+	slot := h + n
+	for {
+		d, err := wr.slotDoc(slot, w.id)
+		if err != nil {
+			return storeError(err)
+		}
+		if d == nil || (w.old != nil && slot == w.hash) {
+			break
+		}
+		slot++ // a different measurement of this _id: a hash collision
+	}
+	if w.old == nil {
+		w.hash, w.newHash = slot, 0
+	} else {
+		w.newHash = slot
+	}
+	return nil
+}
+
+// markMeasurement is writer.stage's last step for a time-series collection: it records
+// the slots w frees and takes, for the writes staged after it in the same batch.
+func (wr *writer) markMeasurement(w *docWrite) {
+	if wr.staged == nil {
+		wr.staged = map[string][]byte{}
+	}
+	newSlot := w.hash
+	if w.new != nil && w.newHash != 0 {
+		newSlot = w.newHash
+	}
+	if w.old != nil && (w.new == nil || newSlot != w.hash) {
+		wr.staged[tsSlotKey(w.hash, w.id)] = nil
+	}
+	if w.new != nil {
+		wr.staged[tsSlotKey(newSlot, w.id)] = w.new
+	}
+}
