@@ -87,6 +87,8 @@ func init() {
 		"$unionWith":   parseUnionWithStage,
 		"$sample":      parseSampleStage,
 		"$documents":   parseDocumentsStage,
+		"$out":         parseOutStage,
+		"$merge":       parseMergeStage,
 		"$collStats":   parseCollStatsStage,
 
 		// refused as MongoDB 7.0 does without Atlas (search_index.go)
@@ -104,7 +106,7 @@ func init() {
 // knownStages are MongoDB 7.0 stages cleave does not run: they answer NotImplemented rather
 // than MongoDB's "unrecognized" error, which would claim they do not exist.
 var knownStages = map[string]bool{
-	"$out": true, "$merge": true, "$geoNear": true, "$graphLookup": true,
+	"$geoNear": true, "$graphLookup": true,
 	"$indexStats": true, "$currentOp": true, "$listSessions": true, "$listLocalSessions": true,
 	"$planCacheStats": true, "$changeStream": true, "$search": true, "$searchMeta": true, "$vectorSearch": true,
 	"$listSearchIndexes": true, "$changeStreamSplitLargeEvent": true, "$shardedDataDistribution": true,
@@ -132,8 +134,6 @@ func parsePipeline(env *aggEnv, arr bsoncore.Array, nested bool) (*pipeline, err
 		parse := stageParsers[name]
 		switch {
 		case parse != nil:
-		case knownStages[name] && (name == "$out" || name == "$merge"):
-			return nil, mongoerr.New(mongoerr.NotImplemented, "%s is not supported by cleave yet", name)
 		case knownStages[name]:
 			return nil, mongoerr.New(mongoerr.NotImplemented, "the %s stage is not supported by cleave", name)
 		default:

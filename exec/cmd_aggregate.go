@@ -164,6 +164,13 @@ func (e *Executor) aggregate(ctx context.Context, r *request) error {
 			return err
 		}
 	}
+	// $out and $merge (agg_write.go): the pipeline runs to its end and the reply has no documents.
+	if w, err := checkAggregateWrite(r, a, p); err != nil || w != nil {
+		if err != nil {
+			return err
+		}
+		return e.aggregateWrite(ctx, r, a, p, ci, ns, w)
+	}
 	if a.explain || explainOnly(r) {
 		return e.explainAggregate(ctx, r, p, ci, ns)
 	}
@@ -185,4 +192,3 @@ func (e *Executor) aggregate(ctx context.Context, r *request) error {
 	r.charge += env.charge
 	return timeLimitError(ctx, err)
 }
-
