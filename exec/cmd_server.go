@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"math"
 	"os"
 	"runtime"
 	"time"
@@ -22,6 +23,8 @@ func (e *Executor) addServerCommands(add func(*command, ...string)) {
 	add(&command{run: e.whatsMyURI, help: "{whatsmyuri:1}"}, "whatsmyuri")
 	add(&command{run: e.connectionStatus, help: "Returns connection-specific information such as logged-in users and their roles"}, "connectionStatus")
 	add(&command{run: e.isDBGrid, help: "check if the server is a mongos"}, "isdbgrid")
+	add(&command{run: e.getLastRequestStatistics, help: "the name, request charge and duration of this connection's last command (Azure Cosmos DB)"},
+		"getLastRequestStatistics")
 	add(&command{run: e.listCommands, help: "get a list of all db commands"}, "listCommands")
 	add(&command{run: e.getCmdLineOpts, help: "get argv", adminOnly: true}, "getCmdLineOpts")
 	add(&command{run: e.getParameter, help: "get administrative option(s)", adminOnly: true}, "getParameter")
@@ -133,6 +136,18 @@ func (e *Executor) appendServerStatusSharding(dst []byte) []byte {
 	out = e.appendShardingStatus(out, "partitionManager")
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	return out
+}
+
+// getLastRequestStatistics answers Azure Cosmos DB's command of that name: the connection's
+// previous command, its request charge (request units) and its duration.
+func (e *Executor) getLastRequestStatistics(_ context.Context, r *request) error {
+	last := r.conn.last
+	out := bsoncore.AppendStringElement(r.out, "_t", "GetRequestStatisticsResponse")
+	out = bsoncore.AppendStringElement(out, "CommandName", last.command)
+	out = bsoncore.AppendDoubleElement(out, "RequestCharge", math.Round(last.charge*100)/100)
+	out = bsoncore.AppendDoubleElement(out, "RequestDurationInMilliSeconds", float64(last.duration.Microseconds())/1000)
+	r.out = out
+	return nil
 }
 
 // whatsMyURI reports the client's address as the server sees it.

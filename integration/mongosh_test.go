@@ -38,6 +38,20 @@ func TestMongoshScripts(t *testing.T) {
 	}
 }
 
+// TestMongoshTelemetryTwoShards runs the telemetry scenario on two shards, where the
+// collection's 16 partitions are spread over both and the merge crosses shards.
+func TestMongoshTelemetryTwoShards(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2")
+	abs, err := filepath.Abs(filepath.Join("mongosh", "telemetry.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := srv.mongosh(t, "telemetry2", "--file", abs); !strings.Contains(out, "telemetry ok") {
+		t.Errorf("script did not finish:\n%s", out)
+	}
+}
+
 // TestMongoshBanner connects mongosh without --quiet, as a user does, and checks that it
 // prints its banner with our version and no error or warning.
 func TestMongoshBanner(t *testing.T) {
