@@ -60,14 +60,13 @@ func planQuery(ci *collInfo, f *match.Filter, sortSpec []bsonx.SortField, hint b
 		p.kind = planEOF
 		return p, nil
 	}
-	if ci.ts != nil { // time-series: _id is not unique, as index and _id plans assume (ddl_timeseries.go)
-		p.kind = planScan
-		return p, nil
-	}
-	if hint.Type != 0 {
+	// Time-series measurements are not unique by _id (ddl_timeseries.go): no _id point reads,
+	// and hints (which may name _id) are ignored; secondary indexes serve them, the index scan
+	// telling measurements apart by their slot.
+	if hint.Type != 0 && ci.ts == nil {
 		return planHinted(ci, f, sortSpec, hint, p)
 	}
-	if ids, ok := f.Equalities("_id"); ok {
+	if ids, ok := f.Equalities("_id"); ok && ci.ts == nil {
 		p.kind = planIDs
 		p.ids = idTargets(ci, ids)
 		return p, nil

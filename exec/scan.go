@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"sort"
 
@@ -41,6 +42,7 @@ type shardStream struct {
 	idxIt  *store.IndexIter
 	seen   map[string]struct{}
 	buf    []byte
+	key    []byte // scratch for seen keys
 	closed bool
 	// pf, when set, reads this shard ahead in a goroutine (scan_parallel.go); the fields
 	// above then belong to pf's reader and stats is the consumer's view of its totals.
@@ -218,11 +220,13 @@ func (ss *shardStream) nextIndex(ctx context.Context) (bsoncore.Document, error)
 			if !ss.owns(hash) {
 				continue
 			}
-			if !ss.p.index.unique || len(ss.p.ranges) > 1 {
+			if !ss.p.index.unique || len(ss.p.ranges) > 1 || ss.ci.ts != nil {
 				if ss.seen == nil {
 					ss.seen = map[string]struct{}{}
 				}
-				k := string(id)
+				// A document is (hash, _id): time-series measurements share _ids.
+				ss.key = append(binary.BigEndian.AppendUint64(ss.key[:0], hash), id...)
+				k := string(ss.key)
 				if _, dup := ss.seen[k]; dup {
 					continue
 				}

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -265,5 +266,52 @@ func TestTimeseriesTTLAndRestart(t *testing.T) {
 	}
 	if n, _ := c.CountDocuments(ctx, bson.D{}); n != 1 {
 		t.Fatalf("left after restart = %d", n)
+	}
+}
+
+// TestTimeseriesIndexScan checks that an index on a measurement field serves queries on a
+// time-series collection and finds every measurement, including those sharing an _id and
+// identical ones, and that _id equality still finds every measurement with that _id.
+func TestTimeseriesIndexScan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := sharedServer(t).client(t).Database(dbName(t))
+	if err := createTS(t, db, "c", tsOpts()); err != nil {
+		t.Fatal(err)
+	}
+	c := db.Collection("c")
+	if _, err := c.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "v", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	var docs []any
+	for i := range 30 {
+		docs = append(docs, bson.D{{Key: "_id", Value: i % 3}, {Key: "t", Value: t0.Add(time.Duration(i%10) * time.Second)},
+			{Key: "m", Value: "s1"}, {Key: "v", Value: i % 10}})
+	}
+	if _, err := c.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	var x bson.Raw
+	err := db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"},
+		{Key: "filter", Value: bson.D{{Key: "v", Value: bson.D{{Key: "$gte", Value: 5}}}}}}}}).Decode(&x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := x.Lookup("queryPlanner", "winningPlan").String(); !strings.Contains(s, "IXSCAN") {
+		t.Errorf("the index on v is not used: %s", s)
+	}
+	for _, tc := range []struct {
+		filter bson.D
+		want   int64
+	}{
+		{bson.D{{Key: "v", Value: bson.D{{Key: "$gte", Value: 5}}}}, 15},
+		{bson.D{{Key: "v", Value: 7}}, 3},
+		{bson.D{{Key: "_id", Value: 1}}, 10},
+		{bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: 1}}, 1},
+	} {
+		if n, err := c.CountDocuments(ctx, tc.filter); err != nil || n != tc.want {
+			t.Errorf("count %v = %d, %v; want %d", tc.filter, n, err, tc.want)
+		}
 	}
 }
