@@ -171,7 +171,7 @@ func (e *Executor) shardColl(spec shardSpec) (*store.Collection, error) {
 		if equalKeys(c.ShardKey, spec.key) {
 			return c, nil
 		}
-		return nil, mongoerr.New(mongoerr.Code(23), "sharding already enabled for collection %s.%s with options { key: %s }",
+		return nil, mongoerr.New(mongoerr.AlreadyInitialized, "sharding already enabled for collection %s.%s with options { key: %s }",
 			spec.db, spec.coll, shellValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: c.ShardKey}))
 	}
 	s := e.shardSt()

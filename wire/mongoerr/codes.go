@@ -26,6 +26,7 @@ const (
 	IllegalOperation                         Code = 20
 	EmptyArrayOperation                      Code = 21
 	InvalidBSON                              Code = 22
+	AlreadyInitialized                       Code = 23
 	LockTimeout                              Code = 24
 	NamespaceNotFound                        Code = 26
 	IndexNotFound                            Code = 27
@@ -168,6 +169,7 @@ var names = map[Code]string{
 	IllegalOperation:                         "IllegalOperation",
 	EmptyArrayOperation:                      "EmptyArrayOperation",
 	InvalidBSON:                              "InvalidBSON",
+	AlreadyInitialized:                       "AlreadyInitialized",
 	LockTimeout:                              "LockTimeout",
 	NamespaceNotFound:                        "NamespaceNotFound",
 	IndexNotFound:                            "IndexNotFound",
