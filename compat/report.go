@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -170,7 +171,11 @@ func Markdown(results []SuiteResult, driverVersion string) string {
 		}
 		b.WriteString("\n\n")
 		writeReasons(&b, "skipped", skips, 0)
-		writeReasons(&b, "failed or not run (most frequent)", fails, 5)
+		if slices.Contains(TargetSuites, s.Suite) {
+			writeFailures(&b, s) // the suites: every failing test with its reason
+		} else {
+			writeReasons(&b, "failed or not run (most frequent)", fails, 5)
+		}
 	}
 	b.WriteString("</details>\n")
 	return b.String()
@@ -191,6 +196,25 @@ func writeReasons(b *strings.Builder, title string, rs []reasonCount, limit int)
 			break
 		}
 		fmt.Fprintf(b, "| %d | %s |\n", r.N, mdEscape(r.Reason))
+	}
+	b.WriteString("\n")
+}
+
+// writeFailures lists every test of s that failed or did not run, by name, with its reason.
+func writeFailures(b *strings.Builder, s SuiteResult) {
+	var failed []Result
+	for _, r := range s.Results {
+		if r.Status == Fail || r.Status == NotRun {
+			failed = append(failed, r)
+		}
+	}
+	if len(failed) == 0 {
+		return
+	}
+	sort.Slice(failed, func(i, j int) bool { return failed[i].Name < failed[j].Name })
+	b.WriteString("| failed or not run | reason |\n| --- | --- |\n")
+	for _, r := range failed {
+		fmt.Fprintf(b, "| %s | %s |\n", mdEscape(r.Name), mdEscape(r.Reason))
 	}
 	b.WriteString("\n")
 }

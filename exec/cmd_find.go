@@ -66,7 +66,7 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 // compileFind compiles a find's filter, sort and projection. ci may be nil (no collection):
 // the arguments are still validated, as MongoDB does.
 func compileFind(ci *collInfo, a *findArgs) (*query, error) {
-	f, err := compileFilter(a.filter)
+	f, err := compileWriteFilter(a.filter, a.let) // $expr sees the let variables
 	if err != nil {
 		return nil, err
 	}

@@ -90,12 +90,9 @@ func validateID(v bsoncore.Value) error {
 	return nil
 }
 
-// validateStoredField checks one top-level field of a document to be stored.
-func validateStoredField(key string, v bsoncore.Value, depth int) error {
-	if strings.HasPrefix(key, "$") {
-		return mongoerr.New(mongoerr.DollarPrefixedFieldName,
-			"Document can't have $ prefixed field names: %s", key)
-	}
+// validateStoredField checks one top-level field of a document to be stored. Since MongoDB
+// 5.0 an inserted document may have '$'-prefixed field names, top-level ones included.
+func validateStoredField(_ string, v bsoncore.Value, depth int) error {
 	return checkDepth(v, depth+1)
 }
 
