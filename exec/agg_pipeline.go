@@ -91,6 +91,8 @@ func init() {
 		"$merge":       parseMergeStage,
 		"$collStats":   parseCollStatsStage,
 
+		"$listLocalSessions": parseListLocalSessionsStage,
+
 		// refused as MongoDB 7.0 does without Atlas (search_index.go)
 		"$listSearchIndexes": parseListSearchIndexesStage,
 
@@ -107,7 +109,7 @@ func init() {
 // than MongoDB's "unrecognized" error, which would claim they do not exist.
 var knownStages = map[string]bool{
 	"$geoNear": true, "$graphLookup": true,
-	"$indexStats": true, "$currentOp": true, "$listSessions": true, "$listLocalSessions": true,
+	"$indexStats": true, "$currentOp": true, "$listSessions": true,
 	"$planCacheStats": true, "$changeStream": true, "$search": true, "$searchMeta": true, "$vectorSearch": true,
 	"$listSearchIndexes": true, "$changeStreamSplitLargeEvent": true, "$shardedDataDistribution": true,
 	"$listSampledQueries": true, "$queryStats": true,
@@ -139,7 +141,7 @@ func parsePipeline(env *aggEnv, arr bsoncore.Array, nested bool) (*pipeline, err
 		default:
 			return nil, mongoerr.New(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", name)
 		}
-		if (name == "$documents" || name == "$collStats") && (i != 0 || nested && name == "$collStats") {
+		if (name == "$documents" || name == "$collStats" || name == "$listLocalSessions") && (i != 0 || nested && name != "$documents") {
 			return nil, mongoerr.New(40602, "%s is only valid as the first stage in a pipeline", name)
 		}
 		s, err := parse(env, name, elems[0].Value())
@@ -174,8 +176,11 @@ func (p *pipeline) collectionless() bool {
 	if len(p.stages) == 0 {
 		return false
 	}
-	_, ok := p.stages[0].(*documentsStage)
-	return ok
+	switch p.stages[0].(type) {
+	case *documentsStage, *listLocalSessionsStage:
+		return true
+	}
+	return false
 }
 
 // openOver runs the pipeline's stages from index from on over in.

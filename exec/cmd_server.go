@@ -31,10 +31,10 @@ func (e *Executor) addServerCommands(add func(*command, ...string)) {
 	add(&command{run: e.getLog, help: "{ getLog : '*' }  OR { getLog : 'global' }", adminOnly: true}, "getLog")
 	add(&command{run: e.getDefaultRWConcern, help: "Gets the default read or write concern for a cluster", adminOnly: true}, "getDefaultRWConcern")
 	add(&command{run: e.startSession, help: "start a logical session"}, "startSession")
-	add(&command{run: e.okCommand, help: "end a set of logical sessions"}, "endSessions")
-	add(&command{run: e.okCommand, help: "kill a logical session and its operations"}, "killSessions")
+	add(&command{run: e.endSessions, help: "end a set of logical sessions"}, "endSessions")
+	add(&command{run: e.endSessions, help: "kill a logical session and its operations"}, "killSessions")
 	add(&command{run: e.okCommand, help: "renew a set of logical sessions"}, "refreshSessions")
-	add(&command{run: e.okCommand, help: "kill all logical sessions, for a user, and their operations", adminOnly: true}, "killAllSessions", "killAllSessionsByPattern")
+	add(&command{run: e.killAllSessions, help: "kill all logical sessions, for a user, and their operations", adminOnly: true}, "killAllSessions", "killAllSessionsByPattern")
 }
 
 // ping answers {ok: 1}.

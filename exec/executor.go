@@ -70,6 +70,7 @@ type Executor struct {
 	colls    collCache
 	locks    store.KeyLocks
 	cursors  *cursorRegistry
+	sessions sessionCache
 	stop     chan struct{}
 	bg       sync.WaitGroup
 	// ddl serializes catalog changes and runs the TTL monitor (ddl_state.go).

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -145,4 +146,62 @@ func runBinary(t *testing.T, args ...string) (string, int) {
 		t.Fatal(err)
 	}
 	return string(out), 0
+}
+
+// TestListLocalSessions checks that the sessions commands arrive with are in the local
+// session cache ($listLocalSessions) and leave it with endSessions.
+func TestListLocalSessions(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	c := srv.client(t)
+	ctx := context.Background()
+	sess, err := c.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func() []bson.Raw {
+		t.Helper()
+		cur, err := c.Database("admin").Aggregate(ctx, bson.A{bson.D{{Key: "$listLocalSessions", Value: bson.D{{Key: "allUsers", Value: true}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []bson.Raw
+		if err := cur.All(ctx, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	err = mongo.WithSession(ctx, sess, func(ctx context.Context) error {
+		return c.Database("test").RunCommand(ctx, bson.D{{Key: "ping", Value: 1}}).Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, id, _ := sess.ID().Lookup("id").BinaryOK()
+	found := func() bool {
+		for _, s := range list() {
+			if _, got, _ := s.Lookup("_id", "id").BinaryOK(); bytes.Equal(got, id) {
+				if s.Lookup("lastUse").Type != bson.TypeDateTime || s.Lookup("_id", "uid").Type != bson.TypeBinary {
+					t.Errorf("session document %s", s)
+				}
+				return true
+			}
+		}
+		return false
+	}
+	if !found() {
+		t.Fatalf("the session used by ping is not listed: %v", list())
+	}
+	// Ending the session in the driver would return it to the driver's pool, to be reused by
+	// the next command; endSessions is sent by hand instead.
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "endSessions", Value: bson.A{sess.ID()}}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if found() {
+		t.Fatal("the ended session is still listed")
+	}
+	_, err = c.Database("test").Aggregate(ctx, bson.A{bson.D{{Key: "$listLocalSessions", Value: bson.D{}}}})
+	if ce := (mongo.CommandError{}); !errors.As(err, &ce) || ce.Code != 73 {
+		t.Errorf("$listLocalSessions outside admin: %v, want InvalidNamespace", err)
+	}
 }
