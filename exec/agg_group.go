@@ -9,6 +9,7 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/expr"
+	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -83,21 +84,7 @@ type group struct {
 
 // open implements aggStage.
 func (s *groupStage) open(in docStream) (docStream, error) {
-	return &onceStream{in: in, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
-		return s.run(ctx, in)
-	}}, nil
-}
-
-// run reads the whole input and returns one document per group.
-func (s *groupStage) run(ctx context.Context, in docStream) ([]bsoncore.Document, error) {
-	t := s.newTable()
-	if err := t.consume(ctx, in); err != nil {
-		return nil, err
-	}
-	if s.bucket != nil {
-		sort.SliceStable(t.order, func(i, j int) bool { return bsonx.Compare(t.order[i].id, t.order[j].id) < 0 })
-	}
-	return s.finish(t.order)
+	return &groupStream{s: s, in: in}, nil // agg_group_spill.go
 }
 
 // groupTable holds the groups of one $group (or one shard's part of it).
@@ -108,6 +95,10 @@ type groupTable struct {
 	mem           int64
 	key           []byte
 	vars, accVars *expr.Vars
+	// spillable tables spill past the memory bound with allowDiskUse; spill is then set
+	// (agg_group_spill.go).
+	spillable bool
+	spill     *store.Spill
 }
 
 // newTable returns an empty group table.
@@ -123,17 +114,9 @@ func (t *groupTable) consume(ctx context.Context, in docStream) error {
 		if err != nil || d == nil {
 			return err
 		}
-		id, err := s.id.Eval(d, t.vars)
+		id, err := s.groupID(d, t.vars)
 		if err != nil {
 			return err
-		}
-		if id.Type == 0 {
-			id = nullValue
-		}
-		if s.bucket != nil {
-			if id, err = s.bucket(id); err != nil {
-				return err
-			}
 		}
 		g, err := t.group(id)
 		if err != nil {
@@ -146,8 +129,10 @@ func (t *groupTable) consume(ctx context.Context, in docStream) error {
 			}
 			t.mem += int64(n)
 		}
-		if s.env.overMemory(t.mem) {
-			return memoryError("$group")
+		if t.mem > s.maxMemory() {
+			if err := t.overflow(ctx, in); err != nil || t.spill != nil {
+				return err
+			}
 		}
 	}
 }
@@ -158,12 +143,9 @@ func (t *groupTable) group(id bsoncore.Value) (*group, error) {
 	if g := t.groups[string(t.key)]; g != nil {
 		return g, nil
 	}
-	g := &group{id: ownValue(id), states: make([]accState, len(t.s.accs))}
-	for i, a := range t.s.accs {
-		var err error
-		if g.states[i], err = a.newState(g.id); err != nil {
-			return nil, err
-		}
+	g, err := t.s.newGroup(id)
+	if err != nil {
+		return nil, err
 	}
 	t.groups[string(t.key)] = g
 	t.order = append(t.order, g)

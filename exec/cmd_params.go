@@ -2,8 +2,12 @@ package exec
 
 import (
 	"context"
+	"math"
+	"sort"
+	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -13,6 +17,73 @@ import (
 type parameter struct {
 	name   string
 	append func(dst []byte, key string) []byte
+}
+
+// knob is an integer server parameter settable at runtime. Like mongod's, knobs are
+// process-wide.
+type knob struct {
+	v       atomic.Int64
+	isInt32 bool   // MongoDB stores it as an int: reported as int32, set within int32's range
+	bound   int64  // the bound values are checked against
+	boundOp string // "greater than" or "greater than or equal to", as MongoDB words it
+}
+
+// The memory bounds of blocking stages (MongoDB's defaults, 100 MiB each).
+var (
+	// sortMemoryKnob is internalQueryMaxBlockingSortMemoryUsageBytes: what a blocking sort
+	// holds in memory (sort.go).
+	sortMemoryKnob = newKnob(100<<20, true, 0, "greater than or equal to")
+	// groupMemoryKnob is internalDocumentSourceGroupMaxMemoryBytes: what $group holds in
+	// memory (agg_group_spill.go).
+	groupMemoryKnob = newKnob(100<<20, false, 0, "greater than")
+)
+
+// newKnob returns a knob holding v.
+func newKnob(v int64, isInt32 bool, bound int64, boundOp string) *knob {
+	k := &knob{isInt32: isInt32, bound: bound, boundOp: boundOp}
+	k.v.Store(v)
+	return k
+}
+
+// load returns the knob's value.
+func (k *knob) load() int64 { return k.v.Load() }
+
+// appendTo appends the knob's value as MongoDB types it.
+func (k *knob) appendTo(dst []byte, key string) []byte {
+	if k.isInt32 {
+		return bsoncore.AppendInt32Element(dst, key, int32(k.load()))
+	}
+	return bsoncore.AppendInt64Element(dst, key, k.load())
+}
+
+// set validates v as MongoDB's IDL server parameters do (numbers coerce, then the bound)
+// and stores it.
+func (k *knob) set(name string, v bsoncore.Value) error {
+	n, ok := coerceInt64(v)
+	if ok && k.isInt32 && (n < math.MinInt32 || n > math.MaxInt32) {
+		ok = false
+	}
+	if !ok {
+		return mongoerr.New(mongoerr.BadValue, "Can't coerce value")
+	}
+	if n < k.bound || n == k.bound && k.boundOp == "greater than" {
+		return mongoerr.New(mongoerr.BadValue, "Invalid value for parameter %s: %d is not %s %d", name, n, k.boundOp, k.bound)
+	}
+	k.v.Store(n)
+	return nil
+}
+
+// coerceInt64 converts a number to an int64 the way BSONElement::coerce does: doubles and
+// decimals truncate toward zero.
+func coerceInt64(v bsoncore.Value) (int64, bool) {
+	if n, ok := bsonx.NumberAsInt64(v); ok {
+		return n, true
+	}
+	f, ok := bsonx.NumberAsFloat64(v)
+	if !ok || math.IsNaN(f) || f >= math.MaxInt64 || f < math.MinInt64 {
+		return 0, false
+	}
+	return int64(f), true
 }
 
 // parameters are the server parameters cleave reports, sorted by name as getParameter: "*"
@@ -28,7 +99,8 @@ var parameters = []parameter{
 		dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 		return dst
 	}},
-	{"internalQueryMaxBlockingSortMemoryUsageBytes", int64Param(100 * 1024 * 1024)},
+	{"internalDocumentSourceGroupMaxMemoryBytes", groupMemoryKnob.appendTo},
+	{"internalQueryMaxBlockingSortMemoryUsageBytes", sortMemoryKnob.appendTo},
 	{"logLevel", func(dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 0) }},
 	{"maxBSONDepth", func(dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 200) }},
 	{"quiet", func(dst []byte, key string) []byte { return bsoncore.AppendBooleanElement(dst, key, false) }},
@@ -67,6 +139,75 @@ func (e *Executor) getParameter(_ context.Context, r *request) error {
 		return mongoerr.New(mongoerr.InvalidOptions, "no option found to get")
 	}
 	return nil
+}
+
+// knobs are the parameters setParameter changes; the other parameters cleave reports are
+// fixed.
+var knobs = map[string]*knob{
+	"internalDocumentSourceGroupMaxMemoryBytes":    groupMemoryKnob,
+	"internalQueryMaxBlockingSortMemoryUsageBytes": sortMemoryKnob,
+}
+
+// startupOnly are the reported parameters that MongoDB sets only at startup.
+var startupOnly = map[string]bool{"authenticationMechanisms": true, "featureCompatibilityVersion": true, "maxBSONDepth": true}
+
+// setParameter changes runtime parameters: {setParameter: 1, <name>: <value>, ...}. As in
+// MongoDB, every name is checked before any value is set, values are set in name order, and
+// "was" reports the old value of the first.
+func (e *Executor) setParameter(_ context.Context, r *request) error {
+	vals := map[string]bsoncore.Value{}
+	err := forEachArg("setParameter", r.body, func(key string, v bsoncore.Value) (bool, error) {
+		if err := checkSettable(key); err != nil {
+			return true, err
+		}
+		if prev, dup := vals[key]; dup {
+			return true, mongoerr.New(mongoerr.InvalidOptions,
+				"attempted to set parameter [%s] twice in the same setParameter command, once to value: [%s], and once to value: [%s]",
+				key, shellValue(prev), shellValue(v))
+		}
+		vals[key] = v
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(vals) == 0 {
+		return mongoerr.New(mongoerr.InvalidOptions, "no option found to set, use help:true to see options ")
+	}
+	names := make([]string, 0, len(vals))
+	for name := range vals {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for i, name := range names {
+		k := knobs[name]
+		if i == 0 {
+			r.out = k.appendTo(r.out, "was")
+		}
+		old := k.load()
+		if err := k.set(name, vals[name]); err != nil {
+			return err
+		}
+		e.log.Info("Successfully set parameter to new value", zap.String("parameter", name),
+			zap.Int64("new_value", k.load()), zap.Int64("old_value", old))
+	}
+	return nil
+}
+
+// checkSettable reports why setParameter cannot change name, if it cannot.
+func checkSettable(name string) error {
+	switch {
+	case knobs[name] != nil:
+		return nil
+	case startupOnly[name]:
+		return mongoerr.New(mongoerr.IllegalOperation, "not allowed to change [%s] at runtime", name)
+	}
+	for _, p := range parameters {
+		if p.name == name {
+			return mongoerr.New(mongoerr.NotImplemented, "setting %s at runtime is not supported by cleave", name)
+		}
+	}
+	return mongoerr.New(mongoerr.InvalidOptions, "attempted to set unrecognized parameter [%s], use help:true to see options ", name)
 }
 
 // getLog answers getLog: "*" with the log names, and "global" or "startupWarnings" with

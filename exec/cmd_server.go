@@ -28,6 +28,7 @@ func (e *Executor) addServerCommands(add func(*command, ...string)) {
 	add(&command{run: e.listCommands, help: "get a list of all db commands"}, "listCommands")
 	add(&command{run: e.getCmdLineOpts, help: "get argv", adminOnly: true}, "getCmdLineOpts")
 	add(&command{run: e.getParameter, help: "get administrative option(s)", adminOnly: true}, "getParameter")
+	add(&command{run: e.setParameter, help: "set administrative option(s)", adminOnly: true}, "setParameter")
 	add(&command{run: e.getLog, help: "{ getLog : '*' }  OR { getLog : 'global' }", adminOnly: true}, "getLog")
 	add(&command{run: e.getDefaultRWConcern, help: "Gets the default read or write concern for a cluster", adminOnly: true}, "getDefaultRWConcern")
 	add(&command{run: e.startSession, help: "start a logical session"}, "startSession")

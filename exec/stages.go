@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"container/heap"
 	"context"
-	"sort"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -12,10 +11,6 @@ import (
 	"github.com/cleavedb/cleave/exec/project"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
-
-// maxBlockingSortBytes is the memory a blocking sort may use (MongoDB's
-// internalQueryMaxBlockingSortMemoryUsageBytes, 100 MiB).
-const maxBlockingSortBytes = 100 << 20
 
 // concatStream yields its inputs one after the other.
 type concatStream struct {
@@ -126,115 +121,6 @@ func (s *mergeStream) close() {
 	for _, in := range s.in {
 		in.close()
 	}
-}
-
-// sortStream is a blocking sort: it reads its whole input (or keeps the best limit
-// documents when there is a limit) and then yields it in order.
-type sortStream struct {
-	in    docStream
-	spec  []bsonx.SortField
-	limit int64 // 0: all
-	docs  []sortedDoc
-	bytes int64
-	i     int
-	done  bool
-	// allowDiskUse lifts the memory bound (until spilling exists, it only lifts it).
-	allowDiskUse bool
-}
-
-// sortedDoc is a document with its sort key and arrival order (for stability).
-type sortedDoc struct {
-	key []byte
-	doc []byte
-	seq int
-}
-
-// less orders sorted documents by key, then arrival.
-func (a *sortedDoc) less(b *sortedDoc) bool {
-	c := bytes.Compare(a.key, b.key)
-	return c < 0 || (c == 0 && a.seq < b.seq)
-}
-
-// topHeap is a max-heap of the best limit documents seen so far.
-type topHeap []sortedDoc
-
-func (h topHeap) Len() int           { return len(h) }
-func (h topHeap) Less(i, j int) bool { return h[j].less(&h[i]) }
-func (h topHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *topHeap) Push(x any)        { *h = append(*h, x.(sortedDoc)) }
-func (h *topHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// load reads and sorts the input.
-func (s *sortStream) load(ctx context.Context) error {
-	var top topHeap
-	seq := 0
-	for {
-		d, err := s.in.next(ctx)
-		if err != nil {
-			return err
-		}
-		if d == nil {
-			break
-		}
-		key, err := sortKey(nil, d, s.spec)
-		if err != nil {
-			return err
-		}
-		sd := sortedDoc{key: key, seq: seq}
-		seq++
-		if s.limit > 0 && int64(len(top)) >= s.limit {
-			if !sd.less(&top[0]) {
-				continue
-			}
-			s.bytes -= int64(len(top[0].doc) + len(top[0].key))
-			heap.Pop(&top)
-		}
-		sd.doc = append([]byte(nil), d...)
-		s.bytes += int64(len(sd.doc) + len(sd.key))
-		if s.bytes > maxBlockingSortBytes && !s.allowDiskUse {
-			return mongoerr.New(mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed,
-				"Executor error during find command :: caused by :: Sort exceeded memory limit of %d bytes, but did not opt in to external sorting.", maxBlockingSortBytes)
-		}
-		if s.limit > 0 {
-			heap.Push(&top, sd)
-		} else {
-			s.docs = append(s.docs, sd)
-		}
-	}
-	if s.limit > 0 {
-		s.docs = top
-	}
-	sort.Slice(s.docs, func(i, j int) bool { return s.docs[i].less(&s.docs[j]) })
-	s.in.close()
-	return nil
-}
-
-// next implements docStream.
-func (s *sortStream) next(ctx context.Context) (bsoncore.Document, error) {
-	if !s.done {
-		s.done = true
-		if err := s.load(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if s.i >= len(s.docs) {
-		return nil, nil
-	}
-	d := s.docs[s.i].doc
-	s.docs[s.i] = sortedDoc{}
-	s.i++
-	return d, nil
-}
-
-// close implements docStream.
-func (s *sortStream) close() {
-	s.in.close()
-	s.docs = nil
 }
 
 // skipStream drops the first n documents of its input.

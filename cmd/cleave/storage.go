@@ -24,9 +24,15 @@ func openStorage(cfg *Config, logger *zap.Logger) (*exec.Storage, func() error, 
 	if n := existingShards(cfg.Dir); n > cfg.Shards {
 		return nil, nil, fmt.Errorf("data directory %s holds %d shards: start with --shards %d or more", cfg.Dir, n, n)
 	}
+	// Spilled sorts and groups go to <dir>/_tmp, wiped now and at close.
+	tmp, err := store.NewTempStore(store.TempOptions{Dir: filepath.Join(cfg.Dir, "_tmp"), Logger: logger.Named("store")})
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot use data directory %s: %w", cfg.Dir, unwrapPathErr(err))
+	}
+	exec.SetTempStore(tmp)
 	st := &exec.Storage{}
 	closeAll := func() error {
-		var errs []error
+		errs := []error{tmp.Close()}
 		for _, db := range st.Shards {
 			errs = append(errs, db.Close())
 		}
