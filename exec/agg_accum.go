@@ -196,99 +196,6 @@ func nullish(v bsoncore.Value) bool {
 
 var nullValue = bsoncore.Value{Type: bsoncore.TypeNull}
 
-// numAcc sums numbers with $sum's type rules: int32 widens to int64 on overflow, int64 to
-// double; doubles use compensated summation; any decimal makes the sum decimal.
-type numAcc struct {
-	t    bsoncore.Type // widest type seen; 0: nothing yet
-	i    int64
-	f, c float64 // Neumaier sum and compensation
-	dec  bsoncore.Value
-}
-
-// add adds v if it is a number.
-func (a *numAcc) add(v bsoncore.Value) error {
-	switch v.Type {
-	case bsoncore.TypeInt32, bsoncore.TypeInt64:
-		x, _ := bsonx.NumberAsInt64(v)
-		switch a.t {
-		case 0, bsoncore.TypeInt32, bsoncore.TypeInt64:
-			s := a.i + x
-			if (x > 0 && s < a.i) || (x < 0 && s > a.i) {
-				a.t, a.f, a.c = bsoncore.TypeDouble, float64(a.i), 0
-				a.addFloat(float64(x))
-				return nil
-			}
-			a.i = s
-			if a.t != bsoncore.TypeInt64 {
-				a.t = v.Type
-			}
-			if s != int64(int32(s)) {
-				a.t = bsoncore.TypeInt64
-			}
-		case bsoncore.TypeDouble:
-			a.addFloat(float64(x))
-		default:
-			return a.addDecimal(v)
-		}
-	case bsoncore.TypeDouble:
-		switch a.t {
-		case 0, bsoncore.TypeInt32, bsoncore.TypeInt64:
-			a.t, a.f, a.c = bsoncore.TypeDouble, float64(a.i), 0
-			a.addFloat(v.Double())
-		case bsoncore.TypeDouble:
-			a.addFloat(v.Double())
-		default:
-			return a.addDecimal(v)
-		}
-	case bsoncore.TypeDecimal128:
-		if a.t != bsoncore.TypeDecimal128 {
-			a.dec = a.value()
-			a.t = bsoncore.TypeDecimal128
-		}
-		return a.addDecimal(v)
-	}
-	return nil
-}
-
-// addFloat is one step of Neumaier's compensated summation.
-func (a *numAcc) addFloat(x float64) {
-	t := a.f + x
-	if math.Abs(a.f) >= math.Abs(x) {
-		a.c += (a.f - t) + x
-	} else {
-		a.c += (x - t) + a.f
-	}
-	a.f = t
-}
-
-// addDecimal adds v to the decimal sum.
-func (a *numAcc) addDecimal(v bsoncore.Value) error {
-	s, err := expr.AddNumbers(a.dec, v)
-	if err != nil {
-		return err
-	}
-	a.dec = s
-	return nil
-}
-
-// value returns the sum: int32 0 when nothing was added.
-func (a *numAcc) value() bsoncore.Value {
-	switch a.t {
-	case 0, bsoncore.TypeInt32:
-		return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(a.i))}
-	case bsoncore.TypeInt64:
-		return bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, a.i)}
-	case bsoncore.TypeDouble:
-		f := a.f + a.c
-		if math.IsNaN(f) || math.IsInf(a.f, 0) {
-			f = a.f
-		}
-		return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, f)}
-	default:
-		return a.dec
-	}
-}
-
 // sumState is $sum (and $count, whose input is 1).
 type sumState struct{ s numAcc }
 
@@ -313,25 +220,16 @@ func (st *avgState) add(v bsoncore.Value, _ bsoncore.Document) (int, error) {
 	return 0, st.s.add(v)
 }
 
-// result implements accState.
+// result implements accState: the decimal mean when any input was a decimal, else the
+// double one (MongoDB's AccumulatorAvg).
 func (st *avgState) result() (bsoncore.Value, error) {
 	if st.n == 0 {
 		return nullValue, nil
 	}
 	if st.s.t == bsoncore.TypeDecimal128 {
-		return expr.DivideNumbers(st.s.dec, bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, st.n)})
+		return expr.DivideNumbers(st.s.decimal(), bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, st.n)})
 	}
-	var f float64
-	switch st.s.t {
-	case bsoncore.TypeDouble:
-		f = st.s.f + st.s.c
-		if math.IsNaN(f) || math.IsInf(st.s.f, 0) {
-			f = st.s.f
-		}
-	default:
-		f = float64(st.s.i)
-	}
-	return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, f/float64(st.n))}, nil
+	return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, st.s.dd.double()/float64(st.n))}, nil
 }
 
 // minMaxState is $min (sign -1) and $max (sign 1): nulls and missing values are ignored.

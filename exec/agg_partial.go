@@ -84,14 +84,14 @@ func (t *groupTable) mergeTable(o *groupTable) error {
 
 // merge implements mergeableState.
 func (st *sumState) merge(o accState) (int, error) {
-	return 0, st.s.add(o.(*sumState).s.value())
+	return 0, st.s.merge(&o.(*sumState).s)
 }
 
 // merge implements mergeableState.
 func (st *avgState) merge(o accState) (int, error) {
 	ob := o.(*avgState)
 	st.n += ob.n
-	return 0, st.s.add(ob.s.value())
+	return 0, st.s.merge(&ob.s)
 }
 
 // merge implements mergeableState.

@@ -129,4 +129,6 @@ func (s *listLocalSessionsStage) open(in docStream) (docStream, error) {
 }
 
 // spec implements aggStage.
-func (s *listLocalSessionsStage) spec() bsoncore.Document { return stageSpec("$listLocalSessions", s.raw) }
+func (s *listLocalSessionsStage) spec() bsoncore.Document {
+	return stageSpec("$listLocalSessions", s.raw)
+}
