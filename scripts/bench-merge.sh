@@ -8,7 +8,7 @@
 #  2. one $group by deviceId ($avg, $max, $sum, count) over all RECORDS documents, issued by
 #     one client, on a server with --shards 1 and on one with --shards 2: median of RUNS.
 #
-# Usage: scripts/bench-merge.sh [RECORDS] [DOCSIZE]   (defaults 1000000 and 256)
+# Usage: scripts/bench-merge.sh [RECORDS] [DOCSIZE]   (defaults 1000000 and 256; SKIP_SORTX=1: part 2 only)
 # Needs: go, npm ci done (mongosh), ../shared/bench. Writes results to ${OUT:-/tmp/bench-merge}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +43,7 @@ load() { # load DB [extra mbench flags...]
 }
 
 # 1. sortx: sharded (64 partitions, 2 shards) against unsharded, one server.
+if [ -z "${SKIP_SORTX:-}" ]; then
 start 2
 $MONGOSH --quiet "$URI" --eval \
 	'sh.shardCollection("sharded.telemetry", {deviceId: "hashed"}, false, {numInitialChunks: 64})' >/dev/null
@@ -56,6 +57,7 @@ for threads in 1 8; do
 	done
 done
 stop
+fi
 
 # 2. one large $group, --shards 1 against --shards 2.
 group_ms() { # median milliseconds of RUNS runs of the $group
