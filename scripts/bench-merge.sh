@@ -34,7 +34,8 @@ start() { # start SHARDS: a fresh server on $PORT; sets PID
 	echo "server did not start" >&2
 	exit 1
 }
-stop() { kill "$PID"; wait "$PID" || true; }
+stop() { kill "$PID"; wait "$PID" || true; PID=; }
+trap '[ -n "${PID:-}" ] && kill "$PID" 2>/dev/null' EXIT
 load() { # load DB [extra mbench flags...]
 	local db=$1
 	shift
