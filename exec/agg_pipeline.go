@@ -92,6 +92,7 @@ func init() {
 		"$collStats":   parseCollStatsStage,
 
 		"$listLocalSessions": parseListLocalSessionsStage,
+		"$indexStats":        parseIndexStatsStage,
 
 		// refused as MongoDB 7.0 does without Atlas (search_index.go)
 		"$listSearchIndexes": parseListSearchIndexesStage,
@@ -109,7 +110,7 @@ func init() {
 // than MongoDB's "unrecognized" error, which would claim they do not exist.
 var knownStages = map[string]bool{
 	"$geoNear": true, "$graphLookup": true,
-	"$indexStats": true, "$currentOp": true, "$listSessions": true,
+	"$currentOp": true, "$listSessions": true,
 	"$planCacheStats": true, "$changeStream": true, "$search": true, "$searchMeta": true, "$vectorSearch": true,
 	"$listSearchIndexes": true, "$changeStreamSplitLargeEvent": true, "$shardedDataDistribution": true,
 	"$listSampledQueries": true, "$queryStats": true,
@@ -141,7 +142,8 @@ func parsePipeline(env *aggEnv, arr bsoncore.Array, nested bool) (*pipeline, err
 		default:
 			return nil, mongoerr.New(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", name)
 		}
-		if (name == "$documents" || name == "$collStats" || name == "$listLocalSessions") && (i != 0 || nested && name != "$documents") {
+		if (name == "$documents" || name == "$collStats" || name == "$indexStats" || name == "$listLocalSessions") &&
+			(i != 0 || nested && name != "$documents") {
 			return nil, mongoerr.New(40602, "%s is only valid as the first stage in a pipeline", name)
 		}
 		s, err := parse(env, name, elems[0].Value())
@@ -161,6 +163,12 @@ func parsePipeline(env *aggEnv, arr bsoncore.Array, nested bool) (*pipeline, err
 	}
 	_ = nested
 	return p, nil
+}
+
+// sourceStage is a first stage that produces its documents from the collection's metadata
+// ($collStats, $indexStats) instead of reading its documents.
+type sourceStage interface {
+	openSource(ci *collInfo) (docStream, error)
 }
 
 // firstStage is the pipeline's first stage, nil when it has none.
@@ -279,8 +287,8 @@ func (p *pipeline) openColl(ci *collInfo) (docStream, *source, []*shardStream, e
 		out, err := p.openOver(emptyStream{}, 0)
 		return out, nil, nil, err
 	}
-	if cs, ok := p.firstStage().(*collStatsStage); ok {
-		in, err := cs.openSource(ci)
+	if src, ok := p.firstStage().(sourceStage); ok {
+		in, err := src.openSource(ci)
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -71,6 +71,7 @@ type Executor struct {
 	locks    store.KeyLocks
 	cursors  *cursorRegistry
 	sessions sessionCache
+	indexUse indexUsage // $indexStats (agg_indexstats.go)
 	stop     chan struct{}
 	bg       sync.WaitGroup
 	// ddl serializes catalog changes and runs the TTL monitor (ddl_state.go).

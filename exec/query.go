@@ -75,6 +75,7 @@ func (e *Executor) open(q *query) (docStream, *plan, []*shardStream, error) {
 	if p.kind == planEOF {
 		return emptyStream{}, p, nil, nil
 	}
+	e.notePlan(q.ci, p)
 	var shards []*shardStream
 	seen := map[int]bool{}
 	for _, t := range p.targets {
