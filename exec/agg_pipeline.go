@@ -304,6 +304,8 @@ func (p *pipeline) openColl(ci *collInfo) (docStream, *source, []*shardStream, e
 	rest := src.rest
 	if ci != nil {
 		var s docStream
+		// A per-shard $group consumes each shard in its own goroutine: no reader runs ahead.
+		src.q.perShardConsumer = p.perShardGroup(src, 2) != nil
 		s, _, shards, err = p.env.e.open(src.q)
 		if err != nil {
 			return nil, nil, nil, err

@@ -21,6 +21,9 @@ type query struct {
 	proj         *project.Projection
 	hint         bsoncore.Value
 	allowDiskUse bool
+	// perShardConsumer: the caller reads each shard's stream in its own goroutine (a
+	// per-shard $group), so the streams need not read ahead (scan_parallel.go).
+	perShardConsumer bool
 }
 
 // compileFilter compiles a query filter with the expression hooks.
@@ -100,7 +103,7 @@ func (e *Executor) open(q *query) (docStream, *plan, []*shardStream, error) {
 		perShard = q.limit + q.skip
 	}
 	for i, s := range shards {
-		if len(shards) > 1 && p.kind != planIDs {
+		if len(shards) > 1 && p.kind != planIDs && !q.perShardConsumer {
 			s.startPrefetch(sem, perShard)
 		}
 		ins[i] = s
