@@ -93,7 +93,7 @@ func BenchmarkFindByIDSharded64(b *testing.B) {
 	bodies := make([]bsoncore.Document, 1024)
 	for i := range bodies {
 		bodies[i] = bsoncore.NewDocumentBuilder().AppendString("find", "c").
-			AppendDocument("filter", bsoncore.NewDocumentBuilder().AppendInt64("_id", int64(i*7%10_000)).Build()).
+			AppendDocument("filter", bsoncore.NewDocumentBuilder().AppendInt64("_id", benchIDs[i]).Build()).
 			AppendInt32("limit", 1).AppendBoolean("singleBatch", true).AppendString("$db", "bench").Build()
 	}
 	b.ReportAllocs()
