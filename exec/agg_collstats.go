@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -81,20 +82,20 @@ func (s *collStatsStage) openSource(ci *collInfo) (docStream, error) {
 			}
 			return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Unable to retrieve %s in $collStats stage :: caused by :: Collection [%s] not found.", what, ns)
 		}
-		return &sliceStream{docs: []bsoncore.Document{s.shardDoc(ns, 0, nil)}}, nil
+		return &sliceStream{docs: []bsoncore.Document{s.shardDoc(ns, 0, nil, nil)}}, nil
 	}
 	var docs []bsoncore.Document
 	for shardIdx, sz := range e.ownedSizes(ci) {
 		if sz == nil {
 			continue
 		}
-		docs = append(docs, s.shardDoc(ns, shardIdx, sz))
+		docs = append(docs, s.shardDoc(ns, shardIdx, sz, ci.meta))
 	}
 	return &sliceStream{docs: docs}, nil
 }
 
 // shardDoc is the stage's document for one shard.
-func (s *collStatsStage) shardDoc(ns string, shardIdx int, sz *collSizes) bsoncore.Document {
+func (s *collStatsStage) shardDoc(ns string, shardIdx int, sz *collSizes, c *store.Collection) bsoncore.Document {
 	e := s.env.e
 	b := bsoncore.NewDocumentBuilder().AppendString("ns", ns).
 		AppendString("shard", shardName(shardIdx)).
@@ -109,7 +110,7 @@ func (s *collStatsStage) shardDoc(ns string, shardIdx int, sz *collSizes) bsonco
 			AppendDocument("writes", op()).AppendDocument("commands", op()).AppendDocument("transactions", op()).Build())
 	}
 	if s.storageScale > 0 && sz != nil {
-		b.AppendDocument("storageStats", appendStorageStats(nil, sz, s.storageScale))
+		b.AppendDocument("storageStats", appendStorageStats(nil, sz, c, s.storageScale))
 	}
 	if s.count && sz != nil {
 		if sz.count <= math.MaxInt32 {
@@ -126,33 +127,10 @@ func (s *collStatsStage) shardDoc(ns string, shardIdx int, sz *collSizes) bsonco
 }
 
 // appendStorageStats builds a storageStats document (the fields collStats answers, without
-// ns and sharded) for sizes sz, scaled.
-func appendStorageStats(dst []byte, sz *collSizes, scale int64) bsoncore.Document {
+// ns and sharded) for sizes sz of collection c, scaled.
+func appendStorageStats(dst []byte, sz *collSizes, c *store.Collection, scale int64) bsoncore.Document {
 	idx, out := bsoncore.AppendDocumentStart(dst)
-	out = appendSize(out, "size", sz.size, scale)
-	out = appendSize(out, "count", sz.count, 1)
-	if sz.count > 0 {
-		out = appendSize(out, "avgObjSize", sz.size/sz.count, 1)
-	}
-	out = appendSize(out, "numOrphanDocs", 0, 1)
-	out = appendSize(out, "storageSize", sz.storage, scale)
-	out = appendSize(out, "freeStorageSize", 0, scale)
-	out = bsoncore.AppendBooleanElement(out, "capped", false)
-	out = appendSize(out, "nindexes", int64(len(sz.indexes)), 1)
-	aidx, out := bsoncore.AppendArrayElementStart(out, "indexBuilds")
-	out, _ = bsoncore.AppendArrayEnd(out, aidx)
-	var totalIndex int64
-	for _, x := range sz.indexes {
-		totalIndex += x
-	}
-	out = appendSize(out, "totalIndexSize", totalIndex, scale)
-	out = appendSize(out, "totalSize", sz.storage+totalIndex, scale)
-	iidx, out := bsoncore.AppendDocumentElementStart(out, "indexSizes")
-	for i, x := range sz.indexes {
-		out = appendSize(out, sz.names[i], x, scale)
-	}
-	out, _ = bsoncore.AppendDocumentEnd(out, iidx)
-	out = appendSize(out, "scaleFactor", scale, 1)
+	out = appendStorageFields(out, sz, c, scale)
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	return out
 }

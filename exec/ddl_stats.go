@@ -135,16 +135,25 @@ func (e *Executor) collStats(_ context.Context, r *request) error {
 	out := r.out
 	out = bsoncore.AppendBooleanElement(out, "sharded", c != nil && c.Sharded())
 	out = bsoncore.AppendStringElement(out, "ns", r.db+"."+name)
-	out = appendSize(out, "size", s.size, scale)
-	out = appendSize(out, "count", s.count, 1)
-	if s.count > 0 {
-		out = appendSize(out, "avgObjSize", s.size/s.count, 1)
+	r.out = appendStorageFields(out, &s, c, scale)
+	return nil
+}
+
+// appendStorageFields appends the storage statistics of collStats (also $collStats'
+// storageStats) for sizes sz of collection c (nil: none), scaled: size, count, avgObjSize,
+// numOrphanDocs, storageSize, freeStorageSize, capped, nindexes, indexBuilds (the indexes
+// being built), totalIndexSize, totalSize, indexSizes, scaleFactor.
+func appendStorageFields(out []byte, sz *collSizes, c *store.Collection, scale int64) []byte {
+	out = appendSize(out, "size", sz.size, scale)
+	out = appendSize(out, "count", sz.count, 1)
+	if sz.count > 0 {
+		out = appendSize(out, "avgObjSize", sz.size/sz.count, 1)
 	}
 	out = appendSize(out, "numOrphanDocs", 0, 1)
-	out = appendSize(out, "storageSize", s.storage, scale)
+	out = appendSize(out, "storageSize", sz.storage, scale)
 	out = appendSize(out, "freeStorageSize", 0, scale)
 	out = bsoncore.AppendBooleanElement(out, "capped", false)
-	out = appendSize(out, "nindexes", int64(len(s.indexes)), 1)
+	out = appendSize(out, "nindexes", int64(len(sz.indexes)), 1)
 	aidx, out := bsoncore.AppendArrayElementStart(out, "indexBuilds")
 	if c != nil {
 		n := 0
@@ -157,19 +166,17 @@ func (e *Executor) collStats(_ context.Context, r *request) error {
 	}
 	out, _ = bsoncore.AppendArrayEnd(out, aidx)
 	var totalIndex int64
-	for _, x := range s.indexes {
+	for _, x := range sz.indexes {
 		totalIndex += x
 	}
 	out = appendSize(out, "totalIndexSize", totalIndex, scale)
-	out = appendSize(out, "totalSize", s.storage+totalIndex, scale)
+	out = appendSize(out, "totalSize", sz.storage+totalIndex, scale)
 	iidx, out := bsoncore.AppendDocumentElementStart(out, "indexSizes")
-	for i, x := range s.indexes {
-		out = appendSize(out, c.Indexes[i].Name, x, scale)
+	for i, x := range sz.indexes {
+		out = appendSize(out, sz.names[i], x, scale)
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, iidx)
-	out = appendSize(out, "scaleFactor", scale, 1)
-	r.out = out
-	return nil
+	return appendSize(out, "scaleFactor", scale, 1)
 }
 
 // dbStats runs dbStats: {db, collections, views, objects, avgObjSize, dataSize,
