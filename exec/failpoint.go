@@ -106,7 +106,9 @@ func (e *Executor) configureFailPoint(_ context.Context, r *request) error {
 		if v.Type != bsoncore.TypeEmbeddedDocument && v.Type != bsoncore.TypeArray {
 			return mongoerr.New(mongoerr.TypeMismatch, "the 'data' option must be a JSON object")
 		}
-		data = parseFailCommandData(bsoncore.Document(v.Data))
+		// A private copy: the body aliases the connection's read buffer, reused by its next
+		// request, while the failpoint outlives this one.
+		data = parseFailCommandData(append(bsoncore.Document(nil), v.Data...))
 	}
 	fp := &e.fail
 	fp.mu.Lock()
