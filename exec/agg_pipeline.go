@@ -93,6 +93,7 @@ func init() {
 
 		"$listLocalSessions": parseListLocalSessionsStage,
 		"$indexStats":        parseIndexStatsStage,
+		"$currentOp":         parseCurrentOpStage,
 
 		// refused as MongoDB 7.0 does without Atlas (search_index.go)
 		"$listSearchIndexes": parseListSearchIndexesStage,
@@ -110,7 +111,7 @@ func init() {
 // than MongoDB's "unrecognized" error, which would claim they do not exist.
 var knownStages = map[string]bool{
 	"$geoNear": true, "$graphLookup": true,
-	"$currentOp": true, "$listSessions": true,
+	"$listSessions":   true,
 	"$planCacheStats": true, "$changeStream": true, "$search": true, "$searchMeta": true, "$vectorSearch": true,
 	"$listSearchIndexes": true, "$changeStreamSplitLargeEvent": true, "$shardedDataDistribution": true,
 	"$listSampledQueries": true, "$queryStats": true,
@@ -142,7 +143,8 @@ func parsePipeline(env *aggEnv, arr bsoncore.Array, nested bool) (*pipeline, err
 		default:
 			return nil, mongoerr.New(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", name)
 		}
-		if (name == "$documents" || name == "$collStats" || name == "$indexStats" || name == "$listLocalSessions") &&
+		if (name == "$documents" || name == "$collStats" || name == "$indexStats" || name == "$listLocalSessions" ||
+			name == "$currentOp") &&
 			(i != 0 || nested && name != "$documents") {
 			return nil, mongoerr.New(40602, "%s is only valid as the first stage in a pipeline", name)
 		}
@@ -185,7 +187,7 @@ func (p *pipeline) collectionless() bool {
 		return false
 	}
 	switch p.stages[0].(type) {
-	case *documentsStage, *listLocalSessionsStage:
+	case *documentsStage, *listLocalSessionsStage, *currentOpStage:
 		return true
 	}
 	return false

@@ -71,6 +71,7 @@ type Executor struct {
 	locks    store.KeyLocks
 	cursors  *cursorRegistry
 	sessions sessionCache
+	conns    sync.Map // connection id → *conn, for $currentOp (current_op.go)
 	indexUse indexUsage // $indexStats (agg_indexstats.go)
 	stop     chan struct{}
 	bg       sync.WaitGroup
@@ -124,11 +125,13 @@ func (e *Executor) Close() {
 
 // Connect implements wire.Handler.
 func (e *Executor) Connect(info wire.ConnInfo) wire.ConnHandler {
-	return &conn{
+	c := &conn{
 		e:    e,
 		info: info,
 		log:  e.log.With(zap.Int64("conn_id", info.ID)),
 	}
+	e.conns.Store(info.ID, c)
+	return c
 }
 
 // conn is one client connection's state: what its commands share (the reply buffer, the
@@ -143,6 +146,8 @@ type conn struct {
 	compressors []string
 	// appName is the application name of the handshake's client metadata (failpoint.go).
 	appName string
+	// ops is the command running now, for $currentOp (current_op.go).
+	ops opState
 }
 
 // requestStats describes the last finished command of a connection.
@@ -165,7 +170,9 @@ func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 	r := request{conn: c, body: req.Body, requestID: req.RequestID, legacy: req.Legacy}
 	idx, out := bsoncore.AppendDocumentStart(c.out[:0])
 	r.out = out
+	c.begin(req.Body, start)
 	err := c.e.dispatch(ctx, &r)
+	c.end()
 	if errors.Is(err, errCloseConnection) {
 		c.finish(&r, start, err)
 		return nil, err // the wire layer closes the socket without a reply
@@ -215,6 +222,7 @@ func (c *conn) finish(r *request, start time.Time, err error) {
 
 // Close implements wire.ConnHandler.
 func (c *conn) Close() {
+	c.e.conns.Delete(c.info.ID)
 	c.out = nil
 }
 

@@ -1,0 +1,135 @@
+package exec
+
+import (
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// The operations in progress, for $currentOp (and mongosh's db.currentOp()): each connection
+// publishes the command it is running; $currentOp copies what it finds under the
+// connection's lock, so a command's body is never read after its request buffer is reused.
+
+// activeOp is the command a connection is running.
+type activeOp struct {
+	opid  int64
+	start time.Time
+	db    string
+	body  bsoncore.Document // the request's, valid until end
+}
+
+// opState is a connection's part of the registry.
+type opState struct {
+	mu  sync.Mutex
+	cur *activeOp // nil: idle
+}
+
+// nextOpID numbers operations as mongod's opid does.
+var nextOpID atomic.Int64
+
+// begin publishes the command body as c's running command.
+func (c *conn) begin(body bsoncore.Document, start time.Time) {
+	db, _ := body.Lookup("$db").StringValueOK()
+	op := &activeOp{opid: nextOpID.Add(1), start: start, db: db, body: body}
+	c.ops.mu.Lock()
+	c.ops.cur = op
+	c.ops.mu.Unlock()
+}
+
+// end withdraws c's running command.
+func (c *conn) end() {
+	c.ops.mu.Lock()
+	c.ops.cur = nil
+	c.ops.mu.Unlock()
+}
+
+// currentOpStage is $currentOp: one document per connection running a command (every
+// connection with idleConnections: true).
+type currentOpStage struct {
+	raw      bsoncore.Value
+	e        *Executor
+	idleConn bool
+}
+
+// parseCurrentOpStage parses {$currentOp: {allUsers?, idleConnections?, idleCursors?,
+// idleSessions?, localOps?, truncateOps?, backtrace?}}.
+func parseCurrentOpStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+	d, ok := arg.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "$currentOp options must be specified in an object, but found: %s", arg.Type)
+	}
+	s := &currentOpStage{raw: arg, e: env.e}
+	elems, _ := d.Elements()
+	for _, el := range elems {
+		switch el.Key() {
+		case "idleConnections":
+			b, ok := el.Value().BooleanOK()
+			if !ok {
+				return nil, mongoerr.New(mongoerr.FailedToParse, "The 'idleConnections' parameter of the $currentOp stage must be a boolean value, but found: %s", el.Value().Type)
+			}
+			s.idleConn = b
+		case "allUsers", "idleCursors", "idleSessions", "localOps", "truncateOps", "backtrace", "targetAllNodes":
+		default:
+			return nil, mongoerr.New(mongoerr.FailedToParse, "Unrecognized option '%s' in $currentOp stage.", el.Key())
+		}
+	}
+	if env.db != "admin" {
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$currentOp must be run against the 'admin' database with {aggregate: 1}")
+	}
+	return s, nil
+}
+
+// open implements aggStage; the stage is a source, so it ignores its input.
+func (s *currentOpStage) open(in docStream) (docStream, error) {
+	in.close()
+	var docs []bsoncore.Document
+	now := time.Now()
+	s.e.conns.Range(func(_, v any) bool {
+		if d := v.(*conn).currentOpDoc(now, s.idleConn, s.e); d != nil {
+			docs = append(docs, d)
+		}
+		return true
+	})
+	sort.Slice(docs, func(i, j int) bool { return docs[i].Lookup("connectionId").Int64() < docs[j].Lookup("connectionId").Int64() })
+	return &sliceStream{docs: docs}, nil
+}
+
+// spec implements aggStage.
+func (s *currentOpStage) spec() bsoncore.Document { return stageSpec("$currentOp", s.raw) }
+
+// currentOpDoc describes what c is doing now, or nil when it is idle and idle connections
+// are not wanted.
+func (c *conn) currentOpDoc(now time.Time, idle bool, e *Executor) bsoncore.Document {
+	c.ops.mu.Lock()
+	defer c.ops.mu.Unlock()
+	op := c.ops.cur
+	if op == nil && !idle {
+		return nil
+	}
+	b := bsoncore.NewDocumentBuilder().AppendString("type", "op").
+		AppendString("host", e.listenAddr()).AppendString("desc", "conn"+strconv.FormatInt(c.info.ID, 10)).
+		AppendInt64("connectionId", c.info.ID)
+	if c.info.Remote != nil {
+		b.AppendString("client", c.info.Remote.String())
+	}
+	if c.appName != "" {
+		b.AppendString("appName", c.appName)
+	}
+	b.AppendBoolean("active", op != nil)
+	if op != nil {
+		d := now.Sub(op.start)
+		b.AppendInt64("opid", op.opid).
+			AppendInt64("secs_running", int64(d/time.Second)).
+			AppendInt64("microsecs_running", d.Microseconds()).
+			AppendString("op", "command").
+			AppendString("ns", op.db+".$cmd").
+			AppendDocument("command", append(bsoncore.Document(nil), op.body...))
+	}
+	return b.Build()
+}
