@@ -94,6 +94,7 @@ func init() {
 		"$listLocalSessions": parseListLocalSessionsStage,
 		"$indexStats":        parseIndexStatsStage,
 		"$currentOp":         parseCurrentOpStage,
+		"$listSessions":      parseListSessionsStage,
 
 		// refused as MongoDB 7.0 does without Atlas (search_index.go)
 		"$listSearchIndexes": parseListSearchIndexesStage,
@@ -111,7 +112,6 @@ func init() {
 // than MongoDB's "unrecognized" error, which would claim they do not exist.
 var knownStages = map[string]bool{
 	"$geoNear": true, "$graphLookup": true,
-	"$listSessions":   true,
 	"$planCacheStats": true, "$changeStream": true, "$search": true, "$searchMeta": true, "$vectorSearch": true,
 	"$listSearchIndexes": true, "$changeStreamSplitLargeEvent": true, "$shardedDataDistribution": true,
 	"$listSampledQueries": true, "$queryStats": true,
@@ -144,7 +144,7 @@ func parsePipeline(env *aggEnv, arr bsoncore.Array, nested bool) (*pipeline, err
 			return nil, mongoerr.New(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", name)
 		}
 		if (name == "$documents" || name == "$collStats" || name == "$indexStats" || name == "$listLocalSessions" ||
-			name == "$currentOp") &&
+			name == "$currentOp" || name == "$listSessions") &&
 			(i != 0 || nested && name != "$documents") {
 			return nil, mongoerr.New(40602, "%s is only valid as the first stage in a pipeline", name)
 		}

@@ -132,3 +132,39 @@ func (s *listLocalSessionsStage) open(in docStream) (docStream, error) {
 func (s *listLocalSessionsStage) spec() bsoncore.Document {
 	return stageSpec("$listLocalSessions", s.raw)
 }
+
+// listSessionsStage is $listSessions: on mongos it reads config.system.sessions, where the
+// session caches of the cluster's routers persist their sessions; cleave is one process, so
+// its cache is the cluster's and the stage lists it, as $listLocalSessions does.
+type listSessionsStage struct{ local *listLocalSessionsStage }
+
+// parseListSessionsStage parses {$listSessions: {allUsers?, users?}} on config.system.sessions.
+func parseListSessionsStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+	if env.db != "config" || env.coll != "system.sessions" {
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$listSessions may only be run against config.system.sessions")
+	}
+	d, ok := arg.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "$listSessions options must be specified in an object, but found: %s", arg.Type)
+	}
+	elems, _ := d.Elements()
+	for _, el := range elems {
+		if k := el.Key(); k != "allUsers" && k != "users" {
+			return nil, mongoerr.New(mongoerr.Location40415, "BSON field '$listSessions.%s' is an unknown field.", k)
+		}
+	}
+	return &listSessionsStage{local: &listLocalSessionsStage{raw: arg, e: env.e}}, nil
+}
+
+// open implements aggStage; the stage is a source (openSource), so it only runs first.
+func (s *listSessionsStage) open(docStream) (docStream, error) {
+	return nil, mongoerr.New(40602, "$listSessions is only valid as the first stage in a pipeline")
+}
+
+// openSource implements sourceStage: the cached sessions, whatever the collection holds.
+func (s *listSessionsStage) openSource(*collInfo) (docStream, error) {
+	return s.local.open(emptyStream{})
+}
+
+// spec implements aggStage.
+func (s *listSessionsStage) spec() bsoncore.Document { return stageSpec("$listSessions", s.local.raw) }

@@ -192,6 +192,15 @@ func TestListLocalSessions(t *testing.T) {
 	if !found() {
 		t.Fatalf("the session used by ping is not listed: %v", list())
 	}
+	// $listSessions on config.system.sessions lists the same cache (cleave is one process).
+	cur, err := c.Database("config").Collection("system.sessions").Aggregate(ctx, bson.A{bson.D{{Key: "$listSessions", Value: bson.D{}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []bson.Raw
+	if err := cur.All(ctx, &all); err != nil || len(all) == 0 {
+		t.Fatalf("$listSessions: %v %v", all, err)
+	}
 	// Ending the session in the driver would return it to the driver's pool, to be reused by
 	// the next command; endSessions is sent by hand instead.
 	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "endSessions", Value: bson.A{sess.ID()}}}).Err(); err != nil {
