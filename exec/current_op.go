@@ -96,7 +96,9 @@ func (s *currentOpStage) open(in docStream) (docStream, error) {
 		}
 		return true
 	})
-	sort.Slice(docs, func(i, j int) bool { return docs[i].Lookup("connectionId").Int64() < docs[j].Lookup("connectionId").Int64() })
+	sort.Slice(docs, func(i, j int) bool {
+		return docs[i].Lookup("connectionId").Int64() < docs[j].Lookup("connectionId").Int64()
+	})
 	return &sliceStream{docs: docs}, nil
 }
 

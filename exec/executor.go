@@ -71,7 +71,7 @@ type Executor struct {
 	locks    store.KeyLocks
 	cursors  *cursorRegistry
 	sessions sessionCache
-	conns    sync.Map // connection id → *conn, for $currentOp (current_op.go)
+	conns    sync.Map   // connection id → *conn, for $currentOp (current_op.go)
 	indexUse indexUsage // $indexStats (agg_indexstats.go)
 	stop     chan struct{}
 	bg       sync.WaitGroup
