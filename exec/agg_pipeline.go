@@ -108,6 +108,13 @@ func init() {
 	}
 }
 
+// firstStages are the stages that must come first in a pipeline, and whether they may
+// start a sub-pipeline ($lookup, $unionWith, $facet).
+var firstStages = map[string]struct{ nested bool }{
+	"$documents": {nested: true}, "$collStats": {}, "$indexStats": {}, "$listLocalSessions": {},
+	"$currentOp": {}, "$listSessions": {},
+}
+
 // knownStages are MongoDB 7.0 stages cleave does not run: they answer NotImplemented rather
 // than MongoDB's "unrecognized" error, which would claim they do not exist.
 var knownStages = map[string]bool{
@@ -143,9 +150,7 @@ func parsePipeline(env *aggEnv, arr bsoncore.Array, nested bool) (*pipeline, err
 		default:
 			return nil, mongoerr.New(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", name)
 		}
-		if (name == "$documents" || name == "$collStats" || name == "$indexStats" || name == "$listLocalSessions" ||
-			name == "$currentOp" || name == "$listSessions") &&
-			(i != 0 || nested && name != "$documents") {
+		if first, ok := firstStages[name]; ok && (i != 0 || nested && !first.nested) {
 			return nil, mongoerr.New(40602, "%s is only valid as the first stage in a pipeline", name)
 		}
 		s, err := parse(env, name, elems[0].Value())
