@@ -38,16 +38,27 @@ func (u *indexUsage) get(coll store.CollID, idx store.IndexID) *indexUse {
 	return v.(*indexUse)
 }
 
-// notePlan counts one use of the index plan p reads (the _id index for point reads).
+// notePlan counts one use of the index plan p reads (the _id index for point reads). The
+// counter is looked up once per compiled index and kept on it.
 func (e *Executor) notePlan(ci *collInfo, p *plan) {
-	switch p.kind {
-	case planIndex:
-		e.indexUse.get(ci.meta.ID, p.index.meta.ID).ops.Add(1)
-	case planIDs:
-		if len(ci.indexes) > 0 && ci.indexes[0].isID {
-			e.indexUse.get(ci.meta.ID, ci.indexes[0].meta.ID).ops.Add(1)
-		}
+	var xi *indexInfo
+	switch {
+	case p.kind == planIndex:
+		xi = p.index
+	case p.kind == planIDs && len(ci.indexes) > 0 && ci.indexes[0].isID:
+		xi = ci.indexes[0]
+	default:
+		return
 	}
+	if xi.use == nil {
+		return // an index outside the catalog (a time-series collection's time index)
+	}
+	use := xi.use.Load()
+	if use == nil {
+		use = e.indexUse.get(ci.meta.ID, xi.meta.ID)
+		xi.use.Store(use)
+	}
+	use.ops.Add(1)
 }
 
 // indexStatsStage is $indexStats: one document per index and shard holding the collection,

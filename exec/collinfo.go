@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
@@ -51,6 +52,9 @@ type collInfo struct {
 
 // indexInfo is one index compiled for key generation and planning.
 type indexInfo struct {
+	// use holds the counter of the plans that read the index ($indexStats), found on first
+	// use; a pointer so that copies of the indexInfo share it.
+	use     *atomic.Pointer[indexUse]
 	meta    *store.Index
 	fields  []bsonx.IndexField
 	isID    bool
@@ -185,7 +189,7 @@ func compileIndex(x *store.Index) (*indexInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	xi := &indexInfo{meta: x, fields: fields, isID: x.Name == store.IDIndexName}
+	xi := &indexInfo{meta: x, fields: fields, isID: x.Name == store.IDIndexName, use: new(atomic.Pointer[indexUse])}
 	for _, f := range fields {
 		xi.hashed = xi.hashed || f.Hashed
 	}

@@ -16,18 +16,14 @@ import (
 // publishes the command it is running; $currentOp copies what it finds under the
 // connection's lock, so a command's body is never read after its request buffer is reused.
 
-// activeOp is the command a connection is running.
-type activeOp struct {
-	opid  int64
-	start time.Time
-	db    string
-	body  bsoncore.Document // the request's, valid until end
-}
-
-// opState is a connection's part of the registry.
+// opState is a connection's part of the registry: the command it runs, if any. It is set
+// and cleared around every command without allocating.
 type opState struct {
-	mu  sync.Mutex
-	cur *activeOp // nil: idle
+	mu     sync.Mutex
+	active bool
+	opid   int64
+	start  time.Time
+	body   bsoncore.Document // the request's, valid while active
 }
 
 // nextOpID numbers operations as mongod's opid does.
@@ -35,17 +31,16 @@ var nextOpID atomic.Int64
 
 // begin publishes the command body as c's running command.
 func (c *conn) begin(body bsoncore.Document, start time.Time) {
-	db, _ := body.Lookup("$db").StringValueOK()
-	op := &activeOp{opid: nextOpID.Add(1), start: start, db: db, body: body}
+	id := nextOpID.Add(1)
 	c.ops.mu.Lock()
-	c.ops.cur = op
+	c.ops.active, c.ops.opid, c.ops.start, c.ops.body = true, id, start, body
 	c.ops.mu.Unlock()
 }
 
 // end withdraws c's running command.
 func (c *conn) end() {
 	c.ops.mu.Lock()
-	c.ops.cur = nil
+	c.ops.active, c.ops.body = false, nil
 	c.ops.mu.Unlock()
 }
 
@@ -110,8 +105,8 @@ func (s *currentOpStage) spec() bsoncore.Document { return stageSpec("$currentOp
 func (c *conn) currentOpDoc(now time.Time, idle bool, e *Executor) bsoncore.Document {
 	c.ops.mu.Lock()
 	defer c.ops.mu.Unlock()
-	op := c.ops.cur
-	if op == nil && !idle {
+	op := &c.ops
+	if !op.active && !idle {
 		return nil
 	}
 	b := bsoncore.NewDocumentBuilder().AppendString("type", "op").
@@ -123,14 +118,15 @@ func (c *conn) currentOpDoc(now time.Time, idle bool, e *Executor) bsoncore.Docu
 	if c.appName != "" {
 		b.AppendString("appName", c.appName)
 	}
-	b.AppendBoolean("active", op != nil)
-	if op != nil {
+	b.AppendBoolean("active", op.active)
+	if op.active {
+		db, _ := op.body.Lookup("$db").StringValueOK()
 		d := now.Sub(op.start)
 		b.AppendInt64("opid", op.opid).
 			AppendInt64("secs_running", int64(d/time.Second)).
 			AppendInt64("microsecs_running", d.Microseconds()).
 			AppendString("op", "command").
-			AppendString("ns", op.db+".$cmd").
+			AppendString("ns", db+".$cmd").
 			AppendDocument("command", append(bsoncore.Document(nil), op.body...))
 	}
 	return b.Build()

@@ -17,39 +17,51 @@ import (
 // reads it; endSessions and killSessions remove from it. Sessions carry no state yet (no
 // transactions, no retryable-write records), so the cache only answers what is in use.
 type sessionCache struct {
-	m sync.Map // string(lsid UUID bytes) → *sessionEntry
-}
-
-// sessionEntry is one cached session.
-type sessionEntry struct {
-	id      []byte
-	lastUse time.Time
+	mu      sync.RWMutex
+	m       map[[16]byte]time.Time // lsid UUID → last use
+	pruneAt int                    // prune expired sessions when the map reaches this size
 }
 
 // sessionRefresh is how old a lastUse may get before a command refreshes it, so that the hot
-// path mostly only reads the map.
+// path mostly only takes the read lock.
 const sessionRefresh = time.Second
 
-// maxCachedSessions bounds the cache; mongod's limit (maxSessions) is 1,000,000.
-const maxCachedSessions = 1_000_000
+// sessionTimeout is how long an unused session stays cached (mongod's
+// localLogicalSessionTimeoutMinutes, 30).
+const sessionTimeout = 30 * time.Minute
 
 // note records the session of a command body, if it names one.
 func (c *sessionCache) note(body bsoncore.Document) {
 	v, err := body.LookupErr("lsid", "id")
-	if err != nil || v.Type != bsoncore.TypeBinary {
+	if err != nil {
 		return
 	}
 	_, id, ok := v.BinaryOK()
-	if !ok {
+	if !ok || len(id) != 16 {
 		return
 	}
+	k := [16]byte(id)
 	now := time.Now()
-	if old, ok := c.m.Load(string(id)); ok {
-		if e := old.(*sessionEntry); now.Sub(e.lastUse) < sessionRefresh {
-			return
-		}
+	c.mu.RLock()
+	last, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok && now.Sub(last) < sessionRefresh {
+		return
 	}
-	c.m.Store(string(id), &sessionEntry{id: append([]byte(nil), id...), lastUse: now})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[[16]byte]time.Time{}
+	}
+	c.m[k] = now
+	if len(c.m) >= c.pruneAt {
+		for id, t := range c.m {
+			if now.Sub(t) > sessionTimeout {
+				delete(c.m, id)
+			}
+		}
+		c.pruneAt = max(1024, 2*len(c.m))
+	}
 }
 
 // end removes the sessions of an endSessions or killSessions body ([{id: UUID}, ...]).
@@ -62,8 +74,10 @@ func (c *sessionCache) end(body bsoncore.Document) {
 	vals, _ := arr.Values()
 	for _, v := range vals {
 		if d, ok := v.DocumentOK(); ok {
-			if _, id, ok := d.Lookup("id").BinaryOK(); ok {
-				c.m.Delete(string(id))
+			if _, id, ok := d.Lookup("id").BinaryOK(); ok && len(id) == 16 {
+				c.mu.Lock()
+				delete(c.m, [16]byte(id))
+				c.mu.Unlock()
 			}
 		}
 	}
@@ -77,7 +91,9 @@ func (e *Executor) endSessions(_ context.Context, r *request) error {
 
 // killAllSessions empties the cache.
 func (e *Executor) killAllSessions(_ context.Context, _ *request) error {
-	e.sessions.m.Clear()
+	e.sessions.mu.Lock()
+	clear(e.sessions.m)
+	e.sessions.mu.Unlock()
 	return nil
 }
 
@@ -114,15 +130,21 @@ func parseListLocalSessionsStage(env *aggEnv, _ string, arg bsoncore.Value) (agg
 // open implements aggStage; the stage is a source, so it ignores its input.
 func (s *listLocalSessionsStage) open(in docStream) (docStream, error) {
 	in.close()
-	var entries []*sessionEntry
-	s.e.sessions.m.Range(func(_, v any) bool {
-		entries = append(entries, v.(*sessionEntry))
-		return len(entries) < maxCachedSessions
-	})
+	type entry struct {
+		id      [16]byte
+		lastUse time.Time
+	}
+	c := &s.e.sessions
+	c.mu.RLock()
+	entries := make([]entry, 0, len(c.m))
+	for id, t := range c.m {
+		entries = append(entries, entry{id, t})
+	}
+	c.mu.RUnlock()
 	sort.Slice(entries, func(i, j int) bool { return entries[i].lastUse.Before(entries[j].lastUse) })
 	docs := make([]bsoncore.Document, len(entries))
 	for i, se := range entries {
-		id := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, se.id).AppendBinary("uid", 0, emptyUserDigest[:]).Build()
+		id := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, se.id[:]).AppendBinary("uid", 0, emptyUserDigest[:]).Build()
 		docs[i] = bsoncore.NewDocumentBuilder().AppendDocument("_id", id).AppendDateTime("lastUse", se.lastUse.UnixMilli()).Build()
 	}
 	return &sliceStream{docs: docs}, nil
