@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"bytes"
 	"math"
 	"sort"
@@ -413,7 +415,7 @@ type rankState struct {
 
 // add implements accState.
 func (st *rankState) add(_ bsoncore.Value, doc bsoncore.Document) (int, error) {
-	key, err := sortKey(nil, doc, st.a.sortBy)
+	key, err := stream.SortKey(nil, doc, st.a.sortBy)
 	if err != nil {
 		return 0, err
 	}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"context"
 	"math"
 	"sort"
@@ -124,7 +126,7 @@ func constExpr(v bsoncore.Value) *expr.Expr {
 func (s *bucketAutoStage) spec() bsoncore.Document { return stageSpec("$bucketAuto", s.raw) }
 
 // open implements aggStage.
-func (s *bucketAutoStage) open(in docStream) (docStream, error) {
+func (s *bucketAutoStage) open(in stream.Stream) (stream.Stream, error) {
 	return &onceStream{in: in, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
 		return s.run(ctx, in)
 	}}, nil
@@ -137,7 +139,7 @@ type autoEntry struct {
 }
 
 // run reads and sorts the input, then cuts it into buckets.
-func (s *bucketAutoStage) run(ctx context.Context, in docStream) ([]bsoncore.Document, error) {
+func (s *bucketAutoStage) run(ctx context.Context, in stream.Stream) ([]bsoncore.Document, error) {
 	entries, err := s.load(ctx, in)
 	if err != nil {
 		return nil, err
@@ -160,12 +162,12 @@ func (s *bucketAutoStage) run(ctx context.Context, in docStream) ([]bsoncore.Doc
 }
 
 // load reads the input with its groupBy values (missing is null).
-func (s *bucketAutoStage) load(ctx context.Context, in docStream) ([]autoEntry, error) {
+func (s *bucketAutoStage) load(ctx context.Context, in stream.Stream) ([]autoEntry, error) {
 	var entries []autoEntry
 	var mem int64
 	vars := expr.NewVars()
 	for {
-		d, err := in.next(ctx)
+		d, err := in.Next(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"math"
 	"time"
 
@@ -61,7 +63,7 @@ func parseCollStatsStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, e
 }
 
 // open implements aggStage; the stage is a source (openSource), so it only runs first.
-func (s *collStatsStage) open(docStream) (docStream, error) {
+func (s *collStatsStage) open(stream.Stream) (stream.Stream, error) {
 	return nil, mongoerr.New(40602, "$collStats is only valid as the first stage in a pipeline")
 }
 
@@ -71,7 +73,7 @@ func (s *collStatsStage) spec() bsoncore.Document {
 }
 
 // openSource produces the stage's documents for collection ci (nil: it does not exist).
-func (s *collStatsStage) openSource(ci *collInfo) (docStream, error) {
+func (s *collStatsStage) openSource(ci *collInfo) (stream.Stream, error) {
 	e := s.env.e
 	ns := s.env.db + "." + s.env.coll
 	if ci == nil {
@@ -82,7 +84,7 @@ func (s *collStatsStage) openSource(ci *collInfo) (docStream, error) {
 			}
 			return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Unable to retrieve %s in $collStats stage :: caused by :: Collection [%s] not found.", what, ns)
 		}
-		return &sliceStream{docs: []bsoncore.Document{s.shardDoc(ns, 0, nil, nil)}}, nil
+		return &stream.Slice{Docs: []bsoncore.Document{s.shardDoc(ns, 0, nil, nil)}}, nil
 	}
 	var docs []bsoncore.Document
 	for shardIdx, sz := range e.ownedSizes(ci) {
@@ -91,7 +93,7 @@ func (s *collStatsStage) openSource(ci *collInfo) (docStream, error) {
 		}
 		docs = append(docs, s.shardDoc(ns, shardIdx, sz, ci.meta))
 	}
-	return &sliceStream{docs: docs}, nil
+	return &stream.Slice{Docs: docs}, nil
 }
 
 // shardDoc is the stage's document for one shard.

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"context"
 	"strings"
 
@@ -12,7 +14,7 @@ import (
 )
 
 // open implements aggStage.
-func (s *densifyStage) open(in docStream) (docStream, error) {
+func (s *densifyStage) open(in stream.Stream) (stream.Stream, error) {
 	var keys []bsonx.SortField
 	if s.mode != densifyFull {
 		for _, p := range s.partitions {
@@ -20,7 +22,7 @@ func (s *densifyStage) open(in docStream) (docStream, error) {
 		}
 	}
 	keys = append(keys, bsonx.SortField{Path: strings.Join(s.field, ".")})
-	sorted := &sortStream{in: in, spec: keys, allowDiskUse: s.env.allowDiskUse}
+	sorted := &stream.Sort{In: in, Spec: keys, AllowDiskUse: s.env.allowDiskUse, MaxBytes: sortMemoryKnob.load(), Temp: s.env.temp}
 	return &densifyStream{s: s, in: sorted, vars: expr.NewVars(), cvars: expr.NewVars(), parts: map[string]*densifyPart{}}, nil
 }
 
@@ -45,7 +47,7 @@ type densifyGen struct {
 // densifyStream runs $densify over its sorted input.
 type densifyStream struct {
 	s         *densifyStage
-	in        docStream
+	in        stream.Stream
 	vars      *expr.Vars
 	cvars     *expr.Vars
 	parts     map[string]*densifyPart
@@ -62,8 +64,8 @@ type densifyStream struct {
 	key       []byte
 }
 
-// next implements docStream.
-func (w *densifyStream) next(ctx context.Context) (bsoncore.Document, error) {
+// next implements stream.Stream.
+func (w *densifyStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	for {
 		if w.gen != nil {
 			d, err := w.step(w.gen)
@@ -77,13 +79,13 @@ func (w *densifyStream) next(ctx context.Context) (bsoncore.Document, error) {
 			return nil, nil
 		}
 		if !w.inEOF {
-			d, err := w.in.next(ctx)
+			d, err := w.in.Next(ctx)
 			if err != nil {
 				return nil, err
 			}
 			if d == nil {
 				w.inEOF = true
-				w.in.close()
+				w.in.Close()
 				continue
 			}
 			if err := w.process(d); err != nil {
@@ -97,8 +99,8 @@ func (w *densifyStream) next(ctx context.Context) (bsoncore.Document, error) {
 	}
 }
 
-// close implements docStream.
-func (w *densifyStream) close() { w.in.close() }
+// close implements stream.Stream.
+func (w *densifyStream) Close() { w.in.Close() }
 
 // step returns the next document of g, or nil when it is done.
 func (w *densifyStream) step(g *densifyGen) (bsoncore.Document, error) {

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"context"
 	"sort"
 	"strings"
@@ -83,7 +85,7 @@ type group struct {
 }
 
 // open implements aggStage.
-func (s *groupStage) open(in docStream) (docStream, error) {
+func (s *groupStage) open(in stream.Stream) (stream.Stream, error) {
 	return &groupStream{s: s, in: in}, nil // agg_group_spill.go
 }
 
@@ -107,10 +109,10 @@ func (s *groupStage) newTable() *groupTable {
 }
 
 // consume folds every document of in into the table.
-func (t *groupTable) consume(ctx context.Context, in docStream) error {
+func (t *groupTable) consume(ctx context.Context, in stream.Stream) error {
 	s := t.s
 	for {
-		d, err := in.next(ctx)
+		d, err := in.Next(ctx)
 		if err != nil || d == nil {
 			return err
 		}
@@ -215,12 +217,12 @@ type chainStage struct {
 }
 
 // open implements aggStage.
-func (s *chainStage) open(in docStream) (docStream, error) {
+func (s *chainStage) open(in stream.Stream) (stream.Stream, error) {
 	out := in
 	for _, st := range s.stages {
 		next, err := st.open(out)
 		if err != nil {
-			out.close()
+			out.Close()
 			return nil, err
 		}
 		out = next

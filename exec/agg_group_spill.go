@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -66,21 +68,21 @@ func (s *groupStage) newGroup(id bsoncore.Value) (*group, error) {
 
 // overflow handles a table past its bound: the error without allowDiskUse, else the rest of
 // in goes to a spill (spillable tables) or the table keeps growing (per-shard tables).
-func (t *groupTable) overflow(ctx context.Context, in docStream) error {
+func (t *groupTable) overflow(ctx context.Context, in stream.Stream) error {
 	if !t.s.env.allowDiskUse {
 		return memoryError("$group")
 	}
 	if !t.spillable {
 		return nil
 	}
-	sp, err := newSpill()
+	sp, err := t.s.env.temp.NewSpill()
 	if err != nil {
 		return err
 	}
 	t.spill = sp
 	var key, val []byte
 	for {
-		d, err := in.next(ctx)
+		d, err := in.Next(ctx)
 		if err != nil || d == nil {
 			return err
 		}
@@ -117,7 +119,7 @@ func readSpilledDoc(v []byte) (bsoncore.Value, bsoncore.Document, error) {
 // groupStream is $group's output: the table's groups, or their merge with a spill.
 type groupStream struct {
 	s       *groupStage
-	in      docStream
+	in      stream.Stream
 	started bool
 	docs    []bsoncore.Document // the result without a spill
 	i       int
@@ -125,8 +127,8 @@ type groupStream struct {
 	spilled bool        // the table spilled (explain's usedDisk)
 }
 
-// next implements docStream.
-func (g *groupStream) next(ctx context.Context) (bsoncore.Document, error) {
+// next implements stream.Stream.
+func (g *groupStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	if !g.started {
 		g.started = true
 		if err := g.load(ctx); err != nil {
@@ -134,7 +136,7 @@ func (g *groupStream) next(ctx context.Context) (bsoncore.Document, error) {
 		}
 	}
 	if g.merge != nil {
-		return g.merge.next()
+		return g.merge.Next()
 	}
 	if g.i >= len(g.docs) {
 		return nil, nil
@@ -158,7 +160,7 @@ func (g *groupStream) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	g.in.close()
+	g.in.Close()
 	if g.merge != nil {
 		return g.merge.start()
 	}
@@ -169,12 +171,12 @@ func (g *groupStream) load(ctx context.Context) error {
 	return err
 }
 
-// close implements docStream.
-func (g *groupStream) close() {
-	g.in.close()
+// close implements stream.Stream.
+func (g *groupStream) Close() {
+	g.in.Close()
 	g.docs = nil
 	if g.merge != nil {
-		_ = g.merge.close() // scratch data: nothing to lose
+		_ = g.merge.Close() // scratch data: nothing to lose
 		g.merge = nil
 	}
 }
@@ -215,7 +217,7 @@ func (m *groupMerge) start() error {
 }
 
 // next finishes and returns the next group in key order.
-func (m *groupMerge) next() (bsoncore.Document, error) {
+func (m *groupMerge) Next() (bsoncore.Document, error) {
 	var g *group
 	switch {
 	case m.mi < len(m.mem) && (!m.valid || bytes.Compare(m.mem[m.mi].key, m.it.Key()) <= 0):
@@ -233,7 +235,7 @@ func (m *groupMerge) next() (bsoncore.Document, error) {
 		}
 		m.key = append(m.key[:0], m.it.Key()...)
 	default:
-		return nil, m.close()
+		return nil, m.Close()
 	}
 	if err := m.fold(g); err != nil {
 		return nil, err
@@ -263,7 +265,7 @@ func (m *groupMerge) fold(g *group) error {
 }
 
 // close closes the iterator and drops the spill; it is idempotent.
-func (m *groupMerge) close() error {
+func (m *groupMerge) Close() error {
 	var err error
 	if m.it != nil {
 		err = m.it.Close()

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,7 +80,7 @@ func parseIndexStatsStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, 
 }
 
 // open implements aggStage; the stage is a source (openSource), so it only runs first.
-func (s *indexStatsStage) open(docStream) (docStream, error) {
+func (s *indexStatsStage) open(stream.Stream) (stream.Stream, error) {
 	return nil, mongoerr.New(40602, "$indexStats is only valid as the first stage in a pipeline")
 }
 
@@ -87,9 +89,9 @@ func (s *indexStatsStage) spec() bsoncore.Document { return stageSpec("$indexSta
 
 // openSource produces the stage's documents for collection ci (nil: none, as MongoDB
 // answers for a collection that does not exist).
-func (s *indexStatsStage) openSource(ci *collInfo) (docStream, error) {
+func (s *indexStatsStage) openSource(ci *collInfo) (stream.Stream, error) {
 	if ci == nil {
-		return emptyStream{}, nil
+		return stream.Empty{}, nil
 	}
 	e := s.env.e
 	owns := make([]bool, len(e.st.Shards))
@@ -116,5 +118,5 @@ func (s *indexStatsStage) openSource(ci *collInfo) (docStream, error) {
 			docs = append(docs, b.Build())
 		}
 	}
-	return &sliceStream{docs: docs}, nil
+	return &stream.Slice{Docs: docs}, nil
 }

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"context"
 	"strings"
 
@@ -212,7 +214,7 @@ func (env *aggEnv) withLet(names []string, vals []bsoncore.Value) *aggEnv {
 }
 
 // open implements aggStage.
-func (s *lookupStage) open(in docStream) (docStream, error) {
+func (s *lookupStage) open(in stream.Stream) (stream.Stream, error) {
 	var cached *bsoncore.Value // the results of an uncorrelated pipeline, computed once
 	return &ctxMapStream{in: in, fn: func(ctx context.Context, dst []byte, d bsoncore.Document) ([]byte, error) {
 		var res bsoncore.Value
@@ -309,14 +311,14 @@ func (s *lookupStage) spec() bsoncore.Document { return stageSpec("$lookup", s.r
 
 // ctxMapStream is a mapStream whose function needs the context (it reads other data).
 type ctxMapStream struct {
-	in  docStream
+	in  stream.Stream
 	fn  func(ctx context.Context, dst []byte, doc bsoncore.Document) ([]byte, error)
 	buf []byte
 }
 
-// next implements docStream.
-func (s *ctxMapStream) next(ctx context.Context) (bsoncore.Document, error) {
-	d, err := s.in.next(ctx)
+// next implements stream.Stream.
+func (s *ctxMapStream) Next(ctx context.Context) (bsoncore.Document, error) {
+	d, err := s.in.Next(ctx)
 	if d == nil || err != nil {
 		return nil, err
 	}
@@ -328,8 +330,8 @@ func (s *ctxMapStream) next(ctx context.Context) (bsoncore.Document, error) {
 	return out, nil
 }
 
-// close implements docStream.
-func (s *ctxMapStream) close() { s.in.close() }
+// close implements stream.Stream.
+func (s *ctxMapStream) Close() { s.in.Close() }
 
 // unionWithStage is $unionWith: the input, then the results of a pipeline over another
 // collection.
@@ -383,7 +385,7 @@ func parseUnionWithStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, e
 }
 
 // open implements aggStage.
-func (s *unionWithStage) open(in docStream) (docStream, error) {
+func (s *unionWithStage) open(in stream.Stream) (stream.Stream, error) {
 	return &unionStream{in: in, s: s}, nil
 }
 
@@ -392,22 +394,22 @@ func (s *unionWithStage) spec() bsoncore.Document { return stageSpec("$unionWith
 
 // unionStream yields its input, then the union's pipeline.
 type unionStream struct {
-	in     docStream
+	in     stream.Stream
 	s      *unionWithStage
-	second docStream
+	second stream.Stream
 	shards []*shardStream
 	inDone bool
 }
 
-// next implements docStream.
-func (u *unionStream) next(ctx context.Context) (bsoncore.Document, error) {
+// next implements stream.Stream.
+func (u *unionStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	if !u.inDone {
-		d, err := u.in.next(ctx)
+		d, err := u.in.Next(ctx)
 		if d != nil || err != nil {
 			return d, err
 		}
 		u.inDone = true
-		u.in.close()
+		u.in.Close()
 		var ci *collInfo
 		if u.s.coll != "" {
 			if ci, err = u.s.env.e.lookupColl(u.s.env.db, u.s.coll); err != nil {
@@ -418,14 +420,14 @@ func (u *unionStream) next(ctx context.Context) (bsoncore.Document, error) {
 			return nil, err
 		}
 	}
-	return u.second.next(ctx)
+	return u.second.Next(ctx)
 }
 
-// close implements docStream.
-func (u *unionStream) close() {
-	u.in.close()
+// close implements stream.Stream.
+func (u *unionStream) Close() {
+	u.in.Close()
 	if u.second != nil {
-		u.second.close()
+		u.second.Close()
 		u.second = nil
 		for _, ss := range u.shards {
 			u.s.env.charge += readCharge(&ss.stats)
@@ -496,12 +498,12 @@ func checkFacetStages(arr bsoncore.Array) error {
 }
 
 // open implements aggStage.
-func (s *facetStage) open(in docStream) (docStream, error) {
+func (s *facetStage) open(in stream.Stream) (stream.Stream, error) {
 	return &onceStream{in: in, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
 		var docs []bsoncore.Document
 		var mem int64
 		for {
-			d, err := in.next(ctx)
+			d, err := in.Next(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -516,16 +518,16 @@ func (s *facetStage) open(in docStream) (docStream, error) {
 		}
 		idx, b := bsoncore.AppendDocumentStart(nil)
 		for i, p := range s.subs {
-			out, err := p.openOver(&sliceStream{docs: append([]bsoncore.Document(nil), docs...)}, 0)
+			out, err := p.openOver(&stream.Slice{Docs: append([]bsoncore.Document(nil), docs...)}, 0)
 			if err != nil {
 				return nil, err
 			}
 			aidx, ab := bsoncore.AppendArrayElementStart(b, s.names[i])
 			n := 0
 			for {
-				d, err := out.next(ctx)
+				d, err := out.Next(ctx)
 				if err != nil {
-					out.close()
+					out.Close()
 					return nil, err
 				}
 				if d == nil {
@@ -534,11 +536,11 @@ func (s *facetStage) open(in docStream) (docStream, error) {
 				ab = bsoncore.AppendDocumentElement(ab, arrayKey(n), d)
 				n++
 				if len(ab) > wire.MaxBSONSize {
-					out.close()
+					out.Close()
 					return nil, mongoerr.New(4031700, "document constructed by $facet is %d bytes, which exceeds the limit of %d bytes", len(ab), wire.MaxBSONSize)
 				}
 			}
-			out.close()
+			out.Close()
 			b, _ = bsoncore.AppendArrayEnd(ab, aidx)
 		}
 		b, _ = bsoncore.AppendDocumentEnd(b, idx)

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -244,7 +246,7 @@ func (s *mergeStage) parseLet(let bsoncore.Document) error {
 func (s *mergeStage) stageName() string { return "$merge" }
 
 // open implements aggStage; aggregateWrite runs write stages.
-func (s *mergeStage) open(docStream) (docStream, error) { return nil, errWriteStageOpened }
+func (s *mergeStage) open(stream.Stream) (stream.Stream, error) { return nil, errWriteStageOpened }
 
 // spec implements aggStage: the stage as MongoDB serializes it, with its target and modes
 // resolved.

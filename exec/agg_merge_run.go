@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"context"
 	"strings"
 
@@ -43,7 +45,7 @@ type mergeRun struct {
 
 // write implements writeStage: the documents of in go to the target group by group; two
 // documents with the same on values never share a group, so the second sees the first.
-func (s *mergeStage) write(ctx context.Context, run *writeRun, in docStream) error {
+func (s *mergeStage) write(ctx context.Context, run *writeRun, in stream.Stream) error {
 	m := &mergeRun{s: s, run: run, onID: containsString(s.onFields, "_id")}
 	var err error
 	if m.ci, err = run.e.lookupColl(s.target.db, s.target.coll); err != nil {
@@ -57,7 +59,7 @@ func (s *mergeStage) write(ctx context.Context, run *writeRun, in docStream) err
 	keys := map[string]bool{}
 	size := 0
 	for {
-		d, err := in.next(ctx)
+		d, err := in.Next(ctx)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -84,7 +86,7 @@ func (s *outStage) parseSpec(d bsoncore.Document) error {
 func (s *outStage) stageName() string { return "$out" }
 
 // open implements aggStage; aggregateWrite runs write stages.
-func (s *outStage) open(docStream) (docStream, error) { return nil, errWriteStageOpened }
+func (s *outStage) open(stream.Stream) (stream.Stream, error) { return nil, errWriteStageOpened }
 
 // spec implements aggStage.
 func (s *outStage) spec() bsoncore.Document {
@@ -101,7 +103,7 @@ func (s *outStage) prepare(run *writeRun) error {
 
 // write implements writeStage: it fills a temporary collection and renames it over the
 // target. On failure the temporary collection is dropped and the target is unchanged.
-func (s *outStage) write(ctx context.Context, run *writeRun, in docStream) error {
+func (s *outStage) write(ctx context.Context, run *writeRun, in stream.Stream) error {
 	e := run.e
 	orig := e.st.Catalog.State().Collection(s.target.db, s.target.coll)
 	tmp, err := s.createTemp(e, orig)
@@ -151,7 +153,7 @@ func (s *outStage) createTemp(e *Executor, orig *store.Collection) (*collInfo, e
 
 // fill inserts the documents of in into tmp in groups, through the insert path. The first
 // document that fails fails the $out.
-func (s *outStage) fill(ctx context.Context, run *writeRun, tmp *collInfo, in docStream) error {
+func (s *outStage) fill(ctx context.Context, run *writeRun, tmp *collInfo, in stream.Stream) error {
 	e := run.e
 	wc := writeConcern{noJournal: !run.sync}
 	var res writeResult
@@ -170,7 +172,7 @@ func (s *outStage) fill(ctx context.Context, run *writeRun, tmp *collInfo, in do
 		return err
 	}
 	for {
-		d, err := in.next(ctx)
+		d, err := in.Next(ctx)
 		if err != nil {
 			return err
 		}

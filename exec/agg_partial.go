@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"context"
 	"sync"
 
@@ -31,7 +33,7 @@ func (s *groupStage) partialGroup() bool {
 
 // openPerShard runs s over each input concurrently (one goroutine per shard) and merges the
 // partial groups. merged is the stream the inputs came from; closing the result closes it.
-func (s *groupStage) openPerShard(ins []docStream, merged docStream) docStream {
+func (s *groupStage) openPerShard(ins []stream.Stream, merged stream.Stream) stream.Stream {
 	return &onceStream{in: merged, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
 		tables := make([]*groupTable, len(ins))
 		errs := make([]error, len(ins))

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"context"
 	"strings"
 
@@ -26,6 +28,8 @@ type aggEnv struct {
 	coll         string // the collection the command's pipeline reads ("": none)
 	opts         *expr.Options
 	allowDiskUse bool
+	// temp is where blocking stages spill (nil: the private default).
+	temp *stream.Temp
 	// charge collects the request units of the reads that sub-pipelines run.
 	charge float64
 	// memLimit overrides maxAggStageBytes (tests); 0: the default.
@@ -45,7 +49,7 @@ func (env *aggEnv) overMemory(n int64) bool {
 // many times ($lookup and $facet run their sub-pipelines once per input).
 type aggStage interface {
 	// open wraps in, the stage's input, in the stage's output stream; the result owns in.
-	open(in docStream) (docStream, error)
+	open(in stream.Stream) (stream.Stream, error)
 	// spec returns the stage as explain shows it ({$name: args}).
 	spec() bsoncore.Document
 }
@@ -175,7 +179,7 @@ func parsePipeline(env *aggEnv, arr bsoncore.Array, nested bool) (*pipeline, err
 // sourceStage is a first stage that produces its documents from the collection's metadata
 // ($collStats, $indexStats) instead of reading its documents.
 type sourceStage interface {
-	openSource(ci *collInfo) (docStream, error)
+	openSource(ci *collInfo) (stream.Stream, error)
 }
 
 // firstStage is the pipeline's first stage, nil when it has none.
@@ -199,12 +203,12 @@ func (p *pipeline) collectionless() bool {
 }
 
 // openOver runs the pipeline's stages from index from on over in.
-func (p *pipeline) openOver(in docStream, from int) (docStream, error) {
+func (p *pipeline) openOver(in stream.Stream, from int) (stream.Stream, error) {
 	out := in
 	for _, s := range p.stages[from:] {
 		next, err := s.open(out)
 		if err != nil {
-			out.close()
+			out.Close()
 			return nil, err
 		}
 		out = next
@@ -289,9 +293,9 @@ func (env *aggEnv) compileExpr(v bsoncore.Value) (*expr.Expr, error) {
 
 // openColl runs the pipeline over collection ci (nil: a collection that does not exist,
 // which reads as empty). The returned shard streams report what the read cost.
-func (p *pipeline) openColl(ci *collInfo) (docStream, *source, []*shardStream, error) {
+func (p *pipeline) openColl(ci *collInfo) (stream.Stream, *source, []*shardStream, error) {
 	if p.collectionless() {
-		out, err := p.openOver(emptyStream{}, 0)
+		out, err := p.openOver(stream.Empty{}, 0)
 		return out, nil, nil, err
 	}
 	if src, ok := p.firstStage().(sourceStage); ok {
@@ -306,11 +310,11 @@ func (p *pipeline) openColl(ci *collInfo) (docStream, *source, []*shardStream, e
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var in docStream = emptyStream{}
+	var in stream.Stream = stream.Empty{}
 	var shards []*shardStream
 	rest := src.rest
 	if ci != nil {
-		var s docStream
+		var s stream.Stream
 		// A per-shard $group consumes each shard in its own goroutine: no reader runs ahead.
 		src.q.perShardConsumer = p.perShardGroup(src, 2) != nil
 		s, _, shards, err = p.env.e.open(src.q)
@@ -319,12 +323,12 @@ func (p *pipeline) openColl(ci *collInfo) (docStream, *source, []*shardStream, e
 		}
 		in = s
 		if src.q.limit > 0 {
-			in = &limitStream{in: in, n: src.q.limit}
+			in = &stream.Limit{In: in, N: src.q.limit}
 		}
 		if g := p.perShardGroup(src, len(shards)); g != nil {
 			// The $group runs once per shard, concurrently, and the partial groups are
 			// merged here (mongos' split pipeline).
-			ins := make([]docStream, len(shards))
+			ins := make([]stream.Stream, len(shards))
 			for i, ss := range shards {
 				ins[i] = ss
 			}
@@ -364,7 +368,7 @@ func (env *aggEnv) runSub(ctx context.Context, p *pipeline, coll string, maxByte
 		return nil, 0, err
 	}
 	defer func() {
-		s.close()
+		s.Close()
 		for _, ss := range shards {
 			env.charge += readCharge(&ss.stats)
 		}
@@ -372,7 +376,7 @@ func (env *aggEnv) runSub(ctx context.Context, p *pipeline, coll string, maxByte
 	var docs []bsoncore.Document
 	var size int64
 	for {
-		d, err := s.next(ctx)
+		d, err := s.Next(ctx)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -281,7 +283,7 @@ func parseUnsetStage(_ *aggEnv, name string, arg bsoncore.Value) (aggStage, erro
 }
 
 // open implements aggStage.
-func (s *projStage) open(in docStream) (docStream, error) {
+func (s *projStage) open(in stream.Stream) (stream.Stream, error) {
 	vars := expr.NewVars()
 	return &mapStream{in: in, fn: func(dst []byte, d bsoncore.Document) ([]byte, bool, error) {
 		out, err := s.apply(dst, d, vars)
@@ -310,7 +312,7 @@ func appendExcluded(dst []byte, n *projNode, doc bsoncore.Document) []byte {
 	idx, dst := bsoncore.AppendDocumentStart(dst)
 	it := elementIter{rest: doc[4 : len(doc)-1]}
 	for {
-		el, ok := it.next()
+		el, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -355,7 +357,7 @@ func appendIncluded(dst []byte, n *projNode, doc, root bsoncore.Document, vars *
 	present := map[string]bool{}
 	it := elementIter{rest: doc[4 : len(doc)-1]}
 	for {
-		el, ok := it.next()
+		el, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -444,7 +446,7 @@ func appendAddFields(dst []byte, n *projNode, doc, root bsoncore.Document, vars 
 	it := elementIter{rest: doc[4 : len(doc)-1]}
 	var err error
 	for {
-		el, ok := it.next()
+		el, ok := it.Next()
 		if !ok {
 			break
 		}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -82,7 +84,7 @@ func bindRedactVars(v bsoncore.Value) bsoncore.Value {
 func (s *redactStage) spec() bsoncore.Document { return stageSpec("$redact", s.raw) }
 
 // open implements aggStage.
-func (s *redactStage) open(in docStream) (docStream, error) {
+func (s *redactStage) open(in stream.Stream) (stream.Stream, error) {
 	vars := expr.NewVars()
 	return &mapStream{in: in, fn: func(dst []byte, d bsoncore.Document) ([]byte, bool, error) {
 		return s.redactDoc(dst, d, d, vars)

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"context"
 	"math"
 	"math/rand/v2"
@@ -16,15 +18,15 @@ import (
 // mapStream applies fn to each document of its input; fn appends the output document to dst,
 // or reports false to drop the input.
 type mapStream struct {
-	in  docStream
+	in  stream.Stream
 	fn  func(dst []byte, doc bsoncore.Document) ([]byte, bool, error)
 	buf []byte
 }
 
-// next implements docStream.
-func (s *mapStream) next(ctx context.Context) (bsoncore.Document, error) {
+// next implements stream.Stream.
+func (s *mapStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	for {
-		d, err := s.in.next(ctx)
+		d, err := s.in.Next(ctx)
 		if d == nil || err != nil {
 			return nil, err
 		}
@@ -39,8 +41,8 @@ func (s *mapStream) next(ctx context.Context) (bsoncore.Document, error) {
 	}
 }
 
-// close implements docStream.
-func (s *mapStream) close() { s.in.close() }
+// close implements stream.Stream.
+func (s *mapStream) Close() { s.in.Close() }
 
 // matchStage is $match: a query filter.
 type matchStage struct {
@@ -62,7 +64,7 @@ func parseMatchStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error
 }
 
 // open implements aggStage.
-func (s *matchStage) open(in docStream) (docStream, error) {
+func (s *matchStage) open(in stream.Stream) (stream.Stream, error) {
 	return &mapStream{in: in, fn: func(dst []byte, d bsoncore.Document) ([]byte, bool, error) {
 		ok, err := s.f.MatchErr(d)
 		if !ok || err != nil {
@@ -102,8 +104,8 @@ func parseSortStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error)
 }
 
 // open implements aggStage.
-func (s *sortStage) open(in docStream) (docStream, error) {
-	return &sortStream{in: in, spec: s.keys, limit: s.limit, allowDiskUse: s.env.allowDiskUse}, nil
+func (s *sortStage) open(in stream.Stream) (stream.Stream, error) {
+	return &stream.Sort{In: in, Spec: s.keys, Limit: s.limit, AllowDiskUse: s.env.allowDiskUse, MaxBytes: sortMemoryKnob.load(), Temp: s.env.temp}, nil
 }
 
 // spec implements aggStage.
@@ -127,7 +129,9 @@ func parseLimitStage(_ *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) 
 }
 
 // open implements aggStage.
-func (s *limitStage) open(in docStream) (docStream, error) { return &limitStream{in: in, n: s.n}, nil }
+func (s *limitStage) open(in stream.Stream) (stream.Stream, error) {
+	return &stream.Limit{In: in, N: s.n}, nil
+}
 
 // spec implements aggStage.
 func (s *limitStage) spec() bsoncore.Document {
@@ -150,7 +154,9 @@ func parseSkipStage(_ *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
 }
 
 // open implements aggStage.
-func (s *skipStage) open(in docStream) (docStream, error) { return &skipStream{in: in, n: s.n}, nil }
+func (s *skipStage) open(in stream.Stream) (stream.Stream, error) {
+	return &stream.Skip{In: in, N: s.n}, nil
+}
 
 // spec implements aggStage.
 func (s *skipStage) spec() bsoncore.Document {
@@ -190,11 +196,11 @@ func parseCountStage(_ *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) 
 }
 
 // open implements aggStage.
-func (s *countStage) open(in docStream) (docStream, error) {
+func (s *countStage) open(in stream.Stream) (stream.Stream, error) {
 	return &onceStream{in: in, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
 		var n int64
 		for {
-			d, err := in.next(ctx)
+			d, err := in.Next(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -231,15 +237,15 @@ func containsDot(s string) bool {
 // onceStream runs a blocking computation over its input on the first next and then yields
 // the documents it produced.
 type onceStream struct {
-	in   docStream
+	in   stream.Stream
 	fn   func(ctx context.Context) ([]bsoncore.Document, error)
 	docs []bsoncore.Document
 	i    int
 	done bool
 }
 
-// next implements docStream.
-func (s *onceStream) next(ctx context.Context) (bsoncore.Document, error) {
+// next implements stream.Stream.
+func (s *onceStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	if !s.done {
 		s.done = true
 		docs, err := s.fn(ctx)
@@ -247,7 +253,7 @@ func (s *onceStream) next(ctx context.Context) (bsoncore.Document, error) {
 			return nil, err
 		}
 		s.docs = docs
-		s.in.close()
+		s.in.Close()
 	}
 	if s.i >= len(s.docs) {
 		return nil, nil
@@ -258,9 +264,9 @@ func (s *onceStream) next(ctx context.Context) (bsoncore.Document, error) {
 	return d, nil
 }
 
-// close implements docStream.
-func (s *onceStream) close() {
-	s.in.close()
+// close implements stream.Stream.
+func (s *onceStream) Close() {
+	s.in.Close()
 	s.docs = nil
 }
 
@@ -298,13 +304,13 @@ func parseSampleStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, erro
 }
 
 // open implements aggStage.
-func (s *sampleStage) open(in docStream) (docStream, error) {
+func (s *sampleStage) open(in stream.Stream) (stream.Stream, error) {
 	return &onceStream{in: in, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
 		// Reservoir sampling (algorithm R), then a shuffle: the order is random too.
 		var res []bsoncore.Document
 		var seen, bytes int64
 		for {
-			d, err := in.next(ctx)
+			d, err := in.Next(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -375,9 +381,9 @@ func parseDocumentsStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, e
 }
 
 // open implements aggStage: the input (empty) is replaced by the documents.
-func (s *documentsStage) open(in docStream) (docStream, error) {
-	in.close()
-	return &sliceStream{docs: append([]bsoncore.Document(nil), s.docs...)}, nil
+func (s *documentsStage) open(in stream.Stream) (stream.Stream, error) {
+	in.Close()
+	return &stream.Slice{Docs: append([]bsoncore.Document(nil), s.docs...)}, nil
 }
 
 // spec implements aggStage.
@@ -418,7 +424,7 @@ func parseReplaceRootStage(env *aggEnv, name string, arg bsoncore.Value) (aggSta
 }
 
 // open implements aggStage.
-func (s *replaceRootStage) open(in docStream) (docStream, error) {
+func (s *replaceRootStage) open(in stream.Stream) (stream.Stream, error) {
 	vars := expr.NewVars()
 	return &mapStream{in: in, fn: func(dst []byte, d bsoncore.Document) ([]byte, bool, error) {
 		v, err := s.e.Eval(d, vars)

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"bytes"
 	"context"
 	"testing"
@@ -128,17 +130,17 @@ func TestGroupPerShardMatchesOneStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ins := make([]docStream, len(shards))
+	ins := make([]stream.Stream, len(shards))
 	for i, s := range shards {
 		docs := make([]bsoncore.Document, len(s))
 		for j, d := range s {
 			docs[j] = extDoc(t, d)
 		}
-		ins[i] = &sliceStream{docs: docs}
+		ins[i] = &stream.Slice{Docs: docs}
 	}
-	out := st.(*groupStage).openPerShard(ins, emptyStream{})
-	defer out.close()
-	merged, err := out.next(context.Background())
+	out := st.(*groupStage).openPerShard(ins, stream.Empty{})
+	defer out.Close()
+	merged, err := out.Next(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"bytes"
 	"context"
 	"errors"
@@ -49,14 +51,14 @@ func runPipeline(tb testing.TB, input []string, pipelineJSON string) ([]bsoncore
 	for i, s := range input {
 		docs[i] = extDoc(tb, s)
 	}
-	out, err := p.openOver(&sliceStream{docs: docs}, 0)
+	out, err := p.openOver(&stream.Slice{Docs: docs}, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer out.close()
+	defer out.Close()
 	var res []bsoncore.Document
 	for {
-		d, err := out.next(context.Background())
+		d, err := out.Next(context.Background())
 		if err != nil {
 			return nil, err
 		}
@@ -240,12 +242,12 @@ func TestAggregateGroupMemoryLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := p.openOver(&sliceStream{docs: docs}, 0)
+		out, err := p.openOver(&stream.Slice{Docs: docs}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := out.next(context.Background())
-		out.close()
+		d, err := out.Next(context.Background())
+		out.Close()
 		var me *mongoerr.Error
 		switch {
 		case !diskUse && (!errors.As(err, &me) || me.Code != mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed):
@@ -332,14 +334,14 @@ func TestAggregateGroupPerShardMerge(t *testing.T) {
 	for i, s := range sales {
 		docs[i] = extDoc(t, s)
 	}
-	collect := func(in docStream) []bsoncore.Document {
+	collect := func(in stream.Stream) []bsoncore.Document {
 		out, err := p.openOver(in, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var res []bsoncore.Document
 		for {
-			d, err := out.next(context.Background())
+			d, err := out.Next(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -349,12 +351,12 @@ func TestAggregateGroupPerShardMerge(t *testing.T) {
 			res = append(res, append(bsoncore.Document(nil), d...))
 		}
 	}
-	whole, err := g.open(&sliceStream{docs: docs})
+	whole, err := g.open(&stream.Slice{Docs: docs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := collect(whole)
-	split := g.openPerShard([]docStream{&sliceStream{docs: docs[:2]}, &sliceStream{docs: docs[2:]}}, emptyStream{})
+	split := g.openPerShard([]stream.Stream{&stream.Slice{Docs: docs[:2]}, &stream.Slice{Docs: docs[2:]}}, stream.Empty{})
 	got := collect(split)
 	if len(got) != len(want) || len(want) != 3 {
 		t.Fatalf("got %v, want %v", got, want)

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"context"
 	"strings"
 
@@ -38,7 +40,7 @@ func appendSetField(dst []byte, doc bsoncore.Document, path []string, v bsoncore
 	found := false
 	it := elementIter{rest: doc[4 : len(doc)-1]}
 	for {
-		el, ok := it.next()
+		el, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -166,14 +168,16 @@ func splitFieldPath(s string) ([]string, error) {
 }
 
 // open implements aggStage.
-func (s *unwindStage) open(in docStream) (docStream, error) { return &unwindStream{in: in, s: s}, nil }
+func (s *unwindStage) open(in stream.Stream) (stream.Stream, error) {
+	return &unwindStream{in: in, s: s}, nil
+}
 
 // spec implements aggStage.
 func (s *unwindStage) spec() bsoncore.Document { return stageSpec("$unwind", s.raw) }
 
 // unwindStream yields the unwound documents of its input.
 type unwindStream struct {
-	in    docStream
+	in    stream.Stream
 	s     *unwindStage
 	cur   bsoncore.Document // the input document being unwound
 	elems []bsoncore.Value
@@ -181,15 +185,15 @@ type unwindStream struct {
 	buf   []byte
 }
 
-// next implements docStream.
-func (u *unwindStream) next(ctx context.Context) (bsoncore.Document, error) {
+// next implements stream.Stream.
+func (u *unwindStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	for {
 		if u.cur != nil && u.i < len(u.elems) {
 			i := u.i
 			u.i++
 			return u.emit(u.elems[i], int64(i)), nil
 		}
-		d, err := u.in.next(ctx)
+		d, err := u.in.Next(ctx)
 		if d == nil || err != nil {
 			return nil, err
 		}
@@ -243,5 +247,5 @@ func (u *unwindStream) emitAsIs() bsoncore.Document {
 	return out
 }
 
-// close implements docStream.
-func (u *unwindStream) close() { u.in.close() }
+// close implements stream.Stream.
+func (u *unwindStream) Close() { u.in.Close() }

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"bytes"
 	"context"
 	"sort"
@@ -178,7 +180,7 @@ func (n *projNode) addComputed(parts []string, e *expr.Expr) bool {
 func (s *windowStage) spec() bsoncore.Document { return stageSpec("$setWindowFields", s.raw) }
 
 // open implements aggStage.
-func (s *windowStage) open(in docStream) (docStream, error) {
+func (s *windowStage) open(in stream.Stream) (stream.Stream, error) {
 	return &windowStream{s: s, in: in, vars: expr.NewVars(), cvars: expr.NewVars(), outVars: expr.NewVars()}, nil
 }
 
@@ -192,7 +194,7 @@ type keyedDoc struct {
 // windowStream runs $setWindowFields over its input.
 type windowStream struct {
 	s       *windowStage
-	in      docStream
+	in      stream.Stream
 	vars    *expr.Vars // partitionBy and the functions' inputs
 	cvars   *expr.Vars // the functions' arithmetic (calcs)
 	outVars *expr.Vars // the $addFields tree
@@ -207,8 +209,8 @@ type windowStream struct {
 	buf     []byte
 }
 
-// next implements docStream.
-func (w *windowStream) next(ctx context.Context) (bsoncore.Document, error) {
+// next implements stream.Stream.
+func (w *windowStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	if !w.started {
 		w.started = true
 		w.sorts = w.s.partition != nil || len(w.s.sort.fields) > 0
@@ -245,9 +247,9 @@ func (w *windowStream) next(ctx context.Context) (bsoncore.Document, error) {
 	return out, nil
 }
 
-// close implements docStream.
-func (w *windowStream) close() {
-	w.in.close()
+// close implements stream.Stream.
+func (w *windowStream) Close() {
+	w.in.Close()
 	w.sorted, w.part, w.evals = nil, nil, nil
 }
 
@@ -274,7 +276,7 @@ func (w *windowStream) partitionKey(dst []byte, d bsoncore.Document) ([]byte, er
 func (w *windowStream) sortInput(ctx context.Context) error {
 	var size int64
 	for {
-		d, err := w.in.next(ctx)
+		d, err := w.in.Next(ctx)
 		if err != nil {
 			return err
 		}
@@ -285,18 +287,18 @@ func (w *windowStream) sortInput(ctx context.Context) error {
 		if kd.part, err = w.partitionKey(nil, d); err != nil {
 			return err
 		}
-		if kd.key, err = sortKey(append([]byte(nil), kd.part...), d, w.s.sort.fields); err != nil {
+		if kd.key, err = stream.SortKey(append([]byte(nil), kd.part...), d, w.s.sort.fields); err != nil {
 			return err
 		}
 		size += int64(len(kd.doc) + len(kd.key) + len(kd.part))
-		if size > maxBlockingSortBytes && !w.s.env.allowDiskUse {
+		if size > stream.MaxBlockingSortBytes && !w.s.env.allowDiskUse {
 			return mongoerr.New(mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed,
-				"PlanExecutor error during aggregation :: caused by :: Sort exceeded memory limit of %d bytes, but did not opt in to external sorting.", maxBlockingSortBytes)
+				"PlanExecutor error during aggregation :: caused by :: Sort exceeded memory limit of %d bytes, but did not opt in to external sorting.", stream.MaxBlockingSortBytes)
 		}
 		w.sorted = append(w.sorted, kd)
 	}
 	sort.SliceStable(w.sorted, func(i, j int) bool { return bytes.Compare(w.sorted[i].key, w.sorted[j].key) < 0 })
-	w.in.close()
+	w.in.Close()
 	return nil
 }
 
@@ -312,7 +314,7 @@ func (w *windowStream) nextInput(ctx context.Context) (*keyedDoc, error) {
 		w.sorted = w.sorted[1:]
 		return &kd, nil
 	}
-	d, err := w.in.next(ctx)
+	d, err := w.in.Next(ctx)
 	if d == nil || err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"bytes"
 	"math"
 
@@ -179,7 +181,7 @@ func (e *rankEval) at(i int) (bsoncore.Value, error) {
 	case winDocNumber:
 		e.rank = int64(i) + 1
 	default:
-		key, err := sortKey(nil, e.p.docs[i], e.p.s.sort.fields)
+		key, err := stream.SortKey(nil, e.p.docs[i], e.p.s.sort.fields)
 		if err != nil {
 			return bsoncore.Value{}, err
 		}

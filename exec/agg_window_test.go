@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"bytes"
 	"context"
 	"errors"
@@ -298,12 +300,12 @@ func TestAggregateSetWindowFieldsMemoryLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := p.openOver(&sliceStream{docs: docs}, 0)
+		out, err := p.openOver(&stream.Slice{Docs: docs}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := out.next(context.Background())
-		out.close()
+		d, err := out.Next(context.Background())
+		out.Close()
 		var me *mongoerr.Error
 		switch {
 		case !diskUse && (!errors.As(err, &me) || me.Code != 5643011):
@@ -329,12 +331,12 @@ func BenchmarkSetWindowFieldsRunningTotal(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		out, err := p.openOver(&sliceStream{docs: docs}, 0)
+		out, err := p.openOver(&stream.Slice{Docs: docs}, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
 		for {
-			d, err := out.next(context.Background())
+			d, err := out.Next(context.Background())
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -342,6 +344,6 @@ func BenchmarkSetWindowFieldsRunningTotal(b *testing.B) {
 				break
 			}
 		}
-		out.close()
+		out.Close()
 	}
 }

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"context"
 	"strings"
 
@@ -20,7 +22,7 @@ type writeStage interface {
 	// resolves and checks it when it parses the pipeline, so explain checks it too).
 	prepare(run *writeRun) error
 	// write drains in into the target.
-	write(ctx context.Context, run *writeRun, in docStream) error
+	write(ctx context.Context, run *writeRun, in stream.Stream) error
 }
 
 // writeRun is what one run of a write stage shares with aggregate: the executor, the
@@ -165,7 +167,7 @@ func (e *Executor) aggregateWrite(ctx context.Context, r *request, a *aggregateA
 		return err
 	}
 	err = w.write(ctx, run, stream)
-	stream.close()
+	stream.Close()
 	for _, s := range shards {
 		r.charge += readCharge(&s.stats)
 	}

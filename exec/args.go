@@ -30,7 +30,7 @@ func forEachArg(cmd string, body bsoncore.Document, fn func(key string, v bsonco
 	it := elementIter{rest: body[4 : len(body)-1]}
 	first := true
 	for {
-		el, ok := it.next()
+		el, ok := it.Next()
 		if !ok {
 			return nil
 		}
@@ -56,7 +56,7 @@ func forEachArg(cmd string, body bsoncore.Document, fn func(key string, v bsonco
 type elementIter struct{ rest []byte }
 
 // next returns the next element, or false at the end.
-func (it *elementIter) next() (bsoncore.Element, bool) {
+func (it *elementIter) Next() (bsoncore.Element, bool) {
 	if len(it.rest) == 0 {
 		return nil, false
 	}

@@ -133,7 +133,7 @@ func (e *Executor) aggregate(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	env := &aggEnv{e: e, db: r.db, coll: a.coll, opts: &expr.Options{Let: a.let, Now: time.Now()}, allowDiskUse: a.allowDiskUse}
+	env := &aggEnv{e: e, db: r.db, coll: a.coll, opts: &expr.Options{Let: a.let, Now: time.Now()}, allowDiskUse: a.allowDiskUse, temp: e.temp}
 	if len(a.let) > 0 {
 		// Let variables are checked once, before any document is read.
 		if _, err := expr.Compile(bsoncore.Value{Type: bsoncore.TypeNull}, env.opts); err != nil {

@@ -109,13 +109,13 @@ func (e *Executor) firstBatch(ctx context.Context, r *request, c *cursor, n int6
 		var err error
 		out, exhausted, err = c.fillBatch(ctx, out, n)
 		if err != nil {
-			c.close()
+			c.Close()
 			return 0, err
 		}
 	}
 	var id int64
 	if exhausted || single {
-		c.close()
+		c.Close()
 	} else {
 		id = e.cursors.add(c)
 	}

@@ -108,9 +108,9 @@ func (e *Executor) count(ctx context.Context, r *request) error {
 		if err != nil {
 			return err
 		}
-		defer stream.close()
+		defer stream.Close()
 		for a.limit == 0 || n < a.limit {
-			d, err := stream.next(ctx)
+			d, err := stream.Next(ctx)
 			if err != nil {
 				return timeLimitError(ctx, err)
 			}
@@ -211,12 +211,12 @@ func (e *Executor) distinctValues(ctx context.Context, r *request, q *query, pat
 	if err != nil {
 		return nil, err
 	}
-	defer stream.close()
+	defer stream.Close()
 	seen := map[string]bool{}
 	var values []bsoncore.Value
 	var kb []byte
 	for {
-		d, err := stream.next(ctx)
+		d, err := stream.Next(ctx)
 		if err != nil {
 			return nil, err
 		}

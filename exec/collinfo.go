@@ -21,6 +21,9 @@ import (
 type Storage struct {
 	Shards  []*store.DB
 	Catalog *store.Catalog
+	// Temp is where blocking sorts and $group spill under allowDiskUse (mongod's
+	// <dbpath>/_tmp); nil: a private store under os.TempDir().
+	Temp *store.TempStore
 }
 
 // collInfo is a catalog record of a collection compiled for execution: its indexes as key

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"sort"
 	"strconv"
 	"sync"
@@ -81,8 +83,8 @@ func parseCurrentOpStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, e
 }
 
 // open implements aggStage; the stage is a source, so it ignores its input.
-func (s *currentOpStage) open(in docStream) (docStream, error) {
-	in.close()
+func (s *currentOpStage) open(in stream.Stream) (stream.Stream, error) {
+	in.Close()
 	var docs []bsoncore.Document
 	now := time.Now()
 	s.e.conns.Range(func(_, v any) bool {
@@ -94,7 +96,7 @@ func (s *currentOpStage) open(in docStream) (docStream, error) {
 	sort.Slice(docs, func(i, j int) bool {
 		return docs[i].Lookup("connectionId").Int64() < docs[j].Lookup("connectionId").Int64()
 	})
-	return &sliceStream{docs: docs}, nil
+	return &stream.Slice{Docs: docs}, nil
 }
 
 // spec implements aggStage.

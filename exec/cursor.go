@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -28,7 +30,7 @@ const maxBatchBytes = wire.MaxBSONSize
 type cursor struct {
 	id        int64
 	ns        string // "db.coll", for the reply
-	stream    docStream
+	stream    stream.Stream
 	pending   bsoncore.Document // a document read but not sent: it did not fit the last batch
 	limit     int64             // documents still allowed, 0 = no limit
 	noTimeout bool
@@ -105,7 +107,7 @@ func (r *cursorRegistry) remove(id int64) bool {
 	if c == nil {
 		return false
 	}
-	c.close()
+	c.Close()
 	return true
 }
 
@@ -119,7 +121,7 @@ func (r *cursorRegistry) removeIn(id int64, ns string) bool {
 	}
 	delete(r.mu.m, id)
 	r.mu.Unlock()
-	c.close()
+	c.Close()
 	return true
 }
 
@@ -157,7 +159,7 @@ func (r *cursorRegistry) expire(now time.Time) {
 	}
 	r.mu.Unlock()
 	for _, c := range dead {
-		c.close()
+		c.Close()
 	}
 }
 
@@ -169,13 +171,13 @@ func (r *cursorRegistry) closeAll() {
 	r.mu.m = map[int64]*cursor{}
 	r.mu.Unlock()
 	for _, c := range all {
-		c.close()
+		c.Close()
 	}
 }
 
 // close releases the cursor's stream and resources.
-func (c *cursor) close() {
-	c.stream.close()
+func (c *cursor) Close() {
+	c.stream.Close()
 	if c.release != nil {
 		c.release()
 		c.release = nil
@@ -196,7 +198,7 @@ func (c *cursor) fillBatch(ctx context.Context, dst []byte, n int64) ([]byte, bo
 		c.pending = nil
 		if doc == nil {
 			var err error
-			doc, err = c.stream.next(ctx)
+			doc, err = c.stream.Next(ctx)
 			if err != nil {
 				return dst, false, err
 			}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"context"
 	"errors"
 	"runtime/debug"
@@ -81,6 +83,8 @@ type Executor struct {
 	shards *shardState
 	// fail is the failCommand failpoint (failpoint.go).
 	fail failPoints
+	// temp is where blocking stages spill (Storage.Temp).
+	temp *stream.Temp
 }
 
 // opCounters are serverStatus.opcounters: how many commands of each kind were received.
@@ -102,6 +106,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 	}
 	if opts.Storage != nil {
 		e.st = *opts.Storage
+		e.temp = stream.NewTemp(e.st.Temp)
 	}
 	e.commands = e.commandTable()
 	if opts.Storage != nil {

@@ -108,9 +108,9 @@ func (e *Executor) explainQuery(ctx context.Context, r *request, q *query, cmd s
 		p, shards = pl, ss
 		if r.explain != "queryPlanner" {
 			for limit == 0 || nReturned < limit {
-				d, err := stream.next(ctx)
+				d, err := stream.Next(ctx)
 				if err != nil {
-					stream.close()
+					stream.Close()
 					return err
 				}
 				if d == nil {
@@ -119,7 +119,7 @@ func (e *Executor) explainQuery(ctx context.Context, r *request, q *query, cmd s
 				nReturned++
 			}
 		}
-		stream.close()
+		stream.Close()
 		elapsed = time.Since(start)
 	}
 	out := r.out

@@ -39,16 +39,16 @@ func (e *Executor) explainAggregate(ctx context.Context, r *request, p *pipeline
 	if verbosity != "queryPlanner" {
 		// Run the whole pipeline for its statistics; the folded read's shard streams are the
 		// ones explained (a fresh open, as the plan above was only for show).
-		stream.close()
+		stream.Close()
 		start := time.Now()
 		s, _, ss, err := p.openColl(ci)
 		if err != nil {
 			return err
 		}
 		for {
-			d, err := s.next(ctx)
+			d, err := s.Next(ctx)
 			if err != nil {
-				s.close()
+				s.Close()
 				return err
 			}
 			if d == nil {
@@ -56,10 +56,10 @@ func (e *Executor) explainAggregate(ctx context.Context, r *request, p *pipeline
 			}
 			nReturned++
 		}
-		s.close()
+		s.Close()
 		elapsed, shards = time.Since(start), ss
 	} else {
-		stream.close()
+		stream.Close()
 	}
 	rest := p.stages[src.rest:]
 	var shardGroup, mergeGroup bsoncore.Document

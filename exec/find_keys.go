@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"bytes"
 	"context"
 	"errors"
@@ -122,16 +124,16 @@ func originalValue(doc bsoncore.Document, path string, v bsoncore.Value) bsoncor
 
 // returnKeyStream replaces each document with its index key (nil index: {}).
 type returnKeyStream struct {
-	in     docStream
+	in     stream.Stream
 	index  *indexInfo
 	p      *plan
 	bounds *keyBounds // min/max, nil when absent
 	buf    []byte
 }
 
-// next implements docStream.
-func (s *returnKeyStream) next(ctx context.Context) (bsoncore.Document, error) {
-	d, err := s.in.next(ctx)
+// next implements stream.Stream.
+func (s *returnKeyStream) Next(ctx context.Context) (bsoncore.Document, error) {
+	d, err := s.in.Next(ctx)
 	if d == nil || err != nil {
 		return d, err
 	}
@@ -144,27 +146,27 @@ func (s *returnKeyStream) next(ctx context.Context) (bsoncore.Document, error) {
 	return out, nil
 }
 
-// close implements docStream.
-func (s *returnKeyStream) close() { s.in.close() }
+// close implements stream.Stream.
+func (s *returnKeyStream) Close() { s.in.Close() }
 
 // recordIDTap remembers the record id of the last document that went through it, before a
 // projection that may drop the _id it derives from.
 type recordIDTap struct {
-	in   docStream
+	in   stream.Stream
 	last int64
 }
 
-// next implements docStream.
-func (s *recordIDTap) next(ctx context.Context) (bsoncore.Document, error) {
-	d, err := s.in.next(ctx)
+// next implements stream.Stream.
+func (s *recordIDTap) Next(ctx context.Context) (bsoncore.Document, error) {
+	d, err := s.in.Next(ctx)
 	if d != nil && err == nil {
 		s.last = recordID(d)
 	}
 	return d, err
 }
 
-// close implements docStream.
-func (s *recordIDTap) close() { s.in.close() }
+// close implements stream.Stream.
+func (s *recordIDTap) Close() { s.in.Close() }
 
 // recordID is cleave's stand-in for a document's record id: its _id's hash, made
 // non-negative as MongoDB's record ids are.
@@ -178,14 +180,14 @@ func recordID(doc bsoncore.Document) int64 {
 
 // recordIDStream appends "$recordId" to each document, taken from the tap below it.
 type recordIDStream struct {
-	in  docStream
+	in  stream.Stream
 	tap *recordIDTap
 	buf []byte
 }
 
-// next implements docStream.
-func (s *recordIDStream) next(ctx context.Context) (bsoncore.Document, error) {
-	d, err := s.in.next(ctx)
+// next implements stream.Stream.
+func (s *recordIDStream) Next(ctx context.Context) (bsoncore.Document, error) {
+	d, err := s.in.Next(ctx)
 	if d == nil || err != nil {
 		return d, err
 	}
@@ -197,13 +199,13 @@ func (s *recordIDStream) next(ctx context.Context) (bsoncore.Document, error) {
 	return out, nil
 }
 
-// close implements docStream.
-func (s *recordIDStream) close() { s.in.close() }
+// close implements stream.Stream.
+func (s *recordIDStream) Close() { s.in.Close() }
 
 // openFind opens q for find, with min/max, returnKey and showRecordId. When one is given,
 // q.proj is applied here rather than by open: the bounds and the record id need the
 // document before its projection.
-func (e *Executor) openFind(q *query, a *findArgs) (docStream, []*shardStream, error) {
+func (e *Executor) openFind(q *query, a *findArgs) (stream.Stream, []*shardStream, error) {
 	hasBounds := len(a.min) > 5 || len(a.max) > 5
 	if !hasBounds && !a.returnKey && !a.showRecordID {
 		stream, _, shards, err := e.open(q)
@@ -219,21 +221,21 @@ func (e *Executor) openFind(q *query, a *findArgs) (docStream, []*shardStream, e
 	proj := q.proj
 	q.proj = nil
 	defer func() { q.proj = proj }()
-	var stream docStream
+	var out stream.Stream
 	var p *plan
 	var shards []*shardStream
 	var err error
 	if bounds != nil {
-		stream, p, shards, err = e.openBounded(q, bounds)
+		out, p, shards, err = e.openBounded(q, bounds)
 	} else {
-		stream, p, shards, err = e.open(q)
+		out, p, shards, err = e.open(q)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
 	if a.returnKey {
 		// The projection is ignored, as MongoDB ignores it under returnKey.
-		ks := &returnKeyStream{in: stream, index: keyIndex(q, p), p: p, bounds: bounds}
+		ks := &returnKeyStream{in: out, index: keyIndex(q, p), p: p, bounds: bounds}
 		if bounds != nil {
 			ks.index = bounds.index
 		}
@@ -241,19 +243,19 @@ func (e *Executor) openFind(q *query, a *findArgs) (docStream, []*shardStream, e
 	}
 	var tap *recordIDTap
 	if a.showRecordID {
-		tap = &recordIDTap{in: stream}
-		stream = tap
+		tap = &recordIDTap{in: out}
+		out = tap
 	}
 	if proj != nil {
-		ps := &projectStream{in: stream, p: proj}
-		ps.pos = func(doc bsoncore.Document) int {
+		ps := &stream.Project{In: out, P: proj}
+		ps.Pos = func(doc bsoncore.Document) int {
 			_, pos := q.filter.MatchPos(doc)
 			return pos
 		}
-		stream = ps
+		out = ps
 	}
 	if tap != nil {
-		stream = &recordIDStream{in: stream, tap: tap}
+		out = &recordIDStream{in: out, tap: tap}
 	}
-	return stream, shards, nil
+	return out, shards, nil
 }

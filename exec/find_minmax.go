@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"bytes"
 	"context"
 
@@ -103,14 +105,14 @@ func hintedIndex(ci *collInfo, hint bsoncore.Value) *indexInfo {
 
 // keyBoundsStream passes the documents that have a key within the bounds.
 type keyBoundsStream struct {
-	in docStream
+	in stream.Stream
 	b  *keyBounds
 }
 
-// next implements docStream.
-func (s *keyBoundsStream) next(ctx context.Context) (bsoncore.Document, error) {
+// next implements stream.Stream.
+func (s *keyBoundsStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	for {
-		d, err := s.in.next(ctx)
+		d, err := s.in.Next(ctx)
 		if d == nil || err != nil {
 			return d, err
 		}
@@ -136,29 +138,29 @@ func (b *keyBounds) admits(doc bsoncore.Document) bool {
 	return found
 }
 
-// close implements docStream.
-func (s *keyBoundsStream) close() { s.in.close() }
+// close implements stream.Stream.
+func (s *keyBoundsStream) Close() { s.in.Close() }
 
 // openBounded opens q with min/max bounds: the plan's documents are filtered by the bounds
 // before q's sort and skip, which are applied here rather than by open.
-func (e *Executor) openBounded(q *query, b *keyBounds) (docStream, *plan, []*shardStream, error) {
+func (e *Executor) openBounded(q *query, b *keyBounds) (stream.Stream, *plan, []*shardStream, error) {
 	sortSpec, skip := q.sort, q.skip
 	q.sort, q.skip = nil, 0
-	stream, p, shards, err := e.open(q)
+	out, p, shards, err := e.open(q)
 	q.sort, q.skip = sortSpec, skip
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	stream = &keyBoundsStream{in: stream, b: b}
+	out = &keyBoundsStream{in: out, b: b}
 	if len(sortSpec) > 0 {
 		top := int64(0)
 		if q.limit > 0 {
 			top = q.limit + skip
 		}
-		stream = &sortStream{in: stream, spec: sortSpec, limit: top, allowDiskUse: q.allowDiskUse}
+		out = &stream.Sort{In: out, Spec: sortSpec, Limit: top, AllowDiskUse: q.allowDiskUse, MaxBytes: sortMemoryKnob.load(), Temp: e.temp}
 	}
 	if skip > 0 {
-		stream = &skipStream{in: stream, n: skip}
+		out = &stream.Skip{In: out, N: skip}
 	}
-	return stream, p, shards, nil
+	return out, p, shards, nil
 }

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"context"
 	"time"
 
@@ -70,13 +72,13 @@ func parseSort(spec bsoncore.Document) ([]bsonx.SortField, error) {
 }
 
 // open plans q and returns its result stream and plan. The stream owns snapshots: close it.
-func (e *Executor) open(q *query) (docStream, *plan, []*shardStream, error) {
+func (e *Executor) open(q *query) (stream.Stream, *plan, []*shardStream, error) {
 	p, err := planQuery(q.ci, q.filter, q.sort, q.hint)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if p.kind == planEOF {
-		return emptyStream{}, p, nil, nil
+		return stream.Empty{}, p, nil, nil
 	}
 	e.notePlan(q.ci, p)
 	var shards []*shardStream
@@ -90,13 +92,13 @@ func (e *Executor) open(q *query) (docStream, *plan, []*shardStream, error) {
 		ss, err := e.newShardStream(q.ci, p, q.filter, s)
 		if err != nil {
 			for _, o := range shards {
-				o.close()
+				o.Close()
 			}
 			return nil, nil, nil, err
 		}
 		shards = append(shards, ss)
 	}
-	ins := make([]docStream, len(shards))
+	ins := make([]stream.Stream, len(shards))
 	sem := e.newParallelism(len(shards))
 	perShard := int64(0) // the most documents the merge can need from one shard; 0: all
 	if q.limit > 0 && (len(q.sort) == 0 || p.sorted) {
@@ -108,28 +110,28 @@ func (e *Executor) open(q *query) (docStream, *plan, []*shardStream, error) {
 		}
 		ins[i] = s
 	}
-	var out docStream
+	var out stream.Stream
 	switch {
 	case len(q.sort) > 0 && p.sorted && len(ins) > 1:
-		out = &mergeStream{spec: q.sort, in: ins}
+		out = &stream.Merge{Spec: q.sort, In: ins}
 	case len(ins) == 1:
 		out = ins[0]
 	default:
-		out = &concatStream{in: ins}
+		out = &stream.Concat{In: ins}
 	}
 	if len(q.sort) > 0 && !p.sorted {
 		top := int64(0)
 		if q.limit > 0 {
 			top = q.limit + q.skip
 		}
-		out = &sortStream{in: out, spec: q.sort, limit: top, allowDiskUse: q.allowDiskUse}
+		out = &stream.Sort{In: out, Spec: q.sort, Limit: top, AllowDiskUse: q.allowDiskUse, MaxBytes: sortMemoryKnob.load(), Temp: e.temp}
 	}
 	if q.skip > 0 {
-		out = &skipStream{in: out, n: q.skip}
+		out = &stream.Skip{In: out, N: q.skip}
 	}
 	if q.proj != nil {
-		ps := &projectStream{in: out, p: q.proj}
-		ps.pos = func(doc bsoncore.Document) int {
+		ps := &stream.Project{In: out, P: q.proj}
+		ps.Pos = func(doc bsoncore.Document) int {
 			_, pos := q.filter.MatchPos(doc)
 			return pos
 		}

@@ -90,13 +90,13 @@ func (ss *shardStream) owns(h uint64) bool {
 	return i >= 0 && store.InRange(h, rs[i][0], rs[i][1])
 }
 
-// next implements docStream.
-func (ss *shardStream) next(ctx context.Context) (bsoncore.Document, error) {
+// next implements stream.Stream.
+func (ss *shardStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	if ss.closed {
 		return nil, nil
 	}
 	if ss.pf != nil {
-		return ss.pf.next(ctx, &ss.stats)
+		return ss.pf.Next(ctx, &ss.stats)
 	}
 	return ss.read(ctx)
 }
@@ -277,8 +277,8 @@ func (ss *shardStream) examine(doc bsoncore.Document) (bool, error) {
 	return ok, err
 }
 
-// close implements docStream.
-func (ss *shardStream) close() {
+// close implements stream.Stream.
+func (ss *shardStream) Close() {
 	if ss.closed {
 		return
 	}

@@ -169,7 +169,7 @@ func (pf *prefetch) fill(ctx context.Context, b *docBatch) {
 
 // next returns the next document read ahead; stats receives the reader's totals as of the
 // batch it comes from. The document is valid until the following call.
-func (pf *prefetch) next(ctx context.Context, stats *scanStats) (bsoncore.Document, error) {
+func (pf *prefetch) Next(ctx context.Context, stats *scanStats) (bsoncore.Document, error) {
 	for {
 		if b := pf.cur; b != nil {
 			if pf.i < len(b.ends) {
@@ -204,7 +204,7 @@ func (pf *prefetch) next(ctx context.Context, stats *scanStats) (bsoncore.Docume
 func (pf *prefetch) stop() scanStats {
 	pf.cancel()
 	<-pf.done
-	pf.rd.close()
+	pf.rd.Close()
 	if pf.cur != nil {
 		pf.cur.release()
 		pf.cur = nil

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"fmt"
 	"testing"
 	"time"
@@ -98,8 +100,8 @@ func TestParallelShardReads(t *testing.T) {
 					seen[id] = true
 					if tc.sort != "" && i > 0 {
 						spec, _ := parseSort(extDoc(t, tc.sort))
-						a, _ := sortKey(nil, got[i-1], spec)
-						b, _ := sortKey(nil, d, spec)
+						a, _ := stream.SortKey(nil, got[i-1], spec)
+						b, _ := stream.SortKey(nil, d, spec)
 						if string(a) > string(b) {
 							t.Fatalf("%s %s: document %d out of order", tc.filter, tc.sort, i)
 						}
@@ -150,7 +152,7 @@ func TestParallelShardReadsClose(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // let the readers fill their buffers
 	done := make(chan struct{})
 	go func() {
-		s.close()
+		s.Close()
 		close(done)
 	}()
 	select {

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/stream"
+
 	"context"
 	"crypto/sha256"
 	"sort"
@@ -128,8 +130,8 @@ func parseListLocalSessionsStage(env *aggEnv, _ string, arg bsoncore.Value) (agg
 }
 
 // open implements aggStage; the stage is a source, so it ignores its input.
-func (s *listLocalSessionsStage) open(in docStream) (docStream, error) {
-	in.close()
+func (s *listLocalSessionsStage) open(in stream.Stream) (stream.Stream, error) {
+	in.Close()
 	type entry struct {
 		id      [16]byte
 		lastUse time.Time
@@ -147,7 +149,7 @@ func (s *listLocalSessionsStage) open(in docStream) (docStream, error) {
 		id := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, se.id[:]).AppendBinary("uid", 0, emptyUserDigest[:]).Build()
 		docs[i] = bsoncore.NewDocumentBuilder().AppendDocument("_id", id).AppendDateTime("lastUse", se.lastUse.UnixMilli()).Build()
 	}
-	return &sliceStream{docs: docs}, nil
+	return &stream.Slice{Docs: docs}, nil
 }
 
 // spec implements aggStage.
@@ -179,13 +181,13 @@ func parseListSessionsStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage
 }
 
 // open implements aggStage; the stage is a source (openSource), so it only runs first.
-func (s *listSessionsStage) open(docStream) (docStream, error) {
+func (s *listSessionsStage) open(stream.Stream) (stream.Stream, error) {
 	return nil, mongoerr.New(40602, "$listSessions is only valid as the first stage in a pipeline")
 }
 
 // openSource implements sourceStage: the cached sessions, whatever the collection holds.
-func (s *listSessionsStage) openSource(*collInfo) (docStream, error) {
-	return s.local.open(emptyStream{})
+func (s *listSessionsStage) openSource(*collInfo) (stream.Stream, error) {
+	return s.local.open(stream.Empty{})
 }
 
 // spec implements aggStage.

@@ -152,7 +152,7 @@ func (e *Executor) syncRange(ci *collInfo, from, to int, lo, hi uint64) (int, er
 	}
 	defer func() { _ = di.Close() }()
 	rs := rangeSyncer{e: e, ci: ci, db: e.st.Shards[to], wr: e.newWriter(ci)}
-	defer rs.close()
+	defer rs.Close()
 	sOK, dOK := si.Next(), di.Next()
 	for sOK || dOK {
 		cmp := 0
@@ -289,7 +289,7 @@ func (rs *rangeSyncer) flush() error {
 }
 
 // close drops an uncommitted batch.
-func (rs *rangeSyncer) close() {
+func (rs *rangeSyncer) Close() {
 	if rs.b != nil {
 		rs.b.Close()
 		rs.b = nil

@@ -3,10 +3,6 @@ package exec
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"math/rand/v2"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -17,152 +13,11 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/expr"
-	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/exec/internal/streamtest"
+	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
-
-// useTempStore installs a temporary store in a test directory for the test and returns its
-// directory, which must be empty whenever no spill is open.
-func useTempStore(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir() + "/_tmp"
-	tmp, err := store.NewTempStore(store.TempOptions{Dir: dir, MemTableSize: 1 << 20, CacheSize: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	SetTempStore(tmp)
-	t.Cleanup(func() {
-		SetTempStore(nil)
-		if err := tmp.Close(); err != nil {
-			t.Errorf("temp store Close: %v", err)
-		}
-	})
-	return dir
-}
-
-// checkTempEmpty fails the test if dir holds anything.
-func checkTempEmpty(t *testing.T, dir string) {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
-	if len(ents) > 0 {
-		t.Errorf("spill directory %s holds %d files after the query", dir, len(ents))
-	}
-}
-
-// spillDocs returns n documents with few distinct sort values of mixed types (many ties, so
-// that stability shows) and padding.
-func spillDocs(n int) []bsoncore.Document {
-	rng := rand.New(rand.NewPCG(1, 2))
-	docs := make([]bsoncore.Document, n)
-	for i := range docs {
-		b := bsoncore.NewDocumentBuilder().AppendInt32("_id", int32(i))
-		switch k := rng.IntN(40); {
-		case k < 15:
-			b.AppendInt32("a", int32(k))
-		case k < 25:
-			b.AppendDouble("a", float64(k)/2)
-		case k < 35:
-			b.AppendString("a", fmt.Sprintf("s%02d", k))
-		case k < 37:
-			b.AppendArray("a", bsoncore.NewArrayBuilder().AppendInt32(int32(k)).AppendInt32(3).Build())
-		default: // a missing: sorts as null
-		}
-		b.AppendInt64("b", int64(rng.IntN(5)))
-		b.AppendString("pad", strings.Repeat("x", rng.IntN(200)))
-		docs[i] = b.Build()
-	}
-	return docs
-}
-
-// drain reads s to its end, copying the documents, and closes it.
-func drain(t *testing.T, s docStream) ([]bsoncore.Document, error) {
-	t.Helper()
-	defer s.close()
-	var out []bsoncore.Document
-	for {
-		d, err := s.next(context.Background())
-		if err != nil || d == nil {
-			return out, err
-		}
-		out = append(out, append(bsoncore.Document(nil), d...))
-	}
-}
-
-func TestSortSpillMatchesInMemory(t *testing.T) {
-	dir := useTempStore(t)
-	docs := spillDocs(3000)
-	for _, spec := range [][]bsonx.SortField{
-		{{Path: "a"}},
-		{{Path: "a", Desc: true}, {Path: "b"}},
-		{{Path: "b", Desc: true}},
-	} {
-		want, err := drain(t, &sortStream{in: &sliceStream{docs: docs}, spec: spec})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := &sortStream{in: &sliceStream{docs: docs}, spec: spec, allowDiskUse: true, memLimit: 8 << 10}
-		got, err := drain(t, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.spills < 10 {
-			t.Errorf("%v: %d spills, want many", spec, s.spills)
-		}
-		if len(got) != len(want) {
-			t.Fatalf("%v: %d documents, want %d", spec, len(got), len(want))
-		}
-		for i := range want {
-			if !bytes.Equal(got[i], want[i]) {
-				t.Fatalf("%v: document %d is %v, want %v", spec, i, got[i], want[i])
-			}
-		}
-		checkTempEmpty(t, dir)
-	}
-}
-
-func TestSortSpillLimits(t *testing.T) {
-	dir := useTempStore(t)
-	docs := spillDocs(500)
-	spec := []bsonx.SortField{{Path: "a"}}
-
-	// Without allowDiskUse: MongoDB's 292, naming the bound.
-	_, err := drain(t, &sortStream{in: &sliceStream{docs: docs}, spec: spec, memLimit: 4096})
-	var me *mongoerr.Error
-	if !errors.As(err, &me) || me.Code != mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed ||
-		me.Message != "Executor error during find command :: caused by :: Sort exceeded memory limit of 4096 bytes, but did not opt in to external sorting." {
-		t.Fatalf("without allowDiskUse: %v", err)
-	}
-
-	// A top-k sort holds only its k best documents: no spill.
-	want, _ := drain(t, &sortStream{in: &sliceStream{docs: docs}, spec: spec, limit: 5})
-	s := &sortStream{in: &sliceStream{docs: docs}, spec: spec, limit: 5, memLimit: 4096}
-	got, err := drain(t, s)
-	if err != nil || s.spills != 0 || len(got) != 5 {
-		t.Fatalf("top-k: %d documents, %d spills, %v", len(got), s.spills, err)
-	}
-	for i := range want {
-		if !bytes.Equal(got[i], want[i]) {
-			t.Fatalf("top-k document %d is %v, want %v", i, got[i], want[i])
-		}
-	}
-
-	// Closed halfway (a cursor killed early): the spill is dropped.
-	s = &sortStream{in: &sliceStream{docs: docs}, spec: spec, allowDiskUse: true, memLimit: 4096}
-	for range 10 {
-		if _, err := s.next(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if s.spill == nil {
-		t.Fatal("no spill")
-	}
-	s.close()
-	checkTempEmpty(t, dir)
-}
 
 // groupSpillPipelines are $group stages whose result must not depend on spilling.
 var groupSpillPipelines = []string{
@@ -175,18 +30,18 @@ var groupSpillPipelines = []string{
 
 // runGroup runs pipeline, one $group or $bucket, over docs with the given memory limit and
 // checks that it spilled if and only if it is over the limit with allowDiskUse.
-func runGroup(t *testing.T, pipeline string, docs []bsoncore.Document, memLimit int64, diskUse bool) ([]bsoncore.Document, error) {
+func runGroup(t *testing.T, temp *stream.Temp, pipeline string, docs []bsoncore.Document, memLimit int64, diskUse bool) ([]bsoncore.Document, error) {
 	t.Helper()
-	env := &aggEnv{db: "test", opts: &expr.Options{Now: time.Now()}, memLimit: memLimit, allowDiskUse: diskUse}
+	env := &aggEnv{db: "test", opts: &expr.Options{Now: time.Now()}, memLimit: memLimit, allowDiskUse: diskUse, temp: temp}
 	p, err := parsePipeline(env, extArray(t, pipeline), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := p.openOver(&sliceStream{docs: docs}, 0)
+	out, err := p.openOver(&stream.Slice{Docs: docs}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := drain(t, out)
+	res, err := streamtest.Drain(t, out)
 	if spilled := out.(*groupStream).spilled; spilled != (diskUse && memLimit < 1<<20) {
 		t.Errorf("%s: spilled %v with limit %d and allowDiskUse %v", pipeline, spilled, memLimit, diskUse)
 	}
@@ -194,22 +49,22 @@ func runGroup(t *testing.T, pipeline string, docs []bsoncore.Document, memLimit 
 }
 
 func TestAggregateGroupSpillMatchesInMemory(t *testing.T) {
-	dir := useTempStore(t)
-	docs := spillDocs(3000)
+	temp, dir := streamtest.Temp(t)
+	docs := streamtest.Docs(3000)
 	for _, pipeline := range groupSpillPipelines {
-		want, err := runGroup(t, pipeline, docs, 1<<30, false)
+		want, err := runGroup(t, temp, pipeline, docs, 1<<30, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := runGroup(t, pipeline, docs, 4096, false); err == nil ||
+		if _, err := runGroup(t, temp, pipeline, docs, 4096, false); err == nil ||
 			err.Error() != memoryError("$group").Error() {
 			t.Fatalf("without allowDiskUse: %v", err)
 		}
-		got, err := runGroup(t, pipeline, docs, 4096, true)
+		got, err := runGroup(t, temp, pipeline, docs, 4096, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkTempEmpty(t, dir)
+		streamtest.CheckEmpty(t, dir)
 		if strings.Contains(pipeline, "$bucket") {
 			checkSortedByID(t, got)
 		}
@@ -242,7 +97,7 @@ func checkSortedByID(t *testing.T, ds []bsoncore.Document) {
 
 func TestSetParameterMemoryKnobs(t *testing.T) {
 	t.Cleanup(func() {
-		sortMemoryKnob.v.Store(maxBlockingSortBytes)
+		sortMemoryKnob.v.Store(stream.MaxBlockingSortBytes)
 		groupMemoryKnob.v.Store(maxAggStageBytes)
 	})
 	e := New(Options{}, zap.NewNop())

@@ -188,7 +188,7 @@ func (e *Executor) runMulti(ctx context.Context, op *writeOp, res *opResult) err
 		return err
 	}
 	defer func() {
-		stream.close()
+		stream.Close()
 		for _, s := range shards {
 			res.charge += readCharge(&s.stats)
 		}
@@ -196,7 +196,7 @@ func (e *Executor) runMulti(ctx context.Context, op *writeOp, res *opResult) err
 	var group []*candidate
 	size := 0
 	for {
-		doc, err := stream.next(ctx)
+		doc, err := stream.Next(ctx)
 		if err != nil {
 			return err
 		}
@@ -254,8 +254,8 @@ func (e *Executor) firstMatch(ctx context.Context, q *query, res *opResult) (bso
 	if err != nil {
 		return nil, err
 	}
-	doc, err := stream.next(ctx)
-	stream.close()
+	doc, err := stream.Next(ctx)
+	stream.Close()
 	for _, s := range shards {
 		res.charge += readCharge(&s.stats)
 	}

@@ -29,8 +29,7 @@ func openStorage(cfg *Config, logger *zap.Logger) (*exec.Storage, func() error, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot use data directory %s: %w", cfg.Dir, unwrapPathErr(err))
 	}
-	exec.SetTempStore(tmp)
-	st := &exec.Storage{}
+	st := &exec.Storage{Temp: tmp}
 	closeAll := func() error {
 		errs := []error{tmp.Close()}
 		for _, db := range st.Shards {

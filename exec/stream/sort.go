@@ -1,4 +1,4 @@
-package exec
+package stream
 
 import (
 	"bytes"
@@ -13,12 +13,12 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// maxBlockingSortBytes is the default memory bound of a blocking sort (MongoDB's
-// internalQueryMaxBlockingSortMemoryUsageBytes); sortStream reads the runtime value from
-// sortMemoryKnob.
-const maxBlockingSortBytes = 100 << 20
+// MaxBlockingSortBytes is the default memory bound of a blocking sort (MongoDB's
+// internalQueryMaxBlockingSortMemoryUsageBytes); the caller passes the runtime value as
+// Sort.MaxBytes.
+const MaxBlockingSortBytes = 100 << 20
 
-// sortStream is a blocking sort: it reads its whole input (or keeps the best limit
+// Sort is a blocking sort: it reads its whole input (or keeps the best limit
 // documents when there is a limit) and then yields it in order, stable for equal keys.
 //
 // Past its memory bound (internalQueryMaxBlockingSortMemoryUsageBytes) it fails with code
@@ -27,13 +27,16 @@ const maxBlockingSortBytes = 100 << 20
 // At the end of the input it merges the spill, which Pebble returns in (key, arrival) order,
 // with the documents still in memory, sorted; on equal keys the spilled ones, which arrived
 // first, come first. A top-k sort (limit) holds at most limit documents and never spills.
-type sortStream struct {
-	in           docStream
-	spec         []bsonx.SortField
-	limit        int64 // 0: all
-	allowDiskUse bool
-	// memLimit overrides sortMemoryKnob (tests); 0: the knob.
-	memLimit int64
+type Sort struct {
+	In           Stream
+	Spec         []bsonx.SortField
+	Limit        int64 // 0: all
+	AllowDiskUse bool
+	// MaxBytes is the memory bound (internalQueryMaxBlockingSortMemoryUsageBytes, which the
+	// caller reads); 0: MaxBlockingSortBytes.
+	MaxBytes int64
+	// Temp is where the sort spills; nil: the private default.
+	Temp *Temp
 
 	docs   []sortedDoc
 	bytes  int64
@@ -71,12 +74,15 @@ func (h *topHeap) Pop() any {
 	return x
 }
 
+// Spills reports how many times the sort wrote its buffer to a spill.
+func (s *Sort) Spills() int { return s.spills }
+
 // maxBytes is the sort's memory bound.
-func (s *sortStream) maxBytes() int64 {
-	if s.memLimit > 0 {
-		return s.memLimit
+func (s *Sort) maxBytes() int64 {
+	if s.MaxBytes > 0 {
+		return s.MaxBytes
 	}
-	return sortMemoryKnob.load()
+	return MaxBlockingSortBytes
 }
 
 // sortMemoryError is MongoDB's error for a sort over its bound without allowDiskUse.
@@ -86,24 +92,24 @@ func sortMemoryError(limit int64) error {
 }
 
 // load reads and sorts the input, spilling if it must.
-func (s *sortStream) load(ctx context.Context) error {
+func (s *Sort) load(ctx context.Context) error {
 	limit := s.maxBytes()
 	var top topHeap
 	for {
-		d, err := s.in.next(ctx)
+		d, err := s.In.Next(ctx)
 		if err != nil {
 			return err
 		}
 		if d == nil {
 			break
 		}
-		key, err := sortKey(nil, d, s.spec)
+		key, err := SortKey(nil, d, s.Spec)
 		if err != nil {
 			return err
 		}
 		sd := sortedDoc{key: key, seq: s.seq}
 		s.seq++
-		if s.limit > 0 {
+		if s.Limit > 0 {
 			if err := s.addTop(&top, sd, d, limit); err != nil {
 				return err
 			}
@@ -113,7 +119,7 @@ func (s *sortStream) load(ctx context.Context) error {
 		s.docs = append(s.docs, sd)
 		s.bytes += int64(len(sd.doc) + len(sd.key))
 		if s.bytes > limit {
-			if !s.allowDiskUse {
+			if !s.AllowDiskUse {
 				return sortMemoryError(limit)
 			}
 			if err := s.spillDocs(); err != nil {
@@ -121,11 +127,11 @@ func (s *sortStream) load(ctx context.Context) error {
 			}
 		}
 	}
-	if s.limit > 0 {
+	if s.Limit > 0 {
 		s.docs = top
 	}
 	sort.Slice(s.docs, func(i, j int) bool { return s.docs[i].less(&s.docs[j]) })
-	s.in.close()
+	s.In.Close()
 	if s.spill != nil {
 		return s.spill.start()
 	}
@@ -133,8 +139,8 @@ func (s *sortStream) load(ctx context.Context) error {
 }
 
 // addTop offers document d, with sort key sd, to the heap of the best limit documents.
-func (s *sortStream) addTop(top *topHeap, sd sortedDoc, d bsoncore.Document, limit int64) error {
-	if int64(len(*top)) >= s.limit {
+func (s *Sort) addTop(top *topHeap, sd sortedDoc, d bsoncore.Document, limit int64) error {
+	if int64(len(*top)) >= s.Limit {
 		if !sd.less(&(*top)[0]) {
 			return nil
 		}
@@ -143,7 +149,7 @@ func (s *sortStream) addTop(top *topHeap, sd sortedDoc, d bsoncore.Document, lim
 	}
 	sd.doc = append([]byte(nil), d...)
 	s.bytes += int64(len(sd.doc) + len(sd.key))
-	if s.bytes > limit && !s.allowDiskUse {
+	if s.bytes > limit && !s.AllowDiskUse {
 		return sortMemoryError(limit)
 	}
 	heap.Push(top, sd)
@@ -152,9 +158,9 @@ func (s *sortStream) addTop(top *topHeap, sd sortedDoc, d bsoncore.Document, lim
 
 // spillDocs appends the buffered documents, in arrival order, to the spill and empties the
 // buffer. Pebble sorts them; the spill's sequence numbers keep arrival order among equals.
-func (s *sortStream) spillDocs() error {
+func (s *Sort) spillDocs() error {
 	if s.spill == nil {
-		sp, err := newSpill()
+		sp, err := s.Temp.NewSpill()
 		if err != nil {
 			return err
 		}
@@ -172,8 +178,8 @@ func (s *sortStream) spillDocs() error {
 	return nil
 }
 
-// next implements docStream.
-func (s *sortStream) next(ctx context.Context) (bsoncore.Document, error) {
+// next implements Stream.
+func (s *Sort) Next(ctx context.Context) (bsoncore.Document, error) {
 	if !s.done {
 		s.done = true
 		if err := s.load(ctx); err != nil {
@@ -190,7 +196,7 @@ func (s *sortStream) next(ctx context.Context) (bsoncore.Document, error) {
 }
 
 // popMem returns the next document held in memory.
-func (s *sortStream) popMem() bsoncore.Document {
+func (s *Sort) popMem() bsoncore.Document {
 	d := s.docs[s.i].doc
 	s.docs[s.i] = sortedDoc{}
 	s.i++
@@ -198,7 +204,7 @@ func (s *sortStream) popMem() bsoncore.Document {
 }
 
 // nextMerged returns the next document of the merge of the spill and the memory buffer.
-func (s *sortStream) nextMerged() (bsoncore.Document, error) {
+func (s *Sort) nextMerged() (bsoncore.Document, error) {
 	sp := s.spill
 	if err := sp.advance(); err != nil {
 		return nil, err
@@ -209,7 +215,7 @@ func (s *sortStream) nextMerged() (bsoncore.Document, error) {
 	if !sp.valid {
 		// Both are exhausted: drop the spill now rather than when the cursor closes.
 		s.spill = nil
-		return nil, sp.close()
+		return nil, sp.Close()
 	}
 	sp.returned = true
 	v := sp.it.Value()
@@ -219,12 +225,12 @@ func (s *sortStream) nextMerged() (bsoncore.Document, error) {
 	return v, nil
 }
 
-// close implements docStream.
-func (s *sortStream) close() {
-	s.in.close()
+// close implements Stream.
+func (s *Sort) Close() {
+	s.In.Close()
 	s.docs = nil
 	if s.spill != nil {
-		_ = s.spill.close() // scratch data: nothing to lose, and the spill is released anyway
+		_ = s.spill.Close() // scratch data: nothing to lose, and the spill is released anyway
 		s.spill = nil
 	}
 }
@@ -260,7 +266,7 @@ func (sp *sortSpill) advance() error {
 }
 
 // close closes the iterator and drops the spill.
-func (sp *sortSpill) close() error {
+func (sp *sortSpill) Close() error {
 	var err error
 	if sp.it != nil {
 		err = sp.it.Close()

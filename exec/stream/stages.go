@@ -1,0 +1,193 @@
+package stream
+
+import (
+	"bytes"
+	"container/heap"
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/project"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// Concat yields its inputs one after the other.
+type Concat struct {
+	In []Stream
+	i  int
+}
+
+// next implements Stream.
+func (c *Concat) Next(ctx context.Context) (bsoncore.Document, error) {
+	for c.i < len(c.In) {
+		d, err := c.In[c.i].Next(ctx)
+		if d != nil || err != nil {
+			return d, err
+		}
+		c.In[c.i].Close()
+		c.i++
+	}
+	return nil, nil
+}
+
+// close implements Stream.
+func (c *Concat) Close() {
+	for _, s := range c.In {
+		s.Close()
+	}
+}
+
+// SortKey appends doc's sort key under spec to dst: bytes that compare as MongoDB orders
+// the documents (an array sorts by its smallest or largest element); parallel arrays are
+// BadValue.
+func SortKey(dst []byte, doc bsoncore.Document, spec []bsonx.SortField) ([]byte, error) {
+	k, err := bsonx.AppendSortKeyChecked(dst, doc, spec)
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.BadValue, "cannot sort with keys that are parallel arrays")
+	}
+	return k, nil
+}
+
+// Merge merges inputs that are each sorted by spec into one sorted stream (the
+// k-way merge of per-shard results).
+type Merge struct {
+	Spec    []bsonx.SortField
+	In      []Stream
+	heads   mergeHeap
+	started bool
+}
+
+// mergeHead is the current document of one input.
+type mergeHead struct {
+	key []byte
+	doc []byte
+	src int
+}
+
+type mergeHeap []*mergeHead
+
+func (h mergeHeap) Len() int { return len(h) }
+func (h mergeHeap) Less(i, j int) bool {
+	c := bytes.Compare(h[i].key, h[j].key)
+	return c < 0 || (c == 0 && h[i].src < h[j].src)
+}
+func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(*mergeHead)) }
+func (h *mergeHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// fill reads the next document of input i into head m and pushes it, if any.
+func (s *Merge) fill(ctx context.Context, m *mergeHead) error {
+	d, err := s.In[m.src].Next(ctx)
+	if err != nil || d == nil {
+		return err
+	}
+	m.doc = append(m.doc[:0], d...)
+	if m.key, err = SortKey(m.key[:0], d, s.Spec); err != nil {
+		return err
+	}
+	heap.Push(&s.heads, m)
+	return nil
+}
+
+// next implements Stream.
+func (s *Merge) Next(ctx context.Context) (bsoncore.Document, error) {
+	if !s.started {
+		s.started = true
+		for i := range s.In {
+			if err := s.fill(ctx, &mergeHead{src: i}); err != nil {
+				return nil, err
+			}
+		}
+	} else if len(s.heads) > 0 {
+		// Refill from the input whose document was returned last.
+		m := heap.Pop(&s.heads).(*mergeHead)
+		if err := s.fill(ctx, m); err != nil {
+			return nil, err
+		}
+	}
+	if len(s.heads) == 0 {
+		return nil, nil
+	}
+	return s.heads[0].doc, nil
+}
+
+// close implements Stream.
+func (s *Merge) Close() {
+	for _, in := range s.In {
+		in.Close()
+	}
+}
+
+// Skip drops the first n documents of its input.
+type Skip struct {
+	In Stream
+	N  int64
+}
+
+// next implements Stream.
+func (s *Skip) Next(ctx context.Context) (bsoncore.Document, error) {
+	for s.N > 0 {
+		d, err := s.In.Next(ctx)
+		if d == nil || err != nil {
+			return d, err
+		}
+		s.N--
+	}
+	return s.In.Next(ctx)
+}
+
+// close implements Stream.
+func (s *Skip) Close() { s.In.Close() }
+
+// Limit ends its input after n documents.
+type Limit struct {
+	In Stream
+	N  int64
+}
+
+// next implements Stream.
+func (s *Limit) Next(ctx context.Context) (bsoncore.Document, error) {
+	if s.N <= 0 {
+		return nil, nil
+	}
+	s.N--
+	return s.In.Next(ctx)
+}
+
+// close implements Stream.
+func (s *Limit) Close() { s.In.Close() }
+
+// Project applies a find projection.
+type Project struct {
+	In  Stream
+	P   *project.Projection
+	Pos func(doc bsoncore.Document) int // the positional $ position, nil if unused
+	buf []byte
+}
+
+// next implements Stream.
+func (s *Project) Next(ctx context.Context) (bsoncore.Document, error) {
+	d, err := s.In.Next(ctx)
+	if d == nil || err != nil {
+		return d, err
+	}
+	pos := -1
+	if s.Pos != nil {
+		pos = s.Pos(d)
+	}
+	out, err := s.P.Apply(s.buf[:0], d, pos)
+	if err != nil {
+		return nil, err
+	}
+	s.buf = out
+	return out, nil
+}
+
+// close implements Stream.
+func (s *Project) Close() { s.In.Close() }
