@@ -7,29 +7,14 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-	"go.uber.org/zap"
 
-	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire"
 )
 
 // benchExecutor returns an executor over a fresh store in a temporary directory.
 func benchExecutor(tb testing.TB) *Executor {
 	tb.Helper()
-	db, err := store.Open(store.Options{Dir: tb.TempDir()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cat, err := store.OpenCatalog(db)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	e := New(Options{Storage: &Storage{Shards: []*store.DB{db}, Catalog: cat}}, zap.NewNop())
-	tb.Cleanup(func() {
-		e.Close()
-		_ = db.Close()
-	})
-	return e
+	return testExecutor(tb, 1, Options{})
 }
 
 // run sends one command through the connection handler and fails on {ok: 0}.

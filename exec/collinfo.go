@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
@@ -19,7 +20,7 @@ import (
 // Storage is what the executor reads and writes: one store per shard and the catalog, which
 // lives in shard 0.
 type Storage struct {
-	Shards  []*store.DB
+	Shards  []catalog.Shard
 	Catalog *store.Catalog
 	// Temp is where blocking sorts and $group spill under allowDiskUse (mongod's
 	// <dbpath>/_tmp); nil: a private store under os.TempDir().

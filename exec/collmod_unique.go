@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -53,7 +54,7 @@ func (wr *writer) checkNewKeys(xi *indexInfo, s int, w *docWrite) error {
 
 // keyHeldByOther reports whether index idx of coll on db has an entry for key that belongs
 // to another document than id.
-func keyHeldByOther(db *store.DB, coll store.CollID, idx store.IndexID, key, id []byte) (bool, error) {
+func keyHeldByOther(db catalog.Shard, coll store.CollID, idx store.IndexID, key, id []byte) (bool, error) {
 	it, err := db.NewIndexIter(coll, idx, key, store.KeyPrefixEnd(key), false)
 	if err != nil {
 		return false, err
@@ -80,7 +81,7 @@ type indexEntry struct {
 
 // indexCursor walks one shard's entries of an index in key order.
 type indexCursor struct {
-	it    *store.IndexIter
+	it    catalog.IndexIter
 	shard int
 	cur   *indexEntry
 }

@@ -8,27 +8,13 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
-	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire"
 )
 
 // failPointExecutor is an executor with test commands and one in-memory-sized store.
 func failPointExecutor(tb testing.TB) *Executor {
 	tb.Helper()
-	db, err := store.Open(store.Options{Dir: tb.TempDir()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cat, err := store.OpenCatalog(db)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	e := New(Options{TestCommands: true, Storage: &Storage{Shards: []*store.DB{db}, Catalog: cat}}, zap.NewNop())
-	tb.Cleanup(func() {
-		e.Close()
-		_ = db.Close()
-	})
-	return e
+	return testExecutor(tb, 1, Options{TestCommands: true})
 }
 
 // fpHandle runs one command (Extended JSON, $db added) and returns the reply or the

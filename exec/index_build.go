@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/store"
 )
 
@@ -129,7 +130,7 @@ func (e *Executor) fillBatch(ctx context.Context, ci *collInfo, building []*inde
 
 // indexDoc stages the entries of document d in index xi, failing with E11000 if a unique key
 // is already held by another document.
-func (e *Executor) indexDoc(b *store.Batch, ci *collInfo, xi *indexInfo, d buildDoc, staged map[string][]byte) error {
+func (e *Executor) indexDoc(b catalog.Batch, ci *collInfo, xi *indexInfo, d buildDoc, staged map[string][]byte) error {
 	db := e.st.Shards[ci.pmap.Partition(ci.pmap.Locate(d.hash)).Shard]
 	return buildKeys(xi, d.doc, func(key []byte) error {
 		if xi.unique {

@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
@@ -24,8 +25,8 @@ type scanStats struct {
 // shardStream runs a plan on one shard: it reads documents through the plan's access path
 // from a consistent snapshot and yields those the filter matches.
 type shardStream struct {
-	r      store.Reader
-	snap   *store.Snapshot // closed with the stream; nil when r is the DB itself
+	r      catalog.Reader
+	snap   catalog.Snapshot // closed with the stream; nil when r is the DB itself
 	ci     *collInfo
 	p      *plan
 	f      *match.Filter
@@ -38,8 +39,8 @@ type shardStream struct {
 	meters *shard.Meters
 
 	pos    int // next partition (scan), range (index) or id (ids)
-	docIt  *store.DocIter
-	idxIt  *store.IndexIter
+	docIt  catalog.DocIter
+	idxIt  catalog.IndexIter
 	seen   map[string]struct{}
 	buf    []byte
 	key    []byte // scratch for seen keys

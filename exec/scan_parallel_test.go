@@ -8,10 +8,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/bsonx"
-	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire"
 )
 
@@ -19,27 +17,7 @@ import (
 // parallel shard reads.
 func twoShardExecutor(tb testing.TB, maxParallelism int) *Executor {
 	tb.Helper()
-	var dbs []*store.DB
-	for range 2 {
-		db, err := store.Open(store.Options{Dir: tb.TempDir()})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		dbs = append(dbs, db)
-	}
-	cat, err := store.OpenCatalog(dbs[0])
-	if err != nil {
-		tb.Fatal(err)
-	}
-	e := New(Options{Storage: &Storage{Shards: dbs, Catalog: cat}, MaxParallelism: maxParallelism,
-		PartitionCheckInterval: time.Hour}, zap.NewNop())
-	tb.Cleanup(func() {
-		e.Close()
-		for _, db := range dbs {
-			_ = db.Close()
-		}
-	})
-	return e
+	return testExecutor(tb, 2, Options{MaxParallelism: maxParallelism, PartitionCheckInterval: time.Hour})
 }
 
 // findAll runs find with a small batch size and follows the cursor to its end.

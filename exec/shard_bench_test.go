@@ -7,10 +7,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/shard"
-	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire"
 )
 
@@ -18,22 +16,10 @@ import (
 // never runs on its own (the benchmarks drive it), with partitions limited to maxBytes.
 func shardedBenchExecutor(tb testing.TB, maxBytes int64) *Executor {
 	tb.Helper()
-	db, err := store.Open(store.Options{Dir: tb.TempDir()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cat, err := store.OpenCatalog(db)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	e := New(Options{Storage: &Storage{Shards: []*store.DB{db}, Catalog: cat},
+	return testExecutor(tb, 1, Options{
 		Partitioning:           shard.Options{PartitionMaxBytes: maxBytes},
-		PartitionCheckInterval: time.Hour}, zap.NewNop())
-	tb.Cleanup(func() {
-		e.Close()
-		_ = db.Close()
+		PartitionCheckInterval: time.Hour,
 	})
-	return e
 }
 
 // shardBench shards bench.c on key with n initial partitions.

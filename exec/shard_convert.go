@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 )
@@ -99,7 +100,7 @@ func (e *Executor) convertToSharded(c *store.Collection, spec shardSpec, n int) 
 
 // rehashDoc stages the move of one document from hash `from` (indexed as in oci) to hash
 // `to` (indexed as in nci) in batch b.
-func rehashDoc(b *store.Batch, wr *writer, oci, nci *collInfo, from, to uint64, id []byte, doc bsoncore.Document) error {
+func rehashDoc(b catalog.Batch, wr *writer, oci, nci *collInfo, from, to uint64, id []byte, doc bsoncore.Document) error {
 	coll := oci.meta.ID
 	for _, xi := range oci.writeIndexes {
 		if xi.isID && !oci.idIndexed {

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 )
@@ -150,7 +151,7 @@ func (e *Executor) collectionView(ci *collInfo) shard.CollectionView {
 // hashBounds returns the smallest and largest hash stored in [lo, hi): one seek for the
 // smallest, a binary search of at most 64 seeks for the largest. ok is false when the
 // range is empty.
-func hashBounds(db *store.DB, coll store.CollID, lo, hi uint64) (minHash, maxHash uint64, ok bool) {
+func hashBounds(db catalog.Shard, coll store.CollID, lo, hi uint64) (minHash, maxHash uint64, ok bool) {
 	it, err := db.NewDocIter(coll, lo, hi)
 	if err != nil {
 		return 0, 0, false

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 )
@@ -218,9 +219,9 @@ func compareDocKeys(h1 uint64, id1 []byte, h2 uint64, id2 []byte) int {
 type rangeSyncer struct {
 	e  *Executor
 	ci *collInfo
-	db *store.DB
+	db catalog.Shard
 	wr *writer // for index key generation only
-	b  *store.Batch
+	b  catalog.Batch
 	n  int
 }
 
@@ -446,7 +447,7 @@ func (e *Executor) ownedDocCount(ci *collInfo) int64 {
 		return n
 	}
 	ci = e.refreshColl(ci)
-	snaps := make([]*store.Snapshot, len(e.st.Shards))
+	snaps := make([]catalog.Snapshot, len(e.st.Shards))
 	for sh, db := range e.st.Shards {
 		snap, err := db.NewSnapshot()
 		if err != nil {

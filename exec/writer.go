@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -32,7 +33,7 @@ type docWrite struct {
 type writer struct {
 	e       *Executor
 	ci      *collInfo
-	batches map[int]*store.Batch
+	batches map[int]catalog.Batch
 	// staged unique keys: "shard|index|key" → the encoded _id that holds it now, or nil
 	// when a staged write removed it.
 	staged  map[string][]byte
@@ -43,7 +44,7 @@ type writer struct {
 
 // newWriter returns a writer for collection ci.
 func (e *Executor) newWriter(ci *collInfo) *writer {
-	return &writer{e: e, ci: ci, batches: map[int]*store.Batch{}}
+	return &writer{e: e, ci: ci, batches: map[int]catalog.Batch{}}
 }
 
 // lockHashes returns the key-lock hashes a write of w needs: its document key and the keys
@@ -108,7 +109,7 @@ func uniqueLockHash(coll store.CollID, idx store.IndexID, key []byte) uint64 {
 }
 
 // batch returns the batch of shard s.
-func (wr *writer) batch(s int) *store.Batch {
+func (wr *writer) batch(s int) catalog.Batch {
 	b := wr.batches[s]
 	if b == nil {
 		b = wr.e.st.Shards[s].NewBatch()

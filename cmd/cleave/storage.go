@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/exec"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/store"
 )
 
@@ -30,9 +31,10 @@ func openStorage(cfg *Config, logger *zap.Logger) (*exec.Storage, func() error, 
 		return nil, nil, fmt.Errorf("cannot use data directory %s: %w", cfg.Dir, unwrapPathErr(err))
 	}
 	st := &exec.Storage{Temp: tmp}
+	var dbs []*store.DB
 	closeAll := func() error {
 		errs := []error{tmp.Close()}
-		for _, db := range st.Shards {
+		for _, db := range dbs {
 			errs = append(errs, db.Close())
 		}
 		return errors.Join(errs...)
@@ -44,15 +46,16 @@ func openStorage(cfg *Config, logger *zap.Logger) (*exec.Storage, func() error, 
 			_ = closeAll()
 			return nil, nil, fmt.Errorf("cannot open data directory %s: %w", dir, unwrapPathErr(err))
 		}
-		st.Shards = append(st.Shards, db)
+		dbs = append(dbs, db)
+		st.Shards = append(st.Shards, catalog.Local(db))
 	}
-	cat, err := store.OpenCatalog(st.Shards[0])
+	cat, err := store.OpenCatalog(dbs[0])
 	if err != nil {
 		_ = closeAll()
 		return nil, nil, fmt.Errorf("cannot read the catalog in %s: %w", cfg.Dir, err)
 	}
 	st.Catalog = cat
-	for i, db := range st.Shards {
+	for i, db := range dbs {
 		orphans, err := store.OrphanCollections(db, cat.State().Live)
 		if err != nil {
 			_ = closeAll()

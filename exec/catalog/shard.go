@@ -1,0 +1,178 @@
+package catalog
+
+import "github.com/cleavedb/cleave/store"
+
+// Reader reads one shard's documents, index entries and stats: the latest committed state
+// (Shard) or the state at one moment (Snapshot). Hash ranges are [lo, hi) with hi == 0
+// meaning 2^64 (store.InRange). Methods are safe for concurrent use; iterators are not.
+type Reader interface {
+	// GetDoc appends the document (coll, hash, id) to dst, or returns store.ErrNotFound.
+	GetDoc(coll store.CollID, hash uint64, id, dst []byte) ([]byte, error)
+	// HasIndexKeyPrefix finds the first entry of index idx whose key starts with keyPrefix
+	// and returns its hash and a copy of its id.
+	HasIndexKeyPrefix(coll store.CollID, idx store.IndexID, keyPrefix []byte) (hash uint64, id []byte, found bool, err error)
+	// NewDocIter iterates over the documents of coll with hash in [lo, hi) in (hash, id)
+	// order.
+	NewDocIter(coll store.CollID, lo, hi uint64) (DocIter, error)
+	// NewIndexIter iterates over the entries of index idx whose key is in [lower, upper)
+	// (nil: unbounded), forward or in reverse.
+	NewIndexIter(coll store.CollID, idx store.IndexID, lower, upper []byte, reverse bool) (IndexIter, error)
+	// Stats estimates the documents and bytes of coll with hash in [lo, hi).
+	Stats(coll store.CollID, lo, hi uint64) (docs, bytes int64, err error)
+	// Histogram returns the non-empty stats buckets of coll overlapping [lo, hi), in hash
+	// order.
+	Histogram(coll store.CollID, lo, hi uint64) ([]store.BucketStat, error)
+}
+
+// Shard is one shard's storage as execution sees it: the seam where a shard on another node
+// drops in (Vitess' VCursor plays this role for its engine). Local adapts a Pebble store.
+type Shard interface {
+	Reader
+	// NewSnapshot returns a consistent view of the shard; the caller closes it.
+	NewSnapshot() (Snapshot, error)
+	// NewBatch returns an empty atomic batch; the caller commits or closes it.
+	NewBatch() Batch
+	// CollStats returns the documents and bytes of coll on this shard.
+	CollStats(coll store.CollID) (docs, bytes int64)
+	// EstimateDiskUsage estimates the bytes on disk of coll's documents in [lo, hi).
+	EstimateDiskUsage(coll store.CollID, lo, hi uint64) (uint64, error)
+	// DeleteCollectionData removes every document and index entry of coll.
+	DeleteCollectionData(coll store.CollID) error
+}
+
+// Snapshot is a Reader fixed at one moment.
+type Snapshot interface {
+	Reader
+	Close() error
+}
+
+// Batch is a set of changes to one shard, applied atomically by Commit (synced to the WAL
+// when sync is set) and dropped by Close.
+type Batch interface {
+	SetDoc(coll store.CollID, hash uint64, id, doc []byte)
+	DeleteDoc(coll store.CollID, hash uint64, id []byte)
+	SetIndex(coll store.CollID, idx store.IndexID, key []byte, hash uint64, id []byte)
+	DeleteIndex(coll store.CollID, idx store.IndexID, key []byte, hash uint64, id []byte)
+	// AddStats adds to the stats bucket of hash; the deltas commit with the batch.
+	AddStats(coll store.CollID, hash uint64, dDocs, dBytes int64)
+	DeleteDocRange(coll store.CollID, lo, hi uint64) error
+	DeleteIndexData(coll store.CollID, idx store.IndexID)
+	DeleteIndexEntriesInRange(coll store.CollID, idx store.IndexID, lo, hi uint64) (int, error)
+	// Len is the batch's size in bytes; Count its operations; Empty reports no operation.
+	Len() int
+	Count() uint32
+	Empty() bool
+	Commit(sync bool) error
+	Close()
+}
+
+// DocIter iterates over documents in (hash, id) order. Doc and ID are valid until the next
+// move.
+type DocIter interface {
+	Next() bool
+	SeekGE(hash uint64, id []byte) bool
+	Hash() uint64
+	ID() []byte
+	Doc() []byte
+	Err() error
+	Close() error
+}
+
+// IndexIter iterates over index entries in key order (or reverse). Key and ID are valid
+// until the next move.
+type IndexIter interface {
+	Next() bool
+	Key() []byte
+	Hash() uint64
+	ID() []byte
+	Err() error
+	Close() error
+}
+
+// Local returns db as a Shard.
+func Local(db *store.DB) Shard { return local{db: db, localReader: localReader{db}} }
+
+// local is a Shard over a Pebble store in this process.
+type local struct {
+	localReader
+	db *store.DB
+}
+
+// localReader adapts a store.Reader (a DB or a snapshot) to Reader.
+type localReader struct{ r store.Reader }
+
+// GetDoc implements Reader.
+func (l localReader) GetDoc(coll store.CollID, hash uint64, id, dst []byte) ([]byte, error) {
+	return l.r.GetDoc(coll, hash, id, dst)
+}
+
+// HasIndexKeyPrefix implements Reader.
+func (l localReader) HasIndexKeyPrefix(coll store.CollID, idx store.IndexID, keyPrefix []byte) (uint64, []byte, bool, error) {
+	return l.r.HasIndexKeyPrefix(coll, idx, keyPrefix)
+}
+
+// NewDocIter implements Reader.
+func (l localReader) NewDocIter(coll store.CollID, lo, hi uint64) (DocIter, error) {
+	it, err := l.r.NewDocIter(coll, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	return it, nil
+}
+
+// NewIndexIter implements Reader.
+func (l localReader) NewIndexIter(coll store.CollID, idx store.IndexID, lower, upper []byte, reverse bool) (IndexIter, error) {
+	it, err := l.r.NewIndexIter(coll, idx, lower, upper, reverse)
+	if err != nil {
+		return nil, err
+	}
+	return it, nil
+}
+
+// Stats implements Reader.
+func (l localReader) Stats(coll store.CollID, lo, hi uint64) (int64, int64, error) {
+	return l.r.Stats(coll, lo, hi)
+}
+
+// Histogram implements Reader.
+func (l localReader) Histogram(coll store.CollID, lo, hi uint64) ([]store.BucketStat, error) {
+	return l.r.Histogram(coll, lo, hi)
+}
+
+// NewSnapshot implements Shard.
+func (l local) NewSnapshot() (Snapshot, error) {
+	s, err := l.db.NewSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	return localSnapshot{localReader{s}, s}, nil
+}
+
+// NewBatch implements Shard.
+func (l local) NewBatch() Batch { return l.db.NewBatch() }
+
+// CollStats implements Shard.
+func (l local) CollStats(coll store.CollID) (int64, int64) { return l.db.CollStats(coll) }
+
+// EstimateDiskUsage implements Shard.
+func (l local) EstimateDiskUsage(coll store.CollID, lo, hi uint64) (uint64, error) {
+	return l.db.EstimateDiskUsage(coll, lo, hi)
+}
+
+// DeleteCollectionData implements Shard.
+func (l local) DeleteCollectionData(coll store.CollID) error { return l.db.DeleteCollectionData(coll) }
+
+// localSnapshot is a Snapshot of a local store.
+type localSnapshot struct {
+	localReader
+	s *store.Snapshot
+}
+
+// Close implements Snapshot.
+func (l localSnapshot) Close() error { return l.s.Close() }
+
+var (
+	_ Batch     = (*store.Batch)(nil)
+	_ DocIter   = (*store.DocIter)(nil)
+	_ IndexIter = (*store.IndexIter)(nil)
+)
