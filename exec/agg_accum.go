@@ -178,7 +178,7 @@ func (a *accSpec) evalN(id bsoncore.Value) (int64, error) {
 	}
 	n, ok := wholeNumber(v)
 	if !ok {
-		return 0, mongoerr.New(5787902, "Value for 'n' must be of integral type, but found %s", shellValue(v))
+		return 0, mongoerr.New(5787902, "Value for 'n' must be of integral type, but found %s", bsonx.ShellString(v))
 	}
 	if n <= 0 {
 		return 0, mongoerr.New(5787908, "'n' must be greater than 0, found %d", n)
@@ -335,7 +335,7 @@ func (st *mergeObjectsState) add(v bsoncore.Value, _ bsoncore.Document) (int, er
 	}
 	d, ok := v.DocumentOK()
 	if !ok {
-		return 0, mongoerr.New(40400, "$mergeObjects requires object inputs, but input %s is of type %s", shellValue(v), bsonx.TypeName(v.Type))
+		return 0, mongoerr.New(40400, "$mergeObjects requires object inputs, but input %s is of type %s", bsonx.ShellString(v), bsonx.TypeName(v.Type))
 	}
 	if st.vals == nil {
 		st.vals = map[string]bsoncore.Value{}

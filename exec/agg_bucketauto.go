@@ -95,7 +95,7 @@ func parseBucketAutoGroupBy(env *aggEnv, v bsoncore.Value) (*expr.Expr, error) {
 		}
 	}
 	if !isPath && !isOp {
-		return nil, mongoerr.New(40239, "The $bucketAuto 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s", shellValue(v))
+		return nil, mongoerr.New(40239, "The $bucketAuto 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s", bsonx.ShellString(v))
 	}
 	return env.compileExpr(v)
 }

@@ -29,7 +29,7 @@ type collStatsStage struct {
 func parseCollStatsStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(5447000, "$collStats must take a nested object but found: %s", shellValue(arg))
+		return nil, mongoerr.New(5447000, "$collStats must take a nested object but found: %s", bsonx.ShellString(arg))
 	}
 	s := &collStatsStage{raw: d, env: env}
 	elems, _ := d.Elements()
@@ -45,7 +45,7 @@ func parseCollStatsStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, e
 			if v := sub.Lookup("scale"); v.Type != 0 {
 				n, ok := wholeNumber(v)
 				if !ok || n < 1 {
-					return nil, mongoerr.New(mongoerr.Location51024, "BSON field 'scale' value must be >= 1, actual value '%s'", shellValue(v))
+					return nil, mongoerr.New(mongoerr.Location51024, "BSON field 'scale' value must be >= 1, actual value '%s'", bsonx.ShellString(v))
 				}
 				s.storageScale = n
 			}

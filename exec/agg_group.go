@@ -249,7 +249,7 @@ func parseBucketStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage, e
 		switch el.Key() {
 		case "groupBy":
 			if _, ok := fieldPathArg(v); !ok && (v.Type != bsoncore.TypeEmbeddedDocument || isNestedSpec(v)) {
-				return nil, mongoerr.New(40202, "The $bucket 'groupBy' field must be defined as a $-prefixed path or an expression, but found: %s.", shellValue(v))
+				return nil, mongoerr.New(40202, "The $bucket 'groupBy' field must be defined as a $-prefixed path or an expression, but found: %s.", bsonx.ShellString(v))
 			}
 			e, err := env.compileExpr(v)
 			if err != nil {
@@ -319,7 +319,7 @@ func checkBoundaries(bounds []bsoncore.Value, def bsoncore.Value) error {
 		}
 		if bsonx.Compare(a, b) >= 0 {
 			return mongoerr.New(40194, "The 'boundaries' option to $bucket must be sorted in ascending order, but elements %d and %d are not in ascending order (%s is not less than %s).",
-				i-1, i, shellValue(a), shellValue(b))
+				i-1, i, bsonx.ShellString(a), bsonx.ShellString(b))
 		}
 	}
 	if def.Type != 0 && bsonx.CanonicalRank(def.Type) == bsonx.CanonicalRank(bounds[0].Type) &&

@@ -448,7 +448,7 @@ type facetStage struct {
 func parseFacetStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(15955, "the $facet specification must be a non-empty object, but found: %s", shellValue(arg))
+		return nil, mongoerr.New(15955, "the $facet specification must be a non-empty object, but found: %s", bsonx.ShellString(arg))
 	}
 	s := &facetStage{env: env, raw: arg}
 	elems, _ := d.Elements()

@@ -235,7 +235,7 @@ func docString(d bsoncore.Document) string {
 	if d == nil {
 		d = emptyDoc
 	}
-	return shellValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
+	return bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
 }
 
 // sameIndexes reports whether a and b (either nil) have the same ready indexes.

@@ -158,5 +158,5 @@ func redactString(v bsoncore.Value) string {
 	if v.Type == 0 {
 		return "MISSING"
 	}
-	return shellValue(v)
+	return bsonx.ShellString(v)
 }

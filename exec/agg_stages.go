@@ -434,7 +434,7 @@ func (s *replaceRootStage) open(in stream.Stream) (stream.Stream, error) {
 		nd, ok := v.DocumentOK()
 		if !ok {
 			return dst, false, mongoerr.New(40228, "'newRoot' expression must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s",
-				shellValue(v), bsonx.TypeName(v.Type), d.String())
+				bsonx.ShellString(v), bsonx.TypeName(v.Type), d.String())
 		}
 		return append(dst, nd...), true, nil
 	}}, nil

@@ -88,7 +88,7 @@ func unpackBounds(name string, v bsoncore.Value) (bsoncore.Value, bsoncore.Value
 	}
 	if len(vals) != 2 {
 		return bsoncore.Value{}, bsoncore.Value{}, mongoerr.New(mongoerr.FailedToParse,
-			"Window bounds must be a 2-element array: %s: %s", name, shellValue(v))
+			"Window bounds must be a 2-element array: %s: %s", name, bsonx.ShellString(v))
 	}
 	return vals[0], vals[1], nil
 }
@@ -242,7 +242,7 @@ func boundString(v bsoncore.Value) string {
 	if f, ok := bsonx.NumberAsFloat64(v); ok && v.Type != bsoncore.TypeDecimal128 {
 		return fmt.Sprint(f)
 	}
-	return shellValue(v)
+	return bsonx.ShellString(v)
 }
 
 // endpoints returns the window [lo, hi] of document i of the partition, or ok false when

@@ -289,7 +289,7 @@ func (f *winFunc) parseShiftArgs(env *aggEnv, args bsoncore.Document) error {
 		case "by":
 			n, ok := int32Whole(v)
 			if !ok {
-				return mongoerr.New(mongoerr.FailedToParse, "'$shift:by' field must be an integer, but found  by: %s", shellValue(v))
+				return mongoerr.New(mongoerr.FailedToParse, "'$shift:by' field must be an integer, but found  by: %s", bsonx.ShellString(v))
 			}
 			f.by, seenBy = n, true
 		default:
@@ -335,7 +335,7 @@ func parseWinExpMovingAvg(env *aggEnv, name string, d bsoncore.Document, ws *win
 			return nil, mongoerr.New(mongoerr.FailedToParse, "'N' field must be an integer, but found type %s", bsonx.TypeName(nv.Type))
 		case f != math.Floor(f):
 			return nil, mongoerr.New(mongoerr.FailedToParse,
-				"'N' field must be an integer, but found  N: %s. To use a non-integer, use the 'alpha' argument instead", shellValue(nv))
+				"'N' field must be an integer, but found  N: %s. To use a non-integer, use the 'alpha' argument instead", bsonx.ShellString(nv))
 		case f <= 0:
 			return nil, mongoerr.New(mongoerr.FailedToParse, "'N' must be greater than zero. Got %d", int64(f))
 		}
@@ -350,7 +350,7 @@ func parseWinExpMovingAvg(env *aggEnv, name string, d bsoncore.Document, ws *win
 			return nil, mongoerr.New(mongoerr.FailedToParse, "'alpha' must be a number")
 		}
 		if !(f > 0 && f < 1) {
-			return nil, mongoerr.New(mongoerr.FailedToParse, "'alpha' must be between 0 and 1 (exclusive), found alpha: %s", shellValue(av))
+			return nil, mongoerr.New(mongoerr.FailedToParse, "'alpha' must be between 0 and 1 (exclusive), found alpha: %s", bsonx.ShellString(av))
 		}
 		if alpha, err = calcToDecimal.eval(vars, av); err != nil {
 			return nil, err
@@ -415,7 +415,7 @@ func parseWinWithUnit(env *aggEnv, name string, d bsoncore.Document, ws *windowS
 	ad, ok := args.DocumentOK()
 	if !ok {
 		return false, mongoerr.New(mongoerr.FailedToParse, "%s expects an object, but got a %s: %s: %s",
-			name, bsonx.TypeName(args.Type), name, shellValue(args))
+			name, bsonx.TypeName(args.Type), name, bsonx.ShellString(args))
 	}
 	elems, _ = ad.Elements()
 	for _, el := range elems {

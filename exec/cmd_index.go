@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -176,7 +177,7 @@ func indexConflict(req, old *store.Index) (bool, error) {
 
 // specString formats an index spec as MongoDB's messages print it.
 func specString(x *store.Index) string {
-	return shellValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: indexSpecDoc(x)})
+	return bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: indexSpecDoc(x)})
 }
 
 // buildIndexes adds todo to collection c and fills them from the existing documents. The

@@ -163,7 +163,7 @@ func (e *Executor) setParameter(_ context.Context, r *request) error {
 		if prev, dup := vals[key]; dup {
 			return true, mongoerr.New(mongoerr.InvalidOptions,
 				"attempted to set parameter [%s] twice in the same setParameter command, once to value: [%s], and once to value: [%s]",
-				key, shellValue(prev), shellValue(v))
+				key, bsonx.ShellString(prev), bsonx.ShellString(v))
 		}
 		vals[key] = v
 		return true, nil

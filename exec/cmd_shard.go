@@ -136,7 +136,7 @@ func validateShardKey(key bsoncore.Document) error {
 	for _, el := range elems {
 		k := el.Key()
 		if k == "" || strings.HasPrefix(k, "$") || strings.Contains(k, "..") || strings.HasPrefix(k, ".") || strings.HasSuffix(k, ".") {
-			return mongoerr.New(mongoerr.BadValue, "Unsupported shard key pattern %s. Pattern must either be a single hashed field, or a list of ascending fields", shellValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key}))
+			return mongoerr.New(mongoerr.BadValue, "Unsupported shard key pattern %s. Pattern must either be a single hashed field, or a list of ascending fields", bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key}))
 		}
 		v := el.Value()
 		if s, ok := v.StringValueOK(); ok && s == "hashed" {
@@ -146,11 +146,11 @@ func validateShardKey(key bsoncore.Document) error {
 		if n, ok := bsonx.NumberAsFloat64(v); ok && n == 1 {
 			continue
 		}
-		return mongoerr.New(mongoerr.BadValue, "Unsupported shard key pattern %s. Pattern must either be a single hashed field, or a list of ascending fields", shellValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key}))
+		return mongoerr.New(mongoerr.BadValue, "Unsupported shard key pattern %s. Pattern must either be a single hashed field, or a list of ascending fields", bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key}))
 	}
 	switch {
 	case hashed > 1:
-		return mongoerr.New(mongoerr.BadValue, "Shard key pattern %s can contain at most one 'hashed' field", shellValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key}))
+		return mongoerr.New(mongoerr.BadValue, "Shard key pattern %s can contain at most one 'hashed' field", bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key}))
 	case hashed == 0:
 		return mongoerr.New(mongoerr.InvalidOptions, "cleave partitions collections by hash: the shard key needs one hashed field, e.g. {%s: \"hashed\"}", elems[0].Key())
 	}
@@ -172,7 +172,7 @@ func (e *Executor) shardColl(spec shardSpec) (*store.Collection, error) {
 			return c, nil
 		}
 		return nil, mongoerr.New(mongoerr.AlreadyInitialized, "sharding already enabled for collection %s.%s with options { key: %s }",
-			spec.db, spec.coll, shellValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: c.ShardKey}))
+			spec.db, spec.coll, bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: c.ShardKey}))
 	}
 	s := e.shardSt()
 	n := shard.InitialCount(float64(spec.throughput), s.opts.PartitionMaxRU, spec.numInitialChunks, len(e.st.Shards))

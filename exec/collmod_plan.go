@@ -195,12 +195,12 @@ func findCollModIndex(a *collModIndex, c *store.Collection, ci *collInfo) (*stor
 	}
 	switch len(found) {
 	case 0:
-		return nil, mongoerr.New(mongoerr.IndexNotFound, "cannot find index %s for ns %s", shellValue(a.keyPattern), ns)
+		return nil, mongoerr.New(mongoerr.IndexNotFound, "cannot find index %s for ns %s", bsonx.ShellString(a.keyPattern), ns)
 	case 1:
 		return found[0], nil
 	}
 	return nil, mongoerr.New(mongoerr.AmbiguousIndexKeyPattern, "index keyPattern %s matches %d indexes, must use index name. Conflicting indexes:%s, %s",
-		shellValue(a.keyPattern), len(found), specString(found[0]), specString(found[1]))
+		bsonx.ShellString(a.keyPattern), len(found), specString(found[0]), specString(found[1]))
 }
 
 // planIndexTTL plans a change of index x's expireAfterSeconds to n.

@@ -84,7 +84,7 @@ func checkClusteredSpec(key bsoncore.Document, unique bool, version int64, spec 
 		return mongoerr.New(mongoerr.InvalidIndexSpecificationOption, "The clusteredIndex option is only supported for key: {_id: 1}")
 	}
 	if version != 2 {
-		return mongoerr.New(mongoerr.Location5979704, "Invalid clusteredIndex specification %s; cannot create a clusteredIndex with v=%d", shellValue(spec), version)
+		return mongoerr.New(mongoerr.Location5979704, "Invalid clusteredIndex specification %s; cannot create a clusteredIndex with v=%d", bsonx.ShellString(spec), version)
 	}
 	return nil
 }

@@ -201,7 +201,7 @@ func extractInteger(key string, v bsoncore.Value) (int64, error) {
 	if f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
 		return 0, mongoerr.New(mongoerr.BadValue,
 			"Expected field \"%s\" to have a value exactly representable as a 64-bit integer, but found %s: %s",
-			key, key, shellValue(v))
+			key, key, bsonx.ShellString(v))
 	}
 	return int64(f), nil
 }

@@ -148,14 +148,14 @@ func indexesToDrop(c *store.Collection, target bsoncore.Value) ([]store.IndexID,
 				return []store.IndexID{x.ID}, nil
 			}
 		}
-		return nil, mongoerr.New(mongoerr.IndexNotFound, "can't find index with key: %s", shellValue(target))
+		return nil, mongoerr.New(mongoerr.IndexNotFound, "can't find index with key: %s", bsonx.ShellString(target))
 	}
 	vals, _ := target.Array().Values()
 	ids := make([]store.IndexID, 0, len(vals))
 	for _, v := range vals {
 		s, ok := v.StringValueOK()
 		if !ok {
-			return nil, mongoerr.New(mongoerr.TypeMismatch, "dropIndexes %s.%s (%s) failed to drop multiple indexes: index names must be strings", c.DB, c.Name, shellValue(target))
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "dropIndexes %s.%s (%s) failed to drop multiple indexes: index names must be strings", c.DB, c.Name, bsonx.ShellString(target))
 		}
 		id, err := indexByName(c, s)
 		if err != nil {

@@ -50,7 +50,7 @@ func parseIndexSpec(v bsoncore.Value, ignoreUnknown bool) (store.Index, error) {
 				continue
 			}
 			return x, mongoerr.New(mongoerr.InvalidIndexSpecificationOption,
-				"The field '%s' is not valid for an index specification. Specification: %s", key, shellValue(v))
+				"The field '%s' is not valid for an index specification. Specification: %s", key, bsonx.ShellString(v))
 		}
 		switch key {
 		case "key":
@@ -68,7 +68,7 @@ func parseIndexSpec(v bsoncore.Value, ignoreUnknown bool) (store.Index, error) {
 		case "v", "ns":
 			if key == "v" {
 				if n, ok := bsonx.NumberAsInt64(val); !ok || n < 1 || n > 2 {
-					return x, mongoerr.New(mongoerr.CannotCreateIndex, "Invalid index specification %s; cannot create an index with v=%s", shellValue(v), shellValue(val))
+					return x, mongoerr.New(mongoerr.CannotCreateIndex, "Invalid index specification %s; cannot create an index with v=%s", bsonx.ShellString(v), bsonx.ShellString(val))
 				}
 			}
 		default:
@@ -169,7 +169,7 @@ func validateIndex(x *store.Index) error {
 		}
 	}
 	if hashed > 1 {
-		return mongoerr.New(mongoerr.CannotCreateIndex, "A maximum of one index field is allowed to be hashed but found %d for 'key' %s", hashed, shellValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: x.Key}))
+		return mongoerr.New(mongoerr.CannotCreateIndex, "A maximum of one index field is allowed to be hashed but found %d for 'key' %s", hashed, bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: x.Key}))
 	}
 	if hashed > 0 && specBool(x.Spec, "unique") {
 		return mongoerr.New(mongoerr.CannotCreateIndex, "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.")
@@ -228,7 +228,7 @@ func validateKeyElement(el bsoncore.Element) error {
 		return mongoerr.New(mongoerr.CannotCreateIndex, "Values in v:2 index key pattern cannot be of type %s. Only numbers > 0, numbers < 0, and strings are allowed.", bsonx.TypeName(v.Type))
 	}
 	if n == 0 || math.IsNaN(n) {
-		return mongoerr.New(mongoerr.CannotCreateIndex, "Values in the index key pattern must not be zero, but found %s for field '%s'", shellValue(v), path)
+		return mongoerr.New(mongoerr.CannotCreateIndex, "Values in the index key pattern must not be zero, but found %s for field '%s'", bsonx.ShellString(v), path)
 	}
 	return nil
 }

@@ -58,7 +58,7 @@ func parseSort(spec bsoncore.Document) ([]bsonx.SortField, error) {
 					return nil, mongoerr.New(mongoerr.NotImplemented, "$meta sort by '%s' is not supported", m)
 				}
 			}
-			return nil, mongoerr.New(mongoerr.Location15974, "Illegal key in $sort specification: %s: %s", el.Key(), shellValue(v))
+			return nil, mongoerr.New(mongoerr.Location15974, "Illegal key in $sort specification: %s: %s", el.Key(), bsonx.ShellString(v))
 		}
 		if n != 1 && n != -1 {
 			return nil, mongoerr.New(mongoerr.Location15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")

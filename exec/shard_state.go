@@ -131,7 +131,7 @@ func hotKeyLabel(label string) string {
 	if err := v.Validate(); err != nil {
 		return "<truncated>"
 	}
-	return shellValue(v)
+	return bsonx.ShellString(v)
 }
 
 // onStage is the writer's hook for one document write about to be staged (writer.stage),

@@ -270,7 +270,7 @@ func compileReplaceRoot(arg bsoncore.Value, opts *expr.Options) (func(bsoncore.D
 		if !ok {
 			return nil, mongoerr.New(codeLocation40228,
 				"'replacement document' must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'.",
-				shellValue(v), bsonx.TypeName(v.Type))
+				bsonx.ShellString(v), bsonx.TypeName(v.Type))
 		}
 		return d, nil
 	}, nil

@@ -1,9 +1,7 @@
 package exec
 
 import (
-	"fmt"
 	"strconv"
-	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -73,49 +71,4 @@ func (res *writeResult) appendReply(r *request, update bool) error {
 		r.out = mongoerr.AppendWriteErrors(r.out, res.errs)
 	}
 	return nil
-}
-
-// shellValue formats v the way MongoDB's error messages print values ({ _id: 1 },
-// { name: "x" }, { _id: ObjectId('...') }).
-func shellValue(v bsoncore.Value) string {
-	switch v.Type {
-	case bsoncore.TypeString:
-		return strconv.Quote(v.StringValue())
-	case bsoncore.TypeInt32:
-		return strconv.Itoa(int(v.Int32()))
-	case bsoncore.TypeInt64:
-		return strconv.FormatInt(v.Int64(), 10)
-	case bsoncore.TypeDouble:
-		f := v.Double()
-		if f == float64(int64(f)) {
-			return strconv.FormatInt(int64(f), 10) + ".0"
-		}
-		return strconv.FormatFloat(f, 'g', -1, 64)
-	case bsoncore.TypeObjectID:
-		return fmt.Sprintf("ObjectId('%x')", v.ObjectID())
-	case bsoncore.TypeNull:
-		return "null"
-	case bsoncore.TypeBoolean:
-		return strconv.FormatBool(v.Boolean())
-	case bsoncore.TypeEmbeddedDocument:
-		elems, _ := v.Document().Elements()
-		var b strings.Builder
-		b.WriteString("{ ")
-		for i, el := range elems {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(el.Key() + ": " + shellValue(el.Value()))
-		}
-		b.WriteString(" }")
-		return b.String()
-	case bsoncore.TypeArray:
-		vals, _ := v.Array().Values()
-		parts := make([]string, len(vals))
-		for i, x := range vals {
-			parts[i] = shellValue(x)
-		}
-		return "[ " + strings.Join(parts, ", ") + " ]"
-	}
-	return v.String()
 }

@@ -48,7 +48,7 @@ func (op *writeOp) targetedShards() int {
 
 // shardKeyPattern is the collection's key pattern as mongos prints it.
 func (ci *collInfo) shardKeyPattern() string {
-	return shellValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: ci.meta.ShardKey})
+	return bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: ci.meta.ShardKey})
 }
 
 // checkUpdateTarget applies the rule to an update statement whose update document is u.
@@ -78,7 +78,7 @@ func (op *writeOp) checkUpdateTarget(u bsoncore.Value) error {
 	return mongoerr.New(mongoerr.InvalidOptions, "A {multi:false} update on a sharded collection must contain an exact match on _id "+
 		"(and have the collection default collation) or target a single shard (and have the simple collation), but this update "+
 		"targeted %d shards. Update request: { q: %s, u: %s, multi: false, upsert: false }, shard key pattern: %s",
-		n, shellDoc(op.query), shellValue(u), op.ci.shardKeyPattern())
+		n, shellDoc(op.query), bsonx.ShellString(u), op.ci.shardKeyPattern())
 }
 
 // checkDeleteTarget applies the rule to a delete statement.
@@ -113,5 +113,5 @@ func replacementHasShardKey(ci *collInfo, doc bsoncore.Document) bool {
 
 // shellDoc formats a document as mongos' messages do.
 func shellDoc(d bsoncore.Document) string {
-	return shellValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
+	return bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
 }

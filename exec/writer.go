@@ -330,7 +330,7 @@ func (wr *writer) dupKeyError(xi *indexInfo, doc bsoncore.Document) error {
 		if i > 0 {
 			desc.WriteString(", ")
 		}
-		fmt.Fprintf(&desc, "%s: %s", f.Path, shellValue(v))
+		fmt.Fprintf(&desc, "%s: %s", f.Path, bsonx.ShellString(v))
 	}
 	desc.WriteString(" }")
 	kv, _ = bsoncore.AppendDocumentEnd(kv, vidx)

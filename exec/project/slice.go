@@ -2,7 +2,6 @@ package project
 
 import (
 	"math"
-	"strconv"
 	"strings"
 
 	"github.com/cleavedb/cleave/bsonx"
@@ -39,7 +38,7 @@ func parseSlice(arg bsoncore.Value) (*field, error) {
 // sliceSyntax is MongoDB's error for a $slice that is neither find nor expression syntax.
 func sliceSyntax(arg bsoncore.Value, why string, n int) error {
 	return mongoerr.New(codeSliceSyntax, "Invalid $slice syntax. The given syntax { $slice: %s } did not match the find() syntax because :: %s :: The given syntax did not match the expression $slice syntax. :: caused by :: Expression $slice takes at least 2 arguments, and at most 3, but %d were passed in.",
-		shellString(arg), why, n)
+		bsonx.ShellString(arg), why, n)
 }
 
 // toInt converts a number to int, truncating and saturating (±Inf are the extremes).
@@ -84,48 +83,4 @@ func (f *field) sliceBounds(n int) (int, int) {
 	}
 	start = min(start, n)
 	return start, start + min(f.limit, n-start)
-}
-
-// shellString prints a value as MongoDB's error messages do ({ a: 1, b: "x" }).
-func shellString(v bsoncore.Value) string {
-	switch v.Type {
-	case bsoncore.TypeString:
-		s, _ := v.StringValueOK()
-		return strconv.Quote(s)
-	case bsoncore.TypeInt32, bsoncore.TypeInt64:
-		i, _ := bsonx.NumberAsInt64(v)
-		return strconv.FormatInt(i, 10)
-	case bsoncore.TypeDouble:
-		f, _ := v.DoubleOK()
-		if f == math.Trunc(f) && math.Abs(f) < 1e15 {
-			return strconv.FormatFloat(f, 'f', 1, 64)
-		}
-		return strconv.FormatFloat(f, 'g', -1, 64)
-	case bsoncore.TypeNull:
-		return "null"
-	case bsoncore.TypeBoolean:
-		b, _ := v.BooleanOK()
-		return strconv.FormatBool(b)
-	case bsoncore.TypeArray:
-		vals, _ := bsoncore.Array(v.Data).Values()
-		if len(vals) == 0 {
-			return "[]"
-		}
-		parts := make([]string, len(vals))
-		for i, e := range vals {
-			parts[i] = shellString(e)
-		}
-		return "[ " + strings.Join(parts, ", ") + " ]"
-	case bsoncore.TypeEmbeddedDocument:
-		elems, _ := bsoncore.Document(v.Data).Elements()
-		if len(elems) == 0 {
-			return "{}"
-		}
-		parts := make([]string, len(elems))
-		for i, e := range elems {
-			parts[i] = e.Key() + ": " + shellString(e.Value())
-		}
-		return "{ " + strings.Join(parts, ", ") + " }"
-	}
-	return v.String()
 }
