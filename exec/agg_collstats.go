@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"math"
@@ -73,7 +75,7 @@ func (s *collStatsStage) spec() bsoncore.Document {
 }
 
 // openSource produces the stage's documents for collection ci (nil: it does not exist).
-func (s *collStatsStage) openSource(ci *collInfo) (stream.Stream, error) {
+func (s *collStatsStage) openSource(ci *catalog.Coll) (stream.Stream, error) {
 	e := s.env.e
 	ns := s.env.db + "." + s.env.coll
 	if ci == nil {
@@ -91,7 +93,7 @@ func (s *collStatsStage) openSource(ci *collInfo) (stream.Stream, error) {
 		if sz == nil {
 			continue
 		}
-		docs = append(docs, s.shardDoc(ns, shardIdx, sz, ci.meta))
+		docs = append(docs, s.shardDoc(ns, shardIdx, sz, ci.Meta))
 	}
 	return &stream.Slice{Docs: docs}, nil
 }

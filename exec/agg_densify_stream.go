@@ -64,7 +64,7 @@ type densifyStream struct {
 	key       []byte
 }
 
-// next implements stream.Stream.
+// Next implements stream.Stream.
 func (w *densifyStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	for {
 		if w.gen != nil {
@@ -99,7 +99,7 @@ func (w *densifyStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	}
 }
 
-// close implements stream.Stream.
+// Close implements stream.Stream.
 func (w *densifyStream) Close() { w.in.Close() }
 
 // step returns the next document of g, or nil when it is done.

@@ -127,7 +127,7 @@ type groupStream struct {
 	spilled bool        // the table spilled (explain's usedDisk)
 }
 
-// next implements stream.Stream.
+// Next implements stream.Stream.
 func (g *groupStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	if !g.started {
 		g.started = true
@@ -171,7 +171,7 @@ func (g *groupStream) load(ctx context.Context) error {
 	return err
 }
 
-// close implements stream.Stream.
+// Close implements stream.Stream.
 func (g *groupStream) Close() {
 	g.in.Close()
 	g.docs = nil
@@ -216,7 +216,7 @@ func (m *groupMerge) start() error {
 	return it.Err()
 }
 
-// next finishes and returns the next group in key order.
+// Next finishes and returns the next group in key order.
 func (m *groupMerge) Next() (bsoncore.Document, error) {
 	var g *group
 	switch {
@@ -264,7 +264,7 @@ func (m *groupMerge) fold(g *group) error {
 	return m.it.Err()
 }
 
-// close closes the iterator and drops the spill; it is idempotent.
+// Close closes the iterator and drops the spill; it is idempotent.
 func (m *groupMerge) Close() error {
 	var err error
 	if m.it != nil {

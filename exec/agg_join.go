@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"context"
@@ -163,7 +165,7 @@ func startsWithDocuments(arr bsoncore.Array) bool {
 	if !ok {
 		return false
 	}
-	el, ok := firstElement(d)
+	el, ok := bsonx.FirstElement(d)
 	return ok && el.Key() == "$documents"
 }
 
@@ -316,7 +318,7 @@ type ctxMapStream struct {
 	buf []byte
 }
 
-// next implements stream.Stream.
+// Next implements stream.Stream.
 func (s *ctxMapStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	d, err := s.in.Next(ctx)
 	if d == nil || err != nil {
@@ -330,7 +332,7 @@ func (s *ctxMapStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	return out, nil
 }
 
-// close implements stream.Stream.
+// Close implements stream.Stream.
 func (s *ctxMapStream) Close() { s.in.Close() }
 
 // unionWithStage is $unionWith: the input, then the results of a pipeline over another
@@ -401,7 +403,7 @@ type unionStream struct {
 	inDone bool
 }
 
-// next implements stream.Stream.
+// Next implements stream.Stream.
 func (u *unionStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	if !u.inDone {
 		d, err := u.in.Next(ctx)
@@ -410,9 +412,9 @@ func (u *unionStream) Next(ctx context.Context) (bsoncore.Document, error) {
 		}
 		u.inDone = true
 		u.in.Close()
-		var ci *collInfo
+		var ci *catalog.Coll
 		if u.s.coll != "" {
-			if ci, err = u.s.env.e.lookupColl(u.s.env.db, u.s.coll); err != nil {
+			if ci, err = u.s.env.e.cat.Lookup(u.s.env.db, u.s.coll); err != nil {
 				return nil, err
 			}
 		}
@@ -423,7 +425,7 @@ func (u *unionStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	return u.second.Next(ctx)
 }
 
-// close implements stream.Stream.
+// Close implements stream.Stream.
 func (u *unionStream) Close() {
 	u.in.Close()
 	if u.second != nil {
@@ -485,7 +487,7 @@ func checkFacetStages(arr bsoncore.Array) error {
 		if !ok {
 			continue
 		}
-		el, ok := firstElement(d)
+		el, ok := bsonx.FirstElement(d)
 		if !ok {
 			continue
 		}

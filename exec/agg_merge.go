@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"strings"
@@ -281,15 +283,15 @@ func (s *mergeStage) spec() bsoncore.Document {
 // need a unique, non-partial index on exactly those fields (the _id index for [_id]),
 // and a target that does not exist yet takes [_id] only.
 func (s *mergeStage) prepare(run *writeRun) error {
-	ci, err := run.e.lookupColl(s.target.db, s.target.coll)
+	ci, err := run.e.cat.Lookup(s.target.db, s.target.coll)
 	if err != nil {
 		return err
 	}
 	if s.on == nil {
 		s.onFields = []string{"_id"}
-		if ci != nil && ci.shardKey != nil {
+		if ci != nil && ci.ShardKey != nil {
 			s.onFields = s.onFields[:0]
-			for _, f := range ci.shardKey {
+			for _, f := range ci.ShardKey {
 				s.onFields = append(s.onFields, f.Path)
 			}
 			if !containsString(s.onFields, "_id") {
@@ -317,16 +319,16 @@ func (s *mergeStage) prepare(run *writeRun) error {
 
 // hasUniqueIndexOn reports whether ci has a unique, non-partial index whose fields are
 // exactly fields (in any order). A collection that does not exist has only _id.
-func hasUniqueIndexOn(ci *collInfo, fields map[string]bool) bool {
+func hasUniqueIndexOn(ci *catalog.Coll, fields map[string]bool) bool {
 	if ci == nil {
 		return len(fields) == 1 && fields["_id"]
 	}
-	for _, xi := range ci.indexes {
-		if !xi.unique || xi.partial != nil || len(xi.fields) != len(fields) {
+	for _, xi := range ci.Indexes {
+		if !xi.Unique || xi.Partial != nil || len(xi.Fields) != len(fields) {
 			continue
 		}
 		all := true
-		for _, f := range xi.fields {
+		for _, f := range xi.Fields {
 			all = all && fields[f.Path] && !f.Hashed
 		}
 		if all {

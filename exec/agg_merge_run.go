@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"context"
@@ -36,7 +38,7 @@ type mergeItem struct {
 type mergeRun struct {
 	s   *mergeStage
 	run *writeRun
-	ci  *collInfo // the target; nil until it exists
+	ci  *catalog.Coll // the target; nil until it exists
 	// onID reports that the on fields include _id; noMatch that a document found no
 	// match under whenNotMatched: fail.
 	onID, noMatch      bool
@@ -48,7 +50,7 @@ type mergeRun struct {
 func (s *mergeStage) write(ctx context.Context, run *writeRun, in stream.Stream) error {
 	m := &mergeRun{s: s, run: run, onID: containsString(s.onFields, "_id")}
 	var err error
-	if m.ci, err = run.e.lookupColl(s.target.db, s.target.coll); err != nil {
+	if m.ci, err = run.e.cat.Lookup(s.target.db, s.target.coll); err != nil {
 		return err
 	}
 	defer func() {
@@ -88,7 +90,7 @@ func (s *mergeStage) write(ctx context.Context, run *writeRun, in stream.Stream)
 func (m *mergeRun) item(d bsoncore.Document) (*mergeItem, error) {
 	it := &mergeItem{doc: append(bsoncore.Document(nil), d...)}
 	if m.onID {
-		if _, ok := firstValue(it.doc, "_id"); !ok {
+		if _, ok := catalog.FirstValue(it.doc, "_id"); !ok {
 			idx, b := bsoncore.AppendDocumentStart(nil)
 			b = append(b, it.doc[4:len(it.doc)-1]...)
 			b = bsoncore.AppendObjectIDElement(b, "_id", bson.NewObjectID())
@@ -164,7 +166,7 @@ func (m *mergeRun) flush(ctx context.Context, group []*mergeItem) error {
 func (m *mergeRun) lookup(ctx context.Context, group []*mergeItem) error {
 	e := m.run.e
 	if m.ci != nil {
-		m.ci = e.refreshColl(m.ci)
+		m.ci = e.cat.Refresh(m.ci)
 	}
 	if err := m.checkTargeting(); err != nil {
 		return err
@@ -266,7 +268,7 @@ func (s *mergeStage) compileUpdate(doc bsoncore.Document, vals []bsoncore.Value)
 func (m *mergeRun) prepareInsert(it *mergeItem) error {
 	e := m.run.e
 	if m.ci == nil {
-		ci, err := e.collForWrite(m.s.target.db, m.s.target.coll)
+		ci, err := e.cat.ForWrite(m.s.target.db, m.s.target.coll)
 		if err != nil {
 			return err
 		}
@@ -287,10 +289,10 @@ func (m *mergeRun) prepareInsert(it *mergeItem) error {
 		return err
 	}
 	w := &docWrite{new: doc}
-	if w.hash, err = m.ci.shardHash(doc); err != nil {
+	if w.hash, err = m.ci.ShardHash(doc); err != nil {
 		return err
 	}
-	_, w.id = docID(doc, nil)
+	_, w.id = catalog.DocID(doc, nil)
 	it.ins = w
 	return nil
 }
@@ -302,7 +304,7 @@ func (m *mergeRun) checkTargeting() error {
 	if m.ci == nil || m.s.whenMatched == mergeFail {
 		return nil
 	}
-	for _, f := range m.ci.shardKey {
+	for _, f := range m.ci.ShardKey {
 		if containsString(m.s.onFields, f.Path) {
 			continue
 		}
@@ -326,7 +328,7 @@ func (m *mergeRun) apply(group []*mergeItem) ([]*mergeItem, error) {
 		return nil, nil // nothing matched and nothing to insert
 	}
 	e := m.run.e
-	wr := e.newWriter(e.refreshColl(m.ci))
+	wr := e.newWriter(e.cat.Refresh(m.ci))
 	var hashes []uint64
 	for _, it := range group {
 		switch {

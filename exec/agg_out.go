@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"bytes"
@@ -111,11 +113,11 @@ func (s *outStage) write(ctx context.Context, run *writeRun, in stream.Stream) e
 		return err
 	}
 	if err := s.fill(ctx, run, tmp, in); err != nil {
-		e.dropTemp(tmp.meta)
+		e.dropTemp(tmp.Meta)
 		return err
 	}
-	if err := s.replace(e, tmp.meta, orig); err != nil {
-		e.dropTemp(tmp.meta)
+	if err := s.replace(e, tmp.Meta, orig); err != nil {
+		e.dropTemp(tmp.Meta)
 		return err
 	}
 	return nil
@@ -123,7 +125,7 @@ func (s *outStage) write(ctx context.Context, run *writeRun, in stream.Stream) e
 
 // createTemp creates the temporary collection db.tmp.agg_out.<uuid> with the options and
 // the (ready) indexes of orig, the target as it is now (nil if it does not exist).
-func (s *outStage) createTemp(e *Executor, orig *store.Collection) (*collInfo, error) {
+func (s *outStage) createTemp(e *Executor, orig *store.Collection) (*catalog.Coll, error) {
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, err
@@ -142,18 +144,18 @@ func (s *outStage) createTemp(e *Executor, orig *store.Collection) (*collInfo, e
 			c.Indexes = append(c.Indexes, x)
 		}
 	}
-	e.ddl.mu.Lock()
+	unlock := e.cat.LockDDL()
 	created, err := e.st.Catalog.CreateCollection(c)
-	e.ddl.mu.Unlock()
+	unlock()
 	if err != nil {
-		return nil, catalogError(err, c.DB, name)
+		return nil, catalog.ChangeError(err, c.DB, name)
 	}
-	return e.colls.info(created)
+	return e.cat.Info(created)
 }
 
 // fill inserts the documents of in into tmp in groups, through the insert path. The first
 // document that fails fails the $out.
-func (s *outStage) fill(ctx context.Context, run *writeRun, tmp *collInfo, in stream.Stream) error {
+func (s *outStage) fill(ctx context.Context, run *writeRun, tmp *catalog.Coll, in stream.Stream) error {
 	e := run.e
 	wc := writeConcern{noJournal: !run.sync}
 	var res writeResult
@@ -198,8 +200,8 @@ func (s *outStage) fill(ctx context.Context, run *writeRun, tmp *collInfo, in st
 // fails when the target's options or indexes changed during the aggregation.
 func (s *outStage) replace(e *Executor, tmp, orig *store.Collection) error {
 	t := s.target
-	e.ddl.mu.Lock()
-	defer e.ddl.mu.Unlock()
+	unlock := e.cat.LockDDL()
+	defer unlock()
 	cur := e.st.Catalog.State().Collection(t.db, t.coll)
 	if cur != nil && cur.Sharded() {
 		return mongoerr.New(28769, "%s cannot be sharded", t.ns())
@@ -213,10 +215,10 @@ func (s *outStage) replace(e *Executor, tmp, orig *store.Collection) error {
 	}
 	_, dropped, err := e.st.Catalog.RenameCollection(tmp.DB, tmp.Name, t.db, t.coll, true)
 	if err != nil {
-		return catalogError(err, t.db, t.coll)
+		return catalog.ChangeError(err, t.db, t.coll)
 	}
 	if dropped != nil {
-		e.deleteCollectionData(dropped)
+		e.cat.DeleteData(dropped)
 	}
 	e.log.Info("$out replaced collection", zap.String("ns", t.ns()))
 	return nil
@@ -268,8 +270,8 @@ func sameIndexes(a, b *store.Collection) bool {
 // dropTemp drops a temporary collection of a failed $out, logging a failure: the data left
 // behind is an orphan the next start removes.
 func (e *Executor) dropTemp(c *store.Collection) {
-	e.ddl.mu.Lock()
-	defer e.ddl.mu.Unlock()
+	unlock := e.cat.LockDDL()
+	defer unlock()
 	dropped, err := e.st.Catalog.DropCollection(c.DB, c.Name)
 	if errors.Is(err, store.ErrNotFound) {
 		return
@@ -278,5 +280,5 @@ func (e *Executor) dropTemp(c *store.Collection) {
 		e.log.Warn("cannot drop a temporary $out collection", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
 		return
 	}
-	e.deleteCollectionData(dropped)
+	e.cat.DeleteData(dropped)
 }

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"context"
@@ -179,7 +181,7 @@ func parsePipeline(env *aggEnv, arr bsoncore.Array, nested bool) (*pipeline, err
 // sourceStage is a first stage that produces its documents from the collection's metadata
 // ($collStats, $indexStats) instead of reading its documents.
 type sourceStage interface {
-	openSource(ci *collInfo) (stream.Stream, error)
+	openSource(ci *catalog.Coll) (stream.Stream, error)
 }
 
 // firstStage is the pipeline's first stage, nil when it has none.
@@ -226,7 +228,7 @@ type source struct {
 
 // fold turns the pipeline's leading $match stages (and a following $sort, $skip, $limit)
 // into a query on ci (which may be nil: no collection).
-func (p *pipeline) fold(ci *collInfo) (*source, error) {
+func (p *pipeline) fold(ci *catalog.Coll) (*source, error) {
 	i := 0
 	var filters []bsoncore.Document
 	for i < len(p.stages) {
@@ -293,7 +295,7 @@ func (env *aggEnv) compileExpr(v bsoncore.Value) (*expr.Expr, error) {
 
 // openColl runs the pipeline over collection ci (nil: a collection that does not exist,
 // which reads as empty). The returned shard streams report what the read cost.
-func (p *pipeline) openColl(ci *collInfo) (stream.Stream, *source, []*shardStream, error) {
+func (p *pipeline) openColl(ci *catalog.Coll) (stream.Stream, *source, []*shardStream, error) {
 	if p.collectionless() {
 		out, err := p.openOver(stream.Empty{}, 0)
 		return out, nil, nil, err
@@ -356,10 +358,10 @@ func (p *pipeline) perShardGroup(src *source, nshards int) *groupStage {
 // runSub runs a sub-pipeline over collection coll of the same database and returns its
 // documents, copied, charging the read to env. Memory is bounded by maxBytes.
 func (env *aggEnv) runSub(ctx context.Context, p *pipeline, coll string, maxBytes int64, what string) ([]bsoncore.Document, int64, error) {
-	var ci *collInfo
+	var ci *catalog.Coll
 	if coll != "" {
 		var err error
-		if ci, err = env.e.lookupColl(env.db, coll); err != nil {
+		if ci, err = env.e.cat.Lookup(env.db, coll); err != nil {
 			return nil, 0, err
 		}
 	}

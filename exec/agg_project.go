@@ -206,7 +206,7 @@ func isNestedSpec(v bsoncore.Value) bool {
 	if !ok {
 		return false
 	}
-	el, ok := firstElement(d)
+	el, ok := bsonx.FirstElement(d)
 	return !ok || !strings.HasPrefix(el.Key(), "$")
 }
 

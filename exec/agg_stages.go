@@ -23,7 +23,7 @@ type mapStream struct {
 	buf []byte
 }
 
-// next implements stream.Stream.
+// Next implements stream.Stream.
 func (s *mapStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	for {
 		d, err := s.in.Next(ctx)
@@ -41,7 +41,7 @@ func (s *mapStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	}
 }
 
-// close implements stream.Stream.
+// Close implements stream.Stream.
 func (s *mapStream) Close() { s.in.Close() }
 
 // matchStage is $match: a query filter.
@@ -244,7 +244,7 @@ type onceStream struct {
 	done bool
 }
 
-// next implements stream.Stream.
+// Next implements stream.Stream.
 func (s *onceStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	if !s.done {
 		s.done = true
@@ -264,7 +264,7 @@ func (s *onceStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	return d, nil
 }
 
-// close implements stream.Stream.
+// Close implements stream.Stream.
 func (s *onceStream) Close() {
 	s.in.Close()
 	s.docs = nil

@@ -185,7 +185,7 @@ type unwindStream struct {
 	buf   []byte
 }
 
-// next implements stream.Stream.
+// Next implements stream.Stream.
 func (u *unwindStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	for {
 		if u.cur != nil && u.i < len(u.elems) {
@@ -247,5 +247,5 @@ func (u *unwindStream) emitAsIs() bsoncore.Document {
 	return out
 }
 
-// close implements stream.Stream.
+// Close implements stream.Stream.
 func (u *unwindStream) Close() { u.in.Close() }

@@ -209,7 +209,7 @@ type windowStream struct {
 	buf     []byte
 }
 
-// next implements stream.Stream.
+// Next implements stream.Stream.
 func (w *windowStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	if !w.started {
 		w.started = true
@@ -247,7 +247,7 @@ func (w *windowStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	return out, nil
 }
 
-// close implements stream.Stream.
+// Close implements stream.Stream.
 func (w *windowStream) Close() {
 	w.in.Close()
 	w.sorted, w.part, w.evals = nil, nil, nil

@@ -1,6 +1,9 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"context"
@@ -76,7 +79,7 @@ func checkNestedWrites(arr bsoncore.Array) error {
 		if !ok {
 			continue
 		}
-		el, ok := firstElement(d)
+		el, ok := bsonx.FirstElement(d)
 		if !ok {
 			continue
 		}
@@ -130,7 +133,7 @@ func writeStageIn(arr bsoncore.Array) string {
 		if !ok {
 			continue
 		}
-		if el, ok := firstElement(d); ok && (el.Key() == "$out" || el.Key() == "$merge") {
+		if el, ok := bsonx.FirstElement(d); ok && (el.Key() == "$out" || el.Key() == "$merge") {
 			return el.Key()
 		}
 	}
@@ -141,7 +144,7 @@ func writeStageIn(arr bsoncore.Array) string {
 // it run as any pipeline does, w writes their output, and the reply is an empty first batch
 // with cursor id 0. Explain describes it without writing, with the queryPlanner verbosity
 // only.
-func (e *Executor) aggregateWrite(ctx context.Context, r *request, a *aggregateArgs, p *pipeline, ci *collInfo, ns string, w writeStage) error {
+func (e *Executor) aggregateWrite(ctx context.Context, r *request, a *aggregateArgs, p *pipeline, ci *catalog.Coll, ns string, w writeStage) error {
 	if _, err := r.body.LookupErr("autocommit"); err == nil { // inside a multi-document transaction
 		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "%s cannot be used in a transaction", w.stageName())
 	}

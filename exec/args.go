@@ -55,7 +55,7 @@ func forEachArg(cmd string, body bsoncore.Document, fn func(key string, v bsonco
 // elementIter iterates the elements of a document that has already been validated.
 type elementIter struct{ rest []byte }
 
-// next returns the next element, or false at the end.
+// Next returns the next element, or false at the end.
 func (it *elementIter) Next() (bsoncore.Element, bool) {
 	if len(it.rest) == 0 {
 		return nil, false

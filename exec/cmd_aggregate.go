@@ -1,11 +1,14 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"context"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -34,7 +37,7 @@ type aggregateArgs struct {
 func parseAggregate(body bsoncore.Document, explaining bool) (*aggregateArgs, error) {
 	const cmd = "aggregate"
 	a := &aggregateArgs{batchSize: -1}
-	first, _ := firstElement(body)
+	first, _ := bsonx.FirstElement(body)
 	switch v := first.Value(); {
 	case v.Type == bsoncore.TypeString:
 		coll, err := collectionArg(cmd, v)
@@ -96,7 +99,7 @@ func parseAggregate(body bsoncore.Document, explaining bool) (*aggregateArgs, er
 	if hs, ok := a.hint.StringValueOK(); ok && hs == "" {
 		a.hint = bsoncore.Value{}
 	}
-	return a, checkCollation(a.collation)
+	return a, catalog.CheckCollation(a.collation)
 }
 
 // parseCursor parses the cursor option ({batchSize}).
@@ -146,12 +149,12 @@ func (e *Executor) aggregate(ctx context.Context, r *request) error {
 	}
 	p.hint = a.hint
 	ns := r.db + "." + a.coll
-	var ci *collInfo
+	var ci *catalog.Coll
 	switch {
 	case a.coll == "" && !p.collectionless():
 		name := "an empty pipeline"
 		if len(p.raw) > 0 {
-			el, _ := firstElement(p.raw[0])
+			el, _ := bsonx.FirstElement(p.raw[0])
 			name = "'" + el.Key() + "'"
 		}
 		return mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for %s; a collection is required.", name)
@@ -160,7 +163,7 @@ func (e *Executor) aggregate(ctx context.Context, r *request) error {
 	case p.collectionless():
 		return mongoerr.New(mongoerr.InvalidNamespace, "$documents can only be used in a collectionless aggregate ({aggregate: 1})")
 	default:
-		if ci, err = e.lookupColl(r.db, a.coll); err != nil {
+		if ci, err = e.cat.Lookup(r.db, a.coll); err != nil {
 			return err
 		}
 	}

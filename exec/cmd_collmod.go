@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"context"
 	"math"
 
@@ -54,7 +56,7 @@ type collModIndex struct {
 // parseCollMod parses a collMod command (types only; collModPlan checks the rest).
 func parseCollMod(body bsoncore.Document) (*collModArgs, error) {
 	const cmd = "collMod"
-	first, _ := firstElement(body)
+	first, _ := bsonx.FirstElement(body)
 	name, err := collectionArg(cmd, first.Value())
 	if err != nil {
 		return nil, err
@@ -155,13 +157,13 @@ func (e *Executor) collMod(_ context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	e.ddl.mu.Lock()
-	defer e.ddl.mu.Unlock()
+	unlock := e.cat.LockDDL()
+	defer unlock()
 	c := e.st.Catalog.State().Collection(r.db, a.coll)
 	if c == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist")
 	}
-	ci, err := e.colls.info(c)
+	ci, err := e.cat.Info(c)
 	if err != nil {
 		return err
 	}
@@ -186,7 +188,7 @@ func (e *Executor) collMod(_ context.Context, r *request) error {
 }
 
 // collModDryRun checks, without changing anything, that the index can become unique.
-func (e *Executor) collModDryRun(a *collModArgs, p *collModPlan, ci *collInfo) error {
+func (e *Executor) collModDryRun(a *collModArgs, p *collModPlan, ci *catalog.Coll) error {
 	if a.index == nil {
 		return mongoerr.New(mongoerr.InvalidOptions, "dry run mode requires an valid index modification.")
 	}
@@ -201,9 +203,9 @@ func (e *Executor) collModDryRun(a *collModArgs, p *collModPlan, ci *collInfo) e
 
 // checkConvertible fails with CannotConvertIndexToUnique when index x of ci has
 // documents that share a key.
-func (e *Executor) checkConvertible(ci *collInfo, x *store.Index) error {
-	for _, xi := range ci.writeIndexes {
-		if xi.meta.ID != x.ID {
+func (e *Executor) checkConvertible(ci *catalog.Coll, x *store.Index) error {
+	for _, xi := range ci.WriteIndexes {
+		if xi.Meta.ID != x.ID {
 			continue
 		}
 		groups, truncated, err := e.indexDuplicates(ci, xi)
@@ -235,10 +237,10 @@ func (e *Executor) applyCollMod(c *store.Collection, p *collModPlan) error {
 		return nil
 	})
 	if err != nil {
-		return catalogError(err, c.DB, c.Name)
+		return catalog.ChangeError(err, c.DB, c.Name)
 	}
 	if p.uniqueNew || p.prepNew != nil || p.forceNonUnique {
-		e.barrier()
+		e.cat.Barrier()
 	}
 	return nil
 }

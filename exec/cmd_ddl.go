@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"bytes"
 	"context"
 	"errors"
@@ -8,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -30,20 +33,20 @@ func (e *Executor) addDDLCommands(add func(*command, ...string)) {
 
 // create runs the create command: an explicit collection with validated options.
 func (e *Executor) create(_ context.Context, r *request) error {
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	name, err := collectionArg("create", first.Value())
 	if err != nil {
 		return err
 	}
-	if err := validateCollName(r.db, name); err != nil {
+	if err := catalog.ValidateCollName(r.db, name); err != nil {
 		return err
 	}
 	opts, err := parseCreateOptions(r.db+"."+name, r.body)
 	if err != nil {
 		return err
 	}
-	e.ddl.mu.Lock()
-	defer e.ddl.mu.Unlock()
+	unlock := e.cat.LockDDL()
+	defer unlock()
 	if c := e.st.Catalog.State().Collection(r.db, name); c != nil {
 		if bytes.Equal(c.Options, opts) {
 			return nil // MongoDB 7.0: creating an identical collection again succeeds
@@ -51,9 +54,9 @@ func (e *Executor) create(_ context.Context, r *request) error {
 		return mongoerr.New(mongoerr.NamespaceExists, "Collection %s.%s already exists.", r.db, name)
 	}
 	_, err = e.st.Catalog.CreateCollection(store.Collection{DB: r.db, Name: name, Options: opts,
-		Indexes: timeseriesOf(opts).defaultIndexes()})
+		Indexes: catalog.TimeseriesOf(opts).DefaultIndexes()})
 	if err != nil {
-		return catalogError(err, r.db, name)
+		return catalog.ChangeError(err, r.db, name)
 	}
 	e.log.Info("created collection", zap.String("ns", r.db+"."+name))
 	return nil
@@ -61,21 +64,21 @@ func (e *Executor) create(_ context.Context, r *request) error {
 
 // drop runs the drop command. As on mongos 7.0, dropping a missing collection succeeds.
 func (e *Executor) drop(_ context.Context, r *request) error {
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	name, err := collectionArg("drop", first.Value())
 	if err != nil {
 		return err
 	}
-	e.ddl.mu.Lock()
-	defer e.ddl.mu.Unlock()
+	unlock := e.cat.LockDDL()
+	defer unlock()
 	c, err := e.st.Catalog.DropCollection(r.db, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
-		return storeError(err)
+		return catalog.StoreError(err)
 	}
-	e.deleteCollectionData(c)
+	e.cat.DeleteData(c)
 	e.log.Info("dropped collection", zap.String("ns", r.db+"."+name))
 	r.out = bsoncore.AppendInt32Element(r.out, "nIndexesWas", int32(len(c.Indexes)))
 	r.out = bsoncore.AppendStringElement(r.out, "ns", r.db+"."+name)
@@ -88,17 +91,17 @@ func (e *Executor) dropDatabase(_ context.Context, r *request) error {
 	case "admin", "config", "local":
 		return mongoerr.New(mongoerr.IllegalOperation, "Dropping the '%s' database is prohibited.", r.db)
 	}
-	e.ddl.mu.Lock()
-	defer e.ddl.mu.Unlock()
+	unlock := e.cat.LockDDL()
+	defer unlock()
 	colls, err := e.st.Catalog.DropDatabase(r.db)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
-		return storeError(err)
+		return catalog.StoreError(err)
 	}
 	for _, c := range colls {
-		e.deleteCollectionData(c)
+		e.cat.DeleteData(c)
 	}
 	e.log.Info("dropped database", zap.String("db", r.db), zap.Int("collections", len(colls)))
 	r.out = bsoncore.AppendStringElement(r.out, "dropped", r.db)
@@ -109,7 +112,7 @@ func (e *Executor) dropDatabase(_ context.Context, r *request) error {
 // "db.b", dropTarget: false}.
 func (e *Executor) renameCollection(_ context.Context, r *request) error {
 	const cmd = "renameCollection"
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	from, err := argString(cmd, cmd, first.Value())
 	if err != nil {
 		return err
@@ -145,14 +148,14 @@ func (e *Executor) renameCollection(_ context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	if err := validateCollName(toDB, toColl); err != nil {
+	if err := catalog.ValidateCollName(toDB, toColl); err != nil {
 		return err
 	}
 	if from == to {
 		return mongoerr.New(mongoerr.IllegalOperation, "Can't rename a collection to itself")
 	}
-	e.ddl.mu.Lock()
-	defer e.ddl.mu.Unlock()
+	unlock := e.cat.LockDDL()
+	defer unlock()
 	_, dropped, err := e.st.Catalog.RenameCollection(fromDB, fromColl, toDB, toColl, dropTarget)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -160,10 +163,10 @@ func (e *Executor) renameCollection(_ context.Context, r *request) error {
 	case errors.Is(err, store.ErrExists):
 		return mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")
 	case err != nil:
-		return storeError(err)
+		return catalog.StoreError(err)
 	}
 	if dropped != nil {
-		e.deleteCollectionData(dropped)
+		e.cat.DeleteData(dropped)
 	}
 	e.log.Info("renamed collection", zap.String("from", from), zap.String("to", to))
 	return nil

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"context"
 )
 
@@ -18,7 +20,7 @@ func (e *Executor) delete(ctx context.Context, r *request) error {
 			return err
 		}
 	}
-	ci, err := e.lookupColl(r.db, a.coll)
+	ci, err := e.cat.Lookup(r.db, a.coll)
 	if err != nil {
 		return err
 	}
@@ -57,8 +59,8 @@ func (e *Executor) delete(ctx context.Context, r *request) error {
 }
 
 // compileDelete compiles delete statement s of collection ci (nil when it does not exist).
-func compileDelete(a *writeArgs, ci *collInfo, s *deleteStmt) (*writeOp, error) {
-	if err := checkCollation(s.collation); err != nil {
+func compileDelete(a *writeArgs, ci *catalog.Coll, s *deleteStmt) (*writeOp, error) {
+	if err := catalog.CheckCollation(s.collation); err != nil {
 		return nil, err
 	}
 	f, err := compileWriteFilter(s.q, a.let)

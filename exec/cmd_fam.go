@@ -1,10 +1,13 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"context"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/project"
 	"github.com/cleavedb/cleave/exec/update"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -32,7 +35,7 @@ type famArgs struct {
 func parseFAM(body bsoncore.Document) (*famArgs, error) {
 	const cmd = "findAndModify"
 	a := &famArgs{}
-	first, _ := firstElement(body)
+	first, _ := bsonx.FirstElement(body)
 	coll, err := collectionArg(cmd, first.Value())
 	if err != nil {
 		return nil, err
@@ -111,10 +114,10 @@ func (e *Executor) findAndModify(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkCollation(a.collation); err != nil {
+	if err := catalog.CheckCollation(a.collation); err != nil {
 		return err
 	}
-	ci, err := e.lookupColl(r.db, a.coll)
+	ci, err := e.cat.Lookup(r.db, a.coll)
 	if err != nil {
 		return err
 	}
@@ -146,7 +149,7 @@ func (e *Executor) findAndModify(ctx context.Context, r *request) error {
 
 // compileFAM compiles a findAndModify into a single-document writeOp and its projection
 // (nil when fields is absent). An upsert creates the collection when create is set.
-func (e *Executor) compileFAM(db string, a *famArgs, ci *collInfo, create bool) (*writeOp, *project.Projection, error) {
+func (e *Executor) compileFAM(db string, a *famArgs, ci *catalog.Coll, create bool) (*writeOp, *project.Projection, error) {
 	f, err := compileWriteFilter(a.query, a.let)
 	if err != nil {
 		return nil, nil, err
@@ -173,7 +176,7 @@ func (e *Executor) compileFAM(db string, a *famArgs, ci *collInfo, create bool) 
 		}
 	}
 	if ci == nil && a.upsert && create {
-		if op.ci, err = e.collForWrite(db, a.coll); err != nil {
+		if op.ci, err = e.cat.ForWrite(db, a.coll); err != nil {
 			return nil, nil, err
 		}
 	}

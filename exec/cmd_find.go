@@ -1,12 +1,15 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"context"
 	"strconv"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/project"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -20,7 +23,7 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkCollation(a.collation); err != nil {
+	if err := catalog.CheckCollation(a.collation); err != nil {
 		return err
 	}
 	if explainOnly(r) {
@@ -32,7 +35,7 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 		}
 	}
 	ns := r.db + "." + a.coll
-	ci, err := e.lookupColl(r.db, a.coll)
+	ci, err := e.cat.Lookup(r.db, a.coll)
 	if err != nil {
 		return err
 	}
@@ -65,7 +68,7 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 
 // compileFind compiles a find's filter, sort and projection. ci may be nil (no collection):
 // the arguments are still validated, as MongoDB does.
-func compileFind(ci *collInfo, a *findArgs) (*query, error) {
+func compileFind(ci *catalog.Coll, a *findArgs) (*query, error) {
 	f, err := compileWriteFilter(a.filter, a.let) // $expr sees the let variables
 	if err != nil {
 		return nil, err
@@ -82,17 +85,6 @@ func compileFind(ci *collInfo, a *findArgs) (*query, error) {
 		}
 	}
 	return q, nil
-}
-
-// checkCollation accepts the simple collation only.
-func checkCollation(c bsoncore.Document) error {
-	if c == nil {
-		return nil
-	}
-	if loc, _ := c.Lookup("locale").StringValueOK(); loc == "simple" {
-		return nil
-	}
-	return mongoerr.New(mongoerr.NotImplemented, "collations other than {locale: \"simple\"} are not supported by cleave")
 }
 
 // readCharge is the request units of a read: one per 4 KiB read, plus index keys.
@@ -170,7 +162,7 @@ func appendCursorReply(r *request, ns string, id int64, batch string, docs []bso
 // getMore continues a cursor.
 func (e *Executor) getMore(ctx context.Context, r *request) error {
 	const cmd = "getMore"
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	id, ok := first.Value().Int64OK()
 	if !ok {
 		return wrongType(cmd, cmd, first.Value().Type, "long")
@@ -231,7 +223,7 @@ func (e *Executor) getMore(ctx context.Context, r *request) error {
 // killCursors closes cursors.
 func (e *Executor) killCursors(_ context.Context, r *request) error {
 	const cmd = "killCursors"
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	coll, err := collectionArg(cmd, first.Value())
 	if err != nil {
 		return err

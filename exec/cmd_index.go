@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"context"
 	"errors"
 
@@ -28,7 +30,7 @@ type createIndexesArgs struct {
 // parseCreateIndexes parses and validates a createIndexes command.
 func parseCreateIndexes(body bsoncore.Document) (*createIndexesArgs, error) {
 	const cmd = "createIndexes"
-	first, _ := firstElement(body)
+	first, _ := bsonx.FirstElement(body)
 	name, err := collectionArg(cmd, first.Value())
 	if err != nil {
 		return nil, err
@@ -77,11 +79,11 @@ func (e *Executor) createIndexes(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	if err := validateCollName(r.db, a.coll); err != nil {
+	if err := catalog.ValidateCollName(r.db, a.coll); err != nil {
 		return err
 	}
-	e.ddl.mu.Lock()
-	defer e.ddl.mu.Unlock()
+	unlock := e.cat.LockDDL()
+	defer unlock()
 	c := e.st.Catalog.State().Collection(r.db, a.coll)
 	var existing []store.Index
 	if c != nil {
@@ -100,7 +102,7 @@ func (e *Executor) createIndexes(ctx context.Context, r *request) error {
 			c, err = e.st.Catalog.State().Collection(r.db, a.coll), nil
 		}
 		if err != nil || c == nil {
-			return catalogError(err, r.db, a.coll)
+			return catalog.ChangeError(err, r.db, a.coll)
 		}
 		created = true
 	}
@@ -201,9 +203,9 @@ func (e *Executor) buildIndexes(ctx context.Context, c *store.Collection, todo [
 		return nil
 	})
 	if err != nil {
-		return catalogError(err, db, name)
+		return catalog.ChangeError(err, db, name)
 	}
-	e.barrier()
+	e.cat.Barrier()
 	if err := e.fillIndexes(ctx, c, ids); err != nil {
 		e.abortIndexes(c, ids)
 		return err
@@ -218,7 +220,7 @@ func (e *Executor) buildIndexes(ctx context.Context, c *store.Collection, todo [
 	})
 	if err != nil {
 		e.abortIndexes(c, ids)
-		return catalogError(err, c.DB, c.Name)
+		return catalog.ChangeError(err, c.DB, c.Name)
 	}
 	for _, x := range todo {
 		e.log.Info("index built", zap.String("ns", c.DB+"."+c.Name), zap.String("index", x.Name))
@@ -249,7 +251,7 @@ func (e *Executor) abortIndexes(c *store.Collection, ids []store.IndexID) {
 // deleteIndexData deletes the entries of indexes ids of c on every shard, once the writers
 // that may still maintain them are done.
 func (e *Executor) deleteIndexData(c *store.Collection, ids []store.IndexID) {
-	e.barrier()
+	e.cat.Barrier()
 	for s, db := range e.st.Shards {
 		b := db.NewBatch()
 		for _, id := range ids {

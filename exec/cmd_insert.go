@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"context"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -19,7 +21,7 @@ const (
 // insert runs the insert command.
 func (e *Executor) insert(ctx context.Context, r *request) error {
 	const cmd = "insert"
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	name, err := collectionArg(cmd, first.Value())
 	if err != nil {
 		return err
@@ -64,7 +66,7 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 		return mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, len(vals))
 	}
 	wc := parseWriteConcern(r.body)
-	ci, err := e.collForWrite(r.db, name)
+	ci, err := e.cat.ForWrite(r.db, name)
 	if err != nil {
 		return err
 	}
@@ -91,7 +93,7 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 
 // insertGroup inserts one group of documents (base is the index of vals[0] in the request).
 // It reports whether an ordered insert must stop after an error.
-func (e *Executor) insertGroup(ctx context.Context, ci *collInfo, vals []bsoncore.Value, base int,
+func (e *Executor) insertGroup(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Value, base int,
 	ordered bool, wc writeConcern, res *writeResult) (bool, error) {
 	writes := make([]docWrite, len(vals))
 	failed := make([]error, len(vals))
@@ -105,13 +107,13 @@ func (e *Executor) insertGroup(ctx context.Context, ci *collInfo, vals []bsoncor
 		}
 		doc, err := prepareInsert(doc)
 		if err == nil {
-			writes[i].hash, err = ci.shardHash(doc)
+			writes[i].hash, err = ci.ShardHash(doc)
 		}
 		if err != nil {
 			failed[i] = err
 			continue
 		}
-		_, writes[i].id = docID(doc, nil)
+		_, writes[i].id = catalog.DocID(doc, nil)
 		writes[i].new = doc
 		hashes = wr.lockHashes(hashes, &writes[i])
 	}

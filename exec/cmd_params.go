@@ -115,7 +115,7 @@ func int64Param(v int64) func([]byte, string) []byte {
 // getParameter reports the named parameters, or all of them for {getParameter: "*"}. As in
 // MongoDB, naming none that exists fails with "no option found to get".
 func (e *Executor) getParameter(_ context.Context, r *request) error {
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	all := false
 	if s, ok := first.Value().StringValueOK(); ok && s == "*" {
 		all = true
@@ -213,7 +213,7 @@ func checkSettable(name string) error {
 // getLog answers getLog: "*" with the log names, and "global" or "startupWarnings" with
 // recent lines as MongoDB's structured (JSON) log strings.
 func (e *Executor) getLog(_ context.Context, r *request) error {
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	name, ok := first.Value().StringValueOK()
 	if !ok {
 		return mongoerr.New(mongoerr.TypeMismatch, "Argument to getLog must be of type String; found %s of type %s",

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"context"
 	"sort"
 
@@ -30,7 +32,7 @@ type countArgs struct {
 // parseCount parses a count command.
 func parseCount(body bsoncore.Document) (*countArgs, error) {
 	const cmd = "count"
-	first, _ := firstElement(body)
+	first, _ := bsonx.FirstElement(body)
 	coll, err := collectionArg(cmd, first.Value())
 	if err != nil {
 		return nil, err
@@ -66,7 +68,7 @@ func parseCount(body bsoncore.Document) (*countArgs, error) {
 			return nil, err
 		}
 	}
-	return a, checkCollation(a.collation)
+	return a, catalog.CheckCollation(a.collation)
 }
 
 // count runs the count command.
@@ -75,7 +77,7 @@ func (e *Executor) count(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	ci, err := e.lookupColl(r.db, a.coll)
+	ci, err := e.cat.Lookup(r.db, a.coll)
 	if err != nil {
 		return err
 	}
@@ -138,7 +140,7 @@ func appendCount(dst []byte, key string, n int64) []byte {
 // distinct runs the distinct command.
 func (e *Executor) distinct(ctx context.Context, r *request) error {
 	const cmd = "distinct"
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	coll, err := collectionArg(cmd, first.Value())
 	if err != nil {
 		return err
@@ -170,10 +172,10 @@ func (e *Executor) distinct(ctx context.Context, r *request) error {
 	if !haveKey {
 		return missingField(cmd, "key")
 	}
-	if err := checkCollation(collation); err != nil {
+	if err := catalog.CheckCollation(collation); err != nil {
 		return err
 	}
-	ci, err := e.lookupColl(r.db, coll)
+	ci, err := e.cat.Lookup(r.db, coll)
 	if err != nil {
 		return err
 	}

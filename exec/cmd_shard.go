@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"context"
 	"errors"
 	"strings"
@@ -33,7 +35,7 @@ func (e *Executor) addShardCommands(add func(*command, ...string)) {
 // enableSharding accepts {enableSharding: db}: every database can hold sharded
 // collections, so it only creates the database.
 func (e *Executor) enableSharding(_ context.Context, r *request) error {
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	name, err := argString(r.name, r.name, first.Value())
 	if err != nil {
 		return err
@@ -42,7 +44,7 @@ func (e *Executor) enableSharding(_ context.Context, r *request) error {
 		return err
 	}
 	if err := e.st.Catalog.CreateDatabase(name, nil); err != nil && !errors.Is(err, store.ErrExists) {
-		return storeError(err)
+		return catalog.StoreError(err)
 	}
 	return nil
 }
@@ -58,7 +60,7 @@ type shardSpec struct {
 // shardCollection runs {shardCollection: "db.coll", key: {field: "hashed"}, ...}.
 func (e *Executor) shardCollection(_ context.Context, r *request) error {
 	const cmd = "shardCollection"
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	ns, err := argString(cmd, cmd, first.Value())
 	if err != nil {
 		return err
@@ -88,7 +90,7 @@ func (e *Executor) shardCollection(_ context.Context, r *request) error {
 		case "collation":
 			var d bsoncore.Document
 			if d, err = argDoc(cmd, key, v); err == nil {
-				err = checkCollation(d)
+				err = catalog.CheckCollation(d)
 			}
 		case "timeseries":
 			err = mongoerr.New(mongoerr.NotImplemented, "sharded time series collections are not supported by cleave")
@@ -161,11 +163,11 @@ func validateShardKey(key bsoncore.Document) error {
 // converting its documents when it holds some (shard_convert.go). Sharding a collection
 // again with the same key succeeds and changes nothing, as in MongoDB.
 func (e *Executor) shardColl(spec shardSpec) (*store.Collection, error) {
-	if err := validateCollName(spec.db, spec.coll); err != nil {
+	if err := catalog.ValidateCollName(spec.db, spec.coll); err != nil {
 		return nil, err
 	}
-	e.ddl.mu.Lock()
-	defer e.ddl.mu.Unlock()
+	unlock := e.cat.LockDDL()
+	defer unlock()
 	c := e.st.Catalog.State().Collection(spec.db, spec.coll)
 	if c != nil && c.Sharded() {
 		if equalKeys(c.ShardKey, spec.key) {
@@ -184,7 +186,7 @@ func (e *Executor) shardColl(spec shardSpec) (*store.Collection, error) {
 		c, err := e.st.Catalog.CreateCollection(store.Collection{DB: spec.db, Name: spec.coll,
 			ShardKey: spec.key, Throughput: spec.throughput, Partitions: parts})
 		if err != nil {
-			return nil, catalogError(err, spec.db, spec.coll)
+			return nil, catalog.ChangeError(err, spec.db, spec.coll)
 		}
 		e.log.Info("sharded collection", zap.String("ns", spec.db+"."+spec.coll), zap.Int("partitions", len(parts)))
 		e.afterMapChange()
@@ -264,7 +266,7 @@ func (e *Executor) balancerStatus(_ context.Context, r *request) error {
 
 // getShardVersion answers {getShardVersion: ns}: the collection's version as a timestamp.
 func (e *Executor) getShardVersion(_ context.Context, r *request) error {
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	ns, err := argString(r.name, r.name, first.Value())
 	if err != nil {
 		return err

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"context"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -26,7 +28,7 @@ func (e *Executor) update(ctx context.Context, r *request) error {
 			return err
 		}
 	}
-	ci, err := e.lookupColl(r.db, a.coll)
+	ci, err := e.cat.Lookup(r.db, a.coll)
 	if err != nil {
 		return err
 	}
@@ -86,8 +88,8 @@ func stmtWriteError(ctx context.Context, i int, err error) (mongoerr.WriteError,
 
 // compileUpdate compiles update statement s of collection a.coll (ci, nil when it does not
 // exist; an upsert creates it unless only explaining).
-func (e *Executor) compileUpdate(db string, a *writeArgs, ci *collInfo, s *updateStmt, create bool) (*writeOp, error) {
-	if err := checkCollation(s.collation); err != nil {
+func (e *Executor) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *updateStmt, create bool) (*writeOp, error) {
+	if err := catalog.CheckCollation(s.collation); err != nil {
 		return nil, err
 	}
 	f, err := compileWriteFilter(s.q, a.let)
@@ -102,7 +104,7 @@ func (e *Executor) compileUpdate(db string, a *writeArgs, ci *collInfo, s *updat
 		return nil, mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
 	}
 	if ci == nil && s.upsert && create {
-		if ci, err = e.collForWrite(db, a.coll); err != nil {
+		if ci, err = e.cat.ForWrite(db, a.coll); err != nil {
 			return nil, err
 		}
 	}

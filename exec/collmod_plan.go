@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"bytes"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -57,7 +59,7 @@ func (p *collModPlan) appendReply(out []byte) []byte {
 }
 
 // planCollMod checks collMod a against collection c (compiled as ci) and returns its plan.
-func planCollMod(a *collModArgs, c *store.Collection, ci *collInfo) (*collModPlan, error) {
+func planCollMod(a *collModArgs, c *store.Collection, ci *catalog.Coll) (*collModPlan, error) {
 	p := &collModPlan{opts: optionsOf(c.Options)}
 	if a.capped != "" {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "Collection must be capped.")
@@ -77,7 +79,7 @@ func planCollMod(a *collModArgs, c *store.Collection, ci *collInfo) (*collModPla
 }
 
 // planIndex checks collMod's index argument and plans its changes.
-func (p *collModPlan) planIndex(a *collModIndex, c *store.Collection, ci *collInfo) error {
+func (p *collModPlan) planIndex(a *collModIndex, c *store.Collection, ci *catalog.Coll) error {
 	if err := checkCollModIndex(a, ci); err != nil {
 		return err
 	}
@@ -104,15 +106,15 @@ func (p *collModPlan) planIndex(a *collModIndex, c *store.Collection, ci *collIn
 		if x.Name == store.IDIndexName {
 			return mongoerr.New(mongoerr.BadValue, "can't hide _id index")
 		}
-		if old := specBool(spec, "hidden"); old != *a.hidden {
+		if old := catalog.SpecBool(spec, "hidden"); old != *a.hidden {
 			p.hiddenOld, p.hiddenNew = &old, a.hidden
 			spec = setSpec(spec, "hidden", flagValue(*a.hidden))
 		}
 	}
 	if a.prepareUnique != nil {
 		p.mods++
-		old := specBool(spec, "prepareUnique")
-		if old != *a.prepareUnique && !specBool(x.Spec, "unique") && x.Name != store.IDIndexName {
+		old := catalog.SpecBool(spec, "prepareUnique")
+		if old != *a.prepareUnique && !catalog.SpecBool(x.Spec, "unique") && x.Name != store.IDIndexName {
 			p.prepOld, p.prepNew = &old, a.prepareUnique
 			spec = setSpec(spec, "prepareUnique", flagValue(*a.prepareUnique))
 		}
@@ -139,7 +141,7 @@ func flagValue(b bool) *bsoncore.Value {
 }
 
 // checkCollModIndex applies the checks of collMod's index argument that need no index.
-func checkCollModIndex(a *collModIndex, ci *collInfo) error {
+func checkCollModIndex(a *collModIndex, ci *catalog.Coll) error {
 	switch {
 	case a.name.Type != 0 && a.keyPattern.Type != 0:
 		return mongoerr.New(mongoerr.InvalidOptions, "Cannot specify both key pattern and name.")
@@ -151,18 +153,18 @@ func checkCollModIndex(a *collModIndex, ci *collInfo) error {
 		return mongoerr.New(mongoerr.InvalidOptions, "collMod does not support 'unique' and 'forceNonUnique' options at the same time")
 	}
 	if a.expire != nil {
-		if ci.ts != nil {
+		if ci.TS != nil {
 			return mongoerr.New(mongoerr.InvalidOptions, "TTL indexes are not supported for time-series collections. Please refer to the documentation and use the top-level 'expireAfterSeconds' option instead")
 		}
 		if err := checkIndexTTL(*a.expire); err != nil {
 			return err
 		}
 	}
-	if ci.ts != nil && (a.unique != nil || a.prepareUnique != nil) {
+	if ci.TS != nil && (a.unique != nil || a.prepareUnique != nil) {
 		return mongoerr.New(mongoerr.InvalidOptions, "Unique indexes are not supported on time-series collections")
 	}
-	if a.hidden != nil && ci.clustered {
-		spec := clusteredOf(ci.meta.Options)
+	if a.hidden != nil && ci.Clustered {
+		spec := catalog.ClusteredOf(ci.Meta.Options)
 		name, _ := spec.Lookup("name").StringValueOK()
 		key, _ := spec.Lookup("key").DocumentOK()
 		if s, ok := a.name.StringValueOK(); ok && s == name ||
@@ -175,10 +177,10 @@ func checkCollModIndex(a *collModIndex, ci *collInfo) error {
 
 // findCollModIndex returns the ready index collMod's index argument names. The _id index
 // of a clustered or time-series collection is not one MongoDB would find.
-func findCollModIndex(a *collModIndex, c *store.Collection, ci *collInfo) (*store.Index, error) {
+func findCollModIndex(a *collModIndex, c *store.Collection, ci *catalog.Coll) (*store.Index, error) {
 	ns := c.DB + "." + c.Name
 	visible := func(x *store.Index) bool {
-		return x.Ready && (x.Name != store.IDIndexName || (ci.ts == nil && !ci.clustered))
+		return x.Ready && (x.Name != store.IDIndexName || (ci.TS == nil && !ci.Clustered))
 	}
 	if name, ok := a.name.StringValueOK(); ok {
 		if x := c.Index(name); x != nil && visible(x) {
@@ -230,10 +232,10 @@ func (p *collModPlan) planUnique(x *store.Index, spec bsoncore.Document, unique 
 	if !unique {
 		return nil, mongoerr.New(mongoerr.BadValue, "Cannot make index non-unique")
 	}
-	if x.Name == store.IDIndexName || specBool(spec, "unique") {
+	if x.Name == store.IDIndexName || catalog.SpecBool(spec, "unique") {
 		return spec, nil
 	}
-	if !specBool(spec, "prepareUnique") {
+	if !catalog.SpecBool(spec, "prepareUnique") {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "Cannot make index unique with 'prepareUnique=false'. Run collMod to set it first.")
 	}
 	p.uniqueNew = true
@@ -249,7 +251,7 @@ func (p *collModPlan) planForceNonUnique(x *store.Index, spec bsoncore.Document,
 	if x.Name == store.IDIndexName {
 		return nil, mongoerr.New(mongoerr.BadValue, "The _id index cannot be made non-unique")
 	}
-	if !specBool(spec, "unique") {
+	if !catalog.SpecBool(spec, "unique") {
 		return spec, nil
 	}
 	p.forceNonUnique = true
@@ -257,13 +259,13 @@ func (p *collModPlan) planForceNonUnique(x *store.Index, spec bsoncore.Document,
 }
 
 // planOptions plans the collection-level options of collMod a.
-func (p *collModPlan) planOptions(a *collModArgs, ci *collInfo) error {
+func (p *collModPlan) planOptions(a *collModArgs, ci *catalog.Coll) error {
 	if a.view != "" {
 		p.mods++
 		return mongoerr.New(mongoerr.InvalidOptions, "option only supported on a view: %s", a.view)
 	}
 	for _, key := range []string{"validator", "validationLevel", "validationAction", "changeStreamPreAndPostImages"} {
-		if _, ok := a.opts[key]; ok && ci.ts != nil {
+		if _, ok := a.opts[key]; ok && ci.TS != nil {
 			return mongoerr.New(mongoerr.InvalidOptions, "option not supported on a time-series collection: %s", key)
 		}
 	}
@@ -286,16 +288,16 @@ func (p *collModPlan) planOptions(a *collModArgs, ci *collInfo) error {
 	}
 	if v, ok := a.opts["timeseries"]; ok {
 		p.mods++
-		if ci.ts == nil {
+		if ci.TS == nil {
 			return mongoerr.New(mongoerr.InvalidOptions, "option only supported on a time-series collection: timeseries")
 		}
-		t := *ci.ts
-		changed, err := t.collModTimeseries(v.Document())
+		t := *ci.TS
+		changed, err := collModTimeseries(&t, v.Document())
 		if err != nil {
 			return err
 		}
 		if changed {
-			p.setOption("timeseries", true, docValue(t.doc()))
+			p.setOption("timeseries", true, docValue(t.Doc()))
 		}
 	}
 	return nil
@@ -343,8 +345,8 @@ func (p *collModPlan) planValidation(given optionSet) error {
 
 // planExpire plans the collection-level expireAfterSeconds of a clustered or time-series
 // collection: a number of seconds, or "off".
-func (p *collModPlan) planExpire(v bsoncore.Value, ci *collInfo) error {
-	if ci.ts == nil && !ci.clustered {
+func (p *collModPlan) planExpire(v bsoncore.Value, ci *catalog.Coll) error {
+	if ci.TS == nil && !ci.Clustered {
 		return mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' option is only supported on collections clustered by _id")
 	}
 	if s, ok := v.StringValueOK(); ok {

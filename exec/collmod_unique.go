@@ -1,13 +1,14 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"bytes"
 	"errors"
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -22,7 +23,7 @@ import (
 
 // checkNewKeys fails with E11000 when w.new takes, in prepareUnique index xi, a key that
 // w.old did not have and that another document holds (in the store or staged before).
-func (wr *writer) checkNewKeys(xi *indexInfo, s int, w *docWrite) error {
+func (wr *writer) checkNewKeys(xi *catalog.Index, s int, w *docWrite) error {
 	var oldKeys [][]byte
 	if w.old != nil {
 		_ = wr.indexKeys(xi, w.old, func(key []byte) error {
@@ -41,9 +42,9 @@ func (wr *writer) checkNewKeys(xi *indexInfo, s int, w *docWrite) error {
 			}
 			return nil
 		}
-		held, err := keyHeldByOther(db, wr.ci.meta.ID, xi.meta.ID, key, w.id)
+		held, err := keyHeldByOther(db, wr.ci.Meta.ID, xi.Meta.ID, key, w.id)
 		if err != nil {
-			return storeError(err)
+			return catalog.StoreError(err)
 		}
 		if held {
 			return wr.dupKeyError(xi, w.new)
@@ -101,7 +102,7 @@ const maxViolationBytes = wire.MaxBSONSize / 2
 // indexDuplicates scans index xi of ci on every shard, merging the shards' entries in key
 // order, and returns the groups of documents that share a key as {ids: [...]} documents.
 // truncated reports that the groups stopped at maxViolationBytes.
-func (e *Executor) indexDuplicates(ci *collInfo, xi *indexInfo) (groups []bsoncore.Document, truncated bool, err error) {
+func (e *Executor) indexDuplicates(ci *catalog.Coll, xi *catalog.Index) (groups []bsoncore.Document, truncated bool, err error) {
 	var curs []*indexCursor
 	defer func() {
 		for _, c := range curs {
@@ -109,9 +110,9 @@ func (e *Executor) indexDuplicates(ci *collInfo, xi *indexInfo) (groups []bsonco
 		}
 	}()
 	for s, db := range e.st.Shards {
-		it, err := db.NewIndexIter(ci.meta.ID, xi.meta.ID, nil, nil, false)
+		it, err := db.NewIndexIter(ci.Meta.ID, xi.Meta.ID, nil, nil, false)
 		if err != nil {
-			return nil, false, storeError(err)
+			return nil, false, catalog.StoreError(err)
 		}
 		c := &indexCursor{it: it, shard: s}
 		curs = append(curs, c)
@@ -139,7 +140,7 @@ func (e *Executor) indexDuplicates(ci *collInfo, xi *indexInfo) (groups []bsonco
 	}
 	for _, c := range curs {
 		if err := c.it.Err(); err != nil {
-			return nil, false, storeError(err)
+			return nil, false, catalog.StoreError(err)
 		}
 	}
 	return groups, false, nil
@@ -169,7 +170,7 @@ func nextKeyGroup(curs []*indexCursor) []*indexEntry {
 
 // violation builds {ids: [...]} for the documents of one duplicate group, listing _ids up
 // to room bytes (at least one), and returns how many bytes of _ids it used.
-func (e *Executor) violation(ci *collInfo, group []*indexEntry, room int) (bsoncore.Document, int, error) {
+func (e *Executor) violation(ci *catalog.Coll, group []*indexEntry, room int) (bsoncore.Document, int, error) {
 	idx, d := bsoncore.AppendDocumentStart(nil)
 	aidx, d := bsoncore.AppendArrayElementStart(d, "ids")
 	n, used := 0, 0
@@ -180,14 +181,14 @@ func (e *Executor) violation(ci *collInfo, group []*indexEntry, room int) (bsonc
 			continue // one document with the key twice (an array) is no duplicate
 		}
 		seen[k] = true
-		doc, err := e.st.Shards[x.shard].GetDoc(ci.meta.ID, x.hash, x.id, nil)
+		doc, err := e.st.Shards[x.shard].GetDoc(ci.Meta.ID, x.hash, x.id, nil)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return nil, 0, storeError(err)
+			return nil, 0, catalog.StoreError(err)
 		}
-		id, _ := firstValue(doc, "_id")
+		id, _ := catalog.FirstValue(doc, "_id")
 		if n > 0 && used+len(id.Data) > room {
 			break
 		}

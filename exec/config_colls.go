@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -56,40 +58,40 @@ func (e *Executor) syncConfig(name string) error {
 	s.configMu.Lock()
 	defer s.configMu.Unlock()
 	want := e.configDocs(name)
-	ci, err := e.collForWrite("config", name)
+	ci, err := e.cat.ForWrite("config", name)
 	if err != nil {
 		return err
 	}
 	have := map[string]bsoncore.Document{}
-	for i := 0; i < ci.pmap.Len(); i++ {
-		lo, hi := ci.pmap.Range(i)
-		it, err := e.st.Shards[ci.pmap.Partition(i).Shard].NewDocIter(ci.meta.ID, lo, hi)
+	for i := 0; i < ci.Map.Len(); i++ {
+		lo, hi := ci.Map.Range(i)
+		it, err := e.st.Shards[ci.Map.Partition(i).Shard].NewDocIter(ci.Meta.ID, lo, hi)
 		if err != nil {
-			return storeError(err)
+			return catalog.StoreError(err)
 		}
 		for it.Next() {
 			have[string(it.ID())] = append(bsoncore.Document(nil), it.Doc()...)
 		}
 		if err := it.Close(); err != nil {
-			return storeError(err)
+			return catalog.StoreError(err)
 		}
 	}
 	var writes []docWrite
 	for _, d := range want {
-		_, id := docID(d, nil)
+		_, id := catalog.DocID(d, nil)
 		old := have[string(id)]
 		delete(have, string(id))
 		if bytes.Equal(old, d) {
 			continue
 		}
-		h, err := ci.shardHash(d)
+		h, err := ci.ShardHash(d)
 		if err != nil {
 			continue
 		}
 		writes = append(writes, docWrite{hash: h, id: id, old: old, new: d})
 	}
 	for id, old := range have {
-		h, _ := ci.shardHash(old)
+		h, _ := ci.ShardHash(old)
 		writes = append(writes, docWrite{hash: h, id: []byte(id), old: old})
 	}
 	if len(writes) == 0 {
@@ -189,7 +191,7 @@ func (e *Executor) forShardedColls(fn func(c *store.Collection)) {
 // chunkDocs returns the config.chunks documents of c: one per partition, with min and
 // max in MongoDB's hashed shape (NumberLong, MinKey and MaxKey at the ends).
 func chunkDocs(c *store.Collection, started time.Time) []bsoncore.Document {
-	fields, _ := keyPatternFields(c.ShardKey)
+	fields, _ := catalog.KeyPatternFields(c.ShardKey)
 	ns := c.DB + "." + c.Name
 	out := make([]bsoncore.Document, 0, len(c.Partitions))
 	for i, p := range c.Partitions {

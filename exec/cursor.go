@@ -175,7 +175,7 @@ func (r *cursorRegistry) closeAll() {
 	}
 }
 
-// close releases the cursor's stream and resources.
+// Close releases the cursor's stream and resources.
 func (c *cursor) Close() {
 	c.stream.Close()
 	if c.release != nil {

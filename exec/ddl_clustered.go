@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
@@ -94,19 +96,9 @@ func int32Value(n int32) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, n)}
 }
 
-// clusteredOf returns the clusteredIndex of a collection's stored options, nil when the
-// collection is not clustered.
-func clusteredOf(opts bsoncore.Document) bsoncore.Document {
-	if opts == nil {
-		return nil
-	}
-	d, _ := opts.Lookup("clusteredIndex").DocumentOK()
-	return d
-}
-
 // clusteredIndexName returns the name of c's clustered index, "" when c is not clustered.
 func clusteredIndexName(c *store.Collection) string {
-	s, _ := clusteredOf(c.Options).Lookup("name").StringValueOK()
+	s, _ := catalog.ClusteredOf(c.Options).Lookup("name").StringValueOK()
 	return s
 }
 
@@ -121,16 +113,4 @@ func clusteredListSpec(spec bsoncore.Document) bsoncore.Document {
 	d = bsoncore.AppendBooleanElement(d, "clustered", true)
 	d, _ = bsoncore.AppendDocumentEnd(d, idx)
 	return d
-}
-
-// compileClustered makes ci, a clustered collection, keep _id index entries, with the
-// collection's expireAfterSeconds as the _id index's TTL.
-func (ci *collInfo) compileClustered() {
-	ci.clustered = true
-	ci.idIndexed = true
-	if len(ci.indexes) > 0 && ci.indexes[0].isID {
-		id := *ci.indexes[0]
-		id.ttl, id.hasTTL = expireAfterOf(ci.meta.Options)
-		ci.indexes[0] = &id
-	}
 }

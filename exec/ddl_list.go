@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"context"
 	"strconv"
 
@@ -118,7 +120,7 @@ func (e *Executor) listCollections(_ context.Context, r *request) error {
 // collection has type "timeseries" and no uuid or idIndex, a clustered one no idIndex, as
 // in MongoDB 7.0.
 func collectionEntry(c *store.Collection, nameOnly bool) bsoncore.Document {
-	ts := isTimeseries(c)
+	ts := catalog.IsTimeseries(c)
 	idx, d := bsoncore.AppendDocumentStart(nil)
 	d = bsoncore.AppendStringElement(d, "name", c.Name)
 	if ts {
@@ -141,7 +143,7 @@ func collectionEntry(c *store.Collection, nameOnly bool) bsoncore.Document {
 		d = bsoncore.AppendBinaryElement(d, "uuid", 4, c.UUID[:])
 	}
 	d, _ = bsoncore.AppendDocumentEnd(d, iidx)
-	if x := c.Index(store.IDIndexName); x != nil && !ts && clusteredOf(c.Options) == nil {
+	if x := c.Index(store.IDIndexName); x != nil && !ts && catalog.ClusteredOf(c.Options) == nil {
 		d = bsoncore.AppendDocumentElement(d, "idIndex", indexSpecDoc(x))
 	}
 	d, _ = bsoncore.AppendDocumentEnd(d, idx)

@@ -1,13 +1,14 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"math"
 	"sort"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -149,7 +150,7 @@ func checkCreateKinds(ns string, o optionSet, given []string) error {
 		if err != nil {
 			return err
 		}
-		o["timeseries"] = docValue(ts.doc())
+		o["timeseries"] = docValue(ts.Doc())
 	}
 	_, clustered := o["clusteredIndex"]
 	if clustered {
@@ -269,18 +270,6 @@ func checkClusteredTTL(n int64) error {
 	return nil
 }
 
-// expireAfterOf returns the collection-level expireAfterSeconds of stored options.
-func expireAfterOf(opts bsoncore.Document) (int64, bool) {
-	if opts == nil {
-		return 0, false
-	}
-	v, err := opts.LookupErr("expireAfterSeconds")
-	if err != nil {
-		return 0, false
-	}
-	return bsonx.NumberAsInt64(v)
-}
-
 // checkCreateOption checks the type and value of one create option.
 func checkCreateOption(key, want string, v bsoncore.Value) error {
 	const cmd = "create"
@@ -304,7 +293,7 @@ func checkCreateOption(key, want string, v bsoncore.Value) error {
 			return wrongType(cmd, key, v.Type, "bool", "object")
 		}
 	case "collation":
-		return checkCollation(v.Document())
+		return catalog.CheckCollation(v.Document())
 	case "validationLevel":
 		return checkEnum(cmd, key, v.StringValue(), "off", "strict", "moderate")
 	case "validationAction":

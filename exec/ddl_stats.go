@@ -1,12 +1,15 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"context"
 	"math"
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -67,28 +70,28 @@ func (s *collSizes) estimateIndexes(c *store.Collection) {
 // ownedSizes measures collection ci per shard, counting on each shard only the partitions
 // it owns (a shard may still hold the source range of a finished move, or a range being
 // copied to it). The result is indexed by shard; nil for a shard owning no partition.
-func (e *Executor) ownedSizes(ci *collInfo) []*collSizes {
+func (e *Executor) ownedSizes(ci *catalog.Coll) []*collSizes {
 	out := make([]*collSizes, len(e.st.Shards))
-	for i := 0; i < ci.pmap.Len(); i++ {
-		p := ci.pmap.Partition(i)
-		lo, hi := ci.pmap.Range(i)
+	for i := 0; i < ci.Map.Len(); i++ {
+		p := ci.Map.Partition(i)
+		lo, hi := ci.Map.Range(i)
 		db := e.st.Shards[p.Shard]
 		s := out[p.Shard]
 		if s == nil {
 			s = &collSizes{}
 			out[p.Shard] = s
 		}
-		n, b, _ := db.Stats(ci.meta.ID, lo, hi)
+		n, b, _ := db.Stats(ci.Meta.ID, lo, hi)
 		s.count += n
 		s.size += b
-		if d, err := db.EstimateDiskUsage(ci.meta.ID, lo, hi); err == nil {
+		if d, err := db.EstimateDiskUsage(ci.Meta.ID, lo, hi); err == nil {
 			s.storage += int64(min(d, math.MaxInt64))
 		}
 	}
 	for _, s := range out {
 		if s != nil {
 			s.storage = max(s.storage, s.size, minFileSize)
-			s.estimateIndexes(ci.meta)
+			s.estimateIndexes(ci.Meta)
 		}
 	}
 	return out
@@ -114,7 +117,7 @@ func totalSizes(c *store.Collection, per []*collSizes) collSizes {
 // reports zeros, as MongoDB 7.0 does.
 func (e *Executor) collStats(_ context.Context, r *request) error {
 	const cmd = "collStats"
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	name, err := collectionArg(cmd, first.Value())
 	if err != nil {
 		return err
@@ -126,7 +129,7 @@ func (e *Executor) collStats(_ context.Context, r *request) error {
 	c := e.st.Catalog.State().Collection(r.db, name)
 	var s collSizes
 	if c != nil {
-		ci, err := e.lookupColl(r.db, name)
+		ci, err := e.cat.Lookup(r.db, name)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -41,7 +42,7 @@ type command struct {
 // dispatch finds the command named by the first field of the body and runs it.
 func (e *Executor) dispatch(ctx context.Context, r *request) (err error) {
 	defer r.conn.recoverPanic(r, &err)
-	first, ok := firstElement(r.body)
+	first, ok := bsonx.FirstElement(r.body)
 	if !ok {
 		e.counters.command.Add(1)
 		return mongoerr.New(mongoerr.CommandNotFound, "no such command: ''")
@@ -92,15 +93,6 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 // retainsBody names the commands that open cursors, whose compiled filters, projections and
 // pipelines alias the request body (see command.retainsBody).
 var retainsBody = map[string]bool{"find": true, "aggregate": true, "listCollections": true, "listIndexes": true}
-
-// firstElement returns the first element of a document.
-func firstElement(doc bsoncore.Document) (bsoncore.Element, bool) {
-	if len(doc) <= 5 {
-		return nil, false
-	}
-	el, _, ok := bsoncore.ReadElement(doc[4:])
-	return el, ok
-}
 
 // validateDBName applies MongoDB's rules for database names.
 func validateDBName(db string) error {

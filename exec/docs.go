@@ -6,7 +6,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -146,57 +145,4 @@ func validateReplacement(doc bsoncore.Document) error {
 		}
 	}
 	return nil
-}
-
-// docID returns the _id of a stored document (always its first field) and its encoded key.
-func docID(doc bsoncore.Document, dst []byte) (bsoncore.Value, []byte) {
-	v, _ := firstValue(doc, "_id")
-	return v, bsonx.AppendKey(dst, v)
-}
-
-// firstValue returns the first element's value when its key is name, else a lookup.
-func firstValue(doc bsoncore.Document, name string) (bsoncore.Value, bool) {
-	if el, ok := firstElement(doc); ok && el.Key() == name {
-		return el.Value(), true
-	}
-	v, err := doc.LookupErr(name)
-	return v, err == nil
-}
-
-// shardHash returns the hash that places doc in ci's partitions: 0 for an unsharded
-// collection, else the hash of the shard key's hashed field (null when missing). A
-// time-series measurement has the hash of its content, the first slot where it may be
-// stored (timeseries_write.go).
-func (ci *collInfo) shardHash(doc bsoncore.Document) (uint64, error) {
-	if ci.ts != nil {
-		return measurementHash(doc), nil
-	}
-	if ci.hashed < 0 {
-		return 0, nil
-	}
-	f := ci.shardKey[ci.hashed]
-	v, ok := bsonx.Lookup(doc, f.Path)
-	if !ok {
-		v = bsoncore.Value{Type: bsoncore.TypeNull}
-	}
-	if v.Type == bsoncore.TypeArray {
-		return 0, mongoerr.New(mongoerr.ShardKeyNotFound,
-			"Shard key cannot contain array values or array descendants.")
-	}
-	return bsonx.Hash(v), nil
-}
-
-// idHash returns the hash of the document with _id id when it can be known from the _id
-// alone: ok is false when the collection is sharded on another field, or time-series.
-func (ci *collInfo) idHash(id bsoncore.Value) (uint64, bool) {
-	if ci.ts != nil {
-		return 0, false
-	}
-	if ci.hashed < 0 {
-		return 0, true
-	}
-	if ci.idIndexed {
-		return 0, false
-	}
-	return bsonx.Hash(id), true
 }

@@ -1,6 +1,9 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/store"
+
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"context"
@@ -14,7 +17,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/shard"
-	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -69,12 +71,10 @@ type Executor struct {
 	commands map[string]*command
 	counters opCounters
 	st       Storage
-	colls    collCache
-	locks    store.KeyLocks
 	cursors  *cursorRegistry
 	sessions sessionCache
-	conns    sync.Map   // connection id → *conn, for $currentOp (current_op.go)
-	indexUse indexUsage // $indexStats (agg_indexstats.go)
+	conns    sync.Map           // connection id → *conn, for $currentOp (current_op.go)
+	indexUse catalog.IndexUsage // $indexStats (agg_indexstats.go)
 	stop     chan struct{}
 	bg       sync.WaitGroup
 	// ddl serializes catalog changes and runs the TTL monitor (ddl_state.go).
@@ -83,6 +83,8 @@ type Executor struct {
 	shards *shardState
 	// fail is the failCommand failpoint (failpoint.go).
 	fail failPoints
+	// cat is the catalog: compiled collections, key locks, the DDL lock.
+	cat *catalog.Catalog
 	// temp is where blocking stages spill (Storage.Temp).
 	temp *stream.Temp
 }
@@ -107,6 +109,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 	if opts.Storage != nil {
 		e.st = *opts.Storage
 		e.temp = stream.NewTemp(e.st.Temp)
+		e.cat = catalog.New(e.st.Shards, e.st.Catalog, e.log)
 	}
 	e.commands = e.commandTable()
 	if opts.Storage != nil {
@@ -241,4 +244,14 @@ func (c *conn) recoverPanic(r *request, err *error) {
 	c.log.Error("command panicked", zap.Int32("request_id", r.requestID), zap.String("cmd", r.name),
 		zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
 	*err = mongoerr.New(mongoerr.InternalError, "internal error while running %s", r.name)
+}
+
+// Storage is what the executor reads and writes: one store per shard and the catalog, which
+// lives in shard 0.
+type Storage struct {
+	Shards  []catalog.Shard
+	Catalog *store.Catalog
+	// Temp is where blocking sorts and $group spill under allowDiskUse (mongod's
+	// <dbpath>/_tmp); nil: a private store under os.TempDir().
+	Temp *store.TempStore
 }

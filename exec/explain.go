@@ -21,7 +21,7 @@ var explainable = map[string]bool{
 // the plan in mongos' sharded shape, running it for the executionStats verbosities.
 func (e *Executor) explain(ctx context.Context, r *request) error {
 	const cmd = "explain"
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	inner, ok := first.Value().DocumentOK()
 	if !ok {
 		return wrongType(cmd, cmd, first.Value().Type, "object")
@@ -46,7 +46,7 @@ func (e *Executor) explain(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	innerFirst, ok := firstElement(inner)
+	innerFirst, ok := bsonx.FirstElement(inner)
 	if !ok {
 		return mongoerr.New(mongoerr.FailedToParse, "explain command requires a nested object")
 	}
@@ -74,7 +74,7 @@ func (e *Executor) explain(ctx context.Context, r *request) error {
 
 // explainFind explains a find.
 func (e *Executor) explainFind(ctx context.Context, r *request, a *findArgs) error {
-	ci, err := e.lookupColl(r.db, a.coll)
+	ci, err := e.cat.Lookup(r.db, a.coll)
 	if err != nil {
 		return err
 	}
@@ -90,8 +90,8 @@ func (e *Executor) explainFind(ctx context.Context, r *request, a *findArgs) err
 func (e *Executor) explainQuery(ctx context.Context, r *request, q *query, cmd string, limit int64) error {
 	ns := r.db
 	if q.ci != nil {
-		ns = q.ci.ns()
-	} else if first, ok := firstElement(r.body); ok {
+		ns = q.ci.NS()
+	} else if first, ok := bsonx.FirstElement(r.body); ok {
 		ns += "." + first.Value().StringValue()
 	}
 	q.limit = limit
@@ -220,11 +220,11 @@ func appendShardPlan(out []byte, q *query, p *plan) []byte {
 		stages = append(stages, stage{name: "IDHACK"})
 	case planIndex:
 		stages = append(stages, stage{name: "FETCH"}, stage{name: "IXSCAN", extra: func(o []byte) []byte {
-			o = bsoncore.AppendDocumentElement(o, "keyPattern", p.index.meta.Key)
-			o = bsoncore.AppendStringElement(o, "indexName", p.index.meta.Name)
-			o = bsoncore.AppendBooleanElement(o, "isUnique", p.index.unique)
-			o = bsoncore.AppendBooleanElement(o, "isSparse", p.index.sparse)
-			o = bsoncore.AppendBooleanElement(o, "isPartial", p.index.partial != nil)
+			o = bsoncore.AppendDocumentElement(o, "keyPattern", p.index.Meta.Key)
+			o = bsoncore.AppendStringElement(o, "indexName", p.index.Meta.Name)
+			o = bsoncore.AppendBooleanElement(o, "isUnique", p.index.Unique)
+			o = bsoncore.AppendBooleanElement(o, "isSparse", p.index.Sparse)
+			o = bsoncore.AppendBooleanElement(o, "isPartial", p.index.Partial != nil)
 			dir := "forward"
 			if p.reverse {
 				dir = "backward"

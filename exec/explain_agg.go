@@ -1,9 +1,12 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"context"
 	"time"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -15,7 +18,7 @@ import (
 // shard's plan and the partitions (hash ranges) it reads. A read of a single shard is not
 // split: that shard's stages are the whole pipeline. Verbosities above queryPlanner run the
 // pipeline and add each shard's executionStats (documents and keys examined, request units).
-func (e *Executor) explainAggregate(ctx context.Context, r *request, p *pipeline, ci *collInfo, ns string) error {
+func (e *Executor) explainAggregate(ctx context.Context, r *request, p *pipeline, ci *catalog.Coll, ns string) error {
 	verbosity := r.explain
 	if verbosity == "" {
 		verbosity = "queryPlanner" // {aggregate, explain: true}
@@ -90,7 +93,7 @@ func (e *Executor) explainAggregate(ctx context.Context, r *request, p *pipeline
 	out, _ = bsoncore.AppendDocumentEnd(o, hidx)
 	mergeType := "mongos"
 	switch {
-	case !split && ci.shardKey == nil:
+	case !split && ci.ShardKey == nil:
 		mergeType = "primaryShard"
 	case !split:
 		mergeType = "anyShard"
@@ -220,7 +223,7 @@ func appendExplainCommand(out []byte, r *request) []byte {
 
 // doingMerge returns a $group spec with $doingMerge: true, the merging half of a split group.
 func doingMerge(spec bsoncore.Document) bsoncore.Document {
-	el, _ := firstElement(spec)
+	el, _ := bsonx.FirstElement(spec)
 	inner, _ := el.Value().DocumentOK()
 	idx, b := bsoncore.AppendDocumentStart(nil)
 	iidx, b := bsoncore.AppendDocumentElementStart(b, el.Key())

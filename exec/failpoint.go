@@ -92,7 +92,7 @@ func (e *Executor) addTestCommands(add func(*command, ...string)) {
 // configureFailPoint sets the mode and data of a failpoint and answers how many times it
 // had fired.
 func (e *Executor) configureFailPoint(_ context.Context, r *request) error {
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	name, _ := first.Value().StringValueOK()
 	if name != "failCommand" {
 		return mongoerr.New(mongoerr.FailPointSetFailed, "%s not found", name)
@@ -277,7 +277,7 @@ func (fd *failCommandData) matches(e *Executor, r *request, cmd *command) bool {
 // requestNamespace is the namespace a command names: "db.coll" when its first field is a
 // collection name, else the database.
 func requestNamespace(r *request) string {
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	if coll, ok := first.Value().StringValueOK(); ok && coll != "" {
 		return r.db + "." + coll
 	}

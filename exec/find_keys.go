@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"bytes"
@@ -25,21 +27,21 @@ import (
 // keyIndex returns the index whose keys returnKey reports for plan p, nil when MongoDB would
 // scan the collection. The _id index has no entries unless the collection is sharded on
 // another key, so cleave scans where MongoDB reads that index: an _id range or a sort on _id.
-func keyIndex(q *query, p *plan) *indexInfo {
+func keyIndex(q *query, p *plan) *catalog.Index {
 	switch p.kind {
 	case planIndex:
 		return p.index
 	case planIDs:
-		return q.ci.indexes[0]
+		return q.ci.Indexes[0]
 	case planScan:
 		if q.hint.Type != 0 {
 			return hintedIndex(q.ci, q.hint) // nil for $natural: MongoDB scans too
 		}
 		if len(q.sort) == 1 && q.sort[0].Path == "_id" {
-			return q.ci.indexes[0]
+			return q.ci.Indexes[0]
 		}
 		if iv, ok := q.filter.Intervals("_id"); ok && bounded(iv) {
-			return q.ci.indexes[0]
+			return q.ci.Indexes[0]
 		}
 	}
 	return nil
@@ -62,9 +64,9 @@ var errKeyFound = errors.New("key found")
 // that plan p scanned: the first key in the plan's ranges and the min/max bounds b (if any),
 // in scan order (a multikey document has several), each value with the type it has in the
 // document.
-func appendIndexKey(dst []byte, xi *indexInfo, p *plan, b *keyBounds, doc bsoncore.Document) []byte {
+func appendIndexKey(dst []byte, xi *catalog.Index, p *plan, b *keyBounds, doc bsoncore.Document) []byte {
 	var chosen []byte
-	_, _ = bsonx.AppendIndexKeys(doc, xi.fields, func(key []byte) error {
+	_, _ = bsonx.AppendIndexKeys(doc, xi.Fields, func(key []byte) error {
 		if p.kind == planIndex && p.index == xi && !inRanges(key, p.ranges) || b != nil && !b.contains(key) {
 			return nil
 		}
@@ -75,7 +77,7 @@ func appendIndexKey(dst []byte, xi *indexInfo, p *plan, b *keyBounds, doc bsonco
 		return errKeyFound
 	})
 	rest := chosen
-	for _, f := range xi.fields {
+	for _, f := range xi.Fields {
 		var v bsoncore.Value
 		var ok bool
 		if f.Desc {
@@ -125,13 +127,13 @@ func originalValue(doc bsoncore.Document, path string, v bsoncore.Value) bsoncor
 // returnKeyStream replaces each document with its index key (nil index: {}).
 type returnKeyStream struct {
 	in     stream.Stream
-	index  *indexInfo
+	index  *catalog.Index
 	p      *plan
 	bounds *keyBounds // min/max, nil when absent
 	buf    []byte
 }
 
-// next implements stream.Stream.
+// Next implements stream.Stream.
 func (s *returnKeyStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	d, err := s.in.Next(ctx)
 	if d == nil || err != nil {
@@ -146,7 +148,7 @@ func (s *returnKeyStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	return out, nil
 }
 
-// close implements stream.Stream.
+// Close implements stream.Stream.
 func (s *returnKeyStream) Close() { s.in.Close() }
 
 // recordIDTap remembers the record id of the last document that went through it, before a
@@ -156,7 +158,7 @@ type recordIDTap struct {
 	last int64
 }
 
-// next implements stream.Stream.
+// Next implements stream.Stream.
 func (s *recordIDTap) Next(ctx context.Context) (bsoncore.Document, error) {
 	d, err := s.in.Next(ctx)
 	if d != nil && err == nil {
@@ -165,7 +167,7 @@ func (s *recordIDTap) Next(ctx context.Context) (bsoncore.Document, error) {
 	return d, err
 }
 
-// close implements stream.Stream.
+// Close implements stream.Stream.
 func (s *recordIDTap) Close() { s.in.Close() }
 
 // recordID is cleave's stand-in for a document's record id: its _id's hash, made
@@ -185,7 +187,7 @@ type recordIDStream struct {
 	buf []byte
 }
 
-// next implements stream.Stream.
+// Next implements stream.Stream.
 func (s *recordIDStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	d, err := s.in.Next(ctx)
 	if d == nil || err != nil {
@@ -199,7 +201,7 @@ func (s *recordIDStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	return out, nil
 }
 
-// close implements stream.Stream.
+// Close implements stream.Stream.
 func (s *recordIDStream) Close() { s.in.Close() }
 
 // openFind opens q for find, with min/max, returnKey and showRecordId. When one is given,

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"bytes"
@@ -23,7 +25,7 @@ import (
 
 // keyBounds are min and max encoded as index keys; nil when absent.
 type keyBounds struct {
-	index  *indexInfo
+	index  *catalog.Index
 	lo, hi []byte
 }
 
@@ -38,7 +40,7 @@ func plannerError(code mongoerr.Code, msg string) error {
 }
 
 // parseKeyBounds checks min and max against the hinted index and encodes them.
-func parseKeyBounds(ci *collInfo, hint bsoncore.Value, lo, hi bsoncore.Document) (*keyBounds, error) {
+func parseKeyBounds(ci *catalog.Coll, hint bsoncore.Value, lo, hi bsoncore.Document) (*keyBounds, error) {
 	xi := hintedIndex(ci, hint)
 	if xi == nil {
 		return nil, plannerError(51173, "When using min()/max() a hint of which index to use must be provided")
@@ -66,14 +68,14 @@ func parseKeyBounds(ci *collInfo, hint bsoncore.Value, lo, hi bsoncore.Document)
 
 // encodeBound encodes a min or max document as a key of index xi; ok is false when its
 // fields are not exactly the index's, in order.
-func encodeBound(xi *indexInfo, doc bsoncore.Document) ([]byte, bool) {
+func encodeBound(xi *catalog.Index, doc bsoncore.Document) ([]byte, bool) {
 	elems, err := doc.Elements()
-	if err != nil || len(elems) != len(xi.fields) {
+	if err != nil || len(elems) != len(xi.Fields) {
 		return nil, false
 	}
 	var key []byte
 	for i, el := range elems {
-		f := xi.fields[i]
+		f := xi.Fields[i]
 		if el.Key() != f.Path {
 			return nil, false
 		}
@@ -84,18 +86,18 @@ func encodeBound(xi *indexInfo, doc bsoncore.Document) ([]byte, bool) {
 
 // hintedIndex returns the index a hint names (by name or key pattern); nil for none, for
 // {$natural: ±1} and for a hint that names no index.
-func hintedIndex(ci *collInfo, hint bsoncore.Value) *indexInfo {
+func hintedIndex(ci *catalog.Coll, hint bsoncore.Value) *catalog.Index {
 	if ci == nil {
 		return nil
 	}
-	for _, x := range ci.indexes {
+	for _, x := range ci.Indexes {
 		switch hint.Type {
 		case bsoncore.TypeString:
-			if x.meta.Name == hint.StringValue() {
+			if x.Meta.Name == hint.StringValue() {
 				return x
 			}
 		case bsoncore.TypeEmbeddedDocument:
-			if bytes.Equal(x.meta.Key, hint.Document()) {
+			if bytes.Equal(x.Meta.Key, hint.Document()) {
 				return x
 			}
 		}
@@ -109,7 +111,7 @@ type keyBoundsStream struct {
 	b  *keyBounds
 }
 
-// next implements stream.Stream.
+// Next implements stream.Stream.
 func (s *keyBoundsStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	for {
 		d, err := s.in.Next(ctx)
@@ -128,7 +130,7 @@ func (b *keyBounds) admits(doc bsoncore.Document) bool {
 		return false
 	}
 	found := false
-	_, _ = bsonx.AppendIndexKeys(doc, b.index.fields, func(key []byte) error {
+	_, _ = bsonx.AppendIndexKeys(doc, b.index.Fields, func(key []byte) error {
 		if b.contains(key) {
 			found = true
 			return errKeyFound
@@ -138,7 +140,7 @@ func (b *keyBounds) admits(doc bsoncore.Document) bool {
 	return found
 }
 
-// close implements stream.Stream.
+// Close implements stream.Stream.
 func (s *keyBoundsStream) Close() { s.in.Close() }
 
 // openBounded opens q with min/max bounds: the plan's documents are filtered by the bounds

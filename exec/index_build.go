@@ -1,13 +1,14 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 
 	"github.com/cleavedb/cleave/bsonx"
-	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/store"
 )
 
@@ -32,13 +33,13 @@ type buildDoc struct {
 // it since (that writer already did, or undid, its entries). Unique keys are checked
 // against the entries already written, the writers' included, under their key locks.
 func (e *Executor) fillIndexes(ctx context.Context, c *store.Collection, ids []store.IndexID) error {
-	ci, err := e.colls.info(c)
+	ci, err := e.cat.Info(c)
 	if err != nil {
 		return err
 	}
-	var building []*indexInfo
-	for _, xi := range ci.writeIndexes {
-		if containsID(ids, xi.meta.ID) {
+	var building []*catalog.Index
+	for _, xi := range ci.WriteIndexes {
+		if containsID(ids, xi.Meta.ID) {
 			building = append(building, xi)
 		}
 	}
@@ -51,15 +52,15 @@ func (e *Executor) fillIndexes(ctx context.Context, c *store.Collection, ids []s
 }
 
 // fillShard indexes the documents shard s holds of ci.
-func (e *Executor) fillShard(ctx context.Context, ci *collInfo, building []*indexInfo, s int) error {
+func (e *Executor) fillShard(ctx context.Context, ci *catalog.Coll, building []*catalog.Index, s int) error {
 	snap, err := e.st.Shards[s].NewSnapshot()
 	if err != nil {
-		return storeError(err)
+		return catalog.StoreError(err)
 	}
 	defer snap.Close()
-	it, err := snap.NewDocIter(ci.meta.ID, 0, 0)
+	it, err := snap.NewDocIter(ci.Meta.ID, 0, 0)
 	if err != nil {
-		return storeError(err)
+		return catalog.StoreError(err)
 	}
 	defer it.Close()
 	var batch []buildDoc
@@ -77,13 +78,13 @@ func (e *Executor) fillShard(ctx context.Context, ci *collInfo, building []*inde
 		}
 	}
 	if err := it.Err(); err != nil {
-		return storeError(err)
+		return catalog.StoreError(err)
 	}
 	return e.fillBatch(ctx, ci, building, s, batch)
 }
 
 // fillBatch indexes one batch of snapshot documents under their key locks.
-func (e *Executor) fillBatch(ctx context.Context, ci *collInfo, building []*indexInfo, s int, docs []buildDoc) error {
+func (e *Executor) fillBatch(ctx context.Context, ci *catalog.Coll, building []*catalog.Index, s int, docs []buildDoc) error {
 	if len(docs) == 0 {
 		return nil
 	}
@@ -92,29 +93,29 @@ func (e *Executor) fillBatch(ctx context.Context, ci *collInfo, building []*inde
 	}
 	var hashes []uint64
 	for _, d := range docs {
-		hashes = append(hashes, docLockHash(ci.meta.ID, d.id))
+		hashes = append(hashes, docLockHash(ci.Meta.ID, d.id))
 		for _, xi := range building {
-			if xi.unique {
+			if xi.Unique {
 				_ = buildKeys(xi, d.doc, func(key []byte) error {
-					hashes = append(hashes, uniqueLockHash(ci.meta.ID, xi.meta.ID, key))
+					hashes = append(hashes, uniqueLockHash(ci.Meta.ID, xi.Meta.ID, key))
 					return nil
 				})
 			}
 		}
 	}
-	unlock := e.locks.LockMany(hashes)
+	unlock := e.cat.Locks().LockMany(hashes)
 	defer unlock()
 	db := e.st.Shards[s]
 	b := db.NewBatch()
 	defer b.Close()
 	staged := map[string][]byte{} // unique keys this batch gives: index|key → _id
 	for _, d := range docs {
-		cur, err := db.GetDoc(ci.meta.ID, d.hash, d.id, nil)
+		cur, err := db.GetDoc(ci.Meta.ID, d.hash, d.id, nil)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return storeError(err)
+			return catalog.StoreError(err)
 		}
 		if !bytes.Equal(cur, d.doc) {
 			continue // changed since the snapshot: its writer maintained the index
@@ -125,39 +126,39 @@ func (e *Executor) fillBatch(ctx context.Context, ci *collInfo, building []*inde
 			}
 		}
 	}
-	return storeError(b.Commit(true))
+	return catalog.StoreError(b.Commit(true))
 }
 
 // indexDoc stages the entries of document d in index xi, failing with E11000 if a unique key
 // is already held by another document.
-func (e *Executor) indexDoc(b catalog.Batch, ci *collInfo, xi *indexInfo, d buildDoc, staged map[string][]byte) error {
-	db := e.st.Shards[ci.pmap.Partition(ci.pmap.Locate(d.hash)).Shard]
+func (e *Executor) indexDoc(b catalog.Batch, ci *catalog.Coll, xi *catalog.Index, d buildDoc, staged map[string][]byte) error {
+	db := e.st.Shards[ci.Map.Partition(ci.Map.Locate(d.hash)).Shard]
 	return buildKeys(xi, d.doc, func(key []byte) error {
-		if xi.unique {
-			sk := fmt.Sprintf("%d|%s", xi.meta.ID, key)
+		if xi.Unique {
+			sk := fmt.Sprintf("%d|%s", xi.Meta.ID, key)
 			if holder, ok := staged[sk]; ok && !bytes.Equal(holder, d.id) {
 				return e.newWriter(ci).dupKeyError(xi, d.doc)
 			}
-			_, id, found, err := db.HasIndexKeyPrefix(ci.meta.ID, xi.meta.ID, key)
+			_, id, found, err := db.HasIndexKeyPrefix(ci.Meta.ID, xi.Meta.ID, key)
 			if err != nil {
-				return storeError(err)
+				return catalog.StoreError(err)
 			}
 			if found && !bytes.Equal(id, d.id) {
 				return e.newWriter(ci).dupKeyError(xi, d.doc)
 			}
 			staged[sk] = d.id
 		}
-		b.SetIndex(ci.meta.ID, xi.meta.ID, key, d.hash, d.id)
+		b.SetIndex(ci.Meta.ID, xi.Meta.ID, key, d.hash, d.id)
 		return nil
 	})
 }
 
 // buildKeys calls fn with every key doc has in xi, as writers generate them.
-func buildKeys(xi *indexInfo, doc []byte, fn func(key []byte) error) error {
+func buildKeys(xi *catalog.Index, doc []byte, fn func(key []byte) error) error {
 	if !indexApplies(xi, doc) {
 		return nil
 	}
-	_, err := bsonx.AppendIndexKeys(doc, xi.fields, fn)
+	_, err := bsonx.AppendIndexKeys(doc, xi.Fields, fn)
 	if err != nil && mongoErrOrNil(err) {
 		return err
 	}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"context"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -15,7 +17,7 @@ import (
 // {v: 2, key, name, ...options}.
 func (e *Executor) listIndexes(_ context.Context, r *request) error {
 	const cmd = "listIndexes"
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	name, err := collectionArg(cmd, first.Value())
 	if err != nil {
 		return err
@@ -46,7 +48,7 @@ func (e *Executor) listIndexes(_ context.Context, r *request) error {
 // clustered collection shows its clustered index instead of _id_ and a time-series
 // collection no _id index, as in MongoDB 7.0.
 func listedIndexes(c *store.Collection) []bsoncore.Document {
-	clustered, ts := clusteredOf(c.Options), isTimeseries(c)
+	clustered, ts := catalog.ClusteredOf(c.Options), catalog.IsTimeseries(c)
 	var docs []bsoncore.Document
 	for i := range c.Indexes {
 		x := &c.Indexes[i]
@@ -66,7 +68,7 @@ func listedIndexes(c *store.Collection) []bsoncore.Document {
 // array of names.
 func (e *Executor) dropIndexes(_ context.Context, r *request) error {
 	const cmd = "dropIndexes"
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	name, err := collectionArg(cmd, first.Value())
 	if err != nil {
 		return err
@@ -90,8 +92,8 @@ func (e *Executor) dropIndexes(_ context.Context, r *request) error {
 	if target.Type == 0 {
 		return missingField(cmd, "index")
 	}
-	e.ddl.mu.Lock()
-	defer e.ddl.mu.Unlock()
+	unlock := e.cat.LockDDL()
+	defer unlock()
 	c := e.st.Catalog.State().Collection(r.db, name)
 	if c == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.db, name)
@@ -113,7 +115,7 @@ func (e *Executor) dropIndexes(_ context.Context, r *request) error {
 			return nil
 		})
 		if err != nil {
-			return catalogError(err, r.db, name)
+			return catalog.ChangeError(err, r.db, name)
 		}
 		e.deleteIndexData(c, ids)
 		e.log.Info("dropped indexes", zap.String("ns", r.db+"."+name), zap.Int("count", len(ids)))

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"math"
 	"strconv"
 	"strings"
@@ -135,7 +137,7 @@ func checkIndexOption(key string, v bsoncore.Value) (bool, error) {
 		if !ok {
 			return false, mongoerr.New(mongoerr.TypeMismatch, "The field 'collation' must be an object, but got %s", bsonx.TypeName(v.Type))
 		}
-		return false, checkCollation(d)
+		return false, catalog.CheckCollation(d)
 	case "storageEngine":
 		return true, nil
 	case "clustered":
@@ -171,7 +173,7 @@ func validateIndex(x *store.Index) error {
 	if hashed > 1 {
 		return mongoerr.New(mongoerr.CannotCreateIndex, "A maximum of one index field is allowed to be hashed but found %d for 'key' %s", hashed, bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: x.Key}))
 	}
-	if hashed > 0 && specBool(x.Spec, "unique") {
+	if hashed > 0 && catalog.SpecBool(x.Spec, "unique") {
 		return mongoerr.New(mongoerr.CannotCreateIndex, "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.")
 	}
 	if x.Name == store.IDIndexName {
@@ -233,21 +235,6 @@ func validateKeyElement(el bsoncore.Element) error {
 	return nil
 }
 
-// specBool returns a boolean (or numeric) option of a spec; absent is false.
-func specBool(spec bsoncore.Document, key string) bool {
-	if spec == nil {
-		return false
-	}
-	v, err := spec.LookupErr(key)
-	if err != nil {
-		return false
-	}
-	if b, ok := v.BooleanOK(); ok {
-		return b
-	}
-	return !isZero(v)
-}
-
 // defaultIndexName is MongoDB's generated name of a key pattern: {a: 1, b: -1} → "a_1_b_-1".
 func defaultIndexName(key bsoncore.Document) string {
 	elems, _ := key.Elements()
@@ -304,11 +291,11 @@ const (
 func compareIndexes(req, old *store.Index) indexComparison {
 	if bsonx.CompareDocuments(req.Key, old.Key) != 0 ||
 		!sameSpecValue(req.Spec, old.Spec, "partialFilterExpression") ||
-		specBool(req.Spec, "unique") != specBool(old.Spec, "unique") ||
-		specBool(req.Spec, "sparse") != specBool(old.Spec, "sparse") {
+		catalog.SpecBool(req.Spec, "unique") != catalog.SpecBool(old.Spec, "unique") ||
+		catalog.SpecBool(req.Spec, "sparse") != catalog.SpecBool(old.Spec, "sparse") {
 		return indexDifferent
 	}
-	if !sameSpecValue(req.Spec, old.Spec, "expireAfterSeconds") || specBool(req.Spec, "hidden") != specBool(old.Spec, "hidden") {
+	if !sameSpecValue(req.Spec, old.Spec, "expireAfterSeconds") || catalog.SpecBool(req.Spec, "hidden") != catalog.SpecBool(old.Spec, "hidden") {
 		return indexEquivalent
 	}
 	return indexIdentical

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"context"
 	"errors"
 	"math"
@@ -55,21 +57,21 @@ func (e *Executor) ttlPass() {
 	state := e.st.Catalog.State()
 	for _, db := range state.Databases() {
 		for _, c := range state.Collections(db.Name) {
-			ci, err := e.colls.info(c)
+			ci, err := e.cat.Info(c)
 			if err != nil {
 				continue
 			}
-			for _, xi := range ci.indexes {
-				if !xi.hasTTL || len(xi.fields) != 1 || xi.hashed {
+			for _, xi := range ci.Indexes {
+				if !xi.HasTTL || len(xi.Fields) != 1 || xi.Hashed {
 					continue // MongoDB's TTL applies to single-field indexes only
 				}
 				n, err := e.expireIndex(ctx, ci, xi)
 				if err != nil && ctx.Err() == nil {
-					e.log.Warn("TTL deletion failed", zap.String("ns", ci.ns()), zap.String("index", xi.meta.Name), zap.Error(err))
+					e.log.Warn("TTL deletion failed", zap.String("ns", ci.NS()), zap.String("index", xi.Meta.Name), zap.Error(err))
 				}
 				if n > 0 {
-					e.log.Info("TTL deleted expired documents", zap.String("ns", ci.ns()),
-						zap.String("index", xi.meta.Name), zap.Int64("deleted", n))
+					e.log.Info("TTL deleted expired documents", zap.String("ns", ci.NS()),
+						zap.String("index", xi.Meta.Name), zap.Int64("deleted", n))
 				}
 			}
 		}
@@ -78,22 +80,22 @@ func (e *Executor) ttlPass() {
 
 // expireIndex deletes the documents whose date in TTL index xi is older than its
 // expireAfterSeconds, shard by shard, and returns how many it deleted.
-func (e *Executor) expireIndex(ctx context.Context, ci *collInfo, xi *indexInfo) (int64, error) {
-	cutoff := time.Now().Add(-time.Duration(xi.ttl) * time.Second).UnixMilli()
-	lower, upper := ttlBounds(xi.fields[0].Desc, cutoff)
+func (e *Executor) expireIndex(ctx context.Context, ci *catalog.Coll, xi *catalog.Index) (int64, error) {
+	cutoff := time.Now().Add(-time.Duration(xi.TTL) * time.Second).UnixMilli()
+	lower, upper := ttlBounds(xi.Fields[0].Desc, cutoff)
 	var total int64
 	for s, db := range e.st.Shards {
 		var cands []buildDoc
-		it, err := db.NewIndexIter(ci.meta.ID, xi.meta.ID, lower, upper, false)
+		it, err := db.NewIndexIter(ci.Meta.ID, xi.Meta.ID, lower, upper, false)
 		if err != nil {
-			return total, storeError(err)
+			return total, catalog.StoreError(err)
 		}
 		for it.Next() {
 			cands = append(cands, buildDoc{hash: it.Hash(), id: append([]byte(nil), it.ID()...)})
 		}
 		err = errors.Join(it.Err(), it.Close())
 		if err != nil {
-			return total, storeError(err)
+			return total, catalog.StoreError(err)
 		}
 		for start := 0; start < len(cands); start += ttlBatchDocs {
 			if err := ctx.Err(); err != nil {
@@ -123,22 +125,22 @@ func ttlBounds(desc bool, cutoff int64) ([]byte, []byte) {
 
 // expireBatch deletes those of docs (index entries of shard s) whose document is still
 // expired, through the write path, so that every index stays consistent.
-func (e *Executor) expireBatch(ci *collInfo, xi *indexInfo, s int, cutoff int64, docs []buildDoc) (int64, error) {
+func (e *Executor) expireBatch(ci *catalog.Coll, xi *catalog.Index, s int, cutoff int64, docs []buildDoc) (int64, error) {
 	wr := e.newWriter(ci)
 	hashes := make([]uint64, len(docs))
 	for i, d := range docs {
-		hashes[i] = docLockHash(ci.meta.ID, d.id)
+		hashes[i] = docLockHash(ci.Meta.ID, d.id)
 	}
 	wr.lock(hashes)
 	defer wr.release()
 	var n int64
 	for _, d := range docs {
-		doc, err := e.st.Shards[s].GetDoc(ci.meta.ID, d.hash, d.id, nil)
+		doc, err := e.st.Shards[s].GetDoc(ci.Meta.ID, d.hash, d.id, nil)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return n, storeError(err)
+			return n, catalog.StoreError(err)
 		}
 		if !ttlExpired(xi, doc, cutoff) {
 			continue
@@ -153,11 +155,11 @@ func (e *Executor) expireBatch(ci *collInfo, xi *indexInfo, s int, cutoff int64,
 
 // ttlExpired reports whether doc's date in TTL index xi (the earliest, for an array) is
 // before cutoff (milliseconds since the epoch).
-func ttlExpired(xi *indexInfo, doc bsoncore.Document, cutoff int64) bool {
+func ttlExpired(xi *catalog.Index, doc bsoncore.Document, cutoff int64) bool {
 	if !indexApplies(xi, doc) {
 		return false
 	}
-	v, ok := bsonx.Lookup(doc, xi.fields[0].Path)
+	v, ok := bsonx.Lookup(doc, xi.Fields[0].Path)
 	if !ok {
 		return false
 	}

@@ -32,7 +32,7 @@ type findArgs struct {
 func parseFind(body bsoncore.Document) (*findArgs, error) {
 	const cmd = "find"
 	a := &findArgs{batchSize: -1}
-	first, _ := firstElement(body)
+	first, _ := bsonx.FirstElement(body)
 	coll, err := collectionArg(cmd, first.Value())
 	if err != nil {
 		return nil, err

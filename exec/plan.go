@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"bytes"
 	"sort"
 
@@ -33,7 +35,7 @@ type plan struct {
 	// ids are the encoded _ids of a planIDs plan, with their hashes when known.
 	ids []idTarget
 	// index, ranges and reverse describe a planIndex plan; ranges are sorted and disjoint.
-	index   *indexInfo
+	index   *catalog.Index
 	ranges  []keyRange
 	reverse bool
 	// sorted reports that the plan yields documents in the query's sort order.
@@ -53,7 +55,7 @@ type idTarget struct {
 type keyRange struct{ lo, hi []byte }
 
 // planQuery chooses the access path of a query on ci.
-func planQuery(ci *collInfo, f *match.Filter, sortSpec []bsonx.SortField, hint bsoncore.Value) (*plan, error) {
+func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hint bsoncore.Value) (*plan, error) {
 	p := &plan{}
 	p.targets = targetPartitions(ci, f)
 	if len(p.targets) == 0 {
@@ -63,22 +65,22 @@ func planQuery(ci *collInfo, f *match.Filter, sortSpec []bsonx.SortField, hint b
 	// Time-series measurements are not unique by _id (ddl_timeseries.go): no _id point reads,
 	// and hints (which may name _id) are ignored; secondary indexes serve them, the index scan
 	// telling measurements apart by their slot.
-	if hint.Type != 0 && ci.ts == nil {
+	if hint.Type != 0 && ci.TS == nil {
 		return planHinted(ci, f, sortSpec, hint, p)
 	}
-	if ids, ok := f.Equalities("_id"); ok && ci.ts == nil {
+	if ids, ok := f.Equalities("_id"); ok && ci.TS == nil {
 		p.kind = planIDs
 		p.ids = idTargets(ci, ids)
 		return p, nil
 	}
-	best, bestScore := (*indexInfo)(nil), 0
+	best, bestScore := (*catalog.Index)(nil), 0
 	var bestRanges []keyRange
 	bestSorted, bestReverse := false, false
-	for _, xi := range ci.indexes {
-		if xi.isID && !ci.idIndexed {
+	for _, xi := range ci.Indexes {
+		if xi.IsID && !ci.IDIndexed {
 			continue // the _id index has no entries: documents are found by (hash, _id)
 		}
-		if xi.hidden || !usableForQuery(xi, f) { // hidden by collMod: maintained, never planned
+		if xi.Hidden || !usableForQuery(xi, f) { // hidden by collMod: maintained, never planned
 			continue
 		}
 		ranges, score := indexBounds(xi, f)
@@ -99,13 +101,13 @@ func planQuery(ci *collInfo, f *match.Filter, sortSpec []bsonx.SortField, hint b
 }
 
 // planHinted builds the plan a hint asks for: {$natural: ±1}, an index name or key pattern.
-func planHinted(ci *collInfo, f *match.Filter, sortSpec []bsonx.SortField, hint bsoncore.Value, p *plan) (*plan, error) {
-	var xi *indexInfo
+func planHinted(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hint bsoncore.Value, p *plan) (*plan, error) {
+	var xi *catalog.Index
 	switch hint.Type {
 	case bsoncore.TypeString:
 		name := hint.StringValue()
-		for _, x := range ci.indexes {
-			if x.meta.Name == name && !x.hidden {
+		for _, x := range ci.Indexes {
+			if x.Meta.Name == name && !x.Hidden {
 				xi = x
 			}
 		}
@@ -121,8 +123,8 @@ func planHinted(ci *collInfo, f *match.Filter, sortSpec []bsonx.SortField, hint 
 			p.kind = planScan
 			return p, nil
 		}
-		for _, x := range ci.indexes {
-			if bytes.Equal(x.meta.Key, d) && !x.hidden {
+		for _, x := range ci.Indexes {
+			if bytes.Equal(x.Meta.Key, d) && !x.Hidden {
 				xi = x
 			}
 		}
@@ -132,12 +134,12 @@ func planHinted(ci *collInfo, f *match.Filter, sortSpec []bsonx.SortField, hint 
 	if xi == nil {
 		return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index")
 	}
-	if xi.isID && !ci.idIndexed {
+	if xi.IsID && !ci.IDIndexed {
 		// The _id index has no entries: the documents themselves are in _id order.
 		p.kind = planScan
 		return p, nil
 	}
-	if xi.partial != nil || xi.sparse || xi.hashed {
+	if xi.Partial != nil || xi.Sparse || xi.Hashed {
 		// Such an index does not hold every document; scanning it whole would lose some.
 		if _, score := indexBounds(xi, f); score == 0 || !usableForQuery(xi, f) {
 			return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an index that can answer the query")
@@ -151,14 +153,14 @@ func planHinted(ci *collInfo, f *match.Filter, sortSpec []bsonx.SortField, hint 
 }
 
 // usableForQuery reports whether index xi holds every document the filter can match.
-func usableForQuery(xi *indexInfo, f *match.Filter) bool {
-	if xi.hashed || xi.partial != nil {
+func usableForQuery(xi *catalog.Index, f *match.Filter) bool {
+	if xi.Hashed || xi.Partial != nil {
 		return false // hashed: equality only, not ordered; partial: needs implication proofs
 	}
-	if xi.sparse {
+	if xi.Sparse {
 		// Documents missing every field are not in the index: usable only when the first
 		// field is bounded away from null.
-		iv, ok := f.Intervals(xi.fields[0].Path)
+		iv, ok := f.Intervals(xi.Fields[0].Path)
 		if !ok {
 			return false
 		}
@@ -172,7 +174,7 @@ func usableForQuery(xi *indexInfo, f *match.Filter) bool {
 }
 
 // idTargets turns _id equality values into point reads.
-func idTargets(ci *collInfo, ids []bsoncore.Value) []idTarget {
+func idTargets(ci *catalog.Coll, ids []bsoncore.Value) []idTarget {
 	out := make([]idTarget, 0, len(ids))
 	seen := map[string]bool{}
 	for _, v := range ids {
@@ -181,7 +183,7 @@ func idTargets(ci *collInfo, ids []bsoncore.Value) []idTarget {
 			continue
 		}
 		seen[string(k)] = true
-		h, ok := ci.idHash(v)
+		h, ok := ci.IDHash(v)
 		out = append(out, idTarget{id: k, hash: h, hashSet: ok})
 	}
 	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].id, out[j].id) < 0 })
@@ -190,15 +192,15 @@ func idTargets(ci *collInfo, ids []bsoncore.Value) []idTarget {
 
 // targetPartitions returns the partitions that may hold matches: those of the shard-key
 // values an equality or $in fixes, else all.
-func targetPartitions(ci *collInfo, f *match.Filter) []int {
-	n := ci.pmap.Len()
-	if ci.hashed >= 0 {
-		if vals, ok := f.Equalities(ci.shardKey[ci.hashed].Path); ok {
+func targetPartitions(ci *catalog.Coll, f *match.Filter) []int {
+	n := ci.Map.Len()
+	if ci.Hashed >= 0 {
+		if vals, ok := f.Equalities(ci.ShardKey[ci.Hashed].Path); ok {
 			hashes := make([]uint64, len(vals))
 			for i, v := range vals {
 				hashes[i] = bsonx.Hash(v)
 			}
-			return ci.pmap.Targets(hashes)
+			return ci.Map.Targets(hashes)
 		}
 	}
 	all := make([]int, n)
@@ -210,10 +212,10 @@ func targetPartitions(ci *collInfo, f *match.Filter) []int {
 
 // indexBounds computes the key ranges of index xi that hold every match of f, and a score:
 // two points per leading field fixed to points, one for a final bounded field.
-func indexBounds(xi *indexInfo, f *match.Filter) ([]keyRange, int) {
+func indexBounds(xi *catalog.Index, f *match.Filter) ([]keyRange, int) {
 	prefixes := [][]byte{nil}
 	score := 0
-	for _, fld := range xi.fields {
+	for _, fld := range xi.Fields {
 		iv, ok := f.Intervals(fld.Path)
 		if !ok {
 			break
@@ -304,22 +306,22 @@ func sortRanges(r []keyRange) []keyRange {
 
 // indexSorts reports whether scanning index xi yields the sort order spec (forward, or in
 // reverse): the sort fields follow the index fields after a prefix fixed to single points.
-func indexSorts(xi *indexInfo, f *match.Filter, spec []bsonx.SortField) (sorted, reverse bool) {
-	if len(spec) == 0 || xi.hashed {
+func indexSorts(xi *catalog.Index, f *match.Filter, spec []bsonx.SortField) (sorted, reverse bool) {
+	if len(spec) == 0 || xi.Hashed {
 		return false, false
 	}
 	points := 0 // leading fields fixed to a single value
-	for _, fld := range xi.fields {
+	for _, fld := range xi.Fields {
 		iv, ok := f.Intervals(fld.Path)
 		if !ok || len(iv) != 1 || !allPoints(iv) {
 			break
 		}
 		points++
 	}
-	for k := 0; k <= points && k+len(spec) <= len(xi.fields); k++ {
+	for k := 0; k <= points && k+len(spec) <= len(xi.Fields); k++ {
 		same, inverse := true, true
 		for i, s := range spec {
-			fld := xi.fields[k+i]
+			fld := xi.Fields[k+i]
 			if fld.Path != s.Path {
 				same, inverse = false, false
 				break

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"context"
@@ -16,7 +18,7 @@ import (
 
 // query is a read of one collection, compiled: filter, sort, window and projection.
 type query struct {
-	ci           *collInfo
+	ci           *catalog.Coll
 	filter       *match.Filter
 	sort         []bsonx.SortField
 	skip, limit  int64 // limit 0: none
@@ -84,7 +86,7 @@ func (e *Executor) open(q *query) (stream.Stream, *plan, []*shardStream, error) 
 	var shards []*shardStream
 	seen := map[int]bool{}
 	for _, t := range p.targets {
-		s := q.ci.pmap.Partition(t).Shard
+		s := q.ci.Map.Partition(t).Shard
 		if seen[s] {
 			continue
 		}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"context"
 	"encoding/binary"
 	"errors"
@@ -8,7 +10,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
@@ -27,7 +28,7 @@ type scanStats struct {
 type shardStream struct {
 	r      catalog.Reader
 	snap   catalog.Snapshot // closed with the stream; nil when r is the DB itself
-	ci     *collInfo
+	ci     *catalog.Coll
 	p      *plan
 	f      *match.Filter
 	shard  int
@@ -52,19 +53,19 @@ type shardStream struct {
 
 // newShardStream prepares plan p's reads on shard s. Point reads go to the DB itself;
 // scans read from a snapshot so that a cursor sees one state across getMores.
-func (e *Executor) newShardStream(ci *collInfo, p *plan, f *match.Filter, s int) (*shardStream, error) {
+func (e *Executor) newShardStream(ci *catalog.Coll, p *plan, f *match.Filter, s int) (*shardStream, error) {
 	ss := &shardStream{ci: ci, p: p, f: f, shard: s, meters: e.readMeters(ci)}
 	owned := 0
-	for i := 0; i < ci.pmap.Len(); i++ {
-		if ci.pmap.Partition(i).Shard == s {
+	for i := 0; i < ci.Map.Len(); i++ {
+		if ci.Map.Partition(i).Shard == s {
 			owned++
 		}
 	}
 	for _, t := range p.targets {
-		if ci.pmap.Partition(t).Shard != s {
+		if ci.Map.Partition(t).Shard != s {
 			continue
 		}
-		lo, hi := ci.pmap.Range(t)
+		lo, hi := ci.Map.Range(t)
 		ss.ranges = append(ss.ranges, [2]uint64{lo, hi})
 	}
 	ss.all = len(ss.ranges) == owned
@@ -75,7 +76,7 @@ func (e *Executor) newShardStream(ci *collInfo, p *plan, f *match.Filter, s int)
 	}
 	snap, err := db.NewSnapshot()
 	if err != nil {
-		return nil, storeError(err)
+		return nil, catalog.StoreError(err)
 	}
 	ss.r, ss.snap = snap, snap
 	return ss, nil
@@ -91,7 +92,7 @@ func (ss *shardStream) owns(h uint64) bool {
 	return i >= 0 && store.InRange(h, rs[i][0], rs[i][1])
 }
 
-// next implements stream.Stream.
+// Next implements stream.Stream.
 func (ss *shardStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	if ss.closed {
 		return nil, nil
@@ -127,9 +128,9 @@ func (ss *shardStream) nextScan(ctx context.Context) (bsoncore.Document, error) 
 			}
 			r := ss.ranges[ss.pos]
 			ss.pos++
-			it, err := ss.r.NewDocIter(ss.ci.meta.ID, r[0], r[1])
+			it, err := ss.r.NewDocIter(ss.ci.Meta.ID, r[0], r[1])
 			if err != nil {
-				return nil, storeError(err)
+				return nil, catalog.StoreError(err)
 			}
 			ss.docIt = it
 		}
@@ -148,7 +149,7 @@ func (ss *shardStream) nextScan(ctx context.Context) (bsoncore.Document, error) 
 		_ = ss.docIt.Close()
 		ss.docIt = nil
 		if err != nil {
-			return nil, storeError(err)
+			return nil, catalog.StoreError(err)
 		}
 	}
 }
@@ -162,16 +163,16 @@ func (ss *shardStream) nextID() (bsoncore.Document, error) {
 		hash := t.hash
 		if !t.hashSet {
 			ss.stats.keysExamined++
-			h, _, found, err := ss.r.HasIndexKeyPrefix(ci.meta.ID, ci.indexes[0].meta.ID, t.id)
+			h, _, found, err := ss.r.HasIndexKeyPrefix(ci.Meta.ID, ci.Indexes[0].Meta.ID, t.id)
 			if err != nil {
-				return nil, storeError(err)
+				return nil, catalog.StoreError(err)
 			}
 			if !found {
 				continue
 			}
 			hash = h
 		}
-		if !ss.owns(hash) || ci.pmap.Partition(ci.pmap.Locate(hash)).Shard != ss.shard {
+		if !ss.owns(hash) || ci.Map.Partition(ci.Map.Locate(hash)).Shard != ss.shard {
 			continue
 		}
 		doc, err := ss.fetch(hash, t.id)
@@ -182,7 +183,7 @@ func (ss *shardStream) nextID() (bsoncore.Document, error) {
 			continue
 		}
 		if ss.meters != nil {
-			ss.meters.Record(ci.pmap.Locate(hash), hash, nil, shard.Cost{DocsRead: 1, BytesRead: int64(len(doc))}.RU())
+			ss.meters.Record(ci.Map.Locate(hash), hash, nil, shard.Cost{DocsRead: 1, BytesRead: int64(len(doc))}.RU())
 		}
 		if ok, err := ss.examine(doc); ok || err != nil {
 			return doc, err
@@ -204,9 +205,9 @@ func (ss *shardStream) nextIndex(ctx context.Context) (bsoncore.Document, error)
 				r = ss.p.ranges[len(ss.p.ranges)-1-ss.pos]
 			}
 			ss.pos++
-			it, err := ss.r.NewIndexIter(ci.meta.ID, ss.p.index.meta.ID, r.lo, r.hi, ss.p.reverse)
+			it, err := ss.r.NewIndexIter(ci.Meta.ID, ss.p.index.Meta.ID, r.lo, r.hi, ss.p.reverse)
 			if err != nil {
-				return nil, storeError(err)
+				return nil, catalog.StoreError(err)
 			}
 			ss.idxIt = it
 		}
@@ -221,7 +222,7 @@ func (ss *shardStream) nextIndex(ctx context.Context) (bsoncore.Document, error)
 			if !ss.owns(hash) {
 				continue
 			}
-			if !ss.p.index.unique || len(ss.p.ranges) > 1 || ss.ci.ts != nil {
+			if !ss.p.index.Unique || len(ss.p.ranges) > 1 || ss.ci.TS != nil {
 				if ss.seen == nil {
 					ss.seen = map[string]struct{}{}
 				}
@@ -248,7 +249,7 @@ func (ss *shardStream) nextIndex(ctx context.Context) (bsoncore.Document, error)
 		_ = ss.idxIt.Close()
 		ss.idxIt = nil
 		if err != nil {
-			return nil, storeError(err)
+			return nil, catalog.StoreError(err)
 		}
 	}
 }
@@ -256,12 +257,12 @@ func (ss *shardStream) nextIndex(ctx context.Context) (bsoncore.Document, error)
 // fetch reads document (hash, id) into the stream's buffer; nil when it is gone (an index
 // entry may outlive its document in the snapshot's view of a concurrent move).
 func (ss *shardStream) fetch(hash uint64, id []byte) (bsoncore.Document, error) {
-	doc, err := ss.r.GetDoc(ss.ci.meta.ID, hash, id, ss.buf[:0])
+	doc, err := ss.r.GetDoc(ss.ci.Meta.ID, hash, id, ss.buf[:0])
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, storeError(err)
+		return nil, catalog.StoreError(err)
 	}
 	ss.buf = doc
 	return doc, nil
@@ -278,7 +279,7 @@ func (ss *shardStream) examine(doc bsoncore.Document) (bool, error) {
 	return ok, err
 }
 
-// close implements stream.Stream.
+// Close implements stream.Stream.
 func (ss *shardStream) Close() {
 	if ss.closed {
 		return

@@ -167,7 +167,7 @@ func (pf *prefetch) fill(ctx context.Context, b *docBatch) {
 	}
 }
 
-// next returns the next document read ahead; stats receives the reader's totals as of the
+// Next returns the next document read ahead; stats receives the reader's totals as of the
 // batch it comes from. The document is valid until the following call.
 func (pf *prefetch) Next(ctx context.Context, stats *scanStats) (bsoncore.Document, error) {
 	for {

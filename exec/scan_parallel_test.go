@@ -114,7 +114,7 @@ func TestParallelShardReadsClose(t *testing.T) {
 	c := e.Connect(wire.ConnInfo{ID: 1})
 	shardBench(t, c, "deviceId", 4)
 	loadDocs(t, c, 4000)
-	ci, err := e.lookupColl("bench", "c")
+	ci, err := e.cat.Lookup("bench", "c")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -141,7 +142,7 @@ func (e *Executor) dropSearchIndex(_ context.Context, r *request) error {
 
 // searchIndexCollection validates the collection name a search index command starts with.
 func searchIndexCollection(cmd string, body bsoncore.Document) error {
-	first, _ := firstElement(body)
+	first, _ := bsonx.FirstElement(body)
 	_, err := collectionArg(cmd, first.Value())
 	return err
 }

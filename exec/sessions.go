@@ -1,6 +1,9 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"context"
@@ -68,7 +71,7 @@ func (c *sessionCache) note(body bsoncore.Document) {
 
 // end removes the sessions of an endSessions or killSessions body ([{id: UUID}, ...]).
 func (c *sessionCache) end(body bsoncore.Document) {
-	first, _ := firstElement(body)
+	first, _ := bsonx.FirstElement(body)
 	arr, ok := first.Value().ArrayOK()
 	if !ok {
 		return
@@ -186,7 +189,7 @@ func (s *listSessionsStage) open(stream.Stream) (stream.Stream, error) {
 }
 
 // openSource implements sourceStage: the cached sessions, whatever the collection holds.
-func (s *listSessionsStage) openSource(*collInfo) (stream.Stream, error) {
+func (s *listSessionsStage) openSource(*catalog.Coll) (stream.Stream, error) {
 	return s.local.open(stream.Empty{})
 }
 

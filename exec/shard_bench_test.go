@@ -44,7 +44,7 @@ func BenchmarkSplit(b *testing.B) {
 			loadDocs(b, c, mb*1000) // ~1 KB documents
 			b.ReportAllocs()
 			for b.Loop() {
-				ci, err := e.lookupColl("bench", "c")
+				ci, err := e.cat.Lookup("bench", "c")
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -170,13 +170,13 @@ func BenchmarkWorkloadADuringSplits(b *testing.B) {
 // splitLargest splits the collection's largest partition at its middle hash, as the size
 // policy would; false when it is too small to split.
 func splitLargest(tb testing.TB, e *Executor) bool {
-	ci, err := e.lookupColl("bench", "c")
+	ci, err := e.cat.Lookup("bench", "c")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	best, bestSpan := 0, uint64(0)
-	for i := 0; i < ci.pmap.Len(); i++ {
-		lo, hi := ci.pmap.Range(i)
+	for i := 0; i < ci.Map.Len(); i++ {
+		lo, hi := ci.Map.Range(i)
 		if span := hi - lo - 1; span > bestSpan { // hi == 0 is 2^64: hi - lo - 1 wraps correctly
 			best, bestSpan = i, span
 		}
@@ -184,8 +184,8 @@ func splitLargest(tb testing.TB, e *Executor) bool {
 	if bestSpan < 2 {
 		return false
 	}
-	lo, _ := ci.pmap.Range(best)
-	a := &shard.SplitAction{ID: ci.pmap.Partition(best).ID, At: lo + bestSpan/2 + 1, Reason: shard.ReasonSize}
+	lo, _ := ci.Map.Range(best)
+	a := &shard.SplitAction{ID: ci.Map.Partition(best).ID, At: lo + bestSpan/2 + 1, Reason: shard.ReasonSize}
 	if _, err := e.applySplit("bench", "c", a); err != nil {
 		tb.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"context"
 	"errors"
 	"strings"
@@ -19,12 +21,12 @@ import (
 // glance.
 func (e *Executor) partitionStats(_ context.Context, r *request) error {
 	const cmd = "partitionStats"
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	name, err := argString(cmd, cmd, first.Value())
 	if err != nil {
 		return err
 	}
-	ci, err := e.lookupColl(r.db, name)
+	ci, err := e.cat.Lookup(r.db, name)
 	if err != nil {
 		return err
 	}
@@ -34,26 +36,26 @@ func (e *Executor) partitionStats(_ context.Context, r *request) error {
 	s := e.shardSt()
 	snaps := s.metersFor(ci).Snapshots()
 	s.mu.Lock()
-	hot := append([]shard.HotKeyReport(nil), s.mu.hot[ci.meta.ID]...)
+	hot := append([]shard.HotKeyReport(nil), s.mu.hot[ci.Meta.ID]...)
 	s.mu.Unlock()
-	out := bsoncore.AppendStringElement(r.out, "ns", ci.ns())
-	if ci.meta.ShardKey != nil {
-		out = bsoncore.AppendDocumentElement(out, "shardKey", ci.meta.ShardKey)
+	out := bsoncore.AppendStringElement(r.out, "ns", ci.NS())
+	if ci.Meta.ShardKey != nil {
+		out = bsoncore.AppendDocumentElement(out, "shardKey", ci.Meta.ShardKey)
 	}
-	out = bsoncore.AppendInt64Element(out, "throughput", ci.meta.Throughput)
-	out = bsoncore.AppendInt32Element(out, "numPartitions", int32(ci.pmap.Len()))
+	out = bsoncore.AppendInt64Element(out, "throughput", ci.Meta.Throughput)
+	out = bsoncore.AppendInt32Element(out, "numPartitions", int32(ci.Map.Len()))
 	var totalDocs, totalBytes int64
 	aidx, out := bsoncore.AppendArrayElementStart(out, "partitions")
-	for i := 0; i < ci.pmap.Len(); i++ {
-		p := ci.pmap.Partition(i)
-		lo, hi := ci.pmap.Range(i)
-		docs, bytes, _ := e.st.Shards[p.Shard].Stats(ci.meta.ID, lo, hi)
+	for i := 0; i < ci.Map.Len(); i++ {
+		p := ci.Map.Partition(i)
+		lo, hi := ci.Map.Range(i)
+		docs, bytes, _ := e.st.Shards[p.Shard].Stats(ci.Meta.ID, lo, hi)
 		totalDocs += docs
 		totalBytes += bytes
 		pidx, o := bsoncore.AppendDocumentElementStart(out, bsonx.ArrayKey(i))
 		o = bsoncore.AppendInt64Element(o, "id", int64(p.ID))
 		o = appendHashBound(o, "min", lo, i == 0)
-		o = appendHashBound(o, "max", hi, i == ci.pmap.Len()-1)
+		o = appendHashBound(o, "max", hi, i == ci.Map.Len()-1)
 		o = bsoncore.AppendStringElement(o, "shard", shardName(p.Shard))
 		o = bsoncore.AppendInt64Element(o, "documents", docs)
 		o = bsoncore.AppendInt64Element(o, "bytes", bytes)
@@ -111,7 +113,7 @@ func appendHotKey(dst []byte, key string, h *shard.HotKeyReport) []byte {
 // "shard-N"}: it moves the partition holding that value (or starting at bounds[0]) online.
 func (e *Executor) moveChunk(_ context.Context, r *request) error {
 	const cmd = "moveChunk"
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	ns, err := argString(cmd, cmd, first.Value())
 	if err != nil {
 		return err
@@ -138,11 +140,11 @@ func (e *Executor) moveChunk(_ context.Context, r *request) error {
 		return err
 	}
 	db, coll, _ := strings.Cut(ns, ".")
-	ci, err := e.lookupColl(db, coll)
+	ci, err := e.cat.Lookup(db, coll)
 	if err != nil {
 		return err
 	}
-	if ci == nil || ci.hashed < 0 {
+	if ci == nil || ci.Hashed < 0 {
 		return mongoerr.New(mongoerr.NamespaceNotSharded, "Collection %s is not sharded.", ns)
 	}
 	dest := -1
@@ -157,7 +159,7 @@ func (e *Executor) moveChunk(_ context.Context, r *request) error {
 	var hash uint64
 	switch {
 	case find != nil:
-		if hash, err = ci.shardHash(find); err != nil {
+		if hash, err = ci.ShardHash(find); err != nil {
 			return err
 		}
 	case bounds != nil:
@@ -165,7 +167,7 @@ func (e *Executor) moveChunk(_ context.Context, r *request) error {
 		if !ok {
 			return mongoerr.New(mongoerr.BadValue, "bounds must be [min, max]")
 		}
-		v, _ := bsonx.Lookup(lo, ci.shardKey[ci.hashed].Path)
+		v, _ := bsonx.Lookup(lo, ci.ShardKey[ci.Hashed].Path)
 		if n, ok := v.Int64OK(); ok {
 			hash = shard.Int64ToHash(n)
 		}
@@ -173,7 +175,7 @@ func (e *Executor) moveChunk(_ context.Context, r *request) error {
 		return mongoerr.New(mongoerr.InvalidOptions, "need to specify either find or bounds")
 	}
 	start := time.Now()
-	id := ci.pmap.Partition(ci.pmap.Locate(hash)).ID
+	id := ci.Map.Partition(ci.Map.Locate(hash)).ID
 	if err := e.movePartition(db, coll, id, dest, "moveChunk"); err != nil {
 		if errors.Is(err, shard.ErrStaleAction) {
 			return mongoerr.New(mongoerr.ConflictingOperationInProgress, "the partition changed during the move; retry")
@@ -188,7 +190,7 @@ func (e *Executor) moveChunk(_ context.Context, r *request) error {
 // UpdateCollection, GetCollection, CreateDatabase, UpdateDatabase, GetDatabase.
 func (e *Executor) customAction(_ context.Context, r *request) error {
 	const cmd = "customAction"
-	first, _ := firstElement(r.body)
+	first, _ := bsonx.FirstElement(r.body)
 	action, err := argString(cmd, cmd, first.Value())
 	if err != nil {
 		return err
@@ -234,7 +236,7 @@ func (e *Executor) customAction(_ context.Context, r *request) error {
 			c.Throughput = throughput
 			return nil
 		})
-		return catalogError(err, r.db, coll)
+		return catalog.ChangeError(err, r.db, coll)
 	case "GetCollection":
 		c := e.st.Catalog.State().Collection(r.db, coll)
 		if c == nil {
@@ -255,7 +257,7 @@ func (e *Executor) customAction(_ context.Context, r *request) error {
 				if errors.Is(err, store.ErrExists) {
 					return mongoerr.New(mongoerr.NamespaceExists, "Database %s already exists.", r.db)
 				}
-				return storeError(err)
+				return catalog.StoreError(err)
 			}
 			return nil
 		}
@@ -266,7 +268,7 @@ func (e *Executor) customAction(_ context.Context, r *request) error {
 		if errors.Is(err, store.ErrNotFound) {
 			return mongoerr.New(mongoerr.NamespaceNotFound, "database %s not found", r.db)
 		}
-		return storeError(err)
+		return catalog.StoreError(err)
 	case "GetDatabase":
 		d := e.st.Catalog.State().Database(r.db)
 		if d == nil {
@@ -292,13 +294,13 @@ func (e *Executor) cosmosCreateCollection(r *request, coll, key string, throughp
 		return mongoerr.New(mongoerr.NamespaceExists, "Collection %s.%s already exists.", r.db, coll)
 	}
 	if key == "" {
-		if err := validateCollName(r.db, coll); err != nil {
+		if err := catalog.ValidateCollName(r.db, coll); err != nil {
 			return err
 		}
-		e.ddl.mu.Lock()
-		defer e.ddl.mu.Unlock()
+		unlock := e.cat.LockDDL()
+		defer unlock()
 		_, err := e.st.Catalog.CreateCollection(store.Collection{DB: r.db, Name: coll, Throughput: throughput})
-		return catalogError(err, r.db, coll)
+		return catalog.ChangeError(err, r.db, coll)
 	}
 	key = strings.TrimPrefix(strings.ReplaceAll(key, "/", "."), ".") // Cosmos paths: /a/b
 	spec := shardSpec{db: r.db, coll: coll, throughput: throughput,

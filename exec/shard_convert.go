@@ -1,10 +1,11 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
-	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 )
@@ -13,7 +14,7 @@ import (
 // collection to a partitioned one", without export and import). An unsharded collection
 // keeps every document at hash 0 in one partition on one shard. The conversion:
 //
-//   - holds e.ddl.mu and every key-lock stripe: writes to every collection wait for the
+//   - holds the DDL lock (Catalog.LockDDL) and every key-lock stripe: writes to every collection wait for the
 //     conversion (NB: a deliberate simplification — the conversion is one pass over the
 //     collection, and blocking writes keeps it trivially exact);
 //   - rewrites every document from hash 0 to the hash of its shard key, with its index
@@ -29,9 +30,9 @@ import (
 // client, which got no answer, runs shardCollection again.
 
 // convertToSharded shards the existing collection c by spec.key into n partitions. The
-// caller holds e.ddl.mu.
+// caller holds the DDL lock (Catalog.LockDDL).
 func (e *Executor) convertToSharded(c *store.Collection, spec shardSpec, n int) (*store.Collection, error) {
-	oci, err := e.colls.info(c)
+	oci, err := e.cat.Info(c)
 	if err != nil {
 		return nil, err
 	}
@@ -43,24 +44,24 @@ func (e *Executor) convertToSharded(c *store.Collection, spec shardSpec, n int) 
 	next := *c
 	next.ShardKey = spec.key
 	next.Partitions = toStoreParts(layout)
-	nci, err := compileCollection(&next)
+	nci, err := catalog.Compile(&next)
 	if err != nil {
 		return nil, err
 	}
-	unlock := e.locks.LockMany(lockStripeHashes)
+	unlock := e.cat.Locks().LockMany(catalog.AllStripes)
 	defer unlock()
 	db := e.st.Shards[src]
 	b := db.NewBatch()
 	defer b.Close()
 	it, err := db.NewDocIter(c.ID, 0, 0)
 	if err != nil {
-		return nil, storeError(err)
+		return nil, catalog.StoreError(err)
 	}
 	wr := e.newWriter(nci)
 	docs := 0
 	for it.Next() {
 		doc := bsoncore.Document(it.Doc())
-		h, err := nci.shardHash(doc)
+		h, err := nci.ShardHash(doc)
 		if err != nil {
 			_ = it.Close()
 			return nil, err
@@ -72,10 +73,10 @@ func (e *Executor) convertToSharded(c *store.Collection, spec shardSpec, n int) 
 		docs++
 	}
 	if err := it.Close(); err != nil {
-		return nil, storeError(err)
+		return nil, catalog.StoreError(err)
 	}
 	if err := b.Commit(true); err != nil {
-		return nil, storeError(err)
+		return nil, catalog.StoreError(err)
 	}
 	out, err := e.st.Catalog.UpdateCollection(c.DB, c.Name, func(x *store.Collection) error {
 		x.ShardKey = spec.key
@@ -90,7 +91,7 @@ func (e *Executor) convertToSharded(c *store.Collection, spec shardSpec, n int) 
 		if uerr := e.undoConversion(c); uerr != nil {
 			e.log.Error("cannot undo a failed shardCollection; the next start will", zap.Error(uerr))
 		}
-		return nil, catalogError(err, c.DB, c.Name)
+		return nil, catalog.ChangeError(err, c.DB, c.Name)
 	}
 	e.shardSt().conversions.Add(1)
 	e.log.Info("sharded an existing collection", zap.String("ns", c.DB+"."+c.Name),
@@ -100,25 +101,25 @@ func (e *Executor) convertToSharded(c *store.Collection, spec shardSpec, n int) 
 
 // rehashDoc stages the move of one document from hash `from` (indexed as in oci) to hash
 // `to` (indexed as in nci) in batch b.
-func rehashDoc(b catalog.Batch, wr *writer, oci, nci *collInfo, from, to uint64, id []byte, doc bsoncore.Document) error {
-	coll := oci.meta.ID
-	for _, xi := range oci.writeIndexes {
-		if xi.isID && !oci.idIndexed {
+func rehashDoc(b catalog.Batch, wr *writer, oci, nci *catalog.Coll, from, to uint64, id []byte, doc bsoncore.Document) error {
+	coll := oci.Meta.ID
+	for _, xi := range oci.WriteIndexes {
+		if xi.IsID && !oci.IDIndexed {
 			continue
 		}
 		if err := wr.indexKeys(xi, doc, func(k []byte) error {
-			b.DeleteIndex(coll, xi.meta.ID, k, from, id)
+			b.DeleteIndex(coll, xi.Meta.ID, k, from, id)
 			return nil
 		}); err != nil {
 			return err
 		}
 	}
-	for _, xi := range nci.writeIndexes {
-		if xi.isID && !nci.idIndexed {
+	for _, xi := range nci.WriteIndexes {
+		if xi.IsID && !nci.IDIndexed {
 			continue
 		}
 		if err := wr.indexKeys(xi, doc, func(k []byte) error {
-			b.SetIndex(coll, xi.meta.ID, k, to, id)
+			b.SetIndex(coll, xi.Meta.ID, k, to, id)
 			return nil
 		}); err != nil {
 			return err
@@ -135,9 +136,9 @@ func rehashDoc(b catalog.Batch, wr *writer, oci, nci *collInfo, from, to uint64,
 
 // undoConversion moves the documents of unsharded collection c that are not at hash 0
 // (left by a shardCollection that crashed before its catalog commit) back to hash 0,
-// dropping the _id index entries the conversion wrote. The caller holds e.ddl.mu.
+// dropping the _id index entries the conversion wrote. The caller holds the DDL lock (Catalog.LockDDL).
 func (e *Executor) undoConversion(c *store.Collection) error {
-	ci, err := e.colls.info(c)
+	ci, err := e.cat.Info(c)
 	if err != nil {
 		return err
 	}
@@ -152,7 +153,7 @@ func (e *Executor) undoConversion(c *store.Collection) error {
 	}
 	// The conversion's layout indexed _id; the unsharded one does not.
 	sharded := *ci
-	sharded.idIndexed = true
+	sharded.IDIndexed = true
 	b := db.NewBatch()
 	defer b.Close()
 	wr := e.newWriter(ci)

@@ -1,12 +1,13 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"errors"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 )
@@ -73,7 +74,7 @@ func (e *Executor) managerRound() {
 // decideCollection asks the policy about one collection and carries out its actions.
 func (e *Executor) decideCollection(c *store.Collection) error {
 	s := e.shardSt()
-	ci, err := e.colls.info(c)
+	ci, err := e.cat.Info(c)
 	if err != nil {
 		return err
 	}
@@ -84,7 +85,7 @@ func (e *Executor) decideCollection(c *store.Collection) error {
 	for _, a := range actions {
 		switch a := a.(type) {
 		case *shard.SplitAction:
-			ids, err := e.applySplit(ci.meta.DB, ci.meta.Name, a)
+			ids, err := e.applySplit(ci.Meta.DB, ci.Meta.Name, a)
 			if errors.Is(err, shard.ErrStaleAction) {
 				continue
 			}
@@ -93,25 +94,25 @@ func (e *Executor) decideCollection(c *store.Collection) error {
 			}
 			changed = true
 			if a.MoveRight {
-				if err := e.movePartition(ci.meta.DB, ci.meta.Name, ids[1], a.To, a.Reason.String()); err != nil && !errors.Is(err, shard.ErrStaleAction) {
+				if err := e.movePartition(ci.Meta.DB, ci.Meta.Name, ids[1], a.To, a.Reason.String()); err != nil && !errors.Is(err, shard.ErrStaleAction) {
 					return err
 				}
 			}
 		case *shard.MoveAction:
-			if err := e.movePartition(ci.meta.DB, ci.meta.Name, a.ID, a.To, a.Reason.String()); err != nil && !errors.Is(err, shard.ErrStaleAction) {
+			if err := e.movePartition(ci.Meta.DB, ci.Meta.Name, a.ID, a.To, a.Reason.String()); err != nil && !errors.Is(err, shard.ErrStaleAction) {
 				return err
 			}
 			changed = true
 		case *shard.HotKeyReport:
 			hot = append(hot, *a)
 			s.hotKeys.Add(1)
-			e.log.Warn("hot key: partition cannot split", zap.String("ns", ci.ns()), zap.Uint64("partition", a.ID),
+			e.log.Warn("hot key: partition cannot split", zap.String("ns", ci.NS()), zap.Uint64("partition", a.ID),
 				zap.String("key", hotKeyLabel(a.Label)), zap.Float64("share", a.Share), zap.Float64("ru_per_sec", a.RUPerSec),
 				zap.Int64("bytes", a.Bytes), zap.Bool("single_key", a.SingleKey), zap.Stringer("reason", a.Reason))
 		}
 	}
 	s.mu.Lock()
-	s.mu.hot[ci.meta.ID] = hot
+	s.mu.hot[ci.Meta.ID] = hot
 	s.mu.Unlock()
 	if changed {
 		e.afterMapChange()
@@ -122,28 +123,28 @@ func (e *Executor) decideCollection(c *store.Collection) error {
 // collectionView builds what the policy needs to know about ci: per partition its size
 // from the owning store and its meter's load; the size histogram and the smallest and
 // largest hash present only for partitions the policy may split (too big or too hot).
-func (e *Executor) collectionView(ci *collInfo) shard.CollectionView {
+func (e *Executor) collectionView(ci *catalog.Coll) shard.CollectionView {
 	s := e.shardSt()
 	meters := s.metersFor(ci)
 	shards := make([]int, len(e.st.Shards))
 	for i := range shards {
 		shards[i] = i
 	}
-	v := shard.NewView(ci.pmap, float64(ci.meta.Throughput), shards, meters.Snapshots())
+	v := shard.NewView(ci.Map, float64(ci.Meta.Throughput), shards, meters.Snapshots())
 	for i := range v.Partitions {
 		p := &v.Partitions[i]
 		db := e.st.Shards[p.Shard]
-		p.Docs, p.Bytes, _ = db.Stats(ci.meta.ID, p.Lo, p.Hi)
+		p.Docs, p.Bytes, _ = db.Stats(ci.Meta.ID, p.Lo, p.Hi)
 		if p.Bytes <= s.opts.PartitionMaxBytes && p.RUPerSec <= s.opts.SplitLoadRU {
 			continue
 		}
-		if hist, err := db.Histogram(ci.meta.ID, p.Lo, p.Hi); err == nil {
+		if hist, err := db.Histogram(ci.Meta.ID, p.Lo, p.Hi); err == nil {
 			p.Histogram = make([]shard.Bucket, len(hist))
 			for j, b := range hist {
 				p.Histogram[j] = shard.Bucket{Lo: b.Lo, Docs: b.Docs, Bytes: b.Bytes}
 			}
 		}
-		p.MinHash, p.MaxHash, p.HashesKnown = hashBounds(db, ci.meta.ID, p.Lo, p.Hi)
+		p.MinHash, p.MaxHash, p.HashesKnown = hashBounds(db, ci.Meta.ID, p.Lo, p.Hi)
 	}
 	return v
 }

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -9,7 +11,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 )
@@ -43,26 +44,26 @@ func (e *Executor) movePartition(db, name string, id uint64, to int, reason stri
 	if to < 0 || to >= len(e.st.Shards) {
 		return fmt.Errorf("no shard %d", to)
 	}
-	e.ddl.mu.Lock() // no index build, drop or rename during the move
-	defer e.ddl.mu.Unlock()
+	unlockDDL := e.cat.LockDDL() // no index build, drop or rename during the move
+	defer unlockDDL()
 	start := time.Now()
 	c := e.st.Catalog.State().Collection(db, name)
 	if c == nil {
 		return shard.ErrStaleAction
 	}
-	ci, err := e.colls.info(c)
+	ci, err := e.cat.Info(c)
 	if err != nil {
 		return err
 	}
-	i := ci.pmap.Index(id)
+	i := ci.Map.Index(id)
 	if i < 0 {
 		return shard.ErrStaleAction
 	}
-	from := ci.pmap.Partition(i).Shard
+	from := ci.Map.Partition(i).Shard
 	if from == to {
 		return nil
 	}
-	lo, hi := ci.pmap.Range(i)
+	lo, hi := ci.Map.Range(i)
 	st := e.shardSt()
 	copying := retiredRange{coll: c.ID, shard: to, lo: lo, hi: hi}
 	st.mu.Lock()
@@ -89,9 +90,9 @@ func (e *Executor) movePartition(db, name string, id uint64, to int, reason stri
 			break
 		}
 	}
-	unlock := e.locks.LockMany(lockStripeHashes)
-	ci = e.refreshColl(ci)
-	if ci.pmap.Index(id) < 0 || ci.pmap.Partition(ci.pmap.Index(id)).Shard != from {
+	unlock := e.cat.Locks().LockMany(catalog.AllStripes)
+	ci = e.cat.Refresh(ci)
+	if ci.Map.Index(id) < 0 || ci.Map.Partition(ci.Map.Index(id)).Shard != from {
 		unlock()
 		return shard.ErrStaleAction
 	}
@@ -131,25 +132,25 @@ func (e *Executor) movePartition(db, name string, id uint64, to int, reason stri
 // syncRange makes the documents and index entries of ci on shard to in [lo, hi) equal to
 // those on shard from, by a merge of the two ranges read from snapshots, and returns how
 // many documents it wrote or deleted on the destination.
-func (e *Executor) syncRange(ci *collInfo, from, to int, lo, hi uint64) (int, error) {
+func (e *Executor) syncRange(ci *catalog.Coll, from, to int, lo, hi uint64) (int, error) {
 	src, err := e.st.Shards[from].NewSnapshot()
 	if err != nil {
-		return 0, storeError(err)
+		return 0, catalog.StoreError(err)
 	}
 	defer func() { _ = src.Close() }()
 	dst, err := e.st.Shards[to].NewSnapshot()
 	if err != nil {
-		return 0, storeError(err)
+		return 0, catalog.StoreError(err)
 	}
 	defer func() { _ = dst.Close() }()
-	si, err := src.NewDocIter(ci.meta.ID, lo, hi)
+	si, err := src.NewDocIter(ci.Meta.ID, lo, hi)
 	if err != nil {
-		return 0, storeError(err)
+		return 0, catalog.StoreError(err)
 	}
 	defer func() { _ = si.Close() }()
-	di, err := dst.NewDocIter(ci.meta.ID, lo, hi)
+	di, err := dst.NewDocIter(ci.Meta.ID, lo, hi)
 	if err != nil {
-		return 0, storeError(err)
+		return 0, catalog.StoreError(err)
 	}
 	defer func() { _ = di.Close() }()
 	rs := rangeSyncer{e: e, ci: ci, db: e.st.Shards[to], wr: e.newWriter(ci)}
@@ -196,10 +197,10 @@ func (e *Executor) syncRange(ci *collInfo, from, to int, lo, hi uint64) (int, er
 		}
 	}
 	if err := si.Err(); err != nil {
-		return rs.n, storeError(err)
+		return rs.n, catalog.StoreError(err)
 	}
 	if err := di.Err(); err != nil {
-		return rs.n, storeError(err)
+		return rs.n, catalog.StoreError(err)
 	}
 	return rs.n, rs.flush()
 }
@@ -218,7 +219,7 @@ func compareDocKeys(h1 uint64, id1 []byte, h2 uint64, id2 []byte) int {
 // rangeSyncer writes one shard's side of a syncRange in batches.
 type rangeSyncer struct {
 	e  *Executor
-	ci *collInfo
+	ci *catalog.Coll
 	db catalog.Shard
 	wr *writer // for index key generation only
 	b  catalog.Batch
@@ -231,14 +232,14 @@ func (rs *rangeSyncer) put(hash uint64, id []byte, old, doc []byte) error {
 	if rs.b == nil {
 		rs.b = rs.db.NewBatch()
 	}
-	coll := rs.ci.meta.ID
-	for _, xi := range rs.ci.writeIndexes {
-		if xi.isID && !rs.ci.idIndexed {
+	coll := rs.ci.Meta.ID
+	for _, xi := range rs.ci.WriteIndexes {
+		if xi.IsID && !rs.ci.IDIndexed {
 			continue
 		}
 		if old != nil {
 			if err := rs.wr.indexKeys(xi, old, func(k []byte) error {
-				rs.b.DeleteIndex(coll, xi.meta.ID, k, hash, id)
+				rs.b.DeleteIndex(coll, xi.Meta.ID, k, hash, id)
 				return nil
 			}); err != nil {
 				return err
@@ -246,7 +247,7 @@ func (rs *rangeSyncer) put(hash uint64, id []byte, old, doc []byte) error {
 		}
 		if doc != nil {
 			if err := rs.wr.indexKeys(xi, doc, func(k []byte) error {
-				rs.b.SetIndex(coll, xi.meta.ID, k, hash, id)
+				rs.b.SetIndex(coll, xi.Meta.ID, k, hash, id)
 				return nil
 			}); err != nil {
 				return err
@@ -286,10 +287,10 @@ func (rs *rangeSyncer) flush() error {
 	if b.Empty() {
 		return nil
 	}
-	return storeError(b.Commit(true))
+	return catalog.StoreError(b.Commit(true))
 }
 
-// close drops an uncommitted batch.
+// Close drops an uncommitted batch.
 func (rs *rangeSyncer) Close() {
 	if rs.b != nil {
 		rs.b.Close()
@@ -313,8 +314,8 @@ func (e *Executor) deleteRetired(force bool) {
 	if len(due) == 0 {
 		return
 	}
-	e.ddl.mu.Lock()
-	defer e.ddl.mu.Unlock()
+	unlock := e.cat.LockDDL()
+	defer unlock()
 	defer func() { // forgotten only once deleted: ownedDocCount relies on the list
 		s.mu.Lock()
 		keep := s.mu.retiring[:0]
@@ -339,7 +340,7 @@ func (e *Executor) deleteRetired(force bool) {
 }
 
 // deleteUnowned deletes the documents and index entries of c on shard s in the parts of
-// [lo, hi) that s does not own in c's current map. The caller holds e.ddl.mu.
+// [lo, hi) that s does not own in c's current map. The caller holds the DDL lock (Catalog.LockDDL).
 func (e *Executor) deleteUnowned(c *store.Collection, s int, lo, hi uint64) error {
 	for i, p := range c.Partitions {
 		plo, phi := c.PartitionRange(i)
@@ -408,13 +409,13 @@ func minHi(a, b uint64) uint64 {
 // shard that does not own their range) and undoes interrupted conversions of unsharded
 // collections (documents not at hash 0).
 func (e *Executor) repairAtStart() {
-	e.ddl.mu.Lock()
-	defer e.ddl.mu.Unlock()
+	unlock := e.cat.LockDDL()
+	defer unlock()
 	state := e.st.Catalog.State()
 	for _, db := range state.Databases() {
 		for _, c := range state.Collections(db.Name) {
 			if !c.Sharded() {
-				if isTimeseries(c) {
+				if catalog.IsTimeseries(c) {
 					continue // measurements are off hash 0 by design (timeseries_write.go)
 				}
 				if err := e.undoConversion(c); err != nil {
@@ -436,17 +437,17 @@ func (e *Executor) repairAtStart() {
 // in ranges it does not own under ci's map (a move's copy before its flip, its source range
 // after it). Without a move of ci under way it is the shards' in-memory counts. count
 // without a filter uses it.
-func (e *Executor) ownedDocCount(ci *collInfo) int64 {
-	hints := e.foreignHints(ci.meta.ID, nil)
+func (e *Executor) ownedDocCount(ci *catalog.Coll) int64 {
+	hints := e.foreignHints(ci.Meta.ID, nil)
 	var n int64
 	if len(hints) == 0 {
 		for _, db := range e.st.Shards {
-			d, _ := db.CollStats(ci.meta.ID)
+			d, _ := db.CollStats(ci.Meta.ID)
 			n += d
 		}
 		return n
 	}
-	ci = e.refreshColl(ci)
+	ci = e.cat.Refresh(ci)
 	snaps := make([]catalog.Snapshot, len(e.st.Shards))
 	for sh, db := range e.st.Shards {
 		snap, err := db.NewSnapshot()
@@ -458,16 +459,16 @@ func (e *Executor) ownedDocCount(ci *collInfo) int64 {
 	}
 	// Hints read before and after the snapshots: a range holding foreign data in a snapshot
 	// is announced before its data is written and forgotten after it is deleted.
-	hints = e.foreignHints(ci.meta.ID, hints)
+	hints = e.foreignHints(ci.Meta.ID, hints)
 	for sh, snap := range snaps {
 		if snap == nil {
 			continue
 		}
-		d, _, _ := snap.Stats(ci.meta.ID, 0, 0)
+		d, _, _ := snap.Stats(ci.Meta.ID, 0, 0)
 		n += d
-		for i := 0; i < ci.pmap.Len(); i++ {
-			plo, phi := ci.pmap.Range(i)
-			if ci.pmap.Partition(i).Shard == sh {
+		for i := 0; i < ci.Map.Len(); i++ {
+			plo, phi := ci.Map.Range(i)
+			if ci.Map.Partition(i).Shard == sh {
 				continue
 			}
 			for _, r := range hints {

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,24 +79,24 @@ func (e *Executor) shardSt() *shardState { return e.shards }
 
 // metersFor returns the meters of ci's partitions, aligned with ci.pmap: meters of
 // partitions that survive a map change carry over, new partitions start idle.
-func (s *shardState) metersFor(ci *collInfo) *shard.Meters {
-	if v, ok := s.meters.Load(ci.meta.ID); ok {
+func (s *shardState) metersFor(ci *catalog.Coll) *shard.Meters {
+	if v, ok := s.meters.Load(ci.Meta.ID); ok {
 		m := v.(*shard.Meters)
-		if m.Map() == ci.pmap {
+		if m.Map() == ci.Map {
 			return m
 		}
-		n := shard.NewMeters(ci.pmap, m, s.opts.MeterOptions())
-		s.meters.Store(ci.meta.ID, n)
+		n := shard.NewMeters(ci.Map, m, s.opts.MeterOptions())
+		s.meters.Store(ci.Meta.ID, n)
 		return n
 	}
-	n := shard.NewMeters(ci.pmap, nil, s.opts.MeterOptions())
-	s.meters.Store(ci.meta.ID, n)
+	n := shard.NewMeters(ci.Map, nil, s.opts.MeterOptions())
+	s.meters.Store(ci.Meta.ID, n)
 	return n
 }
 
 // writeRU is the request units of one staged document write (shard.Cost's model).
-func writeRU(ci *collInfo, w *docWrite) float64 {
-	c := shard.Cost{DocsWritten: 1, IndexKeysWritten: int64(len(ci.writeIndexes))}
+func writeRU(ci *catalog.Coll, w *docWrite) float64 {
+	c := shard.Cost{DocsWritten: 1, IndexKeysWritten: int64(len(ci.WriteIndexes))}
 	if w.old != nil {
 		c.DocsRead, c.BytesRead = 1, int64(len(w.old))
 	}
@@ -102,24 +104,6 @@ func writeRU(ci *collInfo, w *docWrite) float64 {
 		c.BytesWritten = int64(len(w.new))
 	}
 	return c.RU()
-}
-
-// shardKeyLabel appends a compact label of doc's shard-key value: its BSON type byte and
-// value bytes (at most 64), which hotKeyLabel turns back into text for reports.
-func (ci *collInfo) shardKeyLabel(dst []byte, doc bsoncore.Document) []byte {
-	if ci.hashed < 0 || doc == nil {
-		return dst
-	}
-	v, ok := bsonx.Lookup(doc, ci.shardKey[ci.hashed].Path)
-	if !ok {
-		v = bsoncore.Value{Type: bsoncore.TypeNull}
-	}
-	dst = append(dst, byte(v.Type))
-	d := v.Data
-	if len(d) > 64 {
-		d = d[:64]
-	}
-	return append(dst, d...)
 }
 
 // hotKeyLabel renders a label made by shardKeyLabel.
@@ -139,21 +123,21 @@ func hotKeyLabel(label string) string {
 // the write's hashes (a writer hashes before it locks, and the collection may have been
 // sharded in between), refuses a write that would take its logical partition past the
 // limit, and charges the write's request units to its partition's meter.
-func (e *Executor) onStage(ci *collInfo, w *docWrite) error {
+func (e *Executor) onStage(ci *catalog.Coll, w *docWrite) error {
 	s := e.shardSt()
-	if s == nil || ci.hashed < 0 {
+	if s == nil || ci.Hashed < 0 {
 		return nil
 	}
 	if w.old != nil {
-		if h, err := ci.shardHash(w.old); err == nil {
+		if h, err := ci.ShardHash(w.old); err == nil {
 			w.hash = h
 		}
-	} else if h, err := ci.shardHash(w.new); err == nil {
+	} else if h, err := ci.ShardHash(w.new); err == nil {
 		w.hash = h
 	}
 	newHash := w.hash
 	if w.new != nil && w.old != nil {
-		h, err := ci.shardHash(w.new)
+		h, err := ci.ShardHash(w.new)
 		if err != nil {
 			return err
 		}
@@ -167,7 +151,7 @@ func (e *Executor) onStage(ci *collInfo, w *docWrite) error {
 	if doc == nil {
 		doc = w.old
 	}
-	label := ci.shardKeyLabel(lb[:0], doc)
+	label := ci.ShardKeyLabel(lb[:0], doc)
 	if w.new != nil {
 		adding := int64(len(w.new))
 		if w.old != nil && newHash == w.hash {
@@ -177,7 +161,7 @@ func (e *Executor) onStage(ci *collInfo, w *docWrite) error {
 			return err
 		}
 	}
-	i := ci.pmap.Locate(newHash)
+	i := ci.Map.Locate(newHash)
 	s.metersFor(ci).Record(i, newHash, label, writeRU(ci, w))
 	return nil
 }
@@ -185,21 +169,21 @@ func (e *Executor) onStage(ci *collInfo, w *docWrite) error {
 // checkLogicalSize fails when adding bytes to the logical partition at hash would pass
 // the limit. It only counts the key's documents when cheaper bounds (the collection's size
 // on the shard, then the size of the 2^48-wide stats bucket around hash) say it may.
-func (e *Executor) checkLogicalSize(ci *collInfo, hash uint64, label []byte, adding int64) error {
+func (e *Executor) checkLogicalSize(ci *catalog.Coll, hash uint64, label []byte, adding int64) error {
 	s := e.shardSt()
 	limit := s.opts.LogicalPartitionMaxBytes
 	if adding <= 0 {
 		return nil
 	}
-	db := e.st.Shards[ci.pmap.Partition(ci.pmap.Locate(hash)).Shard]
-	if _, bytes := db.CollStats(ci.meta.ID); bytes+adding <= limit {
+	db := e.st.Shards[ci.Map.Partition(ci.Map.Locate(hash)).Shard]
+	if _, bytes := db.CollStats(ci.Meta.ID); bytes+adding <= limit {
 		return nil
 	}
 	lo := hash &^ (1<<shard.BucketShift - 1)
-	if _, bytes, err := db.Stats(ci.meta.ID, lo, lo+1<<shard.BucketShift); err != nil || bytes+adding <= limit {
+	if _, bytes, err := db.Stats(ci.Meta.ID, lo, lo+1<<shard.BucketShift); err != nil || bytes+adding <= limit {
 		return nil
 	}
-	it, err := db.NewDocIter(ci.meta.ID, hash, hash+1)
+	it, err := db.NewDocIter(ci.Meta.ID, hash, hash+1)
 	if err != nil {
 		return nil
 	}
@@ -216,9 +200,9 @@ func (e *Executor) checkLogicalSize(ci *collInfo, hash uint64, label []byte, add
 
 // readMeters returns the meters reads of ci charge: those of a sharded collection, nil
 // otherwise (an unsharded collection never splits).
-func (e *Executor) readMeters(ci *collInfo) *shard.Meters {
+func (e *Executor) readMeters(ci *catalog.Coll) *shard.Meters {
 	s := e.shardSt()
-	if s == nil || ci.hashed < 0 {
+	if s == nil || ci.Hashed < 0 {
 		return nil
 	}
 	return s.metersFor(ci)

@@ -1,11 +1,12 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"bytes"
 	"encoding/binary"
 	"errors"
 
-	"github.com/zeebo/xxh3"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/store"
@@ -31,11 +32,6 @@ import (
 // hashes fall within a run's length of each other (a 63-bit collision) would share a run;
 // an insert then probes on for a free slot, and the invariant may break for them only.
 
-// measurementHash is the first slot of a time-series measurement.
-func measurementHash(doc bsoncore.Document) uint64 {
-	return xxh3.Hash(doc)>>1 | 1<<63
-}
-
 // tsSlotMark starts the writer.staged keys of time-series slots: the "shard" and "index"
 // 0xffffffff, which no stagedKey has.
 const tsSlotMark = "\xff\xff\xff\xff\xff\xff\xff\xff"
@@ -55,8 +51,8 @@ func (wr *writer) slotDoc(hash uint64, id []byte) (bsoncore.Document, error) {
 		return d, nil
 	}
 	ci := wr.ci
-	db := wr.e.st.Shards[ci.pmap.Partition(ci.pmap.Locate(hash)).Shard]
-	doc, err := db.GetDoc(ci.meta.ID, hash, id, nil)
+	db := wr.e.st.Shards[ci.Map.Partition(ci.Map.Locate(hash)).Shard]
+	doc, err := db.GetDoc(ci.Meta.ID, hash, id, nil)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
@@ -106,15 +102,15 @@ func (wr *writer) runLength(h uint64, id []byte, doc bsoncore.Document) (uint64,
 // after the new content's run.
 func (wr *writer) placeMeasurement(w *docWrite) error {
 	if w.new != nil {
-		if err := wr.ci.ts.checkTime(w.new); err != nil {
+		if err := wr.ci.TS.CheckTime(w.new); err != nil {
 			return err
 		}
 	}
 	if w.old != nil {
-		h := measurementHash(w.old)
+		h := catalog.MeasurementHash(w.old)
 		n, err := wr.runLength(h, w.id, w.old)
 		if err != nil {
-			return storeError(err)
+			return catalog.StoreError(err)
 		}
 		if n > 0 {
 			w.hash = h + n - 1
@@ -123,16 +119,16 @@ func (wr *writer) placeMeasurement(w *docWrite) error {
 	if w.new == nil {
 		return nil
 	}
-	h := measurementHash(w.new)
+	h := catalog.MeasurementHash(w.new)
 	n, err := wr.runLength(h, w.id, w.new)
 	if err != nil {
-		return storeError(err)
+		return catalog.StoreError(err)
 	}
 	slot := h + n
 	for {
 		d, err := wr.slotDoc(slot, w.id)
 		if err != nil {
-			return storeError(err)
+			return catalog.StoreError(err)
 		}
 		if d == nil || (w.old != nil && slot == w.hash) {
 			break

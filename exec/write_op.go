@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"bytes"
 	"context"
 	"errors"
@@ -33,7 +35,7 @@ const maxUpsertRetries = 10
 // concurrent writers never lose an update. A multi write never sees its own writes: the
 // snapshot it scans predates them.
 type writeOp struct {
-	ci     *collInfo // nil: the collection does not exist (nothing matches)
+	ci     *catalog.Coll // nil: the collection does not exist (nothing matches)
 	query  bsoncore.Document
 	filter *match.Filter
 	sort   []bsonx.SortField
@@ -85,16 +87,16 @@ type candidate struct {
 func (op *writeOp) newCandidate(doc bsoncore.Document) (*candidate, error) {
 	c := &candidate{doc: append(bsoncore.Document(nil), doc...)}
 	var err error
-	if c.hash, err = op.ci.shardHash(c.doc); err != nil {
+	if c.hash, err = op.ci.ShardHash(c.doc); err != nil {
 		return nil, err
 	}
-	_, c.id = docID(c.doc, nil)
+	_, c.id = catalog.DocID(c.doc, nil)
 	op.compute(op.ci, c)
 	return c, nil
 }
 
 // compute applies the op's update to c.doc, recording the result or the error in c.
-func (op *writeOp) compute(ci *collInfo, c *candidate) {
+func (op *writeOp) compute(ci *catalog.Coll, c *candidate) {
 	c.new, c.newHash, c.changed, c.err = nil, 0, false, nil
 	if op.upd == nil {
 		return
@@ -107,9 +109,9 @@ func (op *writeOp) compute(ci *collInfo, c *candidate) {
 	if err == nil && changed {
 		err = validateReplacement(out)
 	}
-	if err == nil && changed && ci.hashed >= 0 {
+	if err == nil && changed && ci.Hashed >= 0 {
 		var h uint64
-		if h, err = ci.shardHash(out); err == nil && h != c.hash {
+		if h, err = ci.ShardHash(out); err == nil && h != c.hash {
 			c.newHash = h
 		}
 	}
@@ -290,7 +292,7 @@ func (e *Executor) applyWithRetry(ctx context.Context, op *writeOp, cands []*can
 // when its new unique keys were not locked. The first failure (a failed update, E11000)
 // stops the group; what was staged before it is committed.
 func (e *Executor) applyGroup(op *writeOp, cands []*candidate, res *opResult) error {
-	wr := e.newWriter(e.refreshColl(op.ci))
+	wr := e.newWriter(e.cat.Refresh(op.ci))
 	var hashes []uint64
 	for _, c := range cands {
 		w := op.write(c)
@@ -335,14 +337,14 @@ func (e *Executor) applyGroup(op *writeOp, cands []*candidate, res *opResult) er
 // done, gone or retry; an error leaves it pending and stages nothing.
 func (e *Executor) applyLocked(wr *writer, op *writeOp, c *candidate, locked map[uint64]struct{}) error {
 	ci := wr.ci
-	s := ci.pmap.Partition(ci.pmap.Locate(c.hash)).Shard
-	cur, err := e.st.Shards[s].GetDoc(ci.meta.ID, c.hash, c.id, nil)
+	s := ci.Map.Partition(ci.Map.Locate(c.hash)).Shard
+	cur, err := e.st.Shards[s].GetDoc(ci.Meta.ID, c.hash, c.id, nil)
 	if errors.Is(err, store.ErrNotFound) {
 		c.state = candGone
 		return nil
 	}
 	if err != nil {
-		return storeError(err)
+		return catalog.StoreError(err)
 	}
 	if !bytes.Equal(cur, c.doc) {
 		ok, err := op.filter.MatchErr(cur)
@@ -385,12 +387,12 @@ func (e *Executor) runUpsert(op *writeOp, res *opResult) error {
 		return err
 	}
 	w := docWrite{new: doc}
-	if w.hash, err = op.ci.shardHash(doc); err != nil {
+	if w.hash, err = op.ci.ShardHash(doc); err != nil {
 		return err
 	}
-	id, key := docID(doc, nil)
+	id, key := catalog.DocID(doc, nil)
 	w.id = key
-	wr := e.newWriter(e.refreshColl(op.ci))
+	wr := e.newWriter(e.cat.Refresh(op.ci))
 	wr.lock(wr.lockHashes(nil, &w))
 	defer wr.release()
 	if err := wr.checkIDFree(&w); err != nil {

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -42,7 +43,7 @@ type deleteStmt struct {
 // in the array field list ("updates" or "deletes").
 func parseWriteArgs(cmd, list string, body bsoncore.Document) (*writeArgs, error) {
 	a := &writeArgs{ordered: true}
-	first, _ := firstElement(body)
+	first, _ := bsonx.FirstElement(body)
 	name, err := collectionArg(cmd, first.Value())
 	if err != nil {
 		return nil, err

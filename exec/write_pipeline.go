@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -41,8 +43,8 @@ func (p *updatePipeline) Apply(dst []byte, doc bsoncore.Document) ([]byte, error
 		cur = next
 	}
 	// As MongoDB's PipelineExecutor, a result without _id keeps the document's _id.
-	if _, ok := firstValue(cur, "_id"); !ok {
-		if id, ok := firstValue(doc, "_id"); ok {
+	if _, ok := catalog.FirstValue(cur, "_id"); !ok {
+		if id, ok := catalog.FirstValue(doc, "_id"); ok {
 			idx, out := bsoncore.AppendDocumentStart(dst)
 			out = bsoncore.AppendValueElement(out, "_id", id)
 			out = append(out, cur[4:len(cur)-1]...)
@@ -150,7 +152,7 @@ func compileAddFields(spec bsoncore.Document, opts *expr.Options) (func(bsoncore
 			path := append(append([]string(nil), prefix...), strings.Split(el.Key(), ".")...)
 			// A nested object of fields ({a: {b: 1}}) sets a.b within a, as in $addFields.
 			if d, ok := el.Value().DocumentOK(); ok && len(d) > 5 {
-				if first, _ := firstElement(d); !strings.HasPrefix(first.Key(), "$") {
+				if first, _ := bsonx.FirstElement(d); !strings.HasPrefix(first.Key(), "$") {
 					if err := add(path, d); err != nil {
 						return err
 					}

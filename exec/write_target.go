@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
@@ -21,8 +23,8 @@ import (
 // store, every update targets a single shard.
 
 // exactShardKey reports whether f fixes every field of the shard key to one value.
-func exactShardKey(ci *collInfo, f *match.Filter) bool {
-	for _, k := range ci.shardKey {
+func exactShardKey(ci *catalog.Coll, f *match.Filter) bool {
+	for _, k := range ci.ShardKey {
 		vals, ok := f.Equalities(k.Path)
 		if !ok || len(vals) != 1 {
 			return false
@@ -41,19 +43,14 @@ func (op *writeOp) exactID() bool {
 func (op *writeOp) targetedShards() int {
 	seen := map[int]bool{}
 	for _, t := range targetPartitions(op.ci, op.filter) {
-		seen[op.ci.pmap.Partition(t).Shard] = true
+		seen[op.ci.Map.Partition(t).Shard] = true
 	}
 	return len(seen)
 }
 
-// shardKeyPattern is the collection's key pattern as mongos prints it.
-func (ci *collInfo) shardKeyPattern() string {
-	return bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: ci.meta.ShardKey})
-}
-
 // checkUpdateTarget applies the rule to an update statement whose update document is u.
 func (op *writeOp) checkUpdateTarget(u bsoncore.Value) error {
-	if op.ci == nil || op.ci.shardKey == nil || op.multi {
+	if op.ci == nil || op.ci.ShardKey == nil || op.multi {
 		return nil
 	}
 	if op.upsert {
@@ -78,22 +75,22 @@ func (op *writeOp) checkUpdateTarget(u bsoncore.Value) error {
 	return mongoerr.New(mongoerr.InvalidOptions, "A {multi:false} update on a sharded collection must contain an exact match on _id "+
 		"(and have the collection default collation) or target a single shard (and have the simple collation), but this update "+
 		"targeted %d shards. Update request: { q: %s, u: %s, multi: false, upsert: false }, shard key pattern: %s",
-		n, shellDoc(op.query), bsonx.ShellString(u), op.ci.shardKeyPattern())
+		n, shellDoc(op.query), bsonx.ShellString(u), op.ci.ShardKeyPattern())
 }
 
 // checkDeleteTarget applies the rule to a delete statement.
 func (op *writeOp) checkDeleteTarget() error {
-	if op.ci == nil || op.ci.shardKey == nil || op.multi || exactShardKey(op.ci, op.filter) || op.exactID() {
+	if op.ci == nil || op.ci.ShardKey == nil || op.multi || exactShardKey(op.ci, op.filter) || op.exactID() {
 		return nil
 	}
 	return mongoerr.New(mongoerr.ShardKeyNotFound, "A single delete on a sharded collection must contain an exact match on _id "+
 		"(and have the collection default collation) or contain the shard key (and have the simple collation). "+
-		"Delete request: { q: %s, limit: 1 }, shard key pattern: %s", shellDoc(op.query), op.ci.shardKeyPattern())
+		"Delete request: { q: %s, limit: 1 }, shard key pattern: %s", shellDoc(op.query), op.ci.ShardKeyPattern())
 }
 
 // checkFAMTarget applies the rule to a findAndModify.
 func (op *writeOp) checkFAMTarget() error {
-	if op.ci == nil || op.ci.shardKey == nil || exactShardKey(op.ci, op.filter) {
+	if op.ci == nil || op.ci.ShardKey == nil || exactShardKey(op.ci, op.filter) {
 		return nil
 	}
 	return mongoerr.New(mongoerr.ShardKeyNotFound, "Query for sharded findAndModify must contain the shard key")
@@ -101,8 +98,8 @@ func (op *writeOp) checkFAMTarget() error {
 
 // replacementHasShardKey reports whether replacement document doc holds every shard key
 // field as a value that can place it (not an array).
-func replacementHasShardKey(ci *collInfo, doc bsoncore.Document) bool {
-	for _, k := range ci.shardKey {
+func replacementHasShardKey(ci *catalog.Coll, doc bsoncore.Document) bool {
+	for _, k := range ci.ShardKey {
 		v, ok := bsonx.Lookup(doc, k.Path)
 		if !ok || v.Type == bsoncore.TypeArray {
 			return false

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
+
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -10,7 +12,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
-	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -32,7 +33,7 @@ type docWrite struct {
 // Use: lock the keys of a group of writes, stage them, commit, unlock.
 type writer struct {
 	e       *Executor
-	ci      *collInfo
+	ci      *catalog.Coll
 	batches map[int]catalog.Batch
 	// staged unique keys: "shard|index|key" → the encoded _id that holds it now, or nil
 	// when a staged write removed it.
@@ -43,20 +44,20 @@ type writer struct {
 }
 
 // newWriter returns a writer for collection ci.
-func (e *Executor) newWriter(ci *collInfo) *writer {
+func (e *Executor) newWriter(ci *catalog.Coll) *writer {
 	return &writer{e: e, ci: ci, batches: map[int]catalog.Batch{}}
 }
 
 // lockHashes returns the key-lock hashes a write of w needs: its document key and the keys
 // it would take in each unique secondary index.
 func (wr *writer) lockHashes(dst []uint64, w *docWrite) []uint64 {
-	dst = append(dst, docLockHash(wr.ci.meta.ID, w.id))
+	dst = append(dst, docLockHash(wr.ci.Meta.ID, w.id))
 	if w.new == nil {
 		return dst
 	}
-	for _, xi := range wr.ci.writeUniques {
+	for _, xi := range wr.ci.WriteUniques {
 		_ = wr.indexKeys(xi, w.new, func(key []byte) error {
-			dst = append(dst, uniqueLockHash(wr.ci.meta.ID, xi.meta.ID, key))
+			dst = append(dst, uniqueLockHash(wr.ci.Meta.ID, xi.Meta.ID, key))
 			return nil
 		})
 	}
@@ -67,8 +68,8 @@ func (wr *writer) lockHashes(dst []uint64, w *docWrite) []uint64 {
 // moves to the collection's current catalog version, so that an index build that started
 // meanwhile gets this write's entries (see buildIndexes).
 func (wr *writer) lock(hashes []uint64) {
-	wr.unlock = wr.e.locks.LockMany(hashes)
-	wr.ci = wr.e.refreshColl(wr.ci)
+	wr.unlock = wr.e.cat.Locks().LockMany(hashes)
+	wr.ci = wr.e.cat.Refresh(wr.ci)
 }
 
 // release commits nothing; it drops the locks taken by lock and the staged batches.
@@ -120,12 +121,12 @@ func (wr *writer) batch(s int) catalog.Batch {
 
 // indexApplies reports whether doc has entries in index xi (partial and sparse indexes
 // skip some documents).
-func indexApplies(xi *indexInfo, doc bsoncore.Document) bool {
-	if xi.partial != nil && !xi.partial.Match(doc) {
+func indexApplies(xi *catalog.Index, doc bsoncore.Document) bool {
+	if xi.Partial != nil && !xi.Partial.Match(doc) {
 		return false
 	}
-	if xi.sparse {
-		for _, f := range xi.fields {
+	if xi.Sparse {
+		for _, f := range xi.Fields {
 			if _, ok := bsonx.Lookup(doc, f.Path); ok {
 				return true
 			}
@@ -136,11 +137,11 @@ func indexApplies(xi *indexInfo, doc bsoncore.Document) bool {
 }
 
 // indexKeys calls fn with every key doc has in xi (none if the index skips doc).
-func (wr *writer) indexKeys(xi *indexInfo, doc bsoncore.Document, fn func(key []byte) error) error {
+func (wr *writer) indexKeys(xi *catalog.Index, doc bsoncore.Document, fn func(key []byte) error) error {
 	if !indexApplies(xi, doc) {
 		return nil
 	}
-	_, err := bsonx.AppendIndexKeys(doc, xi.fields, fn)
+	_, err := bsonx.AppendIndexKeys(doc, xi.Fields, fn)
 	return indexKeyError(err)
 }
 
@@ -168,33 +169,33 @@ func indexKeyError(err error) error {
 // It fails (staging nothing) on a duplicate unique key. The caller holds w's key locks.
 func (wr *writer) stage(w *docWrite) error {
 	ci := wr.ci
-	coll := ci.meta.ID
+	coll := ci.Meta.ID
 	// Hashes again under the locks (the collection may have been sharded since), checks the
 	// logical-partition limit and meters the write (shard_state.go).
 	if err := wr.e.onStage(ci, w); err != nil {
 		return err
 	}
-	if ci.ts != nil { // time-series: measurements live at content-derived slots (timeseries_write.go)
+	if ci.TS != nil { // time-series: measurements live at content-derived slots (timeseries_write.go)
 		if err := wr.placeMeasurement(w); err != nil {
 			return err
 		}
 	}
-	oldShard := ci.pmap.Partition(ci.pmap.Locate(w.hash)).Shard
+	oldShard := ci.Map.Partition(ci.Map.Locate(w.hash)).Shard
 	newHash := w.hash
 	if w.new != nil && w.newHash != 0 {
 		newHash = w.newHash
 	}
-	newShard := ci.pmap.Partition(ci.pmap.Locate(newHash)).Shard
+	newShard := ci.Map.Partition(ci.Map.Locate(newHash)).Shard
 	// Unique checks first, so that a failure stages nothing.
 	if w.new != nil {
-		for _, xi := range ci.writeUniques {
+		for _, xi := range ci.WriteUniques {
 			if err := wr.checkUnique(xi, newShard, newHash, w); err != nil {
 				return err
 			}
 		}
 	}
-	for _, xi := range ci.writeIndexes {
-		if xi.isID && !ci.idIndexed {
+	for _, xi := range ci.WriteIndexes {
+		if xi.IsID && !ci.IDIndexed {
 			continue
 		}
 		if err := wr.stageIndex(xi, oldShard, newShard, w.hash, newHash, w); err != nil {
@@ -213,7 +214,7 @@ func (wr *writer) stage(w *docWrite) error {
 		b.SetDoc(coll, newHash, w.id, w.new)
 		b.AddStats(coll, newHash, 1, int64(len(w.new)))
 	}
-	if ci.ts != nil { // time-series: the slots this write took and freed (timeseries_write.go)
+	if ci.TS != nil { // time-series: the slots this write took and freed (timeseries_write.go)
 		wr.markMeasurement(w)
 	}
 	wr.stagedN++
@@ -222,8 +223,8 @@ func (wr *writer) stage(w *docWrite) error {
 
 // stageIndex stages the entry changes of one index for w: removes the old document's keys
 // that the new one lacks and adds the new ones.
-func (wr *writer) stageIndex(xi *indexInfo, oldShard, newShard int, oldHash, newHash uint64, w *docWrite) error {
-	coll := wr.ci.meta.ID
+func (wr *writer) stageIndex(xi *catalog.Index, oldShard, newShard int, oldHash, newHash uint64, w *docWrite) error {
+	coll := wr.ci.Meta.ID
 	var oldKeys [][]byte
 	if w.old != nil {
 		err := wr.indexKeys(xi, w.old, func(key []byte) error {
@@ -247,16 +248,16 @@ func (wr *writer) stageIndex(xi *indexInfo, oldShard, newShard int, oldHash, new
 	}
 	for _, k := range oldKeys {
 		if moved || !containsKey(newKeys, k) {
-			wr.batch(oldShard).DeleteIndex(coll, xi.meta.ID, k, oldHash, w.id)
-			if xi.checksKeys() { // unique or prepareUnique
+			wr.batch(oldShard).DeleteIndex(coll, xi.Meta.ID, k, oldHash, w.id)
+			if xi.ChecksKeys() { // unique or prepareUnique
 				wr.markStaged(oldShard, xi, k, nil)
 			}
 		}
 	}
 	for _, k := range newKeys {
 		if moved || !containsKey(oldKeys, k) {
-			wr.batch(newShard).SetIndex(coll, xi.meta.ID, k, newHash, w.id)
-			if xi.checksKeys() { // unique or prepareUnique
+			wr.batch(newShard).SetIndex(coll, xi.Meta.ID, k, newHash, w.id)
+			if xi.ChecksKeys() { // unique or prepareUnique
 				wr.markStaged(newShard, xi, k, w.id)
 			}
 		}
@@ -275,15 +276,15 @@ func containsKey(keys [][]byte, k []byte) bool {
 }
 
 // stagedKey is the staged map's key for a unique index key on a shard.
-func (wr *writer) stagedKey(s int, xi *indexInfo, key []byte) string {
+func (wr *writer) stagedKey(s int, xi *catalog.Index, key []byte) string {
 	wr.keybuf = binary.BigEndian.AppendUint32(wr.keybuf[:0], uint32(s))
-	wr.keybuf = binary.BigEndian.AppendUint32(wr.keybuf, uint32(xi.meta.ID))
+	wr.keybuf = binary.BigEndian.AppendUint32(wr.keybuf, uint32(xi.Meta.ID))
 	wr.keybuf = append(wr.keybuf, key...)
 	return string(wr.keybuf)
 }
 
 // markStaged records that a staged write gave key of unique index xi to id (nil: removed it).
-func (wr *writer) markStaged(s int, xi *indexInfo, key, id []byte) {
+func (wr *writer) markStaged(s int, xi *catalog.Index, key, id []byte) {
 	if wr.staged == nil {
 		wr.staged = map[string][]byte{}
 	}
@@ -292,8 +293,8 @@ func (wr *writer) markStaged(s int, xi *indexInfo, key, id []byte) {
 
 // checkUnique fails with E11000 when a key w.new takes in unique index xi is held by
 // another document, in the store or among the writes staged before.
-func (wr *writer) checkUnique(xi *indexInfo, s int, hash uint64, w *docWrite) error {
-	if xi.prepareUnique { // collMod's prepareUnique keeps the duplicates it has (collmod_unique.go)
+func (wr *writer) checkUnique(xi *catalog.Index, s int, hash uint64, w *docWrite) error {
+	if xi.PrepareUnique { // collMod's prepareUnique keeps the duplicates it has (collmod_unique.go)
 		return wr.checkNewKeys(xi, s, w)
 	}
 	db := wr.e.st.Shards[s]
@@ -304,7 +305,7 @@ func (wr *writer) checkUnique(xi *indexInfo, s int, hash uint64, w *docWrite) er
 			}
 			return nil
 		}
-		_, id, found, err := db.HasIndexKeyPrefix(wr.ci.meta.ID, xi.meta.ID, key)
+		_, id, found, err := db.HasIndexKeyPrefix(wr.ci.Meta.ID, xi.Meta.ID, key)
 		if err != nil {
 			return err
 		}
@@ -317,11 +318,11 @@ func (wr *writer) checkUnique(xi *indexInfo, s int, hash uint64, w *docWrite) er
 
 // dupKeyError is MongoDB's E11000 for doc colliding in index xi, with keyPattern and
 // keyValue.
-func (wr *writer) dupKeyError(xi *indexInfo, doc bsoncore.Document) error {
+func (wr *writer) dupKeyError(xi *catalog.Index, doc bsoncore.Document) error {
 	vidx, kv := bsoncore.AppendDocumentStart(nil)
 	var desc bytes.Buffer
 	desc.WriteString("{ ")
-	for i, f := range xi.fields {
+	for i, f := range xi.Fields {
 		v, ok := bsonx.Lookup(doc, f.Path)
 		if !ok {
 			v = bsoncore.Value{Type: bsoncore.TypeNull}
@@ -335,11 +336,11 @@ func (wr *writer) dupKeyError(xi *indexInfo, doc bsoncore.Document) error {
 	desc.WriteString(" }")
 	kv, _ = bsoncore.AppendDocumentEnd(kv, vidx)
 	iidx, info := bsoncore.AppendDocumentStart(nil)
-	info = bsoncore.AppendDocumentElement(info, "keyPattern", xi.meta.Key)
+	info = bsoncore.AppendDocumentElement(info, "keyPattern", xi.Meta.Key)
 	info = bsoncore.AppendDocumentElement(info, "keyValue", kv)
 	info, _ = bsoncore.AppendDocumentEnd(info, iidx)
 	e := mongoerr.New(mongoerr.DuplicateKey, "E11000 duplicate key error collection: %s index: %s dup key: %s",
-		wr.ci.ns(), xi.meta.Name, desc.String())
+		wr.ci.NS(), xi.Meta.Name, desc.String())
 	e.Info = info
 	return e
 }
@@ -348,32 +349,32 @@ func (wr *writer) dupKeyError(xi *indexInfo, doc bsoncore.Document) error {
 // insert). The caller holds the document's key lock.
 func (wr *writer) checkIDFree(w *docWrite) error {
 	ci := wr.ci
-	if ci.ts != nil {
+	if ci.TS != nil {
 		return nil // a time-series collection has no unique _id (timeseries_write.go)
 	}
-	s := ci.pmap.Partition(ci.pmap.Locate(w.hash)).Shard
-	if holder, ok := wr.staged[wr.stagedKey(s, ci.indexes[0], w.id)]; ok && holder != nil {
-		return wr.dupKeyError(ci.indexes[0], w.new)
+	s := ci.Map.Partition(ci.Map.Locate(w.hash)).Shard
+	if holder, ok := wr.staged[wr.stagedKey(s, ci.Indexes[0], w.id)]; ok && holder != nil {
+		return wr.dupKeyError(ci.Indexes[0], w.new)
 	}
 	db := wr.e.st.Shards[s]
 	var found bool
-	if ci.idIndexed {
+	if ci.IDIndexed {
 		var err error
-		_, _, found, err = db.HasIndexKeyPrefix(ci.meta.ID, ci.indexes[0].meta.ID, w.id)
+		_, _, found, err = db.HasIndexKeyPrefix(ci.Meta.ID, ci.Indexes[0].Meta.ID, w.id)
 		if err != nil {
 			return err
 		}
 	} else {
-		_, err := db.GetDoc(ci.meta.ID, w.hash, w.id, nil)
+		_, err := db.GetDoc(ci.Meta.ID, w.hash, w.id, nil)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 		found = err == nil
 	}
 	if found {
-		return wr.dupKeyError(ci.indexes[0], w.new)
+		return wr.dupKeyError(ci.Indexes[0], w.new)
 	}
-	wr.markStaged(s, ci.indexes[0], w.id, w.id)
+	wr.markStaged(s, ci.Indexes[0], w.id, w.id)
 	return nil
 }
 
@@ -387,5 +388,5 @@ func (wr *writer) commit(sync bool) error {
 			}
 		}
 	}
-	return storeError(errors.Join(errs...))
+	return catalog.StoreError(errors.Join(errs...))
 }

@@ -178,7 +178,7 @@ func (s *Sort) spillDocs() error {
 	return nil
 }
 
-// next implements Stream.
+// Next implements Stream.
 func (s *Sort) Next(ctx context.Context) (bsoncore.Document, error) {
 	if !s.done {
 		s.done = true
@@ -225,7 +225,7 @@ func (s *Sort) nextMerged() (bsoncore.Document, error) {
 	return v, nil
 }
 
-// close implements Stream.
+// Close implements Stream.
 func (s *Sort) Close() {
 	s.In.Close()
 	s.docs = nil
@@ -265,7 +265,7 @@ func (sp *sortSpill) advance() error {
 	return sp.it.Err()
 }
 
-// close closes the iterator and drops the spill.
+// Close closes the iterator and drops the spill.
 func (sp *sortSpill) Close() error {
 	var err error
 	if sp.it != nil {

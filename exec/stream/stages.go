@@ -18,7 +18,7 @@ type Concat struct {
 	i  int
 }
 
-// next implements Stream.
+// Next implements Stream.
 func (c *Concat) Next(ctx context.Context) (bsoncore.Document, error) {
 	for c.i < len(c.In) {
 		d, err := c.In[c.i].Next(ctx)
@@ -31,7 +31,7 @@ func (c *Concat) Next(ctx context.Context) (bsoncore.Document, error) {
 	return nil, nil
 }
 
-// close implements Stream.
+// Close implements Stream.
 func (c *Concat) Close() {
 	for _, s := range c.In {
 		s.Close()
@@ -95,7 +95,7 @@ func (s *Merge) fill(ctx context.Context, m *mergeHead) error {
 	return nil
 }
 
-// next implements Stream.
+// Next implements Stream.
 func (s *Merge) Next(ctx context.Context) (bsoncore.Document, error) {
 	if !s.started {
 		s.started = true
@@ -117,7 +117,7 @@ func (s *Merge) Next(ctx context.Context) (bsoncore.Document, error) {
 	return s.heads[0].doc, nil
 }
 
-// close implements Stream.
+// Close implements Stream.
 func (s *Merge) Close() {
 	for _, in := range s.In {
 		in.Close()
@@ -130,7 +130,7 @@ type Skip struct {
 	N  int64
 }
 
-// next implements Stream.
+// Next implements Stream.
 func (s *Skip) Next(ctx context.Context) (bsoncore.Document, error) {
 	for s.N > 0 {
 		d, err := s.In.Next(ctx)
@@ -142,7 +142,7 @@ func (s *Skip) Next(ctx context.Context) (bsoncore.Document, error) {
 	return s.In.Next(ctx)
 }
 
-// close implements Stream.
+// Close implements Stream.
 func (s *Skip) Close() { s.In.Close() }
 
 // Limit ends its input after n documents.
@@ -151,7 +151,7 @@ type Limit struct {
 	N  int64
 }
 
-// next implements Stream.
+// Next implements Stream.
 func (s *Limit) Next(ctx context.Context) (bsoncore.Document, error) {
 	if s.N <= 0 {
 		return nil, nil
@@ -160,7 +160,7 @@ func (s *Limit) Next(ctx context.Context) (bsoncore.Document, error) {
 	return s.In.Next(ctx)
 }
 
-// close implements Stream.
+// Close implements Stream.
 func (s *Limit) Close() { s.In.Close() }
 
 // Project applies a find projection.
@@ -171,7 +171,7 @@ type Project struct {
 	buf []byte
 }
 
-// next implements Stream.
+// Next implements Stream.
 func (s *Project) Next(ctx context.Context) (bsoncore.Document, error) {
 	d, err := s.In.Next(ctx)
 	if d == nil || err != nil {
@@ -189,5 +189,5 @@ func (s *Project) Next(ctx context.Context) (bsoncore.Document, error) {
 	return out, nil
 }
 
-// close implements Stream.
+// Close implements Stream.
 func (s *Project) Close() { s.In.Close() }

@@ -10,10 +10,10 @@ import (
 // a merge of per-shard streams, a cursor's remainder. Streams pull; nothing buffers a whole
 // result unless a stage (a blocking sort) needs it.
 type Stream interface {
-	// next returns the next document, or (nil, nil) at the end. The document is valid until
+	// Next returns the next document, or (nil, nil) at the end. The document is valid until
 	// the next call to next or close; a caller that keeps it must copy it.
 	Next(ctx context.Context) (bsoncore.Document, error)
-	// close releases the stream's resources (iterators, snapshots). It is idempotent.
+	// Close releases the stream's resources (iterators, snapshots). It is idempotent.
 	Close()
 }
 
@@ -23,7 +23,7 @@ type Slice struct {
 	i    int
 }
 
-// next implements Stream.
+// Next implements Stream.
 func (s *Slice) Next(context.Context) (bsoncore.Document, error) {
 	if s.i >= len(s.Docs) {
 		return nil, nil
@@ -33,14 +33,14 @@ func (s *Slice) Next(context.Context) (bsoncore.Document, error) {
 	return d, nil
 }
 
-// close implements Stream.
+// Close implements Stream.
 func (s *Slice) Close() { s.Docs = nil }
 
 // Empty is a stream with no documents.
 type Empty struct{}
 
-// next implements Stream.
+// Next implements Stream.
 func (Empty) Next(context.Context) (bsoncore.Document, error) { return nil, nil }
 
-// close implements Stream.
+// Close implements Stream.
 func (Empty) Close() {}

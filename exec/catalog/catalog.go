@@ -1,0 +1,113 @@
+package catalog
+
+import (
+	"errors"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/store"
+)
+
+// Catalog is the executor's view of its collections: the shards, the stored catalog, the
+// compiled collections cached per catalog version, the key locks writers take and the DDL
+// lock. It is the single owner of the DDL lock: catalog changes (create, drop, rename,
+// index builds, collMod, sharding, partition moves) run one at a time under LockDDL.
+type Catalog struct {
+	shards []Shard
+	store  *store.Catalog
+	log    *zap.Logger
+	cache  collCache
+	locks  store.KeyLocks
+	ddl    sync.Mutex
+}
+
+// New returns the catalog over shards and the stored catalog st.
+func New(shards []Shard, st *store.Catalog, log *zap.Logger) *Catalog {
+	return &Catalog{shards: shards, store: st, log: log}
+}
+
+// Shards returns the shards, indexed by shard id.
+func (c *Catalog) Shards() []Shard { return c.shards }
+
+// Store returns the stored catalog.
+func (c *Catalog) Store() *store.Catalog { return c.store }
+
+// Locks returns the key locks writers hold from reading a document to committing it.
+func (c *Catalog) Locks() *store.KeyLocks { return &c.locks }
+
+// LockDDL takes the DDL lock and returns its release. An index build holds it from start
+// to finish, as MongoDB's collection lock does.
+func (c *Catalog) LockDDL() (unlock func()) {
+	c.ddl.Lock()
+	return c.ddl.Unlock
+}
+
+// Info returns the compiled form of catalog record m, building it on first use of this
+// version.
+func (c *Catalog) Info(m *store.Collection) (*Coll, error) { return c.cache.info(m) }
+
+// Refresh returns the current compiled version of collection ci, or ci itself when it is
+// current or no longer exists (a writer of a dropped collection writes orphan data, which
+// the drop's cleanup or the next start removes). Writers call it once they hold their key
+// locks, so that indexes created or dropped meanwhile are maintained or skipped.
+func (c *Catalog) Refresh(ci *Coll) *Coll {
+	m := c.store.State().CollectionByID(ci.Meta.ID)
+	if m == nil || m == ci.Meta {
+		return ci
+	}
+	fresh, err := c.cache.info(m)
+	if err != nil {
+		return ci
+	}
+	return fresh
+}
+
+// Lookup returns the compiled collection db.name, or nil if it does not exist.
+func (c *Catalog) Lookup(db, name string) (*Coll, error) {
+	m := c.store.State().Collection(db, name)
+	if m == nil {
+		return nil, nil
+	}
+	return c.cache.info(m)
+}
+
+// ForWrite returns collection db.name, creating it as MongoDB does on a first insert.
+func (c *Catalog) ForWrite(db, name string) (*Coll, error) {
+	if ci, err := c.Lookup(db, name); ci != nil || err != nil {
+		return ci, err
+	}
+	if err := ValidateCollName(db, name); err != nil {
+		return nil, err
+	}
+	m, err := c.store.CreateCollection(store.Collection{DB: db, Name: name})
+	if errors.Is(err, store.ErrExists) {
+		return c.Lookup(db, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.log.Info("created collection", zap.String("ns", db+"."+name))
+	return c.cache.info(m)
+}
+
+// Barrier waits until every writer that holds key locks now has committed and released
+// them. Writers refresh their collection under their locks, so after a catalog change and
+// a barrier, every write still to come sees the change.
+func (c *Catalog) Barrier() {
+	unlock := c.locks.LockMany(AllStripes)
+	unlock()
+}
+
+// DeleteData deletes the data of dropped collection m on every shard. A failure is logged,
+// not returned: the catalog change is done, and the next start's orphan cleanup
+// (store.OrphanCollections) finishes the job.
+func (c *Catalog) DeleteData(m *store.Collection) {
+	c.Barrier() // writers that still held m's old record finish first
+	for i, db := range c.shards {
+		if err := db.DeleteCollectionData(m.ID); err != nil {
+			c.log.Warn("cannot delete the data of a dropped collection; the next start will",
+				zap.String("ns", m.DB+"."+m.Name), zap.Int("shard", i), zap.Error(err))
+		}
+	}
+}

@@ -1,0 +1,269 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/shard"
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// Coll is a catalog record of a collection compiled for execution: its indexes as key
+// generators, its shard key, its partition map. It is immutable and derived from exactly
+// one catalog version, so it can be cached until the record changes.
+type Coll struct {
+	Meta    *store.Collection
+	Indexes []*Index // ready indexes, _id first
+	// ShardKey is the shard key pattern's fields; nil when unsharded. hashed is the index in
+	// shardKey of the hashed field, whose value places the document.
+	ShardKey []bsonx.IndexField
+	Hashed   int
+	// IDIndexed reports that the _id index has entries: a document's location cannot be
+	// derived from its _id alone (sharded on something else than _id).
+	IDIndexed bool
+	Map       *shard.Map
+	// Uniques lists the unique secondary indexes, whose keys writes lock and check.
+	Uniques []*Index
+	// WriteIndexes and writeUniques are indexes and uniques plus the indexes being built:
+	// writers maintain (and check) those too, so that a build loses no concurrent write,
+	// while the planner, which reads indexes, never uses an index that is incomplete.
+	WriteIndexes []*Index
+	WriteUniques []*Index
+	// TS is set for a time-series collection (ddl_timeseries.go); clustered reports a
+	// clustered collection (ddl_clustered.go).
+	TS        *Timeseries
+	Clustered bool
+}
+
+// Index is one index compiled for key generation and planning.
+type Index struct {
+	// Use holds the counter of the plans that read the index ($indexStats), found on first
+	// use; a pointer so that copies of the Index share it.
+	Use     *atomic.Pointer[IndexUse]
+	Meta    *store.Index
+	Fields  []bsonx.IndexField
+	IsID    bool
+	Unique  bool
+	Sparse  bool
+	Partial *match.Filter
+	Hashed  bool // has a hashed component
+	// TTL is expireAfterSeconds for a TTL index; hasTTL reports whether there is one.
+	TTL    int64
+	HasTTL bool
+	// Hidden indexes are maintained but not used by the planner; prepareUnique ones refuse
+	// new duplicate keys but keep those they have (collMod, cmd_collmod.go).
+	Hidden        bool
+	PrepareUnique bool
+}
+
+// ChecksKeys reports whether writers check xi's keys for duplicates.
+func (xi *Index) ChecksKeys() bool { return xi.Unique || xi.PrepareUnique }
+
+// NS returns "db.coll".
+func (ci *Coll) NS() string { return ci.Meta.DB + "." + ci.Meta.Name }
+
+// collCache maps catalog records to their compiled Coll.
+type collCache struct {
+	mu sync.Mutex
+	m  map[store.CollID]*Coll
+}
+
+// info returns the compiled form of c, building it on first use of this version.
+func (cc *collCache) info(c *store.Collection) (*Coll, error) {
+	cc.mu.Lock()
+	ci := cc.m[c.ID]
+	cc.mu.Unlock()
+	if ci != nil && ci.Meta == c {
+		return ci, nil
+	}
+	ci, err := Compile(c)
+	if err != nil {
+		return nil, err
+	}
+	cc.mu.Lock()
+	if cc.m == nil {
+		cc.m = map[store.CollID]*Coll{}
+	}
+	cc.m[c.ID] = ci
+	cc.mu.Unlock()
+	return ci, nil
+}
+
+// Compile builds the Coll of catalog record c.
+func Compile(c *store.Collection) (*Coll, error) {
+	ci := &Coll{Meta: c, Hashed: -1}
+	parts := make([]shard.Partition, len(c.Partitions))
+	for i, p := range c.Partitions {
+		parts[i] = shard.Partition{ID: p.ID, Lo: p.Lo, Shard: p.Shard}
+	}
+	m, err := shard.NewMap(parts)
+	if err != nil {
+		return nil, fmt.Errorf("collection %s.%s: %w", c.DB, c.Name, err)
+	}
+	ci.Map = m
+	if c.ShardKey != nil {
+		ci.ShardKey, err = KeyPatternFields(c.ShardKey)
+		if err != nil {
+			return nil, err
+		}
+		for i, f := range ci.ShardKey {
+			if f.Hashed {
+				ci.Hashed = i
+			}
+		}
+		ci.IDIndexed = !(len(ci.ShardKey) == 1 && ci.ShardKey[0].Path == "_id")
+	}
+	var building []*Index
+	for i := range c.Indexes {
+		x := &c.Indexes[i]
+		xi, err := CompileIndex(x)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case !x.Ready:
+			building = append(building, xi)
+		case xi.IsID:
+			ci.Indexes = append([]*Index{xi}, ci.Indexes...)
+		default:
+			ci.Indexes = append(ci.Indexes, xi)
+			if xi.ChecksKeys() {
+				ci.Uniques = append(ci.Uniques, xi)
+			}
+		}
+	}
+	if t := TimeseriesOf(c.Options); t != nil {
+		if err := ci.compileTimeseries(t); err != nil {
+			return nil, err
+		}
+	} else if ClusteredOf(c.Options) != nil {
+		ci.compileClustered()
+	}
+	ci.WriteIndexes, ci.WriteUniques = ci.Indexes, ci.Uniques
+	if len(building) > 0 {
+		ci.WriteIndexes = append(append([]*Index(nil), ci.Indexes...), building...)
+		ci.WriteUniques = append([]*Index(nil), ci.Uniques...)
+		for _, xi := range building {
+			if xi.ChecksKeys() {
+				ci.WriteUniques = append(ci.WriteUniques, xi)
+			}
+		}
+	}
+	return ci, nil
+}
+
+// CompileIndex builds the Index of catalog index x.
+func CompileIndex(x *store.Index) (*Index, error) {
+	fields, err := KeyPatternFields(x.Key)
+	if err != nil {
+		return nil, err
+	}
+	xi := &Index{Meta: x, Fields: fields, IsID: x.Name == store.IDIndexName, Use: new(atomic.Pointer[IndexUse])}
+	for _, f := range fields {
+		xi.Hashed = xi.Hashed || f.Hashed
+	}
+	if xi.IsID {
+		xi.Unique = true
+		return xi, nil
+	}
+	if x.Spec == nil {
+		return xi, nil
+	}
+	xi.Unique, _ = x.Spec.Lookup("unique").BooleanOK()
+	xi.Sparse, _ = x.Spec.Lookup("sparse").BooleanOK()
+	xi.Hidden = SpecBool(x.Spec, "hidden")
+	xi.PrepareUnique = !xi.Unique && SpecBool(x.Spec, "prepareUnique")
+	if pf, ok := x.Spec.Lookup("partialFilterExpression").DocumentOK(); ok {
+		xi.Partial, err = match.Compile(pf, nil)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if v, err := x.Spec.LookupErr("expireAfterSeconds"); err == nil {
+		if n, ok := bsonx.NumberAsInt64(v); ok {
+			xi.TTL, xi.HasTTL = n, true
+		}
+	}
+	return xi, nil
+}
+
+// KeyPatternFields turns a key pattern ({a: 1, b: -1, c: "hashed"}) into index fields.
+func KeyPatternFields(pattern bsoncore.Document) ([]bsonx.IndexField, error) {
+	elems, err := pattern.Elements()
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid key pattern")
+	}
+	fields := make([]bsonx.IndexField, 0, len(elems))
+	for _, el := range elems {
+		f := bsonx.IndexField{Path: el.Key()}
+		v := el.Value()
+		if s, ok := v.StringValueOK(); ok {
+			if s != "hashed" {
+				return nil, mongoerr.New(mongoerr.CannotCreateIndex, "Unknown index plugin '%s'", s)
+			}
+			f.Hashed = true
+		} else if n, ok := bsonx.NumberAsFloat64(v); ok && n < 0 {
+			f.Desc = true
+		}
+		fields = append(fields, f)
+	}
+	return fields, nil
+}
+
+// ValidateCollName applies MongoDB's rules for collection names.
+func ValidateCollName(db, name string) error {
+	if name == "" {
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s.'", db)
+	}
+	if len(db)+1+len(name) > 255 {
+		return mongoerr.New(mongoerr.InvalidNamespace, "Fully qualified namespace is too long. Namespace: %s.%s Max: 255", db, name)
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] == 0 || name[i] == '$' {
+			return mongoerr.New(mongoerr.InvalidNamespace, "Invalid collection name: %s", name)
+		}
+	}
+	if name[0] == '.' {
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid collection name: %s", name)
+	}
+	if len(name) >= 7 && name[:7] == "system." {
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid system namespace: %s.%s", db, name)
+	}
+	return nil
+}
+
+// StoreError maps a store sentinel to the client's error.
+func StoreError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case mongoerr.As(err) != nil:
+		return err
+	case errors.Is(err, store.ErrClosed):
+		return mongoerr.Wrap(err, mongoerr.ShutdownInProgress, "The server is in quiesce mode and will shut down")
+	}
+	return err
+}
+
+// SpecBool returns a boolean (or numeric) option of a spec; absent is false.
+func SpecBool(spec bsoncore.Document, key string) bool {
+	if spec == nil {
+		return false
+	}
+	v, err := spec.LookupErr(key)
+	if err != nil {
+		return false
+	}
+	if b, ok := v.BooleanOK(); ok {
+		return b
+	}
+	f, _ := bsonx.NumberAsFloat64(v)
+	return f != 0
+}

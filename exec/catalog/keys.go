@@ -1,0 +1,100 @@
+package catalog
+
+import (
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+	"github.com/zeebo/xxh3"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// DocID returns the _id of a stored document (always its first field) and its encoded key.
+func DocID(doc bsoncore.Document, dst []byte) (bsoncore.Value, []byte) {
+	v, _ := FirstValue(doc, "_id")
+	return v, bsonx.AppendKey(dst, v)
+}
+
+// FirstValue returns the first element's value when its key is name, else a lookup.
+func FirstValue(doc bsoncore.Document, name string) (bsoncore.Value, bool) {
+	if el, ok := bsonx.FirstElement(doc); ok && el.Key() == name {
+		return el.Value(), true
+	}
+	v, err := doc.LookupErr(name)
+	return v, err == nil
+}
+
+// ShardHash returns the hash that places doc in ci's partitions: 0 for an unsharded
+// collection, else the hash of the shard key's hashed field (null when missing). A
+// time-series measurement has the hash of its content, the first slot where it may be
+// stored (timeseries_write.go).
+func (ci *Coll) ShardHash(doc bsoncore.Document) (uint64, error) {
+	if ci.TS != nil {
+		return MeasurementHash(doc), nil
+	}
+	if ci.Hashed < 0 {
+		return 0, nil
+	}
+	f := ci.ShardKey[ci.Hashed]
+	v, ok := bsonx.Lookup(doc, f.Path)
+	if !ok {
+		v = bsoncore.Value{Type: bsoncore.TypeNull}
+	}
+	if v.Type == bsoncore.TypeArray {
+		return 0, mongoerr.New(mongoerr.ShardKeyNotFound,
+			"Shard key cannot contain array values or array descendants.")
+	}
+	return bsonx.Hash(v), nil
+}
+
+// IDHash returns the hash of the document with _id id when it can be known from the _id
+// alone: ok is false when the collection is sharded on another field, or time-series.
+func (ci *Coll) IDHash(id bsoncore.Value) (uint64, bool) {
+	if ci.TS != nil {
+		return 0, false
+	}
+	if ci.Hashed < 0 {
+		return 0, true
+	}
+	if ci.IDIndexed {
+		return 0, false
+	}
+	return bsonx.Hash(id), true
+}
+
+// MeasurementHash is the first slot of a time-series measurement.
+func MeasurementHash(doc bsoncore.Document) uint64 {
+	return xxh3.Hash(doc)>>1 | 1<<63
+}
+
+// CheckCollation accepts the simple collation only.
+func CheckCollation(c bsoncore.Document) error {
+	if c == nil {
+		return nil
+	}
+	if loc, _ := c.Lookup("locale").StringValueOK(); loc == "simple" {
+		return nil
+	}
+	return mongoerr.New(mongoerr.NotImplemented, "collations other than {locale: \"simple\"} are not supported by cleave")
+}
+
+// ShardKeyLabel appends a compact label of doc's shard-key value: its BSON type byte and
+// value bytes (at most 64), which hotKeyLabel turns back into text for reports.
+func (ci *Coll) ShardKeyLabel(dst []byte, doc bsoncore.Document) []byte {
+	if ci.Hashed < 0 || doc == nil {
+		return dst
+	}
+	v, ok := bsonx.Lookup(doc, ci.ShardKey[ci.Hashed].Path)
+	if !ok {
+		v = bsoncore.Value{Type: bsoncore.TypeNull}
+	}
+	dst = append(dst, byte(v.Type))
+	d := v.Data
+	if len(d) > 64 {
+		d = d[:64]
+	}
+	return append(dst, d...)
+}
+
+// ShardKeyPattern is the collection's key pattern as mongos prints it.
+func (ci *Coll) ShardKeyPattern() string {
+	return bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: ci.Meta.ShardKey})
+}
