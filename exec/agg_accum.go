@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"bytes"
@@ -99,7 +101,7 @@ func (a *accSpec) parseNamedArgs(env *aggEnv, arg bsoncore.Value) error {
 			if !ok {
 				return mongoerr.New(5788604, "%s sortBy must be an object", a.op)
 			}
-			a.sortBy, err = parseSort(sd)
+			a.sortBy, err = query.ParseSort(sd)
 		default:
 			return mongoerr.New(5787901, "Unknown argument for '%s' operator: %s", a.op, k)
 		}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/exec/expr"
@@ -42,7 +44,7 @@ func (c *calc) eval(vars *expr.Vars, args ...bsoncore.Value) (bsoncore.Value, er
 	for i, n := range c.names {
 		vars.Set(n, args[i])
 	}
-	v, err := c.e.Eval(emptyDoc, vars)
+	v, err := c.e.Eval(query.EmptyDoc, vars)
 	if err != nil {
 		return bsoncore.Value{}, err
 	}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"context"
@@ -227,7 +229,7 @@ func (w *densifyStream) processExplicit(p *densifyPart, d bsoncore.Document, v b
 func (w *densifyStream) partitionOf(d bsoncore.Document) (*densifyPart, bool, error) {
 	if w.s.partExpr == nil {
 		if w.single == nil {
-			w.single = &densifyPart{fields: emptyDoc}
+			w.single = &densifyPart{fields: query.EmptyDoc}
 			w.order = append(w.order, w.single)
 			return w.single, true, nil
 		}
@@ -255,7 +257,7 @@ func (w *densifyStream) partitionOf(d bsoncore.Document) (*densifyPart, bool, er
 func (w *densifyStream) finishNext() error {
 	if w.s.mode == densifyExplicit && w.s.partExpr == nil && w.single == nil {
 		// No document had a value: the whole range.
-		w.single = &densifyPart{fields: emptyDoc, fresh: true, base: w.s.lo}
+		w.single = &densifyPart{fields: query.EmptyDoc, fresh: true, base: w.s.lo}
 		w.order = append(w.order, w.single)
 	}
 	limit := w.s.hi
@@ -388,7 +390,7 @@ func setDocPathValue(dst []byte, old bsoncore.Value, path []string, v bsoncore.V
 	default:
 		return nil, mongoerr.New(5733308, "$densify cannot overwrite non-object values with objects")
 	}
-	sub := emptyDoc
+	sub := query.EmptyDoc
 	if old.Type != 0 {
 		sub = old.Document()
 	}

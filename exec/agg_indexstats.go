@@ -10,29 +10,6 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// notePlan counts one use of the index plan p reads (the _id index for point reads). The
-// counter is looked up once per compiled index and kept on it.
-func (e *Executor) notePlan(ci *catalog.Coll, p *plan) {
-	var xi *catalog.Index
-	switch {
-	case p.kind == planIndex:
-		xi = p.index
-	case p.kind == planIDs && len(ci.Indexes) > 0 && ci.Indexes[0].IsID:
-		xi = ci.Indexes[0]
-	default:
-		return
-	}
-	if xi.Use == nil {
-		return // an index outside the catalog (a time-series collection's time index)
-	}
-	use := xi.Use.Load()
-	if use == nil {
-		use = e.indexUse.Get(ci.Meta.ID, xi.Meta.ID)
-		xi.Use.Store(use)
-	}
-	use.Ops.Add(1)
-}
-
 // indexStatsStage is $indexStats: one document per index and shard holding the collection,
 // with how many operations used the index.
 type indexStatsStage struct {

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"github.com/cleavedb/cleave/exec/stream"
@@ -399,7 +401,7 @@ type unionStream struct {
 	in     stream.Stream
 	s      *unionWithStage
 	second stream.Stream
-	shards []*shardStream
+	shards []*query.ShardStream
 	inDone bool
 }
 
@@ -432,7 +434,7 @@ func (u *unionStream) Close() {
 		u.second.Close()
 		u.second = nil
 		for _, ss := range u.shards {
-			u.s.env.charge += readCharge(&ss.stats)
+			u.s.env.charge += readCharge(&ss.Stats)
 		}
 	}
 }

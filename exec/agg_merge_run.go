@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"github.com/cleavedb/cleave/exec/stream"
@@ -181,7 +183,7 @@ func (m *mergeRun) lookup(ctx context.Context, group []*mergeItem) error {
 			continue // no target yet, or a plain insert whose duplicate key is the error
 		}
 		var res opResult
-		d, err := e.firstMatch(ctx, &query{ci: m.ci, filter: it.op.filter, limit: 1}, &res)
+		d, err := e.firstMatch(ctx, &query.Query{CI: m.ci, Filter: it.op.filter, Limit: 1}, &res)
 		m.run.charge += res.charge
 		if err != nil {
 			return err
@@ -211,7 +213,7 @@ func (m *mergeRun) lookup(ctx context.Context, group []*mergeItem) error {
 // newOp compiles the update of item it: a replacement by the document, {$set: doc},
 // {$setOnInsert: doc} or the whenMatched pipeline with the let variables evaluated on it.
 func (m *mergeRun) newOp(it *mergeItem) (*writeOp, error) {
-	f, err := compileFilter(it.query)
+	f, err := query.CompileFilter(it.query)
 	if err != nil {
 		return nil, err
 	}

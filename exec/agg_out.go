@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"github.com/cleavedb/cleave/exec/stream"
@@ -235,7 +237,7 @@ func targetOptions(c *store.Collection) bsoncore.Document {
 // docString prints an options document as the shell does ({} for none).
 func docString(d bsoncore.Document) string {
 	if d == nil {
-		d = emptyDoc
+		d = query.EmptyDoc
 	}
 	return bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
 }

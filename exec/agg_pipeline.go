@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"github.com/cleavedb/cleave/exec/stream"
@@ -222,7 +224,7 @@ func (p *pipeline) openOver(in stream.Stream, from int) (stream.Stream, error) {
 // folded into a query on the collection, which runs per shard over the targeted partitions
 // with indexes, and the index of the first stage left to run after it.
 type source struct {
-	q    *query
+	q    *query.Query
 	rest int
 }
 
@@ -239,26 +241,26 @@ func (p *pipeline) fold(ci *catalog.Coll) (*source, error) {
 		filters = append(filters, m.filterDoc)
 		i++
 	}
-	q := &query{ci: ci, allowDiskUse: p.env.allowDiskUse, hint: p.hint}
+	q := &query.Query{CI: ci, AllowDiskUse: p.env.allowDiskUse, Hint: p.hint}
 	var err error
-	if q.filter, err = p.env.compileFilter(andFilters(filters)); err != nil {
+	if q.Filter, err = p.env.compileFilter(andFilters(filters)); err != nil {
 		return nil, err
 	}
 	if i < len(p.stages) {
 		if s, ok := p.stages[i].(*sortStage); ok {
-			q.sort = s.keys
+			q.Sort = s.keys
 			i++
 		}
 	}
 	if i < len(p.stages) {
 		if s, ok := p.stages[i].(*skipStage); ok {
-			q.skip = s.n
+			q.Skip = s.n
 			i++
 		}
 	}
 	if i < len(p.stages) {
 		if s, ok := p.stages[i].(*limitStage); ok {
-			q.limit = s.n
+			q.Limit = s.n
 			i++
 		}
 	}
@@ -269,7 +271,7 @@ func (p *pipeline) fold(ci *catalog.Coll) (*source, error) {
 func andFilters(fs []bsoncore.Document) bsoncore.Document {
 	switch len(fs) {
 	case 0:
-		return emptyDoc
+		return query.EmptyDoc
 	case 1:
 		return fs[0]
 	}
@@ -295,7 +297,7 @@ func (env *aggEnv) compileExpr(v bsoncore.Value) (*expr.Expr, error) {
 
 // openColl runs the pipeline over collection ci (nil: a collection that does not exist,
 // which reads as empty). The returned shard streams report what the read cost.
-func (p *pipeline) openColl(ci *catalog.Coll) (stream.Stream, *source, []*shardStream, error) {
+func (p *pipeline) openColl(ci *catalog.Coll) (stream.Stream, *source, []*query.ShardStream, error) {
 	if p.collectionless() {
 		out, err := p.openOver(stream.Empty{}, 0)
 		return out, nil, nil, err
@@ -313,19 +315,19 @@ func (p *pipeline) openColl(ci *catalog.Coll) (stream.Stream, *source, []*shardS
 		return nil, nil, nil, err
 	}
 	var in stream.Stream = stream.Empty{}
-	var shards []*shardStream
+	var shards []*query.ShardStream
 	rest := src.rest
 	if ci != nil {
 		var s stream.Stream
 		// A per-shard $group consumes each shard in its own goroutine: no reader runs ahead.
-		src.q.perShardConsumer = p.perShardGroup(src, 2) != nil
-		s, _, shards, err = p.env.e.open(src.q)
+		src.q.PerShardConsumer = p.perShardGroup(src, 2) != nil
+		s, _, shards, err = p.env.e.query.Open(src.q)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		in = s
-		if src.q.limit > 0 {
-			in = &stream.Limit{In: in, N: src.q.limit}
+		if src.q.Limit > 0 {
+			in = &stream.Limit{In: in, N: src.q.Limit}
 		}
 		if g := p.perShardGroup(src, len(shards)); g != nil {
 			// The $group runs once per shard, concurrently, and the partial groups are
@@ -345,7 +347,7 @@ func (p *pipeline) openColl(ci *catalog.Coll) (stream.Stream, *source, []*shardS
 // perShardGroup returns the $group that follows the folded read when it can run per shard:
 // more than one shard is read and the read neither sorts nor windows its result.
 func (p *pipeline) perShardGroup(src *source, nshards int) *groupStage {
-	if nshards < 2 || src.rest >= len(p.stages) || len(src.q.sort) > 0 || src.q.skip > 0 || src.q.limit > 0 {
+	if nshards < 2 || src.rest >= len(p.stages) || len(src.q.Sort) > 0 || src.q.Skip > 0 || src.q.Limit > 0 {
 		return nil
 	}
 	g, ok := p.stages[src.rest].(*groupStage)
@@ -372,7 +374,7 @@ func (env *aggEnv) runSub(ctx context.Context, p *pipeline, coll string, maxByte
 	defer func() {
 		s.Close()
 		for _, ss := range shards {
-			env.charge += readCharge(&ss.stats)
+			env.charge += readCharge(&ss.Stats)
 		}
 	}()
 	var docs []bsoncore.Document

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"strings"
@@ -394,7 +396,7 @@ func appendIncluded(dst []byte, n *projNode, doc, root bsoncore.Document, vars *
 		case f.sub != nil && f.sub.computed && !present[f.name]:
 			var err error
 			dst = bsoncore.AppendHeader(dst, bsoncore.TypeEmbeddedDocument, f.name)
-			if dst, err = appendIncluded(dst, f.sub, emptyDoc, root, vars); err != nil {
+			if dst, err = appendIncluded(dst, f.sub, query.EmptyDoc, root, vars); err != nil {
 				return nil, err
 			}
 		}
@@ -433,7 +435,7 @@ func appendIncludedValue(dst []byte, key string, n *projNode, v bsoncore.Value, 
 		}
 		// Computed fields below a scalar replace it with a document that holds them.
 		dst = bsoncore.AppendHeader(dst, bsoncore.TypeEmbeddedDocument, key)
-		dst, err = appendIncluded(dst, n, emptyDoc, root, vars)
+		dst, err = appendIncluded(dst, n, query.EmptyDoc, root, vars)
 		return dst, true, err
 	}
 }
@@ -507,6 +509,6 @@ func appendAddFieldsValue(dst []byte, key string, n *projNode, old bsoncore.Valu
 		return dst, nil
 	default:
 		dst = bsoncore.AppendHeader(dst, bsoncore.TypeEmbeddedDocument, key)
-		return appendAddFields(dst, n, emptyDoc, root, vars)
+		return appendAddFields(dst, n, query.EmptyDoc, root, vars)
 	}
 }

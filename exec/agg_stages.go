@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"context"
@@ -93,7 +95,7 @@ func parseSortStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error)
 	if !ok {
 		return nil, mongoerr.New(15973, "the $sort key specification must be an object")
 	}
-	spec, err := parseSort(d)
+	spec, err := query.ParseSort(d)
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +362,7 @@ func parseDocumentsStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, e
 	if err != nil {
 		return nil, err
 	}
-	v, err := e.Eval(emptyDoc, nil)
+	v, err := e.Eval(query.EmptyDoc, nil)
 	if err != nil {
 		return nil, err
 	}

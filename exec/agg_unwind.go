@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"context"
@@ -75,7 +77,7 @@ func appendSetValue(dst []byte, path []string, old, v bsoncore.Value) []byte {
 			}
 			return dst
 		}
-		sub = emptyDoc
+		sub = query.EmptyDoc
 	}
 	dst = bsoncore.AppendHeader(dst, bsoncore.TypeEmbeddedDocument, path[0])
 	return appendSetField(dst, sub, path[1:], v)

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"bytes"
@@ -88,7 +90,7 @@ func (s *windowStage) parseSortBy(d bsoncore.Document) error {
 	if d == nil {
 		return nil
 	}
-	fields, err := parseSort(d)
+	fields, err := query.ParseSort(d)
 	if err != nil {
 		return err
 	}
@@ -111,7 +113,7 @@ func (s *windowStage) parsePartitionBy(v bsoncore.Value) error {
 		return err
 	}
 	if e.IsConstant() {
-		c, err := e.Eval(emptyDoc, nil)
+		c, err := e.Eval(query.EmptyDoc, nil)
 		if err == nil && c.Type == bsoncore.TypeArray {
 			return mongoerr.New(mongoerr.TypeMismatch, "An expression used to partition cannot evaluate to value of type array")
 		}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"fmt"
 	"sort"
 
@@ -112,7 +114,7 @@ func parseBound(env *aggEnv, v bsoncore.Value, check func(bsoncore.Value) (winBo
 	if !e.IsConstant() {
 		return winBound{}, mongoerr.New(mongoerr.FailedToParse, "Window bounds expression must be a constant.")
 	}
-	c, err := e.Eval(emptyDoc, nil)
+	c, err := e.Eval(query.EmptyDoc, nil)
 	if err != nil {
 		return winBound{}, err
 	}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"math"
 	"strings"
 
@@ -281,7 +283,7 @@ func (f *winFunc) parseShiftArgs(env *aggEnv, args bsoncore.Document) error {
 			if !e.IsConstant() {
 				return mongoerr.New(mongoerr.FailedToParse, "'$shift:default' expression must yield a constant value.")
 			}
-			c, err := e.Eval(emptyDoc, nil)
+			c, err := e.Eval(query.EmptyDoc, nil)
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"github.com/cleavedb/cleave/bsonx"
@@ -163,7 +165,7 @@ func (e *Executor) aggregateWrite(ctx context.Context, r *request, a *aggregateA
 	}
 	src := *p // the stages before the write stage
 	src.stages, src.raw = p.stages[:len(p.stages)-1], p.raw[:len(p.raw)-1]
-	ctx, cancel := deadline(ctx, a.maxTimeMS)
+	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
 	stream, _, shards, err := src.openColl(ci)
 	if err != nil {
@@ -172,11 +174,11 @@ func (e *Executor) aggregateWrite(ctx context.Context, r *request, a *aggregateA
 	err = w.write(ctx, run, stream)
 	stream.Close()
 	for _, s := range shards {
-		r.charge += readCharge(&s.stats)
+		r.charge += readCharge(&s.Stats)
 	}
 	r.charge += p.env.charge + run.charge
 	if err != nil {
-		return timeLimitError(ctx, err)
+		return query.TimeLimitError(ctx, err)
 	}
 	out, cidx, aidx := startCursorReply(r.out, "firstBatch")
 	r.out = endCursorReply(out, cidx, aidx, 0, ns)

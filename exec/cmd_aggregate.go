@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"context"
@@ -186,12 +188,12 @@ func (e *Executor) aggregate(ctx context.Context, r *request) error {
 	if n < 0 {
 		n = defaultFirstBatch
 	}
-	ctx, cancel := deadline(ctx, a.maxTimeMS)
+	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
 	_, err = e.firstBatch(ctx, r, c, n, false)
 	for _, s := range shards {
-		r.charge += readCharge(&s.stats)
+		r.charge += readCharge(&s.Stats)
 	}
 	r.charge += env.charge
-	return timeLimitError(ctx, err)
+	return query.TimeLimitError(ctx, err)
 }

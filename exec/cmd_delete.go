@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"context"
@@ -31,7 +33,7 @@ func (e *Executor) delete(ctx context.Context, r *request) error {
 		}
 		return e.explainWrite(ctx, r, op)
 	}
-	ctx, cancel := deadline(ctx, a.maxTimeMS)
+	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
 	res := writeResult{}
 	for i, s := range stmts {

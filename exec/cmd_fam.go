@@ -1,7 +1,10 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/expr"
 
 	"context"
 
@@ -128,13 +131,13 @@ func (e *Executor) findAndModify(ctx context.Context, r *request) error {
 	if explainOnly(r) {
 		return e.explainWrite(ctx, r, op)
 	}
-	ctx, cancel := deadline(ctx, a.maxTimeMS)
+	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
 	var res opResult
 	err = e.runOp(ctx, op, &res)
 	r.charge += res.charge
 	if err != nil {
-		return timeLimitError(ctx, err)
+		return query.TimeLimitError(ctx, err)
 	}
 	if a.remove {
 		e.counters.deletedDocs.Add(res.matched)
@@ -154,19 +157,19 @@ func (e *Executor) compileFAM(db string, a *famArgs, ci *catalog.Coll, create bo
 	if err != nil {
 		return nil, nil, err
 	}
-	sortSpec, err := parseSort(a.sort)
+	sortSpec, err := query.ParseSort(a.sort)
 	if err != nil {
 		return nil, nil, err
 	}
 	var proj *project.Projection
 	if len(a.fields) > 5 {
-		if proj, err = project.Compile(a.fields, &project.Options{Filter: f, Expr: exprValue}); err != nil {
+		if proj, err = project.Compile(a.fields, &project.Options{Filter: f, Expr: expr.CompileValue}); err != nil {
 			return nil, nil, err
 		}
 	}
 	q := a.query
 	if q == nil {
-		q = emptyDoc
+		q = query.EmptyDoc
 	}
 	op := &writeOp{ci: ci, query: q, filter: f, sort: sortSpec, hint: a.hint, upsert: a.upsert,
 		sync: a.wc.sync(), keepImages: true}

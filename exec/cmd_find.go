@@ -1,7 +1,10 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/expr"
 
 	"context"
 	"strconv"
@@ -46,7 +49,7 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 	if ci == nil {
 		return appendCursorReply(r, ns, 0, "firstBatch", nil)
 	}
-	stream, shards, err := e.openFind(q, a)
+	stream, shards, err := e.query.OpenFind(q, &query.FindKeys{Min: a.min, Max: a.max, ReturnKey: a.returnKey, ShowRecordID: a.showRecordID})
 	if err != nil {
 		return err
 	}
@@ -55,31 +58,31 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 	if n < 0 {
 		n = defaultFirstBatch
 	}
-	ctx, cancel := deadline(ctx, a.maxTimeMS)
+	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
 	if _, err := e.firstBatch(ctx, r, c, n, a.singleBatch); err != nil {
-		return timeLimitError(ctx, err)
+		return query.TimeLimitError(ctx, err)
 	}
 	for _, s := range shards {
-		r.charge += readCharge(&s.stats)
+		r.charge += readCharge(&s.Stats)
 	}
 	return nil
 }
 
 // compileFind compiles a find's filter, sort and projection. ci may be nil (no collection):
 // the arguments are still validated, as MongoDB does.
-func compileFind(ci *catalog.Coll, a *findArgs) (*query, error) {
+func compileFind(ci *catalog.Coll, a *findArgs) (*query.Query, error) {
 	f, err := compileWriteFilter(a.filter, a.let) // $expr sees the let variables
 	if err != nil {
 		return nil, err
 	}
-	sortSpec, err := parseSort(a.sort)
+	sortSpec, err := query.ParseSort(a.sort)
 	if err != nil {
 		return nil, err
 	}
-	q := &query{ci: ci, filter: f, sort: sortSpec, skip: a.skip, limit: a.limit, hint: a.hint, allowDiskUse: a.allowDiskUse}
+	q := &query.Query{CI: ci, Filter: f, Sort: sortSpec, Skip: a.skip, Limit: a.limit, Hint: a.hint, AllowDiskUse: a.allowDiskUse}
 	if len(a.projection) > 5 {
-		q.proj, err = project.Compile(a.projection, &project.Options{Filter: f, Expr: exprValue})
+		q.Proj, err = project.Compile(a.projection, &project.Options{Filter: f, Expr: expr.CompileValue})
 		if err != nil {
 			return nil, err
 		}
@@ -88,8 +91,8 @@ func compileFind(ci *catalog.Coll, a *findArgs) (*query, error) {
 }
 
 // readCharge is the request units of a read: one per 4 KiB read, plus index keys.
-func readCharge(s *scanStats) float64 {
-	return 1 + float64(s.bytesRead)/4096 + float64(s.keysExamined)*0.1
+func readCharge(s *query.ScanStats) float64 {
+	return 1 + float64(s.BytesRead)/4096 + float64(s.KeysExamined)*0.1
 }
 
 // firstBatch fills the first batch of cursor c, registers it if documents remain, and
@@ -204,13 +207,13 @@ func (e *Executor) getMore(ctx context.Context, r *request) error {
 		e.cursors.done(c, false)
 		return mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.ns)
 	}
-	ctx, cancel := deadline(ctx, maxTime)
+	ctx, cancel := query.Deadline(ctx, maxTime)
 	defer cancel()
 	out, cidx, aidx := startCursorReply(r.out, "nextBatch")
 	out, exhausted, err := c.fillBatch(ctx, out, batchSize)
 	if err != nil {
 		e.cursors.done(c, true)
-		return timeLimitError(ctx, err)
+		return query.TimeLimitError(ctx, err)
 	}
 	e.cursors.done(c, exhausted)
 	if exhausted {

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"context"
@@ -81,14 +83,14 @@ func (e *Executor) count(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	f, err := compileFilter(a.query)
+	f, err := query.CompileFilter(a.query)
 	if err != nil {
 		return err
 	}
 	if hs, ok := a.hint.StringValueOK(); ok && hs == "" {
 		a.hint = bsoncore.Value{}
 	}
-	q := &query{ci: ci, filter: f, skip: a.skip, hint: a.hint}
+	q := &query.Query{CI: ci, Filter: f, Skip: a.skip, Hint: a.hint}
 	if r.explain != "" {
 		return e.explainQuery(ctx, r, q, "count", a.limit)
 	}
@@ -104,9 +106,9 @@ func (e *Executor) count(ctx context.Context, r *request) error {
 			n = min(n, a.limit)
 		}
 	} else {
-		ctx, cancel := deadline(ctx, a.maxTimeMS)
+		ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 		defer cancel()
-		stream, _, shards, err := e.open(q)
+		stream, _, shards, err := e.query.Open(q)
 		if err != nil {
 			return err
 		}
@@ -114,7 +116,7 @@ func (e *Executor) count(ctx context.Context, r *request) error {
 		for a.limit == 0 || n < a.limit {
 			d, err := stream.Next(ctx)
 			if err != nil {
-				return timeLimitError(ctx, err)
+				return query.TimeLimitError(ctx, err)
 			}
 			if d == nil {
 				break
@@ -122,7 +124,7 @@ func (e *Executor) count(ctx context.Context, r *request) error {
 			n++
 		}
 		for _, s := range shards {
-			r.charge += readCharge(&s.stats)
+			r.charge += readCharge(&s.Stats)
 		}
 	}
 	r.out = appendCount(r.out, "n", n)
@@ -179,11 +181,11 @@ func (e *Executor) distinct(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	f, err := compileFilter(filter)
+	f, err := query.CompileFilter(filter)
 	if err != nil {
 		return err
 	}
-	q := &query{ci: ci, filter: f, hint: hint}
+	q := &query.Query{CI: ci, Filter: f, Hint: hint}
 	if r.explain != "" {
 		return e.explainQuery(ctx, r, q, "distinct", 0)
 	}
@@ -208,8 +210,8 @@ func (e *Executor) distinct(ctx context.Context, r *request) error {
 
 // distinctValues collects the distinct values of path among q's matches, sorted in
 // MongoDB's order. Array values contribute their elements.
-func (e *Executor) distinctValues(ctx context.Context, r *request, q *query, path string) ([]bsoncore.Value, error) {
-	stream, _, shards, err := e.open(q)
+func (e *Executor) distinctValues(ctx context.Context, r *request, q *query.Query, path string) ([]bsoncore.Value, error) {
+	stream, _, shards, err := e.query.Open(q)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +243,7 @@ func (e *Executor) distinctValues(ctx context.Context, r *request, q *query, pat
 		})
 	}
 	for _, s := range shards {
-		r.charge += readCharge(&s.stats)
+		r.charge += readCharge(&s.Stats)
 	}
 	sort.SliceStable(values, func(i, j int) bool { return bsonx.Compare(values[i], values[j]) < 0 })
 	return values, nil

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"context"
@@ -39,7 +41,7 @@ func (e *Executor) update(ctx context.Context, r *request) error {
 		}
 		return e.explainWrite(ctx, r, op)
 	}
-	ctx, cancel := deadline(ctx, a.maxTimeMS)
+	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
 	res := writeResult{}
 	var upserts int64
@@ -78,7 +80,7 @@ func (e *Executor) update(ctx context.Context, r *request) error {
 // stmtWriteError turns the failure of statement i into its write error. A failure that is
 // not MongoDB's (storage) fails the whole command instead.
 func stmtWriteError(ctx context.Context, i int, err error) (mongoerr.WriteError, error) {
-	err = timeLimitError(ctx, err)
+	err = query.TimeLimitError(ctx, err)
 	me := mongoerr.As(err)
 	if me == nil {
 		return mongoerr.WriteError{}, err
@@ -110,7 +112,7 @@ func (e *Executor) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *u
 	}
 	q := s.q
 	if q == nil {
-		q = emptyDoc
+		q = query.EmptyDoc
 	}
 	op := &writeOp{
 		ci: ci, query: q, filter: f, hint: s.hint, upd: u,
@@ -135,10 +137,10 @@ func updateOptions(arrayFilters []bsoncore.Document, let, constants bsoncore.Doc
 // command's let variables.
 func compileWriteFilter(q, let bsoncore.Document) (*match.Filter, error) {
 	if q == nil {
-		q = emptyDoc
+		q = query.EmptyDoc
 	}
 	if len(let) <= 5 {
-		return compileFilter(q)
+		return query.CompileFilter(q)
 	}
 	return match.Compile(q, &match.Options{Expr: expr.CompilePredicateWith(&expr.Options{Let: let})})
 }
@@ -146,7 +148,7 @@ func compileWriteFilter(q, let bsoncore.Document) (*match.Filter, error) {
 // explainWrite explains the read part of a write (update, delete, findAndModify): how op
 // finds its documents. It writes nothing; explain.go owns the output's shape.
 func (e *Executor) explainWrite(ctx context.Context, r *request, op *writeOp) error {
-	q := &query{ci: op.ci, filter: op.filter, sort: op.sort, hint: op.hint}
+	q := &query.Query{CI: op.ci, Filter: op.filter, Sort: op.sort, Hint: op.hint}
 	limit := int64(0)
 	if !op.multi {
 		limit = 1

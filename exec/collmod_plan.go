@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"bytes"
@@ -16,7 +18,7 @@ import (
 // parseCollModRequest checks it, before anything changes.
 type collModPlan struct {
 	mods int // modifications requested, no-ops included (MongoDB's numModifications)
-	// index is the target of the index argument; spec its new spec when it changes.
+	// Index is the target of the index argument; spec its new spec when it changes.
 	index *store.Index
 	spec  *bsoncore.Document
 	// The reply's fields: nil when not reported.
@@ -321,7 +323,7 @@ func (p *collModPlan) setOption(key string, set bool, v bsoncore.Value) {
 func (p *collModPlan) planValidation(given optionSet) error {
 	if v, ok := given["validator"]; ok {
 		p.mods++
-		if _, err := compileFilter(v.Document()); err != nil {
+		if _, err := query.CompileFilter(v.Document()); err != nil {
 			return err
 		}
 		p.setOption("validator", len(v.Document()) > 5, v)

@@ -26,13 +26,13 @@ import (
 func (wr *writer) checkNewKeys(xi *catalog.Index, s int, w *docWrite) error {
 	var oldKeys [][]byte
 	if w.old != nil {
-		_ = wr.indexKeys(xi, w.old, func(key []byte) error {
+		_ = xi.Keys(w.old, func(key []byte) error {
 			oldKeys = append(oldKeys, append([]byte(nil), key...))
 			return nil
 		})
 	}
 	db := wr.e.st.Shards[s]
-	return wr.indexKeys(xi, w.new, func(key []byte) error {
+	return xi.Keys(w.new, func(key []byte) error {
 		if containsKey(oldKeys, key) {
 			return nil // a key the document has already: its duplicates may stay
 		}

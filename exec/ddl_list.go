@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"context"
@@ -24,7 +26,7 @@ func (e *Executor) listDatabases(_ context.Context, r *request) error {
 		case "filter":
 			var d bsoncore.Document
 			if d, err = optionalDoc(cmd, key, v); err == nil && d != nil {
-				filter, err = compileFilter(d)
+				filter, err = query.CompileFilter(d)
 			}
 		case "nameOnly":
 			nameOnly, err = argBool(cmd, key, v)
@@ -86,7 +88,7 @@ func (e *Executor) listCollections(_ context.Context, r *request) error {
 		case "filter":
 			var d bsoncore.Document
 			if d, err = optionalDoc(cmd, key, v); err == nil && d != nil {
-				filter, err = compileFilter(d)
+				filter, err = query.CompileFilter(d)
 			}
 		case "nameOnly":
 			nameOnly, err = argBool(cmd, key, v)
@@ -134,7 +136,7 @@ func collectionEntry(c *store.Collection, nameOnly bool) bsoncore.Document {
 	}
 	opts := c.Options
 	if opts == nil {
-		opts = emptyDoc
+		opts = query.EmptyDoc
 	}
 	d = bsoncore.AppendDocumentElement(d, "options", opts)
 	iidx, d := bsoncore.AppendDocumentElementStart(d, "info")

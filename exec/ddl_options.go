@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"math"
@@ -299,7 +301,7 @@ func checkCreateOption(key, want string, v bsoncore.Value) error {
 	case "validationAction":
 		return checkEnum(cmd, key, v.StringValue(), "error", "warn")
 	case "validator":
-		if _, err := compileFilter(v.Document()); err != nil {
+		if _, err := query.CompileFilter(v.Document()); err != nil {
 			return err
 		}
 	}

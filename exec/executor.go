@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/store"
 
@@ -85,6 +87,8 @@ type Executor struct {
 	fail failPoints
 	// cat is the catalog: compiled collections, key locks, the DDL lock.
 	cat *catalog.Catalog
+	// query runs reads (plan, scans, merge).
+	query *query.Engine
 	// temp is where blocking stages spill (Storage.Temp).
 	temp *stream.Temp
 }
@@ -110,6 +114,13 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		e.st = *opts.Storage
 		e.temp = stream.NewTemp(e.st.Temp)
 		e.cat = catalog.New(e.st.Shards, e.st.Catalog, e.log)
+		e.query = query.New(e.cat, query.Options{
+			MaxParallelism: opts.MaxParallelism,
+			Temp:           e.temp,
+			SortBytes:      sortMemoryKnob.load,
+			Meters:         e.readMeters,
+			IndexUse:       &e.indexUse,
+		})
 	}
 	e.commands = e.commandTable()
 	if opts.Storage != nil {

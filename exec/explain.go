@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"context"
 	"strconv"
 	"time"
@@ -87,21 +89,21 @@ func (e *Executor) explainFind(ctx context.Context, r *request, a *findArgs) err
 
 // explainQuery appends the explain output of a read of q (the query part of find, count,
 // distinct, update and delete).
-func (e *Executor) explainQuery(ctx context.Context, r *request, q *query, cmd string, limit int64) error {
+func (e *Executor) explainQuery(ctx context.Context, r *request, q *query.Query, cmd string, limit int64) error {
 	ns := r.db
-	if q.ci != nil {
-		ns = q.ci.NS()
+	if q.CI != nil {
+		ns = q.CI.NS()
 	} else if first, ok := bsonx.FirstElement(r.body); ok {
 		ns += "." + first.Value().StringValue()
 	}
-	q.limit = limit
-	var p *plan
-	var shards []*shardStream
+	q.Limit = limit
+	var p *query.Plan
+	var shards []*query.ShardStream
 	var nReturned int64
 	var elapsed time.Duration
-	if q.ci != nil {
+	if q.CI != nil {
 		start := time.Now()
-		stream, pl, ss, err := e.open(q)
+		stream, pl, ss, err := e.query.Open(q)
 		if err != nil {
 			return err
 		}
@@ -131,9 +133,9 @@ func (e *Executor) explainQuery(ctx context.Context, r *request, q *query, cmd s
 		idx, out = bsoncore.AppendDocumentElementStart(out, "executionStats")
 		var docs, keys int64
 		for _, s := range shards {
-			docs += s.stats.docsExamined
-			keys += s.stats.keysExamined
-			r.charge += readCharge(&s.stats)
+			docs += s.Stats.DocsExamined
+			keys += s.Stats.KeysExamined
+			r.charge += readCharge(&s.Stats)
 		}
 		out = bsoncore.AppendInt64Element(out, "nReturned", nReturned)
 		out = bsoncore.AppendInt64Element(out, "executionTimeMillis", elapsed.Milliseconds())
@@ -153,10 +155,10 @@ func (e *Executor) explainQuery(ctx context.Context, r *request, q *query, cmd s
 
 // appendWinningPlan appends winningPlan in mongos' shape: SINGLE_SHARD, SHARD_MERGE or
 // SHARD_MERGE_SORT over the per-shard plans, with the partitions targeted.
-func (e *Executor) appendWinningPlan(out []byte, q *query, p *plan, shards []*shardStream, ns string) []byte {
+func (e *Executor) appendWinningPlan(out []byte, q *query.Query, p *query.Plan, shards []*query.ShardStream, ns string) []byte {
 	stage := "SINGLE_SHARD"
 	switch {
-	case len(shards) > 1 && len(q.sort) > 0 && p.sorted:
+	case len(shards) > 1 && len(q.Sort) > 0 && p.Sorted:
 		stage = "SHARD_MERGE_SORT"
 	case len(shards) > 1:
 		stage = "SHARD_MERGE"
@@ -166,7 +168,7 @@ func (e *Executor) appendWinningPlan(out []byte, q *query, p *plan, shards []*sh
 	aidx, out := bsoncore.AppendArrayElementStart(out, "shards")
 	for i, s := range shards {
 		sidx, o := bsoncore.AppendDocumentElementStart(out, strconv.Itoa(i))
-		o = bsoncore.AppendStringElement(o, "shardName", "shard-"+strconv.Itoa(s.shard))
+		o = bsoncore.AppendStringElement(o, "shardName", "shard-"+strconv.Itoa(s.Shard))
 		o = bsoncore.AppendStringElement(o, "namespace", ns)
 		o = appendPartitions(o, s)
 		o = appendShardPlan(o, q, p)
@@ -178,9 +180,9 @@ func (e *Executor) appendWinningPlan(out []byte, q *query, p *plan, shards []*sh
 }
 
 // appendPartitions appends the hash ranges a shard's part of the query reads.
-func appendPartitions(out []byte, s *shardStream) []byte {
+func appendPartitions(out []byte, s *query.ShardStream) []byte {
 	aidx, out := bsoncore.AppendArrayElementStart(out, "partitions")
-	for i, rg := range s.ranges {
+	for i, rg := range s.Ranges {
 		pidx, o := bsoncore.AppendDocumentElementStart(out, strconv.Itoa(i))
 		o = bsoncore.AppendInt64Element(o, "min", int64(rg[0]))
 		o = bsoncore.AppendInt64Element(o, "max", int64(rg[1]))
@@ -191,48 +193,48 @@ func appendPartitions(out []byte, s *shardStream) []byte {
 }
 
 // appendShardPlan appends one shard's winningPlan: the stage tree mongod would report.
-func appendShardPlan(out []byte, q *query, p *plan) []byte {
+func appendShardPlan(out []byte, q *query.Query, p *query.Plan) []byte {
 	type stage struct {
 		name  string
 		extra func([]byte) []byte
 	}
 	var stages []stage // outermost first
-	if q.proj != nil {
+	if q.Proj != nil {
 		stages = append(stages, stage{name: "PROJECTION_DEFAULT"})
 	}
-	if q.limit > 0 {
-		n := q.limit
+	if q.Limit > 0 {
+		n := q.Limit
 		stages = append(stages, stage{name: "LIMIT", extra: func(o []byte) []byte {
 			return bsoncore.AppendInt64Element(o, "limitAmount", n)
 		}})
 	}
-	if q.skip > 0 {
-		n := q.skip
+	if q.Skip > 0 {
+		n := q.Skip
 		stages = append(stages, stage{name: "SKIP", extra: func(o []byte) []byte {
 			return bsoncore.AppendInt64Element(o, "skipAmount", n)
 		}})
 	}
-	if len(q.sort) > 0 && !p.sorted {
+	if len(q.Sort) > 0 && !p.Sorted {
 		stages = append(stages, stage{name: "SORT"})
 	}
-	switch p.kind {
-	case planIDs:
+	switch p.Kind {
+	case query.PlanIDs:
 		stages = append(stages, stage{name: "IDHACK"})
-	case planIndex:
+	case query.PlanIndex:
 		stages = append(stages, stage{name: "FETCH"}, stage{name: "IXSCAN", extra: func(o []byte) []byte {
-			o = bsoncore.AppendDocumentElement(o, "keyPattern", p.index.Meta.Key)
-			o = bsoncore.AppendStringElement(o, "indexName", p.index.Meta.Name)
-			o = bsoncore.AppendBooleanElement(o, "isUnique", p.index.Unique)
-			o = bsoncore.AppendBooleanElement(o, "isSparse", p.index.Sparse)
-			o = bsoncore.AppendBooleanElement(o, "isPartial", p.index.Partial != nil)
+			o = bsoncore.AppendDocumentElement(o, "keyPattern", p.Index.Meta.Key)
+			o = bsoncore.AppendStringElement(o, "indexName", p.Index.Meta.Name)
+			o = bsoncore.AppendBooleanElement(o, "isUnique", p.Index.Unique)
+			o = bsoncore.AppendBooleanElement(o, "isSparse", p.Index.Sparse)
+			o = bsoncore.AppendBooleanElement(o, "isPartial", p.Index.Partial != nil)
 			dir := "forward"
-			if p.reverse {
+			if p.Reverse {
 				dir = "backward"
 			}
 			o = bsoncore.AppendStringElement(o, "direction", dir)
-			return bsoncore.AppendInt32Element(o, "indexRanges", int32(len(p.ranges)))
+			return bsoncore.AppendInt32Element(o, "indexRanges", int32(len(p.Ranges)))
 		}})
-	case planEOF:
+	case query.PlanEOF:
 		stages = append(stages, stage{name: "EOF"})
 	default:
 		stages = append(stages, stage{name: "COLLSCAN", extra: func(o []byte) []byte {
@@ -256,16 +258,16 @@ func appendShardPlan(out []byte, q *query, p *plan) []byte {
 }
 
 // appendShardStats appends executionStats.executionStages.shards: per shard, what it read.
-func appendShardStats(out []byte, shards []*shardStream) []byte {
+func appendShardStats(out []byte, shards []*query.ShardStream) []byte {
 	idx, out := bsoncore.AppendDocumentElementStart(out, "executionStages")
 	aidx, o := bsoncore.AppendArrayElementStart(out, "shards")
 	for i, s := range shards {
 		sidx, x := bsoncore.AppendDocumentElementStart(o, bsonx.ArrayKey(i))
-		x = bsoncore.AppendStringElement(x, "shardName", "shard-"+strconv.Itoa(s.shard))
-		x = bsoncore.AppendInt64Element(x, "nReturned", s.stats.returned)
-		x = bsoncore.AppendInt64Element(x, "totalKeysExamined", s.stats.keysExamined)
-		x = bsoncore.AppendInt64Element(x, "totalDocsExamined", s.stats.docsExamined)
-		x = bsoncore.AppendDoubleElement(x, "requestCharge", readCharge(&s.stats))
+		x = bsoncore.AppendStringElement(x, "shardName", "shard-"+strconv.Itoa(s.Shard))
+		x = bsoncore.AppendInt64Element(x, "nReturned", s.Stats.Returned)
+		x = bsoncore.AppendInt64Element(x, "totalKeysExamined", s.Stats.KeysExamined)
+		x = bsoncore.AppendInt64Element(x, "totalDocsExamined", s.Stats.DocsExamined)
+		x = bsoncore.AppendDoubleElement(x, "requestCharge", readCharge(&s.Stats))
 		o, _ = bsoncore.AppendDocumentEnd(x, sidx)
 	}
 	o, _ = bsoncore.AppendArrayEnd(o, aidx)

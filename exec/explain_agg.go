@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"context"
@@ -33,7 +35,7 @@ func (e *Executor) explainAggregate(ctx context.Context, r *request, p *pipeline
 	if err != nil {
 		return err
 	}
-	stream, pl, shards, err := e.open(src.q)
+	stream, pl, shards, err := e.query.Open(src.q)
 	if err != nil {
 		return err
 	}
@@ -108,9 +110,9 @@ func (e *Executor) explainAggregate(ctx context.Context, r *request, p *pipeline
 		xidx, x := bsoncore.AppendDocumentElementStart(out, "executionStats")
 		var docs, keys int64
 		for _, s := range shards {
-			docs += s.stats.docsExamined
-			keys += s.stats.keysExamined
-			r.charge += readCharge(&s.stats)
+			docs += s.Stats.DocsExamined
+			keys += s.Stats.KeysExamined
+			r.charge += readCharge(&s.Stats)
 		}
 		x = bsoncore.AppendInt64Element(x, "nReturned", nReturned)
 		x = bsoncore.AppendInt64Element(x, "executionTimeMillis", elapsed.Milliseconds())
@@ -125,13 +127,13 @@ func (e *Executor) explainAggregate(ctx context.Context, r *request, p *pipeline
 
 // appendMergerPart appends mergerPart: $mergeCursors, the skip and limit applied after the
 // merge, the merging $group, and the stages that follow.
-func appendMergerPart(out []byte, q *query, ns string, mergeGroup bsoncore.Document, rest []aggStage) []byte {
+func appendMergerPart(out []byte, q *query.Query, ns string, mergeGroup bsoncore.Document, rest []aggStage) []byte {
 	aidx, a := bsoncore.AppendArrayElementStart(out, "mergerPart")
 	n := 0
 	next := func() string { n++; return arrayKey(n - 1) }
 	midx, m := bsoncore.AppendDocumentElementStart(a, next())
 	cidx, c := bsoncore.AppendDocumentElementStart(m, "$mergeCursors")
-	if len(q.sort) > 0 {
+	if len(q.Sort) > 0 {
 		c = bsoncore.AppendDocumentElement(c, "sort", sortSpecDoc(q))
 	}
 	c = bsoncore.AppendBooleanElement(c, "compareWholeSortKey", false)
@@ -142,11 +144,11 @@ func appendMergerPart(out []byte, q *query, ns string, mergeGroup bsoncore.Docum
 	c = bsoncore.AppendBooleanElement(c, "requestQueryStatsFromRemotes", false)
 	m, _ = bsoncore.AppendDocumentEnd(c, cidx)
 	a, _ = bsoncore.AppendDocumentEnd(m, midx)
-	if q.skip > 0 {
-		a = bsoncore.AppendDocumentElement(a, next(), bsoncore.NewDocumentBuilder().AppendInt64("$skip", q.skip).Build())
+	if q.Skip > 0 {
+		a = bsoncore.AppendDocumentElement(a, next(), bsoncore.NewDocumentBuilder().AppendInt64("$skip", q.Skip).Build())
 	}
-	if q.limit > 0 {
-		a = bsoncore.AppendDocumentElement(a, next(), bsoncore.NewDocumentBuilder().AppendInt64("$limit", q.limit).Build())
+	if q.Limit > 0 {
+		a = bsoncore.AppendDocumentElement(a, next(), bsoncore.NewDocumentBuilder().AppendInt64("$limit", q.Limit).Build())
 	}
 	if mergeGroup != nil {
 		a = bsoncore.AppendDocumentElement(a, next(), mergeGroup)
@@ -161,9 +163,9 @@ func appendMergerPart(out []byte, q *query, ns string, mergeGroup bsoncore.Docum
 // appendShardPart appends shards.<name>: the shard's host and its stages, a $cursor (the
 // shard's plan and partitions, and its statistics when the pipeline ran) followed by the
 // partial $group, or by the rest of the pipeline when the pipeline is not split.
-func (e *Executor) appendShardPart(out []byte, s *shardStream, q *query, pl *plan, ns, verbosity string,
+func (e *Executor) appendShardPart(out []byte, s *query.ShardStream, q *query.Query, pl *query.Plan, ns, verbosity string,
 	shardGroup bsoncore.Document, split bool, rest []aggStage) []byte {
-	name := shardName(s.shard)
+	name := shardName(s.Shard)
 	sidx, o := bsoncore.AppendDocumentElementStart(out, name)
 	o = bsoncore.AppendStringElement(o, "host", name+"/"+e.listenAddr())
 	aidx, a := bsoncore.AppendArrayElementStart(o, "stages")
@@ -176,10 +178,10 @@ func (e *Executor) appendShardPart(out []byte, s *shardStream, q *query, pl *pla
 	k, _ = bsoncore.AppendDocumentEnd(p, pidx)
 	if verbosity != "queryPlanner" {
 		xidx, x := bsoncore.AppendDocumentElementStart(k, "executionStats")
-		x = bsoncore.AppendInt64Element(x, "nReturned", s.stats.returned)
-		x = bsoncore.AppendInt64Element(x, "totalKeysExamined", s.stats.keysExamined)
-		x = bsoncore.AppendInt64Element(x, "totalDocsExamined", s.stats.docsExamined)
-		x = bsoncore.AppendDoubleElement(x, "requestCharge", readCharge(&s.stats))
+		x = bsoncore.AppendInt64Element(x, "nReturned", s.Stats.Returned)
+		x = bsoncore.AppendInt64Element(x, "totalKeysExamined", s.Stats.KeysExamined)
+		x = bsoncore.AppendInt64Element(x, "totalDocsExamined", s.Stats.DocsExamined)
+		x = bsoncore.AppendDoubleElement(x, "requestCharge", readCharge(&s.Stats))
 		k, _ = bsoncore.AppendDocumentEnd(x, xidx)
 	}
 	c, _ = bsoncore.AppendDocumentEnd(k, kidx)
@@ -235,9 +237,9 @@ func doingMerge(spec bsoncore.Document) bsoncore.Document {
 }
 
 // sortSpecDoc is the query's sort as a document ({field: 1|-1}).
-func sortSpecDoc(q *query) bsoncore.Document {
+func sortSpecDoc(q *query.Query) bsoncore.Document {
 	b := bsoncore.NewDocumentBuilder()
-	for _, f := range q.sort {
+	for _, f := range q.Sort {
 		d := int32(1)
 		if f.Desc {
 			d = -1

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/store"
 )
 
@@ -96,7 +95,7 @@ func (e *Executor) fillBatch(ctx context.Context, ci *catalog.Coll, building []*
 		hashes = append(hashes, docLockHash(ci.Meta.ID, d.id))
 		for _, xi := range building {
 			if xi.Unique {
-				_ = buildKeys(xi, d.doc, func(key []byte) error {
+				_ = xi.Keys(d.doc, func(key []byte) error {
 					hashes = append(hashes, uniqueLockHash(ci.Meta.ID, xi.Meta.ID, key))
 					return nil
 				})
@@ -133,7 +132,7 @@ func (e *Executor) fillBatch(ctx context.Context, ci *catalog.Coll, building []*
 // is already held by another document.
 func (e *Executor) indexDoc(b catalog.Batch, ci *catalog.Coll, xi *catalog.Index, d buildDoc, staged map[string][]byte) error {
 	db := e.st.Shards[ci.Map.Partition(ci.Map.Locate(d.hash)).Shard]
-	return buildKeys(xi, d.doc, func(key []byte) error {
+	return xi.Keys(d.doc, func(key []byte) error {
 		if xi.Unique {
 			sk := fmt.Sprintf("%d|%s", xi.Meta.ID, key)
 			if holder, ok := staged[sk]; ok && !bytes.Equal(holder, d.id) {
@@ -151,24 +150,4 @@ func (e *Executor) indexDoc(b catalog.Batch, ci *catalog.Coll, xi *catalog.Index
 		b.SetIndex(ci.Meta.ID, xi.Meta.ID, key, d.hash, d.id)
 		return nil
 	})
-}
-
-// buildKeys calls fn with every key doc has in xi, as writers generate them.
-func buildKeys(xi *catalog.Index, doc []byte, fn func(key []byte) error) error {
-	if !indexApplies(xi, doc) {
-		return nil
-	}
-	_, err := bsonx.AppendIndexKeys(doc, xi.Fields, fn)
-	if err != nil && mongoErrOrNil(err) {
-		return err
-	}
-	return indexKeyError(err)
-}
-
-// mongoErrOrNil reports whether err came from fn (a MongoDB error) rather than from key
-// generation, so that it is returned unchanged.
-func mongoErrOrNil(err error) bool {
-	var pe *bsonx.ParallelArraysError
-	var he *bsonx.HashedArrayError
-	return !errors.As(err, &pe) && !errors.As(err, &he)
 }

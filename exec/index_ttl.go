@@ -156,7 +156,7 @@ func (e *Executor) expireBatch(ci *catalog.Coll, xi *catalog.Index, s int, cutof
 // ttlExpired reports whether doc's date in TTL index xi (the earliest, for an array) is
 // before cutoff (milliseconds since the epoch).
 func ttlExpired(xi *catalog.Index, doc bsoncore.Document, cutoff int64) bool {
-	if !indexApplies(xi, doc) {
+	if !xi.Applies(doc) {
 		return false
 	}
 	v, ok := bsonx.Lookup(doc, xi.Fields[0].Path)

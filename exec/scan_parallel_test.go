@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"fmt"
@@ -77,7 +79,7 @@ func TestParallelShardReads(t *testing.T) {
 					}
 					seen[id] = true
 					if tc.sort != "" && i > 0 {
-						spec, _ := parseSort(extDoc(t, tc.sort))
+						spec, _ := query.ParseSort(extDoc(t, tc.sort))
 						a, _ := stream.SortKey(nil, got[i-1], spec)
 						b, _ := stream.SortKey(nil, d, spec)
 						if string(a) > string(b) {
@@ -118,13 +120,13 @@ func TestParallelShardReadsClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, _ := compileFilter(nil)
-	q := &query{ci: ci, filter: f, sort: []bsonx.SortField{{Path: "_id"}}}
-	s, _, shards, err := e.open(q)
+	f, _ := query.CompileFilter(nil)
+	q := &query.Query{CI: ci, Filter: f, Sort: []bsonx.SortField{{Path: "_id"}}}
+	s, _, shards, err := e.query.Open(q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(shards) != 2 || shards[0].pf == nil {
+	if len(shards) != 2 || !shards[0].Prefetching() {
 		t.Fatalf("want two prefetching shard streams, got %d", len(shards))
 	}
 	time.Sleep(50 * time.Millisecond) // let the readers fill their buffers
@@ -140,9 +142,9 @@ func TestParallelShardReadsClose(t *testing.T) {
 	}
 	var examined int64
 	for _, ss := range shards {
-		examined += ss.stats.docsExamined
+		examined += ss.Stats.DocsExamined
 	}
-	if examined == 0 || examined > 2*prefetchBatches*prefetchDocs+2*prefetchDocs {
+	if examined == 0 || examined > 2*query.MaxReadAhead+2*256 {
 		t.Fatalf("readers examined %d documents before close; want some, bounded by the buffers", examined)
 	}
 }

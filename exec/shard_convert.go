@@ -107,7 +107,7 @@ func rehashDoc(b catalog.Batch, wr *writer, oci, nci *catalog.Coll, from, to uin
 		if xi.IsID && !oci.IDIndexed {
 			continue
 		}
-		if err := wr.indexKeys(xi, doc, func(k []byte) error {
+		if err := xi.Keys(doc, func(k []byte) error {
 			b.DeleteIndex(coll, xi.Meta.ID, k, from, id)
 			return nil
 		}); err != nil {
@@ -118,7 +118,7 @@ func rehashDoc(b catalog.Batch, wr *writer, oci, nci *catalog.Coll, from, to uin
 		if xi.IsID && !nci.IDIndexed {
 			continue
 		}
-		if err := wr.indexKeys(xi, doc, func(k []byte) error {
+		if err := xi.Keys(doc, func(k []byte) error {
 			b.SetIndex(coll, xi.Meta.ID, k, to, id)
 			return nil
 		}); err != nil {

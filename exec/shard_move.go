@@ -238,7 +238,7 @@ func (rs *rangeSyncer) put(hash uint64, id []byte, old, doc []byte) error {
 			continue
 		}
 		if old != nil {
-			if err := rs.wr.indexKeys(xi, old, func(k []byte) error {
+			if err := xi.Keys(old, func(k []byte) error {
 				rs.b.DeleteIndex(coll, xi.Meta.ID, k, hash, id)
 				return nil
 			}); err != nil {
@@ -246,7 +246,7 @@ func (rs *rangeSyncer) put(hash uint64, id []byte, old, doc []byte) error {
 			}
 		}
 		if doc != nil {
-			if err := rs.wr.indexKeys(xi, doc, func(k []byte) error {
+			if err := xi.Keys(doc, func(k []byte) error {
 				rs.b.SetIndex(coll, xi.Meta.ID, k, hash, id)
 				return nil
 			}); err != nil {

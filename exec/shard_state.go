@@ -208,21 +208,6 @@ func (e *Executor) readMeters(ci *catalog.Coll) *shard.Meters {
 	return s.metersFor(ci)
 }
 
-// meterScan charges a finished scan (or index scan) to the partitions it read, evenly:
-// a scan's load spans its partitions, so no split point divides it (Meter.RecordScan).
-func (ss *shardStream) meterScan() {
-	if ss.meters == nil || ss.p.kind == planIDs || len(ss.ranges) == 0 {
-		return
-	}
-	c := shard.Cost{DocsExamined: ss.stats.docsExamined, KeysExamined: ss.stats.keysExamined,
-		BytesReturned: ss.stats.bytesRead}
-	ru := c.RU() / float64(len(ss.ranges))
-	m := ss.meters.Map()
-	for _, r := range ss.ranges {
-		ss.meters.Meter(m.Locate(r[0])).RecordScan(ru)
-	}
-}
-
 // appendShardingStatus appends the partition manager's counters as one serverStatus-style
 // section (for serverStatus and the metrics endpoint): splits, moves, hot-key reports,
 // conversions of filled collections and manager rounds.

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"bytes"
@@ -184,15 +186,15 @@ func (op *writeOp) upsertRetryable(err error) bool {
 
 // runMulti applies op to every document that matches it, group by group.
 func (e *Executor) runMulti(ctx context.Context, op *writeOp, res *opResult) error {
-	q := &query{ci: op.ci, filter: op.filter, hint: op.hint}
-	stream, _, shards, err := e.open(q)
+	q := &query.Query{CI: op.ci, Filter: op.filter, Hint: op.hint}
+	stream, _, shards, err := e.query.Open(q)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		stream.Close()
 		for _, s := range shards {
-			res.charge += readCharge(&s.stats)
+			res.charge += readCharge(&s.Stats)
 		}
 	}()
 	var group []*candidate
@@ -228,7 +230,7 @@ func (e *Executor) runMulti(ctx context.Context, op *writeOp, res *opResult) err
 // runOne applies op to the first document that matches it (in sort order). When that
 // document is deleted or stops matching before its key is locked, the query runs again.
 func (e *Executor) runOne(ctx context.Context, op *writeOp, res *opResult) error {
-	q := &query{ci: op.ci, filter: op.filter, sort: op.sort, limit: 1, hint: op.hint}
+	q := &query.Query{CI: op.ci, Filter: op.filter, Sort: op.sort, Limit: 1, Hint: op.hint}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -251,15 +253,15 @@ func (e *Executor) runOne(ctx context.Context, op *writeOp, res *opResult) error
 }
 
 // firstMatch returns the first document q yields, or nil.
-func (e *Executor) firstMatch(ctx context.Context, q *query, res *opResult) (bsoncore.Document, error) {
-	stream, _, shards, err := e.open(q)
+func (e *Executor) firstMatch(ctx context.Context, q *query.Query, res *opResult) (bsoncore.Document, error) {
+	stream, _, shards, err := e.query.Open(q)
 	if err != nil {
 		return nil, err
 	}
 	doc, err := stream.Next(ctx)
 	stream.Close()
 	for _, s := range shards {
-		res.charge += readCharge(&s.stats)
+		res.charge += readCharge(&s.Stats)
 	}
 	return doc, err
 }

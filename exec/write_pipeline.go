@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"strings"
@@ -214,7 +216,7 @@ func appendAt(out []byte, old bsoncore.Value, path []string, v bsoncore.Value) [
 	}
 	sub, ok := old.DocumentOK()
 	if !ok {
-		sub = emptyDoc
+		sub = query.EmptyDoc
 	}
 	return bsoncore.AppendDocumentElement(out, path[0], setPath(sub, path[1:], v))
 }

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -42,7 +44,7 @@ func (op *writeOp) exactID() bool {
 // targetedShards is how many shards the op's query reads.
 func (op *writeOp) targetedShards() int {
 	seen := map[int]bool{}
-	for _, t := range targetPartitions(op.ci, op.filter) {
+	for _, t := range query.TargetPartitions(op.ci, op.filter) {
 		seen[op.ci.Map.Partition(t).Shard] = true
 	}
 	return len(seen)

@@ -56,7 +56,7 @@ func (wr *writer) lockHashes(dst []uint64, w *docWrite) []uint64 {
 		return dst
 	}
 	for _, xi := range wr.ci.WriteUniques {
-		_ = wr.indexKeys(xi, w.new, func(key []byte) error {
+		_ = xi.Keys(w.new, func(key []byte) error {
 			dst = append(dst, uniqueLockHash(wr.ci.Meta.ID, xi.Meta.ID, key))
 			return nil
 		})
@@ -117,52 +117,6 @@ func (wr *writer) batch(s int) catalog.Batch {
 		wr.batches[s] = b
 	}
 	return b
-}
-
-// indexApplies reports whether doc has entries in index xi (partial and sparse indexes
-// skip some documents).
-func indexApplies(xi *catalog.Index, doc bsoncore.Document) bool {
-	if xi.Partial != nil && !xi.Partial.Match(doc) {
-		return false
-	}
-	if xi.Sparse {
-		for _, f := range xi.Fields {
-			if _, ok := bsonx.Lookup(doc, f.Path); ok {
-				return true
-			}
-		}
-		return false
-	}
-	return true
-}
-
-// indexKeys calls fn with every key doc has in xi (none if the index skips doc).
-func (wr *writer) indexKeys(xi *catalog.Index, doc bsoncore.Document, fn func(key []byte) error) error {
-	if !indexApplies(xi, doc) {
-		return nil
-	}
-	_, err := bsonx.AppendIndexKeys(doc, xi.Fields, fn)
-	return indexKeyError(err)
-}
-
-// indexKeyError maps bsonx's key-generation errors to MongoDB's.
-func indexKeyError(err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *bsonx.ParallelArraysError
-	if errors.As(err, &pe) {
-		return mongoerr.New(mongoerr.CannotIndexParallelArrays,
-			"cannot index parallel arrays [%s] [%s]", pe.Second, pe.First)
-	}
-	var he *bsonx.HashedArrayError
-	if errors.As(err, &he) {
-		return mongoerr.New(mongoerr.Location16766, "Error: hashed indexes do not currently support array values. Found array at path: %s", he.Path)
-	}
-	if mongoerr.As(err) != nil {
-		return err
-	}
-	return mongoerr.Wrap(err, mongoerr.CannotBuildIndexKeys, "cannot build index keys: %v", err)
 }
 
 // stage adds w to the batch of its shard: the document, its index entries and the stats.
@@ -227,7 +181,7 @@ func (wr *writer) stageIndex(xi *catalog.Index, oldShard, newShard int, oldHash,
 	coll := wr.ci.Meta.ID
 	var oldKeys [][]byte
 	if w.old != nil {
-		err := wr.indexKeys(xi, w.old, func(key []byte) error {
+		err := xi.Keys(w.old, func(key []byte) error {
 			oldKeys = append(oldKeys, append([]byte(nil), key...))
 			return nil
 		})
@@ -238,7 +192,7 @@ func (wr *writer) stageIndex(xi *catalog.Index, oldShard, newShard int, oldHash,
 	moved := oldShard != newShard || oldHash != newHash
 	var newKeys [][]byte
 	if w.new != nil {
-		err := wr.indexKeys(xi, w.new, func(key []byte) error {
+		err := xi.Keys(w.new, func(key []byte) error {
 			newKeys = append(newKeys, append([]byte(nil), key...))
 			return nil
 		})
@@ -298,7 +252,7 @@ func (wr *writer) checkUnique(xi *catalog.Index, s int, hash uint64, w *docWrite
 		return wr.checkNewKeys(xi, s, w)
 	}
 	db := wr.e.st.Shards[s]
-	return wr.indexKeys(xi, w.new, func(key []byte) error {
+	return xi.Keys(w.new, func(key []byte) error {
 		if holder, ok := wr.staged[wr.stagedKey(s, xi, key)]; ok {
 			if holder != nil && !bytes.Equal(holder, w.id) {
 				return wr.dupKeyError(xi, w.new)

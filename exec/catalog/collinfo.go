@@ -267,3 +267,49 @@ func SpecBool(spec bsoncore.Document, key string) bool {
 	f, _ := bsonx.NumberAsFloat64(v)
 	return f != 0
 }
+
+// Applies reports whether doc has entries in index xi (partial and sparse indexes
+// skip some documents).
+func (xi *Index) Applies(doc bsoncore.Document) bool {
+	if xi.Partial != nil && !xi.Partial.Match(doc) {
+		return false
+	}
+	if xi.Sparse {
+		for _, f := range xi.Fields {
+			if _, ok := bsonx.Lookup(doc, f.Path); ok {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// Keys calls fn with every key doc has in xi (none if the index skips doc).
+func (xi *Index) Keys(doc bsoncore.Document, fn func(key []byte) error) error {
+	if !xi.Applies(doc) {
+		return nil
+	}
+	_, err := bsonx.AppendIndexKeys(doc, xi.Fields, fn)
+	return keyError(err)
+}
+
+// keyError maps bsonx's key-generation errors to MongoDB's.
+func keyError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *bsonx.ParallelArraysError
+	if errors.As(err, &pe) {
+		return mongoerr.New(mongoerr.CannotIndexParallelArrays,
+			"cannot index parallel arrays [%s] [%s]", pe.Second, pe.First)
+	}
+	var he *bsonx.HashedArrayError
+	if errors.As(err, &he) {
+		return mongoerr.New(mongoerr.Location16766, "Error: hashed indexes do not currently support array values. Found array at path: %s", he.Path)
+	}
+	if mongoerr.As(err) != nil {
+		return err
+	}
+	return mongoerr.Wrap(err, mongoerr.CannotBuildIndexKeys, "cannot build index keys: %v", err)
+}

@@ -1,4 +1,4 @@
-package exec
+package query
 
 import (
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -14,32 +14,32 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// planKind is the access path of a query on each shard.
-type planKind uint8
+// Kind is the access path of a query on each shard.
+type Kind uint8
 
 const (
-	planScan  planKind = iota // read every document of the targeted partitions (COLLSCAN)
-	planIDs                   // point reads by _id (IDHACK)
-	planIndex                 // index ranges, then fetch (IXSCAN + FETCH)
-	planEOF                   // nothing can match
+	PlanScan  Kind = iota // read every document of the targeted partitions (COLLSCAN)
+	PlanIDs               // point reads by _id (IDHACK)
+	PlanIndex             // index ranges, then fetch (IXSCAN + FETCH)
+	PlanEOF               // nothing can match
 )
 
 // maxIndexRanges bounds the ranges one index scan may combine ($in on several fields).
 const maxIndexRanges = 4096
 
-// plan is how a query reads: the access path and the partitions it targets. The filter is
+// Plan is how a query reads: the access path and the partitions it targets. The filter is
 // applied to every document read, whatever the path, so a plan may read too much but never
 // too little.
-type plan struct {
-	kind planKind
+type Plan struct {
+	Kind Kind
 	// ids are the encoded _ids of a planIDs plan, with their hashes when known.
 	ids []idTarget
-	// index, ranges and reverse describe a planIndex plan; ranges are sorted and disjoint.
-	index   *catalog.Index
-	ranges  []keyRange
-	reverse bool
-	// sorted reports that the plan yields documents in the query's sort order.
-	sorted bool
+	// Index, ranges and reverse describe a planIndex plan; ranges are sorted and disjoint.
+	Index   *catalog.Index
+	Ranges  []keyRange
+	Reverse bool
+	// Sorted reports that the plan yields documents in the query's sort order.
+	Sorted bool
 	// targets are the indexes in the partition map of the partitions that may hold matches.
 	targets []int
 }
@@ -55,11 +55,11 @@ type idTarget struct {
 type keyRange struct{ lo, hi []byte }
 
 // planQuery chooses the access path of a query on ci.
-func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hint bsoncore.Value) (*plan, error) {
-	p := &plan{}
-	p.targets = targetPartitions(ci, f)
+func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hint bsoncore.Value) (*Plan, error) {
+	p := &Plan{}
+	p.targets = TargetPartitions(ci, f)
 	if len(p.targets) == 0 {
-		p.kind = planEOF
+		p.Kind = PlanEOF
 		return p, nil
 	}
 	// Time-series measurements are not unique by _id (ddl_timeseries.go): no _id point reads,
@@ -69,7 +69,7 @@ func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hi
 		return planHinted(ci, f, sortSpec, hint, p)
 	}
 	if ids, ok := f.Equalities("_id"); ok && ci.TS == nil {
-		p.kind = planIDs
+		p.Kind = PlanIDs
 		p.ids = idTargets(ci, ids)
 		return p, nil
 	}
@@ -93,15 +93,15 @@ func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hi
 		}
 	}
 	if best == nil {
-		p.kind = planScan
+		p.Kind = PlanScan
 		return p, nil
 	}
-	p.kind, p.index, p.ranges, p.sorted, p.reverse = planIndex, best, bestRanges, bestSorted && len(sortSpec) > 0, bestReverse
+	p.Kind, p.Index, p.Ranges, p.Sorted, p.Reverse = PlanIndex, best, bestRanges, bestSorted && len(sortSpec) > 0, bestReverse
 	return p, nil
 }
 
 // planHinted builds the plan a hint asks for: {$natural: ±1}, an index name or key pattern.
-func planHinted(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hint bsoncore.Value, p *plan) (*plan, error) {
+func planHinted(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hint bsoncore.Value, p *Plan) (*Plan, error) {
 	var xi *catalog.Index
 	switch hint.Type {
 	case bsoncore.TypeString:
@@ -114,13 +114,13 @@ func planHinted(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, h
 	case bsoncore.TypeEmbeddedDocument:
 		d := hint.Document()
 		if v, err := d.LookupErr("$natural"); err == nil {
-			p.kind = planScan
+			p.Kind = PlanScan
 			n, _ := bsonx.NumberAsFloat64(v)
-			p.reverse = n < 0
+			p.Reverse = n < 0
 			return p, nil
 		}
 		if len(d) <= 5 {
-			p.kind = planScan
+			p.Kind = PlanScan
 			return p, nil
 		}
 		for _, x := range ci.Indexes {
@@ -136,7 +136,7 @@ func planHinted(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, h
 	}
 	if xi.IsID && !ci.IDIndexed {
 		// The _id index has no entries: the documents themselves are in _id order.
-		p.kind = planScan
+		p.Kind = PlanScan
 		return p, nil
 	}
 	if xi.Partial != nil || xi.Sparse || xi.Hashed {
@@ -145,10 +145,10 @@ func planHinted(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, h
 			return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an index that can answer the query")
 		}
 	}
-	p.kind, p.index = planIndex, xi
-	p.ranges, _ = indexBounds(xi, f)
-	p.sorted, p.reverse = indexSorts(xi, f, sortSpec)
-	p.sorted = p.sorted && len(sortSpec) > 0
+	p.Kind, p.Index = PlanIndex, xi
+	p.Ranges, _ = indexBounds(xi, f)
+	p.Sorted, p.Reverse = indexSorts(xi, f, sortSpec)
+	p.Sorted = p.Sorted && len(sortSpec) > 0
 	return p, nil
 }
 
@@ -190,9 +190,9 @@ func idTargets(ci *catalog.Coll, ids []bsoncore.Value) []idTarget {
 	return out
 }
 
-// targetPartitions returns the partitions that may hold matches: those of the shard-key
+// TargetPartitions returns the partitions that may hold matches: those of the shard-key
 // values an equality or $in fixes, else all.
-func targetPartitions(ci *catalog.Coll, f *match.Filter) []int {
+func TargetPartitions(ci *catalog.Coll, f *match.Filter) []int {
 	n := ci.Map.Len()
 	if ci.Hashed >= 0 {
 		if vals, ok := f.Equalities(ci.ShardKey[ci.Hashed].Path); ok {

@@ -1,4 +1,4 @@
-package exec
+package query
 
 import (
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -15,26 +15,26 @@ import (
 	"github.com/cleavedb/cleave/store"
 )
 
-// scanStats counts what a shard's part of a query read, for explain and request units.
-type scanStats struct {
-	docsExamined int64
-	keysExamined int64
-	bytesRead    int64
-	returned     int64
+// ScanStats counts what a shard's part of a query read, for explain and request units.
+type ScanStats struct {
+	DocsExamined int64
+	KeysExamined int64
+	BytesRead    int64
+	Returned     int64
 }
 
-// shardStream runs a plan on one shard: it reads documents through the plan's access path
+// ShardStream runs a plan on one shard: it reads documents through the plan's access path
 // from a consistent snapshot and yields those the filter matches.
-type shardStream struct {
+type ShardStream struct {
 	r      catalog.Reader
 	snap   catalog.Snapshot // closed with the stream; nil when r is the DB itself
 	ci     *catalog.Coll
-	p      *plan
+	p      *Plan
 	f      *match.Filter
-	shard  int
-	ranges [][2]uint64 // hash ranges of the targeted partitions this shard owns
+	Shard  int
+	Ranges [][2]uint64 // hash ranges of the targeted partitions this shard owns
 	all    bool        // the ranges are every partition the shard owns
-	stats  scanStats
+	Stats  ScanStats
 	// meters are the collection's partition meters, charged with the reads (shard_state.go);
 	// nil when nothing is metered.
 	meters *shard.Meters
@@ -51,10 +51,10 @@ type shardStream struct {
 	pf *prefetch
 }
 
-// newShardStream prepares plan p's reads on shard s. Point reads go to the DB itself;
+// NewShardStream prepares plan p's reads on shard s. Point reads go to the DB itself;
 // scans read from a snapshot so that a cursor sees one state across getMores.
-func (e *Executor) newShardStream(ci *catalog.Coll, p *plan, f *match.Filter, s int) (*shardStream, error) {
-	ss := &shardStream{ci: ci, p: p, f: f, shard: s, meters: e.readMeters(ci)}
+func (g *Engine) NewShardStream(ci *catalog.Coll, p *Plan, f *match.Filter, s int) (*ShardStream, error) {
+	ss := &ShardStream{ci: ci, p: p, f: f, Shard: s, meters: g.meters(ci)}
 	owned := 0
 	for i := 0; i < ci.Map.Len(); i++ {
 		if ci.Map.Partition(i).Shard == s {
@@ -66,11 +66,11 @@ func (e *Executor) newShardStream(ci *catalog.Coll, p *plan, f *match.Filter, s 
 			continue
 		}
 		lo, hi := ci.Map.Range(t)
-		ss.ranges = append(ss.ranges, [2]uint64{lo, hi})
+		ss.Ranges = append(ss.Ranges, [2]uint64{lo, hi})
 	}
-	ss.all = len(ss.ranges) == owned
-	db := e.st.Shards[s]
-	if p.kind == planIDs {
+	ss.all = len(ss.Ranges) == owned
+	db := g.cat.Shards()[s]
+	if p.Kind == PlanIDs {
 		ss.r = db
 		return ss, nil
 	}
@@ -82,35 +82,38 @@ func (e *Executor) newShardStream(ci *catalog.Coll, p *plan, f *match.Filter, s 
 	return ss, nil
 }
 
+// Prefetching reports whether the stream reads ahead in its own goroutine.
+func (ss *ShardStream) Prefetching() bool { return ss.pf != nil }
+
 // owns reports whether hash h is in one of the stream's partitions. NB: even when the
 // stream reads every partition the shard owns, a shard may hold entries of ranges it does
 // not own (a partition being copied to it, or the source range of a finished move until
 // it is deleted), so the check is always made: a binary search over the sorted ranges.
-func (ss *shardStream) owns(h uint64) bool {
-	rs := ss.ranges
+func (ss *ShardStream) owns(h uint64) bool {
+	rs := ss.Ranges
 	i := sort.Search(len(rs), func(i int) bool { return rs[i][0] > h }) - 1
 	return i >= 0 && store.InRange(h, rs[i][0], rs[i][1])
 }
 
 // Next implements stream.Stream.
-func (ss *shardStream) Next(ctx context.Context) (bsoncore.Document, error) {
+func (ss *ShardStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	if ss.closed {
 		return nil, nil
 	}
 	if ss.pf != nil {
-		return ss.pf.Next(ctx, &ss.stats)
+		return ss.pf.Next(ctx, &ss.Stats)
 	}
 	return ss.read(ctx)
 }
 
 // read reads the next matching document through the plan's access path.
-func (ss *shardStream) read(ctx context.Context) (bsoncore.Document, error) {
-	switch ss.p.kind {
-	case planScan:
+func (ss *ShardStream) read(ctx context.Context) (bsoncore.Document, error) {
+	switch ss.p.Kind {
+	case PlanScan:
 		return ss.nextScan(ctx)
-	case planIDs:
+	case PlanIDs:
 		return ss.nextID()
-	case planIndex:
+	case PlanIndex:
 		return ss.nextIndex(ctx)
 	}
 	return nil, nil
@@ -120,13 +123,13 @@ func (ss *shardStream) read(ctx context.Context) (bsoncore.Document, error) {
 const checkEvery = 256
 
 // nextScan reads the partitions' documents in key order.
-func (ss *shardStream) nextScan(ctx context.Context) (bsoncore.Document, error) {
+func (ss *ShardStream) nextScan(ctx context.Context) (bsoncore.Document, error) {
 	for {
 		if ss.docIt == nil {
-			if ss.pos >= len(ss.ranges) {
+			if ss.pos >= len(ss.Ranges) {
 				return nil, nil
 			}
-			r := ss.ranges[ss.pos]
+			r := ss.Ranges[ss.pos]
 			ss.pos++
 			it, err := ss.r.NewDocIter(ss.ci.Meta.ID, r[0], r[1])
 			if err != nil {
@@ -139,7 +142,7 @@ func (ss *shardStream) nextScan(ctx context.Context) (bsoncore.Document, error) 
 			if ok, err := ss.examine(doc); ok || err != nil {
 				return doc, err
 			}
-			if ss.stats.docsExamined%checkEvery == 0 {
+			if ss.Stats.DocsExamined%checkEvery == 0 {
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
@@ -155,14 +158,14 @@ func (ss *shardStream) nextScan(ctx context.Context) (bsoncore.Document, error) 
 }
 
 // nextID reads the next _id of a point plan.
-func (ss *shardStream) nextID() (bsoncore.Document, error) {
+func (ss *ShardStream) nextID() (bsoncore.Document, error) {
 	ci := ss.ci
 	for ss.pos < len(ss.p.ids) {
 		t := ss.p.ids[ss.pos]
 		ss.pos++
 		hash := t.hash
 		if !t.hashSet {
-			ss.stats.keysExamined++
+			ss.Stats.KeysExamined++
 			h, _, found, err := ss.r.HasIndexKeyPrefix(ci.Meta.ID, ci.Indexes[0].Meta.ID, t.id)
 			if err != nil {
 				return nil, catalog.StoreError(err)
@@ -172,7 +175,7 @@ func (ss *shardStream) nextID() (bsoncore.Document, error) {
 			}
 			hash = h
 		}
-		if !ss.owns(hash) || ci.Map.Partition(ci.Map.Locate(hash)).Shard != ss.shard {
+		if !ss.owns(hash) || ci.Map.Partition(ci.Map.Locate(hash)).Shard != ss.Shard {
 			continue
 		}
 		doc, err := ss.fetch(hash, t.id)
@@ -193,27 +196,27 @@ func (ss *shardStream) nextID() (bsoncore.Document, error) {
 }
 
 // nextIndex walks the plan's index ranges and fetches each entry's document once.
-func (ss *shardStream) nextIndex(ctx context.Context) (bsoncore.Document, error) {
+func (ss *ShardStream) nextIndex(ctx context.Context) (bsoncore.Document, error) {
 	ci := ss.ci
 	for {
 		if ss.idxIt == nil {
-			if ss.pos >= len(ss.p.ranges) {
+			if ss.pos >= len(ss.p.Ranges) {
 				return nil, nil
 			}
-			r := ss.p.ranges[ss.pos]
-			if ss.p.reverse {
-				r = ss.p.ranges[len(ss.p.ranges)-1-ss.pos]
+			r := ss.p.Ranges[ss.pos]
+			if ss.p.Reverse {
+				r = ss.p.Ranges[len(ss.p.Ranges)-1-ss.pos]
 			}
 			ss.pos++
-			it, err := ss.r.NewIndexIter(ci.Meta.ID, ss.p.index.Meta.ID, r.lo, r.hi, ss.p.reverse)
+			it, err := ss.r.NewIndexIter(ci.Meta.ID, ss.p.Index.Meta.ID, r.lo, r.hi, ss.p.Reverse)
 			if err != nil {
 				return nil, catalog.StoreError(err)
 			}
 			ss.idxIt = it
 		}
 		for ss.idxIt.Next() {
-			ss.stats.keysExamined++
-			if ss.stats.keysExamined%checkEvery == 0 {
+			ss.Stats.KeysExamined++
+			if ss.Stats.KeysExamined%checkEvery == 0 {
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
@@ -222,7 +225,7 @@ func (ss *shardStream) nextIndex(ctx context.Context) (bsoncore.Document, error)
 			if !ss.owns(hash) {
 				continue
 			}
-			if !ss.p.index.Unique || len(ss.p.ranges) > 1 || ss.ci.TS != nil {
+			if !ss.p.Index.Unique || len(ss.p.Ranges) > 1 || ss.ci.TS != nil {
 				if ss.seen == nil {
 					ss.seen = map[string]struct{}{}
 				}
@@ -256,7 +259,7 @@ func (ss *shardStream) nextIndex(ctx context.Context) (bsoncore.Document, error)
 
 // fetch reads document (hash, id) into the stream's buffer; nil when it is gone (an index
 // entry may outlive its document in the snapshot's view of a concurrent move).
-func (ss *shardStream) fetch(hash uint64, id []byte) (bsoncore.Document, error) {
+func (ss *ShardStream) fetch(hash uint64, id []byte) (bsoncore.Document, error) {
 	doc, err := ss.r.GetDoc(ss.ci.Meta.ID, hash, id, ss.buf[:0])
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -269,24 +272,24 @@ func (ss *shardStream) fetch(hash uint64, id []byte) (bsoncore.Document, error) 
 }
 
 // examine counts doc as read and reports whether the filter matches it.
-func (ss *shardStream) examine(doc bsoncore.Document) (bool, error) {
-	ss.stats.docsExamined++
-	ss.stats.bytesRead += int64(len(doc))
+func (ss *ShardStream) examine(doc bsoncore.Document) (bool, error) {
+	ss.Stats.DocsExamined++
+	ss.Stats.BytesRead += int64(len(doc))
 	ok, err := ss.f.MatchErr(doc)
 	if ok && err == nil {
-		ss.stats.returned++
+		ss.Stats.Returned++
 	}
 	return ok, err
 }
 
 // Close implements stream.Stream.
-func (ss *shardStream) Close() {
+func (ss *ShardStream) Close() {
 	if ss.closed {
 		return
 	}
 	ss.closed = true
 	if ss.pf != nil {
-		ss.stats = ss.pf.stop()
+		ss.Stats = ss.pf.stop()
 		return
 	}
 	ss.meterScan()

@@ -1,4 +1,4 @@
-package exec
+package query
 
 import (
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -126,7 +126,7 @@ func (s *keyBoundsStream) Next(ctx context.Context) (bsoncore.Document, error) {
 
 // admits reports whether doc has a key in the bounds.
 func (b *keyBounds) admits(doc bsoncore.Document) bool {
-	if !indexApplies(b.index, doc) {
+	if !b.index.Applies(doc) {
 		return false
 	}
 	found := false
@@ -143,23 +143,23 @@ func (b *keyBounds) admits(doc bsoncore.Document) bool {
 // Close implements stream.Stream.
 func (s *keyBoundsStream) Close() { s.in.Close() }
 
-// openBounded opens q with min/max bounds: the plan's documents are filtered by the bounds
+// OpenBounded opens q with min/max bounds: the plan's documents are filtered by the bounds
 // before q's sort and skip, which are applied here rather than by open.
-func (e *Executor) openBounded(q *query, b *keyBounds) (stream.Stream, *plan, []*shardStream, error) {
-	sortSpec, skip := q.sort, q.skip
-	q.sort, q.skip = nil, 0
-	out, p, shards, err := e.open(q)
-	q.sort, q.skip = sortSpec, skip
+func (g *Engine) OpenBounded(q *Query, b *keyBounds) (stream.Stream, *Plan, []*ShardStream, error) {
+	sortSpec, skip := q.Sort, q.Skip
+	q.Sort, q.Skip = nil, 0
+	out, p, shards, err := g.Open(q)
+	q.Sort, q.Skip = sortSpec, skip
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	out = &keyBoundsStream{in: out, b: b}
 	if len(sortSpec) > 0 {
 		top := int64(0)
-		if q.limit > 0 {
-			top = q.limit + skip
+		if q.Limit > 0 {
+			top = q.Limit + skip
 		}
-		out = &stream.Sort{In: out, Spec: sortSpec, Limit: top, AllowDiskUse: q.allowDiskUse, MaxBytes: sortMemoryKnob.load(), Temp: e.temp}
+		out = &stream.Sort{In: out, Spec: sortSpec, Limit: top, AllowDiskUse: q.AllowDiskUse, MaxBytes: g.sortBytes(), Temp: g.opts.Temp}
 	}
 	if skip > 0 {
 		out = &stream.Skip{In: out, N: skip}

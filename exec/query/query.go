@@ -1,7 +1,8 @@
-package exec
+package query
 
 import (
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/expr"
 
 	"github.com/cleavedb/cleave/exec/stream"
 
@@ -16,33 +17,33 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// query is a read of one collection, compiled: filter, sort, window and projection.
-type query struct {
-	ci           *catalog.Coll
-	filter       *match.Filter
-	sort         []bsonx.SortField
-	skip, limit  int64 // limit 0: none
-	proj         *project.Projection
-	hint         bsoncore.Value
-	allowDiskUse bool
-	// perShardConsumer: the caller reads each shard's stream in its own goroutine (a
+// Query is a read of one collection, compiled: filter, sort, window and projection.
+type Query struct {
+	CI           *catalog.Coll
+	Filter       *match.Filter
+	Sort         []bsonx.SortField
+	Skip, Limit  int64 // limit 0: none
+	Proj         *project.Projection
+	Hint         bsoncore.Value
+	AllowDiskUse bool
+	// PerShardConsumer: the caller reads each shard's stream in its own goroutine (a
 	// per-shard $group), so the streams need not read ahead (scan_parallel.go).
-	perShardConsumer bool
+	PerShardConsumer bool
 }
 
-// compileFilter compiles a query filter with the expression hooks.
-func compileFilter(filter bsoncore.Document) (*match.Filter, error) {
+// CompileFilter compiles a query filter with the expression hooks.
+func CompileFilter(filter bsoncore.Document) (*match.Filter, error) {
 	if filter == nil {
-		filter = emptyDoc
+		filter = EmptyDoc
 	}
-	return match.Compile(filter, &match.Options{Expr: exprPredicate})
+	return match.Compile(filter, &match.Options{Expr: expr.CompilePredicate})
 }
 
-// emptyDoc is {}.
-var emptyDoc = bsoncore.Document{5, 0, 0, 0, 0}
+// EmptyDoc is {}.
+var EmptyDoc = bsoncore.Document{5, 0, 0, 0, 0}
 
-// parseSort turns a sort document into sort fields, refusing what MongoDB refuses.
-func parseSort(spec bsoncore.Document) ([]bsonx.SortField, error) {
+// ParseSort turns a sort document into sort fields, refusing what MongoDB refuses.
+func ParseSort(spec bsoncore.Document) ([]bsonx.SortField, error) {
 	if len(spec) <= 5 {
 		return nil, nil
 	}
@@ -73,25 +74,25 @@ func parseSort(spec bsoncore.Document) ([]bsonx.SortField, error) {
 	return out, nil
 }
 
-// open plans q and returns its result stream and plan. The stream owns snapshots: close it.
-func (e *Executor) open(q *query) (stream.Stream, *plan, []*shardStream, error) {
-	p, err := planQuery(q.ci, q.filter, q.sort, q.hint)
+// Open plans q and returns its result stream and plan. The stream owns snapshots: close it.
+func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
+	p, err := planQuery(q.CI, q.Filter, q.Sort, q.Hint)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if p.kind == planEOF {
+	if p.Kind == PlanEOF {
 		return stream.Empty{}, p, nil, nil
 	}
-	e.notePlan(q.ci, p)
-	var shards []*shardStream
+	g.notePlan(q.CI, p)
+	var shards []*ShardStream
 	seen := map[int]bool{}
 	for _, t := range p.targets {
-		s := q.ci.Map.Partition(t).Shard
+		s := q.CI.Map.Partition(t).Shard
 		if seen[s] {
 			continue
 		}
 		seen[s] = true
-		ss, err := e.newShardStream(q.ci, p, q.filter, s)
+		ss, err := g.NewShardStream(q.CI, p, q.Filter, s)
 		if err != nil {
 			for _, o := range shards {
 				o.Close()
@@ -101,40 +102,40 @@ func (e *Executor) open(q *query) (stream.Stream, *plan, []*shardStream, error) 
 		shards = append(shards, ss)
 	}
 	ins := make([]stream.Stream, len(shards))
-	sem := e.newParallelism(len(shards))
+	sem := g.NewParallelism(len(shards))
 	perShard := int64(0) // the most documents the merge can need from one shard; 0: all
-	if q.limit > 0 && (len(q.sort) == 0 || p.sorted) {
-		perShard = q.limit + q.skip
+	if q.Limit > 0 && (len(q.Sort) == 0 || p.Sorted) {
+		perShard = q.Limit + q.Skip
 	}
 	for i, s := range shards {
-		if len(shards) > 1 && p.kind != planIDs && !q.perShardConsumer {
+		if len(shards) > 1 && p.Kind != PlanIDs && !q.PerShardConsumer {
 			s.startPrefetch(sem, perShard)
 		}
 		ins[i] = s
 	}
 	var out stream.Stream
 	switch {
-	case len(q.sort) > 0 && p.sorted && len(ins) > 1:
-		out = &stream.Merge{Spec: q.sort, In: ins}
+	case len(q.Sort) > 0 && p.Sorted && len(ins) > 1:
+		out = &stream.Merge{Spec: q.Sort, In: ins}
 	case len(ins) == 1:
 		out = ins[0]
 	default:
 		out = &stream.Concat{In: ins}
 	}
-	if len(q.sort) > 0 && !p.sorted {
+	if len(q.Sort) > 0 && !p.Sorted {
 		top := int64(0)
-		if q.limit > 0 {
-			top = q.limit + q.skip
+		if q.Limit > 0 {
+			top = q.Limit + q.Skip
 		}
-		out = &stream.Sort{In: out, Spec: q.sort, Limit: top, AllowDiskUse: q.allowDiskUse, MaxBytes: sortMemoryKnob.load(), Temp: e.temp}
+		out = &stream.Sort{In: out, Spec: q.Sort, Limit: top, AllowDiskUse: q.AllowDiskUse, MaxBytes: g.sortBytes(), Temp: g.opts.Temp}
 	}
-	if q.skip > 0 {
-		out = &stream.Skip{In: out, N: q.skip}
+	if q.Skip > 0 {
+		out = &stream.Skip{In: out, N: q.Skip}
 	}
-	if q.proj != nil {
-		ps := &stream.Project{In: out, P: q.proj}
+	if q.Proj != nil {
+		ps := &stream.Project{In: out, P: q.Proj}
 		ps.Pos = func(doc bsoncore.Document) int {
-			_, pos := q.filter.MatchPos(doc)
+			_, pos := q.Filter.MatchPos(doc)
 			return pos
 		}
 		out = ps
@@ -142,16 +143,16 @@ func (e *Executor) open(q *query) (stream.Stream, *plan, []*shardStream, error) 
 	return out, p, shards, nil
 }
 
-// deadline applies maxTimeMS to ctx.
-func deadline(ctx context.Context, maxTimeMS int64) (context.Context, context.CancelFunc) {
+// Deadline applies maxTimeMS to ctx.
+func Deadline(ctx context.Context, maxTimeMS int64) (context.Context, context.CancelFunc) {
 	if maxTimeMS <= 0 {
 		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, time.Duration(maxTimeMS)*time.Millisecond)
 }
 
-// timeLimitError maps a context deadline to MongoDB's MaxTimeMSExpired.
-func timeLimitError(ctx context.Context, err error) error {
+// TimeLimitError maps a context deadline to MongoDB's MaxTimeMSExpired.
+func TimeLimitError(ctx context.Context, err error) error {
 	if err != nil && ctx.Err() == context.DeadlineExceeded {
 		return mongoerr.New(mongoerr.MaxTimeMSExpired, "operation exceeded time limit")
 	}

@@ -1,4 +1,4 @@
-package exec
+package query
 
 import (
 	"context"
@@ -30,11 +30,14 @@ const (
 	prefetchBatches   = 2
 )
 
+// MaxReadAhead is the most documents a shard reader reads ahead of its consumer.
+const MaxReadAhead = prefetchBatches * prefetchDocs
+
 // docBatch is a run of documents read by a prefetching shard reader.
 type docBatch struct {
 	arena []byte
 	ends  []int     // ends[i] is where document i ends in arena
-	stats scanStats // the reader's totals when the batch was sent
+	stats ScanStats // the reader's totals when the batch was sent
 	err   error
 	last  bool // the reader is done: no batch follows
 }
@@ -57,7 +60,7 @@ func (b *docBatch) release() {
 
 // prefetch is the consumer side of a shard reader running ahead in a goroutine.
 type prefetch struct {
-	rd     *shardStream // the reader: owns the snapshot and iterators
+	rd     *ShardStream // the reader: owns the snapshot and iterators
 	sem    chan struct{}
 	ch     chan *docBatch
 	free   chan *docBatch
@@ -71,10 +74,10 @@ type prefetch struct {
 	remaining int64
 }
 
-// newParallelism returns the slots that bound how many of a query's n shard readers run at
+// NewParallelism returns the slots that bound how many of a query's n shard readers run at
 // once, or nil when nothing bounds them.
-func (e *Executor) newParallelism(n int) chan struct{} {
-	if p := e.opts.MaxParallelism; p > 0 && p < n {
+func (g *Engine) NewParallelism(n int) chan struct{} {
+	if p := g.opts.MaxParallelism; p > 0 && p < n {
 		return make(chan struct{}, p)
 	}
 	return nil
@@ -84,8 +87,8 @@ func (e *Executor) newParallelism(n int) chan struct{} {
 // read ahead by a copy of the stream, which owns the snapshot and the iterators. sem, shared
 // by the query's streams, bounds how many read at once (nil: unbounded); limit > 0 is the
 // most documents the consumer can need from this shard.
-func (ss *shardStream) startPrefetch(sem chan struct{}, limit int64) {
-	rd := new(shardStream)
+func (ss *ShardStream) startPrefetch(sem chan struct{}, limit int64) {
+	rd := new(ShardStream)
 	*rd = *ss
 	ss.snap, ss.docIt, ss.idxIt = nil, nil, nil
 	ctx, cancel := context.WithCancel(context.Background())
@@ -142,7 +145,7 @@ func (pf *prefetch) run(ctx context.Context) {
 
 // fill reads documents into b until it is full or the stream ends or fails.
 func (pf *prefetch) fill(ctx context.Context, b *docBatch) {
-	defer func() { b.stats = pf.rd.stats }()
+	defer func() { b.stats = pf.rd.Stats }()
 	n := pf.batchDocs
 	pf.batchDocs = min(2*pf.batchDocs, prefetchDocs)
 	for len(b.ends) < n && len(b.arena) < prefetchBytes {
@@ -169,7 +172,7 @@ func (pf *prefetch) fill(ctx context.Context, b *docBatch) {
 
 // Next returns the next document read ahead; stats receives the reader's totals as of the
 // batch it comes from. The document is valid until the following call.
-func (pf *prefetch) Next(ctx context.Context, stats *scanStats) (bsoncore.Document, error) {
+func (pf *prefetch) Next(ctx context.Context, stats *ScanStats) (bsoncore.Document, error) {
 	for {
 		if b := pf.cur; b != nil {
 			if pf.i < len(b.ends) {
@@ -201,7 +204,7 @@ func (pf *prefetch) Next(ctx context.Context, stats *scanStats) (bsoncore.Docume
 
 // stop ends the reader and waits for it; the reader's stream is then closed, its batches go
 // back to the pool and its final totals are returned.
-func (pf *prefetch) stop() scanStats {
+func (pf *prefetch) stop() ScanStats {
 	pf.cancel()
 	<-pf.done
 	pf.rd.Close()
@@ -216,7 +219,7 @@ func (pf *prefetch) stop() scanStats {
 		case b := <-pf.free:
 			b.release()
 		default:
-			return pf.rd.stats
+			return pf.rd.Stats
 		}
 	}
 }

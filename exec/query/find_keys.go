@@ -1,4 +1,4 @@
-package exec
+package query
 
 import (
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -27,21 +27,21 @@ import (
 // keyIndex returns the index whose keys returnKey reports for plan p, nil when MongoDB would
 // scan the collection. The _id index has no entries unless the collection is sharded on
 // another key, so cleave scans where MongoDB reads that index: an _id range or a sort on _id.
-func keyIndex(q *query, p *plan) *catalog.Index {
-	switch p.kind {
-	case planIndex:
-		return p.index
-	case planIDs:
-		return q.ci.Indexes[0]
-	case planScan:
-		if q.hint.Type != 0 {
-			return hintedIndex(q.ci, q.hint) // nil for $natural: MongoDB scans too
+func keyIndex(q *Query, p *Plan) *catalog.Index {
+	switch p.Kind {
+	case PlanIndex:
+		return p.Index
+	case PlanIDs:
+		return q.CI.Indexes[0]
+	case PlanScan:
+		if q.Hint.Type != 0 {
+			return hintedIndex(q.CI, q.Hint) // nil for $natural: MongoDB scans too
 		}
-		if len(q.sort) == 1 && q.sort[0].Path == "_id" {
-			return q.ci.Indexes[0]
+		if len(q.Sort) == 1 && q.Sort[0].Path == "_id" {
+			return q.CI.Indexes[0]
 		}
-		if iv, ok := q.filter.Intervals("_id"); ok && bounded(iv) {
-			return q.ci.Indexes[0]
+		if iv, ok := q.Filter.Intervals("_id"); ok && bounded(iv) {
+			return q.CI.Indexes[0]
 		}
 	}
 	return nil
@@ -64,14 +64,14 @@ var errKeyFound = errors.New("key found")
 // that plan p scanned: the first key in the plan's ranges and the min/max bounds b (if any),
 // in scan order (a multikey document has several), each value with the type it has in the
 // document.
-func appendIndexKey(dst []byte, xi *catalog.Index, p *plan, b *keyBounds, doc bsoncore.Document) []byte {
+func appendIndexKey(dst []byte, xi *catalog.Index, p *Plan, b *keyBounds, doc bsoncore.Document) []byte {
 	var chosen []byte
 	_, _ = bsonx.AppendIndexKeys(doc, xi.Fields, func(key []byte) error {
-		if p.kind == planIndex && p.index == xi && !inRanges(key, p.ranges) || b != nil && !b.contains(key) {
+		if p.Kind == PlanIndex && p.Index == xi && !inRanges(key, p.Ranges) || b != nil && !b.contains(key) {
 			return nil
 		}
 		chosen = append(chosen[:0], key...)
-		if p.reverse {
+		if p.Reverse {
 			return nil // keys come in ascending order: the last one wins
 		}
 		return errKeyFound
@@ -128,7 +128,7 @@ func originalValue(doc bsoncore.Document, path string, v bsoncore.Value) bsoncor
 type returnKeyStream struct {
 	in     stream.Stream
 	index  *catalog.Index
-	p      *plan
+	p      *Plan
 	bounds *keyBounds // min/max, nil when absent
 	buf    []byte
 }
@@ -204,38 +204,46 @@ func (s *recordIDStream) Next(ctx context.Context) (bsoncore.Document, error) {
 // Close implements stream.Stream.
 func (s *recordIDStream) Close() { s.in.Close() }
 
-// openFind opens q for find, with min/max, returnKey and showRecordId. When one is given,
+// FindKeys are find's options that read index keys or record ids.
+type FindKeys struct {
+	// Min and Max bound the keys of the hinted index (nil: unbounded).
+	Min, Max bsoncore.Document
+	// ReturnKey returns the index keys instead of the documents; ShowRecordID adds $recordId.
+	ReturnKey, ShowRecordID bool
+}
+
+// OpenFind opens q for find, with min/max, returnKey and showRecordId. When one is given,
 // q.proj is applied here rather than by open: the bounds and the record id need the
 // document before its projection.
-func (e *Executor) openFind(q *query, a *findArgs) (stream.Stream, []*shardStream, error) {
-	hasBounds := len(a.min) > 5 || len(a.max) > 5
-	if !hasBounds && !a.returnKey && !a.showRecordID {
-		stream, _, shards, err := e.open(q)
+func (g *Engine) OpenFind(q *Query, a *FindKeys) (stream.Stream, []*ShardStream, error) {
+	hasBounds := len(a.Min) > 5 || len(a.Max) > 5
+	if !hasBounds && !a.ReturnKey && !a.ShowRecordID {
+		stream, _, shards, err := g.Open(q)
 		return stream, shards, err
 	}
 	var bounds *keyBounds
 	if hasBounds {
 		var err error
-		if bounds, err = parseKeyBounds(q.ci, q.hint, a.min, a.max); err != nil {
+		if bounds, err = parseKeyBounds(q.CI, q.Hint, a.Min, a.Max); err != nil {
 			return nil, nil, err
 		}
 	}
-	proj := q.proj
-	q.proj = nil
-	defer func() { q.proj = proj }()
+	proj := q.Proj
+	q.Proj = nil
+	defer func() { q.Proj = proj }()
 	var out stream.Stream
-	var p *plan
-	var shards []*shardStream
+	var p *Plan
+	var shards []*ShardStream
 	var err error
 	if bounds != nil {
-		out, p, shards, err = e.openBounded(q, bounds)
+		out, p, shards, err = g.OpenBounded(q, bounds)
 	} else {
-		out, p, shards, err = e.open(q)
+		out, p, shards, err = g.Open(q)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	if a.returnKey {
+	if a.ReturnKey {
 		// The projection is ignored, as MongoDB ignores it under returnKey.
 		ks := &returnKeyStream{in: out, index: keyIndex(q, p), p: p, bounds: bounds}
 		if bounds != nil {
@@ -244,14 +252,14 @@ func (e *Executor) openFind(q *query, a *findArgs) (stream.Stream, []*shardStrea
 		return ks, shards, nil
 	}
 	var tap *recordIDTap
-	if a.showRecordID {
+	if a.ShowRecordID {
 		tap = &recordIDTap{in: out}
 		out = tap
 	}
 	if proj != nil {
 		ps := &stream.Project{In: out, P: proj}
 		ps.Pos = func(doc bsoncore.Document) int {
-			_, pos := q.filter.MatchPos(doc)
+			_, pos := q.Filter.MatchPos(doc)
 			return pos
 		}
 		out = ps

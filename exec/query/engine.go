@@ -1,0 +1,53 @@
+package query
+
+import (
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/stream"
+	"github.com/cleavedb/cleave/shard"
+)
+
+// Engine plans and runs the reads of collections: it picks each shard's access path
+// (plan.go), reads the targeted shards in parallel (scan.go, scan_parallel.go), and merges,
+// sorts, skips and projects their streams (query.go); find's min, max, returnKey and
+// showRecordId are find_minmax.go and find_keys.go.
+type Engine struct {
+	cat  *catalog.Catalog
+	opts Options
+}
+
+// Options configures an Engine.
+type Options struct {
+	// MaxParallelism bounds how many shards one read runs on at once; 0 means all.
+	MaxParallelism int
+	// Temp is where blocking sorts spill (nil: the private default).
+	Temp *stream.Temp
+	// SortBytes returns the memory bound of a blocking sort
+	// (internalQueryMaxBlockingSortMemoryUsageBytes); nil: stream.MaxBlockingSortBytes.
+	SortBytes func() int64
+	// Meters returns the partition meters that reads of ci charge (the partition manager's
+	// load accounting); nil, or a nil result, leaves reads unmetered.
+	Meters func(ci *catalog.Coll) *shard.Meters
+	// IndexUse counts the plans that read each index ($indexStats); nil counts nothing.
+	IndexUse *catalog.IndexUsage
+}
+
+// New returns an engine reading the collections of cat.
+func New(cat *catalog.Catalog, opts Options) *Engine {
+	return &Engine{cat: cat, opts: opts}
+}
+
+// sortBytes is the memory bound of a blocking sort.
+func (g *Engine) sortBytes() int64 {
+	if g.opts.SortBytes == nil {
+		return stream.MaxBlockingSortBytes
+	}
+	return g.opts.SortBytes()
+}
+
+// meters returns the meters reads of ci charge, nil when they are not metered.
+func (g *Engine) meters(ci *catalog.Coll) *shard.Meters {
+	if g.opts.Meters == nil {
+		return nil
+	}
+	return g.opts.Meters(ci)
+}

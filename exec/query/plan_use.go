@@ -1,0 +1,31 @@
+package query
+
+import (
+	"github.com/cleavedb/cleave/exec/catalog"
+)
+
+// notePlan counts one use of the index plan p reads (the _id index for point reads). The
+// counter is looked up once per compiled index and kept on it.
+func (g *Engine) notePlan(ci *catalog.Coll, p *Plan) {
+	var xi *catalog.Index
+	switch {
+	case p.Kind == PlanIndex:
+		xi = p.Index
+	case p.Kind == PlanIDs && len(ci.Indexes) > 0 && ci.Indexes[0].IsID:
+		xi = ci.Indexes[0]
+	default:
+		return
+	}
+	if xi.Use == nil {
+		return // an index outside the catalog (a time-series collection's time index)
+	}
+	if g.opts.IndexUse == nil {
+		return
+	}
+	use := xi.Use.Load()
+	if use == nil {
+		use = g.opts.IndexUse.Get(ci.Meta.ID, xi.Meta.ID)
+		xi.Use.Store(use)
+	}
+	use.Ops.Add(1)
+}
