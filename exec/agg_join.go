@@ -434,7 +434,7 @@ func (u *unionStream) Close() {
 		u.second.Close()
 		u.second = nil
 		for _, ss := range u.shards {
-			u.s.env.charge += readCharge(&ss.Stats)
+			u.s.env.charge += ss.Stats.Charge()
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/write"
+
 	"github.com/cleavedb/cleave/exec/query"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -30,9 +32,9 @@ type mergeItem struct {
 	doc   bsoncore.Document // the document, with an _id when the on fields include _id
 	key   string            // the values of the on fields, encoded
 	query bsoncore.Document // {on: {$eq: value}, ...}
-	op    *writeOp          // the update of the matched document
-	cand  *candidate        // the matched document, nil when none
-	ins   *docWrite         // the insert of an unmatched document, nil when none
+	op    *write.Op         // the update of the matched document
+	cand  *write.Candidate  // the matched document, nil when none
+	ins   *write.DocWrite   // the insert of an unmatched document, nil when none
 	tries int
 }
 
@@ -182,14 +184,14 @@ func (m *mergeRun) lookup(ctx context.Context, group []*mergeItem) error {
 		if m.ci == nil || m.s.whenMatched == mergeFail {
 			continue // no target yet, or a plain insert whose duplicate key is the error
 		}
-		var res opResult
-		d, err := e.firstMatch(ctx, &query.Query{CI: m.ci, Filter: it.op.filter, Limit: 1}, &res)
-		m.run.charge += res.charge
+		var res write.Result
+		d, err := e.write.FirstMatch(ctx, &query.Query{CI: m.ci, Filter: it.op.Filter, Limit: 1}, &res)
+		m.run.charge += res.Charge
 		if err != nil {
 			return err
 		}
 		if d != nil {
-			if it.cand, err = it.op.newCandidate(d); err != nil {
+			if it.cand, err = it.op.NewCandidate(d); err != nil {
 				return err
 			}
 		}
@@ -212,7 +214,7 @@ func (m *mergeRun) lookup(ctx context.Context, group []*mergeItem) error {
 
 // newOp compiles the update of item it: a replacement by the document, {$set: doc},
 // {$setOnInsert: doc} or the whenMatched pipeline with the let variables evaluated on it.
-func (m *mergeRun) newOp(it *mergeItem) (*writeOp, error) {
+func (m *mergeRun) newOp(it *mergeItem) (*write.Op, error) {
 	f, err := query.CompileFilter(it.query)
 	if err != nil {
 		return nil, err
@@ -230,7 +232,7 @@ func (m *mergeRun) newOp(it *mergeItem) (*writeOp, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &writeOp{ci: m.ci, query: it.query, filter: f, upd: u, sync: m.run.sync}, nil
+	return &write.Op{CI: m.ci, Query: it.query, Filter: f, Upd: u, Sync: m.run.sync}, nil
 }
 
 // compileUpdate compiles the update $merge applies to a matched document for output
@@ -275,26 +277,26 @@ func (m *mergeRun) prepareInsert(it *mergeItem) error {
 			return err
 		}
 		m.ci = ci
-		it.op.ci = ci
+		it.op.CI = ci
 	}
 	doc := it.doc
 	switch m.s.whenMatched {
 	case mergeReplace, mergeMerge, mergeKeepExisting:
-		d, err := update.Upsert(nil, it.query, it.op.upd)
+		d, err := update.Upsert(nil, it.query, it.op.Upd)
 		if err != nil {
 			return err
 		}
 		doc = d
 	}
-	doc, err := prepareInsert(doc)
+	doc, err := write.PrepareInsert(doc)
 	if err != nil {
 		return err
 	}
-	w := &docWrite{new: doc}
-	if w.hash, err = m.ci.ShardHash(doc); err != nil {
+	w := &write.DocWrite{New: doc}
+	if w.Hash, err = m.ci.ShardHash(doc); err != nil {
 		return err
 	}
-	_, w.id = catalog.DocID(doc, nil)
+	_, w.ID = catalog.DocID(doc, nil)
 	it.ins = w
 	return nil
 }
@@ -330,19 +332,19 @@ func (m *mergeRun) apply(group []*mergeItem) ([]*mergeItem, error) {
 		return nil, nil // nothing matched and nothing to insert
 	}
 	e := m.run.e
-	wr := e.newWriter(e.cat.Refresh(m.ci))
+	wr := e.write.NewWriter(e.cat.Refresh(m.ci))
 	var hashes []uint64
 	for _, it := range group {
 		switch {
 		case it.cand != nil:
-			w := it.op.write(it.cand)
-			hashes = wr.lockHashes(hashes, &w)
+			w := it.op.Write(it.cand)
+			hashes = wr.LockHashes(hashes, &w)
 		case it.ins != nil:
-			hashes = wr.lockHashes(hashes, it.ins)
+			hashes = wr.LockHashes(hashes, it.ins)
 		}
 	}
-	wr.lock(hashes)
-	defer wr.release()
+	wr.Lock(hashes)
+	defer wr.Release()
 	locked := make(map[uint64]struct{}, len(hashes))
 	for _, h := range hashes {
 		locked[h] = struct{}{}
@@ -361,11 +363,11 @@ func (m *mergeRun) apply(group []*mergeItem) ([]*mergeItem, error) {
 		if retry {
 			it.tries++
 			again = append(again, it)
-		} else if it.ins != nil || (it.cand != nil && it.cand.changed) {
+		} else if it.ins != nil || (it.cand != nil && it.cand.Changed) {
 			written++
 		}
 	}
-	if err := wr.commit(m.run.sync); err != nil {
+	if err := wr.Commit(m.run.sync); err != nil {
 		return nil, err
 	}
 	m.run.charge += float64(written) * 5
@@ -374,26 +376,26 @@ func (m *mergeRun) apply(group []*mergeItem) ([]*mergeItem, error) {
 
 // applyItem stages the write of one item under the writer's locks and reports whether the
 // item must be looked up again.
-func (m *mergeRun) applyItem(wr *writer, it *mergeItem, locked map[uint64]struct{}) (bool, error) {
+func (m *mergeRun) applyItem(wr *write.Writer, it *mergeItem, locked map[uint64]struct{}) (bool, error) {
 	e := m.run.e
 	switch {
 	case it.cand != nil:
-		if err := e.applyLocked(wr, it.op, it.cand, locked); err != nil {
+		if err := e.write.ApplyLocked(wr, it.op, it.cand, locked); err != nil {
 			return false, m.writeError(err)
 		}
-		if it.cand.state != candDone {
-			return it.tries < maxUpsertRetries, nil
+		if it.cand.State != write.CandDone {
+			return it.tries < write.MaxUpsertRetries, nil
 		}
-		if it.cand.changed {
+		if it.cand.Changed {
 			m.modified++
 		}
 	case it.ins != nil:
-		err := wr.checkIDFree(it.ins)
+		err := wr.CheckIDFree(it.ins)
 		if err == nil {
-			err = wr.stage(it.ins)
+			err = wr.Stage(it.ins)
 		}
 		if err != nil {
-			if m.s.whenMatched != mergeFail && m.dupOnFields(err) && it.tries < maxUpsertRetries {
+			if m.s.whenMatched != mergeFail && m.dupOnFields(err) && it.tries < write.MaxUpsertRetries {
 				return true, nil // a concurrent insert took the on values: update it instead
 			}
 			return false, m.writeError(err)

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/write"
+
 	"github.com/cleavedb/cleave/exec/query"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -159,8 +161,8 @@ func (s *outStage) createTemp(e *Executor, orig *store.Collection) (*catalog.Col
 // document that fails fails the $out.
 func (s *outStage) fill(ctx context.Context, run *writeRun, tmp *catalog.Coll, in stream.Stream) error {
 	e := run.e
-	wc := writeConcern{noJournal: !run.sync}
-	var res writeResult
+	wc := write.Concern{NoJournal: !run.sync}
+	var res write.Results
 	var group []bsoncore.Value
 	size, base := 0, 0
 	flush := func() error {
@@ -168,8 +170,8 @@ func (s *outStage) fill(ctx context.Context, run *writeRun, tmp *catalog.Coll, i
 			return nil
 		}
 		_, err := e.insertGroup(ctx, tmp, group, base, true, wc, &res)
-		if err == nil && len(res.errs) > 0 {
-			err = res.errs[0].Err
+		if err == nil && len(res.Errs) > 0 {
+			err = res.Errs[0].Err
 		}
 		base += len(group)
 		group, size = group[:0], 0
@@ -193,8 +195,8 @@ func (s *outStage) fill(ctx context.Context, run *writeRun, tmp *catalog.Coll, i
 		}
 	}
 	err := flush()
-	e.counters.insertedDocs.Add(res.n)
-	run.charge += float64(res.n) * 5
+	e.counters.insertedDocs.Add(res.N)
+	run.charge += float64(res.N) * 5
 	return err
 }
 

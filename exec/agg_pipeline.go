@@ -374,7 +374,7 @@ func (env *aggEnv) runSub(ctx context.Context, p *pipeline, coll string, maxByte
 	defer func() {
 		s.Close()
 		for _, ss := range shards {
-			env.charge += readCharge(&ss.Stats)
+			env.charge += ss.Stats.Charge()
 		}
 	}()
 	var docs []bsoncore.Document

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/write"
+
 	"github.com/cleavedb/cleave/exec/query"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -153,7 +155,7 @@ func (e *Executor) aggregateWrite(ctx context.Context, r *request, a *aggregateA
 	if level, _ := r.body.Lookup("readConcern", "level").StringValueOK(); level == "linearizable" {
 		return mongoerr.New(mongoerr.InvalidOptions, "%s cannot be used with a 'linearizable' read concern level", w.stageName())
 	}
-	run := &writeRun{e: e, sync: parseWriteConcern(r.body).sync()}
+	run := &writeRun{e: e, sync: write.ParseConcern(r.body).Sync()}
 	if err := w.prepare(run); err != nil {
 		return err
 	}
@@ -174,7 +176,7 @@ func (e *Executor) aggregateWrite(ctx context.Context, r *request, a *aggregateA
 	err = w.write(ctx, run, stream)
 	stream.Close()
 	for _, s := range shards {
-		r.charge += readCharge(&s.Stats)
+		r.charge += s.Stats.Charge()
 	}
 	r.charge += p.env.charge + run.charge
 	if err != nil {

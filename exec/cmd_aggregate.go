@@ -192,7 +192,7 @@ func (e *Executor) aggregate(ctx context.Context, r *request) error {
 	defer cancel()
 	_, err = e.firstBatch(ctx, r, c, n, false)
 	for _, s := range shards {
-		r.charge += readCharge(&s.Stats)
+		r.charge += s.Stats.Charge()
 	}
 	r.charge += env.charge
 	return query.TimeLimitError(ctx, err)

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/write"
+
 	"github.com/cleavedb/cleave/exec/query"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -35,33 +37,34 @@ func (e *Executor) delete(ctx context.Context, r *request) error {
 	}
 	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
-	res := writeResult{}
+	res := write.Results{}
 	for i, s := range stmts {
 		op, err := compileDelete(a, ci, s)
-		var or opResult
+		var or write.Result
 		if err == nil {
-			err = e.runOp(ctx, op, &or)
+			err = e.write.Run(ctx, op, &or)
 		}
-		r.charge += or.charge
+		r.charge += or.Charge
 		if err != nil {
 			we, err := stmtWriteError(ctx, i, err)
 			if err != nil {
 				return err
 			}
-			res.errs = append(res.errs, we)
+			res.Errs = append(res.Errs, we)
 			if a.ordered {
 				break
 			}
 			continue
 		}
-		res.n += or.matched
+		res.N += or.Matched
 	}
-	e.counters.deletedDocs.Add(res.n)
-	return res.appendReply(r, false)
+	e.counters.deletedDocs.Add(res.N)
+	r.out = res.AppendReply(r.out, false)
+	return nil
 }
 
 // compileDelete compiles delete statement s of collection ci (nil when it does not exist).
-func compileDelete(a *writeArgs, ci *catalog.Coll, s *deleteStmt) (*writeOp, error) {
+func compileDelete(a *writeArgs, ci *catalog.Coll, s *deleteStmt) (*write.Op, error) {
 	if err := catalog.CheckCollation(s.collation); err != nil {
 		return nil, err
 	}
@@ -69,8 +72,8 @@ func compileDelete(a *writeArgs, ci *catalog.Coll, s *deleteStmt) (*writeOp, err
 	if err != nil {
 		return nil, err
 	}
-	op := &writeOp{ci: ci, query: s.q, filter: f, hint: s.hint, multi: s.limit == 0, sync: a.wc.sync()}
-	if err := op.checkDeleteTarget(); err != nil {
+	op := &write.Op{CI: ci, Query: s.q, Filter: f, Hint: s.hint, Multi: s.limit == 0, Sync: a.wc.Sync()}
+	if err := op.CheckDeleteTarget(); err != nil {
 		return nil, err
 	}
 	return op, nil

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/write"
+
 	"github.com/cleavedb/cleave/exec/query"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -31,7 +33,7 @@ type famArgs struct {
 	arrayFilters []bsoncore.Document
 	hint         bsoncore.Value
 	maxTimeMS    int64
-	wc           writeConcern
+	wc           write.Concern
 }
 
 // parseFAM parses a findAndModify command body.
@@ -88,7 +90,7 @@ func parseFAM(body bsoncore.Document) (*famArgs, error) {
 			return nil, err
 		}
 	}
-	a.wc = parseWriteConcern(body)
+	a.wc = write.ParseConcern(body)
 	return a, nil
 }
 
@@ -133,18 +135,18 @@ func (e *Executor) findAndModify(ctx context.Context, r *request) error {
 	}
 	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
-	var res opResult
-	err = e.runOp(ctx, op, &res)
-	r.charge += res.charge
+	var res write.Result
+	err = e.write.Run(ctx, op, &res)
+	r.charge += res.Charge
 	if err != nil {
 		return query.TimeLimitError(ctx, err)
 	}
 	if a.remove {
-		e.counters.deletedDocs.Add(res.matched)
+		e.counters.deletedDocs.Add(res.Matched)
 	} else {
-		e.counters.updatedDocs.Add(res.modified)
+		e.counters.updatedDocs.Add(res.Modified)
 	}
-	if res.upserted.Type != 0 {
+	if res.Upserted.Type != 0 {
 		e.counters.insertedDocs.Add(1)
 	}
 	return appendFAMReply(r, a, op, proj, &res)
@@ -152,7 +154,7 @@ func (e *Executor) findAndModify(ctx context.Context, r *request) error {
 
 // compileFAM compiles a findAndModify into a single-document writeOp and its projection
 // (nil when fields is absent). An upsert creates the collection when create is set.
-func (e *Executor) compileFAM(db string, a *famArgs, ci *catalog.Coll, create bool) (*writeOp, *project.Projection, error) {
+func (e *Executor) compileFAM(db string, a *famArgs, ci *catalog.Coll, create bool) (*write.Op, *project.Projection, error) {
 	f, err := compileWriteFilter(a.query, a.let)
 	if err != nil {
 		return nil, nil, err
@@ -171,19 +173,19 @@ func (e *Executor) compileFAM(db string, a *famArgs, ci *catalog.Coll, create bo
 	if q == nil {
 		q = query.EmptyDoc
 	}
-	op := &writeOp{ci: ci, query: q, filter: f, sort: sortSpec, hint: a.hint, upsert: a.upsert,
-		sync: a.wc.sync(), keepImages: true}
+	op := &write.Op{CI: ci, Query: q, Filter: f, Sort: sortSpec, Hint: a.hint, Upsert: a.upsert,
+		Sync: a.wc.Sync(), KeepImages: true}
 	if !a.remove {
-		if op.upd, err = update.CompileValue(a.update, updateOptions(a.arrayFilters, a.let, nil)); err != nil {
+		if op.Upd, err = update.CompileValue(a.update, updateOptions(a.arrayFilters, a.let, nil)); err != nil {
 			return nil, nil, err
 		}
 	}
 	if ci == nil && a.upsert && create {
-		if op.ci, err = e.cat.ForWrite(db, a.coll); err != nil {
+		if op.CI, err = e.cat.ForWrite(db, a.coll); err != nil {
 			return nil, nil, err
 		}
 	}
-	if err := op.checkFAMTarget(); err != nil {
+	if err := op.CheckFAMTarget(); err != nil {
 		return nil, nil, err
 	}
 	return op, proj, nil
@@ -191,24 +193,24 @@ func (e *Executor) compileFAM(db string, a *famArgs, ci *catalog.Coll, create bo
 
 // appendFAMReply appends lastErrorObject and value: the removed document, or the updated
 // one before or after the update (new), projected by fields.
-func appendFAMReply(r *request, a *famArgs, op *writeOp, proj *project.Projection, res *opResult) error {
-	n := res.matched
-	if res.upserted.Type != 0 {
+func appendFAMReply(r *request, a *famArgs, op *write.Op, proj *project.Projection, res *write.Result) error {
+	n := res.Matched
+	if res.Upserted.Type != 0 {
 		n = 1
 	}
 	lidx, out := bsoncore.AppendDocumentElementStart(r.out, "lastErrorObject")
 	out = bsoncore.AppendInt32Element(out, "n", int32(n))
 	if !a.remove {
-		out = bsoncore.AppendBooleanElement(out, "updatedExisting", res.matched > 0)
-		if res.upserted.Type != 0 {
-			out = bsoncore.AppendValueElement(out, "upserted", res.upserted)
+		out = bsoncore.AppendBooleanElement(out, "updatedExisting", res.Matched > 0)
+		if res.Upserted.Type != 0 {
+			out = bsoncore.AppendValueElement(out, "upserted", res.Upserted)
 		}
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, lidx)
-	value := res.before
+	value := res.Before
 	if a.returnNew {
-		value = res.after
-	} else if res.upserted.Type != 0 {
+		value = res.After
+	} else if res.Upserted.Type != 0 {
 		value = nil // there was no document before the upsert
 	}
 	if value == nil {
@@ -216,7 +218,7 @@ func appendFAMReply(r *request, a *famArgs, op *writeOp, proj *project.Projectio
 		return nil
 	}
 	if proj != nil {
-		_, pos := op.filter.MatchPos(value)
+		_, pos := op.Filter.MatchPos(value)
 		projected, err := proj.Apply(nil, value, pos)
 		if err != nil {
 			return err

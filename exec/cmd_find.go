@@ -64,7 +64,7 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 		return query.TimeLimitError(ctx, err)
 	}
 	for _, s := range shards {
-		r.charge += readCharge(&s.Stats)
+		r.charge += s.Stats.Charge()
 	}
 	return nil
 }
@@ -88,11 +88,6 @@ func compileFind(ci *catalog.Coll, a *findArgs) (*query.Query, error) {
 		}
 	}
 	return q, nil
-}
-
-// readCharge is the request units of a read: one per 4 KiB read, plus index keys.
-func readCharge(s *query.ScanStats) float64 {
-	return 1 + float64(s.BytesRead)/4096 + float64(s.KeysExamined)*0.1
 }
 
 // firstBatch fills the first batch of cursor c, registers it if documents remain, and

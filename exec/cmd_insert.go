@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/write"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"context"
@@ -65,12 +67,12 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 	if len(vals) > maxWriteBatchSize {
 		return mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, len(vals))
 	}
-	wc := parseWriteConcern(r.body)
+	wc := write.ParseConcern(r.body)
 	ci, err := e.cat.ForWrite(r.db, name)
 	if err != nil {
 		return err
 	}
-	res := writeResult{}
+	res := write.Results{}
 	for start := 0; start < len(vals); {
 		end, size := start, 0
 		for end < len(vals) && end-start < insertGroupDocs && size < insertGroupBytes {
@@ -86,65 +88,66 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 		}
 		start = end
 	}
-	e.counters.insertedDocs.Add(res.n)
-	r.charge += float64(res.n) * 5
-	return res.appendReply(r, false)
+	e.counters.insertedDocs.Add(res.N)
+	r.charge += float64(res.N) * 5
+	r.out = res.AppendReply(r.out, false)
+	return nil
 }
 
 // insertGroup inserts one group of documents (base is the index of vals[0] in the request).
 // It reports whether an ordered insert must stop after an error.
 func (e *Executor) insertGroup(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Value, base int,
-	ordered bool, wc writeConcern, res *writeResult) (bool, error) {
-	writes := make([]docWrite, len(vals))
+	ordered bool, wc write.Concern, res *write.Results) (bool, error) {
+	writes := make([]write.DocWrite, len(vals))
 	failed := make([]error, len(vals))
 	var hashes []uint64
-	wr := e.newWriter(ci)
+	wr := e.write.NewWriter(ci)
 	for i, v := range vals {
 		doc, ok := v.DocumentOK()
 		if !ok {
 			failed[i] = mongoerr.New(mongoerr.TypeMismatch, "BSON field 'insert.documents.%d' is the wrong type '%s', expected type 'object'", base+i, bsonx.TypeName(v.Type))
 			continue
 		}
-		doc, err := prepareInsert(doc)
+		doc, err := write.PrepareInsert(doc)
 		if err == nil {
-			writes[i].hash, err = ci.ShardHash(doc)
+			writes[i].Hash, err = ci.ShardHash(doc)
 		}
 		if err != nil {
 			failed[i] = err
 			continue
 		}
-		_, writes[i].id = catalog.DocID(doc, nil)
-		writes[i].new = doc
-		hashes = wr.lockHashes(hashes, &writes[i])
+		_, writes[i].ID = catalog.DocID(doc, nil)
+		writes[i].New = doc
+		hashes = wr.LockHashes(hashes, &writes[i])
 	}
 	if err := ctx.Err(); err != nil {
 		return true, err
 	}
-	wr.lock(hashes)
-	defer wr.release()
+	wr.Lock(hashes)
+	defer wr.Release()
 	stop := false
 	for i := range writes {
 		err := failed[i]
 		if err == nil {
-			err = wr.checkIDFree(&writes[i])
+			err = wr.CheckIDFree(&writes[i])
 		}
 		if err == nil {
-			err = wr.stage(&writes[i])
+			err = wr.Stage(&writes[i])
 		}
 		if err != nil {
 			if mongoerr.As(err) == nil {
 				return true, err
 			}
-			res.errs = append(res.errs, mongoerr.WriteError{Index: base + i, Err: mongoerr.As(err)})
+			res.Errs = append(res.Errs, mongoerr.WriteError{Index: base + i, Err: mongoerr.As(err)})
 			if ordered {
 				stop = true
 				break
 			}
 			continue
 		}
-		res.n++
+		res.N++
 	}
-	if err := wr.commit(wc.sync()); err != nil {
+	if err := wr.Commit(wc.Sync()); err != nil {
 		return true, err
 	}
 	return stop, nil

@@ -124,7 +124,7 @@ func (e *Executor) count(ctx context.Context, r *request) error {
 			n++
 		}
 		for _, s := range shards {
-			r.charge += readCharge(&s.Stats)
+			r.charge += s.Stats.Charge()
 		}
 	}
 	r.out = appendCount(r.out, "n", n)
@@ -243,7 +243,7 @@ func (e *Executor) distinctValues(ctx context.Context, r *request, q *query.Quer
 		})
 	}
 	for _, s := range shards {
-		r.charge += readCharge(&s.Stats)
+		r.charge += s.Stats.Charge()
 	}
 	sort.SliceStable(values, func(i, j int) bool { return bsonx.Compare(values[i], values[j]) < 0 })
 	return values, nil

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/write"
+
 	"github.com/cleavedb/cleave/exec/query"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -43,38 +45,39 @@ func (e *Executor) update(ctx context.Context, r *request) error {
 	}
 	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
-	res := writeResult{}
+	res := write.Results{}
 	var upserts int64
 	for i, s := range stmts {
 		op, err := e.compileUpdate(r.db, a, ci, s, true)
-		var or opResult
+		var or write.Result
 		if err == nil {
-			ci = op.ci
-			err = e.runOp(ctx, op, &or)
+			ci = op.CI
+			err = e.write.Run(ctx, op, &or)
 		}
-		r.charge += or.charge
+		r.charge += or.Charge
 		if err != nil {
 			we, err := stmtWriteError(ctx, i, err)
 			if err != nil {
 				return err
 			}
-			res.errs = append(res.errs, we)
+			res.Errs = append(res.Errs, we)
 			if a.ordered {
 				break
 			}
 			continue
 		}
-		res.n += or.matched
-		res.nModified += or.modified
-		if or.upserted.Type != 0 {
-			res.n++
+		res.N += or.Matched
+		res.NModified += or.Modified
+		if or.Upserted.Type != 0 {
+			res.N++
 			upserts++
-			res.upserted = append(res.upserted, upserted{index: i, id: or.upserted})
+			res.Upserted = append(res.Upserted, write.Upsert{Index: i, ID: or.Upserted})
 		}
 	}
-	e.counters.updatedDocs.Add(res.nModified)
+	e.counters.updatedDocs.Add(res.NModified)
 	e.counters.insertedDocs.Add(upserts)
-	return res.appendReply(r, true)
+	r.out = res.AppendReply(r.out, true)
+	return nil
 }
 
 // stmtWriteError turns the failure of statement i into its write error. A failure that is
@@ -90,7 +93,7 @@ func stmtWriteError(ctx context.Context, i int, err error) (mongoerr.WriteError,
 
 // compileUpdate compiles update statement s of collection a.coll (ci, nil when it does not
 // exist; an upsert creates it unless only explaining).
-func (e *Executor) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *updateStmt, create bool) (*writeOp, error) {
+func (e *Executor) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *updateStmt, create bool) (*write.Op, error) {
 	if err := catalog.CheckCollation(s.collation); err != nil {
 		return nil, err
 	}
@@ -114,11 +117,11 @@ func (e *Executor) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *u
 	if q == nil {
 		q = query.EmptyDoc
 	}
-	op := &writeOp{
-		ci: ci, query: q, filter: f, hint: s.hint, upd: u,
-		multi: s.multi, upsert: s.upsert, sync: a.wc.sync(),
+	op := &write.Op{
+		CI: ci, Query: q, Filter: f, Hint: s.hint, Upd: u,
+		Multi: s.multi, Upsert: s.upsert, Sync: a.wc.Sync(),
 	}
-	if err := op.checkUpdateTarget(s.u); err != nil {
+	if err := op.CheckUpdateTarget(s.u); err != nil {
 		return nil, err
 	}
 	return op, nil
@@ -129,7 +132,7 @@ func (e *Executor) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *u
 func updateOptions(arrayFilters []bsoncore.Document, let, constants bsoncore.Document) *update.Options {
 	return &update.Options{
 		ArrayFilters:    arrayFilters,
-		CompilePipeline: updatePipelineCompiler(let, constants),
+		CompilePipeline: write.PipelineCompiler(let, constants),
 	}
 }
 
@@ -147,10 +150,10 @@ func compileWriteFilter(q, let bsoncore.Document) (*match.Filter, error) {
 
 // explainWrite explains the read part of a write (update, delete, findAndModify): how op
 // finds its documents. It writes nothing; explain.go owns the output's shape.
-func (e *Executor) explainWrite(ctx context.Context, r *request, op *writeOp) error {
-	q := &query.Query{CI: op.ci, Filter: op.filter, Sort: op.sort, Hint: op.hint}
+func (e *Executor) explainWrite(ctx context.Context, r *request, op *write.Op) error {
+	q := &query.Query{CI: op.CI, Filter: op.Filter, Sort: op.Sort, Hint: op.Hint}
 	limit := int64(0)
-	if !op.multi {
+	if !op.Multi {
 		limit = 1
 	}
 	return e.explainQuery(ctx, r, q, r.name, limit)

@@ -21,58 +21,6 @@ import (
 // group, or marks the index unique. Between the two, a barrier makes sure that every
 // writer still to come checks the keys, so the scan sees every duplicate there will be.
 
-// checkNewKeys fails with E11000 when w.new takes, in prepareUnique index xi, a key that
-// w.old did not have and that another document holds (in the store or staged before).
-func (wr *writer) checkNewKeys(xi *catalog.Index, s int, w *docWrite) error {
-	var oldKeys [][]byte
-	if w.old != nil {
-		_ = xi.Keys(w.old, func(key []byte) error {
-			oldKeys = append(oldKeys, append([]byte(nil), key...))
-			return nil
-		})
-	}
-	db := wr.e.st.Shards[s]
-	return xi.Keys(w.new, func(key []byte) error {
-		if containsKey(oldKeys, key) {
-			return nil // a key the document has already: its duplicates may stay
-		}
-		if holder, ok := wr.staged[wr.stagedKey(s, xi, key)]; ok {
-			if holder != nil && !bytes.Equal(holder, w.id) {
-				return wr.dupKeyError(xi, w.new)
-			}
-			return nil
-		}
-		held, err := keyHeldByOther(db, wr.ci.Meta.ID, xi.Meta.ID, key, w.id)
-		if err != nil {
-			return catalog.StoreError(err)
-		}
-		if held {
-			return wr.dupKeyError(xi, w.new)
-		}
-		return nil
-	})
-}
-
-// keyHeldByOther reports whether index idx of coll on db has an entry for key that belongs
-// to another document than id.
-func keyHeldByOther(db catalog.Shard, coll store.CollID, idx store.IndexID, key, id []byte) (bool, error) {
-	it, err := db.NewIndexIter(coll, idx, key, store.KeyPrefixEnd(key), false)
-	if err != nil {
-		return false, err
-	}
-	held := false
-	for it.Next() {
-		if !bytes.Equal(it.Key(), key) {
-			break
-		}
-		if !bytes.Equal(it.ID(), id) {
-			held = true
-			break
-		}
-	}
-	return held, errors.Join(it.Err(), it.Close())
-}
-
 // indexEntry is one entry of an index scan: its key and document.
 type indexEntry struct {
 	key, id []byte

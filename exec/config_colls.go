@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/write"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"bytes"
@@ -76,7 +78,7 @@ func (e *Executor) syncConfig(name string) error {
 			return catalog.StoreError(err)
 		}
 	}
-	var writes []docWrite
+	var writes []write.DocWrite
 	for _, d := range want {
 		_, id := catalog.DocID(d, nil)
 		old := have[string(id)]
@@ -88,28 +90,28 @@ func (e *Executor) syncConfig(name string) error {
 		if err != nil {
 			continue
 		}
-		writes = append(writes, docWrite{hash: h, id: id, old: old, new: d})
+		writes = append(writes, write.DocWrite{Hash: h, ID: id, Old: old, New: d})
 	}
 	for id, old := range have {
 		h, _ := ci.ShardHash(old)
-		writes = append(writes, docWrite{hash: h, id: []byte(id), old: old})
+		writes = append(writes, write.DocWrite{Hash: h, ID: []byte(id), Old: old})
 	}
 	if len(writes) == 0 {
 		return nil
 	}
-	wr := e.newWriter(ci)
+	wr := e.write.NewWriter(ci)
 	var hashes []uint64
 	for i := range writes {
-		hashes = wr.lockHashes(hashes, &writes[i])
+		hashes = wr.LockHashes(hashes, &writes[i])
 	}
-	wr.lock(hashes)
-	defer wr.release()
+	wr.Lock(hashes)
+	defer wr.Release()
 	for i := range writes {
-		if err := wr.stage(&writes[i]); err != nil {
+		if err := wr.Stage(&writes[i]); err != nil {
 			return err
 		}
 	}
-	return wr.commit(true)
+	return wr.Commit(true)
 }
 
 // configDocs returns the documents config.<name> should hold.

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/write"
+
 	"github.com/cleavedb/cleave/exec/query"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -89,6 +91,8 @@ type Executor struct {
 	cat *catalog.Catalog
 	// query runs reads (plan, scans, merge).
 	query *query.Engine
+	// write runs writes (targeting, key locks, index maintenance, atomic batches).
+	write *write.Path
 	// temp is where blocking stages spill (Storage.Temp).
 	temp *stream.Temp
 }
@@ -121,6 +125,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 			Meters:         e.readMeters,
 			IndexUse:       &e.indexUse,
 		})
+		e.write = write.NewPath(e.cat, e.query, write.StageHookFunc(e.onStage))
 	}
 	e.commands = e.commandTable()
 	if opts.Storage != nil {

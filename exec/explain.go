@@ -135,7 +135,7 @@ func (e *Executor) explainQuery(ctx context.Context, r *request, q *query.Query,
 		for _, s := range shards {
 			docs += s.Stats.DocsExamined
 			keys += s.Stats.KeysExamined
-			r.charge += readCharge(&s.Stats)
+			r.charge += s.Stats.Charge()
 		}
 		out = bsoncore.AppendInt64Element(out, "nReturned", nReturned)
 		out = bsoncore.AppendInt64Element(out, "executionTimeMillis", elapsed.Milliseconds())
@@ -267,7 +267,7 @@ func appendShardStats(out []byte, shards []*query.ShardStream) []byte {
 		x = bsoncore.AppendInt64Element(x, "nReturned", s.Stats.Returned)
 		x = bsoncore.AppendInt64Element(x, "totalKeysExamined", s.Stats.KeysExamined)
 		x = bsoncore.AppendInt64Element(x, "totalDocsExamined", s.Stats.DocsExamined)
-		x = bsoncore.AppendDoubleElement(x, "requestCharge", readCharge(&s.Stats))
+		x = bsoncore.AppendDoubleElement(x, "requestCharge", s.Stats.Charge())
 		o, _ = bsoncore.AppendDocumentEnd(x, sidx)
 	}
 	o, _ = bsoncore.AppendArrayEnd(o, aidx)

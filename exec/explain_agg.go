@@ -112,7 +112,7 @@ func (e *Executor) explainAggregate(ctx context.Context, r *request, p *pipeline
 		for _, s := range shards {
 			docs += s.Stats.DocsExamined
 			keys += s.Stats.KeysExamined
-			r.charge += readCharge(&s.Stats)
+			r.charge += s.Stats.Charge()
 		}
 		x = bsoncore.AppendInt64Element(x, "nReturned", nReturned)
 		x = bsoncore.AppendInt64Element(x, "executionTimeMillis", elapsed.Milliseconds())
@@ -181,7 +181,7 @@ func (e *Executor) appendShardPart(out []byte, s *query.ShardStream, q *query.Qu
 		x = bsoncore.AppendInt64Element(x, "nReturned", s.Stats.Returned)
 		x = bsoncore.AppendInt64Element(x, "totalKeysExamined", s.Stats.KeysExamined)
 		x = bsoncore.AppendInt64Element(x, "totalDocsExamined", s.Stats.DocsExamined)
-		x = bsoncore.AppendDoubleElement(x, "requestCharge", readCharge(&s.Stats))
+		x = bsoncore.AppendDoubleElement(x, "requestCharge", s.Stats.Charge())
 		k, _ = bsoncore.AppendDocumentEnd(x, xidx)
 	}
 	c, _ = bsoncore.AppendDocumentEnd(k, kidx)

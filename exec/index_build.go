@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/write"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"bytes"
@@ -92,11 +94,11 @@ func (e *Executor) fillBatch(ctx context.Context, ci *catalog.Coll, building []*
 	}
 	var hashes []uint64
 	for _, d := range docs {
-		hashes = append(hashes, docLockHash(ci.Meta.ID, d.id))
+		hashes = append(hashes, write.DocLockHash(ci.Meta.ID, d.id))
 		for _, xi := range building {
 			if xi.Unique {
 				_ = xi.Keys(d.doc, func(key []byte) error {
-					hashes = append(hashes, uniqueLockHash(ci.Meta.ID, xi.Meta.ID, key))
+					hashes = append(hashes, write.UniqueLockHash(ci.Meta.ID, xi.Meta.ID, key))
 					return nil
 				})
 			}
@@ -136,14 +138,14 @@ func (e *Executor) indexDoc(b catalog.Batch, ci *catalog.Coll, xi *catalog.Index
 		if xi.Unique {
 			sk := fmt.Sprintf("%d|%s", xi.Meta.ID, key)
 			if holder, ok := staged[sk]; ok && !bytes.Equal(holder, d.id) {
-				return e.newWriter(ci).dupKeyError(xi, d.doc)
+				return e.write.NewWriter(ci).DupKeyError(xi, d.doc)
 			}
 			_, id, found, err := db.HasIndexKeyPrefix(ci.Meta.ID, xi.Meta.ID, key)
 			if err != nil {
 				return catalog.StoreError(err)
 			}
 			if found && !bytes.Equal(id, d.id) {
-				return e.newWriter(ci).dupKeyError(xi, d.doc)
+				return e.write.NewWriter(ci).DupKeyError(xi, d.doc)
 			}
 			staged[sk] = d.id
 		}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/write"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"context"
@@ -126,13 +128,13 @@ func ttlBounds(desc bool, cutoff int64) ([]byte, []byte) {
 // expireBatch deletes those of docs (index entries of shard s) whose document is still
 // expired, through the write path, so that every index stays consistent.
 func (e *Executor) expireBatch(ci *catalog.Coll, xi *catalog.Index, s int, cutoff int64, docs []buildDoc) (int64, error) {
-	wr := e.newWriter(ci)
+	wr := e.write.NewWriter(ci)
 	hashes := make([]uint64, len(docs))
 	for i, d := range docs {
-		hashes[i] = docLockHash(ci.Meta.ID, d.id)
+		hashes[i] = write.DocLockHash(ci.Meta.ID, d.id)
 	}
-	wr.lock(hashes)
-	defer wr.release()
+	wr.Lock(hashes)
+	defer wr.Release()
 	var n int64
 	for _, d := range docs {
 		doc, err := e.st.Shards[s].GetDoc(ci.Meta.ID, d.hash, d.id, nil)
@@ -145,12 +147,12 @@ func (e *Executor) expireBatch(ci *catalog.Coll, xi *catalog.Index, s int, cutof
 		if !ttlExpired(xi, doc, cutoff) {
 			continue
 		}
-		if err := wr.stage(&docWrite{hash: d.hash, id: d.id, old: doc}); err != nil {
+		if err := wr.Stage(&write.DocWrite{Hash: d.hash, ID: d.id, Old: doc}); err != nil {
 			return n, err
 		}
 		n++
 	}
-	return n, wr.commit(true)
+	return n, wr.Commit(true)
 }
 
 // ttlExpired reports whether doc's date in TTL index xi (the earliest, for an array) is

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/write"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -57,7 +59,7 @@ func (e *Executor) convertToSharded(c *store.Collection, spec shardSpec, n int) 
 	if err != nil {
 		return nil, catalog.StoreError(err)
 	}
-	wr := e.newWriter(nci)
+	wr := e.write.NewWriter(nci)
 	docs := 0
 	for it.Next() {
 		doc := bsoncore.Document(it.Doc())
@@ -101,7 +103,7 @@ func (e *Executor) convertToSharded(c *store.Collection, spec shardSpec, n int) 
 
 // rehashDoc stages the move of one document from hash `from` (indexed as in oci) to hash
 // `to` (indexed as in nci) in batch b.
-func rehashDoc(b catalog.Batch, wr *writer, oci, nci *catalog.Coll, from, to uint64, id []byte, doc bsoncore.Document) error {
+func rehashDoc(b catalog.Batch, wr *write.Writer, oci, nci *catalog.Coll, from, to uint64, id []byte, doc bsoncore.Document) error {
 	coll := oci.Meta.ID
 	for _, xi := range oci.WriteIndexes {
 		if xi.IsID && !oci.IDIndexed {
@@ -156,7 +158,7 @@ func (e *Executor) undoConversion(c *store.Collection) error {
 	sharded.IDIndexed = true
 	b := db.NewBatch()
 	defer b.Close()
-	wr := e.newWriter(ci)
+	wr := e.write.NewWriter(ci)
 	n := 0
 	for ok := true; ok; ok = it.Next() {
 		if err := rehashDoc(b, wr, &sharded, ci, it.Hash(), 0, it.ID(), it.Doc()); err != nil {

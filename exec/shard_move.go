@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/write"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"bytes"
@@ -153,7 +155,7 @@ func (e *Executor) syncRange(ci *catalog.Coll, from, to int, lo, hi uint64) (int
 		return 0, catalog.StoreError(err)
 	}
 	defer func() { _ = di.Close() }()
-	rs := rangeSyncer{e: e, ci: ci, db: e.st.Shards[to], wr: e.newWriter(ci)}
+	rs := rangeSyncer{e: e, ci: ci, db: e.st.Shards[to], wr: e.write.NewWriter(ci)}
 	defer rs.Close()
 	sOK, dOK := si.Next(), di.Next()
 	for sOK || dOK {
@@ -221,7 +223,7 @@ type rangeSyncer struct {
 	e  *Executor
 	ci *catalog.Coll
 	db catalog.Shard
-	wr *writer // for index key generation only
+	wr *write.Writer // for index key generation only
 	b  catalog.Batch
 	n  int
 }

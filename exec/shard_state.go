@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/write"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"sync"
@@ -95,13 +97,13 @@ func (s *shardState) metersFor(ci *catalog.Coll) *shard.Meters {
 }
 
 // writeRU is the request units of one staged document write (shard.Cost's model).
-func writeRU(ci *catalog.Coll, w *docWrite) float64 {
+func writeRU(ci *catalog.Coll, w *write.DocWrite) float64 {
 	c := shard.Cost{DocsWritten: 1, IndexKeysWritten: int64(len(ci.WriteIndexes))}
-	if w.old != nil {
-		c.DocsRead, c.BytesRead = 1, int64(len(w.old))
+	if w.Old != nil {
+		c.DocsRead, c.BytesRead = 1, int64(len(w.Old))
 	}
-	if w.new != nil {
-		c.BytesWritten = int64(len(w.new))
+	if w.New != nil {
+		c.BytesWritten = int64(len(w.New))
 	}
 	return c.RU()
 }
@@ -118,44 +120,28 @@ func hotKeyLabel(label string) string {
 	return bsonx.ShellString(v)
 }
 
-// onStage is the writer's hook for one document write about to be staged (writer.stage),
-// called under the write's key locks with the current catalog version of ci. It recomputes
-// the write's hashes (a writer hashes before it locks, and the collection may have been
-// sharded in between), refuses a write that would take its logical partition past the
-// limit, and charges the write's request units to its partition's meter.
-func (e *Executor) onStage(ci *catalog.Coll, w *docWrite) error {
+// onStage implements StageHook: it refuses a write that would take its logical partition
+// past the limit and charges the write's request units to its partition's meter. The
+// writer has rehashed w under its key locks.
+func (e *Executor) onStage(ci *catalog.Coll, w *write.DocWrite) error {
 	s := e.shardSt()
 	if s == nil || ci.Hashed < 0 {
 		return nil
 	}
-	if w.old != nil {
-		if h, err := ci.ShardHash(w.old); err == nil {
-			w.hash = h
-		}
-	} else if h, err := ci.ShardHash(w.new); err == nil {
-		w.hash = h
-	}
-	newHash := w.hash
-	if w.new != nil && w.old != nil {
-		h, err := ci.ShardHash(w.new)
-		if err != nil {
-			return err
-		}
-		newHash, w.newHash = h, 0
-		if h != w.hash {
-			w.newHash = h
-		}
+	newHash := w.Hash
+	if w.New != nil && w.NewHash != 0 {
+		newHash = w.NewHash
 	}
 	var lb [80]byte
-	doc := w.new
+	doc := w.New
 	if doc == nil {
-		doc = w.old
+		doc = w.Old
 	}
 	label := ci.ShardKeyLabel(lb[:0], doc)
-	if w.new != nil {
-		adding := int64(len(w.new))
-		if w.old != nil && newHash == w.hash {
-			adding -= int64(len(w.old))
+	if w.New != nil {
+		adding := int64(len(w.New))
+		if w.Old != nil && newHash == w.Hash {
+			adding -= int64(len(w.Old))
 		}
 		if err := e.checkLogicalSize(ci, newHash, label, adding); err != nil {
 			return err

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/write"
+
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -14,7 +16,7 @@ type writeArgs struct {
 	coll      string
 	ordered   bool
 	let       bsoncore.Document
-	wc        writeConcern
+	wc        write.Concern
 	maxTimeMS int64
 	stmts     []bsoncore.Value // the updates or deletes array's elements
 }
@@ -86,7 +88,7 @@ func parseWriteArgs(cmd, list string, body bsoncore.Document) (*writeArgs, error
 			return nil, err
 		}
 	}
-	a.wc = parseWriteConcern(body)
+	a.wc = write.ParseConcern(body)
 	return a, nil
 }
 

@@ -304,3 +304,8 @@ func (ss *ShardStream) Close() {
 	}
 	ss.seen = nil
 }
+
+// Charge is the request units of a read: one per 4 KiB read, plus a tenth per index key.
+func (s *ScanStats) Charge() float64 {
+	return 1 + float64(s.BytesRead)/4096 + float64(s.KeysExamined)*0.1
+}

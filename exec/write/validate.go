@@ -1,4 +1,4 @@
-package exec
+package write
 
 import (
 	"strings"
@@ -14,10 +14,10 @@ import (
 // (BSONDepth::getMaxDepthForUserStorage).
 const maxStorageDepth = 100
 
-// prepareInsert checks a document a client wants to store and returns it with an _id in
+// PrepareInsert checks a document a client wants to store and returns it with an _id in
 // first position: the given one moved to the front if needed, or a new ObjectId. The
 // returned document may alias doc when it is already in that shape.
-func prepareInsert(doc bsoncore.Document) (bsoncore.Document, error) {
+func PrepareInsert(doc bsoncore.Document) (bsoncore.Document, error) {
 	if len(doc) > wire.MaxBSONSize {
 		return nil, mongoerr.New(mongoerr.BSONObjectTooLarge,
 			"object to insert too large. size in bytes: %d, max size: %d", len(doc), wire.MaxBSONSize)

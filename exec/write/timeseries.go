@@ -1,4 +1,4 @@
-package exec
+package write
 
 import (
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -46,12 +46,12 @@ func tsSlotKey(hash uint64, id []byte) string {
 
 // slotDoc returns the measurement at slot (hash, id) as this writer's batch leaves it, nil
 // when the slot is free.
-func (wr *writer) slotDoc(hash uint64, id []byte) (bsoncore.Document, error) {
+func (wr *Writer) slotDoc(hash uint64, id []byte) (bsoncore.Document, error) {
 	if d, ok := wr.staged[tsSlotKey(hash, id)]; ok {
 		return d, nil
 	}
 	ci := wr.ci
-	db := wr.e.st.Shards[ci.Map.Partition(ci.Map.Locate(hash)).Shard]
+	db := wr.p.cat.Shards()[ci.Map.Partition(ci.Map.Locate(hash)).Shard]
 	doc, err := db.GetDoc(ci.Meta.ID, hash, id, nil)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -61,7 +61,7 @@ func (wr *writer) slotDoc(hash uint64, id []byte) (bsoncore.Document, error) {
 
 // runLength returns the number of copies of doc in its run: slots h, h+1, … that hold doc.
 // The run is contiguous, so an exponential then a binary search finds its end.
-func (wr *writer) runLength(h uint64, id []byte, doc bsoncore.Document) (uint64, error) {
+func (wr *Writer) runLength(h uint64, id []byte, doc bsoncore.Document) (uint64, error) {
 	in := func(k uint64) (bool, error) {
 		d, err := wr.slotDoc(h+k, id)
 		return d != nil && bytes.Equal(d, doc), err
@@ -100,63 +100,63 @@ func (wr *writer) runLength(h uint64, id []byte, doc bsoncore.Document) (uint64,
 // the new measurement's timeField and sets w's slots, the old one (w.hash) to the last of
 // the old content's run and the new one (w.hash for an insert, else w.newHash) to the slot
 // after the new content's run.
-func (wr *writer) placeMeasurement(w *docWrite) error {
-	if w.new != nil {
-		if err := wr.ci.TS.CheckTime(w.new); err != nil {
+func (wr *Writer) placeMeasurement(w *DocWrite) error {
+	if w.New != nil {
+		if err := wr.ci.TS.CheckTime(w.New); err != nil {
 			return err
 		}
 	}
-	if w.old != nil {
-		h := catalog.MeasurementHash(w.old)
-		n, err := wr.runLength(h, w.id, w.old)
+	if w.Old != nil {
+		h := catalog.MeasurementHash(w.Old)
+		n, err := wr.runLength(h, w.ID, w.Old)
 		if err != nil {
 			return catalog.StoreError(err)
 		}
 		if n > 0 {
-			w.hash = h + n - 1
+			w.Hash = h + n - 1
 		}
 	}
-	if w.new == nil {
+	if w.New == nil {
 		return nil
 	}
-	h := catalog.MeasurementHash(w.new)
-	n, err := wr.runLength(h, w.id, w.new)
+	h := catalog.MeasurementHash(w.New)
+	n, err := wr.runLength(h, w.ID, w.New)
 	if err != nil {
 		return catalog.StoreError(err)
 	}
 	slot := h + n
 	for {
-		d, err := wr.slotDoc(slot, w.id)
+		d, err := wr.slotDoc(slot, w.ID)
 		if err != nil {
 			return catalog.StoreError(err)
 		}
-		if d == nil || (w.old != nil && slot == w.hash) {
+		if d == nil || (w.Old != nil && slot == w.Hash) {
 			break
 		}
 		slot++ // a different measurement of this _id: a hash collision
 	}
-	if w.old == nil {
-		w.hash, w.newHash = slot, 0
+	if w.Old == nil {
+		w.Hash, w.NewHash = slot, 0
 	} else {
-		w.newHash = slot
+		w.NewHash = slot
 	}
 	return nil
 }
 
 // markMeasurement is writer.stage's last step for a time-series collection: it records
 // the slots w frees and takes, for the writes staged after it in the same batch.
-func (wr *writer) markMeasurement(w *docWrite) {
+func (wr *Writer) markMeasurement(w *DocWrite) {
 	if wr.staged == nil {
 		wr.staged = map[string][]byte{}
 	}
-	newSlot := w.hash
-	if w.new != nil && w.newHash != 0 {
-		newSlot = w.newHash
+	newSlot := w.Hash
+	if w.New != nil && w.NewHash != 0 {
+		newSlot = w.NewHash
 	}
-	if w.old != nil && (w.new == nil || newSlot != w.hash) {
-		wr.staged[tsSlotKey(w.hash, w.id)] = nil
+	if w.Old != nil && (w.New == nil || newSlot != w.Hash) {
+		wr.staged[tsSlotKey(w.Hash, w.ID)] = nil
 	}
-	if w.new != nil {
-		wr.staged[tsSlotKey(newSlot, w.id)] = w.new
+	if w.New != nil {
+		wr.staged[tsSlotKey(newSlot, w.ID)] = w.New
 	}
 }

@@ -1,4 +1,4 @@
-package exec
+package write
 
 import (
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -16,23 +16,23 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// docWrite is one document change: an insert (old nil), a replacement (both) or a delete
+// DocWrite is one document change: an insert (old nil), a replacement (both) or a delete
 // (new nil). Writes of a collection are staged into per-shard batches by a writer.
-type docWrite struct {
-	hash uint64
-	id   []byte // encoded _id
-	old  bsoncore.Document
-	new  bsoncore.Document
-	// newHash is the hash of new when it differs from hash (a shard-key change moves it).
-	newHash uint64
+type DocWrite struct {
+	Hash uint64
+	ID   []byte // encoded _id
+	Old  bsoncore.Document
+	New  bsoncore.Document
+	// NewHash is the hash of new when it differs from hash (a shard-key change moves it).
+	NewHash uint64
 }
 
-// writer stages document writes of one collection into atomic per-shard batches, keeping
+// Writer stages document writes of one collection into atomic per-shard batches, keeping
 // every index in step, checking unique keys (against the store and against the writes
 // staged before) and holding the key locks that make read-check-write sequences atomic.
 // Use: lock the keys of a group of writes, stage them, commit, unlock.
-type writer struct {
-	e       *Executor
+type Writer struct {
+	p       *Path
 	ci      *catalog.Coll
 	batches map[int]catalog.Batch
 	// staged unique keys: "shard|index|key" → the encoded _id that holds it now, or nil
@@ -43,37 +43,37 @@ type writer struct {
 	keybuf  []byte
 }
 
-// newWriter returns a writer for collection ci.
-func (e *Executor) newWriter(ci *catalog.Coll) *writer {
-	return &writer{e: e, ci: ci, batches: map[int]catalog.Batch{}}
+// NewWriter returns a writer for collection ci.
+func (wp *Path) NewWriter(ci *catalog.Coll) *Writer {
+	return &Writer{p: wp, ci: ci, batches: map[int]catalog.Batch{}}
 }
 
-// lockHashes returns the key-lock hashes a write of w needs: its document key and the keys
+// LockHashes returns the key-lock hashes a write of w needs: its document key and the keys
 // it would take in each unique secondary index.
-func (wr *writer) lockHashes(dst []uint64, w *docWrite) []uint64 {
-	dst = append(dst, docLockHash(wr.ci.Meta.ID, w.id))
-	if w.new == nil {
+func (wr *Writer) LockHashes(dst []uint64, w *DocWrite) []uint64 {
+	dst = append(dst, DocLockHash(wr.ci.Meta.ID, w.ID))
+	if w.New == nil {
 		return dst
 	}
 	for _, xi := range wr.ci.WriteUniques {
-		_ = xi.Keys(w.new, func(key []byte) error {
-			dst = append(dst, uniqueLockHash(wr.ci.Meta.ID, xi.Meta.ID, key))
+		_ = xi.Keys(w.New, func(key []byte) error {
+			dst = append(dst, UniqueLockHash(wr.ci.Meta.ID, xi.Meta.ID, key))
 			return nil
 		})
 	}
 	return dst
 }
 
-// lock takes the key locks of hashes; release them with release. Under the locks it
+// Lock takes the key locks of hashes; release them with release. Under the locks it
 // moves to the collection's current catalog version, so that an index build that started
 // meanwhile gets this write's entries (see buildIndexes).
-func (wr *writer) lock(hashes []uint64) {
-	wr.unlock = wr.e.cat.Locks().LockMany(hashes)
-	wr.ci = wr.e.cat.Refresh(wr.ci)
+func (wr *Writer) Lock(hashes []uint64) {
+	wr.unlock = wr.p.cat.Locks().LockMany(hashes)
+	wr.ci = wr.p.cat.Refresh(wr.ci)
 }
 
-// release commits nothing; it drops the locks taken by lock and the staged batches.
-func (wr *writer) release() {
+// Release commits nothing; it drops the locks taken by lock and the staged batches.
+func (wr *Writer) Release() {
 	for _, b := range wr.batches {
 		b.Close()
 	}
@@ -86,8 +86,8 @@ func (wr *writer) release() {
 	}
 }
 
-// docLockHash is the key-lock hash of a document.
-func docLockHash(coll store.CollID, id []byte) uint64 {
+// DocLockHash is the key-lock hash of a document.
+func DocLockHash(coll store.CollID, id []byte) uint64 {
 	var h xxh3.Hasher
 	var b [5]byte
 	b[0] = 'd'
@@ -97,8 +97,8 @@ func docLockHash(coll store.CollID, id []byte) uint64 {
 	return h.Sum64()
 }
 
-// uniqueLockHash is the key-lock hash of a unique index key.
-func uniqueLockHash(coll store.CollID, idx store.IndexID, key []byte) uint64 {
+// UniqueLockHash is the key-lock hash of a unique index key.
+func UniqueLockHash(coll store.CollID, idx store.IndexID, key []byte) uint64 {
 	var h xxh3.Hasher
 	var b [9]byte
 	b[0] = 'u'
@@ -110,38 +110,43 @@ func uniqueLockHash(coll store.CollID, idx store.IndexID, key []byte) uint64 {
 }
 
 // batch returns the batch of shard s.
-func (wr *writer) batch(s int) catalog.Batch {
+func (wr *Writer) batch(s int) catalog.Batch {
 	b := wr.batches[s]
 	if b == nil {
-		b = wr.e.st.Shards[s].NewBatch()
+		b = wr.p.cat.Shards()[s].NewBatch()
 		wr.batches[s] = b
 	}
 	return b
 }
 
-// stage adds w to the batch of its shard: the document, its index entries and the stats.
+// Stage adds w to the batch of its shard: the document, its index entries and the stats.
 // It fails (staging nothing) on a duplicate unique key. The caller holds w's key locks.
-func (wr *writer) stage(w *docWrite) error {
+func (wr *Writer) Stage(w *DocWrite) error {
 	ci := wr.ci
 	coll := ci.Meta.ID
-	// Hashes again under the locks (the collection may have been sharded since), checks the
-	// logical-partition limit and meters the write (shard_state.go).
-	if err := wr.e.onStage(ci, w); err != nil {
-		return err
+	if ci.Hashed >= 0 {
+		if err := rehash(ci, w); err != nil {
+			return err
+		}
+	}
+	if wr.p.hook != nil {
+		if err := wr.p.hook.OnStage(ci, w); err != nil {
+			return err
+		}
 	}
 	if ci.TS != nil { // time-series: measurements live at content-derived slots (timeseries_write.go)
 		if err := wr.placeMeasurement(w); err != nil {
 			return err
 		}
 	}
-	oldShard := ci.Map.Partition(ci.Map.Locate(w.hash)).Shard
-	newHash := w.hash
-	if w.new != nil && w.newHash != 0 {
-		newHash = w.newHash
+	oldShard := ci.Map.Partition(ci.Map.Locate(w.Hash)).Shard
+	newHash := w.Hash
+	if w.New != nil && w.NewHash != 0 {
+		newHash = w.NewHash
 	}
 	newShard := ci.Map.Partition(ci.Map.Locate(newHash)).Shard
 	// Unique checks first, so that a failure stages nothing.
-	if w.new != nil {
+	if w.New != nil {
 		for _, xi := range ci.WriteUniques {
 			if err := wr.checkUnique(xi, newShard, newHash, w); err != nil {
 				return err
@@ -152,21 +157,21 @@ func (wr *writer) stage(w *docWrite) error {
 		if xi.IsID && !ci.IDIndexed {
 			continue
 		}
-		if err := wr.stageIndex(xi, oldShard, newShard, w.hash, newHash, w); err != nil {
+		if err := wr.stageIndex(xi, oldShard, newShard, w.Hash, newHash, w); err != nil {
 			return err
 		}
 	}
-	if w.old != nil {
+	if w.Old != nil {
 		b := wr.batch(oldShard)
-		if w.new == nil || newHash != w.hash {
-			b.DeleteDoc(coll, w.hash, w.id)
+		if w.New == nil || newHash != w.Hash {
+			b.DeleteDoc(coll, w.Hash, w.ID)
 		}
-		b.AddStats(coll, w.hash, -1, -int64(len(w.old)))
+		b.AddStats(coll, w.Hash, -1, -int64(len(w.Old)))
 	}
-	if w.new != nil {
+	if w.New != nil {
 		b := wr.batch(newShard)
-		b.SetDoc(coll, newHash, w.id, w.new)
-		b.AddStats(coll, newHash, 1, int64(len(w.new)))
+		b.SetDoc(coll, newHash, w.ID, w.New)
+		b.AddStats(coll, newHash, 1, int64(len(w.New)))
 	}
 	if ci.TS != nil { // time-series: the slots this write took and freed (timeseries_write.go)
 		wr.markMeasurement(w)
@@ -177,11 +182,11 @@ func (wr *writer) stage(w *docWrite) error {
 
 // stageIndex stages the entry changes of one index for w: removes the old document's keys
 // that the new one lacks and adds the new ones.
-func (wr *writer) stageIndex(xi *catalog.Index, oldShard, newShard int, oldHash, newHash uint64, w *docWrite) error {
+func (wr *Writer) stageIndex(xi *catalog.Index, oldShard, newShard int, oldHash, newHash uint64, w *DocWrite) error {
 	coll := wr.ci.Meta.ID
 	var oldKeys [][]byte
-	if w.old != nil {
-		err := xi.Keys(w.old, func(key []byte) error {
+	if w.Old != nil {
+		err := xi.Keys(w.Old, func(key []byte) error {
 			oldKeys = append(oldKeys, append([]byte(nil), key...))
 			return nil
 		})
@@ -191,8 +196,8 @@ func (wr *writer) stageIndex(xi *catalog.Index, oldShard, newShard int, oldHash,
 	}
 	moved := oldShard != newShard || oldHash != newHash
 	var newKeys [][]byte
-	if w.new != nil {
-		err := xi.Keys(w.new, func(key []byte) error {
+	if w.New != nil {
+		err := xi.Keys(w.New, func(key []byte) error {
 			newKeys = append(newKeys, append([]byte(nil), key...))
 			return nil
 		})
@@ -202,7 +207,7 @@ func (wr *writer) stageIndex(xi *catalog.Index, oldShard, newShard int, oldHash,
 	}
 	for _, k := range oldKeys {
 		if moved || !containsKey(newKeys, k) {
-			wr.batch(oldShard).DeleteIndex(coll, xi.Meta.ID, k, oldHash, w.id)
+			wr.batch(oldShard).DeleteIndex(coll, xi.Meta.ID, k, oldHash, w.ID)
 			if xi.ChecksKeys() { // unique or prepareUnique
 				wr.markStaged(oldShard, xi, k, nil)
 			}
@@ -210,9 +215,9 @@ func (wr *writer) stageIndex(xi *catalog.Index, oldShard, newShard int, oldHash,
 	}
 	for _, k := range newKeys {
 		if moved || !containsKey(oldKeys, k) {
-			wr.batch(newShard).SetIndex(coll, xi.Meta.ID, k, newHash, w.id)
+			wr.batch(newShard).SetIndex(coll, xi.Meta.ID, k, newHash, w.ID)
 			if xi.ChecksKeys() { // unique or prepareUnique
-				wr.markStaged(newShard, xi, k, w.id)
+				wr.markStaged(newShard, xi, k, w.ID)
 			}
 		}
 	}
@@ -230,7 +235,7 @@ func containsKey(keys [][]byte, k []byte) bool {
 }
 
 // stagedKey is the staged map's key for a unique index key on a shard.
-func (wr *writer) stagedKey(s int, xi *catalog.Index, key []byte) string {
+func (wr *Writer) stagedKey(s int, xi *catalog.Index, key []byte) string {
 	wr.keybuf = binary.BigEndian.AppendUint32(wr.keybuf[:0], uint32(s))
 	wr.keybuf = binary.BigEndian.AppendUint32(wr.keybuf, uint32(xi.Meta.ID))
 	wr.keybuf = append(wr.keybuf, key...)
@@ -238,7 +243,7 @@ func (wr *writer) stagedKey(s int, xi *catalog.Index, key []byte) string {
 }
 
 // markStaged records that a staged write gave key of unique index xi to id (nil: removed it).
-func (wr *writer) markStaged(s int, xi *catalog.Index, key, id []byte) {
+func (wr *Writer) markStaged(s int, xi *catalog.Index, key, id []byte) {
 	if wr.staged == nil {
 		wr.staged = map[string][]byte{}
 	}
@@ -247,15 +252,15 @@ func (wr *writer) markStaged(s int, xi *catalog.Index, key, id []byte) {
 
 // checkUnique fails with E11000 when a key w.new takes in unique index xi is held by
 // another document, in the store or among the writes staged before.
-func (wr *writer) checkUnique(xi *catalog.Index, s int, hash uint64, w *docWrite) error {
+func (wr *Writer) checkUnique(xi *catalog.Index, s int, hash uint64, w *DocWrite) error {
 	if xi.PrepareUnique { // collMod's prepareUnique keeps the duplicates it has (collmod_unique.go)
 		return wr.checkNewKeys(xi, s, w)
 	}
-	db := wr.e.st.Shards[s]
-	return xi.Keys(w.new, func(key []byte) error {
+	db := wr.p.cat.Shards()[s]
+	return xi.Keys(w.New, func(key []byte) error {
 		if holder, ok := wr.staged[wr.stagedKey(s, xi, key)]; ok {
-			if holder != nil && !bytes.Equal(holder, w.id) {
-				return wr.dupKeyError(xi, w.new)
+			if holder != nil && !bytes.Equal(holder, w.ID) {
+				return wr.DupKeyError(xi, w.New)
 			}
 			return nil
 		}
@@ -263,16 +268,16 @@ func (wr *writer) checkUnique(xi *catalog.Index, s int, hash uint64, w *docWrite
 		if err != nil {
 			return err
 		}
-		if found && !bytes.Equal(id, w.id) {
-			return wr.dupKeyError(xi, w.new)
+		if found && !bytes.Equal(id, w.ID) {
+			return wr.DupKeyError(xi, w.New)
 		}
 		return nil
 	})
 }
 
-// dupKeyError is MongoDB's E11000 for doc colliding in index xi, with keyPattern and
+// DupKeyError is MongoDB's E11000 for doc colliding in index xi, with keyPattern and
 // keyValue.
-func (wr *writer) dupKeyError(xi *catalog.Index, doc bsoncore.Document) error {
+func (wr *Writer) DupKeyError(xi *catalog.Index, doc bsoncore.Document) error {
 	vidx, kv := bsoncore.AppendDocumentStart(nil)
 	var desc bytes.Buffer
 	desc.WriteString("{ ")
@@ -299,41 +304,41 @@ func (wr *writer) dupKeyError(xi *catalog.Index, doc bsoncore.Document) error {
 	return e
 }
 
-// checkIDFree fails with E11000 on the _id index when a document with w's _id exists (an
+// CheckIDFree fails with E11000 on the _id index when a document with w's _id exists (an
 // insert). The caller holds the document's key lock.
-func (wr *writer) checkIDFree(w *docWrite) error {
+func (wr *Writer) CheckIDFree(w *DocWrite) error {
 	ci := wr.ci
 	if ci.TS != nil {
 		return nil // a time-series collection has no unique _id (timeseries_write.go)
 	}
-	s := ci.Map.Partition(ci.Map.Locate(w.hash)).Shard
-	if holder, ok := wr.staged[wr.stagedKey(s, ci.Indexes[0], w.id)]; ok && holder != nil {
-		return wr.dupKeyError(ci.Indexes[0], w.new)
+	s := ci.Map.Partition(ci.Map.Locate(w.Hash)).Shard
+	if holder, ok := wr.staged[wr.stagedKey(s, ci.Indexes[0], w.ID)]; ok && holder != nil {
+		return wr.DupKeyError(ci.Indexes[0], w.New)
 	}
-	db := wr.e.st.Shards[s]
+	db := wr.p.cat.Shards()[s]
 	var found bool
 	if ci.IDIndexed {
 		var err error
-		_, _, found, err = db.HasIndexKeyPrefix(ci.Meta.ID, ci.Indexes[0].Meta.ID, w.id)
+		_, _, found, err = db.HasIndexKeyPrefix(ci.Meta.ID, ci.Indexes[0].Meta.ID, w.ID)
 		if err != nil {
 			return err
 		}
 	} else {
-		_, err := db.GetDoc(ci.Meta.ID, w.hash, w.id, nil)
+		_, err := db.GetDoc(ci.Meta.ID, w.Hash, w.ID, nil)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 		found = err == nil
 	}
 	if found {
-		return wr.dupKeyError(ci.Indexes[0], w.new)
+		return wr.DupKeyError(ci.Indexes[0], w.New)
 	}
-	wr.markStaged(s, ci.Indexes[0], w.id, w.id)
+	wr.markStaged(s, ci.Indexes[0], w.ID, w.ID)
 	return nil
 }
 
-// commit commits every staged batch, synced unless sync is false (w: 0 or j: false).
-func (wr *writer) commit(sync bool) error {
+// Commit commits every staged batch, synced unless sync is false (w: 0 or j: false).
+func (wr *Writer) Commit(sync bool) error {
 	var errs []error
 	for s, b := range wr.batches {
 		if !b.Empty() {
@@ -344,3 +349,41 @@ func (wr *writer) commit(sync bool) error {
 	}
 	return catalog.StoreError(errors.Join(errs...))
 }
+
+// rehash recomputes w's hashes under its key locks with the current version of ci, a
+// sharded collection: a writer hashes before it locks, and the collection may have been
+// sharded in between. w.newHash is set when an update moves the document to another hash.
+func rehash(ci *catalog.Coll, w *DocWrite) error {
+	if w.Old != nil {
+		if h, err := ci.ShardHash(w.Old); err == nil {
+			w.Hash = h
+		}
+	} else if h, err := ci.ShardHash(w.New); err == nil {
+		w.Hash = h
+	}
+	if w.New != nil && w.Old != nil {
+		h, err := ci.ShardHash(w.New)
+		if err != nil {
+			return err
+		}
+		w.NewHash = 0
+		if h != w.Hash {
+			w.NewHash = h
+		}
+	}
+	return nil
+}
+
+// StageHook sees every document write about to be staged, under the write's key locks, with
+// the current catalog version of its collection and its hashes recomputed: sharding refuses
+// writes past the logical-partition limit and charges their request units to partition
+// meters. A non-nil error refuses the write, and nothing of it is staged.
+type StageHook interface {
+	OnStage(ci *catalog.Coll, w *DocWrite) error
+}
+
+// StageHookFunc adapts a function to StageHook.
+type StageHookFunc func(ci *catalog.Coll, w *DocWrite) error
+
+// OnStage implements StageHook.
+func (f StageHookFunc) OnStage(ci *catalog.Coll, w *DocWrite) error { return f(ci, w) }

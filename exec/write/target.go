@@ -1,4 +1,4 @@
-package exec
+package write
 
 import (
 	"github.com/cleavedb/cleave/exec/query"
@@ -36,27 +36,27 @@ func exactShardKey(ci *catalog.Coll, f *match.Filter) bool {
 }
 
 // exactID reports whether the op's query fixes _id to one value.
-func (op *writeOp) exactID() bool {
-	vals, ok := op.filter.Equalities("_id")
+func (op *Op) exactID() bool {
+	vals, ok := op.Filter.Equalities("_id")
 	return ok && len(vals) == 1 && vals[0].Type != bsoncore.TypeArray
 }
 
 // targetedShards is how many shards the op's query reads.
-func (op *writeOp) targetedShards() int {
+func (op *Op) targetedShards() int {
 	seen := map[int]bool{}
-	for _, t := range query.TargetPartitions(op.ci, op.filter) {
-		seen[op.ci.Map.Partition(t).Shard] = true
+	for _, t := range query.TargetPartitions(op.CI, op.Filter) {
+		seen[op.CI.Map.Partition(t).Shard] = true
 	}
 	return len(seen)
 }
 
-// checkUpdateTarget applies the rule to an update statement whose update document is u.
-func (op *writeOp) checkUpdateTarget(u bsoncore.Value) error {
-	if op.ci == nil || op.ci.ShardKey == nil || op.multi {
+// CheckUpdateTarget applies the rule to an update statement whose update document is u.
+func (op *Op) CheckUpdateTarget(u bsoncore.Value) error {
+	if op.CI == nil || op.CI.ShardKey == nil || op.Multi {
 		return nil
 	}
-	if op.upsert {
-		if !exactShardKey(op.ci, op.filter) {
+	if op.Upsert {
+		if !exactShardKey(op.CI, op.Filter) {
 			return mongoerr.New(mongoerr.ShardKeyNotFound, "Failed to target upsert by query :: could not extract exact shard key")
 		}
 		return nil
@@ -65,8 +65,8 @@ func (op *writeOp) checkUpdateTarget(u bsoncore.Value) error {
 	if n == 1 {
 		return nil
 	}
-	if op.upd.IsReplacement() {
-		if !replacementHasShardKey(op.ci, u.Document()) {
+	if op.Upd.IsReplacement() {
+		if !replacementHasShardKey(op.CI, u.Document()) {
 			return mongoerr.New(mongoerr.ShardKeyNotFound, "Failed to target update by replacement document :: could not extract exact shard key")
 		}
 		return nil
@@ -77,22 +77,22 @@ func (op *writeOp) checkUpdateTarget(u bsoncore.Value) error {
 	return mongoerr.New(mongoerr.InvalidOptions, "A {multi:false} update on a sharded collection must contain an exact match on _id "+
 		"(and have the collection default collation) or target a single shard (and have the simple collation), but this update "+
 		"targeted %d shards. Update request: { q: %s, u: %s, multi: false, upsert: false }, shard key pattern: %s",
-		n, shellDoc(op.query), bsonx.ShellString(u), op.ci.ShardKeyPattern())
+		n, shellDoc(op.Query), bsonx.ShellString(u), op.CI.ShardKeyPattern())
 }
 
-// checkDeleteTarget applies the rule to a delete statement.
-func (op *writeOp) checkDeleteTarget() error {
-	if op.ci == nil || op.ci.ShardKey == nil || op.multi || exactShardKey(op.ci, op.filter) || op.exactID() {
+// CheckDeleteTarget applies the rule to a delete statement.
+func (op *Op) CheckDeleteTarget() error {
+	if op.CI == nil || op.CI.ShardKey == nil || op.Multi || exactShardKey(op.CI, op.Filter) || op.exactID() {
 		return nil
 	}
 	return mongoerr.New(mongoerr.ShardKeyNotFound, "A single delete on a sharded collection must contain an exact match on _id "+
 		"(and have the collection default collation) or contain the shard key (and have the simple collation). "+
-		"Delete request: { q: %s, limit: 1 }, shard key pattern: %s", shellDoc(op.query), op.ci.ShardKeyPattern())
+		"Delete request: { q: %s, limit: 1 }, shard key pattern: %s", shellDoc(op.Query), op.CI.ShardKeyPattern())
 }
 
-// checkFAMTarget applies the rule to a findAndModify.
-func (op *writeOp) checkFAMTarget() error {
-	if op.ci == nil || op.ci.ShardKey == nil || exactShardKey(op.ci, op.filter) {
+// CheckFAMTarget applies the rule to a findAndModify.
+func (op *Op) CheckFAMTarget() error {
+	if op.CI == nil || op.CI.ShardKey == nil || exactShardKey(op.CI, op.Filter) {
 		return nil
 	}
 	return mongoerr.New(mongoerr.ShardKeyNotFound, "Query for sharded findAndModify must contain the shard key")

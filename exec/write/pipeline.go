@@ -1,4 +1,4 @@
-package exec
+package write
 
 import (
 	"github.com/cleavedb/cleave/exec/query"
@@ -56,9 +56,9 @@ func (p *updatePipeline) Apply(dst []byte, doc bsoncore.Document) ([]byte, error
 	return append(dst, cur...), nil
 }
 
-// updatePipelineCompiler returns the update.Options.CompilePipeline hook of an update whose
+// PipelineCompiler returns the update.Options.CompilePipeline hook of an update whose
 // expressions see the command's let variables and the statement's constants (c).
-func updatePipelineCompiler(let, constants bsoncore.Document) func(bsoncore.Array) (update.Pipeline, error) {
+func PipelineCompiler(let, constants bsoncore.Document) func(bsoncore.Array) (update.Pipeline, error) {
 	vars := mergeLet(let, constants)
 	return func(arr bsoncore.Array) (update.Pipeline, error) {
 		opts := &expr.Options{Let: vars}

@@ -1,0 +1,25 @@
+// Package write is the write path: every insert, update, delete and findAndModify, and the
+// writes of $out, $merge, index builds and partition moves, goes through a Writer.
+//
+// A Writer stages document writes of one collection into one atomic batch per shard. Its
+// protocol: LockHashes and Lock take the key locks of a group of writes (and move to the
+// collection's current catalog version, so a concurrent index build gets this write's
+// entries); Stage adds each write — the document, every index entry, the stats — after
+// checking unique keys against the store and the writes staged before; Commit applies the
+// batches (synced to the WAL unless the write concern relaxes it); Release drops the locks.
+// Op and Path.Run apply one update or delete statement: find the candidates (through
+// query), re-read each under its locks, apply the change, and retry what changed meanwhile.
+//
+// Sharding plugs in through StageHook, which this package declares and never imports: it
+// sees each staged write under its locks with the current catalog version and its hashes
+// recomputed, and may refuse it (the logical-partition limit) or charge it (meters).
+//
+// Invariants: a write is staged under the key locks of its _id and of every unique key it
+// takes; nothing of a refused write is staged; all of a group's changes on one shard commit
+// in one batch.
+//
+//	wr := path.NewWriter(ci)
+//	wr.Lock(wr.LockHashes(nil, &w))
+//	defer wr.Release()
+//	if err := wr.Stage(&w); err == nil { err = wr.Commit(true) }
+package write
