@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/sharding"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"github.com/cleavedb/cleave/exec/stream"
@@ -102,8 +104,8 @@ func (s *collStatsStage) openSource(ci *catalog.Coll) (stream.Stream, error) {
 func (s *collStatsStage) shardDoc(ns string, shardIdx int, sz *collSizes, c *store.Collection) bsoncore.Document {
 	e := s.env.e
 	b := bsoncore.NewDocumentBuilder().AppendString("ns", ns).
-		AppendString("shard", shardName(shardIdx)).
-		AppendString("host", shardName(shardIdx)+"/"+e.listenAddr()).
+		AppendString("shard", sharding.Name(shardIdx)).
+		AppendString("host", sharding.Name(shardIdx)+"/"+e.listenAddr()).
 		AppendDateTime("localTime", time.Now().UnixMilli())
 	if s.latency {
 		op := func() bsoncore.Document {

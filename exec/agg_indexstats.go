@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/sharding"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"github.com/cleavedb/cleave/exec/stream"
@@ -57,7 +59,7 @@ func (s *indexStatsStage) openSource(ci *catalog.Coll) (stream.Stream, error) {
 				AppendString("host", e.listenAddr()).
 				AppendDocument("accesses", bsoncore.NewDocumentBuilder().AppendInt64("ops", use.Ops.Load()).
 					AppendDateTime("since", use.Since.UnixMilli()).Build()).
-				AppendString("shard", shardName(shardIdx)).
+				AppendString("shard", sharding.Name(shardIdx)).
 				AppendDocument("spec", indexSpecDoc(x))
 			if !x.Ready {
 				b.AppendBoolean("building", true)

@@ -100,7 +100,7 @@ func (e *Executor) count(ctx context.Context, r *request) error {
 	}
 	var n int64
 	if f.IsEmpty() && a.hint.Type == 0 {
-		n = e.ownedDocCount(ci) // shard_move.go: not the data of moves in flight
+		n = e.shards.OwnedDocCount(ci) // shard_move.go: not the data of moves in flight
 		n = max(n-a.skip, 0)
 		if a.limit > 0 {
 			n = min(n, a.limit)

@@ -134,7 +134,7 @@ func (e *Executor) appendServerStatusSharding(dst []byte) []byte {
 	idx, out := bsoncore.AppendDocumentElementStart(dst, "sharding")
 	out = bsoncore.AppendStringElement(out, "configsvrConnectionString", "config/"+e.listenAddr())
 	out = bsoncore.AppendInt64Element(out, "maxChunkSizeInBytes", e.opts.Partitioning.PartitionMaxBytes)
-	out = e.appendShardingStatus(out, "partitionManager")
+	out = e.shards.AppendStatus(out, "partitionManager")
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	return out
 }

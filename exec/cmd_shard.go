@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/sharding"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"context"
@@ -18,7 +20,6 @@ import (
 
 // addShardCommands registers the sharding commands and starts the partition manager.
 func (e *Executor) addShardCommands(add func(*command, ...string)) {
-	e.shards = newShardState(&e.opts, e.log)
 	add(&command{run: e.enableSharding, help: "enable sharding on a database", adminOnly: true}, "enableSharding", "enablesharding")
 	add(&command{run: e.shardCollection, help: "shard a collection by a hashed key", adminOnly: true}, "shardCollection", "shardcollection")
 	add(&command{run: e.customAction, help: "Azure Cosmos DB's collection and database commands"}, "customAction")
@@ -29,7 +30,6 @@ func (e *Executor) addShardCommands(add func(*command, ...string)) {
 	add(&command{run: e.getShardMap, help: "the shards and their hosts", adminOnly: true}, "getShardMap")
 	add(&command{run: e.moveChunk, help: "move the partition holding a shard-key value to a shard", adminOnly: true}, "moveChunk", "movechunk")
 	add(&command{run: e.okCommand, help: "accepted; the balancer always runs", adminOnly: true}, "balancerStart", "balancerStop")
-	e.startPartitionManager()
 }
 
 // enableSharding accepts {enableSharding: db}: every database can hold sharded
@@ -49,14 +49,6 @@ func (e *Executor) enableSharding(_ context.Context, r *request) error {
 	return nil
 }
 
-// shardSpec is a parsed shardCollection request.
-type shardSpec struct {
-	db, coll         string
-	key              bsoncore.Document
-	numInitialChunks int
-	throughput       int64
-}
-
 // shardCollection runs {shardCollection: "db.coll", key: {field: "hashed"}, ...}.
 func (e *Executor) shardCollection(_ context.Context, r *request) error {
 	const cmd = "shardCollection"
@@ -69,13 +61,13 @@ func (e *Executor) shardCollection(_ context.Context, r *request) error {
 	if !ok || db == "" || coll == "" {
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", ns)
 	}
-	spec := shardSpec{db: db, coll: coll}
+	spec := sharding.Spec{DB: db, Coll: coll}
 	var unique, presplit bool
 	err = forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "key":
-			spec.key, err = argDoc(cmd, key, v)
+			spec.Key, err = argDoc(cmd, key, v)
 		case "unique":
 			unique, err = argBool(cmd, key, v)
 		case "numInitialChunks":
@@ -84,7 +76,7 @@ func (e *Executor) shardCollection(_ context.Context, r *request) error {
 			if err == nil && (n < 0 || n > 8192) {
 				err = mongoerr.New(mongoerr.InvalidOptions, "numInitialChunks cannot be more than either: 8192, 8192 * number of shards; or 1000000")
 			}
-			spec.numInitialChunks = int(n)
+			spec.NumInitialChunks = int(n)
 		case "presplitHashedZones":
 			presplit, err = argBool(cmd, key, v)
 		case "collation":
@@ -104,11 +96,11 @@ func (e *Executor) shardCollection(_ context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	if spec.key == nil {
+	if spec.Key == nil {
 		return missingField(cmd, "key")
 	}
-	spec.key = append(bsoncore.Document(nil), spec.key...) // the body aliases the read buffer
-	if err := validateShardKey(spec.key); err != nil {
+	spec.Key = append(bsoncore.Document(nil), spec.Key...) // the body aliases the read buffer
+	if err := validateShardKey(spec.Key); err != nil {
 		return err
 	}
 	if unique {
@@ -162,41 +154,40 @@ func validateShardKey(key bsoncore.Document) error {
 // shardColl shards collection spec.db.spec.coll, creating it when it does not exist and
 // converting its documents when it holds some (shard_convert.go). Sharding a collection
 // again with the same key succeeds and changes nothing, as in MongoDB.
-func (e *Executor) shardColl(spec shardSpec) (*store.Collection, error) {
-	if err := catalog.ValidateCollName(spec.db, spec.coll); err != nil {
+func (e *Executor) shardColl(spec sharding.Spec) (*store.Collection, error) {
+	if err := catalog.ValidateCollName(spec.DB, spec.Coll); err != nil {
 		return nil, err
 	}
 	unlock := e.cat.LockDDL()
 	defer unlock()
-	c := e.st.Catalog.State().Collection(spec.db, spec.coll)
+	c := e.st.Catalog.State().Collection(spec.DB, spec.Coll)
 	if c != nil && c.Sharded() {
-		if equalKeys(c.ShardKey, spec.key) {
+		if equalKeys(c.ShardKey, spec.Key) {
 			return c, nil
 		}
 		return nil, mongoerr.New(mongoerr.AlreadyInitialized, "sharding already enabled for collection %s.%s with options { key: %s }",
-			spec.db, spec.coll, bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: c.ShardKey}))
+			spec.DB, spec.Coll, bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: c.ShardKey}))
 	}
-	s := e.shardSt()
-	n := shard.InitialCount(float64(spec.throughput), s.opts.PartitionMaxRU, spec.numInitialChunks, len(e.st.Shards))
+	n := shard.InitialCount(float64(spec.Throughput), e.shards.Policy().PartitionMaxRU, spec.NumInitialChunks, len(e.st.Shards))
 	if c == nil {
-		parts := toStoreParts(shard.InitialLayout(n, len(e.st.Shards), 0))
+		parts := sharding.StoreParts(shard.InitialLayout(n, len(e.st.Shards), 0))
 		for i := range parts {
 			parts[i].ID = 0 // the catalog assigns fresh ids
 		}
-		c, err := e.st.Catalog.CreateCollection(store.Collection{DB: spec.db, Name: spec.coll,
-			ShardKey: spec.key, Throughput: spec.throughput, Partitions: parts})
+		c, err := e.st.Catalog.CreateCollection(store.Collection{DB: spec.DB, Name: spec.Coll,
+			ShardKey: spec.Key, Throughput: spec.Throughput, Partitions: parts})
 		if err != nil {
-			return nil, catalog.ChangeError(err, spec.db, spec.coll)
+			return nil, catalog.ChangeError(err, spec.DB, spec.Coll)
 		}
-		e.log.Info("sharded collection", zap.String("ns", spec.db+"."+spec.coll), zap.Int("partitions", len(parts)))
-		e.afterMapChange()
+		e.log.Info("sharded collection", zap.String("ns", spec.DB+"."+spec.Coll), zap.Int("partitions", len(parts)))
+		e.shards.AfterMapChange()
 		return c, nil
 	}
-	c, err := e.convertToSharded(c, spec, n)
+	c, err := e.shards.ConvertToSharded(c, spec, n)
 	if err != nil {
 		return nil, err
 	}
-	e.afterMapChange()
+	e.shards.AfterMapChange()
 	return c, nil
 }
 
@@ -215,28 +206,10 @@ func equalKeys(a, b bsoncore.Document) bool {
 	return true
 }
 
-// toStoreParts converts a shard package partition list to the catalog's.
-func toStoreParts(parts []shard.Partition) []store.Partition {
-	out := make([]store.Partition, len(parts))
-	for i, p := range parts {
-		out[i] = store.Partition{ID: p.ID, Lo: p.Lo, Shard: p.Shard}
-	}
-	return out
-}
-
-// mapOf returns the partition map of catalog record c.
-func mapOf(c *store.Collection) (*shard.Map, error) {
-	parts := make([]shard.Partition, len(c.Partitions))
-	for i, p := range c.Partitions {
-		parts[i] = shard.Partition{ID: p.ID, Lo: p.Lo, Shard: p.Shard}
-	}
-	return shard.NewMap(parts)
-}
-
 // listShards answers {listShards: 1}.
 func (e *Executor) listShards(_ context.Context, r *request) error {
 	aidx, out := bsoncore.AppendArrayElementStart(r.out, "shards")
-	for i, d := range e.configDocs("shards") {
+	for i, d := range e.shards.ConfigDocs("shards") {
 		out = bsoncore.AppendDocumentElement(out, bsonx.ArrayKey(i), d)
 	}
 	r.out, _ = bsoncore.AppendArrayEnd(out, aidx)
@@ -247,7 +220,7 @@ func (e *Executor) listShards(_ context.Context, r *request) error {
 func (e *Executor) getShardMap(_ context.Context, r *request) error {
 	idx, out := bsoncore.AppendDocumentElementStart(r.out, "map")
 	for i := range e.st.Shards {
-		out = bsoncore.AppendStringElement(out, shardName(i), shardName(i)+"/"+e.listenAddr())
+		out = bsoncore.AppendStringElement(out, sharding.Name(i), sharding.Name(i)+"/"+e.listenAddr())
 	}
 	out = bsoncore.AppendStringElement(out, "config", "config/"+e.listenAddr())
 	r.out, _ = bsoncore.AppendDocumentEnd(out, idx)
@@ -256,10 +229,9 @@ func (e *Executor) getShardMap(_ context.Context, r *request) error {
 
 // balancerStatus answers {balancerStatus: 1} in MongoDB's shape.
 func (e *Executor) balancerStatus(_ context.Context, r *request) error {
-	s := e.shardSt()
 	out := bsoncore.AppendStringElement(r.out, "mode", "full")
 	out = bsoncore.AppendBooleanElement(out, "inBalancerRound", false)
-	out = bsoncore.AppendInt64Element(out, "numBalancerRounds", s.rounds.Load())
+	out = bsoncore.AppendInt64Element(out, "numBalancerRounds", e.shards.Rounds())
 	r.out = out
 	return nil
 }
@@ -277,7 +249,7 @@ func (e *Executor) getShardVersion(_ context.Context, r *request) error {
 		return mongoerr.New(mongoerr.NamespaceNotSharded, "Collection %s is not sharded.", ns)
 	}
 	out := bsoncore.AppendTimestampElement(r.out, "version", uint32(c.Version), 0)
-	out = bsoncore.AppendObjectIDElement(out, "versionEpoch", epochID(c))
+	out = bsoncore.AppendObjectIDElement(out, "versionEpoch", sharding.EpochID(c))
 	out = bsoncore.AppendTimestampElement(out, "versionTimestamp", uint32(c.CreatedAt.Unix()), 1)
 	r.out = out
 	return nil

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/sharding"
+
 	"github.com/cleavedb/cleave/exec/write"
 
 	"github.com/cleavedb/cleave/exec/query"
@@ -84,7 +86,7 @@ type Executor struct {
 	// ddl serializes catalog changes and runs the TTL monitor (ddl_state.go).
 	ddl ddlState
 	// shards is the sharding state: meters, the partition manager (shard_state.go).
-	shards *shardState
+	shards *sharding.Manager
 	// fail is the failCommand failpoint (failpoint.go).
 	fail failPoints
 	// cat is the catalog: compiled collections, key locks, the DDL lock.
@@ -118,17 +120,25 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		e.st = *opts.Storage
 		e.temp = stream.NewTemp(e.st.Temp)
 		e.cat = catalog.New(e.st.Shards, e.st.Catalog, e.log)
+		e.shards = sharding.New(e.cat, e.log, sharding.Options{
+			Partitioning:  opts.Partitioning,
+			CheckInterval: opts.PartitionCheckInterval,
+			Started:       e.started,
+			ListenAddr:    e.listenAddr(),
+			Version:       serverVersion,
+		})
 		e.query = query.New(e.cat, query.Options{
 			MaxParallelism: opts.MaxParallelism,
 			Temp:           e.temp,
 			SortBytes:      sortMemoryKnob.load,
-			Meters:         e.readMeters,
+			Meters:         e.shards.ReadMeters,
 			IndexUse:       &e.indexUse,
 		})
-		e.write = write.NewPath(e.cat, e.query, write.StageHookFunc(e.onStage))
+		e.write = write.NewPath(e.cat, e.query, e.shards)
 	}
 	e.commands = e.commandTable()
 	if opts.Storage != nil {
+		e.shards.Start(e.write)
 		e.startTTLMonitor()
 	}
 	return e
@@ -143,6 +153,9 @@ func (e *Executor) Close() {
 	default:
 	}
 	close(e.stop)
+	if e.shards != nil {
+		e.shards.Close()
+	}
 	e.bg.Wait()
 	e.cursors.closeAll()
 }

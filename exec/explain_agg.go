@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/sharding"
+
 	"github.com/cleavedb/cleave/exec/query"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -165,7 +167,7 @@ func appendMergerPart(out []byte, q *query.Query, ns string, mergeGroup bsoncore
 // partial $group, or by the rest of the pipeline when the pipeline is not split.
 func (e *Executor) appendShardPart(out []byte, s *query.ShardStream, q *query.Query, pl *query.Plan, ns, verbosity string,
 	shardGroup bsoncore.Document, split bool, rest []aggStage) []byte {
-	name := shardName(s.Shard)
+	name := sharding.Name(s.Shard)
 	sidx, o := bsoncore.AppendDocumentElementStart(out, name)
 	o = bsoncore.AppendStringElement(o, "host", name+"/"+e.listenAddr())
 	aidx, a := bsoncore.AppendArrayElementStart(o, "stages")

@@ -49,7 +49,7 @@ func BenchmarkSplit(b *testing.B) {
 					b.Fatal(err)
 				}
 				// Split the largest partition, as the size policy would.
-				v := e.collectionView(ci)
+				v := e.shards.CollectionView(ci)
 				best := 0
 				for i, p := range v.Partitions {
 					if p.Bytes > v.Partitions[best].Bytes {
@@ -61,7 +61,7 @@ func BenchmarkSplit(b *testing.B) {
 					b.Skip("partitions too small to split further")
 				}
 				a := &shard.SplitAction{ID: p.ID, At: p.MinHash + (p.MaxHash-p.MinHash)/2 + 1, Reason: shard.ReasonSize}
-				if _, err := e.applySplit("bench", "c", a); err != nil {
+				if _, err := e.shards.ApplySplit("bench", "c", a); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -186,7 +186,7 @@ func splitLargest(tb testing.TB, e *Executor) bool {
 	}
 	lo, _ := ci.Map.Range(best)
 	a := &shard.SplitAction{ID: ci.Map.Partition(best).ID, At: lo + bestSpan/2 + 1, Reason: shard.ReasonSize}
-	if _, err := e.applySplit("bench", "c", a); err != nil {
+	if _, err := e.shards.ApplySplit("bench", "c", a); err != nil {
 		tb.Fatal(err)
 	}
 	return true

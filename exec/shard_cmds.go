@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/sharding"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"context"
@@ -33,11 +35,8 @@ func (e *Executor) partitionStats(_ context.Context, r *request) error {
 	if ci == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.db, name)
 	}
-	s := e.shardSt()
-	snaps := s.metersFor(ci).Snapshots()
-	s.mu.Lock()
-	hot := append([]shard.HotKeyReport(nil), s.mu.hot[ci.Meta.ID]...)
-	s.mu.Unlock()
+	snaps := e.shards.Meters(ci).Snapshots()
+	hot := e.shards.HotKeys(ci.Meta.ID)
 	out := bsoncore.AppendStringElement(r.out, "ns", ci.NS())
 	if ci.Meta.ShardKey != nil {
 		out = bsoncore.AppendDocumentElement(out, "shardKey", ci.Meta.ShardKey)
@@ -56,7 +55,7 @@ func (e *Executor) partitionStats(_ context.Context, r *request) error {
 		o = bsoncore.AppendInt64Element(o, "id", int64(p.ID))
 		o = appendHashBound(o, "min", lo, i == 0)
 		o = appendHashBound(o, "max", hi, i == ci.Map.Len()-1)
-		o = bsoncore.AppendStringElement(o, "shard", shardName(p.Shard))
+		o = bsoncore.AppendStringElement(o, "shard", sharding.Name(p.Shard))
 		o = bsoncore.AppendInt64Element(o, "documents", docs)
 		o = bsoncore.AppendInt64Element(o, "bytes", bytes)
 		if i < len(snaps) {
@@ -78,7 +77,7 @@ func (e *Executor) partitionStats(_ context.Context, r *request) error {
 		out = appendHotKey(out, bsonx.ArrayKey(i), &hot[i])
 	}
 	out, _ = bsoncore.AppendArrayEnd(out, hidx)
-	r.out = e.appendShardingStatus(out, "manager")
+	r.out = e.shards.AppendStatus(out, "manager")
 	return nil
 }
 
@@ -98,7 +97,7 @@ func appendHashBound(dst []byte, key string, h uint64, end bool) []byte {
 func appendHotKey(dst []byte, key string, h *shard.HotKeyReport) []byte {
 	idx, o := bsoncore.AppendDocumentElementStart(dst, key)
 	o = bsoncore.AppendInt64Element(o, "partition", int64(h.ID))
-	o = bsoncore.AppendStringElement(o, "key", hotKeyLabel(h.Label))
+	o = bsoncore.AppendStringElement(o, "key", sharding.HotKeyLabel(h.Label))
 	o = bsoncore.AppendInt64Element(o, "hash", shard.HashToInt64(h.Hash))
 	o = bsoncore.AppendDoubleElement(o, "share", h.Share)
 	o = bsoncore.AppendDoubleElement(o, "ruPerSec", h.RUPerSec)
@@ -149,7 +148,7 @@ func (e *Executor) moveChunk(_ context.Context, r *request) error {
 	}
 	dest := -1
 	for i := range e.st.Shards {
-		if shardName(i) == to {
+		if sharding.Name(i) == to {
 			dest = i
 		}
 	}
@@ -176,7 +175,7 @@ func (e *Executor) moveChunk(_ context.Context, r *request) error {
 	}
 	start := time.Now()
 	id := ci.Map.Partition(ci.Map.Locate(hash)).ID
-	if err := e.movePartition(db, coll, id, dest, "moveChunk"); err != nil {
+	if err := e.shards.MovePartition(db, coll, id, dest, "moveChunk"); err != nil {
 		if errors.Is(err, shard.ErrStaleAction) {
 			return mongoerr.New(mongoerr.ConflictingOperationInProgress, "the partition changed during the move; retry")
 		}
@@ -303,9 +302,9 @@ func (e *Executor) cosmosCreateCollection(r *request, coll, key string, throughp
 		return catalog.ChangeError(err, r.db, coll)
 	}
 	key = strings.TrimPrefix(strings.ReplaceAll(key, "/", "."), ".") // Cosmos paths: /a/b
-	spec := shardSpec{db: r.db, coll: coll, throughput: throughput,
-		key: bsoncore.NewDocumentBuilder().AppendString(key, "hashed").Build()}
-	if err := validateShardKey(spec.key); err != nil {
+	spec := sharding.Spec{DB: r.db, Coll: coll, Throughput: throughput,
+		Key: bsoncore.NewDocumentBuilder().AppendString(key, "hashed").Build()}
+	if err := validateShardKey(spec.Key); err != nil {
 		return err
 	}
 	_, err := e.shardColl(spec)

@@ -1,8 +1,6 @@
-package exec
+package sharding
 
 import (
-	"github.com/cleavedb/cleave/exec/write"
-
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -31,10 +29,10 @@ import (
 // with documents off hash 0; repairAtStart moves them back (undoConversion), and the
 // client, which got no answer, runs shardCollection again.
 
-// convertToSharded shards the existing collection c by spec.key into n partitions. The
+// ConvertToSharded shards the existing collection c by spec.key into n partitions. The
 // caller holds the DDL lock (Catalog.LockDDL).
-func (e *Executor) convertToSharded(c *store.Collection, spec shardSpec, n int) (*store.Collection, error) {
-	oci, err := e.cat.Info(c)
+func (m *Manager) ConvertToSharded(c *store.Collection, spec Spec, n int) (*store.Collection, error) {
+	oci, err := m.cat.Info(c)
 	if err != nil {
 		return nil, err
 	}
@@ -44,22 +42,21 @@ func (e *Executor) convertToSharded(c *store.Collection, spec shardSpec, n int) 
 		layout[i].Shard = src
 	}
 	next := *c
-	next.ShardKey = spec.key
-	next.Partitions = toStoreParts(layout)
+	next.ShardKey = spec.Key
+	next.Partitions = StoreParts(layout)
 	nci, err := catalog.Compile(&next)
 	if err != nil {
 		return nil, err
 	}
-	unlock := e.cat.Locks().LockMany(catalog.AllStripes)
+	unlock := m.cat.Locks().LockMany(catalog.AllStripes)
 	defer unlock()
-	db := e.st.Shards[src]
+	db := m.cat.Shards()[src]
 	b := db.NewBatch()
 	defer b.Close()
 	it, err := db.NewDocIter(c.ID, 0, 0)
 	if err != nil {
 		return nil, catalog.StoreError(err)
 	}
-	wr := e.write.NewWriter(nci)
 	docs := 0
 	for it.Next() {
 		doc := bsoncore.Document(it.Doc())
@@ -68,7 +65,7 @@ func (e *Executor) convertToSharded(c *store.Collection, spec shardSpec, n int) 
 			_ = it.Close()
 			return nil, err
 		}
-		if err := rehashDoc(b, wr, oci, nci, it.Hash(), h, it.ID(), doc); err != nil {
+		if err := rehashDoc(b, oci, nci, it.Hash(), h, it.ID(), doc); err != nil {
 			_ = it.Close()
 			return nil, err
 		}
@@ -80,30 +77,30 @@ func (e *Executor) convertToSharded(c *store.Collection, spec shardSpec, n int) 
 	if err := b.Commit(true); err != nil {
 		return nil, catalog.StoreError(err)
 	}
-	out, err := e.st.Catalog.UpdateCollection(c.DB, c.Name, func(x *store.Collection) error {
-		x.ShardKey = spec.key
+	out, err := m.cat.Store().UpdateCollection(c.DB, c.Name, func(x *store.Collection) error {
+		x.ShardKey = spec.Key
 		x.Partitions = next.Partitions
 		x.NextPartitionID = c.NextPartitionID + uint64(len(layout))
-		if spec.throughput > 0 {
-			x.Throughput = spec.throughput
+		if spec.Throughput > 0 {
+			x.Throughput = spec.Throughput
 		}
 		return nil
 	})
 	if err != nil {
-		if uerr := e.undoConversion(c); uerr != nil {
-			e.log.Error("cannot undo a failed shardCollection; the next start will", zap.Error(uerr))
+		if uerr := m.undoConversion(c); uerr != nil {
+			m.log.Error("cannot undo a failed shardCollection; the next start will", zap.Error(uerr))
 		}
 		return nil, catalog.ChangeError(err, c.DB, c.Name)
 	}
-	e.shardSt().conversions.Add(1)
-	e.log.Info("sharded an existing collection", zap.String("ns", c.DB+"."+c.Name),
+	m.conversions.Add(1)
+	m.log.Info("sharded an existing collection", zap.String("ns", c.DB+"."+c.Name),
 		zap.Int("documents", docs), zap.Int("partitions", len(layout)))
 	return out, nil
 }
 
 // rehashDoc stages the move of one document from hash `from` (indexed as in oci) to hash
 // `to` (indexed as in nci) in batch b.
-func rehashDoc(b catalog.Batch, wr *write.Writer, oci, nci *catalog.Coll, from, to uint64, id []byte, doc bsoncore.Document) error {
+func rehashDoc(b catalog.Batch, oci, nci *catalog.Coll, from, to uint64, id []byte, doc bsoncore.Document) error {
 	coll := oci.Meta.ID
 	for _, xi := range oci.WriteIndexes {
 		if xi.IsID && !oci.IDIndexed {
@@ -139,12 +136,12 @@ func rehashDoc(b catalog.Batch, wr *write.Writer, oci, nci *catalog.Coll, from, 
 // undoConversion moves the documents of unsharded collection c that are not at hash 0
 // (left by a shardCollection that crashed before its catalog commit) back to hash 0,
 // dropping the _id index entries the conversion wrote. The caller holds the DDL lock (Catalog.LockDDL).
-func (e *Executor) undoConversion(c *store.Collection) error {
-	ci, err := e.cat.Info(c)
+func (m *Manager) undoConversion(c *store.Collection) error {
+	ci, err := m.cat.Info(c)
 	if err != nil {
 		return err
 	}
-	db := e.st.Shards[c.Partitions[0].Shard]
+	db := m.cat.Shards()[c.Partitions[0].Shard]
 	it, err := db.NewDocIter(c.ID, 1, 0)
 	if err != nil {
 		return err
@@ -158,10 +155,9 @@ func (e *Executor) undoConversion(c *store.Collection) error {
 	sharded.IDIndexed = true
 	b := db.NewBatch()
 	defer b.Close()
-	wr := e.write.NewWriter(ci)
 	n := 0
 	for ok := true; ok; ok = it.Next() {
-		if err := rehashDoc(b, wr, &sharded, ci, it.Hash(), 0, it.ID(), it.Doc()); err != nil {
+		if err := rehashDoc(b, &sharded, ci, it.Hash(), 0, it.ID(), it.Doc()); err != nil {
 			return err
 		}
 		n++
@@ -172,6 +168,6 @@ func (e *Executor) undoConversion(c *store.Collection) error {
 	if err := b.Commit(true); err != nil {
 		return err
 	}
-	e.log.Warn("undid an interrupted shardCollection", zap.String("ns", c.DB+"."+c.Name), zap.Int("documents", n))
+	m.log.Warn("undid an interrupted shardCollection", zap.String("ns", c.DB+"."+c.Name), zap.Int("documents", n))
 	return nil
 }

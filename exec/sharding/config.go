@@ -1,4 +1,4 @@
-package exec
+package sharding
 
 import (
 	"github.com/cleavedb/cleave/exec/write"
@@ -6,7 +6,6 @@ import (
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"bytes"
-	"context"
 	"encoding/binary"
 	"strconv"
 	"time"
@@ -24,50 +23,36 @@ import (
 // each manager round when the catalog changed. So find, count and aggregate — mongosh's
 // sh.status() and getShardDistribution() use all three — read them like any collection.
 
-// configColls are the config collections derived from the catalog.
-var configColls = []string{"version", "shards", "databases", "collections", "chunks", "mongos"}
-
-// findConfig runs before a find on the config database: it refreshes the collection the
-// find reads when it is one of the derived ones, then lets the find read it (handled false).
-//
-//nolint:unparam // find's hook may answer by itself; the derived collections never need to
-func (e *Executor) findConfig(_ context.Context, _ *request, a *findArgs) (handled bool, err error) {
-	for _, n := range configColls {
-		if n == a.coll {
-			return false, e.syncConfig(n)
-		}
-	}
-	return false, nil
-}
+// ConfigColls are the config collections derived from the catalog.
+var ConfigColls = []string{"version", "shards", "databases", "collections", "chunks", "mongos"}
 
 // syncConfigAll refreshes every derived config collection.
-func (e *Executor) syncConfigAll() error {
-	for _, n := range configColls {
-		if err := e.syncConfig(n); err != nil {
+func (m *Manager) syncConfigAll() error {
+	for _, n := range ConfigColls {
+		if err := m.SyncConfig(n); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// syncConfig rewrites config.<name> so that it holds exactly the documents the catalog
+// SyncConfig rewrites config.<name> so that it holds exactly the documents the catalog
 // implies, writing only the differences.
-func (e *Executor) syncConfig(name string) error {
-	s := e.shardSt()
-	if s == nil {
+func (m *Manager) SyncConfig(name string) error {
+	if m == nil {
 		return nil
 	}
-	s.configMu.Lock()
-	defer s.configMu.Unlock()
-	want := e.configDocs(name)
-	ci, err := e.cat.ForWrite("config", name)
+	m.configMu.Lock()
+	defer m.configMu.Unlock()
+	want := m.ConfigDocs(name)
+	ci, err := m.cat.ForWrite("config", name)
 	if err != nil {
 		return err
 	}
 	have := map[string]bsoncore.Document{}
 	for i := 0; i < ci.Map.Len(); i++ {
 		lo, hi := ci.Map.Range(i)
-		it, err := e.st.Shards[ci.Map.Partition(i).Shard].NewDocIter(ci.Meta.ID, lo, hi)
+		it, err := m.cat.Shards()[ci.Map.Partition(i).Shard].NewDocIter(ci.Meta.ID, lo, hi)
 		if err != nil {
 			return catalog.StoreError(err)
 		}
@@ -99,7 +84,7 @@ func (e *Executor) syncConfig(name string) error {
 	if len(writes) == 0 {
 		return nil
 	}
-	wr := e.write.NewWriter(ci)
+	wr := m.write.NewWriter(ci)
 	var hashes []uint64
 	for i := range writes {
 		hashes = wr.LockHashes(hashes, &writes[i])
@@ -114,21 +99,21 @@ func (e *Executor) syncConfig(name string) error {
 	return wr.Commit(true)
 }
 
-// configDocs returns the documents config.<name> should hold.
-func (e *Executor) configDocs(name string) []bsoncore.Document {
-	state := e.st.Catalog.State()
+// ConfigDocs returns the documents config.<name> should hold.
+func (m *Manager) ConfigDocs(name string) []bsoncore.Document {
+	state := m.cat.Store().State()
 	var out []bsoncore.Document
 	switch name {
 	case "version":
 		out = append(out, bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).
 			AppendObjectID("clusterId", clusterID).Build())
 	case "shards":
-		for i := range e.st.Shards {
+		for i := range m.cat.Shards() {
 			out = append(out, bsoncore.NewDocumentBuilder().
-				AppendString("_id", shardName(i)).
-				AppendString("host", shardName(i)+"/"+e.listenAddr()).
+				AppendString("_id", Name(i)).
+				AppendString("host", Name(i)+"/"+m.mopts.ListenAddr).
 				AppendInt32("state", 1).
-				AppendTimestamp("topologyTime", uint32(e.started.Unix()), 1).
+				AppendTimestamp("topologyTime", uint32(m.mopts.Started.Unix()), 1).
 				Build())
 		}
 	case "databases":
@@ -138,19 +123,19 @@ func (e *Executor) configDocs(name string) []bsoncore.Document {
 			}
 			out = append(out, bsoncore.NewDocumentBuilder().
 				AppendString("_id", db.Name).
-				AppendString("primary", shardName(0)).
+				AppendString("primary", Name(0)).
 				AppendBoolean("partitioned", true).
 				AppendDocument("version", bsoncore.NewDocumentBuilder().
 					AppendBinary("uuid", 4, nameUUID(db.Name)).
-					AppendTimestamp("timestamp", uint32(e.started.Unix()), 1).
+					AppendTimestamp("timestamp", uint32(m.mopts.Started.Unix()), 1).
 					AppendInt32("lastMod", 1).Build()).
 				Build())
 		}
 	case "collections":
-		e.forShardedColls(func(c *store.Collection) {
+		m.forShardedColls(func(c *store.Collection) {
 			out = append(out, bsoncore.NewDocumentBuilder().
 				AppendString("_id", c.DB+"."+c.Name).
-				AppendObjectID("lastmodEpoch", epochID(c)).
+				AppendObjectID("lastmodEpoch", EpochID(c)).
 				AppendDateTime("lastmod", c.CreatedAt.UnixMilli()).
 				AppendTimestamp("timestamp", uint32(c.CreatedAt.Unix()), 1).
 				AppendBinary("uuid", 4, c.UUID[:]).
@@ -161,17 +146,17 @@ func (e *Executor) configDocs(name string) []bsoncore.Document {
 				Build())
 		})
 	case "chunks":
-		e.forShardedColls(func(c *store.Collection) {
-			out = append(out, chunkDocs(c, e.started)...)
+		m.forShardedColls(func(c *store.Collection) {
+			out = append(out, chunkDocs(c, m.mopts.Started)...)
 		})
 	case "mongos":
 		now := time.Now()
 		out = append(out, bsoncore.NewDocumentBuilder().
-			AppendString("_id", e.listenAddr()).
+			AppendString("_id", m.mopts.ListenAddr).
 			AppendDateTime("ping", now.UnixMilli()).
-			AppendInt64("up", int64(now.Sub(e.started).Seconds())).
+			AppendInt64("up", int64(now.Sub(m.mopts.Started).Seconds())).
 			AppendBoolean("waiting", true).
-			AppendString("mongoVersion", serverVersion).
+			AppendString("mongoVersion", m.mopts.Version).
 			AppendArray("advisoryHostFQDNs", bsoncore.NewArrayBuilder().Build()).
 			Build())
 	}
@@ -179,8 +164,8 @@ func (e *Executor) configDocs(name string) []bsoncore.Document {
 }
 
 // forShardedColls calls fn for every sharded collection, databases and names in order.
-func (e *Executor) forShardedColls(fn func(c *store.Collection)) {
-	state := e.st.Catalog.State()
+func (m *Manager) forShardedColls(fn func(c *store.Collection)) {
+	state := m.cat.Store().State()
 	for _, db := range state.Databases() {
 		for _, c := range state.Collections(db.Name) {
 			if c.Sharded() {
@@ -208,12 +193,12 @@ func chunkDocs(c *store.Collection, started time.Time) []bsoncore.Document {
 			AppendString("ns", ns).
 			AppendDocument("min", chunkBound(fields, lo, i == 0, false)).
 			AppendDocument("max", chunkBound(fields, hi, i == len(c.Partitions)-1, true)).
-			AppendString("shard", shardName(p.Shard)).
+			AppendString("shard", Name(p.Shard)).
 			AppendTimestamp("lastmod", uint32(c.Version), uint32(i)).
 			AppendTimestamp("onCurrentShardSince", ts, 1).
 			AppendArray("history", bsoncore.NewArrayBuilder().AppendDocument(
 				bsoncore.NewDocumentBuilder().AppendTimestamp("validAfter", ts, 1).
-					AppendString("shard", shardName(p.Shard)).Build()).Build()).
+					AppendString("shard", Name(p.Shard)).Build()).Build()).
 			AppendInt64("partitionId", int64(p.ID)).
 			Build())
 	}
@@ -238,13 +223,13 @@ func chunkBound(fields []bsonx.IndexField, h uint64, end, isMax bool) bsoncore.D
 }
 
 // shardName is the name of shard i in config.shards, explain and partitionStats.
-func shardName(i int) string { return "shard-" + strconv.Itoa(i) }
+func Name(i int) string { return "shard-" + strconv.Itoa(i) }
 
 // clusterID is config.version's clusterId.
 var clusterID = [12]byte{'c', 'l', 'e', 'a', 'v', 'e', 0, 0, 0, 0, 0, 1}
 
-// epochID is config.collections' lastmodEpoch of c, derived from its UUID.
-func epochID(c *store.Collection) [12]byte {
+// EpochID is config.collections' lastmodEpoch of c, derived from its UUID.
+func EpochID(c *store.Collection) [12]byte {
 	var id [12]byte
 	copy(id[:], c.UUID[:12])
 	return id
@@ -256,15 +241,4 @@ func nameUUID(name string) []byte {
 	binary.BigEndian.PutUint64(u, bsonx.HashKey([]byte(name)))
 	binary.BigEndian.PutUint64(u[8:], bsonx.HashKey([]byte("db:"+name)))
 	return u
-}
-
-// listenAddr is the address the server listens on, from the parsed configuration.
-func (e *Executor) listenAddr() string {
-	net, ok := e.opts.Parsed.Lookup("net").DocumentOK()
-	if !ok {
-		return "localhost:27017"
-	}
-	host, _ := net.Lookup("bindIp").StringValueOK()
-	port, _ := net.Lookup("port").StringValueOK()
-	return host + ":" + port
 }

@@ -1,8 +1,6 @@
-package exec
+package sharding
 
 import (
-	"github.com/cleavedb/cleave/exec/write"
-
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"bytes"
@@ -41,19 +39,19 @@ import (
 // missed. Crash safety: before the flip, the destination's copy is an orphan (not owned),
 // after it the source's range is; repairAtStart deletes both kinds.
 
-// movePartition moves partition id of db.name to shard to.
-func (e *Executor) movePartition(db, name string, id uint64, to int, reason string) error {
-	if to < 0 || to >= len(e.st.Shards) {
+// MovePartition moves partition id of db.name to shard to.
+func (m *Manager) MovePartition(db, name string, id uint64, to int, reason string) error {
+	if to < 0 || to >= len(m.cat.Shards()) {
 		return fmt.Errorf("no shard %d", to)
 	}
-	unlockDDL := e.cat.LockDDL() // no index build, drop or rename during the move
+	unlockDDL := m.cat.LockDDL() // no index build, drop or rename during the move
 	defer unlockDDL()
 	start := time.Now()
-	c := e.st.Catalog.State().Collection(db, name)
+	c := m.cat.Store().State().Collection(db, name)
 	if c == nil {
 		return shard.ErrStaleAction
 	}
-	ci, err := e.cat.Info(c)
+	ci, err := m.cat.Info(c)
 	if err != nil {
 		return err
 	}
@@ -66,7 +64,7 @@ func (e *Executor) movePartition(db, name string, id uint64, to int, reason stri
 		return nil
 	}
 	lo, hi := ci.Map.Range(i)
-	st := e.shardSt()
+	st := m
 	copying := retiredRange{coll: c.ID, shard: to, lo: lo, hi: hi}
 	st.mu.Lock()
 	st.mu.copying = append(st.mu.copying, copying)
@@ -83,7 +81,7 @@ func (e *Executor) movePartition(db, name string, id uint64, to int, reason stri
 	}()
 	copied := 0
 	for pass := 0; pass < 3; pass++ {
-		n, err := e.syncRange(ci, from, to, lo, hi)
+		n, err := m.syncRange(ci, from, to, lo, hi)
 		if err != nil {
 			return err
 		}
@@ -92,8 +90,8 @@ func (e *Executor) movePartition(db, name string, id uint64, to int, reason stri
 			break
 		}
 	}
-	unlock := e.cat.Locks().LockMany(catalog.AllStripes)
-	ci = e.cat.Refresh(ci)
+	unlock := m.cat.Locks().LockMany(catalog.AllStripes)
+	ci = m.cat.Refresh(ci)
 	if ci.Map.Index(id) < 0 || ci.Map.Partition(ci.Map.Index(id)).Shard != from {
 		unlock()
 		return shard.ErrStaleAction
@@ -104,10 +102,10 @@ func (e *Executor) movePartition(db, name string, id uint64, to int, reason stri
 	st.mu.Lock()
 	st.mu.retiring = append(st.mu.retiring, retiring)
 	st.mu.Unlock()
-	n, err := e.syncRange(ci, from, to, lo, hi)
+	n, err := m.syncRange(ci, from, to, lo, hi)
 	if err == nil {
-		_, err = e.st.Catalog.UpdateCollection(db, name, func(c *store.Collection) error {
-			m, err := mapOf(c)
+		_, err = m.cat.Store().UpdateCollection(db, name, func(c *store.Collection) error {
+			m, err := MapOf(c)
 			if err != nil {
 				return err
 			}
@@ -115,7 +113,7 @@ func (e *Executor) movePartition(db, name string, id uint64, to int, reason stri
 			if err != nil {
 				return err
 			}
-			c.Partitions = toStoreParts(parts)
+			c.Partitions = StoreParts(parts)
 			return nil
 		})
 	}
@@ -124,23 +122,23 @@ func (e *Executor) movePartition(db, name string, id uint64, to int, reason stri
 		return err
 	}
 	st.moves.Add(1)
-	e.log.Info("moved partition", zap.String("ns", db+"."+name), zap.Uint64("partition", id),
+	m.log.Info("moved partition", zap.String("ns", db+"."+name), zap.Uint64("partition", id),
 		zap.Int("from", from), zap.Int("to", to), zap.String("reason", reason),
 		zap.Int("docs_copied", copied+n), zap.Int("caught_up_locked", n), zap.Duration("duration", time.Since(start)))
-	e.afterMapChange()
+	m.AfterMapChange()
 	return nil
 }
 
 // syncRange makes the documents and index entries of ci on shard to in [lo, hi) equal to
 // those on shard from, by a merge of the two ranges read from snapshots, and returns how
 // many documents it wrote or deleted on the destination.
-func (e *Executor) syncRange(ci *catalog.Coll, from, to int, lo, hi uint64) (int, error) {
-	src, err := e.st.Shards[from].NewSnapshot()
+func (m *Manager) syncRange(ci *catalog.Coll, from, to int, lo, hi uint64) (int, error) {
+	src, err := m.cat.Shards()[from].NewSnapshot()
 	if err != nil {
 		return 0, catalog.StoreError(err)
 	}
 	defer func() { _ = src.Close() }()
-	dst, err := e.st.Shards[to].NewSnapshot()
+	dst, err := m.cat.Shards()[to].NewSnapshot()
 	if err != nil {
 		return 0, catalog.StoreError(err)
 	}
@@ -155,7 +153,7 @@ func (e *Executor) syncRange(ci *catalog.Coll, from, to int, lo, hi uint64) (int
 		return 0, catalog.StoreError(err)
 	}
 	defer func() { _ = di.Close() }()
-	rs := rangeSyncer{e: e, ci: ci, db: e.st.Shards[to], wr: e.write.NewWriter(ci)}
+	rs := rangeSyncer{ci: ci, db: m.cat.Shards()[to]}
 	defer rs.Close()
 	sOK, dOK := si.Next(), di.Next()
 	for sOK || dOK {
@@ -192,7 +190,7 @@ func (e *Executor) syncRange(ci *catalog.Coll, from, to int, lo, hi uint64) (int
 		}
 		if rs.n%1024 == 1023 {
 			select {
-			case <-e.stop:
+			case <-m.stop:
 				return rs.n, errors.New("move interrupted by shutdown")
 			default:
 			}
@@ -220,10 +218,8 @@ func compareDocKeys(h1 uint64, id1 []byte, h2 uint64, id2 []byte) int {
 
 // rangeSyncer writes one shard's side of a syncRange in batches.
 type rangeSyncer struct {
-	e  *Executor
 	ci *catalog.Coll
 	db catalog.Shard
-	wr *write.Writer // for index key generation only
 	b  catalog.Batch
 	n  int
 }
@@ -302,40 +298,39 @@ func (rs *rangeSyncer) Close() {
 
 // deleteRetired deletes the source ranges of finished moves that are due (all of them
 // when force is set), each only where its shard does not own the range again.
-func (e *Executor) deleteRetired(force bool) {
-	s := e.shardSt()
+func (m *Manager) deleteRetired(force bool) {
 	now := time.Now()
-	s.mu.Lock()
+	m.mu.Lock()
 	var due []retiredRange
-	for _, r := range s.mu.retiring {
+	for _, r := range m.mu.retiring {
 		if force || now.After(r.due) {
 			due = append(due, r)
 		}
 	}
-	s.mu.Unlock()
+	m.mu.Unlock()
 	if len(due) == 0 {
 		return
 	}
-	unlock := e.cat.LockDDL()
+	unlock := m.cat.LockDDL()
 	defer unlock()
 	defer func() { // forgotten only once deleted: ownedDocCount relies on the list
-		s.mu.Lock()
-		keep := s.mu.retiring[:0]
-		for _, r := range s.mu.retiring {
+		m.mu.Lock()
+		keep := m.mu.retiring[:0]
+		for _, r := range m.mu.retiring {
 			if !slices.Contains(due, r) {
 				keep = append(keep, r)
 			}
 		}
-		s.mu.retiring = keep
-		s.mu.Unlock()
+		m.mu.retiring = keep
+		m.mu.Unlock()
 	}()
 	for _, r := range due {
-		c := e.st.Catalog.State().CollectionByID(r.coll)
+		c := m.cat.Store().State().CollectionByID(r.coll)
 		if c == nil {
 			continue
 		}
-		if err := e.deleteUnowned(c, r.shard, r.lo, r.hi); err != nil {
-			e.log.Warn("cannot delete a moved partition's source range; the next start will",
+		if err := m.deleteUnowned(c, r.shard, r.lo, r.hi); err != nil {
+			m.log.Warn("cannot delete a moved partition's source range; the next start will",
 				zap.String("ns", c.DB+"."+c.Name), zap.Int("shard", r.shard), zap.Error(err))
 		}
 	}
@@ -343,14 +338,14 @@ func (e *Executor) deleteRetired(force bool) {
 
 // deleteUnowned deletes the documents and index entries of c on shard s in the parts of
 // [lo, hi) that s does not own in c's current map. The caller holds the DDL lock (Catalog.LockDDL).
-func (e *Executor) deleteUnowned(c *store.Collection, s int, lo, hi uint64) error {
+func (m *Manager) deleteUnowned(c *store.Collection, s int, lo, hi uint64) error {
 	for i, p := range c.Partitions {
 		plo, phi := c.PartitionRange(i)
 		if p.Shard == s || !overlaps(plo, phi, lo, hi) {
 			continue
 		}
 		a, b := maxLo(plo, lo), minHi(phi, hi)
-		if err := e.deleteRange(c, s, a, b); err != nil {
+		if err := m.deleteRange(c, s, a, b); err != nil {
 			return err
 		}
 	}
@@ -359,8 +354,8 @@ func (e *Executor) deleteUnowned(c *store.Collection, s int, lo, hi uint64) erro
 
 // deleteRange deletes c's documents and index entries with hash in [lo, hi) on shard s,
 // in one synced batch, when there are any.
-func (e *Executor) deleteRange(c *store.Collection, s int, lo, hi uint64) error {
-	db := e.st.Shards[s]
+func (m *Manager) deleteRange(c *store.Collection, s int, lo, hi uint64) error {
+	db := m.cat.Shards()[s]
 	it, err := db.NewDocIter(c.ID, lo, hi)
 	if err != nil {
 		return err
@@ -383,7 +378,7 @@ func (e *Executor) deleteRange(c *store.Collection, s int, lo, hi uint64) error 
 	if err := b.Commit(true); err != nil {
 		return err
 	}
-	e.log.Info("deleted a range a shard no longer owns", zap.String("ns", c.DB+"."+c.Name),
+	m.log.Info("deleted a range a shard no longer owns", zap.String("ns", c.DB+"."+c.Name),
 		zap.Int("shard", s), zap.Uint64("lo", lo), zap.Uint64("hi", hi))
 	return nil
 }
@@ -410,48 +405,48 @@ func minHi(a, b uint64) uint64 {
 // repairAtStart deletes what crashed moves left behind (documents of a collection on a
 // shard that does not own their range) and undoes interrupted conversions of unsharded
 // collections (documents not at hash 0).
-func (e *Executor) repairAtStart() {
-	unlock := e.cat.LockDDL()
+func (m *Manager) repairAtStart() {
+	unlock := m.cat.LockDDL()
 	defer unlock()
-	state := e.st.Catalog.State()
+	state := m.cat.Store().State()
 	for _, db := range state.Databases() {
 		for _, c := range state.Collections(db.Name) {
 			if !c.Sharded() {
 				if catalog.IsTimeseries(c) {
 					continue // measurements are off hash 0 by design (timeseries_write.go)
 				}
-				if err := e.undoConversion(c); err != nil {
-					e.log.Warn("cannot undo an interrupted shardCollection", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
+				if err := m.undoConversion(c); err != nil {
+					m.log.Warn("cannot undo an interrupted shardCollection", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
 				}
 				continue
 			}
-			for s := range e.st.Shards {
-				if err := e.deleteUnowned(c, s, 0, 0); err != nil {
-					e.log.Warn("cannot delete orphaned partition data", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
+			for s := range m.cat.Shards() {
+				if err := m.deleteUnowned(c, s, 0, 0); err != nil {
+					m.log.Warn("cannot delete orphaned partition data", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
 				}
 			}
 		}
 	}
 }
 
-// ownedDocCount returns the number of documents of ci, each counted once even while
+// OwnedDocCount returns the number of documents of ci, each counted once even while
 // moves are in flight: per shard, the documents in a snapshot minus those the shard holds
 // in ranges it does not own under ci's map (a move's copy before its flip, its source range
 // after it). Without a move of ci under way it is the shards' in-memory counts. count
 // without a filter uses it.
-func (e *Executor) ownedDocCount(ci *catalog.Coll) int64 {
-	hints := e.foreignHints(ci.Meta.ID, nil)
+func (m *Manager) OwnedDocCount(ci *catalog.Coll) int64 {
+	hints := m.foreignHints(ci.Meta.ID, nil)
 	var n int64
 	if len(hints) == 0 {
-		for _, db := range e.st.Shards {
+		for _, db := range m.cat.Shards() {
 			d, _ := db.CollStats(ci.Meta.ID)
 			n += d
 		}
 		return n
 	}
-	ci = e.cat.Refresh(ci)
-	snaps := make([]catalog.Snapshot, len(e.st.Shards))
-	for sh, db := range e.st.Shards {
+	ci = m.cat.Refresh(ci)
+	snaps := make([]catalog.Snapshot, len(m.cat.Shards()))
+	for sh, db := range m.cat.Shards() {
 		snap, err := db.NewSnapshot()
 		if err != nil {
 			continue
@@ -461,7 +456,7 @@ func (e *Executor) ownedDocCount(ci *catalog.Coll) int64 {
 	}
 	// Hints read before and after the snapshots: a range holding foreign data in a snapshot
 	// is announced before its data is written and forgotten after it is deleted.
-	hints = e.foreignHints(ci.Meta.ID, hints)
+	hints = m.foreignHints(ci.Meta.ID, hints)
 	for sh, snap := range snaps {
 		if snap == nil {
 			continue
@@ -493,14 +488,13 @@ func (e *Executor) ownedDocCount(ci *catalog.Coll) int64 {
 
 // foreignHints appends to dst the ranges of coll where a shard may hold data it does not
 // own (moves in flight and retiring source ranges), without duplicates.
-func (e *Executor) foreignHints(coll store.CollID, dst []retiredRange) []retiredRange {
-	s := e.shardSt()
-	if s == nil {
+func (m *Manager) foreignHints(coll store.CollID, dst []retiredRange) []retiredRange {
+	if m == nil {
 		return dst
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range append(append([]retiredRange(nil), s.mu.copying...), s.mu.retiring...) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range append(append([]retiredRange(nil), m.mu.copying...), m.mu.retiring...) {
 		r.due = time.Time{}
 		if r.coll == coll && !slices.Contains(dst, r) {
 			dst = append(dst, r)

@@ -1,4 +1,4 @@
-package exec
+package sharding
 
 import (
 	"github.com/cleavedb/cleave/exec/write"
@@ -18,10 +18,21 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// shardState is what the executor keeps about partitions beyond the catalog: the policy,
-// the per-partition meters, the hot-key reports, the source ranges waiting to be deleted
-// after moves, and counters for serverStatus and partitionStats.
-type shardState struct {
+// Manager executes shard's decisions: a background loop (shard_manager.go) looks at
+// the partitions' sizes and load and splits and moves them (shard_move.go), converts
+// filled collections (shard_convert.go) and keeps the config.* collections in step
+// (config_colls.go). It keeps what the catalog does not: the per-partition meters, the
+// hot-key reports, the source ranges waiting to be deleted after moves, and counters for
+// serverStatus and partitionStats. It plugs into the write path as its StageHook and into
+// reads as their meters.
+type Manager struct {
+	cat   *catalog.Catalog
+	write *write.Path
+	log   *zap.Logger
+	mopts Options
+	stop  chan struct{}
+	bg    sync.WaitGroup
+
 	policy   *shard.Policy
 	opts     shard.Options
 	interval time.Duration
@@ -57,8 +68,24 @@ type retiredRange struct {
 	due    time.Time
 }
 
-// newShardState returns the sharding state for opts.
-func newShardState(opts *Options, log *zap.Logger) *shardState {
+// ShardingOptions configures the partition manager.
+type Options struct {
+	// Partitioning is the split, move and metering policy (zero fields get Cosmos DB's
+	// defaults).
+	Partitioning shard.Options
+	// CheckInterval is how often the manager looks at partition stats; 0 means one second.
+	CheckInterval time.Duration
+	// Started is when the server started and ListenAddr its host:port, as the config.*
+	// documents report them.
+	Started    time.Time
+	ListenAddr string
+	// Version is the MongoDB version the server presents (config.mongos).
+	Version string
+}
+
+// newShardState returns the partition manager of cat's sharded collections. Start starts
+// it.
+func New(cat *catalog.Catalog, log *zap.Logger, opts Options) *Manager {
 	po := opts.Partitioning
 	po.EnsureDefaults()
 	p, err := shard.NewPolicy(po)
@@ -68,7 +95,8 @@ func newShardState(opts *Options, log *zap.Logger) *shardState {
 		po.EnsureDefaults()
 		p, _ = shard.NewPolicy(po)
 	}
-	s := &shardState{policy: p, opts: p.Options(), interval: opts.PartitionCheckInterval, moveGrace: 5 * time.Second}
+	s := &Manager{cat: cat, log: log, mopts: opts, stop: make(chan struct{}),
+		policy: p, opts: p.Options(), interval: opts.CheckInterval, moveGrace: 5 * time.Second}
 	if s.interval <= 0 {
 		s.interval = time.Second
 	}
@@ -76,23 +104,31 @@ func newShardState(opts *Options, log *zap.Logger) *shardState {
 	return s
 }
 
-// shardSt returns the executor's sharding state; nil without storage.
-func (e *Executor) shardSt() *shardState { return e.shards }
+// Close stops the manager's background work.
+func (m *Manager) Close() {
+	select {
+	case <-m.stop:
+		return
+	default:
+	}
+	close(m.stop)
+	m.bg.Wait()
+}
 
 // metersFor returns the meters of ci's partitions, aligned with ci.pmap: meters of
 // partitions that survive a map change carry over, new partitions start idle.
-func (s *shardState) metersFor(ci *catalog.Coll) *shard.Meters {
-	if v, ok := s.meters.Load(ci.Meta.ID); ok {
-		m := v.(*shard.Meters)
-		if m.Map() == ci.Map {
-			return m
+func (m *Manager) metersFor(ci *catalog.Coll) *shard.Meters {
+	if v, ok := m.meters.Load(ci.Meta.ID); ok {
+		old := v.(*shard.Meters)
+		if old.Map() == ci.Map {
+			return old
 		}
-		n := shard.NewMeters(ci.Map, m, s.opts.MeterOptions())
-		s.meters.Store(ci.Meta.ID, n)
+		n := shard.NewMeters(ci.Map, old, m.opts.MeterOptions())
+		m.meters.Store(ci.Meta.ID, n)
 		return n
 	}
-	n := shard.NewMeters(ci.Map, nil, s.opts.MeterOptions())
-	s.meters.Store(ci.Meta.ID, n)
+	n := shard.NewMeters(ci.Map, nil, m.opts.MeterOptions())
+	m.meters.Store(ci.Meta.ID, n)
 	return n
 }
 
@@ -108,8 +144,8 @@ func writeRU(ci *catalog.Coll, w *write.DocWrite) float64 {
 	return c.RU()
 }
 
-// hotKeyLabel renders a label made by shardKeyLabel.
-func hotKeyLabel(label string) string {
+// HotKeyLabel renders a label made by shardKeyLabel.
+func HotKeyLabel(label string) string {
 	if label == "" {
 		return ""
 	}
@@ -120,12 +156,11 @@ func hotKeyLabel(label string) string {
 	return bsonx.ShellString(v)
 }
 
-// onStage implements StageHook: it refuses a write that would take its logical partition
+// OnStage implements write.StageHook: it refuses a write that would take its logical partition
 // past the limit and charges the write's request units to its partition's meter. The
 // writer has rehashed w under its key locks.
-func (e *Executor) onStage(ci *catalog.Coll, w *write.DocWrite) error {
-	s := e.shardSt()
-	if s == nil || ci.Hashed < 0 {
+func (m *Manager) OnStage(ci *catalog.Coll, w *write.DocWrite) error {
+	if m == nil || ci.Hashed < 0 {
 		return nil
 	}
 	newHash := w.Hash
@@ -143,25 +178,24 @@ func (e *Executor) onStage(ci *catalog.Coll, w *write.DocWrite) error {
 		if w.Old != nil && newHash == w.Hash {
 			adding -= int64(len(w.Old))
 		}
-		if err := e.checkLogicalSize(ci, newHash, label, adding); err != nil {
+		if err := m.checkLogicalSize(ci, newHash, label, adding); err != nil {
 			return err
 		}
 	}
 	i := ci.Map.Locate(newHash)
-	s.metersFor(ci).Record(i, newHash, label, writeRU(ci, w))
+	m.metersFor(ci).Record(i, newHash, label, writeRU(ci, w))
 	return nil
 }
 
 // checkLogicalSize fails when adding bytes to the logical partition at hash would pass
 // the limit. It only counts the key's documents when cheaper bounds (the collection's size
 // on the shard, then the size of the 2^48-wide stats bucket around hash) say it may.
-func (e *Executor) checkLogicalSize(ci *catalog.Coll, hash uint64, label []byte, adding int64) error {
-	s := e.shardSt()
-	limit := s.opts.LogicalPartitionMaxBytes
+func (m *Manager) checkLogicalSize(ci *catalog.Coll, hash uint64, label []byte, adding int64) error {
+	limit := m.opts.LogicalPartitionMaxBytes
 	if adding <= 0 {
 		return nil
 	}
-	db := e.st.Shards[ci.Map.Partition(ci.Map.Locate(hash)).Shard]
+	db := m.cat.Shards()[ci.Map.Partition(ci.Map.Locate(hash)).Shard]
 	if _, bytes := db.CollStats(ci.Meta.ID); bytes+adding <= limit {
 		return nil
 	}
@@ -178,36 +212,50 @@ func (e *Executor) checkLogicalSize(ci *catalog.Coll, hash uint64, label []byte,
 		size += int64(len(it.Doc()))
 	}
 	_ = it.Close()
-	if err := s.policy.CheckLogicalSize([]byte(hotKeyLabel(string(label))), size, adding); err != nil {
+	if err := m.policy.CheckLogicalSize([]byte(HotKeyLabel(string(label))), size, adding); err != nil {
 		return mongoerr.Wrap(err, mongoerr.ChunkTooBig, "%s", err.Error())
 	}
 	return nil
 }
 
-// readMeters returns the meters reads of ci charge: those of a sharded collection, nil
+// ReadMeters returns the meters reads of ci charge: those of a sharded collection, nil
 // otherwise (an unsharded collection never splits).
-func (e *Executor) readMeters(ci *catalog.Coll) *shard.Meters {
-	s := e.shardSt()
-	if s == nil || ci.Hashed < 0 {
+func (m *Manager) ReadMeters(ci *catalog.Coll) *shard.Meters {
+	if m == nil || ci.Hashed < 0 {
 		return nil
 	}
-	return s.metersFor(ci)
+	return m.metersFor(ci)
 }
 
-// appendShardingStatus appends the partition manager's counters as one serverStatus-style
+// AppendStatus appends the partition manager's counters as one serverStatus-style
 // section (for serverStatus and the metrics endpoint): splits, moves, hot-key reports,
 // conversions of filled collections and manager rounds.
-func (e *Executor) appendShardingStatus(dst []byte, key string) []byte {
-	s := e.shardSt()
+func (m *Manager) AppendStatus(dst []byte, key string) []byte {
 	idx, out := bsoncore.AppendDocumentElementStart(dst, key)
-	out = bsoncore.AppendInt32Element(out, "shards", int32(len(e.st.Shards)))
-	if s != nil {
-		out = bsoncore.AppendInt64Element(out, "splits", s.splits.Load())
-		out = bsoncore.AppendInt64Element(out, "moves", s.moves.Load())
-		out = bsoncore.AppendInt64Element(out, "hotKeyReports", s.hotKeys.Load())
-		out = bsoncore.AppendInt64Element(out, "conversions", s.conversions.Load())
-		out = bsoncore.AppendInt64Element(out, "managerRounds", s.rounds.Load())
+	out = bsoncore.AppendInt32Element(out, "shards", int32(len(m.cat.Shards())))
+	if m != nil {
+		out = bsoncore.AppendInt64Element(out, "splits", m.splits.Load())
+		out = bsoncore.AppendInt64Element(out, "moves", m.moves.Load())
+		out = bsoncore.AppendInt64Element(out, "hotKeyReports", m.hotKeys.Load())
+		out = bsoncore.AppendInt64Element(out, "conversions", m.conversions.Load())
+		out = bsoncore.AppendInt64Element(out, "managerRounds", m.rounds.Load())
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	return out
 }
+
+// Meters returns the meters of ci's partitions (partitionStats).
+func (m *Manager) Meters(ci *catalog.Coll) *shard.Meters { return m.metersFor(ci) }
+
+// HotKeys returns the hot keys reported for collection coll, a copy.
+func (m *Manager) HotKeys(coll store.CollID) []shard.HotKeyReport {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]shard.HotKeyReport(nil), m.mu.hot[coll]...)
+}
+
+// Policy returns the partitioning options in force (defaults filled in).
+func (m *Manager) Policy() shard.Options { return m.opts }
+
+// Rounds returns how many manager rounds have run.
+func (m *Manager) Rounds() int64 { return m.rounds.Load() }

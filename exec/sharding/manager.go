@@ -1,7 +1,8 @@
-package exec
+package sharding
 
 import (
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/write"
 
 	"errors"
 	"time"
@@ -21,71 +22,69 @@ import (
 
 // startPartitionManager repairs what a crash may have left (interrupted conversions,
 // data of moves that did not finish) and starts the manager loop; it stops with e.stop.
-func (e *Executor) startPartitionManager() {
-	s := e.shardSt()
-	e.repairAtStart() // before the server accepts connections: nothing runs concurrently
-	e.bg.Add(1)
+func (m *Manager) Start(w *write.Path) {
+	m.write = w
+	m.repairAtStart() // before the server accepts connections: nothing runs concurrently
+	m.bg.Add(1)
 	go func() {
-		defer e.bg.Done()
-		if err := e.syncConfigAll(); err != nil {
-			e.log.Warn("cannot write the config collections", zap.Error(err))
+		defer m.bg.Done()
+		if err := m.syncConfigAll(); err != nil {
+			m.log.Warn("cannot write the config collections", zap.Error(err))
 		}
-		t := time.NewTicker(s.interval)
+		t := time.NewTicker(m.interval)
 		defer t.Stop()
 		for {
 			select {
-			case <-e.stop:
+			case <-m.stop:
 				return
 			case <-t.C:
-				e.managerRound()
+				m.managerRound()
 			}
 		}
 	}()
 }
 
 // managerRound runs one round of decisions over every sharded collection.
-func (e *Executor) managerRound() {
-	s := e.shardSt()
-	s.round.Lock()
-	defer s.round.Unlock()
-	s.rounds.Add(1)
-	e.deleteRetired(false)
-	state := e.st.Catalog.State()
-	if state != s.lastState {
-		s.lastState = state
-		if err := e.syncConfigAll(); err != nil {
-			e.log.Warn("cannot write the config collections", zap.Error(err))
+func (m *Manager) managerRound() {
+	m.round.Lock()
+	defer m.round.Unlock()
+	m.rounds.Add(1)
+	m.deleteRetired(false)
+	state := m.cat.Store().State()
+	if state != m.lastState {
+		m.lastState = state
+		if err := m.syncConfigAll(); err != nil {
+			m.log.Warn("cannot write the config collections", zap.Error(err))
 		}
 	}
 	var colls []*store.Collection
-	e.forShardedColls(func(c *store.Collection) { colls = append(colls, c) })
+	m.forShardedColls(func(c *store.Collection) { colls = append(colls, c) })
 	for _, c := range colls {
 		select {
-		case <-e.stop:
+		case <-m.stop:
 			return
 		default:
 		}
-		if err := e.decideCollection(c); err != nil {
-			e.log.Warn("partition manager", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
+		if err := m.decideCollection(c); err != nil {
+			m.log.Warn("partition manager", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
 		}
 	}
 }
 
 // decideCollection asks the policy about one collection and carries out its actions.
-func (e *Executor) decideCollection(c *store.Collection) error {
-	s := e.shardSt()
-	ci, err := e.cat.Info(c)
+func (m *Manager) decideCollection(c *store.Collection) error {
+	ci, err := m.cat.Info(c)
 	if err != nil {
 		return err
 	}
-	v := e.collectionView(ci)
-	actions := s.policy.Decide(v, time.Now())
+	v := m.CollectionView(ci)
+	actions := m.policy.Decide(v, time.Now())
 	var hot []shard.HotKeyReport
 	changed := false
 	for _, a := range actions {
 		switch a := a.(type) {
 		case *shard.SplitAction:
-			ids, err := e.applySplit(ci.Meta.DB, ci.Meta.Name, a)
+			ids, err := m.ApplySplit(ci.Meta.DB, ci.Meta.Name, a)
 			if errors.Is(err, shard.ErrStaleAction) {
 				continue
 			}
@@ -94,48 +93,47 @@ func (e *Executor) decideCollection(c *store.Collection) error {
 			}
 			changed = true
 			if a.MoveRight {
-				if err := e.movePartition(ci.Meta.DB, ci.Meta.Name, ids[1], a.To, a.Reason.String()); err != nil && !errors.Is(err, shard.ErrStaleAction) {
+				if err := m.MovePartition(ci.Meta.DB, ci.Meta.Name, ids[1], a.To, a.Reason.String()); err != nil && !errors.Is(err, shard.ErrStaleAction) {
 					return err
 				}
 			}
 		case *shard.MoveAction:
-			if err := e.movePartition(ci.Meta.DB, ci.Meta.Name, a.ID, a.To, a.Reason.String()); err != nil && !errors.Is(err, shard.ErrStaleAction) {
+			if err := m.MovePartition(ci.Meta.DB, ci.Meta.Name, a.ID, a.To, a.Reason.String()); err != nil && !errors.Is(err, shard.ErrStaleAction) {
 				return err
 			}
 			changed = true
 		case *shard.HotKeyReport:
 			hot = append(hot, *a)
-			s.hotKeys.Add(1)
-			e.log.Warn("hot key: partition cannot split", zap.String("ns", ci.NS()), zap.Uint64("partition", a.ID),
-				zap.String("key", hotKeyLabel(a.Label)), zap.Float64("share", a.Share), zap.Float64("ru_per_sec", a.RUPerSec),
+			m.hotKeys.Add(1)
+			m.log.Warn("hot key: partition cannot split", zap.String("ns", ci.NS()), zap.Uint64("partition", a.ID),
+				zap.String("key", HotKeyLabel(a.Label)), zap.Float64("share", a.Share), zap.Float64("ru_per_sec", a.RUPerSec),
 				zap.Int64("bytes", a.Bytes), zap.Bool("single_key", a.SingleKey), zap.Stringer("reason", a.Reason))
 		}
 	}
-	s.mu.Lock()
-	s.mu.hot[ci.Meta.ID] = hot
-	s.mu.Unlock()
+	m.mu.Lock()
+	m.mu.hot[ci.Meta.ID] = hot
+	m.mu.Unlock()
 	if changed {
-		e.afterMapChange()
+		m.AfterMapChange()
 	}
 	return nil
 }
 
-// collectionView builds what the policy needs to know about ci: per partition its size
+// CollectionView builds what the policy needs to know about ci: per partition its size
 // from the owning store and its meter's load; the size histogram and the smallest and
 // largest hash present only for partitions the policy may split (too big or too hot).
-func (e *Executor) collectionView(ci *catalog.Coll) shard.CollectionView {
-	s := e.shardSt()
-	meters := s.metersFor(ci)
-	shards := make([]int, len(e.st.Shards))
+func (m *Manager) CollectionView(ci *catalog.Coll) shard.CollectionView {
+	meters := m.metersFor(ci)
+	shards := make([]int, len(m.cat.Shards()))
 	for i := range shards {
 		shards[i] = i
 	}
 	v := shard.NewView(ci.Map, float64(ci.Meta.Throughput), shards, meters.Snapshots())
 	for i := range v.Partitions {
 		p := &v.Partitions[i]
-		db := e.st.Shards[p.Shard]
+		db := m.cat.Shards()[p.Shard]
 		p.Docs, p.Bytes, _ = db.Stats(ci.Meta.ID, p.Lo, p.Hi)
-		if p.Bytes <= s.opts.PartitionMaxBytes && p.RUPerSec <= s.opts.SplitLoadRU {
+		if p.Bytes <= m.opts.PartitionMaxBytes && p.RUPerSec <= m.opts.SplitLoadRU {
 			continue
 		}
 		if hist, err := db.Histogram(ci.Meta.ID, p.Lo, p.Hi); err == nil {
@@ -174,13 +172,13 @@ func hashBounds(db catalog.Shard, coll store.CollID, lo, hi uint64) (minHash, ma
 	return minHash, low, true
 }
 
-// applySplit commits split a of collection db.name: one catalog change that retires the
+// ApplySplit commits split a of collection db.name: one catalog change that retires the
 // parent and adds its two children. It returns the children's ids.
-func (e *Executor) applySplit(db, name string, a *shard.SplitAction) ([2]uint64, error) {
+func (m *Manager) ApplySplit(db, name string, a *shard.SplitAction) ([2]uint64, error) {
 	var ids [2]uint64
 	start := time.Now()
-	c, err := e.st.Catalog.UpdateCollection(db, name, func(c *store.Collection) error {
-		m, err := mapOf(c)
+	c, err := m.cat.Store().UpdateCollection(db, name, func(c *store.Collection) error {
+		m, err := MapOf(c)
 		if err != nil {
 			return err
 		}
@@ -189,25 +187,25 @@ func (e *Executor) applySplit(db, name string, a *shard.SplitAction) ([2]uint64,
 		if err != nil {
 			return err
 		}
-		c.Partitions = toStoreParts(parts)
+		c.Partitions = StoreParts(parts)
 		c.NextPartitionID += 2
 		return nil
 	})
 	if err != nil {
 		return ids, err
 	}
-	e.shardSt().splits.Add(1)
-	e.log.Info("split partition", zap.String("ns", db+"."+name), zap.Uint64("partition", a.ID),
+	m.splits.Add(1)
+	m.log.Info("split partition", zap.String("ns", db+"."+name), zap.Uint64("partition", a.ID),
 		zap.Uint64("at", a.At), zap.Uint64s("children", ids[:]), zap.Stringer("reason", a.Reason),
 		zap.Int("partitions", len(c.Partitions)), zap.Duration("duration", time.Since(start)))
 	return ids, nil
 }
 
-// afterMapChange refreshes the config collections that show partition maps.
-func (e *Executor) afterMapChange() {
+// AfterMapChange refreshes the config collections that show partition maps.
+func (m *Manager) AfterMapChange() {
 	for _, n := range []string{"collections", "chunks"} {
-		if err := e.syncConfig(n); err != nil {
-			e.log.Warn("cannot write the config collections", zap.Error(err))
+		if err := m.SyncConfig(n); err != nil {
+			m.log.Warn("cannot write the config collections", zap.Error(err))
 		}
 	}
 }

@@ -1,0 +1,23 @@
+// Package sharding executes shard's partitioning decisions for one process's shards.
+//
+// The Manager (state.go) runs a background loop (manager.go) that looks at each sharded
+// collection's partitions — bytes, documents and measured RU/s — and applies what
+// shard.Policy decides: splits (a catalog change only: documents are ordered by hash, so a
+// partition is a key range), moves to another shard (move.go: copy the range, rebuild its
+// index entries, catch up, commit the ownership change, then delete the source range after
+// a grace period), and the conversion of a filled collection to a sharded one (convert.go).
+// It keeps the config.* collections mongosh and drivers read (config.go).
+//
+// It plugs into the rest of the server through interfaces those packages declare: it is
+// the write path's write.StageHook (the logical-partition limit and write metering) and
+// the reads' meters (query.Options.Meters). Neither write nor query imports it.
+//
+// Invariants: every ownership change is one atomic catalog update taken under the DDL lock
+// and every key-lock stripe; a moved range is deleted from its source only after every
+// stream that loaded the old map has taken its snapshots.
+//
+//	m := sharding.New(cat, log, sharding.Options{Partitioning: shard.Options{...}})
+//	w := write.NewPath(cat, q, m) // m sees every staged write
+//	m.Start(w)
+//	defer m.Close()
+package sharding

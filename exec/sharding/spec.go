@@ -1,0 +1,33 @@
+package sharding
+
+import (
+	"github.com/cleavedb/cleave/shard"
+	"github.com/cleavedb/cleave/store"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// shardSpec is a parsed shardCollection request.
+type Spec struct {
+	DB, Coll         string
+	Key              bsoncore.Document
+	NumInitialChunks int
+	Throughput       int64
+}
+
+// StoreParts converts a shard package partition list to the catalog's.
+func StoreParts(parts []shard.Partition) []store.Partition {
+	out := make([]store.Partition, len(parts))
+	for i, p := range parts {
+		out[i] = store.Partition{ID: p.ID, Lo: p.Lo, Shard: p.Shard}
+	}
+	return out
+}
+
+// MapOf returns the partition map of catalog record c.
+func MapOf(c *store.Collection) (*shard.Map, error) {
+	parts := make([]shard.Partition, len(c.Partitions))
+	for i, p := range c.Partitions {
+		parts[i] = shard.Partition{ID: p.ID, Lo: p.Lo, Shard: p.Shard}
+	}
+	return shard.NewMap(parts)
+}
