@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/query"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -361,13 +363,13 @@ func parseUnionWithStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, e
 			case "coll":
 				c, ok := v.StringValueOK()
 				if !ok {
-					return nil, wrongType("$unionWith", "coll", v.Type, "string")
+					return nil, args.WrongType("$unionWith", "coll", v.Type, "string")
 				}
 				s.coll = c
 			case "pipeline":
 				a, ok := v.ArrayOK()
 				if !ok {
-					return nil, wrongType("$unionWith", "pipeline", v.Type, "array")
+					return nil, args.WrongType("$unionWith", "pipeline", v.Type, "array")
 				}
 				arr = a
 			default:

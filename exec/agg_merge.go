@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"github.com/cleavedb/cleave/exec/stream"
@@ -96,11 +98,11 @@ func (s *mergeStage) parseSpec(d bsoncore.Document) (bsoncore.Document, error) {
 		case "on":
 			s.on, err = parseMergeOn(v)
 		case "let":
-			let, err = argDoc(stage, "let", v)
+			let, err = args.Doc(stage, "let", v)
 		case "whenMatched":
 			err = s.parseWhenMatched(v)
 		case "whenNotMatched":
-			if s.whenNotMatched, err = argString(stage, "whenNotMatched", v); err == nil {
+			if s.whenNotMatched, err = args.String(stage, "whenNotMatched", v); err == nil {
 				err = checkEnum(stage, "whenNotMatched", s.whenNotMatched, mergeInsert, mergeDiscard, mergeFail)
 			}
 		case "targetCollectionVersion":
@@ -112,7 +114,7 @@ func (s *mergeStage) parseSpec(d bsoncore.Document) (bsoncore.Document, error) {
 		}
 	}
 	if !haveInto {
-		return nil, missingField(stage, "into")
+		return nil, args.Missing(stage, "into")
 	}
 	return let, nil
 }
@@ -135,12 +137,12 @@ func (s *mergeStage) parseInto(v bsoncore.Value) error {
 		switch el.Key() {
 		case "db":
 			var db string
-			if db, err = argString("into", "db", el.Value()); db != "" {
+			if db, err = args.String("into", "db", el.Value()); db != "" {
 				s.target.db = db // an empty db is the aggregate's
 			}
 		case "coll":
 			if t := el.Value().Type; t != bsoncore.TypeNull && t != bsoncore.TypeUndefined {
-				s.target.coll, err = argString("into", "coll", el.Value())
+				s.target.coll, err = args.String("into", "coll", el.Value())
 			}
 		default:
 			err = mongoerr.New(mongoerr.Location40415, "BSON field 'into.%s' is an unknown field.", el.Key())

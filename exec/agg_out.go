@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/write"
 
 	"github.com/cleavedb/cleave/exec/query"
@@ -66,10 +68,10 @@ func (s *outStage) parseSpec(d bsoncore.Document) error {
 		switch el.Key() {
 		case "db":
 			haveDB = true
-			s.target.db, err = argString(stage, "db", el.Value())
+			s.target.db, err = args.String(stage, "db", el.Value())
 		case "coll":
 			haveColl = true
-			s.target.coll, err = argString(stage, "coll", el.Value())
+			s.target.coll, err = args.String(stage, "coll", el.Value())
 		case "timeseries":
 			err = mongoerr.New(mongoerr.NotImplemented, "time series collections are not supported by cleave")
 		default:
@@ -80,10 +82,10 @@ func (s *outStage) parseSpec(d bsoncore.Document) error {
 		}
 	}
 	if !haveDB {
-		return missingField(stage, "db")
+		return args.Missing(stage, "db")
 	}
 	if !haveColl {
-		return missingField(stage, "coll")
+		return args.Missing(stage, "coll")
 	}
 	return nil
 }

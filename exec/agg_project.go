@@ -312,7 +312,7 @@ func (s *projStage) apply(dst []byte, doc bsoncore.Document, vars *expr.Vars) ([
 // appendExcluded appends doc without the fields n excludes.
 func appendExcluded(dst []byte, n *projNode, doc bsoncore.Document) []byte {
 	idx, dst := bsoncore.AppendDocumentStart(dst)
-	it := elementIter{rest: doc[4 : len(doc)-1]}
+	it := bsonx.Elements(doc)
 	for {
 		el, ok := it.Next()
 		if !ok {
@@ -357,7 +357,7 @@ func appendExcludedValue(dst []byte, key string, n *projNode, v bsoncore.Value) 
 func appendIncluded(dst []byte, n *projNode, doc, root bsoncore.Document, vars *expr.Vars) ([]byte, error) {
 	idx, dst := bsoncore.AppendDocumentStart(dst)
 	present := map[string]bool{}
-	it := elementIter{rest: doc[4 : len(doc)-1]}
+	it := bsonx.Elements(doc)
 	for {
 		el, ok := it.Next()
 		if !ok {
@@ -445,7 +445,7 @@ func appendIncludedValue(dst []byte, key string, n *projNode, v bsoncore.Value, 
 func appendAddFields(dst []byte, n *projNode, doc, root bsoncore.Document, vars *expr.Vars) ([]byte, error) {
 	idx, dst := bsoncore.AppendDocumentStart(dst)
 	done := map[string]bool{}
-	it := elementIter{rest: doc[4 : len(doc)-1]}
+	it := bsonx.Elements(doc)
 	var err error
 	for {
 		el, ok := it.Next()

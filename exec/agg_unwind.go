@@ -40,7 +40,7 @@ func nestedField(doc bsoncore.Document, path []string) bsoncore.Value {
 func appendSetField(dst []byte, doc bsoncore.Document, path []string, v bsoncore.Value) []byte {
 	idx, dst := bsoncore.AppendDocumentStart(dst)
 	found := false
-	it := elementIter{rest: doc[4 : len(doc)-1]}
+	it := bsonx.Elements(doc)
 	for {
 		el, ok := it.Next()
 		if !ok {

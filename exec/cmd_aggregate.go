@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/query"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -53,23 +55,23 @@ func parseAggregate(body bsoncore.Document, explaining bool) (*aggregateArgs, er
 		}
 	}
 	havePipeline := false
-	err := forEachArg(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "pipeline":
 			havePipeline = true
-			a.pipeline, err = argArray(cmd, key, v)
+			a.pipeline, err = args.Array(cmd, key, v)
 		case "cursor":
 			a.haveCursor = true
 			err = a.parseCursor(v)
 		case "explain":
-			a.explain, err = argBool(cmd, key, v)
+			a.explain, err = args.Bool(cmd, key, v)
 		case "allowDiskUse":
-			a.allowDiskUse, err = argBool(cmd, key, v)
+			a.allowDiskUse, err = args.Bool(cmd, key, v)
 		case "let":
-			a.let, err = argDoc(cmd, key, v)
+			a.let, err = args.Doc(cmd, key, v)
 		case "collation":
-			a.collation, err = argDoc(cmd, key, v)
+			a.collation, err = args.Doc(cmd, key, v)
 		case "hint":
 			a.hint = v
 		case "bypassDocumentValidation", "fromMongos", "needsMerge", "$_isMapReduceCommand",
@@ -84,7 +86,7 @@ func parseAggregate(body bsoncore.Document, explaining bool) (*aggregateArgs, er
 		return nil, err
 	}
 	if !havePipeline {
-		return nil, missingField(cmd, "pipeline")
+		return nil, args.Missing(cmd, "pipeline")
 	}
 	if !a.haveCursor && !a.explain && !explaining {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
@@ -107,7 +109,7 @@ func parseAggregate(body bsoncore.Document, explaining bool) (*aggregateArgs, er
 // parseCursor parses the cursor option ({batchSize}).
 func (a *aggregateArgs) parseCursor(v bsoncore.Value) error {
 	const cmd = "aggregate"
-	d, err := argDoc(cmd, "cursor", v)
+	d, err := args.Doc(cmd, "cursor", v)
 	if err != nil {
 		return err
 	}
@@ -115,7 +117,7 @@ func (a *aggregateArgs) parseCursor(v bsoncore.Value) error {
 	for _, el := range elems {
 		switch el.Key() {
 		case "batchSize":
-			n, err := argInt64(cmd, "cursor.batchSize", el.Value())
+			n, err := args.Int64(cmd, "cursor.batchSize", el.Value())
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"context"
@@ -62,32 +64,32 @@ func parseCollMod(body bsoncore.Document) (*collModArgs, error) {
 		return nil, err
 	}
 	a := &collModArgs{coll: name, opts: optionSet{}}
-	err = forEachArg(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "index":
 			var d bsoncore.Document
-			if d, err = argDoc(cmd, key, v); err == nil {
+			if d, err = args.Doc(cmd, key, v); err == nil {
 				a.index, err = parseCollModIndex(d)
 			}
 		case "validator", "changeStreamPreAndPostImages", "timeseries":
-			_, err = argDoc(cmd, key, v)
+			_, err = args.Doc(cmd, key, v)
 			a.opts[key] = v
 		case "validationLevel", "validationAction":
 			err = checkCollModEnum(key, v)
 			a.opts[key] = v
 		case "expireAfterSeconds":
 			if v.Type != bsoncore.TypeString {
-				_, err = argInt64(cmd, key, v)
+				_, err = args.Int64(cmd, key, v)
 			}
 			a.opts[key] = v
 		case "viewOn", "pipeline":
 			a.view = key
 		case "cappedSize", "cappedMax":
-			_, err = argInt64(cmd, key, v)
+			_, err = args.Int64(cmd, key, v)
 			a.capped = key
 		case "dryRun":
-			a.dryRun, err = argBool(cmd, key, v)
+			a.dryRun, err = args.Bool(cmd, key, v)
 		case "collectionUUID", "isTimeseriesNamespace":
 		default:
 			return false, nil
@@ -99,7 +101,7 @@ func parseCollMod(body bsoncore.Document) (*collModArgs, error) {
 
 // checkCollModEnum checks validationLevel or validationAction.
 func checkCollModEnum(key string, v bsoncore.Value) error {
-	s, err := argString("collMod", key, v)
+	s, err := args.String("collMod", key, v)
 	if err != nil {
 		return err
 	}
@@ -115,7 +117,7 @@ func parseCollModIndex(d bsoncore.Document) (*collModIndex, error) {
 	const cmd = "collMod.index"
 	x := &collModIndex{}
 	flag := func(key string, v bsoncore.Value) (*bool, error) {
-		b, err := argBool(cmd, key, v)
+		b, err := args.Bool(cmd, key, v)
 		return &b, err
 	}
 	elems, _ := d.Elements()
@@ -124,14 +126,14 @@ func parseCollModIndex(d bsoncore.Document) (*collModIndex, error) {
 		var err error
 		switch key {
 		case "name":
-			_, err = argString(cmd, key, v)
+			_, err = args.String(cmd, key, v)
 			x.name = v
 		case "keyPattern":
-			_, err = argDoc(cmd, key, v)
+			_, err = args.Doc(cmd, key, v)
 			x.keyPattern = v
 		case "expireAfterSeconds":
 			var n int64
-			n, err = argInt64(cmd, key, v)
+			n, err = args.Int64(cmd, key, v)
 			x.expire = &n
 		case "hidden":
 			x.hidden, err = flag(key, v)

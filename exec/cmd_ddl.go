@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"bytes"
@@ -113,22 +115,22 @@ func (e *Executor) dropDatabase(_ context.Context, r *request) error {
 func (e *Executor) renameCollection(_ context.Context, r *request) error {
 	const cmd = "renameCollection"
 	first, _ := bsonx.FirstElement(r.body)
-	from, err := argString(cmd, cmd, first.Value())
+	from, err := args.String(cmd, cmd, first.Value())
 	if err != nil {
 		return err
 	}
 	var to string
 	haveTo, dropTarget := false, false
-	err = forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "to":
 			haveTo = true
-			to, err = argString(cmd, key, v)
+			to, err = args.String(cmd, key, v)
 		case "dropTarget":
-			dropTarget, err = argBool(cmd, key, v)
+			dropTarget, err = args.Bool(cmd, key, v)
 		case "stayTemp":
-			_, err = argBool(cmd, key, v)
+			_, err = args.Bool(cmd, key, v)
 		default:
 			return false, nil
 		}
@@ -138,7 +140,7 @@ func (e *Executor) renameCollection(_ context.Context, r *request) error {
 		return err
 	}
 	if !haveTo {
-		return missingField(cmd, "to")
+		return args.Missing(cmd, "to")
 	}
 	fromDB, fromColl, err := parseNamespace(from)
 	if err != nil {

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/write"
 
 	"github.com/cleavedb/cleave/exec/query"
@@ -46,7 +48,7 @@ func parseFAM(body bsoncore.Document) (*famArgs, error) {
 		return nil, err
 	}
 	a.coll = coll
-	err = forEachArg(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "query":
@@ -56,23 +58,23 @@ func parseFAM(body bsoncore.Document) (*famArgs, error) {
 		case "fields":
 			a.fields, err = optionalDoc(cmd, key, v)
 		case "collation":
-			a.collation, err = argDoc(cmd, key, v)
+			a.collation, err = args.Doc(cmd, key, v)
 		case "let":
-			a.let, err = argDoc(cmd, key, v)
+			a.let, err = args.Doc(cmd, key, v)
 		case "update":
 			a.update, err = updateArg(v)
 		case "remove":
-			a.remove, err = argBool(cmd, key, v)
+			a.remove, err = args.Bool(cmd, key, v)
 		case "new":
-			a.returnNew, err = argBool(cmd, key, v)
+			a.returnNew, err = args.Bool(cmd, key, v)
 		case "upsert":
-			a.upsert, err = argBool(cmd, key, v)
+			a.upsert, err = args.Bool(cmd, key, v)
 		case "arrayFilters":
 			a.arrayFilters, err = arrayFiltersArg(cmd, key, v)
 		case "hint":
 			a.hint, err = hintArg(cmd, key, v)
 		case "bypassDocumentValidation":
-			_, err = argBool(cmd, key, v)
+			_, err = args.Bool(cmd, key, v)
 		case "stmtId", "encryptionInformation", "isTimeseriesNamespace", "sampleId":
 		default:
 			return false, nil

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/query"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -163,17 +165,17 @@ func (e *Executor) getMore(ctx context.Context, r *request) error {
 	first, _ := bsonx.FirstElement(r.body)
 	id, ok := first.Value().Int64OK()
 	if !ok {
-		return wrongType(cmd, cmd, first.Value().Type, "long")
+		return args.WrongType(cmd, cmd, first.Value().Type, "long")
 	}
 	var coll string
 	var batchSize, maxTime int64
 	haveColl := false
-	err := forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "collection":
 			haveColl = true
-			coll, err = argString(cmd, key, v)
+			coll, err = args.String(cmd, key, v)
 		case "batchSize":
 			batchSize, err = nonNegative(cmd, key, v)
 		case "term", "lastKnownCommittedOpTime":
@@ -186,7 +188,7 @@ func (e *Executor) getMore(ctx context.Context, r *request) error {
 		return err
 	}
 	if !haveColl {
-		return missingField(cmd, "collection")
+		return args.Missing(cmd, "collection")
 	}
 	if v, err := r.body.LookupErr("maxTimeMS"); err == nil {
 		if maxTime, err = maxTimeMS(v); err != nil {
@@ -228,20 +230,20 @@ func (e *Executor) killCursors(_ context.Context, r *request) error {
 	}
 	var ids []int64
 	have := false
-	err = forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		if key != "cursors" {
 			return false, nil
 		}
 		have = true
 		arr, ok := v.ArrayOK()
 		if !ok {
-			return true, wrongType(cmd, key, v.Type, "array")
+			return true, args.WrongType(cmd, key, v.Type, "array")
 		}
 		vals, _ := arr.Values()
 		for _, x := range vals {
 			id, ok := x.Int64OK()
 			if !ok {
-				return true, wrongType(cmd, key, x.Type, "long")
+				return true, args.WrongType(cmd, key, x.Type, "long")
 			}
 			ids = append(ids, id)
 		}
@@ -251,7 +253,7 @@ func (e *Executor) killCursors(_ context.Context, r *request) error {
 		return err
 	}
 	if !have {
-		return missingField(cmd, "cursors")
+		return args.Missing(cmd, "cursors")
 	}
 	ns := r.db + "." + coll
 	var killed, notFound []int64

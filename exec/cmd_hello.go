@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"context"
 	"time"
 
@@ -16,7 +18,7 @@ func (e *Executor) hello(_ context.Context, r *request) error {
 	legacy := r.name != "hello"
 	var helloOK bool
 	var clientCompressors bsoncore.Array
-	err := forEachArg(r.name, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(r.name, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		switch key {
 		case "helloOk":
 			helloOK = v.Type == bsoncore.TypeBoolean && v.Boolean()

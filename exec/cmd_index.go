@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"context"
@@ -38,13 +40,13 @@ func parseCreateIndexes(body bsoncore.Document) (*createIndexesArgs, error) {
 	a := &createIndexesArgs{coll: name}
 	var specs bsoncore.Array
 	ignoreUnknown := false
-	err = forEachArg(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "indexes":
-			specs, err = argArray(cmd, key, v)
+			specs, err = args.Array(cmd, key, v)
 		case "ignoreUnknownIndexOptions":
-			ignoreUnknown, err = argBool(cmd, key, v)
+			ignoreUnknown, err = args.Bool(cmd, key, v)
 		case "commitQuorum", "isTimeseriesNamespace", "returnOnStart":
 		default:
 			return false, nil
@@ -55,7 +57,7 @@ func parseCreateIndexes(body bsoncore.Document) (*createIndexesArgs, error) {
 		return nil, err
 	}
 	if specs == nil {
-		return nil, missingField(cmd, "indexes")
+		return nil, args.Missing(cmd, "indexes")
 	}
 	vals, _ := specs.Values()
 	if len(vals) == 0 {

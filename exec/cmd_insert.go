@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/write"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -31,21 +33,21 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 	var docs bsoncore.Array
 	ordered := true
 	haveDocs := false
-	err = forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "documents":
 			haveDocs = true
 			var ok bool
 			if docs, ok = v.ArrayOK(); !ok {
-				err = wrongType(cmd, key, v.Type, "array")
+				err = args.WrongType(cmd, key, v.Type, "array")
 			}
 		case "ordered":
-			ordered, err = argBool(cmd, key, v)
+			ordered, err = args.Bool(cmd, key, v)
 		case "bypassDocumentValidation":
-			_, err = argBool(cmd, key, v)
+			_, err = args.Bool(cmd, key, v)
 		case "let":
-			_, err = argDoc(cmd, key, v)
+			_, err = args.Doc(cmd, key, v)
 		default:
 			return false, nil
 		}
@@ -55,7 +57,7 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 		return err
 	}
 	if !haveDocs {
-		return missingField(cmd, "documents")
+		return args.Missing(cmd, "documents")
 	}
 	vals, err := docs.Values()
 	if err != nil {

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"context"
 	"math"
 	"sort"
@@ -156,7 +158,7 @@ var startupOnly = map[string]bool{"authenticationMechanisms": true, "featureComp
 // "was" reports the old value of the first.
 func (e *Executor) setParameter(_ context.Context, r *request) error {
 	vals := map[string]bsoncore.Value{}
-	err := forEachArg("setParameter", r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach("setParameter", r.body, func(key string, v bsoncore.Value) (bool, error) {
 		if err := checkSettable(key); err != nil {
 			return true, err
 		}

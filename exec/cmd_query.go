@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/query"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -40,7 +42,7 @@ func parseCount(body bsoncore.Document) (*countArgs, error) {
 		return nil, err
 	}
 	a := &countArgs{coll: coll}
-	err = forEachArg(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "query":
@@ -48,14 +50,14 @@ func parseCount(body bsoncore.Document) (*countArgs, error) {
 		case "skip":
 			a.skip, err = nonNegative(cmd, key, v)
 		case "limit":
-			a.limit, err = argInt64(cmd, key, v)
+			a.limit, err = args.Int64(cmd, key, v)
 			if a.limit < 0 {
 				a.limit = -a.limit // count treats a negative limit as its absolute value
 			}
 		case "hint":
 			a.hint = v
 		case "collation":
-			a.collation, err = argDoc(cmd, key, v)
+			a.collation, err = args.Doc(cmd, key, v)
 		case "fields", "readConcern", "query_options":
 		default:
 			return false, nil
@@ -151,16 +153,16 @@ func (e *Executor) distinct(ctx context.Context, r *request) error {
 	var filter, collation bsoncore.Document
 	var hint bsoncore.Value
 	haveKey := false
-	err = forEachArg(cmd, r.body, func(k string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, r.body, func(k string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch k {
 		case "key":
 			haveKey = true
-			key, err = argString(cmd, k, v)
+			key, err = args.String(cmd, k, v)
 		case "query":
 			filter, err = optionalDoc(cmd, k, v)
 		case "collation":
-			collation, err = argDoc(cmd, k, v)
+			collation, err = args.Doc(cmd, k, v)
 		case "hint":
 			hint = v
 		default:
@@ -172,7 +174,7 @@ func (e *Executor) distinct(ctx context.Context, r *request) error {
 		return err
 	}
 	if !haveKey {
-		return missingField(cmd, "key")
+		return args.Missing(cmd, "key")
 	}
 	if err := catalog.CheckCollation(collation); err != nil {
 		return err

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"context"
 	"math"
 	"os"
@@ -166,7 +168,7 @@ func (e *Executor) whatsMyURI(_ context.Context, r *request) error {
 func (e *Executor) connectionStatus(_ context.Context, r *request) error {
 	showPrivileges := false
 	if v, err := r.body.LookupErr("showPrivileges"); err == nil {
-		showPrivileges, _ = argBool(r.name, "showPrivileges", v)
+		showPrivileges, _ = args.Bool(r.name, "showPrivileges", v)
 	}
 	idx, out := bsoncore.AppendDocumentElementStart(r.out, "authInfo")
 	out = appendStringArray(out, "authenticatedUsers", nil)

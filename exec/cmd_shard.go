@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/sharding"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -36,7 +38,7 @@ func (e *Executor) addShardCommands(add func(*command, ...string)) {
 // collections, so it only creates the database.
 func (e *Executor) enableSharding(_ context.Context, r *request) error {
 	first, _ := bsonx.FirstElement(r.body)
-	name, err := argString(r.name, r.name, first.Value())
+	name, err := args.String(r.name, r.name, first.Value())
 	if err != nil {
 		return err
 	}
@@ -53,7 +55,7 @@ func (e *Executor) enableSharding(_ context.Context, r *request) error {
 func (e *Executor) shardCollection(_ context.Context, r *request) error {
 	const cmd = "shardCollection"
 	first, _ := bsonx.FirstElement(r.body)
-	ns, err := argString(cmd, cmd, first.Value())
+	ns, err := args.String(cmd, cmd, first.Value())
 	if err != nil {
 		return err
 	}
@@ -63,31 +65,31 @@ func (e *Executor) shardCollection(_ context.Context, r *request) error {
 	}
 	spec := sharding.Spec{DB: db, Coll: coll}
 	var unique, presplit bool
-	err = forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "key":
-			spec.Key, err = argDoc(cmd, key, v)
+			spec.Key, err = args.Doc(cmd, key, v)
 		case "unique":
-			unique, err = argBool(cmd, key, v)
+			unique, err = args.Bool(cmd, key, v)
 		case "numInitialChunks":
 			var n int64
-			n, err = argInt64(cmd, key, v)
+			n, err = args.Int64(cmd, key, v)
 			if err == nil && (n < 0 || n > 8192) {
 				err = mongoerr.New(mongoerr.InvalidOptions, "numInitialChunks cannot be more than either: 8192, 8192 * number of shards; or 1000000")
 			}
 			spec.NumInitialChunks = int(n)
 		case "presplitHashedZones":
-			presplit, err = argBool(cmd, key, v)
+			presplit, err = args.Bool(cmd, key, v)
 		case "collation":
 			var d bsoncore.Document
-			if d, err = argDoc(cmd, key, v); err == nil {
+			if d, err = args.Doc(cmd, key, v); err == nil {
 				err = catalog.CheckCollation(d)
 			}
 		case "timeseries":
 			err = mongoerr.New(mongoerr.NotImplemented, "sharded time series collections are not supported by cleave")
 		case "implicitlyCreateIndex", "enforceUniquenessCheck", "dropIndexesIfNeeded":
-			_, err = argBool(cmd, key, v)
+			_, err = args.Bool(cmd, key, v)
 		default:
 			return false, nil
 		}
@@ -97,7 +99,7 @@ func (e *Executor) shardCollection(_ context.Context, r *request) error {
 		return err
 	}
 	if spec.Key == nil {
-		return missingField(cmd, "key")
+		return args.Missing(cmd, "key")
 	}
 	spec.Key = append(bsoncore.Document(nil), spec.Key...) // the body aliases the read buffer
 	if err := validateShardKey(spec.Key); err != nil {
@@ -239,7 +241,7 @@ func (e *Executor) balancerStatus(_ context.Context, r *request) error {
 // getShardVersion answers {getShardVersion: ns}: the collection's version as a timestamp.
 func (e *Executor) getShardVersion(_ context.Context, r *request) error {
 	first, _ := bsonx.FirstElement(r.body)
-	ns, err := argString(r.name, r.name, first.Value())
+	ns, err := args.String(r.name, r.name, first.Value())
 	if err != nil {
 		return err
 	}

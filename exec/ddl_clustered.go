@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -38,14 +40,14 @@ func parseClusteredIndex(v bsoncore.Value) (bsoncore.Document, error) {
 		var err error
 		switch k {
 		case "key":
-			key, err = argDoc(cmd, k, val)
+			key, err = args.Doc(cmd, k, val)
 		case "name":
-			_, err = argString(cmd, k, val)
+			_, err = args.String(cmd, k, val)
 			name = val
 		case "v":
-			version, err = argInt64(cmd, k, val)
+			version, err = args.Int64(cmd, k, val)
 		case "unique":
-			unique, err = argBool(cmd, k, val)
+			unique, err = args.Bool(cmd, k, val)
 			haveUnique = true
 		default:
 			err = mongoerr.New(mongoerr.Location40415, "BSON field '%s.%s' is an unknown field.", cmd, k)
@@ -56,9 +58,9 @@ func parseClusteredIndex(v bsoncore.Value) (bsoncore.Document, error) {
 	}
 	switch {
 	case key == nil:
-		return nil, missingField(cmd, "key")
+		return nil, args.Missing(cmd, "key")
 	case !haveUnique:
-		return nil, missingField(cmd, "unique")
+		return nil, args.Missing(cmd, "unique")
 	}
 	if err := checkClusteredSpec(key, unique, version, v); err != nil {
 		return nil, err

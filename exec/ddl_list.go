@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/query"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -20,7 +22,7 @@ func (e *Executor) listDatabases(_ context.Context, r *request) error {
 	const cmd = "listDatabases"
 	var filter *match.Filter
 	nameOnly := false
-	err := forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "filter":
@@ -29,9 +31,9 @@ func (e *Executor) listDatabases(_ context.Context, r *request) error {
 				filter, err = query.CompileFilter(d)
 			}
 		case "nameOnly":
-			nameOnly, err = argBool(cmd, key, v)
+			nameOnly, err = args.Bool(cmd, key, v)
 		case "authorizedDatabases":
-			_, err = argBool(cmd, key, v)
+			_, err = args.Bool(cmd, key, v)
 		default:
 			return false, nil
 		}
@@ -82,7 +84,7 @@ func (e *Executor) listCollections(_ context.Context, r *request) error {
 	const cmd = "listCollections"
 	var filter *match.Filter
 	nameOnly := false
-	err := forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "filter":
@@ -91,11 +93,11 @@ func (e *Executor) listCollections(_ context.Context, r *request) error {
 				filter, err = query.CompileFilter(d)
 			}
 		case "nameOnly":
-			nameOnly, err = argBool(cmd, key, v)
+			nameOnly, err = args.Bool(cmd, key, v)
 		case "authorizedCollections", "includePendingDrops":
-			_, err = argBool(cmd, key, v)
+			_, err = args.Bool(cmd, key, v)
 		case "cursor":
-			_, err = argDoc(cmd, key, v)
+			_, err = args.Doc(cmd, key, v)
 		default:
 			return false, nil
 		}

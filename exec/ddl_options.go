@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/query"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -110,7 +112,7 @@ func parseCreateOptions(ns string, body bsoncore.Document) (bsoncore.Document, e
 	const cmd = "create"
 	o := optionSet{}
 	var given []string
-	err := forEachArg(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
 		if what, ok := notImplementedCreate[key]; ok {
 			return true, mongoerr.New(mongoerr.NotImplemented, "%s are not supported by cleave", what)
 		}
@@ -175,7 +177,7 @@ func checkCreateKinds(ns string, o optionSet, given []string) error {
 		if !ts && !clustered {
 			return mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' is only supported on time-series collections or when the 'clusteredIndex' option is specified")
 		}
-		n, _ := argInt64("create", "expireAfterSeconds", v)
+		n, _ := args.Int64("create", "expireAfterSeconds", v)
 		if err := checkClusteredTTL(n); err != nil {
 			return err
 		}
@@ -248,14 +250,14 @@ func parsePrePostImages(cmd string, d bsoncore.Document) (bool, error) {
 		if el.Key() != "enabled" {
 			return false, mongoerr.New(mongoerr.Location40415, "BSON field '%s.%s.%s' is an unknown field.", cmd, field, el.Key())
 		}
-		b, err := argBool(cmd+"."+field, "enabled", el.Value())
+		b, err := args.Bool(cmd+"."+field, "enabled", el.Value())
 		if err != nil {
 			return false, err
 		}
 		enabled, have = b, true
 	}
 	if !have {
-		return false, missingField(cmd+"."+field, "enabled")
+		return false, args.Missing(cmd+"."+field, "enabled")
 	}
 	return enabled, nil
 }
@@ -278,13 +280,13 @@ func checkCreateOption(key, want string, v bsoncore.Value) error {
 	var err error
 	switch want {
 	case "number":
-		_, err = argInt64(cmd, key, v)
+		_, err = args.Int64(cmd, key, v)
 	case "object":
-		_, err = argDoc(cmd, key, v)
+		_, err = args.Doc(cmd, key, v)
 	case "bool":
-		_, err = argBool(cmd, key, v)
+		_, err = args.Bool(cmd, key, v)
 	case "string":
-		_, err = argString(cmd, key, v)
+		_, err = args.String(cmd, key, v)
 	}
 	if err != nil {
 		return err
@@ -292,7 +294,7 @@ func checkCreateOption(key, want string, v bsoncore.Value) error {
 	switch key {
 	case "clusteredIndex":
 		if v.Type != bsoncore.TypeBoolean && v.Type != bsoncore.TypeEmbeddedDocument {
-			return wrongType(cmd, key, v.Type, "bool", "object")
+			return args.WrongType(cmd, key, v.Type, "bool", "object")
 		}
 	case "collation":
 		return catalog.CheckCollation(v.Document())

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"context"
@@ -222,10 +224,10 @@ func (e *Executor) dbStats(_ context.Context, r *request) error {
 // scaleArg reads the scale argument of collStats and dbStats (1 when absent).
 func scaleArg(cmd string, body bsoncore.Document) (int64, error) {
 	scale := int64(1)
-	err := forEachArg(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
 		switch key {
 		case "scale":
-			n, err := argInt64(cmd, key, v)
+			n, err := args.Int64(cmd, key, v)
 			if err != nil {
 				return true, err
 			}

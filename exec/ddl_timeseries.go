@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -38,12 +40,12 @@ func parseTimeseries(ns string, d bsoncore.Document) (*catalog.Timeseries, error
 		var err error
 		switch key {
 		case "timeField":
-			t.TimeField, err = argString(cmd, key, v)
+			t.TimeField, err = args.String(cmd, key, v)
 			haveTime = true
 		case "metaField":
-			t.MetaField, err = argString(cmd, key, v)
+			t.MetaField, err = args.String(cmd, key, v)
 		case "granularity":
-			if t.Granularity, err = argString(cmd, key, v); err == nil {
+			if t.Granularity, err = args.String(cmd, key, v); err == nil {
 				err = checkEnum(cmd, key, t.Granularity, "seconds", "minutes", "hours")
 			}
 		case "bucketRoundingSeconds":
@@ -58,7 +60,7 @@ func parseTimeseries(ns string, d bsoncore.Document) (*catalog.Timeseries, error
 		}
 	}
 	if !haveTime {
-		return nil, missingField(cmd, "timeField")
+		return nil, args.Missing(cmd, "timeField")
 	}
 	if err := t.CheckFields(ns); err != nil {
 		return nil, err
@@ -68,7 +70,7 @@ func parseTimeseries(ns string, d bsoncore.Document) (*catalog.Timeseries, error
 
 // bucketSeconds parses bucketRoundingSeconds or bucketMaxSpanSeconds (IDL safeInt, >= 1).
 func bucketSeconds(cmd, key string, v bsoncore.Value) (int64, error) {
-	n, err := argInt64(cmd, key, v)
+	n, err := args.Int64(cmd, key, v)
 	if err != nil {
 		return 0, err
 	}
@@ -94,7 +96,7 @@ func collModTimeseries(t *catalog.Timeseries, d bsoncore.Document) (bool, error)
 		var err error
 		switch key {
 		case "granularity":
-			if granularity, err = argString(cmd, key, v); err == nil {
+			if granularity, err = args.String(cmd, key, v); err == nil {
 				err = checkEnum(cmd, key, granularity, "seconds", "minutes", "hours")
 			}
 		case "bucketRoundingSeconds":

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/query"
 
 	"context"
@@ -26,14 +28,14 @@ func (e *Executor) explain(ctx context.Context, r *request) error {
 	first, _ := bsonx.FirstElement(r.body)
 	inner, ok := first.Value().DocumentOK()
 	if !ok {
-		return wrongType(cmd, cmd, first.Value().Type, "object")
+		return args.WrongType(cmd, cmd, first.Value().Type, "object")
 	}
 	verbosity := "allPlansExecution"
-	err := forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		if key != "verbosity" {
 			return false, nil
 		}
-		s, err := argString(cmd, key, v)
+		s, err := args.String(cmd, key, v)
 		if err != nil {
 			return true, err
 		}

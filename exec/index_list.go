@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"context"
@@ -22,13 +24,13 @@ func (e *Executor) listIndexes(_ context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	err = forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		switch key {
 		case "cursor":
-			_, err := argDoc(cmd, key, v)
+			_, err := args.Doc(cmd, key, v)
 			return true, err
 		case "includeBuildUUIDs", "includeIndexBuildInfo":
-			_, err := argBool(cmd, key, v)
+			_, err := args.Bool(cmd, key, v)
 			return true, err
 		}
 		return false, nil
@@ -74,7 +76,7 @@ func (e *Executor) dropIndexes(_ context.Context, r *request) error {
 		return err
 	}
 	var target bsoncore.Value
-	err = forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		if key != "index" {
 			return false, nil
 		}
@@ -90,7 +92,7 @@ func (e *Executor) dropIndexes(_ context.Context, r *request) error {
 		return err
 	}
 	if target.Type == 0 {
-		return missingField(cmd, "index")
+		return args.Missing(cmd, "index")
 	}
 	unlock := e.cat.LockDDL()
 	defer unlock()

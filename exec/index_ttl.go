@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/write"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -186,11 +188,11 @@ func ttlExpired(xi *catalog.Index, doc bsoncore.Document, cutoff int64) bool {
 // number of passes done.
 func (e *Executor) ttlMonitorCommand(ctx context.Context, r *request) error {
 	const cmd = "cleaveTTLMonitor"
-	err := forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		if key != "intervalMS" {
 			return false, nil
 		}
-		n, err := argInt64(cmd, key, v)
+		n, err := args.Int64(cmd, key, v)
 		if err == nil && n > 0 {
 			e.ddl.ttlInterval.Store(int64(time.Duration(n) * time.Millisecond))
 		}

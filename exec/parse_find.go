@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
@@ -38,7 +40,7 @@ func parseFind(body bsoncore.Document) (*findArgs, error) {
 		return nil, err
 	}
 	a.coll = coll
-	err = forEachArg(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "filter":
@@ -56,27 +58,27 @@ func parseFind(body bsoncore.Document) (*findArgs, error) {
 		case "batchSize":
 			a.batchSize, err = nonNegative(cmd, key, v)
 		case "singleBatch":
-			a.singleBatch, err = argBool(cmd, key, v)
+			a.singleBatch, err = args.Bool(cmd, key, v)
 		case "let":
-			a.let, err = argDoc(cmd, key, v)
+			a.let, err = args.Doc(cmd, key, v)
 		case "collation":
-			a.collation, err = argDoc(cmd, key, v)
+			a.collation, err = args.Doc(cmd, key, v)
 		case "allowDiskUse":
-			a.allowDiskUse, err = argBool(cmd, key, v)
+			a.allowDiskUse, err = args.Bool(cmd, key, v)
 		case "noCursorTimeout":
-			a.noCursorTimeout, err = argBool(cmd, key, v)
+			a.noCursorTimeout, err = args.Bool(cmd, key, v)
 		case "returnKey":
-			a.returnKey, err = argBool(cmd, key, v)
+			a.returnKey, err = args.Bool(cmd, key, v)
 		case "showRecordId":
-			a.showRecordID, err = argBool(cmd, key, v)
+			a.showRecordID, err = args.Bool(cmd, key, v)
 		case "min":
-			a.min, err = argDoc(cmd, key, v)
+			a.min, err = args.Doc(cmd, key, v)
 		case "max":
-			a.max, err = argDoc(cmd, key, v)
+			a.max, err = args.Doc(cmd, key, v)
 		case "tailable", "awaitData", "oplogReplay", "allowPartialResults", "readOnce",
 			"allowSpeculativeMajorityRead", "$_requestResumeToken", "$_resumeAfter", "term":
 			var b bool
-			b, err = argBool(cmd, key, v)
+			b, err = args.Bool(cmd, key, v)
 			if err == nil && b && (key == "tailable" || key == "awaitData") {
 				err = mongoerr.New(mongoerr.BadValue, "error processing query: tailable cursor requested on non capped collection")
 			}
@@ -114,12 +116,12 @@ func optionalDoc(cmd, field string, v bsoncore.Value) (bsoncore.Document, error)
 	if v.Type == bsoncore.TypeNull {
 		return nil, nil
 	}
-	return argDoc(cmd, field, v)
+	return args.Doc(cmd, field, v)
 }
 
 // nonNegative parses an integral argument that must be >= 0 (MongoDB's IDL validator).
 func nonNegative(cmd, field string, v bsoncore.Value) (int64, error) {
-	n, err := argInt64(cmd, field, v)
+	n, err := args.Int64(cmd, field, v)
 	if err != nil {
 		return 0, err
 	}
@@ -131,7 +133,7 @@ func nonNegative(cmd, field string, v bsoncore.Value) (int64, error) {
 
 // maxTimeMS parses the generic maxTimeMS argument: a non-negative 32-bit integer.
 func maxTimeMS(v bsoncore.Value) (int64, error) {
-	n, ok := numberFloat(v)
+	n, ok := bsonx.NumberAsFloat64(v)
 	if !ok {
 		return 0, mongoerr.New(mongoerr.BadValue, "maxTimeMS must be a number")
 	}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"context"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -39,25 +41,25 @@ func (e *Executor) createSearchIndexes(_ context.Context, r *request) error {
 		return err
 	}
 	var indexes bsoncore.Array
-	err := forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		if key != "indexes" {
 			return false, nil
 		}
 		var err error
-		indexes, err = argArray(cmd, key, v)
+		indexes, err = args.Array(cmd, key, v)
 		return true, err
 	})
 	if err != nil {
 		return err
 	}
 	if indexes == nil {
-		return missingField(cmd, "indexes")
+		return args.Missing(cmd, "indexes")
 	}
 	vals, _ := indexes.Values()
 	for _, v := range vals {
 		spec, ok := v.DocumentOK()
 		if !ok {
-			return wrongType(cmd, "indexes", v.Type, "object")
+			return args.WrongType(cmd, "indexes", v.Type, "object")
 		}
 		if err := checkSearchIndexSpec(cmd+".indexes", spec); err != nil {
 			return err
@@ -74,11 +76,11 @@ func checkSearchIndexSpec(ctx string, spec bsoncore.Document) error {
 		v := el.Value()
 		switch el.Key() {
 		case "name", "type":
-			if _, err := argString(ctx, el.Key(), v); err != nil {
+			if _, err := args.String(ctx, el.Key(), v); err != nil {
 				return err
 			}
 		case "definition":
-			if _, err := argDoc(ctx, el.Key(), v); err != nil {
+			if _, err := args.Doc(ctx, el.Key(), v); err != nil {
 				return err
 			}
 			hasDefinition = true
@@ -87,7 +89,7 @@ func checkSearchIndexSpec(ctx string, spec bsoncore.Document) error {
 		}
 	}
 	if !hasDefinition {
-		return missingField(ctx, "definition")
+		return args.Missing(ctx, "definition")
 	}
 	return nil
 }
@@ -99,14 +101,14 @@ func (e *Executor) updateSearchIndex(_ context.Context, r *request) error {
 		return err
 	}
 	hasDefinition := false
-	err := forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "id", "name":
-			_, err = argString(cmd, key, v)
+			_, err = args.String(cmd, key, v)
 		case "definition":
 			hasDefinition = true
-			_, err = argDoc(cmd, key, v)
+			_, err = args.Doc(cmd, key, v)
 		default:
 			return false, nil
 		}
@@ -116,7 +118,7 @@ func (e *Executor) updateSearchIndex(_ context.Context, r *request) error {
 		return err
 	}
 	if !hasDefinition {
-		return missingField(cmd, "definition")
+		return args.Missing(cmd, "definition")
 	}
 	return errSearchIndexCommands()
 }
@@ -127,11 +129,11 @@ func (e *Executor) dropSearchIndex(_ context.Context, r *request) error {
 	if err := searchIndexCollection(cmd, r.body); err != nil {
 		return err
 	}
-	err := forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		if key != "id" && key != "name" {
 			return false, nil
 		}
-		_, err := argString(cmd, key, v)
+		_, err := args.String(cmd, key, v)
 		return true, err
 	})
 	if err != nil {

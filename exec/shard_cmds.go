@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/sharding"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -24,7 +26,7 @@ import (
 func (e *Executor) partitionStats(_ context.Context, r *request) error {
 	const cmd = "partitionStats"
 	first, _ := bsonx.FirstElement(r.body)
-	name, err := argString(cmd, cmd, first.Value())
+	name, err := args.String(cmd, cmd, first.Value())
 	if err != nil {
 		return err
 	}
@@ -113,22 +115,22 @@ func appendHotKey(dst []byte, key string, h *shard.HotKeyReport) []byte {
 func (e *Executor) moveChunk(_ context.Context, r *request) error {
 	const cmd = "moveChunk"
 	first, _ := bsonx.FirstElement(r.body)
-	ns, err := argString(cmd, cmd, first.Value())
+	ns, err := args.String(cmd, cmd, first.Value())
 	if err != nil {
 		return err
 	}
 	var find bsoncore.Document
 	var bounds bsoncore.Array
 	to := ""
-	err = forEachArg(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "find":
-			find, err = argDoc(cmd, key, v)
+			find, err = args.Doc(cmd, key, v)
 		case "bounds":
-			bounds, err = argArray(cmd, key, v)
+			bounds, err = args.Array(cmd, key, v)
 		case "to":
-			to, err = argString(cmd, key, v)
+			to, err = args.String(cmd, key, v)
 		case "_waitForDelete", "waitForDelete", "_secondaryThrottle", "secondaryThrottle", "forceJumbo":
 		default:
 			return false, nil
@@ -190,24 +192,24 @@ func (e *Executor) moveChunk(_ context.Context, r *request) error {
 func (e *Executor) customAction(_ context.Context, r *request) error {
 	const cmd = "customAction"
 	first, _ := bsonx.FirstElement(r.body)
-	action, err := argString(cmd, cmd, first.Value())
+	action, err := args.String(cmd, cmd, first.Value())
 	if err != nil {
 		return err
 	}
 	var coll, key string
 	var throughput int64
-	err = forEachArg(cmd, r.body, func(k string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, r.body, func(k string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch k {
 		case "collection":
-			coll, err = argString(cmd, k, v)
+			coll, err = args.String(cmd, k, v)
 		case "shardKey":
-			key, err = argString(cmd, k, v)
+			key, err = args.String(cmd, k, v)
 		case "offerThroughput":
-			throughput, err = argInt64(cmd, k, v)
+			throughput, err = args.Int64(cmd, k, v)
 		case "autoScaleSettings":
 			var d bsoncore.Document
-			if d, err = argDoc(cmd, k, v); err == nil {
+			if d, err = args.Doc(cmd, k, v); err == nil {
 				if n, ok := bsonx.NumberAsInt64(d.Lookup("maxThroughput")); ok {
 					throughput = n
 				}
@@ -225,7 +227,7 @@ func (e *Executor) customAction(_ context.Context, r *request) error {
 	}
 	needColl := strings.HasSuffix(action, "Collection")
 	if needColl && coll == "" {
-		return missingField(cmd, "collection")
+		return args.Missing(cmd, "collection")
 	}
 	switch action {
 	case "CreateCollection":

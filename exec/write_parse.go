@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/args"
+
 	"github.com/cleavedb/cleave/exec/write"
 
 	"strconv"
@@ -53,18 +55,18 @@ func parseWriteArgs(cmd, list string, body bsoncore.Document) (*writeArgs, error
 	a.coll = name
 	var stmts bsoncore.Array
 	have := false
-	err = forEachArg(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case list:
 			have = true
-			stmts, err = argArray(cmd, key, v)
+			stmts, err = args.Array(cmd, key, v)
 		case "ordered":
-			a.ordered, err = argBool(cmd, key, v)
+			a.ordered, err = args.Bool(cmd, key, v)
 		case "bypassDocumentValidation":
-			_, err = argBool(cmd, key, v)
+			_, err = args.Bool(cmd, key, v)
 		case "let":
-			a.let, err = argDoc(cmd, key, v)
+			a.let, err = args.Doc(cmd, key, v)
 		case "stmtId", "stmtIds", "isTimeseriesNamespace", "encryptionInformation":
 		default:
 			return false, nil
@@ -75,7 +77,7 @@ func parseWriteArgs(cmd, list string, body bsoncore.Document) (*writeArgs, error
 		return nil, err
 	}
 	if !have {
-		return nil, missingField(cmd, list)
+		return nil, args.Missing(cmd, list)
 	}
 	if a.stmts, err = stmts.Values(); err != nil {
 		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid %s array", list)
@@ -96,7 +98,7 @@ func parseWriteArgs(cmd, list string, body bsoncore.Document) (*writeArgs, error
 func stmtDoc(cmd, list string, i int, v bsoncore.Value) (bsoncore.Document, error) {
 	d, ok := v.DocumentOK()
 	if !ok {
-		return nil, wrongType(cmd, list+"."+strconv.Itoa(i), v.Type, "object")
+		return nil, args.WrongType(cmd, list+"."+strconv.Itoa(i), v.Type, "object")
 	}
 	return d, nil
 }
@@ -116,24 +118,24 @@ func parseUpdateStmt(i int, v bsoncore.Value) (*updateStmt, error) {
 		switch key {
 		case "q":
 			haveQ = true
-			s.q, err = argDoc(list, key, v)
+			s.q, err = args.Doc(list, key, v)
 		case "u":
 			haveU = true
 			s.u, err = updateArg(v)
 		case "c":
-			s.c, err = argDoc(list, key, v)
+			s.c, err = args.Doc(list, key, v)
 		case "upsert":
-			s.upsert, err = argBool(list, key, v)
+			s.upsert, err = args.Bool(list, key, v)
 		case "multi":
-			s.multi, err = argBool(list, key, v)
+			s.multi, err = args.Bool(list, key, v)
 		case "arrayFilters":
 			s.arrayFilters, err = arrayFiltersArg(list, key, v)
 		case "hint":
 			s.hint, err = hintArg(list, key, v)
 		case "collation":
-			s.collation, err = argDoc(list, key, v)
+			s.collation, err = args.Doc(list, key, v)
 		case "upsertSupplied":
-			_, err = argBool(list, key, v)
+			_, err = args.Bool(list, key, v)
 		case "sampleId":
 		default:
 			return false, nil
@@ -144,10 +146,10 @@ func parseUpdateStmt(i int, v bsoncore.Value) (*updateStmt, error) {
 		return nil, err
 	}
 	if !haveQ {
-		return nil, missingField(list, "q")
+		return nil, args.Missing(list, "q")
 	}
 	if !haveU {
-		return nil, missingField(list, "u")
+		return nil, args.Missing(list, "u")
 	}
 	return s, nil
 }
@@ -166,17 +168,17 @@ func parseDeleteStmt(i int, v bsoncore.Value) (*deleteStmt, error) {
 		switch key {
 		case "q":
 			haveQ = true
-			s.q, err = argDoc(list, key, v)
+			s.q, err = args.Doc(list, key, v)
 		case "limit":
 			haveLimit = true
-			s.limit, err = argInt64(list, key, v)
+			s.limit, err = args.Int64(list, key, v)
 			if err == nil && s.limit != 0 && s.limit != 1 {
 				err = mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", s.limit)
 			}
 		case "hint":
 			s.hint, err = hintArg(list, key, v)
 		case "collation":
-			s.collation, err = argDoc(list, key, v)
+			s.collation, err = args.Doc(list, key, v)
 		case "sampleId":
 		default:
 			return false, nil
@@ -187,10 +189,10 @@ func parseDeleteStmt(i int, v bsoncore.Value) (*deleteStmt, error) {
 		return nil, err
 	}
 	if !haveQ {
-		return nil, missingField(list, "q")
+		return nil, args.Missing(list, "q")
 	}
 	if !haveLimit {
-		return nil, missingField(list, "limit")
+		return nil, args.Missing(list, "limit")
 	}
 	return s, nil
 }
@@ -217,7 +219,7 @@ func forEachField(prefix string, d bsoncore.Document, fn func(key string, v bson
 
 // arrayFiltersArg parses arrayFilters: an array of documents.
 func arrayFiltersArg(cmd, field string, v bsoncore.Value) ([]bsoncore.Document, error) {
-	arr, err := argArray(cmd, field, v)
+	arr, err := args.Array(cmd, field, v)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +231,7 @@ func arrayFiltersArg(cmd, field string, v bsoncore.Value) ([]bsoncore.Document, 
 	for i, x := range vals {
 		d, ok := x.DocumentOK()
 		if !ok {
-			return nil, wrongType(cmd, field+"."+strconv.Itoa(i), x.Type, "object")
+			return nil, args.WrongType(cmd, field+"."+strconv.Itoa(i), x.Type, "object")
 		}
 		out = append(out, d)
 	}
@@ -248,7 +250,7 @@ func hintArg(cmd, field string, v bsoncore.Value) (bsoncore.Value, error) {
 			return bsoncore.Value{}, nil
 		}
 	default:
-		return bsoncore.Value{}, wrongType(cmd, field, v.Type, "string", "object")
+		return bsoncore.Value{}, args.WrongType(cmd, field, v.Type, "string", "object")
 	}
 	return v, nil
 }

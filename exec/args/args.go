@@ -1,4 +1,8 @@
-package exec
+// Package args parses command arguments as MongoDB's IDL does: typed accessors that answer
+// MongoDB's TypeMismatch for a wrong type (args.String, Doc, Array, Bool, Int64), the error
+// for a missing required field, and ForEach, which walks a command body and refuses unknown
+// fields but passes the generic ones every command accepts (lsid, $db, comment…).
+package args
 
 import (
 	"math"
@@ -10,9 +14,9 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// genericArgs are the fields every command accepts and handles generically (or ignores, as a
+// Generic are the fields every command accepts and handles generically (or ignores, as a
 // standalone mongos does for the ones that only matter to replication or auditing).
-var genericArgs = map[string]bool{
+var Generic = map[string]bool{
 	"$db": true, "lsid": true, "$clusterTime": true, "$readPreference": true,
 	"readConcern": true, "writeConcern": true, "apiVersion": true, "apiStrict": true,
 	"apiDeprecationErrors": true, "comment": true, "maxTimeMS": true, "txnNumber": true,
@@ -23,11 +27,11 @@ var genericArgs = map[string]bool{
 	"usesDefaultMaxTimeMS": true,
 }
 
-// forEachArg calls fn for every field of a command body except the command name itself (the
+// ForEach calls fn for every field of a command body except the command name itself (the
 // first field) and the generic arguments. fn returns false for a field it does not know,
 // which fails with MongoDB's IDL error 40415 "BSON field '<cmd>.<field>' is an unknown field.".
-func forEachArg(cmd string, body bsoncore.Document, fn func(key string, v bsoncore.Value) (bool, error)) error {
-	it := elementIter{rest: body[4 : len(body)-1]}
+func ForEach(cmd string, body bsoncore.Document, fn func(key string, v bsoncore.Value) (bool, error)) error {
+	it := bsonx.Elements(body)
 	first := true
 	for {
 		el, ok := it.Next()
@@ -39,7 +43,7 @@ func forEachArg(cmd string, body bsoncore.Document, fn func(key string, v bsonco
 			first = false
 			continue
 		}
-		if genericArgs[key] {
+		if Generic[key] {
 			continue
 		}
 		known, err := fn(key, el.Value())
@@ -52,30 +56,13 @@ func forEachArg(cmd string, body bsoncore.Document, fn func(key string, v bsonco
 	}
 }
 
-// elementIter iterates the elements of a document that has already been validated.
-type elementIter struct{ rest []byte }
-
-// Next returns the next element, or false at the end.
-func (it *elementIter) Next() (bsoncore.Element, bool) {
-	if len(it.rest) == 0 {
-		return nil, false
-	}
-	el, rest, ok := bsoncore.ReadElement(it.rest)
-	if !ok {
-		it.rest = nil
-		return nil, false
-	}
-	it.rest = rest
-	return el, true
-}
-
-// missingField is MongoDB's IDL error for an absent required field.
-func missingField(cmd, field string) error {
+// Missing is MongoDB's IDL error for an absent required field.
+func Missing(cmd, field string) error {
 	return mongoerr.New(mongoerr.Location40414, "BSON field '%s.%s' is missing but a required field", cmd, field)
 }
 
-// wrongType is MongoDB's IDL error for a field of the wrong BSON type.
-func wrongType(cmd, field string, got bsoncore.Type, want ...string) error {
+// WrongType is MongoDB's IDL error for a field of the wrong BSON type.
+func WrongType(cmd, field string, got bsoncore.Type, want ...string) error {
 	return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type%s '%s'",
 		cmd, field, bsonx.TypeName(got), plural(len(want)), wantList(want))
 }
@@ -96,61 +83,61 @@ func wantList(want []string) string {
 	return "[" + strings.Join(want, ", ") + "]"
 }
 
-// numberTypes are the types MongoDB's IDL "safeInt64" and friends accept, in its message order.
-var numberTypes = []string{"long", "int", "decimal", "double"}
+// NumberTypes are the types MongoDB's IDL "safeInt64" and friends accept, in its message order.
+var NumberTypes = []string{"long", "int", "decimal", "double"}
 
-// argString returns a string argument.
-func argString(cmd, field string, v bsoncore.Value) (string, error) {
+// String returns a string argument.
+func String(cmd, field string, v bsoncore.Value) (string, error) {
 	s, ok := v.StringValueOK()
 	if !ok {
-		return "", wrongType(cmd, field, v.Type, "string")
+		return "", WrongType(cmd, field, v.Type, "string")
 	}
 	return s, nil
 }
 
-// argDoc returns a document argument.
-func argDoc(cmd, field string, v bsoncore.Value) (bsoncore.Document, error) {
+// Doc returns a document argument.
+func Doc(cmd, field string, v bsoncore.Value) (bsoncore.Document, error) {
 	d, ok := v.DocumentOK()
 	if !ok {
-		return nil, wrongType(cmd, field, v.Type, "object")
+		return nil, WrongType(cmd, field, v.Type, "object")
 	}
 	return d, nil
 }
 
-// argArray returns an array argument.
-func argArray(cmd, field string, v bsoncore.Value) (bsoncore.Array, error) {
+// Array returns an array argument.
+func Array(cmd, field string, v bsoncore.Value) (bsoncore.Array, error) {
 	a, ok := v.ArrayOK()
 	if !ok {
-		return nil, wrongType(cmd, field, v.Type, "array")
+		return nil, WrongType(cmd, field, v.Type, "array")
 	}
 	return a, nil
 }
 
-// argBool returns a boolean argument; like MongoDB's "safeBool", numbers count as booleans.
-func argBool(cmd, field string, v bsoncore.Value) (bool, error) {
+// Bool returns a boolean argument; like MongoDB's "safeBool", numbers count as booleans.
+func Bool(cmd, field string, v bsoncore.Value) (bool, error) {
 	switch v.Type {
 	case bsoncore.TypeBoolean:
 		return v.Boolean(), nil
 	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-		f, _ := numberFloat(v)
+		f, _ := bsonx.NumberAsFloat64(v)
 		return f != 0, nil
 	case bsoncore.TypeNull, bsoncore.TypeUndefined:
 		return false, nil
 	default:
-		return false, wrongType(cmd, field, v.Type, "bool")
+		return false, WrongType(cmd, field, v.Type, "bool")
 	}
 }
 
-// argInt64 returns an integral numeric argument (MongoDB's "safeInt64": whole doubles and
+// Int64 returns an integral numeric argument (MongoDB's "safeInt64": whole doubles and
 // decimals are accepted, fractions are truncated as MongoDB does).
-func argInt64(cmd, field string, v bsoncore.Value) (int64, error) {
+func Int64(cmd, field string, v bsoncore.Value) (int64, error) {
 	switch v.Type {
 	case bsoncore.TypeInt32:
 		return int64(v.Int32()), nil
 	case bsoncore.TypeInt64:
 		return v.Int64(), nil
 	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-		f, _ := numberFloat(v)
+		f, _ := bsonx.NumberAsFloat64(v)
 		if math.IsNaN(f) {
 			return 0, mongoerr.New(mongoerr.BadValue, "BSON field '%s.%s' value must be a number, got NaN", cmd, field)
 		}
@@ -162,9 +149,6 @@ func argInt64(cmd, field string, v bsoncore.Value) (int64, error) {
 		}
 		return int64(f), nil
 	default:
-		return 0, wrongType(cmd, field, v.Type, numberTypes...)
+		return 0, WrongType(cmd, field, v.Type, NumberTypes...)
 	}
 }
-
-// numberFloat converts any numeric value to float64.
-func numberFloat(v bsoncore.Value) (float64, bool) { return bsonx.NumberAsFloat64(v) }
