@@ -108,7 +108,7 @@ func parseBucketCount(v bsoncore.Value) (int, error) {
 	}
 	n, ok := int32Whole(v)
 	if !ok {
-		return 0, mongoerr.New(40242, "The $bucketAuto 'buckets' field must be representable as a 32-bit integer, but found %s", boundString(doubleValue(f)))
+		return 0, mongoerr.New(40242, "The $bucketAuto 'buckets' field must be representable as a 32-bit integer, but found %s", boundString(bsonx.DoubleValue(f)))
 	}
 	return n, nil
 }

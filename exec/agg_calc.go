@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/query"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -51,21 +52,6 @@ func (c *calc) eval(vars *expr.Vars, args ...bsoncore.Value) (bsoncore.Value, er
 	return ownValue(v), nil
 }
 
-// strValue is a string value.
-func strValue(s string) bsoncore.Value {
-	return bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s)}
-}
-
-// int64Value is an int64 value.
-func int64Value(n int64) bsoncore.Value {
-	return bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, n)}
-}
-
-// doubleValue is a double value.
-func doubleValue(f float64) bsoncore.Value {
-	return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, f)}
-}
-
 // opValue builds {op: [args...]}.
 func opValue(op string, args ...bsoncore.Value) bsoncore.Value {
 	return objValue([]string{op}, []bsoncore.Value{arrayValue(args)})
@@ -83,8 +69,8 @@ func objValue(keys []string, vals []bsoncore.Value) bsoncore.Value {
 
 // Parameters of the shared calcs.
 var (
-	paramA = strValue("$$a")
-	paramB = strValue("$$b")
+	paramA = bsonx.StringValue("$$a")
+	paramB = bsonx.StringValue("$$b")
 )
 
 // Shared calcs: a op b.
@@ -120,6 +106,6 @@ func checkTimeUnit(unit string) error {
 // dateAddCalc returns {$dateAdd: {startDate: $$a, unit: unit, amount: $$b}} (UTC).
 func dateAddCalc(unit string) (*calc, error) {
 	return newCalc(objValue([]string{"$dateAdd"}, []bsoncore.Value{
-		objValue([]string{"startDate", "unit", "amount"}, []bsoncore.Value{paramA, strValue(unit), paramB}),
+		objValue([]string{"startDate", "unit", "amount"}, []bsoncore.Value{paramA, bsonx.StringValue(unit), paramB}),
 	}), "a", "b")
 }

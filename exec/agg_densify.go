@@ -170,7 +170,7 @@ func (n *specNode) value() bsoncore.Value {
 		if kid := n.kids[k]; kid != nil {
 			vals[i] = kid.value()
 		} else {
-			vals[i] = strValue("$" + n.path[k])
+			vals[i] = bsonx.StringValue("$" + n.path[k])
 		}
 	}
 	return objValue(n.keys, vals)

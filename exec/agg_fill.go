@@ -164,10 +164,10 @@ func fillOutputs(output bsoncore.Document) (window, add fillFields, err error) {
 			default:
 				return nil, nil, mongoerr.New(6050202, "Method must be either locf or linear")
 			}
-			window = append(window, fillField{k, objValue([]string{fn}, []bsoncore.Value{strValue("$" + k)})})
+			window = append(window, fillField{k, objValue([]string{fn}, []bsoncore.Value{bsonx.StringValue("$" + k)})})
 		}
 		if value.Type != 0 {
-			add = append(add, fillField{k, opValue("$ifNull", strValue("$"+k), value)})
+			add = append(add, fillField{k, opValue("$ifNull", bsonx.StringValue("$"+k), value)})
 		}
 	}
 	return window, add, nil
@@ -183,7 +183,7 @@ func fillPartitionFields(v bsoncore.Value) (bsoncore.Value, error) {
 		if !ok {
 			return bsoncore.Value{}, idlTypeError("$fill.partitionByFields."+arrayKey(i), x, "string")
 		}
-		keys[i], exprs[i] = s, strValue("$"+s)
+		keys[i], exprs[i] = s, bsonx.StringValue("$"+s)
 	}
 	return objValue(keys, exprs), nil
 }

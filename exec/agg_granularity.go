@@ -93,9 +93,9 @@ func (g *granularity) round(v bsoncore.Value, up bool, vars *expr.Vars) (bsoncor
 	if v.Type == bsoncore.TypeDecimal128 {
 		// NB: MongoDB rounds decimals in decimal arithmetic; the series values are exact
 		// either way, only the scaling differs in the last digits.
-		return calcToDecimal.eval(vars, doubleValue(r))
+		return calcToDecimal.eval(vars, bsonx.DoubleValue(r))
 	}
-	return doubleValue(r), nil
+	return bsonx.DoubleValue(r), nil
 }
 
 // roundUp returns the smallest value of series × 10^k greater than f.

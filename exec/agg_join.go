@@ -105,7 +105,7 @@ func parseLookupStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, erro
 		if _, err := splitFieldPath(s.foreignField); err != nil {
 			return nil, err
 		}
-		if s.localField, err = env.compileExpr(stringValue("$" + local)); err != nil {
+		if s.localField, err = env.compileExpr(bsonx.StringValue("$" + local)); err != nil {
 			return nil, err
 		}
 	}
@@ -171,11 +171,6 @@ func startsWithDocuments(arr bsoncore.Array) bool {
 	}
 	el, ok := bsonx.FirstElement(d)
 	return ok && el.Key() == "$documents"
-}
-
-// stringValue builds a string value.
-func stringValue(s string) bsoncore.Value {
-	return bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s)}
 }
 
 // subPipeline parses the lookup's pipeline with the let variables bound to vals (nil: to

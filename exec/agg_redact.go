@@ -54,9 +54,9 @@ func bindRedactVars(v bsoncore.Value) bsoncore.Value {
 			ref := "$$" + strings.ToUpper(name)
 			switch {
 			case s == ref:
-				return objValue([]string{"$literal"}, []bsoncore.Value{strValue(name)})
+				return objValue([]string{"$literal"}, []bsoncore.Value{bsonx.StringValue(name)})
 			case strings.HasPrefix(s, ref+"."):
-				return strValue("$$REMOVE")
+				return bsonx.StringValue("$$REMOVE")
 			}
 		}
 	case bsoncore.TypeEmbeddedDocument:

@@ -96,7 +96,7 @@ func (s *windowStage) parseSortBy(d bsoncore.Document) error {
 	}
 	s.sort = windowSort{present: true, fields: fields}
 	if len(fields) == 1 {
-		if s.sort.path, err = s.env.compileExpr(strValue("$" + fields[0].Path)); err != nil {
+		if s.sort.path, err = s.env.compileExpr(bsonx.StringValue("$" + fields[0].Path)); err != nil {
 			return err
 		}
 	}
@@ -137,7 +137,7 @@ func (s *windowStage) parseOutput(output bsoncore.Document) error {
 		if err != nil {
 			return err
 		}
-		pe, err := expr.Compile(strValue("$$"+params[i]), &expr.Options{Params: params})
+		pe, err := expr.Compile(bsonx.StringValue("$$"+params[i]), &expr.Options{Params: params})
 		if err != nil {
 			return err
 		}

@@ -205,7 +205,7 @@ func intOrLong(n int64) bsoncore.Value {
 	if n == int64(int32(n)) {
 		return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(n))}
 	}
-	return int64Value(n)
+	return bsonx.Int64Value(n)
 }
 
 // derivativeEval is $derivative: (input(last) − input(first)) / (sortBy(last) −
@@ -262,7 +262,7 @@ func (e *derivativeEval) at(i int) (bsoncore.Value, error) {
 	if err != nil || e.f.unitMs == 0 {
 		return res, err
 	}
-	return calcMultiply.eval(e.p.cvars, res, int64Value(e.f.unitMs))
+	return calcMultiply.eval(e.p.cvars, res, bsonx.Int64Value(e.f.unitMs))
 }
 
 // evalInput evaluates the input on document j, copied.
@@ -409,7 +409,7 @@ func (st *covState) result() (bsoncore.Value, error) {
 	if n <= 0 {
 		return nullValue, nil
 	}
-	return doubleValue(st.cxy / float64(n)), nil
+	return bsonx.DoubleValue(st.cxy / float64(n)), nil
 }
 
 // locfState is $locf: the last non-null input so far, else null.
@@ -515,7 +515,7 @@ func (st *integralState) add(v bsoncore.Value, _ bsoncore.Document) (int, error)
 		if err != nil {
 			return 0, err
 		}
-		if area, err = calcDivide.eval(st.vars, area, doubleValue(2)); err != nil {
+		if area, err = calcDivide.eval(st.vars, area, bsonx.DoubleValue(2)); err != nil {
 			return 0, err
 		}
 		if err := st.sum.add(area); err != nil {
@@ -533,9 +533,9 @@ func (st *integralState) result() (bsoncore.Value, error) {
 	case st.n == 0:
 		return nullValue, nil
 	case st.nan > 0:
-		return doubleValue(math.NaN()), nil
+		return bsonx.DoubleValue(math.NaN()), nil
 	case st.unitMs != 0:
-		return calcDivide.eval(st.vars, st.sum.value(), int64Value(st.unitMs))
+		return calcDivide.eval(st.vars, st.sum.value(), bsonx.Int64Value(st.unitMs))
 	}
 	return st.sum.value(), nil
 }

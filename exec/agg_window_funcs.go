@@ -341,8 +341,8 @@ func parseWinExpMovingAvg(env *aggEnv, name string, d bsoncore.Document, ws *win
 		case f <= 0:
 			return nil, mongoerr.New(mongoerr.FailedToParse, "'N' must be greater than zero. Got %d", int64(f))
 		}
-		n1, _ := calcToDecimal.eval(vars, int64Value(int64(f)+1))
-		two, _ := calcToDecimal.eval(vars, int64Value(2))
+		n1, _ := calcToDecimal.eval(vars, bsonx.Int64Value(int64(f)+1))
+		two, _ := calcToDecimal.eval(vars, bsonx.Int64Value(2))
 		if alpha, err = calcDivide.eval(vars, two, n1); err != nil {
 			return nil, err
 		}
@@ -360,7 +360,7 @@ func parseWinExpMovingAvg(env *aggEnv, name string, d bsoncore.Document, ws *win
 	} else {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "Got unrecognized field in $expMovingAvg"+emaUsage)
 	}
-	one, _ := calcToDecimal.eval(vars, int64Value(1))
+	one, _ := calcToDecimal.eval(vars, bsonx.Int64Value(1))
 	rest, err := calcSubtract.eval(vars, one, alpha)
 	if err != nil {
 		return nil, err

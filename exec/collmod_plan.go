@@ -224,7 +224,7 @@ func (p *collModPlan) planIndexTTL(x *store.Index, spec bsoncore.Document, n int
 	if ok && old == n {
 		return spec, nil
 	}
-	v := int32Value(int32(n))
+	v := bsonx.Int32Value(int32(n))
 	return setSpec(spec, "expireAfterSeconds", &v), nil
 }
 
@@ -280,7 +280,7 @@ func (p *collModPlan) planOptions(a *collModArgs, ci *catalog.Coll) error {
 		if err != nil {
 			return err
 		}
-		p.setOption("changeStreamPreAndPostImages", enabled, docValue(prePostImagesDoc))
+		p.setOption("changeStreamPreAndPostImages", enabled, bsonx.DocValue(prePostImagesDoc))
 	}
 	if v, ok := a.opts["expireAfterSeconds"]; ok {
 		p.mods++
@@ -299,7 +299,7 @@ func (p *collModPlan) planOptions(a *collModArgs, ci *catalog.Coll) error {
 			return err
 		}
 		if changed {
-			p.setOption("timeseries", true, docValue(t.Doc()))
+			p.setOption("timeseries", true, bsonx.DocValue(t.Doc()))
 		}
 	}
 	return nil
@@ -329,10 +329,10 @@ func (p *collModPlan) planValidation(given optionSet) error {
 		p.setOption("validator", len(v.Document()) > 5, v)
 		if _, ok := p.opts["validator"]; ok {
 			if _, ok := p.opts["validationLevel"]; !ok {
-				p.setOption("validationLevel", true, stringValue("strict"))
+				p.setOption("validationLevel", true, bsonx.StringValue("strict"))
 			}
 			if _, ok := p.opts["validationAction"]; !ok {
-				p.setOption("validationAction", true, stringValue("error"))
+				p.setOption("validationAction", true, bsonx.StringValue("error"))
 			}
 		}
 	}

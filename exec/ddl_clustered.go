@@ -84,18 +84,13 @@ func checkClusteredSpec(key bsoncore.Document, unique bool, version int64, spec 
 		return mongoerr.New(mongoerr.Location5979700, "The clusteredIndex option requires unique: true to be specified")
 	}
 	elems, _ := key.Elements()
-	if len(elems) != 1 || elems[0].Key() != "_id" || bsonx.Compare(elems[0].Value(), int32Value(1)) != 0 {
+	if len(elems) != 1 || elems[0].Key() != "_id" || bsonx.Compare(elems[0].Value(), bsonx.Int32Value(1)) != 0 {
 		return mongoerr.New(mongoerr.InvalidIndexSpecificationOption, "The clusteredIndex option is only supported for key: {_id: 1}")
 	}
 	if version != 2 {
 		return mongoerr.New(mongoerr.Location5979704, "Invalid clusteredIndex specification %s; cannot create a clusteredIndex with v=%d", bsonx.ShellString(spec), version)
 	}
 	return nil
-}
-
-// int32Value wraps an int32 as a value.
-func int32Value(n int32) bsoncore.Value {
-	return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, n)}
 }
 
 // clusteredIndexName returns the name of c's clustered index, "" when c is not clustered.

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 
 	"github.com/cleavedb/cleave/exec/query"
@@ -101,11 +102,6 @@ func (o optionSet) truthy(key string) bool {
 	return !isZero(v)
 }
 
-// docValue wraps a document as a value.
-func docValue(d bsoncore.Document) bsoncore.Value {
-	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}
-}
-
 // parseCreateOptions validates the options of a create command for collection ns
 // ("db.coll") and returns them as listCollections reports them (nil for none).
 func parseCreateOptions(ns string, body bsoncore.Document) (bsoncore.Document, error) {
@@ -154,7 +150,7 @@ func checkCreateKinds(ns string, o optionSet, given []string) error {
 		if err != nil {
 			return err
 		}
-		o["timeseries"] = docValue(ts.Doc())
+		o["timeseries"] = bsonx.DocValue(ts.Doc())
 	}
 	_, clustered := o["clusteredIndex"]
 	if clustered {
@@ -166,7 +162,7 @@ func checkCreateKinds(ns string, o optionSet, given []string) error {
 			delete(o, "clusteredIndex")
 			clustered = false
 		} else {
-			o["clusteredIndex"] = docValue(spec)
+			o["clusteredIndex"] = bsonx.DocValue(spec)
 		}
 	}
 	if err := checkCappedSize(o, capped, clustered); err != nil {
@@ -215,7 +211,7 @@ func normalizeCreateOptions(o optionSet) error {
 			return err
 		}
 		if enabled {
-			o["changeStreamPreAndPostImages"] = docValue(prePostImagesDoc)
+			o["changeStreamPreAndPostImages"] = bsonx.DocValue(prePostImagesDoc)
 		} else {
 			delete(o, "changeStreamPreAndPostImages")
 		}
@@ -228,10 +224,10 @@ func normalizeCreateOptions(o optionSet) error {
 	delete(o, "collation") // checkCollation accepts only the simple collation
 	if _, ok := o["validator"]; ok {
 		if _, ok := o["validationLevel"]; !ok {
-			o["validationLevel"] = stringValue("strict")
+			o["validationLevel"] = bsonx.StringValue("strict")
 		}
 		if _, ok := o["validationAction"]; !ok {
-			o["validationAction"] = stringValue("error")
+			o["validationAction"] = bsonx.StringValue("error")
 		}
 	}
 	return nil
