@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/ddl"
+
 	"github.com/cleavedb/cleave/exec/sharding"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -60,7 +62,7 @@ func (s *indexStatsStage) openSource(ci *catalog.Coll) (stream.Stream, error) {
 				AppendDocument("accesses", bsoncore.NewDocumentBuilder().AppendInt64("ops", use.Ops.Load()).
 					AppendDateTime("since", use.Since.UnixMilli()).Build()).
 				AppendString("shard", sharding.Name(shardIdx)).
-				AppendDocument("spec", indexSpecDoc(x))
+				AppendDocument("spec", ddl.IndexSpecDoc(x))
 			if !x.Ready {
 				b.AppendBoolean("building", true)
 			}

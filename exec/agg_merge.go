@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/ddl"
+
 	"github.com/cleavedb/cleave/exec/args"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -103,7 +105,7 @@ func (s *mergeStage) parseSpec(d bsoncore.Document) (bsoncore.Document, error) {
 			err = s.parseWhenMatched(v)
 		case "whenNotMatched":
 			if s.whenNotMatched, err = args.String(stage, "whenNotMatched", v); err == nil {
-				err = checkEnum(stage, "whenNotMatched", s.whenNotMatched, mergeInsert, mergeDiscard, mergeFail)
+				err = ddl.CheckEnum(stage, "whenNotMatched", s.whenNotMatched, mergeInsert, mergeDiscard, mergeFail)
 			}
 		case "targetCollectionVersion":
 		default:

@@ -44,7 +44,7 @@ func parseAggregate(body bsoncore.Document, explaining bool) (*aggregateArgs, er
 	first, _ := bsonx.FirstElement(body)
 	switch v := first.Value(); {
 	case v.Type == bsoncore.TypeString:
-		coll, err := collectionArg(cmd, v)
+		coll, err := args.Collection(cmd, v)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/ddl"
+
 	"github.com/cleavedb/cleave/exec/args"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -36,14 +38,14 @@ func (e *Executor) addDDLCommands(add func(*command, ...string)) {
 // create runs the create command: an explicit collection with validated options.
 func (e *Executor) create(_ context.Context, r *request) error {
 	first, _ := bsonx.FirstElement(r.body)
-	name, err := collectionArg("create", first.Value())
+	name, err := args.Collection("create", first.Value())
 	if err != nil {
 		return err
 	}
 	if err := catalog.ValidateCollName(r.db, name); err != nil {
 		return err
 	}
-	opts, err := parseCreateOptions(r.db+"."+name, r.body)
+	opts, err := ddl.ParseCreateOptions(r.db+"."+name, r.body)
 	if err != nil {
 		return err
 	}
@@ -67,7 +69,7 @@ func (e *Executor) create(_ context.Context, r *request) error {
 // drop runs the drop command. As on mongos 7.0, dropping a missing collection succeeds.
 func (e *Executor) drop(_ context.Context, r *request) error {
 	first, _ := bsonx.FirstElement(r.body)
-	name, err := collectionArg("drop", first.Value())
+	name, err := args.Collection("drop", first.Value())
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ func parseFAM(body bsoncore.Document) (*famArgs, error) {
 	const cmd = "findAndModify"
 	a := &famArgs{}
 	first, _ := bsonx.FirstElement(body)
-	coll, err := collectionArg(cmd, first.Value())
+	coll, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return nil, err
 	}

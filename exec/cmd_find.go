@@ -224,7 +224,7 @@ func (e *Executor) getMore(ctx context.Context, r *request) error {
 func (e *Executor) killCursors(_ context.Context, r *request) error {
 	const cmd = "killCursors"
 	first, _ := bsonx.FirstElement(r.body)
-	coll, err := collectionArg(cmd, first.Value())
+	coll, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return err
 	}

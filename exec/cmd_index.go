@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/ddl"
+
 	"github.com/cleavedb/cleave/exec/args"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -9,7 +11,6 @@ import (
 	"errors"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/store"
@@ -33,7 +34,7 @@ type createIndexesArgs struct {
 func parseCreateIndexes(body bsoncore.Document) (*createIndexesArgs, error) {
 	const cmd = "createIndexes"
 	first, _ := bsonx.FirstElement(body)
-	name, err := collectionArg(cmd, first.Value())
+	name, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +65,7 @@ func parseCreateIndexes(body bsoncore.Document) (*createIndexesArgs, error) {
 		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one index to create")
 	}
 	for _, v := range vals {
-		x, err := parseIndexSpec(v, ignoreUnknown)
+		x, err := ddl.ParseIndexSpec(v, ignoreUnknown)
 		if err != nil {
 			return nil, err
 		}
@@ -110,7 +111,7 @@ func (e *Executor) createIndexes(ctx context.Context, r *request) error {
 	}
 	before := len(c.Indexes)
 	if len(todo) > 0 {
-		if err := e.buildIndexes(ctx, c, todo); err != nil {
+		if err := e.ddl.Build(ctx, c, todo); err != nil {
 			return err
 		}
 	}
@@ -153,125 +154,28 @@ func resolveIndexes(req, existing []store.Index) ([]store.Index, error) {
 // indexConflict compares requested index req with index old: it reports true when req is
 // identical to old (nothing to build), or returns MongoDB's conflict error.
 func indexConflict(req, old *store.Index) (bool, error) {
-	cmp := compareIndexes(req, old)
+	cmp := ddl.CompareIndexes(req, old)
 	if req.Name == old.Name {
 		switch cmp {
-		case indexIdentical:
+		case ddl.IndexIdentical:
 			return true, nil
-		case indexEquivalent:
+		case ddl.IndexEquivalent:
 			return false, mongoerr.New(mongoerr.IndexOptionsConflict,
 				"An equivalent index already exists with the same name but different options. Requested index: %s, existing index: %s",
-				specString(req), specString(old))
+				ddl.SpecString(req), ddl.SpecString(old))
 		default:
 			return false, mongoerr.New(mongoerr.IndexKeySpecsConflict,
 				"An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s",
-				specString(req), specString(old))
+				ddl.SpecString(req), ddl.SpecString(old))
 		}
 	}
 	switch cmp {
-	case indexIdentical:
+	case ddl.IndexIdentical:
 		return false, mongoerr.New(mongoerr.IndexOptionsConflict, "Index already exists with a different name: %s", old.Name)
-	case indexEquivalent:
+	case ddl.IndexEquivalent:
 		return false, mongoerr.New(mongoerr.IndexOptionsConflict,
 			"An equivalent index already exists with a different name and options. Requested index: %s, existing index: %s",
-			specString(req), specString(old))
+			ddl.SpecString(req), ddl.SpecString(old))
 	}
 	return false, nil
-}
-
-// specString formats an index spec as MongoDB's messages print it.
-func specString(x *store.Index) string {
-	return bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: indexSpecDoc(x)})
-}
-
-// buildIndexes adds todo to collection c and fills them from the existing documents. The
-// indexes enter the catalog not ready: the planner ignores them while writers maintain them
-// (collInfo.writeIndexes). After a barrier, every write still to come maintains them, so the
-// build only has to index the documents of a snapshot taken then (index_build.go). On
-// failure (a duplicate key), the indexes and their entries are removed.
-func (e *Executor) buildIndexes(ctx context.Context, c *store.Collection, todo []store.Index) error {
-	var ids []store.IndexID
-	db, name := c.DB, c.Name
-	c, err := e.st.Catalog.UpdateCollection(db, name, func(c *store.Collection) error {
-		for _, x := range todo {
-			if c.NextIndexID == 0 {
-				c.NextIndexID = store.IDIndexID + 1
-			}
-			x.ID, x.Ready = c.NextIndexID, false
-			c.NextIndexID++
-			ids = append(ids, x.ID)
-			c.Indexes = append(c.Indexes, x)
-		}
-		return nil
-	})
-	if err != nil {
-		return catalog.ChangeError(err, db, name)
-	}
-	e.cat.Barrier()
-	if err := e.fillIndexes(ctx, c, ids); err != nil {
-		e.abortIndexes(c, ids)
-		return err
-	}
-	_, err = e.st.Catalog.UpdateCollection(c.DB, c.Name, func(c *store.Collection) error {
-		for i := range c.Indexes {
-			if containsID(ids, c.Indexes[i].ID) {
-				c.Indexes[i].Ready = true
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		e.abortIndexes(c, ids)
-		return catalog.ChangeError(err, c.DB, c.Name)
-	}
-	for _, x := range todo {
-		e.log.Info("index built", zap.String("ns", c.DB+"."+c.Name), zap.String("index", x.Name))
-	}
-	return nil
-}
-
-// abortIndexes removes the unfinished indexes ids of c from the catalog and deletes their
-// entries on every shard.
-func (e *Executor) abortIndexes(c *store.Collection, ids []store.IndexID) {
-	_, err := e.st.Catalog.UpdateCollection(c.DB, c.Name, func(c *store.Collection) error {
-		kept := c.Indexes[:0]
-		for _, x := range c.Indexes {
-			if !containsID(ids, x.ID) {
-				kept = append(kept, x)
-			}
-		}
-		c.Indexes = kept
-		return nil
-	})
-	if err != nil {
-		e.log.Error("cannot remove a failed index build from the catalog", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
-		return
-	}
-	e.deleteIndexData(c, ids)
-}
-
-// deleteIndexData deletes the entries of indexes ids of c on every shard, once the writers
-// that may still maintain them are done.
-func (e *Executor) deleteIndexData(c *store.Collection, ids []store.IndexID) {
-	e.cat.Barrier()
-	for s, db := range e.st.Shards {
-		b := db.NewBatch()
-		for _, id := range ids {
-			b.DeleteIndexData(c.ID, id)
-		}
-		if err := b.Commit(true); err != nil {
-			e.log.Error("cannot delete index entries", zap.String("ns", c.DB+"."+c.Name), zap.Int("shard", s), zap.Error(err))
-		}
-		b.Close()
-	}
-}
-
-// containsID reports whether ids holds id.
-func containsID(ids []store.IndexID, id store.IndexID) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }

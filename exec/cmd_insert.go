@@ -26,7 +26,7 @@ const (
 func (e *Executor) insert(ctx context.Context, r *request) error {
 	const cmd = "insert"
 	first, _ := bsonx.FirstElement(r.body)
-	name, err := collectionArg(cmd, first.Value())
+	name, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ type countArgs struct {
 func parseCount(body bsoncore.Document) (*countArgs, error) {
 	const cmd = "count"
 	first, _ := bsonx.FirstElement(body)
-	coll, err := collectionArg(cmd, first.Value())
+	coll, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func appendCount(dst []byte, key string, n int64) []byte {
 func (e *Executor) distinct(ctx context.Context, r *request) error {
 	const cmd = "distinct"
 	first, _ := bsonx.FirstElement(r.body)
-	coll, err := collectionArg(cmd, first.Value())
+	coll, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/ddl"
+
 	"github.com/cleavedb/cleave/exec/args"
 
 	"github.com/cleavedb/cleave/exec/query"
@@ -148,7 +150,7 @@ func collectionEntry(c *store.Collection, nameOnly bool) bsoncore.Document {
 	}
 	d, _ = bsoncore.AppendDocumentEnd(d, iidx)
 	if x := c.Index(store.IDIndexName); x != nil && !ts && catalog.ClusteredOf(c.Options) == nil {
-		d = bsoncore.AppendDocumentElement(d, "idIndex", indexSpecDoc(x))
+		d = bsoncore.AppendDocumentElement(d, "idIndex", ddl.IndexSpecDoc(x))
 	}
 	d, _ = bsoncore.AppendDocumentEnd(d, idx)
 	return d

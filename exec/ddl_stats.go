@@ -120,7 +120,7 @@ func totalSizes(c *store.Collection, per []*collSizes) collSizes {
 func (e *Executor) collStats(_ context.Context, r *request) error {
 	const cmd = "collStats"
 	first, _ := bsonx.FirstElement(r.body)
-	name, err := collectionArg(cmd, first.Value())
+	name, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/ddl"
+
 	"github.com/cleavedb/cleave/exec/sharding"
 
 	"github.com/cleavedb/cleave/exec/write"
@@ -84,7 +86,7 @@ type Executor struct {
 	stop     chan struct{}
 	bg       sync.WaitGroup
 	// ddl serializes catalog changes and runs the TTL monitor (ddl_state.go).
-	ddl ddlState
+	ddl *ddl.Runner
 	// shards is the sharding state: meters, the partition manager (shard_state.go).
 	shards *sharding.Manager
 	// fail is the failCommand failpoint (failpoint.go).
@@ -135,11 +137,12 @@ func New(opts Options, logger *zap.Logger) *Executor {
 			IndexUse:       &e.indexUse,
 		})
 		e.write = write.NewPath(e.cat, e.query, e.shards)
+		e.ddl = ddl.New(e.cat, e.write, e.log, &e.counters.deletedDocs)
 	}
 	e.commands = e.commandTable()
 	if opts.Storage != nil {
 		e.shards.Start(e.write)
-		e.startTTLMonitor()
+		e.ddl.StartTTL()
 	}
 	return e
 }
@@ -155,6 +158,7 @@ func (e *Executor) Close() {
 	close(e.stop)
 	if e.shards != nil {
 		e.shards.Close()
+		e.ddl.Close()
 	}
 	e.bg.Wait()
 	e.cursors.closeAll()

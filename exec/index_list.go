@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/ddl"
+
 	"github.com/cleavedb/cleave/exec/args"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -20,7 +22,7 @@ import (
 func (e *Executor) listIndexes(_ context.Context, r *request) error {
 	const cmd = "listIndexes"
 	first, _ := bsonx.FirstElement(r.body)
-	name, err := collectionArg(cmd, first.Value())
+	name, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return err
 	}
@@ -57,10 +59,10 @@ func listedIndexes(c *store.Collection) []bsoncore.Document {
 		switch {
 		case !x.Ready:
 		case x.Name == store.IDIndexName && clustered != nil:
-			docs = append(docs, clusteredListSpec(clustered))
+			docs = append(docs, ddl.ClusteredListSpec(clustered))
 		case x.Name == store.IDIndexName && ts:
 		default:
-			docs = append(docs, indexSpecDoc(x))
+			docs = append(docs, ddl.IndexSpecDoc(x))
 		}
 	}
 	return docs
@@ -71,7 +73,7 @@ func listedIndexes(c *store.Collection) []bsoncore.Document {
 func (e *Executor) dropIndexes(_ context.Context, r *request) error {
 	const cmd = "dropIndexes"
 	first, _ := bsonx.FirstElement(r.body)
-	name, err := collectionArg(cmd, first.Value())
+	name, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return err
 	}
@@ -109,7 +111,7 @@ func (e *Executor) dropIndexes(_ context.Context, r *request) error {
 		_, err = e.st.Catalog.UpdateCollection(c.DB, c.Name, func(c *store.Collection) error {
 			kept := c.Indexes[:0]
 			for _, x := range c.Indexes {
-				if !containsID(ids, x.ID) {
+				if !ddl.ContainsID(ids, x.ID) {
 					kept = append(kept, x)
 				}
 			}
@@ -119,7 +121,7 @@ func (e *Executor) dropIndexes(_ context.Context, r *request) error {
 		if err != nil {
 			return catalog.ChangeError(err, r.db, name)
 		}
-		e.deleteIndexData(c, ids)
+		e.ddl.DeleteIndexData(c, ids)
 		e.log.Info("dropped indexes", zap.String("ns", r.db+"."+name), zap.Int("count", len(ids)))
 	}
 	r.out = bsoncore.AppendInt32Element(r.out, "nIndexesWas", int32(was))

@@ -35,7 +35,7 @@ func parseFind(body bsoncore.Document) (*findArgs, error) {
 	const cmd = "find"
 	a := &findArgs{batchSize: -1}
 	first, _ := bsonx.FirstElement(body)
-	coll, err := collectionArg(cmd, first.Value())
+	coll, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return nil, err
 	}
@@ -96,19 +96,6 @@ func parseFind(body bsoncore.Document) (*findArgs, error) {
 		}
 	}
 	return a, nil
-}
-
-// collectionArg validates the collection name given as the command's first field.
-func collectionArg(cmd string, v bsoncore.Value) (string, error) {
-	s, ok := v.StringValueOK()
-	if !ok {
-		return "", mongoerr.New(mongoerr.InvalidNamespace,
-			"collection name has invalid type %s", bsonx.TypeName(v.Type))
-	}
-	if s == "" {
-		return "", mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", s)
-	}
-	return s, nil
 }
 
 // optionalDoc returns a document argument; null counts as absent, as drivers sometimes send it.

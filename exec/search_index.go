@@ -145,7 +145,7 @@ func (e *Executor) dropSearchIndex(_ context.Context, r *request) error {
 // searchIndexCollection validates the collection name a search index command starts with.
 func searchIndexCollection(cmd string, body bsoncore.Document) error {
 	first, _ := bsonx.FirstElement(body)
-	_, err := collectionArg(cmd, first.Value())
+	_, err := args.Collection(cmd, first.Value())
 	return err
 }
 

@@ -48,7 +48,7 @@ type deleteStmt struct {
 func parseWriteArgs(cmd, list string, body bsoncore.Document) (*writeArgs, error) {
 	a := &writeArgs{ordered: true}
 	first, _ := bsonx.FirstElement(body)
-	name, err := collectionArg(cmd, first.Value())
+	name, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return nil, err
 	}

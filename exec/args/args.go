@@ -152,3 +152,16 @@ func Int64(cmd, field string, v bsoncore.Value) (int64, error) {
 		return 0, WrongType(cmd, field, v.Type, NumberTypes...)
 	}
 }
+
+// Collection validates the collection name given as the command's first field.
+func Collection(cmd string, v bsoncore.Value) (string, error) {
+	s, ok := v.StringValueOK()
+	if !ok {
+		return "", mongoerr.New(mongoerr.InvalidNamespace,
+			"collection name has invalid type %s", bsonx.TypeName(v.Type))
+	}
+	if s == "" {
+		return "", mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", s)
+	}
+	return s, nil
+}

@@ -1,4 +1,4 @@
-package exec
+package ddl
 
 import (
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -31,10 +31,10 @@ var indexSpecFields = map[string]bool{
 // maxTTLSeconds is the largest expireAfterSeconds MongoDB accepts (a 32-bit int).
 const maxTTLSeconds = math.MaxInt32
 
-// parseIndexSpec validates one element of createIndexes' indexes array and returns it as a
+// ParseIndexSpec validates one element of createIndexes' indexes array and returns it as a
 // catalog index (ID 0, not ready). Spec keeps the options in the client's order, without
 // key, name, v and ns; a simple collation is dropped, as MongoDB drops it.
-func parseIndexSpec(v bsoncore.Value, ignoreUnknown bool) (store.Index, error) {
+func ParseIndexSpec(v bsoncore.Value, ignoreUnknown bool) (store.Index, error) {
 	spec, ok := v.DocumentOK()
 	if !ok {
 		return store.Index{}, mongoerr.New(mongoerr.TypeMismatch,
@@ -260,8 +260,8 @@ func mustFloat(v bsoncore.Value) float64 {
 	return f
 }
 
-// indexSpecDoc is an index as listIndexes reports it: {v: 2, key, name, ...options}.
-func indexSpecDoc(x *store.Index) bsoncore.Document {
+// IndexSpecDoc is an index as listIndexes reports it: {v: 2, key, name, ...options}.
+func IndexSpecDoc(x *store.Index) bsoncore.Document {
 	idx, d := bsoncore.AppendDocumentStart(nil)
 	d = bsoncore.AppendInt32Element(d, "v", 2)
 	d = bsoncore.AppendDocumentElement(d, "key", x.Key)
@@ -282,13 +282,13 @@ type indexComparison int
 
 const (
 	indexDifferent  indexComparison = iota // another key pattern or signature option
-	indexEquivalent                        // same signature, other options differ
-	indexIdentical
+	IndexEquivalent                        // same signature, other options differ
+	IndexIdentical
 )
 
-// compareIndexes compares a requested index with an existing one. The signature is the key
+// CompareIndexes compares a requested index with an existing one. The signature is the key
 // pattern, partialFilterExpression, unique and sparse (collation is always simple here).
-func compareIndexes(req, old *store.Index) indexComparison {
+func CompareIndexes(req, old *store.Index) indexComparison {
 	if bsonx.CompareDocuments(req.Key, old.Key) != 0 ||
 		!sameSpecValue(req.Spec, old.Spec, "partialFilterExpression") ||
 		catalog.SpecBool(req.Spec, "unique") != catalog.SpecBool(old.Spec, "unique") ||
@@ -296,9 +296,9 @@ func compareIndexes(req, old *store.Index) indexComparison {
 		return indexDifferent
 	}
 	if !sameSpecValue(req.Spec, old.Spec, "expireAfterSeconds") || catalog.SpecBool(req.Spec, "hidden") != catalog.SpecBool(old.Spec, "hidden") {
-		return indexEquivalent
+		return IndexEquivalent
 	}
-	return indexIdentical
+	return IndexIdentical
 }
 
 // sameSpecValue reports whether two specs have equal values (or none) under key.
@@ -318,4 +318,19 @@ func lookupSpec(spec bsoncore.Document, key string) (bsoncore.Value, bool) {
 	}
 	v, err := spec.LookupErr(key)
 	return v, err == nil
+}
+
+// SpecString formats an index spec as MongoDB's messages print it.
+func SpecString(x *store.Index) string {
+	return bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: IndexSpecDoc(x)})
+}
+
+// ContainsID reports whether ids holds id.
+func ContainsID(ids []store.IndexID, id store.IndexID) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
 }

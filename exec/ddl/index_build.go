@@ -1,4 +1,4 @@
-package exec
+package ddl
 
 import (
 	"github.com/cleavedb/cleave/exec/write"
@@ -33,19 +33,19 @@ type buildDoc struct {
 // document's key lock it re-reads the document and skips it if a writer changed or deleted
 // it since (that writer already did, or undid, its entries). Unique keys are checked
 // against the entries already written, the writers' included, under their key locks.
-func (e *Executor) fillIndexes(ctx context.Context, c *store.Collection, ids []store.IndexID) error {
-	ci, err := e.cat.Info(c)
+func (x *Runner) fillIndexes(ctx context.Context, c *store.Collection, ids []store.IndexID) error {
+	ci, err := x.cat.Info(c)
 	if err != nil {
 		return err
 	}
 	var building []*catalog.Index
 	for _, xi := range ci.WriteIndexes {
-		if containsID(ids, xi.Meta.ID) {
+		if ContainsID(ids, xi.Meta.ID) {
 			building = append(building, xi)
 		}
 	}
-	for s := range e.st.Shards {
-		if err := e.fillShard(ctx, ci, building, s); err != nil {
+	for s := range x.cat.Shards() {
+		if err := x.fillShard(ctx, ci, building, s); err != nil {
 			return err
 		}
 	}
@@ -53,8 +53,8 @@ func (e *Executor) fillIndexes(ctx context.Context, c *store.Collection, ids []s
 }
 
 // fillShard indexes the documents shard s holds of ci.
-func (e *Executor) fillShard(ctx context.Context, ci *catalog.Coll, building []*catalog.Index, s int) error {
-	snap, err := e.st.Shards[s].NewSnapshot()
+func (x *Runner) fillShard(ctx context.Context, ci *catalog.Coll, building []*catalog.Index, s int) error {
+	snap, err := x.cat.Shards()[s].NewSnapshot()
 	if err != nil {
 		return catalog.StoreError(err)
 	}
@@ -72,7 +72,7 @@ func (e *Executor) fillShard(ctx context.Context, ci *catalog.Coll, building []*
 			doc:  append([]byte(nil), it.Doc()...),
 		})
 		if len(batch) == buildBatchDocs {
-			if err := e.fillBatch(ctx, ci, building, s, batch); err != nil {
+			if err := x.fillBatch(ctx, ci, building, s, batch); err != nil {
 				return err
 			}
 			batch = batch[:0]
@@ -81,11 +81,11 @@ func (e *Executor) fillShard(ctx context.Context, ci *catalog.Coll, building []*
 	if err := it.Err(); err != nil {
 		return catalog.StoreError(err)
 	}
-	return e.fillBatch(ctx, ci, building, s, batch)
+	return x.fillBatch(ctx, ci, building, s, batch)
 }
 
 // fillBatch indexes one batch of snapshot documents under their key locks.
-func (e *Executor) fillBatch(ctx context.Context, ci *catalog.Coll, building []*catalog.Index, s int, docs []buildDoc) error {
+func (x *Runner) fillBatch(ctx context.Context, ci *catalog.Coll, building []*catalog.Index, s int, docs []buildDoc) error {
 	if len(docs) == 0 {
 		return nil
 	}
@@ -104,9 +104,9 @@ func (e *Executor) fillBatch(ctx context.Context, ci *catalog.Coll, building []*
 			}
 		}
 	}
-	unlock := e.cat.Locks().LockMany(hashes)
+	unlock := x.cat.Locks().LockMany(hashes)
 	defer unlock()
-	db := e.st.Shards[s]
+	db := x.cat.Shards()[s]
 	b := db.NewBatch()
 	defer b.Close()
 	staged := map[string][]byte{} // unique keys this batch gives: index|key → _id
@@ -122,7 +122,7 @@ func (e *Executor) fillBatch(ctx context.Context, ci *catalog.Coll, building []*
 			continue // changed since the snapshot: its writer maintained the index
 		}
 		for _, xi := range building {
-			if err := e.indexDoc(b, ci, xi, d, staged); err != nil {
+			if err := x.indexDoc(b, ci, xi, d, staged); err != nil {
 				return err
 			}
 		}
@@ -132,20 +132,20 @@ func (e *Executor) fillBatch(ctx context.Context, ci *catalog.Coll, building []*
 
 // indexDoc stages the entries of document d in index xi, failing with E11000 if a unique key
 // is already held by another document.
-func (e *Executor) indexDoc(b catalog.Batch, ci *catalog.Coll, xi *catalog.Index, d buildDoc, staged map[string][]byte) error {
-	db := e.st.Shards[ci.Map.Partition(ci.Map.Locate(d.hash)).Shard]
+func (x *Runner) indexDoc(b catalog.Batch, ci *catalog.Coll, xi *catalog.Index, d buildDoc, staged map[string][]byte) error {
+	db := x.cat.Shards()[ci.Map.Partition(ci.Map.Locate(d.hash)).Shard]
 	return xi.Keys(d.doc, func(key []byte) error {
 		if xi.Unique {
 			sk := fmt.Sprintf("%d|%s", xi.Meta.ID, key)
 			if holder, ok := staged[sk]; ok && !bytes.Equal(holder, d.id) {
-				return e.write.NewWriter(ci).DupKeyError(xi, d.doc)
+				return x.write.NewWriter(ci).DupKeyError(xi, d.doc)
 			}
 			_, id, found, err := db.HasIndexKeyPrefix(ci.Meta.ID, xi.Meta.ID, key)
 			if err != nil {
 				return catalog.StoreError(err)
 			}
 			if found && !bytes.Equal(id, d.id) {
-				return e.write.NewWriter(ci).DupKeyError(xi, d.doc)
+				return x.write.NewWriter(ci).DupKeyError(xi, d.doc)
 			}
 			staged[sk] = d.id
 		}

@@ -1,4 +1,4 @@
-package exec
+package ddl
 
 import (
 	"github.com/cleavedb/cleave/bsonx"
@@ -49,13 +49,13 @@ var timeseriesCreateOptions = map[string]bool{
 	"expireAfterSeconds": true, "temp": true,
 }
 
-// optionSet is a collection's options while they are built or changed, by name; doc
+// CollOptions is a collection's options while they are built or changed, by name; doc
 // serializes them in createOptionOrder.
-type optionSet map[string]bsoncore.Value
+type CollOptions map[string]bsoncore.Value
 
 // optionsOf returns the options of a stored options document (nil for none).
-func optionsOf(d bsoncore.Document) optionSet {
-	o := optionSet{}
+func optionsOf(d bsoncore.Document) CollOptions {
+	o := CollOptions{}
 	elems, _ := d.Elements()
 	for _, el := range elems {
 		o[el.Key()] = el.Value()
@@ -63,8 +63,8 @@ func optionsOf(d bsoncore.Document) optionSet {
 	return o
 }
 
-// doc returns the options as a new document in MongoDB's order, nil when there are none.
-func (o optionSet) doc() bsoncore.Document {
+// Doc returns the options as a new document in MongoDB's order, nil when there are none.
+func (o CollOptions) Doc() bsoncore.Document {
 	if len(o) == 0 {
 		return nil
 	}
@@ -91,7 +91,7 @@ func (o optionSet) doc() bsoncore.Document {
 }
 
 // truthy reports whether option key is set to a true value.
-func (o optionSet) truthy(key string) bool {
+func (o CollOptions) truthy(key string) bool {
 	v, ok := o[key]
 	if !ok {
 		return false
@@ -102,11 +102,11 @@ func (o optionSet) truthy(key string) bool {
 	return !isZero(v)
 }
 
-// parseCreateOptions validates the options of a create command for collection ns
+// ParseCreateOptions validates the options of a create command for collection ns
 // ("db.coll") and returns them as listCollections reports them (nil for none).
-func parseCreateOptions(ns string, body bsoncore.Document) (bsoncore.Document, error) {
+func ParseCreateOptions(ns string, body bsoncore.Document) (bsoncore.Document, error) {
 	const cmd = "create"
-	o := optionSet{}
+	o := CollOptions{}
 	var given []string
 	err := args.ForEach(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
 		if what, ok := notImplementedCreate[key]; ok {
@@ -132,13 +132,13 @@ func parseCreateOptions(ns string, body bsoncore.Document) (bsoncore.Document, e
 	if err := normalizeCreateOptions(o); err != nil {
 		return nil, err
 	}
-	return o.doc(), nil
+	return o.Doc(), nil
 }
 
 // checkCreateKinds applies MongoDB's rules for capped, clustered and time-series
 // collections and expireAfterSeconds, and puts clusteredIndex, timeseries and
 // expireAfterSeconds in their stored form.
-func checkCreateKinds(ns string, o optionSet, given []string) error {
+func checkCreateKinds(ns string, o CollOptions, given []string) error {
 	capped := o.truthy("capped")
 	if _, ok := o["timeseries"]; ok {
 		for _, k := range given {
@@ -186,7 +186,7 @@ func checkCreateKinds(ns string, o optionSet, given []string) error {
 }
 
 // checkCappedSize checks size and max against capped, as create does.
-func checkCappedSize(o optionSet, capped, clustered bool) error {
+func checkCappedSize(o CollOptions, capped, clustered bool) error {
 	_, size := o["size"]
 	_, max := o["max"]
 	switch {
@@ -204,7 +204,7 @@ func checkCappedSize(o optionSet, capped, clustered bool) error {
 
 // normalizeCreateOptions drops what MongoDB does not store (a false capped or temp, a
 // simple collation, disabled pre- and post-images) and fills the validation defaults.
-func normalizeCreateOptions(o optionSet) error {
+func normalizeCreateOptions(o CollOptions) error {
 	if v, ok := o["changeStreamPreAndPostImages"]; ok {
 		enabled, err := parsePrePostImages("create", v.Document())
 		if err != nil {
@@ -295,9 +295,9 @@ func checkCreateOption(key, want string, v bsoncore.Value) error {
 	case "collation":
 		return catalog.CheckCollation(v.Document())
 	case "validationLevel":
-		return checkEnum(cmd, key, v.StringValue(), "off", "strict", "moderate")
+		return CheckEnum(cmd, key, v.StringValue(), "off", "strict", "moderate")
 	case "validationAction":
-		return checkEnum(cmd, key, v.StringValue(), "error", "warn")
+		return CheckEnum(cmd, key, v.StringValue(), "error", "warn")
 	case "validator":
 		if _, err := query.CompileFilter(v.Document()); err != nil {
 			return err
@@ -306,8 +306,8 @@ func checkCreateOption(key, want string, v bsoncore.Value) error {
 	return nil
 }
 
-// checkEnum is MongoDB's IDL check of an enumeration value.
-func checkEnum(cmd, key, s string, allowed ...string) error {
+// CheckEnum is MongoDB's IDL check of an enumeration value.
+func CheckEnum(cmd, key, s string, allowed ...string) error {
 	for _, a := range allowed {
 		if s == a {
 			return nil

@@ -1,8 +1,6 @@
-package exec
+package ddl
 
 import (
-	"github.com/cleavedb/cleave/exec/args"
-
 	"github.com/cleavedb/cleave/exec/write"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -22,46 +20,44 @@ import (
 // ttlBatchDocs is how many expired documents the TTL monitor deletes per write batch.
 const ttlBatchDocs = 256
 
-// startTTLMonitor starts the background goroutine that deletes expired documents of TTL
+// StartTTL starts the background goroutine that deletes expired documents of TTL
 // indexes, as MongoDB's TTLMonitor does; Close stops it.
-func (e *Executor) startTTLMonitor() {
-	e.ddl.ttlInterval.Store(int64(defaultTTLInterval))
-	e.ddl.ttlWake = make(chan struct{}, 1)
-	e.bg.Add(1)
+func (x *Runner) StartTTL() {
+	x.bg.Add(1)
 	go func() {
-		defer e.bg.Done()
+		defer x.bg.Done()
 		for {
-			t := time.NewTimer(time.Duration(e.ddl.ttlInterval.Load()))
+			t := time.NewTimer(time.Duration(x.ttlInterval.Load()))
 			select {
-			case <-e.stop:
+			case <-x.stop:
 				t.Stop()
 				return
 			case <-t.C:
-			case <-e.ddl.ttlWake:
+			case <-x.ttlWake:
 				t.Stop()
 			}
-			e.ttlPass()
+			x.ttlPass()
 		}
 	}()
 }
 
 // ttlPass deletes the expired documents of every TTL index once.
-func (e *Executor) ttlPass() {
-	e.ddl.ttlStarted.Add(1)
-	defer e.ddl.ttlPasses.Add(1)
+func (x *Runner) ttlPass() {
+	x.ttlStarted.Add(1)
+	defer x.ttlPasses.Add(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
 		select {
-		case <-e.stop:
+		case <-x.stop:
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
-	state := e.st.Catalog.State()
+	state := x.cat.Store().State()
 	for _, db := range state.Databases() {
 		for _, c := range state.Collections(db.Name) {
-			ci, err := e.cat.Info(c)
+			ci, err := x.cat.Info(c)
 			if err != nil {
 				continue
 			}
@@ -69,12 +65,12 @@ func (e *Executor) ttlPass() {
 				if !xi.HasTTL || len(xi.Fields) != 1 || xi.Hashed {
 					continue // MongoDB's TTL applies to single-field indexes only
 				}
-				n, err := e.expireIndex(ctx, ci, xi)
+				n, err := x.expireIndex(ctx, ci, xi)
 				if err != nil && ctx.Err() == nil {
-					e.log.Warn("TTL deletion failed", zap.String("ns", ci.NS()), zap.String("index", xi.Meta.Name), zap.Error(err))
+					x.log.Warn("TTL deletion failed", zap.String("ns", ci.NS()), zap.String("index", xi.Meta.Name), zap.Error(err))
 				}
 				if n > 0 {
-					e.log.Info("TTL deleted expired documents", zap.String("ns", ci.NS()),
+					x.log.Info("TTL deleted expired documents", zap.String("ns", ci.NS()),
 						zap.String("index", xi.Meta.Name), zap.Int64("deleted", n))
 				}
 			}
@@ -84,11 +80,11 @@ func (e *Executor) ttlPass() {
 
 // expireIndex deletes the documents whose date in TTL index xi is older than its
 // expireAfterSeconds, shard by shard, and returns how many it deleted.
-func (e *Executor) expireIndex(ctx context.Context, ci *catalog.Coll, xi *catalog.Index) (int64, error) {
+func (x *Runner) expireIndex(ctx context.Context, ci *catalog.Coll, xi *catalog.Index) (int64, error) {
 	cutoff := time.Now().Add(-time.Duration(xi.TTL) * time.Second).UnixMilli()
 	lower, upper := ttlBounds(xi.Fields[0].Desc, cutoff)
 	var total int64
-	for s, db := range e.st.Shards {
+	for s, db := range x.cat.Shards() {
 		var cands []buildDoc
 		it, err := db.NewIndexIter(ci.Meta.ID, xi.Meta.ID, lower, upper, false)
 		if err != nil {
@@ -105,14 +101,14 @@ func (e *Executor) expireIndex(ctx context.Context, ci *catalog.Coll, xi *catalo
 			if err := ctx.Err(); err != nil {
 				return total, err
 			}
-			n, err := e.expireBatch(ci, xi, s, cutoff, cands[start:min(start+ttlBatchDocs, len(cands))])
+			n, err := x.expireBatch(ci, xi, s, cutoff, cands[start:min(start+ttlBatchDocs, len(cands))])
 			total += n
 			if err != nil {
 				return total, err
 			}
 		}
 	}
-	e.counters.deletedDocs.Add(total)
+	x.deleted.Add(total)
 	return total, nil
 }
 
@@ -129,8 +125,8 @@ func ttlBounds(desc bool, cutoff int64) ([]byte, []byte) {
 
 // expireBatch deletes those of docs (index entries of shard s) whose document is still
 // expired, through the write path, so that every index stays consistent.
-func (e *Executor) expireBatch(ci *catalog.Coll, xi *catalog.Index, s int, cutoff int64, docs []buildDoc) (int64, error) {
-	wr := e.write.NewWriter(ci)
+func (x *Runner) expireBatch(ci *catalog.Coll, xi *catalog.Index, s int, cutoff int64, docs []buildDoc) (int64, error) {
+	wr := x.write.NewWriter(ci)
 	hashes := make([]uint64, len(docs))
 	for i, d := range docs {
 		hashes[i] = write.DocLockHash(ci.Meta.ID, d.id)
@@ -139,7 +135,7 @@ func (e *Executor) expireBatch(ci *catalog.Coll, xi *catalog.Index, s int, cutof
 	defer wr.Release()
 	var n int64
 	for _, d := range docs {
-		doc, err := e.st.Shards[s].GetDoc(ci.Meta.ID, d.hash, d.id, nil)
+		doc, err := x.cat.Shards()[s].GetDoc(ci.Meta.ID, d.hash, d.id, nil)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
@@ -181,35 +177,4 @@ func ttlExpired(xi *catalog.Index, doc bsoncore.Document, cutoff int64) bool {
 		}
 	}
 	return false
-}
-
-// ttlMonitorCommand is the test-only command {cleaveTTLMonitor: 1, intervalMS: n}: it sets
-// the monitor's interval (when given), runs a pass now and waits for it, and answers the
-// number of passes done.
-func (e *Executor) ttlMonitorCommand(ctx context.Context, r *request) error {
-	const cmd = "cleaveTTLMonitor"
-	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
-		if key != "intervalMS" {
-			return false, nil
-		}
-		n, err := args.Int64(cmd, key, v)
-		if err == nil && n > 0 {
-			e.ddl.ttlInterval.Store(int64(time.Duration(n) * time.Millisecond))
-		}
-		return true, err
-	})
-	if err != nil {
-		return err
-	}
-	// The first pass to start after the wake-up is complete once passes reaches started+1.
-	started := e.ddl.ttlStarted.Load()
-	select {
-	case e.ddl.ttlWake <- struct{}{}:
-	default:
-	}
-	for e.ddl.ttlPasses.Load() < started+1 && ctx.Err() == nil {
-		time.Sleep(5 * time.Millisecond)
-	}
-	r.out = bsoncore.AppendInt64Element(r.out, "passes", e.ddl.ttlPasses.Load())
-	return nil
 }

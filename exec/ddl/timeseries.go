@@ -1,4 +1,4 @@
-package exec
+package ddl
 
 import (
 	"github.com/cleavedb/cleave/exec/args"
@@ -46,7 +46,7 @@ func parseTimeseries(ns string, d bsoncore.Document) (*catalog.Timeseries, error
 			t.MetaField, err = args.String(cmd, key, v)
 		case "granularity":
 			if t.Granularity, err = args.String(cmd, key, v); err == nil {
-				err = checkEnum(cmd, key, t.Granularity, "seconds", "minutes", "hours")
+				err = CheckEnum(cmd, key, t.Granularity, "seconds", "minutes", "hours")
 			}
 		case "bucketRoundingSeconds":
 			rounding, err = bucketSeconds(cmd, key, v)
@@ -97,7 +97,7 @@ func collModTimeseries(t *catalog.Timeseries, d bsoncore.Document) (bool, error)
 		switch key {
 		case "granularity":
 			if granularity, err = args.String(cmd, key, v); err == nil {
-				err = checkEnum(cmd, key, granularity, "seconds", "minutes", "hours")
+				err = CheckEnum(cmd, key, granularity, "seconds", "minutes", "hours")
 			}
 		case "bucketRoundingSeconds":
 			rounding, err = bucketSeconds(cmd, key, v)

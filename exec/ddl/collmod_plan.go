@@ -1,4 +1,4 @@
-package exec
+package ddl
 
 import (
 	"github.com/cleavedb/cleave/exec/query"
@@ -14,29 +14,29 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// collModPlan is what a collMod changes, checked against the collection as MongoDB's
+// CollModPlan is what a collMod changes, checked against the collection as MongoDB's
 // parseCollModRequest checks it, before anything changes.
-type collModPlan struct {
-	mods int // modifications requested, no-ops included (MongoDB's numModifications)
+type CollModPlan struct {
+	Mods int // modifications requested, no-ops included (MongoDB's numModifications)
 	// Index is the target of the index argument; spec its new spec when it changes.
-	index *store.Index
-	spec  *bsoncore.Document
+	Index *store.Index
+	Spec  *bsoncore.Document
 	// The reply's fields: nil when not reported.
 	expireOld, expireNew *int64
 	hiddenOld, hiddenNew *bool
-	prepOld, prepNew     *bool
-	uniqueNew            bool
-	forceNonUnique       bool
-	// opts are the collection's new options when optsChanged.
-	opts        optionSet
-	optsChanged bool
+	prepOld, PrepNew     *bool
+	UniqueNew            bool
+	ForceNonUnique       bool
+	// Opts are the collection's new options when optsChanged.
+	Opts        CollOptions
+	OptsChanged bool
 }
 
-// changed reports whether p changes the catalog.
-func (p *collModPlan) changed() bool { return p.optsChanged || p.spec != nil }
+// Changed reports whether p changes the catalog.
+func (p *CollModPlan) Changed() bool { return p.OptsChanged || p.Spec != nil }
 
-// appendReply appends the reply fields of p's changes.
-func (p *collModPlan) appendReply(out []byte) []byte {
+// AppendReply appends the reply fields of p's changes.
+func (p *CollModPlan) AppendReply(out []byte) []byte {
 	if p.expireOld != nil {
 		out = bsoncore.AppendInt64Element(out, "expireAfterSeconds_old", *p.expireOld)
 	}
@@ -47,41 +47,41 @@ func (p *collModPlan) appendReply(out []byte) []byte {
 		out = bsoncore.AppendBooleanElement(out, "hidden_old", *p.hiddenOld)
 		out = bsoncore.AppendBooleanElement(out, "hidden_new", *p.hiddenNew)
 	}
-	if p.uniqueNew {
+	if p.UniqueNew {
 		out = bsoncore.AppendBooleanElement(out, "unique_new", true)
 	}
-	if p.prepNew != nil {
+	if p.PrepNew != nil {
 		out = bsoncore.AppendBooleanElement(out, "prepareUnique_old", *p.prepOld)
-		out = bsoncore.AppendBooleanElement(out, "prepareUnique_new", *p.prepNew)
+		out = bsoncore.AppendBooleanElement(out, "prepareUnique_new", *p.PrepNew)
 	}
-	if p.forceNonUnique {
+	if p.ForceNonUnique {
 		out = bsoncore.AppendBooleanElement(out, "forceNonUnique_new", true)
 	}
 	return out
 }
 
-// planCollMod checks collMod a against collection c (compiled as ci) and returns its plan.
-func planCollMod(a *collModArgs, c *store.Collection, ci *catalog.Coll) (*collModPlan, error) {
-	p := &collModPlan{opts: optionsOf(c.Options)}
+// PlanCollMod checks collMod a against collection c (compiled as ci) and returns its plan.
+func PlanCollMod(a *CollModArgs, c *store.Collection, ci *catalog.Coll) (*CollModPlan, error) {
+	p := &CollModPlan{Opts: optionsOf(c.Options)}
 	if a.capped != "" {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "Collection must be capped.")
 	}
-	if a.index != nil {
-		if err := p.planIndex(a.index, c, ci); err != nil {
+	if a.Index != nil {
+		if err := p.planIndex(a.Index, c, ci); err != nil {
 			return nil, err
 		}
 	}
 	if err := p.planOptions(a, ci); err != nil {
 		return nil, err
 	}
-	if p.prepNew != nil && p.mods > 1 {
+	if p.PrepNew != nil && p.Mods > 1 {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "prepareUnique cannot be combined with any other modification.")
 	}
 	return p, nil
 }
 
 // planIndex checks collMod's index argument and plans its changes.
-func (p *collModPlan) planIndex(a *collModIndex, c *store.Collection, ci *catalog.Coll) error {
+func (p *CollModPlan) planIndex(a *CollModIndex, c *store.Collection, ci *catalog.Coll) error {
 	if err := checkCollModIndex(a, ci); err != nil {
 		return err
 	}
@@ -89,22 +89,22 @@ func (p *collModPlan) planIndex(a *collModIndex, c *store.Collection, ci *catalo
 	if err != nil {
 		return err
 	}
-	p.index = x
+	p.Index = x
 	spec := x.Spec
 	if a.expire != nil {
-		p.mods++
+		p.Mods++
 		if spec, err = p.planIndexTTL(x, spec, *a.expire); err != nil {
 			return err
 		}
 	}
-	if a.unique != nil {
-		p.mods++
-		if spec, err = p.planUnique(x, spec, *a.unique); err != nil {
+	if a.Unique != nil {
+		p.Mods++
+		if spec, err = p.planUnique(x, spec, *a.Unique); err != nil {
 			return err
 		}
 	}
 	if a.hidden != nil {
-		p.mods++
+		p.Mods++
 		if x.Name == store.IDIndexName {
 			return mongoerr.New(mongoerr.BadValue, "can't hide _id index")
 		}
@@ -114,21 +114,21 @@ func (p *collModPlan) planIndex(a *collModIndex, c *store.Collection, ci *catalo
 		}
 	}
 	if a.prepareUnique != nil {
-		p.mods++
+		p.Mods++
 		old := catalog.SpecBool(spec, "prepareUnique")
 		if old != *a.prepareUnique && !catalog.SpecBool(x.Spec, "unique") && x.Name != store.IDIndexName {
-			p.prepOld, p.prepNew = &old, a.prepareUnique
+			p.prepOld, p.PrepNew = &old, a.prepareUnique
 			spec = setSpec(spec, "prepareUnique", flagValue(*a.prepareUnique))
 		}
 	}
 	if a.forceNonUnique != nil {
-		p.mods++
+		p.Mods++
 		if spec, err = p.planForceNonUnique(x, spec, *a.forceNonUnique); err != nil {
 			return err
 		}
 	}
 	if !bytes.Equal(spec, x.Spec) {
-		p.spec = &spec
+		p.Spec = &spec
 	}
 	return nil
 }
@@ -143,15 +143,15 @@ func flagValue(b bool) *bsoncore.Value {
 }
 
 // checkCollModIndex applies the checks of collMod's index argument that need no index.
-func checkCollModIndex(a *collModIndex, ci *catalog.Coll) error {
+func checkCollModIndex(a *CollModIndex, ci *catalog.Coll) error {
 	switch {
 	case a.name.Type != 0 && a.keyPattern.Type != 0:
 		return mongoerr.New(mongoerr.InvalidOptions, "Cannot specify both key pattern and name.")
 	case a.name.Type == 0 && a.keyPattern.Type == 0:
 		return mongoerr.New(mongoerr.InvalidOptions, "Must specify either index name or key pattern.")
-	case a.expire == nil && a.hidden == nil && a.unique == nil && a.prepareUnique == nil && a.forceNonUnique == nil:
+	case a.expire == nil && a.hidden == nil && a.Unique == nil && a.prepareUnique == nil && a.forceNonUnique == nil:
 		return mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds, hidden, unique, or prepareUnique field")
-	case a.unique != nil && a.forceNonUnique != nil:
+	case a.Unique != nil && a.forceNonUnique != nil:
 		return mongoerr.New(mongoerr.InvalidOptions, "collMod does not support 'unique' and 'forceNonUnique' options at the same time")
 	}
 	if a.expire != nil {
@@ -162,7 +162,7 @@ func checkCollModIndex(a *collModIndex, ci *catalog.Coll) error {
 			return err
 		}
 	}
-	if ci.TS != nil && (a.unique != nil || a.prepareUnique != nil) {
+	if ci.TS != nil && (a.Unique != nil || a.prepareUnique != nil) {
 		return mongoerr.New(mongoerr.InvalidOptions, "Unique indexes are not supported on time-series collections")
 	}
 	if a.hidden != nil && ci.Clustered {
@@ -179,7 +179,7 @@ func checkCollModIndex(a *collModIndex, ci *catalog.Coll) error {
 
 // findCollModIndex returns the ready index collMod's index argument names. The _id index
 // of a clustered or time-series collection is not one MongoDB would find.
-func findCollModIndex(a *collModIndex, c *store.Collection, ci *catalog.Coll) (*store.Index, error) {
+func findCollModIndex(a *CollModIndex, c *store.Collection, ci *catalog.Coll) (*store.Index, error) {
 	ns := c.DB + "." + c.Name
 	visible := func(x *store.Index) bool {
 		return x.Ready && (x.Name != store.IDIndexName || (ci.TS == nil && !ci.Clustered))
@@ -204,11 +204,11 @@ func findCollModIndex(a *collModIndex, c *store.Collection, ci *catalog.Coll) (*
 		return found[0], nil
 	}
 	return nil, mongoerr.New(mongoerr.AmbiguousIndexKeyPattern, "index keyPattern %s matches %d indexes, must use index name. Conflicting indexes:%s, %s",
-		bsonx.ShellString(a.keyPattern), len(found), specString(found[0]), specString(found[1]))
+		bsonx.ShellString(a.keyPattern), len(found), SpecString(found[0]), SpecString(found[1]))
 }
 
 // planIndexTTL plans a change of index x's expireAfterSeconds to n.
-func (p *collModPlan) planIndexTTL(x *store.Index, spec bsoncore.Document, n int64) (bsoncore.Document, error) {
+func (p *CollModPlan) planIndexTTL(x *store.Index, spec bsoncore.Document, n int64) (bsoncore.Document, error) {
 	old, ok := specInt64(spec, "expireAfterSeconds")
 	if !ok {
 		if x.Name == store.IDIndexName {
@@ -230,7 +230,7 @@ func (p *collModPlan) planIndexTTL(x *store.Index, spec bsoncore.Document, n int
 
 // planUnique plans the conversion of index x to unique (the second step, after
 // prepareUnique); converting a unique index is a no-op.
-func (p *collModPlan) planUnique(x *store.Index, spec bsoncore.Document, unique bool) (bsoncore.Document, error) {
+func (p *CollModPlan) planUnique(x *store.Index, spec bsoncore.Document, unique bool) (bsoncore.Document, error) {
 	if !unique {
 		return nil, mongoerr.New(mongoerr.BadValue, "Cannot make index non-unique")
 	}
@@ -240,13 +240,13 @@ func (p *collModPlan) planUnique(x *store.Index, spec bsoncore.Document, unique 
 	if !catalog.SpecBool(spec, "prepareUnique") {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "Cannot make index unique with 'prepareUnique=false'. Run collMod to set it first.")
 	}
-	p.uniqueNew = true
+	p.UniqueNew = true
 	spec = setSpec(spec, "unique", boolValue(true))
 	return setSpec(spec, "prepareUnique", nil), nil
 }
 
 // planForceNonUnique plans making unique index x non-unique.
-func (p *collModPlan) planForceNonUnique(x *store.Index, spec bsoncore.Document, force bool) (bsoncore.Document, error) {
+func (p *CollModPlan) planForceNonUnique(x *store.Index, spec bsoncore.Document, force bool) (bsoncore.Document, error) {
 	if !force {
 		return nil, mongoerr.New(mongoerr.BadValue, "'forceNonUnique: false' is not supported")
 	}
@@ -256,14 +256,14 @@ func (p *collModPlan) planForceNonUnique(x *store.Index, spec bsoncore.Document,
 	if !catalog.SpecBool(spec, "unique") {
 		return spec, nil
 	}
-	p.forceNonUnique = true
+	p.ForceNonUnique = true
 	return setSpec(spec, "unique", nil), nil
 }
 
 // planOptions plans the collection-level options of collMod a.
-func (p *collModPlan) planOptions(a *collModArgs, ci *catalog.Coll) error {
+func (p *CollModPlan) planOptions(a *CollModArgs, ci *catalog.Coll) error {
 	if a.view != "" {
-		p.mods++
+		p.Mods++
 		return mongoerr.New(mongoerr.InvalidOptions, "option only supported on a view: %s", a.view)
 	}
 	for _, key := range []string{"validator", "validationLevel", "validationAction", "changeStreamPreAndPostImages"} {
@@ -275,7 +275,7 @@ func (p *collModPlan) planOptions(a *collModArgs, ci *catalog.Coll) error {
 		return err
 	}
 	if v, ok := a.opts["changeStreamPreAndPostImages"]; ok {
-		p.mods++
+		p.Mods++
 		enabled, err := parsePrePostImages("collMod", v.Document())
 		if err != nil {
 			return err
@@ -283,13 +283,13 @@ func (p *collModPlan) planOptions(a *collModArgs, ci *catalog.Coll) error {
 		p.setOption("changeStreamPreAndPostImages", enabled, bsonx.DocValue(prePostImagesDoc))
 	}
 	if v, ok := a.opts["expireAfterSeconds"]; ok {
-		p.mods++
+		p.Mods++
 		if err := p.planExpire(v, ci); err != nil {
 			return err
 		}
 	}
 	if v, ok := a.opts["timeseries"]; ok {
-		p.mods++
+		p.Mods++
 		if ci.TS == nil {
 			return mongoerr.New(mongoerr.InvalidOptions, "option only supported on a time-series collection: timeseries")
 		}
@@ -306,39 +306,39 @@ func (p *collModPlan) planOptions(a *collModArgs, ci *catalog.Coll) error {
 }
 
 // setOption sets (set) or removes collection option key, noting a change.
-func (p *collModPlan) setOption(key string, set bool, v bsoncore.Value) {
-	old, had := p.opts[key]
+func (p *CollModPlan) setOption(key string, set bool, v bsoncore.Value) {
+	old, had := p.Opts[key]
 	switch {
 	case set && (!had || old.Type != v.Type || !bytes.Equal(old.Data, v.Data)):
-		p.opts[key] = v
-		p.optsChanged = true
+		p.Opts[key] = v
+		p.OptsChanged = true
 	case !set && had:
-		delete(p.opts, key)
-		p.optsChanged = true
+		delete(p.Opts, key)
+		p.OptsChanged = true
 	}
 }
 
 // planValidation plans validator, validationLevel and validationAction. An empty validator
 // removes the validator, as in MongoDB.
-func (p *collModPlan) planValidation(given optionSet) error {
+func (p *CollModPlan) planValidation(given CollOptions) error {
 	if v, ok := given["validator"]; ok {
-		p.mods++
+		p.Mods++
 		if _, err := query.CompileFilter(v.Document()); err != nil {
 			return err
 		}
 		p.setOption("validator", len(v.Document()) > 5, v)
-		if _, ok := p.opts["validator"]; ok {
-			if _, ok := p.opts["validationLevel"]; !ok {
+		if _, ok := p.Opts["validator"]; ok {
+			if _, ok := p.Opts["validationLevel"]; !ok {
 				p.setOption("validationLevel", true, bsonx.StringValue("strict"))
 			}
-			if _, ok := p.opts["validationAction"]; !ok {
+			if _, ok := p.Opts["validationAction"]; !ok {
 				p.setOption("validationAction", true, bsonx.StringValue("error"))
 			}
 		}
 	}
 	for _, key := range []string{"validationLevel", "validationAction"} {
 		if v, ok := given[key]; ok {
-			p.mods++
+			p.Mods++
 			p.setOption(key, true, v)
 		}
 	}
@@ -347,7 +347,7 @@ func (p *collModPlan) planValidation(given optionSet) error {
 
 // planExpire plans the collection-level expireAfterSeconds of a clustered or time-series
 // collection: a number of seconds, or "off".
-func (p *collModPlan) planExpire(v bsoncore.Value, ci *catalog.Coll) error {
+func (p *CollModPlan) planExpire(v bsoncore.Value, ci *catalog.Coll) error {
 	if ci.TS == nil && !ci.Clustered {
 		return mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' option is only supported on collections clustered by _id")
 	}

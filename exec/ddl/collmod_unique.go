@@ -1,4 +1,4 @@
-package exec
+package ddl
 
 import (
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -47,17 +47,17 @@ func (c *indexCursor) advance() {
 // maxViolationBytes bounds the _ids a CannotConvertIndexToUnique reply lists (MongoDB: 8 MB).
 const maxViolationBytes = wire.MaxBSONSize / 2
 
-// indexDuplicates scans index xi of ci on every shard, merging the shards' entries in key
+// Duplicates scans index xi of ci on every shard, merging the shards' entries in key
 // order, and returns the groups of documents that share a key as {ids: [...]} documents.
 // truncated reports that the groups stopped at maxViolationBytes.
-func (e *Executor) indexDuplicates(ci *catalog.Coll, xi *catalog.Index) (groups []bsoncore.Document, truncated bool, err error) {
+func (x *Runner) Duplicates(ci *catalog.Coll, xi *catalog.Index) (groups []bsoncore.Document, truncated bool, err error) {
 	var curs []*indexCursor
 	defer func() {
 		for _, c := range curs {
 			err = errors.Join(err, c.it.Close())
 		}
 	}()
-	for s, db := range e.st.Shards {
+	for s, db := range x.cat.Shards() {
 		it, err := db.NewIndexIter(ci.Meta.ID, xi.Meta.ID, nil, nil, false)
 		if err != nil {
 			return nil, false, catalog.StoreError(err)
@@ -75,7 +75,7 @@ func (e *Executor) indexDuplicates(ci *catalog.Coll, xi *catalog.Index) (groups 
 		if len(group) < 2 {
 			continue
 		}
-		d, n, err := e.violation(ci, group, maxViolationBytes-size)
+		d, n, err := x.violation(ci, group, maxViolationBytes-size)
 		if err != nil {
 			return nil, false, err
 		}
@@ -118,18 +118,18 @@ func nextKeyGroup(curs []*indexCursor) []*indexEntry {
 
 // violation builds {ids: [...]} for the documents of one duplicate group, listing _ids up
 // to room bytes (at least one), and returns how many bytes of _ids it used.
-func (e *Executor) violation(ci *catalog.Coll, group []*indexEntry, room int) (bsoncore.Document, int, error) {
+func (x *Runner) violation(ci *catalog.Coll, group []*indexEntry, room int) (bsoncore.Document, int, error) {
 	idx, d := bsoncore.AppendDocumentStart(nil)
 	aidx, d := bsoncore.AppendArrayElementStart(d, "ids")
 	n, used := 0, 0
 	seen := map[string]bool{}
-	for _, x := range group {
-		k := strconv.FormatUint(x.hash, 16) + "|" + string(x.id)
+	for _, ent := range group {
+		k := strconv.FormatUint(ent.hash, 16) + "|" + string(ent.id)
 		if seen[k] {
 			continue // one document with the key twice (an array) is no duplicate
 		}
 		seen[k] = true
-		doc, err := e.st.Shards[x.shard].GetDoc(ci.Meta.ID, x.hash, x.id, nil)
+		doc, err := x.cat.Shards()[ent.shard].GetDoc(ci.Meta.ID, ent.hash, ent.id, nil)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
@@ -152,8 +152,8 @@ func (e *Executor) violation(ci *catalog.Coll, group []*indexEntry, room int) (b
 	return d, used, nil
 }
 
-// convertUniqueError is MongoDB's CannotConvertIndexToUnique with its violations.
-func convertUniqueError(groups []bsoncore.Document, truncated bool) error {
+// ConvertUniqueError is MongoDB's CannotConvertIndexToUnique with its violations.
+func ConvertUniqueError(groups []bsoncore.Document, truncated bool) error {
 	msg := "Cannot convert the index to unique. Please resolve conflicting documents before running collMod again."
 	if truncated {
 		msg = "Cannot convert the index to unique. Too many conflicting documents were detected. Please resolve them and rerun collMod."

@@ -1,4 +1,4 @@
-package exec
+package ddl
 
 import (
 	"github.com/cleavedb/cleave/exec/args"
@@ -99,9 +99,9 @@ func clusteredIndexName(c *store.Collection) string {
 	return s
 }
 
-// clusteredListSpec is the clustered index as listIndexes reports it: the clusteredIndex
+// ClusteredListSpec is the clustered index as listIndexes reports it: the clusteredIndex
 // option and clustered: true.
-func clusteredListSpec(spec bsoncore.Document) bsoncore.Document {
+func ClusteredListSpec(spec bsoncore.Document) bsoncore.Document {
 	idx, d := bsoncore.AppendDocumentStart(nil)
 	elems, _ := spec.Elements()
 	for _, el := range elems {

@@ -1,0 +1,91 @@
+package ddl
+
+import (
+	"context"
+
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/store"
+	"go.uber.org/zap"
+)
+
+// Build adds todo to collection c and fills them from the existing documents. The
+// indexes enter the catalog not ready: the planner ignores them while writers maintain them
+// (collInfo.writeIndexes). After a barrier, every write still to come maintains them, so the
+// build only has to index the documents of a snapshot taken then (index_build.go). On
+// failure (a duplicate key), the indexes and their entries are removed.
+func (x *Runner) Build(ctx context.Context, c *store.Collection, todo []store.Index) error {
+	var ids []store.IndexID
+	db, name := c.DB, c.Name
+	c, err := x.cat.Store().UpdateCollection(db, name, func(c *store.Collection) error {
+		for _, x := range todo {
+			if c.NextIndexID == 0 {
+				c.NextIndexID = store.IDIndexID + 1
+			}
+			x.ID, x.Ready = c.NextIndexID, false
+			c.NextIndexID++
+			ids = append(ids, x.ID)
+			c.Indexes = append(c.Indexes, x)
+		}
+		return nil
+	})
+	if err != nil {
+		return catalog.ChangeError(err, db, name)
+	}
+	x.cat.Barrier()
+	if err := x.fillIndexes(ctx, c, ids); err != nil {
+		x.Abort(c, ids)
+		return err
+	}
+	_, err = x.cat.Store().UpdateCollection(c.DB, c.Name, func(c *store.Collection) error {
+		for i := range c.Indexes {
+			if ContainsID(ids, c.Indexes[i].ID) {
+				c.Indexes[i].Ready = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		x.Abort(c, ids)
+		return catalog.ChangeError(err, c.DB, c.Name)
+	}
+	for _, spec := range todo {
+		x.log.Info("index built", zap.String("ns", c.DB+"."+c.Name), zap.String("index", spec.Name))
+	}
+	return nil
+}
+
+// Abort removes the unfinished indexes ids of c from the catalog and deletes their
+// entries on every shard.
+func (x *Runner) Abort(c *store.Collection, ids []store.IndexID) {
+	_, err := x.cat.Store().UpdateCollection(c.DB, c.Name, func(c *store.Collection) error {
+		kept := c.Indexes[:0]
+		for _, x := range c.Indexes {
+			if !ContainsID(ids, x.ID) {
+				kept = append(kept, x)
+			}
+		}
+		c.Indexes = kept
+		return nil
+	})
+	if err != nil {
+		x.log.Error("cannot remove a failed index build from the catalog", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
+		return
+	}
+	x.DeleteIndexData(c, ids)
+}
+
+// DeleteIndexData deletes the entries of indexes ids of c on every shard, once the writers
+// that may still maintain them are done.
+func (x *Runner) DeleteIndexData(c *store.Collection, ids []store.IndexID) {
+	x.cat.Barrier()
+	for s, db := range x.cat.Shards() {
+		b := db.NewBatch()
+		for _, id := range ids {
+			b.DeleteIndexData(c.ID, id)
+		}
+		if err := b.Commit(true); err != nil {
+			x.log.Error("cannot delete index entries", zap.String("ns", c.DB+"."+c.Name), zap.Int("shard", s), zap.Error(err))
+		}
+		b.Close()
+	}
+}

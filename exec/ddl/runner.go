@@ -1,0 +1,76 @@
+package ddl
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/write"
+)
+
+// Runner runs the catalog changes that touch data: index builds (index_build.go) and their
+// abort, the deletion of dropped indexes' entries, the duplicate scan of a conversion to
+// unique (collmod_unique.go), and the TTL monitor (index_ttl.go). Callers hold the DDL lock
+// (catalog.Catalog.LockDDL) where the catalog changes.
+type Runner struct {
+	cat   *catalog.Catalog
+	write *write.Path
+	log   *zap.Logger
+	// deleted counts the documents the TTL monitor deletes (serverStatus).
+	deleted *atomic.Int64
+	stop    chan struct{}
+	bg      sync.WaitGroup
+
+	// ttlInterval is the TTL monitor's sleep between passes in nanoseconds (MongoDB's
+	// ttlMonitorSleepSecs, 60 s); tests lower it through the cleaveTTLMonitor test command.
+	ttlInterval atomic.Int64
+	// ttlWake makes the monitor start a pass now (and pick up a new interval).
+	ttlWake chan struct{}
+	// ttlStarted and ttlPasses count started and finished TTL passes, for the test command.
+	ttlStarted, ttlPasses atomic.Int64
+}
+
+// defaultTTLInterval is how often the TTL monitor looks for expired documents.
+const defaultTTLInterval = 60 * time.Second
+
+// New returns the runner of cat's data-changing DDL, writing through w; deleted
+// counts the documents the TTL monitor deletes. StartTTL starts the monitor.
+func New(cat *catalog.Catalog, w *write.Path, log *zap.Logger, deleted *atomic.Int64) *Runner {
+	x := &Runner{cat: cat, write: w, log: log, deleted: deleted, stop: make(chan struct{}),
+		ttlWake: make(chan struct{}, 1)}
+	x.ttlInterval.Store(int64(defaultTTLInterval))
+	return x
+}
+
+// Close stops the TTL monitor.
+func (x *Runner) Close() {
+	select {
+	case <-x.stop:
+		return
+	default:
+	}
+	close(x.stop)
+	x.bg.Wait()
+}
+
+// TTLPassNow sets the TTL monitor's interval (when positive), runs a pass now and waits
+// for it; it returns the number of passes done.
+func (x *Runner) TTLPassNow(ctx context.Context, interval time.Duration) int64 {
+	if interval > 0 {
+		x.ttlInterval.Store(int64(interval))
+	}
+	// The first pass to start after the wake-up is complete once passes reaches started+1.
+	started := x.ttlStarted.Load()
+	select {
+	case x.ttlWake <- struct{}{}:
+	default:
+	}
+	for x.ttlPasses.Load() < started+1 && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return x.ttlPasses.Load()
+}
