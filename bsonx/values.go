@@ -29,3 +29,12 @@ func DoubleValue(f float64) bsoncore.Value {
 func DocValue(d bsoncore.Document) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}
 }
+
+// AppendIntElement appends n as an int32 element when it fits and an int64 otherwise, as
+// MongoDB types its counts ({n: 3}, not {n: NumberLong(3)}).
+func AppendIntElement(dst []byte, key string, n int64) []byte {
+	if n == int64(int32(n)) {
+		return bsoncore.AppendInt32Element(dst, key, int32(n))
+	}
+	return bsoncore.AppendInt64Element(dst, key, n)
+}

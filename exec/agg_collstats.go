@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/agg"
+
 	"github.com/cleavedb/cleave/exec/sharding"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -22,7 +24,8 @@ import (
 // statistics, never documents.
 type collStatsStage struct {
 	raw          bsoncore.Document
-	env          *aggEnv
+	env          *agg.Env
+	e            *Executor
 	storageScale int64 // 0: no storageStats
 	count        bool
 	latency      bool
@@ -30,12 +33,12 @@ type collStatsStage struct {
 }
 
 // parseCollStatsStage parses {$collStats: {latencyStats?, storageStats?, count?, queryExecStats?}}.
-func parseCollStatsStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+func (e *Executor) parseCollStatsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(5447000, "$collStats must take a nested object but found: %s", bsonx.ShellString(arg))
 	}
-	s := &collStatsStage{raw: d, env: env}
+	s := &collStatsStage{raw: d, env: env, e: e}
 	elems, _ := d.Elements()
 	for _, el := range elems {
 		sub, ok := el.Value().DocumentOK()
@@ -47,7 +50,7 @@ func parseCollStatsStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, e
 		case "storageStats":
 			s.storageScale = 1
 			if v := sub.Lookup("scale"); v.Type != 0 {
-				n, ok := wholeNumber(v)
+				n, ok := agg.WholeNumber(v)
 				if !ok || n < 1 {
 					return nil, mongoerr.New(mongoerr.Location51024, "BSON field 'scale' value must be >= 1, actual value '%s'", bsonx.ShellString(v))
 				}
@@ -66,20 +69,20 @@ func parseCollStatsStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, e
 	return s, nil
 }
 
-// open implements aggStage; the stage is a source (openSource), so it only runs first.
-func (s *collStatsStage) open(stream.Stream) (stream.Stream, error) {
+// Open implements agg.Stage; the stage is a source (openSource), so it only runs first.
+func (s *collStatsStage) Open(stream.Stream) (stream.Stream, error) {
 	return nil, mongoerr.New(40602, "$collStats is only valid as the first stage in a pipeline")
 }
 
-// spec implements aggStage.
-func (s *collStatsStage) spec() bsoncore.Document {
-	return stageSpec("$collStats", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: s.raw})
+// Spec implements agg.Stage.
+func (s *collStatsStage) Spec() bsoncore.Document {
+	return agg.StageSpec("$collStats", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: s.raw})
 }
 
 // openSource produces the stage's documents for collection ci (nil: it does not exist).
 func (s *collStatsStage) openSource(ci *catalog.Coll) (stream.Stream, error) {
-	e := s.env.e
-	ns := s.env.db + "." + s.env.coll
+	e := s.e
+	ns := s.env.DB + "." + s.env.Coll
 	if ci == nil {
 		if s.storageScale > 0 || s.count {
 			what := "storageStats"
@@ -102,7 +105,7 @@ func (s *collStatsStage) openSource(ci *catalog.Coll) (stream.Stream, error) {
 
 // shardDoc is the stage's document for one shard.
 func (s *collStatsStage) shardDoc(ns string, shardIdx int, sz *collSizes, c *store.Collection) bsoncore.Document {
-	e := s.env.e
+	e := s.e
 	b := bsoncore.NewDocumentBuilder().AppendString("ns", ns).
 		AppendString("shard", sharding.Name(shardIdx)).
 		AppendString("host", sharding.Name(shardIdx)+"/"+e.listenAddr()).

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/agg"
+
 	"github.com/cleavedb/cleave/exec/ddl"
 
 	"github.com/cleavedb/cleave/exec/sharding"
@@ -18,25 +20,26 @@ import (
 // with how many operations used the index.
 type indexStatsStage struct {
 	raw bsoncore.Value
-	env *aggEnv
+	env *agg.Env
+	e   *Executor
 }
 
 // parseIndexStatsStage parses {$indexStats: {}}.
-func parseIndexStatsStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+func (e *Executor) parseIndexStatsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok || len(d) > 5 {
 		return nil, mongoerr.New(28803, "The $indexStats stage specification must be an empty object")
 	}
-	return &indexStatsStage{raw: arg, env: env}, nil
+	return &indexStatsStage{raw: arg, env: env, e: e}, nil
 }
 
-// open implements aggStage; the stage is a source (openSource), so it only runs first.
-func (s *indexStatsStage) open(stream.Stream) (stream.Stream, error) {
+// Open implements agg.Stage; the stage is a source (openSource), so it only runs first.
+func (s *indexStatsStage) Open(stream.Stream) (stream.Stream, error) {
 	return nil, mongoerr.New(40602, "$indexStats is only valid as the first stage in a pipeline")
 }
 
-// spec implements aggStage.
-func (s *indexStatsStage) spec() bsoncore.Document { return stageSpec("$indexStats", s.raw) }
+// Spec implements agg.Stage.
+func (s *indexStatsStage) Spec() bsoncore.Document { return agg.StageSpec("$indexStats", s.raw) }
 
 // openSource produces the stage's documents for collection ci (nil: none, as MongoDB
 // answers for a collection that does not exist).
@@ -44,7 +47,7 @@ func (s *indexStatsStage) openSource(ci *catalog.Coll) (stream.Stream, error) {
 	if ci == nil {
 		return stream.Empty{}, nil
 	}
-	e := s.env.e
+	e := s.e
 	owns := make([]bool, len(e.st.Shards))
 	for i := 0; i < ci.Map.Len(); i++ {
 		owns[ci.Map.Partition(i).Shard] = true

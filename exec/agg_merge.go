@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/agg"
+
 	"github.com/cleavedb/cleave/exec/ddl"
 
 	"github.com/cleavedb/cleave/exec/args"
@@ -43,7 +45,7 @@ var mergeModes = map[[2]string]bool{
 // dropped or fails. The writes go through the writer, as updates and inserts do
 // (agg_merge_run.go).
 type mergeStage struct {
-	env            *aggEnv
+	env            *agg.Env
 	target         writeTarget
 	on             []string // nil: the default, resolved by prepare
 	whenMatched    string
@@ -59,8 +61,8 @@ type mergeStage struct {
 
 // parseMergeStage parses {$merge: "coll"} and {$merge: {into, on, let, whenMatched,
 // whenNotMatched}}.
-func parseMergeStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
-	s := &mergeStage{env: env, target: writeTarget{db: env.db}, whenMatched: mergeMerge, whenNotMatched: mergeInsert}
+func parseMergeStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
+	s := &mergeStage{env: env, target: writeTarget{db: env.DB}, whenMatched: mergeMerge, whenNotMatched: mergeInsert}
 	var let bsoncore.Document
 	switch arg.Type {
 	case bsoncore.TypeString:
@@ -233,7 +235,7 @@ func (s *mergeStage) parseLet(let bsoncore.Document) error {
 			}
 			continue
 		}
-		x, err := s.env.compileExpr(el.Value())
+		x, err := s.env.CompileExpr(el.Value())
 		if err != nil {
 			return err
 		}
@@ -251,14 +253,14 @@ func (s *mergeStage) parseLet(let bsoncore.Document) error {
 // stageName implements writeStage.
 func (s *mergeStage) stageName() string { return "$merge" }
 
-// open implements aggStage; aggregateWrite runs write stages.
-func (s *mergeStage) open(stream.Stream) (stream.Stream, error) { return nil, errWriteStageOpened }
+// Open implements agg.Stage; aggregateWrite runs write stages.
+func (s *mergeStage) Open(stream.Stream) (stream.Stream, error) { return nil, errWriteStageOpened }
 
-// spec implements aggStage: the stage as MongoDB serializes it, with its target and modes
+// Spec implements agg.Stage: the stage as MongoDB serializes it, with its target and modes
 // resolved.
-func (s *mergeStage) spec() bsoncore.Document {
+func (s *mergeStage) Spec() bsoncore.Document {
 	idx, b := bsoncore.AppendDocumentStart(nil)
-	b = bsoncore.AppendDocumentElement(b, "into", s.target.spec())
+	b = bsoncore.AppendDocumentElement(b, "into", s.target.Spec())
 	on := s.onFields
 	if on == nil {
 		on = s.on
@@ -268,7 +270,7 @@ func (s *mergeStage) spec() bsoncore.Document {
 	} else if len(on) > 1 {
 		aidx, ab := bsoncore.AppendArrayElementStart(b, "on")
 		for i, f := range on {
-			ab = bsoncore.AppendStringElement(ab, arrayKey(i), f)
+			ab = bsoncore.AppendStringElement(ab, bsonx.ArrayKey(i), f)
 		}
 		b, _ = bsoncore.AppendArrayEnd(ab, aidx)
 	}
@@ -279,7 +281,7 @@ func (s *mergeStage) spec() bsoncore.Document {
 	}
 	b = bsoncore.AppendStringElement(b, "whenNotMatched", s.whenNotMatched)
 	b, _ = bsoncore.AppendDocumentEnd(b, idx)
-	return stageSpec("$merge", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: b})
+	return agg.StageSpec("$merge", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: b})
 }
 
 // prepare implements writeStage: it resolves the "on" fields against the target. Without
@@ -306,7 +308,7 @@ func (s *mergeStage) prepare(run *writeRun) error {
 	}
 	seen := map[string]bool{}
 	for _, f := range s.on {
-		if _, err := splitFieldPath(f); err != nil {
+		if _, err := agg.SplitFieldPath(f); err != nil {
 			return err
 		}
 		if seen[f] {

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/agg"
+
 	"github.com/cleavedb/cleave/exec/write"
 
 	"github.com/cleavedb/cleave/exec/query"
@@ -256,13 +258,13 @@ func (s *mergeStage) compileUpdate(doc bsoncore.Document, vals []bsoncore.Value)
 		for i, name := range s.letNames {
 			v := vals[i]
 			if v.Type == 0 {
-				v = nullValue
+				v = agg.NullValue
 			}
 			c = bsoncore.AppendValueElement(c, name, v)
 		}
 		c, _ = bsoncore.AppendDocumentEnd(c, idx)
 		pipe := bsoncore.Value{Type: bsoncore.TypeArray, Data: s.pipeline}
-		return update.CompileValue(pipe, updateOptions(nil, s.env.opts.Let, c))
+		return update.CompileValue(pipe, updateOptions(nil, s.env.Opts.Let, c))
 	}
 	return nil, nil // whenMatched: fail only inserts
 }

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/agg"
+
 	"github.com/cleavedb/cleave/exec/args"
 
 	"github.com/cleavedb/cleave/exec/write"
@@ -34,8 +36,8 @@ type outStage struct {
 }
 
 // parseOutStage parses {$out: "coll"} and {$out: {db, coll}}.
-func parseOutStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
-	s := &outStage{target: writeTarget{db: env.db}}
+func parseOutStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
+	s := &outStage{target: writeTarget{db: env.DB}}
 	switch arg.Type {
 	case bsoncore.TypeString:
 		s.target.coll = arg.StringValue()
@@ -93,12 +95,12 @@ func (s *outStage) parseSpec(d bsoncore.Document) error {
 // stageName implements writeStage.
 func (s *outStage) stageName() string { return "$out" }
 
-// open implements aggStage; aggregateWrite runs write stages.
-func (s *outStage) open(stream.Stream) (stream.Stream, error) { return nil, errWriteStageOpened }
+// Open implements agg.Stage; aggregateWrite runs write stages.
+func (s *outStage) Open(stream.Stream) (stream.Stream, error) { return nil, errWriteStageOpened }
 
-// spec implements aggStage.
-func (s *outStage) spec() bsoncore.Document {
-	return stageSpec("$out", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: s.target.spec()})
+// Spec implements agg.Stage.
+func (s *outStage) Spec() bsoncore.Document {
+	return agg.StageSpec("$out", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: s.target.Spec()})
 }
 
 // prepare implements writeStage: mongos refuses $out to a sharded collection.

@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -26,7 +27,7 @@ func newWriteStageHarness(t *testing.T) *writeStageHarness {
 // cmd runs a command given as Extended JSON and returns its reply, ok or not.
 func (h *writeStageHarness) cmd(body string) bsoncore.Document {
 	h.t.Helper()
-	d := extDoc(h.t, body)
+	d := streamtest.ExtDoc(h.t, body)
 	idx, b := bsoncore.AppendDocumentStart(nil)
 	b = append(b, d[4:len(d)-1]...)
 	b = bsoncore.AppendStringElement(b, "$db", "test")
@@ -109,7 +110,7 @@ func TestAggregateOutReplacesCollection(t *testing.T) {
 	if id := reply.Lookup("cursor", "id").Int64(); id != 0 {
 		t.Errorf("cursor id %d, want 0", id)
 	}
-	checkDocs(t, h.docs("dst"), []string{`{"_id": 2, "a": 2, "b": "x"}`, `{"_id": 3, "a": 3, "b": "x"}`})
+	streamtest.CheckDocs(t, h.docs("dst"), []string{`{"_id": 2, "a": 2, "b": "x"}`, `{"_id": 3, "a": 3, "b": "x"}`})
 	idx := h.ok(`{"listIndexes": "dst"}`)
 	if !strings.Contains(idx.String(), `"a_1"`) || !strings.Contains(idx.String(), `"unique": true`) {
 		t.Errorf("the target lost its index: %v", idx)
@@ -122,7 +123,7 @@ func TestAggregateOutReplacesCollection(t *testing.T) {
 
 	// A duplicate key in the target's unique index fails the $out and keeps the target.
 	h.fails(aggregate("src", `[{"$project": {"a": {"$literal": 7}}}, {"$out": "dst"}]`), mongoerr.DuplicateKey)
-	checkDocs(t, h.docs("dst"), []string{`{"_id": 2, "a": 2, "b": "x"}`, `{"_id": 3, "a": 3, "b": "x"}`})
+	streamtest.CheckDocs(t, h.docs("dst"), []string{`{"_id": 2, "a": 2, "b": "x"}`, `{"_id": 3, "a": 3, "b": "x"}`})
 	for _, n := range h.collections() {
 		if strings.HasPrefix(n, "tmp.agg_out.") {
 			t.Errorf("temporary collection %s left behind after a failure", n)
@@ -174,7 +175,7 @@ func TestAggregateMergeModes(t *testing.T) {
 			} else {
 				h.ok(cmd)
 			}
-			checkDocs(t, h.docs("dst"), tc.want)
+			streamtest.CheckDocs(t, h.docs("dst"), tc.want)
 		})
 	}
 }
@@ -192,7 +193,7 @@ func TestAggregateMergeOnFields(t *testing.T) {
 	// Then documents 1 and 3 share k: "a": the second sees the first's write.
 	h.fails(aggregate("src", `[{"$merge": {"into": "dst", "on": "k"}}]`), mongoerr.ImmutableField)
 	h.ok(aggregate("src", `[{"$sort": {"_id": 1}}, {"$project": {"_id": 0}}, {"$merge": {"into": "dst", "on": ["k"], "whenMatched": "replace"}}]`))
-	checkDocs(t, h.docs("dst"), []string{`{"_id": 2, "k": "b", "v": 2}`, `{"_id": 10, "k": "a", "v": 3}`})
+	streamtest.CheckDocs(t, h.docs("dst"), []string{`{"_id": 2, "k": "b", "v": 2}`, `{"_id": 10, "k": "a", "v": 3}`})
 	h.fails(aggregate("src", `[{"$project": {"k": null}}, {"$merge": {"into": "dst", "on": "k"}}]`), 51132)
 	h.fails(aggregate("src", `[{"$project": {"k": ["x"]}}, {"$merge": {"into": "dst", "on": "k"}}]`), 51185)
 }
@@ -201,7 +202,7 @@ func TestAggregateMergeSameCollection(t *testing.T) {
 	h := newWriteStageHarness(t)
 	h.insert("c", `{"_id": 1, "n": 1}`, `{"_id": 2, "n": 2}`)
 	h.ok(aggregate("c", `[{"$project": {"n": {"$multiply": ["$n", 10]}}}, {"$merge": "c"}]`))
-	checkDocs(t, h.docs("c"), []string{`{"_id": 1, "n": 10}`, `{"_id": 2, "n": 20}`})
+	streamtest.CheckDocs(t, h.docs("c"), []string{`{"_id": 1, "n": 10}`, `{"_id": 2, "n": 20}`})
 }
 
 func TestAggregateWriteStageErrors(t *testing.T) {

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/agg"
+
 	"github.com/cleavedb/cleave/exec/write"
 
 	"github.com/cleavedb/cleave/exec/query"
@@ -22,7 +24,7 @@ import (
 // collection instead of returning it. aggregate runs such a pipeline to its end before it
 // replies, with an empty first batch and no cursor (aggregateWrite).
 type writeStage interface {
-	aggStage
+	agg.Stage
 	// stageName is "$out" or "$merge".
 	stageName() string
 	// prepare checks the target against the catalog before any document is read (MongoDB
@@ -44,12 +46,12 @@ type writeRun struct {
 // which checkWriteStages prevents.
 var errWriteStageOpened = mongoerr.New(mongoerr.InternalError, "a $out or $merge stage cannot be opened as a stream")
 
-// writer returns the pipeline's write stage (always its last stage), or nil.
-func (p *pipeline) writer() writeStage {
-	if len(p.stages) == 0 {
+// pipelineWriter returns the pipeline's write stage (always its last stage), or nil.
+func pipelineWriter(p *agg.Pipeline) writeStage {
+	if len(p.Stages) == 0 {
 		return nil
 	}
-	w, _ := p.stages[len(p.stages)-1].(writeStage)
+	w, _ := p.Stages[len(p.Stages)-1].(writeStage)
 	return w
 }
 
@@ -57,16 +59,16 @@ func (p *pipeline) writer() writeStage {
 // write stage comes last and never inside $lookup or $unionWith ($facet checks its own),
 // and writeConcern is accepted only by a pipeline that writes. It returns the write stage,
 // or nil.
-func checkAggregateWrite(r *request, a *aggregateArgs, p *pipeline) (writeStage, error) {
+func checkAggregateWrite(r *request, a *aggregateArgs, p *agg.Pipeline) (writeStage, error) {
 	if err := checkNestedWrites(a.pipeline); err != nil {
 		return nil, err
 	}
-	for i, s := range p.stages {
-		if w, ok := s.(writeStage); ok && i != len(p.stages)-1 {
+	for i, s := range p.Stages {
+		if w, ok := s.(writeStage); ok && i != len(p.Stages)-1 {
 			return nil, mongoerr.New(40601, "%s can only be the final stage in the pipeline", w.stageName())
 		}
 	}
-	w := p.writer()
+	w := pipelineWriter(p)
 	_, hasWC := r.body.Lookup("writeConcern").DocumentOK()
 	if hasWC && (w == nil || a.explain || explainOnly(r)) {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "Command does not support writeConcern")
@@ -148,7 +150,7 @@ func writeStageIn(arr bsoncore.Array) string {
 // it run as any pipeline does, w writes their output, and the reply is an empty first batch
 // with cursor id 0. Explain describes it without writing, with the queryPlanner verbosity
 // only.
-func (e *Executor) aggregateWrite(ctx context.Context, r *request, a *aggregateArgs, p *pipeline, ci *catalog.Coll, ns string, w writeStage) error {
+func (e *Executor) aggregateWrite(ctx context.Context, r *request, a *aggregateArgs, p *agg.Pipeline, ci *catalog.Coll, ns string, w writeStage) error {
 	if _, err := r.body.LookupErr("autocommit"); err == nil { // inside a multi-document transaction
 		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "%s cannot be used in a transaction", w.stageName())
 	}
@@ -166,10 +168,10 @@ func (e *Executor) aggregateWrite(ctx context.Context, r *request, a *aggregateA
 		return e.explainAggregate(ctx, r, p, ci, ns)
 	}
 	src := *p // the stages before the write stage
-	src.stages, src.raw = p.stages[:len(p.stages)-1], p.raw[:len(p.raw)-1]
+	src.Stages, src.Raw = p.Stages[:len(p.Stages)-1], p.Raw[:len(p.Raw)-1]
 	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
-	stream, _, shards, err := src.openColl(ci)
+	stream, _, shards, err := src.OpenColl(ci)
 	if err != nil {
 		return err
 	}
@@ -178,7 +180,7 @@ func (e *Executor) aggregateWrite(ctx context.Context, r *request, a *aggregateA
 	for _, s := range shards {
 		r.charge += s.Stats.Charge()
 	}
-	r.charge += p.env.charge + run.charge
+	r.charge += p.Env.Charge + run.charge
 	if err != nil {
 		return query.TimeLimitError(ctx, err)
 	}
@@ -203,8 +205,8 @@ func (t writeTarget) valid() bool {
 	return validateDBName(t.db) == nil && t.coll != "" && t.coll[0] != '.' && !strings.ContainsAny(t.coll, "$\x00")
 }
 
-// spec returns {db, coll}, the normalized target explain shows.
-func (t writeTarget) spec() bsoncore.Document {
+// Spec returns {db, coll}, the normalized target explain shows.
+func (t writeTarget) Spec() bsoncore.Document {
 	idx, b := bsoncore.AppendDocumentStart(nil)
 	b = bsoncore.AppendStringElement(b, "db", t.db)
 	b = bsoncore.AppendStringElement(b, "coll", t.coll)

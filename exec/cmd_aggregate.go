@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/agg"
+
 	"github.com/cleavedb/cleave/exec/args"
 
 	"github.com/cleavedb/cleave/exec/query"
@@ -50,7 +52,7 @@ func parseAggregate(body bsoncore.Document, explaining bool) (*aggregateArgs, er
 		}
 		a.coll = coll
 	default:
-		if n, ok := wholeNumber(v); !ok || n != 1 {
+		if n, ok := agg.WholeNumber(v); !ok || n != 1 {
 			return nil, mongoerr.New(mongoerr.FailedToParse, "Invalid command format: the 'aggregate' field must specify a collection name or 1")
 		}
 	}
@@ -140,31 +142,31 @@ func (e *Executor) aggregate(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	env := &aggEnv{e: e, db: r.db, coll: a.coll, opts: &expr.Options{Let: a.let, Now: time.Now()}, allowDiskUse: a.allowDiskUse, temp: e.temp}
+	env := &agg.Env{Cat: e.cat, Query: e.query, Host: e, SortBytes: sortMemoryKnob.load(), GroupBytes: groupMemoryKnob.load(), DB: r.db, Coll: a.coll, Opts: &expr.Options{Let: a.let, Now: time.Now()}, AllowDiskUse: a.allowDiskUse, Temp: e.temp}
 	if len(a.let) > 0 {
 		// Let variables are checked once, before any document is read.
-		if _, err := expr.Compile(bsoncore.Value{Type: bsoncore.TypeNull}, env.opts); err != nil {
+		if _, err := expr.Compile(bsoncore.Value{Type: bsoncore.TypeNull}, env.Opts); err != nil {
 			return err
 		}
 	}
-	p, err := parsePipeline(env, a.pipeline, false)
+	p, err := agg.Parse(env, a.pipeline, false)
 	if err != nil {
 		return err
 	}
-	p.hint = a.hint
+	p.Hint = a.hint
 	ns := r.db + "." + a.coll
 	var ci *catalog.Coll
 	switch {
-	case a.coll == "" && !p.collectionless():
+	case a.coll == "" && !p.ReadsNoCollection():
 		name := "an empty pipeline"
-		if len(p.raw) > 0 {
-			el, _ := bsonx.FirstElement(p.raw[0])
+		if len(p.Raw) > 0 {
+			el, _ := bsonx.FirstElement(p.Raw[0])
 			name = "'" + el.Key() + "'"
 		}
 		return mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for %s; a collection is required.", name)
 	case a.coll == "":
 		ns = r.db + ".$cmd.aggregate"
-	case p.collectionless():
+	case p.ReadsNoCollection():
 		return mongoerr.New(mongoerr.InvalidNamespace, "$documents can only be used in a collectionless aggregate ({aggregate: 1})")
 	default:
 		if ci, err = e.cat.Lookup(r.db, a.coll); err != nil {
@@ -181,7 +183,7 @@ func (e *Executor) aggregate(ctx context.Context, r *request) error {
 	if a.explain || explainOnly(r) {
 		return e.explainAggregate(ctx, r, p, ci, ns)
 	}
-	stream, _, shards, err := p.openColl(ci)
+	stream, _, shards, err := p.OpenColl(ci)
 	if err != nil {
 		return err
 	}
@@ -196,6 +198,6 @@ func (e *Executor) aggregate(ctx context.Context, r *request) error {
 	for _, s := range shards {
 		r.charge += s.Stats.Charge()
 	}
-	r.charge += env.charge
+	r.charge += env.Charge
 	return query.TimeLimitError(ctx, err)
 }

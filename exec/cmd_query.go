@@ -129,16 +129,8 @@ func (e *Executor) count(ctx context.Context, r *request) error {
 			r.charge += s.Stats.Charge()
 		}
 	}
-	r.out = appendCount(r.out, "n", n)
+	r.out = bsonx.AppendIntElement(r.out, "n", n)
 	return nil
-}
-
-// appendCount appends a count as int32 when it fits, as MongoDB does.
-func appendCount(dst []byte, key string, n int64) []byte {
-	if n == int64(int32(n)) {
-		return bsoncore.AppendInt32Element(dst, key, int32(n))
-	}
-	return bsoncore.AppendInt64Element(dst, key, n)
 }
 
 // distinct runs the distinct command.

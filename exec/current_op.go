@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/agg"
+
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"sort"
@@ -56,12 +58,12 @@ type currentOpStage struct {
 
 // parseCurrentOpStage parses {$currentOp: {allUsers?, idleConnections?, idleCursors?,
 // idleSessions?, localOps?, truncateOps?, backtrace?}}.
-func parseCurrentOpStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+func (e *Executor) parseCurrentOpStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "$currentOp options must be specified in an object, but found: %s", arg.Type)
 	}
-	s := &currentOpStage{raw: arg, e: env.e}
+	s := &currentOpStage{raw: arg, e: e}
 	elems, _ := d.Elements()
 	for _, el := range elems {
 		switch el.Key() {
@@ -76,14 +78,14 @@ func parseCurrentOpStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, e
 			return nil, mongoerr.New(mongoerr.FailedToParse, "Unrecognized option '%s' in $currentOp stage.", el.Key())
 		}
 	}
-	if env.db != "admin" {
+	if env.DB != "admin" {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$currentOp must be run against the 'admin' database with {aggregate: 1}")
 	}
 	return s, nil
 }
 
-// open implements aggStage; the stage is a source, so it ignores its input.
-func (s *currentOpStage) open(in stream.Stream) (stream.Stream, error) {
+// Open implements agg.Stage; the stage is a source, so it ignores its input.
+func (s *currentOpStage) Open(in stream.Stream) (stream.Stream, error) {
 	in.Close()
 	var docs []bsoncore.Document
 	now := time.Now()
@@ -99,8 +101,8 @@ func (s *currentOpStage) open(in stream.Stream) (stream.Stream, error) {
 	return &stream.Slice{Docs: docs}, nil
 }
 
-// spec implements aggStage.
-func (s *currentOpStage) spec() bsoncore.Document { return stageSpec("$currentOp", s.raw) }
+// Spec implements agg.Stage.
+func (s *currentOpStage) Spec() bsoncore.Document { return agg.StageSpec("$currentOp", s.raw) }
 
 // currentOpDoc describes what c is doing now, or nil when it is idle and idle connections
 // are not wanted.
@@ -133,3 +135,6 @@ func (c *conn) currentOpDoc(now time.Time, idle bool, e *Executor) bsoncore.Docu
 	}
 	return b.Build()
 }
+
+// Collectionless implements agg.Collectionless: $currentOp reads no collection.
+func (s *currentOpStage) Collectionless() {}

@@ -97,7 +97,7 @@ type Executor struct {
 	query *query.Engine
 	// write runs writes (targeting, key locks, index maintenance, atomic batches).
 	write *write.Path
-	// temp is where blocking stages spill (Storage.Temp).
+	// Temp is where blocking stages spill (Storage.Temp).
 	temp *stream.Temp
 }
 

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/agg"
+
 	"github.com/cleavedb/cleave/exec/sharding"
 
 	"github.com/cleavedb/cleave/exec/query"
@@ -22,22 +24,22 @@ import (
 // shard's plan and the partitions (hash ranges) it reads. A read of a single shard is not
 // split: that shard's stages are the whole pipeline. Verbosities above queryPlanner run the
 // pipeline and add each shard's executionStats (documents and keys examined, request units).
-func (e *Executor) explainAggregate(ctx context.Context, r *request, p *pipeline, ci *catalog.Coll, ns string) error {
+func (e *Executor) explainAggregate(ctx context.Context, r *request, p *agg.Pipeline, ci *catalog.Coll, ns string) error {
 	verbosity := r.explain
 	if verbosity == "" {
 		verbosity = "queryPlanner" // {aggregate, explain: true}
 	}
 	out := bsoncore.AppendStringElement(r.out, "explainVersion", "1")
-	if p.collectionless() || ci == nil {
-		out = appendStageSpecs(out, "stages", nil, p.stages)
+	if p.ReadsNoCollection() || ci == nil {
+		out = appendStageSpecs(out, "stages", nil, p.Stages)
 		r.out = appendExplainCommand(bsoncore.AppendStringElement(out, "mergeType", "mongos"), r)
 		return nil
 	}
-	src, err := p.fold(ci)
+	src, err := p.Fold(ci)
 	if err != nil {
 		return err
 	}
-	stream, pl, shards, err := e.query.Open(src.q)
+	stream, pl, shards, err := e.query.Open(src.Query)
 	if err != nil {
 		return err
 	}
@@ -48,7 +50,7 @@ func (e *Executor) explainAggregate(ctx context.Context, r *request, p *pipeline
 		// ones explained (a fresh open, as the plan above was only for show).
 		stream.Close()
 		start := time.Now()
-		s, _, ss, err := p.openColl(ci)
+		s, _, ss, err := p.OpenColl(ci)
 		if err != nil {
 			return err
 		}
@@ -68,10 +70,10 @@ func (e *Executor) explainAggregate(ctx context.Context, r *request, p *pipeline
 	} else {
 		stream.Close()
 	}
-	rest := p.stages[src.rest:]
+	rest := p.Stages[src.Rest:]
 	var shardGroup, mergeGroup bsoncore.Document
-	if g := p.perShardGroup(src, len(shards)); g != nil {
-		shardGroup, mergeGroup = g.spec(), doingMerge(g.spec())
+	if g := p.PerShardGroup(src, len(shards)); g != nil {
+		shardGroup, mergeGroup = g.Spec(), doingMerge(g.Spec())
 		rest = rest[1:]
 	}
 	split := len(shards) > 1
@@ -79,20 +81,20 @@ func (e *Executor) explainAggregate(ctx context.Context, r *request, p *pipeline
 		sidx, o := bsoncore.AppendDocumentElementStart(out, "splitPipeline")
 		aidx, a := bsoncore.AppendArrayElementStart(o, "shardsPart")
 		n := 0
-		for _, d := range p.raw[:src.rest] {
-			a = bsoncore.AppendDocumentElement(a, arrayKey(n), d)
+		for _, d := range p.Raw[:src.Rest] {
+			a = bsoncore.AppendDocumentElement(a, bsonx.ArrayKey(n), d)
 			n++
 		}
 		if shardGroup != nil {
-			a = bsoncore.AppendDocumentElement(a, arrayKey(n), shardGroup)
+			a = bsoncore.AppendDocumentElement(a, bsonx.ArrayKey(n), shardGroup)
 		}
 		o, _ = bsoncore.AppendArrayEnd(a, aidx)
-		o = appendMergerPart(o, src.q, ns, mergeGroup, rest)
+		o = appendMergerPart(o, src.Query, ns, mergeGroup, rest)
 		out, _ = bsoncore.AppendDocumentEnd(o, sidx)
 	}
 	hidx, o := bsoncore.AppendDocumentElementStart(out, "shards")
 	for _, s := range shards {
-		o = e.appendShardPart(o, s, src.q, pl, ns, verbosity, shardGroup, split, rest)
+		o = e.appendShardPart(o, s, src.Query, pl, ns, verbosity, shardGroup, split, rest)
 	}
 	out, _ = bsoncore.AppendDocumentEnd(o, hidx)
 	mergeType := "mongos"
@@ -106,7 +108,7 @@ func (e *Executor) explainAggregate(ctx context.Context, r *request, p *pipeline
 	// The find-shaped plan, as before: SINGLE_SHARD / SHARD_MERGE / SHARD_MERGE_SORT.
 	qidx, q := bsoncore.AppendDocumentElementStart(out, "queryPlanner")
 	q = bsoncore.AppendInt32Element(q, "mongosPlannerVersion", 1)
-	q = e.appendWinningPlan(q, src.q, pl, shards, ns)
+	q = e.appendWinningPlan(q, src.Query, pl, shards, ns)
 	out, _ = bsoncore.AppendDocumentEnd(q, qidx)
 	if verbosity != "queryPlanner" {
 		xidx, x := bsoncore.AppendDocumentElementStart(out, "executionStats")
@@ -129,10 +131,10 @@ func (e *Executor) explainAggregate(ctx context.Context, r *request, p *pipeline
 
 // appendMergerPart appends mergerPart: $mergeCursors, the skip and limit applied after the
 // merge, the merging $group, and the stages that follow.
-func appendMergerPart(out []byte, q *query.Query, ns string, mergeGroup bsoncore.Document, rest []aggStage) []byte {
+func appendMergerPart(out []byte, q *query.Query, ns string, mergeGroup bsoncore.Document, rest []agg.Stage) []byte {
 	aidx, a := bsoncore.AppendArrayElementStart(out, "mergerPart")
 	n := 0
-	next := func() string { n++; return arrayKey(n - 1) }
+	next := func() string { n++; return bsonx.ArrayKey(n - 1) }
 	midx, m := bsoncore.AppendDocumentElementStart(a, next())
 	cidx, c := bsoncore.AppendDocumentElementStart(m, "$mergeCursors")
 	if len(q.Sort) > 0 {
@@ -156,7 +158,7 @@ func appendMergerPart(out []byte, q *query.Query, ns string, mergeGroup bsoncore
 		a = bsoncore.AppendDocumentElement(a, next(), mergeGroup)
 	}
 	for _, s := range rest {
-		a = bsoncore.AppendDocumentElement(a, next(), s.spec())
+		a = bsoncore.AppendDocumentElement(a, next(), s.Spec())
 	}
 	out, _ = bsoncore.AppendArrayEnd(a, aidx)
 	return out
@@ -166,7 +168,7 @@ func appendMergerPart(out []byte, q *query.Query, ns string, mergeGroup bsoncore
 // shard's plan and partitions, and its statistics when the pipeline ran) followed by the
 // partial $group, or by the rest of the pipeline when the pipeline is not split.
 func (e *Executor) appendShardPart(out []byte, s *query.ShardStream, q *query.Query, pl *query.Plan, ns, verbosity string,
-	shardGroup bsoncore.Document, split bool, rest []aggStage) []byte {
+	shardGroup bsoncore.Document, split bool, rest []agg.Stage) []byte {
 	name := sharding.Name(s.Shard)
 	sidx, o := bsoncore.AppendDocumentElementStart(out, name)
 	o = bsoncore.AppendStringElement(o, "host", name+"/"+e.listenAddr())
@@ -193,7 +195,7 @@ func (e *Executor) appendShardPart(out []byte, s *query.ShardStream, q *query.Qu
 		a = bsoncore.AppendDocumentElement(a, "1", shardGroup)
 	case !split:
 		for i, st := range rest {
-			a = bsoncore.AppendDocumentElement(a, arrayKey(i+1), st.spec())
+			a = bsoncore.AppendDocumentElement(a, bsonx.ArrayKey(i+1), st.Spec())
 		}
 	}
 	o, _ = bsoncore.AppendArrayEnd(a, aidx)
@@ -202,15 +204,15 @@ func (e *Executor) appendShardPart(out []byte, s *query.ShardStream, q *query.Qu
 }
 
 // appendStageSpecs appends the stages' specs as an array.
-func appendStageSpecs(out []byte, key string, first bsoncore.Document, stages []aggStage) []byte {
+func appendStageSpecs(out []byte, key string, first bsoncore.Document, stages []agg.Stage) []byte {
 	aidx, a := bsoncore.AppendArrayElementStart(out, key)
 	n := 0
 	if first != nil {
-		a = bsoncore.AppendDocumentElement(a, arrayKey(n), first)
+		a = bsoncore.AppendDocumentElement(a, bsonx.ArrayKey(n), first)
 		n++
 	}
 	for _, s := range stages {
-		a = bsoncore.AppendDocumentElement(a, arrayKey(n), s.spec())
+		a = bsoncore.AppendDocumentElement(a, bsonx.ArrayKey(n), s.Spec())
 		n++
 	}
 	out, _ = bsoncore.AppendArrayEnd(a, aidx)

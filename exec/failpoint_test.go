@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
+	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/wire"
 )
 
@@ -21,7 +22,7 @@ func failPointExecutor(tb testing.TB) *Executor {
 // connection error.
 func fpHandle(tb testing.TB, c wire.ConnHandler, db, cmd string) (bsoncore.Document, error) {
 	tb.Helper()
-	d := extDoc(tb, cmd)
+	d := streamtest.ExtDoc(tb, cmd)
 	body := append([]byte(nil), d[:len(d)-1]...)
 	body = bsoncore.AppendStringElement(body, "$db", db)
 	body = append(body, 0)

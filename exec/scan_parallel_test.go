@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/exec/query"
 
 	"github.com/cleavedb/cleave/exec/stream"
@@ -25,10 +26,10 @@ func twoShardExecutor(tb testing.TB, maxParallelism int) *Executor {
 // findAll runs find with a small batch size and follows the cursor to its end.
 func findAll(t *testing.T, c wire.ConnHandler, filter, sort string) []bsoncore.Document {
 	t.Helper()
-	b := bsoncore.NewDocumentBuilder().AppendString("find", "c").AppendDocument("filter", extDoc(t, filter)).
+	b := bsoncore.NewDocumentBuilder().AppendString("find", "c").AppendDocument("filter", streamtest.ExtDoc(t, filter)).
 		AppendInt32("batchSize", 300).AppendString("$db", "bench")
 	if sort != "" {
-		b.AppendDocument("sort", extDoc(t, sort))
+		b.AppendDocument("sort", streamtest.ExtDoc(t, sort))
 	}
 	reply := run(t, c, b.Build())
 	var out []bsoncore.Document
@@ -60,7 +61,7 @@ func TestParallelShardReads(t *testing.T) {
 			c := e.Connect(wire.ConnInfo{ID: 1})
 			shardBench(t, c, "deviceId", 8)
 			run(t, c, bsoncore.NewDocumentBuilder().AppendString("createIndexes", "c").
-				AppendArray("indexes", extArray(t, `[{"key": {"metricValue": 1}, "name": "mv"}]`)).
+				AppendArray("indexes", streamtest.ExtArray(t, `[{"key": {"metricValue": 1}, "name": "mv"}]`)).
 				AppendString("$db", "bench").Build())
 			const n = 3000 // several prefetch batches per shard
 			loadDocs(t, c, n)
@@ -79,7 +80,7 @@ func TestParallelShardReads(t *testing.T) {
 					}
 					seen[id] = true
 					if tc.sort != "" && i > 0 {
-						spec, _ := query.ParseSort(extDoc(t, tc.sort))
+						spec, _ := query.ParseSort(streamtest.ExtDoc(t, tc.sort))
 						a, _ := stream.SortKey(nil, got[i-1], spec)
 						b, _ := stream.SortKey(nil, d, spec)
 						if string(a) > string(b) {
@@ -97,8 +98,8 @@ func TestParallelShardReads(t *testing.T) {
 			}
 			// A limit merged from index-ordered shards reads at most limit documents per shard.
 			find := bsoncore.NewDocumentBuilder().AppendString("find", "c").
-				AppendDocument("filter", extDoc(t, `{"metricValue": {"$gte": 50}}`)).
-				AppendDocument("sort", extDoc(t, `{"metricValue": 1}`)).AppendInt64("limit", 10).Build()
+				AppendDocument("filter", streamtest.ExtDoc(t, `{"metricValue": {"$gte": 50}}`)).
+				AppendDocument("sort", streamtest.ExtDoc(t, `{"metricValue": 1}`)).AppendInt64("limit", 10).Build()
 			x := run(t, c, bsoncore.NewDocumentBuilder().AppendDocument("explain", find).
 				AppendString("verbosity", "executionStats").AppendString("$db", "bench").Build())
 			if n := x.Lookup("executionStats", "totalDocsExamined").Int64(); n < 10 || n > 20 {

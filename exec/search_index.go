@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/agg"
+
 	"github.com/cleavedb/cleave/exec/args"
 
 	"context"
@@ -151,6 +153,6 @@ func searchIndexCollection(cmd string, body bsoncore.Document) error {
 
 // parseListSearchIndexesStage refuses $listSearchIndexes as MongoDB 7.0 Community does,
 // whatever its argument.
-func parseListSearchIndexesStage(_ *aggEnv, _ string, _ bsoncore.Value) (aggStage, error) {
+func parseListSearchIndexesStage(_ *agg.Env, _ string, _ bsoncore.Value) (agg.Stage, error) {
 	return nil, mongoerr.New(mongoerr.Location6047401, "$listSearchIndexes stage is only allowed on MongoDB Atlas")
 }

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"github.com/cleavedb/cleave/exec/agg"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 
 	"github.com/cleavedb/cleave/bsonx"
@@ -113,7 +115,7 @@ type listLocalSessionsStage struct {
 
 // parseListLocalSessionsStage parses {$listLocalSessions: {allUsers?: bool, users?: [...]}}.
 // Without authentication every session is the same (empty) user's.
-func parseListLocalSessionsStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+func (e *Executor) parseListLocalSessionsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "$listLocalSessions options must be specified in an object, but found: %s", arg.Type)
@@ -126,14 +128,14 @@ func parseListLocalSessionsStage(env *aggEnv, _ string, arg bsoncore.Value) (agg
 			return nil, mongoerr.New(mongoerr.Location40415, "BSON field '$listLocalSessions.%s' is an unknown field.", el.Key())
 		}
 	}
-	if env.db != "admin" {
+	if env.DB != "admin" {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$listLocalSessions must be run against the 'admin' database with {aggregate: 1}")
 	}
-	return &listLocalSessionsStage{raw: arg, e: env.e}, nil
+	return &listLocalSessionsStage{raw: arg, e: e}, nil
 }
 
-// open implements aggStage; the stage is a source, so it ignores its input.
-func (s *listLocalSessionsStage) open(in stream.Stream) (stream.Stream, error) {
+// Open implements agg.Stage; the stage is a source, so it ignores its input.
+func (s *listLocalSessionsStage) Open(in stream.Stream) (stream.Stream, error) {
 	in.Close()
 	type entry struct {
 		id      [16]byte
@@ -155,9 +157,9 @@ func (s *listLocalSessionsStage) open(in stream.Stream) (stream.Stream, error) {
 	return &stream.Slice{Docs: docs}, nil
 }
 
-// spec implements aggStage.
-func (s *listLocalSessionsStage) spec() bsoncore.Document {
-	return stageSpec("$listLocalSessions", s.raw)
+// Spec implements agg.Stage.
+func (s *listLocalSessionsStage) Spec() bsoncore.Document {
+	return agg.StageSpec("$listLocalSessions", s.raw)
 }
 
 // listSessionsStage is $listSessions: on mongos it reads config.system.sessions, where the
@@ -166,8 +168,8 @@ func (s *listLocalSessionsStage) spec() bsoncore.Document {
 type listSessionsStage struct{ local *listLocalSessionsStage }
 
 // parseListSessionsStage parses {$listSessions: {allUsers?, users?}} on config.system.sessions.
-func parseListSessionsStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
-	if env.db != "config" || env.coll != "system.sessions" {
+func (e *Executor) parseListSessionsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
+	if env.DB != "config" || env.Coll != "system.sessions" {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$listSessions may only be run against config.system.sessions")
 	}
 	d, ok := arg.DocumentOK()
@@ -180,18 +182,23 @@ func parseListSessionsStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage
 			return nil, mongoerr.New(mongoerr.Location40415, "BSON field '$listSessions.%s' is an unknown field.", k)
 		}
 	}
-	return &listSessionsStage{local: &listLocalSessionsStage{raw: arg, e: env.e}}, nil
+	return &listSessionsStage{local: &listLocalSessionsStage{raw: arg, e: e}}, nil
 }
 
-// open implements aggStage; the stage is a source (openSource), so it only runs first.
-func (s *listSessionsStage) open(stream.Stream) (stream.Stream, error) {
+// Open implements agg.Stage; the stage is a source (openSource), so it only runs first.
+func (s *listSessionsStage) Open(stream.Stream) (stream.Stream, error) {
 	return nil, mongoerr.New(40602, "$listSessions is only valid as the first stage in a pipeline")
 }
 
 // openSource implements sourceStage: the cached sessions, whatever the collection holds.
 func (s *listSessionsStage) openSource(*catalog.Coll) (stream.Stream, error) {
-	return s.local.open(stream.Empty{})
+	return s.local.Open(stream.Empty{})
 }
 
-// spec implements aggStage.
-func (s *listSessionsStage) spec() bsoncore.Document { return stageSpec("$listSessions", s.local.raw) }
+// Spec implements agg.Stage.
+func (s *listSessionsStage) Spec() bsoncore.Document {
+	return agg.StageSpec("$listSessions", s.local.raw)
+}
+
+// Collectionless implements agg.Collectionless: $listLocalSessions reads no collection.
+func (s *listLocalSessionsStage) Collectionless() {}

@@ -1,8 +1,10 @@
-// Package streamtest holds what tests of document streams share: a temporary spill store
+// Package streamtest holds what tests of documents and streams share: Extended JSON
+// documents, a temporary spill store
 // per test, draining a stream, documents that sort with many ties.
 package streamtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/exec/stream"
@@ -82,5 +85,39 @@ func Drain(t *testing.T, s stream.Stream) ([]bsoncore.Document, error) {
 			return out, err
 		}
 		out = append(out, append(bsoncore.Document(nil), d...))
+	}
+}
+
+// ExtDoc parses relaxed Extended JSON (1 is int32, 1.0 a double, {"$numberLong": "1"} an
+// int64) into BSON, keeping field order.
+func ExtDoc(tb testing.TB, s string) bsoncore.Document {
+	tb.Helper()
+	var d bson.D
+	if err := bson.UnmarshalExtJSON([]byte(s), false, &d); err != nil {
+		tb.Fatalf("bad extended JSON %s: %v", s, err)
+	}
+	raw, err := bson.Marshal(d)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return raw
+}
+
+// ExtArray parses a JSON array of documents into a BSON array.
+func ExtArray(tb testing.TB, s string) bsoncore.Array {
+	tb.Helper()
+	return ExtDoc(tb, `{"a": `+s+`}`).Lookup("a").Array()
+}
+
+// CheckDocs fails the test unless got are the documents want (Extended JSON), byte for byte.
+func CheckDocs(t *testing.T, got []bsoncore.Document, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d documents %v, want %d %v", len(got), got, len(want), strings.Join(want, " "))
+	}
+	for i, w := range want {
+		if wd := ExtDoc(t, w); !bytes.Equal(got[i], wd) {
+			t.Errorf("document %d:\n got %s\nwant %s", i, got[i], bsoncore.Document(wd))
+		}
 	}
 }

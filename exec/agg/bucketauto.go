@@ -1,4 +1,4 @@
-package exec
+package agg
 
 import (
 	"github.com/cleavedb/cleave/exec/stream"
@@ -19,7 +19,7 @@ import (
 // optionally rounded to a preferred-number series (granularity).
 type bucketAutoStage struct {
 	raw     bsoncore.Value
-	env     *aggEnv
+	env     *Env
 	groupBy *expr.Expr
 	buckets int
 	accs    []*accSpec
@@ -27,13 +27,13 @@ type bucketAutoStage struct {
 }
 
 // parseBucketAutoStage parses {$bucketAuto: {groupBy, buckets, output, granularity}}.
-func parseBucketAutoStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+func parseBucketAutoStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(40240, "The argument to $bucketAuto must be an object, but found type: %s", bsonx.TypeName(arg.Type))
 	}
 	s := &bucketAutoStage{raw: arg, env: env}
-	g := &groupStage{env: env}
+	g := &GroupStage{env: env}
 	hasBuckets := false
 	elems, _ := d.Elements()
 	for _, el := range elems {
@@ -83,7 +83,7 @@ func parseBucketAutoStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, 
 }
 
 // parseBucketAutoGroupBy parses groupBy: a $-path or an operator object.
-func parseBucketAutoGroupBy(env *aggEnv, v bsoncore.Value) (*expr.Expr, error) {
+func parseBucketAutoGroupBy(env *Env, v bsoncore.Value) (*expr.Expr, error) {
 	_, isPath := fieldPathArg(v)
 	if s, ok := v.StringValueOK(); ok && len(s) >= 2 && s[0] == '$' {
 		isPath = true
@@ -97,7 +97,7 @@ func parseBucketAutoGroupBy(env *aggEnv, v bsoncore.Value) (*expr.Expr, error) {
 	if !isPath && !isOp {
 		return nil, mongoerr.New(40239, "The $bucketAuto 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s", bsonx.ShellString(v))
 	}
-	return env.compileExpr(v)
+	return env.CompileExpr(v)
 }
 
 // parseBucketCount parses 'buckets': a number with an int32 value.
@@ -122,11 +122,11 @@ func constExpr(v bsoncore.Value) *expr.Expr {
 	return e
 }
 
-// spec implements aggStage.
-func (s *bucketAutoStage) spec() bsoncore.Document { return stageSpec("$bucketAuto", s.raw) }
+// Spec implements Stage.
+func (s *bucketAutoStage) Spec() bsoncore.Document { return StageSpec("$bucketAuto", s.raw) }
 
-// open implements aggStage.
-func (s *bucketAutoStage) open(in stream.Stream) (stream.Stream, error) {
+// Open implements Stage.
+func (s *bucketAutoStage) Open(in stream.Stream) (stream.Stream, error) {
 	return &onceStream{in: in, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
 		return s.run(ctx, in)
 	}}, nil
@@ -179,7 +179,7 @@ func (s *bucketAutoStage) load(ctx context.Context, in stream.Stream) ([]autoEnt
 			return nil, err
 		}
 		if k.Type == 0 {
-			k = nullValue
+			k = NullValue
 		}
 		if s.rounder != nil {
 			if err := checkGranularityKey(k); err != nil {
@@ -189,7 +189,7 @@ func (s *bucketAutoStage) load(ctx context.Context, in stream.Stream) ([]autoEnt
 		e := autoEntry{key: ownValue(k), doc: append(bsoncore.Document(nil), d...)}
 		mem += int64(len(e.doc) + len(e.key.Data) + 48)
 		if s.env.overMemory(mem) {
-			return nil, memoryError("$bucketAuto")
+			return nil, MemoryError("$bucketAuto")
 		}
 		entries = append(entries, e)
 	}
@@ -224,7 +224,7 @@ func (b *autoBucketer) bucket(size int, last bool) (bsoncore.Document, error) {
 	states := make([]accState, len(b.s.accs))
 	for i, a := range b.s.accs {
 		var err error
-		if states[i], err = a.newState(nullValue); err != nil {
+		if states[i], err = a.newState(NullValue); err != nil {
 			return nil, err
 		}
 	}

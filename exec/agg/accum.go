@@ -1,4 +1,4 @@
-package exec
+package agg
 
 import (
 	"github.com/cleavedb/cleave/exec/query"
@@ -45,7 +45,7 @@ var accumulators = map[string]bool{
 }
 
 // parseAccumulator compiles {op: arg} for field.
-func parseAccumulator(env *aggEnv, field string, v bsoncore.Value) (*accSpec, error) {
+func parseAccumulator(env *Env, field string, v bsoncore.Value) (*accSpec, error) {
 	d, ok := v.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(40234, "The field '%s' must be an accumulator object", field)
@@ -71,14 +71,14 @@ func parseAccumulator(env *aggEnv, field string, v bsoncore.Value) (*accSpec, er
 		if arg.Type == bsoncore.TypeArray {
 			return nil, mongoerr.New(40237, "The %s accumulator is a unary operator", op)
 		}
-		a.input, err = env.compileExpr(arg)
+		a.input, err = env.CompileExpr(arg)
 	}
 	return a, err
 }
 
 // parseNamedArgs parses the {n, input} or {n, sortBy, output} argument of the N-ary and
 // sorted accumulators.
-func (a *accSpec) parseNamedArgs(env *aggEnv, arg bsoncore.Value) error {
+func (a *accSpec) parseNamedArgs(env *Env, arg bsoncore.Value) error {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return mongoerr.New(5787900, "specification must be an object; found %s", bsonx.TypeName(arg.Type))
@@ -91,11 +91,11 @@ func (a *accSpec) parseNamedArgs(env *aggEnv, arg bsoncore.Value) error {
 		v := el.Value()
 		switch k := el.Key(); {
 		case k == "n" && needN:
-			a.n, err = env.compileExpr(v)
+			a.n, err = env.CompileExpr(v)
 		case k == "input" && !sorted:
-			a.input, err = env.compileExpr(v)
+			a.input, err = env.CompileExpr(v)
 		case k == "output" && sorted:
-			a.output, err = env.compileExpr(v)
+			a.output, err = env.CompileExpr(v)
 		case k == "sortBy" && sorted:
 			sd, ok := v.DocumentOK()
 			if !ok {
@@ -178,7 +178,7 @@ func (a *accSpec) evalN(id bsoncore.Value) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, ok := wholeNumber(v)
+	n, ok := WholeNumber(v)
 	if !ok {
 		return 0, mongoerr.New(5787902, "Value for 'n' must be of integral type, but found %s", bsonx.ShellString(v))
 	}
@@ -198,7 +198,7 @@ func nullish(v bsoncore.Value) bool {
 	return v.Type == 0 || v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined
 }
 
-var nullValue = bsoncore.Value{Type: bsoncore.TypeNull}
+var NullValue = bsoncore.Value{Type: bsoncore.TypeNull}
 
 // sumState is $sum (and $count, whose input is 1).
 type sumState struct{ s numAcc }
@@ -228,7 +228,7 @@ func (st *avgState) add(v bsoncore.Value, _ bsoncore.Document) (int, error) {
 // double one (MongoDB's AccumulatorAvg).
 func (st *avgState) result() (bsoncore.Value, error) {
 	if st.n == 0 {
-		return nullValue, nil
+		return NullValue, nil
 	}
 	if st.s.t == bsoncore.TypeDecimal128 {
 		return expr.DivideNumbers(st.s.decimal(), bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, st.n)})
@@ -258,7 +258,7 @@ func (st *minMaxState) add(v bsoncore.Value, _ bsoncore.Document) (int, error) {
 // result implements accState.
 func (st *minMaxState) result() (bsoncore.Value, error) {
 	if st.v.Type == 0 {
-		return nullValue, nil
+		return NullValue, nil
 	}
 	return st.v, nil
 }
@@ -284,7 +284,7 @@ func (st *firstLastState) add(v bsoncore.Value, _ bsoncore.Document) (int, error
 // result implements accState.
 func (st *firstLastState) result() (bsoncore.Value, error) {
 	if st.v.Type == 0 {
-		return nullValue, nil
+		return NullValue, nil
 	}
 	return st.v, nil
 }
@@ -318,7 +318,7 @@ func (st *pushState) result() (bsoncore.Value, error) { return arrayValue(st.val
 func arrayValue(vals []bsoncore.Value) bsoncore.Value {
 	idx, b := bsoncore.AppendArrayStart(nil)
 	for i, v := range vals {
-		b = bsoncore.AppendValueElement(b, arrayKey(i), v)
+		b = bsoncore.AppendValueElement(b, bsonx.ArrayKey(i), v)
 	}
 	b, _ = bsoncore.AppendArrayEnd(b, idx)
 	return bsoncore.Value{Type: bsoncore.TypeArray, Data: b}
@@ -392,7 +392,7 @@ func (st *stdDevState) result() (bsoncore.Value, error) {
 		den--
 	}
 	if den <= 0 {
-		return nullValue, nil
+		return NullValue, nil
 	}
 	return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, math.Sqrt(st.m/float64(den)))}, nil
 }
@@ -437,7 +437,7 @@ func (st *rankState) add(_ bsoncore.Value, doc bsoncore.Document) (int, error) {
 		return 0, err
 	}
 	if v.Type == 0 {
-		v = nullValue
+		v = NullValue
 	}
 	r.v = ownValue(v)
 	i := sort.Search(len(st.items), func(i int) bool {
@@ -464,7 +464,7 @@ func (st *rankState) add(_ bsoncore.Value, doc bsoncore.Document) (int, error) {
 func (st *rankState) result() (bsoncore.Value, error) {
 	if st.single {
 		if len(st.items) == 0 {
-			return nullValue, nil
+			return NullValue, nil
 		}
 		return st.items[0].v, nil
 	}
@@ -488,7 +488,7 @@ func (st *firstNState) add(v bsoncore.Value, _ bsoncore.Document) (int, error) {
 		return 0, nil
 	}
 	if v.Type == 0 {
-		v = nullValue
+		v = NullValue
 	}
 	st.vals = append(st.vals, ownValue(v))
 	n := len(v.Data)

@@ -1,4 +1,4 @@
-package exec
+package agg
 
 import (
 	"github.com/cleavedb/cleave/exec/query"
@@ -93,7 +93,7 @@ type unwindStage struct {
 
 // parseUnwindStage parses {$unwind: "$path"} and {$unwind: {path, includeArrayIndex,
 // preserveNullAndEmptyArrays}}.
-func parseUnwindStage(_ *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+func parseUnwindStage(_ *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	s := &unwindStage{raw: arg}
 	var path string
 	switch arg.Type {
@@ -141,7 +141,7 @@ func parseUnwindStage(_ *aggEnv, _ string, arg bsoncore.Value) (aggStage, error)
 	if path == "" || path[0] != '$' {
 		return nil, mongoerr.New(28818, "path option to $unwind stage should be prefixed with a '$': %s", path)
 	}
-	parts, err := splitFieldPath(path[1:])
+	parts, err := SplitFieldPath(path[1:])
 	if err != nil {
 		return nil, err
 	}
@@ -149,8 +149,8 @@ func parseUnwindStage(_ *aggEnv, _ string, arg bsoncore.Value) (aggStage, error)
 	return s, nil
 }
 
-// splitFieldPath validates a dotted field path as FieldPath does.
-func splitFieldPath(s string) ([]string, error) {
+// SplitFieldPath validates a dotted field path as FieldPath does.
+func SplitFieldPath(s string) ([]string, error) {
 	if s == "" {
 		return nil, mongoerr.New(mongoerr.Location40352, "FieldPath cannot be constructed with empty string")
 	}
@@ -169,13 +169,13 @@ func splitFieldPath(s string) ([]string, error) {
 	return parts, nil
 }
 
-// open implements aggStage.
-func (s *unwindStage) open(in stream.Stream) (stream.Stream, error) {
+// Open implements Stage.
+func (s *unwindStage) Open(in stream.Stream) (stream.Stream, error) {
 	return &unwindStream{in: in, s: s}, nil
 }
 
-// spec implements aggStage.
-func (s *unwindStage) spec() bsoncore.Document { return stageSpec("$unwind", s.raw) }
+// Spec implements Stage.
+func (s *unwindStage) Spec() bsoncore.Document { return StageSpec("$unwind", s.raw) }
 
 // unwindStream yields the unwound documents of its input.
 type unwindStream struct {

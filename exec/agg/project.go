@@ -1,4 +1,4 @@
-package exec
+package agg
 
 import (
 	"github.com/cleavedb/cleave/exec/query"
@@ -67,7 +67,7 @@ func projSpecError(stage string, code mongoerr.Code, format string, args ...any)
 }
 
 // parseProjectStage parses {$project: spec}.
-func parseProjectStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage, error) {
+func parseProjectStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(15969, "$project specification must be an object")
@@ -140,7 +140,7 @@ func isFlag(v bsoncore.Value) bool {
 // parseLevel adds the fields of spec d (at prefix) to n: nested objects are sub-levels,
 // operator objects and other values are expressions, and flags go to flag (nil: $addFields,
 // where flags are literals).
-func (s *projStage) parseLevel(env *aggEnv, n *projNode, d bsoncore.Document, prefix string,
+func (s *projStage) parseLevel(env *Env, n *projNode, d bsoncore.Document, prefix string,
 	flag func(path string, f *projField, v bsoncore.Value) error) error {
 	elems, err := d.Elements()
 	if err != nil {
@@ -148,7 +148,7 @@ func (s *projStage) parseLevel(env *aggEnv, n *projNode, d bsoncore.Document, pr
 	}
 	for _, el := range elems {
 		key, v := el.Key(), el.Value()
-		parts, err := splitFieldPath(key)
+		parts, err := SplitFieldPath(key)
 		if err != nil {
 			return err
 		}
@@ -182,7 +182,7 @@ func (s *projStage) parseLevel(env *aggEnv, n *projNode, d bsoncore.Document, pr
 				if flag != nil {
 					return projSpecError(s.name, 51270, "An empty sub-projection is not a valid value. Found empty object at path")
 				}
-				if f.e, err = env.compileExpr(v); err != nil {
+				if f.e, err = env.CompileExpr(v); err != nil {
 					return err
 				}
 				f.sub = nil
@@ -192,7 +192,7 @@ func (s *projStage) parseLevel(env *aggEnv, n *projNode, d bsoncore.Document, pr
 				return err
 			}
 		default:
-			if f.e, err = env.compileExpr(v); err != nil {
+			if f.e, err = env.CompileExpr(v); err != nil {
 				return err
 			}
 		}
@@ -225,7 +225,7 @@ func markComputed(n *projNode) bool {
 }
 
 // parseAddFieldsStage parses {$addFields: spec} and {$set: spec}.
-func parseAddFieldsStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage, error) {
+func parseAddFieldsStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(40272, "%s specification stage must be an object, got %s", name, bsonx.TypeName(arg.Type))
@@ -238,7 +238,7 @@ func parseAddFieldsStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage
 }
 
 // parseUnsetStage parses {$unset: "f"} and {$unset: ["f", "g.h"]}.
-func parseUnsetStage(_ *aggEnv, name string, arg bsoncore.Value) (aggStage, error) {
+func parseUnsetStage(_ *Env, name string, arg bsoncore.Value) (Stage, error) {
 	var paths []string
 	switch arg.Type {
 	case bsoncore.TypeString:
@@ -260,7 +260,7 @@ func parseUnsetStage(_ *aggEnv, name string, arg bsoncore.Value) (aggStage, erro
 	}
 	s := &projStage{name: name, raw: arg, mode: projExclude, root: &projNode{}}
 	for _, p := range paths {
-		parts, err := splitFieldPath(p)
+		parts, err := SplitFieldPath(p)
 		if err != nil {
 			return nil, err
 		}
@@ -284,8 +284,8 @@ func parseUnsetStage(_ *aggEnv, name string, arg bsoncore.Value) (aggStage, erro
 	return s, nil
 }
 
-// open implements aggStage.
-func (s *projStage) open(in stream.Stream) (stream.Stream, error) {
+// Open implements Stage.
+func (s *projStage) Open(in stream.Stream) (stream.Stream, error) {
 	vars := expr.NewVars()
 	return &mapStream{in: in, fn: func(dst []byte, d bsoncore.Document) ([]byte, bool, error) {
 		out, err := s.apply(dst, d, vars)
@@ -293,8 +293,8 @@ func (s *projStage) open(in stream.Stream) (stream.Stream, error) {
 	}}, nil
 }
 
-// spec implements aggStage.
-func (s *projStage) spec() bsoncore.Document { return stageSpec(s.name, s.raw) }
+// Spec implements Stage.
+func (s *projStage) Spec() bsoncore.Document { return StageSpec(s.name, s.raw) }
 
 // apply appends the projection of doc to dst. Expression results are copied out of vars'
 // buffer as soon as they are computed.
@@ -343,7 +343,7 @@ func appendExcludedValue(dst []byte, key string, n *projNode, v bsoncore.Value) 
 		aidx, dst := bsoncore.AppendArrayElementStart(dst, key)
 		vals, _ := v.Array().Values()
 		for i, x := range vals {
-			dst = appendExcludedValue(dst, arrayKey(i), n, x)
+			dst = appendExcludedValue(dst, bsonx.ArrayKey(i), n, x)
 		}
 		dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
 		return dst
@@ -420,7 +420,7 @@ func appendIncludedValue(dst []byte, key string, n *projNode, v bsoncore.Value, 
 		j := 0
 		for _, x := range vals {
 			var ok bool
-			if dst, ok, err = appendIncludedValue(dst, arrayKey(j), n, x, root, vars); err != nil {
+			if dst, ok, err = appendIncludedValue(dst, bsonx.ArrayKey(j), n, x, root, vars); err != nil {
 				return nil, false, err
 			}
 			if ok {
@@ -501,7 +501,7 @@ func appendAddFieldsValue(dst []byte, key string, n *projNode, old bsoncore.Valu
 		vals, _ := old.Array().Values()
 		var err error
 		for i, x := range vals {
-			if dst, err = appendAddFieldsValue(dst, arrayKey(i), n, x, root, vars); err != nil {
+			if dst, err = appendAddFieldsValue(dst, bsonx.ArrayKey(i), n, x, root, vars); err != nil {
 				return nil, err
 			}
 		}

@@ -1,4 +1,4 @@
-package exec
+package agg
 
 import (
 	"github.com/cleavedb/cleave/exec/stream"
@@ -31,22 +31,25 @@ import (
 // they keep growing, as before.
 
 // maxMemory is the memory bound of the stage's table.
-func (s *groupStage) maxMemory() int64 {
-	if s.env.memLimit > 0 {
-		return s.env.memLimit
+func (s *GroupStage) maxMemory() int64 {
+	if s.env.MemLimit > 0 {
+		return s.env.MemLimit
 	}
-	return groupMemoryKnob.load()
+	if s.env.GroupBytes > 0 {
+		return s.env.GroupBytes
+	}
+	return MaxStageBytes
 }
 
 // groupID evaluates the group _id of d: missing becomes null, and $bucket maps the value to
 // its bucket.
-func (s *groupStage) groupID(d bsoncore.Document, vars *expr.Vars) (bsoncore.Value, error) {
+func (s *GroupStage) groupID(d bsoncore.Document, vars *expr.Vars) (bsoncore.Value, error) {
 	id, err := s.id.Eval(d, vars)
 	if err != nil {
 		return bsoncore.Value{}, err
 	}
 	if id.Type == 0 {
-		id = nullValue
+		id = NullValue
 	}
 	if s.bucket != nil {
 		return s.bucket(id)
@@ -55,7 +58,7 @@ func (s *groupStage) groupID(d bsoncore.Document, vars *expr.Vars) (bsoncore.Val
 }
 
 // newGroup returns a group of id with fresh accumulator states.
-func (s *groupStage) newGroup(id bsoncore.Value) (*group, error) {
+func (s *GroupStage) newGroup(id bsoncore.Value) (*group, error) {
 	g := &group{id: ownValue(id), states: make([]accState, len(s.accs))}
 	for i, a := range s.accs {
 		var err error
@@ -69,13 +72,13 @@ func (s *groupStage) newGroup(id bsoncore.Value) (*group, error) {
 // overflow handles a table past its bound: the error without allowDiskUse, else the rest of
 // in goes to a spill (spillable tables) or the table keeps growing (per-shard tables).
 func (t *groupTable) overflow(ctx context.Context, in stream.Stream) error {
-	if !t.s.env.allowDiskUse {
-		return memoryError("$group")
+	if !t.s.env.AllowDiskUse {
+		return MemoryError("$group")
 	}
 	if !t.spillable {
 		return nil
 	}
-	sp, err := t.s.env.temp.NewSpill()
+	sp, err := t.s.env.Temp.NewSpill()
 	if err != nil {
 		return err
 	}
@@ -118,7 +121,7 @@ func readSpilledDoc(v []byte) (bsoncore.Value, bsoncore.Document, error) {
 
 // groupStream is $group's output: the table's groups, or their merge with a spill.
 type groupStream struct {
-	s       *groupStage
+	s       *GroupStage
 	in      stream.Stream
 	started bool
 	docs    []bsoncore.Document // the result without a spill
@@ -183,7 +186,7 @@ func (g *groupStream) Close() {
 
 // groupMerge merges a table's groups, sorted by key, with its spill.
 type groupMerge struct {
-	s     *groupStage
+	s     *GroupStage
 	t     *groupTable
 	mem   []keyedGroup
 	mi    int

@@ -1,6 +1,7 @@
-package exec
+package agg
 
 import (
+	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"bytes"
@@ -39,7 +40,7 @@ var sumCases = []struct{ name, in, want string }{
 // sumInputs parses a case's inputs.
 func sumInputs(tb testing.TB, in string) []bsoncore.Value {
 	tb.Helper()
-	vals, err := extArray(tb, `[{"v": `+in+`}]`).Values()
+	vals, err := streamtest.ExtArray(tb, `[{"v": `+in+`}]`).Values()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestSumOrderAndSplitIndependent(t *testing.T) {
 	for _, tc := range sumCases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := sumInputs(t, tc.in)
-			want := extDoc(t, `{"w": `+tc.want+`}`).Lookup("w")
+			want := streamtest.ExtDoc(t, `{"w": `+tc.want+`}`).Lookup("w")
 			permute(in, func(p []bsoncore.Value) {
 				for k := 0; k <= len(p); k++ {
 					var a, b numAcc
@@ -125,8 +126,8 @@ func TestGroupPerShardMatchesOneStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &aggEnv{db: "test", opts: &expr.Options{Now: time.Now()}}
-	st, err := parseGroupStage(env, "$group", extDoc(t, `{"g": `+group+`}`).Lookup("g"))
+	env := &Env{DB: "test", Opts: &expr.Options{Now: time.Now()}}
+	st, err := parseGroupStage(env, "$group", streamtest.ExtDoc(t, `{"g": `+group+`}`).Lookup("g"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,17 +135,17 @@ func TestGroupPerShardMatchesOneStream(t *testing.T) {
 	for i, s := range shards {
 		docs := make([]bsoncore.Document, len(s))
 		for j, d := range s {
-			docs[j] = extDoc(t, d)
+			docs[j] = streamtest.ExtDoc(t, d)
 		}
 		ins[i] = &stream.Slice{Docs: docs}
 	}
-	out := st.(*groupStage).openPerShard(ins, stream.Empty{})
+	out := st.(*GroupStage).openPerShard(ins, stream.Empty{})
 	defer out.Close()
 	merged, err := out.Next(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := extDoc(t, `{"_id": 1, "c": 2147483505, "b": {"$numberLong": "4611686018427387904"}, "m": {"$numberDecimal": "3.1"}, "a": {"$numberDecimal": "1.033333333333333333333333333333333"}}`)
+	want := streamtest.ExtDoc(t, `{"_id": 1, "c": 2147483505, "b": {"$numberLong": "4611686018427387904"}, "m": {"$numberDecimal": "3.1"}, "a": {"$numberDecimal": "1.033333333333333333333333333333333"}}`)
 	if !bytes.Equal(one[0], want) || !bytes.Equal(merged, want) {
 		t.Fatalf("one stream: %v\nper shard:  %v\nwant:       %v", one[0], merged, want)
 	}

@@ -1,4 +1,4 @@
-package exec
+package agg
 
 import (
 	"math"

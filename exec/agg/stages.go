@@ -1,4 +1,4 @@
-package exec
+package agg
 
 import (
 	"github.com/cleavedb/cleave/exec/query"
@@ -53,7 +53,7 @@ type matchStage struct {
 }
 
 // parseMatchStage parses {$match: filter}.
-func parseMatchStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+func parseMatchStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(15959, "the match filter must be an expression in an object")
@@ -65,8 +65,8 @@ func parseMatchStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error
 	return &matchStage{filterDoc: d, f: f}, nil
 }
 
-// open implements aggStage.
-func (s *matchStage) open(in stream.Stream) (stream.Stream, error) {
+// Open implements Stage.
+func (s *matchStage) Open(in stream.Stream) (stream.Stream, error) {
 	return &mapStream{in: in, fn: func(dst []byte, d bsoncore.Document) ([]byte, bool, error) {
 		ok, err := s.f.MatchErr(d)
 		if !ok || err != nil {
@@ -76,9 +76,9 @@ func (s *matchStage) open(in stream.Stream) (stream.Stream, error) {
 	}}, nil
 }
 
-// spec implements aggStage.
-func (s *matchStage) spec() bsoncore.Document {
-	return stageSpec("$match", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: s.filterDoc})
+// Spec implements Stage.
+func (s *matchStage) Spec() bsoncore.Document {
+	return StageSpec("$match", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: s.filterDoc})
 }
 
 // sortStage is $sort; limit is a following $limit coalesced into a top-k sort.
@@ -86,11 +86,11 @@ type sortStage struct {
 	raw   bsoncore.Document
 	keys  []bsonx.SortField
 	limit int64
-	env   *aggEnv
+	env   *Env
 }
 
 // parseSortStage parses {$sort: {field: 1|-1}}.
-func parseSortStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+func parseSortStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(15973, "the $sort key specification must be an object")
@@ -105,22 +105,22 @@ func parseSortStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error)
 	return &sortStage{raw: d, keys: spec, env: env}, nil
 }
 
-// open implements aggStage.
-func (s *sortStage) open(in stream.Stream) (stream.Stream, error) {
-	return &stream.Sort{In: in, Spec: s.keys, Limit: s.limit, AllowDiskUse: s.env.allowDiskUse, MaxBytes: sortMemoryKnob.load(), Temp: s.env.temp}, nil
+// Open implements Stage.
+func (s *sortStage) Open(in stream.Stream) (stream.Stream, error) {
+	return &stream.Sort{In: in, Spec: s.keys, Limit: s.limit, AllowDiskUse: s.env.AllowDiskUse, MaxBytes: s.env.SortBytes, Temp: s.env.Temp}, nil
 }
 
-// spec implements aggStage.
-func (s *sortStage) spec() bsoncore.Document {
-	return stageSpec("$sort", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: s.raw})
+// Spec implements Stage.
+func (s *sortStage) Spec() bsoncore.Document {
+	return StageSpec("$sort", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: s.raw})
 }
 
 // limitStage is $limit.
 type limitStage struct{ n int64 }
 
 // parseLimitStage parses {$limit: n}, n > 0.
-func parseLimitStage(_ *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
-	n, ok := wholeNumber(arg)
+func parseLimitStage(_ *Env, _ string, arg bsoncore.Value) (Stage, error) {
+	n, ok := WholeNumber(arg)
 	if !ok {
 		return nil, mongoerr.New(15957, "the limit must be specified as a number")
 	}
@@ -130,22 +130,22 @@ func parseLimitStage(_ *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) 
 	return &limitStage{n: n}, nil
 }
 
-// open implements aggStage.
-func (s *limitStage) open(in stream.Stream) (stream.Stream, error) {
+// Open implements Stage.
+func (s *limitStage) Open(in stream.Stream) (stream.Stream, error) {
 	return &stream.Limit{In: in, N: s.n}, nil
 }
 
-// spec implements aggStage.
-func (s *limitStage) spec() bsoncore.Document {
-	return stageSpec("$limit", bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, s.n)})
+// Spec implements Stage.
+func (s *limitStage) Spec() bsoncore.Document {
+	return StageSpec("$limit", bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, s.n)})
 }
 
 // skipStage is $skip.
 type skipStage struct{ n int64 }
 
 // parseSkipStage parses {$skip: n}, n >= 0.
-func parseSkipStage(_ *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
-	n, ok := wholeNumber(arg)
+func parseSkipStage(_ *Env, _ string, arg bsoncore.Value) (Stage, error) {
+	n, ok := WholeNumber(arg)
 	if !ok {
 		return nil, mongoerr.New(15972, "Argument to $skip must be a number")
 	}
@@ -155,18 +155,18 @@ func parseSkipStage(_ *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
 	return &skipStage{n: n}, nil
 }
 
-// open implements aggStage.
-func (s *skipStage) open(in stream.Stream) (stream.Stream, error) {
+// Open implements Stage.
+func (s *skipStage) Open(in stream.Stream) (stream.Stream, error) {
 	return &stream.Skip{In: in, N: s.n}, nil
 }
 
-// spec implements aggStage.
-func (s *skipStage) spec() bsoncore.Document {
-	return stageSpec("$skip", bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, s.n)})
+// Spec implements Stage.
+func (s *skipStage) Spec() bsoncore.Document {
+	return StageSpec("$skip", bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, s.n)})
 }
 
-// wholeNumber converts a numeric stage argument that has an exact int64 value.
-func wholeNumber(v bsoncore.Value) (int64, bool) {
+// WholeNumber converts a numeric stage argument that has an exact int64 value.
+func WholeNumber(v bsoncore.Value) (int64, bool) {
 	f, ok := bsonx.NumberAsFloat64(v)
 	if !ok {
 		return 0, false
@@ -184,7 +184,7 @@ func wholeNumber(v bsoncore.Value) (int64, bool) {
 type countStage struct{ field string }
 
 // parseCountStage parses {$count: "field"}.
-func parseCountStage(_ *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+func parseCountStage(_ *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	s, ok := arg.StringValueOK()
 	switch {
 	case !ok || s == "":
@@ -197,8 +197,8 @@ func parseCountStage(_ *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) 
 	return &countStage{field: s}, nil
 }
 
-// open implements aggStage.
-func (s *countStage) open(in stream.Stream) (stream.Stream, error) {
+// Open implements Stage.
+func (s *countStage) Open(in stream.Stream) (stream.Stream, error) {
 	return &onceStream{in: in, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
 		var n int64
 		for {
@@ -215,15 +215,15 @@ func (s *countStage) open(in stream.Stream) (stream.Stream, error) {
 			return nil, nil
 		}
 		idx, b := bsoncore.AppendDocumentStart(nil)
-		b = appendCount(b, s.field, n)
+		b = bsonx.AppendIntElement(b, s.field, n)
 		b, _ = bsoncore.AppendDocumentEnd(b, idx)
 		return []bsoncore.Document{b}, nil
 	}}, nil
 }
 
-// spec implements aggStage.
-func (s *countStage) spec() bsoncore.Document {
-	return stageSpec("$count", bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s.field)})
+// Spec implements Stage.
+func (s *countStage) Spec() bsoncore.Document {
+	return StageSpec("$count", bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s.field)})
 }
 
 // containsDot reports whether s has a '.'.
@@ -275,11 +275,11 @@ func (s *onceStream) Close() {
 // sampleStage is $sample: size documents chosen at random from the input.
 type sampleStage struct {
 	size int64
-	env  *aggEnv
+	env  *Env
 }
 
 // parseSampleStage parses {$sample: {size: n}}.
-func parseSampleStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+func parseSampleStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(28745, "the $sample stage specification must be an object")
@@ -305,8 +305,8 @@ func parseSampleStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, erro
 	return s, nil
 }
 
-// open implements aggStage.
-func (s *sampleStage) open(in stream.Stream) (stream.Stream, error) {
+// Open implements Stage.
+func (s *sampleStage) Open(in stream.Stream) (stream.Stream, error) {
 	return &onceStream{in: in, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
 		// Reservoir sampling (algorithm R), then a shuffle: the order is random too.
 		var res []bsoncore.Document
@@ -334,7 +334,7 @@ func (s *sampleStage) open(in stream.Stream) (stream.Stream, error) {
 			res[slot] = append(bsoncore.Document(nil), d...)
 			bytes += int64(len(d))
 			if s.env.overMemory(bytes) {
-				return nil, memoryError("$sample")
+				return nil, MemoryError("$sample")
 			}
 		}
 		rand.Shuffle(len(res), func(i, j int) { res[i], res[j] = res[j], res[i] })
@@ -342,12 +342,12 @@ func (s *sampleStage) open(in stream.Stream) (stream.Stream, error) {
 	}}, nil
 }
 
-// spec implements aggStage.
-func (s *sampleStage) spec() bsoncore.Document {
+// Spec implements Stage.
+func (s *sampleStage) Spec() bsoncore.Document {
 	idx, b := bsoncore.AppendDocumentStart(nil)
 	b = bsoncore.AppendInt64Element(b, "size", s.size)
 	b, _ = bsoncore.AppendDocumentEnd(b, idx)
-	return stageSpec("$sample", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: b})
+	return StageSpec("$sample", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: b})
 }
 
 // documentsStage is $documents: literal documents, evaluated once, as the pipeline's input.
@@ -357,8 +357,8 @@ type documentsStage struct {
 }
 
 // parseDocumentsStage parses {$documents: <expression giving an array of objects>}.
-func parseDocumentsStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
-	e, err := env.compileExpr(arg)
+func parseDocumentsStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
+	e, err := env.CompileExpr(arg)
 	if err != nil {
 		return nil, err
 	}
@@ -382,14 +382,14 @@ func parseDocumentsStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, e
 	return s, nil
 }
 
-// open implements aggStage: the input (empty) is replaced by the documents.
-func (s *documentsStage) open(in stream.Stream) (stream.Stream, error) {
+// Open implements Stage: the input (empty) is replaced by the documents.
+func (s *documentsStage) Open(in stream.Stream) (stream.Stream, error) {
 	in.Close()
 	return &stream.Slice{Docs: append([]bsoncore.Document(nil), s.docs...)}, nil
 }
 
-// spec implements aggStage.
-func (s *documentsStage) spec() bsoncore.Document { return stageSpec("$documents", s.raw) }
+// Spec implements Stage.
+func (s *documentsStage) Spec() bsoncore.Document { return StageSpec("$documents", s.raw) }
 
 // replaceRootStage is $replaceRoot and $replaceWith.
 type replaceRootStage struct {
@@ -399,7 +399,7 @@ type replaceRootStage struct {
 }
 
 // parseReplaceRootStage parses {$replaceRoot: {newRoot: expr}} and {$replaceWith: expr}.
-func parseReplaceRootStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage, error) {
+func parseReplaceRootStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
 	root := arg
 	if name == "$replaceRoot" {
 		d, ok := arg.DocumentOK()
@@ -418,15 +418,15 @@ func parseReplaceRootStage(env *aggEnv, name string, arg bsoncore.Value) (aggSta
 			return nil, mongoerr.New(40414, "BSON field '$replaceRoot.newRoot' is missing but a required field")
 		}
 	}
-	e, err := env.compileExpr(root)
+	e, err := env.CompileExpr(root)
 	if err != nil {
 		return nil, err
 	}
 	return &replaceRootStage{name: name, raw: arg, e: e}, nil
 }
 
-// open implements aggStage.
-func (s *replaceRootStage) open(in stream.Stream) (stream.Stream, error) {
+// Open implements Stage.
+func (s *replaceRootStage) Open(in stream.Stream) (stream.Stream, error) {
 	vars := expr.NewVars()
 	return &mapStream{in: in, fn: func(dst []byte, d bsoncore.Document) ([]byte, bool, error) {
 		v, err := s.e.Eval(d, vars)
@@ -442,5 +442,8 @@ func (s *replaceRootStage) open(in stream.Stream) (stream.Stream, error) {
 	}}, nil
 }
 
-// spec implements aggStage.
-func (s *replaceRootStage) spec() bsoncore.Document { return stageSpec(s.name, s.raw) }
+// Spec implements Stage.
+func (s *replaceRootStage) Spec() bsoncore.Document { return StageSpec(s.name, s.raw) }
+
+// Collectionless implements Collectionless: $documents reads no collection.
+func (s *documentsStage) Collectionless() {}

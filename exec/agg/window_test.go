@@ -1,6 +1,7 @@
-package exec
+package agg
 
 import (
+	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"bytes"
@@ -38,7 +39,7 @@ func runStageCases(t *testing.T, cases []aggCase) {
 				t.Fatalf("got %d documents, want %d:\n%s", len(got), len(tc.want), stageDocsString(got))
 			}
 			for i, w := range tc.want {
-				if want := extDoc(t, w); !bytes.Equal(got[i], want) {
+				if want := streamtest.ExtDoc(t, w); !bytes.Equal(got[i], want) {
 					t.Errorf("document %d:\n got %s\nwant %s", i, got[i], bsoncore.Document(want))
 				}
 			}
@@ -295,12 +296,12 @@ func TestAggregateSetWindowFieldsMemoryLimit(t *testing.T) {
 		docs[i] = bsoncore.NewDocumentBuilder().AppendInt32("_id", int32(i)).AppendString("pad", strings.Repeat("x", 100)).Build()
 	}
 	for _, diskUse := range []bool{false, true} {
-		env := &aggEnv{db: "test", opts: &expr.Options{Now: time.Now()}, memLimit: 4096, allowDiskUse: diskUse}
-		p, err := parsePipeline(env, extArray(t, `[{"$setWindowFields": {"sortBy": {"_id": 1}, "output": {"n": {"$sum": 1}}}}]`), false)
+		env := &Env{DB: "test", Opts: &expr.Options{Now: time.Now()}, MemLimit: 4096, AllowDiskUse: diskUse}
+		p, err := Parse(env, streamtest.ExtArray(t, `[{"$setWindowFields": {"sortBy": {"_id": 1}, "output": {"n": {"$sum": 1}}}}]`), false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := p.openOver(&stream.Slice{Docs: docs}, 0)
+		out, err := p.OpenOver(&stream.Slice{Docs: docs}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -323,15 +324,15 @@ func BenchmarkSetWindowFieldsRunningTotal(b *testing.B) {
 	for i := range docs {
 		docs[i] = bsoncore.NewDocumentBuilder().AppendInt32("_id", int32(i)).AppendInt32("v", int32(i%7)).Build()
 	}
-	env := &aggEnv{db: "test", opts: &expr.Options{Now: time.Now()}}
-	p, err := parsePipeline(env, extArray(b, `[{"$setWindowFields": {"sortBy": {"_id": 1},
+	env := &Env{DB: "test", Opts: &expr.Options{Now: time.Now()}}
+	p, err := Parse(env, streamtest.ExtArray(b, `[{"$setWindowFields": {"sortBy": {"_id": 1},
 		"output": {"t": {"$sum": "$v", "window": {"documents": ["unbounded", "current"]}}}}}]`), false)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		out, err := p.openOver(&stream.Slice{Docs: docs}, 0)
+		out, err := p.OpenOver(&stream.Slice{Docs: docs}, 0)
 		if err != nil {
 			b.Fatal(err)
 		}

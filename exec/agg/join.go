@@ -1,4 +1,4 @@
-package exec
+package agg
 
 import (
 	"github.com/cleavedb/cleave/exec/args"
@@ -24,7 +24,7 @@ import (
 // another collection of the database, by equality (localField/foreignField), by a correlated
 // pipeline (let/pipeline), or both.
 type lookupStage struct {
-	env          *aggEnv
+	env          *Env
 	raw          bsoncore.Value
 	from         string
 	localField   *expr.Expr // "$localField"; nil without localField
@@ -34,11 +34,11 @@ type lookupStage struct {
 	letExprs     []*expr.Expr
 	pipeline     bsoncore.Array // nil: none
 	// sub is the parsed pipeline when it does not depend on the input document.
-	sub *pipeline
+	sub *Pipeline
 }
 
 // parseLookupStage parses {$lookup: {from, localField, foreignField, let, pipeline, as}}.
-func parseLookupStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+func parseLookupStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "the $lookup specification must be an Object, but found %s", bsonx.TypeName(arg.Type))
@@ -58,7 +58,7 @@ func parseLookupStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, erro
 			if dd, ok := v.DocumentOK(); ok {
 				db, _ := dd.Lookup("db").StringValueOK()
 				coll, _ := dd.Lookup("coll").StringValueOK()
-				if db != env.db || coll == "" {
+				if db != env.DB || coll == "" {
 					return nil, mongoerr.New(mongoerr.NotImplemented, "$lookup from another database is not supported by cleave")
 				}
 				s.from, err = coll, nil
@@ -89,7 +89,7 @@ func parseLookupStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, erro
 		return nil, mongoerr.New(mongoerr.FailedToParse, "must specify 'as' field for a $lookup")
 	}
 	var err error
-	if s.as, err = splitFieldPath(as); err != nil {
+	if s.as, err = SplitFieldPath(as); err != nil {
 		return nil, err
 	}
 	if (local != "") != hasForeign {
@@ -99,13 +99,13 @@ func parseLookupStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, erro
 		return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified")
 	}
 	if local != "" {
-		if _, err := splitFieldPath(local); err != nil {
+		if _, err := SplitFieldPath(local); err != nil {
 			return nil, err
 		}
-		if _, err := splitFieldPath(s.foreignField); err != nil {
+		if _, err := SplitFieldPath(s.foreignField); err != nil {
 			return nil, err
 		}
-		if s.localField, err = env.compileExpr(bsonx.StringValue("$" + local)); err != nil {
+		if s.localField, err = env.CompileExpr(bsonx.StringValue("$" + local)); err != nil {
 			return nil, err
 		}
 	}
@@ -146,7 +146,7 @@ func (s *lookupStage) parseLet(let bsoncore.Document) error {
 	}
 	elems, _ := let.Elements()
 	for _, el := range elems {
-		e, err := s.env.compileExpr(el.Value())
+		e, err := s.env.CompileExpr(el.Value())
 		if err != nil {
 			return err
 		}
@@ -175,7 +175,7 @@ func startsWithDocuments(arr bsoncore.Array) bool {
 
 // subPipeline parses the lookup's pipeline with the let variables bound to vals (nil: to
 // null, for validation).
-func (s *lookupStage) subPipeline(vals []bsoncore.Value) (*pipeline, error) {
+func (s *lookupStage) subPipeline(vals []bsoncore.Value) (*Pipeline, error) {
 	env := s.env
 	if len(s.letNames) > 0 {
 		env = s.env.withLet(s.letNames, vals)
@@ -184,7 +184,7 @@ func (s *lookupStage) subPipeline(vals []bsoncore.Value) (*pipeline, error) {
 	if arr == nil {
 		arr = emptyArray
 	}
-	return parsePipeline(env, arr, true)
+	return Parse(env, arr, true)
 }
 
 // emptyArray is [].
@@ -192,13 +192,13 @@ var emptyArray = bsoncore.Array{5, 0, 0, 0, 0}
 
 // withLet returns a copy of env whose let variables also bind names to vals (null when
 // vals is nil).
-func (env *aggEnv) withLet(names []string, vals []bsoncore.Value) *aggEnv {
+func (env *Env) withLet(names []string, vals []bsoncore.Value) *Env {
 	idx, b := bsoncore.AppendDocumentStart(nil)
-	if env.opts.Let != nil {
-		b = append(b, env.opts.Let[4:len(env.opts.Let)-1]...)
+	if env.Opts.Let != nil {
+		b = append(b, env.Opts.Let[4:len(env.Opts.Let)-1]...)
 	}
 	for i, n := range names {
-		v := nullValue
+		v := NullValue
 		if vals != nil && vals[i].Type != 0 {
 			v = vals[i]
 		}
@@ -207,15 +207,15 @@ func (env *aggEnv) withLet(names []string, vals []bsoncore.Value) *aggEnv {
 		b, _ = bsoncore.AppendDocumentEnd(lb, lidx)
 	}
 	b, _ = bsoncore.AppendDocumentEnd(b, idx)
-	opts := *env.opts
+	opts := *env.Opts
 	opts.Let = b
 	sub := *env
-	sub.opts = &opts
+	sub.Opts = &opts
 	return &sub
 }
 
-// open implements aggStage.
-func (s *lookupStage) open(in stream.Stream) (stream.Stream, error) {
+// Open implements Stage.
+func (s *lookupStage) Open(in stream.Stream) (stream.Stream, error) {
 	var cached *bsoncore.Value // the results of an uncorrelated pipeline, computed once
 	return &ctxMapStream{in: in, fn: func(ctx context.Context, dst []byte, d bsoncore.Document) ([]byte, error) {
 		var res bsoncore.Value
@@ -260,7 +260,7 @@ func (s *lookupStage) results(ctx context.Context, d bsoncore.Document) (bsoncor
 		if err != nil {
 			return bsoncore.Value{}, err
 		}
-		p = &pipeline{env: p.env, stages: append([]aggStage{m}, p.stages...)}
+		p = &Pipeline{Env: p.Env, Stages: append([]Stage{m}, p.Stages...)}
 	}
 	docs, _, err := s.env.runSub(ctx, p, s.from, wire.MaxBSONSize, "$lookup")
 	if err != nil {
@@ -283,7 +283,7 @@ func (s *lookupStage) equalityMatch(d bsoncore.Document) (*matchStage, error) {
 	var vals []bsoncore.Value
 	switch v.Type {
 	case 0:
-		vals = []bsoncore.Value{nullValue}
+		vals = []bsoncore.Value{NullValue}
 	case bsoncore.TypeArray:
 		vals, _ = v.Array().Values()
 	default:
@@ -295,7 +295,7 @@ func (s *lookupStage) equalityMatch(d bsoncore.Document) (*matchStage, error) {
 	// NB: a regex local value would match foreign strings as a pattern here, where
 	// MongoDB compares it as a value; regexes as join keys are rare enough to accept that.
 	for i, x := range vals {
-		b = bsoncore.AppendValueElement(b, arrayKey(i), x)
+		b = bsoncore.AppendValueElement(b, bsonx.ArrayKey(i), x)
 	}
 	b, _ = bsoncore.AppendArrayEnd(b, aidx)
 	b, _ = bsoncore.AppendDocumentEnd(b, fidx)
@@ -307,8 +307,8 @@ func (s *lookupStage) equalityMatch(d bsoncore.Document) (*matchStage, error) {
 	return &matchStage{filterDoc: b, f: f}, nil
 }
 
-// spec implements aggStage.
-func (s *lookupStage) spec() bsoncore.Document { return stageSpec("$lookup", s.raw) }
+// Spec implements Stage.
+func (s *lookupStage) Spec() bsoncore.Document { return StageSpec("$lookup", s.raw) }
 
 // ctxMapStream is a mapStream whose function needs the context (it reads other data).
 type ctxMapStream struct {
@@ -337,14 +337,14 @@ func (s *ctxMapStream) Close() { s.in.Close() }
 // unionWithStage is $unionWith: the input, then the results of a pipeline over another
 // collection.
 type unionWithStage struct {
-	env  *aggEnv
+	env  *Env
 	raw  bsoncore.Value
 	coll string
-	sub  *pipeline
+	sub  *Pipeline
 }
 
 // parseUnionWithStage parses {$unionWith: "coll"} and {$unionWith: {coll, pipeline}}.
-func parseUnionWithStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+func parseUnionWithStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	s := &unionWithStage{env: env, raw: arg}
 	arr := emptyArray
 	switch arg.Type {
@@ -374,24 +374,24 @@ func parseUnionWithStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, e
 	default:
 		return nil, mongoerr.New(mongoerr.FailedToParse, "the $unionWith stage specification must be an object or string, but found %s", bsonx.TypeName(arg.Type))
 	}
-	sub, err := parsePipeline(env, arr, true)
+	sub, err := Parse(env, arr, true)
 	if err != nil {
 		return nil, err
 	}
-	if s.coll == "" && !sub.collectionless() {
+	if s.coll == "" && !sub.ReadsNoCollection() {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "$unionWith stage without explicit collection must have a pipeline with $documents as first stage")
 	}
 	s.sub = sub
 	return s, nil
 }
 
-// open implements aggStage.
-func (s *unionWithStage) open(in stream.Stream) (stream.Stream, error) {
+// Open implements Stage.
+func (s *unionWithStage) Open(in stream.Stream) (stream.Stream, error) {
 	return &unionStream{in: in, s: s}, nil
 }
 
-// spec implements aggStage.
-func (s *unionWithStage) spec() bsoncore.Document { return stageSpec("$unionWith", s.raw) }
+// Spec implements Stage.
+func (s *unionWithStage) Spec() bsoncore.Document { return StageSpec("$unionWith", s.raw) }
 
 // unionStream yields its input, then the union's pipeline.
 type unionStream struct {
@@ -413,11 +413,11 @@ func (u *unionStream) Next(ctx context.Context) (bsoncore.Document, error) {
 		u.in.Close()
 		var ci *catalog.Coll
 		if u.s.coll != "" {
-			if ci, err = u.s.env.e.cat.Lookup(u.s.env.db, u.s.coll); err != nil {
+			if ci, err = u.s.env.Cat.Lookup(u.s.env.DB, u.s.coll); err != nil {
 				return nil, err
 			}
 		}
-		if u.second, _, u.shards, err = u.s.sub.openColl(ci); err != nil {
+		if u.second, _, u.shards, err = u.s.sub.OpenColl(ci); err != nil {
 			return nil, err
 		}
 	}
@@ -431,7 +431,7 @@ func (u *unionStream) Close() {
 		u.second.Close()
 		u.second = nil
 		for _, ss := range u.shards {
-			u.s.env.charge += ss.Stats.Charge()
+			u.s.env.Charge += ss.Stats.Charge()
 		}
 	}
 }
@@ -439,14 +439,14 @@ func (u *unionStream) Close() {
 // facetStage is $facet: several pipelines over the same input, one output document with an
 // array of results per pipeline.
 type facetStage struct {
-	env   *aggEnv
+	env   *Env
 	raw   bsoncore.Value
 	names []string
-	subs  []*pipeline
+	subs  []*Pipeline
 }
 
 // parseFacetStage parses {$facet: {name: [stages], ...}}.
-func parseFacetStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+func parseFacetStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(15955, "the $facet specification must be a non-empty object, but found: %s", bsonx.ShellString(arg))
@@ -468,7 +468,7 @@ func parseFacetStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error
 		if err := checkFacetStages(arr); err != nil {
 			return nil, err
 		}
-		p, err := parsePipeline(env, arr, true)
+		p, err := Parse(env, arr, true)
 		if err != nil {
 			return nil, err
 		}
@@ -498,8 +498,8 @@ func checkFacetStages(arr bsoncore.Array) error {
 	return nil
 }
 
-// open implements aggStage.
-func (s *facetStage) open(in stream.Stream) (stream.Stream, error) {
+// Open implements Stage.
+func (s *facetStage) Open(in stream.Stream) (stream.Stream, error) {
 	return &onceStream{in: in, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
 		var docs []bsoncore.Document
 		var mem int64
@@ -513,13 +513,13 @@ func (s *facetStage) open(in stream.Stream) (stream.Stream, error) {
 			}
 			mem += int64(len(d))
 			if s.env.overMemory(mem) {
-				return nil, memoryError("$facet")
+				return nil, MemoryError("$facet")
 			}
 			docs = append(docs, append(bsoncore.Document(nil), d...))
 		}
 		idx, b := bsoncore.AppendDocumentStart(nil)
 		for i, p := range s.subs {
-			out, err := p.openOver(&stream.Slice{Docs: append([]bsoncore.Document(nil), docs...)}, 0)
+			out, err := p.OpenOver(&stream.Slice{Docs: append([]bsoncore.Document(nil), docs...)}, 0)
 			if err != nil {
 				return nil, err
 			}
@@ -534,7 +534,7 @@ func (s *facetStage) open(in stream.Stream) (stream.Stream, error) {
 				if d == nil {
 					break
 				}
-				ab = bsoncore.AppendDocumentElement(ab, arrayKey(n), d)
+				ab = bsoncore.AppendDocumentElement(ab, bsonx.ArrayKey(n), d)
 				n++
 				if len(ab) > wire.MaxBSONSize {
 					out.Close()
@@ -549,5 +549,5 @@ func (s *facetStage) open(in stream.Stream) (stream.Stream, error) {
 	}}, nil
 }
 
-// spec implements aggStage.
-func (s *facetStage) spec() bsoncore.Document { return stageSpec("$facet", s.raw) }
+// Spec implements Stage.
+func (s *facetStage) Spec() bsoncore.Document { return StageSpec("$facet", s.raw) }

@@ -1,4 +1,4 @@
-package exec
+package agg
 
 import (
 	"github.com/cleavedb/cleave/exec/query"
@@ -51,7 +51,7 @@ func (b *winBounds) unboundedBoth() bool {
 }
 
 // parseWindowBounds parses a window function's 'window' field.
-func parseWindowBounds(env *aggEnv, v bsoncore.Value, ws *windowSort) (winBounds, error) {
+func parseWindowBounds(env *Env, v bsoncore.Value, ws *windowSort) (winBounds, error) {
 	d, ok := v.DocumentOK()
 	if !ok {
 		return winBounds{}, mongoerr.New(mongoerr.FailedToParse, "'window' field must be an object")
@@ -97,7 +97,7 @@ func unpackBounds(name string, v bsoncore.Value) (bsoncore.Value, bsoncore.Value
 
 // parseBound parses one end: "unbounded", "current" or a constant expression, which check
 // validates and converts.
-func parseBound(env *aggEnv, v bsoncore.Value, check func(bsoncore.Value) (winBound, error)) (winBound, error) {
+func parseBound(env *Env, v bsoncore.Value, check func(bsoncore.Value) (winBound, error)) (winBound, error) {
 	if s, ok := v.StringValueOK(); ok {
 		switch s {
 		case "unbounded":
@@ -107,7 +107,7 @@ func parseBound(env *aggEnv, v bsoncore.Value, check func(bsoncore.Value) (winBo
 		}
 		return winBound{}, mongoerr.New(mongoerr.FailedToParse, "Window bounds must be 'unbounded', 'current', or a number.")
 	}
-	e, err := env.compileExpr(v)
+	e, err := env.CompileExpr(v)
 	if err != nil {
 		return winBound{}, err
 	}
@@ -123,7 +123,7 @@ func parseBound(env *aggEnv, v bsoncore.Value, check func(bsoncore.Value) (winBo
 
 // int32Whole converts v when it is a number with an int32 value (MongoDB's Value::integral).
 func int32Whole(v bsoncore.Value) (int, bool) {
-	n, ok := wholeNumber(v)
+	n, ok := WholeNumber(v)
 	if !ok || n != int64(int32(n)) {
 		return 0, false
 	}
@@ -131,7 +131,7 @@ func int32Whole(v bsoncore.Value) (int, bool) {
 }
 
 // parseDocumentBounds parses documents: [lower, upper].
-func parseDocumentBounds(env *aggEnv, v bsoncore.Value, ws *windowSort) (winBounds, error) {
+func parseDocumentBounds(env *Env, v bsoncore.Value, ws *windowSort) (winBounds, error) {
 	lv, uv, err := unpackBounds("documents", v)
 	if err != nil {
 		return winBounds{}, err
@@ -161,7 +161,7 @@ func parseDocumentBounds(env *aggEnv, v bsoncore.Value, ws *windowSort) (winBoun
 }
 
 // parseRangeBounds parses range: [lower, upper] with an optional unit.
-func parseRangeBounds(env *aggEnv, rng, unit bsoncore.Value, hasUnit bool, nfields int, ws *windowSort) (winBounds, error) {
+func parseRangeBounds(env *Env, rng, unit bsoncore.Value, hasUnit bool, nfields int, ws *windowSort) (winBounds, error) {
 	lv, uv, err := unpackBounds("range", rng)
 	if err != nil {
 		return winBounds{}, err
@@ -379,7 +379,7 @@ func (p *winPart) sortValues() ([]bsoncore.Value, error) {
 			return nil, err
 		}
 		if expr.IsMissing(v) {
-			v = nullValue
+			v = NullValue
 		}
 		vals[j] = ownValue(v)
 		p.mem += int64(len(v.Data) + 24)

@@ -1,4 +1,4 @@
-package exec
+package agg
 
 import (
 	"github.com/cleavedb/cleave/exec/query"
@@ -15,8 +15,8 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// open implements aggStage.
-func (s *densifyStage) open(in stream.Stream) (stream.Stream, error) {
+// Open implements Stage.
+func (s *densifyStage) Open(in stream.Stream) (stream.Stream, error) {
 	var keys []bsonx.SortField
 	if s.mode != densifyFull {
 		for _, p := range s.partitions {
@@ -24,7 +24,7 @@ func (s *densifyStage) open(in stream.Stream) (stream.Stream, error) {
 		}
 	}
 	keys = append(keys, bsonx.SortField{Path: strings.Join(s.field, ".")})
-	sorted := &stream.Sort{In: in, Spec: keys, AllowDiskUse: s.env.allowDiskUse, MaxBytes: sortMemoryKnob.load(), Temp: s.env.temp}
+	sorted := &stream.Sort{In: in, Spec: keys, AllowDiskUse: s.env.AllowDiskUse, MaxBytes: s.env.SortBytes, Temp: s.env.Temp}
 	return &densifyStream{s: s, in: sorted, vars: expr.NewVars(), cvars: expr.NewVars(), parts: map[string]*densifyPart{}}, nil
 }
 
@@ -247,7 +247,7 @@ func (w *densifyStream) partitionOf(d bsoncore.Document) (*densifyPart, bool, er
 	w.parts[string(w.key)] = p
 	w.order = append(w.order, p)
 	if w.s.env.overMemory(int64(len(w.parts)) * int64(2*len(w.key)+len(p.fields)+96)) {
-		return nil, false, mongoerr.New(6007200, "$densify exceeded memory limit of %d", maxAggStageBytes)
+		return nil, false, mongoerr.New(6007200, "$densify exceeded memory limit of %d", MaxStageBytes)
 	}
 	return p, true, nil
 }

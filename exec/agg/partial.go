@@ -1,4 +1,4 @@
-package exec
+package agg
 
 import (
 	"github.com/cleavedb/cleave/exec/stream"
@@ -17,7 +17,7 @@ type mergeableState interface {
 
 // partialGroup reports whether $group s can run as one partial group per shard merged here:
 // every accumulator must be mergeable and insensitive to input order.
-func (s *groupStage) partialGroup() bool {
+func (s *GroupStage) partialGroup() bool {
 	if s.bucket != nil {
 		return false
 	}
@@ -33,7 +33,7 @@ func (s *groupStage) partialGroup() bool {
 
 // openPerShard runs s over each input concurrently (one goroutine per shard) and merges the
 // partial groups. merged is the stream the inputs came from; closing the result closes it.
-func (s *groupStage) openPerShard(ins []stream.Stream, merged stream.Stream) stream.Stream {
+func (s *GroupStage) openPerShard(ins []stream.Stream, merged stream.Stream) stream.Stream {
 	return &onceStream{in: merged, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
 		tables := make([]*groupTable, len(ins))
 		errs := make([]error, len(ins))
@@ -78,7 +78,7 @@ func (t *groupTable) mergeTable(o *groupTable) error {
 			t.mem += int64(n)
 		}
 		if t.s.env.overMemory(t.mem) {
-			return memoryError("$group")
+			return MemoryError("$group")
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
-package exec
+package agg
 
 import (
+	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/exec/stream"
 
 	"bytes"
@@ -10,48 +11,25 @@ import (
 	"testing"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/exec/expr"
-	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
-
-// extDoc parses relaxed Extended JSON (1 is int32, 1.0 a double, {"$numberLong": "1"} an
-// int64) into BSON, keeping field order.
-func extDoc(tb testing.TB, s string) bsoncore.Document {
-	tb.Helper()
-	var d bson.D
-	if err := bson.UnmarshalExtJSON([]byte(s), false, &d); err != nil {
-		tb.Fatalf("bad extended JSON %s: %v", s, err)
-	}
-	raw, err := bson.Marshal(d)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return raw
-}
-
-// extArray parses a JSON array of documents into a BSON array.
-func extArray(tb testing.TB, s string) bsoncore.Array {
-	tb.Helper()
-	return extDoc(tb, `{"a": `+s+`}`).Lookup("a").Array()
-}
 
 // runPipeline runs a pipeline (JSON array) over input documents in memory, without storage.
 func runPipeline(tb testing.TB, input []string, pipelineJSON string) ([]bsoncore.Document, error) {
 	tb.Helper()
-	env := &aggEnv{db: "test", opts: &expr.Options{Now: time.Now()}}
-	p, err := parsePipeline(env, extArray(tb, pipelineJSON), false)
+	env := &Env{DB: "test", Opts: &expr.Options{Now: time.Now()}}
+	p, err := Parse(env, streamtest.ExtArray(tb, pipelineJSON), false)
 	if err != nil {
 		return nil, err
 	}
 	docs := make([]bsoncore.Document, len(input))
 	for i, s := range input {
-		docs[i] = extDoc(tb, s)
+		docs[i] = streamtest.ExtDoc(tb, s)
 	}
-	out, err := p.openOver(&stream.Slice{Docs: docs}, 0)
+	out, err := p.OpenOver(&stream.Slice{Docs: docs}, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +200,7 @@ func TestAggregateStages(t *testing.T) {
 				t.Fatalf("got %d documents %v, want %d", len(got), got, len(tc.want))
 			}
 			for i, w := range tc.want {
-				want := extDoc(t, w)
+				want := streamtest.ExtDoc(t, w)
 				if !bytes.Equal(got[i], want) {
 					t.Errorf("document %d:\n got %s\nwant %s", i, got[i], bsoncore.Document(want))
 				}
@@ -237,12 +215,12 @@ func TestAggregateGroupMemoryLimit(t *testing.T) {
 		docs[i] = bsoncore.NewDocumentBuilder().AppendInt32("_id", int32(i)).AppendString("pad", strings.Repeat("x", 100)).Build()
 	}
 	for _, diskUse := range []bool{false, true} {
-		env := &aggEnv{db: "test", opts: &expr.Options{Now: time.Now()}, memLimit: 4096, allowDiskUse: diskUse}
-		p, err := parsePipeline(env, extArray(t, `[{"$group": {"_id": "$_id", "all": {"$push": "$$ROOT"}}}, {"$count": "n"}]`), false)
+		env := &Env{DB: "test", Opts: &expr.Options{Now: time.Now()}, MemLimit: 4096, AllowDiskUse: diskUse}
+		p, err := Parse(env, streamtest.ExtArray(t, `[{"$group": {"_id": "$_id", "all": {"$push": "$$ROOT"}}}, {"$count": "n"}]`), false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := p.openOver(&stream.Slice{Docs: docs}, 0)
+		out, err := p.OpenOver(&stream.Slice{Docs: docs}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,84 +236,24 @@ func TestAggregateGroupMemoryLimit(t *testing.T) {
 	}
 }
 
-// aggCommand runs an aggregate through the executor and returns its first batch.
-func aggCommand(t *testing.T, e *Executor, pipelineJSON string) []bsoncore.Document {
-	t.Helper()
-	c := e.Connect(wire.ConnInfo{ID: 1})
-	body := bsoncore.NewDocumentBuilder().AppendString("aggregate", "c").
-		AppendArray("pipeline", extArray(t, pipelineJSON)).
-		AppendDocument("cursor", bsoncore.NewDocumentBuilder().Build()).
-		AppendString("$db", "bench").Build()
-	reply := run(t, c, body)
-	vals, _ := reply.Lookup("cursor", "firstBatch").Array().Values()
-	out := make([]bsoncore.Document, len(vals))
-	for i, v := range vals {
-		out[i] = v.Document()
-	}
-	return out
-}
-
-func TestAggregateCommandLookupUnion(t *testing.T) {
-	e := benchExecutor(t)
-	c := e.Connect(wire.ConnInfo{ID: 1})
-	insert := func(coll string, docs ...string) {
-		arr := bsoncore.NewArrayBuilder()
-		for _, d := range docs {
-			arr.AppendDocument(extDoc(t, d))
-		}
-		run(t, c, bsoncore.NewDocumentBuilder().AppendString("insert", coll).AppendArray("documents", arr.Build()).
-			AppendString("$db", "bench").Build())
-	}
-	insert("c", `{"_id": 1, "item": "almonds", "price": 12}`, `{"_id": 2, "item": "pecans", "price": 20}`, `{"_id": 3}`)
-	insert("inventory", `{"_id": 1, "sku": "almonds", "instock": 120}`, `{"_id": 2, "sku": "bread", "instock": 80}`,
-		`{"_id": 5, "sku": null}`, `{"_id": 6}`)
-
-	got := aggCommand(t, e, `[{"$lookup": {"from": "inventory", "localField": "item", "foreignField": "sku", "as": "inv"}},
-		{"$project": {"n": {"$size": "$inv"}}}]`)
-	want := []string{`{"_id": 1, "n": 1}`, `{"_id": 2, "n": 0}`, `{"_id": 3, "n": 2}`}
-	checkDocs(t, got, want)
-
-	got = aggCommand(t, e, `[{"$match": {"price": {"$gt": 0}}}, {"$lookup": {"from": "inventory", "let": {"p": "$price"},
-		"pipeline": [{"$match": {"$expr": {"$gt": ["$instock", {"$multiply": ["$$p", 5]}]}}}, {"$project": {"sku": 1, "_id": 0}}], "as": "inv"}},
-		{"$project": {"inv": 1}}]`)
-	checkDocs(t, got, []string{`{"_id": 1, "inv": [{"sku": "almonds"}, {"sku": "bread"}]}`, `{"_id": 2, "inv": [{"sku": "almonds"}]}`})
-
-	got = aggCommand(t, e, `[{"$project": {"_id": 1}}, {"$unionWith": {"coll": "inventory", "pipeline": [{"$project": {"_id": 1}}]}},
-		{"$group": {"_id": null, "ids": {"$push": "$_id"}}}]`)
-	checkDocs(t, got, []string{`{"_id": null, "ids": [1, 2, 3, 1, 2, 5, 6]}`})
-}
-
-// checkDocs compares documents byte for byte with Extended JSON expectations.
-func checkDocs(t *testing.T, got []bsoncore.Document, want []string) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("got %d documents %v, want %d %v", len(got), got, len(want), strings.Join(want, " "))
-	}
-	for i, w := range want {
-		if wd := extDoc(t, w); !bytes.Equal(got[i], wd) {
-			t.Errorf("document %d:\n got %s\nwant %s", i, got[i], bsoncore.Document(wd))
-		}
-	}
-}
-
 func TestAggregateGroupPerShardMerge(t *testing.T) {
-	env := &aggEnv{db: "test", opts: &expr.Options{Now: time.Now()}}
-	p, err := parsePipeline(env, extArray(t, `[{"$group": {"_id": "$item", "n": {"$count": {}}, "q": {"$sum": "$quantity"},
+	env := &Env{DB: "test", Opts: &expr.Options{Now: time.Now()}}
+	p, err := Parse(env, streamtest.ExtArray(t, `[{"$group": {"_id": "$item", "n": {"$count": {}}, "q": {"$sum": "$quantity"},
 		"avg": {"$avg": "$price"}, "min": {"$min": "$quantity"}, "max": {"$max": "$quantity"}, "set": {"$addToSet": "$price"},
 		"sd": {"$stdDevPop": "$quantity"}, "top": {"$maxN": {"n": 2, "input": "$quantity"}}}}, {"$sort": {"_id": 1}}]`), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := p.stages[0].(*groupStage)
+	g := p.Stages[0].(*GroupStage)
 	if !g.partialGroup() {
 		t.Fatal("group should run per shard")
 	}
 	docs := make([]bsoncore.Document, len(sales))
 	for i, s := range sales {
-		docs[i] = extDoc(t, s)
+		docs[i] = streamtest.ExtDoc(t, s)
 	}
 	collect := func(in stream.Stream) []bsoncore.Document {
-		out, err := p.openOver(in, 1)
+		out, err := p.OpenOver(in, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -351,7 +269,7 @@ func TestAggregateGroupPerShardMerge(t *testing.T) {
 			res = append(res, append(bsoncore.Document(nil), d...))
 		}
 	}
-	whole, err := g.open(&stream.Slice{Docs: docs})
+	whole, err := g.Open(&stream.Slice{Docs: docs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package exec
+package agg
 
 import (
 	"github.com/cleavedb/cleave/exec/query"
@@ -22,7 +22,7 @@ import (
 // computed by window functions over the documents of its partition.
 type windowStage struct {
 	raw       bsoncore.Value
-	env       *aggEnv
+	env       *Env
 	partition *expr.Expr // nil: one partition
 	sort      windowSort
 	funcs     []*winFunc
@@ -41,7 +41,7 @@ type windowSort struct {
 func outParam(i int) string { return "swfout" + strconv.Itoa(i) }
 
 // parseWindowStage parses {$setWindowFields: {partitionBy, sortBy, output}}.
-func parseWindowStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage, error) {
+func parseWindowStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "the $setWindowFields stage specification must be an object, found %s", bsonx.TypeName(arg.Type))
@@ -96,7 +96,7 @@ func (s *windowStage) parseSortBy(d bsoncore.Document) error {
 	}
 	s.sort = windowSort{present: true, fields: fields}
 	if len(fields) == 1 {
-		if s.sort.path, err = s.env.compileExpr(bsonx.StringValue("$" + fields[0].Path)); err != nil {
+		if s.sort.path, err = s.env.CompileExpr(bsonx.StringValue("$" + fields[0].Path)); err != nil {
 			return err
 		}
 	}
@@ -108,7 +108,7 @@ func (s *windowStage) parsePartitionBy(v bsoncore.Value) error {
 	if v.Type == 0 {
 		return nil
 	}
-	e, err := s.env.compileExpr(v)
+	e, err := s.env.CompileExpr(v)
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func (s *windowStage) parseOutput(output bsoncore.Document) error {
 	}
 	for i, el := range elems {
 		k := el.Key()
-		parts, err := splitFieldPath(k)
+		parts, err := SplitFieldPath(k)
 		if err != nil {
 			return err
 		}
@@ -178,11 +178,11 @@ func (n *projNode) addComputed(parts []string, e *expr.Expr) bool {
 	return true
 }
 
-// spec implements aggStage.
-func (s *windowStage) spec() bsoncore.Document { return stageSpec("$setWindowFields", s.raw) }
+// Spec implements Stage.
+func (s *windowStage) Spec() bsoncore.Document { return StageSpec("$setWindowFields", s.raw) }
 
-// open implements aggStage.
-func (s *windowStage) open(in stream.Stream) (stream.Stream, error) {
+// Open implements Stage.
+func (s *windowStage) Open(in stream.Stream) (stream.Stream, error) {
 	return &windowStream{s: s, in: in, vars: expr.NewVars(), cvars: expr.NewVars(), outVars: expr.NewVars()}, nil
 }
 
@@ -266,7 +266,7 @@ func (w *windowStream) partitionKey(dst []byte, d bsoncore.Document) ([]byte, er
 	}
 	switch v.Type {
 	case 0:
-		v = nullValue
+		v = NullValue
 	case bsoncore.TypeArray:
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "Cannot 'partitionBy' an expression of type array")
 	}
@@ -293,7 +293,7 @@ func (w *windowStream) sortInput(ctx context.Context) error {
 			return err
 		}
 		size += int64(len(kd.doc) + len(kd.key) + len(kd.part))
-		if size > stream.MaxBlockingSortBytes && !w.s.env.allowDiskUse {
+		if size > stream.MaxBlockingSortBytes && !w.s.env.AllowDiskUse {
 			return mongoerr.New(mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed,
 				"PlanExecutor error during aggregation :: caused by :: Sort exceeded memory limit of %d bytes, but did not opt in to external sorting.", stream.MaxBlockingSortBytes)
 		}
@@ -380,11 +380,11 @@ type winPart struct {
 }
 
 // checkMemory fails when the partition and its functions' state exceed the stage's bound.
-func (p *winPart) checkMemory(env *aggEnv) error {
+func (p *winPart) checkMemory(env *Env) error {
 	if env.overMemory(p.mem) {
-		limit := env.memLimit
+		limit := env.MemLimit
 		if limit == 0 {
-			limit = maxAggStageBytes
+			limit = MaxStageBytes
 		}
 		return mongoerr.New(5414201, "Exceeded memory limit in DocumentSourceSetWindowFields, used %d bytes but max allowed is %d", p.mem, limit)
 	}

@@ -1,4 +1,4 @@
-package exec
+package agg
 
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -26,7 +26,7 @@ const (
 // document has.
 type densifyStage struct {
 	raw        bsoncore.Value
-	env        *aggEnv
+	env        *Env
 	field      []string
 	partitions []string
 	partExpr   *expr.Expr // {p1: "$p1", ...}; nil without partitions
@@ -38,7 +38,7 @@ type densifyStage struct {
 }
 
 // parseDensifyStage parses {$densify: {field, partitionByFields, range: {step, unit, bounds}}}.
-func parseDensifyStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+func parseDensifyStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "The $densify stage specification must be an object, found %s", bsonx.TypeName(arg.Type))
@@ -78,7 +78,7 @@ func parseDensifyStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, err
 		return nil, err
 	}
 	var err error
-	if s.field, err = splitFieldPath(field); err != nil {
+	if s.field, err = SplitFieldPath(field); err != nil {
 		return nil, err
 	}
 	if s.mode == densifyPartition && len(s.partitions) == 0 {
@@ -105,7 +105,7 @@ func (s *densifyStage) parsePartitionFields(v bsoncore.Value) error {
 	for i, x := range vals {
 		p, ok := x.StringValueOK()
 		if !ok {
-			return idlTypeError("$densify.partitionByFields."+arrayKey(i), x, "string")
+			return idlTypeError("$densify.partitionByFields."+bsonx.ArrayKey(i), x, "string")
 		}
 		s.partitions = append(s.partitions, p)
 	}
@@ -119,7 +119,7 @@ func (s *densifyStage) compilePartitions() error {
 	}
 	root := &specNode{}
 	for _, p := range s.partitions {
-		parts, err := splitFieldPath(p)
+		parts, err := SplitFieldPath(p)
 		if err != nil {
 			return err
 		}
@@ -211,7 +211,7 @@ func (s *densifyStage) parseRange(d bsoncore.Document) error {
 		return mongoerr.New(5733401, "The step parameter in a range statement must be a strictly positive numeric value")
 	}
 	if s.unit != "" {
-		if _, ok := wholeNumber(s.step); !ok {
+		if _, ok := WholeNumber(s.step); !ok {
 			return mongoerr.New(6586400, "The step parameter in a range statement must be a whole number when densifying a date range")
 		}
 		if err := checkTimeUnit(s.unit); err != nil {
@@ -274,5 +274,5 @@ func (s *densifyStage) parseBounds(v bsoncore.Value) error {
 	return nil
 }
 
-// spec implements aggStage.
-func (s *densifyStage) spec() bsoncore.Document { return stageSpec("$densify", s.raw) }
+// Spec implements Stage.
+func (s *densifyStage) Spec() bsoncore.Document { return StageSpec("$densify", s.raw) }

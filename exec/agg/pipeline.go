@@ -1,4 +1,4 @@
-package exec
+package agg
 
 import (
 	"github.com/cleavedb/cleave/exec/query"
@@ -18,63 +18,83 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// maxAggStageBytes bounds the memory of one blocking stage ($group, $bucket, $facet, $sample)
+// MaxStageBytes bounds the memory of one blocking stage ($group, $bucket, $facet, $sample)
 // without allowDiskUse (MongoDB's internalQueryMaxBlockingSortMemoryUsageBytes and
 // internalDocumentSourceGroupMaxMemoryBytes, both 100 MiB).
-const maxAggStageBytes = 100 << 20
+const MaxStageBytes = 100 << 20
 
-// aggEnv is what every stage of one aggregate command shares: the executor (for $lookup and
-// $unionWith), the database, the expression options (let variables and one $$NOW) and the
-// memory policy.
-type aggEnv struct {
-	e            *Executor
-	db           string
-	coll         string // the collection the command's pipeline reads ("": none)
-	opts         *expr.Options
-	allowDiskUse bool
-	// temp is where blocking stages spill (nil: the private default).
-	temp *stream.Temp
-	// charge collects the request units of the reads that sub-pipelines run.
-	charge float64
-	// memLimit overrides maxAggStageBytes (tests); 0: the default.
-	memLimit int64
+// Env is what every stage of one aggregate command shares: the catalog and the read
+// engine (for the pipeline's source, $lookup and $unionWith), the host (the stages the
+// server provides), the database, the expression options (let variables and one $$NOW) and
+// the memory policy.
+type Env struct {
+	Cat   *catalog.Catalog
+	Query *query.Engine
+	Host  Host
+	// SortBytes and groupBytes are the memory bounds of blocking sorts and of $group
+	// (internalQueryMaxBlockingSortMemoryUsageBytes, internalDocumentSourceGroupMaxMemoryBytes);
+	// 0: 100 MiB.
+	SortBytes, GroupBytes int64
+	DB                    string
+	Coll                  string // the collection the command's pipeline reads ("": none)
+	Opts                  *expr.Options
+	AllowDiskUse          bool
+	// Temp is where blocking stages spill (nil: the private default).
+	Temp *stream.Temp
+	// Charge collects the request units of the reads that sub-pipelines run.
+	Charge float64
+	// MemLimit overrides maxAggStageBytes (tests); 0: the default.
+	MemLimit int64
 }
 
 // overMemory reports whether a blocking stage holding n bytes must fail.
-func (env *aggEnv) overMemory(n int64) bool {
-	limit := env.memLimit
+func (env *Env) overMemory(n int64) bool {
+	limit := env.MemLimit
 	if limit == 0 {
-		limit = maxAggStageBytes
+		limit = MaxStageBytes
 	}
-	return n > limit && !env.allowDiskUse
+	return n > limit && !env.AllowDiskUse
 }
 
-// aggStage is one compiled pipeline stage. A stage is immutable once parsed and may be opened
+// Stage is one compiled pipeline stage. A stage is immutable once parsed and may be opened
 // many times ($lookup and $facet run their sub-pipelines once per input).
-type aggStage interface {
-	// open wraps in, the stage's input, in the stage's output stream; the result owns in.
-	open(in stream.Stream) (stream.Stream, error)
-	// spec returns the stage as explain shows it ({$name: args}).
-	spec() bsoncore.Document
+type Stage interface {
+	// Open wraps in, the stage's input, in the stage's output stream; the result owns in.
+	Open(in stream.Stream) (stream.Stream, error)
+	// Spec returns the stage as explain shows it ({$name: args}).
+	Spec() bsoncore.Document
 }
 
-// pipeline is a parsed aggregation pipeline.
-type pipeline struct {
-	env    *aggEnv
-	stages []aggStage
-	raw    []bsoncore.Document // the stage documents, for folding into the read
-	hint   bsoncore.Value      // aggregate's hint, for the folded read
+// Pipeline is a parsed aggregation pipeline.
+type Pipeline struct {
+	Env    *Env
+	Stages []Stage
+	Raw    []bsoncore.Document // the stage documents, for folding into the read
+	Hint   bsoncore.Value      // aggregate's hint, for the folded read
 }
 
-// stageParser parses the argument of one stage.
-type stageParser func(env *aggEnv, name string, arg bsoncore.Value) (aggStage, error)
+// Host is what a pipeline needs from the server beyond catalog and reads (MongoDB's
+// MongoProcessInterface): the stages only the server can run — those that write ($out,
+// $merge), report on the server ($collStats, $indexStats, $currentOp) or its sessions
+// ($listLocalSessions, $listSessions). StageParser returns the parser of such a stage, nil
+// for a stage the host does not provide.
+type Host interface {
+	StageParser(name string) StageParser
+}
+
+// Collectionless is implemented by first stages that read no collection ($documents,
+// $currentOp, $listLocalSessions).
+type Collectionless interface{ Collectionless() }
+
+// StageParser parses the argument of one stage.
+type StageParser func(env *Env, name string, arg bsoncore.Value) (Stage, error)
 
 // stageParsers maps each supported stage to its parser. It is filled by init because
 // $lookup and $facet parse sub-pipelines through it.
-var stageParsers map[string]stageParser
+var stageParsers map[string]StageParser
 
 func init() {
-	stageParsers = map[string]stageParser{
+	stageParsers = map[string]StageParser{
 		"$match":       parseMatchStage,
 		"$project":     parseProjectStage,
 		"$addFields":   parseAddFieldsStage,
@@ -95,17 +115,6 @@ func init() {
 		"$unionWith":   parseUnionWithStage,
 		"$sample":      parseSampleStage,
 		"$documents":   parseDocumentsStage,
-		"$out":         parseOutStage,
-		"$merge":       parseMergeStage,
-		"$collStats":   parseCollStatsStage,
-
-		"$listLocalSessions": parseListLocalSessionsStage,
-		"$indexStats":        parseIndexStatsStage,
-		"$currentOp":         parseCurrentOpStage,
-		"$listSessions":      parseListSessionsStage,
-
-		// refused as MongoDB 7.0 does without Atlas (search_index.go)
-		"$listSearchIndexes": parseListSearchIndexesStage,
 
 		// window, bucketing and gap-filling stages (agg_window.go ... agg_redact.go)
 		"$setWindowFields": parseWindowStage,
@@ -132,14 +141,14 @@ var knownStages = map[string]bool{
 	"$listSampledQueries": true, "$queryStats": true,
 }
 
-// parsePipeline parses the stages of a pipeline array. nested is true for the sub-pipelines
+// Parse parses the stages of a pipeline array. nested is true for the sub-pipelines
 // of $lookup, $unionWith and $facet.
-func parsePipeline(env *aggEnv, arr bsoncore.Array, nested bool) (*pipeline, error) {
+func Parse(env *Env, arr bsoncore.Array, nested bool) (*Pipeline, error) {
 	vals, err := arr.Values()
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid pipeline array")
 	}
-	p := &pipeline{env: env}
+	p := &Pipeline{Env: env}
 	for i, v := range vals {
 		doc, ok := v.DocumentOK()
 		if !ok {
@@ -151,6 +160,9 @@ func parsePipeline(env *aggEnv, arr bsoncore.Array, nested bool) (*pipeline, err
 		}
 		name := elems[0].Key()
 		parse := stageParsers[name]
+		if parse == nil && env.Host != nil {
+			parse = env.Host.StageParser(name)
+		}
 		switch {
 		case parse != nil:
 		case knownStages[name]:
@@ -165,13 +177,13 @@ func parsePipeline(env *aggEnv, arr bsoncore.Array, nested bool) (*pipeline, err
 		if err != nil {
 			return nil, err
 		}
-		p.stages = append(p.stages, s)
-		p.raw = append(p.raw, doc)
+		p.Stages = append(p.Stages, s)
+		p.Raw = append(p.Raw, doc)
 	}
 	// A $sort followed by a $limit keeps only the best documents (a top-k sort).
-	for i := 0; i+1 < len(p.stages); i++ {
-		if s, ok := p.stages[i].(*sortStage); ok {
-			if l, ok := p.stages[i+1].(*limitStage); ok {
+	for i := 0; i+1 < len(p.Stages); i++ {
+		if s, ok := p.Stages[i].(*sortStage); ok {
+			if l, ok := p.Stages[i+1].(*limitStage); ok {
 				s.limit = l.n
 			}
 		}
@@ -186,31 +198,28 @@ type sourceStage interface {
 	openSource(ci *catalog.Coll) (stream.Stream, error)
 }
 
-// firstStage is the pipeline's first stage, nil when it has none.
-func (p *pipeline) firstStage() aggStage {
-	if len(p.stages) == 0 {
+// FirstStage is the pipeline's first stage, nil when it has none.
+func (p *Pipeline) FirstStage() Stage {
+	if len(p.Stages) == 0 {
 		return nil
 	}
-	return p.stages[0]
+	return p.Stages[0]
 }
 
-// collectionless reports whether the pipeline starts with a stage that needs no collection.
-func (p *pipeline) collectionless() bool {
-	if len(p.stages) == 0 {
+// ReadsNoCollection reports whether the pipeline starts with a stage that needs no collection.
+func (p *Pipeline) ReadsNoCollection() bool {
+	if len(p.Stages) == 0 {
 		return false
 	}
-	switch p.stages[0].(type) {
-	case *documentsStage, *listLocalSessionsStage, *currentOpStage:
-		return true
-	}
-	return false
+	_, ok := p.Stages[0].(Collectionless)
+	return ok
 }
 
-// openOver runs the pipeline's stages from index from on over in.
-func (p *pipeline) openOver(in stream.Stream, from int) (stream.Stream, error) {
+// OpenOver runs the pipeline's stages from index from on over in.
+func (p *Pipeline) OpenOver(in stream.Stream, from int) (stream.Stream, error) {
 	out := in
-	for _, s := range p.stages[from:] {
-		next, err := s.open(out)
+	for _, s := range p.Stages[from:] {
+		next, err := s.Open(out)
 		if err != nil {
 			out.Close()
 			return nil, err
@@ -220,51 +229,51 @@ func (p *pipeline) openOver(in stream.Stream, from int) (stream.Stream, error) {
 	return out, nil
 }
 
-// source is the read a pipeline starts with: the leading $match, $sort, $skip and $limit
+// Source is the read a pipeline starts with: the leading $match, $sort, $skip and $limit
 // folded into a query on the collection, which runs per shard over the targeted partitions
 // with indexes, and the index of the first stage left to run after it.
-type source struct {
-	q    *query.Query
-	rest int
+type Source struct {
+	Query *query.Query
+	Rest  int
 }
 
-// fold turns the pipeline's leading $match stages (and a following $sort, $skip, $limit)
+// Fold turns the pipeline's leading $match stages (and a following $sort, $skip, $limit)
 // into a query on ci (which may be nil: no collection).
-func (p *pipeline) fold(ci *catalog.Coll) (*source, error) {
+func (p *Pipeline) Fold(ci *catalog.Coll) (*Source, error) {
 	i := 0
 	var filters []bsoncore.Document
-	for i < len(p.stages) {
-		m, ok := p.stages[i].(*matchStage)
+	for i < len(p.Stages) {
+		m, ok := p.Stages[i].(*matchStage)
 		if !ok {
 			break
 		}
 		filters = append(filters, m.filterDoc)
 		i++
 	}
-	q := &query.Query{CI: ci, AllowDiskUse: p.env.allowDiskUse, Hint: p.hint}
+	q := &query.Query{CI: ci, AllowDiskUse: p.Env.AllowDiskUse, Hint: p.Hint}
 	var err error
-	if q.Filter, err = p.env.compileFilter(andFilters(filters)); err != nil {
+	if q.Filter, err = p.Env.compileFilter(andFilters(filters)); err != nil {
 		return nil, err
 	}
-	if i < len(p.stages) {
-		if s, ok := p.stages[i].(*sortStage); ok {
+	if i < len(p.Stages) {
+		if s, ok := p.Stages[i].(*sortStage); ok {
 			q.Sort = s.keys
 			i++
 		}
 	}
-	if i < len(p.stages) {
-		if s, ok := p.stages[i].(*skipStage); ok {
+	if i < len(p.Stages) {
+		if s, ok := p.Stages[i].(*skipStage); ok {
 			q.Skip = s.n
 			i++
 		}
 	}
-	if i < len(p.stages) {
-		if s, ok := p.stages[i].(*limitStage); ok {
+	if i < len(p.Stages) {
+		if s, ok := p.Stages[i].(*limitStage); ok {
 			q.Limit = s.n
 			i++
 		}
 	}
-	return &source{q: q, rest: i}, nil
+	return &Source{Query: q, Rest: i}, nil
 }
 
 // andFilters combines filters with $and (one filter stays as it is).
@@ -278,7 +287,7 @@ func andFilters(fs []bsoncore.Document) bsoncore.Document {
 	idx, b := bsoncore.AppendDocumentStart(nil)
 	aidx, b := bsoncore.AppendArrayElementStart(b, "$and")
 	for i, f := range fs {
-		b = bsoncore.AppendDocumentElement(b, arrayKey(i), f)
+		b = bsoncore.AppendDocumentElement(b, bsonx.ArrayKey(i), f)
 	}
 	b, _ = bsoncore.AppendArrayEnd(b, aidx)
 	b, _ = bsoncore.AppendDocumentEnd(b, idx)
@@ -286,50 +295,50 @@ func andFilters(fs []bsoncore.Document) bsoncore.Document {
 }
 
 // compileFilter compiles a $match filter with the pipeline's let variables for $expr.
-func (env *aggEnv) compileFilter(filter bsoncore.Document) (*match.Filter, error) {
-	return match.Compile(filter, &match.Options{Expr: expr.CompilePredicateWith(env.opts)})
+func (env *Env) compileFilter(filter bsoncore.Document) (*match.Filter, error) {
+	return match.Compile(filter, &match.Options{Expr: expr.CompilePredicateWith(env.Opts)})
 }
 
-// compileExpr compiles an aggregation expression with the pipeline's options.
-func (env *aggEnv) compileExpr(v bsoncore.Value) (*expr.Expr, error) {
-	return expr.Compile(v, env.opts)
+// CompileExpr compiles an aggregation expression with the pipeline's options.
+func (env *Env) CompileExpr(v bsoncore.Value) (*expr.Expr, error) {
+	return expr.Compile(v, env.Opts)
 }
 
-// openColl runs the pipeline over collection ci (nil: a collection that does not exist,
+// OpenColl runs the pipeline over collection ci (nil: a collection that does not exist,
 // which reads as empty). The returned shard streams report what the read cost.
-func (p *pipeline) openColl(ci *catalog.Coll) (stream.Stream, *source, []*query.ShardStream, error) {
-	if p.collectionless() {
-		out, err := p.openOver(stream.Empty{}, 0)
+func (p *Pipeline) OpenColl(ci *catalog.Coll) (stream.Stream, *Source, []*query.ShardStream, error) {
+	if p.ReadsNoCollection() {
+		out, err := p.OpenOver(stream.Empty{}, 0)
 		return out, nil, nil, err
 	}
-	if src, ok := p.firstStage().(sourceStage); ok {
+	if src, ok := p.FirstStage().(sourceStage); ok {
 		in, err := src.openSource(ci)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		out, err := p.openOver(in, 1)
+		out, err := p.OpenOver(in, 1)
 		return out, nil, nil, err
 	}
-	src, err := p.fold(ci)
+	src, err := p.Fold(ci)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	var in stream.Stream = stream.Empty{}
 	var shards []*query.ShardStream
-	rest := src.rest
+	rest := src.Rest
 	if ci != nil {
 		var s stream.Stream
 		// A per-shard $group consumes each shard in its own goroutine: no reader runs ahead.
-		src.q.PerShardConsumer = p.perShardGroup(src, 2) != nil
-		s, _, shards, err = p.env.e.query.Open(src.q)
+		src.Query.PerShardConsumer = p.PerShardGroup(src, 2) != nil
+		s, _, shards, err = p.Env.Query.Open(src.Query)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		in = s
-		if src.q.Limit > 0 {
-			in = &stream.Limit{In: in, N: src.q.Limit}
+		if src.Query.Limit > 0 {
+			in = &stream.Limit{In: in, N: src.Query.Limit}
 		}
-		if g := p.perShardGroup(src, len(shards)); g != nil {
+		if g := p.PerShardGroup(src, len(shards)); g != nil {
 			// The $group runs once per shard, concurrently, and the partial groups are
 			// merged here (mongos' split pipeline).
 			ins := make([]stream.Stream, len(shards))
@@ -340,17 +349,17 @@ func (p *pipeline) openColl(ci *catalog.Coll) (stream.Stream, *source, []*query.
 			rest++
 		}
 	}
-	out, err := p.openOver(in, rest)
+	out, err := p.OpenOver(in, rest)
 	return out, src, shards, err
 }
 
-// perShardGroup returns the $group that follows the folded read when it can run per shard:
+// PerShardGroup returns the $group that follows the folded read when it can run per shard:
 // more than one shard is read and the read neither sorts nor windows its result.
-func (p *pipeline) perShardGroup(src *source, nshards int) *groupStage {
-	if nshards < 2 || src.rest >= len(p.stages) || len(src.q.Sort) > 0 || src.q.Skip > 0 || src.q.Limit > 0 {
+func (p *Pipeline) PerShardGroup(src *Source, nshards int) *GroupStage {
+	if nshards < 2 || src.Rest >= len(p.Stages) || len(src.Query.Sort) > 0 || src.Query.Skip > 0 || src.Query.Limit > 0 {
 		return nil
 	}
-	g, ok := p.stages[src.rest].(*groupStage)
+	g, ok := p.Stages[src.Rest].(*GroupStage)
 	if !ok || !g.partialGroup() {
 		return nil
 	}
@@ -359,22 +368,22 @@ func (p *pipeline) perShardGroup(src *source, nshards int) *groupStage {
 
 // runSub runs a sub-pipeline over collection coll of the same database and returns its
 // documents, copied, charging the read to env. Memory is bounded by maxBytes.
-func (env *aggEnv) runSub(ctx context.Context, p *pipeline, coll string, maxBytes int64, what string) ([]bsoncore.Document, int64, error) {
+func (env *Env) runSub(ctx context.Context, p *Pipeline, coll string, maxBytes int64, what string) ([]bsoncore.Document, int64, error) {
 	var ci *catalog.Coll
 	if coll != "" {
 		var err error
-		if ci, err = env.e.cat.Lookup(env.db, coll); err != nil {
+		if ci, err = env.Cat.Lookup(env.DB, coll); err != nil {
 			return nil, 0, err
 		}
 	}
-	s, _, shards, err := p.openColl(ci)
+	s, _, shards, err := p.OpenColl(ci)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer func() {
 		s.Close()
 		for _, ss := range shards {
-			env.charge += ss.Stats.Charge()
+			env.Charge += ss.Stats.Charge()
 		}
 	}()
 	var docs []bsoncore.Document
@@ -395,22 +404,19 @@ func (env *aggEnv) runSub(ctx context.Context, p *pipeline, coll string, maxByte
 	}
 }
 
-// memoryError is the error of a blocking stage over its memory bound without allowDiskUse.
-func memoryError(stage string) error {
+// MemoryError is the error of a blocking stage over its memory bound without allowDiskUse.
+func MemoryError(stage string) error {
 	return mongoerr.New(mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed,
 		"PlanExecutor error during aggregation :: caused by :: Exceeded memory limit for %s, but didn't allow external sort. Pass allowDiskUse:true to opt in.", stage)
 }
 
-// stageSpec builds {name: arg} for explain.
-func stageSpec(name string, arg bsoncore.Value) bsoncore.Document {
+// StageSpec builds {name: arg} for explain.
+func StageSpec(name string, arg bsoncore.Value) bsoncore.Document {
 	idx, b := bsoncore.AppendDocumentStart(nil)
 	b = bsoncore.AppendValueElement(b, name, arg)
 	b, _ = bsoncore.AppendDocumentEnd(b, idx)
 	return b
 }
-
-// arrayKey is the key of array element i.
-func arrayKey(i int) string { return bsonx.ArrayKey(i) }
 
 // fieldPathArg parses a "$a.b" stage argument into its path, or reports false.
 func fieldPathArg(v bsoncore.Value) (string, bool) {

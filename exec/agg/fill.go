@@ -1,4 +1,4 @@
-package exec
+package agg
 
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -11,7 +11,7 @@ import (
 // what MongoDB runs for it: a $setWindowFields with $locf / $linearFill outputs for the
 // 'method' fields, then an $addFields of {$ifNull: ["$field", value]} for the 'value'
 // fields.
-func parseFillStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage, error) {
+func parseFillStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "The $fill stage specification must be an object, found %s", bsonx.TypeName(arg.Type))
@@ -181,7 +181,7 @@ func fillPartitionFields(v bsoncore.Value) (bsoncore.Value, error) {
 	for i, x := range vals {
 		s, ok := x.StringValueOK()
 		if !ok {
-			return bsoncore.Value{}, idlTypeError("$fill.partitionByFields."+arrayKey(i), x, "string")
+			return bsoncore.Value{}, idlTypeError("$fill.partitionByFields."+bsonx.ArrayKey(i), x, "string")
 		}
 		keys[i], exprs[i] = s, bsonx.StringValue("$"+s)
 	}

@@ -1,4 +1,4 @@
-package exec
+package agg
 
 import (
 	"github.com/cleavedb/cleave/exec/stream"
@@ -98,7 +98,7 @@ func (e *accumEval) newState() (accState, error) {
 	if e.f.state != nil {
 		return e.f.state(e.p), nil
 	}
-	return e.f.acc.newState(nullValue)
+	return e.f.acc.newState(NullValue)
 }
 
 // input evaluates the accumulator's input on document j.
@@ -115,7 +115,7 @@ func (e *accumEval) input(j int) (bsoncore.Value, error) {
 			return bsoncore.Value{}, err
 		}
 		if y.Type == 0 {
-			y = nullValue
+			y = NullValue
 		}
 		return arrayValue([]bsoncore.Value{vals[j], y}), nil
 	case e.f.acc != nil && e.f.acc.op == "$count":
@@ -219,7 +219,7 @@ type derivativeEval struct {
 func (e *derivativeEval) at(i int) (bsoncore.Value, error) {
 	lo, hi, ok, err := e.p.endpoints(&e.f.bounds, i)
 	if err != nil || !ok {
-		return nullValue, err
+		return NullValue, err
 	}
 	vals, err := e.p.sortValues()
 	if err != nil {
@@ -257,7 +257,7 @@ func (e *derivativeEval) at(i int) (bsoncore.Value, error) {
 	res, err := calcDivide.eval(e.p.cvars, rise, run)
 	if me := mongoerr.As(err); me != nil && me.Code == mongoerr.BadValue {
 		// Division by zero: a one-document window, such as the partition's first.
-		return nullValue, nil
+		return NullValue, nil
 	}
 	if err != nil || e.f.unitMs == 0 {
 		return res, err
@@ -304,11 +304,11 @@ func (e *linearFillEval) at(i int) (bsoncore.Value, error) {
 		return y, nil
 	}
 	if !e.has1 {
-		return nullValue, nil
+		return NullValue, nil
 	}
 	if !e.has2 || e.x2At <= i {
 		if e.has2, err = e.findNext(i, vals); err != nil || !e.has2 {
-			return nullValue, err
+			return NullValue, err
 		}
 	}
 	// y1 + (x − x1) × ((y2 − y1) / (x2 − x1))
@@ -407,7 +407,7 @@ func (st *covState) result() (bsoncore.Value, error) {
 		n--
 	}
 	if n <= 0 {
-		return nullValue, nil
+		return NullValue, nil
 	}
 	return bsonx.DoubleValue(st.cxy / float64(n)), nil
 }
@@ -427,7 +427,7 @@ func (st *locfState) add(v bsoncore.Value, _ bsoncore.Document) (int, error) {
 // result implements accState.
 func (st *locfState) result() (bsoncore.Value, error) {
 	if st.last.Type == 0 {
-		return nullValue, nil
+		return NullValue, nil
 	}
 	return st.last, nil
 }
@@ -470,7 +470,7 @@ func (st *emaState) add(v bsoncore.Value, _ bsoncore.Document) (int, error) {
 func (st *emaState) result() (bsoncore.Value, error) {
 	switch {
 	case st.cur.Type == 0:
-		return nullValue, nil
+		return NullValue, nil
 	case st.decimal:
 		return st.cur, nil
 	}
@@ -531,7 +531,7 @@ func (st *integralState) add(v bsoncore.Value, _ bsoncore.Document) (int, error)
 func (st *integralState) result() (bsoncore.Value, error) {
 	switch {
 	case st.n == 0:
-		return nullValue, nil
+		return NullValue, nil
 	case st.nan > 0:
 		return bsonx.DoubleValue(math.NaN()), nil
 	case st.unitMs != 0:

@@ -1,4 +1,4 @@
-package exec
+package agg
 
 import (
 	"github.com/cleavedb/cleave/exec/stream"
@@ -29,10 +29,10 @@ const (
 )
 
 // parseRedactStage parses {$redact: expression}.
-func parseRedactStage(env *aggEnv, _ string, arg bsoncore.Value) (aggStage, error) {
+func parseRedactStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	opts := expr.Options{}
-	if env.opts != nil {
-		opts = *env.opts
+	if env.Opts != nil {
+		opts = *env.Opts
 	}
 	// $$CURRENT is a parameter: it moves into embedded documents while $$ROOT does not.
 	opts.Params = append(append([]string(nil), opts.Params...), "CURRENT")
@@ -80,11 +80,11 @@ func bindRedactVars(v bsoncore.Value) bsoncore.Value {
 	return v
 }
 
-// spec implements aggStage.
-func (s *redactStage) spec() bsoncore.Document { return stageSpec("$redact", s.raw) }
+// Spec implements Stage.
+func (s *redactStage) Spec() bsoncore.Document { return StageSpec("$redact", s.raw) }
 
-// open implements aggStage.
-func (s *redactStage) open(in stream.Stream) (stream.Stream, error) {
+// Open implements Stage.
+func (s *redactStage) Open(in stream.Stream) (stream.Stream, error) {
 	vars := expr.NewVars()
 	return &mapStream{in: in, fn: func(dst []byte, d bsoncore.Document) ([]byte, bool, error) {
 		return s.redactDoc(dst, d, d, vars)

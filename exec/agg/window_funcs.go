@@ -1,4 +1,4 @@
-package exec
+package agg
 
 import (
 	"github.com/cleavedb/cleave/exec/query"
@@ -46,7 +46,7 @@ type winFunc struct {
 }
 
 // winParser parses the specification d of the window function name.
-type winParser func(env *aggEnv, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error)
+type winParser func(env *Env, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error)
 
 // windowParsers maps MongoDB 7.0's window functions to their parsers; filled by init because
 // the parsers consult it (isWindowFunction).
@@ -69,7 +69,7 @@ func init() {
 
 // parseWindowFunc parses the output field's specification d: the first $-prefixed field
 // names the function.
-func parseWindowFunc(env *aggEnv, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
+func parseWindowFunc(env *Env, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
 	elems, _ := d.Elements()
 	for _, el := range elems {
 		k := el.Key()
@@ -90,13 +90,13 @@ func parseWindowFunc(env *aggEnv, d bsoncore.Document, ws *windowSort) (*winFunc
 }
 
 // parseWinUnsupported answers the window functions MongoDB 7.0 has and cleave does not.
-func parseWinUnsupported(_ *aggEnv, name string, _ bsoncore.Document, _ *windowSort) (*winFunc, error) {
+func parseWinUnsupported(_ *Env, name string, _ bsoncore.Document, _ *windowSort) (*winFunc, error) {
 	return nil, mongoerr.New(mongoerr.NotImplemented, "the %s window function is not supported by cleave", name)
 }
 
 // parseFuncAndWindow splits {$fn: arg, window: {...}}: it returns the function's argument
 // and parses the bounds (default: the whole partition).
-func parseFuncAndWindow(env *aggEnv, name string, d bsoncore.Document, ws *windowSort) (bsoncore.Value, winBounds, error) {
+func parseFuncAndWindow(env *Env, name string, d bsoncore.Document, ws *windowSort) (bsoncore.Value, winBounds, error) {
 	var arg bsoncore.Value
 	bounds := wholePartition
 	elems, _ := d.Elements()
@@ -122,12 +122,12 @@ func parseFuncAndWindow(env *aggEnv, name string, d bsoncore.Document, ws *windo
 }
 
 // parseWinAccum parses the accumulators that take an expression: {$sum: expr, window}.
-func parseWinAccum(env *aggEnv, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
+func parseWinAccum(env *Env, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
 	arg, bounds, err := parseFuncAndWindow(env, name, d, ws)
 	if err != nil {
 		return nil, err
 	}
-	e, err := env.compileExpr(arg)
+	e, err := env.CompileExpr(arg)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func parseWinAccum(env *aggEnv, name string, d bsoncore.Document, ws *windowSort
 }
 
 // parseWinCount parses {$count: {}, window}, a $sum of 1.
-func parseWinCount(env *aggEnv, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
+func parseWinCount(env *Env, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
 	arg, bounds, err := parseFuncAndWindow(env, name, d, ws)
 	if err != nil {
 		return nil, err
@@ -155,8 +155,8 @@ func parseWinCount(env *aggEnv, name string, d bsoncore.Document, ws *windowSort
 }
 
 // parseWinFirstLast parses {$first: expr, window} and {$last: expr, window}.
-func parseWinFirstLast(env *aggEnv, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
-	f := &winFunc{name: name, kind: winFirst, bounds: wholePartition, def: nullValue}
+func parseWinFirstLast(env *Env, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
+	f := &winFunc{name: name, kind: winFirst, bounds: wholePartition, def: NullValue}
 	if name == "$last" {
 		f.kind = winLast
 	}
@@ -172,7 +172,7 @@ func parseWinFirstLast(env *aggEnv, name string, d bsoncore.Document, ws *window
 			seenWindow = true
 			f.bounds, err = parseWindowBounds(env, el.Value(), ws)
 		case name:
-			f.input, err = env.compileExpr(el.Value())
+			f.input, err = env.CompileExpr(el.Value())
 		default:
 			return nil, mongoerr.New(mongoerr.FailedToParse, "%s got unexpected argument: %s", name, el.Key())
 		}
@@ -184,7 +184,7 @@ func parseWinFirstLast(env *aggEnv, name string, d bsoncore.Document, ws *window
 }
 
 // parseWinN parses the N-ary and sorted accumulators: {$topN: {n, sortBy, output}, window}.
-func parseWinN(env *aggEnv, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
+func parseWinN(env *Env, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
 	f := &winFunc{name: name, kind: winAccum, bounds: wholePartition}
 	seenWindow := false
 	elems, _ := d.Elements()
@@ -216,7 +216,7 @@ func parseWinN(env *aggEnv, name string, d bsoncore.Document, ws *windowSort) (*
 }
 
 // parseWinRank parses {$rank: {}}, {$denseRank: {}} and {$documentNumber: {}}.
-func parseWinRank(_ *aggEnv, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
+func parseWinRank(_ *Env, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
 	elems, _ := d.Elements()
 	if len(elems) != 1 {
 		return nil, mongoerr.New(5371601, "Rank style window functions take no other arguments")
@@ -232,8 +232,8 @@ func parseWinRank(_ *aggEnv, name string, d bsoncore.Document, ws *windowSort) (
 }
 
 // parseWinShift parses {$shift: {output, by, default}}.
-func parseWinShift(env *aggEnv, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
-	f := &winFunc{name: name, kind: winShift, def: nullValue}
+func parseWinShift(env *Env, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
+	f := &winFunc{name: name, kind: winShift, def: NullValue}
 	elems, _ := d.Elements()
 	var args bsoncore.Document
 	for _, el := range elems {
@@ -263,20 +263,20 @@ func parseWinShift(env *aggEnv, name string, d bsoncore.Document, ws *windowSort
 }
 
 // parseShiftArgs parses $shift's {output, by, default}.
-func (f *winFunc) parseShiftArgs(env *aggEnv, args bsoncore.Document) error {
+func (f *winFunc) parseShiftArgs(env *Env, args bsoncore.Document) error {
 	elems, _ := args.Elements()
 	seenBy := false
 	for _, el := range elems {
 		v := el.Value()
 		switch el.Key() {
 		case "output":
-			e, err := env.compileExpr(v)
+			e, err := env.CompileExpr(v)
 			if err != nil {
 				return err
 			}
 			f.input = e
 		case "default":
-			e, err := env.compileExpr(v)
+			e, err := env.CompileExpr(v)
 			if err != nil {
 				return err
 			}
@@ -311,7 +311,7 @@ func (f *winFunc) parseShiftArgs(env *aggEnv, args bsoncore.Document) error {
 const emaUsage = "$expMovingAvg sub object must have exactly two fields: An 'input' field, and either an 'N' field or an 'alpha' field"
 
 // parseWinExpMovingAvg parses {$expMovingAvg: {input, N | alpha}}.
-func parseWinExpMovingAvg(env *aggEnv, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
+func parseWinExpMovingAvg(env *Env, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
 	elems, _ := d.Elements()
 	sub, ok := elems[0].Value().DocumentOK()
 	if len(elems) != 1 || !ok {
@@ -324,7 +324,7 @@ func parseWinExpMovingAvg(env *aggEnv, name string, d bsoncore.Document, ws *win
 	if !ws.present {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "$expMovingAvg requires an explicit 'sortBy'")
 	}
-	e, err := env.compileExpr(in)
+	e, err := env.CompileExpr(in)
 	if err != nil {
 		return nil, err
 	}
@@ -387,7 +387,7 @@ func parseWinUnit(v bsoncore.Value) (int64, error) {
 
 // parseWinWithUnit parses {$derivative|$integral: {input, unit}, window}; it reports whether
 // a window was given.
-func parseWinWithUnit(env *aggEnv, name string, d bsoncore.Document, ws *windowSort, f *winFunc) (bool, error) {
+func parseWinWithUnit(env *Env, name string, d bsoncore.Document, ws *windowSort, f *winFunc) (bool, error) {
 	switch {
 	case !ws.present:
 		return false, mongoerr.New(mongoerr.FailedToParse, "%s requires a sortBy", name)
@@ -424,7 +424,7 @@ func parseWinWithUnit(env *aggEnv, name string, d bsoncore.Document, ws *windowS
 		var err error
 		switch el.Key() {
 		case "input":
-			f.input, err = env.compileExpr(el.Value())
+			f.input, err = env.CompileExpr(el.Value())
 		case "unit":
 			f.unitMs, err = parseWinUnit(el.Value())
 		default:
@@ -441,7 +441,7 @@ func parseWinWithUnit(env *aggEnv, name string, d bsoncore.Document, ws *windowS
 }
 
 // parseWinDerivative parses {$derivative: {input, unit}, window}; the window is required.
-func parseWinDerivative(env *aggEnv, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
+func parseWinDerivative(env *Env, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
 	f := &winFunc{name: name, kind: winDerivative}
 	seenWindow, err := parseWinWithUnit(env, name, d, ws, f)
 	if err != nil {
@@ -454,7 +454,7 @@ func parseWinDerivative(env *aggEnv, name string, d bsoncore.Document, ws *windo
 }
 
 // parseWinIntegral parses {$integral: {input, unit}, window}.
-func parseWinIntegral(env *aggEnv, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
+func parseWinIntegral(env *Env, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
 	f := &winFunc{name: name, kind: winAccum, bounds: wholePartition, pairInput: true}
 	if _, err := parseWinWithUnit(env, name, d, ws, f); err != nil {
 		return nil, err
@@ -465,7 +465,7 @@ func parseWinIntegral(env *aggEnv, name string, d bsoncore.Document, ws *windowS
 }
 
 // parseWinLeftUnbounded parses {$locf: expr} and {$linearFill: expr}, which take no window.
-func parseWinLeftUnbounded(env *aggEnv, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
+func parseWinLeftUnbounded(env *Env, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
 	var arg bsoncore.Value
 	seenWindow := false
 	elems, _ := d.Elements()
@@ -485,7 +485,7 @@ func parseWinLeftUnbounded(env *aggEnv, name string, d bsoncore.Document, ws *wi
 	if seenWindow {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "'window' field is not allowed in %s", name)
 	}
-	e, err := env.compileExpr(arg)
+	e, err := env.CompileExpr(arg)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package exec
+package agg
 
 import (
 	"github.com/cleavedb/cleave/exec/stream"
@@ -15,15 +15,15 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// groupStage is $group: documents grouped by the value of _id, each group folded through the
+// GroupStage is $group: documents grouped by the value of _id, each group folded through the
 // accumulators. Groups come out in the order they were first seen (MongoDB leaves it
 // unspecified).
-type groupStage struct {
+type GroupStage struct {
 	name string
 	raw  bsoncore.Value
 	id   *expr.Expr
 	accs []*accSpec
-	env  *aggEnv
+	env  *Env
 	// bucket, when set, maps the _id value to its bucket ($bucket) and sorts the output.
 	bucket func(v bsoncore.Value) (bsoncore.Value, error)
 }
@@ -32,17 +32,17 @@ type groupStage struct {
 var one = bsoncore.Value{Type: bsoncore.TypeInt32, Data: []byte{1, 0, 0, 0}}
 
 // parseGroupStage parses {$group: {_id: expr, field: {acc: expr}, ...}}.
-func parseGroupStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage, error) {
+func parseGroupStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(15947, "a group's fields must be specified in an object")
 	}
-	s := &groupStage{name: name, raw: arg, env: env}
+	s := &GroupStage{name: name, raw: arg, env: env}
 	elems, _ := d.Elements()
 	for _, el := range elems {
 		k := el.Key()
 		if k == "_id" {
-			id, err := env.compileExpr(el.Value())
+			id, err := env.CompileExpr(el.Value())
 			if err != nil {
 				return nil, err
 			}
@@ -60,7 +60,7 @@ func parseGroupStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage, er
 }
 
 // addAccumulator parses the accumulator of output field k.
-func (s *groupStage) addAccumulator(k string, v bsoncore.Value) error {
+func (s *GroupStage) addAccumulator(k string, v bsoncore.Value) error {
 	if strings.HasPrefix(k, "$") {
 		return mongoerr.New(40236, "The field name '%s' cannot be an operator name", k)
 	}
@@ -75,8 +75,8 @@ func (s *groupStage) addAccumulator(k string, v bsoncore.Value) error {
 	return nil
 }
 
-// spec implements aggStage.
-func (s *groupStage) spec() bsoncore.Document { return stageSpec(s.name, s.raw) }
+// Spec implements Stage.
+func (s *GroupStage) Spec() bsoncore.Document { return StageSpec(s.name, s.raw) }
 
 // group is one group being accumulated.
 type group struct {
@@ -84,14 +84,14 @@ type group struct {
 	states []accState
 }
 
-// open implements aggStage.
-func (s *groupStage) open(in stream.Stream) (stream.Stream, error) {
+// Open implements Stage.
+func (s *GroupStage) Open(in stream.Stream) (stream.Stream, error) {
 	return &groupStream{s: s, in: in}, nil // agg_group_spill.go
 }
 
 // groupTable holds the groups of one $group (or one shard's part of it).
 type groupTable struct {
-	s             *groupStage
+	s             *GroupStage
 	groups        map[string]*group
 	order         []*group
 	mem           int64
@@ -104,7 +104,7 @@ type groupTable struct {
 }
 
 // newTable returns an empty group table.
-func (s *groupStage) newTable() *groupTable {
+func (s *GroupStage) newTable() *groupTable {
 	return &groupTable{s: s, groups: map[string]*group{}, vars: expr.NewVars(), accVars: expr.NewVars()}
 }
 
@@ -156,7 +156,7 @@ func (t *groupTable) group(id bsoncore.Value) (*group, error) {
 }
 
 // accumulate feeds document d to accumulator a's state st.
-func (s *groupStage) accumulate(a *accSpec, st accState, d bsoncore.Document, vars *expr.Vars) (int, error) {
+func (s *GroupStage) accumulate(a *accSpec, st accState, d bsoncore.Document, vars *expr.Vars) (int, error) {
 	var v bsoncore.Value
 	switch {
 	case a.op == "$count":
@@ -171,7 +171,7 @@ func (s *groupStage) accumulate(a *accSpec, st accState, d bsoncore.Document, va
 }
 
 // finish builds the output documents {_id, fields...}.
-func (s *groupStage) finish(order []*group) ([]bsoncore.Document, error) {
+func (s *GroupStage) finish(order []*group) ([]bsoncore.Document, error) {
 	out := make([]bsoncore.Document, 0, len(order))
 	for _, g := range order {
 		idx, b := bsoncore.AppendDocumentStart(nil)
@@ -194,18 +194,18 @@ func (s *groupStage) finish(order []*group) ([]bsoncore.Document, error) {
 
 // parseSortByCountStage parses {$sortByCount: expr}: $group {_id: expr, count: {$sum: 1}}
 // then $sort {count: -1}.
-func parseSortByCountStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage, error) {
+func parseSortByCountStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
 	_, isPath := fieldPathArg(arg)
 	if !isPath && !(arg.Type == bsoncore.TypeEmbeddedDocument && !isNestedSpec(arg)) {
 		return nil, mongoerr.New(40148, "the sortByCount field must be defined as a $-prefixed path or an expression")
 	}
-	id, err := env.compileExpr(arg)
+	id, err := env.CompileExpr(arg)
 	if err != nil {
 		return nil, err
 	}
-	g := &groupStage{name: name, raw: arg, id: id, env: env,
+	g := &GroupStage{name: name, raw: arg, id: id, env: env,
 		accs: []*accSpec{{field: "count", op: "$count"}}}
-	return &chainStage{name: name, raw: arg, stages: []aggStage{g,
+	return &chainStage{name: name, raw: arg, stages: []Stage{g,
 		&sortStage{keys: []bsonx.SortField{{Path: "count", Desc: true}}, env: env}}}, nil
 }
 
@@ -213,14 +213,14 @@ func parseSortByCountStage(env *aggEnv, name string, arg bsoncore.Value) (aggSta
 type chainStage struct {
 	name   string
 	raw    bsoncore.Value
-	stages []aggStage
+	stages []Stage
 }
 
-// open implements aggStage.
-func (s *chainStage) open(in stream.Stream) (stream.Stream, error) {
+// Open implements Stage.
+func (s *chainStage) Open(in stream.Stream) (stream.Stream, error) {
 	out := in
 	for _, st := range s.stages {
-		next, err := st.open(out)
+		next, err := st.Open(out)
 		if err != nil {
 			out.Close()
 			return nil, err
@@ -230,16 +230,16 @@ func (s *chainStage) open(in stream.Stream) (stream.Stream, error) {
 	return out, nil
 }
 
-// spec implements aggStage.
-func (s *chainStage) spec() bsoncore.Document { return stageSpec(s.name, s.raw) }
+// Spec implements Stage.
+func (s *chainStage) Spec() bsoncore.Document { return StageSpec(s.name, s.raw) }
 
 // parseBucketStage parses {$bucket: {groupBy, boundaries, default, output}}.
-func parseBucketStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage, error) {
+func parseBucketStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(40201, "Argument to $bucket stage must be an object, but found type: %s.", bsonx.TypeName(arg.Type))
 	}
-	s := &groupStage{name: name, raw: arg, env: env}
+	s := &GroupStage{name: name, raw: arg, env: env}
 	var bounds []bsoncore.Value
 	var def bsoncore.Value
 	var output bsoncore.Document
@@ -251,7 +251,7 @@ func parseBucketStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage, e
 			if _, ok := fieldPathArg(v); !ok && (v.Type != bsoncore.TypeEmbeddedDocument || isNestedSpec(v)) {
 				return nil, mongoerr.New(40202, "The $bucket 'groupBy' field must be defined as a $-prefixed path or an expression, but found: %s.", bsonx.ShellString(v))
 			}
-			e, err := env.compileExpr(v)
+			e, err := env.CompileExpr(v)
 			if err != nil {
 				return nil, err
 			}
@@ -292,7 +292,7 @@ func parseBucketStage(env *aggEnv, name string, arg bsoncore.Value) (aggStage, e
 	}
 	s.bucket = func(v bsoncore.Value) (bsoncore.Value, error) {
 		if v.Type == bsoncore.TypeNull && v.Data == nil {
-			v = nullValue
+			v = NullValue
 		}
 		if bsonx.Compare(v, bounds[0]) >= 0 && bsonx.Compare(v, bounds[len(bounds)-1]) < 0 {
 			i := sort.Search(len(bounds), func(i int) bool { return bsonx.Compare(bounds[i], v) > 0 })

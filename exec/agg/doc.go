@@ -1,0 +1,26 @@
+// Package agg runs aggregation pipelines: the Stage interface, the stage parsers, every
+// stage that needs nothing from the server but reads, and the shard/merge split of a
+// pipeline.
+//
+// A Pipeline is parsed once (Parse) in an Env, which carries what every stage shares: the
+// catalog and the read engine (for the pipeline's source, $lookup and $unionWith), the
+// expression options (let variables, one $$NOW), the memory bounds and spill store, and
+// the Host. The Host is the server (MongoDB's MongoProcessInterface): it provides the stages
+// only the server can run — $out and $merge (they write), $collStats, $indexStats,
+// $currentOp, $listLocalSessions and $listSessions — through Host.StageParser, so this
+// package never takes a lock, touches the catalog or writes.
+//
+// Execution: the leading $match (and a following $sort, $skip, $limit) fold into the read
+// of the collection (Fold), which targets the partitions it can; a $group right after it
+// runs per shard with its partial state merged after (partial.go), as mongos splits a
+// pipeline into shardsPart and mergerPart; every other stage runs once over the merged
+// stream (OpenColl, OpenOver).
+//
+// Invariants: a Stage is immutable once parsed and may be opened many times ($lookup and
+// $facet run sub-pipelines per input); blocking stages ($group, $sort, $bucketAuto,
+// $setWindowFields) hold at most their memory bound unless allowDiskUse lets them spill.
+//
+//	env := &agg.Env{Cat: cat, Query: q, Host: host, DB: "db", Opts: &expr.Options{Now: now}}
+//	p, err := agg.Parse(env, pipelineArray, false)
+//	s, src, shards, err := p.OpenColl(ci)
+package agg
