@@ -69,7 +69,7 @@ func (e *Executor) parseCollStatsStage(env *agg.Env, _ string, arg bsoncore.Valu
 	return s, nil
 }
 
-// Open implements agg.Stage; the stage is a source (openSource), so it only runs first.
+// Open implements agg.Stage; the stage is a source (OpenSource), so it only runs first.
 func (s *collStatsStage) Open(stream.Stream) (stream.Stream, error) {
 	return nil, mongoerr.New(40602, "$collStats is only valid as the first stage in a pipeline")
 }
@@ -79,8 +79,8 @@ func (s *collStatsStage) Spec() bsoncore.Document {
 	return agg.StageSpec("$collStats", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: s.raw})
 }
 
-// openSource produces the stage's documents for collection ci (nil: it does not exist).
-func (s *collStatsStage) openSource(ci *catalog.Coll) (stream.Stream, error) {
+// OpenSource produces the stage's documents for collection ci (nil: it does not exist).
+func (s *collStatsStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) {
 	e := s.e
 	ns := s.env.DB + "." + s.env.Coll
 	if ci == nil {

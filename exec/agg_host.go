@@ -23,3 +23,13 @@ func (e *Executor) StageParser(name string) agg.StageParser {
 	}
 	return nil
 }
+
+// The server's stages implement agg's optional interfaces; these fail to compile if a
+// method's name or signature drifts (an unexported method never satisfies them).
+var (
+	_ agg.SourceStage    = (*collStatsStage)(nil)
+	_ agg.SourceStage    = (*indexStatsStage)(nil)
+	_ agg.SourceStage    = (*listSessionsStage)(nil)
+	_ agg.Collectionless = (*currentOpStage)(nil)
+	_ agg.Collectionless = (*listLocalSessionsStage)(nil)
+)

@@ -33,7 +33,7 @@ func (e *Executor) parseIndexStatsStage(env *agg.Env, _ string, arg bsoncore.Val
 	return &indexStatsStage{raw: arg, env: env, e: e}, nil
 }
 
-// Open implements agg.Stage; the stage is a source (openSource), so it only runs first.
+// Open implements agg.Stage; the stage is a source (OpenSource), so it only runs first.
 func (s *indexStatsStage) Open(stream.Stream) (stream.Stream, error) {
 	return nil, mongoerr.New(40602, "$indexStats is only valid as the first stage in a pipeline")
 }
@@ -41,9 +41,9 @@ func (s *indexStatsStage) Open(stream.Stream) (stream.Stream, error) {
 // Spec implements agg.Stage.
 func (s *indexStatsStage) Spec() bsoncore.Document { return agg.StageSpec("$indexStats", s.raw) }
 
-// openSource produces the stage's documents for collection ci (nil: none, as MongoDB
+// OpenSource produces the stage's documents for collection ci (nil: none, as MongoDB
 // answers for a collection that does not exist).
-func (s *indexStatsStage) openSource(ci *catalog.Coll) (stream.Stream, error) {
+func (s *indexStatsStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) {
 	if ci == nil {
 		return stream.Empty{}, nil
 	}

@@ -14,7 +14,6 @@ import (
 	"context"
 	"strings"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
@@ -99,7 +98,7 @@ func (m *mergeRun) item(d bsoncore.Document) (*mergeItem, error) {
 		if _, ok := catalog.FirstValue(it.doc, "_id"); !ok {
 			idx, b := bsoncore.AppendDocumentStart(nil)
 			b = append(b, it.doc[4:len(it.doc)-1]...)
-			b = bsoncore.AppendObjectIDElement(b, "_id", bson.NewObjectID())
+			b = bsoncore.AppendObjectIDElement(b, "_id", bsonx.NewObjectID())
 			it.doc, _ = bsoncore.AppendDocumentEnd(b, idx)
 		}
 	}

@@ -44,8 +44,8 @@ func parseAggregate(body bsoncore.Document, explaining bool) (*aggregateArgs, er
 	const cmd = "aggregate"
 	a := &aggregateArgs{batchSize: -1}
 	first, _ := bsonx.FirstElement(body)
-	switch v := first.Value(); {
-	case v.Type == bsoncore.TypeString:
+	switch v := first.Value(); v.Type {
+	case bsoncore.TypeString:
 		coll, err := args.Collection(cmd, v)
 		if err != nil {
 			return nil, err
@@ -194,7 +194,7 @@ func (e *Executor) aggregate(ctx context.Context, r *request) error {
 	}
 	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
-	_, err = e.firstBatch(ctx, r, c, n, false)
+	err = e.firstBatch(ctx, r, c, n, false)
 	for _, s := range shards {
 		r.charge += s.Stats.Charge()
 	}

@@ -62,7 +62,7 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 	}
 	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
-	if _, err := e.firstBatch(ctx, r, c, n, a.singleBatch); err != nil {
+	if err := e.firstBatch(ctx, r, c, n, a.singleBatch); err != nil {
 		return query.TimeLimitError(ctx, err)
 	}
 	for _, s := range shards {
@@ -93,8 +93,8 @@ func compileFind(ci *catalog.Coll, a *findArgs) (*query.Query, error) {
 }
 
 // firstBatch fills the first batch of cursor c, registers it if documents remain, and
-// appends the cursor reply. It returns the cursor id (0 when exhausted).
-func (e *Executor) firstBatch(ctx context.Context, r *request, c *cursor, n int64, single bool) (int64, error) {
+// appends the cursor reply.
+func (e *Executor) firstBatch(ctx context.Context, r *request, c *cursor, n int64, single bool) error {
 	out, cidx, aidx := startCursorReply(r.out, "firstBatch")
 	exhausted := false
 	if n != 0 { // batchSize 0: an empty first batch and a cursor
@@ -102,7 +102,7 @@ func (e *Executor) firstBatch(ctx context.Context, r *request, c *cursor, n int6
 		out, exhausted, err = c.fillBatch(ctx, out, n)
 		if err != nil {
 			c.Close()
-			return 0, err
+			return err
 		}
 	}
 	var id int64
@@ -113,7 +113,7 @@ func (e *Executor) firstBatch(ctx context.Context, r *request, c *cursor, n int6
 	}
 	e.counters.returnedDocs.Add(int64(countBatch(out[aidx:])))
 	r.out = endCursorReply(out, cidx, aidx, id, c.ns)
-	return id, nil
+	return nil
 }
 
 // countBatch is a cheap count of the elements of an open array (for metrics): it walks the

@@ -125,13 +125,6 @@ func (r *cursorRegistry) removeIn(id int64, ns string) bool {
 	return true
 }
 
-// count returns the number of open cursors.
-func (r *cursorRegistry) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.mu.m)
-}
-
 // reap closes cursors idle for longer than cursorTimeout, until close is called.
 func (r *cursorRegistry) reap(interval time.Duration) {
 	t := time.NewTicker(interval)

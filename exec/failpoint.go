@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -468,4 +469,27 @@ func noteClientMetadata(r *request) {
 	if name, ok := r.body.Lookup("client", "application", "name").StringValueOK(); ok {
 		r.conn.appName = name
 	}
+}
+
+// ttlMonitorCommand is the test-only command {cleaveTTLMonitor: 1, intervalMS: n}: it sets
+// the monitor's interval (when given), runs a pass now and waits for it, and answers the
+// number of passes done.
+func (e *Executor) ttlMonitorCommand(ctx context.Context, r *request) error {
+	const cmd = "cleaveTTLMonitor"
+	var interval time.Duration
+	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+		if key != "intervalMS" {
+			return false, nil
+		}
+		n, err := args.Int64(cmd, key, v)
+		if err == nil && n > 0 {
+			interval = time.Duration(n) * time.Millisecond
+		}
+		return true, err
+	})
+	if err != nil {
+		return err
+	}
+	r.out = bsoncore.AppendInt64Element(r.out, "passes", e.ddl.TTLPassNow(ctx, interval))
+	return nil
 }

@@ -185,13 +185,13 @@ func (e *Executor) parseListSessionsStage(env *agg.Env, _ string, arg bsoncore.V
 	return &listSessionsStage{local: &listLocalSessionsStage{raw: arg, e: e}}, nil
 }
 
-// Open implements agg.Stage; the stage is a source (openSource), so it only runs first.
+// Open implements agg.Stage; the stage is a source (OpenSource), so it only runs first.
 func (s *listSessionsStage) Open(stream.Stream) (stream.Stream, error) {
 	return nil, mongoerr.New(40602, "$listSessions is only valid as the first stage in a pipeline")
 }
 
-// openSource implements sourceStage: the cached sessions, whatever the collection holds.
-func (s *listSessionsStage) openSource(*catalog.Coll) (stream.Stream, error) {
+// OpenSource implements agg.SourceStage: the cached sessions, whatever the collection holds.
+func (s *listSessionsStage) OpenSource(*catalog.Coll) (stream.Stream, error) {
 	return s.local.Open(stream.Empty{})
 }
 

@@ -41,7 +41,7 @@ func outAggregate(t *testing.T, coll *mongo.Collection, pipeline string, opts ..
 	if err != nil {
 		return err
 	}
-	defer cur.Close(ctx)
+	defer func() { _ = cur.Close(ctx) }()
 	if cur.Next(ctx) {
 		t.Errorf("%s returned %v", pipeline, cur.Current)
 	}
@@ -165,7 +165,7 @@ func TestAggregateMergeEachMode(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.code != 0 {
-				outWantError(t, tc.name, err, tc.code, tc.codeName)
+				_ = outWantError(t, tc.name, err, tc.code, tc.codeName)
 			}
 			wrCheckDocs(t, dst, tc.want...)
 		})
@@ -197,7 +197,7 @@ func TestAggregateMergeOnUniqueIndex(t *testing.T) {
 	src := wrColl(t, "src", `{"_id": 1, "sku": "a", "qty": 5}`, `{"_id": 2, "sku": "b", "qty": 7}`)
 	dst := wrColl(t, "dst", `{"_id": 100, "sku": "a", "qty": 1}`)
 	err := outAggregate(t, src, `[{"$project": {"_id": 0}}, {"$merge": {"into": "dst", "on": "sku"}}]`)
-	outWantError(t, "on without a unique index", err, 51190, "Location51190")
+	_ = outWantError(t, "on without a unique index", err, 51190, "Location51190")
 	if _, err := dst.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "sku", Value: 1}},
 		Options: options.Index().SetUnique(true)}); err != nil {
 		t.Fatal(err)
@@ -277,13 +277,13 @@ func TestAggregateMergeIntoShardedTarget(t *testing.T) {
 	// A document without the shard key cannot be matched; on fields without the shard
 	// key cannot route the upserts.
 	err := outAggregate(t, src, `[{"$limit": 1}, {"$unset": "region"}, {"$merge": "dst"}]`)
-	outWantError(t, "missing shard key", err, 51132, "Location51132")
+	_ = outWantError(t, "missing shard key", err, 51132, "Location51132")
 	err = outAggregate(t, src, `[{"$merge": {"into": "dst", "on": "_id"}}]`)
-	outWantError(t, "on without the shard key", err, 61, "ShardKeyNotFound")
+	_ = outWantError(t, "on without the shard key", err, 61, "ShardKeyNotFound")
 
 	// $out refuses a sharded target and leaves it alone.
 	err = outAggregate(t, src, `[{"$out": "dst"}]`)
-	outWantError(t, "$out to a sharded collection", err, 28769, "Location28769")
+	_ = outWantError(t, "$out to a sharded collection", err, 28769, "Location28769")
 	if n, _ := dst.CountDocuments(ctx, bson.D{}); n != 400 {
 		t.Errorf("count after refused $out = %d", n)
 	}
@@ -323,13 +323,13 @@ func TestAggregateWriteStageErrorCodes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		err := outAggregate(t, src, tc.pipeline)
-		outWantError(t, tc.name, err, tc.code, tc.codeName)
+		_ = outWantError(t, tc.name, err, tc.code, tc.codeName)
 	}
 	ctx := context.Background()
 	err := db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "aggregate", Value: "src"},
 		{Key: "pipeline", Value: bson.A{bson.D{{Key: "$out", Value: "x"}}}}, {Key: "cursor", Value: bson.D{}}}},
 		{Key: "verbosity", Value: "executionStats"}}).Err()
-	outWantError(t, "explain executionStats", err, 51029, "Location51029")
+	_ = outWantError(t, "explain executionStats", err, 51029, "Location51029")
 	plan, err := db.RunCommand(ctx, bson.D{{Key: "aggregate", Value: "src"},
 		{Key: "pipeline", Value: bson.A{bson.D{{Key: "$merge", Value: "x"}}}}, {Key: "explain", Value: true}}).Raw()
 	if err != nil {
@@ -340,10 +340,10 @@ func TestAggregateWriteStageErrorCodes(t *testing.T) {
 	}
 	err = db.RunCommand(ctx, bson.D{{Key: "aggregate", Value: "src"}, {Key: "pipeline", Value: bson.A{}},
 		{Key: "cursor", Value: bson.D{}}, {Key: "writeConcern", Value: bson.D{{Key: "w", Value: 1}}}}).Err()
-	outWantError(t, "writeConcern without a write stage", err, 72, "InvalidOptions")
+	_ = outWantError(t, "writeConcern without a write stage", err, 72, "InvalidOptions")
 	err = db.RunCommand(ctx, bson.D{{Key: "aggregate", Value: "src"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$out", Value: "x"}}}},
 		{Key: "cursor", Value: bson.D{}}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "linearizable"}}}}).Err()
-	outWantError(t, "linearizable", err, 72, "InvalidOptions")
+	_ = outWantError(t, "linearizable", err, 72, "InvalidOptions")
 	names, _ := db.ListCollectionNames(ctx, bson.D{})
 	for _, n := range names {
 		if n == "x" {

@@ -56,7 +56,7 @@ func TestClusteredCreateAndList(t *testing.T) {
 		t.Fatalf("range on _id = %d, %v", n, err)
 	}
 	_, err = collMod(t, db, "named", bson.E{Key: "index", Value: bson.D{{Key: "name", Value: "by id"}, {Key: "hidden", Value: true}}})
-	wantCodeName(t, err, 6011800, "Location6011800")
+	_ = wantCodeName(t, err, 6011800, "Location6011800")
 }
 
 func TestClusteredCreateErrors(t *testing.T) {
@@ -110,7 +110,7 @@ func TestClusteredTTLAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := collMod(t, db, "c", bson.E{Key: "expireAfterSeconds", Value: "never"})
-	wantCodeName(t, err, 72, "InvalidOptions")
+	_ = wantCodeName(t, err, 72, "InvalidOptions")
 	srv.stop()
 	srv.restart()
 	db = srv.client(t).Database("cl")

@@ -83,7 +83,7 @@ func TestCollModIndexHidden(t *testing.T) {
 		t.Fatalf("hidden index used: %s", plan)
 	}
 	err = c.FindOne(ctx, bson.D{{Key: "a", Value: 1}}, options.FindOne().SetHint("a_1")).Err()
-	wantCodeName(t, err, 2, "BadValue")
+	_ = wantCodeName(t, err, 2, "BadValue")
 	// A hidden index is still maintained: unhidden, it finds a document inserted meanwhile.
 	if _, err := c.InsertOne(ctx, bson.D{{Key: "a", Value: 3}}); err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func TestCollModIndexHidden(t *testing.T) {
 		t.Fatalf("count through the unhidden index = %d, %v", n, err)
 	}
 	_, err = collMod(t, db, "c", bson.E{Key: "index", Value: bson.D{{Key: "name", Value: "_id_"}, {Key: "hidden", Value: true}}})
-	wantCodeName(t, err, 2, "BadValue")
+	_ = wantCodeName(t, err, 2, "BadValue")
 }
 
 func TestCollModIndexTTL(t *testing.T) {
@@ -132,11 +132,11 @@ func TestCollModIndexTTL(t *testing.T) {
 		t.Fatalf("listIndexes: %v", specs)
 	}
 	_, err = collMod(t, db, "c", bson.E{Key: "index", Value: bson.D{{Key: "name", Value: "x_1_y_1"}, {Key: "expireAfterSeconds", Value: 60}}})
-	wantCodeName(t, err, 72, "InvalidOptions")
+	_ = wantCodeName(t, err, 72, "InvalidOptions")
 	_, err = collMod(t, db, "c", bson.E{Key: "index", Value: bson.D{{Key: "name", Value: "_id_"}, {Key: "expireAfterSeconds", Value: 60}}})
-	wantCodeName(t, err, 72, "InvalidOptions")
+	_ = wantCodeName(t, err, 72, "InvalidOptions")
 	_, err = collMod(t, db, "c", bson.E{Key: "index", Value: bson.D{{Key: "name", Value: "b_1"}, {Key: "expireAfterSeconds", Value: -1}}})
-	wantCodeName(t, err, 72, "InvalidOptions")
+	_ = wantCodeName(t, err, 72, "InvalidOptions")
 }
 
 func TestCollModUniqueConversion(t *testing.T) {
@@ -158,7 +158,7 @@ func TestCollModUniqueConversion(t *testing.T) {
 	}
 	byKey := bson.E{Key: "keyPattern", Value: bson.D{{Key: "x", Value: 1}}}
 	_, err := collMod(t, db, "c", bson.E{Key: "index", Value: bson.D{byKey, {Key: "unique", Value: true}}})
-	wantCodeName(t, err, 72, "InvalidOptions")
+	_ = wantCodeName(t, err, 72, "InvalidOptions")
 	res, err := collMod(t, db, "c", bson.E{Key: "index", Value: bson.D{byKey, {Key: "prepareUnique", Value: true}}})
 	if err != nil || res["prepareUnique_old"] != false || res["prepareUnique_new"] != true {
 		t.Fatalf("prepareUnique: %v %v", res, err)

@@ -101,7 +101,7 @@ func TestStartupPortTaken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	out, code := runBinary(t, "--listen", ln.Addr().String(), "--dir", t.TempDir())
 	if code != 1 {
 		t.Errorf("exit code %d, want 1", code)

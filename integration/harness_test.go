@@ -43,7 +43,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	binary = filepath.Join(dir, "cleave")
 	args := []string{"build", "-o", binary}
 	if raceEnabled {

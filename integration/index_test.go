@@ -294,10 +294,7 @@ func TestIndexTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if countFind(t, c, bson.D{{Key: "_id", Value: 6}}, nil) == 0 {
-			break
-		}
+	for countFind(t, c, bson.D{{Key: "_id", Value: 6}}, nil) != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the TTL monitor did not delete a new expired document")
 		}

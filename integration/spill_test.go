@@ -88,7 +88,7 @@ func wantMemoryError(t *testing.T, err error, msg string) {
 func checkSorted(t *testing.T, cur *mongo.Cursor, want []spillDoc) {
 	t.Helper()
 	ctx := context.Background()
-	defer cur.Close(ctx)
+	defer func() { _ = cur.Close(ctx) }()
 	i := 0
 	for ; cur.Next(ctx); i++ {
 		if i >= len(want) {

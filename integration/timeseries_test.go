@@ -61,7 +61,7 @@ func TestTimeseriesCreate(t *testing.T) {
 	if err := createTS(t, db, "all", tsOpts(bson.E{Key: "granularity", Value: "minutes"}), bson.E{Key: "expireAfterSeconds", Value: 604800}); err != nil {
 		t.Fatalf("same create again: %v", err)
 	}
-	wantCodeName(t, createTS(t, db, "all", tsOpts()), 48, "NamespaceExists")
+	_ = wantCodeName(t, createTS(t, db, "all", tsOpts()), 48, "NamespaceExists")
 
 	specs := indexSpecs(t, db.Collection("all"))
 	if len(specs) != 1 || specs["m_1_t_1"] == nil {
@@ -117,7 +117,7 @@ func TestTimeseriesCreateErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { wantCode(t, err, tc.code, "") })
 	}
 	_, err := runCmd(t, db, bson.D{{Key: "create", Value: "x"}, {Key: "expireAfterSeconds", Value: 10}})
-	wantCodeName(t, err, 72, "InvalidOptions")
+	_ = wantCodeName(t, err, 72, "InvalidOptions")
 }
 
 func TestTimeseriesWrites(t *testing.T) {
@@ -244,11 +244,11 @@ func TestTimeseriesTTLAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = collMod(t, db, "c", bson.E{Key: "timeseries", Value: bson.D{{Key: "granularity", Value: "minutes"}}})
-	wantCodeName(t, err, 72, "InvalidOptions")
+	_ = wantCodeName(t, err, 72, "InvalidOptions")
 	_, err = collMod(t, db, "c", bson.E{Key: "index", Value: bson.D{{Key: "name", Value: "m_1_t_1"}, {Key: "expireAfterSeconds", Value: 1}}})
-	wantCodeName(t, err, 72, "InvalidOptions")
+	_ = wantCodeName(t, err, 72, "InvalidOptions")
 	_, err = runCmd(t, cl.Database("admin"), bson.D{{Key: "shardCollection", Value: "ts.c"}, {Key: "key", Value: bson.D{{Key: "m", Value: "hashed"}}}})
-	wantCodeName(t, err, 238, "NotImplemented")
+	_ = wantCodeName(t, err, 238, "NotImplemented")
 
 	srv.stop()
 	srv.restart()

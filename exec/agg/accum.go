@@ -198,6 +198,7 @@ func nullish(v bsoncore.Value) bool {
 	return v.Type == 0 || v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined
 }
 
+// NullValue is BSON null.
 var NullValue = bsoncore.Value{Type: bsoncore.TypeNull}
 
 // sumState is $sum (and $count, whose input is 1).

@@ -84,7 +84,7 @@ func parseBucketAutoStage(env *Env, _ string, arg bsoncore.Value) (Stage, error)
 
 // parseBucketAutoGroupBy parses groupBy: a $-path or an operator object.
 func parseBucketAutoGroupBy(env *Env, v bsoncore.Value) (*expr.Expr, error) {
-	_, isPath := fieldPathArg(v)
+	isPath := isFieldPath(v)
 	if s, ok := v.StringValueOK(); ok && len(s) >= 2 && s[0] == '$' {
 		isPath = true
 	}

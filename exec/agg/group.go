@@ -195,8 +195,8 @@ func (s *GroupStage) finish(order []*group) ([]bsoncore.Document, error) {
 // parseSortByCountStage parses {$sortByCount: expr}: $group {_id: expr, count: {$sum: 1}}
 // then $sort {count: -1}.
 func parseSortByCountStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
-	_, isPath := fieldPathArg(arg)
-	if !isPath && !(arg.Type == bsoncore.TypeEmbeddedDocument && !isNestedSpec(arg)) {
+	isPath := isFieldPath(arg)
+	if !isPath && (arg.Type != bsoncore.TypeEmbeddedDocument || isNestedSpec(arg)) {
 		return nil, mongoerr.New(40148, "the sortByCount field must be defined as a $-prefixed path or an expression")
 	}
 	id, err := env.CompileExpr(arg)
@@ -248,7 +248,7 @@ func parseBucketStage(env *Env, name string, arg bsoncore.Value) (Stage, error) 
 		v := el.Value()
 		switch el.Key() {
 		case "groupBy":
-			if _, ok := fieldPathArg(v); !ok && (v.Type != bsoncore.TypeEmbeddedDocument || isNestedSpec(v)) {
+			if !isFieldPath(v) && (v.Type != bsoncore.TypeEmbeddedDocument || isNestedSpec(v)) {
 				return nil, mongoerr.New(40202, "The $bucket 'groupBy' field must be defined as a $-prefixed path or an expression, but found: %s.", bsonx.ShellString(v))
 			}
 			e, err := env.CompileExpr(v)

@@ -128,7 +128,7 @@ func (st *minMaxNState) merge(o accState) (int, error) {
 }
 
 // merge combines two Welford states (Chan et al.'s parallel formula).
-func (st *stdDevState) merge(o accState) (int, error) {
+func (st *stdDevState) merge(o accState) (int, error) { //nolint:unparam // implements mergeableState: a Welford state never grows
 	ob := o.(*stdDevState)
 	if ob.n == 0 {
 		return 0, nil

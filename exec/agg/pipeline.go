@@ -192,10 +192,10 @@ func Parse(env *Env, arr bsoncore.Array, nested bool) (*Pipeline, error) {
 	return p, nil
 }
 
-// sourceStage is a first stage that produces its documents from the collection's metadata
+// SourceStage is a first stage that produces its documents from the collection's metadata
 // ($collStats, $indexStats) instead of reading its documents.
-type sourceStage interface {
-	openSource(ci *catalog.Coll) (stream.Stream, error)
+type SourceStage interface {
+	OpenSource(ci *catalog.Coll) (stream.Stream, error)
 }
 
 // FirstStage is the pipeline's first stage, nil when it has none.
@@ -311,8 +311,8 @@ func (p *Pipeline) OpenColl(ci *catalog.Coll) (stream.Stream, *Source, []*query.
 		out, err := p.OpenOver(stream.Empty{}, 0)
 		return out, nil, nil, err
 	}
-	if src, ok := p.FirstStage().(sourceStage); ok {
-		in, err := src.openSource(ci)
+	if src, ok := p.FirstStage().(SourceStage); ok {
+		in, err := src.OpenSource(ci)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -418,11 +418,8 @@ func StageSpec(name string, arg bsoncore.Value) bsoncore.Document {
 	return b
 }
 
-// fieldPathArg parses a "$a.b" stage argument into its path, or reports false.
-func fieldPathArg(v bsoncore.Value) (string, bool) {
+// isFieldPath reports whether a stage argument is a field path ("$a.b").
+func isFieldPath(v bsoncore.Value) bool {
 	s, ok := v.StringValueOK()
-	if !ok || len(s) < 2 || s[0] != '$' || strings.HasPrefix(s, "$$") {
-		return "", false
-	}
-	return s[1:], true
+	return ok && len(s) >= 2 && s[0] == '$' && !strings.HasPrefix(s, "$$")
 }

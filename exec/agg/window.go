@@ -41,7 +41,7 @@ type windowSort struct {
 func outParam(i int) string { return "swfout" + strconv.Itoa(i) }
 
 // parseWindowStage parses {$setWindowFields: {partitionBy, sortBy, output}}.
-func parseWindowStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
+func parseWindowStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "the $setWindowFields stage specification must be an object, found %s", bsonx.TypeName(arg.Type))

@@ -96,7 +96,7 @@ func parseWinUnsupported(_ *Env, name string, _ bsoncore.Document, _ *windowSort
 
 // parseFuncAndWindow splits {$fn: arg, window: {...}}: it returns the function's argument
 // and parses the bounds (default: the whole partition).
-func parseFuncAndWindow(env *Env, name string, d bsoncore.Document, ws *windowSort) (bsoncore.Value, winBounds, error) {
+func parseFuncAndWindow(env *Env, _ string, d bsoncore.Document, ws *windowSort) (bsoncore.Value, winBounds, error) {
 	var arg bsoncore.Value
 	bounds := wholePartition
 	elems, _ := d.Elements()

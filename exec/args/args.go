@@ -154,7 +154,7 @@ func Int64(cmd, field string, v bsoncore.Value) (int64, error) {
 }
 
 // Collection validates the collection name given as the command's first field.
-func Collection(cmd string, v bsoncore.Value) (string, error) {
+func Collection(_ string, v bsoncore.Value) (string, error) {
 	s, ok := v.StringValueOK()
 	if !ok {
 		return "", mongoerr.New(mongoerr.InvalidNamespace,

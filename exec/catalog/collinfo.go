@@ -118,7 +118,7 @@ func Compile(c *store.Collection) (*Coll, error) {
 				ci.Hashed = i
 			}
 		}
-		ci.IDIndexed = !(len(ci.ShardKey) == 1 && ci.ShardKey[0].Path == "_id")
+		ci.IDIndexed = len(ci.ShardKey) != 1 || ci.ShardKey[0].Path != "_id"
 	}
 	var building []*Index
 	for i := range c.Indexes {

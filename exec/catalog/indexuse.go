@@ -20,6 +20,7 @@ type indexUseKey struct {
 	idx  store.IndexID
 }
 
+// IndexUse is one index's counter: the operations whose plan used it, since when.
 type IndexUse struct {
 	Ops   atomic.Int64
 	Since time.Time

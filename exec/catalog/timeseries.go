@@ -105,7 +105,7 @@ var granularityBuckets = map[string][2]int32{
 	"hours":   {86400, 2592000},
 }
 
-// checkFields applies create's rules for timeField and metaField.
+// CheckFields applies create's rules for timeField and metaField.
 func (t *Timeseries) CheckFields(ns string) error {
 	topLevel := func(field string) error {
 		return mongoerr.New(mongoerr.InvalidOptions, "%s: '%s' must be a top-level field and not contain a '.'", ns, field)
@@ -126,7 +126,7 @@ func (t *Timeseries) CheckFields(ns string) error {
 	return nil
 }
 
-// setBuckets checks the bucketing parameters against the granularity and fills in the
+// SetBuckets checks the bucketing parameters against the granularity and fills in the
 // missing ones, as MongoDB 7.0's timeseries::validateAndSetBucketingParameters does.
 func (t *Timeseries) SetBuckets(rounding, maxSpan int32) error {
 	if t.Granularity != "" {

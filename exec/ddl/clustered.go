@@ -3,8 +3,6 @@ package ddl
 import (
 	"github.com/cleavedb/cleave/exec/args"
 
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
@@ -91,12 +89,6 @@ func checkClusteredSpec(key bsoncore.Document, unique bool, version int64, spec 
 		return mongoerr.New(mongoerr.Location5979704, "Invalid clusteredIndex specification %s; cannot create a clusteredIndex with v=%d", bsonx.ShellString(spec), version)
 	}
 	return nil
-}
-
-// clusteredIndexName returns the name of c's clustered index, "" when c is not clustered.
-func clusteredIndexName(c *store.Collection) string {
-	s, _ := catalog.ClusteredOf(c.Options).Lookup("name").StringValueOK()
-	return s
 }
 
 // ClusteredListSpec is the clustered index as listIndexes reports it: the clusteredIndex

@@ -97,18 +97,18 @@ func (x *Runner) Duplicates(ci *catalog.Coll, xi *catalog.Index) (groups []bsonc
 // nextKeyGroup returns the entries of the smallest key among the cursors' current ones
 // (advancing past them), nil when every cursor is done.
 func nextKeyGroup(curs []*indexCursor) []*indexEntry {
-	var min []byte
+	var smallest []byte
 	for _, c := range curs {
-		if c.cur != nil && (min == nil || bytes.Compare(c.cur.key, min) < 0) {
-			min = c.cur.key
+		if c.cur != nil && (smallest == nil || bytes.Compare(c.cur.key, smallest) < 0) {
+			smallest = c.cur.key
 		}
 	}
-	if min == nil {
+	if smallest == nil {
 		return nil
 	}
 	var group []*indexEntry
 	for _, c := range curs {
-		for c.cur != nil && bytes.Equal(c.cur.key, min) {
+		for c.cur != nil && bytes.Equal(c.cur.key, smallest) {
 			group = append(group, c.cur)
 			c.advance()
 		}

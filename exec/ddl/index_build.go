@@ -58,12 +58,12 @@ func (x *Runner) fillShard(ctx context.Context, ci *catalog.Coll, building []*ca
 	if err != nil {
 		return catalog.StoreError(err)
 	}
-	defer snap.Close()
+	defer func() { _ = snap.Close() }()
 	it, err := snap.NewDocIter(ci.Meta.ID, 0, 0)
 	if err != nil {
 		return catalog.StoreError(err)
 	}
-	defer it.Close()
+	defer func() { _ = it.Close() }()
 	var batch []buildDoc
 	for it.Next() {
 		batch = append(batch, buildDoc{

@@ -276,19 +276,20 @@ func IndexSpecDoc(x *store.Index) bsoncore.Document {
 	return d
 }
 
-// indexComparison is how a requested index relates to an existing one, as MongoDB's
+// IndexComparison is how a requested index relates to an existing one, as MongoDB's
 // IndexDescriptor::compareIndexOptions decides it.
-type indexComparison int
+type IndexComparison int
 
+// How a requested index compares with an existing one.
 const (
-	indexDifferent  indexComparison = iota // another key pattern or signature option
+	indexDifferent  IndexComparison = iota // another key pattern or signature option
 	IndexEquivalent                        // same signature, other options differ
-	IndexIdentical
+	IndexIdentical                         // the same index
 )
 
 // CompareIndexes compares a requested index with an existing one. The signature is the key
 // pattern, partialFilterExpression, unique and sparse (collation is always simple here).
-func CompareIndexes(req, old *store.Index) indexComparison {
+func CompareIndexes(req, old *store.Index) IndexComparison {
 	if bsonx.CompareDocuments(req.Key, old.Key) != 0 ||
 		!sameSpecValue(req.Spec, old.Spec, "partialFilterExpression") ||
 		catalog.SpecBool(req.Spec, "unique") != catalog.SpecBool(old.Spec, "unique") ||

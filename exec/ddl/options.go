@@ -188,16 +188,16 @@ func checkCreateKinds(ns string, o CollOptions, given []string) error {
 // checkCappedSize checks size and max against capped, as create does.
 func checkCappedSize(o CollOptions, capped, clustered bool) error {
 	_, size := o["size"]
-	_, max := o["max"]
+	_, maxGiven := o["maxGiven"]
 	switch {
 	case clustered && size:
 		return mongoerr.New(mongoerr.Location6049200, "'size' field for capped collections is not allowed on clustered collections. Did you mean 'capped: true' with 'expireAfterSeconds'?")
-	case clustered && max:
-		return mongoerr.New(mongoerr.Location6049204, "'max' field for capped collections is not allowed on clustered collections. Did you mean 'capped: true' with 'expireAfterSeconds'?")
+	case clustered && maxGiven:
+		return mongoerr.New(mongoerr.Location6049204, "'maxGiven' field for capped collections is not allowed on clustered collections. Did you mean 'capped: true' with 'expireAfterSeconds'?")
 	case !clustered && capped && !size:
 		return mongoerr.New(mongoerr.InvalidOptions, "the 'size' field is required when 'capped' is true")
-	case !clustered && !capped && (size || max):
-		return mongoerr.New(mongoerr.InvalidOptions, "the 'capped' field needs to be true when either the 'size' or 'max' fields are present")
+	case !clustered && !capped && (size || maxGiven):
+		return mongoerr.New(mongoerr.InvalidOptions, "the 'capped' field needs to be true when either the 'size' or 'maxGiven' fields are present")
 	}
 	return nil
 }

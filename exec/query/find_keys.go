@@ -193,8 +193,8 @@ func (s *recordIDStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	if d == nil || err != nil {
 		return d, err
 	}
-	out := append(s.buf[:0], d[:len(d)-1]...)
-	out = bsoncore.AppendInt64Element(out, "$recordId", s.tap.last)
+	s.buf = append(s.buf[:0], d[:len(d)-1]...)
+	out := bsoncore.AppendInt64Element(s.buf, "$recordId", s.tap.last)
 	out = append(out, 0)
 	bsoncore.UpdateLength(out, 0, int32(len(out)))
 	s.buf = out

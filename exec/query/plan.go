@@ -17,6 +17,7 @@ import (
 // Kind is the access path of a query on each shard.
 type Kind uint8
 
+// The access paths.
 const (
 	PlanScan  Kind = iota // read every document of the targeted partitions (COLLSCAN)
 	PlanIDs               // point reads by _id (IDHACK)

@@ -222,7 +222,7 @@ func chunkBound(fields []bsonx.IndexField, h uint64, end, isMax bool) bsoncore.D
 	return b.Build()
 }
 
-// shardName is the name of shard i in config.shards, explain and partitionStats.
+// Name is the name of shard i in config.shards, explain and partitionStats.
 func Name(i int) string { return "shard-" + strconv.Itoa(i) }
 
 // clusterID is config.version's clusterId.

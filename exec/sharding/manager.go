@@ -20,8 +20,8 @@ import (
 // are logged and kept for partitionStats. It also deletes the source ranges of finished
 // moves once their grace period is over.
 
-// startPartitionManager repairs what a crash may have left (interrupted conversions,
-// data of moves that did not finish) and starts the manager loop; it stops with e.stop.
+// Start repairs what a crash may have left (interrupted conversions, data of moves that
+// did not finish) and starts the manager loop, which writes through w; Close stops it.
 func (m *Manager) Start(w *write.Path) {
 	m.write = w
 	m.repairAtStart() // before the server accepts connections: nothing runs concurrently

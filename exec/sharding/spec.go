@@ -6,7 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// shardSpec is a parsed shardCollection request.
+// Spec is a parsed shardCollection request.
 type Spec struct {
 	DB, Coll         string
 	Key              bsoncore.Document

@@ -68,7 +68,7 @@ type retiredRange struct {
 	due    time.Time
 }
 
-// ShardingOptions configures the partition manager.
+// Options configures the partition manager.
 type Options struct {
 	// Partitioning is the split, move and metering policy (zero fields get Cosmos DB's
 	// defaults).
@@ -83,8 +83,7 @@ type Options struct {
 	Version string
 }
 
-// newShardState returns the partition manager of cat's sharded collections. Start starts
-// it.
+// New returns the partition manager of cat's sharded collections; Start starts it.
 func New(cat *catalog.Catalog, log *zap.Logger, opts Options) *Manager {
 	po := opts.Partitioning
 	po.EnsureDefaults()
@@ -232,7 +231,11 @@ func (m *Manager) ReadMeters(ci *catalog.Coll) *shard.Meters {
 // conversions of filled collections and manager rounds.
 func (m *Manager) AppendStatus(dst []byte, key string) []byte {
 	idx, out := bsoncore.AppendDocumentElementStart(dst, key)
-	out = bsoncore.AppendInt32Element(out, "shards", int32(len(m.cat.Shards())))
+	shards := 0
+	if m != nil {
+		shards = len(m.cat.Shards())
+	}
+	out = bsoncore.AppendInt32Element(out, "shards", int32(shards))
 	if m != nil {
 		out = bsoncore.AppendInt64Element(out, "splits", m.splits.Load())
 		out = bsoncore.AppendInt64Element(out, "moves", m.moves.Load())

@@ -64,6 +64,7 @@ type Result struct {
 // CandState is where a candidate document stands after an attempt to write it.
 type CandState uint8
 
+// Where a candidate stands.
 const (
 	candPending CandState = iota // not attempted yet, or failed
 	CandDone                     // written, or matched and left unchanged

@@ -3,9 +3,9 @@ package write
 import (
 	"strings"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -48,7 +48,7 @@ func PrepareInsert(doc bsoncore.Document) (bsoncore.Document, error) {
 	}
 	idx, out := bsoncore.AppendDocumentStart(make([]byte, 0, len(doc)+17))
 	if idPos < 0 {
-		out = bsoncore.AppendObjectIDElement(out, "_id", bson.NewObjectID())
+		out = bsoncore.AppendObjectIDElement(out, "_id", bsonx.NewObjectID())
 	} else {
 		out = append(out, elems[idPos]...)
 	}

@@ -252,7 +252,7 @@ func (wr *Writer) markStaged(s int, xi *catalog.Index, key, id []byte) {
 
 // checkUnique fails with E11000 when a key w.new takes in unique index xi is held by
 // another document, in the store or among the writes staged before.
-func (wr *Writer) checkUnique(xi *catalog.Index, s int, hash uint64, w *DocWrite) error {
+func (wr *Writer) checkUnique(xi *catalog.Index, s int, _ uint64, w *DocWrite) error {
 	if xi.PrepareUnique { // collMod's prepareUnique keeps the duplicates it has (collmod_unique.go)
 		return wr.checkNewKeys(xi, s, w)
 	}
