@@ -16,14 +16,15 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// explainAggregate describes the pipeline in mongos' shape. When the read targets more
-// than one shard the pipeline is split: splitPipeline.shardsPart runs on each shard (the
-// folded $match/$sort/$skip/$limit read and a partial $group), mergerPart here, starting
-// with the $mergeCursors that merges the shards' streams (sorted when the read sorts).
-// shards.<name> shows each shard's part: host and stages, the first a $cursor with the
-// shard's plan and the partitions (hash ranges) it reads. A read of a single shard is not
-// split: that shard's stages are the whole pipeline. Verbosities above queryPlanner run the
-// pipeline and add each shard's executionStats (documents and keys examined, request units).
+// explainAggregate describes the pipeline in mongos' shape, from the pipeline's SplitPlan
+// (the one execution follows). When the read targets more than one shard the pipeline is
+// split: splitPipeline.shardsPart runs on each shard (the folded $match/$sort/$skip/$limit
+// read and a partial $group), mergerPart here, starting with the $mergeCursors that merges
+// the shards' streams (sorted when the read sorts). shards.<name> shows each shard's part:
+// host and stages, the first a $cursor with the shard's plan and the partitions (hash
+// ranges) it reads. A read of a single shard is not split: that shard's stages are the
+// whole pipeline. Verbosities above queryPlanner run the pipeline and add each shard's
+// executionStats (documents and keys examined, request units).
 func (e *Executor) explainAggregate(ctx context.Context, r *request, p *agg.Pipeline, ci *catalog.Coll, ns string) error {
 	verbosity := r.explain
 	if verbosity == "" {
@@ -43,65 +44,28 @@ func (e *Executor) explainAggregate(ctx context.Context, r *request, p *agg.Pipe
 	if err != nil {
 		return err
 	}
-	var nReturned int64
-	var elapsed time.Duration
+	stream.Close() // the plan is for show; a run below opens its own
+	var run aggRun
 	if verbosity != "queryPlanner" {
-		// Run the whole pipeline for its statistics; the folded read's shard streams are the
-		// ones explained (a fresh open, as the plan above was only for show).
-		stream.Close()
-		start := time.Now()
-		s, _, ss, err := p.OpenColl(ci)
-		if err != nil {
+		if run, err = runForStats(ctx, p, ci); err != nil {
 			return err
 		}
-		for {
-			d, err := s.Next(ctx)
-			if err != nil {
-				s.Close()
-				return err
-			}
-			if d == nil {
-				break
-			}
-			nReturned++
-		}
-		s.Close()
-		elapsed, shards = time.Since(start), ss
-	} else {
-		stream.Close()
+		shards = run.shards
 	}
-	rest := p.Stages[src.Rest:]
-	var shardGroup, mergeGroup bsoncore.Document
-	if g := p.PerShardGroup(src, len(shards)); g != nil {
-		shardGroup, mergeGroup = g.Spec(), doingMerge(g.Spec())
-		rest = rest[1:]
-	}
-	split := len(shards) > 1
-	if split {
-		sidx, o := bsoncore.AppendDocumentElementStart(out, "splitPipeline")
-		aidx, a := bsoncore.AppendArrayElementStart(o, "shardsPart")
-		n := 0
-		for _, d := range p.Raw[:src.Rest] {
-			a = bsoncore.AppendDocumentElement(a, bsonx.ArrayKey(n), d)
-			n++
-		}
-		if shardGroup != nil {
-			a = bsoncore.AppendDocumentElement(a, bsonx.ArrayKey(n), shardGroup)
-		}
-		o, _ = bsoncore.AppendArrayEnd(a, aidx)
-		o = appendMergerPart(o, src.Query, ns, mergeGroup, rest)
-		out, _ = bsoncore.AppendDocumentEnd(o, sidx)
+	sp := p.Split(src, len(shards))
+	if sp.Split {
+		out = appendSplitPipeline(out, p, sp, ns)
 	}
 	hidx, o := bsoncore.AppendDocumentElementStart(out, "shards")
 	for _, s := range shards {
-		o = e.appendShardPart(o, s, src.Query, pl, ns, verbosity, shardGroup, split, rest)
+		o = e.appendShardPart(o, s, pl, ns, verbosity, p, sp)
 	}
 	out, _ = bsoncore.AppendDocumentEnd(o, hidx)
 	mergeType := "mongos"
 	switch {
-	case !split && ci.ShardKey == nil:
+	case !sp.Split && ci.ShardKey == nil:
 		mergeType = "primaryShard"
-	case !split:
+	case !sp.Split:
 		mergeType = "anyShard"
 	}
 	out = bsoncore.AppendStringElement(out, "mergeType", mergeType)
@@ -111,22 +75,76 @@ func (e *Executor) explainAggregate(ctx context.Context, r *request, p *agg.Pipe
 	q = e.appendWinningPlan(q, src.Query, pl, shards, ns)
 	out, _ = bsoncore.AppendDocumentEnd(q, qidx)
 	if verbosity != "queryPlanner" {
-		xidx, x := bsoncore.AppendDocumentElementStart(out, "executionStats")
-		var docs, keys int64
-		for _, s := range shards {
-			docs += s.Stats.DocsExamined
-			keys += s.Stats.KeysExamined
-			r.charge += s.Stats.Charge()
-		}
-		x = bsoncore.AppendInt64Element(x, "nReturned", nReturned)
-		x = bsoncore.AppendInt64Element(x, "executionTimeMillis", elapsed.Milliseconds())
-		x = bsoncore.AppendInt64Element(x, "totalKeysExamined", keys)
-		x = bsoncore.AppendInt64Element(x, "totalDocsExamined", docs)
-		x = bsoncore.AppendDoubleElement(x, "requestCharge", r.charge)
-		out, _ = bsoncore.AppendDocumentEnd(x, xidx)
+		out = appendAggExecutionStats(out, r, &run)
 	}
 	r.out = appendExplainCommand(out, r)
 	return nil
+}
+
+// aggRun is what running a pipeline for explain's statistics measured.
+type aggRun struct {
+	nReturned int64
+	elapsed   time.Duration
+	shards    []*query.ShardStream
+}
+
+// runForStats runs the whole pipeline over ci and counts its documents; its read's shard
+// streams are the ones explained.
+func runForStats(ctx context.Context, p *agg.Pipeline, ci *catalog.Coll) (aggRun, error) {
+	start := time.Now()
+	s, _, shards, err := p.OpenColl(ci)
+	if err != nil {
+		return aggRun{}, err
+	}
+	defer s.Close()
+	run := aggRun{shards: shards}
+	for {
+		d, err := s.Next(ctx)
+		if err != nil {
+			return aggRun{}, err
+		}
+		if d == nil {
+			break
+		}
+		run.nReturned++
+	}
+	run.elapsed = time.Since(start)
+	return run, nil
+}
+
+// appendSplitPipeline appends splitPipeline: the shards' part and the merger's part.
+func appendSplitPipeline(out []byte, p *agg.Pipeline, sp *agg.SplitPlan, ns string) []byte {
+	sidx, o := bsoncore.AppendDocumentElementStart(out, "splitPipeline")
+	aidx, a := bsoncore.AppendArrayElementStart(o, "shardsPart")
+	for i, d := range sp.ShardsPart(p) {
+		a = bsoncore.AppendDocumentElement(a, bsonx.ArrayKey(i), d)
+	}
+	o, _ = bsoncore.AppendArrayEnd(a, aidx)
+	var mergeGroup bsoncore.Document
+	if sp.Group != nil {
+		mergeGroup = doingMerge(sp.Group.Spec())
+	}
+	o = appendMergerPart(o, sp.Source.Query, ns, mergeGroup, sp.Merger(p))
+	out, _ = bsoncore.AppendDocumentEnd(o, sidx)
+	return out
+}
+
+// appendAggExecutionStats appends executionStats of a run, charging its reads to r.
+func appendAggExecutionStats(out []byte, r *request, run *aggRun) []byte {
+	xidx, x := bsoncore.AppendDocumentElementStart(out, "executionStats")
+	var docs, keys int64
+	for _, s := range run.shards {
+		docs += s.Stats.DocsExamined
+		keys += s.Stats.KeysExamined
+		r.charge += s.Stats.Charge()
+	}
+	x = bsoncore.AppendInt64Element(x, "nReturned", run.nReturned)
+	x = bsoncore.AppendInt64Element(x, "executionTimeMillis", run.elapsed.Milliseconds())
+	x = bsoncore.AppendInt64Element(x, "totalKeysExamined", keys)
+	x = bsoncore.AppendInt64Element(x, "totalDocsExamined", docs)
+	x = bsoncore.AppendDoubleElement(x, "requestCharge", r.charge)
+	out, _ = bsoncore.AppendDocumentEnd(x, xidx)
+	return out
 }
 
 // appendMergerPart appends mergerPart: $mergeCursors, the skip and limit applied after the
@@ -167,19 +185,20 @@ func appendMergerPart(out []byte, q *query.Query, ns string, mergeGroup bsoncore
 // appendShardPart appends shards.<name>: the shard's host and its stages, a $cursor (the
 // shard's plan and partitions, and its statistics when the pipeline ran) followed by the
 // partial $group, or by the rest of the pipeline when the pipeline is not split.
-func (e *Executor) appendShardPart(out []byte, s *query.ShardStream, q *query.Query, pl *query.Plan, ns, verbosity string,
-	shardGroup bsoncore.Document, split bool, rest []agg.Stage) []byte {
+func (e *Executor) appendShardPart(out []byte, s *query.ShardStream, pl *query.Plan, ns, verbosity string,
+	p *agg.Pipeline, sp *agg.SplitPlan) []byte {
+	q := sp.Source.Query
 	name := sharding.Name(s.Shard)
 	sidx, o := bsoncore.AppendDocumentElementStart(out, name)
 	o = bsoncore.AppendStringElement(o, "host", name+"/"+e.listenAddr())
 	aidx, a := bsoncore.AppendArrayElementStart(o, "stages")
 	cidx, c := bsoncore.AppendDocumentElementStart(a, "0")
 	kidx, k := bsoncore.AppendDocumentElementStart(c, "$cursor")
-	pidx, p := bsoncore.AppendDocumentElementStart(k, "queryPlanner")
-	p = bsoncore.AppendStringElement(p, "namespace", ns)
-	p = appendPartitions(p, s)
-	p = appendShardPlan(p, q, pl)
-	k, _ = bsoncore.AppendDocumentEnd(p, pidx)
+	pidx, qp := bsoncore.AppendDocumentElementStart(k, "queryPlanner")
+	qp = bsoncore.AppendStringElement(qp, "namespace", ns)
+	qp = appendPartitions(qp, s)
+	qp = appendShardPlan(qp, q, pl)
+	k, _ = bsoncore.AppendDocumentEnd(qp, pidx)
 	if verbosity != "queryPlanner" {
 		xidx, x := bsoncore.AppendDocumentElementStart(k, "executionStats")
 		x = bsoncore.AppendInt64Element(x, "nReturned", s.Stats.Returned)
@@ -191,10 +210,10 @@ func (e *Executor) appendShardPart(out []byte, s *query.ShardStream, q *query.Qu
 	c, _ = bsoncore.AppendDocumentEnd(k, kidx)
 	a, _ = bsoncore.AppendDocumentEnd(c, cidx)
 	switch {
-	case shardGroup != nil:
-		a = bsoncore.AppendDocumentElement(a, "1", shardGroup)
-	case !split:
-		for i, st := range rest {
+	case sp.Group != nil:
+		a = bsoncore.AppendDocumentElement(a, "1", sp.Group.Spec())
+	case !sp.Split:
+		for i, st := range sp.Merger(p) {
 			a = bsoncore.AppendDocumentElement(a, bsonx.ArrayKey(i+1), st.Spec())
 		}
 	}

@@ -190,28 +190,59 @@ func (e *Executor) moveChunk(_ context.Context, r *request) error {
 // customAction runs Azure Cosmos DB's extension commands: CreateCollection,
 // UpdateCollection, GetCollection, CreateDatabase, UpdateDatabase, GetDatabase.
 func (e *Executor) customAction(_ context.Context, r *request) error {
-	const cmd = "customAction"
-	first, _ := bsonx.FirstElement(r.body)
-	action, err := args.String(cmd, cmd, first.Value())
+	a, err := parseCustomAction(r.body)
 	if err != nil {
 		return err
 	}
-	var coll, key string
-	var throughput int64
-	err = args.ForEach(cmd, r.body, func(k string, v bsoncore.Value) (bool, error) {
+	switch a.action {
+	case "CreateCollection":
+		return e.cosmosCreateCollection(r, a.coll, a.key, a.throughput)
+	case "UpdateCollection":
+		_, err := e.st.Catalog.UpdateCollection(r.db, a.coll, func(c *store.Collection) error {
+			c.Throughput = a.throughput
+			return nil
+		})
+		return catalog.ChangeError(err, r.db, a.coll)
+	case "GetCollection":
+		return e.cosmosGetCollection(r, a.coll)
+	case "CreateDatabase", "UpdateDatabase":
+		return e.cosmosSetDatabase(r, a.action == "CreateDatabase", a.throughput)
+	case "GetDatabase":
+		return e.cosmosGetDatabase(r)
+	}
+	return mongoerr.New(mongoerr.CommandNotFound, "no such customAction: '%s'", a.action)
+}
+
+// customActionArgs are the parsed arguments of a customAction command.
+type customActionArgs struct {
+	action, coll, key string
+	throughput        int64
+}
+
+// parseCustomAction parses {customAction: action, collection, shardKey, offerThroughput,
+// autoScaleSettings: {maxThroughput}}.
+func parseCustomAction(body bsoncore.Document) (*customActionArgs, error) {
+	const cmd = "customAction"
+	first, _ := bsonx.FirstElement(body)
+	action, err := args.String(cmd, cmd, first.Value())
+	if err != nil {
+		return nil, err
+	}
+	a := &customActionArgs{action: action}
+	err = args.ForEach(cmd, body, func(k string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch k {
 		case "collection":
-			coll, err = args.String(cmd, k, v)
+			a.coll, err = args.String(cmd, k, v)
 		case "shardKey":
-			key, err = args.String(cmd, k, v)
+			a.key, err = args.String(cmd, k, v)
 		case "offerThroughput":
-			throughput, err = args.Int64(cmd, k, v)
+			a.throughput, err = args.Int64(cmd, k, v)
 		case "autoScaleSettings":
 			var d bsoncore.Document
 			if d, err = args.Doc(cmd, k, v); err == nil {
 				if n, ok := bsonx.NumberAsInt64(d.Lookup("maxThroughput")); ok {
-					throughput = n
+					a.throughput = n
 				}
 			}
 		default:
@@ -220,71 +251,68 @@ func (e *Executor) customAction(_ context.Context, r *request) error {
 		return true, err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if throughput < 0 {
-		return mongoerr.New(mongoerr.BadValue, "offerThroughput must not be negative")
+	if a.throughput < 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "offerThroughput must not be negative")
 	}
-	needColl := strings.HasSuffix(action, "Collection")
-	if needColl && coll == "" {
-		return args.Missing(cmd, "collection")
+	if strings.HasSuffix(action, "Collection") && a.coll == "" {
+		return nil, args.Missing(cmd, "collection")
 	}
-	switch action {
-	case "CreateCollection":
-		return e.cosmosCreateCollection(r, coll, key, throughput)
-	case "UpdateCollection":
-		_, err := e.st.Catalog.UpdateCollection(r.db, coll, func(c *store.Collection) error {
-			c.Throughput = throughput
-			return nil
-		})
-		return catalog.ChangeError(err, r.db, coll)
-	case "GetCollection":
-		c := e.st.Catalog.State().Collection(r.db, coll)
-		if c == nil {
-			return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.db, coll)
-		}
-		out := bsoncore.AppendStringElement(r.out, "_t", "GetCollectionResponse")
-		out = bsoncore.AppendStringElement(out, "collectionName", coll)
-		out = bsoncore.AppendInt64Element(out, "provisionedThroughput", c.Throughput)
-		if c.ShardKey != nil {
-			out = bsoncore.AppendDocumentElement(out, "shardKeyDefinition", c.ShardKey)
-		}
-		out = bsoncore.AppendInt32Element(out, "numPartitions", int32(len(c.Partitions)))
-		r.out = out
-	case "CreateDatabase", "UpdateDatabase":
-		opts := bsoncore.NewDocumentBuilder().AppendInt64("throughput", throughput).Build()
-		if action == "CreateDatabase" {
-			if err := e.st.Catalog.CreateDatabase(r.db, opts); err != nil {
-				if errors.Is(err, store.ErrExists) {
-					return mongoerr.New(mongoerr.NamespaceExists, "Database %s already exists.", r.db)
-				}
-				return catalog.StoreError(err)
+	return a, nil
+}
+
+// cosmosGetCollection answers customAction GetCollection.
+func (e *Executor) cosmosGetCollection(r *request, coll string) error {
+	c := e.st.Catalog.State().Collection(r.db, coll)
+	if c == nil {
+		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.db, coll)
+	}
+	out := bsoncore.AppendStringElement(r.out, "_t", "GetCollectionResponse")
+	out = bsoncore.AppendStringElement(out, "collectionName", coll)
+	out = bsoncore.AppendInt64Element(out, "provisionedThroughput", c.Throughput)
+	if c.ShardKey != nil {
+		out = bsoncore.AppendDocumentElement(out, "shardKeyDefinition", c.ShardKey)
+	}
+	r.out = bsoncore.AppendInt32Element(out, "numPartitions", int32(len(c.Partitions)))
+	return nil
+}
+
+// cosmosSetDatabase answers customAction CreateDatabase (create) and UpdateDatabase.
+func (e *Executor) cosmosSetDatabase(r *request, create bool, throughput int64) error {
+	opts := bsoncore.NewDocumentBuilder().AppendInt64("throughput", throughput).Build()
+	if create {
+		if err := e.st.Catalog.CreateDatabase(r.db, opts); err != nil {
+			if errors.Is(err, store.ErrExists) {
+				return mongoerr.New(mongoerr.NamespaceExists, "Database %s already exists.", r.db)
 			}
-			return nil
+			return catalog.StoreError(err)
 		}
-		_, err := e.st.Catalog.UpdateDatabase(r.db, func(d *store.Database) error {
-			d.Options = opts
-			return nil
-		})
-		if errors.Is(err, store.ErrNotFound) {
-			return mongoerr.New(mongoerr.NamespaceNotFound, "database %s not found", r.db)
-		}
-		return catalog.StoreError(err)
-	case "GetDatabase":
-		d := e.st.Catalog.State().Database(r.db)
-		if d == nil {
-			return mongoerr.New(mongoerr.NamespaceNotFound, "database %s not found", r.db)
-		}
-		var t int64
-		if d.Options != nil {
-			t, _ = bsonx.NumberAsInt64(d.Options.Lookup("throughput"))
-		}
-		out := bsoncore.AppendStringElement(r.out, "_t", "GetDatabaseResponse")
-		out = bsoncore.AppendStringElement(out, "databaseName", r.db)
-		r.out = bsoncore.AppendInt64Element(out, "provisionedThroughput", t)
-	default:
-		return mongoerr.New(mongoerr.CommandNotFound, "no such customAction: '%s'", action)
+		return nil
 	}
+	_, err := e.st.Catalog.UpdateDatabase(r.db, func(d *store.Database) error {
+		d.Options = opts
+		return nil
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return mongoerr.New(mongoerr.NamespaceNotFound, "database %s not found", r.db)
+	}
+	return catalog.StoreError(err)
+}
+
+// cosmosGetDatabase answers customAction GetDatabase.
+func (e *Executor) cosmosGetDatabase(r *request) error {
+	d := e.st.Catalog.State().Database(r.db)
+	if d == nil {
+		return mongoerr.New(mongoerr.NamespaceNotFound, "database %s not found", r.db)
+	}
+	var t int64
+	if d.Options != nil {
+		t, _ = bsonx.NumberAsInt64(d.Options.Lookup("throughput"))
+	}
+	out := bsoncore.AppendStringElement(r.out, "_t", "GetDatabaseResponse")
+	out = bsoncore.AppendStringElement(out, "databaseName", r.db)
+	r.out = bsoncore.AppendInt64Element(out, "provisionedThroughput", t)
 	return nil
 }
 

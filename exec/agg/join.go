@@ -44,72 +44,20 @@ func parseLookupStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "the $lookup specification must be an Object, but found %s", bsonx.TypeName(arg.Type))
 	}
 	s := &lookupStage{env: env, raw: arg}
-	var local, as string
-	var let bsoncore.Document
-	hasForeign := false
-	elems, _ := d.Elements()
-	for _, el := range elems {
-		v := el.Value()
-		k := el.Key()
-		var err error
-		switch k {
-		case "from":
-			s.from, err = lookupString(k, v)
-			if dd, ok := v.DocumentOK(); ok {
-				db, _ := dd.Lookup("db").StringValueOK()
-				coll, _ := dd.Lookup("coll").StringValueOK()
-				if db != env.DB || coll == "" {
-					return nil, mongoerr.New(mongoerr.NotImplemented, "$lookup from another database is not supported by cleave")
-				}
-				s.from, err = coll, nil
-			}
-		case "localField":
-			local, err = lookupString(k, v)
-		case "foreignField":
-			s.foreignField, err = lookupString(k, v)
-			hasForeign = true
-		case "as":
-			as, err = lookupString(k, v)
-		case "let":
-			if let, ok = v.DocumentOK(); !ok {
-				err = mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'let' must be an object, is type %s", bsonx.TypeName(v.Type))
-			}
-		case "pipeline":
-			if s.pipeline, ok = v.ArrayOK(); !ok {
-				err = mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'pipeline' must be an array, is type %s", bsonx.TypeName(v.Type))
-			}
-		default:
-			err = mongoerr.New(mongoerr.FailedToParse, "unknown argument to $lookup: %s", k)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if as == "" {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "must specify 'as' field for a $lookup")
-	}
-	var err error
-	if s.as, err = SplitFieldPath(as); err != nil {
+	a, err := s.parseFields(d)
+	if err != nil {
 		return nil, err
 	}
-	if (local != "") != hasForeign {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup requires both or neither of 'localField' and 'foreignField' to be specified")
+	if a.as == "" {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "must specify 'as' field for a $lookup")
 	}
-	if local == "" && s.pipeline == nil {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified")
+	if s.as, err = SplitFieldPath(a.as); err != nil {
+		return nil, err
 	}
-	if local != "" {
-		if _, err := SplitFieldPath(local); err != nil {
-			return nil, err
-		}
-		if _, err := SplitFieldPath(s.foreignField); err != nil {
-			return nil, err
-		}
-		if s.localField, err = env.CompileExpr(bsonx.StringValue("$" + local)); err != nil {
-			return nil, err
-		}
+	if err := s.checkJoinFields(a.local, a.hasForeign); err != nil {
+		return nil, err
 	}
-	if err := s.parseLet(let); err != nil {
+	if err := s.parseLet(a.let); err != nil {
 		return nil, err
 	}
 	if s.from == "" && !startsWithDocuments(s.pipeline) {
@@ -125,6 +73,82 @@ func parseLookupStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 		s.sub = sub
 	}
 	return s, nil
+}
+
+// lookupFields are the $lookup arguments parseFields does not store in the stage itself.
+type lookupFields struct {
+	local, as  string
+	let        bsoncore.Document
+	hasForeign bool
+}
+
+// parseFields reads the fields of a $lookup specification: from, foreignField and pipeline
+// into s, the others into the result.
+func (s *lookupStage) parseFields(d bsoncore.Document) (*lookupFields, error) {
+	a := &lookupFields{}
+	elems, _ := d.Elements()
+	for _, el := range elems {
+		v := el.Value()
+		k := el.Key()
+		var err error
+		ok := true
+		switch k {
+		case "from":
+			s.from, err = lookupString(k, v)
+			if dd, isDoc := v.DocumentOK(); isDoc {
+				db, _ := dd.Lookup("db").StringValueOK()
+				coll, _ := dd.Lookup("coll").StringValueOK()
+				if db != s.env.DB || coll == "" {
+					return nil, mongoerr.New(mongoerr.NotImplemented, "$lookup from another database is not supported by cleave")
+				}
+				s.from, err = coll, nil
+			}
+		case "localField":
+			a.local, err = lookupString(k, v)
+		case "foreignField":
+			s.foreignField, err = lookupString(k, v)
+			a.hasForeign = true
+		case "as":
+			a.as, err = lookupString(k, v)
+		case "let":
+			if a.let, ok = v.DocumentOK(); !ok {
+				err = mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'let' must be an object, is type %s", bsonx.TypeName(v.Type))
+			}
+		case "pipeline":
+			if s.pipeline, ok = v.ArrayOK(); !ok {
+				err = mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'pipeline' must be an array, is type %s", bsonx.TypeName(v.Type))
+			}
+		default:
+			err = mongoerr.New(mongoerr.FailedToParse, "unknown argument to $lookup: %s", k)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// checkJoinFields checks localField and foreignField (both or neither, or a pipeline) and
+// compiles the local field's path.
+func (s *lookupStage) checkJoinFields(local string, hasForeign bool) error {
+	if (local != "") != hasForeign {
+		return mongoerr.New(mongoerr.FailedToParse, "$lookup requires both or neither of 'localField' and 'foreignField' to be specified")
+	}
+	if local == "" && s.pipeline == nil {
+		return mongoerr.New(mongoerr.FailedToParse, "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified")
+	}
+	if local == "" {
+		return nil
+	}
+	if _, err := SplitFieldPath(local); err != nil {
+		return err
+	}
+	if _, err := SplitFieldPath(s.foreignField); err != nil {
+		return err
+	}
+	var err error
+	s.localField, err = s.env.CompileExpr(bsonx.StringValue("$" + local))
+	return err
 }
 
 // lookupString returns a string argument of $lookup.

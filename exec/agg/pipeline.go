@@ -305,7 +305,8 @@ func (env *Env) CompileExpr(v bsoncore.Value) (*expr.Expr, error) {
 }
 
 // OpenColl runs the pipeline over collection ci (nil: a collection that does not exist,
-// which reads as empty). The returned shard streams report what the read cost.
+// which reads as empty), split as Split plans it. The returned shard streams report what
+// the read cost.
 func (p *Pipeline) OpenColl(ci *catalog.Coll) (stream.Stream, *Source, []*query.ShardStream, error) {
 	if p.ReadsNoCollection() {
 		out, err := p.OpenOver(stream.Empty{}, 0)
@@ -323,48 +324,83 @@ func (p *Pipeline) OpenColl(ci *catalog.Coll) (stream.Stream, *Source, []*query.
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var in stream.Stream = stream.Empty{}
-	var shards []*query.ShardStream
-	rest := src.Rest
-	if ci != nil {
-		var s stream.Stream
-		// A per-shard $group consumes each shard in its own goroutine: no reader runs ahead.
-		src.Query.PerShardConsumer = p.PerShardGroup(src, 2) != nil
-		s, _, shards, err = p.Env.Query.Open(src.Query)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		in = s
-		if src.Query.Limit > 0 {
-			in = &stream.Limit{In: in, N: src.Query.Limit}
-		}
-		if g := p.PerShardGroup(src, len(shards)); g != nil {
-			// The $group runs once per shard, concurrently, and the partial groups are
-			// merged here (mongos' split pipeline).
-			ins := make([]stream.Stream, len(shards))
-			for i, ss := range shards {
-				ins[i] = ss
-			}
-			in = g.openPerShard(ins, s)
-			rest++
-		}
+	if ci == nil {
+		out, err := p.OpenOver(stream.Empty{}, src.Rest)
+		return out, src, nil, err
 	}
-	out, err := p.OpenOver(in, rest)
+	// A per-shard $group consumes each shard in its own goroutine: no reader runs ahead.
+	src.Query.PerShardConsumer = p.Split(src, 2).Group != nil
+	s, _, shards, err := p.Env.Query.Open(src.Query)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	in := s
+	if src.Query.Limit > 0 {
+		in = &stream.Limit{In: in, N: src.Query.Limit}
+	}
+	sp := p.Split(src, len(shards))
+	if sp.Group != nil {
+		// The $group runs once per shard, concurrently, and the partial groups are merged
+		// here (mongos' split pipeline).
+		ins := make([]stream.Stream, len(shards))
+		for i, ss := range shards {
+			ins[i] = ss
+		}
+		in = sp.Group.openPerShard(ins, s)
+	}
+	out, err := p.OpenOver(in, sp.MergerFrom)
 	return out, src, shards, err
 }
 
-// PerShardGroup returns the $group that follows the folded read when it can run per shard:
-// more than one shard is read and the read neither sorts nor windows its result.
-func (p *Pipeline) PerShardGroup(src *Source, nshards int) *GroupStage {
-	if nshards < 2 || src.Rest >= len(p.Stages) || len(src.Query.Sort) > 0 || src.Query.Skip > 0 || src.Query.Limit > 0 {
-		return nil
-	}
-	g, ok := p.Stages[src.Rest].(*GroupStage)
-	if !ok || !g.partialGroup() {
-		return nil
-	}
-	return g
+// SplitPlan is how a pipeline over a collection runs across shards (MongoDB's
+// distributedPlanLogic), computed once by Split and read by both execution (OpenColl) and
+// explain (splitPipeline's shardsPart and mergerPart).
+type SplitPlan struct {
+	// Source is the read folded from the leading $match, $sort, $skip and $limit.
+	Source *Source
+	// Split reports that the read targets more than one shard, so the pipeline runs in two
+	// parts: ShardsPart on each shard, the rest after the merge of their streams.
+	Split bool
+	// Group is the $group that runs on each shard, its partial groups merged after; nil
+	// when none can (one shard, a sorted or limited read, an order-sensitive accumulator).
+	Group *GroupStage
+	// MergerFrom is the index in the pipeline of the first stage run after the merge.
+	MergerFrom int
 }
+
+// Split plans the pipeline's read of src over nshards shards.
+func (p *Pipeline) Split(src *Source, nshards int) *SplitPlan {
+	sp := &SplitPlan{Source: src, Split: nshards > 1, MergerFrom: src.Rest}
+	q := src.Query
+	if nshards < 2 || src.Rest >= len(p.Stages) || len(q.Sort) > 0 || q.Skip > 0 || q.Limit > 0 {
+		return sp
+	}
+	if g, ok := p.Stages[src.Rest].(*GroupStage); ok && g.partialGroup() {
+		sp.Group = g
+		sp.MergerFrom++
+	}
+	return sp
+}
+
+// ShardsPart returns the stages each shard runs, as explain shows them: the folded ones and
+// the partial $group.
+func (sp *SplitPlan) ShardsPart(p *Pipeline) []bsoncore.Document {
+	out := make([]bsoncore.Document, 0, sp.MergerFrom)
+	for i, s := range p.Stages[:sp.Source.Rest] {
+		if i < len(p.Raw) {
+			out = append(out, p.Raw[i]) // as the client wrote it
+		} else {
+			out = append(out, s.Spec())
+		}
+	}
+	if sp.Group != nil {
+		out = append(out, sp.Group.Spec())
+	}
+	return out
+}
+
+// Merger returns the stages that run after the merge (after the merging $group).
+func (sp *SplitPlan) Merger(p *Pipeline) []Stage { return p.Stages[sp.MergerFrom:] }
 
 // runSub runs a sub-pipeline over collection coll of the same database and returns its
 // documents, copied, charging the read to env. Memory is bounded by maxBytes.

@@ -64,21 +64,7 @@ func (m *Manager) MovePartition(db, name string, id uint64, to int, reason strin
 		return nil
 	}
 	lo, hi := ci.Map.Range(i)
-	st := m
-	copying := retiredRange{coll: c.ID, shard: to, lo: lo, hi: hi}
-	st.mu.Lock()
-	st.mu.copying = append(st.mu.copying, copying)
-	st.mu.Unlock()
-	defer func() {
-		st.mu.Lock()
-		for k, r := range st.mu.copying {
-			if r == copying {
-				st.mu.copying = append(st.mu.copying[:k], st.mu.copying[k+1:]...)
-				break
-			}
-		}
-		st.mu.Unlock()
-	}()
+	defer m.markCopying(retiredRange{coll: c.ID, shard: to, lo: lo, hi: hi})()
 	copied := 0
 	for pass := 0; pass < 3; pass++ {
 		n, err := m.syncRange(ci, from, to, lo, hi)
@@ -90,43 +76,71 @@ func (m *Manager) MovePartition(db, name string, id uint64, to int, reason strin
 			break
 		}
 	}
-	unlock := m.cat.Locks().LockMany(catalog.AllStripes)
-	ci = m.cat.Refresh(ci)
-	if ci.Map.Index(id) < 0 || ci.Map.Partition(ci.Map.Index(id)).Shard != from {
-		unlock()
-		return shard.ErrStaleAction
-	}
-	// The source range is announced as retiring before the flip, so that counts never miss
-	// it (ownedDocCount); deleteRetired checks ownership before deleting anything.
-	retiring := retiredRange{coll: c.ID, shard: from, lo: lo, hi: hi, due: time.Now().Add(st.moveGrace)}
-	st.mu.Lock()
-	st.mu.retiring = append(st.mu.retiring, retiring)
-	st.mu.Unlock()
-	n, err := m.syncRange(ci, from, to, lo, hi)
-	if err == nil {
-		_, err = m.cat.Store().UpdateCollection(db, name, func(c *store.Collection) error {
-			m, err := MapOf(c)
-			if err != nil {
-				return err
-			}
-			parts, err := (&shard.MoveAction{ID: id, From: from, To: to}).Apply(m)
-			if err != nil {
-				return err
-			}
-			c.Partitions = StoreParts(parts)
-			return nil
-		})
-	}
-	unlock()
+	n, err := m.commitMove(ci, id, from, to)
 	if err != nil {
 		return err
 	}
-	st.moves.Add(1)
+	m.moves.Add(1)
 	m.log.Info("moved partition", zap.String("ns", db+"."+name), zap.Uint64("partition", id),
 		zap.Int("from", from), zap.Int("to", to), zap.String("reason", reason),
 		zap.Int("docs_copied", copied+n), zap.Int("caught_up_locked", n), zap.Duration("duration", time.Since(start)))
 	m.AfterMapChange()
 	return nil
+}
+
+// markCopying records r, the destination range of a move in flight, until the returned
+// function is called.
+func (m *Manager) markCopying(r retiredRange) (done func()) {
+	m.mu.Lock()
+	m.mu.copying = append(m.mu.copying, r)
+	m.mu.Unlock()
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for k, c := range m.mu.copying {
+			if c == r {
+				m.mu.copying = append(m.mu.copying[:k], m.mu.copying[k+1:]...)
+				return
+			}
+		}
+	}
+}
+
+// commitMove finishes moving partition id of ci from shard from to shard to, under every
+// key-lock stripe: it copies what changed since the last pass and flips the ownership in
+// the catalog. It returns the documents copied under the locks.
+func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int) (int, error) {
+	unlock := m.cat.Locks().LockMany(catalog.AllStripes)
+	defer unlock()
+	ci = m.cat.Refresh(ci)
+	i := ci.Map.Index(id)
+	if i < 0 || ci.Map.Partition(i).Shard != from {
+		return 0, shard.ErrStaleAction
+	}
+	lo, hi := ci.Map.Range(i)
+	// The source range is announced as retiring before the flip, so that counts never miss
+	// it (OwnedDocCount); deleteRetired checks ownership before deleting anything.
+	retiring := retiredRange{coll: ci.Meta.ID, shard: from, lo: lo, hi: hi, due: time.Now().Add(m.moveGrace)}
+	m.mu.Lock()
+	m.mu.retiring = append(m.mu.retiring, retiring)
+	m.mu.Unlock()
+	n, err := m.syncRange(ci, from, to, lo, hi)
+	if err != nil {
+		return 0, err
+	}
+	_, err = m.cat.Store().UpdateCollection(ci.Meta.DB, ci.Meta.Name, func(c *store.Collection) error {
+		pm, err := MapOf(c)
+		if err != nil {
+			return err
+		}
+		parts, err := (&shard.MoveAction{ID: id, From: from, To: to}).Apply(pm)
+		if err != nil {
+			return err
+		}
+		c.Partitions = StoreParts(parts)
+		return nil
+	})
+	return n, err
 }
 
 // syncRange makes the documents and index entries of ci on shard to in [lo, hi) equal to
