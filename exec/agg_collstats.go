@@ -36,7 +36,7 @@ type collStatsStage struct {
 func (e *Executor) parseCollStatsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(5447000, "$collStats must take a nested object but found: %s", bsonx.ShellString(arg))
+		return nil, mongoerr.New(mongoerr.Location5447000, "$collStats must take a nested object but found: %s", bsonx.ShellString(arg))
 	}
 	s := &collStatsStage{raw: d, env: env, e: e}
 	elems, _ := d.Elements()
@@ -71,7 +71,7 @@ func (e *Executor) parseCollStatsStage(env *agg.Env, _ string, arg bsoncore.Valu
 
 // Open implements agg.Stage; the stage is a source (OpenSource), so it only runs first.
 func (s *collStatsStage) Open(stream.Stream) (stream.Stream, error) {
-	return nil, mongoerr.New(40602, "$collStats is only valid as the first stage in a pipeline")
+	return nil, mongoerr.New(mongoerr.Location40602, "$collStats is only valid as the first stage in a pipeline")
 }
 
 // Spec implements agg.Stage.

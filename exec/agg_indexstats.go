@@ -28,14 +28,14 @@ type indexStatsStage struct {
 func (e *Executor) parseIndexStatsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok || len(d) > 5 {
-		return nil, mongoerr.New(28803, "The $indexStats stage specification must be an empty object")
+		return nil, mongoerr.New(mongoerr.Location28803, "The $indexStats stage specification must be an empty object")
 	}
 	return &indexStatsStage{raw: arg, env: env, e: e}, nil
 }
 
 // Open implements agg.Stage; the stage is a source (OpenSource), so it only runs first.
 func (s *indexStatsStage) Open(stream.Stream) (stream.Stream, error) {
-	return nil, mongoerr.New(40602, "$indexStats is only valid as the first stage in a pipeline")
+	return nil, mongoerr.New(mongoerr.Location40602, "$indexStats is only valid as the first stage in a pipeline")
 }
 
 // Spec implements agg.Stage.

@@ -128,12 +128,12 @@ func (s *mergeStage) parseInto(v bsoncore.Value) error {
 	switch v.Type {
 	case bsoncore.TypeString:
 		if s.target.coll = v.StringValue(); s.target.coll == "" {
-			return mongoerr.New(5786800, "$merge 'into' field cannot be an empty string")
+			return mongoerr.New(mongoerr.Location5786800, "$merge 'into' field cannot be an empty string")
 		}
 		return nil
 	case bsoncore.TypeEmbeddedDocument:
 	default:
-		return mongoerr.New(51178, "$merge 'into' field  must be either a string or an object, but found %s", bsonx.TypeName(v.Type))
+		return mongoerr.New(mongoerr.Location51178, "$merge 'into' field  must be either a string or an object, but found %s", bsonx.TypeName(v.Type))
 	}
 	elems, _ := v.Document().Elements()
 	for _, el := range elems {
@@ -156,7 +156,7 @@ func (s *mergeStage) parseInto(v bsoncore.Value) error {
 		}
 	}
 	if s.target.coll == "" {
-		return mongoerr.New(5786801, "$merge 'into' field must specify a 'coll' that is not empty, null or undefined")
+		return mongoerr.New(mongoerr.Location5786801, "$merge 'into' field must specify a 'coll' that is not empty, null or undefined")
 	}
 	return nil
 }
@@ -172,15 +172,15 @@ func parseMergeOn(v bsoncore.Value) ([]string, error) {
 		for _, x := range vals {
 			f, ok := x.StringValueOK()
 			if !ok {
-				return nil, mongoerr.New(51134, "$merge 'on' array elements must be strings, but found %s", bsonx.TypeName(x.Type))
+				return nil, mongoerr.New(mongoerr.Location51134, "$merge 'on' array elements must be strings, but found %s", bsonx.TypeName(x.Type))
 			}
 			on = append(on, f)
 		}
 	default:
-		return nil, mongoerr.New(51186, "$merge 'on' field  must be either a string or an array of strings, but found %s", bsonx.TypeName(v.Type))
+		return nil, mongoerr.New(mongoerr.Location51186, "$merge 'on' field  must be either a string or an array of strings, but found %s", bsonx.TypeName(v.Type))
 	}
 	if len(on) == 0 {
-		return nil, mongoerr.New(51187, "If explicitly specifying $merge 'on', must include at least one field")
+		return nil, mongoerr.New(mongoerr.Location51187, "If explicitly specifying $merge 'on', must include at least one field")
 	}
 	return on, nil
 }
@@ -199,7 +199,7 @@ func (s *mergeStage) parseWhenMatched(v bsoncore.Value) error {
 		}
 		return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field 'whenMatched' is not a valid value.", s.whenMatched)
 	}
-	return mongoerr.New(51191, "$merge 'whenMatched' field  must be either a string or an array, but found %s", bsonx.TypeName(v.Type))
+	return mongoerr.New(mongoerr.Location51191, "$merge 'whenMatched' field  must be either a string or an array, but found %s", bsonx.TypeName(v.Type))
 }
 
 // check applies the rules that need the whole specification: a valid target outside the
@@ -211,14 +211,14 @@ func (s *mergeStage) check(haveLet bool) error {
 	case !t.valid():
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid $merge target namespace: '%s'", t.ns())
 	case !mergeModes[[2]string{s.whenMatched, s.whenNotMatched}]:
-		return mongoerr.New(51181, "Combination of $merge modes 'whenMatched: %s' and 'whenNotMatched: %s' is not supported",
+		return mongoerr.New(mongoerr.Location51181, "Combination of $merge modes 'whenMatched: %s' and 'whenNotMatched: %s' is not supported",
 			s.whenMatched, s.whenNotMatched)
 	case strings.HasPrefix(t.coll, "system."):
-		return mongoerr.New(31319, "Cannot $merge to special collection: %s", t.coll)
+		return mongoerr.New(mongoerr.Location31319, "Cannot $merge to special collection: %s", t.coll)
 	case internalDB(t.db):
-		return mongoerr.New(31320, "Cannot $merge to internal database: %s", t.db)
+		return mongoerr.New(mongoerr.Location31320, "Cannot $merge to internal database: %s", t.db)
 	case haveLet && s.whenMatched != mergePipeline:
-		return mongoerr.New(51199, "Cannot use 'let' variables with 'whenMatched: %s' mode", s.whenMatched)
+		return mongoerr.New(mongoerr.Location51199, "Cannot use 'let' variables with 'whenMatched: %s' mode", s.whenMatched)
 	}
 	return nil
 }
@@ -231,7 +231,7 @@ func (s *mergeStage) parseLet(let bsoncore.Document) error {
 		name := el.Key()
 		if name == "new" {
 			if v, _ := el.Value().StringValueOK(); v != "$$ROOT" {
-				return mongoerr.New(51273, "'let' may not define a value for the reserved 'new' variable other than '$$ROOT'")
+				return mongoerr.New(mongoerr.Location51273, "'let' may not define a value for the reserved 'new' variable other than '$$ROOT'")
 			}
 			continue
 		}
@@ -312,12 +312,12 @@ func (s *mergeStage) prepare(run *writeRun) error {
 			return err
 		}
 		if seen[f] {
-			return mongoerr.New(31465, "Found a duplicate field '%s'", f)
+			return mongoerr.New(mongoerr.Location31465, "Found a duplicate field '%s'", f)
 		}
 		seen[f] = true
 	}
 	if !hasUniqueIndexOn(ci, seen) {
-		return mongoerr.New(51190, "Cannot find index to verify that join fields will be unique")
+		return mongoerr.New(mongoerr.Location51190, "Cannot find index to verify that join fields will be unique")
 	}
 	s.onFields = s.on
 	return nil

@@ -108,9 +108,9 @@ func (m *mergeRun) item(d bsoncore.Document) (*mergeItem, error) {
 		v, ok := mergeOnValue(it.doc, f)
 		switch {
 		case ok && v.Type == bsoncore.TypeArray:
-			return nil, mongoerr.New(51185, "$merge write error: 'on' field '%s' is an array", f)
+			return nil, mongoerr.New(mongoerr.Location51185, "$merge write error: 'on' field '%s' is an array", f)
 		case !ok || v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined:
-			return nil, mongoerr.New(51132, "$merge write error: 'on' field '%s' cannot be missing, null, undefined or an array", f)
+			return nil, mongoerr.New(mongoerr.Location51132, "$merge write error: 'on' field '%s' cannot be missing, null, undefined or an array", f)
 		}
 		key = bsonx.AppendKey(key, v)
 		eidx, e := bsoncore.AppendDocumentElementStart(q, f)

@@ -46,16 +46,16 @@ func parseOutStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error
 			return nil, err
 		}
 	default:
-		return nil, mongoerr.New(16990, "$out only supports a string or object argument, but found %s", bsonx.TypeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.Location16990, "$out only supports a string or object argument, but found %s", bsonx.TypeName(arg.Type))
 	}
 	t := s.target
 	switch {
 	case !t.valid():
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "Invalid $out target namespace, %s", t.ns())
 	case len(t.coll) >= 7 && t.coll[:7] == "system.":
-		return nil, mongoerr.New(17385, "Can't $out to special collection: %s", t.coll)
+		return nil, mongoerr.New(mongoerr.Location17385, "Can't $out to special collection: %s", t.coll)
 	case internalDB(t.db):
-		return nil, mongoerr.New(31321, "Can't $out to internal database: %s", t.db)
+		return nil, mongoerr.New(mongoerr.Location31321, "Can't $out to internal database: %s", t.db)
 	}
 	return s, nil
 }
@@ -106,7 +106,7 @@ func (s *outStage) Spec() bsoncore.Document {
 // prepare implements writeStage: mongos refuses $out to a sharded collection.
 func (s *outStage) prepare(run *writeRun) error {
 	if c := run.e.st.Catalog.State().Collection(s.target.db, s.target.coll); c != nil && c.Sharded() {
-		return mongoerr.New(28769, "%s cannot be sharded", s.target.ns())
+		return mongoerr.New(mongoerr.Location28769, "%s cannot be sharded", s.target.ns())
 	}
 	return nil
 }
@@ -212,7 +212,7 @@ func (s *outStage) replace(e *Executor, tmp, orig *store.Collection) error {
 	defer unlock()
 	cur := e.st.Catalog.State().Collection(t.db, t.coll)
 	if cur != nil && cur.Sharded() {
-		return mongoerr.New(28769, "%s cannot be sharded", t.ns())
+		return mongoerr.New(mongoerr.Location28769, "%s cannot be sharded", t.ns())
 	}
 	if !bytes.Equal(targetOptions(orig), targetOptions(cur)) {
 		return mongoerr.New(mongoerr.CommandFailed, "collection options of target collection %s changed during processing. Original options: %s, new options: %s",

@@ -65,7 +65,7 @@ func checkAggregateWrite(r *request, a *aggregateArgs, p *agg.Pipeline) (writeSt
 	}
 	for i, s := range p.Stages {
 		if w, ok := s.(writeStage); ok && i != len(p.Stages)-1 {
-			return nil, mongoerr.New(40601, "%s can only be the final stage in the pipeline", w.stageName())
+			return nil, mongoerr.New(mongoerr.Location40601, "%s can only be the final stage in the pipeline", w.stageName())
 		}
 	}
 	w := pipelineWriter(p)
@@ -90,7 +90,7 @@ func checkNestedWrites(arr bsoncore.Array) error {
 			continue
 		}
 		var subs []bsoncore.Array
-		code, parent := mongoerr.Code(0), el.Key()
+		code, parent := mongoerr.OK, el.Key()
 		switch spec := el.Value(); parent {
 		case "$lookup":
 			code = 51047
@@ -163,7 +163,7 @@ func (e *Executor) aggregateWrite(ctx context.Context, r *request, a *aggregateA
 	}
 	if a.explain || explainOnly(r) {
 		if r.explain != "" && r.explain != "queryPlanner" {
-			return mongoerr.New(51029, "explain of %s is not allowed with verbosity %s", w.stageName(), r.explain)
+			return mongoerr.New(mongoerr.Location51029, "explain of %s is not allowed with verbosity %s", w.stageName(), r.explain)
 		}
 		return e.explainAggregate(ctx, r, p, ci, ns)
 	}

@@ -18,11 +18,11 @@ import (
 // parameter is one server parameter getParameter can report.
 type parameter struct {
 	name   string
-	append func(dst []byte, key string) []byte
+	append func(e *Executor, dst []byte, key string) []byte
 }
 
-// knob is an integer server parameter settable at runtime. Like mongod's, knobs are
-// process-wide.
+// knob is an integer server parameter settable at runtime; each executor has its own
+// (serverKnobs).
 type knob struct {
 	v       atomic.Int64
 	isInt32 bool   // MongoDB stores it as an int: reported as int32, set within int32's range
@@ -30,15 +30,35 @@ type knob struct {
 	boundOp string // "greater than" or "greater than or equal to", as MongoDB words it
 }
 
-// The memory bounds of blocking stages (MongoDB's defaults, 100 MiB each).
-var (
-	// sortMemoryKnob is internalQueryMaxBlockingSortMemoryUsageBytes: what a blocking sort
-	// holds in memory (sort.go).
-	sortMemoryKnob = newKnob(100<<20, true, 0, "greater than or equal to")
-	// groupMemoryKnob is internalDocumentSourceGroupMaxMemoryBytes: what $group holds in
-	// memory (agg_group_spill.go).
-	groupMemoryKnob = newKnob(100<<20, false, 0, "greater than")
-)
+// serverKnobs are the parameters setParameter changes: the memory bounds of blocking
+// stages (MongoDB's defaults, 100 MiB each).
+type serverKnobs struct {
+	// sortMemory is internalQueryMaxBlockingSortMemoryUsageBytes: what a blocking sort holds
+	// in memory (stream.Sort).
+	sortMemory *knob
+	// groupMemory is internalDocumentSourceGroupMaxMemoryBytes: what $group holds in memory
+	// (agg's group spill).
+	groupMemory *knob
+}
+
+// newServerKnobs returns the knobs at their defaults.
+func newServerKnobs() serverKnobs {
+	return serverKnobs{
+		sortMemory:  newKnob(100<<20, true, 0, "greater than or equal to"),
+		groupMemory: newKnob(100<<20, false, 0, "greater than"),
+	}
+}
+
+// byName returns the knob setParameter calls name, nil for none.
+func (k *serverKnobs) byName(name string) *knob {
+	switch name {
+	case "internalDocumentSourceGroupMaxMemoryBytes":
+		return k.groupMemory
+	case "internalQueryMaxBlockingSortMemoryUsageBytes":
+		return k.sortMemory
+	}
+	return nil
+}
 
 // newKnob returns a knob holding v.
 func newKnob(v int64, isInt32 bool, bound int64, boundOp string) *knob {
@@ -91,27 +111,33 @@ func coerceInt64(v bsoncore.Value) (int64, bool) {
 // parameters are the server parameters cleave reports, sorted by name as getParameter: "*"
 // lists them. Values are cleave's effective settings.
 var parameters = []parameter{
-	{"authenticationMechanisms", func(dst []byte, key string) []byte {
+	{"authenticationMechanisms", func(_ *Executor, dst []byte, key string) []byte {
 		return appendStringArray(dst, key, []string{"SCRAM-SHA-256"})
 	}},
 	{"cursorTimeoutMillis", int64Param(600_000)},
-	{"featureCompatibilityVersion", func(dst []byte, key string) []byte {
+	{"featureCompatibilityVersion", func(_ *Executor, dst []byte, key string) []byte {
 		idx, dst := bsoncore.AppendDocumentElementStart(dst, key)
 		dst = bsoncore.AppendStringElement(dst, "version", fcv)
 		dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 		return dst
 	}},
-	{"internalDocumentSourceGroupMaxMemoryBytes", groupMemoryKnob.appendTo},
-	{"internalQueryMaxBlockingSortMemoryUsageBytes", sortMemoryKnob.appendTo},
-	{"logLevel", func(dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 0) }},
-	{"maxBSONDepth", func(dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 200) }},
-	{"quiet", func(dst []byte, key string) []byte { return bsoncore.AppendBooleanElement(dst, key, false) }},
-	{"transactionLifetimeLimitSeconds", func(dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 60) }},
+	{"internalDocumentSourceGroupMaxMemoryBytes", func(e *Executor, dst []byte, key string) []byte {
+		return e.knobs.groupMemory.appendTo(dst, key)
+	}},
+	{"internalQueryMaxBlockingSortMemoryUsageBytes", func(e *Executor, dst []byte, key string) []byte {
+		return e.knobs.sortMemory.appendTo(dst, key)
+	}},
+	{"logLevel", func(_ *Executor, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 0) }},
+	{"maxBSONDepth", func(_ *Executor, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 200) }},
+	{"quiet", func(_ *Executor, dst []byte, key string) []byte {
+		return bsoncore.AppendBooleanElement(dst, key, false)
+	}},
+	{"transactionLifetimeLimitSeconds", func(_ *Executor, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 60) }},
 }
 
 // int64Param returns an appender of a constant NumberLong parameter.
-func int64Param(v int64) func([]byte, string) []byte {
-	return func(dst []byte, key string) []byte { return bsoncore.AppendInt64Element(dst, key, v) }
+func int64Param(v int64) func(*Executor, []byte, string) []byte {
+	return func(_ *Executor, dst []byte, key string) []byte { return bsoncore.AppendInt64Element(dst, key, v) }
 }
 
 // getParameter reports the named parameters, or all of them for {getParameter: "*"}. As in
@@ -130,24 +156,17 @@ func (e *Executor) getParameter(_ context.Context, r *request) error {
 	before := len(r.out)
 	for _, p := range parameters {
 		if all {
-			r.out = p.append(r.out, p.name)
+			r.out = p.append(e, r.out, p.name)
 			continue
 		}
 		if _, err := r.body.LookupErr(p.name); err == nil {
-			r.out = p.append(r.out, p.name)
+			r.out = p.append(e, r.out, p.name)
 		}
 	}
 	if len(r.out) == before {
 		return mongoerr.New(mongoerr.InvalidOptions, "no option found to get")
 	}
 	return nil
-}
-
-// knobs are the parameters setParameter changes; the other parameters cleave reports are
-// fixed.
-var knobs = map[string]*knob{
-	"internalDocumentSourceGroupMaxMemoryBytes":    groupMemoryKnob,
-	"internalQueryMaxBlockingSortMemoryUsageBytes": sortMemoryKnob,
 }
 
 // startupOnly are the reported parameters that MongoDB sets only at startup.
@@ -159,7 +178,7 @@ var startupOnly = map[string]bool{"authenticationMechanisms": true, "featureComp
 func (e *Executor) setParameter(_ context.Context, r *request) error {
 	vals := map[string]bsoncore.Value{}
 	err := args.ForEach("setParameter", r.body, func(key string, v bsoncore.Value) (bool, error) {
-		if err := checkSettable(key); err != nil {
+		if err := e.checkSettable(key); err != nil {
 			return true, err
 		}
 		if prev, dup := vals[key]; dup {
@@ -182,7 +201,7 @@ func (e *Executor) setParameter(_ context.Context, r *request) error {
 	}
 	sort.Strings(names)
 	for i, name := range names {
-		k := knobs[name]
+		k := e.knobs.byName(name)
 		if i == 0 {
 			r.out = k.appendTo(r.out, "was")
 		}
@@ -196,10 +215,11 @@ func (e *Executor) setParameter(_ context.Context, r *request) error {
 	return nil
 }
 
-// checkSettable reports why setParameter cannot change name, if it cannot.
-func checkSettable(name string) error {
+// checkSettable reports why setParameter cannot change name, if it cannot (the parameters
+// other than knobs are fixed).
+func (e *Executor) checkSettable(name string) error {
 	switch {
-	case knobs[name] != nil:
+	case e.knobs.byName(name) != nil:
 		return nil
 	case startupOnly[name]:
 		return mongoerr.New(mongoerr.IllegalOperation, "not allowed to change [%s] at runtime", name)

@@ -82,22 +82,26 @@ type Executor struct {
 	cursors  *cursorRegistry
 	sessions sessionCache
 	conns    sync.Map           // connection id → *conn, for $currentOp (current_op.go)
-	indexUse catalog.IndexUsage // $indexStats (agg_indexstats.go)
+	indexUse catalog.IndexUsage // $indexStats
 	stop     chan struct{}
 	bg       sync.WaitGroup
-	// ddl serializes catalog changes and runs the TTL monitor (ddl_state.go).
-	ddl *ddl.Runner
-	// shards is the sharding state: meters, the partition manager (shard_state.go).
-	shards *sharding.Manager
 	// fail is the failCommand failpoint (failpoint.go).
 	fail failPoints
+	// knobs are the parameters setParameter changes (cmd_params.go).
+	knobs serverKnobs
+
+	// The packages that do the work, wired together by New; nil without Storage.
 	// cat is the catalog: compiled collections, key locks, the DDL lock.
 	cat *catalog.Catalog
 	// query runs reads (plan, scans, merge).
 	query *query.Engine
 	// write runs writes (targeting, key locks, index maintenance, atomic batches).
 	write *write.Path
-	// Temp is where blocking stages spill (Storage.Temp).
+	// shards is the partition manager: meters, splits, moves (the write path's stage hook).
+	shards *sharding.Manager
+	// ddl runs index builds, unique conversions and the TTL monitor.
+	ddl *ddl.Runner
+	// temp is where blocking stages spill (Storage.Temp).
 	temp *stream.Temp
 }
 
@@ -116,6 +120,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		log:     logger.Named("exec"),
 		started: time.Now(),
 		cursors: newCursorRegistry(time.Minute),
+		knobs:   newServerKnobs(),
 		stop:    make(chan struct{}),
 	}
 	if opts.Storage != nil {
@@ -132,7 +137,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		e.query = query.New(e.cat, query.Options{
 			MaxParallelism: opts.MaxParallelism,
 			Temp:           e.temp,
-			SortBytes:      sortMemoryKnob.load,
+			SortBytes:      e.knobs.sortMemory.load,
 			Meters:         e.shards.ReadMeters,
 			IndexUse:       &e.indexUse,
 		})

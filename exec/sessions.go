@@ -187,7 +187,7 @@ func (e *Executor) parseListSessionsStage(env *agg.Env, _ string, arg bsoncore.V
 
 // Open implements agg.Stage; the stage is a source (OpenSource), so it only runs first.
 func (s *listSessionsStage) Open(stream.Stream) (stream.Stream, error) {
-	return nil, mongoerr.New(40602, "$listSessions is only valid as the first stage in a pipeline")
+	return nil, mongoerr.New(mongoerr.Location40602, "$listSessions is only valid as the first stage in a pipeline")
 }
 
 // OpenSource implements agg.SourceStage: the cached sessions, whatever the collection holds.

@@ -1,8 +1,6 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/agg"
-
 	"context"
 	"strings"
 	"testing"
@@ -11,16 +9,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/exec/internal/streamtest"
-	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 func TestSetParameterMemoryKnobs(t *testing.T) {
-	t.Cleanup(func() {
-		sortMemoryKnob.v.Store(stream.MaxBlockingSortBytes)
-		groupMemoryKnob.v.Store(agg.MaxStageBytes)
-	})
 	e := New(Options{}, zap.NewNop())
 	c := e.Connect(wire.ConnInfo{ID: 1})
 	cmd := func(json string) bsoncore.Document {
@@ -42,8 +35,8 @@ func TestSetParameterMemoryKnobs(t *testing.T) {
 	if v := set.Lookup("was"); v.Type != bsoncore.TypeInt64 || v.Int64() != 100<<20 {
 		t.Errorf("was: %v (want the group knob's, first in name order)", set)
 	}
-	if sortMemoryKnob.load() != 1<<20 || groupMemoryKnob.load() != 2<<20 {
-		t.Errorf("knobs are %d, %d", sortMemoryKnob.load(), groupMemoryKnob.load())
+	if e.knobs.sortMemory.load() != 1<<20 || e.knobs.groupMemory.load() != 2<<20 {
+		t.Errorf("knobs are %d, %d", e.knobs.sortMemory.load(), e.knobs.groupMemory.load())
 	}
 	for _, tc := range []struct {
 		json string
@@ -68,7 +61,11 @@ func TestSetParameterMemoryKnobs(t *testing.T) {
 			t.Errorf("%s: got %d %q, want %d %q", tc.json, code, msg, tc.code, tc.msg)
 		}
 	}
-	if sortMemoryKnob.load() != 1<<20 || groupMemoryKnob.load() != 2<<20 {
-		t.Errorf("a failed setParameter changed the knobs: %d, %d", sortMemoryKnob.load(), groupMemoryKnob.load())
+	if e.knobs.sortMemory.load() != 1<<20 || e.knobs.groupMemory.load() != 2<<20 {
+		t.Errorf("a failed setParameter changed the knobs: %d, %d", e.knobs.sortMemory.load(), e.knobs.groupMemory.load())
+	}
+	// The knobs belong to the executor: another one keeps the defaults.
+	if other := New(Options{}, zap.NewNop()); other.knobs.sortMemory.load() != 100<<20 || other.knobs.groupMemory.load() != 100<<20 {
+		t.Errorf("a setParameter on one executor changed another's knobs")
 	}
 }

@@ -48,15 +48,15 @@ var accumulators = map[string]bool{
 func parseAccumulator(env *Env, field string, v bsoncore.Value) (*accSpec, error) {
 	d, ok := v.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(40234, "The field '%s' must be an accumulator object", field)
+		return nil, mongoerr.New(mongoerr.Location40234, "The field '%s' must be an accumulator object", field)
 	}
 	elems, _ := d.Elements()
 	if len(elems) != 1 {
-		return nil, mongoerr.New(40238, "The field '%s' must specify one accumulator", field)
+		return nil, mongoerr.New(mongoerr.Location40238, "The field '%s' must specify one accumulator", field)
 	}
 	op, arg := elems[0].Key(), elems[0].Value()
 	if !accumulators[op] {
-		return nil, mongoerr.New(15952, "unknown group operator '%s'", op)
+		return nil, mongoerr.New(mongoerr.Location15952, "unknown group operator '%s'", op)
 	}
 	a := &accSpec{field: field, op: op}
 	var err error
@@ -69,7 +69,7 @@ func parseAccumulator(env *Env, field string, v bsoncore.Value) (*accSpec, error
 		err = a.parseNamedArgs(env, arg)
 	default:
 		if arg.Type == bsoncore.TypeArray {
-			return nil, mongoerr.New(40237, "The %s accumulator is a unary operator", op)
+			return nil, mongoerr.New(mongoerr.Location40237, "The %s accumulator is a unary operator", op)
 		}
 		a.input, err = env.CompileExpr(arg)
 	}
@@ -81,7 +81,7 @@ func parseAccumulator(env *Env, field string, v bsoncore.Value) (*accSpec, error
 func (a *accSpec) parseNamedArgs(env *Env, arg bsoncore.Value) error {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return mongoerr.New(5787900, "specification must be an object; found %s", bsonx.TypeName(arg.Type))
+		return mongoerr.New(mongoerr.Location5787900, "specification must be an object; found %s", bsonx.TypeName(arg.Type))
 	}
 	sorted := a.op == "$top" || a.op == "$bottom" || a.op == "$topN" || a.op == "$bottomN"
 	needN := a.op != "$top" && a.op != "$bottom"
@@ -99,11 +99,11 @@ func (a *accSpec) parseNamedArgs(env *Env, arg bsoncore.Value) error {
 		case k == "sortBy" && sorted:
 			sd, ok := v.DocumentOK()
 			if !ok {
-				return mongoerr.New(5788604, "%s sortBy must be an object", a.op)
+				return mongoerr.New(mongoerr.Location5788604, "%s sortBy must be an object", a.op)
 			}
 			a.sortBy, err = query.ParseSort(sd)
 		default:
-			return mongoerr.New(5787901, "Unknown argument for '%s' operator: %s", a.op, k)
+			return mongoerr.New(mongoerr.Location5787901, "Unknown argument for '%s' operator: %s", a.op, k)
 		}
 		if err != nil {
 			return err
@@ -111,13 +111,13 @@ func (a *accSpec) parseNamedArgs(env *Env, arg bsoncore.Value) error {
 	}
 	switch {
 	case needN && a.n == nil:
-		return mongoerr.New(5787906, "Missing value for 'n'")
+		return mongoerr.New(mongoerr.Location5787906, "Missing value for 'n'")
 	case !sorted && a.input == nil:
-		return mongoerr.New(5787907, "Missing value for 'input'")
+		return mongoerr.New(mongoerr.Location5787907, "Missing value for 'input'")
 	case sorted && a.output == nil:
-		return mongoerr.New(5788001, "Missing value for 'output'")
+		return mongoerr.New(mongoerr.Location5788001, "Missing value for 'output'")
 	case sorted && len(a.sortBy) == 0:
-		return mongoerr.New(5788003, "Missing value for 'sortBy'")
+		return mongoerr.New(mongoerr.Location5788003, "Missing value for 'sortBy'")
 	}
 	return nil
 }
@@ -180,10 +180,10 @@ func (a *accSpec) evalN(id bsoncore.Value) (int64, error) {
 	}
 	n, ok := WholeNumber(v)
 	if !ok {
-		return 0, mongoerr.New(5787902, "Value for 'n' must be of integral type, but found %s", bsonx.ShellString(v))
+		return 0, mongoerr.New(mongoerr.Location5787902, "Value for 'n' must be of integral type, but found %s", bsonx.ShellString(v))
 	}
 	if n <= 0 {
-		return 0, mongoerr.New(5787908, "'n' must be greater than 0, found %d", n)
+		return 0, mongoerr.New(mongoerr.Location5787908, "'n' must be greater than 0, found %d", n)
 	}
 	return n, nil
 }
@@ -338,7 +338,7 @@ func (st *mergeObjectsState) add(v bsoncore.Value, _ bsoncore.Document) (int, er
 	}
 	d, ok := v.DocumentOK()
 	if !ok {
-		return 0, mongoerr.New(40400, "$mergeObjects requires object inputs, but input %s is of type %s", bsonx.ShellString(v), bsonx.TypeName(v.Type))
+		return 0, mongoerr.New(mongoerr.Location40400, "$mergeObjects requires object inputs, but input %s is of type %s", bsonx.ShellString(v), bsonx.TypeName(v.Type))
 	}
 	if st.vals == nil {
 		st.vals = map[string]bsoncore.Value{}

@@ -30,7 +30,7 @@ type bucketAutoStage struct {
 func parseBucketAutoStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(40240, "The argument to $bucketAuto must be an object, but found type: %s", bsonx.TypeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.Location40240, "The argument to $bucketAuto must be an object, but found type: %s", bsonx.TypeName(arg.Type))
 	}
 	s := &bucketAutoStage{raw: arg, env: env}
 	g := &GroupStage{env: env}
@@ -48,7 +48,7 @@ func parseBucketAutoStage(env *Env, _ string, arg bsoncore.Value) (Stage, error)
 		case "output":
 			o, ok := v.DocumentOK()
 			if !ok {
-				return nil, mongoerr.New(40244, "The $bucketAuto 'output' field must be an object, but found type: %s", bsonx.TypeName(v.Type))
+				return nil, mongoerr.New(mongoerr.Location40244, "The $bucketAuto 'output' field must be an object, but found type: %s", bsonx.TypeName(v.Type))
 			}
 			oe, _ := o.Elements()
 			for _, f := range oe {
@@ -59,21 +59,21 @@ func parseBucketAutoStage(env *Env, _ string, arg bsoncore.Value) (Stage, error)
 		case "granularity":
 			str, ok := v.StringValueOK()
 			if !ok {
-				return nil, mongoerr.New(40261, "The $bucketAuto 'granularity' field must be a string, but found type: %s", bsonx.TypeName(v.Type))
+				return nil, mongoerr.New(mongoerr.Location40261, "The $bucketAuto 'granularity' field must be a string, but found type: %s", bsonx.TypeName(v.Type))
 			}
 			s.rounder, err = granularityRounder(str)
 		default:
-			return nil, mongoerr.New(40245, "Unrecognized option to $bucketAuto: %s", el.Key())
+			return nil, mongoerr.New(mongoerr.Location40245, "Unrecognized option to $bucketAuto: %s", el.Key())
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	if s.groupBy == nil || !hasBuckets {
-		return nil, mongoerr.New(40246, "$bucketAuto requires 'groupBy' and 'buckets' to be specified")
+		return nil, mongoerr.New(mongoerr.Location40246, "$bucketAuto requires 'groupBy' and 'buckets' to be specified")
 	}
 	if s.buckets <= 0 {
-		return nil, mongoerr.New(40243, "The $bucketAuto 'buckets' field must be greater than 0, but found: %d", s.buckets)
+		return nil, mongoerr.New(mongoerr.Location40243, "The $bucketAuto 'buckets' field must be greater than 0, but found: %d", s.buckets)
 	}
 	s.accs = g.accs
 	if len(s.accs) == 0 {
@@ -95,7 +95,7 @@ func parseBucketAutoGroupBy(env *Env, v bsoncore.Value) (*expr.Expr, error) {
 		}
 	}
 	if !isPath && !isOp {
-		return nil, mongoerr.New(40239, "The $bucketAuto 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s", bsonx.ShellString(v))
+		return nil, mongoerr.New(mongoerr.Location40239, "The $bucketAuto 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s", bsonx.ShellString(v))
 	}
 	return env.CompileExpr(v)
 }
@@ -104,11 +104,11 @@ func parseBucketAutoGroupBy(env *Env, v bsoncore.Value) (*expr.Expr, error) {
 func parseBucketCount(v bsoncore.Value) (int, error) {
 	f, ok := bsonx.NumberAsFloat64(v)
 	if !ok {
-		return 0, mongoerr.New(40241, "The $bucketAuto 'buckets' field must be a numeric value, but found type: %s", bsonx.TypeName(v.Type))
+		return 0, mongoerr.New(mongoerr.Location40241, "The $bucketAuto 'buckets' field must be a numeric value, but found type: %s", bsonx.TypeName(v.Type))
 	}
 	n, ok := int32Whole(v)
 	if !ok {
-		return 0, mongoerr.New(40242, "The $bucketAuto 'buckets' field must be representable as a 32-bit integer, but found %s", boundString(bsonx.DoubleValue(f)))
+		return 0, mongoerr.New(mongoerr.Location40242, "The $bucketAuto 'buckets' field must be representable as a 32-bit integer, but found %s", boundString(bsonx.DoubleValue(f)))
 	}
 	return n, nil
 }
@@ -200,11 +200,11 @@ func checkGranularityKey(k bsoncore.Value) error {
 	f, ok := bsonx.NumberAsFloat64(k)
 	switch {
 	case !ok:
-		return mongoerr.New(40258, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: %s", bsonx.TypeName(k.Type))
+		return mongoerr.New(mongoerr.Location40258, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: %s", bsonx.TypeName(k.Type))
 	case math.IsNaN(f):
-		return mongoerr.New(40259, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a NaN")
+		return mongoerr.New(mongoerr.Location40259, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a NaN")
 	case f < 0:
-		return mongoerr.New(40260, "$bucketAuto can specify a 'granularity' with non-negative numbers only, but found a negative number")
+		return mongoerr.New(mongoerr.Location40260, "$bucketAuto can specify a 'granularity' with non-negative numbers only, but found a negative number")
 	}
 	return nil
 }

@@ -82,7 +82,7 @@ func parseDensifyStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 		return nil, err
 	}
 	if s.mode == densifyPartition && len(s.partitions) == 0 {
-		return nil, mongoerr.New(5733408, "One cannot specify the bounds as 'partition' without specifying a non-empty array of partitionByFields. You may have meant to specify 'full' bounds.")
+		return nil, mongoerr.New(mongoerr.Location5733408, "One cannot specify the bounds as 'partition' without specifying a non-empty array of partitionByFields. You may have meant to specify 'full' bounds.")
 	}
 	if err := s.compilePartitions(); err != nil {
 		return nil, err
@@ -208,11 +208,11 @@ func (s *densifyStage) parseRange(d bsoncore.Document) error {
 		return mongoerr.New(mongoerr.Location40414, "BSON field '$densify.range.bounds' is missing but a required field")
 	}
 	if f, _ := bsonx.NumberAsFloat64(s.step); !(f > 0) {
-		return mongoerr.New(5733401, "The step parameter in a range statement must be a strictly positive numeric value")
+		return mongoerr.New(mongoerr.Location5733401, "The step parameter in a range statement must be a strictly positive numeric value")
 	}
 	if s.unit != "" {
 		if _, ok := WholeNumber(s.step); !ok {
-			return mongoerr.New(6586400, "The step parameter in a range statement must be a whole number when densifying a date range")
+			return mongoerr.New(mongoerr.Location6586400, "The step parameter in a range statement must be a whole number when densifying a date range")
 		}
 		if err := checkTimeUnit(s.unit); err != nil {
 			return err
@@ -235,40 +235,40 @@ func (s *densifyStage) parseBounds(v bsoncore.Value) error {
 		case "partition":
 			s.mode = densifyPartition
 		default:
-			return mongoerr.New(5946802, "Bounds string must either be 'full' or 'partition'")
+			return mongoerr.New(mongoerr.Location5946802, "Bounds string must either be 'full' or 'partition'")
 		}
 		return nil
 	case bsoncore.TypeArray:
 	default:
-		return mongoerr.New(5733404, "The bounds in a range statement must be the string 'full', 'partition', or an ascending array of two numbers or two dates")
+		return mongoerr.New(mongoerr.Location5733404, "The bounds in a range statement must be the string 'full', 'partition', or an ascending array of two numbers or two dates")
 	}
 	vals, _ := v.Array().Values()
 	if len(vals) != 2 {
-		return mongoerr.New(5733403, "A bounding array in a range statement must have exactly two elements")
+		return mongoerr.New(mongoerr.Location5733403, "A bounding array in a range statement must have exactly two elements")
 	}
 	lo, hi := vals[0], vals[1]
 	if bsonx.Compare(lo, hi) > 0 {
-		return mongoerr.New(5733402, "A bounding array must be an ascending array of either two dates or two numbers")
+		return mongoerr.New(mongoerr.Location5733402, "A bounding array must be an ascending array of either two dates or two numbers")
 	}
 	switch {
 	case bsonx.IsNumber(lo.Type):
 		switch {
 		case s.unit != "":
-			return mongoerr.New(5733409, "Numeric bounds may not have unit parameter")
+			return mongoerr.New(mongoerr.Location5733409, "Numeric bounds may not have unit parameter")
 		case !bsonx.IsNumber(hi.Type):
-			return mongoerr.New(5733406, "A bounding array must contain either both dates or both numeric types")
+			return mongoerr.New(mongoerr.Location5733406, "A bounding array must contain either both dates or both numeric types")
 		case lo.Type != hi.Type || lo.Type != s.step.Type:
-			return mongoerr.New(5876900, "Upper bound, lower bound, and step must all have the same type")
+			return mongoerr.New(mongoerr.Location5876900, "Upper bound, lower bound, and step must all have the same type")
 		}
 	case lo.Type == bsoncore.TypeDateTime:
 		switch {
 		case hi.Type != bsoncore.TypeDateTime:
-			return mongoerr.New(5733405, "A bounding array must contain either both dates or both numeric types")
+			return mongoerr.New(mongoerr.Location5733405, "A bounding array must contain either both dates or both numeric types")
 		case s.unit == "":
-			return mongoerr.New(5733410, "A bounding array of dates must specify a unit")
+			return mongoerr.New(mongoerr.Location5733410, "A bounding array of dates must specify a unit")
 		}
 	default:
-		return mongoerr.New(5946800, "Explicit bounds must be numeric or dates")
+		return mongoerr.New(mongoerr.Location5946800, "Explicit bounds must be numeric or dates")
 	}
 	s.mode, s.lo, s.hi = densifyExplicit, ownValue(lo), ownValue(hi)
 	return nil

@@ -109,7 +109,7 @@ func (w *densifyStream) step(g *densifyGen) (bsoncore.Document, error) {
 	if g.limit.Type != 0 && bsonx.Compare(g.g, g.limit) < 0 {
 		w.generated++
 		if w.generated > maxDensifyDocs {
-			return nil, mongoerr.New(5897900, "Generated %d documents in $densify, which is over the limit of %d. Increase the 'internalQueryMaxAllowedDensifyDocs' parameter to allow more generated documents",
+			return nil, mongoerr.New(mongoerr.Location5897900, "Generated %d documents in $densify, which is over the limit of %d. Increase the 'internalQueryMaxAllowedDensifyDocs' parameter to allow more generated documents",
 				w.generated, maxDensifyDocs)
 		}
 		d, err := w.build(g.p, g.g)
@@ -160,11 +160,11 @@ func (w *densifyStream) process(in bsoncore.Document) error {
 	}
 	switch {
 	case !bsonx.IsNumber(v.Type) && v.Type != bsoncore.TypeDateTime:
-		return mongoerr.New(5733201, "Densify field type must be numeric or a date")
+		return mongoerr.New(mongoerr.Location5733201, "Densify field type must be numeric or a date")
 	case w.s.unit == "" && v.Type == bsoncore.TypeDateTime:
-		return mongoerr.New(6053600, "Encountered date densify value in collection when step does not have a date unit.")
+		return mongoerr.New(mongoerr.Location6053600, "Encountered date densify value in collection when step does not have a date unit.")
 	case w.s.unit != "" && v.Type != bsoncore.TypeDateTime:
-		return mongoerr.New(6053600, "Encountered numeric densify value in collection when step has a date unit.")
+		return mongoerr.New(mongoerr.Location6053600, "Encountered numeric densify value in collection when step has a date unit.")
 	}
 	v = ownValue(v)
 	if w.s.mode == densifyFull && w.globalMin.Type == 0 {
@@ -247,7 +247,7 @@ func (w *densifyStream) partitionOf(d bsoncore.Document) (*densifyPart, bool, er
 	w.parts[string(w.key)] = p
 	w.order = append(w.order, p)
 	if w.s.env.overMemory(int64(len(w.parts)) * int64(2*len(w.key)+len(p.fields)+96)) {
-		return nil, false, mongoerr.New(6007200, "$densify exceeded memory limit of %d", MaxStageBytes)
+		return nil, false, mongoerr.New(mongoerr.Location6007200, "$densify exceeded memory limit of %d", MaxStageBytes)
 	}
 	return p, true, nil
 }
@@ -385,10 +385,10 @@ func setDocPathValue(dst []byte, old bsoncore.Value, path []string, v bsoncore.V
 	}
 	switch old.Type {
 	case bsoncore.TypeArray:
-		return nil, mongoerr.New(5733307, "$densify cannot generate fields nested inside arrays")
+		return nil, mongoerr.New(mongoerr.Location5733307, "$densify cannot generate fields nested inside arrays")
 	case 0, bsoncore.TypeEmbeddedDocument:
 	default:
-		return nil, mongoerr.New(5733308, "$densify cannot overwrite non-object values with objects")
+		return nil, mongoerr.New(mongoerr.Location5733308, "$densify cannot overwrite non-object values with objects")
 	}
 	sub := query.EmptyDoc
 	if old.Type != 0 {

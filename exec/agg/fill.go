@@ -54,7 +54,7 @@ func parseFillStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
 		return nil, err
 	}
 	if partBy.Type != 0 && partFields.Type != 0 {
-		return nil, mongoerr.New(6050204, "Maximum one of 'partitionBy' and 'partitionByFields can be specified in '$fill'")
+		return nil, mongoerr.New(mongoerr.Location6050204, "Maximum one of 'partitionBy' and 'partitionByFields can be specified in '$fill'")
 	}
 	chain := &chainStage{name: name, raw: arg}
 	if len(windowOut) > 0 {
@@ -129,13 +129,13 @@ func (f fillFields) vals() []bsoncore.Value {
 func fillOutputs(output bsoncore.Document) (window, add fillFields, err error) {
 	elems, _ := output.Elements()
 	if len(elems) == 0 {
-		return nil, nil, mongoerr.New(6050203, "The output field in '$fill' must contain an object with at least one element")
+		return nil, nil, mongoerr.New(mongoerr.Location6050203, "The output field in '$fill' must contain an object with at least one element")
 	}
 	for _, el := range elems {
 		k := el.Key()
 		spec, ok := el.Value().DocumentOK()
 		if !ok {
-			return nil, nil, mongoerr.New(6050200, "Each fill output specification must be an object with exactly one field")
+			return nil, nil, mongoerr.New(mongoerr.Location6050200, "Each fill output specification must be an object with exactly one field")
 		}
 		var method, value bsoncore.Value
 		fe, _ := spec.Elements()
@@ -154,7 +154,7 @@ func fillOutputs(output bsoncore.Document) (window, add fillFields, err error) {
 		}
 		if method.Type != 0 {
 			if value.Type != 0 {
-				return nil, nil, mongoerr.New(6050201, "Each fill output specification must have exactly one of 'method' or 'value' fields, not both")
+				return nil, nil, mongoerr.New(mongoerr.Location6050201, "Each fill output specification must have exactly one of 'method' or 'value' fields, not both")
 			}
 			fn := "$locf"
 			switch method.StringValue() {
@@ -162,7 +162,7 @@ func fillOutputs(output bsoncore.Document) (window, add fillFields, err error) {
 			case "linear":
 				fn = "$linearFill"
 			default:
-				return nil, nil, mongoerr.New(6050202, "Method must be either locf or linear")
+				return nil, nil, mongoerr.New(mongoerr.Location6050202, "Method must be either locf or linear")
 			}
 			window = append(window, fillField{k, objValue([]string{fn}, []bsoncore.Value{bsonx.StringValue("$" + k)})})
 		}

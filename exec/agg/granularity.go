@@ -60,7 +60,7 @@ func granularityRounder(name string) (*granularity, error) {
 	}
 	s, ok := granularitySeries[name]
 	if !ok {
-		return nil, mongoerr.New(40257, "Unknown rounding granularity '%s'", name)
+		return nil, mongoerr.New(mongoerr.Location40257, "Unknown rounding granularity '%s'", name)
 	}
 	return &granularity{name: name, series: s}, nil
 }

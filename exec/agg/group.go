@@ -35,7 +35,7 @@ var one = bsoncore.Value{Type: bsoncore.TypeInt32, Data: []byte{1, 0, 0, 0}}
 func parseGroupStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(15947, "a group's fields must be specified in an object")
+		return nil, mongoerr.New(mongoerr.Location15947, "a group's fields must be specified in an object")
 	}
 	s := &GroupStage{name: name, raw: arg, env: env}
 	elems, _ := d.Elements()
@@ -54,7 +54,7 @@ func parseGroupStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
 		}
 	}
 	if s.id == nil {
-		return nil, mongoerr.New(15955, "a group specification must include an _id")
+		return nil, mongoerr.New(mongoerr.Location15955, "a group specification must include an _id")
 	}
 	return s, nil
 }
@@ -62,10 +62,10 @@ func parseGroupStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
 // addAccumulator parses the accumulator of output field k.
 func (s *GroupStage) addAccumulator(k string, v bsoncore.Value) error {
 	if strings.HasPrefix(k, "$") {
-		return mongoerr.New(40236, "The field name '%s' cannot be an operator name", k)
+		return mongoerr.New(mongoerr.Location40236, "The field name '%s' cannot be an operator name", k)
 	}
 	if strings.Contains(k, ".") {
-		return mongoerr.New(40235, "The field name '%s' cannot contain '.'", k)
+		return mongoerr.New(mongoerr.Location40235, "The field name '%s' cannot contain '.'", k)
 	}
 	a, err := parseAccumulator(s.env, k, v)
 	if err != nil {
@@ -197,7 +197,7 @@ func (s *GroupStage) finish(order []*group) ([]bsoncore.Document, error) {
 func parseSortByCountStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
 	isPath := isFieldPath(arg)
 	if !isPath && (arg.Type != bsoncore.TypeEmbeddedDocument || isNestedSpec(arg)) {
-		return nil, mongoerr.New(40148, "the sortByCount field must be defined as a $-prefixed path or an expression")
+		return nil, mongoerr.New(mongoerr.Location40148, "the sortByCount field must be defined as a $-prefixed path or an expression")
 	}
 	id, err := env.CompileExpr(arg)
 	if err != nil {
@@ -237,7 +237,7 @@ func (s *chainStage) Spec() bsoncore.Document { return StageSpec(s.name, s.raw) 
 func parseBucketStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(40201, "Argument to $bucket stage must be an object, but found type: %s.", bsonx.TypeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.Location40201, "Argument to $bucket stage must be an object, but found type: %s.", bsonx.TypeName(arg.Type))
 	}
 	s := &GroupStage{name: name, raw: arg, env: env}
 	var bounds []bsoncore.Value
@@ -249,7 +249,7 @@ func parseBucketStage(env *Env, name string, arg bsoncore.Value) (Stage, error) 
 		switch el.Key() {
 		case "groupBy":
 			if !isFieldPath(v) && (v.Type != bsoncore.TypeEmbeddedDocument || isNestedSpec(v)) {
-				return nil, mongoerr.New(40202, "The $bucket 'groupBy' field must be defined as a $-prefixed path or an expression, but found: %s.", bsonx.ShellString(v))
+				return nil, mongoerr.New(mongoerr.Location40202, "The $bucket 'groupBy' field must be defined as a $-prefixed path or an expression, but found: %s.", bsonx.ShellString(v))
 			}
 			e, err := env.CompileExpr(v)
 			if err != nil {
@@ -259,7 +259,7 @@ func parseBucketStage(env *Env, name string, arg bsoncore.Value) (Stage, error) 
 		case "boundaries":
 			arr, ok := v.ArrayOK()
 			if !ok {
-				return nil, mongoerr.New(40200, "The $bucket 'boundaries' field must be an array, but found type: %s.", bsonx.TypeName(v.Type))
+				return nil, mongoerr.New(mongoerr.Location40200, "The $bucket 'boundaries' field must be an array, but found type: %s.", bsonx.TypeName(v.Type))
 			}
 			bounds, _ = arr.Values()
 		case "default":
@@ -267,15 +267,15 @@ func parseBucketStage(env *Env, name string, arg bsoncore.Value) (Stage, error) 
 		case "output":
 			o, ok := v.DocumentOK()
 			if !ok {
-				return nil, mongoerr.New(40196, "The $bucket 'output' field must be an object, but found type: %s.", bsonx.TypeName(v.Type))
+				return nil, mongoerr.New(mongoerr.Location40196, "The $bucket 'output' field must be an object, but found type: %s.", bsonx.TypeName(v.Type))
 			}
 			output = o
 		default:
-			return nil, mongoerr.New(40197, "Unrecognized option to $bucket: %s.", el.Key())
+			return nil, mongoerr.New(mongoerr.Location40197, "Unrecognized option to $bucket: %s.", el.Key())
 		}
 	}
 	if s.id == nil || bounds == nil {
-		return nil, mongoerr.New(40198, "$bucket requires 'groupBy' and 'boundaries' to be specified.")
+		return nil, mongoerr.New(mongoerr.Location40198, "$bucket requires 'groupBy' and 'boundaries' to be specified.")
 	}
 	if err := checkBoundaries(bounds, def); err != nil {
 		return nil, err
@@ -299,7 +299,7 @@ func parseBucketStage(env *Env, name string, arg bsoncore.Value) (Stage, error) 
 			return bounds[i-1], nil
 		}
 		if def.Type == 0 {
-			return bsoncore.Value{}, mongoerr.New(40066, "$switch could not find a matching branch for an input, and no default was specified.")
+			return bsoncore.Value{}, mongoerr.New(mongoerr.Location40066, "$switch could not find a matching branch for an input, and no default was specified.")
 		}
 		return def, nil
 	}
@@ -310,21 +310,21 @@ func parseBucketStage(env *Env, name string, arg bsoncore.Value) (Stage, error) 
 // ascending, and a default outside them.
 func checkBoundaries(bounds []bsoncore.Value, def bsoncore.Value) error {
 	if len(bounds) < 2 {
-		return mongoerr.New(40192, "The $bucket 'boundaries' field must have at least 2 values, but found %d value(s).", len(bounds))
+		return mongoerr.New(mongoerr.Location40192, "The $bucket 'boundaries' field must have at least 2 values, but found %d value(s).", len(bounds))
 	}
 	for i := 1; i < len(bounds); i++ {
 		a, b := bounds[i-1], bounds[i]
 		if bsonx.CanonicalRank(a.Type) != bsonx.CanonicalRank(b.Type) {
-			return mongoerr.New(40193, "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.", bsonx.TypeName(a.Type), bsonx.TypeName(b.Type))
+			return mongoerr.New(mongoerr.Location40193, "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.", bsonx.TypeName(a.Type), bsonx.TypeName(b.Type))
 		}
 		if bsonx.Compare(a, b) >= 0 {
-			return mongoerr.New(40194, "The 'boundaries' option to $bucket must be sorted in ascending order, but elements %d and %d are not in ascending order (%s is not less than %s).",
+			return mongoerr.New(mongoerr.Location40194, "The 'boundaries' option to $bucket must be sorted in ascending order, but elements %d and %d are not in ascending order (%s is not less than %s).",
 				i-1, i, bsonx.ShellString(a), bsonx.ShellString(b))
 		}
 	}
 	if def.Type != 0 && bsonx.CanonicalRank(def.Type) == bsonx.CanonicalRank(bounds[0].Type) &&
 		bsonx.Compare(def, bounds[0]) >= 0 && bsonx.Compare(def, bounds[len(bounds)-1]) < 0 {
-		return mongoerr.New(40199, "The $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary.")
+		return mongoerr.New(mongoerr.Location40199, "The $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary.")
 	}
 	return nil
 }

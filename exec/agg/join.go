@@ -473,21 +473,21 @@ type facetStage struct {
 func parseFacetStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(15955, "the $facet specification must be a non-empty object, but found: %s", bsonx.ShellString(arg))
+		return nil, mongoerr.New(mongoerr.Location15955, "the $facet specification must be a non-empty object, but found: %s", bsonx.ShellString(arg))
 	}
 	s := &facetStage{env: env, raw: arg}
 	elems, _ := d.Elements()
 	if len(elems) == 0 {
-		return nil, mongoerr.New(40169, "the $facet specification must be a non-empty object")
+		return nil, mongoerr.New(mongoerr.Location40169, "the $facet specification must be a non-empty object")
 	}
 	for _, el := range elems {
 		name := el.Key()
 		if name == "" || name[0] == '$' || strings.Contains(name, ".") {
-			return nil, mongoerr.New(40174, "$facet pipeline names must not be empty, start with '$' or contain '.': %s", name)
+			return nil, mongoerr.New(mongoerr.Location40174, "$facet pipeline names must not be empty, start with '$' or contain '.': %s", name)
 		}
 		arr, ok := el.Value().ArrayOK()
 		if !ok {
-			return nil, mongoerr.New(40170, "arguments to $facet must be arrays, %s is type %s", name, bsonx.TypeName(el.Value().Type))
+			return nil, mongoerr.New(mongoerr.Location40170, "arguments to $facet must be arrays, %s is type %s", name, bsonx.TypeName(el.Value().Type))
 		}
 		if err := checkFacetStages(arr); err != nil {
 			return nil, err
@@ -516,7 +516,7 @@ func checkFacetStages(arr bsoncore.Array) error {
 		}
 		switch el.Key() {
 		case "$facet", "$out", "$merge", "$documents", "$changeStream", "$collStats", "$indexStats", "$geoNear":
-			return mongoerr.New(40600, "%s is not allowed to be used within a $facet stage", el.Key())
+			return mongoerr.New(mongoerr.Location40600, "%s is not allowed to be used within a $facet stage", el.Key())
 		}
 	}
 	return nil
@@ -562,7 +562,7 @@ func (s *facetStage) Open(in stream.Stream) (stream.Stream, error) {
 				n++
 				if len(ab) > wire.MaxBSONSize {
 					out.Close()
-					return nil, mongoerr.New(4031700, "document constructed by $facet is %d bytes, which exceeds the limit of %d bytes", len(ab), wire.MaxBSONSize)
+					return nil, mongoerr.New(mongoerr.Location4031700, "document constructed by $facet is %d bytes, which exceeds the limit of %d bytes", len(ab), wire.MaxBSONSize)
 				}
 			}
 			out.Close()

@@ -156,7 +156,7 @@ func Parse(env *Env, arr bsoncore.Array, nested bool) (*Pipeline, error) {
 		}
 		elems, _ := doc.Elements()
 		if len(elems) != 1 {
-			return nil, mongoerr.New(40323, "A pipeline stage specification object must contain exactly one field.")
+			return nil, mongoerr.New(mongoerr.Location40323, "A pipeline stage specification object must contain exactly one field.")
 		}
 		name := elems[0].Key()
 		parse := stageParsers[name]
@@ -171,7 +171,7 @@ func Parse(env *Env, arr bsoncore.Array, nested bool) (*Pipeline, error) {
 			return nil, mongoerr.New(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", name)
 		}
 		if first, ok := firstStages[name]; ok && (i != 0 || nested && !first.nested) {
-			return nil, mongoerr.New(40602, "%s is only valid as the first stage in a pipeline", name)
+			return nil, mongoerr.New(mongoerr.Location40602, "%s is only valid as the first stage in a pipeline", name)
 		}
 		s, err := parse(env, name, elems[0].Value())
 		if err != nil {

@@ -70,7 +70,7 @@ func projSpecError(stage string, code mongoerr.Code, format string, args ...any)
 func parseProjectStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(15969, "$project specification must be an object")
+		return nil, mongoerr.New(mongoerr.Location15969, "$project specification must be an object")
 	}
 	if len(d) <= 5 {
 		return nil, projSpecError(name, 51272, "projection specification must have at least one field")
@@ -228,7 +228,7 @@ func markComputed(n *projNode) bool {
 func parseAddFieldsStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(40272, "%s specification stage must be an object, got %s", name, bsonx.TypeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.Location40272, "%s specification stage must be an object, got %s", name, bsonx.TypeName(arg.Type))
 	}
 	s := &projStage{name: name, raw: arg, mode: projAddFields, root: &projNode{}}
 	if err := s.parseLevel(env, s.root, d, "", nil); err != nil {
@@ -246,17 +246,17 @@ func parseUnsetStage(_ *Env, name string, arg bsoncore.Value) (Stage, error) {
 	case bsoncore.TypeArray:
 		vals, _ := arg.Array().Values()
 		if len(vals) == 0 {
-			return nil, mongoerr.New(31119, "$unset specification must be a string or an array with at least one field")
+			return nil, mongoerr.New(mongoerr.Location31119, "$unset specification must be a string or an array with at least one field")
 		}
 		for _, v := range vals {
 			p, ok := v.StringValueOK()
 			if !ok {
-				return nil, mongoerr.New(31120, "$unset specification must be a string or an array containing only string values")
+				return nil, mongoerr.New(mongoerr.Location31120, "$unset specification must be a string or an array containing only string values")
 			}
 			paths = append(paths, p)
 		}
 	default:
-		return nil, mongoerr.New(31002, "$unset specification must be a string or an array")
+		return nil, mongoerr.New(mongoerr.Location31002, "$unset specification must be a string or an array")
 	}
 	s := &projStage{name: name, raw: arg, mode: projExclude, root: &projNode{}}
 	for _, p := range paths {

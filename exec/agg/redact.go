@@ -101,7 +101,7 @@ func (s *redactStage) redactDoc(dst []byte, cur, root bsoncore.Document, vars *e
 	}
 	action, _ := v.StringValueOK()
 	if v.Type != bsoncore.TypeString || (action != redactDescend && action != redactPrune && action != redactKeep) {
-		return dst, false, mongoerr.New(17053,
+		return dst, false, mongoerr.New(mongoerr.Location17053,
 			"$redact's expression should not return anything aside from the variables $$KEEP, $$DESCEND, and $$PRUNE, but returned %s", redactString(v))
 	}
 	switch action {

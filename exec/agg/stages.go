@@ -56,7 +56,7 @@ type matchStage struct {
 func parseMatchStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(15959, "the match filter must be an expression in an object")
+		return nil, mongoerr.New(mongoerr.Location15959, "the match filter must be an expression in an object")
 	}
 	f, err := env.compileFilter(d)
 	if err != nil {
@@ -93,7 +93,7 @@ type sortStage struct {
 func parseSortStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(15973, "the $sort key specification must be an object")
+		return nil, mongoerr.New(mongoerr.Location15973, "the $sort key specification must be an object")
 	}
 	spec, err := query.ParseSort(d)
 	if err != nil {
@@ -122,10 +122,10 @@ type limitStage struct{ n int64 }
 func parseLimitStage(_ *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	n, ok := WholeNumber(arg)
 	if !ok {
-		return nil, mongoerr.New(15957, "the limit must be specified as a number")
+		return nil, mongoerr.New(mongoerr.Location15957, "the limit must be specified as a number")
 	}
 	if n <= 0 {
-		return nil, mongoerr.New(15958, "the limit must be positive")
+		return nil, mongoerr.New(mongoerr.Location15958, "the limit must be positive")
 	}
 	return &limitStage{n: n}, nil
 }
@@ -147,10 +147,10 @@ type skipStage struct{ n int64 }
 func parseSkipStage(_ *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	n, ok := WholeNumber(arg)
 	if !ok {
-		return nil, mongoerr.New(15972, "Argument to $skip must be a number")
+		return nil, mongoerr.New(mongoerr.Location15972, "Argument to $skip must be a number")
 	}
 	if n < 0 {
-		return nil, mongoerr.New(15956, "Argument to $skip cannot be negative")
+		return nil, mongoerr.New(mongoerr.Location15956, "Argument to $skip cannot be negative")
 	}
 	return &skipStage{n: n}, nil
 }
@@ -188,11 +188,11 @@ func parseCountStage(_ *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	s, ok := arg.StringValueOK()
 	switch {
 	case !ok || s == "":
-		return nil, mongoerr.New(40156, "the count field must be a non-empty string")
+		return nil, mongoerr.New(mongoerr.Location40156, "the count field must be a non-empty string")
 	case s[0] == '$':
-		return nil, mongoerr.New(40158, "the count field cannot be a $-prefixed path")
+		return nil, mongoerr.New(mongoerr.Location40158, "the count field cannot be a $-prefixed path")
 	case containsDot(s):
-		return nil, mongoerr.New(40160, "the count field cannot contain '.'")
+		return nil, mongoerr.New(mongoerr.Location40160, "the count field cannot contain '.'")
 	}
 	return &countStage{field: s}, nil
 }
@@ -282,25 +282,25 @@ type sampleStage struct {
 func parseSampleStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(28745, "the $sample stage specification must be an object")
+		return nil, mongoerr.New(mongoerr.Location28745, "the $sample stage specification must be an object")
 	}
 	elems, _ := d.Elements()
 	s := &sampleStage{size: -1, env: env}
 	for _, el := range elems {
 		if el.Key() != "size" {
-			return nil, mongoerr.New(28748, "unrecognized option to $sample: %s", el.Key())
+			return nil, mongoerr.New(mongoerr.Location28748, "unrecognized option to $sample: %s", el.Key())
 		}
 		f, ok := bsonx.NumberAsFloat64(el.Value())
 		if !ok {
-			return nil, mongoerr.New(28746, "size argument to $sample must be a number")
+			return nil, mongoerr.New(mongoerr.Location28746, "size argument to $sample must be a number")
 		}
 		if f < 0 {
-			return nil, mongoerr.New(28747, "size argument to $sample must not be negative")
+			return nil, mongoerr.New(mongoerr.Location28747, "size argument to $sample must not be negative")
 		}
 		s.size = int64(f)
 	}
 	if s.size < 0 {
-		return nil, mongoerr.New(28749, "$sample stage must specify a size")
+		return nil, mongoerr.New(mongoerr.Location28749, "$sample stage must specify a size")
 	}
 	return s, nil
 }
@@ -368,7 +368,7 @@ func parseDocumentsStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) 
 	}
 	arr, ok := v.ArrayOK()
 	if !ok {
-		return nil, mongoerr.New(5858203, "an array is expected")
+		return nil, mongoerr.New(mongoerr.Location5858203, "an array is expected")
 	}
 	vals, _ := arr.Values()
 	s := &documentsStage{raw: arg}
@@ -404,18 +404,18 @@ func parseReplaceRootStage(env *Env, name string, arg bsoncore.Value) (Stage, er
 	if name == "$replaceRoot" {
 		d, ok := arg.DocumentOK()
 		if !ok {
-			return nil, mongoerr.New(40229, "expected an object as specification for $replaceRoot stage, got %s", bsonx.TypeName(arg.Type))
+			return nil, mongoerr.New(mongoerr.Location40229, "expected an object as specification for $replaceRoot stage, got %s", bsonx.TypeName(arg.Type))
 		}
 		elems, _ := d.Elements()
 		root = bsoncore.Value{}
 		for _, el := range elems {
 			if el.Key() != "newRoot" {
-				return nil, mongoerr.New(40415, "BSON field '$replaceRoot.%s' is an unknown field.", el.Key())
+				return nil, mongoerr.New(mongoerr.Location40415, "BSON field '$replaceRoot.%s' is an unknown field.", el.Key())
 			}
 			root = el.Value()
 		}
 		if root.Type == 0 {
-			return nil, mongoerr.New(40414, "BSON field '$replaceRoot.newRoot' is missing but a required field")
+			return nil, mongoerr.New(mongoerr.Location40414, "BSON field '$replaceRoot.newRoot' is missing but a required field")
 		}
 	}
 	e, err := env.CompileExpr(root)
@@ -435,7 +435,7 @@ func (s *replaceRootStage) Open(in stream.Stream) (stream.Stream, error) {
 		}
 		nd, ok := v.DocumentOK()
 		if !ok {
-			return dst, false, mongoerr.New(40228, "'newRoot' expression must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s",
+			return dst, false, mongoerr.New(mongoerr.Location40228, "'newRoot' expression must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s",
 				bsonx.ShellString(v), bsonx.TypeName(v.Type), d.String())
 		}
 		return append(dst, nd...), true, nil

@@ -107,39 +107,39 @@ func parseUnwindStage(_ *Env, _ string, arg bsoncore.Value) (Stage, error) {
 			case "path":
 				p, ok := v.StringValueOK()
 				if !ok {
-					return nil, mongoerr.New(28808, "expected a string as the path for $unwind stage, got %s", bsonx.TypeName(v.Type))
+					return nil, mongoerr.New(mongoerr.Location28808, "expected a string as the path for $unwind stage, got %s", bsonx.TypeName(v.Type))
 				}
 				path = p
 			case "includeArrayIndex":
 				f, ok := v.StringValueOK()
 				if !ok {
-					return nil, mongoerr.New(28810, "expected a non-empty string for the includeArrayIndex  option to $unwind stage")
+					return nil, mongoerr.New(mongoerr.Location28810, "expected a non-empty string for the includeArrayIndex  option to $unwind stage")
 				}
 				if f == "" {
-					return nil, mongoerr.New(28810, "expected a non-empty string for the includeArrayIndex  option to $unwind stage")
+					return nil, mongoerr.New(mongoerr.Location28810, "expected a non-empty string for the includeArrayIndex  option to $unwind stage")
 				}
 				if f[0] == '$' {
-					return nil, mongoerr.New(28822, "includeArrayIndex option to $unwind stage should not be prefixed with a '$': %s", f)
+					return nil, mongoerr.New(mongoerr.Location28822, "includeArrayIndex option to $unwind stage should not be prefixed with a '$': %s", f)
 				}
 				s.indexField = strings.Split(f, ".")
 			case "preserveNullAndEmptyArrays":
 				b, ok := v.BooleanOK()
 				if !ok {
-					return nil, mongoerr.New(28809, "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage")
+					return nil, mongoerr.New(mongoerr.Location28809, "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage")
 				}
 				s.preserve = b
 			default:
-				return nil, mongoerr.New(28811, "unrecognized option to $unwind stage")
+				return nil, mongoerr.New(mongoerr.Location28811, "unrecognized option to $unwind stage")
 			}
 		}
 		if path == "" {
-			return nil, mongoerr.New(28812, "no path specified to $unwind stage")
+			return nil, mongoerr.New(mongoerr.Location28812, "no path specified to $unwind stage")
 		}
 	default:
-		return nil, mongoerr.New(15981, "expected either a string or an object as specification for $unwind stage, got %s", bsonx.TypeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.Location15981, "expected either a string or an object as specification for $unwind stage, got %s", bsonx.TypeName(arg.Type))
 	}
 	if path == "" || path[0] != '$' {
-		return nil, mongoerr.New(28818, "path option to $unwind stage should be prefixed with a '$': %s", path)
+		return nil, mongoerr.New(mongoerr.Location28818, "path option to $unwind stage should be prefixed with a '$': %s", path)
 	}
 	parts, err := SplitFieldPath(path[1:])
 	if err != nil {
@@ -161,7 +161,7 @@ func SplitFieldPath(s string) ([]string, error) {
 	for _, c := range parts {
 		switch {
 		case c == "":
-			return nil, mongoerr.New(15998, "FieldPath field names may not be empty strings.")
+			return nil, mongoerr.New(mongoerr.Location15998, "FieldPath field names may not be empty strings.")
 		case c[0] == '$':
 			return nil, mongoerr.New(mongoerr.Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
 		}

@@ -142,7 +142,7 @@ func (s *windowStage) parseOutput(output bsoncore.Document) error {
 			return err
 		}
 		if !s.out.addComputed(parts, pe) {
-			return mongoerr.New(6307900, "$setWindowFields 'output' specification contains two conflicting paths")
+			return mongoerr.New(mongoerr.Location6307900, "$setWindowFields 'output' specification contains two conflicting paths")
 		}
 		d, ok := el.Value().DocumentOK()
 		if !ok {
@@ -355,7 +355,7 @@ func (w *windowStream) loadPartition(ctx context.Context) (bool, error) {
 		p.docs = append(p.docs, kd.doc)
 		p.mem += int64(len(kd.doc))
 		if w.s.env.overMemory(p.mem) {
-			return false, mongoerr.New(5643011, "Exceeded max memory. Set 'allowDiskUse: true' to spill to disk")
+			return false, mongoerr.New(mongoerr.Location5643011, "Exceeded max memory. Set 'allowDiskUse: true' to spill to disk")
 		}
 	}
 	w.part, w.i = p, 0
@@ -386,7 +386,7 @@ func (p *winPart) checkMemory(env *Env) error {
 		if limit == 0 {
 			limit = MaxStageBytes
 		}
-		return mongoerr.New(5414201, "Exceeded memory limit in DocumentSourceSetWindowFields, used %d bytes but max allowed is %d", p.mem, limit)
+		return mongoerr.New(mongoerr.Location5414201, "Exceeded memory limit in DocumentSourceSetWindowFields, used %d bytes but max allowed is %d", p.mem, limit)
 	}
 	return nil
 }

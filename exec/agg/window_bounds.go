@@ -152,10 +152,10 @@ func parseDocumentBounds(env *Env, v bsoncore.Value, ws *windowSort) (winBounds,
 	}
 	lo, hi, both := b.lower.n, b.upper.n, b.lower.kind != boundUnbounded && b.upper.kind != boundUnbounded
 	if both && lo > hi {
-		return winBounds{}, mongoerr.New(5339900, "Lower bound must not exceed upper bound: [%d, %d]", lo, hi)
+		return winBounds{}, mongoerr.New(mongoerr.Location5339900, "Lower bound must not exceed upper bound: [%d, %d]", lo, hi)
 	}
 	if !b.unboundedBoth() && !ws.present {
-		return winBounds{}, mongoerr.New(5339901, "Document-based bounds require a sortBy")
+		return winBounds{}, mongoerr.New(mongoerr.Location5339901, "Document-based bounds require a sortBy")
 	}
 	return b, nil
 }
@@ -215,7 +215,7 @@ func parseRangeBounds(env *Env, rng, unit bsoncore.Value, hasUnit bool, nfields 
 		return winBounds{}, err
 	}
 	if !ws.present || len(ws.fields) != 1 {
-		return winBounds{}, mongoerr.New(5339902, "Range-based bounds require sortBy a single field")
+		return winBounds{}, mongoerr.New(mongoerr.Location5339902, "Range-based bounds require sortBy a single field")
 	}
 	return b, nil
 }
@@ -234,7 +234,7 @@ func (b *winBounds) checkForward() error {
 		hi = zero
 	}
 	if bsonx.Compare(lo, hi) > 0 {
-		return mongoerr.New(5339900, "Lower bound must not exceed upper bound: [%s, %s]", boundString(lo), boundString(hi))
+		return mongoerr.New(mongoerr.Location5339900, "Lower bound must not exceed upper bound: [%s, %s]", boundString(lo), boundString(hi))
 	}
 	return nil
 }
@@ -271,7 +271,7 @@ func (p *winPart) endpoints(b *winBounds, i int) (lo, hi int, ok bool, err error
 // (numbers, or dates with a unit) form one ascending run of the sorted partition.
 func (p *winPart) rangeEndpoints(b *winBounds, i int) (lo, hi int, ok bool, err error) {
 	if p.s.sort.fields[0].Desc {
-		return 0, 0, false, mongoerr.New(5429404, "Missing _sortExpr with range-based bounds")
+		return 0, 0, false, mongoerr.New(mongoerr.Location5429404, "Missing _sortExpr with range-based bounds")
 	}
 	vals, runStart, runEnd, err := p.sortRuns(b.unit != "")
 	if err != nil {
@@ -280,11 +280,11 @@ func (p *winPart) rangeEndpoints(b *winBounds, i int) (lo, hi int, ok bool, err 
 	base := vals[i]
 	switch {
 	case b.unit != "" && base.Type != bsoncore.TypeDateTime:
-		return 0, 0, false, mongoerr.New(5429513, "Invalid range: Expected the sortBy field to be a Date, but it was %s", bsonx.TypeName(base.Type))
+		return 0, 0, false, mongoerr.New(mongoerr.Location5429513, "Invalid range: Expected the sortBy field to be a Date, but it was %s", bsonx.TypeName(base.Type))
 	case b.unit == "" && base.Type == bsoncore.TypeDateTime:
-		return 0, 0, false, mongoerr.New(5429413, "Invalid range: For windows that involve date or time ranges, a unit must be provided.")
+		return 0, 0, false, mongoerr.New(mongoerr.Location5429413, "Invalid range: For windows that involve date or time ranges, a unit must be provided.")
 	case b.unit == "" && !bsonx.IsNumber(base.Type):
-		return 0, 0, false, mongoerr.New(5429414, "Invalid range: Expected the sortBy field to be a number, but it was %s", bsonx.TypeName(base.Type))
+		return 0, 0, false, mongoerr.New(mongoerr.Location5429414, "Invalid range: Expected the sortBy field to be a number, but it was %s", bsonx.TypeName(base.Type))
 	}
 	start, end := runStart[i], runEnd[i]
 	switch b.lower.kind {

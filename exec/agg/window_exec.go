@@ -229,11 +229,11 @@ func (e *derivativeEval) at(i int) (bsoncore.Value, error) {
 	dates := t0.Type == bsoncore.TypeDateTime && t1.Type == bsoncore.TypeDateTime
 	switch {
 	case e.f.unitMs != 0 && !dates:
-		return bsoncore.Value{}, mongoerr.New(5624900, "$derivative with 'unit' expects the sortBy field to be a Date")
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location5624900, "$derivative with 'unit' expects the sortBy field to be a Date")
 	case e.f.unitMs == 0 && (t0.Type == bsoncore.TypeDateTime || t1.Type == bsoncore.TypeDateTime):
-		return bsoncore.Value{}, mongoerr.New(5624901, "$derivative where the sortBy is a Date requires an 'unit'")
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location5624901, "$derivative where the sortBy is a Date requires an 'unit'")
 	case e.f.unitMs == 0 && (!bsonx.IsNumber(t0.Type) || !bsonx.IsNumber(t1.Type)):
-		return bsoncore.Value{}, mongoerr.New(5624902, "$derivative (with no 'unit') expects the sortBy field to be numeric")
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location5624902, "$derivative (with no 'unit') expects the sortBy field to be numeric")
 	}
 	run, err := calcSubtract.eval(e.p.cvars, t1, t0)
 	if err != nil {
@@ -252,7 +252,7 @@ func (e *derivativeEval) at(i int) (bsoncore.Value, error) {
 		return bsoncore.Value{}, err
 	}
 	if nullish(rise) {
-		return bsoncore.Value{}, mongoerr.New(5624903, "$derivative input must not be null or missing")
+		return bsoncore.Value{}, mongoerr.New(mongoerr.Location5624903, "$derivative input must not be null or missing")
 	}
 	res, err := calcDivide.eval(e.p.cvars, rise, run)
 	if me := mongoerr.As(err); me != nil && me.Code == mongoerr.BadValue {
@@ -344,7 +344,7 @@ func (e *linearFillEval) check(i int, x, y bsoncore.Value) error {
 	}
 	if i > 0 {
 		if bsonx.Compare(x, e.lastSort) == 0 {
-			return mongoerr.New(6050106, "There can be no repeated values in the sort field")
+			return mongoerr.New(mongoerr.Location6050106, "There can be no repeated values in the sort field")
 		}
 		if (x.Type == bsoncore.TypeDateTime) != (e.lastSort.Type == bsoncore.TypeDateTime) {
 			return mongoerr.New(mongoerr.TypeMismatch, "Conflicting sort value types, previously received type %s, but found %s",
@@ -491,13 +491,13 @@ type integralState struct {
 func (st *integralState) add(v bsoncore.Value, _ bsoncore.Document) (int, error) {
 	pt, _ := v.Array().Values()
 	if len(pt) != 2 || !bsonx.IsNumber(pt[1].Type) || (!bsonx.IsNumber(pt[0].Type) && pt[0].Type != bsoncore.TypeDateTime) {
-		return 0, mongoerr.New(5423900, "The input value of $integral window function must be a vector of 2 value, the first value must be numeric or date type and the second must be numeric.")
+		return 0, mongoerr.New(mongoerr.Location5423900, "The input value of $integral window function must be a vector of 2 value, the first value must be numeric or date type and the second must be numeric.")
 	}
 	switch {
 	case st.unitMs != 0 && pt[0].Type != bsoncore.TypeDateTime:
-		return 0, mongoerr.New(5423901, "$integral with 'outputUnit' expects the sortBy field to be a Date")
+		return 0, mongoerr.New(mongoerr.Location5423901, "$integral with 'outputUnit' expects the sortBy field to be a Date")
 	case st.unitMs == 0 && !bsonx.IsNumber(pt[0].Type):
-		return 0, mongoerr.New(5423902, "$integral (with no 'outputUnit') expects the sortBy field to be numeric")
+		return 0, mongoerr.New(mongoerr.Location5423902, "$integral (with no 'outputUnit') expects the sortBy field to be numeric")
 	}
 	if isNaN(pt[0]) || isNaN(pt[1]) {
 		st.nan++

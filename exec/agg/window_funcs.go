@@ -219,13 +219,13 @@ func parseWinN(env *Env, name string, d bsoncore.Document, ws *windowSort) (*win
 func parseWinRank(_ *Env, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
 	elems, _ := d.Elements()
 	if len(elems) != 1 {
-		return nil, mongoerr.New(5371601, "Rank style window functions take no other arguments")
+		return nil, mongoerr.New(mongoerr.Location5371601, "Rank style window functions take no other arguments")
 	}
 	if ad, ok := elems[0].Value().DocumentOK(); !ok || len(ad) != 5 {
-		return nil, mongoerr.New(5371603, "%s must be specified with '{}' as the value", name)
+		return nil, mongoerr.New(mongoerr.Location5371603, "%s must be specified with '{}' as the value", name)
 	}
 	if !ws.present || len(ws.fields) != 1 {
-		return nil, mongoerr.New(5371602, "%s must be specified with a top level sortBy expression with exactly one element", name)
+		return nil, mongoerr.New(mongoerr.Location5371602, "%s must be specified with a top level sortBy expression with exactly one element", name)
 	}
 	kinds := map[string]winKind{"$rank": winRank, "$denseRank": winDenseRank, "$documentNumber": winDocNumber}
 	return &winFunc{name: name, kind: kinds[name], bounds: toCurrent}, nil
@@ -380,7 +380,7 @@ func parseWinUnit(v bsoncore.Value) (int64, error) {
 	}
 	ms, ok := timeUnitMillis[u]
 	if !ok {
-		return 0, mongoerr.New(5490710, "unit must be 'week' or smaller")
+		return 0, mongoerr.New(mongoerr.Location5490710, "unit must be 'week' or smaller")
 	}
 	return ms, nil
 }
@@ -491,7 +491,7 @@ func parseWinLeftUnbounded(env *Env, name string, d bsoncore.Document, ws *windo
 	}
 	if name == "$linearFill" {
 		if !ws.present || len(ws.fields) != 1 {
-			return nil, mongoerr.New(605001, "$linearFill must be specified with a top level sortBy expression with exactly one element")
+			return nil, mongoerr.New(mongoerr.Location605001, "$linearFill must be specified with a top level sortBy expression with exactly one element")
 		}
 		return &winFunc{name: name, kind: winLinearFill, input: e}, nil
 	}

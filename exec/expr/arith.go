@@ -87,12 +87,12 @@ func addOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 			return valNull, nil
 		case a.Type == bsoncore.TypeDateTime:
 			if dates++; dates > 1 {
-				return missing, mongoerr.New(16612, "only one date allowed in an $add expression")
+				return missing, mongoerr.New(mongoerr.Location16612, "only one date allowed in an $add expression")
 			}
 		case isNum(a):
 			rank = max(rank, numRank(a.Type))
 		default:
-			return missing, mongoerr.New(16554, "$add only supports numeric or date types, not %s", bsonx.TypeName(a.Type))
+			return missing, mongoerr.New(mongoerr.Location16554, "$add only supports numeric or date types, not %s", bsonx.TypeName(a.Type))
 		}
 	}
 	if dates > 0 {
@@ -251,9 +251,9 @@ func subtractOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		}
 		return v.dateVal(ms), nil
 	case l.Type == bsoncore.TypeDateTime:
-		return missing, mongoerr.New(16613, "cant $subtract a %s from a Date", bsonx.TypeName(r.Type))
+		return missing, mongoerr.New(mongoerr.Location16613, "cant $subtract a %s from a Date", bsonx.TypeName(r.Type))
 	}
-	return missing, mongoerr.New(16556, "cant $subtract a %s from a %s", bsonx.TypeName(r.Type), bsonx.TypeName(l.Type))
+	return missing, mongoerr.New(mongoerr.Location16556, "cant $subtract a %s from a %s", bsonx.TypeName(r.Type), bsonx.TypeName(l.Type))
 }
 
 // subtractNumbers is l − r in the wider type, longs overflowing to doubles.
@@ -284,7 +284,7 @@ func multiplyOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		case isNum(a):
 			rank = max(rank, numRank(a.Type))
 		default:
-			return missing, mongoerr.New(16555, "$multiply only supports numeric types, not %s", bsonx.TypeName(a.Type))
+			return missing, mongoerr.New(mongoerr.Location16555, "$multiply only supports numeric types, not %s", bsonx.TypeName(a.Type))
 		}
 	}
 	switch rank {
@@ -327,7 +327,7 @@ func divideOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		if nullish(l) || nullish(r) {
 			return valNull, nil
 		}
-		return missing, mongoerr.New(16609, "$divide only supports numeric types, not %s and %s", bsonx.TypeName(l.Type), bsonx.TypeName(r.Type))
+		return missing, mongoerr.New(mongoerr.Location16609, "$divide only supports numeric types, not %s and %s", bsonx.TypeName(l.Type), bsonx.TypeName(r.Type))
 	}
 	if l.Type == bsoncore.TypeDecimal128 || r.Type == bsoncore.TypeDecimal128 {
 		rd := asDec(r)
@@ -350,26 +350,26 @@ func modOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		if nullish(l) || nullish(r) {
 			return valNull, nil
 		}
-		return missing, mongoerr.New(16611, "$mod only supports numeric types, not %s and %s", bsonx.TypeName(l.Type), bsonx.TypeName(r.Type))
+		return missing, mongoerr.New(mongoerr.Location16611, "$mod only supports numeric types, not %s and %s", bsonx.TypeName(l.Type), bsonx.TypeName(r.Type))
 	}
 	rank := max(numRank(l.Type), numRank(r.Type))
 	if rank == 4 {
 		ld, rd := asDec(l), asDec(r)
 		if rd.isZero() {
-			return missing, mongoerr.New(16610, "can't $mod by zero")
+			return missing, mongoerr.New(mongoerr.Location16610, "can't $mod by zero")
 		}
 		return v.decValue(decMod(ld, rd)), nil
 	}
 	if rank == 3 {
 		rf := asFloat(r)
 		if rf == 0 {
-			return missing, mongoerr.New(16610, "can't $mod by zero")
+			return missing, mongoerr.New(mongoerr.Location16610, "can't $mod by zero")
 		}
 		return v.doubleVal(math.Mod(asFloat(l), rf)), nil
 	}
 	a, b := asInt64(l), asInt64(r)
 	if b == 0 {
-		return missing, mongoerr.New(16610, "can't $mod by zero")
+		return missing, mongoerr.New(mongoerr.Location16610, "can't $mod by zero")
 	}
 	m := int64(0)
 	if b != -1 {

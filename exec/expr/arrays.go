@@ -9,7 +9,7 @@ import (
 // sizeOp is $size.
 func sizeOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	if args[0].Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(17124, "The argument to $size must be an array. Type of argument was: %s", bsonx.TypeName(args[0].Type))
+		return missing, mongoerr.New(mongoerr.Location17124, "The argument to $size must be an array. Type of argument was: %s", bsonx.TypeName(args[0].Type))
 	}
 	return v.int32Val(int32(len(arrayValues(args[0])))), nil
 }
@@ -38,14 +38,14 @@ func arrayElemAtOp(_ *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return valNull, nil
 	}
 	if arr.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(28689, "$arrayElemAt's first argument must be an array, but is %s", bsonx.TypeName(arr.Type))
+		return missing, mongoerr.New(mongoerr.Location28689, "$arrayElemAt's first argument must be an array, but is %s", bsonx.TypeName(arr.Type))
 	}
 	if !isNum(idx) {
-		return missing, mongoerr.New(28690, "$arrayElemAt's second argument must be a numeric value, but is %s", bsonx.TypeName(idx.Type))
+		return missing, mongoerr.New(mongoerr.Location28690, "$arrayElemAt's second argument must be a numeric value, but is %s", bsonx.TypeName(idx.Type))
 	}
 	i, ok := int32Arg(idx)
 	if !ok {
-		return missing, mongoerr.New(28691, "$arrayElemAt's second argument must be representable as a 32-bit integer: %s", numString(idx))
+		return missing, mongoerr.New(mongoerr.Location28691, "$arrayElemAt's second argument must be representable as a 32-bit integer: %s", numString(idx))
 	}
 	return elemAt(arr, int64(i)), nil
 }
@@ -58,7 +58,7 @@ func firstLastOp(name string, last bool) evalFn {
 			return valNull, nil
 		}
 		if arr.Type != bsoncore.TypeArray {
-			return missing, mongoerr.New(28689, "%s's argument must be an array, but is %s", name, bsonx.TypeName(arr.Type))
+			return missing, mongoerr.New(mongoerr.Location28689, "%s's argument must be an array, but is %s", name, bsonx.TypeName(arr.Type))
 		}
 		if last {
 			return elemAt(arr, -1), nil
@@ -70,7 +70,7 @@ func firstLastOp(name string, last bool) evalFn {
 // inOp is $in: [value, array].
 func inOp(_ *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	if args[1].Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(40081, "$in requires an array as a second argument, found: %s", bsonx.TypeName(args[1].Type))
+		return missing, mongoerr.New(mongoerr.Location40081, "$in requires an array as a second argument, found: %s", bsonx.TypeName(args[1].Type))
 	}
 	for _, e := range arrayValues(args[1]) {
 		if bsonx.Equal(args[0], e) {
@@ -88,7 +88,7 @@ func concatArraysOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 			return valNull, nil
 		}
 		if a.Type != bsoncore.TypeArray {
-			return missing, mongoerr.New(28664, "$concatArrays only supports arrays, not %s", bsonx.TypeName(a.Type))
+			return missing, mongoerr.New(mongoerr.Location28664, "$concatArrays only supports arrays, not %s", bsonx.TypeName(a.Type))
 		}
 		out = append(out, arrayValues(a)...)
 	}
@@ -102,7 +102,7 @@ func reverseArrayOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return valNull, nil
 	}
 	if a.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(34435, "The argument to $reverseArray must be an array, but was of type: %s", bsonx.TypeName(a.Type))
+		return missing, mongoerr.New(mongoerr.Location34435, "The argument to $reverseArray must be an array, but was of type: %s", bsonx.TypeName(a.Type))
 	}
 	vals := arrayValues(a)
 	for i, j := 0, len(vals)-1; i < j; i, j = i+1, j-1 {
@@ -120,14 +120,14 @@ func sliceOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	arr := args[0]
 	if arr.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(28724, "First argument to $slice must be an array, but is of type: %s", bsonx.TypeName(arr.Type))
+		return missing, mongoerr.New(mongoerr.Location28724, "First argument to $slice must be an array, but is of type: %s", bsonx.TypeName(arr.Type))
 	}
 	if !isNum(args[1]) {
-		return missing, mongoerr.New(28725, "Second argument to $slice must be a numeric value, but was of type: %s", bsonx.TypeName(args[1].Type))
+		return missing, mongoerr.New(mongoerr.Location28725, "Second argument to $slice must be a numeric value, but was of type: %s", bsonx.TypeName(args[1].Type))
 	}
 	first, ok := int32Arg(args[1])
 	if !ok {
-		return missing, mongoerr.New(28726, "Second argument to $slice can't be represented as a 32-bit integer: %s", numString(args[1]))
+		return missing, mongoerr.New(mongoerr.Location28726, "Second argument to $slice can't be represented as a 32-bit integer: %s", numString(args[1]))
 	}
 	vals := arrayValues(arr)
 	n := int64(len(vals))
@@ -141,14 +141,14 @@ func sliceOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return v.arrayVal(vals[start:end]), nil
 	}
 	if !isNum(args[2]) {
-		return missing, mongoerr.New(28727, "Third argument to $slice must be numeric, but was of type: %s", bsonx.TypeName(args[2].Type))
+		return missing, mongoerr.New(mongoerr.Location28727, "Third argument to $slice must be numeric, but was of type: %s", bsonx.TypeName(args[2].Type))
 	}
 	count, ok := int32Arg(args[2])
 	if !ok {
-		return missing, mongoerr.New(28728, "Third argument to $slice can't be represented as a 32-bit integer: %s", numString(args[2]))
+		return missing, mongoerr.New(mongoerr.Location28728, "Third argument to $slice can't be represented as a 32-bit integer: %s", numString(args[2]))
 	}
 	if count <= 0 {
-		return missing, mongoerr.New(28729, "Third argument to $slice must be positive: %s", numString(args[2]))
+		return missing, mongoerr.New(mongoerr.Location28729, "Third argument to $slice must be positive: %s", numString(args[2]))
 	}
 	start = int64(first)
 	if start < 0 {
@@ -166,7 +166,7 @@ func indexOfArrayOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return valNull, nil
 	}
 	if arr.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(40090, "$indexOfArray requires an array as a first argument, found: %s", bsonx.TypeName(arr.Type))
+		return missing, mongoerr.New(mongoerr.Location40090, "$indexOfArray requires an array as a first argument, found: %s", bsonx.TypeName(arr.Type))
 	}
 	vals := arrayValues(arr)
 	start, end := 0, len(vals)
@@ -210,7 +210,7 @@ func rangeOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	start, end, step := nums[0], nums[1], nums[2]
 	if step == 0 {
-		return missing, mongoerr.New(34449, "$range requires a non-zero step value")
+		return missing, mongoerr.New(mongoerr.Location34449, "$range requires a non-zero step value")
 	}
 	count := int64(0)
 	if (step > 0 && end > start) || (step < 0 && end < start) {

@@ -89,7 +89,7 @@ func parseCond(p *parser, name string, arg bsoncore.Value) (node, error) {
 			case "else":
 				ops[2] = f.val
 			default:
-				return nil, mongoerr.New(17083, "Unrecognized parameter to $cond: %s", f.name)
+				return nil, mongoerr.New(mongoerr.Location17083, "Unrecognized parameter to $cond: %s", f.name)
 			}
 		}
 		for i, k := range []string{"if", "then", "else"} {
@@ -136,7 +136,7 @@ func (n *ifNullNode) eval(v *Vars) (bsoncore.Value, error) {
 func parseIfNull(p *parser, _ string, arg bsoncore.Value) (node, error) {
 	ops := operandList(arg)
 	if len(ops) < 2 {
-		return nil, mongoerr.New(1257300, "$ifNull needs at least two arguments, had: %d", len(ops))
+		return nil, mongoerr.New(mongoerr.Location1257300, "$ifNull needs at least two arguments, had: %d", len(ops))
 	}
 	args, allConst, err := p.parseAll(ops)
 	if err != nil {
@@ -166,7 +166,7 @@ func (n *switchNode) eval(v *Vars) (bsoncore.Value, error) {
 		}
 	}
 	if n.def == nil {
-		return missing, mongoerr.New(40066, "$switch could not find a matching branch for an input, and no default was specified.")
+		return missing, mongoerr.New(mongoerr.Location40066, "$switch could not find a matching branch for an input, and no default was specified.")
 	}
 	return n.def.eval(v)
 }
@@ -174,14 +174,14 @@ func (n *switchNode) eval(v *Vars) (bsoncore.Value, error) {
 // parseSwitch compiles $switch: {branches: [{case, then}, ...], default}.
 func parseSwitch(p *parser, _ string, arg bsoncore.Value) (node, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(40060, "$switch requires an object as an argument, found: %s", bsonx.TypeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.Location40060, "$switch requires an object as an argument, found: %s", bsonx.TypeName(arg.Type))
 	}
 	n := &switchNode{}
 	for _, f := range docFields(arg) {
 		switch f.name {
 		case "branches":
 			if f.val.Type != bsoncore.TypeArray {
-				return nil, mongoerr.New(40061, "$switch expected an array for 'branches', found: %s", bsonx.TypeName(f.val.Type))
+				return nil, mongoerr.New(mongoerr.Location40061, "$switch expected an array for 'branches', found: %s", bsonx.TypeName(f.val.Type))
 			}
 			for _, b := range arrayValues(f.val) {
 				if err := n.parseBranch(p, b); err != nil {
@@ -195,11 +195,11 @@ func parseSwitch(p *parser, _ string, arg bsoncore.Value) (node, error) {
 			}
 			n.def = d
 		default:
-			return nil, mongoerr.New(40067, "$switch found an unknown argument: %s", f.name)
+			return nil, mongoerr.New(mongoerr.Location40067, "$switch found an unknown argument: %s", f.name)
 		}
 	}
 	if len(n.cases) == 0 {
-		return nil, mongoerr.New(40068, "$switch requires at least one branch.")
+		return nil, mongoerr.New(mongoerr.Location40068, "$switch requires at least one branch.")
 	}
 	return n, nil
 }
@@ -207,7 +207,7 @@ func parseSwitch(p *parser, _ string, arg bsoncore.Value) (node, error) {
 // parseBranch compiles one {case, then} branch of $switch.
 func (n *switchNode) parseBranch(p *parser, b bsoncore.Value) error {
 	if b.Type != bsoncore.TypeEmbeddedDocument {
-		return mongoerr.New(40062, "$switch expected each branch to be an object, found: %s", bsonx.TypeName(b.Type))
+		return mongoerr.New(mongoerr.Location40062, "$switch expected each branch to be an object, found: %s", bsonx.TypeName(b.Type))
 	}
 	var c, t node
 	for _, f := range docFields(b) {
@@ -221,14 +221,14 @@ func (n *switchNode) parseBranch(p *parser, b bsoncore.Value) error {
 		case "then":
 			t = x
 		default:
-			return mongoerr.New(40063, "$switch found an unknown argument to a branch: %s", f.name)
+			return mongoerr.New(mongoerr.Location40063, "$switch found an unknown argument to a branch: %s", f.name)
 		}
 	}
 	if c == nil {
-		return mongoerr.New(40064, "$switch requires each branch have a 'case' expression")
+		return mongoerr.New(mongoerr.Location40064, "$switch requires each branch have a 'case' expression")
 	}
 	if t == nil {
-		return mongoerr.New(40065, "$switch requires each branch have a 'then' expression.")
+		return mongoerr.New(mongoerr.Location40065, "$switch requires each branch have a 'then' expression.")
 	}
 	n.cases, n.thens = append(n.cases, c), append(n.thens, t)
 	return nil
@@ -265,7 +265,7 @@ func (n *letNode) eval(v *Vars) (bsoncore.Value, error) {
 // parseLet compiles $let: {vars: {name: expr, ...}, in: expr}.
 func parseLet(p *parser, _ string, arg bsoncore.Value) (node, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(16874, "$let only supports an object as its argument")
+		return nil, mongoerr.New(mongoerr.Location16874, "$let only supports an object as its argument")
 	}
 	var varsVal, inVal bsoncore.Value
 	for _, f := range docFields(arg) {
@@ -275,17 +275,17 @@ func parseLet(p *parser, _ string, arg bsoncore.Value) (node, error) {
 		case "in":
 			inVal = f.val
 		default:
-			return nil, mongoerr.New(16875, "Unrecognized parameter to $let: %s", f.name)
+			return nil, mongoerr.New(mongoerr.Location16875, "Unrecognized parameter to $let: %s", f.name)
 		}
 	}
 	if varsVal.Type == 0 {
-		return nil, mongoerr.New(16876, "Missing 'vars' parameter to $let")
+		return nil, mongoerr.New(mongoerr.Location16876, "Missing 'vars' parameter to $let")
 	}
 	if inVal.Type == 0 {
-		return nil, mongoerr.New(16877, "Missing 'in' parameter to $let")
+		return nil, mongoerr.New(mongoerr.Location16877, "Missing 'in' parameter to $let")
 	}
 	if varsVal.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(10065, "invalid parameter: expected an object (vars)")
+		return nil, mongoerr.New(mongoerr.Location10065, "invalid parameter: expected an object (vars)")
 	}
 	n := &letNode{}
 	defs := docFields(varsVal)
@@ -320,7 +320,7 @@ func (randNode) eval(v *Vars) (bsoncore.Value, error) { return v.doubleVal(rand.
 // parseRand compiles $rand: {}.
 func parseRand(_ *parser, _ string, arg bsoncore.Value) (node, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument || len(docFields(arg)) != 0 {
-		return nil, mongoerr.New(10065, "invalid parameter: expected an object ($rand)")
+		return nil, mongoerr.New(mongoerr.Location10065, "invalid parameter: expected an object ($rand)")
 	}
 	return randNode{}, nil
 }

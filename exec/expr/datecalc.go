@@ -15,13 +15,13 @@ import (
 func dateFromParts(v *Vars, args map[string]node) (bsoncore.Value, error) {
 	iso := args["isoWeekYear"] != nil
 	if !iso && args["year"] == nil {
-		return missing, mongoerr.New(40516, "$dateFromParts requires either 'year' or 'isoWeekYear' to be present")
+		return missing, mongoerr.New(mongoerr.Location40516, "$dateFromParts requires either 'year' or 'isoWeekYear' to be present")
 	}
 	if iso && (args["year"] != nil || args["month"] != nil || args["day"] != nil) {
-		return missing, mongoerr.New(40489, "$dateFromParts does not allow mixing natural dates with ISO dates")
+		return missing, mongoerr.New(mongoerr.Location40489, "$dateFromParts does not allow mixing natural dates with ISO dates")
 	}
 	if !iso && (args["isoWeek"] != nil || args["isoDayOfWeek"] != nil) {
-		return missing, mongoerr.New(40489, "$dateFromParts does not allow mixing natural dates with ISO dates")
+		return missing, mongoerr.New(mongoerr.Location40489, "$dateFromParts does not allow mixing natural dates with ISO dates")
 	}
 	names := []string{"year", "month", "day", "hour", "minute", "second", "millisecond"}
 	if iso {
@@ -71,14 +71,14 @@ func datePart(name string, x bsoncore.Value, def int64, given bool) (n int64, is
 	}
 	n, ok := integral(x)
 	if !ok {
-		return 0, false, mongoerr.New(40515, "'%s' must evaluate to an integer, found %s with value %s", name, bsonx.TypeName(x.Type), x.String())
+		return 0, false, mongoerr.New(mongoerr.Location40515, "'%s' must evaluate to an integer, found %s with value %s", name, bsonx.TypeName(x.Type), x.String())
 	}
 	if name == "year" || name == "isoWeekYear" {
 		if n < 1 || n > 9999 {
-			return 0, false, mongoerr.New(40523, "'%s' must evaluate to an integer in the range 1 to 9999, found %d", name, n)
+			return 0, false, mongoerr.New(mongoerr.Location40523, "'%s' must evaluate to an integer in the range 1 to 9999, found %d", name, n)
 		}
 	} else if n < -32768 || n > 32767 {
-		return 0, false, mongoerr.New(31034, "'%s' must evaluate to a value in the range [-32768, 32767]; value %d is not in range", name, n)
+		return 0, false, mongoerr.New(mongoerr.Location31034, "'%s' must evaluate to a value in the range [-32768, 32767]; value %d is not in range", name, n)
 	}
 	return n, false, nil
 }
@@ -91,7 +91,7 @@ var timeUnits = map[string]bool{"year": true, "quarter": true, "month": true, "w
 func unitArg(name string, x bsoncore.Value) (string, error) {
 	s, ok := x.StringValueOK()
 	if !ok {
-		return "", mongoerr.New(5439013, "%s requires 'unit' to be a string, but got %s", name, bsonx.TypeName(x.Type))
+		return "", mongoerr.New(mongoerr.Location5439013, "%s requires 'unit' to be a string, but got %s", name, bsonx.TypeName(x.Type))
 	}
 	if !timeUnits[s] {
 		return "", mongoerr.New(mongoerr.FailedToParse, "%s parameter 'unit' value parsing failed :: caused by :: unknown time unit value: %s", name, s)
@@ -157,7 +157,7 @@ func dateAddOp(name string, sign int64) func(v *Vars, args map[string]node) (bso
 		}
 		start, ok := coerceToDate(a["startDate"])
 		if !ok {
-			return missing, mongoerr.New(5166403, "%s requires startDate to be convertible to a date", name)
+			return missing, mongoerr.New(mongoerr.Location5166403, "%s requires startDate to be convertible to a date", name)
 		}
 		unit, err := unitArg(name, a["unit"])
 		if err != nil {
@@ -165,11 +165,11 @@ func dateAddOp(name string, sign int64) func(v *Vars, args map[string]node) (bso
 		}
 		amount, ok := integral(a["amount"])
 		if !ok {
-			return missing, mongoerr.New(5166402, "%s expects integer amount of time units", name)
+			return missing, mongoerr.New(mongoerr.Location5166402, "%s expects integer amount of time units", name)
 		}
 		t := addUnits(localTime(start, loc), unit, sign*amount)
 		if t.Year() > 292000000 || t.Year() < -292000000 {
-			return missing, mongoerr.New(5166406, "%s overflowed", name)
+			return missing, mongoerr.New(mongoerr.Location5166406, "%s overflowed", name)
 		}
 		return v.dateVal(t.UnixMilli()), nil
 	}
@@ -189,7 +189,7 @@ func weekStart(x bsoncore.Value) (time.Weekday, error) {
 			}
 		}
 	}
-	return 0, mongoerr.New(5439017, "unknown startOfWeek value: %s", x.String())
+	return 0, mongoerr.New(mongoerr.Location5439017, "unknown startOfWeek value: %s", x.String())
 }
 
 // unitsBetween counts the unit boundaries crossed from a to b in their zone, as
@@ -252,7 +252,7 @@ func dateDiff(v *Vars, args map[string]node) (bsoncore.Value, error) {
 		if ok1 {
 			bad = "endDate"
 		}
-		return missing, mongoerr.New(5166307, "$dateDiff requires '%s' to be a date, but got %s", bad, bsonx.TypeName(a[bad].Type))
+		return missing, mongoerr.New(mongoerr.Location5166307, "$dateDiff requires '%s' to be a date, but got %s", bad, bsonx.TypeName(a[bad].Type))
 	}
 	unit, err := unitArg("$dateDiff", a["unit"])
 	if err != nil {
@@ -280,7 +280,7 @@ func dateTrunc(v *Vars, args map[string]node) (bsoncore.Value, error) {
 	}
 	ms, ok := coerceToDate(a["date"])
 	if !ok {
-		return missing, mongoerr.New(5439012, "$dateTrunc requires 'date' to be a date, but got %s", bsonx.TypeName(a["date"].Type))
+		return missing, mongoerr.New(mongoerr.Location5439012, "$dateTrunc requires 'date' to be a date, but got %s", bsonx.TypeName(a["date"].Type))
 	}
 	unit, err := unitArg("$dateTrunc", a["unit"])
 	if err != nil {
@@ -289,7 +289,7 @@ func dateTrunc(v *Vars, args map[string]node) (bsoncore.Value, error) {
 	bin := int64(1)
 	if args["binSize"] != nil {
 		if bin, ok = integral(a["binSize"]); !ok || bin <= 0 {
-			return missing, mongoerr.New(5439017, "$dateTrunc requires 'binSize' to be a positive 64-bit integer, but got value '%s' of type %s",
+			return missing, mongoerr.New(mongoerr.Location5439017, "$dateTrunc requires 'binSize' to be a positive 64-bit integer, but got value '%s' of type %s",
 				a["binSize"].String(), bsonx.TypeName(a["binSize"].Type))
 		}
 	}

@@ -69,7 +69,7 @@ func dateToString(v *Vars, args map[string]node) (bsoncore.Value, error) {
 	if f := a["format"]; !nullish(f) {
 		s, ok := f.StringValueOK()
 		if !ok {
-			return missing, mongoerr.New(18533, "$dateToString requires that 'format' be a string, found: %s with value %s", bsonx.TypeName(f.Type), f.String())
+			return missing, mongoerr.New(mongoerr.Location18533, "$dateToString requires that 'format' be a string, found: %s with value %s", bsonx.TypeName(f.Type), f.String())
 		}
 		if err := validateFormat(s); err != nil {
 			return missing, err
@@ -102,11 +102,11 @@ func validateFormat(f string) error {
 			continue
 		}
 		if i+1 >= len(f) {
-			return mongoerr.New(18535, "Unmatched '%%' at end of format string")
+			return mongoerr.New(mongoerr.Location18535, "Unmatched '%%' at end of format string")
 		}
 		i++
 		if !strings.ContainsRune("dGHjLmMSuUVwYzZbB%", rune(f[i])) {
-			return mongoerr.New(18536, "Invalid format character '%%%c' in format string", f[i])
+			return mongoerr.New(mongoerr.Location18536, "Invalid format character '%%%c' in format string", f[i])
 		}
 	}
 	return nil
@@ -182,7 +182,7 @@ func dateToParts(v *Vars, args map[string]node) (bsoncore.Value, error) {
 	if x := a["iso8601"]; !isMissing(x) {
 		b, ok := x.BooleanOK()
 		if !ok {
-			return missing, mongoerr.New(40521, "iso8601 must evaluate to a bool, found %s", bsonx.TypeName(x.Type))
+			return missing, mongoerr.New(mongoerr.Location40521, "iso8601 must evaluate to a bool, found %s", bsonx.TypeName(x.Type))
 		}
 		iso = b
 	}
@@ -217,7 +217,7 @@ func dateFromString(v *Vars, args map[string]node) (bsoncore.Value, error) {
 			return valNull, nil
 		}
 		if f.Type != bsoncore.TypeString {
-			return missing, mongoerr.New(40684, "$dateFromString requires that 'format' be a string, found: %s with value %s", bsonx.TypeName(f.Type), f.String())
+			return missing, mongoerr.New(mongoerr.Location40684, "$dateFromString requires that 'format' be a string, found: %s with value %s", bsonx.TypeName(f.Type), f.String())
 		}
 		if err := validateFormat(f.StringValue()); err != nil {
 			return missing, err

@@ -31,7 +31,7 @@ func coerceToDate(a bsoncore.Value) (int64, bool) {
 func dateArg(a bsoncore.Value) (int64, error) {
 	ms, ok := coerceToDate(a)
 	if !ok {
-		return 0, mongoerr.New(16006, "can't convert from BSON type %s to Date", bsonx.TypeName(a.Type))
+		return 0, mongoerr.New(mongoerr.Location16006, "can't convert from BSON type %s to Date", bsonx.TypeName(a.Type))
 	}
 	return ms, nil
 }
@@ -41,17 +41,17 @@ func dateArg(a bsoncore.Value) (int64, error) {
 func parseZone(a bsoncore.Value) (*time.Location, error) {
 	s, ok := strOf(a)
 	if !ok {
-		return nil, mongoerr.New(40517, "timezone must evaluate to a string, found %s", bsonx.TypeName(a.Type))
+		return nil, mongoerr.New(mongoerr.Location40517, "timezone must evaluate to a string, found %s", bsonx.TypeName(a.Type))
 	}
 	if loc, ok := parseOffset(s); ok {
 		return loc, nil
 	}
 	if s == "" || strings.ContainsAny(s, " \\") || strings.HasPrefix(s, ".") || strings.Contains(s, "..") {
-		return nil, mongoerr.New(40485, "unrecognized time zone identifier: \"%s\"", s)
+		return nil, mongoerr.New(mongoerr.Location40485, "unrecognized time zone identifier: \"%s\"", s)
 	}
 	loc, err := time.LoadLocation(s)
 	if err != nil || strings.EqualFold(s, "local") {
-		return nil, mongoerr.New(40485, "unrecognized time zone identifier: \"%s\"", s)
+		return nil, mongoerr.New(mongoerr.Location40485, "unrecognized time zone identifier: \"%s\"", s)
 	}
 	return loc, nil
 }
@@ -144,16 +144,16 @@ func parseDatePart(part func(t time.Time) int) parseFn {
 				case "timezone":
 					n.tz = x
 				default:
-					return nil, mongoerr.New(40535, "unrecognized option to %s: \"%s\"", name, f.name)
+					return nil, mongoerr.New(mongoerr.Location40535, "unrecognized option to %s: \"%s\"", name, f.name)
 				}
 			}
 			if n.date == nil {
-				return nil, mongoerr.New(40539, "missing 'date' argument to %s, provided: %s", name, arg.String())
+				return nil, mongoerr.New(mongoerr.Location40539, "missing 'date' argument to %s, provided: %s", name, arg.String())
 			}
 		case arg.Type == bsoncore.TypeArray:
 			vals := arrayValues(arg)
 			if len(vals) != 1 {
-				return nil, mongoerr.New(40536, "%s accepts exactly one argument if given an array, but was given %d", name, len(vals))
+				return nil, mongoerr.New(mongoerr.Location40536, "%s accepts exactly one argument if given an array, but was given %d", name, len(vals))
 			}
 			n.date, err = p.parse(vals[0])
 		default:

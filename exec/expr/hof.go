@@ -40,7 +40,7 @@ func (n *mapNode) eval(v *Vars) (bsoncore.Value, error) {
 		return valNull, err
 	}
 	if in.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(16883, "input to $map must be an array not %s", bsonx.TypeName(in.Type))
+		return missing, mongoerr.New(mongoerr.Location16883, "input to $map must be an array not %s", bsonx.TypeName(in.Type))
 	}
 	elems := arrayValues(in)
 	out := make([]bsoncore.Value, len(elems))
@@ -56,7 +56,7 @@ func (n *mapNode) eval(v *Vars) (bsoncore.Value, error) {
 // parseMap compiles $map.
 func parseMap(p *parser, _ string, arg bsoncore.Value) (node, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(16878, "$map only supports an object as its argument")
+		return nil, mongoerr.New(mongoerr.Location16878, "$map only supports an object as its argument")
 	}
 	var input, as, in bsoncore.Value
 	for _, f := range docFields(arg) {
@@ -68,14 +68,14 @@ func parseMap(p *parser, _ string, arg bsoncore.Value) (node, error) {
 		case "in":
 			in = f.val
 		default:
-			return nil, mongoerr.New(16879, "Unrecognized parameter to $map: %s", f.name)
+			return nil, mongoerr.New(mongoerr.Location16879, "Unrecognized parameter to $map: %s", f.name)
 		}
 	}
 	if input.Type == 0 {
-		return nil, mongoerr.New(16880, "Missing 'input' parameter to $map")
+		return nil, mongoerr.New(mongoerr.Location16880, "Missing 'input' parameter to $map")
 	}
 	if in.Type == 0 {
-		return nil, mongoerr.New(16882, "Missing 'in' parameter to $map")
+		return nil, mongoerr.New(mongoerr.Location16882, "Missing 'in' parameter to $map")
 	}
 	n := &mapNode{}
 	var err error
@@ -106,7 +106,7 @@ func (n *filterNode) eval(v *Vars) (bsoncore.Value, error) {
 		return valNull, err
 	}
 	if in.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(28651, "input to $filter must be an array not %s", bsonx.TypeName(in.Type))
+		return missing, mongoerr.New(mongoerr.Location28651, "input to $filter must be an array not %s", bsonx.TypeName(in.Type))
 	}
 	limit := int64(-1)
 	if n.limit != nil {
@@ -117,10 +117,10 @@ func (n *filterNode) eval(v *Vars) (bsoncore.Value, error) {
 		if !nullish(l) {
 			i, ok := int32Arg(l)
 			if !ok {
-				return missing, mongoerr.New(327391, "$filter: limit must be represented as a 32-bit integral value: %s", l.String())
+				return missing, mongoerr.New(mongoerr.Location327391, "$filter: limit must be represented as a 32-bit integral value: %s", l.String())
 			}
 			if i < 1 {
-				return missing, mongoerr.New(327392, "$filter: limit must be greater than 0: %d", i)
+				return missing, mongoerr.New(mongoerr.Location327392, "$filter: limit must be greater than 0: %d", i)
 			}
 			limit = int64(i)
 		}
@@ -145,7 +145,7 @@ func (n *filterNode) eval(v *Vars) (bsoncore.Value, error) {
 // parseFilter compiles $filter.
 func parseFilter(p *parser, _ string, arg bsoncore.Value) (node, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(28646, "$filter only supports an object as its argument")
+		return nil, mongoerr.New(mongoerr.Location28646, "$filter only supports an object as its argument")
 	}
 	var input, as, cond, limit bsoncore.Value
 	for _, f := range docFields(arg) {
@@ -159,14 +159,14 @@ func parseFilter(p *parser, _ string, arg bsoncore.Value) (node, error) {
 		case "limit":
 			limit = f.val
 		default:
-			return nil, mongoerr.New(28647, "Unrecognized parameter to $filter: %s", f.name)
+			return nil, mongoerr.New(mongoerr.Location28647, "Unrecognized parameter to $filter: %s", f.name)
 		}
 	}
 	if input.Type == 0 {
-		return nil, mongoerr.New(28648, "Missing 'input' parameter to $filter")
+		return nil, mongoerr.New(mongoerr.Location28648, "Missing 'input' parameter to $filter")
 	}
 	if cond.Type == 0 {
-		return nil, mongoerr.New(28650, "Missing 'cond' parameter to $filter")
+		return nil, mongoerr.New(mongoerr.Location28650, "Missing 'cond' parameter to $filter")
 	}
 	n := &filterNode{}
 	var err error
@@ -202,7 +202,7 @@ func (n *reduceNode) eval(v *Vars) (bsoncore.Value, error) {
 		return valNull, err
 	}
 	if in.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(40080, "$reduce requires that 'input' be an array, found: %s", in.String())
+		return missing, mongoerr.New(mongoerr.Location40080, "$reduce requires that 'input' be an array, found: %s", in.String())
 	}
 	acc, err := n.initial.eval(v)
 	if err != nil {
@@ -220,7 +220,7 @@ func (n *reduceNode) eval(v *Vars) (bsoncore.Value, error) {
 // parseReduce compiles $reduce.
 func parseReduce(p *parser, _ string, arg bsoncore.Value) (node, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(40075, "$reduce requires an object as an argument, found: %s", bsonx.TypeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.Location40075, "$reduce requires an object as an argument, found: %s", bsonx.TypeName(arg.Type))
 	}
 	var input, initial, in bsoncore.Value
 	for _, f := range docFields(arg) {
@@ -232,7 +232,7 @@ func parseReduce(p *parser, _ string, arg bsoncore.Value) (node, error) {
 		case "in":
 			in = f.val
 		default:
-			return nil, mongoerr.New(40076, "$reduce found an unknown argument: %s", f.name)
+			return nil, mongoerr.New(mongoerr.Location40076, "$reduce found an unknown argument: %s", f.name)
 		}
 	}
 	for i, x := range []bsoncore.Value{input, initial, in} {
@@ -273,7 +273,7 @@ func (n *sortArrayNode) eval(v *Vars) (bsoncore.Value, error) {
 		return valNull, err
 	}
 	if in.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(2942504, "The input argument to $sortArray must be an array, but was of type: %s", bsonx.TypeName(in.Type))
+		return missing, mongoerr.New(mongoerr.Location2942504, "The input argument to $sortArray must be an array, but was of type: %s", bsonx.TypeName(in.Type))
 	}
 	vals := arrayValues(in)
 	if n.spec == nil {
@@ -306,7 +306,7 @@ func (n *sortArrayNode) eval(v *Vars) (bsoncore.Value, error) {
 // parseSortArray compiles $sortArray.
 func parseSortArray(p *parser, _ string, arg bsoncore.Value) (node, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(2942500, "$sortArray requires an object as an argument, found: %s", bsonx.TypeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.Location2942500, "$sortArray requires an object as an argument, found: %s", bsonx.TypeName(arg.Type))
 	}
 	n := &sortArrayNode{}
 	var sortBy bsoncore.Value
@@ -321,14 +321,14 @@ func parseSortArray(p *parser, _ string, arg bsoncore.Value) (node, error) {
 		case "sortBy":
 			sortBy = f.val
 		default:
-			return nil, mongoerr.New(2942501, "$sortArray found an unknown argument: %s", f.name)
+			return nil, mongoerr.New(mongoerr.Location2942501, "$sortArray found an unknown argument: %s", f.name)
 		}
 	}
 	if n.input == nil {
-		return nil, mongoerr.New(2942502, "$sortArray requires 'input' to be specified")
+		return nil, mongoerr.New(mongoerr.Location2942502, "$sortArray requires 'input' to be specified")
 	}
 	if sortBy.Type == 0 {
-		return nil, mongoerr.New(2942503, "$sortArray requires 'sortBy' to be specified")
+		return nil, mongoerr.New(mongoerr.Location2942503, "$sortArray requires 'sortBy' to be specified")
 	}
 	if err := n.parseSortBy(sortBy); err != nil {
 		return nil, err
@@ -385,7 +385,7 @@ func (n *zipNode) eval(v *Vars) (bsoncore.Value, error) {
 			return valNull, nil
 		}
 		if a.Type != bsoncore.TypeArray {
-			return missing, mongoerr.New(34468, "$zip found a non-array expression in input: %s", a.String())
+			return missing, mongoerr.New(mongoerr.Location34468, "$zip found a non-array expression in input: %s", a.String())
 		}
 		arrays[i] = arrayValues(a)
 		if minLen < 0 || len(arrays[i]) < minLen {
@@ -423,7 +423,7 @@ func (n *zipNode) eval(v *Vars) (bsoncore.Value, error) {
 // parseZip compiles $zip.
 func parseZip(p *parser, _ string, arg bsoncore.Value) (node, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(34460, "$zip only supports an object as an argument, found %s", bsonx.TypeName(arg.Type))
+		return nil, mongoerr.New(mongoerr.Location34460, "$zip only supports an object as an argument, found %s", bsonx.TypeName(arg.Type))
 	}
 	n := &zipNode{}
 	var err error
@@ -431,14 +431,14 @@ func parseZip(p *parser, _ string, arg bsoncore.Value) (node, error) {
 		switch f.name {
 		case "inputs":
 			if f.val.Type != bsoncore.TypeArray {
-				return nil, mongoerr.New(34461, "inputs must be an array of expressions, found %s", bsonx.TypeName(f.val.Type))
+				return nil, mongoerr.New(mongoerr.Location34461, "inputs must be an array of expressions, found %s", bsonx.TypeName(f.val.Type))
 			}
 			if n.inputs, _, err = p.parseAll(arrayValues(f.val)); err != nil {
 				return nil, err
 			}
 		case "defaults":
 			if f.val.Type != bsoncore.TypeArray {
-				return nil, mongoerr.New(34462, "defaults must be an array of expressions, found %s", bsonx.TypeName(f.val.Type))
+				return nil, mongoerr.New(mongoerr.Location34462, "defaults must be an array of expressions, found %s", bsonx.TypeName(f.val.Type))
 			}
 			if n.defaults, _, err = p.parseAll(arrayValues(f.val)); err != nil {
 				return nil, err
@@ -446,20 +446,20 @@ func parseZip(p *parser, _ string, arg bsoncore.Value) (node, error) {
 		case "useLongestLength":
 			b, ok := f.val.BooleanOK()
 			if !ok {
-				return nil, mongoerr.New(34463, "useLongestLength must be a bool, found %s", bsonx.TypeName(f.val.Type))
+				return nil, mongoerr.New(mongoerr.Location34463, "useLongestLength must be a bool, found %s", bsonx.TypeName(f.val.Type))
 			}
 			n.longest = b
 		default:
-			return nil, mongoerr.New(34464, "$zip found an unknown argument: %s", f.name)
+			return nil, mongoerr.New(mongoerr.Location34464, "$zip found an unknown argument: %s", f.name)
 		}
 	}
 	switch {
 	case len(n.inputs) == 0:
-		return nil, mongoerr.New(34465, "$zip requires at least one input array")
+		return nil, mongoerr.New(mongoerr.Location34465, "$zip requires at least one input array")
 	case n.defaults != nil && !n.longest:
-		return nil, mongoerr.New(34466, "cannot specify defaults unless useLongestLength is true")
+		return nil, mongoerr.New(mongoerr.Location34466, "cannot specify defaults unless useLongestLength is true")
 	case n.defaults != nil && len(n.defaults) != len(n.inputs):
-		return nil, mongoerr.New(34467, "defaults and inputs must have the same length")
+		return nil, mongoerr.New(mongoerr.Location34467, "defaults and inputs must have the same length")
 	}
 	return n, nil
 }

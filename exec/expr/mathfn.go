@@ -17,7 +17,7 @@ func numericArg1(name string, a bsoncore.Value) (ok bool, err error) {
 		return false, nil
 	}
 	if !isNum(a) {
-		return false, mongoerr.New(28765, "%s only supports numeric types, not %s", name, bsonx.TypeName(a.Type))
+		return false, mongoerr.New(mongoerr.Location28765, "%s only supports numeric types, not %s", name, bsonx.TypeName(a.Type))
 	}
 	return true, nil
 }
@@ -34,7 +34,7 @@ func absOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	case bsoncore.TypeInt64:
 		i := asInt64(a)
 		if i == math.MinInt64 {
-			return missing, mongoerr.New(28680, "can't take $abs of long long min")
+			return missing, mongoerr.New(mongoerr.Location28680, "can't take $abs of long long min")
 		}
 		return v.int64Val(abs64(i)), nil
 	case bsoncore.TypeDouble:
@@ -132,7 +132,7 @@ func positive(name string, code mongoerr.Code) func(float64, bsoncore.Value) err
 // sqrtCheck refuses negative operands of $sqrt.
 func sqrtCheck(x float64, _ bsoncore.Value) error {
 	if x < 0 {
-		return mongoerr.New(28714, "$sqrt's argument must be greater than or equal to 0")
+		return mongoerr.New(mongoerr.Location28714, "$sqrt's argument must be greater than or equal to 0")
 	}
 	return nil
 }
@@ -144,17 +144,17 @@ func logOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return valNull, nil
 	}
 	if !isNum(a) {
-		return missing, mongoerr.New(28756, "$log's argument must be numeric, not %s", bsonx.TypeName(a.Type))
+		return missing, mongoerr.New(mongoerr.Location28756, "$log's argument must be numeric, not %s", bsonx.TypeName(a.Type))
 	}
 	if !isNum(b) {
-		return missing, mongoerr.New(28757, "$log's base must be numeric, not %s", bsonx.TypeName(b.Type))
+		return missing, mongoerr.New(mongoerr.Location28757, "$log's base must be numeric, not %s", bsonx.TypeName(b.Type))
 	}
 	x, base := asFloat(a), asFloat(b)
 	if x <= 0 && !math.IsNaN(x) {
-		return missing, mongoerr.New(28758, "$log's argument must be a positive number, but is %s", numString(a))
+		return missing, mongoerr.New(mongoerr.Location28758, "$log's argument must be a positive number, but is %s", numString(a))
 	}
 	if (base <= 0 || base == 1) && !math.IsNaN(base) {
-		return missing, mongoerr.New(28759, "$log's base must be a positive number not equal to 1, but is %s", numString(b))
+		return missing, mongoerr.New(mongoerr.Location28759, "$log's base must be a positive number not equal to 1, but is %s", numString(b))
 	}
 	r := math.Log(x) / math.Log(base)
 	if a.Type == bsoncore.TypeDecimal128 || b.Type == bsoncore.TypeDecimal128 {
@@ -171,14 +171,14 @@ func powOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return valNull, nil
 	}
 	if !isNum(b) {
-		return missing, mongoerr.New(28762, "$pow's base must be numeric, not %s", bsonx.TypeName(b.Type))
+		return missing, mongoerr.New(mongoerr.Location28762, "$pow's base must be numeric, not %s", bsonx.TypeName(b.Type))
 	}
 	if !isNum(e) {
-		return missing, mongoerr.New(28763, "$pow's exponent must be numeric, not %s", bsonx.TypeName(e.Type))
+		return missing, mongoerr.New(mongoerr.Location28763, "$pow's exponent must be numeric, not %s", bsonx.TypeName(e.Type))
 	}
 	bf, ef := asFloat(b), asFloat(e)
 	if bf == 0 && ef < 0 {
-		return missing, mongoerr.New(28764, "$pow cannot take a base of 0 and a negative exponent")
+		return missing, mongoerr.New(mongoerr.Location28764, "$pow cannot take a base of 0 and a negative exponent")
 	}
 	rank := max(numRank(b.Type), numRank(e.Type))
 	switch rank {
@@ -274,10 +274,10 @@ func roundTruncOp(name string, mode roundMode) evalFn {
 			}
 			i, ok := integral(p)
 			if !ok {
-				return missing, mongoerr.New(51082, "precision argument to  %s must be a integral value", name)
+				return missing, mongoerr.New(mongoerr.Location51082, "precision argument to  %s must be a integral value", name)
 			}
 			if i < -20 || i > 100 {
-				return missing, mongoerr.New(51083, "cannot apply %s with precision value %d value must be in [-20, 100]", name, i)
+				return missing, mongoerr.New(mongoerr.Location51083, "cannot apply %s with precision value %d value must be in [-20, 100]", name, i)
 			}
 			place = i
 		}
@@ -285,7 +285,7 @@ func roundTruncOp(name string, mode roundMode) evalFn {
 			return valNull, nil
 		}
 		if !isNum(a) {
-			return missing, mongoerr.New(51081, "%s only supports numeric types, not %s", name, bsonx.TypeName(a.Type))
+			return missing, mongoerr.New(mongoerr.Location51081, "%s only supports numeric types, not %s", name, bsonx.TypeName(a.Type))
 		}
 		return roundNumber(v, a, int(place), mode)
 	}

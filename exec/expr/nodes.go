@@ -190,11 +190,11 @@ func variadic(fn evalFn) parseFn { return ranged(0, -1, fn) }
 func checkArity(name string, n, lo, hi int) error {
 	switch {
 	case lo == hi && n != lo:
-		return mongoerr.New(16020, "Expression %s takes exactly %d arguments. %d were passed in.", name, lo, n)
+		return mongoerr.New(mongoerr.Location16020, "Expression %s takes exactly %d arguments. %d were passed in.", name, lo, n)
 	case hi >= 0 && (n < lo || n > hi):
-		return mongoerr.New(28667, "Expression %s takes at least %d arguments, and at most %d. %d were passed in.", name, lo, hi, n)
+		return mongoerr.New(mongoerr.Location28667, "Expression %s takes at least %d arguments, and at most %d. %d were passed in.", name, lo, hi, n)
 	case n < lo:
-		return mongoerr.New(16020, "Expression %s takes at least %d arguments. %d were passed in.", name, lo, n)
+		return mongoerr.New(mongoerr.Location16020, "Expression %s takes at least %d arguments. %d were passed in.", name, lo, n)
 	}
 	return nil
 }

@@ -37,7 +37,7 @@ func mergeObjectsOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 			continue
 		}
 		if a.Type != bsoncore.TypeEmbeddedDocument {
-			return missing, mongoerr.New(40400, "$mergeObjects requires object inputs, but input %s is of type %s", a.String(), bsonx.TypeName(a.Type))
+			return missing, mongoerr.New(mongoerr.Location40400, "$mergeObjects requires object inputs, but input %s is of type %s", a.String(), bsonx.TypeName(a.Type))
 		}
 		for _, f := range docFields(a) {
 			l.set(f.name, f.val)
@@ -53,7 +53,7 @@ func objectToArrayOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return valNull, nil
 	}
 	if a.Type != bsoncore.TypeEmbeddedDocument {
-		return missing, mongoerr.New(40390, "$objectToArray requires a document input, found: %s", bsonx.TypeName(a.Type))
+		return missing, mongoerr.New(mongoerr.Location40390, "$objectToArray requires a document input, found: %s", bsonx.TypeName(a.Type))
 	}
 	fields := docFields(a)
 	out := make([]bsoncore.Value, len(fields))
@@ -70,7 +70,7 @@ func arrayToObjectOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return valNull, nil
 	}
 	if a.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(40386, "$arrayToObject requires an array input, found: %s", bsonx.TypeName(a.Type))
+		return missing, mongoerr.New(mongoerr.Location40386, "$arrayToObject requires an array input, found: %s", bsonx.TypeName(a.Type))
 	}
 	var l fieldList
 	var first bsoncore.Type
@@ -78,10 +78,10 @@ func arrayToObjectOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		if first == 0 {
 			first = e.Type
 			if first != bsoncore.TypeArray && first != bsoncore.TypeEmbeddedDocument {
-				return missing, mongoerr.New(40398, "Unrecognised input type format for $arrayToObject: %s", bsonx.TypeName(e.Type))
+				return missing, mongoerr.New(mongoerr.Location40398, "Unrecognised input type format for $arrayToObject: %s", bsonx.TypeName(e.Type))
 			}
 		} else if e.Type != first {
-			return missing, mongoerr.New(40391, "$arrayToObject requires a consistent input format. Elements must all be arrays or all be objects. %s was detected, now found: %s",
+			return missing, mongoerr.New(mongoerr.Location40391, "$arrayToObject requires a consistent input format. Elements must all be arrays or all be objects. %s was detected, now found: %s",
 				map[bool]string{true: "Array", false: "Object"}[first == bsoncore.TypeArray], bsonx.TypeName(e.Type))
 		}
 		k, val, err := keyValue(e)
@@ -89,7 +89,7 @@ func arrayToObjectOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 			return missing, err
 		}
 		if strings.IndexByte(k, 0) >= 0 {
-			return missing, mongoerr.New(4940400, "Key field cannot contain an embedded null byte")
+			return missing, mongoerr.New(mongoerr.Location4940400, "Key field cannot contain an embedded null byte")
 		}
 		l.set(k, val)
 	}
@@ -101,17 +101,17 @@ func keyValue(e bsoncore.Value) (string, bsoncore.Value, error) {
 	if e.Type == bsoncore.TypeArray {
 		pair := arrayValues(e)
 		if len(pair) != 2 {
-			return "", missing, mongoerr.New(40397, "$arrayToObject requires an array of size 2 arrays,found array of size: %d", len(pair))
+			return "", missing, mongoerr.New(mongoerr.Location40397, "$arrayToObject requires an array of size 2 arrays,found array of size: %d", len(pair))
 		}
 		k, ok := pair[0].StringValueOK()
 		if !ok {
-			return "", missing, mongoerr.New(40395, "$arrayToObject requires an array of key-value pairs, where the key must be of type string. Found key type: %s", bsonx.TypeName(pair[0].Type))
+			return "", missing, mongoerr.New(mongoerr.Location40395, "$arrayToObject requires an array of key-value pairs, where the key must be of type string. Found key type: %s", bsonx.TypeName(pair[0].Type))
 		}
 		return k, pair[1], nil
 	}
 	fields := docFields(e)
 	if len(fields) != 2 {
-		return "", missing, mongoerr.New(40392, "$arrayToObject requires an object keys of 'k' and 'v'. Found incorrect number of keys:%d", len(fields))
+		return "", missing, mongoerr.New(mongoerr.Location40392, "$arrayToObject requires an object keys of 'k' and 'v'. Found incorrect number of keys:%d", len(fields))
 	}
 	var kv, vv bsoncore.Value
 	for _, f := range fields {
@@ -123,11 +123,11 @@ func keyValue(e bsoncore.Value) (string, bsoncore.Value, error) {
 		}
 	}
 	if kv.Type == 0 || vv.Type == 0 {
-		return "", missing, mongoerr.New(40393, "$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys from: %s", e.String())
+		return "", missing, mongoerr.New(mongoerr.Location40393, "$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys from: %s", e.String())
 	}
 	k, ok := kv.StringValueOK()
 	if !ok {
-		return "", missing, mongoerr.New(40394, "$arrayToObject requires an object with keys 'k' and 'v', where the value of 'k' must be of type string. Found type: %s", bsonx.TypeName(kv.Type))
+		return "", missing, mongoerr.New(mongoerr.Location40394, "$arrayToObject requires an object with keys 'k' and 'v', where the value of 'k' must be of type string. Found type: %s", bsonx.TypeName(kv.Type))
 	}
 	return k, vv, nil
 }
@@ -158,7 +158,7 @@ func (n *fieldNode) eval(v *Vars) (bsoncore.Value, error) {
 		if get {
 			return missing, nil
 		}
-		return missing, mongoerr.New(4161105, "%s requires 'input' to evaluate to type Object", n.name)
+		return missing, mongoerr.New(mongoerr.Location4161105, "%s requires 'input' to evaluate to type Object", n.name)
 	}
 	if get {
 		d, _ := in.DocumentOK()
@@ -192,7 +192,7 @@ func parseField(kind string) parseFn {
 			arg = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: bsoncore.NewDocumentBuilder().AppendValue("field", arg).Build()}
 		}
 		if arg.Type != bsoncore.TypeEmbeddedDocument {
-			return nil, mongoerr.New(4161100, "%s only supports an object as its argument", name)
+			return nil, mongoerr.New(mongoerr.Location4161100, "%s only supports an object as its argument", name)
 		}
 		var fieldVal bsoncore.Value
 		for _, f := range docFields(arg) {
@@ -212,7 +212,7 @@ func parseField(kind string) parseFn {
 				}
 				n.value = x
 			default:
-				return nil, mongoerr.New(4161101, "%s found an unknown argument: %s", name, f.name)
+				return nil, mongoerr.New(mongoerr.Location4161101, "%s found an unknown argument: %s", name, f.name)
 			}
 		}
 		return n.finish(p, fieldVal, kind)
@@ -222,13 +222,13 @@ func parseField(kind string) parseFn {
 // finish checks the field name and required arguments of a fieldNode.
 func (n *fieldNode) finish(p *parser, fieldVal bsoncore.Value, kind string) (node, error) {
 	if fieldVal.Type == 0 {
-		return nil, mongoerr.New(4161102, "%s requires 'field' to be specified", n.name)
+		return nil, mongoerr.New(mongoerr.Location4161102, "%s requires 'field' to be specified", n.name)
 	}
 	if kind != "get" && n.input == nil {
-		return nil, mongoerr.New(4161103, "%s requires 'input' to be specified", n.name)
+		return nil, mongoerr.New(mongoerr.Location4161103, "%s requires 'input' to be specified", n.name)
 	}
 	if kind == "set" && n.value == nil {
-		return nil, mongoerr.New(4161104, "%s requires 'value' to be specified", n.name)
+		return nil, mongoerr.New(mongoerr.Location4161104, "%s requires 'value' to be specified", n.name)
 	}
 	fx, err := p.parse(fieldVal)
 	if err != nil {
@@ -236,11 +236,11 @@ func (n *fieldNode) finish(p *parser, fieldVal bsoncore.Value, kind string) (nod
 	}
 	c, ok := fx.(*constNode)
 	if !ok {
-		return nil, mongoerr.New(4161106, "%s requires 'field' to evaluate to a constant, but got a non-constant argument", n.name)
+		return nil, mongoerr.New(mongoerr.Location4161106, "%s requires 'field' to evaluate to a constant, but got a non-constant argument", n.name)
 	}
 	s, ok := c.v.StringValueOK()
 	if !ok {
-		return nil, mongoerr.New(4161107, "%s requires 'field' to evaluate to type String, but got %s", n.name, bsonx.TypeName(c.v.Type))
+		return nil, mongoerr.New(mongoerr.Location4161107, "%s requires 'field' to evaluate to type String, but got %s", n.name, bsonx.TypeName(c.v.Type))
 	}
 	n.field = s
 	if n.input != nil && isConst(n.input, n.value) {

@@ -122,7 +122,7 @@ func (p *parser) parseObject(v bsoncore.Value) (node, error) {
 	fields := docFields(v)
 	if len(fields) > 0 && strings.HasPrefix(fields[0].name, "$") {
 		if len(fields) != 1 {
-			return nil, mongoerr.New(15983, "an expression specification must contain exactly one field, "+
+			return nil, mongoerr.New(mongoerr.Location15983, "an expression specification must contain exactly one field, "+
 				"the name of the expression. Found %d fields in %s", len(fields), v.String())
 		}
 		return p.parseOperator(fields[0].name, fields[0].val)
@@ -135,7 +135,7 @@ func (p *parser) parseObject(v bsoncore.Value) (node, error) {
 			return nil, err
 		}
 		if seen[f.name] {
-			return nil, mongoerr.New(16406, "duplicate field name specified in object literal: %s", v.String())
+			return nil, mongoerr.New(mongoerr.Location16406, "duplicate field name specified in object literal: %s", v.String())
 		}
 		seen[f.name] = true
 		c, err := p.parse(f.val)
@@ -158,11 +158,11 @@ func validateObjectField(name string) error {
 	const hint = "Consider using $getField or $setField for a field path with '.' or '$'."
 	switch {
 	case name == "":
-		return mongoerr.New(15998, "%s :: caused by :: FieldPath field names may not be empty strings.", hint)
+		return mongoerr.New(mongoerr.Location15998, "%s :: caused by :: FieldPath field names may not be empty strings.", hint)
 	case name[0] == '$':
 		return mongoerr.New(mongoerr.Location16410, "%s :: caused by :: FieldPath field names may not start with '$'.", hint)
 	case strings.IndexByte(name, '.') >= 0:
-		return mongoerr.New(16412, "%s :: caused by :: FieldPath field names may not contain '.'.", hint)
+		return mongoerr.New(mongoerr.Location16412, "%s :: caused by :: FieldPath field names may not contain '.'.", hint)
 	}
 	return nil
 }
@@ -183,7 +183,7 @@ func (p *parser) parseOperator(name string, arg bsoncore.Value) (node, error) {
 // parsePath compiles "$a.b" (a path in $$CURRENT) or "$$var.a.b".
 func (p *parser) parsePath(raw string) (node, error) {
 	if len(raw) < 2 {
-		return nil, mongoerr.New(16872, "'$' by itself is not a valid FieldPath")
+		return nil, mongoerr.New(mongoerr.Location16872, "'$' by itself is not a valid FieldPath")
 	}
 	if raw[1] != '$' {
 		path, err := splitPath(raw[1:])
@@ -244,12 +244,12 @@ func splitPath(s string) ([]string, error) {
 	for _, c := range parts {
 		switch {
 		case c == "":
-			return nil, mongoerr.New(15998, "FieldPath field names may not be empty strings.")
+			return nil, mongoerr.New(mongoerr.Location15998, "FieldPath field names may not be empty strings.")
 		case c[0] == '$':
 			return nil, mongoerr.New(mongoerr.Location16410,
 				"FieldPath field names may not start with '$'. Consider using $getField or $setField.")
 		case strings.IndexByte(c, 0) >= 0:
-			return nil, mongoerr.New(16411, "FieldPath field names may not contain '\\0'.")
+			return nil, mongoerr.New(mongoerr.Location16411, "FieldPath field names may not contain '\\0'.")
 		}
 	}
 	return parts, nil

@@ -42,7 +42,7 @@ func (n *regexNode) eval(v *Vars) (bsoncore.Value, error) {
 		}
 	}
 	if !nullish(in) && in.Type != bsoncore.TypeString {
-		return missing, mongoerr.New(51104, "%s needs 'input' to be of type string", n.name)
+		return missing, mongoerr.New(mongoerr.Location51104, "%s needs 'input' to be of type string", n.name)
 	}
 	if nullish(in) || isNull {
 		switch n.kind {
@@ -109,14 +109,14 @@ func (n *regexNode) compile(v *Vars) (*regexp.Regexp, bool, error) {
 		if nullish(r) {
 			return nil, true, nil
 		}
-		return nil, false, mongoerr.New(51105, "%s needs 'regex' to be of type string or regex", n.name)
+		return nil, false, mongoerr.New(mongoerr.Location51105, "%s needs 'regex' to be of type string or regex", n.name)
 	}
 	if !nullish(o) {
 		if o.Type != bsoncore.TypeString {
-			return nil, false, mongoerr.New(51106, "%s needs 'options' to be of type string", n.name)
+			return nil, false, mongoerr.New(mongoerr.Location51106, "%s needs 'options' to be of type string", n.name)
 		}
 		if opts != "" && o.StringValue() != "" {
-			return nil, false, mongoerr.New(51107, "%s found regex option(s) specified in both 'regex' and 'option' fields", n.name)
+			return nil, false, mongoerr.New(mongoerr.Location51107, "%s found regex option(s) specified in both 'regex' and 'option' fields", n.name)
 		}
 		if opts == "" {
 			opts = o.StringValue()
@@ -129,10 +129,10 @@ func (n *regexNode) compile(v *Vars) (*regexp.Regexp, bool, error) {
 // compileRegex validates options and pattern as MongoDB's regex operators do.
 func compileRegex(name, pattern, options string) (*regexp.Regexp, error) {
 	if strings.IndexByte(pattern, 0) >= 0 {
-		return nil, mongoerr.New(51109, "%s: regular expression cannot contain an embedded null byte", name)
+		return nil, mongoerr.New(mongoerr.Location51109, "%s: regular expression cannot contain an embedded null byte", name)
 	}
 	if strings.IndexByte(options, 0) >= 0 {
-		return nil, mongoerr.New(51110, "%s: regular expression options cannot contain an embedded null byte", name)
+		return nil, mongoerr.New(mongoerr.Location51110, "%s: regular expression options cannot contain an embedded null byte", name)
 	}
 	fl, bad, ok := pcre.ParseFlags(options)
 	if !ok {
@@ -145,14 +145,14 @@ func compileRegex(name, pattern, options string) (*regexp.Regexp, error) {
 			return re, nil
 		}
 	}
-	return nil, mongoerr.New(51111, "Invalid Regex in %s: %s", name, err.Error())
+	return nil, mongoerr.New(mongoerr.Location51111, "Invalid Regex in %s: %s", name, err.Error())
 }
 
 // parseRegex compiles $regexMatch, $regexFind and $regexFindAll.
 func parseRegex(kind regexKind) parseFn {
 	return func(p *parser, name string, arg bsoncore.Value) (node, error) {
 		if arg.Type != bsoncore.TypeEmbeddedDocument {
-			return nil, mongoerr.New(51103, "%s expects an object of named arguments but found: %s", name, bsonx.TypeName(arg.Type))
+			return nil, mongoerr.New(mongoerr.Location51103, "%s expects an object of named arguments but found: %s", name, bsonx.TypeName(arg.Type))
 		}
 		n := &regexNode{name: name, kind: kind}
 		for _, f := range docFields(arg) {
@@ -168,14 +168,14 @@ func parseRegex(kind regexKind) parseFn {
 			case "options":
 				n.options = x
 			default:
-				return nil, mongoerr.New(31024, "%s found an unknown argument: %s", name, f.name)
+				return nil, mongoerr.New(mongoerr.Location31024, "%s found an unknown argument: %s", name, f.name)
 			}
 		}
 		if n.input == nil {
-			return nil, mongoerr.New(31022, "%s requires 'input' parameter", name)
+			return nil, mongoerr.New(mongoerr.Location31022, "%s requires 'input' parameter", name)
 		}
 		if n.regex == nil {
-			return nil, mongoerr.New(31023, "%s requires 'regex' parameter", name)
+			return nil, mongoerr.New(mongoerr.Location31023, "%s requires 'regex' parameter", name)
 		}
 		if isConst(n.regex, n.options) {
 			re, isNull, err := n.compile(&Vars{})

@@ -53,7 +53,7 @@ func setUnionOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 			return valNull, nil
 		}
 		if a.Type != bsoncore.TypeArray {
-			return missing, mongoerr.New(17043, "All operands of $setUnion must be arrays. One argument is of type: %s", bsonx.TypeName(a.Type))
+			return missing, mongoerr.New(mongoerr.Location17043, "All operands of $setUnion must be arrays. One argument is of type: %s", bsonx.TypeName(a.Type))
 		}
 		for _, e := range arrayValues(a) {
 			s.add(e)
@@ -70,7 +70,7 @@ func setIntersectionOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 			return valNull, nil
 		}
 		if a.Type != bsoncore.TypeArray {
-			return missing, mongoerr.New(17047, "All operands of $setIntersection must be arrays. One argument is of type: %s", bsonx.TypeName(a.Type))
+			return missing, mongoerr.New(mongoerr.Location17047, "All operands of $setIntersection must be arrays. One argument is of type: %s", bsonx.TypeName(a.Type))
 		}
 		next := setOf(a)
 		if cur != nil {
@@ -98,10 +98,10 @@ func setDifferenceOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return valNull, nil
 	}
 	if a.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(17048, "both operands of $setDifference must be arrays. First argument is of type: %s", bsonx.TypeName(a.Type))
+		return missing, mongoerr.New(mongoerr.Location17048, "both operands of $setDifference must be arrays. First argument is of type: %s", bsonx.TypeName(a.Type))
 	}
 	if b.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(17049, "both operands of $setDifference must be arrays. Second argument is of type: %s", bsonx.TypeName(b.Type))
+		return missing, mongoerr.New(mongoerr.Location17049, "both operands of $setDifference must be arrays. Second argument is of type: %s", bsonx.TypeName(b.Type))
 	}
 	other := setOf(b)
 	out := newValueSet()
@@ -118,7 +118,7 @@ func setEqualsOp(_ *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	var first *valueSet
 	for _, a := range args {
 		if a.Type != bsoncore.TypeArray {
-			return missing, mongoerr.New(17044, "All operands of $setEquals must be arrays. One argument is of type: %s", bsonx.TypeName(a.Type))
+			return missing, mongoerr.New(mongoerr.Location17044, "All operands of $setEquals must be arrays. One argument is of type: %s", bsonx.TypeName(a.Type))
 		}
 		s := setOf(a)
 		if first == nil {
@@ -140,7 +140,7 @@ func setEqualsOp(_ *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 // parseSetEquals compiles $setEquals, which needs at least two operands.
 func parseSetEquals(p *parser, name string, arg bsoncore.Value) (node, error) {
 	if n := len(operandList(arg)); n < 2 {
-		return nil, mongoerr.New(17045, "$setEquals needs at least two arguments had: %d", n)
+		return nil, mongoerr.New(mongoerr.Location17045, "$setEquals needs at least two arguments had: %d", n)
 	}
 	return variadic(setEqualsOp)(p, name, arg)
 }
@@ -149,10 +149,10 @@ func parseSetEquals(p *parser, name string, arg bsoncore.Value) (node, error) {
 func setIsSubsetOp(_ *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	a, b := args[0], args[1]
 	if a.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(17046, "both operands of $setIsSubset must be arrays. First argument is of type: %s", bsonx.TypeName(a.Type))
+		return missing, mongoerr.New(mongoerr.Location17046, "both operands of $setIsSubset must be arrays. First argument is of type: %s", bsonx.TypeName(a.Type))
 	}
 	if b.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(17042, "both operands of $setIsSubset must be arrays. Second argument is of type: %s", bsonx.TypeName(b.Type))
+		return missing, mongoerr.New(mongoerr.Location17042, "both operands of $setIsSubset must be arrays. Second argument is of type: %s", bsonx.TypeName(b.Type))
 	}
 	other := setOf(b)
 	for _, x := range arrayValues(a) {

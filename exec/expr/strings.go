@@ -31,7 +31,7 @@ func coerceToString(a bsoncore.Value) (string, error) {
 	case 0, bsoncore.TypeNull, bsoncore.TypeUndefined:
 		return "", nil
 	}
-	return "", mongoerr.New(16007, "can't convert from BSON type %s to String", bsonx.TypeName(a.Type))
+	return "", mongoerr.New(mongoerr.Location16007, "can't convert from BSON type %s to String", bsonx.TypeName(a.Type))
 }
 
 // formatDouble prints a double as MongoDB does in strings (shortest round-trip form).
@@ -56,7 +56,7 @@ func concatOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		}
 		s, ok := strOf(a)
 		if !ok {
-			return missing, mongoerr.New(16702, "$concat only supports strings, not %s", bsonx.TypeName(a.Type))
+			return missing, mongoerr.New(mongoerr.Location16702, "$concat only supports strings, not %s", bsonx.TypeName(a.Type))
 		}
 		b.WriteString(s)
 	}
@@ -74,23 +74,23 @@ func substrBytesOp(name string) evalFn {
 			return missing, err
 		}
 		if !isNum(args[1]) {
-			return missing, mongoerr.New(16034, "%s: starting index must be a numeric type (is BSON type %s)", name, bsonx.TypeName(args[1].Type))
+			return missing, mongoerr.New(mongoerr.Location16034, "%s: starting index must be a numeric type (is BSON type %s)", name, bsonx.TypeName(args[1].Type))
 		}
 		if !isNum(args[2]) {
-			return missing, mongoerr.New(16035, "%s: length must be a numeric type (is BSON type %s)", name, bsonx.TypeName(args[2].Type))
+			return missing, mongoerr.New(mongoerr.Location16035, "%s: length must be a numeric type (is BSON type %s)", name, bsonx.TypeName(args[2].Type))
 		}
 		lower, length := coerceToLong(args[1]), coerceToLong(args[2])
 		if lower < 0 {
-			return missing, mongoerr.New(50752, "%s: starting index must be non-negative (got: %d)", name, lower)
+			return missing, mongoerr.New(mongoerr.Location50752, "%s: starting index must be non-negative (got: %d)", name, lower)
 		}
 		if length < 0 || lower+length > int64(len(s)) || lower+length < 0 {
 			length = int64(len(s)) - min(lower, int64(len(s)))
 		}
 		if lower < int64(len(s)) && isContinuation(s[lower]) {
-			return missing, mongoerr.New(28656, "%s:  Invalid range, starting index is a UTF-8 continuation byte.", name)
+			return missing, mongoerr.New(mongoerr.Location28656, "%s:  Invalid range, starting index is a UTF-8 continuation byte.", name)
 		}
 		if end := lower + length; end < int64(len(s)) && isContinuation(s[end]) {
-			return missing, mongoerr.New(28657, "%s:  Invalid range, ending index is in the middle of a UTF-8 character.", name)
+			return missing, mongoerr.New(mongoerr.Location28657, "%s:  Invalid range, ending index is in the middle of a UTF-8 character.", name)
 		}
 		if lower >= int64(len(s)) {
 			return v.stringVal(""), nil
@@ -133,24 +133,24 @@ func substrCPOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return missing, err
 	}
 	if !isNum(args[1]) {
-		return missing, mongoerr.New(34450, "$substrCP: starting index must be a numeric type (is BSON type %s)", bsonx.TypeName(args[1].Type))
+		return missing, mongoerr.New(mongoerr.Location34450, "$substrCP: starting index must be a numeric type (is BSON type %s)", bsonx.TypeName(args[1].Type))
 	}
 	start, ok := int32Arg(args[1])
 	if !ok {
-		return missing, mongoerr.New(34451, "$substrCP: starting index cannot be represented as a 32-bit integral value")
+		return missing, mongoerr.New(mongoerr.Location34451, "$substrCP: starting index cannot be represented as a 32-bit integral value")
 	}
 	if !isNum(args[2]) {
-		return missing, mongoerr.New(34452, "$substrCP: length must be a numeric type (is BSON type %s)", bsonx.TypeName(args[2].Type))
+		return missing, mongoerr.New(mongoerr.Location34452, "$substrCP: length must be a numeric type (is BSON type %s)", bsonx.TypeName(args[2].Type))
 	}
 	n, ok := int32Arg(args[2])
 	if !ok {
-		return missing, mongoerr.New(34453, "$substrCP: length cannot be represented as a 32-bit integral value")
+		return missing, mongoerr.New(mongoerr.Location34453, "$substrCP: length cannot be represented as a 32-bit integral value")
 	}
 	if n < 0 {
-		return missing, mongoerr.New(34454, "$substrCP: length must be a nonnegative integer.")
+		return missing, mongoerr.New(mongoerr.Location34454, "$substrCP: length must be a nonnegative integer.")
 	}
 	if start < 0 {
-		return missing, mongoerr.New(34455, "$substrCP: the starting index must be nonnegative integer.")
+		return missing, mongoerr.New(mongoerr.Location34455, "$substrCP: the starting index must be nonnegative integer.")
 	}
 	i, cp := 0, int32(0)
 	for i < len(s) && cp < start {
@@ -225,14 +225,14 @@ func splitOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	s, ok := strOf(args[0])
 	if !ok {
-		return missing, mongoerr.New(40085, "$split requires an expression that evaluates to a string as a first argument, found: %s", bsonx.TypeName(args[0].Type))
+		return missing, mongoerr.New(mongoerr.Location40085, "$split requires an expression that evaluates to a string as a first argument, found: %s", bsonx.TypeName(args[0].Type))
 	}
 	sep, ok := strOf(args[1])
 	if !ok {
-		return missing, mongoerr.New(40086, "$split requires an expression that evaluates to a string as a second argument, found: %s", bsonx.TypeName(args[1].Type))
+		return missing, mongoerr.New(mongoerr.Location40086, "$split requires an expression that evaluates to a string as a second argument, found: %s", bsonx.TypeName(args[1].Type))
 	}
 	if sep == "" {
-		return missing, mongoerr.New(40087, "$split requires a non-empty separator")
+		return missing, mongoerr.New(mongoerr.Location40087, "$split requires a non-empty separator")
 	}
 	parts := strings.Split(s, sep)
 	vals := make([]bsoncore.Value, len(parts))
@@ -250,11 +250,11 @@ func indexOfStrOp(name string, cp bool) evalFn {
 		}
 		s, ok := strOf(args[0])
 		if !ok {
-			return missing, mongoerr.New(40091, "%s requires a string as the first argument, found: %s", name, bsonx.TypeName(args[0].Type))
+			return missing, mongoerr.New(mongoerr.Location40091, "%s requires a string as the first argument, found: %s", name, bsonx.TypeName(args[0].Type))
 		}
 		sub, ok := strOf(args[1])
 		if !ok {
-			return missing, mongoerr.New(40092, "%s requires a string as the second argument, found: %s", name, bsonx.TypeName(args[1].Type))
+			return missing, mongoerr.New(mongoerr.Location40092, "%s requires a string as the second argument, found: %s", name, bsonx.TypeName(args[1].Type))
 		}
 		units := len(s)
 		if cp {
@@ -283,11 +283,11 @@ func indexOfStrOp(name string, cp bool) evalFn {
 func indexArg(name string, a bsoncore.Value) (int, error) {
 	i, ok := int32Arg(a)
 	if !ok {
-		return 0, mongoerr.New(40096, "%s requires an integral starting index, found a value of type: %s, with value: %s",
+		return 0, mongoerr.New(mongoerr.Location40096, "%s requires an integral starting index, found a value of type: %s, with value: %s",
 			name, bsonx.TypeName(a.Type), a.String())
 	}
 	if i < 0 {
-		return 0, mongoerr.New(40097, "%s requires a nonnegative start index, found: %d", name, i)
+		return 0, mongoerr.New(mongoerr.Location40097, "%s requires a nonnegative start index, found: %d", name, i)
 	}
 	return int(i), nil
 }
@@ -339,7 +339,7 @@ func (n *trimNode) eval(v *Vars) (bsoncore.Value, error) {
 	}
 	s, ok := strOf(in)
 	if !ok {
-		return missing, mongoerr.New(50699, "%s requires its input to be a string, got %s (of type %s) instead.", n.name, in.String(), bsonx.TypeName(in.Type))
+		return missing, mongoerr.New(mongoerr.Location50699, "%s requires its input to be a string, got %s (of type %s) instead.", n.name, in.String(), bsonx.TypeName(in.Type))
 	}
 	chars := defaultTrimChars
 	if n.chars != nil {
@@ -351,7 +351,7 @@ func (n *trimNode) eval(v *Vars) (bsoncore.Value, error) {
 			return valNull, nil
 		}
 		if chars, ok = strOf(c); !ok {
-			return missing, mongoerr.New(50700, "%s requires 'chars' to be a string, got %s (of type %s) instead.", n.name, c.String(), bsonx.TypeName(c.Type))
+			return missing, mongoerr.New(mongoerr.Location50700, "%s requires 'chars' to be a string, got %s (of type %s) instead.", n.name, c.String(), bsonx.TypeName(c.Type))
 		}
 	}
 	if n.left {
@@ -367,7 +367,7 @@ func (n *trimNode) eval(v *Vars) (bsoncore.Value, error) {
 func parseTrim(left, right bool) parseFn {
 	return func(p *parser, name string, arg bsoncore.Value) (node, error) {
 		if arg.Type != bsoncore.TypeEmbeddedDocument {
-			return nil, mongoerr.New(50696, "%s only supports an object as an argument, found: %s", name, bsonx.TypeName(arg.Type))
+			return nil, mongoerr.New(mongoerr.Location50696, "%s only supports an object as an argument, found: %s", name, bsonx.TypeName(arg.Type))
 		}
 		n := &trimNode{name: name, left: left, right: right}
 		for _, f := range docFields(arg) {
@@ -381,11 +381,11 @@ func parseTrim(left, right bool) parseFn {
 			case "chars":
 				n.chars = x
 			default:
-				return nil, mongoerr.New(50694, "%s found an unknown argument: %s", name, f.name)
+				return nil, mongoerr.New(mongoerr.Location50694, "%s found an unknown argument: %s", name, f.name)
 			}
 		}
 		if n.input == nil {
-			return nil, mongoerr.New(50695, "%s requires an 'input' field", name)
+			return nil, mongoerr.New(mongoerr.Location50695, "%s requires an 'input' field", name)
 		}
 		if isConst(n.input, n.chars) {
 			return fold(n), nil
@@ -429,7 +429,7 @@ func (n *replaceNode) eval(v *Vars) (bsoncore.Value, error) {
 func parseReplace(all bool) parseFn {
 	return func(p *parser, name string, arg bsoncore.Value) (node, error) {
 		if arg.Type != bsoncore.TypeEmbeddedDocument {
-			return nil, mongoerr.New(51751, "%s requires an object as an argument, found: %s", name, bsonx.TypeName(arg.Type))
+			return nil, mongoerr.New(mongoerr.Location51751, "%s requires an object as an argument, found: %s", name, bsonx.TypeName(arg.Type))
 		}
 		n := &replaceNode{name: name, all: all}
 		for _, f := range docFields(arg) {
@@ -445,7 +445,7 @@ func parseReplace(all bool) parseFn {
 			case "replacement":
 				n.replacement = x
 			default:
-				return nil, mongoerr.New(51750, "%s found an unknown argument: %s", name, f.name)
+				return nil, mongoerr.New(mongoerr.Location51750, "%s found an unknown argument: %s", name, f.name)
 			}
 		}
 		for i, k := range []node{n.input, n.find, n.replacement} {

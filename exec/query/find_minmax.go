@@ -43,7 +43,7 @@ func plannerError(code mongoerr.Code, msg string) error {
 func parseKeyBounds(ci *catalog.Coll, hint bsoncore.Value, lo, hi bsoncore.Document) (*keyBounds, error) {
 	xi := hintedIndex(ci, hint)
 	if xi == nil {
-		return nil, plannerError(51173, "When using min()/max() a hint of which index to use must be provided")
+		return nil, plannerError(mongoerr.Location51173, "When using min()/max() a hint of which index to use must be provided")
 	}
 	b := &keyBounds{index: xi}
 	for _, bound := range []struct {
@@ -55,7 +55,7 @@ func parseKeyBounds(ci *catalog.Coll, hint bsoncore.Value, lo, hi bsoncore.Docum
 		}
 		k, ok := encodeBound(xi, bound.doc)
 		if !ok {
-			return nil, plannerError(51174, "The index chosen is not compatible with min/max")
+			return nil, plannerError(mongoerr.Location51174, "The index chosen is not compatible with min/max")
 		}
 		*bound.key = k
 	}

@@ -16,18 +16,6 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// Codes of the aggregation stages a pipeline update may use (MongoDB assertion sites;
-// codeName is "Location<code>").
-const (
-	codeLocation15969 mongoerr.Code = 15969
-	codeLocation31002 mongoerr.Code = 31002
-	codeLocation31120 mongoerr.Code = 31120
-	codeLocation40228 mongoerr.Code = 40228
-	codeLocation40231 mongoerr.Code = 40231
-	codeLocation40272 mongoerr.Code = 40272
-	codeLocation40323 mongoerr.Code = 40323
-)
-
 // updatePipeline is a compiled pipeline-style update: the stages MongoDB allows in one
 // ($addFields/$set, $project/$unset, $replaceRoot/$replaceWith), applied in order.
 type updatePipeline struct {
@@ -106,14 +94,14 @@ func mergeLet(let, constants bsoncore.Document) bsoncore.Document {
 func compileUpdateStage(st bsoncore.Document, opts *expr.Options) (func(bsoncore.Document) (bsoncore.Document, error), error) {
 	elems, err := st.Elements()
 	if err != nil || len(elems) != 1 {
-		return nil, mongoerr.New(codeLocation40323, "A pipeline stage specification object must contain exactly one field.")
+		return nil, mongoerr.New(mongoerr.Location40323, "A pipeline stage specification object must contain exactly one field.")
 	}
 	name, arg := elems[0].Key(), elems[0].Value()
 	switch name {
 	case "$set", "$addFields":
 		spec, ok := arg.DocumentOK()
 		if !ok {
-			return nil, mongoerr.New(codeLocation40272, "%s specification stage must be an object, got %s", name, bsonx.TypeName(arg.Type))
+			return nil, mongoerr.New(mongoerr.Location40272, "%s specification stage must be an object, got %s", name, bsonx.TypeName(arg.Type))
 		}
 		return compileAddFields(spec, opts)
 	case "$unset":
@@ -121,17 +109,17 @@ func compileUpdateStage(st bsoncore.Document, opts *expr.Options) (func(bsoncore
 	case "$project":
 		spec, ok := arg.DocumentOK()
 		if !ok {
-			return nil, mongoerr.New(codeLocation15969, "$project specification must be an object")
+			return nil, mongoerr.New(mongoerr.Location15969, "$project specification must be an object")
 		}
 		return compileProjectStage(spec, opts)
 	case "$replaceRoot", "$replaceWith":
 		if name == "$replaceRoot" {
 			d, ok := arg.DocumentOK()
 			if !ok {
-				return nil, mongoerr.New(codeLocation40228, "expected an object as specification for $replaceRoot stage, got %s", bsonx.TypeName(arg.Type))
+				return nil, mongoerr.New(mongoerr.Location40228, "expected an object as specification for $replaceRoot stage, got %s", bsonx.TypeName(arg.Type))
 			}
 			if arg, err = d.LookupErr("newRoot"); err != nil {
-				return nil, mongoerr.New(codeLocation40231, "no newRoot specified for the $replaceRoot stage")
+				return nil, mongoerr.New(mongoerr.Location40231, "no newRoot specified for the $replaceRoot stage")
 			}
 		}
 		return compileReplaceRoot(arg, opts)
@@ -233,12 +221,12 @@ func compileUnsetStage(arg bsoncore.Value, opts *expr.Options) (func(bsoncore.Do
 		for _, v := range vals {
 			s, ok := v.StringValueOK()
 			if !ok {
-				return nil, mongoerr.New(codeLocation31120, "$unset specification must be a string or an array containing only string values")
+				return nil, mongoerr.New(mongoerr.Location31120, "$unset specification must be a string or an array containing only string values")
 			}
 			names = append(names, s)
 		}
 	default:
-		return nil, mongoerr.New(codeLocation31002, "$unset specification must be a string or an array")
+		return nil, mongoerr.New(mongoerr.Location31002, "$unset specification must be a string or an array")
 	}
 	idx, spec := bsoncore.AppendDocumentStart(nil)
 	for _, n := range names {
@@ -272,7 +260,7 @@ func compileReplaceRoot(arg bsoncore.Value, opts *expr.Options) (func(bsoncore.D
 		}
 		d, ok := v.DocumentOK()
 		if !ok {
-			return nil, mongoerr.New(codeLocation40228,
+			return nil, mongoerr.New(mongoerr.Location40228,
 				"'replacement document' must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'.",
 				bsonx.ShellString(v), bsonx.TypeName(v.Type))
 		}
