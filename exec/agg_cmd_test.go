@@ -3,9 +3,10 @@ package exec
 import (
 	"testing"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/wire"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // aggCommand runs an aggregate through the executor and returns its first batch.

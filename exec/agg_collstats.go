@@ -1,20 +1,16 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/agg"
-
-	"github.com/cleavedb/cleave/exec/sharding"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-
-	"github.com/cleavedb/cleave/exec/stream"
-
 	"math"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/agg"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/sharding"
+	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )

@@ -1,18 +1,6 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/agg"
-
-	"github.com/cleavedb/cleave/exec/args"
-
-	"github.com/cleavedb/cleave/exec/write"
-
-	"github.com/cleavedb/cleave/exec/query"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-
-	"github.com/cleavedb/cleave/exec/stream"
-
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -23,6 +11,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/agg"
+	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/stream"
+	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )

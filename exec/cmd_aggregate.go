@@ -1,21 +1,17 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/agg"
-
-	"github.com/cleavedb/cleave/exec/args"
-
-	"github.com/cleavedb/cleave/exec/query"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"context"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/agg"
+	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/expr"
+	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 

@@ -1,14 +1,12 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/ddl"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"context"
 
 	"go.uber.org/zap"
 
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )

@@ -1,13 +1,11 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/write"
-
-	"github.com/cleavedb/cleave/exec/query"
+	"context"
 
 	"github.com/cleavedb/cleave/exec/catalog"
-
-	"context"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/write"
 )
 
 // delete runs the delete command: each statement of deletes in turn (limit 1: the first

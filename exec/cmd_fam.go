@@ -1,22 +1,18 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/args"
-
-	"github.com/cleavedb/cleave/exec/write"
-
-	"github.com/cleavedb/cleave/exec/query"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-	"github.com/cleavedb/cleave/exec/expr"
-
 	"context"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/exec/project"
+	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/update"
+	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 

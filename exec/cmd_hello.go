@@ -1,14 +1,13 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/args"
-
 	"context"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/wire"
 )
 

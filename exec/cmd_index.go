@@ -1,18 +1,15 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/ddl"
-
-	"github.com/cleavedb/cleave/exec/args"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"context"
 	"errors"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )

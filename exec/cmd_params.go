@@ -1,8 +1,6 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/args"
-
 	"context"
 	"math"
 	"sort"
@@ -12,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 

@@ -1,8 +1,6 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/args"
-
 	"context"
 	"math"
 	"os"
@@ -12,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/wire"
 )
 

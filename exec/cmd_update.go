@@ -1,19 +1,16 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/write"
-
-	"github.com/cleavedb/cleave/exec/query"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"context"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/update"
+	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 

@@ -1,10 +1,6 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/agg"
-
-	"github.com/cleavedb/cleave/exec/stream"
-
 	"sort"
 	"strconv"
 	"sync"
@@ -13,6 +9,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/exec/agg"
+	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 

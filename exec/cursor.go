@@ -1,8 +1,6 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/stream"
-
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -13,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )

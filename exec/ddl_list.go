@@ -1,20 +1,16 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/ddl"
-
-	"github.com/cleavedb/cleave/exec/args"
-
-	"github.com/cleavedb/cleave/exec/query"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"context"
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/store"
 )
 

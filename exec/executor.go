@@ -1,19 +1,6 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/ddl"
-
-	"github.com/cleavedb/cleave/exec/sharding"
-
-	"github.com/cleavedb/cleave/exec/write"
-
-	"github.com/cleavedb/cleave/exec/query"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-	"github.com/cleavedb/cleave/store"
-
-	"github.com/cleavedb/cleave/exec/stream"
-
 	"context"
 	"errors"
 	"runtime/debug"
@@ -24,7 +11,14 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/ddl"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/sharding"
+	"github.com/cleavedb/cleave/exec/stream"
+	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/shard"
+	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )

@@ -1,10 +1,6 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/args"
-
-	"github.com/cleavedb/cleave/exec/query"
-
 	"context"
 	"strconv"
 	"time"
@@ -12,6 +8,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 

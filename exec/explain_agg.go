@@ -1,19 +1,16 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/agg"
-
-	"github.com/cleavedb/cleave/exec/sharding"
-
-	"github.com/cleavedb/cleave/exec/query"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"context"
 	"time"
 
-	"github.com/cleavedb/cleave/bsonx"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/agg"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/sharding"
 )
 
 // explainAggregate describes the pipeline in mongos' shape, from the pipeline's SplitPlan

@@ -1,12 +1,11 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"testing"
 
 	"go.uber.org/zap"
 
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/store"
 )
 

@@ -1,11 +1,6 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/internal/streamtest"
-	"github.com/cleavedb/cleave/exec/query"
-
-	"github.com/cleavedb/cleave/exec/stream"
-
 	"fmt"
 	"testing"
 	"time"
@@ -13,6 +8,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/internal/streamtest"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire"
 )
 

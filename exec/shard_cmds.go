@@ -1,12 +1,6 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/args"
-
-	"github.com/cleavedb/cleave/exec/sharding"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"context"
 	"errors"
 	"strings"
@@ -15,6 +9,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"

@@ -1,15 +1,13 @@
 package exec
 
 import (
-	"github.com/cleavedb/cleave/exec/args"
-
-	"github.com/cleavedb/cleave/exec/write"
-
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 

@@ -1,12 +1,11 @@
 package agg
 
 import (
-	"github.com/cleavedb/cleave/bsonx"
-	"github.com/cleavedb/cleave/exec/query"
-
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/expr"
+	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 

@@ -1,21 +1,17 @@
 package agg
 
 import (
-	"github.com/cleavedb/cleave/exec/args"
-
-	"github.com/cleavedb/cleave/exec/query"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-
-	"github.com/cleavedb/cleave/exec/stream"
-
 	"context"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/expr"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -91,7 +87,7 @@ func (s *lookupStage) parseFields(d bsoncore.Document) (*lookupFields, error) {
 		v := el.Value()
 		k := el.Key()
 		var err error
-		ok := true
+		var ok bool
 		switch k {
 		case "from":
 			s.from, err = lookupString(k, v)

@@ -1,12 +1,12 @@
 package agg
 
 import (
-	"github.com/cleavedb/cleave/exec/stream"
-
 	"context"
 	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/stream"
 )
 
 // mergeableState is an accumulator state that can absorb another state of the same

@@ -1,14 +1,13 @@
 package agg
 
 import (
-	"github.com/cleavedb/cleave/exec/stream"
-
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/expr"
+	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 

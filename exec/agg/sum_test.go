@@ -1,9 +1,6 @@
 package agg
 
 import (
-	"github.com/cleavedb/cleave/exec/internal/streamtest"
-	"github.com/cleavedb/cleave/exec/stream"
-
 	"bytes"
 	"context"
 	"testing"
@@ -13,6 +10,8 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/expr"
+	"github.com/cleavedb/cleave/exec/internal/streamtest"
+	"github.com/cleavedb/cleave/exec/stream"
 )
 
 // sumCases are $sum inputs (an Extended JSON array) and MongoDB's result (AccumulatorSum),

@@ -1,8 +1,6 @@
 package agg
 
 import (
-	"github.com/cleavedb/cleave/exec/query"
-
 	"fmt"
 	"sort"
 
@@ -10,6 +8,7 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/expr"
+	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 

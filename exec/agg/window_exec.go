@@ -1,8 +1,6 @@
 package agg
 
 import (
-	"github.com/cleavedb/cleave/exec/stream"
-
 	"bytes"
 	"math"
 
@@ -10,6 +8,7 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/expr"
+	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 

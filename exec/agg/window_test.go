@@ -1,9 +1,6 @@
 package agg
 
 import (
-	"github.com/cleavedb/cleave/exec/internal/streamtest"
-	"github.com/cleavedb/cleave/exec/stream"
-
 	"bytes"
 	"context"
 	"errors"
@@ -15,6 +12,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/exec/expr"
+	"github.com/cleavedb/cleave/exec/internal/streamtest"
+	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 

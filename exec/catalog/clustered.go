@@ -1,8 +1,9 @@
 package catalog
 
 import (
-	"github.com/cleavedb/cleave/bsonx"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
 )
 
 // ClusteredOf returns the clusteredIndex of a collection's stored options, nil when the

@@ -1,10 +1,11 @@
 package catalog
 
 import (
-	"github.com/cleavedb/cleave/bsonx"
-	"github.com/cleavedb/cleave/wire/mongoerr"
 	"github.com/zeebo/xxh3"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // DocID returns the _id of a stored document (always its first field) and its encoded key.

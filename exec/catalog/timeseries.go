@@ -3,10 +3,11 @@ package catalog
 import (
 	"strings"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // Timeseries are the options of a time-series collection, with MongoDB's defaults filled in.

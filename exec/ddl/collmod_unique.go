@@ -1,14 +1,13 @@
 package ddl
 
 import (
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"bytes"
 	"errors"
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"

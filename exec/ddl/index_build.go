@@ -1,15 +1,13 @@
 package ddl
 
 import (
-	"github.com/cleavedb/cleave/exec/write"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/store"
 )
 

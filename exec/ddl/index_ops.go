@@ -3,9 +3,10 @@ package ddl
 import (
 	"context"
 
+	"go.uber.org/zap"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/store"
-	"go.uber.org/zap"
 )
 
 // Build adds todo to collection c and fills them from the existing documents. The

@@ -1,8 +1,6 @@
 package ddl
 
 import (
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"math"
 	"strconv"
 	"strings"
@@ -10,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"

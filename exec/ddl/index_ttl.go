@@ -1,10 +1,6 @@
 package ddl
 
 import (
-	"github.com/cleavedb/cleave/exec/write"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"context"
 	"errors"
 	"math"
@@ -14,6 +10,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/store"
 )
 

@@ -1,19 +1,16 @@
 package ddl
 
 import (
-	"github.com/cleavedb/cleave/bsonx"
-	"github.com/cleavedb/cleave/exec/args"
-
-	"github.com/cleavedb/cleave/exec/query"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"math"
 	"sort"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 

@@ -1,12 +1,10 @@
 package ddl
 
 import (
-	"github.com/cleavedb/cleave/exec/args"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 

@@ -4,9 +4,10 @@ import (
 	"math"
 	"math/big"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // numRank orders the numeric types by width (MongoDB's getWidestNumeric): int32 <

@@ -3,9 +3,10 @@ package expr
 import (
 	"math/rand/v2"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // compareOp returns $eq, $ne, $gt, $gte, $lt, $lte (ok reports whether the sign of

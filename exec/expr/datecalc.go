@@ -4,9 +4,10 @@ import (
 	"strings"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // dateFromParts is $dateFromParts: {year, month, day, hour, minute, second,

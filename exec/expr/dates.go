@@ -6,9 +6,10 @@ import (
 	"time"
 	_ "time/tzdata" // MongoDB knows every Olson zone; do not depend on the host's zoneinfo.
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // coerceToDate is Value::coerceToDate: dates, timestamps (their seconds) and

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"sort"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // bindAs validates the 'as' name of $map or $filter (default "this") and binds it for

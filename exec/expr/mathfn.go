@@ -5,9 +5,10 @@ import (
 	"math/big"
 	"strconv"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // numericArg1 checks the operand of a one-number operator: ok false means the result is

@@ -1,8 +1,9 @@
 package expr
 
 import (
-	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // constNode is a literal, or a folded constant subexpression.

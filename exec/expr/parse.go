@@ -4,8 +4,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // maxDepth bounds the nesting of expressions, so that hostile input cannot exhaust the

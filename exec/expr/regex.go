@@ -5,10 +5,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/internal/pcre"
 	"github.com/cleavedb/cleave/wire/mongoerr"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // regexKind tells $regexMatch, $regexFind and $regexFindAll apart.

@@ -1,9 +1,10 @@
 package expr
 
 import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // valueSet holds distinct values under MongoDB's equality (1 == 1.0 == NumberLong(1)),

@@ -6,9 +6,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // coerceToString is MongoDB's Value::coerceToString, used by $substr*, $toLower,

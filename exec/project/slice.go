@@ -4,9 +4,10 @@ import (
 	"math"
 	"strings"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // parseSlice parses the argument of $slice: n (first n, or last -n) or [skip, limit]

@@ -1,10 +1,6 @@
 package query
 
 import (
-	"github.com/cleavedb/cleave/exec/catalog"
-
-	"github.com/cleavedb/cleave/exec/stream"
-
 	"bytes"
 	"context"
 	"errors"
@@ -12,7 +8,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/exec/stream"
 )
 
 // This file implements find's returnKey and showRecordId.

@@ -1,16 +1,14 @@
 package query
 
 import (
-	"github.com/cleavedb/cleave/exec/catalog"
-
-	"github.com/cleavedb/cleave/exec/stream"
-
 	"bytes"
 	"context"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 

@@ -1,19 +1,17 @@
 package query
 
 import (
-	"github.com/cleavedb/cleave/exec/catalog"
-	"github.com/cleavedb/cleave/exec/expr"
-
-	"github.com/cleavedb/cleave/exec/stream"
-
 	"context"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/exec/project"
+	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 

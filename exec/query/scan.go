@@ -1,8 +1,6 @@
 package query
 
 import (
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"context"
 	"encoding/binary"
 	"errors"
@@ -10,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"

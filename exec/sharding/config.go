@@ -1,10 +1,6 @@
 package sharding
 
 import (
-	"github.com/cleavedb/cleave/exec/write"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"bytes"
 	"encoding/binary"
 	"strconv"
@@ -13,6 +9,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 )

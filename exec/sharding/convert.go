@@ -1,11 +1,10 @@
 package sharding
 
 import (
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 )

@@ -1,14 +1,13 @@
 package sharding
 
 import (
-	"github.com/cleavedb/cleave/exec/catalog"
-	"github.com/cleavedb/cleave/exec/write"
-
 	"errors"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 )

@@ -1,8 +1,6 @@
 package sharding
 
 import (
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"bytes"
 	"errors"
 	"fmt"
@@ -11,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 )

@@ -1,9 +1,10 @@
 package sharding
 
 import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // Spec is a parsed shardCollection request.

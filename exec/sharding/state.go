@@ -1,10 +1,6 @@
 package sharding
 
 import (
-	"github.com/cleavedb/cleave/exec/write"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +9,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"

@@ -1,10 +1,6 @@
 package write
 
 import (
-	"github.com/cleavedb/cleave/exec/query"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"bytes"
 	"context"
 	"errors"
@@ -12,7 +8,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/update"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"

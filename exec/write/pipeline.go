@@ -1,17 +1,15 @@
 package write
 
 import (
-	"github.com/cleavedb/cleave/exec/query"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/exec/project"
+	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/update"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )

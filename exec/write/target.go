@@ -1,14 +1,12 @@
 package write
 
 import (
-	"github.com/cleavedb/cleave/exec/query"
-
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 

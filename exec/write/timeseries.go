@@ -1,14 +1,13 @@
 package write
 
 import (
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"bytes"
 	"encoding/binary"
 	"errors"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/store"
 )
 

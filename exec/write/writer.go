@@ -1,8 +1,6 @@
 package write
 
 import (
-	"github.com/cleavedb/cleave/exec/catalog"
-
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -12,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
