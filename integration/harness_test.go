@@ -60,6 +60,7 @@ func runMain(m *testing.M) int {
 	sharedMu.Lock()
 	if shared != nil {
 		shared.stop()
+		_ = os.RemoveAll(shared.dir) // the shared server's data directory is the harness's own
 	}
 	sharedMu.Unlock()
 	return code
