@@ -1,0 +1,154 @@
+package exec
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/internal/streamtest"
+	"github.com/cleavedb/cleave/wire"
+)
+
+// updateGolden rewrites the golden files of the explain tests: go test -run Explain -update.
+var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// explainCases are the queries whose plans are kept in testdata/explain, one file each: the
+// access path, the shards and partitions read, the keys and documents examined and the
+// documents returned are a query's contract as much as its results (Vitess keeps its plans
+// in planbuilder/testdata the same way). "u" is unsharded, "s" sharded on hashed k over two
+// shards; both hold 200 documents {_id: i, k: i%20, a: i%50, b: i%7, c: i} and indexes a and
+// b+c.
+var explainCases = []struct{ name, cmd string }{
+	{"id-point", `{"find": "u", "filter": {"_id": 7}}`},
+	{"id-in", `{"find": "u", "filter": {"_id": {"$in": [3, 4, 500]}}}`},
+	{"collscan", `{"find": "u", "filter": {"c": {"$gt": 190}}}`},
+	{"index-eq", `{"find": "u", "filter": {"a": 3}}`},
+	{"index-range-one-sided", `{"find": "u", "filter": {"a": {"$gte": 45}}}`},
+	{"index-range-two-sided", `{"find": "u", "filter": {"a": {"$gte": 10, "$lt": 12}}}`},
+	{"index-prefix-sort", `{"find": "u", "filter": {"b": 2}, "sort": {"c": -1}, "limit": 3}`},
+	{"index-in", `{"find": "u", "filter": {"a": {"$in": [1, 2]}}}`},
+	{"hint", `{"find": "u", "filter": {"c": 5}, "hint": {"a": 1}}`},
+	{"sort-no-index", `{"find": "u", "filter": {}, "sort": {"c": -1}, "limit": 2}`},
+	{"eof", `{"find": "u", "filter": {"a": {"$in": []}}}`},
+	{"sharded-targeted", `{"find": "s", "filter": {"k": 4}}`},
+	{"sharded-id", `{"find": "s", "filter": {"_id": 7}}`},
+	{"sharded-merge-sort", `{"find": "s", "filter": {"a": {"$lt": 3}}, "sort": {"a": 1}}`},
+	{"sharded-scan", `{"find": "s", "filter": {"c": {"$lt": 10}}}`},
+	{"count-index", `{"count": "u", "query": {"a": 3}}`},
+	{"distinct", `{"distinct": "u", "key": "b", "query": {"a": {"$lt": 2}}}`},
+	{"agg-group-split", `{"aggregate": "s", "pipeline": [{"$match": {"c": {"$gte": 100}}}, {"$group": {"_id": "$b", "n": {"$sum": 1}}}, {"$sort": {"_id": 1}}], "cursor": {}}`},
+	{"agg-single-shard", `{"aggregate": "s", "pipeline": [{"$match": {"k": 3}}, {"$project": {"c": 1}}], "cursor": {}}`},
+}
+
+func TestExplainGolden(t *testing.T) {
+	e := testExecutor(t, 2, Options{PartitionCheckInterval: time.Hour})
+	c := e.Connect(wire.ConnInfo{ID: 1})
+	cmd := func(json string) bsoncore.Document {
+		return run(t, c, withDB(streamtest.ExtDoc(t, json), "golden"))
+	}
+	run(t, c, withDB(streamtest.ExtDoc(t, `{"shardCollection": "golden.s", "key": {"k": "hashed"}, "numInitialChunks": 4}`), "admin"))
+	for _, coll := range []string{"u", "s"} {
+		docs := make([]string, 200)
+		for i := range docs {
+			docs[i] = fmt.Sprintf(`{"_id": %d, "k": %d, "a": %d, "b": %d, "c": %d}`, i, i%20, i%50, i%7, i)
+		}
+		cmd(`{"insert": "` + coll + `", "documents": [` + join(docs) + `]}`)
+		cmd(`{"createIndexes": "` + coll + `", "indexes": [{"key": {"a": 1}, "name": "a_1"}, {"key": {"b": 1, "c": 1}, "name": "b_1_c_1"}]}`)
+	}
+	for _, tc := range explainCases {
+		t.Run(tc.name, func(t *testing.T) {
+			reply := cmd(`{"explain": ` + tc.cmd + `, "verbosity": "executionStats"}`)
+			got := goldenJSON(t, reply)
+			path := filepath.Join("testdata", "explain", tc.name+".json")
+			if *updateGolden {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (go test -run TestExplainGolden -update writes it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("explain of %s changed (go test -run TestExplainGolden -update accepts it):\ngot  %s\nwant %s", tc.cmd, got, want)
+			}
+		})
+	}
+}
+
+// withDB appends $db to a command.
+func withDB(cmd bsoncore.Document, db string) bsoncore.Document {
+	idx, b := bsoncore.AppendDocumentStart(nil)
+	b = append(b, cmd[4:len(cmd)-1]...)
+	b = bsoncore.AppendStringElement(b, "$db", db)
+	b, _ = bsoncore.AppendDocumentEnd(b, idx)
+	return b
+}
+
+// goldenJSON renders an explain reply as indented relaxed Extended JSON without the fields
+// that change from run to run (timings, host names, the command echoed back).
+func goldenJSON(t *testing.T, reply bsoncore.Document) []byte {
+	t.Helper()
+	var d bson.D
+	if err := bson.Unmarshal(reply, &d); err != nil {
+		t.Fatal(err)
+	}
+	d = scrub(d).(bson.D)
+	raw, err := bson.MarshalExtJSON(d, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	return append(buf.Bytes(), '\n')
+}
+
+// volatile are the explain fields golden files leave out.
+var volatile = map[string]bool{
+	"executionTimeMillis": true, "executionTimeMillisEstimate": true, "host": true,
+	"serverInfo": true, "command": true, "serverParameters": true, "ok": true,
+	"operationTime": true, "$clusterTime": true,
+}
+
+// scrub drops volatile fields at every level.
+func scrub(v any) any {
+	switch x := v.(type) {
+	case bson.D:
+		out := bson.D{}
+		for _, e := range x {
+			if !volatile[e.Key] {
+				out = append(out, bson.E{Key: e.Key, Value: scrub(e.Value)})
+			}
+		}
+		return out
+	case bson.A:
+		for i := range x {
+			x[i] = scrub(x[i])
+		}
+		return x
+	}
+	return v
+}
+
+// join joins JSON fragments with commas.
+func join(parts []string) string {
+	var b bytes.Buffer
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
