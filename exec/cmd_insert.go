@@ -7,7 +7,6 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
-	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -78,7 +77,7 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 			size += len(vals[end].Data)
 			end++
 		}
-		stop, err := e.insertGroup(ctx, ci, vals[start:end], start, ordered, wc, &res)
+		stop, err := e.write.Insert(ctx, ci, vals[start:end], start, ordered, wc, &res)
 		if err != nil {
 			return err
 		}
@@ -91,63 +90,4 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 	r.charge += float64(res.N) * 5
 	r.out = res.AppendReply(r.out, false)
 	return nil
-}
-
-// insertGroup inserts one group of documents (base is the index of vals[0] in the request).
-// It reports whether an ordered insert must stop after an error.
-func (e *Executor) insertGroup(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Value, base int,
-	ordered bool, wc write.Concern, res *write.Results) (bool, error) {
-	writes := make([]write.DocWrite, len(vals))
-	failed := make([]error, len(vals))
-	var hashes []uint64
-	wr := e.write.NewWriter(ci)
-	for i, v := range vals {
-		doc, ok := v.DocumentOK()
-		if !ok {
-			failed[i] = mongoerr.New(mongoerr.TypeMismatch, "BSON field 'insert.documents.%d' is the wrong type '%s', expected type 'object'", base+i, bsonx.TypeName(v.Type))
-			continue
-		}
-		doc, err := write.PrepareInsert(doc)
-		if err == nil {
-			writes[i].Hash, err = ci.ShardHash(doc)
-		}
-		if err != nil {
-			failed[i] = err
-			continue
-		}
-		_, writes[i].ID = catalog.DocID(doc, nil)
-		writes[i].New = doc
-		hashes = wr.LockHashes(hashes, &writes[i])
-	}
-	if err := ctx.Err(); err != nil {
-		return true, err
-	}
-	wr.Lock(hashes)
-	defer wr.Release()
-	stop := false
-	for i := range writes {
-		err := failed[i]
-		if err == nil {
-			err = wr.CheckIDFree(&writes[i])
-		}
-		if err == nil {
-			err = wr.Stage(&writes[i])
-		}
-		if err != nil {
-			if mongoerr.As(err) == nil {
-				return true, err
-			}
-			res.Errs = append(res.Errs, mongoerr.WriteError{Index: base + i, Err: mongoerr.As(err)})
-			if ordered {
-				stop = true
-				break
-			}
-			continue
-		}
-		res.N++
-	}
-	if err := wr.Commit(wc.Sync()); err != nil {
-		return true, err
-	}
-	return stop, nil
 }

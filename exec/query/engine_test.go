@@ -1,0 +1,181 @@
+package query_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/internal/fixture"
+	"github.com/cleavedb/cleave/exec/internal/streamtest"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/write"
+	"github.com/cleavedb/cleave/store"
+)
+
+// collFixture is a collection on real stores with the engine that reads it.
+type collFixture struct {
+	cat *catalog.Catalog
+	ci  *catalog.Coll
+	g   *query.Engine
+}
+
+// newColl creates db.c on n shards (sharded on hashed k over parts partitions when parts
+// > 0) with indexes a_1, b_1_c_1 and the hidden h_1, and inserts docs.
+func newColl(t *testing.T, shards, parts int, docs []string) *collFixture {
+	t.Helper()
+	cat := fixture.Stores(t, shards)
+	spec := store.Collection{DB: "db", Name: "c", Indexes: []store.Index{
+		{Name: "a_1", Key: streamtest.ExtDoc(t, `{"a": 1}`), Ready: true},
+		{Name: "b_1_c_1", Key: streamtest.ExtDoc(t, `{"b": 1, "c": 1}`), Ready: true},
+		{Name: "h_1", Key: streamtest.ExtDoc(t, `{"h": 1}`), Spec: streamtest.ExtDoc(t, `{"key": {"h": 1}, "name": "h_1", "hidden": true}`), Ready: true},
+	}}
+	if parts > 0 {
+		spec.ShardKey = streamtest.ExtDoc(t, `{"k": "hashed"}`)
+		for i := range parts {
+			spec.Partitions = append(spec.Partitions, store.Partition{ID: uint64(i + 1), Lo: uint64(i) * (^uint64(0)/uint64(parts) + 1), Shard: i % shards})
+		}
+	}
+	ci := fixture.Create(t, cat, spec)
+	g := query.New(cat, query.Options{})
+	if len(docs) > 0 {
+		vals := make([]bsoncore.Value, len(docs))
+		for i, d := range docs {
+			vals[i] = bsonx.DocValue(streamtest.ExtDoc(t, d))
+		}
+		var res write.Results
+		if _, err := write.NewPath(cat, g, nil).Insert(context.Background(), ci, vals, 0, true, write.Concern{}, &res); err != nil || len(res.Errs) > 0 {
+			t.Fatalf("insert: %v %v", err, res.Errs)
+		}
+	}
+	return &collFixture{cat: cat, ci: ci, g: g}
+}
+
+// open plans and opens filter (and sort, Extended JSON; "" for none) on the collection.
+func (f *collFixture) open(t *testing.T, filter, sort string, limit int64) ([]bsoncore.Document, *query.Plan, []*query.ShardStream) {
+	t.Helper()
+	flt, err := query.CompileFilter(streamtest.ExtDoc(t, filter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := &query.Query{CI: f.ci, Filter: flt, Limit: limit}
+	if sort != "" {
+		if q.Sort, err = query.ParseSort(streamtest.ExtDoc(t, sort)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, p, shards, err := f.g.Open(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := streamtest.Drain(t, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs, p, shards
+}
+
+// docsOf returns n documents {_id: i, k: i%10, a: i%10, b: i%3, c: i}.
+func docsOf(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf(`{"_id": %d, "k": %d, "a": %d, "b": %d, "c": %d, "h": %d}`, i, i%10, i%10, i%3, i, i)
+	}
+	return out
+}
+
+func TestPlanAccessPaths(t *testing.T) {
+	f := newColl(t, 1, 0, nil)
+	for _, tc := range []struct {
+		filter, sort string
+		kind         query.Kind
+		index        string // "" for none
+		sorted       bool
+	}{
+		{filter: `{"_id": 5}`, kind: query.PlanIDs},
+		{filter: `{"_id": {"$in": [1, 2]}}`, kind: query.PlanIDs},
+		{filter: `{"a": 3}`, kind: query.PlanIndex, index: "a_1"},
+		{filter: `{"a": {"$gt": 3}}`, kind: query.PlanIndex, index: "a_1"},
+		{filter: `{"b": 1, "c": {"$lt": 9}}`, kind: query.PlanIndex, index: "b_1_c_1"},
+		{filter: `{"b": 1}`, sort: `{"c": 1}`, kind: query.PlanIndex, index: "b_1_c_1", sorted: true},
+		{filter: `{"c": 1}`, kind: query.PlanScan},                          // c is not an index prefix
+		{filter: `{"h": 1}`, kind: query.PlanScan},                          // hidden indexes are not planned
+		{filter: `{"a": {"$in": []}}`, kind: query.PlanIndex, index: "a_1"}, // no ranges: reads nothing
+		{filter: `{}`, sort: `{"a": 1}`, kind: query.PlanIndex, index: "a_1", sorted: true},
+	} {
+		_, p, _ := f.open(t, tc.filter, tc.sort, 0)
+		name := ""
+		if p.Index != nil {
+			name = p.Index.Meta.Name
+		}
+		if p.Kind != tc.kind || name != tc.index || (tc.sorted && !p.Sorted) {
+			t.Errorf("%s sort %s: plan kind %d index %q sorted %v, want %d %q %v", tc.filter, tc.sort, p.Kind, name, p.Sorted, tc.kind, tc.index, tc.sorted)
+		}
+	}
+}
+
+// TestOpenExamines checks what each access path reads, not only what it returns.
+func TestOpenExamines(t *testing.T) {
+	f := newColl(t, 1, 0, docsOf(100))
+	for _, tc := range []struct {
+		filter     string
+		n          int
+		keys, docs int64
+	}{
+		{`{"_id": 5}`, 1, 0, 1},
+		{`{"a": 3}`, 10, 10, 10},
+		{`{"a": {"$in": [1, 2]}}`, 20, 20, 20},
+		{`{"b": 1, "c": {"$lt": 10}}`, 3, 3, 3},
+		{`{"c": {"$lt": 10}}`, 10, 0, 100},
+		{`{"a": {"$in": []}}`, 0, 0, 0},
+	} {
+		docs, _, shards := f.open(t, tc.filter, "", 0)
+		var keys, examined int64
+		for _, s := range shards {
+			keys += s.Stats.KeysExamined
+			examined += s.Stats.DocsExamined
+		}
+		if len(docs) != tc.n || keys != tc.keys || examined != tc.docs {
+			t.Errorf("%s: %d documents, %d keys and %d documents examined; want %d, %d, %d",
+				tc.filter, len(docs), keys, examined, tc.n, tc.keys, tc.docs)
+		}
+	}
+}
+
+// TestOpenShardedMerge reads a collection spread over two shards: a targeted read touches
+// one shard, an index-sorted read merges both in order, a limit stops each shard early.
+func TestOpenShardedMerge(t *testing.T) {
+	f := newColl(t, 2, 4, docsOf(200))
+	docs, _, shards := f.open(t, `{"k": 4}`, "", 0)
+	if len(docs) != 20 || len(shards) != 1 {
+		t.Errorf("targeted read: %d documents from %d shards, want 20 from 1", len(docs), len(shards))
+	}
+	docs, p, shards := f.open(t, `{"a": {"$lt": 3}}`, `{"a": 1, "_id": 1}`, 0)
+	if len(docs) != 60 || len(shards) != 2 {
+		t.Fatalf("merge: %d documents from %d shards, want 60 from 2", len(docs), len(shards))
+	}
+	for i := 1; i < len(docs); i++ {
+		a0, a1 := docs[i-1].Lookup("a").Int32(), docs[i].Lookup("a").Int32()
+		if a0 > a1 {
+			t.Fatalf("merge out of order at %d: a %d then %d (plan sorted %v)", i, a0, a1, p.Sorted)
+		}
+	}
+	// Open pushes a limit down to each shard (mongos does the same); the caller applies
+	// the final one to the merged stream.
+	docs, _, shards = f.open(t, `{}`, `{"a": 1}`, 5)
+	var examined int64
+	for _, s := range shards {
+		examined += s.Stats.DocsExamined
+	}
+	if len(docs) != 10 || examined != 10 || docs[4].Lookup("a").Int32() != 0 {
+		t.Errorf("sort+limit 5: %d documents, %d examined over two shards; want 5 per shard", len(docs), examined)
+	}
+	// No partition can hold a shard key in an empty set: nothing is read.
+	docs, p, shards = f.open(t, `{"k": {"$in": []}}`, "", 0)
+	if p.Kind != query.PlanEOF || len(docs) != 0 || len(shards) != 0 {
+		t.Errorf("empty shard-key $in: plan %d, %d documents from %d shards; want EOF", p.Kind, len(docs), len(shards))
+	}
+}
