@@ -77,8 +77,7 @@ type Executor struct {
 	sessions sessionCache
 	conns    sync.Map           // connection id → *conn, for $currentOp (current_op.go)
 	indexUse catalog.IndexUsage // $indexStats
-	stop     chan struct{}
-	bg       sync.WaitGroup
+	stop     chan struct{}      // closed by Close
 	// fail is the failCommand failpoint (failpoint.go).
 	fail failPoints
 	// knobs are the parameters setParameter changes (cmd_params.go).
@@ -159,7 +158,6 @@ func (e *Executor) Close() {
 		e.shards.Close()
 		e.ddl.Close()
 	}
-	e.bg.Wait()
 	e.cursors.closeAll()
 }
 
