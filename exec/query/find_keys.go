@@ -213,7 +213,7 @@ type FindKeys struct {
 // OpenFind opens q for find, with min/max, returnKey and showRecordId. When one is given,
 // q.proj is applied here rather than by open: the bounds and the record id need the
 // document before its projection.
-func (g *Engine) OpenFind(q *Query, a *FindKeys) (stream.Stream, []*ShardStream, error) {
+func (g *Engine) OpenFind(q *Query, a FindKeys) (stream.Stream, []*ShardStream, error) {
 	hasBounds := len(a.Min) > 5 || len(a.Max) > 5
 	if !hasBounds && !a.ReturnKey && !a.ShowRecordID {
 		stream, _, shards, err := g.Open(q)
