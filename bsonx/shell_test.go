@@ -20,7 +20,7 @@ func TestShellString(t *testing.T) {
 		{int64(-7), "-7"},
 		{1.0, "1.0"},
 		{2.5, "2.5"},
-		{1e20, "1e+20"},
+		{1e20, "1e+20.0"},
 		{bson.Null{}, "null"},
 		{true, "true"},
 		{oid, "ObjectId('65a1b2c3d4e5f60718293a4b')"},
@@ -28,6 +28,9 @@ func TestShellString(t *testing.T) {
 		{bson.A{int32(1), "a"}, `[ 1, "a" ]`},
 		{bson.D{}, "{}"},
 		{bson.D{{Key: "_id", Value: 1.0}, {Key: "t", Value: bson.A{"a"}}}, `{ _id: 1.0, t: [ "a" ] }`},
+		{`say "hi"`, `"say "hi""`}, // unescaped, as MongoDB prints it
+		{bson.NewDecimal128(0x3040000000000000, 150), "150"},
+		{bson.DateTime(1380067200000), "new Date(1380067200000)"},
 	} {
 		typ, data, err := bson.MarshalValue(c.v)
 		if err != nil {

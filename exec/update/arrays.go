@@ -1,6 +1,7 @@
 package update
 
 import (
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -182,7 +183,7 @@ func (a *applier) arrayNode(dst []byte, n *node, key []byte, tgt target) ([]byte
 	}
 	if tgt.t != bsoncore.TypeArray {
 		return dst, errf(mongoerr.BadValue, "Cannot apply array updates to non-array element %s",
-			formatElem(key, tgt.t, tgt.v))
+			bsonx.ShellElement(key, tgt.t, tgt.v))
 	}
 	body, ok := docBody(tgt.v)
 	if !ok {

@@ -3,6 +3,8 @@ package update
 import (
 	"strings"
 	"testing"
+
+	"github.com/cleavedb/cleave/bsonx"
 )
 
 // TestUpdateFormat checks the BSONElement::toString rendering used in messages.
@@ -38,17 +40,17 @@ func TestUpdateFormat(t *testing.T) {
 		if !ok {
 			t.Fatalf("bad case %s", tc.doc)
 		}
-		if got := formatElem(e.key, e.t, e.val); got != tc.want {
+		if got := bsonx.ShellElement(e.key, e.t, e.val); got != tc.want {
 			t.Errorf("%s: got %q, want %q", tc.doc, got, tc.want)
 		}
 	}
 	long := `{a: "` + strings.Repeat("x", 200) + `"}`
 	body, _ := docBody(docOf(t, long))
 	e, _, _ := readElem(body)
-	if got := formatElem(e.key, e.t, e.val); got != `a: "`+strings.Repeat("x", 150)+`..."` {
+	if got := bsonx.ShellElement(e.key, e.t, e.val); got != `a: "`+strings.Repeat("x", 150)+`..."` {
 		t.Errorf("long string: %q", got)
 	}
-	if got := formatDoc(docOf(t, `{a: {"$undefined": true}, b: {"$maxKey": 1}}`)); got != "{ a: undefined, b: MaxKey }" {
+	if got := bsonx.ShellDoc(docOf(t, `{a: {"$undefined": true}, b: {"$maxKey": 1}}`)); got != "{ a: undefined, b: MaxKey }" {
 		t.Errorf("formatDoc: %q", got)
 	}
 }

@@ -225,20 +225,20 @@ func (a *applier) checkDepth(nesting int) error {
 // errNotCreatable is createPathAt's error for a path under a value that cannot hold it.
 func (a *applier) errNotCreatable(tgt target) error {
 	return errf(mongoerr.PathNotViable, "Cannot create field '%s' in element {%s}", a.path[a.taken],
-		formatElem(tgt.baseKey, tgt.baseT, tgt.baseV))
+		bsonx.ShellElement(tgt.baseKey, tgt.baseT, tgt.baseV))
 }
 
 // errNotTraversable is checkViability's error for a path that could never exist.
 func (a *applier) errNotTraversable(tgt target) error {
 	return errf(mongoerr.PathNotViable, "Cannot use the part (%s) of (%s.%s) to traverse the element ({%s})",
-		a.path[a.taken], joinPath(a.path[:a.taken]), joinPath(a.path[a.taken:]), formatElem(tgt.baseKey, tgt.baseT, tgt.baseV))
+		a.path[a.taken], joinPath(a.path[:a.taken]), joinPath(a.path[a.taken:]), bsonx.ShellElement(tgt.baseKey, tgt.baseT, tgt.baseV))
 }
 
 // idString returns the document's _id as "_id: <value>", or "no id".
 func (a *applier) idString() string {
 	body, _ := docBody(a.doc)
 	if id, ok := findField(body, "_id"); ok {
-		return formatElem(id.key, id.t, id.val)
+		return bsonx.ShellElement(id.key, id.t, id.val)
 	}
 	return "no id"
 }
@@ -261,7 +261,7 @@ func (a *applier) renderCreated(t bsoncore.Type, v []byte) string {
 	doc, at := startDoc(nil, 0, nil, true)
 	doc = append(append(doc, body...), newBody...)
 	doc = endDoc(doc, at)
-	return formatElem(base, bsoncore.TypeEmbeddedDocument, doc)
+	return bsonx.ShellElement(base, bsoncore.TypeEmbeddedDocument, doc)
 }
 
 // lookupParts returns the element at a path of the original document, stepping into

@@ -89,7 +89,7 @@ func newLeaf(op opKind, e elem) (*leaf, error) {
 				verb = "multiply"
 			}
 			return nil, errf(mongoerr.TypeMismatch, "Cannot %s with non-numeric argument: {%s}",
-				verb, formatElem(e.key, e.t, e.val))
+				verb, bsonx.ShellElement(e.key, e.t, e.val))
 		}
 		lf.num = n
 	case opCurrentDate:
@@ -103,7 +103,7 @@ func newLeaf(op opKind, e elem) (*leaf, error) {
 	case opPop:
 		n, reason, ok := integerArg(e.t, e.val)
 		if !ok {
-			return nil, errf(mongoerr.FailedToParse, "%s%s", reason, formatElem(e.key, e.t, e.val))
+			return nil, errf(mongoerr.FailedToParse, "%s%s", reason, bsonx.ShellElement(e.key, e.t, e.val))
 		}
 		if n != 1 && n != -1 {
 			return nil, errf(mongoerr.FailedToParse, "$pop expects 1 or -1, found: %d", n)
@@ -189,11 +189,11 @@ func (lf *leaf) parseBit(e elem) error {
 			kind = bitXor
 		default:
 			return errf(mongoerr.BadValue, "The $bit modifier only supports 'and', 'or', and 'xor', not '%s' "+
-				"which is an unknown operator: {%s}", f.key, formatElem(f.key, f.t, f.val))
+				"which is an unknown operator: {%s}", f.key, bsonx.ShellElement(f.key, f.t, f.val))
 		}
 		if f.t != bsoncore.TypeInt32 && f.t != bsoncore.TypeInt64 {
 			return errf(mongoerr.BadValue, "The $bit modifier field must be an Integer(32/64 bit); a '%s' "+
-				"is not supported here: {%s}", bsonx.TypeName(f.t), formatElem(f.key, f.t, f.val))
+				"is not supported here: {%s}", bsonx.TypeName(f.t), bsonx.ShellElement(f.key, f.t, f.val))
 		}
 		n, _ := numberOf(f.t, f.val)
 		lf.bits = append(lf.bits, bitOp{kind: kind, operand: n})
@@ -217,7 +217,7 @@ func (lf *leaf) parseAddToSet(e elem) error {
 					"The argument to $each in $addToSet must be an array but it was of type %s", bsonx.TypeName(first.t))
 			}
 			if len(rest) > 0 {
-				return errf(mongoerr.BadValue, "Found unexpected fields after $each in $addToSet: %s", formatDoc(e.val))
+				return errf(mongoerr.BadValue, "Found unexpected fields after $each in $addToSet: %s", bsonx.ShellDoc(e.val))
 			}
 			var err error
 			if vals, err = arrayValues(first.val); err != nil {
@@ -245,7 +245,7 @@ func (lf *leaf) parseAddToSet(e elem) error {
 // placeholder already, as MongoDB does before it looks at the destination.
 func (lf *leaf) parseRename(e elem) error {
 	if e.t != bsoncore.TypeString {
-		return errf(mongoerr.BadValue, "The 'to' field for $rename must be a string: %s", formatElem(e.key, e.t, e.val))
+		return errf(mongoerr.BadValue, "The 'to' field for $rename must be a string: %s", bsonx.ShellElement(e.key, e.t, e.val))
 	}
 	to := strValue(e.val)
 	if bytes.IndexByte(to, 0) >= 0 {
@@ -264,10 +264,10 @@ func (lf *leaf) parseRename(e elem) error {
 	switch {
 	case samePath(from, toParts):
 		return errf(mongoerr.BadValue, "The source and target field for $rename must differ: %s",
-			formatElem(e.key, e.t, e.val))
+			bsonx.ShellElement(e.key, e.t, e.val))
 	case isPrefixPath(from, toParts) || isPrefixPath(toParts, from):
 		return errf(mongoerr.BadValue, "The source and target field for $rename must not be on the same path: %s",
-			formatElem(e.key, e.t, e.val))
+			bsonx.ShellElement(e.key, e.t, e.val))
 	case hasDynamic(from):
 		return errf(mongoerr.BadValue, "The source field for $rename may not be dynamic: %s", lf.fromPath)
 	case hasDynamic(toParts):

@@ -1,6 +1,7 @@
 package update
 
 import (
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -61,7 +62,7 @@ func lookupSource(doc []byte, lf *leaf) (src elem, arrayName []byte, found bool,
 		if cur.t != bsoncore.TypeEmbeddedDocument && !inArray {
 			return elem{}, nil, false, errf(mongoerr.PathNotViable,
 				"cannot use the part (%s of %s) to traverse the element ({%s})", lf.from[i-1], lf.fromPath,
-				formatElem(cur.key, cur.t, cur.val))
+				bsonx.ShellElement(cur.key, cur.t, cur.val))
 		}
 		body, ok := docBody(cur.val)
 		if !ok {

@@ -53,7 +53,7 @@ func (u *Update) applyReplacement(dst []byte, doc []byte, inserting bool) ([]byt
 	if u.replHasID && hasID && bsonx.Compare(id.value(), u.replID.value()) != 0 {
 		return dst, false, errf(mongoerr.ImmutableField,
 			"After applying the update, the (immutable) field '_id' was found to have been altered to %s",
-			formatElem(u.replID.key, u.replID.t, u.replID.val))
+			bsonx.ShellElement(u.replID.key, u.replID.t, u.replID.val))
 	}
 	start := len(dst)
 	out, at := startDoc(dst, 0, nil, true)
@@ -97,11 +97,11 @@ func (u *Update) applyPipeline(dst []byte, doc []byte) ([]byte, bool, error) {
 	switch {
 	case hadID && !hasID:
 		return dst, false, errf(mongoerr.ImmutableField, "After applying the update, the '_id' (required and immutable) "+
-			"field was found to have been removed --%s", formatDoc(doc))
+			"field was found to have been removed --%s", bsonx.ShellDoc(doc))
 	case hadID && bsonx.Compare(oldID.value(), newID.value()) != 0:
 		return dst, false, errf(mongoerr.ImmutableField,
 			"After applying the update, the (immutable) field '_id' was found to have been altered to %s",
-			formatElem(newID.key, newID.t, newID.val))
+			bsonx.ShellElement(newID.key, newID.t, newID.val))
 	}
 	// Pipelines may produce top-level '$' fields ($replaceWith with $literal).
 	if err := validateStorage(newDoc, true); err != nil {

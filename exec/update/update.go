@@ -192,7 +192,7 @@ func (c *compiler) parseModifiers(body []byte) error {
 		}
 		if mod.t != bsoncore.TypeEmbeddedDocument {
 			return errf(mongoerr.FailedToParse, "Modifiers operate on fields but we found type %s instead. "+
-				"For example: {$mod: {<field>: ...}} not {%s}", bsonx.TypeName(mod.t), formatElem(mod.key, mod.t, mod.val))
+				"For example: {$mod: {<field>: ...}} not {%s}", bsonx.TypeName(mod.t), bsonx.ShellElement(mod.key, mod.t, mod.val))
 		}
 		fields, _ := docBody(mod.val)
 		if len(fields) == 0 {
@@ -224,7 +224,7 @@ func (c *compiler) parseField(op opKind, f elem) error {
 			return err
 		}
 		if f.t != bsoncore.TypeString {
-			return errf(mongoerr.BadValue, "The 'to' field for $rename must be a string: %s", formatElem(f.key, f.t, f.val))
+			return errf(mongoerr.BadValue, "The 'to' field for $rename must be a string: %s", bsonx.ShellElement(f.key, f.t, f.val))
 		}
 		path = string(strValue(f.val))
 	}
@@ -266,7 +266,7 @@ func (c *compiler) checkFiltersUsed(update []byte) error {
 	}
 	sort.Strings(ids)
 	return errf(mongoerr.FailedToParse, "The array filter for identifier '%s' was not used in the update %s",
-		ids[0], formatDoc(update))
+		ids[0], bsonx.ShellDoc(update))
 }
 
 // modifiedPaths returns ModifiedPaths from the parsed paths.
