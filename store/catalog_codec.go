@@ -66,6 +66,14 @@ func encodeCollection(c *Collection) []byte {
 			doc = bsoncore.AppendDocumentElement(doc, "spec", x.Spec)
 		}
 		doc = bsoncore.AppendBooleanElement(doc, "ready", x.Ready)
+		if len(x.MultikeyPaths) > 0 {
+			var mi int32
+			mi, doc = bsoncore.AppendArrayElementStart(doc, "multikeyPaths")
+			for j, p := range x.MultikeyPaths {
+				doc = bsoncore.AppendStringElement(doc, strconv.Itoa(j), p)
+			}
+			doc, _ = bsoncore.AppendArrayEnd(doc, mi)
+		}
 		doc, _ = bsoncore.AppendDocumentEnd(doc, xi)
 	}
 	doc, _ = bsoncore.AppendArrayEnd(doc, aidx)
@@ -154,6 +162,14 @@ func decodeIndexes(v bsoncore.Value) ([]Index, error) {
 				x.Spec = docValue(v)
 			case "ready":
 				x.Ready, _ = v.BooleanOK()
+			case "multikeyPaths":
+				arr, _ := v.ArrayOK()
+				vals, _ := arr.Values()
+				for _, p := range vals {
+					if s, ok := p.StringValueOK(); ok {
+						x.MultikeyPaths = append(x.MultikeyPaths, s)
+					}
+				}
 			}
 			return true
 		})

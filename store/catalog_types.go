@@ -48,6 +48,10 @@ type Index struct {
 	Spec bsoncore.Document
 	// Ready is false while the index is being built.
 	Ready bool
+	// MultikeyPaths are the key pattern's fields that some document has held an array on
+	// (the index is multikey on them). A path is added before the first write that needs it
+	// commits and never removed, so a reader that sees the write sees the flag.
+	MultikeyPaths []string
 }
 
 // Partition is one hash range of a collection and the shard that holds it.
@@ -104,6 +108,7 @@ func (c *Collection) clone() *Collection {
 	for i, x := range c.Indexes {
 		x.Key = cloneDoc(x.Key)
 		x.Spec = cloneDoc(x.Spec)
+		x.MultikeyPaths = slices.Clone(x.MultikeyPaths)
 		n.Indexes[i] = x
 	}
 	n.Partitions = slices.Clone(c.Partitions)

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"errors"
+	"slices"
 	"sync"
 
 	"go.uber.org/zap"
@@ -111,3 +112,41 @@ func (c *Catalog) DeleteData(m *store.Collection) {
 		}
 	}
 }
+
+// MarkMultikey records that index idx of collection coll is multikey on paths, synced,
+// unless it already is. A writer calls it before committing the write that makes it so:
+// a reader whose snapshot holds the write then finds the flag in the catalog (query checks
+// the catalog again after taking its snapshots). It never takes the DDL lock, which an
+// index build holds while it waits for writers.
+func (c *Catalog) MarkMultikey(coll store.CollID, idx store.IndexID, paths []string) error {
+	m := c.store.State().CollectionByID(coll)
+	if m == nil {
+		return nil // dropped meanwhile: its data is orphaned anyway
+	}
+	_, err := c.store.UpdateCollection(m.DB, m.Name, func(col *store.Collection) error {
+		changed := false
+		for i := range col.Indexes {
+			x := &col.Indexes[i]
+			if x.ID != idx {
+				continue
+			}
+			for _, p := range paths {
+				if !slices.Contains(x.MultikeyPaths, p) {
+					x.MultikeyPaths = append(x.MultikeyPaths, p)
+					changed = true
+				}
+			}
+		}
+		if !changed {
+			return errUnchanged // already recorded, or an index outside the catalog
+		}
+		return nil
+	})
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, errUnchanged) {
+		return nil
+	}
+	return err
+}
+
+// errUnchanged aborts a catalog update that has nothing to change.
+var errUnchanged = errors.New("catalog: nothing to change")

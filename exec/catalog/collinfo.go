@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -54,6 +55,10 @@ type Index struct {
 	Sparse  bool
 	Partial *match.Filter
 	Hashed  bool // has a hashed component
+	// Multikey[i] reports that some document has held an array on Fields[i]'s path
+	// (store.Index.MultikeyPaths): bounds on it cannot be intersected, nor can the index
+	// order on it stand for a sort under bounds.
+	Multikey []bool
 	// TTL is expireAfterSeconds for a TTL index; hasTTL reports whether there is one.
 	TTL    int64
 	HasTTL bool
@@ -166,8 +171,10 @@ func CompileIndex(x *store.Index) (*Index, error) {
 		return nil, err
 	}
 	xi := &Index{Meta: x, Fields: fields, IsID: x.Name == store.IDIndexName, Use: new(atomic.Pointer[IndexUse])}
-	for _, f := range fields {
+	xi.Multikey = make([]bool, len(fields))
+	for i, f := range fields {
 		xi.Hashed = xi.Hashed || f.Hashed
+		xi.Multikey[i] = slices.Contains(x.MultikeyPaths, f.Path)
 	}
 	if xi.IsID {
 		xi.Unique = true
@@ -313,3 +320,29 @@ func keyError(err error) error {
 	}
 	return mongoerr.Wrap(err, mongoerr.CannotBuildIndexKeys, "cannot build index keys: %v", err)
 }
+
+// NewMultikeyPaths returns the fields of xi on whose path doc holds an array and that xi
+// is not yet multikey on (none for the _id index, which refuses arrays).
+func (xi *Index) NewMultikeyPaths(doc bsoncore.Document) []string {
+	var out []string
+	for i, f := range xi.Fields {
+		if !xi.Multikey[i] && !xi.IsID && arrayOnPath(doc, f.Path) {
+			out = append(out, f.Path)
+		}
+	}
+	return out
+}
+
+// arrayOnPath reports whether path passes through or ends at an array in doc.
+func arrayOnPath(doc bsoncore.Document, path string) bool {
+	found := false
+	bsonx.WalkPath(doc, path, func(m bsonx.PathMatch) bool {
+		found = m.InLeafArray || m.ArrayIndex >= 0 || m.Value.Type == bsoncore.TypeArray
+		return !found
+	})
+	return found
+}
+
+// IsMultikey reports whether field i of xi may hold arrays (true for an index compiled
+// without the flags, such as a time-series collection's time index).
+func (xi *Index) IsMultikey(i int) bool { return i >= len(xi.Multikey) || xi.Multikey[i] }

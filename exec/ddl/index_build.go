@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/write"
@@ -108,6 +109,7 @@ func (x *Runner) fillBatch(ctx context.Context, ci *catalog.Coll, building []*ca
 	b := db.NewBatch()
 	defer b.Close()
 	staged := map[string][]byte{} // unique keys this batch gives: index|key → _id
+	multikey := map[store.IndexID][]string{}
 	for _, d := range docs {
 		cur, err := db.GetDoc(ci.Meta.ID, d.hash, d.id, nil)
 		if errors.Is(err, store.ErrNotFound) {
@@ -123,6 +125,18 @@ func (x *Runner) fillBatch(ctx context.Context, ci *catalog.Coll, building []*ca
 			if err := x.indexDoc(b, ci, xi, d, staged); err != nil {
 				return err
 			}
+			for _, p := range xi.NewMultikeyPaths(d.doc) {
+				if !slices.Contains(multikey[xi.Meta.ID], p) {
+					multikey[xi.Meta.ID] = append(multikey[xi.Meta.ID], p)
+				}
+			}
+		}
+	}
+	// The flags go first, as a writer's do (write.Writer.Commit), so the index is never
+	// ready without them.
+	for idx, paths := range multikey {
+		if err := x.cat.MarkMultikey(ci.Meta.ID, idx, paths); err != nil {
+			return catalog.StoreError(err)
 		}
 	}
 	return catalog.StoreError(b.Commit(true))

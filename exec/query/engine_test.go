@@ -179,3 +179,45 @@ func TestOpenShardedMerge(t *testing.T) {
 		t.Errorf("empty shard-key $in: plan %d, %d documents from %d shards; want EOF", p.Kind, len(docs), len(shards))
 	}
 }
+
+// TestOpenMultikeyBounds: on an index no document has held an array on, the bounds of a
+// two-sided range intersect and the scan stops at the upper bound; once a document holds
+// an array there, the write records the index as multikey first, and the bounds no longer
+// intersect (an array can satisfy {$gt: 5} and {$lt: 3} with different elements) nor does
+// the index stand for a sort under bounds (an array sorts by its smallest element).
+func TestOpenMultikeyBounds(t *testing.T) {
+	f := newColl(t, 1, 0, docsOf(100)) // a: i%10, ten documents per value
+	_, _, shards := f.open(t, `{"a": {"$gte": 3, "$lt": 5}}`, "", 0)
+	if keys := shards[0].Stats.KeysExamined; keys != 20 {
+		t.Errorf("two-sided range on a non-multikey index examined %d keys, want 20", keys)
+	}
+	vals := []bsoncore.Value{
+		bsonx.DocValue(streamtest.ExtDoc(t, `{"_id": 1000, "a": [1, 9], "c": 1000}`)),
+		bsonx.DocValue(streamtest.ExtDoc(t, `{"_id": 1001, "a": [-7, 6], "c": 1001}`)),
+	}
+	var res write.Results
+	if _, err := write.NewPath(f.cat, f.g, nil).Insert(context.Background(), f.ci, vals, 0, true, write.Concern{}, &res); err != nil || res.N != 2 {
+		t.Fatalf("insert: %v %v", err, res.Errs)
+	}
+	fresh, err := f.cat.Lookup("db", "c")
+	if err != nil || fresh == nil || !fresh.Indexes[1].Multikey[0] {
+		t.Fatalf("the a_1 index is not recorded as multikey after an array insert (%v)", err)
+	}
+	// f.ci is the version before the insert: Open must notice and plan again.
+	docs, _, _ := f.open(t, `{"a": {"$gt": 5, "$lt": 3}}`, "", 0)
+	if len(docs) != 2 {
+		t.Errorf("{a: {$gt: 5, $lt: 3}} found %d documents, want _id 1000 and 1001 (elements 9 and 1, 6 and -7)", len(docs))
+	}
+	docs, p, _ := f.open(t, `{"a": {"$gt": 1, "$lt": 3}}`, `{"a": 1, "_id": 1}`, 0)
+	var ids []int64
+	for _, d := range docs {
+		if id, ok := d.Lookup("_id").AsInt64OK(); ok && id >= 1000 {
+			ids = append(ids, id)
+		}
+	}
+	// Sort keys: _id 1001 by its smallest element -7, _id 1000 by 1: both before a: 2.
+	if p.Sorted || len(ids) != 2 || ids[0] != 1001 || ids[1] != 1000 || docs[0].Lookup("_id").Int32() != 1001 {
+		t.Errorf("sort on a multikey field under bounds: index-sorted %v, array documents %v first %v; want a blocking sort with 1001, 1000 first",
+			p.Sorted, ids, docs[0].Lookup("_id"))
+	}
+}

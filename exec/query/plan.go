@@ -215,8 +215,8 @@ func TargetPartitions(ci *catalog.Coll, f *match.Filter) []int {
 func indexBounds(xi *catalog.Index, f *match.Filter) ([]keyRange, int) {
 	prefixes := [][]byte{nil}
 	score := 0
-	for _, fld := range xi.Fields {
-		iv, ok := f.Intervals(fld.Path)
+	for i, fld := range xi.Fields {
+		iv, ok := fieldIntervals(xi, i, f)
 		if !ok {
 			break
 		}
@@ -248,6 +248,18 @@ func indexBounds(xi *catalog.Index, f *match.Filter) ([]keyRange, int) {
 		ranges[i] = keyRange{lo: p, hi: store.KeyPrefixEnd(p)}
 	}
 	return sortRanges(ranges), score
+}
+
+// fieldIntervals returns the bounds f puts on field i of xi: the intersection of every
+// conjunct's bounds when no document has held an array there ({$gte: 10, $lt: 12} is
+// [10, 12)), else one conjunct's, because an array can satisfy {$gt: 5} and {$lt: 3} with
+// different elements ({$gte: 10, $lt: 12} is then [10, +Inf)).
+func fieldIntervals(xi *catalog.Index, i int, f *match.Filter) ([]match.Interval, bool) {
+	path := xi.Fields[i].Path
+	if xi.IsMultikey(i) || xi.Fields[i].Hashed {
+		return f.Intervals(path)
+	}
+	return f.IntervalsNonMultikey(path)
 }
 
 // allPoints reports whether every interval is a single value.
@@ -304,6 +316,17 @@ func sortRanges(r []keyRange) []keyRange {
 	return r
 }
 
+// multikeyUnderBounds reports whether field i of xi may hold arrays and f bounds it: the
+// index order on it then cannot stand for MongoDB's sort order (an array sorts by its
+// smallest element ascending, and a scan from a bound first meets the array at another).
+func multikeyUnderBounds(xi *catalog.Index, i int, f *match.Filter) bool {
+	if !xi.IsMultikey(i) {
+		return false
+	}
+	_, bounded := f.Intervals(xi.Fields[i].Path)
+	return bounded
+}
+
 // indexSorts reports whether scanning index xi yields the sort order spec (forward, or in
 // reverse): the sort fields follow the index fields after a prefix fixed to single points.
 func indexSorts(xi *catalog.Index, f *match.Filter, spec []bsonx.SortField) (sorted, reverse bool) {
@@ -322,7 +345,7 @@ func indexSorts(xi *catalog.Index, f *match.Filter, spec []bsonx.SortField) (sor
 		same, inverse := true, true
 		for i, s := range spec {
 			fld := xi.Fields[k+i]
-			if fld.Path != s.Path {
+			if fld.Path != s.Path || multikeyUnderBounds(xi, k+i, f) {
 				same, inverse = false, false
 				break
 			}

@@ -74,30 +74,12 @@ func ParseSort(spec bsoncore.Document) ([]bsonx.SortField, error) {
 
 // Open plans q and returns its result stream and plan. The stream owns snapshots: close it.
 func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
-	p, err := planQuery(q.CI, q.Filter, q.Sort, q.Hint)
+	p, shards, err := g.planAndRead(q)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if p.Kind == PlanEOF {
 		return stream.Empty{}, p, nil, nil
-	}
-	g.notePlan(q.CI, p)
-	var shards []*ShardStream
-	seen := map[int]bool{}
-	for _, t := range p.targets {
-		s := q.CI.Map.Partition(t).Shard
-		if seen[s] {
-			continue
-		}
-		seen[s] = true
-		ss, err := g.NewShardStream(q.CI, p, q.Filter, s)
-		if err != nil {
-			for _, o := range shards {
-				o.Close()
-			}
-			return nil, nil, nil, err
-		}
-		shards = append(shards, ss)
 	}
 	ins := make([]stream.Stream, len(shards))
 	sem := g.NewParallelism(len(shards))
@@ -139,6 +121,58 @@ func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
 		out = ps
 	}
 	return out, p, shards, nil
+}
+
+// planAndRead plans q and opens a stream on each shard the plan targets. A writer records
+// an index's multikey flag in the catalog before it commits the write that needs it: when
+// the catalog changed between compiling q.CI and taking the snapshots, they may hold such a
+// write, so the plan is made again from the current version (its bounds may intersect no
+// more). Point reads by _id use no bounds and need no check.
+func (g *Engine) planAndRead(q *Query) (*Plan, []*ShardStream, error) {
+	for attempt := 0; ; attempt++ {
+		p, err := planQuery(q.CI, q.Filter, q.Sort, q.Hint)
+		if err != nil || p.Kind == PlanEOF {
+			return p, nil, err
+		}
+		shards, err := g.openShards(q, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		cur := q.CI
+		if g.cat != nil && p.Kind != PlanIDs && attempt < 3 {
+			cur = g.cat.Refresh(q.CI)
+		}
+		if cur == q.CI {
+			g.notePlan(q.CI, p)
+			return p, shards, nil
+		}
+		for _, s := range shards {
+			s.Close()
+		}
+		q.CI = cur
+	}
+}
+
+// openShards opens plan p's stream on each shard that owns a targeted partition.
+func (g *Engine) openShards(q *Query, p *Plan) ([]*ShardStream, error) {
+	var shards []*ShardStream
+	seen := map[int]bool{}
+	for _, t := range p.targets {
+		s := q.CI.Map.Partition(t).Shard
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		ss, err := g.NewShardStream(q.CI, p, q.Filter, s)
+		if err != nil {
+			for _, o := range shards {
+				o.Close()
+			}
+			return nil, err
+		}
+		shards = append(shards, ss)
+	}
+	return shards, nil
 }
 
 // Deadline applies maxTimeMS to ctx.

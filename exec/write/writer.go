@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/zeebo/xxh3"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -40,6 +41,9 @@ type Writer struct {
 	stagedN int // documents staged
 	unlock  func()
 	keybuf  []byte
+	// multikey are the index paths staged writes make multikey, recorded in the catalog
+	// before the batches commit (catalog.Catalog.MarkMultikey).
+	multikey map[store.IndexID][]string
 }
 
 // NewWriter returns a writer for collection ci.
@@ -78,6 +82,7 @@ func (wr *Writer) Release() {
 	}
 	clear(wr.batches)
 	clear(wr.staged)
+	clear(wr.multikey)
 	wr.stagedN = 0
 	if wr.unlock != nil {
 		wr.unlock()
@@ -158,6 +163,9 @@ func (wr *Writer) Stage(w *DocWrite) error {
 		}
 		if err := wr.stageIndex(xi, oldShard, newShard, w.Hash, newHash, w); err != nil {
 			return err
+		}
+		if w.New != nil {
+			wr.noteMultikey(xi, w.New)
 		}
 	}
 	if w.Old != nil {
@@ -338,6 +346,12 @@ func (wr *Writer) CheckIDFree(w *DocWrite) error {
 
 // Commit commits every staged batch, synced unless sync is false (w: 0 or j: false).
 func (wr *Writer) Commit(sync bool) error {
+	for idx, paths := range wr.multikey {
+		if err := wr.p.cat.MarkMultikey(wr.ci.Meta.ID, idx, paths); err != nil {
+			return catalog.StoreError(err)
+		}
+		delete(wr.multikey, idx)
+	}
 	var errs []error
 	for s, b := range wr.batches {
 		if !b.Empty() {
@@ -386,3 +400,19 @@ type StageHookFunc func(ci *catalog.Coll, w *DocWrite) error
 
 // OnStage implements StageHook.
 func (f StageHookFunc) OnStage(ci *catalog.Coll, w *DocWrite) error { return f(ci, w) }
+
+// noteMultikey records the paths of xi on which doc, about to be staged, makes xi multikey.
+func (wr *Writer) noteMultikey(xi *catalog.Index, doc bsoncore.Document) {
+	paths := xi.NewMultikeyPaths(doc)
+	if len(paths) == 0 {
+		return
+	}
+	if wr.multikey == nil {
+		wr.multikey = map[store.IndexID][]string{}
+	}
+	for _, p := range paths {
+		if !slices.Contains(wr.multikey[xi.Meta.ID], p) {
+			wr.multikey[xi.Meta.ID] = append(wr.multikey[xi.Meta.ID], p)
+		}
+	}
+}
