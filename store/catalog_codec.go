@@ -66,7 +66,7 @@ func encodeCollection(c *Collection) []byte {
 			doc = bsoncore.AppendDocumentElement(doc, "spec", x.Spec)
 		}
 		doc = bsoncore.AppendBooleanElement(doc, "ready", x.Ready)
-		if len(x.MultikeyPaths) > 0 {
+		if !x.MultikeyUnknown {
 			var mi int32
 			mi, doc = bsoncore.AppendArrayElementStart(doc, "multikeyPaths")
 			for j, p := range x.MultikeyPaths {
@@ -150,6 +150,7 @@ func decodeIndexes(v bsoncore.Value) ([]Index, error) {
 	var out []Index
 	err := eachArrayDoc(v, func(doc bsoncore.Document) error {
 		var x Index
+		x.MultikeyUnknown = true // until the record shows its multikeyPaths
 		err := eachElement(doc, func(key string, v bsoncore.Value) bool {
 			switch key {
 			case "id":
@@ -163,6 +164,7 @@ func decodeIndexes(v bsoncore.Value) ([]Index, error) {
 			case "ready":
 				x.Ready, _ = v.BooleanOK()
 			case "multikeyPaths":
+				x.MultikeyUnknown = false
 				arr, _ := v.ArrayOK()
 				vals, _ := arr.Values()
 				for _, p := range vals {

@@ -52,6 +52,9 @@ type Index struct {
 	// (the index is multikey on them). A path is added before the first write that needs it
 	// commits and never removed, so a reader that sees the write sees the flag.
 	MultikeyPaths []string
+	// MultikeyUnknown marks a record written before multikey paths were tracked: any field
+	// may hold arrays.
+	MultikeyUnknown bool
 }
 
 // Partition is one hash range of a collection and the shard that holds it.

@@ -174,7 +174,7 @@ func CompileIndex(x *store.Index) (*Index, error) {
 	xi.Multikey = make([]bool, len(fields))
 	for i, f := range fields {
 		xi.Hashed = xi.Hashed || f.Hashed
-		xi.Multikey[i] = slices.Contains(x.MultikeyPaths, f.Path)
+		xi.Multikey[i] = x.MultikeyUnknown || slices.Contains(x.MultikeyPaths, f.Path)
 	}
 	if xi.IsID {
 		xi.Unique = true
