@@ -326,7 +326,7 @@ func keyError(err error) error {
 func (xi *Index) NewMultikeyPaths(doc bsoncore.Document) []string {
 	var out []string
 	for i, f := range xi.Fields {
-		if !xi.Multikey[i] && !xi.IsID && arrayOnPath(doc, f.Path) {
+		if !xi.IsMultikey(i) && !xi.IsID && arrayOnPath(doc, f.Path) {
 			out = append(out, f.Path)
 		}
 	}
