@@ -48,6 +48,11 @@ func (e *Executor) dispatch(ctx context.Context, r *request) (err error) {
 		return mongoerr.New(mongoerr.CommandNotFound, "no such command: ''")
 	}
 	r.name = first.Key()
+	if r.legacy && !opQueryCommands[r.name] {
+		e.counters.command.Add(1)
+		return mongoerr.New(mongoerr.UnsupportedOpQueryCommand, "Unsupported OP_QUERY command: %s. The client driver may require an upgrade. "+
+			"For more details see https://dochub.mongodb.org/core/legacy-opcode-removal", r.name)
+	}
 	db, ok := r.body.Lookup("$db").StringValueOK()
 	if !ok {
 		e.counters.command.Add(1)
@@ -138,4 +143,13 @@ func (e *Executor) commandNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// opQueryCommands are the commands MongoDB 7.0 still runs when they arrive as OP_QUERY: the
+// handshake, and the few that old drivers send before they switch to OP_MSG
+// (checkAllowedOpQueryCommand); any other answers UnsupportedOpQueryCommand.
+var opQueryCommands = map[string]bool{
+	"hello": true, "isMaster": true, "ismaster": true,
+	"_isSelf": true, "authenticate": true, "buildinfo": true, "buildInfo": true,
+	"saslContinue": true, "saslStart": true,
 }

@@ -101,6 +101,7 @@ const (
 	APIVersionError                          Code = 322
 	APIStrictError                           Code = 323
 	MechanismUnavailable                     Code = 334
+	UnsupportedOpQueryCommand                Code = 352
 	InvalidBSONType                          Code = 357
 	CannotConvertIndexToUnique               Code = 359
 	CannotDropShardKeyIndex                  Code = 370
@@ -212,6 +213,7 @@ var names = map[Code]string{
 	DocumentValidationFailure:                "DocumentValidationFailure",
 	CommandFailed:                            "CommandFailed",
 	CursorInUse:                              "CursorInUse",
+	UnsupportedOpQueryCommand:                "UnsupportedOpQueryCommand",
 	ExceededMemoryLimit:                      "ExceededMemoryLimit",
 	ChunkTooBig:                              "ChunkTooBig",
 	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
