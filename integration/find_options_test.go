@@ -176,3 +176,32 @@ func TestSearchIndexCommandsNeedAtlas(t *testing.T) {
 		t.Errorf("updateSearchIndex with a numeric name: %v", err)
 	}
 }
+
+// TestFindProjectionIDOnly: {_id: 1} alone is an inclusion projection (only _id comes back),
+// {_id: 0} alone an exclusion, through find and findAndModify.
+func TestFindProjectionIDOnly(t *testing.T) {
+	ctx := context.Background()
+	c := sharedServer(t).client(t).Database(dbName(t)).Collection("p")
+	if _, err := c.InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 2}, {Key: "b", Value: "x"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		proj bson.D
+		want string
+	}{
+		{bson.D{{Key: "_id", Value: 1}}, `{"_id": {"$numberInt":"1"}}`},
+		{bson.D{{Key: "_id", Value: true}}, `{"_id": {"$numberInt":"1"}}`},
+		{bson.D{{Key: "_id", Value: 0}}, `{"a": {"$numberInt":"2"},"b": "x"}`},
+	} {
+		got := findDocs(t, c, bson.D{}, options.Find().SetProjection(tc.proj))
+		if len(got) != 1 || got[0] != tc.want {
+			t.Errorf("find projection %v: %v, want %s", tc.proj, got, tc.want)
+		}
+	}
+	res := c.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: 3}}}},
+		options.FindOneAndUpdate().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	raw, err := res.Raw()
+	if err != nil || raw.String() != `{"_id": {"$numberInt":"1"}}` {
+		t.Errorf("findAndModify fields {_id: 1}: %s, %v", raw, err)
+	}
+}

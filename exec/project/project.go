@@ -35,9 +35,11 @@ func Compile(spec bsoncore.Document, opts *Options) (*Projection, error) {
 	if err := p.parseLevel(spec, ""); err != nil {
 		return nil, err
 	}
+	// {_id: 1} alone includes _id and nothing else, as MongoDB's projection does.
+	onlyID := p.idSet && p.idIncl && len(p.root.fields) == 0 && !p.positional
 	pr := &Projection{
 		root:       p.root,
-		inclusion:  p.mode == modeInclusion,
+		inclusion:  p.mode == modeInclusion || onlyID,
 		includeID:  !p.idSet || p.idIncl,
 		positional: p.positional,
 		paths:      p.paths,

@@ -42,7 +42,9 @@ var projCases = []projCase{
 	{"IncludeNumberTruthy", `{"item": -2.5}`, ``, inventory, `{"_id": 1, "item": "journal"}`},
 	{"ExcludeTwo", `{"status": 0, "instock": false}`, ``, inventory, `{"_id": 1, "item": "journal", "size": {"h": 14, "w": 21, "uom": "cm"}}`},
 	{"ExcludeID", `{"_id": 0}`, ``, `{"_id": 1, "a": 2}`, `{"a": 2}`},
-	{"IncludeIDOnly", `{"_id": 1}`, ``, `{"_id": 1, "a": 2}`, `{"_id": 1, "a": 2}`},
+	{"IncludeIDOnly", `{"_id": 1}`, ``, `{"_id": 1, "a": 2}`, `{"_id": 1}`}, // an inclusion of _id alone
+	{"IncludeIDTrueOnly", `{"_id": true}`, ``, `{"_id": 1, "a": 2}`, `{"_id": 1}`},
+	{"ExcludeIDOnly", `{"_id": 0}`, ``, `{"_id": 1, "a": 2}`, `{"a": 2}`},
 	{"IDIncludedWithExclusion", `{"_id": 1, "a": 0}`, ``, `{"_id": 1, "a": 2, "b": 3}`, `{"_id": 1, "b": 3}`},
 	{"IncludeEmbedded", `{"item": 1, "size.uom": 1}`, ``, inventory, `{"_id": 1, "item": "journal", "size": {"uom": "cm"}}`},
 	{"IncludeEmbeddedSubSpec", `{"item": 1, "size": {"uom": 1}}`, ``, inventory, `{"_id": 1, "item": "journal", "size": {"uom": "cm"}}`},
