@@ -23,7 +23,10 @@ type Config struct {
 	MaxConns     int
 	AddrFile     string
 	TestCommands bool
-	SlowOp       time.Duration
+	// TLSCert and TLSKey are PEM files of the server's certificate and key (both or neither);
+	// TLSCA, a PEM file of the CA that signs client certificates, makes them required.
+	TLSCert, TLSKey, TLSCA string
+	SlowOp                 time.Duration
 
 	// Partitioning (MISSION.md "How many partitions, and splits").
 	PartitionMaxBytes        int64
@@ -46,6 +49,9 @@ func parseConfig(args []string) (Config, error) {
 	fs.StringVar(&c.LogFormat, "log-format", env("LOG_FORMAT", "console"), "log format: console or json")
 	fs.IntVar(&c.MaxConns, "max-conns", envInt("MAX_CONNS", 100_000), "maximum simultaneous client connections")
 	fs.StringVar(&c.AddrFile, "addr-file", env("ADDR_FILE", ""), "write the listening address to this file once ready")
+	fs.StringVar(&c.TLSCert, "tls-cert", env("TLS_CERT", ""), "PEM file of the server's TLS certificate (with --tls-key: every connection uses TLS)")
+	fs.StringVar(&c.TLSKey, "tls-key", env("TLS_KEY", ""), "PEM file of the server's TLS private key")
+	fs.StringVar(&c.TLSCA, "tls-ca", env("TLS_CA", ""), "PEM file of the CA that signs client certificates (clients must then present one)")
 	fs.BoolVar(&c.TestCommands, "test-commands", env("TEST_COMMANDS", "") == "true", "enable commands for test suites (failpoints), like mongod's enableTestCommands")
 	fs.DurationVar(&c.SlowOp, "slow-op", envDuration("SLOW_OP", 100*time.Millisecond), "log commands slower than this at info level (MongoDB's slowms)")
 	fs.Int64Var(&c.PartitionMaxBytes, "partition-max-bytes", envInt64("PARTITION_MAX_BYTES", 50<<30), "size above which a partition splits in two")
@@ -109,11 +115,7 @@ func (c *Config) validate() error {
 func (c *Config) parsed() bsoncore.Document {
 	host, port, _ := net.SplitHostPort(c.Listen)
 	return bsoncore.NewDocumentBuilder().
-		AppendDocument("net", bsoncore.NewDocumentBuilder().
-			AppendString("bindIp", host).
-			AppendString("port", port).
-			AppendInt32("maxIncomingConnections", int32(c.MaxConns)).
-			Build()).
+		AppendDocument("net", c.parsedNet(host, port)).
 		AppendDocument("storage", bsoncore.NewDocumentBuilder().
 			AppendString("dbPath", c.Dir).
 			AppendString("engine", "pebble").
@@ -175,4 +177,23 @@ func envDuration(name string, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// parsedNet is getCmdLineOpts' parsed.net: the address, and the TLS settings as mongod's
+// net.tls reports them.
+func (c *Config) parsedNet(host, port string) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder().
+		AppendString("bindIp", host).
+		AppendString("port", port).
+		AppendInt32("maxIncomingConnections", int32(c.MaxConns))
+	if c.TLSCert != "" {
+		t := bsoncore.NewDocumentBuilder().
+			AppendString("mode", "requireTLS").
+			AppendString("certificateKeyFile", c.TLSCert)
+		if c.TLSCA != "" {
+			t.AppendString("CAFile", c.TLSCA)
+		}
+		b.AppendDocument("tls", t.Build())
+	}
+	return b.Build()
 }

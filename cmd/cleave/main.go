@@ -82,9 +82,9 @@ type server struct {
 // start opens storage, builds the executor and starts serving on cfg.Listen.
 func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (*server, error) {
 	s := &server{done: make(chan error, 1)}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := listen(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("cannot listen on %s: %w", cfg.Listen, unwrapNetErr(err))
+		return nil, err
 	}
 	st, closeStorage, err := openStorage(cfg, logger)
 	if err != nil {
