@@ -128,3 +128,26 @@ func TestTLS(t *testing.T) {
 		t.Errorf("mongosh with a client certificate printed:\n%s", out)
 	}
 }
+
+// TestTLSBadFlags: half a TLS configuration, or files that are not PEM, stop the server at
+// startup with one line naming the problem.
+func TestTLSBadFlags(t *testing.T) {
+	t.Parallel()
+	junk := filepath.Join(t.TempDir(), "junk.pem")
+	if err := os.WriteFile(junk, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tls-cert", junk}, "--tls-cert and --tls-key go together"},
+		{[]string{"--tls-ca", junk}, "--tls-ca needs --tls-cert and --tls-key"},
+		{[]string{"--tls-cert", junk, "--tls-key", junk}, "cannot load --tls-cert/--tls-key"},
+	} {
+		out, code := runBinary(t, append([]string{"--listen", "127.0.0.1:0", "--dir", t.TempDir()}, tc.args...)...)
+		if code != 1 || !strings.Contains(out, tc.want) || strings.Contains(out, "goroutine ") {
+			t.Errorf("%v: exit %d, output:\n%s\nwant exit 1 and %q", tc.args, code, out, tc.want)
+		}
+	}
+}
