@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strconv"
 	"strings"
 
@@ -230,4 +231,17 @@ func newError(code mongoerr.Code, msg string) *mongoerr.Error {
 // invalidBSON returns the InvalidBSON error MongoDB answers malformed request documents with.
 func invalidBSON(msg string) *mongoerr.Error {
 	return newError(mongoerr.InvalidBSON, msg)
+}
+
+// ValidateDocument checks doc as every request document is checked before a handler sees
+// it (validateDocument): nil when well-formed, else InvalidBSON or Overflow. Fuzz tests of
+// the packages above use it to feed only what the wire would let through.
+func ValidateDocument(doc []byte) error {
+	if len(doc) < 5 || int(int32(binary.LittleEndian.Uint32(doc))) != len(doc) {
+		return invalidBSON("invalid BSON document length")
+	}
+	if err := validateDocument(doc); err != nil {
+		return err
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -189,6 +190,8 @@ func parseCountStage(_ *Env, _ string, arg bsoncore.Value) (Stage, error) {
 		return nil, mongoerr.New(mongoerr.Location40156, "the count field must be a non-empty string")
 	case s[0] == '$':
 		return nil, mongoerr.New(mongoerr.Location40158, "the count field cannot be a $-prefixed path")
+	case strings.IndexByte(s, 0) >= 0:
+		return nil, mongoerr.New(mongoerr.Location40159, "the count field cannot contain a null byte")
 	case containsDot(s):
 		return nil, mongoerr.New(mongoerr.Location40160, "the count field cannot contain '.'")
 	}

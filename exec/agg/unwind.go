@@ -162,6 +162,8 @@ func SplitFieldPath(s string) ([]string, error) {
 			return nil, mongoerr.New(mongoerr.Location15998, "FieldPath field names may not be empty strings.")
 		case c[0] == '$':
 			return nil, mongoerr.New(mongoerr.Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+		case strings.IndexByte(c, 0) >= 0:
+			return nil, mongoerr.New(mongoerr.Location16411, "FieldPath field names may not contain '\\0'.")
 		}
 	}
 	return parts, nil

@@ -334,4 +334,5 @@ const (
 	Location51173   Code = 51173   // When using min()/max() a hint of which index to use must be provided
 	Location51174   Code = 51174   // The index chosen is not compatible with min/max
 	Location40231   Code = 40231   // no fields in a $project (pipeline update)
+	Location40159   Code = 40159   // the count field cannot contain a null byte
 )
