@@ -267,7 +267,7 @@ func (e *Executor) cosmosGetCollection(r *request, coll string) error {
 	}
 	out := bsoncore.AppendStringElement(r.out, "_t", "GetCollectionResponse")
 	out = bsoncore.AppendStringElement(out, "collectionName", coll)
-	out = bsoncore.AppendInt64Element(out, "provisionedThroughput", c.Throughput)
+	out = bsonx.AppendIntElement(out, "provisionedThroughput", c.Throughput) // an int, as Cosmos DB answers
 	if c.ShardKey != nil {
 		out = bsoncore.AppendDocumentElement(out, "shardKeyDefinition", c.ShardKey)
 	}
@@ -309,7 +309,7 @@ func (e *Executor) cosmosGetDatabase(r *request) error {
 	}
 	out := bsoncore.AppendStringElement(r.out, "_t", "GetDatabaseResponse")
 	out = bsoncore.AppendStringElement(out, "databaseName", r.db)
-	r.out = bsoncore.AppendInt64Element(out, "provisionedThroughput", t)
+	r.out = bsonx.AppendIntElement(out, "provisionedThroughput", t)
 	return nil
 }
 

@@ -198,8 +198,25 @@ func TestShardCustomActionCreateCollection(t *testing.T) {
 	if err := db.RunCommand(ctx, bson.D{{Key: "customAction", Value: "GetCollection"}, {Key: "collection", Value: "coll"}}).Decode(&res); err != nil {
 		t.Fatal(err)
 	}
-	if res["provisionedThroughput"] != int64(25000) {
+	if res["provisionedThroughput"] != int32(25000) {
 		t.Fatalf("GetCollection: %v", res)
+	}
+	// An int, as Cosmos DB answers: mongosh scripts compare it with ===.
+	out := srv.mongosh(t, "cosmos", "--eval",
+		`const r = db.runCommand({customAction: "GetCollection", collection: "coll"}); print("strict", r.provisionedThroughput === 25000)`)
+	if !strings.Contains(out, "strict true") {
+		t.Errorf("mongosh GetCollection: %s", out)
+	}
+	shared := c.Database("cosmosShared")
+	if err := shared.RunCommand(ctx, bson.D{{Key: "customAction", Value: "CreateDatabase"}, {Key: "offerThroughput", Value: 1000}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var dres bson.M
+	if err := shared.RunCommand(ctx, bson.D{{Key: "customAction", Value: "GetDatabase"}}).Decode(&dres); err != nil {
+		t.Fatal(err)
+	}
+	if dres["provisionedThroughput"] != int32(1000) {
+		t.Errorf("GetDatabase: %v", dres)
 	}
 	// Raising the throughput splits partitions until N >= ceil(T/t).
 	err = db.RunCommand(ctx, bson.D{{Key: "customAction", Value: "UpdateCollection"}, {Key: "collection", Value: "coll"},
