@@ -182,7 +182,8 @@ type conn struct {
 	last requestStats
 	// compressors are those both sides support, negotiated by hello.
 	compressors []string
-	// appName is the application name of the handshake's client metadata (failpoint.go).
+	// appName is the application name of the handshake's client metadata (failpoint.go),
+	// written under ops.mu, which $currentOp on other connections holds to read it.
 	appName string
 	// ops is the command running now, for $currentOp (current_op.go).
 	ops opState

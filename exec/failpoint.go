@@ -467,7 +467,9 @@ func noteClientMetadata(r *request) {
 		return
 	}
 	if name, ok := r.body.Lookup("client", "application", "name").StringValueOK(); ok {
+		r.conn.ops.mu.Lock() // $currentOp on another connection reads it under this lock
 		r.conn.appName = name
+		r.conn.ops.mu.Unlock()
 	}
 }
 
