@@ -36,11 +36,7 @@ func ShellElement(key []byte, t bsoncore.Type, v []byte) string {
 
 // ShellDoc prints a document as BSONObj::toString does: "{ a: 1, b: "x" }".
 func ShellDoc(doc []byte) string {
-	body, ok := docBody(doc)
-	if !ok {
-		return "{}"
-	}
-	return string(appendBodyString(nil, body, false, 0))
+	return string(appendBodyString(nil, DocBody(doc), false, 0))
 }
 
 // appendElemString appends an element in BSONElement::toString's format.
@@ -54,7 +50,7 @@ func appendElemString(dst, key []byte, t bsoncore.Type, v []byte, withKey bool, 
 	}
 	switch t {
 	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
-		body, _ := docBody(v)
+		body := DocBody(v)
 		return appendBodyString(dst, body, t == bsoncore.TypeArray, depth+1)
 	case bsoncore.TypeDateTime:
 		return append(strconv.AppendInt(append(dst, "new Date("...), readI64(v), 10), ')')
@@ -93,14 +89,14 @@ func appendElemString(dst, key []byte, t bsoncore.Type, v []byte, withKey bool, 
 func appendOtherString(dst []byte, t bsoncore.Type, v []byte, depth int) []byte {
 	switch t {
 	case bsoncore.TypeString, bsoncore.TypeSymbol:
-		s := stringBytes(v)
+		s := readStr(v)
 		dst = append(dst, '"')
 		if len(s)+1 > 160 {
 			return append(append(dst, s[:150]...), `..."`...)
 		}
 		return append(append(dst, s...), '"')
 	case bsoncore.TypeJavaScript:
-		s := stringBytes(v)
+		s := readStr(v)
 		if len(s)+1 > 80 {
 			return append(append(dst, s[:70]...), "..."...)
 		}
@@ -110,7 +106,7 @@ func appendOtherString(dst []byte, t bsoncore.Type, v []byte, depth int) []byte 
 		if !ok {
 			return dst
 		}
-		body, _ := docBody(scope)
+		body := DocBody(scope)
 		dst = append(append(append(dst, "CodeWScope( "...), code...), ", "...)
 		return append(appendBodyString(dst, body, false, depth+1), ')')
 	case bsoncore.TypeDBPointer:
@@ -220,29 +216,4 @@ func appendDoubleNice(dst []byte, f float64) []byte {
 		dst = append(dst, ".0"...)
 	}
 	return dst
-}
-
-// docBody returns the elements of a document or array value (the bytes between the length
-// prefix and the terminating NUL), checking the framing.
-func docBody(v []byte) ([]byte, bool) {
-	if len(v) < 5 {
-		return nil, false
-	}
-	n := int(binary.LittleEndian.Uint32(v))
-	if n < 5 || n > len(v) || v[n-1] != 0 {
-		return nil, false
-	}
-	return v[4 : n-1], true
-}
-
-// stringBytes returns the bytes of a string value without its terminating NUL.
-func stringBytes(v []byte) []byte {
-	if len(v) < 5 {
-		return nil
-	}
-	n := int(readI32(v))
-	if n < 1 || n > len(v)-4 {
-		return nil
-	}
-	return v[4 : 4+n-1]
 }

@@ -303,7 +303,7 @@ func (s *mergeStage) prepare(run *writeRun) error {
 	}
 	seen := map[string]bool{}
 	for _, f := range s.on {
-		if _, err := agg.SplitFieldPath(f); err != nil {
+		if _, err := expr.SplitPath(f); err != nil {
 			return err
 		}
 		if seen[f] {

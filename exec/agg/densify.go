@@ -78,7 +78,7 @@ func parseDensifyStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 		return nil, err
 	}
 	var err error
-	if s.field, err = SplitFieldPath(field); err != nil {
+	if s.field, err = expr.SplitPath(field); err != nil {
 		return nil, err
 	}
 	if s.mode == densifyPartition && len(s.partitions) == 0 {
@@ -119,7 +119,7 @@ func (s *densifyStage) compilePartitions() error {
 	}
 	root := &specNode{}
 	for _, p := range s.partitions {
-		parts, err := SplitFieldPath(p)
+		parts, err := expr.SplitPath(p)
 		if err != nil {
 			return err
 		}

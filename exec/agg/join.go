@@ -47,7 +47,7 @@ func parseLookupStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	if a.as == "" {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "must specify 'as' field for a $lookup")
 	}
-	if s.as, err = SplitFieldPath(a.as); err != nil {
+	if s.as, err = expr.SplitPath(a.as); err != nil {
 		return nil, err
 	}
 	if err := s.checkJoinFields(a.local, a.hasForeign); err != nil {
@@ -136,10 +136,10 @@ func (s *lookupStage) checkJoinFields(local string, hasForeign bool) error {
 	if local == "" {
 		return nil
 	}
-	if _, err := SplitFieldPath(local); err != nil {
+	if _, err := expr.SplitPath(local); err != nil {
 		return err
 	}
-	if _, err := SplitFieldPath(s.foreignField); err != nil {
+	if _, err := expr.SplitPath(s.foreignField); err != nil {
 		return err
 	}
 	var err error

@@ -146,7 +146,7 @@ func (s *projStage) parseLevel(env *Env, n *projNode, d bsoncore.Document, prefi
 	}
 	for _, el := range elems {
 		key, v := el.Key(), el.Value()
-		parts, err := SplitFieldPath(key)
+		parts, err := expr.SplitPath(key)
 		if err != nil {
 			return err
 		}
@@ -258,7 +258,7 @@ func parseUnsetStage(_ *Env, name string, arg bsoncore.Value) (Stage, error) {
 	}
 	s := &projStage{name: name, raw: arg, mode: projExclude, root: &projNode{}}
 	for _, p := range paths {
-		parts, err := SplitFieldPath(p)
+		parts, err := expr.SplitPath(p)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -139,34 +140,12 @@ func parseUnwindStage(_ *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	if path == "" || path[0] != '$' {
 		return nil, mongoerr.New(mongoerr.Location28818, "path option to $unwind stage should be prefixed with a '$': %s", path)
 	}
-	parts, err := SplitFieldPath(path[1:])
+	parts, err := expr.SplitPath(path[1:])
 	if err != nil {
 		return nil, err
 	}
 	s.path = parts
 	return s, nil
-}
-
-// SplitFieldPath validates a dotted field path as FieldPath does.
-func SplitFieldPath(s string) ([]string, error) {
-	if s == "" {
-		return nil, mongoerr.New(mongoerr.Location40352, "FieldPath cannot be constructed with empty string")
-	}
-	if s[len(s)-1] == '.' {
-		return nil, mongoerr.New(mongoerr.Location40353, "FieldPath must not end with a '.'.")
-	}
-	parts := strings.Split(s, ".")
-	for _, c := range parts {
-		switch {
-		case c == "":
-			return nil, mongoerr.New(mongoerr.Location15998, "FieldPath field names may not be empty strings.")
-		case c[0] == '$':
-			return nil, mongoerr.New(mongoerr.Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
-		case strings.IndexByte(c, 0) >= 0:
-			return nil, mongoerr.New(mongoerr.Location16411, "FieldPath field names may not contain '\\0'.")
-		}
-	}
-	return parts, nil
 }
 
 // Open implements Stage.

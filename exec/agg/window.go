@@ -131,7 +131,7 @@ func (s *windowStage) parseOutput(output bsoncore.Document) error {
 	}
 	for i, el := range elems {
 		k := el.Key()
-		parts, err := SplitFieldPath(k)
+		parts, err := expr.SplitPath(k)
 		if err != nil {
 			return err
 		}

@@ -187,7 +187,7 @@ func (p *parser) parsePath(raw string) (node, error) {
 		return nil, mongoerr.New(mongoerr.Location16872, "'$' by itself is not a valid FieldPath")
 	}
 	if raw[1] != '$' {
-		path, err := splitPath(raw[1:])
+		path, err := SplitPath(raw[1:])
 		if err != nil {
 			return nil, err
 		}
@@ -201,7 +201,7 @@ func (p *parser) parsePath(raw string) (node, error) {
 	var path []string
 	if dotted {
 		var err error
-		if path, err = splitPath(rest); err != nil {
+		if path, err = SplitPath(rest); err != nil {
 			return nil, err
 		}
 	}
@@ -233,8 +233,9 @@ func (p *parser) varPath(b binding, path []string) node {
 	return &pathNode{slot: b.slot, path: path}
 }
 
-// splitPath validates a dotted field path as MongoDB's FieldPath does.
-func splitPath(s string) ([]string, error) {
+// SplitPath validates a dotted field path as MongoDB's FieldPath does and returns its
+// components.
+func SplitPath(s string) ([]string, error) {
 	if s == "" {
 		return nil, mongoerr.New(mongoerr.Location40352, "FieldPath cannot be constructed with empty string")
 	}
