@@ -347,7 +347,6 @@ func (m *mergeRun) apply(group []*mergeItem) ([]*mergeItem, error) {
 	}
 	var again []*mergeItem
 	var failed error
-	var written int64
 	for _, it := range group {
 		retry, err := m.applyItem(wr, it, locked)
 		if err != nil {
@@ -359,14 +358,12 @@ func (m *mergeRun) apply(group []*mergeItem) ([]*mergeItem, error) {
 		if retry {
 			it.tries++
 			again = append(again, it)
-		} else if it.ins != nil || (it.cand != nil && it.cand.Changed) {
-			written++
 		}
 	}
 	if err := wr.Commit(m.run.sync); err != nil {
 		return nil, err
 	}
-	m.run.charge += float64(written) * 5
+	m.run.charge += wr.Charge()
 	return again, failed
 }
 

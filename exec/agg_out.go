@@ -194,7 +194,7 @@ func (s *outStage) fill(ctx context.Context, run *writeRun, tmp *catalog.Coll, i
 	}
 	err := flush()
 	e.counters.insertedDocs.Add(res.N)
-	run.charge += float64(res.N) * 5
+	run.charge += res.Charge
 	return err
 }
 

@@ -87,7 +87,7 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 		start = end
 	}
 	e.counters.insertedDocs.Add(res.N)
-	r.charge += float64(res.N) * 5
+	r.charge += res.Charge
 	r.out = res.AppendReply(r.out, false)
 	return nil
 }

@@ -147,7 +147,7 @@ func (e *Executor) getLastRequestStatistics(_ context.Context, r *request) error
 	out := bsoncore.AppendStringElement(r.out, "_t", "GetRequestStatisticsResponse")
 	out = bsoncore.AppendStringElement(out, "CommandName", last.command)
 	out = bsoncore.AppendDoubleElement(out, "RequestCharge", math.Round(last.charge*100)/100)
-	out = bsoncore.AppendDoubleElement(out, "RequestDurationInMilliSeconds", float64(last.duration.Microseconds())/1000)
+	out = bsoncore.AppendInt64Element(out, "RequestDurationInMilliSeconds", last.duration.Milliseconds())
 	r.out = out
 	return nil
 }

@@ -132,6 +132,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 			Temp:           e.temp,
 			SortBytes:      e.knobs.sortMemory.load,
 			Meters:         e.shards.ReadMeters,
+			Budgets:        e.shards.ReadBudgets,
 			IndexUse:       &e.indexUse,
 		})
 		e.write = write.NewPath(e.cat, e.query, e.shards)

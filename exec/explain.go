@@ -179,13 +179,22 @@ func (e *Executor) appendWinningPlan(out []byte, q *query.Query, p *query.Plan, 
 	return out
 }
 
-// appendPartitions appends the hash ranges a shard's part of the query reads.
+// appendPartitions appends the partitions a shard's part of the query reads: id and hash
+// range, and the shard-key hashes read within it when the query fixes the shard key.
 func appendPartitions(out []byte, s *query.ShardStream) []byte {
 	aidx, out := bsoncore.AppendArrayElementStart(out, "partitions")
-	for i, rg := range s.Ranges {
+	for i, pr := range s.PartitionsRead() {
 		pidx, o := bsoncore.AppendDocumentElementStart(out, strconv.Itoa(i))
-		o = bsoncore.AppendInt64Element(o, "min", int64(rg[0]))
-		o = bsoncore.AppendInt64Element(o, "max", int64(rg[1]))
+		o = bsoncore.AppendInt64Element(o, "id", int64(pr.ID))
+		o = bsoncore.AppendInt64Element(o, "min", int64(pr.Lo))
+		o = bsoncore.AppendInt64Element(o, "max", int64(pr.Hi))
+		if pr.Hashes != nil {
+			hidx, h := bsoncore.AppendArrayElementStart(o, "shardKeyHashes")
+			for j, x := range pr.Hashes {
+				h = bsoncore.AppendInt64Element(h, strconv.Itoa(j), int64(x))
+			}
+			o, _ = bsoncore.AppendArrayEnd(h, hidx)
+		}
 		out, _ = bsoncore.AppendDocumentEnd(o, pidx)
 	}
 	out, _ = bsoncore.AppendArrayEnd(out, aidx)
@@ -268,9 +277,24 @@ func appendShardStats(out []byte, shards []*query.ShardStream) []byte {
 		x = bsoncore.AppendInt64Element(x, "totalKeysExamined", s.Stats.KeysExamined)
 		x = bsoncore.AppendInt64Element(x, "totalDocsExamined", s.Stats.DocsExamined)
 		x = bsoncore.AppendDoubleElement(x, "requestCharge", s.Stats.Charge())
+		x = appendPartitionCharges(x, s)
 		o, _ = bsoncore.AppendDocumentEnd(x, sidx)
 	}
 	o, _ = bsoncore.AppendArrayEnd(o, aidx)
 	out, _ = bsoncore.AppendDocumentEnd(o, idx)
 	return out
+}
+
+// appendPartitionCharges appends the request units each partition of a shard's part was
+// charged: [{partition: id, requestCharge: RU}].
+func appendPartitionCharges(dst []byte, s *query.ShardStream) []byte {
+	aidx, o := bsoncore.AppendArrayElementStart(dst, "partitions")
+	for i, pc := range s.PartitionCharges() {
+		pidx, x := bsoncore.AppendDocumentElementStart(o, bsonx.ArrayKey(i))
+		x = bsoncore.AppendInt64Element(x, "partition", int64(pc.ID))
+		x = bsoncore.AppendDoubleElement(x, "requestCharge", pc.RU)
+		o, _ = bsoncore.AppendDocumentEnd(x, pidx)
+	}
+	o, _ = bsoncore.AppendArrayEnd(o, aidx)
+	return o
 }

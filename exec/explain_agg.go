@@ -202,6 +202,7 @@ func (e *Executor) appendShardPart(out []byte, s *query.ShardStream, pl *query.P
 		x = bsoncore.AppendInt64Element(x, "totalKeysExamined", s.Stats.KeysExamined)
 		x = bsoncore.AppendInt64Element(x, "totalDocsExamined", s.Stats.DocsExamined)
 		x = bsoncore.AppendDoubleElement(x, "requestCharge", s.Stats.Charge())
+		x = appendPartitionCharges(x, s)
 		k, _ = bsoncore.AppendDocumentEnd(x, xidx)
 	}
 	c, _ = bsoncore.AppendDocumentEnd(k, kidx)

@@ -13,8 +13,13 @@ type BudgetOptions struct {
 	// partition of 1,000 RU/s with Burst 1s may spend 1,000 RU at once after being idle.
 	// Default 1s.
 	Burst time.Duration
+	// MaxWait is how long Wait may wait for budget before it gives up and returns the
+	// throttled error (the --throttle-retry-ms flag); 0 means it never waits.
+	MaxWait time.Duration
 	// Clock returns the current time; nil means time.Now. Tests inject a fake clock.
 	Clock func() time.Time
+	// Sleep waits d; nil means time.Sleep. Tests inject one that advances a fake clock.
+	Sleep func(d time.Duration)
 }
 
 // EnsureDefaults fills zero fields with their defaults and returns o.
@@ -25,6 +30,9 @@ func (o *BudgetOptions) EnsureDefaults() *BudgetOptions {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
+	if o.Sleep == nil {
+		o.Sleep = time.Sleep
+	}
 	return o
 }
 
@@ -32,6 +40,9 @@ func (o *BudgetOptions) EnsureDefaults() *BudgetOptions {
 func (o *BudgetOptions) Validate() error {
 	if o.Burst <= 0 {
 		return errors.New("shard: budget burst must be positive")
+	}
+	if o.MaxWait < 0 {
+		return errors.New("shard: budget MaxWait must not be negative")
 	}
 	return nil
 }
@@ -49,6 +60,8 @@ type tat struct {
 // Indexes are those of the Map it was built from; build a new Budgets when the map or T
 // changes (every partition then starts with a full burst).
 type Budgets struct {
+	m       *Map
+	ru      float64 // the collection's throughput
 	ids     []uint64
 	slots   []tat
 	perSec  float64 // RU/s of each partition; 0 when nothing is provisioned
@@ -56,6 +69,8 @@ type Budgets struct {
 	burstNs int64
 	base    time.Time
 	now     func() time.Time
+	sleep   func(time.Duration)
+	maxWait time.Duration
 }
 
 // NewBudgets returns the budgets of m's partitions for provisioned throughput T RU/s; T <= 0
@@ -65,7 +80,8 @@ func NewBudgets(m *Map, throughput float64, opts BudgetOptions) *Budgets {
 	if err := opts.Validate(); err != nil {
 		panic(err)
 	}
-	b := &Budgets{ids: make([]uint64, m.Len()), now: opts.Clock}
+	b := &Budgets{m: m, ru: max(throughput, 0), ids: make([]uint64, m.Len()), now: opts.Clock,
+		sleep: opts.Sleep, maxWait: opts.MaxWait}
 	for i := range b.ids {
 		b.ids[i] = m.Partition(i).ID
 	}
@@ -81,6 +97,31 @@ func NewBudgets(m *Map, throughput float64, opts BudgetOptions) *Budgets {
 
 // PerPartition returns each partition's budget in RU/s, 0 when nothing is provisioned.
 func (b *Budgets) PerPartition() float64 { return b.perSec }
+
+// Map returns the map the budgets are aligned with.
+func (b *Budgets) Map() *Map { return b.m }
+
+// Throughput returns the throughput the budgets were built for (RU/s, 0 for none).
+func (b *Budgets) Throughput() float64 { return b.ru }
+
+// Wait is Admit, except that when the partition is out of budget it waits for it, as long
+// as the wait stays within the MaxWait option (in total), and only then gives up with the
+// throttled error. With MaxWait 0 it is Admit.
+func (b *Budgets) Wait(i int, ru float64) error {
+	if b == nil || b.perSec <= 0 {
+		return nil
+	}
+	var waited time.Duration
+	for {
+		err := b.Admit(i, ru)
+		var te *ThrottledError
+		if !errors.As(err, &te) || waited+te.RetryAfter > b.maxWait {
+			return err
+		}
+		b.sleep(te.RetryAfter)
+		waited += te.RetryAfter
+	}
+}
 
 // Admit charges ru to partition i if its budget is not exhausted, and otherwise returns a
 // *ThrottledError (matching ErrThrottled) saying when it will have budget again; a throttled

@@ -75,13 +75,16 @@ type stripe struct {
 // per-meter mutex; call them every few seconds (the policy loop does), since RU recorded
 // between two reads is taken as spread evenly over that interval.
 type Meter struct {
-	stripes  [meterStripes]stripe
-	lambda   float64 // ln 2 / half-life, per second
-	sampleRU float64
-	hotRU    float64
-	now      func() time.Time
-	rand     func() uint64
-	mu       struct {
+	stripes [meterStripes]stripe
+	// throttled counts the requests refused for want of budget (Budgets), which the meter
+	// keeps because it outlives map changes.
+	throttled atomic.Int64
+	lambda    float64 // ln 2 / half-life, per second
+	sampleRU  float64
+	hotRU     float64
+	now       func() time.Time
+	rand      func() uint64
+	mu        struct {
 		sync.Mutex
 		last       time.Time // when the rate was last folded
 		rate       float64   // RU/s at last
@@ -138,6 +141,12 @@ func (m *Meter) RecordScan(ru float64) {
 	m.mu.res.contain(w)
 	m.mu.Unlock()
 }
+
+// NoteThrottled counts one request the partition refused for want of budget.
+func (m *Meter) NoteThrottled() { m.throttled.Add(1) }
+
+// Throttled returns how many requests the partition refused for want of budget.
+func (m *Meter) Throttled() int64 { return m.throttled.Load() }
 
 // sampled decides whether an operation of ru enters the key sample and with which weight.
 func (m *Meter) sampled(ru float64) (w float64, ok bool) {

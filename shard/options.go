@@ -49,6 +49,12 @@ type Options struct {
 	SampleRU float64
 	// BudgetBurst is BudgetOptions.Burst. Default 1s.
 	BudgetBurst time.Duration
+	// ThrottleWait is BudgetOptions.MaxWait: how long a request waits for budget before it
+	// is refused with 16500. Default 0: refused at once, as Cosmos DB does.
+	ThrottleWait time.Duration
+	// Unmetered turns request-unit accounting off: no meters, no budgets, no load splits.
+	// For measuring what metering costs; never the default.
+	Unmetered bool
 }
 
 // EnsureDefaults fills zero fields with their defaults and returns o.
@@ -101,6 +107,7 @@ func (o *Options) Validate() error {
 	check(o.MeterHalfLife > 0, "MeterHalfLife %v must be positive", o.MeterHalfLife)
 	check(o.SampleRU > 0, "SampleRU %g must be positive", o.SampleRU)
 	check(o.BudgetBurst > 0, "BudgetBurst %v must be positive", o.BudgetBurst)
+	check(o.ThrottleWait >= 0, "ThrottleWait %v must not be negative", o.ThrottleWait)
 	return errors.Join(errs...)
 }
 
@@ -112,5 +119,5 @@ func (o *Options) MeterOptions() MeterOptions {
 
 // BudgetOptions returns the options of the budgets this policy implies.
 func (o *Options) BudgetOptions() BudgetOptions {
-	return BudgetOptions{Burst: o.BudgetBurst}
+	return BudgetOptions{Burst: o.BudgetBurst, MaxWait: o.ThrottleWait}
 }

@@ -36,6 +36,10 @@ type Config struct {
 	LogicalPartitionMaxBytes int64
 	MaxParallelism           int
 	PartitionCheckInterval   time.Duration
+	// ThrottleRetryMS is how long a request out of budget waits for it before 16500;
+	// RequestUnits false turns metering and throttling off (to measure their cost).
+	ThrottleRetryMS int
+	RequestUnits    bool
 }
 
 // parseConfig parses args (without the program name) into a Config and validates it.
@@ -61,6 +65,8 @@ func parseConfig(args []string) (Config, error) {
 	fs.Int64Var(&c.LogicalPartitionMaxBytes, "logical-partition-max-bytes", envInt64("LOGICAL_PARTITION_MAX_BYTES", 20<<30), "most bytes the documents of one shard-key value may hold")
 	fs.IntVar(&c.MaxParallelism, "max-parallelism", envInt("MAX_PARALLELISM", 0), "most shards one query reads at once (0: all), like the Cosmos DB SDK's MaxDegreeOfParallelism")
 	fs.DurationVar(&c.PartitionCheckInterval, "partition-check-interval", envDuration("PARTITION_CHECK_INTERVAL", time.Second), "how often the partition manager decides splits and moves")
+	fs.IntVar(&c.ThrottleRetryMS, "throttle-retry-ms", envInt("THROTTLE_RETRY_MS", 0), "how long a request whose partition is out of budget waits for it before failing with 16500 (0: fails at once, as Cosmos DB)")
+	fs.BoolVar(&c.RequestUnits, "request-units", env("REQUEST_UNITS", "true") != "false", "meter request units and enforce provisioned throughput (false only to measure what metering costs: no throttling, no load splits)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -104,6 +110,9 @@ func (c *Config) validate() error {
 	}
 	if c.LogicalPartitionMaxBytes < 1 {
 		errs = append(errs, fmt.Errorf("--logical-partition-max-bytes %d: must be positive", c.LogicalPartitionMaxBytes))
+	}
+	if c.ThrottleRetryMS < 0 {
+		errs = append(errs, fmt.Errorf("--throttle-retry-ms %d: must not be negative", c.ThrottleRetryMS))
 	}
 	if c.MaxParallelism < 0 {
 		errs = append(errs, fmt.Errorf("--max-parallelism %d: must not be negative", c.MaxParallelism))

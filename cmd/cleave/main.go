@@ -108,6 +108,8 @@ func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (
 			SplitLoadRU:              cfg.SplitLoadRU,
 			SplitLoadWindow:          cfg.SplitLoadWindow,
 			LogicalPartitionMaxBytes: cfg.LogicalPartitionMaxBytes,
+			ThrottleWait:             time.Duration(cfg.ThrottleRetryMS) * time.Millisecond,
+			Unmetered:                !cfg.RequestUnits,
 		},
 		MaxParallelism:         cfg.MaxParallelism,
 		PartitionCheckInterval: cfg.PartitionCheckInterval,

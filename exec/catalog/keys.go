@@ -87,6 +87,12 @@ func (ci *Coll) ShardKeyLabel(dst []byte, doc bsoncore.Document) []byte {
 	if !ok {
 		v = bsoncore.Value{Type: bsoncore.TypeNull}
 	}
+	return ValueLabel(dst, v)
+}
+
+// ValueLabel appends the label of shard-key value v to dst: its type and its first 64 bytes,
+// enough to show a hot key without copying a large value into the key sample.
+func ValueLabel(dst []byte, v bsoncore.Value) []byte {
 	dst = append(dst, byte(v.Type))
 	d := v.Data
 	if len(d) > 64 {

@@ -27,6 +27,9 @@ type Options struct {
 	// Meters returns the partition meters that reads of ci charge (the partition manager's
 	// load accounting); nil, or a nil result, leaves reads unmetered.
 	Meters func(ci *catalog.Coll) *shard.Meters
+	// Budgets returns the per-partition budgets of ci's provisioned throughput, which reads
+	// are admitted by and charged to; nil, or a nil result, throttles nothing.
+	Budgets func(ci *catalog.Coll) *shard.Budgets
 	// IndexUse counts the plans that read each index ($indexStats); nil counts nothing.
 	IndexUse *catalog.IndexUsage
 }
@@ -50,4 +53,12 @@ func (g *Engine) meters(ci *catalog.Coll) *shard.Meters {
 		return nil
 	}
 	return g.opts.Meters(ci)
+}
+
+// budgets returns the budgets reads of ci are admitted by, nil when nothing is provisioned.
+func (g *Engine) budgets(ci *catalog.Coll) *shard.Budgets {
+	if g.opts.Budgets == nil {
+		return nil
+	}
+	return g.opts.Budgets(ci)
 }

@@ -2,6 +2,7 @@ package query
 
 import (
 	"bytes"
+	"slices"
 	"sort"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -42,6 +43,16 @@ type Plan struct {
 	Sorted bool
 	// targets are the indexes in the partition map of the partitions that may hold matches.
 	targets []int
+	// hashes, when the filter fixes the shard key by equality or $in, are the only hashes
+	// that can hold matches, sorted: scans read those key ranges only, and their load is
+	// charged to those keys.
+	hashes []hashTarget
+}
+
+// hashTarget is one shard-key hash a plan reads, with the label its load is sampled under.
+type hashTarget struct {
+	hash  uint64
+	label []byte
 }
 
 // idTarget is one _id a planIDs plan reads.
@@ -57,7 +68,7 @@ type keyRange struct{ lo, hi []byte }
 // planQuery chooses the access path of a query on ci.
 func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hint bsoncore.Value) (*Plan, error) {
 	p := &Plan{}
-	p.targets = TargetPartitions(ci, f)
+	p.targets, p.hashes = targets(ci, f)
 	if len(p.targets) == 0 {
 		p.Kind = PlanEOF
 		return p, nil
@@ -71,6 +82,11 @@ func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hi
 	if ids, ok := f.Equalities("_id"); ok && ci.TS == nil {
 		p.Kind = PlanIDs
 		p.ids = idTargets(ci, ids)
+		if len(p.hashes) == 1 { // the shard key is fixed: no _id index lookup to find the hash
+			for i := range p.ids {
+				p.ids[i].hash, p.ids[i].hashSet = p.hashes[0].hash, true
+			}
+		}
 		return p, nil
 	}
 	best, bestScore := (*catalog.Index)(nil), 0
@@ -193,21 +209,32 @@ func idTargets(ci *catalog.Coll, ids []bsoncore.Value) []idTarget {
 // TargetPartitions returns the partitions that may hold matches: those of the shard-key
 // values an equality or $in fixes, else all.
 func TargetPartitions(ci *catalog.Coll, f *match.Filter) []int {
-	n := ci.Map.Len()
+	t, _ := targets(ci, f)
+	return t
+}
+
+// targets returns the partitions that may hold matches and, when an equality or $in fixes
+// the shard key, its hashes (sorted, each once).
+func targets(ci *catalog.Coll, f *match.Filter) ([]int, []hashTarget) {
 	if ci.Hashed >= 0 {
 		if vals, ok := f.Equalities(ci.ShardKey[ci.Hashed].Path); ok {
-			hashes := make([]uint64, len(vals))
-			for i, v := range vals {
-				hashes[i] = bsonx.Hash(v)
+			ht := make([]hashTarget, 0, len(vals))
+			hashes := make([]uint64, 0, len(vals))
+			for _, v := range vals {
+				h := bsonx.Hash(v)
+				ht = append(ht, hashTarget{hash: h, label: catalog.ValueLabel(nil, v)})
+				hashes = append(hashes, h)
 			}
-			return ci.Map.Targets(hashes)
+			sort.Slice(ht, func(i, j int) bool { return ht[i].hash < ht[j].hash })
+			ht = slices.CompactFunc(ht, func(a, b hashTarget) bool { return a.hash == b.hash })
+			return ci.Map.Targets(hashes), ht
 		}
 	}
-	all := make([]int, n)
+	all := make([]int, ci.Map.Len())
 	for i := range all {
 		all[i] = i
 	}
-	return all
+	return all, nil
 }
 
 // indexBounds computes the key ranges of index xi that hold every match of f, and a score:

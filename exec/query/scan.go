@@ -16,10 +16,16 @@ import (
 
 // ScanStats counts what a shard's part of a query read, for explain and request units.
 type ScanStats struct {
-	DocsExamined int64
-	KeysExamined int64
-	BytesRead    int64
-	Returned     int64
+	DocsExamined  int64
+	KeysExamined  int64
+	BytesRead     int64 // of the documents examined
+	Returned      int64
+	BytesReturned int64 // of the documents returned
+	// Point reports reads of documents by key (a point plan): they are charged as point
+	// reads, the others as scans.
+	Point bool
+	// Partitions is how many partitions the stream read (each costs at least shard.MinRU).
+	Partitions int
 }
 
 // ShardStream runs a plan on one shard: it reads documents through the plan's access path
@@ -31,12 +37,19 @@ type ShardStream struct {
 	p      *Plan
 	f      *match.Filter
 	Shard  int
-	Ranges [][2]uint64 // hash ranges of the targeted partitions this shard owns
-	all    bool        // the ranges are every partition the shard owns
+	// Ranges are the hash ranges the stream reads, sorted: the targeted partitions this shard
+	// owns, or, when the query fixes the shard key, the single hashes among them. parts[i]
+	// is the partition (its index in the map) of Ranges[i].
+	Ranges [][2]uint64
+	parts  []int
 	Stats  ScanStats
-	// meters are the collection's partition meters, charged with the reads (shard_state.go);
-	// nil when nothing is metered.
-	meters *shard.Meters
+	// meters are the collection's partition meters, charged with the reads, and budgets
+	// their provisioned throughput (scan_meter.go); nil when nothing is metered or
+	// provisioned. admitted is what the stream has taken from the budgets so far.
+	meters   *shard.Meters
+	budgets  *shard.Budgets
+	admitted float64
+	started  bool
 
 	pos    int // next partition (scan), range (index) or id (ids)
 	docIt  catalog.DocIter
@@ -53,21 +66,27 @@ type ShardStream struct {
 // NewShardStream prepares plan p's reads on shard s. Point reads go to the DB itself;
 // scans read from a snapshot so that a cursor sees one state across getMores.
 func (g *Engine) NewShardStream(ci *catalog.Coll, p *Plan, f *match.Filter, s int) (*ShardStream, error) {
-	ss := &ShardStream{ci: ci, p: p, f: f, Shard: s, meters: g.meters(ci)}
-	owned := 0
-	for i := 0; i < ci.Map.Len(); i++ {
-		if ci.Map.Partition(i).Shard == s {
-			owned++
-		}
-	}
+	ss := &ShardStream{ci: ci, p: p, f: f, Shard: s, meters: g.meters(ci), budgets: g.budgets(ci)}
 	for _, t := range p.targets {
 		if ci.Map.Partition(t).Shard != s {
 			continue
 		}
+		if p.hashes == nil {
+			lo, hi := ci.Map.Range(t)
+			ss.Ranges = append(ss.Ranges, [2]uint64{lo, hi})
+			ss.parts = append(ss.parts, t)
+			continue
+		}
 		lo, hi := ci.Map.Range(t)
-		ss.Ranges = append(ss.Ranges, [2]uint64{lo, hi})
+		for _, h := range p.hashes {
+			if store.InRange(h.hash, lo, hi) {
+				ss.Ranges = append(ss.Ranges, [2]uint64{h.hash, h.hash + 1}) // hi 0 (wrapped) is the end
+				ss.parts = append(ss.parts, t)
+			}
+		}
 	}
-	ss.all = len(ss.Ranges) == owned
+	ss.Stats.Point = p.Kind == PlanIDs
+	ss.Stats.Partitions = countDistinct(ss.parts)
 	db := g.cat.Shards()[s]
 	if p.Kind == PlanIDs {
 		ss.r = db
@@ -105,8 +124,15 @@ func (ss *ShardStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	return ss.read(ctx)
 }
 
-// read reads the next matching document through the plan's access path.
+// read reads the next matching document through the plan's access path. The first read
+// takes the stream's partitions' admission from their budgets (scan_meter.go).
 func (ss *ShardStream) read(ctx context.Context) (bsoncore.Document, error) {
+	if !ss.started {
+		ss.started = true
+		if err := ss.admit(); err != nil {
+			return nil, err
+		}
+	}
 	switch ss.p.Kind {
 	case PlanScan:
 		return ss.nextScan(ctx)
@@ -185,7 +211,9 @@ func (ss *ShardStream) nextID() (bsoncore.Document, error) {
 			continue
 		}
 		if ss.meters != nil {
-			ss.meters.Record(ci.Map.Locate(hash), hash, nil, shard.Cost{DocsRead: 1, BytesRead: int64(len(doc))}.RU())
+			var lb [80]byte
+			ss.meters.Record(ci.Map.Locate(hash), hash, ci.ShardKeyLabel(lb[:0], doc),
+				shard.Cost{DocsRead: 1, BytesRead: int64(len(doc))}.RU())
 		}
 		if ok, err := ss.examine(doc); ok || err != nil {
 			return doc, err
@@ -277,6 +305,7 @@ func (ss *ShardStream) examine(doc bsoncore.Document) (bool, error) {
 	ok, err := ss.f.MatchErr(doc)
 	if ok && err == nil {
 		ss.Stats.Returned++
+		ss.Stats.BytesReturned += int64(len(doc))
 	}
 	return ok, err
 }
@@ -291,7 +320,7 @@ func (ss *ShardStream) Close() {
 		ss.Stats = ss.pf.stop()
 		return
 	}
-	ss.meterScan()
+	ss.settle()
 	if ss.docIt != nil {
 		_ = ss.docIt.Close()
 	}
@@ -304,7 +333,17 @@ func (ss *ShardStream) Close() {
 	ss.seen = nil
 }
 
-// Charge is the request units of a read: one per 4 KiB read, plus a tenth per index key.
+// Cost is the work the stream did, in the request-unit model's terms (shard.Cost): a point
+// plan's documents are point reads, a scan's are examined and its results returned.
+func (s *ScanStats) Cost() shard.Cost {
+	if s.Point {
+		return shard.Cost{DocsRead: s.DocsExamined, BytesRead: s.BytesRead, KeysExamined: s.KeysExamined}
+	}
+	return shard.Cost{DocsExamined: s.DocsExamined, KeysExamined: s.KeysExamined, BytesReturned: s.BytesReturned}
+}
+
+// Charge is the request units of the stream's reads: its Cost, and at least shard.MinRU for
+// each partition it read.
 func (s *ScanStats) Charge() float64 {
-	return 1 + float64(s.BytesRead)/4096 + float64(s.KeysExamined)*0.1
+	return max(s.Cost().RU(), shard.MinRU*float64(s.Partitions))
 }

@@ -1,20 +1,133 @@
 package query
 
 import (
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/shard"
 )
 
-// meterScan charges a finished scan (or index scan) to the partitions it read, evenly:
-// a scan's load spans its partitions, so no split point divides it (Meter.RecordScan).
-func (ss *ShardStream) meterScan() {
-	if ss.meters == nil || ss.p.Kind == PlanIDs || len(ss.Ranges) == 0 {
+// A stream's request units: before its first read it takes shard.MinRU from the budget of each
+// partition it reads (admit), which refuses the read with 16500 when a partition has spent
+// its share of the provisioned throughput; when it closes (settle) it charges what the reads
+// really cost, from its ScanStats, to the partitions' budgets and load meters. Reads of keys
+// (point reads, scans of the hashes a shard-key equality fixes) are charged to those keys,
+// so that their load shows in the key sample, splits the partition at a load-weighted point
+// and reports a single hot key; a scan of whole partitions is load no split point divides.
+
+// admit takes the stream's admission from its partitions' budgets.
+func (ss *ShardStream) admit() error {
+	if ss.budgets == nil || ss.budgets.Map() != ss.ci.Map {
+		return nil
+	}
+	last := -1
+	for _, i := range ss.parts {
+		if i == last {
+			continue
+		}
+		last = i
+		if err := ss.budgets.Wait(i, shard.MinRU); err != nil {
+			if ss.meters != nil && ss.meters.Map() == ss.ci.Map {
+				ss.meters.Meter(i).NoteThrottled()
+			}
+			return catalog.Throttled(ss.ci, err)
+		}
+		ss.admitted += shard.MinRU
+	}
+	return nil
+}
+
+// settle charges the stream's reads to its partitions: the budgets get the difference between
+// the charge and the admission, the meters the load (point reads were recorded as they were
+// made).
+func (ss *ShardStream) settle() {
+	if !ss.started || len(ss.parts) == 0 {
 		return
 	}
-	c := shard.Cost{DocsExamined: ss.Stats.DocsExamined, KeysExamined: ss.Stats.KeysExamined,
-		BytesReturned: ss.Stats.BytesRead}
-	ru := c.RU() / float64(len(ss.Ranges))
-	m := ss.meters.Map()
-	for _, r := range ss.Ranges {
-		ss.meters.Meter(m.Locate(r[0])).RecordScan(ru)
+	ru := ss.Stats.Charge()
+	share := ru / float64(len(ss.parts))
+	if b := ss.budgets; b != nil && b.Map() == ss.ci.Map {
+		extra := (ru - ss.admitted) / float64(len(ss.parts))
+		for _, i := range ss.parts {
+			b.Charge(i, extra)
+		}
 	}
+	m := ss.meters
+	if m == nil || ss.p.Kind == PlanIDs || m.Map() != ss.ci.Map {
+		return
+	}
+	for j, i := range ss.parts {
+		if ss.p.hashes == nil {
+			m.Meter(i).RecordScan(share)
+			continue
+		}
+		h := ss.Ranges[j][0]
+		m.Record(i, h, ss.labelOf(h), share)
+	}
+}
+
+// labelOf returns the label of hash h among the plan's fixed shard-key hashes.
+func (ss *ShardStream) labelOf(h uint64) []byte {
+	for _, t := range ss.p.hashes {
+		if t.hash == h {
+			return t.label
+		}
+	}
+	return nil
+}
+
+// countDistinct counts the distinct values of a sorted slice.
+func countDistinct(s []int) int {
+	n := 0
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			n++
+		}
+	}
+	return n
+}
+
+// PartitionCharge is the request units one partition was charged for a stream's reads.
+type PartitionCharge struct {
+	ID uint64 // the partition's id
+	RU float64
+}
+
+// PartitionCharges splits the stream's charge over the partitions it read (explain), as
+// settle charges them: evenly over the ranges read.
+func (ss *ShardStream) PartitionCharges() []PartitionCharge {
+	if len(ss.parts) == 0 {
+		return nil
+	}
+	share := ss.Stats.Charge() / float64(len(ss.parts))
+	var out []PartitionCharge
+	for j, i := range ss.parts {
+		if j > 0 && i == ss.parts[j-1] {
+			out[len(out)-1].RU += share
+			continue
+		}
+		out = append(out, PartitionCharge{ID: ss.ci.Map.Partition(i).ID, RU: share})
+	}
+	return out
+}
+
+// PartitionRead is one partition a stream reads: its id and hash range, and the hashes it
+// reads within it when the query fixes the shard key (nil: the whole range).
+type PartitionRead struct {
+	ID     uint64
+	Lo, Hi uint64
+	Hashes []uint64
+}
+
+// PartitionsRead returns the partitions the stream reads, in hash order (explain).
+func (ss *ShardStream) PartitionsRead() []PartitionRead {
+	var out []PartitionRead
+	for j, i := range ss.parts {
+		if j == 0 || i != ss.parts[j-1] {
+			lo, hi := ss.ci.Map.Range(i)
+			out = append(out, PartitionRead{ID: ss.ci.Map.Partition(i).ID, Lo: lo, Hi: hi})
+		}
+		if ss.p.hashes != nil {
+			out[len(out)-1].Hashes = append(out[len(out)-1].Hashes, ss.Ranges[j][0])
+		}
+	}
+	return out
 }

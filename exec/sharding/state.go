@@ -37,9 +37,11 @@ type Manager struct {
 	// moveGrace is how long a moved partition's source range stays after the ownership
 	// flip, so that every stream that loaded the old map has taken its snapshots first.
 	moveGrace time.Duration
-	// meters maps a collection ID to its *shard.Meters, aligned with one partition map.
-	meters sync.Map
-	mu     struct {
+	// meters maps a collection ID to its *shard.Meters, aligned with one partition map;
+	// budgets maps it to its *budgetEntry (throughput.go).
+	meters  sync.Map
+	budgets sync.Map
+	mu      struct {
 		sync.Mutex
 		hot      map[store.CollID][]shard.HotKeyReport
 		retiring []retiredRange
@@ -129,18 +131,6 @@ func (m *Manager) metersFor(ci *catalog.Coll) *shard.Meters {
 	return n
 }
 
-// writeRU is the request units of one staged document write (shard.Cost's model).
-func writeRU(ci *catalog.Coll, w *write.DocWrite) float64 {
-	c := shard.Cost{DocsWritten: 1, IndexKeysWritten: int64(len(ci.WriteIndexes))}
-	if w.Old != nil {
-		c.DocsRead, c.BytesRead = 1, int64(len(w.Old))
-	}
-	if w.New != nil {
-		c.BytesWritten = int64(len(w.New))
-	}
-	return c.RU()
-}
-
 // HotKeyLabel renders a label made by shardKeyLabel.
 func HotKeyLabel(label string) string {
 	if label == "" {
@@ -154,11 +144,15 @@ func HotKeyLabel(label string) string {
 }
 
 // OnStage implements write.StageHook: it refuses a write that would take its logical partition
-// past the limit and charges the write's request units to its partition's meter. The
-// writer has rehashed w under its key locks.
+// past the limit, or that its partition has no budget left for (16500), and charges the
+// write's request units to its partition's budget and meter. The writer has rehashed w
+// under its key locks (a wait for budget, --throttle-retry-ms, waits holding them).
 func (m *Manager) OnStage(ci *catalog.Coll, w *write.DocWrite) error {
-	if m == nil || ci.Hashed < 0 {
+	if m == nil || m.opts.Unmetered {
 		return nil
+	}
+	if ci.Hashed < 0 {
+		return m.admitWrite(ci, 0, w.Cost(ci).RU())
 	}
 	newHash := w.Hash
 	if w.New != nil && w.NewHash != 0 {
@@ -180,7 +174,25 @@ func (m *Manager) OnStage(ci *catalog.Coll, w *write.DocWrite) error {
 		}
 	}
 	i := ci.Map.Locate(newHash)
-	m.metersFor(ci).Record(i, newHash, label, writeRU(ci, w))
+	ru := w.Cost(ci).RU()
+	if err := m.admitWrite(ci, i, ru); err != nil {
+		return err
+	}
+	m.metersFor(ci).Record(i, newHash, label, ru)
+	return nil
+}
+
+// admitWrite charges a write of ru to partition i's budget, or refuses it (16500) when the
+// partition has spent its share of the provisioned throughput.
+func (m *Manager) admitWrite(ci *catalog.Coll, i int, ru float64) error {
+	b := m.budgetsFor(ci)
+	if b == nil {
+		return nil
+	}
+	if err := b.Wait(i, ru); err != nil {
+		m.metersFor(ci).Meter(i).NoteThrottled()
+		return catalog.Throttled(ci, err)
+	}
 	return nil
 }
 
@@ -218,10 +230,19 @@ func (m *Manager) checkLogicalSize(ci *catalog.Coll, hash uint64, label []byte, 
 // ReadMeters returns the meters reads of ci charge: those of a sharded collection, nil
 // otherwise (an unsharded collection never splits).
 func (m *Manager) ReadMeters(ci *catalog.Coll) *shard.Meters {
-	if m == nil || ci.Hashed < 0 {
+	if m == nil || ci.Hashed < 0 || m.opts.Unmetered {
 		return nil
 	}
 	return m.metersFor(ci)
+}
+
+// ReadBudgets returns the budgets reads of ci are admitted by: nil when ci has no throughput
+// provisioned (then nothing is throttled).
+func (m *Manager) ReadBudgets(ci *catalog.Coll) *shard.Budgets {
+	if m == nil || m.opts.Unmetered {
+		return nil
+	}
+	return m.budgetsFor(ci)
 }
 
 // AppendStatus appends the partition manager's counters as one serverStatus-style
@@ -264,5 +285,10 @@ func (m *Manager) Rounds() int64 { return m.rounds.Load() }
 // Throttled returns how many requests each partition of ci refused for want of budget since
 // the server started, indexed like ci.Map (the metrics endpoint and partitionStats).
 func (m *Manager) Throttled(ci *catalog.Coll) []int64 {
-	return make([]int64, ci.Map.Len())
+	meters := m.metersFor(ci)
+	out := make([]int64, ci.Map.Len())
+	for i := range out {
+		out[i] = meters.Meter(i).Throttled()
+	}
+	return out
 }

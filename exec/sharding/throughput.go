@@ -2,6 +2,8 @@ package sharding
 
 import (
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 )
 
@@ -35,4 +37,36 @@ func Throughput(st *store.CatalogState, c *store.Collection) Provisioned {
 		}
 	}
 	return Provisioned{RU: float64(t) / float64(max(sharing, 1))}
+}
+
+// budgetEntry is a collection's budgets, valid for the catalog state they were checked
+// against.
+type budgetEntry struct {
+	b     *shard.Budgets
+	state *store.CatalogState
+}
+
+// budgetsFor returns the budgets of ci's partitions, nil when no throughput is provisioned.
+// They are rebuilt (full burst) when the map or the throughput changes, and carried over when
+// only some other part of the catalog changed.
+func (m *Manager) budgetsFor(ci *catalog.Coll) *shard.Budgets {
+	st := m.cat.Store().State()
+	var old *shard.Budgets
+	if v, ok := m.budgets.Load(ci.Meta.ID); ok {
+		e := v.(*budgetEntry)
+		if e.state == st && e.b.Map() == ci.Map {
+			return e.b
+		}
+		old = e.b
+	}
+	t := Throughput(st, ci.Meta)
+	b := old
+	if b == nil || b.Map() != ci.Map || b.Throughput() != t.RU {
+		b = shard.NewBudgets(ci.Map, t.RU, m.opts.BudgetOptions())
+	}
+	m.budgets.Store(ci.Meta.ID, &budgetEntry{b: b, state: st})
+	if t.RU <= 0 {
+		return nil
+	}
+	return b
 }

@@ -66,5 +66,6 @@ func (p *Path) Insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Val
 	if err := wr.Commit(wc.Sync()); err != nil {
 		return true, err
 	}
+	res.Charge += wr.Charge()
 	return stop, nil
 }

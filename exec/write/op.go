@@ -306,7 +306,6 @@ func (wp *Path) applyGroup(op *Op, cands []*Candidate, res *Result) error {
 		locked[h] = struct{}{}
 	}
 	var failed error
-	var written int64
 	for _, c := range cands {
 		if err := wp.ApplyLocked(wr, op, c, locked); err != nil {
 			failed = err
@@ -315,7 +314,6 @@ func (wp *Path) applyGroup(op *Op, cands []*Candidate, res *Result) error {
 		if c.State != CandDone {
 			continue
 		}
-		written++
 		res.Matched++
 		if c.Changed {
 			res.Modified++
@@ -330,7 +328,7 @@ func (wp *Path) applyGroup(op *Op, cands []*Candidate, res *Result) error {
 	if err := wr.Commit(op.Sync); err != nil {
 		return err
 	}
-	res.Charge += float64(written) * 5
+	res.Charge += wr.Charge()
 	return failed
 }
 
@@ -406,7 +404,7 @@ func (wp *Path) runUpsert(op *Op, res *Result) error {
 		return err
 	}
 	res.Upserted = id
-	res.Charge += 5
+	res.Charge += wr.Charge()
 	if op.KeepImages {
 		res.After = doc
 	}

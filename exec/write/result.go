@@ -49,6 +49,7 @@ type Results struct {
 	NModified int64
 	Upserted  []Upsert
 	Errs      []mongoerr.WriteError
+	Charge    float64 // request units of the writes (the reads that found them are the caller's)
 }
 
 // AppendReply appends n, nModified (for updates), upserted and writeErrors to a reply.

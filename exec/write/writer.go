@@ -12,6 +12,7 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -39,8 +40,10 @@ type Writer struct {
 	// when a staged write removed it.
 	staged  map[string][]byte
 	stagedN int // documents staged
-	unlock  func()
-	keybuf  []byte
+	// charge is the request units of the writes staged (DocWrite.Cost).
+	charge float64
+	unlock func()
+	keybuf []byte
 	// multikey are the index paths staged writes make multikey, recorded in the catalog
 	// before the batches commit (catalog.Catalog.MarkMultikey).
 	multikey map[store.IndexID][]string
@@ -184,7 +187,24 @@ func (wr *Writer) Stage(w *DocWrite) error {
 		wr.markMeasurement(w)
 	}
 	wr.stagedN++
+	wr.charge += w.Cost(ci).RU()
 	return nil
+}
+
+// Charge returns the request units of the writes staged so far.
+func (wr *Writer) Charge() float64 { return wr.charge }
+
+// Cost is the work of w in the request-unit model's terms (shard.Cost): the document
+// written, its bytes, an entry in each index, and the read of the old version it replaces.
+func (w *DocWrite) Cost(ci *catalog.Coll) shard.Cost {
+	c := shard.Cost{DocsWritten: 1, IndexKeysWritten: int64(len(ci.WriteIndexes))}
+	if w.Old != nil {
+		c.DocsRead, c.BytesRead = 1, int64(len(w.Old))
+	}
+	if w.New != nil {
+		c.BytesWritten = int64(len(w.New))
+	}
+	return c
 }
 
 // stageIndex stages the entry changes of one index for w: removes the old document's keys
