@@ -31,12 +31,12 @@ type ScanStats struct {
 // ShardStream runs a plan on one shard: it reads documents through the plan's access path
 // from a consistent snapshot and yields those the filter matches.
 type ShardStream struct {
-	r      catalog.Reader
-	snap   catalog.Snapshot // closed with the stream; nil when r is the DB itself
-	ci     *catalog.Coll
-	p      *Plan
-	f      *match.Filter
-	Shard  int
+	r     catalog.Reader
+	snap  catalog.Snapshot // closed with the stream; nil when r is the DB itself
+	ci    *catalog.Coll
+	p     *Plan
+	f     *match.Filter
+	Shard int
 	// Ranges are the hash ranges the stream reads, sorted: the targeted partitions this shard
 	// owns, or, when the query fixes the shard key, the single hashes among them. parts[i]
 	// is the partition (its index in the map) of Ranges[i].
