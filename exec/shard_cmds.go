@@ -35,6 +35,7 @@ func (e *Executor) partitionStats(_ context.Context, r *request) error {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.db, name)
 	}
 	snaps := e.shards.Meters(ci).Snapshots()
+	throttled := e.shards.Throttled(ci)
 	hot := e.shards.HotKeys(ci.Meta.ID)
 	out := bsoncore.AppendStringElement(r.out, "ns", ci.NS())
 	if ci.Meta.ShardKey != nil {
@@ -61,6 +62,7 @@ func (e *Executor) partitionStats(_ context.Context, r *request) error {
 			o = bsoncore.AppendDoubleElement(o, "ruPerSec", snaps[i].RUPerSec)
 			o = bsoncore.AppendDoubleElement(o, "totalRU", snaps[i].TotalRU)
 		}
+		o = bsoncore.AppendInt64Element(o, "throttledRequests", throttled[i])
 		for _, h := range hot {
 			if h.ID == p.ID {
 				o = appendHotKey(o, "hotKey", &h)

@@ -50,6 +50,7 @@ type ShardStream struct {
 	budgets  *shard.Budgets
 	admitted float64
 	started  bool
+	refused  bool // a budget refused the stream: it read nothing and costs nothing
 
 	pos    int // next partition (scan), range (index) or id (ids)
 	docIt  catalog.DocIter

@@ -28,6 +28,7 @@ func (ss *ShardStream) admit() error {
 			if ss.meters != nil && ss.meters.Map() == ss.ci.Map {
 				ss.meters.Meter(i).NoteThrottled()
 			}
+			ss.refused = true
 			return catalog.Throttled(ss.ci, err)
 		}
 		ss.admitted += shard.MinRU
@@ -39,7 +40,7 @@ func (ss *ShardStream) admit() error {
 // the charge and the admission, the meters the load (point reads were recorded as they were
 // made).
 func (ss *ShardStream) settle() {
-	if !ss.started || len(ss.parts) == 0 {
+	if !ss.started || ss.refused || len(ss.parts) == 0 {
 		return
 	}
 	ru := ss.Stats.Charge()
