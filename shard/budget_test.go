@@ -168,3 +168,32 @@ func TestBudgetOptionsValidate(t *testing.T) {
 		t.Fatalf("defaults: %+v %v", d, err)
 	}
 }
+
+// TestBudgetsWait: with MaxWait a partition out of budget waits for it (on the injected
+// clock) instead of refusing, and refuses at once when the wait would pass MaxWait.
+func TestBudgetsWait(t *testing.T) {
+	clk := newFakeClock()
+	var slept time.Duration
+	sleep := func(d time.Duration) { slept += d; clk.Advance(d) }
+	b := NewBudgets(mustMap(t, twoParts), 2000, BudgetOptions{Burst: time.Second, MaxWait: 300 * time.Millisecond,
+		Clock: clk.Now, Sleep: sleep})
+	if err := b.Wait(0, 1500); err != nil || slept != 0 { // the 1,000 RU burst, then 500 RU of debt
+		t.Fatalf("first spend: %v, slept %v", err, slept)
+	}
+	if err := b.Wait(0, 1); !errors.Is(err, ErrThrottled) || slept != 0 { // 500 ms of debt > MaxWait
+		t.Fatalf("500 ms of debt: %v after sleeping %v, want an immediate refusal", err, slept)
+	}
+	clk.Advance(300 * time.Millisecond) // 200 ms of debt left: within MaxWait
+	if err := b.Wait(0, 1); err != nil || slept != 200*time.Millisecond {
+		t.Fatalf("200 ms of debt: %v after sleeping %v, want admission after 200ms", err, slept)
+	}
+	if err := b.Wait(1, 1); err != nil || slept != 200*time.Millisecond {
+		t.Fatalf("the other partition: %v, slept %v", err, slept)
+	}
+	nowait := NewBudgets(mustMap(t, twoParts), 2000, BudgetOptions{Clock: clk.Now,
+		Sleep: func(time.Duration) { t.Fatal("slept without MaxWait") }})
+	_ = nowait.Wait(1, 5000)
+	if err := nowait.Wait(1, 1); !errors.Is(err, ErrThrottled) {
+		t.Fatalf("MaxWait 0: %v, want an immediate refusal", err)
+	}
+}

@@ -221,3 +221,40 @@ func TestOpenMultikeyBounds(t *testing.T) {
 			p.Sorted, ids, docs[0].Lookup("_id"))
 	}
 }
+
+// TestOpenShardKeyHashes: a filter that fixes the shard key reads only the documents of its
+// hashes, not the whole partition, and a point read with the shard key needs no _id index
+// lookup; the stream's charge follows what it examined.
+func TestOpenShardKeyHashes(t *testing.T) {
+	f := newColl(t, 2, 4, docsOf(200)) // k: i%10, twenty documents per key
+	for _, tc := range []struct {
+		filter     string
+		n          int
+		keys, docs int64
+	}{
+		{`{"k": 4}`, 20, 0, 20},
+		{`{"k": {"$in": [4, 7, 4]}}`, 40, 0, 40},
+		{`{"k": 4, "c": {"$lt": 50}}`, 5, 0, 20},
+		{`{"k": 4, "_id": 14}`, 1, 0, 1},          // the hash is known: one point read
+		{`{"k": 5, "_id": 14}`, 0, 0, 0},          // not at that hash
+		{`{"_id": 14}`, 1, 2, 1},                  // each shard looks the hash up in its _id index
+		{`{"k": 4, "a": {"$gte": 0}}`, 20, 0, 20}, // the key's documents, not the range's entries
+		{`{"k": 4, "a": 3}`, 0, 20, 0},            // equality: the index (its a: 3 entries, all of k: 3, on this shard)
+	} {
+		docs, _, shards := f.open(t, tc.filter, "", 0)
+		var keys, examined int64
+		var charge float64
+		for _, s := range shards {
+			keys += s.Stats.KeysExamined
+			examined += s.Stats.DocsExamined
+			charge += s.Stats.Charge()
+		}
+		if len(docs) != tc.n || keys != tc.keys || examined != tc.docs {
+			t.Errorf("%s: %d documents, %d keys and %d documents examined; want %d, %d, %d",
+				tc.filter, len(docs), keys, examined, tc.n, tc.keys, tc.docs)
+		}
+		if charge < float64(len(shards)) {
+			t.Errorf("%s: charged %v RU over %d shards, below the minimum of 1 RU per partition", tc.filter, charge, len(shards))
+		}
+	}
+}

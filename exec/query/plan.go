@@ -108,7 +108,10 @@ func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hi
 			best, bestScore, bestRanges, bestSorted, bestReverse = xi, score, ranges, sorted, reverse
 		}
 	}
-	if best == nil {
+	// A filter that fixes the shard key reads only its logical partitions: prefer that scan
+	// to an index that fixes no field by equality (a range, or a sort alone), whose entries
+	// span every key of the shard.
+	if best == nil || (p.hashes != nil && bestScore < 2) {
 		p.Kind = PlanScan
 		return p, nil
 	}
