@@ -343,8 +343,8 @@ func (s *ScanStats) Cost() shard.Cost {
 	return shard.Cost{DocsExamined: s.DocsExamined, KeysExamined: s.KeysExamined, BytesReturned: s.BytesReturned}
 }
 
-// Charge is the request units of the stream's reads: its Cost, and at least shard.MinRU for
-// each partition it read.
+// Charge is the request units of the stream's reads: its Cost (at least shard.MinRU), plus
+// shard.MinRU for each further partition it read (the fan-out's per-partition cost).
 func (s *ScanStats) Charge() float64 {
-	return max(s.Cost().RU(), shard.MinRU*float64(s.Partitions))
+	return s.Cost().RU() + shard.MinRU*float64(max(s.Partitions-1, 0))
 }
