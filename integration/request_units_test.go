@@ -331,3 +331,21 @@ func TestReadLoadSplit(t *testing.T) {
 		t.Errorf("reads of a single key split its partition into %d", n)
 	}
 }
+
+// TestRequestChargeMongosh: in mongosh, getLastRequestStatistics after a point read of a
+// 1 KiB document reports 1 RU for the find, and its duration as a long (an object in mongosh).
+func TestRequestChargeMongosh(t *testing.T) {
+	t.Parallel()
+	srv := sharedServer(t)
+	db := dbName(t)
+	out := srv.mongosh(t, db, "--eval", `
+		const pad = "x".repeat(1024 - bsonsize({_id: 1, pad: ""}));
+		db.ru.insertOne({_id: 1, pad: pad});
+		print("size", bsonsize(db.ru.findOne({_id: 1})));
+		db.ru.findOne({_id: 1});
+		const r = db.runCommand({getLastRequestStatistics: 1});
+		print("stats", r.CommandName, r.RequestCharge, typeof r.RequestDurationInMilliSeconds);`)
+	if !strings.Contains(out, "size 1024") || !strings.Contains(out, "stats find 1 object") {
+		t.Fatalf("mongosh: %s", out)
+	}
+}
