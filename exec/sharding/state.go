@@ -255,6 +255,16 @@ func (m *Manager) HotKeys(coll store.CollID) []shard.HotKeyReport {
 	return append([]shard.HotKeyReport(nil), m.mu.hot[coll]...)
 }
 
+// Splits, Moves and HotKeyReports return how many splits, moves and hot-key reports the
+// manager has made since the server started (the metrics endpoint).
+func (m *Manager) Splits() int64 { return m.splits.Load() }
+
+// Moves is described with Splits.
+func (m *Manager) Moves() int64 { return m.moves.Load() }
+
+// HotKeyReports is described with Splits.
+func (m *Manager) HotKeyReports() int64 { return m.hotKeys.Load() }
+
 // Policy returns the partitioning options in force (defaults filled in).
 func (m *Manager) Policy() shard.Options { return m.opts }
 
