@@ -244,3 +244,32 @@ func BenchmarkMetricsObserve(b *testing.B) {
 		m.observe("find", time.Millisecond, nil)
 	}
 }
+
+// TestMetricsScrapeDuringWrites scrapes while a connection inserts and the partitions split
+// (run it with -race): every scrape succeeds, and the last one counts every document.
+func TestMetricsScrapeDuringWrites(t *testing.T) {
+	e := twoShardExecutor(t, 0)
+	c := e.Connect(wire.ConnInfo{ID: 1})
+	shardBench(t, c, "deviceId", 2)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 5 {
+			reply, err := c.Handle(t.Context(), &wire.Request{Body: streamtest.ExtDoc(t,
+				`{"insert": "c", "documents": [{"deviceId": "a"}, {"deviceId": "b"}, {"deviceId": "c"}], "$db": "bench"}`)})
+			if err != nil || reply.Lookup("ok").Double() != 1 {
+				t.Errorf("insert %d: %v %v", i, reply, err)
+			}
+		}
+	}()
+	for range 5 {
+		gather(t, e)
+		splitLargest(t, e)
+		gather(t, e)
+	}
+	<-done
+	fams := gather(t, e)
+	if got := sum(fams, "cleave_partition_documents", map[string]string{"db": "bench", "collection": "c"}); got != 15 {
+		t.Errorf("documents: %g, want 15", got)
+	}
+}

@@ -255,14 +255,14 @@ func (m *Manager) HotKeys(coll store.CollID) []shard.HotKeyReport {
 	return append([]shard.HotKeyReport(nil), m.mu.hot[coll]...)
 }
 
-// Splits, Moves and HotKeyReports return how many splits, moves and hot-key reports the
-// manager has made since the server started (the metrics endpoint).
+// Splits returns how many partitions the manager has split since the server started (the
+// metrics endpoint).
 func (m *Manager) Splits() int64 { return m.splits.Load() }
 
-// Moves is described with Splits.
+// Moves returns how many partitions the manager has moved between shards since the start.
 func (m *Manager) Moves() int64 { return m.moves.Load() }
 
-// HotKeyReports is described with Splits.
+// HotKeyReports returns how many single-key hot partitions the manager has reported.
 func (m *Manager) HotKeyReports() int64 { return m.hotKeys.Load() }
 
 // Policy returns the partitioning options in force (defaults filled in).
