@@ -78,8 +78,9 @@ func StartCleave(ctx context.Context, bin, workDir string) (*Server, error) {
 		return nil, err
 	}
 	defer func() { _ = logf.Close() }() // the child has its own descriptor
+	// No HTTP listener: the default 127.0.0.1:8080 would collide with any other cleave.
 	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--dir", filepath.Join(workDir, "data"),
-		"--addr-file", addrFile, "--test-commands", "--log-level", "warn")
+		"--addr-file", addrFile, "--http-addr", "", "--test-commands", "--log-level", "warn")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, err

@@ -19,6 +19,7 @@
 // engine with the partition manager's meters; the write path with the manager as its
 // stage hook; the DDL runner; and itself as the aggregation host, which provides the stages
 // that write ($out, $merge) or report on the server ($collStats, $indexStats, $currentOp,
-// the session stages). Imports point down only: layout_test.go and the linter's depguard
-// rules fail on a package that reaches up.
+// the session stages). Its Prometheus collector (metrics.go) reads the partitions' meters and
+// statistics at scrape time; cmd/cleave serves it. Imports point down only: layout_test.go
+// and the linter's depguard rules fail on a package that reaches up.
 package exec

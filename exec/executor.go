@@ -72,6 +72,7 @@ type Executor struct {
 	started  time.Time
 	commands map[string]*command
 	counters opCounters
+	metrics  *Metrics // the Prometheus collector (metrics.go)
 	st       Storage
 	cursors  *cursorRegistry
 	sessions sessionCache
@@ -139,6 +140,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		e.ddl = ddl.New(e.cat, e.write, e.log, &e.counters.deletedDocs)
 	}
 	e.commands = e.commandTable()
+	e.metrics = newMetrics(e)
 	if opts.Storage != nil {
 		e.shards.Start(e.write)
 		e.ddl.StartTTL()
@@ -238,6 +240,7 @@ func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 // slow, at Debug otherwise.
 func (c *conn) finish(r *request, start time.Time, err error) {
 	d := time.Since(start)
+	c.e.metrics.observe(r.name, d, err)
 	if r.name != "getLastRequestStatistics" {
 		c.last = requestStats{command: r.name, duration: d, charge: r.charge}
 	}

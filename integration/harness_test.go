@@ -75,6 +75,8 @@ type server struct {
 	addr string
 	log  *syncBuffer
 	done chan struct{}
+	// httpAddr is the HTTP listener's address (/metrics); every server gets one on a free port.
+	httpAddr string
 }
 
 // startServer starts cleave with a fresh data directory and extra flags, and stops it when
@@ -90,10 +92,14 @@ func startServer(t testing.TB, args ...string) *server {
 // start runs the binary on a free port and waits until it has written its address.
 func (s *server) start() {
 	s.t.Helper()
-	addrFile := filepath.Join(s.dir, "addr")
+	addrFile, httpAddrFile := filepath.Join(s.dir, "addr"), filepath.Join(s.dir, "http-addr")
 	_ = os.Remove(addrFile)
+	_ = os.Remove(httpAddrFile)
+	// The HTTP listener too takes a free port: the default 8080 would collide between the
+	// servers of parallel tests.
 	args := append([]string{"--listen", "127.0.0.1:0", "--dir", filepath.Join(s.dir, "data"),
-		"--addr-file", addrFile, "--log-level", "info"}, s.args...)
+		"--addr-file", addrFile, "--http-addr", "127.0.0.1:0", "--http-addr-file", httpAddrFile,
+		"--log-level", "info"}, s.args...)
 	s.log = &syncBuffer{}
 	s.cmd = exec.Command(binary, args...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
@@ -106,6 +112,8 @@ func (s *server) start() {
 	for {
 		if b, err := os.ReadFile(addrFile); err == nil && len(b) > 0 {
 			s.addr = string(b)
+			h, _ := os.ReadFile(httpAddrFile) // written before addrFile
+			s.httpAddr = string(h)
 			return
 		}
 		select {

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -74,21 +75,30 @@ func run(args []string) int {
 // server is a running cleave: the wire server and what it owns.
 type server struct {
 	wire *wire.Server
-	done chan error // receives Serve's result
+	http *http.Server // the HTTP listener (http.go); nil without --http-addr
+	done chan error   // receives the wire server's Serve result, or the HTTP server's failure
 	// closers release storage after the wire server has drained, last opened first.
 	closers []func() error
 }
 
 // start opens storage, builds the executor and starts serving on cfg.Listen.
 func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (*server, error) {
-	s := &server{done: make(chan error, 1)}
+	s := &server{done: make(chan error, 2)}
 	ln, err := listen(cfg)
 	if err != nil {
+		return nil, err
+	}
+	hln, err := listenHTTP(cfg)
+	if err != nil {
+		_ = ln.Close()
 		return nil, err
 	}
 	st, closeStorage, err := openStorage(cfg, logger)
 	if err != nil {
 		_ = ln.Close()
+		if hln != nil {
+			_ = hln.Close()
+		}
 		return nil, err
 	}
 	s.closers = append(s.closers, closeStorage)
@@ -118,6 +128,12 @@ func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (
 	ws = wire.NewServer(wire.ServerOptions{MaxConns: cfg.MaxConns}, ex, logger)
 	s.wire = ws
 	go func() { s.done <- ws.Serve(ln) }()
+	if hln != nil {
+		if err := s.serveHTTP(cfg, hln, ex, logger); err != nil {
+			_ = s.close(context.Background())
+			return nil, err
+		}
+	}
 	addr := ln.Addr().String()
 	if cfg.AddrFile != "" {
 		if err := writeFileAtomic(cfg.AddrFile, []byte(addr)); err != nil {
@@ -133,6 +149,9 @@ func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (
 // close stops accepting, lets in-flight requests finish, then closes storage.
 func (s *server) close(ctx context.Context) error {
 	var errs []error
+	if s.http != nil {
+		errs = append(errs, s.http.Shutdown(ctx))
+	}
 	if s.wire != nil {
 		errs = append(errs, s.wire.Shutdown(ctx))
 	}

@@ -151,8 +151,13 @@ func (m *Manager) OnStage(ci *catalog.Coll, w *write.DocWrite) error {
 	if m == nil || m.opts.Unmetered {
 		return nil
 	}
-	if ci.Hashed < 0 {
-		return m.admitWrite(ci, 0, w.Cost(ci).RU())
+	if ci.Hashed < 0 { // one partition, never split: metered for its RU/s, no key sample
+		ru := w.Cost(ci).RU()
+		if err := m.admitWrite(ci, 0, ru); err != nil {
+			return err
+		}
+		m.metersFor(ci).Meter(0).RecordScan(ru)
+		return nil
 	}
 	newHash := w.Hash
 	if w.New != nil && w.NewHash != 0 {
@@ -227,10 +232,10 @@ func (m *Manager) checkLogicalSize(ci *catalog.Coll, hash uint64, label []byte, 
 	return nil
 }
 
-// ReadMeters returns the meters reads of ci charge: those of a sharded collection, nil
-// otherwise (an unsharded collection never splits).
+// ReadMeters returns the meters reads of ci charge (an unsharded collection's one meter
+// shows its load; it never splits).
 func (m *Manager) ReadMeters(ci *catalog.Coll) *shard.Meters {
-	if m == nil || ci.Hashed < 0 || m.opts.Unmetered {
+	if m == nil || m.opts.Unmetered {
 		return nil
 	}
 	return m.metersFor(ci)
@@ -275,6 +280,16 @@ func (m *Manager) HotKeys(coll store.CollID) []shard.HotKeyReport {
 	defer m.mu.Unlock()
 	return append([]shard.HotKeyReport(nil), m.mu.hot[coll]...)
 }
+
+// Splits returns how many partitions the manager has split since the server started (the
+// metrics endpoint).
+func (m *Manager) Splits() int64 { return m.splits.Load() }
+
+// Moves returns how many partitions the manager has moved between shards since the start.
+func (m *Manager) Moves() int64 { return m.moves.Load() }
+
+// HotKeyReports returns how many single-key hot partitions the manager has reported.
+func (m *Manager) HotKeyReports() int64 { return m.hotKeys.Load() }
 
 // Policy returns the partitioning options in force (defaults filled in).
 func (m *Manager) Policy() shard.Options { return m.opts }
