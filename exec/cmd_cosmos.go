@@ -200,7 +200,7 @@ func parseCosmosIndexes(cmd string, v bsoncore.Value) ([]store.Index, error) {
 		if err != nil {
 			return nil, err
 		}
-		if bytes.Equal(x.Key, idKeyPattern) || equalKeys(x.Key, idKeyPattern) {
+		if equalKeys(x.Key, idKeyPattern) {
 			continue
 		}
 		out = append(out, x)
