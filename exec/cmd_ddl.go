@@ -46,6 +46,13 @@ func (e *Executor) create(_ context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
+	sh, err := parseCreateSharding(r.body)
+	if err != nil {
+		return err
+	}
+	if sh != nil {
+		return e.createWithSharding(r.db, name, opts, sh) // cmd_cosmos.go
+	}
 	unlock := e.cat.LockDDL()
 	defer unlock()
 	if c := e.st.Catalog.State().Collection(r.db, name); c != nil {

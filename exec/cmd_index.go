@@ -71,55 +71,73 @@ func parseCreateIndexes(body bsoncore.Document) (*createIndexesArgs, error) {
 	return a, nil
 }
 
-// createIndexes runs createIndexes: it creates the collection if needed, resolves each
-// requested index against the existing ones (identical: nothing to do; conflicting: an
-// error, before anything changes), then builds the new ones over the existing data.
+// createIndexes runs createIndexes (ensureIndexes) and answers MongoDB's counts.
 func (e *Executor) createIndexes(ctx context.Context, r *request) error {
 	a, err := parseCreateIndexes(r.body)
 	if err != nil {
 		return err
 	}
-	if err := catalog.ValidateCollName(r.db, a.coll); err != nil {
+	res, err := e.ensureIndexes(ctx, r.db, a.coll, a.indexes)
+	if err != nil {
 		return err
+	}
+	out := bsoncore.AppendInt32Element(r.out, "numIndexesBefore", int32(res.before))
+	out = bsoncore.AppendInt32Element(out, "numIndexesAfter", int32(res.after))
+	out = bsoncore.AppendBooleanElement(out, "createdCollectionAutomatically", res.created)
+	if res.before == res.after {
+		out = bsoncore.AppendStringElement(out, "note", "all indexes already exist")
+	}
+	r.out = out
+	return nil
+}
+
+// ensureResult is what ensureIndexes did: index counts before and after, and whether it
+// created the collection.
+type ensureResult struct {
+	before, after int
+	created       bool
+}
+
+// ensureIndexes creates indexes on db.coll as createIndexes does: it creates the collection
+// if needed, resolves each requested index against the existing ones (identical: nothing to
+// do; conflicting: an error, before anything changes), then builds the new ones over the
+// existing data. Cosmos DB's CreateCollection builds its indexes through it too.
+func (e *Executor) ensureIndexes(ctx context.Context, db, coll string, indexes []store.Index) (ensureResult, error) {
+	if err := catalog.ValidateCollName(db, coll); err != nil {
+		return ensureResult{}, err
 	}
 	unlock := e.cat.LockDDL()
 	defer unlock()
-	c := e.st.Catalog.State().Collection(r.db, a.coll)
+	c := e.st.Catalog.State().Collection(db, coll)
 	var existing []store.Index
 	if c != nil {
 		existing = c.Indexes
 	} else {
 		existing = []store.Index{{Name: store.IDIndexName, Key: idKeyPattern}}
 	}
-	todo, err := resolveIndexes(a.indexes, existing)
+	todo, err := resolveIndexes(indexes, existing)
 	if err != nil {
-		return err
+		return ensureResult{}, err
 	}
-	created := false
+	var res ensureResult
 	if c == nil {
-		c, err = e.st.Catalog.CreateCollection(store.Collection{DB: r.db, Name: a.coll})
+		c, err = e.st.Catalog.CreateCollection(store.Collection{DB: db, Name: coll})
 		if errors.Is(err, store.ErrExists) { // an insert created it meanwhile
-			c, err = e.st.Catalog.State().Collection(r.db, a.coll), nil
+			c, err = e.st.Catalog.State().Collection(db, coll), nil
 		}
 		if err != nil || c == nil {
-			return catalog.ChangeError(err, r.db, a.coll)
+			return ensureResult{}, catalog.ChangeError(err, db, coll)
 		}
-		created = true
+		res.created = true
 	}
-	before := len(c.Indexes)
+	res.before = len(c.Indexes)
+	res.after = res.before + len(todo)
 	if len(todo) > 0 {
 		if err := e.ddl.Build(ctx, c, todo); err != nil {
-			return err
+			return ensureResult{}, err
 		}
 	}
-	out := bsoncore.AppendInt32Element(r.out, "numIndexesBefore", int32(before))
-	out = bsoncore.AppendInt32Element(out, "numIndexesAfter", int32(before+len(todo)))
-	out = bsoncore.AppendBooleanElement(out, "createdCollectionAutomatically", created)
-	if len(todo) == 0 {
-		out = bsoncore.AppendStringElement(out, "note", "all indexes already exist")
-	}
-	r.out = out
-	return nil
+	return res, nil
 }
 
 // idKeyPattern is {_id: 1}.

@@ -173,8 +173,8 @@ func (e *Executor) shardColl(spec sharding.Spec) (*store.Collection, error) {
 		for i := range parts {
 			parts[i].ID = 0 // the catalog assigns fresh ids
 		}
-		c, err := e.st.Catalog.CreateCollection(store.Collection{DB: spec.DB, Name: spec.Coll,
-			ShardKey: spec.Key, Throughput: spec.Throughput, Partitions: parts})
+		c, err := e.st.Catalog.CreateCollection(store.Collection{DB: spec.DB, Name: spec.Coll, Options: spec.Options,
+			ShardKey: spec.Key, Throughput: spec.Throughput, Autoscale: spec.Autoscale, Partitions: parts})
 		if err != nil {
 			return nil, catalog.ChangeError(err, spec.DB, spec.Coll)
 		}

@@ -148,3 +148,27 @@ func (p *Policy) hotKey(pv *PartitionView) (KeySample, float64, bool) {
 	}
 	return pv.Samples[best], bestShare, true
 }
+
+// WidestSplit returns the throughput split of m's widest partition (the first in hash order
+// among equals) at the midpoint of its range: what raising a collection's throughput does,
+// one split at a time, with no data to look at. ok is false when no partition spans two
+// hashes.
+//
+//	[0, 2^64)                  → split at 2^63
+//	[0, 2^63), [2^63, 2^64)    → split [0, 2^63) at 2^62
+func WidestSplit(m *Map) (a SplitAction, ok bool) {
+	best := -1
+	var bestW uint64
+	bestFull := false
+	for i := range m.Len() {
+		w, full := width(m.Range(i))
+		if best < 0 || (full && !bestFull) || (!bestFull && w > bestW) {
+			best, bestW, bestFull = i, w, full
+		}
+	}
+	if !bestFull && bestW < 2 {
+		return SplitAction{}, false
+	}
+	lo, hi := m.Range(best)
+	return SplitAction{ID: m.Partition(best).ID, At: midpoint(lo, hi), Reason: ReasonThroughput}, true
+}

@@ -55,6 +55,9 @@ func encodeCollection(c *Collection) []byte {
 		doc = bsoncore.AppendDocumentElement(doc, "shardKey", c.ShardKey)
 	}
 	doc = bsoncore.AppendInt64Element(doc, "throughput", c.Throughput)
+	if c.Autoscale {
+		doc = bsoncore.AppendBooleanElement(doc, "autoscale", true) // absent in older records: false
+	}
 	aidx, doc := bsoncore.AppendArrayElementStart(doc, "indexes")
 	for i, x := range c.Indexes {
 		var xi int32
@@ -120,6 +123,8 @@ func decodeCollection(raw []byte) (*Collection, error) {
 			c.ShardKey = docValue(v)
 		case "throughput":
 			c.Throughput = int64Value(v)
+		case "autoscale":
+			c.Autoscale, _ = v.BooleanOK()
 		case "indexes":
 			c.Indexes, err = decodeIndexes(v)
 		case "partitions":

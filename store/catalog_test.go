@@ -443,3 +443,24 @@ func TestCatalogCreateCollectionGivenIDIndex(t *testing.T) {
 		t.Fatalf("x_1 = %+v, next %d", x, c.NextIndexID)
 	}
 }
+
+func TestCatalogCodecAutoscale(t *testing.T) {
+	c := &Collection{ID: 7, DB: "d", Name: "c", UUID: newUUID(), CreatedAt: now(),
+		Throughput: 40000, Autoscale: true,
+		Indexes:     []Index{{ID: 1, Name: IDIndexName, Key: idIndexKey, Ready: true}},
+		Partitions:  []Partition{{ID: 1}},
+		NextIndexID: 2, NextPartitionID: 2}
+	got, err := decodeCollection(encodeCollection(c))
+	if err != nil || !got.Autoscale || got.Throughput != 40000 {
+		t.Fatalf("autoscale round trip: %+v, %v", got, err)
+	}
+	// A record written before the field existed (none of them has it) decodes as manual.
+	c.Autoscale = false
+	raw := encodeCollection(c)
+	if _, err := bsoncore.Document(raw).LookupErr("autoscale"); err == nil {
+		t.Fatal("a manual collection's record holds an autoscale field")
+	}
+	if got, err := decodeCollection(raw); err != nil || got.Autoscale {
+		t.Fatalf("old record: autoscale %v, %v", got.Autoscale, err)
+	}
+}

@@ -28,7 +28,10 @@ type Collection struct {
 	ShardKey bsoncore.Document
 	// Throughput is the provisioned RU/s, 0 if none.
 	Throughput int64
-	Indexes    []Index
+	// Autoscale marks Throughput as an autoscale maximum (Cosmos DB's autoScaleSettings)
+	// rather than manual throughput.
+	Autoscale bool
+	Indexes   []Index
 	// Partitions are sorted by Lo; Partitions[0].Lo == 0; partition i covers
 	// [Partitions[i].Lo, Partitions[i+1].Lo) and the last one up to 2^64.
 	Partitions      []Partition

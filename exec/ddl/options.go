@@ -39,6 +39,11 @@ var notImplementedCreate = map[string]string{
 	"viewOn": "views", "pipeline": "views", "encryptedFields": "queryable encryption",
 }
 
+// shardingCreateOptions are create options that exec reads itself (parseCreateSharding):
+// a shard key and a Cosmos DB throughput, which make create shard or provision the
+// collection. They are not stored with the collection's options.
+var shardingCreateOptions = map[string]bool{"shardKey": true, "offerThroughput": true, "autoScaleSettings": true}
+
 // timeseriesCreateOptions are the options MongoDB allows next to timeseries
 // (timeseries::kAllowedCollectionCreationOptions).
 var timeseriesCreateOptions = map[string]bool{
@@ -108,6 +113,9 @@ func ParseCreateOptions(ns string, body bsoncore.Document) (bsoncore.Document, e
 	err := args.ForEach(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
 		if what, ok := notImplementedCreate[key]; ok {
 			return true, mongoerr.New(mongoerr.NotImplemented, "%s are not supported by cleave", what)
+		}
+		if shardingCreateOptions[key] {
+			return true, nil
 		}
 		want, ok := createOptionTypes[key]
 		if !ok {

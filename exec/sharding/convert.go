@@ -81,7 +81,7 @@ func (m *Manager) ConvertToSharded(c *store.Collection, spec Spec, n int) (*stor
 		x.Partitions = next.Partitions
 		x.NextPartitionID = c.NextPartitionID + uint64(len(layout))
 		if spec.Throughput > 0 {
-			x.Throughput = spec.Throughput
+			x.Throughput, x.Autoscale = spec.Throughput, spec.Autoscale
 		}
 		return nil
 	})

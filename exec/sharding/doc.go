@@ -6,7 +6,10 @@
 // partition is a key range), moves to another shard (move.go: copy the range, rebuild its
 // index entries, catch up, commit the ownership change, then delete the source range after
 // a grace period), and the conversion of a filled collection to a sharded one (convert.go).
-// It keeps the config.* collections mongosh and drivers read (config.go).
+// It keeps the config.* collections mongosh and drivers read (config.go). Commands that
+// raise a collection's throughput split it at once with SplitTo; Throughput
+// (throughput.go) says what a collection is provisioned with, its own offer or its share
+// of its database's.
 //
 // It plugs into the rest of the server through interfaces those packages declare: it is
 // the write path's write.StageHook (the logical-partition limit and write metering) and

@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -206,5 +207,44 @@ func (m *Manager) AfterMapChange() {
 		if err := m.SyncConfig(n); err != nil {
 			m.log.Warn("cannot write the config collections", zap.Error(err))
 		}
+	}
+}
+
+// SplitTo splits partitions of collection db.name until it has at least n, the widest
+// first, each at the midpoint of its hash range (shard.WidestSplit): what raising its
+// provisioned throughput to T needs, n = ceil(T/t). Splits are catalog changes only (the
+// children stay on their parent's shard; the balancer may move them later). A collection
+// that already has n partitions or more is left alone: lowering throughput never merges.
+// It runs between manager rounds; the caller must not hold the DDL lock (moves take it
+// inside a round).
+func (m *Manager) SplitTo(db, name string, n int) error {
+	m.round.Lock()
+	defer m.round.Unlock()
+	split := false
+	defer func() {
+		if split {
+			m.AfterMapChange()
+		}
+	}()
+	for {
+		c := m.cat.Store().State().Collection(db, name)
+		if c == nil {
+			return fmt.Errorf("%w: collection %s.%s is gone", shard.ErrStaleAction, db, name)
+		}
+		if len(c.Partitions) >= n {
+			return nil
+		}
+		pm, err := MapOf(c)
+		if err != nil {
+			return err
+		}
+		a, ok := shard.WidestSplit(pm)
+		if !ok {
+			return fmt.Errorf("collection %s.%s cannot split beyond %d partitions", db, name, pm.Len())
+		}
+		if _, err := m.ApplySplit(db, name, &a); err != nil && !errors.Is(err, shard.ErrStaleAction) {
+			return err
+		}
+		split = true
 	}
 }

@@ -141,3 +141,40 @@ func TestManagerMovePartition(t *testing.T) {
 		t.Errorf("scan after the cleanup: %d documents, want 1000", n)
 	}
 }
+
+// TestManagerSplitToThroughput: SplitTo splits the widest partitions until the count is
+// reached (1 → 3 → 5, equal-width ranges where it can), every document stays readable by
+// scan and by shard key, and a lower count never merges.
+func TestManagerSplitToThroughput(t *testing.T) {
+	f := newManagerFixture(t, 300, 1<<30)
+	if err := f.m.SplitTo("db", "c", 3); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.coll(t).Map.Len(); n != 3 {
+		t.Fatalf("%d partitions after SplitTo(3)", n)
+	}
+	if err := f.m.SplitTo("db", "c", 5); err != nil {
+		t.Fatal(err)
+	}
+	ci := f.coll(t)
+	if ci.Map.Len() != 5 {
+		t.Fatalf("%d partitions after SplitTo(5)", ci.Map.Len())
+	}
+	for i := range ci.Map.Len() {
+		lo, hi := ci.Map.Range(i)
+		if w := hi - lo; w != 1<<62 && w != 1<<61 { // quarters, and one quarter halved
+			t.Errorf("partition %d spans [%#x, %#x)", i, lo, hi)
+		}
+	}
+	if n := f.count(t, `{}`); n != 300 {
+		t.Errorf("scan after SplitTo: %d documents, want 300", n)
+	}
+	for _, k := range []int{0, 77, 150, 299} {
+		if n := f.count(t, fmt.Sprintf(`{"k": %d}`, k)); n != 1 {
+			t.Errorf("find k=%d after SplitTo: %d documents, want 1", k, n)
+		}
+	}
+	if err := f.m.SplitTo("db", "c", 2); err != nil || f.coll(t).Map.Len() != 5 {
+		t.Fatalf("SplitTo(2) on 5 partitions: %v, %d partitions", err, f.coll(t).Map.Len())
+	}
+}

@@ -13,6 +13,11 @@ type Spec struct {
 	Key              bsoncore.Document
 	NumInitialChunks int
 	Throughput       int64
+	// Autoscale marks Throughput as an autoscale maximum (Cosmos DB's autoScaleSettings).
+	Autoscale bool
+	// Options are the create command's options for a collection created sharded (nil if
+	// none); converting an existing collection keeps its own.
+	Options bsoncore.Document
 }
 
 // StoreParts converts a shard package partition list to the catalog's.

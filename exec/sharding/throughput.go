@@ -1,6 +1,8 @@
 package sharding
 
 import (
+	"strings"
+
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/shard"
@@ -15,28 +17,55 @@ type Provisioned struct {
 }
 
 // Throughput returns the throughput provisioned for c in catalog state st: its own, or else its
-// share of its database's shared throughput (the database's RU/s spread evenly over the
-// collections that have none of their own, as Cosmos DB spreads a shared offer). Zero RU
-// means nothing is provisioned and nothing is throttled.
+// share of its database's shared throughput (the database's RU/s spread evenly over the data
+// collections that have none of their own, as Cosmos DB spreads a shared offer; system.*
+// collections and views take no share and get none). Zero RU means nothing is provisioned
+// and nothing is throttled.
+//
+//	db {throughput: 1000}: a {}, b {}, c {Throughput: 400} → a 500, b 500, c 400
 func Throughput(st *store.CatalogState, c *store.Collection) Provisioned {
 	if c.Throughput > 0 {
-		return Provisioned{RU: float64(c.Throughput)}
+		return Provisioned{RU: float64(c.Throughput), Autoscale: c.Autoscale}
 	}
-	d := st.Database(c.DB)
-	if d == nil || d.Options == nil {
+	if !sharesThroughput(c) {
 		return Provisioned{}
 	}
-	t, _ := bsonx.NumberAsInt64(d.Options.Lookup("throughput"))
+	t, autoscale := DatabaseThroughput(st.Database(c.DB))
 	if t <= 0 {
 		return Provisioned{}
 	}
 	sharing := 0
 	for _, o := range st.Collections(c.DB) {
-		if o.Throughput <= 0 {
+		if o.Throughput <= 0 && sharesThroughput(o) {
 			sharing++
 		}
 	}
-	return Provisioned{RU: float64(t) / float64(max(sharing, 1))}
+	return Provisioned{RU: float64(t) / float64(max(sharing, 1)), Autoscale: autoscale}
+}
+
+// DatabaseThroughput returns the shared throughput of database d (its Options' throughput
+// and autoscale fields): RU/s, 0 if none, and whether it is an autoscale maximum.
+func DatabaseThroughput(d *store.Database) (ru int64, autoscale bool) {
+	if d == nil || d.Options == nil {
+		return 0, false
+	}
+	ru, _ = bsonx.NumberAsInt64(d.Options.Lookup("throughput"))
+	autoscale, _ = d.Options.Lookup("autoscale").BooleanOK()
+	return max(ru, 0), autoscale && ru > 0
+}
+
+// sharesThroughput reports whether c is a data collection that takes a share of its
+// database's throughput: not a system.* collection, not a view.
+func sharesThroughput(c *store.Collection) bool {
+	if strings.HasPrefix(c.Name, "system.") {
+		return false
+	}
+	if c.Options != nil {
+		if _, err := c.Options.LookupErr("viewOn"); err == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // budgetEntry is a collection's budgets, valid for the catalog state they were checked
