@@ -160,8 +160,8 @@ var actionClasses = map[string]Action{
 	"createRole": ActionUserAdmin, "dropRole": ActionUserAdmin, "viewRole": ActionUserAdmin,
 	"grantRole": ActionUserAdmin, "revokeRole": ActionUserAdmin, "changePassword": ActionUserAdmin,
 	"changeCustomData": ActionUserAdmin,
-	"listDatabases": ActionAuthenticated,
-	"serverStatus": ActionClusterAdmin, "hostInfo": ActionClusterAdmin, "getCmdLineOpts": ActionClusterAdmin,
+	"listDatabases":    ActionAuthenticated,
+	"serverStatus":     ActionClusterAdmin, "hostInfo": ActionClusterAdmin, "getCmdLineOpts": ActionClusterAdmin,
 	"getParameter": ActionClusterAdmin, "setParameter": ActionClusterAdmin, "getLog": ActionClusterAdmin,
 	"inprog": ActionClusterAdmin, "killop": ActionClusterAdmin, "listShards": ActionClusterAdmin,
 	"enableSharding": ActionClusterAdmin, "moveChunk": ActionClusterAdmin, "shutdown": ActionClusterAdmin,
@@ -174,4 +174,3 @@ func ActionClass(name string) (Action, bool) {
 	a, ok := actionClasses[name]
 	return a, ok
 }
-
