@@ -188,3 +188,13 @@ func (r *Registry) Allowed(users []UserName, need Need) bool {
 	}
 	return false
 }
+
+// AllRoles returns the names of every custom role, sorted by database and name.
+func (r *Registry) AllRoles() []RoleName {
+	out := make([]RoleName, 0, len(r.roles))
+	for n := range r.roles {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b RoleName) int { return strings.Compare(a.DB+"\x00"+a.Role, b.DB+"\x00"+b.Role) })
+	return out
+}

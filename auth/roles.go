@@ -174,3 +174,24 @@ func ActionClass(name string) (Action, bool) {
 	a, ok := actionClasses[name]
 	return a, ok
 }
+
+// BuiltinPrivileges returns the privileges of a built-in role in MongoDB's vocabulary: for
+// each class it grants, the MongoDB action names of that class, sorted (nil if r is not
+// built in).
+func BuiltinPrivileges(r RoleName) []Privilege {
+	var out []Privilege
+	for _, g := range builtinGrants(r) {
+		p := Privilege{DB: g.db, Cluster: g.cluster && g.db != ""}
+		if g.cluster && g.db == "" {
+			p.AnyResource = true
+		}
+		for name, a := range actionClasses {
+			if a != ActionUndeclared && g.actions.has(a) {
+				p.Actions = append(p.Actions, name)
+			}
+		}
+		slices.Sort(p.Actions)
+		out = append(out, p)
+	}
+	return out
+}

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -37,6 +38,12 @@ type command struct {
 	// filters that alias the body): dispatch gives them a private copy of the body, which
 	// otherwise aliases the connection's reused read buffer.
 	retainsBody bool
+	// action is the privilege the command needs on its database (or the cluster) when access
+	// control is on; every command declares one (auth.ActionNone for the handshake).
+	action auth.Action
+	// needs, when set, replaces the one need {action, db, collection} with what this
+	// invocation needs (aggregate with $out on another database, renameCollection, ...).
+	needs func(r *request, def auth.Need) []auth.Need
 }
 
 // dispatch finds the command named by the first field of the body and runs it.
@@ -89,6 +96,9 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 	if err := validateDBName(r.db); err != nil {
 		return err
 	}
+	if err := e.authorize(r, cmd); err != nil {
+		return err
+	}
 	if cmd.retainsBody || retainsBody[r.name] {
 		r.body = append(bsoncore.Document(nil), r.body...)
 	}
@@ -128,6 +138,7 @@ func (e *Executor) commandTable() map[string]*command {
 	if e.opts.Storage != nil {
 		e.addDataCommands(add)
 		e.addSearchIndexCommands(add)
+		e.addAuthCommands(add)
 	}
 	if e.opts.TestCommands {
 		e.addTestCommands(add)
