@@ -93,8 +93,12 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 	if cmd.adminOnly && r.db != "admin" {
 		return mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", r.name)
 	}
-	if err := validateDBName(r.db); err != nil {
-		return err
+	// $external is where external users (MONGODB-X509) authenticate: a database name for
+	// the authentication commands only.
+	if r.db != "$external" || cmd.action != auth.ActionNone {
+		if err := validateDBName(r.db); err != nil {
+			return err
+		}
 	}
 	if err := e.authorize(r, cmd); err != nil {
 		return err
