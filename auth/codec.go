@@ -249,7 +249,7 @@ func DecodePrivileges(v bsoncore.Value) ([]Privilege, error) {
 		for _, av := range avals {
 			name, ok := av.StringValueOK()
 			if _, known := actionClasses[name]; !ok || !known {
-				return nil, fmt.Errorf("Unrecognized action privilege string: %s", name)
+				return nil, fmt.Errorf("Unrecognized action privilege string: %s", name) //nolint:staticcheck // MongoDB's wording: createRole sends it to the client
 			}
 			p.Actions = append(p.Actions, name)
 		}
