@@ -167,7 +167,7 @@ func (e *Executor) authorize(r *request, cmd *command) error {
 	}
 	for _, n := range needs {
 		if !reg.Allowed(users, n) {
-			return mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to execute command %s", r.db, bsonx.ShellDoc(r.body))
+			return mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to execute command %s", r.db, bsonx.ShellDoc(redactSecrets(r.body)))
 		}
 	}
 	return nil
@@ -272,4 +272,23 @@ func renameNeeds(r *request, _ auth.Need) []auth.Need {
 			auth.Need{Action: auth.ActionWrite, DB: toDB, Coll: toColl})
 	}
 	return needs
+}
+
+// redactSecrets returns body with a top-level pwd replaced by "xxx", as MongoDB redacts
+// commands in messages and currentOp; body itself when it holds none.
+func redactSecrets(body bsoncore.Document) bsoncore.Document {
+	if _, err := body.LookupErr("pwd"); err != nil {
+		return body
+	}
+	idx, out := bsoncore.AppendDocumentStart(nil)
+	elems, _ := body.Elements()
+	for _, el := range elems {
+		if el.Key() == "pwd" {
+			out = bsoncore.AppendStringElement(out, "pwd", "xxx")
+			continue
+		}
+		out = append(out, el...)
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out
 }

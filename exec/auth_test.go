@@ -244,7 +244,8 @@ func TestAuthRolesEnforced(t *testing.T) {
 	wantCode(t, writer, "app", `{"aggregate": "c", "pipeline": [{"$out": "d"}], "cursor": {}}`, 0, "")
 	wantCode(t, writer, "app", `{"aggregate": "c", "pipeline": [{"$out": {"db": "other", "coll": "d"}}], "cursor": {}}`, 13, "")
 	wantCode(t, writer, "app", `{"collMod": "c"}`, 13, "")
-	wantCode(t, writer, "app", `{"createUser": "x", "pwd": "pw", "roles": []}`, 13, "")
+	wantCode(t, writer, "app", `{"createUser": "x", "pwd": "secretpw", "roles": []}`, 13,
+		`not authorized on app to execute command { createUser: "x", pwd: "xxx", roles: [], $db: "app" }`)
 
 	// A role granted later applies to the connection at once; a dropped user loses it all.
 	wantCode(t, admin, "app", `{"grantRolesToUser": "reader", "roles": ["readWrite"]}`, 0, "")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -153,9 +154,8 @@ func (c *Config) authorization() string {
 
 // redactArgv returns argv with the value of --auth-password replaced, for getCmdLineOpts.
 func redactArgv(argv []string) []string {
-	out := make([]string, len(argv))
+	out := slices.Clone(argv)
 	for i, a := range argv {
-		out[i] = a
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		switch {
 		case name != "auth-password" || !strings.HasPrefix(a, "-"):
