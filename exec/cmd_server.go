@@ -178,7 +178,7 @@ func (e *Executor) listCommands(_ context.Context, r *request) error {
 		var cidx int32
 		cidx, out = bsoncore.AppendDocumentElementStart(out, name)
 		out = bsoncore.AppendStringElement(out, "help", c.help)
-		out = bsoncore.AppendBooleanElement(out, "requiresAuth", false)
+		out = bsoncore.AppendBooleanElement(out, "requiresAuth", c.action != auth.ActionNone)
 		out = bsoncore.AppendBooleanElement(out, "secondaryOk", true)
 		out = bsoncore.AppendBooleanElement(out, "adminOnly", c.adminOnly)
 		out = appendStringArray(out, "apiVersions", nil)
