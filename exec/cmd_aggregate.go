@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/args"
@@ -17,7 +18,7 @@ import (
 
 // addAggregateCommands registers aggregate. MongoDB counts it under opcounters.command.
 func (e *Executor) addAggregateCommands(add func(*command, ...string)) {
-	add(&command{run: e.aggregate, help: "Runs the sharded aggregation command. See http://dochub.mongodb.org/core/aggregation for more details."}, "aggregate")
+	add(&command{run: e.aggregate, action: auth.ActionRead, needs: aggregateNeeds, help: "Runs the sharded aggregation command. See http://dochub.mongodb.org/core/aggregation for more details."}, "aggregate")
 }
 
 // aggregateArgs are the parsed arguments of aggregate.

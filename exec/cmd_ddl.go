@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
+	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -18,17 +19,17 @@ import (
 
 // addDDLCommands registers the database and collection commands.
 func (e *Executor) addDDLCommands(add func(*command, ...string)) {
-	add(&command{run: e.create, help: "create a collection explicitly"}, "create")
-	add(&command{run: e.drop, help: "drop a collection"}, "drop")
-	add(&command{run: e.collMod, help: "change the options of a collection or of one of its indexes"}, "collMod")
-	add(&command{run: e.dropDatabase, help: "drop a database and all its collections"}, "dropDatabase")
-	add(&command{run: e.listDatabases, help: "list the databases", adminOnly: true}, "listDatabases")
-	add(&command{run: e.listCollections, help: "list the collections of a database"}, "listCollections")
-	add(&command{run: e.renameCollection, help: "rename a collection", adminOnly: true}, "renameCollection")
-	add(&command{run: e.collStats, help: "statistics of a collection"}, "collStats", "collstats")
-	add(&command{run: e.dbStats, help: "statistics of a database"}, "dbStats", "dbstats")
+	add(&command{run: e.create, action: auth.ActionDDL, help: "create a collection explicitly"}, "create")
+	add(&command{run: e.drop, action: auth.ActionDDL, help: "drop a collection"}, "drop")
+	add(&command{run: e.collMod, action: auth.ActionDBAdmin, help: "change the options of a collection or of one of its indexes"}, "collMod")
+	add(&command{run: e.dropDatabase, action: auth.ActionDBAdmin, help: "drop a database and all its collections"}, "dropDatabase")
+	add(&command{run: e.listDatabases, action: auth.ActionAuthenticated, help: "list the databases", adminOnly: true}, "listDatabases")
+	add(&command{run: e.listCollections, action: auth.ActionListing, help: "list the collections of a database"}, "listCollections")
+	add(&command{run: e.renameCollection, action: auth.ActionDDL, needs: renameNeeds, help: "rename a collection", adminOnly: true}, "renameCollection")
+	add(&command{run: e.collStats, action: auth.ActionListing, help: "statistics of a collection"}, "collStats", "collstats")
+	add(&command{run: e.dbStats, action: auth.ActionListing, help: "statistics of a database"}, "dbStats", "dbstats")
 	if e.opts.TestCommands {
-		add(&command{run: e.ttlMonitorCommand, help: "test only: set the TTL monitor's interval and run a pass", adminOnly: true}, "cleaveTTLMonitor")
+		add(&command{run: e.ttlMonitorCommand, action: auth.ActionClusterAdmin, help: "test only: set the TTL monitor's interval and run a pass", adminOnly: true}, "cleaveTTLMonitor")
 	}
 }
 

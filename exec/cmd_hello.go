@@ -17,12 +17,18 @@ func (e *Executor) hello(_ context.Context, r *request) error {
 	legacy := r.name != "hello"
 	var helloOK bool
 	var clientCompressors bsoncore.Array
+	var speculative bsoncore.Document
+	var saslMechsUser string // "db.user" of saslSupportedMechs
 	err := args.ForEach(r.name, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		switch key {
 		case "helloOk":
 			helloOK = v.Type == bsoncore.TypeBoolean && v.Boolean()
 		case "compression":
 			clientCompressors, _ = v.ArrayOK()
+		case "speculativeAuthenticate":
+			speculative, _ = v.DocumentOK()
+		case "saslSupportedMechs":
+			saslMechsUser, _ = v.StringValueOK()
 		}
 		// The handshake grows fields with every driver release (backpressure, ...); like
 		// mongod, accept and ignore the ones this server does not use.
@@ -53,6 +59,16 @@ func (e *Executor) hello(_ context.Context, r *request) error {
 	if clientCompressors != nil {
 		r.conn.compressors = negotiateCompressors(clientCompressors)
 		out = appendStringArray(out, "compression", r.conn.compressors)
+	}
+	if saslMechsUser != "" {
+		if mechs := e.saslSupportedMechs(saslMechsUser); mechs != nil {
+			out = appendStringArray(out, "saslSupportedMechs", mechs)
+		}
+	}
+	if speculative != nil {
+		if reply := e.speculativeAuth(r.conn, speculative); reply != nil {
+			out = bsoncore.AppendDocumentElement(out, "speculativeAuthenticate", reply)
+		}
 	}
 	r.out = out
 	return nil

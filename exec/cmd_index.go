@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -16,9 +17,9 @@ import (
 
 // addIndexCommands registers createIndexes, listIndexes and dropIndexes.
 func (e *Executor) addIndexCommands(add func(*command, ...string)) {
-	add(&command{run: e.createIndexes, help: "create indexes on a collection"}, "createIndexes")
-	add(&command{run: e.listIndexes, help: "list the indexes of a collection"}, "listIndexes")
-	add(&command{run: e.dropIndexes, help: "drop indexes of a collection"}, "dropIndexes", "deleteIndexes")
+	add(&command{run: e.createIndexes, action: auth.ActionDDL, help: "create indexes on a collection"}, "createIndexes")
+	add(&command{run: e.listIndexes, action: auth.ActionListing, help: "list the indexes of a collection"}, "listIndexes")
+	add(&command{run: e.dropIndexes, action: auth.ActionDDL, help: "drop indexes of a collection"}, "dropIndexes", "deleteIndexes")
 }
 
 // createIndexesArgs are the parsed arguments of createIndexes.

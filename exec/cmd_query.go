@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -15,9 +16,9 @@ import (
 
 // addQueryCommands registers count, distinct and explain.
 func (e *Executor) addQueryCommands(add func(*command, ...string)) {
-	add(&command{run: e.count, help: "count objects in collection"}, "count")
-	add(&command{run: e.distinct, help: "{ distinct : 'collection name' , key : 'a.b' , query : {} }"}, "distinct")
-	add(&command{run: e.explain, help: "explain database reads and writes"}, "explain")
+	add(&command{run: e.count, action: auth.ActionRead, help: "count objects in collection"}, "count")
+	add(&command{run: e.distinct, action: auth.ActionRead, help: "{ distinct : 'collection name' , key : 'a.b' , query : {} }"}, "distinct")
+	add(&command{run: e.explain, action: auth.ActionRead, help: "explain database reads and writes"}, "explain")
 }
 
 // countArgs are the parsed arguments of count.

@@ -9,34 +9,34 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
-	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/wire"
 )
 
 // addServerCommands registers the handshake, diagnostic and session commands.
 func (e *Executor) addServerCommands(add func(*command, ...string)) {
-	add(&command{run: e.hello, help: "Check if this server is primary for a replica set"}, "hello", "isMaster", "ismaster")
-	add(&command{run: e.ping, help: "a way to check that the server is alive"}, "ping")
-	add(&command{run: e.buildInfo, help: "get version #, etc."}, "buildInfo", "buildinfo")
-	add(&command{run: e.serverStatus, help: "returns lots of administrative server statistics"}, "serverStatus")
-	add(&command{run: e.hostInfo, help: "returns information about the daemon's host"}, "hostInfo")
-	add(&command{run: e.whatsMyURI, help: "{whatsmyuri:1}"}, "whatsmyuri")
-	add(&command{run: e.connectionStatus, help: "Returns connection-specific information such as logged-in users and their roles"}, "connectionStatus")
-	add(&command{run: e.isDBGrid, help: "check if the server is a mongos"}, "isdbgrid")
-	add(&command{run: e.getLastRequestStatistics, help: "the name, request charge and duration of this connection's last command (Azure Cosmos DB)"},
+	add(&command{run: e.hello, action: auth.ActionNone, help: "Check if this server is primary for a replica set"}, "hello", "isMaster", "ismaster")
+	add(&command{run: e.ping, action: auth.ActionNone, help: "a way to check that the server is alive"}, "ping")
+	add(&command{run: e.buildInfo, action: auth.ActionNone, help: "get version #, etc."}, "buildInfo", "buildinfo")
+	add(&command{run: e.serverStatus, action: auth.ActionClusterAdmin, help: "returns lots of administrative server statistics"}, "serverStatus")
+	add(&command{run: e.hostInfo, action: auth.ActionClusterAdmin, help: "returns information about the daemon's host"}, "hostInfo")
+	add(&command{run: e.whatsMyURI, action: auth.ActionNone, help: "{whatsmyuri:1}"}, "whatsmyuri")
+	add(&command{run: e.connectionStatus, action: auth.ActionNone, help: "Returns connection-specific information such as logged-in users and their roles"}, "connectionStatus")
+	add(&command{run: e.isDBGrid, action: auth.ActionNone, help: "check if the server is a mongos"}, "isdbgrid")
+	add(&command{run: e.getLastRequestStatistics, action: auth.ActionNone, help: "the name, request charge and duration of this connection's last command (Azure Cosmos DB)"},
 		"getLastRequestStatistics")
-	add(&command{run: e.listCommands, help: "get a list of all db commands"}, "listCommands")
-	add(&command{run: e.getCmdLineOpts, help: "get argv", adminOnly: true}, "getCmdLineOpts")
-	add(&command{run: e.getParameter, help: "get administrative option(s)", adminOnly: true}, "getParameter")
-	add(&command{run: e.setParameter, help: "set administrative option(s)", adminOnly: true}, "setParameter")
-	add(&command{run: e.getLog, help: "{ getLog : '*' }  OR { getLog : 'global' }", adminOnly: true}, "getLog")
-	add(&command{run: e.getDefaultRWConcern, help: "Gets the default read or write concern for a cluster", adminOnly: true}, "getDefaultRWConcern")
-	add(&command{run: e.startSession, help: "start a logical session"}, "startSession")
-	add(&command{run: e.endSessions, help: "end a set of logical sessions"}, "endSessions")
-	add(&command{run: e.endSessions, help: "kill a logical session and its operations"}, "killSessions")
-	add(&command{run: e.okCommand, help: "renew a set of logical sessions"}, "refreshSessions")
-	add(&command{run: e.killAllSessions, help: "kill all logical sessions, for a user, and their operations", adminOnly: true}, "killAllSessions", "killAllSessionsByPattern")
+	add(&command{run: e.listCommands, action: auth.ActionNone, help: "get a list of all db commands"}, "listCommands")
+	add(&command{run: e.getCmdLineOpts, action: auth.ActionClusterAdmin, help: "get argv", adminOnly: true}, "getCmdLineOpts")
+	add(&command{run: e.getParameter, action: auth.ActionClusterAdmin, help: "get administrative option(s)", adminOnly: true}, "getParameter")
+	add(&command{run: e.setParameter, action: auth.ActionClusterAdmin, help: "set administrative option(s)", adminOnly: true}, "setParameter")
+	add(&command{run: e.getLog, action: auth.ActionClusterAdmin, help: "{ getLog : '*' }  OR { getLog : 'global' }", adminOnly: true}, "getLog")
+	add(&command{run: e.getDefaultRWConcern, action: auth.ActionClusterAdmin, help: "Gets the default read or write concern for a cluster", adminOnly: true}, "getDefaultRWConcern")
+	add(&command{run: e.startSession, action: auth.ActionNone, help: "start a logical session"}, "startSession")
+	add(&command{run: e.endSessions, action: auth.ActionNone, help: "end a set of logical sessions"}, "endSessions")
+	add(&command{run: e.endSessions, action: auth.ActionAuthenticated, help: "kill a logical session and its operations"}, "killSessions")
+	add(&command{run: e.okCommand, action: auth.ActionNone, help: "renew a set of logical sessions"}, "refreshSessions")
+	add(&command{run: e.killAllSessions, action: auth.ActionClusterAdmin, help: "kill all logical sessions, for a user, and their operations", adminOnly: true}, "killAllSessions", "killAllSessionsByPattern")
 }
 
 // ping answers {ok: 1}.
@@ -162,24 +162,6 @@ func (e *Executor) whatsMyURI(_ context.Context, r *request) error {
 	return nil
 }
 
-// connectionStatus reports the connection's authenticated users: none until
-// authentication exists.
-func (e *Executor) connectionStatus(_ context.Context, r *request) error {
-	showPrivileges := false
-	if v, err := r.body.LookupErr("showPrivileges"); err == nil {
-		showPrivileges, _ = args.Bool(r.name, "showPrivileges", v)
-	}
-	idx, out := bsoncore.AppendDocumentElementStart(r.out, "authInfo")
-	out = appendStringArray(out, "authenticatedUsers", nil)
-	out = appendStringArray(out, "authenticatedUserRoles", nil)
-	if showPrivileges {
-		out = appendStringArray(out, "authenticatedUserPrivileges", nil)
-	}
-	out, _ = bsoncore.AppendDocumentEnd(out, idx)
-	r.out = out
-	return nil
-}
-
 // isDBGrid answers as a mongos: yes.
 func (e *Executor) isDBGrid(_ context.Context, r *request) error {
 	host, _ := os.Hostname()
@@ -196,7 +178,7 @@ func (e *Executor) listCommands(_ context.Context, r *request) error {
 		var cidx int32
 		cidx, out = bsoncore.AppendDocumentElementStart(out, name)
 		out = bsoncore.AppendStringElement(out, "help", c.help)
-		out = bsoncore.AppendBooleanElement(out, "requiresAuth", false)
+		out = bsoncore.AppendBooleanElement(out, "requiresAuth", c.action != auth.ActionNone)
 		out = bsoncore.AppendBooleanElement(out, "secondaryOk", true)
 		out = bsoncore.AppendBooleanElement(out, "adminOnly", c.adminOnly)
 		out = appendStringArray(out, "apiVersions", nil)

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
+	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -19,16 +20,16 @@ import (
 
 // addShardCommands registers the sharding commands and starts the partition manager.
 func (e *Executor) addShardCommands(add func(*command, ...string)) {
-	add(&command{run: e.enableSharding, help: "enable sharding on a database", adminOnly: true}, "enableSharding", "enablesharding")
-	add(&command{run: e.shardCollection, help: "shard a collection by a hashed key", adminOnly: true}, "shardCollection", "shardcollection")
-	add(&command{run: e.customAction, help: "Azure Cosmos DB's collection and database commands"}, "customAction")
-	add(&command{run: e.partitionStats, help: "per-partition storage, documents, RU/s and hot keys"}, "partitionStats")
-	add(&command{run: e.listShards, help: "list the shards", adminOnly: true}, "listShards")
-	add(&command{run: e.balancerStatus, help: "the balancer's state", adminOnly: true}, "balancerStatus")
-	add(&command{run: e.getShardVersion, help: "a sharded collection's version", adminOnly: true}, "getShardVersion", "getshardversion")
-	add(&command{run: e.getShardMap, help: "the shards and their hosts", adminOnly: true}, "getShardMap")
-	add(&command{run: e.moveChunk, help: "move the partition holding a shard-key value to a shard", adminOnly: true}, "moveChunk", "movechunk")
-	add(&command{run: e.okCommand, help: "accepted; the balancer always runs", adminOnly: true}, "balancerStart", "balancerStop")
+	add(&command{run: e.enableSharding, action: auth.ActionClusterAdmin, help: "enable sharding on a database", adminOnly: true}, "enableSharding", "enablesharding")
+	add(&command{run: e.shardCollection, action: auth.ActionClusterAdmin, help: "shard a collection by a hashed key", adminOnly: true}, "shardCollection", "shardcollection")
+	add(&command{run: e.customAction, action: auth.ActionDDL, help: "Azure Cosmos DB's collection and database commands"}, "customAction")
+	add(&command{run: e.partitionStats, action: auth.ActionListing, help: "per-partition storage, documents, RU/s and hot keys"}, "partitionStats")
+	add(&command{run: e.listShards, action: auth.ActionClusterAdmin, help: "list the shards", adminOnly: true}, "listShards")
+	add(&command{run: e.balancerStatus, action: auth.ActionClusterAdmin, help: "the balancer's state", adminOnly: true}, "balancerStatus")
+	add(&command{run: e.getShardVersion, action: auth.ActionClusterAdmin, help: "a sharded collection's version", adminOnly: true}, "getShardVersion", "getshardversion")
+	add(&command{run: e.getShardMap, action: auth.ActionClusterAdmin, help: "the shards and their hosts", adminOnly: true}, "getShardMap")
+	add(&command{run: e.moveChunk, action: auth.ActionClusterAdmin, help: "move the partition holding a shard-key value to a shard", adminOnly: true}, "moveChunk", "movechunk")
+	add(&command{run: e.okCommand, action: auth.ActionClusterAdmin, help: "accepted; the balancer always runs", adminOnly: true}, "balancerStart", "balancerStop")
 }
 
 // enableSharding accepts {enableSharding: db}: every database can hold sharded

@@ -129,7 +129,7 @@ func (c *conn) currentOpDoc(now time.Time, idle bool, e *Executor) bsoncore.Docu
 			AppendInt64("microsecs_running", d.Microseconds()).
 			AppendString("op", "command").
 			AppendString("ns", db+".$cmd").
-			AppendDocument("command", append(bsoncore.Document(nil), op.body...))
+			AppendDocument("command", append(bsoncore.Document(nil), redactSecrets(op.body)...))
 	}
 	return b.Build()
 }

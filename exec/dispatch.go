@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -37,6 +38,12 @@ type command struct {
 	// filters that alias the body): dispatch gives them a private copy of the body, which
 	// otherwise aliases the connection's reused read buffer.
 	retainsBody bool
+	// action is the privilege the command needs on its database (or the cluster) when access
+	// control is on; every command declares one (auth.ActionNone for the handshake).
+	action auth.Action
+	// needs, when set, replaces the one need {action, db, collection} with what this
+	// invocation needs (aggregate with $out on another database, renameCollection, ...).
+	needs func(r *request, def auth.Need) []auth.Need
 }
 
 // dispatch finds the command named by the first field of the body and runs it.
@@ -86,7 +93,14 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 	if cmd.adminOnly && r.db != "admin" {
 		return mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", r.name)
 	}
-	if err := validateDBName(r.db); err != nil {
+	// $external is where external users (MONGODB-X509) authenticate: a database name for
+	// the authentication commands only.
+	if r.db != "$external" || cmd.action != auth.ActionNone {
+		if err := validateDBName(r.db); err != nil {
+			return err
+		}
+	}
+	if err := e.authorize(r, cmd); err != nil {
 		return err
 	}
 	if cmd.retainsBody || retainsBody[r.name] {
@@ -128,6 +142,7 @@ func (e *Executor) commandTable() map[string]*command {
 	if e.opts.Storage != nil {
 		e.addDataCommands(add)
 		e.addSearchIndexCommands(add)
+		e.addAuthCommands(add)
 	}
 	if e.opts.TestCommands {
 		e.addTestCommands(add)

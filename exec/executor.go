@@ -52,6 +52,8 @@ type Options struct {
 	// PartitionCheckInterval is how often the partition manager looks at partition stats and
 	// decides splits and moves; 0 means one second.
 	PartitionCheckInterval time.Duration
+	// Auth is access control (auth.go).
+	Auth AuthOptions
 }
 
 // EnsureDefaults fills in zero fields with their defaults.
@@ -83,6 +85,8 @@ type Executor struct {
 	fail failPoints
 	// knobs are the parameters setParameter changes (cmd_params.go).
 	knobs serverKnobs
+	// authn holds the users and roles (auth.go).
+	authn authState
 
 	// The packages that do the work, wired together by New; nil without Storage.
 	// cat is the catalog: compiled collections, key locks, the DDL lock.
@@ -138,6 +142,10 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		})
 		e.write = write.NewPath(e.cat, e.query, e.shards)
 		e.ddl = ddl.New(e.cat, e.write, e.log, &e.counters.deletedDocs)
+		if err := e.loadRegistry(); err != nil {
+			// Nobody can authenticate then: access control fails closed.
+			e.log.Error("cannot load users and roles", zap.Error(err))
+		}
 	}
 	e.commands = e.commandTable()
 	e.metrics = newMetrics(e)
@@ -190,6 +198,8 @@ type conn struct {
 	appName string
 	// ops is the command running now, for $currentOp (current_op.go).
 	ops opState
+	// authn is who the connection authenticated as (auth.go).
+	authn connAuth
 }
 
 // requestStats describes the last finished command of a connection.

@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
+	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -86,7 +87,7 @@ type failAction struct {
 
 // addTestCommands registers the commands enabled by Options.TestCommands.
 func (e *Executor) addTestCommands(add func(*command, ...string)) {
-	add(&command{run: e.configureFailPoint, help: "modifies the settings of a fail point", adminOnly: true},
+	add(&command{run: e.configureFailPoint, action: auth.ActionClusterAdmin, help: "modifies the settings of a fail point", adminOnly: true},
 		"configureFailPoint")
 }
 

@@ -22,6 +22,7 @@ var forbidden = map[string][]string{
 	"wire":            {"exec", "shard", "store"},
 	"store":           {"exec", "shard", "wire"},
 	"shard":           {"exec", "store", "wire"},
+	"auth":            {"exec", "shard", "store", "wire"},
 	"exec/args":       {"exec/catalog", "exec/stream", "exec/query", "exec/write", "exec/sharding", "exec/ddl", "exec/agg"},
 	"exec/expr":       {"exec/catalog", "exec/stream", "exec/query", "exec/write", "exec/sharding", "exec/ddl", "exec/agg", "store", "shard"},
 	"exec/match":      {"exec/catalog", "exec/stream", "exec/query", "exec/write", "exec/sharding", "exec/ddl", "exec/agg", "store", "shard"},

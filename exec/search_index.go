@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/args"
@@ -25,11 +26,11 @@ func errSearchIndexCommands() error {
 
 // addSearchIndexCommands registers the Atlas Search index commands.
 func (e *Executor) addSearchIndexCommands(add func(*command, ...string)) {
-	add(&command{run: e.createSearchIndexes, help: "Command to create a search index. Only supported with Atlas."},
+	add(&command{run: e.createSearchIndexes, action: auth.ActionDDL, help: "Command to create a search index. Only supported with Atlas."},
 		"createSearchIndexes")
-	add(&command{run: e.updateSearchIndex, help: "Command to update a search index. Only supported with Atlas."},
+	add(&command{run: e.updateSearchIndex, action: auth.ActionDDL, help: "Command to update a search index. Only supported with Atlas."},
 		"updateSearchIndex")
-	add(&command{run: e.dropSearchIndex, help: "Command to drop a search index. Only supported with Atlas."},
+	add(&command{run: e.dropSearchIndex, action: auth.ActionDDL, help: "Command to drop a search index. Only supported with Atlas."},
 		"dropSearchIndex")
 }
 

@@ -89,6 +89,18 @@ func startServer(t testing.TB, args ...string) *server {
 	return s
 }
 
+// startAuthServer starts cleave with access control on (--auth) and a root user created at
+// startup (--auth-user, --auth-password), plus extra flags.
+func startAuthServer(t testing.TB, user, password string, args ...string) *server {
+	t.Helper()
+	return startServer(t, append([]string{"--auth", "--auth-user", user, "--auth-password", password}, args...)...)
+}
+
+// userURI is the connection string for user with password, authenticating on authSource.
+func (s *server) userURI(user, password, db, authSource string) string {
+	return "mongodb://" + user + ":" + password + "@" + s.addr + "/" + db + "?authSource=" + authSource
+}
+
 // start runs the binary on a free port and waits until it has written its address.
 func (s *server) start() {
 	s.t.Helper()

@@ -18,6 +18,7 @@ import (
 //	'c' 'D' | name            → Database record (BSON)
 //	'c' 'C' | coll u32 BE     → Collection record (BSON); keyed by ID, so a rename rewrites
 //	                            one record and never touches data
+//	'c' 'S' kind | db 0 name  → security record: a user or role (catalog_security.go)
 //	'm' 'n' "coll"            → next collection ID, uint64 BE (never decreases)
 const (
 	catalogDatabase   byte = 'D'
@@ -84,6 +85,14 @@ func loadCatalog(pdb *pebble.DB, e *edit) (CollID, error) {
 				e.putCollection(c)
 				maxID = max(maxID, c.ID)
 			}
+		case len(k) > 3 && k[1] == catalogSecurity:
+			id, ok := decodeSecurityKey(k)
+			if !ok {
+				err = errCorruptKey(k)
+				break
+			}
+			e.cloneSecurity()
+			e.s.security[id] = cloneDoc(v)
 		default:
 			err = errCorruptKey(k)
 		}

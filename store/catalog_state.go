@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // CatalogState is an immutable snapshot of the catalog. Readers get it from Catalog.State
@@ -13,6 +15,9 @@ type CatalogState struct {
 	dbs   map[string]*Database
 	colls map[string]map[string]*Collection // database name → collection name → record
 	byID  map[CollID]*Collection
+	// security holds the users and roles (catalog_security.go); an edit copies it only
+	// when it changes it.
+	security map[securityID]bsoncore.Document
 }
 
 // emptyState returns a state with no databases.
@@ -21,6 +26,8 @@ func emptyState() *CatalogState {
 		dbs:   map[string]*Database{},
 		colls: map[string]map[string]*Collection{},
 		byID:  map[CollID]*Collection{},
+
+		security: map[securityID]bsoncore.Document{},
 	}
 }
 
@@ -55,6 +62,16 @@ func (s *CatalogState) Live(id CollID) bool { return s.byID[id] != nil }
 type edit struct {
 	s       *CatalogState
 	touched map[string]bool
+	// securityCloned is set once security is a private copy.
+	securityCloned bool
+}
+
+// cloneSecurity makes the edit's security map a private copy, once.
+func (e *edit) cloneSecurity() {
+	if !e.securityCloned {
+		e.s.security = maps.Clone(e.s.security)
+		e.securityCloned = true
+	}
 }
 
 // newEdit starts an edit of a copy of s.
@@ -64,6 +81,8 @@ func newEdit(s *CatalogState) *edit {
 			dbs:   maps.Clone(s.dbs),
 			colls: maps.Clone(s.colls),
 			byID:  maps.Clone(s.byID),
+
+			security: s.security,
 		},
 		touched: map[string]bool{},
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,6 +31,10 @@ type Config struct {
 	// TLSCA, a PEM file of the CA that signs client certificates, makes them required.
 	TLSCert, TLSKey, TLSCA string
 	SlowOp                 time.Duration
+	// Auth turns access control on (mongod's --auth); AuthUser and AuthPassword create a
+	// root user on admin at startup when no user exists.
+	Auth                   bool
+	AuthUser, AuthPassword string
 
 	// Partitioning (MISSION.md "How many partitions, and splits").
 	PartitionMaxBytes        int64
@@ -62,6 +67,9 @@ func parseConfig(args []string) (Config, error) {
 	fs.StringVar(&c.TLSKey, "tls-key", env("TLS_KEY", ""), "PEM file of the server's TLS private key")
 	fs.StringVar(&c.TLSCA, "tls-ca", env("TLS_CA", ""), "PEM file of the CA that signs client certificates (clients must then present one)")
 	fs.BoolVar(&c.TestCommands, "test-commands", env("TEST_COMMANDS", "") == "true", "enable commands for test suites (failpoints), like mongod's enableTestCommands")
+	fs.BoolVar(&c.Auth, "auth", env("AUTH", "") == "true", "require authentication (SCRAM-SHA-256, SCRAM-SHA-1) and enforce roles on every command")
+	fs.StringVar(&c.AuthUser, "auth-user", env("AUTH_USER", ""), "create this root user on admin at startup if no user exists (with --auth-password)")
+	fs.StringVar(&c.AuthPassword, "auth-password", env("AUTH_PASSWORD", ""), "password of --auth-user (prefer CLEAVE_AUTH_PASSWORD: flags are visible to other local users)")
 	fs.DurationVar(&c.SlowOp, "slow-op", envDuration("SLOW_OP", 100*time.Millisecond), "log commands slower than this at info level (MongoDB's slowms)")
 	fs.Int64Var(&c.PartitionMaxBytes, "partition-max-bytes", envInt64("PARTITION_MAX_BYTES", 50<<30), "size above which a partition splits in two")
 	fs.Float64Var(&c.MaxPartitionRU, "max-partition-ru", envFloat("MAX_PARTITION_RU", 10000), "most RU/s one partition serves (t): provisioned T needs ceil(T/t) partitions")
@@ -105,6 +113,9 @@ func (c *Config) validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--log-format %q: must be console or json", c.LogFormat))
 	}
+	if (c.AuthUser == "") != (c.AuthPassword == "") {
+		errs = append(errs, errors.New("--auth-user and --auth-password go together"))
+	}
 	if c.MaxConns < 1 {
 		errs = append(errs, fmt.Errorf("--max-conns %d: must be at least 1", c.MaxConns))
 	}
@@ -144,11 +155,38 @@ func (c *Config) parsed() bsoncore.Document {
 		AppendDocument("sharding", bsoncore.NewDocumentBuilder().
 			AppendInt32("shards", int32(c.Shards)).
 			Build()).
+		AppendDocument("security", bsoncore.NewDocumentBuilder().
+			AppendString("authorization", c.authorization()).
+			Build()).
 		AppendDocument("systemLog", bsoncore.NewDocumentBuilder().
 			AppendString("verbosity", c.LogLevel).
 			AppendString("format", c.LogFormat).
 			Build()).
 		Build()
+}
+
+// authorization is getCmdLineOpts' security.authorization: "enabled" or "disabled".
+func (c *Config) authorization() string {
+	if c.Auth {
+		return "enabled"
+	}
+	return "disabled"
+}
+
+// redactArgv returns argv with the value of --auth-password replaced, for getCmdLineOpts.
+func redactArgv(argv []string) []string {
+	out := slices.Clone(argv)
+	for i, a := range argv {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch {
+		case name != "auth-password" || !strings.HasPrefix(a, "-"):
+		case hasValue:
+			out[i] = a[:strings.Index(a, "=")+1] + "<password>"
+		case i+1 < len(argv):
+			out[i+1] = "<password>"
+		}
+	}
+	return out
 }
 
 // env returns the CLEAVE_<name> environment variable, or def when unset.

@@ -104,7 +104,7 @@ func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (
 	s.closers = append(s.closers, closeStorage)
 	var ws *wire.Server
 	ex := exec.New(exec.Options{
-		Argv:         append([]string{"cleave"}, argv...),
+		Argv:         append([]string{"cleave"}, redactArgv(argv)...),
 		Parsed:       cfg.parsed(),
 		SlowOp:       cfg.SlowOp,
 		TestCommands: cfg.TestCommands,
@@ -123,8 +123,16 @@ func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (
 		},
 		MaxParallelism:         cfg.MaxParallelism,
 		PartitionCheckInterval: cfg.PartitionCheckInterval,
+		Auth:                   exec.AuthOptions{Enabled: cfg.Auth},
 	}, logger)
 	s.closers = append(s.closers, func() error { ex.Close(); return nil })
+	if cfg.AuthUser != "" {
+		if err := ex.EnsureRootUser(cfg.AuthUser, cfg.AuthPassword); err != nil {
+			_ = ln.Close()
+			_ = s.close(context.Background())
+			return nil, fmt.Errorf("cannot create the root user: %w", err)
+		}
+	}
 	ws = wire.NewServer(wire.ServerOptions{MaxConns: cfg.MaxConns}, ex, logger)
 	s.wire = ws
 	go func() { s.done <- ws.Serve(ln) }()
@@ -142,7 +150,7 @@ func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (
 		}
 	}
 	logger.Info("cleave is ready", zap.String("listen", addr), zap.String("dir", cfg.Dir),
-		zap.Int("shards", cfg.Shards))
+		zap.Int("shards", cfg.Shards), zap.Bool("auth", cfg.Auth))
 	return s, nil
 }
 

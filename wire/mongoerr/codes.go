@@ -33,6 +33,7 @@ const (
 	PathNotViable                            Code = 28
 	NonExistentPath                          Code = 29
 	InvalidPath                              Code = 30
+	RoleNotFound                             Code = 31
 	ConflictingUpdateOperators               Code = 40
 	CursorNotFound                           Code = 43
 	NoMatchingDocument                       Code = 47
@@ -132,6 +133,8 @@ const (
 	Location40571 Code = 40571 // OP_MSG requests require a $db argument
 	Location40352 Code = 40352 // FieldPath cannot be constructed with empty string
 	Location40353 Code = 40353 // FieldPath must not end with a '.'
+	Location51002 Code = 51002 // Role "…@…" already exists
+	Location51003 Code = 51003 // User "…@…" already exists
 	Location51024 Code = 51024 // batchSize must be non-negative
 	Location51108 Code = 51108 // invalid regex flag
 )
@@ -177,6 +180,7 @@ var names = map[Code]string{
 	PathNotViable:                            "PathNotViable",
 	NonExistentPath:                          "NonExistentPath",
 	InvalidPath:                              "InvalidPath",
+	RoleNotFound:                             "RoleNotFound",
 	ConflictingUpdateOperators:               "ConflictingUpdateOperators",
 	CursorNotFound:                           "CursorNotFound",
 	NoMatchingDocument:                       "NoMatchingDocument",
