@@ -39,7 +39,11 @@ func (e *Executor) partitionStats(_ context.Context, r *request) error {
 	if ci.Meta.ShardKey != nil {
 		out = bsoncore.AppendDocumentElement(out, "shardKey", ci.Meta.ShardKey)
 	}
-	out = bsoncore.AppendInt64Element(out, "throughput", ci.Meta.Throughput)
+	// The throughput the partitions share: the collection's own, or its share of its
+	// database's; each partition's budget is an even part of it.
+	prov := sharding.Throughput(e.st.Catalog.State(), ci.Meta)
+	out = bsoncore.AppendInt64Element(out, "throughput", int64(prov.RU))
+	out = bsoncore.AppendBooleanElement(out, "autoscale", prov.Autoscale)
 	out = bsoncore.AppendInt32Element(out, "numPartitions", int32(ci.Map.Len()))
 	var totalDocs, totalBytes int64
 	aidx, out := bsoncore.AppendArrayElementStart(out, "partitions")
@@ -60,6 +64,7 @@ func (e *Executor) partitionStats(_ context.Context, r *request) error {
 			o = bsoncore.AppendDoubleElement(o, "ruPerSec", snaps[i].RUPerSec)
 			o = bsoncore.AppendDoubleElement(o, "totalRU", snaps[i].TotalRU)
 		}
+		o = bsoncore.AppendDoubleElement(o, "budgetRUPerSec", prov.RU/float64(ci.Map.Len()))
 		o = bsoncore.AppendInt64Element(o, "throttledRequests", throttled[i])
 		for _, h := range hot {
 			if h.ID == p.ID {

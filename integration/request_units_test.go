@@ -237,6 +237,18 @@ func TestThrottleHotPartition(t *testing.T) {
 	if n := partitionOf(t, after, coldID)["throttledRequests"].(int64); n != 0 {
 		t.Errorf("the cold partition counts %d throttled requests", n)
 	}
+	// The metrics endpoint shows the same: the hot partition throttled, the cold one not.
+	fams := scrape(t, srv)
+	for id, hot := range map[int64]bool{hotID: true, coldID: false} {
+		labels := map[string]string{"db": "throttle", "collection": "c", "partition": fmt.Sprint(id)}
+		n, series := metricSum(fams, "cleave_partition_throttled_requests_total", labels)
+		if series != 1 || (n > 0) != hot {
+			t.Errorf("metrics: partition %d (hot %v) shows %v throttled requests in %d series", id, hot, n, series)
+		}
+		if budget, _ := metricSum(fams, "cleave_partition_provisioned_request_units_per_second", labels); budget != 1000 {
+			t.Errorf("metrics: partition %d has a budget of %v RU/s, want 1000", id, budget)
+		}
+	}
 	// Every admitted $inc was applied once, and no refused one was.
 	var got bson.M
 	for {
