@@ -234,3 +234,26 @@ func TestCosmosCreateShardKey(t *testing.T) {
 		t.Errorf("config.collections does not show db.hashed sharded: %v", r)
 	}
 }
+
+// TestCosmosPartitionStatsThroughput: partitionStats shows the throughput the partitions
+// share and each one's budget; an idle autoscale collection runs at 10% of its maximum; a
+// collection without its own throughput gets its share of its database's.
+func TestCosmosPartitionStatsThroughput(t *testing.T) {
+	c := cosmosConn(t)
+	cosmosOK(t, c, "ps", `{"customAction": "CreateCollection", "collection": "auto", "shardKey": "k", "autoScaleSettings": {"maxThroughput": 20000}}`)
+	r := cosmosOK(t, c, "ps", `{"partitionStats": "auto"}`)
+	if r.Lookup("throughput").Int64() != 20000 || !r.Lookup("autoscale").Boolean() ||
+		r.Lookup("autoscaleRUPerSec").Double() != 2000 || r.Lookup("partitions", "0", "budgetRUPerSec").Double() != 10000 {
+		t.Errorf("autoscale partitionStats: %v", r)
+	}
+	cosmosOK(t, c, "shared", `{"customAction": "CreateDatabase", "offerThroughput": 4000}`)
+	cosmosOK(t, c, "shared", `{"customAction": "CreateCollection", "collection": "a", "shardKey": "k"}`)
+	cosmosOK(t, c, "shared", `{"customAction": "CreateCollection", "collection": "b", "shardKey": "k"}`)
+	r = cosmosOK(t, c, "shared", `{"partitionStats": "a"}`)
+	if r.Lookup("throughput").Int64() != 2000 || r.Lookup("autoscale").Boolean() {
+		t.Errorf("a collection sharing 4,000 RU/s with one other: %v", r)
+	}
+	if _, err := r.LookupErr("autoscaleRUPerSec"); err == nil {
+		t.Errorf("manual throughput reports an autoscale level: %v", r)
+	}
+}

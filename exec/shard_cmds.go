@@ -46,6 +46,7 @@ func (e *Executor) partitionStats(_ context.Context, r *request) error {
 	out = bsoncore.AppendBooleanElement(out, "autoscale", prov.Autoscale)
 	out = bsoncore.AppendInt32Element(out, "numPartitions", int32(ci.Map.Len()))
 	var totalDocs, totalBytes int64
+	var load float64
 	aidx, out := bsoncore.AppendArrayElementStart(out, "partitions")
 	for i := 0; i < ci.Map.Len(); i++ {
 		p := ci.Map.Partition(i)
@@ -63,6 +64,7 @@ func (e *Executor) partitionStats(_ context.Context, r *request) error {
 		if i < len(snaps) {
 			o = bsoncore.AppendDoubleElement(o, "ruPerSec", snaps[i].RUPerSec)
 			o = bsoncore.AppendDoubleElement(o, "totalRU", snaps[i].TotalRU)
+			load += snaps[i].RUPerSec
 		}
 		o = bsoncore.AppendDoubleElement(o, "budgetRUPerSec", prov.RU/float64(ci.Map.Len()))
 		o = bsoncore.AppendInt64Element(o, "throttledRequests", throttled[i])
@@ -74,6 +76,12 @@ func (e *Executor) partitionStats(_ context.Context, r *request) error {
 		out, _ = bsoncore.AppendDocumentEnd(o, pidx)
 	}
 	out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	if prov.Autoscale {
+		// Autoscale scales instantly between 10% and 100% of its maximum with the load, as
+		// Cosmos DB's does: requests are refused only past the maximum, and the level in
+		// use (what Cosmos bills) is the measured load within those bounds.
+		out = bsoncore.AppendDoubleElement(out, "autoscaleRUPerSec", min(max(load, prov.RU/10), prov.RU))
+	}
 	out = bsoncore.AppendInt64Element(out, "documents", totalDocs)
 	out = bsoncore.AppendInt64Element(out, "bytes", totalBytes)
 	hidx, out := bsoncore.AppendArrayElementStart(out, "hotKeys")
