@@ -25,7 +25,7 @@ URI=mongodb://127.0.0.1:$PORT
 
 start() { # start SHARDS: a fresh server on $PORT; sets PID
 	rm -rf "$OUT/data"
-	"$OUT/cleave" --dir "$OUT/data" --listen 127.0.0.1:$PORT --shards "$1" >"$OUT/server-$1.log" 2>&1 &
+	"$OUT/cleave" --http-addr "" --dir "$OUT/data" --listen 127.0.0.1:$PORT --shards "$1" >"$OUT/server-$1.log" 2>&1 &
 	PID=$!
 	for _ in $(seq 100); do
 		$MONGOSH --quiet "$URI" --eval 'db.runCommand({ping: 1}).ok' >/dev/null 2>&1 && return
