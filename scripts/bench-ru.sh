@@ -33,7 +33,7 @@ for r in $(seq "$ROUNDS"); do
 			-shard hashed:deviceId >"$OUT/load-$metered-$r.txt"
 		$MONGOSH --quiet "$URI/mbench" --eval \
 			'db.runCommand({customAction: "UpdateCollection", collection: "telemetry", offerThroughput: 1000000}).ok' >/dev/null
-		"$OUT/mbench" run -uri "$URI" -workload a -threads 32 -duration 10s -pid "$PID" \
+		"$OUT/mbench" run -uri "$URI" -workload a -records "$RECORDS" -threads 32 -duration 10s -pid "$PID" \
 			-label "metered=$metered" -out "$OUT/a-$metered-$r.json" >"$OUT/a-$metered-$r.txt"
 		kill "$PID"
 		wait "$PID" || true
