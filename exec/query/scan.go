@@ -52,13 +52,15 @@ type ShardStream struct {
 	started  bool
 	refused  bool // a budget refused the stream: it read nothing and costs nothing
 
-	pos    int // next partition (scan), range (index) or id (ids)
-	docIt  catalog.DocIter
-	idxIt  catalog.IndexIter
-	seen   map[string]struct{}
-	buf    []byte
-	key    []byte // scratch for seen keys
-	closed bool
+	pos int // next partition (scan), range (index) or id (ids)
+	// idHashes are the further hashes holding the _id last read by a point plan.
+	idHashes []uint64
+	docIt    catalog.DocIter
+	idxIt    catalog.IndexIter
+	seen     map[string]struct{}
+	buf      []byte
+	key      []byte // scratch for seen keys
+	closed   bool
 	// pf, when set, reads this shard ahead in a goroutine (scan_parallel.go); the fields
 	// above then belong to pf's reader and stats is the consumer's view of its totals.
 	pf *prefetch
@@ -183,23 +185,32 @@ func (ss *ShardStream) nextScan(ctx context.Context) (bsoncore.Document, error) 
 	}
 }
 
-// nextID reads the next _id of a point plan.
+// nextID reads the next _id of a point plan. Where the hash of an _id is not known (a
+// collection sharded on another field), the _id index gives the hashes that hold it: _id is
+// unique per logical partition, so several documents may share it.
 func (ss *ShardStream) nextID() (bsoncore.Document, error) {
 	ci := ss.ci
-	for ss.pos < len(ss.p.ids) {
-		t := ss.p.ids[ss.pos]
-		ss.pos++
-		hash := t.hash
-		if !t.hashSet {
-			ss.Stats.KeysExamined++
-			h, _, found, err := ss.r.HasIndexKeyPrefix(ci.Meta.ID, ci.Indexes[0].Meta.ID, t.id)
-			if err != nil {
-				return nil, catalog.StoreError(err)
+	for ss.pos < len(ss.p.ids) || len(ss.idHashes) > 0 {
+		var t idTarget
+		var hash uint64
+		switch {
+		case len(ss.idHashes) > 0:
+			t, hash = ss.p.ids[ss.pos-1], ss.idHashes[0]
+			ss.idHashes = ss.idHashes[1:]
+		default:
+			t = ss.p.ids[ss.pos]
+			ss.pos++
+			hash = t.hash
+			if !t.hashSet {
+				hashes, err := ss.hashesOfID(t.id)
+				if err != nil {
+					return nil, err
+				}
+				if len(hashes) == 0 {
+					continue
+				}
+				hash, ss.idHashes = hashes[0], hashes[1:]
 			}
-			if !found {
-				continue
-			}
-			hash = h
 		}
 		if !ss.owns(hash) || ci.Map.Partition(ci.Map.Locate(hash)).Shard != ss.Shard {
 			continue
@@ -221,6 +232,30 @@ func (ss *ShardStream) nextID() (bsoncore.Document, error) {
 		}
 	}
 	return nil, nil
+}
+
+// hashesOfID returns the hashes of the documents with encoded _id id on this shard, from the
+// _id index.
+func (ss *ShardStream) hashesOfID(id []byte) ([]uint64, error) {
+	it, err := ss.r.NewIndexIter(ss.ci.Meta.ID, ss.ci.Indexes[0].Meta.ID, id, store.KeyPrefixEnd(id), false)
+	if err != nil {
+		return nil, catalog.StoreError(err)
+	}
+	var hashes []uint64
+	n := 0
+	for it.Next() {
+		n++
+		hashes = append(hashes, it.Hash())
+	}
+	ss.Stats.KeysExamined += int64(max(n, 1)) // a miss still examined the index once
+	err = it.Err()
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, catalog.StoreError(err)
+	}
+	return hashes, nil
 }
 
 // nextIndex walks the plan's index ranges and fetches each entry's document once.

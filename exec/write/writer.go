@@ -42,6 +42,7 @@ type Writer struct {
 	stagedN int // documents staged
 	// charge is the request units of the writes staged (DocWrite.Cost).
 	charge float64
+	idbuf  []byte // scratch for idKey
 	unlock func()
 	keybuf []byte
 	// multikey are the index paths staged writes make multikey, recorded in the catalog
@@ -152,7 +153,13 @@ func (wr *Writer) Stage(w *DocWrite) error {
 		newHash = w.NewHash
 	}
 	newShard := ci.Map.Partition(ci.Map.Locate(newHash)).Shard
-	// Unique checks first, so that a failure stages nothing.
+	// Unique checks first, so that a failure stages nothing. A document that moves to
+	// another logical partition (its shard key changed) must find its _id free there.
+	if w.Old != nil && w.New != nil && newHash != w.Hash && ci.IDIndexed && ci.TS == nil {
+		if err := wr.checkIDFreeAt(w, newHash); err != nil {
+			return err
+		}
+	}
 	if w.New != nil {
 		for _, xi := range ci.WriteUniques {
 			if err := wr.checkUnique(xi, newShard, newHash, w); err != nil {
@@ -236,7 +243,7 @@ func (wr *Writer) stageIndex(xi *catalog.Index, oldShard, newShard int, oldHash,
 		if moved || !containsKey(newKeys, k) {
 			wr.batch(oldShard).DeleteIndex(coll, xi.Meta.ID, k, oldHash, w.ID)
 			if xi.ChecksKeys() { // unique or prepareUnique
-				wr.markStaged(oldShard, xi, k, nil)
+				wr.markStaged(oldShard, xi, wr.uniqueKey(xi, k, oldHash), nil)
 			}
 		}
 	}
@@ -244,7 +251,7 @@ func (wr *Writer) stageIndex(xi *catalog.Index, oldShard, newShard int, oldHash,
 		if moved || !containsKey(oldKeys, k) {
 			wr.batch(newShard).SetIndex(coll, xi.Meta.ID, k, newHash, w.ID)
 			if xi.ChecksKeys() { // unique or prepareUnique
-				wr.markStaged(newShard, xi, k, w.ID)
+				wr.markStaged(newShard, xi, wr.uniqueKey(xi, k, newHash), w.ID)
 			}
 		}
 	}
@@ -338,20 +345,30 @@ func (wr *Writer) CheckIDFree(w *DocWrite) error {
 	if ci.TS != nil {
 		return nil // a time-series collection has no unique _id (timeseries_write.go)
 	}
-	s := ci.Map.Partition(ci.Map.Locate(w.Hash)).Shard
-	if holder, ok := wr.staged[wr.stagedKey(s, ci.Indexes[0], w.ID)]; ok && holder != nil {
+	return wr.checkIDFreeAt(w, w.Hash)
+}
+
+// checkIDFreeAt fails with E11000 when the logical partition at hash already holds w's _id,
+// in the store or among the writes staged before. _id is unique per logical partition
+// (MISSION.md): in a collection sharded on another field two shard-key values may hold the
+// same _id, so the _id index is checked for the entry (_id, hash), not for the _id alone;
+// an unsharded collection, or one sharded on _id, has one global _id.
+func (wr *Writer) checkIDFreeAt(w *DocWrite, hash uint64) error {
+	ci := wr.ci
+	s := ci.Map.Partition(ci.Map.Locate(hash)).Shard
+	if holder, ok := wr.staged[wr.stagedKey(s, ci.Indexes[0], wr.idKey(w.ID, hash))]; ok && holder != nil {
 		return wr.DupKeyError(ci.Indexes[0], w.New)
 	}
 	db := wr.p.cat.Shards()[s]
 	var found bool
 	if ci.IDIndexed {
 		var err error
-		_, _, found, err = db.HasIndexKeyPrefix(ci.Meta.ID, ci.Indexes[0].Meta.ID, w.ID)
+		_, _, found, err = db.HasIndexKeyPrefix(ci.Meta.ID, ci.Indexes[0].Meta.ID, wr.idKey(w.ID, hash))
 		if err != nil {
 			return err
 		}
 	} else {
-		_, err := db.GetDoc(ci.Meta.ID, w.Hash, w.ID, nil)
+		_, err := db.GetDoc(ci.Meta.ID, hash, w.ID, nil)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
@@ -360,8 +377,28 @@ func (wr *Writer) CheckIDFree(w *DocWrite) error {
 	if found {
 		return wr.DupKeyError(ci.Indexes[0], w.New)
 	}
-	wr.markStaged(s, ci.Indexes[0], w.ID, w.ID)
+	wr.markStaged(s, ci.Indexes[0], wr.idKey(w.ID, hash), w.ID)
 	return nil
+}
+
+// uniqueKey is the key of unique index xi's entry k that must be unique: the _id index's per
+// logical partition (idKey), the others' as it is.
+func (wr *Writer) uniqueKey(xi *catalog.Index, k []byte, hash uint64) []byte {
+	if xi.IsID {
+		return wr.idKey(k, hash)
+	}
+	return k
+}
+
+// idKey is what makes an _id unique: the encoded _id followed by its hash where the _id index
+// has entries (the prefix of its entries for that logical partition), the encoded _id alone
+// where the hash derives from the _id or is always 0. It may return wr's scratch buffer.
+func (wr *Writer) idKey(id []byte, hash uint64) []byte {
+	if !wr.ci.IDIndexed {
+		return id
+	}
+	wr.idbuf = binary.BigEndian.AppendUint64(append(wr.idbuf[:0], id...), hash)
+	return wr.idbuf
 }
 
 // Commit commits every staged batch, synced unless sync is false (w: 0 or j: false).
