@@ -52,7 +52,7 @@ func (e *Executor) hello(_ context.Context, r *request) error {
 	out = bsoncore.AppendInt32Element(out, "maxWriteBatchSize", maxWriteBatchSize)
 	out = bsoncore.AppendDateTimeElement(out, "localTime", time.Now().UnixMilli())
 	out = bsoncore.AppendInt32Element(out, "logicalSessionTimeoutMinutes", logicalSessionTimeoutMinutes)
-	out = bsoncore.AppendInt64Element(out, "connectionId", r.conn.info.ID)
+	out = bsoncore.AppendInt32Element(out, "connectionId", int32(r.conn.info.ID)) // an int, as mongod answers
 	out = bsoncore.AppendInt32Element(out, "maxWireVersion", maxWireVersion)
 	out = bsoncore.AppendInt32Element(out, "minWireVersion", minWireVersion)
 	out = bsoncore.AppendBooleanElement(out, "readOnly", false)

@@ -111,9 +111,12 @@ func coerceInt64(v bsoncore.Value) (int64, bool) {
 // lists them. Values are cleave's effective settings.
 var parameters = []parameter{
 	{"authenticationMechanisms", func(_ *Executor, dst []byte, key string) []byte {
-		return appendStringArray(dst, key, []string{"SCRAM-SHA-256"})
+		return appendStringArray(dst, key, []string{"SCRAM-SHA-1", "SCRAM-SHA-256"})
 	}},
 	{"cursorTimeoutMillis", int64Param(600_000)},
+	{"enableTestCommands", func(e *Executor, dst []byte, key string) []byte {
+		return bsoncore.AppendBooleanElement(dst, key, e.opts.TestCommands)
+	}},
 	{"featureCompatibilityVersion", func(_ *Executor, dst []byte, key string) []byte {
 		idx, dst := bsoncore.AppendDocumentElementStart(dst, key)
 		dst = bsoncore.AppendStringElement(dst, "version", fcv)
@@ -131,6 +134,9 @@ var parameters = []parameter{
 	{"quiet", func(_ *Executor, dst []byte, key string) []byte {
 		return bsoncore.AppendBooleanElement(dst, key, false)
 	}},
+	{"requireApiVersion", func(_ *Executor, dst []byte, key string) []byte {
+		return bsoncore.AppendBooleanElement(dst, key, false)
+	}},
 	{"transactionLifetimeLimitSeconds", func(_ *Executor, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 60) }},
 }
 
@@ -143,7 +149,7 @@ func int64Param(v int64) func(*Executor, []byte, string) []byte {
 // MongoDB, naming none that exists fails with "no option found to get".
 func (e *Executor) getParameter(_ context.Context, r *request) error {
 	first, _ := bsonx.FirstElement(r.body)
-	all := false
+	all, details := false, false
 	if s, ok := first.Value().StringValueOK(); ok && s == "*" {
 		all = true
 	}
@@ -151,16 +157,23 @@ func (e *Executor) getParameter(_ context.Context, r *request) error {
 		if s, ok := d.Lookup("allParameters").BooleanOK(); ok && s {
 			all = true
 		}
+		details, _ = d.Lookup("showDetails").BooleanOK()
 	}
 	before := len(r.out)
 	for _, p := range parameters {
-		if all {
+		if _, err := r.body.LookupErr(p.name); !all && err != nil {
+			continue
+		}
+		if !details {
 			r.out = p.append(e, r.out, p.name)
 			continue
 		}
-		if _, err := r.body.LookupErr(p.name); err == nil {
-			r.out = p.append(e, r.out, p.name)
-		}
+		// {showDetails: true}: {value, settableAtRuntime, settableAtStartup} per parameter.
+		idx, out := bsoncore.AppendDocumentElementStart(r.out, p.name)
+		out = p.append(e, out, "value")
+		out = bsoncore.AppendBooleanElement(out, "settableAtRuntime", !startupOnly[p.name])
+		out = bsoncore.AppendBooleanElement(out, "settableAtStartup", true)
+		r.out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	}
 	if len(r.out) == before {
 		return mongoerr.New(mongoerr.InvalidOptions, "no option found to get")
@@ -169,7 +182,8 @@ func (e *Executor) getParameter(_ context.Context, r *request) error {
 }
 
 // startupOnly are the reported parameters that MongoDB sets only at startup.
-var startupOnly = map[string]bool{"authenticationMechanisms": true, "featureCompatibilityVersion": true, "maxBSONDepth": true}
+var startupOnly = map[string]bool{"authenticationMechanisms": true, "enableTestCommands": true, "featureCompatibilityVersion": true,
+	"maxBSONDepth": true, "requireApiVersion": true}
 
 // setParameter changes runtime parameters: {setParameter: 1, <name>: <value>, ...}. As in
 // MongoDB, every name is checked before any value is set, values are set in name order, and

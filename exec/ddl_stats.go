@@ -200,10 +200,11 @@ func (e *Executor) dbStats(_ context.Context, r *request) error {
 		indexes += int64(len(s.indexes))
 		indexSize += s.disk() - s.storage
 	}
+	// Counts are longs and sizes doubles, as mongos answers dbStats.
 	out := bsoncore.AppendStringElement(r.out, "db", r.db)
-	out = appendSize(out, "collections", int64(len(colls)), 1)
-	out = appendSize(out, "views", 0, 1)
-	out = appendSize(out, "objects", objects, 1)
+	out = bsoncore.AppendInt64Element(out, "collections", int64(len(colls)))
+	out = bsoncore.AppendInt64Element(out, "views", 0)
+	out = bsoncore.AppendInt64Element(out, "objects", objects)
 	avg := 0.0
 	if objects > 0 {
 		avg = float64(data) / float64(objects)
@@ -211,12 +212,35 @@ func (e *Executor) dbStats(_ context.Context, r *request) error {
 	out = bsoncore.AppendDoubleElement(out, "avgObjSize", avg)
 	out = bsoncore.AppendDoubleElement(out, "dataSize", float64(data)/float64(scale))
 	out = bsoncore.AppendDoubleElement(out, "storageSize", float64(storage)/float64(scale))
-	out = appendSize(out, "indexes", indexes, 1)
+	if freeStorageArg(r.body) {
+		// Pebble reclaims space by compaction: no free-list space is held for reuse.
+		out = bsoncore.AppendDoubleElement(out, "freeStorageSize", 0)
+	}
+	out = bsoncore.AppendInt64Element(out, "indexes", indexes)
 	out = bsoncore.AppendDoubleElement(out, "indexSize", float64(indexSize)/float64(scale))
+	if freeStorageArg(r.body) {
+		out = bsoncore.AppendDoubleElement(out, "indexFreeStorageSize", 0)
+	}
 	out = bsoncore.AppendDoubleElement(out, "totalSize", float64(storage+indexSize)/float64(scale))
-	out = appendSize(out, "scaleFactor", scale, 1)
+	if freeStorageArg(r.body) {
+		out = bsoncore.AppendDoubleElement(out, "totalFreeStorageSize", 0)
+	}
+	out = bsoncore.AppendInt64Element(out, "scaleFactor", scale)
 	r.out = out
 	return nil
+}
+
+// freeStorageArg reports dbStats' freeStorage: a true value asks for the free-space sizes.
+func freeStorageArg(body bsoncore.Document) bool {
+	v, err := body.LookupErr("freeStorage")
+	if err != nil {
+		return false
+	}
+	if n, ok := bsonx.NumberAsFloat64(v); ok {
+		return n != 0
+	}
+	b, ok := v.BooleanOK()
+	return ok && b
 }
 
 // scaleArg reads the scale argument of collStats and dbStats (1 when absent).

@@ -125,8 +125,8 @@ func (e *Executor) parseListLocalSessionsStage(env *agg.Env, _ string, arg bsonc
 			return nil, mongoerr.New(mongoerr.Location40415, "BSON field '$listLocalSessions.%s' is an unknown field.", el.Key())
 		}
 	}
-	if env.DB != "admin" {
-		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$listLocalSessions must be run against the 'admin' database with {aggregate: 1}")
+	if env.Coll != "" { // any database, as MongoDB 3.6+ allows; never a collection
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$listLocalSessions must be run against the database with {aggregate: 1}, not a collection")
 	}
 	return &listLocalSessionsStage{raw: arg, e: e}, nil
 }

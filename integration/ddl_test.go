@@ -315,8 +315,13 @@ func TestDDLCollStatsAndDBStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ds["db"] != dbName(t) || ds["collections"] != int32(1) || ds["objects"] != int32(100) || ds["indexes"] != int32(2) {
-		t.Errorf("dbStats = %v", ds)
+	if ds["db"] != dbName(t) || ds["collections"] != int64(1) || ds["objects"] != int64(100) || ds["indexes"] != int64(2) ||
+		ds["scaleFactor"] != int64(1) || ds["freeStorageSize"] != nil {
+		t.Errorf("dbStats = %v (counts are longs, as mongos answers)", ds)
+	}
+	ds, err = runCmd(t, db, bson.D{{Key: "dbStats", Value: 1}, {Key: "freeStorage", Value: 1}})
+	if err != nil || ds["freeStorageSize"] != 0.0 || ds["totalFreeStorageSize"] != 0.0 {
+		t.Errorf("dbStats with freeStorage: %v %v", ds, err)
 	}
 	if n, err := c.EstimatedDocumentCount(ctx); err != nil || n != 100 {
 		t.Errorf("estimatedDocumentCount = %d, %v", n, err)

@@ -209,8 +209,44 @@ func TestListLocalSessions(t *testing.T) {
 	if found() {
 		t.Fatal("the ended session is still listed")
 	}
-	_, err = c.Database("test").Aggregate(ctx, bson.A{bson.D{{Key: "$listLocalSessions", Value: bson.D{}}}})
-	if ce := (mongo.CommandError{}); !errors.As(err, &ce) || ce.Code != 73 {
-		t.Errorf("$listLocalSessions outside admin: %v, want InvalidNamespace", err)
+	// Any database may list its sessions ({aggregate: 1}); a collection may not.
+	if _, err := c.Database("test").Aggregate(ctx, bson.A{bson.D{{Key: "$listLocalSessions", Value: bson.D{}}}}); err != nil {
+		t.Errorf("$listLocalSessions on test: %v", err)
+	}
+	_, err = c.Database("test").Collection("c").Aggregate(ctx, bson.A{bson.D{{Key: "$listLocalSessions", Value: bson.D{}}}})
+	if ce := (mongo.CommandError{}); !errors.As(err, &ce) || ce.Code != 73 || !strings.Contains(ce.Message, "not a collection") {
+		t.Errorf("$listLocalSessions on a collection: %v, want InvalidNamespace", err)
+	}
+}
+
+// TestHandshakeShapes checks field types drivers and test suites compare exactly: hello's
+// connectionId is an int, getParameter lists enableTestCommands and requireApiVersion and
+// answers showDetails.
+func TestHandshakeShapes(t *testing.T) {
+	t.Parallel()
+	c := sharedServer(t).client(t)
+	ctx := context.Background()
+	var hello bson.M
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&hello); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := hello["connectionId"].(int32); !ok {
+		t.Errorf("hello.connectionId is %T, want an int", hello["connectionId"])
+	}
+	var params bson.M
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "getParameter", Value: "*"}}).Decode(&params); err != nil {
+		t.Fatal(err)
+	}
+	if params["enableTestCommands"] != false || params["requireApiVersion"] != false {
+		t.Errorf("getParameter *: enableTestCommands %v, requireApiVersion %v", params["enableTestCommands"], params["requireApiVersion"])
+	}
+	details, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "getParameter", Value: bson.D{{Key: "showDetails", Value: true}}},
+		{Key: "cursorTimeoutMillis", Value: 1}}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := details.Lookup("cursorTimeoutMillis").Document()
+	if d.Lookup("value").Int64() != 600_000 || !d.Lookup("settableAtRuntime").Boolean() || !d.Lookup("settableAtStartup").Boolean() {
+		t.Errorf("getParameter showDetails: %v", details)
 	}
 }
