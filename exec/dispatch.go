@@ -103,6 +103,9 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 	if err := e.authorize(r, cmd); err != nil {
 		return err
 	}
+	if err := checkNoTransaction(r.body); err != nil {
+		return err
+	}
 	if cmd.retainsBody || retainsBody[r.name] {
 		r.body = append(bsoncore.Document(nil), r.body...)
 	}
@@ -139,6 +142,7 @@ func (e *Executor) commandTable() map[string]*command {
 		}
 	}
 	e.addServerCommands(add)
+	e.addTransactionCommands(add)
 	if e.opts.Storage != nil {
 		e.addDataCommands(add)
 		e.addSearchIndexCommands(add)
