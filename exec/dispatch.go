@@ -25,6 +25,9 @@ type request struct {
 	charge    float64 // request units
 	// explain is the verbosity when this command runs inside explain, "" otherwise.
 	explain string
+	// wrote is set for commands that may write: their reply's operationTime is a new tick
+	// of the cluster clock.
+	wrote bool
 }
 
 // command is one entry of the command table.
@@ -105,6 +108,13 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 	}
 	if err := checkNoTransaction(r.body); err != nil {
 		return err
+	}
+	if err := e.clock.gossip(r.body); err != nil {
+		return err
+	}
+	switch cmd.action {
+	case auth.ActionWrite, auth.ActionDDL, auth.ActionDBAdmin:
+		r.wrote = true
 	}
 	if cmd.retainsBody || retainsBody[r.name] {
 		r.body = append(bsoncore.Document(nil), r.body...)

@@ -78,6 +78,7 @@ type Executor struct {
 	st       Storage
 	cursors  *cursorRegistry
 	sessions sessionCache
+	clock    clusterClock       // cluster time: $clusterTime and operationTime (clock.go)
 	conns    sync.Map           // connection id → *conn, for $currentOp (current_op.go)
 	indexUse catalog.IndexUsage // $indexStats
 	stop     chan struct{}      // closed by Close
@@ -239,6 +240,13 @@ func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 		out = merr.AppendReply(out[:idx+4])
 	} else {
 		out = bsoncore.AppendDoubleElement(out, "ok", 1)
+	}
+	if !r.legacy {
+		t := c.e.clock.now()
+		if r.wrote {
+			t = c.e.clock.tick()
+		}
+		out = appendClusterTime(out, t)
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	c.out = out

@@ -35,6 +35,10 @@ func (e *Executor) checkoutRetryable(r *request) (rt *write.Retry, release func(
 	}
 	lsid, ok := lsidOf(r.body)
 	if !ok {
+		if id, err := r.body.LookupErr("lsid", "id"); err == nil {
+			return nil, nil, mongoerr.New(mongoerr.TypeMismatch,
+				"BSON field 'OperationSessionInfo.lsid.id' is the wrong type '%s', expected type 'binData'", bsonx.TypeName(id.Type))
+		}
 		return nil, nil, mongoerr.New(mongoerr.InvalidOptions, "Transaction number requires a session ID to also be specified")
 	}
 	s := e.sessions.get(lsid, time.Now())

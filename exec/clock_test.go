@@ -1,0 +1,55 @@
+package exec
+
+import (
+	"strconv"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/internal/streamtest"
+	"github.com/cleavedb/cleave/wire"
+)
+
+// opTime returns a reply's operationTime as one number, failing when it or $clusterTime is
+// missing or the two differ.
+func opTime(t *testing.T, reply bsoncore.Document) uint64 {
+	t.Helper()
+	ts, ti, ok := reply.Lookup("operationTime").TimestampOK()
+	cs, ci, ok2 := reply.Lookup("$clusterTime", "clusterTime").TimestampOK()
+	if !ok || !ok2 || ts != cs || ti != ci {
+		t.Fatalf("reply without matching operationTime and $clusterTime: %s", reply)
+	}
+	if _, h, ok := reply.Lookup("$clusterTime", "signature", "hash").BinaryOK(); !ok || len(h) != 20 {
+		t.Fatalf("$clusterTime without a 20-byte signature.hash: %s", reply)
+	}
+	return uint64(ts)<<32 | uint64(ti)
+}
+
+// TestSessionClusterTime checks causal consistency's fields: writes advance operationTime,
+// reads answer the latest, errors carry it too, and afterClusterTime is accepted (a
+// Timestamp only) and moves the clock forward.
+func TestSessionClusterTime(t *testing.T) {
+	e := testExecutor(t, 1, Options{})
+	c := e.Connect(wire.ConnInfo{ID: 1})
+	cmd := func(json string) bsoncore.Document { return handle(t, c, withDB(streamtest.ExtDoc(t, json), "ct")) }
+	w1 := opTime(t, cmd(`{"insert": "c", "documents": [{"_id": 1}]}`))
+	w2 := opTime(t, cmd(`{"insert": "c", "documents": [{"_id": 2}]}`))
+	if w2 <= w1 {
+		t.Fatalf("second write's operationTime %x not after the first's %x", w2, w1)
+	}
+	if r := opTime(t, cmd(`{"find": "c"}`)); r != w2 {
+		t.Fatalf("read's operationTime %x, want the latest write's %x", r, w2)
+	}
+	if r := opTime(t, cmd(`{"find": 1}`)); r != w2 {
+		t.Fatalf("error reply's operationTime %x, want %x", r, w2)
+	}
+	future := (w2>>32 + 100) << 32
+	reply := cmd(`{"find": "c", "readConcern": {"afterClusterTime": {"$timestamp": {"t": ` +
+		strconv.FormatUint(future>>32, 10) + `, "i": 0}}}}`)
+	if ok, _ := reply.Lookup("ok").AsFloat64OK(); ok != 1 || opTime(t, reply) < future {
+		t.Fatalf("find with afterClusterTime in the future: %s", reply)
+	}
+	if got := replyCode(cmd(`{"find": "c", "readConcern": {"afterClusterTime": 5}}`)); got != 14 {
+		t.Fatalf("afterClusterTime not a Timestamp: code %d, want 14 TypeMismatch", got)
+	}
+}
