@@ -3,6 +3,7 @@ package exec
 import (
 	"strconv"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -51,5 +52,45 @@ func TestSessionClusterTime(t *testing.T) {
 	}
 	if got := replyCode(cmd(`{"find": "c", "readConcern": {"afterClusterTime": 5}}`)); got != 14 {
 		t.Fatalf("afterClusterTime not a Timestamp: code %d, want 14 TypeMismatch", got)
+	}
+}
+
+// TestSessionKillClosesCursors checks that killSessions closes the cursors opened in the
+// killed session, that refreshSessions keeps a session alive, and that an expired session's
+// cursors are reaped even with noCursorTimeout.
+func TestSessionKillClosesCursors(t *testing.T) {
+	e := testExecutor(t, 1, Options{})
+	c := e.Connect(wire.ConnInfo{ID: 1})
+	cmd := func(json string) bsoncore.Document { return handle(t, c, withDB(streamtest.ExtDoc(t, json), "ks")) }
+	cmd(`{"insert": "c", "documents": [{"_id": 1}, {"_id": 2}, {"_id": 3}]}`)
+	open := func() int64 {
+		reply := cmd(`{"find": "c", "batchSize": 1, "noCursorTimeout": true, "lsid": ` + retryLSID + `}`)
+		id, ok := reply.Lookup("cursor", "id").Int64OK()
+		if !ok || id == 0 {
+			t.Fatalf("find: no cursor: %s", reply)
+		}
+		return id
+	}
+	getMore := func(id int64) int32 {
+		return replyCode(cmd(`{"getMore": {"$numberLong": "` + strconv.FormatInt(id, 10) + `"}, "collection": "c", "batchSize": 1}`))
+	}
+	id := open()
+	if got := replyCode(cmd(`{"refreshSessions": [` + retryLSID + `]}`)); got != 0 {
+		t.Fatalf("refreshSessions: code %d", got)
+	}
+	if got := replyCode(cmd(`{"killSessions": [` + retryLSID + `]}`)); got != 0 {
+		t.Fatalf("killSessions: code %d", got)
+	}
+	if got := getMore(id); got != 43 {
+		t.Fatalf("getMore after killSessions: code %d, want 43 CursorNotFound", got)
+	}
+	id = open()
+	e.cursors.expire(time.Now())
+	if got := getMore(id); got != 0 {
+		t.Fatalf("getMore of a live session's cursor: code %d", got)
+	}
+	e.cursors.expire(time.Now().Add(sessionTimeout + time.Minute))
+	if got := getMore(id); got != 43 {
+		t.Fatalf("getMore after the session expired: code %d, want 43 CursorNotFound", got)
 	}
 }

@@ -118,10 +118,10 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		opts:    opts,
 		log:     logger.Named("exec"),
 		started: time.Now(),
-		cursors: newCursorRegistry(time.Minute),
 		knobs:   newServerKnobs(),
 		stop:    make(chan struct{}),
 	}
+	e.cursors = newCursorRegistry(time.Minute, e.sessions.alive)
 	if opts.Storage != nil {
 		e.st = *opts.Storage
 		e.temp = stream.NewTemp(e.st.Temp)

@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"crypto/sha256"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -107,36 +108,74 @@ func (c *sessionCache) pruneLocked(now time.Time) {
 	}
 }
 
-// end removes the sessions of an endSessions or killSessions body ([{id: UUID}, ...]).
-func (c *sessionCache) end(body bsoncore.Document) {
+// alive reports whether session lsid is cached and was used within sessionTimeout of now.
+func (c *sessionCache) alive(lsid [16]byte, now time.Time) bool {
+	c.mu.RLock()
+	s, ok := c.m[lsid]
+	c.mu.RUnlock()
+	return ok && now.UnixNano()-s.lastUse.Load() <= int64(sessionTimeout)
+}
+
+// listed returns the session ids of an endSessions, killSessions or refreshSessions body:
+// its first field, [{id: UUID}, ...].
+func listed(body bsoncore.Document) [][16]byte {
 	first, _ := bsonx.FirstElement(body)
 	arr, ok := first.Value().ArrayOK()
 	if !ok {
-		return
+		return nil
 	}
+	var ids [][16]byte
 	vals, _ := arr.Values()
 	for _, v := range vals {
 		if d, ok := v.DocumentOK(); ok {
 			if _, id, ok := d.Lookup("id").BinaryOK(); ok && len(id) == 16 {
-				c.mu.Lock()
-				delete(c.m, [16]byte(id))
-				c.mu.Unlock()
+				ids = append(ids, [16]byte(id))
 			}
 		}
 	}
+	return ids
 }
 
-// endSessions runs endSessions and killSessions: the sessions leave the cache.
+// end removes sessions ids from the cache.
+func (c *sessionCache) end(ids [][16]byte) {
+	c.mu.Lock()
+	for _, id := range ids {
+		delete(c.m, id)
+	}
+	c.mu.Unlock()
+}
+
+// endSessions runs endSessions: the sessions leave the cache (their cursors close when the
+// reaper next runs; their retryable-write records stay in the store).
 func (e *Executor) endSessions(_ context.Context, r *request) error {
-	e.sessions.end(r.body)
+	e.sessions.end(listed(r.body))
 	return nil
 }
 
-// killAllSessions empties the cache.
+// killSessions runs killSessions: the sessions leave the cache and their cursors close.
+func (e *Executor) killSessions(_ context.Context, r *request) error {
+	ids := listed(r.body)
+	e.sessions.end(ids)
+	e.cursors.removeSessions(func(lsid [16]byte) bool { return slices.Contains(ids, lsid) })
+	return nil
+}
+
+// refreshSessions marks the listed sessions used now, so that they do not expire.
+func (e *Executor) refreshSessions(_ context.Context, r *request) error {
+	now := time.Now()
+	for _, id := range listed(r.body) {
+		e.sessions.get(id, now).lastUse.Store(now.UnixNano())
+	}
+	return nil
+}
+
+// killAllSessions (and killAllSessionsByPattern: without users every pattern matches every
+// session) empties the cache and closes every cursor opened in a session.
 func (e *Executor) killAllSessions(_ context.Context, _ *request) error {
 	e.sessions.mu.Lock()
 	clear(e.sessions.m)
 	e.sessions.mu.Unlock()
+	e.cursors.removeSessions(func([16]byte) bool { return true })
 	return nil
 }
 
