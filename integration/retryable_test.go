@@ -77,7 +77,7 @@ func (p *replyDropper) serve() {
 
 // proxy relays one client connection, message by message.
 func (p *replyDropper) proxy(client net.Conn) {
-	defer client.Close()
+	defer func() { _ = client.Close() }()
 	p.mu.Lock()
 	target := p.mu.target
 	p.mu.Unlock()
@@ -85,7 +85,7 @@ func (p *replyDropper) proxy(client net.Conn) {
 	if err != nil {
 		return
 	}
-	defer srv.Close()
+	defer func() { _ = srv.Close() }()
 	for {
 		req, err := readWireMessage(client)
 		if err != nil {
