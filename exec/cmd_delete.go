@@ -35,12 +35,23 @@ func (e *Executor) delete(ctx context.Context, r *request) error {
 	}
 	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
+	rt, release, err := e.checkoutRetryable(r)
+	if err != nil {
+		return err
+	}
+	defer release()
 	res := write.Results{}
 	for i, s := range stmts {
-		op, err := compileDelete(a, ci, s)
 		var or write.Result
-		if err == nil {
-			err = e.write.Run(ctx, op, &or)
+		if rec, ok := retried(rt, i, s.limit == 0); ok {
+			or, err = rec, nil
+		} else {
+			var op *write.Op
+			op, err = compileDelete(a, ci, s)
+			if err == nil {
+				op.Retry, op.Stmt = rt, int32(i)
+				err = e.write.Run(ctx, op, &or)
+			}
 		}
 		r.charge += or.Charge
 		if err != nil {

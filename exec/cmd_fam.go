@@ -32,6 +32,7 @@ type famArgs struct {
 	hint         bsoncore.Value
 	maxTimeMS    int64
 	wc           write.Concern
+	stmtID       int32 // the statement id of a retryable write (0 unless given)
 }
 
 // parseFAM parses a findAndModify command body.
@@ -71,7 +72,12 @@ func parseFAM(body bsoncore.Document) (*famArgs, error) {
 			a.hint, err = hintArg(cmd, key, v)
 		case "bypassDocumentValidation":
 			_, err = args.Bool(cmd, key, v)
-		case "stmtId", "encryptionInformation", "isTimeseriesNamespace", "sampleId":
+		case "stmtId":
+			var n int64
+			if n, err = args.Int64(cmd, key, v); err == nil {
+				a.stmtID = int32(n)
+			}
+		case "encryptionInformation", "isTimeseriesNamespace", "sampleId":
 		default:
 			return false, nil
 		}
@@ -133,6 +139,15 @@ func (e *Executor) findAndModify(ctx context.Context, r *request) error {
 	}
 	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
+	rt, release, err := e.checkoutRetryable(r)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if rec, ok := retried(rt, int(a.stmtID), false); ok {
+		return appendFAMReply(r, a, op, proj, &rec)
+	}
+	op.Retry, op.Stmt = rt, a.stmtID
 	var res write.Result
 	err = e.write.Run(ctx, op, &res)
 	r.charge += res.Charge

@@ -106,6 +106,7 @@ func (e *Executor) firstBatch(ctx context.Context, r *request, c *cursor, n int6
 	if exhausted || single {
 		c.Close()
 	} else {
+		c.lsid, c.hasSession = lsidOf(r.body)
 		id = e.cursors.add(c)
 	}
 	e.counters.returnedDocs.Add(int64(countBatch(out[aidx:])))

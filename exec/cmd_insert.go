@@ -70,6 +70,11 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
+	rt, release, err := e.checkoutRetryable(r)
+	if err != nil {
+		return err
+	}
+	defer release()
 	res := write.Results{}
 	for start := 0; start < len(vals); {
 		end, size := start, 0
@@ -77,7 +82,7 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 			size += len(vals[end].Data)
 			end++
 		}
-		stop, err := e.write.Insert(ctx, ci, vals[start:end], start, ordered, wc, &res)
+		stop, err := e.write.Insert(ctx, ci, vals[start:end], start, ordered, wc, &res, rt)
 		if err != nil {
 			return err
 		}

@@ -34,8 +34,8 @@ func (e *Executor) addServerCommands(add func(*command, ...string)) {
 	add(&command{run: e.getDefaultRWConcern, action: auth.ActionClusterAdmin, help: "Gets the default read or write concern for a cluster", adminOnly: true}, "getDefaultRWConcern")
 	add(&command{run: e.startSession, action: auth.ActionNone, help: "start a logical session"}, "startSession")
 	add(&command{run: e.endSessions, action: auth.ActionNone, help: "end a set of logical sessions"}, "endSessions")
-	add(&command{run: e.endSessions, action: auth.ActionAuthenticated, help: "kill a logical session and its operations"}, "killSessions")
-	add(&command{run: e.okCommand, action: auth.ActionNone, help: "renew a set of logical sessions"}, "refreshSessions")
+	add(&command{run: e.killSessions, action: auth.ActionAuthenticated, help: "kill a logical session and its operations"}, "killSessions")
+	add(&command{run: e.refreshSessions, action: auth.ActionNone, help: "renew a set of logical sessions"}, "refreshSessions")
 	add(&command{run: e.killAllSessions, action: auth.ActionClusterAdmin, help: "kill all logical sessions, for a user, and their operations", adminOnly: true}, "killAllSessions", "killAllSessionsByPattern")
 }
 

@@ -42,14 +42,25 @@ func (e *Executor) update(ctx context.Context, r *request) error {
 	}
 	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
+	rt, release, err := e.checkoutRetryable(r)
+	if err != nil {
+		return err
+	}
+	defer release()
 	res := write.Results{}
 	var upserts int64
 	for i, s := range stmts {
-		op, err := e.compileUpdate(r.db, a, ci, s, true)
 		var or write.Result
-		if err == nil {
-			ci = op.CI
-			err = e.write.Run(ctx, op, &or)
+		if rec, ok := retried(rt, i, s.multi); ok {
+			or, err = rec, nil
+		} else {
+			var op *write.Op
+			op, err = e.compileUpdate(r.db, a, ci, s, true)
+			if err == nil {
+				ci = op.CI
+				op.Retry, op.Stmt = rt, int32(i)
+				err = e.write.Run(ctx, op, &or)
+			}
 		}
 		r.charge += or.Charge
 		if err != nil {

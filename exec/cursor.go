@@ -37,6 +37,10 @@ type cursor struct {
 	inUse     atomic.Bool
 	// release runs when the cursor closes (per-query resources beyond the stream).
 	release func()
+	// lsid is the session the cursor was opened in (hasSession): it closes with the session
+	// (killSessions, or the session's expiry), whatever its own timeout.
+	lsid       [16]byte
+	hasSession bool
 }
 
 // cursorRegistry holds the open cursors of an Executor.
@@ -46,11 +50,15 @@ type cursorRegistry struct {
 		m map[int64]*cursor
 	}
 	stop chan struct{}
+	// sessionAlive reports whether a session is still live (sessionCache.alive); nil: all
+	// are.
+	sessionAlive func(lsid [16]byte, now time.Time) bool
 }
 
-// newCursorRegistry returns a registry whose reaper closes idle cursors every interval.
-func newCursorRegistry(interval time.Duration) *cursorRegistry {
-	r := &cursorRegistry{stop: make(chan struct{})}
+// newCursorRegistry returns a registry whose reaper closes idle cursors, and those of
+// sessions no longer alive (nil: never), every interval.
+func newCursorRegistry(interval time.Duration, alive func(lsid [16]byte, now time.Time) bool) *cursorRegistry {
+	r := &cursorRegistry{stop: make(chan struct{}), sessionAlive: alive}
 	r.mu.m = map[int64]*cursor{}
 	go r.reap(interval)
 	return r
@@ -144,7 +152,25 @@ func (r *cursorRegistry) expire(now time.Time) {
 	var dead []*cursor
 	r.mu.Lock()
 	for id, c := range r.mu.m {
-		if !c.noTimeout && !c.inUse.Load() && c.lastUsed.Load() < cutoff {
+		idle := !c.noTimeout && c.lastUsed.Load() < cutoff
+		orphaned := c.hasSession && r.sessionAlive != nil && !r.sessionAlive(c.lsid, now)
+		if !c.inUse.Load() && (idle || orphaned) {
+			delete(r.mu.m, id)
+			dead = append(dead, c)
+		}
+	}
+	r.mu.Unlock()
+	for _, c := range dead {
+		c.Close()
+	}
+}
+
+// removeSessions closes the cursors of the sessions for which match is true.
+func (r *cursorRegistry) removeSessions(match func(lsid [16]byte) bool) {
+	var dead []*cursor
+	r.mu.Lock()
+	for id, c := range r.mu.m {
+		if c.hasSession && match(c.lsid) {
 			delete(r.mu.m, id)
 			dead = append(dead, c)
 		}

@@ -58,7 +58,7 @@ func TestCursorBatches(t *testing.T) {
 // TestCursorRegistry: one getMore at a time, removal closes, idle cursors expire unless
 // noCursorTimeout, and closeAll closes the rest.
 func TestCursorRegistry(t *testing.T) {
-	r := newCursorRegistry(time.Hour)
+	r := newCursorRegistry(time.Hour, nil)
 	c, s := newCountedCursor(t, 1)
 	id := r.add(c)
 	if _, err := r.acquire(id); err != nil {

@@ -25,6 +25,9 @@ type request struct {
 	charge    float64 // request units
 	// explain is the verbosity when this command runs inside explain, "" otherwise.
 	explain string
+	// wrote is set for commands that may write: their reply's operationTime is a new tick
+	// of the cluster clock.
+	wrote bool
 }
 
 // command is one entry of the command table.
@@ -103,6 +106,16 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 	if err := e.authorize(r, cmd); err != nil {
 		return err
 	}
+	if err := checkNoTransaction(r.body); err != nil {
+		return err
+	}
+	if err := e.clock.gossip(r.body); err != nil {
+		return err
+	}
+	switch cmd.action {
+	case auth.ActionWrite, auth.ActionDDL, auth.ActionDBAdmin:
+		r.wrote = true
+	}
 	if cmd.retainsBody || retainsBody[r.name] {
 		r.body = append(bsoncore.Document(nil), r.body...)
 	}
@@ -139,6 +152,7 @@ func (e *Executor) commandTable() map[string]*command {
 		}
 	}
 	e.addServerCommands(add)
+	e.addTransactionCommands(add)
 	if e.opts.Storage != nil {
 		e.addDataCommands(add)
 		e.addSearchIndexCommands(add)

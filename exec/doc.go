@@ -1,7 +1,9 @@
 // Package exec answers MongoDB commands: the Executor implements wire.Handler, dispatches
 // each command through the command table (dispatch.go) to its handler (one file per command
 // or family, cmd_*.go), and turns every Go error into MongoDB's {ok: 0} reply. It owns
-// cursors, the session cache, currentOp, failpoints and explain rendering. The work itself
+// cursors, the session cache (sessions.go) and the checkout of a session by a retryable write
+// (retryable.go), the cluster clock (clock.go), the refusal of transactions (txn.go),
+// currentOp, failpoints and explain rendering. The work itself
 // lives in the packages below it, each owning one thing:
 //
 //	where is …                                         package
@@ -9,7 +11,7 @@
 //	collections, indexes, the DDL lock, the Shard seam  exec/catalog
 //	document streams: merge, sort, spill                exec/stream
 //	the planner, shard scans, parallel readers          exec/query
-//	the write path: writer, updates, upserts            exec/write
+//	the write path: writer, updates, upserts, retries   exec/write
 //	splits, moves, conversion, config.* collections     exec/sharding
 //	index builds, TTL, collMod and create options       exec/ddl
 //	aggregation stages and the shard/merge split        exec/agg

@@ -78,6 +78,7 @@ type Executor struct {
 	st       Storage
 	cursors  *cursorRegistry
 	sessions sessionCache
+	clock    clusterClock       // cluster time: $clusterTime and operationTime (clock.go)
 	conns    sync.Map           // connection id → *conn, for $currentOp (current_op.go)
 	indexUse catalog.IndexUsage // $indexStats
 	stop     chan struct{}      // closed by Close
@@ -117,10 +118,10 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		opts:    opts,
 		log:     logger.Named("exec"),
 		started: time.Now(),
-		cursors: newCursorRegistry(time.Minute),
 		knobs:   newServerKnobs(),
 		stop:    make(chan struct{}),
 	}
+	e.cursors = newCursorRegistry(time.Minute, e.sessions.alive)
 	if opts.Storage != nil {
 		e.st = *opts.Storage
 		e.temp = stream.NewTemp(e.st.Temp)
@@ -239,6 +240,13 @@ func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 		out = merr.AppendReply(out[:idx+4])
 	} else {
 		out = bsoncore.AppendDoubleElement(out, "ok", 1)
+	}
+	if !r.legacy {
+		t := c.e.clock.now()
+		if r.wrote {
+			t = c.e.clock.tick()
+		}
+		out = appendClusterTime(out, t)
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	c.out = out

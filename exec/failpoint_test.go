@@ -185,7 +185,7 @@ func TestFailCommandLabelsAndWriteConcernError(t *testing.T) {
 		}
 		return v.String()
 	}
-	const retryable = `{"insert": "c", "documents": [{"_id": 1}], "lsid": {"id": 1}, "txnNumber": {"$numberLong": "1"}}`
+	const retryable = `{"insert": "c", "documents": [{"_id": 1}], "lsid": ` + retryLSID + `, "txnNumber": {"$numberLong": "1"}}`
 	// A retryable code on a retryable write gets mongod's RetryableWriteError label...
 	set(`{"failCommands": ["insert"], "errorCode": 91}`)
 	reply, _ := fpHandle(t, c, "db", retryable)

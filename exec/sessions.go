@@ -3,8 +3,10 @@ package exec
 import (
 	"context"
 	"crypto/sha256"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -13,17 +15,29 @@ import (
 	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/stream"
+	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // sessionCache is the logical session cache of this process, as mongos keeps one: the
-// sessions (lsid) commands arrived with, and when each was last used. $listLocalSessions
-// reads it; endSessions and killSessions remove from it. Sessions carry no state yet (no
-// transactions, no retryable-write records), so the cache only answers what is in use.
+// sessions (lsid) commands arrived with, when each was last used, and the retryable-write
+// state of each (retryable.go). $listLocalSessions reads it; endSessions and killSessions
+// remove from it. A session unused for sessionTimeout leaves it (its retryable-write records
+// stay in the store, where a later use finds them).
 type sessionCache struct {
 	mu      sync.RWMutex
-	m       map[[16]byte]time.Time // lsid UUID → last use
-	pruneAt int                    // prune expired sessions when the map reaches this size
+	m       map[[16]byte]*session // lsid UUID → session
+	pruneAt int                   // prune expired sessions when the map reaches this size
+}
+
+// session is one logical session's server-side state.
+type session struct {
+	lastUse atomic.Int64 // Unix nanoseconds
+	// mu is held by the command that has the session checked out (a retryable write), so
+	// that a retry waits for the first attempt to finish; it guards retry.
+	mu sync.Mutex
+	// retry is the retryable-write state, nil until a write with txnNumber loads it.
+	retry *write.Retry
 }
 
 // sessionRefresh is how old a lastUse may get before a command refreshes it, so that the hot
@@ -34,70 +48,134 @@ const sessionRefresh = time.Second
 // localLogicalSessionTimeoutMinutes, 30).
 const sessionTimeout = 30 * time.Minute
 
-// note records the session of a command body, if it names one.
-func (c *sessionCache) note(body bsoncore.Document) {
+// lsidOf returns the session UUID of a command body, if it names one.
+func lsidOf(body bsoncore.Document) ([16]byte, bool) {
 	v, err := body.LookupErr("lsid", "id")
 	if err != nil {
-		return
+		return [16]byte{}, false
 	}
 	_, id, ok := v.BinaryOK()
 	if !ok || len(id) != 16 {
-		return
+		return [16]byte{}, false
 	}
-	k := [16]byte(id)
-	now := time.Now()
-	c.mu.RLock()
-	last, ok := c.m[k]
-	c.mu.RUnlock()
-	if ok && now.Sub(last) < sessionRefresh {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[[16]byte]time.Time{}
-	}
-	c.m[k] = now
-	if len(c.m) >= c.pruneAt {
-		for id, t := range c.m {
-			if now.Sub(t) > sessionTimeout {
-				delete(c.m, id)
-			}
-		}
-		c.pruneAt = max(1024, 2*len(c.m))
+	return [16]byte(id), true
+}
+
+// note records the session of a command body, if it names one.
+func (c *sessionCache) note(body bsoncore.Document) {
+	if k, ok := lsidOf(body); ok {
+		c.get(k, time.Now())
 	}
 }
 
-// end removes the sessions of an endSessions or killSessions body ([{id: UUID}, ...]).
-func (c *sessionCache) end(body bsoncore.Document) {
+// get returns session k, created if new, and marks it used at now.
+func (c *sessionCache) get(k [16]byte, now time.Time) *session {
+	c.mu.RLock()
+	s, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		if now.UnixNano()-s.lastUse.Load() >= int64(sessionRefresh) {
+			s.lastUse.Store(now.UnixNano())
+		}
+		return s
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.m[k]; ok {
+		s.lastUse.Store(now.UnixNano())
+		return s
+	}
+	if c.m == nil {
+		c.m = map[[16]byte]*session{}
+	}
+	s = &session{}
+	s.lastUse.Store(now.UnixNano())
+	c.m[k] = s
+	if len(c.m) >= c.pruneAt {
+		c.pruneLocked(now)
+		c.pruneAt = max(1024, 2*len(c.m))
+	}
+	return s
+}
+
+// pruneLocked removes the sessions unused for sessionTimeout, except those checked out.
+func (c *sessionCache) pruneLocked(now time.Time) {
+	for id, s := range c.m {
+		if now.UnixNano()-s.lastUse.Load() > int64(sessionTimeout) && s.mu.TryLock() {
+			delete(c.m, id)
+			s.mu.Unlock()
+		}
+	}
+}
+
+// alive reports whether session lsid is cached and was used within sessionTimeout of now.
+func (c *sessionCache) alive(lsid [16]byte, now time.Time) bool {
+	c.mu.RLock()
+	s, ok := c.m[lsid]
+	c.mu.RUnlock()
+	return ok && now.UnixNano()-s.lastUse.Load() <= int64(sessionTimeout)
+}
+
+// listed returns the session ids of an endSessions, killSessions or refreshSessions body:
+// its first field, [{id: UUID}, ...].
+func listed(body bsoncore.Document) [][16]byte {
 	first, _ := bsonx.FirstElement(body)
 	arr, ok := first.Value().ArrayOK()
 	if !ok {
-		return
+		return nil
 	}
+	var ids [][16]byte
 	vals, _ := arr.Values()
 	for _, v := range vals {
 		if d, ok := v.DocumentOK(); ok {
 			if _, id, ok := d.Lookup("id").BinaryOK(); ok && len(id) == 16 {
-				c.mu.Lock()
-				delete(c.m, [16]byte(id))
-				c.mu.Unlock()
+				ids = append(ids, [16]byte(id))
 			}
 		}
 	}
+	return ids
 }
 
-// endSessions runs endSessions and killSessions: the sessions leave the cache.
+// end removes sessions ids from the cache.
+func (c *sessionCache) end(ids [][16]byte) {
+	c.mu.Lock()
+	for _, id := range ids {
+		delete(c.m, id)
+	}
+	c.mu.Unlock()
+}
+
+// endSessions runs endSessions: the sessions leave the cache (their cursors close when the
+// reaper next runs; their retryable-write records stay in the store).
 func (e *Executor) endSessions(_ context.Context, r *request) error {
-	e.sessions.end(r.body)
+	e.sessions.end(listed(r.body))
 	return nil
 }
 
-// killAllSessions empties the cache.
+// killSessions runs killSessions: the sessions leave the cache and their cursors close.
+func (e *Executor) killSessions(_ context.Context, r *request) error {
+	ids := listed(r.body)
+	e.sessions.end(ids)
+	e.cursors.removeSessions(func(lsid [16]byte) bool { return slices.Contains(ids, lsid) })
+	return nil
+}
+
+// refreshSessions marks the listed sessions used now, so that they do not expire.
+func (e *Executor) refreshSessions(_ context.Context, r *request) error {
+	now := time.Now()
+	for _, id := range listed(r.body) {
+		e.sessions.get(id, now).lastUse.Store(now.UnixNano())
+	}
+	return nil
+}
+
+// killAllSessions (and killAllSessionsByPattern: without users every pattern matches every
+// session) empties the cache and closes every cursor opened in a session.
 func (e *Executor) killAllSessions(_ context.Context, _ *request) error {
 	e.sessions.mu.Lock()
 	clear(e.sessions.m)
 	e.sessions.mu.Unlock()
+	e.cursors.removeSessions(func([16]byte) bool { return true })
 	return nil
 }
 
@@ -141,8 +219,8 @@ func (s *listLocalSessionsStage) Open(in stream.Stream) (stream.Stream, error) {
 	c := &s.e.sessions
 	c.mu.RLock()
 	entries := make([]entry, 0, len(c.m))
-	for id, t := range c.m {
-		entries = append(entries, entry{id, t})
+	for id, s := range c.m {
+		entries = append(entries, entry{id, time.Unix(0, s.lastUse.Load())})
 	}
 	c.mu.RUnlock()
 	sort.Slice(entries, func(i, j int) bool { return entries[i].lastUse.Before(entries[j].lastUse) })

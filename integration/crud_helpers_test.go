@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"testing"
@@ -45,9 +46,14 @@ func wrJSON(t testing.TB, s string) bson.D {
 }
 
 // wrCanonical renders v as wrCanonical Extended JSON, which keeps int32, int64 and double
-// distinct, so that comparisons check types and field order.
+// distinct, so that comparisons check types and field order. A reply (bson.D) loses its
+// volatile fields, $clusterTime and operationTime (STYLE.md §6).
 func wrCanonical(t testing.TB, v any) string {
 	t.Helper()
+	if d, ok := v.(bson.D); ok { // a reply: without the fields that change from run to run
+		d = slices.DeleteFunc(slices.Clone(d), func(e bson.E) bool { return e.Key == "$clusterTime" || e.Key == "operationTime" })
+		v = d
+	}
 	b, err := bson.MarshalExtJSON(v, true, false)
 	if err != nil {
 		t.Fatalf("marshal %v: %v", v, err)

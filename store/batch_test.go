@@ -212,3 +212,25 @@ func TestIteratorIsPointInTime(t *testing.T) {
 		t.Fatalf("index iterator returned %d entries, want 10 (deletes after open are invisible)", m)
 	}
 }
+
+// TestBatchTxnRecord checks that a transaction record commits with the batch and replaces
+// the previous one.
+func TestBatchTxnRecord(t *testing.T) {
+	db := openMem(t)
+	lsid := []byte("0123456789abcdef")
+	if _, err := db.GetTxnRecord(lsid, nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("GetTxnRecord before: %v, want ErrNotFound", err)
+	}
+	for _, rec := range []string{"first", "second"} {
+		b := db.NewBatch()
+		b.SetTxnRecord(lsid, []byte(rec))
+		if err := b.Commit(true); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		got, err := db.GetTxnRecord(lsid, nil)
+		if err != nil || string(got) != rec {
+			t.Fatalf("GetTxnRecord: %q, %v; want %q", got, err, rec)
+		}
+	}
+}

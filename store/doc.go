@@ -11,7 +11,10 @@
 //	'm' ...                                              format version, counters, stats
 //	'd' | coll u32 BE | hash u64 BE | id                 → document BSON
 //	'i' | coll u32 BE | idx u32 BE | key | hash u64 BE | id | len(id) → empty
+//	't' | lsid (16 bytes)                                → session transaction record
 //
+// A transaction record holds what a retryable write of the session recorded of the
+// statements it executed on this shard; it commits in the same batch as their writes.
 // Documents sort by (coll, hash, id), so the documents of a partition (a hash range of a
 // collection) form one contiguous key range and a split is a metadata change. Index entries
 // sort by (coll, idx, key, hash, id); the trailing length of id, a reversed uvarint, lets

@@ -19,6 +19,7 @@ const (
 	prefixDoc     byte = 'd' // 'd' | coll | hash | id → document
 	prefixIndex   byte = 'i' // 'i' | coll | idx | key | hash | id | len(id) → empty
 	prefixMeta    byte = 'm' // format version, counters, stats
+	prefixTxn     byte = 't' // 't' | lsid → session transaction record (txnrec.go)
 )
 
 // Sub-kinds of meta keys (the byte after 'm').

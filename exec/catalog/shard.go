@@ -38,6 +38,9 @@ type Shard interface {
 	EstimateDiskUsage(coll store.CollID, lo, hi uint64) (uint64, error)
 	// DeleteCollectionData removes every document and index entry of coll.
 	DeleteCollectionData(coll store.CollID) error
+	// GetTxnRecord appends the transaction record of session lsid (what its retryable
+	// writes recorded on this shard) to dst, or returns store.ErrNotFound.
+	GetTxnRecord(lsid, dst []byte) ([]byte, error)
 }
 
 // Snapshot is a Reader fixed at one moment.
@@ -58,6 +61,9 @@ type Batch interface {
 	DeleteDocRange(coll store.CollID, lo, hi uint64) error
 	DeleteIndexData(coll store.CollID, idx store.IndexID)
 	DeleteIndexEntriesInRange(coll store.CollID, idx store.IndexID, lo, hi uint64) (int, error)
+	// SetTxnRecord replaces the transaction record of session lsid, atomically with the
+	// batch's document writes.
+	SetTxnRecord(lsid, rec []byte)
 	// Len is the batch's size in bytes; Count its operations; Empty reports no operation.
 	Len() int
 	Count() uint32
@@ -161,6 +167,9 @@ func (l local) EstimateDiskUsage(coll store.CollID, lo, hi uint64) (uint64, erro
 
 // DeleteCollectionData implements Shard.
 func (l local) DeleteCollectionData(coll store.CollID) error { return l.db.DeleteCollectionData(coll) }
+
+// GetTxnRecord implements Shard.
+func (l local) GetTxnRecord(lsid, dst []byte) ([]byte, error) { return l.db.GetTxnRecord(lsid, dst) }
 
 // localSnapshot is a Snapshot of a local store.
 type localSnapshot struct {

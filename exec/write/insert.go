@@ -11,14 +11,24 @@ import (
 )
 
 // Insert inserts one group of documents (base is the index of vals[0] in the request).
-// It reports whether an ordered insert must stop after an error.
+// It reports whether an ordered insert must stop after an error. With rt (a retryable
+// write), the documents whose statement was executed before count as inserted and are not
+// inserted again, and the others are recorded with their writes.
 func (p *Path) Insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Value, base int,
-	ordered bool, wc Concern, res *Results) (bool, error) {
+	ordered bool, wc Concern, res *Results, rt *Retry) (bool, error) {
 	writes := make([]DocWrite, len(vals))
 	failed := make([]error, len(vals))
+	done := make([]bool, len(vals))
 	var hashes []uint64
 	wr := p.NewWriter(ci)
+	wr.SetRetry(rt)
 	for i, v := range vals {
+		if rt != nil {
+			if _, ok := rt.Executed(int32(base + i)); ok {
+				done[i] = true
+				continue
+			}
+		}
 		doc, ok := v.DocumentOK()
 		if !ok {
 			failed[i] = mongoerr.New(mongoerr.TypeMismatch, "BSON field 'insert.documents.%d' is the wrong type '%s', expected type 'object'", base+i, bsonx.TypeName(v.Type))
@@ -43,6 +53,10 @@ func (p *Path) Insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Val
 	defer wr.Release()
 	stop := false
 	for i := range writes {
+		if done[i] {
+			res.N++
+			continue
+		}
 		err := failed[i]
 		if err == nil {
 			err = wr.CheckIDFree(&writes[i])
@@ -61,6 +75,7 @@ func (p *Path) Insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Val
 			}
 			continue
 		}
+		wr.NoteStmt(StmtResult{Stmt: int32(base + i), Matched: 1})
 		res.N++
 	}
 	if err := wr.Commit(wc.Sync()); err != nil {

@@ -46,6 +46,20 @@ type Op struct {
 	Sync   bool // commit synced (the write concern asks for durability)
 	// KeepImages asks for the pre- and post-image of the document written (findAndModify).
 	KeepImages bool
+	// Retry, for a statement of a retryable write, is its session's state: the statement's
+	// result (Stmt is its id) is recorded with its writes (retry.go). A multi statement is
+	// not recorded: its writes span several batches (drivers never retry one).
+	Retry *Retry
+	Stmt  int32
+}
+
+// recorded reports whether op's result is recorded for a retry.
+func (op *Op) recorded() bool { return op.Retry != nil && !op.Multi }
+
+// stmtResult is what a retry of op must answer, given its result so far.
+func (op *Op) stmtResult(res *Result) StmtResult {
+	return StmtResult{Stmt: op.Stmt, Matched: res.Matched, Modified: res.Modified,
+		Upserted: res.Upserted, Before: res.Before, After: res.After}
 }
 
 // Result is what a writeOp did.
@@ -137,6 +151,18 @@ func (op *Op) Write(c *Candidate) DocWrite {
 // that collides on a unique key its query fixes by equality starts again, as MongoDB
 // retries it, so that concurrent upserts of one query create one document.
 func (wp *Path) Run(ctx context.Context, op *Op, res *Result) error {
+	err := wp.run(ctx, op, res)
+	if err != nil || !op.recorded() {
+		return err
+	}
+	if _, ok := op.Retry.Executed(op.Stmt); ok {
+		return nil // recorded with its writes
+	}
+	return wp.RecordNoop(op.Retry, op.stmtResult(res), op.Sync)
+}
+
+// run is Run without the record of a retryable statement that wrote nothing.
+func (wp *Path) run(ctx context.Context, op *Op, res *Result) error {
 	if op.CI == nil {
 		return nil // no collection: nothing matches, and the caller created it for an upsert
 	}
@@ -294,6 +320,9 @@ func (wp *Path) applyWithRetry(ctx context.Context, op *Op, cands []*Candidate, 
 // stops the group; what was staged before it is committed.
 func (wp *Path) applyGroup(op *Op, cands []*Candidate, res *Result) error {
 	wr := wp.NewWriter(wp.cat.Refresh(op.CI))
+	if op.recorded() {
+		wr.SetRetry(op.Retry)
+	}
 	var hashes []uint64
 	for _, c := range cands {
 		w := op.Write(c)
@@ -324,6 +353,9 @@ func (wp *Path) applyGroup(op *Op, cands []*Candidate, res *Result) error {
 				res.After = c.New
 			}
 		}
+	}
+	if failed == nil && res.Matched > 0 {
+		wr.NoteStmt(op.stmtResult(res)) // no-op unless recorded (SetRetry above)
 	}
 	if err := wr.Commit(op.Sync); err != nil {
 		return err
@@ -392,6 +424,9 @@ func (wp *Path) runUpsert(op *Op, res *Result) error {
 	id, key := catalog.DocID(doc, nil)
 	w.ID = key
 	wr := wp.NewWriter(wp.cat.Refresh(op.CI))
+	if op.recorded() {
+		wr.SetRetry(op.Retry)
+	}
 	wr.Lock(wr.LockHashes(nil, &w))
 	defer wr.Release()
 	if err := wr.CheckIDFree(&w); err != nil {
@@ -400,6 +435,11 @@ func (wp *Path) runUpsert(op *Op, res *Result) error {
 	if err := wr.Stage(&w); err != nil {
 		return err
 	}
+	up := Result{Upserted: id}
+	if op.KeepImages {
+		up.After = doc
+	}
+	wr.NoteStmt(op.stmtResult(&up))
 	if err := wr.Commit(op.Sync); err != nil {
 		return err
 	}

@@ -48,6 +48,10 @@ type Writer struct {
 	// multikey are the index paths staged writes make multikey, recorded in the catalog
 	// before the batches commit (catalog.Catalog.MarkMultikey).
 	multikey map[store.IndexID][]string
+	// retry is the session state of a retryable write (retry.go), nil otherwise; touched
+	// are the shards the statement being staged wrote to so far.
+	retry   *Retry
+	touched []int
 }
 
 // NewWriter returns a writer for collection ci.
@@ -88,6 +92,10 @@ func (wr *Writer) Release() {
 	clear(wr.staged)
 	clear(wr.multikey)
 	wr.stagedN = 0
+	if wr.retry != nil {
+		wr.retry.pending = wr.retry.pending[:0] // staged, never committed
+		wr.touched = nil
+	}
 	if wr.unlock != nil {
 		wr.unlock()
 		wr.unlock = nil
@@ -189,6 +197,12 @@ func (wr *Writer) Stage(w *DocWrite) error {
 		b := wr.batch(newShard)
 		b.SetDoc(coll, newHash, w.ID, w.New)
 		b.AddStats(coll, newHash, 1, int64(len(w.New)))
+	}
+	if w.Old != nil {
+		wr.noteTouched(oldShard)
+	}
+	if w.New != nil {
+		wr.noteTouched(newShard)
 	}
 	if ci.TS != nil { // time-series: the slots this write took and freed (timeseries_write.go)
 		wr.markMeasurement(w)
@@ -409,12 +423,21 @@ func (wr *Writer) Commit(sync bool) error {
 		}
 		delete(wr.multikey, idx)
 	}
+	wr.stageRecords()
 	var errs []error
 	for s, b := range wr.batches {
 		if !b.Empty() {
 			if err := b.Commit(sync); err != nil {
 				errs = append(errs, fmt.Errorf("shard %d: %w", s, err))
 			}
+		}
+	}
+	if wr.retry != nil {
+		if len(errs) == 0 {
+			wr.retry.commitPending()
+		} else {
+			// Some shards may have committed their part: only the records know what.
+			wr.retry.stale = true
 		}
 	}
 	return catalog.StoreError(errors.Join(errs...))

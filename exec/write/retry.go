@@ -1,0 +1,333 @@
+package write
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/store"
+)
+
+// Retryable writes. A write that carries lsid and txnNumber is applied at most once: what it
+// did is recorded per statement in a transaction record of the session (store's 't' keys,
+// MongoDB's config.transactions), in the same atomic batch as the statement's document
+// writes, so a retry after a lost reply, a reconnect or a restart finds it and answers the
+// original result instead of applying the statement again. A command's writes may reach
+// several shards: each shard's batch carries the record of the statements staged in it (plus
+// all those committed before), and LoadRetry reads the union of the shards' records.
+//
+// A Retry is used by one command at a time: the caller checks its session out for the
+// duration of the command.
+
+// StmtResult is what a retryable write recorded of one statement it executed: enough to
+// answer a retry as the first execution was answered.
+type StmtResult struct {
+	Stmt int32
+	// Matched is the documents inserted, matched (updated or not) or deleted.
+	Matched  int64
+	Modified int64
+	// Upserted is the _id of the document an upsert inserted; Type 0 when none.
+	Upserted bsoncore.Value
+	// Before and After are findAndModify's images of the document written.
+	Before, After bsoncore.Document
+}
+
+// plain reports whether r is {matched: 1} and nothing else (an insert or a delete): such
+// statements are recorded as ranges of statement ids, so that a large insert keeps a small
+// record.
+func (r *StmtResult) plain() bool {
+	return r.Matched == 1 && r.Modified == 0 && r.Upserted.Type == 0 && r.Before == nil && r.After == nil
+}
+
+// Result returns the statement's outcome in the shape Path.Run reports it.
+func (r *StmtResult) Result() Result {
+	return Result{Matched: r.Matched, Modified: r.Modified, Upserted: r.Upserted, Before: r.Before, After: r.After}
+}
+
+// stmtRange is the statement ids [lo, hi] (inclusive) of plain results.
+type stmtRange struct{ lo, hi int32 }
+
+// pendingStmt is a statement result staged in a Writer's batches, not committed yet.
+type pendingStmt struct {
+	res    StmtResult
+	shards []int // the shards whose batches hold its writes; none for a no-op
+}
+
+// Retry is the retryable-write state of one session: its current txnNumber and the
+// statements of it already executed.
+type Retry struct {
+	lsid      []byte
+	txnNumber int64
+	plain     []stmtRange // sorted, disjoint, not adjacent
+	rich      map[int32]StmtResult
+	pending   []pendingStmt
+	// stale is set when a commit failed on some shard: what was recorded is in the store
+	// only, and the state must be loaded again (LoadRetry).
+	stale bool
+}
+
+// NewRetry returns the state of a session (lsid: its 16-byte UUID) starting txnNumber, with
+// nothing executed.
+func NewRetry(lsid []byte, txnNumber int64) *Retry {
+	return &Retry{lsid: slices.Clone(lsid), txnNumber: txnNumber}
+}
+
+// Stale reports whether the state must be loaded from the store again before it is used.
+func (rt *Retry) Stale() bool { return rt.stale }
+
+// TxnNumber returns the transaction number the state is about.
+func (rt *Retry) TxnNumber() int64 { return rt.txnNumber }
+
+// Executed returns the recorded result of statement stmt, if it was executed.
+func (rt *Retry) Executed(stmt int32) (StmtResult, bool) {
+	if r, ok := rt.rich[stmt]; ok {
+		return r, true
+	}
+	i := sort.Search(len(rt.plain), func(i int) bool { return rt.plain[i].hi >= stmt })
+	if i < len(rt.plain) && rt.plain[i].lo <= stmt {
+		return StmtResult{Stmt: stmt, Matched: 1}, true
+	}
+	return StmtResult{}, false
+}
+
+// add records r as executed.
+func (rt *Retry) add(r StmtResult) {
+	if r.plain() {
+		rt.plain = addStmt(rt.plain, r.Stmt)
+		return
+	}
+	if rt.rich == nil {
+		rt.rich = map[int32]StmtResult{}
+	}
+	rt.rich[r.Stmt] = r
+}
+
+// addStmt adds stmt to the sorted ranges rs, merging neighbours.
+func addStmt(rs []stmtRange, stmt int32) []stmtRange {
+	if n := len(rs); n > 0 && rs[n-1].hi+1 == stmt { // the usual case: ids in order
+		rs[n-1].hi = stmt
+		return rs
+	}
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].hi+1 >= stmt })
+	switch {
+	case i < len(rs) && rs[i].lo <= stmt && stmt <= rs[i].hi:
+		return rs
+	case i < len(rs) && rs[i].hi+1 == stmt:
+		rs[i].hi = stmt
+		if i+1 < len(rs) && rs[i+1].lo == stmt+1 {
+			rs[i].hi = rs[i+1].hi
+			rs = slices.Delete(rs, i+1, i+2)
+		}
+		return rs
+	case i < len(rs) && rs[i].lo == stmt+1:
+		rs[i].lo = stmt
+		return rs
+	}
+	return slices.Insert(rs, i, stmtRange{stmt, stmt})
+}
+
+// commitPending records the pending statements as executed, once their batches committed.
+func (rt *Retry) commitPending() {
+	for _, p := range rt.pending {
+		rt.add(p.res)
+	}
+	rt.pending = rt.pending[:0]
+}
+
+// encode returns the record of shard s: every statement committed before, and the pending
+// ones staged on s or on no shard.
+func (rt *Retry) encode(s int) []byte {
+	plain := slices.Clone(rt.plain)
+	var rich []StmtResult
+	for _, r := range rt.rich {
+		rich = append(rich, r)
+	}
+	for _, p := range rt.pending {
+		if len(p.shards) > 0 && !slices.Contains(p.shards, s) {
+			continue
+		}
+		if p.res.plain() {
+			plain = addStmt(plain, p.res.Stmt)
+		} else {
+			rich = append(rich, p.res)
+		}
+	}
+	slices.SortFunc(rich, func(a, b StmtResult) int { return int(a.Stmt) - int(b.Stmt) })
+	idx, out := bsoncore.AppendDocumentStart(nil)
+	out = bsoncore.AppendInt64Element(out, "txnNumber", rt.txnNumber)
+	aidx, out := bsoncore.AppendArrayElementStart(out, "ranges")
+	for i, r := range plain {
+		ridx, o := bsoncore.AppendArrayElementStart(out, fmt.Sprint(i))
+		o = bsoncore.AppendInt32Element(o, "0", r.lo)
+		o = bsoncore.AppendInt32Element(o, "1", r.hi)
+		out, _ = bsoncore.AppendArrayEnd(o, ridx)
+	}
+	out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	aidx, out = bsoncore.AppendArrayElementStart(out, "stmts")
+	for i, r := range rich {
+		didx, o := bsoncore.AppendDocumentElementStart(out, fmt.Sprint(i))
+		o = bsoncore.AppendInt32Element(o, "stmt", r.Stmt)
+		o = bsoncore.AppendInt64Element(o, "n", r.Matched)
+		o = bsoncore.AppendInt64Element(o, "nModified", r.Modified)
+		if r.Upserted.Type != 0 {
+			o = bsoncore.AppendValueElement(o, "upserted", r.Upserted)
+		}
+		if r.Before != nil {
+			o = bsoncore.AppendDocumentElement(o, "before", r.Before)
+		}
+		if r.After != nil {
+			o = bsoncore.AppendDocumentElement(o, "after", r.After)
+		}
+		out, _ = bsoncore.AppendDocumentEnd(o, didx)
+	}
+	out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out
+}
+
+// errBadRecord reports a transaction record that does not decode.
+var errBadRecord = errors.New("write: malformed session transaction record")
+
+// decodeInto adds the statements of record rec to rt (rec's txnNumber was checked).
+func (rt *Retry) decodeInto(rec bsoncore.Document) error {
+	ranges, ok := rec.Lookup("ranges").ArrayOK()
+	if !ok {
+		return errBadRecord
+	}
+	vals, _ := ranges.Values()
+	for _, v := range vals {
+		pair, ok := v.ArrayOK()
+		if !ok {
+			return errBadRecord
+		}
+		ends, err := pair.Values()
+		if err != nil || len(ends) != 2 {
+			return errBadRecord
+		}
+		lo, ok1 := ends[0].Int32OK()
+		hi, ok2 := ends[1].Int32OK()
+		if !ok1 || !ok2 || hi < lo {
+			return errBadRecord
+		}
+		for s := lo; s <= hi; s++ {
+			rt.plain = addStmt(rt.plain, s)
+		}
+	}
+	stmts, ok := rec.Lookup("stmts").ArrayOK()
+	if !ok {
+		return errBadRecord
+	}
+	vals, _ = stmts.Values()
+	for _, v := range vals {
+		d, ok := v.DocumentOK()
+		if !ok {
+			return errBadRecord
+		}
+		var r StmtResult
+		var ok1, ok2, ok3 bool
+		r.Stmt, ok1 = d.Lookup("stmt").Int32OK()
+		r.Matched, ok2 = d.Lookup("n").Int64OK()
+		r.Modified, ok3 = d.Lookup("nModified").Int64OK()
+		if !ok1 || !ok2 || !ok3 {
+			return errBadRecord
+		}
+		if u, err := d.LookupErr("upserted"); err == nil {
+			r.Upserted = u
+		}
+		r.Before, _ = d.Lookup("before").DocumentOK()
+		r.After, _ = d.Lookup("after").DocumentOK()
+		rt.add(r)
+	}
+	return nil
+}
+
+// LoadRetry reads the retryable-write state of session lsid from every shard's record: the
+// highest txnNumber recorded and the union of the statements recorded for it. It returns
+// nil when no shard has a record.
+func (p *Path) LoadRetry(lsid []byte) (*Retry, error) {
+	var rt *Retry
+	var buf []byte
+	for _, sh := range p.cat.Shards() {
+		var err error
+		buf, err = sh.GetTxnRecord(lsid, buf[:0])
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, catalog.StoreError(err)
+		}
+		rec := bsoncore.Document(slices.Clone(buf))
+		if rec.Validate() != nil {
+			return nil, catalog.StoreError(errBadRecord)
+		}
+		txn, ok := rec.Lookup("txnNumber").Int64OK()
+		if !ok {
+			return nil, catalog.StoreError(errBadRecord)
+		}
+		if rt == nil || txn > rt.txnNumber {
+			rt = NewRetry(lsid, txn)
+		}
+		if txn == rt.txnNumber {
+			if err := rt.decodeInto(rec); err != nil {
+				return nil, catalog.StoreError(err)
+			}
+		}
+	}
+	return rt, nil
+}
+
+// SetRetry makes the writer record, in its batches, the statements noted with NoteStmt for
+// session state rt (nil: not a retryable write).
+func (wr *Writer) SetRetry(rt *Retry) { wr.retry = rt }
+
+// NoteStmt records that statement r was executed by the writes staged since the previous
+// NoteStmt (none: a statement that changed nothing): Commit writes its record with them.
+func (wr *Writer) NoteStmt(r StmtResult) {
+	if wr.retry == nil {
+		return
+	}
+	wr.retry.pending = append(wr.retry.pending, pendingStmt{res: r, shards: wr.touched})
+	wr.touched = nil
+}
+
+// noteTouched remembers that the current statement staged writes on shard s.
+func (wr *Writer) noteTouched(s int) {
+	if wr.retry != nil && !slices.Contains(wr.touched, s) {
+		wr.touched = append(wr.touched, s)
+	}
+}
+
+// stageRecords adds the session's transaction record to every batch that holds writes, or to
+// shard 0's when none does (statements that changed nothing).
+func (wr *Writer) stageRecords() {
+	rt := wr.retry
+	if rt == nil || len(rt.pending) == 0 {
+		return
+	}
+	var shards []int
+	for s, b := range wr.batches {
+		if !b.Empty() {
+			shards = append(shards, s)
+		}
+	}
+	if len(shards) == 0 {
+		shards = []int{0}
+	}
+	for _, s := range shards {
+		wr.batch(s).SetTxnRecord(rt.lsid, rt.encode(s))
+	}
+}
+
+// RecordNoop commits the record of statement r, which wrote nothing (an update or delete
+// that matched nothing), so that a retry answers the same even if a document now matches.
+func (p *Path) RecordNoop(rt *Retry, r StmtResult, sync bool) error {
+	wr := &Writer{p: p, batches: map[int]catalog.Batch{}}
+	wr.SetRetry(rt)
+	defer wr.Release()
+	wr.NoteStmt(r)
+	return wr.Commit(sync)
+}
