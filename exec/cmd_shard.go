@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -30,6 +31,71 @@ func (e *Executor) addShardCommands(add func(*command, ...string)) {
 	add(&command{run: e.getShardMap, action: auth.ActionClusterAdmin, help: "the shards and their hosts", adminOnly: true}, "getShardMap")
 	add(&command{run: e.moveChunk, action: auth.ActionClusterAdmin, help: "move the partition holding a shard-key value to a shard", adminOnly: true}, "moveChunk", "movechunk")
 	add(&command{run: e.okCommand, action: auth.ActionClusterAdmin, help: "accepted; the balancer always runs", adminOnly: true}, "balancerStart", "balancerStop")
+	add(&command{run: e.checkMetadataConsistency, action: auth.ActionClusterAdmin, help: "check the partition maps of a cluster, database or collection"}, "checkMetadataConsistency")
+}
+
+// checkMetadataConsistency answers MongoDB 7.0's command: a cursor of the inconsistencies
+// found in the sharding metadata of every collection (on admin), of the database, or of one
+// collection ({checkMetadataConsistency: "coll"} or {checkMetadataConsistency: 1, coll}).
+// cleave's metadata is one catalog, so what can disagree is a collection's partition map with
+// itself (its ranges, or a shard that does not exist): each such map is one
+// RoutingTableRangeGap document.
+func (e *Executor) checkMetadataConsistency(_ context.Context, r *request) error {
+	const cmd = "checkMetadataConsistency"
+	first, _ := bsonx.FirstElement(r.body)
+	coll := ""
+	if s, ok := first.Value().StringValueOK(); ok {
+		coll = s
+	}
+	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "coll":
+			coll, err = args.String(cmd, key, v)
+		case "checkIndexes", "dbMetadataLockMaxTimeMS", "cursor":
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return err
+	}
+	st := e.st.Catalog.State()
+	var colls []*store.Collection
+	switch {
+	case coll != "":
+		if c := st.Collection(r.db, coll); c != nil {
+			colls = append(colls, c)
+		}
+	case r.db == "admin":
+		for _, d := range st.Databases() {
+			colls = append(colls, st.Collections(d.Name)...)
+		}
+	default:
+		colls = st.Collections(r.db)
+	}
+	var found []bsoncore.Document
+	for _, c := range colls {
+		m, err := sharding.MapOf(c)
+		if err == nil {
+			for i := 0; i < m.Len(); i++ {
+				if s := m.Partition(i).Shard; s < 0 || s >= len(e.st.Shards) {
+					err = fmt.Errorf("partition %d is placed on shard %d, which does not exist", m.Partition(i).ID, s)
+				}
+			}
+		}
+		if err == nil {
+			continue
+		}
+		found = append(found, bsoncore.NewDocumentBuilder().
+			AppendString("type", "RoutingTableRangeGap").
+			AppendString("description", "Found an inconsistency in the partition map of "+c.DB+"."+c.Name+": "+err.Error()).
+			AppendDocument("details", bsoncore.NewDocumentBuilder().
+				AppendString("namespace", c.DB+"."+c.Name).
+				AppendBinary("collectionUUID", 4, c.UUID[:]).Build()).Build())
+	}
+	return appendCursorReply(r, r.db+".$cmd.aggregate", 0, "firstBatch", found)
 }
 
 // enableSharding accepts {enableSharding: db}: every database can hold sharded

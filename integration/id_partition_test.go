@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -93,5 +94,21 @@ func TestIDUniquePerLogicalPartition(t *testing.T) {
 	}
 	if _, err := plain.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "tenantId", Value: "b"}}); !isDup(err) {
 		t.Errorf("unsharded duplicate _id: %v, want E11000", err)
+	}
+}
+
+// TestCheckMetadataConsistency: mongosh's db.checkMetadataConsistency() and the command on
+// admin and on one collection answer an empty cursor for consistent partition maps.
+func TestCheckMetadataConsistency(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2")
+	shardColl(t, srv.client(t), "meta.c", "k", bson.E{Key: "numInitialChunks", Value: 8})
+	out := srv.mongosh(t, "meta", "--eval", `
+		print("db", db.checkMetadataConsistency().toArray().length);
+		print("coll", db.c.checkMetadataConsistency().toArray().length);
+		const r = db.getSiblingDB("admin").runCommand({checkMetadataConsistency: 1});
+		print("admin", r.ok, r.cursor.id, r.cursor.firstBatch.length, r.cursor.ns);`)
+	if !strings.Contains(out, "db 0") || !strings.Contains(out, "coll 0") || !strings.Contains(out, "admin 1 Long('0') 0 admin.$cmd.aggregate") {
+		t.Fatalf("mongosh: %s", out)
 	}
 }
