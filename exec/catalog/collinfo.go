@@ -41,6 +41,9 @@ type Coll struct {
 	// clustered collection (ddl_clustered.go).
 	TS        *Timeseries
 	Clustered bool
+	// View is set for a view (view.go): a record with no data that reads resolve and
+	// writes refuse.
+	View *View
 }
 
 // Index is one index compiled for key generation and planning.
@@ -103,7 +106,7 @@ func (cc *collCache) info(c *store.Collection) (*Coll, error) {
 
 // Compile builds the Coll of catalog record c.
 func Compile(c *store.Collection) (*Coll, error) {
-	ci := &Coll{Meta: c, Hashed: -1}
+	ci := &Coll{Meta: c, Hashed: -1, View: ViewOf(c.Options)}
 	parts := make([]shard.Partition, len(c.Partitions))
 	for i, p := range c.Partitions {
 		parts[i] = shard.Partition{ID: p.ID, Lo: p.Lo, Shard: p.Shard}

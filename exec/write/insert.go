@@ -14,6 +14,10 @@ import (
 // It reports whether an ordered insert must stop after an error.
 func (p *Path) Insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Value, base int,
 	ordered bool, wc Concern, res *Results) (bool, error) {
+	if ci.View != nil { // MongoDB fails the batch's first write and stops
+		res.Errs = append(res.Errs, mongoerr.WriteError{Index: base, Err: catalog.ViewError(ci.NS())})
+		return true, nil
+	}
 	writes := make([]DocWrite, len(vals))
 	failed := make([]error, len(vals))
 	var hashes []uint64

@@ -140,6 +140,9 @@ func (wp *Path) Run(ctx context.Context, op *Op, res *Result) error {
 	if op.CI == nil {
 		return nil // no collection: nothing matches, and the caller created it for an upsert
 	}
+	if op.CI.View != nil {
+		return catalog.ViewError(op.CI.NS())
+	}
 	for attempt := 0; ; attempt++ {
 		charge := res.Charge
 		*res = Result{Charge: charge}
