@@ -44,6 +44,8 @@ type Coll struct {
 	// View is set for a view (view.go): a record with no data that reads resolve and
 	// writes refuse.
 	View *View
+	// Validator is the collection's document validation (validator.go); nil when none.
+	Validator *Validator
 }
 
 // Index is one index compiled for key generation and planning.
@@ -116,6 +118,9 @@ func Compile(c *store.Collection) (*Coll, error) {
 		return nil, fmt.Errorf("collection %s.%s: %w", c.DB, c.Name, err)
 	}
 	ci.Map = m
+	if ci.Validator, err = compileValidator(c.Options); err != nil {
+		return nil, fmt.Errorf("collection %s.%s: validator: %w", c.DB, c.Name, err)
+	}
 	if c.ShardKey != nil {
 		ci.ShardKey, err = KeyPatternFields(c.ShardKey)
 		if err != nil {

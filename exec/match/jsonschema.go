@@ -768,9 +768,11 @@ func (s *Schema) appendRules(dst []byte, v bsoncore.Value) []byte {
 func appendRule(dst []byte, key string, r *rule, v bsoncore.Value) []byte {
 	idx, dst := bsoncore.AppendDocumentElementStart(dst, key)
 	dst = bsoncore.AppendStringElement(dst, "operatorName", r.name)
-	sidx, dst := bsoncore.AppendDocumentElementStart(dst, "specifiedAs")
-	dst = bsoncore.AppendValueElement(dst, r.name, r.spec)
-	dst, _ = bsoncore.AppendDocumentEnd(dst, sidx)
+	if r.name != "properties" { // MongoDB lists the properties that failed instead
+		sidx, d := bsoncore.AppendDocumentElementStart(dst, "specifiedAs")
+		d = bsoncore.AppendValueElement(d, r.name, r.spec)
+		dst, _ = bsoncore.AppendDocumentEnd(d, sidx)
+	}
 	if r.sub != nil {
 		dst = r.sub(dst, v)
 	} else if v.Type != bsoncore.TypeEmbeddedDocument {

@@ -10,10 +10,11 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// Insert inserts one group of documents (base is the index of vals[0] in the request).
-// It reports whether an ordered insert must stop after an error.
+// Insert inserts one group of documents (base is the index of vals[0] in the request);
+// bypass skips document validation. It reports whether an ordered insert must stop after
+// an error.
 func (p *Path) Insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Value, base int,
-	ordered bool, wc Concern, res *Results) (bool, error) {
+	ordered, bypass bool, wc Concern, res *Results) (bool, error) {
 	if ci.View != nil { // MongoDB fails the batch's first write and stops
 		res.Errs = append(res.Errs, mongoerr.WriteError{Index: base, Err: catalog.ViewError(ci.NS())})
 		return true, nil
@@ -22,6 +23,7 @@ func (p *Path) Insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Val
 	failed := make([]error, len(vals))
 	var hashes []uint64
 	wr := p.NewWriter(ci)
+	wr.Bypass = bypass
 	for i, v := range vals {
 		doc, ok := v.DocumentOK()
 		if !ok {

@@ -46,6 +46,8 @@ type Op struct {
 	Sync   bool // commit synced (the write concern asks for durability)
 	// KeepImages asks for the pre- and post-image of the document written (findAndModify).
 	KeepImages bool
+	// Bypass skips document validation (bypassDocumentValidation).
+	Bypass bool
 }
 
 // Result is what a writeOp did.
@@ -297,6 +299,7 @@ func (wp *Path) applyWithRetry(ctx context.Context, op *Op, cands []*Candidate, 
 // stops the group; what was staged before it is committed.
 func (wp *Path) applyGroup(op *Op, cands []*Candidate, res *Result) error {
 	wr := wp.NewWriter(wp.cat.Refresh(op.CI))
+	wr.Bypass = op.Bypass
 	var hashes []uint64
 	for _, c := range cands {
 		w := op.Write(c)
@@ -395,6 +398,7 @@ func (wp *Path) runUpsert(op *Op, res *Result) error {
 	id, key := catalog.DocID(doc, nil)
 	w.ID = key
 	wr := wp.NewWriter(wp.cat.Refresh(op.CI))
+	wr.Bypass = op.Bypass
 	wr.Lock(wr.LockHashes(nil, &w))
 	defer wr.Release()
 	if err := wr.CheckIDFree(&w); err != nil {

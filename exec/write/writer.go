@@ -47,6 +47,8 @@ type Writer struct {
 	// multikey are the index paths staged writes make multikey, recorded in the catalog
 	// before the batches commit (catalog.Catalog.MarkMultikey).
 	multikey map[store.IndexID][]string
+	// Bypass skips document validation (bypassDocumentValidation).
+	Bypass bool
 }
 
 // NewWriter returns a writer for collection ci.
@@ -133,6 +135,11 @@ func (wr *Writer) Stage(w *DocWrite) error {
 	coll := ci.Meta.ID
 	if ci.Hashed >= 0 {
 		if err := rehash(ci, w); err != nil {
+			return err
+		}
+	}
+	if w.New != nil && ci.Validator != nil && !wr.Bypass {
+		if err := wr.validate(w); err != nil {
 			return err
 		}
 	}
