@@ -20,7 +20,7 @@ const names = db.people.getIndexes().map((x) => x.name);
 assert.strictEqual(JSON.stringify(names), JSON.stringify(["_id_", "name_1", "age_1_name_-1"]));
 assert.strictEqual(db.people.getIndexes()[1].unique, true);
 let code = 0;
-try { db.people.insertOne({ name: "ann" }); } catch (e) { code = e.code; }
+try { db.people.insertOne({ name: "ann", age: 1 }); } catch (e) { code = e.code; }
 assert.strictEqual(code, 11000);
 assert.strictEqual(db.people.find({ age: 30 }).hint("age_1_name_-1").toArray().length, 2);
 code = 0;
