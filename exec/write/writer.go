@@ -138,6 +138,9 @@ func (wr *Writer) Stage(w *DocWrite) error {
 			return err
 		}
 	}
+	if ci.View != nil { // $merge and $out into a view; the commands refuse it earlier
+		return catalog.ViewError(ci.NS())
+	}
 	if w.New != nil && ci.Validator != nil && !wr.Bypass {
 		if err := wr.validate(w); err != nil {
 			return err
