@@ -428,7 +428,7 @@ func subschemas(key string, v bsoncore.Value) ([]string, []*Schema, error) {
 // together (on the first of them present): each field of a document satisfies the
 // schema of its name, those of the patterns it matches, and, when it has neither,
 // additionalProperties.
-func compileProperties(key string, v bsoncore.Value, given map[string]bsoncore.Value) (*rule, error) {
+func compileProperties(key string, _ bsoncore.Value, given map[string]bsoncore.Value) (*rule, error) {
 	var names []string
 	var props []*Schema
 	var err error
