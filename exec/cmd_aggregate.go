@@ -33,6 +33,7 @@ type aggregateArgs struct {
 	collation    bsoncore.Document
 	hint         bsoncore.Value
 	maxTimeMS    int64
+	singleBatch  bool // a find through a view asked for one batch
 }
 
 // parseAggregate parses an aggregate command body; explaining is true inside explain, where
@@ -139,6 +140,26 @@ func (e *Executor) aggregate(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
+	return e.runAggregate(ctx, r, a)
+}
+
+// runAggregate runs a parsed aggregate. A view is resolved here, the one place every read
+// through a view comes to (view.go): its pipeline goes before a.pipeline and the
+// pipeline reads the collection under it, while the cursor keeps the view's namespace.
+func (e *Executor) runAggregate(ctx context.Context, r *request, a *aggregateArgs) error {
+	ns := r.db + "." + a.coll
+	if a.coll != "" {
+		rv, err := e.cat.ResolveView(r.db, a.coll)
+		if err != nil {
+			return err
+		}
+		if rv != nil {
+			if a.pipeline, err = prependStages(rv.Pipeline, a.pipeline); err != nil {
+				return err
+			}
+			a.coll = rv.Coll
+		}
+	}
 	env := &agg.Env{Cat: e.cat, Query: e.query, Host: e, SortBytes: e.knobs.sortMemory.load(), GroupBytes: e.knobs.groupMemory.load(), DB: r.db, Coll: a.coll, Opts: &expr.Options{Let: a.let, Now: time.Now()}, AllowDiskUse: a.allowDiskUse, Temp: e.temp}
 	if len(a.let) > 0 {
 		// Let variables are checked once, before any document is read.
@@ -151,7 +172,6 @@ func (e *Executor) aggregate(ctx context.Context, r *request) error {
 		return err
 	}
 	p.Hint = a.hint
-	ns := r.db + "." + a.coll
 	var ci *catalog.Coll
 	switch {
 	case a.coll == "" && !p.ReadsNoCollection():
@@ -191,7 +211,7 @@ func (e *Executor) aggregate(ctx context.Context, r *request) error {
 	}
 	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
-	err = e.firstBatch(ctx, r, c, n, false)
+	err = e.firstBatch(ctx, r, c, n, a.singleBatch)
 	for _, s := range shards {
 		r.charge += s.Stats.Charge()
 	}

@@ -22,8 +22,8 @@ import (
 //     has no change streams to use it);
 //   - validator, validationLevel, validationAction: stored and shown by listCollections
 //     like create's, and, like create's, not enforced by cleave's writes;
-//   - viewOn and pipeline fail as they do on a collection that is not a view (cleave has
-//     no views); cappedSize and cappedMax as on a collection that is not capped.
+//   - viewOn and pipeline change a view (view.go) and fail on a collection; cappedSize
+//     and cappedMax fail as on a collection that is not capped.
 //
 // The reply is mongod's: {expireAfterSeconds_old, expireAfterSeconds_new, hidden_old,
 // hidden_new, unique_new, prepareUnique_old, prepareUnique_new, forceNonUnique_new, ok}
@@ -32,7 +32,7 @@ import (
 // collMod runs the collMod command.
 func (e *Executor) collMod(_ context.Context, r *request) error {
 	a, err := ddl.ParseCollMod(r.body)
-	if err != nil {
+	if err != nil && (a == nil || !e.isView(r.db, a.Coll)) {
 		return err
 	}
 	unlock := e.cat.LockDDL()
@@ -40,6 +40,12 @@ func (e *Executor) collMod(_ context.Context, r *request) error {
 	c := e.st.Catalog.State().Collection(r.db, a.Coll)
 	if c == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist")
+	}
+	if catalog.IsView(c) {
+		return e.collModView(r, c) // view.go
+	}
+	if err != nil {
+		return err
 	}
 	ci, err := e.cat.Info(c)
 	if err != nil {

@@ -51,6 +51,12 @@ func (e *Executor) create(_ context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
+	if catalog.ViewOf(opts) != nil {
+		if sh != nil {
+			return mongoerr.New(mongoerr.InvalidOptions, "option not supported on a view: shardKey")
+		}
+		return e.createView(r.db, name, opts) // view.go
+	}
 	if sh != nil {
 		return e.createWithSharding(r.db, name, opts, sh) // cmd_cosmos.go
 	}
@@ -86,6 +92,11 @@ func (e *Executor) drop(_ context.Context, r *request) error {
 	}
 	if err != nil {
 		return catalog.StoreError(err)
+	}
+	if catalog.IsView(c) { // no data, no indexes
+		e.log.Info("dropped view", zap.String("ns", r.db+"."+name))
+		r.out = bsoncore.AppendStringElement(r.out, "ns", r.db+"."+name)
+		return nil
 	}
 	e.cat.DeleteData(c)
 	e.log.Info("dropped collection", zap.String("ns", r.db+"."+name))

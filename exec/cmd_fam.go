@@ -19,6 +19,7 @@ import (
 // famArgs are the parsed arguments of a findAndModify command.
 type famArgs struct {
 	coll         string
+	bypass       bool // bypassDocumentValidation
 	query        bsoncore.Document
 	sort         bsoncore.Document
 	fields       bsoncore.Document
@@ -71,7 +72,7 @@ func parseFAM(body bsoncore.Document) (*famArgs, error) {
 		case "hint":
 			a.hint, err = hintArg(cmd, key, v)
 		case "bypassDocumentValidation":
-			_, err = args.Bool(cmd, key, v)
+			a.bypass, err = args.Bool(cmd, key, v)
 		case "stmtId":
 			var n int64
 			if n, err = args.Int64(cmd, key, v); err == nil {
@@ -187,7 +188,7 @@ func (e *Executor) compileFAM(db string, a *famArgs, ci *catalog.Coll, create bo
 		q = query.EmptyDoc
 	}
 	op := &write.Op{CI: ci, Query: q, Filter: f, Sort: sortSpec, Hint: a.hint, Upsert: a.upsert,
-		Sync: a.wc.Sync(), KeepImages: true}
+		Sync: a.wc.Sync(), KeepImages: true, Bypass: a.bypass}
 	if !a.remove {
 		if op.Upd, err = update.CompileValue(a.update, updateOptions(a.arrayFilters, a.let, nil)); err != nil {
 			return nil, nil, err

@@ -28,6 +28,14 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 	if err := catalog.CheckCollation(a.collation); err != nil {
 		return err
 	}
+	if e.isView(r.db, a.coll) { // view.go: an aggregation over the view's pipeline
+		va, err := findAsAggregate(a)
+		if err != nil {
+			return err
+		}
+		va.explain = explainOnly(r)
+		return e.runAggregate(ctx, r, va)
+	}
 	if explainOnly(r) {
 		return e.explainFind(ctx, r, a)
 	}

@@ -110,6 +110,9 @@ func (e *Executor) ensureIndexes(ctx context.Context, db, coll string, indexes [
 	unlock := e.cat.LockDDL()
 	defer unlock()
 	c := e.st.Catalog.State().Collection(db, coll)
+	if catalog.IsView(c) {
+		return ensureResult{}, catalog.ViewError(db + "." + coll)
+	}
 	var existing []store.Index
 	if c != nil {
 		existing = c.Indexes

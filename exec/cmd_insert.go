@@ -27,7 +27,7 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 		return err
 	}
 	var docs bsoncore.Array
-	ordered := true
+	ordered, bypass := true, false
 	haveDocs := false
 	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
@@ -41,7 +41,7 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 		case "ordered":
 			ordered, err = args.Bool(cmd, key, v)
 		case "bypassDocumentValidation":
-			_, err = args.Bool(cmd, key, v)
+			bypass, err = args.Bool(cmd, key, v)
 		case "let":
 			_, err = args.Doc(cmd, key, v)
 		default:
@@ -82,7 +82,7 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 			size += len(vals[end].Data)
 			end++
 		}
-		stop, err := e.write.Insert(ctx, ci, vals[start:end], start, ordered, wc, &res, rt)
+		stop, err := e.write.Insert(ctx, ci, vals[start:end], start, ordered, bypass, wc, &res, rt)
 		if err != nil {
 			return err
 		}

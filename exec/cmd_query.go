@@ -11,6 +11,7 @@ import (
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -78,6 +79,9 @@ func (e *Executor) count(ctx context.Context, r *request) error {
 	a, err := parseCount(r.body)
 	if err != nil {
 		return err
+	}
+	if e.isView(r.db, a.coll) {
+		return e.countView(ctx, r, a) // view.go
 	}
 	ci, err := e.cat.Lookup(r.db, a.coll)
 	if err != nil {
@@ -169,22 +173,28 @@ func (e *Executor) distinct(ctx context.Context, r *request) error {
 	if err := catalog.CheckCollation(collation); err != nil {
 		return err
 	}
-	ci, err := e.cat.Lookup(r.db, coll)
-	if err != nil {
-		return err
-	}
-	f, err := query.CompileFilter(filter)
-	if err != nil {
-		return err
-	}
-	q := &query.Query{CI: ci, Filter: f, Hint: hint}
-	if r.explain != "" {
-		return e.explainQuery(ctx, r, q, "distinct", 0)
-	}
 	var values []bsoncore.Value
-	if ci != nil {
-		if values, err = e.distinctValues(ctx, r, q, key); err != nil {
+	if e.isView(r.db, coll) {
+		if values, err = e.distinctView(ctx, r, coll, filter, hint, key); err != nil || r.explain != "" {
 			return err
+		}
+	} else {
+		ci, err := e.cat.Lookup(r.db, coll)
+		if err != nil {
+			return err
+		}
+		f, err := query.CompileFilter(filter)
+		if err != nil {
+			return err
+		}
+		q := &query.Query{CI: ci, Filter: f, Hint: hint}
+		if r.explain != "" {
+			return e.explainQuery(ctx, r, q, "distinct", 0)
+		}
+		if ci != nil {
+			if values, err = e.distinctValues(ctx, r, q, key); err != nil {
+				return err
+			}
 		}
 	}
 	aidx, out := bsoncore.AppendArrayElementStart(r.out, "values")
@@ -208,6 +218,35 @@ func (e *Executor) distinctValues(ctx context.Context, r *request, q *query.Quer
 		return nil, err
 	}
 	defer stream.Close()
+	values, err := collectDistinct(ctx, stream, path)
+	for _, s := range shards {
+		r.charge += s.Stats.Charge()
+	}
+	return values, err
+}
+
+// distinctView runs distinct on view coll: the distinct values of path among the
+// documents of the view's pipeline followed by $match filter.
+func (e *Executor) distinctView(ctx context.Context, r *request, coll string, filter bsoncore.Document, hint bsoncore.Value, path string) ([]bsoncore.Value, error) {
+	var stages []bsoncore.Document
+	if len(filter) > 5 {
+		stages = append(stages, stage("$match", bsonx.DocValue(filter)))
+	}
+	if r.explain != "" {
+		return nil, e.explainViewRead(ctx, r, coll, stages)
+	}
+	s, charge, err := e.openViewRead(r, coll, stages, hint)
+	if err != nil {
+		return nil, err
+	}
+	defer charge()
+	defer s.Close()
+	return collectDistinct(ctx, s, path)
+}
+
+// collectDistinct collects the distinct values of path among the documents of in, sorted
+// in MongoDB's order. Array values contribute their elements.
+func collectDistinct(ctx context.Context, stream stream.Stream, path string) ([]bsoncore.Value, error) {
 	seen := map[string]bool{}
 	var values []bsoncore.Value
 	var kb []byte
@@ -233,9 +272,6 @@ func (e *Executor) distinctValues(ctx context.Context, r *request, q *query.Quer
 			}
 			return true
 		})
-	}
-	for _, s := range shards {
-		r.charge += s.Stats.Charge()
 	}
 	sort.SliceStable(values, func(i, j int) bool { return bsonx.Compare(values[i], values[j]) < 0 })
 	return values, nil

@@ -165,6 +165,9 @@ func (e *Executor) shardCollection(_ context.Context, r *request) error {
 	if spec.Key == nil {
 		return args.Missing(cmd, "key")
 	}
+	if e.isView(db, coll) {
+		return catalog.ViewError(ns)
+	}
 	spec.Key = append(bsoncore.Document(nil), spec.Key...) // the body aliases the read buffer
 	if err := validateShardKey(spec.Key); err != nil {
 		return err

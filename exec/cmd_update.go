@@ -127,7 +127,7 @@ func (e *Executor) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *u
 	}
 	op := &write.Op{
 		CI: ci, Query: q, Filter: f, Hint: s.hint, Upd: u,
-		Multi: s.multi, Upsert: s.upsert, Sync: a.wc.Sync(),
+		Multi: s.multi, Upsert: s.upsert, Sync: a.wc.Sync(), Bypass: a.bypass,
 	}
 	if err := op.CheckUpdateTarget(s.u); err != nil {
 		return nil, err

@@ -123,11 +123,15 @@ func (e *Executor) listCollections(_ context.Context, r *request) error {
 // in MongoDB 7.0.
 func collectionEntry(c *store.Collection, nameOnly bool) bsoncore.Document {
 	ts := catalog.IsTimeseries(c)
+	view := catalog.IsView(c)
 	idx, d := bsoncore.AppendDocumentStart(nil)
 	d = bsoncore.AppendStringElement(d, "name", c.Name)
-	if ts {
+	switch {
+	case view:
+		d = bsoncore.AppendStringElement(d, "type", "view")
+	case ts:
 		d = bsoncore.AppendStringElement(d, "type", "timeseries")
-	} else {
+	default:
 		d = bsoncore.AppendStringElement(d, "type", "collection")
 	}
 	if nameOnly {
@@ -139,6 +143,13 @@ func collectionEntry(c *store.Collection, nameOnly bool) bsoncore.Document {
 		opts = query.EmptyDoc
 	}
 	d = bsoncore.AppendDocumentElement(d, "options", opts)
+	if view { // MongoDB 7.0: {name, type: "view", options: {viewOn, pipeline}, info: {readOnly: true}}
+		iidx, d := bsoncore.AppendDocumentElementStart(d, "info")
+		d = bsoncore.AppendBooleanElement(d, "readOnly", true)
+		d, _ = bsoncore.AppendDocumentEnd(d, iidx)
+		d, _ = bsoncore.AppendDocumentEnd(d, idx)
+		return d
+	}
 	iidx, d := bsoncore.AppendDocumentElementStart(d, "info")
 	d = bsoncore.AppendBooleanElement(d, "readOnly", false)
 	if !ts {

@@ -127,6 +127,9 @@ func (e *Executor) collStats(_ context.Context, r *request) error {
 		return err
 	}
 	c := e.st.Catalog.State().Collection(r.db, name)
+	if catalog.IsView(c) {
+		return catalog.ViewError(r.db + "." + name)
+	}
 	var s collSizes
 	if c != nil {
 		ci, err := e.cat.Lookup(r.db, name)
@@ -190,9 +193,14 @@ func (e *Executor) dbStats(_ context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	var objects, data, storage, indexes, indexSize int64
-	colls := e.st.Catalog.State().Collections(r.db)
-	for _, c := range colls {
+	var objects, data, storage, indexes, indexSize, views int64
+	var colls []*store.Collection
+	for _, c := range e.st.Catalog.State().Collections(r.db) {
+		if catalog.IsView(c) {
+			views++
+			continue
+		}
+		colls = append(colls, c)
 		s := e.collSizes(c)
 		objects += s.count
 		data += s.size
@@ -203,7 +211,7 @@ func (e *Executor) dbStats(_ context.Context, r *request) error {
 	// Counts are longs and sizes doubles, as mongos answers dbStats.
 	out := bsoncore.AppendStringElement(r.out, "db", r.db)
 	out = bsoncore.AppendInt64Element(out, "collections", int64(len(colls)))
-	out = bsoncore.AppendInt64Element(out, "views", 0)
+	out = bsoncore.AppendInt64Element(out, "views", views)
 	out = bsoncore.AppendInt64Element(out, "objects", objects)
 	avg := 0.0
 	if objects > 0 {

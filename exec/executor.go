@@ -141,7 +141,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 			Budgets:        e.shards.ReadBudgets,
 			IndexUse:       &e.indexUse,
 		})
-		e.write = write.NewPath(e.cat, e.query, e.shards)
+		e.write = write.NewPath(e.cat, e.query, e.shards).WithLogger(e.log.Named("write"))
 		e.ddl = ddl.New(e.cat, e.write, e.log, &e.counters.deletedDocs)
 		if err := e.loadRegistry(); err != nil {
 			// Nobody can authenticate then: access control fails closed.

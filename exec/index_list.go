@@ -42,6 +42,9 @@ func (e *Executor) listIndexes(_ context.Context, r *request) error {
 	if c == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", ns)
 	}
+	if catalog.IsView(c) {
+		return catalog.ViewError(ns)
+	}
 	return appendCursorReply(r, ns, 0, "firstBatch", listedIndexes(c))
 }
 
@@ -98,6 +101,9 @@ func (e *Executor) dropIndexes(_ context.Context, r *request) error {
 	c := e.st.Catalog.State().Collection(r.db, name)
 	if c == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.db, name)
+	}
+	if catalog.IsView(c) {
+		return catalog.ViewError(r.db + "." + name)
 	}
 	ids, err := indexesToDrop(c, target)
 	if err != nil {

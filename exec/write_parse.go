@@ -19,6 +19,7 @@ type writeArgs struct {
 	wc        write.Concern
 	maxTimeMS int64
 	stmts     []bsoncore.Value // the updates or deletes array's elements
+	bypass    bool             // bypassDocumentValidation
 }
 
 // updateStmt is one statement of an update command ({q, u, upsert, multi, ...}).
@@ -62,7 +63,7 @@ func parseWriteArgs(cmd, list string, body bsoncore.Document) (*writeArgs, error
 		case "ordered":
 			a.ordered, err = args.Bool(cmd, key, v)
 		case "bypassDocumentValidation":
-			_, err = args.Bool(cmd, key, v)
+			a.bypass, err = args.Bool(cmd, key, v)
 		case "let":
 			a.let, err = args.Doc(cmd, key, v)
 		case "stmtId", "stmtIds", "isTimeseriesNamespace", "encryptionInformation":

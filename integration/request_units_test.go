@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,7 @@ func TestRequestChargeModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := lastRequest(t, db)
+	res = slices.DeleteFunc(res, func(e bson.E) bool { return e.Key == "$clusterTime" || e.Key == "operationTime" })
 	want := bson.D{{Key: "_t", Value: "GetRequestStatisticsResponse"}, {Key: "CommandName", Value: "insert"},
 		{Key: "RequestCharge", Value: 5.5}, {Key: "RequestDurationInMilliSeconds", Value: field(t, res, "RequestDurationInMilliSeconds")},
 		{Key: "ok", Value: 1.0}}

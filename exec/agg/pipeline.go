@@ -305,6 +305,11 @@ func (env *Env) CompileExpr(v bsoncore.Value) (*expr.Expr, error) {
 // which reads as empty), split as Split plans it. The returned shard streams report what
 // the read cost.
 func (p *Pipeline) OpenColl(ci *catalog.Coll) (stream.Stream, *Source, []*query.ShardStream, error) {
+	if ci != nil && ci.View != nil {
+		// The command's own view is resolved before (exec's runAggregate); a view a
+		// sub-pipeline names ($lookup, $unionWith, $facet's reads) is not yet.
+		return nil, nil, nil, mongoerr.New(mongoerr.NotImplemented, "reading view %s from a sub-pipeline is not supported by cleave", ci.NS())
+	}
 	if p.ReadsNoCollection() {
 		out, err := p.OpenOver(stream.Empty{}, 0)
 		return out, nil, nil, err

@@ -41,6 +41,11 @@ type Coll struct {
 	// clustered collection (ddl_clustered.go).
 	TS        *Timeseries
 	Clustered bool
+	// View is set for a view (view.go): a record with no data that reads resolve and
+	// writes refuse.
+	View *View
+	// Validator is the collection's document validation (validator.go); nil when none.
+	Validator *Validator
 }
 
 // Index is one index compiled for key generation and planning.
@@ -103,7 +108,7 @@ func (cc *collCache) info(c *store.Collection) (*Coll, error) {
 
 // Compile builds the Coll of catalog record c.
 func Compile(c *store.Collection) (*Coll, error) {
-	ci := &Coll{Meta: c, Hashed: -1}
+	ci := &Coll{Meta: c, Hashed: -1, View: ViewOf(c.Options)}
 	parts := make([]shard.Partition, len(c.Partitions))
 	for i, p := range c.Partitions {
 		parts[i] = shard.Partition{ID: p.ID, Lo: p.Lo, Shard: p.Shard}
@@ -113,6 +118,9 @@ func Compile(c *store.Collection) (*Coll, error) {
 		return nil, fmt.Errorf("collection %s.%s: %w", c.DB, c.Name, err)
 	}
 	ci.Map = m
+	if ci.Validator, err = compileValidator(c.Options); err != nil {
+		return nil, fmt.Errorf("collection %s.%s: validator: %w", c.DB, c.Name, err)
+	}
 	if c.ShardKey != nil {
 		ci.ShardKey, err = KeyPatternFields(c.ShardKey)
 		if err != nil {

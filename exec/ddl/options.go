@@ -21,7 +21,7 @@ import (
 var createOptionOrder = []string{
 	"capped", "size", "max", "autoIndexId", "temp", "changeStreamPreAndPostImages",
 	"storageEngine", "indexOptionDefaults", "validator", "validationLevel", "validationAction",
-	"collation", "clusteredIndex", "expireAfterSeconds", "idIndex", "timeseries", "flags",
+	"collation", "viewOn", "pipeline", "clusteredIndex", "expireAfterSeconds", "idIndex", "timeseries", "flags",
 }
 
 // createOptionTypes are the options of create that cleave accepts, with the type each must
@@ -32,11 +32,12 @@ var createOptionTypes = map[string]string{
 	"autoIndexId": "bool", "idIndex": "object", "changeStreamPreAndPostImages": "object",
 	"collation": "object", "capped": "bool", "temp": "bool", "flags": "number",
 	"timeseries": "object", "clusteredIndex": "", "expireAfterSeconds": "number",
+	"viewOn": "string", "pipeline": "array",
 }
 
 // notImplementedCreate are create options for collection kinds cleave does not have.
 var notImplementedCreate = map[string]string{
-	"viewOn": "views", "pipeline": "views", "encryptedFields": "queryable encryption",
+	"encryptedFields": "queryable encryption",
 }
 
 // shardingCreateOptions are create options that exec reads itself (parseCreateSharding):
@@ -131,6 +132,9 @@ func ParseCreateOptions(ns string, body bsoncore.Document) (bsoncore.Document, e
 	if err != nil {
 		return nil, err
 	}
+	if err := checkCreateView(o, given); err != nil {
+		return nil, err
+	}
 	if err := checkCreateKinds(ns, o, given); err != nil {
 		return nil, err
 	}
@@ -138,6 +142,42 @@ func ParseCreateOptions(ns string, body bsoncore.Document) (bsoncore.Document, e
 		return nil, err
 	}
 	return o.Doc(), nil
+}
+
+// viewCreateOptions are the options MongoDB allows next to viewOn.
+var viewCreateOptions = map[string]bool{"viewOn": true, "pipeline": true, "collation": true}
+
+// checkCreateView checks the options of a view: viewOn names a collection of the same
+// database, pipeline holds documents and needs viewOn, and nothing else but a collation
+// goes with them.
+func checkCreateView(o CollOptions, given []string) error {
+	on, isView := o["viewOn"]
+	if !isView {
+		if _, ok := o["pipeline"]; ok {
+			return mongoerr.New(mongoerr.InvalidOptions, "'pipeline' requires 'viewOn' to also be specified")
+		}
+		return nil
+	}
+	for _, k := range given {
+		if !viewCreateOptions[k] {
+			return mongoerr.New(mongoerr.InvalidOptions, "option not supported on a view: %s", k)
+		}
+	}
+	if on.StringValue() == "" {
+		return mongoerr.New(mongoerr.InvalidNamespace, "invalid name for 'viewOn'")
+	}
+	p, ok := o["pipeline"]
+	if !ok {
+		o["pipeline"] = bsoncore.Value{Type: bsoncore.TypeArray, Data: bsoncore.NewArrayBuilder().Build()}
+		return nil
+	}
+	vals, _ := p.Array().Values()
+	for _, s := range vals {
+		if s.Type != bsoncore.TypeEmbeddedDocument {
+			return mongoerr.New(mongoerr.TypeMismatch, "View pipeline must be an array of objects")
+		}
+	}
+	return nil
 }
 
 // checkCreateKinds applies MongoDB's rules for capped, clustered and time-series
@@ -284,6 +324,8 @@ func checkCreateOption(key, want string, v bsoncore.Value) error {
 		_, err = args.Int64(cmd, key, v)
 	case "object":
 		_, err = args.Doc(cmd, key, v)
+	case "array":
+		_, err = args.Array(cmd, key, v)
 	case "bool":
 		_, err = args.Bool(cmd, key, v)
 	case "string":

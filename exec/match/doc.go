@@ -20,15 +20,20 @@
 // $exists $type (codes, aliases, "number", arrays) $regex/$options and regex values
 // (flags i m s x u) $mod $all (values, regexes, $elemMatch) $elemMatch (object and value
 // forms) $size $bitsAllSet $bitsAllClear $bitsAnySet $bitsAnyClear (mask, positions,
-// BinData) $expr (through Options.Expr) $comment $alwaysTrue $alwaysFalse and top-level
-// DBRef fields ($id, $ref, $db).
+// BinData) $expr (through Options.Expr) $comment $alwaysTrue $alwaysFalse, top-level
+// DBRef fields ($id, $ref, $db), and $jsonSchema (jsonschema.go: MongoDB's draft 4
+// dialect, bsonType with every $type alias and "number", type without "integer", required,
+// properties, patternProperties, additionalProperties, minimum/maximum with exclusive*,
+// multipleOf, minLength/maxLength in code points, pattern, enum, items/additionalItems,
+// minItems/maxItems, uniqueItems, minProperties/maxProperties, allOf/anyOf/oneOf/not,
+// dependencies; title and description ignored; $ref, format and the like answer 9).
 //
 // Refused, with MongoDB's code where MongoDB has one:
 //
 //   - $where: Location6108304 "no globalScriptEngine in $where parsing" (no JavaScript);
 //   - $text: 27 IndexNotFound "text index required for $text query" (no text indexes);
 //   - $near, $nearSphere, $geoNear: 291 NoQueryExecutionPlans (no geo indexes);
-//   - $geoWithin, $geoIntersects, $jsonSchema, $sampleRate: 238 NotImplemented;
+//   - $geoWithin, $geoIntersects, $sampleRate: 238 NotImplemented;
 //   - $expr without Options.Expr: 224 QueryFeatureNotAllowed;
 //   - regex constructs Go's RE2 engine lacks (lookaround, backreferences, atomic groups,
 //     possessive quantifiers, recursion, \G, \K, ...): 51091 "Regular expression is
@@ -37,7 +42,7 @@
 //     51095, 51108 where MongoDB uses them) with MongoDB's messages; invalid BSON: 22.
 //
 // Invariants: a compiled Filter is immutable and safe for concurrent use; Match never
-// allocates for filters without $expr or CompileValue's wrapped conditions; every error
+// allocates for filters without $expr, $jsonSchema or CompileValue's wrapped conditions; every error
 // is a *mongoerr.Error; arbitrary filter bytes never panic (FuzzCompile).
 //
 // Analysis for the planner and shard routing looks at the top-level conjunction only

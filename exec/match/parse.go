@@ -143,7 +143,15 @@ func (p *parser) parseTopOperator(name string, v bsoncore.Value, level int, pref
 		}
 		return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
 	case "$jsonSchema":
-		return nil, mongoerr.New(mongoerr.NotImplemented, "$jsonSchema is not supported")
+		d, ok := v.DocumentOK()
+		if !ok {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "$jsonSchema must be an object")
+		}
+		s, err := CompileSchema(d)
+		if err != nil {
+			return nil, err
+		}
+		return &schemaNode{s: s}, nil
 	case "$sampleRate":
 		return nil, mongoerr.New(mongoerr.NotImplemented, "$sampleRate is not supported")
 	case "$alwaysTrue", "$alwaysFalse":

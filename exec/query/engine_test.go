@@ -47,7 +47,7 @@ func newColl(t *testing.T, shards, parts int, docs []string) *collFixture {
 			vals[i] = bsonx.DocValue(streamtest.ExtDoc(t, d))
 		}
 		var res write.Results
-		if _, err := write.NewPath(cat, g, nil).Insert(context.Background(), ci, vals, 0, true, write.Concern{}, &res, nil); err != nil || len(res.Errs) > 0 {
+		if _, err := write.NewPath(cat, g, nil).Insert(context.Background(), ci, vals, 0, true, false, write.Concern{}, &res, nil); err != nil || len(res.Errs) > 0 {
 			t.Fatalf("insert: %v %v", err, res.Errs)
 		}
 	}
@@ -196,7 +196,7 @@ func TestOpenMultikeyBounds(t *testing.T) {
 		bsonx.DocValue(streamtest.ExtDoc(t, `{"_id": 1001, "a": [-7, 6], "c": 1001}`)),
 	}
 	var res write.Results
-	if _, err := write.NewPath(f.cat, f.g, nil).Insert(context.Background(), f.ci, vals, 0, true, write.Concern{}, &res, nil); err != nil || res.N != 2 {
+	if _, err := write.NewPath(f.cat, f.g, nil).Insert(context.Background(), f.ci, vals, 0, true, false, write.Concern{}, &res, nil); err != nil || res.N != 2 {
 		t.Fatalf("insert: %v %v", err, res.Errs)
 	}
 	fresh, err := f.cat.Lookup("db", "c")

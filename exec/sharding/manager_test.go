@@ -46,7 +46,7 @@ func newManagerFixture(t *testing.T, n int, maxBytes int64) *managerFixture {
 		vals[i] = bsonx.DocValue(streamtest.ExtDoc(t, fmt.Sprintf(`{"_id": %d, "k": %d, "a": %d, "pad": "%0200d"}`, i, i, i%10, i)))
 	}
 	var res write.Results
-	if _, err := w.Insert(context.Background(), ci, vals, 0, true, write.Concern{}, &res, nil); err != nil || res.N != int64(n) {
+	if _, err := w.Insert(context.Background(), ci, vals, 0, true, false, write.Concern{}, &res, nil); err != nil || res.N != int64(n) {
 		t.Fatalf("insert: %d documents, %v %v", res.N, err, res.Errs)
 	}
 	return &managerFixture{cat: cat, m: m, g: g}

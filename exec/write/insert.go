@@ -10,18 +10,24 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// Insert inserts one group of documents (base is the index of vals[0] in the request).
-// It reports whether an ordered insert must stop after an error. With rt (a retryable
-// write), the documents whose statement was executed before count as inserted and are not
-// inserted again, and the others are recorded with their writes.
+// Insert inserts one group of documents (base is the index of vals[0] in the request);
+// bypass skips document validation. It reports whether an ordered insert must stop after
+// an error. With rt (a retryable write), the documents whose statement was executed before
+// count as inserted and are not inserted again, and the others are recorded with their
+// writes.
 func (p *Path) Insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Value, base int,
-	ordered bool, wc Concern, res *Results, rt *Retry) (bool, error) {
+	ordered, bypass bool, wc Concern, res *Results, rt *Retry) (bool, error) {
+	if ci.View != nil { // MongoDB fails the batch's first write and stops
+		res.Errs = append(res.Errs, mongoerr.WriteError{Index: base, Err: catalog.ViewError(ci.NS())})
+		return true, nil
+	}
 	writes := make([]DocWrite, len(vals))
 	failed := make([]error, len(vals))
 	done := make([]bool, len(vals))
 	var hashes []uint64
 	wr := p.NewWriter(ci)
 	wr.SetRetry(rt)
+	wr.Bypass = bypass
 	for i, v := range vals {
 		if rt != nil {
 			if _, ok := rt.Executed(int32(base + i)); ok {

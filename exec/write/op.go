@@ -51,6 +51,8 @@ type Op struct {
 	// not recorded: its writes span several batches (drivers never retry one).
 	Retry *Retry
 	Stmt  int32
+	// Bypass skips document validation (bypassDocumentValidation).
+	Bypass bool
 }
 
 // recorded reports whether op's result is recorded for a retry.
@@ -165,6 +167,9 @@ func (wp *Path) Run(ctx context.Context, op *Op, res *Result) error {
 func (wp *Path) run(ctx context.Context, op *Op, res *Result) error {
 	if op.CI == nil {
 		return nil // no collection: nothing matches, and the caller created it for an upsert
+	}
+	if op.CI.View != nil {
+		return catalog.ViewError(op.CI.NS())
 	}
 	for attempt := 0; ; attempt++ {
 		charge := res.Charge
@@ -323,6 +328,7 @@ func (wp *Path) applyGroup(op *Op, cands []*Candidate, res *Result) error {
 	if op.recorded() {
 		wr.SetRetry(op.Retry)
 	}
+	wr.Bypass = op.Bypass
 	var hashes []uint64
 	for _, c := range cands {
 		w := op.Write(c)
@@ -427,6 +433,7 @@ func (wp *Path) runUpsert(op *Op, res *Result) error {
 	if op.recorded() {
 		wr.SetRetry(op.Retry)
 	}
+	wr.Bypass = op.Bypass
 	wr.Lock(wr.LockHashes(nil, &w))
 	defer wr.Release()
 	if err := wr.CheckIDFree(&w); err != nil {

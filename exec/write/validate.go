@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire"
@@ -143,6 +144,24 @@ func validateReplacement(doc bsoncore.Document) error {
 		if err := checkDepth(el.Value(), 2); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// validate applies the collection's validator to the new version of w (validationLevel
+// and validationAction decide): an invalid document fails with 121 and its errInfo, or,
+// with action "warn", is stored and logged as MongoDB logs it.
+func (wr *Writer) validate(w *DocWrite) error {
+	warn, err := wr.ci.Validator.Check(w.New, w.Old)
+	if err != nil || !warn {
+		return err
+	}
+	if ce := wr.p.log.Check(zap.WarnLevel, "Document would fail validation"); ce != nil {
+		fields := []zap.Field{zap.String("ns", wr.ci.NS())}
+		if id, err := w.New.LookupErr("_id"); err == nil {
+			fields = append(fields, zap.String("document_id", id.String()))
+		}
+		ce.Write(fields...)
 	}
 	return nil
 }

@@ -52,6 +52,8 @@ type Writer struct {
 	// are the shards the statement being staged wrote to so far.
 	retry   *Retry
 	touched []int
+	// Bypass skips document validation (bypassDocumentValidation).
+	Bypass bool
 }
 
 // NewWriter returns a writer for collection ci.
@@ -142,6 +144,14 @@ func (wr *Writer) Stage(w *DocWrite) error {
 	coll := ci.Meta.ID
 	if ci.Hashed >= 0 {
 		if err := rehash(ci, w); err != nil {
+			return err
+		}
+	}
+	if ci.View != nil { // $merge and $out into a view; the commands refuse it earlier
+		return catalog.ViewError(ci.NS())
+	}
+	if w.New != nil && ci.Validator != nil && !wr.Bypass {
+		if err := wr.validate(w); err != nil {
 			return err
 		}
 	}

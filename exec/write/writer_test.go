@@ -47,7 +47,7 @@ func insert(t *testing.T, p *write.Path, ci *catalog.Coll, docs ...string) *writ
 		vals[i] = bsonx.DocValue(streamtest.ExtDoc(t, d))
 	}
 	var res write.Results
-	if _, err := p.Insert(context.Background(), ci, vals, 0, false, write.Concern{}, &res, nil); err != nil {
+	if _, err := p.Insert(context.Background(), ci, vals, 0, false, false, write.Concern{}, &res, nil); err != nil {
 		t.Fatal(err)
 	}
 	return &res

@@ -12,6 +12,7 @@ const (
 	InternalError                            Code = 1
 	BadValue                                 Code = 2
 	NoSuchKey                                Code = 4
+	GraphContainsCycle                       Code = 5
 	HostUnreachable                          Code = 6
 	HostNotFound                             Code = 7
 	UnknownError                             Code = 8
@@ -72,12 +73,14 @@ const (
 	CursorInUse                              Code = 143
 	ExceededMemoryLimit                      Code = 146
 	ChunkTooBig                              Code = 153
+	ViewDepthLimitExceeded                   Code = 165
 	CommandNotSupportedOnView                Code = 166
 	OptionNotSupportedOnView                 Code = 167
 	InvalidPipelineOperator                  Code = 168
 	CannotIndexParallelArrays                Code = 171
 	QueryPlanKilled                          Code = 175
 	AmbiguousIndexKeyPattern                 Code = 181
+	InvalidViewDefinition                    Code = 182
 	PrimarySteppedDown                       Code = 189
 	InvalidIndexSpecificationOption          Code = 197
 	CannotBuildIndexKeys                     Code = 201
@@ -159,6 +162,7 @@ var names = map[Code]string{
 	InternalError:                            "InternalError",
 	BadValue:                                 "BadValue",
 	NoSuchKey:                                "NoSuchKey",
+	GraphContainsCycle:                       "GraphContainsCycle",
 	HostUnreachable:                          "HostUnreachable",
 	HostNotFound:                             "HostNotFound",
 	UnknownError:                             "UnknownError",
@@ -220,12 +224,14 @@ var names = map[Code]string{
 	UnsupportedOpQueryCommand:                "UnsupportedOpQueryCommand",
 	ExceededMemoryLimit:                      "ExceededMemoryLimit",
 	ChunkTooBig:                              "ChunkTooBig",
+	ViewDepthLimitExceeded:                   "ViewDepthLimitExceeded",
 	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
 	OptionNotSupportedOnView:                 "OptionNotSupportedOnView",
 	InvalidPipelineOperator:                  "InvalidPipelineOperator",
 	CannotIndexParallelArrays:                "CannotIndexParallelArrays",
 	QueryPlanKilled:                          "QueryPlanKilled",
 	AmbiguousIndexKeyPattern:                 "AmbiguousIndexKeyPattern",
+	InvalidViewDefinition:                    "InvalidViewDefinition",
 	PrimarySteppedDown:                       "PrimarySteppedDown",
 	InvalidIndexSpecificationOption:          "InvalidIndexSpecificationOption",
 	CannotBuildIndexKeys:                     "CannotBuildIndexKeys",
