@@ -231,7 +231,7 @@ func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 	}
 	out = r.out
 	if err != nil {
-		merr := mongoerr.From(err)
+		merr := mongoerr.From(interruptError(ctx, err))
 		if merr.Code == mongoerr.InternalError && merr.Unwrap() != nil {
 			c.log.Error("command failed", zap.Int32("request_id", req.RequestID),
 				zap.String("cmd", r.name), zap.Error(merr.Unwrap()))
