@@ -20,7 +20,7 @@ func handleJSON(ctx context.Context, t *testing.T, c wire.ConnHandler, cmdJSON s
 	b := bsoncore.NewDocumentBuilder()
 	elems, _ := body.Elements()
 	for _, el := range elems {
-		b.AppendValue(el.Key(), el.Value()) //nolint:staticcheck // test helper; AppendValue is what we need
+		b.AppendValue(el.Key(), el.Value())
 	}
 	reply, err := c.Handle(ctx, &wire.Request{Body: b.AppendString("$db", "t").Build()})
 	if err != nil {

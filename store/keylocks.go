@@ -48,6 +48,9 @@ func (l *KeyLocks) LockMany(hs []uint64) (unlock func()) {
 // LockManyCtx is LockMany that gives up when ctx ends first: it then holds nothing and
 // returns ctx.Err(). A wait costs a goroutine only when a stripe is already held.
 func (l *KeyLocks) LockManyCtx(ctx context.Context, hs []uint64) (unlock func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	ss := make([]uint32, len(hs))
 	for i, h := range hs {
 		ss[i] = stripe(h)
