@@ -200,6 +200,9 @@ type conn struct {
 	ops opState
 	// authn is who the connection authenticated as (auth.go).
 	authn connAuth
+	// openCursors counts the cursors this connection opened that are still open
+	// (MaxCursorsPerConnection).
+	openCursors atomic.Int32
 }
 
 // requestStats describes the last finished command of a connection.

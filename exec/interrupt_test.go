@@ -91,3 +91,33 @@ func TestWriteClientDisconnectWaitingForLocks(t *testing.T) {
 		t.Fatalf("count = %d, want 1", n)
 	}
 }
+
+// TestFindCursorCapPerConnection checks MaxCursorsPerConnection: the cursor beyond it fails
+// with OperationFailed, another connection is not affected, and killing one frees a slot.
+func TestFindCursorCapPerConnection(t *testing.T) {
+	e := testExecutor(t, 1, Options{})
+	c := e.Connect(wire.ConnInfo{ID: 1})
+	bg := context.Background()
+	handleJSON(bg, t, c, `{"insert": "c", "documents": [{"_id": 1}, {"_id": 2}]}`)
+	var last int64
+	for i := range MaxCursorsPerConnection {
+		reply := handleJSON(bg, t, c, `{"find": "c", "batchSize": 1}`)
+		if last = reply.Lookup("cursor", "id").Int64(); last == 0 {
+			t.Fatalf("find %d: %v", i, reply)
+		}
+	}
+	reply := handleJSON(bg, t, c, `{"find": "c", "batchSize": 1}`)
+	if code, _ := reply.Lookup("code").Int32OK(); mongoerr.Code(code) != mongoerr.OperationFailed {
+		t.Fatalf("cursor beyond the cap: %v", reply)
+	}
+	other := e.Connect(wire.ConnInfo{ID: 2})
+	if reply := handleJSON(bg, t, other, `{"find": "c", "batchSize": 1}`); reply.Lookup("cursor", "id").Int64() == 0 {
+		t.Fatalf("another connection: %v", reply)
+	}
+	kill := bsoncore.NewDocumentBuilder().AppendString("killCursors", "c").
+		AppendArray("cursors", bsoncore.NewArrayBuilder().AppendInt64(last).Build()).AppendString("$db", "t").Build()
+	run(t, c, kill)
+	if reply := handleJSON(bg, t, c, `{"find": "c", "batchSize": 1}`); reply.Lookup("cursor", "id").Int64() == 0 {
+		t.Fatalf("after killCursors: %v", reply)
+	}
+}
