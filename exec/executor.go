@@ -142,6 +142,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		})
 		e.write = write.NewPath(e.cat, e.query, e.shards)
 		e.ddl = ddl.New(e.cat, e.write, e.log, &e.counters.deletedDocs)
+		e.ddl.AbortUnfinished()
 		if err := e.loadRegistry(); err != nil {
 			// Nobody can authenticate then: access control fails closed.
 			e.log.Error("cannot load users and roles", zap.Error(err))

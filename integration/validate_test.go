@@ -124,6 +124,13 @@ func TestKillDuringIndexBuildAndDeletes(t *testing.T) {
 		c2 := srv.client(t)
 		when := fmt.Sprintf("round %d", round)
 		validateClean(t, c2.Database("killidx"), "c", when)
+		var st bson.Raw
+		if err := c2.Database("killidx").RunCommand(ctx, bson.D{{Key: "collStats", Value: "c"}}).Decode(&st); err != nil {
+			t.Fatal(err)
+		}
+		if builds, _ := st.Lookup("indexBuilds").Array().Values(); len(builds) > 0 {
+			t.Fatalf("%s: interrupted index builds survive the restart: %s", when, st.Lookup("indexBuilds"))
+		}
 		cur, err := c2.Database("killidx").Collection("c").Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
 		if err != nil {
 			t.Fatal(err)
