@@ -115,6 +115,12 @@ func (e *Executor) firstBatch(ctx context.Context, r *request, c *cursor, n int6
 		c.Close()
 	} else {
 		c.lsid, c.hasSession = lsidOf(r.body)
+		if r.conn.openCursors.Add(1) > MaxCursorsPerConnection {
+			r.conn.openCursors.Add(-1)
+			c.Close()
+			return mongoerr.New(mongoerr.OperationFailed, "Cannot open a new cursor: this connection already has %d open cursors (the limit); exhaust or kill some first", MaxCursorsPerConnection)
+		}
+		c.openedBy = &r.conn.openCursors
 		id = e.cursors.add(c)
 	}
 	e.counters.returnedDocs.Add(int64(countBatch(out[aidx:])))

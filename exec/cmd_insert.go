@@ -7,6 +7,7 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -29,6 +30,7 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 	var docs bsoncore.Array
 	ordered, bypass := true, false
 	haveDocs := false
+	var maxTime int64
 	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
@@ -55,6 +57,11 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 	if !haveDocs {
 		return args.Missing(cmd, "documents")
 	}
+	if v, err := r.body.LookupErr("maxTimeMS"); err == nil {
+		if maxTime, err = maxTimeMS(v); err != nil {
+			return err
+		}
+	}
 	vals, err := docs.Values()
 	if err != nil {
 		return mongoerr.New(mongoerr.InvalidBSON, "invalid documents array")
@@ -75,6 +82,8 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 		return err
 	}
 	defer release()
+	ctx, cancel := query.Deadline(ctx, maxTime)
+	defer cancel()
 	res := write.Results{}
 	for start := 0; start < len(vals); {
 		end, size := start, 0
@@ -84,7 +93,10 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 		}
 		stop, err := e.write.Insert(ctx, ci, vals[start:end], start, ordered, bypass, wc, &res, rt)
 		if err != nil {
-			return err
+			// The groups before this one are committed, as in MongoDB, whose interrupted
+			// write commands fail as a whole whatever they applied before.
+			e.counters.insertedDocs.Add(res.N)
+			return interruptError(ctx, err)
 		}
 		if stop {
 			break

@@ -89,9 +89,12 @@ func (e *Executor) update(ctx context.Context, r *request) error {
 }
 
 // stmtWriteError turns the failure of statement i into its write error. A failure that is
-// not MongoDB's (storage) fails the whole command instead.
+// not MongoDB's (storage) fails the whole command instead, and so does an interruption
+// (maxTimeMS, a client gone), as MongoDB's write commands fail on them whatever they applied.
 func stmtWriteError(ctx context.Context, i int, err error) (mongoerr.WriteError, error) {
-	err = query.TimeLimitError(ctx, err)
+	if ctx.Err() != nil {
+		return mongoerr.WriteError{}, interruptError(ctx, err)
+	}
 	me := mongoerr.As(err)
 	if me == nil {
 		return mongoerr.WriteError{}, err

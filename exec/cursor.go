@@ -20,6 +20,12 @@ import (
 // cursorTimeoutMillis, 10 minutes).
 const cursorTimeout = 10 * time.Minute
 
+// MaxCursorsPerConnection caps the cursors one connection has opened and not yet exhausted,
+// killed or let time out; one more fails with OperationFailed (96) and closes the new
+// cursor. MongoDB has no such cap; it bounds what one client can pin (snapshots, iterators,
+// pending documents) for ten minutes.
+const MaxCursorsPerConnection = 10_000
+
 // maxBatchBytes bounds the documents of one reply batch, leaving room in a 16 MiB + 16 KiB
 // reply for the envelope, as MongoDB does.
 const maxBatchBytes = wire.MaxBSONSize
@@ -41,6 +47,9 @@ type cursor struct {
 	// (killSessions, or the session's expiry), whatever its own timeout.
 	lsid       [16]byte
 	hasSession bool
+	// openedBy counts the open cursors of the connection that registered this one; Close
+	// gives its slot back.
+	openedBy *atomic.Int32
 }
 
 // cursorRegistry holds the open cursors of an Executor.
@@ -195,6 +204,10 @@ func (r *cursorRegistry) closeAll() {
 
 // Close releases the cursor's stream and resources.
 func (c *cursor) Close() {
+	if c.openedBy != nil {
+		c.openedBy.Add(-1)
+		c.openedBy = nil
+	}
 	c.stream.Close()
 	if c.release != nil {
 		c.release()

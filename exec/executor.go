@@ -143,6 +143,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		})
 		e.write = write.NewPath(e.cat, e.query, e.shards).WithLogger(e.log.Named("write"))
 		e.ddl = ddl.New(e.cat, e.write, e.log, &e.counters.deletedDocs)
+		e.ddl.AbortUnfinished()
 		if err := e.loadRegistry(); err != nil {
 			// Nobody can authenticate then: access control fails closed.
 			e.log.Error("cannot load users and roles", zap.Error(err))
@@ -201,6 +202,9 @@ type conn struct {
 	ops opState
 	// authn is who the connection authenticated as (auth.go).
 	authn connAuth
+	// openCursors counts the cursors this connection opened that are still open
+	// (MaxCursorsPerConnection).
+	openCursors atomic.Int32
 }
 
 // requestStats describes the last finished command of a connection.
@@ -232,7 +236,7 @@ func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 	}
 	out = r.out
 	if err != nil {
-		merr := mongoerr.From(err)
+		merr := mongoerr.From(interruptError(ctx, err))
 		if merr.Code == mongoerr.InternalError && merr.Unwrap() != nil {
 			c.log.Error("command failed", zap.Int32("request_id", req.RequestID),
 				zap.String("cmd", r.name), zap.Error(merr.Unwrap()))

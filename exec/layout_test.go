@@ -34,6 +34,7 @@ var forbidden = map[string][]string{
 	"exec/write":      {"exec/sharding", "exec/ddl", "exec/agg"},
 	"exec/sharding":   {"exec/ddl", "exec/agg"},
 	"exec/ddl":        {"exec/sharding", "exec/agg"},
+	"exec/validate":   {"exec/query", "exec/write", "exec/sharding", "exec/ddl", "exec/agg"},
 	"exec/agg":        {"exec/sharding", "exec/ddl"},
 	"exec/internal/*": {"exec/query", "exec/write", "exec/sharding", "exec/ddl", "exec/agg"},
 }

@@ -93,6 +93,8 @@ func killDuringWrites(t *testing.T, shards string) {
 
 	srv.restart()
 	c2 := srv.client(t)
+	validateClean(t, c2.Database("durable"), "docs", "after kill -9")
+	validateClean(t, c2.Database("durable"), "counters", "after kill -9")
 	coll = c2.Database("durable").Collection("docs")
 	counters = c2.Database("durable").Collection("counters")
 	found := map[string]bool{}

@@ -301,6 +301,7 @@ func killRound(t *testing.T, srv *server, round int, acked map[int32]bool) {
 	wg.Wait()
 	srv.restart()
 	c2 := srv.client(t)
+	validateClean(t, c2.Database("killsplit"), "people", fmt.Sprintf("round %d", round))
 	coll2 := c2.Database("killsplit").Collection("people")
 	cur, err := coll2.Find(ctx, bson.D{}, options.Find().SetBatchSize(1000))
 	if err != nil {

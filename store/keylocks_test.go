@@ -1,9 +1,12 @@
 package store
 
 import (
+	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestKeyLocksMutualExclusion increments plain counters under the locks from many goroutines;
@@ -63,5 +66,26 @@ func TestKeyLocksStripeSpread(t *testing.T) {
 	}
 	if len(seen) < 3000 {
 		t.Fatalf("only %d of 4096 stripes used", len(seen))
+	}
+}
+
+// TestKeyLocksLockManyCtx checks that a wait for a held stripe ends with the context, holding
+// nothing, and that the stripe is free again once its holder releases it.
+func TestKeyLocksLockManyCtx(t *testing.T) {
+	var l KeyLocks
+	unlock := l.LockMany([]uint64{7})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := l.LockManyCtx(ctx, []uint64{1, 7, 9}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("LockManyCtx = %v, want DeadlineExceeded", err)
+	}
+	unlock()
+	// Nothing stays held: neither the stripes taken before 7's nor 7's (its helper hands it back).
+	for range 100 {
+		u, err := l.LockManyCtx(context.Background(), []uint64{1, 7, 9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u()
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
@@ -43,6 +44,7 @@ type conn struct {
 	ch     ConnHandler
 	state  atomic.Int32
 	stats  connStats
+	watch  watchState
 
 	msg, inner Message // the request, and what an OP_COMPRESSED request carries
 	req        Request
@@ -53,7 +55,9 @@ type conn struct {
 
 // newConn wraps nc; serve runs it with a context that cancel ends.
 func newConn(s *Server, nc net.Conn, id int64, cancel context.CancelFunc) *conn {
-	return &conn{srv: s, nc: nc, id: id, cancel: cancel, r: bufio.NewReaderSize(nc, s.opts.ReadBufferSize)}
+	c := &conn{srv: s, nc: nc, id: id, cancel: cancel}
+	c.r = bufio.NewReaderSize(connReader{c}, s.opts.ReadBufferSize)
+	return c
 }
 
 // replyTo describes how to answer a request: in which format, and how it must be wrapped.
@@ -95,6 +99,9 @@ func (c *conn) finish() {
 	}
 	_ = c.nc.Close()
 	c.cancel()
+	if c.watch.timer != nil {
+		c.watch.timer.Stop() // NB: a watcher that fired has ended: stopWatch waited for it
+	}
 	if c.ch != nil {
 		c.closeHandler()
 	}
@@ -132,7 +139,8 @@ func (c *conn) forceClose() {
 func (c *conn) logEnd(err error) {
 	var perr *ProtocolError
 	switch {
-	case errors.As(err, &perr), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, errHandler):
+	case errors.As(err, &perr), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, errHandler),
+		errors.Is(err, errSlowClient):
 		c.srv.log.Warn("closing connection", zap.Int64("conn_id", c.id),
 			zap.String("peer", c.nc.RemoteAddr().String()), zap.Int32("request_id", c.req.RequestID),
 			zap.String("reason", err.Error()))
@@ -146,12 +154,22 @@ func (c *conn) logEnd(err error) {
 
 // serveOne reads, handles and answers one request.
 func (c *conn) serveOne(ctx context.Context) error {
+	// Waiting for a request has no deadline (drivers keep idle pooled connections); once
+	// its first byte is in, the rest must arrive within FrameReadTimeout.
+	if _, err := c.r.Peek(1); err != nil {
+		return err
+	}
+	deadline := false
+	if c.r.Buffered() < HeaderSize {
+		c.setFrameDeadline()
+		deadline = true
+	}
 	hdr, err := c.r.Peek(HeaderSize)
 	if err != nil {
-		if len(hdr) > 0 && errors.Is(err, io.EOF) {
-			return fmt.Errorf("truncated message header: %w", io.ErrUnexpectedEOF)
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
 		}
-		return err
+		return fmt.Errorf("truncated message header: %w", slowClient("reading a header", err))
 	}
 	if !c.state.CompareAndSwap(stateIdle, stateActive) {
 		return errClosedIdle
@@ -160,6 +178,10 @@ func (c *conn) serveOne(ctx context.Context) error {
 	n, err := checkLength(hdr, MaxMessageSize)
 	if err != nil {
 		return err
+	}
+	if !deadline && c.r.Buffered() < n {
+		c.setFrameDeadline()
+		deadline = true
 	}
 	var frame []byte
 	if n <= c.r.Size() {
@@ -171,7 +193,10 @@ func (c *conn) serveOne(ctx context.Context) error {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		return fmt.Errorf("truncated message of %d bytes: %w", n, err)
+		return fmt.Errorf("truncated message of %d bytes: %w", n, slowClient("reading a frame", err))
+	}
+	if deadline {
+		_ = c.nc.SetReadDeadline(time.Time{})
 	}
 	err = c.handle(ctx, frame)
 	if n <= c.r.Size() {
@@ -238,7 +263,9 @@ func (c *conn) handle(ctx context.Context, frame []byte) error {
 		return c.writeReply(rt, merr.Reply(), 0)
 	}
 	c.req.Compressor = rt.compressor
+	c.startWatch()
 	reply, err := c.ch.Handle(ctx, &c.req)
+	c.stopWatch()
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w: %w", errHandler, err)
@@ -320,7 +347,9 @@ func (c *conn) writeReply(rt replyTo, doc bsoncore.Document, flags ReplyFlags) e
 		}
 	}
 	c.stats.physicalOut.Add(int64(len(b)))
+	c.armWriteDeadline()
 	_, err := c.nc.Write(b)
+	err = slowClient("writing a reply", err)
 	*out = b
 	putBuf(out)
 	return err

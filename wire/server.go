@@ -21,12 +21,33 @@ type ServerOptions struct {
 	// it are decoded in place; larger ones are read into a pooled buffer. It is most of what
 	// an idle connection costs.
 	ReadBufferSize int
+	// FrameReadTimeout bounds how long a request may take to arrive once its first byte is
+	// in (default DefaultFrameReadTimeout): a client that stalls mid-frame is disconnected
+	// instead of holding a goroutine and a partly filled buffer. Waiting for a request has
+	// no limit.
+	FrameReadTimeout time.Duration
+	// WriteTimeout bounds how long writing a reply may block (default DefaultWriteTimeout):
+	// a client that stops reading is disconnected and the reply's buffer freed. A write is
+	// given at least half of it.
+	WriteTimeout time.Duration
 }
+
+// Defaults of the connection timeouts of ServerOptions.
+const (
+	DefaultFrameReadTimeout = time.Minute
+	DefaultWriteTimeout     = time.Minute
+)
 
 // EnsureDefaults fills unset fields with their defaults.
 func (o *ServerOptions) EnsureDefaults() {
 	if o.ReadBufferSize == 0 {
 		o.ReadBufferSize = 8 << 10
+	}
+	if o.FrameReadTimeout == 0 {
+		o.FrameReadTimeout = DefaultFrameReadTimeout
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = DefaultWriteTimeout
 	}
 }
 
@@ -37,6 +58,9 @@ func (o ServerOptions) Validate() error {
 	}
 	if o.ReadBufferSize != 0 && o.ReadBufferSize < 1024 {
 		return fmt.Errorf("wire: ReadBufferSize %d is below 1024", o.ReadBufferSize)
+	}
+	if o.FrameReadTimeout < 0 || o.WriteTimeout < 0 {
+		return fmt.Errorf("wire: FrameReadTimeout %v and WriteTimeout %v must not be negative", o.FrameReadTimeout, o.WriteTimeout)
 	}
 	return nil
 }

@@ -68,6 +68,11 @@ type densifyStream struct {
 func (w *densifyStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	for {
 		if w.gen != nil {
+			if w.generated%256 == 255 { // generating reads no input, whose scan would check ctx
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
 			d, err := w.step(w.gen)
 			if d != nil || err != nil {
 				return d, err

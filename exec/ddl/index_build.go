@@ -103,7 +103,10 @@ func (x *Runner) fillBatch(ctx context.Context, ci *catalog.Coll, building []*ca
 			}
 		}
 	}
-	unlock := x.cat.Locks().LockMany(hashes)
+	unlock, err := x.cat.Locks().LockManyCtx(ctx, hashes)
+	if err != nil {
+		return err
+	}
 	defer unlock()
 	db := x.cat.Shards()[s]
 	b := db.NewBatch()

@@ -90,3 +90,24 @@ func (x *Runner) DeleteIndexData(c *store.Collection, ids []store.IndexID) {
 		b.Close()
 	}
 }
+
+// AbortUnfinished removes the indexes whose build a crash interrupted (in the catalog, not
+// ready) and their partial entries, so that they are neither maintained forever nor in the
+// way of a new build of the same index. Run it at startup, before any command.
+func (x *Runner) AbortUnfinished() {
+	state := x.cat.Store().State()
+	for _, db := range state.Databases() {
+		for _, c := range state.Collections(db.Name) {
+			var ids []store.IndexID
+			for _, xi := range c.Indexes {
+				if !xi.Ready {
+					ids = append(ids, xi.ID)
+				}
+			}
+			if len(ids) > 0 {
+				x.log.Warn("removing index builds interrupted by a crash", zap.String("ns", c.DB+"."+c.Name), zap.Int("indexes", len(ids)))
+				x.Abort(c, ids)
+			}
+		}
+	}
+}

@@ -515,3 +515,15 @@ func (m *Manager) foreignHints(coll store.CollID, dst []retiredRange) []retiredR
 	}
 	return dst
 }
+
+// InFlight reports whether shard holds hash of collection coll in a range it does not own
+// because a move is under way: the destination's copy before the flip, or the source's range
+// after it, not yet deleted. validate accepts such documents.
+func (m *Manager) InFlight(coll store.CollID, shard int, hash uint64) bool {
+	for _, r := range m.foreignHints(coll, nil) {
+		if r.shard == shard && hash >= r.lo && (r.hi == 0 || hash < r.hi) {
+			return true
+		}
+	}
+	return false
+}

@@ -52,10 +52,9 @@ func (p *Path) Insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Val
 		writes[i].New = doc
 		hashes = wr.LockHashes(hashes, &writes[i])
 	}
-	if err := ctx.Err(); err != nil {
+	if err := wr.LockCtx(ctx, hashes); err != nil {
 		return true, err
 	}
-	wr.Lock(hashes)
 	defer wr.Release()
 	stop := false
 	for i := range writes {

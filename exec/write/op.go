@@ -183,7 +183,7 @@ func (wp *Path) run(ctx context.Context, op *Op, res *Result) error {
 		if err != nil || res.Matched > 0 || !op.Upsert || op.Upd == nil {
 			return err
 		}
-		err = wp.runUpsert(op, res)
+		err = wp.runUpsert(ctx, op, res)
 		if err == nil || attempt >= MaxUpsertRetries || !op.upsertRetryable(err) {
 			return err
 		}
@@ -300,7 +300,7 @@ func (wp *Path) FirstMatch(ctx context.Context, q *query.Query, res *Result) (bs
 // so that they need more locks go again with the version they were last read in.
 func (wp *Path) applyWithRetry(ctx context.Context, op *Op, cands []*Candidate, res *Result) error {
 	for len(cands) > 0 {
-		if err := wp.applyGroup(op, cands, res); err != nil {
+		if err := wp.applyGroup(ctx, op, cands, res); err != nil {
 			return err
 		}
 		again := cands[:0:0]
@@ -323,7 +323,7 @@ func (wp *Path) applyWithRetry(ctx context.Context, op *Op, cands []*Candidate, 
 // re-read under the locks: one that changed is matched and computed again, and retried
 // when its new unique keys were not locked. The first failure (a failed update, E11000)
 // stops the group; what was staged before it is committed.
-func (wp *Path) applyGroup(op *Op, cands []*Candidate, res *Result) error {
+func (wp *Path) applyGroup(ctx context.Context, op *Op, cands []*Candidate, res *Result) error {
 	wr := wp.NewWriter(wp.cat.Refresh(op.CI))
 	if op.recorded() {
 		wr.SetRetry(op.Retry)
@@ -334,7 +334,9 @@ func (wp *Path) applyGroup(op *Op, cands []*Candidate, res *Result) error {
 		w := op.Write(c)
 		hashes = wr.LockHashes(hashes, &w)
 	}
-	wr.Lock(hashes)
+	if err := wr.LockCtx(ctx, hashes); err != nil {
+		return err
+	}
 	defer wr.Release()
 	locked := make(map[uint64]struct{}, len(hashes))
 	for _, h := range hashes {
@@ -415,7 +417,7 @@ func (wp *Path) ApplyLocked(wr *Writer, op *Op, c *Candidate, locked map[uint64]
 }
 
 // runUpsert inserts the document an upsert makes of its query and update.
-func (wp *Path) runUpsert(op *Op, res *Result) error {
+func (wp *Path) runUpsert(ctx context.Context, op *Op, res *Result) error {
 	doc, err := update.Upsert(nil, op.Query, op.Upd)
 	if err != nil {
 		return err
@@ -434,7 +436,9 @@ func (wp *Path) runUpsert(op *Op, res *Result) error {
 		wr.SetRetry(op.Retry)
 	}
 	wr.Bypass = op.Bypass
-	wr.Lock(wr.LockHashes(nil, &w))
+	if err := wr.LockCtx(ctx, wr.LockHashes(nil, &w)); err != nil {
+		return err
+	}
 	defer wr.Release()
 	if err := wr.CheckIDFree(&w); err != nil {
 		return err

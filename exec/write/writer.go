@@ -2,6 +2,7 @@ package write
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -81,8 +82,19 @@ func (wr *Writer) LockHashes(dst []uint64, w *DocWrite) []uint64 {
 // moves to the collection's current catalog version, so that an index build that started
 // meanwhile gets this write's entries (see buildIndexes).
 func (wr *Writer) Lock(hashes []uint64) {
-	wr.unlock = wr.p.cat.Locks().LockMany(hashes)
+	_ = wr.LockCtx(context.Background(), hashes)
+}
+
+// LockCtx is Lock for a command: it gives up, holding nothing, when ctx ends first (the
+// command's maxTimeMS passed, or its client went away), and returns ctx.Err().
+func (wr *Writer) LockCtx(ctx context.Context, hashes []uint64) error {
+	unlock, err := wr.p.cat.Locks().LockManyCtx(ctx, hashes)
+	if err != nil {
+		return err
+	}
+	wr.unlock = unlock
 	wr.ci = wr.p.cat.Refresh(wr.ci)
+	return nil
 }
 
 // Release commits nothing; it drops the locks taken by lock and the staged batches.

@@ -99,6 +99,7 @@ const (
 	ExceededTimeLimit                        Code = 262
 	OperationNotSupportedInTransaction       Code = 263
 	FailPointSetFailed                       Code = 266
+	ClientDisconnect                         Code = 279
 	WouldChangeOwningShard                   Code = 283
 	ChecksumMismatch                         Code = 288
 	QueryExceededMemoryLimitNoDiskUseAllowed Code = 292
@@ -250,6 +251,7 @@ var names = map[Code]string{
 	ExceededTimeLimit:                        "ExceededTimeLimit",
 	OperationNotSupportedInTransaction:       "OperationNotSupportedInTransaction",
 	FailPointSetFailed:                       "FailPointSetFailed",
+	ClientDisconnect:                         "ClientDisconnect",
 	WouldChangeOwningShard:                   "WouldChangeOwningShard",
 	ChecksumMismatch:                         "ChecksumMismatch",
 	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",

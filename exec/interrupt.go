@@ -1,0 +1,31 @@
+package exec
+
+import (
+	"context"
+	"errors"
+
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// A command ends early when its context does: its maxTimeMS passed (query.Deadline) or its
+// client disconnected (the wire server cancels the connection's context when it sees the
+// socket close while a command runs). Long loops check the context: scans every few hundred
+// documents, writes before each group's key locks and while waiting for them, index builds
+// between batches. What the command committed before stays committed; nothing is applied
+// after the command has failed.
+
+// interruptError maps err, a failure of a command whose context may have ended, to the error
+// MongoDB answers: MaxTimeMSExpired (50) past maxTimeMS, ClientDisconnect (279) when the
+// client went away; any other error is returned as is.
+func interruptError(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+		return mongoerr.New(mongoerr.MaxTimeMSExpired, "operation exceeded time limit")
+	case errors.Is(ctx.Err(), context.Canceled), errors.Is(err, context.Canceled):
+		return mongoerr.New(mongoerr.ClientDisconnect, "operation was interrupted because a client disconnected")
+	}
+	return err
+}
