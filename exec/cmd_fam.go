@@ -73,6 +73,8 @@ func parseFAM(body bsoncore.Document) (*famArgs, error) {
 			a.hint, err = hintArg(cmd, key, v)
 		case "bypassDocumentValidation":
 			a.bypass, err = args.Bool(cmd, key, v)
+		case "bypassEmptyTsReplacement": // accepted (MongoDB 5.0+); cleave never replaces empty timestamps
+			_, err = args.Bool(cmd, key, v)
 		case "stmtId":
 			var n int64
 			if n, err = args.Int64(cmd, key, v); err == nil {

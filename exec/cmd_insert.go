@@ -44,6 +44,8 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 			ordered, err = args.Bool(cmd, key, v)
 		case "bypassDocumentValidation":
 			bypass, err = args.Bool(cmd, key, v)
+		case "bypassEmptyTsReplacement": // accepted (MongoDB 5.0+); cleave never replaces empty timestamps
+			_, err = args.Bool(cmd, key, v)
 		case "let":
 			_, err = args.Doc(cmd, key, v)
 		default:

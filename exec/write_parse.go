@@ -64,6 +64,8 @@ func parseWriteArgs(cmd, list string, body bsoncore.Document) (*writeArgs, error
 			a.ordered, err = args.Bool(cmd, key, v)
 		case "bypassDocumentValidation":
 			a.bypass, err = args.Bool(cmd, key, v)
+		case "bypassEmptyTsReplacement": // accepted (MongoDB 5.0+); cleave never replaces empty timestamps
+			_, err = args.Bool(cmd, key, v)
 		case "let":
 			a.let, err = args.Doc(cmd, key, v)
 		case "stmtId", "stmtIds", "isTimeseriesNamespace", "encryptionInformation":
