@@ -6,25 +6,28 @@ import "github.com/cockroachdb/apd/v3"
 // half-even to decimal128; NaN operands give NaN, Infinity - Infinity and 0 × Infinity give
 // NaN, overflow gives ±Infinity, and zeros keep IEEE's signs (-0 + -0 = -0, -1 × 0 = -0).
 
-// op is an apd operation in Context.
-type op func(c *apd.Context, d, x, y *apd.Decimal) (apd.Condition, error)
-
-// apply decodes a and b, applies f and encodes the result.
-func apply(f op, a, b Value) Value {
+// Add returns a + b.
+func Add(a, b Value) Value {
+	// Each operation spells its apd call: through a function value the operands would
+	// escape to the heap.
 	var x, y, r apd.Decimal
-	// The context traps nothing, so f never fails; invalid operations give NaN.
-	_, _ = f(&Context, &r, a.Decimal(&x), b.Decimal(&y))
+	_, _ = Context.Add(&r, a.Decimal(&x), b.Decimal(&y)) // no traps: never an error
 	return FromDecimal(&r)
 }
 
-// Add returns a + b.
-func Add(a, b Value) Value { return apply((*apd.Context).Add, a, b) }
-
 // Sub returns a - b.
-func Sub(a, b Value) Value { return apply((*apd.Context).Sub, a, b) }
+func Sub(a, b Value) Value {
+	var x, y, r apd.Decimal
+	_, _ = Context.Sub(&r, a.Decimal(&x), b.Decimal(&y))
+	return FromDecimal(&r)
+}
 
 // Mul returns a × b.
-func Mul(a, b Value) Value { return apply((*apd.Context).Mul, a, b) }
+func Mul(a, b Value) Value {
+	var x, y, r apd.Decimal
+	_, _ = Context.Mul(&r, a.Decimal(&x), b.Decimal(&y))
+	return FromDecimal(&r)
+}
 
 // Quo returns a ÷ b: exact quotients keep the ideal exponent (6/2 = 3, 1.0/4 = 0.25), others
 // are rounded to 34 digits (1/3 = 0.3333333333333333333333333333333333). x/0 gives ±Infinity

@@ -304,7 +304,7 @@ func TestDecimalConversions(t *testing.T) {
 func TestDecimalNonCanonical(t *testing.T) {
 	for _, v := range []decimal128.Value{
 		decimal128.FromWords(0x3040000000000000|0x1ed09bead87c0, 0x378d8e6400000000), // 10^34
-		decimal128.FromWords(0x6c10000000000000, 0),                                   // the "11" form
+		decimal128.FromWords(0x6c10000000000000, 0),                                  // the "11" form
 	} {
 		if !v.IsZero() || decimal128.Compare(v, decimal128.FromInt64(0)) != 0 {
 			t.Errorf("%x %x is not zero: %s", v.H, v.L, v)
