@@ -28,10 +28,6 @@ import (
 // in (b, next(b)) by decimal value. For negative numbers every byte after the tag is
 // complemented, reversing the order of magnitudes.
 
-// maxNumKey bounds the length of a number's encoding: tag, exponent, 9 groups, marker,
-// decimal exponent and 17 digit pairs.
-const maxNumKey = 1 + 2 + 9 + 1 + 2 + 17
-
 // appendNumber appends the encoding of a numeric value of type t with bytes b.
 func appendNumber(dst []byte, t bsoncore.Type, b []byte) []byte {
 	switch t {
