@@ -178,3 +178,48 @@ func BenchmarkAppendIndexKeys(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompareDecimal measures Compare of decimals with each other and with the other
+// numeric types: the common case (small coefficients), a 34-digit quotient, and decimals
+// far from the double range.
+func BenchmarkCompareDecimal(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		a, b bsoncore.Value
+	}{
+		{"DecimalSameScale", d128("19.99"), d128("20.49")},
+		{"DecimalOtherScale", d128("19.990"), d128("2E+1")},
+		{"Decimal34Digits", d128("0.3333333333333333333333333333333333"), d128("0.3333333333333333333333333333333334")},
+		{"DecimalVsDouble", d128("0.1"), f64(0.1)},
+		{"DecimalVsInt64", d128("1700000000123.5"), i64(1700000000123)},
+		{"Decimal34DigitsVsDouble", d128("0.3333333333333333333333333333333333"), f64(1.0 / 3)},
+		{"DecimalHugeVsDouble", d128("1.5E+400"), f64(1e300)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				Compare(bc.a, bc.b)
+			}
+		})
+	}
+}
+
+// BenchmarkAppendKeyDecimal measures the key encoding of decimals.
+func BenchmarkAppendKeyDecimal(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		v    bsoncore.Value
+	}{
+		{"Price", d128("19.99")},
+		{"Integral", d128("42")},
+		{"34Digits", d128("0.3333333333333333333333333333333333")},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			buf := make([]byte, 0, 64)
+			b.ReportAllocs()
+			for b.Loop() {
+				buf = AppendKey(buf[:0], bc.v)
+			}
+		})
+	}
+}

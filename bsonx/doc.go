@@ -19,7 +19,7 @@
 //
 // # What it owns
 //
-//   - The order (order.go, number.go, decimal.go): Compare, CompareDocuments, Equal,
+//   - The order (order.go, number.go; decimal128/ for decimals): Compare, CompareDocuments, Equal,
 //     CanonicalRank (MongoDB's canonicalizeBSONType; undefined ranks 0, between MinKey and
 //     null). int32, int64, double and decimal128 compare by exact value: int64 against double
 //     without rounding (2^63-1 < 9.223372036854775807e18), decimal against double exactly

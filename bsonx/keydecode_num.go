@@ -6,6 +6,8 @@ import (
 	"math/bits"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx/decimal128"
 )
 
 // Decoding of numbers (see keynum.go for the encoding).
@@ -90,11 +92,11 @@ func (r *keyReader) decimalForm(neg bool, nx byte) (bsoncore.Type, bool) {
 		return 0, false
 	}
 	adj := int(uint16(hi^nx)<<8|uint16(lo^nx)) - 0x8000
-	var ch, cl uint64
+	var buf [decimal128.Digits]byte
 	n := 0
 	for {
 		b, ok := r.next()
-		if !ok || n >= 34 {
+		if !ok || n >= len(buf) {
 			return 0, false
 		}
 		b ^= nx
@@ -107,32 +109,27 @@ func (r *keyReader) decimalForm(neg bool, nx byte) (bsoncore.Type, bool) {
 		if n == 0 && d1 == 0 {
 			return 0, false
 		}
-		ch, cl = mulAdd128(ch, cl, 10, d1)
+		buf[n] = byte(d1)
 		n++
 		if more || d2 != 0 {
-			ch, cl = mulAdd128(ch, cl, 10, d2)
+			if n >= len(buf) {
+				return 0, false
+			}
+			buf[n] = byte(d2)
 			n++
 		}
 		if !more {
 			break
 		}
 	}
-	h, l, ok := decWords(neg, ch, cl, adj-(n-1))
+	d, ok := decimal128.FromDigits(neg, buf[:n], adj-(n-1))
 	if !ok {
 		return 0, false
 	}
 	if r.build {
-		r.out = bsoncore.AppendDecimal128(r.out, h, l)
+		r.out = bsoncore.AppendDecimal128(r.out, d.H, d.L)
 	}
 	return bsoncore.TypeDecimal128, true
-}
-
-// mulAdd128 returns hi:lo × m + a, assuming no overflow past 128 bits.
-func mulAdd128(hi, lo, m, a uint64) (uint64, uint64) {
-	h, l := bits.Mul64(lo, m)
-	hi = hi*m + h
-	l, c := bits.Add64(l, a, 0)
-	return hi + c, l
 }
 
 // emitDouble emits a double.
@@ -182,10 +179,10 @@ func (r *keyReader) emitBinary(neg bool, e int, m uint64) (bsoncore.Type, bool) 
 	if !r.build {
 		return bsoncore.TypeDecimal128, true
 	}
-	h, l, ok := decFromBinary(neg, e, m)
+	d, ok := decimal128.FromBinary(neg, e, m)
 	if !ok {
 		return 0, false
 	}
-	r.out = bsoncore.AppendDecimal128(r.out, h, l)
+	r.out = bsoncore.AppendDecimal128(r.out, d.H, d.L)
 	return bsoncore.TypeDecimal128, true
 }

@@ -5,6 +5,8 @@ import (
 	"math/bits"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx/decimal128"
 )
 
 // Numbers. Every int64 and every double is exactly m × 2^(e-63) with m a 64-bit integer whose
@@ -26,10 +28,6 @@ import (
 // in (b, next(b)) by decimal value. For negative numbers every byte after the tag is
 // complemented, reversing the order of magnitudes.
 
-// maxNumKey bounds the length of a number's encoding: tag, exponent, 9 groups, marker,
-// decimal exponent and 17 digit pairs.
-const maxNumKey = 1 + 2 + 9 + 1 + 2 + 17
-
 // appendNumber appends the encoding of a numeric value of type t with bytes b.
 func appendNumber(dst []byte, t bsoncore.Type, b []byte) []byte {
 	switch t {
@@ -40,8 +38,7 @@ func appendNumber(dst []byte, t bsoncore.Type, b []byte) []byte {
 	case bsoncore.TypeDouble:
 		return appendFloat(dst, math.Float64frombits(readU64(b)))
 	default:
-		h, l := readDecimalWords(b)
-		return appendDecimal(dst, parseDecimal(h, l))
+		return appendDecimal(dst, decimalOf(b).Parts())
 	}
 }
 
@@ -89,28 +86,28 @@ func appendFloat(dst []byte, f float64) []byte {
 }
 
 // appendDecimal appends the encoding of a decimal128.
-func appendDecimal(dst []byte, d dec) []byte {
-	switch d.class {
-	case decNaN:
+func appendDecimal(dst []byte, d decimal128.Parts) []byte {
+	switch d.Kind {
+	case decimal128.KindNaN:
 		return append(dst, tagNaN)
-	case decZero:
+	case decimal128.KindZero:
 		return append(dst, tagZero)
-	case decInf:
-		if d.neg {
+	case decimal128.KindInf:
+		if d.Neg {
 			return append(dst, tagNegInf)
 		}
 		return append(dst, tagPosInf)
 	}
-	e, m, exact := d.binary()
+	e, m, exact := d.Binary()
 	if exact {
-		return appendBinary(dst, d.neg, e, m, nil)
+		return appendBinary(dst, d.Neg, e, m, nil)
 	}
-	return appendBinary(dst, d.neg, e, m, &d)
+	return appendBinary(dst, d.Neg, e, m, &d)
 }
 
 // appendBinary appends the encoding of ±m × 2^(e-63) (m's top bit set), followed by the
 // decimal form of between when the value is a decimal strictly above that binary number.
-func appendBinary(dst []byte, neg bool, e int, m uint64, between *dec) []byte {
+func appendBinary(dst []byte, neg bool, e int, m uint64, between *decimal128.Parts) []byte {
 	var x byte // XOR mask: complement everything after the tag of a negative number
 	if neg {
 		x = 0xFF
@@ -148,9 +145,9 @@ func appendBinary(dst []byte, neg bool, e int, m uint64, between *dec) []byte {
 	if between == nil {
 		return dst
 	}
-	var buf [40]byte
-	digits := between.digits(&buf)
-	u := uint16(between.exp + len(digits) - 1 + 0x8000)
+	var buf [decimal128.Digits]byte
+	digits := between.Digits(&buf)
+	u := uint16(between.Exp + len(digits) - 1 + 0x8000)
 	dst = append(dst, 0x00^x, byte(u>>8)^x, byte(u)^x)
 	for i := 0; i < len(digits); i += 2 {
 		p := digits[i] * 10

@@ -1,11 +1,11 @@
 package bsonx
 
 import (
-	"bytes"
 	"math"
-	"math/bits"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx/decimal128"
 )
 
 // IsNumber reports whether t is one of the four numeric types (int32, int64, double,
@@ -29,8 +29,7 @@ func NumberAsFloat64(v bsoncore.Value) (f float64, ok bool) {
 	case bsoncore.TypeDouble:
 		return math.Float64frombits(readU64(v.Data)), true
 	case bsoncore.TypeDecimal128:
-		h, l := readDecimalWords(v.Data)
-		return decToFloat64(parseDecimal(h, l)), true
+		return decimalOf(v.Data).Float64(), true
 	}
 	return 0, false
 }
@@ -51,33 +50,7 @@ func NumberAsInt64(v bsoncore.Value) (i int64, ok bool) {
 		}
 		return 0, false
 	case bsoncore.TypeDecimal128:
-		h, l := readDecimalWords(v.Data)
-		return decToInt64(parseDecimal(h, l))
-	}
-	return 0, false
-}
-
-// decToInt64 returns d as an int64 if it is integral and in range.
-func decToInt64(d dec) (int64, bool) {
-	switch {
-	case d.class == decZero:
-		return 0, true
-	case d.class != decFinite || d.exp < 0 || d.hi != 0 || d.exp > 19:
-		return 0, false
-	}
-	u := d.lo
-	if d.exp > 0 {
-		hi, lo := bits.Mul64(u, pow10[d.exp])
-		if hi != 0 {
-			return 0, false
-		}
-		u = lo
-	}
-	switch {
-	case !d.neg && u <= math.MaxInt64:
-		return int64(u), true
-	case d.neg && u <= 1<<63:
-		return int64(-u), true // -u wraps to MinInt64 for u == 2^63, as intended
+		return decimalOf(v.Data).Int64()
 	}
 	return 0, false
 }
@@ -89,6 +62,9 @@ func readDecimalWords(b []byte) (h, l uint64) {
 	}
 	return readU64(b[8:]), readU64(b)
 }
+
+// decimalOf returns the decimal128 whose bytes are b.
+func decimalOf(b []byte) decimal128.Value { return decimal128.FromWords(readDecimalWords(b)) }
 
 // compareNumbers compares two numeric values of any of the four types exactly.
 func compareNumbers(ta bsoncore.Type, a []byte, tb bsoncore.Type, b []byte) int {
@@ -104,16 +80,19 @@ func compareNumbers(ta bsoncore.Type, a []byte, tb bsoncore.Type, b []byte) int 
 	case ta == bsoncore.TypeDouble && bInt:
 		return -cmpIntFloat(bi, math.Float64frombits(readU64(a)))
 	case ta == bsoncore.TypeDecimal128 && tb == bsoncore.TypeDecimal128:
-		ah, al := readDecimalWords(a)
-		bh, bl := readDecimalWords(b)
-		return cmpDecimals(parseDecimal(ah, al), parseDecimal(bh, bl))
+		return decimal128.Compare(decimalOf(a), decimalOf(b))
+	case ta == bsoncore.TypeDecimal128:
+		return cmpDecimalOther(decimalOf(a), tb, b)
 	}
-	// A decimal against an int or a double.
-	if c, ok := cmpDecimalFar(ta, a, tb, b); ok {
-		return c
+	return -cmpDecimalOther(decimalOf(b), ta, a)
+}
+
+// cmpDecimalOther compares a decimal with an int32, int64 or double exactly.
+func cmpDecimalOther(d decimal128.Value, t bsoncore.Type, b []byte) int {
+	if i, ok := intValue(t, b); ok {
+		return decimal128.CompareInt64(d, i)
 	}
-	var ka, kb [maxNumKey]byte
-	return bytes.Compare(appendNumber(ka[:0], ta, a), appendNumber(kb[:0], tb, b))
+	return decimal128.CompareFloat64(d, math.Float64frombits(readU64(b)))
 }
 
 // intValue returns the value of an int32 or int64.
@@ -173,67 +152,4 @@ func cmpIntFloat(i int64, f float64) int {
 	// |i| > 2^53, so a double in range with a fraction is strictly below or above i even
 	// after truncation.
 	return cmpI64(i, int64(f))
-}
-
-// cmpDecimalFar compares a decimal with an int or a double when that is quick: their signs
-// differ, the decimal is an integer in the int64 range, or their binary exponents are far
-// apart (which for decimals far from the double range spares big-number arithmetic). ok is
-// false when the exact comparison of encodings is needed.
-func cmpDecimalFar(ta bsoncore.Type, a []byte, tb bsoncore.Type, b []byte) (int, bool) {
-	if tb == bsoncore.TypeDecimal128 {
-		c, ok := cmpDecimalFar(tb, b, ta, a)
-		return -c, ok
-	}
-	h, l := readDecimalWords(a)
-	d := parseDecimal(h, l)
-	var f float64
-	if i, isInt := intValue(tb, b); isInt {
-		f = float64(i) // rounding cannot move the binary exponent by more than one
-	} else {
-		f = math.Float64frombits(readU64(b))
-	}
-	var od dec
-	switch {
-	case math.IsNaN(f):
-		od.class = decNaN
-	case math.IsInf(f, 0):
-		od.class, od.neg = decInf, f < 0
-	case f == 0:
-		od.class = decZero
-	default:
-		od.class, od.neg = decFinite, f < 0
-	}
-	if ra, rb := d.rank(), od.rank(); ra != rb || d.class != decFinite {
-		return cmpInt(ra, rb), true
-	}
-	if di, ok := decToInt64(d); ok {
-		// An integral decimal in the int64 range: compare as an int64, exactly.
-		if i, isInt := intValue(tb, b); isInt {
-			return cmpI64(di, i), true
-		}
-		return cmpIntFloat(di, f), true
-	}
-	_, fe := math.Frexp(f) // |f| in [2^(fe-1), 2^fe)
-	lo, hi := d.exp2Range()
-	var c int
-	switch {
-	case fe < lo-1:
-		c = 1 // |f| < 2^fe < 2^lo <= |d| (one step of margin for the int64 rounding)
-	case fe-1 > hi+1:
-		c = -1 // |d| < 2^(hi+1) < 2^(fe-1) <= |f| (same margin)
-	default:
-		return 0, false
-	}
-	if d.neg {
-		c = -c
-	}
-	return c, true
-}
-
-// exp2Range bounds floor(log2 |d|) for a finite non-zero decimal.
-func (d *dec) exp2Range() (lo, hi int) {
-	const log2of10 = 3.321928094887362
-	bl := float64(bitLen128(d.hi, d.lo))
-	q := float64(d.exp) * log2of10
-	return int(math.Floor(bl - 1 + q - 1e-6)), int(math.Floor(bl + q + 1e-6))
 }

@@ -2,6 +2,7 @@ package bsonx
 
 import (
 	"bytes"
+	"cmp"
 	"math"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -84,10 +85,10 @@ func Compare(a, b bsoncore.Value) int {
 	if a.Type != b.Type {
 		ra, rb := CanonicalRank(a.Type), CanonicalRank(b.Type)
 		if ra != rb {
-			return cmpInt(ra, rb)
+			return cmp.Compare(ra, rb)
 		}
 		if ra == rankUnknown {
-			return cmpInt(int(a.Type), int(b.Type))
+			return cmp.Compare(int(a.Type), int(b.Type))
 		}
 	}
 	return compareValues(a.Type, a.Data, b.Type, b.Data)
@@ -144,10 +145,10 @@ func compareValues(ta bsoncore.Type, a []byte, tb bsoncore.Type, b []byte) int {
 		sa, da := readBinary(a)
 		sb, db := readBinary(b)
 		if len(da) != len(db) {
-			return cmpInt(len(da), len(db))
+			return cmp.Compare(len(da), len(db))
 		}
 		if sa != sb {
-			return cmpInt(int(sa), int(sb))
+			return cmp.Compare(int(sa), int(sb))
 		}
 		return bytes.Compare(da, db)
 	case bsoncore.TypeObjectID:
@@ -169,7 +170,7 @@ func compareValues(ta bsoncore.Type, a []byte, tb bsoncore.Type, b []byte) int {
 		na, ia := readDBPointer(a)
 		nb, ib := readDBPointer(b)
 		if len(na) != len(nb) {
-			return cmpInt(len(na), len(nb))
+			return cmp.Compare(len(na), len(nb))
 		}
 		if c := bytes.Compare(na, nb); c != 0 {
 			return c
@@ -196,7 +197,7 @@ func compareBodies(a, b []byte) int {
 			return cmpBool(oka, okb)
 		}
 		if ta != tb {
-			if c := cmpInt(CanonicalRank(ta), CanonicalRank(tb)); c != 0 {
+			if c := cmp.Compare(CanonicalRank(ta), CanonicalRank(tb)); c != 0 {
 				return c
 			}
 		}
@@ -219,7 +220,7 @@ func compareArrays(a, b []byte) int {
 			return cmpBool(oka, okb)
 		}
 		if ta != tb {
-			if c := cmpInt(CanonicalRank(ta), CanonicalRank(tb)); c != 0 {
+			if c := cmp.Compare(CanonicalRank(ta), CanonicalRank(tb)); c != 0 {
 				return c
 			}
 		}

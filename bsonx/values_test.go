@@ -203,7 +203,7 @@ func exactRat(v bsoncore.Value) (r *big.Rat, class int) {
 		return new(big.Rat), 0 // non-canonical coefficient: zero, as IEEE 754-2008 says
 	}
 	r = new(big.Rat).SetInt(bi)
-	p := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(abs(exp))), nil))
+	p := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(exp, -exp))), nil))
 	if exp >= 0 {
 		return r.Mul(r, p), 0
 	}

@@ -3,6 +3,8 @@ package expr
 import (
 	"math"
 	"testing"
+
+	"github.com/cleavedb/cleave/bsonx/decimal128"
 )
 
 // TestDoubleDoubleDecimal checks the decimal of a double-double sum: each part converted
@@ -25,7 +27,7 @@ func TestDoubleDoubleDecimal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			v := DoubleDoubleDecimal(tc.sum, tc.addend)
 			h, l := v.Decimal128()
-			if got := decFromWords(h, l).String(); got != tc.want {
+			if got := decimal128.FromWords(h, l).String(); got != tc.want {
 				t.Fatalf("got %s, want %s", got, tc.want)
 			}
 		})

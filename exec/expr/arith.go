@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/bsonx/decimal128"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -49,16 +50,27 @@ func asFloat(v bsoncore.Value) float64 {
 		f, _ := v.DoubleOK()
 		return f
 	case bsoncore.TypeDecimal128:
-		return decodeDec(v).float64()
+		return asDec(v).Float64()
 	}
 	return float64(asInt64(v))
 }
 
-// asDec returns any number as a decimal.
-func asDec(v bsoncore.Value) dec {
-	d, _ := toDec(v)
-	return d
+// asDec returns any number as a decimal: decimals as they are, ints exactly, doubles
+// rounded to 15 digits as MongoDB's Value::coerceToDecimal does. Non-numbers give 0.
+func asDec(v bsoncore.Value) decimal128.Value {
+	switch v.Type {
+	case bsoncore.TypeDecimal128:
+		h, l, _ := v.Decimal128OK()
+		return decimal128.FromWords(h, l)
+	case bsoncore.TypeDouble:
+		f, _ := v.DoubleOK()
+		return decimal128.FromFloat64(f)
+	}
+	return decimal128.FromInt64(asInt64(v))
 }
+
+// decValue builds a decimal128 value.
+func (v *Vars) decValue(d decimal128.Value) bsoncore.Value { return v.decimalVal(d.H, d.L) }
 
 // dateMillis returns the milliseconds of a datetime value.
 func dateMillis(v bsoncore.Value) int64 {
@@ -101,9 +113,9 @@ func addOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	switch rank {
 	case 4:
-		sum := decFromInt64(0)
+		sum := decimal128.FromInt64(0)
 		for _, a := range args {
-			sum = decAdd(sum, asDec(a))
+			sum = decimal128.Add(sum, asDec(a))
 		}
 		return v.decValue(sum), nil
 	case 3:
@@ -150,15 +162,15 @@ func addDate(v *Vars, args []bsoncore.Value, rank int) (bsoncore.Value, error) {
 		var total int64
 		var ok bool
 		if rank == 4 {
-			sum := decFromInt64(0)
+			sum := decimal128.FromInt64(0)
 			for _, a := range args {
 				if a.Type == bsoncore.TypeDateTime {
-					sum = decAdd(sum, decFromInt64(dateMillis(a)))
+					sum = decimal128.Add(sum, decimal128.FromInt64(dateMillis(a)))
 				} else {
-					sum = decAdd(sum, asDec(a))
+					sum = decimal128.Add(sum, asDec(a))
 				}
 			}
-			total, ok = decToInt64Round(sum)
+			total, ok = sum.Quantize(0, decimal128.HalfEven).Int64()
 		} else {
 			total, ok = roundToInt64(sumFloat(args))
 		}
@@ -180,24 +192,6 @@ func addDate(v *Vars, args []bsoncore.Value, rank int) (bsoncore.Value, error) {
 		total = s
 	}
 	return v.dateVal(total), nil
-}
-
-// decToInt64Round rounds a decimal half-even to an int64.
-func decToInt64Round(d dec) (int64, bool) {
-	if d.nan || d.inf {
-		return 0, false
-	}
-	c, e := roundCoef(new(big.Int).Set(d.coef), d.exp, numDigits(d.coef)+d.exp)
-	if e > 0 {
-		c.Mul(c, pow10(e))
-	}
-	if d.neg {
-		c.Neg(c)
-	}
-	if !c.IsInt64() {
-		return 0, false
-	}
-	return c.Int64(), true
 }
 
 // addInt64 adds with overflow detection.
@@ -238,7 +232,7 @@ func subtractOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		var ok bool
 		switch r.Type {
 		case bsoncore.TypeDecimal128:
-			ms, ok = decToInt64Round(decNeg(asDec(r)))
+			ms, ok = asDec(r).Neg().Quantize(0, decimal128.HalfEven).Int64()
 		case bsoncore.TypeDouble:
 			ms, ok = roundToInt64(-asFloat(r))
 		default:
@@ -261,7 +255,7 @@ func subtractOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 func subtractNumbers(v *Vars, l, r bsoncore.Value) bsoncore.Value {
 	switch max(numRank(l.Type), numRank(r.Type)) {
 	case 4:
-		return v.decValue(decAdd(asDec(l), decNeg(asDec(r))))
+		return v.decValue(decimal128.Sub(asDec(l), asDec(r)))
 	case 3:
 		return v.doubleVal(asFloat(l) - asFloat(r))
 	case 2:
@@ -290,9 +284,9 @@ func multiplyOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	switch rank {
 	case 4:
-		p := decFromInt64(1)
+		p := decimal128.FromInt64(1)
 		for _, a := range args {
-			p = decMul(p, asDec(a))
+			p = decimal128.Mul(p, asDec(a))
 		}
 		return v.decValue(p), nil
 	case 3:
@@ -332,10 +326,10 @@ func divideOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	if l.Type == bsoncore.TypeDecimal128 || r.Type == bsoncore.TypeDecimal128 {
 		rd := asDec(r)
-		if rd.isZero() {
+		if rd.IsZero() {
 			return missing, mongoerr.New(mongoerr.BadValue, "can't $divide by zero")
 		}
-		return v.decValue(decDiv(asDec(l), rd)), nil
+		return v.decValue(decimal128.Quo(asDec(l), rd)), nil
 	}
 	rf := asFloat(r)
 	if rf == 0 {
@@ -356,10 +350,10 @@ func modOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	rank := max(numRank(l.Type), numRank(r.Type))
 	if rank == 4 {
 		ld, rd := asDec(l), asDec(r)
-		if rd.isZero() {
+		if rd.IsZero() {
 			return missing, mongoerr.New(mongoerr.Location16610, "can't $mod by zero")
 		}
-		return v.decValue(decMod(ld, rd)), nil
+		return v.decValue(decimal128.Rem(ld, rd)), nil
 	}
 	if rank == 3 {
 		rf := asFloat(r)
@@ -380,17 +374,4 @@ func modOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return v.int64Val(m), nil
 	}
 	return v.intResult(m), nil
-}
-
-// decMod is the decimal remainder with the sign of the dividend (fmod semantics).
-func decMod(a, b dec) dec {
-	if a.nan || b.nan || a.inf {
-		return dec{nan: true, coef: new(big.Int)}
-	}
-	if b.inf {
-		return a
-	}
-	ca, cb, e := alignDec(a, b)
-	r := new(big.Int).Rem(ca, cb)
-	return fromSigned(r, e, a.neg)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/bsonx/decimal128"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -92,8 +93,8 @@ func toDouble(v *Vars, in bsoncore.Value) (bsoncore.Value, error) {
 		return v.doubleVal(float64(asInt64(in))), nil
 	case bsoncore.TypeDecimal128:
 		d := asDec(in)
-		f := d.float64()
-		if math.IsInf(f, 0) && !d.inf {
+		f := d.Float64()
+		if math.IsInf(f, 0) && !d.IsInf() {
 			return missing, convError("Conversion would overflow target type")
 		}
 		return v.doubleVal(f), nil
@@ -134,19 +135,17 @@ func toInteger(v *Vars, in bsoncore.Value, t bsoncore.Type) (bsoncore.Value, err
 		n = asInt64(in)
 	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
 		d := asDec(in)
-		if d.nan {
+		if d.IsNaN() {
 			return missing, convError("Attempt to convert NaN value to integer type")
 		}
-		if d.inf {
+		if d.IsInf() {
 			return missing, convError("Attempt to convert infinity value to integer type")
 		}
-		q := quantize(d, 0, roundTrunc)
-		c := q.signedCoef()
-		c.Mul(c, pow10(max(q.exp, 0)))
-		if !c.IsInt64() {
+		i, ok := d.Quantize(0, decimal128.Trunc).Int64()
+		if !ok {
 			return missing, convError("Conversion would overflow target type")
 		}
-		n = c.Int64()
+		n = i
 	case bsoncore.TypeBoolean:
 		n = int64(boolFloat(in))
 	case bsoncore.TypeDateTime:
@@ -188,11 +187,11 @@ func toDecimal(v *Vars, in bsoncore.Value) (bsoncore.Value, error) {
 	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble:
 		return v.decValue(asDec(in)), nil
 	case bsoncore.TypeBoolean:
-		return v.decValue(decFromInt64(int64(boolFloat(in)))), nil
+		return v.decValue(decimal128.FromInt64(int64(boolFloat(in)))), nil
 	case bsoncore.TypeDateTime:
-		return v.decValue(decFromInt64(dateMillis(in))), nil
+		return v.decValue(decimal128.FromInt64(dateMillis(in))), nil
 	case bsoncore.TypeString:
-		d, ok := parseDec(in.StringValue())
+		d, ok := decimal128.Parse(in.StringValue())
 		if !ok {
 			return missing, convError("Failed to parse number '%s'", in.StringValue())
 		}
@@ -256,10 +255,10 @@ func toDate(v *Vars, in bsoncore.Value) (bsoncore.Value, error) {
 		return v.dateVal(asInt64(in)), nil
 	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
 		d := asDec(in)
-		if d.nan || d.inf {
-			return missing, convError("Attempt to convert %s value to date", map[bool]string{true: "NaN", false: "infinity"}[d.nan])
+		if d.IsNaN() || d.IsInf() {
+			return missing, convError("Attempt to convert %s value to date", map[bool]string{true: "NaN", false: "infinity"}[d.IsNaN()])
 		}
-		ms, ok := decToInt64Exact(quantize(d, 0, roundTrunc))
+		ms, ok := d.Quantize(0, decimal128.Trunc).Int64()
 		if !ok {
 			return missing, convError("Conversion would overflow target type")
 		}

@@ -90,24 +90,6 @@ func TestExprTruthy(t *testing.T) {
 	}
 }
 
-// TestExprDecimalFormat checks Decimal128 printing and rounding against MongoDB's
-// Decimal128::toString.
-func TestExprDecimalFormat(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"1.50", "1.50"}, {"-0", "-0"}, {"1E+3", "1E+3"}, {"1.000E+3", "1000"}, {"0.000001", "0.000001"}, {"0.0000001", "1E-7"},
-		{"123456789012345678901234567890123456", "1.234567890123456789012345678901235E+35"}, {"NaN", "NaN"}, {"-Inf", "-Infinity"},
-	} {
-		d, ok := parseDec(tc.in)
-		if !ok {
-			t.Fatalf("parse %s failed", tc.in)
-		}
-		h, l := d.words()
-		if got := decFromWords(h, l).String(); got != tc.want {
-			t.Errorf("%s: got %s, want %s", tc.in, got, tc.want)
-		}
-	}
-}
-
 // mustCompile compiles an expression or fails the test.
 func mustCompile(t *testing.T, s string) *Expr {
 	t.Helper()

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/bsonx/decimal128"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -41,9 +42,7 @@ func absOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	case bsoncore.TypeDouble:
 		return v.doubleVal(math.Abs(asFloat(a))), nil
 	}
-	d := asDec(a)
-	d.neg = false
-	return v.decValue(d), nil
+	return v.decValue(asDec(a).Abs()), nil
 }
 
 // abs64 is |i| for i > MinInt64.
@@ -69,11 +68,11 @@ func ceilFloor(name string, up bool) evalFn {
 			}
 			return v.doubleVal(math.Floor(asFloat(a))), nil
 		case bsoncore.TypeDecimal128:
-			mode := roundFloor
+			mode := decimal128.Floor
 			if up {
-				mode = roundCeil
+				mode = decimal128.Ceil
 			}
-			return v.decValue(quantize(asDec(a), 0, mode)), nil
+			return v.decValue(asDec(a).Quantize(0, mode)), nil
 		}
 		return a, nil
 	}
@@ -101,11 +100,11 @@ func unaryFloat(name string, f func(float64) float64, check func(float64, bsonco
 }
 
 // decFromFloatFull converts a double computed for a decimal operand, keeping 34 digits.
-func decFromFloatFull(f float64) dec {
+func decFromFloatFull(f float64) decimal128.Value {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return decFromFloat64(f)
+		return decimal128.FromFloat64(f)
 	}
-	d, _ := parseDec(strconv.FormatFloat(f, 'g', -1, 64))
+	d, _ := decimal128.Parse(strconv.FormatFloat(f, 'g', -1, 64))
 	return d
 }
 
@@ -113,7 +112,7 @@ func decFromFloatFull(f float64) dec {
 func numString(a bsoncore.Value) string {
 	switch a.Type {
 	case bsoncore.TypeDecimal128:
-		return decodeDec(a).String()
+		return asDec(a).String()
 	case bsoncore.TypeDouble:
 		return strconv.FormatFloat(asFloat(a), 'g', -1, 64)
 	}
@@ -226,45 +225,9 @@ func intPow(b, e int64) (int64, bool) {
 	return r.Int64(), true
 }
 
-// roundMode is how quantize rounds.
-type roundMode int
-
-const (
-	roundHalfEven roundMode = iota
-	roundTrunc
-	roundFloor
-	roundCeil
-)
-
-// quantize rounds d to exponent -place.
-func quantize(d dec, place int, mode roundMode) dec {
-	if d.nan || d.inf || d.exp >= -place {
-		return d
-	}
-	k := -place - d.exp
-	p := pow10(k)
-	q, r := new(big.Int).QuoRem(d.coef, p, new(big.Int))
-	if r.Sign() != 0 {
-		up := false
-		switch mode {
-		case roundHalfEven:
-			c := new(big.Int).Lsh(r, 1).Cmp(p)
-			up = c > 0 || (c == 0 && q.Bit(0) == 1)
-		case roundFloor:
-			up = d.neg
-		case roundCeil:
-			up = !d.neg
-		}
-		if up {
-			q.Add(q, big.NewInt(1))
-		}
-	}
-	return dec{neg: d.neg, coef: q, exp: -place}
-}
-
 // roundTrunc returns $round (half to even) or $trunc: [number, place], place an
 // integer in [-20, 100] (default 0).
-func roundTruncOp(name string, mode roundMode) evalFn {
+func roundTruncOp(name string, mode decimal128.Rounding) evalFn {
 	return func(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		a := args[0]
 		place := int64(0)
@@ -293,33 +256,29 @@ func roundTruncOp(name string, mode roundMode) evalFn {
 }
 
 // roundNumber rounds one number to place decimal places.
-func roundNumber(v *Vars, a bsoncore.Value, place int, mode roundMode) (bsoncore.Value, error) {
+func roundNumber(v *Vars, a bsoncore.Value, place int, mode decimal128.Rounding) (bsoncore.Value, error) {
 	switch a.Type {
 	case bsoncore.TypeDouble:
 		f := asFloat(a)
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return a, nil
 		}
-		d, _ := parseDec(strconv.FormatFloat(f, 'e', 33, 64))
-		return v.doubleVal(quantize(d, place, mode).float64()), nil
+		d, _ := decimal128.Parse(strconv.FormatFloat(f, 'e', 33, 64))
+		return v.doubleVal(d.Quantize(-place, mode).Float64()), nil
 	case bsoncore.TypeDecimal128:
-		return v.decValue(quantize(asDec(a), place, mode)), nil
+		return v.decValue(asDec(a).Quantize(-place, mode)), nil
 	}
 	if place >= 0 {
 		return a, nil
 	}
-	q := quantize(decFromInt64(asInt64(a)), place, mode)
-	c := new(big.Int).Mul(q.coef, pow10(q.exp))
-	if q.neg {
-		c.Neg(c)
-	}
-	if !c.IsInt64() {
+	r, ok := decimal128.FromInt64(asInt64(a)).Quantize(-place, mode).Int64()
+	if !ok {
 		return missing, mongoerr.New(mongoerr.Overflow, "overflow in $round")
 	}
 	if a.Type == bsoncore.TypeInt32 {
-		return v.intResult(c.Int64()), nil
+		return v.intResult(r), nil
 	}
-	return v.int64Val(c.Int64()), nil
+	return v.int64Val(r), nil
 }
 
 // integral returns the value of a number that is a whole number in int64 range.
@@ -334,25 +293,7 @@ func integral(a bsoncore.Value) (int64, bool) {
 		}
 		return int64(f), true
 	case bsoncore.TypeDecimal128:
-		return decToInt64Exact(asDec(a))
+		return asDec(a).Int64()
 	}
 	return 0, false
-}
-
-// decToInt64Exact converts a decimal holding a whole number in int64 range.
-func decToInt64Exact(d dec) (int64, bool) {
-	if d.nan || d.inf {
-		return 0, false
-	}
-	q := quantize(d, 0, roundTrunc)
-	c := new(big.Int).Mul(q.coef, pow10(max(q.exp, 0)))
-	back := new(big.Int).Mul(c, pow10(max(-d.exp, 0)))
-	orig := new(big.Int).Mul(d.coef, pow10(max(d.exp, 0)))
-	if back.Cmp(orig) != 0 || !c.IsInt64() {
-		return 0, false
-	}
-	if d.neg {
-		return -c.Int64(), true
-	}
-	return c.Int64(), true
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx/decimal128"
 )
 
 // operators maps each operator name to its parser. It is filled by init because the
@@ -22,8 +24,8 @@ func init() {
 		"$abs":      fixed(1, absOp),
 		"$ceil":     fixed(1, ceilFloor("$ceil", true)),
 		"$floor":    fixed(1, ceilFloor("$floor", false)),
-		"$round":    ranged(1, 2, roundTruncOp("$round", roundHalfEven)),
-		"$trunc":    ranged(1, 2, roundTruncOp("$trunc", roundTrunc)),
+		"$round":    ranged(1, 2, roundTruncOp("$round", decimal128.HalfEven)),
+		"$trunc":    ranged(1, 2, roundTruncOp("$trunc", decimal128.Trunc)),
 		"$sqrt":     fixed(1, unaryFloat("$sqrt", math.Sqrt, sqrtCheck)),
 		"$exp":      fixed(1, unaryFloat("$exp", math.Exp, nil)),
 		"$ln":       fixed(1, unaryFloat("$ln", math.Log, positive("$ln", 28766))),

@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/bsonx/decimal128"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -219,11 +220,11 @@ func avgOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		return valNull, nil
 	}
 	if decimal {
-		sum := decFromInt64(0)
+		sum := decimal128.FromInt64(0)
 		for _, x := range nums {
-			sum = decAdd(sum, asDec(x))
+			sum = decimal128.Add(sum, asDec(x))
 		}
-		return v.decValue(decDiv(sum, decFromInt64(int64(len(nums))))), nil
+		return v.decValue(decimal128.Quo(sum, decimal128.FromInt64(int64(len(nums))))), nil
 	}
 	return v.doubleVal(sumFloat(nums) / float64(len(nums))), nil
 }

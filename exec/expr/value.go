@@ -50,8 +50,7 @@ func truthy(v bsoncore.Value) bool {
 		f, _ := v.DoubleOK()
 		return f != 0
 	case bsoncore.TypeDecimal128:
-		d := decodeDec(v)
-		return d.nan || d.inf || d.coef.Sign() != 0
+		return !asDec(v).IsZero()
 	}
 	return true
 }

@@ -50,6 +50,20 @@ func BenchmarkApplyInc(b *testing.B) {
 		docOf(b, `{_id: 1, name: "page", views: 41, stats: {clicks: L(7), shares: 3}, tags: ["a", "b"]}`), -1)
 }
 
+// BenchmarkApplyIncDecimal is $inc and $mul on decimals, by a decimal and by a double.
+func BenchmarkApplyIncDecimal(b *testing.B) {
+	doc := `{_id: 1, name: "item", price: D("19.99"), qty: 3}`
+	for _, bc := range []struct{ name, update string }{
+		{"ByDecimal", `{$inc: {price: D("0.01")}}`},
+		{"ByDouble", `{$inc: {price: 0.25}}`},
+		{"MulByDecimal", `{$mul: {price: D("1.075")}}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			benchApply(b, docOf(b, bc.update), docOf(b, doc), -1)
+		})
+	}
+}
+
 func BenchmarkApplyPushEachSlice(b *testing.B) {
 	var sb strings.Builder
 	for i := range 50 {

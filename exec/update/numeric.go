@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx/decimal128"
 )
 
 // number is a BSON number with MongoDB's SafeNum arithmetic: int32 results that overflow
@@ -25,7 +27,9 @@ func intNum(t bsoncore.Type, i int64) number { return number{t: t, lo: uint64(i)
 func floatNum(f float64) number { return number{t: bsoncore.TypeDouble, lo: math.Float64bits(f)} }
 
 // decNum returns a decimal.
-func decNum(d dec128) number { return number{t: bsoncore.TypeDecimal128, lo: d.lo, hi: d.hi} }
+func decNum(d decimal128.Value) number {
+	return number{t: bsoncore.TypeDecimal128, lo: d.L, hi: d.H}
+}
 
 // i returns an integer's value.
 func (n number) i() int64 { return int64(n.lo) }
@@ -34,7 +38,7 @@ func (n number) i() int64 { return int64(n.lo) }
 func (n number) f() float64 { return math.Float64frombits(n.lo) }
 
 // d returns a decimal's value.
-func (n number) d() dec128 { return dec128{hi: n.hi, lo: n.lo} }
+func (n number) d() decimal128.Value { return decimal128.FromWords(n.hi, n.lo) }
 
 // numberOf reads a numeric value; ok is false for other types.
 func numberOf(t bsoncore.Type, v []byte) (number, bool) {
@@ -78,12 +82,12 @@ func (n number) float() float64 {
 }
 
 // decimal returns the number as a decimal (SafeNum::getDecimal).
-func (n number) decimal() dec128 {
+func (n number) decimal() decimal128.Value {
 	switch n.t {
 	case bsoncore.TypeInt32, bsoncore.TypeInt64:
-		return decFromInt64(n.i())
+		return decimal128.FromInt64(n.i())
 	case bsoncore.TypeDouble:
-		return decFromFloat64(n.f())
+		return decimal128.FromFloat64(n.f())
 	}
 	return n.d()
 }
@@ -112,7 +116,7 @@ func addNumbers(a, b number) number {
 		}
 		return fromInt64(both32, s)
 	case a.t == bsoncore.TypeDecimal128 || b.t == bsoncore.TypeDecimal128:
-		return decNum(decAdd(a.decimal(), b.decimal()))
+		return decNum(decimal128.Add(a.decimal(), b.decimal()))
 	}
 	return floatNum(a.float() + b.float())
 }
@@ -131,7 +135,7 @@ func mulNumbers(a, b number) number {
 		}
 		return intNum(bsoncore.TypeInt64, p)
 	case a.t == bsoncore.TypeDecimal128 || b.t == bsoncore.TypeDecimal128:
-		return decNum(decMul(a.decimal(), b.decimal()))
+		return decNum(decimal128.Mul(a.decimal(), b.decimal()))
 	}
 	return floatNum(a.float() * b.float())
 }
@@ -204,7 +208,7 @@ func identical(a, b number) bool {
 	case bsoncore.TypeDouble:
 		return a.f() == b.f()
 	case bsoncore.TypeDecimal128:
-		return decEqual(a.d(), b.d())
+		return decimal128.Equal(a.d(), b.d())
 	}
 	return false
 }
@@ -269,7 +273,7 @@ func integerArg(t bsoncore.Type, v []byte) (int64, string, bool) {
 		}
 		return int64(f), "", true
 	case bsoncore.TypeDecimal128:
-		i, ok := decToInt64Exact(n.d())
+		i, ok := n.d().Int64()
 		if !ok {
 			return 0, "Cannot represent as a 64-bit integer: ", false
 		}

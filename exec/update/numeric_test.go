@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/cleavedb/cleave/bsonx/decimal128"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -132,11 +133,20 @@ func TestUpdateDebugString(t *testing.T) {
 		floatNum(1.5):                     "(NumberDouble)1.5",
 		floatNum(1e21):                    "(NumberDouble)1e+21",
 		floatNum(math.Inf(-1)):            "(NumberDouble)-inf",
-		decNum(decFromInt64(42)):          "(NumberDecimal)42",
+		decNum(decimal128.FromInt64(42)):  "(NumberDecimal)42",
 		{}:                                "(EOO)",
 	} {
 		if got := n.debugString(); got != want {
 			t.Errorf("debugString = %q, want %q", got, want)
 		}
 	}
+}
+
+// decimalValue returns a decimal as a BSON value.
+func decimalValue(s string) bsoncore.Value {
+	d, ok := decimal128.Parse(s)
+	if !ok {
+		panic("bad decimal " + s)
+	}
+	return bsoncore.Value{Type: bsoncore.TypeDecimal128, Data: bsoncore.AppendDecimal128(nil, d.H, d.L)}
 }

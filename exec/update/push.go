@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/bsonx/decimal128"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -165,8 +166,8 @@ func parsePushSort(s elem) (*pushSort, error) {
 
 // decimalAsFloat returns a decimal's value when it is an exact small integer, NaN otherwise;
 // enough for checking a sort direction.
-func decimalAsFloat(d dec128) float64 {
-	if i, ok := decToInt64Exact(d); ok {
+func decimalAsFloat(d decimal128.Value) float64 {
+	if i, ok := d.Int64(); ok {
 		return float64(i)
 	}
 	return 0.5

@@ -1,9 +1,10 @@
-package bsonx
+package decimal128
 
 import (
-	"math/big"
 	"math/bits"
 	"sync/atomic"
+
+	"github.com/cockroachdb/apd/v3"
 )
 
 // Decimals with |exponent| >= 20 need 10^exponent beyond 64 bits to find their binary floor.
@@ -21,7 +22,7 @@ type pow10Approx struct {
 
 // minDecExp and maxDecExp bound the exponent of a normalized decimal128.
 const (
-	minDecExp = -expBias
+	minDecExp = minExp
 	maxDecExp = 6111 + 33
 )
 
@@ -41,54 +42,56 @@ func approxPow10(q int) *pow10Approx {
 
 // computePow10 computes the 128-bit truncation of 10^q, |q| >= 20.
 func computePow10(q int) *pow10Approx {
-	ten := big.NewInt(10)
-	n := new(big.Int).Exp(ten, big.NewInt(int64(abs(q))), nil)
+	var n apd.BigInt
+	pow10Big(&n, q)
 	l := n.BitLen()
 	if q >= 0 {
 		// 10^q = n; keep its top 128 bits.
 		if l > 128 {
-			n.Rsh(n, uint(l-128))
+			n.Rsh(&n, uint(l-128))
 		} else {
-			n.Lsh(n, uint(128-l))
+			n.Lsh(&n, uint(128-l))
 		}
-		return newPow10Approx(n, l-1)
+		return newPow10Approx(&n, l-1)
 	}
 	// 10^q = 1/n with 2^(l-1) < n < 2^l: floor(2^(l+127) / n) is in [2^127, 2^128).
-	t := new(big.Int).Lsh(big.NewInt(1), uint(l+127))
-	t.Quo(t, n)
-	return newPow10Approx(t, -l)
+	var t apd.BigInt
+	t.Lsh(apd.NewBigInt(1), uint(l+127))
+	t.Quo(&t, &n)
+	return newPow10Approx(&t, -l)
 }
 
-// newPow10Approx packs a 128-bit big.Int.
-func newPow10Approx(t *big.Int, e int) *pow10Approx {
-	lo := new(big.Int).And(t, new(big.Int).SetUint64(^uint64(0))).Uint64()
-	hi := new(big.Int).Rsh(t, 64).Uint64()
+// newPow10Approx packs a 128-bit integer.
+func newPow10Approx(t *apd.BigInt, e int) *pow10Approx {
+	var w, mask apd.BigInt
+	lo := w.And(t, mask.SetUint64(^uint64(0))).Uint64()
+	hi := w.Rsh(t, 64).Uint64()
 	return &pow10Approx{hi: hi, lo: lo, e: e}
 }
 
-// binaryApprox is dec.binary for an inexact decimal with |exp| >= 20: it returns the binary
-// floor of |d| and ok=true, or ok=false when the approximation cannot decide.
-func (d *dec) binaryApprox() (e int, m uint64, ok bool) {
-	if d.exp < minDecExp || d.exp > maxDecExp {
+// binaryApprox is Binary for an inexact decimal with |exp| >= 20: it returns the binary
+// floor of |p| and ok=true, or ok=false when the approximation cannot decide.
+func (p *Parts) binaryApprox() (e int, m uint64, ok bool) {
+	if p.Exp < minDecExp || p.Exp > maxDecExp {
 		return 0, 0, false
 	}
-	p := approxPow10(d.exp)
-	// |d| = (P + δ) × 2^(p.e-127) with P = C × T and 0 <= δ < C.
-	w := mul128(d.hi, d.lo, p.hi, p.lo)
+	t := approxPow10(p.Exp)
+	// |p| = (P + δ) × 2^(t.e-127) with P = C × T and 0 <= δ < C.
+	w := mul128(p.Hi, p.Lo, t.hi, t.lo)
 	lp := bitLen256(&w)
 	k := lp - 64 // the mantissa is bits [k, k+64) of P
 	m = bitsAt(&w, k)
 	// If P + C has the same bits there, so has every P + δ.
 	w2 := w
 	var c uint64
-	w2[3], c = bits.Add64(w2[3], d.lo, 0)
-	w2[2], c = bits.Add64(w2[2], d.hi, c)
+	w2[3], c = bits.Add64(w2[3], p.Lo, 0)
+	w2[2], c = bits.Add64(w2[2], p.Hi, c)
 	w2[1], c = bits.Add64(w2[1], 0, c)
 	w2[0] += c
 	if bitLen256(&w2) != lp || bitsAt(&w2, k) != m {
 		return 0, 0, false
 	}
-	return lp - 1 + p.e - 127, m, true
+	return lp - 1 + t.e - 127, m, true
 }
 
 // mul128 returns the 256-bit product of two 128-bit numbers, most significant word first.
