@@ -82,7 +82,7 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 			size += len(vals[end].Data)
 			end++
 		}
-		stop, err := e.write.Insert(ctx, ci, vals[start:end], start, ordered, wc, &res, rt)
+		stop, err := e.writeFor(r).Insert(ctx, ci, vals[start:end], start, ordered, wc, &res, rt)
 		if err != nil {
 			return err
 		}

@@ -22,7 +22,7 @@ import (
 // a retryable write.
 func (e *Executor) checkoutRetryable(r *request) (rt *write.Retry, release func(), err error) {
 	v, err := r.body.LookupErr("txnNumber")
-	if err != nil {
+	if err != nil || r.txn != nil { // a transaction's statements are recorded by its commit
 		return nil, func() {}, nil
 	}
 	txn, ok := v.Int64OK()
