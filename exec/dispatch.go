@@ -113,7 +113,7 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 		return err
 	}
 	defer release()
-	if err := e.checkTxnDDL(r); err != nil {
+	if err := e.checkTxnCommand(r); err != nil {
 		r.txn.abort()
 		return err
 	}

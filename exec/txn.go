@@ -552,10 +552,27 @@ func (e *Executor) abortTransaction(_ context.Context, r *request) error {
 	return nil
 }
 
-// checkTxnDDL refuses what a transaction may not do of create and createIndexes: MongoDB
-// allows them on a new collection only. They run at once, outside the transaction.
-func (e *Executor) checkTxnDDL(r *request) error {
-	if r.txn == nil || r.name != "createIndexes" {
+// checkTxnCommand refuses what a transaction may not do of the commands it may run:
+// aggregate's $out and $merge, and createIndexes on an existing collection (MongoDB allows
+// create and createIndexes on a new collection only; they run at once, outside the
+// transaction).
+func (e *Executor) checkTxnCommand(r *request) error {
+	if r.txn == nil {
+		return nil
+	}
+	if r.name == "aggregate" {
+		arr, _ := r.body.Lookup("pipeline").ArrayOK()
+		vals, _ := arr.Values()
+		for _, v := range vals {
+			if d, ok := v.DocumentOK(); ok {
+				if first, ok := bsonx.FirstElement(d); ok && (first.Key() == "$out" || first.Key() == "$merge") {
+					return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "%s cannot be used in a transaction", first.Key())
+				}
+			}
+		}
+		return nil
+	}
+	if r.name != "createIndexes" {
 		return nil
 	}
 	coll, _ := r.body.Lookup("createIndexes").StringValueOK()

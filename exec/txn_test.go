@@ -140,6 +140,11 @@ func TestTxnCommitVisibleAtomically(t *testing.T) {
 	if got := ids(s2.ok(false, `{"find": "c", "filter": {"v": {"$gte": 5}}, "hint": "v_1"}`)); !slices.Equal(got, []int32{5, 0}) {
 		t.Fatalf("index read inside: %v, want [5 0]", got)
 	}
+	s2.ok(false, `{"delete": "c", "deletes": [{"q": {"_id": 1}, "limit": 1}]}`)
+	if got := ids(s2.ok(false, `{"find": "c", "filter": {"v": {"$gte": 0}}, "sort": {"v": -1}, "hint": "v_1"}`)); !slices.Equal(got, []int32{0, 5}) {
+		t.Fatalf("reverse index read inside: %v, want [0 5]", got)
+	}
+	s2.ok(false, `{"insert": "c", "documents": [{"_id": 1, "v": 1}]}`)
 	s2.ok(false, `{"commitTransaction": 1}`)
 	if got := ids(plain(t, c, `{"find": "c", "filter": {}, "sort": {"_id": 1}}`)); !slices.Equal(got, []int32{0, 1, 5}) {
 		t.Fatalf("after commit: %v, want [0 1 5]", got)
@@ -175,6 +180,8 @@ func TestTxnAbortLeavesNothing(t *testing.T) {
 	s.fails(true, `{"count": "c"}`, 263, false)
 	s.ok(true, `{"find": "c"}`)
 	s.fails(false, `{"createIndexes": "c", "indexes": [{"key": {"a": 1}, "name": "a_1"}]}`, 263, false)
+	s.txn = 6
+	s.fails(true, `{"aggregate": "c", "pipeline": [{"$out": "d"}], "cursor": {}}`, 263, false)
 	s.txn = 2
 	s.fails(true, `{"find": "c"}`, 225, false)
 }
