@@ -44,6 +44,9 @@ func (e *Executor) checkoutRetryable(r *request) (rt *write.Retry, release func(
 	s := e.sessions.get(lsid, time.Now())
 	s.mu.Lock()
 	release = s.mu.Unlock
+	if tx := s.txn.Load(); tx != nil && tx.number < txn {
+		tx.abort() // a newer txnNumber ends the session's open transaction, as in MongoDB
+	}
 	if s.retry == nil || s.retry.Stale() {
 		if s.retry, err = e.write.LoadRetry(lsid[:]); err != nil {
 			release()
