@@ -50,7 +50,7 @@ func (e *Executor) delete(ctx context.Context, r *request) error {
 			op, err = compileDelete(a, ci, s)
 			if err == nil {
 				op.Retry, op.Stmt = rt, int32(i)
-				err = e.write.Run(ctx, op, &or)
+				err = e.writeFor(r).Run(ctx, op, &or)
 			}
 		}
 		r.charge += or.Charge

@@ -152,7 +152,7 @@ func (e *Executor) findAndModify(ctx context.Context, r *request) error {
 	}
 	op.Retry, op.Stmt = rt, a.stmtID
 	var res write.Result
-	err = e.write.Run(ctx, op, &res)
+	err = e.writeFor(r).Run(ctx, op, &res)
 	r.charge += res.Charge
 	if err != nil {
 		return query.TimeLimitError(ctx, err)

@@ -56,7 +56,7 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 	if ci == nil {
 		return appendCursorReply(r, ns, 0, "firstBatch", nil)
 	}
-	stream, shards, err := e.query.OpenFind(q, query.FindKeys{Min: a.min, Max: a.max, ReturnKey: a.returnKey, ShowRecordID: a.showRecordID})
+	stream, shards, err := e.queryFor(r).OpenFind(q, query.FindKeys{Min: a.min, Max: a.max, ReturnKey: a.returnKey, ShowRecordID: a.showRecordID})
 	if err != nil {
 		return err
 	}

@@ -93,7 +93,7 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 			size += len(vals[end].Data)
 			end++
 		}
-		stop, err := e.write.Insert(ctx, ci, vals[start:end], start, ordered, bypass, wc, &res, rt)
+		stop, err := e.writeFor(r).Insert(ctx, ci, vals[start:end], start, ordered, bypass, wc, &res, rt)
 		if err != nil {
 			// The groups before this one are committed, as in MongoDB, whose interrupted
 			// write commands fail as a whole whatever they applied before.

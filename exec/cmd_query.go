@@ -112,7 +112,7 @@ func (e *Executor) count(ctx context.Context, r *request) error {
 	} else {
 		ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 		defer cancel()
-		stream, _, shards, err := e.query.Open(q)
+		stream, _, shards, err := e.queryFor(r).Open(q)
 		if err != nil {
 			return err
 		}
@@ -213,7 +213,7 @@ func (e *Executor) distinct(ctx context.Context, r *request) error {
 // distinctValues collects the distinct values of path among q's matches, sorted in
 // MongoDB's order. Array values contribute their elements.
 func (e *Executor) distinctValues(ctx context.Context, r *request, q *query.Query, path string) ([]bsoncore.Value, error) {
-	stream, _, shards, err := e.query.Open(q)
+	stream, _, shards, err := e.queryFor(r).Open(q)
 	if err != nil {
 		return nil, err
 	}

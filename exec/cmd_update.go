@@ -59,7 +59,7 @@ func (e *Executor) update(ctx context.Context, r *request) error {
 			if err == nil {
 				ci = op.CI
 				op.Retry, op.Stmt = rt, int32(i)
-				err = e.write.Run(ctx, op, &or)
+				err = e.writeFor(r).Run(ctx, op, &or)
 			}
 		}
 		r.charge += or.Charge

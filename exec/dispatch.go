@@ -28,6 +28,8 @@ type request struct {
 	// wrote is set for commands that may write: their reply's operationTime is a new tick
 	// of the cluster clock.
 	wrote bool
+	// txn is the transaction the command runs in (txn.go), nil outside one.
+	txn *txnState
 }
 
 // command is one entry of the command table.
@@ -106,7 +108,13 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 	if err := e.authorize(r, cmd); err != nil {
 		return err
 	}
-	if err := checkNoTransaction(r.body); err != nil {
+	release, err := e.enterTxn(r)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := e.checkTxnCommand(r); err != nil {
+		r.txn.abort()
 		return err
 	}
 	if err := e.clock.gossip(r.body); err != nil {
@@ -119,7 +127,7 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 	if cmd.retainsBody || retainsBody[r.name] {
 		r.body = append(bsoncore.Document(nil), r.body...)
 	}
-	return cmd.run(ctx, r)
+	return afterTxnStatement(r, cmd.run(ctx, r))
 }
 
 // retainsBody names the commands that open cursors, whose compiled filters, projections and

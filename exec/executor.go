@@ -78,6 +78,7 @@ type Executor struct {
 	st       Storage
 	cursors  *cursorRegistry
 	sessions sessionCache
+	txns     txnRegistry        // open multi-document transactions (txn.go)
 	clock    clusterClock       // cluster time: $clusterTime and operationTime (clock.go)
 	conns    sync.Map           // connection id → *conn, for $currentOp (current_op.go)
 	indexUse catalog.IndexUsage // $indexStats
@@ -121,6 +122,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		knobs:   newServerKnobs(),
 		stop:    make(chan struct{}),
 	}
+	e.txns.lifetime = txnLifetime
 	e.cursors = newCursorRegistry(time.Minute, e.sessions.alive)
 	if opts.Storage != nil {
 		e.st = *opts.Storage

@@ -22,7 +22,7 @@ import (
 // a retryable write.
 func (e *Executor) checkoutRetryable(r *request) (rt *write.Retry, release func(), err error) {
 	v, err := r.body.LookupErr("txnNumber")
-	if err != nil {
+	if err != nil || r.txn != nil { // a transaction's statements are recorded by its commit
 		return nil, func() {}, nil
 	}
 	txn, ok := v.Int64OK()
@@ -44,6 +44,9 @@ func (e *Executor) checkoutRetryable(r *request) (rt *write.Retry, release func(
 	s := e.sessions.get(lsid, time.Now())
 	s.mu.Lock()
 	release = s.mu.Unlock
+	if tx := s.txn.Load(); tx != nil && tx.number < txn {
+		tx.abort() // a newer txnNumber ends the session's open transaction, as in MongoDB
+	}
 	if s.retry == nil || s.retry.Stale() {
 		if s.retry, err = e.write.LoadRetry(lsid[:]); err != nil {
 			release()

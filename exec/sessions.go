@@ -38,6 +38,8 @@ type session struct {
 	mu sync.Mutex
 	// retry is the retryable-write state, nil until a write with txnNumber loads it.
 	retry *write.Retry
+	// txn is the session's latest multi-document transaction (txn.go), nil before one.
+	txn atomic.Pointer[txnState]
 }
 
 // sessionRefresh is how old a lastUse may get before a command refreshes it, so that the hot
@@ -102,6 +104,7 @@ func (c *sessionCache) get(k [16]byte, now time.Time) *session {
 func (c *sessionCache) pruneLocked(now time.Time) {
 	for id, s := range c.m {
 		if now.UnixNano()-s.lastUse.Load() > int64(sessionTimeout) && s.mu.TryLock() {
+			s.txn.Load().abort()
 			delete(c.m, id)
 			s.mu.Unlock()
 		}
@@ -140,6 +143,9 @@ func listed(body bsoncore.Document) [][16]byte {
 func (c *sessionCache) end(ids [][16]byte) {
 	c.mu.Lock()
 	for _, id := range ids {
+		if s := c.m[id]; s != nil {
+			s.txn.Load().abort() // its transaction goes with it
+		}
 		delete(c.m, id)
 	}
 	c.mu.Unlock()
@@ -173,6 +179,9 @@ func (e *Executor) refreshSessions(_ context.Context, r *request) error {
 // session) empties the cache and closes every cursor opened in a session.
 func (e *Executor) killAllSessions(_ context.Context, _ *request) error {
 	e.sessions.mu.Lock()
+	for _, s := range e.sessions.m {
+		s.txn.Load().abort()
+	}
 	clear(e.sessions.m)
 	e.sessions.mu.Unlock()
 	e.cursors.removeSessions(func([16]byte) bool { return true })

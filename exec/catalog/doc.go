@@ -9,7 +9,9 @@
 //   - Catalog: lookups (Lookup, ForWrite creates a collection on first insert, Refresh),
 //     the key locks writers hold, and the DDL lock, which it alone owns (LockDDL): catalog
 //     changes run one at a time, and Barrier waits out the writers that saw the old record;
-//   - shard-key hashing (Coll.ShardHash, IDHash) and the index-use counters of $indexStats.
+//   - shard-key hashing (Coll.ShardHash, IDHash) and the index-use counters of $indexStats;
+//   - Overlay, a transaction's buffered writes read on top of a snapshot (OverlayReader)
+//     and written through a Batch, so that reads and writes in a transaction run unchanged.
 //
 // Invariants: a Coll is immutable and derived from exactly one catalog version (a catalog
 // change compiles a new one); ShardHash is 0 for an unsharded collection and the hash of the

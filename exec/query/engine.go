@@ -13,6 +13,8 @@ import (
 type Engine struct {
 	cat  *catalog.Catalog
 	opts Options
+	// shards, when set, replaces the catalog's shards: a transaction's views (WithShards).
+	shards []catalog.Shard
 }
 
 // Options configures an Engine.
@@ -37,6 +39,22 @@ type Options struct {
 // New returns an engine reading the collections of cat.
 func New(cat *catalog.Catalog, opts Options) *Engine {
 	return &Engine{cat: cat, opts: opts}
+}
+
+// WithShards returns an engine that reads shards instead of the catalog's (same length and
+// order): a multi-document transaction reads its snapshot and its own writes through them.
+func (g *Engine) WithShards(shards []catalog.Shard) *Engine {
+	c := *g
+	c.shards = shards
+	return &c
+}
+
+// shardList returns the shards reads go to.
+func (g *Engine) shardList() []catalog.Shard {
+	if g.shards != nil {
+		return g.shards
+	}
+	return g.cat.Shards()
 }
 
 // sortBytes is the memory bound of a blocking sort.

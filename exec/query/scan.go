@@ -90,7 +90,7 @@ func (g *Engine) NewShardStream(ci *catalog.Coll, p *Plan, f *match.Filter, s in
 	}
 	ss.Stats.Point = p.Kind == PlanIDs
 	ss.Stats.Partitions = countDistinct(ss.parts)
-	db := g.cat.Shards()[s]
+	db := g.shardList()[s]
 	if p.Kind == PlanIDs {
 		ss.r = db
 		return ss, nil

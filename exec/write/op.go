@@ -377,7 +377,7 @@ func (wp *Path) applyGroup(ctx context.Context, op *Op, cands []*Candidate, res 
 func (wp *Path) ApplyLocked(wr *Writer, op *Op, c *Candidate, locked map[uint64]struct{}) error {
 	ci := wr.ci
 	s := ci.Map.Partition(ci.Map.Locate(c.Hash)).Shard
-	cur, err := wp.cat.Shards()[s].GetDoc(ci.Meta.ID, c.Hash, c.ID, nil)
+	cur, err := wp.shardList()[s].GetDoc(ci.Meta.ID, c.Hash, c.ID, nil)
 	if errors.Is(err, store.ErrNotFound) {
 		c.State = candGone
 		return nil

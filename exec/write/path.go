@@ -16,6 +16,8 @@ type Path struct {
 	query *query.Engine
 	hook  StageHook
 	log   *zap.Logger
+	// shards, when set, replaces the catalog's shards: a transaction's views (WithShards).
+	shards []catalog.Shard
 }
 
 // NewPath returns the write path over cat's collections; hook, when not nil, sees every
@@ -29,4 +31,25 @@ func NewPath(cat *catalog.Catalog, q *query.Engine, hook StageHook) *Path {
 func (wp *Path) WithLogger(l *zap.Logger) *Path {
 	wp.log = l
 	return wp
+}
+
+// WithShards returns a path that reads and stages through shards instead of the catalog's
+// (same length and order), its query engine too: a multi-document transaction reads its
+// snapshot with its own writes and stages into its buffer through them.
+func (p *Path) WithShards(shards []catalog.Shard) *Path {
+	c := *p
+	c.shards = shards
+	c.query = p.query.WithShards(shards)
+	return &c
+}
+
+// Query returns the query engine the path reads with.
+func (p *Path) Query() *query.Engine { return p.query }
+
+// shardList returns the shards writes read from and stage into.
+func (p *Path) shardList() []catalog.Shard {
+	if p.shards != nil {
+		return p.shards
+	}
+	return p.cat.Shards()
 }

@@ -18,7 +18,7 @@ func (wr *Writer) checkNewKeys(xi *catalog.Index, s int, w *DocWrite) error {
 			return nil
 		})
 	}
-	db := wr.p.cat.Shards()[s]
+	db := wr.p.shardList()[s]
 	return xi.Keys(w.New, func(key []byte) error {
 		if containsKey(oldKeys, key) {
 			return nil // a key the document has already: its duplicates may stay

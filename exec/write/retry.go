@@ -68,6 +68,9 @@ type Retry struct {
 	// stale is set when a commit failed on some shard: what was recorded is in the store
 	// only, and the state must be loaded again (LoadRetry).
 	stale bool
+	// committedTxn is set when txnNumber was a multi-document transaction that committed:
+	// a retried commitTransaction answers ok.
+	committedTxn bool
 }
 
 // NewRetry returns the state of a session (lsid: its 16-byte UUID) starting txnNumber, with
@@ -78,6 +81,17 @@ func NewRetry(lsid []byte, txnNumber int64) *Retry {
 
 // Stale reports whether the state must be loaded from the store again before it is used.
 func (rt *Retry) Stale() bool { return rt.stale }
+
+// TxnCommitted reports whether txnNumber was a multi-document transaction that committed.
+func (rt *Retry) TxnCommitted() bool { return rt.committedTxn }
+
+// CommittedTxnRecord returns the record of a committed multi-document transaction
+// txnNumber of session lsid, to write with the transaction's batch.
+func CommittedTxnRecord(lsid []byte, txnNumber int64) (*Retry, []byte) {
+	rt := NewRetry(lsid, txnNumber)
+	rt.committedTxn = true
+	return rt, rt.encode(0)
+}
 
 // TxnNumber returns the transaction number the state is about.
 func (rt *Retry) TxnNumber() int64 { return rt.txnNumber }
@@ -159,6 +173,9 @@ func (rt *Retry) encode(s int) []byte {
 	slices.SortFunc(rich, func(a, b StmtResult) int { return int(a.Stmt) - int(b.Stmt) })
 	idx, out := bsoncore.AppendDocumentStart(nil)
 	out = bsoncore.AppendInt64Element(out, "txnNumber", rt.txnNumber)
+	if rt.committedTxn {
+		out = bsoncore.AppendBooleanElement(out, "txnCommitted", true)
+	}
 	aidx, out := bsoncore.AppendArrayElementStart(out, "ranges")
 	for i, r := range plain {
 		ridx, o := bsoncore.AppendArrayElementStart(out, fmt.Sprint(i))
@@ -194,6 +211,9 @@ var errBadRecord = errors.New("write: malformed session transaction record")
 
 // decodeInto adds the statements of record rec to rt (rec's txnNumber was checked).
 func (rt *Retry) decodeInto(rec bsoncore.Document) error {
+	if c, ok := rec.Lookup("txnCommitted").BooleanOK(); ok && c {
+		rt.committedTxn = true
+	}
 	ranges, ok := rec.Lookup("ranges").ArrayOK()
 	if !ok {
 		return errBadRecord

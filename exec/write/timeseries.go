@@ -50,7 +50,7 @@ func (wr *Writer) slotDoc(hash uint64, id []byte) (bsoncore.Document, error) {
 		return d, nil
 	}
 	ci := wr.ci
-	db := wr.p.cat.Shards()[ci.Map.Partition(ci.Map.Locate(hash)).Shard]
+	db := wr.p.shardList()[ci.Map.Partition(ci.Map.Locate(hash)).Shard]
 	doc, err := db.GetDoc(ci.Meta.ID, hash, id, nil)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil

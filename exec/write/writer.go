@@ -143,7 +143,7 @@ func UniqueLockHash(coll store.CollID, idx store.IndexID, key []byte) uint64 {
 func (wr *Writer) batch(s int) catalog.Batch {
 	b := wr.batches[s]
 	if b == nil {
-		b = wr.p.cat.Shards()[s].NewBatch()
+		b = wr.p.shardList()[s].NewBatch()
 		wr.batches[s] = b
 	}
 	return b
@@ -326,7 +326,7 @@ func (wr *Writer) checkUnique(xi *catalog.Index, s int, _ uint64, w *DocWrite) e
 	if xi.PrepareUnique { // collMod's prepareUnique keeps the duplicates it has (collmod_unique.go)
 		return wr.checkNewKeys(xi, s, w)
 	}
-	db := wr.p.cat.Shards()[s]
+	db := wr.p.shardList()[s]
 	return xi.Keys(w.New, func(key []byte) error {
 		if holder, ok := wr.staged[wr.stagedKey(s, xi, key)]; ok {
 			if holder != nil && !bytes.Equal(holder, w.ID) {
@@ -395,7 +395,7 @@ func (wr *Writer) checkIDFreeAt(w *DocWrite, hash uint64) error {
 	if holder, ok := wr.staged[wr.stagedKey(s, ci.Indexes[0], wr.idKey(w.ID, hash))]; ok && holder != nil {
 		return wr.DupKeyError(ci.Indexes[0], w.New)
 	}
-	db := wr.p.cat.Shards()[s]
+	db := wr.p.shardList()[s]
 	var found bool
 	if ci.IDIndexed {
 		var err error
