@@ -32,3 +32,25 @@ func TestNodeDriver(t *testing.T) {
 		t.Fatalf("node app.js: %v\n%s", err, out)
 	}
 }
+
+// TestNodeDriverTransactions runs integration/node/txn.js: the Node.js driver's
+// withTransaction moving amounts between two accounts of one logical partition from 8
+// clients, 1,000 times; the sum is conserved.
+func TestNodeDriverTransactions(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is required (make test installs the Node.js packages): %v", err)
+	}
+	srv := startServer(t, "--shards", "2")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(repoRoot, "integration", "node", "txn.js"))
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "MONGODB_URI="+srv.uri(), "DB_NAME=nodetxn")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "node txn ok") {
+		t.Fatalf("node txn.js: %v\n%s", err, out)
+	}
+	t.Log(strings.TrimSpace(string(out)))
+}
