@@ -54,7 +54,7 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 		return err
 	}
 	if ci == nil {
-		return appendCursorReply(r, ns, 0, "firstBatch", nil)
+		return appendCursorReply(r, ns, nil)
 	}
 	stream, shards, err := e.queryFor(r).OpenFind(q, query.FindKeys{Min: a.min, Max: a.max, ReturnKey: a.returnKey, ShowRecordID: a.showRecordID})
 	if err != nil {
@@ -161,13 +161,14 @@ func endCursorReply(out []byte, cidx, aidx int32, id int64, ns string) []byte {
 	return out
 }
 
-// appendCursorReply appends a complete cursor reply with the given documents.
-func appendCursorReply(r *request, ns string, id int64, batch string, docs []bsoncore.Document) error {
-	out, cidx, aidx := startCursorReply(r.out, batch)
+// appendCursorReply appends a complete cursor reply with the given documents: an exhausted
+// cursor (id 0) and its first batch.
+func appendCursorReply(r *request, ns string, docs []bsoncore.Document) error {
+	out, cidx, aidx := startCursorReply(r.out, "firstBatch")
 	for i, d := range docs {
 		out = bsoncore.AppendDocumentElement(out, strconv.Itoa(i), d)
 	}
-	r.out = endCursorReply(out, cidx, aidx, id, ns)
+	r.out = endCursorReply(out, cidx, aidx, 0, ns)
 	return nil
 }
 

@@ -95,7 +95,7 @@ func (e *Executor) checkMetadataConsistency(_ context.Context, r *request) error
 				AppendString("namespace", c.DB+"."+c.Name).
 				AppendBinary("collectionUUID", 4, c.UUID[:]).Build()).Build())
 	}
-	return appendCursorReply(r, r.db+".$cmd.aggregate", 0, "firstBatch", found)
+	return appendCursorReply(r, r.db+".$cmd.aggregate", found)
 }
 
 // enableSharding accepts {enableSharding: db}: every database can hold sharded

@@ -115,7 +115,7 @@ func (e *Executor) listCollections(_ context.Context, r *request) error {
 		}
 		docs = append(docs, full)
 	}
-	return appendCursorReply(r, r.db+".$cmd.listCollections", 0, "firstBatch", docs)
+	return appendCursorReply(r, r.db+".$cmd.listCollections", docs)
 }
 
 // collectionEntry is a collection as listCollections describes it. A time-series

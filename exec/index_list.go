@@ -45,7 +45,7 @@ func (e *Executor) listIndexes(_ context.Context, r *request) error {
 	if catalog.IsView(c) {
 		return catalog.ViewError(ns)
 	}
-	return appendCursorReply(r, ns, 0, "firstBatch", listedIndexes(c))
+	return appendCursorReply(r, ns, listedIndexes(c))
 }
 
 // listedIndexes are the specs listIndexes reports for c: its ready indexes, where a

@@ -15,7 +15,7 @@ import (
 // an error. With rt (a retryable write), the documents whose statement was executed before
 // count as inserted and are not inserted again, and the others are recorded with their
 // writes.
-func (p *Path) Insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Value, base int,
+func (wp *Path) Insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Value, base int,
 	ordered, bypass bool, wc Concern, res *Results, rt *Retry) (bool, error) {
 	if ci.View != nil { // MongoDB fails the batch's first write and stops
 		res.Errs = append(res.Errs, mongoerr.WriteError{Index: base, Err: catalog.ViewError(ci.NS())})
@@ -25,7 +25,7 @@ func (p *Path) Insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Val
 	failed := make([]error, len(vals))
 	done := make([]bool, len(vals))
 	var hashes []uint64
-	wr := p.NewWriter(ci)
+	wr := wp.NewWriter(ci)
 	wr.SetRetry(rt)
 	wr.Bypass = bypass
 	for i, v := range vals {

@@ -268,10 +268,10 @@ func (rt *Retry) decodeInto(rec bsoncore.Document) error {
 // LoadRetry reads the retryable-write state of session lsid from every shard's record: the
 // highest txnNumber recorded and the union of the statements recorded for it. It returns
 // nil when no shard has a record.
-func (p *Path) LoadRetry(lsid []byte) (*Retry, error) {
+func (wp *Path) LoadRetry(lsid []byte) (*Retry, error) {
 	var rt *Retry
 	var buf []byte
-	for _, sh := range p.cat.Shards() {
+	for _, sh := range wp.cat.Shards() {
 		var err error
 		buf, err = sh.GetTxnRecord(lsid, buf[:0])
 		if errors.Is(err, store.ErrNotFound) {
@@ -344,8 +344,8 @@ func (wr *Writer) stageRecords() {
 
 // RecordNoop commits the record of statement r, which wrote nothing (an update or delete
 // that matched nothing), so that a retry answers the same even if a document now matches.
-func (p *Path) RecordNoop(rt *Retry, r StmtResult, sync bool) error {
-	wr := &Writer{p: p, batches: map[int]catalog.Batch{}}
+func (wp *Path) RecordNoop(rt *Retry, r StmtResult, sync bool) error {
+	wr := &Writer{p: wp, batches: map[int]catalog.Batch{}}
 	wr.SetRetry(rt)
 	defer wr.Release()
 	wr.NoteStmt(r)
