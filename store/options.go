@@ -14,6 +14,10 @@ const (
 	DefaultCacheSize         int64  = 256 << 20
 	DefaultMemTableSize      uint64 = 64 << 20
 	DefaultDiskSlowThreshold        = 2 * time.Second
+	// DefaultLargeValueSize is the size from which a document is stored apart from its key, in
+	// a blob file (Pebble's value separation): a data block then holds at most a few KiB of
+	// small values, so a point lookup that lands next to a 16 MiB document reads a small block.
+	DefaultLargeValueSize = 16 << 10
 )
 
 // Options configures one DB. The zero value plus a Dir is valid after EnsureDefaults.
@@ -33,6 +37,10 @@ type Options struct {
 	// BloomBitsPerKey sets the bloom filter of sstables (point reads such as GetDoc skip tables
 	// that cannot hold the key); 0 means 10, a negative value disables filters.
 	BloomBitsPerKey int
+	// LargeValueSize is the value size from which flushes and compactions move a value into a
+	// blob file, leaving a handle in the sstable (Pebble's value separation); 0 means
+	// DefaultLargeValueSize, a negative value keeps every value in its sstable.
+	LargeValueSize int
 	// DiskSlowThreshold is how long a disk write may take before a warning is logged; it only
 	// applies to the OS file system (FS == nil). Negative disables the check.
 	DiskSlowThreshold time.Duration
@@ -50,6 +58,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.BloomBitsPerKey == 0 {
 		o.BloomBitsPerKey = 10
+	}
+	if o.LargeValueSize == 0 {
+		o.LargeValueSize = DefaultLargeValueSize
 	}
 	if o.DiskSlowThreshold == 0 {
 		o.DiskSlowThreshold = DefaultDiskSlowThreshold

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,11 @@ type Reader interface {
 	// GetDoc appends the document (coll, hash, id) to dst and returns the result, or
 	// ErrNotFound.
 	GetDoc(coll CollID, hash uint64, id, dst []byte) ([]byte, error)
+	// HasDoc reports whether document (coll, hash, id) exists, without reading its value. It
+	// is made for lookups that expect an absent key (an insert's _id check): it consults the
+	// bloom filters of every level, the last one included, so that an absent key reads no
+	// data block in most sstables.
+	HasDoc(coll CollID, hash uint64, id []byte) (bool, error)
 	// HasIndexKeyPrefix finds the first entry of index idx whose key part starts with
 	// keyPrefix and returns its hash and id (a copy). With a complete key it answers unique
 	// checks and finds a document by _id in a sharded collection (through the _id index).
@@ -63,6 +69,25 @@ func (r reader) getDoc(coll CollID, hash uint64, id, dst []byte) ([]byte, error)
 	return dst, closer.Close()
 }
 
+// hasDoc implements Reader.HasDoc. Pebble's Get skips the bloom filters of the last level
+// (L6), where most data lives once compacted, because they are large and most Gets find their
+// key; then an absent key costs a read of the data block of the next key, which may hold a
+// 16 MiB document (issue 13). A prefix seek with UseL6Filters consults them; the default
+// Comparer's Split is the whole key, so the prefix is the document key itself. Key() does not
+// read the value, which may be a handle into a blob file.
+func (r reader) hasDoc(coll CollID, hash uint64, id []byte) (bool, error) {
+	kb := keyBufs.Get().(*[]byte)
+	defer keyBufs.Put(kb)
+	key := AppendDocKey((*kb)[:0], coll, hash, id)
+	*kb = key
+	it, err := r.r.NewIter(&pebble.IterOptions{UseL6Filters: true})
+	if err != nil {
+		return false, err
+	}
+	found := it.SeekPrefixGE(key) && bytes.Equal(it.Key(), key)
+	return found, it.Close()
+}
+
 // hasIndexKeyPrefix implements Reader.HasIndexKeyPrefix.
 func (r reader) hasIndexKeyPrefix(coll CollID, idx IndexID, keyPrefix []byte) (uint64, []byte, bool, error) {
 	kb := keyBufs.Get().(*[]byte)
@@ -109,6 +134,14 @@ func (db *DB) GetDoc(coll CollID, hash uint64, id, dst []byte) ([]byte, error) {
 		return dst, ErrClosed
 	}
 	return db.readOps.getDoc(coll, hash, id, dst)
+}
+
+// HasDoc implements Reader.
+func (db *DB) HasDoc(coll CollID, hash uint64, id []byte) (bool, error) {
+	if db.closed.Load() {
+		return false, ErrClosed
+	}
+	return db.readOps.hasDoc(coll, hash, id)
 }
 
 // HasIndexKeyPrefix implements Reader.
@@ -188,6 +221,14 @@ func (s *Snapshot) GetDoc(coll CollID, hash uint64, id, dst []byte) ([]byte, err
 		return dst, ErrClosed
 	}
 	return s.reader.getDoc(coll, hash, id, dst)
+}
+
+// HasDoc implements Reader.
+func (s *Snapshot) HasDoc(coll CollID, hash uint64, id []byte) (bool, error) {
+	if s.closed.Load() {
+		return false, ErrClosed
+	}
+	return s.reader.hasDoc(coll, hash, id)
 }
 
 // HasIndexKeyPrefix implements Reader.

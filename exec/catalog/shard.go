@@ -8,6 +8,9 @@ import "github.com/cleavedb/cleave/store"
 type Reader interface {
 	// GetDoc appends the document (coll, hash, id) to dst, or returns store.ErrNotFound.
 	GetDoc(coll store.CollID, hash uint64, id, dst []byte) ([]byte, error)
+	// HasDoc reports whether document (coll, hash, id) exists; made for keys expected absent
+	// (an insert's _id check), it reads no value and, mostly, no data block.
+	HasDoc(coll store.CollID, hash uint64, id []byte) (bool, error)
 	// HasIndexKeyPrefix finds the first entry of index idx whose key starts with keyPrefix
 	// and returns its hash and a copy of its id.
 	HasIndexKeyPrefix(coll store.CollID, idx store.IndexID, keyPrefix []byte) (hash uint64, id []byte, found bool, err error)
@@ -104,6 +107,11 @@ type localReader struct{ r store.Reader }
 // GetDoc implements Reader.
 func (l localReader) GetDoc(coll store.CollID, hash uint64, id, dst []byte) ([]byte, error) {
 	return l.r.GetDoc(coll, hash, id, dst)
+}
+
+// HasDoc implements Reader.
+func (l localReader) HasDoc(coll store.CollID, hash uint64, id []byte) (bool, error) {
+	return l.r.HasDoc(coll, hash, id)
 }
 
 // HasIndexKeyPrefix implements Reader.

@@ -351,11 +351,12 @@ func (wr *Writer) CheckIDFree(w *DocWrite) error {
 			return err
 		}
 	} else {
-		_, err := db.GetDoc(ci.Meta.ID, w.Hash, w.ID, nil)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+		// HasDoc, not GetDoc: the _id is almost always free, and HasDoc reads neither the
+		// value nor, thanks to the bloom filters, the data block where the key would be.
+		var err error
+		if found, err = db.HasDoc(ci.Meta.ID, w.Hash, w.ID); err != nil {
 			return err
 		}
-		found = err == nil
 	}
 	if found {
 		return wr.DupKeyError(ci.Indexes[0], w.New)
