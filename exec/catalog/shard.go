@@ -66,6 +66,11 @@ type Batch interface {
 	Count() uint32
 	Empty() bool
 	Commit(sync bool) error
+	// Apply and SyncWait are Commit in two halves: Apply returns once the changes are
+	// visible, SyncWait (required after Apply(true), before Close) once they are durable.
+	// A writer releases its key locks in between (store.Batch.Apply).
+	Apply(sync bool) error
+	SyncWait() error
 	Close()
 }
 
