@@ -129,7 +129,8 @@ func benchAbsentLookups(b *testing.B, db *DB) {
 
 // BenchmarkAbsentDoc measures the lookup of absent documents among benchDocs loaded 1 KiB
 // documents (compacted, cache warm): Pebble's Get (GetDoc) against the prefix seek that
-// consults the last level's bloom filters (HasDoc), and HasDoc of a present document.
+// consults the last level's bloom filters (HasDoc), the same through one DocProbe per 100
+// lookups (an insertMany's _id checks), and HasDoc of a present document.
 func BenchmarkAbsentDoc(b *testing.B) {
 	db := loadBench(b)
 	b.Run("GetDoc", func(b *testing.B) {
@@ -151,6 +152,29 @@ func BenchmarkAbsentDoc(b *testing.B) {
 				b.Fatalf("HasDoc: %v, %v", found, err)
 			}
 		}
+	})
+	b.Run("Probe100", func(b *testing.B) { // HasDoc of 100 documents through one DocProbe; ns/op per document
+		b.ReportAllocs()
+		i := benchDocs
+		var p *DocProbe
+		n := 0
+		for b.Loop() {
+			if n%100 == 0 {
+				if p != nil {
+					_ = p.Close()
+				}
+				var err error
+				if p, err = db.NewDocProbe(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			n++
+			i++
+			if found, err := p.HasDoc(1, benchHash(i), idN(i)); found || err != nil {
+				b.Fatalf("HasDoc: %v, %v", found, err)
+			}
+		}
+		_ = p.Close()
 	})
 	b.Run("HasDocPresent", func(b *testing.B) {
 		b.ReportAllocs()

@@ -39,6 +39,15 @@ func TestHasDocLargeValues(t *testing.T) {
 					if err != nil || found != (tc.want != nil) {
 						t.Errorf("LargeValueSize %d, %s: HasDoc(%d, %d) = %v, %v; want %v", largeValueSize, stage, tc.hash, tc.id, found, err, tc.want != nil)
 					}
+					p, err := r.NewDocProbe()
+					if err != nil {
+						t.Fatal(err)
+					}
+					found, err = p.HasDoc(1, tc.hash, idN(tc.id))
+					if err != nil || found != (tc.want != nil) {
+						t.Errorf("LargeValueSize %d, %s: DocProbe.HasDoc(%d, %d) = %v, %v", largeValueSize, stage, tc.hash, tc.id, found, err)
+					}
+					closeT(t, p)
 					got, err := r.GetDoc(1, tc.hash, idN(tc.id), nil)
 					if (err == nil) != (tc.want != nil) || !bytes.Equal(got, tc.want) {
 						t.Errorf("LargeValueSize %d, %s: GetDoc(%d, %d) = %d bytes, %v", largeValueSize, stage, tc.hash, tc.id, len(got), err)

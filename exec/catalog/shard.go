@@ -11,6 +11,9 @@ type Reader interface {
 	// HasDoc reports whether document (coll, hash, id) exists; made for keys expected absent
 	// (an insert's _id check), it reads no value and, mostly, no data block.
 	HasDoc(coll store.CollID, hash uint64, id []byte) (bool, error)
+	// NewDocProbe returns a DocProbe: HasDoc for many documents, through one iterator, in the
+	// state of the moment it is opened.
+	NewDocProbe() (DocProbe, error)
 	// HasIndexKeyPrefix finds the first entry of index idx whose key starts with keyPrefix
 	// and returns its hash and a copy of its id.
 	HasIndexKeyPrefix(coll store.CollID, idx store.IndexID, keyPrefix []byte) (hash uint64, id []byte, found bool, err error)
@@ -86,6 +89,13 @@ type DocIter interface {
 	Close() error
 }
 
+// DocProbe answers existence checks of documents (Reader.HasDoc) in a view fixed when it was
+// opened; not safe for concurrent use.
+type DocProbe interface {
+	HasDoc(coll store.CollID, hash uint64, id []byte) (bool, error)
+	Close() error
+}
+
 // IndexIter iterates over index entries in key order (or reverse). Key and ID are valid
 // until the next move.
 type IndexIter interface {
@@ -117,6 +127,15 @@ func (l localReader) GetDoc(coll store.CollID, hash uint64, id, dst []byte) ([]b
 // HasDoc implements Reader.
 func (l localReader) HasDoc(coll store.CollID, hash uint64, id []byte) (bool, error) {
 	return l.r.HasDoc(coll, hash, id)
+}
+
+// NewDocProbe implements Reader.
+func (l localReader) NewDocProbe() (DocProbe, error) {
+	p, err := l.r.NewDocProbe()
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // HasIndexKeyPrefix implements Reader.
@@ -188,4 +207,5 @@ var (
 	_ Batch     = (*store.Batch)(nil)
 	_ DocIter   = (*store.DocIter)(nil)
 	_ IndexIter = (*store.IndexIter)(nil)
+	_ DocProbe  = (*store.DocProbe)(nil)
 )

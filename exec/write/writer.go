@@ -48,6 +48,10 @@ type Writer struct {
 	// multikey are the index paths staged writes make multikey, recorded in the catalog
 	// before the batches commit (catalog.Catalog.MarkMultikey).
 	multikey map[store.IndexID][]string
+	// probes check that _ids are free (CheckIDFree), one per shard, opened at the first check
+	// under the locks and closed before the commit: one Pebble iterator for all the documents
+	// of an insertMany instead of one per document.
+	probes map[int]catalog.DocProbe
 }
 
 // NewWriter returns a writer for collection ci.
@@ -75,12 +79,14 @@ func (wr *Writer) LockHashes(dst []uint64, w *DocWrite) []uint64 {
 // moves to the collection's current catalog version, so that an index build that started
 // meanwhile gets this write's entries (see buildIndexes).
 func (wr *Writer) Lock(hashes []uint64) {
+	_ = wr.closeProbes() // a probe's view must postdate the locks of the keys it checks
 	wr.unlock = wr.p.cat.Locks().LockMany(hashes)
 	wr.ci = wr.p.cat.Refresh(wr.ci)
 }
 
 // Release commits nothing; it drops the locks taken by lock and the staged batches.
 func (wr *Writer) Release() {
+	_ = wr.closeProbes()
 	for _, b := range wr.batches {
 		b.Close()
 	}
@@ -333,7 +339,8 @@ func (wr *Writer) DupKeyError(xi *catalog.Index, doc bsoncore.Document) error {
 }
 
 // CheckIDFree fails with E11000 on the _id index when a document with w's _id exists (an
-// insert). The caller holds the document's key lock.
+// insert). The caller holds the document's key lock, taken by Lock before the writer's first
+// check: the shard's probe, opened then, must see every write committed before the lock.
 func (wr *Writer) CheckIDFree(w *DocWrite) error {
 	ci := wr.ci
 	if ci.TS != nil {
@@ -343,19 +350,21 @@ func (wr *Writer) CheckIDFree(w *DocWrite) error {
 	if holder, ok := wr.staged[wr.stagedKey(s, ci.Indexes[0], w.ID)]; ok && holder != nil {
 		return wr.DupKeyError(ci.Indexes[0], w.New)
 	}
-	db := wr.p.cat.Shards()[s]
 	var found bool
 	if ci.IDIndexed {
 		var err error
-		_, _, found, err = db.HasIndexKeyPrefix(ci.Meta.ID, ci.Indexes[0].Meta.ID, w.ID)
+		_, _, found, err = wr.p.cat.Shards()[s].HasIndexKeyPrefix(ci.Meta.ID, ci.Indexes[0].Meta.ID, w.ID)
 		if err != nil {
 			return err
 		}
 	} else {
-		// HasDoc, not GetDoc: the _id is almost always free, and HasDoc reads neither the
+		// A probe, not GetDoc: the _id is almost always free, and a probe reads neither the
 		// value nor, thanks to the bloom filters, the data block where the key would be.
-		var err error
-		if found, err = db.HasDoc(ci.Meta.ID, w.Hash, w.ID); err != nil {
+		p, err := wr.probe(s)
+		if err == nil {
+			found, err = p.HasDoc(ci.Meta.ID, w.Hash, w.ID)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -366,6 +375,32 @@ func (wr *Writer) CheckIDFree(w *DocWrite) error {
 	return nil
 }
 
+// probe returns the DocProbe of shard s, opening it at the first call.
+func (wr *Writer) probe(s int) (catalog.DocProbe, error) {
+	if p := wr.probes[s]; p != nil {
+		return p, nil
+	}
+	p, err := wr.p.cat.Shards()[s].NewDocProbe()
+	if err != nil {
+		return nil, err
+	}
+	if wr.probes == nil {
+		wr.probes = map[int]catalog.DocProbe{}
+	}
+	wr.probes[s] = p
+	return p, nil
+}
+
+// closeProbes closes the writer's probes.
+func (wr *Writer) closeProbes() error {
+	var errs []error
+	for s, p := range wr.probes {
+		errs = append(errs, p.Close())
+		delete(wr.probes, s)
+	}
+	return errors.Join(errs...)
+}
+
 // Commit commits every staged batch, synced unless sync is false (w: 0 or j: false), and
 // releases the key locks. The locks are released once the batches are applied (visible), before
 // the WAL sync it then waits for: held through the fsync, they made every writer whose keys
@@ -373,6 +408,9 @@ func (wr *Writer) CheckIDFree(w *DocWrite) error {
 // stripes each) ran one fsync at a time instead of sharing fsyncs (issue 13). Release still
 // drops the batches.
 func (wr *Writer) Commit(sync bool) error {
+	if err := wr.closeProbes(); err != nil {
+		return catalog.StoreError(err)
+	}
 	for idx, paths := range wr.multikey {
 		if err := wr.p.cat.MarkMultikey(wr.ci.Meta.ID, idx, paths); err != nil {
 			return catalog.StoreError(err)
