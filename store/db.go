@@ -99,14 +99,15 @@ func lockError(dir string, err error) error {
 // pebbleOptions translates opts into Pebble's options.
 func pebbleOptions(opts *Options, fsys vfs.FS, lock *pebble.Lock, logger *zap.Logger, events *eventCounters) *pebble.Options {
 	po := &pebble.Options{
-		FS:                 fsys,
-		Lock:               lock,
-		Cache:              opts.Cache,
-		CacheSize:          opts.CacheSize,
-		MemTableSize:       opts.MemTableSize,
-		Merger:             statsMerger,
-		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             logger.Sugar().Named("pebble"), // "store.pebble", with the dir field
+		FS:                          fsys,
+		Lock:                        lock,
+		Cache:                       opts.Cache,
+		CacheSize:                   opts.CacheSize,
+		MemTableSize:                opts.MemTableSize,
+		MemTableStopWritesThreshold: opts.MemTables,
+		Merger:                      statsMerger,
+		FormatMajorVersion:          pebble.FormatNewest,
+		Logger:                      logger.Sugar().Named("pebble"), // "store.pebble", with the dir field
 
 		EventListener: newEventListener(logger, events),
 	}

@@ -28,6 +28,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"NegativeCache", Options{Dir: "x", CacheSize: -1}, false},
 		{"TinyMemTable", Options{Dir: "x", MemTableSize: 1024}, false},
 		{"HugeMemTable", Options{Dir: "x", MemTableSize: 4 << 30}, false},
+		{"OneMemTable", Options{Dir: "x", MemTables: 1}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
