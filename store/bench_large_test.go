@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"testing"
 )
@@ -96,7 +97,7 @@ func benchAbsentLookups(b *testing.B, db *DB) {
 	b.Run("GetDoc", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := db.GetDoc(1, 0, nextID(), nil); err != ErrNotFound {
+			if _, err := db.GetDoc(1, 0, nextID(), nil); !errors.Is(err, ErrNotFound) {
 				b.Fatalf("GetDoc: %v", err)
 			}
 		}
@@ -138,7 +139,7 @@ func BenchmarkAbsentDoc(b *testing.B) {
 		i := benchDocs
 		for b.Loop() {
 			i++
-			if _, err := db.GetDoc(1, benchHash(i), idN(i), nil); err != ErrNotFound {
+			if _, err := db.GetDoc(1, benchHash(i), idN(i), nil); !errors.Is(err, ErrNotFound) {
 				b.Fatalf("GetDoc: %v", err)
 			}
 		}

@@ -17,8 +17,8 @@ const (
 	// DefaultMemTableSize and DefaultMemTables: four memtables of 32 MiB take what two of
 	// 64 MiB took (128 MiB), and absorb a burst of writes while one is flushed: with two,
 	// insertMany from 32 clients stalled on "memtable count limit reached" (issue 13).
-	DefaultMemTableSize uint64 = 32 << 20
-	DefaultMemTables           = 4
+	DefaultMemTableSize      uint64 = 32 << 20
+	DefaultMemTables                = 4
 	DefaultDiskSlowThreshold        = 2 * time.Second
 	// DefaultLargeValueSize is the size from which a document is stored apart from its key, in
 	// a blob file (Pebble's value separation): a data block then holds at most a few KiB of
