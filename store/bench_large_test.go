@@ -130,7 +130,7 @@ func benchAbsentLookups(b *testing.B, db *DB) {
 
 // BenchmarkAbsentDoc measures the lookup of absent documents among benchDocs loaded 1 KiB
 // documents (compacted, cache warm): Pebble's Get (GetDoc) against the prefix seek that
-// consults the last level's bloom filters (HasDoc), the same through one DocProbe per 100
+// consults the last level's bloom filters (HasDoc), the same through one Probe per 100
 // lookups (an insertMany's _id checks), and HasDoc of a present document.
 func BenchmarkAbsentDoc(b *testing.B) {
 	db := loadBench(b)
@@ -154,10 +154,10 @@ func BenchmarkAbsentDoc(b *testing.B) {
 			}
 		}
 	})
-	b.Run("Probe100", func(b *testing.B) { // HasDoc of 100 documents through one DocProbe; ns/op per document
+	b.Run("Probe100", func(b *testing.B) { // HasDoc of 100 documents through one Probe; ns/op per document
 		b.ReportAllocs()
 		i := benchDocs
-		var p *DocProbe
+		var p *Probe
 		n := 0
 		for b.Loop() {
 			if n%100 == 0 {
@@ -165,7 +165,7 @@ func BenchmarkAbsentDoc(b *testing.B) {
 					_ = p.Close()
 				}
 				var err error
-				if p, err = db.NewDocProbe(); err != nil {
+				if p, err = db.NewProbe(); err != nil {
 					b.Fatal(err)
 				}
 			}

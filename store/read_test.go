@@ -39,13 +39,13 @@ func TestHasDocLargeValues(t *testing.T) {
 					if err != nil || found != (tc.want != nil) {
 						t.Errorf("LargeValueSize %d, %s: HasDoc(%d, %d) = %v, %v; want %v", largeValueSize, stage, tc.hash, tc.id, found, err, tc.want != nil)
 					}
-					p, err := r.NewDocProbe()
+					p, err := r.NewProbe()
 					if err != nil {
 						t.Fatal(err)
 					}
 					found, err = p.HasDoc(1, tc.hash, idN(tc.id))
 					if err != nil || found != (tc.want != nil) {
-						t.Errorf("LargeValueSize %d, %s: DocProbe.HasDoc(%d, %d) = %v, %v", largeValueSize, stage, tc.hash, tc.id, found, err)
+						t.Errorf("LargeValueSize %d, %s: Probe.HasDoc(%d, %d) = %v, %v", largeValueSize, stage, tc.hash, tc.id, found, err)
 					}
 					closeT(t, p)
 					got, err := r.GetDoc(1, tc.hash, idN(tc.id), nil)
@@ -69,5 +69,39 @@ func TestHasDocLargeValues(t *testing.T) {
 			t.Errorf("LargeValueSize %d: %d blob files", largeValueSize, blobs)
 		}
 		closeT(t, db)
+	}
+}
+
+// TestProbeHasIndexKey checks Probe.HasIndexKey against HasIndexKeyPrefix: entries of other
+// indexes and collections do not count, and the probe keeps the view it was opened with.
+func TestProbeHasIndexKey(t *testing.T) {
+	db := openMem(t)
+	b := db.NewBatch()
+	b.SetIndex(1, 2, encKey([]byte("a")), 5, idN(1))
+	b.SetIndex(1, 3, encKey([]byte("b")), 5, idN(2))
+	b.SetIndex(2, 2, encKey([]byte("c")), 5, idN(3))
+	mustCommit(t, b)
+	p, err := db.NewProbe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeT(t, p)
+	b = db.NewBatch()
+	b.SetIndex(1, 2, encKey([]byte("d")), 5, idN(4)) // after the probe: invisible to it
+	mustCommit(t, b)
+	for _, tc := range []struct {
+		coll CollID
+		idx  IndexID
+		key  string
+		want bool
+	}{{1, 2, "a", true}, {1, 3, "b", true}, {2, 2, "c", true}, {1, 2, "b", false}, {1, 3, "a", false}, {1, 2, "c", false}, {1, 2, "d", false}, {3, 2, "a", false}} {
+		got, err := p.HasIndexKey(tc.coll, tc.idx, encKey([]byte(tc.key)))
+		if err != nil || got != tc.want {
+			t.Errorf("HasIndexKey(%d, %d, %q) = %v, %v; want %v", tc.coll, tc.idx, tc.key, got, err, tc.want)
+		}
+		_, _, prefixFound, err := db.HasIndexKeyPrefix(tc.coll, tc.idx, encKey([]byte(tc.key)))
+		if err != nil || (prefixFound != tc.want && tc.key != "d") {
+			t.Errorf("HasIndexKeyPrefix(%d, %d, %q) = %v, %v", tc.coll, tc.idx, tc.key, prefixFound, err)
+		}
 	}
 }

@@ -11,9 +11,9 @@ type Reader interface {
 	// HasDoc reports whether document (coll, hash, id) exists; made for keys expected absent
 	// (an insert's _id check), it reads no value and, mostly, no data block.
 	HasDoc(coll store.CollID, hash uint64, id []byte) (bool, error)
-	// NewDocProbe returns a DocProbe: HasDoc for many documents, through one iterator, in the
+	// NewProbe returns a Probe: existence checks of many keys, through one iterator, in the
 	// state of the moment it is opened.
-	NewDocProbe() (DocProbe, error)
+	NewProbe() (Probe, error)
 	// HasIndexKeyPrefix finds the first entry of index idx whose key starts with keyPrefix
 	// and returns its hash and a copy of its id.
 	HasIndexKeyPrefix(coll store.CollID, idx store.IndexID, keyPrefix []byte) (hash uint64, id []byte, found bool, err error)
@@ -89,10 +89,11 @@ type DocIter interface {
 	Close() error
 }
 
-// DocProbe answers existence checks of documents (Reader.HasDoc) in a view fixed when it was
-// opened; not safe for concurrent use.
-type DocProbe interface {
+// Probe answers existence checks of documents (Reader.HasDoc) and of index keys (a complete
+// key of HasIndexKeyPrefix) in a view fixed when it was opened; not safe for concurrent use.
+type Probe interface {
 	HasDoc(coll store.CollID, hash uint64, id []byte) (bool, error)
+	HasIndexKey(coll store.CollID, idx store.IndexID, key []byte) (bool, error)
 	Close() error
 }
 
@@ -129,9 +130,9 @@ func (l localReader) HasDoc(coll store.CollID, hash uint64, id []byte) (bool, er
 	return l.r.HasDoc(coll, hash, id)
 }
 
-// NewDocProbe implements Reader.
-func (l localReader) NewDocProbe() (DocProbe, error) {
-	p, err := l.r.NewDocProbe()
+// NewProbe implements Reader.
+func (l localReader) NewProbe() (Probe, error) {
+	p, err := l.r.NewProbe()
 	if err != nil {
 		return nil, err
 	}
@@ -207,5 +208,5 @@ var (
 	_ Batch     = (*store.Batch)(nil)
 	_ DocIter   = (*store.DocIter)(nil)
 	_ IndexIter = (*store.IndexIter)(nil)
-	_ DocProbe  = (*store.DocProbe)(nil)
+	_ Probe     = (*store.Probe)(nil)
 )

@@ -51,7 +51,7 @@ type Writer struct {
 	// probes check that _ids are free (CheckIDFree), one per shard, opened at the first check
 	// under the locks and closed before the commit: one Pebble iterator for all the documents
 	// of an insertMany instead of one per document.
-	probes map[int]catalog.DocProbe
+	probes map[int]catalog.Probe
 }
 
 // NewWriter returns a writer for collection ci.
@@ -350,23 +350,18 @@ func (wr *Writer) CheckIDFree(w *DocWrite) error {
 	if holder, ok := wr.staged[wr.stagedKey(s, ci.Indexes[0], w.ID)]; ok && holder != nil {
 		return wr.DupKeyError(ci.Indexes[0], w.New)
 	}
+	// One probe per shard for all the checks of the writer (an insertMany's 100 _ids), not
+	// an iterator each. Without an _id index it looks the document up, reading neither its
+	// value nor, thanks to the bloom filters, the data block where the key would be.
+	p, err := wr.probe(s)
 	var found bool
-	if ci.IDIndexed {
-		var err error
-		_, _, found, err = wr.p.cat.Shards()[s].HasIndexKeyPrefix(ci.Meta.ID, ci.Indexes[0].Meta.ID, w.ID)
-		if err != nil {
-			return err
-		}
-	} else {
-		// A probe, not GetDoc: the _id is almost always free, and a probe reads neither the
-		// value nor, thanks to the bloom filters, the data block where the key would be.
-		p, err := wr.probe(s)
-		if err == nil {
-			found, err = p.HasDoc(ci.Meta.ID, w.Hash, w.ID)
-		}
-		if err != nil {
-			return err
-		}
+	if err == nil && ci.IDIndexed {
+		found, err = p.HasIndexKey(ci.Meta.ID, ci.Indexes[0].Meta.ID, w.ID)
+	} else if err == nil {
+		found, err = p.HasDoc(ci.Meta.ID, w.Hash, w.ID)
+	}
+	if err != nil {
+		return err
 	}
 	if found {
 		return wr.DupKeyError(ci.Indexes[0], w.New)
@@ -375,17 +370,17 @@ func (wr *Writer) CheckIDFree(w *DocWrite) error {
 	return nil
 }
 
-// probe returns the DocProbe of shard s, opening it at the first call.
-func (wr *Writer) probe(s int) (catalog.DocProbe, error) {
+// probe returns the Probe of shard s, opening it at the first call.
+func (wr *Writer) probe(s int) (catalog.Probe, error) {
 	if p := wr.probes[s]; p != nil {
 		return p, nil
 	}
-	p, err := wr.p.cat.Shards()[s].NewDocProbe()
+	p, err := wr.p.cat.Shards()[s].NewProbe()
 	if err != nil {
 		return nil, err
 	}
 	if wr.probes == nil {
-		wr.probes = map[int]catalog.DocProbe{}
+		wr.probes = map[int]catalog.Probe{}
 	}
 	wr.probes[s] = p
 	return p, nil
