@@ -47,7 +47,7 @@ func openStorage(cfg *Config, logger *zap.Logger) (*exec.Storage, func() error, 
 	for i := 0; i < cfg.Shards; i++ {
 		dir := filepath.Join(cfg.Dir, "shard-"+strconv.Itoa(i))
 		db, err := store.Open(store.Options{
-			Dir: dir, Cache: cache, MemTableSize: uint64(cfg.MemTableSize),
+			Dir: dir, Cache: cache, MemTableSize: uint64(cfg.MemTableSize()),
 			Logger: logger.Named("store").With(zap.Int("shard", i)),
 		})
 		if err != nil {
