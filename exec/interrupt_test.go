@@ -7,7 +7,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -36,7 +35,7 @@ func TestWriteMaxTimeMSWaitingForLocks(t *testing.T) {
 	e := testExecutor(t, 1, Options{})
 	c := e.Connect(wire.ConnInfo{ID: 1})
 	handleJSON(context.Background(), t, c, `{"insert": "c", "documents": [{"_id": 1, "a": 0}]}`)
-	unlock := e.cat.Locks().LockMany(catalog.AllStripes) // another writer holding every key
+	unlock := e.cat.Locks().LockAll() // another writer holding every key
 	for _, cmd := range []string{
 		`{"insert": "c", "documents": [{"_id": 2}], "maxTimeMS": 50}`,
 		`{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"a": 1}}}], "maxTimeMS": 50}`,
@@ -69,7 +68,7 @@ func TestWriteClientDisconnectWaitingForLocks(t *testing.T) {
 	e := testExecutor(t, 1, Options{})
 	c := e.Connect(wire.ConnInfo{ID: 1})
 	handleJSON(context.Background(), t, c, `{"insert": "c", "documents": [{"_id": 1}]}`)
-	unlock := e.cat.Locks().LockMany(catalog.AllStripes)
+	unlock := e.cat.Locks().LockAll()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan bsoncore.Document)
 	go func() { done <- handleJSON(ctx, t, c, `{"insert": "c", "documents": [{"_id": 2}]}`) }()

@@ -617,6 +617,36 @@ func (v txnView) GetDoc(coll store.CollID, hash uint64, id, dst []byte) ([]byte,
 	return r.GetDoc(coll, hash, id, dst)
 }
 
+// HasDoc implements catalog.Reader.
+func (v txnView) HasDoc(coll store.CollID, hash uint64, id []byte) (bool, error) {
+	r, done, err := v.reader()
+	if err != nil {
+		return false, err
+	}
+	defer done()
+	return r.HasDoc(coll, hash, id)
+}
+
+// NewProbe implements catalog.Reader: checks through the view, one at a time.
+func (v txnView) NewProbe() (catalog.Probe, error) { return txnProbe{v}, nil }
+
+// txnProbe is the Probe of a transaction's view.
+type txnProbe struct{ v txnView }
+
+// HasDoc implements catalog.Probe.
+func (p txnProbe) HasDoc(coll store.CollID, hash uint64, id []byte) (bool, error) {
+	return p.v.HasDoc(coll, hash, id)
+}
+
+// HasIndexKey implements catalog.Probe.
+func (p txnProbe) HasIndexKey(coll store.CollID, idx store.IndexID, key []byte) (bool, error) {
+	_, _, found, err := p.v.HasIndexKeyPrefix(coll, idx, key)
+	return found, err
+}
+
+// Close implements catalog.Probe.
+func (txnProbe) Close() error { return nil }
+
 // HasIndexKeyPrefix implements catalog.Reader.
 func (v txnView) HasIndexKeyPrefix(coll store.CollID, idx store.IndexID, keyPrefix []byte) (uint64, []byte, bool, error) {
 	r, done, err := v.reader()
@@ -723,6 +753,11 @@ func (b txnBatch) Commit(sync bool) error {
 	snap.unref()
 	return b.Batch.Commit(sync)
 }
+
+// Apply implements catalog.Batch: a statement's writes join the transaction as at Commit
+// (the shard rule checked first); SyncWait has nothing to wait for until the transaction
+// commits.
+func (b txnBatch) Apply(sync bool) error { return b.Commit(sync) }
 
 // txnSnapView is a transaction's view handed out as a snapshot.
 type txnSnapView struct {

@@ -23,6 +23,9 @@ type Batch struct {
 	adjust  []collDelta // total-only adjustments (buckets range-deleted by DeleteDocRange)
 	resets  []CollID    // collections whose data and stats this batch deletes
 	done    bool        // committed
+	// syncPending is set by Apply(true) until SyncWait: Pebble's batch must not be closed
+	// before its sync is waited for.
+	syncPending bool
 }
 
 // statBucket names one stats bucket of one collection.
@@ -165,6 +168,22 @@ func (b *Batch) Empty() bool {
 // Close). Committing an empty batch does nothing. A batch commits at most once: a second
 // Commit returns ErrClosed. Close the batch afterwards either way.
 func (b *Batch) Commit(sync bool) error {
+	if err := b.Apply(sync); err != nil {
+		return err
+	}
+	return b.SyncWait()
+}
+
+// Apply is the first half of Commit: it applies the batch atomically and returns once its
+// writes are visible to readers, without waiting for the WAL sync. With sync, SyncWait then
+// waits until the batch is durable; call it before Close and before acknowledging the write.
+//
+// It lets a writer release its key locks (KeyLocks) before the fsync, so that writers of
+// other keys in the same stripes do not queue behind it, and the commits of all writers share
+// fsyncs (group commit). It weakens nothing: Pebble makes a batch visible before its WAL
+// sync completes even in Commit (its commit pipeline publishes, then waits), so a reader could
+// already see a write that a crash would lose; no write is acknowledged before it is durable.
+func (b *Batch) Apply(sync bool) error {
 	if b.done || b.pb == nil || b.db.closed.Load() {
 		return ErrClosed
 	}
@@ -173,11 +192,14 @@ func (b *Batch) Commit(sync bool) error {
 		return nil
 	}
 	totals := b.writeStats()
-	opts := pebble.NoSync
+	var err error
 	if sync {
-		opts = pebble.Sync
+		err = b.db.pdb.ApplyNoSyncWait(b.pb, pebble.Sync)
+		b.syncPending = err == nil
+	} else {
+		err = b.pb.Commit(pebble.NoSync)
 	}
-	if err := b.pb.Commit(opts); err != nil {
+	if err != nil {
 		return err
 	}
 	for _, c := range b.resets {
@@ -187,6 +209,16 @@ func (b *Batch) Commit(sync bool) error {
 		b.db.totals.add(t.coll, t.docs, t.bytes)
 	}
 	return nil
+}
+
+// SyncWait waits until a batch applied by Apply(true) is in the synced WAL and returns the
+// sync's error. It returns nil at once after Apply(false), Commit, or a second call.
+func (b *Batch) SyncWait() error {
+	if !b.syncPending {
+		return nil
+	}
+	b.syncPending = false
+	return b.pb.SyncWait()
 }
 
 // writeStats adds the merge operands of the aggregated stats to the Pebble batch and returns
@@ -226,6 +258,7 @@ func addCollDelta(ts []collDelta, d collDelta) []collDelta {
 // Close releases the batch without committing what is left uncommitted. It must be called
 // exactly once; the Batch must not be used afterwards.
 func (b *Batch) Close() {
+	_ = b.SyncWait() // Pebble's contract: no Close of an applied batch before its sync
 	if b.pb != nil {
 		_ = b.pb.Close()
 	}

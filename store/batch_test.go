@@ -234,3 +234,32 @@ func TestBatchTxnRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchApplySyncWait checks Commit's two halves: SyncWait is a no-op after an unsynced
+// Apply and on a second call, Apply refuses a second commit, and Close waits for a pending
+// sync by itself.
+func TestBatchApplySyncWait(t *testing.T) {
+	db := openMem(t)
+	for i, sync := range []bool{false, true, true} {
+		b := db.NewBatch()
+		b.SetDoc(1, 0, idN(i), docN(i, 10))
+		b.AddStats(1, 0, 1, 10)
+		if err := b.Apply(sync); err != nil {
+			t.Fatalf("Apply(%v): %v", sync, err)
+		}
+		if err := b.Apply(sync); !errors.Is(err, ErrClosed) {
+			t.Errorf("second Apply = %v, want ErrClosed", err)
+		}
+		if i < 2 { // the last batch is closed with its sync pending
+			for range 2 {
+				if err := b.SyncWait(); err != nil {
+					t.Errorf("SyncWait after Apply(%v): %v", sync, err)
+				}
+			}
+		}
+		b.Close()
+	}
+	if docs, bytes := db.CollStats(1); docs != 3 || bytes != 30 {
+		t.Errorf("CollStats = %d, %d; want 3, 30", docs, bytes)
+	}
+}

@@ -11,7 +11,7 @@ import (
 )
 
 // Benchmarks run on the OS file system (b.TempDir) with the defaults of Options (256 MiB
-// cache, 64 MiB memtable), like shared/bench/LIMITS.md's raw Pebble figures. The RawPebble
+// cache, four 32 MiB memtables; LIMITS.md's raw Pebble figures had one 64 MiB memtable). The RawPebble
 // cases run the same operation on the same Pebble without the store's layer, in the same
 // process and under the same machine load, so the store's overhead is their difference:
 //

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -98,14 +99,15 @@ func lockError(dir string, err error) error {
 // pebbleOptions translates opts into Pebble's options.
 func pebbleOptions(opts *Options, fsys vfs.FS, lock *pebble.Lock, logger *zap.Logger, events *eventCounters) *pebble.Options {
 	po := &pebble.Options{
-		FS:                 fsys,
-		Lock:               lock,
-		Cache:              opts.Cache,
-		CacheSize:          opts.CacheSize,
-		MemTableSize:       opts.MemTableSize,
-		Merger:             statsMerger,
-		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             logger.Sugar().Named("pebble"), // "store.pebble", with the dir field
+		FS:                          fsys,
+		Lock:                        lock,
+		Cache:                       opts.Cache,
+		CacheSize:                   opts.CacheSize,
+		MemTableSize:                opts.MemTableSize,
+		MemTableStopWritesThreshold: opts.MemTables,
+		Merger:                      statsMerger,
+		FormatMajorVersion:          pebble.FormatNewest,
+		Logger:                      logger.Sugar().Named("pebble"), // "store.pebble", with the dir field
 
 		EventListener: newEventListener(logger, events),
 	}
@@ -113,6 +115,20 @@ func pebbleOptions(opts *Options, fsys vfs.FS, lock *pebble.Lock, logger *zap.Lo
 		for i := range po.Levels {
 			po.Levels[i].FilterPolicy = bloom.FilterPolicy(opts.BloomBitsPerKey)
 		}
+	}
+	if opts.LargeValueSize > 0 {
+		policy := pebble.ValueSeparationPolicy{
+			Enabled:     true,
+			MinimumSize: opts.LargeValueSize,
+			// As Pebble's own cmd/pebble: a table may reference up to 10 overlapping blob
+			// files before a compaction rewrites its values into new ones; blob files older
+			// than 5 minutes are rewritten once 20% of their bytes are garbage (overwritten or
+			// deleted documents), which bounds the disk space large documents can waste.
+			MaxBlobReferenceDepth: 10,
+			RewriteMinimumAge:     5 * time.Minute,
+			TargetGarbageRatio:    0.2,
+		}
+		po.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy { return policy }
 	}
 	return po
 }

@@ -28,6 +28,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"NegativeCache", Options{Dir: "x", CacheSize: -1}, false},
 		{"TinyMemTable", Options{Dir: "x", MemTableSize: 1024}, false},
 		{"HugeMemTable", Options{Dir: "x", MemTableSize: 4 << 30}, false},
+		{"OneMemTable", Options{Dir: "x", MemTables: 1}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -212,8 +213,8 @@ func TestCloseTwiceAndUseAfterClose(t *testing.T) {
 	}
 }
 
-// TestDurabilitySyncedCommitSurvivesCrash proves that Commit(true) data survives a crash and
-// that Commit(false) data need not: the crash clone keeps exactly what was synced.
+// TestDurabilitySyncedCommitSurvivesCrash proves that Commit(true) data (and Apply(true) data
+// after SyncWait) survives a crash and that Commit(false) data need not: the crash clone keeps exactly what was synced.
 func TestDurabilitySyncedCommitSurvivesCrash(t *testing.T) {
 	mem := vfs.NewCrashableMem()
 	db, err := Open(Options{Dir: "db", FS: mem})
@@ -224,7 +225,22 @@ func TestDurabilitySyncedCommitSurvivesCrash(t *testing.T) {
 		b := db.NewBatch()
 		b.SetDoc(1, uint64(i), idN(i), docN(i, 100))
 		b.AddStats(1, uint64(i), 1, 100)
-		mustCommit(t, b)
+		if i%2 == 0 {
+			mustCommit(t, b)
+			continue
+		}
+		// The other half in two steps, as the write path does: visible after Apply,
+		// durable after SyncWait.
+		if err := b.Apply(true); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.GetDoc(1, uint64(i), idN(i), nil); err != nil {
+			t.Fatalf("applied doc %d not visible: %v", i, err)
+		}
+		if err := b.SyncWait(); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
 	}
 	b := db.NewBatch()
 	b.SetDoc(1, 1000, idN(1000), docN(1000, 100))

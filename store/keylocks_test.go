@@ -60,12 +60,28 @@ func TestKeyLocksLockManyNoDeadlock(t *testing.T) {
 
 func TestKeyLocksStripeSpread(t *testing.T) {
 	seen := map[uint32]bool{}
-	for i := range uint64(4096) {
+	for i := range uint64(keyLockStripes) {
 		seen[stripe(i)] = true             // sequential values
 		seen[stripe(i<<bucketBits)] = true // values differing in their top bits only
 	}
-	if len(seen) < 3000 {
-		t.Fatalf("only %d of 4096 stripes used", len(seen))
+	if len(seen) < keyLockStripes*3/4 {
+		t.Fatalf("only %d of %d stripes used", len(seen), keyLockStripes)
+	}
+}
+
+// TestKeyLocksLockAll checks that LockAll excludes every Lock and releases them all.
+func TestKeyLocksLockAll(t *testing.T) {
+	var l KeyLocks
+	unlock := l.LockAll()
+	for _, h := range []uint64{0, 1, 1 << 63, ^uint64(0)} {
+		if l.stripes[stripe(h)].TryLock() {
+			t.Fatalf("stripe of %#x free under LockAll", h)
+		}
+	}
+	unlock()
+	for _, h := range []uint64{0, 1, 1 << 63, ^uint64(0)} {
+		l.Lock(h)
+		l.Unlock(h)
 	}
 }
 

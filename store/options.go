@@ -9,11 +9,21 @@ import (
 	"go.uber.org/zap"
 )
 
-// Defaults applied by Options.EnsureDefaults.
+// Defaults applied by Options.EnsureDefaults. A DB's memory is bounded by its block cache
+// (CacheSize, or a shared Cache) plus MemTableSize * MemTables of memtables: Pebble stops
+// writes (a write stall) rather than queue more memtables for flushing.
 const (
-	DefaultCacheSize         int64  = 256 << 20
-	DefaultMemTableSize      uint64 = 64 << 20
+	DefaultCacheSize int64 = 256 << 20
+	// DefaultMemTableSize and DefaultMemTables: four memtables of 32 MiB take what two of
+	// 64 MiB took (128 MiB), and absorb a burst of writes while one is flushed: with two,
+	// insertMany from 32 clients stalled on "memtable count limit reached" (issue 13).
+	DefaultMemTableSize      uint64 = 32 << 20
+	DefaultMemTables                = 4
 	DefaultDiskSlowThreshold        = 2 * time.Second
+	// DefaultLargeValueSize is the size from which a document is stored apart from its key, in
+	// a blob file (Pebble's value separation): a data block then holds at most a few KiB of
+	// small values, so a point lookup that lands next to a 16 MiB document reads a small block.
+	DefaultLargeValueSize = 16 << 10
 )
 
 // Options configures one DB. The zero value plus a Dir is valid after EnsureDefaults.
@@ -30,9 +40,16 @@ type Options struct {
 	Cache *pebble.Cache
 	// MemTableSize is the size of one memtable in bytes.
 	MemTableSize uint64
+	// MemTables is the most memtables (the one written and those waiting to be flushed) before
+	// writes stall; at least 2.
+	MemTables int
 	// BloomBitsPerKey sets the bloom filter of sstables (point reads such as GetDoc skip tables
 	// that cannot hold the key); 0 means 10, a negative value disables filters.
 	BloomBitsPerKey int
+	// LargeValueSize is the value size from which flushes and compactions move a value into a
+	// blob file, leaving a handle in the sstable (Pebble's value separation); 0 means
+	// DefaultLargeValueSize, a negative value keeps every value in its sstable.
+	LargeValueSize int
 	// DiskSlowThreshold is how long a disk write may take before a warning is logged; it only
 	// applies to the OS file system (FS == nil). Negative disables the check.
 	DiskSlowThreshold time.Duration
@@ -48,8 +65,14 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.MemTableSize == 0 {
 		o.MemTableSize = DefaultMemTableSize
 	}
+	if o.MemTables == 0 {
+		o.MemTables = DefaultMemTables
+	}
 	if o.BloomBitsPerKey == 0 {
 		o.BloomBitsPerKey = 10
+	}
+	if o.LargeValueSize == 0 {
+		o.LargeValueSize = DefaultLargeValueSize
 	}
 	if o.DiskSlowThreshold == 0 {
 		o.DiskSlowThreshold = DefaultDiskSlowThreshold
@@ -70,6 +93,8 @@ func (o *Options) Validate() error {
 	case o.MemTableSize < 1<<20 || o.MemTableSize >= 4<<30:
 		// Pebble refuses memtables of 4 GiB and more; below 1 MiB every write would flush.
 		return fmt.Errorf("%w: Options.MemTableSize %d not in [1 MiB, 4 GiB)", ErrInvalid, o.MemTableSize)
+	case o.MemTables < 2:
+		return fmt.Errorf("%w: Options.MemTables %d is below 2", ErrInvalid, o.MemTables)
 	case o.Logger == nil:
 		return fmt.Errorf("%w: Options.Logger is nil (call EnsureDefaults)", ErrInvalid)
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,13 @@ type Reader interface {
 	// GetDoc appends the document (coll, hash, id) to dst and returns the result, or
 	// ErrNotFound.
 	GetDoc(coll CollID, hash uint64, id, dst []byte) ([]byte, error)
+	// HasDoc reports whether document (coll, hash, id) exists, without reading its value. It
+	// is made for lookups that expect an absent key (an insert's _id check): it consults the
+	// bloom filters of every level, the last one included, so that an absent key reads no
+	// data block in most sstables.
+	HasDoc(coll CollID, hash uint64, id []byte) (bool, error)
+	// NewProbe returns a Probe: HasDoc and HasIndexKey for many keys, through one iterator.
+	NewProbe() (*Probe, error)
 	// HasIndexKeyPrefix finds the first entry of index idx whose key part starts with
 	// keyPrefix and returns its hash and id (a copy). With a complete key it answers unique
 	// checks and finds a document by _id in a sharded collection (through the _id index).
@@ -63,6 +71,64 @@ func (r reader) getDoc(coll CollID, hash uint64, id, dst []byte) ([]byte, error)
 	return dst, closer.Close()
 }
 
+// hasDoc implements Reader.HasDoc.
+func (r reader) hasDoc(coll CollID, hash uint64, id []byte) (bool, error) {
+	p, err := r.newProbe()
+	if err != nil {
+		return false, err
+	}
+	found, err := p.HasDoc(coll, hash, id)
+	return found, errors.Join(err, p.Close())
+}
+
+// Probe answers existence checks (HasDoc, HasIndexKey) for many keys through one Pebble
+// iterator: a writer that checks the _ids of an insertMany opens one probe, under the key
+// locks of all of them, and saves an iterator per document. It sees the state of the moment it
+// was opened (a snapshot).
+//
+// Pebble's Get skips the bloom filters of the last level (L6), where most data lives once
+// compacted, because they are large and most Gets find their key; then an absent key costs a
+// read of the data block of the next key, which may hold a 16 MiB document (issue 13). A
+// prefix seek with UseL6Filters consults them; the default Comparer's Split is the whole key,
+// so the prefix is the document key itself. Key() does not read the value, which may be a
+// handle into a blob file. A Probe is not safe for concurrent use.
+type Probe struct {
+	it  *pebble.Iterator
+	key []byte
+}
+
+// newProbe implements Reader.NewProbe.
+func (r reader) newProbe() (*Probe, error) {
+	it, err := r.r.NewIter(&pebble.IterOptions{UseL6Filters: true})
+	if err != nil {
+		return nil, err
+	}
+	return &Probe{it: it}, nil
+}
+
+// HasDoc reports whether document (coll, hash, id) exists in the probe's view.
+func (p *Probe) HasDoc(coll CollID, hash uint64, id []byte) (bool, error) {
+	p.key = AppendDocKey(p.key[:0], coll, hash, id)
+	if p.it.SeekPrefixGE(p.key) && bytes.Equal(p.it.Key(), p.key) {
+		return true, nil
+	}
+	return false, p.it.Error()
+}
+
+// HasIndexKey reports whether index idx of coll has an entry whose key part is key (a
+// complete index key, as given to AppendIndexKey), as HasIndexKeyPrefix does. Bloom filters
+// do not help here (they hold whole keys, and the entry's key has the hash and id after key).
+func (p *Probe) HasIndexKey(coll CollID, idx IndexID, key []byte) (bool, error) {
+	p.key = append(appendIndexPrefix(p.key[:0], coll, idx), key...)
+	if p.it.SeekGE(p.key) && bytes.HasPrefix(p.it.Key(), p.key) {
+		return true, nil
+	}
+	return false, p.it.Error()
+}
+
+// Close releases the probe's iterator.
+func (p *Probe) Close() error { return p.it.Close() }
+
 // hasIndexKeyPrefix implements Reader.HasIndexKeyPrefix.
 func (r reader) hasIndexKeyPrefix(coll CollID, idx IndexID, keyPrefix []byte) (uint64, []byte, bool, error) {
 	kb := keyBufs.Get().(*[]byte)
@@ -109,6 +175,22 @@ func (db *DB) GetDoc(coll CollID, hash uint64, id, dst []byte) ([]byte, error) {
 		return dst, ErrClosed
 	}
 	return db.readOps.getDoc(coll, hash, id, dst)
+}
+
+// HasDoc implements Reader.
+func (db *DB) HasDoc(coll CollID, hash uint64, id []byte) (bool, error) {
+	if db.closed.Load() {
+		return false, ErrClosed
+	}
+	return db.readOps.hasDoc(coll, hash, id)
+}
+
+// NewProbe implements Reader.
+func (db *DB) NewProbe() (*Probe, error) {
+	if db.closed.Load() {
+		return nil, ErrClosed
+	}
+	return db.readOps.newProbe()
 }
 
 // HasIndexKeyPrefix implements Reader.
@@ -188,6 +270,22 @@ func (s *Snapshot) GetDoc(coll CollID, hash uint64, id, dst []byte) ([]byte, err
 		return dst, ErrClosed
 	}
 	return s.reader.getDoc(coll, hash, id, dst)
+}
+
+// HasDoc implements Reader.
+func (s *Snapshot) HasDoc(coll CollID, hash uint64, id []byte) (bool, error) {
+	if s.closed.Load() {
+		return false, ErrClosed
+	}
+	return s.reader.hasDoc(coll, hash, id)
+}
+
+// NewProbe implements Reader.
+func (s *Snapshot) NewProbe() (*Probe, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	return s.reader.newProbe()
 }
 
 // HasIndexKeyPrefix implements Reader.

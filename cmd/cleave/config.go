@@ -7,10 +7,13 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/store"
 )
 
 // Config is the whole configuration of a cleave process, from flags with CLEAVE_* environment
@@ -31,6 +34,11 @@ type Config struct {
 	// TLSCA, a PEM file of the CA that signs client certificates, makes them required.
 	TLSCert, TLSKey, TLSCA string
 	SlowOp                 time.Duration
+	// CacheSize is the Pebble block cache shared by all shards, MemTableBudget the memory of
+	// all memtables, split evenly between the shards (MemTableSize): with the Go heap, they
+	// bound the process's memory (README, "Memory").
+	CacheSize      int64
+	MemTableBudget int64
 	// Auth turns access control on (mongod's --auth); AuthUser and AuthPassword create a
 	// root user on admin at startup when no user exists.
 	Auth                   bool
@@ -48,6 +56,16 @@ type Config struct {
 	// RequestUnits false turns metering and throttling off (to measure their cost).
 	ThrottleRetryMS int
 	RequestUnits    bool
+}
+
+// DefaultMemTableBudget is --memtable-budget's default: with the block cache's 256 MiB, the
+// memory Pebble may hold whatever the number of shards (one shard: four 32 MiB memtables).
+const DefaultMemTableBudget = 128 << 20
+
+// MemTableSize is the size of one memtable of each shard: the budget split between the
+// shards' store.DefaultMemTables memtables.
+func (c *Config) MemTableSize() int64 {
+	return c.MemTableBudget / int64(max(c.Shards, 1)*store.DefaultMemTables)
 }
 
 // parseConfig parses args (without the program name) into a Config and validates it.
@@ -71,6 +89,8 @@ func parseConfig(args []string) (Config, error) {
 	fs.StringVar(&c.AuthUser, "auth-user", env("AUTH_USER", ""), "create this root user on admin at startup if no user exists (with --auth-password)")
 	fs.StringVar(&c.AuthPassword, "auth-password", env("AUTH_PASSWORD", ""), "password of --auth-user (prefer CLEAVE_AUTH_PASSWORD: flags are visible to other local users)")
 	fs.DurationVar(&c.SlowOp, "slow-op", envDuration("SLOW_OP", 100*time.Millisecond), "log commands slower than this at info level (MongoDB's slowms)")
+	fs.Int64Var(&c.CacheSize, "cache-size", envInt64("CACHE_SIZE", store.DefaultCacheSize), "bytes of the block cache, shared by all shards")
+	fs.Int64Var(&c.MemTableBudget, "memtable-budget", envInt64("MEMTABLE_BUDGET", DefaultMemTableBudget), "bytes of all memtables, split evenly between the shards (each shard holds at most "+strconv.Itoa(store.DefaultMemTables)+": the one written and those being flushed)")
 	fs.Int64Var(&c.PartitionMaxBytes, "partition-max-bytes", envInt64("PARTITION_MAX_BYTES", 50<<30), "size above which a partition splits in two")
 	fs.Float64Var(&c.MaxPartitionRU, "max-partition-ru", envFloat("MAX_PARTITION_RU", 10000), "most RU/s one partition serves (t): provisioned T needs ceil(T/t) partitions")
 	fs.Float64Var(&c.SplitLoadRU, "split-load-ru", envFloat("SPLIT_LOAD_RU", 0), "measured RU/s above which a partition splits by load (0: 0.8 x --max-partition-ru)")
@@ -118,6 +138,13 @@ func (c *Config) validate() error {
 	}
 	if c.MaxConns < 1 {
 		errs = append(errs, fmt.Errorf("--max-conns %d: must be at least 1", c.MaxConns))
+	}
+	if c.CacheSize < 1<<20 {
+		errs = append(errs, fmt.Errorf("--cache-size %d: must be at least 1 MiB", c.CacheSize))
+	}
+	if m := c.MemTableSize(); m < 1<<20 || m >= 4<<30 {
+		errs = append(errs, fmt.Errorf("--memtable-budget %d: with --shards %d, a memtable of %d bytes; it must be at least 1 MiB and below 4 GiB",
+			c.MemTableBudget, c.Shards, m))
 	}
 	if c.PartitionMaxBytes < 1 {
 		errs = append(errs, fmt.Errorf("--partition-max-bytes %d: must be positive", c.PartitionMaxBytes))

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cockroachdb/pebble/v2"
 	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/exec"
@@ -39,9 +40,16 @@ func openStorage(cfg *Config, logger *zap.Logger) (*exec.Storage, func() error, 
 		}
 		return errors.Join(errs...)
 	}
+	// One block cache for all shards, so that --cache-size bounds the process, not each
+	// shard; every DB takes its own reference, and ours is dropped once they are open.
+	cache := pebble.NewCache(cfg.CacheSize)
+	defer cache.Unref()
 	for i := 0; i < cfg.Shards; i++ {
 		dir := filepath.Join(cfg.Dir, "shard-"+strconv.Itoa(i))
-		db, err := store.Open(store.Options{Dir: dir, Logger: logger.Named("store").With(zap.Int("shard", i))})
+		db, err := store.Open(store.Options{
+			Dir: dir, Cache: cache, MemTableSize: uint64(cfg.MemTableSize()),
+			Logger: logger.Named("store").With(zap.Int("shard", i)),
+		})
 		if err != nil {
 			_ = closeAll()
 			return nil, nil, fmt.Errorf("cannot open data directory %s: %w", dir, unwrapPathErr(err))

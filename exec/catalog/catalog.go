@@ -96,7 +96,7 @@ func (c *Catalog) ForWrite(db, name string) (*Coll, error) {
 // them. Writers refresh their collection under their locks, so after a catalog change and
 // a barrier, every write still to come sees the change.
 func (c *Catalog) Barrier() {
-	unlock := c.locks.LockMany(AllStripes)
+	unlock := c.locks.LockAll()
 	unlock()
 }
 

@@ -470,3 +470,42 @@ func (b *overlayBatch) Commit(bool) error {
 func (b *overlayBatch) Close() {
 	b.docs, b.index, b.stats, b.size = nil, nil, nil, 0
 }
+
+// Apply implements Batch: the writes join the overlay at once (Commit); there is nothing to
+// sync, the transaction's commit does that.
+func (b *overlayBatch) Apply(sync bool) error { return b.Commit(sync) }
+
+// SyncWait implements Batch: an overlay's writes are durable only at the transaction's commit.
+func (b *overlayBatch) SyncWait() error { return nil }
+
+// HasDoc implements Reader: the transaction's own writes first, then the snapshot.
+func (r overlayReader) HasDoc(coll store.CollID, hash uint64, id []byte) (bool, error) {
+	r.ov.mu.RLock()
+	doc, ok := r.ov.docs[string(store.AppendDocKey(nil, coll, hash, id))]
+	r.ov.mu.RUnlock()
+	if ok {
+		return doc != nil, nil
+	}
+	return r.base.HasDoc(coll, hash, id)
+}
+
+// NewProbe implements Reader: checks through the overlay reader, one at a time (a
+// transaction's statements are small).
+func (r overlayReader) NewProbe() (Probe, error) { return overlayProbe{r}, nil }
+
+// overlayProbe is the Probe of an overlay reader.
+type overlayProbe struct{ r overlayReader }
+
+// HasDoc implements Probe.
+func (p overlayProbe) HasDoc(coll store.CollID, hash uint64, id []byte) (bool, error) {
+	return p.r.HasDoc(coll, hash, id)
+}
+
+// HasIndexKey implements Probe.
+func (p overlayProbe) HasIndexKey(coll store.CollID, idx store.IndexID, key []byte) (bool, error) {
+	_, _, found, err := p.r.HasIndexKeyPrefix(coll, idx, key)
+	return found, err
+}
+
+// Close implements Probe.
+func (overlayProbe) Close() error { return nil }

@@ -8,6 +8,12 @@ import "github.com/cleavedb/cleave/store"
 type Reader interface {
 	// GetDoc appends the document (coll, hash, id) to dst, or returns store.ErrNotFound.
 	GetDoc(coll store.CollID, hash uint64, id, dst []byte) ([]byte, error)
+	// HasDoc reports whether document (coll, hash, id) exists; made for keys expected absent
+	// (an insert's _id check), it reads no value and, mostly, no data block.
+	HasDoc(coll store.CollID, hash uint64, id []byte) (bool, error)
+	// NewProbe returns a Probe: existence checks of many keys, through one iterator, in the
+	// state of the moment it is opened.
+	NewProbe() (Probe, error)
 	// HasIndexKeyPrefix finds the first entry of index idx whose key starts with keyPrefix
 	// and returns its hash and a copy of its id.
 	HasIndexKeyPrefix(coll store.CollID, idx store.IndexID, keyPrefix []byte) (hash uint64, id []byte, found bool, err error)
@@ -69,6 +75,11 @@ type Batch interface {
 	Count() uint32
 	Empty() bool
 	Commit(sync bool) error
+	// Apply and SyncWait are Commit in two halves: Apply returns once the changes are
+	// visible, SyncWait (required after Apply(true), before Close) once they are durable.
+	// A writer releases its key locks in between (store.Batch.Apply).
+	Apply(sync bool) error
+	SyncWait() error
 	Close()
 }
 
@@ -81,6 +92,14 @@ type DocIter interface {
 	ID() []byte
 	Doc() []byte
 	Err() error
+	Close() error
+}
+
+// Probe answers existence checks of documents (Reader.HasDoc) and of index keys (a complete
+// key of HasIndexKeyPrefix) in a view fixed when it was opened; not safe for concurrent use.
+type Probe interface {
+	HasDoc(coll store.CollID, hash uint64, id []byte) (bool, error)
+	HasIndexKey(coll store.CollID, idx store.IndexID, key []byte) (bool, error)
 	Close() error
 }
 
@@ -110,6 +129,20 @@ type localReader struct{ r store.Reader }
 // GetDoc implements Reader.
 func (l localReader) GetDoc(coll store.CollID, hash uint64, id, dst []byte) ([]byte, error) {
 	return l.r.GetDoc(coll, hash, id, dst)
+}
+
+// HasDoc implements Reader.
+func (l localReader) HasDoc(coll store.CollID, hash uint64, id []byte) (bool, error) {
+	return l.r.HasDoc(coll, hash, id)
+}
+
+// NewProbe implements Reader.
+func (l localReader) NewProbe() (Probe, error) {
+	p, err := l.r.NewProbe()
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // HasIndexKeyPrefix implements Reader.
@@ -184,4 +217,5 @@ var (
 	_ Batch     = (*store.Batch)(nil)
 	_ DocIter   = (*store.DocIter)(nil)
 	_ IndexIter = (*store.IndexIter)(nil)
+	_ Probe     = (*store.Probe)(nil)
 )

@@ -47,7 +47,7 @@ func (m *Manager) ConvertToSharded(c *store.Collection, spec Spec, n int) (*stor
 	if err != nil {
 		return nil, err
 	}
-	unlock := m.cat.Locks().LockMany(catalog.AllStripes)
+	unlock := m.cat.Locks().LockAll()
 	defer unlock()
 	db := m.cat.Shards()[src]
 	b := db.NewBatch()

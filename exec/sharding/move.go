@@ -109,7 +109,7 @@ func (m *Manager) markCopying(r retiredRange) (done func()) {
 // key-lock stripe: it copies what changed since the last pass and flips the ownership in
 // the catalog. It returns the documents copied under the locks.
 func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int) (int, error) {
-	unlock := m.cat.Locks().LockMany(catalog.AllStripes)
+	unlock := m.cat.Locks().LockAll()
 	defer unlock()
 	ci = m.cat.Refresh(ci)
 	i := ci.Map.Index(id)

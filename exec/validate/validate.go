@@ -79,7 +79,7 @@ func (r *Result) errorf(format string, args ...any) {
 // Run validates collection ci of cat. It waits for the key locks (ctx bounds the wait),
 // snapshots every shard, releases the locks and checks the snapshots.
 func Run(ctx context.Context, cat *catalog.Catalog, ci *catalog.Coll, opts Options) (*Result, error) {
-	unlock, err := cat.Locks().LockManyCtx(ctx, catalog.AllStripes)
+	unlock, err := cat.Locks().LockAllCtx(ctx)
 	if err != nil {
 		return nil, err
 	}

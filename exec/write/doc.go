@@ -6,7 +6,9 @@
 // collection's current catalog version, so a concurrent index build gets this write's
 // entries); Stage adds each write — the document, every index entry, the stats — after
 // checking unique keys against the store and the writes staged before; Commit applies the
-// batches (synced to the WAL unless the write concern relaxes it); Release drops the locks.
+// batches, drops the locks once they are visible and then waits for the WAL sync (unless the
+// write concern relaxes it), so that concurrent writers share fsyncs; Release drops the locks
+// if Commit was not reached, and the batches.
 // Op and Path.Run apply one update or delete statement: find the candidates (through
 // query), re-read each under its locks, apply the change, and retry what changed meanwhile.
 //

@@ -32,7 +32,8 @@ type DocWrite struct {
 // Writer stages document writes of one collection into atomic per-shard batches, keeping
 // every index in step, checking unique keys (against the store and against the writes
 // staged before) and holding the key locks that make read-check-write sequences atomic.
-// Use: lock the keys of a group of writes, stage them, commit, unlock.
+// Use: lock the keys of a group of writes, stage them, commit (which unlocks once the
+// batches are visible, before waiting for their sync), release.
 type Writer struct {
 	p       *Path
 	ci      *catalog.Coll
@@ -55,6 +56,10 @@ type Writer struct {
 	touched []int
 	// Bypass skips document validation (bypassDocumentValidation).
 	Bypass bool
+	// probes check that _ids are free (CheckIDFree), one per shard, opened at the first check
+	// under the locks and closed before the commit: one Pebble iterator for all the documents
+	// of an insertMany instead of one per document.
+	probes map[int]catalog.Probe
 }
 
 // NewWriter returns a writer for collection ci.
@@ -88,6 +93,7 @@ func (wr *Writer) Lock(hashes []uint64) {
 // LockCtx is Lock for a command: it gives up, holding nothing, when ctx ends first (the
 // command's maxTimeMS passed, or its client went away), and returns ctx.Err().
 func (wr *Writer) LockCtx(ctx context.Context, hashes []uint64) error {
+	_ = wr.closeProbes() // a probe's view must postdate the locks of the keys it checks
 	unlock, err := wr.p.cat.Locks().LockManyCtx(ctx, hashes)
 	if err != nil {
 		return err
@@ -99,6 +105,7 @@ func (wr *Writer) LockCtx(ctx context.Context, hashes []uint64) error {
 
 // Release commits nothing; it drops the locks taken by lock and the staged batches.
 func (wr *Writer) Release() {
+	_ = wr.closeProbes()
 	for _, b := range wr.batches {
 		b.Close()
 	}
@@ -375,7 +382,8 @@ func (wr *Writer) DupKeyError(xi *catalog.Index, doc bsoncore.Document) error {
 }
 
 // CheckIDFree fails with E11000 on the _id index when a document with w's _id exists (an
-// insert). The caller holds the document's key lock.
+// insert). The caller holds the document's key lock, taken by Lock before the writer's first
+// check: the shard's probe, opened then, must see every write committed before the lock.
 func (wr *Writer) CheckIDFree(w *DocWrite) error {
 	ci := wr.ci
 	if ci.TS != nil {
@@ -395,20 +403,18 @@ func (wr *Writer) checkIDFreeAt(w *DocWrite, hash uint64) error {
 	if holder, ok := wr.staged[wr.stagedKey(s, ci.Indexes[0], wr.idKey(w.ID, hash))]; ok && holder != nil {
 		return wr.DupKeyError(ci.Indexes[0], w.New)
 	}
-	db := wr.p.shardList()[s]
+	// One probe per shard for all the checks of the writer (an insertMany's 100 _ids), not
+	// an iterator each. Without an _id index it looks the document up, reading neither its
+	// value nor, thanks to the bloom filters, the data block where the key would be.
+	p, err := wr.probe(s)
 	var found bool
-	if ci.IDIndexed {
-		var err error
-		_, _, found, err = db.HasIndexKeyPrefix(ci.Meta.ID, ci.Indexes[0].Meta.ID, wr.idKey(w.ID, hash))
-		if err != nil {
-			return err
-		}
-	} else {
-		_, err := db.GetDoc(ci.Meta.ID, hash, w.ID, nil)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		found = err == nil
+	if err == nil && ci.IDIndexed {
+		found, err = p.HasIndexKey(ci.Meta.ID, ci.Indexes[0].Meta.ID, wr.idKey(w.ID, hash))
+	} else if err == nil {
+		found, err = p.HasDoc(ci.Meta.ID, hash, w.ID)
+	}
+	if err != nil {
+		return err
 	}
 	if found {
 		return wr.DupKeyError(ci.Indexes[0], w.New)
@@ -437,8 +443,42 @@ func (wr *Writer) idKey(id []byte, hash uint64) []byte {
 	return wr.idbuf
 }
 
-// Commit commits every staged batch, synced unless sync is false (w: 0 or j: false).
+// probe returns the Probe of shard s, opening it at the first call.
+func (wr *Writer) probe(s int) (catalog.Probe, error) {
+	if p := wr.probes[s]; p != nil {
+		return p, nil
+	}
+	p, err := wr.p.shardList()[s].NewProbe() // a transaction's view sees its own writes
+	if err != nil {
+		return nil, err
+	}
+	if wr.probes == nil {
+		wr.probes = map[int]catalog.Probe{}
+	}
+	wr.probes[s] = p
+	return p, nil
+}
+
+// closeProbes closes the writer's probes.
+func (wr *Writer) closeProbes() error {
+	var errs []error
+	for s, p := range wr.probes {
+		errs = append(errs, p.Close())
+		delete(wr.probes, s)
+	}
+	return errors.Join(errs...)
+}
+
+// Commit commits every staged batch, synced unless sync is false (w: 0 or j: false), and
+// releases the key locks. The locks are released once the batches are applied (visible), before
+// the WAL sync it then waits for: held through the fsync, they made every writer whose keys
+// share a stripe queue behind it, so that concurrent insertMany calls (about 100 of 4096
+// stripes each) ran one fsync at a time instead of sharing fsyncs (issue 13). Release still
+// drops the batches.
 func (wr *Writer) Commit(sync bool) error {
+	if err := wr.closeProbes(); err != nil {
+		return catalog.StoreError(err)
+	}
 	for idx, paths := range wr.multikey {
 		if err := wr.p.cat.MarkMultikey(wr.ci.Meta.ID, idx, paths); err != nil {
 			return catalog.StoreError(err)
@@ -449,9 +489,18 @@ func (wr *Writer) Commit(sync bool) error {
 	var errs []error
 	for s, b := range wr.batches {
 		if !b.Empty() {
-			if err := b.Commit(sync); err != nil {
+			if err := b.Apply(sync); err != nil {
 				errs = append(errs, fmt.Errorf("shard %d: %w", s, err))
 			}
+		}
+	}
+	if wr.unlock != nil {
+		wr.unlock()
+		wr.unlock = nil
+	}
+	for s, b := range wr.batches {
+		if err := b.SyncWait(); err != nil {
+			errs = append(errs, fmt.Errorf("shard %d: %w", s, err))
 		}
 	}
 	if wr.retry != nil {
