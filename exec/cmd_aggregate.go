@@ -96,7 +96,7 @@ func parseAggregate(body bsoncore.Document, explaining bool) (*aggregateArgs, er
 		a.haveCursor = false
 	}
 	if v, err := body.LookupErr("maxTimeMS"); err == nil {
-		if a.maxTimeMS, err = maxTimeMS(v); err != nil {
+		if a.maxTimeMS, err = maxTimeMS(cmd, v); err != nil {
 			return nil, err
 		}
 	}
@@ -205,6 +205,9 @@ func (e *Executor) runAggregate(ctx context.Context, r *request, a *aggregateArg
 		return err
 	}
 	c := &cursor{ns: ns, stream: stream}
+	if ci != nil {
+		c.coll = ci.Meta
+	}
 	n := a.batchSize
 	if n < 0 {
 		n = defaultFirstBatch

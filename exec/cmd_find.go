@@ -60,7 +60,7 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	c := &cursor{ns: ns, stream: stream, limit: a.limit, noTimeout: a.noCursorTimeout}
+	c := &cursor{ns: ns, stream: stream, limit: a.limit, noTimeout: a.noCursorTimeout, coll: ci.Meta}
 	n := a.batchSize
 	if n < 0 {
 		n = defaultFirstBatch
@@ -110,6 +110,7 @@ func (e *Executor) firstBatch(ctx context.Context, r *request, c *cursor, n int6
 			return err
 		}
 	}
+	c.keepTimeLeft(ctx)
 	var id int64
 	if exhausted || single {
 		c.Close()
@@ -180,7 +181,7 @@ func (e *Executor) getMore(ctx context.Context, r *request) error {
 		return args.WrongType(cmd, cmd, first.Value().Type, "long")
 	}
 	var coll string
-	var batchSize, maxTime int64
+	var batchSize int64
 	haveColl := false
 	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
@@ -202,10 +203,12 @@ func (e *Executor) getMore(ctx context.Context, r *request) error {
 	if !haveColl {
 		return args.Missing(cmd, "collection")
 	}
+	haveMaxTime := false
 	if v, err := r.body.LookupErr("maxTimeMS"); err == nil {
-		if maxTime, err = maxTimeMS(v); err != nil {
+		if _, err = maxTimeMS(cmd, v); err != nil {
 			return err
 		}
+		haveMaxTime = true
 	}
 	c, err := e.cursors.acquire(id)
 	if err != nil {
@@ -216,14 +219,34 @@ func (e *Executor) getMore(ctx context.Context, r *request) error {
 		e.cursors.done(c, false)
 		return mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.ns)
 	}
-	ctx, cancel := query.Deadline(ctx, maxTime)
+	if err := c.checkSession(r.body); err != nil {
+		e.cursors.done(c, false)
+		return err
+	}
+	if haveMaxTime {
+		// NB: cleave has no tailable awaitData cursors, the only ones whose getMore takes
+		// maxTimeMS (as the time to wait for new data); mongos refuses it on the others and
+		// kills the cursor, as any getMore that fails once the cursor is checked out.
+		e.cursors.done(c, true)
+		return mongoerr.New(mongoerr.BadValue, "maxTimeMS can only be used with getMore for tailable, awaitData cursors")
+	}
+	if err := e.checkCursorColl(c); err != nil {
+		e.cursors.done(c, true) // mongod kills the cursor with its plan
+		return err
+	}
+	ctx, cancel := c.deadline(ctx)
 	defer cancel()
+	if ctx.Err() != nil { // the opening command's maxTimeMS is spent
+		e.cursors.done(c, true)
+		return query.TimeLimitError(ctx, ctx.Err())
+	}
 	out, cidx, aidx := startCursorReply(r.out, "nextBatch")
 	out, exhausted, err := c.fillBatch(ctx, out, batchSize)
 	if err != nil {
 		e.cursors.done(c, true)
 		return query.TimeLimitError(ctx, err)
 	}
+	c.keepTimeLeft(ctx)
 	e.cursors.done(c, exhausted)
 	if exhausted {
 		id = 0

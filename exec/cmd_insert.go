@@ -60,7 +60,7 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 		return args.Missing(cmd, "documents")
 	}
 	if v, err := r.body.LookupErr("maxTimeMS"); err == nil {
-		if maxTime, err = maxTimeMS(v); err != nil {
+		if maxTime, err = maxTimeMS(cmd, v); err != nil {
 			return err
 		}
 	}
