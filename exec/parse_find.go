@@ -59,27 +59,29 @@ func parseFind(body bsoncore.Document) (*findArgs, error) {
 		case "batchSize":
 			a.batchSize, err = nonNegative(cmd, key, v)
 		case "singleBatch":
-			a.singleBatch, err = args.Bool(cmd, key, v)
+			a.singleBatch, err = args.OptionalBool(key, v)
 		case "let":
 			a.let, err = args.Doc(cmd, key, v)
 		case "collation":
 			a.collation, err = args.Doc(cmd, key, v)
 		case "allowDiskUse":
-			a.allowDiskUse, err = args.Bool(cmd, key, v)
+			a.allowDiskUse, err = args.OptionalBool(key, v)
 		case "noCursorTimeout":
-			a.noCursorTimeout, err = args.Bool(cmd, key, v)
+			a.noCursorTimeout, err = args.OptionalBool(key, v)
 		case "returnKey":
-			a.returnKey, err = args.Bool(cmd, key, v)
+			a.returnKey, err = args.OptionalBool(key, v)
 		case "showRecordId":
-			a.showRecordID, err = args.Bool(cmd, key, v)
+			a.showRecordID, err = args.OptionalBool(key, v)
 		case "min":
 			a.min, err = args.Doc(cmd, key, v)
 		case "max":
 			a.max, err = args.Doc(cmd, key, v)
-		case "tailable", "awaitData", "oplogReplay", "allowPartialResults", "readOnce",
-			"allowSpeculativeMajorityRead", "$_requestResumeToken", "$_resumeAfter", "term":
+		case "oplogReplay", "$_resumeAfter", "term":
+			_, err = args.Bool(cmd, key, v)
+		case "tailable", "awaitData", "allowPartialResults", "readOnce",
+			"allowSpeculativeMajorityRead", "$_requestResumeToken":
 			var b bool
-			b, err = args.Bool(cmd, key, v)
+			b, err = args.OptionalBool(key, v)
 			if err == nil && b && (key == "tailable" || key == "awaitData") {
 				err = mongoerr.New(mongoerr.BadValue, "error processing query: tailable cursor requested on non capped collection")
 			}
