@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/exec/project"
 	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -127,6 +129,15 @@ func (e *Executor) firstBatch(ctx context.Context, r *request, c *cursor, n int6
 	e.counters.returnedDocs.Add(int64(countBatch(out[aidx:])))
 	r.out = endCursorReply(out, cidx, aidx, id, c.ns)
 	return nil
+}
+
+// listingCursor answers a listing command (listCollections, listIndexes) with a cursor over
+// docs: the first batch holds batchSize of them (-1: all that fit), getMore the rest.
+func (e *Executor) listingCursor(ctx context.Context, r *request, ns string, docs []bsoncore.Document, batchSize int64) error {
+	if batchSize < 0 {
+		batchSize = math.MaxInt64
+	}
+	return e.firstBatch(ctx, r, &cursor{ns: ns, stream: &stream.Slice{Docs: docs}}, batchSize, false)
 }
 
 // countBatch is a cheap count of the elements of an open array (for metrics): it walks the

@@ -123,3 +123,38 @@ func TestGetMoreAfterDrop(t *testing.T) {
 	handleJSON(bg, t, c, `{"drop": "d"}`)
 	wantError(t, "aggregate, dropped", handleJSON(bg, t, c, strings.Replace(getMore(id, ""), `"c"`, `"d"`, 1)), mongoerr.QueryPlanKilled, "collection dropped. UUID ")
 }
+
+// TestListCommandsCursorBatchSize checks that listCollections and listIndexes honour
+// cursor.batchSize: the first batch holds that many entries and getMore the rest, as
+// mongod's listing cursors do; without it everything comes in the first batch.
+func TestListCommandsCursorBatchSize(t *testing.T) {
+	e := testExecutor(t, 1, Options{})
+	c := e.Connect(wire.ConnInfo{ID: 1})
+	bg := context.Background()
+	for _, coll := range []string{"a", "b", "c"} {
+		handleJSON(bg, t, c, `{"insert": "`+coll+`", "documents": [{"x": 1}]}`)
+	}
+	handleJSON(bg, t, c, `{"createIndexes": "c", "indexes": [{"key": {"x": 1}, "name": "x_1"}, {"key": {"y": 1}, "name": "y_1"}]}`)
+	for _, tc := range []struct{ list, coll string }{
+		{`{"listCollections": 1, "cursor": {"batchSize": 2}}`, "$cmd.listCollections"},
+		{`{"listIndexes": "c", "cursor": {"batchSize": 2}}`, "c"},
+	} {
+		reply := handleJSON(bg, t, c, tc.list)
+		first, _ := reply.Lookup("cursor", "firstBatch").Array().Values()
+		id := reply.Lookup("cursor", "id").Int64()
+		if len(first) != 2 || id == 0 {
+			t.Fatalf("%s: %v", tc.list, reply)
+		}
+		more := handleJSON(bg, t, c, fmt.Sprintf(`{"getMore": {"$numberLong": "%d"}, "collection": "%s"}`, id, tc.coll))
+		next, _ := more.Lookup("cursor", "nextBatch").Array().Values()
+		if len(next) != 1 || more.Lookup("cursor", "id").Int64() != 0 {
+			t.Errorf("%s, getMore: %v", tc.list, more)
+		}
+	}
+	reply := handleJSON(bg, t, c, `{"listIndexes": "c"}`)
+	if all, _ := reply.Lookup("cursor", "firstBatch").Array().Values(); len(all) != 3 || reply.Lookup("cursor", "id").Int64() != 0 {
+		t.Errorf("listIndexes without batchSize: %v", reply)
+	}
+	wantError(t, "unknown cursor field", handleJSON(bg, t, c, `{"listCollections": 1, "cursor": {"x": 1}}`), mongoerr.Location40415,
+		"BSON field 'listCollections.cursor.x' is an unknown field.")
+}
