@@ -66,3 +66,47 @@ func TestCommandCompatInputErrors(t *testing.T) {
 		})
 	}
 }
+
+// stageErrorCases are aggregation stages MongoDB 7.0 refuses, with its code and message:
+// DocumentSourceProject::create and DocumentSourceAddFields::create add the context
+// "Invalid <stage name as written>" to every error from parsing the specification.
+var stageErrorCases = []struct {
+	name     string
+	pipeline string
+	code     mongoerr.Code
+	msg      string
+}{
+	{"AddFieldsDollarField", `[{"$addFields": {"$a": 1}}]`, mongoerr.Location16410,
+		"Invalid $addFields :: caused by :: FieldPath field names may not start with '$'. Consider using $getField or $setField."},
+	{"SetDollarField", `[{"$set": {"a.$b": 1}}]`, mongoerr.Location16410,
+		"Invalid $set :: caused by :: FieldPath field names may not start with '$'. Consider using $getField or $setField."},
+	{"ProjectDollarField", `[{"$project": {"$a": 1}}]`, mongoerr.Location16410,
+		"Invalid $project :: caused by :: FieldPath field names may not start with '$'. Consider using $getField or $setField."},
+	{"AddFieldsEmptySegment", `[{"$addFields": {"a..b": 1}}]`, mongoerr.Location15998,
+		"Invalid $addFields :: caused by :: FieldPath field names may not be empty strings."},
+	{"ProjectTrailingDot", `[{"$project": {"a.": 1}}]`, mongoerr.Location40353,
+		"Invalid $project :: caused by :: FieldPath must not end with a '.'."},
+	{"AddFieldsUndefinedVariable", `[{"$addFields": {"x": "$$nope"}}]`, mongoerr.Location17276,
+		"Invalid $addFields :: caused by :: Use of undefined variable: nope"},
+	{"ProjectPathCollisionOnce", `[{"$project": {"a": 1, "a.b": 1}}]`, mongoerr.Code(31250),
+		"Invalid $project :: caused by :: Path collision at a.b"},
+	{"ProjectNotObjectUnprefixed", `[{"$project": 1}]`, mongoerr.Location15969, "$project specification must be an object"},
+}
+
+// TestAggregateCompatStageErrors runs stageErrorCases through the connection handler and
+// compares the whole message.
+func TestAggregateCompatStageErrors(t *testing.T) {
+	e := testExecutor(t, 1, Options{})
+	c := e.Connect(wire.ConnInfo{ID: 1})
+	bg := context.Background()
+	handleJSON(bg, t, c, `{"insert": "c", "documents": [{"_id": 1, "a": [1, 2]}]}`)
+	for _, tc := range stageErrorCases {
+		t.Run(tc.name, func(t *testing.T) {
+			reply := handleJSON(bg, t, c, `{"aggregate": "c", "pipeline": `+tc.pipeline+`, "cursor": {}}`)
+			wantError(t, tc.pipeline, reply, tc.code, tc.msg)
+			if got, _ := reply.Lookup("errmsg").StringValueOK(); got != tc.msg {
+				t.Errorf("%s: errmsg %q, want %q", tc.pipeline, got, tc.msg)
+			}
+		})
+	}
+}
