@@ -51,6 +51,10 @@ var inputErrorCases = []struct {
 	{"ListIndexesCollectionInt", `{"listIndexes": 1}`, mongoerr.InvalidNamespace, "collection name has invalid type int"},
 	{"DropCollectionInt", `{"drop": 1}`, mongoerr.InvalidNamespace, "collection name has invalid type int"},
 	{"CreateCollectionInt", `{"create": 1}`, mongoerr.InvalidNamespace, "collection name has invalid type int"},
+	{"InsertDocumentsInt", `{"insert": "c", "documents": [1]}`, mongoerr.TypeMismatch,
+		"BSON field 'insert.documents.0' is the wrong type 'int', expected type 'object'"},
+	{"InsertDocumentsStringAfterDocument", `{"insert": "c", "documents": [{"_id": 5}, "x"]}`, mongoerr.TypeMismatch,
+		"BSON field 'insert.documents.1' is the wrong type 'string', expected type 'object'"},
 	{"CollModCollectionInt", `{"collMod": 1}`, mongoerr.InvalidNamespace, "collection name has invalid type int"},
 }
 
@@ -108,5 +112,19 @@ func TestAggregateCompatStageErrors(t *testing.T) {
 				t.Errorf("%s: errmsg %q, want %q", tc.pipeline, got, tc.msg)
 			}
 		})
+	}
+}
+
+// TestInsertCompatNonDocumentWritesNothing checks that an insert whose documents hold a
+// non-document fails as a whole: the documents before it are not written either.
+func TestInsertCompatNonDocumentWritesNothing(t *testing.T) {
+	e := testExecutor(t, 1, Options{})
+	c := e.Connect(wire.ConnInfo{ID: 1})
+	bg := context.Background()
+	wantError(t, "insert", handleJSON(bg, t, c, `{"insert": "c", "documents": [{"_id": 1}, 2]}`), mongoerr.TypeMismatch,
+		"BSON field 'insert.documents.1' is the wrong type 'int', expected type 'object'")
+	reply := handleJSON(bg, t, c, `{"find": "c"}`)
+	if docs, _ := reply.Lookup("cursor", "firstBatch").Array().Values(); len(docs) != 0 {
+		t.Fatalf("documents written: %v", reply)
 	}
 }
