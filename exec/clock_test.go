@@ -72,7 +72,7 @@ func TestSessionKillClosesCursors(t *testing.T) {
 		return id
 	}
 	getMore := func(id int64) int32 {
-		return replyCode(cmd(`{"getMore": {"$numberLong": "` + strconv.FormatInt(id, 10) + `"}, "collection": "c", "batchSize": 1}`))
+		return replyCode(cmd(`{"getMore": {"$numberLong": "` + strconv.FormatInt(id, 10) + `"}, "collection": "c", "batchSize": 1, "lsid": ` + retryLSID + `}`))
 	}
 	id := open()
 	if got := replyCode(cmd(`{"refreshSessions": [` + retryLSID + `]}`)); got != 0 {

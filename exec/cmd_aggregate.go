@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -96,7 +97,7 @@ func parseAggregate(body bsoncore.Document, explaining bool) (*aggregateArgs, er
 		a.haveCursor = false
 	}
 	if v, err := body.LookupErr("maxTimeMS"); err == nil {
-		if a.maxTimeMS, err = maxTimeMS(v); err != nil {
+		if a.maxTimeMS, err = maxTimeMS(cmd, v); err != nil {
 			return nil, err
 		}
 	}
@@ -108,29 +109,39 @@ func parseAggregate(body bsoncore.Document, explaining bool) (*aggregateArgs, er
 
 // parseCursor parses the cursor option ({batchSize}).
 func (a *aggregateArgs) parseCursor(v bsoncore.Value) error {
-	const cmd = "aggregate"
+	n, err := parseCursorOption("aggregate", v, "singleBatch")
+	if n >= 0 {
+		a.batchSize = n
+	}
+	return err
+}
+
+// parseCursorOption parses the cursor option of command cmd ({batchSize}, and the fields
+// named in accepted, which are ignored) and returns its batch size, -1 if absent.
+func parseCursorOption(cmd string, v bsoncore.Value, accepted ...string) (int64, error) {
 	d, err := args.Doc(cmd, "cursor", v)
 	if err != nil {
-		return err
+		return -1, err
 	}
+	batchSize := int64(-1)
 	elems, _ := d.Elements()
 	for _, el := range elems {
-		switch el.Key() {
-		case "batchSize":
+		switch key := el.Key(); {
+		case key == "batchSize":
 			n, err := args.Int64(cmd, "cursor.batchSize", el.Value())
 			if err != nil {
-				return err
+				return -1, err
 			}
 			if n < 0 {
-				return mongoerr.New(mongoerr.Location51024, "BSON field 'batchSize' value must be >= 0, actual value '%d'", n)
+				return -1, mongoerr.New(mongoerr.Location51024, "BSON field 'batchSize' value must be >= 0, actual value '%d'", n)
 			}
-			a.batchSize = n
-		case "singleBatch":
+			batchSize = n
+		case slices.Contains(accepted, key):
 		default:
-			return mongoerr.New(mongoerr.Location40415, "BSON field 'aggregate.cursor.%s' is an unknown field.", el.Key())
+			return -1, mongoerr.New(mongoerr.Location40415, "BSON field '%s.cursor.%s' is an unknown field.", cmd, key)
 		}
 	}
-	return nil
+	return batchSize, nil
 }
 
 // aggregate runs the aggregate command: the pipeline's leading $match/$sort/$skip/$limit
@@ -205,6 +216,9 @@ func (e *Executor) runAggregate(ctx context.Context, r *request, a *aggregateArg
 		return err
 	}
 	c := &cursor{ns: ns, stream: stream}
+	if ci != nil {
+		c.coll = ci.Meta
+	}
 	n := a.batchSize
 	if n < 0 {
 		n = defaultFirstBatch

@@ -93,7 +93,7 @@ func parseFAM(body bsoncore.Document) (*famArgs, error) {
 		return nil, err
 	}
 	if v, err := body.LookupErr("maxTimeMS"); err == nil {
-		if a.maxTimeMS, err = maxTimeMS(v); err != nil {
+		if a.maxTimeMS, err = maxTimeMS(cmd, v); err != nil {
 			return nil, err
 		}
 	}

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/exec/project"
 	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -60,7 +62,7 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	c := &cursor{ns: ns, stream: stream, limit: a.limit, noTimeout: a.noCursorTimeout}
+	c := &cursor{ns: ns, stream: stream, limit: a.limit, noTimeout: a.noCursorTimeout, coll: ci.Meta}
 	n := a.batchSize
 	if n < 0 {
 		n = defaultFirstBatch
@@ -110,6 +112,7 @@ func (e *Executor) firstBatch(ctx context.Context, r *request, c *cursor, n int6
 			return err
 		}
 	}
+	c.keepTimeLeft(ctx)
 	var id int64
 	if exhausted || single {
 		c.Close()
@@ -126,6 +129,15 @@ func (e *Executor) firstBatch(ctx context.Context, r *request, c *cursor, n int6
 	e.counters.returnedDocs.Add(int64(countBatch(out[aidx:])))
 	r.out = endCursorReply(out, cidx, aidx, id, c.ns)
 	return nil
+}
+
+// listingCursor answers a listing command (listCollections, listIndexes) with a cursor over
+// docs: the first batch holds batchSize of them (-1: all that fit), getMore the rest.
+func (e *Executor) listingCursor(ctx context.Context, r *request, ns string, docs []bsoncore.Document, batchSize int64) error {
+	if batchSize < 0 {
+		batchSize = math.MaxInt64
+	}
+	return e.firstBatch(ctx, r, &cursor{ns: ns, stream: &stream.Slice{Docs: docs}}, batchSize, false)
 }
 
 // countBatch is a cheap count of the elements of an open array (for metrics): it walks the
@@ -181,7 +193,7 @@ func (e *Executor) getMore(ctx context.Context, r *request) error {
 		return args.WrongType(cmd, cmd, first.Value().Type, "long")
 	}
 	var coll string
-	var batchSize, maxTime int64
+	var batchSize int64
 	haveColl := false
 	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
@@ -203,10 +215,12 @@ func (e *Executor) getMore(ctx context.Context, r *request) error {
 	if !haveColl {
 		return args.Missing(cmd, "collection")
 	}
+	haveMaxTime := false
 	if v, err := r.body.LookupErr("maxTimeMS"); err == nil {
-		if maxTime, err = maxTimeMS(v); err != nil {
+		if _, err = maxTimeMS(cmd, v); err != nil {
 			return err
 		}
+		haveMaxTime = true
 	}
 	c, err := e.cursors.acquire(id)
 	if err != nil {
@@ -217,14 +231,34 @@ func (e *Executor) getMore(ctx context.Context, r *request) error {
 		e.cursors.done(c, false)
 		return mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.ns)
 	}
-	ctx, cancel := query.Deadline(ctx, maxTime)
+	if err := c.checkSession(r.body); err != nil {
+		e.cursors.done(c, false)
+		return err
+	}
+	if haveMaxTime {
+		// NB: cleave has no tailable awaitData cursors, the only ones whose getMore takes
+		// maxTimeMS (as the time to wait for new data); mongos refuses it on the others and
+		// kills the cursor, as any getMore that fails once the cursor is checked out.
+		e.cursors.done(c, true)
+		return mongoerr.New(mongoerr.BadValue, "maxTimeMS can only be used with getMore for tailable, awaitData cursors")
+	}
+	if err := e.checkCursorColl(c); err != nil {
+		e.cursors.done(c, true) // mongod kills the cursor with its plan
+		return err
+	}
+	ctx, cancel := c.deadline(ctx)
 	defer cancel()
+	if ctx.Err() != nil { // the opening command's maxTimeMS is spent
+		e.cursors.done(c, true)
+		return query.TimeLimitError(ctx, ctx.Err())
+	}
 	out, cidx, aidx := startCursorReply(r.out, "nextBatch")
 	out, exhausted, err := c.fillBatch(ctx, out, batchSize)
 	if err != nil {
 		e.cursors.done(c, true)
 		return query.TimeLimitError(ctx, err)
 	}
+	c.keepTimeLeft(ctx)
 	e.cursors.done(c, exhausted)
 	if exhausted {
 		id = 0

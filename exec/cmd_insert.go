@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -60,7 +61,7 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 		return args.Missing(cmd, "documents")
 	}
 	if v, err := r.body.LookupErr("maxTimeMS"); err == nil {
-		if maxTime, err = maxTimeMS(v); err != nil {
+		if maxTime, err = maxTimeMS(cmd, v); err != nil {
 			return err
 		}
 	}
@@ -73,6 +74,13 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 	}
 	if len(vals) > maxWriteBatchSize {
 		return mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, len(vals))
+	}
+	for i, v := range vals {
+		if v.Type != bsoncore.TypeEmbeddedDocument {
+			// MongoDB's IDL parses documents as array<object>: the command fails, nothing is
+			// written and the collection is not created.
+			return args.WrongType(cmd, "documents."+strconv.Itoa(i), v.Type, "object")
+		}
 	}
 	wc := write.ParseConcern(r.body)
 	ci, err := e.cat.ForWrite(r.db, name)

@@ -67,7 +67,7 @@ func parseCount(body bsoncore.Document) (*countArgs, error) {
 		return nil, err
 	}
 	if v, err := body.LookupErr("maxTimeMS"); err == nil {
-		if a.maxTimeMS, err = maxTimeMS(v); err != nil {
+		if a.maxTimeMS, err = maxTimeMS(cmd, v); err != nil {
 			return nil, err
 		}
 	}

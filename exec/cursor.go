@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/stream"
+	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -50,6 +52,13 @@ type cursor struct {
 	// openedBy counts the open cursors of the connection that registered this one; Close
 	// gives its slot back.
 	openedBy *atomic.Int32
+	// coll is the collection a find or aggregate cursor reads (nil for catalog listings):
+	// once it is dropped or renamed, getMore fails with QueryPlanKilled as mongod's yield
+	// recovery does, rather than serving its old snapshot.
+	coll *store.Collection
+	// timeLeft is what remains of the opening command's maxTimeMS (0: no limit). Each
+	// getMore runs under it and keeps what it did not use, as MongoDB's leftover time does.
+	timeLeft time.Duration
 }
 
 // cursorRegistry holds the open cursors of an Executor.
@@ -254,4 +263,61 @@ func (c *cursor) fillBatch(ctx context.Context, dst []byte, n int64) ([]byte, bo
 	// defers to the next getMore. The cursor stays open and a later getMore may return an
 	// empty final batch, as mongod's does.
 	return dst, false, nil
+}
+
+// checkSession refuses a getMore (body) from another session than the cursor's, as mongos
+// does (validateLSID in cluster_find.cpp): a cursor opened in a session is continued only
+// in it, and one opened outside any session only outside one.
+func (c *cursor) checkSession(body bsoncore.Document) error {
+	lsid, has := lsidOf(body)
+	switch {
+	case has && !c.hasSession:
+		return mongoerr.New(mongoerr.Location50799, "Cannot run getMore on cursor %d, which was not created in a session, in session %s", c.id, sessionString(lsid))
+	case !has && c.hasSession:
+		return mongoerr.New(mongoerr.Location50800, "Cannot run getMore on cursor %d, which was created in session %s, without an lsid", c.id, sessionString(c.lsid))
+	case has && lsid != c.lsid:
+		return mongoerr.New(mongoerr.Location50801, "Cannot run getMore on cursor %d, which was created in session %s, in session %s", c.id, sessionString(c.lsid), sessionString(lsid))
+	}
+	return nil
+}
+
+// uuidString formats a UUID as MongoDB prints one (8-4-4-4-12 lowercase hex digits).
+func uuidString(id [16]byte) string {
+	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
+}
+
+// checkCursorColl fails once the collection cursor c reads was dropped or renamed since it
+// opened, with mongod's QueryPlanKilled (its plan executor's restore after a yield).
+func (e *Executor) checkCursorColl(c *cursor) error {
+	if c.coll == nil {
+		return nil
+	}
+	m := e.cat.Store().State().CollectionByID(c.coll.ID)
+	switch {
+	case m == nil || m.UUID != c.coll.UUID:
+		return mongoerr.New(mongoerr.QueryPlanKilled, "collection dropped. UUID %s", uuidString(c.coll.UUID))
+	case m.DB != c.coll.DB || m.Name != c.coll.Name:
+		return mongoerr.New(mongoerr.QueryPlanKilled, "collection renamed from '%s.%s' to '%s.%s'. UUID %s",
+			c.coll.DB, c.coll.Name, m.DB, m.Name, uuidString(c.coll.UUID))
+	}
+	return nil
+}
+
+// deadline returns ctx bounded by what remains of the opening command's maxTimeMS.
+func (c *cursor) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.timeLeft == 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.timeLeft)
+}
+
+// keepTimeLeft records what a batch left of ctx's deadline for the next getMore; time
+// between getMores does not count, as in MongoDB. An exhausted budget is kept as 1ns, so
+// that the next getMore fails.
+func (c *cursor) keepTimeLeft(ctx context.Context) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return
+	}
+	c.timeLeft = max(time.Until(dl), time.Nanosecond)
 }

@@ -78,9 +78,10 @@ func (e *Executor) listDatabases(_ context.Context, r *request) error {
 
 // listCollections runs listCollections: a cursor over the collections of r.db, each as
 // {name, type, options, info: {readOnly, uuid}, idIndex}, or {name, type} with nameOnly.
-func (e *Executor) listCollections(_ context.Context, r *request) error {
+func (e *Executor) listCollections(ctx context.Context, r *request) error {
 	const cmd = "listCollections"
 	var filter *match.Filter
+	batchSize := int64(-1)
 	nameOnly := false
 	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
@@ -95,7 +96,7 @@ func (e *Executor) listCollections(_ context.Context, r *request) error {
 		case "authorizedCollections", "includePendingDrops":
 			_, err = args.Bool(cmd, key, v)
 		case "cursor":
-			_, err = args.Doc(cmd, key, v)
+			batchSize, err = parseCursorOption(cmd, v)
 		default:
 			return false, nil
 		}
@@ -115,7 +116,7 @@ func (e *Executor) listCollections(_ context.Context, r *request) error {
 		}
 		docs = append(docs, full)
 	}
-	return appendCursorReply(r, r.db+".$cmd.listCollections", docs)
+	return e.listingCursor(ctx, r, r.db+".$cmd.listCollections", docs, batchSize)
 }
 
 // collectionEntry is a collection as listCollections describes it. A time-series

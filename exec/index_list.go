@@ -16,17 +16,19 @@ import (
 
 // listIndexes runs listIndexes: a cursor over the ready indexes of a collection, each as
 // {v: 2, key, name, ...options}.
-func (e *Executor) listIndexes(_ context.Context, r *request) error {
+func (e *Executor) listIndexes(ctx context.Context, r *request) error {
 	const cmd = "listIndexes"
 	first, _ := bsonx.FirstElement(r.body)
 	name, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return err
 	}
+	batchSize := int64(-1)
 	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		switch key {
 		case "cursor":
-			_, err := args.Doc(cmd, key, v)
+			var err error
+			batchSize, err = parseCursorOption(cmd, v)
 			return true, err
 		case "includeBuildUUIDs", "includeIndexBuildInfo":
 			_, err := args.Bool(cmd, key, v)
@@ -45,7 +47,7 @@ func (e *Executor) listIndexes(_ context.Context, r *request) error {
 	if catalog.IsView(c) {
 		return catalog.ViewError(ns)
 	}
-	return appendCursorReply(r, ns, listedIndexes(c))
+	return e.listingCursor(ctx, r, ns, listedIndexes(c), batchSize)
 }
 
 // listedIndexes are the specs listIndexes reports for c: its ready indexes, where a

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"math"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
@@ -57,27 +59,29 @@ func parseFind(body bsoncore.Document) (*findArgs, error) {
 		case "batchSize":
 			a.batchSize, err = nonNegative(cmd, key, v)
 		case "singleBatch":
-			a.singleBatch, err = args.Bool(cmd, key, v)
+			a.singleBatch, err = args.OptionalBool(key, v)
 		case "let":
 			a.let, err = args.Doc(cmd, key, v)
 		case "collation":
 			a.collation, err = args.Doc(cmd, key, v)
 		case "allowDiskUse":
-			a.allowDiskUse, err = args.Bool(cmd, key, v)
+			a.allowDiskUse, err = args.OptionalBool(key, v)
 		case "noCursorTimeout":
-			a.noCursorTimeout, err = args.Bool(cmd, key, v)
+			a.noCursorTimeout, err = args.OptionalBool(key, v)
 		case "returnKey":
-			a.returnKey, err = args.Bool(cmd, key, v)
+			a.returnKey, err = args.OptionalBool(key, v)
 		case "showRecordId":
-			a.showRecordID, err = args.Bool(cmd, key, v)
+			a.showRecordID, err = args.OptionalBool(key, v)
 		case "min":
 			a.min, err = args.Doc(cmd, key, v)
 		case "max":
 			a.max, err = args.Doc(cmd, key, v)
-		case "tailable", "awaitData", "oplogReplay", "allowPartialResults", "readOnce",
-			"allowSpeculativeMajorityRead", "$_requestResumeToken", "$_resumeAfter", "term":
+		case "oplogReplay", "$_resumeAfter", "term":
+			_, err = args.Bool(cmd, key, v)
+		case "tailable", "awaitData", "allowPartialResults", "readOnce",
+			"allowSpeculativeMajorityRead", "$_requestResumeToken":
 			var b bool
-			b, err = args.Bool(cmd, key, v)
+			b, err = args.OptionalBool(key, v)
 			if err == nil && b && (key == "tailable" || key == "awaitData") {
 				err = mongoerr.New(mongoerr.BadValue, "error processing query: tailable cursor requested on non capped collection")
 			}
@@ -90,7 +94,7 @@ func parseFind(body bsoncore.Document) (*findArgs, error) {
 		return nil, err
 	}
 	if v, err := body.LookupErr("maxTimeMS"); err == nil {
-		if a.maxTimeMS, err = maxTimeMS(v); err != nil {
+		if a.maxTimeMS, err = maxTimeMS(cmd, v); err != nil {
 			return nil, err
 		}
 	}
@@ -117,14 +121,26 @@ func nonNegative(cmd, field string, v bsoncore.Value) (int64, error) {
 	return n, nil
 }
 
-// maxTimeMS parses the generic maxTimeMS argument: a non-negative 32-bit integer.
-func maxTimeMS(v bsoncore.Value) (int64, error) {
-	n, ok := bsonx.NumberAsFloat64(v)
-	if !ok {
+// maxTimeMS parses the generic maxTimeMS argument of command cmd: a non-negative 32-bit
+// integer. As MongoDB 7.0: a non-number is the IDL's TypeMismatch, null, a value out of
+// range (checked on the truncated value first) or a fraction are BadValue.
+func maxTimeMS(cmd string, v bsoncore.Value) (int64, error) {
+	switch v.Type {
+	case bsoncore.TypeNull:
 		return 0, mongoerr.New(mongoerr.BadValue, "maxTimeMS must be a number")
+	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+	default:
+		return 0, args.WrongType(cmd, "maxTimeMS", v.Type, args.NumberTypes...)
 	}
-	if n < 0 || n > (1<<31-1) || n != float64(int64(n)) {
-		return 0, mongoerr.New(mongoerr.BadValue, "%v value for maxTimeMS is out of range", v)
+	n, err := args.Int64(cmd, "maxTimeMS", v)
+	if err != nil {
+		return 0, err
 	}
-	return int64(n), nil
+	if n < 0 || n > math.MaxInt32 {
+		return 0, mongoerr.New(mongoerr.BadValue, "%d value for maxTimeMS is out of range", n)
+	}
+	if f, ok := v.DoubleOK(); ok && f != math.Trunc(f) {
+		return 0, mongoerr.New(mongoerr.BadValue, "maxTimeMS has non-integral value")
+	}
+	return n, nil
 }

@@ -87,7 +87,7 @@ func parseWriteArgs(cmd, list string, body bsoncore.Document) (*writeArgs, error
 		return nil, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, n)
 	}
 	if v, err := body.LookupErr("maxTimeMS"); err == nil {
-		if a.maxTimeMS, err = maxTimeMS(v); err != nil {
+		if a.maxTimeMS, err = maxTimeMS(cmd, v); err != nil {
 			return nil, err
 		}
 	}

@@ -178,9 +178,15 @@ func TestAggregateCursorBatches(t *testing.T) {
 	}
 	_ = cur.Close(ctx)
 
-	// batchSize 0: an empty first batch, then getMore.
+	// batchSize 0: an empty first batch, then getMore, in one session as MongoDB requires.
+	sess, err := coll.Database().Client().StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	sctx := mongo.NewSessionContext(ctx, sess)
 	var res cursorReply
-	err = coll.Database().RunCommand(ctx, bson.D{{Key: "aggregate", Value: "big"},
+	err = coll.Database().RunCommand(sctx, bson.D{{Key: "aggregate", Value: "big"},
 		{Key: "pipeline", Value: bson.A{bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$g"}}}}}},
 		{Key: "cursor", Value: bson.D{{Key: "batchSize", Value: 0}}}}).Decode(&res)
 	if err != nil {
@@ -190,7 +196,7 @@ func TestAggregateCursorBatches(t *testing.T) {
 		t.Fatalf("batchSize 0 reply = %+v", res)
 	}
 	var more cursorReply
-	err = coll.Database().RunCommand(ctx, bson.D{{Key: "getMore", Value: res.Cursor.ID}, {Key: "collection", Value: "big"}}).Decode(&more)
+	err = coll.Database().RunCommand(sctx, bson.D{{Key: "getMore", Value: res.Cursor.ID}, {Key: "collection", Value: "big"}}).Decode(&more)
 	if err != nil {
 		t.Fatal(err)
 	}

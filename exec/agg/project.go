@@ -64,12 +64,33 @@ func projSpecError(stage string, code mongoerr.Code, format string, args ...any)
 	return mongoerr.New(code, "Invalid "+stage+" :: caused by :: "+format, args...)
 }
 
+// invalidStage adds MongoDB's context to an error from parsing the specification of stage
+// (its DocumentSourceProject and DocumentSourceAddFields::create): "Invalid $addFields ::
+// caused by :: FieldPath field names may not start with '$'. …".
+func invalidStage(stage string, err error) error {
+	me := mongoerr.As(err)
+	prefix := "Invalid " + stage + " :: caused by :: "
+	if me == nil || strings.HasPrefix(me.Message, prefix) {
+		return err
+	}
+	return mongoerr.Wrap(err, me.Code, "%s%s", prefix, me.Message)
+}
+
 // parseProjectStage parses {$project: spec}.
 func parseProjectStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location15969, "$project specification must be an object")
 	}
+	s, err := parseProjectSpec(env, name, arg, d)
+	if err != nil {
+		return nil, invalidStage(name, err)
+	}
+	return s, nil
+}
+
+// parseProjectSpec parses the specification d (arg) of a $project stage.
+func parseProjectSpec(env *Env, name string, arg bsoncore.Value, d bsoncore.Document) (Stage, error) {
 	if len(d) <= 5 {
 		return nil, projSpecError(name, 51272, "projection specification must have at least one field")
 	}
@@ -230,7 +251,7 @@ func parseAddFieldsStage(env *Env, name string, arg bsoncore.Value) (Stage, erro
 	}
 	s := &projStage{name: name, raw: arg, mode: projAddFields, root: &projNode{}}
 	if err := s.parseLevel(env, s.root, d, "", nil); err != nil {
-		return nil, err
+		return nil, invalidStage(name, err)
 	}
 	return s, nil
 }

@@ -128,6 +128,15 @@ func Bool(cmd, field string, v bsoncore.Value) (bool, error) {
 	}
 }
 
+// OptionalBool returns a boolean argument of MongoDB's IDL type "optionalBool" (find's
+// singleBatch, allowDiskUse, noCursorTimeout…), which takes a boolean and nothing else.
+func OptionalBool(field string, v bsoncore.Value) (bool, error) {
+	if v.Type != bsoncore.TypeBoolean {
+		return false, mongoerr.New(mongoerr.TypeMismatch, "Field '%s' should be a boolean value, but found: %s", field, bsonx.TypeName(v.Type))
+	}
+	return v.Boolean(), nil
+}
+
 // Int64 returns an integral numeric argument (MongoDB's "safeInt64": whole doubles and
 // decimals are accepted, fractions are truncated as MongoDB does).
 func Int64(cmd, field string, v bsoncore.Value) (int64, error) {

@@ -335,4 +335,7 @@ const (
 	Location51174   Code = 51174   // The index chosen is not compatible with min/max
 	Location40231   Code = 40231   // no fields in a $project (pipeline update)
 	Location40159   Code = 40159   // the count field cannot contain a null byte
+	Location50799   Code = 50799   // Cannot run getMore on cursor …, which was not created in a session, in session …
+	Location50800   Code = 50800   // Cannot run getMore on cursor …, which was created in session …, without an lsid
+	Location50801   Code = 50801   // Cannot run getMore on cursor …, which was created in session …, in session …
 )
