@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"strconv"
+	"strings"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -282,4 +284,38 @@ func appendSize(dst []byte, key string, n, scale int64) []byte {
 		return bsoncore.AppendInt32Element(dst, key, int32(n))
 	}
 	return bsoncore.AppendInt64Element(dst, key, n)
+}
+
+// dataSize answers {dataSize: "db.coll"}: the collection's documents and bytes, summed over
+// its shards' statistics ({size, numObjects, millis}). A key range (keyPattern, min, max)
+// answers NotImplemented: cleave's statistics are kept by shard-key hash, not by index key.
+func (e *Executor) dataSize(_ context.Context, r *request) error {
+	const cmd = "dataSize"
+	start := time.Now()
+	first, _ := bsonx.FirstElement(r.body)
+	ns, err := args.String(cmd, cmd, first.Value())
+	if err != nil {
+		return err
+	}
+	for _, k := range []string{"keyPattern", "min", "max"} {
+		if _, err := r.body.LookupErr(k); err == nil {
+			return mongoerr.New(mongoerr.NotImplemented, "dataSize with a key range (%s) is not supported by cleave; without one it answers the whole collection", k)
+		}
+	}
+	db, coll, ok := strings.Cut(ns, ".")
+	if !ok || db == "" || coll == "" {
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", ns)
+	}
+	var docs, bytes int64
+	if c := e.st.Catalog.State().Collection(db, coll); c != nil {
+		for _, sh := range e.st.Shards {
+			d, b := sh.CollStats(c.ID)
+			docs += d
+			bytes += b
+		}
+	}
+	out := bsoncore.AppendInt64Element(r.out, "size", bytes)
+	out = bsoncore.AppendInt64Element(out, "numObjects", docs)
+	r.out = bsoncore.AppendInt64Element(out, "millis", time.Since(start).Milliseconds())
+	return nil
 }

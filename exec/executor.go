@@ -229,16 +229,21 @@ func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 	r := request{conn: c, body: req.Body, requestID: req.RequestID, legacy: req.Legacy}
 	idx, out := bsoncore.AppendDocumentStart(c.out[:0])
 	r.out = out
-	c.begin(req.Body, start)
+	ctx, kill := context.WithCancelCause(ctx) // killOp's handle on the command
+	c.begin(req.Body, start, kill)
 	err := c.e.dispatch(ctx, &r)
 	c.end()
+	if !errors.Is(err, errCloseConnection) {
+		err = interruptError(ctx, err) // before kill(nil) cancels ctx
+	}
+	kill(nil)
 	if errors.Is(err, errCloseConnection) {
 		c.finish(&r, start, err)
 		return nil, err // the wire layer closes the socket without a reply
 	}
 	out = r.out
 	if err != nil {
-		merr := mongoerr.From(interruptError(ctx, err))
+		merr := mongoerr.From(err)
 		if merr.Code == mongoerr.InternalError && merr.Unwrap() != nil {
 			c.log.Error("command failed", zap.Int32("request_id", req.RequestID),
 				zap.String("cmd", r.name), zap.Error(merr.Unwrap()))

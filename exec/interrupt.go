@@ -15,13 +15,16 @@ import (
 // after the command has failed.
 
 // interruptError maps err, a failure of a command whose context may have ended, to the error
-// MongoDB answers: MaxTimeMSExpired (50) past maxTimeMS, ClientDisconnect (279) when the
-// client went away; any other error is returned as is.
+// MongoDB answers: Interrupted (11601) when killOp killed it, MaxTimeMSExpired (50) past
+// maxTimeMS, ClientDisconnect (279) when the client went away; any other error is returned as
+// is.
 func interruptError(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
 	switch {
+	case errors.Is(context.Cause(ctx), errKilled):
+		return mongoerr.New(mongoerr.Interrupted, "operation was interrupted")
 	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
 		return mongoerr.New(mongoerr.MaxTimeMSExpired, "operation exceeded time limit")
 	case errors.Is(ctx.Err(), context.Canceled), errors.Is(err, context.Canceled):
