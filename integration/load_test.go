@@ -69,6 +69,11 @@ func TestLoadConnections(t *testing.T) {
 	ready.Wait()
 	idle := srv.loadSample(t, cl)
 	t.Logf("%d idle connections: %s (RSS +%.1f MiB)", loadConns, idle, float64(idle.rss-base.rss)/(1<<20))
+	// Issue 16's budget for idle connections; the race detector's shadow memory would
+	// blow it.
+	if grown := idle.rss - base.rss; !raceEnabled && base.rss > 0 && grown > 64<<20 {
+		t.Errorf("%d idle connections grew RSS by %.1f MiB, budget 64 MiB", loadConns, float64(grown)/(1<<20))
+	}
 	if n := stats.dialErrs.Load(); n > 0 {
 		t.Errorf("%d of %d connections failed to open or shake hands; first: %s", n, loadConns, stats.first())
 	} else if idle.conns < base.conns+loadConns {
