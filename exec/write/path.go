@@ -36,20 +36,20 @@ func (wp *Path) WithLogger(l *zap.Logger) *Path {
 // WithShards returns a path that reads and stages through shards instead of the catalog's
 // (same length and order), its query engine too: a multi-document transaction reads its
 // snapshot with its own writes and stages into its buffer through them.
-func (p *Path) WithShards(shards []catalog.Shard) *Path {
-	c := *p
+func (wp *Path) WithShards(shards []catalog.Shard) *Path {
+	c := *wp
 	c.shards = shards
-	c.query = p.query.WithShards(shards)
+	c.query = wp.query.WithShards(shards)
 	return &c
 }
 
 // Query returns the query engine the path reads with.
-func (p *Path) Query() *query.Engine { return p.query }
+func (wp *Path) Query() *query.Engine { return wp.query }
 
 // shardList returns the shards writes read from and stage into.
-func (p *Path) shardList() []catalog.Shard {
-	if p.shards != nil {
-		return p.shards
+func (wp *Path) shardList() []catalog.Shard {
+	if wp.shards != nil {
+		return wp.shards
 	}
-	return p.cat.Shards()
+	return wp.cat.Shards()
 }
