@@ -314,7 +314,8 @@ func compileCount(key string, v bsoncore.Value) (*rule, error) {
 		}
 		var size int
 		if want == bsoncore.TypeString {
-			size = utf8.RuneCountInString(x.StringValue())
+			str, _ := x.StringValueOK() // NB: malformed stored bytes count as ""
+			size = utf8.RuneCountInString(str)
 		} else {
 			size = countElems(x.Data)
 		}
@@ -394,7 +395,7 @@ func missingFields(x bsoncore.Value, names []string) []string {
 	}
 	var out []string
 	for _, n := range names {
-		if _, err := x.Document().LookupErr(n); err != nil {
+		if _, err := bsoncore.Document(x.Data).LookupErr(n); err != nil {
 			out = append(out, n)
 		}
 	}
@@ -496,7 +497,7 @@ func compileProperties(key string, _ bsoncore.Value, given map[string]bsoncore.V
 		if x.Type != bsoncore.TypeEmbeddedDocument {
 			return true
 		}
-		elems, _ := x.Document().Elements()
+		elems, _ := bsoncore.Document(x.Data).Elements()
 		for _, el := range elems {
 			if ok, _ := fieldOK(el.Key(), el.Value()); !ok {
 				return false
@@ -506,7 +507,7 @@ func compileProperties(key string, _ bsoncore.Value, given map[string]bsoncore.V
 	}}
 	r.sub = func(dst []byte, x bsoncore.Value) []byte {
 		aidx, dst := bsoncore.AppendArrayElementStart(dst, "propertiesNotSatisfied")
-		elems, _ := x.Document().Elements()
+		elems, _ := bsoncore.Document(x.Data).Elements()
 		i := 0
 		for _, el := range elems {
 			if ok, _ := fieldOK(el.Key(), el.Value()); !ok {
@@ -559,7 +560,7 @@ func compileItems(key string, v bsoncore.Value, given map[string]bsoncore.Value)
 			if x.Type != bsoncore.TypeArray {
 				return true
 			}
-			vals, _ := x.Array().Values()
+			vals, _ := bsoncore.Array(x.Data).Values()
 			for _, e := range vals {
 				if !all.Match(e) {
 					return false
@@ -599,7 +600,7 @@ func compileItems(key string, v bsoncore.Value, given map[string]bsoncore.Value)
 		if x.Type != bsoncore.TypeArray {
 			return true
 		}
-		elems, _ := x.Array().Values()
+		elems, _ := bsoncore.Array(x.Data).Values()
 		for i, e := range elems {
 			switch {
 			case i < len(tuple):
@@ -621,7 +622,7 @@ func uniqueItems(x bsoncore.Value) bool {
 	if x.Type != bsoncore.TypeArray {
 		return true
 	}
-	vals, _ := x.Array().Values()
+	vals, _ := bsoncore.Array(x.Data).Values()
 	for i := range vals {
 		for j := range i {
 			if bsonx.Compare(vals[i], vals[j]) == 0 {
@@ -716,7 +717,7 @@ func compileDependencies(v bsoncore.Value) (*rule, error) {
 			return true
 		}
 		for _, dp := range deps {
-			if _, err := x.Document().LookupErr(dp.field); err != nil {
+			if _, err := bsoncore.Document(x.Data).LookupErr(dp.field); err != nil {
 				continue
 			}
 			if dp.schema != nil && !dp.schema.Match(x) || len(missingFields(x, dp.fields)) > 0 {

@@ -216,6 +216,9 @@ func compileUnsetStage(arg bsoncore.Value, opts *expr.Options) (func(bsoncore.Do
 		names = []string{arg.StringValue()}
 	case bsoncore.TypeArray:
 		vals, _ := arg.Array().Values()
+		if len(vals) == 0 {
+			return nil, mongoerr.New(mongoerr.Location31119, "$unset specification must be a string or an array with at least one field")
+		}
 		for _, v := range vals {
 			s, ok := v.StringValueOK()
 			if !ok {
@@ -225,6 +228,12 @@ func compileUnsetStage(arg bsoncore.Value, opts *expr.Options) (func(bsoncore.Do
 		}
 	default:
 		return nil, mongoerr.New(mongoerr.Location31002, "$unset specification must be a string or an array")
+	}
+	// As the aggregation stage: a name becomes a projection key, which cannot hold a NUL.
+	for _, n := range names {
+		if _, err := expr.SplitPath(n); err != nil {
+			return nil, err
+		}
 	}
 	idx, spec := bsoncore.AppendDocumentStart(nil)
 	for _, n := range names {
