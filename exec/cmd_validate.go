@@ -54,7 +54,7 @@ func (e *Executor) validateCmd(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	opts.InFlight = func(shard int, hash uint64) bool { return e.shards.InFlight(ci.Meta.ID, shard, hash) }
+	opts.InFlight = func() func(shard int, hash uint64) bool { return e.shards.InFlightAt(ci.Meta.ID) }
 	res, err := validate.Run(ctx, e.cat, ci, opts)
 	if err != nil {
 		return interruptError(ctx, err)

@@ -516,14 +516,20 @@ func (m *Manager) foreignHints(coll store.CollID, dst []retiredRange) []retiredR
 	return dst
 }
 
-// InFlight reports whether shard holds hash of collection coll in a range it does not own
-// because a move is under way: the destination's copy before the flip, or the source's range
-// after it, not yet deleted. validate accepts such documents.
-func (m *Manager) InFlight(coll store.CollID, shard int, hash uint64) bool {
-	for _, r := range m.foreignHints(coll, nil) {
-		if r.shard == shard && hash >= r.lo && (r.hi == 0 || hash < r.hi) {
-			return true
+// InFlightAt returns, for collection coll as of now, whether a shard holds a hash in a range it
+// does not own because a move is under way: the destination's copy before the flip, or the
+// source's range after it, not yet deleted. The ranges are read once, so that a caller holding
+// the DDL lock (no flip, no deletion of a retired range) gets the moves its snapshots see
+// (validate).
+func (m *Manager) InFlightAt(coll store.CollID) func(shard int, hash uint64) bool {
+	hints := m.foreignHints(coll, nil)
+	return func(shard int, hash uint64) bool {
+		for _, r := range hints {
+			if r.shard == shard && hash >= r.lo && (r.hi == 0 || hash < r.hi) {
+				return true
+			}
 		}
+		return false
 	}
-	return false
 }
+

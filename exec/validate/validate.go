@@ -41,9 +41,13 @@ const maxReported = 20
 type Options struct {
 	// Full also checks every document's BSON structure (MongoDB's full: true).
 	Full bool
-	// InFlight reports whether shard may hold hash outside the ranges it owns because a move
-	// of the collection is under way (its copy before the flip, its source after); nil: none.
-	InFlight func(shard int, hash uint64) bool
+	// InFlight returns, as of its call, whether shard may hold hash outside the ranges it owns
+	// because a move of the collection is under way (its copy before the flip, its source
+	// after); nil: none. Run calls it under the DDL lock together with taking its snapshots,
+	// so the moves it knows are those the snapshots see: a range deleted while validate reads
+	// its snapshot is still known as in flight.
+	InFlight func() func(shard int, hash uint64) bool
+	inFlight func(shard int, hash uint64) bool // InFlight's answer, fixed with the snapshots
 }
 
 // IndexResult is the outcome for one index.
@@ -79,8 +83,10 @@ func (r *Result) errorf(format string, args ...any) {
 // Run validates collection ci of cat. It waits for the key locks (ctx bounds the wait),
 // snapshots every shard, releases the locks and checks the snapshots.
 func Run(ctx context.Context, cat *catalog.Catalog, ci *catalog.Coll, opts Options) (*Result, error) {
+	unlockDDL := cat.LockDDL() // no move flips and no retired range is deleted meanwhile
 	unlock, err := cat.Locks().LockAllCtx(ctx)
 	if err != nil {
+		unlockDDL()
 		return nil, err
 	}
 	ci = cat.Refresh(ci)
@@ -94,11 +100,16 @@ func Run(ctx context.Context, cat *catalog.Catalog, ci *catalog.Coll, opts Optio
 		s, err := sh.NewSnapshot()
 		if err != nil {
 			unlock()
+			unlockDDL()
 			return nil, catalog.StoreError(err)
 		}
 		snaps = append(snaps, s)
 	}
 	unlock()
+	if opts.InFlight != nil {
+		opts.inFlight = opts.InFlight()
+	}
+	unlockDDL()
 	res := &Result{NS: ci.NS(), Indexes: make([]IndexResult, len(ci.Indexes))}
 	for i, xi := range ci.Indexes {
 		res.Indexes[i].Name = xi.Meta.Name
@@ -215,7 +226,7 @@ func (v *shardCheck) checkDoc(hash uint64, id []byte, doc bsoncore.Document) {
 		v.res.errorf("shard %d: document %s is stored under another _id", v.s, doc.Lookup("_id"))
 	}
 	if owner := ci.Map.Partition(ci.Map.Locate(hash)).Shard; owner != v.s {
-		if v.opts.InFlight != nil && v.opts.InFlight(v.s, hash) {
+		if v.opts.inFlight != nil && v.opts.inFlight(v.s, hash) {
 			v.res.Warnings = appendCapped(v.res.Warnings, fmt.Sprintf("shard %d holds documents of a partition being moved", v.s))
 		} else {
 			v.invalidate(hash, id)
@@ -307,7 +318,7 @@ func (v *shardCheck) stats() error {
 		}
 		switch {
 		case got.Docs == b.Docs && got.Bytes == b.Bytes:
-		case v.opts.InFlight != nil && v.opts.InFlight(v.s, b.Lo):
+		case v.opts.inFlight != nil && v.opts.inFlight(v.s, b.Lo):
 			v.res.Warnings = appendCapped(v.res.Warnings, fmt.Sprintf("shard %d: statistics of a partition being moved not checked", v.s))
 		default:
 			v.res.errorf("shard %d: statistics of hash range %#x say %d documents of %d bytes, the range holds %d of %d",
