@@ -532,4 +532,3 @@ func (m *Manager) InFlightAt(coll store.CollID) func(shard int, hash uint64) boo
 		return false
 	}
 }
-
