@@ -221,8 +221,8 @@ func (e *Executor) killOpCommand(_ context.Context, r *request) error {
 		return args.Missing(cmd, "op")
 	}
 	var id int64
-	switch {
-	case v.Type == bsoncore.TypeString:
+	switch v.Type {
+	case bsoncore.TypeString:
 		s := v.StringValue()
 		if i := strings.LastIndexByte(s, ':'); i >= 0 {
 			s = s[i+1:]
