@@ -101,21 +101,7 @@ func BenchmarkWorkloadAParallel(b *testing.B) {
 		b.Run(fmt.Sprintf("Goroutines%d", goroutines), func(b *testing.B) {
 			e := benchExecutor(b)
 			loadDocs(b, e.Connect(wire.ConnInfo{ID: 1}), 10_000)
-			bodies := make([]bsoncore.Document, 1024)
-			for i := range bodies {
-				id := bsoncore.NewDocumentBuilder().AppendInt64("_id", benchIDs[i]).Build()
-				if i%2 == 0 {
-					bodies[i] = bsoncore.NewDocumentBuilder().AppendString("find", "c").AppendDocument("filter", id).
-						AppendInt32("limit", 1).AppendBoolean("singleBatch", true).AppendString("$db", "bench").Build()
-					continue
-				}
-				upd := bsoncore.NewDocumentBuilder().AppendDocument("q", id).
-					AppendDocument("u", bsoncore.NewDocumentBuilder().AppendDocument("$set",
-						bsoncore.NewDocumentBuilder().AppendDouble("metricValue", float64(i)).Build()).Build()).Build()
-				bodies[i] = bsoncore.NewDocumentBuilder().AppendString("update", "c").
-					AppendArray("updates", bsoncore.NewArrayBuilder().AppendDocument(upd).Build()).
-					AppendString("$db", "bench").Build()
-			}
+			bodies := workloadABodies(true)
 			var seq, conns atomic.Int64
 			b.ReportAllocs()
 			b.SetParallelism((goroutines + 1) / 2) // GOMAXPROCS is 2 here
@@ -128,4 +114,29 @@ func BenchmarkWorkloadAParallel(b *testing.B) {
 			})
 		})
 	}
+}
+
+// workloadABodies returns 1,024 YCSB workload A commands on bench.c: finds by _id and $set
+// updates by _id, alternating, over benchIDs; synced false adds writeConcern {j: false}.
+func workloadABodies(synced bool) []bsoncore.Document {
+	bodies := make([]bsoncore.Document, 1024)
+	wc := bsoncore.NewDocumentBuilder().AppendBoolean("j", false).Build()
+	for i := range bodies {
+		id := bsoncore.NewDocumentBuilder().AppendInt64("_id", benchIDs[i]).Build()
+		if i%2 == 0 {
+			bodies[i] = bsoncore.NewDocumentBuilder().AppendString("find", "c").AppendDocument("filter", id).
+				AppendInt32("limit", 1).AppendBoolean("singleBatch", true).AppendString("$db", "bench").Build()
+			continue
+		}
+		upd := bsoncore.NewDocumentBuilder().AppendDocument("q", id).
+			AppendDocument("u", bsoncore.NewDocumentBuilder().AppendDocument("$set",
+				bsoncore.NewDocumentBuilder().AppendDouble("metricValue", float64(i)).Build()).Build()).Build()
+		b := bsoncore.NewDocumentBuilder().AppendString("update", "c").
+			AppendArray("updates", bsoncore.NewArrayBuilder().AppendDocument(upd).Build())
+		if !synced {
+			b.AppendDocument("writeConcern", wc)
+		}
+		bodies[i] = b.AppendString("$db", "bench").Build()
+	}
+	return bodies
 }

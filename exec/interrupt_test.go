@@ -15,13 +15,19 @@ import (
 // handleJSON runs the command given in Extended JSON (with "$db": "t" added) under ctx.
 func handleJSON(ctx context.Context, t *testing.T, c wire.ConnHandler, cmdJSON string) bsoncore.Document {
 	t.Helper()
+	return handleJSONOn(ctx, t, c, "t", cmdJSON)
+}
+
+// handleJSONOn runs the command given in Extended JSON on database db under ctx.
+func handleJSONOn(ctx context.Context, t *testing.T, c wire.ConnHandler, db, cmdJSON string) bsoncore.Document {
+	t.Helper()
 	body := streamtest.ExtDoc(t, cmdJSON)
 	b := bsoncore.NewDocumentBuilder()
 	elems, _ := body.Elements()
 	for _, el := range elems {
 		b.AppendValue(el.Key(), el.Value())
 	}
-	reply, err := c.Handle(ctx, &wire.Request{Body: b.AppendString("$db", "t").Build()})
+	reply, err := c.Handle(ctx, &wire.Request{Body: b.AppendString("$db", db).Build()})
 	if err != nil {
 		t.Fatal(err)
 	}

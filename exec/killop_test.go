@@ -8,7 +8,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -16,17 +15,7 @@ import (
 // adminJSON runs cmdJSON on the admin database.
 func adminJSON(t *testing.T, c wire.ConnHandler, cmdJSON string) bsoncore.Document {
 	t.Helper()
-	body := streamtest.ExtDoc(t, cmdJSON)
-	b := bsoncore.NewDocumentBuilder()
-	elems, _ := body.Elements()
-	for _, el := range elems {
-		b.AppendValue(el.Key(), el.Value())
-	}
-	reply, err := c.Handle(context.Background(), &wire.Request{Body: b.AppendString("$db", "admin").Build()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reply
+	return handleJSONOn(context.Background(), t, c, "admin", cmdJSON)
 }
 
 // TestKillOp: an insert blocked on key locks shows in the currentOp command (filtered on its

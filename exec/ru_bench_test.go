@@ -32,22 +32,7 @@ func BenchmarkWorkloadAMetering(b *testing.B) {
 				AppendString("collection", "c").AppendString("shardKey", "_id").
 				AppendInt32("offerThroughput", 1_000_000).AppendString("$db", "bench").Build())
 			loadDocs(b, c, 10_000)
-			bodies := make([]bsoncore.Document, 1024)
-			wc := bsoncore.NewDocumentBuilder().AppendBoolean("j", false).Build()
-			for i := range bodies {
-				id := bsoncore.NewDocumentBuilder().AppendInt64("_id", benchIDs[i]).Build()
-				if i%2 == 0 {
-					bodies[i] = bsoncore.NewDocumentBuilder().AppendString("find", "c").AppendDocument("filter", id).
-						AppendInt32("limit", 1).AppendBoolean("singleBatch", true).AppendString("$db", "bench").Build()
-					continue
-				}
-				upd := bsoncore.NewDocumentBuilder().AppendDocument("q", id).
-					AppendDocument("u", bsoncore.NewDocumentBuilder().AppendDocument("$set",
-						bsoncore.NewDocumentBuilder().AppendDouble("metricValue", float64(i)).Build()).Build()).Build()
-				bodies[i] = bsoncore.NewDocumentBuilder().AppendString("update", "c").
-					AppendArray("updates", bsoncore.NewArrayBuilder().AppendDocument(upd).Build()).
-					AppendDocument("writeConcern", wc).AppendString("$db", "bench").Build()
-			}
+			bodies := workloadABodies(false)
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
