@@ -66,6 +66,19 @@ func TestIDUniquePerLogicalPartition(t *testing.T) {
 	if n := count(bson.D{{Key: "_id", Value: "settings"}, {Key: "tenantId", Value: "globex"}}); n != 1 {
 		t.Errorf("find by _id and tenant: %d documents, want 1", n)
 	}
+	// With the shard key the read is one point read on one shard, no _id index lookup.
+	var ex bson.M
+	if err := db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "prefs"},
+		{Key: "filter", Value: bson.D{{Key: "_id", Value: "settings"}, {Key: "tenantId", Value: "globex"}}}}},
+		{Key: "verbosity", Value: "executionStats"}}).Decode(&ex); err != nil {
+		t.Fatal(err)
+	}
+	stats := shardM(ex["executionStats"])
+	shards := shardM(shardM(ex["queryPlanner"])["winningPlan"])["shards"].(bson.A)
+	if len(shards) != 1 || stats["totalDocsExamined"] != int64(1) || stats["totalKeysExamined"] != int64(0) {
+		t.Errorf("find by _id and tenant read %d shards, %v documents and %v keys; want 1, 1, 0",
+			len(shards), stats["totalDocsExamined"], stats["totalKeysExamined"])
+	}
 	if n := count(bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{"settings", "x"}}}}}); n != 4 {
 		t.Errorf("find _id $in [settings, x]: %d documents, want 4", n)
 	}
