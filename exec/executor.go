@@ -250,6 +250,7 @@ func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 		}
 		out = merr.AppendReply(out[:idx+4])
 	} else {
+		out = r.txn.appendRecoveryToken(out)
 		out = bsoncore.AppendDoubleElement(out, "ok", 1)
 	}
 	if !r.legacy {

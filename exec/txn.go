@@ -14,6 +14,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -84,6 +85,25 @@ func (s *txnSnap) unref() {
 	if s.refs.Add(-1) == 0 {
 		_ = s.snap.Close()
 	}
+}
+
+// appendRecoveryToken appends the recoveryToken a mongos adds to the replies of a
+// transaction's statements, {recoveryShardId: <the bound shard>} ({} before the first
+// operation binds one); drivers send it back with commitTransaction and abortTransaction. A
+// nil tx appends nothing.
+func (tx *txnState) appendRecoveryToken(dst []byte) []byte {
+	if tx == nil {
+		return dst
+	}
+	tx.mu.Lock()
+	shard := tx.shard
+	tx.mu.Unlock()
+	idx, dst := bsoncore.AppendDocumentElementStart(dst, "recoveryToken")
+	if shard >= 0 {
+		dst = bsoncore.AppendStringElement(dst, "recoveryShardId", sharding.Name(shard))
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
 }
 
 // expired reports whether tx ran past its lifetime at now.
