@@ -30,6 +30,8 @@ type request struct {
 	wrote bool
 	// txn is the transaction the command runs in (txn.go), nil outside one.
 	txn *txnState
+	// snap is the snapshot of a snapshot read outside a transaction (snapshot_read.go).
+	snap *snapEntry
 }
 
 // command is one entry of the command table.
@@ -120,6 +122,11 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 	if err := e.clock.gossip(r.body); err != nil {
 		return err
 	}
+	releaseSnap, err := e.enterSnapshotRead(r)
+	if err != nil {
+		return err
+	}
+	defer releaseSnap()
 	switch cmd.action {
 	case auth.ActionWrite, auth.ActionDDL, auth.ActionDBAdmin:
 		r.wrote = true

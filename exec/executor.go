@@ -78,11 +78,13 @@ type Executor struct {
 	st       Storage
 	cursors  *cursorRegistry
 	sessions sessionCache
-	txns     txnRegistry        // open multi-document transactions (txn.go)
-	clock    clusterClock       // cluster time: $clusterTime and operationTime (clock.go)
-	conns    sync.Map           // connection id → *conn, for $currentOp (current_op.go)
-	indexUse catalog.IndexUsage // $indexStats
-	stop     chan struct{}      // closed by Close
+	txns     txnRegistry // open multi-document transactions (txn.go)
+	// snapshots are the snapshots of snapshot reads, by cluster time (snapshot_read.go).
+	snapshots snapshotHistory
+	clock     clusterClock       // cluster time: $clusterTime and operationTime (clock.go)
+	conns     sync.Map           // connection id → *conn, for $currentOp (current_op.go)
+	indexUse  catalog.IndexUsage // $indexStats
+	stop      chan struct{}      // closed by Close
 	// fail is the failCommand failpoint (failpoint.go).
 	fail failPoints
 	// knobs are the parameters setParameter changes (cmd_params.go).
@@ -174,6 +176,7 @@ func (e *Executor) Close() {
 		e.ddl.Close()
 	}
 	e.cursors.closeAll()
+	e.snapshots.closeAll()
 }
 
 // Connect implements wire.Handler.
@@ -251,6 +254,7 @@ func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 		out = merr.AppendReply(out[:idx+4])
 	} else {
 		out = r.txn.appendRecoveryToken(out)
+		out = r.appendAtClusterTime(out, int(idx))
 		out = bsoncore.AppendDoubleElement(out, "ok", 1)
 	}
 	if !r.legacy {

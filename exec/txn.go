@@ -249,7 +249,7 @@ func (e *Executor) newTxn(lsid [16]byte, number int64) *txnState {
 	tx.ov.Check = func(keys [][]byte) error { return tx.checkWrites(e.cat, keys) }
 	views := make([]catalog.Shard, len(e.cat.Shards()))
 	for i := range views {
-		views[i] = txnView{tx: tx, cat: e.cat, s: i}
+		views[i] = newTxnView(tx, e.cat, i)
 	}
 	tx.write = e.write.WithShards(views)
 	var stale []*txnState
@@ -535,6 +535,9 @@ func (e *Executor) queryFor(r *request) *query.Engine {
 	if r.txn != nil {
 		return r.txn.write.Query()
 	}
+	if r.snap != nil {
+		return r.snap.engine
+	}
 	return e.query
 }
 
@@ -613,149 +616,27 @@ func (e *Executor) addTransactionCommands(add func(*command, ...string)) {
 // transaction's writes on top, writes staged into the transaction; any other shard is
 // refused by bind.
 type txnView struct {
+	pinnedView
 	tx  *txnState
 	cat *catalog.Catalog
 	s   int
 }
 
-// reader returns the transaction's reader of the shard and the release of its snapshot.
-func (v txnView) reader() (catalog.Reader, func(), error) {
-	snap, err := v.tx.bind(v.cat, v.s)
-	if err != nil {
-		return nil, nil, err
-	}
-	return catalog.OverlayReader(snap.snap, v.tx.ov), snap.unref, nil
-}
-
-// GetDoc implements catalog.Reader.
-func (v txnView) GetDoc(coll store.CollID, hash uint64, id, dst []byte) ([]byte, error) {
-	r, done, err := v.reader()
-	if err != nil {
-		return dst, err
-	}
-	defer done()
-	return r.GetDoc(coll, hash, id, dst)
-}
-
-// HasDoc implements catalog.Reader.
-func (v txnView) HasDoc(coll store.CollID, hash uint64, id []byte) (bool, error) {
-	r, done, err := v.reader()
-	if err != nil {
-		return false, err
-	}
-	defer done()
-	return r.HasDoc(coll, hash, id)
-}
-
-// NewProbe implements catalog.Reader: checks through the view, one at a time.
-func (v txnView) NewProbe() (catalog.Probe, error) { return txnProbe{v}, nil }
-
-// txnProbe is the Probe of a transaction's view.
-type txnProbe struct{ v txnView }
-
-// HasDoc implements catalog.Probe.
-func (p txnProbe) HasDoc(coll store.CollID, hash uint64, id []byte) (bool, error) {
-	return p.v.HasDoc(coll, hash, id)
-}
-
-// HasIndexKey implements catalog.Probe.
-func (p txnProbe) HasIndexKey(coll store.CollID, idx store.IndexID, key []byte) (bool, error) {
-	_, _, found, err := p.v.HasIndexKeyPrefix(coll, idx, key)
-	return found, err
-}
-
-// Close implements catalog.Probe.
-func (txnProbe) Close() error { return nil }
-
-// HasIndexKeyPrefix implements catalog.Reader.
-func (v txnView) HasIndexKeyPrefix(coll store.CollID, idx store.IndexID, keyPrefix []byte) (uint64, []byte, bool, error) {
-	r, done, err := v.reader()
-	if err != nil {
-		return 0, nil, false, err
-	}
-	defer done()
-	return r.HasIndexKeyPrefix(coll, idx, keyPrefix)
-}
-
-// NewDocIter implements catalog.Reader.
-func (v txnView) NewDocIter(coll store.CollID, lo, hi uint64) (catalog.DocIter, error) {
-	r, done, err := v.reader()
-	if err != nil {
-		return nil, err
-	}
-	it, err := r.NewDocIter(coll, lo, hi)
-	if err != nil {
-		done()
-		return nil, err
-	}
-	return &txnDocIter{DocIter: it, done: done}, nil
-}
-
-// NewIndexIter implements catalog.Reader.
-func (v txnView) NewIndexIter(coll store.CollID, idx store.IndexID, lower, upper []byte, reverse bool) (catalog.IndexIter, error) {
-	r, done, err := v.reader()
-	if err != nil {
-		return nil, err
-	}
-	it, err := r.NewIndexIter(coll, idx, lower, upper, reverse)
-	if err != nil {
-		done()
-		return nil, err
-	}
-	return &txnIndexIter{IndexIter: it, done: done}, nil
-}
-
-// Stats implements catalog.Reader.
-func (v txnView) Stats(coll store.CollID, lo, hi uint64) (int64, int64, error) {
-	r, done, err := v.reader()
-	if err != nil {
-		return 0, 0, err
-	}
-	defer done()
-	return r.Stats(coll, lo, hi)
-}
-
-// Histogram implements catalog.Reader.
-func (v txnView) Histogram(coll store.CollID, lo, hi uint64) ([]store.BucketStat, error) {
-	r, done, err := v.reader()
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	return r.Histogram(coll, lo, hi)
-}
-
-// NewSnapshot implements catalog.Shard: the transaction's view, held until closed.
-func (v txnView) NewSnapshot() (catalog.Snapshot, error) {
-	r, done, err := v.reader()
-	if err != nil {
-		return nil, err
-	}
-	return &txnSnapView{Reader: r, done: done}, nil
+// newTxnView returns shard s as tx sees it.
+func newTxnView(tx *txnState, cat *catalog.Catalog, s int) txnView {
+	v := txnView{tx: tx, cat: cat, s: s}
+	v.pinnedView = pinnedView{live: cat.Shards()[s], pin: func() (catalog.Reader, func(), error) {
+		snap, err := tx.bind(cat, s)
+		if err != nil {
+			return nil, nil, err
+		}
+		return catalog.OverlayReader(snap.snap, tx.ov), snap.unref, nil
+	}}
+	return v
 }
 
 // NewBatch implements catalog.Shard: a batch whose commit joins the transaction's writes.
 func (v txnView) NewBatch() catalog.Batch { return txnBatch{Batch: v.tx.ov.NewBatch(), v: v} }
-
-// CollStats implements catalog.Shard (the committed state).
-func (v txnView) CollStats(coll store.CollID) (int64, int64) {
-	return v.cat.Shards()[v.s].CollStats(coll)
-}
-
-// EstimateDiskUsage implements catalog.Shard (the committed state).
-func (v txnView) EstimateDiskUsage(coll store.CollID, lo, hi uint64) (uint64, error) {
-	return v.cat.Shards()[v.s].EstimateDiskUsage(coll, lo, hi)
-}
-
-// DeleteCollectionData implements catalog.Shard: DDL, refused in a transaction.
-func (v txnView) DeleteCollectionData(store.CollID) error {
-	return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Cannot delete collection data in a multi-document transaction.")
-}
-
-// GetTxnRecord implements catalog.Shard.
-func (v txnView) GetTxnRecord(lsid, dst []byte) ([]byte, error) {
-	return v.cat.Shards()[v.s].GetTxnRecord(lsid, dst)
-}
 
 // txnBatch is a statement's batch on a transaction's view: its commit checks the shard
 // rule before the writes join the transaction.
@@ -778,44 +659,3 @@ func (b txnBatch) Commit(sync bool) error {
 // (the shard rule checked first); SyncWait has nothing to wait for until the transaction
 // commits.
 func (b txnBatch) Apply(sync bool) error { return b.Commit(sync) }
-
-// txnSnapView is a transaction's view handed out as a snapshot.
-type txnSnapView struct {
-	catalog.Reader
-	once sync.Once
-	done func()
-}
-
-// Close implements catalog.Snapshot.
-func (s *txnSnapView) Close() error {
-	s.once.Do(s.done)
-	return nil
-}
-
-// txnDocIter releases its snapshot reference when closed.
-type txnDocIter struct {
-	catalog.DocIter
-	once sync.Once
-	done func()
-}
-
-// Close implements catalog.DocIter.
-func (it *txnDocIter) Close() error {
-	err := it.DocIter.Close()
-	it.once.Do(it.done)
-	return err
-}
-
-// txnIndexIter releases its snapshot reference when closed.
-type txnIndexIter struct {
-	catalog.IndexIter
-	once sync.Once
-	done func()
-}
-
-// Close implements catalog.IndexIter.
-func (it *txnIndexIter) Close() error {
-	err := it.IndexIter.Close()
-	it.once.Do(it.done)
-	return err
-}
