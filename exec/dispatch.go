@@ -134,7 +134,10 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 	if cmd.retainsBody || retainsBody[r.name] {
 		r.body = append(bsoncore.Document(nil), r.body...)
 	}
-	return afterTxnStatement(r, cmd.run(ctx, r))
+	created := e.trackTxnDDL(r)
+	err = cmd.run(ctx, r)
+	created()
+	return afterTxnStatement(r, err)
 }
 
 // retainsBody names the commands that open cursors, whose compiled filters, projections and

@@ -125,6 +125,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		stop:    make(chan struct{}),
 	}
 	e.txns.lifetime = txnLifetime
+	e.txns.dropCreated = e.dropTxnCreated
 	e.cursors = newCursorRegistry(time.Minute, e.sessions.alive)
 	if opts.Storage != nil {
 		e.st = *opts.Storage

@@ -55,6 +55,11 @@ type txnRegistry struct {
 	active map[*txnState]struct{}
 	// lifetime is transactionLifetimeLimitSeconds (txnLifetime; tests shorten it).
 	lifetime time.Duration
+	// dropCreated drops the collections an aborted transaction created (txn_ddl.go).
+	dropCreated func([]txnCreated)
+	// pending are the collections open transactions created ("db.name" → creator), which
+	// others do not list until the creator commits.
+	pending map[string]*txnState
 }
 
 // txnState is one transaction of a session.
@@ -71,6 +76,8 @@ type txnState struct {
 	shard int        // the bound shard, -1 before the first operation
 	snap  *txnSnap   // nil after the end
 	owned []string   // the owners keys it holds
+	// created are the collections it created (txn_ddl.go), dropped if it aborts.
+	created []txnCreated
 }
 
 // txnSnap is a transaction's snapshot, closed when its last user lets go: readers opened
@@ -154,8 +161,8 @@ func (tx *txnState) bind(cat *catalog.Catalog, s int) (*txnSnap, error) {
 func (tx *txnState) finish(phase int32) {
 	tx.phase.Store(phase)
 	tx.mu.Lock()
-	snap, owned := tx.snap, tx.owned
-	tx.snap, tx.owned = nil, nil
+	snap, owned, created := tx.snap, tx.owned, tx.created
+	tx.snap, tx.owned, tx.created = nil, nil, nil
 	tx.mu.Unlock()
 	reg := tx.reg
 	reg.mu.Lock()
@@ -165,9 +172,17 @@ func (tx *txnState) finish(phase int32) {
 		}
 	}
 	delete(reg.active, tx)
+	for _, c := range created {
+		if reg.pending[c.db+"."+c.name] == tx {
+			delete(reg.pending, c.db+"."+c.name)
+		}
+	}
 	reg.mu.Unlock()
 	if snap != nil {
 		snap.unref()
+	}
+	if phase == txnAborted && reg.dropCreated != nil {
+		reg.dropCreated(created)
 	}
 }
 
@@ -599,7 +614,7 @@ func (e *Executor) checkTxnCommand(r *request) error {
 		return nil
 	}
 	coll, _ := r.body.Lookup("createIndexes").StringValueOK()
-	if ci, _ := e.cat.Lookup(r.db, coll); ci != nil {
+	if ci, _ := e.cat.Lookup(r.db, coll); ci != nil && !r.txn.createdByTxn(r.db, coll) {
 		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction,
 			"Cannot create new indexes on existing collection %s.%s in a multi-document transaction.", r.db, coll)
 	}
