@@ -146,7 +146,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 			Budgets:        e.shards.ReadBudgets,
 			IndexUse:       &e.indexUse,
 		})
-		e.write = write.NewPath(e.cat, e.query, e.shards).WithLogger(e.log.Named("write"))
+		e.write = write.NewPath(e.cat, e.query, e.shards).WithLogger(e.log.Named("write")).WithGate(&e.txns)
 		e.ddl = ddl.New(e.cat, e.write, e.log, &e.counters.deletedDocs)
 		e.ddl.AbortUnfinished()
 		if err := e.loadRegistry(); err != nil {

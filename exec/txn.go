@@ -52,6 +52,10 @@ const (
 type txnRegistry struct {
 	mu     sync.Mutex
 	owners map[string]*txnState // doc key (store.AppendDocKey) → the open transaction that wrote it
+	// locks are the same documents by key-lock hash (write.DocLockHash), which writes
+	// outside transactions wait on (txn_wait.go); nLocks is its size, read without mu.
+	locks  map[uint64]*txnState
+	nLocks atomic.Int64
 	active map[*txnState]struct{}
 	// lifetime is transactionLifetimeLimitSeconds (txnLifetime; tests shorten it).
 	lifetime time.Duration
@@ -69,6 +73,7 @@ type txnState struct {
 	number  int64
 	started time.Time
 	phase   atomic.Int32
+	done    chan struct{} // closed when it ends
 	ov      *catalog.Overlay
 	write   *write.Path // the executor's path over the transaction's views
 
@@ -76,6 +81,8 @@ type txnState struct {
 	shard int        // the bound shard, -1 before the first operation
 	snap  *txnSnap   // nil after the end
 	owned []string   // the owners keys it holds
+	// lockHashes are the key-lock hashes of owned.
+	lockHashes []uint64
 	// created are the collections it created (txn_ddl.go), dropped if it aborts.
 	created []txnCreated
 }
@@ -161,8 +168,8 @@ func (tx *txnState) bind(cat *catalog.Catalog, s int) (*txnSnap, error) {
 func (tx *txnState) finish(phase int32) {
 	tx.phase.Store(phase)
 	tx.mu.Lock()
-	snap, owned, created := tx.snap, tx.owned, tx.created
-	tx.snap, tx.owned, tx.created = nil, nil, nil
+	snap, owned, created, hashes := tx.snap, tx.owned, tx.created, tx.lockHashes
+	tx.snap, tx.owned, tx.created, tx.lockHashes = nil, nil, nil, nil
 	tx.mu.Unlock()
 	reg := tx.reg
 	reg.mu.Lock()
@@ -171,6 +178,12 @@ func (tx *txnState) finish(phase int32) {
 			delete(reg.owners, k)
 		}
 	}
+	for _, h := range hashes {
+		if reg.locks[h] == tx {
+			delete(reg.locks, h)
+		}
+	}
+	reg.nLocks.Store(int64(len(reg.locks)))
 	delete(reg.active, tx)
 	for _, c := range created {
 		if reg.pending[c.db+"."+c.name] == tx {
@@ -184,6 +197,7 @@ func (tx *txnState) finish(phase int32) {
 	if phase == txnAborted && reg.dropCreated != nil {
 		reg.dropCreated(created)
 	}
+	close(tx.done)
 }
 
 // abort aborts tx unless it already ended or is committing; it may run on any goroutine.
@@ -216,15 +230,25 @@ func (tx *txnState) checkWrites(cat *catalog.Catalog, keys [][]byte) error {
 		stale = append(stale, o)
 	}
 	var claimed []string
+	var hashes []uint64
+	if reg.locks == nil {
+		reg.locks = map[uint64]*txnState{}
+	}
 	for _, k := range keys {
 		if reg.owners[string(k)] != tx {
 			reg.owners[string(k)] = tx
 			claimed = append(claimed, string(k))
+			coll, _, id, _ := store.DocKeyParts(k)
+			h := write.DocLockHash(coll, id)
+			reg.locks[h] = tx
+			hashes = append(hashes, h)
 		}
 	}
+	reg.nLocks.Store(int64(len(reg.locks)))
 	reg.mu.Unlock()
 	tx.mu.Lock()
 	tx.owned = append(tx.owned, claimed...)
+	tx.lockHashes = append(tx.lockHashes, hashes...)
 	shard := tx.shard
 	tx.mu.Unlock()
 	for _, o := range stale {
@@ -260,7 +284,8 @@ func changedSince(sh catalog.Shard, snap catalog.Reader, keys [][]byte) error {
 // newTxn starts transaction number of session lsid.
 func (e *Executor) newTxn(lsid [16]byte, number int64) *txnState {
 	reg := &e.txns
-	tx := &txnState{reg: reg, lsid: lsid, number: number, started: time.Now(), shard: -1, ov: catalog.NewOverlay()}
+	tx := &txnState{reg: reg, lsid: lsid, number: number, started: time.Now(), shard: -1, ov: catalog.NewOverlay(),
+		done: make(chan struct{})}
 	tx.ov.Check = func(keys [][]byte) error { return tx.checkWrites(e.cat, keys) }
 	views := make([]catalog.Shard, len(e.cat.Shards()))
 	for i := range views {
