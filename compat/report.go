@@ -61,7 +61,7 @@ func (s SuiteResult) reasons(key func(string) string, statuses ...Status) []reas
 	for _, r := range s.Results {
 		for _, st := range statuses {
 			if r.Status == st {
-				m[key(r.Reason)]++
+				m[key(explainReason(s.Suite, r))]++
 			}
 		}
 	}
@@ -114,10 +114,10 @@ func WriteText(w io.Writer, results []SuiteResult, verbose bool) error {
 			if r.Status == Pass && !verbose {
 				continue
 			}
-			if r.Reason == "" {
+			if reason := explainReason(s.Suite, r); reason == "" {
 				fmt.Fprintf(&b, "%-6s %s\n", strings.ToUpper(string(r.Status)), r.Name)
 			} else {
-				fmt.Fprintf(&b, "%-6s %s: %s\n", strings.ToUpper(string(r.Status)), r.Name, r.Reason)
+				fmt.Fprintf(&b, "%-6s %s: %s\n", strings.ToUpper(string(r.Status)), r.Name, reason)
 			}
 		}
 	}
@@ -214,7 +214,7 @@ func writeFailures(b *strings.Builder, s SuiteResult) {
 	sort.Slice(failed, func(i, j int) bool { return failed[i].Name < failed[j].Name })
 	b.WriteString("| failed or not run | reason |\n| --- | --- |\n")
 	for _, r := range failed {
-		fmt.Fprintf(b, "| %s | %s |\n", mdEscape(r.Name), mdEscape(r.Reason))
+		fmt.Fprintf(b, "| %s | %s |\n", mdEscape(r.Name), mdEscape(explainReason(s.Suite, r)))
 	}
 	b.WriteString("\n")
 }
