@@ -190,6 +190,9 @@ func (l local) NewSnapshot() (Snapshot, error) {
 // NewBatch implements Shard.
 func (l local) NewBatch() Batch { return l.db.NewBatch() }
 
+// SimulateAvailableDiskSpace passes the simulateAvailableDiskSpace failpoint to the store.
+func (l local) SimulateAvailableDiskSpace(n int64) int64 { return l.db.SimulateAvailableDiskSpace(n) }
+
 // CollStats implements Shard.
 func (l local) CollStats(coll store.CollID) (int64, int64) { return l.db.CollStats(coll) }
 

@@ -120,6 +120,7 @@ const (
 	MergeStageNoMatchingDocument             Code = 13113
 	NotPrimaryNoSecondaryOk                  Code = 13435
 	NotPrimaryOrSecondary                    Code = 13436
+	OutOfDiskSpace                           Code = 14031
 	TooManyRequests                          Code = 16500 // Cosmos DB's request-rate-too-large; not in MongoDB's table
 
 	// Assertion sites MongoDB reports as Location<N>.
@@ -271,6 +272,7 @@ var names = map[Code]string{
 	MergeStageNoMatchingDocument:             "MergeStageNoMatchingDocument",
 	NotPrimaryNoSecondaryOk:                  "NotPrimaryNoSecondaryOk",
 	NotPrimaryOrSecondary:                    "NotPrimaryOrSecondary",
+	OutOfDiskSpace:                           "OutOfDiskSpace",
 	TooManyRequests:                          "TooManyRequests",
 }
 
