@@ -30,8 +30,8 @@ type DB struct {
 	health  io.Closer // disk-health checker of the OS file system, or a no-op
 	closed  atomic.Bool
 	events  *eventCounters
-	totals  collTotals // per-collection stats totals, see stats.go
-	readOps reader     // reads of the latest committed state
+	totals  collTotals            // per-collection stats totals, see stats.go
+	readOps reader                // reads of the latest committed state
 	space   *spaceGuard           // refuses writes that add data when the disk is low
 	failed  atomic.Pointer[error] // set by the first failed commit: writes are refused
 }
