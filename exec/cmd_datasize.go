@@ -288,9 +288,9 @@ func (e *Executor) dataSizeIndexRange(ctx context.Context, r *request, ci *catal
 var match0, _ = query.CompileFilter(nil)
 
 // inferKeyPattern is mongod's Helpers::inferKeyPattern: {f: 1} for each field of min.
-func inferKeyPattern(min bsoncore.Document) bsoncore.Document {
+func inferKeyPattern(lo bsoncore.Document) bsoncore.Document {
 	b := bsoncore.NewDocumentBuilder()
-	elems, _ := min.Elements()
+	elems, _ := lo.Elements()
 	for _, el := range elems {
 		b.AppendInt32(el.Key(), 1)
 	}
