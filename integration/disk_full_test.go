@@ -101,12 +101,12 @@ func TestDiskFullRefusesWrites(t *testing.T) {
 	}
 }
 
-// TestDiskFullReserveFlag reads the real volume: a reserve of 99% of it (--disk-reserve 0
+// TestDiskFullReserveFlag reads the real volume: a reserve of 99.99% of it (--disk-reserve 0
 // leaves the share as the only bound) is more than any test machine has free, so writes
 // answer OutOfDiskSpace from the start while reads work.
 func TestDiskFullReserveFlag(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, "--disk-reserve", "0", "--disk-reserve-percent", "99")
+	srv := startServer(t, "--disk-reserve", "0", "--disk-reserve-percent", "99.99")
 	ctx := context.Background()
 	db := srv.client(t).Database(dbName(t))
 	// Creating the collection is a catalog change, which the reserve lets through.
