@@ -287,9 +287,9 @@ func appendSize(dst []byte, key string, n, scale int64) []byte {
 }
 
 // dataSize answers {dataSize: "db.coll"}: the collection's documents and bytes, summed over
-// its shards' statistics ({size, numObjects, millis}). A key range (keyPattern, min, max)
-// answers NotImplemented: cleave's statistics are kept by shard-key hash, not by index key.
-func (e *Executor) dataSize(_ context.Context, r *request) error {
+// its shards' statistics ({size, numObjects, millis}). With a key range (keyPattern, min,
+// max) it measures the documents in the range (cmd_datasize.go).
+func (e *Executor) dataSize(ctx context.Context, r *request) error {
 	const cmd = "dataSize"
 	start := time.Now()
 	first, _ := bsonx.FirstElement(r.body)
@@ -297,10 +297,9 @@ func (e *Executor) dataSize(_ context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	for _, k := range []string{"keyPattern", "min", "max"} {
-		if _, err := r.body.LookupErr(k); err == nil {
-			return mongoerr.New(mongoerr.NotImplemented, "dataSize with a key range (%s) is not supported by cleave; without one it answers the whole collection", k)
-		}
+	rng, err := parseDataSizeRange(r.body)
+	if err != nil {
+		return err
 	}
 	db, coll, ok := strings.Cut(ns, ".")
 	if !ok || db == "" || coll == "" {
@@ -313,6 +312,13 @@ func (e *Executor) dataSize(_ context.Context, r *request) error {
 			docs += d
 			bytes += b
 		}
+	}
+	if !empty(rng.keyPattern) || !empty(rng.min) || !empty(rng.max) || rng.estimate {
+		ci, err := e.cat.Lookup(db, coll)
+		if err != nil {
+			return err
+		}
+		return e.dataSizeOfRange(ctx, r, ci, rng, docs, bytes, start)
 	}
 	out := bsoncore.AppendInt64Element(r.out, "size", bytes)
 	out = bsoncore.AppendInt64Element(out, "numObjects", docs)

@@ -239,6 +239,7 @@ func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 	c.end()
 	if !errors.Is(err, errCloseConnection) {
 		err = interruptError(ctx, err) // before kill(nil) cancels ctx
+		err = catalog.StoreError(err)  // a full disk or a failed commit, wherever it surfaced
 	}
 	kill(nil)
 	if errors.Is(err, errCloseConnection) {

@@ -96,6 +96,9 @@ func (e *Executor) addTestCommands(add func(*command, ...string)) {
 func (e *Executor) configureFailPoint(_ context.Context, r *request) error {
 	first, _ := bsonx.FirstElement(r.body)
 	name, _ := first.Value().StringValueOK()
+	if name == "simulateAvailableDiskSpace" {
+		return e.simulateAvailableDiskSpace(r)
+	}
 	if name != "failCommand" {
 		return mongoerr.New(mongoerr.FailPointSetFailed, "%s not found", name)
 	}

@@ -153,7 +153,18 @@ func (c *Catalog) mutate(fn func(m *mutation) error) error {
 	if err := fn(m); err != nil {
 		return err
 	}
-	if err := m.b.Commit(pebble.Sync); err != nil {
+	// Through the DB's guarded commit: a failed DB refuses it, and a WAL error fails the DB
+	// instead of stopping the process ("pebble: fatal commit error"). Catalog records are
+	// small and deletions free space: the disk reserve does not apply.
+	err := c.db.writeRefused(false)
+	if err == nil {
+		if err = c.db.applyPebble(m.b, true); err == nil {
+			if err = m.b.SyncWait(); err != nil {
+				err = c.db.failCommit(err)
+			}
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("store: catalog commit: %w", err)
 	}
 	c.state.Store(m.e.s)

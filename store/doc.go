@@ -40,6 +40,9 @@
 //     provided every document write records its delta with Batch.AddStats.
 //   - Collection IDs are never reused; catalog readers never block and never see a change
 //     that is not durable.
+//   - A batch that adds documents or index entries never reaches Pebble while the volume's
+//     free space is under the reserve (*DiskFullError); after a commit fails in Pebble
+//     (ErrIO), no write reaches it again until the DB is reopened (space.go).
 //
 // # Usage
 //

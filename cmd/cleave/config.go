@@ -39,6 +39,11 @@ type Config struct {
 	// bound the process's memory (README, "Memory").
 	CacheSize      int64
 	MemTableBudget int64
+	// DiskReserve and DiskReservePercent: writes that add data are refused (OutOfDiskSpace
+	// 14031) while the data volume has less free space than the smaller of the two bounds;
+	// 0 turns a bound off.
+	DiskReserve        int64
+	DiskReservePercent float64
 	// Auth turns access control on (mongod's --auth); AuthUser and AuthPassword create a
 	// root user on admin at startup when no user exists.
 	Auth                   bool
@@ -61,6 +66,15 @@ type Config struct {
 // DefaultMemTableBudget is --memtable-budget's default: with the block cache's 256 MiB, the
 // memory Pebble may hold whatever the number of shards (one shard: four 32 MiB memtables).
 const DefaultMemTableBudget = 128 << 20
+
+// storeReserve maps a reserve bound of the configuration (0: off) to store.Options' (0:
+// the default, negative: off).
+func storeReserve[T int64 | float64](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
 
 // MemTableSize is the size of one memtable of each shard: the budget split between the
 // shards' store.DefaultMemTables memtables.
@@ -91,6 +105,8 @@ func parseConfig(args []string) (Config, error) {
 	fs.DurationVar(&c.SlowOp, "slow-op", envDuration("SLOW_OP", 100*time.Millisecond), "log commands slower than this at info level (MongoDB's slowms)")
 	fs.Int64Var(&c.CacheSize, "cache-size", envInt64("CACHE_SIZE", store.DefaultCacheSize), "bytes of the block cache, shared by all shards")
 	fs.Int64Var(&c.MemTableBudget, "memtable-budget", envInt64("MEMTABLE_BUDGET", DefaultMemTableBudget), "bytes of all memtables, split evenly between the shards (each shard holds at most "+strconv.Itoa(store.DefaultMemTables)+": the one written and those being flushed)")
+	fs.Int64Var(&c.DiskReserve, "disk-reserve", envInt64("DISK_RESERVE", store.DefaultDiskReserve), "free bytes the data volume keeps: below the smaller of this and --disk-reserve-percent, writes that add data fail with OutOfDiskSpace (0: no byte bound)")
+	fs.Float64Var(&c.DiskReservePercent, "disk-reserve-percent", envFloat("DISK_RESERVE_PERCENT", store.DefaultDiskReservePercent), "the reserve as a share of the data volume's size, in percent (0: no share bound; both 0: no reserve)")
 	fs.Int64Var(&c.PartitionMaxBytes, "partition-max-bytes", envInt64("PARTITION_MAX_BYTES", 50<<30), "size above which a partition splits in two")
 	fs.Float64Var(&c.MaxPartitionRU, "max-partition-ru", envFloat("MAX_PARTITION_RU", 10000), "most RU/s one partition serves (t): provisioned T needs ceil(T/t) partitions")
 	fs.Float64Var(&c.SplitLoadRU, "split-load-ru", envFloat("SPLIT_LOAD_RU", 0), "measured RU/s above which a partition splits by load (0: 0.8 x --max-partition-ru)")
@@ -145,6 +161,12 @@ func (c *Config) validate() error {
 	if m := c.MemTableSize(); m < 1<<20 || m >= 4<<30 {
 		errs = append(errs, fmt.Errorf("--memtable-budget %d: with --shards %d, a memtable of %d bytes; it must be at least 1 MiB and below 4 GiB",
 			c.MemTableBudget, c.Shards, m))
+	}
+	if c.DiskReserve < 0 {
+		errs = append(errs, fmt.Errorf("--disk-reserve %d: must not be negative", c.DiskReserve))
+	}
+	if c.DiskReservePercent < 0 || c.DiskReservePercent >= 100 {
+		errs = append(errs, fmt.Errorf("--disk-reserve-percent %g: must be at least 0 and below 100", c.DiskReservePercent))
 	}
 	if c.PartitionMaxBytes < 1 {
 		errs = append(errs, fmt.Errorf("--partition-max-bytes %d: must be positive", c.PartitionMaxBytes))

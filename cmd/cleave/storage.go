@@ -48,6 +48,7 @@ func openStorage(cfg *Config, logger *zap.Logger) (*exec.Storage, func() error, 
 		dir := filepath.Join(cfg.Dir, "shard-"+strconv.Itoa(i))
 		db, err := store.Open(store.Options{
 			Dir: dir, Cache: cache, MemTableSize: uint64(cfg.MemTableSize()),
+			DiskReserve: storeReserve(cfg.DiskReserve), DiskReservePercent: storeReserve(cfg.DiskReservePercent),
 			Logger: logger.Named("store").With(zap.Int("shard", i)),
 		})
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -254,8 +255,12 @@ func ValidateCollName(db, name string) error {
 	return nil
 }
 
-// StoreError maps a store sentinel to the client's error.
+// StoreError maps a store sentinel to the client's error: a write refused under the disk
+// reserve answers OutOfDiskSpace 14031 in the words of MongoDB's disk space monitor, a
+// failed commit OutOfDiskSpace when the disk was full (ENOSPC) and InternalError otherwise,
+// with the store's explanation.
 func StoreError(err error) error {
+	var dfe *store.DiskFullError
 	switch {
 	case err == nil:
 		return nil
@@ -263,6 +268,13 @@ func StoreError(err error) error {
 		return err
 	case errors.Is(err, store.ErrClosed):
 		return mongoerr.Wrap(err, mongoerr.ShutdownInProgress, "The server is in quiesce mode and will shut down")
+	case errors.As(err, &dfe):
+		return mongoerr.Wrap(err, mongoerr.OutOfDiskSpace, "available disk space of %d bytes is less than required minimum of %d",
+			dfe.Available, dfe.Required)
+	case errors.Is(err, store.ErrIO) && errors.Is(err, syscall.ENOSPC):
+		return mongoerr.Wrap(err, mongoerr.OutOfDiskSpace, "%s", err)
+	case errors.Is(err, store.ErrIO):
+		return mongoerr.Wrap(err, mongoerr.InternalError, "%s", err)
 	}
 	return err
 }

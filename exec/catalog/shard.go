@@ -1,6 +1,10 @@
 package catalog
 
-import "github.com/cleavedb/cleave/store"
+import (
+	"context"
+
+	"github.com/cleavedb/cleave/store"
+)
 
 // Reader reads one shard's documents, index entries and stats: the latest committed state
 // (Shard) or the state at one moment (Snapshot). Hash ranges are [lo, hi) with hi == 0
@@ -189,6 +193,16 @@ func (l local) NewSnapshot() (Snapshot, error) {
 
 // NewBatch implements Shard.
 func (l local) NewBatch() Batch { return l.db.NewBatch() }
+
+// CompactCollection compacts coll's documents and index entries on this shard to the
+// bottom of the LSM and returns their estimated bytes on disk before and after; ctx stops
+// it between compactions (store.DB.CompactCollection). The compact command's seam.
+func (l local) CompactCollection(ctx context.Context, coll store.CollID) (uint64, uint64, error) {
+	return l.db.CompactCollection(ctx, coll)
+}
+
+// SimulateAvailableDiskSpace passes the simulateAvailableDiskSpace failpoint to the store.
+func (l local) SimulateAvailableDiskSpace(n int64) int64 { return l.db.SimulateAvailableDiskSpace(n) }
 
 // CollStats implements Shard.
 func (l local) CollStats(coll store.CollID) (int64, int64) { return l.db.CollStats(coll) }

@@ -128,6 +128,7 @@ const (
 	StaleConfig                              Code = 13388
 	NotPrimaryNoSecondaryOk                  Code = 13435
 	NotPrimaryOrSecondary                    Code = 13436
+	OutOfDiskSpace                           Code = 14031
 	TooManyRequests                          Code = 16500 // Cosmos DB's request-rate-too-large; not in MongoDB's table
 
 	// Assertion sites MongoDB reports as Location<N>.
@@ -287,6 +288,7 @@ var names = map[Code]string{
 	MergeStageNoMatchingDocument:             "MergeStageNoMatchingDocument",
 	NotPrimaryNoSecondaryOk:                  "NotPrimaryNoSecondaryOk",
 	NotPrimaryOrSecondary:                    "NotPrimaryOrSecondary",
+	OutOfDiskSpace:                           "OutOfDiskSpace",
 	TooManyRequests:                          "TooManyRequests",
 }
 
