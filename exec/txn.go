@@ -671,6 +671,20 @@ func (v txnView) NewDocIter(coll store.CollID, lo, hi uint64) (catalog.DocIter, 
 	return &txnDocIter{DocIter: it, done: done}, nil
 }
 
+// NewDocIterReverse implements catalog.Reader.
+func (v txnView) NewDocIterReverse(coll store.CollID, lo, hi uint64) (catalog.DocIter, error) {
+	r, done, err := v.reader()
+	if err != nil {
+		return nil, err
+	}
+	it, err := r.NewDocIterReverse(coll, lo, hi)
+	if err != nil {
+		done()
+		return nil, err
+	}
+	return &txnDocIter{DocIter: it, done: done}, nil
+}
+
 // NewIndexIter implements catalog.Reader.
 func (v txnView) NewIndexIter(coll store.CollID, idx store.IndexID, lower, upper []byte, reverse bool) (catalog.IndexIter, error) {
 	r, done, err := v.reader()

@@ -1,0 +1,174 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// cappedIDs returns the _ids of c's documents in the order find returns them with opts.
+func cappedIDs(t *testing.T, c *mongo.Collection, filter any, opts ...options.Lister[options.FindOptions]) []int32 {
+	t.Helper()
+	cur, err := c.Find(context.Background(), filter, opts...)
+	if err != nil {
+		t.Fatalf("find: %v", err)
+	}
+	var docs []struct {
+		ID int32 `bson:"_id"`
+	}
+	if err := cur.All(context.Background(), &docs); err != nil {
+		t.Fatalf("find: %v", err)
+	}
+	ids := make([]int32, len(docs))
+	for i, d := range docs {
+		ids[i] = d.ID
+	}
+	return ids
+}
+
+// wantIDs fails unless got equals want.
+func wantIDs(t *testing.T, what string, got []int32, want ...int32) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: got %v, want %v", what, got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("%s: got %v, want %v", what, got, want)
+		}
+	}
+}
+
+// insertIDs inserts {_id: id, pad} documents one at a time, in order.
+func insertIDs(t *testing.T, c *mongo.Collection, pad string, ids ...int32) {
+	t.Helper()
+	for _, id := range ids {
+		if _, err := c.InsertOne(context.Background(), bson.D{{Key: "_id", Value: id}, {Key: "pad", Value: pad}}); err != nil {
+			t.Fatalf("insert %d: %v", id, err)
+		}
+	}
+}
+
+func TestCappedCreateMaxDocs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := sharedServer(t).client(t).Database(dbName(t))
+	if err := db.CreateCollection(ctx, "c", options.CreateCollection().SetCapped(true).SetSizeInBytes(4000).SetMaxDocuments(3)); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	specs, err := db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: "c"}})
+	if err != nil || len(specs) != 1 {
+		t.Fatalf("listCollections: %v %v", specs, err)
+	}
+	// size is rounded up to a multiple of 256, as MongoDB stores it.
+	if got, want := specs[0].Options.String(), `{"capped": true,"size": {"$numberInt":"4096"},"max": {"$numberInt":"3"}}`; got != want {
+		t.Errorf("options = %s, want %s", got, want)
+	}
+	c := db.Collection("c")
+	// Ids out of _id order: the natural order is the insertion order, not _id's.
+	insertIDs(t, c, "x", 5, 1, 4, 2, 3)
+	wantIDs(t, "natural order", cappedIDs(t, c, bson.D{}), 4, 2, 3)
+	wantIDs(t, "$natural: -1", cappedIDs(t, c, bson.D{}, options.Find().SetSort(bson.D{{Key: "$natural", Value: -1}})), 3, 2, 4)
+	wantIDs(t, "hint $natural: -1", cappedIDs(t, c, bson.D{}, options.Find().SetHint(bson.D{{Key: "$natural", Value: -1}})), 3, 2, 4)
+	wantIDs(t, "by _id", cappedIDs(t, c, bson.D{{Key: "_id", Value: 2}}), 2)
+	wantIDs(t, "evicted _id", cappedIDs(t, c, bson.D{{Key: "_id", Value: 1}}))
+	// _id stays unique over the whole collection.
+	_, err = c.InsertOne(ctx, bson.D{{Key: "_id", Value: 3}})
+	wantCode(t, err, 11000, "dup key: { _id: 3 }")
+	// An evicted _id may come back; insertMany past the bound keeps the newest.
+	if _, err := c.InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 6}}, bson.D{{Key: "_id", Value: 7}}, bson.D{{Key: "_id", Value: 8}}}); err != nil {
+		t.Fatalf("insertMany: %v", err)
+	}
+	wantIDs(t, "after insertMany", cappedIDs(t, c, bson.D{}), 6, 7, 8)
+	if n, err := c.CountDocuments(ctx, bson.D{}); err != nil || n != 3 {
+		t.Fatalf("count = %d, %v", n, err)
+	}
+	var stats bson.M
+	if err := db.RunCommand(ctx, bson.D{{Key: "collStats", Value: "c"}}).Decode(&stats); err != nil {
+		t.Fatalf("collStats: %v", err)
+	}
+	if stats["capped"] != true || stats["max"] != int32(3) || stats["maxSize"] != int32(4096) || stats["count"] != int32(3) {
+		t.Errorf("collStats = %v", stats)
+	}
+	res, err := runCmd(t, db, bson.D{{Key: "validate", Value: "c"}})
+	if err != nil || res["valid"] != true {
+		t.Errorf("validate = %v, %v", res, err)
+	}
+}
+
+func TestCappedSizeBound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := sharedServer(t).client(t).Database(dbName(t))
+	if err := db.CreateCollection(ctx, "c", options.CreateCollection().SetCapped(true).SetSizeInBytes(1000)); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	c := db.Collection("c")
+	if _, err := c.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "pad", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	pad := strings.Repeat("p", 200) // about 225 bytes a document: 1024 bytes hold 4
+	for i := int32(1); i <= 10; i++ {
+		insertIDs(t, c, pad, i)
+		var stats bson.M
+		if err := db.RunCommand(ctx, bson.D{{Key: "collStats", Value: "c"}}).Decode(&stats); err != nil {
+			t.Fatal(err)
+		}
+		if size := stats["size"].(int32); size > 1024 {
+			t.Fatalf("after %d inserts the size is %d, above the bound 1024", i, size)
+		}
+	}
+	wantIDs(t, "newest kept", cappedIDs(t, c, bson.D{}), 7, 8, 9, 10)
+	// The evicted documents' index entries went with them.
+	wantIDs(t, "through the pad index", cappedIDs(t, c, bson.D{{Key: "pad", Value: pad}}, options.Find().SetHint("pad_1")), 7, 8, 9, 10)
+	res, err := runCmd(t, db, bson.D{{Key: "validate", Value: "c"}, {Key: "full", Value: true}})
+	if err != nil || res["valid"] != true {
+		t.Errorf("validate = %v, %v", res, err)
+	}
+	_, err = c.InsertOne(ctx, bson.D{{Key: "big", Value: strings.Repeat("b", 2000)}})
+	wantCode(t, err, 10334, "object to insert exceeds cappedMaxSize")
+	// Updates (growing included, allowed since MongoDB 6.0) and deletes keep the order.
+	if _, err := c.UpdateOne(ctx, bson.D{{Key: "_id", Value: 8}}, bson.D{{Key: "$set", Value: bson.D{{Key: "more", Value: "x"}}}}); err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	if _, err := c.DeleteOne(ctx, bson.D{{Key: "_id", Value: 9}}); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	wantIDs(t, "after update and delete", cappedIDs(t, c, bson.D{}), 7, 8, 10)
+	if n, _ := c.CountDocuments(ctx, bson.D{{Key: "more", Value: "x"}}); n != 1 {
+		t.Fatalf("updated documents: %d", n)
+	}
+}
+
+func TestCappedCreateErrors(t *testing.T) {
+	t.Parallel()
+	db := sharedServer(t).client(t).Database(dbName(t))
+	cases := []struct {
+		name string
+		cmd  bson.D
+		code int32
+		msg  string
+	}{
+		{"NoSize", bson.D{{Key: "create", Value: "c"}, {Key: "capped", Value: true}}, 72, "the 'size' field is required when 'capped' is true"},
+		{"SizeNotCapped", bson.D{{Key: "create", Value: "c"}, {Key: "size", Value: 1000}}, 72, "the 'capped' field needs to be true when either the 'size' or 'max' fields are present"},
+		{"MaxNotCapped", bson.D{{Key: "create", Value: "c"}, {Key: "max", Value: 10}}, 72, "the 'capped' field needs to be true when either the 'size' or 'max' fields are present"},
+		{"SizeString", bson.D{{Key: "create", Value: "c"}, {Key: "capped", Value: true}, {Key: "size", Value: "big"}}, 14, "BSON field 'create.size' is the wrong type 'string'"},
+		{"SizeZero", bson.D{{Key: "create", Value: "c"}, {Key: "capped", Value: true}, {Key: "size", Value: 0}}, 51024, "BSON field 'create.size' value must be >= 1, actual value '0'"},
+		{"MaxTooLarge", bson.D{{Key: "create", Value: "c"}, {Key: "capped", Value: true}, {Key: "size", Value: 1000}, {Key: "max", Value: int64(1) << 31}}, 51024, "BSON field 'create.max' value must be < 2147483648"},
+		{"Timeseries", bson.D{{Key: "create", Value: "c"}, {Key: "capped", Value: true}, {Key: "size", Value: 1000}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "t"}}}}, 72, "'timeseries' is not allowed with 'capped'"},
+		{"Sharded", bson.D{{Key: "create", Value: "c"}, {Key: "capped", Value: true}, {Key: "size", Value: 1000}, {Key: "shardKey", Value: bson.D{{Key: "a", Value: "hashed"}}}}, 72, "can't shard a capped collection"},
+	}
+	for _, tc := range cases {
+		_, err := runCmd(t, db, tc.cmd)
+		t.Run(tc.name, func(t *testing.T) { wantCode(t, err, tc.code, tc.msg) })
+	}
+	if _, err := runCmd(t, db, bson.D{{Key: "create", Value: "capped"}, {Key: "capped", Value: true}, {Key: "size", Value: 1000}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runCmd(t, db.Client().Database("admin"), bson.D{{Key: "shardCollection", Value: dbName(t) + ".capped"}, {Key: "key", Value: bson.D{{Key: "a", Value: "hashed"}}}})
+	wantCode(t, err, 72, "can't shard a capped collection")
+}
