@@ -70,6 +70,7 @@ const (
 	NamespaceNotSharded                      Code = 118
 	DocumentValidationFailure                Code = 121
 	CommandFailed                            Code = 125
+	CappedPositionLost                       Code = 136
 	CursorInUse                              Code = 143
 	ExceededMemoryLimit                      Code = 146
 	ChunkTooBig                              Code = 153
@@ -221,6 +222,7 @@ var names = map[Code]string{
 	NamespaceNotSharded:                      "NamespaceNotSharded",
 	DocumentValidationFailure:                "DocumentValidationFailure",
 	CommandFailed:                            "CommandFailed",
+	CappedPositionLost:                       "CappedPositionLost",
 	CursorInUse:                              "CursorInUse",
 	UnsupportedOpQueryCommand:                "UnsupportedOpQueryCommand",
 	ExceededMemoryLimit:                      "ExceededMemoryLimit",
