@@ -104,7 +104,7 @@ func (wr *Writer) CappedRecordID(id []byte) (rid uint64, found bool, err error) 
 // insert: a collection whose bounds shrank by collMod loses its excess at the next insert).
 func (wr *Writer) evictCapped() error {
 	ci, cw := wr.ci, wr.capped
-	if ci.Capped == nil || cw == nil || len(cw.inserted) == 0 {
+	if cw == nil || len(cw.inserted) == 0 {
 		return nil
 	}
 	db := wr.p.shardList()[ci.Map.Partition(0).Shard]
@@ -153,7 +153,7 @@ func (wr *Writer) evictCapped() error {
 
 // cappedInserted wakes the tailable cursors of the collection after a commit that inserted.
 func (wr *Writer) cappedInserted() {
-	if wr.ci.Capped != nil && wr.capped != nil && len(wr.capped.inserted) > 0 {
+	if wr.capped != nil && len(wr.capped.inserted) > 0 {
 		wr.p.cat.CappedState(wr.ci.Meta.ID).Inserted()
 	}
 }
