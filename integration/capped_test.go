@@ -2,7 +2,9 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -338,4 +340,120 @@ func TestCappedTailable(t *testing.T) {
 		_, err := runCmd(t, db, tc.cmd)
 		t.Run(tc.name, func(t *testing.T) { wantCode(t, err, tc.code, tc.msg) })
 	}
+}
+
+// TestCappedKill kills the server with SIGKILL while clients insert into a capped collection,
+// restarts it, and checks that no acknowledged insert that the cap did not evict is lost, that
+// the cap held, and that it still holds for the inserts after the restart.
+func TestCappedKill(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2")
+	ctx := context.Background()
+	const writers, maxDocs = 4, 50
+	c := srv.client(t, options.Client().SetMaxPoolSize(writers+2).SetRetryWrites(false))
+	db := c.Database("durable")
+	if err := db.CreateCollection(ctx, "log", options.CreateCollection().SetCapped(true).SetSizeInBytes(1<<20).SetMaxDocuments(maxDocs)); err != nil {
+		t.Fatal(err)
+	}
+	coll := db.Collection("log")
+	var mu sync.Mutex
+	lastAcked := make([]int32, writers) // per writer, its last acknowledged sequence number
+	var lastID string                   // the last insert acknowledged, all writers together
+	acks := 0
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := int32(1); ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("w%d-%d", w, i)
+				doc := bson.D{{Key: "_id", Value: id}, {Key: "w", Value: w}, {Key: "i", Value: i}, {Key: "pad", Value: strings.Repeat("p", 100)}}
+				if _, err := coll.InsertOne(ctx, doc); err != nil {
+					return // the server is gone
+				}
+				mu.Lock()
+				lastAcked[w], lastID = i, id
+				acks++
+				mu.Unlock()
+			}
+		}(w)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		mu.Lock()
+		n := acks
+		mu.Unlock()
+		if n >= 300 || time.Now().After(deadline) {
+			break
+		}
+	}
+	srv.kill()
+	close(stop)
+	wg.Wait()
+	if acks < maxDocs {
+		t.Fatalf("only %d inserts acknowledged before the kill", acks)
+	}
+
+	srv.restart()
+	coll = srv.client(t).Database("durable").Collection("log")
+	validateClean(t, coll.Database(), "log", "after kill -9")
+	cur, err := coll.Find(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []struct {
+		ID string `bson:"_id"`
+		W  int    `bson:"w"`
+		I  int32  `bson:"i"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != maxDocs {
+		t.Fatalf("%d documents after restart, want the cap, %d", len(docs), maxDocs)
+	}
+	// In natural order each writer's documents are a run of consecutive inserts, which ends
+	// at or after its last acknowledged one unless the cap evicted them all.
+	last := make([]int32, writers)
+	for _, d := range docs {
+		if last[d.W] != 0 && d.I != last[d.W]+1 {
+			t.Fatalf("writer %d: insert %d follows %d in natural order", d.W, d.I, last[d.W])
+		}
+		last[d.W] = d.I
+	}
+	for w := range writers {
+		if last[w] != 0 && last[w] < lastAcked[w] {
+			t.Errorf("writer %d: acknowledged insert %d lost (the newest present is %d)", w, lastAcked[w], last[w])
+		}
+	}
+	found := false
+	for _, d := range docs {
+		found = found || d.ID == lastID
+	}
+	if !found {
+		t.Errorf("the last acknowledged insert %s is missing after kill -9", lastID)
+	}
+	// The cap holds after the restart, and record ids go on growing.
+	var more []any
+	for i := range 2 * maxDocs {
+		more = append(more, bson.D{{Key: "_id", Value: fmt.Sprintf("after-%03d", i)}})
+	}
+	if _, err := coll.InsertMany(ctx, more); err != nil {
+		t.Fatal(err)
+	}
+	n, err := coll.CountDocuments(ctx, bson.D{})
+	if err != nil || n != maxDocs {
+		t.Fatalf("count after more inserts = %d, %v", n, err)
+	}
+	first, err := coll.FindOne(ctx, bson.D{}).Raw()
+	if err != nil || first.Lookup("_id").StringValue() != fmt.Sprintf("after-%03d", maxDocs) {
+		t.Fatalf("oldest document after more inserts = %v, %v", first, err)
+	}
+	validateClean(t, coll.Database(), "log", "after more inserts")
+	t.Logf("%d acknowledged inserts; after kill -9 the newest %d are there, in order", acks, maxDocs)
 }
