@@ -457,3 +457,59 @@ func TestCappedKill(t *testing.T) {
 	validateClean(t, coll.Database(), "log", "after more inserts")
 	t.Logf("%d acknowledged inserts; after kill -9 the newest %d are there, in order", acks, maxDocs)
 }
+
+func TestCappedConvertAndClone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := sharedServer(t).client(t).Database(dbName(t))
+	c := db.Collection("c")
+	pad := strings.Repeat("p", 100) // 128 bytes a document
+	for i := int32(1); i <= 10; i++ {
+		insertIDs(t, c, pad, i)
+	}
+	if _, err := c.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "pad", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := runCmd(t, db, bson.D{{Key: "cloneCollectionAsCapped", Value: "c"}, {Key: "toCollection", Value: "k"}, {Key: "size", Value: 400}})
+	if err != nil || res["ok"] != 1.0 {
+		t.Fatalf("cloneCollectionAsCapped = %v, %v", res, err)
+	}
+	wantIDs(t, "clone: the newest that fit 400 bytes", cappedIDs(t, db.Collection("k"), bson.D{}), 8, 9, 10)
+	wantIDs(t, "source untouched", cappedIDs(t, c, bson.D{}), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+	insertIDs(t, db.Collection("k"), pad, 11)
+	wantIDs(t, "clone stays capped", cappedIDs(t, db.Collection("k"), bson.D{}), 9, 10, 11)
+
+	if _, err := runCmd(t, db, bson.D{{Key: "convertToCapped", Value: "c"}, {Key: "size", Value: 700}}); err != nil {
+		t.Fatalf("convertToCapped: %v", err)
+	}
+	wantIDs(t, "converted", cappedIDs(t, c, bson.D{}), 6, 7, 8, 9, 10)
+	specs, err := db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: "c"}})
+	if err != nil || len(specs) != 1 || specs[0].Options.String() != `{"capped": true,"size": {"$numberInt":"700"}}` {
+		t.Fatalf("listCollections = %v, %v", specs, err)
+	}
+	names, err := c.Indexes().ListSpecifications(ctx)
+	if err != nil || len(names) != 1 || names[0].Name != "_id_" {
+		t.Fatalf("indexes after convertToCapped = %v, %v (only _id is kept)", names, err)
+	}
+	insertIDs(t, c, pad, 11, 12)
+	wantIDs(t, "converted stays capped", cappedIDs(t, c, bson.D{}), 8, 9, 10, 11, 12)
+	res, err = runCmd(t, db, bson.D{{Key: "validate", Value: "c"}, {Key: "full", Value: true}})
+	if err != nil || res["valid"] != true {
+		t.Errorf("validate = %v, %v", res, err)
+	}
+
+	cases := []struct {
+		name string
+		cmd  bson.D
+		code int32
+	}{
+		{"ConvertMissing", bson.D{{Key: "convertToCapped", Value: "nope"}, {Key: "size", Value: 1000}}, 26},
+		{"ConvertNoSize", bson.D{{Key: "convertToCapped", Value: "c"}}, 40414},
+		{"CloneMissing", bson.D{{Key: "cloneCollectionAsCapped", Value: "nope"}, {Key: "toCollection", Value: "x"}, {Key: "size", Value: 1000}}, 26},
+		{"CloneTargetExists", bson.D{{Key: "cloneCollectionAsCapped", Value: "c"}, {Key: "toCollection", Value: "k"}, {Key: "size", Value: 1000}}, 48},
+	}
+	for _, tc := range cases {
+		_, err := runCmd(t, db, tc.cmd)
+		t.Run(tc.name, func(t *testing.T) { wantCode(t, err, tc.code, "") })
+	}
+}

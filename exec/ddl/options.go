@@ -279,6 +279,17 @@ func normalizeCapped(o CollOptions) error {
 	return nil
 }
 
+// CappedOptions are the options of a capped collection of size bytes made from a collection
+// with options src (convertToCapped, cloneCollectionAsCapped): src's, with capped and size
+// set and max dropped. The size is kept as given, as MongoDB's capped_utils does.
+func CappedOptions(src bsoncore.Document, size int64) bsoncore.Document {
+	o := optionsOf(src)
+	delete(o, "max")
+	o["capped"] = bsoncore.Value{Type: bsoncore.TypeBoolean, Data: bsoncore.AppendBoolean(nil, true)}
+	o["size"] = numberValue(size)
+	return o.Doc()
+}
+
 // numberValue is n as MongoDB's BSONObjBuilder::appendNumber writes it: an int when it
 // fits, else a long.
 func numberValue(n int64) bsoncore.Value {
