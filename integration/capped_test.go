@@ -513,3 +513,39 @@ func TestCappedConvertAndClone(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { wantCode(t, err, tc.code, "") })
 	}
 }
+
+func TestCappedRefusals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cl := sharedServer(t).client(t)
+	db := cl.Database(dbName(t))
+	if err := db.CreateCollection(ctx, "c", options.CreateCollection().SetCapped(true).SetSizeInBytes(4096)); err != nil {
+		t.Fatal(err)
+	}
+	c := db.Collection("c")
+	insertIDs(t, c, "x", 1)
+	// Writes in transactions are not allowed on capped collections; reads are.
+	sess, err := cl.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	if err := sess.StartTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	sctx := mongo.NewSessionContext(ctx, sess)
+	if n, err := c.CountDocuments(sctx, bson.D{}); err != nil || n != 1 {
+		t.Fatalf("count in a transaction = %d, %v", n, err)
+	}
+	_, err = c.InsertOne(sctx, bson.D{{Key: "_id", Value: 2}})
+	wantCode(t, err, 263, "is a capped collection. Writes in transactions are not allowed on capped collections.")
+	_ = sess.AbortTransaction(ctx)
+	wantIDs(t, "after the refused transaction", cappedIDs(t, c, bson.D{}), 1)
+	// $out cannot replace a capped collection.
+	if _, err := db.Collection("src").InsertOne(ctx, bson.D{{Key: "_id", Value: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Collection("src").Aggregate(ctx, mongo.Pipeline{{{Key: "$out", Value: "c"}}})
+	wantCode(t, err, 17152, "is capped so it can't be used for $out")
+	wantIDs(t, "after the refused $out", cappedIDs(t, c, bson.D{}), 1)
+}
