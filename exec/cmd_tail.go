@@ -56,6 +56,9 @@ func isNaturalAscending(sort bsoncore.Document) bool {
 // findTailable answers a find with tailable: true on collection ci (which exists).
 func (e *Executor) findTailable(ctx context.Context, r *request, a *findArgs, ci *catalog.Coll, q *query.Query) error {
 	ns := ci.NS()
+	if r.txn != nil {
+		return mongoerr.New(mongoerr.InvalidOptions, "It is illegal to open a tailable cursor in a transaction")
+	}
 	if ci.Capped == nil {
 		filter := "$and"
 		if len(a.filter) > 5 {

@@ -537,6 +537,12 @@ func TestCappedRefusals(t *testing.T) {
 	if n, err := c.CountDocuments(sctx, bson.D{}); err != nil || n != 1 {
 		t.Fatalf("count in a transaction = %d, %v", n, err)
 	}
+	_, err = c.Find(sctx, bson.D{}, options.Find().SetCursorType(options.Tailable))
+	wantCode(t, err, 72, "It is illegal to open a tailable cursor in a transaction")
+	_ = sess.AbortTransaction(ctx)
+	if err := sess.StartTransaction(); err != nil {
+		t.Fatal(err)
+	}
 	_, err = c.InsertOne(sctx, bson.D{{Key: "_id", Value: 2}})
 	wantCode(t, err, 263, "is a capped collection. Writes in transactions are not allowed on capped collections.")
 	_ = sess.AbortTransaction(ctx)
