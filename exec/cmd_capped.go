@@ -64,7 +64,7 @@ func (e *Executor) convertToCapped(_ context.Context, r *request) error {
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := "tmp" + hex.EncodeToString(rnd[:]) + ".convertToCapped." + name
-	if _, err := e.copyToCapped(src, r.db, tmp, size); err != nil {
+	if err := e.copyToCapped(src, r.db, tmp, size); err != nil {
 		return err
 	}
 	_, dropped, err := e.st.Catalog.RenameCollection(r.db, tmp, r.db, name, true)
@@ -111,7 +111,7 @@ func (e *Executor) cloneCollectionAsCapped(_ context.Context, r *request) error 
 		return mongoerr.New(mongoerr.NamespaceExists, "cloneCollectionAsCapped failed - destination collection %s.%s already exists. source: %s.%s destination: %s.%s",
 			r.db, to, r.db, name, r.db, to)
 	}
-	if _, err := e.copyToCapped(src, r.db, to, size); err != nil {
+	if err := e.copyToCapped(src, r.db, to, size); err != nil {
 		return err
 	}
 	e.log.Info("cloned collection as capped", zap.String("from", r.db+"."+name), zap.String("to", r.db+"."+to))
@@ -149,11 +149,11 @@ func (e *Executor) cappedSource(db, name, cmd string) (*catalog.Coll, error) {
 // copyToCapped creates capped collection db.to of size bytes with src's other options and
 // copies into it the newest documents of src (in its natural order) that fit. The caller
 // holds the DDL lock.
-func (e *Executor) copyToCapped(src *catalog.Coll, db, to string, size int64) (*store.Collection, error) {
+func (e *Executor) copyToCapped(src *catalog.Coll, db, to string, size int64) error {
 	opts := ddl.CappedOptions(src.Meta.Options, size)
 	m, err := e.st.Catalog.CreateCollection(store.Collection{DB: db, Name: to, Options: opts})
 	if err != nil {
-		return nil, catalog.ChangeError(err, db, to)
+		return catalog.ChangeError(err, db, to)
 	}
 	dst, err := e.cat.Info(m)
 	if err == nil {
@@ -163,9 +163,9 @@ func (e *Executor) copyToCapped(src *catalog.Coll, db, to string, size int64) (*
 		if c, derr := e.st.Catalog.DropCollection(db, to); derr == nil {
 			e.cat.DeleteData(c)
 		}
-		return nil, err
+		return err
 	}
-	return m, nil
+	return nil
 }
 
 // fillCapped copies the newest documents of src that fit the bounds of dst, an empty capped
