@@ -555,3 +555,62 @@ func TestCappedRefusals(t *testing.T) {
 	wantCode(t, err, 17152, "is capped so it can't be used for $out")
 	wantIDs(t, "after the refused $out", cappedIDs(t, c, bson.D{}), 1)
 }
+
+// TestCappedTailableConcurrentInserts tails a capped collection while several clients insert
+// into it: the cursor receives every document exactly once, each writer's in its order, as
+// record ids become visible in increasing order.
+func TestCappedTailableConcurrentInserts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := sharedServer(t)
+	db := srv.client(t).Database(dbName(t))
+	if err := db.CreateCollection(ctx, "c", options.CreateCollection().SetCapped(true).SetSizeInBytes(1<<22)); err != nil {
+		t.Fatal(err)
+	}
+	c := db.Collection("c")
+	if _, err := c.InsertOne(ctx, bson.D{{Key: "_id", Value: "start"}, {Key: "w", Value: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := c.Find(ctx, bson.D{}, options.Find().SetCursorType(options.TailableAwait).SetMaxAwaitTime(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cur.Close(ctx) }()
+	const writers, each = 4, 100
+	wc := srv.client(t, options.Client().SetMaxPoolSize(writers)).Database(dbName(t)).Collection("c")
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			for i := range each {
+				if _, err := wc.InsertOne(ctx, bson.D{{Key: "_id", Value: fmt.Sprintf("%d-%d", w, i)}, {Key: "w", Value: w}, {Key: "i", Value: i}}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	next := make([]int32, writers)
+	got := 0
+	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for got < writers*each+1 && cur.Next(rctx) {
+		got++
+		w := cur.Current.Lookup("w").Int32()
+		if w < 0 {
+			continue
+		}
+		if i := cur.Current.Lookup("i").Int32(); i != next[w] {
+			t.Fatalf("writer %d: got insert %d, want %d (a document skipped or repeated)", w, i, next[w])
+		}
+		next[w]++
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got != writers*each+1 {
+		t.Fatalf("the tailable cursor received %d documents, want %d: %v", got, writers*each+1, cur.Err())
+	}
+}
