@@ -230,6 +230,9 @@ func (e *Executor) shardColl(spec sharding.Spec) (*store.Collection, error) {
 	unlock := e.cat.LockDDL()
 	defer unlock()
 	c := e.st.Catalog.State().Collection(spec.DB, spec.Coll)
+	if c != nil && catalog.IsCapped(c) || catalog.CappedOf(spec.Options) != nil {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "can't shard a capped collection")
+	}
 	if c != nil && c.Sharded() {
 		if equalKeys(c.ShardKey, spec.Key) {
 			return c, nil

@@ -149,7 +149,8 @@ func (e *Executor) collStats(_ context.Context, r *request) error {
 
 // appendStorageFields appends the storage statistics of collStats (also $collStats'
 // storageStats) for sizes sz of collection c (nil: none), scaled: size, count, avgObjSize,
-// numOrphanDocs, storageSize, freeStorageSize, capped, nindexes, indexBuilds (the indexes
+// numOrphanDocs, storageSize, freeStorageSize, capped (and max, maxSize when capped),
+// nindexes, indexBuilds (the indexes
 // being built), totalIndexSize, totalSize, indexSizes, scaleFactor.
 func appendStorageFields(out []byte, sz *collSizes, c *store.Collection, scale int64) []byte {
 	out = appendSize(out, "size", sz.size, scale)
@@ -160,7 +161,7 @@ func appendStorageFields(out []byte, sz *collSizes, c *store.Collection, scale i
 	out = appendSize(out, "numOrphanDocs", 0, 1)
 	out = appendSize(out, "storageSize", sz.storage, scale)
 	out = appendSize(out, "freeStorageSize", 0, scale)
-	out = bsoncore.AppendBooleanElement(out, "capped", false)
+	out = appendCappedStats(out, c, scale)
 	out = appendSize(out, "nindexes", int64(len(sz.indexes)), 1)
 	aidx, out := bsoncore.AppendArrayElementStart(out, "indexBuilds")
 	if c != nil {
@@ -185,6 +186,21 @@ func appendStorageFields(out []byte, sz *collSizes, c *store.Collection, scale i
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, iidx)
 	return appendSize(out, "scaleFactor", scale, 1)
+}
+
+// appendCappedStats appends capped, and for a capped collection its bounds: max (0 when
+// none was given) and maxSize (scaled), as MongoDB's storage statistics do.
+func appendCappedStats(out []byte, c *store.Collection, scale int64) []byte {
+	var cp *catalog.Capped
+	if c != nil {
+		cp = catalog.CappedOf(c.Options)
+	}
+	out = bsoncore.AppendBooleanElement(out, "capped", cp != nil)
+	if cp == nil {
+		return out
+	}
+	out = appendSize(out, "max", cp.Max, 1)
+	return appendSize(out, "maxSize", cp.Size, scale)
 }
 
 // dbStats runs dbStats: {db, collections, views, objects, avgObjSize, dataSize,

@@ -84,6 +84,20 @@ func (v pinnedView) NewDocIter(coll store.CollID, lo, hi uint64) (catalog.DocIte
 	return &pinnedDocIter{DocIter: it, done: done}, nil
 }
 
+// NewDocIterReverse implements catalog.Reader.
+func (v pinnedView) NewDocIterReverse(coll store.CollID, lo, hi uint64) (catalog.DocIter, error) {
+	r, done, err := v.pin()
+	if err != nil {
+		return nil, err
+	}
+	it, err := r.NewDocIterReverse(coll, lo, hi)
+	if err != nil {
+		done()
+		return nil, err
+	}
+	return &pinnedDocIter{DocIter: it, done: done}, nil
+}
+
 // NewIndexIter implements catalog.Reader.
 func (v pinnedView) NewIndexIter(coll store.CollID, idx store.IndexID, lower, upper []byte, reverse bool) (catalog.IndexIter, error) {
 	r, done, err := v.pin()

@@ -21,6 +21,7 @@ type Catalog struct {
 	cache  collCache
 	locks  store.KeyLocks
 	ddl    sync.Mutex
+	capped cappedStates // capped.go
 }
 
 // New returns the catalog over shards and the stored catalog st.
@@ -105,6 +106,7 @@ func (c *Catalog) Barrier() {
 // (store.OrphanCollections) finishes the job.
 func (c *Catalog) DeleteData(m *store.Collection) {
 	c.Barrier() // writers that still held m's old record finish first
+	c.forgetCapped(m.ID)
 	for i, db := range c.shards {
 		if err := db.DeleteCollectionData(m.ID); err != nil {
 			c.log.Warn("cannot delete the data of a dropped collection; the next start will",

@@ -42,6 +42,8 @@ type Coll struct {
 	// clustered collection (ddl_clustered.go).
 	TS        *Timeseries
 	Clustered bool
+	// Capped is set for a capped collection (capped.go): documents at their record id.
+	Capped *Capped
 	// View is set for a view (view.go): a record with no data that reads resolve and
 	// writes refuse.
 	View *View
@@ -159,6 +161,8 @@ func Compile(c *store.Collection) (*Coll, error) {
 		}
 	} else if ClusteredOf(c.Options) != nil {
 		ci.compileClustered()
+	} else if cp := CappedOf(c.Options); cp != nil {
+		ci.compileCapped(cp)
 	}
 	ci.WriteIndexes, ci.WriteUniques = ci.Indexes, ci.Uniques
 	if len(building) > 0 {

@@ -24,6 +24,9 @@ type Reader interface {
 	// NewDocIter iterates over the documents of coll with hash in [lo, hi) in (hash, id)
 	// order.
 	NewDocIter(coll store.CollID, lo, hi uint64) (DocIter, error)
+	// NewDocIterReverse is NewDocIter in reverse order, last document first: a capped
+	// collection's newest documents first ({$natural: -1}).
+	NewDocIterReverse(coll store.CollID, lo, hi uint64) (DocIter, error)
 	// NewIndexIter iterates over the entries of index idx whose key is in [lower, upper)
 	// (nil: unbounded), forward or in reverse.
 	NewIndexIter(coll store.CollID, idx store.IndexID, lower, upper []byte, reverse bool) (IndexIter, error)
@@ -157,6 +160,15 @@ func (l localReader) HasIndexKeyPrefix(coll store.CollID, idx store.IndexID, key
 // NewDocIter implements Reader.
 func (l localReader) NewDocIter(coll store.CollID, lo, hi uint64) (DocIter, error) {
 	it, err := l.r.NewDocIter(coll, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	return it, nil
+}
+
+// NewDocIterReverse implements Reader.
+func (l localReader) NewDocIterReverse(coll store.CollID, lo, hi uint64) (DocIter, error) {
+	it, err := l.r.NewDocIterReverse(coll, lo, hi)
 	if err != nil {
 		return nil, err
 	}

@@ -76,6 +76,11 @@ func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hi
 	// Time-series measurements are not unique by _id (ddl_timeseries.go): no _id point reads,
 	// and hints (which may name _id) are ignored; secondary indexes serve them, the index scan
 	// telling measurements apart by their slot.
+	if reverse, ok := naturalSort(sortSpec); ok {
+		// {$natural: ±1}: the collection scan's order (a capped collection's insertion order)
+		p.Kind, p.Reverse, p.Sorted = PlanScan, reverse, true
+		return p, nil
+	}
 	if hint.Type != 0 && ci.TS == nil {
 		return planHinted(ci, f, sortSpec, hint, p)
 	}
@@ -117,6 +122,14 @@ func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hi
 	}
 	p.Kind, p.Index, p.Ranges, p.Sorted, p.Reverse = PlanIndex, best, bestRanges, bestSorted && len(sortSpec) > 0, bestReverse
 	return p, nil
+}
+
+// naturalSort reports whether a sort is {$natural: ±1}, and whether it is -1.
+func naturalSort(spec []bsonx.SortField) (reverse, ok bool) {
+	if len(spec) != 1 || spec[0].Path != "$natural" {
+		return false, false
+	}
+	return spec[0].Desc, true
 }
 
 // planHinted builds the plan a hint asks for: {$natural: ±1}, an index name or key pattern.

@@ -150,7 +150,7 @@ func (ss *ShardStream) read(ctx context.Context) (bsoncore.Document, error) {
 // checkEvery is how many documents a scan reads between context checks.
 const checkEvery = 256
 
-// nextScan reads the partitions' documents in key order.
+// nextScan reads the partitions' documents in key order, or in reverse ({$natural: -1}).
 func (ss *ShardStream) nextScan(ctx context.Context) (bsoncore.Document, error) {
 	for {
 		if ss.docIt == nil {
@@ -158,8 +158,12 @@ func (ss *ShardStream) nextScan(ctx context.Context) (bsoncore.Document, error) 
 				return nil, nil
 			}
 			r := ss.Ranges[ss.pos]
+			open := ss.r.NewDocIter
+			if ss.p.Reverse { // {$natural: -1}: the last range first, each backwards
+				r, open = ss.Ranges[len(ss.Ranges)-1-ss.pos], ss.r.NewDocIterReverse
+			}
 			ss.pos++
-			it, err := ss.r.NewDocIter(ss.ci.Meta.ID, r[0], r[1])
+			it, err := open(ss.ci.Meta.ID, r[0], r[1])
 			if err != nil {
 				return nil, catalog.StoreError(err)
 			}

@@ -71,6 +71,7 @@ const (
 	NamespaceNotSharded                      Code = 118
 	DocumentValidationFailure                Code = 121
 	CommandFailed                            Code = 125
+	CappedPositionLost                       Code = 136
 	CursorInUse                              Code = 143
 	ExceededMemoryLimit                      Code = 146
 	StaleEpoch                               Code = 150
@@ -238,6 +239,7 @@ var names = map[Code]string{
 	NamespaceNotSharded:                      "NamespaceNotSharded",
 	DocumentValidationFailure:                "DocumentValidationFailure",
 	CommandFailed:                            "CommandFailed",
+	CappedPositionLost:                       "CappedPositionLost",
 	CursorInUse:                              "CursorInUse",
 	UnsupportedOpQueryCommand:                "UnsupportedOpQueryCommand",
 	ExceededMemoryLimit:                      "ExceededMemoryLimit",
