@@ -110,8 +110,7 @@ func (c *Catalog) Share(log SharedLog, rev int64, image []CatalogOp) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := newEdit(emptyState())
-	next, err := applyOps(e, image, 0)
-	if err != nil {
+	if _, err := applyOps(e, image, 0); err != nil {
 		return fmt.Errorf("store: the shared catalog at revision %d: %w", rev, err)
 	}
 	for id, local := range c.state.Load().byID {
@@ -119,6 +118,31 @@ func (c *Catalog) Share(log SharedLog, rev int64, image []CatalogOp) error {
 			return fmt.Errorf("%w: collection %s.%s (id %d) of this node is not in the cluster's catalog",
 				ErrInvalid, local.DB, local.Name, id)
 		}
+	}
+	c.mu.shared = &sharedCatalog{log: log, advanced: make(chan struct{})}
+	_, err := c.reload(rev, image)
+	return err
+}
+
+// Resync replaces the state with image, every record of the log at revision rev: what a
+// node does when it missed changes (its watch fell behind the log's compaction). It returns
+// the collections that are gone, whose local data the caller deletes.
+func (c *Catalog) Resync(rev int64, image []CatalogOp) (dropped []*Collection, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.shared == nil {
+		return nil, fmt.Errorf("%w: the catalog is not shared", ErrInvalid)
+	}
+	return c.reload(rev, image)
+}
+
+// reload replaces the state and the local records with image at revision rev; the caller
+// holds c.mu and has set c.mu.shared.
+func (c *Catalog) reload(rev int64, image []CatalogOp) (dropped []*Collection, err error) {
+	e := newEdit(emptyState())
+	next, err := applyOps(e, image, 0)
+	if err != nil {
+		return nil, fmt.Errorf("store: the shared catalog at revision %d: %w", rev, err)
 	}
 	b := c.db.pdb.NewBatch()
 	defer func() { _ = b.Close() }()
@@ -128,12 +152,17 @@ func (c *Catalog) Share(log SharedLog, rev int64, image []CatalogOp) error {
 		_ = b.Set(op.Key, op.Value, nil)
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("store: catalog commit: %w", err)
+		return nil, fmt.Errorf("store: catalog commit: %w", err)
+	}
+	for id, coll := range c.state.Load().byID {
+		if e.s.byID[id] == nil {
+			dropped = append(dropped, coll)
+		}
 	}
 	c.mu.nextColl = max(next, c.mu.nextColl)
-	c.mu.shared = &sharedCatalog{log: log, rev: rev, advanced: make(chan struct{})}
 	c.state.Store(e.s)
-	return nil
+	c.mu.shared.advance(rev)
+	return dropped, nil
 }
 
 // Revision returns the log revision the state reflects (0 when the catalog is not shared).
