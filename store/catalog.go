@@ -39,6 +39,8 @@ type Catalog struct {
 		nextColl CollID // next collection ID to assign
 		// shared is set when the catalog is shared by several nodes (catalog_shared.go).
 		shared *sharedCatalog
+		// homeShard holds the one partition of a collection created without any.
+		homeShard int
 	}
 }
 
@@ -200,7 +202,7 @@ func (c *Catalog) mutateOnce(fn func(m *mutation) error) error {
 		return err
 	}
 	if c.mu.shared != nil && !m.b.Empty() {
-		if err := c.commitShared(m.b); err != nil {
+		if err := c.commitShared(m.b, m.e.s); err != nil {
 			return err
 		}
 	}

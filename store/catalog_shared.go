@@ -114,6 +114,9 @@ func (c *Catalog) Share(log SharedLog, rev int64, image []CatalogOp) error {
 		return fmt.Errorf("store: the shared catalog at revision %d: %w", rev, err)
 	}
 	for id, local := range c.state.Load().byID {
+		if NodeLocalDB(local.DB) {
+			continue
+		}
 		if shared := e.s.byID[id]; shared == nil || shared.UUID != local.UUID {
 			return fmt.Errorf("%w: collection %s.%s (id %d) of this node is not in the cluster's catalog",
 				ErrInvalid, local.DB, local.Name, id)
@@ -151,10 +154,23 @@ func (c *Catalog) reload(rev int64, image []CatalogOp) (dropped []*Collection, e
 	for _, op := range image {
 		_ = b.Set(op.Key, op.Value, nil)
 	}
+	old := c.state.Load()
+	for name, d := range old.dbs { // this node's own records stay
+		if NodeLocalDB(name) {
+			e.putDatabase(d)
+			_ = b.Set(databaseKey(name), encodeDatabase(d), nil)
+		}
+	}
+	for _, coll := range old.byID {
+		if NodeLocalDB(coll.DB) {
+			e.putCollection(coll)
+			_ = b.Set(collectionKey(coll.ID), encodeCollection(coll), nil)
+		}
+	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return nil, fmt.Errorf("store: catalog commit: %w", err)
 	}
-	for id, coll := range c.state.Load().byID {
+	for id, coll := range old.byID {
 		if e.s.byID[id] == nil {
 			dropped = append(dropped, coll)
 		}
@@ -249,9 +265,34 @@ func applyOps(e *edit, ops []CatalogOp, next CollID) (CollID, error) {
 	return max(next, 1), nil
 }
 
-// commitShared commits batch b, a catalog change computed from the published state, to the
-// shared log; the caller holds c.mu and then commits b locally.
-func (c *Catalog) commitShared(b *pebble.Batch) error {
+// NodeLocalDB reports whether the records of database db stay on each node rather than being
+// shared: config, whose collections each node derives from the shared catalog itself (the
+// partition manager rewrites config.chunks and the others), and local, as in MongoDB.
+func NodeLocalDB(db string) bool { return db == "config" || db == "local" }
+
+// nodeLocal reports whether catalog record k belongs to a node-local database, judged by the
+// states before (old) and after (cur) the change.
+func nodeLocal(k []byte, old, cur *CatalogState) bool {
+	switch {
+	case len(k) > 2 && k[0] == prefixCatalog && k[1] == catalogDatabase:
+		return NodeLocalDB(string(k[2:]))
+	case len(k) == 6 && k[0] == prefixCatalog && k[1] == catalogCollection:
+		id := CollID(binary.BigEndian.Uint32(k[2:]))
+		if coll := cur.byID[id]; coll != nil {
+			return NodeLocalDB(coll.DB)
+		}
+		if coll := old.byID[id]; coll != nil {
+			return NodeLocalDB(coll.DB)
+		}
+	}
+	return false
+}
+
+// commitShared commits batch b, the catalog change from the published state to cur, to the
+// shared log (without the records of node-local databases); the caller holds c.mu and then
+// commits b locally.
+func (c *Catalog) commitShared(b *pebble.Batch, cur *CatalogState) error {
+	old := c.state.Load()
 	var ops []CatalogOp
 	r := b.Reader()
 	for {
@@ -262,6 +303,9 @@ func (c *Catalog) commitShared(b *pebble.Batch) error {
 		if !ok {
 			break
 		}
+		if nodeLocal(k, old, cur) {
+			continue
+		}
 		switch kind { //nolint:exhaustive // the catalog writes sets and deletes only
 		case pebble.InternalKeyKindSet:
 			ops = append(ops, CatalogOp{Key: bytes.Clone(k), Value: bytes.Clone(v)})
@@ -270,6 +314,9 @@ func (c *Catalog) commitShared(b *pebble.Batch) error {
 		default:
 			return fmt.Errorf("store: a catalog batch holds an operation of kind %v", kind)
 		}
+	}
+	if len(ops) == 0 {
+		return nil
 	}
 	s := c.mu.shared
 	rev, err := s.log.Commit(s.rev, ops)
@@ -299,4 +346,13 @@ func (c *Catalog) waitRevision(rev int64) error {
 			return fmt.Errorf("%w: at revision %d, waiting for %d", ErrCatalogBehind, c.Revision(), rev)
 		}
 	}
+}
+
+// SetHomeShard makes shard s hold the one partition of the collections created from now on
+// without partitions of their own (unsharded ones): in a cluster, the creating node's first
+// shard rather than shard 0, which may be another node's.
+func (c *Catalog) SetHomeShard(s int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.homeShard = s
 }
