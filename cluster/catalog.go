@@ -112,13 +112,14 @@ func (n *Node) ShareCatalog(ctx context.Context, cat *store.Catalog, dropped fun
 		}
 		rev, err = l.Commit(0, image)
 		var conflict *store.ConflictError
-		if errors.As(err, &conflict) { // another node seeded it first: take theirs
+		switch {
+		case errors.As(err, &conflict): // another node seeded it first: take theirs
 			if image, rev, err = l.load(rctx); err != nil {
 				return err
 			}
-		} else if err != nil {
+		case err != nil:
 			return err
-		} else {
+		default:
 			n.log.Info("seeded the cluster's catalog with this node's", zap.Int("records", len(image)))
 		}
 	}

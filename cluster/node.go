@@ -200,7 +200,7 @@ func (n *Node) Client() *clientv3.Client { return n.cli }
 // node's registration disappears at once rather than a TTL later, then closes the client.
 func (n *Node) Close() error {
 	n.mu.Lock()
-	s, e := n.mu.session, n.mu.election
+	e := n.mu.election
 	n.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), n.opts.RequestTimeout)
 	defer cancel()
@@ -210,7 +210,7 @@ func (n *Node) Close() error {
 	n.cancel()
 	n.bg.Wait()
 	n.mu.Lock()
-	s = n.mu.session // keepMembership may have registered again meanwhile
+	s := n.mu.session // keepMembership may have registered again meanwhile
 	n.mu.Unlock()
 	var err error
 	if s != nil {

@@ -46,6 +46,9 @@ func (o *Options) EnsureDefaults() {
 	}
 }
 
+// nameChars are the characters a node name may hold.
+const nameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_"
+
 // Validate reports what is wrong with the options (after EnsureDefaults).
 func (o *Options) Validate() error {
 	var errs []error
@@ -61,7 +64,7 @@ func (o *Options) Validate() error {
 		errs = append(errs, errors.New("a cluster node needs a name (--node-name)"))
 	}
 	for _, r := range o.NodeName {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_') {
+		if !strings.ContainsRune(nameChars, r) {
 			errs = append(errs, fmt.Errorf("node name %q: only letters, digits, '.', '-' and '_'", o.NodeName))
 			break
 		}

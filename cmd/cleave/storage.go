@@ -3,8 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
