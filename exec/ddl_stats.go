@@ -45,7 +45,7 @@ func (s collSizes) disk() int64 {
 func (e *Executor) collSizes(c *store.Collection) collSizes {
 	var s collSizes
 	var disk uint64
-	for _, db := range e.st.Shards {
+	for _, db := range e.cat.Shards() {
 		n, b := db.CollStats(c.ID)
 		s.count += n
 		s.size += b
@@ -73,11 +73,11 @@ func (s *collSizes) estimateIndexes(c *store.Collection) {
 // it owns (a shard may still hold the source range of a finished move, or a range being
 // copied to it). The result is indexed by shard; nil for a shard owning no partition.
 func (e *Executor) ownedSizes(ci *catalog.Coll) []*collSizes {
-	out := make([]*collSizes, len(e.st.Shards))
+	out := make([]*collSizes, len(e.cat.Shards()))
 	for i := 0; i < ci.Map.Len(); i++ {
 		p := ci.Map.Partition(i)
 		lo, hi := ci.Map.Range(i)
-		db := e.st.Shards[p.Shard]
+		db := e.cat.Shards()[p.Shard]
 		s := out[p.Shard]
 		if s == nil {
 			s = &collSizes{}
@@ -323,7 +323,7 @@ func (e *Executor) dataSize(ctx context.Context, r *request) error {
 	}
 	var docs, bytes int64
 	if c := e.st.Catalog.State().Collection(db, coll); c != nil {
-		for _, sh := range e.st.Shards {
+		for _, sh := range e.cat.Shards() {
 			d, b := sh.CollStats(c.ID)
 			docs += d
 			bytes += b

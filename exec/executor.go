@@ -137,6 +137,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 			Started:       e.started,
 			ListenAddr:    e.listenAddr(),
 			Version:       serverVersion,
+			Cluster:       e.st.Cluster,
 		})
 		e.query = query.New(e.cat, query.Options{
 			MaxParallelism: opts.MaxParallelism,
@@ -322,6 +323,10 @@ func (c *conn) recoverPanic(r *request, err *error) {
 type Storage struct {
 	Shards  []catalog.Shard
 	Catalog *store.Catalog
+	// Cluster is the cluster this node belongs to (package cluster, through cmd/cleave); nil
+	// in single-node mode. Shards is then indexed by cluster-wide shard id, other nodes'
+	// shards being catalog.Remote stand-ins.
+	Cluster sharding.Cluster
 	// Temp is where blocking sorts and $group spill under allowDiskUse (mongod's
 	// <dbpath>/_tmp); nil: a private store under os.TempDir().
 	Temp *store.TempStore
@@ -337,3 +342,7 @@ func (e *Executor) listenAddr() string {
 	port, _ := net.Lookup("port").StringValueOK()
 	return host + ":" + port
 }
+
+// SetShards replaces the shards, indexed by shard id (cluster mode: other nodes' shards
+// appear as they join; see catalog.Catalog.SetShards).
+func (e *Executor) SetShards(shards []catalog.Shard) { e.cat.SetShards(shards) }

@@ -61,6 +61,9 @@ type Config struct {
 	// RequestUnits false turns metering and throttling off (to measure their cost).
 	ThrottleRetryMS int
 	RequestUnits    bool
+
+	// Cluster is cluster mode's configuration (cluster.go).
+	Cluster ClusterConfig
 }
 
 // DefaultMemTableBudget is --memtable-budget's default: with the block cache's 256 MiB, the
@@ -116,6 +119,7 @@ func parseConfig(args []string) (Config, error) {
 	fs.DurationVar(&c.PartitionCheckInterval, "partition-check-interval", envDuration("PARTITION_CHECK_INTERVAL", time.Second), "how often the partition manager decides splits and moves")
 	fs.IntVar(&c.ThrottleRetryMS, "throttle-retry-ms", envInt("THROTTLE_RETRY_MS", 0), "how long a request whose partition is out of budget waits for it before failing with 16500 (0: fails at once, as Cosmos DB)")
 	fs.BoolVar(&c.RequestUnits, "request-units", env("REQUEST_UNITS", "true") != "false", "meter request units and enforce provisioned throughput (false only to measure what metering costs: no throttling, no load splits)")
+	c.Cluster.clusterFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -137,6 +141,9 @@ func (c *Config) validate() error {
 		}
 	} else if c.HTTPAddrFile != "" {
 		errs = append(errs, errors.New("--http-addr-file needs an --http-addr"))
+	}
+	if err := c.Cluster.validateCluster(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Dir == "" {
 		errs = append(errs, errors.New("--dir must not be empty"))
