@@ -27,6 +27,9 @@ type Query struct {
 	// PerShardConsumer: the caller reads each shard's stream in its own goroutine (a
 	// per-shard $group), so the streams need not read ahead (scan_parallel.go).
 	PerShardConsumer bool
+	// bounds, set by OpenBounded, are find's min/max: the plan's ranges on their index are
+	// clipped to them, so that the scan reads only the keys between them.
+	bounds *keyBounds
 }
 
 // CompileFilter compiles a query filter with the expression hooks.
@@ -131,6 +134,9 @@ func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
 func (g *Engine) planAndRead(q *Query) (*Plan, []*ShardStream, error) {
 	for attempt := 0; ; attempt++ {
 		p, err := planQuery(q.CI, q.Filter, q.Sort, q.Hint)
+		if err == nil && q.bounds != nil {
+			q.bounds.clip(p)
+		}
 		if err != nil || p.Kind == PlanEOF {
 			return p, nil, err
 		}
