@@ -104,13 +104,16 @@ func ParseIndexSpec(v bsoncore.Value, ignoreUnknown bool) (store.Index, error) {
 // spec keeps it.
 func checkIndexOption(key string, v bsoncore.Value) (bool, error) {
 	switch key {
-	case "unique", "sparse", "background", "hidden", "dropDups", "prepareUnique":
-		b, ok := v.BooleanOK()
-		if !ok && !bsonx.IsNumber(v.Type) {
-			return false, mongoerr.New(mongoerr.TypeMismatch, "The field '%s' must be a bool, but got %s", key, bsonx.TypeName(v.Type))
+	case "hidden":
+		// A hidden index is built and maintained but never planned with (exec/query).
+		// NB: MongoDB's message names the field 'name' (validateIndexSpec), and so does this.
+		if v.Type != bsoncore.TypeBoolean {
+			return false, mongoerr.New(mongoerr.TypeMismatch, "The field 'name' must be a bool, but got %s", bsonx.TypeName(v.Type))
 		}
-		if key == "hidden" && (b || !ok && !isZero(v)) {
-			return false, mongoerr.New(mongoerr.NotImplemented, "hidden indexes are not supported by cleave")
+		return true, nil
+	case "unique", "sparse", "background", "dropDups", "prepareUnique":
+		if _, ok := v.BooleanOK(); !ok && !bsonx.IsNumber(v.Type) {
+			return false, mongoerr.New(mongoerr.TypeMismatch, "The field '%s' must be a bool, but got %s", key, bsonx.TypeName(v.Type))
 		}
 		return key != "dropDups", nil
 	case "partialFilterExpression":
@@ -175,12 +178,24 @@ func validateIndex(x *store.Index) error {
 	if hashed > 0 && catalog.SpecBool(x.Spec, "unique") {
 		return mongoerr.New(mongoerr.CannotCreateIndex, "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.")
 	}
+	if isIDKey(elems) && x.Spec != nil && x.Spec.Lookup("hidden").Type != 0 {
+		return mongoerr.New(mongoerr.BadValue, "can't hide _id index")
+	}
 	if x.Name == store.IDIndexName {
 		if len(elems) != 1 || elems[0].Key() != "_id" {
 			return mongoerr.New(mongoerr.BadValue, "The index name '_id_' is reserved for the _id index, which must have key pattern {_id: 1}")
 		}
 	}
 	return nil
+}
+
+// isIDKey reports whether a key pattern is {_id: 1}, the _id index's.
+func isIDKey(elems []bsoncore.Element) bool {
+	if len(elems) != 1 || elems[0].Key() != "_id" {
+		return false
+	}
+	n, ok := bsonx.NumberAsFloat64(elems[0].Value())
+	return ok && n == 1
 }
 
 // validateKeyPattern checks every field of a key pattern.
