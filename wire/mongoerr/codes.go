@@ -81,6 +81,7 @@ const (
 	QueryPlanKilled                          Code = 175
 	AmbiguousIndexKeyPattern                 Code = 181
 	InvalidViewDefinition                    Code = 182
+	ClientMetadataCannotBeMutated            Code = 186
 	PrimarySteppedDown                       Code = 189
 	InvalidIndexSpecificationOption          Code = 197
 	CannotBuildIndexKeys                     Code = 201
@@ -105,6 +106,7 @@ const (
 	QueryExceededMemoryLimitNoDiskUseAllowed Code = 292
 	APIVersionError                          Code = 322
 	APIStrictError                           Code = 323
+	APIDeprecationError                      Code = 324
 	MechanismUnavailable                     Code = 334
 	UnsupportedOpQueryCommand                Code = 352
 	InvalidBSONType                          Code = 357
@@ -233,6 +235,7 @@ var names = map[Code]string{
 	QueryPlanKilled:                          "QueryPlanKilled",
 	AmbiguousIndexKeyPattern:                 "AmbiguousIndexKeyPattern",
 	InvalidViewDefinition:                    "InvalidViewDefinition",
+	ClientMetadataCannotBeMutated:            "ClientMetadataCannotBeMutated",
 	PrimarySteppedDown:                       "PrimarySteppedDown",
 	InvalidIndexSpecificationOption:          "InvalidIndexSpecificationOption",
 	CannotBuildIndexKeys:                     "CannotBuildIndexKeys",
@@ -257,6 +260,7 @@ var names = map[Code]string{
 	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",
 	APIVersionError:                          "APIVersionError",
 	APIStrictError:                           "APIStrictError",
+	APIDeprecationError:                      "APIDeprecationError",
 	MechanismUnavailable:                     "MechanismUnavailable",
 	InvalidBSONType:                          "InvalidBSONType",
 	CannotConvertIndexToUnique:               "CannotConvertIndexToUnique",
