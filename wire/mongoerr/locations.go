@@ -338,4 +338,6 @@ const (
 	Location50799   Code = 50799   // Cannot run getMore on cursor …, which was not created in a session, in session …
 	Location50800   Code = 50800   // Cannot run getMore on cursor …, which was created in session …, without an lsid
 	Location50801   Code = 50801   // Cannot run getMore on cursor …, which was created in session …, in session …
+	Location4886600 Code = 4886600 // Provided apiStrict and/or apiDeprecationErrors without passing apiVersion
+	Location31324   Code = 31324   // Cannot use positional projection in aggregation projection
 )

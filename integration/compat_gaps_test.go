@@ -1,0 +1,126 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// TestCreateIndexesHidden: an index created with hidden: true is built and listed with
+// hidden, never planned with (nor usable as a hint), maintained, and becomes usable once
+// collMod unhides it; hidden must be a bool and the _id index cannot be hidden.
+func TestCreateIndexesHidden(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := sharedServer(t).client(t).Database(dbName(t))
+	c := db.Collection("c")
+	if _, err := c.InsertMany(ctx, []any{bson.D{{Key: "a", Value: 1}}, bson.D{{Key: "a", Value: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "a", Value: 1}}, Options: options.Index().SetHidden(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := indexSpecs(t, c)["a_1"]; s["hidden"] != true {
+		t.Fatalf("listIndexes: %v", s)
+	}
+	if plan := explainFind(t, c, bson.D{{Key: "a", Value: 1}}); strings.Contains(plan, "IXSCAN") {
+		t.Fatalf("hidden index planned: %s", plan)
+	}
+	err = c.FindOne(ctx, bson.D{{Key: "a", Value: 1}}, options.FindOne().SetHint("a_1")).Err()
+	_ = wantCodeName(t, err, 2, "BadValue")
+	if _, err := c.InsertOne(ctx, bson.D{{Key: "a", Value: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := collMod(t, db, "c", bson.E{Key: "index", Value: bson.D{{Key: "name", Value: "a_1"}, {Key: "hidden", Value: false}}}); err != nil {
+		t.Fatal(err)
+	}
+	if plan := explainFind(t, c, bson.D{{Key: "a", Value: 3}}); !strings.Contains(plan, "IXSCAN") {
+		t.Fatalf("unhidden index not planned: %s", plan)
+	}
+	if n, err := c.CountDocuments(ctx, bson.D{{Key: "a", Value: 3}}, options.Count().SetHint("a_1")); err != nil || n != 1 {
+		t.Fatalf("count through the unhidden index = %d, %v", n, err)
+	}
+	create := func(spec bson.D) error {
+		return db.RunCommand(ctx, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{spec}}}).Err()
+	}
+	ce := wantCodeName(t, create(bson.D{{Key: "key", Value: bson.D{{Key: "b", Value: 1}}}, {Key: "name", Value: "b_1"}, {Key: "hidden", Value: 1}}),
+		14, "TypeMismatch")
+	if ce.Message != "The field 'name' must be a bool, but got int" { // sic: MongoDB's message
+		t.Errorf("message %q", ce.Message)
+	}
+	ce = wantCodeName(t, create(bson.D{{Key: "key", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "name", Value: "_id_"}, {Key: "hidden", Value: true}}),
+		2, "BadValue")
+	if ce.Message != "can't hide _id index" {
+		t.Errorf("message %q", ce.Message)
+	}
+}
+
+// TestHelloClientMetadataImmutable: the client metadata document may only come with a
+// connection's first hello (the driver's handshake); a later hello carrying one fails
+// with ClientMetadataCannotBeMutated, one without it still answers.
+func TestHelloClientMetadataImmutable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := sharedServer(t).client(t).Database("admin")
+	meta := bson.D{{Key: "driver", Value: bson.D{{Key: "name", Value: "x"}, {Key: "version", Value: "1"}}},
+		{Key: "os", Value: bson.D{{Key: "type", Value: "linux"}}}}
+	for _, name := range []string{"hello", "isMaster"} {
+		err := db.RunCommand(ctx, bson.D{{Key: name, Value: 1}, {Key: "client", Value: meta}}).Err()
+		ce := wantCodeName(t, err, 186, "ClientMetadataCannotBeMutated")
+		if ce.Message != "The client metadata document may only be sent in the first hello" {
+			t.Errorf("%s: message %q", name, ce.Message)
+		}
+		if err := db.RunCommand(ctx, bson.D{{Key: name, Value: 1}}).Err(); err != nil {
+			t.Errorf("%s without metadata: %v", name, err)
+		}
+	}
+}
+
+// TestAPIStrict: a client declaring the Stable API version 1 with strict: true may run the
+// commands of version 1 and gets APIStrictError (323) for any other command or aggregation
+// stage; a version other than "1" answers APIVersionError (322).
+func TestAPIStrict(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := sharedServer(t)
+	api := options.ServerAPI(options.ServerAPIVersion1).SetStrict(true)
+	db := srv.client(t, options.Client().SetServerAPIOptions(api)).Database(dbName(t))
+	c := db.Collection("c")
+	if _, err := c.InsertOne(ctx, bson.D{{Key: "x", Value: 1}}); err != nil {
+		t.Fatalf("insert under apiStrict: %v", err)
+	}
+	if n, err := c.CountDocuments(ctx, bson.D{}); err != nil || n != 1 {
+		t.Fatalf("countDocuments under apiStrict: %d %v", n, err)
+	}
+	err := c.Distinct(ctx, "x", bson.D{}).Err()
+	ce := wantCodeName(t, err, 323, "APIStrictError")
+	want := "Provided apiStrict:true, but the command distinct is not in API Version 1. Information on supported " +
+		"commands and migrations in API Version 1 can be found at https://dochub.mongodb.org/core/manual-versioned-api."
+	if ce.Message != want {
+		t.Errorf("message %q", ce.Message)
+	}
+	_, err = db.Client().Database("admin").Aggregate(ctx, bson.A{bson.D{{Key: "$listLocalSessions", Value: bson.D{}}}})
+	ce = wantCodeName(t, err, 323, "APIStrictError")
+	if ce.Message != "$listLocalSessions is not allowed with 'apiStrict: true' in API Version 1" {
+		t.Errorf("message %q", ce.Message)
+	}
+	plain := srv.client(t).Database(dbName(t))
+	err = plain.RunCommand(ctx, bson.D{{Key: "ping", Value: 1}, {Key: "apiVersion", Value: "9"}}).Err()
+	_ = wantCodeName(t, err, 322, "APIVersionError")
+	err = plain.RunCommand(ctx, bson.D{{Key: "ping", Value: 1}, {Key: "apiStrict", Value: true}}).Err()
+	_ = wantCodeName(t, err, 4886600, "Location4886600")
+	raw, err := plain.RunCommand(ctx, bson.D{{Key: "listCommands", Value: 1}}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cmd, want := range map[string]string{"find": `["1"]`, "distinct": `[]`} {
+		if got := raw.Lookup("commands", cmd, "apiVersions").String(); got != want {
+			t.Errorf("listCommands %s.apiVersions = %s, want %s", cmd, got, want)
+		}
+	}
+}
