@@ -124,3 +124,36 @@ func TestAPIStrict(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdatePipelineUnknownStage: an update pipeline naming no stage at all fails the whole
+// command (MongoDB lite-parses the pipeline for the command), while a real stage an update
+// cannot run ($match) fails only its statement.
+func TestUpdatePipelineUnknownStage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := sharedServer(t).client(t).Database(dbName(t))
+	c := db.Collection("c")
+	if _, err := c.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "x", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	bogus := bson.A{bson.D{{Key: "$invalidOperator", Value: true}}}
+	ce := wrCmdError(t, db, bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{
+		bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: "y", Value: 1}}}}}}},
+		bson.D{{Key: "q", Value: bson.D{{Key: "x", Value: 1}}}, {Key: "u", Value: bogus}},
+	}}})
+	if ce.Code != 40324 || ce.Message != "Unrecognized pipeline stage name: '$invalidOperator'" {
+		t.Fatalf("update: %v", ce)
+	}
+	if n, _ := c.CountDocuments(ctx, bson.D{{Key: "y", Value: 1}}); n != 0 {
+		t.Fatal("the statement before the bad one was applied")
+	}
+	ce = wrCmdError(t, db, bson.D{{Key: "findAndModify", Value: "c"}, {Key: "query", Value: bson.D{}}, {Key: "update", Value: bogus}})
+	if ce.Code != 40324 {
+		t.Fatalf("findAndModify: %v", ce)
+	}
+	reply := wrRun(t, db, bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{
+		bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.A{bson.D{{Key: "$match", Value: bson.D{}}}}}}}}})
+	if we := wrFirstWriteError(t, reply); we["code"] != int32(72) {
+		t.Fatalf("$match in an update: %v", reply)
+	}
+}

@@ -138,6 +138,17 @@ var knownStages = map[string]bool{
 	"$listSampledQueries": true, "$queryStats": true,
 }
 
+// hostStages are the stages the server provides through Host.StageParser besides the
+// first stages.
+var hostStages = map[string]bool{"$out": true, "$merge": true}
+
+// IsStageName reports whether name is a stage of MongoDB 7.0, run by cleave or not: what
+// its lite parser accepts before a pipeline is parsed for good.
+func IsStageName(name string) bool {
+	_, first := firstStages[name]
+	return stageParsers[name] != nil || knownStages[name] || first || hostStages[name]
+}
+
 // Parse parses the stages of a pipeline array. nested is true for the sub-pipelines
 // of $lookup, $unionWith and $facet.
 func Parse(env *Env, arr bsoncore.Array, nested bool) (*Pipeline, error) {
