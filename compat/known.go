@@ -15,7 +15,7 @@ import (
 // does not (a capped collection the test needs, a change stream it opens): the README's
 // table shows Reason for every failing test whose name Pattern matches.
 type KnownFailure struct {
-	Suite   string
+	Suite string
 	// Pattern is a path.Match pattern over the test name ("find.json/Find_*"); one without a
 	// slash matches the file part of the name ("changeStreams-*" or "*": every test of those files).
 	Pattern string
