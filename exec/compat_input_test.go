@@ -94,6 +94,12 @@ var stageErrorCases = []struct {
 		"Invalid $addFields :: caused by :: Use of undefined variable: nope"},
 	{"ProjectPathCollisionOnce", `[{"$project": {"a": 1, "a.b": 1}}]`, mongoerr.Code(31250),
 		"Invalid $project :: caused by :: Path collision at a.b"},
+	{"ProjectPositional", `[{"$project": {"a.$": 1}}]`, mongoerr.Location31324,
+		"Invalid $project :: caused by :: Cannot use positional projection in aggregation projection"},
+	{"ProjectPositionalNested", `[{"$project": {"a": {"b.$": 0}}}]`, mongoerr.Location31324,
+		"Invalid $project :: caused by :: Cannot use positional projection in aggregation projection"},
+	{"SortEmptySegment", `[{"$sort": {"a..b": 1}}]`, mongoerr.Location15998, "FieldPath field names may not be empty strings."},
+	{"SortTrailingDot", `[{"$sort": {"a.": 1}}]`, mongoerr.Location40353, "FieldPath must not end with a '.'."},
 	{"ProjectNotObjectUnprefixed", `[{"$project": 1}]`, mongoerr.Location15969, "$project specification must be an object"},
 }
 

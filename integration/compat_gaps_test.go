@@ -157,3 +157,29 @@ func TestUpdatePipelineUnknownStage(t *testing.T) {
 		t.Fatalf("$match in an update: %v", reply)
 	}
 }
+
+// TestSortCompatEmptySegment: a sort key with an empty field name, in find or in $sort,
+// is refused as a FieldPath (15998), as is a positional projection in $project (31324),
+// which only find allows.
+func TestSortCompatEmptySegment(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := sharedServer(t).client(t).Database(dbName(t)).Collection("c")
+	if _, err := c.InsertOne(ctx, bson.D{{Key: "a", Value: bson.D{{Key: "b", Value: 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "a..b", Value: 1}}))
+	_ = wantCodeName(t, err, 15998, "Location15998")
+	_, err = c.Aggregate(ctx, bson.A{bson.D{{Key: "$sort", Value: bson.D{{Key: "a..b", Value: 1}}}}})
+	ce := wantCodeName(t, err, 15998, "Location15998")
+	if ce.Message != "FieldPath field names may not be empty strings." {
+		t.Errorf("message %q", ce.Message)
+	}
+	_, err = c.Aggregate(ctx, bson.A{bson.D{{Key: "$project", Value: bson.D{{Key: "a.$", Value: 1}}}}})
+	_ = wantCodeName(t, err, 31324, "Location31324")
+	if cur, err := c.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "$natural", Value: 1}})); err != nil {
+		t.Errorf("sort by $natural: %v", err)
+	} else {
+		_ = cur.Close(ctx)
+	}
+}
