@@ -21,6 +21,7 @@ type writeArgs struct {
 	maxTimeMS int64
 	stmts     []bsoncore.Value // the updates or deletes array's elements
 	bypass    bool             // bypassDocumentValidation
+	bypassTs  bool             // bypassEmptyTsReplacement (empty_ts.go)
 }
 
 // updateStmt is one statement of an update command ({q, u, upsert, multi, ...}).
@@ -65,8 +66,8 @@ func parseWriteArgs(cmd, list string, body bsoncore.Document) (*writeArgs, error
 			a.ordered, err = args.Bool(cmd, key, v)
 		case "bypassDocumentValidation":
 			a.bypass, err = args.Bool(cmd, key, v)
-		case "bypassEmptyTsReplacement": // accepted (MongoDB 5.0+); cleave never replaces empty timestamps
-			_, err = args.Bool(cmd, key, v)
+		case "bypassEmptyTsReplacement":
+			a.bypassTs, err = args.Bool(cmd, key, v)
 		case "let":
 			a.let, err = args.Doc(cmd, key, v)
 		case "stmtId", "stmtIds", "isTimeseriesNamespace", "encryptionInformation":

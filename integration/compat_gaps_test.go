@@ -183,3 +183,74 @@ func TestSortCompatEmptySegment(t *testing.T) {
 		_ = cur.Close(ctx)
 	}
 }
+
+// TestInsertCompatEmptyTimestamp: Timestamp(0, 0) in a top-level field other than _id is
+// replaced by the current cluster time on insert and on replacement-style update and
+// findAndModify (upserts too), kept by operator and pipeline updates, in nested fields, in
+// _id, and everywhere with bypassEmptyTsReplacement (MongoDB's jstests/core/empty_ts).
+func TestInsertCompatEmptyTimestamp(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := sharedServer(t).client(t).Database(dbName(t))
+	c := db.Collection("c")
+	empty := bson.Timestamp{}
+	ts := bson.D{{Key: "a", Value: empty}}
+	run := func(cmd bson.D) { wrRun(t, db, cmd) }
+	run(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{
+		bson.D{{Key: "_id", Value: 101}, {Key: "a", Value: empty}, {Key: "n", Value: ts}},
+		bson.D{{Key: "_id", Value: 106}, {Key: "a", Value: 3}},
+		bson.D{{Key: "_id", Value: 107}, {Key: "a", Value: 4}},
+		bson.D{{Key: "_id", Value: 102}, {Key: "a", Value: 1}},
+		bson.D{{Key: "_id", Value: 103}, {Key: "a", Value: 2}},
+		bson.D{{Key: "_id", Value: empty}, {Key: "a", Value: 9}},
+	}}})
+	run(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 120}, {Key: "a", Value: empty}}}},
+		{Key: "bypassEmptyTsReplacement", Value: true}})
+	upd := func(id any, u any, upsert bool) bson.D {
+		return bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{bson.D{
+			{Key: "q", Value: bson.D{{Key: "_id", Value: id}}}, {Key: "u", Value: u}, {Key: "upsert", Value: upsert}}}}}
+	}
+	fam := func(id any, u any, upsert bool) bson.D {
+		return bson.D{{Key: "findAndModify", Value: "c"}, {Key: "query", Value: bson.D{{Key: "_id", Value: id}}},
+			{Key: "update", Value: u}, {Key: "upsert", Value: upsert}}
+	}
+	run(upd(102, ts, false))
+	run(fam(103, ts, false))
+	run(upd(104, ts, true))
+	run(fam(105, ts, true))
+	run(upd(106, bson.D{{Key: "$set", Value: ts}}, false))
+	run(fam(107, bson.A{bson.D{{Key: "$addFields", Value: ts}}}, false))
+	run(append(upd(121, ts, true), bson.E{Key: "bypassEmptyTsReplacement", Value: true}))
+	cur, err := c.Find(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []bson.M
+	if err := cur.All(ctx, &docs); err != nil {
+		t.Fatal(err)
+	}
+	replaced := map[any]bool{int32(101): true, int32(102): true, int32(103): true, int32(104): true, int32(105): true}
+	for _, d := range docs {
+		a, isTs := d["a"].(bson.Timestamp)
+		switch id := d["_id"]; {
+		case id == empty:
+			if d["a"] != int32(9) {
+				t.Errorf("_id Timestamp(0, 0): %v", d)
+			}
+		case replaced[id]:
+			if !isTs || a.T == 0 {
+				t.Errorf("_id %v: a = %v, want the current time", id, d["a"])
+			}
+		case !isTs || a != empty:
+			t.Errorf("_id %v: a = %v, want Timestamp(0, 0)", id, d["a"])
+		}
+		if id := d["_id"]; id == int32(101) {
+			if n, _ := d["n"].(bson.D); len(n) != 1 || n[0].Value != empty {
+				t.Errorf("nested timestamp replaced: %v", d)
+			}
+		}
+	}
+	if len(docs) != 10 {
+		t.Errorf("%d documents: %v", len(docs), docs)
+	}
+}
