@@ -254,3 +254,35 @@ func TestInsertCompatEmptyTimestamp(t *testing.T) {
 		t.Errorf("%d documents: %v", len(docs), docs)
 	}
 }
+
+// TestAggregateCompatBypassDocumentValidation: $out and $merge into a collection with a
+// validator fail on an invalid document (121) unless the aggregate says
+// bypassDocumentValidation: true.
+func TestAggregateCompatBypassDocumentValidation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := sharedServer(t).client(t).Database(dbName(t))
+	if _, err := db.Collection("src").InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 1}, {Key: "x", Value: "s"}}}); err != nil {
+		t.Fatal(err)
+	}
+	validator := bson.D{{Key: "x", Value: bson.D{{Key: "$type", Value: "int"}}}}
+	for _, name := range []string{"out", "merged"} {
+		if err := db.CreateCollection(ctx, name, options.CreateCollection().SetValidator(validator)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stages := map[string]bson.D{
+		"out":    {{Key: "$out", Value: "out"}},
+		"merged": {{Key: "$merge", Value: bson.D{{Key: "into", Value: "merged"}}}},
+	}
+	for target, stage := range stages {
+		cmd := bson.D{{Key: "aggregate", Value: "src"}, {Key: "pipeline", Value: bson.A{stage}}, {Key: "cursor", Value: bson.D{}}}
+		_ = wantCodeName(t, db.RunCommand(ctx, cmd).Err(), 121, "DocumentValidationFailure")
+		if err := db.RunCommand(ctx, append(cmd, bson.E{Key: "bypassDocumentValidation", Value: true})).Err(); err != nil {
+			t.Fatalf("%s with bypassDocumentValidation: %v", target, err)
+		}
+		if n, err := db.Collection(target).CountDocuments(ctx, bson.D{{Key: "x", Value: "s"}}); err != nil || n != 1 {
+			t.Errorf("%s: %d documents, %v", target, n, err)
+		}
+	}
+}
