@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -284,5 +285,62 @@ func TestAggregateCompatBypassDocumentValidation(t *testing.T) {
 		if n, err := db.Collection(target).CountDocuments(ctx, bson.D{{Key: "x", Value: "s"}}); err != nil || n != 1 {
 			t.Errorf("%s: %d documents, %v", target, n, err)
 		}
+	}
+}
+
+// TestAggregateCompatLookupFromView: $lookup and $unionWith may name a view: its pipeline
+// (through a chain of views) runs over the backing collection first, then the join's.
+func TestAggregateCompatLookupFromView(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := sharedServer(t).client(t).Database(dbName(t))
+	if _, err := db.Collection("items").InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: 1}, {Key: "k", Value: "a"}, {Key: "n", Value: 1}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "k", Value: "a"}, {Key: "n", Value: 20}},
+		bson.D{{Key: "_id", Value: 3}, {Key: "k", Value: "b"}, {Key: "n", Value: 30}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Collection("keys").InsertMany(ctx, []any{bson.D{{Key: "_id", Value: "a"}}, bson.D{{Key: "_id", Value: "b"}}}); err != nil {
+		t.Fatal(err)
+	}
+	big := bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$gte", Value: 10}}}}}}}
+	if err := db.CreateView(ctx, "big", "items", big); err != nil {
+		t.Fatal(err)
+	}
+	tagged := bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: "tag", Value: "big"}}}}}
+	if err := db.CreateView(ctx, "tagged", "big", tagged); err != nil {
+		t.Fatal(err)
+	}
+	agg := func(pipeline bson.A) string {
+		t.Helper()
+		cur, err := db.Collection("keys").Aggregate(ctx, pipeline)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []bson.Raw
+		if err := cur.All(ctx, &out); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(out)
+	}
+	got := agg(bson.A{
+		bson.D{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "tagged"}, {Key: "localField", Value: "_id"},
+			{Key: "foreignField", Value: "k"}, {Key: "as", Value: "m"}}}},
+		bson.D{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
+	})
+	want := `[{"_id": "a","m": [{"_id": {"$numberInt":"2"},"k": "a","n": {"$numberInt":"20"},"tag": "big"}]} ` +
+		`{"_id": "b","m": [{"_id": {"$numberInt":"3"},"k": "b","n": {"$numberInt":"30"},"tag": "big"}]}]`
+	if got != want {
+		t.Errorf("$lookup from a view:\n got %s\nwant %s", got, want)
+	}
+	got = agg(bson.A{
+		bson.D{{Key: "$match", Value: bson.D{{Key: "_id", Value: "a"}}}},
+		bson.D{{Key: "$unionWith", Value: bson.D{{Key: "coll", Value: "tagged"},
+			{Key: "pipeline", Value: bson.A{bson.D{{Key: "$project", Value: bson.D{{Key: "n", Value: 1}}}}}}}}},
+	})
+	want = `[{"_id": "a"} {"_id": {"$numberInt":"2"},"n": {"$numberInt":"20"}} {"_id": {"$numberInt":"3"},"n": {"$numberInt":"30"}}]`
+	if got != want {
+		t.Errorf("$unionWith a view:\n got %s\nwant %s", got, want)
 	}
 }
