@@ -142,6 +142,12 @@ func checkIndexOption(key string, v bsoncore.Value) (bool, error) {
 		return false, catalog.CheckCollation(d)
 	case "storageEngine":
 		return true, nil
+	case "wildcardProjection":
+		// The rest is checked with the key pattern (validateWildcard).
+		if _, ok := v.DocumentOK(); !ok {
+			return false, mongoerr.New(mongoerr.TypeMismatch, "The field 'wildcardProjection' must be a non-empty object, but got %s", bsonx.TypeName(v.Type))
+		}
+		return true, nil
 	case "clustered":
 		return false, mongoerr.New(mongoerr.NotImplemented, "clustered indexes are not supported by cleave")
 	}
@@ -174,6 +180,9 @@ func validateIndex(x *store.Index) error {
 	}
 	if hashed > 1 {
 		return mongoerr.New(mongoerr.CannotCreateIndex, "A maximum of one index field is allowed to be hashed but found %d for 'key' %s", hashed, bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: x.Key}))
+	}
+	if err := validateWildcard(x, elems, hashed > 0); err != nil {
+		return err
 	}
 	if hashed > 0 && catalog.SpecBool(x.Spec, "unique") {
 		return mongoerr.New(mongoerr.CannotCreateIndex, "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.")
@@ -219,8 +228,8 @@ func validateKeyElement(el bsoncore.Element) error {
 	if path == "" {
 		return mongoerr.New(mongoerr.CannotCreateIndex, "Index keys cannot be an empty field.")
 	}
-	if path == "$**" || strings.HasSuffix(path, ".$**") {
-		return mongoerr.New(mongoerr.NotImplemented, "wildcard indexes are not supported by cleave")
+	if catalog.IsWildcardPath(path) {
+		return validateWildcardElement(path, v)
 	}
 	for _, part := range strings.Split(path, ".") {
 		if part == "" {
@@ -302,10 +311,12 @@ const (
 )
 
 // CompareIndexes compares a requested index with an existing one. The signature is the key
-// pattern, partialFilterExpression, unique and sparse (collation is always simple here).
+// pattern, partialFilterExpression, wildcardProjection, unique and sparse (collation is
+// always simple here).
 func CompareIndexes(req, old *store.Index) IndexComparison {
 	if bsonx.CompareDocuments(req.Key, old.Key) != 0 ||
 		!sameSpecValue(req.Spec, old.Spec, "partialFilterExpression") ||
+		!sameSpecValue(req.Spec, old.Spec, "wildcardProjection") ||
 		catalog.SpecBool(req.Spec, "unique") != catalog.SpecBool(old.Spec, "unique") ||
 		catalog.SpecBool(req.Spec, "sparse") != catalog.SpecBool(old.Spec, "sparse") {
 		return indexDifferent

@@ -340,4 +340,6 @@ const (
 	Location50801   Code = 50801   // Cannot run getMore on cursor …, which was created in session …, in session …
 	Location4886600 Code = 4886600 // Provided apiStrict and/or apiDeprecationErrors without passing apiVersion
 	Location31324   Code = 31324   // Cannot use positional projection in aggregation projection
+	Location7246201 Code = 7246201 // Index Key can contain only one wildcard index field
+	Location7246204 Code = 7246204 // A wildcard index field should not overlap with and index key fields …
 )
