@@ -155,7 +155,7 @@ func (w *Wildcard) descends(path string) bool {
 			return true
 		}
 	}
-	return w.withID && strings.HasPrefix("_id", path+".")
+	return false
 }
 
 // AppendPathKey appends the path component of a wildcard key.
