@@ -169,9 +169,10 @@ func planHinted(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, h
 		return p, nil
 	}
 	if xi.Wildcard != nil {
-		// A wildcard index holds only the paths it covers: it must bound one of them.
+		// A wildcard index holds only the paths it covers: it must bound one of them (and,
+		// as other partial indexes, a partial one is not trusted to hold every match).
 		ranges, score, ws := wildcardBounds(xi, f)
-		if score == 0 {
+		if score == 0 || xi.Partial != nil {
 			return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an index that can answer the query")
 		}
 		p.Kind, p.Index, p.Ranges, p.Wildcard = PlanIndex, xi, ranges, ws
