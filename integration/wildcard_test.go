@@ -88,6 +88,18 @@ func TestCreateIndexesWildcard(t *testing.T) {
 			}
 		}
 	}
+	// The scan reads the one path's entries: z: "x" examines one key and one document of
+	// the collection's many entries.
+	var ex bson.Raw
+	err = db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "z", Value: "x"}}}}},
+		{Key: "verbosity", Value: "executionStats"}}).Decode(&ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shard := ex.Lookup("executionStats", "executionStages", "shards", "0")
+	if keys, docs := shard.Document().Lookup("totalKeysExamined").AsInt64(), shard.Document().Lookup("totalDocsExamined").AsInt64(); keys != 1 || docs != 1 {
+		t.Errorf("z: x examined %d keys and %d documents, want 1 and 1", keys, docs)
+	}
 	// Writes keep the entries current.
 	if _, err := c.UpdateOne(ctx, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: bson.D{{Key: "b", Value: 30}}}}}}); err != nil {
 		t.Fatal(err)
