@@ -171,7 +171,7 @@ func (s *outStage) fill(ctx context.Context, run *writeRun, tmp *catalog.Coll, i
 		if len(group) == 0 {
 			return nil
 		}
-		_, err := e.write.Insert(ctx, tmp, group, base, true, false, wc, &res, nil)
+		_, err := e.write.Insert(ctx, tmp, group, base, true, run.bypass, wc, &res, nil)
 		if err == nil && len(res.Errs) > 0 {
 			err = res.Errs[0].Err
 		}

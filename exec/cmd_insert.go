@@ -29,7 +29,7 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 		return err
 	}
 	var docs bsoncore.Array
-	ordered, bypass := true, false
+	ordered, bypass, bypassTs := true, false, false
 	haveDocs := false
 	var maxTime int64
 	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
@@ -45,8 +45,8 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 			ordered, err = args.Bool(cmd, key, v)
 		case "bypassDocumentValidation":
 			bypass, err = args.Bool(cmd, key, v)
-		case "bypassEmptyTsReplacement": // accepted (MongoDB 5.0+); cleave never replaces empty timestamps
-			_, err = args.Bool(cmd, key, v)
+		case "bypassEmptyTsReplacement": // keeps Timestamp(0, 0) values as they are (empty_ts.go)
+			bypassTs, err = args.Bool(cmd, key, v)
 		case "let":
 			_, err = args.Doc(cmd, key, v)
 		default:
@@ -80,6 +80,11 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 			// MongoDB's IDL parses documents as array<object>: the command fails, nothing is
 			// written and the collection is not created.
 			return args.WrongType(cmd, "documents."+strconv.Itoa(i), v.Type, "object")
+		}
+	}
+	if !bypassTs {
+		for i, v := range vals {
+			vals[i].Data = e.fillEmptyTimestamps(v.Data)
 		}
 	}
 	wc := write.ParseConcern(r.body)

@@ -112,7 +112,9 @@ func (e *Executor) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *u
 	if err != nil {
 		return nil, err
 	}
-	u, err := update.CompileValue(s.u, updateOptions(s.arrayFilters, a.let, s.c))
+	opts := updateOptions(s.arrayFilters, a.let, s.c)
+	opts.Timestamp, opts.KeepEmptyTimestamps = e.clockTimestamp, a.bypassTs
+	u, err := update.CompileValue(s.u, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -85,6 +85,9 @@ func (e *Executor) dispatch(ctx context.Context, r *request) (err error) {
 	}
 	noteClientMetadata(r)
 	e.sessions.note(r.body)
+	if err := checkAPIParameters(ctx, r); err != nil {
+		return err
+	}
 	// As in mongod, the failpoint comes after the command lookup and before the checks of
 	// the database name.
 	act, err := e.evalFailCommand(ctx, r, cmd)

@@ -202,6 +202,9 @@ type conn struct {
 	last requestStats
 	// compressors are those both sides support, negotiated by hello.
 	compressors []string
+	// seenHello is set by the connection's first hello (or isMaster): the client metadata
+	// may only come with that one (ClientMetadataCannotBeMutated).
+	seenHello bool
 	// appName is the application name of the handshake's client metadata (failpoint.go),
 	// written under ops.mu, which $currentOp on other connections holds to read it.
 	appName string

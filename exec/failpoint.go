@@ -89,6 +89,7 @@ type failAction struct {
 func (e *Executor) addTestCommands(add func(*command, ...string)) {
 	add(&command{run: e.configureFailPoint, action: auth.ActionClusterAdmin, help: "modifies the settings of a fail point", adminOnly: true},
 		"configureFailPoint")
+	addAPITestCommands(add)
 }
 
 // configureFailPoint sets the mode and data of a failpoint and answers how many times it

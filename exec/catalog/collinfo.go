@@ -74,6 +74,9 @@ type Index struct {
 	// new duplicate keys but keep those they have (collMod, cmd_collmod.go).
 	Hidden        bool
 	PrepareUnique bool
+	// Wildcard is set for a wildcard index ({"$**": 1}, wildcard.go), whose keys are
+	// (path, value); Fields is then empty, so that no field-wise logic applies to it.
+	Wildcard *Wildcard
 }
 
 // ChecksKeys reports whether writers check xi's keys for duplicates.
@@ -179,6 +182,9 @@ func Compile(c *store.Collection) (*Coll, error) {
 
 // CompileIndex builds the Index of catalog index x.
 func CompileIndex(x *store.Index) (*Index, error) {
+	if first, ok := bsonx.FirstElement(x.Key); ok && IsWildcardPath(first.Key()) {
+		return compileWildcardIndex(x)
+	}
 	fields, err := KeyPatternFields(x.Key)
 	if err != nil {
 		return nil, err
@@ -320,6 +326,9 @@ func (xi *Index) Applies(doc bsoncore.Document) bool {
 func (xi *Index) Keys(doc bsoncore.Document, fn func(key []byte) error) error {
 	if !xi.Applies(doc) {
 		return nil
+	}
+	if xi.Wildcard != nil {
+		return xi.Wildcard.keys(doc, fn)
 	}
 	_, err := bsonx.AppendIndexKeys(doc, xi.Fields, fn)
 	return keyError(err)

@@ -39,6 +39,8 @@ type Plan struct {
 	Index   *catalog.Index
 	Ranges  []keyRange
 	Reverse bool
+	// Wildcard is the path and bounds of a scan of a wildcard index (plan_wildcard.go).
+	Wildcard *WildcardScan
 	// Sorted reports that the plan yields documents in the query's sort order.
 	Sorted bool
 	// targets are the indexes in the partition map of the partitions that may hold matches.
@@ -96,6 +98,7 @@ func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hi
 	}
 	best, bestScore := (*catalog.Index)(nil), 0
 	var bestRanges []keyRange
+	var bestWild *WildcardScan
 	bestSorted, bestReverse := false, false
 	for _, xi := range ci.Indexes {
 		if xi.IsID && !ci.IDIndexed {
@@ -104,13 +107,19 @@ func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hi
 		if xi.Hidden || !usableForQuery(xi, f) { // hidden by collMod: maintained, never planned
 			continue
 		}
+		if xi.Wildcard != nil {
+			if ranges, score, ws := wildcardBounds(xi, f); score > bestScore {
+				best, bestScore, bestRanges, bestSorted, bestReverse, bestWild = xi, score, ranges, false, false, ws
+			}
+			continue
+		}
 		ranges, score := indexBounds(xi, f)
 		sorted, reverse := indexSorts(xi, f, sortSpec)
 		if sorted && len(sortSpec) > 0 {
 			score++
 		}
 		if score > bestScore {
-			best, bestScore, bestRanges, bestSorted, bestReverse = xi, score, ranges, sorted, reverse
+			best, bestScore, bestRanges, bestSorted, bestReverse, bestWild = xi, score, ranges, sorted, reverse, nil
 		}
 	}
 	// A filter that fixes the shard key reads only its logical partitions: prefer that scan
@@ -121,6 +130,7 @@ func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hi
 		return p, nil
 	}
 	p.Kind, p.Index, p.Ranges, p.Sorted, p.Reverse = PlanIndex, best, bestRanges, bestSorted && len(sortSpec) > 0, bestReverse
+	p.Wildcard = bestWild
 	return p, nil
 }
 
@@ -169,6 +179,16 @@ func planHinted(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, h
 	if xi.IsID && !ci.IDIndexed {
 		// The _id index has no entries: the documents themselves are in _id order.
 		p.Kind = PlanScan
+		return p, nil
+	}
+	if xi.Wildcard != nil {
+		// A wildcard index holds only the paths it covers: it must bound one of them (and,
+		// as other partial indexes, a partial one is not trusted to hold every match).
+		ranges, score, ws := wildcardBounds(xi, f)
+		if score == 0 || xi.Partial != nil {
+			return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an index that can answer the query")
+		}
+		p.Kind, p.Index, p.Ranges, p.Wildcard = PlanIndex, xi, ranges, ws
 		return p, nil
 	}
 	if xi.Partial != nil || xi.Sparse || xi.Hashed {

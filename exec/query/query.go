@@ -67,8 +67,12 @@ func ParseSort(spec bsoncore.Document) ([]bsonx.SortField, error) {
 		if n != 1 && n != -1 {
 			return nil, mongoerr.New(mongoerr.Location15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
 		}
-		if el.Key() == "" {
-			return nil, mongoerr.New(mongoerr.Location40352, "FieldPath cannot be constructed with empty string")
+		// A sort key is a FieldPath (SortPattern): "a..b", "a." and "$a" are refused as
+		// MongoDB refuses them; $natural is find's order of the collection.
+		if el.Key() != "$natural" {
+			if _, err := expr.SplitPath(el.Key()); err != nil {
+				return nil, err
+			}
 		}
 		out = append(out, bsonx.SortField{Path: el.Key(), Desc: n < 0})
 	}

@@ -84,6 +84,7 @@ const (
 	QueryPlanKilled                          Code = 175
 	AmbiguousIndexKeyPattern                 Code = 181
 	InvalidViewDefinition                    Code = 182
+	ClientMetadataCannotBeMutated            Code = 186
 	PrimarySteppedDown                       Code = 189
 	InvalidIndexSpecificationOption          Code = 197
 	CannotBuildIndexKeys                     Code = 201
@@ -112,6 +113,7 @@ const (
 	QueryExceededMemoryLimitNoDiskUseAllowed Code = 292
 	APIVersionError                          Code = 322
 	APIStrictError                           Code = 323
+	APIDeprecationError                      Code = 324
 	MechanismUnavailable                     Code = 334
 	ShardInvalidatedForTargeting             Code = 343
 	UnsupportedOpQueryCommand                Code = 352
@@ -252,6 +254,7 @@ var names = map[Code]string{
 	QueryPlanKilled:                          "QueryPlanKilled",
 	AmbiguousIndexKeyPattern:                 "AmbiguousIndexKeyPattern",
 	InvalidViewDefinition:                    "InvalidViewDefinition",
+	ClientMetadataCannotBeMutated:            "ClientMetadataCannotBeMutated",
 	PrimarySteppedDown:                       "PrimarySteppedDown",
 	InvalidIndexSpecificationOption:          "InvalidIndexSpecificationOption",
 	CannotBuildIndexKeys:                     "CannotBuildIndexKeys",
@@ -276,6 +279,7 @@ var names = map[Code]string{
 	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",
 	APIVersionError:                          "APIVersionError",
 	APIStrictError:                           "APIStrictError",
+	APIDeprecationError:                      "APIDeprecationError",
 	MechanismUnavailable:                     "MechanismUnavailable",
 	InvalidBSONType:                          "InvalidBSONType",
 	CannotConvertIndexToUnique:               "CannotConvertIndexToUnique",
