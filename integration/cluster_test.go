@@ -16,7 +16,7 @@ import (
 
 // startClusterNodes starts a 3-member etcd cluster (in this process) and n cleave nodes
 // joined to it, one shard each, in order: node-a first (it seeds the cluster's catalog).
-func startClusterNodes(t *testing.T, n int) (*etcdtest.Cluster, []*server) {
+func startClusterNodes(t testing.TB, n int) (*etcdtest.Cluster, []*server) {
 	t.Helper()
 	etcd := etcdtest.Start(t, 3)
 	var nodes []*server
