@@ -9,9 +9,9 @@ import (
 	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/exec/query"
-	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 

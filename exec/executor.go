@@ -78,7 +78,7 @@ type Executor struct {
 	st       Storage
 	cursors  *cursorRegistry
 	// remote reaches other nodes' shards (cluster mode; nil on a single node).
-	remote *remoteShards
+	remote   *remoteShards
 	sessions sessionCache
 	txns     txnRegistry // open multi-document transactions (txn.go)
 	// snapshots are the snapshots of snapshot reads, by cluster time (snapshot_read.go).

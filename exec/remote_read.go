@@ -89,7 +89,7 @@ func replyError(reply bsoncore.Document) *mongoerr.Error {
 }
 
 // OpenScan implements query.Remote.
-func (rs *remoteShards) OpenScan(ctx context.Context, spec *query.RemoteScanSpec) (query.RemoteScan, error) {
+func (rs *remoteShards) OpenScan(_ context.Context, spec *query.RemoteScanSpec) (query.RemoteScan, error) {
 	ci := spec.CI
 	b := bsoncore.NewDocumentBuilder().
 		AppendString("_cleaveShardFind", ci.Meta.Name).

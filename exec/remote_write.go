@@ -145,7 +145,7 @@ func (e *Executor) insertGroupOn(ctx context.Context, r *request, ci *catalog.Co
 	reply, err := e.remote.command(ctx, g.shard, b.AppendString("$db", r.db).Build())
 	if err != nil {
 		if me := mongoerr.As(err); me != nil && me.Code == mongoerr.HostUnreachable && rt != nil {
-			me.WithLabels("RetryableWriteError")
+			_ = me.WithLabels("RetryableWriteError")
 		}
 		return err
 	}

@@ -28,7 +28,9 @@ func loadBench(b *testing.B, c *mongo.Client, db string) {
 
 // BenchmarkClusterPointRead: a find by _id of an unsharded collection, which lives on
 // node-a's shard, through node-a (the owner) and through node-b (one internal hop), in the
-// same run. go test ./integration -run '^$' -bench ClusterPointRead -benchtime 3000x
+// same run:
+//
+//	go test ./integration -run '^$' -bench ClusterPointRead -benchtime 3000x
 func BenchmarkClusterPointRead(b *testing.B) {
 	_, nodes := startClusterNodes(b, 2)
 	a, o := nodes[0].client(b), nodes[1].client(b)
@@ -54,8 +56,9 @@ func BenchmarkClusterPointRead(b *testing.B) {
 
 // BenchmarkClusterScatter: a query no shard key fixes ($group over a range of n, which
 // every partition holds part of), on a collection sharded over three nodes (one shard
-// each) against the same collection on one node with one shard.
-// go test ./integration -run '^$' -bench ClusterScatter -benchtime 300x
+// each) against the same collection on one node with one shard:
+//
+//	go test ./integration -run '^$' -bench ClusterScatter -benchtime 300x
 func BenchmarkClusterScatter(b *testing.B) {
 	_, nodes := startClusterNodes(b, 3)
 	single := startServer(b)

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"testing"
@@ -171,9 +172,5 @@ func TestClusterRemoteReadsWrites(t *testing.T) {
 
 // asBulk reports whether err is a BulkWriteException, and sets it.
 func asBulk(err error, out *mongo.BulkWriteException) bool {
-	bwe, ok := err.(mongo.BulkWriteException)
-	if ok {
-		*out = bwe
-	}
-	return ok
+	return errors.As(err, out)
 }
