@@ -100,6 +100,16 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 	ctx, cancel := query.Deadline(ctx, maxTime)
 	defer cancel()
 	res := write.Results{}
+	if e.remote != nil && r.txn == nil && e.spansRemote(ci) {
+		err := e.insertRouted(ctx, r, ci, vals, ordered, bypass, wc, rt, &res)
+		e.counters.insertedDocs.Add(res.N)
+		if err != nil {
+			return interruptError(ctx, err)
+		}
+		r.charge += res.Charge
+		r.out = res.AppendReply(r.out, false)
+		return nil
+	}
 	for start := 0; start < len(vals); {
 		end, size := start, 0
 		for end < len(vals) && end-start < insertGroupDocs && size < insertGroupBytes {

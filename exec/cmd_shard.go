@@ -240,9 +240,11 @@ func (e *Executor) shardColl(spec sharding.Spec) (*store.Collection, error) {
 		return nil, mongoerr.New(mongoerr.AlreadyInitialized, "sharding already enabled for collection %s.%s with options { key: %s }",
 			spec.DB, spec.Coll, bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: c.ShardKey}))
 	}
-	local := e.shards.LocalShards() // in a cluster, a new collection starts on this node's shards
+	local := e.shards.LocalShards() // in a cluster, a collection converted in place stays on this node's shards
 	n := shard.InitialCount(float64(spec.Throughput), e.shards.Policy().PartitionMaxRU, spec.NumInitialChunks, len(local))
 	if c == nil {
+		local = e.placementShards()
+		n = shard.InitialCount(float64(spec.Throughput), e.shards.Policy().PartitionMaxRU, spec.NumInitialChunks, len(local))
 		parts := sharding.StoreParts(shard.InitialLayout(n, len(local), 0))
 		for i := range parts {
 			parts[i].ID = 0 // the catalog assigns fresh ids
@@ -263,6 +265,27 @@ func (e *Executor) shardColl(spec sharding.Spec) (*store.Collection, error) {
 	}
 	e.shards.AfterMapChange()
 	return c, nil
+}
+
+// placementShards returns the shards a new sharded collection's partitions spread over:
+// every shard of a node that is up, in a cluster (as a presplit hashed collection's chunks
+// spread over a sharded cluster's shards), since reads and inserts run on the owner's node;
+// the node's own shards on a single node.
+func (e *Executor) placementShards() []int {
+	c := e.st.Cluster
+	if c == nil || e.remote == nil {
+		return e.shards.LocalShards()
+	}
+	var out []int
+	for s := range e.cat.Shards() {
+		if _, host := c.ShardHost(s); host != "" {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return e.shards.LocalShards()
+	}
+	return out
 }
 
 // equalKeys reports whether two key patterns are the same (1 and 1.0 alike).

@@ -158,7 +158,7 @@ func compileWriteFilter(q, let bsoncore.Document) (*match.Filter, error) {
 	if len(let) <= 5 {
 		return query.CompileFilter(q)
 	}
-	return match.Compile(q, &match.Options{Expr: expr.CompilePredicateWith(&expr.Options{Let: let})})
+	return match.Compile(q, &match.Options{Expr: expr.CompilePredicateWith(&expr.Options{Let: let}), Vars: let})
 }
 
 // explainWrite explains the read part of a write (update, delete, findAndModify): how op

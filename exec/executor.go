@@ -77,6 +77,8 @@ type Executor struct {
 	metrics  *Metrics // the Prometheus collector (metrics.go)
 	st       Storage
 	cursors  *cursorRegistry
+	// remote reaches other nodes' shards (cluster mode; nil on a single node).
+	remote   *remoteShards
 	sessions sessionCache
 	txns     txnRegistry // open multi-document transactions (txn.go)
 	// snapshots are the snapshots of snapshot reads, by cluster time (snapshot_read.go).
@@ -139,14 +141,19 @@ func New(opts Options, logger *zap.Logger) *Executor {
 			Version:       serverVersion,
 			Cluster:       e.st.Cluster,
 		})
-		e.query = query.New(e.cat, query.Options{
+		qopts := query.Options{
 			MaxParallelism: opts.MaxParallelism,
 			Temp:           e.temp,
 			SortBytes:      e.knobs.sortMemory.load,
 			Meters:         e.shards.ReadMeters,
 			Budgets:        e.shards.ReadBudgets,
 			IndexUse:       &e.indexUse,
-		})
+		}
+		if e.st.Cluster != nil {
+			e.remote = newRemoteShards(e, e.st.Cluster)
+			qopts.Remote = e.remote
+		}
+		e.query = query.New(e.cat, qopts)
 		e.write = write.NewPath(e.cat, e.query, e.shards).WithLogger(e.log.Named("write")).WithGate(&e.txns)
 		e.ddl = ddl.New(e.cat, e.write, e.log, &e.counters.deletedDocs)
 		e.ddl.AbortUnfinished()

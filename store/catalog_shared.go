@@ -356,3 +356,8 @@ func (c *Catalog) SetHomeShard(s int) {
 	defer c.mu.Unlock()
 	c.mu.homeShard = s
 }
+
+// WaitRevision waits until the state reflects revision rev or a later one (at most
+// revisionWait; then ErrCatalogBehind): a node that another node's request names a newer
+// revision catches up before answering it.
+func (c *Catalog) WaitRevision(rev int64) error { return c.waitRevision(rev) }

@@ -304,7 +304,11 @@ func andFilters(fs []bsoncore.Document) bsoncore.Document {
 
 // compileFilter compiles a $match filter with the pipeline's let variables for $expr.
 func (env *Env) compileFilter(filter bsoncore.Document) (*match.Filter, error) {
-	return match.Compile(filter, &match.Options{Expr: expr.CompilePredicateWith(env.Opts)})
+	var vars bsoncore.Document
+	if env.Opts != nil {
+		vars = env.Opts.Let
+	}
+	return match.Compile(filter, &match.Options{Expr: expr.CompilePredicateWith(env.Opts), Vars: vars})
 }
 
 // CompileExpr compiles an aggregation expression with the pipeline's options.

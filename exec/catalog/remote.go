@@ -106,3 +106,18 @@ func (b *remoteBatch) Close()                                                   
 func (b *remoteBatch) DeleteIndexEntriesInRange(store.CollID, store.IndexID, uint64, uint64) (int, error) {
 	return 0, b.err
 }
+
+// RemoteNode reports whether sh is another node's shard (a Remote stand-in), and names
+// that node: reads and writes of such a shard run on its node (query.Remote).
+func RemoteNode(sh Shard) (node string, ok bool) {
+	r, ok := sh.(remote)
+	return r.node, ok
+}
+
+// IsRemoteBatch reports whether b is a batch of another node's shard, which never commits:
+// a writer checks it before committing any of its batches, so that a group of writes
+// touching such a shard changes nothing anywhere.
+func IsRemoteBatch(b Batch) bool {
+	_, ok := b.(*remoteBatch)
+	return ok
+}

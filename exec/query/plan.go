@@ -49,6 +49,10 @@ type Plan struct {
 	// that can hold matches, sorted: scans read those key ranges only, and their load is
 	// charged to those keys.
 	hashes []hashTarget
+	// sort and hint are what the plan was made for: a read of another node's shard sends
+	// them to the owner, which plans the same (remote.go).
+	sort []bsonx.SortField
+	hint bsoncore.Value
 }
 
 // hashTarget is one shard-key hash a plan reads, with the label its load is sampled under.
@@ -69,7 +73,7 @@ type keyRange struct{ lo, hi []byte }
 
 // planQuery chooses the access path of a query on ci.
 func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hint bsoncore.Value) (*Plan, error) {
-	p := &Plan{}
+	p := &Plan{sort: sortSpec, hint: hint}
 	p.targets, p.hashes = targets(ci, f)
 	if len(p.targets) == 0 {
 		p.Kind = PlanEOF

@@ -95,6 +95,9 @@ func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
 		perShard = q.Limit + q.Skip
 	}
 	for i, s := range shards {
+		if s.rem != nil {
+			s.rem.spec.Limit = perShard
+		}
 		if len(shards) > 1 && p.Kind != PlanIDs && !q.PerShardConsumer {
 			s.startPrefetch(sem, perShard)
 		}

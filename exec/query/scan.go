@@ -64,6 +64,8 @@ type ShardStream struct {
 	// pf, when set, reads this shard ahead in a goroutine (scan_parallel.go); the fields
 	// above then belong to pf's reader and stats is the consumer's view of its totals.
 	pf *prefetch
+	// rem, when set, reads another node's shard through its owner (remote.go).
+	rem *remoteRead
 }
 
 // NewShardStream prepares plan p's reads on shard s. Point reads go to the DB itself;
@@ -91,6 +93,10 @@ func (g *Engine) NewShardStream(ci *catalog.Coll, p *Plan, f *match.Filter, s in
 	ss.Stats.Point = p.Kind == PlanIDs
 	ss.Stats.Partitions = countDistinct(ss.parts)
 	db := g.shardList()[s]
+	if _, ok := catalog.RemoteNode(db); ok && g.opts.Remote != nil {
+		g.newRemoteRead(ss, p, f)
+		return ss, nil
+	}
 	if p.Kind == PlanIDs {
 		ss.r = db
 		return ss, nil
@@ -130,6 +136,9 @@ func (ss *ShardStream) Next(ctx context.Context) (bsoncore.Document, error) {
 // read reads the next matching document through the plan's access path. The first read
 // takes the stream's partitions' admission from their budgets (scan_meter.go).
 func (ss *ShardStream) read(ctx context.Context) (bsoncore.Document, error) {
+	if ss.rem != nil {
+		return ss.readRemote(ctx)
+	}
 	if !ss.started {
 		ss.started = true
 		if err := ss.admit(); err != nil {
@@ -359,6 +368,9 @@ func (ss *ShardStream) Close() {
 	if ss.pf != nil {
 		ss.Stats = ss.pf.stop()
 		return
+	}
+	if ss.rem != nil {
+		ss.rem.close()
 	}
 	ss.settle()
 	if ss.docIt != nil {

@@ -499,6 +499,11 @@ func (wr *Writer) Commit(sync bool) error {
 	if err := wr.closeProbes(); err != nil {
 		return catalog.StoreError(err)
 	}
+	for _, b := range wr.batches { // another node's shard (cluster mode): commit nothing anywhere
+		if catalog.IsRemoteBatch(b) && !b.Empty() {
+			return b.Commit(sync)
+		}
+	}
 	for idx, paths := range wr.multikey {
 		if err := wr.p.cat.MarkMultikey(wr.ci.Meta.ID, idx, paths); err != nil {
 			return catalog.StoreError(err)
