@@ -73,6 +73,7 @@ const (
 	CursorInUse                              Code = 143
 	ExceededMemoryLimit                      Code = 146
 	ChunkTooBig                              Code = 153
+	IncompatibleCollationVersion             Code = 161
 	ViewDepthLimitExceeded                   Code = 165
 	CommandNotSupportedOnView                Code = 166
 	OptionNotSupportedOnView                 Code = 167
@@ -225,6 +226,7 @@ var names = map[Code]string{
 	UnsupportedOpQueryCommand:                "UnsupportedOpQueryCommand",
 	ExceededMemoryLimit:                      "ExceededMemoryLimit",
 	ChunkTooBig:                              "ChunkTooBig",
+	IncompatibleCollationVersion:             "IncompatibleCollationVersion",
 	ViewDepthLimitExceeded:                   "ViewDepthLimitExceeded",
 	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
 	OptionNotSupportedOnView:                 "OptionNotSupportedOnView",
