@@ -291,9 +291,19 @@ func andFilters(fs []bsoncore.Document) bsoncore.Document {
 	return b
 }
 
-// compileFilter compiles a $match filter with the pipeline's let variables for $expr.
+// compileFilter compiles a $match filter with the pipeline's let variables for $expr and
+// its collation.
 func (env *Env) compileFilter(filter bsoncore.Document) (*match.Filter, error) {
-	return match.Compile(filter, &match.Options{Expr: expr.CompilePredicateWith(env.Opts)})
+	return match.Compile(filter, &match.Options{Expr: expr.CompilePredicateWith(env.Opts), Collator: env.Collator()})
+}
+
+// Collator is the pipeline's collation (expr.Options.Collator; nil: simple): $match,
+// $sort, $group keys, $addToSet and comparisons in expressions use it.
+func (env *Env) Collator() bsonx.Collator {
+	if env == nil || env.Opts == nil {
+		return nil
+	}
+	return env.Opts.Collator
 }
 
 // CompileExpr compiles an aggregation expression with the pipeline's options.

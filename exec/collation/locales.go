@@ -22,9 +22,9 @@ var locales = map[string]string{
 	"th": "th", "bo": "bo", "to": "to", "tr": "tr", "uk": "uk", "hsb": "hsb", "ur": "ur",
 	"ug": "ug", "vi": "vi", "wae": "wae", "cy": "cy", "yi": "yi", "yo": "yo", "zu": "zu",
 
-	"de@collation=phonebook": "de-u-co-phonebk",
-	"ln@collation=phonetic":  "ln-u-co-phonetic",
-	"zh@collation=stroke":    "zh-u-co-stroke",
+	"de@collation=phonebook":   "de-u-co-phonebk",
+	"ln@collation=phonetic":    "ln-u-co-phonetic",
+	"zh@collation=stroke":      "zh-u-co-stroke",
 	"zh_Hant@collation=pinyin": "zh-Hant-u-co-pinyin",
 	"es@collation=traditional": "", "fi_FI@collation=search": "", "ko@collation=search": "",
 	"si@collation=dictionary": "", "sv@collation=search": "", "zh@collation=big5han": "",

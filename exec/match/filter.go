@@ -1,6 +1,7 @@
 package match
 
 import (
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -10,6 +11,9 @@ type Options struct {
 	// Expr compiles the argument of $expr into a predicate; it comes from the aggregation
 	// expression package. Nil: $expr fails with QueryFeatureNotAllowed (224).
 	Expr func(expr bsoncore.Value) (func(doc bsoncore.Document) (bool, error), error)
+	// Collator is the query's collation: strings compare by their keys in equality, ranges
+	// and $in (regexes ignore it, as in MongoDB). Nil: the simple collation.
+	Collator bsonx.Collator
 }
 
 // Filter is a compiled query filter. It is immutable and safe for concurrent use.
@@ -18,6 +22,7 @@ type Filter struct {
 	conj    []node // the top-level conjunction, for Equalities and Intervals
 	paths   []string
 	hasExpr bool
+	coll    bsonx.Collator
 	value   *valueCond // set by CompileValue
 }
 
@@ -27,11 +32,14 @@ func Compile(filter bsoncore.Document, opts *Options) (*Filter, error) {
 		return nil, mongoerr.Wrap(err, mongoerr.InvalidBSON, "invalid BSON in filter")
 	}
 	p := &parser{opts: opts}
+	if opts != nil {
+		p.coll = opts.Collator
+	}
 	conj, err := p.parseDoc(filter, levelTop, "")
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{root: conjunction(conj), conj: conj, paths: p.paths, hasExpr: p.hasExpr}, nil
+	return &Filter{root: conjunction(conj), conj: conj, paths: p.paths, hasExpr: p.hasExpr, coll: p.coll}, nil
 }
 
 // Match reports whether doc matches. A $expr runtime error counts as no match; use
@@ -59,6 +67,12 @@ func (f *Filter) MatchPos(doc bsoncore.Document) (ok bool, pos int) {
 	}
 	return true, pos
 }
+
+// Collator returns the collation the filter compares strings with (nil: simple). The
+// analysis (Equalities, Intervals) returns the values as given: a planner collates them
+// for an index with the same collation, and must not use them against raw values (an
+// index with another collation, the shard key, _id) when they hold strings.
+func (f *Filter) Collator() bsonx.Collator { return f.coll }
 
 // IsEmpty reports whether the filter has no predicate ({} or only $comment).
 func (f *Filter) IsEmpty() bool { return len(f.conj) == 0 && f.value == nil }
