@@ -40,6 +40,10 @@ func AppendSortKeyCollated(dst []byte, doc bsoncore.Document, spec []SortField, 
 	return AppendSortKey(dst, CollateDocument(c, doc), spec)
 }
 
+// HasString reports whether v is or holds a string: only such values compare differently
+// under a collation.
+func HasString(v bsoncore.Value) bool { return hasString(v.Type, v.Data) }
+
 // hasString reports whether a value of type t with bytes b is or holds a string.
 func hasString(t bsoncore.Type, b []byte) bool {
 	switch t {

@@ -10,6 +10,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/collation"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -266,7 +267,17 @@ func normalizeCreateOptions(o CollOptions) error {
 			delete(o, k)
 		}
 	}
-	delete(o, "collation") // checkCollation accepts only the simple collation
+	if v, ok := o["collation"]; ok { // stored in full; a simple collation is not stored
+		c, err := collation.Parse(v.Document())
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			delete(o, "collation")
+		} else {
+			o["collation"] = bsonx.DocValue(c.Document())
+		}
+	}
 	if _, ok := o["validator"]; ok {
 		if _, ok := o["validationLevel"]; !ok {
 			o["validationLevel"] = bsonx.StringValue("strict")
