@@ -332,3 +332,45 @@ func TestCollationErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestCollationShardCollection: a collection with a non-simple default collation is
+// sharded only with {locale: "simple"} (the shard key hash is of raw values), and its
+// default collation still applies to reads: an equality on the shard key under it is not
+// routed by the hash of the raw value.
+func TestCollationShardCollection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := startServer(t, "--shards", "2")
+	c := srv.client(t)
+	db := c.Database(dbName(t))
+	if err := db.CreateCollection(ctx, "s", options.CreateCollection().SetCollation(strength2)); err != nil {
+		t.Fatal(err)
+	}
+	ns := db.Name() + ".s"
+	shard := func(extra ...bson.E) error {
+		cmd := bson.D{{Key: "shardCollection", Value: ns}, {Key: "key", Value: bson.D{{Key: "name", Value: "hashed"}}}}
+		return c.Database("admin").RunCommand(ctx, append(cmd, extra...)).Err()
+	}
+	var ce mongo.CommandError
+	if err := shard(); !errors.As(err, &ce) || ce.Code != 2 {
+		t.Fatalf("shardCollection without a collation: %v, want BadValue", err)
+	}
+	if err := shard(bson.E{Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}}); !errors.As(err, &ce) || ce.Code != 2 {
+		t.Fatalf("shardCollection with a French collation: %v, want BadValue", err)
+	}
+	if err := shard(bson.E{Key: "collation", Value: bson.D{{Key: "locale", Value: "simple"}}}); err != nil {
+		t.Fatalf("shardCollection with the simple collation: %v", err)
+	}
+	coll := db.Collection("s")
+	for i, s := range []string{"a", "A", "b", "x", "X", "y"} {
+		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "name", Value: s}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := collatedNames(t, coll, bson.D{{Key: "name", Value: "x"}}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}})); !reflect.DeepEqual(got, []string{"x", "X"}) {
+		t.Errorf("shard-key equality under the default collation: %q, want [x X]", got)
+	}
+	if got := collatedNames(t, coll, bson.D{{Key: "name", Value: "X"}}, options.Find().SetCollation(&options.Collation{Locale: "simple"})); !reflect.DeepEqual(got, []string{"X"}) {
+		t.Errorf("shard-key equality under the simple collation: %q, want [X]", got)
+	}
+}
