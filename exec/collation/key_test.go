@@ -93,3 +93,23 @@ func TestCollationSimpleIsNil(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkCollationKey(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		spec bsoncore.Document
+	}{{"Strength2", spec("en", "strength", 2)}, {"Strength3", spec("en")}, {"CaseFirstUpper", spec("en", "caseFirst", "upper")}} {
+		c, err := Parse(tc.spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := []byte("Grand Café de la Gare 12")
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var dst []byte
+			for b.Loop() {
+				dst = c.Key(dst[:0], s)
+			}
+		})
+	}
+}
