@@ -167,6 +167,16 @@ func checkCreateView(o CollOptions, given []string) error {
 	if on.StringValue() == "" {
 		return mongoerr.New(mongoerr.InvalidNamespace, "invalid name for 'viewOn'")
 	}
+	if c, ok := o["collation"]; ok {
+		// Reads through a view do not apply a view's collation yet: refuse rather than
+		// answer in the simple collation.
+		if coll, err := collation.Parse(c.Document()); err != nil || coll != nil {
+			if err != nil {
+				return err
+			}
+			return mongoerr.New(mongoerr.NotImplemented, "views with a collation other than {locale: \"simple\"} are not supported by cleave")
+		}
+	}
 	p, ok := o["pipeline"]
 	if !ok {
 		o["pipeline"] = bsoncore.Value{Type: bsoncore.TypeArray, Data: bsoncore.NewArrayBuilder().Build()}
