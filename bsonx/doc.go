@@ -39,6 +39,9 @@
 //     BtreeKeyGenerator (multikey, parallel arrays, positional paths, empty array as
 //     undefined, hashed components); AppendSortKey is the smallest index key of the sort
 //     pattern, as MongoDB's SortKeyGenerator computes it.
+//   - Collations (collate.go): Collate and CollateDocument replace every string by its key
+//     under a Collator (exec/collation implements it), so that Compare, the key encoding and
+//     the sort keys of collated values follow the collation; AppendSortKeyCollated.
 //   - Helpers: IsNumber, NumberAsFloat64, NumberAsInt64, ArrayKey.
 //
 // # Decisions worth knowing

@@ -74,10 +74,11 @@ func (e *Executor) delete(ctx context.Context, r *request) error {
 
 // compileDelete compiles delete statement s of collection ci (nil when it does not exist).
 func compileDelete(a *writeArgs, ci *catalog.Coll, s *deleteStmt) (*write.Op, error) {
-	if err := catalog.CheckCollation(s.collation); err != nil {
+	coll, err := collationFor(s.collation, ci)
+	if err != nil {
 		return nil, err
 	}
-	f, err := compileWriteFilter(s.q, a.let)
+	f, err := compileWriteFilter(s.q, a.let, coll)
 	if err != nil {
 		return nil, err
 	}

@@ -172,7 +172,11 @@ func (e *Executor) findAndModify(ctx context.Context, r *request) error {
 // compileFAM compiles a findAndModify into a single-document writeOp and its projection
 // (nil when fields is absent). An upsert creates the collection when create is set.
 func (e *Executor) compileFAM(db string, a *famArgs, ci *catalog.Coll, create bool) (*write.Op, *project.Projection, error) {
-	f, err := compileWriteFilter(a.query, a.let)
+	coll, err := collationFor(a.collation, ci)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := compileWriteFilter(a.query, a.let, coll)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -85,7 +85,11 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 // compileFind compiles a find's filter, sort and projection. ci may be nil (no collection):
 // the arguments are still validated, as MongoDB does.
 func compileFind(ci *catalog.Coll, a *findArgs) (*query.Query, error) {
-	f, err := compileWriteFilter(a.filter, a.let) // $expr sees the let variables
+	coll, err := collationFor(a.collation, ci)
+	if err != nil {
+		return nil, err
+	}
+	f, err := compileWriteFilter(a.filter, a.let, coll) // $expr sees the let variables
 	if err != nil {
 		return nil, err
 	}

@@ -114,6 +114,13 @@ func (e *Executor) ensureIndexes(ctx context.Context, db, coll string, indexes [
 		return ensureResult{}, catalog.ViewError(db + "." + coll)
 	}
 	var existing []store.Index
+	var dflt bsoncore.Document // the collection's default collation, which indexes inherit
+	if c != nil {
+		dflt, _ = c.Options.Lookup("collation").DocumentOK()
+	}
+	for i := range indexes {
+		ddl.ResolveIndexCollation(&indexes[i], dflt)
+	}
 	if c != nil {
 		existing = c.Indexes
 	} else {

@@ -9,8 +9,6 @@ import (
 	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
-	"github.com/cleavedb/cleave/exec/expr"
-	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -89,7 +87,15 @@ func (e *Executor) shardFind(ctx context.Context, r *request) error {
 	}
 	filter, _ := b.Lookup("filter").DocumentOK()
 	vars, _ := b.Lookup("let").DocumentOK()
-	f, err := match.Compile(filter, &match.Options{Expr: expr.CompilePredicateWith(&expr.Options{Let: vars}), Vars: vars})
+	// The router resolved the collation (explicit, the collection's default, or simple):
+	// none sent is the simple one, whatever the collection's default.
+	var coll bsonx.Collator
+	if d, ok := b.Lookup("collation").DocumentOK(); ok {
+		if coll, err = collationFor(d, nil); err != nil {
+			return err
+		}
+	}
+	f, err := query.CompileFilterWith(filter, vars, coll)
 	if err != nil {
 		return err
 	}

@@ -87,7 +87,11 @@ func (e *Executor) count(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	f, err := query.CompileFilter(a.query)
+	coll, err := collationFor(a.collation, ci)
+	if err != nil {
+		return err
+	}
+	f, err := query.CompileFilterWith(a.query, nil, coll)
 	if err != nil {
 		return err
 	}
@@ -183,7 +187,11 @@ func (e *Executor) distinct(ctx context.Context, r *request) error {
 		if err != nil {
 			return err
 		}
-		f, err := query.CompileFilter(filter)
+		coll, err := collationFor(collation, ci)
+		if err != nil {
+			return err
+		}
+		f, err := query.CompileFilterWith(filter, nil, coll)
 		if err != nil {
 			return err
 		}
@@ -218,7 +226,7 @@ func (e *Executor) distinctValues(ctx context.Context, r *request, q *query.Quer
 		return nil, err
 	}
 	defer stream.Close()
-	values, err := collectDistinct(ctx, stream, path)
+	values, err := collectDistinct(ctx, stream, path, q.Collator())
 	for _, s := range shards {
 		r.charge += s.Stats.Charge()
 	}
@@ -241,12 +249,12 @@ func (e *Executor) distinctView(ctx context.Context, r *request, coll string, fi
 	}
 	defer charge()
 	defer s.Close()
-	return collectDistinct(ctx, s, path)
+	return collectDistinct(ctx, s, path, nil)
 }
 
 // collectDistinct collects the distinct values of path among the documents of in, sorted
 // in MongoDB's order. Array values contribute their elements.
-func collectDistinct(ctx context.Context, stream stream.Stream, path string) ([]bsoncore.Value, error) {
+func collectDistinct(ctx context.Context, stream stream.Stream, path string, coll bsonx.Collator) ([]bsoncore.Value, error) {
 	seen := map[string]bool{}
 	var values []bsoncore.Value
 	var kb []byte
@@ -265,7 +273,7 @@ func collectDistinct(ctx context.Context, stream stream.Stream, path string) ([]
 			if m.Value.Type == bsoncore.TypeArray && !m.InLeafArray {
 				return true // its elements come as matches of their own
 			}
-			kb = bsonx.AppendKey(kb[:0], m.Value)
+			kb = bsonx.AppendKey(kb[:0], bsonx.Collate(coll, m.Value)) // one value per class of equals
 			if !seen[string(kb)] {
 				seen[string(kb)] = true
 				values = append(values, bsoncore.Value{Type: m.Value.Type, Data: append([]byte(nil), m.Value.Data...)})
@@ -273,6 +281,8 @@ func collectDistinct(ctx context.Context, stream stream.Stream, path string) ([]
 			return true
 		})
 	}
-	sort.SliceStable(values, func(i, j int) bool { return bsonx.Compare(values[i], values[j]) < 0 })
+	sort.SliceStable(values, func(i, j int) bool {
+		return bsonx.Compare(bsonx.Collate(coll, values[i]), bsonx.Collate(coll, values[j])) < 0
+	})
 	return values, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/collation"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
@@ -128,7 +129,7 @@ func (e *Executor) shardCollection(_ context.Context, r *request) error {
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", ns)
 	}
 	spec := sharding.Spec{DB: db, Coll: coll}
-	var unique, presplit bool
+	var unique, presplit, simple bool
 	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
@@ -148,7 +149,12 @@ func (e *Executor) shardCollection(_ context.Context, r *request) error {
 		case "collation":
 			var d bsoncore.Document
 			if d, err = args.Doc(cmd, key, v); err == nil {
-				err = catalog.CheckCollation(d)
+				var c *collation.Collation
+				if c, err = collation.Parse(d); err == nil && c != nil {
+					// The hash is of the raw value: the shard key index must be simple.
+					err = mongoerr.New(mongoerr.BadValue, "The collation for shardCollection must be {locale: 'simple'}, but found: %s", bsonx.ShellString(v))
+				}
+				simple = true
 			}
 		case "timeseries":
 			err = mongoerr.New(mongoerr.NotImplemented, "sharded time series collections are not supported by cleave")
@@ -171,6 +177,10 @@ func (e *Executor) shardCollection(_ context.Context, r *request) error {
 	spec.Key = append(bsoncore.Document(nil), spec.Key...) // the body aliases the read buffer
 	if err := validateShardKey(spec.Key); err != nil {
 		return err
+	}
+	if ci, _ := e.cat.Lookup(db, coll); ci != nil && ci.Collation != nil && !simple {
+		return mongoerr.New(mongoerr.BadValue, "Collection has default collation: %s. Please specify collation {locale: 'simple'}",
+			bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: ci.Collation.Document()}))
 	}
 	if unique {
 		return mongoerr.New(mongoerr.InvalidOptions, "hashed shard keys cannot be declared unique. It's possible to ensure uniqueness on the hashed field by declaring an additional (non-hashed) unique index on the field.")

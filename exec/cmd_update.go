@@ -5,8 +5,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
-	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/update"
@@ -105,10 +105,11 @@ func stmtWriteError(ctx context.Context, i int, err error) (mongoerr.WriteError,
 // compileUpdate compiles update statement s of collection a.coll (ci, nil when it does not
 // exist; an upsert creates it unless only explaining).
 func (e *Executor) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *updateStmt, create bool) (*write.Op, error) {
-	if err := catalog.CheckCollation(s.collation); err != nil {
+	coll, err := collationFor(s.collation, ci)
+	if err != nil {
 		return nil, err
 	}
-	f, err := compileWriteFilter(s.q, a.let)
+	f, err := compileWriteFilter(s.q, a.let, coll)
 	if err != nil {
 		return nil, err
 	}
@@ -149,16 +150,10 @@ func updateOptions(arrayFilters []bsoncore.Document, let, constants bsoncore.Doc
 	}
 }
 
-// compileWriteFilter compiles the query of a write statement; $expr in it sees the
-// command's let variables.
-func compileWriteFilter(q, let bsoncore.Document) (*match.Filter, error) {
-	if q == nil {
-		q = query.EmptyDoc
-	}
-	if len(let) <= 5 {
-		return query.CompileFilter(q)
-	}
-	return match.Compile(q, &match.Options{Expr: expr.CompilePredicateWith(&expr.Options{Let: let}), Vars: let})
+// compileWriteFilter compiles the query of a write statement (or a find); $expr in it
+// sees the command's let variables; strings compare with collation coll (nil: simple).
+func compileWriteFilter(q, let bsoncore.Document, coll bsonx.Collator) (*match.Filter, error) {
+	return query.CompileFilterWith(q, let, coll)
 }
 
 // explainWrite explains the read part of a write (update, delete, findAndModify): how op

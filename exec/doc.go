@@ -9,6 +9,7 @@
 //
 //	where is …                                         package
 //	argument parsing with MongoDB's IDL errors          exec/args
+//	collation specs and their comparison keys           exec/collation
 //	collections, indexes, the DDL lock, the Shard seam  exec/catalog
 //	document streams: merge, sort, spill                exec/stream
 //	the planner, shard scans, parallel readers          exec/query

@@ -240,6 +240,9 @@ func appendShardPlan(out []byte, q *query.Query, p *query.Plan) []byte {
 			o = bsoncore.AppendBooleanElement(o, "isUnique", p.Index.Unique)
 			o = bsoncore.AppendBooleanElement(o, "isSparse", p.Index.Sparse)
 			o = bsoncore.AppendBooleanElement(o, "isPartial", p.Index.Partial != nil)
+			if c := p.Index.Collation.Document(); c != nil {
+				o = bsoncore.AppendDocumentElement(o, "collation", c)
+			}
 			dir := "forward"
 			if p.Reverse {
 				dir = "backward"

@@ -100,6 +100,9 @@ func (rs *remoteShards) OpenScan(_ context.Context, spec *query.RemoteScanSpec) 
 	if spec.Vars != nil {
 		b.AppendDocument("let", spec.Vars)
 	}
+	if spec.Collation != nil {
+		b.AppendDocument("collation", spec.Collation)
+	}
 	if len(spec.Sort) > 0 {
 		sb := bsoncore.NewDocumentBuilder()
 		for _, f := range spec.Sort {

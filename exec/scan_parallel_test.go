@@ -79,8 +79,8 @@ func TestParallelShardReads(t *testing.T) {
 					seen[id] = true
 					if tc.sort != "" && i > 0 {
 						spec, _ := query.ParseSort(streamtest.ExtDoc(t, tc.sort))
-						a, _ := stream.SortKey(nil, got[i-1], spec)
-						b, _ := stream.SortKey(nil, d, spec)
+						a, _ := stream.SortKey(nil, got[i-1], spec, nil)
+						b, _ := stream.SortKey(nil, d, spec, nil)
 						if string(a) > string(b) {
 							t.Fatalf("%s %s: document %d out of order", tc.filter, tc.sort, i)
 						}

@@ -110,7 +110,7 @@ func TestDDLCreateOptions(t *testing.T) {
 		{"CappedSizeZero", bson.D{{Key: "create", Value: "c2"}, {Key: "capped", Value: true}, {Key: "size", Value: 0}}, 51024},
 		{"TimeseriesNoTimeField", bson.D{{Key: "create", Value: "c3"}, {Key: "timeseries", Value: bson.D{{Key: "metaField", Value: "m"}}}}, 40414},
 		{"ClusteredNotUnique", bson.D{{Key: "create", Value: "c4"}, {Key: "clusteredIndex", Value: bson.D{{Key: "key", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "unique", Value: false}}}}, 5979700},
-		{"Collation", bson.D{{Key: "create", Value: "c5"}, {Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}}}, 238},
+		{"BadCollationLocale", bson.D{{Key: "create", Value: "c5"}, {Key: "collation", Value: bson.D{{Key: "locale", Value: "xx"}}}}, 2},
 		{"UnknownOption", bson.D{{Key: "create", Value: "c6"}, {Key: "foo", Value: 1}}, 40415},
 		{"BadName", bson.D{{Key: "create", Value: "a$b"}}, 73},
 		{"BadLevel", bson.D{{Key: "create", Value: "c7"}, {Key: "validationLevel", Value: "x"}}, 2},

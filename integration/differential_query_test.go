@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // diffQuery is one generated read, run alike on the unsharded and the sharded collection.
@@ -20,7 +21,8 @@ type diffQuery struct {
 	batchSize   int32
 	hint        any // nil: none
 	pipeline    []bson.D
-	key         string // distinct's field
+	key         string             // distinct's field
+	collation   *options.Collation // nil: the collection's (simple)
 	shape       *diffShape
 	// full is the query without its final skip/limit when those cut an unspecified order:
 	// the sharded result must then be a subset of full's unsharded result, of the same size.
@@ -87,6 +89,26 @@ func (g *diffGen) chance(p int) bool { return g.r.IntN(100) < p }
 
 // query returns a random query.
 func (g *diffGen) query() *diffQuery {
+	q := g.queryWithoutCollation()
+	if g.chance(25) { // drawn last: the rest of a seed's queries stay as they were
+		q.collation = diffOneOf(g, diffCollations...)
+		if q.full != nil {
+			q.full.collation = q.collation
+		}
+	}
+	return q
+}
+
+// diffCollations are the collations queries may run with: case and accent insensitive,
+// upper case first, numeric, punctuation ignored.
+var diffCollations = []*options.Collation{
+	{Locale: "en", Strength: 1}, {Locale: "en", Strength: 2}, {Locale: "en"},
+	{Locale: "en", CaseFirst: "upper"}, {Locale: "en", NumericOrdering: true},
+	{Locale: "en", Alternate: "shifted"}, {Locale: "fr_CA"}, {Locale: "simple"},
+}
+
+// queryWithoutCollation generates a query of a random kind.
+func (g *diffGen) queryWithoutCollation() *diffQuery {
 	switch p := g.r.IntN(100); {
 	case p < 28:
 		return g.find()

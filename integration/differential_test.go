@@ -268,11 +268,21 @@ func (r *diffRunner) run(coll *mongo.Collection, q *diffQuery) diffResult {
 		if q.hint != nil {
 			o.SetHint(q.hint)
 		}
+		if q.collation != nil {
+			o.SetCollation(q.collation)
+		}
 		cur, err = coll.Find(r.ctx, q.filter, o)
 	case "aggregate":
-		cur, err = coll.Aggregate(r.ctx, mongo.Pipeline(q.pipeline), options.Aggregate().SetBatchSize(q.batchSize))
+		o := options.Aggregate().SetBatchSize(q.batchSize)
+		if q.collation != nil {
+			o.SetCollation(q.collation)
+		}
+		cur, err = coll.Aggregate(r.ctx, mongo.Pipeline(q.pipeline), o)
 	case "countDocuments":
 		o := options.Count()
+		if q.collation != nil {
+			o.SetCollation(q.collation)
+		}
 		if q.skip > 0 {
 			o.SetSkip(q.skip)
 		}
@@ -289,7 +299,11 @@ func (r *diffRunner) run(coll *mongo.Collection, q *diffQuery) diffResult {
 		n := raw.Lookup("n")
 		return r.single(bsoncore.AppendValueElement(nil, "n", bsoncore.Value{Type: bsoncore.Type(n.Type), Data: n.Value}), nil)
 	case "distinct":
-		arr, err := coll.Distinct(r.ctx, q.key, q.filter).Raw()
+		o := options.Distinct()
+		if q.collation != nil {
+			o.SetCollation(q.collation)
+		}
+		arr, err := coll.Distinct(r.ctx, q.key, q.filter, o).Raw()
 		return r.single(bsoncore.AppendArrayElement(nil, "values", arr), err)
 	}
 	if err != nil {
@@ -335,6 +349,33 @@ func (r *diffRunner) command(q *diffQuery) string {
 
 // commandFor returns q as a command on coll; countDocuments shows as its arguments.
 func (r *diffRunner) commandFor(coll string, q *diffQuery) bson.D {
+	cmd := r.commandWithoutCollation(coll, q)
+	if q.collation != nil {
+		cmd = append(cmd, bson.E{Key: "collation", Value: collationDoc(q.collation)})
+	}
+	return cmd
+}
+
+// collationDoc is c as the driver sends it (the struct's own field names are lowercased).
+func collationDoc(c *options.Collation) bson.D {
+	d := bson.D{{Key: "locale", Value: c.Locale}}
+	if c.Strength != 0 {
+		d = append(d, bson.E{Key: "strength", Value: int32(c.Strength)})
+	}
+	if c.CaseFirst != "" {
+		d = append(d, bson.E{Key: "caseFirst", Value: c.CaseFirst})
+	}
+	if c.NumericOrdering {
+		d = append(d, bson.E{Key: "numericOrdering", Value: true})
+	}
+	if c.Alternate != "" {
+		d = append(d, bson.E{Key: "alternate", Value: c.Alternate})
+	}
+	return d
+}
+
+// commandWithoutCollation is commandFor without the collation.
+func (r *diffRunner) commandWithoutCollation(coll string, q *diffQuery) bson.D {
 	switch q.kind {
 	case "find":
 		return bson.D{{Key: "find", Value: coll}, {Key: "filter", Value: q.filter}, {Key: "sort", Value: q.sort},

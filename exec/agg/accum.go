@@ -32,6 +32,7 @@ type accSpec struct {
 	n      *expr.Expr
 	sortBy []bsonx.SortField
 	output *expr.Expr
+	coll   bsonx.Collator // the pipeline's collation: $addToSet's equality, $min/$max
 }
 
 // accumulators are the $group accumulators by name.
@@ -56,7 +57,7 @@ func parseAccumulator(env *Env, field string, v bsoncore.Value) (*accSpec, error
 	if !accumulators[op] {
 		return nil, mongoerr.New(mongoerr.Location15952, "unknown group operator '%s'", op)
 	}
-	a := &accSpec{field: field, op: op}
+	a := &accSpec{field: field, op: op, coll: env.Collator()}
 	var err error
 	switch op {
 	case "$count":
@@ -129,9 +130,9 @@ func (a *accSpec) newState(id bsoncore.Value) (accState, error) {
 	case "$avg":
 		return &avgState{}, nil
 	case "$min":
-		return &minMaxState{sign: -1}, nil
+		return &minMaxState{sign: -1, coll: a.coll}, nil
 	case "$max":
-		return &minMaxState{sign: 1}, nil
+		return &minMaxState{sign: 1, coll: a.coll}, nil
 	case "$first":
 		return &firstLastState{}, nil
 	case "$last":
@@ -139,7 +140,7 @@ func (a *accSpec) newState(id bsoncore.Value) (accState, error) {
 	case "$push":
 		return &pushState{}, nil
 	case "$addToSet":
-		return &pushState{seen: map[string]bool{}}, nil
+		return &pushState{seen: map[string]bool{}, coll: a.coll}, nil
 	case "$mergeObjects":
 		return &mergeObjectsState{}, nil
 	case "$stdDevPop":
@@ -239,6 +240,7 @@ func (st *avgState) result() (bsoncore.Value, error) {
 type minMaxState struct {
 	sign int
 	v    bsoncore.Value
+	coll bsonx.Collator
 }
 
 // add implements accState.
@@ -246,7 +248,7 @@ func (st *minMaxState) add(v bsoncore.Value, _ bsoncore.Document) (int, error) {
 	if nullish(v) {
 		return 0, nil
 	}
-	if st.v.Type == 0 || bsonx.Compare(v, st.v)*st.sign > 0 {
+	if st.v.Type == 0 || bsonx.Compare(bsonx.Collate(st.coll, v), bsonx.Collate(st.coll, st.v))*st.sign > 0 {
 		n := len(v.Data) - len(st.v.Data)
 		st.v = ownValue(v)
 		return n, nil
@@ -292,6 +294,7 @@ func (st *firstLastState) result() (bsoncore.Value, error) {
 type pushState struct {
 	vals []bsoncore.Value
 	seen map[string]bool
+	coll bsonx.Collator // $addToSet: values equal under the collation are one
 }
 
 // add implements accState.
@@ -300,7 +303,7 @@ func (st *pushState) add(v bsoncore.Value, _ bsoncore.Document) (int, error) {
 		return 0, nil
 	}
 	if st.seen != nil {
-		k := string(bsonx.AppendKey(nil, v))
+		k := string(bsonx.AppendKey(nil, bsonx.Collate(st.coll, v)))
 		if st.seen[k] {
 			return 0, nil
 		}
@@ -416,7 +419,7 @@ type rankState struct {
 
 // add implements accState.
 func (st *rankState) add(_ bsoncore.Value, doc bsoncore.Document) (int, error) {
-	key, err := stream.SortKey(nil, doc, st.a.sortBy)
+	key, err := stream.SortKey(nil, doc, st.a.sortBy, nil) // TODO(#14): $top/$bottom sortBy ignores the collation
 	if err != nil {
 		return 0, err
 	}

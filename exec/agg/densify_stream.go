@@ -22,7 +22,7 @@ func (s *densifyStage) Open(in stream.Stream) (stream.Stream, error) {
 		}
 	}
 	keys = append(keys, bsonx.SortField{Path: strings.Join(s.field, ".")})
-	sorted := &stream.Sort{In: in, Spec: keys, AllowDiskUse: s.env.AllowDiskUse, MaxBytes: s.env.SortBytes, Temp: s.env.Temp}
+	sorted := &stream.Sort{In: in, Spec: keys, Coll: s.env.Collator(), AllowDiskUse: s.env.AllowDiskUse, MaxBytes: s.env.SortBytes, Temp: s.env.Temp}
 	return &densifyStream{s: s, in: sorted, vars: expr.NewVars(), cvars: expr.NewVars(), parts: map[string]*densifyPart{}}, nil
 }
 

@@ -140,7 +140,7 @@ func (t *groupTable) consume(ctx context.Context, in stream.Stream) error {
 
 // group returns the group of id, creating it.
 func (t *groupTable) group(id bsoncore.Value) (*group, error) {
-	t.key = bsonx.AppendKey(t.key[:0], id)
+	t.key = bsonx.AppendKey(t.key[:0], bsonx.Collate(t.s.env.Collator(), id))
 	if g := t.groups[string(t.key)]; g != nil {
 		return g, nil
 	}

@@ -92,7 +92,7 @@ func (t *groupTable) overflow(ctx context.Context, in stream.Stream) error {
 		if err != nil {
 			return err
 		}
-		key = bsonx.AppendKey(key[:0], id)
+		key = bsonx.AppendKey(key[:0], bsonx.Collate(t.s.env.Collator(), id))
 		val = appendSpilledDoc(val[:0], id, d)
 		if err := sp.Add(key, val); err != nil {
 			return err

@@ -302,13 +302,23 @@ func andFilters(fs []bsoncore.Document) bsoncore.Document {
 	return b
 }
 
-// compileFilter compiles a $match filter with the pipeline's let variables for $expr.
+// compileFilter compiles a $match filter with the pipeline's let variables for $expr and
+// its collation.
 func (env *Env) compileFilter(filter bsoncore.Document) (*match.Filter, error) {
 	var vars bsoncore.Document
 	if env.Opts != nil {
 		vars = env.Opts.Let
 	}
-	return match.Compile(filter, &match.Options{Expr: expr.CompilePredicateWith(env.Opts), Vars: vars})
+	return match.Compile(filter, &match.Options{Expr: expr.CompilePredicateWith(env.Opts), Vars: vars, Collator: env.Collator()})
+}
+
+// Collator is the pipeline's collation (expr.Options.Collator; nil: simple): $match,
+// $sort, $group keys, $addToSet and comparisons in expressions use it.
+func (env *Env) Collator() bsonx.Collator {
+	if env == nil || env.Opts == nil {
+		return nil
+	}
+	return env.Opts.Collator
 }
 
 // CompileExpr compiles an aggregation expression with the pipeline's options.

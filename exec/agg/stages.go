@@ -106,7 +106,7 @@ func parseSortStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 
 // Open implements Stage.
 func (s *sortStage) Open(in stream.Stream) (stream.Stream, error) {
-	return &stream.Sort{In: in, Spec: s.keys, Limit: s.limit, AllowDiskUse: s.env.AllowDiskUse, MaxBytes: s.env.SortBytes, Temp: s.env.Temp}, nil
+	return &stream.Sort{In: in, Spec: s.keys, Coll: s.env.Collator(), Limit: s.limit, AllowDiskUse: s.env.AllowDiskUse, MaxBytes: s.env.SortBytes, Temp: s.env.Temp}, nil
 }
 
 // Spec implements Stage.

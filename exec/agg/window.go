@@ -287,7 +287,7 @@ func (w *windowStream) sortInput(ctx context.Context) error {
 		if kd.part, err = w.partitionKey(nil, d); err != nil {
 			return err
 		}
-		if kd.key, err = stream.SortKey(append([]byte(nil), kd.part...), d, w.s.sort.fields); err != nil {
+		if kd.key, err = stream.SortKey(append([]byte(nil), kd.part...), d, w.s.sort.fields, w.s.env.Collator()); err != nil {
 			return err
 		}
 		size += int64(len(kd.doc) + len(kd.key) + len(kd.part))

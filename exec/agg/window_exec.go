@@ -180,7 +180,7 @@ func (e *rankEval) at(i int) (bsoncore.Value, error) {
 	case winDocNumber:
 		e.rank = int64(i) + 1
 	default:
-		key, err := stream.SortKey(nil, e.p.docs[i], e.p.s.sort.fields)
+		key, err := stream.SortKey(nil, e.p.docs[i], e.p.s.sort.fields, e.p.s.env.Collator())
 		if err != nil {
 			return bsoncore.Value{}, err
 		}

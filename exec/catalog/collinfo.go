@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/collation"
 	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
@@ -49,6 +50,9 @@ type Coll struct {
 	View *View
 	// Validator is the collection's document validation (validator.go); nil when none.
 	Validator *Validator
+	// Collation is the collection's default collation (create's collation option), which
+	// its indexes inherit and operations that name none use; nil: simple.
+	Collation *collation.Collation
 }
 
 // Index is one index compiled for key generation and planning.
@@ -63,6 +67,9 @@ type Index struct {
 	Sparse  bool
 	Partial *match.Filter
 	Hashed  bool // has a hashed component
+	// Collation is the index's collation (its spec's collation); nil: simple. Its keys hold
+	// the collation keys of strings (bsonx.Collate), as MongoDB's hold ICU sort keys.
+	Collation *collation.Collation
 	// Multikey[i] reports that some document has held an array on Fields[i]'s path
 	// (store.Index.MultikeyPaths): bounds on it cannot be intersected, nor can the index
 	// order on it stand for a sort under bounds.
@@ -124,6 +131,11 @@ func Compile(c *store.Collection) (*Coll, error) {
 		return nil, fmt.Errorf("collection %s.%s: %w", c.DB, c.Name, err)
 	}
 	ci.Map = m
+	if d, ok := c.Options.Lookup("collation").DocumentOK(); ok {
+		if ci.Collation, err = collation.Parse(d); err != nil {
+			return nil, fmt.Errorf("collection %s.%s: collation: %w", c.DB, c.Name, err)
+		}
+	}
 	if ci.Validator, err = compileValidator(c.Options); err != nil {
 		return nil, fmt.Errorf("collection %s.%s: validator: %w", c.DB, c.Name, err)
 	}
@@ -206,6 +218,11 @@ func CompileIndex(x *store.Index) (*Index, error) {
 	xi.Sparse, _ = x.Spec.Lookup("sparse").BooleanOK()
 	xi.Hidden = SpecBool(x.Spec, "hidden")
 	xi.PrepareUnique = !xi.Unique && SpecBool(x.Spec, "prepareUnique")
+	if d, ok := x.Spec.Lookup("collation").DocumentOK(); ok {
+		if xi.Collation, err = collation.Parse(d); err != nil {
+			return nil, err
+		}
+	}
 	if pf, ok := x.Spec.Lookup("partialFilterExpression").DocumentOK(); ok {
 		xi.Partial, err = match.Compile(pf, nil)
 		if err != nil {
@@ -327,6 +344,7 @@ func (xi *Index) Keys(doc bsoncore.Document, fn func(key []byte) error) error {
 	if !xi.Applies(doc) {
 		return nil
 	}
+	doc = bsonx.CollateDocument(xi.Collation.Collator(), doc)
 	if xi.Wildcard != nil {
 		return xi.Wildcard.keys(doc, fn)
 	}

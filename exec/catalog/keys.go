@@ -5,6 +5,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/collation"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -67,15 +68,10 @@ func MeasurementHash(doc bsoncore.Document) uint64 {
 	return xxh3.Hash(doc)>>1 | 1<<63
 }
 
-// CheckCollation accepts the simple collation only.
+// CheckCollation validates a collation document (nil: none given) with MongoDB's errors.
 func CheckCollation(c bsoncore.Document) error {
-	if c == nil {
-		return nil
-	}
-	if loc, _ := c.Lookup("locale").StringValueOK(); loc == "simple" {
-		return nil
-	}
-	return mongoerr.New(mongoerr.NotImplemented, "collations other than {locale: \"simple\"} are not supported by cleave")
+	_, err := collation.Parse(c)
+	return err
 }
 
 // ShardKeyLabel appends a compact label of doc's shard-key value: its BSON type byte and

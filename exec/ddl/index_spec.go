@@ -1,6 +1,7 @@
 package ddl
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/collation"
 	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -72,6 +74,19 @@ func ParseIndexSpec(v bsoncore.Value, ignoreUnknown bool) (store.Index, error) {
 					return x, mongoerr.New(mongoerr.CannotCreateIndex, "Invalid index specification %s; cannot create an index with v=%s", bsonx.ShellString(v), bsonx.ShellString(val))
 				}
 			}
+		case "collation":
+			c, err := parseIndexCollation(val)
+			if err != nil {
+				return x, err
+			}
+			// The full spec; a simple one stays as {locale: "simple"} until
+			// ResolveIndexCollation tells it from an absent one, then goes.
+			d := simpleCollation
+			if c != nil {
+				d = c.Document()
+			}
+			opts = bsoncore.AppendDocumentElement(opts, key, d)
+			nopts++
 		default:
 			keep, err := checkIndexOption(key, val)
 			if err != nil {
@@ -98,6 +113,54 @@ func ParseIndexSpec(v bsoncore.Value, ignoreUnknown bool) (store.Index, error) {
 		x.Spec, _ = bsoncore.AppendDocumentEnd(opts, idx)
 	}
 	return x, validateIndex(&x)
+}
+
+// simpleCollation is {locale: "simple"}.
+var simpleCollation = bsoncore.NewDocumentBuilder().AppendString("locale", "simple").Build()
+
+// parseIndexCollation parses an index spec's collation (nil: simple).
+func parseIndexCollation(v bsoncore.Value) (*collation.Collation, error) {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "The field 'collation' must be an object, but got %s", bsonx.TypeName(v.Type))
+	}
+	return collation.Parse(d)
+}
+
+// ResolveIndexCollation settles the collation of index x (from ParseIndexSpec) on a
+// collection whose default collation is dflt (nil: simple), as MongoDB does: an index that
+// names none inherits the default; a simple one is stored without a collation.
+func ResolveIndexCollation(x *store.Index, dflt bsoncore.Document) {
+	c, ok := x.Spec.Lookup("collation").DocumentOK()
+	switch {
+	case ok && bytes.Equal(c, simpleCollation):
+		x.Spec = withoutField(x.Spec, "collation")
+	case !ok && dflt != nil:
+		idx, out := bsoncore.AppendDocumentStart(nil)
+		if x.Spec != nil {
+			out = append(out, bsonx.DocBody(x.Spec)...)
+		}
+		out = bsoncore.AppendDocumentElement(out, "collation", dflt)
+		x.Spec, _ = bsoncore.AppendDocumentEnd(out, idx)
+	}
+}
+
+// withoutField returns d without its field name (nil when nothing remains).
+func withoutField(d bsoncore.Document, name string) bsoncore.Document {
+	idx, out := bsoncore.AppendDocumentStart(nil)
+	n := 0
+	elems, _ := d.Elements()
+	for _, el := range elems {
+		if el.Key() != name {
+			out = append(out, el...)
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out
 }
 
 // checkIndexOption validates one option of an index spec and reports whether the stored
@@ -134,12 +197,6 @@ func checkIndexOption(key string, v bsoncore.Value) (bool, error) {
 			return false, mongoerr.New(mongoerr.CannotCreateIndex, "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number")
 		}
 		return true, nil
-	case "collation":
-		d, ok := v.DocumentOK()
-		if !ok {
-			return false, mongoerr.New(mongoerr.TypeMismatch, "The field 'collation' must be an object, but got %s", bsonx.TypeName(v.Type))
-		}
-		return false, catalog.CheckCollation(d)
 	case "storageEngine":
 		return true, nil
 	case "wildcardProjection":

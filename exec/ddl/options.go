@@ -10,6 +10,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/collation"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -166,6 +167,16 @@ func checkCreateView(o CollOptions, given []string) error {
 	if on.StringValue() == "" {
 		return mongoerr.New(mongoerr.InvalidNamespace, "invalid name for 'viewOn'")
 	}
+	if c, ok := o["collation"]; ok {
+		// Reads through a view do not apply a view's collation yet: refuse rather than
+		// answer in the simple collation.
+		if coll, err := collation.Parse(c.Document()); err != nil || coll != nil {
+			if err != nil {
+				return err
+			}
+			return mongoerr.New(mongoerr.NotImplemented, "views with a collation other than {locale: \"simple\"} are not supported by cleave")
+		}
+	}
 	p, ok := o["pipeline"]
 	if !ok {
 		o["pipeline"] = bsoncore.Value{Type: bsoncore.TypeArray, Data: bsoncore.NewArrayBuilder().Build()}
@@ -318,7 +329,17 @@ func normalizeCreateOptions(o CollOptions) error {
 			delete(o, k)
 		}
 	}
-	delete(o, "collation") // checkCollation accepts only the simple collation
+	if v, ok := o["collation"]; ok { // stored in full; a simple collation is not stored
+		c, err := collation.Parse(v.Document())
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			delete(o, "collation")
+		} else {
+			o["collation"] = bsonx.DocValue(c.Document())
+		}
+	}
 	if _, ok := o["validator"]; ok {
 		if _, ok := o["validationLevel"]; !ok {
 			o["validationLevel"] = bsonx.StringValue("strict")

@@ -69,12 +69,12 @@ func firstLastOp(name string, last bool) evalFn {
 }
 
 // inOp is $in: [value, array].
-func inOp(_ *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
+func inOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	if args[1].Type != bsoncore.TypeArray {
 		return missing, mongoerr.New(mongoerr.Location40081, "$in requires an array as a second argument, found: %s", bsonx.TypeName(args[1].Type))
 	}
 	for _, e := range arrayValues(args[1]) {
-		if bsonx.Equal(args[0], e) {
+		if v.compare(args[0], e) == 0 {
 			return valTrue, nil
 		}
 	}

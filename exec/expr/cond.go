@@ -12,14 +12,14 @@ import (
 // compareOp returns $eq, $ne, $gt, $gte, $lt, $lte (ok reports whether the sign of
 // Compare satisfies the operator) over MongoDB's total order; missing sorts below null.
 func compareOp(ok func(c int) bool) evalFn {
-	return func(_ *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
-		return boolVal(ok(bsonx.Compare(args[0], args[1]))), nil
+	return func(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
+		return boolVal(ok(v.compare(args[0], args[1]))), nil
 	}
 }
 
 // cmpOp is $cmp: -1, 0 or 1 as an int.
 func cmpOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
-	return v.int32Val(int32(bsonx.Compare(args[0], args[1]))), nil
+	return v.int32Val(int32(v.compare(args[0], args[1]))), nil
 }
 
 // notOp is $not.

@@ -5,6 +5,8 @@ import (
 
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
 )
 
 // Options configure compilation.
@@ -19,6 +21,9 @@ type Options struct {
 	// Now is $$NOW (and the time of $$CLUSTER_TIME). It should be fixed once per query
 	// and shared by all of its expressions. Zero: the time of Compile (EnsureDefaults).
 	Now time.Time
+	// Collator is the query's collation: $eq, $ne, $gt, $gte, $lt, $lte, $cmp and $in
+	// compare strings with it. Nil: the simple collation.
+	Collator bsonx.Collator
 }
 
 // EnsureDefaults fills in the zero fields: Now becomes the current time.
@@ -48,6 +53,7 @@ type Expr struct {
 	root     node
 	nslots   int
 	now      time.Time
+	coll     bsonx.Collator
 	params   map[string]int // Options.Params name → slot
 	constant bool           // the expression reads no document and no variable
 }
@@ -63,7 +69,16 @@ type Vars struct {
 	params map[string]bsoncore.Value
 	buf    []byte
 	now    time.Time
-	keep   bool // do not reset buf on Eval (a nested evaluation)
+	coll   bsonx.Collator // the expression's Options.Collator
+	keep   bool           // do not reset buf on Eval (a nested evaluation)
+}
+
+// compare compares a and b as the expression's collation orders them.
+func (v *Vars) compare(a, b bsoncore.Value) int {
+	if v.coll == nil {
+		return bsonx.Compare(a, b)
+	}
+	return bsonx.Compare(bsonx.Collate(v.coll, a), bsonx.Collate(v.coll, b))
 }
 
 // NewVars returns empty evaluation state.
@@ -95,7 +110,8 @@ func Compile(val bsoncore.Value, opts *Options) (*Expr, error) {
 		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid BSON in expression")
 	}
 	p := newParser(opts.Now)
-	e := &Expr{now: opts.Now}
+	p.coll = opts.Collator
+	e := &Expr{now: opts.Now, coll: opts.Collator}
 	if len(opts.Let) > 0 {
 		if err := p.defineLet(opts.Let); err != nil {
 			return nil, err
@@ -127,7 +143,7 @@ func (e *Expr) Eval(doc bsoncore.Document, vars *Vars) (bsoncore.Value, error) {
 	if !vars.keep {
 		vars.buf = vars.buf[:0]
 	}
-	vars.root, vars.now = doc, e.now
+	vars.root, vars.now, vars.coll = doc, e.now, e.coll
 	if cap(vars.slots) < e.nslots {
 		vars.slots = make([]bsoncore.Value, e.nslots)
 	}

@@ -174,7 +174,7 @@ func ranged(lo, hi int, fn evalFn) parseFn {
 			return nil, err
 		}
 		n := &opNode{name: name, args: args, fn: fn}
-		if allConst {
+		if allConst && p.coll == nil { // a collation is applied per evaluation (Vars)
 			return fold(n), nil
 		}
 		return n, nil

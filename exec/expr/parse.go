@@ -6,6 +6,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/bsonx"
+
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -30,6 +32,7 @@ type parser struct {
 	nslots int
 	depth  int
 	now    time.Time
+	coll   bsonx.Collator // Options.Collator: comparisons of constants are not folded
 }
 
 // newParser returns a parser whose $$CURRENT is the evaluated document.

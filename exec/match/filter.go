@@ -1,6 +1,7 @@
 package match
 
 import (
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -13,6 +14,9 @@ type Options struct {
 	// Vars are the variables Expr's expressions see (a command's let), kept with the filter
 	// so that it can be compiled again on another node (Filter.Vars); nil: none.
 	Vars bsoncore.Document
+	// Collator is the query's collation: strings compare by their keys in equality, ranges
+	// and $in (regexes ignore it, as in MongoDB). Nil: the simple collation.
+	Collator bsonx.Collator
 }
 
 // Filter is a compiled query filter. It is immutable and safe for concurrent use.
@@ -21,6 +25,7 @@ type Filter struct {
 	conj    []node // the top-level conjunction, for Equalities and Intervals
 	paths   []string
 	hasExpr bool
+	coll    bsonx.Collator
 	value   *valueCond // set by CompileValue
 	// src and vars are what Compile was given (src aliases its argument): a cluster node
 	// ships them to the owner of a shard, which compiles the same filter there.
@@ -33,11 +38,14 @@ func Compile(filter bsoncore.Document, opts *Options) (*Filter, error) {
 		return nil, mongoerr.Wrap(err, mongoerr.InvalidBSON, "invalid BSON in filter")
 	}
 	p := &parser{opts: opts}
+	if opts != nil {
+		p.coll = opts.Collator
+	}
 	conj, err := p.parseDoc(filter, levelTop, "")
 	if err != nil {
 		return nil, err
 	}
-	f := &Filter{root: conjunction(conj), conj: conj, paths: p.paths, hasExpr: p.hasExpr, src: filter}
+	f := &Filter{root: conjunction(conj), conj: conj, paths: p.paths, hasExpr: p.hasExpr, coll: p.coll, src: filter}
 	if opts != nil {
 		f.vars = opts.Vars
 	}
@@ -74,6 +82,12 @@ func (f *Filter) MatchPos(doc bsoncore.Document) (ok bool, pos int) {
 	}
 	return true, pos
 }
+
+// Collator returns the collation the filter compares strings with (nil: simple). The
+// analysis (Equalities, Intervals) returns the values as given: a planner collates them
+// for an index with the same collation, and must not use them against raw values (an
+// index with another collation, the shard key, _id) when they hold strings.
+func (f *Filter) Collator() bsonx.Collator { return f.coll }
 
 // IsEmpty reports whether the filter has no predicate ({} or only $comment).
 func (f *Filter) IsEmpty() bool { return len(f.conj) == 0 && f.value == nil }

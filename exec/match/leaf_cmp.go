@@ -31,20 +31,26 @@ const (
 // $gte, and MinKey/MaxKey bound every type; NaN equals only NaN.
 type cmpLeaf struct {
 	op   cmpOp
-	rhs  bsoncore.Value
+	rhs  bsoncore.Value // as given, for the planner's analysis
+	crhs bsoncore.Value // rhs collated (rhs itself without a collation)
+	coll bsonx.Collator // nil: the simple collation
 	rank int
 	nan  bool // rhs is a NaN
 }
 
-// newCmp returns the comparison of values against rhs.
-func newCmp(op cmpOp, rhs bsoncore.Value) *cmpLeaf {
-	return &cmpLeaf{op: op, rhs: rhs, rank: bsonx.CanonicalRank(rhs.Type), nan: isNaN(rhs)}
+// newCmp returns the comparison of values against rhs under collation coll (nil: simple).
+func newCmp(op cmpOp, rhs bsoncore.Value, coll bsonx.Collator) *cmpLeaf {
+	return &cmpLeaf{op: op, rhs: rhs, crhs: bsonx.Collate(coll, rhs), coll: coll,
+		rank: bsonx.CanonicalRank(rhs.Type), nan: isNaN(rhs)}
 }
 
 func (c *cmpLeaf) match(v bsoncore.Value) (bool, int) {
+	if c.coll != nil {
+		v = bsonx.Collate(c.coll, v)
+	}
 	if v.Type == c.rhs.Type && c.op == opEQ && !c.nan {
 		// Fast path: same type, so no bracketing or null rules apply.
-		return bsonx.Equal(v, c.rhs), -1
+		return bsonx.Equal(v, c.crhs), -1
 	}
 	r := bsonx.CanonicalRank(v.Type)
 	if r != c.rank {
@@ -57,7 +63,7 @@ func (c *cmpLeaf) match(v bsoncore.Value) (bool, int) {
 			return both && c.op != opLT && c.op != opGT, -1
 		}
 	}
-	x := bsonx.Compare(v, c.rhs)
+	x := bsonx.Compare(v, c.crhs)
 	switch c.op {
 	case opEQ:
 		return x == 0, -1
@@ -89,7 +95,9 @@ func (c *cmpLeaf) crossType(r int) bool {
 // inLeaf is $in (MongoDB's InMatchExpression): equality to any listed value or a match of
 // any listed regex; a listed null also matches missing and undefined.
 type inLeaf struct {
-	eqs     []bsoncore.Value // sorted by bsonx.Compare, deduplicated
+	eqs     []bsoncore.Value // sorted by bsonx.Compare, deduplicated; as given, for analysis
+	ceqs    []bsoncore.Value // eqs collated, sorted and deduplicated again (eqs without a collation)
+	coll    bsonx.Collator   // nil: the simple collation
 	regexes []*regexLeaf
 	hasNull bool
 }
@@ -97,17 +105,17 @@ type inLeaf struct {
 // linearMax is the list size under which $in scans instead of binary searching.
 const linearMax = 8
 
-// newIn builds an $in over eqs and regexes.
-func newIn(eqs []bsoncore.Value, regexes []*regexLeaf) *inLeaf {
-	sort.SliceStable(eqs, func(i, j int) bool { return bsonx.Compare(eqs[i], eqs[j]) < 0 })
-	out := eqs[:0]
-	for i, v := range eqs {
-		if i > 0 && bsonx.Compare(out[len(out)-1], v) == 0 {
-			continue
+// newIn builds an $in over eqs and regexes under collation coll (nil: simple).
+func newIn(eqs []bsoncore.Value, regexes []*regexLeaf, coll bsonx.Collator) *inLeaf {
+	out := sortedSet(eqs)
+	in := &inLeaf{eqs: out, ceqs: out, coll: coll, regexes: regexes}
+	if coll != nil {
+		ceqs := make([]bsoncore.Value, len(out))
+		for i, v := range out {
+			ceqs[i] = bsonx.Collate(coll, v)
 		}
-		out = append(out, v)
+		in.ceqs = sortedSet(ceqs)
 	}
-	in := &inLeaf{eqs: out, regexes: regexes}
 	for _, v := range out {
 		if v.Type == bsoncore.TypeNull {
 			in.hasNull = true
@@ -116,11 +124,24 @@ func newIn(eqs []bsoncore.Value, regexes []*regexLeaf) *inLeaf {
 	return in
 }
 
+// sortedSet sorts vals by bsonx.Compare and drops duplicates, in place.
+func sortedSet(vals []bsoncore.Value) []bsoncore.Value {
+	sort.SliceStable(vals, func(i, j int) bool { return bsonx.Compare(vals[i], vals[j]) < 0 })
+	out := vals[:0]
+	for i, v := range vals {
+		if i > 0 && bsonx.Compare(out[len(out)-1], v) == 0 {
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
 func (in *inLeaf) match(v bsoncore.Value) (bool, int) {
 	if in.hasNull && (v.Type == 0 || v.Type == bsoncore.TypeUndefined) {
 		return true, -1
 	}
-	if in.contains(v) {
+	if in.contains(bsonx.Collate(in.coll, v)) {
 		return true, -1
 	}
 	for _, re := range in.regexes {
@@ -136,24 +157,24 @@ func (in *inLeaf) contains(v bsoncore.Value) bool {
 	if v.Type == 0 {
 		return false
 	}
-	if len(in.eqs) <= linearMax {
-		for _, e := range in.eqs {
+	if len(in.ceqs) <= linearMax {
+		for _, e := range in.ceqs {
 			if bsonx.Equal(v, e) {
 				return true
 			}
 		}
 		return false
 	}
-	lo, hi := 0, len(in.eqs)
+	lo, hi := 0, len(in.ceqs)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if bsonx.Compare(in.eqs[m], v) < 0 {
+		if bsonx.Compare(in.ceqs[m], v) < 0 {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	return lo < len(in.eqs) && bsonx.Compare(in.eqs[lo], v) == 0
+	return lo < len(in.ceqs) && bsonx.Compare(in.ceqs[lo], v) == 0
 }
 
 // existsLeaf is $exists: true.

@@ -33,6 +33,7 @@ const (
 // parser holds what compilation collects besides the tree.
 type parser struct {
 	opts    *Options
+	coll    bsonx.Collator // Options.Collator
 	paths   []string
 	seen    map[string]struct{}
 	hasExpr bool
@@ -159,7 +160,7 @@ func (p *parser) parseTopOperator(name string, v bsoncore.Value, level int, pref
 	case "$id", "$ref", "$db":
 		// DBRef fields at the top level are plain equalities on those field names.
 		p.addPath(joinPath(prefix, name))
-		return eqNode(name, v), nil
+		return p.eqNode(name, v), nil
 	case "$not":
 		return nil, badValue("unknown top level operator: $not. If you are trying to negate an entire expression, use $nor.")
 	}
@@ -249,12 +250,12 @@ func (p *parser) parseField(name string, v bsoncore.Value, level int, prefix str
 	if v.Type == bsoncore.TypeUndefined {
 		return nil, badValue("cannot compare to undefined")
 	}
-	return eqNode(name, v), nil
+	return p.eqNode(name, v), nil
 }
 
 // eqNode compiles {path: v}, using the top-level fast path where it applies.
-func eqNode(name string, v bsoncore.Value) node {
-	c := newCmp(opEQ, v)
+func (p *parser) eqNode(name string, v bsoncore.Value) node {
+	c := newCmp(opEQ, v, p.coll)
 	pn := pathNode{path: newPath(name), lf: c}
 	if !strings.Contains(name, ".") && v.Type != bsoncore.TypeNull {
 		return &eqTopNode{pathNode: pn, name: name, cmp: c}

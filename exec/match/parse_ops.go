@@ -108,7 +108,7 @@ func (p *parser) parseOp(name, key string, v bsoncore.Value, context []byte, lev
 		if v.Type == bsoncore.TypeUndefined {
 			return op{}, false, badValue("cannot compare to undefined")
 		}
-		return op{lf: newCmp(opEQ, v)}, false, nil
+		return op{lf: newCmp(opEQ, v, p.coll)}, false, nil
 	case "$ne":
 		if v.Type == bsoncore.TypeRegex {
 			return op{}, false, badValue("Can't have regex as arg to $ne.")
@@ -116,7 +116,7 @@ func (p *parser) parseOp(name, key string, v bsoncore.Value, context []byte, lev
 		if v.Type == bsoncore.TypeUndefined {
 			return op{}, false, badValue("cannot compare to undefined")
 		}
-		return op{lf: newCmp(opEQ, v), neg: true}, false, nil
+		return op{lf: newCmp(opEQ, v, p.coll), neg: true}, false, nil
 	case "$lt", "$lte", "$gt", "$gte":
 		if v.Type == bsoncore.TypeRegex {
 			return op{}, false, badValue("Can't have RegEx as arg to predicate over field '%s'.", name)
@@ -124,9 +124,9 @@ func (p *parser) parseOp(name, key string, v bsoncore.Value, context []byte, lev
 		if v.Type == bsoncore.TypeUndefined {
 			return op{}, false, badValue("cannot compare to undefined")
 		}
-		return op{lf: newCmp(cmpOps[key], v)}, false, nil
+		return op{lf: newCmp(cmpOps[key], v, p.coll)}, false, nil
 	case "$in", "$nin":
-		in, err := parseIn(key, v)
+		in, err := p.parseIn(key, v)
 		if err != nil {
 			return op{}, false, err
 		}
@@ -288,7 +288,7 @@ func (p *parser) parseAll(name string, v bsoncore.Value) (op, bool, error) {
 		case t == bsoncore.TypeEmbeddedDocument && isOperatorKey(firstKey(val)):
 			return op{}, false, badValue("no $ expressions in $all")
 		default:
-			subs = append(subs, op{lf: newCmp(opEQ, e)})
+			subs = append(subs, op{lf: newCmp(opEQ, e, p.coll)})
 		}
 	}
 	if len(subs) == 0 {
@@ -320,7 +320,7 @@ var pathAccepting = map[string]bool{
 func isOperatorKey(key string) bool { return pathAccepting[key] }
 
 // parseIn compiles the array of $in or $nin.
-func parseIn(key string, v bsoncore.Value) (*inLeaf, error) {
+func (p *parser) parseIn(key string, v bsoncore.Value) (*inLeaf, error) {
 	if v.Type != bsoncore.TypeArray {
 		return nil, badValue("%s needs an array", key)
 	}
@@ -350,5 +350,5 @@ func parseIn(key string, v bsoncore.Value) (*inLeaf, error) {
 			eqs = append(eqs, e)
 		}
 	}
-	return newIn(eqs, res), nil
+	return newIn(eqs, res, p.coll), nil
 }

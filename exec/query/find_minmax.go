@@ -181,7 +181,7 @@ func (g *Engine) OpenBounded(q *Query, b *keyBounds) (stream.Stream, *Plan, []*S
 		if q.Limit > 0 {
 			top = q.Limit + skip
 		}
-		out = &stream.Sort{In: out, Spec: sortSpec, Limit: top, AllowDiskUse: q.AllowDiskUse, MaxBytes: g.sortBytes(), Temp: g.opts.Temp}
+		out = &stream.Sort{In: out, Spec: sortSpec, Coll: q.Collator(), Limit: top, AllowDiskUse: q.AllowDiskUse, MaxBytes: g.sortBytes(), Temp: g.opts.Temp}
 	}
 	if skip > 0 {
 		out = &stream.Skip{In: out, N: skip}

@@ -90,7 +90,7 @@ func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hi
 	if hint.Type != 0 && ci.TS == nil {
 		return planHinted(ci, f, sortSpec, hint, p)
 	}
-	if ids, ok := f.Equalities("_id"); ok && ci.TS == nil {
+	if ids, ok := f.Equalities("_id"); ok && ci.TS == nil && !collatedStrings(f, ids) {
 		p.Kind = PlanIDs
 		p.ids = idTargets(ci, ids)
 		if len(p.hashes) == 1 { // the shard key is fixed: no _id index lookup to find the hash
@@ -257,7 +257,7 @@ func TargetPartitions(ci *catalog.Coll, f *match.Filter) []int {
 // the shard key, its hashes (sorted, each once).
 func targets(ci *catalog.Coll, f *match.Filter) ([]int, []hashTarget) {
 	if ci.Hashed >= 0 {
-		if vals, ok := f.Equalities(ci.ShardKey[ci.Hashed].Path); ok {
+		if vals, ok := f.Equalities(ci.ShardKey[ci.Hashed].Path); ok && !collatedStrings(f, vals) {
 			ht := make([]hashTarget, 0, len(vals))
 			hashes := make([]uint64, 0, len(vals))
 			for _, v := range vals {
@@ -275,6 +275,27 @@ func targets(ci *catalog.Coll, f *match.Filter) ([]int, []hashTarget) {
 		all[i] = i
 	}
 	return all, nil
+}
+
+// collatedStrings reports whether f compares with a collation and one of vals holds a
+// string: such values match strings that are not equal to them byte for byte, so they
+// cannot be looked up where raw values are stored (the shard-key hash, _id, an index
+// with another collation).
+func collatedStrings(f *match.Filter, vals []bsoncore.Value) bool {
+	if f.Collator() == nil {
+		return false
+	}
+	for _, v := range vals {
+		if bsonx.HasString(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameCollation reports whether index xi orders strings as filter f compares them.
+func sameCollation(xi *catalog.Index, f *match.Filter) bool {
+	return xi.Collation.Collator() == f.Collator() // parsed collations are unique per spec
 }
 
 // indexBounds computes the key ranges of index xi that hold every match of f, and a score:
@@ -323,10 +344,33 @@ func indexBounds(xi *catalog.Index, f *match.Filter) ([]keyRange, int) {
 // different elements ({$gte: 10, $lt: 12} is then [10, +Inf)).
 func fieldIntervals(xi *catalog.Index, i int, f *match.Filter) ([]match.Interval, bool) {
 	path := xi.Fields[i].Path
+	var iv []match.Interval
+	var ok bool
 	if xi.IsMultikey(i) || xi.Fields[i].Hashed {
-		return f.Intervals(path)
+		iv, ok = f.Intervals(path)
+	} else {
+		iv, ok = f.IntervalsNonMultikey(path)
 	}
-	return f.IntervalsNonMultikey(path)
+	if !ok || xi.Collation == nil && f.Collator() == nil {
+		return iv, ok
+	}
+	// MongoDB's rule: bounds on strings need the index's collation to be the query's.
+	same := sameCollation(xi, f)
+	out := make([]match.Interval, len(iv))
+	for k, x := range iv {
+		if bsonx.HasString(x.Lo) || bsonx.HasString(x.Hi) {
+			if !same {
+				return nil, false
+			}
+			x.Lo, x.Hi = bsonx.Collate(xi.Collation.Collator(), x.Lo), bsonx.Collate(xi.Collation.Collator(), x.Hi)
+		}
+		out[k] = x
+	}
+	if allPoints(out) { // $in values equal under the collation ("a", "A") are one point
+		sort.Slice(out, func(a, b int) bool { return bsonx.Compare(out[a].Lo, out[b].Lo) < 0 })
+		out = slices.CompactFunc(out, func(a, b match.Interval) bool { return bsonx.Compare(a.Lo, b.Lo) == 0 })
+	}
+	return out, true
 }
 
 // allPoints reports whether every interval is a single value.
@@ -397,8 +441,8 @@ func multikeyUnderBounds(xi *catalog.Index, i int, f *match.Filter) bool {
 // indexSorts reports whether scanning index xi yields the sort order spec (forward, or in
 // reverse): the sort fields follow the index fields after a prefix fixed to single points.
 func indexSorts(xi *catalog.Index, f *match.Filter, spec []bsonx.SortField) (sorted, reverse bool) {
-	if len(spec) == 0 || xi.Hashed {
-		return false, false
+	if len(spec) == 0 || xi.Hashed || !sameCollation(xi, f) {
+		return false, false // an index with another collation orders strings otherwise
 	}
 	points := 0 // leading fields fixed to a single value
 	for _, fld := range xi.Fields {

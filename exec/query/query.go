@@ -32,12 +32,31 @@ type Query struct {
 	bounds *keyBounds
 }
 
+// Collator is the query's collation, which its filter carries (nil: simple): strings in
+// the filter, the sort and the index bounds compare by it.
+func (q *Query) Collator() bsonx.Collator {
+	if q.Filter == nil {
+		return nil
+	}
+	return q.Filter.Collator()
+}
+
 // CompileFilter compiles a query filter with the expression hooks.
 func CompileFilter(filter bsoncore.Document) (*match.Filter, error) {
+	return CompileFilterWith(filter, nil, nil)
+}
+
+// CompileFilterWith compiles a query filter whose $expr sees the let variables, comparing
+// strings with collation coll (nil: simple).
+func CompileFilterWith(filter, let bsoncore.Document, coll bsonx.Collator) (*match.Filter, error) {
 	if filter == nil {
 		filter = EmptyDoc
 	}
-	return match.Compile(filter, &match.Options{Expr: expr.CompilePredicate})
+	xo := &expr.Options{Collator: coll}
+	if len(let) > 5 {
+		xo.Let = let
+	}
+	return match.Compile(filter, &match.Options{Expr: expr.CompilePredicateWith(xo), Collator: coll, Vars: xo.Let})
 }
 
 // EmptyDoc is {}.
@@ -106,7 +125,7 @@ func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
 	var out stream.Stream
 	switch {
 	case len(q.Sort) > 0 && p.Sorted && len(ins) > 1:
-		out = &stream.Merge{Spec: q.Sort, In: ins}
+		out = &stream.Merge{Spec: q.Sort, Coll: q.Collator(), In: ins}
 	case len(ins) == 1:
 		out = ins[0]
 	default:
@@ -117,7 +136,7 @@ func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
 		if q.Limit > 0 {
 			top = q.Limit + q.Skip
 		}
-		out = &stream.Sort{In: out, Spec: q.Sort, Limit: top, AllowDiskUse: q.AllowDiskUse, MaxBytes: g.sortBytes(), Temp: g.opts.Temp}
+		out = &stream.Sort{In: out, Spec: q.Sort, Coll: q.Collator(), Limit: top, AllowDiskUse: q.AllowDiskUse, MaxBytes: g.sortBytes(), Temp: g.opts.Temp}
 	}
 	if q.Skip > 0 {
 		out = &stream.Skip{In: out, N: q.Skip}

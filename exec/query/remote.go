@@ -44,10 +44,13 @@ type RemoteScanSpec struct {
 	CI           *catalog.Coll
 	Shard        int
 	Filter, Vars bsoncore.Document
-	Sort         []bsonx.SortField
-	Hint         bsoncore.Value
-	Ranges       [][2]uint64 // sorted, as ShardStream.Ranges
-	Plan         PlanSig
+	// Collation is the full collation document the filter and the sort compare strings
+	// with (nil: simple): the owner compiles them with it.
+	Collation bsoncore.Document
+	Sort      []bsonx.SortField
+	Hint      bsoncore.Value
+	Ranges    [][2]uint64 // sorted, as ShardStream.Ranges
+	Plan      PlanSig
 	// Limit is the most documents the router can need from the shard (0: all).
 	Limit int64
 }
@@ -81,9 +84,13 @@ type remoteRead struct {
 // newRemoteRead prepares ss's reads on another node (nothing is sent before the first read).
 func (g *Engine) newRemoteRead(ss *ShardStream, p *Plan, f *match.Filter) {
 	src, vars := f.Source()
+	var coll bsoncore.Document
+	if c, ok := f.Collator().(interface{ Document() bsoncore.Document }); ok {
+		coll = c.Document()
+	}
 	ss.meters, ss.budgets = nil, nil // the owner admits and meters its reads
 	ss.rem = &remoteRead{rem: g.opts.Remote, spec: RemoteScanSpec{
-		CI: ss.ci, Shard: ss.Shard, Filter: src, Vars: vars, Sort: p.sort, Hint: p.hint,
+		CI: ss.ci, Shard: ss.Shard, Filter: src, Vars: vars, Collation: coll, Sort: p.sort, Hint: p.hint,
 		Ranges: ss.Ranges, Plan: p.Sig(),
 	}}
 }

@@ -30,7 +30,8 @@ const MaxBlockingSortBytes = 100 << 20
 type Sort struct {
 	In           Stream
 	Spec         []bsonx.SortField
-	Limit        int64 // 0: all
+	Coll         bsonx.Collator // the sort's collation; nil: simple
+	Limit        int64          // 0: all
 	AllowDiskUse bool
 	// MaxBytes is the memory bound (internalQueryMaxBlockingSortMemoryUsageBytes, which the
 	// caller reads); 0: MaxBlockingSortBytes.
@@ -103,7 +104,7 @@ func (s *Sort) load(ctx context.Context) error {
 		if d == nil {
 			break
 		}
-		key, err := SortKey(nil, d, s.Spec)
+		key, err := SortKey(nil, d, s.Spec, s.Coll)
 		if err != nil {
 			return err
 		}

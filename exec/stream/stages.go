@@ -39,10 +39,10 @@ func (c *Concat) Close() {
 }
 
 // SortKey appends doc's sort key under spec to dst: bytes that compare as MongoDB orders
-// the documents (an array sorts by its smallest or largest element); parallel arrays are
-// BadValue.
-func SortKey(dst []byte, doc bsoncore.Document, spec []bsonx.SortField) ([]byte, error) {
-	k, err := bsonx.AppendSortKeyChecked(dst, doc, spec)
+// the documents (an array sorts by its smallest or largest element), strings ordered by
+// collation coll (nil: simple); parallel arrays are BadValue.
+func SortKey(dst []byte, doc bsoncore.Document, spec []bsonx.SortField, coll bsonx.Collator) ([]byte, error) {
+	k, err := bsonx.AppendSortKeyChecked(dst, bsonx.CollateDocument(coll, doc), spec)
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.BadValue, "cannot sort with keys that are parallel arrays")
 	}
@@ -53,6 +53,7 @@ func SortKey(dst []byte, doc bsoncore.Document, spec []bsonx.SortField) ([]byte,
 // k-way merge of per-shard results).
 type Merge struct {
 	Spec    []bsonx.SortField
+	Coll    bsonx.Collator // the sort's collation; nil: simple
 	In      []Stream
 	heads   mergeHeap
 	started bool
@@ -88,7 +89,7 @@ func (s *Merge) fill(ctx context.Context, m *mergeHead) error {
 		return err
 	}
 	m.doc = append(m.doc[:0], d...)
-	if m.key, err = SortKey(m.key[:0], d, s.Spec); err != nil {
+	if m.key, err = SortKey(m.key[:0], d, s.Spec, s.Coll); err != nil {
 		return err
 	}
 	heap.Push(&s.heads, m)

@@ -76,6 +76,7 @@ const (
 	ExceededMemoryLimit                      Code = 146
 	StaleEpoch                               Code = 150
 	ChunkTooBig                              Code = 153
+	IncompatibleCollationVersion             Code = 161
 	ViewDepthLimitExceeded                   Code = 165
 	CommandNotSupportedOnView                Code = 166
 	OptionNotSupportedOnView                 Code = 167
@@ -246,6 +247,7 @@ var names = map[Code]string{
 	UnsupportedOpQueryCommand:                "UnsupportedOpQueryCommand",
 	ExceededMemoryLimit:                      "ExceededMemoryLimit",
 	ChunkTooBig:                              "ChunkTooBig",
+	IncompatibleCollationVersion:             "IncompatibleCollationVersion",
 	ViewDepthLimitExceeded:                   "ViewDepthLimitExceeded",
 	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
 	OptionNotSupportedOnView:                 "OptionNotSupportedOnView",
