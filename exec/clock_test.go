@@ -89,7 +89,7 @@ func TestSessionKillClosesCursors(t *testing.T) {
 	if got := getMore(id); got != 0 {
 		t.Fatalf("getMore of a live session's cursor: code %d", got)
 	}
-	e.cursors.expire(time.Now().Add(sessionTimeout + time.Minute))
+	e.cursors.expire(time.Now().Add(defaultSessionTimeout + time.Minute))
 	if got := getMore(id); got != 43 {
 		t.Fatalf("getMore after the session expired: code %d, want 43 CursorNotFound", got)
 	}

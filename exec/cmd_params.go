@@ -136,6 +136,9 @@ var parameters = []parameter{
 	{"internalQueryMaxBlockingSortMemoryUsageBytes", func(e *Executor, dst []byte, key string) []byte {
 		return e.knobs.sortMemory.appendTo(dst, key)
 	}},
+	{"localLogicalSessionTimeoutMinutes", func(e *Executor, dst []byte, key string) []byte {
+		return bsoncore.AppendInt32Element(dst, key, e.sessionTimeoutMinutes())
+	}},
 	{"logLevel", func(_ *Executor, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 0) }},
 	{"maxBSONDepth", func(_ *Executor, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 200) }},
 	{"minSnapshotHistoryWindowInSeconds", func(e *Executor, dst []byte, key string) []byte {
@@ -193,7 +196,7 @@ func (e *Executor) getParameter(_ context.Context, r *request) error {
 
 // startupOnly are the reported parameters that MongoDB sets only at startup.
 var startupOnly = map[string]bool{"authenticationMechanisms": true, "enableTestCommands": true, "featureCompatibilityVersion": true,
-	"maxBSONDepth": true, "requireApiVersion": true}
+	"maxBSONDepth": true, "requireApiVersion": true, "localLogicalSessionTimeoutMinutes": true}
 
 // setParameter changes runtime parameters: {setParameter: 1, <name>: <value>, ...}. As in
 // MongoDB, every name is checked before any value is set, values are set in name order, and

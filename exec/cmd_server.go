@@ -228,7 +228,7 @@ func (e *Executor) startSession(_ context.Context, r *request) error {
 	idx, out := bsoncore.AppendDocumentElementStart(r.out, "id")
 	out = bsoncore.AppendBinaryElement(out, "id", 4, id[:])
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
-	out = bsoncore.AppendInt32Element(out, "timeoutMinutes", logicalSessionTimeoutMinutes)
+	out = bsoncore.AppendInt32Element(out, "timeoutMinutes", e.sessionTimeoutMinutes())
 	r.out = out
 	return nil
 }

@@ -84,7 +84,7 @@ func (e *Executor) dispatch(ctx context.Context, r *request) (err error) {
 		e.counters.command.Add(1)
 	}
 	noteClientMetadata(r)
-	e.sessions.note(r.body)
+	e.sessions.note(r.body, e.sessionUser(r))
 	// As in mongod, the failpoint comes after the command lookup and before the checks of
 	// the database name.
 	act, err := e.evalFailCommand(ctx, r, cmd)

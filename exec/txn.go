@@ -332,8 +332,7 @@ func (e *Executor) enterTxn(r *request) (release func(), err error) {
 	if e.cat == nil {
 		return nil, mongoerr.New(mongoerr.IllegalOperation, "Transactions need a storage engine")
 	}
-	s := e.sessions.get(lsid, time.Now())
-	s.mu.Lock()
+	s := e.sessions.checkout(lsid, time.Now())
 	if err := e.txnStatement(r, s, lsid, n, start); err != nil {
 		s.mu.Unlock()
 		return nil, err
