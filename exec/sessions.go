@@ -188,19 +188,6 @@ func (e *Executor) refreshSessions(_ context.Context, r *request) error {
 	return nil
 }
 
-// killAllSessions (and killAllSessionsByPattern: without users every pattern matches every
-// session) empties the cache and closes every cursor opened in a session.
-func (e *Executor) killAllSessions(_ context.Context, _ *request) error {
-	e.sessions.mu.Lock()
-	for _, s := range e.sessions.m {
-		s.txn.Load().abort()
-	}
-	clear(e.sessions.m)
-	e.sessions.mu.Unlock()
-	e.cursors.removeSessions(func([16]byte) bool { return true })
-	return nil
-}
-
 // emptyUserDigest is the uid of sessions without an authenticated user: SHA-256 of "".
 var emptyUserDigest = sha256.Sum256(nil)
 
@@ -236,19 +223,20 @@ func (s *listLocalSessionsStage) Open(in stream.Stream) (stream.Stream, error) {
 	in.Close()
 	type entry struct {
 		id      [16]byte
+		uid     [32]byte
 		lastUse time.Time
 	}
 	c := &s.e.sessions
 	c.mu.RLock()
 	entries := make([]entry, 0, len(c.m))
 	for id, s := range c.m {
-		entries = append(entries, entry{id, time.Unix(0, s.lastUse.Load())})
+		entries = append(entries, entry{id, s.uid, time.Unix(0, s.lastUse.Load())})
 	}
 	c.mu.RUnlock()
 	sort.Slice(entries, func(i, j int) bool { return entries[i].lastUse.Before(entries[j].lastUse) })
 	docs := make([]bsoncore.Document, len(entries))
 	for i, se := range entries {
-		id := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, se.id[:]).AppendBinary("uid", 0, emptyUserDigest[:]).Build()
+		id := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, se.id[:]).AppendBinary("uid", 0, se.uid[:]).Build()
 		docs[i] = bsoncore.NewDocumentBuilder().AppendDocument("_id", id).AppendDateTime("lastUse", se.lastUse.UnixMilli()).Build()
 	}
 	return &stream.Slice{Docs: docs}, nil
