@@ -130,7 +130,8 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		knobs:   newServerKnobs(),
 		stop:    make(chan struct{}),
 	}
-	e.txns.lifetime = txnLifetime
+	e.txns.lifetime.Store(int64(txnLifetime))
+	e.knobs.txnLifetime.apply = func(v int64) { e.txns.lifetime.Store(v * int64(time.Second)) }
 	e.txns.dropCreated = e.dropTxnCreated
 	e.sessions.timeout = opts.SessionTimeout
 	e.cursors = newCursorRegistry(time.Minute, e.sessions.alive)

@@ -40,16 +40,23 @@ func reapInterval(timeout time.Duration) time.Duration {
 	return min(max(timeout/4, 10*time.Millisecond), time.Minute)
 }
 
-// runSessionReaper reaps expired sessions until the executor closes.
+// runSessionReaper reaps expired sessions, and aborts the transactions past
+// transactionLifetimeLimitSeconds (every second at most), until the executor closes.
 func (e *Executor) runSessionReaper() {
-	t := time.NewTicker(reapInterval(e.sessions.timeout))
+	every := reapInterval(e.sessions.timeout)
+	t := time.NewTicker(min(every, time.Second))
 	defer t.Stop()
+	var last time.Time
 	for {
 		select {
 		case <-e.stop:
 			return
 		case now := <-t.C:
-			e.reapSessions(now)
+			e.txns.abortExpired(now)
+			if now.Sub(last) >= every {
+				e.reapSessions(now)
+				last = now
+			}
 		}
 	}
 }

@@ -55,8 +55,9 @@ type txnRegistry struct {
 	locks  map[uint64]*txnState
 	nLocks atomic.Int64
 	active map[*txnState]struct{}
-	// lifetime is transactionLifetimeLimitSeconds (txnLifetime; tests shorten it).
-	lifetime time.Duration
+	// lifetime is transactionLifetimeLimitSeconds in nanoseconds (txnLifetime; setParameter
+	// changes it, tests shorten it below a second).
+	lifetime atomic.Int64
 	// dropCreated drops the collections an aborted transaction created (txn_ddl.go).
 	dropCreated func([]txnCreated)
 	// pending are the collections open transactions created ("db.name" → creator), which
@@ -120,7 +121,26 @@ func (tx *txnState) appendRecoveryToken(dst []byte) []byte {
 
 // expired reports whether tx ran past its lifetime at now.
 func (tx *txnState) expired(now time.Time) bool {
-	return now.Sub(tx.started) > tx.reg.lifetime
+	return now.Sub(tx.started) > tx.reg.limit()
+}
+
+// limit returns transactionLifetimeLimitSeconds.
+func (reg *txnRegistry) limit() time.Duration { return time.Duration(reg.lifetime.Load()) }
+
+// abortExpired aborts the open transactions past their lifetime at now, as MongoDB's
+// periodic job does, so that what they hold is free even if nobody asks for it.
+func (reg *txnRegistry) abortExpired(now time.Time) {
+	var stale []*txnState
+	reg.mu.Lock()
+	for tx := range reg.active {
+		if tx.expired(now) {
+			stale = append(stale, tx)
+		}
+	}
+	reg.mu.Unlock()
+	for _, tx := range stale {
+		tx.abort()
+	}
 }
 
 // errTxnAborted is the answer to a statement of an aborted transaction.

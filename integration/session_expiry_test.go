@@ -5,6 +5,7 @@ import (
 	le "encoding/binary"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,5 +113,91 @@ func TestSessionExpiry(t *testing.T) {
 	}
 	if n, err := coll.CountDocuments(ctx, bson.D{}); err != nil || n != 3 {
 		t.Fatalf("documents: %d, %v; want 3 (_id 1, 3, 4)", n, err)
+	}
+}
+
+// TestTxnLifetimeLimit checks transactionLifetimeLimitSeconds: setParameter changes it
+// (getParameter reports it, 0 is refused as in MongoDB), and a transaction open longer is
+// aborted by the server, whoever waits for it: a write outside it to its document goes
+// through, and its next statement answers 251 NoSuchTransaction.
+func TestTxnLifetimeLimit(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	ctx := context.Background()
+	cl := srv.client(t)
+	admin := cl.Database("admin")
+	set := func(v int) (bson.M, error) {
+		return runCmd(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: "transactionLifetimeLimitSeconds", Value: v}})
+	}
+	if res, err := set(1); err != nil || res["was"] != int32(60) {
+		t.Fatalf("setParameter transactionLifetimeLimitSeconds: %v, %v; want was: 60", res, err)
+	}
+	if _, err := set(0); !hasCode(err, 2) {
+		t.Fatalf("setParameter transactionLifetimeLimitSeconds 0: %v, want 2 BadValue", err)
+	}
+	res, err := runCmd(t, admin, bson.D{{Key: "getParameter", Value: 1}, {Key: "transactionLifetimeLimitSeconds", Value: 1}})
+	if err != nil || res["transactionLifetimeLimitSeconds"] != int32(1) {
+		t.Fatalf("getParameter transactionLifetimeLimitSeconds: %v, %v", res, err)
+	}
+	coll := cl.Database(dbName(t)).Collection("c")
+	if err := cl.Database(dbName(t)).CreateCollection(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := cl.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	if err := sess.StartTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	sctx := mongo.NewSessionContext(ctx, sess)
+	if _, err := coll.InsertOne(sctx, bson.D{{Key: "_id", Value: 1}, {Key: "by", Value: "txn"}}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "by", Value: "outside"}}); err != nil {
+		t.Fatalf("write outside the transaction once it expired: %v", err)
+	}
+	if waited := time.Since(start); waited < 500*time.Millisecond || waited > 5*time.Second {
+		t.Fatalf("the write outside waited %s for the transaction, want about its lifetime (1 s)", waited)
+	}
+	if _, err := coll.InsertOne(sctx, bson.D{{Key: "_id", Value: 2}}); !hasCode(err, 251) {
+		t.Fatalf("statement of the expired transaction: %v, want 251 NoSuchTransaction", err)
+	}
+	var doc bson.M
+	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&doc); err != nil || doc["by"] != "outside" {
+		t.Fatalf("document: %v, %v; want the write outside", doc, err)
+	}
+}
+
+// TestAfterClusterTimeAhead checks a causally consistent read after an operation time the
+// server never gave: mongod answers 72 InvalidOptions rather than moving its clock, and so
+// does cleave; a time it gave is read after at once.
+func TestAfterClusterTimeAhead(t *testing.T) {
+	t.Parallel()
+	srv := sharedServer(t)
+	ctx := context.Background()
+	cl := srv.client(t)
+	coll := cl.Database(dbName(t)).Collection("c")
+	sess, err := cl.StartSession(options.Session().SetCausalConsistency(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	sctx := mongo.NewSessionContext(ctx, sess)
+	if _, err := coll.InsertOne(sctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := coll.FindOne(sctx, bson.D{{Key: "_id", Value: 1}}).Err(); err != nil {
+		t.Fatalf("read after the session's write: %v", err)
+	}
+	ahead := bson.Timestamp{T: uint32(time.Now().Add(time.Hour).Unix())}
+	if err := sess.AdvanceOperationTime(&ahead); err != nil {
+		t.Fatal(err)
+	}
+	err = coll.FindOne(sctx, bson.D{{Key: "_id", Value: 1}}).Err()
+	if !hasCode(err, 72) || !strings.Contains(err.Error(), "value must not be greater than the current clusterTime") {
+		t.Fatalf("read after a time ahead of the cluster time: %v, want 72 InvalidOptions", err)
 	}
 }
