@@ -4,9 +4,6 @@ package compat
 // as it stands: the report shows the explanation instead of the runner's message (which
 // follows it), so that every remaining failure of the suites says why.
 var knownFailures = map[string]string{
-	"transactions-legacy/commit.json/write_concern_error_on_commit": "cleave has one data-bearing node per shard and " +
-		"accepts every w; the test expects w: 10 to answer UnsatisfiableWriteConcern 100, while commit-retry and " +
-		"retryable-commit expect w: 2 to succeed on their three-member replica set",
 	"transactions-legacy/mongos-recovery-token.json/commitTransaction_retry_fails_on_new_mongos": "needs two routers: " +
 		"cleave is one router named twice in the URI, so the retry reaches the router that still holds the transaction " +
 		"and commits it instead of failing with NoSuchTransaction",

@@ -92,7 +92,10 @@ func (e *Executor) dispatch(ctx context.Context, r *request) (err error) {
 		return labelError(r, act, err)
 	}
 	err = e.runCommand(ctx, r, cmd)
-	return e.finishFailCommand(r, cmd, act, err)
+	if err = e.finishFailCommand(r, cmd, act, err); err == nil {
+		appendConcernError(r)
+	}
+	return err
 }
 
 // runCommand checks where cmd may run and runs it.
