@@ -76,9 +76,8 @@ func (db *DB) DeleteTxnRecords(lsids [][]byte) error {
 		return ErrClosed
 	}
 	b := db.pdb.NewBatch()
-	defer b.Close()
 	for _, lsid := range lsids {
 		_ = b.Delete(AppendTxnRecordKey(nil, lsid), nil) // unindexed batch: cannot fail
 	}
-	return db.pdb.Apply(b, pebble.Sync)
+	return errors.Join(db.pdb.Apply(b, pebble.Sync), b.Close())
 }
