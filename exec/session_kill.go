@@ -38,6 +38,50 @@ func (p *sessionPattern) matches(id [16]byte, uid [32]byte) bool {
 	return true
 }
 
+// killSessions runs {killSessions: [{id, uid?}, ...]}: each names a session of the caller
+// (lsid.uid is the caller's digest unless given, which takes impersonation); [] names every
+// session of the authenticated user, and none without one, as in MongoDB.
+func (e *Executor) killSessions(_ context.Context, r *request) error {
+	const cmd = "KillSessionsCmd"
+	first, _ := bsonx.FirstElement(r.body)
+	arr, err := args.Array(cmd, "killSessions", first.Value())
+	if err != nil {
+		return err
+	}
+	caller := e.sessionUser(r)
+	vals, _ := arr.Values()
+	if len(vals) == 0 {
+		if !e.opts.Auth.Enabled || len(r.conn.authn.users) == 0 {
+			return nil
+		}
+		return e.killSessionsMatching([]sessionPattern{{uid: caller}})
+	}
+	patterns := make([]sessionPattern, 0, len(vals))
+	for _, v := range vals {
+		d, err := args.Doc(cmd, "killSessions", v)
+		if err != nil {
+			return err
+		}
+		id, ok := uuidField(d, "id")
+		if !ok {
+			return lsidFieldError(cmd+".killSessions", "id", d)
+		}
+		uid := caller
+		if uv, err := d.LookupErr("uid"); err == nil {
+			given, ok := digestField(uv)
+			if !ok {
+				return args.WrongType(cmd+".killSessions", "uid", uv.Type, "binData")
+			}
+			if !e.mayImpersonate(r) {
+				return mongoerr.New(mongoerr.Unauthorized, "Unauthorized to set user digest in LogicalSessionId")
+			}
+			uid = &given
+		}
+		patterns = append(patterns, sessionPattern{lsid: &id, uid: uid})
+	}
+	return e.killSessionsMatching(patterns)
+}
+
 // killAllSessions runs {killAllSessions: [{user, db}, ...]}.
 func (e *Executor) killAllSessions(_ context.Context, r *request) error {
 	const cmd = "KillAllSessionsCmd"

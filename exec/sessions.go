@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"crypto/sha256"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -168,14 +167,6 @@ func (c *sessionCache) end(ids [][16]byte) {
 // reaper next runs; their retryable-write records stay in the store).
 func (e *Executor) endSessions(_ context.Context, r *request) error {
 	e.sessions.end(listed(r.body))
-	return nil
-}
-
-// killSessions runs killSessions: the sessions leave the cache and their cursors close.
-func (e *Executor) killSessions(_ context.Context, r *request) error {
-	ids := listed(r.body)
-	e.sessions.end(ids)
-	e.cursors.removeSessions(func(lsid [16]byte) bool { return slices.Contains(ids, lsid) })
 	return nil
 }
 

@@ -13,7 +13,7 @@ import (
 // TestKillAllSessionsByPattern checks, with access control on, that killAllSessionsByPattern
 // kills the sessions its patterns match, as MongoDB's SessionKiller does: a uid pattern a
 // user's sessions (their cursors close), an lsid pattern one session; killAllSessions with
-// users kills those users' sessions. users and roles are impersonation data: only root may
+// users kills those users' sessions, and killSessions only the caller's. users and roles are impersonation data: only root may
 // pass them, and at most one user.
 func TestKillAllSessionsByPattern(t *testing.T) {
 	t.Parallel()
@@ -109,6 +109,13 @@ func TestKillAllSessionsByPattern(t *testing.T) {
 	}
 	if listed(cSess) != nil || listed(dSess) == nil {
 		t.Fatalf("after killing one session by lsid: killed %v, other killed %v", listed(cSess) == nil, listed(dSess) == nil)
+	}
+	// killSessions names the caller's own sessions: alice's naming bob's by its id kills nothing.
+	if err := kill(alice, "killSessions", bson.A{bson.D{{Key: "id", Value: bSess.ID().Lookup("id")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if listed(bSess) == nil {
+		t.Fatal("alice killed bob's session by its id")
 	}
 	if err := kill(ops, "killAllSessions", bson.A{bobUser}); err != nil {
 		t.Fatal(err)
