@@ -48,13 +48,13 @@ func (e *Executor) killSessions(_ context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	caller := e.sessionUser(r)
+	caller := e.sessionUser(r).uid()
 	vals, _ := arr.Values()
 	if len(vals) == 0 {
 		if !e.opts.Auth.Enabled || len(r.conn.authn.users) == 0 {
 			return nil
 		}
-		return e.killSessionsMatching([]sessionPattern{{uid: caller}})
+		return e.killSessionsMatching([]sessionPattern{{uid: &caller}})
 	}
 	patterns := make([]sessionPattern, 0, len(vals))
 	for _, v := range vals {
@@ -66,7 +66,7 @@ func (e *Executor) killSessions(_ context.Context, r *request) error {
 		if !ok {
 			return lsidFieldError(cmd+".killSessions", "id", d)
 		}
-		uid := caller
+		uid := &caller
 		if uv, err := d.LookupErr("uid"); err == nil {
 			given, ok := digestField(uv)
 			if !ok {

@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"crypto/sha256"
 	"errors"
 	"time"
 
@@ -21,17 +20,16 @@ import (
 // session checked out by a command is never reaped under it; one used again while the
 // reaper deletes its records stays, with its state reloaded from the store.
 
-// userDigest is lsid.uid for user u: SHA-256 of "user@db", as MongoDB computes it.
-func userDigest(u auth.UserName) [32]byte { return sha256.Sum256([]byte(u.User + "@" + u.DB)) }
+// userDigest is lsid.uid for user u.
+func userDigest(u auth.UserName) [32]byte { return sessionOwner{user: u, set: true}.uid() }
 
-// sessionUser returns the uid of the sessions r creates: its connection's user's digest
-// with authentication on, the empty user's otherwise.
-func (e *Executor) sessionUser(r *request) *[32]byte {
+// sessionUser returns the user r runs as for its sessions: its connection's with
+// authentication on, none otherwise.
+func (e *Executor) sessionUser(r *request) sessionOwner {
 	if !e.opts.Auth.Enabled || r.conn == nil || len(r.conn.authn.users) == 0 {
-		return &emptyUserDigest
+		return sessionOwner{}
 	}
-	d := userDigest(r.conn.authn.users[0])
-	return &d
+	return sessionOwner{user: r.conn.authn.users[0], set: true}
 }
 
 // reapInterval is how often the session reaper runs for timeout: a quarter of it, between

@@ -10,6 +10,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -70,22 +71,38 @@ func lsidOf(body bsoncore.Document) ([16]byte, bool) {
 	return [16]byte(id), true
 }
 
-// note records the session of a command body, if it names one, as a session of the user
-// whose digest is uid when it is new.
-func (c *sessionCache) note(body bsoncore.Document, uid *[32]byte) {
+// sessionOwner is the user a command runs as, whose digest is the uid of the sessions it
+// creates (computed only then); the zero value is no user.
+type sessionOwner struct {
+	user auth.UserName
+	set  bool
+}
+
+// uid returns lsid.uid for the owner: SHA-256 of "user@db", as MongoDB computes it, or the
+// empty user's digest.
+func (o sessionOwner) uid() [32]byte {
+	if !o.set {
+		return emptyUserDigest
+	}
+	return sha256.Sum256([]byte(o.user.User + "@" + o.user.DB))
+}
+
+// note records the session of a command body, if it names one, as a session of owner when
+// it is new.
+func (c *sessionCache) note(body bsoncore.Document, owner sessionOwner) {
 	if k, ok := lsidOf(body); ok {
-		c.lookup(k, uid, time.Now())
+		c.lookup(k, owner, time.Now())
 	}
 }
 
 // get returns session k, created if new (as a session without a user), and marks it used
 // at now.
 func (c *sessionCache) get(k [16]byte, now time.Time) *session {
-	return c.lookup(k, &emptyUserDigest, now)
+	return c.lookup(k, sessionOwner{}, now)
 }
 
-// lookup returns session k, created for user uid if new, and marks it used at now.
-func (c *sessionCache) lookup(k [16]byte, uid *[32]byte, now time.Time) *session {
+// lookup returns session k, created for owner if new, and marks it used at now.
+func (c *sessionCache) lookup(k [16]byte, owner sessionOwner, now time.Time) *session {
 	c.mu.RLock()
 	s, ok := c.m[k]
 	c.mu.RUnlock()
@@ -104,7 +121,7 @@ func (c *sessionCache) lookup(k [16]byte, uid *[32]byte, now time.Time) *session
 	if c.m == nil {
 		c.m = map[[16]byte]*session{}
 	}
-	s = &session{uid: *uid}
+	s = &session{uid: owner.uid()}
 	s.lastUse.Store(now.UnixNano())
 	c.m[k] = s
 	return s
