@@ -13,7 +13,7 @@ import (
 // clusterClock is the server's hybrid logical clock, MongoDB's cluster time: a Timestamp
 // (seconds since the epoch in the high 32 bits, a counter in the low 32) that never goes
 // back, advances with every write (tick), follows the wall clock, and moves forward to the
-// times clients gossip ($clusterTime, readConcern.afterClusterTime). Replies carry it as
+// times clients gossip ($clusterTime). Replies carry it as
 // $clusterTime and operationTime (causal consistency).
 type clusterClock struct {
 	t atomic.Uint64
@@ -74,9 +74,10 @@ func appendClusterTime(dst []byte, t uint64) []byte {
 	return bsoncore.AppendTimestampElement(dst, "operationTime", uint32(t>>32), uint32(t))
 }
 
-// gossip advances the clock to the $clusterTime a client sent, and to its
-// readConcern.afterClusterTime: on one node, every write up to the clock is visible, so a
-// read after a cluster time is satisfied once the clock has reached it.
+// gossip advances the clock to the $clusterTime a client sent, and checks its
+// readConcern.afterClusterTime: on one node every write up to the clock is visible, so a read
+// after a time the clock has reached is satisfied at once; a time ahead of it (one no reply
+// gave and no $clusterTime gossiped) answers InvalidOptions, as mongod does.
 func (c *clusterClock) gossip(body bsoncore.Document) error {
 	if t, i, ok := body.Lookup("$clusterTime", "clusterTime").TimestampOK(); ok {
 		c.advance(uint64(t)<<32 | uint64(i))
@@ -90,6 +91,9 @@ func (c *clusterClock) gossip(body bsoncore.Document) error {
 		return mongoerr.New(mongoerr.TypeMismatch,
 			"BSON field 'readConcern.afterClusterTime' is the wrong type '%s', expected type 'timestamp'", bsonx.TypeName(v.Type))
 	}
-	c.advance(uint64(t)<<32 | uint64(i))
+	if want, cur := uint64(t)<<32|uint64(i), c.now(); want > cur {
+		return mongoerr.New(mongoerr.InvalidOptions, "readConcern afterClusterTime value must not be greater than the current clusterTime. "+
+			"Requested clusterTime: { ts: Timestamp(%d, %d) }; current clusterTime: { ts: Timestamp(%d, %d) }", t, i, cur>>32, uint32(cur))
+	}
 	return nil
 }

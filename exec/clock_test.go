@@ -2,6 +2,7 @@ package exec
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,10 +46,16 @@ func TestSessionClusterTime(t *testing.T) {
 		t.Fatalf("error reply's operationTime %x, want %x", r, w2)
 	}
 	future := (w2>>32 + 100) << 32
-	reply := cmd(`{"find": "c", "readConcern": {"afterClusterTime": {"$timestamp": {"t": ` +
-		strconv.FormatUint(future>>32, 10) + `, "i": 0}}}}`)
+	after := `"readConcern": {"afterClusterTime": {"$timestamp": {"t": ` + strconv.FormatUint(future>>32, 10) + `, "i": 0}}}`
+	reply := cmd(`{"find": "c", ` + after + `}`)
+	if replyCode(reply) != 72 || !strings.Contains(reply.Lookup("errmsg").StringValue(), "value must not be greater than the current clusterTime") {
+		t.Fatalf("find with afterClusterTime ahead of the cluster time: %s, want 72 InvalidOptions", reply)
+	}
+	// A client that gossips a cluster time (another router's) moves the clock to it first.
+	reply = cmd(`{"find": "c", ` + after + `, "$clusterTime": {"clusterTime": {"$timestamp": {"t": ` +
+		strconv.FormatUint(future>>32, 10) + `, "i": 0}}, "signature": {"hash": {"$binary": {"base64": "AAAAAAAAAAAAAAAAAAAAAAAAAAA=", "subType": "00"}}, "keyId": 0}}}`)
 	if ok, _ := reply.Lookup("ok").AsFloat64OK(); ok != 1 || opTime(t, reply) < future {
-		t.Fatalf("find with afterClusterTime in the future: %s", reply)
+		t.Fatalf("find with afterClusterTime gossiped by $clusterTime: %s", reply)
 	}
 	if got := replyCode(cmd(`{"find": "c", "readConcern": {"afterClusterTime": 5}}`)); got != 14 {
 		t.Fatalf("afterClusterTime not a Timestamp: code %d, want 14 TypeMismatch", got)
@@ -89,7 +96,7 @@ func TestSessionKillClosesCursors(t *testing.T) {
 	if got := getMore(id); got != 0 {
 		t.Fatalf("getMore of a live session's cursor: code %d", got)
 	}
-	e.cursors.expire(time.Now().Add(sessionTimeout + time.Minute))
+	e.cursors.expire(time.Now().Add(defaultSessionTimeout + time.Minute))
 	if got := getMore(id); got != 43 {
 		t.Fatalf("getMore after the session expired: code %d, want 43 CursorNotFound", got)
 	}

@@ -61,7 +61,7 @@ func (e *Executor) hello(_ context.Context, r *request) error {
 	out = bsoncore.AppendInt32Element(out, "maxMessageSizeBytes", wire.MaxMessageSize)
 	out = bsoncore.AppendInt32Element(out, "maxWriteBatchSize", maxWriteBatchSize)
 	out = bsoncore.AppendDateTimeElement(out, "localTime", time.Now().UnixMilli())
-	out = bsoncore.AppendInt32Element(out, "logicalSessionTimeoutMinutes", logicalSessionTimeoutMinutes)
+	out = bsoncore.AppendInt32Element(out, "logicalSessionTimeoutMinutes", e.sessionTimeoutMinutes())
 	out = bsoncore.AppendInt32Element(out, "connectionId", int32(r.conn.info.ID)) // an int, as mongod answers
 	out = bsoncore.AppendInt32Element(out, "maxWireVersion", maxWireVersion)
 	out = bsoncore.AppendInt32Element(out, "minWireVersion", minWireVersion)

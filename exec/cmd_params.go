@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"sync/atomic"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
@@ -27,6 +28,8 @@ type knob struct {
 	isInt32 bool   // MongoDB stores it as an int: reported as int32, set within int32's range
 	bound   int64  // the bound values are checked against
 	boundOp string // "greater than" or "greater than or equal to", as MongoDB words it
+	// apply, when set, is told each value set (a knob whose owner keeps its own copy).
+	apply func(v int64)
 }
 
 // serverKnobs are the parameters setParameter changes: the memory bounds of blocking
@@ -41,6 +44,9 @@ type serverKnobs struct {
 	// snapshotWindow is minSnapshotHistoryWindowInSeconds: how long the snapshots of
 	// snapshot reads stay readable at their atClusterTime (snapshot_read.go).
 	snapshotWindow *knob
+	// txnLifetime is transactionLifetimeLimitSeconds: how long a transaction may stay open
+	// before it is aborted (txn.go; its apply sets the registry's copy).
+	txnLifetime *knob
 }
 
 // newServerKnobs returns the knobs at their defaults.
@@ -50,6 +56,7 @@ func newServerKnobs() serverKnobs {
 		groupMemory: newKnob(100<<20, false, 0, "greater than"),
 		// MongoDB's default, 300 s.
 		snapshotWindow: newKnob(300, true, 0, "greater than or equal to"),
+		txnLifetime:    newKnob(int64(txnLifetime/time.Second), true, 1, "greater than or equal to"),
 	}
 }
 
@@ -62,6 +69,8 @@ func (k *serverKnobs) byName(name string) *knob {
 		return k.sortMemory
 	case "minSnapshotHistoryWindowInSeconds":
 		return k.snapshotWindow
+	case "transactionLifetimeLimitSeconds":
+		return k.txnLifetime
 	}
 	return nil
 }
@@ -98,6 +107,9 @@ func (k *knob) set(name string, v bsoncore.Value) error {
 		return mongoerr.New(mongoerr.BadValue, "Invalid value for parameter %s: %d is not %s %d", name, n, k.boundOp, k.bound)
 	}
 	k.v.Store(n)
+	if k.apply != nil {
+		k.apply(n)
+	}
 	return nil
 }
 
@@ -136,6 +148,9 @@ var parameters = []parameter{
 	{"internalQueryMaxBlockingSortMemoryUsageBytes", func(e *Executor, dst []byte, key string) []byte {
 		return e.knobs.sortMemory.appendTo(dst, key)
 	}},
+	{"localLogicalSessionTimeoutMinutes", func(e *Executor, dst []byte, key string) []byte {
+		return bsoncore.AppendInt32Element(dst, key, e.sessionTimeoutMinutes())
+	}},
 	{"logLevel", func(_ *Executor, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 0) }},
 	{"maxBSONDepth", func(_ *Executor, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 200) }},
 	{"minSnapshotHistoryWindowInSeconds", func(e *Executor, dst []byte, key string) []byte {
@@ -147,7 +162,9 @@ var parameters = []parameter{
 	{"requireApiVersion", func(_ *Executor, dst []byte, key string) []byte {
 		return bsoncore.AppendBooleanElement(dst, key, false)
 	}},
-	{"transactionLifetimeLimitSeconds", func(_ *Executor, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 60) }},
+	{"transactionLifetimeLimitSeconds", func(e *Executor, dst []byte, key string) []byte {
+		return e.knobs.txnLifetime.appendTo(dst, key)
+	}},
 }
 
 // int64Param returns an appender of a constant NumberLong parameter.
@@ -193,7 +210,7 @@ func (e *Executor) getParameter(_ context.Context, r *request) error {
 
 // startupOnly are the reported parameters that MongoDB sets only at startup.
 var startupOnly = map[string]bool{"authenticationMechanisms": true, "enableTestCommands": true, "featureCompatibilityVersion": true,
-	"maxBSONDepth": true, "requireApiVersion": true}
+	"maxBSONDepth": true, "requireApiVersion": true, "localLogicalSessionTimeoutMinutes": true}
 
 // setParameter changes runtime parameters: {setParameter: 1, <name>: <value>, ...}. As in
 // MongoDB, every name is checked before any value is set, values are set in name order, and

@@ -39,7 +39,8 @@ func (e *Executor) addServerCommands(add func(*command, ...string)) {
 	add(&command{run: e.endSessions, action: auth.ActionNone, help: "end a set of logical sessions"}, "endSessions")
 	add(&command{run: e.killSessions, action: auth.ActionAuthenticated, help: "kill a logical session and its operations"}, "killSessions")
 	add(&command{run: e.refreshSessions, action: auth.ActionNone, help: "renew a set of logical sessions"}, "refreshSessions")
-	add(&command{run: e.killAllSessions, action: auth.ActionClusterAdmin, help: "kill all logical sessions, for a user, and their operations", adminOnly: true}, "killAllSessions", "killAllSessionsByPattern")
+	add(&command{run: e.killAllSessions, action: auth.ActionClusterAdmin, help: "kill all logical sessions, for a user, and their operations"}, "killAllSessions")
+	add(&command{run: e.killAllSessionsByPattern, action: auth.ActionClusterAdmin, help: "kill logical sessions by pattern"}, "killAllSessionsByPattern")
 }
 
 // ping answers {ok: 1}.
@@ -235,7 +236,7 @@ func (e *Executor) startSession(_ context.Context, r *request) error {
 	idx, out := bsoncore.AppendDocumentElementStart(r.out, "id")
 	out = bsoncore.AppendBinaryElement(out, "id", 4, id[:])
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
-	out = bsoncore.AppendInt32Element(out, "timeoutMinutes", logicalSessionTimeoutMinutes)
+	out = bsoncore.AppendInt32Element(out, "timeoutMinutes", e.sessionTimeoutMinutes())
 	r.out = out
 	return nil
 }

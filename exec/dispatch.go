@@ -84,7 +84,7 @@ func (e *Executor) dispatch(ctx context.Context, r *request) (err error) {
 		e.counters.command.Add(1)
 	}
 	noteClientMetadata(r)
-	e.sessions.note(r.body)
+	e.sessions.note(r.body, e.sessionUser(r))
 	if err := checkAPIParameters(ctx, r); err != nil {
 		return err
 	}
@@ -95,7 +95,10 @@ func (e *Executor) dispatch(ctx context.Context, r *request) (err error) {
 		return labelError(r, act, err)
 	}
 	err = e.runCommand(ctx, r, cmd)
-	return e.finishFailCommand(r, cmd, act, err)
+	if err = e.finishFailCommand(r, cmd, act, err); err == nil {
+		appendConcernError(r)
+	}
+	return err
 }
 
 // runCommand checks where cmd may run and runs it.

@@ -1,10 +1,12 @@
 // Package exec answers MongoDB commands: the Executor implements wire.Handler, dispatches
 // each command through the command table (dispatch.go) to its handler (one file per command
 // or family, cmd_*.go), and turns every Go error into MongoDB's {ok: 0} reply. It owns
-// cursors, the session cache (sessions.go) and the checkout of a session by a retryable write
-// (retryable.go), the cluster clock (clock.go) and the empty timestamps it fills (empty_ts.go),
-// the Stable API's checks (api_version.go), multi-document transactions within one shard (txn.go),
-// currentOp, failpoints and explain rendering. The work itself
+// cursors, the session cache (sessions.go), its expiry (session_reap.go) and kill patterns
+// (session_kill.go), the checkout of a session by a retryable write (retryable.go), the
+// cluster clock (clock.go) and the empty timestamps it fills (empty_ts.go), the Stable API's
+// checks (api_version.go), multi-document transactions within one shard (txn.go; their
+// write conflicts in txn_conflict.go), the write concerns one copy cannot satisfy
+// (write_concern.go), currentOp, failpoints and explain rendering. The work itself
 // lives in the packages below it, each owning one thing:
 //
 //	where is …                                         package

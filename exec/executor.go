@@ -54,12 +54,18 @@ type Options struct {
 	PartitionCheckInterval time.Duration
 	// Auth is access control (auth.go).
 	Auth AuthOptions
+	// SessionTimeout is localLogicalSessionTimeoutMinutes: a session unused that long
+	// expires (session_reap.go); 0 means 30 minutes. Tests shorten it.
+	SessionTimeout time.Duration
 }
 
 // EnsureDefaults fills in zero fields with their defaults.
 func (o *Options) EnsureDefaults() {
 	if o.SlowOp == 0 {
 		o.SlowOp = 100 * time.Millisecond
+	}
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = defaultSessionTimeout
 	}
 	if o.WireStats == nil {
 		o.WireStats = func() wire.Stats { return wire.Stats{} }
@@ -126,8 +132,10 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		knobs:   newServerKnobs(),
 		stop:    make(chan struct{}),
 	}
-	e.txns.lifetime = txnLifetime
+	e.txns.lifetime.Store(int64(txnLifetime))
+	e.knobs.txnLifetime.apply = func(v int64) { e.txns.lifetime.Store(v * int64(time.Second)) }
 	e.txns.dropCreated = e.dropTxnCreated
+	e.sessions.timeout = opts.SessionTimeout
 	e.cursors = newCursorRegistry(time.Minute, e.sessions.alive)
 	if opts.Storage != nil {
 		e.st = *opts.Storage
@@ -164,6 +172,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 	}
 	e.commands = e.commandTable()
 	e.metrics = newMetrics(e)
+	go e.runSessionReaper()
 	if opts.Storage != nil {
 		e.shards.Start(e.write)
 		e.ddl.StartTTL()

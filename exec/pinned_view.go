@@ -162,6 +162,12 @@ func (v pinnedView) GetTxnRecord(lsid, dst []byte) ([]byte, error) {
 	return v.live.GetTxnRecord(lsid, dst)
 }
 
+// TxnRecords implements catalog.Shard.
+func (v pinnedView) TxnRecords(fn func(lsid, rec []byte) error) error { return v.live.TxnRecords(fn) }
+
+// DeleteTxnRecords implements catalog.Shard.
+func (v pinnedView) DeleteTxnRecords(lsids [][]byte) error { return v.live.DeleteTxnRecords(lsids) }
+
 // readOnlyBatch is the batch of a read-only view: it refuses to commit.
 type readOnlyBatch struct{ catalog.Batch }
 

@@ -41,8 +41,7 @@ func (e *Executor) checkoutRetryable(r *request) (rt *write.Retry, release func(
 		}
 		return nil, nil, mongoerr.New(mongoerr.InvalidOptions, "Transaction number requires a session ID to also be specified")
 	}
-	s := e.sessions.get(lsid, time.Now())
-	s.mu.Lock()
+	s := e.sessions.checkout(lsid, time.Now())
 	release = s.mu.Unlock
 	if tx := s.txn.Load(); tx != nil && tx.number < txn {
 		tx.abort() // a newer txnNumber ends the session's open transaction, as in MongoDB

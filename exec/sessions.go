@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"crypto/sha256"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -11,6 +10,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -20,24 +20,33 @@ import (
 )
 
 // sessionCache is the logical session cache of this process, as mongos keeps one: the
-// sessions (lsid) commands arrived with, when each was last used, and the retryable-write
-// state of each (retryable.go). $listLocalSessions reads it; endSessions and killSessions
-// remove from it. A session unused for sessionTimeout leaves it (its retryable-write records
-// stay in the store, where a later use finds them).
+// sessions (lsid) commands arrived with, the user each belongs to, when each was last used,
+// and the retryable-write state of each (retryable.go). $listLocalSessions reads it;
+// endSessions and killSessions remove from it. A session unused for its timeout expires
+// (session_reap.go): its transaction is aborted, its cursors closed and its retryable-write
+// records removed from the store.
 type sessionCache struct {
-	mu      sync.RWMutex
-	m       map[[16]byte]*session // lsid UUID → session
-	pruneAt int                   // prune expired sessions when the map reaches this size
+	mu sync.RWMutex
+	m  map[[16]byte]*session // lsid UUID → session
+	// timeout is localLogicalSessionTimeoutMinutes (Options.SessionTimeout).
+	timeout time.Duration
 }
 
 // session is one logical session's server-side state.
 type session struct {
 	lastUse atomic.Int64 // Unix nanoseconds
-	// mu is held by the command that has the session checked out (a retryable write), so
-	// that a retry waits for the first attempt to finish; it guards retry.
+	// uid is the digest of the user whose command created the session (lsid.uid:
+	// emptyUserDigest without authentication).
+	uid [32]byte
+	// mu is held by the command that has the session checked out (a retryable write or a
+	// transaction's statement, checkout), so that a retry waits for the first attempt to
+	// finish; it guards retry and reaped.
 	mu sync.Mutex
 	// retry is the retryable-write state, nil until a write with txnNumber loads it.
 	retry *write.Retry
+	// reaped reports that the session expired and left the cache: checkout then takes the
+	// one that replaced it.
+	reaped bool
 	// txn is the session's latest multi-document transaction (txn.go), nil before one.
 	txn atomic.Pointer[txnState]
 }
@@ -46,9 +55,8 @@ type session struct {
 // path mostly only takes the read lock.
 const sessionRefresh = time.Second
 
-// sessionTimeout is how long an unused session stays cached (mongod's
-// localLogicalSessionTimeoutMinutes, 30).
-const sessionTimeout = 30 * time.Minute
+// defaultSessionTimeout is localLogicalSessionTimeoutMinutes' default, 30 minutes.
+const defaultSessionTimeout = 30 * time.Minute
 
 // lsidOf returns the session UUID of a command body, if it names one.
 func lsidOf(body bsoncore.Document) ([16]byte, bool) {
@@ -63,15 +71,38 @@ func lsidOf(body bsoncore.Document) ([16]byte, bool) {
 	return [16]byte(id), true
 }
 
-// note records the session of a command body, if it names one.
-func (c *sessionCache) note(body bsoncore.Document) {
+// sessionOwner is the user a command runs as, whose digest is the uid of the sessions it
+// creates (computed only then); the zero value is no user.
+type sessionOwner struct {
+	user auth.UserName
+	set  bool
+}
+
+// uid returns lsid.uid for the owner: SHA-256 of "user@db", as MongoDB computes it, or the
+// empty user's digest.
+func (o sessionOwner) uid() [32]byte {
+	if !o.set {
+		return emptyUserDigest
+	}
+	return sha256.Sum256([]byte(o.user.User + "@" + o.user.DB))
+}
+
+// note records the session of a command body, if it names one, as a session of owner when
+// it is new.
+func (c *sessionCache) note(body bsoncore.Document, owner sessionOwner) {
 	if k, ok := lsidOf(body); ok {
-		c.get(k, time.Now())
+		c.lookup(k, owner, time.Now())
 	}
 }
 
-// get returns session k, created if new, and marks it used at now.
+// get returns session k, created if new (as a session without a user), and marks it used
+// at now.
 func (c *sessionCache) get(k [16]byte, now time.Time) *session {
+	return c.lookup(k, sessionOwner{}, now)
+}
+
+// lookup returns session k, created for owner if new, and marks it used at now.
+func (c *sessionCache) lookup(k [16]byte, owner sessionOwner, now time.Time) *session {
 	c.mu.RLock()
 	s, ok := c.m[k]
 	c.mu.RUnlock()
@@ -90,33 +121,31 @@ func (c *sessionCache) get(k [16]byte, now time.Time) *session {
 	if c.m == nil {
 		c.m = map[[16]byte]*session{}
 	}
-	s = &session{}
+	s = &session{uid: owner.uid()}
 	s.lastUse.Store(now.UnixNano())
 	c.m[k] = s
-	if len(c.m) >= c.pruneAt {
-		c.pruneLocked(now)
-		c.pruneAt = max(1024, 2*len(c.m))
-	}
 	return s
 }
 
-// pruneLocked removes the sessions unused for sessionTimeout, except those checked out.
-func (c *sessionCache) pruneLocked(now time.Time) {
-	for id, s := range c.m {
-		if now.UnixNano()-s.lastUse.Load() > int64(sessionTimeout) && s.mu.TryLock() {
-			s.txn.Load().abort()
-			delete(c.m, id)
-			s.mu.Unlock()
+// checkout returns session k locked for one command (its mu held; unlock it when done),
+// marked used at now.
+func (c *sessionCache) checkout(k [16]byte, now time.Time) *session {
+	for {
+		s := c.get(k, now)
+		s.mu.Lock()
+		if !s.reaped {
+			return s
 		}
+		s.mu.Unlock() // it expired meanwhile: the next get makes a new one
 	}
 }
 
-// alive reports whether session lsid is cached and was used within sessionTimeout of now.
+// alive reports whether session lsid is cached and was used within the timeout of now.
 func (c *sessionCache) alive(lsid [16]byte, now time.Time) bool {
 	c.mu.RLock()
 	s, ok := c.m[lsid]
 	c.mu.RUnlock()
-	return ok && now.UnixNano()-s.lastUse.Load() <= int64(sessionTimeout)
+	return ok && now.UnixNano()-s.lastUse.Load() <= int64(c.timeout)
 }
 
 // listed returns the session ids of an endSessions, killSessions or refreshSessions body:
@@ -158,33 +187,12 @@ func (e *Executor) endSessions(_ context.Context, r *request) error {
 	return nil
 }
 
-// killSessions runs killSessions: the sessions leave the cache and their cursors close.
-func (e *Executor) killSessions(_ context.Context, r *request) error {
-	ids := listed(r.body)
-	e.sessions.end(ids)
-	e.cursors.removeSessions(func(lsid [16]byte) bool { return slices.Contains(ids, lsid) })
-	return nil
-}
-
 // refreshSessions marks the listed sessions used now, so that they do not expire.
 func (e *Executor) refreshSessions(_ context.Context, r *request) error {
 	now := time.Now()
 	for _, id := range listed(r.body) {
 		e.sessions.get(id, now).lastUse.Store(now.UnixNano())
 	}
-	return nil
-}
-
-// killAllSessions (and killAllSessionsByPattern: without users every pattern matches every
-// session) empties the cache and closes every cursor opened in a session.
-func (e *Executor) killAllSessions(_ context.Context, _ *request) error {
-	e.sessions.mu.Lock()
-	for _, s := range e.sessions.m {
-		s.txn.Load().abort()
-	}
-	clear(e.sessions.m)
-	e.sessions.mu.Unlock()
-	e.cursors.removeSessions(func([16]byte) bool { return true })
 	return nil
 }
 
@@ -223,19 +231,20 @@ func (s *listLocalSessionsStage) Open(in stream.Stream) (stream.Stream, error) {
 	in.Close()
 	type entry struct {
 		id      [16]byte
+		uid     [32]byte
 		lastUse time.Time
 	}
 	c := &s.e.sessions
 	c.mu.RLock()
 	entries := make([]entry, 0, len(c.m))
 	for id, s := range c.m {
-		entries = append(entries, entry{id, time.Unix(0, s.lastUse.Load())})
+		entries = append(entries, entry{id, s.uid, time.Unix(0, s.lastUse.Load())})
 	}
 	c.mu.RUnlock()
 	sort.Slice(entries, func(i, j int) bool { return entries[i].lastUse.Before(entries[j].lastUse) })
 	docs := make([]bsoncore.Document, len(entries))
 	for i, se := range entries {
-		id := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, se.id[:]).AppendBinary("uid", 0, emptyUserDigest[:]).Build()
+		id := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, se.id[:]).AppendBinary("uid", 0, se.uid[:]).Build()
 		docs[i] = bsoncore.NewDocumentBuilder().AppendDocument("_id", id).AppendDateTime("lastUse", se.lastUse.UnixMilli()).Build()
 	}
 	return &stream.Slice{Docs: docs}, nil

@@ -1,9 +1,7 @@
 package exec
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,14 +25,14 @@ import (
 // transaction's own writes on top (catalog.Overlay), and writes stage into the overlay
 // instead of the store: the query engine and the write path run unchanged over the
 // transaction's shard views (txnView). A second shard is refused (263, the transaction is
-// aborted). A document written by an open transaction belongs to it until it ends: a second
-// transaction writing it gets 112 WriteConflict at once (first writer wins, as in MongoDB).
-// commitTransaction takes the key locks of the documents written, checks that none changed
-// since the snapshot (else 112 and the transaction aborts), and commits the overlay and the
-// session's transaction record in one atomic batch, so that a retried commit answers ok
-// without applying twice, even after a restart. Any failed statement aborts the
-// transaction, as in MongoDB. TODO(#15): cross-shard commit; unique secondary keys are
-// checked against the snapshot and the transaction's writes, not again at commit.
+// aborted). A document, or a key of a unique index, written by an open transaction belongs
+// to it until it ends: a second transaction writing it gets 112 WriteConflict at once (first
+// writer wins, as in MongoDB; txn_conflict.go). commitTransaction takes the key locks of the
+// documents and unique keys written, checks that none changed since the snapshot (else 112
+// and the transaction aborts), and commits the overlay and the session's transaction record
+// in one atomic batch, so that a retried commit answers ok without applying twice, even
+// after a restart. Any failed statement aborts the transaction, as in MongoDB.
+// TODO(#15): cross-shard commit.
 
 // txnLifetime is transactionLifetimeLimitSeconds: an older transaction is aborted when it
 // is next used, or when its documents are wanted by another.
@@ -57,8 +55,9 @@ type txnRegistry struct {
 	locks  map[uint64]*txnState
 	nLocks atomic.Int64
 	active map[*txnState]struct{}
-	// lifetime is transactionLifetimeLimitSeconds (txnLifetime; tests shorten it).
-	lifetime time.Duration
+	// lifetime is transactionLifetimeLimitSeconds in nanoseconds (txnLifetime; setParameter
+	// changes it, tests shorten it below a second).
+	lifetime atomic.Int64
 	// dropCreated drops the collections an aborted transaction created (txn_ddl.go).
 	dropCreated func([]txnCreated)
 	// pending are the collections open transactions created ("db.name" → creator), which
@@ -122,7 +121,26 @@ func (tx *txnState) appendRecoveryToken(dst []byte) []byte {
 
 // expired reports whether tx ran past its lifetime at now.
 func (tx *txnState) expired(now time.Time) bool {
-	return now.Sub(tx.started) > tx.reg.lifetime
+	return now.Sub(tx.started) > tx.reg.limit()
+}
+
+// limit returns transactionLifetimeLimitSeconds.
+func (reg *txnRegistry) limit() time.Duration { return time.Duration(reg.lifetime.Load()) }
+
+// abortExpired aborts the open transactions past their lifetime at now, as MongoDB's
+// periodic job does, so that what they hold is free even if nobody asks for it.
+func (reg *txnRegistry) abortExpired(now time.Time) {
+	var stale []*txnState
+	reg.mu.Lock()
+	for tx := range reg.active {
+		if tx.expired(now) {
+			stale = append(stale, tx)
+		}
+	}
+	reg.mu.Unlock()
+	for _, tx := range stale {
+		tx.abort()
+	}
 }
 
 // errTxnAborted is the answer to a statement of an aborted transaction.
@@ -207,86 +225,12 @@ func (tx *txnState) abort() {
 	}
 }
 
-// checkWrites is the overlay's Check: the documents a statement wrote become the
-// transaction's, unless another open transaction wrote one of them (first writer wins) or
-// one changed since the snapshot; either is a write conflict.
-func (tx *txnState) checkWrites(cat *catalog.Catalog, keys [][]byte) error {
-	if tx.phase.Load() != txnInProgress {
-		return errTxnAborted(tx.number)
-	}
-	now := time.Now()
-	reg := tx.reg
-	var stale []*txnState
-	reg.mu.Lock()
-	for _, k := range keys {
-		o := reg.owners[string(k)]
-		if o == nil || o == tx {
-			continue
-		}
-		if o.phase.Load() != txnInProgress || !o.expired(now) {
-			reg.mu.Unlock()
-			return errWriteConflict()
-		}
-		stale = append(stale, o)
-	}
-	var claimed []string
-	var hashes []uint64
-	if reg.locks == nil {
-		reg.locks = map[uint64]*txnState{}
-	}
-	for _, k := range keys {
-		if reg.owners[string(k)] != tx {
-			reg.owners[string(k)] = tx
-			claimed = append(claimed, string(k))
-			coll, _, id, _ := store.DocKeyParts(k)
-			h := write.DocLockHash(coll, id)
-			reg.locks[h] = tx
-			hashes = append(hashes, h)
-		}
-	}
-	reg.nLocks.Store(int64(len(reg.locks)))
-	reg.mu.Unlock()
-	tx.mu.Lock()
-	tx.owned = append(tx.owned, claimed...)
-	tx.lockHashes = append(tx.lockHashes, hashes...)
-	shard := tx.shard
-	tx.mu.Unlock()
-	for _, o := range stale {
-		o.abort()
-	}
-	snap, err := tx.bind(cat, shard)
-	if err != nil {
-		return err
-	}
-	defer snap.unref()
-	return changedSince(cat.Shards()[shard], snap.snap, keys)
-}
-
-// changedSince fails with a write conflict when a document of keys differs between snapshot
-// snap and the current state of shard sh.
-func changedSince(sh catalog.Shard, snap catalog.Reader, keys [][]byte) error {
-	for _, k := range keys {
-		coll, hash, id, _ := store.DocKeyParts(k)
-		cur, err1 := sh.GetDoc(coll, hash, id, nil)
-		old, err2 := snap.GetDoc(coll, hash, id, nil)
-		for _, err := range []error{err1, err2} {
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				return catalog.StoreError(err)
-			}
-		}
-		if (err1 == nil) != (err2 == nil) || !bytes.Equal(cur, old) {
-			return errWriteConflict()
-		}
-	}
-	return nil
-}
-
 // newTxn starts transaction number of session lsid.
 func (e *Executor) newTxn(lsid [16]byte, number int64) *txnState {
 	reg := &e.txns
 	tx := &txnState{reg: reg, lsid: lsid, number: number, started: time.Now(), shard: -1, ov: catalog.NewOverlay(),
 		done: make(chan struct{})}
-	tx.ov.Check = func(keys [][]byte) error { return tx.checkWrites(e.cat, keys) }
+	tx.ov.Check = func(keys [][]byte, uniques []catalog.UniqueKey) error { return tx.checkWrites(e.cat, keys, uniques) }
 	views := make([]catalog.Shard, len(e.cat.Shards()))
 	for i := range views {
 		views[i] = newTxnView(tx, e.cat, i)
@@ -324,16 +268,23 @@ func (e *Executor) commitTxn(tx *txnState) (*write.Retry, error) {
 		tx.finish(txnCommitted)
 		return rt, nil
 	}
-	keys := tx.ov.DocKeys()
-	hashes := make([]uint64, len(keys))
-	for i, k := range keys {
+	keys, uniques := tx.ov.DocKeys(), tx.ov.UniqueKeys()
+	hashes := make([]uint64, 0, len(keys)+len(uniques))
+	for _, k := range keys {
 		coll, _, id, _ := store.DocKeyParts(k)
-		hashes[i] = write.DocLockHash(coll, id)
+		hashes = append(hashes, write.DocLockHash(coll, id))
+	}
+	for _, u := range uniques {
+		hashes = append(hashes, write.UniqueLockHash(u.Coll, u.Index, u.Key))
 	}
 	unlock := e.cat.Locks().LockMany(hashes)
 	defer unlock()
 	sh := e.cat.Shards()[shard]
-	if err := changedSince(sh, snap.snap, keys); err != nil {
+	err := changedSince(sh, snap.snap, keys)
+	if err == nil {
+		err = uniquesChangedSince(sh, snap.snap, uniques)
+	}
+	if err != nil {
 		tx.finish(txnAborted)
 		return nil, err
 	}
@@ -401,8 +352,7 @@ func (e *Executor) enterTxn(r *request) (release func(), err error) {
 	if e.cat == nil {
 		return nil, mongoerr.New(mongoerr.IllegalOperation, "Transactions need a storage engine")
 	}
-	s := e.sessions.get(lsid, time.Now())
-	s.mu.Lock()
+	s := e.sessions.checkout(lsid, time.Now())
 	if err := e.txnStatement(r, s, lsid, n, start); err != nil {
 		s.mu.Unlock()
 		return nil, err
@@ -651,51 +601,3 @@ func (e *Executor) addTransactionCommands(add func(*command, ...string)) {
 	add(&command{run: e.commitTransaction, action: auth.ActionAuthenticated, adminOnly: true, help: "commit a transaction"}, "commitTransaction")
 	add(&command{run: e.abortTransaction, action: auth.ActionAuthenticated, adminOnly: true, help: "abort a transaction"}, "abortTransaction")
 }
-
-// txnView is shard s as transaction tx sees it: the bound shard's snapshot with the
-// transaction's writes on top, writes staged into the transaction; any other shard is
-// refused by bind.
-type txnView struct {
-	pinnedView
-	tx  *txnState
-	cat *catalog.Catalog
-	s   int
-}
-
-// newTxnView returns shard s as tx sees it.
-func newTxnView(tx *txnState, cat *catalog.Catalog, s int) txnView {
-	v := txnView{tx: tx, cat: cat, s: s}
-	v.pinnedView = pinnedView{live: cat.Shards()[s], pin: func() (catalog.Reader, func(), error) {
-		snap, err := tx.bind(cat, s)
-		if err != nil {
-			return nil, nil, err
-		}
-		return catalog.OverlayReader(snap.snap, tx.ov), snap.unref, nil
-	}}
-	return v
-}
-
-// NewBatch implements catalog.Shard: a batch whose commit joins the transaction's writes.
-func (v txnView) NewBatch() catalog.Batch { return txnBatch{Batch: v.tx.ov.NewBatch(), v: v} }
-
-// txnBatch is a statement's batch on a transaction's view: its commit checks the shard
-// rule before the writes join the transaction.
-type txnBatch struct {
-	catalog.Batch
-	v txnView
-}
-
-// Commit implements catalog.Batch.
-func (b txnBatch) Commit(sync bool) error {
-	snap, err := b.v.tx.bind(b.v.cat, b.v.s)
-	if err != nil {
-		return err
-	}
-	snap.unref()
-	return b.Batch.Commit(sync)
-}
-
-// Apply implements catalog.Batch: a statement's writes join the transaction as at Commit
-// (the shard rule checked first); SyncWait has nothing to wait for until the transaction
-// commits.
-func (b txnBatch) Apply(sync bool) error { return b.Commit(sync) }

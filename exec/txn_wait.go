@@ -30,7 +30,7 @@ func (reg *txnRegistry) Wait(ctx context.Context, hashes []uint64) error {
 		if owner == nil {
 			return nil
 		}
-		left := reg.lifetime - time.Since(owner.started)
+		left := reg.limit() - time.Since(owner.started)
 		if left <= 0 && owner.phase.Load() == txnInProgress {
 			owner.abort() // left behind by its client
 			continue

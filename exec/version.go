@@ -9,8 +9,6 @@ const (
 	minWireVersion = 0
 	// fcv is the featureCompatibilityVersion reported by getParameter.
 	fcv = "7.0"
-	// logicalSessionTimeoutMinutes is what hello advertises; drivers need it to use sessions.
-	logicalSessionTimeoutMinutes = 30
 	// maxWriteBatchSize is the largest number of statements in one write command.
 	maxWriteBatchSize = 100_000
 )

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -232,6 +233,42 @@ func TestBatchTxnRecord(t *testing.T) {
 		if err != nil || string(got) != rec {
 			t.Fatalf("GetTxnRecord: %q, %v; want %q", got, err, rec)
 		}
+	}
+}
+
+// TestTxnRecordsScanDelete checks that TxnRecords lists every session's record in lsid
+// order, and only records (not the documents next to them), and that DeleteTxnRecords removes
+// the given ones.
+func TestTxnRecordsScanDelete(t *testing.T) {
+	db := openMem(t)
+	b := db.NewBatch()
+	for _, id := range []string{"bbbbbbbbbbbbbbbb", "aaaaaaaaaaaaaaaa", "cccccccccccccccc"} {
+		b.SetTxnRecord([]byte(id), []byte("rec-"+id[:1]))
+	}
+	b.SetDoc(1, 0, idN(1), docN(1, 10))
+	mustCommit(t, b)
+	list := func() []string {
+		var out []string
+		if err := db.TxnRecords(func(lsid, rec []byte) error {
+			out = append(out, string(lsid)+"="+string(rec))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want := []string{"aaaaaaaaaaaaaaaa=rec-a", "bbbbbbbbbbbbbbbb=rec-b", "cccccccccccccccc=rec-c"}
+	if got := list(); !slices.Equal(got, want) {
+		t.Fatalf("TxnRecords: %q, want %q", got, want)
+	}
+	if err := db.DeleteTxnRecords([][]byte{[]byte("aaaaaaaaaaaaaaaa"), []byte("cccccccccccccccc")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(); !slices.Equal(got, want[1:2]) {
+		t.Fatalf("TxnRecords after DeleteTxnRecords: %q, want %q", got, want[1:2])
+	}
+	if _, err := db.GetDoc(1, 0, idN(1), nil); err != nil {
+		t.Fatalf("the document next to the records: %v", err)
 	}
 }
 

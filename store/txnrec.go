@@ -45,3 +45,39 @@ func (db *DB) GetTxnRecord(lsid, dst []byte) ([]byte, error) {
 	dst = append(dst, v...)
 	return dst, closer.Close()
 }
+
+// TxnRecords calls fn with the session id and record of every transaction record, in
+// session id order, until fn returns an error (which it returns). lsid and rec are valid
+// only during the call.
+func (db *DB) TxnRecords(fn func(lsid, rec []byte) error) error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	lower := []byte{prefixTxn}
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: []byte{prefixTxn + 1}})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err == nil {
+			err = fn(it.Key()[1:], v)
+		}
+		if err != nil {
+			return errors.Join(err, it.Close())
+		}
+	}
+	return errors.Join(it.Error(), it.Close())
+}
+
+// DeleteTxnRecords removes the transaction records of sessions lsids in one synced batch.
+func (db *DB) DeleteTxnRecords(lsids [][]byte) error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	b := db.pdb.NewBatch()
+	for _, lsid := range lsids {
+		_ = b.Delete(AppendTxnRecordKey(nil, lsid), nil) // unindexed batch: cannot fail
+	}
+	return errors.Join(db.pdb.Apply(b, pebble.Sync), b.Close())
+}

@@ -61,6 +61,9 @@ type Config struct {
 	// RequestUnits false turns metering and throttling off (to measure their cost).
 	ThrottleRetryMS int
 	RequestUnits    bool
+	// SessionTimeout is mongod's localLogicalSessionTimeoutMinutes, as a duration so that
+	// tests can shorten it below a minute.
+	SessionTimeout time.Duration
 
 	// Cluster is cluster mode's configuration (cluster.go).
 	Cluster ClusterConfig
@@ -119,6 +122,7 @@ func parseConfig(args []string) (Config, error) {
 	fs.DurationVar(&c.PartitionCheckInterval, "partition-check-interval", envDuration("PARTITION_CHECK_INTERVAL", time.Second), "how often the partition manager decides splits and moves")
 	fs.IntVar(&c.ThrottleRetryMS, "throttle-retry-ms", envInt("THROTTLE_RETRY_MS", 0), "how long a request whose partition is out of budget waits for it before failing with 16500 (0: fails at once, as Cosmos DB)")
 	fs.BoolVar(&c.RequestUnits, "request-units", env("REQUEST_UNITS", "true") != "false", "meter request units and enforce provisioned throughput (false only to measure what metering costs: no throttling, no load splits)")
+	fs.DurationVar(&c.SessionTimeout, "session-timeout", envDuration("SESSION_TIMEOUT", 30*time.Minute), "how long an unused logical session lives: its transaction, cursors and retryable-write records then go (mongod's localLogicalSessionTimeoutMinutes)")
 	c.Cluster.clusterFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -189,6 +193,9 @@ func (c *Config) validate() error {
 	}
 	if c.LogicalPartitionMaxBytes < 1 {
 		errs = append(errs, fmt.Errorf("--logical-partition-max-bytes %d: must be positive", c.LogicalPartitionMaxBytes))
+	}
+	if c.SessionTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--session-timeout %s: must be positive", c.SessionTimeout))
 	}
 	if c.ThrottleRetryMS < 0 {
 		errs = append(errs, fmt.Errorf("--throttle-retry-ms %d: must not be negative", c.ThrottleRetryMS))

@@ -18,14 +18,17 @@ import (
 // join it when the statement commits (and vanish if it fails); Replay copies it into one
 // real batch at commit. It is safe for concurrent use.
 type Overlay struct {
-	// Check, when set, sees the document keys (store.AppendDocKey) a statement wrote before
-	// they join the overlay; an error refuses the whole statement (a write conflict).
-	Check func(docKeys [][]byte) error
+	// Check, when set, sees the document keys (store.AppendDocKey) a statement wrote and
+	// the unique index keys it took (TakeUniqueKey) before they join the overlay; an error
+	// refuses the whole statement (a write conflict).
+	Check func(docKeys [][]byte, uniques []UniqueKey) error
 
 	mu    sync.RWMutex
 	docs  map[string][]byte // doc key → document, nil when deleted
 	index map[string]bool   // index key (store.AppendIndexKey) → present
 	stats []statDelta
+	// uniques are the keys taken in unique secondary indexes (uniqueKeyString → the key).
+	uniques map[string]UniqueKey
 }
 
 // statDelta is one AddStats call.
@@ -37,7 +40,7 @@ type statDelta struct {
 
 // NewOverlay returns an empty overlay.
 func NewOverlay() *Overlay {
-	return &Overlay{docs: map[string][]byte{}, index: map[string]bool{}}
+	return &Overlay{docs: map[string][]byte{}, index: map[string]bool{}, uniques: map[string]UniqueKey{}}
 }
 
 // DocKeys returns the keys of the documents written, sorted.
@@ -395,11 +398,12 @@ func (ov *Overlay) NewBatch() Batch { return &overlayBatch{ov: ov} }
 
 // overlayBatch is one statement's writes on their way into an Overlay.
 type overlayBatch struct {
-	ov    *Overlay
-	docs  []ovEntry
-	index []ovEntry
-	stats []statDelta
-	size  int
+	ov      *Overlay
+	docs    []ovEntry
+	index   []ovEntry
+	stats   []statDelta
+	uniques []UniqueKey
+	size    int
 }
 
 // errOverlayRange refuses the range deletions of DDL inside a transaction.
@@ -462,12 +466,12 @@ func (b *overlayBatch) Empty() bool {
 
 // Commit implements Batch: the writes join the overlay, in order, once Check accepts them.
 func (b *overlayBatch) Commit(bool) error {
-	if b.ov.Check != nil && len(b.docs) > 0 {
+	if b.ov.Check != nil && (len(b.docs) > 0 || len(b.uniques) > 0) {
 		keys := make([][]byte, len(b.docs))
 		for i, d := range b.docs {
 			keys[i] = d.key
 		}
-		if err := b.ov.Check(keys); err != nil {
+		if err := b.ov.Check(keys, b.uniques); err != nil {
 			return err
 		}
 	}
@@ -480,6 +484,9 @@ func (b *overlayBatch) Commit(bool) error {
 		ov.index[string(e.key)] = e.doc != nil
 	}
 	ov.stats = append(ov.stats, b.stats...)
+	for _, u := range b.uniques {
+		ov.uniques[u.String()] = u
+	}
 	ov.mu.Unlock()
 	b.Close()
 	return nil
@@ -487,7 +494,7 @@ func (b *overlayBatch) Commit(bool) error {
 
 // Close implements Batch.
 func (b *overlayBatch) Close() {
-	b.docs, b.index, b.stats, b.size = nil, nil, nil, 0
+	b.docs, b.index, b.stats, b.uniques, b.size = nil, nil, nil, nil, 0
 }
 
 // Apply implements Batch: the writes join the overlay at once (Commit); there is nothing to

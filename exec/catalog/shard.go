@@ -54,6 +54,11 @@ type Shard interface {
 	// GetTxnRecord appends the transaction record of session lsid (what its retryable
 	// writes recorded on this shard) to dst, or returns store.ErrNotFound.
 	GetTxnRecord(lsid, dst []byte) ([]byte, error)
+	// TxnRecords calls fn with every transaction record of the shard (session id, record),
+	// valid during the call, until fn fails.
+	TxnRecords(fn func(lsid, rec []byte) error) error
+	// DeleteTxnRecords removes the transaction records of sessions lsids (expired sessions').
+	DeleteTxnRecords(lsids [][]byte) error
 }
 
 // Snapshot is a Reader fixed at one moment.
@@ -229,6 +234,12 @@ func (l local) DeleteCollectionData(coll store.CollID) error { return l.db.Delet
 
 // GetTxnRecord implements Shard.
 func (l local) GetTxnRecord(lsid, dst []byte) ([]byte, error) { return l.db.GetTxnRecord(lsid, dst) }
+
+// TxnRecords implements Shard.
+func (l local) TxnRecords(fn func(lsid, rec []byte) error) error { return l.db.TxnRecords(fn) }
+
+// DeleteTxnRecords implements Shard.
+func (l local) DeleteTxnRecords(lsids [][]byte) error { return l.db.DeleteTxnRecords(lsids) }
 
 // localSnapshot is a Snapshot of a local store.
 type localSnapshot struct {

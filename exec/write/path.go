@@ -24,8 +24,8 @@ type Path struct {
 	gate Gate
 }
 
-// Gate holds writes back: Wait returns once none of the documents whose key-lock hashes
-// (DocLockHash) it is given is held by someone else, or ctx's error when ctx ends first.
+// Gate holds writes back: Wait returns once none of the documents and unique keys whose
+// key-lock hashes (DocLockHash, UniqueLockHash) it is given is held by someone else, or ctx's error when ctx ends first.
 // The executor's open transactions are one: a write outside a transaction to a document a
 // transaction wrote waits for that transaction to end, as MongoDB's does.
 type Gate interface {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -93,6 +94,16 @@ func CommittedTxnRecord(lsid []byte, txnNumber int64) (*Retry, []byte) {
 	return rt, rt.encode(0)
 }
 
+// RecordLastWrite returns when transaction record rec was written; ok is false for a record
+// written before records carried the time.
+func RecordLastWrite(rec []byte) (t time.Time, ok bool) {
+	ms, ok := bsoncore.Document(rec).Lookup("lastWriteDate").DateTimeOK()
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms), true
+}
+
 // TxnNumber returns the transaction number the state is about.
 func (rt *Retry) TxnNumber() int64 { return rt.txnNumber }
 
@@ -173,6 +184,9 @@ func (rt *Retry) encode(s int) []byte {
 	slices.SortFunc(rich, func(a, b StmtResult) int { return int(a.Stmt) - int(b.Stmt) })
 	idx, out := bsoncore.AppendDocumentStart(nil)
 	out = bsoncore.AppendInt64Element(out, "txnNumber", rt.txnNumber)
+	// As config.transactions' lastWriteDate: the session's records go when it expires
+	// (RecordLastWrite).
+	out = bsoncore.AppendDateTimeElement(out, "lastWriteDate", time.Now().UnixMilli())
 	if rt.committedTxn {
 		out = bsoncore.AppendBooleanElement(out, "txnCommitted", true)
 	}

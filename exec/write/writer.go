@@ -311,9 +311,13 @@ func (wr *Writer) stageIndex(xi *catalog.Index, oldShard, newShard int, oldHash,
 	}
 	for _, k := range newKeys {
 		if moved || !containsKey(oldKeys, k) {
-			wr.batch(newShard).SetIndex(coll, xi.Meta.ID, k, newHash, w.ID)
+			b := wr.batch(newShard)
+			b.SetIndex(coll, xi.Meta.ID, k, newHash, w.ID)
 			if xi.ChecksKeys() { // unique or prepareUnique
 				wr.markStaged(newShard, xi, wr.uniqueKey(xi, k, newHash), w.ID)
+				if ub, ok := b.(catalog.UniqueKeyBatch); ok && !xi.IsID { // a transaction's (_id: its doc key)
+					ub.TakeUniqueKey(coll, xi.Meta.ID, k)
+				}
 			}
 		}
 	}

@@ -58,6 +58,7 @@ const (
 	InvalidOptions                           Code = 72
 	InvalidNamespace                         Code = 73
 	NoReplicationEnabled                     Code = 76
+	UnknownReplWriteConcern                  Code = 79
 	IndexOptionsConflict                     Code = 85
 	IndexKeySpecsConflict                    Code = 86
 	CannotSplit                              Code = 87
@@ -229,6 +230,7 @@ var names = map[Code]string{
 	InvalidOptions:                           "InvalidOptions",
 	InvalidNamespace:                         "InvalidNamespace",
 	NoReplicationEnabled:                     "NoReplicationEnabled",
+	UnknownReplWriteConcern:                  "UnknownReplWriteConcern",
 	IndexOptionsConflict:                     "IndexOptionsConflict",
 	IndexKeySpecsConflict:                    "IndexKeySpecsConflict",
 	CannotSplit:                              "CannotSplit",
