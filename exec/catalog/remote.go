@@ -121,3 +121,10 @@ func IsRemoteBatch(b Batch) bool {
 	_, ok := b.(*remoteBatch)
 	return ok
 }
+
+// TxnRecords implements Shard: another node's records are its own to expire (its session
+// reaper walks them), so none are listed here.
+func (remote) TxnRecords(func(lsid, rec []byte) error) error { return nil }
+
+// DeleteTxnRecords implements Shard: the owner deletes its expired sessions' records.
+func (remote) DeleteTxnRecords([][]byte) error { return nil }
