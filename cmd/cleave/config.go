@@ -30,6 +30,9 @@ type Config struct {
 	// HTTPAddr is the address of the HTTP listener (/metrics); empty turns it off.
 	// HTTPAddrFile receives its bound address, written before AddrFile.
 	HTTPAddr, HTTPAddrFile string
+	// Pprof serves Go's profiles under /debug/pprof/ on the HTTP listener (off by default:
+	// profiles reveal internals and a CPU profile costs while it runs).
+	Pprof bool
 	// TLSCert and TLSKey are PEM files of the server's certificate and key (both or neither);
 	// TLSCA, a PEM file of the CA that signs client certificates, makes them required.
 	TLSCert, TLSKey, TLSCA string
@@ -81,6 +84,7 @@ func parseConfig(args []string) (Config, error) {
 	fs.StringVar(&c.AddrFile, "addr-file", env("ADDR_FILE", ""), "write the listening address to this file once ready")
 	fs.StringVar(&c.HTTPAddr, "http-addr", env("HTTP_ADDR", "127.0.0.1:8080"), "address of the HTTP listener serving /metrics (host:port; port 0 picks a free one; empty: no listener)")
 	fs.StringVar(&c.HTTPAddrFile, "http-addr-file", env("HTTP_ADDR_FILE", ""), "write the HTTP listener's address to this file once ready (before --addr-file)")
+	fs.BoolVar(&c.Pprof, "pprof", env("PPROF", "") == "true", "serve Go's profiles (net/http/pprof) under /debug/pprof/ on the HTTP listener")
 	fs.StringVar(&c.TLSCert, "tls-cert", env("TLS_CERT", ""), "PEM file of the server's TLS certificate (with --tls-key: every connection uses TLS)")
 	fs.StringVar(&c.TLSKey, "tls-key", env("TLS_KEY", ""), "PEM file of the server's TLS private key")
 	fs.StringVar(&c.TLSCA, "tls-ca", env("TLS_CA", ""), "PEM file of the CA that signs client certificates (clients must then present one)")
@@ -119,8 +123,13 @@ func (c *Config) validate() error {
 		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 			errs = append(errs, fmt.Errorf("--http-addr %q: %w", c.HTTPAddr, err))
 		}
-	} else if c.HTTPAddrFile != "" {
-		errs = append(errs, errors.New("--http-addr-file needs an --http-addr"))
+	} else {
+		if c.HTTPAddrFile != "" {
+			errs = append(errs, errors.New("--http-addr-file needs an --http-addr"))
+		}
+		if c.Pprof {
+			errs = append(errs, errors.New("--pprof needs an --http-addr"))
+		}
 	}
 	if c.Dir == "" {
 		errs = append(errs, errors.New("--dir must not be empty"))
