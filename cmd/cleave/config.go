@@ -42,6 +42,12 @@ type Config struct {
 	// bound the process's memory (README, "Memory").
 	CacheSize      int64
 	MemTableBudget int64
+	// GoMemoryLimit is the soft limit of the Go heap (runtime/debug.SetMemoryLimit) besides
+	// Pebble's manually allocated cache and memtables; 0 leaves the runtime's (GOMEMLIMIT).
+	GoMemoryLimit int64
+	// goMemoryLimitSet: --go-memory-limit or CLEAVE_GO_MEMORY_LIMIT was given, and wins
+	// over GOMEMLIMIT.
+	goMemoryLimitSet bool
 	// Auth turns access control on (mongod's --auth); AuthUser and AuthPassword create a
 	// root user on admin at startup when no user exists.
 	Auth                   bool
@@ -64,6 +70,10 @@ type Config struct {
 // DefaultMemTableBudget is --memtable-budget's default: with the block cache's 256 MiB, the
 // memory Pebble may hold whatever the number of shards (one shard: four 32 MiB memtables).
 const DefaultMemTableBudget = 128 << 20
+
+// DefaultGoMemoryLimit is --go-memory-limit's default: with the memtables' 128 MiB, the
+// process stays within the block cache plus 256 MiB (README, "Memory").
+const DefaultGoMemoryLimit = 128 << 20
 
 // MemTableSize is the size of one memtable of each shard: the budget split between the
 // shards' store.DefaultMemTables memtables.
@@ -95,6 +105,7 @@ func parseConfig(args []string) (Config, error) {
 	fs.DurationVar(&c.SlowOp, "slow-op", envDuration("SLOW_OP", 100*time.Millisecond), "log commands slower than this at info level (MongoDB's slowms)")
 	fs.Int64Var(&c.CacheSize, "cache-size", envInt64("CACHE_SIZE", store.DefaultCacheSize), "bytes of the block cache, shared by all shards")
 	fs.Int64Var(&c.MemTableBudget, "memtable-budget", envInt64("MEMTABLE_BUDGET", DefaultMemTableBudget), "bytes of all memtables, split evenly between the shards (each shard holds at most "+strconv.Itoa(store.DefaultMemTables)+": the one written and those being flushed)")
+	fs.Int64Var(&c.GoMemoryLimit, "go-memory-limit", envInt64("GO_MEMORY_LIMIT", DefaultGoMemoryLimit), "soft limit in bytes of the Go heap besides the block cache and memtables (0: GOMEMLIMIT or none)")
 	fs.Int64Var(&c.PartitionMaxBytes, "partition-max-bytes", envInt64("PARTITION_MAX_BYTES", 50<<30), "size above which a partition splits in two")
 	fs.Float64Var(&c.MaxPartitionRU, "max-partition-ru", envFloat("MAX_PARTITION_RU", 10000), "most RU/s one partition serves (t): provisioned T needs ceil(T/t) partitions")
 	fs.Float64Var(&c.SplitLoadRU, "split-load-ru", envFloat("SPLIT_LOAD_RU", 0), "measured RU/s above which a partition splits by load (0: 0.8 x --max-partition-ru)")
@@ -106,6 +117,10 @@ func parseConfig(args []string) (Config, error) {
 	fs.BoolVar(&c.RequestUnits, "request-units", env("REQUEST_UNITS", "true") != "false", "meter request units and enforce provisioned throughput (false only to measure what metering costs: no throttling, no load splits)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	fs.Visit(func(f *flag.Flag) { c.goMemoryLimitSet = c.goMemoryLimitSet || f.Name == "go-memory-limit" })
+	if _, ok := os.LookupEnv("CLEAVE_GO_MEMORY_LIMIT"); ok {
+		c.goMemoryLimitSet = true
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -154,6 +169,9 @@ func (c *Config) validate() error {
 	if m := c.MemTableSize(); m < 1<<20 || m >= 4<<30 {
 		errs = append(errs, fmt.Errorf("--memtable-budget %d: with --shards %d, a memtable of %d bytes; it must be at least 1 MiB and below 4 GiB",
 			c.MemTableBudget, c.Shards, m))
+	}
+	if c.GoMemoryLimit != 0 && c.GoMemoryLimit < 32<<20 {
+		errs = append(errs, fmt.Errorf("--go-memory-limit %d: must be 0 or at least 32 MiB", c.GoMemoryLimit))
 	}
 	if c.PartitionMaxBytes < 1 {
 		errs = append(errs, fmt.Errorf("--partition-max-bytes %d: must be positive", c.PartitionMaxBytes))
