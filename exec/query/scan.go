@@ -57,10 +57,12 @@ type ShardStream struct {
 	idHashes []uint64
 	docIt    catalog.DocIter
 	idxIt    catalog.IndexIter
-	seen     map[string]struct{}
-	buf      []byte
-	key      []byte // scratch for seen keys
-	closed   bool
+	// fetchIt fetches the documents of an index scan's entries (fetch), opened at the first.
+	fetchIt catalog.DocIter
+	seen    map[string]struct{}
+	buf     []byte
+	key     []byte // scratch for seen keys
+	closed  bool
 	// pf, when set, reads this shard ahead in a goroutine (scan_parallel.go); the fields
 	// above then belong to pf's reader and stats is the consumer's view of its totals.
 	pf *prefetch
@@ -323,6 +325,11 @@ func (ss *ShardStream) nextIndex(ctx context.Context) (bsoncore.Document, error)
 // fetch reads document (hash, id) into the stream's buffer; nil when it is gone (an index
 // entry may outlive its document in the snapshot's view of a concurrent move).
 func (ss *ShardStream) fetch(hash uint64, id []byte) (bsoncore.Document, error) {
+	if ss.p.Kind != PlanIDs { // an index scan: many fetches, through one iterator
+		if doc, ok, err := ss.fetchExact(hash, id); ok || err != nil {
+			return doc, err
+		}
+	}
 	doc, err := ss.r.GetDoc(ss.ci.Meta.ID, hash, id, ss.buf[:0])
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -332,6 +339,37 @@ func (ss *ShardStream) fetch(hash uint64, id []byte) (bsoncore.Document, error) 
 	}
 	ss.buf = doc
 	return doc, nil
+}
+
+// exactSeeker is a DocIter that reads one document by key (store.DocIter.SeekExact).
+type exactSeeker interface {
+	SeekExact(hash uint64, id []byte) bool
+}
+
+// fetchExact reads document (hash, id) through the stream's fetch iterator, opened at the
+// first call; ok is false when the reader's iterators cannot seek exactly (a transaction's
+// overlay), and fetch then gets the document instead.
+func (ss *ShardStream) fetchExact(hash uint64, id []byte) (doc bsoncore.Document, ok bool, err error) {
+	if ss.fetchIt == nil {
+		it, err := ss.r.NewDocIter(ss.ci.Meta.ID, 0, 0)
+		if err != nil {
+			return nil, false, catalog.StoreError(err)
+		}
+		ss.fetchIt = it
+	}
+	it, ok := ss.fetchIt.(exactSeeker)
+	if !ok {
+		return nil, false, nil
+	}
+	if !it.SeekExact(hash, id) {
+		return nil, true, catalog.StoreError(ss.fetchIt.Err())
+	}
+	v := ss.fetchIt.Doc()
+	if v == nil {
+		return nil, true, catalog.StoreError(ss.fetchIt.Err())
+	}
+	ss.buf = append(ss.buf[:0], v...) // the iterator's value lasts until its next move
+	return ss.buf, true, nil
 }
 
 // examine counts doc as read and reports whether the filter matches it.
@@ -362,6 +400,9 @@ func (ss *ShardStream) Close() {
 	}
 	if ss.idxIt != nil {
 		_ = ss.idxIt.Close()
+	}
+	if ss.fetchIt != nil {
+		_ = ss.fetchIt.Close()
 	}
 	if ss.snap != nil {
 		_ = ss.snap.Close()
