@@ -67,6 +67,14 @@ func cell(k key, rounds []run) string {
 		return median(vs)
 	}
 	var parts []string
+	if pick(func(r run) float64 { return r.Total.OpsPerSec }) == 0 {
+		return fmt.Sprintf("no op completed in the window, RSS %.0f MiB", pick(func(r run) float64 {
+			if r.Server == nil {
+				return 0
+			}
+			return r.Server.RSSMaxKB / 1024
+		}))
+	}
 	if k.workload == "insert" {
 		parts = append(parts, thousands(pick(func(r run) float64 { return r.Total.DocsPerSec }))+" docs/s")
 	} else {
