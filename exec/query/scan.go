@@ -57,6 +57,8 @@ type ShardStream struct {
 	idHashes []uint64
 	docIt    catalog.DocIter
 	idxIt    catalog.IndexIter
+	// limit > 0 ends the stream after that many documents (SetLimit).
+	limit int64
 	// fetchIt fetches the documents of an index scan's entries (fetch), opened at the first.
 	fetchIt catalog.DocIter
 	seen    map[string]struct{}
@@ -126,8 +128,15 @@ func (ss *ShardStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	if ss.pf != nil {
 		return ss.pf.Next(ctx, &ss.Stats)
 	}
+	if ss.limit > 0 && ss.Stats.Returned >= ss.limit {
+		return nil, nil
+	}
 	return ss.read(ctx)
 }
+
+// SetLimit makes the stream end after n documents (n > 0), as a prefetching reader does:
+// a limit that applies to each shard's output (Open's perShard).
+func (ss *ShardStream) SetLimit(n int64) { ss.limit = n }
 
 // read reads the next matching document through the plan's access path. The first read
 // takes the stream's partitions' admission from their budgets (scan_meter.go).
