@@ -1,6 +1,7 @@
 package query
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -59,12 +60,16 @@ type ShardStream struct {
 	idxIt    catalog.IndexIter
 	// limit > 0 ends the stream after that many documents (SetLimit).
 	limit int64
-	// fetchIt fetches the documents of an index scan's entries (fetch), opened at the first.
-	fetchIt catalog.DocIter
-	seen    map[string]struct{}
-	buf     []byte
-	key     []byte // scratch for seen keys
-	closed  bool
+	// fetchIt fetches the documents of an index scan's entries (fetch), opened at the first,
+	// while they come in key order: fetchLast is the last one's key (hash, then _id), and
+	// fetchGet is set, for good, by the first that does not.
+	fetchIt   catalog.DocIter
+	fetchLast []byte
+	fetchGet  bool
+	seen      map[string]struct{}
+	buf       []byte
+	key       []byte // scratch for seen keys
+	closed    bool
 	// pf, when set, reads this shard ahead in a goroutine (scan_parallel.go); the fields
 	// above then belong to pf's reader and stats is the consumer's view of its totals.
 	pf *prefetch
@@ -334,7 +339,7 @@ func (ss *ShardStream) nextIndex(ctx context.Context) (bsoncore.Document, error)
 // fetch reads document (hash, id) into the stream's buffer; nil when it is gone (an index
 // entry may outlive its document in the snapshot's view of a concurrent move).
 func (ss *ShardStream) fetch(hash uint64, id []byte) (bsoncore.Document, error) {
-	if ss.p.Kind != PlanIDs { // an index scan: many fetches, through one iterator
+	if ss.p.Kind != PlanIDs && !ss.fetchGet && ss.fetchInOrder(hash, id) {
 		if doc, ok, err := ss.fetchExact(hash, id); ok || err != nil {
 			return doc, err
 		}
@@ -353,6 +358,33 @@ func (ss *ShardStream) fetch(hash uint64, id []byte) (bsoncore.Document, error) 
 // exactSeeker is a DocIter that reads one document by key (store.DocIter.SeekExact).
 type exactSeeker interface {
 	SeekExact(hash uint64, id []byte) bool
+}
+
+// fetchInOrder reports whether document (hash, id) comes after the last one fetched, and
+// when not, gives up the fetch iterator for good. An iterator reads documents in key order
+// cheaply (each seek continues from the last one), but a seek elsewhere costs a search of
+// every memtable and level, where a Get stops at the first that holds the key: an index whose
+// order is not the documents' (readingTime in a collection sharded on deviceId) fetches by
+// Get (BenchmarkAggWindow/Shards2).
+func (ss *ShardStream) fetchInOrder(hash uint64, id []byte) bool {
+	var h [8]byte
+	binary.BigEndian.PutUint64(h[:], hash)
+	if ss.fetchLast != nil {
+		c := bytes.Compare(ss.fetchLast[:8], h[:])
+		if c == 0 {
+			c = bytes.Compare(ss.fetchLast[8:], id)
+		}
+		if c >= 0 {
+			ss.fetchGet = true
+			if ss.fetchIt != nil {
+				_ = ss.fetchIt.Close()
+				ss.fetchIt = nil
+			}
+			return false
+		}
+	}
+	ss.fetchLast = append(append(ss.fetchLast[:0], h[:]...), id...)
+	return true
 }
 
 // fetchExact reads document (hash, id) through the stream's fetch iterator, opened at the
