@@ -10,8 +10,9 @@
 #
 # Every run measures the server's CPU per op and RSS (mbench -pid). BINS names the binaries
 # to compare, "label=path ..." (default: this worktree's cleave, labelled cleave); with
-# several, each round runs them one after the other on every setup, so that an old and a new
-# binary share the machine's noise, and the table shows medians per label.
+# several, each round runs them one after the other on every setup (in reverse order every
+# other round), so that an old and a new binary share the machine's noise, and the table shows
+# medians per label.
 #
 # Usage: scripts/bench.sh [-short]        -short: 10,000 records, 3 s per run, to try it
 #   env: OUT (/tmp/cleave-bench), ROUNDS (1), RECORDS (100000), DURATION (10s), BINS,
@@ -85,8 +86,12 @@ for round in $(seq "$ROUNDS"); do
 	done
 	kill "$LPID"
 	wait "$LPID" 2>/dev/null || true
+	order=$BINS
+	if [ $((round % 2)) = 0 ]; then # every other round runs the binaries in reverse order
+		order=$(printf '%s\n' $BINS | tac | tr '\n' ' ')
+	fi
 	for shards in 1 2; do
-		for bin in $BINS; do
+		for bin in $order; do
 			label=${bin%%=*}
 			dir=$OUT/$label/shards$shards
 			start "${bin#*=}" $shards
