@@ -12,7 +12,8 @@ import (
 // TestFindRangeBoundsEveryType checks, through explain's executionStats, that an index range
 // scan stops at both of its bounds for every BSON type that has a range (issue 13: a
 // two-sided range read to the end of the index and still returned the right documents): the
-// keys and documents examined are exactly the documents returned. The collection holds four
+// keys and documents examined are exactly the documents returned; with compound prefixes,
+// $in and $or of ranges too. The collection holds four
 // values of each type, so that the tail past each range holds the higher types; the same runs
 // on a collection sharded over two shards, where each shard's scan must stop too.
 func TestFindRangeBoundsEveryType(t *testing.T) {
@@ -82,6 +83,10 @@ func TestFindRangeBoundsEveryType(t *testing.T) {
 		{"OneSidedStopsAtType", bson.D{{Key: "v", Value: bson.D{{Key: "$gt", Value: "b"}}}}, "v_1", 6},
 		{"CompoundPrefixRange", bson.D{{Key: "g", Value: 1}, {Key: "v", Value: rng("b", "d")}}, "g_1_v_1", 2},
 		{"InPlusRange", bson.D{{Key: "g", Value: bson.D{{Key: "$in", Value: bson.A{0, 2}}}}, {Key: "v", Value: rng(bson.DateTime(2000), bson.DateTime(4000))}}, "g_1_v_1", 4},
+		{"OrOfRanges", bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "v", Value: rng("a", "b")}},
+			bson.D{{Key: "v", Value: rng(oid(2), oid(3))}}, bson.D{{Key: "v", Value: true}}}}}, "v_1", 9},
+		{"OrOfRangesCompound", bson.D{{Key: "g", Value: 2}, {Key: "$or", Value: bson.A{bson.D{{Key: "v", Value: rng(1.5, int32(3))}},
+			bson.D{{Key: "v", Value: rng(bson.DateTime(3000), bson.DateTime(9000))}}}}}, "g_1_v_1", 4},
 		{"InPlusRangeNumbers", bson.D{{Key: "g", Value: bson.D{{Key: "$in", Value: bson.A{1, 2}}}}, {Key: "v", Value: rng(int32(2), 4.5)}}, "g_1_v_1", 4},
 	} {
 		for _, name := range []string{"plain", "sharded"} {
