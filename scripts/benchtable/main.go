@@ -11,7 +11,6 @@ package main
 import (
 	"errors"
 	"flag"
-	"fmt"
 	"log"
 	"os"
 	"strings"
@@ -33,7 +32,7 @@ func main() {
 	}
 	table := render(rs)
 	if *readme == "" {
-		fmt.Print(table)
+		_, _ = os.Stdout.WriteString(table)
 		return
 	}
 	if err := rewrite(*readme, table); err != nil {
