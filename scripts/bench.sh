@@ -113,7 +113,8 @@ for round in $(seq "$ROUNDS"); do
 	"$MB" pebble -dir "$OUT/pebble" -records "$RECORDS" -docsize 1024 -out "$OUT/pebble-r$round.json" >"$OUT/pebble-r$round.txt"
 done
 
-go run ./scripts/benchtable -dir "$OUT" | tee "$OUT/table.md"
+labels=$(printf '%s\n' $BINS | sed 's/=.*//' | paste -sd, -)
+go run ./scripts/benchtable -dir "$OUT" -labels "$labels" | tee "$OUT/table.md"
 if [ -n "${README:-}" ]; then
-	go run ./scripts/benchtable -dir "$OUT" -readme "$ROOT/README.md"
+	go run ./scripts/benchtable -dir "$OUT" -labels "$labels" -readme "$ROOT/README.md"
 fi

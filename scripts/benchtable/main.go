@@ -25,8 +25,9 @@ const (
 func main() {
 	dir := flag.String("dir", "/tmp/cleave-bench", "directory of scripts/bench.sh's result files")
 	readme := flag.String("readme", "", "rewrite the table between the bench markers of this file")
+	labels := flag.String("labels", "", "the binaries' labels in the order of their columns, comma-separated (default: by name)")
 	flag.Parse()
-	rs, err := loadResults(*dir)
+	rs, err := loadResults(*dir, strings.Split(*labels, ","))
 	if err != nil {
 		log.Fatal(err)
 	}

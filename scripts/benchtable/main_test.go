@@ -30,7 +30,7 @@ func TestBenchtableRender(t *testing.T) {
 	write("cleave/shards1/agg-t8-r1.json", `{"workload":"agg","threads":8,"total":{"ops_per_s":5,"p99_us":100},"server":{"cpu_us_per_op":20000,"rss_max_kb":1024}}`)
 	write("cleave/shards1/agg-t32-r1.json", `{"workload":"agg","threads":32,"total":{"ops":0},"server":{"cpu_us_per_op":0,"rss_max_kb":2048}}`)
 	write("pebble-r1.json", `[{"name":"insert batch=100 nosync","records_per_s":123456.7},{"name":"get","records_per_s":1}]`)
-	rs, err := loadResults(dir)
+	rs, err := loadResults(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

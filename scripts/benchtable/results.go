@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -55,8 +56,9 @@ type results struct {
 
 var runName = regexp.MustCompile(`^([a-z]+)-t(\d+)-r\d+\.json$`)
 
-// loadResults reads every result file under dir.
-func loadResults(dir string) (*results, error) {
+// loadResults reads every result file under dir; the columns of the labels in order come
+// first, in that order, the others by name.
+func loadResults(dir string, order []string) (*results, error) {
 	rs := &results{runs: map[key]map[column][]run{}}
 	files, err := filepath.Glob(filepath.Join(dir, "*", "*", "*.json"))
 	if err != nil {
@@ -89,7 +91,14 @@ func loadResults(dir string) (*results, error) {
 		if c := strings.Compare(setupOrder(a.setup), setupOrder(b.setup)); c != 0 {
 			return c
 		}
-		return strings.Compare(a.label, b.label)
+		ai, bi := slices.Index(order, a.label), slices.Index(order, b.label)
+		if ai < 0 {
+			ai = len(order)
+		}
+		if bi < 0 {
+			bi = len(order)
+		}
+		return cmp.Or(cmp.Compare(ai, bi), strings.Compare(a.label, b.label))
 	})
 	pebbles, err := filepath.Glob(filepath.Join(dir, "pebble-r*.json"))
 	if err != nil {
