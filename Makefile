@@ -50,7 +50,7 @@ bench:
 # the baseline.
 COMPAT_FLAGS ?=
 compat:
-	cd compat && $(GO) run ./cmd/compat $(if $(wildcard README.md),-readme ../README.md) -baseline testdata/baseline.txt -update $(COMPAT_FLAGS)
+	cd compat && $(GO) run ./cmd/compat $(if $(wildcard README.md),-readme ../README.md) -baseline testdata/baseline.txt -known testdata/known.txt -update $(COMPAT_FLAGS)
 
 .PHONY: compat-check
 compat-check:

@@ -7,8 +7,10 @@
 // compat adds is the glue: the suite table (which go test pattern runs which spec directory), a
 // static list of every test in the spec files (so that tests the runner never reached, because
 // setup failed or a whole file was skipped, are still counted), the parsing of the test2json
-// stream into one result per test with a one-line reason, the summary table, and the baseline of
-// passing tests that CI checks against.
+// stream into one result per test with a one-line reason, the summary table, the baseline of
+// passing tests that CI checks against, and the known failures (testdata/known.txt, -known):
+// for a failing test whose name an entry matches, the table gives the entry's reason (what
+// cleave lacks) rather than the runner's message.
 //
 // The driver module is pinned in this nested module's go.mod so that the server module keeps a
 // single driver (v2). tools.go keeps the test-only dependencies of the driver's runners in go.mod.

@@ -61,7 +61,7 @@ func (s SuiteResult) reasons(key func(string) string, statuses ...Status) []reas
 	for _, r := range s.Results {
 		for _, st := range statuses {
 			if r.Status == st {
-				m[key(r.Reason)]++
+				m[key(s.failReason(r))]++
 			}
 		}
 	}
@@ -114,9 +114,12 @@ func WriteText(w io.Writer, results []SuiteResult, verbose bool) error {
 			if r.Status == Pass && !verbose {
 				continue
 			}
-			if r.Reason == "" {
+			switch why := s.Known[r.Name]; {
+			case r.Reason == "":
 				fmt.Fprintf(&b, "%-6s %s\n", strings.ToUpper(string(r.Status)), r.Name)
-			} else {
+			case why != "":
+				fmt.Fprintf(&b, "%-6s %s: known: %s: %s\n", strings.ToUpper(string(r.Status)), r.Name, why, r.Reason)
+			default:
 				fmt.Fprintf(&b, "%-6s %s: %s\n", strings.ToUpper(string(r.Status)), r.Name, r.Reason)
 			}
 		}
@@ -214,7 +217,7 @@ func writeFailures(b *strings.Builder, s SuiteResult) {
 	sort.Slice(failed, func(i, j int) bool { return failed[i].Name < failed[j].Name })
 	b.WriteString("| failed or not run | reason |\n| --- | --- |\n")
 	for _, r := range failed {
-		fmt.Fprintf(b, "| %s | %s |\n", mdEscape(r.Name), mdEscape(r.Reason))
+		fmt.Fprintf(b, "| %s | %s |\n", mdEscape(r.Name), mdEscape(s.failReason(r)))
 	}
 	b.WriteString("\n")
 }

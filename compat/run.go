@@ -39,6 +39,8 @@ type SuiteResult struct {
 	Results []Result
 	Elapsed time.Duration
 	Err     string // why the runner failed as a whole (setup, build, timeout), one line; "" if it did not
+	// Known maps failing tests to the reason testdata/known.txt gives for them (Known.Apply).
+	Known map[string]string `json:",omitempty"`
 }
 
 // Runner runs suites with go test in the compat module.

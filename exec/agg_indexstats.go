@@ -43,7 +43,7 @@ func (s *indexStatsStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) {
 		return stream.Empty{}, nil
 	}
 	e := s.e
-	owns := make([]bool, len(e.st.Shards))
+	owns := make([]bool, len(e.cat.Shards()))
 	for i := 0; i < ci.Map.Len(); i++ {
 		owns[ci.Map.Partition(i).Shard] = true
 	}

@@ -329,6 +329,7 @@ func (m *mergeRun) apply(group []*mergeItem) ([]*mergeItem, error) {
 	}
 	e := m.run.e
 	wr := e.write.NewWriter(e.cat.Refresh(m.ci))
+	wr.Bypass = m.run.bypass
 	var hashes []uint64
 	for _, it := range group {
 		switch {

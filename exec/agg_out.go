@@ -97,10 +97,14 @@ func (s *outStage) Spec() bsoncore.Document {
 	return agg.StageSpec("$out", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: s.target.Spec()})
 }
 
-// prepare implements writeStage: mongos refuses $out to a sharded collection.
+// prepare implements writeStage: mongos refuses $out to a sharded or a capped collection.
 func (s *outStage) prepare(run *writeRun) error {
-	if c := run.e.st.Catalog.State().Collection(s.target.db, s.target.coll); c != nil && c.Sharded() {
+	c := run.e.st.Catalog.State().Collection(s.target.db, s.target.coll)
+	switch {
+	case c != nil && c.Sharded():
 		return mongoerr.New(mongoerr.Location28769, "%s cannot be sharded", s.target.ns())
+	case c != nil && catalog.IsCapped(c):
+		return mongoerr.New(mongoerr.Location17152, "namespace '%s' is capped so it can't be used for $out", s.target.ns())
 	}
 	return nil
 }
@@ -167,7 +171,7 @@ func (s *outStage) fill(ctx context.Context, run *writeRun, tmp *catalog.Coll, i
 		if len(group) == 0 {
 			return nil
 		}
-		_, err := e.write.Insert(ctx, tmp, group, base, true, false, wc, &res, nil)
+		_, err := e.write.Insert(ctx, tmp, group, base, true, run.bypass, wc, &res, nil)
 		if err == nil && len(res.Errs) > 0 {
 			err = res.Errs[0].Err
 		}

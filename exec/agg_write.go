@@ -34,6 +34,7 @@ type writeStage interface {
 type writeRun struct {
 	e      *Executor
 	sync   bool
+	bypass bool // the aggregate's bypassDocumentValidation
 	charge float64
 }
 
@@ -152,7 +153,7 @@ func (e *Executor) aggregateWrite(ctx context.Context, r *request, a *aggregateA
 	if level, _ := r.body.Lookup("readConcern", "level").StringValueOK(); level == "linearizable" {
 		return mongoerr.New(mongoerr.InvalidOptions, "%s cannot be used with a 'linearizable' read concern level", w.stageName())
 	}
-	run := &writeRun{e: e, sync: write.ParseConcern(r.body).Sync()}
+	run := &writeRun{e: e, sync: write.ParseConcern(r.body).Sync(), bypass: a.bypass}
 	if err := w.prepare(run); err != nil {
 		return err
 	}

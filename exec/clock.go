@@ -15,7 +15,12 @@ import (
 // back, advances with every write (tick), follows the wall clock, and moves forward to the
 // times clients gossip ($clusterTime, readConcern.afterClusterTime). Replies carry it as
 // $clusterTime and operationTime (causal consistency).
-type clusterClock struct{ t atomic.Uint64 }
+type clusterClock struct {
+	t atomic.Uint64
+	// lastWrite is the latest time tick gave a write (snapshot reads use it to tell whether
+	// the present state is the state at an earlier time).
+	lastWrite atomic.Uint64
+}
 
 // now returns the latest cluster time.
 func (c *clusterClock) now() uint64 {
@@ -33,7 +38,12 @@ func (c *clusterClock) tick() uint64 {
 		old := c.t.Load()
 		next := max(old+1, wall)
 		if c.t.CompareAndSwap(old, next) {
-			return next
+			for {
+				lw := c.lastWrite.Load()
+				if next <= lw || c.lastWrite.CompareAndSwap(lw, next) {
+					return next
+				}
+			}
 		}
 	}
 }

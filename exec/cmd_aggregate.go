@@ -35,6 +35,7 @@ type aggregateArgs struct {
 	hint         bsoncore.Value
 	maxTimeMS    int64
 	singleBatch  bool // a find through a view asked for one batch
+	bypass       bool // bypassDocumentValidation: $out and $merge skip the target's validator
 }
 
 // parseAggregate parses an aggregate command body; explaining is true inside explain, where
@@ -75,7 +76,9 @@ func parseAggregate(body bsoncore.Document, explaining bool) (*aggregateArgs, er
 			a.collation, err = args.Doc(cmd, key, v)
 		case "hint":
 			a.hint = v
-		case "bypassDocumentValidation", "fromMongos", "needsMerge", "$_isMapReduceCommand",
+		case "bypassDocumentValidation":
+			a.bypass, err = args.Bool(cmd, key, v)
+		case "fromMongos", "needsMerge", "$_isMapReduceCommand",
 			"isMapReduceCommand", "$_requestReshardingResumeToken", "$_generateV2ResumeTokens", "exchange",
 			"collectionUUID", "query_options", "encryptionInformation", "querySettings", "$_requestResumeToken":
 		default:

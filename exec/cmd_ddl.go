@@ -28,7 +28,9 @@ func (e *Executor) addDDLCommands(add func(*command, ...string)) {
 	add(&command{run: e.renameCollection, action: auth.ActionDDL, needs: renameNeeds, help: "rename a collection", adminOnly: true}, "renameCollection")
 	add(&command{run: e.collStats, action: auth.ActionListing, help: "statistics of a collection"}, "collStats", "collstats")
 	add(&command{run: e.dbStats, action: auth.ActionListing, help: "statistics of a database"}, "dbStats", "dbstats")
+	add(&command{run: e.compact, action: auth.ActionDBAdmin, help: "compact a collection: rewrite its data without deleted versions and return the space to the file system"}, "compact")
 	add(&command{run: e.validateCmd, action: auth.ActionDBAdmin, help: "check a collection's documents against its indexes, partitions and statistics"}, "validate")
+	e.addCappedCommands(add) // cmd_capped.go
 	if e.opts.TestCommands {
 		add(&command{run: e.ttlMonitorCommand, action: auth.ActionClusterAdmin, help: "test only: set the TTL monitor's interval and run a pass", adminOnly: true}, "cleaveTTLMonitor")
 	}

@@ -20,6 +20,7 @@ import (
 type famArgs struct {
 	coll         string
 	bypass       bool // bypassDocumentValidation
+	bypassTs     bool // bypassEmptyTsReplacement (empty_ts.go)
 	query        bsoncore.Document
 	sort         bsoncore.Document
 	fields       bsoncore.Document
@@ -73,8 +74,8 @@ func parseFAM(body bsoncore.Document) (*famArgs, error) {
 			a.hint, err = hintArg(cmd, key, v)
 		case "bypassDocumentValidation":
 			a.bypass, err = args.Bool(cmd, key, v)
-		case "bypassEmptyTsReplacement": // accepted (MongoDB 5.0+); cleave never replaces empty timestamps
-			_, err = args.Bool(cmd, key, v)
+		case "bypassEmptyTsReplacement":
+			a.bypassTs, err = args.Bool(cmd, key, v)
 		case "stmtId":
 			var n int64
 			if n, err = args.Int64(cmd, key, v); err == nil {
@@ -192,7 +193,9 @@ func (e *Executor) compileFAM(db string, a *famArgs, ci *catalog.Coll, create bo
 	op := &write.Op{CI: ci, Query: q, Filter: f, Sort: sortSpec, Hint: a.hint, Upsert: a.upsert,
 		Sync: a.wc.Sync(), KeepImages: true, Bypass: a.bypass}
 	if !a.remove {
-		if op.Upd, err = update.CompileValue(a.update, updateOptions(a.arrayFilters, a.let, nil)); err != nil {
+		opts := updateOptions(a.arrayFilters, a.let, nil)
+		opts.Timestamp, opts.KeepEmptyTimestamps = e.clockTimestamp, a.bypassTs
+		if op.Upd, err = update.CompileValue(a.update, opts); err != nil {
 			return nil, nil, err
 		}
 	}

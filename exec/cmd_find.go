@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -57,6 +58,9 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 	}
 	if ci == nil {
 		return appendCursorReply(r, ns, nil)
+	}
+	if a.tailable {
+		return e.findTailable(ctx, r, a, ci, q) // cmd_tail.go
 	}
 	stream, shards, err := e.queryFor(r).OpenFind(q, query.FindKeys{Min: a.min, Max: a.max, ReturnKey: a.returnKey, ShowRecordID: a.showRecordID})
 	if err != nil {
@@ -114,7 +118,7 @@ func (e *Executor) firstBatch(ctx context.Context, r *request, c *cursor, n int6
 	}
 	c.keepTimeLeft(ctx)
 	var id int64
-	if exhausted || single {
+	if !c.keepOpen(exhausted) || single {
 		c.Close()
 	} else {
 		c.lsid, c.hasSession = lsidOf(r.body)
@@ -215,12 +219,13 @@ func (e *Executor) getMore(ctx context.Context, r *request) error {
 	if !haveColl {
 		return args.Missing(cmd, "collection")
 	}
-	haveMaxTime := false
+	haveMaxTime, awaitTime := false, defaultAwaitData
 	if v, err := r.body.LookupErr("maxTimeMS"); err == nil {
-		if _, err = maxTimeMS(cmd, v); err != nil {
+		ms, err := maxTimeMS(cmd, v)
+		if err != nil {
 			return err
 		}
-		haveMaxTime = true
+		haveMaxTime, awaitTime = true, time.Duration(ms)*time.Millisecond
 	}
 	c, err := e.cursors.acquire(id)
 	if err != nil {
@@ -235,9 +240,9 @@ func (e *Executor) getMore(ctx context.Context, r *request) error {
 		e.cursors.done(c, false)
 		return err
 	}
-	if haveMaxTime {
-		// NB: cleave has no tailable awaitData cursors, the only ones whose getMore takes
-		// maxTimeMS (as the time to wait for new data); mongos refuses it on the others and
+	if haveMaxTime && !c.awaitData {
+		// NB: tailable awaitData cursors are the only ones whose getMore takes maxTimeMS (as
+		// the time to wait for new data, cmd_tail.go); mongos refuses it on the others and
 		// kills the cursor, as any getMore that fails once the cursor is checked out.
 		e.cursors.done(c, true)
 		return mongoerr.New(mongoerr.BadValue, "maxTimeMS can only be used with getMore for tailable, awaitData cursors")
@@ -253,12 +258,18 @@ func (e *Executor) getMore(ctx context.Context, r *request) error {
 		return query.TimeLimitError(ctx, ctx.Err())
 	}
 	out, cidx, aidx := startCursorReply(r.out, "nextBatch")
-	out, exhausted, err := c.fillBatch(ctx, out, batchSize)
+	var exhausted bool
+	if c.awaitData {
+		out, exhausted, err = c.fillAwait(ctx, out, batchSize, awaitTime)
+	} else {
+		out, exhausted, err = c.fillBatch(ctx, out, batchSize)
+	}
 	if err != nil {
 		e.cursors.done(c, true)
 		return query.TimeLimitError(ctx, err)
 	}
 	c.keepTimeLeft(ctx)
+	exhausted = !c.keepOpen(exhausted)
 	e.cursors.done(c, exhausted)
 	if exhausted {
 		id = 0

@@ -9,6 +9,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/wire"
+	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // hello answers hello, isMaster and ismaster as a mongos does. It takes no topologyVersion
@@ -19,8 +20,17 @@ func (e *Executor) hello(_ context.Context, r *request) error {
 	var clientCompressors bsoncore.Array
 	var speculative bsoncore.Document
 	var saslMechsUser string // "db.user" of saslSupportedMechs
+	// As in mongod, the first hello of a connection marks it, with or without metadata; a
+	// later one may not carry the client metadata document, even an identical one.
+	seen := r.conn.seenHello
+	r.conn.seenHello = true
 	err := args.ForEach(r.name, r.body, func(key string, v bsoncore.Value) (bool, error) {
 		switch key {
+		case "client":
+			if seen {
+				return false, mongoerr.New(mongoerr.ClientMetadataCannotBeMutated,
+					"The client metadata document may only be sent in the first hello")
+			}
 		case "helloOk":
 			helloOK = v.Type == bsoncore.TypeBoolean && v.Boolean()
 		case "compression":

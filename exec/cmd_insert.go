@@ -29,7 +29,7 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 		return err
 	}
 	var docs bsoncore.Array
-	ordered, bypass := true, false
+	ordered, bypass, bypassTs := true, false, false
 	haveDocs := false
 	var maxTime int64
 	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
@@ -45,8 +45,8 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 			ordered, err = args.Bool(cmd, key, v)
 		case "bypassDocumentValidation":
 			bypass, err = args.Bool(cmd, key, v)
-		case "bypassEmptyTsReplacement": // accepted (MongoDB 5.0+); cleave never replaces empty timestamps
-			_, err = args.Bool(cmd, key, v)
+		case "bypassEmptyTsReplacement": // keeps Timestamp(0, 0) values as they are (empty_ts.go)
+			bypassTs, err = args.Bool(cmd, key, v)
 		case "let":
 			_, err = args.Doc(cmd, key, v)
 		default:
@@ -82,6 +82,11 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 			return args.WrongType(cmd, "documents."+strconv.Itoa(i), v.Type, "object")
 		}
 	}
+	if !bypassTs {
+		for i, v := range vals {
+			vals[i].Data = e.fillEmptyTimestamps(v.Data)
+		}
+	}
 	wc := write.ParseConcern(r.body)
 	ci, err := e.cat.ForWrite(r.db, name)
 	if err != nil {
@@ -95,6 +100,16 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 	ctx, cancel := query.Deadline(ctx, maxTime)
 	defer cancel()
 	res := write.Results{}
+	if e.remote != nil && r.txn == nil && e.spansRemote(ci) {
+		err := e.insertRouted(ctx, r, ci, vals, ordered, bypass, wc, rt, &res)
+		e.counters.insertedDocs.Add(res.N)
+		if err != nil {
+			return interruptError(ctx, err)
+		}
+		r.charge += res.Charge
+		r.out = res.AppendReply(r.out, false)
+		return nil
+	}
 	for start := 0; start < len(vals); {
 		end, size := start, 0
 		for end < len(vals) && end-start < insertGroupDocs && size < insertGroupBytes {

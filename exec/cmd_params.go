@@ -38,6 +38,9 @@ type serverKnobs struct {
 	// groupMemory is internalDocumentSourceGroupMaxMemoryBytes: what $group holds in memory
 	// (agg's group spill).
 	groupMemory *knob
+	// snapshotWindow is minSnapshotHistoryWindowInSeconds: how long the snapshots of
+	// snapshot reads stay readable at their atClusterTime (snapshot_read.go).
+	snapshotWindow *knob
 }
 
 // newServerKnobs returns the knobs at their defaults.
@@ -45,6 +48,8 @@ func newServerKnobs() serverKnobs {
 	return serverKnobs{
 		sortMemory:  newKnob(100<<20, true, 0, "greater than or equal to"),
 		groupMemory: newKnob(100<<20, false, 0, "greater than"),
+		// MongoDB's default, 300 s.
+		snapshotWindow: newKnob(300, true, 0, "greater than or equal to"),
 	}
 }
 
@@ -55,6 +60,8 @@ func (k *serverKnobs) byName(name string) *knob {
 		return k.groupMemory
 	case "internalQueryMaxBlockingSortMemoryUsageBytes":
 		return k.sortMemory
+	case "minSnapshotHistoryWindowInSeconds":
+		return k.snapshotWindow
 	}
 	return nil
 }
@@ -131,6 +138,9 @@ var parameters = []parameter{
 	}},
 	{"logLevel", func(_ *Executor, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 0) }},
 	{"maxBSONDepth", func(_ *Executor, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 200) }},
+	{"minSnapshotHistoryWindowInSeconds", func(e *Executor, dst []byte, key string) []byte {
+		return e.knobs.snapshotWindow.appendTo(dst, key)
+	}},
 	{"quiet", func(_ *Executor, dst []byte, key string) []byte {
 		return bsoncore.AppendBooleanElement(dst, key, false)
 	}},

@@ -184,8 +184,15 @@ func (e *Executor) listCommands(_ context.Context, r *request) error {
 		out = bsoncore.AppendBooleanElement(out, "requiresAuth", c.action != auth.ActionNone)
 		out = bsoncore.AppendBooleanElement(out, "secondaryOk", true)
 		out = bsoncore.AppendBooleanElement(out, "adminOnly", c.adminOnly)
-		out = appendStringArray(out, "apiVersions", nil)
-		out = appendStringArray(out, "deprecatedApiVersions", nil)
+		var versions, deprecated []string
+		if apiV1Commands[name] {
+			versions = []string{"1"}
+		}
+		if v := apiDeprecated[name]; v != "" {
+			deprecated = []string{v}
+		}
+		out = appendStringArray(out, "apiVersions", versions)
+		out = appendStringArray(out, "deprecatedApiVersions", deprecated)
 		out, _ = bsoncore.AppendDocumentEnd(out, cidx)
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)

@@ -80,7 +80,7 @@ func (e *Executor) checkMetadataConsistency(_ context.Context, r *request) error
 		m, err := sharding.MapOf(c)
 		if err == nil {
 			for i := 0; i < m.Len(); i++ {
-				if s := m.Partition(i).Shard; s < 0 || s >= len(e.st.Shards) {
+				if s := m.Partition(i).Shard; s < 0 || s >= len(e.cat.Shards()) {
 					err = fmt.Errorf("partition %d is placed on shard %d, which does not exist", m.Partition(i).ID, s)
 				}
 			}
@@ -230,6 +230,9 @@ func (e *Executor) shardColl(spec sharding.Spec) (*store.Collection, error) {
 	unlock := e.cat.LockDDL()
 	defer unlock()
 	c := e.st.Catalog.State().Collection(spec.DB, spec.Coll)
+	if c != nil && catalog.IsCapped(c) || catalog.CappedOf(spec.Options) != nil {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "can't shard a capped collection")
+	}
 	if c != nil && c.Sharded() {
 		if equalKeys(c.ShardKey, spec.Key) {
 			return c, nil
@@ -237,11 +240,15 @@ func (e *Executor) shardColl(spec sharding.Spec) (*store.Collection, error) {
 		return nil, mongoerr.New(mongoerr.AlreadyInitialized, "sharding already enabled for collection %s.%s with options { key: %s }",
 			spec.DB, spec.Coll, bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: c.ShardKey}))
 	}
-	n := shard.InitialCount(float64(spec.Throughput), e.shards.Policy().PartitionMaxRU, spec.NumInitialChunks, len(e.st.Shards))
+	local := e.shards.LocalShards() // in a cluster, a collection converted in place stays on this node's shards
+	n := shard.InitialCount(float64(spec.Throughput), e.shards.Policy().PartitionMaxRU, spec.NumInitialChunks, len(local))
 	if c == nil {
-		parts := sharding.StoreParts(shard.InitialLayout(n, len(e.st.Shards), 0))
+		local = e.placementShards()
+		n = shard.InitialCount(float64(spec.Throughput), e.shards.Policy().PartitionMaxRU, spec.NumInitialChunks, len(local))
+		parts := sharding.StoreParts(shard.InitialLayout(n, len(local), 0))
 		for i := range parts {
 			parts[i].ID = 0 // the catalog assigns fresh ids
+			parts[i].Shard = local[parts[i].Shard]
 		}
 		c, err := e.st.Catalog.CreateCollection(store.Collection{DB: spec.DB, Name: spec.Coll, Options: spec.Options,
 			ShardKey: spec.Key, Throughput: spec.Throughput, Autoscale: spec.Autoscale, Partitions: parts})
@@ -258,6 +265,27 @@ func (e *Executor) shardColl(spec sharding.Spec) (*store.Collection, error) {
 	}
 	e.shards.AfterMapChange()
 	return c, nil
+}
+
+// placementShards returns the shards a new sharded collection's partitions spread over:
+// every shard of a node that is up, in a cluster (as a presplit hashed collection's chunks
+// spread over a sharded cluster's shards), since reads and inserts run on the owner's node;
+// the node's own shards on a single node.
+func (e *Executor) placementShards() []int {
+	c := e.st.Cluster
+	if c == nil || e.remote == nil {
+		return e.shards.LocalShards()
+	}
+	var out []int
+	for s := range e.cat.Shards() {
+		if _, host := c.ShardHost(s); host != "" {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return e.shards.LocalShards()
+	}
+	return out
 }
 
 // equalKeys reports whether two key patterns are the same (1 and 1.0 alike).
@@ -288,8 +316,10 @@ func (e *Executor) listShards(_ context.Context, r *request) error {
 // getShardMap answers {getShardMap: 1}: shard names and their hosts.
 func (e *Executor) getShardMap(_ context.Context, r *request) error {
 	idx, out := bsoncore.AppendDocumentElementStart(r.out, "map")
-	for i := range e.st.Shards {
-		out = bsoncore.AppendStringElement(out, sharding.Name(i), sharding.Name(i)+"/"+e.listenAddr())
+	for _, d := range e.shards.ConfigDocs("shards") {
+		id, _ := d.Lookup("_id").StringValueOK()
+		host, _ := d.Lookup("host").StringValueOK()
+		out = bsoncore.AppendStringElement(out, id, host)
 	}
 	out = bsoncore.AppendStringElement(out, "config", "config/"+e.listenAddr())
 	r.out, _ = bsoncore.AppendDocumentEnd(out, idx)

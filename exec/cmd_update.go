@@ -112,7 +112,9 @@ func (e *Executor) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *u
 	if err != nil {
 		return nil, err
 	}
-	u, err := update.CompileValue(s.u, updateOptions(s.arrayFilters, a.let, s.c))
+	opts := updateOptions(s.arrayFilters, a.let, s.c)
+	opts.Timestamp, opts.KeepEmptyTimestamps = e.clockTimestamp, a.bypassTs
+	u, err := update.CompileValue(s.u, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +158,7 @@ func compileWriteFilter(q, let bsoncore.Document) (*match.Filter, error) {
 	if len(let) <= 5 {
 		return query.CompileFilter(q)
 	}
-	return match.Compile(q, &match.Options{Expr: expr.CompilePredicateWith(&expr.Options{Let: let})})
+	return match.Compile(q, &match.Options{Expr: expr.CompilePredicateWith(&expr.Options{Let: let}), Vars: let})
 }
 
 // explainWrite explains the read part of a write (update, delete, findAndModify): how op

@@ -15,6 +15,9 @@ func (e *Executor) addDataCommands(add func(*command, ...string)) {
 	e.addIndexCommands(add)
 	e.addAggregateCommands(add)
 	e.addShardCommands(add)
+	if e.st.Cluster != nil {
+		e.addInternalCommands(add)
+	}
 }
 
 // addWriteCommands registers update, delete and findAndModify.

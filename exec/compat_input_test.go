@@ -56,6 +56,20 @@ var inputErrorCases = []struct {
 	{"InsertDocumentsStringAfterDocument", `{"insert": "c", "documents": [{"_id": 5}, "x"]}`, mongoerr.TypeMismatch,
 		"BSON field 'insert.documents.1' is the wrong type 'string', expected type 'object'"},
 	{"CollModCollectionInt", `{"collMod": 1}`, mongoerr.InvalidNamespace, "collection name has invalid type int"},
+	// The Stable API (validate_api_parameters.cpp, api_parameters.cpp).
+	{"APIStrictDistinct", `{"distinct": "c", "key": "a", "apiVersion": "1", "apiStrict": true}`, mongoerr.APIStrictError,
+		"Provided apiStrict:true, but the command distinct is not in API Version 1. Information on supported commands and " +
+			"migrations in API Version 1 can be found at https://dochub.mongodb.org/core/manual-versioned-api."},
+	{"APIStrictStage", `{"aggregate": 1, "pipeline": [{"$listLocalSessions": {}}], "cursor": {}, "apiVersion": "1", "apiStrict": true}`,
+		mongoerr.APIStrictError, "$listLocalSessions is not allowed with 'apiStrict: true' in API Version 1"},
+	{"APIVersionTwo", `{"ping": 1, "apiVersion": "2"}`, mongoerr.APIVersionError, "Cannot accept API version 2"},
+	{"APIVersionUnknown", `{"ping": 1, "apiVersion": "x"}`, mongoerr.APIVersionError, `API version must be "1"`},
+	{"APIVersionInt", `{"ping": 1, "apiVersion": 1}`, mongoerr.TypeMismatch,
+		"BSON field 'APIParametersFromClient.apiVersion' is the wrong type 'int', expected type 'string'"},
+	{"APIStrictWithoutVersion", `{"ping": 1, "apiStrict": false}`, mongoerr.Location4886600,
+		"Provided apiStrict and/or apiDeprecationErrors without passing apiVersion"},
+	{"UpdatePipelineUnknownStage", `{"update": "c", "updates": [{"q": {}, "u": [{"$bogus": {}}]}]}`, mongoerr.Location40324,
+		"Unrecognized pipeline stage name: '$bogus'"},
 }
 
 // TestCommandCompatInputErrors runs inputErrorCases through the connection handler.
@@ -94,6 +108,12 @@ var stageErrorCases = []struct {
 		"Invalid $addFields :: caused by :: Use of undefined variable: nope"},
 	{"ProjectPathCollisionOnce", `[{"$project": {"a": 1, "a.b": 1}}]`, mongoerr.Code(31250),
 		"Invalid $project :: caused by :: Path collision at a.b"},
+	{"ProjectPositional", `[{"$project": {"a.$": 1}}]`, mongoerr.Location31324,
+		"Invalid $project :: caused by :: Cannot use positional projection in aggregation projection"},
+	{"ProjectPositionalNested", `[{"$project": {"a": {"b.$": 0}}}]`, mongoerr.Location31324,
+		"Invalid $project :: caused by :: Cannot use positional projection in aggregation projection"},
+	{"SortEmptySegment", `[{"$sort": {"a..b": 1}}]`, mongoerr.Location15998, "FieldPath field names may not be empty strings."},
+	{"SortTrailingDot", `[{"$sort": {"a.": 1}}]`, mongoerr.Location40353, "FieldPath must not end with a '.'."},
 	{"ProjectNotObjectUnprefixed", `[{"$project": 1}]`, mongoerr.Location15969, "$project specification must be an object"},
 }
 

@@ -12,6 +12,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire"
@@ -59,6 +61,13 @@ type cursor struct {
 	// timeLeft is what remains of the opening command's maxTimeMS (0: no limit). Each
 	// getMore runs under it and keeps what it did not use, as MongoDB's leftover time does.
 	timeLeft time.Duration
+	// tailable cursors stay open at the end of their capped collection; awaitData ones
+	// wait for its inserts (cmd_tail.go) on capped's wake channel. limitHit reports that
+	// the cursor returned its limit.
+	tailable, awaitData bool
+	capped              *catalog.CappedState
+	tail                *query.Tail
+	limitHit            bool
 }
 
 // cursorRegistry holds the open cursors of an Executor.
@@ -228,6 +237,9 @@ func (c *cursor) Close() {
 // maxBatchBytes and the cursor's remaining limit, and reports whether the result is exhausted. A document that does not fit is
 // kept as pending for the next batch; one document is always sent even if it alone is large.
 func (c *cursor) fillBatch(ctx context.Context, dst []byte, n int64) ([]byte, bool, error) {
+	if c.tail != nil {
+		defer c.tail.Yield() // the next batch starts again from the position
+	}
 	start := len(dst)
 	var i int64
 	for n <= 0 || i < n {
@@ -256,6 +268,7 @@ func (c *cursor) fillBatch(ctx context.Context, dst []byte, n int64) ([]byte, bo
 	if c.limit > 0 {
 		c.limit -= i
 		if c.limit <= 0 {
+			c.limitHit = true
 			return dst, true, nil
 		}
 	}
@@ -316,7 +329,7 @@ func (c *cursor) deadline(ctx context.Context) (context.Context, context.CancelF
 // that the next getMore fails.
 func (c *cursor) keepTimeLeft(ctx context.Context) {
 	dl, ok := ctx.Deadline()
-	if !ok {
+	if !ok || c.tailable { // a tailable find's maxTimeMS bounds the find only
 		return
 	}
 	c.timeLeft = max(time.Until(dl), time.Nanosecond)

@@ -107,6 +107,9 @@ func (e *Executor) listCollections(ctx context.Context, r *request) error {
 	}
 	var docs []bsoncore.Document
 	for _, c := range e.st.Catalog.State().Collections(r.db) {
+		if e.txns.hidden(r, c.DB, c.Name) {
+			continue
+		}
 		full := collectionEntry(c, false)
 		if filter != nil && !filter.Match(full) {
 			continue

@@ -45,7 +45,7 @@ func (s collSizes) disk() int64 {
 func (e *Executor) collSizes(c *store.Collection) collSizes {
 	var s collSizes
 	var disk uint64
-	for _, db := range e.st.Shards {
+	for _, db := range e.cat.Shards() {
 		n, b := db.CollStats(c.ID)
 		s.count += n
 		s.size += b
@@ -73,11 +73,11 @@ func (s *collSizes) estimateIndexes(c *store.Collection) {
 // it owns (a shard may still hold the source range of a finished move, or a range being
 // copied to it). The result is indexed by shard; nil for a shard owning no partition.
 func (e *Executor) ownedSizes(ci *catalog.Coll) []*collSizes {
-	out := make([]*collSizes, len(e.st.Shards))
+	out := make([]*collSizes, len(e.cat.Shards()))
 	for i := 0; i < ci.Map.Len(); i++ {
 		p := ci.Map.Partition(i)
 		lo, hi := ci.Map.Range(i)
-		db := e.st.Shards[p.Shard]
+		db := e.cat.Shards()[p.Shard]
 		s := out[p.Shard]
 		if s == nil {
 			s = &collSizes{}
@@ -149,7 +149,8 @@ func (e *Executor) collStats(_ context.Context, r *request) error {
 
 // appendStorageFields appends the storage statistics of collStats (also $collStats'
 // storageStats) for sizes sz of collection c (nil: none), scaled: size, count, avgObjSize,
-// numOrphanDocs, storageSize, freeStorageSize, capped, nindexes, indexBuilds (the indexes
+// numOrphanDocs, storageSize, freeStorageSize, capped (and max, maxSize when capped),
+// nindexes, indexBuilds (the indexes
 // being built), totalIndexSize, totalSize, indexSizes, scaleFactor.
 func appendStorageFields(out []byte, sz *collSizes, c *store.Collection, scale int64) []byte {
 	out = appendSize(out, "size", sz.size, scale)
@@ -160,7 +161,7 @@ func appendStorageFields(out []byte, sz *collSizes, c *store.Collection, scale i
 	out = appendSize(out, "numOrphanDocs", 0, 1)
 	out = appendSize(out, "storageSize", sz.storage, scale)
 	out = appendSize(out, "freeStorageSize", 0, scale)
-	out = bsoncore.AppendBooleanElement(out, "capped", false)
+	out = appendCappedStats(out, c, scale)
 	out = appendSize(out, "nindexes", int64(len(sz.indexes)), 1)
 	aidx, out := bsoncore.AppendArrayElementStart(out, "indexBuilds")
 	if c != nil {
@@ -185,6 +186,21 @@ func appendStorageFields(out []byte, sz *collSizes, c *store.Collection, scale i
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, iidx)
 	return appendSize(out, "scaleFactor", scale, 1)
+}
+
+// appendCappedStats appends capped, and for a capped collection its bounds: max (0 when
+// none was given) and maxSize (scaled), as MongoDB's storage statistics do.
+func appendCappedStats(out []byte, c *store.Collection, scale int64) []byte {
+	var cp *catalog.Capped
+	if c != nil {
+		cp = catalog.CappedOf(c.Options)
+	}
+	out = bsoncore.AppendBooleanElement(out, "capped", cp != nil)
+	if cp == nil {
+		return out
+	}
+	out = appendSize(out, "max", cp.Max, 1)
+	return appendSize(out, "maxSize", cp.Size, scale)
 }
 
 // dbStats runs dbStats: {db, collections, views, objects, avgObjSize, dataSize,
@@ -287,9 +303,9 @@ func appendSize(dst []byte, key string, n, scale int64) []byte {
 }
 
 // dataSize answers {dataSize: "db.coll"}: the collection's documents and bytes, summed over
-// its shards' statistics ({size, numObjects, millis}). A key range (keyPattern, min, max)
-// answers NotImplemented: cleave's statistics are kept by shard-key hash, not by index key.
-func (e *Executor) dataSize(_ context.Context, r *request) error {
+// its shards' statistics ({size, numObjects, millis}). With a key range (keyPattern, min,
+// max) it measures the documents in the range (cmd_datasize.go).
+func (e *Executor) dataSize(ctx context.Context, r *request) error {
 	const cmd = "dataSize"
 	start := time.Now()
 	first, _ := bsonx.FirstElement(r.body)
@@ -297,10 +313,9 @@ func (e *Executor) dataSize(_ context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	for _, k := range []string{"keyPattern", "min", "max"} {
-		if _, err := r.body.LookupErr(k); err == nil {
-			return mongoerr.New(mongoerr.NotImplemented, "dataSize with a key range (%s) is not supported by cleave; without one it answers the whole collection", k)
-		}
+	rng, err := parseDataSizeRange(r.body)
+	if err != nil {
+		return err
 	}
 	db, coll, ok := strings.Cut(ns, ".")
 	if !ok || db == "" || coll == "" {
@@ -308,11 +323,18 @@ func (e *Executor) dataSize(_ context.Context, r *request) error {
 	}
 	var docs, bytes int64
 	if c := e.st.Catalog.State().Collection(db, coll); c != nil {
-		for _, sh := range e.st.Shards {
+		for _, sh := range e.cat.Shards() {
 			d, b := sh.CollStats(c.ID)
 			docs += d
 			bytes += b
 		}
+	}
+	if !empty(rng.keyPattern) || !empty(rng.min) || !empty(rng.max) || rng.estimate {
+		ci, err := e.cat.Lookup(db, coll)
+		if err != nil {
+			return err
+		}
+		return e.dataSizeOfRange(ctx, r, ci, rng, docs, bytes, start)
 	}
 	out := bsoncore.AppendInt64Element(r.out, "size", bytes)
 	out = bsoncore.AppendInt64Element(out, "numObjects", docs)

@@ -30,6 +30,8 @@ type request struct {
 	wrote bool
 	// txn is the transaction the command runs in (txn.go), nil outside one.
 	txn *txnState
+	// snap is the snapshot of a snapshot read outside a transaction (snapshot_read.go).
+	snap *snapEntry
 }
 
 // command is one entry of the command table.
@@ -83,6 +85,9 @@ func (e *Executor) dispatch(ctx context.Context, r *request) (err error) {
 	}
 	noteClientMetadata(r)
 	e.sessions.note(r.body)
+	if err := checkAPIParameters(ctx, r); err != nil {
+		return err
+	}
 	// As in mongod, the failpoint comes after the command lookup and before the checks of
 	// the database name.
 	act, err := e.evalFailCommand(ctx, r, cmd)
@@ -120,6 +125,11 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 	if err := e.clock.gossip(r.body); err != nil {
 		return err
 	}
+	releaseSnap, err := e.enterSnapshotRead(r)
+	if err != nil {
+		return err
+	}
+	defer releaseSnap()
 	switch cmd.action {
 	case auth.ActionWrite, auth.ActionDDL, auth.ActionDBAdmin:
 		r.wrote = true
@@ -127,7 +137,10 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 	if cmd.retainsBody || retainsBody[r.name] {
 		r.body = append(bsoncore.Document(nil), r.body...)
 	}
-	return afterTxnStatement(r, cmd.run(ctx, r))
+	created := e.trackTxnDDL(r)
+	err = cmd.run(ctx, r)
+	created()
+	return afterTxnStatement(r, err)
 }
 
 // retainsBody names the commands that open cursors, whose compiled filters, projections and

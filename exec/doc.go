@@ -2,7 +2,8 @@
 // each command through the command table (dispatch.go) to its handler (one file per command
 // or family, cmd_*.go), and turns every Go error into MongoDB's {ok: 0} reply. It owns
 // cursors, the session cache (sessions.go) and the checkout of a session by a retryable write
-// (retryable.go), the cluster clock (clock.go), multi-document transactions within one shard (txn.go),
+// (retryable.go), the cluster clock (clock.go) and the empty timestamps it fills (empty_ts.go),
+// the Stable API's checks (api_version.go), multi-document transactions within one shard (txn.go),
 // currentOp, failpoints and explain rendering. The work itself
 // lives in the packages below it, each owning one thing:
 //

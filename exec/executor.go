@@ -77,12 +77,16 @@ type Executor struct {
 	metrics  *Metrics // the Prometheus collector (metrics.go)
 	st       Storage
 	cursors  *cursorRegistry
+	// remote reaches other nodes' shards (cluster mode; nil on a single node).
+	remote   *remoteShards
 	sessions sessionCache
-	txns     txnRegistry        // open multi-document transactions (txn.go)
-	clock    clusterClock       // cluster time: $clusterTime and operationTime (clock.go)
-	conns    sync.Map           // connection id → *conn, for $currentOp (current_op.go)
-	indexUse catalog.IndexUsage // $indexStats
-	stop     chan struct{}      // closed by Close
+	txns     txnRegistry // open multi-document transactions (txn.go)
+	// snapshots are the snapshots of snapshot reads, by cluster time (snapshot_read.go).
+	snapshots snapshotHistory
+	clock     clusterClock       // cluster time: $clusterTime and operationTime (clock.go)
+	conns     sync.Map           // connection id → *conn, for $currentOp (current_op.go)
+	indexUse  catalog.IndexUsage // $indexStats
+	stop      chan struct{}      // closed by Close
 	// fail is the failCommand failpoint (failpoint.go).
 	fail failPoints
 	// knobs are the parameters setParameter changes (cmd_params.go).
@@ -123,6 +127,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		stop:    make(chan struct{}),
 	}
 	e.txns.lifetime = txnLifetime
+	e.txns.dropCreated = e.dropTxnCreated
 	e.cursors = newCursorRegistry(time.Minute, e.sessions.alive)
 	if opts.Storage != nil {
 		e.st = *opts.Storage
@@ -134,16 +139,22 @@ func New(opts Options, logger *zap.Logger) *Executor {
 			Started:       e.started,
 			ListenAddr:    e.listenAddr(),
 			Version:       serverVersion,
+			Cluster:       e.st.Cluster,
 		})
-		e.query = query.New(e.cat, query.Options{
+		qopts := query.Options{
 			MaxParallelism: opts.MaxParallelism,
 			Temp:           e.temp,
 			SortBytes:      e.knobs.sortMemory.load,
 			Meters:         e.shards.ReadMeters,
 			Budgets:        e.shards.ReadBudgets,
 			IndexUse:       &e.indexUse,
-		})
-		e.write = write.NewPath(e.cat, e.query, e.shards).WithLogger(e.log.Named("write"))
+		}
+		if e.st.Cluster != nil {
+			e.remote = newRemoteShards(e, e.st.Cluster)
+			qopts.Remote = e.remote
+		}
+		e.query = query.New(e.cat, qopts)
+		e.write = write.NewPath(e.cat, e.query, e.shards).WithLogger(e.log.Named("write")).WithGate(&e.txns)
 		e.ddl = ddl.New(e.cat, e.write, e.log, &e.counters.deletedDocs)
 		e.ddl.AbortUnfinished()
 		if err := e.loadRegistry(); err != nil {
@@ -174,6 +185,7 @@ func (e *Executor) Close() {
 		e.ddl.Close()
 	}
 	e.cursors.closeAll()
+	e.snapshots.closeAll()
 }
 
 // Connect implements wire.Handler.
@@ -197,6 +209,9 @@ type conn struct {
 	last requestStats
 	// compressors are those both sides support, negotiated by hello.
 	compressors []string
+	// seenHello is set by the connection's first hello (or isMaster): the client metadata
+	// may only come with that one (ClientMetadataCannotBeMutated).
+	seenHello bool
 	// appName is the application name of the handshake's client metadata (failpoint.go),
 	// written under ops.mu, which $currentOp on other connections holds to read it.
 	appName string
@@ -235,6 +250,7 @@ func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 	c.end()
 	if !errors.Is(err, errCloseConnection) {
 		err = interruptError(ctx, err) // before kill(nil) cancels ctx
+		err = catalog.StoreError(err)  // a full disk or a failed commit, wherever it surfaced
 	}
 	kill(nil)
 	if errors.Is(err, errCloseConnection) {
@@ -250,6 +266,8 @@ func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 		}
 		out = merr.AppendReply(out[:idx+4])
 	} else {
+		out = r.txn.appendRecoveryToken(out)
+		out = r.appendAtClusterTime(out, int(idx))
 		out = bsoncore.AppendDoubleElement(out, "ok", 1)
 	}
 	if !r.legacy {
@@ -315,6 +333,10 @@ func (c *conn) recoverPanic(r *request, err *error) {
 type Storage struct {
 	Shards  []catalog.Shard
 	Catalog *store.Catalog
+	// Cluster is the cluster this node belongs to (package cluster, through cmd/cleave); nil
+	// in single-node mode. Shards is then indexed by cluster-wide shard id, other nodes'
+	// shards being catalog.Remote stand-ins.
+	Cluster sharding.Cluster
 	// Temp is where blocking sorts and $group spill under allowDiskUse (mongod's
 	// <dbpath>/_tmp); nil: a private store under os.TempDir().
 	Temp *store.TempStore
@@ -330,3 +352,7 @@ func (e *Executor) listenAddr() string {
 	port, _ := net.Lookup("port").StringValueOK()
 	return host + ":" + port
 }
+
+// SetShards replaces the shards, indexed by shard id (cluster mode: other nodes' shards
+// appear as they join; see catalog.Catalog.SetShards).
+func (e *Executor) SetShards(shards []catalog.Shard) { e.cat.SetShards(shards) }

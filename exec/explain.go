@@ -231,7 +231,11 @@ func appendShardPlan(out []byte, q *query.Query, p *query.Plan) []byte {
 		stages = append(stages, stage{name: "IDHACK"})
 	case query.PlanIndex:
 		stages = append(stages, stage{name: "FETCH"}, stage{name: "IXSCAN", extra: func(o []byte) []byte {
-			o = bsoncore.AppendDocumentElement(o, "keyPattern", p.Index.Meta.Key)
+			if p.Wildcard != nil {
+				o = p.AppendWildcardKeyPattern(o, "keyPattern")
+			} else {
+				o = bsoncore.AppendDocumentElement(o, "keyPattern", p.Index.Meta.Key)
+			}
 			o = bsoncore.AppendStringElement(o, "indexName", p.Index.Meta.Name)
 			o = bsoncore.AppendBooleanElement(o, "isUnique", p.Index.Unique)
 			o = bsoncore.AppendBooleanElement(o, "isSparse", p.Index.Sparse)
@@ -241,6 +245,9 @@ func appendShardPlan(out []byte, q *query.Query, p *query.Plan) []byte {
 				dir = "backward"
 			}
 			o = bsoncore.AppendStringElement(o, "direction", dir)
+			if p.Wildcard != nil {
+				o = p.AppendWildcardBounds(o, "indexBounds")
+			}
 			return bsoncore.AppendInt32Element(o, "indexRanges", int32(len(p.Ranges)))
 		}})
 	case query.PlanEOF:

@@ -89,6 +89,7 @@ type failAction struct {
 func (e *Executor) addTestCommands(add func(*command, ...string)) {
 	add(&command{run: e.configureFailPoint, action: auth.ActionClusterAdmin, help: "modifies the settings of a fail point", adminOnly: true},
 		"configureFailPoint")
+	addAPITestCommands(add)
 }
 
 // configureFailPoint sets the mode and data of a failpoint and answers how many times it
@@ -96,6 +97,9 @@ func (e *Executor) addTestCommands(add func(*command, ...string)) {
 func (e *Executor) configureFailPoint(_ context.Context, r *request) error {
 	first, _ := bsonx.FirstElement(r.body)
 	name, _ := first.Value().StringValueOK()
+	if name == "simulateAvailableDiskSpace" {
+		return e.simulateAvailableDiskSpace(r)
+	}
 	if name != "failCommand" {
 		return mongoerr.New(mongoerr.FailPointSetFailed, "%s not found", name)
 	}
@@ -388,7 +392,7 @@ func (e *Executor) finishFailCommand(r *request, cmd *command, act failAction, e
 	labels := fd.labels
 	if !fd.hasLabels {
 		code, _ := fd.wce.Lookup("code").AsInt64OK()
-		labels = autoLabels(r, mongoerr.Code(code))
+		labels = errorLabels(r, 0, mongoerr.Code(code))
 	}
 	if len(labels) > 0 {
 		r.out = appendStringArray(r.out, "errorLabels", labels)
@@ -397,7 +401,7 @@ func (e *Executor) finishFailCommand(r *request, cmd *command, act failAction, e
 }
 
 // labelError gives a failed command's error the failpoint's errorLabels, or the label
-// mongod adds itself to retryable errors of retryable writes.
+// mongod adds itself (errorLabels).
 func labelError(r *request, act failAction, err error) error {
 	me := mongoerr.As(err)
 	if me == nil {
@@ -405,7 +409,7 @@ func labelError(r *request, act failAction, err error) error {
 	}
 	labels := act.labels
 	if !act.hasLabels {
-		labels = autoLabels(r, me.Code)
+		labels = errorLabels(r, me.Code, 0)
 	}
 	if len(labels) == 0 {
 		return err
@@ -413,21 +417,6 @@ func labelError(r *request, act failAction, err error) error {
 	labeled := *me
 	labeled.Labels = append([]string(nil), labels...)
 	return &labeled
-}
-
-// autoLabels is mongod's ErrorLabelBuilder for retryable writes: "RetryableWriteError"
-// when a retryable write (txnNumber outside a transaction) fails with a retryable code.
-func autoLabels(r *request, code mongoerr.Code) []string {
-	if !retryableCodes[code] || !retryableWriteCommands[r.name] {
-		return nil
-	}
-	if _, err := r.body.LookupErr("txnNumber"); err != nil {
-		return nil
-	}
-	if _, err := r.body.LookupErr("autocommit"); err == nil {
-		return nil
-	}
-	return []string{"RetryableWriteError"}
 }
 
 // retryableCodes are the codes of the retryable writes specification: network, "not

@@ -41,6 +41,9 @@ func (e *Executor) listIndexes(ctx context.Context, r *request) error {
 	}
 	ns := r.db + "." + name
 	c := e.st.Catalog.State().Collection(r.db, name)
+	if c != nil && e.txns.hidden(r, r.db, name) {
+		c = nil
+	}
 	if c == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", ns)
 	}

@@ -23,6 +23,7 @@ var forbidden = map[string][]string{
 	"store":           {"exec", "shard", "wire"},
 	"shard":           {"exec", "store", "wire"},
 	"auth":            {"exec", "shard", "store", "wire"},
+	"cluster":         {"exec", "wire"},
 	"exec/args":       {"exec/catalog", "exec/stream", "exec/query", "exec/write", "exec/sharding", "exec/ddl", "exec/agg"},
 	"exec/expr":       {"exec/catalog", "exec/stream", "exec/query", "exec/write", "exec/sharding", "exec/ddl", "exec/agg", "store", "shard"},
 	"exec/match":      {"exec/catalog", "exec/stream", "exec/query", "exec/write", "exec/sharding", "exec/ddl", "exec/agg", "store", "shard"},

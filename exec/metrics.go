@@ -184,7 +184,7 @@ func (m *Metrics) collectPartitions(ch chan<- prometheus.Metric, st *store.Catal
 			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 		}
 		lo, hi := ci.Map.Range(i)
-		if docs, bytes, err := m.e.st.Shards[p.Shard].Stats(ci.Meta.ID, lo, hi); err == nil {
+		if docs, bytes, err := m.e.cat.Shards()[p.Shard].Stats(ci.Meta.ID, lo, hi); err == nil {
 			gauge(m.partDocs, float64(docs))
 			gauge(m.partBytes, float64(bytes))
 		}

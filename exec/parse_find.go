@@ -29,6 +29,8 @@ type findArgs struct {
 	showRecordID    bool
 	min, max        bsoncore.Document
 	maxTimeMS       int64
+	// tailable and awaitData ask for a tailable cursor on a capped collection (cmd_tail.go).
+	tailable, awaitData bool
 }
 
 // parseFind parses a find command body.
@@ -78,13 +80,12 @@ func parseFind(body bsoncore.Document) (*findArgs, error) {
 			a.max, err = args.Doc(cmd, key, v)
 		case "oplogReplay", "$_resumeAfter", "term":
 			_, err = args.Bool(cmd, key, v)
-		case "tailable", "awaitData", "allowPartialResults", "readOnce",
-			"allowSpeculativeMajorityRead", "$_requestResumeToken":
-			var b bool
-			b, err = args.OptionalBool(key, v)
-			if err == nil && b && (key == "tailable" || key == "awaitData") {
-				err = mongoerr.New(mongoerr.BadValue, "error processing query: tailable cursor requested on non capped collection")
-			}
+		case "tailable":
+			a.tailable, err = args.OptionalBool(key, v)
+		case "awaitData":
+			a.awaitData, err = args.OptionalBool(key, v)
+		case "allowPartialResults", "readOnce", "allowSpeculativeMajorityRead", "$_requestResumeToken":
+			_, err = args.OptionalBool(key, v)
 		default:
 			return false, nil
 		}
@@ -98,7 +99,7 @@ func parseFind(body bsoncore.Document) (*findArgs, error) {
 			return nil, err
 		}
 	}
-	return a, nil
+	return a, checkTailable(a)
 }
 
 // optionalDoc returns a document argument; null counts as absent, as drivers sometimes send it.

@@ -51,7 +51,7 @@ func (e *Executor) partitionStats(_ context.Context, r *request) error {
 	for i := 0; i < ci.Map.Len(); i++ {
 		p := ci.Map.Partition(i)
 		lo, hi := ci.Map.Range(i)
-		docs, bytes, _ := e.st.Shards[p.Shard].Stats(ci.Meta.ID, lo, hi)
+		docs, bytes, _ := e.cat.Shards()[p.Shard].Stats(ci.Meta.ID, lo, hi)
 		totalDocs += docs
 		totalBytes += bytes
 		pidx, o := bsoncore.AppendDocumentElementStart(out, bsonx.ArrayKey(i))
@@ -159,7 +159,7 @@ func (e *Executor) moveChunk(_ context.Context, r *request) error {
 		return mongoerr.New(mongoerr.NamespaceNotSharded, "Collection %s is not sharded.", ns)
 	}
 	dest := -1
-	for i := range e.st.Shards {
+	for i := range e.cat.Shards() {
 		if sharding.Name(i) == to {
 			dest = i
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -51,9 +52,18 @@ const (
 type txnRegistry struct {
 	mu     sync.Mutex
 	owners map[string]*txnState // doc key (store.AppendDocKey) → the open transaction that wrote it
+	// locks are the same documents by key-lock hash (write.DocLockHash), which writes
+	// outside transactions wait on (txn_wait.go); nLocks is its size, read without mu.
+	locks  map[uint64]*txnState
+	nLocks atomic.Int64
 	active map[*txnState]struct{}
 	// lifetime is transactionLifetimeLimitSeconds (txnLifetime; tests shorten it).
 	lifetime time.Duration
+	// dropCreated drops the collections an aborted transaction created (txn_ddl.go).
+	dropCreated func([]txnCreated)
+	// pending are the collections open transactions created ("db.name" → creator), which
+	// others do not list until the creator commits.
+	pending map[string]*txnState
 }
 
 // txnState is one transaction of a session.
@@ -63,6 +73,7 @@ type txnState struct {
 	number  int64
 	started time.Time
 	phase   atomic.Int32
+	done    chan struct{} // closed when it ends
 	ov      *catalog.Overlay
 	write   *write.Path // the executor's path over the transaction's views
 
@@ -70,6 +81,10 @@ type txnState struct {
 	shard int        // the bound shard, -1 before the first operation
 	snap  *txnSnap   // nil after the end
 	owned []string   // the owners keys it holds
+	// lockHashes are the key-lock hashes of owned.
+	lockHashes []uint64
+	// created are the collections it created (txn_ddl.go), dropped if it aborts.
+	created []txnCreated
 }
 
 // txnSnap is a transaction's snapshot, closed when its last user lets go: readers opened
@@ -84,6 +99,25 @@ func (s *txnSnap) unref() {
 	if s.refs.Add(-1) == 0 {
 		_ = s.snap.Close()
 	}
+}
+
+// appendRecoveryToken appends the recoveryToken a mongos adds to the replies of a
+// transaction's statements, {recoveryShardId: <the bound shard>} ({} before the first
+// operation binds one); drivers send it back with commitTransaction and abortTransaction. A
+// nil tx appends nothing.
+func (tx *txnState) appendRecoveryToken(dst []byte) []byte {
+	if tx == nil {
+		return dst
+	}
+	tx.mu.Lock()
+	shard := tx.shard
+	tx.mu.Unlock()
+	idx, dst := bsoncore.AppendDocumentElementStart(dst, "recoveryToken")
+	if shard >= 0 {
+		dst = bsoncore.AppendStringElement(dst, "recoveryShardId", sharding.Name(shard))
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
 }
 
 // expired reports whether tx ran past its lifetime at now.
@@ -134,8 +168,8 @@ func (tx *txnState) bind(cat *catalog.Catalog, s int) (*txnSnap, error) {
 func (tx *txnState) finish(phase int32) {
 	tx.phase.Store(phase)
 	tx.mu.Lock()
-	snap, owned := tx.snap, tx.owned
-	tx.snap, tx.owned = nil, nil
+	snap, owned, created, hashes := tx.snap, tx.owned, tx.created, tx.lockHashes
+	tx.snap, tx.owned, tx.created, tx.lockHashes = nil, nil, nil, nil
 	tx.mu.Unlock()
 	reg := tx.reg
 	reg.mu.Lock()
@@ -144,11 +178,26 @@ func (tx *txnState) finish(phase int32) {
 			delete(reg.owners, k)
 		}
 	}
+	for _, h := range hashes {
+		if reg.locks[h] == tx {
+			delete(reg.locks, h)
+		}
+	}
+	reg.nLocks.Store(int64(len(reg.locks)))
 	delete(reg.active, tx)
+	for _, c := range created {
+		if reg.pending[c.db+"."+c.name] == tx {
+			delete(reg.pending, c.db+"."+c.name)
+		}
+	}
 	reg.mu.Unlock()
 	if snap != nil {
 		snap.unref()
 	}
+	if phase == txnAborted && reg.dropCreated != nil {
+		reg.dropCreated(created)
+	}
+	close(tx.done)
 }
 
 // abort aborts tx unless it already ended or is committing; it may run on any goroutine.
@@ -181,15 +230,25 @@ func (tx *txnState) checkWrites(cat *catalog.Catalog, keys [][]byte) error {
 		stale = append(stale, o)
 	}
 	var claimed []string
+	var hashes []uint64
+	if reg.locks == nil {
+		reg.locks = map[uint64]*txnState{}
+	}
 	for _, k := range keys {
 		if reg.owners[string(k)] != tx {
 			reg.owners[string(k)] = tx
 			claimed = append(claimed, string(k))
+			coll, _, id, _ := store.DocKeyParts(k)
+			h := write.DocLockHash(coll, id)
+			reg.locks[h] = tx
+			hashes = append(hashes, h)
 		}
 	}
+	reg.nLocks.Store(int64(len(reg.locks)))
 	reg.mu.Unlock()
 	tx.mu.Lock()
 	tx.owned = append(tx.owned, claimed...)
+	tx.lockHashes = append(tx.lockHashes, hashes...)
 	shard := tx.shard
 	tx.mu.Unlock()
 	for _, o := range stale {
@@ -225,11 +284,12 @@ func changedSince(sh catalog.Shard, snap catalog.Reader, keys [][]byte) error {
 // newTxn starts transaction number of session lsid.
 func (e *Executor) newTxn(lsid [16]byte, number int64) *txnState {
 	reg := &e.txns
-	tx := &txnState{reg: reg, lsid: lsid, number: number, started: time.Now(), shard: -1, ov: catalog.NewOverlay()}
+	tx := &txnState{reg: reg, lsid: lsid, number: number, started: time.Now(), shard: -1, ov: catalog.NewOverlay(),
+		done: make(chan struct{})}
 	tx.ov.Check = func(keys [][]byte) error { return tx.checkWrites(e.cat, keys) }
 	views := make([]catalog.Shard, len(e.cat.Shards()))
 	for i := range views {
-		views[i] = txnView{tx: tx, cat: e.cat, s: i}
+		views[i] = newTxnView(tx, e.cat, i)
 	}
 	tx.write = e.write.WithShards(views)
 	var stale []*txnState
@@ -515,6 +575,9 @@ func (e *Executor) queryFor(r *request) *query.Engine {
 	if r.txn != nil {
 		return r.txn.write.Query()
 	}
+	if r.snap != nil {
+		return r.snap.engine
+	}
 	return e.query
 }
 
@@ -576,7 +639,7 @@ func (e *Executor) checkTxnCommand(r *request) error {
 		return nil
 	}
 	coll, _ := r.body.Lookup("createIndexes").StringValueOK()
-	if ci, _ := e.cat.Lookup(r.db, coll); ci != nil {
+	if ci, _ := e.cat.Lookup(r.db, coll); ci != nil && !r.txn.createdByTxn(r.db, coll) {
 		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction,
 			"Cannot create new indexes on existing collection %s.%s in a multi-document transaction.", r.db, coll)
 	}
@@ -593,149 +656,27 @@ func (e *Executor) addTransactionCommands(add func(*command, ...string)) {
 // transaction's writes on top, writes staged into the transaction; any other shard is
 // refused by bind.
 type txnView struct {
+	pinnedView
 	tx  *txnState
 	cat *catalog.Catalog
 	s   int
 }
 
-// reader returns the transaction's reader of the shard and the release of its snapshot.
-func (v txnView) reader() (catalog.Reader, func(), error) {
-	snap, err := v.tx.bind(v.cat, v.s)
-	if err != nil {
-		return nil, nil, err
-	}
-	return catalog.OverlayReader(snap.snap, v.tx.ov), snap.unref, nil
-}
-
-// GetDoc implements catalog.Reader.
-func (v txnView) GetDoc(coll store.CollID, hash uint64, id, dst []byte) ([]byte, error) {
-	r, done, err := v.reader()
-	if err != nil {
-		return dst, err
-	}
-	defer done()
-	return r.GetDoc(coll, hash, id, dst)
-}
-
-// HasDoc implements catalog.Reader.
-func (v txnView) HasDoc(coll store.CollID, hash uint64, id []byte) (bool, error) {
-	r, done, err := v.reader()
-	if err != nil {
-		return false, err
-	}
-	defer done()
-	return r.HasDoc(coll, hash, id)
-}
-
-// NewProbe implements catalog.Reader: checks through the view, one at a time.
-func (v txnView) NewProbe() (catalog.Probe, error) { return txnProbe{v}, nil }
-
-// txnProbe is the Probe of a transaction's view.
-type txnProbe struct{ v txnView }
-
-// HasDoc implements catalog.Probe.
-func (p txnProbe) HasDoc(coll store.CollID, hash uint64, id []byte) (bool, error) {
-	return p.v.HasDoc(coll, hash, id)
-}
-
-// HasIndexKey implements catalog.Probe.
-func (p txnProbe) HasIndexKey(coll store.CollID, idx store.IndexID, key []byte) (bool, error) {
-	_, _, found, err := p.v.HasIndexKeyPrefix(coll, idx, key)
-	return found, err
-}
-
-// Close implements catalog.Probe.
-func (txnProbe) Close() error { return nil }
-
-// HasIndexKeyPrefix implements catalog.Reader.
-func (v txnView) HasIndexKeyPrefix(coll store.CollID, idx store.IndexID, keyPrefix []byte) (uint64, []byte, bool, error) {
-	r, done, err := v.reader()
-	if err != nil {
-		return 0, nil, false, err
-	}
-	defer done()
-	return r.HasIndexKeyPrefix(coll, idx, keyPrefix)
-}
-
-// NewDocIter implements catalog.Reader.
-func (v txnView) NewDocIter(coll store.CollID, lo, hi uint64) (catalog.DocIter, error) {
-	r, done, err := v.reader()
-	if err != nil {
-		return nil, err
-	}
-	it, err := r.NewDocIter(coll, lo, hi)
-	if err != nil {
-		done()
-		return nil, err
-	}
-	return &txnDocIter{DocIter: it, done: done}, nil
-}
-
-// NewIndexIter implements catalog.Reader.
-func (v txnView) NewIndexIter(coll store.CollID, idx store.IndexID, lower, upper []byte, reverse bool) (catalog.IndexIter, error) {
-	r, done, err := v.reader()
-	if err != nil {
-		return nil, err
-	}
-	it, err := r.NewIndexIter(coll, idx, lower, upper, reverse)
-	if err != nil {
-		done()
-		return nil, err
-	}
-	return &txnIndexIter{IndexIter: it, done: done}, nil
-}
-
-// Stats implements catalog.Reader.
-func (v txnView) Stats(coll store.CollID, lo, hi uint64) (int64, int64, error) {
-	r, done, err := v.reader()
-	if err != nil {
-		return 0, 0, err
-	}
-	defer done()
-	return r.Stats(coll, lo, hi)
-}
-
-// Histogram implements catalog.Reader.
-func (v txnView) Histogram(coll store.CollID, lo, hi uint64) ([]store.BucketStat, error) {
-	r, done, err := v.reader()
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	return r.Histogram(coll, lo, hi)
-}
-
-// NewSnapshot implements catalog.Shard: the transaction's view, held until closed.
-func (v txnView) NewSnapshot() (catalog.Snapshot, error) {
-	r, done, err := v.reader()
-	if err != nil {
-		return nil, err
-	}
-	return &txnSnapView{Reader: r, done: done}, nil
+// newTxnView returns shard s as tx sees it.
+func newTxnView(tx *txnState, cat *catalog.Catalog, s int) txnView {
+	v := txnView{tx: tx, cat: cat, s: s}
+	v.pinnedView = pinnedView{live: cat.Shards()[s], pin: func() (catalog.Reader, func(), error) {
+		snap, err := tx.bind(cat, s)
+		if err != nil {
+			return nil, nil, err
+		}
+		return catalog.OverlayReader(snap.snap, tx.ov), snap.unref, nil
+	}}
+	return v
 }
 
 // NewBatch implements catalog.Shard: a batch whose commit joins the transaction's writes.
 func (v txnView) NewBatch() catalog.Batch { return txnBatch{Batch: v.tx.ov.NewBatch(), v: v} }
-
-// CollStats implements catalog.Shard (the committed state).
-func (v txnView) CollStats(coll store.CollID) (int64, int64) {
-	return v.cat.Shards()[v.s].CollStats(coll)
-}
-
-// EstimateDiskUsage implements catalog.Shard (the committed state).
-func (v txnView) EstimateDiskUsage(coll store.CollID, lo, hi uint64) (uint64, error) {
-	return v.cat.Shards()[v.s].EstimateDiskUsage(coll, lo, hi)
-}
-
-// DeleteCollectionData implements catalog.Shard: DDL, refused in a transaction.
-func (v txnView) DeleteCollectionData(store.CollID) error {
-	return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Cannot delete collection data in a multi-document transaction.")
-}
-
-// GetTxnRecord implements catalog.Shard.
-func (v txnView) GetTxnRecord(lsid, dst []byte) ([]byte, error) {
-	return v.cat.Shards()[v.s].GetTxnRecord(lsid, dst)
-}
 
 // txnBatch is a statement's batch on a transaction's view: its commit checks the shard
 // rule before the writes join the transaction.
@@ -758,44 +699,3 @@ func (b txnBatch) Commit(sync bool) error {
 // (the shard rule checked first); SyncWait has nothing to wait for until the transaction
 // commits.
 func (b txnBatch) Apply(sync bool) error { return b.Commit(sync) }
-
-// txnSnapView is a transaction's view handed out as a snapshot.
-type txnSnapView struct {
-	catalog.Reader
-	once sync.Once
-	done func()
-}
-
-// Close implements catalog.Snapshot.
-func (s *txnSnapView) Close() error {
-	s.once.Do(s.done)
-	return nil
-}
-
-// txnDocIter releases its snapshot reference when closed.
-type txnDocIter struct {
-	catalog.DocIter
-	once sync.Once
-	done func()
-}
-
-// Close implements catalog.DocIter.
-func (it *txnDocIter) Close() error {
-	err := it.DocIter.Close()
-	it.once.Do(it.done)
-	return err
-}
-
-// txnIndexIter releases its snapshot reference when closed.
-type txnIndexIter struct {
-	catalog.IndexIter
-	once sync.Once
-	done func()
-}
-
-// Close implements catalog.IndexIter.
-func (it *txnIndexIter) Close() error {
-	err := it.IndexIter.Close()
-	it.once.Do(it.done)
-	return err
-}

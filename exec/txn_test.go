@@ -198,12 +198,37 @@ func TestTxnWriteConflict(t *testing.T) {
 	b.fails(true, `{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 1}}}]}`, 112, true)
 	b.fails(false, `{"commitTransaction": 1}`, 251, true)
 	a.ok(false, `{"update": "c", "updates": [{"q": {"_id": 2}, "u": {"$inc": {"n": 1}}}]}`)
-	// A write committed outside the transaction after its snapshot: commit conflicts.
-	plain(t, c, `{"update": "c", "updates": [{"q": {"_id": 2}, "u": {"$inc": {"n": 100}}}]}`)
-	a.fails(false, `{"commitTransaction": 1}`, 112, true)
-	a.fails(false, `{"find": "c"}`, 251, true)
-	// The retry (the next txnNumber) succeeds, and a retried commit answers ok once applied.
+	// A write outside the transaction to a document it wrote waits for it to end, as in
+	// MongoDB: maxTimeMS bounds the wait (50), and without it the write applies on top of
+	// the commit.
+	late := `{"update": "c", "updates": [{"q": {"_id": 2}, "u": {"$inc": {"n": 100}}}]`
+	if got := replyCode(handle(t, c, withDB(streamtest.ExtDoc(t, late+`, "maxTimeMS": 50}`), "txn"))); got != 50 {
+		t.Fatalf("bounded write to a document of an open transaction: code %d, want 50", got)
+	}
+	c2 := e.Connect(wire.ConnInfo{ID: 2})
+	waited := make(chan bsoncore.Document)
+	go func() { waited <- handle(t, c2, withDB(streamtest.ExtDoc(t, late+`}`), "txn")) }()
+	select {
+	case reply := <-waited:
+		t.Fatalf("the write did not wait for the transaction: %v", reply)
+	case <-time.After(100 * time.Millisecond):
+	}
+	a.ok(false, `{"commitTransaction": 1}`)
+	if reply := <-waited; replyCode(reply) != 0 {
+		t.Fatalf("the write after the commit: %v", reply)
+	}
+	if got := plain(t, c, `{"find": "c", "filter": {"_id": 2}}`); got.Lookup("cursor", "firstBatch", "0", "n").Int32() != 101 {
+		t.Fatalf("_id 2 after the transaction and the write that waited: %v, want n: 101", got)
+	}
+	// A write committed since the snapshot to a document the transaction then writes: 112.
 	a.txn = 2
+	a.ok(true, `{"find": "c", "filter": {"_id": 1}}`)
+	plain(t, c, `{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 100}}}]}`)
+	a.fails(false, `{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 1}}}]}`, 112, true)
+	a.fails(false, `{"find": "c"}`, 251, true)
+	plain(t, c, `{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": -101}}}]}`)
+	// The retry (the next txnNumber) succeeds, and a retried commit answers ok once applied.
+	a.txn = 3
 	a.ok(true, `{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 1}}}]}`)
 	a.ok(false, `{"commitTransaction": 1}`)
 	a.ok(false, `{"commitTransaction": 1}`)
@@ -216,7 +241,7 @@ func TestTxnWriteConflict(t *testing.T) {
 	}
 	// Expired transactions give their documents up.
 	e.txns.lifetime = time.Millisecond
-	a.txn = 3
+	a.txn = 4
 	a.ok(true, `{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 1}}}]}`)
 	time.Sleep(5 * time.Millisecond)
 	b.txn = 2

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -20,6 +21,7 @@ type writeArgs struct {
 	maxTimeMS int64
 	stmts     []bsoncore.Value // the updates or deletes array's elements
 	bypass    bool             // bypassDocumentValidation
+	bypassTs  bool             // bypassEmptyTsReplacement (empty_ts.go)
 }
 
 // updateStmt is one statement of an update command ({q, u, upsert, multi, ...}).
@@ -64,8 +66,8 @@ func parseWriteArgs(cmd, list string, body bsoncore.Document) (*writeArgs, error
 			a.ordered, err = args.Bool(cmd, key, v)
 		case "bypassDocumentValidation":
 			a.bypass, err = args.Bool(cmd, key, v)
-		case "bypassEmptyTsReplacement": // accepted (MongoDB 5.0+); cleave never replaces empty timestamps
-			_, err = args.Bool(cmd, key, v)
+		case "bypassEmptyTsReplacement":
+			a.bypassTs, err = args.Bool(cmd, key, v)
 		case "let":
 			a.let, err = args.Doc(cmd, key, v)
 		case "stmtId", "stmtIds", "isTimeseriesNamespace", "encryptionInformation":
@@ -257,10 +259,29 @@ func hintArg(cmd, field string, v bsoncore.Value) (bsoncore.Value, error) {
 }
 
 // updateArg checks the update of a statement or a findAndModify: an operator or replacement
-// document, or a pipeline (UpdateModification's parser).
+// document, or a pipeline (UpdateModification's parser). A pipeline is lite-parsed here, as
+// MongoDB does for the whole command (its authorization check reads the stages): a stage
+// that is not an object of one field, or that names no stage at all, fails the command; a
+// real stage that an update cannot run fails only its statement (exec/write).
 func updateArg(v bsoncore.Value) (bsoncore.Value, error) {
 	if v.Type != bsoncore.TypeEmbeddedDocument && v.Type != bsoncore.TypeArray {
 		return v, mongoerr.New(mongoerr.FailedToParse, "Update argument must be either an object or an array")
+	}
+	if v.Type == bsoncore.TypeArray {
+		stages, _ := v.Array().Values()
+		for _, st := range stages {
+			doc, ok := st.DocumentOK()
+			if !ok {
+				return v, mongoerr.New(mongoerr.TypeMismatch, "Each element of the 'pipeline' array must be an object")
+			}
+			elems, _ := doc.Elements()
+			if len(elems) != 1 {
+				return v, mongoerr.New(mongoerr.Location40323, "A pipeline stage specification object must contain exactly one field.")
+			}
+			if name := elems[0].Key(); !agg.IsStageName(name) {
+				return v, mongoerr.New(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", name)
+			}
+		}
 	}
 	return v, nil
 }

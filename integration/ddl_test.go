@@ -107,7 +107,7 @@ func TestDDLCreateOptions(t *testing.T) {
 		code int32
 	}{
 		{"CappedNoSize", bson.D{{Key: "create", Value: "c1"}, {Key: "capped", Value: true}}, 72},
-		{"Capped", bson.D{{Key: "create", Value: "c2"}, {Key: "capped", Value: true}, {Key: "size", Value: 4096}}, 238},
+		{"CappedSizeZero", bson.D{{Key: "create", Value: "c2"}, {Key: "capped", Value: true}, {Key: "size", Value: 0}}, 51024},
 		{"TimeseriesNoTimeField", bson.D{{Key: "create", Value: "c3"}, {Key: "timeseries", Value: bson.D{{Key: "metaField", Value: "m"}}}}, 40414},
 		{"ClusteredNotUnique", bson.D{{Key: "create", Value: "c4"}, {Key: "clusteredIndex", Value: bson.D{{Key: "key", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "unique", Value: false}}}}, 5979700},
 		{"Collation", bson.D{{Key: "create", Value: "c5"}, {Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}}}, 238},

@@ -17,9 +17,11 @@ import (
 )
 
 // TestKillMixedWorkload kills the server with SIGKILL at a random moment of a mixed
-// workload (inserts, $inc updates, deletes and moveChunk, with continuous size splits and
-// balancer moves between two shards), restarts it, checks every acknowledged operation
-// against a full scan and runs validate (full); twenty rounds on the same data.
+// workload (inserts, $inc updates, deletes, moveChunk, and an index build and an index drop
+// each round, with continuous size splits and balancer moves between two shards), restarts
+// it, checks every acknowledged operation against a full scan and listIndexes and runs
+// validate (full), which checks every index against the documents; twenty rounds on the
+// same data. At the end, the partitions must have split and sit on both shards.
 func TestKillMixedWorkload(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kill rounds are slow")
@@ -39,12 +41,30 @@ func TestKillMixedWorkload(t *testing.T) {
 		t.Fatal(err)
 	}
 	const rounds = 20
-	m := &mixedModel{docs: map[int32]*mixedDoc{}}
+	m := &mixedModel{docs: map[int32]*mixedDoc{}, indexes: map[string]*mixedIndex{}, builds: map[bool]int{}}
 	start := time.Now()
 	for round := range rounds {
 		mixedKillRound(t, srv, round, m)
 	}
-	t.Logf("%d rounds in %v", rounds, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d rounds in %v; index builds acknowledged %d, killed %d", rounds, time.Since(start).Round(time.Millisecond),
+		m.builds[true], m.builds[false])
+	c = srv.client(t)
+	defer func() { _ = c.Disconnect(context.Background()) }()
+	var chunks []bson.M
+	cur, err := c.Database("config").Collection("chunks").Find(context.Background(), bson.D{{Key: "ns", Value: "killmixed.c"}})
+	if err == nil {
+		err = cur.All(context.Background(), &chunks)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := map[any]bool{}
+	for _, ch := range chunks {
+		on[ch["shard"]] = true
+	}
+	if len(chunks) < 4 || len(on) < 2 {
+		t.Fatalf("after %d rounds, %d partitions on %d shards: the workload did not split and move", rounds, len(chunks), len(on))
+	}
 }
 
 // mixedDoc is what the clients know of one document.
@@ -64,6 +84,16 @@ type mixedModel struct {
 	docs map[int32]*mixedDoc
 	live []int32 // present ids no delete was sent for: what updates and deletes pick from
 	bad  []string
+	// indexes are the round indexes' states (name x<round>); builds counts the index builds
+	// acknowledged (true) and cut by the kill (false).
+	indexes map[string]*mixedIndex
+	builds  map[bool]int
+}
+
+// mixedIndex is what the clients know of one index.
+type mixedIndex struct {
+	created, dropSent, dropped bool // createIndexes acknowledged; dropIndexes sent, acknowledged
+	gone                       bool // absent after a restart
 }
 
 // fail records an anomaly a client saw while the server was up.
@@ -111,6 +141,7 @@ func mixedKillRound(t *testing.T, srv *server, round int, m *mixedModel) {
 		}
 		return true
 	}
+	runFor := time.Duration(300+rand.IntN(900)) * time.Millisecond // until the kill
 	var wg sync.WaitGroup
 	for w := range 2 { // inserts
 		wg.Go(func() {
@@ -185,6 +216,45 @@ func mixedKillRound(t *testing.T, srv *server, round int, m *mixedModel) {
 			time.Sleep(time.Millisecond) // fewer deletes than inserts: the data grows
 		}
 	})
+	wg.Go(func() { // an index build, then the drop of an older round's index
+		// Even rounds build early (acknowledged builds must survive), odd ones just before the
+		// kill, so that it lands in the build or the drop.
+		wait := time.Duration(rand.IntN(200)) * time.Millisecond
+		if round%2 == 1 {
+			wait = runFor - time.Duration(10+rand.IntN(60))*time.Millisecond
+		}
+		time.Sleep(wait)
+		name := fmt.Sprintf("x%d", round)
+		x := &mixedIndex{}
+		m.mu.Lock()
+		m.indexes[name] = x
+		m.mu.Unlock()
+		_, err := coll.Indexes().CreateOne(wctx, mongo.IndexModel{Keys: bson.D{{Key: "n", Value: -1}, {Key: name, Value: 1}},
+			Options: options.Index().SetName(name)})
+		m.mu.Lock()
+		m.builds[err == nil]++
+		x.created = err == nil
+		m.mu.Unlock()
+		if failed("createIndexes", err) {
+			return
+		}
+		old := fmt.Sprintf("x%d", round-2)
+		m.mu.Lock()
+		ox := m.indexes[old]
+		if ox == nil || ox.gone || ox.dropSent {
+			m.mu.Unlock()
+			return
+		}
+		ox.dropSent = true
+		m.mu.Unlock()
+		err = coll.Indexes().DropOne(wctx, old)
+		if failed("dropIndexes", err) {
+			return
+		}
+		m.mu.Lock()
+		ox.dropped = true
+		m.mu.Unlock()
+	})
 	wg.Go(func() { // moves besides the balancer's, as killRound makes them
 		for i := 0; ; i++ {
 			time.Sleep(time.Duration(20+rand.IntN(60)) * time.Millisecond)
@@ -200,7 +270,7 @@ func mixedKillRound(t *testing.T, srv *server, round int, m *mixedModel) {
 			}
 		}
 	})
-	time.Sleep(time.Duration(300+rand.IntN(900)) * time.Millisecond)
+	time.Sleep(runFor)
 	killed.Store(true)
 	srv.kill()
 	cancel()
@@ -278,6 +348,7 @@ func mixedKillRound(t *testing.T, srv *server, round int, m *mixedModel) {
 	if n := res.Lookup("nrecords").AsInt64(); !moving && n != int64(len(seen)) {
 		t.Fatalf("%s: validate counts %d records, the scan %d, and no move is in flight", when, n, len(seen))
 	}
+	checkMixedIndexes(t, c2.Database("killmixed").Collection("c"), when, m)
 	// What the restart kept is from now on what the clients know.
 	m.live = m.live[:0]
 	for id, d := range m.docs {
@@ -294,4 +365,31 @@ func mixedKillRound(t *testing.T, srv *server, round int, m *mixedModel) {
 	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
 	_ = c2.Disconnect(dctx) // before the next kill: its monitor would linger at the dead address
 	dcancel()
+}
+
+// checkMixedIndexes compares the collection's indexes after a restart with what the
+// clients were told: an acknowledged build is there unless its drop was sent, an
+// acknowledged drop is not, an index absent once never comes back. What it finds is from
+// then on what the clients know.
+func checkMixedIndexes(t *testing.T, c *mongo.Collection, when string, m *mixedModel) {
+	t.Helper()
+	specs, err := c.Indexes().ListSpecifications(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, s := range specs {
+		have[s.Name] = true
+	}
+	for name, x := range m.indexes {
+		switch {
+		case have[name] && x.gone:
+			t.Fatalf("%s: index %s, absent after an earlier restart, is back", when, name)
+		case have[name] && x.dropped:
+			t.Fatalf("%s: acknowledged drop of index %s undone by the kill", when, name)
+		case !have[name] && x.created && !x.dropSent:
+			t.Fatalf("%s: acknowledged index %s lost", when, name)
+		}
+		*x = mixedIndex{created: have[name], gone: !have[name]}
+	}
 }

@@ -22,17 +22,26 @@ import (
 
 // Load test sizes: loadConns connections run the mixed workload for loadDuration.
 const (
-	loadConns    = 1000
-	loadDuration = 30 * time.Second
+	loadConns = 1000
 	// loadSlack is how far goroutines and open files may stay above the baseline once every
 	// connection closed: pebble flushes and compacts meanwhile (new tables, its own
 	// goroutines); a leak per connection would be ~loadConns.
 	loadSlack = 100
 )
 
+// loadDuration is how long the workload runs: 30 s, or CLEAVE_LOAD_DURATION (issue 16's
+// full minute: CLEAVE_LOAD_DURATION=1m go test ./integration -run TestLoadConnections).
+var loadDuration = func() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("CLEAVE_LOAD_DURATION")); err == nil && d > 0 {
+		return d
+	}
+	return 30 * time.Second
+}()
+
 // TestLoadConnections opens 1,000 raw connections, each doing a handshake and then a mixed
 // workload (inserts, finds by _id, $inc updates, an aggregation every tenth round; one round
-// in eight on a collection provisioned at 400 RU/s so that throttling happens) for 30 s.
+// in eight on a collection provisioned at 400 RU/s so that throttling happens) for 30 s
+// (loadDuration).
 // Every reply must succeed or fail with 16500 TooManyRequests; afterwards the server still
 // answers and, once every connection closed, its connection count, goroutines and open file
 // descriptors return to near what they were before. No timing is asserted.

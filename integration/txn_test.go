@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -155,4 +156,54 @@ func TestTxnDriverAbortAndScope(t *testing.T) {
 	if n, err := coll.CountDocuments(ctx, bson.D{}); err != nil || n != 0 {
 		t.Fatalf("after the refused transaction: %d, %v", n, err)
 	}
+}
+
+// TestTxnOutsideWriteWaits checks that a write outside any transaction to a document an
+// open transaction wrote waits for the transaction to end, as MongoDB's does: maxTimeMS
+// bounds the wait (50 MaxTimeMSExpired), and an unbounded write applies on top of the
+// commit.
+func TestTxnOutsideWriteWaits(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	cl := srv.client(t)
+	ctx := context.Background()
+	db := cl.Database(dbName(t))
+	coll := db.Collection("c")
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := cl.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	if err := sess.StartTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	inc := func(n int) bson.D { return bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: n}}}} }
+	if _, err := coll.UpdateOne(mongo.NewSessionContext(ctx, sess), bson.D{{Key: "_id", Value: 1}}, inc(1)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = runCmd(t, db, bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{
+		bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "u", Value: inc(10)}}}}, {Key: "maxTimeMS", Value: 200}})
+	if !hasCode(err, 50) {
+		t.Fatalf("bounded write to the transaction's document: %v, want 50 MaxTimeMSExpired", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, inc(100))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the write did not wait for the transaction: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := sess.CommitTransaction(ctx); err != nil {
+		t.Fatalf("commit: %v (the waiting write must not make it conflict)", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	checkDocs(t, coll, bson.D{{Key: "_id", Value: 1}}, 101, 1)
 }

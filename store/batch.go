@@ -23,6 +23,9 @@ type Batch struct {
 	adjust  []collDelta // total-only adjustments (buckets range-deleted by DeleteDocRange)
 	resets  []CollID    // collections whose data and stats this batch deletes
 	done    bool        // committed
+	// grows is set by the writes that add data (documents, index entries): the disk
+	// reserve refuses such a batch (space.go); deletions alone always commit.
+	grows bool
 	// syncPending is set by Apply(true) until SyncWait: Pebble's batch must not be closed
 	// before its sync is waited for.
 	syncPending bool
@@ -68,6 +71,7 @@ func (b *Batch) SetDoc(coll CollID, hash uint64, id, doc []byte) {
 	AppendDocKey(op.Key[:0], coll, hash, id)
 	copy(op.Value, doc)
 	_ = op.Finish() // unindexed batch: cannot fail
+	b.grows = true
 }
 
 // DeleteDoc deletes document (coll, hash, id); deleting a missing one is not an error.
@@ -96,6 +100,7 @@ func (b *Batch) SetIndex(coll CollID, idx IndexID, key []byte, hash uint64, id [
 	op := b.pb.SetDeferred(indexKeyLen(key, id), 0)
 	AppendIndexKey(op.Key[:0], coll, idx, key, hash, id)
 	_ = op.Finish()
+	b.grows = true
 }
 
 // DeleteIndex deletes the index entry (key, hash, id) of index idx of coll.
@@ -167,6 +172,10 @@ func (b *Batch) Empty() bool {
 // synced WAL, so it survives a crash; without sync it may be lost by a crash (not by a clean
 // Close). Committing an empty batch does nothing. A batch commits at most once: a second
 // Commit returns ErrClosed. Close the batch afterwards either way.
+//
+// A batch that adds documents or index entries while the disk is under its reserve is
+// refused with a *DiskFullError (ErrDiskFull) and nothing of it is applied. A commit that
+// fails in Pebble returns an error wrapping ErrIO, and so does every later one (space.go).
 func (b *Batch) Commit(sync bool) error {
 	if err := b.Apply(sync); err != nil {
 		return err
@@ -187,21 +196,19 @@ func (b *Batch) Apply(sync bool) error {
 	if b.done || b.pb == nil || b.db.closed.Load() {
 		return ErrClosed
 	}
-	b.done = true
 	if b.Empty() {
+		b.done = true
 		return nil
 	}
-	totals := b.writeStats()
-	var err error
-	if sync {
-		err = b.db.pdb.ApplyNoSyncWait(b.pb, pebble.Sync)
-		b.syncPending = err == nil
-	} else {
-		err = b.pb.Commit(pebble.NoSync)
-	}
-	if err != nil {
+	if err := b.db.writeRefused(b.grows); err != nil {
 		return err
 	}
+	b.done = true
+	totals := b.writeStats()
+	if err := b.db.applyPebble(b.pb, sync); err != nil {
+		return err
+	}
+	b.syncPending = sync
 	for _, c := range b.resets {
 		b.db.totals.reset(c)
 	}
@@ -218,7 +225,10 @@ func (b *Batch) SyncWait() error {
 		return nil
 	}
 	b.syncPending = false
-	return b.pb.SyncWait()
+	if err := b.pb.SyncWait(); err != nil {
+		return b.db.failCommit(err)
+	}
+	return nil
 }
 
 // writeStats adds the merge operands of the aggregated stats to the Pebble batch and returns

@@ -37,6 +37,10 @@ type Catalog struct {
 	mu    struct {
 		sync.Mutex
 		nextColl CollID // next collection ID to assign
+		// shared is set when the catalog is shared by several nodes (catalog_shared.go).
+		shared *sharedCatalog
+		// homeShard holds the one partition of a collection created without any.
+		homeShard int
 	}
 }
 
@@ -73,34 +77,61 @@ func loadCatalog(pdb *pebble.DB, e *edit) (CollID, error) {
 		if v, err = it.ValueAndErr(); err != nil {
 			break
 		}
-		switch k := it.Key(); {
-		case len(k) > 2 && k[1] == catalogDatabase:
-			var d *Database
-			if d, err = decodeDatabase(v); err == nil {
-				e.putDatabase(d)
-			}
-		case len(k) == 6 && k[1] == catalogCollection:
-			var c *Collection
-			if c, err = decodeCollection(v); err == nil {
-				e.putCollection(c)
-				maxID = max(maxID, c.ID)
-			}
-		case len(k) > 3 && k[1] == catalogSecurity:
-			id, ok := decodeSecurityKey(k)
-			if !ok {
-				err = errCorruptKey(k)
-				break
-			}
-			e.cloneSecurity()
-			e.s.security[id] = cloneDoc(v)
-		default:
-			err = errCorruptKey(k)
-		}
+		var id CollID
+		id, err = applyRecord(e, it.Key(), v)
+		maxID = max(maxID, id)
 	}
 	if err == nil {
 		err = it.Error()
 	}
 	return maxID, errors.Join(err, it.Close())
+}
+
+// applyRecord puts catalog record k = v into e, or removes it when v is nil, and returns the
+// ID of the collection it put (0 for any other record). v is copied where kept.
+func applyRecord(e *edit, k, v []byte) (CollID, error) {
+	switch {
+	case len(k) > 2 && k[1] == catalogDatabase:
+		if v == nil {
+			e.removeDatabase(string(k[2:]))
+			return 0, nil
+		}
+		d, err := decodeDatabase(v)
+		if err == nil {
+			e.putDatabase(d)
+		}
+		return 0, err
+	case len(k) == 6 && k[1] == catalogCollection:
+		if v == nil {
+			if c := e.s.byID[CollID(binary.BigEndian.Uint32(k[2:]))]; c != nil {
+				e.removeCollection(c)
+			}
+			return 0, nil
+		}
+		c, err := decodeCollection(v)
+		if err != nil {
+			return 0, err
+		}
+		if old := e.s.byID[c.ID]; old != nil && (old.DB != c.DB || old.Name != c.Name) {
+			e.removeCollection(old) // renamed
+		}
+		e.putCollection(c)
+		return c.ID, nil
+	case len(k) > 3 && k[1] == catalogSecurity:
+		id, ok := decodeSecurityKey(k)
+		if !ok {
+			return 0, errCorruptKey(k)
+		}
+		e.cloneSecurity()
+		if v == nil {
+			delete(e.s.security, id)
+		} else {
+			e.s.security[id] = cloneDoc(v)
+		}
+		return 0, nil
+	default:
+		return 0, errCorruptKey(k)
+	}
 }
 
 // readCounter reads a uint64 counter, 0 if absent.
@@ -140,8 +171,25 @@ type mutation struct {
 }
 
 // mutate runs fn under the catalog mutex on a fresh mutation, then commits the batch with a
-// WAL sync and publishes the new state. An error from fn aborts everything.
+// WAL sync and publishes the new state. An error from fn aborts everything. A shared catalog
+// (catalog_shared.go) first commits the change to the shared log, conditioned on the revision
+// the state was at; when another node committed first, fn runs again on the state that
+// includes that change.
 func (c *Catalog) mutate(fn func(m *mutation) error) error {
+	for attempt := 0; ; attempt++ {
+		err := c.mutateOnce(fn)
+		var conflict *ConflictError
+		if !errors.As(err, &conflict) || attempt == maxConflictRetries {
+			return err
+		}
+		if err := c.waitRevision(conflict.Rev); err != nil {
+			return err
+		}
+	}
+}
+
+// mutateOnce is one attempt of mutate.
+func (c *Catalog) mutateOnce(fn func(m *mutation) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.db.closed.Load() {
@@ -153,7 +201,23 @@ func (c *Catalog) mutate(fn func(m *mutation) error) error {
 	if err := fn(m); err != nil {
 		return err
 	}
-	if err := m.b.Commit(pebble.Sync); err != nil {
+	if c.mu.shared != nil && !m.b.Empty() {
+		if err := c.commitShared(m.b, m.e.s); err != nil {
+			return err
+		}
+	}
+	// Through the DB's guarded commit: a failed DB refuses it, and a WAL error fails the DB
+	// instead of stopping the process ("pebble: fatal commit error"). Catalog records are
+	// small and deletions free space: the disk reserve does not apply.
+	err := c.db.writeRefused(false)
+	if err == nil {
+		if err = c.db.applyPebble(m.b, true); err == nil {
+			if err = m.b.SyncWait(); err != nil {
+				err = c.db.failCommit(err)
+			}
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("store: catalog commit: %w", err)
 	}
 	c.state.Store(m.e.s)

@@ -180,6 +180,9 @@ func decodeIndexes(v bsoncore.Value) ([]Index, error) {
 			}
 			return true
 		})
+		if err == nil && x.Key == nil {
+			return fmt.Errorf("%w: catalog record: index %q has no key", ErrCorrupt, x.Name)
+		}
 		out = append(out, x)
 		return err
 	})

@@ -11,7 +11,8 @@ import (
 // (from a persistent counter: IDs are never reused, even after a drop and a restart), a random
 // UUID and Version 1. The _id index (ID 1, "_id_", {_id: 1}) is added unless in.Indexes has
 // one (which gets ID 1 if it has none); other indexes and partitions with ID 0 get fresh IDs;
-// no partitions means one partition [0, 2^64) on shard 0.
+// no partitions means one partition [0, 2^64) on the home shard (SetHomeShard; shard 0 unless
+// set).
 func (c *Catalog) CreateCollection(in Collection) (*Collection, error) {
 	var out *Collection
 	err := c.mutate(func(m *mutation) error {
@@ -24,7 +25,7 @@ func (c *Catalog) CreateCollection(in Collection) (*Collection, error) {
 		if c.mu.nextColl == 0 {
 			return fmt.Errorf("%w: collection IDs exhausted", ErrInvalid) // 2^32 creations
 		}
-		coll := newCollectionRecord(&in, c.mu.nextColl)
+		coll := newCollectionRecord(&in, c.mu.nextColl, c.mu.homeShard)
 		// Advance even if the commit fails: skipping an ID is harmless, reusing one is not.
 		c.mu.nextColl++
 		if err := m.putCollection(coll); err != nil {
@@ -44,7 +45,7 @@ func (c *Catalog) CreateCollection(in Collection) (*Collection, error) {
 }
 
 // newCollectionRecord builds the record CreateCollection stores for in, with ID id.
-func newCollectionRecord(in *Collection, id CollID) *Collection {
+func newCollectionRecord(in *Collection, id CollID, home int) *Collection {
 	coll := in.clone()
 	coll.ID = id
 	coll.UUID = newUUID()
@@ -69,7 +70,7 @@ func newCollectionRecord(in *Collection, id CollID) *Collection {
 		}
 	}
 	if len(coll.Partitions) == 0 {
-		coll.Partitions = []Partition{{}}
+		coll.Partitions = []Partition{{Shard: home}}
 	}
 	coll.NextPartitionID = max(coll.NextPartitionID, 1)
 	for _, p := range coll.Partitions {

@@ -30,8 +30,10 @@ type DB struct {
 	health  io.Closer // disk-health checker of the OS file system, or a no-op
 	closed  atomic.Bool
 	events  *eventCounters
-	totals  collTotals // per-collection stats totals, see stats.go
-	readOps reader     // reads of the latest committed state
+	totals  collTotals            // per-collection stats totals, see stats.go
+	readOps reader                // reads of the latest committed state
+	space   *spaceGuard           // refuses writes that add data when the disk is low
+	failed  atomic.Pointer[error] // set by the first failed commit: writes are refused
 }
 
 // Open opens (creating if needed) the database in opts.Dir. It fails with a clear error,
@@ -60,7 +62,8 @@ func Open(opts Options) (*DB, error) {
 		_ = health.Close()
 		return nil, fmt.Errorf("store: open %s: %w", opts.Dir, err)
 	}
-	db := &DB{pdb: pdb, dir: opts.Dir, logger: logger, lock: lock, health: health, events: events}
+	db := &DB{pdb: pdb, dir: opts.Dir, logger: logger, lock: lock, health: health, events: events,
+		space: newSpaceGuard(fsys, opts.Dir, &opts, logger)}
 	db.readOps = reader{r: pdb}
 	if err := db.checkFormat(); err != nil {
 		_ = db.Close()

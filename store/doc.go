@@ -25,7 +25,8 @@
 // A hash range is (lo, hi uint64) meaning [lo, hi), where hi == 0 stands for 2^64, the end of
 // the 64-bit space: [0, 0) is the whole space, [1<<63, 0) its upper half. The shard package uses
 // the same convention; InRange implements it. Unsharded collections keep every document at
-// hash 0.
+// hash 0, except capped ones, whose callers put an increasing record id there (so key order is
+// insertion order), and time-series ones (a content-derived slot); the store does not care.
 //
 // # Invariants
 //
@@ -40,6 +41,9 @@
 //     provided every document write records its delta with Batch.AddStats.
 //   - Collection IDs are never reused; catalog readers never block and never see a change
 //     that is not durable.
+//   - A batch that adds documents or index entries never reaches Pebble while the volume's
+//     free space is under the reserve (*DiskFullError); after a commit fails in Pebble
+//     (ErrIO), no write reaches it again until the DB is reopened (space.go).
 //
 // # Usage
 //

@@ -19,4 +19,11 @@ var (
 	// ErrInvalid reports an argument or catalog mutation that breaks an invariant
 	// (for example partitions that do not start at hash 0).
 	ErrInvalid = errors.New("store: invalid argument")
+	// ErrDiskFull reports a write refused because the data volume's free space is under
+	// the reserve (a *DiskFullError carries the figures); nothing of it was applied.
+	ErrDiskFull = errors.New("store: disk full")
+	// ErrIO reports a write that failed in Pebble (its WAL could not be written or synced),
+	// and every write to that DB after it: the failed write may or may not survive a
+	// restart, wholly; nothing acknowledged before it is lost.
+	ErrIO = errors.New("store: I/O error")
 )

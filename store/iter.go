@@ -26,6 +26,7 @@ type DocIter struct {
 	started bool
 	valid   bool
 	closed  bool
+	reverse bool // Next walks from the last document back (newDocIterReverse)
 	hash    uint64
 	id      []byte
 	err     error
@@ -47,6 +48,16 @@ func newDocIter(r pebble.Reader, coll CollID, lo, hi uint64) (*DocIter, error) {
 	return d, nil
 }
 
+// newDocIterReverse is newDocIter walking from the last document of the range to the first:
+// a capped collection's newest documents first ($natural: -1).
+func newDocIterReverse(r pebble.Reader, coll CollID, lo, hi uint64) (*DocIter, error) {
+	d, err := newDocIter(r, coll, lo, hi)
+	if d != nil {
+		d.reverse = true
+	}
+	return d, err
+}
+
 // Next moves to the next document (the first on its first call) and reports whether there is
 // one. After false, check Err.
 func (d *DocIter) Next() bool {
@@ -54,9 +65,14 @@ func (d *DocIter) Next() bool {
 		return false
 	}
 	switch {
+	case !d.started && d.reverse:
+		d.started = true
+		d.valid = d.it.Last()
 	case !d.started:
 		d.started = true
 		d.valid = d.it.First()
+	case d.valid && d.reverse:
+		d.valid = d.it.Prev()
 	case d.valid:
 		d.valid = d.it.Next()
 	default:
@@ -66,7 +82,7 @@ func (d *DocIter) Next() bool {
 }
 
 // SeekGE positions at the first document at or after (hash, id) and reports whether there is
-// one.
+// one. It is for forward iterators: on a reverse one, the following Next moves backwards.
 func (d *DocIter) SeekGE(hash uint64, id []byte) bool {
 	if d.it == nil || d.err != nil {
 		return false

@@ -57,35 +57,51 @@ func TestDocIterBounds(t *testing.T) {
 		{"MissingColl", 9, 0, 0},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			var want []docRef
-			for _, r := range refs {
-				if r.coll == tc.coll && InRange(r.hash, tc.lo, tc.hi) && (tc.hi == 0 || tc.hi > tc.lo) {
-					want = append(want, r)
-				}
+		for _, reverse := range []bool{false, true} {
+			name := tc.name
+			if reverse {
+				name += "Reverse"
 			}
-			it, err := db.NewDocIter(tc.coll, tc.lo, tc.hi)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer closeT(t, it)
-			var got []docRef
-			for it.Next() {
-				got = append(got, docRef{tc.coll, it.Hash(), slices.Clone(it.ID())})
-				if wantDoc := fmt.Sprintf("%d/%x/", tc.coll, it.Hash()); !bytes.HasPrefix(it.Doc(), []byte(wantDoc)) {
-					t.Fatalf("Doc = %q, want prefix %q", it.Doc(), wantDoc)
-				}
-			}
-			if err := it.Err(); err != nil {
-				t.Fatal(err)
-			}
-			if !slices.EqualFunc(got, want, func(a, b docRef) bool { return a.hash == b.hash && bytes.Equal(a.id, b.id) }) {
-				t.Fatalf("got %d docs %v, want %d %v", len(got), got, len(want), want)
-			}
-			if it.Next() {
-				t.Fatal("Next after the end returned true")
-			}
-		})
+			t.Run(name, func(t *testing.T) { checkDocIterRange(t, db, refs, tc.coll, tc.lo, tc.hi, reverse) })
+		}
+	}
+}
+
+// checkDocIterRange checks that a DocIter over coll's [lo, hi), forward or in reverse, yields
+// exactly the documents of refs in that range, in key order or its reverse.
+func checkDocIterRange(t *testing.T, db *DB, refs []docRef, coll CollID, lo, hi uint64, reverse bool) {
+	t.Helper()
+	var want []docRef
+	for _, r := range refs {
+		if r.coll == coll && InRange(r.hash, lo, hi) && (hi == 0 || hi > lo) {
+			want = append(want, r)
+		}
+	}
+	open := db.NewDocIter
+	if reverse {
+		open = db.NewDocIterReverse
+		slices.Reverse(want)
+	}
+	it, err := open(coll, lo, hi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeT(t, it)
+	var got []docRef
+	for it.Next() {
+		got = append(got, docRef{coll, it.Hash(), slices.Clone(it.ID())})
+		if wantDoc := fmt.Sprintf("%d/%x/", coll, it.Hash()); !bytes.HasPrefix(it.Doc(), []byte(wantDoc)) {
+			t.Fatalf("Doc = %q, want prefix %q", it.Doc(), wantDoc)
+		}
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(got, want, func(a, b docRef) bool { return a.hash == b.hash && bytes.Equal(a.id, b.id) }) {
+		t.Fatalf("got %d docs %v, want %d %v", len(got), got, len(want), want)
+	}
+	if it.Next() {
+		t.Fatal("Next after the end returned true")
 	}
 }
 

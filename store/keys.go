@@ -157,6 +157,9 @@ func readRevUvarint(b []byte) (v uint64, n int) {
 	for i := len(b) - 1; i >= 0 && n < binary.MaxVarintLen64; i-- {
 		c := b[i]
 		n++
+		if n == binary.MaxVarintLen64 && c > 1 {
+			return 0, 0 // past 64 bits: the tenth byte holds the top bit only
+		}
 		v |= uint64(c&0x7f) << shift
 		if c < 0x80 {
 			if c == 0 && n > 1 {

@@ -24,6 +24,14 @@ const (
 	// a blob file (Pebble's value separation): a data block then holds at most a few KiB of
 	// small values, so a point lookup that lands next to a 16 MiB document reads a small block.
 	DefaultLargeValueSize = 16 << 10
+	// DefaultDiskReserve and DefaultDiskReservePercent: writes that add data are refused
+	// while the data volume has less free space than the smaller of 1 GiB and 5% of its
+	// size, which leaves flushes and compactions room to run (space.go).
+	DefaultDiskReserve        int64 = 1 << 30
+	DefaultDiskReservePercent       = 5.0
+	// DefaultDiskCheckInterval is how old a reading of the free space may get before a
+	// write reads it again (MongoDB's disk space monitor reads it every second).
+	DefaultDiskCheckInterval = time.Second
 )
 
 // Options configures one DB. The zero value plus a Dir is valid after EnsureDefaults.
@@ -53,6 +61,16 @@ type Options struct {
 	// DiskSlowThreshold is how long a disk write may take before a warning is logged; it only
 	// applies to the OS file system (FS == nil). Negative disables the check.
 	DiskSlowThreshold time.Duration
+	// DiskReserve is the free space, in bytes, under which writes that add data are refused
+	// with a *DiskFullError; 0 means DefaultDiskReserve, a negative value no byte bound.
+	DiskReserve int64
+	// DiskReservePercent bounds the reserve to this share of the volume's size (the smaller
+	// bound applies); 0 means DefaultDiskReservePercent, a negative value no share bound.
+	// With both bounds off, free space is never read.
+	DiskReservePercent float64
+	// DiskCheckInterval is how old a reading of the free space may get; 0 means
+	// DefaultDiskCheckInterval.
+	DiskCheckInterval time.Duration
 	// Logger receives the store's and Pebble's logs; nil means zap.NewNop().
 	Logger *zap.Logger
 }
@@ -77,6 +95,15 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.DiskSlowThreshold == 0 {
 		o.DiskSlowThreshold = DefaultDiskSlowThreshold
 	}
+	if o.DiskReserve == 0 {
+		o.DiskReserve = DefaultDiskReserve
+	}
+	if o.DiskReservePercent == 0 {
+		o.DiskReservePercent = DefaultDiskReservePercent
+	}
+	if o.DiskCheckInterval == 0 {
+		o.DiskCheckInterval = DefaultDiskCheckInterval
+	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
@@ -95,6 +122,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: Options.MemTableSize %d not in [1 MiB, 4 GiB)", ErrInvalid, o.MemTableSize)
 	case o.MemTables < 2:
 		return fmt.Errorf("%w: Options.MemTables %d is below 2", ErrInvalid, o.MemTables)
+	case o.DiskReservePercent >= 100:
+		return fmt.Errorf("%w: Options.DiskReservePercent %v is not below 100", ErrInvalid, o.DiskReservePercent)
 	case o.Logger == nil:
 		return fmt.Errorf("%w: Options.Logger is nil (call EnsureDefaults)", ErrInvalid)
 	}

@@ -30,6 +30,8 @@ type Reader interface {
 	// NewDocIter iterates over the documents of coll with hash in [lo, hi), in key order
 	// (hash, then id).
 	NewDocIter(coll CollID, lo, hi uint64) (*DocIter, error)
+	// NewDocIterReverse is NewDocIter in reverse key order, last document first.
+	NewDocIterReverse(coll CollID, lo, hi uint64) (*DocIter, error)
 	// NewIndexIter iterates over the entries of index idx whose key part is in
 	// [lower, upper) (nil = unbounded), forward or in reverse.
 	NewIndexIter(coll CollID, idx IndexID, lower, upper []byte, reverse bool) (*IndexIter, error)
@@ -209,6 +211,14 @@ func (db *DB) NewDocIter(coll CollID, lo, hi uint64) (*DocIter, error) {
 	return newDocIter(db.pdb, coll, lo, hi)
 }
 
+// NewDocIterReverse implements Reader.
+func (db *DB) NewDocIterReverse(coll CollID, lo, hi uint64) (*DocIter, error) {
+	if db.closed.Load() {
+		return nil, ErrClosed
+	}
+	return newDocIterReverse(db.pdb, coll, lo, hi)
+}
+
 // NewIndexIter implements Reader.
 func (db *DB) NewIndexIter(coll CollID, idx IndexID, lower, upper []byte, reverse bool) (*IndexIter, error) {
 	if db.closed.Load() {
@@ -302,6 +312,14 @@ func (s *Snapshot) NewDocIter(coll CollID, lo, hi uint64) (*DocIter, error) {
 		return nil, ErrClosed
 	}
 	return newDocIter(s.snap, coll, lo, hi)
+}
+
+// NewDocIterReverse implements Reader.
+func (s *Snapshot) NewDocIterReverse(coll CollID, lo, hi uint64) (*DocIter, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	return newDocIterReverse(s.snap, coll, lo, hi)
 }
 
 // NewIndexIter implements Reader.

@@ -48,6 +48,11 @@ type Config struct {
 	// goMemoryLimitSet: --go-memory-limit or CLEAVE_GO_MEMORY_LIMIT was given, and wins
 	// over GOMEMLIMIT.
 	goMemoryLimitSet bool
+	// DiskReserve and DiskReservePercent: writes that add data are refused (OutOfDiskSpace
+	// 14031) while the data volume has less free space than the smaller of the two bounds;
+	// 0 turns a bound off.
+	DiskReserve        int64
+	DiskReservePercent float64
 	// Auth turns access control on (mongod's --auth); AuthUser and AuthPassword create a
 	// root user on admin at startup when no user exists.
 	Auth                   bool
@@ -65,6 +70,9 @@ type Config struct {
 	// RequestUnits false turns metering and throttling off (to measure their cost).
 	ThrottleRetryMS int
 	RequestUnits    bool
+
+	// Cluster is cluster mode's configuration (cluster.go).
+	Cluster ClusterConfig
 }
 
 // DefaultMemTableBudget is --memtable-budget's default: with the block cache's 256 MiB, the
@@ -74,6 +82,15 @@ const DefaultMemTableBudget = 128 << 20
 // DefaultGoMemoryLimit is --go-memory-limit's default: with the memtables' 128 MiB, the
 // process stays within the block cache plus 256 MiB (README, "Memory").
 const DefaultGoMemoryLimit = 128 << 20
+
+// storeReserve maps a reserve bound of the configuration (0: off) to store.Options' (0:
+// the default, negative: off).
+func storeReserve[T int64 | float64](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
 
 // MemTableSize is the size of one memtable of each shard: the budget split between the
 // shards' store.DefaultMemTables memtables.
@@ -106,6 +123,8 @@ func parseConfig(args []string) (Config, error) {
 	fs.Int64Var(&c.CacheSize, "cache-size", envInt64("CACHE_SIZE", store.DefaultCacheSize), "bytes of the block cache, shared by all shards")
 	fs.Int64Var(&c.MemTableBudget, "memtable-budget", envInt64("MEMTABLE_BUDGET", DefaultMemTableBudget), "bytes of all memtables, split evenly between the shards (each shard holds at most "+strconv.Itoa(store.DefaultMemTables)+": the one written and those being flushed)")
 	fs.Int64Var(&c.GoMemoryLimit, "go-memory-limit", envInt64("GO_MEMORY_LIMIT", DefaultGoMemoryLimit), "soft limit in bytes of the Go heap besides the block cache and memtables (0: GOMEMLIMIT or none)")
+	fs.Int64Var(&c.DiskReserve, "disk-reserve", envInt64("DISK_RESERVE", store.DefaultDiskReserve), "free bytes the data volume keeps: below the smaller of this and --disk-reserve-percent, writes that add data fail with OutOfDiskSpace (0: no byte bound)")
+	fs.Float64Var(&c.DiskReservePercent, "disk-reserve-percent", envFloat("DISK_RESERVE_PERCENT", store.DefaultDiskReservePercent), "the reserve as a share of the data volume's size, in percent (0: no share bound; both 0: no reserve)")
 	fs.Int64Var(&c.PartitionMaxBytes, "partition-max-bytes", envInt64("PARTITION_MAX_BYTES", 50<<30), "size above which a partition splits in two")
 	fs.Float64Var(&c.MaxPartitionRU, "max-partition-ru", envFloat("MAX_PARTITION_RU", 10000), "most RU/s one partition serves (t): provisioned T needs ceil(T/t) partitions")
 	fs.Float64Var(&c.SplitLoadRU, "split-load-ru", envFloat("SPLIT_LOAD_RU", 0), "measured RU/s above which a partition splits by load (0: 0.8 x --max-partition-ru)")
@@ -115,6 +134,7 @@ func parseConfig(args []string) (Config, error) {
 	fs.DurationVar(&c.PartitionCheckInterval, "partition-check-interval", envDuration("PARTITION_CHECK_INTERVAL", time.Second), "how often the partition manager decides splits and moves")
 	fs.IntVar(&c.ThrottleRetryMS, "throttle-retry-ms", envInt("THROTTLE_RETRY_MS", 0), "how long a request whose partition is out of budget waits for it before failing with 16500 (0: fails at once, as Cosmos DB)")
 	fs.BoolVar(&c.RequestUnits, "request-units", env("REQUEST_UNITS", "true") != "false", "meter request units and enforce provisioned throughput (false only to measure what metering costs: no throttling, no load splits)")
+	c.Cluster.clusterFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -146,6 +166,9 @@ func (c *Config) validate() error {
 			errs = append(errs, errors.New("--pprof needs an --http-addr"))
 		}
 	}
+	if err := c.Cluster.validateCluster(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Dir == "" {
 		errs = append(errs, errors.New("--dir must not be empty"))
 	}
@@ -172,6 +195,12 @@ func (c *Config) validate() error {
 	}
 	if c.GoMemoryLimit != 0 && c.GoMemoryLimit < 32<<20 {
 		errs = append(errs, fmt.Errorf("--go-memory-limit %d: must be 0 or at least 32 MiB", c.GoMemoryLimit))
+	}
+	if c.DiskReserve < 0 {
+		errs = append(errs, fmt.Errorf("--disk-reserve %d: must not be negative", c.DiskReserve))
+	}
+	if c.DiskReservePercent < 0 || c.DiskReservePercent >= 100 {
+		errs = append(errs, fmt.Errorf("--disk-reserve-percent %g: must be at least 0 and below 100", c.DiskReservePercent))
 	}
 	if c.PartitionMaxBytes < 1 {
 		errs = append(errs, fmt.Errorf("--partition-max-bytes %d: must be positive", c.PartitionMaxBytes))

@@ -94,7 +94,7 @@ func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (
 		_ = ln.Close()
 		return nil, err
 	}
-	st, closeStorage, err := openStorage(cfg, logger)
+	st, view, local, closeStorage, err := openStorage(cfg, ln.Addr(), logger)
 	if err != nil {
 		_ = ln.Close()
 		if hln != nil {
@@ -127,6 +127,11 @@ func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (
 		Auth:                   exec.AuthOptions{Enabled: cfg.Auth},
 	}, logger)
 	s.closers = append(s.closers, func() error { ex.Close(); return nil })
+	if view != nil {
+		stop := make(chan struct{})
+		go view.followPlacement(ex, local, stop)
+		s.closers = append(s.closers, func() error { close(stop); return nil })
+	}
 	if cfg.AuthUser != "" {
 		if err := ex.EnsureRootUser(cfg.AuthUser, cfg.AuthPassword); err != nil {
 			_ = ln.Close()

@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -17,24 +19,30 @@ import (
 )
 
 // openStorage opens (creating if needed) one store per shard under cfg.Dir and the catalog
-// in shard 0, and drops the data of collections a crash left behind. It returns the
-// storage and the function that closes it.
-func openStorage(cfg *Config, logger *zap.Logger) (*exec.Storage, func() error, error) {
+// in shard 0, joins the cluster in cluster mode (cluster.go; listen is the bound address),
+// and drops the data of collections a crash left behind. It returns the storage, the
+// cluster view (nil for a single node), the node's local shards and the function that
+// closes them.
+func openStorage(cfg *Config, listen net.Addr, logger *zap.Logger) (*exec.Storage, *clusterView, []catalog.Shard, func() error, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("cannot use data directory %s: %w", cfg.Dir, unwrapPathErr(err))
+		return nil, nil, nil, nil, fmt.Errorf("cannot use data directory %s: %w", cfg.Dir, unwrapPathErr(err))
 	}
 	if n := existingShards(cfg.Dir); n > cfg.Shards {
-		return nil, nil, fmt.Errorf("data directory %s holds %d shards: start with --shards %d or more", cfg.Dir, n, n)
+		return nil, nil, nil, nil, fmt.Errorf("data directory %s holds %d shards: start with --shards %d or more", cfg.Dir, n, n)
 	}
 	// Spilled sorts and groups go to <dir>/_tmp, wiped now and at close.
 	tmp, err := store.NewTempStore(store.TempOptions{Dir: filepath.Join(cfg.Dir, "_tmp"), Logger: logger.Named("store")})
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot use data directory %s: %w", cfg.Dir, unwrapPathErr(err))
+		return nil, nil, nil, nil, fmt.Errorf("cannot use data directory %s: %w", cfg.Dir, unwrapPathErr(err))
 	}
 	st := &exec.Storage{Temp: tmp}
 	var dbs []*store.DB
+	var view *clusterView
 	closeAll := func() error {
 		errs := []error{tmp.Close()}
+		if view != nil {
+			errs = append(errs, view.node.Close()) // leave the cluster before closing the stores
+		}
 		for _, db := range dbs {
 			errs = append(errs, db.Close())
 		}
@@ -48,11 +56,12 @@ func openStorage(cfg *Config, logger *zap.Logger) (*exec.Storage, func() error, 
 		dir := filepath.Join(cfg.Dir, "shard-"+strconv.Itoa(i))
 		db, err := store.Open(store.Options{
 			Dir: dir, Cache: cache, MemTableSize: uint64(cfg.MemTableSize()),
+			DiskReserve: storeReserve(cfg.DiskReserve), DiskReservePercent: storeReserve(cfg.DiskReservePercent),
 			Logger: logger.Named("store").With(zap.Int("shard", i)),
 		})
 		if err != nil {
 			_ = closeAll()
-			return nil, nil, fmt.Errorf("cannot open data directory %s: %w", dir, unwrapPathErr(err))
+			return nil, nil, nil, nil, fmt.Errorf("cannot open data directory %s: %w", dir, unwrapPathErr(err))
 		}
 		dbs = append(dbs, db)
 		st.Shards = append(st.Shards, catalog.Local(db))
@@ -60,24 +69,31 @@ func openStorage(cfg *Config, logger *zap.Logger) (*exec.Storage, func() error, 
 	cat, err := store.OpenCatalog(dbs[0])
 	if err != nil {
 		_ = closeAll()
-		return nil, nil, fmt.Errorf("cannot read the catalog in %s: %w", cfg.Dir, err)
+		return nil, nil, nil, nil, fmt.Errorf("cannot read the catalog in %s: %w", cfg.Dir, err)
 	}
 	st.Catalog = cat
+	local := slices.Clone(st.Shards)
+	if cfg.Cluster.Etcd != "" {
+		if view, err = joinCluster(cfg, listen, dbs, cat, st, logger); err != nil {
+			_ = closeAll()
+			return nil, nil, nil, nil, err
+		}
+	}
 	for i, db := range dbs {
 		orphans, err := store.OrphanCollections(db, cat.State().Live)
 		if err != nil {
 			_ = closeAll()
-			return nil, nil, fmt.Errorf("cannot scan shard %d: %w", i, err)
+			return nil, nil, nil, nil, fmt.Errorf("cannot scan shard %d: %w", i, err)
 		}
 		for _, id := range orphans {
 			logger.Info("dropping data of a dropped collection", zap.Int("shard", i), zap.Uint32("coll_id", uint32(id)))
 			if err := db.DeleteCollectionData(id); err != nil {
 				_ = closeAll()
-				return nil, nil, fmt.Errorf("cannot clean shard %d: %w", i, err)
+				return nil, nil, nil, nil, fmt.Errorf("cannot clean shard %d: %w", i, err)
 			}
 		}
 	}
-	return st, closeAll, nil
+	return st, view, local, closeAll, nil
 }
 
 // existingShards returns how many shard-<n> directories dir holds (the highest n + 1).

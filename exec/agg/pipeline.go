@@ -138,6 +138,17 @@ var knownStages = map[string]bool{
 	"$listSampledQueries": true, "$queryStats": true,
 }
 
+// hostStages are the stages the server provides through Host.StageParser besides the
+// first stages.
+var hostStages = map[string]bool{"$out": true, "$merge": true}
+
+// IsStageName reports whether name is a stage of MongoDB 7.0, run by cleave or not: what
+// its lite parser accepts before a pipeline is parsed for good.
+func IsStageName(name string) bool {
+	_, first := firstStages[name]
+	return stageParsers[name] != nil || knownStages[name] || first || hostStages[name]
+}
+
 // Parse parses the stages of a pipeline array. nested is true for the sub-pipelines
 // of $lookup, $unionWith and $facet.
 func Parse(env *Env, arr bsoncore.Array, nested bool) (*Pipeline, error) {
@@ -293,7 +304,11 @@ func andFilters(fs []bsoncore.Document) bsoncore.Document {
 
 // compileFilter compiles a $match filter with the pipeline's let variables for $expr.
 func (env *Env) compileFilter(filter bsoncore.Document) (*match.Filter, error) {
-	return match.Compile(filter, &match.Options{Expr: expr.CompilePredicateWith(env.Opts)})
+	var vars bsoncore.Document
+	if env.Opts != nil {
+		vars = env.Opts.Let
+	}
+	return match.Compile(filter, &match.Options{Expr: expr.CompilePredicateWith(env.Opts), Vars: vars})
 }
 
 // CompileExpr compiles an aggregation expression with the pipeline's options.
@@ -307,8 +322,8 @@ func (env *Env) CompileExpr(v bsoncore.Value) (*expr.Expr, error) {
 func (p *Pipeline) OpenColl(ci *catalog.Coll) (stream.Stream, *Source, []*query.ShardStream, error) {
 	if ci != nil && ci.View != nil {
 		// The command's own view is resolved before (exec's runAggregate); a view a
-		// sub-pipeline names ($lookup, $unionWith, $facet's reads) is not yet.
-		return nil, nil, nil, mongoerr.New(mongoerr.NotImplemented, "reading view %s from a sub-pipeline is not supported by cleave", ci.NS())
+		// sub-pipeline names ($lookup, $unionWith) is resolved here.
+		return p.openView(ci)
 	}
 	if p.ReadsNoCollection() {
 		out, err := p.OpenOver(stream.Empty{}, 0)
@@ -352,6 +367,42 @@ func (p *Pipeline) OpenColl(ci *catalog.Coll) (stream.Stream, *Source, []*query.
 	}
 	out, err := p.OpenOver(in, sp.MergerFrom)
 	return out, src, shards, err
+}
+
+// openView runs the pipeline over view ci: the view's own pipeline (the chain of views down
+// to the backing collection) reads the collection, and the stages of p run on its output,
+// as MongoDB resolves a view a $lookup or $unionWith names. The view's stages see no let
+// variables of the command.
+func (p *Pipeline) openView(ci *catalog.Coll) (stream.Stream, *Source, []*query.ShardStream, error) {
+	rv, err := p.Env.Cat.ResolveView(ci.Meta.DB, ci.Meta.Name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if rv == nil { // dropped meanwhile: reads as a missing collection
+		out, err := p.OpenOver(stream.Empty{}, 0)
+		return out, nil, nil, err
+	}
+	idx, arr := bsoncore.AppendArrayStart(nil)
+	for i, st := range rv.Pipeline {
+		arr = bsoncore.AppendDocumentElement(arr, bsonx.ArrayKey(i), st)
+	}
+	arr, _ = bsoncore.AppendArrayEnd(arr, idx)
+	venv := *p.Env
+	venv.DB, venv.Coll, venv.Opts, venv.Charge = ci.Meta.DB, rv.Coll, &expr.Options{}, 0
+	vp, err := Parse(&venv, arr, false)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	base, err := p.Env.Cat.Lookup(ci.Meta.DB, rv.Coll)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	in, _, shards, err := vp.OpenColl(base)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	out, err := p.OpenOver(in, 0) // closes in on failure
+	return out, nil, shards, err
 }
 
 // SplitPlan is how a pipeline over a collection runs across shards (MongoDB's

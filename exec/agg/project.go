@@ -167,6 +167,10 @@ func (s *projStage) parseLevel(env *Env, n *projNode, d bsoncore.Document, prefi
 	}
 	for _, el := range elems {
 		key, v := el.Key(), el.Value()
+		if flag != nil && strings.HasSuffix(key, ".$") {
+			// The positional projection is find's alone (projection_parser's policies).
+			return mongoerr.New(mongoerr.Location31324, "Cannot use positional projection in aggregation projection")
+		}
 		parts, err := expr.SplitPath(key)
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -15,21 +16,31 @@ import (
 // lock. It is the single owner of the DDL lock: catalog changes (create, drop, rename,
 // index builds, collMod, sharding, partition moves) run one at a time under LockDDL.
 type Catalog struct {
-	shards []Shard
+	// shards is indexed by shard id; in a cluster it grows as nodes join (SetShards).
+	shards atomic.Pointer[[]Shard]
 	store  *store.Catalog
 	log    *zap.Logger
 	cache  collCache
 	locks  store.KeyLocks
 	ddl    sync.Mutex
+	capped cappedStates // capped.go
 }
 
 // New returns the catalog over shards and the stored catalog st.
 func New(shards []Shard, st *store.Catalog, log *zap.Logger) *Catalog {
-	return &Catalog{shards: shards, store: st, log: log}
+	c := &Catalog{store: st, log: log}
+	c.shards.Store(&shards)
+	return c
 }
 
-// Shards returns the shards, indexed by shard id.
-func (c *Catalog) Shards() []Shard { return c.shards }
+// Shards returns the shards, indexed by shard id. The slice is never modified: SetShards
+// publishes a new one.
+func (c *Catalog) Shards() []Shard { return *c.shards.Load() }
+
+// SetShards replaces the shards: in a cluster, when the placement names shards this node did
+// not know (a node joined), their stand-ins are added. Ids never change meaning, so the new
+// slice extends the old one.
+func (c *Catalog) SetShards(shards []Shard) { c.shards.Store(&shards) }
 
 // Store returns the stored catalog.
 func (c *Catalog) Store() *store.Catalog { return c.store }
@@ -105,7 +116,8 @@ func (c *Catalog) Barrier() {
 // (store.OrphanCollections) finishes the job.
 func (c *Catalog) DeleteData(m *store.Collection) {
 	c.Barrier() // writers that still held m's old record finish first
-	for i, db := range c.shards {
+	c.forgetCapped(m.ID)
+	for i, db := range c.Shards() {
 		if err := db.DeleteCollectionData(m.ID); err != nil {
 			c.log.Warn("cannot delete the data of a dropped collection; the next start will",
 				zap.String("ns", m.DB+"."+m.Name), zap.Int("shard", i), zap.Error(err))

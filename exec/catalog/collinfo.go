@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -41,6 +42,8 @@ type Coll struct {
 	// clustered collection (ddl_clustered.go).
 	TS        *Timeseries
 	Clustered bool
+	// Capped is set for a capped collection (capped.go): documents at their record id.
+	Capped *Capped
 	// View is set for a view (view.go): a record with no data that reads resolve and
 	// writes refuse.
 	View *View
@@ -71,6 +74,9 @@ type Index struct {
 	// new duplicate keys but keep those they have (collMod, cmd_collmod.go).
 	Hidden        bool
 	PrepareUnique bool
+	// Wildcard is set for a wildcard index ({"$**": 1}, wildcard.go), whose keys are
+	// (path, value); Fields is then empty, so that no field-wise logic applies to it.
+	Wildcard *Wildcard
 }
 
 // ChecksKeys reports whether writers check xi's keys for duplicates.
@@ -158,6 +164,8 @@ func Compile(c *store.Collection) (*Coll, error) {
 		}
 	} else if ClusteredOf(c.Options) != nil {
 		ci.compileClustered()
+	} else if cp := CappedOf(c.Options); cp != nil {
+		ci.compileCapped(cp)
 	}
 	ci.WriteIndexes, ci.WriteUniques = ci.Indexes, ci.Uniques
 	if len(building) > 0 {
@@ -174,6 +182,9 @@ func Compile(c *store.Collection) (*Coll, error) {
 
 // CompileIndex builds the Index of catalog index x.
 func CompileIndex(x *store.Index) (*Index, error) {
+	if first, ok := bsonx.FirstElement(x.Key); ok && IsWildcardPath(first.Key()) {
+		return compileWildcardIndex(x)
+	}
 	fields, err := KeyPatternFields(x.Key)
 	if err != nil {
 		return nil, err
@@ -254,8 +265,12 @@ func ValidateCollName(db, name string) error {
 	return nil
 }
 
-// StoreError maps a store sentinel to the client's error.
+// StoreError maps a store sentinel to the client's error: a write refused under the disk
+// reserve answers OutOfDiskSpace 14031 in the words of MongoDB's disk space monitor, a
+// failed commit OutOfDiskSpace when the disk was full (ENOSPC) and InternalError otherwise,
+// with the store's explanation.
 func StoreError(err error) error {
+	var dfe *store.DiskFullError
 	switch {
 	case err == nil:
 		return nil
@@ -263,6 +278,13 @@ func StoreError(err error) error {
 		return err
 	case errors.Is(err, store.ErrClosed):
 		return mongoerr.Wrap(err, mongoerr.ShutdownInProgress, "The server is in quiesce mode and will shut down")
+	case errors.As(err, &dfe):
+		return mongoerr.Wrap(err, mongoerr.OutOfDiskSpace, "available disk space of %d bytes is less than required minimum of %d",
+			dfe.Available, dfe.Required)
+	case errors.Is(err, store.ErrIO) && errors.Is(err, syscall.ENOSPC):
+		return mongoerr.Wrap(err, mongoerr.OutOfDiskSpace, "%s", err)
+	case errors.Is(err, store.ErrIO):
+		return mongoerr.Wrap(err, mongoerr.InternalError, "%s", err)
 	}
 	return err
 }
@@ -304,6 +326,9 @@ func (xi *Index) Applies(doc bsoncore.Document) bool {
 func (xi *Index) Keys(doc bsoncore.Document, fn func(key []byte) error) error {
 	if !xi.Applies(doc) {
 		return nil
+	}
+	if xi.Wildcard != nil {
+		return xi.Wildcard.keys(doc, fn)
 	}
 	_, err := bsonx.AppendIndexKeys(doc, xi.Fields, fn)
 	return keyError(err)

@@ -5,7 +5,8 @@
 //     shard goes through it, so a shard on another node can drop in where Local adapts a
 //     Pebble store in this process;
 //   - Coll and Index, a catalog record compiled for execution (key generators, shard key,
-//     partition map, time-series and clustered options), cached per catalog version;
+//     partition map, time-series and clustered options), cached per catalog version; a
+//     wildcard index's keys are (path, value) per leaf (wildcard.go);
 //   - Catalog: lookups (Lookup, ForWrite creates a collection on first insert, Refresh),
 //     the key locks writers hold, and the DDL lock, which it alone owns (LockDDL): catalog
 //     changes run one at a time, and Barrier waits out the writers that saw the old record;

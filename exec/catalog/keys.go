@@ -47,9 +47,10 @@ func (ci *Coll) ShardHash(doc bsoncore.Document) (uint64, error) {
 }
 
 // IDHash returns the hash of the document with _id id when it can be known from the _id
-// alone: ok is false when the collection is sharded on another field, or time-series.
+// alone: ok is false when the collection is sharded on another field, time-series or
+// capped (a capped document is at its record id, catalog.Capped).
 func (ci *Coll) IDHash(id bsoncore.Value) (uint64, bool) {
-	if ci.TS != nil {
+	if ci.TS != nil || ci.Capped != nil {
 		return 0, false
 	}
 	if ci.Hashed < 0 {

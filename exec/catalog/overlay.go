@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // Overlay holds the buffered writes of a multi-document transaction on one shard: the
@@ -156,6 +157,24 @@ func (r overlayReader) NewDocIter(coll store.CollID, lo, hi uint64) (DocIter, er
 	slices.SortFunc(ents, func(a, b ovEntry) int { return bytes.Compare(a.key, b.key) })
 	return &ovDocIter{base: base, coll: coll, ents: ents, advance: true}, nil
 }
+
+// NewDocIterReverse implements Reader for a range with no buffered document: only capped
+// collections are read in reverse, and a transaction never writes to one.
+func (r overlayReader) NewDocIterReverse(coll store.CollID, lo, hi uint64) (DocIter, error) {
+	r.ov.mu.RLock()
+	for k := range r.ov.docs {
+		if c, h, _, _ := store.DocKeyParts([]byte(k)); c == coll && store.InRange(h, lo, hi) {
+			r.ov.mu.RUnlock()
+			return nil, errOverlayReverse
+		}
+	}
+	r.ov.mu.RUnlock()
+	return r.base.NewDocIterReverse(coll, lo, hi)
+}
+
+// errOverlayReverse refuses a reverse scan over a transaction's buffered documents.
+var errOverlayReverse = mongoerr.New(mongoerr.OperationNotSupportedInTransaction,
+	"a reverse natural-order scan of documents written in this transaction is not supported by cleave")
 
 // ovDocIter merges buffered documents into a base iterator; a buffered entry hides base's
 // document of the same key.

@@ -1,6 +1,10 @@
 package catalog
 
-import "github.com/cleavedb/cleave/store"
+import (
+	"context"
+
+	"github.com/cleavedb/cleave/store"
+)
 
 // Reader reads one shard's documents, index entries and stats: the latest committed state
 // (Shard) or the state at one moment (Snapshot). Hash ranges are [lo, hi) with hi == 0
@@ -20,6 +24,9 @@ type Reader interface {
 	// NewDocIter iterates over the documents of coll with hash in [lo, hi) in (hash, id)
 	// order.
 	NewDocIter(coll store.CollID, lo, hi uint64) (DocIter, error)
+	// NewDocIterReverse is NewDocIter in reverse order, last document first: a capped
+	// collection's newest documents first ({$natural: -1}).
+	NewDocIterReverse(coll store.CollID, lo, hi uint64) (DocIter, error)
 	// NewIndexIter iterates over the entries of index idx whose key is in [lower, upper)
 	// (nil: unbounded), forward or in reverse.
 	NewIndexIter(coll store.CollID, idx store.IndexID, lower, upper []byte, reverse bool) (IndexIter, error)
@@ -159,6 +166,15 @@ func (l localReader) NewDocIter(coll store.CollID, lo, hi uint64) (DocIter, erro
 	return it, nil
 }
 
+// NewDocIterReverse implements Reader.
+func (l localReader) NewDocIterReverse(coll store.CollID, lo, hi uint64) (DocIter, error) {
+	it, err := l.r.NewDocIterReverse(coll, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	return it, nil
+}
+
 // NewIndexIter implements Reader.
 func (l localReader) NewIndexIter(coll store.CollID, idx store.IndexID, lower, upper []byte, reverse bool) (IndexIter, error) {
 	it, err := l.r.NewIndexIter(coll, idx, lower, upper, reverse)
@@ -189,6 +205,16 @@ func (l local) NewSnapshot() (Snapshot, error) {
 
 // NewBatch implements Shard.
 func (l local) NewBatch() Batch { return l.db.NewBatch() }
+
+// CompactCollection compacts coll's documents and index entries on this shard to the
+// bottom of the LSM and returns their estimated bytes on disk before and after; ctx stops
+// it between compactions (store.DB.CompactCollection). The compact command's seam.
+func (l local) CompactCollection(ctx context.Context, coll store.CollID) (uint64, uint64, error) {
+	return l.db.CompactCollection(ctx, coll)
+}
+
+// SimulateAvailableDiskSpace passes the simulateAvailableDiskSpace failpoint to the store.
+func (l local) SimulateAvailableDiskSpace(n int64) int64 { return l.db.SimulateAvailableDiskSpace(n) }
 
 // CollStats implements Shard.
 func (l local) CollStats(coll store.CollID) (int64, int64) { return l.db.CollStats(coll) }

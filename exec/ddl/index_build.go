@@ -92,6 +92,9 @@ func (x *Runner) fillBatch(ctx context.Context, ci *catalog.Coll, building []*ca
 		return err
 	}
 	var hashes []uint64
+	if ci.Capped != nil { // a capped collection's writers may delete any document (eviction)
+		hashes = append(hashes, write.CappedLockHash(ci.Meta.ID))
+	}
 	for _, d := range docs {
 		hashes = append(hashes, write.DocLockHash(ci.Meta.ID, d.id))
 		for _, xi := range building {

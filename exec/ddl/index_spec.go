@@ -104,13 +104,16 @@ func ParseIndexSpec(v bsoncore.Value, ignoreUnknown bool) (store.Index, error) {
 // spec keeps it.
 func checkIndexOption(key string, v bsoncore.Value) (bool, error) {
 	switch key {
-	case "unique", "sparse", "background", "hidden", "dropDups", "prepareUnique":
-		b, ok := v.BooleanOK()
-		if !ok && !bsonx.IsNumber(v.Type) {
-			return false, mongoerr.New(mongoerr.TypeMismatch, "The field '%s' must be a bool, but got %s", key, bsonx.TypeName(v.Type))
+	case "hidden":
+		// A hidden index is built and maintained but never planned with (exec/query).
+		// NB: MongoDB's message names the field 'name' (validateIndexSpec), and so does this.
+		if v.Type != bsoncore.TypeBoolean {
+			return false, mongoerr.New(mongoerr.TypeMismatch, "The field 'name' must be a bool, but got %s", bsonx.TypeName(v.Type))
 		}
-		if key == "hidden" && (b || !ok && !isZero(v)) {
-			return false, mongoerr.New(mongoerr.NotImplemented, "hidden indexes are not supported by cleave")
+		return true, nil
+	case "unique", "sparse", "background", "dropDups", "prepareUnique":
+		if _, ok := v.BooleanOK(); !ok && !bsonx.IsNumber(v.Type) {
+			return false, mongoerr.New(mongoerr.TypeMismatch, "The field '%s' must be a bool, but got %s", key, bsonx.TypeName(v.Type))
 		}
 		return key != "dropDups", nil
 	case "partialFilterExpression":
@@ -138,6 +141,12 @@ func checkIndexOption(key string, v bsoncore.Value) (bool, error) {
 		}
 		return false, catalog.CheckCollation(d)
 	case "storageEngine":
+		return true, nil
+	case "wildcardProjection":
+		// The rest is checked with the key pattern (validateWildcard).
+		if _, ok := v.DocumentOK(); !ok {
+			return false, mongoerr.New(mongoerr.TypeMismatch, "The field 'wildcardProjection' must be a non-empty object, but got %s", bsonx.TypeName(v.Type))
+		}
 		return true, nil
 	case "clustered":
 		return false, mongoerr.New(mongoerr.NotImplemented, "clustered indexes are not supported by cleave")
@@ -172,8 +181,14 @@ func validateIndex(x *store.Index) error {
 	if hashed > 1 {
 		return mongoerr.New(mongoerr.CannotCreateIndex, "A maximum of one index field is allowed to be hashed but found %d for 'key' %s", hashed, bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: x.Key}))
 	}
+	if err := validateWildcard(x, elems, hashed > 0); err != nil {
+		return err
+	}
 	if hashed > 0 && catalog.SpecBool(x.Spec, "unique") {
 		return mongoerr.New(mongoerr.CannotCreateIndex, "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.")
+	}
+	if isIDKey(elems) && x.Spec != nil && x.Spec.Lookup("hidden").Type != 0 {
+		return mongoerr.New(mongoerr.BadValue, "can't hide _id index")
 	}
 	if x.Name == store.IDIndexName {
 		if len(elems) != 1 || elems[0].Key() != "_id" {
@@ -181,6 +196,15 @@ func validateIndex(x *store.Index) error {
 		}
 	}
 	return nil
+}
+
+// isIDKey reports whether a key pattern is {_id: 1}, the _id index's.
+func isIDKey(elems []bsoncore.Element) bool {
+	if len(elems) != 1 || elems[0].Key() != "_id" {
+		return false
+	}
+	n, ok := bsonx.NumberAsFloat64(elems[0].Value())
+	return ok && n == 1
 }
 
 // validateKeyPattern checks every field of a key pattern.
@@ -204,8 +228,8 @@ func validateKeyElement(el bsoncore.Element) error {
 	if path == "" {
 		return mongoerr.New(mongoerr.CannotCreateIndex, "Index keys cannot be an empty field.")
 	}
-	if path == "$**" || strings.HasSuffix(path, ".$**") {
-		return mongoerr.New(mongoerr.NotImplemented, "wildcard indexes are not supported by cleave")
+	if catalog.IsWildcardPath(path) {
+		return validateWildcardElement(path, v)
 	}
 	for _, part := range strings.Split(path, ".") {
 		if part == "" {
@@ -287,10 +311,12 @@ const (
 )
 
 // CompareIndexes compares a requested index with an existing one. The signature is the key
-// pattern, partialFilterExpression, unique and sparse (collation is always simple here).
+// pattern, partialFilterExpression, wildcardProjection, unique and sparse (collation is
+// always simple here).
 func CompareIndexes(req, old *store.Index) IndexComparison {
 	if bsonx.CompareDocuments(req.Key, old.Key) != 0 ||
 		!sameSpecValue(req.Spec, old.Spec, "partialFilterExpression") ||
+		!sameSpecValue(req.Spec, old.Spec, "wildcardProjection") ||
 		catalog.SpecBool(req.Spec, "unique") != catalog.SpecBool(old.Spec, "unique") ||
 		catalog.SpecBool(req.Spec, "sparse") != catalog.SpecBool(old.Spec, "sparse") {
 		return indexDifferent

@@ -225,7 +225,7 @@ func checkCreateKinds(ns string, o CollOptions, given []string) error {
 		o["expireAfterSeconds"] = bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, n)}
 	}
 	if capped {
-		return mongoerr.New(mongoerr.NotImplemented, "capped collections are not supported by cleave")
+		return normalizeCapped(o)
 	}
 	return nil
 }
@@ -233,18 +233,70 @@ func checkCreateKinds(ns string, o CollOptions, given []string) error {
 // checkCappedSize checks size and max against capped, as create does.
 func checkCappedSize(o CollOptions, capped, clustered bool) error {
 	_, size := o["size"]
-	_, maxGiven := o["maxGiven"]
+	_, maxGiven := o["max"]
 	switch {
 	case clustered && size:
 		return mongoerr.New(mongoerr.Location6049200, "'size' field for capped collections is not allowed on clustered collections. Did you mean 'capped: true' with 'expireAfterSeconds'?")
 	case clustered && maxGiven:
-		return mongoerr.New(mongoerr.Location6049204, "'maxGiven' field for capped collections is not allowed on clustered collections. Did you mean 'capped: true' with 'expireAfterSeconds'?")
+		return mongoerr.New(mongoerr.Location6049204, "'max' field for capped collections is not allowed on clustered collections. Did you mean 'capped: true' with 'expireAfterSeconds'?")
 	case !clustered && capped && !size:
 		return mongoerr.New(mongoerr.InvalidOptions, "the 'size' field is required when 'capped' is true")
 	case !clustered && !capped && (size || maxGiven):
-		return mongoerr.New(mongoerr.InvalidOptions, "the 'capped' field needs to be true when either the 'size' or 'maxGiven' fields are present")
+		return mongoerr.New(mongoerr.InvalidOptions, "the 'capped' field needs to be true when either the 'size' or 'max' fields are present")
 	}
 	return nil
+}
+
+// Bounds of create's size and max (MongoDB's create.idl validators).
+const (
+	maxCappedSize = 1 << 50 // 1 PB
+	maxCappedMax  = 1 << 31
+)
+
+// normalizeCapped checks size and max of a capped collection and stores them as MongoDB's
+// CollectionOptions does: size rounded up to a multiple of 256, max 2^31-1 when given as 0
+// or less (no bound), each as an int when it fits, else a long.
+func normalizeCapped(o CollOptions) error {
+	size, _ := args.Int64("create", "size", o["size"])
+	if size < 1 {
+		return mongoerr.New(mongoerr.Location51024, "BSON field 'create.size' value must be >= 1, actual value '%d'", size)
+	}
+	if size > maxCappedSize {
+		return mongoerr.New(mongoerr.Location51024, "BSON field 'create.size' value must be <= %d, actual value '%d'", int64(maxCappedSize), size)
+	}
+	o["size"] = numberValue((size + 0xff) &^ 0xff)
+	if v, ok := o["max"]; ok {
+		n, _ := args.Int64("create", "max", v)
+		if n >= maxCappedMax {
+			return mongoerr.New(mongoerr.Location51024, "BSON field 'create.max' value must be < %d, actual value '%d'", int64(maxCappedMax), n)
+		}
+		if n <= 0 {
+			n = maxCappedMax - 1
+		}
+		o["max"] = numberValue(n)
+	}
+	o["capped"] = bsoncore.Value{Type: bsoncore.TypeBoolean, Data: bsoncore.AppendBoolean(nil, true)}
+	return nil
+}
+
+// CappedOptions are the options of a capped collection of size bytes made from a collection
+// with options src (convertToCapped, cloneCollectionAsCapped): src's, with capped and size
+// set and max dropped. The size is kept as given, as MongoDB's capped_utils does.
+func CappedOptions(src bsoncore.Document, size int64) bsoncore.Document {
+	o := optionsOf(src)
+	delete(o, "max")
+	o["capped"] = bsoncore.Value{Type: bsoncore.TypeBoolean, Data: bsoncore.AppendBoolean(nil, true)}
+	o["size"] = numberValue(size)
+	return o.Doc()
+}
+
+// numberValue is n as MongoDB's BSONObjBuilder::appendNumber writes it: an int when it
+// fits, else a long.
+func numberValue(n int64) bsoncore.Value {
+	if n >= math.MinInt32 && n <= math.MaxInt32 {
+		return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(n))}
+	}
+	return bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, n)}
 }
 
 // normalizeCreateOptions drops what MongoDB does not store (a false capped or temp, a

@@ -10,6 +10,9 @@ type Options struct {
 	// Expr compiles the argument of $expr into a predicate; it comes from the aggregation
 	// expression package. Nil: $expr fails with QueryFeatureNotAllowed (224).
 	Expr func(expr bsoncore.Value) (func(doc bsoncore.Document) (bool, error), error)
+	// Vars are the variables Expr's expressions see (a command's let), kept with the filter
+	// so that it can be compiled again on another node (Filter.Vars); nil: none.
+	Vars bsoncore.Document
 }
 
 // Filter is a compiled query filter. It is immutable and safe for concurrent use.
@@ -19,6 +22,9 @@ type Filter struct {
 	paths   []string
 	hasExpr bool
 	value   *valueCond // set by CompileValue
+	// src and vars are what Compile was given (src aliases its argument): a cluster node
+	// ships them to the owner of a shard, which compiles the same filter there.
+	src, vars bsoncore.Document
 }
 
 // Compile compiles a query filter. Errors are *mongoerr.Error with MongoDB's codes.
@@ -31,8 +37,17 @@ func Compile(filter bsoncore.Document, opts *Options) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{root: conjunction(conj), conj: conj, paths: p.paths, hasExpr: p.hasExpr}, nil
+	f := &Filter{root: conjunction(conj), conj: conj, paths: p.paths, hasExpr: p.hasExpr, src: filter}
+	if opts != nil {
+		f.vars = opts.Vars
+	}
+	return f, nil
 }
+
+// Source returns the filter document f was compiled from (nil for CompileValue's) and the
+// variables its $expr sees: compiling them again with the same expression hooks gives the
+// same filter. The document aliases Compile's argument.
+func (f *Filter) Source() (filter, vars bsoncore.Document) { return f.src, f.vars }
 
 // Match reports whether doc matches. A $expr runtime error counts as no match; use
 // MatchErr to see it.

@@ -3,7 +3,8 @@
 // A Query (filter, sort, skip, limit, projection, hint) is planned per collection: the
 // planner (plan.go) picks the access path — point reads by _id (IDHACK), index ranges then
 // fetch (IXSCAN + FETCH), a collection scan, or nothing (EOF) — and the partitions that may
-// hold matches. Engine.Open then reads each targeted shard through a ShardStream (scan.go)
+// hold matches; a wildcard index serves one path the filter bounds, its ranges within that
+// path's entries (plan_wildcard.go). Engine.Open then reads each targeted shard through a ShardStream (scan.go)
 // from one snapshot, in parallel and bounded (scan_parallel.go), and combines the shards'
 // streams with exec/stream: a k-way merge when the plan yields the sort order, else a
 // concatenation and a blocking sort; then skip, limit and projection.

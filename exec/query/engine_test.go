@@ -258,3 +258,51 @@ func TestOpenShardKeyHashes(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenFindMinMaxExamines: find's min and max bound the hinted index's scan, so that it
+// reads only the keys between them (min inclusive, max exclusive), alone and under a filter.
+func TestOpenFindMinMaxExamines(t *testing.T) {
+	f := newColl(t, 1, 0, docsOf(100)) // a: i%10; b: i%3; c: i
+	for _, tc := range []struct {
+		filter, hint, min, max string
+		n                      int
+		keys                   int64
+	}{
+		{`{}`, `{"a": 1}`, `{"a": 3}`, `{"a": 5}`, 20, 20},
+		{`{}`, `{"a": 1}`, `{"a": 8}`, ``, 20, 20},
+		{`{}`, `{"a": 1}`, ``, `{"a": 1}`, 10, 10},
+		{`{"a": {"$gte": 4}}`, `{"a": 1}`, `{"a": 3}`, `{"a": 6}`, 20, 20},
+		{`{"a": {"$in": [1, 4, 7]}}`, `{"a": 1}`, `{"a": 3}`, `{"a": 8}`, 20, 20},
+		{`{}`, `{"b": 1, "c": 1}`, `{"b": 1, "c": 10}`, `{"b": 1, "c": 40}`, 10, 10},
+		{`{"a": 9}`, `{"a": 1}`, `{"a": 3}`, `{"a": 5}`, 0, 0},
+	} {
+		flt, err := query.CompileFilter(streamtest.ExtDoc(t, tc.filter))
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := &query.Query{CI: f.ci, Filter: flt, Hint: bsonx.DocValue(streamtest.ExtDoc(t, tc.hint))}
+		var keys query.FindKeys
+		if tc.min != "" {
+			keys.Min = streamtest.ExtDoc(t, tc.min)
+		}
+		if tc.max != "" {
+			keys.Max = streamtest.ExtDoc(t, tc.max)
+		}
+		s, shards, err := f.g.OpenFind(q, keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs, err := streamtest.Drain(t, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var examined int64
+		for _, sh := range shards {
+			examined += sh.Stats.KeysExamined
+		}
+		if len(docs) != tc.n || examined != tc.keys {
+			t.Errorf("%s hint %s min %s max %s: %d documents, %d keys examined; want %d, %d",
+				tc.filter, tc.hint, tc.min, tc.max, len(docs), examined, tc.n, tc.keys)
+		}
+	}
+}

@@ -18,8 +18,10 @@ import (
 //	{find: "c", hint: {a: 1, b: -1}, min: {a: 1, b: 9}, max: {a: 3, b: 0}}
 //
 // A document is returned when one of its keys in that index falls within the bounds, as an
-// index scan between them would find it. cleave applies the bounds as a filter on what the
-// plan reads, before the sort and the skip.
+// index scan between them would find it. The plan's ranges on the hinted index are clipped to
+// the bounds, so that the scan reads only the keys between them; the bounds also filter what
+// the plan reads (a plan on another index, or a document with several keys), before the sort
+// and the skip.
 
 // keyBounds are min and max encoded as index keys; nil when absent.
 type keyBounds struct {
@@ -141,13 +143,35 @@ func (b *keyBounds) admits(doc bsoncore.Document) bool {
 // Close implements stream.Stream.
 func (s *keyBoundsStream) Close() { s.in.Close() }
 
+// clip narrows an index plan on the bounds' index to the keys within them. A stored key is
+// the encoded key followed by the hash and the _id, and the bounds are whole encoded keys:
+// lo inclusive and hi exclusive compare the same on the stored keys.
+func (b *keyBounds) clip(p *Plan) {
+	if p.Kind != PlanIndex || p.Index != b.index {
+		return
+	}
+	out := p.Ranges[:0]
+	for _, r := range p.Ranges {
+		if b.lo != nil && (r.lo == nil || bytes.Compare(r.lo, b.lo) < 0) {
+			r.lo = b.lo
+		}
+		if b.hi != nil && (r.hi == nil || bytes.Compare(r.hi, b.hi) > 0) {
+			r.hi = b.hi
+		}
+		if r.lo == nil || r.hi == nil || bytes.Compare(r.lo, r.hi) < 0 {
+			out = append(out, r)
+		}
+	}
+	p.Ranges = out
+}
+
 // OpenBounded opens q with min/max bounds: the plan's documents are filtered by the bounds
 // before q's sort and skip, which are applied here rather than by open.
 func (g *Engine) OpenBounded(q *Query, b *keyBounds) (stream.Stream, *Plan, []*ShardStream, error) {
 	sortSpec, skip := q.Sort, q.Skip
-	q.Sort, q.Skip = nil, 0
+	q.Sort, q.Skip, q.bounds = nil, 0, b
 	out, p, shards, err := g.Open(q)
-	q.Sort, q.Skip = sortSpec, skip
+	q.Sort, q.Skip, q.bounds = sortSpec, skip, nil
 	if err != nil {
 		return nil, nil, nil, err
 	}

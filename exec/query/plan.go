@@ -39,6 +39,8 @@ type Plan struct {
 	Index   *catalog.Index
 	Ranges  []keyRange
 	Reverse bool
+	// Wildcard is the path and bounds of a scan of a wildcard index (plan_wildcard.go).
+	Wildcard *WildcardScan
 	// Sorted reports that the plan yields documents in the query's sort order.
 	Sorted bool
 	// targets are the indexes in the partition map of the partitions that may hold matches.
@@ -47,6 +49,10 @@ type Plan struct {
 	// that can hold matches, sorted: scans read those key ranges only, and their load is
 	// charged to those keys.
 	hashes []hashTarget
+	// sort and hint are what the plan was made for: a read of another node's shard sends
+	// them to the owner, which plans the same (remote.go).
+	sort []bsonx.SortField
+	hint bsoncore.Value
 }
 
 // hashTarget is one shard-key hash a plan reads, with the label its load is sampled under.
@@ -67,7 +73,7 @@ type keyRange struct{ lo, hi []byte }
 
 // planQuery chooses the access path of a query on ci.
 func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hint bsoncore.Value) (*Plan, error) {
-	p := &Plan{}
+	p := &Plan{sort: sortSpec, hint: hint}
 	p.targets, p.hashes = targets(ci, f)
 	if len(p.targets) == 0 {
 		p.Kind = PlanEOF
@@ -76,6 +82,11 @@ func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hi
 	// Time-series measurements are not unique by _id (ddl_timeseries.go): no _id point reads,
 	// and hints (which may name _id) are ignored; secondary indexes serve them, the index scan
 	// telling measurements apart by their slot.
+	if reverse, ok := naturalSort(sortSpec); ok {
+		// {$natural: ±1}: the collection scan's order (a capped collection's insertion order)
+		p.Kind, p.Reverse, p.Sorted = PlanScan, reverse, true
+		return p, nil
+	}
 	if hint.Type != 0 && ci.TS == nil {
 		return planHinted(ci, f, sortSpec, hint, p)
 	}
@@ -91,6 +102,7 @@ func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hi
 	}
 	best, bestScore := (*catalog.Index)(nil), 0
 	var bestRanges []keyRange
+	var bestWild *WildcardScan
 	bestSorted, bestReverse := false, false
 	for _, xi := range ci.Indexes {
 		if xi.IsID && !ci.IDIndexed {
@@ -99,13 +111,19 @@ func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hi
 		if xi.Hidden || !usableForQuery(xi, f) { // hidden by collMod: maintained, never planned
 			continue
 		}
+		if xi.Wildcard != nil {
+			if ranges, score, ws := wildcardBounds(xi, f); score > bestScore {
+				best, bestScore, bestRanges, bestSorted, bestReverse, bestWild = xi, score, ranges, false, false, ws
+			}
+			continue
+		}
 		ranges, score := indexBounds(xi, f)
 		sorted, reverse := indexSorts(xi, f, sortSpec)
 		if sorted && len(sortSpec) > 0 {
 			score++
 		}
 		if score > bestScore {
-			best, bestScore, bestRanges, bestSorted, bestReverse = xi, score, ranges, sorted, reverse
+			best, bestScore, bestRanges, bestSorted, bestReverse, bestWild = xi, score, ranges, sorted, reverse, nil
 		}
 	}
 	// A filter that fixes the shard key reads only its logical partitions: prefer that scan
@@ -116,7 +134,16 @@ func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hi
 		return p, nil
 	}
 	p.Kind, p.Index, p.Ranges, p.Sorted, p.Reverse = PlanIndex, best, bestRanges, bestSorted && len(sortSpec) > 0, bestReverse
+	p.Wildcard = bestWild
 	return p, nil
+}
+
+// naturalSort reports whether a sort is {$natural: ±1}, and whether it is -1.
+func naturalSort(spec []bsonx.SortField) (reverse, ok bool) {
+	if len(spec) != 1 || spec[0].Path != "$natural" {
+		return false, false
+	}
+	return spec[0].Desc, true
 }
 
 // planHinted builds the plan a hint asks for: {$natural: ±1}, an index name or key pattern.
@@ -156,6 +183,16 @@ func planHinted(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, h
 	if xi.IsID && !ci.IDIndexed {
 		// The _id index has no entries: the documents themselves are in _id order.
 		p.Kind = PlanScan
+		return p, nil
+	}
+	if xi.Wildcard != nil {
+		// A wildcard index holds only the paths it covers: it must bound one of them (and,
+		// as other partial indexes, a partial one is not trusted to hold every match).
+		ranges, score, ws := wildcardBounds(xi, f)
+		if score == 0 || xi.Partial != nil {
+			return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an index that can answer the query")
+		}
+		p.Kind, p.Index, p.Ranges, p.Wildcard = PlanIndex, xi, ranges, ws
 		return p, nil
 	}
 	if xi.Partial != nil || xi.Sparse || xi.Hashed {

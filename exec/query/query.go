@@ -27,6 +27,9 @@ type Query struct {
 	// PerShardConsumer: the caller reads each shard's stream in its own goroutine (a
 	// per-shard $group), so the streams need not read ahead (scan_parallel.go).
 	PerShardConsumer bool
+	// bounds, set by OpenBounded, are find's min/max: the plan's ranges on their index are
+	// clipped to them, so that the scan reads only the keys between them.
+	bounds *keyBounds
 }
 
 // CompileFilter compiles a query filter with the expression hooks.
@@ -64,8 +67,12 @@ func ParseSort(spec bsoncore.Document) ([]bsonx.SortField, error) {
 		if n != 1 && n != -1 {
 			return nil, mongoerr.New(mongoerr.Location15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
 		}
-		if el.Key() == "" {
-			return nil, mongoerr.New(mongoerr.Location40352, "FieldPath cannot be constructed with empty string")
+		// A sort key is a FieldPath (SortPattern): "a..b", "a." and "$a" are refused as
+		// MongoDB refuses them; $natural is find's order of the collection.
+		if el.Key() != "$natural" {
+			if _, err := expr.SplitPath(el.Key()); err != nil {
+				return nil, err
+			}
 		}
 		out = append(out, bsonx.SortField{Path: el.Key(), Desc: n < 0})
 	}
@@ -94,10 +101,13 @@ func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
 	prefetch := len(shards) > 1 && p.Kind != PlanIDs && !q.PerShardConsumer &&
 		(perShard == 0 || perShard > MaxReadAhead)
 	for i, s := range shards {
+		if s.rem != nil {
+			s.rem.spec.Limit = perShard
+		}
 		if prefetch {
 			s.startPrefetch(sem, perShard)
-		} else if len(shards) > 1 && perShard > 0 && !q.PerShardConsumer {
-			s.SetLimit(perShard)
+		} else if len(shards) > 1 && perShard > 0 && !q.PerShardConsumer && s.rem == nil {
+			s.SetLimit(perShard) // a remote stream's shard applies spec.Limit itself
 		}
 		ins[i] = s
 	}
@@ -139,6 +149,9 @@ func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
 func (g *Engine) planAndRead(q *Query) (*Plan, []*ShardStream, error) {
 	for attempt := 0; ; attempt++ {
 		p, err := planQuery(q.CI, q.Filter, q.Sort, q.Hint)
+		if err == nil && q.bounds != nil {
+			q.bounds.clip(p)
+		}
 		if err != nil || p.Kind == PlanEOF {
 			return p, nil, err
 		}

@@ -73,6 +73,8 @@ type ShardStream struct {
 	// pf, when set, reads this shard ahead in a goroutine (scan_parallel.go); the fields
 	// above then belong to pf's reader and stats is the consumer's view of its totals.
 	pf *prefetch
+	// rem, when set, reads another node's shard through its owner (remote.go).
+	rem *remoteRead
 }
 
 // NewShardStream prepares plan p's reads on shard s. Point reads go to the DB itself;
@@ -100,6 +102,10 @@ func (g *Engine) NewShardStream(ci *catalog.Coll, p *Plan, f *match.Filter, s in
 	ss.Stats.Point = p.Kind == PlanIDs
 	ss.Stats.Partitions = countDistinct(ss.parts)
 	db := g.shardList()[s]
+	if _, ok := catalog.RemoteNode(db); ok && g.opts.Remote != nil {
+		g.newRemoteRead(ss, p, f)
+		return ss, nil
+	}
 	if p.Kind == PlanIDs {
 		ss.r = db
 		return ss, nil
@@ -146,6 +152,9 @@ func (ss *ShardStream) SetLimit(n int64) { ss.limit = n }
 // read reads the next matching document through the plan's access path. The first read
 // takes the stream's partitions' admission from their budgets (scan_meter.go).
 func (ss *ShardStream) read(ctx context.Context) (bsoncore.Document, error) {
+	if ss.rem != nil {
+		return ss.readRemote(ctx)
+	}
 	if !ss.started {
 		ss.started = true
 		if err := ss.admit(); err != nil {
@@ -166,7 +175,7 @@ func (ss *ShardStream) read(ctx context.Context) (bsoncore.Document, error) {
 // checkEvery is how many documents a scan reads between context checks.
 const checkEvery = 256
 
-// nextScan reads the partitions' documents in key order.
+// nextScan reads the partitions' documents in key order, or in reverse ({$natural: -1}).
 func (ss *ShardStream) nextScan(ctx context.Context) (bsoncore.Document, error) {
 	for {
 		if ss.docIt == nil {
@@ -174,8 +183,12 @@ func (ss *ShardStream) nextScan(ctx context.Context) (bsoncore.Document, error) 
 				return nil, nil
 			}
 			r := ss.Ranges[ss.pos]
+			open := ss.r.NewDocIter
+			if ss.p.Reverse { // {$natural: -1}: the last range first, each backwards
+				r, open = ss.Ranges[len(ss.Ranges)-1-ss.pos], ss.r.NewDocIterReverse
+			}
 			ss.pos++
-			it, err := ss.r.NewDocIter(ss.ci.Meta.ID, r[0], r[1])
+			it, err := open(ss.ci.Meta.ID, r[0], r[1])
 			if err != nil {
 				return nil, catalog.StoreError(err)
 			}
@@ -434,6 +447,9 @@ func (ss *ShardStream) Close() {
 	if ss.pf != nil {
 		ss.Stats = ss.pf.stop()
 		return
+	}
+	if ss.rem != nil {
+		ss.rem.close()
 	}
 	ss.settle()
 	if ss.docIt != nil {

@@ -109,7 +109,7 @@ func (m *Manager) ConfigDocs(name string) []bsoncore.Document {
 		for i := range m.cat.Shards() {
 			out = append(out, bsoncore.NewDocumentBuilder().
 				AppendString("_id", Name(i)).
-				AppendString("host", Name(i)+"/"+m.mopts.ListenAddr).
+				AppendString("host", m.shardHost(i)).
 				AppendInt32("state", 1).
 				AppendTimestamp("topologyTime", uint32(m.mopts.Started.Unix()), 1).
 				Build())

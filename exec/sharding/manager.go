@@ -82,6 +82,9 @@ func (m *Manager) decideCollection(c *store.Collection) error {
 	var hot []shard.HotKeyReport
 	changed := false
 	for _, a := range actions {
+		if !m.actsLocally(ci, a) {
+			continue
+		}
 		switch a := a.(type) {
 		case *shard.SplitAction:
 			ids, err := m.ApplySplit(ci.Meta.DB, ci.Meta.Name, a)
@@ -119,18 +122,31 @@ func (m *Manager) decideCollection(c *store.Collection) error {
 	return nil
 }
 
+// actsLocally reports whether action a concerns only this node's shards: a split of one of
+// its partitions, or a move between two of its shards (see Cluster).
+func (m *Manager) actsLocally(ci *catalog.Coll, a shard.Action) bool {
+	switch a := a.(type) {
+	case *shard.SplitAction:
+		i := ci.Map.Index(a.ID)
+		return i >= 0 && m.isLocal(ci.Map.Partition(i).Shard) && (!a.MoveRight || m.isLocal(a.To))
+	case *shard.MoveAction:
+		return m.isLocal(a.From) && m.isLocal(a.To)
+	default:
+		return true
+	}
+}
+
 // CollectionView builds what the policy needs to know about ci: per partition its size
 // from the owning store and its meter's load; the size histogram and the smallest and
 // largest hash present only for partitions the policy may split (too big or too hot).
 func (m *Manager) CollectionView(ci *catalog.Coll) shard.CollectionView {
 	meters := m.metersFor(ci)
-	shards := make([]int, len(m.cat.Shards()))
-	for i := range shards {
-		shards[i] = i
-	}
-	v := shard.NewView(ci.Map, float64(ci.Meta.Throughput), shards, meters.Snapshots())
+	v := shard.NewView(ci.Map, float64(ci.Meta.Throughput), m.localShards(), meters.Snapshots())
 	for i := range v.Partitions {
 		p := &v.Partitions[i]
+		if !m.isLocal(p.Shard) {
+			continue // another node's: it decides for its own partitions
+		}
 		db := m.cat.Shards()[p.Shard]
 		p.Docs, p.Bytes, _ = db.Stats(ci.Meta.ID, p.Lo, p.Hi)
 		if p.Bytes <= m.opts.PartitionMaxBytes && p.RUPerSec <= m.opts.SplitLoadRU {

@@ -425,8 +425,8 @@ func (m *Manager) repairAtStart() {
 	for _, db := range state.Databases() {
 		for _, c := range state.Collections(db.Name) {
 			if !c.Sharded() {
-				if catalog.IsTimeseries(c) {
-					continue // measurements are off hash 0 by design (timeseries_write.go)
+				if catalog.IsTimeseries(c) || catalog.IsCapped(c) {
+					continue // off hash 0 by design: content slots, record ids (catalog.Capped)
 				}
 				if err := m.undoConversion(c); err != nil {
 					m.log.Warn("cannot undo an interrupted shardCollection", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))

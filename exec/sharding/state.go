@@ -81,6 +81,8 @@ type Options struct {
 	ListenAddr string
 	// Version is the MongoDB version the server presents (config.mongos).
 	Version string
+	// Cluster is the cluster this node belongs to; nil in single-node mode (cluster.go).
+	Cluster Cluster
 }
 
 // New returns the partition manager of cat's sharded collections; Start starts it.

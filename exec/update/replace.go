@@ -25,7 +25,7 @@ func (u *Update) compileReplacement() {
 			if !u.replHasID {
 				u.replID, u.replHasID = e, true
 			}
-		case e.t == bsoncore.TypeTimestamp && readI64(e.val) == 0:
+		case e.t == bsoncore.TypeTimestamp && readI64(e.val) == 0 && !u.keepEmptyTs:
 			t, i := u.timestamp()
 			valOff := off + len(e.raw) - len(e.val)
 			binary.LittleEndian.PutUint32(u.src[valOff:], i)

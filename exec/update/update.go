@@ -25,6 +25,9 @@ type Options struct {
 	// CompilePipeline compiles a pipeline-style update ({u: [...]}); it comes from the
 	// aggregation package. Nil: pipeline updates are refused.
 	CompilePipeline func(pipeline bsoncore.Array) (Pipeline, error)
+	// KeepEmptyTimestamps keeps the zero timestamps of a replacement document as they are
+	// (the command's bypassEmptyTsReplacement).
+	KeepEmptyTimestamps bool
 }
 
 // EnsureDefaults returns o with the defaults filled in (a new value; o may be nil).
@@ -83,6 +86,7 @@ type Update struct {
 	paths       []string // ModifiedPaths
 	now         func() time.Time
 	timestamp   func() (uint32, uint32)
+	keepEmptyTs bool              // Options.KeepEmptyTimestamps
 	src         bsoncore.Document // owned copy of the update; leaves point into it
 }
 
@@ -118,7 +122,7 @@ func Compile(update bsoncore.Document, opts *Options) (*Update, error) {
 	if err != nil {
 		return nil, err
 	}
-	u := &Update{now: opts.Now, timestamp: opts.Timestamp, src: bytes.Clone(update)}
+	u := &Update{now: opts.Now, timestamp: opts.Timestamp, keepEmptyTs: opts.KeepEmptyTimestamps, src: bytes.Clone(update)}
 	body, _ := docBody(u.src)
 	if first, _, ok := readElem(body); !ok || len(first.key) == 0 || first.key[0] != '$' {
 		u.kind = kindReplacement

@@ -17,8 +17,22 @@ import (
 // writes.
 func (wp *Path) Insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Value, base int,
 	ordered, bypass bool, wc Concern, res *Results, rt *Retry) (bool, error) {
+	return wp.insert(ctx, ci, vals, func(i int) int { return base + i }, ordered, bypass, wc, res, rt)
+}
+
+// InsertStmts is Insert for documents that are not consecutive in their request: stmts[i]
+// is the index of vals[i] (its statement id and its writeErrors index). A cluster node runs
+// the documents another node routed to its shards with it.
+func (wp *Path) InsertStmts(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Value, stmts []int,
+	ordered, bypass bool, wc Concern, res *Results, rt *Retry) (bool, error) {
+	return wp.insert(ctx, ci, vals, func(i int) int { return stmts[i] }, ordered, bypass, wc, res, rt)
+}
+
+// insert is Insert with vals[i] at index at(i) of its request.
+func (wp *Path) insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Value, at func(int) int,
+	ordered, bypass bool, wc Concern, res *Results, rt *Retry) (bool, error) {
 	if ci.View != nil { // MongoDB fails the batch's first write and stops
-		res.Errs = append(res.Errs, mongoerr.WriteError{Index: base, Err: catalog.ViewError(ci.NS())})
+		res.Errs = append(res.Errs, mongoerr.WriteError{Index: at(0), Err: catalog.ViewError(ci.NS())})
 		return true, nil
 	}
 	writes := make([]DocWrite, len(vals))
@@ -30,14 +44,14 @@ func (wp *Path) Insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Va
 	wr.Bypass = bypass
 	for i, v := range vals {
 		if rt != nil {
-			if _, ok := rt.Executed(int32(base + i)); ok {
+			if _, ok := rt.Executed(int32(at(i))); ok {
 				done[i] = true
 				continue
 			}
 		}
 		doc, ok := v.DocumentOK()
 		if !ok {
-			failed[i] = mongoerr.New(mongoerr.TypeMismatch, "BSON field 'insert.documents.%d' is the wrong type '%s', expected type 'object'", base+i, bsonx.TypeName(v.Type))
+			failed[i] = mongoerr.New(mongoerr.TypeMismatch, "BSON field 'insert.documents.%d' is the wrong type '%s', expected type 'object'", at(i), bsonx.TypeName(v.Type))
 			continue
 		}
 		doc, err := PrepareInsert(doc)
@@ -73,14 +87,14 @@ func (wp *Path) Insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Va
 			if mongoerr.As(err) == nil {
 				return true, err
 			}
-			res.Errs = append(res.Errs, mongoerr.WriteError{Index: base + i, Err: mongoerr.As(err)})
+			res.Errs = append(res.Errs, mongoerr.WriteError{Index: at(i), Err: mongoerr.As(err)})
 			if ordered {
 				stop = true
 				break
 			}
 			continue
 		}
-		wr.NoteStmt(StmtResult{Stmt: int32(base + i), Matched: 1})
+		wr.NoteStmt(StmtResult{Stmt: int32(at(i)), Matched: 1})
 		res.N++
 	}
 	if err := wr.Commit(wc.Sync()); err != nil {

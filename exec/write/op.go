@@ -376,6 +376,14 @@ func (wp *Path) applyGroup(ctx context.Context, op *Op, cands []*Candidate, res 
 // done, gone or retry; an error leaves it pending and stages nothing.
 func (wp *Path) ApplyLocked(wr *Writer, op *Op, c *Candidate, locked map[uint64]struct{}) error {
 	ci := wr.ci
+	if ci.Capped != nil { // a capped document is at its record id, which its _id gives
+		rid, found, err := wr.CappedRecordID(c.ID)
+		if err != nil || !found {
+			c.State = candGone
+			return err
+		}
+		c.Hash = rid
+	}
 	s := ci.Map.Partition(ci.Map.Locate(c.Hash)).Shard
 	cur, err := wp.shardList()[s].GetDoc(ci.Meta.ID, c.Hash, c.ID, nil)
 	if errors.Is(err, store.ErrNotFound) {

@@ -1,6 +1,8 @@
 package write
 
 import (
+	"context"
+
 	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -18,6 +20,22 @@ type Path struct {
 	log   *zap.Logger
 	// shards, when set, replaces the catalog's shards: a transaction's views (WithShards).
 	shards []catalog.Shard
+	// gate, when set, is waited on before a writer takes its key locks (WithGate).
+	gate Gate
+}
+
+// Gate holds writes back: Wait returns once none of the documents whose key-lock hashes
+// (DocLockHash) it is given is held by someone else, or ctx's error when ctx ends first.
+// The executor's open transactions are one: a write outside a transaction to a document a
+// transaction wrote waits for that transaction to end, as MongoDB's does.
+type Gate interface {
+	Wait(ctx context.Context, hashes []uint64) error
+}
+
+// WithGate sets the gate writes wait on and returns wp.
+func (wp *Path) WithGate(g Gate) *Path {
+	wp.gate = g
+	return wp
 }
 
 // NewPath returns the write path over cat's collections; hook, when not nil, sees every
@@ -39,6 +57,7 @@ func (wp *Path) WithLogger(l *zap.Logger) *Path {
 func (wp *Path) WithShards(shards []catalog.Shard) *Path {
 	c := *wp
 	c.shards = shards
+	c.gate = nil // the transaction's own writes: its views check them against the others
 	c.query = wp.query.WithShards(shards)
 	return &c
 }

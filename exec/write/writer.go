@@ -60,6 +60,8 @@ type Writer struct {
 	// under the locks and closed before the commit: one Pebble iterator for all the documents
 	// of an insertMany instead of one per document.
 	probes map[int]catalog.Probe
+	// capped is what the writer staged in a capped collection (capped.go), nil before.
+	capped *cappedWrites
 }
 
 // NewWriter returns a writer for collection ci.
@@ -71,6 +73,9 @@ func (wp *Path) NewWriter(ci *catalog.Coll) *Writer {
 // it would take in each unique secondary index.
 func (wr *Writer) LockHashes(dst []uint64, w *DocWrite) []uint64 {
 	dst = append(dst, DocLockHash(wr.ci.Meta.ID, w.ID))
+	if wr.ci.Capped != nil { // its writers are serialized (capped.go)
+		dst = append(dst, CappedLockHash(wr.ci.Meta.ID))
+	}
 	if w.New == nil {
 		return dst
 	}
@@ -93,7 +98,12 @@ func (wr *Writer) Lock(hashes []uint64) {
 // LockCtx is Lock for a command: it gives up, holding nothing, when ctx ends first (the
 // command's maxTimeMS passed, or its client went away), and returns ctx.Err().
 func (wr *Writer) LockCtx(ctx context.Context, hashes []uint64) error {
-	_ = wr.closeProbes() // a probe's view must postdate the locks of the keys it checks
+	_ = wr.closeProbes()  // a probe's view must postdate the locks of the keys it checks
+	if wr.p.gate != nil { // before the locks: what it waits for commits under them
+		if err := wr.p.gate.Wait(ctx, hashes); err != nil {
+			return err
+		}
+	}
 	unlock, err := wr.p.cat.Locks().LockManyCtx(ctx, hashes)
 	if err != nil {
 		return err
@@ -112,6 +122,7 @@ func (wr *Writer) Release() {
 	clear(wr.batches)
 	clear(wr.staged)
 	clear(wr.multikey)
+	wr.capped = nil
 	wr.stagedN = 0
 	if wr.retry != nil {
 		wr.retry.pending = wr.retry.pending[:0] // staged, never committed
@@ -174,13 +185,18 @@ func (wr *Writer) Stage(w *DocWrite) error {
 			return err
 		}
 	}
-	if wr.p.hook != nil {
+	if wr.p.hook != nil && (wr.capped == nil || !wr.capped.evicting) {
 		if err := wr.p.hook.OnStage(ci, w); err != nil {
 			return err
 		}
 	}
 	if ci.TS != nil { // time-series: measurements live at content-derived slots (timeseries_write.go)
 		if err := wr.placeMeasurement(w); err != nil {
+			return err
+		}
+	}
+	if ci.Capped != nil { // capped: documents live at their record id (capped.go)
+		if err := wr.placeCapped(w); err != nil {
 			return err
 		}
 	}
@@ -235,6 +251,9 @@ func (wr *Writer) Stage(w *DocWrite) error {
 	}
 	if ci.TS != nil { // time-series: the slots this write took and freed (timeseries_write.go)
 		wr.markMeasurement(w)
+	}
+	if ci.Capped != nil {
+		wr.noteCapped(w)
 	}
 	wr.stagedN++
 	wr.charge += w.Cost(ci).RU()
@@ -434,9 +453,10 @@ func (wr *Writer) uniqueKey(xi *catalog.Index, k []byte, hash uint64) []byte {
 
 // idKey is what makes an _id unique: the encoded _id followed by its hash where the _id index
 // has entries (the prefix of its entries for that logical partition), the encoded _id alone
-// where the hash derives from the _id or is always 0. It may return wr's scratch buffer.
+// where the hash derives from the _id or is always 0, or is a capped collection's record id.
+// It may return wr's scratch buffer.
 func (wr *Writer) idKey(id []byte, hash uint64) []byte {
-	if !wr.ci.IDIndexed {
+	if !wr.ci.IDIndexed || wr.ci.Capped != nil {
 		return id
 	}
 	wr.idbuf = binary.BigEndian.AppendUint64(append(wr.idbuf[:0], id...), hash)
@@ -479,11 +499,19 @@ func (wr *Writer) Commit(sync bool) error {
 	if err := wr.closeProbes(); err != nil {
 		return catalog.StoreError(err)
 	}
+	for _, b := range wr.batches { // another node's shard (cluster mode): commit nothing anywhere
+		if catalog.IsRemoteBatch(b) && !b.Empty() {
+			return b.Commit(sync)
+		}
+	}
 	for idx, paths := range wr.multikey {
 		if err := wr.p.cat.MarkMultikey(wr.ci.Meta.ID, idx, paths); err != nil {
 			return catalog.StoreError(err)
 		}
 		delete(wr.multikey, idx)
+	}
+	if err := wr.evictCapped(); err != nil {
+		return err
 	}
 	wr.stageRecords()
 	var errs []error
@@ -497,6 +525,9 @@ func (wr *Writer) Commit(sync bool) error {
 	if wr.unlock != nil {
 		wr.unlock()
 		wr.unlock = nil
+	}
+	if len(errs) == 0 {
+		wr.cappedInserted()
 	}
 	for s, b := range wr.batches {
 		if err := b.SyncWait(); err != nil {

@@ -48,6 +48,7 @@ const (
 	DottedFieldName                          Code = 57
 	CommandNotFound                          Code = 59
 	ShardKeyNotFound                         Code = 61
+	StaleShardVersion                        Code = 63
 	WriteConcernTimeout                      Code = 64
 	MultipleErrorsOccurred                   Code = 65
 	ImmutableField                           Code = 66
@@ -70,8 +71,10 @@ const (
 	NamespaceNotSharded                      Code = 118
 	DocumentValidationFailure                Code = 121
 	CommandFailed                            Code = 125
+	CappedPositionLost                       Code = 136
 	CursorInUse                              Code = 143
 	ExceededMemoryLimit                      Code = 146
+	StaleEpoch                               Code = 150
 	ChunkTooBig                              Code = 153
 	ViewDepthLimitExceeded                   Code = 165
 	CommandNotSupportedOnView                Code = 166
@@ -81,6 +84,7 @@ const (
 	QueryPlanKilled                          Code = 175
 	AmbiguousIndexKeyPattern                 Code = 181
 	InvalidViewDefinition                    Code = 182
+	ClientMetadataCannotBeMutated            Code = 186
 	PrimarySteppedDown                       Code = 189
 	InvalidIndexSpecificationOption          Code = 197
 	CannotBuildIndexKeys                     Code = 201
@@ -91,21 +95,27 @@ const (
 	TransactionTooOld                        Code = 225
 	CursorKilled                             Code = 237
 	NotImplemented                           Code = 238
+	SnapshotTooOld                           Code = 239
 	ConversionFailure                        Code = 241
 	CannotCreateCollection                   Code = 242
+	SnapshotUnavailable                      Code = 246
+	StaleDbVersion                           Code = 249
 	NoSuchTransaction                        Code = 251
 	TransactionCommitted                     Code = 256
 	TransactionTooLarge                      Code = 257
 	ExceededTimeLimit                        Code = 262
 	OperationNotSupportedInTransaction       Code = 263
 	FailPointSetFailed                       Code = 266
+	PreparedTransactionInProgress            Code = 267
 	ClientDisconnect                         Code = 279
 	WouldChangeOwningShard                   Code = 283
 	ChecksumMismatch                         Code = 288
 	QueryExceededMemoryLimitNoDiskUseAllowed Code = 292
 	APIVersionError                          Code = 322
 	APIStrictError                           Code = 323
+	APIDeprecationError                      Code = 324
 	MechanismUnavailable                     Code = 334
+	ShardInvalidatedForTargeting             Code = 343
 	UnsupportedOpQueryCommand                Code = 352
 	InvalidBSONType                          Code = 357
 	CannotConvertIndexToUnique               Code = 359
@@ -118,8 +128,10 @@ const (
 	InterruptedAtShutdown                    Code = 11600
 	InterruptedDueToReplStateChange          Code = 11602
 	MergeStageNoMatchingDocument             Code = 13113
+	StaleConfig                              Code = 13388
 	NotPrimaryNoSecondaryOk                  Code = 13435
 	NotPrimaryOrSecondary                    Code = 13436
+	OutOfDiskSpace                           Code = 14031
 	TooManyRequests                          Code = 16500 // Cosmos DB's request-rate-too-large; not in MongoDB's table
 
 	// Assertion sites MongoDB reports as Location<N>.
@@ -159,6 +171,14 @@ const Location6047401 Code = 6047401
 // names maps every Code above to MongoDB's codeName. A test checks that it covers the
 // constants and that no two codes share a name.
 var names = map[Code]string{
+	StaleConfig:                              "StaleConfig",
+	ShardInvalidatedForTargeting:             "ShardInvalidatedForTargeting",
+	PreparedTransactionInProgress:            "PreparedTransactionInProgress",
+	StaleDbVersion:                           "StaleDbVersion",
+	SnapshotUnavailable:                      "SnapshotUnavailable",
+	SnapshotTooOld:                           "SnapshotTooOld",
+	StaleEpoch:                               "StaleEpoch",
+	StaleShardVersion:                        "StaleShardVersion",
 	OK:                                       "OK",
 	InternalError:                            "InternalError",
 	BadValue:                                 "BadValue",
@@ -221,6 +241,7 @@ var names = map[Code]string{
 	NamespaceNotSharded:                      "NamespaceNotSharded",
 	DocumentValidationFailure:                "DocumentValidationFailure",
 	CommandFailed:                            "CommandFailed",
+	CappedPositionLost:                       "CappedPositionLost",
 	CursorInUse:                              "CursorInUse",
 	UnsupportedOpQueryCommand:                "UnsupportedOpQueryCommand",
 	ExceededMemoryLimit:                      "ExceededMemoryLimit",
@@ -233,6 +254,7 @@ var names = map[Code]string{
 	QueryPlanKilled:                          "QueryPlanKilled",
 	AmbiguousIndexKeyPattern:                 "AmbiguousIndexKeyPattern",
 	InvalidViewDefinition:                    "InvalidViewDefinition",
+	ClientMetadataCannotBeMutated:            "ClientMetadataCannotBeMutated",
 	PrimarySteppedDown:                       "PrimarySteppedDown",
 	InvalidIndexSpecificationOption:          "InvalidIndexSpecificationOption",
 	CannotBuildIndexKeys:                     "CannotBuildIndexKeys",
@@ -257,6 +279,7 @@ var names = map[Code]string{
 	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",
 	APIVersionError:                          "APIVersionError",
 	APIStrictError:                           "APIStrictError",
+	APIDeprecationError:                      "APIDeprecationError",
 	MechanismUnavailable:                     "MechanismUnavailable",
 	InvalidBSONType:                          "InvalidBSONType",
 	CannotConvertIndexToUnique:               "CannotConvertIndexToUnique",
@@ -271,6 +294,7 @@ var names = map[Code]string{
 	MergeStageNoMatchingDocument:             "MergeStageNoMatchingDocument",
 	NotPrimaryNoSecondaryOk:                  "NotPrimaryNoSecondaryOk",
 	NotPrimaryOrSecondary:                    "NotPrimaryOrSecondary",
+	OutOfDiskSpace:                           "OutOfDiskSpace",
 	TooManyRequests:                          "TooManyRequests",
 }
 

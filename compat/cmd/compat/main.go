@@ -5,7 +5,7 @@
 //	go run ./cmd/compat                                  # build cleave, run every suite
 //	go run ./cmd/compat -uri mongodb://127.0.0.1:27017/ -suites crud,sessions
 //	go run ./cmd/compat -suites target -baseline testdata/baseline.txt   # what CI checks
-//	go run ./cmd/compat -readme ../README.md -baseline testdata/baseline.txt -update   # make compat
+//	go run ./cmd/compat -readme ../README.md -baseline testdata/baseline.txt -known testdata/known.txt -update   # make compat
 package main
 
 import (
@@ -36,6 +36,7 @@ func run() error {
 		suites   = flag.String("suites", "all", "comma-separated suites; \"all\", \"target\" (the CI suites: "+strings.Join(compat.TargetSuites, ", ")+")")
 		readme   = flag.String("readme", "", "rewrite the table between "+compat.BeginMarker+" and "+compat.EndMarker+" in this file (\"-\": print it)")
 		baseline = flag.String("baseline", "", "baseline file of passing tests: fail if one of them no longer passes")
+		known    = flag.String("known", "", "known-failures file (suite<TAB>pattern<TAB>reason): the reason the table gives for the tests it matches")
 		update   = flag.Bool("update", false, "with -baseline: add the newly passing tests to the file")
 		prune    = flag.Bool("prune", false, "with -update: also remove the tests that no longer pass (accepting regressions)")
 		timeout  = flag.Duration("timeout", 15*time.Minute, "go test -timeout for each suite")
@@ -57,6 +58,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	var knownFailures compat.Known
+	if *known != "" {
+		if knownFailures, err = compat.ReadKnown(*known); err != nil {
+			return err
+		}
+	}
 	cwd, err := os.Getwd()
 	if err != nil {
 		return err
@@ -76,6 +83,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	knownFailures.Apply(results)
 	if err := compat.WriteText(os.Stdout, results, *verbose); err != nil {
 		return err
 	}

@@ -1,0 +1,228 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
+)
+
+// Member is a node as it registers itself under its lease.
+type Member struct {
+	Name      string    `json:"name"`
+	Advertise string    `json:"advertise"` // host:port of its MongoDB wire listener
+	Shards    []int     `json:"shards"`    // the shards it owns (Placement)
+	Started   time.Time `json:"started"`
+}
+
+// Node is this process's membership in a cluster: its etcd client, its registration under a
+// lease (renewed in the background; re-registered under a new lease if the old one expired),
+// its candidacy for partition manager, and cached views of the members and the shard
+// placement. Join returns it; Close leaves the cluster.
+type Node struct {
+	opts    Options
+	log     *zap.Logger
+	cli     *clientv3.Client
+	self    Member
+	members *mirror // /nodes/
+	shards  *mirror // /shards/
+	leader  atomic.Bool
+	ctx     context.Context
+	cancel  context.CancelFunc
+	bg      sync.WaitGroup
+	mu      struct {
+		sync.Mutex
+		session  *concurrency.Session
+		election *concurrency.Election
+	}
+}
+
+// Join connects to etcd, takes (or allocates) the node's shards — shards of them, see
+// AssignShards —, registers the node under a lease and starts campaigning for partition
+// manager. It returns once the node is registered.
+func Join(ctx context.Context, opts Options, shards int, log *zap.Logger) (*Node, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints: opts.Endpoints, DialTimeout: opts.DialTimeout,
+		Logger: log.Named("etcd").WithOptions(zap.IncreaseLevel(zap.WarnLevel)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach etcd at %s: %w", strings.Join(opts.Endpoints, ","), err)
+	}
+	n := &Node{opts: opts, log: log, cli: cli}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	if err := n.join(ctx, shards); err != nil {
+		n.cancel()
+		_ = cli.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// join is Join after the client is made.
+func (n *Node) join(ctx context.Context, shards int) error {
+	rctx, cancel := context.WithTimeout(ctx, n.opts.RequestTimeout)
+	defer cancel()
+	ids, err := n.assignShards(rctx, shards)
+	if err != nil {
+		return err
+	}
+	n.self = Member{Name: n.opts.NodeName, Advertise: n.opts.Advertise, Shards: ids, Started: time.Now().UTC()}
+	if n.members, err = newMirror(rctx, n.cli, n.opts.key("nodes")+"/", n.log); err != nil {
+		return fmt.Errorf("cannot read the cluster's members: %w", err)
+	}
+	if n.shards, err = newMirror(rctx, n.cli, n.opts.key("shards")+"/", n.log); err != nil {
+		return fmt.Errorf("cannot read the cluster's shards: %w", err)
+	}
+	s, err := n.register(rctx)
+	if err != nil {
+		return err
+	}
+	n.bg.Add(3)
+	go func() { defer n.bg.Done(); n.members.run(n.ctx) }()
+	go func() { defer n.bg.Done(); n.shards.run(n.ctx) }()
+	go func() { defer n.bg.Done(); n.keepMembership(s) }()
+	return nil
+}
+
+// register opens a session (a lease kept alive in the background) and writes the node's
+// Member under it.
+func (n *Node) register(ctx context.Context) (*concurrency.Session, error) {
+	// NB: the session's own context stays the default one, so that Close can still revoke
+	// the lease after n.ctx is cancelled.
+	s, err := concurrency.NewSession(n.cli, concurrency.WithTTL(int(n.opts.LeaseTTL/time.Second)))
+	if err != nil {
+		return nil, fmt.Errorf("cannot take a lease in etcd: %w", err)
+	}
+	v, _ := json.Marshal(n.self)
+	if _, err := n.cli.Put(ctx, n.opts.key("nodes", n.opts.NodeName), string(v), clientv3.WithLease(s.Lease())); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("cannot register node %s: %w", n.opts.NodeName, err)
+	}
+	n.mu.Lock()
+	n.mu.session = s
+	n.mu.election = concurrency.NewElection(s, n.opts.key("manager"))
+	n.mu.Unlock()
+	n.log.Info("joined the cluster", zap.String("node", n.opts.NodeName), zap.String("advertise", n.opts.Advertise),
+		zap.Ints("shards", n.self.Shards), zap.Int64("lease", int64(s.Lease())))
+	return s, nil
+}
+
+// keepMembership campaigns for partition manager under session s and, when s ends (its
+// lease expired: etcd did not hear from the node for a TTL), registers again under a new
+// lease, until Close.
+func (n *Node) keepMembership(s *concurrency.Session) {
+	for {
+		n.campaign(s)
+		if n.ctx.Err() != nil {
+			return
+		}
+		n.log.Warn("lost the cluster lease; registering again", zap.String("node", n.opts.NodeName))
+		for {
+			ctx, cancel := context.WithTimeout(n.ctx, n.opts.RequestTimeout)
+			var err error
+			s, err = n.register(ctx)
+			cancel()
+			if err == nil {
+				break
+			}
+			if n.ctx.Err() != nil {
+				return
+			}
+			n.log.Warn("cannot register in the cluster", zap.Error(err))
+			sleep(n.ctx, time.Second)
+		}
+	}
+}
+
+// campaign runs for partition manager under s, and holds the role until s ends.
+func (n *Node) campaign(s *concurrency.Session) {
+	ctx, cancel := context.WithCancel(n.ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	n.mu.Lock()
+	e := n.mu.election
+	n.mu.Unlock()
+	if err := e.Campaign(ctx, n.opts.NodeName); err != nil {
+		<-ctx.Done() // session over or Close; keepMembership decides
+		return
+	}
+	n.leader.Store(true)
+	n.log.Info("this node is the partition manager", zap.String("node", n.opts.NodeName))
+	<-ctx.Done()
+	n.leader.Store(false)
+}
+
+// Name returns the node's name.
+func (n *Node) Name() string { return n.opts.NodeName }
+
+// Self returns the node's own registration.
+func (n *Node) Self() Member { return n.self }
+
+// Leader reports whether this node is the partition manager now: it won the election and its
+// lease is alive. It never waits on etcd.
+func (n *Node) Leader() bool { return n.leader.Load() }
+
+// Members returns the nodes registered now (their leases alive), sorted by name.
+func (n *Node) Members() []Member {
+	var out []Member
+	for _, v := range n.members.snapshot() {
+		var m Member
+		if json.Unmarshal(v, &m) == nil {
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Client returns the etcd client (for the catalog log).
+func (n *Node) Client() *clientv3.Client { return n.cli }
+
+// Close leaves the cluster: it resigns as partition manager and revokes the lease, so the
+// node's registration disappears at once rather than a TTL later, then closes the client.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	e := n.mu.election
+	n.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), n.opts.RequestTimeout)
+	defer cancel()
+	if n.leader.Load() && e != nil {
+		_ = e.Resign(ctx)
+	}
+	n.cancel()
+	n.bg.Wait()
+	n.mu.Lock()
+	s := n.mu.session // keepMembership may have registered again meanwhile
+	n.mu.Unlock()
+	var err error
+	if s != nil {
+		err = s.Close() // revokes the lease
+	}
+	return joinErr(err, n.cli.Close())
+}
+
+// joinErr returns the first non-nil error.
+func joinErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}

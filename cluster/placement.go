@@ -1,0 +1,94 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"go.uber.org/zap"
+)
+
+// Placement is which node owns a shard: the record /shards/<id>. Shard ids are cluster-wide
+// (a partition map names them), allocated once and never reused; a node finds its shards
+// again by its name when it restarts.
+type Placement struct {
+	Node string `json:"node"`
+}
+
+// maxShardAllocTries bounds the retries of a shard allocation that raced with another node's.
+const maxShardAllocTries = 64
+
+// assignShards returns the ids of the node's first n shards, in increasing order (local store
+// k is shard ids[k]), allocating the missing ones: each new id is the next unused one, taken
+// by a transaction that succeeds only if no node took it first. A node that owns more than n
+// shards is refused, as a restart with fewer --shards is on one node.
+func (n *Node) assignShards(ctx context.Context, want int) ([]int, error) {
+	for try := 0; try < maxShardAllocTries; try++ {
+		all, err := n.readPlacement(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var mine []int
+		next := 0
+		for id, p := range all {
+			if p.Node == n.opts.NodeName {
+				mine = append(mine, id)
+			}
+			next = max(next, id+1)
+		}
+		slices.Sort(mine)
+		if len(mine) > want {
+			return nil, fmt.Errorf("node %s owns %d shards in the cluster: start it with --shards %d or more",
+				n.opts.NodeName, len(mine), len(mine))
+		}
+		if len(mine) == want {
+			return mine, nil
+		}
+		v, _ := json.Marshal(Placement{Node: n.opts.NodeName})
+		key := n.opts.key("shards", strconv.Itoa(next))
+		resp, err := n.cli.Txn(ctx).If(createdAbsent(key)).Then(opPut(key, string(v))).Commit()
+		if err != nil {
+			return nil, fmt.Errorf("cannot allocate a shard: %w", err)
+		}
+		if resp.Succeeded {
+			n.log.Info("allocated a shard", zap.Int("shard", next), zap.String("node", n.opts.NodeName))
+		}
+	}
+	return nil, fmt.Errorf("cannot allocate shards: %d attempts raced with other nodes", maxShardAllocTries)
+}
+
+// readPlacement reads every shard's placement from etcd.
+func (n *Node) readPlacement(ctx context.Context) (map[int]Placement, error) {
+	resp, err := n.cli.Get(ctx, n.opts.key("shards")+"/", withPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the cluster's shards: %w", err)
+	}
+	out := map[int]Placement{}
+	for _, kv := range resp.Kvs {
+		id, err := strconv.Atoi(string(kv.Key[len(n.opts.key("shards"))+1:]))
+		var p Placement
+		if err != nil || id < 0 || json.Unmarshal(kv.Value, &p) != nil {
+			return nil, fmt.Errorf("corrupt shard record %q", kv.Key)
+		}
+		out[id] = p
+	}
+	return out, nil
+}
+
+// Placement returns every shard's owner, from the cached view (never waits on etcd).
+func (n *Node) Placement() map[int]Placement {
+	out := map[int]Placement{}
+	for k, v := range n.shards.snapshot() {
+		id, err := strconv.Atoi(k)
+		var p Placement
+		if err == nil && json.Unmarshal(v, &p) == nil {
+			out[id] = p
+		}
+	}
+	return out
+}
+
+// PlacementChanged returns a channel closed at the next change of the shard placement.
+func (n *Node) PlacementChanged() <-chan struct{} { return n.shards.changed() }

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/cluster"
+	"github.com/cleavedb/cleave/exec"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/store"
+)
+
+// ClusterConfig is the configuration of cluster mode (README, "Cluster"): empty Etcd is
+// single-node mode, the default.
+type ClusterConfig struct {
+	Etcd       string // comma-separated host:port of the etcd members
+	NodeName   string
+	Advertise  string // host:port others reach this node at; default: the bound --listen address
+	LeaseTTL   time.Duration
+	EtcdPrefix string
+}
+
+// clusterFlags registers the cluster flags on fs.
+func (c *ClusterConfig) clusterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Etcd, "etcd", env("ETCD", ""), "etcd members (host:port,...): join the cluster they hold (empty: single node)")
+	fs.StringVar(&c.NodeName, "node-name", env("NODE_NAME", ""), "this node's name in the cluster, stable across restarts (required with --etcd)")
+	fs.StringVar(&c.Advertise, "advertise", env("ADVERTISE", ""), "host:port other nodes and clients reach this node at (default: the --listen address)")
+	fs.DurationVar(&c.LeaseTTL, "etcd-lease-ttl", envDuration("ETCD_LEASE_TTL", 10*time.Second), "how long the cluster keeps a silent node registered (whole seconds, at least 1s)")
+	fs.StringVar(&c.EtcdPrefix, "etcd-prefix", env("ETCD_PREFIX", "/cleave"), "where the cluster's keys live in etcd")
+}
+
+// validateCluster checks the cluster flags.
+func (c *ClusterConfig) validateCluster() error {
+	if c.Etcd == "" {
+		if c.NodeName != "" || c.Advertise != "" {
+			return errors.New("--node-name and --advertise need --etcd")
+		}
+		return nil
+	}
+	if c.NodeName == "" {
+		return errors.New("--etcd needs a --node-name")
+	}
+	if c.LeaseTTL%time.Second != 0 || c.LeaseTTL < time.Second {
+		return fmt.Errorf("--etcd-lease-ttl %v: whole seconds, at least 1s", c.LeaseTTL)
+	}
+	return nil
+}
+
+// options returns the cluster options, advertising listen when --advertise is not set.
+func (c *ClusterConfig) options(listen net.Addr) (cluster.Options, error) {
+	adv := c.Advertise
+	if adv == "" {
+		host, _, _ := net.SplitHostPort(listen.String())
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			return cluster.Options{}, fmt.Errorf("--listen %s is every address: say which one others reach this node at with --advertise", listen)
+		}
+		adv = listen.String()
+	}
+	return cluster.Options{Endpoints: strings.Split(c.Etcd, ","), NodeName: c.NodeName, Advertise: adv,
+		LeaseTTL: c.LeaseTTL, Prefix: c.EtcdPrefix}, nil
+}
+
+// clusterView is the executor's view of the node's cluster (sharding.Cluster).
+type clusterView struct {
+	node  *cluster.Node
+	local []int
+}
+
+// LocalShards implements sharding.Cluster.
+func (v *clusterView) LocalShards() []int { return v.local }
+
+// ShardHost implements sharding.Cluster: the owner's advertised address, or "" while it is
+// down.
+func (v *clusterView) ShardHost(id int) (node, host string) {
+	p, ok := v.node.Placement()[id]
+	if !ok {
+		return "", ""
+	}
+	for _, m := range v.node.Members() {
+		if m.Name == p.Node {
+			return p.Node, m.Advertise
+		}
+	}
+	return p.Node, ""
+}
+
+// Leader implements sharding.Cluster.
+func (v *clusterView) Leader() bool { return v.node.Leader() }
+
+// shards returns the executor's shards indexed by cluster-wide id: this node's stores at
+// their ids, stand-ins for the others'.
+func (v *clusterView) shards(local []catalog.Shard) []catalog.Shard {
+	placed := v.node.Placement()
+	n := 0
+	for id := range placed {
+		n = max(n, id+1)
+	}
+	for _, id := range v.local {
+		n = max(n, id+1)
+	}
+	out := make([]catalog.Shard, n)
+	for id := range out {
+		if k := slices.Index(v.local, id); k >= 0 {
+			out[id] = local[k]
+		} else {
+			out[id] = catalog.Remote(id, placed[id].Node)
+		}
+	}
+	return out
+}
+
+// joinCluster joins the cluster cfg names with the local stores dbs and shares the catalog
+// cat (kept in dbs[0]) with it; st gets the cluster-wide shards. It returns the node to
+// close at shutdown.
+func joinCluster(cfg *Config, listen net.Addr, dbs []*store.DB, cat *store.Catalog, st *exec.Storage, logger *zap.Logger) (*clusterView, error) {
+	opts, err := cfg.Cluster.options(listen)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	node, err := cluster.Join(ctx, opts, len(dbs), logger.Named("cluster"))
+	if err != nil {
+		return nil, fmt.Errorf("cannot join the cluster: %w", err)
+	}
+	v := &clusterView{node: node, local: node.Self().Shards}
+	cat.SetHomeShard(v.local[0])
+	dropped := func(cs []*store.Collection) {
+		for _, c := range cs {
+			for i, db := range dbs {
+				if err := db.DeleteCollectionData(c.ID); err != nil {
+					logger.Warn("cannot delete the data of a dropped collection; the next start will",
+						zap.String("ns", c.DB+"."+c.Name), zap.Int("shard", v.local[i]), zap.Error(err))
+				}
+			}
+		}
+	}
+	if err := node.ShareCatalog(ctx, cat, dropped); err != nil {
+		_ = node.Close()
+		return nil, fmt.Errorf("cannot share the catalog with the cluster: %w", err)
+	}
+	st.Shards = v.shards(st.Shards)
+	st.Cluster = v
+	return v, nil
+}
+
+// followPlacement adds stand-ins for the shards of nodes that join, until stop is closed.
+func (v *clusterView) followPlacement(ex *exec.Executor, local []catalog.Shard, stop <-chan struct{}) {
+	for {
+		ch := v.node.PlacementChanged()
+		ex.SetShards(v.shards(local))
+		select {
+		case <-ch:
+		case <-stop:
+			return
+		}
+	}
+}

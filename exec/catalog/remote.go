@@ -1,0 +1,123 @@
+package catalog
+
+import (
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// Remote returns the stand-in for shard id, which node owns (cluster mode): every read,
+// snapshot and batch fails with NotImplemented 238 naming the node, because operations do
+// not run on another node's shards yet (README, Architecture → Cluster: they will be shipped
+// to the owner as internal commands, above this interface). Nothing is ever answered from
+// it, so no result can be silently missing a shard's documents. DeleteCollectionData
+// succeeds doing nothing: the owner deletes its own data when the drop reaches it.
+func Remote(id int, node string) Shard { return remote{id: id, node: node} }
+
+// remote is the stand-in Remote returns.
+type remote struct {
+	id   int
+	node string
+}
+
+// err is the error of every operation on the shard.
+func (r remote) err() error {
+	owner := "no node"
+	if r.node != "" {
+		owner = "node " + r.node
+	}
+	return mongoerr.New(mongoerr.NotImplemented,
+		"shard-%d is on %s: cleave cannot run operations on another node's shards yet; connect to that node", r.id, owner)
+}
+
+// GetDoc implements Reader.
+func (r remote) GetDoc(store.CollID, uint64, []byte, []byte) ([]byte, error) { return nil, r.err() }
+
+// HasDoc implements Reader.
+func (r remote) HasDoc(store.CollID, uint64, []byte) (bool, error) { return false, r.err() }
+
+// NewProbe implements Reader.
+func (r remote) NewProbe() (Probe, error) { return nil, r.err() }
+
+// HasIndexKeyPrefix implements Reader.
+func (r remote) HasIndexKeyPrefix(store.CollID, store.IndexID, []byte) (uint64, []byte, bool, error) {
+	return 0, nil, false, r.err()
+}
+
+// NewDocIter implements Reader.
+func (r remote) NewDocIter(store.CollID, uint64, uint64) (DocIter, error) { return nil, r.err() }
+
+// NewDocIterReverse implements Reader.
+func (r remote) NewDocIterReverse(store.CollID, uint64, uint64) (DocIter, error) { return nil, r.err() }
+
+// NewIndexIter implements Reader.
+func (r remote) NewIndexIter(store.CollID, store.IndexID, []byte, []byte, bool) (IndexIter, error) {
+	return nil, r.err()
+}
+
+// Stats implements Reader.
+func (r remote) Stats(store.CollID, uint64, uint64) (int64, int64, error) { return 0, 0, r.err() }
+
+// Histogram implements Reader.
+func (r remote) Histogram(store.CollID, uint64, uint64) ([]store.BucketStat, error) {
+	return nil, r.err()
+}
+
+// NewSnapshot implements Shard.
+func (r remote) NewSnapshot() (Snapshot, error) { return nil, r.err() }
+
+// NewBatch implements Shard: a batch that cannot commit.
+func (r remote) NewBatch() Batch { return &remoteBatch{err: r.err()} }
+
+// CollStats implements Shard: nothing known here.
+func (r remote) CollStats(store.CollID) (int64, int64) { return 0, 0 }
+
+// EstimateDiskUsage implements Shard.
+func (r remote) EstimateDiskUsage(store.CollID, uint64, uint64) (uint64, error) { return 0, r.err() }
+
+// DeleteCollectionData implements Shard: the owner deletes its own data.
+func (r remote) DeleteCollectionData(store.CollID) error { return nil }
+
+// GetTxnRecord implements Shard: no record here.
+func (r remote) GetTxnRecord([]byte, []byte) ([]byte, error) { return nil, store.ErrNotFound }
+
+// remoteBatch is a batch of a remote stand-in: it collects nothing and its commit fails.
+type remoteBatch struct {
+	err error
+	n   uint32
+}
+
+func (b *remoteBatch) SetDoc(store.CollID, uint64, []byte, []byte)                     { b.n++ }
+func (b *remoteBatch) DeleteDoc(store.CollID, uint64, []byte)                          { b.n++ }
+func (b *remoteBatch) SetIndex(store.CollID, store.IndexID, []byte, uint64, []byte)    { b.n++ }
+func (b *remoteBatch) DeleteIndex(store.CollID, store.IndexID, []byte, uint64, []byte) { b.n++ }
+func (b *remoteBatch) AddStats(store.CollID, uint64, int64, int64)                     {}
+func (b *remoteBatch) DeleteDocRange(store.CollID, uint64, uint64) error               { return b.err }
+func (b *remoteBatch) DeleteIndexData(store.CollID, store.IndexID)                     { b.n++ }
+func (b *remoteBatch) SetTxnRecord([]byte, []byte)                                     { b.n++ }
+func (b *remoteBatch) Len() int                                                        { return 0 }
+func (b *remoteBatch) Count() uint32                                                   { return b.n }
+func (b *remoteBatch) Empty() bool                                                     { return b.n == 0 }
+func (b *remoteBatch) Commit(bool) error                                               { return b.err }
+func (b *remoteBatch) Apply(bool) error                                                { return b.err }
+func (b *remoteBatch) SyncWait() error                                                 { return b.err }
+func (b *remoteBatch) Close()                                                          {}
+
+// DeleteIndexEntriesInRange implements Batch.
+func (b *remoteBatch) DeleteIndexEntriesInRange(store.CollID, store.IndexID, uint64, uint64) (int, error) {
+	return 0, b.err
+}
+
+// RemoteNode reports whether sh is another node's shard (a Remote stand-in), and names
+// that node: reads and writes of such a shard run on its node (query.Remote).
+func RemoteNode(sh Shard) (node string, ok bool) {
+	r, ok := sh.(remote)
+	return r.node, ok
+}
+
+// IsRemoteBatch reports whether b is a batch of another node's shard, which never commits:
+// a writer checks it before committing any of its batches, so that a group of writes
+// touching such a shard changes nothing anywhere.
+func IsRemoteBatch(b Batch) bool {
+	_, ok := b.(*remoteBatch)
+	return ok
+}

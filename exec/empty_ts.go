@@ -1,0 +1,73 @@
+package exec
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+)
+
+// Empty timestamps: a document that an insert, or a replacement-style update or
+// findAndModify (upserts included), writes with Timestamp(0, 0) in a top-level field other
+// than _id gets the current cluster time there instead, one tick per field (MongoDB's
+// fixDocumentForInsert and ObjectReplaceExecutor), unless the command says
+// bypassEmptyTsReplacement. Nested fields, _id, and the values operator and pipeline updates
+// write are kept as they are. Inserts are filled here; replacements by exec/update, with
+// the clock's ticks (clockTimestamp).
+
+// fillEmptyTimestamps returns doc with its empty top-level timestamps (but _id's) replaced
+// by new ticks of the cluster clock; doc itself when it holds none.
+func (e *Executor) fillEmptyTimestamps(doc bsoncore.Document) bsoncore.Document {
+	if !hasEmptyTimestamp(doc) {
+		return doc
+	}
+	idx, out := bsoncore.AppendDocumentStart(make([]byte, 0, len(doc)))
+	it := bsonx.Elements(doc)
+	for {
+		el, ok := it.Next()
+		if !ok {
+			break
+		}
+		if isEmptyTimestamp(el) {
+			t := e.clock.tick()
+			out = bsoncore.AppendTimestampElement(out, el.Key(), uint32(t>>32), uint32(t))
+			continue
+		}
+		out = append(out, el...)
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out
+}
+
+// hasEmptyTimestamp reports whether a top-level field other than _id holds Timestamp(0, 0).
+func hasEmptyTimestamp(doc bsoncore.Document) bool {
+	it := bsonx.Elements(doc)
+	for {
+		el, ok := it.Next()
+		if !ok {
+			return false
+		}
+		if isEmptyTimestamp(el) {
+			return true
+		}
+	}
+}
+
+// isEmptyTimestamp reports whether el is a field other than _id holding Timestamp(0, 0).
+func isEmptyTimestamp(el bsoncore.Element) bool {
+	if el.Key() == "_id" {
+		return false
+	}
+	v := el.Value()
+	if v.Type != bsoncore.TypeTimestamp {
+		return false
+	}
+	t, i := v.Timestamp()
+	return t == 0 && i == 0
+}
+
+// clockTimestamp is a new tick of the cluster clock as a BSON timestamp's (seconds,
+// increment): the updates' Timestamp (replacement documents, $currentDate).
+func (e *Executor) clockTimestamp() (t, i uint32) {
+	c := e.clock.tick()
+	return uint32(c >> 32), uint32(c)
+}

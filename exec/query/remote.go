@@ -1,0 +1,163 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// In cluster mode a read may target a shard of another node (a catalog.Remote stand-in).
+// The planned per-shard part of the read — the filter, sort and hint it was planned for, the
+// access path chosen, and the hash ranges of the partitions it targets on that shard — is
+// then sent to the owner (Options.Remote), which plans the same read on its own catalog,
+// checks that it agrees (OpenOwned: same ranges, same access path; otherwise StaleConfig)
+// and streams the matching documents back in batches, from a snapshot, with the totals its
+// reads cost. The ShardStream of the remote shard yields those documents; everything above
+// it — the parallel readers, the k-way merge, sort, skip, limit, projection, $group's
+// merger, count, explain's per-shard stats — is unchanged. The owner admits and meters the
+// reads against its partitions' budgets; the router's stream charges nothing locally.
+
+// Remote opens the per-shard part of a read on the node that owns the shard.
+type Remote interface {
+	// OpenScan starts spec on its shard's owner; Next of the result yields the batches.
+	OpenScan(ctx context.Context, spec *RemoteScanSpec) (RemoteScan, error)
+}
+
+// RemoteScan is a per-shard read running on another node.
+type RemoteScan interface {
+	// Next returns the next batch of documents (concatenated BSON, owned by the caller),
+	// the owner's totals so far, and whether the read is done (no batch follows).
+	Next(ctx context.Context) (docs []byte, stats ScanStats, last bool, err error)
+	// Close ends the read on the owner, if it is not done.
+	Close()
+}
+
+// RemoteScanSpec is one shard's part of a planned read, as its owner needs it.
+type RemoteScanSpec struct {
+	CI           *catalog.Coll
+	Shard        int
+	Filter, Vars bsoncore.Document
+	Sort         []bsonx.SortField
+	Hint         bsoncore.Value
+	Ranges       [][2]uint64 // sorted, as ShardStream.Ranges
+	Plan         PlanSig
+	// Limit is the most documents the router can need from the shard (0: all).
+	Limit int64
+}
+
+// PlanSig is what the router and the owner must agree on for the owner's documents to merge
+// correctly with the others': the access path, the index and the order it yields.
+type PlanSig struct {
+	Kind            Kind
+	Index           string
+	Sorted, Reverse bool
+}
+
+// Sig returns p's signature.
+func (p *Plan) Sig() PlanSig {
+	s := PlanSig{Kind: p.Kind, Sorted: p.Sorted, Reverse: p.Reverse}
+	if p.Index != nil {
+		s.Index = p.Index.Meta.Name
+	}
+	return s
+}
+
+// remoteRead is the state of a ShardStream whose shard is another node's.
+type remoteRead struct {
+	rem  Remote
+	spec RemoteScanSpec
+	scan RemoteScan
+	docs []byte // the rest of the current batch
+	last bool
+}
+
+// newRemoteRead prepares ss's reads on another node (nothing is sent before the first read).
+func (g *Engine) newRemoteRead(ss *ShardStream, p *Plan, f *match.Filter) {
+	src, vars := f.Source()
+	ss.meters, ss.budgets = nil, nil // the owner admits and meters its reads
+	ss.rem = &remoteRead{rem: g.opts.Remote, spec: RemoteScanSpec{
+		CI: ss.ci, Shard: ss.Shard, Filter: src, Vars: vars, Sort: p.sort, Hint: p.hint,
+		Ranges: ss.Ranges, Plan: p.Sig(),
+	}}
+}
+
+// readRemote returns the next document of a remote read, fetching batches as needed.
+func (ss *ShardStream) readRemote(ctx context.Context) (bsoncore.Document, error) {
+	r := ss.rem
+	for {
+		if len(r.docs) > 0 {
+			d, rest, ok := bsoncore.ReadDocument(r.docs)
+			if !ok {
+				return nil, errors.New("query: malformed batch from a remote shard")
+			}
+			r.docs = rest
+			return d, nil
+		}
+		if r.last {
+			return nil, nil
+		}
+		if r.scan == nil {
+			scan, err := r.rem.OpenScan(ctx, &r.spec)
+			if err != nil {
+				return nil, err
+			}
+			r.scan = scan
+		}
+		docs, stats, last, err := r.scan.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r.docs, r.last = docs, last
+		stats.Point = ss.Stats.Point
+		stats.Partitions = ss.Stats.Partitions
+		ss.Stats = stats
+	}
+}
+
+// closeRemote ends a remote read.
+func (r *remoteRead) close() {
+	if r.scan != nil && !r.last {
+		r.scan.Close()
+	}
+	r.scan, r.docs = nil, nil
+}
+
+// IsRemote reports whether the stream reads another node's shard.
+func (ss *ShardStream) IsRemote() bool { return ss.rem != nil || (ss.pf != nil && ss.pf.rd.rem != nil) }
+
+// OpenOwned opens, on the node that owns shard s, the stream of a read another node planned
+// (RemoteScanSpec): it plans filter, sort and hint on ci, and refuses with StaleConfig when
+// this node's plan does not read the same ranges of s with the same access path (the two
+// nodes' catalogs differ in a way that matters: the router refreshes and plans again).
+func (g *Engine) OpenOwned(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hint bsoncore.Value,
+	s int, ranges [][2]uint64, sig PlanSig,
+) (*ShardStream, error) {
+	p, err := planQuery(ci, f, sortSpec, hint)
+	if err != nil {
+		return nil, err
+	}
+	if p.Kind == PlanEOF || p.Sig() != sig {
+		return nil, staleConfig(ci, "the plan differs")
+	}
+	ss, err := g.NewShardStream(ci, p, f, s)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(ss.Ranges, ranges) {
+		ss.Close()
+		return nil, staleConfig(ci, "the shard's ranges differ")
+	}
+	return ss, nil
+}
+
+// staleConfig is the owner's answer to a read planned on another version of ci's map.
+func staleConfig(ci *catalog.Coll, why string) error {
+	return mongoerr.New(mongoerr.StaleConfig, "shard version mismatch for %s: %s", ci.NS(), why)
+}

@@ -1,0 +1,56 @@
+package sharding
+
+import "slices"
+
+// Cluster is what the partition manager knows of the cluster its node belongs to (package
+// cluster, wired by cmd/cleave); nil in single-node mode, where every shard is local.
+//
+// Shard ids are cluster-wide: catalog.Catalog.Shards() is indexed by them, and holds a
+// stand-in that refuses every operation (catalog.Remote) for a shard of another node. Until
+// operations can run on another node's shards, each node's manager decides for the
+// partitions on its own shards only, and moves them only between its own shards: its splits
+// are catalog changes that the cluster commits conditioned on the revision they were
+// computed from, so the managers of several nodes never commit conflicting maps.
+type Cluster interface {
+	// LocalShards returns the ids of this node's shards, in increasing order.
+	LocalShards() []int
+	// ShardHost returns the node owning shard id and its advertised host:port (both "" if
+	// no node owns it).
+	ShardHost(id int) (node, host string)
+	// Leader reports whether this node is the cluster's elected partition manager now.
+	Leader() bool
+}
+
+// localShards returns the shards this node's manager may decide for: every shard in
+// single-node mode.
+func (m *Manager) localShards() []int {
+	if c := m.mopts.Cluster; c != nil {
+		return c.LocalShards()
+	}
+	out := make([]int, len(m.cat.Shards()))
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// isLocal reports whether shard s is this node's.
+func (m *Manager) isLocal(s int) bool {
+	if c := m.mopts.Cluster; c != nil {
+		return slices.Contains(c.LocalShards(), s)
+	}
+	return s >= 0 && s < len(m.cat.Shards())
+}
+
+// shardHost returns the host config.shards shows for shard s.
+func (m *Manager) shardHost(s int) string {
+	if c := m.mopts.Cluster; c != nil {
+		_, host := c.ShardHost(s)
+		return Name(s) + "/" + host
+	}
+	return Name(s) + "/" + m.mopts.ListenAddr
+}
+
+// LocalShards returns the ids of this node's shards (every shard in single-node mode), for
+// placing a new collection's partitions.
+func (m *Manager) LocalShards() []int { return m.localShards() }

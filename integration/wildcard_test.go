@@ -1,0 +1,208 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// wildcardIDs runs find(filter) on c and returns the _ids, in _id order.
+func wildcardIDs(t *testing.T, c *mongo.Collection, filter bson.D) []int32 {
+	t.Helper()
+	cur, err := c.Find(context.Background(), filter, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []struct {
+		ID int32 `bson:"_id"`
+	}
+	if err := cur.All(context.Background(), &docs); err != nil {
+		t.Fatal(err)
+	}
+	ids := []int32{}
+	for _, d := range docs {
+		ids = append(ids, d.ID)
+	}
+	return ids
+}
+
+// TestCreateIndexesWildcard: a wildcard index ({"$**": 1}) holds one entry per leaf path
+// and value of each document; the planner uses it for an equality or a range on one path it
+// covers, explain shows MongoDB's $_path bounds, and writes keep it current. {"a.$**": 1}
+// covers a subtree, wildcardProjection includes or excludes paths.
+func TestCreateIndexesWildcard(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := sharedServer(t).client(t).Database(dbName(t))
+	c := db.Collection("c")
+	docs := []any{
+		bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: bson.D{{Key: "b", Value: 1}, {Key: "c", Value: "x"}}}, {Key: "n", Value: 5}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "a", Value: bson.A{bson.D{{Key: "b", Value: 2}}, bson.D{{Key: "b", Value: 3}}}}, {Key: "n", Value: bson.A{1, 7}}},
+		bson.D{{Key: "_id", Value: 3}, {Key: "a", Value: bson.D{{Key: "b", Value: bson.A{4, bson.A{5}}}}}},
+		bson.D{{Key: "_id", Value: 4}, {Key: "z", Value: "x"}},
+	}
+	if _, err := c.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	name, err := c.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "$**", Value: 1}}})
+	if err != nil || name != "$**_1" {
+		t.Fatalf("create: %q %v", name, err)
+	}
+	cases := []struct {
+		filter bson.D
+		want   []int32
+		bounds string // the bounds explain shows on the path, "" for a collection scan
+	}{
+		{bson.D{{Key: "a.b", Value: 3}}, []int32{2}, `[3, 3]`},
+		{bson.D{{Key: "a.b", Value: bson.D{{Key: "$in", Value: bson.A{1, 4}}}}}, []int32{1, 3}, `[1, 1]`},
+		{bson.D{{Key: "n", Value: bson.D{{Key: "$gt", Value: 4}}}}, []int32{1, 2}, `(4, inf.0]`},
+		{bson.D{{Key: "a.c", Value: bson.D{{Key: "$gte", Value: "w"}}}}, []int32{1}, `["w", {})`},
+		{bson.D{{Key: "z", Value: "x"}}, []int32{4}, `["x", "x"]`},
+		{bson.D{{Key: "a.b", Value: nil}}, []int32{4}, ""},                            // missing paths have no entry
+		{bson.D{{Key: "a.b", Value: bson.A{5}}}, []int32{3}, ""},                      // arrays are indexed by their elements
+		{bson.D{{Key: "a.0.b", Value: 2}}, []int32{2}, ""},                            // array positions are not in the paths
+		{bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: 3}}}}, []int32{4}, ""}, // _id is not covered
+	}
+	for _, tc := range cases {
+		if got := wildcardIDs(t, c, tc.filter); !sameIDs(got, tc.want) {
+			t.Errorf("%v: %v, want %v", tc.filter, got, tc.want)
+		}
+		plan := explainFind(t, c, tc.filter)
+		if tc.bounds == "" {
+			if strings.Contains(plan, "$**_1") {
+				t.Errorf("%v planned on the wildcard index: %s", tc.filter, plan)
+			}
+			continue
+		}
+		path := tc.filter[0].Key
+		q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+		for _, want := range []string{"IXSCAN", `"$_path":[` + q(`["`+path+`", "`+path+`"]`) + `]`, q(path) + ":[" + q(tc.bounds)} {
+			if !strings.Contains(plan, want) {
+				t.Errorf("%v: explain lacks %s: %s", tc.filter, want, plan)
+			}
+		}
+	}
+	// The scan reads the one path's entries: z: "x" examines one key and one document of
+	// the collection's many entries.
+	var ex bson.Raw
+	err = db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "z", Value: "x"}}}}},
+		{Key: "verbosity", Value: "executionStats"}}).Decode(&ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shard := ex.Lookup("executionStats", "executionStages", "shards", "0")
+	if keys, docs := shard.Document().Lookup("totalKeysExamined").AsInt64(), shard.Document().Lookup("totalDocsExamined").AsInt64(); keys != 1 || docs != 1 {
+		t.Errorf("z: x examined %d keys and %d documents, want 1 and 1", keys, docs)
+	}
+	// Writes keep the entries current.
+	if _, err := c.UpdateOne(ctx, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: bson.D{{Key: "b", Value: 30}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.InsertOne(ctx, bson.D{{Key: "_id", Value: 5}, {Key: "a", Value: bson.D{{Key: "b", Value: 3}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := wildcardIDs(t, c, bson.D{{Key: "a.b", Value: 3}}); !sameIDs(got, []int32{5}) {
+		t.Errorf("after the writes, a.b: 3 = %v", got)
+	}
+	if got := wildcardIDs(t, c, bson.D{{Key: "a.b", Value: 30}}); !sameIDs(got, []int32{2}) {
+		t.Errorf("after the writes, a.b: 30 = %v", got)
+	}
+	var v bson.M
+	if err := db.RunCommand(ctx, bson.D{{Key: "validate", Value: "c"}, {Key: "full", Value: true}}).Decode(&v); err != nil || v["valid"] != true {
+		t.Fatalf("validate: %v %v", v, err)
+	}
+	// A subtree index, and projections.
+	sub := db.Collection("sub")
+	if _, err := sub.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	models := []mongo.IndexModel{
+		{Keys: bson.D{{Key: "a.$**", Value: -1}}},
+		{Keys: bson.D{{Key: "$**", Value: 1}}, Options: options.Index().SetName("noA").SetWildcardProjection(bson.D{{Key: "a", Value: 0}})},
+	}
+	if _, err := sub.Indexes().CreateMany(ctx, models); err != nil {
+		t.Fatal(err)
+	}
+	if plan := explainFind(t, sub, bson.D{{Key: "a.c", Value: "x"}}); !strings.Contains(plan, "a.$**_-1") {
+		t.Errorf("a.c not on a.$**: %s", plan)
+	}
+	if plan := explainFind(t, sub, bson.D{{Key: "n", Value: 5}}); !strings.Contains(plan, "noA") {
+		t.Errorf("n not on the projection {a: 0}: %s", plan)
+	}
+	if got := wildcardIDs(t, sub, bson.D{{Key: "a.c", Value: "x"}}); !sameIDs(got, []int32{1}) {
+		t.Errorf("a.c: x = %v", got)
+	}
+	if s := indexSpecs(t, sub)["noA"]; s["wildcardProjection"] == nil {
+		t.Errorf("listIndexes lacks wildcardProjection: %v", s)
+	}
+}
+
+// sameIDs compares two _id lists.
+func sameIDs(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestCreateIndexesWildcardErrors: what MongoDB 7.0 refuses for wildcard indexes, with its
+// codes and messages; a valid compound wildcard index is refused as not implemented.
+func TestCreateIndexesWildcardErrors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := sharedServer(t).client(t).Database(dbName(t))
+	star := bson.D{{Key: "$**", Value: 1}}
+	cases := []struct {
+		name string
+		spec bson.D
+		code int32
+		msg  string
+	}{
+		{"Unique", bson.D{{Key: "key", Value: star}, {Key: "name", Value: "u"}, {Key: "unique", Value: true}}, 67,
+			"Index type 'wildcard' does not support the 'unique' option"},
+		{"Sparse", bson.D{{Key: "key", Value: star}, {Key: "name", Value: "s"}, {Key: "sparse", Value: true}}, 67,
+			"Index type 'wildcard' does not support the 'sparse' option"},
+		{"TTL", bson.D{{Key: "key", Value: star}, {Key: "name", Value: "t"}, {Key: "expireAfterSeconds", Value: 10}}, 67,
+			"cannot make a TTL index :: caused by :: Index type 'wildcard' does not support the 'expireAfterSeconds' option"},
+		{"ProjectionOnSubtree", bson.D{{Key: "key", Value: bson.D{{Key: "a.$**", Value: 1}}}, {Key: "name", Value: "p"},
+			{Key: "wildcardProjection", Value: bson.D{{Key: "a", Value: 1}}}}, 9,
+			`The field 'wildcardProjection' is only allowed when 'key' is {"$**": ±1} or {"$**": "columnstore"}`},
+		{"ProjectionNotWildcard", bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "p"},
+			{Key: "wildcardProjection", Value: bson.D{{Key: "a", Value: 1}}}}, 2,
+			"The field 'wildcardProjection' is only allowed in 'wildcard' indexes"},
+		{"ProjectionEmpty", bson.D{{Key: "key", Value: star}, {Key: "name", Value: "p"}, {Key: "wildcardProjection", Value: bson.D{}}}, 9,
+			"The 'wildcardProjection' field can't be an empty object"},
+		{"ProjectionMixed", bson.D{{Key: "key", Value: star}, {Key: "name", Value: "p"},
+			{Key: "wildcardProjection", Value: bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 0}}}}, 31254,
+			"Failed to parse projection: wildcardProjection :: caused by :: Cannot do exclusion on field b in inclusion projection"},
+		{"CompoundAllWithoutProjection", bson.D{{Key: "key", Value: bson.D{{Key: "$**", Value: 1}, {Key: "b", Value: 1}}}, {Key: "name", Value: "c"}}, 67,
+			"Compound wildcard indexes on all fields must also specify 'wildcardProjection' option"},
+		{"CompoundTwoWildcards", bson.D{{Key: "key", Value: bson.D{{Key: "a.$**", Value: 1}, {Key: "b.$**", Value: 1}}}, {Key: "name", Value: "c"}}, 7246201,
+			"Index Key can contain only one wildcard index field"},
+		{"CompoundValid", bson.D{{Key: "key", Value: bson.D{{Key: "a.$**", Value: 1}, {Key: "b", Value: 1}}}, {Key: "name", Value: "c"}}, 238, ""},
+		{"Hashed", bson.D{{Key: "key", Value: bson.D{{Key: "$**", Value: 1}, {Key: "b", Value: "hashed"}}}, {Key: "name", Value: "h"}}, 67,
+			"Can't use more than one index plugin for a single index."},
+		{"StringValue", bson.D{{Key: "key", Value: bson.D{{Key: "$**", Value: "x"}}}, {Key: "name", Value: "x"}}, 67,
+			"The key pattern value for an '$**' index must be a non-zero number, not a string."},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := db.RunCommand(ctx, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{tc.spec}}}).Err()
+			var ce mongo.CommandError
+			if !errors.As(err, &ce) || ce.Code != tc.code || tc.msg != "" && ce.Message != tc.msg {
+				t.Errorf("got %v, want %d %q", err, tc.code, tc.msg)
+			}
+		})
+	}
+}

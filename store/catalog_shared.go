@@ -1,0 +1,363 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// A shared catalog is one catalog held by several nodes (cluster mode). The records stay
+// what they are on one node — databases, collections with their indexes and partition maps,
+// users and roles, the collection-ID counter — but a change is first committed to a
+// SharedLog (etcd, in package cluster), conditioned on the revision of the log the node's
+// state reflects, and only then written to the local Pebble catalog and published. Changes
+// other nodes commit arrive through ApplyShared, in revision order. So:
+//
+//   - every node's state is the log's state at some revision (never a mix), and readers keep
+//     reading it lock-free from State, with no remote call per request;
+//   - two nodes can never both commit a change computed from the same state: the second one
+//     gets a *ConflictError, waits until its state reaches the winner's revision, and runs
+//     its change again on that state (where, say, a split of a partition the winner already
+//     split fails with the caller's own "stale" error);
+//   - the local Pebble records are a mirror of the log, kept so that tools and a restart see
+//     a consistent catalog; the log is the truth (Share replaces the mirror).
+//
+// Single-node mode never calls Share: mutate then commits to Pebble alone, as before.
+
+// CatalogOp is one change of a catalog record: Key is the record's key in the catalog's key
+// space (store-private: callers carry it verbatim), Value its encoding, nil for a delete.
+type CatalogOp struct {
+	Key, Value []byte
+}
+
+// SharedLog is where a shared catalog commits its changes. Revisions increase with every
+// committed change, and every change carries the revision it was committed at.
+type SharedLog interface {
+	// Commit applies ops atomically if no change was committed after revision rev, and
+	// returns the revision of the new change. If one was, it applies nothing and returns a
+	// *ConflictError with the latest revision it knows of.
+	Commit(rev int64, ops []CatalogOp) (int64, error)
+}
+
+// ConflictError reports that a shared catalog's log moved past the revision a change was
+// computed from: the change was not applied.
+type ConflictError struct {
+	// Rev is the log's revision when the commit was refused (0 when unknown).
+	Rev int64
+}
+
+// Error implements error.
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("store: the shared catalog is at revision %d: the change must be computed again", e.Rev)
+}
+
+// maxConflictRetries bounds how often mutate computes a change again after conflicts: with
+// catalog changes rare, reaching it means something is wrong (a watch that stalled).
+const maxConflictRetries = 32
+
+// revisionWait is how long a conflicted change waits for the node's state to catch up with
+// the log before giving up.
+const revisionWait = 10 * time.Second
+
+// ErrCatalogBehind is returned when the shared catalog's state did not reach a revision in
+// time: this node lost the log's changes (its watch stalled), so it refuses to change the
+// catalog rather than compute a change from an old state.
+var ErrCatalogBehind = errors.New("store: the shared catalog did not catch up with the cluster")
+
+// sharedCatalog is the state of sharing, guarded by Catalog.mu.
+type sharedCatalog struct {
+	log SharedLog
+	// rev is the log revision the published state reflects.
+	rev int64
+	// advanced is closed (and replaced) whenever rev advances.
+	advanced chan struct{}
+}
+
+// LocalImage returns every record of the local catalog as puts: what a node seeds an empty
+// shared log with.
+func (c *Catalog) LocalImage() ([]CatalogOp, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	it, err := c.db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixCatalog}, UpperBound: []byte{prefixCatalog + 1}})
+	if err != nil {
+		return nil, err
+	}
+	var ops []CatalogOp
+	for valid := it.First(); valid; valid = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, errors.Join(err, it.Close())
+		}
+		ops = append(ops, CatalogOp{Key: bytes.Clone(it.Key()), Value: bytes.Clone(v)})
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return nil, err
+	}
+	var buf [8]byte
+	binary.BigEndian.PutUint64(buf[:], uint64(c.mu.nextColl))
+	return append(ops, CatalogOp{Key: bytes.Clone(nextCollKey), Value: buf[:]}), nil
+}
+
+// Share makes c a shared catalog: image (every record of the log at revision rev) replaces
+// the local records, and from now on changes commit through log. It refuses an image that
+// lacks a collection this node holds (same ID and UUID): the node's data would otherwise be
+// read as another collection's, or dropped as an orphan.
+func (c *Catalog) Share(log SharedLog, rev int64, image []CatalogOp) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := newEdit(emptyState())
+	if _, err := applyOps(e, image, 0); err != nil {
+		return fmt.Errorf("store: the shared catalog at revision %d: %w", rev, err)
+	}
+	for id, local := range c.state.Load().byID {
+		if NodeLocalDB(local.DB) {
+			continue
+		}
+		if shared := e.s.byID[id]; shared == nil || shared.UUID != local.UUID {
+			return fmt.Errorf("%w: collection %s.%s (id %d) of this node is not in the cluster's catalog",
+				ErrInvalid, local.DB, local.Name, id)
+		}
+	}
+	c.mu.shared = &sharedCatalog{log: log, advanced: make(chan struct{})}
+	_, err := c.reload(rev, image)
+	return err
+}
+
+// Resync replaces the state with image, every record of the log at revision rev: what a
+// node does when it missed changes (its watch fell behind the log's compaction). It returns
+// the collections that are gone, whose local data the caller deletes.
+func (c *Catalog) Resync(rev int64, image []CatalogOp) (dropped []*Collection, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.shared == nil {
+		return nil, fmt.Errorf("%w: the catalog is not shared", ErrInvalid)
+	}
+	return c.reload(rev, image)
+}
+
+// reload replaces the state and the local records with image at revision rev; the caller
+// holds c.mu and has set c.mu.shared.
+func (c *Catalog) reload(rev int64, image []CatalogOp) (dropped []*Collection, err error) {
+	e := newEdit(emptyState())
+	next, err := applyOps(e, image, 0)
+	if err != nil {
+		return nil, fmt.Errorf("store: the shared catalog at revision %d: %w", rev, err)
+	}
+	b := c.db.pdb.NewBatch()
+	defer func() { _ = b.Close() }()
+	_ = b.DeleteRange([]byte{prefixCatalog}, []byte{prefixCatalog + 1}, nil)
+	_ = b.Delete(nextCollKey, nil)
+	for _, op := range image {
+		_ = b.Set(op.Key, op.Value, nil)
+	}
+	old := c.state.Load()
+	for name, d := range old.dbs { // this node's own records stay
+		if NodeLocalDB(name) {
+			e.putDatabase(d)
+			_ = b.Set(databaseKey(name), encodeDatabase(d), nil)
+		}
+	}
+	for _, coll := range old.byID {
+		if NodeLocalDB(coll.DB) {
+			e.putCollection(coll)
+			_ = b.Set(collectionKey(coll.ID), encodeCollection(coll), nil)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return nil, fmt.Errorf("store: catalog commit: %w", err)
+	}
+	for id, coll := range old.byID {
+		if e.s.byID[id] == nil {
+			dropped = append(dropped, coll)
+		}
+	}
+	c.mu.nextColl = max(next, c.mu.nextColl)
+	c.state.Store(e.s)
+	c.mu.shared.advance(rev)
+	return dropped, nil
+}
+
+// Revision returns the log revision the state reflects (0 when the catalog is not shared).
+func (c *Catalog) Revision() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.shared == nil {
+		return 0
+	}
+	return c.mu.shared.rev
+}
+
+// ApplyShared applies a change another node committed at revision rev (ops in commit order)
+// and returns the collections it dropped, whose local data the caller deletes. Changes must
+// arrive in revision order; one at or below the state's revision (this node's own commits
+// among them) is skipped.
+func (c *Catalog) ApplyShared(rev int64, ops []CatalogOp) (dropped []*Collection, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.mu.shared
+	if s == nil {
+		return nil, fmt.Errorf("%w: the catalog is not shared", ErrInvalid)
+	}
+	if rev <= s.rev {
+		return nil, nil
+	}
+	old := c.state.Load()
+	e := newEdit(old)
+	next, err := applyOps(e, ops, c.mu.nextColl)
+	if err != nil {
+		return nil, fmt.Errorf("store: the shared catalog at revision %d: %w", rev, err)
+	}
+	b := c.db.pdb.NewBatch()
+	defer func() { _ = b.Close() }()
+	for _, op := range ops {
+		if op.Value == nil {
+			_ = b.Delete(op.Key, nil)
+		} else {
+			_ = b.Set(op.Key, op.Value, nil)
+		}
+	}
+	// Not synced: the log is the truth, and Share rewrites the mirror at the next start.
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return nil, fmt.Errorf("store: catalog commit: %w", err)
+	}
+	for id, coll := range old.byID {
+		if e.s.byID[id] == nil {
+			dropped = append(dropped, coll)
+		}
+	}
+	c.mu.nextColl = next
+	c.state.Store(e.s)
+	s.advance(rev)
+	return dropped, nil
+}
+
+// advance records that the state reflects revision rev and wakes the waiters.
+func (s *sharedCatalog) advance(rev int64) {
+	s.rev = rev
+	close(s.advanced)
+	s.advanced = make(chan struct{})
+}
+
+// applyOps applies ops to e and returns the next collection ID to assign: at least next,
+// the counter's value if ops set it, and above every collection ops put.
+func applyOps(e *edit, ops []CatalogOp, next CollID) (CollID, error) {
+	for _, op := range ops {
+		if bytes.Equal(op.Key, nextCollKey) {
+			if len(op.Value) != 8 {
+				return 0, fmt.Errorf("%w: counter %q has %d bytes", ErrCorrupt, op.Key, len(op.Value))
+			}
+			next = max(next, CollID(binary.BigEndian.Uint64(op.Value)))
+			continue
+		}
+		if len(op.Key) < 2 || op.Key[0] != prefixCatalog {
+			return 0, errCorruptKey(op.Key)
+		}
+		id, err := applyRecord(e, op.Key, op.Value)
+		if err != nil {
+			return 0, err
+		}
+		next = max(next, id+1)
+	}
+	return max(next, 1), nil
+}
+
+// NodeLocalDB reports whether the records of database db stay on each node rather than being
+// shared: config, whose collections each node derives from the shared catalog itself (the
+// partition manager rewrites config.chunks and the others), and local, as in MongoDB.
+func NodeLocalDB(db string) bool { return db == "config" || db == "local" }
+
+// nodeLocal reports whether catalog record k belongs to a node-local database, judged by the
+// states before (old) and after (cur) the change.
+func nodeLocal(k []byte, old, cur *CatalogState) bool {
+	switch {
+	case len(k) > 2 && k[0] == prefixCatalog && k[1] == catalogDatabase:
+		return NodeLocalDB(string(k[2:]))
+	case len(k) == 6 && k[0] == prefixCatalog && k[1] == catalogCollection:
+		id := CollID(binary.BigEndian.Uint32(k[2:]))
+		if coll := cur.byID[id]; coll != nil {
+			return NodeLocalDB(coll.DB)
+		}
+		if coll := old.byID[id]; coll != nil {
+			return NodeLocalDB(coll.DB)
+		}
+	}
+	return false
+}
+
+// commitShared commits batch b, the catalog change from the published state to cur, to the
+// shared log (without the records of node-local databases); the caller holds c.mu and then
+// commits b locally.
+func (c *Catalog) commitShared(b *pebble.Batch, cur *CatalogState) error {
+	old := c.state.Load()
+	var ops []CatalogOp
+	r := b.Reader()
+	for {
+		kind, k, v, ok, err := r.Next()
+		if err != nil {
+			return fmt.Errorf("store: reading a catalog batch: %w", err)
+		}
+		if !ok {
+			break
+		}
+		if nodeLocal(k, old, cur) {
+			continue
+		}
+		switch kind { //nolint:exhaustive // the catalog writes sets and deletes only
+		case pebble.InternalKeyKindSet:
+			ops = append(ops, CatalogOp{Key: bytes.Clone(k), Value: bytes.Clone(v)})
+		case pebble.InternalKeyKindDelete:
+			ops = append(ops, CatalogOp{Key: bytes.Clone(k)})
+		default:
+			return fmt.Errorf("store: a catalog batch holds an operation of kind %v", kind)
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	s := c.mu.shared
+	rev, err := s.log.Commit(s.rev, ops)
+	if err != nil {
+		return err
+	}
+	s.advance(rev)
+	return nil
+}
+
+// waitRevision waits until the state reflects revision rev (or a later one).
+func (c *Catalog) waitRevision(rev int64) error {
+	deadline := time.NewTimer(revisionWait)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		s := c.mu.shared
+		if s == nil || s.rev >= rev {
+			c.mu.Unlock()
+			return nil
+		}
+		ch := s.advanced
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return fmt.Errorf("%w: at revision %d, waiting for %d", ErrCatalogBehind, c.Revision(), rev)
+		}
+	}
+}
+
+// SetHomeShard makes shard s hold the one partition of the collections created from now on
+// without partitions of their own (unsharded ones): in a cluster, the creating node's first
+// shard rather than shard 0, which may be another node's.
+func (c *Catalog) SetHomeShard(s int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.homeShard = s
+}
+
+// WaitRevision waits until the state reflects revision rev or a later one (at most
+// revisionWait; then ErrCatalogBehind): a node that another node's request names a newer
+// revision catches up before answering it.
+func (c *Catalog) WaitRevision(rev int64) error { return c.waitRevision(rev) }

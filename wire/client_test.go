@@ -1,0 +1,64 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// TestClientCommandPooled: commands go over one pooled connection and come back with their
+// own replies; a command cancelled by its context drops its connection, and the next one
+// dials a fresh one.
+func TestClientCommandPooled(t *testing.T) {
+	h := newEchoHandler()
+	ts := startServer(t, ServerOptions{}, h)
+	c := NewClient(ts.addr, ClientOptions{})
+	defer c.Close()
+	ctx := context.Background()
+	for _, name := range []string{"ping", "hello", "ping"} {
+		reply, err := c.Command(ctx, bsoncore.NewDocumentBuilder().AppendInt32(name, 1).AppendString("$db", "admin").Build())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := reply.Lookup("cmd").StringValue(); got != name {
+			t.Fatalf("reply to %s names %s", name, got)
+		}
+	}
+	if n := h.connects.Load(); n != 1 {
+		t.Fatalf("%d connections for 3 sequential commands, want 1", n)
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	_, err := c.Command(cctx, bsoncore.NewDocumentBuilder().AppendInt32("slow", 1).AppendString("$db", "admin").Build())
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("slow command under a 50ms deadline: %v, want DeadlineExceeded", err)
+	}
+	close(h.release)
+	if _, err := c.Command(ctx, bsoncore.NewDocumentBuilder().AppendInt32("ping", 1).AppendString("$db", "admin").Build()); err != nil {
+		t.Fatalf("ping after a cancelled command: %v", err)
+	}
+	if n := h.connects.Load(); n != 2 {
+		t.Fatalf("%d connections, want 2 (the cancelled one is not reused)", n)
+	}
+}
+
+// TestClientCommandUnreachable: a server that is not there is an *UnreachableError.
+func TestClientCommandUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	c := NewClient(addr, ClientOptions{DialTimeout: time.Second})
+	_, err = c.Command(context.Background(), bsoncore.NewDocumentBuilder().AppendInt32("ping", 1).Build())
+	var ue *UnreachableError
+	if !errors.As(err, &ue) || ue.Addr != addr {
+		t.Fatalf("err = %v, want *UnreachableError for %s", err, addr)
+	}
+}
