@@ -224,10 +224,12 @@ func BenchmarkSortLimit(b *testing.B) {
 			}
 			b.ReportAllocs()
 			i := 0
+			cpu0 := processCPU(b)
 			for b.Loop() {
 				run(b, c, bodies[i%len(bodies)])
 				i++
 			}
+			b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

@@ -136,3 +136,30 @@ func TestMetricsEndpointOff(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMetricsPprof reads a heap profile from /debug/pprof/ on a server started with --pprof,
+// and finds no such route on one without it.
+func TestMetricsPprof(t *testing.T) {
+	t.Parallel()
+	get := func(s *server, path string) (int, string) {
+		hc := &http.Client{Timeout: 30 * time.Second}
+		resp, err := hc.Get("http://" + s.httpAddr + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	on := startServer(t, "--pprof")
+	if code, body := get(on, "/debug/pprof/heap?debug=1"); code != http.StatusOK || !strings.Contains(body, "heap profile") {
+		t.Fatalf("GET /debug/pprof/heap with --pprof: %d\n%.200s", code, body)
+	}
+	if code, body := get(on, "/debug/pprof/goroutine?debug=1"); code != http.StatusOK || !strings.Contains(body, "goroutine profile") {
+		t.Fatalf("GET /debug/pprof/goroutine with --pprof: %d\n%.200s", code, body)
+	}
+	off := sharedServer(t)
+	if code, _ := get(off, "/debug/pprof/heap?debug=1"); code != http.StatusNotFound {
+		t.Fatalf("GET /debug/pprof/heap without --pprof: %d, want 404", code)
+	}
+}

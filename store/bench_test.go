@@ -1,9 +1,12 @@
 package store
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -306,4 +309,62 @@ func BenchmarkKeyLocks(b *testing.B) {
 			l.LockMany(hs)()
 		}
 	})
+}
+
+// BenchmarkFetch is an index scan's fetches: benchDocs documents read by key, in key order
+// (an index that follows _id, like the harness's readingTime) and in random order (one that
+// does not, like metricValue), with a Get each (GetDoc) or through one iterator (SeekExact).
+//
+//	go test ./store -run '^$' -bench BenchmarkFetch -count 10
+func BenchmarkFetch(b *testing.B) {
+	db := loadBench(b)
+	snap, err := db.NewSnapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = snap.Close() }()
+	keyOrder := make([]int, benchDocs)
+	for i := range keyOrder {
+		keyOrder[i] = i
+	}
+	slices.SortFunc(keyOrder, func(x, y int) int {
+		return cmp.Or(cmp.Compare(benchHash(x), benchHash(y)), bytes.Compare(benchIDs[x], benchIDs[y]))
+	})
+	random := slices.Clone(keyOrder)
+	rand.New(rand.NewPCG(3, 3)).Shuffle(len(random), func(i, j int) { random[i], random[j] = random[j], random[i] })
+	for _, o := range []struct {
+		name  string
+		order []int
+	}{{"KeyOrder", keyOrder}, {"Random", random}} {
+		b.Run(o.name+"/GetDoc", func(b *testing.B) {
+			b.ReportAllocs()
+			var buf []byte
+			n := 0
+			for b.Loop() {
+				i := o.order[n%benchDocs]
+				n++
+				if buf, err = snap.GetDoc(1, benchHash(i), benchIDs[i], buf[:0]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(o.name+"/SeekExact", func(b *testing.B) {
+			it, err := snap.NewDocIter(1, 0, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = it.Close() }()
+			b.ReportAllocs()
+			var buf []byte
+			n := 0
+			for b.Loop() {
+				i := o.order[n%benchDocs]
+				n++
+				if !it.SeekExact(benchHash(i), benchIDs[i]) {
+					b.Fatal("missed", i, it.Err())
+				}
+				buf = append(buf[:0], it.Doc()...)
+			}
+		})
+	}
 }

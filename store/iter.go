@@ -93,6 +93,26 @@ func (d *DocIter) SeekGE(hash uint64, id []byte) bool {
 	return d.load()
 }
 
+// SeekExact positions at document (hash, id) and reports whether it exists: a point read
+// through an open iterator, which keeps the sstable iterators of its levels from one read to
+// the next, where each Get opens them again (an index scan fetches every entry's document:
+// issue 13's agg spent half its CPU opening them). Like Get it seeks by prefix, the whole key
+// with the default Comparer, so the bloom filters of the levels above the last skip the
+// sstables without it. The iterator stays in prefix mode: Next after SeekExact ends.
+func (d *DocIter) SeekExact(hash uint64, id []byte) bool {
+	if d.it == nil || d.err != nil {
+		return false
+	}
+	d.started = true
+	d.seekBuf = AppendDocKey(d.seekBuf[:0], d.coll, hash, id)
+	d.valid = d.it.SeekPrefixGE(d.seekBuf)
+	if d.valid && !bytes.Equal(d.it.Key(), d.seekBuf) {
+		d.valid = false
+		return false
+	}
+	return d.load()
+}
+
 // SeekGT positions at the first document strictly after (hash, id), the way to resume a scan
 // after the last document returned.
 func (d *DocIter) SeekGT(hash uint64, id []byte) bool {

@@ -321,3 +321,54 @@ func TestHasIndexKeyPrefix(t *testing.T) {
 		})
 	}
 }
+
+// TestDocIterSeekExact reads documents by key through one iterator, in and out of order,
+// and finds neither a missing key's neighbour nor a document outside the iterator's range.
+func TestDocIterSeekExact(t *testing.T) {
+	db := openMem(t)
+	fillDocs(t, db)
+	it, err := db.NewDocIter(2, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = it.Close() }()
+	type ref struct {
+		hash uint64
+		i    int
+	}
+	var order []ref
+	for _, h := range boundaryHashes {
+		order = append(order, ref{h, 0}, ref{h, 1})
+	}
+	for range 2 { // in key order, then reversed
+		for _, r := range order {
+			if !it.SeekExact(r.hash, idN(r.i)) || it.Hash() != r.hash || !bytes.Equal(it.ID(), idN(r.i)) {
+				t.Fatalf("SeekExact(%x, %d) missed", r.hash, r.i)
+			}
+			if got, want := string(it.Doc()), fmt.Sprintf("%d/%x/%d", 2, r.hash, r.i); got != want {
+				t.Fatalf("SeekExact(%x, %d): document %q, want %q", r.hash, r.i, got, want)
+			}
+		}
+		slices.Reverse(order)
+	}
+	if it.SeekExact(1<<48, idN(5)) {
+		t.Fatal("SeekExact of a missing id found a document")
+	}
+	if it.SeekExact(2, idN(0)) {
+		t.Fatal("SeekExact of a missing hash found a document")
+	}
+	if !it.SeekExact(1, idN(1)) || it.Next() {
+		t.Fatal("SeekExact then Next: want the document, then the end (prefix mode)")
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	other, err := db.NewDocIter(3, 0, 1<<48)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Close() }()
+	if other.SeekExact(1<<48, idN(0)) {
+		t.Fatal("SeekExact found a document at the iterator's upper bound")
+	}
+}

@@ -30,6 +30,9 @@ type Config struct {
 	// HTTPAddr is the address of the HTTP listener (/metrics); empty turns it off.
 	// HTTPAddrFile receives its bound address, written before AddrFile.
 	HTTPAddr, HTTPAddrFile string
+	// Pprof serves Go's profiles under /debug/pprof/ on the HTTP listener (off by default:
+	// profiles reveal internals and a CPU profile costs while it runs).
+	Pprof bool
 	// TLSCert and TLSKey are PEM files of the server's certificate and key (both or neither);
 	// TLSCA, a PEM file of the CA that signs client certificates, makes them required.
 	TLSCert, TLSKey, TLSCA string
@@ -39,6 +42,12 @@ type Config struct {
 	// bound the process's memory (README, "Memory").
 	CacheSize      int64
 	MemTableBudget int64
+	// GoMemoryLimit is the soft limit of the Go heap (runtime/debug.SetMemoryLimit) besides
+	// Pebble's manually allocated cache and memtables; 0 leaves the runtime's (GOMEMLIMIT).
+	GoMemoryLimit int64
+	// goMemoryLimitSet: --go-memory-limit or CLEAVE_GO_MEMORY_LIMIT was given, and wins
+	// over GOMEMLIMIT.
+	goMemoryLimitSet bool
 	// DiskReserve and DiskReservePercent: writes that add data are refused (OutOfDiskSpace
 	// 14031) while the data volume has less free space than the smaller of the two bounds;
 	// 0 turns a bound off.
@@ -73,6 +82,10 @@ type Config struct {
 // memory Pebble may hold whatever the number of shards (one shard: four 32 MiB memtables).
 const DefaultMemTableBudget = 128 << 20
 
+// DefaultGoMemoryLimit is --go-memory-limit's default: with the memtables' 128 MiB, the
+// process stays within the block cache plus 256 MiB (README, "Memory").
+const DefaultGoMemoryLimit = 128 << 20
+
 // storeReserve maps a reserve bound of the configuration (0: off) to store.Options' (0:
 // the default, negative: off).
 func storeReserve[T int64 | float64](v T) T {
@@ -101,6 +114,7 @@ func parseConfig(args []string) (Config, error) {
 	fs.StringVar(&c.AddrFile, "addr-file", env("ADDR_FILE", ""), "write the listening address to this file once ready")
 	fs.StringVar(&c.HTTPAddr, "http-addr", env("HTTP_ADDR", "127.0.0.1:8080"), "address of the HTTP listener serving /metrics (host:port; port 0 picks a free one; empty: no listener)")
 	fs.StringVar(&c.HTTPAddrFile, "http-addr-file", env("HTTP_ADDR_FILE", ""), "write the HTTP listener's address to this file once ready (before --addr-file)")
+	fs.BoolVar(&c.Pprof, "pprof", env("PPROF", "") == "true", "serve Go's profiles (net/http/pprof) under /debug/pprof/ on the HTTP listener")
 	fs.StringVar(&c.TLSCert, "tls-cert", env("TLS_CERT", ""), "PEM file of the server's TLS certificate (with --tls-key: every connection uses TLS)")
 	fs.StringVar(&c.TLSKey, "tls-key", env("TLS_KEY", ""), "PEM file of the server's TLS private key")
 	fs.StringVar(&c.TLSCA, "tls-ca", env("TLS_CA", ""), "PEM file of the CA that signs client certificates (clients must then present one)")
@@ -111,6 +125,7 @@ func parseConfig(args []string) (Config, error) {
 	fs.DurationVar(&c.SlowOp, "slow-op", envDuration("SLOW_OP", 100*time.Millisecond), "log commands slower than this at info level (MongoDB's slowms)")
 	fs.Int64Var(&c.CacheSize, "cache-size", envInt64("CACHE_SIZE", store.DefaultCacheSize), "bytes of the block cache, shared by all shards")
 	fs.Int64Var(&c.MemTableBudget, "memtable-budget", envInt64("MEMTABLE_BUDGET", DefaultMemTableBudget), "bytes of all memtables, split evenly between the shards (each shard holds at most "+strconv.Itoa(store.DefaultMemTables)+": the one written and those being flushed)")
+	fs.Int64Var(&c.GoMemoryLimit, "go-memory-limit", envInt64("GO_MEMORY_LIMIT", DefaultGoMemoryLimit), "soft limit in bytes of the Go heap besides the block cache and memtables (0: GOMEMLIMIT or none)")
 	fs.Int64Var(&c.DiskReserve, "disk-reserve", envInt64("DISK_RESERVE", store.DefaultDiskReserve), "free bytes the data volume keeps: below the smaller of this and --disk-reserve-percent, writes that add data fail with OutOfDiskSpace (0: no byte bound)")
 	fs.Float64Var(&c.DiskReservePercent, "disk-reserve-percent", envFloat("DISK_RESERVE_PERCENT", store.DefaultDiskReservePercent), "the reserve as a share of the data volume's size, in percent (0: no share bound; both 0: no reserve)")
 	fs.Int64Var(&c.PartitionMaxBytes, "partition-max-bytes", envInt64("PARTITION_MAX_BYTES", 50<<30), "size above which a partition splits in two")
@@ -126,6 +141,10 @@ func parseConfig(args []string) (Config, error) {
 	c.Cluster.clusterFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	fs.Visit(func(f *flag.Flag) { c.goMemoryLimitSet = c.goMemoryLimitSet || f.Name == "go-memory-limit" })
+	if _, ok := os.LookupEnv("CLEAVE_GO_MEMORY_LIMIT"); ok {
+		c.goMemoryLimitSet = true
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -143,8 +162,13 @@ func (c *Config) validate() error {
 		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 			errs = append(errs, fmt.Errorf("--http-addr %q: %w", c.HTTPAddr, err))
 		}
-	} else if c.HTTPAddrFile != "" {
-		errs = append(errs, errors.New("--http-addr-file needs an --http-addr"))
+	} else {
+		if c.HTTPAddrFile != "" {
+			errs = append(errs, errors.New("--http-addr-file needs an --http-addr"))
+		}
+		if c.Pprof {
+			errs = append(errs, errors.New("--pprof needs an --http-addr"))
+		}
 	}
 	if err := c.Cluster.validateCluster(); err != nil {
 		errs = append(errs, err)
@@ -172,6 +196,9 @@ func (c *Config) validate() error {
 	if m := c.MemTableSize(); m < 1<<20 || m >= 4<<30 {
 		errs = append(errs, fmt.Errorf("--memtable-budget %d: with --shards %d, a memtable of %d bytes; it must be at least 1 MiB and below 4 GiB",
 			c.MemTableBudget, c.Shards, m))
+	}
+	if c.GoMemoryLimit != 0 && c.GoMemoryLimit < 32<<20 {
+		errs = append(errs, fmt.Errorf("--go-memory-limit %d: must be 0 or at least 32 MiB", c.GoMemoryLimit))
 	}
 	if c.DiskReserve < 0 {
 		errs = append(errs, fmt.Errorf("--disk-reserve %d: must not be negative", c.DiskReserve))

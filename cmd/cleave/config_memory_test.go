@@ -1,7 +1,10 @@
 package main
 
 import (
+	"runtime/debug"
 	"testing"
+
+	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/store"
 )
@@ -22,5 +25,36 @@ func TestConfigMemoryFlags(t *testing.T) {
 		if _, err := parseConfig(args); err == nil {
 			t.Errorf("%v accepted", args)
 		}
+	}
+}
+
+// TestConfigGoMemoryLimit: --go-memory-limit becomes the runtime's soft limit, plus the cache
+// and memtables when Pebble allocates them on the Go heap; 0 leaves the runtime's limit.
+func TestConfigGoMemoryLimit(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	c, err := parseConfig([]string{"--go-memory-limit", "67108864"})
+	if err != nil || c.GoMemoryLimit != 64<<20 || !c.goMemoryLimitSet {
+		t.Fatalf("--go-memory-limit: %d (set %v), %v", c.GoMemoryLimit, c.goMemoryLimitSet, err)
+	}
+	setMemoryLimit(&c, zap.NewNop())
+	want := int64(64 << 20)
+	if !pebbleOffHeap {
+		want += c.CacheSize + c.MemTableBudget
+	}
+	if got := debug.SetMemoryLimit(-1); got != want {
+		t.Fatalf("memory limit %d, want %d", got, want)
+	}
+	debug.SetMemoryLimit(before)
+	c, err = parseConfig([]string{"--go-memory-limit", "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setMemoryLimit(&c, zap.NewNop())
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Fatalf("--go-memory-limit 0 changed the limit to %d", got)
+	}
+	if _, err := parseConfig([]string{"--go-memory-limit", "1000"}); err == nil {
+		t.Fatal("a 1000-byte limit was accepted")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,9 +30,9 @@ func listenHTTP(cfg *Config) (net.Listener, error) {
 }
 
 // httpMux returns the routes of the HTTP listener: /metrics, in Prometheus' text format,
-// with the executor's collector and Go's runtime and process collectors. The operator
-// console will add its pages here.
-func httpMux(ex *exec.Executor, logger *zap.Logger) (*http.ServeMux, error) {
+// with the executor's collector and Go's runtime and process collectors, and with withPprof
+// Go's profiles under /debug/pprof/. The operator console will add its pages here.
+func httpMux(ex *exec.Executor, logger *zap.Logger, withPprof bool) (*http.ServeMux, error) {
 	reg := prometheus.NewRegistry()
 	for _, c := range []prometheus.Collector{
 		ex.Metrics(),
@@ -47,6 +48,15 @@ func httpMux(ex *exec.Executor, logger *zap.Logger) (*http.ServeMux, error) {
 		ErrorLog:      zap.NewStdLog(logger),
 		ErrorHandling: promhttp.ContinueOnError, // a partial scrape beats none
 	}))
+	if withPprof {
+		// Registered on this mux, not http.DefaultServeMux (which net/http/pprof's init fills
+		// but nothing here serves).
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	return mux, nil
 }
 
@@ -54,7 +64,7 @@ func httpMux(ex *exec.Executor, logger *zap.Logger) (*http.ServeMux, error) {
 // to cfg.HTTPAddrFile, and sends an unexpected end of serving to s.done.
 func (s *server) serveHTTP(cfg *Config, ln net.Listener, ex *exec.Executor, logger *zap.Logger) error {
 	logger = logger.Named("http")
-	mux, err := httpMux(ex, logger)
+	mux, err := httpMux(ex, logger, cfg.Pprof)
 	if err != nil {
 		_ = ln.Close()
 		return err

@@ -42,6 +42,7 @@ func run(args []string) int {
 		return 2
 	}
 	defer func() { _ = logger.Sync() }()
+	setMemoryLimit(&cfg, logger)
 
 	srv, err := start(&cfg, logger, ring, args)
 	if err != nil {

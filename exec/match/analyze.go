@@ -18,8 +18,9 @@ type Interval struct {
 }
 
 // leafConjuncts returns the leaves of the top-level conjunction on path that a
-// planner can use: equalities and $in (points) and ranges. Negations, $or, regexes and
-// everything else are skipped (they only narrow the result further).
+// planner can use: equalities and $in (points) and ranges. Negations, $or (see
+// orIntervals), regexes and everything else are skipped (they only narrow the result
+// further).
 func (f *Filter) leafConjuncts(path string) []leaf {
 	var out []leaf
 	for _, n := range f.conj {
@@ -112,6 +113,9 @@ func (f *Filter) Intervals(path string) (iv []Interval, ok bool) {
 			rng, haveRange = ivs, true
 		}
 	}
+	if !haveRange {
+		return f.orIntervals(path, false)
+	}
 	return rng, haveRange
 }
 
@@ -130,7 +134,42 @@ func (f *Filter) IntervalsNonMultikey(path string) (iv []Interval, ok bool) {
 		}
 		iv = intersect(iv, ivs)
 	}
+	if !ok {
+		return f.orIntervals(path, true)
+	}
 	return iv, ok
+}
+
+// orIntervals returns the bounds of a top-level $or on path when each of its branches bounds
+// path: the union of the branches' bounds ({$or: [{a: {$gte: 1, $lt: 2}}, {a: 5}]} is
+// [1, 2) and [5, 5]), each branch's own conjuncts intersected when nonMultikey. A document
+// the $or matches matches one branch, so it holds a value at path within that branch's
+// bounds. The first such $or of the conjunction is used; ok is false when there is none.
+func (f *Filter) orIntervals(path string, nonMultikey bool) ([]Interval, bool) {
+	for _, n := range f.conj {
+		or, isOr := n.(*orNode)
+		if !isOr || len(or.kids) == 0 {
+			continue
+		}
+		var union []Interval
+		bounded := true
+		for _, k := range or.kids {
+			branch := &Filter{conj: appendConjunct(nil, k)}
+			ivs, ok := branch.Intervals(path)
+			if nonMultikey {
+				ivs, ok = branch.IntervalsNonMultikey(path)
+			}
+			if !ok {
+				bounded = false
+				break
+			}
+			union = append(union, ivs...)
+		}
+		if bounded {
+			return merge(union), true
+		}
+	}
+	return nil, false
 }
 
 // leafIntervals returns the bounds of one comparison or $in.

@@ -91,6 +91,18 @@ func TestFilterIntervals(t *testing.T) {
 		{"Regex", `{"a": {"$regex": "^x"}}`, "a", "-", "-"},
 		{"NullGte", `{"a": {"$gte": null}}`, "a", "-", "-"},
 		{"NaNGt", `{"a": {"$gt": {"$numberDouble": "NaN"}}}`, "a", ``, ``},
+		{"OrOfRanges", `{"$or": [{"a": {"$gte": 1, "$lt": 2}}, {"a": {"$gt": 5, "$lte": 6}}]}`, "a",
+			`[{"$numberInt":"1"}, {"$numberDouble":"Infinity"}]`,
+			`[{"$numberInt":"1"}, {"$numberInt":"2"}) ({"$numberInt":"5"}, {"$numberInt":"6"}]`},
+		{"OrPointsMerged", `{"$or": [{"a": 3}, {"a": {"$in": [1, 3]}}, {"a": "x", "b": 1}]}`, "a",
+			`[{"$numberInt":"1"}, {"$numberInt":"1"}] [{"$numberInt":"3"}, {"$numberInt":"3"}] ["x", "x"]`,
+			`[{"$numberInt":"1"}, {"$numberInt":"1"}] [{"$numberInt":"3"}, {"$numberInt":"3"}] ["x", "x"]`},
+		{"OrBranchUnbounded", `{"$or": [{"a": {"$gt": 5}}, {"b": 1}]}`, "a", "-", "-"},
+		{"OrNested", `{"$or": [{"a": 1}, {"$or": [{"a": 2}, {"a": 3}]}]}`, "a",
+			`[{"$numberInt":"1"}, {"$numberInt":"1"}] [{"$numberInt":"2"}, {"$numberInt":"2"}] [{"$numberInt":"3"}, {"$numberInt":"3"}]`,
+			`[{"$numberInt":"1"}, {"$numberInt":"1"}] [{"$numberInt":"2"}, {"$numberInt":"2"}] [{"$numberInt":"3"}, {"$numberInt":"3"}]`},
+		{"ConjunctBeforeOr", `{"a": 7, "$or": [{"a": 1}, {"a": 2}]}`, "a",
+			`[{"$numberInt":"7"}, {"$numberInt":"7"}]`, `[{"$numberInt":"7"}, {"$numberInt":"7"}]`},
 		{"DateLt", `{"d": {"$lt": {"$date": "2020-01-01T00:00:00Z"}}}`, "d",
 			`[{"$date":{"$numberLong":"-9223372036854775808"}}, {"$date":{"$numberLong":"1577836800000"}})`,
 			`[{"$date":{"$numberLong":"-9223372036854775808"}}, {"$date":{"$numberLong":"1577836800000"}})`},
@@ -124,7 +136,8 @@ func TestIntervalsSound(t *testing.T) {
 		`{"$oid": "5f0c1b2a3d4e5f6a7b8c9d0e"}`, `{"$minKey": 1}`, `{"$maxKey": 1}`}
 	filters := []string{`{"a": {"$gt": 5}}`, `{"a": {"$gte": "m"}}`, `{"a": {"$lt": "m"}}`, `{"a": {"$lte": true}}`,
 		`{"a": {"$in": [5, "a", true]}}`, `{"a": {"$gt": {}}}`, `{"a": {"$gte": 1, "$lte": 5}}`,
-		`{"a": {"$lt": {"$date": "2021-01-01T00:00:00Z"}}}`, `{"a": {"$gt": {"$oid": "000000000000000000000000"}}}`}
+		`{"a": {"$lt": {"$date": "2021-01-01T00:00:00Z"}}}`, `{"a": {"$gt": {"$oid": "000000000000000000000000"}}}`,
+		`{"$or": [{"a": {"$gt": 5}}, {"a": {"$lt": "m"}}, {"a": true}]}`, `{"$or": [{"a": {"$gte": 1, "$lte": 5}}, {"a": {"$in": ["z", {}]}}]}`}
 	for _, fs := range filters {
 		f, err := Compile(doc(t, fs), nil)
 		if err != nil {

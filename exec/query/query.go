@@ -113,12 +113,20 @@ func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
 	if q.Limit > 0 && (len(q.Sort) == 0 || p.Sorted) {
 		perShard = q.Limit + q.Skip
 	}
+	// A limit within what a reader reads ahead anyway needs no reader goroutines: the merge
+	// (or concatenation) pulls from each shard only what it needs, where prefetching readers
+	// each read up to the limit (sortx's limit 100 on two shards examined twice the documents
+	// of one shard, issue 13).
+	prefetch := len(shards) > 1 && p.Kind != PlanIDs && !q.PerShardConsumer &&
+		(perShard == 0 || perShard > MaxReadAhead)
 	for i, s := range shards {
 		if s.rem != nil {
 			s.rem.spec.Limit = perShard
 		}
-		if len(shards) > 1 && p.Kind != PlanIDs && !q.PerShardConsumer {
+		if prefetch {
 			s.startPrefetch(sem, perShard)
+		} else if len(shards) > 1 && perShard > 0 && !q.PerShardConsumer && s.rem == nil {
+			s.SetLimit(perShard) // a remote stream's shard applies spec.Limit itself
 		}
 		ins[i] = s
 	}

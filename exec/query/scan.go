@@ -1,6 +1,7 @@
 package query
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -57,10 +58,18 @@ type ShardStream struct {
 	idHashes []uint64
 	docIt    catalog.DocIter
 	idxIt    catalog.IndexIter
-	seen     map[string]struct{}
-	buf      []byte
-	key      []byte // scratch for seen keys
-	closed   bool
+	// limit > 0 ends the stream after that many documents (SetLimit).
+	limit int64
+	// fetchIt fetches the documents of an index scan's entries (fetch), opened at the first,
+	// while they come in key order: fetchLast is the last one's key (hash, then _id), and
+	// fetchGet is set, for good, by the first that does not.
+	fetchIt   catalog.DocIter
+	fetchLast []byte
+	fetchGet  bool
+	seen      map[string]struct{}
+	buf       []byte
+	key       []byte // scratch for seen keys
+	closed    bool
 	// pf, when set, reads this shard ahead in a goroutine (scan_parallel.go); the fields
 	// above then belong to pf's reader and stats is the consumer's view of its totals.
 	pf *prefetch
@@ -130,8 +139,15 @@ func (ss *ShardStream) Next(ctx context.Context) (bsoncore.Document, error) {
 	if ss.pf != nil {
 		return ss.pf.Next(ctx, &ss.Stats)
 	}
+	if ss.limit > 0 && ss.Stats.Returned >= ss.limit {
+		return nil, nil
+	}
 	return ss.read(ctx)
 }
+
+// SetLimit makes the stream end after n documents (n > 0), as a prefetching reader does:
+// a limit that applies to each shard's output (Open's perShard).
+func (ss *ShardStream) SetLimit(n int64) { ss.limit = n }
 
 // read reads the next matching document through the plan's access path. The first read
 // takes the stream's partitions' admission from their budgets (scan_meter.go).
@@ -336,6 +352,11 @@ func (ss *ShardStream) nextIndex(ctx context.Context) (bsoncore.Document, error)
 // fetch reads document (hash, id) into the stream's buffer; nil when it is gone (an index
 // entry may outlive its document in the snapshot's view of a concurrent move).
 func (ss *ShardStream) fetch(hash uint64, id []byte) (bsoncore.Document, error) {
+	if ss.p.Kind != PlanIDs && !ss.fetchGet && ss.fetchInOrder(hash, id) {
+		if doc, ok, err := ss.fetchExact(hash, id); ok || err != nil {
+			return doc, err
+		}
+	}
 	doc, err := ss.r.GetDoc(ss.ci.Meta.ID, hash, id, ss.buf[:0])
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -345,6 +366,64 @@ func (ss *ShardStream) fetch(hash uint64, id []byte) (bsoncore.Document, error) 
 	}
 	ss.buf = doc
 	return doc, nil
+}
+
+// exactSeeker is a DocIter that reads one document by key (store.DocIter.SeekExact).
+type exactSeeker interface {
+	SeekExact(hash uint64, id []byte) bool
+}
+
+// fetchInOrder reports whether document (hash, id) comes after the last one fetched, and
+// when not, gives up the fetch iterator for good. An iterator reads documents in key order
+// cheaply (each seek continues from the last one), but a seek elsewhere costs a search of
+// every memtable and level, where a Get stops at the first that holds the key: an index whose
+// order is not the documents' (readingTime in a collection sharded on deviceId) fetches by
+// Get (BenchmarkAggWindow/Shards2).
+func (ss *ShardStream) fetchInOrder(hash uint64, id []byte) bool {
+	var h [8]byte
+	binary.BigEndian.PutUint64(h[:], hash)
+	if ss.fetchLast != nil {
+		c := bytes.Compare(ss.fetchLast[:8], h[:])
+		if c == 0 {
+			c = bytes.Compare(ss.fetchLast[8:], id)
+		}
+		if c >= 0 {
+			ss.fetchGet = true
+			if ss.fetchIt != nil {
+				_ = ss.fetchIt.Close()
+				ss.fetchIt = nil
+			}
+			return false
+		}
+	}
+	ss.fetchLast = append(append(ss.fetchLast[:0], h[:]...), id...)
+	return true
+}
+
+// fetchExact reads document (hash, id) through the stream's fetch iterator, opened at the
+// first call; ok is false when the reader's iterators cannot seek exactly (a transaction's
+// overlay), and fetch then gets the document instead.
+func (ss *ShardStream) fetchExact(hash uint64, id []byte) (doc bsoncore.Document, ok bool, err error) {
+	if ss.fetchIt == nil {
+		it, err := ss.r.NewDocIter(ss.ci.Meta.ID, 0, 0)
+		if err != nil {
+			return nil, false, catalog.StoreError(err)
+		}
+		ss.fetchIt = it
+	}
+	it, ok := ss.fetchIt.(exactSeeker)
+	if !ok {
+		return nil, false, nil
+	}
+	if !it.SeekExact(hash, id) {
+		return nil, true, catalog.StoreError(ss.fetchIt.Err())
+	}
+	v := ss.fetchIt.Doc()
+	if v == nil {
+		return nil, true, catalog.StoreError(ss.fetchIt.Err())
+	}
+	ss.buf = append(ss.buf[:0], v...) // the iterator's value lasts until its next move
+	return ss.buf, true, nil
 }
 
 // examine counts doc as read and reports whether the filter matches it.
@@ -378,6 +457,9 @@ func (ss *ShardStream) Close() {
 	}
 	if ss.idxIt != nil {
 		_ = ss.idxIt.Close()
+	}
+	if ss.fetchIt != nil {
+		_ = ss.fetchIt.Close()
 	}
 	if ss.snap != nil {
 		_ = ss.snap.Close()

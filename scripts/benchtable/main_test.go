@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBenchtableRender writes result files as scripts/bench.sh names them and checks the
+// table: medians over rounds, the fake server's column first, insert in docs/s, agg per
+// document examined, the pebble line.
+func TestBenchtableRender(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, body string) {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, ops := range []string{"100", "300", "200"} {
+		r := string(rune('1' + i))
+		write("cleave/shards1/c-t32-r"+r+".json", `{"workload":"c","threads":32,"total":{"ops_per_s":`+ops+`,"p99_us":1500},"server":{"cpu_us_per_op":20,"rss_max_kb":102400}}`)
+	}
+	write("fake/limit/c-t32-r1.json", `{"workload":"c","threads":32,"total":{"ops_per_s":1000,"p99_us":900},"server":{"cpu_us_per_op":10,"rss_max_kb":10240}}`)
+	write("cleave/shards2/insert-t8-r1.json", `{"workload":"insert","threads":8,"total":{"ops_per_s":10,"docs_per_s":1000,"p99_us":2500000,"errors":{"11000":2}},"server":{"cpu_us_per_op":3000,"rss_max_kb":1024}}`)
+	write("cleave/shards1/agg-t8-r1.json", `{"workload":"agg","threads":8,"total":{"ops_per_s":5,"p99_us":100},"server":{"cpu_us_per_op":20000,"rss_max_kb":1024}}`)
+	write("cleave/shards1/agg-t32-r1.json", `{"workload":"agg","threads":32,"total":{"ops":0},"server":{"cpu_us_per_op":0,"rss_max_kb":2048}}`)
+	write("pebble-r1.json", `[{"name":"insert batch=100 nosync","records_per_s":123456.7},{"name":"get","records_per_s":1}]`)
+	rs, err := loadResults(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := render(rs)
+	for _, want := range []string{
+		"| workload, threads | fake server | 1 shard | 2 shards |",
+		"| c, 32 | 1,000 ops/s, 10.0 µs CPU/op, p99 900 µs, RSS 10 MiB | 200 ops/s, 20.0 µs CPU/op, p99 1.5 ms, RSS 100 MiB, 3 runs |  |",
+		"| insert, 8 |  |  | 1,000 docs/s, 3,000 µs CPU/op, p99 2.50 s, RSS 1 MiB, 2 errors |",
+		"| agg, 8 |  | 5 ops/s, 2.00 µs CPU/doc examined, p99 100 µs, RSS 1 MiB |  |",
+		"| agg, 32 |  | no op completed in the window, RSS 2 MiB |  |",
+		"batched ingest (batches of 100, no sync): 123,457 records/s.",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+	readme := filepath.Join(dir, "README.md")
+	write("README.md", "head\n"+beginMarker+"\nold\n"+endMarker+"\ntail\n")
+	if err := rewrite(readme, got); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(readme)
+	if want := "head\n" + beginMarker + "\n" + got + endMarker + "\ntail\n"; string(b) != want {
+		t.Errorf("README after rewrite:\n%s\nwant:\n%s", b, want)
+	}
+}
