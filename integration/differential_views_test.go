@@ -9,7 +9,7 @@ import (
 )
 
 // diffViewStride runs one generated query in so many through the views.
-const diffViewStride = 3
+const diffViewStride = 5
 
 // diffViewChain creates over coll a view with a $match and an $addFields, and over that one
 // a view with a $project, and returns the outer view.
