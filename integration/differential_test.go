@@ -102,6 +102,8 @@ func TestDifferentialShardedVsUnsharded(t *testing.T) {
 		}
 	}
 	t.Logf("%d queries in %v: %s", nQueries, time.Since(start).Round(time.Millisecond), r.stats())
+	r.checkViews(t, seed, nDocs, nQueries)
+	checkValidation(t, c, db, seed)
 }
 
 // diffRunner runs queries on both collections.
