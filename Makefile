@@ -30,12 +30,17 @@ build:
 lint:
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 
-# Run every fuzz target for FUZZTIME each; new interesting inputs land in testdata/fuzz.
+# Run every fuzz target for FUZZTIME each, then keep what it found interesting: Go writes new
+# corpus entries to $(GOCACHE)/fuzz, and they are copied to the package's testdata/fuzz (which
+# every `go test` runs as seeds, and which is committed).
 FUZZTIME ?= 1m
 fuzz:
-	@for pkg in $$($(GO) list ./...); do \
+	@cache=$$($(GO) env GOCACHE)/fuzz; \
+	for pkg in $$($(GO) list ./...); do \
+	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "== $$pkg $$f"; $(GO) test $$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
+	    if [ -d "$$cache/$$pkg/$$f" ]; then mkdir -p "$$dir/testdata/fuzz/$$f" && cp -n "$$cache/$$pkg/$$f"/* "$$dir/testdata/fuzz/$$f/"; fi; \
 	  done; \
 	done
 
