@@ -109,11 +109,9 @@ func (c *Client) Command(ctx context.Context, cmd bsoncore.Document) (bsoncore.D
 
 // roundTrip writes one request on cc and reads its reply, within ctx.
 func (c *Client) roundTrip(ctx context.Context, cc *clientConn, cmd bsoncore.Document) (bsoncore.Document, error) {
-	if dl, ok := ctx.Deadline(); ok {
-		_ = cc.nc.SetDeadline(dl)
-	} else {
-		_ = cc.nc.SetDeadline(time.Time{})
-	}
+	// Only ctx ends the round trip: a socket deadline set to ctx's own would race its timer
+	// and surface as an i/o timeout before ctx.Err() says why.
+	_ = cc.nc.SetDeadline(time.Time{})
 	stop := context.AfterFunc(ctx, func() { _ = cc.nc.SetDeadline(longAgo) })
 	defer stop()
 	id := c.nextID.Add(1)
