@@ -24,10 +24,21 @@ func opQuery(t *testing.T, srv *server, ns string, cmd bson.D) bson.Raw {
 	msg = le.LittleEndian.AppendUint32(msg, 0)          // numberToSkip
 	msg = le.LittleEndian.AppendUint32(msg, 0xFFFFFFFF) // numberToReturn: -1
 	msg = append(msg, body...)
+	opcode, rest := rawRoundTrip(t, srv, 2004, msg)
+	if opcode != 1 {
+		t.Fatalf("reply opcode %d, want OP_REPLY (1)", opcode)
+	}
+	return bson.Raw(rest[20:]) // responseFlags, cursorID, startingFrom, numberReturned
+}
+
+// rawRoundTrip sends one message of opcode with body msg on a fresh connection to srv and
+// returns the reply's opcode and the bytes after its header.
+func rawRoundTrip(t *testing.T, srv *server, opcode uint32, msg []byte) (uint32, []byte) {
+	t.Helper()
 	frame := le.LittleEndian.AppendUint32(nil, uint32(16+len(msg)))
 	frame = le.LittleEndian.AppendUint32(frame, 7) // requestID
 	frame = le.LittleEndian.AppendUint32(frame, 0) // responseTo
-	frame = le.LittleEndian.AppendUint32(frame, 2004)
+	frame = le.LittleEndian.AppendUint32(frame, opcode)
 	frame = append(frame, msg...)
 	c, err := net.DialTimeout("tcp", srv.addr, 5*time.Second)
 	if err != nil {
@@ -42,14 +53,11 @@ func opQuery(t *testing.T, srv *server, ns string, cmd bson.D) bson.Raw {
 	if _, err := io.ReadFull(c, hdr[:]); err != nil {
 		t.Fatal(err)
 	}
-	if op := le.LittleEndian.Uint32(hdr[12:]); op != 1 {
-		t.Fatalf("reply opcode %d, want OP_REPLY (1)", op)
-	}
 	rest := make([]byte, le.LittleEndian.Uint32(hdr[:])-16)
 	if _, err := io.ReadFull(c, rest); err != nil {
 		t.Fatal(err)
 	}
-	return bson.Raw(rest[20:]) // responseFlags, cursorID, startingFrom, numberReturned
+	return le.LittleEndian.Uint32(hdr[12:]), rest
 }
 
 // TestOpQueryCommands: as MongoDB 7.0, OP_QUERY runs the handshake (and the few commands old

@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	le "encoding/binary"
-	"io"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -22,29 +20,9 @@ func opMsg(t *testing.T, srv *server, cmd bson.D) bson.Raw {
 	if err != nil {
 		t.Fatal(err)
 	}
-	frame := le.LittleEndian.AppendUint32(nil, uint32(16+4+1+len(body)))
-	frame = le.LittleEndian.AppendUint32(frame, 9)    // requestID
-	frame = le.LittleEndian.AppendUint32(frame, 0)    // responseTo
-	frame = le.LittleEndian.AppendUint32(frame, 2013) // OP_MSG
-	frame = le.LittleEndian.AppendUint32(frame, 0)    // flagBits
-	frame = append(append(frame, 0), body...)         // section kind 0: the body
-	c, err := net.DialTimeout("tcp", srv.addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Close() }()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := c.Write(frame); err != nil {
-		t.Fatal(err)
-	}
-	var hdr [16]byte
-	if _, err := io.ReadFull(c, hdr[:]); err != nil {
-		t.Fatal(err)
-	}
-	rest := make([]byte, le.LittleEndian.Uint32(hdr[:])-16)
-	if _, err := io.ReadFull(c, rest); err != nil {
-		t.Fatal(err)
-	}
+	msg := le.LittleEndian.AppendUint32(nil, 0) // flagBits
+	msg = append(append(msg, 0), body...)       // section kind 0: the body
+	_, rest := rawRoundTrip(t, srv, 2013, msg)
 	return bson.Raw(rest[5:]) // flagBits, section kind
 }
 
