@@ -33,6 +33,29 @@ type clusterView struct {
 	Distinct []string
 }
 
+// waitClusterChunks waits until every node's config.chunks lists n chunks over shards shards.
+func waitClusterChunks(t *testing.T, clients []*mongo.Client, n, shards int) {
+	t.Helper()
+	ctx := context.Background()
+	for i, c := range clients {
+		waitFor(t, 15*time.Second, fmt.Sprintf("node %d sees %d chunks over %d shards", i, n, shards), func() bool {
+			cur, err := c.Database("config").Collection("chunks").Find(ctx, bson.D{})
+			if err != nil {
+				t.Fatalf("config.chunks: %v", err)
+			}
+			var chunks []bson.M
+			if err := cur.All(ctx, &chunks); err != nil {
+				t.Fatal(err)
+			}
+			on := map[any]bool{}
+			for _, ch := range chunks {
+				on[ch["shard"]] = true
+			}
+			return len(chunks) == n && len(on) == shards
+		})
+	}
+}
+
 // readView runs the same reads through c.
 func readView(t *testing.T, c *mongo.Client, db, coll string) clusterView {
 	t.Helper()
@@ -97,23 +120,7 @@ func TestClusterRemoteReadsWrites(t *testing.T) {
 	waitClusterShards(t, clients, 3)
 	dbn := dbName(t)
 	shardColl(t, clients[0], dbn+".users", "tenant", bson.E{Key: "numInitialChunks", Value: 6})
-	for i, c := range clients {
-		waitFor(t, 15*time.Second, fmt.Sprintf("node %d sees 6 chunks over 3 shards", i), func() bool {
-			cur, err := c.Database("config").Collection("chunks").Find(ctx, bson.D{})
-			if err != nil {
-				t.Fatalf("config.chunks: %v", err)
-			}
-			var chunks []bson.M
-			if err := cur.All(ctx, &chunks); err != nil {
-				t.Fatal(err)
-			}
-			shards := map[any]bool{}
-			for _, ch := range chunks {
-				shards[ch["shard"]] = true
-			}
-			return len(chunks) == 6 && len(shards) == 3
-		})
-	}
+	waitClusterChunks(t, clients, 6, 3)
 
 	// Writes through each node in turn, ordered and unordered.
 	const total = 90

@@ -87,23 +87,7 @@ func TestClusterSharedCatalog(t *testing.T) {
 	if n, err := clients[0].Database(dbn).Collection("users").CountDocuments(ctx, bson.D{}); err != nil || n != 40 {
 		t.Fatalf("count on node-a = %d, %v; want 40", n, err)
 	}
-	for i, c := range clients {
-		waitFor(t, 15*time.Second, fmt.Sprintf("node %d sees users' 4 chunks on the 3 shards", i), func() bool {
-			cur, err := c.Database("config").Collection("chunks").Find(ctx, bson.D{})
-			if err != nil {
-				t.Fatalf("config.chunks: %v", err)
-			}
-			var chunks []bson.M
-			if err := cur.All(ctx, &chunks); err != nil {
-				t.Fatal(err)
-			}
-			shards := map[any]bool{}
-			for _, ch := range chunks {
-				shards[ch["shard"]] = true
-			}
-			return len(chunks) == 4 && len(shards) == 3
-		})
-	}
+	waitClusterChunks(t, clients, 4, 3)
 
 	// Created by an insert on node-c: on node-c's shard, listed everywhere.
 	if _, err := clients[2].Database(dbn).Collection("events").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
