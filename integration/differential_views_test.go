@@ -2,7 +2,6 @@ package integration
 
 import (
 	"testing"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -36,29 +35,5 @@ func diffViewChain(t *testing.T, coll *mongo.Collection) *mongo.Collection {
 func (r *diffRunner) checkViews(t *testing.T, seed uint64, nDocs, n int) {
 	t.Helper()
 	v := &diffRunner{ctx: r.ctx, plain: diffViewChain(t, r.plain), sharded: diffViewChain(t, r.sharded)}
-	start := time.Now()
-	failures := 0
-	for i := 0; i < n; i += diffViewStride {
-		if *diffQueryFlag >= 0 && i != *diffQueryFlag {
-			continue
-		}
-		q := newDiffGen(seed, i).query()
-		if diffKnownBug(q) {
-			v.known++
-			continue
-		}
-		began := time.Now()
-		msg := v.check(q)
-		v.timed(i, q.kind, time.Since(began))
-		if msg == "" {
-			continue
-		}
-		failures++
-		t.Errorf("query %d of seed %d differs through the views: %s\n  query: %s\n  replay: go test ./integration -run TestDifferentialShardedVsUnsharded -count=1 -v -diff.seed=%d -diff.docs=%d -diff.query=%d",
-			i, seed, msg, v.command(q), seed, nDocs, i)
-		if failures == 10 {
-			t.Fatal("stopping after 10 differences through the views")
-		}
-	}
-	t.Logf("views: %d queries in %v: %s", (n+diffViewStride-1)/diffViewStride, time.Since(start).Round(time.Millisecond), v.stats())
+	v.runQueries(t, seed, nDocs, n, diffViewStride, " through the views")
 }
