@@ -68,28 +68,36 @@ func (r *Runner) DriverDir(ctx context.Context) (dir, version string, err error)
 	return m.Dir, m.Version, nil
 }
 
-// Run runs one suite and returns one result per test of its spec files.
+// Run runs one suite and returns one result per test: per test of its spec files, or for a
+// prose suite per test go test reported (see proseResults).
 //
 // Two things in the driver's runners would otherwise lose tests. Their TestMain sometimes reads
 // the topology before its monitor has heard from the server ("could not detect topology kind"),
 // so a run that fails before any test starts is tried again. And the legacy runners index
 // results they have just asserted on, so a wrong answer can panic and end the test binary: the
-// tests a crash left unreached are run again file by file, then test by test, and the crash
-// stays in SuiteResult.Err.
+// tests a crash left unreached are run again file by file, then test by test (a prose suite's
+// function by function), and the crash stays in SuiteResult.Err.
 func (r *Runner) Run(ctx context.Context, driverDir string, s Suite) (SuiteResult, error) {
+	start := time.Now()
+	var res SuiteResult
+	var err error
+	if s.IsProse() {
+		res, err = r.runProse(ctx, s)
+	} else {
+		res, err = r.runSpecs(ctx, driverDir, s)
+	}
+	res.Elapsed = time.Since(start)
+	return res, err
+}
+
+func (r *Runner) runSpecs(ctx context.Context, driverDir string, s Suite) (SuiteResult, error) {
 	specs, err := s.SpecTests(driverDir)
 	if err != nil {
 		return SuiteResult{}, err
 	}
-	start := time.Now()
-	var run *testRun
-	for attempt := 0; attempt < setupAttempts; attempt++ {
-		if run, err = r.goTest(ctx, s.Pkg, s.RunPattern()); err != nil {
-			return SuiteResult{}, err
-		}
-		if len(run.tests) > 0 || !strings.HasPrefix(pkgFailure(run), "panic: ") {
-			break
-		}
+	run, err := r.firstRun(ctx, s)
+	if err != nil {
+		return SuiteResult{}, err
 	}
 	res := merge(s, specs, run)
 	if crashed(run) {
@@ -97,8 +105,22 @@ func (r *Runner) Run(ctx context.Context, driverDir string, s Suite) (SuiteResul
 			return SuiteResult{}, err
 		}
 	}
-	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// firstRun runs the whole suite, again if the test binary died in TestMain (see Run).
+func (r *Runner) firstRun(ctx context.Context, s Suite) (*testRun, error) {
+	var run *testRun
+	var err error
+	for attempt := 0; attempt < setupAttempts; attempt++ {
+		if run, err = r.goTest(ctx, s, s.RunPattern()); err != nil {
+			return nil, err
+		}
+		if len(run.tests) > 0 || !strings.HasPrefix(pkgFailure(run), "panic: ") {
+			break
+		}
+	}
+	return run, nil
 }
 
 const setupAttempts = 3
@@ -127,7 +149,7 @@ func (r *Runner) rerunUnreached(ctx context.Context, s Suite, specs []SpecTest, 
 		return out
 	}
 	update := func(pattern string, subset []SpecTest) (bool, error) {
-		run, err := r.goTest(ctx, s.Pkg, pattern)
+		run, err := r.goTest(ctx, s, pattern)
 		if err != nil {
 			return false, err
 		}
@@ -163,14 +185,21 @@ func (r *Runner) rerunUnreached(ctx context.Context, s Suite, specs []SpecTest, 
 	return nil
 }
 
-// goTest runs go test -json on pkg with the -run pattern and parses what it reports.
-func (r *Runner) goTest(ctx context.Context, pkg, pattern string) (*testRun, error) {
+// goTest runs go test -json on the suite's package with the -run pattern and parses what it
+// reports.
+func (r *Runner) goTest(ctx context.Context, s Suite, pattern string) (*testRun, error) {
 	args := []string{"test", "-json", "-count=1", "-run", pattern}
 	if r.Timeout > 0 {
 		args = append(args, "-timeout", r.Timeout.String())
 	}
-	cmd := r.goCmd(ctx, append(args, pkg)...)
+	cmd := r.goCmd(ctx, append(args, s.Pkg)...)
 	cmd.Env = append(cmd.Env, "MONGODB_URI="+r.URI)
+	// In a container the driver adds env.container to its handshake metadata, which the
+	// handshake prose tests do not expect; the driver's own image says so with DOCKER_RUNNING
+	// (its Dockerfile sets it), and those tests then skip.
+	if s.DockerRunning && inContainer() {
+		cmd.Env = append(cmd.Env, "DOCKER_RUNNING=true")
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -210,10 +239,20 @@ func (r *Runner) goCmd(ctx context.Context, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// inContainer reports whether compat runs in a Docker container: DOCKER_RUNNING says so, or
+// the file whose presence tells the driver so exists.
+func inContainer() bool {
+	if os.Getenv("DOCKER_RUNNING") != "" {
+		return true
+	}
+	_, err := os.Stat("/.dockerenv")
+	return err == nil
+}
+
 var driverEnv = map[string]bool{
 	"MONGODB_URI": true, "AUTH": true, "SSL": true, "SERVERLESS": true, "REQUIRE_API_VERSION": true,
 	"MONGO_GO_DRIVER_COMPRESSOR": true, "MONGO_GO_DRIVER_CA_FILE": true, "ATLAS_DATA_LAKE_INTEGRATION_TEST": true,
-	"SINGLE_MONGOS_LB_URI": true, "MULTI_MONGOS_LB_URI": true, "SKIP_CSOT_TESTS": true,
+	"SINGLE_MONGOS_LB_URI": true, "MULTI_MONGOS_LB_URI": true, "SKIP_CSOT_TESTS": true, "DOCKER_RUNNING": true,
 }
 
 func cmdErr(err error) error {
@@ -227,6 +266,7 @@ func cmdErr(err error) error {
 // testRun is what a go test -json stream said.
 type testRun struct {
 	tests     map[string]*testState // by full test name
+	order     []string              // the test names in the order they first appeared
 	pkgOutput []string              // output not attributed to a test (TestMain, panics, build errors)
 	pkgAction string                // the package's final action: pass, fail, skip
 }
@@ -272,6 +312,7 @@ func parseEvents(rd io.Reader, log io.Writer) (*testRun, error) {
 		if st == nil {
 			st = &testState{}
 			run.tests[ev.Test] = st
+			run.order = append(run.order, ev.Test)
 		}
 		switch ev.Action {
 		case "output":

@@ -18,43 +18,85 @@ const (
 	integrationPkg = driverModule + "/mongo/integration"         // legacy-format runners
 )
 
-// Suite is one spec directory (or a few) and the go test that runs it.
+// Suite is one spec directory (or a few) and the go test that runs it, or a group of prose
+// tests: Go test functions of the driver with no spec file behind them.
 type Suite struct {
 	Name string
 	Pkg  string   // import path of the package holding the runner
-	Test string   // top-level test function
+	Test string   // top-level test function; "" for a prose suite
 	Sub  string   // subtest path under Test naming the directory ("crud/unified"); "" if none
 	Dirs []string // spec directories under the driver's testdata/, in the order the runner reads them
+	// Funcs are a prose suite's top-level test functions. Its tests are what go test reports
+	// under them: every leaf subtest, or the function itself when it has none.
+	Funcs []string
+	// DockerRunning: when compat runs in a Docker container, tell the driver's tests so
+	// (DOCKER_RUNNING=true), for the tests whose outcome depends on it (see Runner.goTest).
+	DockerRunning bool
 }
+
+// spec is a suite of spec files run by the test function test (and its subtest path sub).
+func spec(name, pkg, test, sub string, dirs ...string) Suite {
+	return Suite{Name: name, Pkg: pkg, Test: test, Sub: sub, Dirs: dirs}
+}
+
+// prose is a suite of prose tests: the given test functions of mongo/integration.
+func prose(name string, funcs ...string) Suite {
+	return Suite{Name: name, Pkg: integrationPkg, Funcs: funcs}
+}
+
+// IsProse reports whether s is a prose suite.
+func (s Suite) IsProse() bool { return len(s.Funcs) > 0 }
 
 // Suites is every suite compat knows, in report order. The first four are the CI target.
 var Suites = []Suite{
-	{"crud", unifiedPkg, "TestUnifiedSpec", "crud/unified", []string{"crud/unified"}},
-	{"collection-management", unifiedPkg, "TestUnifiedSpec", "collection-management", []string{"collection-management"}},
-	{"index-management", unifiedPkg, "TestUnifiedSpec", "index-management", []string{"index-management"}},
-	{"command-monitoring", unifiedPkg, "TestUnifiedSpec", "command-monitoring", []string{"command-monitoring"}},
-	{"command-logging", unifiedPkg, "TestUnifiedSpec", "command-monitoring/logging", []string{"command-monitoring/logging"}},
-	{"run-command", unifiedPkg, "TestUnifiedSpec", "run-command", []string{"run-command"}},
-	{"sessions", unifiedPkg, "TestUnifiedSpec", "sessions", []string{"sessions"}},
-	{"transactions", unifiedPkg, "TestUnifiedSpec", "transactions/unified", []string{"transactions/unified"}},
-	{"retryable-writes", unifiedPkg, "TestUnifiedSpec", "retryable-writes/unified", []string{"retryable-writes/unified"}},
-	{"change-streams", unifiedPkg, "TestUnifiedSpec", "change-streams", []string{"change-streams"}},
-	{"versioned-api", unifiedPkg, "TestUnifiedSpec", "versioned-api", []string{"versioned-api"}},
-	{"unified-format", unifiedPkg, "TestUnifiedSpec", "unified-test-format/valid-pass", []string{"unified-test-format/valid-pass"}},
-	{"gridfs", unifiedPkg, "TestUnifiedSpec", "gridfs", []string{"gridfs"}},
+	spec("crud", unifiedPkg, "TestUnifiedSpec", "crud/unified", "crud/unified"),
+	spec("collection-management", unifiedPkg, "TestUnifiedSpec", "collection-management", "collection-management"),
+	spec("index-management", unifiedPkg, "TestUnifiedSpec", "index-management", "index-management"),
+	spec("command-monitoring", unifiedPkg, "TestUnifiedSpec", "command-monitoring", "command-monitoring"),
+	spec("command-logging", unifiedPkg, "TestUnifiedSpec", "command-monitoring/logging", "command-monitoring/logging"),
+	spec("run-command", unifiedPkg, "TestUnifiedSpec", "run-command", "run-command"),
+	spec("sessions", unifiedPkg, "TestUnifiedSpec", "sessions", "sessions"),
+	spec("transactions", unifiedPkg, "TestUnifiedSpec", "transactions/unified", "transactions/unified"),
+	spec("retryable-writes", unifiedPkg, "TestUnifiedSpec", "retryable-writes/unified", "retryable-writes/unified"),
+	spec("change-streams", unifiedPkg, "TestUnifiedSpec", "change-streams", "change-streams"),
+	spec("versioned-api", unifiedPkg, "TestUnifiedSpec", "versioned-api", "versioned-api"),
+	spec("unified-format", unifiedPkg, "TestUnifiedSpec", "unified-test-format/valid-pass", "unified-test-format/valid-pass"),
+	spec("gridfs", unifiedPkg, "TestUnifiedSpec", "gridfs", "gridfs"),
 	// Legacy-format suites, run by the runners in mongo/integration.
-	{"retryable-reads", integrationPkg, "TestUnifiedSpecs", "retryable-reads", []string{"retryable-reads"}},
-	{"retryable-writes-legacy", integrationPkg, "TestRetryableWritesSpec", "", []string{"retryable-writes/legacy"}},
-	{"transactions-legacy", integrationPkg, "TestUnifiedSpecs", "transactions/legacy", []string{"transactions/legacy"}},
-	{"convenient-transactions", integrationPkg, "TestUnifiedSpecs", "convenient-transactions", []string{"convenient-transactions"}},
-	{"crud-legacy", integrationPkg, "TestCrudSpec", "", []string{"crud/v1/read", "crud/v1/write"}},
+	spec("retryable-reads", integrationPkg, "TestUnifiedSpecs", "retryable-reads", "retryable-reads"),
+	spec("retryable-writes-legacy", integrationPkg, "TestRetryableWritesSpec", "", "retryable-writes/legacy"),
+	spec("transactions-legacy", integrationPkg, "TestUnifiedSpecs", "transactions/legacy", "transactions/legacy"),
+	spec("convenient-transactions", integrationPkg, "TestUnifiedSpecs", "convenient-transactions", "convenient-transactions"),
+	spec("crud-legacy", integrationPkg, "TestCrudSpec", "", "crud/v1/read", "crud/v1/write"),
+	// Prose suites: every test function of mongo/integration (and TestConvenientTransactions of
+	// mongo) that implements a spec's prose tests, by spec. The tests skip by themselves what
+	// needs another topology (replica set, standalone, load balancer), another server version
+	// or Atlas. Not listed: the CSFLE prose tests (TestClientSideEncryptionProse,
+	// TestCSOTClientSideEncryptionProse, TestSessionsMongocryptdProse), which build only with
+	// the cse tag and libmongocrypt.
+	prose("crud-prose", "TestWriteErrorsWithLabels", "TestWriteErrorsDetails", "TestHintErrors",
+		"TestWriteConcernError", "TestErrorsCodeNamePropagated"),
+	prose("retryable-reads-prose", "TestRetryableReadsProse"),
+	prose("retryable-writes-prose", "TestRetryableWritesProse"),
+	prose("sessions-prose", "TestSessionsProse"),
+	prose("causal-consistency-prose", "TestCausalConsistency_Supported", "TestCausalConsistency_NotSupported"),
+	prose("transactions-prose", "TestMongosPinning"),
+	{Name: "convenient-transactions-prose", Pkg: driverModule + "/mongo", Funcs: []string{"TestConvenientTransactions"}},
+	prose("command-logging-prose", "TestCommandLoggingAndMonitoringProse"),
+	prose("csot-prose", "TestCSOTProse"),
+	prose("gridfs-prose", "TestGridFSProse"),
+	{Name: "handshake-prose", Pkg: integrationPkg, Funcs: []string{"TestHandshakeProse"}, DockerRunning: true},
+	prose("sdam-prose", "TestSDAMProse", "TestServerHeartbeatStartedEvent", "TestConnectionsSurvivePrimaryStepDown"),
+	prose("server-selection-prose", "TestServerSelectionProse"),
+	prose("change-streams-prose", "TestChangeStream_ReplicaSet"),
+	prose("load-balancer-atlas-prose", "TestLoadBalancerSupport", "TestSearchIndexProse", "TestAtlasDataLake"),
 }
 
 // TargetSuites are the suites CI checks against the baseline.
 var TargetSuites = []string{"crud", "collection-management", "index-management", "command-monitoring"}
 
-// SelectSuites resolves a comma-separated list of suite names; "all" and "target" are
-// shorthands.
+// SelectSuites resolves a comma-separated list of suite names; "all", "target" and "prose"
+// (every prose suite) are shorthands.
 func SelectSuites(list string) ([]Suite, error) {
 	var out []Suite
 	seen := map[string]bool{}
@@ -70,6 +112,12 @@ func SelectSuites(list string) ([]Suite, error) {
 			}
 		case "target":
 			names = TargetSuites
+		case "prose":
+			for _, s := range Suites {
+				if s.IsProse() {
+					names = append(names, s.Name)
+				}
+			}
 		default:
 			names = []string{name}
 		}
@@ -114,8 +162,11 @@ func (s Suite) prefix() string {
 
 // RunPattern is the go test -run pattern selecting exactly this suite: one anchored regexp per
 // name level, and a last level matching the file names so that "command-monitoring" does not
-// also select its "logging" sub-directory.
+// also select its "logging" sub-directory. A prose suite's pattern selects its functions.
 func (s Suite) RunPattern() string {
+	if s.IsProse() {
+		return funcsPattern(s.Funcs)
+	}
 	levels := []string{s.Test}
 	if s.Sub != "" {
 		levels = append(levels, strings.Split(s.Sub, "/")...)

@@ -33,7 +33,7 @@ func run() error {
 	var (
 		uri      = flag.String("uri", "", "run against this server instead of building and starting cleave")
 		bin      = flag.String("cleave", "", "start this cleave binary instead of building one from the repository")
-		suites   = flag.String("suites", "all", "comma-separated suites; \"all\", \"target\" (the CI suites: "+strings.Join(compat.TargetSuites, ", ")+")")
+		suites   = flag.String("suites", "all", "comma-separated suites; \"all\", \"prose\" (the prose suites), \"target\" (the CI suites: "+strings.Join(compat.TargetSuites, ", ")+")")
 		readme   = flag.String("readme", "", "rewrite the table between "+compat.BeginMarker+" and "+compat.EndMarker+" in this file (\"-\": print it)")
 		baseline = flag.String("baseline", "", "baseline file of passing tests: fail if one of them no longer passes")
 		known    = flag.String("known", "", "known-failures file (suite<TAB>pattern<TAB>reason): the reason the table gives for the tests it matches")
@@ -49,7 +49,11 @@ func run() error {
 	if *list {
 		var b strings.Builder
 		for _, s := range compat.Suites {
-			fmt.Fprintf(&b, "%-24s %s -run '%s' (%s)\n", s.Name, s.Pkg, s.RunPattern(), strings.Join(s.Dirs, ", "))
+			what := strings.Join(s.Dirs, ", ")
+			if s.IsProse() {
+				what = "prose"
+			}
+			fmt.Fprintf(&b, "%-26s %s -run '%s' (%s)\n", s.Name, s.Pkg, s.RunPattern(), what)
 		}
 		_, err := os.Stdout.WriteString(b.String())
 		return err
