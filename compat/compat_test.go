@@ -253,12 +253,21 @@ func TestBaselineDiffUpdate(t *testing.T) {
 	results := []SuiteResult{{Suite: "crud", Results: []Result{
 		{"a.json/kept", Pass, ""}, {"a.json/lost", Fail, "boom"}, {"a.json/new", Pass, ""},
 	}}}
-	reg, gains := b.Diff(results)
+	reg, gains, excused := b.Diff(results)
 	if want := []string{"crud\ta.json/lost: fail: boom"}; !reflect.DeepEqual(reg, want) {
 		t.Errorf("regressions %q, want %q", reg, want)
 	}
 	if want := []string{"crud\ta.json/new"}; !reflect.DeepEqual(gains, want) {
 		t.Errorf("gains %q, want %q", gains, want)
+	}
+	if len(excused) > 0 {
+		t.Errorf("excused %q without known reasons", excused)
+	}
+	// With a known reason for it, the failing baseline test is excused, not a regression.
+	Known{{Suite: "crud", Pattern: "a.json/lost", Reason: "flaky"}}.Apply(results)
+	reg, _, excused = b.Diff(results)
+	if want := []string{"crud\ta.json/lost: fail: known: flaky"}; len(reg) > 0 || !reflect.DeepEqual(excused, want) {
+		t.Errorf("with a known reason: regressions %q, excused %q, want none and %q", reg, excused, want)
 	}
 	b.Update(results, true)
 	want := Baseline{"crud": {"a.json/kept": true, "a.json/new": true}, "sessions": {"s.json/untouched": true}}

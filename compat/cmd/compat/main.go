@@ -117,10 +117,13 @@ func checkBaseline(w io.Writer, path string, results []compat.SuiteResult, updat
 	if err != nil {
 		return err
 	}
-	regressions, gains := b.Diff(results)
+	regressions, gains, excused := b.Diff(results)
 	var out strings.Builder
 	for _, g := range gains {
 		fmt.Fprintln(&out, "NEW PASS", g)
+	}
+	for _, e := range excused {
+		fmt.Fprintln(&out, "KNOWN", e)
 	}
 	for _, r := range regressions {
 		fmt.Fprintln(&out, "REGRESSION", r)
