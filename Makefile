@@ -47,8 +47,8 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# The drivers' spec tests (compat/ is its own module, pinning mongo-driver v1.17 for its spec
-# files and runners): every suite against a fresh cleave; rewrites the table between the
+# The drivers' spec and prose tests (compat/ is its own module, pinning mongo-driver v1.17 for
+# its spec files and runners): every suite against a fresh cleave; rewrites the table between the
 # compat markers of README.md and adds newly passing tests to compat/testdata/baseline.txt
 # (fails, without removing them, if baseline tests stopped passing; COMPAT_FLAGS="-prune" accepts
 # that). compat-check is the CI check alone (`make test` runs it too): the target suites against

@@ -40,6 +40,10 @@
 //     NamespaceExists tolerated), insert of the data, killAllSessions on every host, drop
 //     afterwards, configureFailPoint mode "off".
 //
+// Prose suites (Suite.Funcs) run the driver's Go test functions for the specs' prose tests in
+// mongo/integration. They have no spec files: their tests are the leaf subtests go test -json
+// reports under each function, or the function itself when it ran (or was skipped) whole.
+//
 // Run it with `make compat` (all suites, rewrites the README table and the baseline) or
 // `go run ./cmd/compat -uri mongodb://host:port/` against any server.
 package compat

@@ -148,10 +148,11 @@ func WriteText(w io.Writer, results []SuiteResult, verbose bool) error {
 // the same text.
 func Markdown(results []SuiteResult, driverVersion string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Spec tests of go.mongodb.org/mongo-driver %s run by its own runners (`make compat`). "+
-		"pass %% = passed / (tests − skipped). Skipped tests are those whose runOnRequirements reject the "+
-		"deployment (cleave presents itself as a sharded cluster of MongoDB 7.0) and those the spec or the "+
-		"driver skips.\n\n", driverVersion)
+	fmt.Fprintf(&b, "Spec tests of go.mongodb.org/mongo-driver %s run by its own runners (`make compat`), and "+
+		"its prose tests: the suites named *-prose run the driver's Go test functions for the specs' prose "+
+		"tests, one test per leaf subtest. pass %% = passed / (tests − skipped). Skipped tests are those whose "+
+		"runOnRequirements (or, for prose tests, mtest's requirements) reject the deployment (cleave presents "+
+		"itself as a sharded cluster of MongoDB 7.0) and those the spec or the driver skips.\n\n", driverVersion)
 	b.WriteString("| suite | tests | ran | passed | failed | not run | skipped | pass % |\n")
 	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, s := range results {
