@@ -188,7 +188,10 @@ func (r *Runner) rerunUnreached(ctx context.Context, s Suite, specs []SpecTest, 
 // goTest runs go test -json on the suite's package with the -run pattern and parses what it
 // reports.
 func (r *Runner) goTest(ctx context.Context, s Suite, pattern string) (*testRun, error) {
-	args := []string{"test", "-json", "-count=1", "-run", pattern}
+	// One test at a time: the parallel subtests of some prose tests (command logging's, which
+	// build 150 KB strings for seconds each inside a 10 s deadline) otherwise race their own
+	// deadlines for the few cores they share with cleave.
+	args := []string{"test", "-json", "-count=1", "-parallel", "1", "-run", pattern}
 	if r.Timeout > 0 {
 		args = append(args, "-timeout", r.Timeout.String())
 	}
