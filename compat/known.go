@@ -17,7 +17,8 @@ import (
 type KnownFailure struct {
 	Suite string
 	// Pattern is a path.Match pattern over the test name ("find.json/Find_*"); one without a
-	// slash matches the file part of the name ("changeStreams-*" or "*": every test of those files).
+	// slash matches the file part of the name ("changeStreams-*" or "*": every test of those files),
+	// which for a prose suite is the test function ("TestHandshakeProse").
 	Pattern string
 	Reason  string
 }
