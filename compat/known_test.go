@@ -56,3 +56,23 @@ func TestKnownApply(t *testing.T) {
 		}
 	}
 }
+
+// TestKnownProse: in a prose suite, a pattern without a slash matches the test function, and
+// one with slashes a subtest path as go test names it.
+func TestKnownProse(t *testing.T) {
+	k := Known{
+		{Suite: "handshake-prose", Pattern: "TestHandshakeProse", Reason: "container"},
+		{Suite: "command-logging-prose", Pattern: "TestCommandLoggingAndMonitoringProse/3.?_Truncation_*", Reason: "timing"},
+	}
+	cases := []struct{ suite, test, want string }{
+		{"handshake-prose", "TestHandshakeProse/1._valid_AWS", "container"},
+		{"handshake-prose", "TestHandshakeProse", "container"},
+		{"command-logging-prose", "TestCommandLoggingAndMonitoringProse/3.2_Truncation_with_multi-byte_codepoints", "timing"},
+		{"command-logging-prose", "TestCommandLoggingAndMonitoringProse/1_Default_truncation_limit", ""},
+	}
+	for _, c := range cases {
+		if got := k.reason(c.suite, c.test); got != c.want {
+			t.Errorf("reason(%s, %s) = %q, want %q", c.suite, c.test, got, c.want)
+		}
+	}
+}
