@@ -23,18 +23,34 @@ func (r *Runner) runProse(ctx context.Context, s Suite) (SuiteResult, error) {
 		return SuiteResult{}, err
 	}
 	res := SuiteResult{Suite: s.Name, Err: pkgFailure(run)}
+	rerun := unfinished(run, s.Funcs)
 	for _, fn := range s.Funcs {
-		results := proseResults(fn, run, res.Err)
-		if st := run.tests[fn]; crashed(run) && (st == nil || st.action == "") {
-			again, err := r.goTest(ctx, s, funcsPattern([]string{fn}))
-			if err != nil {
-				return SuiteResult{}, err
-			}
-			results = proseResults(fn, again, pkgFailure(again))
+		if !rerun[fn] {
+			res.Results = append(res.Results, proseResults(fn, run, res.Err)...)
+			continue
 		}
-		res.Results = append(res.Results, results...)
+		again, err := r.goTest(ctx, s, funcsPattern([]string{fn}))
+		if err != nil {
+			return SuiteResult{}, err
+		}
+		res.Results = append(res.Results, proseResults(fn, again, pkgFailure(again))...)
 	}
 	return res, nil
+}
+
+// unfinished is the set of funcs a crash of the test binary left unfinished (never started,
+// or started and never ended); none if it did not crash.
+func unfinished(run *testRun, funcs []string) map[string]bool {
+	out := map[string]bool{}
+	if !crashed(run) {
+		return out
+	}
+	for _, fn := range funcs {
+		if st := run.tests[fn]; st == nil || st.action == "" {
+			out[fn] = true
+		}
+	}
+	return out
 }
 
 // proseResults are the tests of the test function fn, named as go test names them: its leaf

@@ -99,3 +99,24 @@ func TestProseSuites(t *testing.T) {
 		t.Errorf("prose suites miss a function: %v", funcs)
 	}
 }
+
+func TestUnfinished(t *testing.T) {
+	funcs := []string{"TestA", "TestB", "TestC"}
+	crash := ev("run", "TestA", "") + ev("pass", "TestA", "") + ev("run", "TestB", "") + ev("run", "TestB/x", "") +
+		ev("output", "TestB/x", "panic: runtime error: index out of range [0] with length 0\n") + ev("fail", "", "")
+	run, err := parseEvents(strings.NewReader(crash), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := unfinished(run, funcs), map[string]bool{"TestB": true, "TestC": true}; !reflect.DeepEqual(got, want) {
+		t.Errorf("after a crash: %v, want %v", got, want)
+	}
+	// Failures without a crash are results, not reasons to run again.
+	fail := ev("run", "TestA", "") + ev("fail", "TestA", "") + ev("fail", "", "")
+	if run, err = parseEvents(strings.NewReader(fail), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := unfinished(run, funcs); len(got) > 0 {
+		t.Errorf("without a crash: %v", got)
+	}
+}
