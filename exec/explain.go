@@ -137,10 +137,10 @@ func (e *Executor) explainQuery(ctx context.Context, r *request, q *query.Query,
 			keys += s.Stats.KeysExamined
 			r.charge += s.Stats.Charge()
 		}
-		out = bsoncore.AppendInt64Element(out, "nReturned", nReturned)
-		out = bsoncore.AppendInt64Element(out, "executionTimeMillis", elapsed.Milliseconds())
-		out = bsoncore.AppendInt64Element(out, "totalKeysExamined", keys)
-		out = bsoncore.AppendInt64Element(out, "totalDocsExamined", docs)
+		out = appendNumber(out, "nReturned", nReturned)
+		out = appendNumber(out, "executionTimeMillis", elapsed.Milliseconds())
+		out = appendNumber(out, "totalKeysExamined", keys)
+		out = appendNumber(out, "totalDocsExamined", docs)
 		out = bsoncore.AppendDoubleElement(out, "requestCharge", r.charge)
 		out = appendShardStats(out, shards)
 		out, _ = bsoncore.AppendDocumentEnd(out, idx)
@@ -214,13 +214,13 @@ func appendShardPlan(out []byte, q *query.Query, p *query.Plan) []byte {
 	if q.Limit > 0 {
 		n := q.Limit
 		stages = append(stages, stage{name: "LIMIT", extra: func(o []byte) []byte {
-			return bsoncore.AppendInt64Element(o, "limitAmount", n)
+			return appendNumber(o, "limitAmount", n)
 		}})
 	}
 	if q.Skip > 0 {
 		n := q.Skip
 		stages = append(stages, stage{name: "SKIP", extra: func(o []byte) []byte {
-			return bsoncore.AppendInt64Element(o, "skipAmount", n)
+			return appendNumber(o, "skipAmount", n)
 		}})
 	}
 	if len(q.Sort) > 0 && !p.Sorted {
@@ -283,9 +283,9 @@ func appendShardStats(out []byte, shards []*query.ShardStream) []byte {
 	for i, s := range shards {
 		sidx, x := bsoncore.AppendDocumentElementStart(o, bsonx.ArrayKey(i))
 		x = bsoncore.AppendStringElement(x, "shardName", "shard-"+strconv.Itoa(s.Shard))
-		x = bsoncore.AppendInt64Element(x, "nReturned", s.Stats.Returned)
-		x = bsoncore.AppendInt64Element(x, "totalKeysExamined", s.Stats.KeysExamined)
-		x = bsoncore.AppendInt64Element(x, "totalDocsExamined", s.Stats.DocsExamined)
+		x = appendNumber(x, "nReturned", s.Stats.Returned)
+		x = appendNumber(x, "totalKeysExamined", s.Stats.KeysExamined)
+		x = appendNumber(x, "totalDocsExamined", s.Stats.DocsExamined)
 		x = bsoncore.AppendDoubleElement(x, "requestCharge", s.Stats.Charge())
 		x = appendPartitionCharges(x, s)
 		o, _ = bsoncore.AppendDocumentEnd(x, sidx)

@@ -135,10 +135,10 @@ func appendAggExecutionStats(out []byte, r *request, run *aggRun) []byte {
 		keys += s.Stats.KeysExamined
 		r.charge += s.Stats.Charge()
 	}
-	x = bsoncore.AppendInt64Element(x, "nReturned", run.nReturned)
-	x = bsoncore.AppendInt64Element(x, "executionTimeMillis", run.elapsed.Milliseconds())
-	x = bsoncore.AppendInt64Element(x, "totalKeysExamined", keys)
-	x = bsoncore.AppendInt64Element(x, "totalDocsExamined", docs)
+	x = appendNumber(x, "nReturned", run.nReturned)
+	x = appendNumber(x, "executionTimeMillis", run.elapsed.Milliseconds())
+	x = appendNumber(x, "totalKeysExamined", keys)
+	x = appendNumber(x, "totalDocsExamined", docs)
 	x = bsoncore.AppendDoubleElement(x, "requestCharge", r.charge)
 	out, _ = bsoncore.AppendDocumentEnd(x, xidx)
 	return out
@@ -198,9 +198,9 @@ func (e *Executor) appendShardPart(out []byte, s *query.ShardStream, pl *query.P
 	k, _ = bsoncore.AppendDocumentEnd(qp, pidx)
 	if verbosity != "queryPlanner" {
 		xidx, x := bsoncore.AppendDocumentElementStart(k, "executionStats")
-		x = bsoncore.AppendInt64Element(x, "nReturned", s.Stats.Returned)
-		x = bsoncore.AppendInt64Element(x, "totalKeysExamined", s.Stats.KeysExamined)
-		x = bsoncore.AppendInt64Element(x, "totalDocsExamined", s.Stats.DocsExamined)
+		x = appendNumber(x, "nReturned", s.Stats.Returned)
+		x = appendNumber(x, "totalKeysExamined", s.Stats.KeysExamined)
+		x = appendNumber(x, "totalDocsExamined", s.Stats.DocsExamined)
 		x = bsoncore.AppendDoubleElement(x, "requestCharge", s.Stats.Charge())
 		x = appendPartitionCharges(x, s)
 		k, _ = bsoncore.AppendDocumentEnd(x, xidx)

@@ -100,7 +100,7 @@ func TestParallelShardReads(t *testing.T) {
 				AppendDocument("sort", streamtest.ExtDoc(t, `{"metricValue": 1}`)).AppendInt64("limit", 10).Build()
 			x := run(t, c, bsoncore.NewDocumentBuilder().AppendDocument("explain", find).
 				AppendString("verbosity", "executionStats").AppendString("$db", "bench").Build())
-			if n := x.Lookup("executionStats", "totalDocsExamined").Int64(); n < 10 || n > 20 {
+			if n := x.Lookup("executionStats", "totalDocsExamined").AsInt64(); n < 10 || n > 20 {
 				t.Errorf("sort+limit 10 over two shards examined %d documents, want 10 to 20", n)
 			}
 		})

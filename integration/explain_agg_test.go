@@ -89,9 +89,9 @@ func TestExplainAggregateSplitPipeline(t *testing.T) {
 	var examined int64
 	shards, _ = x.Lookup("shards").Document().Elements()
 	for _, s := range shards {
-		examined += s.Value().Document().Lookup("stages", "0", "$cursor", "executionStats", "totalDocsExamined").Int64()
+		examined += s.Value().Document().Lookup("stages", "0", "$cursor", "executionStats", "totalDocsExamined").AsInt64()
 	}
-	if examined != 400 || x.Lookup("executionStats", "nReturned").Int64() != 40 {
+	if examined != 400 || x.Lookup("executionStats", "nReturned").AsInt64() != 40 {
 		t.Errorf("executionStats: shards examined %d documents (want 400), nReturned %v (want 40)",
 			examined, x.Lookup("executionStats", "nReturned"))
 	}

@@ -75,7 +75,7 @@ func TestIDUniquePerLogicalPartition(t *testing.T) {
 	}
 	stats := shardM(ex["executionStats"])
 	shards := shardM(shardM(ex["queryPlanner"])["winningPlan"])["shards"].(bson.A)
-	if len(shards) != 1 || stats["totalDocsExamined"] != int64(1) || stats["totalKeysExamined"] != int64(0) {
+	if len(shards) != 1 || stats["totalDocsExamined"] != int32(1) || stats["totalKeysExamined"] != int32(0) {
 		t.Errorf("find by _id and tenant read %d shards, %v documents and %v keys; want 1, 1, 0",
 			len(shards), stats["totalDocsExamined"], stats["totalKeysExamined"])
 	}

@@ -27,7 +27,10 @@ func TestKillMixedWorkload(t *testing.T) {
 		t.Skip("kill rounds are slow")
 	}
 	t.Parallel()
-	srv := startServer(t, "--shards", "2", "--partition-max-bytes", "40000", "--partition-check-interval", "50ms")
+	// A partition splits at 12 kB, about 150 of the workload's documents, so that it splits
+	// in the first rounds however slowly a loaded machine inserts (at 40 kB, 500 documents
+	// inserted in 20 rounds on a busy CI runner did not always split).
+	srv := startServer(t, "--shards", "2", "--partition-max-bytes", "12000", "--partition-check-interval", "50ms")
 	c := srv.client(t)
 	shardColl(t, c, "killmixed.c", "region", bson.E{Key: "numInitialChunks", Value: 1})
 	// A secondary index on the counter: every $inc moves an index entry.

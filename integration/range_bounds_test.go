@@ -98,7 +98,7 @@ func TestFindRangeBoundsEveryType(t *testing.T) {
 					t.Fatal(err)
 				}
 				stats := shardM(ex["executionStats"])
-				got := [3]any{stats["nReturned"], stats["totalKeysExamined"], stats["totalDocsExamined"]}
+				got := [3]any{asInt64(stats["nReturned"]), asInt64(stats["totalKeysExamined"]), asInt64(stats["totalDocsExamined"])}
 				if want := [3]any{tc.n, tc.n, tc.n}; got != want {
 					t.Errorf("%v: returned, keys and documents examined %v; want %v", tc.filter, got, want)
 				}

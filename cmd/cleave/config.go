@@ -139,10 +139,17 @@ func parseConfig(args []string) (Config, error) {
 	fs.BoolVar(&c.RequestUnits, "request-units", env("REQUEST_UNITS", "true") != "false", "meter request units and enforce provisioned throughput (false only to measure what metering costs: no throttling, no load splits)")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", envDuration("SESSION_TIMEOUT", 30*time.Minute), "how long an unused logical session lives: its transaction, cursors and retryable-write records then go (mongod's localLogicalSessionTimeoutMinutes)")
 	c.Cluster.clusterFlags(fs)
+	var mongod mongodFlags
+	mongod.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	fs.Visit(func(f *flag.Flag) { c.goMemoryLimitSet = c.goMemoryLimitSet || f.Name == "go-memory-limit" })
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	c.goMemoryLimitSet = set["go-memory-limit"]
+	if err := mongod.apply(&c, set); err != nil {
+		return c, err
+	}
 	if _, ok := os.LookupEnv("CLEAVE_GO_MEMORY_LIMIT"); ok {
 		c.goMemoryLimitSet = true
 	}
