@@ -12,9 +12,9 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// hello answers hello, isMaster and ismaster as a mongos does. It takes no topologyVersion
-// so that drivers poll instead of streaming (which would need awaitable hellos).
-func (e *Executor) hello(_ context.Context, r *request) error {
+// hello answers hello, isMaster and ismaster as a mongos does, awaitable hellos included
+// (topology.go).
+func (e *Executor) hello(ctx context.Context, r *request) error {
 	legacy := r.name != "hello"
 	var helloOK bool
 	var clientCompressors bsoncore.Array
@@ -47,6 +47,14 @@ func (e *Executor) hello(_ context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
+	aw, err := parseAwait(r.name, r.body)
+	if err != nil {
+		return err
+	}
+	counter, err := e.topo.await(ctx, aw)
+	if err != nil {
+		return err
+	}
 	out := r.out
 	if helloOK {
 		out = bsoncore.AppendBooleanElement(out, "helloOk", true)
@@ -57,6 +65,7 @@ func (e *Executor) hello(_ context.Context, r *request) error {
 		out = bsoncore.AppendBooleanElement(out, "isWritablePrimary", true)
 	}
 	out = bsoncore.AppendStringElement(out, "msg", "isdbgrid")
+	out = e.topo.appendVersion(out, "topologyVersion", counter)
 	out = bsoncore.AppendInt32Element(out, "maxBsonObjectSize", wire.MaxBSONSize)
 	out = bsoncore.AppendInt32Element(out, "maxMessageSizeBytes", wire.MaxMessageSize)
 	out = bsoncore.AppendInt32Element(out, "maxWriteBatchSize", maxWriteBatchSize)

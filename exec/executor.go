@@ -93,6 +93,7 @@ type Executor struct {
 	conns     sync.Map           // connection id → *conn, for $currentOp (current_op.go)
 	indexUse  catalog.IndexUsage // $indexStats
 	stop      chan struct{}      // closed by Close
+	topo      *topology          // the awaitable hello's topologyVersion (topology.go)
 	// fail is the failCommand failpoint (failpoint.go).
 	fail failPoints
 	// knobs are the parameters setParameter changes (cmd_params.go).
@@ -131,6 +132,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		started: time.Now(),
 		knobs:   newServerKnobs(),
 		stop:    make(chan struct{}),
+		topo:    newTopology(),
 	}
 	e.txns.lifetime.Store(int64(txnLifetime))
 	e.knobs.txnLifetime.apply = func(v int64) { e.txns.lifetime.Store(v * int64(time.Second)) }

@@ -187,7 +187,13 @@ func (s *server) client(t testing.TB, opts ...*options.ClientOptions) *mongo.Cli
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
-	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	// Disconnect ends the client's sessions on a server it selects: a server that stopped
+	// first would keep it waiting for the server selection timeout, for nothing.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = c.Disconnect(ctx)
+	})
 	return c
 }
 

@@ -80,6 +80,9 @@ type server struct {
 	done chan error   // receives the wire server's Serve result, or the HTTP server's failure
 	// closers release storage after the wire server has drained, last opened first.
 	closers []func() error
+	// quiesce tells the drivers' monitors that the router is going away (awaitable hellos
+	// answer ShutdownInProgress) before the wire server stops accepting.
+	quiesce func()
 }
 
 // start opens storage, builds the executor and starts serving on cfg.Listen.
@@ -128,6 +131,7 @@ func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (
 		SessionTimeout:         cfg.SessionTimeout,
 	}, logger)
 	s.closers = append(s.closers, func() error { ex.Close(); return nil })
+	s.quiesce = ex.Quiesce
 	if view != nil {
 		stop := make(chan struct{})
 		go view.followPlacement(ex, local, stop)
@@ -166,6 +170,9 @@ func (s *server) close(ctx context.Context) error {
 	var errs []error
 	if s.http != nil {
 		errs = append(errs, s.http.Shutdown(ctx))
+	}
+	if s.quiesce != nil {
+		s.quiesce()
 	}
 	if s.wire != nil {
 		errs = append(errs, s.wire.Shutdown(ctx))
