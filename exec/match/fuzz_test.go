@@ -28,6 +28,7 @@ func FuzzCompile(f *testing.F) {
 		flt.MatchPos(d)
 		for _, p := range flt.Paths() {
 			flt.Equalities(p)
+			flt.KeyEqualities(p)
 			flt.Intervals(p)
 			flt.IntervalsNonMultikey(p)
 		}
