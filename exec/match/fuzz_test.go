@@ -32,7 +32,7 @@ func FuzzCompile(f *testing.F) {
 			flt.Intervals(p)
 			flt.IntervalsNonMultikey(p)
 		}
-		if v, err := CompileValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: filter}); err == nil {
+		if v, err := CompileValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: filter}, nil); err == nil {
 			v.MatchValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
 		}
 	})
