@@ -141,12 +141,19 @@ func checkAPIParameters(_ context.Context, r *request) error {
 }
 
 // checkAPIStages refuses the first stage of an aggregate's pipeline that is outside API
-// version 1 (the pipeline's own parse reports malformed stages).
+// version 1, sub-pipelines included (the pipeline's own parse reports malformed stages).
 func checkAPIStages(body bsoncore.Document, version string) error {
 	pipeline, ok := body.Lookup("pipeline").ArrayOK()
 	if !ok {
 		return nil
 	}
+	return checkAPIPipeline(pipeline, version)
+}
+
+// checkAPIPipeline checks each stage of pipeline, then its sub-pipelines, in order, as
+// MongoDB's LiteParsedPipeline::validate does: {$facet: {x: [{$listSessions: {}}]}} is
+// refused for its $listSessions.
+func checkAPIPipeline(pipeline bsoncore.Array, version string) error {
 	values, _ := pipeline.Values()
 	for _, v := range values {
 		stage, ok := v.DocumentOK()
@@ -154,9 +161,42 @@ func checkAPIStages(body bsoncore.Document, version string) error {
 			continue
 		}
 		first, ok := bsonx.FirstElement(stage)
-		if ok && !apiV1Stages[first.Key()] {
+		if !ok {
+			continue
+		}
+		if !apiV1Stages[first.Key()] {
 			return mongoerr.New(mongoerr.APIStrictError, "%s is not allowed with 'apiStrict: true' in API Version %s", first.Key(), version)
 		}
+		for _, sub := range subPipelines(first.Key(), first.Value()) {
+			if err := checkAPIPipeline(sub, version); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// subPipelines returns the pipelines inside the argument arg of stage name: $lookup's and
+// $unionWith's pipeline, each of $facet's.
+func subPipelines(name string, arg bsoncore.Value) []bsoncore.Array {
+	d, ok := arg.DocumentOK()
+	if !ok {
+		return nil
+	}
+	switch name {
+	case "$lookup", "$unionWith":
+		if p, ok := d.Lookup("pipeline").ArrayOK(); ok {
+			return []bsoncore.Array{p}
+		}
+	case "$facet":
+		var out []bsoncore.Array
+		elems, _ := d.Elements()
+		for _, el := range elems {
+			if p, ok := el.Value().ArrayOK(); ok {
+				out = append(out, p)
+			}
+		}
+		return out
 	}
 	return nil
 }

@@ -22,8 +22,9 @@ import (
 //     has no change streams to use it);
 //   - validator, validationLevel, validationAction: stored and shown by listCollections
 //     like create's, and, like create's, not enforced by cleave's writes;
-//   - viewOn and pipeline change a view (view.go) and fail on a collection; cappedSize
-//     and cappedMax fail as on a collection that is not capped.
+//   - viewOn and pipeline change a view (view.go) and fail on a collection;
+//   - cappedSize and cappedMax resize a capped collection (MongoDB 6.0+): checked and
+//     stored as create's size and max; the excess goes at the next insert.
 //
 // The reply is mongod's: {expireAfterSeconds_old, expireAfterSeconds_new, hidden_old,
 // hidden_new, unique_new, prepareUnique_old, prepareUnique_new, forceNonUnique_new, ok}

@@ -114,7 +114,7 @@ func (e *Executor) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *u
 		return nil, err
 	}
 	opts := updateOptions(s.arrayFilters, a.let, s.c)
-	opts.Timestamp, opts.KeepEmptyTimestamps = e.clockTimestamp, a.bypassTs
+	opts.Timestamp, opts.KeepEmptyTimestamps, opts.Collator = e.clockTimestamp, a.bypassTs, coll
 	u, err := update.CompileValue(s.u, opts)
 	if err != nil {
 		return nil, err

@@ -53,7 +53,6 @@ type diffValidator struct {
 	failures       int
 	ops            map[string]int
 	violations     int // writes that answered DocumentValidationFailure
-	known          int // writes not run: they may hit a known bug
 }
 
 // checkValidation creates the validated collections, runs the phases' writes on both and
@@ -87,7 +86,7 @@ func checkValidation(t *testing.T, c *mongo.Client, db *mongo.Database, seed uin
 		}
 	}
 	v.compareContents()
-	t.Logf("validation: %v; %d DocumentValidationFailure replies, alike; %d not run (known bugs)", v.ops, v.violations, v.known)
+	t.Logf("validation: %v; %d DocumentValidationFailure replies, alike", v.ops, v.violations)
 }
 
 // step generates one write and applies it to both collections.
@@ -118,12 +117,6 @@ func (v *diffValidator) step(label string) {
 	case p < 8:
 		filter, dev := v.target()
 		repl := v.replacement(dev)
-		if dev.Key == "" || dev.Value == nil {
-			// Known bug: a replacement without deviceId on the sharded collection answers
-			// ShardKeyNotFound 61 ("could not extract exact shard key").
-			v.known++
-			return
-		}
 		v.compare(label+" replace", func(coll string) bson.D {
 			return v.withBypass(bson.D{{Key: "update", Value: coll}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: filter}, {Key: "u", Value: repl}}}}}, bypass)
 		})
@@ -134,12 +127,6 @@ func (v *diffValidator) step(label string) {
 			update = v.replacement(dev)
 		}
 		returnNew := v.r.IntN(2) == 0
-		if dev.Key == "" || dev.Value == nil {
-			// Known bug: findAndModify on the sharded collection answers ShardKeyNotFound 61
-			// to {deviceId: null} (an equality on the shard key; update accepts it).
-			v.known++
-			return
-		}
 		v.compare(label+" findAndModify", func(coll string) bson.D {
 			return v.withBypass(bson.D{{Key: "findAndModify", Value: coll}, {Key: "query", Value: filter}, {Key: "update", Value: update}, {Key: "new", Value: returnNew}}, bypass)
 		})

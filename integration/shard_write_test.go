@@ -34,7 +34,8 @@ func wantServerError(t *testing.T, what string, err error, code int32, name, msg
 
 // TestShardSingleDocWriteTargeting checks mongos' rules for single-document writes on a
 // sharded collection spread over two shards: they need the shard key or _id, with
-// MongoDB's codes, while multi writes and writes that name the key go through.
+// MongoDB's codes (a replacement is placed by its own key, a missing one as null, so only
+// an array key fails it), while multi writes and writes that name the key go through.
 func TestShardSingleDocWriteTargeting(t *testing.T) {
 	srv := startServer(t, "--shards", "2")
 	c := srv.client(t)
@@ -55,8 +56,8 @@ func TestShardSingleDocWriteTargeting(t *testing.T) {
 	wantServerError(t, "updateOne by name", err, 72, "InvalidOptions", "A {multi:false} update on a sharded collection must contain an exact match on _id")
 	_, err = coll.UpdateOne(ctx, bson.M{"name": "zed"}, bson.M{"$set": bson.M{"x": 1}}, options.UpdateOne().SetUpsert(true))
 	wantServerError(t, "upsert by name", err, 61, "ShardKeyNotFound", "Failed to target upsert by query :: could not extract exact shard key")
-	_, err = coll.ReplaceOne(ctx, bson.M{"name": "ann"}, bson.M{"name": "ann2"})
-	wantServerError(t, "replaceOne without key", err, 61, "ShardKeyNotFound", "Failed to target update by replacement document")
+	_, err = coll.ReplaceOne(ctx, bson.M{"name": "ann"}, bson.M{"name": "ann2", "region": bson.A{"eu"}})
+	wantServerError(t, "replaceOne with an array key", err, 61, "ShardKeyNotFound", "Failed to target update by replacement document")
 	_, err = coll.DeleteOne(ctx, bson.M{"name": "ann"})
 	wantServerError(t, "deleteOne by name", err, 61, "ShardKeyNotFound", "A single delete on a sharded collection must contain an exact match on _id")
 	err = coll.FindOneAndUpdate(ctx, bson.M{"_id": 1}, bson.M{"$set": bson.M{"x": 1}}).Err()

@@ -25,7 +25,8 @@ func FirstValue(doc bsoncore.Document, name string) (bsoncore.Value, bool) {
 }
 
 // ShardHash returns the hash that places doc in ci's partitions: 0 for an unsharded
-// collection, else the hash of the shard key's hashed field (null when missing). A
+// collection, else the hash of the shard key's hashed field (null when missing or
+// undefined, see KeyValue). A
 // time-series measurement has the hash of its content, the first slot where it may be
 // stored (timeseries_write.go).
 func (ci *Coll) ShardHash(doc bsoncore.Document) (uint64, error) {
@@ -35,11 +36,7 @@ func (ci *Coll) ShardHash(doc bsoncore.Document) (uint64, error) {
 	if ci.Hashed < 0 {
 		return 0, nil
 	}
-	f := ci.ShardKey[ci.Hashed]
-	v, ok := bsonx.Lookup(doc, f.Path)
-	if !ok {
-		v = bsoncore.Value{Type: bsoncore.TypeNull}
-	}
+	v := KeyValue(doc, ci.ShardKey[ci.Hashed].Path)
 	if v.Type == bsoncore.TypeArray {
 		return 0, mongoerr.New(mongoerr.ShardKeyNotFound,
 			"Shard key cannot contain array values or array descendants.")
@@ -80,11 +77,18 @@ func (ci *Coll) ShardKeyLabel(dst []byte, doc bsoncore.Document) []byte {
 	if ci.Hashed < 0 || doc == nil {
 		return dst
 	}
-	v, ok := bsonx.Lookup(doc, ci.ShardKey[ci.Hashed].Path)
-	if !ok {
-		v = bsoncore.Value{Type: bsoncore.TypeNull}
+	return ValueLabel(dst, KeyValue(doc, ci.ShardKey[ci.Hashed].Path))
+}
+
+// KeyValue returns doc's shard-key value at path as placement sees it: null when the field
+// is missing (MongoDB's extractShardKeyFromDoc) or undefined, so that the one partition of
+// null holds every document an equality to null matches ({k: null} matches all three).
+func KeyValue(doc bsoncore.Document, path string) bsoncore.Value {
+	v, ok := bsonx.Lookup(doc, path)
+	if !ok || v.Type == bsoncore.TypeUndefined {
+		return bsoncore.Value{Type: bsoncore.TypeNull}
 	}
-	return ValueLabel(dst, v)
+	return v
 }
 
 // ValueLabel appends the label of shard-key value v to dst: its type and its first 64 bytes,

@@ -16,10 +16,12 @@ type CollModArgs struct {
 	Index *CollModIndex
 	// opts are the collection options given (validator, validationLevel, validationAction,
 	// changeStreamPreAndPostImages, expireAfterSeconds, timeseries), as given.
-	opts   CollOptions
-	view   string // "viewOn" or "pipeline" when given
-	capped string // "cappedSize" or "cappedMax" when given
-	DryRun bool
+	opts CollOptions
+	view string // "viewOn" or "pipeline" when given
+	// cappedSize and cappedMax resize a capped collection (MongoDB 6.0+), checked and
+	// adjusted as create's size and max; nil when not given.
+	cappedSize, cappedMax *int64
+	DryRun                bool
 }
 
 // CollModIndex is collMod's index argument.
@@ -61,9 +63,10 @@ func ParseCollMod(body bsoncore.Document) (*CollModArgs, error) {
 			a.opts[key] = v
 		case "viewOn", "pipeline":
 			a.view = key
-		case "cappedSize", "cappedMax":
-			_, err = args.Int64(cmd, key, v)
-			a.capped = key
+		case "cappedSize":
+			a.cappedSize, err = cappedArg(key, v, cappedSizeOf)
+		case "cappedMax":
+			a.cappedMax, err = cappedArg(key, v, cappedMaxOf)
 		case "dryRun":
 			a.DryRun, err = args.Bool(cmd, key, v)
 		case "collectionUUID", "isTimeseriesNamespace":
@@ -73,6 +76,17 @@ func ParseCollMod(body bsoncore.Document) (*CollModArgs, error) {
 		return true, err
 	})
 	return a, err
+}
+
+// cappedArg parses collMod's cappedSize or cappedMax (key, value v) and checks and
+// adjusts it with check.
+func cappedArg(key string, v bsoncore.Value, check func(field string, n int64) (int64, error)) (*int64, error) {
+	n, err := args.Int64("collMod", key, v)
+	if err != nil {
+		return nil, err
+	}
+	n, err = check("collMod."+key, n)
+	return &n, err
 }
 
 // checkCollModEnum checks validationLevel or validationAction.

@@ -61,8 +61,8 @@ func (p *CollModPlan) AppendReply(out []byte) []byte {
 // PlanCollMod checks collMod a against collection c (compiled as ci) and returns its plan.
 func PlanCollMod(a *CollModArgs, c *store.Collection, ci *catalog.Coll) (*CollModPlan, error) {
 	p := &CollModPlan{Opts: optionsOf(c.Options)}
-	if a.capped != "" {
-		return nil, mongoerr.New(mongoerr.InvalidOptions, "Collection must be capped.")
+	if err := p.planCapped(a, c); err != nil {
+		return nil, err
 	}
 	if a.Index != nil {
 		if err := p.planIndex(a.Index, c, ci); err != nil {
@@ -299,6 +299,24 @@ func (p *CollModPlan) planOptions(a *CollModArgs, ci *catalog.Coll) error {
 		if changed {
 			p.setOption("timeseries", true, bsonx.DocValue(t.Doc()))
 		}
+	}
+	return nil
+}
+
+// planCapped plans cappedSize and cappedMax: the new bounds of a capped collection, which
+// loses its excess documents at its next insert (write.Writer's evictCapped), as in MongoDB.
+func (p *CollModPlan) planCapped(a *CollModArgs, c *store.Collection) error {
+	if a.cappedSize == nil && a.cappedMax == nil {
+		return nil
+	}
+	if !catalog.IsCapped(c) {
+		return mongoerr.New(mongoerr.InvalidOptions, "Collection must be capped.")
+	}
+	if a.cappedSize != nil {
+		p.setOption("size", true, numberValue(*a.cappedSize))
+	}
+	if a.cappedMax != nil {
+		p.setOption("max", true, numberValue(*a.cappedMax))
 	}
 	return nil
 }

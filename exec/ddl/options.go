@@ -265,29 +265,49 @@ const (
 )
 
 // normalizeCapped checks size and max of a capped collection and stores them as MongoDB's
-// CollectionOptions does: size rounded up to a multiple of 256, max 2^31-1 when given as 0
-// or less (no bound), each as an int when it fits, else a long.
+// CollectionOptions does (cappedSizeOf, cappedMaxOf), each as an int when it fits, else a
+// long.
 func normalizeCapped(o CollOptions) error {
 	size, _ := args.Int64("create", "size", o["size"])
-	if size < 1 {
-		return mongoerr.New(mongoerr.Location51024, "BSON field 'create.size' value must be >= 1, actual value '%d'", size)
+	size, err := cappedSizeOf("create.size", size)
+	if err != nil {
+		return err
 	}
-	if size > maxCappedSize {
-		return mongoerr.New(mongoerr.Location51024, "BSON field 'create.size' value must be <= %d, actual value '%d'", int64(maxCappedSize), size)
-	}
-	o["size"] = numberValue((size + 0xff) &^ 0xff)
+	o["size"] = numberValue(size)
 	if v, ok := o["max"]; ok {
 		n, _ := args.Int64("create", "max", v)
-		if n >= maxCappedMax {
-			return mongoerr.New(mongoerr.Location51024, "BSON field 'create.max' value must be < %d, actual value '%d'", int64(maxCappedMax), n)
-		}
-		if n <= 0 {
-			n = maxCappedMax - 1
+		if n, err = cappedMaxOf("create.max", n); err != nil {
+			return err
 		}
 		o["max"] = numberValue(n)
 	}
 	o["capped"] = bsoncore.Value{Type: bsoncore.TypeBoolean, Data: bsoncore.AppendBoolean(nil, true)}
 	return nil
+}
+
+// cappedSizeOf checks the size of a capped collection given as field (create.size,
+// collMod.cappedSize) against the IDL's bounds, 1 to 1 PB, and rounds it up to a multiple
+// of 256.
+func cappedSizeOf(field string, size int64) (int64, error) {
+	if size < 1 {
+		return 0, mongoerr.New(mongoerr.Location51024, "BSON field '%s' value must be >= 1, actual value '%d'", field, size)
+	}
+	if size > maxCappedSize {
+		return 0, mongoerr.New(mongoerr.Location51024, "BSON field '%s' value must be <= %d, actual value '%d'", field, int64(maxCappedSize), size)
+	}
+	return (size + 0xff) &^ 0xff, nil
+}
+
+// cappedMaxOf checks the most documents of a capped collection given as field (create.max,
+// collMod.cappedMax): below 2^31, and 2^31-1 (no bound) when 0 or less.
+func cappedMaxOf(field string, n int64) (int64, error) {
+	if n >= maxCappedMax {
+		return 0, mongoerr.New(mongoerr.Location51024, "BSON field '%s' value must be < %d, actual value '%d'", field, int64(maxCappedMax), n)
+	}
+	if n <= 0 {
+		n = maxCappedMax - 1
+	}
+	return n, nil
 }
 
 // CappedOptions are the options of a capped collection of size bytes made from a collection

@@ -54,6 +54,19 @@ func (f *Filter) leafConjuncts(path string) []leaf {
 // a regex in $in, MinKey or MaxKey. An empty $in gives ok true with no values: nothing
 // matches. The slice is shared with the filter: callers must not modify it.
 func (f *Filter) Equalities(path string) (values []bsoncore.Value, ok bool) {
+	return f.equalities(path, false)
+}
+
+// KeyEqualities is Equalities for a shard key, where a document missing the field or
+// holding undefined there is placed as if it held null (MongoDB's extractShardKeyFromDoc):
+// null is a point there, so {k: null} and {k: {$in: [null, 1]}} give ok true with null
+// among the values.
+func (f *Filter) KeyEqualities(path string) (values []bsoncore.Value, ok bool) {
+	return f.equalities(path, true)
+}
+
+// equalities implements Equalities and KeyEqualities.
+func (f *Filter) equalities(path string, nullPoint bool) (values []bsoncore.Value, ok bool) {
 	for _, l := range f.leafConjuncts(path) {
 		var vals []bsoncore.Value
 		switch x := l.(type) {
@@ -68,7 +81,7 @@ func (f *Filter) Equalities(path string) (values []bsoncore.Value, ok bool) {
 			}
 			vals = x.eqs
 		}
-		if !pointValues(vals) {
+		if !pointValues(vals, nullPoint) {
 			continue
 		}
 		if !ok || len(vals) < len(values) {
@@ -78,11 +91,16 @@ func (f *Filter) Equalities(path string) (values []bsoncore.Value, ok bool) {
 	return values, ok
 }
 
-// pointValues reports whether equality to each value is an exact point.
-func pointValues(vals []bsoncore.Value) bool {
+// pointValues reports whether equality to each value is an exact point; null is one
+// when nullPoint is set (it also matches missing and undefined, placed as null).
+func pointValues(vals []bsoncore.Value, nullPoint bool) bool {
 	for _, v := range vals {
 		switch v.Type {
-		case bsoncore.TypeNull, bsoncore.TypeUndefined, bsoncore.TypeArray,
+		case bsoncore.TypeNull:
+			if !nullPoint {
+				return false
+			}
+		case bsoncore.TypeUndefined, bsoncore.TypeArray,
 			bsoncore.TypeMinKey, bsoncore.TypeMaxKey, bsoncore.TypeRegex:
 			return false
 		}
@@ -178,7 +196,7 @@ func leafIntervals(l leaf) ([]Interval, bool) {
 	case *cmpLeaf:
 		return cmpIntervals(x)
 	case *inLeaf:
-		if len(x.regexes) > 0 || !pointValues(x.eqs) {
+		if len(x.regexes) > 0 || !pointValues(x.eqs, false) {
 			return nil, false
 		}
 		out := make([]Interval, 0, len(x.eqs))
@@ -198,7 +216,7 @@ func point(v bsoncore.Value) Interval {
 // cmpIntervals returns the bounds of a comparison, bracketed by the operand's type.
 func cmpIntervals(c *cmpLeaf) ([]Interval, bool) {
 	if c.op == opEQ {
-		if !pointValues([]bsoncore.Value{c.rhs}) {
+		if !pointValues([]bsoncore.Value{c.rhs}, false) {
 			return nil, false
 		}
 		return []Interval{point(c.rhs)}, true

@@ -27,46 +27,62 @@ func ivString(ivs []Interval) string {
 	return sb.String()
 }
 
+// TestFilterEqualities checks Equalities and, where key differs from want, KeyEqualities
+// (null is a point for a shard key).
 func TestFilterEqualities(t *testing.T) {
 	for _, tc := range []struct {
 		name, filter, path string
 		want               string // values joined by " ", or "-" for ok == false
+		key                string // KeyEqualities' answer when it differs from want
 	}{
-		{"Plain", `{"a": 5}`, "a", `{"$numberInt":"5"}`},
-		{"Eq", `{"a": {"$eq": "x"}}`, "a", `"x"`},
-		{"In", `{"a": {"$in": [3, 1, 2, 1.0]}}`, "a", `{"$numberInt":"1"} {"$numberInt":"2"} {"$numberInt":"3"}`},
-		{"Smallest", `{"a": {"$in": [1, 2]}, "$and": [{"a": 2}]}`, "a", `{"$numberInt":"2"}`},
-		{"Dotted", `{"a.b": "k"}`, "a.b", `"k"`},
-		{"OtherPath", `{"a": 5}`, "b", "-"},
-		{"Null", `{"a": null}`, "a", "-"},
-		{"InNull", `{"a": {"$in": [1, null]}}`, "a", "-"},
-		{"Array", `{"a": [1]}`, "a", "-"},
-		{"InRegex", `{"a": {"$in": [1, {"$regularExpression": {"pattern": "x", "options": ""}}]}}`, "a", "-"},
-		{"Range", `{"a": {"$gt": 1}}`, "a", "-"},
-		{"InOr", `{"$or": [{"a": 1}, {"a": 2}]}`, "a", "-"},
-		{"Ne", `{"a": {"$ne": 1}}`, "a", "-"},
-		{"EmptyIn", `{"a": {"$in": []}}`, "a", ""},
-		{"Doc", `{"a": {"b": 1}}`, "a", `{"b": {"$numberInt":"1"}}`},
+		{"Plain", `{"a": 5}`, "a", `{"$numberInt":"5"}`, ""},
+		{"Eq", `{"a": {"$eq": "x"}}`, "a", `"x"`, ""},
+		{"In", `{"a": {"$in": [3, 1, 2, 1.0]}}`, "a", `{"$numberInt":"1"} {"$numberInt":"2"} {"$numberInt":"3"}`, ""},
+		{"Smallest", `{"a": {"$in": [1, 2]}, "$and": [{"a": 2}]}`, "a", `{"$numberInt":"2"}`, ""},
+		{"Dotted", `{"a.b": "k"}`, "a.b", `"k"`, ""},
+		{"OtherPath", `{"a": 5}`, "b", "-", ""},
+		{"Null", `{"a": null}`, "a", "-", "null"},
+		{"EqNull", `{"a": {"$eq": null}, "b": 1}`, "a", "-", "null"},
+		{"InNull", `{"a": {"$in": [1, null]}}`, "a", "-", `null {"$numberInt":"1"}`},
+		{"Array", `{"a": [1]}`, "a", "-", ""},
+		{"InRegex", `{"a": {"$in": [1, {"$regularExpression": {"pattern": "x", "options": ""}}]}}`, "a", "-", ""},
+		{"Range", `{"a": {"$gt": 1}}`, "a", "-", ""},
+		{"LteNull", `{"a": {"$lte": null}}`, "a", "-", ""},
+		{"InOr", `{"$or": [{"a": 1}, {"a": 2}]}`, "a", "-", ""},
+		{"Ne", `{"a": {"$ne": 1}}`, "a", "-", ""},
+		{"NeNull", `{"a": {"$ne": null}}`, "a", "-", ""},
+		{"EmptyIn", `{"a": {"$in": []}}`, "a", "", ""},
+		{"Doc", `{"a": {"b": 1}}`, "a", `{"b": {"$numberInt":"1"}}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := Compile(doc(t, tc.filter), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			vals, ok := f.Equalities(tc.path)
-			got := "-"
-			if ok {
-				parts := make([]string, len(vals))
-				for i, v := range vals {
-					parts[i] = v.String()
-				}
-				got = strings.Join(parts, " ")
-			}
-			if got != tc.want {
+			if got := valuesString(f.Equalities(tc.path)); got != tc.want {
 				t.Errorf("Equalities(%q) = %s, want %s", tc.path, got, tc.want)
+			}
+			wantKey := tc.want
+			if tc.key != "" {
+				wantKey = tc.key
+			}
+			if got := valuesString(f.KeyEqualities(tc.path)); got != wantKey {
+				t.Errorf("KeyEqualities(%q) = %s, want %s", tc.path, got, wantKey)
 			}
 		})
 	}
+}
+
+// valuesString renders an Equalities answer: the values joined by " ", or "-" when !ok.
+func valuesString(vals []bsoncore.Value, ok bool) string {
+	if !ok {
+		return "-"
+	}
+	parts := make([]string, len(vals))
+	for i, v := range vals {
+		parts[i] = v.String()
+	}
+	return strings.Join(parts, " ")
 }
 
 func TestFilterIntervals(t *testing.T) {

@@ -28,10 +28,11 @@ func FuzzCompile(f *testing.F) {
 		flt.MatchPos(d)
 		for _, p := range flt.Paths() {
 			flt.Equalities(p)
+			flt.KeyEqualities(p)
 			flt.Intervals(p)
 			flt.IntervalsNonMultikey(p)
 		}
-		if v, err := CompileValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: filter}); err == nil {
+		if v, err := CompileValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: filter}, nil); err == nil {
 			v.MatchValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
 		}
 	})

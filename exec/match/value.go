@@ -20,8 +20,9 @@ const (
 // valueCond is a condition on a single value.
 type valueCond struct {
 	kind valueKind
-	eq   bsoncore.Value
-	sub  node // valueObject: the query; valueWrapped: the query on {"": element}
+	eq   bsoncore.Value // valueEquality: collated with coll
+	coll bsonx.Collator // valueEquality's collation (nil: simple)
+	sub  node           // valueObject: the query; valueWrapped: the query on {"": element}
 }
 
 // CompileValue compiles a condition on a single value with the semantics of update's
@@ -34,11 +35,16 @@ type valueCond struct {
 //   - any other document ({a: 1, b: {$gt: 2}}, {} or {$and: [...]}): a query applied to
 //     values that are documents; other values never match;
 //   - anything else: the value equals it (numbers by value, documents field by field).
-func CompileValue(cond bsoncore.Value) (*Filter, error) {
+//
+// Strings compare under opts.Collator, as Compile's do (opts may be nil).
+func CompileValue(cond bsoncore.Value, opts *Options) (*Filter, error) {
 	if err := cond.Validate(); err != nil {
 		return nil, mongoerr.Wrap(err, mongoerr.InvalidBSON, "invalid BSON in condition")
 	}
-	p := &parser{}
+	p := &parser{opts: opts}
+	if opts != nil {
+		p.coll = opts.Collator
+	}
 	vc := &valueCond{}
 	switch {
 	case cond.Type == bsoncore.TypeEmbeddedDocument && !isOperatorKey(firstKey(cond.Data)):
@@ -57,7 +63,7 @@ func CompileValue(cond bsoncore.Value) (*Filter, error) {
 		vc.sub = n
 	default:
 		vc.kind = valueEquality
-		vc.eq = cond
+		vc.eq, vc.coll = bsonx.Collate(p.coll, cond), p.coll
 	}
 	f := &Filter{paths: p.paths, hasExpr: p.hasExpr, value: vc}
 	f.root = &valueRoot{vc: vc}
@@ -89,7 +95,7 @@ func (vc *valueCond) match(v bsoncore.Value) bool {
 		ok, _, _ := vc.sub.eval(wrap(v))
 		return ok
 	}
-	return bsonx.Compare(v, vc.eq) == 0
+	return bsonx.Compare(bsonx.Collate(vc.coll, v), vc.eq) == 0
 }
 
 // wrap builds the document {"": v}.

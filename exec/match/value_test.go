@@ -36,7 +36,7 @@ func TestCompileValue(t *testing.T) {
 		{"NullOperatorMissing", `{"$eq": null}`, `null`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := CompileValue(val(t, tc.cond))
+			f, err := CompileValue(val(t, tc.cond), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,7 +49,7 @@ func TestCompileValue(t *testing.T) {
 
 func TestCompileValueErrors(t *testing.T) {
 	for _, cond := range []string{`{"$gte": 6, "$foo": 1}`, `{"a": {"$in": 1}}`, `{"$regularExpression": {"pattern": "(", "options": ""}}`} {
-		if _, err := CompileValue(val(t, cond)); err == nil {
+		if _, err := CompileValue(val(t, cond), nil); err == nil {
 			t.Errorf("CompileValue(%s) succeeded", cond)
 		}
 	}

@@ -247,7 +247,8 @@ func idTargets(ci *catalog.Coll, ids []bsoncore.Value) []idTarget {
 }
 
 // TargetPartitions returns the partitions that may hold matches: those of the shard-key
-// values an equality or $in fixes, else all.
+// values an equality or $in fixes (null included: documents missing the key are placed
+// as null), else all.
 func TargetPartitions(ci *catalog.Coll, f *match.Filter) []int {
 	t, _ := targets(ci, f)
 	return t
@@ -257,7 +258,7 @@ func TargetPartitions(ci *catalog.Coll, f *match.Filter) []int {
 // the shard key, its hashes (sorted, each once).
 func targets(ci *catalog.Coll, f *match.Filter) ([]int, []hashTarget) {
 	if ci.Hashed >= 0 {
-		if vals, ok := f.Equalities(ci.ShardKey[ci.Hashed].Path); ok && !collatedStrings(f, vals) {
+		if vals, ok := f.KeyEqualities(ci.ShardKey[ci.Hashed].Path); ok && !collatedStrings(f, vals) {
 			ht := make([]hashTarget, 0, len(vals))
 			hashes := make([]uint64, 0, len(vals))
 			for _, v := range vals {

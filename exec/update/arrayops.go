@@ -23,7 +23,7 @@ func (a *applier) arrayOp(dst []byte, lf *leaf, key []byte, tgt target) ([]byte,
 	case opAddToSet:
 		out = append(out, elems...)
 		for _, v := range lf.values {
-			if !containsValue(elems, v) {
+			if !lf.contains(elems, v) {
 				out, modified = append(out, v), true
 			}
 		}
@@ -106,13 +106,14 @@ func (a *applier) pulls(lf *leaf, v bsoncore.Value) bool {
 	if lf.op == opPull {
 		return lf.pull.MatchValue(v)
 	}
-	return containsValue(lf.values, v)
+	return lf.contains(lf.values, v)
 }
 
-// containsValue reports whether vals holds a value equal to v in MongoDB's comparison.
-func containsValue(vals []bsoncore.Value, v bsoncore.Value) bool {
+// contains reports whether vals holds a value equal to v in MongoDB's comparison, strings
+// under the leaf's collation.
+func (lf *leaf) contains(vals []bsoncore.Value, v bsoncore.Value) bool {
 	for _, w := range vals {
-		if bsonx.Compare(w, v) == 0 {
+		if lf.compare(w, v) == 0 {
 			return true
 		}
 	}

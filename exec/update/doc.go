@@ -22,6 +22,9 @@
 //     (nModified 0): every operator was a no-op by MongoDB's rules, or the result is
 //     byte-for-byte the input; a replacement is a no-op only when it equals the document.
 //     The document is then appended unchanged.
+//   - Comparisons of values ($min, $max, $addToSet, $pull, $pullAll, $push's $sort,
+//     arrayFilters) order strings under Options.Collator, as MongoDB's nodes do once given
+//     the operation's collation; field-name order above is always bytewise.
 //   - For a valid input document, the output is valid BSON; invalid input fails with
 //     InvalidBSON and never panics.
 //

@@ -35,7 +35,7 @@ func (a *applier) applyLeaf(dst []byte, lf *leaf, key []byte, tgt target) ([]byt
 	case opInc, opMul:
 		return a.arith(dst, lf, key, tgt)
 	case opMin, opMax:
-		c := bsonx.Compare(bsoncore.Value{Type: tgt.t, Data: tgt.v}, lf.val)
+		c := lf.compare(bsoncore.Value{Type: tgt.t, Data: tgt.v}, lf.val)
 		if c == 0 || lf.op == opMax && c > 0 || lf.op == opMin && c < 0 {
 			return keep(dst, key, tgt)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -37,15 +38,15 @@ func (f *arrayFilter) matches(t bsoncore.Type, v []byte, scratch *[]byte) bool {
 var identifierPattern = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)
 
 // parseArrayFilters compiles the update's arrayFilters as ParsedUpdate::parseArrayFilters
-// does, keyed by identifier.
-func parseArrayFilters(docs []bsoncore.Document) (map[string]*arrayFilter, error) {
+// does, keyed by identifier, their strings compared under coll (nil: simple).
+func parseArrayFilters(docs []bsoncore.Document, coll bsonx.Collator) (map[string]*arrayFilter, error) {
 	filters := make(map[string]*arrayFilter, len(docs))
 	for _, doc := range docs {
 		if err := doc.Validate(); err != nil {
 			return nil, errInvalidBSON("arrayFilters")
 		}
 		doc = bytes.Clone(doc) // the compiled filter outlives the caller's buffer
-		f, err := match.Compile(doc, nil)
+		f, err := match.Compile(doc, &match.Options{Collator: coll})
 		if err != nil {
 			return nil, causedBy(err, "Error parsing array filter")
 		}

@@ -66,6 +66,12 @@ type leaf struct {
 	pull     *match.Filter // $pull, from match.CompileValue
 	from     []string      // $rename: source path
 	fromPath string
+	coll     bsonx.Collator // the update's collation: $min, $max, $addToSet, $pullAll
+}
+
+// compare compares a and b in MongoDB's order, strings under the leaf's collation.
+func (lf *leaf) compare(a, b bsoncore.Value) int {
+	return bsonx.Compare(bsonx.Collate(lf.coll, a), bsonx.Collate(lf.coll, b))
 }
 
 // bitOp is one operation of $bit.
@@ -75,9 +81,10 @@ type bitOp struct {
 }
 
 // newLeaf parses and validates the argument of one operator field, as each MongoDB update
-// node's init() does. e is the element {<path>: <argument>} of the operator's document.
-func newLeaf(op opKind, e elem) (*leaf, error) {
-	lf := &leaf{op: op, path: string(e.key), key: string(e.key), val: e.value()}
+// node's init() does. e is the element {<path>: <argument>} of the operator's document;
+// coll is the update's collation (nil: simple).
+func newLeaf(op opKind, e elem, coll bsonx.Collator) (*leaf, error) {
+	lf := &leaf{op: op, path: string(e.key), key: string(e.key), val: e.value(), coll: coll}
 	switch op {
 	case opSet, opSetOnInsert, opMin, opMax:
 		lf.nesting = nestingDepth(e.t, e.val)
@@ -110,7 +117,7 @@ func newLeaf(op opKind, e elem) (*leaf, error) {
 		}
 		lf.popFront = n == -1
 	case opPull:
-		m, err := match.CompileValue(e.value())
+		m, err := match.CompileValue(e.value(), &match.Options{Collator: coll})
 		if err != nil {
 			return nil, err
 		}
@@ -228,7 +235,7 @@ func (lf *leaf) parseAddToSet(e elem) error {
 	for _, v := range vals {
 		dup := false
 		for _, w := range lf.values {
-			if bsonx.Compare(v, w) == 0 {
+			if lf.compare(v, w) == 0 {
 				dup = true
 				break
 			}

@@ -26,6 +26,7 @@ type pushSort struct {
 	whole  bool
 	desc   bool // whole-value direction
 	fields []pushSortField
+	coll   bsonx.Collator // the update's collation (nil: simple)
 }
 
 // pushSortField is one field of a $sort pattern.
@@ -45,6 +46,9 @@ func (lf *leaf) parsePush(e elem) error {
 		if _, ok := findField(body, "$each"); ok {
 			if err := spec.parseClauses(body); err != nil {
 				return err
+			}
+			if spec.sort != nil {
+				spec.sort.coll = lf.coll
 			}
 			for _, v := range spec.values {
 				lf.nesting = max(lf.nesting, 1+nestingDepth(v.Type, v.Data))
@@ -224,7 +228,7 @@ func (spec *pushSpec) apply(buf, elems []bsoncore.Value) (out []bsoncore.Value, 
 func (ps *pushSort) sortValues(vals []bsoncore.Value) {
 	if ps.whole {
 		sort.SliceStable(vals, func(i, j int) bool {
-			c := bsonx.Compare(vals[i], vals[j])
+			c := bsonx.Compare(bsonx.Collate(ps.coll, vals[i]), bsonx.Collate(ps.coll, vals[j]))
 			if ps.desc {
 				c = -c
 			}
@@ -240,7 +244,7 @@ func (ps *pushSort) sortValues(vals []bsoncore.Value) {
 // element, or from {"": element} when the element is not a document.
 func (ps *pushSort) compareFields(a, b bsoncore.Value) int {
 	for _, f := range ps.fields {
-		c := bsonx.Compare(sortKeyAt(a, f), sortKeyAt(b, f))
+		c := bsonx.Compare(bsonx.Collate(ps.coll, sortKeyAt(a, f)), bsonx.Collate(ps.coll, sortKeyAt(b, f)))
 		if f.desc {
 			c = -c
 		}

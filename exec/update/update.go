@@ -28,6 +28,10 @@ type Options struct {
 	// KeepEmptyTimestamps keeps the zero timestamps of a replacement document as they are
 	// (the command's bypassEmptyTsReplacement).
 	KeepEmptyTimestamps bool
+	// Collator is the operation's collation (else the collection's): the comparisons of
+	// $min, $max, $addToSet, $pull, $pullAll, $push's $sort and arrayFilters order strings
+	// by it, as MongoDB's update nodes do after setCollator. Nil: the simple collation.
+	Collator bsonx.Collator
 }
 
 // EnsureDefaults returns o with the defaults filled in (a new value; o may be nil).
@@ -118,7 +122,7 @@ func Compile(update bsoncore.Document, opts *Options) (*Update, error) {
 	if err := update.Validate(); err != nil {
 		return nil, errInvalidBSON("update")
 	}
-	filters, err := parseArrayFilters(opts.ArrayFilters)
+	filters, err := parseArrayFilters(opts.ArrayFilters, opts.Collator)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +134,7 @@ func Compile(update bsoncore.Document, opts *Options) (*Update, error) {
 		return u, nil
 	}
 	u.kind = kindModifier
-	c := &compiler{root: &node{kind: kindObject}, filters: filters}
+	c := &compiler{root: &node{kind: kindObject}, filters: filters, coll: opts.Collator}
 	if err := c.parseModifiers(body); err != nil {
 		return nil, err
 	}
@@ -174,6 +178,7 @@ func CompileValue(v bsoncore.Value, opts *Options) (*Update, error) {
 type compiler struct {
 	root       *node
 	filters    map[string]*arrayFilter
+	coll       bsonx.Collator // Options.Collator
 	positional bool
 	paths      [][]string
 }
@@ -232,7 +237,7 @@ func (c *compiler) parseField(op opKind, f elem) error {
 		}
 		path = string(strValue(f.val))
 	}
-	return c.addPath(path, func() (*leaf, error) { return newLeaf(op, f) })
+	return c.addPath(path, func() (*leaf, error) { return newLeaf(op, f, c.coll) })
 }
 
 // addPath checks a path, builds its leaf and inserts it.

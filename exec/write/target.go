@@ -19,13 +19,18 @@ import (
 //   - delete {limit: 1}: the query fixes the full shard key or _id (ShardKeyNotFound);
 //   - findAndModify: the query fixes the full shard key (ShardKeyNotFound).
 //
+// A missing shard-key field counts as null (MongoDB 4.4+): {k: null} fixes the key (to the
+// partition of null, where documents without k are stored), and a replacement without k
+// places its document as null.
+//
 // A shard here is one of cleave's --shards stores, as config.shards lists them: with one
 // store, every update targets a single shard.
 
-// exactShardKey reports whether f fixes every field of the shard key to one value.
+// exactShardKey reports whether f fixes every field of the shard key to one value, null
+// included (MongoDB's extractShardKeyFromQuery).
 func exactShardKey(ci *catalog.Coll, f *match.Filter) bool {
 	for _, k := range ci.ShardKey {
-		vals, ok := f.Equalities(k.Path)
+		vals, ok := f.KeyEqualities(k.Path)
 		if !ok || len(vals) != 1 {
 			return false
 		}
@@ -96,12 +101,11 @@ func (op *Op) CheckFAMTarget() error {
 	return mongoerr.New(mongoerr.ShardKeyNotFound, "Query for sharded findAndModify must contain the shard key")
 }
 
-// replacementHasShardKey reports whether replacement document doc holds every shard key
-// field as a value that can place it (not an array).
+// replacementHasShardKey reports whether replacement document doc can be placed by its
+// shard key: no field of it is an array (a missing one is null, as mongos targets it).
 func replacementHasShardKey(ci *catalog.Coll, doc bsoncore.Document) bool {
 	for _, k := range ci.ShardKey {
-		v, ok := bsonx.Lookup(doc, k.Path)
-		if !ok || v.Type == bsoncore.TypeArray {
+		if catalog.KeyValue(doc, k.Path).Type == bsoncore.TypeArray {
 			return false
 		}
 	}
