@@ -36,11 +36,11 @@ func (e *Executor) addInternalCommands(add func(*command, ...string)) {
 }
 
 // catchUp waits until this node's catalog reflects the router's revision rev.
-func (e *Executor) catchUp(rev int64) error {
+func (e *Executor) catchUp(ctx context.Context, rev int64) error {
 	if rev <= e.st.Catalog.Revision() {
 		return nil
 	}
-	if err := e.st.Catalog.WaitRevision(rev); err != nil {
+	if err := e.st.Catalog.WaitRevision(ctx, rev); err != nil {
 		return mongoerr.Wrap(err, mongoerr.StaleConfig, "this node's catalog is behind revision %d", rev)
 	}
 	return nil
@@ -48,11 +48,11 @@ func (e *Executor) catchUp(rev int64) error {
 
 // ownedColl returns the collection an internal command names, checking that it is the one
 // the router planned on (same id) and that shard s is this node's.
-func (e *Executor) ownedColl(r *request, s int) (*catalog.Coll, error) {
+func (e *Executor) ownedColl(ctx context.Context, r *request, s int) (*catalog.Coll, error) {
 	first, _ := bsonx.FirstElement(r.body)
 	name, _ := first.Value().StringValueOK()
 	rev, _ := r.body.Lookup("rev").Int64OK()
-	if err := e.catchUp(rev); err != nil {
+	if err := e.catchUp(ctx, rev); err != nil {
 		return nil, err
 	}
 	if s >= 0 { // a write checks each document's shard (shardWrite)
@@ -81,7 +81,7 @@ func (e *Executor) ownedColl(r *request, s int) (*catalog.Coll, error) {
 func (e *Executor) shardFind(ctx context.Context, r *request) error {
 	b := r.body
 	s, _ := b.Lookup("shard").Int32OK()
-	ci, err := e.ownedColl(r, int(s))
+	ci, err := e.ownedColl(ctx, r, int(s))
 	if err != nil {
 		return err
 	}
