@@ -15,9 +15,9 @@ import (
 
 // The owner's side of remote execution (remote_read.go is the router's): internal commands
 // that run the per-shard part of an operation on this node's shards. They are not for
-// clients (mongos' _shardsvr commands play this role), need the clusterAdmin class under
-// --auth, and answer StaleConfig 13388 when the request was planned on a map of the shard
-// that differs from this node's.
+// clients (mongos' _shardsvr commands play this role), need the internal action under --auth
+// (only the cluster's own __system user has it: remote_auth.go), and answer StaleConfig
+// 13388 when the request was planned on a map of the shard that differs from this node's.
 
 // Batches of a remote read: the first is at most the router's limit (when small), each
 // next one up to remoteBatchDocs documents or remoteBatchBytes.
@@ -29,10 +29,10 @@ const (
 
 // addInternalCommands registers the internal shard commands.
 func (e *Executor) addInternalCommands(add func(*command, ...string)) {
-	add(&command{run: e.shardFind, action: auth.ActionClusterAdmin, retainsBody: true, help: "internal: a shard's part of a read"}, "_cleaveShardFind")
-	add(&command{run: e.shardGetMore, action: auth.ActionClusterAdmin, help: "internal: the next batch of a shard's read"}, "_cleaveShardGetMore")
-	add(&command{run: e.shardKill, action: auth.ActionClusterAdmin, help: "internal: ends a shard's read"}, "_cleaveShardKill")
-	add(&command{run: e.shardWrite, action: auth.ActionClusterAdmin, help: "internal: the documents of an insert on this node's shards"}, "_cleaveShardWrite")
+	add(&command{run: e.shardFind, action: auth.ActionInternal, retainsBody: true, help: "internal: a shard's part of a read"}, "_cleaveShardFind")
+	add(&command{run: e.shardGetMore, action: auth.ActionInternal, help: "internal: the next batch of a shard's read"}, "_cleaveShardGetMore")
+	add(&command{run: e.shardKill, action: auth.ActionInternal, help: "internal: ends a shard's read"}, "_cleaveShardKill")
+	add(&command{run: e.shardWrite, action: auth.ActionInternal, help: "internal: the documents of an insert on this node's shards"}, "_cleaveShardWrite")
 }
 
 // catchUp waits until this node's catalog reflects the router's revision rev.

@@ -33,7 +33,11 @@ type remoteShards struct {
 
 // newRemoteShards returns the remote side of cluster c.
 func newRemoteShards(e *Executor, c sharding.Cluster) *remoteShards {
-	return &remoteShards{e: e, cluster: c, pool: wire.NewPool(wire.ClientOptions{})}
+	var opts wire.ClientOptions
+	if key := e.opts.Auth.InternalKey; key != "" {
+		opts.Hello = internalHello(key) // remote_auth.go
+	}
+	return &remoteShards{e: e, cluster: c, pool: wire.NewPool(opts)}
 }
 
 // command runs cmd on the node owning shard s and returns its {ok: 1} reply; an {ok: 0}

@@ -173,6 +173,9 @@ func (c *Config) validate() error {
 	if err := c.Cluster.validateCluster(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.validateKeyFile(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Dir == "" {
 		errs = append(errs, errors.New("--dir must not be empty"))
 	}
