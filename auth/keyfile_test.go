@@ -14,11 +14,11 @@ func TestInternalActionOnlySystem(t *testing.T) {
 	}
 	root := mk("root", RoleName{"root", "admin"})
 	ca := mk("ca", RoleName{"clusterAdmin", "admin"})
-	any := mk("any", RoleName{"anything", "admin"})
-	reg := NewRegistry([]*User{root, ca, any}, []*Role{{Name: RoleName{"anything", "admin"},
+	anyAct := mk("any", RoleName{"anything", "admin"})
+	reg := NewRegistry([]*User{root, ca, anyAct}, []*Role{{Name: RoleName{"anything", "admin"},
 		Privileges: []Privilege{{AnyResource: true, Actions: []string{"anyAction"}}}}}).WithInternal(sys)
 	internal := Need{Action: ActionInternal, DB: "app"}
-	for _, u := range []*User{root, ca, any} {
+	for _, u := range []*User{root, ca, anyAct} {
 		if reg.Allowed([]UserName{u.Name}, internal) {
 			t.Errorf("%s may run internal commands", u.Name)
 		}

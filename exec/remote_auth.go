@@ -42,9 +42,9 @@ func internalHello(key string) func(ctx context.Context, run func(cmd bsoncore.D
 				return replyError(reply)
 			}
 			_, in, _ := reply.Lookup("payload").BinaryOK()
-			out, err := conv.Step(in)
-			if err != nil {
-				return mongoerr.Wrap(err, mongoerr.AuthenticationFailed, "the other node did not prove it holds the cluster's key")
+			out, serr := conv.Step(in)
+			if serr != nil {
+				return mongoerr.Wrap(serr, mongoerr.AuthenticationFailed, "the other node did not prove it holds the cluster's key")
 			}
 			if done, _ := reply.Lookup("done").BooleanOK(); done {
 				if !conv.Done() {
