@@ -248,9 +248,7 @@ func (c *Config) parsed() bsoncore.Document {
 		AppendDocument("sharding", bsoncore.NewDocumentBuilder().
 			AppendInt32("shards", int32(c.Shards)).
 			Build()).
-		AppendDocument("security", bsoncore.NewDocumentBuilder().
-			AppendString("authorization", c.authorization()).
-			Build()).
+		AppendDocument("security", c.parsedSecurity()).
 		AppendDocument("systemLog", bsoncore.NewDocumentBuilder().
 			AppendString("verbosity", c.LogLevel).
 			AppendString("format", c.LogFormat).

@@ -40,6 +40,9 @@ func TestConfigKeyFile(t *testing.T) {
 				if err != nil || !c.Auth || c.Cluster.key == "" || strings.ContainsAny(c.Cluster.key, " \n") {
 					t.Fatalf("config %+v, %v", c, err)
 				}
+				if got := c.parsed().Lookup("security", "keyFile").StringValue(); got != p {
+					t.Fatalf("security.keyFile %q, want %q", got, p)
+				}
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/cleavedb/cleave/auth"
 )
 
@@ -23,4 +25,14 @@ func (c *Config) validateKeyFile() error {
 	}
 	c.Cluster.key, c.Auth = key, true
 	return nil
+}
+
+// parsedSecurity is getCmdLineOpts' parsed.security: keyFile (its path) when set, and
+// authorization.
+func (c *Config) parsedSecurity() bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder()
+	if c.Cluster.KeyFile != "" {
+		b.AppendString("keyFile", c.Cluster.KeyFile)
+	}
+	return b.AppendString("authorization", c.authorization()).Build()
 }
