@@ -60,7 +60,7 @@ func (r *Role) grants() []grant {
 		}
 		for _, name := range p.Actions {
 			if name == "anyAction" {
-				g.actions = allActions
+				g.actions = userActions
 				continue
 			}
 			if a, ok := actionClasses[name]; ok {
@@ -78,6 +78,17 @@ type Registry struct {
 	users  map[UserName]*User
 	roles  map[RoleName]*Role
 	grants map[RoleName][]grant // compiled custom roles
+	// internal is the cluster's internal user (InternalUser), nil without a key file: it
+	// authenticates and is authorized like a user, but is no record of the catalog, so
+	// Users and HasUsers leave it out.
+	internal *User
+}
+
+// WithInternal returns a copy of r that also knows the internal user u (nil: none).
+func (r *Registry) WithInternal(u *User) *Registry {
+	out := *r
+	out.internal = u
+	return &out
 }
 
 // NewRegistry returns a registry of users and roles; it keeps the pointers.
@@ -96,8 +107,13 @@ func NewRegistry(users []*User, roles []*Role) *Registry {
 // HasUsers reports whether any user exists (the localhost exception ends with the first).
 func (r *Registry) HasUsers() bool { return len(r.users) > 0 }
 
-// User returns a user, or nil.
-func (r *Registry) User(n UserName) *User { return r.users[n] }
+// User returns a user (the internal one among them), or nil.
+func (r *Registry) User(n UserName) *User {
+	if r.internal != nil && n == r.internal.Name {
+		return r.internal
+	}
+	return r.users[n]
+}
 
 // Users returns the users of db ("" for all), sorted by database and name.
 func (r *Registry) Users(db string) []*User {
@@ -170,7 +186,7 @@ func (r *Registry) Allowed(users []UserName, need Need) bool {
 		return true
 	}
 	for _, name := range users {
-		u := r.users[name]
+		u := r.User(name)
 		if u == nil {
 			continue
 		}

@@ -24,13 +24,14 @@ const (
 	ActionDBAdmin              // collMod, dropDatabase
 	ActionUserAdmin            // users and roles of a database
 	ActionClusterAdmin         // the server: parameters, logs, status, partitions
+	ActionInternal             // a node's internal commands to another (_cleaveShard*): __system only
 	numActions
 )
 
 // String returns the class name, for messages and logs.
 func (a Action) String() string {
 	names := [...]string{"undeclared", "none", "authenticated", "listing", "read", "write", "ddl",
-		"dbAdmin", "userAdmin", "clusterAdmin"}
+		"dbAdmin", "userAdmin", "clusterAdmin", "internal"}
 	if int(a) < len(names) {
 		return names[a]
 	}
@@ -54,6 +55,10 @@ func (s actionSet) has(a Action) bool { return s&(1<<a) != 0 }
 
 // allActions is every action.
 const allActions = actionSet(1<<numActions - 1)
+
+// userActions is every action but the internal one, which MongoDB's root (and anyAction)
+// do not grant either: only the cluster's own members (__system) run internal commands.
+const userActions = allActions &^ (1 << ActionInternal)
 
 // Need is what one command needs: an action on a database (and collection, "" for the
 // database as a whole). Cluster actions ignore DB and Coll.
@@ -84,7 +89,7 @@ func (g grant) covers(n Need) bool {
 	if !g.actions.has(n.Action) {
 		return false
 	}
-	if n.Action == ActionClusterAdmin {
+	if n.Action == ActionClusterAdmin || n.Action == ActionInternal {
 		return g.cluster
 	}
 	return (g.db == "" || g.db == n.DB) && (g.coll == "" || g.coll == n.Coll)
@@ -106,7 +111,9 @@ var adminRoles = map[string][]grant{
 	"dbAdminAnyDatabase":   {{actions: dbRoles["dbAdmin"]}},
 	"userAdminAnyDatabase": {{actions: dbRoles["userAdmin"]}},
 	"clusterAdmin":         {{cluster: true, actions: setOf(ActionAuthenticated, ActionClusterAdmin, ActionListing)}},
-	"root":                 {{cluster: true, actions: allActions}},
+	"root":                 {{cluster: true, actions: userActions}},
+	// __system is the role of the cluster's internal user (keyfile.go): everything.
+	"__system": {{cluster: true, actions: allActions}},
 }
 
 // IsBuiltin reports whether r is a built-in role (read@any, root@admin, ...).
@@ -166,6 +173,7 @@ var actionClasses = map[string]Action{
 	"inprog": ActionClusterAdmin, "killop": ActionClusterAdmin, "listShards": ActionClusterAdmin,
 	"enableSharding": ActionClusterAdmin, "moveChunk": ActionClusterAdmin, "shutdown": ActionClusterAdmin,
 	"getDefaultRWConcern": ActionClusterAdmin, "killAnySession": ActionClusterAdmin,
+	"internal":  ActionInternal,
 	"anyAction": ActionUndeclared, // expanded below to every class
 }
 

@@ -21,6 +21,10 @@ type AuthOptions struct {
 	// Enabled makes every command check the connection's users against what the command
 	// needs (mongod's --auth). Users can be created and authenticate either way.
 	Enabled bool
+	// InternalKey is the cluster's key (mongod's security.keyFile, already read and
+	// checked): this node accepts the internal user __system it derives, and authenticates
+	// as __system to the other nodes (remote_auth.go). "" turns internal authentication off.
+	InternalKey string
 }
 
 // Kinds of security records in the catalog (store.SecurityRecord.Kind).
@@ -32,8 +36,18 @@ const (
 // authState is the executor's view of users and roles: the current registry, rebuilt after
 // every change, and the mutex that serializes changes.
 type authState struct {
-	reg atomic.Pointer[auth.Registry]
+	reg atomic.Pointer[registryAt]
 	mu  sync.Mutex // held by every change of users or roles
+	// internal is the cluster's internal user (AuthOptions.InternalKey), nil without a key.
+	internal *auth.User
+}
+
+// registryAt is a registry and the catalog state it was built from: users and roles other
+// nodes change reach this node's catalog through its watch, and the next command that
+// needs the registry rebuilds it.
+type registryAt struct {
+	reg *auth.Registry
+	st  *store.CatalogState
 }
 
 // connAuth is a connection's authentication: who it is, and the SASL conversation under way.
@@ -45,10 +59,16 @@ type connAuth struct {
 
 // registry returns the current users and roles.
 func (e *Executor) registry() *auth.Registry {
-	if r := e.authn.reg.Load(); r != nil {
-		return r
+	r := e.authn.reg.Load()
+	if r != nil && e.st.Catalog != nil && r.st != e.st.Catalog.State() {
+		if err := e.loadRegistry(); err == nil {
+			r = e.authn.reg.Load()
+		}
 	}
-	return auth.NewRegistry(nil, nil)
+	if r != nil {
+		return r.reg
+	}
+	return auth.NewRegistry(nil, nil).WithInternal(e.authn.internal)
 }
 
 // loadRegistry decodes the catalog's security records into a registry and publishes it.
@@ -70,7 +90,7 @@ func (e *Executor) loadRegistry() error {
 		}
 		roles = append(roles, r)
 	}
-	e.authn.reg.Store(auth.NewRegistry(users, roles))
+	e.authn.reg.Store(&registryAt{reg: auth.NewRegistry(users, roles).WithInternal(e.authn.internal), st: st})
 	return nil
 }
 

@@ -15,9 +15,9 @@ import (
 
 // The owner's side of remote execution (remote_read.go is the router's): internal commands
 // that run the per-shard part of an operation on this node's shards. They are not for
-// clients (mongos' _shardsvr commands play this role), need the clusterAdmin class under
-// --auth, and answer StaleConfig 13388 when the request was planned on a map of the shard
-// that differs from this node's.
+// clients (mongos' _shardsvr commands play this role), need the internal action under --auth
+// (only the cluster's own __system user has it: remote_auth.go), and answer StaleConfig
+// 13388 when the request was planned on a map of the shard that differs from this node's.
 
 // Batches of a remote read: the first is at most the router's limit (when small), each
 // next one up to remoteBatchDocs documents or remoteBatchBytes.
@@ -29,18 +29,18 @@ const (
 
 // addInternalCommands registers the internal shard commands.
 func (e *Executor) addInternalCommands(add func(*command, ...string)) {
-	add(&command{run: e.shardFind, action: auth.ActionClusterAdmin, retainsBody: true, help: "internal: a shard's part of a read"}, "_cleaveShardFind")
-	add(&command{run: e.shardGetMore, action: auth.ActionClusterAdmin, help: "internal: the next batch of a shard's read"}, "_cleaveShardGetMore")
-	add(&command{run: e.shardKill, action: auth.ActionClusterAdmin, help: "internal: ends a shard's read"}, "_cleaveShardKill")
-	add(&command{run: e.shardWrite, action: auth.ActionClusterAdmin, help: "internal: the documents of an insert on this node's shards"}, "_cleaveShardWrite")
+	add(&command{run: e.shardFind, action: auth.ActionInternal, retainsBody: true, help: "internal: a shard's part of a read"}, "_cleaveShardFind")
+	add(&command{run: e.shardGetMore, action: auth.ActionInternal, help: "internal: the next batch of a shard's read"}, "_cleaveShardGetMore")
+	add(&command{run: e.shardKill, action: auth.ActionInternal, help: "internal: ends a shard's read"}, "_cleaveShardKill")
+	add(&command{run: e.shardWrite, action: auth.ActionInternal, help: "internal: the documents of an insert on this node's shards"}, "_cleaveShardWrite")
 }
 
 // catchUp waits until this node's catalog reflects the router's revision rev.
-func (e *Executor) catchUp(rev int64) error {
+func (e *Executor) catchUp(ctx context.Context, rev int64) error {
 	if rev <= e.st.Catalog.Revision() {
 		return nil
 	}
-	if err := e.st.Catalog.WaitRevision(rev); err != nil {
+	if err := e.st.Catalog.WaitRevision(ctx, rev); err != nil {
 		return mongoerr.Wrap(err, mongoerr.StaleConfig, "this node's catalog is behind revision %d", rev)
 	}
 	return nil
@@ -48,11 +48,11 @@ func (e *Executor) catchUp(rev int64) error {
 
 // ownedColl returns the collection an internal command names, checking that it is the one
 // the router planned on (same id) and that shard s is this node's.
-func (e *Executor) ownedColl(r *request, s int) (*catalog.Coll, error) {
+func (e *Executor) ownedColl(ctx context.Context, r *request, s int) (*catalog.Coll, error) {
 	first, _ := bsonx.FirstElement(r.body)
 	name, _ := first.Value().StringValueOK()
 	rev, _ := r.body.Lookup("rev").Int64OK()
-	if err := e.catchUp(rev); err != nil {
+	if err := e.catchUp(ctx, rev); err != nil {
 		return nil, err
 	}
 	if s >= 0 { // a write checks each document's shard (shardWrite)
@@ -81,7 +81,7 @@ func (e *Executor) ownedColl(r *request, s int) (*catalog.Coll, error) {
 func (e *Executor) shardFind(ctx context.Context, r *request) error {
 	b := r.body
 	s, _ := b.Lookup("shard").Int32OK()
-	ci, err := e.ownedColl(r, int(s))
+	ci, err := e.ownedColl(ctx, r, int(s))
 	if err != nil {
 		return err
 	}

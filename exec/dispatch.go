@@ -141,7 +141,7 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 		r.body = append(bsoncore.Document(nil), r.body...)
 	}
 	created := e.trackTxnDDL(r)
-	err = cmd.run(ctx, r)
+	err = e.withCatalogRev(r, e.runStaleRetrying(ctx, r, cmd)) // remote_stale.go
 	created()
 	return afterTxnStatement(r, err)
 }

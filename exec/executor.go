@@ -167,6 +167,9 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		e.write = write.NewPath(e.cat, e.query, e.shards).WithLogger(e.log.Named("write")).WithGate(&e.txns)
 		e.ddl = ddl.New(e.cat, e.write, e.log, &e.counters.deletedDocs)
 		e.ddl.AbortUnfinished()
+		if err := e.setInternalUser(); err != nil {
+			e.log.Error("cannot derive the internal user from the key file", zap.Error(err))
+		}
 		if err := e.loadRegistry(); err != nil {
 			// Nobody can authenticate then: access control fails closed.
 			e.log.Error("cannot load users and roles", zap.Error(err))

@@ -10,6 +10,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -169,6 +170,7 @@ func (e *Executor) appendWinningPlan(out []byte, q *query.Query, p *query.Plan, 
 	for i, s := range shards {
 		sidx, o := bsoncore.AppendDocumentElementStart(out, strconv.Itoa(i))
 		o = bsoncore.AppendStringElement(o, "shardName", "shard-"+strconv.Itoa(s.Shard))
+		o = bsoncore.AppendStringElement(o, "connectionString", e.shardConnString(s.Shard))
 		o = bsoncore.AppendStringElement(o, "namespace", ns)
 		o = appendPartitions(o, s)
 		o = appendShardPlan(o, q, p)
@@ -177,6 +179,19 @@ func (e *Executor) appendWinningPlan(out []byte, q *query.Query, p *query.Plan, 
 	out, _ = bsoncore.AppendArrayEnd(out, aidx)
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	return out
+}
+
+// shardConnString is shard s's connectionString in explain, as listShards' host: the shard's
+// name and the address of the node that owns it (this one's, or another's in cluster mode,
+// whose reads and statistics the owner answered).
+func (e *Executor) shardConnString(s int) string {
+	host := e.listenAddr()
+	if e.st.Cluster != nil {
+		if _, h := e.st.Cluster.ShardHost(s); h != "" {
+			host = h
+		}
+	}
+	return sharding.Name(s) + "/" + host
 }
 
 // appendPartitions appends the partitions a shard's part of the query reads: id and hash

@@ -187,7 +187,7 @@ func (e *Executor) appendShardPart(out []byte, s *query.ShardStream, pl *query.P
 	q := sp.Source.Query
 	name := sharding.Name(s.Shard)
 	sidx, o := bsoncore.AppendDocumentElementStart(out, name)
-	o = bsoncore.AppendStringElement(o, "host", name+"/"+e.listenAddr())
+	o = bsoncore.AppendStringElement(o, "host", e.shardConnString(s.Shard))
 	aidx, a := bsoncore.AppendArrayElementStart(o, "stages")
 	cidx, c := bsoncore.AppendDocumentElementStart(a, "0")
 	kidx, k := bsoncore.AppendDocumentElementStart(c, "$cursor")

@@ -123,7 +123,7 @@ func goldenJSON(t *testing.T, reply bsoncore.Document) []byte {
 
 // volatile are the explain fields golden files leave out.
 var volatile = map[string]bool{
-	"executionTimeMillis": true, "executionTimeMillisEstimate": true, "host": true,
+	"executionTimeMillis": true, "executionTimeMillisEstimate": true, "host": true, "connectionString": true,
 	"serverInfo": true, "command": true, "serverParameters": true, "ok": true,
 	"operationTime": true, "$clusterTime": true,
 }

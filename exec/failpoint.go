@@ -97,8 +97,11 @@ func (e *Executor) addTestCommands(add func(*command, ...string)) {
 func (e *Executor) configureFailPoint(_ context.Context, r *request) error {
 	first, _ := bsonx.FirstElement(r.body)
 	name, _ := first.Value().StringValueOK()
-	if name == "simulateAvailableDiskSpace" {
+	switch name {
+	case "simulateAvailableDiskSpace":
 		return e.simulateAvailableDiskSpace(r)
+	case "pauseCatalogWatch":
+		return e.pauseCatalogWatch(r)
 	}
 	if name != "failCommand" {
 		return mongoerr.New(mongoerr.FailPointSetFailed, "%s not found", name)

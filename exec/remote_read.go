@@ -19,7 +19,7 @@ import (
 // writes are in remote_write.go, the owner's side in cmd_internal.go. Every request carries
 // the router's catalog revision; the owner catches up to it before answering, and answers
 // StaleConfig when its own map of the shard differs (the router then waits for its own
-// catalog to catch up and runs the command again: staleRetry).
+// catalog to catch up and runs the command again: remote_stale.go).
 
 // remoteTimeout bounds one internal request whose command has no deadline of its own.
 const remoteTimeout = 5 * time.Minute
@@ -33,7 +33,11 @@ type remoteShards struct {
 
 // newRemoteShards returns the remote side of cluster c.
 func newRemoteShards(e *Executor, c sharding.Cluster) *remoteShards {
-	return &remoteShards{e: e, cluster: c, pool: wire.NewPool(wire.ClientOptions{})}
+	var opts wire.ClientOptions
+	if key := e.opts.Auth.InternalKey; key != "" {
+		opts.Hello = internalHello(key) // remote_auth.go
+	}
+	return &remoteShards{e: e, cluster: c, pool: wire.NewPool(opts)}
 }
 
 // command runs cmd on the node owning shard s and returns its {ok: 1} reply; an {ok: 0}
@@ -77,6 +81,9 @@ func replyError(reply bsoncore.Document) *mongoerr.Error {
 	code, _ := reply.Lookup("code").AsInt32OK()
 	msg, _ := reply.Lookup("errmsg").StringValueOK()
 	e := mongoerr.New(mongoerr.Code(code), "%s", msg)
+	if rev, ok := reply.Lookup(catalogRevField).Int64OK(); ok { // a stale router waits for it
+		e.Info = bsoncore.NewDocumentBuilder().AppendInt64(catalogRevField, rev).Build()
+	}
 	if labels, ok := reply.Lookup("errorLabels").ArrayOK(); ok {
 		vals, _ := labels.Values()
 		for _, v := range vals {

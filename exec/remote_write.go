@@ -27,6 +27,8 @@ type insertGroup struct {
 	shard int // one of the node's shards: where the request is sent
 	vals  []bsoncore.Value
 	stmts []int
+	// stale is how often these documents were routed again after StaleConfig.
+	stale int
 }
 
 // spansRemote reports whether some partition of ci is on another node's shard.
@@ -44,6 +46,15 @@ func (e *Executor) spansRemote(ci *catalog.Coll) bool {
 func (e *Executor) insertRouted(ctx context.Context, r *request, ci *catalog.Coll, vals []bsoncore.Value,
 	ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
+	return e.insertRoutedStmts(ctx, r, ci, &insertGroup{vals: vals}, ordered, bypass, wc, rt, res)
+}
+
+// insertRoutedStmts inserts the documents of in (statement ids in.stmts, nil: their
+// positions) into ci, each on its owner's node.
+func (e *Executor) insertRoutedStmts(ctx context.Context, r *request, ci *catalog.Coll, in *insertGroup,
+	ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
+) error {
+	vals := in.vals
 	shards := e.cat.Shards()
 	var runs []*insertGroup
 	byNode := map[string]*insertGroup{}
@@ -61,11 +72,15 @@ func (e *Executor) insertRouted(ctx context.Context, r *request, ci *catalog.Col
 		// A document that fails here fails the same way in the local insert, at its index.
 		g := byNode[node]
 		if ordered && (len(runs) == 0 || runs[len(runs)-1].node != node) || !ordered && g == nil {
-			g = &insertGroup{node: node, shard: s}
+			g = &insertGroup{node: node, shard: s, stale: in.stale}
 			runs = append(runs, g)
 			byNode[node] = g
 		}
-		g.vals, g.stmts = append(g.vals, v), append(g.stmts, i)
+		stmt := i
+		if in.stmts != nil {
+			stmt = in.stmts[i]
+		}
+		g.vals, g.stmts = append(g.vals, v), append(g.stmts, stmt)
 	}
 	if ordered {
 		for _, g := range runs {
@@ -143,6 +158,16 @@ func (e *Executor) insertGroupOn(ctx context.Context, r *request, ci *catalog.Co
 		}
 	}
 	reply, err := e.remote.command(ctx, g.shard, b.AppendString("$db", r.db).Build())
+	if err != nil && g.stale < maxStaleRetries && e.awaitStale(ctx, err) {
+		// The owner wrote none of them (it checks every document's shard first): route
+		// them again on the catalog it had.
+		again, lerr := e.cat.Lookup(r.db, ci.Meta.Name)
+		if lerr != nil || again == nil {
+			return err
+		}
+		return e.insertRoutedStmts(ctx, r, again, &insertGroup{vals: g.vals, stmts: g.stmts, stale: g.stale + 1},
+			ordered, bypass, wc, rt, res)
+	}
 	if err != nil {
 		if me := mongoerr.As(err); me != nil && me.Code == mongoerr.HostUnreachable && rt != nil {
 			_ = me.WithLabels("RetryableWriteError")
@@ -193,7 +218,7 @@ func decodeWriteErrors(reply bsoncore.Document) []mongoerr.WriteError {
 // shardWrite runs, on this node, the documents another node routed to its shards
 // (insertRouted): {n, writeErrors, charge}.
 func (e *Executor) shardWrite(ctx context.Context, r *request) error {
-	ci, err := e.ownedColl(r, -1)
+	ci, err := e.ownedColl(ctx, r, -1)
 	if err != nil {
 		return err
 	}

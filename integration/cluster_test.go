@@ -15,14 +15,14 @@ import (
 )
 
 // startClusterNodes starts a 3-member etcd cluster (in this process) and n cleave nodes
-// joined to it, one shard each, in order: node-a first (it seeds the cluster's catalog).
-func startClusterNodes(t testing.TB, n int) (*etcdtest.Cluster, []*server) {
+// joined to it (with extra flags), one shard each unless extra says otherwise, in order: node-a first (it seeds the cluster's catalog).
+func startClusterNodes(t testing.TB, n int, extra ...string) (*etcdtest.Cluster, []*server) {
 	t.Helper()
 	etcd := etcdtest.Start(t, 3)
 	var nodes []*server
 	for i := range n {
-		nodes = append(nodes, startServer(t, "--etcd", strings.Join(etcd.Endpoints(), ","),
-			"--node-name", fmt.Sprintf("node-%c", 'a'+i), "--etcd-lease-ttl", "2s"))
+		nodes = append(nodes, startServer(t, append([]string{"--etcd", strings.Join(etcd.Endpoints(), ","),
+			"--node-name", fmt.Sprintf("node-%c", 'a'+i), "--etcd-lease-ttl", "2s"}, extra...)...))
 	}
 	return etcd, nodes
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -34,6 +35,7 @@ var nextCollKey = []byte{prefixMeta, metaCounter, 'c', 'o', 'l', 'l'}
 type Catalog struct {
 	db    *DB
 	state atomic.Pointer[CatalogState]
+	hold  catalogHold // catalog_hold.go
 	mu    struct {
 		sync.Mutex
 		nextColl CollID // next collection ID to assign
@@ -182,7 +184,7 @@ func (c *Catalog) mutate(fn func(m *mutation) error) error {
 		if !errors.As(err, &conflict) || attempt == maxConflictRetries {
 			return err
 		}
-		if err := c.waitRevision(conflict.Rev); err != nil {
+		if err := c.waitRevision(context.Background(), conflict.Rev); err != nil {
 			return err
 		}
 	}

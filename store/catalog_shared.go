@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -196,6 +197,7 @@ func (c *Catalog) Revision() int64 {
 // arrive in revision order; one at or below the state's revision (this node's own commits
 // among them) is skipped.
 func (c *Catalog) ApplyShared(rev int64, ops []CatalogOp) (dropped []*Collection, err error) {
+	c.hold.wait(rev)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.mu.shared
@@ -327,10 +329,12 @@ func (c *Catalog) commitShared(b *pebble.Batch, cur *CatalogState) error {
 	return nil
 }
 
-// waitRevision waits until the state reflects revision rev (or a later one).
-func (c *Catalog) waitRevision(rev int64) error {
+// waitRevision waits until the state reflects revision rev (or a later one), at most
+// revisionWait or until ctx ends.
+func (c *Catalog) waitRevision(ctx context.Context, rev int64) error {
 	deadline := time.NewTimer(revisionWait)
 	defer deadline.Stop()
+	c.hold.need(rev)
 	for {
 		c.mu.Lock()
 		s := c.mu.shared
@@ -344,6 +348,8 @@ func (c *Catalog) waitRevision(rev int64) error {
 		case <-ch:
 		case <-deadline.C:
 			return fmt.Errorf("%w: at revision %d, waiting for %d", ErrCatalogBehind, c.Revision(), rev)
+		case <-ctx.Done():
+			return fmt.Errorf("%w: at revision %d, waiting for %d: %w", ErrCatalogBehind, c.Revision(), rev, ctx.Err())
 		}
 	}
 }
@@ -358,6 +364,7 @@ func (c *Catalog) SetHomeShard(s int) {
 }
 
 // WaitRevision waits until the state reflects revision rev or a later one (at most
-// revisionWait; then ErrCatalogBehind): a node that another node's request names a newer
-// revision catches up before answering it.
-func (c *Catalog) WaitRevision(rev int64) error { return c.waitRevision(rev) }
+// revisionWait or until ctx ends; then ErrCatalogBehind): a node that another node's request
+// names a newer revision catches up before answering it, and a router that an owner told
+// it is stale before planning again.
+func (c *Catalog) WaitRevision(ctx context.Context, rev int64) error { return c.waitRevision(ctx, rev) }

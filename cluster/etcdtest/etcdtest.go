@@ -5,7 +5,8 @@
 //
 //	c := etcdtest.Start(t, 3)          // three members, stopped by t.Cleanup
 //	opts.Endpoints = c.Endpoints()
-//	c.Stop(1)                          // kill one member: the other two keep a quorum
+//	c.Stop(c.Leader())                 // kill the leader: the other two elect another
+//	c.Restart(1)                       // a stopped member starts again on its data
 package etcdtest
 
 import (
@@ -26,6 +27,7 @@ import (
 type Cluster struct {
 	t       testing.TB
 	members []*embed.Etcd
+	cfgs    []*embed.Config
 	clients []string
 }
 
@@ -39,7 +41,7 @@ func Start(t testing.TB, n int) *Cluster {
 		initial = append(initial, fmt.Sprintf("m%d=%s", i, peers[i].String()))
 	}
 	dir := t.TempDir()
-	c := &Cluster{t: t, members: make([]*embed.Etcd, n)}
+	c := &Cluster{t: t, members: make([]*embed.Etcd, n), cfgs: make([]*embed.Config, n)}
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range n {
@@ -56,20 +58,11 @@ func Start(t testing.TB, n int) *Cluster {
 		cfg.TickMs, cfg.ElectionMs = 50, 500
 		cfg.UnsafeNoFsync = true // test data: losing it on a power cut is fine
 		c.clients = append(c.clients, clients[i].Host)
+		c.cfgs[i] = cfg
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e, err := embed.StartEtcd(cfg)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			c.members[i] = e
-			select {
-			case <-e.Server.ReadyNotify():
-			case <-time.After(30 * time.Second):
-				errs[i] = fmt.Errorf("etcd member %s not ready after 30s", cfg.Name)
-			}
+			errs[i] = c.start(i)
 		}()
 	}
 	wg.Wait()
@@ -80,6 +73,49 @@ func Start(t testing.TB, n int) *Cluster {
 		}
 	}
 	return c
+}
+
+// start starts member i and waits until it is ready.
+func (c *Cluster) start(i int) error {
+	e, err := embed.StartEtcd(c.cfgs[i])
+	if err != nil {
+		return err
+	}
+	c.members[i] = e
+	select {
+	case <-e.Server.ReadyNotify():
+		return nil
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("etcd member %s not ready after 30s", c.cfgs[i].Name)
+	}
+}
+
+// Restart starts stopped member i again on its data: it rejoins the cluster and catches up.
+func (c *Cluster) Restart(i int) {
+	c.t.Helper()
+	if c.members[i] != nil {
+		return
+	}
+	if err := c.start(i); err != nil {
+		c.t.Fatalf("etcdtest: restarting member %d: %v", i, err)
+	}
+}
+
+// Leader returns the index of the member that is the raft leader now, as a running member
+// sees it (-1 when none knows of one).
+func (c *Cluster) Leader() int {
+	for _, e := range c.members {
+		if e == nil {
+			continue
+		}
+		lead := e.Server.Leader()
+		for i, m := range c.members {
+			if m != nil && m.Server.MemberID() == lead {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // Endpoints returns the members' client addresses (host:port), the form --etcd takes.

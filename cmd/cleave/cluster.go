@@ -26,6 +26,10 @@ type ClusterConfig struct {
 	Advertise  string // host:port others reach this node at; default: the bound --listen address
 	LeaseTTL   time.Duration
 	EtcdPrefix string
+	// KeyFile is the cluster's key file (mongod's security.keyFile, keyfile.go); key is its
+	// key, read and checked by validateKeyFile.
+	KeyFile string
+	key     string
 }
 
 // clusterFlags registers the cluster flags on fs.
@@ -35,6 +39,7 @@ func (c *ClusterConfig) clusterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Advertise, "advertise", env("ADVERTISE", ""), "host:port other nodes and clients reach this node at (default: the --listen address)")
 	fs.DurationVar(&c.LeaseTTL, "etcd-lease-ttl", envDuration("ETCD_LEASE_TTL", 10*time.Second), "how long the cluster keeps a silent node registered (whole seconds, at least 1s)")
 	fs.StringVar(&c.EtcdPrefix, "etcd-prefix", env("ETCD_PREFIX", "/cleave"), "where the cluster's keys live in etcd")
+	fs.StringVar(&c.KeyFile, "keyFile", env("KEYFILE", ""), "the cluster's shared key (mongod's security.keyFile): nodes authenticate to each other as __system with it; implies --auth")
 }
 
 // validateCluster checks the cluster flags.

@@ -180,6 +180,9 @@ func (c *Config) validate() error {
 	if err := c.Cluster.validateCluster(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.validateKeyFile(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Dir == "" {
 		errs = append(errs, errors.New("--dir must not be empty"))
 	}
@@ -252,9 +255,7 @@ func (c *Config) parsed() bsoncore.Document {
 		AppendDocument("sharding", bsoncore.NewDocumentBuilder().
 			AppendInt32("shards", int32(c.Shards)).
 			Build()).
-		AppendDocument("security", bsoncore.NewDocumentBuilder().
-			AppendString("authorization", c.authorization()).
-			Build()).
+		AppendDocument("security", c.parsedSecurity()).
 		AppendDocument("systemLog", bsoncore.NewDocumentBuilder().
 			AppendString("verbosity", c.LogLevel).
 			AppendString("format", c.LogFormat).

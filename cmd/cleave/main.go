@@ -127,7 +127,7 @@ func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (
 		},
 		MaxParallelism:         cfg.MaxParallelism,
 		PartitionCheckInterval: cfg.PartitionCheckInterval,
-		Auth:                   exec.AuthOptions{Enabled: cfg.Auth},
+		Auth:                   exec.AuthOptions{Enabled: cfg.Auth, InternalKey: cfg.Cluster.key},
 		SessionTimeout:         cfg.SessionTimeout,
 	}, logger)
 	s.closers = append(s.closers, func() error { ex.Close(); return nil })
