@@ -33,6 +33,7 @@ func (e *Executor) addServerCommands(add func(*command, ...string)) {
 	add(&command{run: e.dataSize, action: auth.ActionRead, help: "the documents and bytes of a collection"}, "dataSize", "datasize")
 	add(&command{run: e.getParameter, action: auth.ActionClusterAdmin, help: "get administrative option(s)", adminOnly: true}, "getParameter")
 	add(&command{run: e.setParameter, action: auth.ActionClusterAdmin, help: "set administrative option(s)", adminOnly: true}, "setParameter")
+	add(&command{run: e.profile, action: auth.ActionDBAdmin, help: "controls the slow-operation log: { profile: -1 | 0, slowms, sampleRate }"}, "profile")
 	add(&command{run: e.getLog, action: auth.ActionClusterAdmin, help: "{ getLog : '*' }  OR { getLog : 'global' }", adminOnly: true}, "getLog")
 	add(&command{run: e.getDefaultRWConcern, action: auth.ActionClusterAdmin, help: "Gets the default read or write concern for a cluster", adminOnly: true}, "getDefaultRWConcern")
 	add(&command{run: e.startSession, action: auth.ActionNone, help: "start a logical session"}, "startSession")

@@ -94,6 +94,7 @@ type Executor struct {
 	indexUse  catalog.IndexUsage // $indexStats
 	stop      chan struct{}      // closed by Close
 	topo      *topology          // the awaitable hello's topologyVersion (topology.go)
+	slowOps   slowOps            // which finished commands are logged at Info (cmd_profile.go)
 	// fail is the failCommand failpoint (failpoint.go).
 	fail failPoints
 	// knobs are the parameters setParameter changes (cmd_params.go).
@@ -134,6 +135,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		stop:    make(chan struct{}),
 		topo:    newTopology(),
 	}
+	e.slowOps.init(opts.SlowOp)
 	e.txns.lifetime.Store(int64(txnLifetime))
 	e.knobs.txnLifetime.apply = func(v int64) { e.txns.lifetime.Store(v * int64(time.Second)) }
 	e.txns.dropCreated = e.dropTxnCreated
@@ -306,7 +308,7 @@ func (c *conn) finish(r *request, start time.Time, err error) {
 		c.last = requestStats{command: r.name, duration: d, charge: r.charge}
 	}
 	level := zap.DebugLevel
-	if d >= c.e.opts.SlowOp {
+	if c.e.slowOps.slow(d) {
 		level = zap.InfoLevel
 	}
 	ce := c.log.Check(level, "command")
