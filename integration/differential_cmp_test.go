@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/hex"
 	"fmt"
 	"math"
 	"math/big"
@@ -11,6 +12,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/collation"
 )
 
 // cval is a result value in the form the differential test compares: loose numbers
@@ -57,7 +60,11 @@ func canonDoc(d bsoncore.Document, shape *diffShape) cval {
 			}
 			cv = canonResults(docs, fs)
 		} else {
-			cv = canonValue(v, shape.loose[k])
+			var fold *collation.Collation
+			if shape.loose[k] {
+				fold = shape.fold
+			}
+			cv = canonValue(v, shape.loose[k], fold)
 			if shape.sets[k] && cv.kind == 'a' {
 				sortVals(cv.elems)
 			}
@@ -68,22 +75,23 @@ func canonDoc(d bsoncore.Document, shape *diffShape) cval {
 	return c
 }
 
-// canonValue returns v; loose collapses the numeric types of equal numbers, at any depth.
-func canonValue(v bsoncore.Value, loose bool) cval {
+// canonValue returns v; loose collapses the numeric types of equal numbers, at any depth,
+// and a fold collation the strings it finds equal (a loose field holds one of them).
+func canonValue(v bsoncore.Value, loose bool, fold *collation.Collation) cval {
 	switch v.Type {
 	case bsoncore.TypeEmbeddedDocument:
 		c := cval{kind: 'd'}
 		elems, _ := v.Document().Elements()
 		for _, el := range elems {
 			c.keys = append(c.keys, el.Key())
-			c.elems = append(c.elems, canonValue(el.Value(), loose))
+			c.elems = append(c.elems, canonValue(el.Value(), loose, fold))
 		}
 		return c
 	case bsoncore.TypeArray:
 		c := cval{kind: 'a'}
 		vals, _ := v.Array().Values()
 		for _, x := range vals {
-			c.elems = append(c.elems, canonValue(x, loose))
+			c.elems = append(c.elems, canonValue(x, loose, fold))
 		}
 		return c
 	case bsoncore.TypeDouble:
@@ -115,6 +123,9 @@ func canonValue(v bsoncore.Value, loose bool) cval {
 		f, _ := strconv.ParseFloat(d.String(), 64)
 		return cval{kind: 'x', f: f, s: d.String()}
 	case bsoncore.TypeString:
+		if fold != nil {
+			return cval{kind: 's', s: "collated(" + hex.EncodeToString(fold.Key(nil, []byte(v.StringValue()))) + ")"}
+		}
 		return cval{kind: 's', s: strconv.Quote(v.StringValue())}
 	}
 	return cval{kind: 's', s: diffTypeLabel(v.Type) + "(" + v.String() + ")"}

@@ -9,6 +9,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/cleavedb/cleave/exec/collation"
 )
 
 // diffQuery is one generated read, run alike on the unsharded and the sharded collection.
@@ -42,6 +44,10 @@ type diffShape struct {
 	facets map[string]*diffShape
 	// window: the pipeline ends with a $limit over an unspecified order.
 	window bool
+	// fold is the query's collation, when it has one: strings it finds equal are one value
+	// in the loose fields (a $group under a case-insensitive collation keeps whichever of
+	// "Berlin" and "berlin" it met first, and the shards meet them in another order).
+	fold *collation.Collation
 }
 
 // orderedShape returns the shape of results in a defined order, with strict fields.
@@ -95,8 +101,22 @@ func (g *diffGen) query() *diffQuery {
 		if q.full != nil {
 			q.full.collation = q.collation
 		}
+		q.shape.fold = mustCollation(q.collation)
 	}
 	return q
+}
+
+// mustCollation returns c parsed as the server parses it.
+func mustCollation(c *options.Collation) *collation.Collation {
+	doc, err := bson.Marshal(collationDoc(c))
+	if err != nil {
+		panic(err)
+	}
+	parsed, err := collation.Parse(doc)
+	if err != nil {
+		panic(err)
+	}
+	return parsed
 }
 
 // diffCollations are the collations queries may run with: case and accent insensitive,
