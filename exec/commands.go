@@ -17,6 +17,7 @@ func (e *Executor) addDataCommands(add func(*command, ...string)) {
 	e.addShardCommands(add)
 	if e.st.Cluster != nil {
 		e.addInternalCommands(add)
+		e.addMoveCommands(add)
 	}
 }
 

@@ -41,7 +41,7 @@ func (e *Executor) spansRemote(ci *catalog.Coll) bool {
 }
 
 // insertRouted inserts vals into ci, each on its owner's node.
-func (e *Executor) insertRouted(ctx context.Context, r *request, ci *catalog.Coll, vals []bsoncore.Value,
+func (e *Executor) insertRouted(ctx context.Context, r *request, ci *catalog.Coll, vals []bsoncore.Value, stmts []int,
 	ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
 	shards := e.cat.Shards()
@@ -65,7 +65,7 @@ func (e *Executor) insertRouted(ctx context.Context, r *request, ci *catalog.Col
 			runs = append(runs, g)
 			byNode[node] = g
 		}
-		g.vals, g.stmts = append(g.vals, v), append(g.stmts, i)
+		g.vals, g.stmts = append(g.vals, v), append(g.stmts, stmts[i])
 	}
 	if ordered {
 		for _, g := range runs {
@@ -143,6 +143,12 @@ func (e *Executor) insertGroupOn(ctx context.Context, r *request, ci *catalog.Co
 		}
 	}
 	reply, err := e.remote.command(ctx, g.shard, b.AppendString("$db", r.db).Build())
+	if isStale(err) { // the owner wrote none of them: each is refused, to route again (insert_stale.go)
+		for _, s := range g.stmts {
+			res.Errs = append(res.Errs, mongoerr.WriteError{Index: s, Err: mongoerr.As(err)})
+		}
+		return nil
+	}
 	if err != nil {
 		if me := mongoerr.As(err); me != nil && me.Code == mongoerr.HostUnreachable && rt != nil {
 			_ = me.WithLabels("RetryableWriteError")

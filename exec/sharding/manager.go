@@ -50,6 +50,7 @@ func (m *Manager) managerRound() {
 	defer m.round.Unlock()
 	m.rounds.Add(1)
 	m.deleteRetired(false)
+	m.sweepIncoming()
 	state := m.cat.Store().State()
 	if state != m.lastState {
 		m.lastState = state

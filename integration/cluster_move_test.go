@@ -1,0 +1,218 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// clusterChunks returns, through c, the chunks of ns in config.chunks: {min, max, shard}.
+func clusterChunks(t *testing.T, c *mongo.Client, ns string) []bson.M {
+	t.Helper()
+	ctx := context.Background()
+	var coll bson.M
+	if err := c.Database("config").Collection("collections").FindOne(ctx, bson.D{{Key: "_id", Value: ns}}).Decode(&coll); err != nil {
+		t.Fatalf("config.collections %s: %v", ns, err)
+	}
+	cur, err := c.Database("config").Collection("chunks").Find(ctx, bson.D{{Key: "uuid", Value: coll["uuid"]}},
+		options.Find().SetSort(bson.D{{Key: "min", Value: 1}}))
+	if err != nil {
+		t.Fatalf("config.chunks: %v", err)
+	}
+	var out []bson.M
+	if err := cur.All(ctx, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// moveChunkTo moves, through c, the first chunk of ns on shard from whose min bound is not
+// one of skip, to shard to; it returns the chunk's min bound.
+func moveChunkTo(t *testing.T, c *mongo.Client, ns, key, from, to string, skip ...any) any {
+	t.Helper()
+	for _, ch := range clusterChunks(t, c, ns) {
+		lo := ch["min"].(bson.D)[0].Value
+		if ch["shard"] != from || slices.Contains(skip, lo) {
+			continue
+		}
+		err := c.Database("admin").RunCommand(context.Background(), bson.D{{Key: "moveChunk", Value: ns},
+			{Key: "bounds", Value: bson.A{bson.D{{Key: key, Value: lo}}, ch["max"]}}, {Key: "to", Value: to}}).Err()
+		if err != nil {
+			t.Fatalf("moveChunk %v from %s to %s: %v", lo, from, to, err)
+		}
+		return lo
+	}
+	t.Fatalf("no chunk of %s on %s", ns, from)
+	return nil
+}
+
+// retryableCode reports whether a workload may see err: a code the driver or the
+// application retries (StaleConfig on a read routed with the old map, a node that is down).
+func retryableCode(err error) bool {
+	var ce mongo.CommandError
+	if errors.As(err, &ce) {
+		return ce.Code == 13388 || ce.Code == 6 || ce.HasErrorLabel("RetryableWriteError")
+	}
+	return mongo.IsNetworkError(err)
+}
+
+// clusterWriter inserts {_id: n, tenant} through c until stop is closed and records every
+// acknowledged _id; reads through c run alongside. Errors other than retryable ones fail.
+type clusterWriter struct {
+	mu    sync.Mutex
+	acked []int32
+	errs  []error
+	wg    sync.WaitGroup
+	stop  chan struct{}
+}
+
+// startClusterWriter starts the writer and a reader through c on db.coll, from _id first on.
+func startClusterWriter(c *mongo.Client, db, coll string, first int32) *clusterWriter {
+	w := &clusterWriter{stop: make(chan struct{})}
+	col := c.Database(db).Collection(coll)
+	ctx := context.Background()
+	w.wg.Add(2)
+	go func() {
+		defer w.wg.Done()
+		for id := first; ; id += 4 {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			docs := make([]any, 4)
+			for k := range docs {
+				docs[k] = bson.D{{Key: "_id", Value: id + int32(k)}, {Key: "tenant", Value: fmt.Sprintf("t%d", (id+int32(k))%37)}}
+			}
+			_, err := col.InsertMany(ctx, docs, options.InsertMany().SetOrdered(id%8 == 0))
+			w.mu.Lock()
+			if err != nil {
+				w.errs = append(w.errs, fmt.Errorf("insert %d: %w", id, err))
+			} else {
+				for k := range docs {
+					w.acked = append(w.acked, id+int32(k))
+				}
+			}
+			w.mu.Unlock()
+		}
+	}()
+	go func() {
+		defer w.wg.Done()
+		for {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			_, err := col.CountDocuments(ctx, bson.D{})
+			if err != nil && !retryableCode(err) {
+				w.mu.Lock()
+				w.errs = append(w.errs, fmt.Errorf("count: %w", err))
+				w.mu.Unlock()
+			}
+		}
+	}()
+	return w
+}
+
+// finish stops the workload and returns the acknowledged _ids.
+func (w *clusterWriter) finish(t *testing.T) []int32 {
+	t.Helper()
+	close(w.stop)
+	w.wg.Wait()
+	for _, err := range w.errs {
+		t.Errorf("workload: %v", err)
+	}
+	return w.acked
+}
+
+// checkExactlyOnce checks, through every client, that db.coll holds exactly the _ids want.
+func checkExactlyOnce(t *testing.T, clients []*mongo.Client, db, coll string, want []int32) {
+	t.Helper()
+	ctx := context.Background()
+	wantSet := map[int32]bool{}
+	for _, id := range want {
+		wantSet[id] = true
+	}
+	for i, c := range clients {
+		col := c.Database(db).Collection(coll)
+		cur, err := col.Find(ctx, bson.D{}, options.Find().SetBatchSize(50))
+		if err != nil {
+			t.Fatalf("node %d: find: %v", i, err)
+		}
+		var all []bson.M
+		if err := cur.All(ctx, &all); err != nil {
+			t.Fatalf("node %d: find: %v", i, err)
+		}
+		seen := map[int32]int{}
+		for _, d := range all {
+			seen[d["_id"].(int32)]++
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Errorf("node %d: _id %d returned %d times", i, id, n)
+			}
+		}
+		for id := range wantSet {
+			if seen[id] == 0 {
+				t.Errorf("node %d: acknowledged _id %d is missing", i, id)
+			}
+		}
+		if len(seen) != len(wantSet) {
+			t.Errorf("node %d: %d distinct documents, want %d", i, len(seen), len(wantSet))
+		}
+		if n, err := col.CountDocuments(ctx, bson.D{}); err != nil || n != int64(len(wantSet)) {
+			t.Errorf("node %d: count = %d, %v; want %d", i, n, err, len(wantSet))
+		}
+	}
+}
+
+// TestClusterMoveChunkBetweenNodes: partitions move between shards of different nodes
+// (moveChunk sent to a third node, which asks the source's node to run the move) while a
+// workload inserts and counts through another node. Afterwards every node's config.chunks
+// shows the new owners, and every node returns each acknowledged document exactly once.
+func TestClusterMoveChunkBetweenNodes(t *testing.T) {
+	_, nodes := startClusterNodes(t, 3)
+	clients := make([]*mongo.Client, len(nodes))
+	for i, s := range nodes {
+		clients[i] = s.client(t)
+	}
+	waitClusterShards(t, clients, 3)
+	dbn := dbName(t)
+	ns := dbn + ".c"
+	shardColl(t, clients[0], ns, "tenant", bson.E{Key: "numInitialChunks", Value: 6})
+	waitClusterChunks(t, clients, 6, 3)
+
+	w := startClusterWriter(clients[1], dbn, "c", 0)
+	waitFor(t, 30*time.Second, "the workload wrote 400 documents", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.acked) >= 400
+	})
+	moved := moveChunkTo(t, clients[2], ns, "tenant", "shard-0", "shard-1")
+	moveChunkTo(t, clients[2], ns, "tenant", "shard-1", "shard-2", moved)
+	moveChunkTo(t, clients[0], ns, "tenant", "shard-2", "shard-0")
+	acked := w.finish(t)
+	if len(acked) < 400 {
+		t.Fatalf("only %d documents acknowledged", len(acked))
+	}
+	for i, c := range clients {
+		waitFor(t, 15*time.Second, fmt.Sprintf("node %d shows the moved chunk on shard-1", i), func() bool {
+			for _, ch := range clusterChunks(t, c, ns) {
+				if ch["min"].(bson.D)[0].Value == moved {
+					return ch["shard"] == "shard-1"
+				}
+			}
+			return false
+		})
+	}
+	checkExactlyOnce(t, clients, dbn, "c", acked)
+}
