@@ -20,6 +20,7 @@ import (
 func (e *Executor) addMoveCommands(add func(*command, ...string)) {
 	add(&command{run: e.moveApply, action: auth.ActionClusterAdmin, help: "internal: one step of a partition move into this node"}, sharding.MoveApplyCmd)
 	add(&command{run: e.movePartition, action: auth.ActionClusterAdmin, help: "internal: move a partition of this node"}, sharding.MovePartitionCmd)
+	add(&command{run: e.clusterPartitionStats, action: auth.ActionClusterAdmin, help: "internal: this node's partitions of a collection"}, sharding.PartitionStatsCmd)
 }
 
 // movePeers lets the partition manager send internal commands to other nodes.
@@ -67,4 +68,15 @@ func (e *Executor) movePartition(_ context.Context, r *request) error {
 	to, _ := r.body.Lookup("to").Int32OK()
 	reason, _ := r.body.Lookup("reason").StringValueOK()
 	return moveError(e.shards.MovePartition(ci.Meta.DB, ci.Meta.Name, uint64(id), int(to), reason))
+}
+
+// clusterPartitionStats answers the elected manager's request for this node's partitions of a
+// collection: {parts: [{id, shard, docs, bytes, ru}]}.
+func (e *Executor) clusterPartitionStats(_ context.Context, r *request) error {
+	ci, err := e.ownedColl(r, -1)
+	if err != nil {
+		return err
+	}
+	r.out = e.shards.AppendPartitionStats(r.out, ci)
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/cleavedb/cleave/cluster/etcdtest"
 )
 
 // clusterChunks returns, through c, the chunks of ns in config.chunks: {min, max, shard}.
@@ -212,6 +215,64 @@ func TestClusterMoveChunkBetweenNodes(t *testing.T) {
 				}
 			}
 			return false
+		})
+	}
+	checkExactlyOnce(t, clients, dbn, "c", acked)
+}
+
+// addClusterNode starts one more node, named name, in the cluster etcd holds.
+func addClusterNode(t *testing.T, etcd *etcdtest.Cluster, name string) *server {
+	t.Helper()
+	return startServer(t, "--etcd", strings.Join(etcd.Endpoints(), ","), "--node-name", name, "--etcd-lease-ttl", "2s")
+}
+
+// chunksOn counts, through c, the chunks of ns on shard s.
+func chunksOn(t *testing.T, c *mongo.Client, ns, s string) int {
+	t.Helper()
+	n := 0
+	for _, ch := range clusterChunks(t, c, ns) {
+		if ch["shard"] == s {
+			n++
+		}
+	}
+	return n
+}
+
+// TestClusterAddNodeBalances: a fourth node joins a three-node cluster while a workload
+// inserts and counts through another node; the elected partition manager moves partitions
+// to its empty shard, and the workload sees no error but retryable ones. Afterwards every
+// node (the new one too) returns each acknowledged document exactly once.
+func TestClusterAddNodeBalances(t *testing.T) {
+	etcd, nodes := startClusterNodes(t, 3)
+	clients := make([]*mongo.Client, len(nodes))
+	for i, s := range nodes {
+		clients[i] = s.client(t)
+	}
+	waitClusterShards(t, clients, 3)
+	dbn := dbName(t)
+	ns := dbn + ".c"
+	shardColl(t, clients[0], ns, "tenant", bson.E{Key: "numInitialChunks", Value: 6})
+	waitClusterChunks(t, clients, 6, 3)
+
+	w := startClusterWriter(clients[1], dbn, "c", 0)
+	waitFor(t, 30*time.Second, "the workload wrote 400 documents", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.acked) >= 400
+	})
+	d := addClusterNode(t, etcd, "node-d")
+	clients = append(clients, d.client(t))
+	waitFor(t, 60*time.Second, "shard-3 on node-d receives a partition", func() bool {
+		return chunksOn(t, clients[0], ns, "shard-3") > 0
+	})
+	acked := w.finish(t)
+	for i, c := range clients {
+		waitFor(t, 15*time.Second, fmt.Sprintf("node %d sees chunks on the four shards", i), func() bool {
+			on := map[any]bool{}
+			for _, ch := range clusterChunks(t, c, ns) {
+				on[ch["shard"]] = true
+			}
+			return len(on) == 4
 		})
 	}
 	checkExactlyOnce(t, clients, dbn, "c", acked)
