@@ -277,3 +277,116 @@ func TestClusterAddNodeBalances(t *testing.T) {
 	}
 	checkExactlyOnce(t, clients, dbn, "c", acked)
 }
+
+// removeShardUntilDone runs removeShard name through c until it answers completed, checking
+// the shapes of its replies on the way, and returns the replies' states in order (repeats
+// folded).
+func removeShardUntilDone(t *testing.T, c *mongo.Client, name string) []string {
+	t.Helper()
+	var states []string
+	waitFor(t, 90*time.Second, "removeShard "+name+" completes", func() bool {
+		res, err := runCmd(t, c.Database("admin"), bson.D{{Key: "removeShard", Value: name}})
+		if err != nil {
+			t.Fatalf("removeShard %s: %v", name, err)
+		}
+		st, _ := res["state"].(string)
+		if len(states) == 0 || states[len(states)-1] != st {
+			states = append(states, st)
+		}
+		switch st {
+		case "started":
+			if res["msg"] != "draining started successfully" || res["shard"] != name {
+				t.Fatalf("started: %v", res)
+			}
+		case "ongoing":
+			rem, ok := res["remaining"].(bson.D)
+			if !ok || res["msg"] != "draining ongoing" || len(rem) != 3 || rem[0].Key != "chunks" {
+				t.Fatalf("ongoing: %v", res)
+			}
+			if _, ok := rem[0].Value.(int64); !ok {
+				t.Fatalf("remaining.chunks is not a long: %v", res)
+			}
+		case "completed":
+			if res["msg"] != "removeshard completed successfully" || res["shard"] != name {
+				t.Fatalf("completed: %v", res)
+			}
+			return true
+		default:
+			t.Fatalf("removeShard: %v", res)
+		}
+		time.Sleep(200 * time.Millisecond)
+		return false
+	})
+	return states
+}
+
+// TestClusterRemoveShardDrains: removeShard, sent to one node, drains another node's shard
+// while a workload runs: the elected manager moves its partitions — a sharded collection's
+// and an unsharded collection's — to the other shards, the replies go started → ongoing →
+// completed, listShards marks the shard draining, and every node then returns each
+// acknowledged document exactly once with nothing left on the drained shard. Draining the
+// last shard left is refused, as is an unknown shard.
+func TestClusterRemoveShardDrains(t *testing.T) {
+	_, nodes := startClusterNodes(t, 3)
+	clients := make([]*mongo.Client, len(nodes))
+	for i, s := range nodes {
+		clients[i] = s.client(t)
+	}
+	waitClusterShards(t, clients, 3)
+	dbn := dbName(t)
+	ns := dbn + ".c"
+	shardColl(t, clients[0], ns, "tenant", bson.E{Key: "numInitialChunks", Value: 6})
+	waitClusterChunks(t, clients, 6, 3)
+	ctx := context.Background()
+	// An unsharded collection created on node-c lives on its shard, shard-2.
+	plain := make([]any, 50)
+	for i := range plain {
+		plain[i] = bson.D{{Key: "_id", Value: int32(i)}}
+	}
+	if _, err := clients[2].Database(dbn).Collection("plain").InsertMany(ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	w := startClusterWriter(clients[1], dbn, "c", 0)
+	waitFor(t, 30*time.Second, "the workload wrote 200 documents", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.acked) >= 200
+	})
+	_, err := runCmd(t, clients[0].Database("admin"), bson.D{{Key: "removeShard", Value: "shard-9"}})
+	wantCode(t, err, 70, "Shard shard-9 not found")
+	states := removeShardUntilDone(t, clients[0], "shard-2")
+	if states[0] != "started" || states[len(states)-1] != "completed" {
+		t.Fatalf("removeShard went through %v", states)
+	}
+	acked := w.finish(t)
+	for i, c := range clients {
+		if n := chunksOn(t, c, ns, "shard-2"); n != 0 {
+			t.Errorf("node %d: %d chunks still on shard-2", i, n)
+		}
+	}
+	res, err := runCmd(t, clients[1].Database("admin"), bson.D{{Key: "listShards", Value: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range res["shards"].(bson.A) {
+		d := sh.(bson.D)
+		m := map[string]any{}
+		for _, e := range d {
+			m[e.Key] = e.Value
+		}
+		if (m["_id"] == "shard-2") != (m["draining"] == true) {
+			t.Errorf("listShards: %v", d)
+		}
+	}
+	checkExactlyOnce(t, clients, dbn, "c", acked)
+	want := make([]int32, len(plain))
+	for i := range want {
+		want[i] = int32(i)
+	}
+	checkExactlyOnce(t, clients, dbn, "plain", want)
+	// shard-1 drains too; shard-0 is then the last one.
+	removeShardUntilDone(t, clients[2], "shard-1")
+	_, err = runCmd(t, clients[2].Database("admin"), bson.D{{Key: "removeShard", Value: "shard-0"}})
+	wantCode(t, err, 20, "it would remove the last shard")
+	checkExactlyOnce(t, clients, dbn, "c", acked)
+}

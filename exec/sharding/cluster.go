@@ -19,6 +19,10 @@ type Cluster interface {
 	ShardHost(id int) (node, host string)
 	// Leader reports whether this node is the cluster's elected partition manager now.
 	Leader() bool
+	// Draining reports whether shard id is being emptied (removeShard).
+	Draining(id int) bool
+	// SetDraining marks shard id as being emptied, for every node.
+	SetDraining(id int) error
 }
 
 // localShards returns the shards this node's manager may decide for: every shard in

@@ -58,6 +58,9 @@ func (m *Manager) managerRound() {
 			m.log.Warn("cannot write the config collections", zap.Error(err))
 		}
 	}
+	if m.decidesMoves() {
+		m.drainUnsharded()
+	}
 	var colls []*store.Collection
 	m.forShardedColls(func(c *store.Collection) { colls = append(colls, c) })
 	for _, c := range colls {
@@ -153,6 +156,7 @@ func (m *Manager) CollectionView(ci *catalog.Coll) shard.CollectionView {
 		shards = m.upShards()
 	}
 	v := shard.NewView(ci.Map, float64(ci.Meta.Throughput), shards, meters.Snapshots())
+	v.Draining = m.drainingShards()
 	for i := range v.Partitions {
 		p := &v.Partitions[i]
 		if !m.isLocal(p.Shard) {
