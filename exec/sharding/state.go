@@ -52,7 +52,7 @@ type Manager struct {
 		// abandoned unless a batch renews it).
 		// draining are the shards being drained, on a single node (drain.go).
 		draining map[int]bool
-		copying []retiredRange
+		copying  []retiredRange
 	}
 	// configMu serializes the rewrites of the derived config collections (config_colls.go).
 	configMu sync.Mutex
