@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -389,4 +390,159 @@ func TestClusterRemoveShardDrains(t *testing.T) {
 	_, err = runCmd(t, clients[2].Database("admin"), bson.D{{Key: "removeShard", Value: "shard-0"}})
 	wantCode(t, err, 20, "it would remove the last shard")
 	checkExactlyOnce(t, clients, dbn, "c", acked)
+}
+
+// chunkMap renders, through c, the chunks of ns as "min..max@shard" lines in order.
+func chunkMap(t *testing.T, c *mongo.Client, ns string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, ch := range clusterChunks(t, c, ns) {
+		fmt.Fprintf(&b, "%v..%v@%v\n", ch["min"], ch["max"], ch["shard"])
+	}
+	return b.String()
+}
+
+// TestClusterKillDuringMoveBetweenNodes: while a workload inserts through node-c and
+// partitions move back and forth between node-a's and node-b's shards, node-a is killed with
+// SIGKILL at a random moment (a move's source or destination, copying or committing), then
+// restarted. Every node then shows one and the same partition map, and returns each
+// acknowledged document exactly once, with the same count; twice on the same data.
+func TestClusterKillDuringMoveBetweenNodes(t *testing.T) {
+	_, nodes := startClusterNodes(t, 3)
+	clients := make([]*mongo.Client, len(nodes))
+	for i, s := range nodes {
+		clients[i] = s.client(t)
+	}
+	waitClusterShards(t, clients, 3)
+	dbn := dbName(t)
+	ns := dbn + ".c"
+	shardColl(t, clients[0], ns, "tenant", bson.E{Key: "numInitialChunks", Value: 6})
+	waitClusterChunks(t, clients, 6, 3)
+	ctx := context.Background()
+	acked := map[int32]bool{}
+	pad := strings.Repeat("x", 400)
+	for round := range 2 {
+		c := clients[2]
+		col := c.Database(dbn).Collection("c")
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		wg.Add(2)
+		go func() { // inserts until an error (node-a down) or the kill
+			defer wg.Done()
+			for i := int32(0); ; i += 50 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				docs := make([]any, 50)
+				for k := range docs {
+					id := int32(round)*10_000_000 + i + int32(k)
+					docs[k] = bson.D{{Key: "_id", Value: id}, {Key: "tenant", Value: fmt.Sprintf("t%d", id%101)}, {Key: "pad", Value: pad}}
+				}
+				if _, err := col.InsertMany(ctx, docs); err != nil {
+					return
+				}
+				mu.Lock()
+				for _, d := range docs {
+					acked[d.(bson.D)[0].Value.(int32)] = true
+				}
+				mu.Unlock()
+			}
+		}()
+		go func() { // moves between node-a's and node-b's shards until an error
+			defer wg.Done()
+			for i := 0; ; i++ {
+				from, to := "shard-0", "shard-1"
+				if i%2 == 1 {
+					from, to = to, from
+				}
+				var target bson.M
+				for _, ch := range clusterChunks(t, c, ns) {
+					if ch["shard"] == from {
+						target = ch
+					}
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if target == nil {
+					continue
+				}
+				err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "moveChunk", Value: ns},
+					{Key: "bounds", Value: bson.A{bson.D{{Key: "tenant", Value: target["min"].(bson.D)[0].Value}}, target["max"]}},
+					{Key: "to", Value: to}}).Err()
+				var ce mongo.CommandError
+				if err != nil && (!errors.As(err, &ce) || ce.Code != 117) {
+					return
+				}
+			}
+		}()
+		waitFor(t, 30*time.Second, "the workload wrote 1000 more documents", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(acked) >= (round+1)*1000
+		})
+		time.Sleep(time.Duration(rand.IntN(1500)) * time.Millisecond)
+		nodes[0].kill()
+		close(stop)
+		wg.Wait()
+		nodes[0].restart()
+		clients[0] = nodes[0].client(t)
+
+		// One map everywhere, and the same documents through every node.
+		var want string
+		waitFor(t, 30*time.Second, "every node shows the same chunks", func() bool {
+			want = chunkMap(t, clients[0], ns)
+			for _, c := range clients[1:] {
+				if chunkMap(t, c, ns) != want {
+					return false
+				}
+			}
+			return true
+		})
+		var seen map[int32]int
+		waitFor(t, 30*time.Second, "node-a reads every shard again", func() bool {
+			n, err := clients[0].Database(dbn).Collection("c").CountDocuments(ctx, bson.D{})
+			return err == nil && n >= int64(len(acked))
+		})
+		for i, c := range clients {
+			cur, err := c.Database(dbn).Collection("c").Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+			if err != nil {
+				t.Fatalf("round %d, node %d: find: %v", round, i, err)
+			}
+			var all []bson.M
+			if err := cur.All(ctx, &all); err != nil {
+				t.Fatalf("round %d, node %d: find: %v", round, i, err)
+			}
+			got := map[int32]int{}
+			for _, d := range all {
+				got[d["_id"].(int32)]++
+			}
+			for id, n := range got {
+				if n != 1 {
+					t.Fatalf("round %d, node %d: _id %d returned %d times", round, i, id, n)
+				}
+			}
+			for id := range acked {
+				if got[id] == 0 {
+					t.Fatalf("round %d, node %d: acknowledged _id %d lost", round, i, id)
+				}
+			}
+			if seen != nil && len(got) != len(seen) {
+				t.Fatalf("round %d: node %d returns %d documents, node 0 %d", round, i, len(got), len(seen))
+			}
+			seen = got
+			if n, err := c.Database(dbn).Collection("c").CountDocuments(ctx, bson.D{}); err != nil || n != int64(len(got)) {
+				t.Fatalf("round %d, node %d: count %d (%v), find %d", round, i, n, err, len(got))
+			}
+		}
+		for id := range seen {
+			acked[id] = true // durable though unacknowledged: it must stay from now on
+		}
+		t.Logf("round %d: %d documents; chunks:\n%s", round, len(seen), want)
+	}
 }

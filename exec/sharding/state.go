@@ -50,9 +50,9 @@ type Manager struct {
 		// copying are the destination ranges of moves in flight, not owned yet: a local
 		// move's (due zero), or another node's move into this one (due: when it is
 		// abandoned unless a batch renews it).
+		copying []retiredRange
 		// draining are the shards being drained, on a single node (drain.go).
 		draining map[int]bool
-		copying  []retiredRange
 	}
 	// configMu serializes the rewrites of the derived config collections (config_colls.go).
 	configMu sync.Mutex
