@@ -138,53 +138,12 @@ func (w *clusterWriter) finish(t *testing.T) []int32 {
 	return w.acked
 }
 
-// checkExactlyOnce checks, through every client, that db.coll holds exactly the _ids want.
-func checkExactlyOnce(t *testing.T, clients []*mongo.Client, db, coll string, want []int32) {
+// startMoveCluster starts three nodes and shards dbName(t).c on tenant in six chunks over
+// their shards; it returns the etcd cluster, the nodes, a client of each, the database and
+// the namespace.
+func startMoveCluster(t *testing.T) (*etcdtest.Cluster, []*server, []*mongo.Client, string, string) {
 	t.Helper()
-	ctx := context.Background()
-	wantSet := map[int32]bool{}
-	for _, id := range want {
-		wantSet[id] = true
-	}
-	for i, c := range clients {
-		col := c.Database(db).Collection(coll)
-		cur, err := col.Find(ctx, bson.D{}, options.Find().SetBatchSize(50))
-		if err != nil {
-			t.Fatalf("node %d: find: %v", i, err)
-		}
-		var all []bson.M
-		if err := cur.All(ctx, &all); err != nil {
-			t.Fatalf("node %d: find: %v", i, err)
-		}
-		seen := map[int32]int{}
-		for _, d := range all {
-			seen[d["_id"].(int32)]++
-		}
-		for id, n := range seen {
-			if n != 1 {
-				t.Errorf("node %d: _id %d returned %d times", i, id, n)
-			}
-		}
-		for id := range wantSet {
-			if seen[id] == 0 {
-				t.Errorf("node %d: acknowledged _id %d is missing", i, id)
-			}
-		}
-		if len(seen) != len(wantSet) {
-			t.Errorf("node %d: %d distinct documents, want %d", i, len(seen), len(wantSet))
-		}
-		if n, err := col.CountDocuments(ctx, bson.D{}); err != nil || n != int64(len(wantSet)) {
-			t.Errorf("node %d: count = %d, %v; want %d", i, n, err, len(wantSet))
-		}
-	}
-}
-
-// TestClusterMoveChunkBetweenNodes: partitions move between shards of different nodes
-// (moveChunk sent to a third node, which asks the source's node to run the move) while a
-// workload inserts and counts through another node. Afterwards every node's config.chunks
-// shows the new owners, and every node returns each acknowledged document exactly once.
-func TestClusterMoveChunkBetweenNodes(t *testing.T) {
-	_, nodes := startClusterNodes(t, 3)
+	etcd, nodes := startClusterNodes(t, 3)
 	clients := make([]*mongo.Client, len(nodes))
 	for i, s := range nodes {
 		clients[i] = s.client(t)
@@ -194,13 +153,82 @@ func TestClusterMoveChunkBetweenNodes(t *testing.T) {
 	ns := dbn + ".c"
 	shardColl(t, clients[0], ns, "tenant", bson.E{Key: "numInitialChunks", Value: 6})
 	waitClusterChunks(t, clients, 6, 3)
+	return etcd, nodes, clients, dbn, ns
+}
 
-	w := startClusterWriter(clients[1], dbn, "c", 0)
-	waitFor(t, 30*time.Second, "the workload wrote 400 documents", func() bool {
+// waitAcked waits until the workload has acknowledged n documents.
+func (w *clusterWriter) waitAcked(t *testing.T, n int) {
+	t.Helper()
+	waitFor(t, 30*time.Second, fmt.Sprintf("the workload wrote %d documents", n), func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		return len(w.acked) >= 400
+		return len(w.acked) >= n
 	})
+}
+
+// readIDs returns how many times a find through c returns each _id of db.coll.
+func readIDs(t *testing.T, c *mongo.Client, db, coll string) map[int32]int {
+	t.Helper()
+	cur, err := c.Database(db).Collection(coll).Find(context.Background(), bson.D{},
+		options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}).SetBatchSize(500))
+	if err != nil {
+		t.Fatalf("find: %v", err)
+	}
+	var all []bson.M
+	if err := cur.All(context.Background(), &all); err != nil {
+		t.Fatalf("find: %v", err)
+	}
+	got := map[int32]int{}
+	for _, d := range all {
+		got[d["_id"].(int32)]++
+	}
+	return got
+}
+
+// checkOnce fails unless got holds each _id once and every _id of acked, and a count of
+// db.coll through c agrees with it.
+func checkOnce(t *testing.T, what string, c *mongo.Client, db, coll string, got map[int32]int, acked map[int32]bool) {
+	t.Helper()
+	for id, n := range got {
+		if n != 1 {
+			t.Fatalf("%s: _id %d returned %d times", what, id, n)
+		}
+	}
+	for id := range acked {
+		if got[id] == 0 {
+			t.Fatalf("%s: acknowledged _id %d is missing", what, id)
+		}
+	}
+	if n, err := c.Database(db).Collection(coll).CountDocuments(context.Background(), bson.D{}); err != nil || n != int64(len(got)) {
+		t.Fatalf("%s: count = %d, %v; find returns %d", what, n, err, len(got))
+	}
+}
+
+// checkExactlyOnce checks, through every client, that db.coll holds exactly the _ids want.
+func checkExactlyOnce(t *testing.T, clients []*mongo.Client, db, coll string, want []int32) {
+	t.Helper()
+	wantSet := map[int32]bool{}
+	for _, id := range want {
+		wantSet[id] = true
+	}
+	for i, c := range clients {
+		got := readIDs(t, c, db, coll)
+		checkOnce(t, fmt.Sprintf("node %d", i), c, db, coll, got, wantSet)
+		if len(got) != len(wantSet) {
+			t.Fatalf("node %d: %d documents, want %d", i, len(got), len(wantSet))
+		}
+	}
+}
+
+// TestClusterMoveChunkBetweenNodes: partitions move between shards of different nodes
+// (moveChunk sent to a third node, which asks the source's node to run the move) while a
+// workload inserts and counts through another node. Afterwards every node's config.chunks
+// shows the new owners, and every node returns each acknowledged document exactly once.
+func TestClusterMoveChunkBetweenNodes(t *testing.T) {
+	_, _, clients, dbn, ns := startMoveCluster(t)
+
+	w := startClusterWriter(clients[1], dbn, "c", 0)
+	w.waitAcked(t, 400)
 	moved := moveChunkTo(t, clients[2], ns, "tenant", "shard-0", "shard-1")
 	moveChunkTo(t, clients[2], ns, "tenant", "shard-1", "shard-2", moved)
 	moveChunkTo(t, clients[0], ns, "tenant", "shard-2", "shard-0")
@@ -244,23 +272,10 @@ func chunksOn(t *testing.T, c *mongo.Client, ns, s string) int {
 // to its empty shard, and the workload sees no error but retryable ones. Afterwards every
 // node (the new one too) returns each acknowledged document exactly once.
 func TestClusterAddNodeBalances(t *testing.T) {
-	etcd, nodes := startClusterNodes(t, 3)
-	clients := make([]*mongo.Client, len(nodes))
-	for i, s := range nodes {
-		clients[i] = s.client(t)
-	}
-	waitClusterShards(t, clients, 3)
-	dbn := dbName(t)
-	ns := dbn + ".c"
-	shardColl(t, clients[0], ns, "tenant", bson.E{Key: "numInitialChunks", Value: 6})
-	waitClusterChunks(t, clients, 6, 3)
+	etcd, _, clients, dbn, ns := startMoveCluster(t)
 
 	w := startClusterWriter(clients[1], dbn, "c", 0)
-	waitFor(t, 30*time.Second, "the workload wrote 400 documents", func() bool {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return len(w.acked) >= 400
-	})
+	w.waitAcked(t, 400)
 	d := addClusterNode(t, etcd, "node-d")
 	clients = append(clients, d.client(t))
 	waitFor(t, 60*time.Second, "shard-3 on node-d receives a partition", func() bool {
@@ -328,16 +343,7 @@ func removeShardUntilDone(t *testing.T, c *mongo.Client, name string) []string {
 // acknowledged document exactly once with nothing left on the drained shard. Draining the
 // last shard left is refused, as is an unknown shard.
 func TestClusterRemoveShardDrains(t *testing.T) {
-	_, nodes := startClusterNodes(t, 3)
-	clients := make([]*mongo.Client, len(nodes))
-	for i, s := range nodes {
-		clients[i] = s.client(t)
-	}
-	waitClusterShards(t, clients, 3)
-	dbn := dbName(t)
-	ns := dbn + ".c"
-	shardColl(t, clients[0], ns, "tenant", bson.E{Key: "numInitialChunks", Value: 6})
-	waitClusterChunks(t, clients, 6, 3)
+	_, _, clients, dbn, ns := startMoveCluster(t)
 	ctx := context.Background()
 	// An unsharded collection created on node-c lives on its shard, shard-2.
 	plain := make([]any, 50)
@@ -348,11 +354,7 @@ func TestClusterRemoveShardDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := startClusterWriter(clients[1], dbn, "c", 0)
-	waitFor(t, 30*time.Second, "the workload wrote 200 documents", func() bool {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return len(w.acked) >= 200
-	})
+	w.waitAcked(t, 200)
 	_, err := runCmd(t, clients[0].Database("admin"), bson.D{{Key: "removeShard", Value: "shard-9"}})
 	wantCode(t, err, 70, "Shard shard-9 not found")
 	states := removeShardUntilDone(t, clients[0], "shard-2")
@@ -408,16 +410,7 @@ func chunkMap(t *testing.T, c *mongo.Client, ns string) string {
 // restarted. Every node then shows one and the same partition map, and returns each
 // acknowledged document exactly once, with the same count; twice on the same data.
 func TestClusterKillDuringMoveBetweenNodes(t *testing.T) {
-	_, nodes := startClusterNodes(t, 3)
-	clients := make([]*mongo.Client, len(nodes))
-	for i, s := range nodes {
-		clients[i] = s.client(t)
-	}
-	waitClusterShards(t, clients, 3)
-	dbn := dbName(t)
-	ns := dbn + ".c"
-	shardColl(t, clients[0], ns, "tenant", bson.E{Key: "numInitialChunks", Value: 6})
-	waitClusterChunks(t, clients, 6, 3)
+	_, nodes, clients, dbn, ns := startMoveCluster(t)
 	ctx := context.Background()
 	acked := map[int32]bool{}
 	pad := strings.Repeat("x", 400)
@@ -510,35 +503,12 @@ func TestClusterKillDuringMoveBetweenNodes(t *testing.T) {
 			return err == nil && n >= int64(len(acked))
 		})
 		for i, c := range clients {
-			cur, err := c.Database(dbn).Collection("c").Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
-			if err != nil {
-				t.Fatalf("round %d, node %d: find: %v", round, i, err)
-			}
-			var all []bson.M
-			if err := cur.All(ctx, &all); err != nil {
-				t.Fatalf("round %d, node %d: find: %v", round, i, err)
-			}
-			got := map[int32]int{}
-			for _, d := range all {
-				got[d["_id"].(int32)]++
-			}
-			for id, n := range got {
-				if n != 1 {
-					t.Fatalf("round %d, node %d: _id %d returned %d times", round, i, id, n)
-				}
-			}
-			for id := range acked {
-				if got[id] == 0 {
-					t.Fatalf("round %d, node %d: acknowledged _id %d lost", round, i, id)
-				}
-			}
+			got := readIDs(t, c, dbn, "c")
+			checkOnce(t, fmt.Sprintf("round %d, node %d", round, i), c, dbn, "c", got, acked)
 			if seen != nil && len(got) != len(seen) {
 				t.Fatalf("round %d: node %d returns %d documents, node 0 %d", round, i, len(got), len(seen))
 			}
 			seen = got
-			if n, err := c.Database(dbn).Collection("c").CountDocuments(ctx, bson.D{}); err != nil || n != int64(len(got)) {
-				t.Fatalf("round %d, node %d: count %d (%v), find %d", round, i, n, err, len(got))
-			}
 		}
 		for id := range seen {
 			acked[id] = true // durable though unacknowledged: it must stay from now on
