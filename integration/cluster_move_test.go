@@ -78,36 +78,41 @@ type clusterWriter struct {
 	stop  chan struct{}
 }
 
-// startClusterWriter starts the writer and a reader through c on db.coll, from _id first on.
+// clusterWriters is how many goroutines of a clusterWriter insert at once.
+const clusterWriters = 3
+
+// startClusterWriter starts the writers and a reader through c on db.coll, from _id first on.
 func startClusterWriter(c *mongo.Client, db, coll string, first int32) *clusterWriter {
 	w := &clusterWriter{stop: make(chan struct{})}
 	col := c.Database(db).Collection(coll)
 	ctx := context.Background()
-	w.wg.Add(2)
-	go func() {
-		defer w.wg.Done()
-		for id := first; ; id += 4 {
-			select {
-			case <-w.stop:
-				return
-			default:
-			}
-			docs := make([]any, 4)
-			for k := range docs {
-				docs[k] = bson.D{{Key: "_id", Value: id + int32(k)}, {Key: "tenant", Value: fmt.Sprintf("t%d", (id+int32(k))%37)}}
-			}
-			_, err := col.InsertMany(ctx, docs, options.InsertMany().SetOrdered(id%8 == 0))
-			w.mu.Lock()
-			if err != nil {
-				w.errs = append(w.errs, fmt.Errorf("insert %d: %w", id, err))
-			} else {
-				for k := range docs {
-					w.acked = append(w.acked, id+int32(k))
+	w.wg.Add(clusterWriters + 1)
+	for g := range int32(clusterWriters) {
+		go func() {
+			defer w.wg.Done()
+			for id := first + g*1_000_000; ; id += 4 {
+				select {
+				case <-w.stop:
+					return
+				default:
 				}
+				docs := make([]any, 4)
+				for k := range docs {
+					docs[k] = bson.D{{Key: "_id", Value: id + int32(k)}, {Key: "tenant", Value: fmt.Sprintf("t%d", (id+int32(k))%37)}}
+				}
+				_, err := col.InsertMany(ctx, docs, options.InsertMany().SetOrdered(id%8 == 0))
+				w.mu.Lock()
+				if err != nil {
+					w.errs = append(w.errs, fmt.Errorf("insert %d: %w", id, err))
+				} else {
+					for k := range docs {
+						w.acked = append(w.acked, id+int32(k))
+					}
+				}
+				w.mu.Unlock()
 			}
-			w.mu.Unlock()
-		}
-	}()
+		}()
+	}
 	go func() {
 		defer w.wg.Done()
 		for {
@@ -232,6 +237,17 @@ func TestClusterMoveChunkBetweenNodes(t *testing.T) {
 	moved := moveChunkTo(t, clients[2], ns, "tenant", "shard-0", "shard-1")
 	moveChunkTo(t, clients[2], ns, "tenant", "shard-1", "shard-2", moved)
 	moveChunkTo(t, clients[0], ns, "tenant", "shard-2", "shard-0")
+	for i := range 6 { // more moves, so that writes land in every step of some move
+		counts := map[string]int{}
+		for _, ch := range clusterChunks(t, clients[0], ns) {
+			counts[ch["shard"].(string)]++
+		}
+		from := fmt.Sprintf("shard-%d", i%3)
+		if counts[from] < 2 {
+			continue
+		}
+		moveChunkTo(t, clients[i%3], ns, "tenant", from, fmt.Sprintf("shard-%d", (i+1)%3), moved)
+	}
 	acked := w.finish(t)
 	if len(acked) < 400 {
 		t.Fatalf("only %d documents acknowledged", len(acked))
