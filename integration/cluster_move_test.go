@@ -532,3 +532,29 @@ func TestClusterKillDuringMoveBetweenNodes(t *testing.T) {
 		t.Logf("round %d: %d documents; chunks:\n%s", round, len(seen), want)
 	}
 }
+
+// TestRemoveShardSingleNode: on one node with three shards, removeShard drains a shard into
+// the other two (the draining mark is the node's own, in memory), and every document stays
+// readable exactly once.
+func TestRemoveShardSingleNode(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "3", "--partition-check-interval", "100ms")
+	c := srv.client(t)
+	dbn := dbName(t)
+	ns := dbn + ".c"
+	shardColl(t, c, ns, "tenant", bson.E{Key: "numInitialChunks", Value: 6})
+	want := make([]int32, 300)
+	docs := make([]any, len(want))
+	for i := range want {
+		want[i] = int32(i)
+		docs[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "tenant", Value: fmt.Sprintf("t%d", i%41)}}
+	}
+	if _, err := c.Database(dbn).Collection("c").InsertMany(context.Background(), docs); err != nil {
+		t.Fatal(err)
+	}
+	removeShardUntilDone(t, c, "shard-1")
+	if n := chunksOn(t, c, ns, "shard-1"); n != 0 {
+		t.Fatalf("%d chunks still on shard-1", n)
+	}
+	checkExactlyOnce(t, []*mongo.Client{c}, dbn, "c", want)
+}
