@@ -56,17 +56,25 @@ const (
 	moveBatchDocs = 2048
 	// peerTimeout bounds one internal request of a move.
 	peerTimeout = 2 * time.Minute
+	// lockedPeerTimeout bounds one request of the commit's last pass, which the source's
+	// writers wait for (it holds every key-lock stripe).
+	lockedPeerTimeout = 20 * time.Second
 	// incomingTimeout is how long an incoming range may go without a batch before its
 	// destination deletes it as abandoned (its source crashed).
 	incomingTimeout = 2 * time.Minute
 )
 
-// peerCommand runs cmd on the node owning shard s.
+// peerCommand runs cmd on the node owning shard s, within peerTimeout.
 func (m *Manager) peerCommand(s int, cmd bsoncore.Document) (bsoncore.Document, error) {
+	return m.peerCommandWithin(s, cmd, peerTimeout)
+}
+
+// peerCommandWithin runs cmd on the node owning shard s, within d.
+func (m *Manager) peerCommandWithin(s int, cmd bsoncore.Document, d time.Duration) (bsoncore.Document, error) {
 	if m.peers == nil {
 		return nil, fmt.Errorf("%s is on another node and this node cannot reach other nodes", Name(s))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), peerTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	return m.peers.Command(ctx, s, cmd)
 }
@@ -125,12 +133,12 @@ func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi u
 			_ = prev.Close()
 		}
 	}()
-	pass := func(ci *catalog.Coll) (int, error) {
+	pass := func(ci *catalog.Coll, timeout time.Duration) (int, error) {
 		snap, err := src.NewSnapshot()
 		if err != nil {
 			return 0, catalog.StoreError(err)
 		}
-		sink := &remoteSink{m: m, ci: ci, to: to, lo: lo, hi: hi}
+		sink := &remoteSink{m: m, ci: ci, to: to, lo: lo, hi: hi, timeout: timeout}
 		var base catalog.Reader
 		if prev != nil {
 			base = prev
@@ -147,7 +155,7 @@ func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi u
 		return n, nil
 	}
 	for k := 0; k < 3; k++ {
-		n, err := pass(ci)
+		n, err := pass(ci, peerTimeout)
 		if err != nil {
 			return copied, 0, err
 		}
@@ -156,10 +164,17 @@ func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi u
 			break
 		}
 	}
-	locked, err = m.commitMove(ci, id, from, to, func(ci *catalog.Coll, _, _ uint64) (int, error) { return pass(ci) })
+	flipping := false
+	locked, err = m.commitMove(ci, id, from, to, func(ci *catalog.Coll, _, _ uint64) (int, error) {
+		n, err := pass(ci, lockedPeerTimeout)
+		flipping = err == nil
+		return n, err
+	})
 	if err != nil {
-		// NB: a flip that committed in etcd but answered an error (a lost reply) leaves the
-		// range owned by the destination; the abort then deletes nothing it owns.
+		// NB: a flip that failed may still have committed (a lost etcd reply): no abort then,
+		// which could delete the copy before the destination sees the flip; its sweep deletes
+		// the copy later if it does not own the range (sweepIncoming).
+		committed = flipping
 		return copied, locked, err
 	}
 	committed = true
@@ -179,6 +194,8 @@ type remoteSink struct {
 	ab     *bsoncore.ArrayBuilder
 	n      int
 	size   int
+	// timeout bounds each batch's request.
+	timeout time.Duration
 }
 
 // put implements rangeSink: an entry {h, id, d} (no d: delete the document).
@@ -212,7 +229,7 @@ func (s *remoteSink) flush() error {
 	cmd := s.m.moveStep(s.ci, s.to, s.lo, s.hi, "apply").AppendArray("entries", s.ab.Build()).
 		AppendString("$db", s.ci.Meta.DB).Build()
 	s.ab, s.n, s.size = nil, 0, 0
-	_, err := s.m.peerCommand(s.to, cmd)
+	_, err := s.m.peerCommandWithin(s.to, cmd, s.timeout)
 	return err
 }
 
