@@ -15,6 +15,9 @@ import (
 // again by its name when it restarts.
 type Placement struct {
 	Node string `json:"node"`
+	// Draining marks a shard being emptied (removeShard): the partition manager moves its
+	// partitions away and places none on it. It stays set once the shard is empty.
+	Draining bool `json:"draining,omitempty"`
 }
 
 // maxShardAllocTries bounds the retries of a shard allocation that raced with another node's.
@@ -92,3 +95,37 @@ func (n *Node) Placement() map[int]Placement {
 
 // PlacementChanged returns a channel closed at the next change of the shard placement.
 func (n *Node) PlacementChanged() <-chan struct{} { return n.shards.changed() }
+
+// SetDraining marks shard id as draining, in one transaction conditioned on the shard's
+// record being the one read (a placement a concurrent change rewrote is read again).
+func (n *Node) SetDraining(ctx context.Context, id int) error {
+	key := n.opts.key("shards", strconv.Itoa(id))
+	for try := 0; try < maxShardAllocTries; try++ {
+		resp, err := n.cli.Get(ctx, key)
+		if err != nil {
+			return fmt.Errorf("cannot read shard %d: %w", id, err)
+		}
+		if len(resp.Kvs) == 0 {
+			return fmt.Errorf("no shard %d in the cluster", id)
+		}
+		kv := resp.Kvs[0]
+		var p Placement
+		if err := json.Unmarshal(kv.Value, &p); err != nil {
+			return fmt.Errorf("corrupt shard record %q", kv.Key)
+		}
+		if p.Draining {
+			return nil
+		}
+		p.Draining = true
+		v, _ := json.Marshal(p)
+		txn, err := n.cli.Txn(ctx).If(modRevision(key, kv.ModRevision)).Then(opPut(key, string(v))).Commit()
+		if err != nil {
+			return fmt.Errorf("cannot mark shard %d draining: %w", id, err)
+		}
+		if txn.Succeeded {
+			n.log.Info("shard draining", zap.Int("shard", id), zap.String("node", p.Node))
+			return nil
+		}
+	}
+	return fmt.Errorf("cannot mark shard %d draining: %d attempts raced with other changes", id, maxShardAllocTries)
+}

@@ -88,6 +88,7 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 		}
 	}
 	wc := write.ParseConcern(r.body)
+	rev := e.st.Catalog.Revision() // before the lookup: a newer catalog routes differently
 	ci, err := e.cat.ForWrite(r.db, name)
 	if err != nil {
 		return err
@@ -100,33 +101,9 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 	ctx, cancel := query.Deadline(ctx, maxTime)
 	defer cancel()
 	res := write.Results{}
-	if e.remote != nil && r.txn == nil && e.spansRemote(ci) {
-		err := e.insertRouted(ctx, r, ci, vals, ordered, bypass, wc, rt, &res)
+	if err := e.insertRetryingStale(ctx, r, name, ci, rev, vals, ordered, bypass, wc, rt, &res); err != nil {
 		e.counters.insertedDocs.Add(res.N)
-		if err != nil {
-			return interruptError(ctx, err)
-		}
-		r.charge += res.Charge
-		r.out = res.AppendReply(r.out, false)
-		return nil
-	}
-	for start := 0; start < len(vals); {
-		end, size := start, 0
-		for end < len(vals) && end-start < insertGroupDocs && size < insertGroupBytes {
-			size += len(vals[end].Data)
-			end++
-		}
-		stop, err := e.writeFor(r).Insert(ctx, ci, vals[start:end], start, ordered, bypass, wc, &res, rt)
-		if err != nil {
-			// The groups before this one are committed, as in MongoDB, whose interrupted
-			// write commands fail as a whole whatever they applied before.
-			e.counters.insertedDocs.Add(res.N)
-			return interruptError(ctx, err)
-		}
-		if stop {
-			break
-		}
-		start = end
+		return interruptError(ctx, err)
 	}
 	e.counters.insertedDocs.Add(res.N)
 	r.charge += res.Charge

@@ -15,8 +15,10 @@ func (e *Executor) addDataCommands(add func(*command, ...string)) {
 	e.addIndexCommands(add)
 	e.addAggregateCommands(add)
 	e.addShardCommands(add)
+	e.addDrainCommands(add)
 	if e.st.Cluster != nil {
 		e.addInternalCommands(add)
+		e.addMoveCommands(add)
 	}
 }
 

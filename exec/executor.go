@@ -164,6 +164,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		if e.st.Cluster != nil {
 			e.remote = newRemoteShards(e, e.st.Cluster)
 			qopts.Remote = e.remote
+			e.shards.SetPeers(movePeers{e.remote})
 		}
 		e.query = query.New(e.cat, qopts)
 		e.write = write.NewPath(e.cat, e.query, e.shards).WithLogger(e.log.Named("write")).WithGate(&e.txns)

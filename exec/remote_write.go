@@ -27,8 +27,6 @@ type insertGroup struct {
 	shard int // one of the node's shards: where the request is sent
 	vals  []bsoncore.Value
 	stmts []int
-	// stale is how often these documents were routed again after StaleConfig.
-	stale int
 }
 
 // spansRemote reports whether some partition of ci is on another node's shard.
@@ -43,18 +41,9 @@ func (e *Executor) spansRemote(ci *catalog.Coll) bool {
 }
 
 // insertRouted inserts vals into ci, each on its owner's node.
-func (e *Executor) insertRouted(ctx context.Context, r *request, ci *catalog.Coll, vals []bsoncore.Value,
+func (e *Executor) insertRouted(ctx context.Context, r *request, ci *catalog.Coll, vals []bsoncore.Value, stmts []int,
 	ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
-	return e.insertRoutedStmts(ctx, r, ci, &insertGroup{vals: vals}, ordered, bypass, wc, rt, res)
-}
-
-// insertRoutedStmts inserts the documents of in (statement ids in.stmts, nil: their
-// positions) into ci, each on its owner's node.
-func (e *Executor) insertRoutedStmts(ctx context.Context, r *request, ci *catalog.Coll, in *insertGroup,
-	ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
-) error {
-	vals := in.vals
 	shards := e.cat.Shards()
 	var runs []*insertGroup
 	byNode := map[string]*insertGroup{}
@@ -72,15 +61,11 @@ func (e *Executor) insertRoutedStmts(ctx context.Context, r *request, ci *catalo
 		// A document that fails here fails the same way in the local insert, at its index.
 		g := byNode[node]
 		if ordered && (len(runs) == 0 || runs[len(runs)-1].node != node) || !ordered && g == nil {
-			g = &insertGroup{node: node, shard: s, stale: in.stale}
+			g = &insertGroup{node: node, shard: s}
 			runs = append(runs, g)
 			byNode[node] = g
 		}
-		stmt := i
-		if in.stmts != nil {
-			stmt = in.stmts[i]
-		}
-		g.vals, g.stmts = append(g.vals, v), append(g.stmts, stmt)
+		g.vals, g.stmts = append(g.vals, v), append(g.stmts, stmts[i])
 	}
 	if ordered {
 		for _, g := range runs {
@@ -158,15 +143,11 @@ func (e *Executor) insertGroupOn(ctx context.Context, r *request, ci *catalog.Co
 		}
 	}
 	reply, err := e.remote.command(ctx, g.shard, b.AppendString("$db", r.db).Build())
-	if err != nil && g.stale < maxStaleRetries && e.awaitStale(ctx, err) {
-		// The owner wrote none of them (it checks every document's shard first): route
-		// them again on the catalog it had.
-		again, lerr := e.cat.Lookup(r.db, ci.Meta.Name)
-		if lerr != nil || again == nil {
-			return err
+	if isStale(err) { // the owner wrote none of them: each is refused, to route again (insert_stale.go)
+		for _, s := range g.stmts {
+			res.Errs = append(res.Errs, mongoerr.WriteError{Index: s, Err: mongoerr.As(err)})
 		}
-		return e.insertRoutedStmts(ctx, r, again, &insertGroup{vals: g.vals, stmts: g.stmts, stale: g.stale + 1},
-			ordered, bypass, wc, rt, res)
+		return nil
 	}
 	if err != nil {
 		if me := mongoerr.As(err); me != nil && me.Code == mongoerr.HostUnreachable && rt != nil {

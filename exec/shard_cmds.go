@@ -2,7 +2,6 @@ package exec
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -188,10 +187,7 @@ func (e *Executor) moveChunk(_ context.Context, r *request) error {
 	start := time.Now()
 	id := ci.Map.Partition(ci.Map.Locate(hash)).ID
 	if err := e.shards.MovePartition(db, coll, id, dest, "moveChunk"); err != nil {
-		if errors.Is(err, shard.ErrStaleAction) {
-			return mongoerr.New(mongoerr.ConflictingOperationInProgress, "the partition changed during the move; retry")
-		}
-		return err
+		return moveError(err)
 	}
 	r.out = bsoncore.AppendInt64Element(r.out, "millis", time.Since(start).Milliseconds())
 	return nil

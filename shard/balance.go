@@ -13,6 +13,8 @@ type shardStat struct {
 	ru    float64
 	busy  bool // holds a busy partition: no move to or from it this round
 	used  bool // takes part in a move decided this round
+	// draining: being emptied (CollectionView.Draining); never a destination
+	draining bool
 }
 
 // metric is one quantity the balancer evens out: bytes or load.
@@ -43,6 +45,9 @@ func shardStats(v *CollectionView) []*shardStat {
 	out := make([]*shardStat, len(ids))
 	for i, id := range ids {
 		out[i] = &shardStat{shard: id}
+	}
+	for _, s := range out {
+		s.draining = slices.Contains(v.Draining, s.shard)
 	}
 	for _, pv := range v.Partitions {
 		s := findShard(out, pv.Shard)
@@ -89,7 +94,7 @@ func (r *round) moveChild(a *SplitAction, from int, rightRU float64) {
 func (r *round) balance(m metric) {
 	var free []*shardStat
 	for _, s := range r.shards {
-		if !s.busy && !s.used {
+		if !s.busy && !s.used && !s.draining {
 			free = append(free, s)
 		}
 	}
@@ -159,4 +164,35 @@ func (r *round) bytesStayBalanced(src, dst *shardStat, b float64) bool {
 		total += float64(r.v.Partitions[i].Bytes)
 	}
 	return diff <= r.p.opts.BalanceThreshold*max(s, d) || diff <= total/float64(len(r.v.Partitions))
+}
+
+// drain moves, from each draining shard that is free, its first partition nothing else
+// changes this round to the free, non-draining shard holding the fewest bytes.
+func (r *round) drain() {
+	for _, src := range r.shards {
+		if !src.draining || src.busy || src.used {
+			continue
+		}
+		var dst *shardStat
+		for _, s := range r.shards {
+			if !s.draining && !s.busy && !s.used && (dst == nil || s.bytes < dst.bytes) {
+				dst = s
+			}
+		}
+		if dst == nil {
+			return
+		}
+		for k := range r.v.Partitions {
+			pv := &r.v.Partitions[k]
+			if pv.Shard != src.shard || pv.Busy || r.changed[k] {
+				continue
+			}
+			r.actions = append(r.actions, &MoveAction{ID: pv.ID, From: src.shard, To: dst.shard, Reason: ReasonDrain})
+			r.changed[k] = true
+			src.used, dst.used = true, true
+			src.bytes -= float64(pv.Bytes)
+			dst.bytes += float64(pv.Bytes)
+			break
+		}
+	}
 }

@@ -259,3 +259,38 @@ func checkDecide(t *testing.T, seed uint64) {
 	next := uint64(10_000)
 	applyAll(t, m, acts, &next)
 }
+
+func TestPolicyDrain(t *testing.T) {
+	p := mustPolicy(t, Options{})
+	const g = GiB
+	for _, tc := range []struct {
+		name     string
+		shardOf  []int
+		bytes    []int64
+		draining []int
+		want     []MoveAction // in order
+	}{
+		{"ToTheEmptiest", []int{0, 1, 1, 2}, []int64{g, g, g, 5 * g}, []int{1},
+			[]MoveAction{{ID: 2, From: 1, To: 0, Reason: ReasonDrain}}},
+		{"TwoDrainingShards", []int{0, 1, 2, 2}, []int64{g, g, g, g}, []int{1, 2},
+			[]MoveAction{{ID: 2, From: 1, To: 0, Reason: ReasonDrain}}},
+		{"NothingLeft", []int{0, 0, 1, 1}, []int64{g, g, g, g}, []int{2}, nil},
+		{"NoDestination", []int{0, 1}, []int64{g, g}, []int{0, 1, 2}, nil},
+		{"NoBalanceOntoDraining", []int{0, 0, 0, 0}, []int64{g, g, g, g}, []int{1},
+			[]MoveAction{{ID: 1, From: 0, To: 2, Reason: ReasonBalanceBytes}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := shardsView(t, tc.shardOf, tc.bytes, []int{0, 1, 2})
+			v.Draining = tc.draining
+			acts := p.Decide(v, time.Now())
+			if len(acts) != len(tc.want) {
+				t.Fatalf("got %s, want %d moves", describe(acts), len(tc.want))
+			}
+			for i, a := range acts {
+				if m, ok := a.(*MoveAction); !ok || *m != tc.want[i] {
+					t.Fatalf("action %d = %+v, want %+v", i, a, tc.want[i])
+				}
+			}
+		})
+	}
+}

@@ -53,6 +53,9 @@ func (p *Policy) Options() Options { return p.opts }
 //   - balance: shards paired fullest with emptiest (then second with second-last, …); a pair
 //     whose difference exceeds BalanceThreshold of the fuller one and the average partition
 //     moves the partition that best halves the difference. Bytes first, then load.
+//   - drain: before balancing, each draining shard moves its first movable partition (in
+//     hash order) to the free shard holding the fewest bytes that is not draining; draining
+//     shards take no part in balancing.
 func (p *Policy) Decide(v CollectionView, now time.Time) []Action {
 	if len(v.Partitions) == 0 {
 		return nil
@@ -62,6 +65,7 @@ func (p *Policy) Decide(v CollectionView, now time.Time) []Action {
 		r.partition(i)
 	}
 	r.throughput()
+	r.drain()
 	r.balance(bytesMetric)
 	r.balance(loadMetric)
 	return r.actions

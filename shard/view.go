@@ -56,6 +56,9 @@ type CollectionView struct {
 	// Shards lists every shard that may hold partitions, empty ones included; if empty,
 	// the shards holding the partitions.
 	Shards []int
+	// Draining lists the shards being emptied (removeShard): every partition on one moves
+	// to another shard, and none moves to one.
+	Draining []int
 	// Partitions in hash order, tiling the hash space like a Map.
 	Partitions []PartitionView
 }
@@ -89,6 +92,7 @@ const (
 	ReasonLoad                           // measured RU/s stayed above SplitLoadRU
 	ReasonBalanceBytes                   // shards hold unequal bytes
 	ReasonBalanceLoad                    // shards carry unequal load
+	ReasonDrain                          // the shard is being emptied (removeShard)
 )
 
 // String returns the reason's name as logs and metrics show it.
@@ -104,6 +108,8 @@ func (r Reason) String() string {
 		return "balance-bytes"
 	case ReasonBalanceLoad:
 		return "balance-load"
+	case ReasonDrain:
+		return "drain"
 	}
 	return fmt.Sprintf("Reason(%d)", uint8(r))
 }

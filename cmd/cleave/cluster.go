@@ -100,6 +100,16 @@ func (v *clusterView) ShardHost(id int) (node, host string) {
 // Leader implements sharding.Cluster.
 func (v *clusterView) Leader() bool { return v.node.Leader() }
 
+// Draining implements sharding.Cluster.
+func (v *clusterView) Draining(id int) bool { return v.node.Placement()[id].Draining }
+
+// SetDraining implements sharding.Cluster.
+func (v *clusterView) SetDraining(id int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return v.node.SetDraining(ctx, id)
+}
+
 // shards returns the executor's shards indexed by cluster-wide id: this node's stores at
 // their ids, stand-ins for the others'.
 func (v *clusterView) shards(local []catalog.Shard) []catalog.Shard {

@@ -35,8 +35,9 @@ func (r remote) GetDoc(store.CollID, uint64, []byte, []byte) ([]byte, error) { r
 // HasDoc implements Reader.
 func (r remote) HasDoc(store.CollID, uint64, []byte) (bool, error) { return false, r.err() }
 
-// NewProbe implements Reader.
-func (r remote) NewProbe() (Probe, error) { return nil, r.err() }
+// NewProbe implements Reader: only a write probes (its unique checks), and a write reaches
+// another node's shard here only when it was routed with an older partition map.
+func (r remote) NewProbe() (Probe, error) { return nil, r.staleErr() }
 
 // HasIndexKeyPrefix implements Reader.
 func (r remote) HasIndexKeyPrefix(store.CollID, store.IndexID, []byte) (uint64, []byte, bool, error) {
@@ -66,7 +67,15 @@ func (r remote) Histogram(store.CollID, uint64, uint64) ([]store.BucketStat, err
 func (r remote) NewSnapshot() (Snapshot, error) { return nil, r.err() }
 
 // NewBatch implements Shard: a batch that cannot commit.
-func (r remote) NewBatch() Batch { return &remoteBatch{err: r.err()} }
+func (r remote) NewBatch() Batch { return &remoteBatch{err: r.staleErr()} }
+
+// staleErr is the error of a write that reached the shard here: the writer routed it with a
+// partition map older than the one its key locks found (the partition moved to this shard's
+// node meanwhile); the router routes it again (StaleConfig, as a MongoDB shard answers).
+func (r remote) staleErr() error {
+	return mongoerr.New(mongoerr.StaleConfig, "shard-%d is on node %s, not this one: the write was routed with an older partition map",
+		r.id, r.node)
+}
 
 // CollStats implements Shard: nothing known here.
 func (r remote) CollStats(store.CollID) (int64, int64) { return 0, 0 }

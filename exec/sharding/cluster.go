@@ -6,11 +6,11 @@ import "slices"
 // cluster, wired by cmd/cleave); nil in single-node mode, where every shard is local.
 //
 // Shard ids are cluster-wide: catalog.Catalog.Shards() is indexed by them, and holds a
-// stand-in that refuses every operation (catalog.Remote) for a shard of another node. Until
-// operations can run on another node's shards, each node's manager decides for the
-// partitions on its own shards only, and moves them only between its own shards: its splits
-// are catalog changes that the cluster commits conditioned on the revision they were
-// computed from, so the managers of several nodes never commit conflicting maps.
+// stand-in (catalog.Remote) for a shard of another node. Each node's manager splits the
+// partitions on its own shards; only the elected one (Leader) moves partitions, anywhere in
+// the cluster (cluster_view.go, move_remote.go). Every map change is a catalog change the
+// cluster commits conditioned on the revision it was computed from, so the managers of
+// several nodes never commit conflicting maps.
 type Cluster interface {
 	// LocalShards returns the ids of this node's shards, in increasing order.
 	LocalShards() []int
@@ -19,6 +19,10 @@ type Cluster interface {
 	ShardHost(id int) (node, host string)
 	// Leader reports whether this node is the cluster's elected partition manager now.
 	Leader() bool
+	// Draining reports whether shard id is being emptied (removeShard).
+	Draining(id int) bool
+	// SetDraining marks shard id as being emptied, for every node.
+	SetDraining(id int) error
 }
 
 // localShards returns the shards this node's manager may decide for: every shard in

@@ -107,12 +107,15 @@ func (m *Manager) ConfigDocs(name string) []bsoncore.Document {
 			AppendObjectID("clusterId", clusterID).Build())
 	case "shards":
 		for i := range m.cat.Shards() {
-			out = append(out, bsoncore.NewDocumentBuilder().
+			b := bsoncore.NewDocumentBuilder().
 				AppendString("_id", Name(i)).
 				AppendString("host", m.shardHost(i)).
 				AppendInt32("state", 1).
-				AppendTimestamp("topologyTime", uint32(m.mopts.Started.Unix()), 1).
-				Build())
+				AppendTimestamp("topologyTime", uint32(m.mopts.Started.Unix()), 1)
+			if m.IsDraining(i) { // config.shards' draining field (removeShard)
+				b.AppendBoolean("draining", true)
+			}
+			out = append(out, b.Build())
 		}
 	case "databases":
 		for _, db := range state.Databases() {

@@ -1,4 +1,6 @@
-// Package sharding executes shard's partitioning decisions for one process's shards.
+// Package sharding executes shard's partitioning decisions for one process's shards, and in
+// a cluster moves partitions between nodes (move_remote.go), balances onto every node that
+// is up when this node is the elected manager (cluster_view.go) and drains shards (drain.go).
 //
 // The Manager (state.go) runs a background loop (manager.go) that looks at each sharded
 // collection's partitions — bytes, documents and measured RU/s — and applies what

@@ -50,12 +50,16 @@ func (m *Manager) managerRound() {
 	defer m.round.Unlock()
 	m.rounds.Add(1)
 	m.deleteRetired(false)
+	m.sweepIncoming()
 	state := m.cat.Store().State()
 	if state != m.lastState {
 		m.lastState = state
 		if err := m.syncConfigAll(); err != nil {
 			m.log.Warn("cannot write the config collections", zap.Error(err))
 		}
+	}
+	if m.decidesMoves() {
+		m.drainUnsharded()
 	}
 	var colls []*store.Collection
 	m.forShardedColls(func(c *store.Collection) { colls = append(colls, c) })
@@ -122,14 +126,19 @@ func (m *Manager) decideCollection(c *store.Collection) error {
 	return nil
 }
 
-// actsLocally reports whether action a concerns only this node's shards: a split of one of
-// its partitions, or a move between two of its shards (see Cluster).
+// actsLocally reports whether this node's manager carries out action a: splits of its own
+// partitions (a load split's right child moving only between its own shards), and moves
+// only where it decides moves (decidesMoves: the elected manager, in a cluster), wherever
+// the partition is (cluster_view.go).
 func (m *Manager) actsLocally(ci *catalog.Coll, a shard.Action) bool {
 	switch a := a.(type) {
 	case *shard.SplitAction:
 		i := ci.Map.Index(a.ID)
 		return i >= 0 && m.isLocal(ci.Map.Partition(i).Shard) && (!a.MoveRight || m.isLocal(a.To))
 	case *shard.MoveAction:
+		if m.mopts.Cluster != nil {
+			return m.decidesMoves()
+		}
 		return m.isLocal(a.From) && m.isLocal(a.To)
 	default:
 		return true
@@ -141,7 +150,13 @@ func (m *Manager) actsLocally(ci *catalog.Coll, a shard.Action) bool {
 // largest hash present only for partitions the policy may split (too big or too hot).
 func (m *Manager) CollectionView(ci *catalog.Coll) shard.CollectionView {
 	meters := m.metersFor(ci)
-	v := shard.NewView(ci.Map, float64(ci.Meta.Throughput), m.localShards(), meters.Snapshots())
+	shards := m.localShards()
+	leader := m.mopts.Cluster != nil && m.decidesMoves()
+	if leader {
+		shards = m.upShards()
+	}
+	v := shard.NewView(ci.Map, float64(ci.Meta.Throughput), shards, meters.Snapshots())
+	v.Draining = m.drainingShards()
 	for i := range v.Partitions {
 		p := &v.Partitions[i]
 		if !m.isLocal(p.Shard) {
@@ -159,6 +174,9 @@ func (m *Manager) CollectionView(ci *catalog.Coll) shard.CollectionView {
 			}
 		}
 		p.MinHash, p.MaxHash, p.HashesKnown = hashBounds(db, ci.Meta.ID, p.Lo, p.Hi)
+	}
+	if leader {
+		m.fillRemote(ci, &v)
 	}
 	return v
 }

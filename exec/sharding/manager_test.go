@@ -114,31 +114,38 @@ func TestManagerMovePartition(t *testing.T) {
 	if _, err := f.m.ApplySplit("db", "c", &shard.SplitAction{ID: ci.Map.Partition(0).ID, At: 1 << 63, Reason: shard.ReasonSize}); err != nil {
 		t.Fatal(err)
 	}
-	ci = f.coll(t)
-	moved := ci.Map.Partition(1)
+	moved := f.coll(t).Map.Partition(1)
 	if err := f.m.MovePartition("db", "c", moved.ID, 1, "test"); err != nil {
 		t.Fatal(err)
 	}
-	ci = f.coll(t)
-	if got := ci.Map.Partition(ci.Map.Index(moved.ID)).Shard; got != 1 {
-		t.Fatalf("partition %d is on shard %d after the move, want 1", moved.ID, got)
+	f.checkMoved(t, f.m, moved.ID, 1, 1000)
+}
+
+// checkMoved checks, after partition id moved to shard to by m: the catalog's owner, every
+// one of the n documents read once by scan and by index, and the source range deleted by m
+// once its grace period is over.
+func (f *managerFixture) checkMoved(t *testing.T, m *Manager, id uint64, to, n int) {
+	t.Helper()
+	ci := f.coll(t)
+	if got := ci.Map.Partition(ci.Map.Index(id)).Shard; got != to {
+		t.Fatalf("partition %d is on shard %d after the move, want %d", id, got, to)
 	}
-	if n := f.count(t, `{}`); n != 1000 {
-		t.Errorf("scan after the move: %d documents, want 1000", n)
+	if got := f.count(t, `{}`); got != n {
+		t.Errorf("scan after the move: %d documents, want %d", got, n)
 	}
-	if n := f.count(t, `{"a": 3}`); n != 100 {
-		t.Errorf("index read after the move: %d documents, want 100", n)
+	if got := f.count(t, `{"a": 3}`); got != n/10 {
+		t.Errorf("index read after the move: %d documents, want %d", got, n/10)
 	}
-	lo, hi := ci.Map.Range(ci.Map.Index(moved.ID))
-	before, _, _ := f.cat.Shards()[0].Stats(ci.Meta.ID, lo, hi)
-	f.m.deleteRetired(true)
-	after, _, _ := f.cat.Shards()[0].Stats(ci.Meta.ID, lo, hi)
-	onDest, _, _ := f.cat.Shards()[1].Stats(ci.Meta.ID, lo, hi)
+	lo, hi := ci.Map.Range(ci.Map.Index(id))
+	before, _, _ := f.cat.Shards()[1-to].Stats(ci.Meta.ID, lo, hi)
+	m.deleteRetired(true)
+	after, _, _ := f.cat.Shards()[1-to].Stats(ci.Meta.ID, lo, hi)
+	onDest, _, _ := f.cat.Shards()[to].Stats(ci.Meta.ID, lo, hi)
 	if before == 0 || after != 0 || onDest != before {
 		t.Errorf("source range held %d documents before the cleanup and %d after; the destination %d", before, after, onDest)
 	}
-	if n := f.count(t, `{}`); n != 1000 {
-		t.Errorf("scan after the cleanup: %d documents, want 1000", n)
+	if got := f.count(t, `{}`); got != n {
+		t.Errorf("scan after the cleanup: %d documents, want %d", got, n)
 	}
 }
 

@@ -38,14 +38,14 @@ import (
 // missed. Crash safety: before the flip, the destination's copy is an orphan (not owned),
 // after it the source's range is; repairAtStart deletes both kinds.
 
-// MovePartition moves partition id of db.name to shard to.
+// MovePartition moves partition id of db.name to shard to. In cluster mode the node owning
+// the partition's shard runs the move (it holds the key locks the commit needs): another
+// node's partition is moved by asking its node (askMove), and a destination on another node
+// is filled through internal commands (moveToNode).
 func (m *Manager) MovePartition(db, name string, id uint64, to int, reason string) error {
 	if to < 0 || to >= len(m.cat.Shards()) {
 		return fmt.Errorf("no shard %d", to)
 	}
-	unlockDDL := m.cat.LockDDL() // no index build, drop or rename during the move
-	defer unlockDDL()
-	start := time.Now()
 	c := m.cat.Store().State().Collection(db, name)
 	if c == nil {
 		return shard.ErrStaleAction
@@ -59,32 +59,57 @@ func (m *Manager) MovePartition(db, name string, id uint64, to int, reason strin
 		return shard.ErrStaleAction
 	}
 	from := ci.Map.Partition(i).Shard
-	if from == to {
+	switch {
+	case from == to:
 		return nil
+	case !m.isLocal(from):
+		return m.askMove(ci, id, from, to, reason)
+	}
+	unlockDDL := m.cat.LockDDL() // no index build, drop or rename during the move
+	defer unlockDDL()
+	start := time.Now()
+	if ci, err = m.cat.Lookup(db, name); err != nil || ci == nil {
+		return shard.ErrStaleAction
+	}
+	if i = ci.Map.Index(id); i < 0 || ci.Map.Partition(i).Shard != from {
+		return shard.ErrStaleAction
 	}
 	lo, hi := ci.Map.Range(i)
-	defer m.markCopying(retiredRange{coll: c.ID, shard: to, lo: lo, hi: hi})()
-	copied := 0
-	for pass := 0; pass < 3; pass++ {
-		n, err := m.syncRange(ci, from, to, lo, hi)
-		if err != nil {
-			return err
-		}
-		copied += n
-		if n == 0 {
-			break
-		}
+	var copied, locked int
+	if m.isLocal(to) {
+		copied, locked, err = m.moveLocal(ci, id, from, to, lo, hi)
+	} else {
+		copied, locked, err = m.moveToNode(ci, id, from, to, lo, hi)
 	}
-	n, err := m.commitMove(ci, id, from, to)
 	if err != nil {
 		return err
 	}
 	m.moves.Add(1)
 	m.log.Info("moved partition", zap.String("ns", db+"."+name), zap.Uint64("partition", id),
 		zap.Int("from", from), zap.Int("to", to), zap.String("reason", reason),
-		zap.Int("docs_copied", copied+n), zap.Int("caught_up_locked", n), zap.Duration("duration", time.Since(start)))
+		zap.Int("docs_copied", copied+locked), zap.Int("caught_up_locked", locked), zap.Duration("duration", time.Since(start)))
 	m.AfterMapChange()
 	return nil
+}
+
+// moveLocal moves partition id of ci, [lo, hi), between two shards of this node: copy passes,
+// then the commit. It returns the documents copied before and under the locks.
+func (m *Manager) moveLocal(ci *catalog.Coll, id uint64, from, to int, lo, hi uint64) (copied, locked int, err error) {
+	defer m.markCopying(retiredRange{coll: ci.Meta.ID, shard: to, lo: lo, hi: hi})()
+	for pass := 0; pass < 3; pass++ {
+		n, err := m.syncRange(ci, from, to, lo, hi)
+		if err != nil {
+			return copied, 0, err
+		}
+		copied += n
+		if n == 0 {
+			break
+		}
+	}
+	locked, err = m.commitMove(ci, id, from, to, func(ci *catalog.Coll, lo, hi uint64) (int, error) {
+		return m.syncRange(ci, from, to, lo, hi)
+	})
+	return copied, locked, err
 }
 
 // markCopying records r, the destination range of a move in flight, until the returned
@@ -106,9 +131,10 @@ func (m *Manager) markCopying(r retiredRange) (done func()) {
 }
 
 // commitMove finishes moving partition id of ci from shard from to shard to, under every
-// key-lock stripe: it copies what changed since the last pass and flips the ownership in
-// the catalog. It returns the documents copied under the locks.
-func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int) (int, error) {
+// key-lock stripe: sync copies what changed since the last pass (and returns how many
+// documents), then the ownership flips in the catalog. It returns the documents copied
+// under the locks.
+func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int, sync func(ci *catalog.Coll, lo, hi uint64) (int, error)) (int, error) {
 	unlock := m.cat.Locks().LockAll()
 	defer unlock()
 	ci = m.cat.Refresh(ci)
@@ -123,7 +149,7 @@ func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int) (int, er
 	m.mu.Lock()
 	m.mu.retiring = append(m.mu.retiring, retiring)
 	m.mu.Unlock()
-	n, err := m.syncRange(ci, from, to, lo, hi)
+	n, err := sync(ci, lo, hi)
 	if err != nil {
 		return 0, err
 	}
@@ -156,19 +182,38 @@ func (m *Manager) syncRange(ci *catalog.Coll, from, to int, lo, hi uint64) (int,
 		return 0, catalog.StoreError(err)
 	}
 	defer func() { _ = dst.Close() }()
-	si, err := src.NewDocIter(ci.Meta.ID, lo, hi)
+	rs := &rangeSyncer{ci: ci, db: m.cat.Shards()[to]}
+	defer rs.Close()
+	return m.diffRange(ci.Meta.ID, src, dst, lo, hi, rs)
+}
+
+// rangeSink receives the differences diffRange finds: put replaces document (hash, id),
+// old being what the destination holds (nil: nothing) and doc what it must hold (nil:
+// nothing); maybeFlush and flush pass what was put on.
+type rangeSink interface {
+	put(hash uint64, id []byte, old, doc []byte) error
+	maybeFlush() error
+	flush() error
+}
+
+// diffRange calls sink.put for every document of coll in [lo, hi) that differs between src
+// and base (what the destination holds; nil: nothing), in key order, flushes the sink and
+// returns how many documents it put.
+func (m *Manager) diffRange(coll store.CollID, src, base catalog.Reader, lo, hi uint64, sink rangeSink) (int, error) {
+	si, err := src.NewDocIter(coll, lo, hi)
 	if err != nil {
 		return 0, catalog.StoreError(err)
 	}
 	defer func() { _ = si.Close() }()
-	di, err := dst.NewDocIter(ci.Meta.ID, lo, hi)
-	if err != nil {
-		return 0, catalog.StoreError(err)
+	var di catalog.DocIter
+	if base != nil {
+		if di, err = base.NewDocIter(coll, lo, hi); err != nil {
+			return 0, catalog.StoreError(err)
+		}
+		defer func() { _ = di.Close() }()
 	}
-	defer func() { _ = di.Close() }()
-	rs := rangeSyncer{ci: ci, db: m.cat.Shards()[to]}
-	defer rs.Close()
-	sOK, dOK := si.Next(), di.Next()
+	n := 0
+	sOK, dOK := si.Next(), di != nil && di.Next()
 	for sOK || dOK {
 		cmp := 0
 		switch {
@@ -179,43 +224,46 @@ func (m *Manager) syncRange(ci *catalog.Coll, from, to int, lo, hi uint64) (int,
 		default:
 			cmp = compareDocKeys(si.Hash(), si.ID(), di.Hash(), di.ID())
 		}
+		var err error
 		switch {
 		case cmp < 0: // only on the source: copy
-			if err := rs.put(si.Hash(), si.ID(), nil, si.Doc()); err != nil {
-				return rs.n, err
-			}
+			err = sink.put(si.Hash(), si.ID(), nil, si.Doc())
 			sOK = si.Next()
+			n++
 		case cmp > 0: // only on the destination: delete
-			if err := rs.put(di.Hash(), di.ID(), di.Doc(), nil); err != nil {
-				return rs.n, err
-			}
+			err = sink.put(di.Hash(), di.ID(), di.Doc(), nil)
 			dOK = di.Next()
+			n++
 		default:
 			if !bytes.Equal(si.Doc(), di.Doc()) {
-				if err := rs.put(si.Hash(), si.ID(), di.Doc(), si.Doc()); err != nil {
-					return rs.n, err
-				}
+				err = sink.put(si.Hash(), si.ID(), di.Doc(), si.Doc())
+				n++
 			}
 			sOK, dOK = si.Next(), di.Next()
 		}
-		if err := rs.maybeFlush(); err != nil {
-			return rs.n, err
+		if err == nil {
+			err = sink.maybeFlush()
 		}
-		if rs.n%1024 == 1023 {
+		if err != nil {
+			return n, err
+		}
+		if n%1024 == 1023 {
 			select {
 			case <-m.stop:
-				return rs.n, errors.New("move interrupted by shutdown")
+				return n, errors.New("move interrupted by shutdown")
 			default:
 			}
 		}
 	}
 	if err := si.Err(); err != nil {
-		return rs.n, catalog.StoreError(err)
+		return n, catalog.StoreError(err)
 	}
-	if err := di.Err(); err != nil {
-		return rs.n, catalog.StoreError(err)
+	if di != nil {
+		if err := di.Err(); err != nil {
+			return n, catalog.StoreError(err)
+		}
 	}
-	return rs.n, rs.flush()
+	return n, sink.flush()
 }
 
 // compareDocKeys orders documents as the store does: by hash, then encoded _id.
@@ -234,7 +282,6 @@ type rangeSyncer struct {
 	ci *catalog.Coll
 	db catalog.Shard
 	b  catalog.Batch
-	n  int
 }
 
 // put replaces the document (hash, id) on the destination: old is what it holds (nil:
@@ -275,7 +322,6 @@ func (rs *rangeSyncer) put(hash uint64, id []byte, old, doc []byte) error {
 		rs.b.SetDoc(coll, hash, id, doc)
 		rs.b.AddStats(coll, hash, 1, int64(len(doc)))
 	}
-	rs.n++
 	return nil
 }
 
@@ -433,7 +479,7 @@ func (m *Manager) repairAtStart() {
 				}
 				continue
 			}
-			for s := range m.cat.Shards() {
+			for _, s := range m.localShards() {
 				if err := m.deleteUnowned(c, s, 0, 0); err != nil {
 					m.log.Warn("cannot delete orphaned partition data", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
 				}

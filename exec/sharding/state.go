@@ -26,6 +26,8 @@ import (
 type Manager struct {
 	cat   *catalog.Catalog
 	write *write.Path
+	// peers reaches other nodes (cluster mode; SetPeers): moves between nodes.
+	peers Peers
 	log   *zap.Logger
 	mopts Options
 	stop  chan struct{}
@@ -45,8 +47,12 @@ type Manager struct {
 		sync.Mutex
 		hot      map[store.CollID][]shard.HotKeyReport
 		retiring []retiredRange
-		// copying are the destination ranges of moves in flight, not owned yet.
+		// copying are the destination ranges of moves in flight, not owned yet: a local
+		// move's (due zero), or another node's move into this one (due: when it is
+		// abandoned unless a batch renews it).
 		copying []retiredRange
+		// draining are the shards being drained, on a single node (drain.go).
+		draining map[int]bool
 	}
 	// configMu serializes the rewrites of the derived config collections (config_colls.go).
 	configMu sync.Mutex

@@ -1,0 +1,136 @@
+package sharding
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/shard"
+)
+
+// The elected partition manager balances the whole cluster (README, Architecture → Moves
+// and balance). Every node's manager still decides the splits of its own partitions, which
+// need what only the owner has (the size histogram, the hashes present, the sampled keys);
+// those are catalog changes conditioned on the revision they read, so two nodes never commit
+// conflicting maps. Moves are the leader's alone: its view of a collection holds every
+// partition, its own with their stats read here and the others' with the documents, bytes
+// and RU/s their owner reports (_cleavePartitionStats), and the shards of every node that is
+// up, so that a node that joins with empty shards receives partitions until bytes and load
+// are balanced. A partition whose owner does not answer is busy: nothing moves to or from
+// its shard.
+
+// PartitionStatsCmd asks a node for the stats of its partitions of a collection.
+const PartitionStatsCmd = "_cleavePartitionStats"
+
+// upShards returns the shards the manager may place partitions on: every shard in
+// single-node mode, the shards of every node that is up in a cluster.
+func (m *Manager) upShards() []int {
+	c := m.mopts.Cluster
+	if c == nil {
+		return m.localShards()
+	}
+	var out []int
+	for s := range m.cat.Shards() {
+		if _, host := c.ShardHost(s); host != "" || m.isLocal(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// decidesMoves reports whether this node's manager decides moves: always on a single node,
+// only the elected one in a cluster.
+func (m *Manager) decidesMoves() bool {
+	c := m.mopts.Cluster
+	return c == nil || c.Leader()
+}
+
+// AppendPartitionStats appends to dst, as the parts array of a _cleavePartitionStats reply,
+// the stats of ci's partitions on this node's shards.
+func (m *Manager) AppendPartitionStats(dst []byte, ci *catalog.Coll) []byte {
+	snaps := m.metersFor(ci).Snapshots()
+	idx, dst := bsoncore.AppendArrayElementStart(dst, "parts")
+	k := 0
+	for i := range ci.Map.Len() {
+		p := ci.Map.Partition(i)
+		if !m.isLocal(p.Shard) {
+			continue
+		}
+		lo, hi := ci.Map.Range(i)
+		docs, bytes, _ := m.cat.Shards()[p.Shard].Stats(ci.Meta.ID, lo, hi)
+		pidx, d := bsoncore.AppendDocumentElementStart(dst, bsonx.ArrayKey(k))
+		d = bsoncore.AppendInt64Element(d, "id", int64(p.ID))
+		d = bsoncore.AppendInt32Element(d, "shard", int32(p.Shard))
+		d = bsoncore.AppendInt64Element(d, "docs", docs)
+		d = bsoncore.AppendInt64Element(d, "bytes", bytes)
+		if i < len(snaps) {
+			d = bsoncore.AppendDoubleElement(d, "ru", snaps[i].RUPerSec)
+		}
+		dst, _ = bsoncore.AppendDocumentEnd(d, pidx)
+		k++
+	}
+	dst, _ = bsoncore.AppendArrayEnd(dst, idx)
+	return dst
+}
+
+// fillRemote fills the partitions of v on other nodes' shards with their owners' stats, and
+// marks busy those whose owner does not answer.
+func (m *Manager) fillRemote(ci *catalog.Coll, v *shard.CollectionView) {
+	asked := map[string]map[uint64]remoteStat{} // by node
+	for i := range v.Partitions {
+		p := &v.Partitions[i]
+		if m.isLocal(p.Shard) {
+			continue
+		}
+		node, host := m.mopts.Cluster.ShardHost(p.Shard)
+		stats, ok := asked[node]
+		if !ok && host != "" {
+			stats = m.askStats(ci, p.Shard)
+			asked[node] = stats
+		}
+		st, ok := stats[p.ID]
+		if !ok || st.shard != p.Shard {
+			p.Busy = true
+			continue
+		}
+		p.Docs, p.Bytes, p.RUPerSec = st.docs, st.bytes, st.ru
+	}
+}
+
+// remoteStat is one partition's stats as its owner reports them.
+type remoteStat struct {
+	shard       int
+	docs, bytes int64
+	ru          float64
+}
+
+// askStats asks the node owning shard s for its partitions of ci (nil if it does not answer).
+func (m *Manager) askStats(ci *catalog.Coll, s int) map[uint64]remoteStat {
+	cmd := bsoncore.NewDocumentBuilder().
+		AppendString(PartitionStatsCmd, ci.Meta.Name).
+		AppendInt64("collId", int64(ci.Meta.ID)).
+		AppendInt64("rev", m.cat.Store().Revision()).
+		AppendString("$db", ci.Meta.DB).Build()
+	reply, err := m.peerCommand(s, cmd)
+	if err != nil {
+		m.log.Debug("no partition stats from a node", zap.String("ns", ci.NS()), zap.Int("shard", s), zap.Error(err))
+		return nil
+	}
+	arr, _ := reply.Lookup("parts").ArrayOK()
+	vals, _ := arr.Values()
+	out := make(map[uint64]remoteStat, len(vals))
+	for _, v := range vals {
+		d, ok := v.DocumentOK()
+		if !ok {
+			continue
+		}
+		id, _ := d.Lookup("id").Int64OK()
+		sh, _ := d.Lookup("shard").Int32OK()
+		docs, _ := d.Lookup("docs").Int64OK()
+		bytes, _ := d.Lookup("bytes").Int64OK()
+		ru, _ := d.Lookup("ru").DoubleOK()
+		out[uint64(id)] = remoteStat{shard: int(sh), docs: docs, bytes: bytes, ru: ru}
+	}
+	return out
+}

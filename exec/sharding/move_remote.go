@@ -1,0 +1,385 @@
+package sharding
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/shard"
+	"github.com/cleavedb/cleave/store"
+)
+
+// Moves between nodes (cluster mode). The source's node runs the move, because it holds the
+// key locks that make the commit's "no write in flight" hold:
+//
+//  1. begin: the destination's node deletes whatever it holds in [lo, hi) (a crashed
+//     earlier attempt's copy) and marks the range incoming.
+//  2. copy: the source diffs a snapshot of the range against the previous pass's snapshot
+//     (the first pass against nothing) and sends the differences in batches
+//     (_cleaveMoveApply op "apply": documents to put, keys to delete); the destination
+//     applies each batch in one synced Pebble batch, rebuilding the index entries itself.
+//     Passes repeat until one finds nothing new (at most three).
+//  3. commit: under every key-lock stripe on the source, a last diff, then the ownership
+//     flip, one catalog change (an etcd transaction). The destination is then told the
+//     revision that owns the range (op "commit") and forgets its mark once it has it.
+//  4. retire: the source range is deleted moveGrace later, as for a local move.
+//
+// A failure before the flip sends op "abort" (the destination deletes its copy). Crashes:
+// before the flip the destination's copy is not owned; its node deletes it at its next start
+// (repairAtStart), or when the incoming mark has seen no batch for incomingTimeout. After the
+// flip the source's range is not owned, and the source's start deletes it.
+
+// Peers sends internal commands to the node owning a shard (exec's remote side): the
+// command's {ok: 1} reply, or its error.
+type Peers interface {
+	Command(ctx context.Context, shard int, cmd bsoncore.Document) (bsoncore.Document, error)
+}
+
+// SetPeers gives the manager the way to reach other nodes (cluster mode).
+func (m *Manager) SetPeers(p Peers) { m.peers = p }
+
+// Internal commands and limits of moves between nodes.
+const (
+	// MovePartitionCmd asks the node owning a partition to move it.
+	MovePartitionCmd = "_cleaveMovePartition"
+	// MoveApplyCmd carries one step of a move to the destination's node.
+	MoveApplyCmd = "_cleaveMoveApply"
+	// moveBatchBytes bounds one apply batch's documents.
+	moveBatchBytes = 2 << 20
+	// moveBatchDocs bounds one apply batch's entries.
+	moveBatchDocs = 2048
+	// peerTimeout bounds one internal request of a move.
+	peerTimeout = 2 * time.Minute
+	// lockedPeerTimeout bounds one request of the commit's last pass, which the source's
+	// writers wait for (it holds every key-lock stripe).
+	lockedPeerTimeout = 20 * time.Second
+	// incomingTimeout is how long an incoming range may go without a batch before its
+	// destination deletes it as abandoned (its source crashed).
+	incomingTimeout = 2 * time.Minute
+)
+
+// peerCommand runs cmd on the node owning shard s, within peerTimeout.
+func (m *Manager) peerCommand(s int, cmd bsoncore.Document) (bsoncore.Document, error) {
+	return m.peerCommandWithin(s, cmd, peerTimeout)
+}
+
+// peerCommandWithin runs cmd on the node owning shard s, within d.
+func (m *Manager) peerCommandWithin(s int, cmd bsoncore.Document, d time.Duration) (bsoncore.Document, error) {
+	if m.peers == nil {
+		return nil, fmt.Errorf("%s is on another node and this node cannot reach other nodes", Name(s))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return m.peers.Command(ctx, s, cmd)
+}
+
+// askMove asks the node owning shard from (partition id of ci) to move it to shard to.
+func (m *Manager) askMove(ci *catalog.Coll, id uint64, from, to int, reason string) error {
+	cmd := bsoncore.NewDocumentBuilder().
+		AppendString(MovePartitionCmd, ci.Meta.Name).
+		AppendInt64("collId", int64(ci.Meta.ID)).
+		AppendInt64("rev", m.cat.Store().Revision()).
+		AppendInt64("partition", int64(id)).
+		AppendInt32("to", int32(to)).
+		AppendString("reason", reason).
+		AppendString("$db", ci.Meta.DB).Build()
+	_, err := m.peerCommand(from, cmd)
+	return err
+}
+
+// moveStep builds a _cleaveMoveApply request for ci's range [lo, hi) on shard to.
+func (m *Manager) moveStep(ci *catalog.Coll, to int, lo, hi uint64, op string) *bsoncore.DocumentBuilder {
+	return bsoncore.NewDocumentBuilder().
+		AppendString(MoveApplyCmd, ci.Meta.Name).
+		AppendInt64("collId", int64(ci.Meta.ID)).
+		AppendInt64("rev", m.cat.Store().Revision()).
+		AppendInt32("shard", int32(to)).
+		AppendInt64("lo", int64(lo)).
+		AppendInt64("hi", int64(hi)).
+		AppendString("op", op)
+}
+
+// sendStep sends a step without entries.
+func (m *Manager) sendStep(ci *catalog.Coll, to int, lo, hi uint64, op string) error {
+	_, err := m.peerCommand(to, m.moveStep(ci, to, lo, hi, op).AppendString("$db", ci.Meta.DB).Build())
+	return err
+}
+
+// moveToNode moves partition id of ci, [lo, hi), from this node's shard from to shard to of
+// another node. It returns the documents sent before and under the locks.
+func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi uint64) (copied, locked int, err error) {
+	if err := m.sendStep(ci, to, lo, hi, "begin"); err != nil {
+		return 0, 0, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			if aerr := m.sendStep(ci, to, lo, hi, "abort"); aerr != nil {
+				m.log.Warn("cannot abort a move on its destination; it deletes the copy later",
+					zap.String("ns", ci.NS()), zap.Int("to", to), zap.Error(aerr))
+			}
+		}
+	}()
+	src := m.cat.Shards()[from]
+	var prev catalog.Snapshot // what the destination holds: the last pass's source
+	defer func() {
+		if prev != nil {
+			_ = prev.Close()
+		}
+	}()
+	pass := func(ci *catalog.Coll, timeout time.Duration) (int, error) {
+		snap, err := src.NewSnapshot()
+		if err != nil {
+			return 0, catalog.StoreError(err)
+		}
+		sink := &remoteSink{m: m, ci: ci, to: to, lo: lo, hi: hi, timeout: timeout}
+		var base catalog.Reader
+		if prev != nil {
+			base = prev
+		}
+		n, err := m.diffRange(ci.Meta.ID, snap, base, lo, hi, sink)
+		if err != nil {
+			_ = snap.Close()
+			return n, err
+		}
+		if prev != nil {
+			_ = prev.Close()
+		}
+		prev = snap
+		return n, nil
+	}
+	for k := 0; k < 3; k++ {
+		n, err := pass(ci, peerTimeout)
+		if err != nil {
+			return copied, 0, err
+		}
+		copied += n
+		if n == 0 {
+			break
+		}
+	}
+	flipping := false
+	locked, err = m.commitMove(ci, id, from, to, func(ci *catalog.Coll, _, _ uint64) (int, error) {
+		n, err := pass(ci, lockedPeerTimeout)
+		flipping = err == nil
+		return n, err
+	})
+	if err != nil {
+		// NB: a flip that failed may still have committed (a lost etcd reply): no abort then,
+		// which could delete the copy before the destination sees the flip; its sweep deletes
+		// the copy later if it does not own the range (sweepIncoming).
+		committed = flipping
+		return copied, locked, err
+	}
+	committed = true
+	if err := m.sendStep(ci, to, lo, hi, "commit"); err != nil {
+		m.log.Warn("the destination of a move did not hear of its commit; it finds out from the catalog",
+			zap.String("ns", ci.NS()), zap.Int("to", to), zap.Error(err))
+	}
+	return copied, locked, nil
+}
+
+// remoteSink sends the differences of a move's pass to the destination's node in batches.
+type remoteSink struct {
+	m      *Manager
+	ci     *catalog.Coll
+	to     int
+	lo, hi uint64
+	ab     *bsoncore.ArrayBuilder
+	n      int
+	size   int
+	// timeout bounds each batch's request.
+	timeout time.Duration
+}
+
+// put implements rangeSink: an entry {h, id, d} (no d: delete the document).
+func (s *remoteSink) put(hash uint64, id []byte, _, doc []byte) error {
+	if s.ab == nil {
+		s.ab = bsoncore.NewArrayBuilder()
+	}
+	eb := bsoncore.NewDocumentBuilder().AppendInt64("h", int64(hash)).AppendBinary("id", 0, id)
+	if doc != nil {
+		eb.AppendDocument("d", doc)
+	}
+	s.ab.AppendDocument(eb.Build())
+	s.n++
+	s.size += len(doc) + len(id) + 32
+	return nil
+}
+
+// maybeFlush implements rangeSink.
+func (s *remoteSink) maybeFlush() error {
+	if s.n >= moveBatchDocs || s.size >= moveBatchBytes {
+		return s.flush()
+	}
+	return nil
+}
+
+// flush implements rangeSink: the batch is applied, synced, on the destination.
+func (s *remoteSink) flush() error {
+	if s.n == 0 {
+		return nil
+	}
+	cmd := s.m.moveStep(s.ci, s.to, s.lo, s.hi, "apply").AppendArray("entries", s.ab.Build()).
+		AppendString("$db", s.ci.Meta.DB).Build()
+	s.ab, s.n, s.size = nil, 0, 0
+	_, err := s.m.peerCommandWithin(s.to, cmd, s.timeout)
+	return err
+}
+
+// ReceiveMove runs one step of a move from another node into shard s of this node, for ci's
+// range [lo, hi) (the owner's side of _cleaveMoveApply): "begin", "apply" (entries),
+// "commit" (the caller has caught up with the revision of the flip) or "abort". It returns
+// how many documents it changed.
+func (m *Manager) ReceiveMove(ci *catalog.Coll, s int, lo, hi uint64, op string, entries bsoncore.Array) (int, error) {
+	if !m.isLocal(s) {
+		return 0, fmt.Errorf("%w: %s is not this node's", shard.ErrStaleAction, Name(s))
+	}
+	r := retiredRange{coll: ci.Meta.ID, shard: s, lo: lo, hi: hi}
+	switch op {
+	case "begin":
+		if owns(ci, s, lo, hi) {
+			return 0, fmt.Errorf("%w: %s already owns part of the range", shard.ErrStaleAction, Name(s))
+		}
+		m.touchIncoming(r)
+		return 0, m.deleteUnowned(ci.Meta, s, lo, hi)
+	case "apply":
+		if owns(ci, s, lo, hi) {
+			return 0, fmt.Errorf("%w: %s already owns part of the range", shard.ErrStaleAction, Name(s))
+		}
+		if !m.renewIncoming(r) { // this node restarted since begin, and deleted the copy
+			return 0, fmt.Errorf("%w: no move into %s of this range has begun", shard.ErrStaleAction, Name(s))
+		}
+		return m.applyEntries(ci, s, entries)
+	case "commit":
+		m.dropIncoming(r)
+		return 0, nil
+	case "abort":
+		err := m.deleteUnowned(ci.Meta, s, lo, hi)
+		m.dropIncoming(r)
+		return 0, err
+	}
+	return 0, fmt.Errorf("unknown move step %q", op)
+}
+
+// owns reports whether shard s owns some partition of ci overlapping [lo, hi).
+func owns(ci *catalog.Coll, s int, lo, hi uint64) bool {
+	for i := range ci.Map.Len() {
+		plo, phi := ci.Map.Range(i)
+		if ci.Map.Partition(i).Shard == s && overlaps(plo, phi, lo, hi) {
+			return true
+		}
+	}
+	return false
+}
+
+// applyEntries applies a batch of a move's entries to shard s in one synced batch.
+func (m *Manager) applyEntries(ci *catalog.Coll, s int, entries bsoncore.Array) (int, error) {
+	vals, err := entries.Values()
+	if err != nil {
+		return 0, fmt.Errorf("malformed move entries: %w", err)
+	}
+	db := m.cat.Shards()[s]
+	rs := &rangeSyncer{ci: ci, db: db}
+	defer rs.Close()
+	n := 0
+	for _, v := range vals {
+		e, ok := v.DocumentOK()
+		if !ok {
+			return n, errors.New("malformed move entry")
+		}
+		h, _ := e.Lookup("h").Int64OK()
+		_, id, ok := e.Lookup("id").BinaryOK()
+		if !ok {
+			return n, errors.New("move entry without an id")
+		}
+		doc, _ := e.Lookup("d").DocumentOK()
+		cur, err := db.GetDoc(ci.Meta.ID, uint64(h), id, nil)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			cur = nil
+		case err != nil:
+			return n, catalog.StoreError(err)
+		}
+		if bytes.Equal(cur, doc) {
+			continue
+		}
+		if err := rs.put(uint64(h), id, cur, doc); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, rs.flush()
+}
+
+// touchIncoming records (or renews) r as a range another node is copying into this one.
+func (m *Manager) touchIncoming(r retiredRange) {
+	if m.renewIncoming(r) {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r.due = time.Now().Add(incomingTimeout)
+	m.mu.copying = append(m.mu.copying, r)
+}
+
+// renewIncoming renews the incoming range r, if it is recorded.
+func (m *Manager) renewIncoming(r retiredRange) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, c := range m.mu.copying {
+		if sameRange(c, r) {
+			m.mu.copying[k].due = time.Now().Add(incomingTimeout)
+			return true
+		}
+	}
+	return false
+}
+
+// dropIncoming forgets the incoming range r.
+func (m *Manager) dropIncoming(r retiredRange) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, c := range m.mu.copying {
+		if sameRange(c, r) {
+			m.mu.copying = append(m.mu.copying[:k], m.mu.copying[k+1:]...)
+			return
+		}
+	}
+}
+
+// sameRange reports whether a and b name the same range, whatever their due times.
+func sameRange(a, b retiredRange) bool {
+	a.due, b.due = time.Time{}, time.Time{}
+	return a == b
+}
+
+// sweepIncoming deletes the incoming ranges whose source went silent for incomingTimeout
+// (where this node does not own them by now) and forgets them.
+func (m *Manager) sweepIncoming() {
+	now := time.Now()
+	var stale []retiredRange
+	m.mu.Lock()
+	for _, r := range m.mu.copying {
+		if !r.due.IsZero() && now.After(r.due) {
+			stale = append(stale, r)
+		}
+	}
+	m.mu.Unlock()
+	for _, r := range stale {
+		if c := m.cat.Store().State().CollectionByID(r.coll); c != nil {
+			if err := m.deleteUnowned(c, r.shard, r.lo, r.hi); err != nil {
+				m.log.Warn("cannot delete an abandoned incoming range; the next start will",
+					zap.String("ns", c.DB+"."+c.Name), zap.Int("shard", r.shard), zap.Error(err))
+				continue
+			}
+		}
+		m.dropIncoming(r)
+	}
+}

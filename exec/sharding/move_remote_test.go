@@ -1,0 +1,94 @@
+package sharding
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/shard"
+)
+
+// nodeView is a Cluster in which this node owns shard local and another node the rest.
+type nodeView struct{ local int }
+
+func (v nodeView) LocalShards() []int { return []int{v.local} }
+func (v nodeView) ShardHost(int) (node, host string) {
+	return "other", "127.0.0.1:1"
+}
+func (v nodeView) Leader() bool          { return v.local == 0 }
+func (v nodeView) Draining(int) bool     { return false }
+func (v nodeView) SetDraining(int) error { return nil }
+
+// directPeers delivers a move's steps to the destination's manager as the internal command
+// would (exec's moveApply), in process: both managers share the stores and the catalog.
+type directPeers struct {
+	cat *catalog.Catalog
+	to  *Manager
+}
+
+// Command implements Peers for _cleaveMoveApply.
+func (p directPeers) Command(_ context.Context, s int, cmd bsoncore.Document) (bsoncore.Document, error) {
+	first, _ := bsonx.FirstElement(cmd)
+	name, _ := first.Value().StringValueOK()
+	db, _ := cmd.Lookup("$db").StringValueOK()
+	ci, err := p.cat.Lookup(db, name)
+	if err != nil || ci == nil {
+		return nil, errors.New("no collection")
+	}
+	lo, _ := cmd.Lookup("lo").Int64OK()
+	hi, _ := cmd.Lookup("hi").Int64OK()
+	op, _ := cmd.Lookup("op").StringValueOK()
+	entries, _ := cmd.Lookup("entries").ArrayOK()
+	if _, err := p.to.ReceiveMove(ci, s, uint64(lo), uint64(hi), op, entries); err != nil {
+		return nil, err
+	}
+	return bsoncore.NewDocumentBuilder().AppendDouble("ok", 1).Build(), nil
+}
+
+// TestManagerMovePartitionToNode moves a partition from shard 0 to shard 1 as if they were
+// on two nodes (two managers, each owning one shard, the steps delivered in process): the
+// destination refuses batches of a move that has not begun, deletes what it held in the
+// range at the start (a crashed attempt's copy), rebuilds the index entries of what it
+// receives, and forgets the incoming range at the commit; the source's range goes after the
+// grace period.
+func TestManagerMovePartitionToNode(t *testing.T) {
+	f := newManagerFixture(t, 1000, 1<<30)
+	ci := f.coll(t)
+	if _, err := f.m.ApplySplit("db", "c", &shard.SplitAction{ID: ci.Map.Partition(0).ID, At: 1 << 63, Reason: shard.ReasonSize}); err != nil {
+		t.Fatal(err)
+	}
+	ci = f.coll(t)
+	moved := ci.Map.Partition(1)
+	lo, hi := ci.Map.Range(1)
+	src := New(f.cat, zap.NewNop(), Options{Cluster: nodeView{local: 0}, CheckInterval: time.Hour})
+	dst := New(f.cat, zap.NewNop(), Options{Cluster: nodeView{local: 1}, CheckInterval: time.Hour})
+	src.write, dst.write = f.m.write, f.m.write // not started: no rounds, no repair
+	t.Cleanup(src.Close)
+	t.Cleanup(dst.Close)
+	src.SetPeers(directPeers{cat: f.cat, to: dst})
+
+	if _, err := dst.ReceiveMove(ci, 1, lo, hi, "apply", nil); !errors.Is(err, shard.ErrStaleAction) {
+		t.Fatalf("a batch before begin: %v, want a stale action", err)
+	}
+	// A stray copy on the destination: a document that is not on the source.
+	b := f.cat.Shards()[1].NewBatch()
+	b.SetDoc(ci.Meta.ID, lo+1, []byte("\x10stray"), bsoncore.NewDocumentBuilder().AppendInt32("_id", 99999).Build())
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+
+	if err := src.MovePartition("db", "c", moved.ID, 1, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if len(dst.foreignHints(ci.Meta.ID, nil)) != 0 {
+		t.Errorf("the destination still marks the range incoming after the commit")
+	}
+	f.checkMoved(t, src, moved.ID, 1, 1000)
+}
