@@ -61,8 +61,8 @@ func explainShards(t *testing.T, c *mongo.Client, db string, cmd bson.D) (string
 		k := strconv.Itoa(i)
 		out[i] = shardRead{
 			Shard: dig(t, plans, k, "shardName").(string), Conn: dig(t, plans, k, "connectionString").(string),
-			Returned: dig(t, stats, k, "nReturned").(int64), Keys: dig(t, stats, k, "totalKeysExamined").(int64),
-			DocsScanned: dig(t, stats, k, "totalDocsExamined").(int64),
+			Returned: asInt64(dig(t, stats, k, "nReturned")), Keys: asInt64(dig(t, stats, k, "totalKeysExamined")),
+			DocsScanned: asInt64(dig(t, stats, k, "totalDocsExamined")),
 		}
 		if got := dig(t, stats, k, "shardName"); got != out[i].Shard {
 			t.Fatalf("statistics of %v for plan of %s", got, out[i].Shard)
@@ -165,7 +165,7 @@ func TestClusterExplainRemoteShards(t *testing.T) {
 			if host := dig(t, res, "shards", name, "host"); host != conn(name) {
 				t.Fatalf("node %d: %s's host %v, want %s", i, name, host, conn(name))
 			}
-			n := dig(t, res, "shards", name, "stages", "0", "$cursor", "executionStats", "totalDocsExamined").(int64)
+			n := asInt64(dig(t, res, "shards", name, "stages", "0", "$cursor", "executionStats", "totalDocsExamined"))
 			if n == 0 {
 				t.Fatalf("node %d: %s examined no document", i, name)
 			}

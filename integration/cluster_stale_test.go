@@ -41,8 +41,8 @@ func pauseWatch(t *testing.T, c *mongo.Client, on bool) {
 	}
 }
 
-// chunksOn returns node c's config.chunks entries of ns on shard shardID.
-func chunksOn(t *testing.T, c *mongo.Client, ns, shardID string) []bson.M {
+// chunkDocsOn returns node c's config.chunks entries of ns on shard shardID.
+func chunkDocsOn(t *testing.T, c *mongo.Client, ns, shardID string) []bson.M {
 	t.Helper()
 	ctx := context.Background()
 	cur, err := c.Database("config").Collection("chunks").Find(ctx, bson.D{{Key: "ns", Value: ns}, {Key: "shard", Value: shardID}})
@@ -109,7 +109,7 @@ func TestClusterStaleRouterRetries(t *testing.T) {
 		t.Fatalf("node-b owns %v, want two shards", owned[1])
 	}
 	from, to := owned[1][0], owned[1][1]
-	chunks := chunksOn(t, clients[1], ns, from)
+	chunks := chunkDocsOn(t, clients[1], ns, from)
 	if len(chunks) == 0 {
 		t.Fatalf("no chunk of %s on %s", ns, from)
 	}
@@ -119,7 +119,7 @@ func TestClusterStaleRouterRetries(t *testing.T) {
 		{Key: "bounds", Value: bson.A{chunks[0]["min"], chunks[0]["max"]}}, {Key: "to", Value: to}}); err != nil {
 		t.Fatalf("moveChunk on node-b: %v", err)
 	}
-	if got := len(chunksOn(t, clients[0], ns, from)); got != len(chunks) {
+	if got := len(chunkDocsOn(t, clients[0], ns, from)); got != len(chunks) {
 		t.Fatalf("node-a lists %d chunks on %s after the move, want the %d of its held catalog", got, from, len(chunks))
 	}
 
@@ -127,7 +127,7 @@ func TestClusterStaleRouterRetries(t *testing.T) {
 	if n, err := clients[0].Database(dbn).Collection("users").CountDocuments(ctx, bson.D{}); err != nil || n != total {
 		t.Fatalf("count through the stale node-a = %d, %v; want %d", n, err, total)
 	}
-	if got := len(chunksOn(t, clients[0], ns, from)); got != len(chunks)-1 {
+	if got := len(chunkDocsOn(t, clients[0], ns, from)); got != len(chunks)-1 {
 		t.Fatalf("node-a lists %d chunks on %s after the retry, want %d", got, from, len(chunks)-1)
 	}
 	if got := sortedIDs(t, clients[0], dbn, "users"); !slices.Equal(got, want) {
