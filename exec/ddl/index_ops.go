@@ -2,6 +2,7 @@ package ddl
 
 import (
 	"context"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -76,10 +77,29 @@ func (x *Runner) Abort(c *store.Collection, ids []store.IndexID) {
 }
 
 // DeleteIndexData deletes the entries of indexes ids of c on every shard, once the writers
-// that may still maintain them are done.
+// that may still maintain them are done: this node's here, the other nodes' through Remote
+// (a failure there is logged; the entries of an index that no longer exists are only
+// space, never read).
 func (x *Runner) DeleteIndexData(c *store.Collection, ids []store.IndexID) {
+	x.DeleteLocalIndexData(c, ids)
+	if x.remote == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := x.remote.DeleteIndexData(ctx, c, ids); err != nil {
+		x.log.Warn("cannot delete index entries on another node", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
+	}
+}
+
+// DeleteLocalIndexData deletes the entries of indexes ids of c on this node's shards, once
+// the writers that may still maintain them are done.
+func (x *Runner) DeleteLocalIndexData(c *store.Collection, ids []store.IndexID) {
 	x.cat.Barrier()
 	for s, db := range x.cat.Shards() {
+		if _, remote := catalog.RemoteNode(db); remote {
+			continue
+		}
 		b := db.NewBatch()
 		for _, id := range ids {
 			b.DeleteIndexData(c.ID, id)

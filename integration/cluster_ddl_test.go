@@ -1,0 +1,81 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// indexNames lists the indexes of coll through c.
+func indexNames(t *testing.T, c *mongo.Client, db, coll string) []string {
+	t.Helper()
+	specs, err := c.Database(db).Collection(coll).Indexes().ListSpecifications(context.Background())
+	if err != nil {
+		t.Fatalf("listIndexes: %v", err)
+	}
+	var names []string
+	for _, s := range specs {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// wantIndexes waits until every node lists exactly n indexes of coll (each learns of a
+// catalog change through its watch).
+func wantIndexes(t *testing.T, clients []*mongo.Client, db, coll string, n int) {
+	t.Helper()
+	for i, c := range clients {
+		waitFor(t, 10*time.Second, fmt.Sprintf("node %d lists %d indexes", i, n), func() bool {
+			return len(indexNames(t, c, db, coll)) == n
+		})
+	}
+}
+
+// TestClusterRemoteIndexBuild: on a collection sharded over three nodes, a unique index
+// whose keys collide on one node's shard fails to build through every node, and is then
+// listed by none; once the duplicate is gone it builds through another node, every node
+// uses it (a hinted find) and enforces it (a duplicate insert through any node is E11000),
+// and dropIndexes through a third node removes it everywhere.
+func TestClusterRemoteIndexBuild(t *testing.T) {
+	_, clients, dbn := startModifyCluster(t)
+	ctx := context.Background()
+	coll := func(k int) *mongo.Collection { return clients[k%3].Database(dbn).Collection("users") }
+	if _, err := coll(0).InsertOne(ctx, bson.D{{Key: "_id", Value: int32(700)}, {Key: "tenant", Value: "t5"}, {Key: "n", Value: int32(5)}}); err != nil {
+		t.Fatal(err)
+	}
+	unique := mongo.IndexModel{Keys: bson.D{{Key: "tenant", Value: 1}, {Key: "n", Value: 1}}, Options: options.Index().SetUnique(true)}
+	for k := range 3 { // _id 5 and 700 collide on t5's shard, whichever node runs the build
+		_, err := coll(k).Indexes().CreateOne(ctx, unique)
+		wantCode(t, err, 11000, "E11000")
+		wantIndexes(t, clients, dbn, "users", 1)
+	}
+	if _, err := coll(0).DeleteOne(ctx, bson.D{{Key: "_id", Value: int32(700)}}); err != nil {
+		t.Fatal(err)
+	}
+	name, err := coll(1).Indexes().CreateOne(ctx, unique)
+	if err != nil || name != "tenant_1_n_1" {
+		t.Fatalf("createIndexes: %q, %v", name, err)
+	}
+	wantIndexes(t, clients, dbn, "users", 2)
+	for k := range 3 {
+		n, err := coll(k).CountDocuments(ctx, bson.D{{Key: "tenant", Value: "t3"}, {Key: "n", Value: bson.D{{Key: "$gte", Value: 0}}}},
+			options.Count().SetHint("tenant_1_n_1"))
+		if err != nil || n != 13 {
+			t.Fatalf("hinted count through node %d: %d, %v", k, n, err)
+		}
+		_, err = coll(k).InsertOne(ctx, bson.D{{Key: "_id", Value: int32(800 + k)}, {Key: "tenant", Value: "t3"}, {Key: "n", Value: int32(10)}})
+		wantCode(t, err, 11000, "tenant_1_n_1")
+	}
+	if err := coll(2).Indexes().DropOne(ctx, "tenant_1_n_1"); err != nil {
+		t.Fatalf("dropIndexes: %v", err)
+	}
+	wantIndexes(t, clients, dbn, "users", 1)
+	if _, err := coll(0).InsertOne(ctx, bson.D{{Key: "_id", Value: int32(900)}, {Key: "tenant", Value: "t3"}, {Key: "n", Value: int32(10)}}); err != nil {
+		t.Fatalf("insert after the drop: %v", err)
+	}
+}
