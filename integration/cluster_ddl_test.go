@@ -79,3 +79,40 @@ func TestClusterRemoteIndexBuild(t *testing.T) {
 		t.Fatalf("insert after the drop: %v", err)
 	}
 }
+
+// TestClusterRemoteStats: collStats, dataSize, $collStats and validate through each node of
+// a collection sharded over three nodes count every node's documents.
+func TestClusterRemoteStats(t *testing.T) {
+	_, clients, dbn := startModifyCluster(t)
+	ctx := context.Background()
+	for k, c := range clients {
+		db := c.Database(dbn)
+		st, err := runCmd(t, db, bson.D{{Key: "collStats", Value: "users"}})
+		if err != nil || asInt64(st["count"]) != 90 || asInt64(st["size"]) < 90*30 || st["sharded"] != true {
+			t.Fatalf("collStats through node %d: %v, %v", k, st, err)
+		}
+		ds, err := runCmd(t, c.Database("admin"), bson.D{{Key: "dataSize", Value: dbn + ".users"}})
+		if err != nil || asInt64(ds["numObjects"]) != 90 || asInt64(ds["size"]) != asInt64(st["size"]) {
+			t.Fatalf("dataSize through node %d: %v, %v (collStats %v)", k, ds, err, st)
+		}
+		cur, err := db.Collection("users").Aggregate(ctx, mongo.Pipeline{{{Key: "$collStats", Value: bson.D{{Key: "count", Value: bson.D{}}}}}})
+		if err != nil {
+			t.Fatalf("$collStats through node %d: %v", k, err)
+		}
+		var per []bson.M
+		if err := cur.All(ctx, &per); err != nil {
+			t.Fatal(err)
+		}
+		total := int64(0)
+		for _, d := range per {
+			total += asInt64(d["count"])
+		}
+		if len(per) != 3 || total != 90 {
+			t.Fatalf("$collStats through node %d: %v", k, per)
+		}
+		v, err := runCmd(t, db, bson.D{{Key: "validate", Value: "users"}, {Key: "full", Value: true}})
+		if err != nil || v["valid"] != true || asInt64(v["nrecords"]) != 90 {
+			t.Fatalf("validate through node %d: %v, %v", k, v, err)
+		}
+	}
+}
