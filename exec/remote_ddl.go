@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"slices"
-	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -70,23 +69,7 @@ func (e *Executor) onOwnerNodes(ctx context.Context, c *store.Collection, op str
 		AppendString("op", op).
 		AppendArray("ids", arr.Build()).
 		AppendString("$db", c.DB).Build()
-	shards := e.ownerNodes(ci)
-	errs := make([]error, len(shards))
-	var wg sync.WaitGroup
-	for i, s := range shards {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[i] = e.remote.command(ctx, s, cmd)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return e.broadcast(ctx, ci, cmd, nil)
 }
 
 // shardIndexes runs, on this node's shards, the part of an index build or drop another node

@@ -113,7 +113,12 @@ func (e *Executor) onStatsNodes(ctx context.Context, ci *catalog.Coll, what stri
 	if add != nil {
 		add(b)
 	}
-	cmd := b.AppendString("$db", ci.Meta.DB).Build()
+	return e.broadcast(ctx, ci, b.AppendString("$db", ci.Meta.DB).Build(), use)
+}
+
+// broadcast sends cmd to every other node holding partitions of ci, in parallel, and
+// hands each reply to use (nil: none); the first failure, in shard order, is returned.
+func (e *Executor) broadcast(ctx context.Context, ci *catalog.Coll, cmd bsoncore.Document, use func(bsoncore.Document)) error {
 	shards := e.ownerNodes(ci)
 	errs := make([]error, len(shards))
 	var wg sync.WaitGroup
@@ -122,7 +127,7 @@ func (e *Executor) onStatsNodes(ctx context.Context, ci *catalog.Coll, what stri
 		go func() {
 			defer wg.Done()
 			reply, err := e.remote.command(ctx, s, cmd)
-			if err == nil {
+			if err == nil && use != nil {
 				use(reply)
 			}
 			errs[i] = err

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -70,6 +71,16 @@ func TestClusterRemoteIndexBuild(t *testing.T) {
 		}
 		_, err = coll(k).InsertOne(ctx, bson.D{{Key: "_id", Value: int32(800 + k)}, {Key: "tenant", Value: "t3"}, {Key: "n", Value: int32(10)}})
 		wantCode(t, err, 11000, "tenant_1_n_1")
+		// An update colliding on the owner of t3's shard: E11000 with its keyValue.
+		_, err = coll(k).UpdateOne(ctx, bson.D{{Key: "tenant", Value: "t3"}, {Key: "_id", Value: int32(10)}},
+			bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: int32(3)}}}})
+		var we mongo.WriteException
+		if !errors.As(err, &we) || len(we.WriteErrors) != 1 || we.WriteErrors[0].Code != 11000 {
+			t.Fatalf("colliding update through node %d: %v", k, err)
+		}
+		if kv, ok := we.WriteErrors[0].Raw.Lookup("keyValue").DocumentOK(); !ok || kv.Lookup("n").Int32() != 3 {
+			t.Fatalf("colliding update through node %d: no keyValue in %v", k, we.WriteErrors[0].Raw)
+		}
 	}
 	if err := coll(2).Indexes().DropOne(ctx, "tenant_1_n_1"); err != nil {
 		t.Fatalf("dropIndexes: %v", err)
