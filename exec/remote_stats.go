@@ -75,6 +75,24 @@ func (e *Executor) collCounters(ctx context.Context, db, coll string) (docs, byt
 	return docs, bytes, err
 }
 
+// docCount is count's fast path: the documents of the partitions each shard owns (the
+// sharding manager's count, which leaves out the data of moves in flight), every node
+// counting its own shards.
+func (e *Executor) docCount(ctx context.Context, ci *catalog.Coll) (int64, error) {
+	n := e.shards.OwnedDocCount(ci) // another node's shard counts nothing here
+	if e.remote == nil || !e.spansRemote(ci) {
+		return n, nil
+	}
+	var mu sync.Mutex
+	err := e.onStatsNodes(ctx, ci, "count", nil, func(reply bsoncore.Document) {
+		c, _ := reply.Lookup("n").AsInt64OK()
+		mu.Lock()
+		n += c
+		mu.Unlock()
+	})
+	return n, err
+}
+
 // remoteSizes asks every other node holding partitions of ci for its shards' sizes, by shard.
 func (e *Executor) remoteSizes(ctx context.Context, ci *catalog.Coll) (map[int]*shardSizes, error) {
 	out := map[int]*shardSizes{}
@@ -191,8 +209,8 @@ func stringsOf(v bsoncore.Value) []string {
 }
 
 // shardStats answers, on this node, another node's _cleaveShardStats for its shards:
-// {shards: [{shard, count, size, storage, allCount, allSize}]} (sizes) or this node's
-// validation of the collection (validate).
+// {shards: [{shard, count, size, storage, allCount, allSize}]} (sizes), {n} (count: the
+// fast path's) or this node's validation of the collection (validate).
 func (e *Executor) shardStats(ctx context.Context, r *request) error {
 	ci, err := e.ownedColl(ctx, r, -1)
 	if err != nil {
@@ -215,6 +233,9 @@ func (e *Executor) shardStats(ctx context.Context, r *request) error {
 			n++
 		}
 		r.out, _ = bsoncore.AppendArrayEnd(out, aidx)
+		return nil
+	case "count":
+		r.out = bsoncore.AppendInt64Element(r.out, "n", e.shards.OwnedDocCount(ci))
 		return nil
 	case "validate":
 		full, _ := r.body.Lookup("full").BooleanOK()

@@ -91,8 +91,8 @@ func TestClusterRemoteIndexBuild(t *testing.T) {
 	}
 }
 
-// TestClusterRemoteStats: collStats, dataSize, $collStats and validate through each node of
-// a collection sharded over three nodes count every node's documents.
+// TestClusterRemoteStats: collStats, count's fast path, dataSize, $collStats and validate
+// through each node of a collection sharded over three nodes count every node's documents.
 func TestClusterRemoteStats(t *testing.T) {
 	_, clients, dbn := startModifyCluster(t)
 	ctx := context.Background()
@@ -101,6 +101,9 @@ func TestClusterRemoteStats(t *testing.T) {
 		st, err := runCmd(t, db, bson.D{{Key: "collStats", Value: "users"}})
 		if err != nil || asInt64(st["count"]) != 90 || asInt64(st["size"]) < 90*30 || st["sharded"] != true {
 			t.Fatalf("collStats through node %d: %v, %v", k, st, err)
+		}
+		if n, err := db.Collection("users").EstimatedDocumentCount(ctx); err != nil || n != 90 { // count's fast path
+			t.Fatalf("estimatedDocumentCount through node %d: %d, %v", k, n, err)
 		}
 		ds, err := runCmd(t, c.Database("admin"), bson.D{{Key: "dataSize", Value: dbn + ".users"}})
 		if err != nil || asInt64(ds["numObjects"]) != 90 || asInt64(ds["size"]) != asInt64(st["size"]) {
