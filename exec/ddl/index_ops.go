@@ -8,6 +8,7 @@ import (
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // Build adds todo to collection c and fills them from the existing documents. The
@@ -39,13 +40,24 @@ func (x *Runner) Build(ctx context.Context, c *store.Collection, todo []store.In
 		return err
 	}
 	_, err = x.cat.Store().UpdateCollection(c.DB, c.Name, func(c *store.Collection) error {
+		found := 0
 		for i := range c.Indexes {
 			if ContainsID(ids, c.Indexes[i].ID) {
 				c.Indexes[i].Ready = true
+				found++
 			}
+		}
+		if found < len(ids) {
+			// NB: in cluster mode a node that restarted meanwhile took this build for one
+			// its own crash interrupted (AbortUnfinished) and removed it.
+			return mongoerr.New(mongoerr.IndexBuildAborted, "Index build aborted: the index was removed while it was being built")
 		}
 		return nil
 	})
+	if mongoerr.As(err) != nil {
+		x.Abort(c, ids)
+		return err
+	}
 	if err != nil {
 		x.Abort(c, ids)
 		return catalog.ChangeError(err, c.DB, c.Name)
