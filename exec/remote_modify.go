@@ -73,9 +73,27 @@ type target struct {
 }
 
 // runWrite runs op, statement ms of r, on the shards that hold its documents: here as in
-// single-node mode, or on their owners (see above).
+// single-node mode, or on their owners (see above). A single-document statement an owner
+// answered StaleConfig wrote nothing (owners check before writing): it is planned again
+// once this node's catalog caught up with the owner's (awaitStale), as reads are. A multi
+// statement is not: another node may have run its part already.
 func (e *Executor) runWrite(ctx context.Context, r *request, op *write.Op, ms *modifyStmt, res *write.Result) error {
-	if e.remote == nil || r.txn != nil || op.CI == nil || op.CI.View != nil || !e.spansRemote(op.CI) {
+	if e.remote == nil || r.txn != nil || op.CI == nil || op.CI.View != nil {
+		return e.writeFor(r).Run(ctx, op, res)
+	}
+	for attempt := 0; ; attempt++ {
+		err := e.runWriteOnce(ctx, r, op, ms, res)
+		if op.Multi || attempt == maxStaleRetries || !e.awaitStale(ctx, err) {
+			return err
+		}
+		*res = write.Result{Charge: res.Charge}
+		op.CI = e.cat.Refresh(op.CI)
+	}
+}
+
+// runWriteOnce is one attempt of runWrite.
+func (e *Executor) runWriteOnce(ctx context.Context, r *request, op *write.Op, ms *modifyStmt, res *write.Result) error {
+	if !e.spansRemote(op.CI) {
 		return e.writeFor(r).Run(ctx, op, res)
 	}
 	ms.ci = op.CI

@@ -264,3 +264,64 @@ func TestClusterRemoteRetryableWrites(t *testing.T) {
 		t.Fatalf("_id 40 reads %v, want n 41", d)
 	}
 }
+
+// TestClusterRemoteWriteStaleRouter: node-a's catalog watch is held while node-b moves one
+// of its partitions to its other shard; node-a's single-document updates and deletes
+// planned on its old map reach node-b with the old ranges, node-b answers StaleConfig, and
+// node-a catches up, plans again and writes: every statement matches its document once.
+func TestClusterRemoteWriteStaleRouter(t *testing.T) {
+	_, nodes := startClusterNodes(t, 2, "--shards", "2", "--test-commands")
+	ctx := context.Background()
+	clients := []*mongo.Client{nodes[0].client(t), nodes[1].client(t)}
+	waitClusterShards(t, clients, 4)
+	dbn := dbName(t)
+	ns := dbn + ".users"
+	shardColl(t, clients[0], ns, "tenant", bson.E{Key: "numInitialChunks", Value: 8})
+	waitClusterChunks(t, clients, 8, 4)
+	const total = 120 // one tenant each: the moved chunk holds some of them
+	docs := make([]any, total)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "tenant", Value: fmt.Sprintf("s%d", i)}}
+	}
+	if _, err := clients[0].Database(dbn).Collection("users").InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	owned := nodeShards(t, clients[1], nodes)
+	from, to := owned[1][0], owned[1][1]
+	chunks := chunksOn(t, clients[1], ns, from)
+	if len(chunks) == 0 {
+		t.Fatalf("no chunk of %s on %s", ns, from)
+	}
+	pauseWatch(t, clients[0], true)
+	defer pauseWatch(t, clients[0], false)
+	if _, err := runCmd(t, clients[1].Database("admin"), bson.D{{Key: "moveChunk", Value: ns},
+		{Key: "bounds", Value: bson.A{chunks[0]["min"], chunks[0]["max"]}}, {Key: "to", Value: to}}); err != nil {
+		t.Fatalf("moveChunk on node-b: %v", err)
+	}
+	coll := clients[0].Database(dbn).Collection("users")
+	for i := range total {
+		key := bson.D{{Key: "tenant", Value: fmt.Sprintf("s%d", i)}, {Key: "_id", Value: int32(i)}}
+		if i%2 == 0 {
+			res, err := coll.UpdateOne(ctx, key, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: int32(1)}}}})
+			if err != nil || res.MatchedCount != 1 {
+				t.Fatalf("updateOne %d through the stale node-a: %+v, %v", i, res, err)
+			}
+			continue
+		}
+		if res, err := coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: int32(i)}}); err != nil || res.DeletedCount != 1 {
+			t.Fatalf("deleteOne %d through the stale node-a: %+v, %v", i, res, err)
+		}
+	}
+	if got := len(chunksOn(t, clients[0], ns, from)); got != len(chunks)-1 {
+		t.Fatalf("node-a lists %d chunks on %s after the writes, want %d: no write met the stale map", got, from, len(chunks)-1)
+	}
+	for k, c := range clients {
+		n, err := c.Database(dbn).Collection("users").CountDocuments(ctx, bson.D{{Key: "n", Value: int32(1)}})
+		if err != nil || n != total/2 {
+			t.Fatalf("node %d counts %d updated documents, %v; want %d", k, n, err, total/2)
+		}
+		if n, err := c.Database(dbn).Collection("users").CountDocuments(ctx, bson.D{}); err != nil || n != total/2 {
+			t.Fatalf("node %d counts %d documents, %v; want %d", k, n, err, total/2)
+		}
+	}
+}
