@@ -216,7 +216,7 @@ func appendCappedStats(out []byte, c *store.Collection, scale int64) []byte {
 
 // dbStats runs dbStats: {db, collections, views, objects, avgObjSize, dataSize,
 // storageSize, indexes, indexSize, totalSize, scaleFactor}.
-func (e *Executor) dbStats(_ context.Context, r *request) error {
+func (e *Executor) dbStats(ctx context.Context, r *request) error {
 	const cmd = "dbStats"
 	scale, err := scaleArg(cmd, r.body)
 	if err != nil {
@@ -230,7 +230,10 @@ func (e *Executor) dbStats(_ context.Context, r *request) error {
 			continue
 		}
 		colls = append(colls, c)
-		s := e.collSizes(c)
+		s, err := e.clusterCollSizes(ctx, c)
+		if err != nil {
+			return err
+		}
 		objects += s.count
 		data += s.size
 		storage += s.storage

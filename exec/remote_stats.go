@@ -9,6 +9,7 @@ import (
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/validate"
+	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -49,6 +50,30 @@ func (e *Executor) localOwnedSizes(ci *catalog.Coll) []*collSizes {
 		}
 	}
 	return out
+}
+
+// clusterCollSizes is collSizes over every node's shards: this node's measured here, the
+// other nodes' asked (their shards' counters, and the storage of the partitions they own).
+func (e *Executor) clusterCollSizes(ctx context.Context, c *store.Collection) (collSizes, error) {
+	s := e.collSizes(c)
+	if e.remote == nil || catalog.IsView(c) {
+		return s, nil
+	}
+	ci, err := e.cat.Info(c)
+	if err != nil || !e.spansRemote(ci) {
+		return s, err
+	}
+	remote, err := e.remoteSizes(ctx, ci)
+	if err != nil {
+		return s, err
+	}
+	for _, r := range remote {
+		s.count += r.allCount
+		s.size += r.allBytes
+		s.storage += r.owned.storage
+	}
+	s.estimateIndexes(c)
+	return s, nil
 }
 
 // collCounters sums the stats counters of collection db.coll over every shard, the other

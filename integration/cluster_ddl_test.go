@@ -91,8 +91,8 @@ func TestClusterRemoteIndexBuild(t *testing.T) {
 	}
 }
 
-// TestClusterRemoteStats: collStats, count's fast path, dataSize, $collStats and validate
-// through each node of a collection sharded over three nodes count every node's documents.
+// TestClusterRemoteStats: collStats, count's fast path, dataSize, $collStats, dbStats,
+// listDatabases and validate through each node of a collection sharded over three nodes count every node's documents.
 func TestClusterRemoteStats(t *testing.T) {
 	_, clients, dbn := startModifyCluster(t)
 	ctx := context.Background()
@@ -123,6 +123,14 @@ func TestClusterRemoteStats(t *testing.T) {
 		}
 		if len(per) != 3 || total != 90 {
 			t.Fatalf("$collStats through node %d: %v", k, per)
+		}
+		dbs, err := runCmd(t, db, bson.D{{Key: "dbStats", Value: 1}})
+		if err != nil || asInt64(dbs["objects"]) != 90 || dbs["dataSize"] != float64(asInt64(st["size"])) {
+			t.Fatalf("dbStats through node %d: %v, %v (collStats %v)", k, dbs, err, st)
+		}
+		names, err := c.ListDatabases(ctx, bson.D{{Key: "name", Value: dbn}})
+		if err != nil || len(names.Databases) != 1 || names.Databases[0].SizeOnDisk < asInt64(st["size"]) {
+			t.Fatalf("listDatabases through node %d: %+v, %v (collStats %v)", k, names, err, st)
 		}
 		v, err := runCmd(t, db, bson.D{{Key: "validate", Value: "users"}, {Key: "full", Value: true}})
 		if err != nil || v["valid"] != true || asInt64(v["nrecords"]) != 90 {
