@@ -138,3 +138,47 @@ func TestClusterRemoteStats(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterRemoteTTL: a TTL index built on a collection sharded over three nodes expires
+// the old documents of every node's shards, each node's monitor deleting on its own.
+func TestClusterRemoteTTL(t *testing.T) {
+	_, nodes := startClusterNodes(t, 3, "--test-commands")
+	ctx := context.Background()
+	clients := make([]*mongo.Client, len(nodes))
+	for i, s := range nodes {
+		clients[i] = s.client(t)
+	}
+	waitClusterShards(t, clients, 3)
+	dbn := dbName(t)
+	shardColl(t, clients[0], dbn+".events", "tenant", bson.E{Key: "numInitialChunks", Value: 6})
+	waitClusterChunks(t, clients, 6, 3)
+	old, future := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+	docs := make([]any, 60)
+	for i := range docs {
+		at := future
+		if i%2 == 0 {
+			at = old
+		}
+		docs[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "tenant", Value: fmt.Sprintf("t%d", i)}, {Key: "at", Value: at}}
+	}
+	coll := clients[1].Database(dbn).Collection("events")
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "at", Value: 1}},
+		Options: options.Index().SetExpireAfterSeconds(0)}); err != nil {
+		t.Fatalf("createIndexes: %v", err)
+	}
+	wantIndexes(t, clients, dbn, "events", 2)
+	for k, c := range clients {
+		if _, err := runCmd(t, c.Database("admin"), bson.D{{Key: "cleaveTTLMonitor", Value: 1}}); err != nil {
+			t.Fatalf("TTL pass on node %d: %v", k, err)
+		}
+	}
+	for k, c := range clients {
+		n, err := c.Database(dbn).Collection("events").CountDocuments(ctx, bson.D{})
+		if err != nil || n != 30 {
+			t.Fatalf("node %d counts %d documents after the TTL passes, %v; want 30", k, n, err)
+		}
+	}
+}
