@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"context"
 	"math"
 	"time"
 
@@ -90,7 +91,11 @@ func (s *collStatsStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) {
 		return &stream.Slice{Docs: []bsoncore.Document{s.shardDoc(ns, 0, nil, nil)}}, nil
 	}
 	var docs []bsoncore.Document
-	for shardIdx, sz := range e.ownedSizes(ci) {
+	per, err := e.ownedSizes(context.Background(), ci)
+	if err != nil {
+		return nil, err
+	}
+	for shardIdx, sz := range per {
 		if sz == nil {
 			continue
 		}

@@ -50,7 +50,7 @@ func (e *Executor) delete(ctx context.Context, r *request) error {
 			op, err = compileDelete(a, ci, s)
 			if err == nil {
 				op.Retry, op.Stmt = rt, int32(i)
-				err = e.writeFor(r).Run(ctx, op, &or)
+				err = e.runWrite(ctx, r, op, &modifyStmt{kind: cmd, list: "deletes", stmt: a.stmts[i], index: int32(i)}, &or)
 			}
 		}
 		r.charge += or.Charge

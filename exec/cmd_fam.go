@@ -153,7 +153,7 @@ func (e *Executor) findAndModify(ctx context.Context, r *request) error {
 	}
 	op.Retry, op.Stmt = rt, a.stmtID
 	var res write.Result
-	err = e.writeFor(r).Run(ctx, op, &res)
+	err = e.runWrite(ctx, r, op, &modifyStmt{kind: "findAndModify", index: a.stmtID}, &res)
 	r.charge += res.Charge
 	if err != nil {
 		return query.TimeLimitError(ctx, err)

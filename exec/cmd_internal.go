@@ -33,6 +33,9 @@ func (e *Executor) addInternalCommands(add func(*command, ...string)) {
 	add(&command{run: e.shardGetMore, action: auth.ActionInternal, help: "internal: the next batch of a shard's read"}, "_cleaveShardGetMore")
 	add(&command{run: e.shardKill, action: auth.ActionInternal, help: "internal: ends a shard's read"}, "_cleaveShardKill")
 	add(&command{run: e.shardWrite, action: auth.ActionInternal, help: "internal: the documents of an insert on this node's shards"}, "_cleaveShardWrite")
+	add(&command{run: e.shardIndexes, action: auth.ActionInternal, help: "internal: an index build's or drop's part on this node's shards"}, "_cleaveShardIndexes")
+	add(&command{run: e.shardStats, action: auth.ActionInternal, help: "internal: a collection's sizes or validation on this node's shards"}, "_cleaveShardStats")
+	add(&command{run: e.shardModify, action: auth.ActionInternal, help: "internal: a statement of an update, delete or findAndModify on this node's shards"}, "_cleaveShardModify")
 }
 
 // catchUp waits until this node's catalog reflects the router's revision rev.

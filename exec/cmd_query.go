@@ -108,7 +108,9 @@ func (e *Executor) count(ctx context.Context, r *request) error {
 	}
 	var n int64
 	if f.IsEmpty() && a.hint.Type == 0 {
-		n = e.shards.OwnedDocCount(ci) // shard_move.go: not the data of moves in flight
+		if n, err = e.docCount(ctx, ci); err != nil { // not the data of moves in flight
+			return err
+		}
 		n = max(n-a.skip, 0)
 		if a.limit > 0 {
 			n = min(n, a.limit)

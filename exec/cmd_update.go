@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -59,7 +60,7 @@ func (e *Executor) update(ctx context.Context, r *request) error {
 			if err == nil {
 				ci = op.CI
 				op.Retry, op.Stmt = rt, int32(i)
-				err = e.writeFor(r).Run(ctx, op, &or)
+				err = e.runWrite(ctx, r, op, &modifyStmt{kind: cmd, list: "updates", stmt: a.stmts[i], index: int32(i)}, &or)
 			}
 		}
 		r.charge += or.Charge
@@ -96,7 +97,9 @@ func stmtWriteError(ctx context.Context, i int, err error) (mongoerr.WriteError,
 		return mongoerr.WriteError{}, interruptError(ctx, err)
 	}
 	me := mongoerr.As(err)
-	if me == nil {
+	if me == nil || slices.Contains(me.Labels, "RetryableWriteError") {
+		// An owner that cannot be reached (cluster mode) fails the command, whose label
+		// tells the driver to retry it, as a failed insert does.
 		return mongoerr.WriteError{}, err
 	}
 	return mongoerr.WriteError{Index: i, Err: me}, nil

@@ -56,6 +56,9 @@ func (e *Executor) validateCmd(ctx context.Context, r *request) error {
 	}
 	opts.InFlight = func() func(shard int, hash uint64) bool { return e.shards.InFlightAt(ci.Meta.ID) }
 	res, err := validate.Run(ctx, e.cat, ci, opts)
+	if err == nil && e.remote != nil && e.spansRemote(ci) {
+		err = e.remoteValidate(ctx, ci, opts.Full, res) // each node validates its own shards
+	}
 	if err != nil {
 		return interruptError(ctx, err)
 	}

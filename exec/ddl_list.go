@@ -16,7 +16,7 @@ import (
 
 // listDatabases runs listDatabases (admin only): every database that has collections, with
 // its size, as {databases: [{name, sizeOnDisk, empty}], totalSize, totalSizeMb}.
-func (e *Executor) listDatabases(_ context.Context, r *request) error {
+func (e *Executor) listDatabases(ctx context.Context, r *request) error {
 	const cmd = "listDatabases"
 	var filter *match.Filter
 	nameOnly := false
@@ -51,7 +51,11 @@ func (e *Executor) listDatabases(_ context.Context, r *request) error {
 		}
 		var size int64
 		for _, c := range colls {
-			size += e.collSizes(c).disk()
+			sz, err := e.clusterCollSizes(ctx, c)
+			if err != nil {
+				return err
+			}
+			size += sz.disk()
 		}
 		didx, entry := bsoncore.AppendDocumentStart(nil)
 		entry = bsoncore.AppendStringElement(entry, "name", db.Name)

@@ -72,31 +72,38 @@ func (s *collSizes) estimateIndexes(c *store.Collection) {
 // ownedSizes measures collection ci per shard, counting on each shard only the partitions
 // it owns (a shard may still hold the source range of a finished move, or a range being
 // copied to it). The result is indexed by shard; nil for a shard owning no partition.
-func (e *Executor) ownedSizes(ci *catalog.Coll) []*collSizes {
-	out := make([]*collSizes, len(e.cat.Shards()))
-	for i := 0; i < ci.Map.Len(); i++ {
-		p := ci.Map.Partition(i)
-		lo, hi := ci.Map.Range(i)
-		db := e.cat.Shards()[p.Shard]
-		s := out[p.Shard]
-		if s == nil {
-			s = &collSizes{}
-			out[p.Shard] = s
-		}
-		n, b, _ := db.Stats(ci.Meta.ID, lo, hi)
-		s.count += n
-		s.size += b
-		if d, err := db.EstimateDiskUsage(ci.Meta.ID, lo, hi); err == nil {
-			s.storage += int64(min(d, math.MaxInt64))
+// In cluster mode the other nodes measure their own shards (remote_stats.go).
+func (e *Executor) ownedSizes(ctx context.Context, ci *catalog.Coll) ([]*collSizes, error) {
+	out := e.localOwnedSizes(ci)
+	if e.remote == nil || !e.spansRemote(ci) {
+		return out, nil
+	}
+	remote, err := e.remoteSizes(ctx, ci)
+	if err != nil {
+		return nil, err
+	}
+	for s, sz := range remote {
+		if s >= 0 && s < len(out) {
+			out[s] = &sz.owned
 		}
 	}
-	for _, s := range out {
-		if s != nil {
-			s.storage = max(s.storage, s.size, minFileSize)
-			s.estimateIndexes(ci.Meta)
-		}
+	return out, nil
+}
+
+// addRange adds what shard db holds of ci's hash range [lo, hi).
+func (s *collSizes) addRange(db catalog.Shard, ci *catalog.Coll, lo, hi uint64) {
+	n, b, _ := db.Stats(ci.Meta.ID, lo, hi)
+	s.count += n
+	s.size += b
+	if d, err := db.EstimateDiskUsage(ci.Meta.ID, lo, hi); err == nil {
+		s.storage += int64(min(d, math.MaxInt64))
 	}
-	return out
+}
+
+// finish bounds the storage size below and estimates the index sizes of ci.
+func (s *collSizes) finish(ci *catalog.Coll) {
+	s.storage = max(s.storage, s.size, minFileSize)
+	s.estimateIndexes(ci.Meta)
 }
 
 // total sums per-shard sizes.
@@ -117,7 +124,7 @@ func totalSizes(c *store.Collection, per []*collSizes) collSizes {
 // collStats runs collStats: {ns, size, count, avgObjSize, storageSize, nindexes,
 // totalIndexSize, totalSize, indexSizes, scaleFactor, sharded}. A missing collection
 // reports zeros, as MongoDB 7.0 does.
-func (e *Executor) collStats(_ context.Context, r *request) error {
+func (e *Executor) collStats(ctx context.Context, r *request) error {
 	const cmd = "collStats"
 	first, _ := bsonx.FirstElement(r.body)
 	name, err := args.Collection(cmd, first.Value())
@@ -138,7 +145,11 @@ func (e *Executor) collStats(_ context.Context, r *request) error {
 		if err != nil {
 			return err
 		}
-		s = totalSizes(c, e.ownedSizes(ci))
+		per, err := e.ownedSizes(ctx, ci)
+		if err != nil {
+			return err
+		}
+		s = totalSizes(c, per)
 	}
 	out := r.out
 	out = bsoncore.AppendBooleanElement(out, "sharded", c != nil && c.Sharded())
@@ -205,7 +216,7 @@ func appendCappedStats(out []byte, c *store.Collection, scale int64) []byte {
 
 // dbStats runs dbStats: {db, collections, views, objects, avgObjSize, dataSize,
 // storageSize, indexes, indexSize, totalSize, scaleFactor}.
-func (e *Executor) dbStats(_ context.Context, r *request) error {
+func (e *Executor) dbStats(ctx context.Context, r *request) error {
 	const cmd = "dbStats"
 	scale, err := scaleArg(cmd, r.body)
 	if err != nil {
@@ -219,7 +230,10 @@ func (e *Executor) dbStats(_ context.Context, r *request) error {
 			continue
 		}
 		colls = append(colls, c)
-		s := e.collSizes(c)
+		s, err := e.clusterCollSizes(ctx, c)
+		if err != nil {
+			return err
+		}
 		objects += s.count
 		data += s.size
 		storage += s.storage
@@ -321,13 +335,9 @@ func (e *Executor) dataSize(ctx context.Context, r *request) error {
 	if !ok || db == "" || coll == "" {
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", ns)
 	}
-	var docs, bytes int64
-	if c := e.st.Catalog.State().Collection(db, coll); c != nil {
-		for _, sh := range e.cat.Shards() {
-			d, b := sh.CollStats(c.ID)
-			docs += d
-			bytes += b
-		}
+	docs, bytes, err := e.collCounters(ctx, db, coll)
+	if err != nil {
+		return err
 	}
 	if !empty(rng.keyPattern) || !empty(rng.min) || !empty(rng.max) || rng.estimate {
 		ci, err := e.cat.Lookup(db, coll)

@@ -169,6 +169,9 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		e.query = query.New(e.cat, qopts)
 		e.write = write.NewPath(e.cat, e.query, e.shards).WithLogger(e.log.Named("write")).WithGate(&e.txns)
 		e.ddl = ddl.New(e.cat, e.write, e.log, &e.counters.deletedDocs)
+		if e.remote != nil {
+			e.ddl.SetRemote(ddlRemote{e})
+		}
 		e.ddl.AbortUnfinished()
 		if err := e.setInternalUser(); err != nil {
 			e.log.Error("cannot derive the internal user from the key file", zap.Error(err))

@@ -81,9 +81,7 @@ func replyError(reply bsoncore.Document) *mongoerr.Error {
 	code, _ := reply.Lookup("code").AsInt32OK()
 	msg, _ := reply.Lookup("errmsg").StringValueOK()
 	e := mongoerr.New(mongoerr.Code(code), "%s", msg)
-	if rev, ok := reply.Lookup(catalogRevField).Int64OK(); ok { // a stale router waits for it
-		e.Info = bsoncore.NewDocumentBuilder().AppendInt64(catalogRevField, rev).Build()
-	}
+	e.Info = errorInfo(reply) // keyPattern, keyValue, errInfo; catalogRev, which a stale router waits for
 	if labels, ok := reply.Lookup("errorLabels").ArrayOK(); ok {
 		vals, _ := labels.Values()
 		for _, v := range vals {

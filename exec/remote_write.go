@@ -164,7 +164,8 @@ func (e *Executor) insertGroupOn(ctx context.Context, r *request, ci *catalog.Co
 }
 
 // decodeWriteErrors reads the writeErrors of a write reply, keeping the fields beyond
-// index, code, codeName and errmsg (keyPattern, keyValue, errInfo) as the error's Info.
+// index, code, codeName and errmsg (keyPattern, keyValue, errInfo) as the error's Info
+// (replyError).
 func decodeWriteErrors(reply bsoncore.Document) []mongoerr.WriteError {
 	arr, ok := reply.Lookup("writeErrors").ArrayOK()
 	if !ok {
@@ -178,20 +179,7 @@ func decodeWriteErrors(reply bsoncore.Document) []mongoerr.WriteError {
 			continue
 		}
 		idx, _ := d.Lookup("index").AsInt64OK()
-		me := replyError(d)
-		elems, _ := d.Elements()
-		var info []byte
-		for _, el := range elems {
-			switch el.Key() {
-			case "index", "code", "codeName", "errmsg":
-			default:
-				info = append(info, el...)
-			}
-		}
-		if len(info) > 0 {
-			me.Info = bsoncore.BuildDocument(nil, info)
-		}
-		out = append(out, mongoerr.WriteError{Index: int(idx), Err: me})
+		out = append(out, mongoerr.WriteError{Index: int(idx), Err: replyError(d)})
 	}
 	return out
 }
@@ -248,4 +236,23 @@ func (e *Executor) shardWrite(ctx context.Context, r *request) error {
 	out := res.AppendReply(r.out, false)
 	r.out = bsoncore.AppendDoubleElement(out, "charge", res.Charge)
 	return nil
+}
+
+// errorInfo returns the fields of an error document (an {ok: 0} reply or a writeErrors
+// entry) beyond those every error has: keyPattern and keyValue of a duplicate key, errInfo.
+// Nil when there are none.
+func errorInfo(d bsoncore.Document) bsoncore.Document {
+	elems, _ := d.Elements()
+	var info []byte
+	for _, el := range elems {
+		switch el.Key() {
+		case "ok", "index", "code", "codeName", "errmsg", "errorLabels", "$clusterTime", "operationTime":
+		default:
+			info = append(info, el...)
+		}
+	}
+	if len(info) == 0 {
+		return nil
+	}
+	return bsoncore.BuildDocument(nil, info)
 }

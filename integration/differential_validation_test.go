@@ -59,11 +59,18 @@ type diffValidator struct {
 // compares every reply and the final contents.
 func checkValidation(t *testing.T, c *mongo.Client, db *mongo.Database, seed uint64) {
 	t.Helper()
+	checkValidationVia(t, c, db, seed)
+}
+
+// checkValidationVia is checkValidation creating and sharding the collections through
+// client c, and writing and reading them through db (another node in cluster mode).
+func checkValidationVia(t *testing.T, c *mongo.Client, db *mongo.Database, seed uint64) {
+	t.Helper()
 	v := &diffValidator{t: t, r: rand.New(rand.NewPCG(seed, 0x7a11d)), db: db, plain: "vplain", sharded: "vsharded", ops: map[string]int{}}
 	for _, name := range []string{v.plain, v.sharded} {
 		cmd := bson.D{{Key: "create", Value: name}, {Key: "validator", Value: diffValidatorSchema},
 			{Key: "validationLevel", Value: "strict"}, {Key: "validationAction", Value: "error"}}
-		if err := db.RunCommand(t.Context(), cmd).Err(); err != nil {
+		if err := c.Database(db.Name()).RunCommand(t.Context(), cmd).Err(); err != nil {
 			t.Fatalf("create %s: %v", name, err)
 		}
 	}

@@ -24,7 +24,20 @@ type buildDoc struct {
 }
 
 // fillIndexes writes the entries of the not-ready indexes ids of c for every document of
-// every shard.
+// every shard: this node's here, the other nodes' through Remote (cluster mode), each
+// node on its own shards.
+func (x *Runner) fillIndexes(ctx context.Context, c *store.Collection, ids []store.IndexID) error {
+	if err := x.FillLocal(ctx, c, ids); err != nil {
+		return err
+	}
+	if x.remote == nil {
+		return nil
+	}
+	return x.remote.FillIndexes(ctx, c, ids)
+}
+
+// FillLocal writes the entries of the not-ready indexes ids of c for every document of
+// this node's shards.
 //
 // Why no write is lost: the indexes are in the catalog (not ready) and a barrier has passed,
 // so every write committed after the snapshot maintains them itself. The build therefore
@@ -32,7 +45,7 @@ type buildDoc struct {
 // document's key lock it re-reads the document and skips it if a writer changed or deleted
 // it since (that writer already did, or undid, its entries). Unique keys are checked
 // against the entries already written, the writers' included, under their key locks.
-func (x *Runner) fillIndexes(ctx context.Context, c *store.Collection, ids []store.IndexID) error {
+func (x *Runner) FillLocal(ctx context.Context, c *store.Collection, ids []store.IndexID) error {
 	ci, err := x.cat.Info(c)
 	if err != nil {
 		return err
@@ -43,7 +56,10 @@ func (x *Runner) fillIndexes(ctx context.Context, c *store.Collection, ids []sto
 			building = append(building, xi)
 		}
 	}
-	for s := range x.cat.Shards() {
+	for s, sh := range x.cat.Shards() {
+		if _, remote := catalog.RemoteNode(sh); remote {
+			continue
+		}
 		if err := x.fillShard(ctx, ci, building, s); err != nil {
 			return err
 		}

@@ -2,11 +2,13 @@ package ddl
 
 import (
 	"context"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // Build adds todo to collection c and fills them from the existing documents. The
@@ -38,13 +40,24 @@ func (x *Runner) Build(ctx context.Context, c *store.Collection, todo []store.In
 		return err
 	}
 	_, err = x.cat.Store().UpdateCollection(c.DB, c.Name, func(c *store.Collection) error {
+		found := 0
 		for i := range c.Indexes {
 			if ContainsID(ids, c.Indexes[i].ID) {
 				c.Indexes[i].Ready = true
+				found++
 			}
+		}
+		if found < len(ids) {
+			// NB: in cluster mode a node that restarted meanwhile took this build for one
+			// its own crash interrupted (AbortUnfinished) and removed it.
+			return mongoerr.New(mongoerr.IndexBuildAborted, "Index build aborted: the index was removed while it was being built")
 		}
 		return nil
 	})
+	if mongoerr.As(err) != nil {
+		x.Abort(c, ids)
+		return err
+	}
 	if err != nil {
 		x.Abort(c, ids)
 		return catalog.ChangeError(err, c.DB, c.Name)
@@ -76,10 +89,29 @@ func (x *Runner) Abort(c *store.Collection, ids []store.IndexID) {
 }
 
 // DeleteIndexData deletes the entries of indexes ids of c on every shard, once the writers
-// that may still maintain them are done.
+// that may still maintain them are done: this node's here, the other nodes' through Remote
+// (a failure there is logged; the entries of an index that no longer exists are only
+// space, never read).
 func (x *Runner) DeleteIndexData(c *store.Collection, ids []store.IndexID) {
+	x.DeleteLocalIndexData(c, ids)
+	if x.remote == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := x.remote.DeleteIndexData(ctx, c, ids); err != nil {
+		x.log.Warn("cannot delete index entries on another node", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
+	}
+}
+
+// DeleteLocalIndexData deletes the entries of indexes ids of c on this node's shards, once
+// the writers that may still maintain them are done.
+func (x *Runner) DeleteLocalIndexData(c *store.Collection, ids []store.IndexID) {
 	x.cat.Barrier()
 	for s, db := range x.cat.Shards() {
+		if _, remote := catalog.RemoteNode(db); remote {
+			continue
+		}
 		b := db.NewBatch()
 		for _, id := range ids {
 			b.DeleteIndexData(c.ID, id)

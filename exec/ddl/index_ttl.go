@@ -83,6 +83,9 @@ func (x *Runner) expireIndex(ctx context.Context, ci *catalog.Coll, xi *catalog.
 	lower, upper := ttlBounds(xi.Fields[0].Desc, cutoff)
 	var total int64
 	for s, db := range x.cat.Shards() {
+		if _, remote := catalog.RemoteNode(db); remote {
+			continue // its node's monitor expires it
+		}
 		var cands []buildDoc
 		it, err := db.NewIndexIter(ci.Meta.ID, xi.Meta.ID, lower, upper, false)
 		if err != nil {

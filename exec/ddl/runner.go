@@ -10,6 +10,7 @@ import (
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/write"
+	"github.com/cleavedb/cleave/store"
 )
 
 // Runner runs the catalog changes that touch data: index builds (index_build.go) and their
@@ -32,7 +33,25 @@ type Runner struct {
 	ttlWake chan struct{}
 	// ttlStarted and ttlPasses count started and finished TTL passes, for the test command.
 	ttlStarted, ttlPasses atomic.Int64
+	// remote runs the other nodes' part of index builds and drops (cluster mode), nil in
+	// single-node mode (SetRemote).
+	remote Remote
 }
+
+// Remote runs, on the other nodes that hold partitions of a collection, the part of an
+// index build or drop that concerns their shards (cluster mode). Each node works on its
+// own shards, after catching up with the catalog change that added or removed the indexes.
+type Remote interface {
+	// FillIndexes writes the entries of the not-ready indexes ids of c on every other node's
+	// shards; the first failure (a duplicate key on a node) is returned, and the build then
+	// fails everywhere.
+	FillIndexes(ctx context.Context, c *store.Collection, ids []store.IndexID) error
+	// DeleteIndexData deletes the entries of indexes ids of c on every other node's shards.
+	DeleteIndexData(ctx context.Context, c *store.Collection, ids []store.IndexID) error
+}
+
+// SetRemote sets the other nodes' side of index builds and drops.
+func (x *Runner) SetRemote(r Remote) { x.remote = r }
 
 // defaultTTLInterval is how often the TTL monitor looks for expired documents.
 const defaultTTLInterval = 60 * time.Second

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -27,6 +28,9 @@ type Query struct {
 	// PerShardConsumer: the caller reads each shard's stream in its own goroutine (a
 	// per-shard $group), so the streams need not read ahead (scan_parallel.go).
 	PerShardConsumer bool
+	// Shards, when not nil, restricts the read to those shards (cluster mode: the part of
+	// a write that runs on this node's shards, exec/remote_modify.go).
+	Shards []int
 	// bounds, set by OpenBounded, are find's min/max: the plan's ranges on their index are
 	// clipped to them, so that the scan reads only the keys between them.
 	bounds *keyBounds
@@ -199,7 +203,7 @@ func (g *Engine) openShards(q *Query, p *Plan) ([]*ShardStream, error) {
 	seen := map[int]bool{}
 	for _, t := range p.targets {
 		s := q.CI.Map.Partition(t).Shard
-		if seen[s] {
+		if seen[s] || q.Shards != nil && !slices.Contains(q.Shards, s) {
 			continue
 		}
 		seen[s] = true

@@ -81,7 +81,8 @@ func (r *Result) errorf(format string, args ...any) {
 }
 
 // Run validates collection ci of cat. It waits for the key locks (ctx bounds the wait),
-// snapshots every shard, releases the locks and checks the snapshots.
+// snapshots every shard of this node (in cluster mode, each node validates its own:
+// exec merges their results), releases the locks and checks the snapshots.
 func Run(ctx context.Context, cat *catalog.Catalog, ci *catalog.Coll, opts Options) (*Result, error) {
 	unlockDDL := cat.LockDDL() // no move flips and no retired range is deleted meanwhile
 	unlock, err := cat.Locks().LockAllCtx(ctx)
@@ -93,10 +94,16 @@ func Run(ctx context.Context, cat *catalog.Catalog, ci *catalog.Coll, opts Optio
 	snaps := make([]catalog.Snapshot, 0, len(cat.Shards()))
 	defer func() {
 		for _, s := range snaps {
-			_ = s.Close()
+			if s != nil {
+				_ = s.Close()
+			}
 		}
 	}()
 	for _, sh := range cat.Shards() {
+		if _, remote := catalog.RemoteNode(sh); remote {
+			snaps = append(snaps, nil) // its node validates it (cluster mode)
+			continue
+		}
 		s, err := sh.NewSnapshot()
 		if err != nil {
 			unlock()
@@ -115,6 +122,9 @@ func Run(ctx context.Context, cat *catalog.Catalog, ci *catalog.Coll, opts Optio
 		res.Indexes[i].Name = xi.Meta.Name
 	}
 	for s, snap := range snaps {
+		if snap == nil {
+			continue
+		}
 		v := &shardCheck{ci: ci, s: s, r: snap, opts: &opts, res: res}
 		if err := v.run(ctx); err != nil {
 			return nil, err

@@ -53,6 +53,9 @@ type Op struct {
 	Stmt  int32
 	// Bypass skips document validation (bypassDocumentValidation).
 	Bypass bool
+	// Shards, when not nil, restricts the op to the documents of those shards (cluster
+	// mode: the part of a statement that runs on one node, remote.go).
+	Shards []int
 }
 
 // recorded reports whether op's result is recorded for a retry.
@@ -216,7 +219,7 @@ func (op *Op) upsertRetryable(err error) bool {
 
 // runMulti applies op to every document that matches it, group by group.
 func (wp *Path) runMulti(ctx context.Context, op *Op, res *Result) error {
-	q := &query.Query{CI: op.CI, Filter: op.Filter, Hint: op.Hint}
+	q := &query.Query{CI: op.CI, Filter: op.Filter, Hint: op.Hint, Shards: op.Shards}
 	stream, _, shards, err := wp.query.Open(q)
 	if err != nil {
 		return err
@@ -260,7 +263,7 @@ func (wp *Path) runMulti(ctx context.Context, op *Op, res *Result) error {
 // runOne applies op to the first document that matches it (in sort order). When that
 // document is deleted or stops matching before its key is locked, the query runs again.
 func (wp *Path) runOne(ctx context.Context, op *Op, res *Result) error {
-	q := &query.Query{CI: op.CI, Filter: op.Filter, Sort: op.Sort, Limit: 1, Hint: op.Hint}
+	q := &query.Query{CI: op.CI, Filter: op.Filter, Sort: op.Sort, Limit: 1, Hint: op.Hint, Shards: op.Shards}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err

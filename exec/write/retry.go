@@ -349,7 +349,7 @@ func (wr *Writer) stageRecords() {
 		}
 	}
 	if len(shards) == 0 {
-		shards = []int{0}
+		shards = []int{wr.p.recordShard()}
 	}
 	for _, s := range shards {
 		wr.batch(s).SetTxnRecord(rt.lsid, rt.encode(s))

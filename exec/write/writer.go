@@ -206,6 +206,9 @@ func (wr *Writer) Stage(w *DocWrite) error {
 		newHash = w.NewHash
 	}
 	newShard := ci.Map.Partition(ci.Map.Locate(newHash)).Shard
+	if err := wr.checkOwningShard(w, oldShard, newShard); err != nil {
+		return err
+	}
 	// Unique checks first, so that a failure stages nothing. A document that moves to
 	// another logical partition (its shard key changed) must find its _id free there.
 	if w.Old != nil && w.New != nil && newHash != w.Hash && ci.IDIndexed && ci.TS == nil {

@@ -109,6 +109,7 @@ const (
 	OperationNotSupportedInTransaction       Code = 263
 	FailPointSetFailed                       Code = 266
 	PreparedTransactionInProgress            Code = 267
+	IndexBuildAborted                        Code = 276
 	ClientDisconnect                         Code = 279
 	WouldChangeOwningShard                   Code = 283
 	ChecksumMismatch                         Code = 288
@@ -278,6 +279,7 @@ var names = map[Code]string{
 	OperationNotSupportedInTransaction:       "OperationNotSupportedInTransaction",
 	FailPointSetFailed:                       "FailPointSetFailed",
 	ClientDisconnect:                         "ClientDisconnect",
+	IndexBuildAborted:                        "IndexBuildAborted",
 	WouldChangeOwningShard:                   "WouldChangeOwningShard",
 	ChecksumMismatch:                         "ChecksumMismatch",
 	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",

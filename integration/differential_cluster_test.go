@@ -1,0 +1,49 @@
+package integration
+
+import (
+	"context"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// TestDifferentialCluster is TestDifferentialShardedVsUnsharded on a cluster of three nodes
+// (issue 17): the sharded collection spans the three nodes' shards, the unsharded one lives
+// on node b's shard (its first insert came through node b), and every query, view query and
+// validation step runs through node c, so that both collections are read and written on
+// other nodes' shards through the internal commands; the validation phase's collections
+// are created on node b and written (inserts, updates, deletes, findAndModify) through
+// node c. The results must be the same.
+func TestDifferentialCluster(t *testing.T) {
+	seed := diffSeed(t)
+	nDocs, nQueries := 2000, 300
+	if *diffDocsFlag > 0 {
+		nDocs = *diffDocsFlag
+	}
+	if *diffQueriesFlag > 0 {
+		nQueries = *diffQueriesFlag
+	}
+	nQueries = max(nQueries, *diffQueryFlag+1)
+	t.Logf("seed %d, %d documents, %d queries", seed, nDocs, nQueries)
+
+	_, nodes := startClusterNodes(t, 3)
+	clients := make([]*mongo.Client, len(nodes))
+	for i, s := range nodes {
+		clients[i] = s.client(t)
+	}
+	waitClusterShards(t, clients, 3)
+	dbn := dbName(t)
+	shardColl(t, clients[0], dbn+".sharded", "deviceId", bson.E{Key: "numInitialChunks", Value: 12})
+	waitClusterChunks(t, clients, 12, 3)
+	if err := clients[1].Database(dbn).CreateCollection(context.Background(), diffPlainColl); err != nil {
+		t.Fatal(err)
+	}
+	db := clients[2].Database(dbn)
+	r := &diffRunner{ctx: context.Background(), plain: db.Collection(diffPlainColl), sharded: db.Collection("sharded"), shards: 3}
+	r.load(t, diffDocs(seed, nDocs))
+
+	r.runQueries(t, seed, nDocs, nQueries, 1, "")
+	r.checkViews(t, seed, nDocs, nQueries)
+	checkValidationVia(t, clients[1], db, seed) // created on node b, written through node c
+}
