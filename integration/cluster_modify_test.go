@@ -312,7 +312,7 @@ func TestClusterRemoteWriteStaleRouter(t *testing.T) {
 			t.Fatalf("deleteOne %d through the stale node-a: %+v, %v", i, res, err)
 		}
 	}
-	if got := len(chunksOn(t, clients[0], ns, from)); got != len(chunks)-1 {
+	if got := len(chunkDocsOn(t, clients[0], ns, from)); got != len(chunks)-1 {
 		t.Fatalf("node-a lists %d chunks on %s after the writes, want %d: no write met the stale map", got, from, len(chunks)-1)
 	}
 	for k, c := range clients {
