@@ -128,7 +128,7 @@ func TestHelloQuiesce(t *testing.T) {
 	if err := <-got; !errors.As(err, &ce) || ce.Code != 91 || ce.Message != "Mongos is in quiesce mode and will shut down" {
 		t.Fatalf("awaitable hello at shutdown: %v, want ShutdownInProgress 91", err)
 	}
-	var raw bson.Raw = ce.Raw
+	raw := ce.Raw
 	if v, err := raw.LookupErr("topologyVersion", "counter"); err != nil || v.Int64() != 1 {
 		t.Fatalf("the error's topologyVersion counter %v (%v), want 1", v, err)
 	}
