@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/cockroachdb/apd/v3 v3.2.3
 	github.com/cockroachdb/pebble/v2 v2.1.7
+	github.com/golang/geo v0.0.0-20260818125358-b200a1149890
 	github.com/golang/snappy v1.0.0
 	github.com/klauspost/compress v1.20.3
 	github.com/prometheus/client_golang v1.23.2
@@ -41,7 +42,6 @@ require (
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
-	github.com/golang/geo v0.0.0-20260818125358-b200a1149890 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
