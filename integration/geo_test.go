@@ -33,10 +33,10 @@ var geoQueryCases = []windowCase{
 		want: []string{`{"_id": 1}`, `{"_id": 2}`, `{"_id": 4}`, `{"_id": 5}`, `{"_id": 6}`}},
 	{name: "GeoWithinCenterSphere", coll: "places",
 		pipeline: `[{"$match": {"location": {"$geoWithin": {"$centerSphere": [[-73.97, 40.77], 0.000757]}}}}, {"$sort": {"_id": 1}}, {"$project": {"_id": 1}}]`,
-		want: []string{`{"_id": 1}`, `{"_id": 4}`, `{"_id": 5}`}},
+		want:     []string{`{"_id": 1}`, `{"_id": 4}`, `{"_id": 5}`}},
 	{name: "GeoWithinBox", coll: "places",
 		pipeline: `[{"$match": {"location": {"$geoWithin": {"$box": [[-74, 40.7], [-73.96, 40.76]]}}}}, {"$sort": {"_id": 1}}, {"$project": {"_id": 1}}]`,
-		want: []string{`{"_id": 2}`, `{"_id": 4}`}},
+		want:     []string{`{"_id": 2}`, `{"_id": 4}`}},
 }
 
 // TestFindGeoWithoutIndex runs $geoWithin and $geoIntersects without a geo index through

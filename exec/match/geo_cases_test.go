@@ -58,6 +58,11 @@ var geoMatchCases = []matchCase{
 		`{"loc": {"type": "MultiPoint", "coordinates": [[20, 20], [5, 5]]}}`, true},
 	{"GeoIntersectsLegacyQueryPoint", `{"loc": {"$geoIntersects": {"$geometry": [5, 5]}}}`,
 		`{"loc": {"type": "Polygon", "coordinates": [[[0, 0], [10, 0], [10, 10], [0, 10], [0, 0]]]}}`, true},
+	{"NearWithinMaxDistance", `{"loc": {"$near": {"$geometry": {"type": "Point", "coordinates": [0, 0]}, "$maxDistance": 1200}}}`,
+		`{"loc": {"type": "Point", "coordinates": [0, 0.01]}}`, true},
+	{"NearBeyondMaxDistance", `{"loc": {"$near": {"$geometry": {"type": "Point", "coordinates": [0, 0]}, "$maxDistance": 1000}}}`,
+		`{"loc": {"type": "Point", "coordinates": [0, 0.01]}}`, false},
+	{"NearBelowMinDistance", `{"loc": {"$nearSphere": [0, 0], "$minDistance": 0.001}}`, `{"loc": [0, 0.01]}`, false},
 }
 
 func init() { matchCases = append(matchCases, geoMatchCases...) }

@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/cleavedb/cleave/bsonx"
-	"github.com/cleavedb/cleave/exec/geo"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -211,10 +210,3 @@ func (e *elemMatchValue) match(v bsoncore.Value) (bool, int) {
 		}
 	}
 }
-
-// geoLeaf is $geoWithin or $geoIntersects: the value is a geometry the query's shape
-// contains or meets (exec/geo).
-type geoLeaf struct{ q *geo.Query }
-
-// match implements leaf.
-func (g geoLeaf) match(v bsoncore.Value) (bool, int) { return g.q.Matches(v), -1 }

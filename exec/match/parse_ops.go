@@ -2,7 +2,6 @@ package match
 
 import (
 	"github.com/cleavedb/cleave/exec/geo"
-	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -164,7 +163,11 @@ func (p *parser) parseOp(name, key string, v bsoncore.Value, context []byte, lev
 		}
 		return op{lf: geoLeaf{q: q}}, false, nil
 	case "$near", "$nearSphere", "$geoNear":
-		return op{}, false, mongoerr.New(codeNoQueryExecutionPlans, "unable to find index for $geoNear query")
+		return p.parseNear(context, level)
+	case "$minDistance", "$maxDistance", "$uniqueDocs":
+		if hasKey(context, "$near") || hasKey(context, "$nearSphere") || hasKey(context, "$geoNear") {
+			return op{}, true, nil // read with the $near
+		}
 	case "$where":
 		return op{}, false, badValue("$where cannot be applied to a field")
 	}

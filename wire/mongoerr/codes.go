@@ -112,6 +112,7 @@ const (
 	ClientDisconnect                         Code = 279
 	WouldChangeOwningShard                   Code = 283
 	ChecksumMismatch                         Code = 288
+	NoQueryExecutionPlans                    Code = 291
 	QueryExceededMemoryLimitNoDiskUseAllowed Code = 292
 	APIVersionError                          Code = 322
 	APIStrictError                           Code = 323
@@ -278,6 +279,7 @@ var names = map[Code]string{
 	OperationNotSupportedInTransaction:       "OperationNotSupportedInTransaction",
 	FailPointSetFailed:                       "FailPointSetFailed",
 	ClientDisconnect:                         "ClientDisconnect",
+	NoQueryExecutionPlans:                    "NoQueryExecutionPlans",
 	WouldChangeOwningShard:                   "WouldChangeOwningShard",
 	ChecksumMismatch:                         "ChecksumMismatch",
 	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",
