@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/cleavedb/cleave/wire"
 )
 
@@ -150,4 +152,57 @@ func sorted(ids []int32) []int32 {
 		}
 	}
 	return out
+}
+
+// TestGeoNearStage runs $geoNear over a 2dsphere index on 1 and 2 shards: the nearest
+// first, with distances, locations, a query and a multiplier, and MongoDB's errors.
+func TestGeoNearStage(t *testing.T) {
+	for _, shards := range []int{1, 2} {
+		t.Run(fmt.Sprintf("Shards%d", shards), func(t *testing.T) {
+			c := loadGeo(t, shards)
+			ctx := context.Background()
+			reply := handleJSON(ctx, t, c, `{"aggregate": "geo", "pipeline": [{"$geoNear": {"near": {"type": "Point", "coordinates": [-73.955, 40.745]},
+				"distanceField": "d.m", "maxDistance": 2000, "query": {"_id": {"$lt": 100}}, "includeLocs": "at", "distanceMultiplier": 0.001}},
+				{"$project": {"d": 1, "at": 1}}], "cursor": {}}`)
+			checkOK(t, reply)
+			reply = append(bsoncore.Document(nil), reply...) // the connection reuses its reply buffer
+			docs, _ := reply.Lookup("cursor", "firstBatch").Array().Values()
+			near := findIDs(t, c, "geo", `{"loc": {"$near": {"$geometry": {"type": "Point", "coordinates": [-73.955, 40.745]}, "$maxDistance": 2000}}, "_id": {"$lt": 100}}`)
+			if len(docs) != len(near) || len(docs) < 10 {
+				t.Fatalf("$geoNear gave %d documents, $near %d", len(docs), len(near))
+			}
+			prev := 0.0
+			for i, v := range docs {
+				d := v.Document()
+				km := d.Lookup("d", "m").Double()
+				if d.Lookup("_id").Int32() != near[i] || km < prev || km > 2 || d.Lookup("at").Type == 0 {
+					t.Fatalf("$geoNear document %d: %s (want _id %d, distance from %v)", i, d, near[i], prev)
+				}
+				prev = km
+			}
+			for _, tc := range []struct {
+				coll, pipeline string
+				code           int32
+			}{
+				{"plain", `[{"$geoNear": {"near": [0, 0], "distanceField": "d"}}]`, 27},
+				{"geo", `[{"$match": {}}, {"$geoNear": {"near": [0, 0], "distanceField": "d"}}]`, 40602},
+				{"geo", `[{"$geoNear": {"distanceField": "d"}}]`, 16605},
+				{"geo", `[{"$geoNear": {"near": [0, 0]}}]`, 16606},
+				{"geo", `[{"$geoNear": {"near": [0, 0], "distanceField": "d", "collation": {}}}]`, 40227},
+				{"geo", `[{"$match": {"loc": {"$nearSphere": [0, 0]}}}]`, 2},
+				{"geo", `[{"$facet": {"a": [{"$geoNear": {"near": [0, 0], "distanceField": "d"}}]}}]`, 40600},
+			} {
+				r := handleJSON(ctx, t, c, fmt.Sprintf(`{"aggregate": %q, "pipeline": %s, "cursor": {}}`, tc.coll, tc.pipeline))
+				if code, _ := r.Lookup("code").Int32OK(); code != tc.code {
+					t.Errorf("%s: want %d, got %s", tc.pipeline, tc.code, r)
+				}
+			}
+			checkOK(t, handleJSON(ctx, t, c, `{"createIndexes": "geo", "indexes": [{"key": {"loc2": "2dsphere"}, "name": "loc2"}]}`))
+			r := handleJSON(ctx, t, c, `{"aggregate": "geo", "pipeline": [{"$geoNear": {"near": [0, 0], "distanceField": "d"}}], "cursor": {}}`)
+			if msg, _ := r.Lookup("errmsg").StringValueOK(); msg != "There is more than one 2dsphere index on t.geo; unsure which to use for $geoNear" {
+				t.Errorf("two 2dsphere indexes: %s", r)
+			}
+			checkOK(t, handleJSON(ctx, t, c, `{"aggregate": "geo", "pipeline": [{"$geoNear": {"near": [0, 0], "distanceField": "d", "key": "loc"}}], "cursor": {}}`))
+		})
+	}
 }

@@ -113,6 +113,7 @@ func init() {
 		"$facet":       parseFacetStage,
 		"$lookup":      parseLookupStage,
 		"$graphLookup": parseGraphLookupStage,
+		"$geoNear":     parseGeoNearStage,
 		"$unionWith":   parseUnionWithStage,
 		"$sample":      parseSampleStage,
 		"$documents":   parseDocumentsStage,
@@ -130,13 +131,12 @@ func init() {
 // start a sub-pipeline ($lookup, $unionWith, $facet).
 var firstStages = map[string]struct{ nested bool }{
 	"$documents": {nested: true}, "$collStats": {}, "$indexStats": {}, "$listLocalSessions": {},
-	"$currentOp": {}, "$listSessions": {},
+	"$currentOp": {}, "$listSessions": {}, "$geoNear": {nested: true},
 }
 
 // knownStages are MongoDB 7.0 stages cleave does not run: they answer NotImplemented rather
 // than MongoDB's "unrecognized" error, which would claim they do not exist.
 var knownStages = map[string]bool{
-	"$geoNear":        true,
 	"$planCacheStats": true, "$changeStream": true, "$search": true, "$searchMeta": true, "$vectorSearch": true,
 	"$listSearchIndexes": true, "$changeStreamSplitLargeEvent": true, "$shardedDataDistribution": true,
 	"$listSampledQueries": true, "$queryStats": true,
