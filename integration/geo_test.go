@@ -2,9 +2,13 @@ package integration
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
 // geoFixtures are places in New York as GeoJSON points, a legacy pair, a line and a
@@ -55,4 +59,56 @@ func TestFindGeoWithoutIndex(t *testing.T) {
 	_, err = coll.Find(ctx, bson.D{{Key: "location", Value: bson.D{{Key: "$geoWithin", Value: bson.D{
 		{Key: "$geometry", Value: bson.D{{Key: "type", Value: "Point"}, {Key: "coordinates", Value: bson.A{"a", 1}}}}}}}}})
 	aggWantCode(t, err, 2)
+}
+
+// geoNearCases run over geoFixtures with a 2dsphere index on location: MongoDB answers
+// them with it, nearest first.
+var geoNearCases = []windowCase{
+	{name: "GeoNearStage", coll: "places",
+		pipeline: `[{"$geoNear": {"near": {"type": "Point", "coordinates": [-73.97, 40.77]}, "distanceField": "dist",
+			"maxDistance": 6000, "query": {"name": {"$ne": "Zone"}}}}, {"$project": {"far": {"$gt": ["$dist", 1000]}}}]`,
+		want: []string{`{"_id": 1, "far": false}`, `{"_id": 5, "far": false}`, `{"_id": 4, "far": true}`, `{"_id": 2, "far": true}`}},
+	{name: "GeoNearIncludeLocs", coll: "places",
+		pipeline: `[{"$geoNear": {"near": [-73.97, 40.77], "spherical": true, "distanceField": "dist", "includeLocs": "at",
+			"query": {"_id": 4}}}, {"$project": {"at": 1, "close": {"$lt": ["$dist", 0.001]}}}]`,
+		want: []string{`{"_id": 4, "at": [-73.98, 40.75], "close": true}`}},
+}
+
+// TestGeo2dsphereIndex creates a 2dsphere index through the Go driver, unsharded and on
+// two shards, and checks that the geo queries give the same answers with it, that $near
+// and $geoNear come nearest first, that explain shows the index, and that an invalid
+// geometry is refused with MongoDB's 16755.
+func TestGeo2dsphereIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cases := append(append([]windowCase(nil), geoQueryCases...), geoNearCases...)
+	runSingleAndSharded(t, geoFixtures, func(db *mongo.Database) {
+		coll := db.Collection("places")
+		if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "location", Value: "2dsphere"}}}); err != nil {
+			t.Fatal(err)
+		}
+		near := bson.D{{Key: "location", Value: bson.D{{Key: "$near", Value: bson.D{
+			{Key: "$geometry", Value: bson.D{{Key: "type", Value: "Point"}, {Key: "coordinates", Value: bson.A{-73.97, 40.77}}}},
+			{Key: "$maxDistance", Value: 6000}}}}}, {Key: "name", Value: bson.D{{Key: "$ne", Value: "Zone"}}}}
+		cur, err := coll.Find(ctx, near)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []struct {
+			ID int32 `bson:"_id"`
+		}
+		if err := cur.All(ctx, &got); err != nil || len(got) != 4 || got[0].ID != 1 || got[1].ID != 5 || got[2].ID != 4 || got[3].ID != 2 {
+			t.Fatalf("$near: %+v, %v", got, err)
+		}
+		var ex bson.M
+		err = db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "places"}, {Key: "filter", Value: near}}}}).Decode(&ex)
+		if err != nil || !strings.Contains(fmt.Sprint(ex), "location_2dsphere") {
+			t.Fatalf("explain: %v, %v", ex, err)
+		}
+		_, err = coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 99}, {Key: "location", Value: bson.D{{Key: "type", Value: "Point"}, {Key: "coordinates", Value: bson.A{"a", 1}}}}})
+		var we mongo.WriteException
+		if !errors.As(err, &we) || len(we.WriteErrors) != 1 || we.WriteErrors[0].Code != 16755 {
+			t.Fatalf("invalid geometry: %v", err)
+		}
+	}, cases)
 }
