@@ -167,3 +167,24 @@ func TestAggregateGraphLookupMemoryLimit(t *testing.T) {
 		t.Errorf("errmsg %q", msg)
 	}
 }
+
+// TestAggregateGraphLookupUsesIndex checks that the per-depth queries of $graphLookup read
+// the index on connectToField ($indexStats counts the plans that used it).
+func TestAggregateGraphLookupUsesIndex(t *testing.T) {
+	for _, shards := range []int{1, 2} {
+		c := loadGraphFixture(t, shards)
+		ctx := context.Background()
+		checkOK(t, handleJSON(ctx, t, c, `{"aggregate": "employees", "pipeline": [{"$graphLookup": {"from": "employees",
+			"startWith": "$reportsTo", "connectFromField": "reportsTo", "connectToField": "name", "as": "h"}}], "cursor": {}}`))
+		reply := handleJSON(ctx, t, c, `{"aggregate": "employees", "pipeline": [{"$indexStats": {}}, {"$match": {"name": "name_1"}},
+			{"$group": {"_id": null, "ops": {"$sum": "$accesses.ops"}}}], "cursor": {}}`)
+		vals, _ := reply.Lookup("cursor", "firstBatch").Array().Values()
+		if len(vals) != 1 {
+			t.Fatalf("$indexStats: %s", reply)
+		}
+		// Five of the six employees report to someone: each search queries at least twice.
+		if ops, _ := vals[0].Document().Lookup("ops").AsInt64OK(); ops < 10 {
+			t.Fatalf("shards %d: the index on connectToField served %d queries: %s", shards, ops, reply)
+		}
+	}
+}

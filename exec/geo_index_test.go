@@ -108,7 +108,7 @@ func testGeo2dsphere(t *testing.T, n int) {
 	if len(near) < 10 || near[0] != 100 && near[0] != 45 && near[0] != 46 && near[0] != 55 && near[0] != 56 {
 		t.Fatalf("$near: %v", near)
 	}
-	checkNearOrder(t, c, near, -73.955, 40.745)
+	checkNearOrder(t, near, -73.955, 40.745)
 	nearSphere := findIDs(t, c, "geo", `{"loc": {"$nearSphere": [-73.955, 40.745], "$maxDistance": 0.0003137}}`)
 	if fmt.Sprint(nearSphere) != fmt.Sprint(near) {
 		t.Fatalf("$nearSphere in radians %v, $near in meters %v", nearSphere, near)
@@ -125,7 +125,7 @@ func testGeo2dsphere(t *testing.T, n int) {
 }
 
 // checkNearOrder checks that the points among ids come nearest first.
-func checkNearOrder(t *testing.T, c wire.ConnHandler, ids []int32, lng, lat float64) {
+func checkNearOrder(t *testing.T, ids []int32, lng, lat float64) {
 	t.Helper()
 	prev := -1.0
 	for _, id := range ids {
