@@ -103,17 +103,26 @@ var graphCases = []struct {
 // loadGraphFixture fills database t with graphFixture on an executor of n shards; with
 // more than one, every collection is sharded on a hashed _id over 4 partitions.
 func loadGraphFixture(t *testing.T, n int) wire.ConnHandler {
+	c := loadFixture(t, n, graphFixture)
+	ctx := context.Background()
+	checkOK(t, handleJSON(ctx, t, c, `{"create": "golfers", "viewOn": "people", "pipeline": [{"$match": {"hobbies": "golf"}}]}`))
+	checkOK(t, handleJSON(ctx, t, c, `{"createIndexes": "employees", "indexes": [{"key": {"name": 1}, "name": "name_1"}]}`))
+	return c
+}
+
+// loadFixture fills database t with fixtures (documents in Extended JSON by collection) on
+// an executor of n shards; with more than one, every collection is sharded on a hashed
+// _id over 4 partitions.
+func loadFixture(t *testing.T, n int, fixtures map[string][]string) wire.ConnHandler {
 	e := testExecutor(t, n, Options{})
 	c := e.Connect(wire.ConnInfo{ID: 1})
 	ctx := context.Background()
-	for coll, docs := range graphFixture {
+	for coll, docs := range fixtures {
 		if n > 1 {
 			checkOK(t, handleJSONOn(ctx, t, c, "admin", fmt.Sprintf(`{"shardCollection": "t.%s", "key": {"_id": "hashed"}, "numInitialChunks": 4}`, coll)))
 		}
 		checkOK(t, handleJSON(ctx, t, c, fmt.Sprintf(`{"insert": %q, "documents": [%s]}`, coll, strings.Join(docs, ","))))
 	}
-	checkOK(t, handleJSON(ctx, t, c, `{"create": "golfers", "viewOn": "people", "pipeline": [{"$match": {"hobbies": "golf"}}]}`))
-	checkOK(t, handleJSON(ctx, t, c, `{"createIndexes": "employees", "indexes": [{"key": {"name": 1}, "name": "name_1"}]}`))
 	return c
 }
 

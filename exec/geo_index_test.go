@@ -32,16 +32,8 @@ func geoGrid() []string {
 // loadGeo fills t.geo (with a 2dsphere index) and t.plain (without) with geoGrid on an
 // executor of n shards, sharded on a hashed _id when n > 1.
 func loadGeo(t *testing.T, n int) wire.ConnHandler {
-	e := testExecutor(t, n, Options{})
-	c := e.Connect(wire.ConnInfo{ID: 1})
-	ctx := context.Background()
-	for _, coll := range []string{"geo", "plain"} {
-		if n > 1 {
-			checkOK(t, handleJSONOn(ctx, t, c, "admin", fmt.Sprintf(`{"shardCollection": "t.%s", "key": {"_id": "hashed"}, "numInitialChunks": 4}`, coll)))
-		}
-		checkOK(t, handleJSON(ctx, t, c, fmt.Sprintf(`{"insert": %q, "documents": [%s]}`, coll, strings.Join(geoGrid(), ","))))
-	}
-	checkOK(t, handleJSON(ctx, t, c, `{"createIndexes": "geo", "indexes": [{"key": {"loc": "2dsphere"}, "name": "loc_2dsphere"}]}`))
+	c := loadFixture(t, n, map[string][]string{"geo": geoGrid(), "plain": geoGrid()})
+	checkOK(t, handleJSON(context.Background(), t, c, `{"createIndexes": "geo", "indexes": [{"key": {"loc": "2dsphere"}, "name": "loc_2dsphere"}]}`))
 	return c
 }
 
