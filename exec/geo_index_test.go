@@ -110,6 +110,20 @@ func testGeo2dsphere(t *testing.T, n int) {
 	if len(first) != 3 || first[0].Document().Lookup("_id").Int32() != near[0] {
 		t.Fatalf("$near with limit: %s", limited)
 	}
+	// Updates and deletes keep the index's cells: a moved point is found where it went.
+	checkOK(t, handleJSON(ctx, t, c, `{"update": "geo", "updates": [{"q": {"_id": 1}, "u": {"$set": {"loc": {"type": "Point", "coordinates": [10, 10]}}}}]}`))
+	if ids := findIDs(t, c, "geo", `{"loc": {"$geoWithin": {"$centerSphere": [[10, 10], 0.001]}}}`); fmt.Sprint(ids) != "[1]" {
+		t.Fatalf("after the update: %v", ids)
+	}
+	checkOK(t, handleJSON(ctx, t, c, `{"delete": "geo", "deletes": [{"q": {"_id": 1}, "limit": 1}]}`))
+	if ids := findIDs(t, c, "geo", `{"loc": {"$geoWithin": {"$centerSphere": [[10, 10], 0.001]}}}`); len(ids) != 0 {
+		t.Fatalf("after the delete: %v", ids)
+	}
+	checkOK(t, handleJSON(ctx, t, c, `{"insert": "plain", "documents": [{"_id": 500, "loc": [500, 1]}]}`))
+	build := handleJSON(ctx, t, c, `{"createIndexes": "plain", "indexes": [{"key": {"loc": "2dsphere"}, "name": "loc"}]}`)
+	if code, _ := build.Lookup("code").Int32OK(); code != 16755 {
+		t.Fatalf("building over an invalid geometry: %s", build)
+	}
 	noIndex := handleJSON(ctx, t, c, `{"find": "plain", "filter": {"loc": {"$near": {"$geometry": {"type": "Point", "coordinates": [0, 0]}}}}}`)
 	if code, _ := noIndex.Lookup("code").Int32OK(); code != 291 || noIndex.Lookup("codeName").StringValue() != "NoQueryExecutionPlans" {
 		t.Fatalf("$near without an index: %s", noIndex)
