@@ -124,6 +124,11 @@ func testGeo2dsphere(t *testing.T, n int) {
 	if code, _ := build.Lookup("code").Int32OK(); code != 16755 {
 		t.Fatalf("building over an invalid geometry: %s", build)
 	}
+	for _, cmd := range []string{`{"count": "geo", "query": {"loc": {"$nearSphere": [0, 0]}}}`, `{"distinct": "geo", "key": "_id", "query": {"loc": {"$nearSphere": [0, 0]}}}`} {
+		if code, _ := handleJSON(ctx, t, c, cmd).Lookup("code").Int32OK(); code != 2 {
+			t.Fatalf("%s: want BadValue", cmd)
+		}
+	}
 	noIndex := handleJSON(ctx, t, c, `{"find": "plain", "filter": {"loc": {"$near": {"$geometry": {"type": "Point", "coordinates": [0, 0]}}}}}`)
 	if code, _ := noIndex.Lookup("code").Int32OK(); code != 291 || noIndex.Lookup("codeName").StringValue() != "NoQueryExecutionPlans" {
 		t.Fatalf("$near without an index: %s", noIndex)
