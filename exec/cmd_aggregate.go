@@ -182,7 +182,7 @@ func (e *Executor) runAggregate(ctx context.Context, r *request, a *aggregateArg
 	if err != nil {
 		return err
 	}
-	env := &agg.Env{Cat: e.cat, Query: e.queryFor(r), Host: e, SortBytes: e.knobs.sortMemory.load(), GroupBytes: e.knobs.groupMemory.load(), DB: r.db, Coll: a.coll, Opts: &expr.Options{Let: a.let, Now: time.Now(), Collator: coll}, AllowDiskUse: a.allowDiskUse, Temp: e.temp}
+	env := &agg.Env{Cat: e.cat, Query: e.queryFor(r), Host: e, SortBytes: e.knobs.sortMemory.load(), GroupBytes: e.knobs.groupMemory.load(), GraphBytes: e.knobs.graphMemory.load(), DB: r.db, Coll: a.coll, Opts: &expr.Options{Let: a.let, Now: time.Now(), Collator: coll}, AllowDiskUse: a.allowDiskUse, Temp: e.temp}
 	if len(a.let) > 0 {
 		// Let variables are checked once, before any document is read.
 		if _, err := expr.Compile(bsoncore.Value{Type: bsoncore.TypeNull}, env.Opts); err != nil {

@@ -41,6 +41,9 @@ type serverKnobs struct {
 	// groupMemory is internalDocumentSourceGroupMaxMemoryBytes: what $group holds in memory
 	// (agg's group spill).
 	groupMemory *knob
+	// graphMemory is internalDocumentSourceGraphLookupMaxMemoryBytes: what one $graphLookup
+	// search holds (agg's graphSearch).
+	graphMemory *knob
 	// snapshotWindow is minSnapshotHistoryWindowInSeconds: how long the snapshots of
 	// snapshot reads stay readable at their atClusterTime (snapshot_read.go).
 	snapshotWindow *knob
@@ -54,6 +57,7 @@ func newServerKnobs() serverKnobs {
 	return serverKnobs{
 		sortMemory:  newKnob(100<<20, true, 0, "greater than or equal to"),
 		groupMemory: newKnob(100<<20, false, 0, "greater than"),
+		graphMemory: newKnob(100<<20, false, 0, "greater than"),
 		// MongoDB's default, 300 s.
 		snapshotWindow: newKnob(300, true, 0, "greater than or equal to"),
 		txnLifetime:    newKnob(int64(txnLifetime/time.Second), true, 1, "greater than or equal to"),
@@ -67,6 +71,8 @@ func (k *serverKnobs) byName(name string) *knob {
 		return k.groupMemory
 	case "internalQueryMaxBlockingSortMemoryUsageBytes":
 		return k.sortMemory
+	case "internalDocumentSourceGraphLookupMaxMemoryBytes":
+		return k.graphMemory
 	case "minSnapshotHistoryWindowInSeconds":
 		return k.snapshotWindow
 	case "transactionLifetimeLimitSeconds":
@@ -144,6 +150,9 @@ var parameters = []parameter{
 	}},
 	{"internalDocumentSourceGroupMaxMemoryBytes", func(e *Executor, dst []byte, key string) []byte {
 		return e.knobs.groupMemory.appendTo(dst, key)
+	}},
+	{"internalDocumentSourceGraphLookupMaxMemoryBytes", func(e *Executor, dst []byte, key string) []byte {
+		return e.knobs.graphMemory.appendTo(dst, key)
 	}},
 	{"internalQueryMaxBlockingSortMemoryUsageBytes", func(e *Executor, dst []byte, key string) []byte {
 		return e.knobs.sortMemory.appendTo(dst, key)

@@ -92,6 +92,9 @@ func (e *Executor) count(ctx context.Context, r *request) error {
 		return err
 	}
 	f, err := query.CompileFilterWith(a.query, nil, coll)
+	if err == nil {
+		err = refuseNear(f)
+	}
 	if err != nil {
 		return err
 	}
@@ -194,6 +197,9 @@ func (e *Executor) distinct(ctx context.Context, r *request) error {
 			return err
 		}
 		f, err := query.CompileFilterWith(filter, nil, coll)
+		if err == nil {
+			err = refuseNear(f)
+		}
 		if err != nil {
 			return err
 		}

@@ -20,6 +20,7 @@
 //	index builds, TTL, collMod and create options       exec/ddl
 //	aggregation stages and the shard/merge split        exec/agg
 //	query, update, projection, expression languages     exec/match, exec/update, exec/project, exec/expr
+//	geometry: GeoJSON, geo predicates, 2dsphere cells   exec/geo
 //
 // The Executor wires them together (executor.go): the catalog over the shards; the read
 // engine with the partition manager's meters; the write path with the manager as its

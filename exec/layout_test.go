@@ -27,6 +27,7 @@ var forbidden = map[string][]string{
 	"exec/args":       {"exec/catalog", "exec/stream", "exec/query", "exec/write", "exec/sharding", "exec/ddl", "exec/agg"},
 	"exec/collation":  {"exec/catalog", "exec/stream", "exec/query", "exec/write", "exec/sharding", "exec/ddl", "exec/agg", "exec/match", "exec/expr", "store", "shard"},
 	"exec/expr":       {"exec/catalog", "exec/stream", "exec/query", "exec/write", "exec/sharding", "exec/ddl", "exec/agg", "store", "shard"},
+	"exec/geo":        {"exec/catalog", "exec/stream", "exec/query", "exec/write", "exec/sharding", "exec/ddl", "exec/agg", "exec/match", "exec/expr", "store", "shard"},
 	"exec/match":      {"exec/catalog", "exec/stream", "exec/query", "exec/write", "exec/sharding", "exec/ddl", "exec/agg", "store", "shard"},
 	"exec/update":     {"exec/catalog", "exec/stream", "exec/query", "exec/write", "exec/sharding", "exec/ddl", "exec/agg", "store", "shard"},
 	"exec/project":    {"exec/catalog", "exec/stream", "exec/query", "exec/write", "exec/sharding", "exec/ddl", "exec/agg", "store", "shard"},

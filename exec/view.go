@@ -149,7 +149,7 @@ func (e *Executor) openViewRead(r *request, coll string, stages []bsoncore.Docum
 	if err != nil {
 		return nil, nil, err
 	}
-	env := &agg.Env{Cat: e.cat, Query: e.queryFor(r), Host: e, SortBytes: e.knobs.sortMemory.load(), GroupBytes: e.knobs.groupMemory.load(), DB: r.db, Coll: rv.Coll, Opts: &expr.Options{}, Temp: e.temp}
+	env := &agg.Env{Cat: e.cat, Query: e.queryFor(r), Host: e, SortBytes: e.knobs.sortMemory.load(), GroupBytes: e.knobs.groupMemory.load(), GraphBytes: e.knobs.graphMemory.load(), DB: r.db, Coll: rv.Coll, Opts: &expr.Options{}, Temp: e.temp}
 	p, err := agg.Parse(env, arr, false)
 	if err != nil {
 		return nil, nil, err

@@ -110,11 +110,11 @@ var windowIntegrationCases = []windowCase{
 		want:     []string{`{"_id": 1, "level": 1, "acct_id": "xyz123", "shipping_addr": [{"level": 3, "addr1": "987 XYZ Ave"}], "status": "A"}`}},
 }
 
-// seedWindowFixtures inserts the fixtures into db, sharding each collection on a hashed
-// _id first when sharded is set, so that its documents spread over the shards.
-func seedWindowFixtures(t *testing.T, c *mongo.Client, db string, sharded bool) {
+// seedFixtures inserts the documents of each collection of fixtures (Extended JSON) into
+// database db, each collection sharded on a hashed _id over 4 partitions when sharded.
+func seedFixtures(t *testing.T, c *mongo.Client, db string, sharded bool, fixtures map[string][]string) {
 	t.Helper()
-	for name, docs := range windowFixtures {
+	for name, docs := range fixtures {
 		if sharded {
 			shardColl(t, c, db+"."+name, "_id", bson.E{Key: "numInitialChunks", Value: 4})
 		}
@@ -153,12 +153,24 @@ func runWindowCase(t *testing.T, db *mongo.Database, tc windowCase) []string {
 // be the same.
 func TestAggregateWindowStages(t *testing.T) {
 	t.Parallel()
+	runSingleAndSharded(t, windowFixtures, nil, windowIntegrationCases)
+}
+
+// runSingleAndSharded seeds fixtures (and then runs setup) on an unsharded server and on
+// two shards, runs each case on both and checks the unsharded results against the case's
+// want (when given) and the sharded ones against the unsharded.
+func runSingleAndSharded(t *testing.T, fixtures map[string][]string, setup func(*mongo.Database), cases []windowCase) {
+	t.Helper()
 	single := sharedServer(t).client(t).Database(dbName(t))
-	seedWindowFixtures(t, single.Client(), single.Name(), false)
+	seedFixtures(t, single.Client(), single.Name(), false, fixtures)
 	sharded := startServer(t, "--shards", "2").client(t)
-	seedWindowFixtures(t, sharded, "windows", true)
-	shardedDB := sharded.Database("windows")
-	for _, tc := range windowIntegrationCases {
+	seedFixtures(t, sharded, "fixtures", true, fixtures)
+	shardedDB := sharded.Database("fixtures")
+	if setup != nil {
+		setup(single)
+		setup(shardedDB)
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := runWindowCase(t, single, tc)
 			if tc.want != nil {

@@ -224,7 +224,7 @@ func TestAggregateErrors(t *testing.T) {
 		code     int32
 	}{
 		{"UnknownStage", bson.A{bson.D{{Key: "$foo", Value: 1}}}, 40324},
-		{"GraphLookup", bson.A{bson.D{{Key: "$graphLookup", Value: bson.D{}}}}, 238},
+		{"GraphLookupNoFrom", bson.A{bson.D{{Key: "$graphLookup", Value: bson.D{}}}}, 9},
 		{"GroupNoID", bson.A{bson.D{{Key: "$group", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}}}}}}, 15955},
 		{"UnknownExpression", bson.A{bson.D{{Key: "$project", Value: bson.D{{Key: "x", Value: bson.D{{Key: "$nope", Value: 1}}}}}}}, 168},
 	}

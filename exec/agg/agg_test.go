@@ -174,7 +174,6 @@ var aggCases = []aggCase{
 	{name: "SampleAll", input: sales, pipeline: `[{"$sample": {"size": 10}}, {"$count": "n"}]`, want: []string{`{"n": 5}`}},
 
 	{name: "UnknownStage", input: nil, pipeline: `[{"$foo": {}}]`, code: 40324},
-	{name: "GraphLookupNotImplemented", input: nil, pipeline: `[{"$graphLookup": {}}]`, code: mongoerr.NotImplemented},
 	{name: "TwoFieldStage", input: nil, pipeline: `[{"$match": {}, "$limit": 1}]`, code: 40323},
 	{name: "LimitZero", input: nil, pipeline: `[{"$limit": 0}]`, code: 15958},
 	{name: "SkipNegative", input: nil, pipeline: `[{"$skip": -1}]`, code: 15956},

@@ -32,10 +32,13 @@ type Env struct {
 	// (internalQueryMaxBlockingSortMemoryUsageBytes, internalDocumentSourceGroupMaxMemoryBytes);
 	// 0: 100 MiB.
 	SortBytes, GroupBytes int64
-	DB                    string
-	Coll                  string // the collection the command's pipeline reads ("": none)
-	Opts                  *expr.Options
-	AllowDiskUse          bool
+	// GraphBytes bounds what one $graphLookup search holds
+	// (internalDocumentSourceGraphLookupMaxMemoryBytes); 0: 100 MiB.
+	GraphBytes   int64
+	DB           string
+	Coll         string // the collection the command's pipeline reads ("": none)
+	Opts         *expr.Options
+	AllowDiskUse bool
 	// Temp is where blocking stages spill (nil: the private default).
 	Temp *stream.Temp
 	// Charge collects the request units of the reads that sub-pipelines run.
@@ -109,6 +112,8 @@ func init() {
 		"$bucket":      parseBucketStage,
 		"$facet":       parseFacetStage,
 		"$lookup":      parseLookupStage,
+		"$graphLookup": parseGraphLookupStage,
+		"$geoNear":     parseGeoNearStage,
 		"$unionWith":   parseUnionWithStage,
 		"$sample":      parseSampleStage,
 		"$documents":   parseDocumentsStage,
@@ -126,13 +131,12 @@ func init() {
 // start a sub-pipeline ($lookup, $unionWith, $facet).
 var firstStages = map[string]struct{ nested bool }{
 	"$documents": {nested: true}, "$collStats": {}, "$indexStats": {}, "$listLocalSessions": {},
-	"$currentOp": {}, "$listSessions": {},
+	"$currentOp": {}, "$listSessions": {}, "$geoNear": {nested: true},
 }
 
 // knownStages are MongoDB 7.0 stages cleave does not run: they answer NotImplemented rather
 // than MongoDB's "unrecognized" error, which would claim they do not exist.
 var knownStages = map[string]bool{
-	"$geoNear": true, "$graphLookup": true,
 	"$planCacheStats": true, "$changeStream": true, "$search": true, "$searchMeta": true, "$vectorSearch": true,
 	"$listSearchIndexes": true, "$changeStreamSplitLargeEvent": true, "$shardedDataDistribution": true,
 	"$listSampledQueries": true, "$queryStats": true,
@@ -468,16 +472,36 @@ func (sp *SplitPlan) Merger(p *Pipeline) []Stage { return p.Stages[sp.MergerFrom
 // runSub runs a sub-pipeline over collection coll of the same database and returns its
 // documents, copied, charging the read to env. Memory is bounded by maxBytes.
 func (env *Env) runSub(ctx context.Context, p *Pipeline, coll string, maxBytes int64, what string) ([]bsoncore.Document, int64, error) {
+	var docs []bsoncore.Document
+	var size int64
+	err := env.eachSub(ctx, p, coll, func(d bsoncore.Document) error {
+		size += int64(len(d))
+		if maxBytes > 0 && size > maxBytes {
+			return mongoerr.New(mongoerr.BSONObjectTooLarge, "%s: total size of the result exceeds the maximum document size", what)
+		}
+		docs = append(docs, append(bsoncore.Document(nil), d...))
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return docs, size, nil
+}
+
+// eachSub runs a sub-pipeline over collection coll of the same database (a view, sharded or
+// not, or missing) and calls fn with each document it returns (valid only during the call),
+// charging the read to env; an error of fn stops the read.
+func (env *Env) eachSub(ctx context.Context, p *Pipeline, coll string, fn func(bsoncore.Document) error) error {
 	var ci *catalog.Coll
 	if coll != "" {
 		var err error
 		if ci, err = env.Cat.Lookup(env.DB, coll); err != nil {
-			return nil, 0, err
+			return err
 		}
 	}
 	s, _, shards, err := p.OpenColl(ci)
 	if err != nil {
-		return nil, 0, err
+		return err
 	}
 	defer func() {
 		s.Close()
@@ -485,21 +509,14 @@ func (env *Env) runSub(ctx context.Context, p *Pipeline, coll string, maxBytes i
 			env.Charge += ss.Stats.Charge()
 		}
 	}()
-	var docs []bsoncore.Document
-	var size int64
 	for {
 		d, err := s.Next(ctx)
-		if err != nil {
-			return nil, 0, err
+		if err != nil || d == nil {
+			return err
 		}
-		if d == nil {
-			return docs, size, nil
+		if err := fn(d); err != nil {
+			return err
 		}
-		size += int64(len(d))
-		if maxBytes > 0 && size > maxBytes {
-			return nil, 0, mongoerr.New(mongoerr.BSONObjectTooLarge, "%s: total size of the result exceeds the maximum document size", what)
-		}
-		docs = append(docs, append(bsoncore.Document(nil), d...))
 	}
 }
 

@@ -61,6 +61,9 @@ func parseMatchStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.Near() != nil { // the order by distance is $geoNear's
+		return nil, mongoerr.New(mongoerr.BadValue, "$geoNear, $near, and $nearSphere are not allowed in this context")
+	}
 	return &matchStage{filterDoc: d, f: f}, nil
 }
 

@@ -84,6 +84,9 @@ type Index struct {
 	// Wildcard is set for a wildcard index ({"$**": 1}, wildcard.go), whose keys are
 	// (path, value); Fields is then empty, so that no field-wise logic applies to it.
 	Wildcard *Wildcard
+	// Geo is set for a 2dsphere index (geoindex.go), whose keys start with S2 cells;
+	// Fields is then empty, as for a wildcard index.
+	Geo *GeoIndex
 }
 
 // ChecksKeys reports whether writers check xi's keys for duplicates.
@@ -196,6 +199,9 @@ func Compile(c *store.Collection) (*Coll, error) {
 func CompileIndex(x *store.Index) (*Index, error) {
 	if first, ok := bsonx.FirstElement(x.Key); ok && IsWildcardPath(first.Key()) {
 		return compileWildcardIndex(x)
+	}
+	if Is2dsphere(x.Key) {
+		return compileGeoIndex(x)
 	}
 	fields, err := KeyPatternFields(x.Key)
 	if err != nil {
@@ -328,7 +334,7 @@ func (xi *Index) Applies(doc bsoncore.Document) bool {
 	if xi.Partial != nil && !xi.Partial.Match(doc) {
 		return false
 	}
-	if xi.Sparse {
+	if xi.Sparse && xi.Geo == nil { // a 2dsphere index is sparse on its geo field anyway
 		for _, f := range xi.Fields {
 			if _, ok := bsonx.Lookup(doc, f.Path); ok {
 				return true
@@ -347,6 +353,9 @@ func (xi *Index) Keys(doc bsoncore.Document, fn func(key []byte) error) error {
 	doc = bsonx.CollateDocument(xi.Collation.Collator(), doc)
 	if xi.Wildcard != nil {
 		return xi.Wildcard.keys(doc, fn)
+	}
+	if xi.Geo != nil {
+		return xi.Geo.keys(doc, fn)
 	}
 	_, err := bsonx.AppendIndexKeys(doc, xi.Fields, fn)
 	return keyError(err)

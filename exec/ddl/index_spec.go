@@ -207,6 +207,8 @@ func checkIndexOption(key string, v bsoncore.Value) (bool, error) {
 		return true, nil
 	case "clustered":
 		return false, mongoerr.New(mongoerr.NotImplemented, "clustered indexes are not supported by cleave")
+	case "2dsphereIndexVersion", "coarsestIndexedLevel", "finestIndexedLevel":
+		return checkGeoOption(key, v)
 	}
 	return false, mongoerr.New(mongoerr.NotImplemented, "the index option '%s' (text, geospatial and wildcard indexes) is not supported by cleave", key)
 }
@@ -239,6 +241,9 @@ func validateIndex(x *store.Index) error {
 		return mongoerr.New(mongoerr.CannotCreateIndex, "A maximum of one index field is allowed to be hashed but found %d for 'key' %s", hashed, bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: x.Key}))
 	}
 	if err := validateWildcard(x, elems, hashed > 0); err != nil {
+		return err
+	}
+	if err := validateGeo(x, elems); err != nil {
 		return err
 	}
 	if hashed > 0 && catalog.SpecBool(x.Spec, "unique") {
@@ -279,7 +284,7 @@ func validateKeyPattern(key bsoncore.Document) error {
 }
 
 // validateKeyElement checks one field of a key pattern: a non-empty path and a non-zero
-// number or "hashed" (text, 2d, 2dsphere and wildcard indexes are not implemented).
+// number, "hashed" or "2dsphere" (text, 2d and geoHaystack indexes are not implemented).
 func validateKeyElement(el bsoncore.Element) error {
 	path, v := el.Key(), el.Value()
 	if path == "" {
@@ -298,9 +303,9 @@ func validateKeyElement(el bsoncore.Element) error {
 	}
 	if s, ok := v.StringValueOK(); ok {
 		switch s {
-		case "hashed":
+		case "hashed", "2dsphere":
 			return nil
-		case "text", "2d", "2dsphere", "geoHaystack", "columnstore":
+		case "text", "2d", "geoHaystack", "columnstore":
 			return mongoerr.New(mongoerr.NotImplemented, "%s indexes are not supported by cleave", s)
 		}
 		return mongoerr.New(mongoerr.CannotCreateIndex, "Unknown index plugin '%s'", s)

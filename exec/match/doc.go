@@ -26,14 +26,16 @@
 // properties, patternProperties, additionalProperties, minimum/maximum with exclusive*,
 // multipleOf, minLength/maxLength in code points, pattern, enum, items/additionalItems,
 // minItems/maxItems, uniqueItems, minProperties/maxProperties, allOf/anyOf/oneOf/not,
-// dependencies; title and description ignored; $ref, format and the like answer 9).
+// dependencies; title and description ignored; $ref, format and the like answer 9),
+// $geoWithin/$within ($geometry, $box, $polygon, $center, $centerSphere) and
+// $geoIntersects, whose geometry lives in exec/geo.
 //
 // Refused, with MongoDB's code where MongoDB has one:
 //
 //   - $where: Location6108304 "no globalScriptEngine in $where parsing" (no JavaScript);
 //   - $text: 27 IndexNotFound "text index required for $text query" (no text indexes);
 //   - $near, $nearSphere, $geoNear: 291 NoQueryExecutionPlans (no geo indexes);
-//   - $geoWithin, $geoIntersects, $sampleRate: 238 NotImplemented;
+//   - $sampleRate: 238 NotImplemented;
 //   - $expr without Options.Expr: 224 QueryFeatureNotAllowed;
 //   - regex constructs Go's RE2 engine lacks (lookaround, backreferences, atomic groups,
 //     possessive quantifiers, recursion, \G, \K, ...): 51091 "Regular expression is

@@ -12,8 +12,6 @@ import (
 const (
 	// codeQueryFeatureNotAllowed is MongoDB's QueryFeatureNotAllowed (224).
 	codeQueryFeatureNotAllowed mongoerr.Code = 224
-	// codeNoQueryExecutionPlans is MongoDB's NoQueryExecutionPlans (291).
-	codeNoQueryExecutionPlans mongoerr.Code = 291
 	// codeWhereNoScriptEngine is Location6108304, $where without a JavaScript engine.
 	codeWhereNoScriptEngine mongoerr.Code = 6108304
 )
@@ -39,6 +37,7 @@ type parser struct {
 	hasExpr bool
 	depth   int
 	prefix  string // path of the enclosing $elemMatch, while parsing its query
+	nears   int    // $near, $nearSphere and $geoNear predicates seen (geo.go)
 }
 
 // addPath records a path the filter reads.

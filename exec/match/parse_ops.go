@@ -1,7 +1,7 @@
 package match
 
 import (
-	"github.com/cleavedb/cleave/wire/mongoerr"
+	"github.com/cleavedb/cleave/exec/geo"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -157,9 +157,17 @@ func (p *parser) parseOp(name, key string, v bsoncore.Value, context []byte, lev
 	case "$bitsAllSet", "$bitsAllClear", "$bitsAnySet", "$bitsAnyClear":
 		return leafOp(parseBits(key, v))
 	case "$geoWithin", "$within", "$geoIntersects":
-		return op{}, false, mongoerr.New(mongoerr.NotImplemented, "%s is not supported", key)
+		q, err := geo.ParseQuery(key, v, context)
+		if err != nil {
+			return op{}, false, err
+		}
+		return op{lf: geoLeaf{q: q}}, false, nil
 	case "$near", "$nearSphere", "$geoNear":
-		return op{}, false, mongoerr.New(codeNoQueryExecutionPlans, "unable to find index for $geoNear query")
+		return p.parseNear(context, level)
+	case "$minDistance", "$maxDistance", "$uniqueDocs":
+		if hasKey(context, "$near") || hasKey(context, "$nearSphere") || hasKey(context, "$geoNear") {
+			return op{}, true, nil // read with the $near
+		}
 	case "$where":
 		return op{}, false, badValue("$where cannot be applied to a field")
 	}

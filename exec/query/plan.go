@@ -100,6 +100,9 @@ func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hi
 		}
 		return p, nil
 	}
+	if np, ok, err := planNear(ci, f, p); ok {
+		return np, err
+	}
 	best, bestScore := (*catalog.Index)(nil), 0
 	var bestRanges []keyRange
 	var bestWild *WildcardScan
@@ -107,6 +110,12 @@ func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hi
 	for _, xi := range ci.Indexes {
 		if xi.IsID && !ci.IDIndexed {
 			continue // the _id index has no entries: documents are found by (hash, _id)
+		}
+		if xi.Geo != nil {
+			if ranges, score := geoBounds(xi, f); score > bestScore {
+				best, bestScore, bestRanges, bestSorted, bestReverse, bestWild = xi, score, ranges, false, false, nil
+			}
+			continue
 		}
 		if xi.Hidden || !usableForQuery(xi, f) { // hidden by collMod: maintained, never planned
 			continue

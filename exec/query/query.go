@@ -114,7 +114,8 @@ func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
 	ins := make([]stream.Stream, len(shards))
 	sem := g.NewParallelism(len(shards))
 	perShard := int64(0) // the most documents the merge can need from one shard; 0: all
-	if q.Limit > 0 && (len(q.Sort) == 0 || p.Sorted) {
+	near := q.Filter.Near()
+	if q.Limit > 0 && (len(q.Sort) == 0 || p.Sorted) && near == nil {
 		perShard = q.Limit + q.Skip
 	}
 	// A limit within what a reader reads ahead anyway needs no reader goroutines: the merge
@@ -142,6 +143,9 @@ func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
 		out = ins[0]
 	default:
 		out = &stream.Concat{In: ins}
+	}
+	if near != nil && len(q.Sort) == 0 {
+		out = &NearStream{In: out, Near: near, MaxBytes: g.sortBytes()} // nearest first, across shards
 	}
 	if len(q.Sort) > 0 && !p.Sorted {
 		top := int64(0)

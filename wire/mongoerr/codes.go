@@ -113,6 +113,7 @@ const (
 	ClientDisconnect                         Code = 279
 	WouldChangeOwningShard                   Code = 283
 	ChecksumMismatch                         Code = 288
+	NoQueryExecutionPlans                    Code = 291
 	QueryExceededMemoryLimitNoDiskUseAllowed Code = 292
 	APIVersionError                          Code = 322
 	APIStrictError                           Code = 323
@@ -280,6 +281,7 @@ var names = map[Code]string{
 	FailPointSetFailed:                       "FailPointSetFailed",
 	ClientDisconnect:                         "ClientDisconnect",
 	IndexBuildAborted:                        "IndexBuildAborted",
+	NoQueryExecutionPlans:                    "NoQueryExecutionPlans",
 	WouldChangeOwningShard:                   "WouldChangeOwningShard",
 	ChecksumMismatch:                         "ChecksumMismatch",
 	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",
