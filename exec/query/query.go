@@ -1,6 +1,7 @@
 package query
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -52,12 +53,21 @@ func CompileFilterWith(filter, let bsoncore.Document, coll bsonx.Collator) (*mat
 	if filter == nil {
 		filter = EmptyDoc
 	}
-	xo := &expr.Options{Collator: coll}
+	var vars bsoncore.Document
 	if len(let) > 5 {
-		xo.Let = let
+		vars = let
 	}
-	return match.Compile(filter, &match.Options{Expr: expr.CompilePredicateWith(xo), Collator: coll, Vars: xo.Let})
+	mo := match.Options{Collator: coll, Vars: vars}
+	// A filter whose bytes do not spell "$expr" has no $expr to compile: it goes without
+	// the hook, whose options and closures were a tenth of a point read's allocations.
+	if bytes.Contains(filter, dollarExpr) {
+		mo.Expr = expr.CompilePredicateWith(&expr.Options{Collator: coll, Let: vars})
+	}
+	return match.Compile(filter, &mo)
 }
+
+// dollarExpr is the operator CompileFilterWith looks for.
+var dollarExpr = []byte("$expr")
 
 // EmptyDoc is {}.
 var EmptyDoc = bsoncore.Document{5, 0, 0, 0, 0}
