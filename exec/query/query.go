@@ -28,6 +28,10 @@ type Query struct {
 	// PerShardConsumer: the caller reads each shard's stream in its own goroutine (a
 	// per-shard $group), so the streams need not read ahead (scan_parallel.go).
 	PerShardConsumer bool
+	// RecycleBuffers: the caller copies every document the stream yields before its next
+	// Next or Close (a cursor's batches do), so the shards' streams may take their document
+	// buffers from a pool and give them back at Close.
+	RecycleBuffers bool
 	// bounds, set by OpenBounded, are find's min/max: the plan's ranges on their index are
 	// clipped to them, so that the scan reads only the keys between them.
 	bounds *keyBounds
@@ -220,6 +224,7 @@ func (g *Engine) openShards(q *Query, p *Plan) ([]*ShardStream, error) {
 			}
 			return nil, err
 		}
+		ss.recycle = q.RecycleBuffers
 		shards = append(shards, ss)
 	}
 	return shards, nil

@@ -68,8 +68,12 @@ type ShardStream struct {
 	fetchGet  bool
 	seen      map[string]struct{}
 	buf       []byte
-	key       []byte // scratch for seen keys
-	closed    bool
+	// recycle: the caller copies what the stream yields before its next Next or Close
+	// (Query.RecycleBuffers), so buf comes from a pool (bufp) and goes back at Close.
+	recycle bool
+	bufp    *[]byte
+	key     []byte // scratch for seen keys
+	closed  bool
 	// pf, when set, reads this shard ahead in a goroutine (scan_parallel.go); the fields
 	// above then belong to pf's reader and stats is the consumer's view of its totals.
 	pf *prefetch
@@ -357,6 +361,7 @@ func (ss *ShardStream) fetch(hash uint64, id []byte) (bsoncore.Document, error) 
 			return doc, err
 		}
 	}
+	ss.takeBuf()
 	doc, err := ss.r.GetDoc(ss.ci.Meta.ID, hash, id, ss.buf[:0])
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -422,6 +427,7 @@ func (ss *ShardStream) fetchExact(hash uint64, id []byte) (doc bsoncore.Document
 	if v == nil {
 		return nil, true, catalog.StoreError(ss.fetchIt.Err())
 	}
+	ss.takeBuf()
 	ss.buf = append(ss.buf[:0], v...) // the iterator's value lasts until its next move
 	return ss.buf, true, nil
 }
@@ -465,6 +471,7 @@ func (ss *ShardStream) Close() {
 		_ = ss.snap.Close()
 	}
 	ss.seen = nil
+	ss.recycleBuf()
 }
 
 // Cost is the work the stream did, in the request-unit model's terms (shard.Cost): a point
