@@ -43,7 +43,11 @@ type ShardStream struct {
 	// is the partition (its index in the map) of Ranges[i].
 	Ranges [][2]uint64
 	parts  []int
-	Stats  ScanStats
+	// rangesBuf and partsBuf back Ranges and parts while a shard owns few targeted
+	// partitions (a point read's one), sparing their allocations.
+	rangesBuf [4][2]uint64
+	partsBuf  [4]int
+	Stats     ScanStats
 	// meters are the collection's partition meters, charged with the reads, and budgets
 	// their provisioned throughput (scan_meter.go); nil when nothing is metered or
 	// provisioned. admitted is what the stream has taken from the budgets so far.
@@ -85,6 +89,7 @@ type ShardStream struct {
 // scans read from a snapshot so that a cursor sees one state across getMores.
 func (g *Engine) NewShardStream(ci *catalog.Coll, p *Plan, f *match.Filter, s int) (*ShardStream, error) {
 	ss := &ShardStream{ci: ci, p: p, f: f, Shard: s, meters: g.meters(ci), budgets: g.budgets(ci)}
+	ss.Ranges, ss.parts = ss.rangesBuf[:0], ss.partsBuf[:0]
 	for _, t := range p.targets {
 		if ci.Map.Partition(t).Shard != s {
 			continue
