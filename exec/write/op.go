@@ -32,8 +32,9 @@ const MaxUpsertRetries = 10
 //
 // Reads come from snapshots (a query stream); each change is applied under the writer's key
 // locks to the document as it is in the store then, re-read and re-matched, so that
-// concurrent writers never lose an update. A multi write never sees its own writes: the
-// snapshot it scans predates them.
+// concurrent writers never lose an update (a write by _id reads once, under the lock it
+// takes first: runPoint). A multi write never sees its own writes: the snapshot it scans
+// predates them.
 type Op struct {
 	CI     *catalog.Coll // nil: the collection does not exist (nothing matches)
 	Query  bsoncore.Document
