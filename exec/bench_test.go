@@ -64,18 +64,19 @@ func BenchmarkFindByID(b *testing.B) {
 	e := benchExecutor(b)
 	c := e.Connect(wire.ConnInfo{ID: 1})
 	loadDocs(b, c, 10_000)
+	runBodies(b, c, findByIDBodies())
+}
+
+// findByIDBodies returns 1,024 finds of one document by _id on bench.c, over benchIDs, as
+// mbench's workload c sends them.
+func findByIDBodies() []bsoncore.Document {
 	bodies := make([]bsoncore.Document, 1024)
 	for i := range bodies {
 		bodies[i] = bsoncore.NewDocumentBuilder().AppendString("find", "c").
 			AppendDocument("filter", bsoncore.NewDocumentBuilder().AppendInt64("_id", benchIDs[i]).Build()).
 			AppendInt32("limit", 1).AppendBoolean("singleBatch", true).AppendString("$db", "bench").Build()
 	}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		run(b, c, bodies[i%len(bodies)])
-		i++
-	}
+	return bodies
 }
 
 // BenchmarkInsertOne measures single-document inserts, synced, one at a time.
@@ -91,4 +92,18 @@ func BenchmarkInsertOne(b *testing.B) {
 		run(b, c, body)
 		i++
 	}
+}
+
+// runBodies runs bodies in turn for the benchmark's iterations and reports, besides the
+// elapsed time, the process's CPU per operation (cpu-ns/op: what other processes on a
+// shared machine do not inflate, the in-process counterpart of mbench's server CPU per op).
+func runBodies(b *testing.B, c wire.ConnHandler, bodies []bsoncore.Document) {
+	b.ReportAllocs()
+	i := 0
+	cpu0 := processCPU(b)
+	for b.Loop() {
+		run(b, c, bodies[i%len(bodies)])
+		i++
+	}
+	b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }

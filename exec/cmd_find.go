@@ -62,6 +62,7 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 	if a.tailable {
 		return e.findTailable(ctx, r, a, ci, q) // cmd_tail.go
 	}
+	q.RecycleBuffers = true // the batches copy every document (cursor.fillBatch)
 	stream, shards, err := e.queryFor(r).OpenFind(q, query.FindKeys{Min: a.min, Max: a.max, ReturnKey: a.returnKey, ShowRecordID: a.showRecordID})
 	if err != nil {
 		return err

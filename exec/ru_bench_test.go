@@ -33,12 +33,7 @@ func BenchmarkWorkloadAMetering(b *testing.B) {
 				AppendInt32("offerThroughput", 1_000_000).AppendString("$db", "bench").Build())
 			loadDocs(b, c, 10_000)
 			bodies := workloadABodies(false)
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				run(b, c, bodies[i%len(bodies)])
-				i++
-			}
+			runBodies(b, c, bodies)
 		})
 	}
 }

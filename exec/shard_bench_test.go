@@ -76,17 +76,24 @@ func BenchmarkFindByIDSharded64(b *testing.B) {
 	c := e.Connect(wire.ConnInfo{ID: 1})
 	shardBench(b, c, "_id", 64)
 	loadDocs(b, c, 10_000)
-	bodies := make([]bsoncore.Document, 1024)
-	for i := range bodies {
-		bodies[i] = bsoncore.NewDocumentBuilder().AppendString("find", "c").
-			AppendDocument("filter", bsoncore.NewDocumentBuilder().AppendInt64("_id", benchIDs[i]).Build()).
-			AppendInt32("limit", 1).AppendBoolean("singleBatch", true).AppendString("$db", "bench").Build()
-	}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		run(b, c, bodies[i%len(bodies)])
-		i++
+	runBodies(b, c, findByIDBodies())
+}
+
+// BenchmarkFindByIDOtherKey is BenchmarkFindByID with 1 shard and an unsharded collection,
+// and with 2 shards and the collection sharded on hashed deviceId (4 partitions): a read by
+// _id there goes to both shards, each finding the document's hash through its _id index.
+// Issue 13's bound on the ratio of their cpu-ns/op: 1.3.
+func BenchmarkFindByIDOtherKey(b *testing.B) {
+	for _, shards := range []int{1, 2} {
+		b.Run(fmt.Sprintf("Shards%d", shards), func(b *testing.B) {
+			e := testExecutor(b, shards, Options{PartitionCheckInterval: time.Hour})
+			c := e.Connect(wire.ConnInfo{ID: 1})
+			if shards > 1 {
+				shardBench(b, c, "deviceId", 4)
+			}
+			loadDocs(b, c, 10_000)
+			runBodies(b, c, findByIDBodies())
+		})
 	}
 }
 

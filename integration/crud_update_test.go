@@ -389,6 +389,51 @@ func TestUpdateConcurrentInc(t *testing.T) {
 	wrCheckDocs(t, c, `{"_id": 1, "n": 1000, "m": 100}`, `{"_id": 2, "n": 0, "m": 100}`)
 }
 
+// TestUpdateConcurrentIncUniqueKey runs $inc by _id from 8 clients on a field with a
+// unique index, and on another document's field to collide with: an update by _id reads its
+// document under the _id's key lock alone, and one that changes a unique key needs that
+// key's lock too, so it goes the general way (lock every key, read again). No update may be
+// lost, and the one that collides fails with E11000 and changes nothing.
+func TestUpdateConcurrentIncUniqueKey(t *testing.T) {
+	t.Parallel()
+	c := wrColl(t, "c", `{"_id": 1, "u": 0}`, `{"_id": 2, "u": -1}`)
+	ctx := context.Background()
+	if _, err := c.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "u", Value: 1}},
+		Options: options.Index().SetUnique(true)}); err != nil {
+		t.Fatal(err)
+	}
+	srv := sharedServer(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		coll := srv.client(t).Database(dbName(t)).Collection("c")
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, wrJSON(t, `{"$inc": {"u": 1}}`))
+				if err == nil && res.ModifiedCount != 1 {
+					err = errors.New("an $inc was not counted as a modification")
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	_, err := c.UpdateOne(ctx, bson.D{{Key: "_id", Value: 2}}, wrJSON(t, `{"$set": {"u": 400}}`))
+	if !mongo.IsDuplicateKeyError(err) {
+		t.Fatalf("setting a unique key another document holds: got %v, want E11000", err)
+	}
+	wrCheckDocs(t, c, `{"_id": 1, "u": 400}`, `{"_id": 2, "u": -1}`)
+}
+
 // TestUpdateConcurrentUpsert runs the same _id upsert from 10 clients at once: exactly one
 // document is inserted and every other upsert updates it.
 func TestUpdateConcurrentUpsert(t *testing.T) {

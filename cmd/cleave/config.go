@@ -48,6 +48,11 @@ type Config struct {
 	// goMemoryLimitSet: --go-memory-limit or CLEAVE_GO_MEMORY_LIMIT was given, and wins
 	// over GOMEMLIMIT.
 	goMemoryLimitSet bool
+	// GCPercent is the garbage collector's target (runtime/debug.SetGCPercent, GOGC's
+	// percentage); 0 leaves the runtime's (GOGC).
+	GCPercent int
+	// gcPercentSet: --gc-percent or CLEAVE_GC_PERCENT was given, and wins over GOGC.
+	gcPercentSet bool
 	// DiskReserve and DiskReservePercent: writes that add data are refused (OutOfDiskSpace
 	// 14031) while the data volume has less free space than the smaller of the two bounds;
 	// 0 turns a bound off.
@@ -81,6 +86,12 @@ type Config struct {
 // DefaultMemTableBudget is --memtable-budget's default: with the block cache's 256 MiB, the
 // memory Pebble may hold whatever the number of shards (one shard: four 32 MiB memtables).
 const DefaultMemTableBudget = 128 << 20
+
+// DefaultGCPercent is --gc-percent's default: the live heap of a server is small (a few MiB;
+// the cache and memtables are outside it), so Go's default of 100 collected it several times
+// a second under load, a tenth of the CPU of a point read (issue 13); --go-memory-limit still
+// bounds the heap.
+const DefaultGCPercent = 400
 
 // DefaultGoMemoryLimit is --go-memory-limit's default: with the memtables' 128 MiB, the
 // process stays within the block cache plus 256 MiB (README, "Memory").
@@ -126,6 +137,7 @@ func parseConfig(args []string) (Config, error) {
 	fs.Int64Var(&c.CacheSize, "cache-size", envInt64("CACHE_SIZE", store.DefaultCacheSize), "bytes of the block cache, shared by all shards")
 	fs.Int64Var(&c.MemTableBudget, "memtable-budget", envInt64("MEMTABLE_BUDGET", DefaultMemTableBudget), "bytes of all memtables, split evenly between the shards (each shard holds at most "+strconv.Itoa(store.DefaultMemTables)+": the one written and those being flushed)")
 	fs.Int64Var(&c.GoMemoryLimit, "go-memory-limit", envInt64("GO_MEMORY_LIMIT", DefaultGoMemoryLimit), "soft limit in bytes of the Go heap besides the block cache and memtables (0: GOMEMLIMIT or none)")
+	fs.IntVar(&c.GCPercent, "gc-percent", envInt("GC_PERCENT", DefaultGCPercent), "the garbage collector's target: the heap grows by this percentage of the live heap between collections (GOGC; 0: GOGC or 100; GOGC wins over the default)")
 	fs.Int64Var(&c.DiskReserve, "disk-reserve", envInt64("DISK_RESERVE", store.DefaultDiskReserve), "free bytes the data volume keeps: below the smaller of this and --disk-reserve-percent, writes that add data fail with OutOfDiskSpace (0: no byte bound)")
 	fs.Float64Var(&c.DiskReservePercent, "disk-reserve-percent", envFloat("DISK_RESERVE_PERCENT", store.DefaultDiskReservePercent), "the reserve as a share of the data volume's size, in percent (0: no share bound; both 0: no reserve)")
 	fs.Int64Var(&c.PartitionMaxBytes, "partition-max-bytes", envInt64("PARTITION_MAX_BYTES", 50<<30), "size above which a partition splits in two")
@@ -152,6 +164,10 @@ func parseConfig(args []string) (Config, error) {
 	}
 	if _, ok := os.LookupEnv("CLEAVE_GO_MEMORY_LIMIT"); ok {
 		c.goMemoryLimitSet = true
+	}
+	fs.Visit(func(f *flag.Flag) { c.gcPercentSet = c.gcPercentSet || f.Name == "gc-percent" })
+	if _, ok := os.LookupEnv("CLEAVE_GC_PERCENT"); ok {
+		c.gcPercentSet = true
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -206,6 +222,9 @@ func (c *Config) validate() error {
 	if m := c.MemTableSize(); m < 1<<20 || m >= 4<<30 {
 		errs = append(errs, fmt.Errorf("--memtable-budget %d: with --shards %d, a memtable of %d bytes; it must be at least 1 MiB and below 4 GiB",
 			c.MemTableBudget, c.Shards, m))
+	}
+	if c.GCPercent < 0 {
+		errs = append(errs, fmt.Errorf("--gc-percent %d: must not be negative", c.GCPercent))
 	}
 	if c.GoMemoryLimit != 0 && c.GoMemoryLimit < 32<<20 {
 		errs = append(errs, fmt.Errorf("--go-memory-limit %d: must be 0 or at least 32 MiB", c.GoMemoryLimit))

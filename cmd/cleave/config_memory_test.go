@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"runtime/debug"
 	"testing"
 
@@ -56,5 +57,37 @@ func TestConfigGoMemoryLimit(t *testing.T) {
 	}
 	if _, err := parseConfig([]string{"--go-memory-limit", "1000"}); err == nil {
 		t.Fatal("a 1000-byte limit was accepted")
+	}
+}
+
+// TestConfigGCPercent: --gc-percent (default 400) becomes the collector's target; 0 leaves
+// the runtime's; a negative one is refused.
+func TestConfigGCPercent(t *testing.T) {
+	t.Setenv("GOGC", "") // restored after the test; GOGC in the environment would win
+	if err := os.Unsetenv("GOGC"); err != nil {
+		t.Fatal(err)
+	}
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{nil, DefaultGCPercent},
+		{[]string{"--gc-percent", "250"}, 250},
+		{[]string{"--gc-percent", "0"}, 100},
+	} {
+		debug.SetGCPercent(100)
+		c, err := parseConfig(tc.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		setGCPercent(&c, zap.NewNop())
+		if got := debug.SetGCPercent(100); got != tc.want {
+			t.Errorf("%v: gc percent %d, want %d", tc.args, got, tc.want)
+		}
+	}
+	if _, err := parseConfig([]string{"--gc-percent", "-1"}); err == nil {
+		t.Fatal("a negative --gc-percent was accepted")
 	}
 }

@@ -43,6 +43,7 @@ func run(args []string) int {
 	}
 	defer func() { _ = logger.Sync() }()
 	setMemoryLimit(&cfg, logger)
+	setGCPercent(&cfg, logger)
 
 	srv, err := start(&cfg, logger, ring, args)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"runtime/debug"
 
 	"go.uber.org/zap"
@@ -25,6 +26,20 @@ func setMemoryLimit(cfg *Config, logger *zap.Logger) {
 	}
 	debug.SetMemoryLimit(limit)
 	logger.Debug("go memory limit", zap.Int64("bytes", limit), zap.Bool("pebble_off_heap", pebbleOffHeap))
+}
+
+// setGCPercent applies --gc-percent as the garbage collector's target. GOGC in the
+// environment wins over the flag's default.
+func setGCPercent(cfg *Config, logger *zap.Logger) {
+	if cfg.GCPercent == 0 {
+		return
+	}
+	if v, ok := os.LookupEnv("GOGC"); ok && !cfg.gcPercentSet {
+		logger.Info("gc percent from GOGC", zap.String("gogc", v))
+		return
+	}
+	debug.SetGCPercent(cfg.GCPercent)
+	logger.Debug("gc percent", zap.Int("percent", cfg.GCPercent))
 }
 
 const maxInt64 = 1<<63 - 1

@@ -293,12 +293,18 @@ func ValidateCollName(db, name string) error {
 // failed commit OutOfDiskSpace when the disk was full (ENOSPC) and InternalError otherwise,
 // with the store's explanation.
 func StoreError(err error) error {
+	if err == nil || mongoerr.As(err) != nil {
+		return err
+	}
+	return storeError(err)
+}
+
+// storeError is StoreError for an error that is not MongoDB's. NB: apart, because dfe
+// escapes (errors.As) and would otherwise cost an allocation on every StoreError call,
+// which runs after every command.
+func storeError(err error) error {
 	var dfe *store.DiskFullError
 	switch {
-	case err == nil:
-		return nil
-	case mongoerr.As(err) != nil:
-		return err
 	case errors.Is(err, store.ErrClosed):
 		return mongoerr.Wrap(err, mongoerr.ShutdownInProgress, "The server is in quiesce mode and will shut down")
 	case errors.As(err, &dfe):

@@ -21,8 +21,7 @@ type Interval struct {
 // planner can use: equalities and $in (points) and ranges. Negations, $or (see
 // orIntervals), regexes and everything else are skipped (they only narrow the result
 // further).
-func (f *Filter) leafConjuncts(path string) []leaf {
-	var out []leaf
+func (f *Filter) leafConjuncts(out []leaf, path string) []leaf {
 	for _, n := range f.conj {
 		var pn *pathNode
 		switch x := n.(type) {
@@ -67,14 +66,15 @@ func (f *Filter) KeyEqualities(path string) (values []bsoncore.Value, ok bool) {
 
 // equalities implements Equalities and KeyEqualities.
 func (f *Filter) equalities(path string, nullPoint bool) (values []bsoncore.Value, ok bool) {
-	for _, l := range f.leafConjuncts(path) {
+	var buf [4]leaf
+	for _, l := range f.leafConjuncts(buf[:0], path) {
 		var vals []bsoncore.Value
 		switch x := l.(type) {
 		case *cmpLeaf:
 			if x.op != opEQ {
 				continue
 			}
-			vals = []bsoncore.Value{x.rhs}
+			vals = x.rhsList[:]
 		case *inLeaf:
 			if len(x.regexes) > 0 {
 				continue
@@ -119,7 +119,7 @@ func pointValues(vals []bsoncore.Value, nullPoint bool) bool {
 func (f *Filter) Intervals(path string) (iv []Interval, ok bool) {
 	var rng []Interval
 	haveRange := false
-	for _, l := range f.leafConjuncts(path) {
+	for _, l := range f.leafConjuncts(nil, path) {
 		ivs, good := leafIntervals(l)
 		if !good {
 			continue
@@ -141,7 +141,7 @@ func (f *Filter) Intervals(path string) (iv []Interval, ok bool) {
 // It is valid only if no document holds an array at path (for example when the path's
 // index is not multikey).
 func (f *Filter) IntervalsNonMultikey(path string) (iv []Interval, ok bool) {
-	for _, l := range f.leafConjuncts(path) {
+	for _, l := range f.leafConjuncts(nil, path) {
 		ivs, good := leafIntervals(l)
 		if !good {
 			continue

@@ -30,17 +30,19 @@ const (
 // (type bracketing), except that null matches missing and undefined for $eq, $lte and
 // $gte, and MinKey/MaxKey bound every type; NaN equals only NaN.
 type cmpLeaf struct {
-	op   cmpOp
-	rhs  bsoncore.Value // as given, for the planner's analysis
-	crhs bsoncore.Value // rhs collated (rhs itself without a collation)
-	coll bsonx.Collator // nil: the simple collation
-	rank int
-	nan  bool // rhs is a NaN
+	op  cmpOp
+	rhs bsoncore.Value // as given, for the planner's analysis
+	// rhsList is rhs as a one-value list: Equalities returns it without allocating.
+	rhsList [1]bsoncore.Value
+	crhs    bsoncore.Value // rhs collated (rhs itself without a collation)
+	coll    bsonx.Collator // nil: the simple collation
+	rank    int
+	nan     bool // rhs is a NaN
 }
 
 // newCmp returns the comparison of values against rhs under collation coll (nil: simple).
 func newCmp(op cmpOp, rhs bsoncore.Value, coll bsonx.Collator) *cmpLeaf {
-	return &cmpLeaf{op: op, rhs: rhs, crhs: bsonx.Collate(coll, rhs), coll: coll,
+	return &cmpLeaf{op: op, rhs: rhs, rhsList: [1]bsoncore.Value{rhs}, crhs: bsonx.Collate(coll, rhs), coll: coll,
 		rank: bsonx.CanonicalRank(rhs.Type), nan: isNaN(rhs)}
 }
 

@@ -241,18 +241,15 @@ func usableForQuery(xi *catalog.Index, f *match.Filter) bool {
 // idTargets turns _id equality values into point reads.
 func idTargets(ci *catalog.Coll, ids []bsoncore.Value) []idTarget {
 	out := make([]idTarget, 0, len(ids))
-	seen := map[string]bool{}
 	for _, v := range ids {
-		k := bsonx.AppendKey(nil, v)
-		if seen[string(k)] {
-			continue
-		}
-		seen[string(k)] = true
 		h, ok := ci.IDHash(v)
-		out = append(out, idTarget{id: k, hash: h, hashSet: ok})
+		out = append(out, idTarget{id: bsonx.AppendKey(nil, v), hash: h, hashSet: ok})
 	}
-	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].id, out[j].id) < 0 })
-	return out
+	if len(out) < 2 { // a point read: nothing to sort or deduplicate
+		return out
+	}
+	slices.SortFunc(out, func(a, b idTarget) int { return bytes.Compare(a.id, b.id) })
+	return slices.CompactFunc(out, func(a, b idTarget) bool { return bytes.Equal(a.id, b.id) })
 }
 
 // TargetPartitions returns the partitions that may hold matches: those of the shard-key

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"time"
@@ -31,6 +32,10 @@ type Query struct {
 	// Shards, when not nil, restricts the read to those shards (cluster mode: the part of
 	// a write that runs on this node's shards, exec/remote_modify.go).
 	Shards []int
+	// RecycleBuffers: the caller copies every document the stream yields before its next
+	// Next or Close (a cursor's batches do), so the shards' streams may take their document
+	// buffers from a pool and give them back at Close.
+	RecycleBuffers bool
 	// bounds, set by OpenBounded, are find's min/max: the plan's ranges on their index are
 	// clipped to them, so that the scan reads only the keys between them.
 	bounds *keyBounds
@@ -56,12 +61,21 @@ func CompileFilterWith(filter, let bsoncore.Document, coll bsonx.Collator) (*mat
 	if filter == nil {
 		filter = EmptyDoc
 	}
-	xo := &expr.Options{Collator: coll}
+	var vars bsoncore.Document
 	if len(let) > 5 {
-		xo.Let = let
+		vars = let
 	}
-	return match.Compile(filter, &match.Options{Expr: expr.CompilePredicateWith(xo), Collator: coll, Vars: xo.Let})
+	mo := match.Options{Collator: coll, Vars: vars}
+	// A filter whose bytes do not spell "$expr" has no $expr to compile: it goes without
+	// the hook, whose options and closures were a tenth of a point read's allocations.
+	if bytes.Contains(filter, dollarExpr) {
+		mo.Expr = expr.CompilePredicateWith(&expr.Options{Collator: coll, Let: vars})
+	}
+	return match.Compile(filter, &mo)
 }
+
+// dollarExpr is the operator CompileFilterWith looks for.
+var dollarExpr = []byte("$expr")
 
 // EmptyDoc is {}.
 var EmptyDoc = bsoncore.Document{5, 0, 0, 0, 0}
@@ -218,6 +232,7 @@ func (g *Engine) openShards(q *Query, p *Plan) ([]*ShardStream, error) {
 			}
 			return nil, err
 		}
+		ss.recycle = q.RecycleBuffers
 		shards = append(shards, ss)
 	}
 	return shards, nil

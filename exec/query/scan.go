@@ -43,7 +43,11 @@ type ShardStream struct {
 	// is the partition (its index in the map) of Ranges[i].
 	Ranges [][2]uint64
 	parts  []int
-	Stats  ScanStats
+	// rangesBuf and partsBuf back Ranges and parts while a shard owns few targeted
+	// partitions (a point read's one), sparing their allocations.
+	rangesBuf [4][2]uint64
+	partsBuf  [4]int
+	Stats     ScanStats
 	// meters are the collection's partition meters, charged with the reads, and budgets
 	// their provisioned throughput (scan_meter.go); nil when nothing is metered or
 	// provisioned. admitted is what the stream has taken from the budgets so far.
@@ -68,8 +72,12 @@ type ShardStream struct {
 	fetchGet  bool
 	seen      map[string]struct{}
 	buf       []byte
-	key       []byte // scratch for seen keys
-	closed    bool
+	// recycle: the caller copies what the stream yields before its next Next or Close
+	// (Query.RecycleBuffers), so buf comes from a pool (bufp) and goes back at Close.
+	recycle bool
+	bufp    *[]byte
+	key     []byte // scratch for seen keys
+	closed  bool
 	// pf, when set, reads this shard ahead in a goroutine (scan_parallel.go); the fields
 	// above then belong to pf's reader and stats is the consumer's view of its totals.
 	pf *prefetch
@@ -81,6 +89,7 @@ type ShardStream struct {
 // scans read from a snapshot so that a cursor sees one state across getMores.
 func (g *Engine) NewShardStream(ci *catalog.Coll, p *Plan, f *match.Filter, s int) (*ShardStream, error) {
 	ss := &ShardStream{ci: ci, p: p, f: f, Shard: s, meters: g.meters(ci), budgets: g.budgets(ci)}
+	ss.Ranges, ss.parts = ss.rangesBuf[:0], ss.partsBuf[:0]
 	for _, t := range p.targets {
 		if ci.Map.Partition(t).Shard != s {
 			continue
@@ -357,6 +366,7 @@ func (ss *ShardStream) fetch(hash uint64, id []byte) (bsoncore.Document, error) 
 			return doc, err
 		}
 	}
+	ss.takeBuf()
 	doc, err := ss.r.GetDoc(ss.ci.Meta.ID, hash, id, ss.buf[:0])
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -422,6 +432,7 @@ func (ss *ShardStream) fetchExact(hash uint64, id []byte) (doc bsoncore.Document
 	if v == nil {
 		return nil, true, catalog.StoreError(ss.fetchIt.Err())
 	}
+	ss.takeBuf()
 	ss.buf = append(ss.buf[:0], v...) // the iterator's value lasts until its next move
 	return ss.buf, true, nil
 }
@@ -465,6 +476,7 @@ func (ss *ShardStream) Close() {
 		_ = ss.snap.Close()
 	}
 	ss.seen = nil
+	ss.recycleBuf()
 }
 
 // Cost is the work the stream did, in the request-unit model's terms (shard.Cost): a point

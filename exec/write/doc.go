@@ -11,6 +11,8 @@
 // if Commit was not reached, and the batches.
 // Op and Path.Run apply one update or delete statement: find the candidates (through
 // query), re-read each under its locks, apply the change, and retry what changed meanwhile.
+// A single-document write whose filter fixes _id takes that _id's lock first and reads its
+// document once, under it (point.go); the charge is the same either way.
 //
 // Sharding plugs in through StageHook, which this package declares and never imports: it
 // sees each staged write under its locks with the current catalog version and its hashes

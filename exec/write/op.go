@@ -32,8 +32,9 @@ const MaxUpsertRetries = 10
 //
 // Reads come from snapshots (a query stream); each change is applied under the writer's key
 // locks to the document as it is in the store then, re-read and re-matched, so that
-// concurrent writers never lose an update. A multi write never sees its own writes: the
-// snapshot it scans predates them.
+// concurrent writers never lose an update (a write by _id reads once, under the lock it
+// takes first: runPoint). A multi write never sees its own writes: the snapshot it scans
+// predates them.
 type Op struct {
 	CI     *catalog.Coll // nil: the collection does not exist (nothing matches)
 	Query  bsoncore.Document
@@ -264,6 +265,9 @@ func (wp *Path) runMulti(ctx context.Context, op *Op, res *Result) error {
 // document is deleted or stops matching before its key is locked, the query runs again.
 func (wp *Path) runOne(ctx context.Context, op *Op, res *Result) error {
 	q := &query.Query{CI: op.CI, Filter: op.Filter, Sort: op.Sort, Limit: 1, Hint: op.Hint, Shards: op.Shards}
+	if done, err := wp.runPoint(ctx, op, q, res); done || err != nil {
+		return err
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -327,11 +331,7 @@ func (wp *Path) applyWithRetry(ctx context.Context, op *Op, cands []*Candidate, 
 // when its new unique keys were not locked. The first failure (a failed update, E11000)
 // stops the group; what was staged before it is committed.
 func (wp *Path) applyGroup(ctx context.Context, op *Op, cands []*Candidate, res *Result) error {
-	wr := wp.NewWriter(wp.cat.Refresh(op.CI))
-	if op.recorded() {
-		wr.SetRetry(op.Retry)
-	}
-	wr.Bypass = op.Bypass
+	wr := wp.opWriter(op)
 	var hashes []uint64
 	for _, c := range cands {
 		w := op.Write(c)
@@ -341,13 +341,29 @@ func (wp *Path) applyGroup(ctx context.Context, op *Op, cands []*Candidate, res 
 		return err
 	}
 	defer wr.Release()
+	return wp.commitGroup(wr, op, cands, hashes, res, true)
+}
+
+// opWriter returns a writer for op's collection, recording op's result when it is retryable.
+func (wp *Path) opWriter(op *Op) *Writer {
+	wr := wp.NewWriter(wp.cat.Refresh(op.CI))
+	if op.recorded() {
+		wr.SetRetry(op.Retry)
+	}
+	wr.Bypass = op.Bypass
+	return wr
+}
+
+// commitGroup stages cands under wr's locks (hashes) and commits them: applyGroup's second
+// half. reread: each candidate is read again under the locks (see applyLocked).
+func (wp *Path) commitGroup(wr *Writer, op *Op, cands []*Candidate, hashes []uint64, res *Result, reread bool) error {
 	locked := make(map[uint64]struct{}, len(hashes))
 	for _, h := range hashes {
 		locked[h] = struct{}{}
 	}
 	var failed error
 	for _, c := range cands {
-		if err := wp.ApplyLocked(wr, op, c, locked); err != nil {
+		if err := wp.applyLocked(wr, op, c, locked, reread); err != nil {
 			failed = err
 			break
 		}
@@ -378,6 +394,39 @@ func (wp *Path) applyGroup(ctx context.Context, op *Op, cands []*Candidate, res 
 // ApplyLocked re-reads candidate c under the writer's locks and stages its write. c ends
 // done, gone or retry; an error leaves it pending and stages nothing.
 func (wp *Path) ApplyLocked(wr *Writer, op *Op, c *Candidate, locked map[uint64]struct{}) error {
+	return wp.applyLocked(wr, op, c, locked, true)
+}
+
+// applyLocked is ApplyLocked; reread false skips the read, for a candidate that was read
+// under the locks already (runPoint).
+func (wp *Path) applyLocked(wr *Writer, op *Op, c *Candidate, locked map[uint64]struct{}, reread bool) error {
+	if reread {
+		if err := wp.reread(wr, op, c); err != nil || c.State == candGone {
+			return err
+		}
+	}
+	if c.Err != nil {
+		return c.Err
+	}
+	w := op.Write(c)
+	for _, h := range wr.LockHashes(nil, &w) {
+		if _, ok := locked[h]; !ok {
+			c.State = candRetry
+			return nil
+		}
+	}
+	if op.Upd == nil || c.Changed {
+		if err := wr.Stage(&w); err != nil {
+			return err
+		}
+	}
+	c.State = CandDone
+	return nil
+}
+
+// reread reads candidate c again under the writer's locks: one that changed is matched and
+// computed again, one that is gone or no longer matches ends candGone.
+func (wp *Path) reread(wr *Writer, op *Op, c *Candidate) error {
 	ci := wr.ci
 	if ci.Capped != nil { // a capped document is at its record id, which its _id gives
 		rid, found, err := wr.CappedRecordID(c.ID)
@@ -408,22 +457,6 @@ func (wp *Path) ApplyLocked(wr *Writer, op *Op, c *Candidate, locked map[uint64]
 		c.Doc = cur
 		op.compute(ci, c)
 	}
-	if c.Err != nil {
-		return c.Err
-	}
-	w := op.Write(c)
-	for _, h := range wr.LockHashes(nil, &w) {
-		if _, ok := locked[h]; !ok {
-			c.State = candRetry
-			return nil
-		}
-	}
-	if op.Upd == nil || c.Changed {
-		if err := wr.Stage(&w); err != nil {
-			return err
-		}
-	}
-	c.State = CandDone
 	return nil
 }
 
