@@ -54,13 +54,13 @@ func hasEmptyTimestamp(doc bsoncore.Document) bool {
 
 // isEmptyTimestamp reports whether el is a field other than _id holding Timestamp(0, 0).
 func isEmptyTimestamp(el bsoncore.Element) bool {
+	if len(el) == 0 || bsoncore.Type(el[0]) != bsoncore.TypeTimestamp { // before parsing el
+		return false
+	}
 	if el.Key() == "_id" {
 		return false
 	}
 	v := el.Value()
-	if v.Type != bsoncore.TypeTimestamp {
-		return false
-	}
 	t, i := v.Timestamp()
 	return t == 0 && i == 0
 }

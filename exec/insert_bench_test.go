@@ -1,7 +1,11 @@
 package exec
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,15 +17,21 @@ import (
 )
 
 // BenchmarkInsertMany is mbench's insert workload in process: insertMany of 100 telemetry
-// documents of about 1 KiB with ObjectID _ids, unordered and synced, into a collection with
-// the harness's three secondary indexes (readingTime, metricValue, deviceId+readingTime),
-// from 1, 8 and 32 goroutines (one connection each). ns/op is per insertMany; docs/s is the
-// throughput. Compare the goroutine counts in one run:
+// documents of 1 KiB shaped as mbench's (ObjectID _id, deviceId, metricType, a uniform
+// metricValue, unit, readingTime, incompressible padding), unordered and synced, into a
+// collection with the harness's three secondary indexes (readingTime, metricValue,
+// deviceId+readingTime), from 1, 8 and 32 goroutines (one connection each). ns/op is per
+// insertMany; docs/s is the throughput, which a shared machine's other processes lower;
+// cpu-ns/doc (the process's CPU per document, the in-process counterpart of mbench's server
+// CPU per op) and allocs/doc are what a change to the write path should lower. Compare with
+// benchstat:
 //
-//	go test ./exec -run '^$' -bench 'BenchmarkInsertMany' -benchtime 2000x -count 5
+//	go test ./exec -run '^$' -bench 'BenchmarkInsertMany$/^Goroutines(8|32)$' -benchtime 2000x -count 5
 //
 // The Shards2 cases run on two shards with the collection sharded on hashed deviceId, as
-// mbench's "2 shards" column (load -shard hashed:deviceId).
+// mbench's "2 shards" column (load -shard hashed:deviceId). The documents are built before
+// the timer where they can be (a template whose _id and readingTime each insertMany patches),
+// so that the client's share of the CPU stays small.
 func BenchmarkInsertMany(b *testing.B) {
 	for _, shards := range []int{1, 2} {
 		for _, goroutines := range []int{1, 8, 32} {
@@ -48,6 +58,7 @@ func benchInsertMany(b *testing.B, shards, goroutines int) {
 			AppendDocument(indexSpec("deviceId_1_readingTime_1", bsoncore.NewDocumentBuilder().
 				AppendInt32("deviceId", 1).AppendInt32("readingTime", 1).Build())).Build()).
 		AppendString("$db", "bench").Build())
+	tmpl := newInsertTemplate(0)
 	var seq atomic.Int64
 	var conns atomic.Uint64
 	b.ReportAllocs()
@@ -55,14 +66,24 @@ func benchInsertMany(b *testing.B, shards, goroutines int) {
 	if goroutines == 1 {
 		b.SetParallelism(1)
 	}
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	cpu0 := processCPU(b)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		c := e.Connect(wire.ConnInfo{ID: int64(conns.Add(1) + 1)})
 		for pb.Next() {
-			run(b, c, insertManyBody(seq.Add(100)-100))
+			run(b, c, tmpl.body(seq.Add(insertBatch)-insertBatch))
 		}
 	})
-	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "docs/s")
+	b.StopTimer()
+	cpu := processCPU(b) - cpu0
+	runtime.ReadMemStats(&ms1)
+	docs := float64(b.N * insertBatch)
+	b.ReportMetric(docs/b.Elapsed().Seconds(), "docs/s")
+	b.ReportMetric(float64(cpu.Nanoseconds())/docs, "cpu-ns/doc")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/docs, "allocs/doc")
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/docs, "B/doc")
 }
 
 // indexSpec is a createIndexes entry.
@@ -70,25 +91,73 @@ func indexSpec(name string, key bsoncore.Document) bsoncore.Document {
 	return bsoncore.NewDocumentBuilder().AppendDocument("key", key).AppendString("name", name).Build()
 }
 
-// benchPadding fills the documents of BenchmarkInsertMany to about 1 KiB.
-var benchPadding = string(make([]byte, 880))
+// insertBatch is the documents of one insertMany of mbench's insert workload.
+const insertBatch = 100
 
-// insertManyBody is an insert of 100 telemetry documents numbered from first.
-func insertManyBody(first int64) bsoncore.Document {
-	arr := bsoncore.NewArrayBuilder()
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
-	for i := first; i < first+100; i++ {
-		arr.AppendDocument(bsoncore.NewDocumentBuilder().
-			AppendObjectID("_id", bson.NewObjectID()).
-			AppendString("deviceId", fmt.Sprintf("dev-%04d", i%1000)).
-			AppendString("metricType", "temperature").
-			AppendDouble("metricValue", float64(i%10007)/100).
-			AppendString("unit", "C").
-			AppendDateTime("readingTime", t0+i*1000).
-			AppendString("padding", benchPadding).Build())
+// benchDocSize is the BSON size of BenchmarkInsertMany's documents (mbench's -docsize).
+const benchDocSize = 1024
+
+// insertTemplate is an insert command of insertBatch telemetry documents, with the offsets
+// of each document's _id and readingTime, which body patches.
+type insertTemplate struct {
+	raw      bsoncore.Document
+	ids, tss []int
+}
+
+// benchMetrics are mbench's metric types and units.
+var benchMetrics = [][2]string{{"temperature", "C"}, {"humidity", "%"}, {"pressure", "hPa"}, {"co2", "ppm"}, {"battery", "V"}}
+
+// newInsertTemplate builds an insertTemplate whose metrics and padding come from seed.
+func newInsertTemplate(seed uint64) *insertTemplate {
+	const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	r := rand.New(rand.NewPCG(seed, seed))
+	t := &insertTemplate{}
+	cidx, raw := bsoncore.AppendDocumentStart(nil)
+	raw = bsoncore.AppendStringElement(raw, "insert", "c")
+	aidx, raw := bsoncore.AppendArrayElementStart(raw, "documents")
+	for i := range insertBatch {
+		m := benchMetrics[r.IntN(len(benchMetrics))]
+		didx, out := bsoncore.AppendDocumentElementStart(raw, strconv.Itoa(i))
+		t.ids = append(t.ids, len(out)+len("\x07_id\x00"))
+		out = bsoncore.AppendObjectIDElement(out, "_id", bson.NewObjectID())
+		out = bsoncore.AppendStringElement(out, "deviceId", fmt.Sprintf("dev-%04d", i))
+		out = bsoncore.AppendStringElement(out, "metricType", m[0])
+		out = bsoncore.AppendDoubleElement(out, "metricValue", r.Float64()*100)
+		out = bsoncore.AppendStringElement(out, "unit", m[1])
+		t.tss = append(t.tss, len(out)+len("\x09readingTime\x00"))
+		out = bsoncore.AppendDateTimeElement(out, "readingTime", 0)
+		// The padding's element (type, name, length, NUL) and the document's final NUL.
+		pad := make([]byte, max(benchDocSize-(len(out)-int(didx))-len("\x02padding\x00")-4-1-1, 0))
+		for j := range pad {
+			pad[j] = letters[r.IntN(len(letters))]
+		}
+		out = bsoncore.AppendStringElement(out, "padding", string(pad))
+		raw, _ = bsoncore.AppendDocumentEnd(out, didx)
 	}
-	return bsoncore.NewDocumentBuilder().AppendString("insert", "c").AppendArray("documents", arr.Build()).
-		AppendBoolean("ordered", false).AppendString("$db", "bench").Build()
+	raw, _ = bsoncore.AppendArrayEnd(raw, aidx)
+	raw = bsoncore.AppendBooleanElement(raw, "ordered", false)
+	raw = bsoncore.AppendStringElement(raw, "$db", "bench")
+	t.raw, _ = bsoncore.AppendDocumentEnd(raw, cidx)
+	return t
+}
+
+// body returns a copy of the template for the documents numbered first..first+insertBatch-1:
+// new ObjectIDs, deviceId and metrics as the template's, and readingTime first+i seconds
+// after 2026-01-01 (mbench's readingTime of record first+i).
+func (t *insertTemplate) body(first int64) bsoncore.Document {
+	out := append(bsoncore.Document(nil), t.raw...)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	for i := range t.ids {
+		id := bson.NewObjectID()
+		copy(out[t.ids[i]:], id[:])
+		binary.LittleEndian.PutUint64(out[t.tss[i]:], uint64(t0+(first+int64(i))*1000))
+	}
+	return out
+}
+
+// insertManyBody is an insert of insertBatch telemetry documents numbered from first.
+func insertManyBody(first int64) bsoncore.Document {
+	return newInsertTemplate(uint64(first)).body(first)
 }
 
 // BenchmarkWorkloadAParallel is YCSB workload A as mbench runs it, in process: half finds by
@@ -139,4 +208,37 @@ func workloadABodies(synced bool) []bsoncore.Document {
 		bodies[i] = b.AppendString("$db", "bench").Build()
 	}
 	return bodies
+}
+
+// TestInsertTemplateBody checks BenchmarkInsertMany's documents: benchDocSize bytes each,
+// valid BSON, and the _id and readingTime that body patched in.
+func TestInsertTemplateBody(t *testing.T) {
+	tmpl := newInsertTemplate(1)
+	body := tmpl.body(500)
+	if err := body.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	vals, err := body.Lookup("documents").Array().Values()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	seen := map[bson.ObjectID]bool{}
+	for i, v := range vals {
+		doc := v.Document()
+		if len(doc) != benchDocSize {
+			t.Errorf("document %d has %d bytes, want %d", i, len(doc), benchDocSize)
+		}
+		if got, want := doc.Lookup("readingTime").DateTime(), t0+int64(500+i)*1000; got != want {
+			t.Errorf("document %d: readingTime %d, want %d", i, got, want)
+		}
+		id := bson.ObjectID(doc.Lookup("_id").ObjectID())
+		if seen[id] || id.IsZero() {
+			t.Errorf("document %d: _id %v repeats or is zero", i, id)
+		}
+		seen[id] = true
+	}
+	if len(vals) != insertBatch {
+		t.Fatalf("%d documents, want %d", len(vals), insertBatch)
+	}
 }

@@ -29,6 +29,9 @@ type Batch struct {
 	// syncPending is set by Apply(true) until SyncWait: Pebble's batch must not be closed
 	// before its sync is waited for.
 	syncPending bool
+	// pending are the buffered point writes, their keys and values in sortBuf (batch_sort.go).
+	pending []pendingOp
+	sortBuf []byte
 }
 
 // statBucket names one stats bucket of one collection.
@@ -67,18 +70,15 @@ func (db *DB) NewBatch() *Batch {
 // SetDoc writes document doc (BSON) under (coll, hash, id). It replaces any previous
 // version; record the size change with AddStats.
 func (b *Batch) SetDoc(coll CollID, hash uint64, id, doc []byte) {
-	op := b.pb.SetDeferred(docPrefixLen+hashLen+len(id), len(doc))
-	AppendDocKey(op.Key[:0], coll, hash, id)
-	copy(op.Value, doc)
-	_ = op.Finish() // unindexed batch: cannot fail
+	key, val := b.pendSet(docPrefixLen+hashLen+len(id), len(doc))
+	AppendDocKey(key[:0], coll, hash, id)
+	copy(val, doc)
 	b.grows = true
 }
 
 // DeleteDoc deletes document (coll, hash, id); deleting a missing one is not an error.
 func (b *Batch) DeleteDoc(coll CollID, hash uint64, id []byte) {
-	op := b.pb.DeleteDeferred(docPrefixLen + hashLen + len(id))
-	AppendDocKey(op.Key[:0], coll, hash, id)
-	_ = op.Finish()
+	AppendDocKey(b.pendDelete(docPrefixLen + hashLen + len(id))[:0], coll, hash, id)
 }
 
 // indexKeyLen returns len(AppendIndexKey(nil, _, _, key, _, id)).
@@ -97,17 +97,14 @@ func uvarintLen(v uint64) int {
 
 // SetIndex writes the index entry (key, hash, id) of index idx of coll.
 func (b *Batch) SetIndex(coll CollID, idx IndexID, key []byte, hash uint64, id []byte) {
-	op := b.pb.SetDeferred(indexKeyLen(key, id), 0)
-	AppendIndexKey(op.Key[:0], coll, idx, key, hash, id)
-	_ = op.Finish()
+	k, _ := b.pendSet(indexKeyLen(key, id), 0)
+	AppendIndexKey(k[:0], coll, idx, key, hash, id)
 	b.grows = true
 }
 
 // DeleteIndex deletes the index entry (key, hash, id) of index idx of coll.
 func (b *Batch) DeleteIndex(coll CollID, idx IndexID, key []byte, hash uint64, id []byte) {
-	op := b.pb.DeleteDeferred(indexKeyLen(key, id))
-	AppendIndexKey(op.Key[:0], coll, idx, key, hash, id)
-	_ = op.Finish()
+	AppendIndexKey(b.pendDelete(indexKeyLen(key, id))[:0], coll, idx, key, hash, id)
 }
 
 // AddStats records that this batch changes the documents of coll at hash by dDocs documents
@@ -158,14 +155,14 @@ func (b *Batch) findDelta(k statBucket) (int, bool) {
 }
 
 // Len returns the size in bytes of the batch's encoded writes so far (stats not included).
-func (b *Batch) Len() int { return b.pb.Len() }
+func (b *Batch) Len() int { return b.pb.Len() + b.pendingLen() }
 
 // Count returns the number of writes in the batch so far (stats not included).
-func (b *Batch) Count() uint32 { return b.pb.Count() }
+func (b *Batch) Count() uint32 { return b.pb.Count() + uint32(len(b.pending)) }
 
 // Empty reports whether the batch holds no writes and no stats deltas.
 func (b *Batch) Empty() bool {
-	return b.pb.Empty() && len(b.deltas) == 0 && len(b.adjust) == 0 && len(b.resets) == 0
+	return b.pb.Empty() && len(b.pending) == 0 && len(b.deltas) == 0 && len(b.adjust) == 0 && len(b.resets) == 0
 }
 
 // Commit applies the batch atomically. With sync, it returns only after the batch is in the
@@ -204,6 +201,7 @@ func (b *Batch) Apply(sync bool) error {
 		return err
 	}
 	b.done = true
+	b.flushPending()
 	totals := b.writeStats()
 	if err := b.db.applyPebble(b.pb, sync); err != nil {
 		return err
@@ -276,7 +274,9 @@ func (b *Batch) Close() {
 		b.index = nil // do not keep a huge map alive in the pool
 	}
 	clear(b.index)
-	*b = Batch{deltas: b.deltas[:0], index: b.index, adjust: b.adjust[:0], resets: b.resets[:0]}
+	b.resetPending()
+	*b = Batch{deltas: b.deltas[:0], index: b.index, adjust: b.adjust[:0], resets: b.resets[:0],
+		pending: b.pending, sortBuf: b.sortBuf}
 	batchPool.Put(b)
 }
 

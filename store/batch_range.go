@@ -16,7 +16,7 @@ func (b *Batch) DeleteCollectionData(coll CollID) {
 	b.deleteKeyPrefix(appendDocPrefix(buf[:0], coll))
 	b.deleteKeyPrefix(appendIndexCollPrefix(buf[:0], coll))
 	b.deleteKeyPrefix(appendStatsCollPrefix(buf[:0], coll))
-	_ = b.pb.Delete(appendTotalKey(buf[:0], coll), nil)
+	_ = b.direct().Delete(appendTotalKey(buf[:0], coll), nil)
 	b.dropDeltas(coll)
 	adj := b.adjust[:0]
 	for _, a := range b.adjust {
@@ -38,7 +38,7 @@ func (b *Batch) DeleteIndexData(coll CollID, idx IndexID) {
 // deleteKeyPrefix adds a range tombstone over all keys that start with p.
 func (b *Batch) deleteKeyPrefix(p []byte) {
 	var end [32]byte
-	_ = b.pb.DeleteRange(p, appendPrefixEnd(end[:0], p), nil)
+	_ = b.direct().DeleteRange(p, appendPrefixEnd(end[:0], p), nil)
 }
 
 // DeleteDocRange deletes the documents of coll with hash in [lo, hi) (hi == 0 meaning 2^64)
@@ -79,7 +79,7 @@ func (b *Batch) DeleteDocRange(coll CollID, lo, hi uint64) error {
 	}
 	var buf [2 * (docPrefixLen + hashLen)]byte
 	lower, upper := appendDocRangeBounds(buf[:0], coll, lo, hi)
-	_ = b.pb.DeleteRange(lower, upper, nil)
+	_ = b.direct().DeleteRange(lower, upper, nil)
 	return nil
 }
 
@@ -131,7 +131,7 @@ func (b *Batch) deleteFullBuckets(coll CollID, first, last uint16) error {
 	}
 	var buf [32]byte
 	lower, upper := appendBucketBounds(buf[:0], coll, first, last)
-	_ = b.pb.DeleteRange(lower, upper, nil)
+	_ = b.direct().DeleteRange(lower, upper, nil)
 	if docs != 0 || bytes != 0 {
 		b.adjust = addCollDelta(b.adjust, collDelta{coll: coll, docs: -docs, bytes: -bytes})
 	}
@@ -149,7 +149,7 @@ func (b *Batch) DeleteIndexEntriesInRange(coll CollID, idx IndexID, lo, hi uint6
 	n := 0
 	for it.Next() {
 		if InRange(it.Hash(), lo, hi) {
-			_ = b.pb.Delete(it.it.Key(), nil)
+			_ = b.direct().Delete(it.it.Key(), nil)
 			n++
 		}
 	}

@@ -114,6 +114,12 @@ func pebbleOptions(opts *Options, fsys vfs.FS, lock *pebble.Lock, logger *zap.Lo
 
 		EventListener: newEventListener(logger, events),
 	}
+	// MinLZ where Pebble finds it faster than Snappy (amd64; Snappy elsewhere): on mbench's
+	// 1 KiB documents it spent a fifth less CPU compressing flushed and compacted blocks than
+	// Snappy, for slightly smaller tables (issue 13). Every block records its algorithm, so
+	// tables written with Snappy stay readable. Compression left off saved no CPU there and
+	// wrote 18% more bytes.
+	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionFastest })
 	if opts.BloomBitsPerKey > 0 {
 		for i := range po.Levels {
 			po.Levels[i].FilterPolicy = bloom.FilterPolicy(opts.BloomBitsPerKey)

@@ -23,7 +23,7 @@ func AppendTxnRecordKey(dst, lsid []byte) []byte {
 // SetTxnRecord writes rec as the transaction record of session lsid, replacing any previous
 // one.
 func (b *Batch) SetTxnRecord(lsid, rec []byte) {
-	op := b.pb.SetDeferred(1+len(lsid), len(rec))
+	op := b.direct().SetDeferred(1+len(lsid), len(rec))
 	AppendTxnRecordKey(op.Key[:0], lsid)
 	copy(op.Value, rec)
 	_ = op.Finish() // unindexed batch: cannot fail

@@ -38,7 +38,8 @@ func (wp *Path) insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Va
 	writes := make([]DocWrite, len(vals))
 	failed := make([]error, len(vals))
 	done := make([]bool, len(vals))
-	var hashes []uint64
+	hashes := make([]uint64, 0, len(vals)*(1+len(ci.WriteUniques)))
+	ids := make([]byte, 0, len(vals)*16) // the encoded _ids, one allocation (an ObjectID takes 14 bytes)
 	wr := wp.NewWriter(ci)
 	wr.SetRetry(rt)
 	wr.Bypass = bypass
@@ -62,7 +63,9 @@ func (wp *Path) insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Va
 			failed[i] = err
 			continue
 		}
-		_, writes[i].ID = catalog.DocID(doc, nil)
+		start := len(ids)
+		_, ids = catalog.DocID(doc, ids)
+		writes[i].ID = ids[start:len(ids):len(ids)] // when ids grows, it moves and this stays
 		writes[i].New = doc
 		hashes = wr.LockHashes(hashes, &writes[i])
 	}

@@ -23,18 +23,23 @@ func PrepareInsert(doc bsoncore.Document) (bsoncore.Document, error) {
 		return nil, mongoerr.New(mongoerr.BSONObjectTooLarge,
 			"object to insert too large. size in bytes: %d, max size: %d", len(doc), wire.MaxBSONSize)
 	}
-	elems, err := doc.Elements()
-	if err != nil {
-		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid BSON document: %v", err)
+	if err := wellFormed(doc); err != nil {
+		return nil, err
 	}
 	idPos := -1
-	for i, el := range elems {
+	var idEl bsoncore.Element
+	i := 0
+	for it := bsonx.Elements(doc); ; i++ {
+		el, ok := it.Next()
+		if !ok {
+			break
+		}
 		key := el.Key()
 		if key == "_id" {
 			if idPos >= 0 {
 				return nil, mongoerr.New(mongoerr.BadValue, "can't have multiple _id fields in one document")
 			}
-			idPos = i
+			idPos, idEl = i, el
 			if err := validateID(el.Value()); err != nil {
 				return nil, err
 			}
@@ -51,9 +56,14 @@ func PrepareInsert(doc bsoncore.Document) (bsoncore.Document, error) {
 	if idPos < 0 {
 		out = bsoncore.AppendObjectIDElement(out, "_id", bsonx.NewObjectID())
 	} else {
-		out = append(out, elems[idPos]...)
+		out = append(out, idEl...)
 	}
-	for i, el := range elems {
+	i = 0
+	for it := bsonx.Elements(doc); ; i++ {
+		el, ok := it.Next()
+		if !ok {
+			break
+		}
 		if i != idPos {
 			out = append(out, el...)
 		}
@@ -64,6 +74,27 @@ func PrepareInsert(doc bsoncore.Document) (bsoncore.Document, error) {
 			"object to insert too large. size in bytes: %d, max size: %d", len(out), wire.MaxBSONSize)
 	}
 	return out, nil
+}
+
+// wellFormed fails as doc.Elements does when doc's top level is not well-formed BSON, without
+// allocating the list of elements when it is.
+func wellFormed(doc bsoncore.Document) error {
+	if length, _, ok := bsoncore.ReadLength(doc); ok && int(length) == len(doc) && len(doc) >= 5 && doc[len(doc)-1] == 0 {
+		rest := doc[4 : len(doc)-1]
+		for len(rest) > 0 {
+			var ok bool
+			if _, rest, ok = bsoncore.ReadElement(rest); !ok {
+				break
+			}
+		}
+		if len(rest) == 0 {
+			return nil
+		}
+	}
+	if _, err := doc.Elements(); err != nil { // for its error
+		return mongoerr.New(mongoerr.InvalidBSON, "invalid BSON document: %v", err)
+	}
+	return nil
 }
 
 // validateID refuses _id values MongoDB cannot store.

@@ -282,16 +282,20 @@ func (w *DocWrite) Cost(ci *catalog.Coll) shard.Cost {
 // stageIndex stages the entry changes of one index for w: removes the old document's keys
 // that the new one lacks and adds the new ones.
 func (wr *Writer) stageIndex(xi *catalog.Index, oldShard, newShard int, oldHash, newHash uint64, w *DocWrite) error {
-	coll := wr.ci.Meta.ID
-	var oldKeys [][]byte
-	if w.Old != nil {
-		err := xi.Keys(w.Old, func(key []byte) error {
-			oldKeys = append(oldKeys, append([]byte(nil), key...))
+	if w.Old == nil { // an insert: nothing to compare, each key is staged as it comes
+		return xi.Keys(w.New, func(key []byte) error {
+			wr.stageNewKey(xi, newShard, newHash, w, key)
 			return nil
 		})
-		if err != nil {
-			return err
-		}
+	}
+	coll := wr.ci.Meta.ID
+	var oldKeys [][]byte
+	err := xi.Keys(w.Old, func(key []byte) error {
+		oldKeys = append(oldKeys, append([]byte(nil), key...))
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	moved := oldShard != newShard || oldHash != newHash
 	var newKeys [][]byte
@@ -314,17 +318,23 @@ func (wr *Writer) stageIndex(xi *catalog.Index, oldShard, newShard int, oldHash,
 	}
 	for _, k := range newKeys {
 		if moved || !containsKey(oldKeys, k) {
-			b := wr.batch(newShard)
-			b.SetIndex(coll, xi.Meta.ID, k, newHash, w.ID)
-			if xi.ChecksKeys() { // unique or prepareUnique
-				wr.markStaged(newShard, xi, wr.uniqueKey(xi, k, newHash), w.ID)
-				if ub, ok := b.(catalog.UniqueKeyBatch); ok && !xi.IsID { // a transaction's (_id: its doc key)
-					ub.TakeUniqueKey(coll, xi.Meta.ID, k)
-				}
-			}
+			wr.stageNewKey(xi, newShard, newHash, w, k)
 		}
 	}
 	return nil
+}
+
+// stageNewKey stages the entry key of index xi for w's new document on shard s at hash.
+func (wr *Writer) stageNewKey(xi *catalog.Index, s int, hash uint64, w *DocWrite, key []byte) {
+	coll := wr.ci.Meta.ID
+	b := wr.batch(s)
+	b.SetIndex(coll, xi.Meta.ID, key, hash, w.ID)
+	if xi.ChecksKeys() { // unique or prepareUnique
+		wr.markStaged(s, xi, wr.uniqueKey(xi, key, hash), w.ID)
+		if ub, ok := b.(catalog.UniqueKeyBatch); ok && !xi.IsID { // a transaction's (_id: its doc key)
+			ub.TakeUniqueKey(coll, xi.Meta.ID, key)
+		}
+	}
 }
 
 // containsKey reports whether keys holds k.
