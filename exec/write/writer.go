@@ -223,6 +223,9 @@ func (wr *Writer) Stage(w *DocWrite) error {
 			}
 		}
 	}
+	if err := checkNewKeys(ci, w); err != nil {
+		return err
+	}
 	for _, xi := range ci.WriteIndexes {
 		if xi.IsID && !ci.IDIndexed {
 			continue
