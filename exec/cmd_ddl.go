@@ -71,13 +71,29 @@ func (e *Executor) create(_ context.Context, r *request) error {
 		}
 		return mongoerr.New(mongoerr.NamespaceExists, "Collection %s.%s already exists.", r.db, name)
 	}
-	_, err = e.st.Catalog.CreateCollection(store.Collection{DB: r.db, Name: name, Options: opts,
-		Indexes: catalog.TimeseriesOf(opts).DefaultIndexes()})
+	indexes := catalog.TimeseriesOf(opts).DefaultIndexes()
+	if x, ok := collatedIDIndex(opts); ok {
+		indexes = append([]store.Index{x}, indexes...)
+	}
+	_, err = e.st.Catalog.CreateCollection(store.Collection{DB: r.db, Name: name, Options: opts, Indexes: indexes})
 	if err != nil {
 		return catalog.ChangeError(err, r.db, name)
 	}
 	e.log.Info("created collection", zap.String("ns", r.db+"."+name))
 	return nil
+}
+
+// collatedIDIndex is the _id index of a collection created with options opts when they
+// hold a default collation, which MongoDB's create gives the _id index too (its spec shows
+// it; _id is unique under it). A capped, clustered or time-series collection keeps a
+// simple _id index here.
+func collatedIDIndex(opts bsoncore.Document) (store.Index, bool) {
+	coll, ok := opts.Lookup("collation").DocumentOK()
+	if !ok || catalog.CappedOf(opts) != nil || catalog.ClusteredOf(opts) != nil || catalog.TimeseriesOf(opts) != nil {
+		return store.Index{}, false
+	}
+	spec := bsoncore.NewDocumentBuilder().AppendDocument("collation", coll).Build()
+	return store.Index{Name: store.IDIndexName, Key: idKeyPattern, Spec: spec, Ready: true}, true
 }
 
 // drop runs the drop command. As on mongos 7.0, dropping a missing collection succeeds.

@@ -208,7 +208,7 @@ func TestCollationDefaultAndIndexes(t *testing.T) {
 	}
 	for _, x := range idx {
 		_, has := x["collation"]
-		if want := x["name"] == "name_1"; has != want {
+		if want := x["name"] == "name_1" || x["name"] == "_id_"; has != want {
 			t.Errorf("listIndexes %v: has collation %v, want %v", x["name"], has, want)
 		}
 	}

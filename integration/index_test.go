@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -118,7 +119,17 @@ func TestIndexUniqueViolations(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Code != 11000 {
 		t.Fatalf("build over duplicates: %v", err)
 	}
-	wantCode(t, err, 11000, `E11000 duplicate key error collection: `+dbName(t)+`.c index: u_1 dup key: { u: "x" }`)
+	// MongoDB's context: the build's uuid, then the collection's (listCollections' info.uuid).
+	specs, lerr := db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: "c"}})
+	if lerr != nil || len(specs) != 1 {
+		t.Fatal(specs, lerr)
+	}
+	uuidRE := `[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}`
+	want := `^Index build failed: ` + uuidRE + `: Collection ` + regexp.QuoteMeta(dbName(t)+`.c ( `+uuidText(specs[0].UUID.Data)+` ) :: caused by :: `+
+		`E11000 duplicate key error collection: `+dbName(t)+`.c index: u_1 dup key: { u: "x" }`) + `$`
+	if !regexp.MustCompile(want).MatchString(ce.Message) {
+		t.Errorf("build over duplicates: %q, want %s", ce.Message, want)
+	}
 	var raw bson.M
 	if err := bson.Unmarshal(ce.Raw, &raw); err != nil || raw["keyPattern"] == nil || raw["keyValue"] == nil {
 		t.Errorf("error reply lacks keyPattern/keyValue: %v", raw)
@@ -369,4 +380,9 @@ func countFind(t *testing.T, c *mongo.Collection, filter bson.D, hint any) int {
 		t.Fatalf("find %v: %v", filter, err)
 	}
 	return len(out)
+}
+
+// uuidText formats a UUID as MongoDB prints one in messages (8-4-4-4-12 hex digits).
+func uuidText(b []byte) string {
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

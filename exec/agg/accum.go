@@ -32,7 +32,7 @@ type accSpec struct {
 	n      *expr.Expr
 	sortBy []bsonx.SortField
 	output *expr.Expr
-	coll   bsonx.Collator // the pipeline's collation: $addToSet's equality, $min/$max
+	coll   bsonx.Collator // the pipeline's collation: $addToSet's equality, $min/$max, sortBy
 }
 
 // accumulators are the $group accumulators by name.
@@ -162,9 +162,9 @@ func (a *accSpec) newState(id bsoncore.Value) (accState, error) {
 	case "$lastN":
 		return &firstNState{n: n, last: true}, nil
 	case "$maxN":
-		return &minMaxNState{n: n, sign: 1}, nil
+		return &minMaxNState{n: n, sign: 1, coll: a.coll}, nil
 	default:
-		return &minMaxNState{n: n, sign: -1}, nil
+		return &minMaxNState{n: n, sign: -1, coll: a.coll}, nil
 	}
 }
 
@@ -419,7 +419,7 @@ type rankState struct {
 
 // add implements accState.
 func (st *rankState) add(_ bsoncore.Value, doc bsoncore.Document) (int, error) {
-	key, err := stream.SortKey(nil, doc, st.a.sortBy, nil) // TODO(#14): $top/$bottom sortBy ignores the collation
+	key, err := stream.SortKey(nil, doc, st.a.sortBy, st.a.coll)
 	if err != nil {
 		return 0, err
 	}
@@ -509,6 +509,7 @@ func (st *firstNState) result() (bsoncore.Value, error) { return arrayValue(st.v
 type minMaxNState struct {
 	n    int64
 	sign int
+	coll bsonx.Collator   // strings compare under the pipeline's collation
 	vals []bsoncore.Value // best first
 }
 
@@ -517,7 +518,8 @@ func (st *minMaxNState) add(v bsoncore.Value, _ bsoncore.Document) (int, error) 
 	if nullish(v) {
 		return 0, nil
 	}
-	better := func(i int) bool { return bsonx.Compare(v, st.vals[i])*st.sign > 0 }
+	cv := bsonx.Collate(st.coll, v)
+	better := func(i int) bool { return bsonx.Compare(cv, bsonx.Collate(st.coll, st.vals[i]))*st.sign > 0 }
 	if int64(len(st.vals)) >= st.n && !better(len(st.vals)-1) {
 		return 0, nil
 	}

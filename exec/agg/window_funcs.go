@@ -136,7 +136,7 @@ func parseWinAccum(env *Env, name string, d bsoncore.Document, ws *windowSort) (
 		samp := name == "$covarianceSamp"
 		f.state = func(*winPart) accState { return &covState{samp: samp} }
 	default:
-		f.acc = &accSpec{op: name, input: e}
+		f.acc = &accSpec{op: name, input: e, coll: env.Collator()}
 	}
 	return f, nil
 }
@@ -193,7 +193,7 @@ func parseWinN(env *Env, name string, d bsoncore.Document, ws *windowSort) (*win
 			if f.acc != nil {
 				return nil, mongoerr.New(mongoerr.FailedToParse, "saw multiple specifications for '%s' expression", name)
 			}
-			f.acc = &accSpec{op: name}
+			f.acc = &accSpec{op: name, coll: env.Collator()}
 			if err := f.acc.parseNamedArgs(env, el.Value()); err != nil {
 				return nil, err
 			}

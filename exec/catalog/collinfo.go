@@ -29,7 +29,8 @@ type Coll struct {
 	ShardKey []bsonx.IndexField
 	Hashed   int
 	// IDIndexed reports that the _id index has entries: a document's location cannot be
-	// derived from its _id alone (sharded on something else than _id).
+	// derived from its _id alone (sharded on something else than _id), or _id is unique
+	// under the _id index's collation, which the raw _id of the document key cannot check.
 	IDIndexed bool
 	Map       *shard.Map
 	// Uniques lists the unique secondary indexes, whose keys writes lock and check.
@@ -152,7 +153,7 @@ func Compile(c *store.Collection) (*Coll, error) {
 				ci.Hashed = i
 			}
 		}
-		ci.IDIndexed = len(ci.ShardKey) != 1 || ci.ShardKey[0].Path != "_id"
+		ci.IDIndexed = !ci.shardedOnID()
 	}
 	var building []*Index
 	for i := range c.Indexes {
@@ -172,6 +173,11 @@ func Compile(c *store.Collection) (*Coll, error) {
 				ci.Uniques = append(ci.Uniques, xi)
 			}
 		}
+	}
+	if len(ci.Indexes) > 0 && ci.Indexes[0].IsID && ci.Indexes[0].Collation != nil && !ci.shardedOnID() {
+		// A collated _id index has entries keyed by the collation keys, where _id is
+		// checked unique under the collation (the document key holds the raw _id).
+		ci.IDIndexed = true
 	}
 	if t := TimeseriesOf(c.Options); t != nil {
 		if err := ci.compileTimeseries(t); err != nil {
@@ -195,6 +201,27 @@ func Compile(c *store.Collection) (*Coll, error) {
 	return ci, nil
 }
 
+// shardedOnID reports that the collection is sharded on _id alone: a document's place
+// derives from its raw _id.
+func (ci *Coll) shardedOnID() bool {
+	return len(ci.ShardKey) == 1 && ci.ShardKey[0].Path == "_id"
+}
+
+// compileCollation parses an index spec's collation; nil when it has none (simple).
+func compileCollation(spec bsoncore.Document) (*collation.Collation, error) {
+	d, ok := spec.Lookup("collation").DocumentOK()
+	if !ok {
+		return nil, nil
+	}
+	return collation.Parse(d)
+}
+
+// IDIndexKey appends the key of _id value id in the _id index xi: its encoding, under xi's
+// collation that of its collation key.
+func (xi *Index) IDIndexKey(dst []byte, id bsoncore.Value) []byte {
+	return bsonx.AppendKey(dst, bsonx.Collate(xi.Collation.Collator(), id))
+}
+
 // CompileIndex builds the Index of catalog index x.
 func CompileIndex(x *store.Index) (*Index, error) {
 	if first, ok := bsonx.FirstElement(x.Key); ok && IsWildcardPath(first.Key()) {
@@ -213,21 +240,21 @@ func CompileIndex(x *store.Index) (*Index, error) {
 		xi.Hashed = xi.Hashed || f.Hashed
 		xi.Multikey[i] = x.MultikeyUnknown || slices.Contains(x.MultikeyPaths, f.Path)
 	}
-	if xi.IsID {
-		xi.Unique = true
+	if x.Spec == nil {
+		xi.Unique = xi.IsID
 		return xi, nil
 	}
-	if x.Spec == nil {
-		return xi, nil
+	if xi.IsID { // unique by nature; a collection's default collation is its only option
+		xi.Unique = true
+		xi.Collation, err = compileCollation(x.Spec)
+		return xi, err
 	}
 	xi.Unique, _ = x.Spec.Lookup("unique").BooleanOK()
 	xi.Sparse, _ = x.Spec.Lookup("sparse").BooleanOK()
 	xi.Hidden = SpecBool(x.Spec, "hidden")
 	xi.PrepareUnique = !xi.Unique && SpecBool(x.Spec, "prepareUnique")
-	if d, ok := x.Spec.Lookup("collation").DocumentOK(); ok {
-		if xi.Collation, err = collation.Parse(d); err != nil {
-			return nil, err
-		}
+	if xi.Collation, err = compileCollation(x.Spec); err != nil {
+		return nil, err
 	}
 	if pf, ok := x.Spec.Lookup("partialFilterExpression").DocumentOK(); ok {
 		xi.Partial, err = match.Compile(pf, nil)

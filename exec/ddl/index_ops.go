@@ -37,7 +37,7 @@ func (x *Runner) Build(ctx context.Context, c *store.Collection, todo []store.In
 	x.cat.Barrier()
 	if err := x.fillIndexes(ctx, c, ids); err != nil {
 		x.Abort(c, ids)
-		return err
+		return buildFailed(c, err)
 	}
 	_, err = x.cat.Store().UpdateCollection(c.DB, c.Name, func(c *store.Collection) error {
 		found := 0

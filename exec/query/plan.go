@@ -64,6 +64,7 @@ type hashTarget struct {
 // idTarget is one _id a planIDs plan reads.
 type idTarget struct {
 	id      []byte
+	ixKey   []byte // its key in the _id index: id, or under the index's collation its collation key
 	hash    uint64
 	hashSet bool // false: the hash is found through the _id index
 }
@@ -243,7 +244,12 @@ func idTargets(ci *catalog.Coll, ids []bsoncore.Value) []idTarget {
 	out := make([]idTarget, 0, len(ids))
 	for _, v := range ids {
 		h, ok := ci.IDHash(v)
-		out = append(out, idTarget{id: bsonx.AppendKey(nil, v), hash: h, hashSet: ok})
+		t := idTarget{id: bsonx.AppendKey(nil, v), hash: h, hashSet: ok}
+		t.ixKey = t.id
+		if !ok && len(ci.Indexes) > 0 && ci.Indexes[0].IsID && ci.Indexes[0].Collation != nil {
+			t.ixKey = ci.Indexes[0].IDIndexKey(nil, v)
+		}
+		out = append(out, t)
 	}
 	if len(out) < 2 { // a point read: nothing to sort or deduplicate
 		return out

@@ -240,7 +240,7 @@ func (ss *ShardStream) nextID() (bsoncore.Document, error) {
 			ss.pos++
 			hash = t.hash
 			if !t.hashSet {
-				hashes, err := ss.hashesOfID(t.id)
+				hashes, err := ss.hashesOfID(t.ixKey)
 				if err != nil {
 					return nil, err
 				}
@@ -272,8 +272,8 @@ func (ss *ShardStream) nextID() (bsoncore.Document, error) {
 	return nil, nil
 }
 
-// hashesOfID returns the hashes of the documents with encoded _id id on this shard, from the
-// _id index.
+// hashesOfID returns the hashes of the documents whose _id has key id in the _id index on
+// this shard (under its collation, documents with an equal _id: fetch then reads the exact one).
 func (ss *ShardStream) hashesOfID(id []byte) ([]uint64, error) {
 	it, err := ss.r.NewIndexIter(ss.ci.Meta.ID, ss.ci.Indexes[0].Meta.ID, id, store.KeyPrefixEnd(id), false)
 	if err != nil {

@@ -73,6 +73,10 @@ func (wp *Path) NewWriter(ci *catalog.Coll) *Writer {
 // it would take in each unique secondary index.
 func (wr *Writer) LockHashes(dst []uint64, w *DocWrite) []uint64 {
 	dst = append(dst, DocLockHash(wr.ci.Meta.ID, w.ID))
+	if x := wr.collatedID(); x != nil && w.New != nil {
+		// _ids equal under the collation ("a", "A") take the same lock.
+		dst = append(dst, UniqueLockHash(wr.ci.Meta.ID, x.Meta.ID, wr.idIndexKey(w)))
+	}
 	if wr.ci.Capped != nil { // its writers are serialized (capped.go)
 		dst = append(dst, CappedLockHash(wr.ci.Meta.ID))
 	}
@@ -414,8 +418,12 @@ func (wr *Writer) DupKeyError(xi *catalog.Index, doc bsoncore.Document) error {
 	info = bsoncore.AppendDocumentElement(info, "keyPattern", xi.Meta.Key)
 	info = bsoncore.AppendDocumentElement(info, "keyValue", kv)
 	info, _ = bsoncore.AppendDocumentEnd(info, iidx)
+	name := xi.Meta.Name
+	if c, ok := xi.Meta.Spec.Lookup("collation").DocumentOK(); ok && xi.Collation != nil {
+		name += " collation: " + bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: c})
+	}
 	e := mongoerr.New(mongoerr.DuplicateKey, "E11000 duplicate key error collection: %s index: %s dup key: %s",
-		wr.ci.NS(), xi.Meta.Name, desc.String())
+		wr.ci.NS(), name, desc.String())
 	e.Info = info
 	return e
 }
@@ -439,7 +447,8 @@ func (wr *Writer) CheckIDFree(w *DocWrite) error {
 func (wr *Writer) checkIDFreeAt(w *DocWrite, hash uint64) error {
 	ci := wr.ci
 	s := ci.Map.Partition(ci.Map.Locate(hash)).Shard
-	if holder, ok := wr.staged[wr.stagedKey(s, ci.Indexes[0], wr.idKey(w.ID, hash))]; ok && holder != nil {
+	ik := wr.idIndexKey(w)
+	if holder, ok := wr.staged[wr.stagedKey(s, ci.Indexes[0], wr.idKey(ik, hash))]; ok && holder != nil {
 		return wr.DupKeyError(ci.Indexes[0], w.New)
 	}
 	// One probe per shard for all the checks of the writer (an insertMany's 100 _ids), not
@@ -448,7 +457,7 @@ func (wr *Writer) checkIDFreeAt(w *DocWrite, hash uint64) error {
 	p, err := wr.probe(s)
 	var found bool
 	if err == nil && ci.IDIndexed {
-		found, err = p.HasIndexKey(ci.Meta.ID, ci.Indexes[0].Meta.ID, wr.idKey(w.ID, hash))
+		found, err = p.HasIndexKey(ci.Meta.ID, ci.Indexes[0].Meta.ID, wr.idKey(ik, hash))
 	} else if err == nil {
 		found, err = p.HasDoc(ci.Meta.ID, hash, w.ID)
 	}
@@ -458,7 +467,7 @@ func (wr *Writer) checkIDFreeAt(w *DocWrite, hash uint64) error {
 	if found {
 		return wr.DupKeyError(ci.Indexes[0], w.New)
 	}
-	wr.markStaged(s, ci.Indexes[0], wr.idKey(w.ID, hash), w.ID)
+	wr.markStaged(s, ci.Indexes[0], wr.idKey(ik, hash), w.ID)
 	return nil
 }
 

@@ -1,0 +1,34 @@
+package ddl
+
+import (
+	"crypto/rand"
+	"fmt"
+
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// buildFailed gives err, the failure of a build of c's indexes over its existing documents,
+// the context MongoDB's createIndexes adds (create_indexes_cmd.cpp): "Index build failed:
+// <build uuid>: Collection <ns> ( <collection uuid> ) :: caused by :: <reason>", with the
+// reason's code and extra fields (keyPattern, keyValue) unchanged. A collection dropped
+// meanwhile (NamespaceNotFound) and errors that are not MongoDB's pass through as they are.
+func buildFailed(c *store.Collection, err error) error {
+	me := mongoerr.As(err)
+	if me == nil || me.Code == mongoerr.NamespaceNotFound {
+		return err
+	}
+	var build [16]byte
+	_, _ = rand.Read(build[:]) // crypto/rand.Read never fails (Go 1.24+)
+	build[6] = build[6]&0x0f | 0x40
+	build[8] = build[8]&0x3f | 0x80
+	out := mongoerr.Wrap(err, me.Code, "Index build failed: %s: Collection %s.%s ( %s ) :: caused by :: %s",
+		uuidString(build), c.DB, c.Name, uuidString(c.UUID), me.Message)
+	out.Labels, out.Info = me.Labels, me.Info
+	return out
+}
+
+// uuidString formats a UUID as MongoDB prints one (8-4-4-4-12 lowercase hex digits).
+func uuidString(id [16]byte) string {
+	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
+}
