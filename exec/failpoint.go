@@ -102,6 +102,8 @@ func (e *Executor) configureFailPoint(_ context.Context, r *request) error {
 		return e.simulateAvailableDiskSpace(r)
 	case "pauseCatalogWatch":
 		return e.pauseCatalogWatch(r)
+	case "pauseMoveBeforeFlip":
+		return e.pauseMoveBeforeFlip(r)
 	}
 	if name != "failCommand" {
 		return mongoerr.New(mongoerr.FailPointSetFailed, "%s not found", name)

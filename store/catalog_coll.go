@@ -145,8 +145,15 @@ func (c *Catalog) RenameCollection(db, from, toDB, to string, dropTarget bool) (
 // automatically. It is the one mutation the index and shard layers use (create/drop index,
 // split, move, throughput).
 func (c *Catalog) UpdateCollection(db, name string, fn func(*Collection) error) (*Collection, error) {
+	return c.UpdateCollectionGuarded(db, name, nil, fn)
+}
+
+// UpdateCollectionGuarded is UpdateCollection whose change a shared catalog commits only
+// while every node of guards is still the incarnation named (ErrIncarnation otherwise).
+func (c *Catalog) UpdateCollectionGuarded(db, name string, guards []NodeIncarnation, fn func(*Collection) error) (*Collection, error) {
 	var out *Collection
 	err := c.mutate(func(m *mutation) error {
+		m.guards = guards
 		old := m.e.s.Collection(db, name)
 		if old == nil {
 			return fmt.Errorf("%w: collection %s.%s", ErrNotFound, db, name)

@@ -100,6 +100,9 @@ func (v *clusterView) ShardHost(id int) (node, host string) {
 // Leader implements sharding.Cluster.
 func (v *clusterView) Leader() bool { return v.node.Leader() }
 
+// Incarnation implements sharding.Cluster: the lease the node is registered under.
+func (v *clusterView) Incarnation() int64 { return v.node.Incarnation() }
+
 // Draining implements sharding.Cluster.
 func (v *clusterView) Draining(id int) bool { return v.node.Placement()[id].Draining }
 

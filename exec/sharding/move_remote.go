@@ -105,22 +105,38 @@ func (m *Manager) moveStep(ci *catalog.Coll, to int, lo, hi uint64, op string) *
 		AppendString("op", op)
 }
 
-// sendStep sends a step without entries.
-func (m *Manager) sendStep(ci *catalog.Coll, to int, lo, hi uint64, op string) error {
-	_, err := m.peerCommand(to, m.moveStep(ci, to, lo, hi, op).AppendString("$db", ci.Meta.DB).Build())
-	return err
+// sendStep sends a step without entries and returns the reply.
+func (m *Manager) sendStep(ci *catalog.Coll, to int, lo, hi uint64, op string) (bsoncore.Document, error) {
+	return m.peerCommand(to, m.moveStep(ci, to, lo, hi, op).AppendString("$db", ci.Meta.DB).Build())
+}
+
+// beginMove sends a move's begin step to shard to and returns the guard of its flip: the
+// destination node's incarnation, which its reply names. A destination that restarts after
+// begin deletes the copy (repairAtStart), so the flip must not name it then.
+func (m *Manager) beginMove(ci *catalog.Coll, to int, lo, hi uint64) ([]store.NodeIncarnation, error) {
+	reply, err := m.sendStep(ci, to, lo, hi, "begin")
+	if err != nil {
+		return nil, err
+	}
+	inc, ok := reply.Lookup("incarnation").Int64OK()
+	if !ok || m.mopts.Cluster == nil {
+		return nil, fmt.Errorf("the destination of the move, %s, did not name its incarnation", Name(to))
+	}
+	node, _ := m.mopts.Cluster.ShardHost(to)
+	return []store.NodeIncarnation{{Node: node, Incarnation: inc}}, nil
 }
 
 // moveToNode moves partition id of ci, [lo, hi), from this node's shard from to shard to of
 // another node. It returns the documents sent before and under the locks.
 func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi uint64) (copied, locked int, err error) {
-	if err := m.sendStep(ci, to, lo, hi, "begin"); err != nil {
+	guards, err := m.beginMove(ci, to, lo, hi)
+	if err != nil {
 		return 0, 0, err
 	}
 	committed := false
 	defer func() {
 		if !committed {
-			if aerr := m.sendStep(ci, to, lo, hi, "abort"); aerr != nil {
+			if _, aerr := m.sendStep(ci, to, lo, hi, "abort"); aerr != nil {
 				m.log.Warn("cannot abort a move on its destination; it deletes the copy later",
 					zap.String("ns", ci.NS()), zap.Int("to", to), zap.Error(aerr))
 			}
@@ -165,11 +181,14 @@ func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi u
 		}
 	}
 	flipping := false
-	locked, err = m.commitMove(ci, id, from, to, func(ci *catalog.Coll, _, _ uint64) (int, error) {
+	locked, err = m.commitMove(ci, id, from, to, guards, func(ci *catalog.Coll, _, _ uint64) (int, error) {
 		n, err := pass(ci, lockedPeerTimeout)
 		flipping = err == nil
 		return n, err
 	})
+	if errors.Is(err, store.ErrIncarnation) { // refused, certainly not committed: abort
+		return copied, locked, fmt.Errorf("%w: the node of %s restarted during the move: %v", shard.ErrStaleAction, Name(to), err)
+	}
 	if err != nil {
 		// NB: a flip that failed may still have committed (a lost etcd reply): no abort then,
 		// which could delete the copy before the destination sees the flip; its sweep deletes
@@ -178,7 +197,7 @@ func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi u
 		return copied, locked, err
 	}
 	committed = true
-	if err := m.sendStep(ci, to, lo, hi, "commit"); err != nil {
+	if _, err := m.sendStep(ci, to, lo, hi, "commit"); err != nil {
 		m.log.Warn("the destination of a move did not hear of its commit; it finds out from the catalog",
 			zap.String("ns", ci.NS()), zap.Int("to", to), zap.Error(err))
 	}

@@ -24,6 +24,7 @@ func (v nodeView) ShardHost(int) (node, host string) {
 func (v nodeView) Leader() bool          { return v.local == 0 }
 func (v nodeView) Draining(int) bool     { return false }
 func (v nodeView) SetDraining(int) error { return nil }
+func (v nodeView) Incarnation() int64    { return 0 }
 
 // directPeers delivers a move's steps to the destination's manager as the internal command
 // would (exec's moveApply), in process: both managers share the stores and the catalog.
@@ -48,7 +49,7 @@ func (p directPeers) Command(_ context.Context, s int, cmd bsoncore.Document) (b
 	if _, err := p.to.ReceiveMove(ci, s, uint64(lo), uint64(hi), op, entries); err != nil {
 		return nil, err
 	}
-	return bsoncore.NewDocumentBuilder().AppendDouble("ok", 1).Build(), nil
+	return bsoncore.NewDocumentBuilder().AppendDouble("ok", 1).AppendInt64("incarnation", p.to.Incarnation()).Build(), nil
 }
 
 // TestManagerMovePartitionToNode moves a partition from shard 0 to shard 1 as if they were

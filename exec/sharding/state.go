@@ -64,6 +64,8 @@ type Manager struct {
 	lastState *store.CatalogState
 	// round serializes manager rounds with the partitionStats command's forced round.
 	round sync.Mutex
+	// beforeFlip is the failpoint pauseMoveBeforeFlip (tests).
+	beforeFlip gate
 }
 
 // retiredRange is the data a move left on its source shard, deleted once due.
