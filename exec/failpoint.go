@@ -103,7 +103,9 @@ func (e *Executor) configureFailPoint(_ context.Context, r *request) error {
 	case "pauseCatalogWatch":
 		return e.pauseCatalogWatch(r)
 	case "pauseMoveBeforeFlip":
-		return e.pauseMoveBeforeFlip(r)
+		return e.pauseGate(r, &e.beforeFlip)
+	case "hangAfterStartingIndexBuild":
+		return e.pauseGate(r, &e.afterBuildStart)
 	}
 	if name != "failCommand" {
 		return mongoerr.New(mongoerr.FailPointSetFailed, "%s not found", name)

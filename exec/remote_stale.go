@@ -107,16 +107,3 @@ func (e *Executor) pauseCatalogWatch(r *request) error {
 	r.out = appendNumber(r.out, "count", 0)
 	return nil
 }
-
-// pauseMoveBeforeFlip is the failpoint {configureFailPoint: "pauseMoveBeforeFlip", mode:
-// "alwaysOn" | "off"}: while on, a move this node runs waits under its locks after its last
-// pass, just before the ownership flip (sharding.Manager.PauseBeforeFlip). It answers how
-// many moves it paused. Test suites only.
-func (e *Executor) pauseMoveBeforeFlip(r *request) error {
-	mode, _, _, err := parseFailPointMode(r.body.Lookup("mode"))
-	if err != nil {
-		return err
-	}
-	r.out = appendNumber(r.out, "count", e.shards.PauseBeforeFlip(mode != fpOff))
-	return nil
-}

@@ -23,6 +23,10 @@ type Cluster interface {
 	Draining(id int) bool
 	// SetDraining marks shard id as being emptied, for every node.
 	SetDraining(id int) error
+	// NodeName returns this node's name.
+	NodeName() string
+	// NodeUp reports whether node name is registered now (its lease alive).
+	NodeUp(name string) bool
 	// Incarnation identifies this run of this node (store.NodeIncarnation): it changes when
 	// the node restarts or registers again.
 	Incarnation() int64
@@ -70,3 +74,7 @@ func (m *Manager) Incarnation() int64 {
 	}
 	return 0
 }
+
+// SetFlipHook makes every move run f just before its flip, under its locks (a test
+// failpoint). Call it before the manager starts.
+func (m *Manager) SetFlipHook(f func()) { m.beforeFlip = f }

@@ -153,7 +153,9 @@ func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int, guards [
 	if err != nil {
 		return 0, err
 	}
-	m.beforeFlip.Pass()
+	if m.beforeFlip != nil {
+		m.beforeFlip()
+	}
 	_, err = m.cat.Store().UpdateCollectionGuarded(ci.Meta.DB, ci.Meta.Name, guards, func(c *store.Collection) error {
 		pm, err := MapOf(c)
 		if err != nil {

@@ -25,6 +25,8 @@ func (v nodeView) Leader() bool          { return v.local == 0 }
 func (v nodeView) Draining(int) bool     { return false }
 func (v nodeView) SetDraining(int) error { return nil }
 func (v nodeView) Incarnation() int64    { return 0 }
+func (v nodeView) NodeName() string      { return "self" }
+func (v nodeView) NodeUp(string) bool    { return true }
 
 // directPeers delivers a move's steps to the destination's manager as the internal command
 // would (exec's moveApply), in process: both managers share the stores and the catalog.

@@ -64,8 +64,8 @@ type Manager struct {
 	lastState *store.CatalogState
 	// round serializes manager rounds with the partitionStats command's forced round.
 	round sync.Mutex
-	// beforeFlip is the failpoint pauseMoveBeforeFlip (tests).
-	beforeFlip gate
+	// beforeFlip runs just before a move's flip, under its locks (a test failpoint; nil: none).
+	beforeFlip func()
 }
 
 // retiredRange is the data a move left on its source shard, deleted once due.
