@@ -174,6 +174,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		e.ddl = ddl.New(e.cat, e.write, e.log, &e.counters.deletedDocs)
 		e.ddl.SetBuildHook(e.afterBuildStart.Pass)
 		e.shards.SetFlipHook(e.beforeFlip.Pass)
+		e.st.Catalog.SetHomePicker(e.shards.HomeShard)
 		if e.remote != nil {
 			e.ddl.SetRemote(ddlRemote{e})
 			e.ddl.SetNodes(e.st.Cluster)

@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // setClusterFailPoint sets failpoint name to mode through c and returns how many times it had fired.
@@ -94,4 +95,59 @@ func TestClusterMoveDestinationRestarts(t *testing.T) {
 			}
 		}
 	}
+}
+
+// collShards returns the shards $collStats through c lists for db.coll (those holding
+// its partitions).
+func collShards(t *testing.T, c *mongo.Client, db, coll string) []string {
+	t.Helper()
+	cur, err := c.Database(db).Collection(coll).Aggregate(context.Background(),
+		bson.A{bson.D{{Key: "$collStats", Value: bson.D{{Key: "count", Value: bson.D{}}}}}})
+	if err != nil {
+		t.Fatalf("$collStats: %v", err)
+	}
+	var docs []bson.M
+	if err := cur.All(context.Background(), &docs); err != nil {
+		t.Fatalf("$collStats: %v", err)
+	}
+	var out []string
+	for _, d := range docs {
+		out = append(out, d["shard"].(string))
+	}
+	return out
+}
+
+// TestClusterDrainingNodeCreatesElsewhere: once node-a's only shard drains (removeShard),
+// an unsharded collection node-a creates (by an insert, and by create) starts on a shard
+// that is not draining, not on node-a's own; a capped one, which can never move, stays
+// there. The manager makes no move here (its interval is an hour): the placement is the
+// creation's.
+func TestClusterDrainingNodeCreatesElsewhere(t *testing.T) {
+	_, nodes := startClusterNodes(t, 3, "--partition-check-interval", "1h")
+	clients := make([]*mongo.Client, len(nodes))
+	for i, s := range nodes {
+		clients[i] = s.client(t)
+	}
+	waitClusterShards(t, clients, 3)
+	dbn := dbName(t)
+	removeShardUntilDone(t, clients[1], "shard-0")
+	db := clients[0].Database(dbn)
+	ids := insertTenants(t, clients[0], dbn, "fresh", 50)
+	if err := db.CreateCollection(context.Background(), "made"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateCollection(context.Background(), "ring", options.CreateCollection().SetCapped(true).SetSizeInBytes(1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range clients {
+		for _, coll := range []string{"fresh", "made"} {
+			if got := collShards(t, c, dbn, coll); len(got) != 1 || got[0] == "shard-0" {
+				t.Fatalf("node %d: %s is on %v, want one shard other than the draining shard-0", i, coll, got)
+			}
+		}
+		if got := collShards(t, c, dbn, "ring"); len(got) != 1 || got[0] != "shard-0" {
+			t.Fatalf("node %d: the capped collection is on %v, want shard-0", i, got)
+		}
+	}
+	checkExactlyOnce(t, clients, dbn, "fresh", ids)
 }

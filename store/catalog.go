@@ -41,8 +41,10 @@ type Catalog struct {
 		nextColl CollID // next collection ID to assign
 		// shared is set when the catalog is shared by several nodes (catalog_shared.go).
 		shared *sharedCatalog
-		// homeShard holds the one partition of a collection created without any.
+		// homeShard holds the one partition of a collection created without any, unless
+		// pickHome (SetHomePicker) names another.
 		homeShard int
+		pickHome  func(in *Collection) int
 	}
 }
 

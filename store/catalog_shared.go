@@ -377,6 +377,16 @@ func (c *Catalog) SetHomeShard(s int) {
 	c.mu.homeShard = s
 }
 
+// SetHomePicker makes pick choose the shard of the one partition of each collection created
+// from now on without partitions (in is the record asked for); a negative answer keeps the
+// home shard (SetHomeShard). pick runs under the catalog's mutex: it may read State, never
+// change the catalog.
+func (c *Catalog) SetHomePicker(pick func(in *Collection) int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.pickHome = pick
+}
+
 // WaitRevision waits until the state reflects revision rev or a later one (at most
 // revisionWait or until ctx ends; then ErrCatalogBehind): a node that another node's request
 // names a newer revision catches up before answering it, and a router that an owner told
