@@ -85,6 +85,15 @@ func (e *Executor) shardIndexes(ctx context.Context, r *request) error {
 	for _, v := range vals {
 		ids = append(ids, store.IndexID(v.AsInt64()))
 	}
+	// No move into or out of this node's shards runs meanwhile (a move's source holds the
+	// DDL lock, its destination from begin to commit): the fill never meets a copy this node
+	// holds without owning it yet.
+	unlock, err := e.cat.LockDDLCtx(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	ci = e.cat.Refresh(ci)
 	switch op, _ := r.body.Lookup("op").StringValueOK(); op {
 	case "build":
 		for _, id := range ids {

@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // indexBuilds returns the names of db.coll's indexes that $indexStats through c shows
@@ -93,4 +94,81 @@ func TestClusterRestartKeepsOthersIndexBuilds(t *testing.T) {
 		t.Fatalf("the same build through node-b: %v", err)
 	}
 	wantIndexes(t, clients, dbn, "c", 3)
+}
+
+// runningOps counts the operations $currentOp through c shows running command cmd on coll.
+func runningOps(t *testing.T, c *mongo.Client, cmd, coll string) int {
+	t.Helper()
+	cur, err := c.Database("admin").Aggregate(context.Background(), bson.A{bson.D{{Key: "$currentOp", Value: bson.D{}}},
+		bson.D{{Key: "$match", Value: bson.D{{Key: "command." + cmd, Value: coll}}}}})
+	if err != nil {
+		t.Fatalf("$currentOp: %v", err)
+	}
+	var ops []bson.M
+	if err := cur.All(context.Background(), &ops); err != nil {
+		t.Fatalf("$currentOp: %v", err)
+	}
+	return len(ops)
+}
+
+// TestClusterIndexBuildWaitsForMove: a move from node-a's shard to node-b's is held just
+// before its flip (node-b holds the copy, not yet its own) while a unique index build starts
+// through node-b. The destination holds its node's DDL lock from the move's begin to its
+// commit, so the build waits for the move, then builds on the moved partition as node-b's
+// own (without the lock it met the copy and checked its keys on node-a's shard, failing).
+// Every node then counts every document through the new index.
+func TestClusterIndexBuildWaitsForMove(t *testing.T) {
+	_, _, clients, dbn, ns := startMoveCluster(t, "--test-commands")
+	ctx := context.Background()
+	ids := insertTenants(t, clients[2], dbn, "c", 600)
+	var target bson.M
+	for _, ch := range clusterChunks(t, clients[0], ns) {
+		if ch["shard"] == "shard-0" {
+			target = ch
+		}
+	}
+	setClusterFailPoint(t, clients[0], "pauseMoveBeforeFlip", "alwaysOn")
+	moved := make(chan error, 1)
+	go func() {
+		moved <- clients[2].Database("admin").RunCommand(ctx, bson.D{{Key: "moveChunk", Value: ns},
+			{Key: "bounds", Value: bson.A{target["min"], target["max"]}}, {Key: "to", Value: "shard-1"}}).Err()
+	}()
+	waitFor(t, 30*time.Second, "the move reaches its flip", func() bool {
+		return setClusterFailPoint(t, clients[0], "pauseMoveBeforeFlip", "alwaysOn") >= 1
+	})
+	built := make(chan error, 1)
+	go func() {
+		_, err := clients[1].Database(dbn).Collection("c").Indexes().CreateOne(ctx, mongo.IndexModel{
+			Keys: bson.D{{Key: "tenant", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetUnique(true)})
+		built <- err
+	}()
+	var early error
+	waitFor(t, 30*time.Second, "the build is running on node-b", func() bool {
+		select {
+		case early = <-built:
+			return true
+		default:
+			return runningOps(t, clients[1], "createIndexes", "c") > 0
+		}
+	})
+	setClusterFailPoint(t, clients[0], "pauseMoveBeforeFlip", "off")
+	if err := <-moved; err != nil {
+		t.Fatalf("moveChunk: %v", err)
+	}
+	err := early
+	if err == nil {
+		err = <-built
+	}
+	if err != nil {
+		t.Fatalf("the index build during the move: %v", err)
+	}
+	wantIndexes(t, clients, dbn, "c", 2)
+	for i, c := range clients {
+		n, err := c.Database(dbn).Collection("c").CountDocuments(ctx, bson.D{{Key: "tenant", Value: bson.D{{Key: "$gte", Value: ""}}}},
+			options.Count().SetHint("tenant_1__id_1"))
+		if err != nil || n != int64(len(ids)) {
+			t.Fatalf("node %d counts %d documents through the new index, %v; want %d", i, n, err, len(ids))
+		}
+	}
+	checkExactlyOnce(t, clients, dbn, "c", ids)
 }

@@ -60,8 +60,10 @@ const (
 	// writers wait for (it holds every key-lock stripe).
 	lockedPeerTimeout = 20 * time.Second
 	// incomingTimeout is how long an incoming range may go without a batch before its
-	// destination deletes it as abandoned (its source crashed).
+	// destination deletes it as abandoned (its source crashed) and releases its DDL lock.
 	incomingTimeout = 2 * time.Minute
+	// beginDDLWait bounds how long a move's begin waits for its destination's DDL lock.
+	beginDDLWait = 5 * time.Second
 )
 
 // peerCommand runs cmd on the node owning shard s, within peerTimeout.
@@ -266,6 +268,9 @@ func (m *Manager) ReceiveMove(ci *catalog.Coll, s int, lo, hi uint64, op string,
 		if owns(ci, s, lo, hi) {
 			return 0, fmt.Errorf("%w: %s already owns part of the range", shard.ErrStaleAction, Name(s))
 		}
+		if err := m.holdDDL(r); err != nil {
+			return 0, err
+		}
 		m.touchIncoming(r)
 		return 0, m.deleteUnowned(ci.Meta, s, lo, hi)
 	case "apply":
@@ -361,10 +366,45 @@ func (m *Manager) renewIncoming(r retiredRange) bool {
 	return false
 }
 
-// dropIncoming forgets the incoming range r.
+// holdDDL takes this node's DDL lock for the incoming range r, from the move's begin until
+// its commit or abort, or until the range is abandoned (sweepIncoming, after incomingTimeout
+// without a batch): no index build or drop runs on this node while it holds a copy it does
+// not own yet (a build's fill would skip it, or check its unique keys on the source's
+// shard). It waits at most beginDDLWait (a DDL operation of this node, or another move
+// into it): the move then fails and is tried again later.
+func (m *Manager) holdDDL(r retiredRange) error {
+	r.due = time.Time{}
+	m.mu.Lock()
+	_, held := m.mu.incomingDDL[r]
+	m.mu.Unlock()
+	if held { // begin again (the source retried)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), beginDDLWait)
+	defer cancel()
+	unlock, err := m.cat.LockDDLCtx(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %s is busy with another DDL operation or move", shard.ErrStaleAction, Name(r.shard))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.incomingDDL == nil {
+		m.mu.incomingDDL = map[retiredRange]func(){}
+	}
+	m.mu.incomingDDL[r] = unlock
+	return nil
+}
+
+// dropIncoming forgets the incoming range r and releases the DDL lock it holds.
 func (m *Manager) dropIncoming(r retiredRange) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	key := r
+	key.due = time.Time{}
+	if unlock, ok := m.mu.incomingDDL[key]; ok {
+		delete(m.mu.incomingDDL, key)
+		unlock()
+	}
 	for k, c := range m.mu.copying {
 		if sameRange(c, r) {
 			m.mu.copying = append(m.mu.copying[:k], m.mu.copying[k+1:]...)

@@ -70,7 +70,9 @@ func TestManagerMovePartitionToNode(t *testing.T) {
 	moved := ci.Map.Partition(1)
 	lo, hi := ci.Map.Range(1)
 	src := New(f.cat, zap.NewNop(), Options{Cluster: nodeView{local: 0}, CheckInterval: time.Hour})
-	dst := New(f.cat, zap.NewNop(), Options{Cluster: nodeView{local: 1}, CheckInterval: time.Hour})
+	// The destination's node has its own DDL lock (which begin takes) and key locks.
+	dstCat := catalog.New(f.cat.Shards(), f.cat.Store(), zap.NewNop())
+	dst := New(dstCat, zap.NewNop(), Options{Cluster: nodeView{local: 1}, CheckInterval: time.Hour})
 	src.write, dst.write = f.m.write, f.m.write // not started: no rounds, no repair
 	t.Cleanup(src.Close)
 	t.Cleanup(dst.Close)
@@ -93,5 +95,12 @@ func TestManagerMovePartitionToNode(t *testing.T) {
 	if len(dst.foreignHints(ci.Meta.ID, nil)) != 0 {
 		t.Errorf("the destination still marks the range incoming after the commit")
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	unlock, err := dstCat.LockDDLCtx(ctx)
+	if err != nil {
+		t.Fatalf("the destination's DDL lock is still held after the commit: %v", err)
+	}
+	unlock()
 	f.checkMoved(t, src, moved.ID, 1, 1000)
 }

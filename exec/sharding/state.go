@@ -51,6 +51,9 @@ type Manager struct {
 		// move's (due zero), or another node's move into this one (due: when it is
 		// abandoned unless a batch renews it).
 		copying []retiredRange
+		// incomingDDL releases the DDL lock each incoming range holds (move_remote.go,
+		// holdDDL), keyed by the range with a zero due time.
+		incomingDDL map[retiredRange]func()
 		// draining are the shards being drained, on a single node (drain.go).
 		draining map[int]bool
 	}
