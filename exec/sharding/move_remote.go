@@ -189,7 +189,7 @@ func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi u
 		return n, err
 	})
 	if errors.Is(err, store.ErrIncarnation) { // refused, certainly not committed: abort
-		return copied, locked, fmt.Errorf("%w: the node of %s restarted during the move: %v", shard.ErrStaleAction, Name(to), err)
+		return copied, locked, fmt.Errorf("%w: the node of %s restarted during the move: %w", shard.ErrStaleAction, Name(to), err)
 	}
 	if err != nil {
 		// NB: a flip that failed may still have committed (a lost etcd reply): no abort then,
