@@ -85,14 +85,14 @@ func (e *Executor) shardIndexes(ctx context.Context, r *request) error {
 	for _, v := range vals {
 		ids = append(ids, store.IndexID(v.AsInt64()))
 	}
-	// No move into or out of this node's shards runs meanwhile (a move's source holds the
-	// DDL lock, its destination from begin to commit): the fill never meets a copy this node
-	// holds without owning it yet.
-	unlock, err := e.cat.LockDDLCtx(ctx)
+	// No move between this node and another runs meanwhile (sharding's move fence): the
+	// fill never meets a copy this node holds without owning it yet. Not the DDL lock, which
+	// the node that runs the build holds, and another node's build may hold here.
+	release, err := e.shards.FenceMoves(ctx)
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer release()
 	ci = e.cat.Refresh(ci)
 	switch op, _ := r.body.Lookup("op").StringValueOK(); op {
 	case "build":

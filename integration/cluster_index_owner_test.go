@@ -116,7 +116,8 @@ func runningOps(t *testing.T, c *mongo.Client, cmd, coll string) int {
 // through node-b. The destination holds its node's DDL lock from the move's begin to its
 // commit, so the build waits for the move, then builds on the moved partition as node-b's
 // own (without the lock it met the copy and checked its keys on node-a's shard, failing).
-// Every node then counts every document through the new index.
+// Every node then counts every document through the new index. Then two builds run at once
+// through two nodes, each node running its part of the other's: both succeed.
 func TestClusterIndexBuildWaitsForMove(t *testing.T) {
 	_, _, clients, dbn, ns := startMoveCluster(t, "--test-commands")
 	ctx := context.Background()
@@ -171,4 +172,17 @@ func TestClusterIndexBuildWaitsForMove(t *testing.T) {
 		}
 	}
 	checkExactlyOnce(t, clients, dbn, "c", ids)
+
+	// Two builds through two nodes at once, each node's part of the other's running while
+	// its own holds its DDL lock: neither waits for the other.
+	insertTenants(t, clients[2], dbn, "d", 100)
+	onA := hangIndexBuild(t, clients, 0, dbn, "c", "pad")
+	onB := hangIndexBuild(t, clients, 1, dbn, "d", "tenant")
+	setClusterFailPoint(t, clients[0], "hangAfterStartingIndexBuild", "off")
+	setClusterFailPoint(t, clients[1], "hangAfterStartingIndexBuild", "off")
+	if errA, errB := <-onA, <-onB; errA != nil || errB != nil {
+		t.Fatalf("concurrent builds through node-a and node-b: %v, %v", errA, errB)
+	}
+	wantIndexes(t, clients, dbn, "c", 3)
+	wantIndexes(t, clients, dbn, "d", 2)
 }

@@ -67,6 +67,11 @@ func (m *Manager) MovePartition(db, name string, id uint64, to int, reason strin
 	}
 	unlockDDL := m.cat.LockDDL() // no index build, drop or rename during the move
 	defer unlockDDL()
+	leave, err := m.enterMoveFence(from) // nor another node's part of one
+	if err != nil {
+		return err
+	}
+	defer leave()
 	start := time.Now()
 	if ci, err = m.cat.Lookup(db, name); err != nil || ci == nil {
 		return shard.ErrStaleAction

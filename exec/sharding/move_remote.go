@@ -366,12 +366,12 @@ func (m *Manager) renewIncoming(r retiredRange) bool {
 	return false
 }
 
-// holdDDL takes this node's DDL lock for the incoming range r, from the move's begin until
-// its commit or abort, or until the range is abandoned (sweepIncoming, after incomingTimeout
-// without a batch): no index build or drop runs on this node while it holds a copy it does
-// not own yet (a build's fill would skip it, or check its unique keys on the source's
-// shard). It waits at most beginDDLWait (a DDL operation of this node, or another move
-// into it): the move then fails and is tried again later.
+// holdDDL takes this node's DDL lock and enters its move fence for the incoming range r,
+// from the move's begin until its commit or abort, or until the range is abandoned
+// (sweepIncoming, after incomingTimeout without a batch): no index build or drop runs on
+// this node while it holds a copy it does not own yet (a build's fill would skip it). It
+// waits at most beginDDLWait (a DDL operation of this node, another move into it, another
+// node's fill here): the move then fails and is tried again later.
 func (m *Manager) holdDDL(r retiredRange) error {
 	r.due = time.Time{}
 	m.mu.Lock()
@@ -386,12 +386,17 @@ func (m *Manager) holdDDL(r retiredRange) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s is busy with another DDL operation or move", shard.ErrStaleAction, Name(r.shard))
 	}
+	leave, err := m.enterMoveFence(r.shard)
+	if err != nil {
+		unlock()
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.mu.incomingDDL == nil {
 		m.mu.incomingDDL = map[retiredRange]func(){}
 	}
-	m.mu.incomingDDL[r] = unlock
+	m.mu.incomingDDL[r] = func() { leave(); unlock() }
 	return nil
 }
 

@@ -67,6 +67,8 @@ type Manager struct {
 	lastState *store.CatalogState
 	// round serializes manager rounds with the partitionStats command's forced round.
 	round sync.Mutex
+	// fence keeps other nodes' index fills and moves between nodes apart (fence.go).
+	fence moveFence
 	// beforeFlip runs just before a move's flip, under its locks (a test failpoint; nil: none).
 	beforeFlip func()
 }
