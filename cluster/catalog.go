@@ -31,8 +31,9 @@ func (l catalogLog) recPrefix() string { return l.n.opts.key("catalog", "rec") +
 // recKey returns the etcd key of catalog record k (hex, so that etcdctl prints it).
 func (l catalogLog) recKey(k []byte) string { return l.recPrefix() + hex.EncodeToString(k) }
 
-// Commit implements store.SharedLog.
-func (l catalogLog) Commit(rev int64, ops []store.CatalogOp) (int64, error) {
+// Commit implements store.SharedLog. A guard is the lease of the node's registration
+// (/nodes/<name>): a node that restarted, or lost its lease, registered under another one.
+func (l catalogLog) Commit(rev int64, ops []store.CatalogOp, guards []store.NodeIncarnation) (int64, error) {
 	ctx, cancel := context.WithTimeout(l.n.ctx, l.n.opts.RequestTimeout)
 	defer cancel()
 	puts := make([]clientv3.Op, 0, len(ops)+1)
@@ -44,8 +45,12 @@ func (l catalogLog) Commit(rev int64, ops []store.CatalogOp) (int64, error) {
 		}
 	}
 	puts = append(puts, clientv3.OpPut(l.revKey(), ""))
+	conds := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(l.revKey()), "=", rev)}
+	for _, g := range guards {
+		conds = append(conds, clientv3.Compare(clientv3.LeaseValue(l.n.opts.key("nodes", g.Node)), "=", g.Incarnation))
+	}
 	resp, err := l.n.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(l.revKey()), "=", rev)).
+		If(conds...).
 		Then(puts...).
 		Else(clientv3.OpGet(l.revKey())).
 		Commit()
@@ -57,6 +62,9 @@ func (l catalogLog) Commit(rev int64, ops []store.CatalogOp) (int64, error) {
 		cur := int64(0)
 		if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
 			cur = kvs[0].ModRevision
+		}
+		if cur == rev && len(guards) > 0 { // the revision held: a guard failed
+			return 0, fmt.Errorf("%w (%v)", store.ErrIncarnation, guards)
 		}
 		return 0, &store.ConflictError{Rev: cur}
 	}
@@ -110,7 +118,7 @@ func (n *Node) ShareCatalog(ctx context.Context, cat *store.Catalog, dropped fun
 		if image, err = cat.LocalImage(); err != nil {
 			return err
 		}
-		rev, err = l.Commit(0, image)
+		rev, err = l.Commit(0, image, nil)
 		var conflict *store.ConflictError
 		switch {
 		case errors.As(err, &conflict): // another node seeded it first: take theirs

@@ -173,6 +173,17 @@ func (n *Node) campaign(s *concurrency.Session) {
 // Name returns the node's name.
 func (n *Node) Name() string { return n.opts.NodeName }
 
+// Incarnation returns the lease this node is registered under now: it changes when the node
+// restarts or registers again after losing its lease (store.NodeIncarnation).
+func (n *Node) Incarnation() int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.mu.session == nil {
+		return 0
+	}
+	return int64(n.mu.session.Lease())
+}
+
 // Self returns the node's own registration.
 func (n *Node) Self() Member { return n.self }
 

@@ -55,6 +55,8 @@ func (e *Executor) moveApply(ctx context.Context, r *request) error {
 		return moveError(err)
 	}
 	r.out = bsoncore.AppendInt64Element(r.out, "n", int64(n))
+	// The source guards its flip with this node's incarnation (move_remote.go, beginMove).
+	r.out = bsoncore.AppendInt64Element(r.out, "incarnation", e.shards.Incarnation())
 	return nil
 }
 

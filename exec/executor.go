@@ -97,6 +97,9 @@ type Executor struct {
 	slowOps   slowOps            // which finished commands are logged at Info (cmd_profile.go)
 	// fail is the failCommand failpoint (failpoint.go).
 	fail failPoints
+	// beforeFlip and afterBuildStart are the failpoints pauseMoveBeforeFlip and
+	// hangAfterStartingIndexBuild (failpoint_pause.go).
+	beforeFlip, afterBuildStart gate
 	// knobs are the parameters setParameter changes (cmd_params.go).
 	knobs serverKnobs
 	// authn holds the users and roles (auth.go).
@@ -169,8 +172,12 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		e.query = query.New(e.cat, qopts)
 		e.write = write.NewPath(e.cat, e.query, e.shards).WithLogger(e.log.Named("write")).WithGate(&e.txns)
 		e.ddl = ddl.New(e.cat, e.write, e.log, &e.counters.deletedDocs)
+		e.ddl.SetBuildHook(e.afterBuildStart.Pass)
+		e.shards.SetFlipHook(e.beforeFlip.Pass)
+		e.st.Catalog.SetHomePicker(e.shards.HomeShard)
 		if e.remote != nil {
 			e.ddl.SetRemote(ddlRemote{e})
+			e.ddl.SetNodes(e.st.Cluster)
 		}
 		e.ddl.AbortUnfinished()
 		if err := e.setInternalUser(); err != nil {
@@ -187,6 +194,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 	if opts.Storage != nil {
 		e.shards.Start(e.write)
 		e.ddl.StartTTL()
+		e.ddl.StartOrphanSweep()
 	}
 	return e
 }

@@ -102,6 +102,10 @@ func (e *Executor) configureFailPoint(_ context.Context, r *request) error {
 		return e.simulateAvailableDiskSpace(r)
 	case "pauseCatalogWatch":
 		return e.pauseCatalogWatch(r)
+	case "pauseMoveBeforeFlip":
+		return e.pauseGate(r, &e.beforeFlip)
+	case "hangAfterStartingIndexBuild":
+		return e.pauseGate(r, &e.afterBuildStart)
 	}
 	if name != "failCommand" {
 		return mongoerr.New(mongoerr.FailPointSetFailed, "%s not found", name)

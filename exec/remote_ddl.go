@@ -85,6 +85,15 @@ func (e *Executor) shardIndexes(ctx context.Context, r *request) error {
 	for _, v := range vals {
 		ids = append(ids, store.IndexID(v.AsInt64()))
 	}
+	// No move between this node and another runs meanwhile (sharding's move fence): the
+	// fill never meets a copy this node holds without owning it yet. Not the DDL lock, which
+	// the node that runs the build holds, and another node's build may hold here.
+	release, err := e.shards.FenceMoves(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	ci = e.cat.Refresh(ci)
 	switch op, _ := r.body.Lookup("op").StringValueOK(); op {
 	case "build":
 		for _, id := range ids {

@@ -145,10 +145,10 @@ func (w *clusterWriter) finish(t *testing.T) []int32 {
 
 // startMoveCluster starts three nodes and shards dbName(t).c on tenant in six chunks over
 // their shards; it returns the etcd cluster, the nodes, a client of each, the database and
-// the namespace.
-func startMoveCluster(t *testing.T) (*etcdtest.Cluster, []*server, []*mongo.Client, string, string) {
+// the namespace. extra are more flags for every node.
+func startMoveCluster(t *testing.T, extra ...string) (*etcdtest.Cluster, []*server, []*mongo.Client, string, string) {
 	t.Helper()
-	etcd, nodes := startClusterNodes(t, 3)
+	etcd, nodes := startClusterNodes(t, 3, extra...)
 	clients := make([]*mongo.Client, len(nodes))
 	for i, s := range nodes {
 		clients[i] = s.client(t)

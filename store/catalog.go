@@ -41,8 +41,10 @@ type Catalog struct {
 		nextColl CollID // next collection ID to assign
 		// shared is set when the catalog is shared by several nodes (catalog_shared.go).
 		shared *sharedCatalog
-		// homeShard holds the one partition of a collection created without any.
+		// homeShard holds the one partition of a collection created without any, unless
+		// pickHome (SetHomePicker) names another.
 		homeShard int
+		pickHome  func(in *Collection) int
 	}
 }
 
@@ -170,6 +172,8 @@ func collectionKey(id CollID) []byte {
 type mutation struct {
 	b *pebble.Batch
 	e *edit
+	// guards condition a shared catalog's commit (SharedLog.Commit); ignored by a local one.
+	guards []NodeIncarnation
 }
 
 // mutate runs fn under the catalog mutex on a fresh mutation, then commits the batch with a
@@ -204,7 +208,7 @@ func (c *Catalog) mutateOnce(fn func(m *mutation) error) error {
 		return err
 	}
 	if c.mu.shared != nil && !m.b.Empty() {
-		if err := c.commitShared(m.b, m.e.s); err != nil {
+		if err := c.commitShared(m.b, m.e.s, m.guards); err != nil {
 			return err
 		}
 	}

@@ -69,6 +69,9 @@ func encodeCollection(c *Collection) []byte {
 			doc = bsoncore.AppendDocumentElement(doc, "spec", x.Spec)
 		}
 		doc = bsoncore.AppendBooleanElement(doc, "ready", x.Ready)
+		if x.Builder != "" && !x.Ready {
+			doc = bsoncore.AppendStringElement(doc, "builder", x.Builder)
+		}
 		if !x.MultikeyUnknown {
 			var mi int32
 			mi, doc = bsoncore.AppendArrayElementStart(doc, "multikeyPaths")
@@ -168,6 +171,8 @@ func decodeIndexes(v bsoncore.Value) ([]Index, error) {
 				x.Spec = docValue(v)
 			case "ready":
 				x.Ready, _ = v.BooleanOK()
+			case "builder":
+				x.Builder, _ = v.StringValueOK()
 			case "multikeyPaths":
 				x.MultikeyUnknown = false
 				arr, _ := v.ArrayOK()

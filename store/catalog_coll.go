@@ -12,7 +12,7 @@ import (
 // UUID and Version 1. The _id index (ID 1, "_id_", {_id: 1}) is added unless in.Indexes has
 // one (which gets ID 1 if it has none); other indexes and partitions with ID 0 get fresh IDs;
 // no partitions means one partition [0, 2^64) on the home shard (SetHomeShard; shard 0 unless
-// set).
+// set), or the one SetHomePicker's function picks.
 func (c *Catalog) CreateCollection(in Collection) (*Collection, error) {
 	var out *Collection
 	err := c.mutate(func(m *mutation) error {
@@ -25,7 +25,13 @@ func (c *Catalog) CreateCollection(in Collection) (*Collection, error) {
 		if c.mu.nextColl == 0 {
 			return fmt.Errorf("%w: collection IDs exhausted", ErrInvalid) // 2^32 creations
 		}
-		coll := newCollectionRecord(&in, c.mu.nextColl, c.mu.homeShard)
+		home := c.mu.homeShard
+		if c.mu.pickHome != nil && len(in.Partitions) == 0 {
+			if s := c.mu.pickHome(&in); s >= 0 {
+				home = s
+			}
+		}
+		coll := newCollectionRecord(&in, c.mu.nextColl, home)
 		// Advance even if the commit fails: skipping an ID is harmless, reusing one is not.
 		c.mu.nextColl++
 		if err := m.putCollection(coll); err != nil {
@@ -145,8 +151,15 @@ func (c *Catalog) RenameCollection(db, from, toDB, to string, dropTarget bool) (
 // automatically. It is the one mutation the index and shard layers use (create/drop index,
 // split, move, throughput).
 func (c *Catalog) UpdateCollection(db, name string, fn func(*Collection) error) (*Collection, error) {
+	return c.UpdateCollectionGuarded(db, name, nil, fn)
+}
+
+// UpdateCollectionGuarded is UpdateCollection whose change a shared catalog commits only
+// while every node of guards is still the incarnation named (ErrIncarnation otherwise).
+func (c *Catalog) UpdateCollectionGuarded(db, name string, guards []NodeIncarnation, fn func(*Collection) error) (*Collection, error) {
 	var out *Collection
 	err := c.mutate(func(m *mutation) error {
+		m.guards = guards
 		old := m.e.s.Collection(db, name)
 		if old == nil {
 			return fmt.Errorf("%w: collection %s.%s", ErrNotFound, db, name)

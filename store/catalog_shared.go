@@ -40,9 +40,23 @@ type CatalogOp struct {
 type SharedLog interface {
 	// Commit applies ops atomically if no change was committed after revision rev, and
 	// returns the revision of the new change. If one was, it applies nothing and returns a
-	// *ConflictError with the latest revision it knows of.
-	Commit(rev int64, ops []CatalogOp) (int64, error)
+	// *ConflictError with the latest revision it knows of. It also applies nothing, and
+	// returns ErrIncarnation, if a node of guards no longer runs as the incarnation named.
+	Commit(rev int64, ops []CatalogOp, guards []NodeIncarnation) (int64, error)
 }
+
+// NodeIncarnation names one run of a node: a change guarded by it commits only while that
+// node has not restarted since (in a cluster, while its registration is under the lease it
+// had then). A move's flip is guarded by its destination's incarnation, because a restart
+// deletes the copy the flip would name.
+type NodeIncarnation struct {
+	Node        string
+	Incarnation int64
+}
+
+// ErrIncarnation reports that a guarded change was refused: a node it depends on restarted
+// (or lost its registration) since the change began.
+var ErrIncarnation = errors.New("store: a node the change depends on is no longer the same incarnation")
 
 // ConflictError reports that a shared catalog's log moved past the revision a change was
 // computed from: the change was not applied.
@@ -293,7 +307,7 @@ func nodeLocal(k []byte, old, cur *CatalogState) bool {
 // commitShared commits batch b, the catalog change from the published state to cur, to the
 // shared log (without the records of node-local databases); the caller holds c.mu and then
 // commits b locally.
-func (c *Catalog) commitShared(b *pebble.Batch, cur *CatalogState) error {
+func (c *Catalog) commitShared(b *pebble.Batch, cur *CatalogState, guards []NodeIncarnation) error {
 	old := c.state.Load()
 	var ops []CatalogOp
 	r := b.Reader()
@@ -321,7 +335,7 @@ func (c *Catalog) commitShared(b *pebble.Batch, cur *CatalogState) error {
 		return nil
 	}
 	s := c.mu.shared
-	rev, err := s.log.Commit(s.rev, ops)
+	rev, err := s.log.Commit(s.rev, ops, guards)
 	if err != nil {
 		return err
 	}
@@ -361,6 +375,16 @@ func (c *Catalog) SetHomeShard(s int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.homeShard = s
+}
+
+// SetHomePicker makes pick choose the shard of the one partition of each collection created
+// from now on without partitions (in is the record asked for); a negative answer keeps the
+// home shard (SetHomeShard). pick runs under the catalog's mutex: it may read State, never
+// change the catalog.
+func (c *Catalog) SetHomePicker(pick func(in *Collection) int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.pickHome = pick
 }
 
 // WaitRevision waits until the state reflects revision rev or a later one (at most

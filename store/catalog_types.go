@@ -51,6 +51,9 @@ type Index struct {
 	Spec bsoncore.Document
 	// Ready is false while the index is being built.
 	Ready bool
+	// Builder is the node running the build of a not-ready index (cluster mode; "" on a
+	// single node): only it, or the partition manager once it is gone, aborts the build.
+	Builder string
 	// MultikeyPaths are the key pattern's fields that some document has held an array on
 	// (the index is multikey on them). A path is added before the first write that needs it
 	// commits and never removed, so a reader that sees the write sees the flag.

@@ -100,6 +100,17 @@ func (v *clusterView) ShardHost(id int) (node, host string) {
 // Leader implements sharding.Cluster.
 func (v *clusterView) Leader() bool { return v.node.Leader() }
 
+// NodeName implements sharding.Cluster.
+func (v *clusterView) NodeName() string { return v.node.Name() }
+
+// NodeUp implements sharding.Cluster.
+func (v *clusterView) NodeUp(name string) bool {
+	return slices.ContainsFunc(v.node.Members(), func(m cluster.Member) bool { return m.Name == name })
+}
+
+// Incarnation implements sharding.Cluster: the lease the node is registered under.
+func (v *clusterView) Incarnation() int64 { return v.node.Incarnation() }
+
 // Draining implements sharding.Cluster.
 func (v *clusterView) Draining(id int) bool { return v.node.Placement()[id].Draining }
 

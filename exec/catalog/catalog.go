@@ -1,9 +1,9 @@
 package catalog
 
 import (
+	"context"
 	"errors"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"go.uber.org/zap"
@@ -22,13 +22,15 @@ type Catalog struct {
 	log    *zap.Logger
 	cache  collCache
 	locks  store.KeyLocks
-	ddl    sync.Mutex
+	// ddl is the DDL lock: a one-slot semaphore, so that it can be waited for with a
+	// deadline (LockDDLCtx) and released by another goroutine (a move's destination).
+	ddl    chan struct{}
 	capped cappedStates // capped.go
 }
 
 // New returns the catalog over shards and the stored catalog st.
 func New(shards []Shard, st *store.Catalog, log *zap.Logger) *Catalog {
-	c := &Catalog{store: st, log: log}
+	c := &Catalog{store: st, log: log, ddl: make(chan struct{}, 1)}
 	c.shards.Store(&shards)
 	return c
 }
@@ -51,9 +53,22 @@ func (c *Catalog) Locks() *store.KeyLocks { return &c.locks }
 // LockDDL takes the DDL lock and returns its release. An index build holds it from start
 // to finish, as MongoDB's collection lock does.
 func (c *Catalog) LockDDL() (unlock func()) {
-	c.ddl.Lock()
-	return c.ddl.Unlock
+	c.ddl <- struct{}{}
+	return c.unlockDDL
 }
+
+// LockDDLCtx is LockDDL that gives up when ctx ends (its error then).
+func (c *Catalog) LockDDLCtx(ctx context.Context) (unlock func(), err error) {
+	select {
+	case c.ddl <- struct{}{}:
+		return c.unlockDDL, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// unlockDDL releases the DDL lock.
+func (c *Catalog) unlockDDL() { <-c.ddl }
 
 // Info returns the compiled form of catalog record m, building it on first use of this
 // version.

@@ -37,7 +37,9 @@ func (x *Runner) fillIndexes(ctx context.Context, c *store.Collection, ids []sto
 }
 
 // FillLocal writes the entries of the not-ready indexes ids of c for every document of
-// this node's shards.
+// this node's shards in the ranges they own (a moved partition's source range is skipped;
+// its copy holds no data the destination does not own yet, because a move holds the DDL lock
+// of both its nodes).
 //
 // Why no write is lost: the indexes are in the catalog (not ready) and a barrier has passed,
 // so every write committed after the snapshot maintains them itself. The build therefore
@@ -81,6 +83,9 @@ func (x *Runner) fillShard(ctx context.Context, ci *catalog.Coll, building []*ca
 	defer func() { _ = it.Close() }()
 	var batch []buildDoc
 	for it.Next() {
+		if ci.Map.Partition(ci.Map.Locate(it.Hash())).Shard != s {
+			continue // a moved partition's source range, deleted after its grace period
+		}
 		batch = append(batch, buildDoc{
 			hash: it.Hash(),
 			id:   append([]byte(nil), it.ID()...),

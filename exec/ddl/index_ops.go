@@ -19,12 +19,13 @@ import (
 func (x *Runner) Build(ctx context.Context, c *store.Collection, todo []store.Index) error {
 	var ids []store.IndexID
 	db, name := c.DB, c.Name
+	builder := x.nodeName()
 	c, err := x.cat.Store().UpdateCollection(db, name, func(c *store.Collection) error {
 		for _, x := range todo {
 			if c.NextIndexID == 0 {
 				c.NextIndexID = store.IDIndexID + 1
 			}
-			x.ID, x.Ready = c.NextIndexID, false
+			x.ID, x.Ready, x.Builder = c.NextIndexID, false, builder
 			c.NextIndexID++
 			ids = append(ids, x.ID)
 			c.Indexes = append(c.Indexes, x)
@@ -33,6 +34,9 @@ func (x *Runner) Build(ctx context.Context, c *store.Collection, todo []store.In
 	})
 	if err != nil {
 		return catalog.ChangeError(err, db, name)
+	}
+	if x.afterStart != nil {
+		x.afterStart()
 	}
 	x.cat.Barrier()
 	if err := x.fillIndexes(ctx, c, ids); err != nil {
@@ -48,8 +52,8 @@ func (x *Runner) Build(ctx context.Context, c *store.Collection, todo []store.In
 			}
 		}
 		if found < len(ids) {
-			// NB: in cluster mode a node that restarted meanwhile took this build for one
-			// its own crash interrupted (AbortUnfinished) and removed it.
+			// NB: in cluster mode the partition manager took this node for gone (its
+			// lease expired) and removed the build (AbortOrphaned).
 			return mongoerr.New(mongoerr.IndexBuildAborted, "Index build aborted: the index was removed while it was being built")
 		}
 		return nil
@@ -120,26 +124,5 @@ func (x *Runner) DeleteLocalIndexData(c *store.Collection, ids []store.IndexID) 
 			x.log.Error("cannot delete index entries", zap.String("ns", c.DB+"."+c.Name), zap.Int("shard", s), zap.Error(err))
 		}
 		b.Close()
-	}
-}
-
-// AbortUnfinished removes the indexes whose build a crash interrupted (in the catalog, not
-// ready) and their partial entries, so that they are neither maintained forever nor in the
-// way of a new build of the same index. Run it at startup, before any command.
-func (x *Runner) AbortUnfinished() {
-	state := x.cat.Store().State()
-	for _, db := range state.Databases() {
-		for _, c := range state.Collections(db.Name) {
-			var ids []store.IndexID
-			for _, xi := range c.Indexes {
-				if !xi.Ready {
-					ids = append(ids, xi.ID)
-				}
-			}
-			if len(ids) > 0 {
-				x.log.Warn("removing index builds interrupted by a crash", zap.String("ns", c.DB+"."+c.Name), zap.Int("indexes", len(ids)))
-				x.Abort(c, ids)
-			}
-		}
 	}
 }

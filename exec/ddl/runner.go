@@ -36,6 +36,11 @@ type Runner struct {
 	// remote runs the other nodes' part of index builds and drops (cluster mode), nil in
 	// single-node mode (SetRemote).
 	remote Remote
+	// nodes names this node and tells which nodes are up (cluster mode; nil on a single
+	// node): index builds record their node, and only it aborts them (index_orphans.go).
+	nodes Nodes
+	// afterStart runs once a build's indexes are in the catalog (a test failpoint; nil: none).
+	afterStart func()
 }
 
 // Remote runs, on the other nodes that hold partitions of a collection, the part of an
@@ -49,6 +54,10 @@ type Remote interface {
 	// DeleteIndexData deletes the entries of indexes ids of c on every other node's shards.
 	DeleteIndexData(ctx context.Context, c *store.Collection, ids []store.IndexID) error
 }
+
+// SetBuildHook makes every index build run f once its indexes are in the catalog, not
+// ready (the test failpoint hangAfterStartingIndexBuild).
+func (x *Runner) SetBuildHook(f func()) { x.afterStart = f }
 
 // SetRemote sets the other nodes' side of index builds and drops.
 func (x *Runner) SetRemote(r Remote) { x.remote = r }

@@ -23,6 +23,13 @@ type Cluster interface {
 	Draining(id int) bool
 	// SetDraining marks shard id as being emptied, for every node.
 	SetDraining(id int) error
+	// NodeName returns this node's name.
+	NodeName() string
+	// NodeUp reports whether node name is registered now (its lease alive).
+	NodeUp(name string) bool
+	// Incarnation identifies this run of this node (store.NodeIncarnation): it changes when
+	// the node restarts or registers again.
+	Incarnation() int64
 }
 
 // localShards returns the shards this node's manager may decide for: every shard in
@@ -58,3 +65,16 @@ func (m *Manager) shardHost(s int) string {
 // LocalShards returns the ids of this node's shards (every shard in single-node mode), for
 // placing a new collection's partitions.
 func (m *Manager) LocalShards() []int { return m.localShards() }
+
+// Incarnation returns this node's incarnation (Cluster.Incarnation; 0 in single-node mode),
+// which a move's destination tells its source at begin.
+func (m *Manager) Incarnation() int64 {
+	if c := m.mopts.Cluster; c != nil {
+		return c.Incarnation()
+	}
+	return 0
+}
+
+// SetFlipHook makes every move run f just before its flip, under its locks (a test
+// failpoint). Call it before the manager starts.
+func (m *Manager) SetFlipHook(f func()) { m.beforeFlip = f }

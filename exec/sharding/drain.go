@@ -118,6 +118,33 @@ func (m *Manager) drainUnsharded() {
 		return
 	}
 	state := m.cat.Store().State()
+	targets, count := m.drainTargets(state, draining)
+	if len(targets) == 0 {
+		return
+	}
+	var todo []*store.Collection
+	for _, db := range state.Databases() {
+		for _, c := range state.Collections(db.Name) {
+			if !store.NodeLocalDB(c.DB) && !c.Sharded() && movable(c) && len(c.Partitions) == 1 &&
+				slices.Contains(draining, c.Partitions[0].Shard) {
+				todo = append(todo, c)
+			}
+		}
+	}
+	for _, c := range todo {
+		to := leastLoaded(targets, count)
+		err := m.MovePartition(c.DB, c.Name, c.Partitions[0].ID, to, shard.ReasonDrain.String())
+		if err != nil && !errors.Is(err, shard.ErrStaleAction) {
+			m.log.Warn("cannot move an unsharded collection off a draining shard", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
+			continue
+		}
+		count[to]++
+	}
+}
+
+// drainTargets returns the shards that are up and not draining, and how many partitions each
+// holds in state.
+func (m *Manager) drainTargets(state *store.CatalogState, draining []int) ([]int, map[int]int) {
 	count := map[int]int{}
 	var targets []int
 	for _, s := range m.upShards() {
@@ -127,9 +154,8 @@ func (m *Manager) drainUnsharded() {
 		}
 	}
 	if len(targets) == 0 {
-		return
+		return nil, nil
 	}
-	var todo []*store.Collection
 	for _, db := range state.Databases() {
 		for _, c := range state.Collections(db.Name) {
 			for _, p := range c.Partitions {
@@ -137,19 +163,34 @@ func (m *Manager) drainUnsharded() {
 					count[p.Shard]++
 				}
 			}
-			if !store.NodeLocalDB(c.DB) && !c.Sharded() && movable(c) && len(c.Partitions) == 1 &&
-				slices.Contains(draining, c.Partitions[0].Shard) {
-				todo = append(todo, c)
-			}
 		}
 	}
-	for _, c := range todo {
-		to := slices.MinFunc(targets, func(a, b int) int { return count[a] - count[b] })
-		err := m.MovePartition(c.DB, c.Name, c.Partitions[0].ID, to, shard.ReasonDrain.String())
-		if err != nil && !errors.Is(err, shard.ErrStaleAction) {
-			m.log.Warn("cannot move an unsharded collection off a draining shard", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
-			continue
-		}
-		count[to]++
+	return targets, count
+}
+
+// leastLoaded returns the shard of targets holding the fewest partitions (count).
+func leastLoaded(targets []int, count map[int]int) int {
+	return slices.MinFunc(targets, func(a, b int) int { return count[a] - count[b] })
+}
+
+// HomeShard picks the shard of a new collection created without partitions (in): -1 (the
+// catalog's home shard, this node's first) unless that shard is draining; then this node's
+// first shard that is not, else the shard that is up, not draining and holding the fewest
+// partitions. A collection that can never move (capped, time-series) stays at home. It runs
+// under the catalog's mutex (store.Catalog.SetHomePicker): it only reads.
+func (m *Manager) HomeShard(in *store.Collection) int {
+	local := m.localShards()
+	if len(local) == 0 || !m.IsDraining(local[0]) || !movable(in) {
+		return -1
 	}
+	for _, s := range local {
+		if !m.IsDraining(s) {
+			return s
+		}
+	}
+	targets, count := m.drainTargets(m.cat.Store().State(), m.drainingShards())
+	if len(targets) == 0 {
+		return -1
+	}
+	return leastLoaded(targets, count)
 }

@@ -67,6 +67,11 @@ func (m *Manager) MovePartition(db, name string, id uint64, to int, reason strin
 	}
 	unlockDDL := m.cat.LockDDL() // no index build, drop or rename during the move
 	defer unlockDDL()
+	leave, err := m.enterMoveFence(from) // nor another node's part of one
+	if err != nil {
+		return err
+	}
+	defer leave()
 	start := time.Now()
 	if ci, err = m.cat.Lookup(db, name); err != nil || ci == nil {
 		return shard.ErrStaleAction
@@ -106,7 +111,7 @@ func (m *Manager) moveLocal(ci *catalog.Coll, id uint64, from, to int, lo, hi ui
 			break
 		}
 	}
-	locked, err = m.commitMove(ci, id, from, to, func(ci *catalog.Coll, lo, hi uint64) (int, error) {
+	locked, err = m.commitMove(ci, id, from, to, nil, func(ci *catalog.Coll, lo, hi uint64) (int, error) {
 		return m.syncRange(ci, from, to, lo, hi)
 	})
 	return copied, locked, err
@@ -132,9 +137,9 @@ func (m *Manager) markCopying(r retiredRange) (done func()) {
 
 // commitMove finishes moving partition id of ci from shard from to shard to, under every
 // key-lock stripe: sync copies what changed since the last pass (and returns how many
-// documents), then the ownership flips in the catalog. It returns the documents copied
-// under the locks.
-func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int, sync func(ci *catalog.Coll, lo, hi uint64) (int, error)) (int, error) {
+// documents), then the ownership flips in the catalog, only while the nodes of guards are
+// the incarnations named. It returns the documents copied under the locks.
+func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int, guards []store.NodeIncarnation, sync func(ci *catalog.Coll, lo, hi uint64) (int, error)) (int, error) {
 	unlock := m.cat.Locks().LockAll()
 	defer unlock()
 	ci = m.cat.Refresh(ci)
@@ -153,7 +158,10 @@ func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int, sync fun
 	if err != nil {
 		return 0, err
 	}
-	_, err = m.cat.Store().UpdateCollection(ci.Meta.DB, ci.Meta.Name, func(c *store.Collection) error {
+	if m.beforeFlip != nil {
+		m.beforeFlip()
+	}
+	_, err = m.cat.Store().UpdateCollectionGuarded(ci.Meta.DB, ci.Meta.Name, guards, func(c *store.Collection) error {
 		pm, err := MapOf(c)
 		if err != nil {
 			return err

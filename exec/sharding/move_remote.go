@@ -60,8 +60,10 @@ const (
 	// writers wait for (it holds every key-lock stripe).
 	lockedPeerTimeout = 20 * time.Second
 	// incomingTimeout is how long an incoming range may go without a batch before its
-	// destination deletes it as abandoned (its source crashed).
+	// destination deletes it as abandoned (its source crashed) and releases its DDL lock.
 	incomingTimeout = 2 * time.Minute
+	// beginDDLWait bounds how long a move's begin waits for its destination's DDL lock.
+	beginDDLWait = 5 * time.Second
 )
 
 // peerCommand runs cmd on the node owning shard s, within peerTimeout.
@@ -105,22 +107,38 @@ func (m *Manager) moveStep(ci *catalog.Coll, to int, lo, hi uint64, op string) *
 		AppendString("op", op)
 }
 
-// sendStep sends a step without entries.
-func (m *Manager) sendStep(ci *catalog.Coll, to int, lo, hi uint64, op string) error {
-	_, err := m.peerCommand(to, m.moveStep(ci, to, lo, hi, op).AppendString("$db", ci.Meta.DB).Build())
-	return err
+// sendStep sends a step without entries and returns the reply.
+func (m *Manager) sendStep(ci *catalog.Coll, to int, lo, hi uint64, op string) (bsoncore.Document, error) {
+	return m.peerCommand(to, m.moveStep(ci, to, lo, hi, op).AppendString("$db", ci.Meta.DB).Build())
+}
+
+// beginMove sends a move's begin step to shard to and returns the guard of its flip: the
+// destination node's incarnation, which its reply names. A destination that restarts after
+// begin deletes the copy (repairAtStart), so the flip must not name it then.
+func (m *Manager) beginMove(ci *catalog.Coll, to int, lo, hi uint64) ([]store.NodeIncarnation, error) {
+	reply, err := m.sendStep(ci, to, lo, hi, "begin")
+	if err != nil {
+		return nil, err
+	}
+	inc, ok := reply.Lookup("incarnation").Int64OK()
+	if !ok || m.mopts.Cluster == nil {
+		return nil, fmt.Errorf("the destination of the move, %s, did not name its incarnation", Name(to))
+	}
+	node, _ := m.mopts.Cluster.ShardHost(to)
+	return []store.NodeIncarnation{{Node: node, Incarnation: inc}}, nil
 }
 
 // moveToNode moves partition id of ci, [lo, hi), from this node's shard from to shard to of
 // another node. It returns the documents sent before and under the locks.
 func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi uint64) (copied, locked int, err error) {
-	if err := m.sendStep(ci, to, lo, hi, "begin"); err != nil {
+	guards, err := m.beginMove(ci, to, lo, hi)
+	if err != nil {
 		return 0, 0, err
 	}
 	committed := false
 	defer func() {
 		if !committed {
-			if aerr := m.sendStep(ci, to, lo, hi, "abort"); aerr != nil {
+			if _, aerr := m.sendStep(ci, to, lo, hi, "abort"); aerr != nil {
 				m.log.Warn("cannot abort a move on its destination; it deletes the copy later",
 					zap.String("ns", ci.NS()), zap.Int("to", to), zap.Error(aerr))
 			}
@@ -165,11 +183,14 @@ func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi u
 		}
 	}
 	flipping := false
-	locked, err = m.commitMove(ci, id, from, to, func(ci *catalog.Coll, _, _ uint64) (int, error) {
+	locked, err = m.commitMove(ci, id, from, to, guards, func(ci *catalog.Coll, _, _ uint64) (int, error) {
 		n, err := pass(ci, lockedPeerTimeout)
 		flipping = err == nil
 		return n, err
 	})
+	if errors.Is(err, store.ErrIncarnation) { // refused, certainly not committed: abort
+		return copied, locked, fmt.Errorf("%w: the node of %s restarted during the move: %w", shard.ErrStaleAction, Name(to), err)
+	}
 	if err != nil {
 		// NB: a flip that failed may still have committed (a lost etcd reply): no abort then,
 		// which could delete the copy before the destination sees the flip; its sweep deletes
@@ -178,7 +199,7 @@ func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi u
 		return copied, locked, err
 	}
 	committed = true
-	if err := m.sendStep(ci, to, lo, hi, "commit"); err != nil {
+	if _, err := m.sendStep(ci, to, lo, hi, "commit"); err != nil {
 		m.log.Warn("the destination of a move did not hear of its commit; it finds out from the catalog",
 			zap.String("ns", ci.NS()), zap.Int("to", to), zap.Error(err))
 	}
@@ -246,6 +267,9 @@ func (m *Manager) ReceiveMove(ci *catalog.Coll, s int, lo, hi uint64, op string,
 	case "begin":
 		if owns(ci, s, lo, hi) {
 			return 0, fmt.Errorf("%w: %s already owns part of the range", shard.ErrStaleAction, Name(s))
+		}
+		if err := m.holdDDL(r); err != nil {
+			return 0, err
 		}
 		m.touchIncoming(r)
 		return 0, m.deleteUnowned(ci.Meta, s, lo, hi)
@@ -342,10 +366,50 @@ func (m *Manager) renewIncoming(r retiredRange) bool {
 	return false
 }
 
-// dropIncoming forgets the incoming range r.
+// holdDDL takes this node's DDL lock and enters its move fence for the incoming range r,
+// from the move's begin until its commit or abort, or until the range is abandoned
+// (sweepIncoming, after incomingTimeout without a batch): no index build or drop runs on
+// this node while it holds a copy it does not own yet (a build's fill would skip it). It
+// waits at most beginDDLWait (a DDL operation of this node, another move into it, another
+// node's fill here): the move then fails and is tried again later.
+func (m *Manager) holdDDL(r retiredRange) error {
+	r.due = time.Time{}
+	m.mu.Lock()
+	_, held := m.mu.incomingDDL[r]
+	m.mu.Unlock()
+	if held { // begin again (the source retried)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), beginDDLWait)
+	defer cancel()
+	unlock, err := m.cat.LockDDLCtx(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %s is busy with another DDL operation or move", shard.ErrStaleAction, Name(r.shard))
+	}
+	leave, err := m.enterMoveFence(r.shard)
+	if err != nil {
+		unlock()
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.incomingDDL == nil {
+		m.mu.incomingDDL = map[retiredRange]func(){}
+	}
+	m.mu.incomingDDL[r] = func() { leave(); unlock() }
+	return nil
+}
+
+// dropIncoming forgets the incoming range r and releases the DDL lock it holds.
 func (m *Manager) dropIncoming(r retiredRange) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	key := r
+	key.due = time.Time{}
+	if unlock, ok := m.mu.incomingDDL[key]; ok {
+		delete(m.mu.incomingDDL, key)
+		unlock()
+	}
 	for k, c := range m.mu.copying {
 		if sameRange(c, r) {
 			m.mu.copying = append(m.mu.copying[:k], m.mu.copying[k+1:]...)

@@ -24,6 +24,9 @@ func (v nodeView) ShardHost(int) (node, host string) {
 func (v nodeView) Leader() bool          { return v.local == 0 }
 func (v nodeView) Draining(int) bool     { return false }
 func (v nodeView) SetDraining(int) error { return nil }
+func (v nodeView) Incarnation() int64    { return 0 }
+func (v nodeView) NodeName() string      { return "self" }
+func (v nodeView) NodeUp(string) bool    { return true }
 
 // directPeers delivers a move's steps to the destination's manager as the internal command
 // would (exec's moveApply), in process: both managers share the stores and the catalog.
@@ -48,7 +51,7 @@ func (p directPeers) Command(_ context.Context, s int, cmd bsoncore.Document) (b
 	if _, err := p.to.ReceiveMove(ci, s, uint64(lo), uint64(hi), op, entries); err != nil {
 		return nil, err
 	}
-	return bsoncore.NewDocumentBuilder().AppendDouble("ok", 1).Build(), nil
+	return bsoncore.NewDocumentBuilder().AppendDouble("ok", 1).AppendInt64("incarnation", p.to.Incarnation()).Build(), nil
 }
 
 // TestManagerMovePartitionToNode moves a partition from shard 0 to shard 1 as if they were
@@ -67,7 +70,9 @@ func TestManagerMovePartitionToNode(t *testing.T) {
 	moved := ci.Map.Partition(1)
 	lo, hi := ci.Map.Range(1)
 	src := New(f.cat, zap.NewNop(), Options{Cluster: nodeView{local: 0}, CheckInterval: time.Hour})
-	dst := New(f.cat, zap.NewNop(), Options{Cluster: nodeView{local: 1}, CheckInterval: time.Hour})
+	// The destination's node has its own DDL lock (which begin takes) and key locks.
+	dstCat := catalog.New(f.cat.Shards(), f.cat.Store(), zap.NewNop())
+	dst := New(dstCat, zap.NewNop(), Options{Cluster: nodeView{local: 1}, CheckInterval: time.Hour})
 	src.write, dst.write = f.m.write, f.m.write // not started: no rounds, no repair
 	t.Cleanup(src.Close)
 	t.Cleanup(dst.Close)
@@ -90,5 +95,12 @@ func TestManagerMovePartitionToNode(t *testing.T) {
 	if len(dst.foreignHints(ci.Meta.ID, nil)) != 0 {
 		t.Errorf("the destination still marks the range incoming after the commit")
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	unlock, err := dstCat.LockDDLCtx(ctx)
+	if err != nil {
+		t.Fatalf("the destination's DDL lock is still held after the commit: %v", err)
+	}
+	unlock()
 	f.checkMoved(t, src, moved.ID, 1, 1000)
 }

@@ -51,6 +51,9 @@ type Manager struct {
 		// move's (due zero), or another node's move into this one (due: when it is
 		// abandoned unless a batch renews it).
 		copying []retiredRange
+		// incomingDDL releases the DDL lock each incoming range holds (move_remote.go,
+		// holdDDL), keyed by the range with a zero due time.
+		incomingDDL map[retiredRange]func()
 		// draining are the shards being drained, on a single node (drain.go).
 		draining map[int]bool
 	}
@@ -64,6 +67,10 @@ type Manager struct {
 	lastState *store.CatalogState
 	// round serializes manager rounds with the partitionStats command's forced round.
 	round sync.Mutex
+	// fence keeps other nodes' index fills and moves between nodes apart (fence.go).
+	fence moveFence
+	// beforeFlip runs just before a move's flip, under its locks (a test failpoint; nil: none).
+	beforeFlip func()
 }
 
 // retiredRange is the data a move left on its source shard, deleted once due.
