@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,9 +33,26 @@ type Cluster struct {
 }
 
 // Start starts an n-member cluster with its data under t.TempDir() and returns once every
-// member is ready (a leader is elected). The members are stopped when the test ends.
+// member is ready (a leader is elected). The members are stopped when the test ends. Ports
+// are picked free, then bound by etcd: another process may take one in between, so a start
+// that finds an address in use is made again on other ports (at most three times).
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
+	for attempt := 1; ; attempt++ {
+		c, err := tryStart(t, n)
+		if err == nil {
+			return c
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatalf("etcdtest: %v", err)
+		}
+		t.Logf("etcdtest: %v; starting again on other ports", err)
+	}
+}
+
+// tryStart starts an n-member cluster on ports free right now; on failure it stops the
+// members it started.
+func tryStart(t testing.TB, n int) (*Cluster, error) {
 	peers, clients := freeURLs(t, n), freeURLs(t, n)
 	var initial []string
 	for i := range n {
@@ -66,13 +84,28 @@ func Start(t testing.TB, n int) *Cluster {
 		}()
 	}
 	wg.Wait()
-	t.Cleanup(c.StopAll)
+	// A member that could not bind fails at once while the others wait for it in vain:
+	// report the bind error, which Start retries.
+	slices.SortStableFunc(errs, func(a, b error) int {
+		return boolRank(a == nil || !strings.Contains(a.Error(), "address already in use")) -
+			boolRank(b == nil || !strings.Contains(b.Error(), "address already in use"))
+	})
 	for _, err := range errs {
 		if err != nil {
-			t.Fatalf("etcdtest: %v", err)
+			c.StopAll()
+			return nil, err
 		}
 	}
-	return c
+	t.Cleanup(c.StopAll)
+	return c, nil
+}
+
+// boolRank is 1 for true, 0 for false.
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // start starts member i and waits until it is ready.
