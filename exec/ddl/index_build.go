@@ -37,9 +37,13 @@ func (x *Runner) fillIndexes(ctx context.Context, c *store.Collection, ids []sto
 }
 
 // FillLocal writes the entries of the not-ready indexes ids of c for every document of
-// this node's shards in the ranges they own (a moved partition's source range is skipped;
-// its copy holds no data the destination does not own yet, because a move holds the DDL lock
-// of both its nodes).
+// this node's shards, except those of partitions now on another node's shard (a partition
+// moved to another node: its source range here awaits deletion, and that node indexes its
+// copy; a move holds the DDL lock of both its nodes). Between this node's own shards
+// nothing is skipped, as before moves between nodes: a document of a partition being moved
+// between two local shards is indexed on both, and the copy that is retired takes its
+// entries with it (skipping by the map lost entries: TestKillMixedWorkload). Ownership is
+// read from the catalog as it is when each shard's snapshot is taken.
 //
 // Why no write is lost: the indexes are in the catalog (not ready) and a barrier has passed,
 // so every write committed after the snapshot maintains them itself. The build therefore
@@ -76,15 +80,20 @@ func (x *Runner) fillShard(ctx context.Context, ci *catalog.Coll, building []*ca
 		return catalog.StoreError(err)
 	}
 	defer func() { _ = snap.Close() }()
+	owner := ci.Map
+	if cur, err := x.cat.Lookup(ci.Meta.DB, ci.Meta.Name); err == nil && cur != nil && cur.Meta.ID == ci.Meta.ID {
+		owner = cur.Map
+	}
 	it, err := snap.NewDocIter(ci.Meta.ID, 0, 0)
 	if err != nil {
 		return catalog.StoreError(err)
 	}
 	defer func() { _ = it.Close() }()
 	var batch []buildDoc
+	shards := x.cat.Shards()
 	for it.Next() {
-		if ci.Map.Partition(ci.Map.Locate(it.Hash())).Shard != s {
-			continue // a moved partition's source range, deleted after its grace period
+		if _, remote := catalog.RemoteNode(shards[owner.Partition(owner.Locate(it.Hash())).Shard]); remote {
+			continue // a partition moved to another node: its source range, deleted after its grace period
 		}
 		batch = append(batch, buildDoc{
 			hash: it.Hash(),

@@ -12,10 +12,12 @@ import (
 // the context MongoDB's createIndexes adds (create_indexes_cmd.cpp): "Index build failed:
 // <build uuid>: Collection <ns> ( <collection uuid> ) :: caused by :: <reason>", with the
 // reason's code and extra fields (keyPattern, keyValue) unchanged. A collection dropped
-// meanwhile (NamespaceNotFound) and errors that are not MongoDB's pass through as they are.
+// meanwhile (NamespaceNotFound), a disk under its reserve (OutOfDiskSpace: MongoDB checks
+// it before the build starts, and answers it bare) and errors that are not MongoDB's pass
+// through as they are.
 func buildFailed(c *store.Collection, err error) error {
 	me := mongoerr.As(err)
-	if me == nil || me.Code == mongoerr.NamespaceNotFound {
+	if me == nil || me.Code == mongoerr.NamespaceNotFound || me.Code == mongoerr.OutOfDiskSpace {
 		return err
 	}
 	var build [16]byte
