@@ -293,7 +293,6 @@ func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 				zap.String("cmd", r.name), zap.Error(merr.Unwrap()))
 		}
 		out = merr.AppendReply(out[:idx+4])
-		out = c.e.topo.appendToStateChange(out, merr)
 	} else {
 		out = r.txn.appendRecoveryToken(out)
 		out = r.appendAtClusterTime(out, int(idx))

@@ -164,28 +164,3 @@ func (t *topology) await(ctx context.Context, a awaitArgs) (int64, error) {
 	}
 	return counter, nil
 }
-
-// stateChangeCodes are the errors the SDAM spec calls state changes ("not writable primary"
-// and "node is recovering"), after which a driver marks the server Unknown unless the error
-// carries a topologyVersion no newer than the one it knows.
-var stateChangeCodes = map[mongoerr.Code]bool{
-	10107: true, 13435: true, 13436: true, 11602: true, 189: true, 91: true, 11600: true, 10058: true,
-}
-
-// appendToStateChange appends the current topologyVersion to the error reply out of a state
-// change error, as mongod does for every one: a driver then sees that the server's topology
-// did not change (a failCommand failpoint's error, in tests) and retries at once, where
-// without it the driver marks the server Unknown and waits for its monitor's next awaitable
-// hello, up to heartbeatFrequencyMS. The quiesce error carries its own, newer version.
-func (t *topology) appendToStateChange(out []byte, merr *mongoerr.Error) []byte {
-	if !stateChangeCodes[merr.Code] {
-		return out
-	}
-	if merr.Info != nil {
-		if _, err := merr.Info.LookupErr("topologyVersion"); err == nil {
-			return out
-		}
-	}
-	counter, _ := t.version()
-	return t.appendVersion(out, "topologyVersion", counter)
-}

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"sync/atomic"
@@ -132,29 +131,5 @@ func TestHelloQuiesce(t *testing.T) {
 	raw := ce.Raw
 	if v, err := raw.LookupErr("topologyVersion", "counter"); err != nil || v.Int64() != 1 {
 		t.Fatalf("the error's topologyVersion counter %v (%v), want 1", v, err)
-	}
-}
-
-// TestStateChangeErrorTopologyVersion: a state change error (here from failCommand) carries
-// the server's topologyVersion, as mongod's do, so that a driver streaming hellos sees the
-// topology did not change and retries at once instead of waiting for its next heartbeat.
-func TestStateChangeErrorTopologyVersion(t *testing.T) {
-	t.Parallel()
-	srv := startServer(t, "--test-commands")
-	c := srv.client(t)
-	tv := helloVersion(t, c)
-	setFailPoint(t, c, bson.D{{Key: "times", Value: 1}}, bson.D{{Key: "failCommands", Value: bson.A{"ping"}}, {Key: "errorCode", Value: 91}})
-	err := c.Database("admin").RunCommand(context.Background(), bson.D{{Key: "ping", Value: 1}}).Err()
-	var ce mongo.CommandError
-	if !errors.As(err, &ce) || ce.Code != 91 {
-		t.Fatalf("ping: %v, want ShutdownInProgress", err)
-	}
-	got, lerr := ce.Raw.LookupErr("topologyVersion")
-	if lerr != nil {
-		t.Fatalf("the error has no topologyVersion: %v", ce.Raw)
-	}
-	var want bson.Raw
-	if want, lerr = bson.Marshal(tv); lerr != nil || !bytes.Equal(got.Value, want) {
-		t.Fatalf("topologyVersion %v, want %v", got, tv)
 	}
 }
