@@ -181,7 +181,12 @@ func (s *server) restart() {
 // client connects the Go driver to the server and disconnects when the test ends.
 func (s *server) client(t testing.TB, opts ...*options.ClientOptions) *mongo.Client {
 	t.Helper()
-	o := options.Client().ApplyURI(s.uri()).SetServerSelectionTimeout(10 * time.Second)
+	// Heartbeats every 500 ms: the driver streams awaitable hellos, and after a state change
+	// error (a failpoint's ShutdownInProgress) it marks the server Unknown until its monitor's
+	// next hello answers, which with the default 10 s would outlast the selection timeout (a
+	// mongos's errors carry no topologyVersion outside its quiesce mode, as cleave's).
+	o := options.Client().ApplyURI(s.uri()).SetServerSelectionTimeout(10 * time.Second).
+		SetHeartbeatInterval(500 * time.Millisecond)
 	all := append([]*options.ClientOptions{o}, opts...)
 	c, err := mongo.Connect(all...)
 	if err != nil {
