@@ -16,15 +16,8 @@ import (
 // building (it reads the catalog: it answers while a node is down).
 func indexBuilds(t *testing.T, c *mongo.Client, db, coll string) []string {
 	t.Helper()
-	cur, err := c.Database(db).Collection(coll).Aggregate(context.Background(),
+	docs := aggAll(t, c.Database(db).Collection(coll),
 		bson.A{bson.D{{Key: "$indexStats", Value: bson.D{}}}, bson.D{{Key: "$match", Value: bson.D{{Key: "building", Value: true}}}}})
-	if err != nil {
-		t.Fatalf("$indexStats: %v", err)
-	}
-	var docs []bson.M
-	if err := cur.All(context.Background(), &docs); err != nil {
-		t.Fatalf("$indexStats: %v", err)
-	}
 	var names []string
 	for _, d := range docs {
 		if n, _ := d["name"].(string); !slices.Contains(names, n) {

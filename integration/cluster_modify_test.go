@@ -286,18 +286,7 @@ func TestClusterRemoteWriteStaleRouter(t *testing.T) {
 	if _, err := clients[0].Database(dbn).Collection("users").InsertMany(ctx, docs); err != nil {
 		t.Fatal(err)
 	}
-	owned := nodeShards(t, clients[1], nodes)
-	from, to := owned[1][0], owned[1][1]
-	chunks := chunkDocsOn(t, clients[1], ns, from)
-	if len(chunks) == 0 {
-		t.Fatalf("no chunk of %s on %s", ns, from)
-	}
-	pauseWatch(t, clients[0], true)
-	defer pauseWatch(t, clients[0], false)
-	if _, err := runCmd(t, clients[1].Database("admin"), bson.D{{Key: "moveChunk", Value: ns},
-		{Key: "bounds", Value: bson.A{chunks[0]["min"], chunks[0]["max"]}}, {Key: "to", Value: to}}); err != nil {
-		t.Fatalf("moveChunk on node-b: %v", err)
-	}
+	from, chunks := moveBehindPausedWatch(t, clients, nodes, ns)
 	coll := clients[0].Database(dbn).Collection("users")
 	for i := range total {
 		key := bson.D{{Key: "tenant", Value: fmt.Sprintf("s%d", i)}, {Key: "_id", Value: int32(i)}}

@@ -101,17 +101,8 @@ func TestClusterMoveDestinationRestarts(t *testing.T) {
 // its partitions).
 func collShards(t *testing.T, c *mongo.Client, db, coll string) []string {
 	t.Helper()
-	cur, err := c.Database(db).Collection(coll).Aggregate(context.Background(),
-		bson.A{bson.D{{Key: "$collStats", Value: bson.D{{Key: "count", Value: bson.D{}}}}}})
-	if err != nil {
-		t.Fatalf("$collStats: %v", err)
-	}
-	var docs []bson.M
-	if err := cur.All(context.Background(), &docs); err != nil {
-		t.Fatalf("$collStats: %v", err)
-	}
 	var out []string
-	for _, d := range docs {
+	for _, d := range aggAll(t, c.Database(db).Collection(coll), bson.A{bson.D{{Key: "$collStats", Value: bson.D{{Key: "count", Value: bson.D{}}}}}}) {
 		out = append(out, d["shard"].(string))
 	}
 	return out

@@ -41,6 +41,30 @@ func pauseWatch(t *testing.T, c *mongo.Client, on bool) {
 	}
 }
 
+// moveBehindPausedWatch pauses node-a's catalog watch (clients[0]; released when the test
+// ends, or earlier by the caller), then moves the first chunk of ns on node-b's first shard
+// to its second through node-b, so that node-a routes on a map the move made stale. It
+// returns that shard and its chunks before the move.
+func moveBehindPausedWatch(t *testing.T, clients []*mongo.Client, nodes []*server, ns string) (from string, chunks []bson.M) {
+	t.Helper()
+	owned := nodeShards(t, clients[1], nodes)
+	if len(owned[1]) != 2 {
+		t.Fatalf("node-b owns %v, want two shards", owned[1])
+	}
+	from, to := owned[1][0], owned[1][1]
+	chunks = chunkDocsOn(t, clients[1], ns, from)
+	if len(chunks) == 0 {
+		t.Fatalf("no chunk of %s on %s", ns, from)
+	}
+	pauseWatch(t, clients[0], true)
+	t.Cleanup(func() { pauseWatch(t, clients[0], false) })
+	if _, err := runCmd(t, clients[1].Database("admin"), bson.D{{Key: "moveChunk", Value: ns},
+		{Key: "bounds", Value: bson.A{chunks[0]["min"], chunks[0]["max"]}}, {Key: "to", Value: to}}); err != nil {
+		t.Fatalf("moveChunk on node-b: %v", err)
+	}
+	return from, chunks
+}
+
 // chunkDocsOn returns node c's config.chunks entries of ns on shard shardID.
 func chunkDocsOn(t *testing.T, c *mongo.Client, ns, shardID string) []bson.M {
 	t.Helper()
@@ -104,21 +128,7 @@ func TestClusterStaleRouterRetries(t *testing.T) {
 		want[i] = int32(i)
 	}
 
-	owned := nodeShards(t, clients[1], nodes)
-	if len(owned[1]) != 2 {
-		t.Fatalf("node-b owns %v, want two shards", owned[1])
-	}
-	from, to := owned[1][0], owned[1][1]
-	chunks := chunkDocsOn(t, clients[1], ns, from)
-	if len(chunks) == 0 {
-		t.Fatalf("no chunk of %s on %s", ns, from)
-	}
-	pauseWatch(t, clients[0], true)
-	defer pauseWatch(t, clients[0], false)
-	if _, err := runCmd(t, clients[1].Database("admin"), bson.D{{Key: "moveChunk", Value: ns},
-		{Key: "bounds", Value: bson.A{chunks[0]["min"], chunks[0]["max"]}}, {Key: "to", Value: to}}); err != nil {
-		t.Fatalf("moveChunk on node-b: %v", err)
-	}
+	from, chunks := moveBehindPausedWatch(t, clients, nodes, ns)
 	if got := len(chunkDocsOn(t, clients[0], ns, from)); got != len(chunks) {
 		t.Fatalf("node-a lists %d chunks on %s after the move, want the %d of its held catalog", got, from, len(chunks))
 	}
