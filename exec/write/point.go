@@ -12,8 +12,8 @@ import (
 // locks and reads again to see what changed in between (issue 13: the two reads were an
 // eighth of a $set by _id). It reports done false, having written nothing, when op is not
 // such a write, or when the document it read needs more locks than its _id's (an update that
-// changes a unique key, or a collation that matched another _id): runOne then goes its
-// general way. Done with no error and nothing matched leaves the upsert to run.
+// changes a unique key, or a collation that matched another _id), or when the catalog
+// changed since op was planned: runOne then goes its general way. Done with no error and nothing matched leaves the upsert to run.
 func (wp *Path) runPoint(ctx context.Context, op *Op, q *query.Query, res *Result) (done bool, err error) {
 	id, ok := pointID(op)
 	if !ok {
@@ -28,6 +28,13 @@ func (wp *Path) runPoint(ctx context.Context, op *Op, q *query.Query, res *Resul
 		return true, err
 	}
 	defer wr.Release()
+	if wr.ci.Meta != op.CI.Meta {
+		// The catalog changed since op was planned: q would read the shards of the old
+		// map, where a partition moved away keeps a stale copy until it is retired (an
+		// $inc read there and written to the new owner lost the increments made since the
+		// flip). The general way reads again under the locks with the current map.
+		return false, nil
+	}
 	doc, err := wp.FirstMatch(ctx, q, res)
 	if err != nil || doc == nil {
 		return true, err
