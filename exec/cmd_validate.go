@@ -90,9 +90,34 @@ func appendValidateReply(out []byte, res *validate.Result) []byte {
 	out = bsoncore.AppendBooleanElement(out, "repaired", false)
 	out = appendStrings(out, "warnings", res.Warnings)
 	out = appendStrings(out, "errors", res.Errors)
-	out = appendStrings(out, "extraIndexEntries", nil)
-	out = appendStrings(out, "missingIndexEntries", nil)
+	out = appendEntries(out, "extraIndexEntries", res.ExtraEntries)
+	out = appendEntries(out, "missingIndexEntries", res.MissingEntries)
 	return appendStrings(out, "corruptRecords", nil)
+}
+
+// appendEntries appends an array field of index entries as MongoDB describes them
+// ({indexName, recordId, indexKey}), with cleave's place of the entry: the shard, the
+// partitioning hash and the _id (cleave's record id).
+func appendEntries(out []byte, key string, es []validate.Entry) []byte {
+	aidx, out := bsoncore.AppendArrayElementStart(out, key)
+	for i, e := range es {
+		var didx int32
+		didx, out = bsoncore.AppendDocumentElementStart(out, strconv.Itoa(i))
+		out = bsoncore.AppendStringElement(out, "indexName", e.Index)
+		if e.ID.Type != 0 {
+			out = bsoncore.AppendValueElement(out, "recordId", e.ID)
+		}
+		if e.Key != nil {
+			out = bsoncore.AppendDocumentElement(out, "indexKey", e.Key)
+		} else {
+			out = bsoncore.AppendBinaryElement(out, "indexKey", 0, e.RawKey)
+		}
+		out = bsoncore.AppendStringElement(out, "shard", "shard-"+strconv.Itoa(e.Shard))
+		out = bsoncore.AppendInt64Element(out, "hash", int64(e.Hash))
+		out, _ = bsoncore.AppendDocumentEnd(out, didx)
+	}
+	out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	return out
 }
 
 // appendStrings appends an array field of strings.

@@ -54,14 +54,19 @@ func TestValidateCorruptions(t *testing.T) {
 	if err := b.Commit(true); err != nil {
 		t.Fatal(err)
 	}
-	check("MissingEntry", false, "a_1")
+	reply = check("MissingEntry", false, "a_1")
+	wantEntry(t, reply, "missingIndexEntries", `{"indexName": "a_1","recordId": {"$numberInt":"2"},"indexKey": {"a": {"$numberInt":"3"}}`)
 	b = e.cat.Shards()[s].NewBatch()
 	b.SetIndex(ci.Meta.ID, xi.Meta.ID, key, h, id)
 	b.SetIndex(ci.Meta.ID, xi.Meta.ID, bsonx.AppendKey(nil, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 9)}), h, id)
 	if err := b.Commit(true); err != nil {
 		t.Fatal(err)
 	}
-	check("ExtraEntry", false, "a_1")
+	reply = check("ExtraEntry", false, "a_1")
+	wantEntry(t, reply, "extraIndexEntries", `{"indexName": "a_1","recordId": {"$numberInt":"2"},"indexKey": {"a": {"$numberInt":"9"}}`)
+	if got := reply.Lookup("missingIndexEntries").String(); got != "[]" {
+		t.Fatalf("missingIndexEntries = %s, want none", got)
+	}
 	b = e.cat.Shards()[s].NewBatch()
 	b.DeleteIndex(ci.Meta.ID, xi.Meta.ID, bsonx.AppendKey(nil, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 9)}), h, id)
 	b.AddStats(ci.Meta.ID, h, 1, 10)
@@ -90,5 +95,14 @@ func TestValidateCorruptions(t *testing.T) {
 	reply = handleJSON(bg, t, c, `{"validate": "nope"}`)
 	if code, _ := reply.Lookup("code").Int32OK(); code != 26 {
 		t.Fatalf("validate of a missing collection: %v", reply)
+	}
+}
+
+// wantEntry checks that validate's reply lists exactly one entry in field, starting with want.
+func wantEntry(t *testing.T, reply bsoncore.Document, field, want string) {
+	t.Helper()
+	vals, _ := reply.Lookup(field).Array().Values()
+	if len(vals) != 1 || !strings.HasPrefix(vals[0].String(), want) {
+		t.Fatalf("%s = %v, want one entry starting %s", field, reply.Lookup(field), want)
 	}
 }

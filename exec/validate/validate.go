@@ -30,6 +30,7 @@ import (
 	"github.com/zeebo/xxh3"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/store"
 )
@@ -61,6 +62,21 @@ type IndexResult struct {
 // Valid reports whether the index agrees with the documents.
 func (r *IndexResult) Valid() bool { return r.Missing == 0 && r.Extra == 0 }
 
+// Entry names one index entry that is extra (no document has its key) or missing (a
+// document has the key, the index has no entry for it): MongoDB's extraIndexEntries and
+// missingIndexEntries.
+type Entry struct {
+	Index string
+	Shard int
+	Hash  uint64         // the partitioning hash of the entry or document
+	ID    bsoncore.Value // the _id it points to (Type 0 when its encoding cannot be read)
+	// Key is the index key, a value per key pattern field named by its path (as
+	// MongoDB's validate rehydrates it; a hashed field's value is its hash); nil for an index whose key has no fields to decode (hashed,
+	// wildcard, 2dsphere): RawKey then holds the encoded key.
+	Key    bsoncore.Document
+	RawKey []byte
+}
+
 // Result is the outcome of Run.
 type Result struct {
 	NS               string
@@ -68,6 +84,8 @@ type Result struct {
 	InvalidDocuments int64 // documents with a problem (place, _id, BSON, index entries)
 	Indexes          []IndexResult
 	Warnings, Errors []string
+	// ExtraEntries and MissingEntries name up to maxReported entries each.
+	ExtraEntries, MissingEntries []Entry
 }
 
 // Valid reports whether nothing is wrong.
@@ -273,6 +291,9 @@ func (v *shardCheck) markMissing(hash uint64, id []byte, doc bsoncore.Document) 
 		_ = xi.Keys(doc, func(key []byte) error {
 			if v.expected[i][entryHash(key, hash, id)] > 0 {
 				v.invalidate(hash, id)
+				if len(v.res.MissingEntries) < maxReported {
+					v.res.MissingEntries = append(v.res.MissingEntries, v.entry(xi, key, hash, id))
+				}
 			}
 			return nil
 		})
@@ -304,6 +325,9 @@ func (v *shardCheck) indexEntries(ctx context.Context, i int, xi *catalog.Index)
 			delete(exp, h)
 		default:
 			ir.Extra++
+			if len(v.res.ExtraEntries) < maxReported {
+				v.res.ExtraEntries = append(v.res.ExtraEntries, v.entry(xi, it.Key(), it.Hash(), it.ID()))
+			}
 		}
 	}
 	if err := it.Err(); err != nil {
@@ -313,6 +337,36 @@ func (v *shardCheck) indexEntries(ctx context.Context, i int, xi *catalog.Index)
 		ir.Missing += int64(c)
 	}
 	return nil
+}
+
+// entry describes the entry (key, hash, id) of index xi on the shard.
+func (v *shardCheck) entry(xi *catalog.Index, key []byte, hash uint64, id []byte) Entry {
+	e := Entry{Index: xi.Meta.Name, Shard: v.s, Hash: hash}
+	if val, _, ok := bsonx.DecodeKey(id); ok {
+		e.ID = val
+	}
+	if len(xi.Fields) == 0 {
+		e.RawKey = bytes.Clone(key)
+		return e
+	}
+	idx, doc := bsoncore.AppendDocumentStart(nil)
+	rem := key
+	for _, f := range xi.Fields {
+		var val bsoncore.Value
+		ok := false
+		if f.Desc { // a hashed component is an int64 encoded the same ways
+			val, rem, ok = bsonx.DecodeKeyDesc(rem)
+		} else {
+			val, rem, ok = bsonx.DecodeKey(rem)
+		}
+		if !ok {
+			e.RawKey = bytes.Clone(key)
+			return e
+		}
+		doc = bsoncore.AppendValueElement(doc, f.Path, val)
+	}
+	e.Key, _ = bsoncore.AppendDocumentEnd(doc, idx)
+	return e
 }
 
 // stats compares the shard's statistics buckets with the documents counted.
