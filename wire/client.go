@@ -95,25 +95,36 @@ func (c *Client) Command(ctx context.Context, cmd bsoncore.Document) (bsoncore.D
 	if err != nil {
 		return nil, err
 	}
-	reply, err := c.roundTrip(ctx, cc, cmd)
-	if err != nil {
+	reply, reusable, err := c.exchange(ctx, cc, cmd)
+	if !reusable {
 		_ = cc.nc.Close()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, err
+	} else {
+		c.put(cc)
 	}
-	c.put(cc)
-	return reply, nil
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return reply, err
 }
 
-// roundTrip writes one request on cc and reads its reply, within ctx.
-func (c *Client) roundTrip(ctx context.Context, cc *clientConn, cmd bsoncore.Document) (bsoncore.Document, error) {
-	// Only ctx ends the round trip: a socket deadline set to ctx's own would race its timer
-	// and surface as an i/o timeout before ctx.Err() says why.
+// exchange runs one round trip on cc within ctx and reports whether cc can serve another.
+// Only ctx ends the round trip: a socket deadline set to ctx's own would race its timer and
+// surface as an i/o timeout before ctx.Err() says why.
+func (c *Client) exchange(ctx context.Context, cc *clientConn, cmd bsoncore.Document) (bsoncore.Document, bool, error) {
 	_ = cc.nc.SetDeadline(time.Time{})
 	stop := context.AfterFunc(ctx, func() { _ = cc.nc.SetDeadline(longAgo) })
-	defer stop()
+	reply, err := c.roundTrip(cc, cmd)
+	if !stop() {
+		// ctx ended as the round trip did: its callback may set the deadline at any time
+		// now, so cc cannot serve another command (the next one on it failed with an i/o
+		// timeout, its own ctx alive: TestClusterExplainRemoteShards).
+		return reply, false, err
+	}
+	return reply, err == nil, err
+}
+
+// roundTrip writes one request on cc and reads its reply.
+func (c *Client) roundTrip(cc *clientConn, cmd bsoncore.Document) (bsoncore.Document, error) {
 	id := c.nextID.Add(1)
 	buf := getBuf(len(cmd) + 64)
 	frame := AppendOpMsg((*buf)[:0], id, 0, 0, cmd)
@@ -175,7 +186,13 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 	}
 	cc := &clientConn{nc: nc, br: bufio.NewReaderSize(nc, 64<<10)}
 	if c.opts.Hello != nil {
-		run := func(cmd bsoncore.Document) (bsoncore.Document, error) { return c.roundTrip(dctx, cc, cmd) }
+		run := func(cmd bsoncore.Document) (bsoncore.Document, error) {
+			reply, reusable, err := c.exchange(dctx, cc, cmd)
+			if err == nil && !reusable {
+				err = &UnreachableError{Addr: c.addr, Err: dctx.Err()}
+			}
+			return reply, err
+		}
 		if err := c.opts.Hello(dctx, run); err != nil {
 			_ = nc.Close()
 			return nil, err

@@ -62,3 +62,25 @@ func TestClientCommandUnreachable(t *testing.T) {
 		t.Fatalf("err = %v, want *UnreachableError for %s", err, addr)
 	}
 }
+
+// TestClientCommandCancelledAtReply: a command whose context ends as its reply arrives
+// leaves no deadline behind on a pooled connection: the commands after it, with live
+// contexts, all succeed (the context's callback, started too late to interrupt the read,
+// set the deadline of the next command's round trip: an i/o timeout).
+func TestClientCommandCancelledAtReply(t *testing.T) {
+	ts := startServer(t, ServerOptions{}, newEchoHandler())
+	c := NewClient(ts.addr, ClientOptions{})
+	defer c.Close()
+	ping := bsoncore.NewDocumentBuilder().AppendInt32("ping", 1).AppendString("$db", "admin").Build()
+	for i := range 2000 {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			time.Sleep(time.Duration(i%50) * time.Microsecond)
+			cancel()
+		}()
+		_, _ = c.Command(ctx, ping) // cancelled before, during or after its round trip
+		if _, err := c.Command(context.Background(), ping); err != nil {
+			t.Fatalf("command %d after a cancelled one: %v", i, err)
+		}
+	}
+}
