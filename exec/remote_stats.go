@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -216,8 +217,36 @@ func mergeValidate(res *validate.Result, reply bsoncore.Document) {
 			}
 		}
 	}
+	res.ExtraEntries = append(res.ExtraEntries, entriesOf(reply.Lookup("extraIndexEntries"))...)
+	res.MissingEntries = append(res.MissingEntries, entriesOf(reply.Lookup("missingIndexEntries"))...)
 	res.Warnings = append(res.Warnings, stringsOf(reply.Lookup("warnings"))...)
 	res.Errors = append(res.Errors, stringsOf(reply.Lookup("errors"))...)
+}
+
+// entriesOf decodes the index entries appendEntries wrote.
+func entriesOf(v bsoncore.Value) []validate.Entry {
+	arr, _ := v.ArrayOK()
+	vals, _ := arr.Values()
+	var out []validate.Entry
+	for _, x := range vals {
+		d, ok := x.DocumentOK()
+		if !ok {
+			continue
+		}
+		e := validate.Entry{ID: d.Lookup("recordId")}
+		e.Index, _ = d.Lookup("indexName").StringValueOK()
+		shardName, _ := d.Lookup("shard").StringValueOK()
+		e.Shard, _ = strconv.Atoi(strings.TrimPrefix(shardName, "shard-"))
+		h, _ := d.Lookup("hash").Int64OK()
+		e.Hash = uint64(h)
+		if key, ok := d.Lookup("indexKey").DocumentOK(); ok {
+			e.Key = key
+		} else if _, raw, ok := d.Lookup("indexKey").BinaryOK(); ok {
+			e.RawKey = raw
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // stringsOf returns the strings of an array value.
@@ -288,6 +317,8 @@ func appendNodeValidate(out []byte, res *validate.Result) []byte {
 			AppendInt64("missing", ir.Missing).AppendInt64("extra", ir.Extra).Build())
 	}
 	out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	out = appendEntries(out, "extraIndexEntries", res.ExtraEntries)
+	out = appendEntries(out, "missingIndexEntries", res.MissingEntries)
 	out = appendStrings(out, "warnings", res.Warnings)
 	return appendStrings(out, "errors", res.Errors)
 }
