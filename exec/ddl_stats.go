@@ -141,15 +141,9 @@ func (e *Executor) collStats(ctx context.Context, r *request) error {
 	}
 	var s collSizes
 	if c != nil {
-		ci, err := e.cat.Lookup(r.db, name)
-		if err != nil {
+		if s, err = e.clusterCollSizes(ctx, c); err != nil {
 			return err
 		}
-		per, err := e.ownedSizes(ctx, ci)
-		if err != nil {
-			return err
-		}
-		s = totalSizes(c, per)
 	}
 	out := r.out
 	out = bsoncore.AppendBooleanElement(out, "sharded", c != nil && c.Sharded())
@@ -335,9 +329,13 @@ func (e *Executor) dataSize(ctx context.Context, r *request) error {
 	if !ok || db == "" || coll == "" {
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", ns)
 	}
-	docs, bytes, err := e.collCounters(ctx, db, coll)
-	if err != nil {
-		return err
+	var docs, bytes int64
+	if c := e.st.Catalog.State().Collection(db, coll); c != nil {
+		s, err := e.clusterCollSizes(ctx, c)
+		if err != nil {
+			return err
+		}
+		docs, bytes = s.count, s.size
 	}
 	if !empty(rng.keyPattern) || !empty(rng.min) || !empty(rng.max) || rng.estimate {
 		ci, err := e.cat.Lookup(db, coll)

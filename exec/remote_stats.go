@@ -20,12 +20,9 @@ import (
 // _cleaveShardStats {what: "sizes" | "validate"}; a node that cannot be reached fails the
 // command (HostUnreachable), so no statistic silently misses a shard.
 
-// shardSizes is what one shard holds of a collection: the partitions it owns (owned) and
-// everything its stats counters count (all: a range being copied to it, or the source of
-// a finished move, included).
+// shardSizes is what one shard holds of a collection in the partitions it owns.
 type shardSizes struct {
-	owned              collSizes
-	allCount, allBytes int64
+	owned collSizes
 }
 
 // localOwnedSizes is ownedSizes for this node's shards (nil for every other node's).
@@ -53,52 +50,23 @@ func (e *Executor) localOwnedSizes(ci *catalog.Coll) []*collSizes {
 	return out
 }
 
-// clusterCollSizes is collSizes over every node's shards: this node's measured here, the
-// other nodes' asked (their shards' counters, and the storage of the partitions they own).
+// clusterCollSizes measures c as collStats does, over every node: on each shard only the
+// partitions it owns, so that a range being copied, or the source of a finished move
+// awaiting its deletion, is not counted twice (dataSize, dbStats and listDatabases agree
+// with collStats while the balancer moves partitions).
 func (e *Executor) clusterCollSizes(ctx context.Context, c *store.Collection) (collSizes, error) {
-	s := e.collSizes(c)
-	if e.remote == nil || catalog.IsView(c) {
-		return s, nil
+	if catalog.IsView(c) {
+		return e.collSizes(c), nil
 	}
 	ci, err := e.cat.Info(c)
-	if err != nil || !e.spansRemote(ci) {
-		return s, err
-	}
-	remote, err := e.remoteSizes(ctx, ci)
 	if err != nil {
-		return s, err
+		return collSizes{}, err
 	}
-	for _, r := range remote {
-		s.count += r.allCount
-		s.size += r.allBytes
-		s.storage += r.owned.storage
+	per, err := e.ownedSizes(ctx, ci)
+	if err != nil {
+		return collSizes{}, err
 	}
-	s.estimateIndexes(c)
-	return s, nil
-}
-
-// collCounters sums the stats counters of collection db.coll over every shard, the other
-// nodes' included (dataSize); zeros when it does not exist.
-func (e *Executor) collCounters(ctx context.Context, db, coll string) (docs, bytes int64, err error) {
-	c := e.st.Catalog.State().Collection(db, coll)
-	if c == nil {
-		return 0, 0, nil
-	}
-	for _, sh := range e.cat.Shards() {
-		d, b := sh.CollStats(c.ID) // another node's shard counts nothing here
-		docs += d
-		bytes += b
-	}
-	ci, err := e.cat.Lookup(db, coll)
-	if err != nil || ci == nil || e.remote == nil || !e.spansRemote(ci) {
-		return docs, bytes, err
-	}
-	remote, err := e.remoteSizes(ctx, ci)
-	for _, s := range remote {
-		docs += s.allCount
-		bytes += s.allBytes
-	}
-	return docs, bytes, err
+	return totalSizes(c, per), nil
 }
 
 // docCount is count's fast path: the documents of the partitions each shard owns (the
@@ -131,7 +99,7 @@ func (e *Executor) remoteSizes(ctx context.Context, ci *catalog.Coll) (map[int]*
 		for _, v := range vals {
 			d, _ := v.DocumentOK()
 			get := func(k string) int64 { n, _ := d.Lookup(k).AsInt64OK(); return n }
-			s := &shardSizes{allCount: get("allCount"), allBytes: get("allSize")}
+			s := &shardSizes{}
 			s.owned = collSizes{count: get("count"), size: get("size"), storage: get("storage")}
 			s.owned.estimateIndexes(ci.Meta)
 			out[int(get("shard"))] = s
@@ -263,7 +231,7 @@ func stringsOf(v bsoncore.Value) []string {
 }
 
 // shardStats answers, on this node, another node's _cleaveShardStats for its shards:
-// {shards: [{shard, count, size, storage, allCount, allSize}]} (sizes), {n} (count: the
+// {shards: [{shard, count, size, storage}]} (sizes), {n} (count: the
 // fast path's) or this node's validation of the collection (validate).
 func (e *Executor) shardStats(ctx context.Context, r *request) error {
 	ci, err := e.ownedColl(ctx, r, -1)
@@ -272,17 +240,14 @@ func (e *Executor) shardStats(ctx context.Context, r *request) error {
 	}
 	switch what, _ := r.body.Lookup("what").StringValueOK(); what {
 	case "sizes":
-		all := e.cat.Shards()
 		aidx, out := bsoncore.AppendArrayElementStart(r.out, "shards")
 		n := 0
 		for s, sz := range e.localOwnedSizes(ci) {
 			if sz == nil {
 				continue
 			}
-			docs, bytes := all[s].CollStats(ci.Meta.ID)
 			d := bsoncore.NewDocumentBuilder().AppendInt32("shard", int32(s)).
-				AppendInt64("count", sz.count).AppendInt64("size", sz.size).AppendInt64("storage", sz.storage).
-				AppendInt64("allCount", docs).AppendInt64("allSize", bytes).Build()
+				AppendInt64("count", sz.count).AppendInt64("size", sz.size).AppendInt64("storage", sz.storage).Build()
 			out = bsoncore.AppendDocumentElement(out, strconv.Itoa(n), d)
 			n++
 		}
