@@ -185,3 +185,47 @@ func TestManagerSplitToThroughput(t *testing.T) {
 		t.Fatalf("SplitTo(2) on 5 partitions: %v, %d partitions", err, f.coll(t).Map.Len())
 	}
 }
+
+// TestManagerRoundWhileDDLHeld: a round does not wait for a DDL lock held elsewhere (an
+// incoming move from another node holds it until this manager's own sweepIncoming drops it
+// when the source died): the source range of a finished move stays due until a round gets
+// the lock, and Close returns. A round used to wait in deleteRetired for a lock only its
+// own loop could release, and the node never stopped (TestClusterKillDuringMoveBetweenNodes).
+func TestManagerRoundWhileDDLHeld(t *testing.T) {
+	f := newManagerFixture(t, 1000, 1<<30)
+	ci := f.coll(t)
+	if _, err := f.m.ApplySplit("db", "c", &shard.SplitAction{ID: ci.Map.Partition(0).ID, At: 1 << 63, Reason: shard.ReasonSize}); err != nil {
+		t.Fatal(err)
+	}
+	moved := f.coll(t).Map.Partition(1)
+	f.m.moveGrace = 0 // the source range is due at once
+	if err := f.m.MovePartition("db", "c", moved.ID, 1, "test"); err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := f.coll(t).Map.Range(1)
+	source := func() int64 { n, _, _ := f.cat.Shards()[0].Stats(ci.Meta.ID, lo, hi); return n }
+	if source() == 0 {
+		t.Fatal("the moved range's source is empty before any round")
+	}
+
+	unlock := f.cat.LockDDL() // held elsewhere
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.m.managerRound()
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // a deadlock, not a timing bound
+		unlock()
+		t.Fatal("a round waited for the DDL lock held elsewhere")
+	}
+	if source() == 0 {
+		t.Fatal("the source range was deleted without the DDL lock")
+	}
+	unlock()
+	f.m.managerRound()
+	if n := source(); n != 0 {
+		t.Fatalf("the source range still holds %d documents after a round with the DDL lock free", n)
+	}
+}

@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -65,7 +66,10 @@ func (m *Manager) MovePartition(db, name string, id uint64, to int, reason strin
 	case !m.isLocal(from):
 		return m.askMove(ci, id, from, to, reason)
 	}
-	unlockDDL := m.cat.LockDDL() // no index build, drop or rename during the move
+	unlockDDL, err := m.lockDDL(beginDDLWait) // no index build, drop or rename during the move
+	if err != nil {
+		return err
+	}
 	defer unlockDDL()
 	leave, err := m.enterMoveFence(from) // nor another node's part of one
 	if err != nil {
@@ -378,7 +382,10 @@ func (m *Manager) deleteRetired(force bool) {
 	if len(due) == 0 {
 		return
 	}
-	unlock := m.cat.LockDDL()
+	unlock, err := m.lockDDL(time.Second)
+	if err != nil {
+		return // the ranges stay due: the next round tries again
+	}
 	defer unlock()
 	defer func() { // forgotten only once deleted: ownedDocCount relies on the list
 		m.mu.Lock()
@@ -401,6 +408,30 @@ func (m *Manager) deleteRetired(force bool) {
 				zap.String("ns", c.DB+"."+c.Name), zap.Int("shard", r.shard), zap.Error(err))
 		}
 	}
+}
+
+// lockDDL takes this node's DDL lock, waiting at most wait and never past Close; busy, it
+// answers ErrStaleAction. The manager's loop must not wait for it unbounded: an incoming
+// move from another node holds it until its commit, abort, or until this loop's
+// sweepIncoming drops it once the source went silent (a source killed during its move left
+// deleteRetired waiting for a lock only its own loop could release, and Close waiting for
+// that loop: TestClusterKillDuringMoveBetweenNodes).
+func (m *Manager) lockDDL(wait time.Duration) (unlock func(), err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-m.stop:
+			cancel()
+		case <-done:
+		}
+	}()
+	if unlock, err = m.cat.LockDDLCtx(ctx); err != nil {
+		return nil, fmt.Errorf("%w: this node is busy with another DDL operation or move", shard.ErrStaleAction)
+	}
+	return unlock, nil
 }
 
 // deleteUnowned deletes the documents and index entries of c on shard s in the parts of
