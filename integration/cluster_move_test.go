@@ -42,20 +42,36 @@ func clusterChunks(t *testing.T, c *mongo.Client, ns string) []bson.M {
 // one of skip, to shard to; it returns the chunk's min bound.
 func moveChunkTo(t *testing.T, c *mongo.Client, ns, key, from, to string, skip ...any) any {
 	t.Helper()
-	for _, ch := range clusterChunks(t, c, ns) {
-		lo := ch["min"].(bson.D)[0].Value
-		if ch["shard"] != from || slices.Contains(skip, lo) {
+	// The balancer moves and splits too: a chunk that changed between the read of
+	// config.chunks and the move answers ConflictingOperationInProgress, as on MongoDB; the
+	// chunks are read again.
+	for attempt := 0; ; attempt++ {
+		lo, err := moveChunkOnce(t, c, ns, key, from, to, skip...)
+		var ce mongo.CommandError
+		if err != nil && errors.As(err, &ce) && ce.Code == 117 && attempt < 10 {
+			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		err := c.Database("admin").RunCommand(context.Background(), bson.D{{Key: "moveChunk", Value: ns},
-			{Key: "bounds", Value: bson.A{bson.D{{Key: key, Value: lo}}, ch["max"]}}, {Key: "to", Value: to}}).Err()
 		if err != nil {
 			t.Fatalf("moveChunk %v from %s to %s: %v", lo, from, to, err)
 		}
 		return lo
 	}
+}
+
+// moveChunkOnce is one attempt of moveChunkTo.
+func moveChunkOnce(t *testing.T, c *mongo.Client, ns, key, from, to string, skip ...any) (any, error) {
+	t.Helper()
+	for _, ch := range clusterChunks(t, c, ns) {
+		lo := ch["min"].(bson.D)[0].Value
+		if ch["shard"] != from || slices.Contains(skip, lo) {
+			continue
+		}
+		return lo, c.Database("admin").RunCommand(context.Background(), bson.D{{Key: "moveChunk", Value: ns},
+			{Key: "bounds", Value: bson.A{bson.D{{Key: key, Value: lo}}, ch["max"]}}, {Key: "to", Value: to}}).Err()
+	}
 	t.Fatalf("no chunk of %s on %s", ns, from)
-	return nil
+	return nil, nil
 }
 
 // retryableCode reports whether a workload may see err: a code the driver or the

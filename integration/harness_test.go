@@ -160,9 +160,16 @@ func (s *server) stop() {
 			s.t.Errorf("cleave exited with %d after SIGTERM:\n%s", code, s.log.String())
 		}
 	case <-time.After(30 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-		s.t.Errorf("cleave did not stop within 30s of SIGTERM:\n%s", s.log.String())
+		// SIGQUIT: the Go runtime prints every goroutine's stack and exits, so the log says
+		// where the shutdown hung.
+		_ = s.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-s.done:
+		case <-time.After(10 * time.Second):
+			_ = s.cmd.Process.Kill()
+			<-s.done
+		}
+		s.t.Errorf("cleave did not stop within 30s of SIGTERM (its goroutines at the end of the log):\n%s", s.log.String())
 	}
 }
 
