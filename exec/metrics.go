@@ -43,6 +43,7 @@ type Metrics struct {
 
 	partRUPerSec, partRUTotal, partThrottled, partBytes, partDocs, partProvisioned *prometheus.Desc
 	splits, moves, hotKeys, conns, connsTotal                                      *prometheus.Desc
+	store                                                                          []storeMetric // metrics_store.go
 }
 
 // commandMetrics is one command's histogram child, created on the command's first run so
@@ -93,6 +94,7 @@ func newMetrics(e *Executor) *Metrics {
 		hotKeys:    prometheus.NewDesc("cleave_hot_key_reports_total", "Single-key hot partitions reported since the server started.", nil, nil),
 		conns:      prometheus.NewDesc("cleave_connections", "Open client connections.", nil, nil),
 		connsTotal: prometheus.NewDesc("cleave_connections_total", "Client connections accepted since the server started.", nil, nil),
+		store:      newStoreMetrics(),
 	}
 	for name := range e.commands {
 		m.byName[name] = &commandMetrics{name: name}
@@ -140,6 +142,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 		m.partDocs, m.partProvisioned, m.splits, m.moves, m.hotKeys, m.conns, m.connsTotal} {
 		ch <- d
 	}
+	m.describeStore(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -156,6 +159,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.splits, prometheus.CounterValue, float64(sh.Splits()))
 	ch <- prometheus.MustNewConstMetric(m.moves, prometheus.CounterValue, float64(sh.Moves()))
 	ch <- prometheus.MustNewConstMetric(m.hotKeys, prometheus.CounterValue, float64(sh.HotKeyReports()))
+	m.collectStore(ch)
 	st := m.e.st.Catalog.State()
 	for _, d := range st.Databases() {
 		for _, c := range st.Collections(d.Name) {

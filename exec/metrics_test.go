@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -271,5 +272,50 @@ func TestMetricsScrapeDuringWrites(t *testing.T) {
 	fams := gather(t, e)
 	if got := sum(fams, "cleave_partition_documents", map[string]string{"db": "bench", "collection": "c"}); got != 15 {
 		t.Errorf("documents: %g, want 15", got)
+	}
+}
+
+// TestMetricsStore: each shard of the node exports its storage engine's metrics, labelled
+// by shard: what is written shows in its memtable and live files, and reads of documents
+// flushed to sstables count in the block cache.
+func TestMetricsStore(t *testing.T) {
+	e := twoShardExecutor(t, 0)
+	c := e.Connect(wire.ConnInfo{ID: 1})
+	shardBench(t, c, "deviceId", 2)
+	loadDocs(t, c, 200)
+	fams := gather(t, e)
+	for _, shard := range []string{"shard-0", "shard-1"} {
+		on := map[string]string{"shard": shard}
+		if got := sum(fams, "cleave_store_memtable_bytes", on); got <= 0 {
+			t.Errorf("%s: cleave_store_memtable_bytes = %g after 200 inserts", shard, got)
+		}
+		if got := sum(fams, "cleave_store_disk_bytes", on); got <= 0 {
+			t.Errorf("%s: cleave_store_disk_bytes = %g after 200 inserts", shard, got)
+		}
+		for _, name := range []string{"cleave_store_read_amplification", "cleave_store_flushes_total",
+			"cleave_store_compactions_total", "cleave_store_block_cache_hits_total", "cleave_store_write_stalls_total"} {
+			if len(matching(fams, name, on)) != 1 {
+				t.Errorf("%s: no %s", shard, name)
+			}
+		}
+	}
+	// compact flushes each shard's memtable, then compacts the collection's key ranges.
+	if reply := handleJSONOn(context.Background(), t, c, "bench", `{"compact": "c"}`); reply.Lookup("ok").Double() != 1 {
+		t.Fatalf("compact: %v", reply)
+	}
+	for _, body := range findByIDBodies()[:50] {
+		if _, err := c.Handle(context.Background(), &wire.Request{Body: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := gather(t, e)
+	if got := sum(after, "cleave_store_flushes_total", nil); got < 2 {
+		t.Errorf("cleave_store_flushes_total = %g after a flush of each shard", got)
+	}
+	if got := sum(after, "cleave_store_sstable_bytes", nil); got <= 0 {
+		t.Errorf("cleave_store_sstable_bytes = %g after the flushes", got)
+	}
+	if got := sum(after, "cleave_store_block_cache_hits_total", nil) + sum(after, "cleave_store_block_cache_misses_total", nil); got <= 0 {
+		t.Errorf("no block cache access counted after 50 reads of flushed documents")
 	}
 }

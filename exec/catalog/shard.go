@@ -256,3 +256,14 @@ var (
 	_ IndexIter = (*store.IndexIter)(nil)
 	_ Probe     = (*store.Probe)(nil)
 )
+
+// LocalMetrics returns the Pebble summary of sh when it is a store of this process (false
+// for another node's shard, or a closed store).
+func LocalMetrics(sh Shard) (store.Metrics, bool) {
+	l, ok := sh.(local)
+	if !ok {
+		return store.Metrics{}, false
+	}
+	m, err := l.db.Metrics()
+	return m, err == nil
+}
