@@ -19,7 +19,9 @@ func TestValidateCorruptions(t *testing.T) {
 	e := testExecutor(t, 2, Options{})
 	c := e.Connect(wire.ConnInfo{ID: 1})
 	bg := context.Background()
-	handleJSON(bg, t, c, `{"shardCollection": "t.c", "key": {"k": "hashed"}}`)
+	if reply := handleJSONOn(bg, t, c, "admin", `{"shardCollection": "t.c", "key": {"k": "hashed"}}`); reply.Lookup("ok").Double() != 1 {
+		t.Fatalf("shardCollection: %v", reply)
+	}
 	handleJSON(bg, t, c, `{"createIndexes": "c", "indexes": [{"key": {"a": 1}, "name": "a_1"}]}`)
 	handleJSON(bg, t, c, `{"insert": "c", "documents": [{"_id": 1, "k": 1, "a": [1, 2]}, {"_id": 2, "k": 2, "a": 3}, {"_id": 3, "k": 3}]}`)
 	check := func(name string, wantValid bool, wantErr string) bsoncore.Document {
