@@ -359,7 +359,7 @@ func (wr *Writer) stageRecords() {
 // RecordNoop commits the record of statement r, which wrote nothing (an update or delete
 // that matched nothing), so that a retry answers the same even if a document now matches.
 func (wp *Path) RecordNoop(rt *Retry, r StmtResult, sync bool) error {
-	wr := &Writer{p: wp, batches: map[int]catalog.Batch{}}
+	wr := &Writer{p: wp}
 	wr.SetRetry(rt)
 	defer wr.Release()
 	wr.NoteStmt(r)

@@ -66,7 +66,7 @@ type Writer struct {
 
 // NewWriter returns a writer for collection ci.
 func (wp *Path) NewWriter(ci *catalog.Coll) *Writer {
-	return &Writer{p: wp, ci: ci, batches: map[int]catalog.Batch{}}
+	return &Writer{p: wp, ci: ci}
 }
 
 // LockHashes returns the key-lock hashes a write of w needs: its document key and the keys
@@ -166,6 +166,9 @@ func (wr *Writer) batch(s int) catalog.Batch {
 	b := wr.batches[s]
 	if b == nil {
 		b = wr.p.shardList()[s].NewBatch()
+		if wr.batches == nil {
+			wr.batches = map[int]catalog.Batch{}
+		}
 		wr.batches[s] = b
 	}
 	return b
