@@ -1,8 +1,10 @@
 package exec
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -20,44 +22,66 @@ import (
 func BenchmarkUpdateByID(b *testing.B) {
 	for _, synced := range []bool{true, false} {
 		b.Run(fmt.Sprintf("synced=%v", synced), func(b *testing.B) {
-			c := updateBenchSetup(b)
-			var bodies []bsoncore.Document
-			for i, body := range workloadABodies(synced) {
-				if i%2 == 1 { // the updates
-					bodies = append(bodies, body)
-				}
-			}
-			runBodies(b, c, bodies)
+			runUpdates(b, updateBenchSetup(b), updateBodies(synced, false))
 		})
 	}
 	// retryable: as drivers send a single-statement update by default (retryWrites), with
-	// the session's lsid and a txnNumber one higher each time, unsynced.
+	// the session's lsid and a txnNumber one higher each time; unsynced.
 	b.Run("retryable", func(b *testing.B) {
-		c := updateBenchSetup(b)
-		lsid := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, make([]byte, 16)).Build()
-		var bodies []bsoncore.Document
-		var offs []int
-		for i, body := range workloadABodies(false) {
-			if i%2 == 0 {
-				continue
-			}
+		runUpdates(b, updateBenchSetup(b), updateBodies(false, true))
+	})
+}
+
+// updateBody is an update command of BenchmarkUpdateByID and the offsets of the values
+// runUpdates patches: the $set's metricValue (a double) and the txnNumber (an int64; 0:
+// none).
+type updateBody struct {
+	body          bsoncore.Document
+	value, txnNum int
+}
+
+// updateBodies returns the updates of workloadABodies, with an lsid and a txnNumber when
+// retryable.
+func updateBodies(synced, retryable bool) []updateBody {
+	lsid := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, make([]byte, 16)).Build()
+	var out []updateBody
+	for i, body := range workloadABodies(synced) {
+		if i%2 == 0 {
+			continue // a find
+		}
+		u := updateBody{value: bytes.Index(body, []byte("metricValue\x00")) + len("metricValue\x00")}
+		if retryable {
 			body = append(body[:len(body)-1:len(body)-1], bsoncore.AppendDocumentElement(nil, "lsid", lsid)...)
 			body = bsoncore.AppendInt64Element(body, "txnNumber", 0)
 			body = append(body, 0)
 			bsoncore.UpdateLength(body, 0, int32(len(body)))
-			bodies, offs = append(bodies, body), append(offs, len(body)-9)
+			u.txnNum = len(body) - 9
 		}
-		b.ReportAllocs()
-		i := 0
-		cpu0 := processCPU(b)
-		for b.Loop() {
-			j := i % len(bodies)
-			binary.LittleEndian.PutUint64(bodies[j][offs[j]:], uint64(i+1))
-			run(b, c, bodies[j])
-			i++
+		u.body = body
+		out = append(out, u)
+	}
+	return out
+}
+
+// runUpdates runs bodies in turn, each setting metricValue to a value the document never
+// held (so that every update changes its document, as YCSB's random values do) and, when
+// retryable, with the next txnNumber; it reports cpu-ns/op as runBodies does.
+func runUpdates(b *testing.B, c wire.ConnHandler, bodies []updateBody) {
+	b.ReportAllocs()
+	i := 0
+	cpu0 := processCPU(b)
+	for b.Loop() {
+		u := bodies[i%len(bodies)]
+		binary.LittleEndian.PutUint64(u.body[u.value:], math.Float64bits(float64(1_000_000+i)))
+		if u.txnNum > 0 {
+			binary.LittleEndian.PutUint64(u.body[u.txnNum:], uint64(i+1))
 		}
-		b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
-	})
+		if n, _ := run(b, c, u.body).Lookup("nModified").AsInt64OK(); n != 1 {
+			b.Fatalf("update %d modified %d documents", i, n)
+		}
+		i++
+	}
+	b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
 // updateBenchSetup returns a connection to an executor whose bench.c holds 10,000

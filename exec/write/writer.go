@@ -27,6 +27,10 @@ type DocWrite struct {
 	New  bsoncore.Document
 	// NewHash is the hash of new when it differs from hash (a shard-key change moves it).
 	NewHash uint64
+	// Paths, for a replacement made by an update with operators, are the paths the update
+	// may have changed (update.Update.ModifiedPaths): new equals old elsewhere, and the
+	// indexes that read none of them keep their entries (untouched). Nil: any may differ.
+	Paths []string
 }
 
 // Writer stages document writes of one collection into atomic per-shard batches, keeping
@@ -233,8 +237,15 @@ func (wr *Writer) Stage(w *DocWrite) error {
 	if err := checkNewKeys(ci, w); err != nil {
 		return err
 	}
+	moved := oldShard != newShard || w.Hash != newHash
 	for _, xi := range ci.WriteIndexes {
 		if xi.IsID && !ci.IDIndexed {
+			continue
+		}
+		if !moved && untouched(xi, w) {
+			// Its keys are the old document's: no entry to delete or add. The multikey
+			// paths are noted all the same, as for any write.
+			wr.noteMultikey(xi, w.New)
 			continue
 		}
 		if err := wr.stageIndex(xi, oldShard, newShard, w.Hash, newHash, w); err != nil {
