@@ -243,9 +243,9 @@ func (wr *Writer) Stage(w *DocWrite) error {
 			continue
 		}
 		if !moved && untouched(xi, w) {
-			// Its keys are the old document's: no entry to delete or add. The multikey
-			// paths are noted all the same, as for any write.
-			wr.noteMultikey(xi, w.New)
+			// Its keys are the old document's: no entry to delete or add, and no path
+			// the index must now flag multikey (the old document's arrays were flagged
+			// when it was written, or when the index was built).
 			continue
 		}
 		if err := wr.stageIndex(xi, oldShard, newShard, w.Hash, newHash, w); err != nil {
