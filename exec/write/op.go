@@ -132,7 +132,8 @@ func (op *Op) compute(ci *catalog.Coll, c *Candidate) {
 	if op.Upd.NeedsPosition() {
 		_, pos = op.Filter.MatchPos(c.Doc)
 	}
-	out, changed, err := op.Upd.Apply(nil, c.Doc, pos, false)
+	// The new document is about the old one's size: one buffer, not a growing one.
+	out, changed, err := op.Upd.Apply(make([]byte, 0, len(c.Doc)+64), c.Doc, pos, false)
 	if err == nil && changed {
 		err = validateReplacement(out)
 	}
