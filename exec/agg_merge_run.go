@@ -258,7 +258,7 @@ func (s *mergeStage) compileUpdate(doc bsoncore.Document, vals []bsoncore.Value)
 		}
 		c, _ = bsoncore.AppendDocumentEnd(c, idx)
 		pipe := bsoncore.Value{Type: bsoncore.TypeArray, Data: s.pipeline}
-		return update.CompileValue(pipe, updateOptions(nil, s.env.Opts.Let, c))
+		return update.CompileValue(pipe, updateOptions(pipe, nil, s.env.Opts.Let, c))
 	}
 	return nil, nil // whenMatched: fail only inserts
 }

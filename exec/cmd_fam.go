@@ -197,7 +197,7 @@ func (e *Executor) compileFAM(db string, a *famArgs, ci *catalog.Coll, create bo
 	op := &write.Op{CI: ci, Query: q, Filter: f, Sort: sortSpec, Hint: a.hint, Upsert: a.upsert,
 		Sync: a.wc.Sync(), KeepImages: true, Bypass: a.bypass}
 	if !a.remove {
-		opts := updateOptions(a.arrayFilters, a.let, nil)
+		opts := updateOptions(a.update, a.arrayFilters, a.let, nil)
 		opts.Timestamp, opts.KeepEmptyTimestamps, opts.Collator = e.clockTimestamp, a.bypassTs, coll
 		if op.Upd, err = update.CompileValue(a.update, opts); err != nil {
 			return nil, nil, err

@@ -116,7 +116,7 @@ func (e *Executor) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *u
 	if err != nil {
 		return nil, err
 	}
-	opts := updateOptions(s.arrayFilters, a.let, s.c)
+	opts := updateOptions(s.u, s.arrayFilters, a.let, s.c)
 	opts.Timestamp, opts.KeepEmptyTimestamps, opts.Collator = e.clockTimestamp, a.bypassTs, coll
 	u, err := update.CompileValue(s.u, opts)
 	if err != nil {
@@ -144,13 +144,14 @@ func (e *Executor) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *u
 	return op, nil
 }
 
-// updateOptions are the compile options of an update: its array filters and, for a
-// pipeline update, the let variables and constants its expressions see.
-func updateOptions(arrayFilters []bsoncore.Document, let, constants bsoncore.Document) *update.Options {
-	return &update.Options{
-		ArrayFilters:    arrayFilters,
-		CompilePipeline: write.PipelineCompiler(let, constants),
+// updateOptions are the compile options of update u: its array filters and, for a
+// pipeline update (an array), the let variables and constants its expressions see.
+func updateOptions(u bsoncore.Value, arrayFilters []bsoncore.Document, let, constants bsoncore.Document) *update.Options {
+	opts := &update.Options{ArrayFilters: arrayFilters}
+	if u.Type == bsoncore.TypeArray { // the others compile no pipeline: spare the closure
+		opts.CompilePipeline = write.PipelineCompiler(let, constants)
 	}
+	return opts
 }
 
 // compileWriteFilter compiles the query of a write statement (or a find); $expr in it

@@ -204,7 +204,8 @@ func parseDeleteStmt(i int, v bsoncore.Value) (*deleteStmt, error) {
 // "update.updates"); fn returns false for an unknown field, which fails with MongoDB's
 // IDL error 40415.
 func forEachField(prefix string, d bsoncore.Document, fn func(key string, v bsoncore.Value) (bool, error)) error {
-	elems, err := d.Elements()
+	var buf [8]bsoncore.Element // a statement's fields, without an allocation
+	elems, err := bsonx.AppendElements(buf[:0], d)
 	if err != nil {
 		return mongoerr.New(mongoerr.InvalidBSON, "invalid statement document")
 	}

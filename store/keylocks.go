@@ -55,6 +55,13 @@ func (l *KeyLocks) LockManyCtx(ctx context.Context, hs []uint64) (unlock func(),
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if len(hs) == 1 { // a write by _id: one stripe, one allocation (the unlock)
+		m := &l.stripes[stripe(hs[0])]
+		if err := lockCtx(ctx, m); err != nil {
+			return nil, err
+		}
+		return m.Unlock, nil
+	}
 	ss := make([]uint32, len(hs))
 	for i, h := range hs {
 		ss[i] = stripe(h)

@@ -38,14 +38,14 @@ func ForEach(cmd string, body bsoncore.Document, fn func(key string, v bsoncore.
 		if !ok {
 			return nil
 		}
-		key := el.Key()
 		if first {
 			first = false
 			continue
 		}
-		if Generic[key] {
+		if Generic[string(el.KeyBytes())] { // a lookup without a string allocation
 			continue
 		}
+		key := el.Key()
 		known, err := fn(key, el.Value())
 		if err != nil {
 			return err

@@ -40,6 +40,9 @@ var identifierPattern = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)
 // parseArrayFilters compiles the update's arrayFilters as ParsedUpdate::parseArrayFilters
 // does, keyed by identifier, their strings compared under coll (nil: simple).
 func parseArrayFilters(docs []bsoncore.Document, coll bsonx.Collator) (map[string]*arrayFilter, error) {
+	if len(docs) == 0 {
+		return nil, nil // read only: nil is the empty map, without an allocation
+	}
 	filters := make(map[string]*arrayFilter, len(docs))
 	for _, doc := range docs {
 		if err := doc.Validate(); err != nil {

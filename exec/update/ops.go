@@ -84,7 +84,8 @@ type bitOp struct {
 // node's init() does. e is the element {<path>: <argument>} of the operator's document;
 // coll is the update's collation (nil: simple).
 func newLeaf(op opKind, e elem, coll bsonx.Collator) (*leaf, error) {
-	lf := &leaf{op: op, path: string(e.key), key: string(e.key), val: e.value(), coll: coll}
+	key := string(e.key) // one string for both
+	lf := &leaf{op: op, path: key, key: key, val: e.value(), coll: coll}
 	switch op {
 	case opSet, opSetOnInsert, opMin, opMax:
 		lf.nesting = nestingDepth(e.t, e.val)

@@ -280,13 +280,12 @@ func (c *compiler) checkFiltersUsed(update []byte) error {
 
 // modifiedPaths returns ModifiedPaths from the parsed paths.
 func (c *compiler) modifiedPaths() []string {
+	if len(c.paths) == 1 { // nothing to sort or cover ({$set: {f: v}})
+		return []string{staticPrefix(c.paths[0])}
+	}
 	paths := make([]string, 0, len(c.paths))
 	for _, parts := range c.paths {
-		n := 0
-		for n < len(parts) && !isDynamic(parts[n]) {
-			n++
-		}
-		paths = append(paths, strings.Join(parts[:n], "."))
+		paths = append(paths, staticPrefix(parts))
 	}
 	sort.Strings(paths)
 	out := make([]string, 0, len(paths))
@@ -303,4 +302,13 @@ func (c *compiler) modifiedPaths() []string {
 		}
 	}
 	return out
+}
+
+// staticPrefix is the dotted path of parts up to its first dynamic component.
+func staticPrefix(parts []string) string {
+	n := 0
+	for n < len(parts) && !isDynamic(parts[n]) {
+		n++
+	}
+	return strings.Join(parts[:n], ".")
 }

@@ -12,7 +12,7 @@ func checkNewKeys(ci *catalog.Coll, w *DocWrite) error {
 		return nil
 	}
 	for _, xi := range ci.WriteIndexes {
-		if !mayRefuseKeys(xi) {
+		if !mayRefuseKeys(xi) || untouched(xi, w) { // the old document's keys: they were accepted
 			continue
 		}
 		if err := xi.Keys(w.New, func([]byte) error { return nil }); err != nil {

@@ -106,7 +106,13 @@ type Candidate struct {
 // NewCandidate copies doc (a stream's document, valid until its next call) and computes the
 // op's change to it.
 func (op *Op) NewCandidate(doc bsoncore.Document) (*Candidate, error) {
-	c := &Candidate{Doc: append(bsoncore.Document(nil), doc...)}
+	return op.newCandidate(append(bsoncore.Document(nil), doc...))
+}
+
+// newCandidate is NewCandidate for a document the candidate may keep: no other code
+// writes to it, or appends to it (its capacity is its length).
+func (op *Op) newCandidate(doc bsoncore.Document) (*Candidate, error) {
+	c := &Candidate{Doc: doc[:len(doc):len(doc)]}
 	var err error
 	if c.Hash, err = op.CI.ShardHash(c.Doc); err != nil {
 		return nil, err
@@ -126,7 +132,8 @@ func (op *Op) compute(ci *catalog.Coll, c *Candidate) {
 	if op.Upd.NeedsPosition() {
 		_, pos = op.Filter.MatchPos(c.Doc)
 	}
-	out, changed, err := op.Upd.Apply(nil, c.Doc, pos, false)
+	// The new document is about the old one's size: one buffer, not a growing one.
+	out, changed, err := op.Upd.Apply(make([]byte, 0, len(c.Doc)+64), c.Doc, pos, false)
 	if err == nil && changed {
 		err = validateReplacement(out)
 	}
@@ -148,7 +155,7 @@ func (op *Op) compute(ci *catalog.Coll, c *Candidate) {
 func (op *Op) Write(c *Candidate) DocWrite {
 	w := DocWrite{Hash: c.Hash, ID: c.ID, Old: c.Doc}
 	if op.Upd != nil && c.Changed {
-		w.New, w.NewHash = c.New, c.NewHash
+		w.New, w.NewHash, w.Paths = c.New, c.NewHash, op.Upd.ModifiedPaths()
 	}
 	return w
 }
@@ -276,7 +283,7 @@ func (wp *Path) runOne(ctx context.Context, op *Op, res *Result) error {
 		if err != nil || doc == nil {
 			return err
 		}
-		c, err := op.NewCandidate(doc)
+		c, err := op.newCandidate(doc) // FirstMatch's document is ours
 		if err != nil {
 			return err
 		}
@@ -289,18 +296,40 @@ func (wp *Path) runOne(ctx context.Context, op *Op, res *Result) error {
 	}
 }
 
-// FirstMatch returns the first document q yields, or nil.
+// FirstMatch returns the first document q yields, or nil. The document is the caller's: it
+// is copied out of the stream before the stream closes, unless the stream read it into a
+// buffer of its own that it leaves behind (ownsDoc).
 func (wp *Path) FirstMatch(ctx context.Context, q *query.Query, res *Result) (bsoncore.Document, error) {
-	stream, _, shards, err := wp.query.Open(q)
+	stream, p, shards, err := wp.query.Open(q)
 	if err != nil {
 		return nil, err
 	}
 	doc, err := stream.Next(ctx)
+	if doc != nil && !wp.ownsDoc(q, p, shards) {
+		doc = append(bsoncore.Document(nil), doc...)
+	}
 	stream.Close()
 	for _, s := range shards {
 		res.Charge += s.Stats.Charge()
 	}
 	return doc, err
+}
+
+// ownsDoc reports whether the documents of q's stream are the caller's once the stream is
+// closed: a point read by _id on this node's shards reads each into the stream's own buffer,
+// which it neither recycles (q.RecycleBuffers is off) nor reuses after Close; a scan's
+// documents are its iterator's, another node's its reply's.
+func (wp *Path) ownsDoc(q *query.Query, p *query.Plan, shards []*query.ShardStream) bool {
+	if q.RecycleBuffers || p == nil || p.Kind != query.PlanIDs {
+		return false
+	}
+	list := wp.shardList()
+	for _, s := range shards {
+		if _, remote := catalog.RemoteNode(list[s.Shard]); remote {
+			return false
+		}
+	}
+	return true
 }
 
 // applyWithRetry applies op to cands until each is done or gone: candidates that changed

@@ -39,7 +39,7 @@ func (wp *Path) runPoint(ctx context.Context, op *Op, q *query.Query, res *Resul
 	if err != nil || doc == nil {
 		return true, err
 	}
-	c, err := op.NewCandidate(doc)
+	c, err := op.newCandidate(doc) // FirstMatch's document is ours: no copy
 	if err != nil {
 		return true, err
 	}

@@ -2,9 +2,9 @@ package write
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -167,7 +167,8 @@ func (rt *Retry) commitPending() {
 // ones staged on s or on no shard.
 func (rt *Retry) encode(s int) []byte {
 	plain := slices.Clone(rt.plain)
-	var rich []StmtResult
+	rich := make([]StmtResult, 0, len(rt.rich)+len(rt.pending))
+	size := 96 + 24*len(plain) // the record's size, near enough to make out once
 	for _, r := range rt.rich {
 		rich = append(rich, r)
 	}
@@ -182,7 +183,10 @@ func (rt *Retry) encode(s int) []byte {
 		}
 	}
 	slices.SortFunc(rich, func(a, b StmtResult) int { return int(a.Stmt) - int(b.Stmt) })
-	idx, out := bsoncore.AppendDocumentStart(nil)
+	for _, r := range rich {
+		size += 64 + len(r.Upserted.Data) + len(r.Before) + len(r.After)
+	}
+	idx, out := bsoncore.AppendDocumentStart(make([]byte, 0, size))
 	out = bsoncore.AppendInt64Element(out, "txnNumber", rt.txnNumber)
 	// As config.transactions' lastWriteDate: the session's records go when it expires
 	// (RecordLastWrite).
@@ -192,7 +196,7 @@ func (rt *Retry) encode(s int) []byte {
 	}
 	aidx, out := bsoncore.AppendArrayElementStart(out, "ranges")
 	for i, r := range plain {
-		ridx, o := bsoncore.AppendArrayElementStart(out, fmt.Sprint(i))
+		ridx, o := bsoncore.AppendArrayElementStart(out, strconv.Itoa(i))
 		o = bsoncore.AppendInt32Element(o, "0", r.lo)
 		o = bsoncore.AppendInt32Element(o, "1", r.hi)
 		out, _ = bsoncore.AppendArrayEnd(o, ridx)
@@ -200,7 +204,7 @@ func (rt *Retry) encode(s int) []byte {
 	out, _ = bsoncore.AppendArrayEnd(out, aidx)
 	aidx, out = bsoncore.AppendArrayElementStart(out, "stmts")
 	for i, r := range rich {
-		didx, o := bsoncore.AppendDocumentElementStart(out, fmt.Sprint(i))
+		didx, o := bsoncore.AppendDocumentElementStart(out, strconv.Itoa(i))
 		o = bsoncore.AppendInt32Element(o, "stmt", r.Stmt)
 		o = bsoncore.AppendInt64Element(o, "n", r.Matched)
 		o = bsoncore.AppendInt64Element(o, "nModified", r.Modified)
@@ -359,7 +363,7 @@ func (wr *Writer) stageRecords() {
 // RecordNoop commits the record of statement r, which wrote nothing (an update or delete
 // that matched nothing), so that a retry answers the same even if a document now matches.
 func (wp *Path) RecordNoop(rt *Retry, r StmtResult, sync bool) error {
-	wr := &Writer{p: wp, batches: map[int]catalog.Batch{}}
+	wr := &Writer{p: wp}
 	wr.SetRetry(rt)
 	defer wr.Release()
 	wr.NoteStmt(r)

@@ -161,12 +161,13 @@ func validateReplacement(doc bsoncore.Document) error {
 		return mongoerr.New(mongoerr.BSONObjectTooLarge,
 			"Resulting document after update is larger than %d", wire.MaxBSONSize)
 	}
-	elems, err := doc.Elements()
+	var buf [16]bsoncore.Element // most documents' fields, without an allocation
+	elems, err := bsonx.AppendElements(buf[:0], doc)
 	if err != nil {
 		return mongoerr.New(mongoerr.InvalidBSON, "invalid BSON document: %v", err)
 	}
 	for _, el := range elems {
-		if el.Key() == "_id" {
+		if string(el.KeyBytes()) == "_id" {
 			if err := validateID(el.Value()); err != nil {
 				return err
 			}

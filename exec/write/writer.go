@@ -27,6 +27,10 @@ type DocWrite struct {
 	New  bsoncore.Document
 	// NewHash is the hash of new when it differs from hash (a shard-key change moves it).
 	NewHash uint64
+	// Paths, for a replacement made by an update with operators, are the paths the update
+	// may have changed (update.Update.ModifiedPaths): new equals old elsewhere, and the
+	// indexes that read none of them keep their entries (untouched). Nil: any may differ.
+	Paths []string
 }
 
 // Writer stages document writes of one collection into atomic per-shard batches, keeping
@@ -66,7 +70,7 @@ type Writer struct {
 
 // NewWriter returns a writer for collection ci.
 func (wp *Path) NewWriter(ci *catalog.Coll) *Writer {
-	return &Writer{p: wp, ci: ci, batches: map[int]catalog.Batch{}}
+	return &Writer{p: wp, ci: ci}
 }
 
 // LockHashes returns the key-lock hashes a write of w needs: its document key and the keys
@@ -166,6 +170,9 @@ func (wr *Writer) batch(s int) catalog.Batch {
 	b := wr.batches[s]
 	if b == nil {
 		b = wr.p.shardList()[s].NewBatch()
+		if wr.batches == nil {
+			wr.batches = map[int]catalog.Batch{}
+		}
 		wr.batches[s] = b
 	}
 	return b
@@ -230,8 +237,15 @@ func (wr *Writer) Stage(w *DocWrite) error {
 	if err := checkNewKeys(ci, w); err != nil {
 		return err
 	}
+	moved := oldShard != newShard || w.Hash != newHash
 	for _, xi := range ci.WriteIndexes {
 		if xi.IsID && !ci.IDIndexed {
+			continue
+		}
+		if !moved && untouched(xi, w) {
+			// Its keys are the old document's: no entry to delete or add, and no path
+			// the index must now flag multikey (the old document's arrays were flagged
+			// when it was written, or when the index was built).
 			continue
 		}
 		if err := wr.stageIndex(xi, oldShard, newShard, w.Hash, newHash, w); err != nil {
