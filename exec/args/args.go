@@ -27,24 +27,43 @@ var Generic = map[string]bool{
 	"usesDefaultMaxTimeMS": true,
 }
 
+// argNames interns the names of the arguments the common commands take, so that ForEach
+// passes them to fn without allocating a string per field of every command.
+var argNames = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range []string{
+		"filter", "sort", "projection", "hint", "skip", "limit", "batchSize", "singleBatch",
+		"let", "collation", "allowDiskUse", "noCursorTimeout", "returnKey", "showRecordId",
+		"min", "max", "tailable", "awaitData", "allowPartialResults", "readOnce",
+		"documents", "ordered", "bypassDocumentValidation", "updates", "deletes",
+		"pipeline", "cursor", "explain", "collection", "query", "update", "remove", "new",
+		"fields", "upsert", "arrayFilters", "key", "cursors", "term", "lastKnownCommittedOpTime",
+	} {
+		m[n] = n
+	}
+	return m
+}()
+
 // ForEach calls fn for every field of a command body except the command name itself (the
 // first field) and the generic arguments. fn returns false for a field it does not know,
 // which fails with MongoDB's IDL error 40415 "BSON field '<cmd>.<field>' is an unknown field.".
 func ForEach(cmd string, body bsoncore.Document, fn func(key string, v bsoncore.Value) (bool, error)) error {
 	it := bsonx.Elements(body)
-	first := true
+	if _, ok := it.Next(); !ok { // the command name
+		return nil
+	}
 	for {
 		el, ok := it.Next()
 		if !ok {
 			return nil
 		}
-		key := el.Key()
-		if first {
-			first = false
+		kb := el.KeyBytes()
+		if Generic[string(kb)] { // NB: a lookup by string(bytes) does not allocate
 			continue
 		}
-		if Generic[key] {
-			continue
+		key, interned := argNames[string(kb)]
+		if !interned {
+			key = string(kb)
 		}
 		known, err := fn(key, el.Value())
 		if err != nil {

@@ -37,6 +37,14 @@ func Compile(filter bsoncore.Document, opts *Options) (*Filter, error) {
 	if err := filter.Validate(); err != nil {
 		return nil, mongoerr.Wrap(err, mongoerr.InvalidBSON, "invalid BSON in filter")
 	}
+	if f := compileSingleEq(filter, opts); f != nil {
+		return f, nil
+	}
+	return parse(filter, opts)
+}
+
+// parse compiles a valid filter document through the parser.
+func parse(filter bsoncore.Document, opts *Options) (*Filter, error) {
 	p := &parser{opts: opts}
 	if opts != nil {
 		p.coll = opts.Collator

@@ -42,7 +42,13 @@ type cmpLeaf struct {
 
 // newCmp returns the comparison of values against rhs under collation coll (nil: simple).
 func newCmp(op cmpOp, rhs bsoncore.Value, coll bsonx.Collator) *cmpLeaf {
-	return &cmpLeaf{op: op, rhs: rhs, rhsList: [1]bsoncore.Value{rhs}, crhs: bsonx.Collate(coll, rhs), coll: coll,
+	c := makeCmp(op, rhs, coll)
+	return &c
+}
+
+// makeCmp is newCmp's value, for a caller that places it in a larger allocation.
+func makeCmp(op cmpOp, rhs bsoncore.Value, coll bsonx.Collator) cmpLeaf {
+	return cmpLeaf{op: op, rhs: rhs, rhsList: [1]bsoncore.Value{rhs}, crhs: bsonx.Collate(coll, rhs), coll: coll,
 		rank: bsonx.CanonicalRank(rhs.Type), nan: isNaN(rhs)}
 }
 
