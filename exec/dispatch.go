@@ -61,7 +61,11 @@ func (e *Executor) dispatch(ctx context.Context, r *request) (err error) {
 		e.counters.command.Add(1)
 		return mongoerr.New(mongoerr.CommandNotFound, "no such command: ''")
 	}
-	r.name = first.Key()
+	name, known := e.cmdNames[string(first.KeyBytes())]
+	if !known {
+		name = first.Key()
+	}
+	r.name = name
 	if r.legacy && !opQueryCommands[r.name] {
 		e.counters.command.Add(1)
 		return mongoerr.New(mongoerr.UnsupportedOpQueryCommand, "Unsupported OP_QUERY command: %s. The client driver may require an upgrade. "+
@@ -137,7 +141,7 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 	case auth.ActionWrite, auth.ActionDDL, auth.ActionDBAdmin:
 		r.wrote = true
 	}
-	if cmd.retainsBody || retainsBody[r.name] {
+	if cmd.retainsBody || retainsBody[r.name] && !singleBatchFind(r) {
 		r.body = append(bsoncore.Document(nil), r.body...)
 	}
 	created := e.trackTxnDDL(r)
@@ -149,6 +153,17 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 // retainsBody names the commands that open cursors, whose compiled filters, projections and
 // pipelines alias the request body (see command.retainsBody).
 var retainsBody = map[string]bool{"find": true, "aggregate": true, "listCollections": true, "listIndexes": true}
+
+// singleBatchFind reports whether r is a find with singleBatch: true, whose cursor is
+// closed before the command returns (firstBatch; a tailable one is refused), so nothing
+// outlives the request: its body need not be copied (a point read's one copy, issue 13).
+func singleBatchFind(r *request) bool {
+	if r.name != "find" {
+		return false
+	}
+	single, ok := r.body.Lookup("singleBatch").BooleanOK()
+	return ok && single
+}
 
 // validateDBName applies MongoDB's rules for database names.
 func validateDBName(db string) error {

@@ -43,7 +43,7 @@ func parseFind(body bsoncore.Document) (*findArgs, error) {
 		return nil, err
 	}
 	a.coll = coll
-	err = args.ForEach(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+	maxTime, err := args.ForEachMaxTime(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "filter":
@@ -94,8 +94,8 @@ func parseFind(body bsoncore.Document) (*findArgs, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v, err := body.LookupErr("maxTimeMS"); err == nil {
-		if a.maxTimeMS, err = maxTimeMS(cmd, v); err != nil {
+	if maxTime.Type != 0 {
+		if a.maxTimeMS, err = maxTimeMS(cmd, maxTime); err != nil {
 			return nil, err
 		}
 	}

@@ -48,17 +48,28 @@ var argNames = func() map[string]string {
 // first field) and the generic arguments. fn returns false for a field it does not know,
 // which fails with MongoDB's IDL error 40415 "BSON field '<cmd>.<field>' is an unknown field.".
 func ForEach(cmd string, body bsoncore.Document, fn func(key string, v bsoncore.Value) (bool, error)) error {
+	_, err := ForEachMaxTime(cmd, body, fn)
+	return err
+}
+
+// ForEachMaxTime is ForEach that also returns the generic maxTimeMS argument (its first
+// occurrence, as body.Lookup finds it; Type 0 when absent), in the same pass over the body.
+func ForEachMaxTime(cmd string, body bsoncore.Document, fn func(key string, v bsoncore.Value) (bool, error)) (bsoncore.Value, error) {
+	var maxTime bsoncore.Value
 	it := bsonx.Elements(body)
 	if _, ok := it.Next(); !ok { // the command name
-		return nil
+		return maxTime, nil
 	}
 	for {
 		el, ok := it.Next()
 		if !ok {
-			return nil
+			return maxTime, nil
 		}
 		kb := el.KeyBytes()
 		if Generic[string(kb)] { // NB: a lookup by string(bytes) does not allocate
+			if maxTime.Type == 0 && string(kb) == "maxTimeMS" {
+				maxTime = el.Value()
+			}
 			continue
 		}
 		key, interned := argNames[string(kb)]
@@ -67,10 +78,10 @@ func ForEach(cmd string, body bsoncore.Document, fn func(key string, v bsoncore.
 		}
 		known, err := fn(key, el.Value())
 		if err != nil {
-			return err
+			return maxTime, err
 		}
 		if !known {
-			return mongoerr.New(mongoerr.Location40415, "BSON field '%s.%s' is an unknown field.", cmd, key)
+			return maxTime, mongoerr.New(mongoerr.Location40415, "BSON field '%s.%s' is an unknown field.", cmd, key)
 		}
 	}
 }

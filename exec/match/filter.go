@@ -40,7 +40,11 @@ func Compile(filter bsoncore.Document, opts *Options) (*Filter, error) {
 	if f := compileSingleEq(filter, opts); f != nil {
 		return f, nil
 	}
-	return parse(filter, opts)
+	if opts == nil {
+		return parse(filter, nil)
+	}
+	o := *opts // the parser keeps opts: a copy, so that the caller's need not escape
+	return parse(filter, &o)
 }
 
 // parse compiles a valid filter document through the parser.
