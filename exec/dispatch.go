@@ -71,7 +71,7 @@ func (e *Executor) dispatch(ctx context.Context, r *request) (err error) {
 		return mongoerr.New(mongoerr.UnsupportedOpQueryCommand, "Unsupported OP_QUERY command: %s. The client driver may require an upgrade. "+
 			"For more details see https://dochub.mongodb.org/core/legacy-opcode-removal", r.name)
 	}
-	db, ok := r.body.Lookup("$db").StringValueOK()
+	db, ok := r.conn.names.dbName(r.body.Lookup("$db"))
 	if !ok {
 		e.counters.command.Add(1)
 		return mongoerr.New(mongoerr.Location40571, "OP_MSG requests require a $db argument")

@@ -257,6 +257,8 @@ type conn struct {
 	// openCursors counts the cursors this connection opened that are still open
 	// (MaxCursorsPerConnection).
 	openCursors atomic.Int32
+	// names are the last database name and namespace its requests named (names.go).
+	names nameCache
 }
 
 // requestStats describes the last finished command of a connection.

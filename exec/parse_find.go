@@ -35,12 +35,21 @@ type findArgs struct {
 
 // parseFind parses a find command body.
 func parseFind(body bsoncore.Document) (*findArgs, error) {
+	a := new(findArgs)
+	if err := parseFindInto(body, a); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// parseFindInto is parseFind into a, which find allocates with its query and cursor.
+func parseFindInto(body bsoncore.Document, a *findArgs) error {
 	const cmd = "find"
-	a := &findArgs{batchSize: -1}
+	*a = findArgs{batchSize: -1}
 	first, _ := bsonx.FirstElement(body)
 	coll, err := args.Collection(cmd, first.Value())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.coll = coll
 	maxTime, err := args.ForEachMaxTime(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
@@ -92,14 +101,14 @@ func parseFind(body bsoncore.Document) (*findArgs, error) {
 		return true, err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if maxTime.Type != 0 {
 		if a.maxTimeMS, err = maxTimeMS(cmd, maxTime); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return a, checkTailable(a)
+	return checkTailable(a)
 }
 
 // optionalDoc returns a document argument; null counts as absent, as drivers sometimes send it.

@@ -27,10 +27,14 @@ var Generic = map[string]bool{
 	"usesDefaultMaxTimeMS": true,
 }
 
-// argNames interns the names of the arguments the common commands take, so that ForEach
-// passes them to fn without allocating a string per field of every command.
-var argNames = func() map[string]string {
-	m := map[string]string{}
+// argKeys maps the generic arguments and the names of the arguments the common commands
+// take to their interned names, so that ForEach tells the generic ones apart and passes the
+// others to fn with one lookup per field and no string made per field of every command.
+var argKeys = func() map[string]argKey {
+	m := map[string]argKey{}
+	for n := range Generic {
+		m[n] = argKey{name: n, generic: true}
+	}
 	for _, n := range []string{
 		"filter", "sort", "projection", "hint", "skip", "limit", "batchSize", "singleBatch",
 		"let", "collation", "allowDiskUse", "noCursorTimeout", "returnKey", "showRecordId",
@@ -39,10 +43,16 @@ var argNames = func() map[string]string {
 		"pipeline", "cursor", "explain", "collection", "query", "update", "remove", "new",
 		"fields", "upsert", "arrayFilters", "key", "cursors", "term", "lastKnownCommittedOpTime",
 	} {
-		m[n] = n
+		m[n] = argKey{name: n}
 	}
 	return m
 }()
+
+// argKey is an entry of argKeys.
+type argKey struct {
+	name    string
+	generic bool
+}
 
 // ForEach calls fn for every field of a command body except the command name itself (the
 // first field) and the generic arguments. fn returns false for a field it does not know,
@@ -66,13 +76,14 @@ func ForEachMaxTime(cmd string, body bsoncore.Document, fn func(key string, v bs
 			return maxTime, nil
 		}
 		kb := el.KeyBytes()
-		if Generic[string(kb)] { // NB: a lookup by string(bytes) does not allocate
-			if maxTime.Type == 0 && string(kb) == "maxTimeMS" {
+		ak, interned := argKeys[string(kb)] // NB: a lookup by string(bytes) does not allocate
+		if ak.generic {
+			if maxTime.Type == 0 && ak.name == "maxTimeMS" {
 				maxTime = el.Value()
 			}
 			continue
 		}
-		key, interned := argNames[string(kb)]
+		key := ak.name
 		if !interned {
 			key = string(kb)
 		}
