@@ -32,6 +32,8 @@ type request struct {
 	txn *txnState
 	// snap is the snapshot of a snapshot read outside a transaction (snapshot_read.go).
 	snap *snapEntry
+	// gen are the generic arguments of body (generic_args.go).
+	gen genericArgs
 }
 
 // command is one entry of the command table.
@@ -71,7 +73,7 @@ func (e *Executor) dispatch(ctx context.Context, r *request) (err error) {
 		return mongoerr.New(mongoerr.UnsupportedOpQueryCommand, "Unsupported OP_QUERY command: %s. The client driver may require an upgrade. "+
 			"For more details see https://dochub.mongodb.org/core/legacy-opcode-removal", r.name)
 	}
-	db, ok := r.conn.names.dbName(r.body.Lookup("$db"))
+	db, ok := r.conn.names.dbName(r.generic(genDB))
 	if !ok {
 		e.counters.command.Add(1)
 		return mongoerr.New(mongoerr.Location40571, "OP_MSG requests require a $db argument")
@@ -88,7 +90,7 @@ func (e *Executor) dispatch(ctx context.Context, r *request) (err error) {
 		e.counters.command.Add(1)
 	}
 	noteClientMetadata(r)
-	e.sessions.note(r.body, e.sessionUser(r))
+	e.sessions.noteLSID(r.generic(genLSID), e.sessionUser(r))
 	if err := checkAPIParameters(ctx, r); err != nil {
 		return err
 	}
@@ -129,7 +131,7 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 		r.txn.abort()
 		return err
 	}
-	if err := e.clock.gossip(r.body); err != nil {
+	if err := e.clock.gossip(r.generic(genClusterTime), r.generic(genReadConcern)); err != nil {
 		return err
 	}
 	releaseSnap, err := e.enterSnapshotRead(r)
@@ -161,7 +163,7 @@ func singleBatchFind(r *request) bool {
 	if r.name != "find" {
 		return false
 	}
-	single, ok := r.body.Lookup("singleBatch").BooleanOK()
+	single, ok := r.generic(genSingleBatch).BooleanOK()
 	return ok && single
 }
 

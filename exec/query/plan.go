@@ -56,7 +56,7 @@ type Plan struct {
 	hint bsoncore.Value
 	// The buffers back targets, hashes and ids, and the encoded _id and shard-key label, of
 	// a point read (one partition, one hash, one _id), sparing their allocations.
-	targetsBuf [1]int
+	targetsBuf [4]int
 	hashesBuf  [1]hashTarget
 	idsBuf     [1]idTarget
 	keysBuf    [48]byte
