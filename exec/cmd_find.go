@@ -76,8 +76,8 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	c := &run.c
-	*c = cursor{ns: ns, stream: stream, limit: a.limit, noTimeout: a.noCursorTimeout, coll: ci.Meta}
+	c := &run.c // zero: set field by field, as a struct assignment copies every field
+	c.ns, c.stream, c.limit, c.noTimeout, c.coll = ns, stream, a.limit, a.noCursorTimeout, ci.Meta
 	n := a.batchSize
 	if n < 0 {
 		n = defaultFirstBatch
@@ -103,7 +103,7 @@ func compileFind(ci *catalog.Coll, a *findArgs) (*query.Query, error) {
 	return q, nil
 }
 
-// compileFindInto is compileFind into q.
+// compileFindInto is compileFind into q, which is zero.
 func compileFindInto(ci *catalog.Coll, a *findArgs, q *query.Query) error {
 	coll, err := collationFor(a.collation, ci)
 	if err != nil {
@@ -117,7 +117,7 @@ func compileFindInto(ci *catalog.Coll, a *findArgs, q *query.Query) error {
 	if err != nil {
 		return err
 	}
-	*q = query.Query{CI: ci, Filter: f, Sort: sortSpec, Skip: a.skip, Limit: a.limit, Hint: a.hint, AllowDiskUse: a.allowDiskUse}
+	q.CI, q.Filter, q.Sort, q.Skip, q.Limit, q.Hint, q.AllowDiskUse = ci, f, sortSpec, a.skip, a.limit, a.hint, a.allowDiskUse
 	if len(a.projection) > 5 {
 		q.Proj, err = project.Compile(a.projection, &project.Options{Filter: f, Expr: expr.CompileValue})
 		if err != nil {

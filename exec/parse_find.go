@@ -42,10 +42,11 @@ func parseFind(body bsoncore.Document) (*findArgs, error) {
 	return a, nil
 }
 
-// parseFindInto is parseFind into a, which find allocates with its query and cursor.
+// parseFindInto is parseFind into a, which is zero (find allocates it with its query and
+// cursor).
 func parseFindInto(body bsoncore.Document, a *findArgs) error {
 	const cmd = "find"
-	*a = findArgs{batchSize: -1}
+	a.batchSize = -1
 	first, _ := bsonx.FirstElement(body)
 	coll, err := args.Collection(cmd, first.Value())
 	if err != nil {

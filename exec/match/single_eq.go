@@ -48,9 +48,12 @@ func compileSingleEq(filter bsoncore.Document, opts *Options) *Filter {
 	if opts != nil {
 		s.f.coll, s.f.vars = opts.Collator, opts.Vars
 	}
-	s.cmp = makeCmp(opEQ, v, s.f.coll)
+	// Field by field: s is zero, and a struct assignment would copy every field.
+	s.cmp.init(opEQ, v, s.f.coll)
 	s.parts[0], s.num[0] = name, isAllDigits(name)
-	s.top = eqTopNode{pathNode: pathNode{path: fieldPath{dotted: name, parts: s.parts[:], numeric: s.num[:]}, lf: &s.cmp}, name: name, cmp: &s.cmp}
+	p := &s.top.pathNode.path
+	p.dotted, p.parts, p.numeric = name, s.parts[:], s.num[:]
+	s.top.lf, s.top.name, s.top.cmp = &s.cmp, name, &s.cmp
 	s.conj[0] = &s.top
 	s.paths[0] = name
 	s.f.root, s.f.conj, s.f.paths, s.f.src = &s.top, s.conj[:], s.paths[:], filter
