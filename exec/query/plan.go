@@ -301,9 +301,11 @@ func targets(ci *catalog.Coll, f *match.Filter, p *Plan) ([]int, []hashTarget) {
 	}
 	if ci.Hashed >= 0 {
 		if vals, ok := f.KeyEqualities(ci.ShardKey[ci.Hashed].Path); ok && !collatedStrings(f, vals) {
-			var ht []hashTarget
+			var ht []hashTarget // not nil: a nil hashes is "the filter does not fix the key"
 			if p != nil && len(vals) <= len(p.hashesBuf) {
 				ht = p.hashesBuf[:0]
+			} else {
+				ht = make([]hashTarget, 0, len(vals))
 			}
 			var hb [4]uint64
 			hashes := hb[:0]
