@@ -33,17 +33,8 @@ type findArgs struct {
 	tailable, awaitData bool
 }
 
-// parseFind parses a find command body.
-func parseFind(body bsoncore.Document) (*findArgs, error) {
-	a := new(findArgs)
-	if err := parseFindInto(body, a); err != nil {
-		return nil, err
-	}
-	return a, nil
-}
-
-// parseFindInto is parseFind into a, which is zero (find allocates it with its query and
-// cursor).
+// parseFindInto parses a find command body into a, which is zero (find allocates it with
+// its query and cursor).
 func parseFindInto(body bsoncore.Document, a *findArgs) error {
 	const cmd = "find"
 	a.batchSize = -1

@@ -92,14 +92,8 @@ func (o sessionOwner) uid() [32]byte {
 	return sha256.Sum256([]byte(o.user.User + "@" + o.user.DB))
 }
 
-// note records the session of a command body, if it names one, as a session of owner when
-// it is new.
-func (c *sessionCache) note(body bsoncore.Document, owner sessionOwner) {
-	v, _ := body.LookupErr("lsid")
-	c.noteLSID(v, owner)
-}
-
-// noteLSID is note for the body's lsid field v.
+// noteLSID records the session a command body names in its lsid field v, if it names one,
+// as a session of owner when it is new.
 func (c *sessionCache) noteLSID(v bsoncore.Value, owner sessionOwner) {
 	if k, ok := lsidIn(v); ok {
 		c.lookup(k, owner, time.Now())

@@ -51,7 +51,7 @@ func compileSingleEq(filter bsoncore.Document, opts *Options) *Filter {
 	// Field by field: s is zero, and a struct assignment would copy every field.
 	s.cmp.init(opEQ, v, s.f.coll)
 	s.parts[0], s.num[0] = name, isAllDigits(name)
-	p := &s.top.pathNode.path
+	p := &s.top.path
 	p.dotted, p.parts, p.numeric = name, s.parts[:], s.num[:]
 	s.top.lf, s.top.name, s.top.cmp = &s.cmp, name, &s.cmp
 	s.conj[0] = &s.top
