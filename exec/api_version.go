@@ -105,6 +105,9 @@ func apiTypeError(field string, v bsoncore.Value, want string) error {
 // aggregate, a stage) outside version 1 under apiStrict, a deprecated command under
 // apiDeprecationErrors.
 func checkAPIParameters(_ context.Context, r *request) error {
+	if !r.hasAPIParams() { // none of the fields: nothing to check
+		return nil
+	}
 	p, err := parseAPIParams(r.body)
 	if err != nil {
 		return err

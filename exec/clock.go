@@ -78,12 +78,12 @@ func appendClusterTime(dst []byte, t uint64) []byte {
 // readConcern.afterClusterTime: on one node every write up to the clock is visible, so a read
 // after a time the clock has reached is satisfied at once; a time ahead of it (one no reply
 // gave and no $clusterTime gossiped) answers InvalidOptions, as mongod does.
-func (c *clusterClock) gossip(body bsoncore.Document) error {
-	if t, i, ok := body.Lookup("$clusterTime", "clusterTime").TimestampOK(); ok {
+func (c *clusterClock) gossip(clusterTime, readConcern bsoncore.Value) error {
+	if t, i, ok := subField(clusterTime, "clusterTime").TimestampOK(); ok {
 		c.advance(uint64(t)<<32 | uint64(i))
 	}
-	v, err := body.LookupErr("readConcern", "afterClusterTime")
-	if err != nil {
+	v := subField(readConcern, "afterClusterTime")
+	if v.Type == 0 {
 		return nil
 	}
 	t, i, ok := v.TimestampOK()

@@ -22,10 +22,19 @@ import (
 // defaultFirstBatch is the size of a cursor's first batch when the client does not say.
 const defaultFirstBatch = 101
 
+// findRun is what a find allocates: its arguments, query and cursor, in one allocation
+// (three for every point read, issue 13).
+type findRun struct {
+	a findArgs
+	q query.Query
+	c cursor
+}
+
 // find runs the find command.
 func (e *Executor) find(ctx context.Context, r *request) error {
-	a, err := parseFind(r.body)
-	if err != nil {
+	run := new(findRun)
+	a := &run.a
+	if err := parseFindInto(r.body, a); err != nil {
 		return err
 	}
 	if err := catalog.CheckCollation(a.collation); err != nil {
@@ -47,13 +56,13 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 			return err
 		}
 	}
-	ns := r.db + "." + a.coll
+	ns := r.conn.names.namespace(r.db, a.coll)
 	ci, err := e.cat.Lookup(r.db, a.coll)
 	if err != nil {
 		return err
 	}
-	q, err := compileFind(ci, a)
-	if err != nil {
+	q := &run.q
+	if err := compileFindInto(ci, a, q); err != nil {
 		return err
 	}
 	if ci == nil {
@@ -67,7 +76,8 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	c := &cursor{ns: ns, stream: stream, limit: a.limit, noTimeout: a.noCursorTimeout, coll: ci.Meta}
+	c := &run.c // zero: set field by field, as a struct assignment copies every field
+	c.ns, c.stream, c.limit, c.noTimeout, c.coll = ns, stream, a.limit, a.noCursorTimeout, ci.Meta
 	n := a.batchSize
 	if n < 0 {
 		n = defaultFirstBatch
@@ -86,26 +96,35 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 // compileFind compiles a find's filter, sort and projection. ci may be nil (no collection):
 // the arguments are still validated, as MongoDB does.
 func compileFind(ci *catalog.Coll, a *findArgs) (*query.Query, error) {
+	q := new(query.Query)
+	if err := compileFindInto(ci, a, q); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// compileFindInto is compileFind into q, which is zero.
+func compileFindInto(ci *catalog.Coll, a *findArgs, q *query.Query) error {
 	coll, err := collationFor(a.collation, ci)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	f, err := compileWriteFilter(a.filter, a.let, coll) // $expr sees the let variables
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sortSpec, err := query.ParseSort(a.sort)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	q := &query.Query{CI: ci, Filter: f, Sort: sortSpec, Skip: a.skip, Limit: a.limit, Hint: a.hint, AllowDiskUse: a.allowDiskUse}
+	q.CI, q.Filter, q.Sort, q.Skip, q.Limit, q.Hint, q.AllowDiskUse = ci, f, sortSpec, a.skip, a.limit, a.hint, a.allowDiskUse
 	if len(a.projection) > 5 {
 		q.Proj, err = project.Compile(a.projection, &project.Options{Filter: f, Expr: expr.CompileValue})
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return q, nil
+	return nil
 }
 
 // firstBatch fills the first batch of cursor c, registers it if documents remain, and

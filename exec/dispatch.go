@@ -32,6 +32,8 @@ type request struct {
 	txn *txnState
 	// snap is the snapshot of a snapshot read outside a transaction (snapshot_read.go).
 	snap *snapEntry
+	// gen are the generic arguments of body (generic_args.go).
+	gen genericArgs
 }
 
 // command is one entry of the command table.
@@ -61,13 +63,17 @@ func (e *Executor) dispatch(ctx context.Context, r *request) (err error) {
 		e.counters.command.Add(1)
 		return mongoerr.New(mongoerr.CommandNotFound, "no such command: ''")
 	}
-	r.name = first.Key()
+	name, known := e.cmdNames[string(first.KeyBytes())]
+	if !known {
+		name = first.Key()
+	}
+	r.name = name
 	if r.legacy && !opQueryCommands[r.name] {
 		e.counters.command.Add(1)
 		return mongoerr.New(mongoerr.UnsupportedOpQueryCommand, "Unsupported OP_QUERY command: %s. The client driver may require an upgrade. "+
 			"For more details see https://dochub.mongodb.org/core/legacy-opcode-removal", r.name)
 	}
-	db, ok := r.body.Lookup("$db").StringValueOK()
+	db, ok := r.conn.names.dbName(r.generic(genDB))
 	if !ok {
 		e.counters.command.Add(1)
 		return mongoerr.New(mongoerr.Location40571, "OP_MSG requests require a $db argument")
@@ -84,7 +90,7 @@ func (e *Executor) dispatch(ctx context.Context, r *request) (err error) {
 		e.counters.command.Add(1)
 	}
 	noteClientMetadata(r)
-	e.sessions.note(r.body, e.sessionUser(r))
+	e.sessions.noteLSID(r.generic(genLSID), e.sessionUser(r))
 	if err := checkAPIParameters(ctx, r); err != nil {
 		return err
 	}
@@ -125,7 +131,7 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 		r.txn.abort()
 		return err
 	}
-	if err := e.clock.gossip(r.body); err != nil {
+	if err := e.clock.gossip(r.generic(genClusterTime), r.generic(genReadConcern)); err != nil {
 		return err
 	}
 	releaseSnap, err := e.enterSnapshotRead(r)
@@ -137,7 +143,7 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 	case auth.ActionWrite, auth.ActionDDL, auth.ActionDBAdmin:
 		r.wrote = true
 	}
-	if cmd.retainsBody || retainsBody[r.name] {
+	if cmd.retainsBody || retainsBody[r.name] && !singleBatchFind(r) {
 		r.body = append(bsoncore.Document(nil), r.body...)
 	}
 	created := e.trackTxnDDL(r)
@@ -149,6 +155,17 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 // retainsBody names the commands that open cursors, whose compiled filters, projections and
 // pipelines alias the request body (see command.retainsBody).
 var retainsBody = map[string]bool{"find": true, "aggregate": true, "listCollections": true, "listIndexes": true}
+
+// singleBatchFind reports whether r is a find with singleBatch: true, whose cursor is
+// closed before the command returns (firstBatch; a tailable one is refused), so nothing
+// outlives the request: its body need not be copied (a point read's one copy, issue 13).
+func singleBatchFind(r *request) bool {
+	if r.name != "find" {
+		return false
+	}
+	single, ok := r.generic(genSingleBatch).BooleanOK()
+	return ok && single
+}
 
 // validateDBName applies MongoDB's rules for database names.
 func validateDBName(db string) error {

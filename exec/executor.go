@@ -79,6 +79,9 @@ type Executor struct {
 	log      *zap.Logger
 	started  time.Time
 	commands map[string]*command
+	// cmdNames interns the names of commands: dispatch names a request by them, not by
+	// a string made per request.
+	cmdNames map[string]string
 	counters opCounters
 	metrics  *Metrics // the Prometheus collector (metrics.go)
 	st       Storage
@@ -189,6 +192,10 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		}
 	}
 	e.commands = e.commandTable()
+	e.cmdNames = make(map[string]string, len(e.commands))
+	for name := range e.commands {
+		e.cmdNames[name] = name
+	}
 	e.metrics = newMetrics(e)
 	go e.runSessionReaper()
 	if opts.Storage != nil {
@@ -250,6 +257,8 @@ type conn struct {
 	// openCursors counts the cursors this connection opened that are still open
 	// (MaxCursorsPerConnection).
 	openCursors atomic.Int32
+	// names are the last database name and namespace its requests named (names.go).
+	names nameCache
 }
 
 // requestStats describes the last finished command of a connection.

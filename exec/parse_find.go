@@ -33,17 +33,18 @@ type findArgs struct {
 	tailable, awaitData bool
 }
 
-// parseFind parses a find command body.
-func parseFind(body bsoncore.Document) (*findArgs, error) {
+// parseFindInto parses a find command body into a, which is zero (find allocates it with
+// its query and cursor).
+func parseFindInto(body bsoncore.Document, a *findArgs) error {
 	const cmd = "find"
-	a := &findArgs{batchSize: -1}
+	a.batchSize = -1
 	first, _ := bsonx.FirstElement(body)
 	coll, err := args.Collection(cmd, first.Value())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.coll = coll
-	err = args.ForEach(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+	maxTime, err := args.ForEachMaxTime(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "filter":
@@ -92,14 +93,14 @@ func parseFind(body bsoncore.Document) (*findArgs, error) {
 		return true, err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if v, err := body.LookupErr("maxTimeMS"); err == nil {
-		if a.maxTimeMS, err = maxTimeMS(cmd, v); err != nil {
-			return nil, err
+	if maxTime.Type != 0 {
+		if a.maxTimeMS, err = maxTimeMS(cmd, maxTime); err != nil {
+			return err
 		}
 	}
-	return a, checkTailable(a)
+	return checkTailable(a)
 }
 
 // optionalDoc returns a document argument; null counts as absent, as drivers sometimes send it.

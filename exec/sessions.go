@@ -60,11 +60,16 @@ const defaultSessionTimeout = 30 * time.Minute
 
 // lsidOf returns the session UUID of a command body, if it names one.
 func lsidOf(body bsoncore.Document) ([16]byte, bool) {
-	v, err := body.LookupErr("lsid", "id")
+	v, err := body.LookupErr("lsid")
 	if err != nil {
 		return [16]byte{}, false
 	}
-	_, id, ok := v.BinaryOK()
+	return lsidIn(v)
+}
+
+// lsidIn is lsidOf for the body's lsid field v.
+func lsidIn(v bsoncore.Value) ([16]byte, bool) {
+	_, id, ok := subField(v, "id").BinaryOK()
 	if !ok || len(id) != 16 {
 		return [16]byte{}, false
 	}
@@ -87,10 +92,10 @@ func (o sessionOwner) uid() [32]byte {
 	return sha256.Sum256([]byte(o.user.User + "@" + o.user.DB))
 }
 
-// note records the session of a command body, if it names one, as a session of owner when
-// it is new.
-func (c *sessionCache) note(body bsoncore.Document, owner sessionOwner) {
-	if k, ok := lsidOf(body); ok {
+// noteLSID records the session a command body names in its lsid field v, if it names one,
+// as a session of owner when it is new.
+func (c *sessionCache) noteLSID(v bsoncore.Value, owner sessionOwner) {
+	if k, ok := lsidIn(v); ok {
 		c.lookup(k, owner, time.Now())
 	}
 }

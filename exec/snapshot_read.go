@@ -90,8 +90,8 @@ var snapshotReadCommands = map[string]bool{"find": true, "aggregate": true, "dis
 
 // readConcernSnapshot parses the readConcern of body as far as snapshot reads go: whether
 // its level is snapshot, and its atClusterTime.
-func readConcernSnapshot(body bsoncore.Document) (snapshot bool, at uint64, hasAt bool, err error) {
-	rc, ok := body.Lookup("readConcern").DocumentOK()
+func readConcernSnapshot(readConcern bsoncore.Value) (snapshot bool, at uint64, hasAt bool, err error) {
+	rc, ok := readConcern.DocumentOK()
 	if !ok {
 		return false, 0, false, nil
 	}
@@ -117,7 +117,7 @@ func readConcernSnapshot(body bsoncore.Document) (snapshot bool, at uint64, hasA
 // enterSnapshotRead sets r.snap for a snapshot read outside a transaction; release drops
 // the command's reference (its cursor keeps its own).
 func (e *Executor) enterSnapshotRead(r *request) (release func(), err error) {
-	snapshot, at, hasAt, err := readConcernSnapshot(r.body)
+	snapshot, at, hasAt, err := readConcernSnapshot(r.generic(genReadConcern))
 	// A cursor reads the snapshot it was opened on: the driver sends the session's
 	// readConcern with getMore and killCursors too.
 	if err != nil || !snapshot || r.txn != nil || e.cat == nil || r.name == "getMore" || r.name == "killCursors" {

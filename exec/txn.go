@@ -313,9 +313,9 @@ var txnCommands = map[string]bool{
 // command outside a transaction, and for a retried commitTransaction (or abort) that the
 // session's record answers.
 func (e *Executor) enterTxn(r *request) (release func(), err error) {
-	acv, err := r.body.LookupErr("autocommit")
-	if err != nil {
-		if _, err := r.body.LookupErr("startTransaction"); err == nil {
+	acv, startTxn := r.generic(genAutocommit), r.generic(genStartTxn)
+	if acv.Type == 0 {
+		if startTxn.Type != 0 {
 			return nil, mongoerr.New(mongoerr.InvalidOptions, "'autocommit' field must be provided with 'startTransaction'")
 		}
 		return func() {}, nil
@@ -327,14 +327,14 @@ func (e *Executor) enterTxn(r *request) (release func(), err error) {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "Specifying autocommit=true is not allowed.")
 	}
 	start := false
-	if v, err := r.body.LookupErr("startTransaction"); err == nil {
+	if v := startTxn; v.Type != 0 {
 		if b, ok := v.BooleanOK(); !ok || !b {
 			return nil, mongoerr.New(mongoerr.InvalidOptions, "Specifying startTransaction=false is not allowed.")
 		}
 		start = true
 	}
-	nv, err := r.body.LookupErr("txnNumber")
-	if err != nil {
+	nv := r.generic(genTxnNumber)
+	if nv.Type == 0 {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "'autocommit' field requires a transaction number to also be specified")
 	}
 	n, ok := nv.Int64OK()

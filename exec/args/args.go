@@ -27,31 +27,72 @@ var Generic = map[string]bool{
 	"usesDefaultMaxTimeMS": true,
 }
 
+// argKeys maps the generic arguments and the names of the arguments the common commands
+// take to their interned names, so that ForEach tells the generic ones apart and passes the
+// others to fn with one lookup per field and no string made per field of every command.
+var argKeys = func() map[string]argKey {
+	m := map[string]argKey{}
+	for n := range Generic {
+		m[n] = argKey{name: n, generic: true}
+	}
+	for _, n := range []string{
+		"filter", "sort", "projection", "hint", "skip", "limit", "batchSize", "singleBatch",
+		"let", "collation", "allowDiskUse", "noCursorTimeout", "returnKey", "showRecordId",
+		"min", "max", "tailable", "awaitData", "allowPartialResults", "readOnce",
+		"documents", "ordered", "bypassDocumentValidation", "updates", "deletes",
+		"pipeline", "cursor", "explain", "collection", "query", "update", "remove", "new",
+		"fields", "upsert", "arrayFilters", "key", "cursors", "term", "lastKnownCommittedOpTime",
+	} {
+		m[n] = argKey{name: n}
+	}
+	return m
+}()
+
+// argKey is an entry of argKeys.
+type argKey struct {
+	name    string
+	generic bool
+}
+
 // ForEach calls fn for every field of a command body except the command name itself (the
 // first field) and the generic arguments. fn returns false for a field it does not know,
 // which fails with MongoDB's IDL error 40415 "BSON field '<cmd>.<field>' is an unknown field.".
 func ForEach(cmd string, body bsoncore.Document, fn func(key string, v bsoncore.Value) (bool, error)) error {
+	_, err := ForEachMaxTime(cmd, body, fn)
+	return err
+}
+
+// ForEachMaxTime is ForEach that also returns the generic maxTimeMS argument (its first
+// occurrence, as body.Lookup finds it; Type 0 when absent), in the same pass over the body.
+func ForEachMaxTime(cmd string, body bsoncore.Document, fn func(key string, v bsoncore.Value) (bool, error)) (bsoncore.Value, error) {
+	var maxTime bsoncore.Value
 	it := bsonx.Elements(body)
-	first := true
+	if _, ok := it.Next(); !ok { // the command name
+		return maxTime, nil
+	}
 	for {
 		el, ok := it.Next()
 		if !ok {
-			return nil
+			return maxTime, nil
 		}
-		if first {
-			first = false
+		kb := el.KeyBytes()
+		ak, interned := argKeys[string(kb)] // NB: a lookup by string(bytes) does not allocate
+		if ak.generic {
+			if maxTime.Type == 0 && ak.name == "maxTimeMS" {
+				maxTime = el.Value()
+			}
 			continue
 		}
-		if Generic[string(el.KeyBytes())] { // a lookup without a string allocation
-			continue
+		key := ak.name
+		if !interned {
+			key = string(kb)
 		}
-		key := el.Key()
 		known, err := fn(key, el.Value())
 		if err != nil {
-			return err
+			return maxTime, err
 		}
 		if !known {
-			return mongoerr.New(mongoerr.Location40415, "BSON field '%s.%s' is an unknown field.", cmd, key)
+			return maxTime, mongoerr.New(mongoerr.Location40415, "BSON field '%s.%s' is an unknown field.", cmd, key)
 		}
 	}
 }

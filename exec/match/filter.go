@@ -37,6 +37,18 @@ func Compile(filter bsoncore.Document, opts *Options) (*Filter, error) {
 	if err := filter.Validate(); err != nil {
 		return nil, mongoerr.Wrap(err, mongoerr.InvalidBSON, "invalid BSON in filter")
 	}
+	if f := compileSingleEq(filter, opts); f != nil {
+		return f, nil
+	}
+	if opts == nil {
+		return parse(filter, nil)
+	}
+	o := *opts // the parser keeps opts: a copy, so that the caller's need not escape
+	return parse(filter, &o)
+}
+
+// parse compiles a valid filter document through the parser.
+func parse(filter bsoncore.Document, opts *Options) (*Filter, error) {
 	p := &parser{opts: opts}
 	if opts != nil {
 		p.coll = opts.Collator

@@ -42,8 +42,16 @@ type cmpLeaf struct {
 
 // newCmp returns the comparison of values against rhs under collation coll (nil: simple).
 func newCmp(op cmpOp, rhs bsoncore.Value, coll bsonx.Collator) *cmpLeaf {
-	return &cmpLeaf{op: op, rhs: rhs, rhsList: [1]bsoncore.Value{rhs}, crhs: bsonx.Collate(coll, rhs), coll: coll,
-		rank: bsonx.CanonicalRank(rhs.Type), nan: isNaN(rhs)}
+	c := new(cmpLeaf)
+	c.init(op, rhs, coll)
+	return c
+}
+
+// init makes the zero c newCmp's comparison, for a caller that places it in a larger
+// allocation; field by field, as a struct assignment would copy every field.
+func (c *cmpLeaf) init(op cmpOp, rhs bsoncore.Value, coll bsonx.Collator) {
+	c.op, c.rhs, c.rhsList[0], c.crhs, c.coll = op, rhs, rhs, bsonx.Collate(coll, rhs), coll
+	c.rank, c.nan = bsonx.CanonicalRank(rhs.Type), isNaN(rhs)
 }
 
 func (c *cmpLeaf) match(v bsoncore.Value) (bool, int) {

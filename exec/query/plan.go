@@ -2,6 +2,7 @@ package query
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 	"sort"
 
@@ -53,6 +54,13 @@ type Plan struct {
 	// them to the owner, which plans the same (remote.go).
 	sort []bsonx.SortField
 	hint bsoncore.Value
+	// The buffers back targets, hashes and ids, and the encoded _id and shard-key label, of
+	// a point read (one partition, one hash, one _id), sparing their allocations.
+	targetsBuf [4]int
+	hashesBuf  [1]hashTarget
+	idsBuf     [1]idTarget
+	keysBuf    [48]byte
+	keysUsed   int
 }
 
 // hashTarget is one shard-key hash a plan reads, with the label its load is sampled under.
@@ -75,7 +83,7 @@ type keyRange struct{ lo, hi []byte }
 // planQuery chooses the access path of a query on ci.
 func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hint bsoncore.Value) (*Plan, error) {
 	p := &Plan{sort: sortSpec, hint: hint}
-	p.targets, p.hashes = targets(ci, f)
+	p.targets, p.hashes = targets(ci, f, p)
 	if len(p.targets) == 0 {
 		p.Kind = PlanEOF
 		return p, nil
@@ -93,7 +101,7 @@ func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hi
 	}
 	if ids, ok := f.Equalities("_id"); ok && ci.TS == nil && !collatedStrings(f, ids) {
 		p.Kind = PlanIDs
-		p.ids = idTargets(ci, ids)
+		p.ids = idTargets(ci, ids, p)
 		if len(p.hashes) == 1 { // the shard key is fixed: no _id index lookup to find the hash
 			for i := range p.ids {
 				p.ids[i].hash, p.ids[i].hashSet = p.hashes[0].hash, true
@@ -240,11 +248,14 @@ func usableForQuery(xi *catalog.Index, f *match.Filter) bool {
 }
 
 // idTargets turns _id equality values into point reads.
-func idTargets(ci *catalog.Coll, ids []bsoncore.Value) []idTarget {
-	out := make([]idTarget, 0, len(ids))
+func idTargets(ci *catalog.Coll, ids []bsoncore.Value, p *Plan) []idTarget {
+	out := p.idsBuf[:0]
+	if len(ids) > len(p.idsBuf) {
+		out = make([]idTarget, 0, len(ids))
+	}
 	for _, v := range ids {
 		h, ok := ci.IDHash(v)
-		t := idTarget{id: bsonx.AppendKey(nil, v), hash: h, hashSet: ok}
+		t := idTarget{id: p.appendKey(v, bsonx.AppendKey), hash: h, hashSet: ok}
 		t.ixKey = t.id
 		if !ok && len(ci.Indexes) > 0 && ci.Indexes[0].IsID && ci.Indexes[0].Collation != nil {
 			t.ixKey = ci.Indexes[0].IDIndexKey(nil, v)
@@ -262,28 +273,55 @@ func idTargets(ci *catalog.Coll, ids []bsoncore.Value) []idTarget {
 // values an equality or $in fixes (null included: documents missing the key are placed
 // as null), else all.
 func TargetPartitions(ci *catalog.Coll, f *match.Filter) []int {
-	t, _ := targets(ci, f)
+	t, _ := targets(ci, f, nil)
 	return t
+}
+
+// appendKey returns add(v) (an encoding appended to its argument), in p's keysBuf while it
+// has room: its slices never overlap, as each is capped at its length.
+func (p *Plan) appendKey(v bsoncore.Value, add func([]byte, bsoncore.Value) []byte) []byte {
+	if p == nil || p.keysUsed >= len(p.keysBuf) {
+		return add(nil, v)
+	}
+	used := p.keysUsed
+	k := add(p.keysBuf[used:used:len(p.keysBuf)], v)
+	if len(k) > 0 && &k[0] == &p.keysBuf[used] { // it fit
+		p.keysUsed += len(k)
+	}
+	return k[:len(k):len(k)]
 }
 
 // targets returns the partitions that may hold matches and, when an equality or $in fixes
 // the shard key, its hashes (sorted, each once).
-func targets(ci *catalog.Coll, f *match.Filter) ([]int, []hashTarget) {
+// p, when not nil, is the plan whose buffers the slices may use.
+func targets(ci *catalog.Coll, f *match.Filter, p *Plan) ([]int, []hashTarget) {
+	var dst []int
+	if p != nil {
+		dst = p.targetsBuf[:0]
+	}
 	if ci.Hashed >= 0 {
 		if vals, ok := f.KeyEqualities(ci.ShardKey[ci.Hashed].Path); ok && !collatedStrings(f, vals) {
-			ht := make([]hashTarget, 0, len(vals))
-			hashes := make([]uint64, 0, len(vals))
+			var ht []hashTarget // not nil: a nil hashes is "the filter does not fix the key"
+			if p != nil && len(vals) <= len(p.hashesBuf) {
+				ht = p.hashesBuf[:0]
+			} else {
+				ht = make([]hashTarget, 0, len(vals))
+			}
+			var hb [4]uint64
+			hashes := hb[:0]
 			for _, v := range vals {
 				h := bsonx.Hash(v)
-				ht = append(ht, hashTarget{hash: h, label: catalog.ValueLabel(nil, v)})
+				ht = append(ht, hashTarget{hash: h, label: p.appendKey(v, catalog.ValueLabel)})
 				hashes = append(hashes, h)
 			}
-			sort.Slice(ht, func(i, j int) bool { return ht[i].hash < ht[j].hash })
+			if len(ht) > 1 {
+				slices.SortFunc(ht, func(a, b hashTarget) int { return cmp.Compare(a.hash, b.hash) })
+			}
 			ht = slices.CompactFunc(ht, func(a, b hashTarget) bool { return a.hash == b.hash })
-			return ci.Map.Targets(hashes), ht
+			return ci.Map.AppendTargets(dst, hashes), ht
 		}
 	}
-	all := make([]int, ci.Map.Len())
+	all := slices.Grow(dst, ci.Map.Len())[:ci.Map.Len()]
 	for i := range all {
 		all[i] = i
 	}

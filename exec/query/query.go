@@ -125,7 +125,10 @@ func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
 	if p.Kind == PlanEOF {
 		return stream.Empty{}, p, nil, nil
 	}
-	ins := make([]stream.Stream, len(shards))
+	var ins []stream.Stream // the streams a merge or concatenation reads; one shard's is out
+	if len(shards) > 1 {
+		ins = make([]stream.Stream, len(shards))
+	}
 	sem := g.NewParallelism(len(shards))
 	perShard := int64(0) // the most documents the merge can need from one shard; 0: all
 	near := q.Filter.Near()
@@ -147,14 +150,16 @@ func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
 		} else if len(shards) > 1 && perShard > 0 && !q.PerShardConsumer && s.rem == nil {
 			s.SetLimit(perShard) // a remote stream's shard applies spec.Limit itself
 		}
-		ins[i] = s
+		if ins != nil {
+			ins[i] = s
+		}
 	}
 	var out stream.Stream
 	switch {
 	case len(q.Sort) > 0 && p.Sorted && len(ins) > 1:
 		out = &stream.Merge{Spec: q.Sort, Coll: q.Collator(), In: ins}
-	case len(ins) == 1:
-		out = ins[0]
+	case len(shards) == 1:
+		out = shards[0]
 	default:
 		out = &stream.Concat{In: ins}
 	}
@@ -233,6 +238,11 @@ func (g *Engine) openShards(q *Query, p *Plan) ([]*ShardStream, error) {
 			return nil, err
 		}
 		ss.recycle = q.RecycleBuffers
+		if shards == nil { // the first: a list of one in the stream itself (a point read's)
+			ss.self[0] = ss
+			shards = ss.self[:1:1]
+			continue
+		}
 		shards = append(shards, ss)
 	}
 	return shards, nil

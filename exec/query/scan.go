@@ -47,7 +47,9 @@ type ShardStream struct {
 	// partitions (a point read's one), sparing their allocations.
 	rangesBuf [4][2]uint64
 	partsBuf  [4]int
-	Stats     ScanStats
+	// self backs openShards' list when it starts with this stream, sparing its allocation.
+	self  [1]*ShardStream
+	Stats ScanStats
 	// meters are the collection's partition meters, charged with the reads, and budgets
 	// their provisioned throughput (scan_meter.go); nil when nothing is metered or
 	// provisioned. admitted is what the stream has taken from the budgets so far.

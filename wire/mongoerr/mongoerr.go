@@ -48,6 +48,9 @@ func (e *Error) WithLabels(labels ...string) *Error {
 
 // As returns the *Error in err's chain, or nil.
 func As(err error) *Error {
+	if err == nil { // errors.As would make e escape: an allocation on every successful command
+		return nil
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		return e
