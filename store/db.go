@@ -107,7 +107,7 @@ func lockError(dir string, err error) error {
 // warm cache (-count 5 medians, CPU ns per op): BenchmarkGetDoc Serial 4074 -> 2572, Parallel
 // 3328 -> 2585; BenchmarkFetch Random/SeekExact 2358 -> 1793; BenchmarkDocIterScan Full 3.8 ->
 // 10.1 M docs/s; BenchmarkInsertBatch unchanged (9501 -> 8294 CPU ns/doc); mbench workload c
-// (find by _id, 32 threads) 37-38 -> 31-35 us of server CPU per op. The price is paid on
+// (find by _id, 32 threads) 38.0 -> 31.3 us of server CPU per op. The price is paid on
 // misses: one reads and decompresses 32 KiB, and a cached block keeps a hot document's
 // neighbours too, so the cache fills sooner (mbench's server peaked at 310 MiB RSS instead of
 // 250, within the 256 MiB cache's bound) and holds fewer hot documents when the data is much
