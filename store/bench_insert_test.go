@@ -76,3 +76,31 @@ func benchCPU(tb testing.TB) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// readCost measures what a read benchmark costs besides time: the CPU the process used per
+// operation (cpu-ns/op, less sensitive to the machine's load than ns/op; it includes Pebble's
+// background work) and the block cache misses per operation (a warm cache has none).
+type readCost struct {
+	b      *testing.B
+	db     *DB
+	cpu    time.Duration
+	misses int64
+}
+
+// startReadCost starts measuring b's read cost on db (nil: CPU only).
+func startReadCost(b *testing.B, db *DB) readCost {
+	c := readCost{b: b, db: db, cpu: benchCPU(b)}
+	if db != nil {
+		c.misses = db.pdb.Metrics().BlockCache.Misses
+	}
+	return c
+}
+
+// report reports the cost since startReadCost.
+func (c readCost) report() {
+	n := float64(c.b.N)
+	c.b.ReportMetric(float64((benchCPU(c.b)-c.cpu).Nanoseconds())/n, "cpu-ns/op")
+	if c.db != nil {
+		c.b.ReportMetric(float64(c.db.pdb.Metrics().BlockCache.Misses-c.misses)/n, "misses/op")
+	}
+}

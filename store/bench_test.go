@@ -110,16 +110,19 @@ func BenchmarkGetDoc(b *testing.B) {
 		r := rand.New(rand.NewPCG(1, 1))
 		var buf []byte
 		var err error
+		cost := startReadCost(b, db)
 		for b.Loop() {
 			i := r.IntN(benchDocs)
 			if buf, err = db.GetDoc(1, benchHash(i), benchIDs[i], buf[:0]); err != nil {
 				b.Fatal(err)
 			}
 		}
+		cost.report()
 	})
 	b.Run("Parallel", func(b *testing.B) {
 		b.ReportAllocs()
 		var seed atomic.Uint64
+		defer startReadCost(b, db).report()
 		b.RunParallel(func(pb *testing.PB) {
 			r := rand.New(rand.NewPCG(seed.Add(1), 2))
 			var buf []byte
@@ -136,6 +139,7 @@ func BenchmarkGetDoc(b *testing.B) {
 	b.Run("RawPebbleParallel", func(b *testing.B) { // the baseline: pebble.DB.Get of a 9-byte key
 		b.ReportAllocs()
 		var seed atomic.Uint64
+		defer startReadCost(b, db).report()
 		b.RunParallel(func(pb *testing.PB) {
 			r := rand.New(rand.NewPCG(seed.Add(1), 2))
 			var buf []byte
@@ -340,6 +344,7 @@ func BenchmarkFetch(b *testing.B) {
 			b.ReportAllocs()
 			var buf []byte
 			n := 0
+			defer startReadCost(b, db).report()
 			for b.Loop() {
 				i := o.order[n%benchDocs]
 				n++
@@ -357,6 +362,7 @@ func BenchmarkFetch(b *testing.B) {
 			b.ReportAllocs()
 			var buf []byte
 			n := 0
+			defer startReadCost(b, db).report()
 			for b.Loop() {
 				i := o.order[n%benchDocs]
 				n++

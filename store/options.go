@@ -21,8 +21,9 @@ const (
 	DefaultMemTables                = 4
 	DefaultDiskSlowThreshold        = 2 * time.Second
 	// DefaultLargeValueSize is the size from which a document is stored apart from its key, in
-	// a blob file (Pebble's value separation): a data block then holds at most a few KiB of
-	// small values, so a point lookup that lands next to a 16 MiB document reads a small block.
+	// a blob file (Pebble's value separation): a data block then holds small values only
+	// (blocks are 32 KiB, db.go), so a point lookup that lands next to a 16 MiB document reads
+	// a small block.
 	DefaultLargeValueSize = 16 << 10
 	// DefaultDiskReserve and DefaultDiskReservePercent: writes that add data are refused
 	// while the data volume has less free space than the smaller of 1 GiB and 5% of its
