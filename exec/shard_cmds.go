@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -185,9 +186,21 @@ func (e *Executor) moveChunk(_ context.Context, r *request) error {
 		return mongoerr.New(mongoerr.InvalidOptions, "need to specify either find or bounds")
 	}
 	start := time.Now()
-	id := ci.Map.Partition(ci.Map.Locate(hash)).ID
-	if err := e.shards.MovePartition(db, coll, id, dest, "moveChunk"); err != nil {
-		return moveError(err)
+	for attempt := 0; ; attempt++ {
+		id := ci.Map.Partition(ci.Map.Locate(hash)).ID
+		err := e.shards.MovePartition(db, coll, id, dest, "moveChunk")
+		if err == nil {
+			break
+		}
+		// With find, the chunk is whichever holds the value now: one the partition manager
+		// split or moved since it was looked up is looked up again. With bounds, the chunk
+		// named is gone: ConflictingOperationInProgress, as MongoDB answers.
+		if find == nil || !errors.Is(err, shard.ErrStaleAction) || attempt == 2 {
+			return moveError(err)
+		}
+		if ci, err = e.cat.Lookup(db, coll); err != nil || ci == nil {
+			return moveError(shard.ErrStaleAction)
+		}
 	}
 	r.out = bsoncore.AppendInt64Element(r.out, "millis", time.Since(start).Milliseconds())
 	return nil

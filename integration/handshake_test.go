@@ -133,8 +133,11 @@ func TestStartupBadDir(t *testing.T) {
 }
 
 // runBinary runs cleave to completion with args and returns its output and exit code.
+// The HTTP listener is off unless args turn it on: its default port (8080) may be taken on
+// the machine, which would fail the run before what the test looks at.
 func runBinary(t *testing.T, args ...string) (string, int) {
 	t.Helper()
+	args = append([]string{"--http-addr", ""}, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, binary, args...).CombinedOutput()
