@@ -27,7 +27,8 @@ func (g *Engine) ReadPoint(ctx context.Context, q *Query) (doc bsoncore.Document
 	if !isEq || len(ids) != 1 || collatedStrings(q.Filter, ids) {
 		return nil, 0, false, nil
 	}
-	p := &Plan{}
+	pr := new(pointRead)
+	p := &pr.p
 	p.targets, p.hashes = targets(q.CI, q.Filter, p)
 	if len(p.targets) == 0 {
 		return nil, 0, true, nil // nothing can match (Open's PlanEOF)
@@ -37,14 +38,21 @@ func (g *Engine) ReadPoint(ctx context.Context, q *Query) (doc bsoncore.Document
 		return nil, 0, false, nil
 	}
 	p = planIDs(q.CI, ids, p)
-	ss, err := g.NewShardStream(q.CI, p, q.Filter, s)
-	if err != nil {
+	ss := &pr.ss
+	if err := g.initShardStream(ss, q.CI, p, q.Filter, s); err != nil {
 		return nil, 0, true, err
 	}
 	g.notePlan(q.CI, p)
 	doc, err = ss.Next(ctx)
 	ss.Close()
 	return doc, ss.Stats.Charge(), true, err
+}
+
+// pointRead is a point read's plan and stream, allocated at once. The document read is in a
+// buffer allocated apart, which the caller keeps after both are gone.
+type pointRead struct {
+	p  Plan
+	ss ShardStream
 }
 
 // pointShard returns the shard that owns every one of the partitions targets, and whether

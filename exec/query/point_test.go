@@ -22,22 +22,19 @@ import (
 )
 
 // openFirst reads q's first document as a write's general read does (Open, then the
-// charge of every shard's stream).
-func openFirst(t *testing.T, g *query.Engine, q *query.Query) (bsoncore.Document, float64, error) {
+// charge of every shard's stream). q is a point plan on this node: its document outlives
+// the stream (write.Path's ownsDoc).
+func openFirst(t testing.TB, g *query.Engine, q *query.Query) (bsoncore.Document, float64, error) {
 	t.Helper()
 	s, _, shards, err := g.Open(q)
 	if err != nil {
 		return nil, 0, err
 	}
 	doc, err := s.Next(context.Background())
-	doc = append(bsoncore.Document(nil), doc...)
 	s.Close()
 	ru := 0.0
 	for _, ss := range shards {
 		ru += ss.Stats.Charge()
-	}
-	if len(doc) == 0 {
-		doc = nil
 	}
 	return doc, ru, err
 }
@@ -173,5 +170,34 @@ func TestReadPointThrottled(t *testing.T) {
 	}
 	if last := point[len(point)-1]; last != "false 1 16500" { // a refused read reports MinRU, as before
 		t.Fatalf("the last read of %v was not throttled", point)
+	}
+}
+
+// BenchmarkPointRead reads a document by _id as an update's read does: planned and opened
+// (open), or read directly (point, ReadPoint).
+//
+//	go test ./exec/query -run '^$' -bench BenchmarkPointRead
+func BenchmarkPointRead(b *testing.B) {
+	f := newColl(b, 1, 0, docsOf(100))
+	flt, err := query.CompileFilter(streamtest.ExtDoc(b, `{"_id": 42}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, point := range []bool{false, true} {
+		b.Run(map[bool]string{false: "open", true: "point"}[point], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				q := &query.Query{CI: f.ci, Filter: flt, Limit: 1}
+				var doc bsoncore.Document
+				if point {
+					doc, _, _, err = f.g.ReadPoint(context.Background(), q)
+				} else {
+					doc, _, err = openFirst(b, f.g, q)
+				}
+				if err != nil || doc == nil {
+					b.Fatal(doc, err)
+				}
+			}
+		})
 	}
 }
