@@ -25,7 +25,7 @@ type collFixture struct {
 
 // newColl creates db.c on n shards (sharded on hashed k over parts partitions when parts
 // > 0) with indexes a_1, b_1_c_1 and the hidden h_1, and inserts docs.
-func newColl(t *testing.T, shards, parts int, docs []string) *collFixture {
+func newColl(t testing.TB, shards, parts int, docs []string) *collFixture {
 	t.Helper()
 	cat := fixture.Stores(t, shards)
 	spec := store.Collection{DB: "db", Name: "c", Indexes: []store.Index{

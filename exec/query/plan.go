@@ -100,14 +100,7 @@ func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hi
 		return planHinted(ci, f, sortSpec, hint, p)
 	}
 	if ids, ok := f.Equalities("_id"); ok && ci.TS == nil && !collatedStrings(f, ids) {
-		p.Kind = PlanIDs
-		p.ids = idTargets(ci, ids, p)
-		if len(p.hashes) == 1 { // the shard key is fixed: no _id index lookup to find the hash
-			for i := range p.ids {
-				p.ids[i].hash, p.ids[i].hashSet = p.hashes[0].hash, true
-			}
-		}
-		return p, nil
+		return planIDs(ci, ids, p), nil
 	}
 	if np, ok, err := planNear(ci, f, p); ok {
 		return np, err
@@ -154,6 +147,19 @@ func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hi
 	p.Kind, p.Index, p.Ranges, p.Sorted, p.Reverse = PlanIndex, best, bestRanges, bestSorted && len(sortSpec) > 0, bestReverse
 	p.Wildcard = bestWild
 	return p, nil
+}
+
+// planIDs makes p, whose targets are set, the point reads of ids, the _id values its
+// filter fixes.
+func planIDs(ci *catalog.Coll, ids []bsoncore.Value, p *Plan) *Plan {
+	p.Kind = PlanIDs
+	p.ids = idTargets(ci, ids, p)
+	if len(p.hashes) == 1 { // the shard key is fixed: no _id index lookup to find the hash
+		for i := range p.ids {
+			p.ids[i].hash, p.ids[i].hashSet = p.hashes[0].hash, true
+		}
+	}
+	return p
 }
 
 // naturalSort reports whether a sort is {$natural: ±1}, and whether it is -1.

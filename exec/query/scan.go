@@ -90,7 +90,16 @@ type ShardStream struct {
 // NewShardStream prepares plan p's reads on shard s. Point reads go to the DB itself;
 // scans read from a snapshot so that a cursor sees one state across getMores.
 func (g *Engine) NewShardStream(ci *catalog.Coll, p *Plan, f *match.Filter, s int) (*ShardStream, error) {
-	ss := &ShardStream{ci: ci, p: p, f: f, Shard: s, meters: g.meters(ci), budgets: g.budgets(ci)}
+	ss := new(ShardStream)
+	if err := g.initShardStream(ss, ci, p, f, s); err != nil {
+		return nil, err
+	}
+	return ss, nil
+}
+
+// initShardStream prepares ss, a zero stream, as NewShardStream's.
+func (g *Engine) initShardStream(ss *ShardStream, ci *catalog.Coll, p *Plan, f *match.Filter, s int) error {
+	*ss = ShardStream{ci: ci, p: p, f: f, Shard: s, meters: g.meters(ci), budgets: g.budgets(ci)}
 	ss.Ranges, ss.parts = ss.rangesBuf[:0], ss.partsBuf[:0]
 	for _, t := range p.targets {
 		if ci.Map.Partition(t).Shard != s {
@@ -115,18 +124,18 @@ func (g *Engine) NewShardStream(ci *catalog.Coll, p *Plan, f *match.Filter, s in
 	db := g.shardList()[s]
 	if _, ok := catalog.RemoteNode(db); ok && g.opts.Remote != nil {
 		g.newRemoteRead(ss, p, f)
-		return ss, nil
+		return nil
 	}
 	if p.Kind == PlanIDs {
 		ss.r = db
-		return ss, nil
+		return nil
 	}
 	snap, err := db.NewSnapshot()
 	if err != nil {
-		return nil, catalog.StoreError(err)
+		return catalog.StoreError(err)
 	}
 	ss.r, ss.snap = snap, snap
-	return ss, nil
+	return nil
 }
 
 // Prefetching reports whether the stream reads ahead in its own goroutine.

@@ -298,8 +298,13 @@ func (wp *Path) runOne(ctx context.Context, op *Op, res *Result) error {
 
 // FirstMatch returns the first document q yields, or nil. The document is the caller's: it
 // is copied out of the stream before the stream closes, unless the stream read it into a
-// buffer of its own that it leaves behind (ownsDoc).
+// buffer of its own that it leaves behind (ownsDoc). A read by _id on one local shard is
+// read directly, without planning a query (query.ReadPoint).
 func (wp *Path) FirstMatch(ctx context.Context, q *query.Query, res *Result) (bsoncore.Document, error) {
+	if doc, ru, ok, err := wp.query.ReadPoint(ctx, q); ok {
+		res.Charge += ru
+		return doc, err
+	}
 	stream, p, shards, err := wp.query.Open(q)
 	if err != nil {
 		return nil, err

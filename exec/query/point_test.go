@@ -1,0 +1,203 @@
+package query_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/internal/fixture"
+	"github.com/cleavedb/cleave/exec/internal/streamtest"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/write"
+	"github.com/cleavedb/cleave/shard"
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// openFirst reads q's first document as a write's general read does (Open, then the
+// charge of every shard's stream). q is a point plan on this node: its document outlives
+// the stream (write.Path's ownsDoc).
+func openFirst(t testing.TB, g *query.Engine, q *query.Query) (bsoncore.Document, float64, error) {
+	t.Helper()
+	s, _, shards, err := g.Open(q)
+	if err != nil {
+		return nil, 0, err
+	}
+	doc, err := s.Next(context.Background())
+	s.Close()
+	ru := 0.0
+	for _, ss := range shards {
+		ru += ss.Stats.Charge()
+	}
+	return doc, ru, err
+}
+
+// idColl creates db.i sharded on hashed _id over 4 partitions on 2 shards, holding docs.
+func idColl(t *testing.T, docs []string) *collFixture {
+	t.Helper()
+	cat := fixture.Stores(t, 2)
+	spec := store.Collection{DB: "db", Name: "i", ShardKey: streamtest.ExtDoc(t, `{"_id": "hashed"}`)}
+	for i := range 4 {
+		spec.Partitions = append(spec.Partitions, store.Partition{ID: uint64(i + 1), Lo: uint64(i) << 62, Shard: i % 2})
+	}
+	ci := fixture.Create(t, cat, spec)
+	g := query.New(cat, query.Options{})
+	vals := make([]bsoncore.Value, len(docs))
+	for i, d := range docs {
+		vals[i] = bsonx.DocValue(streamtest.ExtDoc(t, d))
+	}
+	var res write.Results
+	if _, err := write.NewPath(cat, g, nil).Insert(context.Background(), ci, vals, 0, true, false, write.Concern{}, &res, nil); err != nil || len(res.Errs) > 0 {
+		t.Fatalf("insert: %v %v", err, res.Errs)
+	}
+	return &collFixture{cat: cat, ci: ci, g: g}
+}
+
+// TestReadPointAsOpen: a point read by _id reads the same document at the same charge as
+// the planned query, applies the rest of the filter, and declines (ok false) what it does
+// not read directly: several _ids, an _id on several shards, a sort, a string under a collation.
+func TestReadPointAsOpen(t *testing.T) {
+	docs := docsOf(40)
+	colls := map[string]*collFixture{
+		"unsharded":  newColl(t, 1, 0, docs),
+		"shardedK":   newColl(t, 2, 4, docs),
+		"shardedID":  idColl(t, docs),
+		"onePartK":   newColl(t, 1, 4, docs), // sharded on k, every partition on one shard
+		"unsharded2": newColl(t, 2, 0, docs),
+	}
+	for _, tc := range []struct {
+		coll, filter, sort string
+		ok                 bool
+	}{
+		{coll: "unsharded", filter: `{"_id": 5}`, ok: true},
+		{coll: "unsharded", filter: `{"_id": 5, "a": 5}`, ok: true},
+		{coll: "unsharded", filter: `{"_id": 5, "a": 4}`, ok: true}, // the document does not match
+		{coll: "unsharded", filter: `{"_id": 500}`, ok: true},       // no such document
+		{coll: "unsharded", filter: `{"_id": {"$in": [1, 2]}}`},
+		{coll: "unsharded", filter: `{"_id": 5}`, sort: `{"a": 1}`},
+		{coll: "unsharded", filter: `{"_id": {"$gt": 5}}`},
+		{coll: "unsharded2", filter: `{"_id": 7}`, ok: true},
+		{coll: "shardedK", filter: `{"_id": 5}`}, // its hash is on either shard
+		{coll: "shardedK", filter: `{"_id": 5, "k": 5}`, ok: true},
+		{coll: "shardedK", filter: `{"_id": 5, "k": 6}`, ok: true}, // another partition: no match
+		{coll: "shardedK", filter: `{"_id": 5, "k": {"$in": [5, 6]}}`, ok: true},
+		{coll: "onePartK", filter: `{"_id": 5}`, ok: true}, // the _id index finds its hash
+		{coll: "onePartK", filter: `{"_id": 500}`, ok: true},
+		{coll: "shardedID", filter: `{"_id": 5}`, ok: true},
+		{coll: "shardedID", filter: `{"_id": 13, "c": 13}`, ok: true},
+		{coll: "shardedID", filter: `{"_id": 13, "c": 12}`, ok: true},
+		{coll: "shardedID", filter: `{"_id": 5, "_id": 6}`, ok: true}, // nothing can match
+	} {
+		t.Run(tc.coll+" "+tc.filter, func(t *testing.T) {
+			f := colls[tc.coll]
+			query := func() *query.Query {
+				flt, err := query.CompileFilter(streamtest.ExtDoc(t, tc.filter))
+				if err != nil {
+					t.Fatal(err)
+				}
+				q := &query.Query{CI: f.ci, Filter: flt, Limit: 1}
+				if tc.sort != "" {
+					q.Sort, _ = query.ParseSort(streamtest.ExtDoc(t, tc.sort))
+				}
+				return q
+			}
+			doc, ru, ok, err := f.g.ReadPoint(context.Background(), query())
+			if err != nil || ok != tc.ok {
+				t.Fatalf("ReadPoint: ok %v, %v; want ok %v", ok, err, tc.ok)
+			}
+			if !ok {
+				return
+			}
+			want, wantRU, err := openFirst(t, f.g, query())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(doc, want) || ru != wantRU {
+				t.Errorf("ReadPoint: %v at %v RU, Open: %v at %v RU", doc, ru, want, wantRU)
+			}
+		})
+	}
+}
+
+// TestReadPointThrottled: a point read is admitted by its partition's budget as the planned
+// query is: the same reads of a collection provisioned at 1 RU/s (one partition, no burst
+// beyond its rate) are refused with 16500 at the same point, and charge the budget the same.
+func TestReadPointThrottled(t *testing.T) {
+	f := newColl(t, 1, 0, docsOf(10))
+	now := time.Unix(1e9, 0)
+	read := func(point bool) []string {
+		b := shard.NewBudgets(f.ci.Map, 3, shard.BudgetOptions{Clock: func() time.Time { return now }})
+		g := query.New(f.cat, query.Options{Budgets: func(*catalog.Coll) *shard.Budgets { return b }})
+		var out []string
+		for i := range 6 {
+			flt, err := query.CompileFilter(streamtest.ExtDoc(t, fmt.Sprintf(`{"_id": %d}`, i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := &query.Query{CI: f.ci, Filter: flt, Limit: 1}
+			var doc bsoncore.Document
+			var ru float64
+			if point {
+				var ok bool
+				doc, ru, ok, err = g.ReadPoint(context.Background(), q)
+				if !ok {
+					t.Fatalf("ReadPoint declined %v", flt)
+				}
+			} else {
+				doc, ru, err = openFirst(t, g, q)
+			}
+			var me *mongoerr.Error
+			code := 0
+			if errors.As(err, &me) {
+				code = int(me.Code)
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%v %v %d", len(doc) > 0, ru, code))
+		}
+		return out
+	}
+	point, general := read(true), read(false)
+	if fmt.Sprint(point) != fmt.Sprint(general) {
+		t.Fatalf("point reads: %v\nplanned reads: %v", point, general)
+	}
+	if last := point[len(point)-1]; last != "false 1 16500" { // a refused read reports MinRU, as before
+		t.Fatalf("the last read of %v was not throttled", point)
+	}
+}
+
+// BenchmarkPointRead reads a document by _id as an update's read does: planned and opened
+// (open), or read directly (point, ReadPoint).
+//
+//	go test ./exec/query -run '^$' -bench BenchmarkPointRead
+func BenchmarkPointRead(b *testing.B) {
+	f := newColl(b, 1, 0, docsOf(100))
+	flt, err := query.CompileFilter(streamtest.ExtDoc(b, `{"_id": 42}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, point := range []bool{false, true} {
+		b.Run(map[bool]string{false: "open", true: "point"}[point], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				q := &query.Query{CI: f.ci, Filter: flt, Limit: 1}
+				var doc bsoncore.Document
+				if point {
+					doc, _, _, err = f.g.ReadPoint(context.Background(), q)
+				} else {
+					doc, _, err = openFirst(b, f.g, q)
+				}
+				if err != nil || doc == nil {
+					b.Fatal(doc, err)
+				}
+			}
+		})
+	}
+}
