@@ -22,27 +22,14 @@ func BenchmarkInsertBatch(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			db := openBenchDB(b)
 			r := rand.New(rand.NewPCG(1, 1))
-			noise := make([]byte, 64<<10+benchDocSize) // documents are windows of it, as mbench's padding
-			for i := range noise {
-				noise[i] = byte('a' + r.IntN(26))
-			}
-			var key [16]byte
+			noise := telemetryNoise(r)
 			n := 0
 			b.ReportAllocs()
 			cpu0 := benchCPU(b)
 			for b.Loop() {
 				batch := db.NewBatch()
 				for range 100 {
-					id := idN(n)
-					off := r.IntN(64 << 10)
-					batch.SetDoc(1, 0, id, noise[off:off+benchDocSize])
-					batch.SetIndex(1, 1, id, 0, id)
-					ts := binary.BigEndian.AppendUint64(key[:0], uint64(n))
-					batch.SetIndex(1, 2, ts, 0, id)
-					batch.SetIndex(1, 3, binary.BigEndian.AppendUint64(key[:0], r.Uint64()), 0, id)
-					dev := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint16(key[:0], uint16(r.IntN(1000))), uint64(n))
-					batch.SetIndex(1, 4, dev, 0, id)
-					batch.AddStats(1, 0, 1, benchDocSize)
+					addTelemetryDoc(batch, n, 0, r, noise)
 					if name == "WriteOrder" {
 						batch.flushPending()
 					}
@@ -66,6 +53,33 @@ func BenchmarkInsertBatch(b *testing.B) {
 			}
 		})
 	}
+}
+
+// telemetryNoise returns random letters that telemetry documents are windows of, as mbench's
+// padding (compressible as text, not as repeats).
+func telemetryNoise(r *rand.Rand) []byte {
+	noise := make([]byte, 64<<10+benchDocSize)
+	for i := range noise {
+		noise[i] = byte('a' + r.IntN(26))
+	}
+	return noise
+}
+
+// addTelemetryDoc adds to batch what inserting telemetry document n at hash writes: the
+// document (benchDocSize bytes of noise), its _id index entry, a readingTime entry
+// (increasing), a metricValue entry (random) and a deviceId+readingTime entry (1,000
+// devices).
+func addTelemetryDoc(batch *Batch, n int, hash uint64, r *rand.Rand, noise []byte) {
+	var key [16]byte
+	id := idN(n)
+	off := r.IntN(64 << 10)
+	batch.SetDoc(1, hash, id, noise[off:off+benchDocSize])
+	batch.SetIndex(1, 1, id, hash, id)
+	batch.SetIndex(1, 2, binary.BigEndian.AppendUint64(key[:0], uint64(n)), hash, id)
+	batch.SetIndex(1, 3, binary.BigEndian.AppendUint64(key[:0], r.Uint64()), hash, id)
+	dev := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint16(key[:0], uint16(r.IntN(1000))), uint64(n))
+	batch.SetIndex(1, 4, dev, hash, id)
+	batch.AddStats(1, hash, 1, benchDocSize)
 }
 
 // benchCPU returns the CPU time (user and system) this process has used so far.
