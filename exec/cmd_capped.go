@@ -44,7 +44,7 @@ func cappedSizeArg(cmd string, v bsoncore.Value) (int64, error) {
 }
 
 // convertToCapped answers {convertToCapped: coll, size}.
-func (e *Executor) convertToCapped(_ context.Context, r *request) error {
+func (e *Executor) convertToCapped(ctx context.Context, r *request) error {
 	const cmd = "convertToCapped"
 	first, _ := bsonx.FirstElement(r.body)
 	name, err := args.Collection(cmd, first.Value())
@@ -55,7 +55,10 @@ func (e *Executor) convertToCapped(_ context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	unlock := e.cat.LockDDL()
+	unlock, err := e.lockDDL(ctx, "convertToCapped", r.body)
+	if err != nil {
+		return err
+	}
 	defer unlock()
 	src, err := e.cappedSource(r.db, name, cmd)
 	if err != nil {
@@ -79,7 +82,7 @@ func (e *Executor) convertToCapped(_ context.Context, r *request) error {
 }
 
 // cloneCollectionAsCapped answers {cloneCollectionAsCapped: coll, toCollection, size}.
-func (e *Executor) cloneCollectionAsCapped(_ context.Context, r *request) error {
+func (e *Executor) cloneCollectionAsCapped(ctx context.Context, r *request) error {
 	const cmd = "cloneCollectionAsCapped"
 	first, _ := bsonx.FirstElement(r.body)
 	name, err := args.Collection(cmd, first.Value())
@@ -101,7 +104,10 @@ func (e *Executor) cloneCollectionAsCapped(_ context.Context, r *request) error 
 	if err != nil {
 		return err
 	}
-	unlock := e.cat.LockDDL()
+	unlock, err := e.lockDDL(ctx, "cloneCollectionAsCapped", r.body)
+	if err != nil {
+		return err
+	}
 	defer unlock()
 	src, err := e.cappedSource(r.db, name, cmd)
 	if err != nil {

@@ -31,12 +31,15 @@ import (
 // with the fields of the changes made.
 
 // collMod runs the collMod command.
-func (e *Executor) collMod(_ context.Context, r *request) error {
+func (e *Executor) collMod(ctx context.Context, r *request) error {
 	a, err := ddl.ParseCollMod(r.body)
 	if err != nil && (a == nil || !e.isView(r.db, a.Coll)) {
 		return err
 	}
-	unlock := e.cat.LockDDL()
+	unlock, err := e.lockDDL(ctx, "collMod", r.body)
+	if err != nil {
+		return err
+	}
 	defer unlock()
 	c := e.st.Catalog.State().Collection(r.db, a.Coll)
 	if c == nil {

@@ -37,7 +37,7 @@ func (e *Executor) addDDLCommands(add func(*command, ...string)) {
 }
 
 // create runs the create command: an explicit collection with validated options.
-func (e *Executor) create(_ context.Context, r *request) error {
+func (e *Executor) create(ctx context.Context, r *request) error {
 	first, _ := bsonx.FirstElement(r.body)
 	name, err := args.Collection("create", first.Value())
 	if err != nil {
@@ -63,7 +63,10 @@ func (e *Executor) create(_ context.Context, r *request) error {
 	if sh != nil {
 		return e.createWithSharding(r.db, name, opts, sh) // cmd_cosmos.go
 	}
-	unlock := e.cat.LockDDL()
+	unlock, err := e.lockDDL(ctx, "create", r.body)
+	if err != nil {
+		return err
+	}
 	defer unlock()
 	if c := e.st.Catalog.State().Collection(r.db, name); c != nil {
 		if bytes.Equal(c.Options, opts) {
@@ -97,13 +100,16 @@ func collatedIDIndex(opts bsoncore.Document) (store.Index, bool) {
 }
 
 // drop runs the drop command. As on mongos 7.0, dropping a missing collection succeeds.
-func (e *Executor) drop(_ context.Context, r *request) error {
+func (e *Executor) drop(ctx context.Context, r *request) error {
 	first, _ := bsonx.FirstElement(r.body)
 	name, err := args.Collection("drop", first.Value())
 	if err != nil {
 		return err
 	}
-	unlock := e.cat.LockDDL()
+	unlock, err := e.lockDDL(ctx, "drop", r.body)
+	if err != nil {
+		return err
+	}
 	defer unlock()
 	c, err := e.st.Catalog.DropCollection(r.db, name)
 	if errors.Is(err, store.ErrNotFound) {
@@ -125,12 +131,15 @@ func (e *Executor) drop(_ context.Context, r *request) error {
 }
 
 // dropDatabase runs dropDatabase: the database's collections and their data go.
-func (e *Executor) dropDatabase(_ context.Context, r *request) error {
+func (e *Executor) dropDatabase(ctx context.Context, r *request) error {
 	switch r.db {
 	case "admin", "config", "local":
 		return mongoerr.New(mongoerr.IllegalOperation, "Dropping the '%s' database is prohibited.", r.db)
 	}
-	unlock := e.cat.LockDDL()
+	unlock, err := e.lockDDL(ctx, "dropDatabase", r.body)
+	if err != nil {
+		return err
+	}
 	defer unlock()
 	colls, err := e.st.Catalog.DropDatabase(r.db)
 	if errors.Is(err, store.ErrNotFound) {
@@ -149,7 +158,7 @@ func (e *Executor) dropDatabase(_ context.Context, r *request) error {
 
 // renameCollection runs renameCollection (admin only): {renameCollection: "db.a", to:
 // "db.b", dropTarget: false}.
-func (e *Executor) renameCollection(_ context.Context, r *request) error {
+func (e *Executor) renameCollection(ctx context.Context, r *request) error {
 	const cmd = "renameCollection"
 	first, _ := bsonx.FirstElement(r.body)
 	from, err := args.String(cmd, cmd, first.Value())
@@ -193,7 +202,10 @@ func (e *Executor) renameCollection(_ context.Context, r *request) error {
 	if from == to {
 		return mongoerr.New(mongoerr.IllegalOperation, "Can't rename a collection to itself")
 	}
-	unlock := e.cat.LockDDL()
+	unlock, err := e.lockDDL(ctx, "renameCollection", r.body)
+	if err != nil {
+		return err
+	}
 	defer unlock()
 	_, dropped, err := e.st.Catalog.RenameCollection(fromDB, fromColl, toDB, toColl, dropTarget)
 	switch {

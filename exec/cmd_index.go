@@ -107,7 +107,10 @@ func (e *Executor) ensureIndexes(ctx context.Context, db, coll string, indexes [
 	if err := catalog.ValidateCollName(db, coll); err != nil {
 		return ensureResult{}, err
 	}
-	unlock := e.cat.LockDDL()
+	unlock, err := e.lockDDL(ctx, "createIndexes", nil)
+	if err != nil {
+		return ensureResult{}, err
+	}
 	defer unlock()
 	c := e.st.Catalog.State().Collection(db, coll)
 	if catalog.IsView(c) {

@@ -75,7 +75,7 @@ func listedIndexes(c *store.Collection) []bsoncore.Document {
 
 // dropIndexes runs dropIndexes: index is a name, a key pattern, "*" (all but _id_) or an
 // array of names.
-func (e *Executor) dropIndexes(_ context.Context, r *request) error {
+func (e *Executor) dropIndexes(ctx context.Context, r *request) error {
 	const cmd = "dropIndexes"
 	first, _ := bsonx.FirstElement(r.body)
 	name, err := args.Collection(cmd, first.Value())
@@ -101,7 +101,10 @@ func (e *Executor) dropIndexes(_ context.Context, r *request) error {
 	if target.Type == 0 {
 		return args.Missing(cmd, "index")
 	}
-	unlock := e.cat.LockDDL()
+	unlock, err := e.lockDDL(ctx, "dropIndexes", r.body)
+	if err != nil {
+		return err
+	}
 	defer unlock()
 	c := e.st.Catalog.State().Collection(r.db, name)
 	if c == nil {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -31,4 +34,25 @@ func interruptError(ctx context.Context, err error) error {
 		return mongoerr.New(mongoerr.ClientDisconnect, "operation was interrupted because a client disconnected")
 	}
 	return err
+}
+
+// lockDDL takes the DDL lock for command cmd, whose body may give maxTimeMS (nil: none), giving
+// up with MongoDB's answer when the command's time limit passes first (MaxTimeMSExpired), or
+// its context ends (killOp, the client gone): an index build holds the lock to its end, and a
+// move into this node from another holds it until its commit, or until its source is given
+// up for dead.
+func (e *Executor) lockDDL(ctx context.Context, cmd string, body bsoncore.Document) (unlock func(), err error) {
+	var limit int64
+	if v, err := body.LookupErr("maxTimeMS"); err == nil {
+		if limit, err = maxTimeMS(cmd, v); err != nil {
+			return nil, err
+		}
+	}
+	wctx, cancel := query.Deadline(ctx, limit)
+	defer cancel()
+	unlock, err = e.cat.LockDDLCtx(wctx)
+	if err != nil {
+		return nil, interruptError(wctx, err)
+	}
+	return unlock, nil
 }

@@ -126,3 +126,42 @@ func TestFindCursorCapPerConnection(t *testing.T) {
 		t.Fatalf("after killCursors: %v", reply)
 	}
 }
+
+// TestDDLWaitRespectsMaxTime: a DDL command waiting for the DDL lock (an index build or an
+// incoming move holds it) gives up at its maxTimeMS with MaxTimeMSExpired, as MongoDB's
+// lock waits do, and leaves nothing done; once the lock is free the same commands run.
+func TestDDLWaitRespectsMaxTime(t *testing.T) {
+	e := testExecutor(t, 1, Options{})
+	c := e.Connect(wire.ConnInfo{ID: 1})
+	bg := context.Background()
+	handleJSON(bg, t, c, `{"insert": "c", "documents": [{"_id": 1, "a": 1}]}`)
+	handleJSON(bg, t, c, `{"insert": "d", "documents": [{"_id": 1}]}`)
+	cmds := []struct{ db, cmd string }{
+		{"t", `{"collMod": "c", "validator": {"a": {"$exists": true}}, "maxTimeMS": 50}`},
+		{"t", `{"create": "n", "maxTimeMS": 50}`},
+		{"admin", `{"renameCollection": "t.c", "to": "t.e", "maxTimeMS": 50}`},
+		{"t", `{"drop": "d", "maxTimeMS": 50}`},
+	}
+	unlock := e.cat.LockDDL() // held elsewhere
+	for _, x := range cmds {
+		reply := handleJSONOn(bg, t, c, x.db, x.cmd)
+		if code, _ := reply.Lookup("code").Int32OK(); code != int32(mongoerr.MaxTimeMSExpired) {
+			unlock()
+			t.Fatalf("%s while the DDL lock is held: %v, want MaxTimeMSExpired", x.cmd, reply)
+		}
+	}
+	unlock()
+	reply := handleJSON(bg, t, c, `{"listCollections": 1, "nameOnly": true}`)
+	if vals, _ := reply.Lookup("cursor", "firstBatch").Array().Values(); len(vals) != 2 {
+		t.Fatalf("collections after the timed-out commands: %v, want c and d", reply)
+	}
+	reply = handleJSON(bg, t, c, `{"listCollections": 1, "filter": {"name": "c"}}`)
+	if v := reply.Lookup("cursor", "firstBatch", "0", "options", "validator"); v.Type != 0 {
+		t.Fatalf("c after the timed-out collMod: %v, want no validator", reply)
+	}
+	for _, x := range cmds {
+		if reply := handleJSONOn(bg, t, c, x.db, x.cmd); reply.Lookup("ok").Double() != 1 {
+			t.Fatalf("%s with the DDL lock free: %v", x.cmd, reply)
+		}
+	}
+}
