@@ -2,6 +2,7 @@ package write
 
 import (
 	"context"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -20,8 +21,10 @@ type Path struct {
 	log   *zap.Logger
 	// shards, when set, replaces the catalog's shards: a transaction's views (WithShards).
 	shards []catalog.Shard
-	// gate, when set, is waited on before a writer takes its key locks (WithGate).
-	gate Gate
+	// gate, when it holds one, is waited on before a writer takes its key locks (WithGate);
+	// atomic, as a test switches it while the partition manager writes the config
+	// collections through the path. Nil for a transaction's path (WithShards).
+	gate *atomic.Pointer[Gate]
 }
 
 // Gate holds writes back: Wait returns once none of the documents and unique keys whose
@@ -34,14 +37,29 @@ type Gate interface {
 
 // WithGate sets the gate writes wait on and returns wp.
 func (wp *Path) WithGate(g Gate) *Path {
-	wp.gate = g
+	if g == nil {
+		wp.gate.Store(nil)
+	} else {
+		wp.gate.Store(&g)
+	}
 	return wp
+}
+
+// waitGate waits on the path's gate, if any, for hashes.
+func (wp *Path) waitGate(ctx context.Context, hashes []uint64) error {
+	if wp.gate == nil {
+		return nil
+	}
+	if g := wp.gate.Load(); g != nil {
+		return (*g).Wait(ctx, hashes)
+	}
+	return nil
 }
 
 // NewPath returns the write path over cat's collections; hook, when not nil, sees every
 // staged document write.
 func NewPath(cat *catalog.Catalog, q *query.Engine, hook StageHook) *Path {
-	return &Path{cat: cat, query: q, hook: hook, log: zap.NewNop()}
+	return &Path{cat: cat, query: q, hook: hook, log: zap.NewNop(), gate: &atomic.Pointer[Gate]{}}
 }
 
 // WithLogger sets the logger of the writes a validator lets through with a warning

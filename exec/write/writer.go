@@ -107,10 +107,8 @@ func (wr *Writer) Lock(hashes []uint64) {
 // command's maxTimeMS passed, or its client went away), and returns ctx.Err().
 func (wr *Writer) LockCtx(ctx context.Context, hashes []uint64) error {
 	_ = wr.closeProbes()  // a probe's view must postdate the locks of the keys it checks
-	if wr.p.gate != nil { // before the locks: what it waits for commits under them
-		if err := wr.p.gate.Wait(ctx, hashes); err != nil {
-			return err
-		}
+	if err := wr.p.waitGate(ctx, hashes); err != nil { // before the locks: what it waits for commits under them
+		return err
 	}
 	unlock, err := wr.p.cat.Locks().LockManyCtx(ctx, hashes)
 	if err != nil {
