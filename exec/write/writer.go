@@ -106,7 +106,7 @@ func (wr *Writer) Lock(hashes []uint64) {
 // LockCtx is Lock for a command: it gives up, holding nothing, when ctx ends first (the
 // command's maxTimeMS passed, or its client went away), and returns ctx.Err().
 func (wr *Writer) LockCtx(ctx context.Context, hashes []uint64) error {
-	_ = wr.closeProbes()  // a probe's view must postdate the locks of the keys it checks
+	_ = wr.closeProbes()                               // a probe's view must postdate the locks of the keys it checks
 	if err := wr.p.waitGate(ctx, hashes); err != nil { // before the locks: what it waits for commits under them
 		return err
 	}
