@@ -3,7 +3,6 @@ package store
 import (
 	"fmt"
 	"math/rand/v2"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -45,39 +44,7 @@ func BenchmarkGetDocLive(b *testing.B) {
 			b.ReportMetric(v, name)
 		}
 	}
-	b.Run("Serial", func(b *testing.B) {
-		b.ReportAllocs()
-		r := rand.New(rand.NewPCG(1, 2))
-		var buf []byte
-		var err error
-		cost := startReadCost(b, db)
-		for b.Loop() {
-			i := r.IntN(benchDocs)
-			if buf, err = db.GetDoc(1, hashes[i], benchIDs[i], buf[:0]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		cost.report()
-		report(b)
-	})
-	b.Run("Parallel", func(b *testing.B) {
-		b.ReportAllocs()
-		var seed atomic.Uint64
-		defer startReadCost(b, db).report()
-		b.RunParallel(func(pb *testing.PB) {
-			r := rand.New(rand.NewPCG(seed.Add(1), 2))
-			var buf []byte
-			var err error
-			for pb.Next() {
-				i := r.IntN(benchDocs)
-				if buf, err = db.GetDoc(1, hashes[i], benchIDs[i], buf[:0]); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-		report(b)
-	})
+	benchGetDocs(b, db, func(i int) uint64 { return hashes[i] }, report)
 }
 
 // settleCompactions waits until db has had no compaction in progress for a second, or a

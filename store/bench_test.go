@@ -103,8 +103,10 @@ func loadBench(b *testing.B) *DB {
 	return db
 }
 
-func BenchmarkGetDoc(b *testing.B) {
-	db := loadBench(b)
+// benchGetDocs runs the Serial and Parallel sub-benchmarks of GetDoc over db's benchDocs
+// documents, the i-th at hashOf(i), with their read cost; report, when set, adds metrics of
+// the setup to each.
+func benchGetDocs(b *testing.B, db *DB, hashOf func(i int) uint64, report func(b *testing.B)) {
 	b.Run("Serial", func(b *testing.B) {
 		b.ReportAllocs()
 		r := rand.New(rand.NewPCG(1, 1))
@@ -113,11 +115,14 @@ func BenchmarkGetDoc(b *testing.B) {
 		cost := startReadCost(b, db)
 		for b.Loop() {
 			i := r.IntN(benchDocs)
-			if buf, err = db.GetDoc(1, benchHash(i), benchIDs[i], buf[:0]); err != nil {
+			if buf, err = db.GetDoc(1, hashOf(i), benchIDs[i], buf[:0]); err != nil {
 				b.Fatal(err)
 			}
 		}
 		cost.report()
+		if report != nil {
+			report(b)
+		}
 	})
 	b.Run("Parallel", func(b *testing.B) {
 		b.ReportAllocs()
@@ -129,13 +134,21 @@ func BenchmarkGetDoc(b *testing.B) {
 			var err error
 			for pb.Next() {
 				i := r.IntN(benchDocs)
-				if buf, err = db.GetDoc(1, benchHash(i), benchIDs[i], buf[:0]); err != nil {
+				if buf, err = db.GetDoc(1, hashOf(i), benchIDs[i], buf[:0]); err != nil {
 					b.Error(err)
 					return
 				}
 			}
 		})
+		if report != nil {
+			report(b)
+		}
 	})
+}
+
+func BenchmarkGetDoc(b *testing.B) {
+	db := loadBench(b)
+	benchGetDocs(b, db, benchHash, nil)
 	b.Run("RawPebbleParallel", func(b *testing.B) { // the baseline: pebble.DB.Get of a 9-byte key
 		b.ReportAllocs()
 		var seed atomic.Uint64
