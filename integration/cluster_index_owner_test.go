@@ -115,12 +115,7 @@ func TestClusterIndexBuildWaitsForMove(t *testing.T) {
 	_, _, clients, dbn, ns := startMoveCluster(t, "--test-commands")
 	ctx := context.Background()
 	ids := insertTenants(t, clients[2], dbn, "c", 600)
-	var target bson.M
-	for _, ch := range clusterChunks(t, clients[0], ns) {
-		if ch["shard"] == "shard-0" {
-			target = ch
-		}
-	}
+	target := lastChunkOn(t, clients[0], ns, "shard-0")
 	setClusterFailPoint(t, clients[0], "pauseMoveBeforeFlip", "alwaysOn")
 	moved := make(chan error, 1)
 	go func() {

@@ -58,12 +58,7 @@ func TestClusterMoveDestinationRestarts(t *testing.T) {
 	ctx := context.Background()
 	ids := insertTenants(t, clients[2], dbn, "c", 600)
 
-	var target bson.M
-	for _, ch := range clusterChunks(t, clients[0], ns) {
-		if ch["shard"] == "shard-0" {
-			target = ch
-		}
-	}
+	target := lastChunkOn(t, clients[0], ns, "shard-0")
 	if target == nil {
 		t.Fatal("no chunk on shard-0")
 	}
@@ -141,4 +136,16 @@ func TestClusterDrainingNodeCreatesElsewhere(t *testing.T) {
 		}
 	}
 	checkExactlyOnce(t, clients, dbn, "fresh", ids)
+}
+
+// lastChunkOn returns the last chunk of ns that config.chunks, read through c, places on shard.
+func lastChunkOn(t *testing.T, c *mongo.Client, ns, shard string) bson.M {
+	t.Helper()
+	var target bson.M
+	for _, ch := range clusterChunks(t, c, ns) {
+		if ch["shard"] == shard {
+			target = ch
+		}
+	}
+	return target
 }
