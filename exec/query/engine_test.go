@@ -39,6 +39,12 @@ func newColl(t testing.TB, shards, parts int, docs []string) *collFixture {
 			spec.Partitions = append(spec.Partitions, store.Partition{ID: uint64(i + 1), Lo: uint64(i) * (^uint64(0)/uint64(parts) + 1), Shard: i % shards})
 		}
 	}
+	return createColl(t, cat, spec, docs)
+}
+
+// createColl creates spec's collection in cat and inserts docs (Extended JSON) into it.
+func createColl(t testing.TB, cat *catalog.Catalog, spec store.Collection, docs []string) *collFixture {
+	t.Helper()
 	ci := fixture.Create(t, cat, spec)
 	g := query.New(cat, query.Options{})
 	if len(docs) > 0 {

@@ -10,12 +10,10 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/internal/fixture"
 	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/exec/query"
-	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -47,17 +45,7 @@ func idColl(t *testing.T, docs []string) *collFixture {
 	for i := range 4 {
 		spec.Partitions = append(spec.Partitions, store.Partition{ID: uint64(i + 1), Lo: uint64(i) << 62, Shard: i % 2})
 	}
-	ci := fixture.Create(t, cat, spec)
-	g := query.New(cat, query.Options{})
-	vals := make([]bsoncore.Value, len(docs))
-	for i, d := range docs {
-		vals[i] = bsonx.DocValue(streamtest.ExtDoc(t, d))
-	}
-	var res write.Results
-	if _, err := write.NewPath(cat, g, nil).Insert(context.Background(), ci, vals, 0, true, false, write.Concern{}, &res, nil); err != nil || len(res.Errs) > 0 {
-		t.Fatalf("insert: %v %v", err, res.Errs)
-	}
-	return &collFixture{cat: cat, ci: ci, g: g}
+	return createColl(t, cat, spec, docs)
 }
 
 // TestReadPointAsOpen: a point read by _id reads the same document at the same charge as
