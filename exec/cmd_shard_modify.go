@@ -53,7 +53,7 @@ func (e *Executor) shardModify(ctx context.Context, r *request) error {
 		}
 		upsert, _ := b.Lookup("upsert").BooleanOK()
 		op.Upsert = op.Upsert && upsert
-		err = e.write.Run(ctx, op, &res)
+		err = e.runLocal(ctx, r, op, &modifyStmt{kind: kind, index: index, ci: ci, cmd: cmd}, &res)
 	default:
 		return mongoerr.New(mongoerr.BadValue, "_cleaveShardModify: unknown mode %q", mode)
 	}

@@ -100,9 +100,10 @@ type Executor struct {
 	slowOps   slowOps            // which finished commands are logged at Info (cmd_profile.go)
 	// fail is the failCommand failpoint (failpoint.go).
 	fail failPoints
-	// beforeFlip and afterBuildStart are the failpoints pauseMoveBeforeFlip and
-	// hangAfterStartingIndexBuild (failpoint_pause.go).
-	beforeFlip, afterBuildStart gate
+	// beforeFlip, afterBuildStart and beforeGroupLock are the failpoints
+	// pauseMoveBeforeFlip, hangAfterStartingIndexBuild and pauseMultiWriteBeforeLock
+	// (failpoint_pause.go).
+	beforeFlip, afterBuildStart, beforeGroupLock gate
 	// knobs are the parameters setParameter changes (cmd_params.go).
 	knobs serverKnobs
 	// authn holds the users and roles (auth.go).
@@ -177,6 +178,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 		e.ddl = ddl.New(e.cat, e.write, e.log, &e.counters.deletedDocs)
 		e.ddl.SetBuildHook(e.afterBuildStart.Pass)
 		e.shards.SetFlipHook(e.beforeFlip.Pass)
+		e.write.SetGroupHook(e.beforeGroupLock.Pass)
 		e.st.Catalog.SetHomePicker(e.shards.HomeShard)
 		if e.remote != nil {
 			e.ddl.SetRemote(ddlRemote{e})

@@ -106,6 +106,8 @@ func (e *Executor) configureFailPoint(_ context.Context, r *request) error {
 		return e.pauseGate(r, &e.beforeFlip)
 	case "hangAfterStartingIndexBuild":
 		return e.pauseGate(r, &e.afterBuildStart)
+	case "pauseMultiWriteBeforeLock":
+		return e.pauseGate(r, &e.beforeGroupLock)
 	}
 	if name != "failCommand" {
 		return mongoerr.New(mongoerr.FailPointSetFailed, "%s not found", name)

@@ -3,7 +3,7 @@ package exec
 import "sync"
 
 // gate is a test failpoint that holds whoever passes it while it is on (configureFailPoint
-// "pauseMoveBeforeFlip", "hangAfterStartingIndexBuild"): Pass blocks until Set(false), and
+// "pauseMoveBeforeFlip", "hangAfterStartingIndexBuild", "pauseMultiWriteBeforeLock"): Pass blocks until Set(false), and
 // counts the times it was entered.
 type gate struct {
 	mu      sync.Mutex
@@ -43,7 +43,9 @@ func (g *gate) Pass() {
 //   - pauseMoveBeforeFlip: a move this node runs waits under its locks after its last pass,
 //     just before the ownership flip (sharding.Manager.SetFlipHook);
 //   - hangAfterStartingIndexBuild (mongod's name): an index build this node runs waits once
-//     its indexes are in the catalog, not ready (ddl.Runner.SetBuildHook).
+//     its indexes are in the catalog, not ready (ddl.Runner.SetBuildHook);
+//   - pauseMultiWriteBeforeLock: a multi update or delete this node runs waits after reading
+//     each group of documents, before locking them (write.Path.SetGroupHook).
 func (e *Executor) pauseGate(r *request, g *gate) error {
 	mode, _, _, err := parseFailPointMode(r.body.Lookup("mode"))
 	if err != nil {

@@ -54,6 +54,9 @@ type modifyStmt struct {
 	stmt       bsoncore.Value
 	index      int32
 	ci         *catalog.Coll // the collection, set by runWrite
+	// cmd, when set, is the one-statement command itself (an owner forwarding the moved
+	// documents of a statement routed to it: remote_moved.go).
+	cmd bsoncore.Document
 }
 
 // nodePart is the part of a statement on one node: its targeted shards there and the hash
@@ -94,13 +97,13 @@ func (e *Executor) runWrite(ctx context.Context, r *request, op *write.Op, ms *m
 // runWriteOnce is one attempt of runWrite.
 func (e *Executor) runWriteOnce(ctx context.Context, r *request, op *write.Op, ms *modifyStmt, res *write.Result) error {
 	if !e.spansRemote(op.CI) {
-		return e.writeFor(r).Run(ctx, op, res)
+		return e.runLocal(ctx, r, op, ms, res)
 	}
 	ms.ci = op.CI
 	parts := e.nodeParts(op.CI, op.Filter, nil)
 	switch {
 	case len(parts) == 0 || len(parts) == 1 && !parts[0].remote:
-		return e.writeFor(r).Run(ctx, op, res)
+		return e.runLocal(ctx, r, op, ms, res)
 	case len(parts) == 1:
 		return e.modifyOn(ctx, r, ms, parts[0], modifyRun, op.Upsert, nil, res)
 	case op.Multi:
@@ -152,7 +155,7 @@ func (e *Executor) modifyMulti(ctx context.Context, r *request, op *write.Op, ms
 			}
 			local := *op
 			local.Shards, local.Upsert = p.shards, false
-			errs[i] = e.writeFor(r).Run(ctx, &local, &out[i])
+			errs[i] = e.runLocal(ctx, r, &local, ms, &out[i])
 		}()
 	}
 	wg.Wait()
@@ -276,7 +279,7 @@ func (e *Executor) modifyOnReply(ctx context.Context, r *request, ms *modifyStmt
 		AppendInt64("collId", int64(ci.Meta.ID)).
 		AppendInt64("rev", e.st.Catalog.Revision()).
 		AppendString("kind", ms.kind).
-		AppendDocument("cmd", stmtCommand(r.body, ms.list, ms.stmt)).
+		AppendDocument("cmd", ms.command(r.body)).
 		AppendInt32("index", ms.index).
 		AppendString("mode", mode).
 		AppendBoolean("upsert", upsert)
@@ -321,6 +324,14 @@ func (e *Executor) modifyOnReply(ctx context.Context, r *request, ms *modifyStmt
 	}
 	executed, _ := reply.Lookup("executed").BooleanOK()
 	return executed, nil
+}
+
+// command is the one-statement command of ms, a statement of body.
+func (ms *modifyStmt) command(body bsoncore.Document) bsoncore.Document {
+	if ms.cmd != nil {
+		return ms.cmd
+	}
+	return stmtCommand(body, ms.list, ms.stmt)
 }
 
 // stmtCommand is body (an update, delete or findAndModify command) as a command of the one

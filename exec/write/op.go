@@ -57,6 +57,10 @@ type Op struct {
 	// Shards, when not nil, restricts the op to the documents of those shards (cluster
 	// mode: the part of a statement that runs on one node, remote.go).
 	Shards []int
+	// Forward, for a multi statement, leaves the documents whose partitions moved to
+	// another node's shard while it ran to the caller (Result.Moved), who writes them on
+	// their new owner; without it such a statement fails with StaleConfig (remote.go).
+	Forward bool
 }
 
 // recorded reports whether op's result is recorded for a retry.
@@ -77,6 +81,15 @@ type Result struct {
 	// Before and after are the images of the last document written, when keepImages.
 	Before, After bsoncore.Document
 	Charge        float64 // request units
+	// Moved are the documents that matched but were not written here: their partitions
+	// moved to another node's shard before their key locks were taken (Op.Forward).
+	Moved []Target
+}
+
+// Target is a document by its shard-key hash and encoded _id.
+type Target struct {
+	Hash uint64
+	ID   []byte
 }
 
 // CandState is where a candidate document stands after an attempt to write it.
@@ -88,6 +101,7 @@ const (
 	CandDone                     // written, or matched and left unchanged
 	candGone                     // deleted meanwhile, or no longer matching
 	candRetry                    // changed meanwhile so that it needs keys not locked: try again
+	candMoved                    // its partition moved to another node's shard meanwhile
 )
 
 // Candidate is one document a writeOp targets: the version its change was computed from
@@ -191,7 +205,7 @@ func (wp *Path) run(ctx context.Context, op *Op, res *Result) error {
 		} else {
 			err = wp.runOne(ctx, op, res)
 		}
-		if err != nil || res.Matched > 0 || !op.Upsert || op.Upd == nil {
+		if err != nil || res.Matched > 0 || len(res.Moved) > 0 || !op.Upsert || op.Upd == nil {
 			return err
 		}
 		err = wp.runUpsert(ctx, op, res)
@@ -257,6 +271,9 @@ func (wp *Path) runMulti(ctx context.Context, op *Op, res *Result) error {
 			}
 		}
 		if len(group) > 0 {
+			if wp.groupHook != nil {
+				wp.groupHook()
+			}
 			if err := wp.applyWithRetry(ctx, op, group, res); err != nil {
 				return err
 			}
@@ -401,6 +418,13 @@ func (wp *Path) commitGroup(wr *Writer, op *Op, cands []*Candidate, hashes []uin
 			failed = err
 			break
 		}
+		if c.State == candMoved {
+			if !op.Forward || !op.Multi {
+				failed = movedError(op)
+				break
+			}
+			res.Moved = append(res.Moved, Target{Hash: c.Hash, ID: c.ID})
+		}
 		if c.State != CandDone {
 			continue
 		}
@@ -435,7 +459,7 @@ func (wp *Path) ApplyLocked(wr *Writer, op *Op, c *Candidate, locked map[uint64]
 // under the locks already (runPoint).
 func (wp *Path) applyLocked(wr *Writer, op *Op, c *Candidate, locked map[uint64]struct{}, reread bool) error {
 	if reread {
-		if err := wp.reread(wr, op, c); err != nil || c.State == candGone {
+		if err := wp.reread(wr, op, c); err != nil || c.State == candGone || c.State == candMoved {
 			return err
 		}
 	}
@@ -459,7 +483,8 @@ func (wp *Path) applyLocked(wr *Writer, op *Op, c *Candidate, locked map[uint64]
 }
 
 // reread reads candidate c again under the writer's locks: one that changed is matched and
-// computed again, one that is gone or no longer matches ends candGone.
+// computed again, one that is gone or no longer matches ends candGone, one whose partition
+// is now another node's ends candMoved (its owner has the only current copy).
 func (wp *Path) reread(wr *Writer, op *Op, c *Candidate) error {
 	ci := wr.ci
 	if ci.Capped != nil { // a capped document is at its record id, which its _id gives
@@ -471,7 +496,12 @@ func (wp *Path) reread(wr *Writer, op *Op, c *Candidate) error {
 		c.Hash = rid
 	}
 	s := ci.Map.Partition(ci.Map.Locate(c.Hash)).Shard
-	cur, err := wp.shardList()[s].GetDoc(ci.Meta.ID, c.Hash, c.ID, nil)
+	sh := wp.shardList()[s]
+	if _, remote := catalog.RemoteNode(sh); remote {
+		c.State = candMoved
+		return nil
+	}
+	cur, err := sh.GetDoc(ci.Meta.ID, c.Hash, c.ID, nil)
 	if errors.Is(err, store.ErrNotFound) {
 		c.State = candGone
 		return nil

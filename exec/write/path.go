@@ -25,7 +25,15 @@ type Path struct {
 	// atomic, as a test switches it while the partition manager writes the config
 	// collections through the path. Nil for a transaction's path (WithShards).
 	gate *atomic.Pointer[Gate]
+	// groupHook, when set, runs when a multi statement read a group of documents, before it
+	// locks them (SetGroupHook).
+	groupHook func()
 }
+
+// SetGroupHook sets what a multi update or delete calls after reading each group of
+// documents and before locking them: the failpoint pauseMultiWriteBeforeLock, with which a
+// test moves their partition in between. Set it before the path is used.
+func (wp *Path) SetGroupHook(f func()) { wp.groupHook = f }
 
 // Gate holds writes back: Wait returns once none of the documents and unique keys whose
 // key-lock hashes (DocLockHash, UniqueLockHash) it is given is held by someone else, or ctx's error when ctx ends first.

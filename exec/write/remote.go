@@ -13,7 +13,10 @@ import (
 // owner, restricted to its shards (Op.Shards), and a single-document write the router found
 // on a node runs there on that one document (RunTarget). A document never moves between
 // nodes inside the write path: an update that would move one to another node's shard
-// fails with WouldChangeOwningShard (checkOwningShard), changing nothing.
+// fails with WouldChangeOwningShard (checkOwningShard), changing nothing. A document whose
+// partition moved to another node between its read and its key lock is not written here
+// (reread): a multi statement hands it to its caller (Op.Forward, Result.Moved), anything
+// else fails with StaleConfig (movedError), which its router plans again.
 
 // RunTarget applies op (a single-document write) to the document at (hash, id) on this
 // node, if it is there and still matches: the write phase of a single-document write whose
@@ -46,6 +49,14 @@ func (wp *Path) RunTarget(ctx context.Context, op *Op, hash uint64, id []byte, r
 		return err
 	}
 	return wp.applyWithRetry(ctx, op, []*Candidate{c}, res)
+}
+
+// movedError is the StaleConfig of a statement that found a document whose partition moved
+// to another node's shard before it locked it, having written nothing of it: a router
+// plans a single-document statement again on its refreshed map, and writes the moved
+// documents of a multi statement on their new owner (Op.Forward).
+func movedError(op *Op) error {
+	return mongoerr.New(mongoerr.StaleConfig, "a partition of %s moved to another node while the statement ran", op.CI.NS())
 }
 
 // checkOwningShard refuses a replacement of w that moves its document from shard from to
