@@ -51,9 +51,17 @@ func (e *Executor) hello(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
+	r.awaited = aw.await
+	stream := aw.await && r.wire != nil && r.wire.ExhaustAllowed && !r.legacy
+	if stream && r.wire.Replies > 0 { // the next reply of a stream waits on the last one's version
+		aw.processID, aw.counter = e.topo.processID, r.conn.streamCounter
+	}
 	counter, err := e.topo.await(ctx, aw)
 	if err != nil {
-		return err
+		return err // an error reply ends the stream
+	}
+	if stream {
+		r.wire.Exhaust, r.conn.streamCounter = true, counter
 	}
 	out := r.out
 	if helloOK {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -34,6 +35,11 @@ type request struct {
 	snap *snapEntry
 	// gen are the generic arguments of body (generic_args.go).
 	gen genericArgs
+	// wire is the request as it arrived, for a reply that streams (exhaust: hello); nil for
+	// a command this server runs for itself.
+	wire *wire.Request
+	// awaited marks an awaitable hello, which waits by design: never logged as slow.
+	awaited bool
 }
 
 // command is one entry of the command table.

@@ -261,6 +261,9 @@ type conn struct {
 	openCursors atomic.Int32
 	// names are the last database name and namespace its requests named (names.go).
 	names nameCache
+	// streamCounter is the topologyVersion counter of the last reply of an exhaust hello
+	// stream, which the next reply waits on (topology.go).
+	streamCounter int64
 }
 
 // requestStats describes the last finished command of a connection.
@@ -280,7 +283,7 @@ func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 		c.out = nil
 	}
 	start := time.Now()
-	r := request{conn: c, body: req.Body, requestID: req.RequestID, legacy: req.Legacy}
+	r := request{conn: c, body: req.Body, requestID: req.RequestID, legacy: req.Legacy, wire: req}
 	idx, out := bsoncore.AppendDocumentStart(c.out[:0])
 	r.out = out
 	ctx, kill := context.WithCancelCause(ctx) // killOp's handle on the command
@@ -331,7 +334,7 @@ func (c *conn) finish(r *request, start time.Time, err error) {
 		c.last = requestStats{command: r.name, duration: d, charge: r.charge}
 	}
 	level := zap.DebugLevel
-	if c.e.slowOps.slow(d) {
+	if c.e.slowOps.slow(d) && !r.awaited {
 		level = zap.InfoLevel
 	}
 	ce := c.log.Check(level, "command")

@@ -22,8 +22,11 @@ import (
 // ShutdownInProgress 91 with the new version, so that drivers stop routing here before
 // the listener closes. Waiting hellos end as well when their client disconnects.
 //
-// The reply never sets moreToCome, even when the request allows exhaust: the OP_MSG spec
-// lets the server decide, and drivers then send the next awaitable hello themselves.
+// An awaitable hello that allows exhaust (OP_MSG's exhaustAllowed) streams, as mongod's
+// does: each reply sets moreToCome and the next one waits on the version it answered, until
+// an error (quiesce, a disconnected client) ends the stream. The Node.js driver monitors
+// this way and takes a lone reply for a broken stream: it cleared its connection pool at
+// every heartbeat (wire.Request.Exhaust).
 
 // topology is the router's topologyVersion and its quiesce state.
 type topology struct {

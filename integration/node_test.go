@@ -54,3 +54,25 @@ func TestNodeDriverTransactions(t *testing.T) {
 	}
 	t.Log(strings.TrimSpace(string(out)))
 }
+
+// TestNodeDriverMonitoring runs integration/node/monitor.js: the Node.js driver monitors by
+// streaming awaitable hellos (exhaust) every 500 ms while the application works, without a
+// failed heartbeat or a cleared pool.
+func TestNodeDriverMonitoring(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is required (make test installs the Node.js packages): %v", err)
+	}
+	srv := sharedServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(repoRoot, "integration", "node", "monitor.js"))
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "MONGODB_URI="+srv.uri(), "DB_NAME="+dbName(t))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "node monitor ok") {
+		t.Fatalf("node monitor.js: %v\n%s", err, out)
+	}
+	t.Log(strings.TrimSpace(string(out)))
+}

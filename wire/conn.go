@@ -263,18 +263,33 @@ func (c *conn) handle(ctx context.Context, frame []byte) error {
 		return c.writeReply(rt, merr.Reply(), 0)
 	}
 	c.req.Compressor = rt.compressor
-	c.startWatch()
-	reply, err := c.ch.Handle(ctx, &c.req)
-	c.stopWatch()
-	switch {
-	case err != nil:
-		return fmt.Errorf("%w: %w", errHandler, err)
-	case len(reply) < 5:
-		return fmt.Errorf("%w: Handle returned neither a reply nor an error", errHandler)
-	case moreToCome:
-		return nil
+	c.req.Replies = 0
+	for {
+		c.req.Exhaust = false
+		c.startWatch()
+		reply, err := c.ch.Handle(ctx, &c.req)
+		c.stopWatch()
+		switch {
+		case err != nil:
+			return fmt.Errorf("%w: %w", errHandler, err)
+		case len(reply) < 5:
+			return fmt.Errorf("%w: Handle returned neither a reply nor an error", errHandler)
+		case moreToCome:
+			return nil
+		case !c.req.Exhaust || !c.req.ExhaustAllowed || rt.legacy:
+			return c.writeReply(rt, reply, 0)
+		}
+		// An exhaust stream: this reply says more follow, and the next answers it (mongod
+		// makes each reply the request of the next one).
+		more := rt
+		more.flags |= MoreToCome
+		id, err := c.writeReplyID(more, reply, 0)
+		if err != nil {
+			return err
+		}
+		rt.requestID = id
+		c.req.Replies++
 	}
-	return c.writeReply(rt, reply, 0)
 }
 
 // decode decodes frame, unwrapping an OP_COMPRESSED, and says how to answer it. It returns
@@ -320,6 +335,12 @@ func (c *conn) decode(frame []byte) (m *Message, rt replyTo, merr *mongoerr.Erro
 
 // writeReply encodes doc as the answer rt describes and writes it with one Write.
 func (c *conn) writeReply(rt replyTo, doc bsoncore.Document, flags ReplyFlags) error {
+	_, err := c.writeReplyID(rt, doc, flags)
+	return err
+}
+
+// writeReplyID is writeReply, also returning the reply's requestID.
+func (c *conn) writeReplyID(rt replyTo, doc bsoncore.Document, flags ReplyFlags) (int32, error) {
 	out := getBuf(HeaderSize + 20 + len(doc) + 4)
 	b := *out
 	id := c.srv.nextRequestID.Add(1)
@@ -343,7 +364,7 @@ func (c *conn) writeReply(rt replyTo, doc bsoncore.Document, flags ReplyFlags) e
 		if err != nil {
 			*out = b
 			putBuf(out)
-			return fmt.Errorf("compressing reply with %s: %w", rt.compressor, err)
+			return 0, fmt.Errorf("compressing reply with %s: %w", rt.compressor, err)
 		}
 	}
 	c.stats.physicalOut.Add(int64(len(b)))
@@ -352,5 +373,5 @@ func (c *conn) writeReply(rt replyTo, doc bsoncore.Document, flags ReplyFlags) e
 	err = slowClient("writing a reply", err)
 	*out = b
 	putBuf(out)
-	return err
+	return id, err
 }

@@ -50,8 +50,17 @@ type Request struct {
 	// MoreToCome is true when the client set OP_MSG's moreToCome bit (an unacknowledged
 	// write): the handler runs the command and the server writes no reply.
 	MoreToCome bool
-	// ExhaustAllowed mirrors OP_MSG's exhaustAllowed bit. The server may ignore it and does.
+	// ExhaustAllowed mirrors OP_MSG's exhaustAllowed bit: the client accepts several replies
+	// to this request.
 	ExhaustAllowed bool
+	// Exhaust is set by the handler, for a request that allows it, to stream: its reply goes
+	// out with moreToCome set, and Handle is called again with the same request (Body
+	// unchanged, Replies one more) for the next reply, until a call leaves Exhaust unset.
+	// MongoDB streams the awaitable hello this way, and Node.js drivers take a single
+	// reply to it for a broken stream.
+	Exhaust bool
+	// Replies counts the replies already sent for this request (exhaust); 0 on its first call.
+	Replies int
 	// Compressor is the compressor the request arrived with (CompressorNoop when it was not
 	// compressed); the reply uses the same one.
 	Compressor Compressor

@@ -23,7 +23,8 @@ import (
 // (body as binary, so that replies never nest deeper or grow larger than requests, and only
 // up to 1 MiB; ndocs counts the "documents" array); a few
 // command names trigger failures: "fail" returns an error, "panic" panics, "nilReply"
-// returns nothing, "slow" blocks until release is closed or its context ends.
+// returns nothing, "slow" blocks until release is closed or its context ends; "stream" (n)
+// streams n replies after the first (exhaust).
 type echoHandler struct {
 	connects, closes atomic.Int32
 	started          chan struct{} // receives when a "slow" command starts
@@ -59,6 +60,9 @@ func (c *echoConn) Handle(ctx context.Context, req *Request) (bsoncore.Document,
 		panic("handler panicked")
 	case "nilReply":
 		return nil, nil
+	case "stream": // {stream: n}: n more replies follow the first, when exhaust is allowed
+		n, _ := req.Body.Index(0).Value().AsInt64OK()
+		req.Exhaust = int64(req.Replies) < n
 	case "slow":
 		c.h.started <- struct{}{}
 		select {
@@ -79,6 +83,7 @@ func (c *echoConn) Handle(ctx context.Context, req *Request) (bsoncore.Document,
 	}
 	b = bsoncore.AppendInt32Element(b, "compressor", int32(req.Compressor))
 	b = bsoncore.AppendBooleanElement(b, "legacy", req.Legacy)
+	b = bsoncore.AppendInt32Element(b, "replies", int32(req.Replies))
 	b, _ = bsoncore.AppendDocumentEnd(b, idx)
 	c.buf = b
 	return b, nil
