@@ -193,6 +193,7 @@ func (db *DB) applyPebble(pb *pebble.Batch, sync bool) (err error) {
 	}()
 	if sync {
 		err = db.pdb.ApplyNoSyncWait(pb, pebble.Sync)
+		db.pacer.noteApplied()
 	} else {
 		err = pb.Commit(pebble.NoSync)
 	}
