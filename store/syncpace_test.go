@@ -6,60 +6,53 @@ import (
 	"time"
 )
 
-// TestSyncPacerNext checks the pacing rule on made-up syncs: no wait for a lone writer or a
-// small group, a wait of about one sync's length after a group of pacedBatch or more, never
-// more than maxSyncDelay.
+// TestSyncPacerNext checks the pacing rule on made-up sync histories: whether the pacer
+// waits, and how long, when waiting gathers more commits (writers keep arriving, as from a
+// CPU-bound server's many clients) and when it cannot (every writer is in every group).
 func TestSyncPacerNext(t *testing.T) {
 	const sync = 400 * time.Microsecond
-	// clock is a made-up sync history: the time the last sync ended, the commits applied,
-	// and the wait the pacer asked for after it.
-	type clock struct {
-		now     time.Time
-		applied int64
-		wait    time.Duration
-	}
-	// run feeds p n syncs of length took, each ending with batch more commits applied, and
-	// returns the last wait.
-	run := func(p *syncPacer, c *clock, n int, batch int64, took time.Duration) time.Duration {
-		for range n {
-			c.now = c.now.Add(c.wait + took) // the flusher waited, then wrote and synced
-			c.applied += batch
-			c.wait = p.next(c.now, c.applied)
-		}
-		return c.wait
-	}
-	start := func(p *syncPacer) *clock {
-		c := &clock{now: time.Unix(1_700_000_000, 0)}
-		p.next(c.now, 0)
-		return c
-	}
 	cases := []struct {
-		name     string
-		batch    int64
-		took     time.Duration
-		min, max time.Duration
+		name string
+		took time.Duration // each sync's length
+		// group is the commits applied between two sync ends, given the wait between them.
+		group func(wait time.Duration) int64
+		// the share of the syncs after which the pacer waits, and the longest wait
+		minShare, maxShare float64
+		maxWait            time.Duration
 	}{
-		{"LoneWriter", 1, sync, 0, 0},
-		{"SmallGroup", pacedBatch - 1, sync, 0, 0},
-		{"Group", 16, sync, sync * 9 / 10, sync},
-		{"SlowDisk", 16, 20 * time.Millisecond, maxSyncDelay * 9 / 10, maxSyncDelay},
+		{"LoneWriter", sync, func(time.Duration) int64 { return 1 }, 0, 0, 0},
+		{"ThreeWriters", sync, func(time.Duration) int64 { return pacedBatch - 1 }, 0, 0, 0},
+		// Four writers all in every group: waiting gathers no one; only exploration waits.
+		{"AllWaiting", sync, func(time.Duration) int64 { return 4 }, 0, 0.2, sync},
+		// One commit every 50 µs: a wait as long as a sync doubles the group.
+		{"Arriving", sync, func(w time.Duration) int64 { return int64((w + sync) / (50 * time.Microsecond)) }, 0.8, 0.9, sync},
+		{"SlowDisk", 20 * time.Millisecond, func(w time.Duration) int64 { return 8 + int64(w/(50*time.Microsecond)) }, 0.8, 0.9, maxSyncDelay},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := &syncPacer{}
-			if d := run(p, start(p), 50, c.batch, c.took); d < c.min || d > c.max {
-				t.Errorf("wait %v after 50 syncs of %v holding %d commits, want [%v, %v]", d, c.took, c.batch, c.min, c.max)
+			now, applied := time.Unix(1_700_000_000, 0), int64(0)
+			p.next(now, applied)
+			var wait, longest time.Duration
+			waits := 0
+			const n = 400
+			for range n {
+				now = now.Add(wait + c.took) // the flusher waited, then wrote and synced
+				applied += c.group(wait)
+				wait = p.next(now, applied)
+				longest = max(longest, wait)
+				if wait > 0 {
+					waits++
+				}
+			}
+			if share := float64(waits) / n; share < c.minShare || share > c.maxShare {
+				t.Errorf("waited after %.2f of the syncs, want [%.2f, %.2f]", share, c.minShare, c.maxShare)
+			}
+			if longest > c.maxWait {
+				t.Errorf("longest wait %v, want at most %v", longest, c.maxWait)
 			}
 		})
 	}
-	t.Run("GroupEnds", func(t *testing.T) { // a group shrinks to one writer: no more waits
-		p := &syncPacer{}
-		c := start(p)
-		run(p, c, 20, 16, sync)
-		if d := run(p, c, 1, 1, sync); d != 0 {
-			t.Errorf("wait %v after a sync holding one commit, want 0", d)
-		}
-	})
 }
 
 // TestSyncPacerCounts checks the counters behind Metrics.SyncedCommits and WALSyncs on a
