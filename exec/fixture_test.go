@@ -13,10 +13,18 @@ import (
 // catalog in shard 0), configured by opts, and closes them when the test ends.
 func testExecutor(tb testing.TB, n int, opts Options) *Executor {
 	tb.Helper()
+	return testExecutorStore(tb, n, opts, store.Options{})
+}
+
+// testExecutorStore is testExecutor with the stores opened with so (its Dir set to a
+// temporary directory each).
+func testExecutorStore(tb testing.TB, n int, opts Options, so store.Options) *Executor {
+	tb.Helper()
 	var dbs []*store.DB
 	st := &Storage{}
 	for range n {
-		db, err := store.Open(store.Options{Dir: tb.TempDir()})
+		so.Dir = tb.TempDir()
+		db, err := store.Open(so)
 		if err != nil {
 			tb.Fatal(err)
 		}

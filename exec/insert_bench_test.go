@@ -160,31 +160,6 @@ func insertManyBody(first int64) bsoncore.Document {
 	return newInsertTemplate(uint64(first)).body(first)
 }
 
-// BenchmarkWorkloadAParallel is YCSB workload A as mbench runs it, in process: half finds by
-// _id, half $set by _id (synced, the default write concern) on an unsharded collection of
-// 10,000 documents, from 8 and 32 goroutines; ns/op is per operation.
-//
-//	go test ./exec -run '^$' -bench 'BenchmarkWorkloadAParallel' -benchtime 20000x -count 5
-func BenchmarkWorkloadAParallel(b *testing.B) {
-	for _, goroutines := range []int{8, 32} {
-		b.Run(fmt.Sprintf("Goroutines%d", goroutines), func(b *testing.B) {
-			e := benchExecutor(b)
-			loadDocs(b, e.Connect(wire.ConnInfo{ID: 1}), 10_000)
-			bodies := workloadABodies(true)
-			var seq, conns atomic.Int64
-			b.ReportAllocs()
-			b.SetParallelism((goroutines + 1) / 2) // GOMAXPROCS is 2 here
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				c := e.Connect(wire.ConnInfo{ID: conns.Add(1) + 1})
-				for pb.Next() {
-					run(b, c, bodies[seq.Add(1)%int64(len(bodies))])
-				}
-			})
-		})
-	}
-}
-
 // workloadABodies returns 1,024 YCSB workload A commands on bench.c: finds by _id and $set
 // updates by _id, alternating, over benchIDs; synced false adds writeConcern {j: false}.
 func workloadABodies(synced bool) []bsoncore.Document {

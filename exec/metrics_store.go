@@ -55,6 +55,10 @@ func newStoreMetrics() []storeMetric {
 			func(m *store.Metrics) float64 { return float64(m.Snapshots) }),
 		c("cleave_store_write_stalls_total", "Times the shard stopped writes for flushes or compactions to catch up.",
 			func(m *store.Metrics) float64 { return float64(m.WriteStalls) }),
+		c("cleave_store_synced_commits_total", "Write batches of the shard committed with a WAL sync (durable before acknowledged).",
+			func(m *store.Metrics) float64 { return float64(m.SyncedCommits) }),
+		c("cleave_store_wal_syncs_total", "WAL syncs of the shard; synced commits per sync is the size of its group commits.",
+			func(m *store.Metrics) float64 { return float64(m.WALSyncs) }),
 		c("cleave_store_disk_slow_total", "Disk writes of the shard that took abnormally long.",
 			func(m *store.Metrics) float64 { return float64(m.DiskSlow) }),
 	}

@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire"
 )
 
@@ -22,13 +23,13 @@ import (
 func BenchmarkUpdateByID(b *testing.B) {
 	for _, synced := range []bool{true, false} {
 		b.Run(fmt.Sprintf("synced=%v", synced), func(b *testing.B) {
-			runUpdates(b, updateBenchSetup(b), updateBodies(synced, false))
+			runUpdates(b, updateBenchSetup(b), updateBodies(synced, nil))
 		})
 	}
 	// retryable: as drivers send a single-statement update by default (retryWrites), with
 	// the session's lsid and a txnNumber one higher each time; unsynced.
 	b.Run("retryable", func(b *testing.B) {
-		runUpdates(b, updateBenchSetup(b), updateBodies(false, true))
+		runUpdates(b, updateBenchSetup(b), updateBodies(false, make([]byte, 16)))
 	})
 }
 
@@ -40,10 +41,11 @@ type updateBody struct {
 	value, txnNum int
 }
 
-// updateBodies returns the updates of workloadABodies, with an lsid and a txnNumber when
-// retryable.
-func updateBodies(synced, retryable bool) []updateBody {
-	lsid := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, make([]byte, 16)).Build()
+// updateBodies returns the updates of workloadABodies; with a session id (16 bytes), retryable
+// with that lsid and a txnNumber.
+func updateBodies(synced bool, session []byte) []updateBody {
+	retryable := session != nil
+	lsid := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, session).Build()
 	var out []updateBody
 	for i, body := range workloadABodies(synced) {
 		if i%2 == 0 {
@@ -63,6 +65,16 @@ func updateBodies(synced, retryable bool) []updateBody {
 	return out
 }
 
+// patch sets u's $set value to value and, when u is retryable, its txnNumber to txn. It
+// writes into u's body: concurrent callers use bodies of their own.
+func (u updateBody) patch(value float64, txn int64) bsoncore.Document {
+	binary.LittleEndian.PutUint64(u.body[u.value:], math.Float64bits(value))
+	if u.txnNum > 0 {
+		binary.LittleEndian.PutUint64(u.body[u.txnNum:], uint64(txn))
+	}
+	return u.body
+}
+
 // runUpdates runs bodies in turn, each setting metricValue to a value the document never
 // held (so that every update changes its document, as YCSB's random values do) and, when
 // retryable, with the next txnNumber; it reports cpu-ns/op as runBodies does.
@@ -71,12 +83,7 @@ func runUpdates(b *testing.B, c wire.ConnHandler, bodies []updateBody) {
 	i := 0
 	cpu0 := processCPU(b)
 	for b.Loop() {
-		u := bodies[i%len(bodies)]
-		binary.LittleEndian.PutUint64(u.body[u.value:], math.Float64bits(float64(1_000_000+i)))
-		if u.txnNum > 0 {
-			binary.LittleEndian.PutUint64(u.body[u.txnNum:], uint64(i+1))
-		}
-		if n, _ := run(b, c, u.body).Lookup("nModified").AsInt64OK(); n != 1 {
+		if n, _ := run(b, c, bodies[i%len(bodies)].patch(float64(1_000_000+i), int64(i+1))).Lookup("nModified").AsInt64OK(); n != 1 {
 			b.Fatalf("update %d modified %d documents", i, n)
 		}
 		i++
@@ -87,7 +94,13 @@ func runUpdates(b *testing.B, c wire.ConnHandler, bodies []updateBody) {
 // updateBenchSetup returns a connection to an executor whose bench.c holds 10,000
 // telemetry documents (loadTelemetry) and the three secondary indexes of mbench's collection.
 func updateBenchSetup(b *testing.B) wire.ConnHandler {
-	e := benchExecutor(b)
+	return updateBenchExecutor(b, store.Options{}).Connect(wire.ConnInfo{ID: 1})
+}
+
+// updateBenchExecutor returns an executor set up as updateBenchSetup describes, its store
+// opened with so.
+func updateBenchExecutor(b *testing.B, so store.Options) *Executor {
+	e := testExecutorStore(b, 1, Options{}, so)
 	c := e.Connect(wire.ConnInfo{ID: 1})
 	key := func(fields ...string) bsoncore.Document {
 		kb := bsoncore.NewDocumentBuilder()
@@ -103,7 +116,7 @@ func updateBenchSetup(b *testing.B) wire.ConnHandler {
 			AppendDocument(indexSpec("deviceId_1_readingTime_1", key("deviceId", "readingTime"))).Build()).
 		AppendString("$db", "bench").Build())
 	loadTelemetry(b, c, 10_000)
-	return c
+	return e
 }
 
 // loadTelemetry inserts n documents of about 1 KB into bench.c, with int64 _ids, and the

@@ -34,6 +34,7 @@ type DB struct {
 	readOps reader                // reads of the latest committed state
 	space   *spaceGuard           // refuses writes that add data when the disk is low
 	failed  atomic.Pointer[error] // set by the first failed commit: writes are refused
+	pacer   *syncPacer            // paces WAL syncs, counts them and the synced commits
 }
 
 // Open opens (creating if needed) the database in opts.Dir. It fails with a clear error,
@@ -56,13 +57,16 @@ func Open(opts Options) (*DB, error) {
 		_ = health.Close()
 		return nil, lockError(opts.Dir, err)
 	}
-	pdb, err := pebble.Open(opts.Dir, pebbleOptions(&opts, fsys, lock, logger, events))
+	pacer := &syncPacer{off: opts.NoSyncPacing}
+	po := pebbleOptions(&opts, fsys, lock, logger, events)
+	po.WALMinSyncInterval = pacer.interval // syncpace.go
+	pdb, err := pebble.Open(opts.Dir, po)
 	if err != nil {
 		_ = lock.Close()
 		_ = health.Close()
 		return nil, fmt.Errorf("store: open %s: %w", opts.Dir, err)
 	}
-	db := &DB{pdb: pdb, dir: opts.Dir, logger: logger, lock: lock, health: health, events: events,
+	db := &DB{pdb: pdb, dir: opts.Dir, logger: logger, lock: lock, health: health, events: events, pacer: pacer,
 		space: newSpaceGuard(fsys, opts.Dir, &opts, logger)}
 	db.readOps = reader{r: pdb}
 	if err := db.checkFormat(); err != nil {

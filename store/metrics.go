@@ -19,6 +19,8 @@ type Metrics struct {
 	Snapshots        int   // open snapshots
 	WriteStalls      int64 // write stalls since Open
 	DiskSlow         int64 // slow disk writes since Open (OS file system only)
+	SyncedCommits    int64 // batches committed with a WAL sync since Open
+	WALSyncs         int64 // WAL syncs since Open: SyncedCommits / WALSyncs is the group-commit size
 }
 
 // Metrics returns a summary of the DB's current Pebble metrics (ErrClosed after Close).
@@ -29,6 +31,8 @@ func (db *DB) Metrics() (Metrics, error) {
 	s := summarize(db.pdb.Metrics())
 	s.WriteStalls = db.events.writeStalls.Load()
 	s.DiskSlow = db.events.diskSlow.Load()
+	s.SyncedCommits = db.pacer.applied.Load()
+	s.WALSyncs = db.pacer.syncs.Load()
 	return s, nil
 }
 

@@ -72,6 +72,9 @@ type Options struct {
 	// DiskCheckInterval is how old a reading of the free space may get; 0 means
 	// DefaultDiskCheckInterval.
 	DiskCheckInterval time.Duration
+	// NoSyncPacing turns group commit pacing off (syncpace.go): every WAL sync starts as
+	// soon as the previous one ends. For comparisons; it changes no guarantee.
+	NoSyncPacing bool
 	// Logger receives the store's and Pebble's logs; nil means zap.NewNop().
 	Logger *zap.Logger
 }

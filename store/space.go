@@ -192,7 +192,9 @@ func (db *DB) applyPebble(pb *pebble.Batch, sync bool) (err error) {
 		}
 	}()
 	if sync {
-		err = db.pdb.ApplyNoSyncWait(pb, pebble.Sync)
+		if err = db.pdb.ApplyNoSyncWait(pb, pebble.Sync); err == nil {
+			db.pacer.noteApplied()
+		}
 	} else {
 		err = pb.Commit(pebble.NoSync)
 	}
