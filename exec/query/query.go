@@ -39,6 +39,27 @@ type Query struct {
 	// bounds, set by OpenBounded, are find's min/max: the plan's ranges on their index are
 	// clipped to them, so that the scan reads only the keys between them.
 	bounds *keyBounds
+	// Scratch, when set, is memory the first Open of q makes its plan and streams in.
+	Scratch *OpenScratch
+}
+
+// OpenScratch is where Open makes a query's plan and its first shard's stream, instead of
+// allocating them: a caller that allocates it with the rest of a request's state (find's
+// findRun) spares a point read two allocations (issue 13). Open uses it once: the stream it
+// opened may outlive a later Open of the same query. The zero value is ready.
+type OpenScratch struct {
+	used   bool
+	plan   Plan
+	stream ShardStream
+}
+
+// take returns s for one Open, nil when it has none or it was taken.
+func (s *OpenScratch) take() *OpenScratch {
+	if s == nil || s.used {
+		return nil
+	}
+	s.used = true
+	return s
 }
 
 // Collator is the query's collation, which its filter carries (nil: simple): strings in
@@ -118,7 +139,8 @@ func ParseSort(spec bsoncore.Document) ([]bsonx.SortField, error) {
 
 // Open plans q and returns its result stream and plan. The stream owns snapshots: close it.
 func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
-	p, shards, err := g.planAndRead(q)
+	sc := q.Scratch.take()
+	p, shards, err := g.planAndRead(q, sc)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -192,16 +214,22 @@ func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
 // the catalog changed between compiling q.CI and taking the snapshots, they may hold such a
 // write, so the plan is made again from the current version (its bounds may intersect no
 // more). Point reads by _id use no bounds and need no check.
-func (g *Engine) planAndRead(q *Query) (*Plan, []*ShardStream, error) {
+func (g *Engine) planAndRead(q *Query, sc *OpenScratch) (*Plan, []*ShardStream, error) {
 	for attempt := 0; ; attempt++ {
-		p, err := planQuery(q.CI, q.Filter, q.Sort, q.Hint)
+		var p *Plan
+		if attempt == 0 && sc != nil {
+			p = &sc.plan
+		} else {
+			sc, p = nil, new(Plan) // a later attempt's streams may not reuse the first's
+		}
+		p, err := planQueryInto(p, q.CI, q.Filter, q.Sort, q.Hint)
 		if err == nil && q.bounds != nil {
 			q.bounds.clip(p)
 		}
 		if err != nil || p.Kind == PlanEOF {
 			return p, nil, err
 		}
-		shards, err := g.openShards(q, p)
+		shards, err := g.openShards(q, p, sc)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -220,8 +248,9 @@ func (g *Engine) planAndRead(q *Query) (*Plan, []*ShardStream, error) {
 	}
 }
 
-// openShards opens plan p's stream on each shard that owns a targeted partition.
-func (g *Engine) openShards(q *Query, p *Plan) ([]*ShardStream, error) {
+// openShards opens plan p's stream on each shard that owns a targeted partition, the
+// first in sc's stream (when set).
+func (g *Engine) openShards(q *Query, p *Plan, sc *OpenScratch) ([]*ShardStream, error) {
 	var shards []*ShardStream
 	seen := map[int]bool{}
 	for _, t := range p.targets {
@@ -230,7 +259,14 @@ func (g *Engine) openShards(q *Query, p *Plan) ([]*ShardStream, error) {
 			continue
 		}
 		seen[s] = true
-		ss, err := g.NewShardStream(q.CI, p, q.Filter, s)
+		var ss *ShardStream
+		var err error
+		if sc != nil && shards == nil {
+			ss = &sc.stream
+			err = g.initShardStream(ss, q.CI, p, q.Filter, s)
+		} else {
+			ss, err = g.NewShardStream(q.CI, p, q.Filter, s)
+		}
 		if err != nil {
 			for _, o := range shards {
 				o.Close()
