@@ -61,10 +61,9 @@ type ShardStream struct {
 
 	pos int // next partition (scan), range (index) or id (ids)
 	// idIt walks the _id index entries of the _id last taken by a point plan whose hash the
-	// plan does not know (idOf), one document per entry; idFound counts them, and idEnd
-	// backs the iterator's upper bound.
+	// plan does not know (ids[pos-1]), one document per entry; idFound counts them, and
+	// idEnd backs the iterator's upper bound.
 	idIt    catalog.IndexIter
-	idOf    idTarget
 	idFound int
 	idEnd   [32]byte
 	docIt   catalog.DocIter
@@ -280,7 +279,7 @@ func (ss *ShardStream) nextIDKey() (t idTarget, hash uint64, ok bool, err error)
 			if ss.idIt.Next() {
 				ss.idFound++
 				ss.Stats.KeysExamined++
-				return ss.idOf, ss.idIt.Hash(), true, nil
+				return ss.p.ids[ss.pos-1], ss.idIt.Hash(), true, nil
 			}
 			if err := ss.closeIDIter(); err != nil {
 				return t, 0, false, err
@@ -300,7 +299,7 @@ func (ss *ShardStream) nextIDKey() (t idTarget, hash uint64, ok bool, err error)
 		if err != nil {
 			return t, 0, false, catalog.StoreError(err)
 		}
-		ss.idIt, ss.idOf, ss.idFound = it, t, 0
+		ss.idIt, ss.idFound = it, 0
 	}
 }
 
