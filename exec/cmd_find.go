@@ -22,12 +22,13 @@ import (
 // defaultFirstBatch is the size of a cursor's first batch when the client does not say.
 const defaultFirstBatch = 101
 
-// findRun is what a find allocates: its arguments, query and cursor, in one allocation
-// (three for every point read, issue 13).
+// findRun is what a find allocates: its arguments, query and cursor, and the plan and
+// first shard stream its query opens, in one allocation (five for every point read, issue 13).
 type findRun struct {
-	a findArgs
-	q query.Query
-	c cursor
+	a   findArgs
+	q   query.Query
+	c   cursor
+	scr query.OpenScratch
 }
 
 // find runs the find command.
@@ -72,6 +73,7 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 		return e.findTailable(ctx, r, a, ci, q) // cmd_tail.go
 	}
 	q.RecycleBuffers = true // the batches copy every document (cursor.fillBatch)
+	q.Scratch = &run.scr
 	stream, shards, err := e.queryFor(r).OpenFind(q, query.FindKeys{Min: a.min, Max: a.max, ReturnKey: a.returnKey, ShowRecordID: a.showRecordID})
 	if err != nil {
 		return err

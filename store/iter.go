@@ -190,6 +190,9 @@ type IndexIter struct {
 	hash    uint64
 	id      []byte
 	err     error
+	// boundsBuf holds the Pebble bounds while they fit (a point lookup's), sparing their
+	// allocation: the iterator keeps referring to them until it is closed.
+	boundsBuf [64]byte
 }
 
 // newIndexIter opens an IndexIter on r over the entries of (coll, idx) whose key part is in
@@ -200,7 +203,10 @@ func newIndexIter(r pebble.Reader, coll CollID, idx IndexID, lower, upper []byte
 	if upper != nil && bytes.Compare(lower, upper) >= 0 {
 		return x, nil
 	}
-	buf := make([]byte, 0, 2*indexPrefixLen+len(lower)+len(upper))
+	buf := x.boundsBuf[:0]
+	if n := 2*indexPrefixLen + len(lower) + len(upper); n > len(x.boundsBuf) {
+		buf = make([]byte, 0, n)
+	}
 	buf = append(append(buf, x.prefix[:]...), lower...)
 	n := len(buf)
 	if upper == nil {

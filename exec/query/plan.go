@@ -82,7 +82,12 @@ type keyRange struct{ lo, hi []byte }
 
 // planQuery chooses the access path of a query on ci.
 func planQuery(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hint bsoncore.Value) (*Plan, error) {
-	p := &Plan{sort: sortSpec, hint: hint}
+	return planQueryInto(new(Plan), ci, f, sortSpec, hint)
+}
+
+// planQueryInto is planQuery making its plan in p, which is zero.
+func planQueryInto(p *Plan, ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hint bsoncore.Value) (*Plan, error) {
+	p.sort, p.hint = sortSpec, hint
 	p.targets, p.hashes = targets(ci, f, p)
 	if len(p.targets) == 0 {
 		p.Kind = PlanEOF

@@ -189,3 +189,59 @@ func BenchmarkPointRead(b *testing.B) {
 		})
 	}
 }
+
+// TestFindIDSharedByPartitions: in a collection sharded on k, documents of several logical
+// partitions on one shard may share an _id, and a find by _id alone finds each through the
+// _id index, one entry at a time: every one without a limit (keys examined: one per entry,
+// and one for an _id the index does not hold), only the first under limit 1, which examines
+// one key and leaves the other entries unread.
+func TestFindIDSharedByPartitions(t *testing.T) {
+	f := newColl(t, 1, 4, []string{
+		`{"_id": 1, "k": 1}`, `{"_id": 1, "k": 2}`, `{"_id": 1, "k": 3}`, `{"_id": 2, "k": 1}`,
+	})
+	for _, tc := range []struct {
+		filter     string
+		limit      int64
+		docs, keys int
+	}{
+		{filter: `{"_id": 1}`, docs: 3, keys: 3},
+		{filter: `{"_id": 1}`, limit: 1, docs: 1, keys: 1},
+		{filter: `{"_id": 2}`, docs: 1, keys: 1},
+		{filter: `{"_id": 3}`, docs: 0, keys: 1}, // a miss examined the index once
+		{filter: `{"_id": {"$in": [1, 2, 3]}}`, docs: 4, keys: 5},
+		{filter: `{"_id": 1, "k": {"$ne": 2}}`, docs: 2, keys: 3},
+	} {
+		t.Run(fmt.Sprintf("%s limit %d", tc.filter, tc.limit), func(t *testing.T) {
+			flt, err := query.CompileFilter(streamtest.ExtDoc(t, tc.filter))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, p, shards, err := f.g.Open(&query.Query{CI: f.ci, Filter: flt, Limit: tc.limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Kind != query.PlanIDs {
+				t.Fatalf("plan %v, want PlanIDs", p.Kind)
+			}
+			var docs []bsoncore.Document // as a cursor reads: no further than the limit
+			for tc.limit == 0 || int64(len(docs)) < tc.limit {
+				doc, err := s.Next(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if doc == nil {
+					break
+				}
+				docs = append(docs, append(bsoncore.Document(nil), doc...))
+			}
+			s.Close()
+			keys := int64(0)
+			for _, s := range shards {
+				keys += s.Stats.KeysExamined
+			}
+			if len(docs) != tc.docs || keys != int64(tc.keys) {
+				t.Fatalf("%d documents, %d keys examined; want %d, %d: %v", len(docs), keys, tc.docs, tc.keys, docs)
+			}
+		})
+	}
+}

@@ -60,10 +60,14 @@ type ShardStream struct {
 	refused  bool // a budget refused the stream: it read nothing and costs nothing
 
 	pos int // next partition (scan), range (index) or id (ids)
-	// idHashes are the further hashes holding the _id last read by a point plan.
-	idHashes []uint64
-	docIt    catalog.DocIter
-	idxIt    catalog.IndexIter
+	// idIt walks the _id index entries of the _id last taken by a point plan whose hash the
+	// plan does not know (ids[pos-1]), one document per entry; idFound counts them, and
+	// idEnd backs the iterator's upper bound.
+	idIt    catalog.IndexIter
+	idFound int
+	idEnd   [32]byte
+	docIt   catalog.DocIter
+	idxIt   catalog.IndexIter
 	// limit > 0 ends the stream after that many documents (SetLimit).
 	limit int64
 	// fetchIt fetches the documents of an index scan's entries (fetch), opened at the first,
@@ -239,27 +243,10 @@ func (ss *ShardStream) nextScan(ctx context.Context) (bsoncore.Document, error) 
 // unique per logical partition, so several documents may share it.
 func (ss *ShardStream) nextID() (bsoncore.Document, error) {
 	ci := ss.ci
-	for ss.pos < len(ss.p.ids) || len(ss.idHashes) > 0 {
-		var t idTarget
-		var hash uint64
-		switch {
-		case len(ss.idHashes) > 0:
-			t, hash = ss.p.ids[ss.pos-1], ss.idHashes[0]
-			ss.idHashes = ss.idHashes[1:]
-		default:
-			t = ss.p.ids[ss.pos]
-			ss.pos++
-			hash = t.hash
-			if !t.hashSet {
-				hashes, err := ss.hashesOfID(t.ixKey)
-				if err != nil {
-					return nil, err
-				}
-				if len(hashes) == 0 {
-					continue
-				}
-				hash, ss.idHashes = hashes[0], hashes[1:]
-			}
+	for {
+		t, hash, ok, err := ss.nextIDKey()
+		if err != nil || !ok {
+			return nil, err
 		}
 		if !ss.owns(hash) || ci.Map.Partition(ci.Map.Locate(hash)).Shard != ss.Shard {
 			continue
@@ -280,31 +267,67 @@ func (ss *ShardStream) nextID() (bsoncore.Document, error) {
 			return doc, err
 		}
 	}
-	return nil, nil
 }
 
-// hashesOfID returns the hashes of the documents whose _id has key id in the _id index on
-// this shard (under its collation, documents with an equal _id: fetch then reads the exact one).
-func (ss *ShardStream) hashesOfID(id []byte) ([]uint64, error) {
-	it, err := ss.r.NewIndexIter(ss.ci.Meta.ID, ss.ci.Indexes[0].Meta.ID, id, store.KeyPrefixEnd(id), false)
-	if err != nil {
-		return nil, catalog.StoreError(err)
+// nextIDKey returns the next document key of a point plan: the next _id with the hash the
+// plan knows, or the next entry of the _id index for the current _id. The entries are read
+// one at a time, as the stream needs them: a point read under a limit (findOne) stops at the
+// first document, with no further step of the index iterator.
+func (ss *ShardStream) nextIDKey() (t idTarget, hash uint64, ok bool, err error) {
+	for {
+		if ss.idIt != nil {
+			if ss.idIt.Next() {
+				ss.idFound++
+				ss.Stats.KeysExamined++
+				return ss.p.ids[ss.pos-1], ss.idIt.Hash(), true, nil
+			}
+			if err := ss.closeIDIter(); err != nil {
+				return t, 0, false, err
+			}
+			continue
+		}
+		if ss.pos >= len(ss.p.ids) {
+			return t, 0, false, nil
+		}
+		t = ss.p.ids[ss.pos]
+		ss.pos++
+		if t.hashSet {
+			return t, t.hash, true, nil
+		}
+		upper := prefixEnd(ss.idEnd[:0], t.ixKey)
+		it, err := ss.r.NewIndexIter(ss.ci.Meta.ID, ss.ci.Indexes[0].Meta.ID, t.ixKey, upper, false)
+		if err != nil {
+			return t, 0, false, catalog.StoreError(err)
+		}
+		ss.idIt, ss.idFound = it, 0
 	}
-	var hashes []uint64
-	n := 0
-	for it.Next() {
-		n++
-		hashes = append(hashes, it.Hash())
+}
+
+// closeIDIter closes the _id index iterator of nextIDKey. An _id the index does not hold
+// still examined it once.
+func (ss *ShardStream) closeIDIter() error {
+	if ss.idFound == 0 {
+		ss.Stats.KeysExamined++
 	}
-	ss.Stats.KeysExamined += int64(max(n, 1)) // a miss still examined the index once
-	err = it.Err()
-	if cerr := it.Close(); err == nil {
+	err := ss.idIt.Err()
+	if cerr := ss.idIt.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return nil, catalog.StoreError(err)
+	ss.idIt = nil
+	return catalog.StoreError(err)
+}
+
+// prefixEnd appends to dst the first key after every key with prefix p (store.KeyPrefixEnd),
+// nil when there is none (p is all 0xff).
+func prefixEnd(dst, p []byte) []byte {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] != 0xff {
+			dst = append(dst, p[:i+1]...)
+			dst[i]++
+			return dst
+		}
 	}
-	return hashes, nil
+	return nil
 }
 
 // nextIndex walks the plan's index ranges and fetches each entry's document once.
@@ -479,6 +502,9 @@ func (ss *ShardStream) Close() {
 	}
 	if ss.idxIt != nil {
 		_ = ss.idxIt.Close()
+	}
+	if ss.idIt != nil {
+		_ = ss.idIt.Close()
 	}
 	if ss.fetchIt != nil {
 		_ = ss.fetchIt.Close()
