@@ -246,3 +246,47 @@ func TestErrorMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendIndexKeysArrays: AppendIndexKeysArrays generates AppendIndexKeys' keys, and
+// reports no array only for documents where no field's path meets one (the walk the write
+// path's multikey check, catalog.arrayOnPath, does), so that skipping that walk loses no
+// multikey path.
+func TestAppendIndexKeysArrays(t *testing.T) {
+	cases := []struct{ pattern, doc string }{
+		{"a:1", `{"a": 1}`}, {"a.b:1", `{"a": {"b": 2}}`}, {"a.b.c:1,d:1", `{"a": {"b": 5}, "d": "x"}`},
+		{"a:1", `{"a": [1, 2]}`}, {"a:1", `{"a": []}`}, {"a.b:1", `{"a": [{"b": 1}]}`},
+		{"a.b:1", `{"a": {"b": [1]}}`}, {"a.0:1", `{"a": [5, 6]}`}, {"a.b.c:1", `{"a": [1, 2]}`},
+		{"x:1,a.b:1", `{"x": 1, "a": {"c": [1]}}`}, {"x:1,y:1", `{"x": [[1]], "y": 2}`},
+	}
+	for _, tc := range indexKeyCases {
+		if tc.err == nil {
+			cases = append(cases, struct{ pattern, doc string }{tc.pattern, tc.doc})
+		}
+	}
+	sawNone := false
+	for _, tc := range cases {
+		fields, doc := parsePattern(tc.pattern), ej(t, tc.doc)
+		var want, got [][]byte
+		wantMK, err := AppendIndexKeys(doc, fields, func(k []byte) error { want = append(want, bytes.Clone(k)); return nil })
+		gotMK, arrays, gotErr := AppendIndexKeysArrays(doc, fields, func(k []byte) error { got = append(got, bytes.Clone(k)); return nil })
+		if (err == nil) != (gotErr == nil) || gotMK != wantMK || !slices.EqualFunc(got, want, bytes.Equal) {
+			t.Errorf("%s on %s: keys %x multikey %v err %v, want %x %v %v", tc.pattern, tc.doc, got, gotMK, gotErr, want, wantMK, err)
+		}
+		if err != nil || arrays {
+			continue
+		}
+		sawNone = true
+		for _, f := range fields {
+			WalkPath(doc, f.Path, func(m PathMatch) bool {
+				if m.InLeafArray || m.ArrayIndex >= 0 || m.Value.Type == bsoncore.TypeArray {
+					t.Errorf("%s on %s: no array reported, but %s meets one", tc.pattern, tc.doc, f.Path)
+					return false
+				}
+				return true
+			})
+		}
+	}
+	if !sawNone {
+		t.Fatal("no case without arrays")
+	}
+}

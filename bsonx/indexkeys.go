@@ -40,17 +40,26 @@ var (
 //
 // An error from fn stops the generation and is returned.
 func AppendIndexKeys(doc bsoncore.Document, fields []IndexField, fn func(key []byte) error) (multikey bool, err error) {
+	multikey, _, err = AppendIndexKeysArrays(doc, fields, fn)
+	return multikey, err
+}
+
+// AppendIndexKeysArrays is AppendIndexKeys that also reports whether some field's path
+// reached an array of doc (expanded or not, positional components included): when arrays is
+// false, no field's path passes through or ends at an array, and the index needs no multikey
+// path for doc. An index with a hashed component reports true (it does not tell).
+func AppendIndexKeysArrays(doc bsoncore.Document, fields []IndexField, fn func(key []byte) error) (multikey, arrays bool, err error) {
 	for _, f := range fields {
 		if f.Hashed {
-			return false, appendHashedKey(doc, fields, fn)
+			return false, true, appendHashedKey(doc, fields, fn)
 		}
 	}
 	g := getKeyGen(fields)
 	defer putKeyGen(g)
 	if err := g.run(DocBody(doc)); err != nil {
-		return false, err
+		return false, false, err
 	}
-	return g.multikey, g.each(fn)
+	return g.multikey, g.arrays, g.each(fn)
 }
 
 // appendHashedKey generates the single key of an index with a hashed component (MongoDB's
@@ -157,6 +166,7 @@ type keyGen struct {
 	fields   []IndexField
 	own      []IndexField // backing store for fields built from a sort spec
 	multikey bool
+	arrays   bool // some field reached an array (AppendIndexKeysArrays)
 	minOnly  bool // keep only the smallest key (sort keys)
 	haveMin  bool // in minOnly mode, keys holds the smallest key so far
 	stack    []fieldState
@@ -171,7 +181,7 @@ var keyGenPool = sync.Pool{New: func() any { return new(keyGen) }}
 // getKeyGen returns a reset generator for fields.
 func getKeyGen(fields []IndexField) *keyGen {
 	g := keyGenPool.Get().(*keyGen) // the pool only holds *keyGen
-	g.fields, g.multikey, g.minOnly, g.haveMin, g.top = fields, false, false, false, 0
+	g.fields, g.multikey, g.arrays, g.minOnly, g.haveMin, g.top = fields, false, false, false, false, 0
 	g.keys, g.spans = g.keys[:0], g.spans[:0]
 	return g
 }
@@ -220,6 +230,7 @@ func (g *keyGen) level(obj []byte, st []fieldState) error {
 		}
 		return err
 	}
+	g.arrays = true
 	body := DocBody(arr)
 	n := len(st)
 	if _, _, _, _, ok := NextElement(body); !ok {

@@ -394,6 +394,19 @@ func (xi *Index) Keys(doc bsoncore.Document, fn func(key []byte) error) error {
 	return keyError(err)
 }
 
+// KeysArrays is Keys that also reports whether doc may hold an array on the path of one of
+// xi's fields: false only when generating the keys met none, so that the caller can skip
+// NewMultikeyPaths (which walks every field's path again). It reports true whenever it
+// cannot tell: xi skips doc, or is a wildcard, 2dsphere or hashed index.
+func (xi *Index) KeysArrays(doc bsoncore.Document, fn func(key []byte) error) (arrays bool, err error) {
+	if xi.Wildcard != nil || xi.Geo != nil || xi.Hashed || !xi.Applies(doc) {
+		return true, xi.Keys(doc, fn)
+	}
+	doc = bsonx.CollateDocument(xi.Collation.Collator(), doc)
+	_, arrays, err = bsonx.AppendIndexKeysArrays(doc, xi.Fields, fn)
+	return arrays, keyError(err)
+}
+
 // keyError maps bsonx's key-generation errors to MongoDB's.
 func keyError(err error) error {
 	if err == nil {

@@ -66,6 +66,8 @@ type Writer struct {
 	probes map[int]catalog.Probe
 	// capped is what the writer staged in a capped collection (capped.go), nil before.
 	capped *cappedWrites
+	// ins holds the index keys of the insert being staged (insertkeys.go).
+	ins insertKeys
 }
 
 // NewWriter returns a writer for collection ci.
@@ -232,12 +234,21 @@ func (wr *Writer) Stage(w *DocWrite) error {
 			}
 		}
 	}
-	if err := checkNewKeys(ci, w); err != nil {
+	insert := w.Old == nil && w.New != nil
+	if insert { // each key generated once (insertkeys.go)
+		if err := wr.genInsertKeys(ci, w); err != nil {
+			return err
+		}
+	} else if err := checkNewKeys(ci, w); err != nil {
 		return err
 	}
 	moved := oldShard != newShard || w.Hash != newHash
-	for _, xi := range ci.WriteIndexes {
+	for j, xi := range ci.WriteIndexes {
 		if xi.IsID && !ci.IDIndexed {
+			continue
+		}
+		if insert {
+			wr.stageInsertKeys(j, xi, newShard, newHash, w)
 			continue
 		}
 		if !moved && untouched(xi, w) {
