@@ -70,4 +70,19 @@ func TestHintHashedIndex(t *testing.T) {
 			}
 		})
 	}
+
+	// Under a collation a string matches others than itself: no lookup by hash, a scan.
+	ci := db.Collection("hc")
+	if _, err := ci.InsertMany(ctx, []any{bson.D{{Key: "h", Value: "a"}}, bson.D{{Key: "h", Value: "A"}}, bson.D{{Key: "h", Value: "b"}}}); err != nil {
+		t.Fatal(err)
+	}
+	en := &options.Collation{Locale: "en", Strength: 2}
+	if _, err := ci.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "h", Value: "hashed"}},
+		Options: options.Index().SetCollation(en)}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := ci.CountDocuments(ctx, bson.D{{Key: "h", Value: "a"}}, options.Count().SetHint("h_hashed").SetCollation(en))
+	if err != nil || n != 2 {
+		t.Fatalf("count {h: \"a\"} under strength 2 hinted h_hashed: %d, %v; want 2", n, err)
+	}
 }

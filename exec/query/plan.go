@@ -438,7 +438,7 @@ func indexBounds(xi *catalog.Index, f *match.Filter) ([]keyRange, int) {
 func fieldIntervals(xi *catalog.Index, i int, f *match.Filter) ([]match.Interval, bool) {
 	path := xi.Fields[i].Path
 	if xi.Fields[i].Hashed {
-		return hashedIntervals(f, path)
+		return hashedIntervals(xi, f, path)
 	}
 	var iv []match.Interval
 	var ok bool
@@ -473,10 +473,10 @@ func fieldIntervals(xi *catalog.Index, i int, f *match.Filter) ([]match.Interval
 // the values an equality or $in fixes (a hashed key is Hash(value) as an int64), each
 // once; none (not ok) for anything else, whose matches' hashes are anywhere. Null stands
 // for a missing field too, hashed as null, and for undefined, hashed as itself. Under a
-// collation a string matches strings other than itself, whose hashes differ: none either.
-func hashedIntervals(f *match.Filter, path string) ([]match.Interval, bool) {
+// collation, the query's or the index's, a string is not looked up by its hash: none either.
+func hashedIntervals(xi *catalog.Index, f *match.Filter, path string) ([]match.Interval, bool) {
 	vals, ok := f.KeyEqualities(path)
-	if !ok || collatedStrings(f, vals) {
+	if !ok || (f.Collator() != nil || xi.Collation != nil) && slices.ContainsFunc(vals, bsonx.HasString) {
 		return nil, false
 	}
 	out := make([]match.Interval, 0, len(vals)+1)
