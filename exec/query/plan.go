@@ -110,26 +110,56 @@ func planQueryInto(p *Plan, ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.
 	if np, ok, err := planNear(ci, f, p); ok {
 		return np, err
 	}
-	best, bestScore := (*catalog.Index)(nil), 0
-	var bestRanges []keyRange
-	var bestWild *WildcardScan
-	bestSorted, bestReverse := false, false
+	c := chooseIndex(ci, f, sortSpec, p.hashes != nil)
+	// A filter that fixes the shard key reads only its logical partitions: prefer that scan
+	// to an index that fixes no field by equality (a range, or a sort alone), whose entries
+	// span every key of the shard.
+	if c.xi == nil || (p.hashes != nil && c.score < 2) {
+		p.Kind = PlanScan
+		return p, nil
+	}
+	p.Kind, p.Index, p.Ranges, p.Sorted, p.Reverse = PlanIndex, c.xi, c.ranges, c.sorted && len(sortSpec) > 0, c.reverse
+	p.Wildcard = c.wild
+	return p, nil
+}
+
+// indexChoice is the index a query reads, its key ranges and how well it serves: two points
+// per leading field fixed to points, one for a final bounded field, one for the sort.
+type indexChoice struct {
+	xi              *catalog.Index
+	score           int
+	ranges          []keyRange
+	sorted, reverse bool
+	wild            *WildcardScan
+}
+
+// chooseIndex returns the index that serves f and sortSpec best, nil xi when none serves
+// them. A hashed index serves equalities on its hashed field, by their hashes (ordered
+// indexes win ties); not when the filter fixes the shard key (keyFixed), whose logical
+// partitions are as narrow a read.
+func chooseIndex(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, keyFixed bool) indexChoice {
+	var best indexChoice
+	var hashed []*catalog.Index
 	for _, xi := range ci.Indexes {
 		if xi.IsID && !ci.IDIndexed {
 			continue // the _id index has no entries: documents are found by (hash, _id)
 		}
 		if xi.Geo != nil {
-			if ranges, score := geoBounds(xi, f); score > bestScore {
-				best, bestScore, bestRanges, bestSorted, bestReverse, bestWild = xi, score, ranges, false, false, nil
+			if ranges, score := geoBounds(xi, f); score > best.score {
+				best = indexChoice{xi: xi, score: score, ranges: ranges}
 			}
+			continue
+		}
+		if xi.Hashed && xi.Partial == nil && !xi.Sparse && !xi.Hidden {
+			hashed = append(hashed, xi)
 			continue
 		}
 		if xi.Hidden || !usableForQuery(xi, f) { // hidden by collMod: maintained, never planned
 			continue
 		}
 		if xi.Wildcard != nil {
-			if ranges, score, ws := wildcardBounds(xi, f); score > bestScore {
-				best, bestScore, bestRanges, bestSorted, bestReverse, bestWild = xi, score, ranges, false, false, ws
+			if ranges, score, ws := wildcardBounds(xi, f); score > best.score {
+				best = indexChoice{xi: xi, score: score, ranges: ranges, wild: ws}
 			}
 			continue
 		}
@@ -138,20 +168,19 @@ func planQueryInto(p *Plan, ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.
 		if sorted && len(sortSpec) > 0 {
 			score++
 		}
-		if score > bestScore {
-			best, bestScore, bestRanges, bestSorted, bestReverse, bestWild = xi, score, ranges, sorted, reverse, nil
+		if score > best.score {
+			best = indexChoice{xi: xi, score: score, ranges: ranges, sorted: sorted, reverse: reverse}
 		}
 	}
-	// A filter that fixes the shard key reads only its logical partitions: prefer that scan
-	// to an index that fixes no field by equality (a range, or a sort alone), whose entries
-	// span every key of the shard.
-	if best == nil || (p.hashes != nil && bestScore < 2) {
-		p.Kind = PlanScan
-		return p, nil
+	for _, xi := range hashed {
+		if keyFixed {
+			break
+		}
+		if ranges, score := indexBounds(xi, f); score > best.score {
+			best = indexChoice{xi: xi, score: score, ranges: ranges}
+		}
 	}
-	p.Kind, p.Index, p.Ranges, p.Sorted, p.Reverse = PlanIndex, best, bestRanges, bestSorted && len(sortSpec) > 0, bestReverse
-	p.Wildcard = bestWild
-	return p, nil
+	return best
 }
 
 // planIDs makes p, whose targets are set, the point reads of ids, the _id values its
@@ -224,8 +253,10 @@ func planHinted(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, h
 		p.Kind, p.Index, p.Ranges, p.Wildcard = PlanIndex, xi, ranges, ws
 		return p, nil
 	}
-	if xi.Partial != nil || xi.Sparse || xi.Hashed {
-		// Such an index does not hold every document; scanning it whole would lose some.
+	if xi.Partial != nil || xi.Sparse {
+		// Such an index does not hold every document; scanning it whole would lose some. A
+		// hashed one does (a missing field is hashed as null): equalities on its hashed
+		// field look up their hashes, anything else scans it whole, as on MongoDB.
 		if _, score := indexBounds(xi, f); score == 0 || !usableForQuery(xi, f) {
 			return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an index that can answer the query")
 		}
@@ -240,7 +271,7 @@ func planHinted(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, h
 // usableForQuery reports whether index xi holds every document the filter can match.
 func usableForQuery(xi *catalog.Index, f *match.Filter) bool {
 	if xi.Hashed || xi.Partial != nil {
-		return false // hashed: equality only, not ordered; partial: needs implication proofs
+		return false // hashed: equalities only (planned apart); partial: needs implication proofs
 	}
 	if xi.Sparse {
 		// Documents missing every field are not in the index: usable only when the first
@@ -406,9 +437,12 @@ func indexBounds(xi *catalog.Index, f *match.Filter) ([]keyRange, int) {
 // different elements ({$gte: 10, $lt: 12} is then [10, +Inf)).
 func fieldIntervals(xi *catalog.Index, i int, f *match.Filter) ([]match.Interval, bool) {
 	path := xi.Fields[i].Path
+	if xi.Fields[i].Hashed {
+		return hashedIntervals(xi, f, path)
+	}
 	var iv []match.Interval
 	var ok bool
-	if xi.IsMultikey(i) || xi.Fields[i].Hashed {
+	if xi.IsMultikey(i) {
 		iv, ok = f.Intervals(path)
 	} else {
 		iv, ok = f.IntervalsNonMultikey(path)
@@ -433,6 +467,31 @@ func fieldIntervals(xi *catalog.Index, i int, f *match.Filter) ([]match.Interval
 		out = slices.CompactFunc(out, func(a, b match.Interval) bool { return bsonx.Compare(a.Lo, b.Lo) == 0 })
 	}
 	return out, true
+}
+
+// hashedIntervals returns the bounds f puts on a hashed index field at path: the hashes of
+// the values an equality or $in fixes (a hashed key is Hash(value) as an int64), each
+// once; none (not ok) for anything else, whose matches' hashes are anywhere. Null stands
+// for a missing field too, hashed as null, and for undefined, hashed as itself. Under a
+// collation, the query's or the index's, a string is not looked up by its hash: none either.
+func hashedIntervals(xi *catalog.Index, f *match.Filter, path string) ([]match.Interval, bool) {
+	vals, ok := f.KeyEqualities(path)
+	if !ok || (f.Collator() != nil || xi.Collation != nil) && slices.ContainsFunc(vals, bsonx.HasString) {
+		return nil, false
+	}
+	out := make([]match.Interval, 0, len(vals)+1)
+	add := func(v bsoncore.Value) {
+		h := bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, int64(bsonx.Hash(v)))}
+		out = append(out, match.Interval{Lo: h, Hi: h, LoInclusive: true, HiInclusive: true})
+	}
+	for _, v := range vals {
+		add(v)
+		if v.Type == bsoncore.TypeNull {
+			add(bsoncore.Value{Type: bsoncore.TypeUndefined})
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return bsonx.Compare(out[a].Lo, out[b].Lo) < 0 })
+	return slices.CompactFunc(out, func(a, b match.Interval) bool { return bsonx.Compare(a.Lo, b.Lo) == 0 }), true
 }
 
 // allPoints reports whether every interval is a single value.
