@@ -20,6 +20,7 @@ async function main() {
   await client.connect();
   try {
     const coll = client.db(process.env.DB_NAME || "node_monitor").collection("beats");
+    await coll.deleteMany({}); // a rerun (go test -count) meets the same shared server
     const until = Date.now() + 3500;
     for (let i = 0; Date.now() < until; i++) {
       await coll.insertOne({ _id: i });
