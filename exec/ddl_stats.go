@@ -84,7 +84,7 @@ func (e *Executor) ownedSizes(ctx context.Context, ci *catalog.Coll) ([]*collSiz
 	}
 	for s, sz := range remote {
 		if s >= 0 && s < len(out) {
-			out[s] = &sz.owned
+			out[s] = sz
 		}
 	}
 	return out, nil

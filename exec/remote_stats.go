@@ -20,11 +20,6 @@ import (
 // _cleaveShardStats {what: "sizes" | "validate"}; a node that cannot be reached fails the
 // command (HostUnreachable), so no statistic silently misses a shard.
 
-// shardSizes is what one shard holds of a collection in the partitions it owns.
-type shardSizes struct {
-	owned collSizes
-}
-
 // localOwnedSizes is ownedSizes for this node's shards (nil for every other node's).
 func (e *Executor) localOwnedSizes(ci *catalog.Coll) []*collSizes {
 	all := e.cat.Shards()
@@ -87,9 +82,10 @@ func (e *Executor) docCount(ctx context.Context, ci *catalog.Coll) (int64, error
 	return n, err
 }
 
-// remoteSizes asks every other node holding partitions of ci for its shards' sizes, by shard.
-func (e *Executor) remoteSizes(ctx context.Context, ci *catalog.Coll) (map[int]*shardSizes, error) {
-	out := map[int]*shardSizes{}
+// remoteSizes asks every other node holding partitions of ci for its shards' sizes (of the
+// partitions each owns), by shard.
+func (e *Executor) remoteSizes(ctx context.Context, ci *catalog.Coll) (map[int]*collSizes, error) {
+	out := map[int]*collSizes{}
 	var mu sync.Mutex
 	err := e.onStatsNodes(ctx, ci, "sizes", nil, func(reply bsoncore.Document) {
 		arr, _ := reply.Lookup("shards").ArrayOK()
@@ -99,9 +95,8 @@ func (e *Executor) remoteSizes(ctx context.Context, ci *catalog.Coll) (map[int]*
 		for _, v := range vals {
 			d, _ := v.DocumentOK()
 			get := func(k string) int64 { n, _ := d.Lookup(k).AsInt64OK(); return n }
-			s := &shardSizes{}
-			s.owned = collSizes{count: get("count"), size: get("size"), storage: get("storage")}
-			s.owned.estimateIndexes(ci.Meta)
+			s := &collSizes{count: get("count"), size: get("size"), storage: get("storage")}
+			s.estimateIndexes(ci.Meta)
 			out[int(get("shard"))] = s
 		}
 	})

@@ -38,7 +38,7 @@ func (b *Batch) DeleteIndexData(coll CollID, idx IndexID) {
 // deleteKeyPrefix adds a range tombstone over all keys that start with p.
 func (b *Batch) deleteKeyPrefix(p []byte) {
 	var end [32]byte
-	_ = b.direct().DeleteRange(p, appendPrefixEnd(end[:0], p), nil)
+	_ = b.direct().DeleteRange(p, AppendKeyPrefixEnd(end[:0], p), nil)
 }
 
 // DeleteDocRange deletes the documents of coll with hash in [lo, hi) (hi == 0 meaning 2^64)

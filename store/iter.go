@@ -210,7 +210,7 @@ func newIndexIter(r pebble.Reader, coll CollID, idx IndexID, lower, upper []byte
 	buf = append(append(buf, x.prefix[:]...), lower...)
 	n := len(buf)
 	if upper == nil {
-		buf = appendPrefixEnd(buf, x.prefix[:])
+		buf = AppendKeyPrefixEnd(buf, x.prefix[:])
 	} else {
 		buf = append(append(buf, x.prefix[:]...), upper...)
 	}

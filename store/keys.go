@@ -175,28 +175,20 @@ func readRevUvarint(b []byte) (v uint64, n int) {
 // KeyPrefixEnd returns the smallest byte string greater than every string that starts with
 // p, or nil if there is none (p is empty or all 0xff): use it as an exclusive upper bound to
 // take all index keys that start with p. It does not modify p.
-func KeyPrefixEnd(p []byte) []byte {
+func KeyPrefixEnd(p []byte) []byte { return AppendKeyPrefixEnd(nil, p) }
+
+// AppendKeyPrefixEnd appends KeyPrefixEnd(p) to dst and returns it: nil when p is all 0xff
+// (no key follows them all), which our key prefixes never are (they start with a kind byte
+// below 0xff). dst may be p's own buffer (p then a prefix of it).
+func AppendKeyPrefixEnd(dst, p []byte) []byte {
 	for i := len(p) - 1; i >= 0; i-- {
 		if p[i] != 0xff {
-			end := make([]byte, i+1)
-			copy(end, p)
-			end[i]++
-			return end
+			dst = append(dst, p[:i+1]...)
+			dst[len(dst)-1]++
+			return dst
 		}
 	}
 	return nil
-}
-
-// appendPrefixEnd appends KeyPrefixEnd(p) to dst; p must not be all 0xff (our key prefixes
-// start with a kind byte below 0xff, so they never are).
-func appendPrefixEnd(dst, p []byte) []byte {
-	i := len(p) - 1
-	for i >= 0 && p[i] == 0xff {
-		i--
-	}
-	dst = append(dst, p[:i+1]...)
-	dst[len(dst)-1]++
-	return dst
 }
 
 // InRange reports whether hash h lies in the range [lo, hi), where hi == 0 stands for 2^64
@@ -212,7 +204,7 @@ func appendDocRangeBounds(buf []byte, coll CollID, lo, hi uint64) (lower, upper 
 	buf = appendDocHashPrefix(buf, coll, lo)
 	n := len(buf)
 	if hi == 0 {
-		buf = appendPrefixEnd(buf, buf[:docPrefixLen])
+		buf = AppendKeyPrefixEnd(buf, buf[:docPrefixLen])
 	} else {
 		buf = appendDocHashPrefix(buf, coll, hi)
 	}

@@ -37,7 +37,7 @@ func OrphanCollections(db *DB, live func(CollID) bool) ([]CollID, error) {
 // distinctColls adds to seen the collection IDs of the keys that start with prefix, which
 // must be followed by a collection ID, u32 BE.
 func distinctColls(pdb *pebble.DB, prefix []byte, seen map[CollID]bool) error {
-	upper := appendPrefixEnd(nil, prefix)
+	upper := AppendKeyPrefixEnd(nil, prefix)
 	it, err := pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: upper})
 	if err != nil {
 		return err

@@ -137,7 +137,7 @@ func (r reader) hasIndexKeyPrefix(coll CollID, idx IndexID, keyPrefix []byte) (u
 	defer keyBufs.Put(kb)
 	buf := append(appendIndexPrefix((*kb)[:0], coll, idx), keyPrefix...)
 	n := len(buf)
-	buf = appendPrefixEnd(buf, buf[:n])
+	buf = AppendKeyPrefixEnd(buf, buf[:n])
 	*kb = buf
 	it, err := r.r.NewIter(&pebble.IterOptions{LowerBound: buf[:n:n], UpperBound: buf[n:]})
 	if err != nil {

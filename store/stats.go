@@ -97,7 +97,7 @@ func appendBucketBounds(buf []byte, coll CollID, first, last uint16) (lower, upp
 	buf = appendStatsKey(buf, coll, first)
 	n := len(buf)
 	if last == math.MaxUint16 {
-		buf = appendPrefixEnd(buf, buf[:n-2])
+		buf = AppendKeyPrefixEnd(buf, buf[:n-2])
 	} else {
 		buf = appendStatsKey(buf, coll, last+1)
 	}

@@ -399,8 +399,11 @@ func (xi *Index) Keys(doc bsoncore.Document, fn func(key []byte) error) error {
 // NewMultikeyPaths (which walks every field's path again). It reports true whenever it
 // cannot tell: xi skips doc, or is a wildcard, 2dsphere or hashed index.
 func (xi *Index) KeysArrays(doc bsoncore.Document, fn func(key []byte) error) (arrays bool, err error) {
-	if xi.Wildcard != nil || xi.Geo != nil || xi.Hashed || !xi.Applies(doc) {
+	if xi.Wildcard != nil || xi.Geo != nil || xi.Hashed {
 		return true, xi.Keys(doc, fn)
+	}
+	if !xi.Applies(doc) {
+		return true, nil
 	}
 	doc = bsonx.CollateDocument(xi.Collation.Collator(), doc)
 	_, arrays, err = bsonx.AppendIndexKeysArrays(doc, xi.Fields, fn)

@@ -172,10 +172,10 @@ func chooseIndex(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, 
 			best = indexChoice{xi: xi, score: score, ranges: ranges, sorted: sorted, reverse: reverse}
 		}
 	}
+	if keyFixed {
+		return best
+	}
 	for _, xi := range hashed {
-		if keyFixed {
-			break
-		}
 		if ranges, score := indexBounds(xi, f); score > best.score {
 			best = indexChoice{xi: xi, score: score, ranges: ranges}
 		}

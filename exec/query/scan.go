@@ -294,7 +294,7 @@ func (ss *ShardStream) nextIDKey() (t idTarget, hash uint64, ok bool, err error)
 		if t.hashSet {
 			return t, t.hash, true, nil
 		}
-		upper := prefixEnd(ss.idEnd[:0], t.ixKey)
+		upper := store.AppendKeyPrefixEnd(ss.idEnd[:0], t.ixKey)
 		it, err := ss.r.NewIndexIter(ss.ci.Meta.ID, ss.ci.Indexes[0].Meta.ID, t.ixKey, upper, false)
 		if err != nil {
 			return t, 0, false, catalog.StoreError(err)
@@ -315,19 +315,6 @@ func (ss *ShardStream) closeIDIter() error {
 	}
 	ss.idIt = nil
 	return catalog.StoreError(err)
-}
-
-// prefixEnd appends to dst the first key after every key with prefix p (store.KeyPrefixEnd),
-// nil when there is none (p is all 0xff).
-func prefixEnd(dst, p []byte) []byte {
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] != 0xff {
-			dst = append(dst, p[:i+1]...)
-			dst[i]++
-			return dst
-		}
-	}
-	return nil
 }
 
 // nextIndex walks the plan's index ranges and fetches each entry's document once.

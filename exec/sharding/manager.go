@@ -35,7 +35,7 @@ func (m *Manager) Start(w *write.Path) {
 		defer t.Stop()
 		for {
 			select {
-			case <-m.stop:
+			case <-m.life.Done():
 				return
 			case <-t.C:
 				m.managerRound()
@@ -65,7 +65,7 @@ func (m *Manager) managerRound() {
 	m.forShardedColls(func(c *store.Collection) { colls = append(colls, c) })
 	for _, c := range colls {
 		select {
-		case <-m.stop:
+		case <-m.life.Done():
 			return
 		default:
 		}

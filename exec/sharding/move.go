@@ -261,7 +261,7 @@ func (m *Manager) diffRange(coll store.CollID, src, base catalog.Reader, lo, hi 
 		}
 		if n%1024 == 1023 {
 			select {
-			case <-m.stop:
+			case <-m.life.Done():
 				return n, errors.New("move interrupted by shutdown")
 			default:
 			}
@@ -417,17 +417,8 @@ func (m *Manager) deleteRetired(force bool) {
 // deleteRetired waiting for a lock only its own loop could release, and Close waiting for
 // that loop: TestClusterKillDuringMoveBetweenNodes).
 func (m *Manager) lockDDL(wait time.Duration) (unlock func(), err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(m.life, wait)
 	defer cancel()
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-m.stop:
-			cancel()
-		case <-done:
-		}
-	}()
 	if unlock, err = m.cat.LockDDLCtx(ctx); err != nil {
 		return nil, fmt.Errorf("%w: this node is busy with another DDL operation or move", shard.ErrStaleAction)
 	}

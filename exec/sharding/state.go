@@ -1,6 +1,7 @@
 package sharding
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,8 +31,10 @@ type Manager struct {
 	peers Peers
 	log   *zap.Logger
 	mopts Options
-	stop  chan struct{}
-	bg    sync.WaitGroup
+	// life ends when the manager closes (stop cancels it): its loops and waits end with it.
+	life context.Context
+	stop context.CancelFunc
+	bg   sync.WaitGroup
 
 	policy   *shard.Policy
 	opts     shard.Options
@@ -109,8 +112,9 @@ func New(cat *catalog.Catalog, log *zap.Logger, opts Options) *Manager {
 		po.EnsureDefaults()
 		p, _ = shard.NewPolicy(po)
 	}
-	s := &Manager{cat: cat, log: log, mopts: opts, stop: make(chan struct{}),
+	s := &Manager{cat: cat, log: log, mopts: opts,
 		policy: p, opts: p.Options(), interval: opts.CheckInterval, moveGrace: 5 * time.Second}
+	s.life, s.stop = context.WithCancel(context.Background())
 	if s.interval <= 0 {
 		s.interval = time.Second
 	}
@@ -120,12 +124,7 @@ func New(cat *catalog.Catalog, log *zap.Logger, opts Options) *Manager {
 
 // Close stops the manager's background work.
 func (m *Manager) Close() {
-	select {
-	case <-m.stop:
-		return
-	default:
-	}
-	close(m.stop)
+	m.stop()
 	m.bg.Wait()
 }
 

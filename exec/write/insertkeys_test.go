@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/cleavedb/cleave/exec/internal/fixture"
-	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/store"
@@ -20,9 +19,7 @@ func TestInsertMultikeyPaths(t *testing.T) {
 	cat := fixture.Stores(t, 1)
 	var indexes []store.Index
 	for _, key := range []string{`{"a": 1}`, `{"b.c": 1}`, `{"p.0": 1}`, `{"x": 1, "y": 1}`, `{"q": 1}`} {
-		name := fmt.Sprintf("i%d", len(indexes))
-		indexes = append(indexes, store.Index{Name: name, Key: streamtest.ExtDoc(t, key), Ready: true,
-			Spec: streamtest.ExtDoc(t, fmt.Sprintf(`{"key": %s, "name": %q}`, key, name))})
+		indexes = append(indexes, fixture.Index(t, fmt.Sprintf("i%d", len(indexes)), key))
 	}
 	ci := fixture.Create(t, cat, store.Collection{DB: "db", Name: "c", Indexes: indexes})
 	p := write.NewPath(cat, query.New(cat, query.Options{}), nil)

@@ -57,8 +57,8 @@ type Op struct {
 	// Shards, when not nil, restricts the op to the documents of those shards (cluster
 	// mode: the part of a statement that runs on one node, remote.go).
 	Shards []int
-	// Forward, for a multi statement, leaves the documents whose partitions moved to
-	// another node's shard while it ran to the caller (Result.Moved), who writes them on
+	// Forward, set for a multi statement only, leaves the documents whose partitions moved
+	// to another node's shard while it ran to the caller (Result.Moved), who writes them on
 	// their new owner; without it such a statement fails with StaleConfig (remote.go).
 	Forward bool
 }
@@ -419,7 +419,7 @@ func (wp *Path) commitGroup(wr *Writer, op *Op, cands []*Candidate, hashes []uin
 			break
 		}
 		if c.State == candMoved {
-			if !op.Forward || !op.Multi {
+			if !op.Forward {
 				failed = movedError(op)
 				break
 			}

@@ -28,8 +28,7 @@ func TestPointWriteAfterMove(t *testing.T) {
 	old := fixture.Create(t, cat, store.Collection{DB: "db", Name: "c",
 		ShardKey:   streamtest.ExtDoc(t, `{"k": "hashed"}`),
 		Partitions: []store.Partition{{ID: 1}, {ID: 2, Lo: 1 << 63}},
-		Indexes: []store.Index{{Name: "n_1", Key: streamtest.ExtDoc(t, `{"n": 1}`),
-			Spec: streamtest.ExtDoc(t, `{"key": {"n": 1}, "name": "n_1"}`), Ready: true}},
+		Indexes:    []store.Index{fixture.Index(t, "n_1", `{"n": 1}`)},
 	})
 	p := write.NewPath(cat, query.New(cat, query.Options{}), nil)
 	var doc bsoncore.Document // one document of partition 2

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/internal/fixture"
-	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/store"
@@ -27,14 +26,10 @@ import (
 //	go test ./exec/write -run '^$' -bench BenchmarkStageInsert -count 6
 func BenchmarkStageInsert(b *testing.B) {
 	cat := fixture.Stores(b, 1)
-	index := func(name, key string) store.Index {
-		return store.Index{Name: name, Key: streamtest.ExtDoc(b, key), Ready: true,
-			Spec: streamtest.ExtDoc(b, fmt.Sprintf(`{"key": %s, "name": %q}`, key, name))}
-	}
 	ci := fixture.Create(b, cat, store.Collection{DB: "db", Name: "c", Indexes: []store.Index{
-		index("readingTime_1", `{"readingTime": 1}`),
-		index("metricValue_1", `{"metricValue": 1}`),
-		index("deviceId_1_readingTime_1", `{"deviceId": 1, "readingTime": 1}`),
+		fixture.Index(b, "readingTime_1", `{"readingTime": 1}`),
+		fixture.Index(b, "metricValue_1", `{"metricValue": 1}`),
+		fixture.Index(b, "deviceId_1_readingTime_1", `{"deviceId": 1, "readingTime": 1}`),
 	}})
 	p := write.NewPath(cat, query.New(cat, query.Options{}), nil)
 	docs := make([]bsoncore.Document, 100)
