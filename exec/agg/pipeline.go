@@ -359,8 +359,10 @@ func (p *Pipeline) OpenColl(ci *catalog.Coll) (stream.Stream, *Source, []*query.
 		out, err := p.OpenOver(stream.Empty{}, src.Rest)
 		return out, src, nil, err
 	}
-	// A per-shard $group consumes each shard in its own goroutine: no reader runs ahead.
+	// A per-shard $group consumes each shard in its own goroutine: no reader runs ahead. Its
+	// accumulators ignore the order of their input, so an index scan may fetch in key order.
 	src.Query.PerShardConsumer = p.Split(src, 2).Group != nil
+	src.Query.Unordered = src.Query.PerShardConsumer
 	s, _, shards, err := p.Env.Query.Open(src.Query)
 	if err != nil {
 		return nil, nil, nil, err

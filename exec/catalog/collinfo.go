@@ -452,6 +452,21 @@ func arrayOnPath(doc bsoncore.Document, path string) bool {
 	return found
 }
 
+// OneEntryPerDoc reports whether xi holds at most one entry per document: an ordered or
+// hashed index none of whose fields has held an array. A wildcard or 2dsphere index may hold
+// several, as a multikey index does one per element.
+func (xi *Index) OneEntryPerDoc() bool {
+	if xi.Wildcard != nil || xi.Geo != nil || len(xi.Fields) == 0 {
+		return false
+	}
+	for i := range xi.Fields {
+		if xi.IsMultikey(i) {
+			return false
+		}
+	}
+	return true
+}
+
 // IsMultikey reports whether field i of xi may hold arrays (true for an index compiled
 // without the flags, such as a time-series collection's time index).
 func (xi *Index) IsMultikey(i int) bool { return i >= len(xi.Multikey) || xi.Multikey[i] }

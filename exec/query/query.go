@@ -29,6 +29,10 @@ type Query struct {
 	// PerShardConsumer: the caller reads each shard's stream in its own goroutine (a
 	// per-shard $group), so the streams need not read ahead (scan_parallel.go).
 	PerShardConsumer bool
+	// Unordered: the caller does not depend on the order of the documents (a $group whose
+	// accumulators ignore it), so that an index scan may fetch them in key order, a batch at
+	// a time (scan_batch.go). It has no effect on a query that sorts, skips or limits.
+	Unordered bool
 	// Shards, when not nil, restricts the read to those shards (cluster mode: the part of
 	// a write that runs on this node's shards, exec/remote_modify.go).
 	Shards []int
@@ -170,7 +174,11 @@ func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
 	// of one shard, issue 13).
 	prefetch := len(shards) > 1 && p.Kind != PlanIDs && !q.PerShardConsumer &&
 		(perShard == 0 || perShard > MaxReadAhead)
+	unordered := q.Unordered && len(q.Sort) == 0 && q.Skip == 0 && q.Limit == 0
 	for i, s := range shards {
+		if unordered && s.rem == nil {
+			s.unordered()
+		}
 		if s.rem != nil {
 			s.rem.spec.Limit = perShard
 		}

@@ -76,8 +76,11 @@ type ShardStream struct {
 	fetchIt   catalog.DocIter
 	fetchLast []byte
 	fetchGet  bool
-	seen      map[string]struct{}
-	buf       []byte
+	// batch, when set, is the entries of the index scan being fetched in key order
+	// (scan_batch.go).
+	batch *fetchBatch
+	seen  map[string]struct{}
+	buf   []byte
 	// recycle: the caller copies what the stream yields before its next Next or Close
 	// (Query.RecycleBuffers), so buf comes from a pool (bufp) and goes back at Close.
 	recycle bool
@@ -317,13 +320,40 @@ func (ss *ShardStream) closeIDIter() error {
 	return catalog.StoreError(err)
 }
 
-// nextIndex walks the plan's index ranges and fetches each entry's document once.
+// nextIndex walks the plan's index ranges and fetches each entry's document once, in the
+// index's order, or, for a caller that does not need it (Query.Unordered), in the documents'
+// key order a batch at a time (scan_batch.go).
 func (ss *ShardStream) nextIndex(ctx context.Context) (bsoncore.Document, error) {
+	if ss.batch != nil {
+		return ss.nextBatched(ctx)
+	}
+	for {
+		hash, id, ok, err := ss.nextEntry(ctx)
+		if !ok || err != nil {
+			return nil, err
+		}
+		doc, err := ss.fetch(hash, id)
+		if err != nil {
+			return nil, err
+		}
+		if doc == nil {
+			continue
+		}
+		if ok, err := ss.examine(doc); ok || err != nil {
+			return doc, err
+		}
+	}
+}
+
+// nextEntry walks the plan's index ranges to the next entry whose document the stream reads:
+// one of its partitions', the first entry of that document. id is valid until the next call;
+// ok is false at the end.
+func (ss *ShardStream) nextEntry(ctx context.Context) (hash uint64, id []byte, ok bool, err error) {
 	ci := ss.ci
 	for {
 		if ss.idxIt == nil {
 			if ss.pos >= len(ss.p.Ranges) {
-				return nil, nil
+				return 0, nil, false, nil
 			}
 			r := ss.p.Ranges[ss.pos]
 			if ss.p.Reverse {
@@ -332,7 +362,7 @@ func (ss *ShardStream) nextIndex(ctx context.Context) (bsoncore.Document, error)
 			ss.pos++
 			it, err := ss.r.NewIndexIter(ci.Meta.ID, ss.p.Index.Meta.ID, r.lo, r.hi, ss.p.Reverse)
 			if err != nil {
-				return nil, catalog.StoreError(err)
+				return 0, nil, false, catalog.StoreError(err)
 			}
 			ss.idxIt = it
 		}
@@ -340,14 +370,17 @@ func (ss *ShardStream) nextIndex(ctx context.Context) (bsoncore.Document, error)
 			ss.Stats.KeysExamined++
 			if ss.Stats.KeysExamined%checkEvery == 0 {
 				if err := ctx.Err(); err != nil {
-					return nil, err
+					return 0, nil, false, err
 				}
 			}
 			hash, id := ss.idxIt.Hash(), ss.idxIt.ID()
 			if !ss.owns(hash) {
 				continue
 			}
-			if !ss.p.Index.Unique || len(ss.p.Ranges) > 1 || ss.ci.TS != nil {
+			// An index that holds one entry per document, read over one range, meets each
+			// once; others meet a document once per element of an array (a multikey index,
+			// unique or not) or once per range that holds one of its keys.
+			if !ss.p.Index.OneEntryPerDoc() || len(ss.p.Ranges) > 1 || ss.ci.TS != nil {
 				if ss.seen == nil {
 					ss.seen = map[string]struct{}{}
 				}
@@ -359,22 +392,13 @@ func (ss *ShardStream) nextIndex(ctx context.Context) (bsoncore.Document, error)
 				}
 				ss.seen[k] = struct{}{}
 			}
-			doc, err := ss.fetch(hash, id)
-			if err != nil {
-				return nil, err
-			}
-			if doc == nil {
-				continue
-			}
-			if ok, err := ss.examine(doc); ok || err != nil {
-				return doc, err
-			}
+			return hash, id, true, nil
 		}
 		err := ss.idxIt.Err()
 		_ = ss.idxIt.Close()
 		ss.idxIt = nil
 		if err != nil {
-			return nil, catalog.StoreError(err)
+			return 0, nil, false, catalog.StoreError(err)
 		}
 	}
 }
@@ -387,6 +411,11 @@ func (ss *ShardStream) fetch(hash uint64, id []byte) (bsoncore.Document, error) 
 			return doc, err
 		}
 	}
+	return ss.getDoc(hash, id)
+}
+
+// getDoc reads document (hash, id) by Get into the stream's buffer; nil when it is gone.
+func (ss *ShardStream) getDoc(hash uint64, id []byte) (bsoncore.Document, error) {
 	ss.takeBuf()
 	doc, err := ss.r.GetDoc(ss.ci.Meta.ID, hash, id, ss.buf[:0])
 	if errors.Is(err, store.ErrNotFound) {
@@ -453,9 +482,7 @@ func (ss *ShardStream) fetchExact(hash uint64, id []byte) (doc bsoncore.Document
 	if v == nil {
 		return nil, true, catalog.StoreError(ss.fetchIt.Err())
 	}
-	ss.takeBuf()
-	ss.buf = append(ss.buf[:0], v...) // the iterator's value lasts until its next move
-	return ss.buf, true, nil
+	return v, true, nil // valid until the iterator's next move, at the stream's next Next
 }
 
 // examine counts doc as read and reports whether the filter matches it.
@@ -495,6 +522,10 @@ func (ss *ShardStream) Close() {
 	}
 	if ss.fetchIt != nil {
 		_ = ss.fetchIt.Close()
+	}
+	if ss.batch != nil {
+		ss.batch.release()
+		ss.batch = nil
 	}
 	if ss.snap != nil {
 		_ = ss.snap.Close()

@@ -92,7 +92,7 @@ func (g *Engine) NewParallelism(n int) chan struct{} {
 func (ss *ShardStream) startPrefetch(sem chan struct{}, limit int64) {
 	rd := new(ShardStream)
 	*rd = *ss
-	ss.snap, ss.docIt, ss.idxIt, ss.fetchIt, ss.rem = nil, nil, nil, nil, nil
+	ss.snap, ss.docIt, ss.idxIt, ss.fetchIt, ss.batch, ss.rem = nil, nil, nil, nil, nil, nil
 	ctx, cancel := context.WithCancel(context.Background())
 	pf := &prefetch{
 		rd:     rd,

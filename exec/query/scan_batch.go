@@ -1,0 +1,116 @@
+package query
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// An index whose order is not the documents' key order (readingTime in a collection sharded
+// on hashed deviceId) sends an index scan's fetches all over the shard's keys: each is a
+// search of every memtable and level, and the data blocks it lands in are looked up again
+// and again. A caller that does not need the index's order (a $group whose accumulators
+// ignore order: Query.Unordered) lets the stream read a batch of entries, sort them by
+// document key, and fetch them through one iterator whose seeks then move forward, each
+// continuing from the last, mostly in the block the last one read (BenchmarkAggWindow/Shards2,
+// store's BenchmarkFetchSortedBatches).
+//
+// fetchBatchEntries bounds a batch: its keys (hash and _id, about 20 bytes each) are all it
+// holds, and a larger batch puts more of its fetches in the same block.
+const fetchBatchEntries = 4096
+
+// fetchBatch is a batch of index entries, sorted by document key, and the next to fetch.
+type fetchBatch struct {
+	ids  []byte // the entries' _ids, one after another
+	ents []batchEntry
+	next int
+	done bool // the index scan is over: no batch follows this one
+}
+
+// batchEntry is one entry of a fetchBatch: the document's hash and where its _id is in ids.
+type batchEntry struct {
+	hash       uint64
+	start, end int
+}
+
+// unordered makes the stream fetch an index scan's documents in key order, a batch at a
+// time. Only a stream that reads every document its ranges hold may: one with a limit would
+// examine documents past it.
+func (ss *ShardStream) unordered() {
+	if ss.p.Kind == PlanIndex && ss.limit == 0 {
+		ss.batch = batches.Get().(*fetchBatch)
+	}
+}
+
+// batches recycles fetch batches across queries: a batch's arrays are garbage otherwise.
+var batches = sync.Pool{New: func() any { return new(fetchBatch) }}
+
+// release returns b to batches.
+func (b *fetchBatch) release() {
+	b.ids, b.ents, b.next, b.done = b.ids[:0], b.ents[:0], 0, false
+	batches.Put(b)
+}
+
+// nextBatched is nextIndex for an unordered stream.
+func (ss *ShardStream) nextBatched(ctx context.Context) (bsoncore.Document, error) {
+	b := ss.batch
+	for {
+		if b.next == len(b.ents) {
+			if b.done {
+				return nil, nil
+			}
+			if err := ss.fillBatch(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		e := b.ents[b.next]
+		b.next++
+		doc, err := ss.fetchSorted(e.hash, b.ids[e.start:e.end])
+		if err != nil {
+			return nil, err
+		}
+		if doc == nil {
+			continue
+		}
+		if ok, err := ss.examine(doc); ok || err != nil {
+			return doc, err
+		}
+	}
+}
+
+// fillBatch reads the next batch of entries from the index scan and sorts them by key.
+func (ss *ShardStream) fillBatch(ctx context.Context) error {
+	b := ss.batch
+	b.ids, b.ents, b.next = b.ids[:0], b.ents[:0], 0
+	for len(b.ents) < fetchBatchEntries {
+		hash, id, ok, err := ss.nextEntry(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			b.done = true
+			break
+		}
+		start := len(b.ids)
+		b.ids = append(b.ids, id...)
+		b.ents = append(b.ents, batchEntry{hash: hash, start: start, end: len(b.ids)})
+	}
+	slices.SortFunc(b.ents, func(x, y batchEntry) int {
+		return cmp.Or(cmp.Compare(x.hash, y.hash), bytes.Compare(b.ids[x.start:x.end], b.ids[y.start:y.end]))
+	})
+	return nil
+}
+
+// fetchSorted reads document (hash, id) through the stream's fetch iterator (fetchExact), or
+// by Get where the reader's iterators cannot seek exactly; nil when it is gone.
+func (ss *ShardStream) fetchSorted(hash uint64, id []byte) (bsoncore.Document, error) {
+	if doc, ok, err := ss.fetchExact(hash, id); ok || err != nil {
+		return doc, err
+	}
+	return ss.getDoc(hash, id)
+}
