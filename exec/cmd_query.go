@@ -101,7 +101,8 @@ func (e *Executor) count(ctx context.Context, r *request) error {
 	if hs, ok := a.hint.StringValueOK(); ok && hs == "" {
 		a.hint = bsoncore.Value{}
 	}
-	q := &query.Query{CI: ci, Filter: f, Skip: a.skip, Hint: a.hint}
+	// A count without a limit reads every match: in which order does not matter.
+	q := &query.Query{CI: ci, Filter: f, Skip: a.skip, Hint: a.hint, Unordered: a.limit == 0}
 	if r.explain != "" {
 		return e.explainQuery(ctx, r, q, "count", a.limit)
 	}
@@ -203,7 +204,7 @@ func (e *Executor) distinct(ctx context.Context, r *request) error {
 		if err != nil {
 			return err
 		}
-		q := &query.Query{CI: ci, Filter: f, Hint: hint}
+		q := &query.Query{CI: ci, Filter: f, Hint: hint, Unordered: true} // the values are sorted
 		if r.explain != "" {
 			return e.explainQuery(ctx, r, q, "distinct", 0)
 		}

@@ -59,7 +59,8 @@ func TestMultikeyUniqueIndexScan(t *testing.T) {
 // documents' (readingTime, in a collection sharded on hashed deviceId over two shards)
 // fetches the documents in key order, batches of entries at a time; a window larger than a
 // batch gives the same groups as computed here, examines each key and document once, and a
-// $group that needs the index order ($push) still gets it.
+// $group that needs the index order ($push) still gets it; count and distinct, which read
+// every match, fetch the same way.
 func TestGroupOverIndexScan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -137,6 +138,21 @@ func TestGroupOverIndexScan(t *testing.T) {
 	}
 	if keys != hi-lo || examined != hi-lo {
 		t.Errorf("explain: %d keys and %d documents examined; want %d of each", keys, examined, hi-lo)
+	}
+
+	// count and distinct read every match too, in no particular order.
+	filter := match[0].Value
+	if n, err := coll.CountDocuments(ctx, filter); err != nil || n != hi-lo {
+		t.Errorf("countDocuments %v: %d, %v; want %d", filter, n, err, hi-lo)
+	}
+	var cnt struct{ N int64 }
+	if err := db.RunCommand(ctx, bson.D{{Key: "count", Value: "r"}, {Key: "query", Value: filter}}).Decode(&cnt); err != nil || cnt.N != hi-lo {
+		t.Errorf("count %v: %d, %v; want %d", filter, cnt.N, err, hi-lo)
+	}
+	res := coll.Distinct(ctx, "deviceId", filter)
+	var devs []string
+	if err := res.Decode(&devs); err != nil || len(devs) != len(want) || !slices.IsSorted(devs) {
+		t.Errorf("distinct deviceId %v: %v, %v; want the %d devices, sorted", filter, devs, err, len(want))
 	}
 
 	// $push keeps the order of its input: the index's, t ascending, within each shard's run.
