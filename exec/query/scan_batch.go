@@ -19,9 +19,13 @@ import (
 // continuing from the last, mostly in the block the last one read (BenchmarkAggWindow/Shards2,
 // store's BenchmarkFetchSortedBatches).
 //
-// fetchBatchEntries bounds a batch: its keys (hash and _id, about 20 bytes each) are all it
-// holds, and a larger batch puts more of its fetches in the same block.
-const fetchBatchEntries = 4096
+// fetchBatchEntries and fetchBatchBytes bound a batch: its keys (hash and _id, about 20
+// bytes each) are all it holds, and a larger batch puts more of its fetches in the same
+// block; long _ids (strings, documents) end a batch at fetchBatchBytes of them.
+const (
+	fetchBatchEntries = 4096
+	fetchBatchBytes   = 256 << 10
+)
 
 // fetchBatch is a batch of index entries, sorted by document key, and the next to fetch.
 type fetchBatch struct {
@@ -51,6 +55,9 @@ var batches = sync.Pool{New: func() any { return new(fetchBatch) }}
 
 // release returns b to batches.
 func (b *fetchBatch) release() {
+	if cap(b.ids) > 2*fetchBatchBytes {
+		return // a batch of long _ids went past the bound by one: the collector frees it
+	}
 	b.ids, b.ents, b.next, b.done = b.ids[:0], b.ents[:0], 0, false
 	batches.Put(b)
 }
@@ -87,7 +94,7 @@ func (ss *ShardStream) nextBatched(ctx context.Context) (bsoncore.Document, erro
 func (ss *ShardStream) fillBatch(ctx context.Context) error {
 	b := ss.batch
 	b.ids, b.ents, b.next = b.ids[:0], b.ents[:0], 0
-	for len(b.ents) < fetchBatchEntries {
+	for len(b.ents) < fetchBatchEntries && len(b.ids) < fetchBatchBytes {
 		hash, id, ok, err := ss.nextEntry(ctx)
 		if err != nil {
 			return err
