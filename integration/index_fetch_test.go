@@ -22,6 +22,9 @@ func TestMultikeyUniqueIndexScan(t *testing.T) {
 	ctx := context.Background()
 	db := sharedServer(t).client(t).Database(dbName(t))
 	coll := db.Collection("u")
+	if err := coll.Drop(ctx); err != nil { // the shared server keeps it across go test -count
+		t.Fatal(err)
+	}
 	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "a", Value: 1}},
 		Options: options.Index().SetUnique(true)}); err != nil {
 		t.Fatal(err)
