@@ -324,11 +324,12 @@ func (ss *ShardStream) closeIDIter() error {
 // index's order, or, for a caller that does not need it (Query.Unordered), in the documents'
 // key order a batch at a time (scan_batch.go).
 func (ss *ShardStream) nextIndex(ctx context.Context) (bsoncore.Document, error) {
+	next := ss.nextEntry
 	if ss.batch != nil {
-		return ss.nextBatched(ctx)
+		next = ss.nextSorted
 	}
 	for {
-		hash, id, ok, err := ss.nextEntry(ctx)
+		hash, id, ok, err := next(ctx)
 		if !ok || err != nil {
 			return nil, err
 		}
@@ -406,7 +407,9 @@ func (ss *ShardStream) nextEntry(ctx context.Context) (hash uint64, id []byte, o
 // fetch reads document (hash, id) into the stream's buffer; nil when it is gone (an index
 // entry may outlive its document in the snapshot's view of a concurrent move).
 func (ss *ShardStream) fetch(hash uint64, id []byte) (bsoncore.Document, error) {
-	if ss.p.Kind != PlanIDs && !ss.fetchGet && ss.fetchInOrder(hash, id) {
+	// A batch is in key order (scan_batch.go), and starts over from the smallest keys: its
+	// fetches always seek, and never give up the iterator.
+	if ss.p.Kind != PlanIDs && !ss.fetchGet && (ss.batch != nil || ss.fetchInOrder(hash, id)) {
 		if doc, ok, err := ss.fetchExact(hash, id); ok || err != nil {
 			return doc, err
 		}

@@ -6,8 +6,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // An index whose order is not the documents' key order (readingTime in a collection sharded
@@ -16,8 +14,9 @@ import (
 // and again. A caller that does not need the index's order (a $group whose accumulators
 // ignore order: Query.Unordered) lets the stream read a batch of entries, sort them by
 // document key, and fetch them through one iterator whose seeks then move forward, each
-// continuing from the last, mostly in the block the last one read (BenchmarkAggWindow/Shards2,
-// store's BenchmarkFetchSortedBatches).
+// continuing from the last, mostly in the block the last one read (BenchmarkAggWindow/Shards2:
+// 2.9 -> 1.9 us of CPU per document examined). A sample of a fifth of 100,000 documents
+// fetched by Get cost 2.9 us each, in sorted batches of 4,096 1.2 us, all sorted at once 0.76.
 //
 // fetchBatchEntries and fetchBatchBytes bound a batch: its keys (hash and _id, about 20
 // bytes each) are all it holds, and a larger batch puts more of its fetches in the same
@@ -62,32 +61,21 @@ func (b *fetchBatch) release() {
 	batches.Put(b)
 }
 
-// nextBatched is nextIndex for an unordered stream.
-func (ss *ShardStream) nextBatched(ctx context.Context) (bsoncore.Document, error) {
+// nextSorted is nextEntry for an unordered stream: the next entry of the batch, read and
+// sorted when the last one is done. id is valid until the batch's next fill.
+func (ss *ShardStream) nextSorted(ctx context.Context) (hash uint64, id []byte, ok bool, err error) {
 	b := ss.batch
-	for {
-		if b.next == len(b.ents) {
-			if b.done {
-				return nil, nil
-			}
-			if err := ss.fillBatch(ctx); err != nil {
-				return nil, err
-			}
-			continue
+	for b.next == len(b.ents) {
+		if b.done {
+			return 0, nil, false, nil
 		}
-		e := b.ents[b.next]
-		b.next++
-		doc, err := ss.fetchSorted(e.hash, b.ids[e.start:e.end])
-		if err != nil {
-			return nil, err
-		}
-		if doc == nil {
-			continue
-		}
-		if ok, err := ss.examine(doc); ok || err != nil {
-			return doc, err
+		if err := ss.fillBatch(ctx); err != nil {
+			return 0, nil, false, err
 		}
 	}
+	e := b.ents[b.next]
+	b.next++
+	return e.hash, b.ids[e.start:e.end], true, nil
 }
 
 // fillBatch reads the next batch of entries from the index scan and sorts them by key.
@@ -111,13 +99,4 @@ func (ss *ShardStream) fillBatch(ctx context.Context) error {
 		return cmp.Or(cmp.Compare(x.hash, y.hash), bytes.Compare(b.ids[x.start:x.end], b.ids[y.start:y.end]))
 	})
 	return nil
-}
-
-// fetchSorted reads document (hash, id) through the stream's fetch iterator (fetchExact), or
-// by Get where the reader's iterators cannot seek exactly; nil when it is gone.
-func (ss *ShardStream) fetchSorted(hash uint64, id []byte) (bsoncore.Document, error) {
-	if doc, ok, err := ss.fetchExact(hash, id); ok || err != nil {
-		return doc, err
-	}
-	return ss.getDoc(hash, id)
 }
