@@ -59,6 +59,10 @@ func newStoreMetrics() []storeMetric {
 			func(m *store.Metrics) float64 { return float64(m.SyncedCommits) }),
 		c("cleave_store_wal_syncs_total", "WAL syncs of the shard; synced commits per sync is the size of its group commits.",
 			func(m *store.Metrics) float64 { return float64(m.WALSyncs) }),
+		c("cleave_store_id_cache_hits_total", "Finds by _id in a collection sharded on another field whose hashes the shard's _id cache knew.",
+			func(m *store.Metrics) float64 { return float64(m.IDCacheHits) }),
+		c("cleave_store_id_cache_misses_total", "Finds by _id in a collection sharded on another field that read the shard's _id index.",
+			func(m *store.Metrics) float64 { return float64(m.IDCacheMisses) }),
 		c("cleave_store_disk_slow_total", "Disk writes of the shard that took abnormally long.",
 			func(m *store.Metrics) float64 { return float64(m.DiskSlow) }),
 	}

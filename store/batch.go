@@ -32,6 +32,10 @@ type Batch struct {
 	// pending are the buffered point writes, their keys and values in sortBuf (batch_sort.go).
 	pending []pendingOp
 	sortBuf []byte
+	// idStripes are the idCache stripes of the _id index entries the batch writes, and idAll
+	// is set by a range deletion that may cover some: Apply invalidates their answers.
+	idStripes []uint32
+	idAll     bool
 }
 
 // statBucket names one stats bucket of one collection.
@@ -100,11 +104,17 @@ func (b *Batch) SetIndex(coll CollID, idx IndexID, key []byte, hash uint64, id [
 	k, _ := b.pendSet(indexKeyLen(key, id), 0)
 	AppendIndexKey(k[:0], coll, idx, key, hash, id)
 	b.grows = true
+	if idx == IDIndexID {
+		b.noteID(coll, key)
+	}
 }
 
 // DeleteIndex deletes the index entry (key, hash, id) of index idx of coll.
 func (b *Batch) DeleteIndex(coll CollID, idx IndexID, key []byte, hash uint64, id []byte) {
 	AppendIndexKey(b.pendDelete(indexKeyLen(key, id))[:0], coll, idx, key, hash, id)
+	if idx == IDIndexID {
+		b.noteID(coll, key)
+	}
 }
 
 // AddStats records that this batch changes the documents of coll at hash by dDocs documents
@@ -203,7 +213,9 @@ func (b *Batch) Apply(sync bool) error {
 	b.done = true
 	b.flushPending()
 	totals := b.writeStats()
-	if err := b.db.applyPebble(b.pb, sync); err != nil {
+	err := b.db.applyPebble(b.pb, sync)
+	b.db.ids.invalidate(b.idStripes, b.idAll) // once visible (idCache), even after an error
+	if err != nil {
 		return err
 	}
 	b.syncPending = sync
@@ -276,7 +288,7 @@ func (b *Batch) Close() {
 	clear(b.index)
 	b.resetPending()
 	*b = Batch{deltas: b.deltas[:0], index: b.index, adjust: b.adjust[:0], resets: b.resets[:0],
-		pending: b.pending, sortBuf: b.sortBuf}
+		pending: b.pending, sortBuf: b.sortBuf, idStripes: b.idStripes[:0]}
 	batchPool.Put(b)
 }
 

@@ -26,6 +26,7 @@ func (b *Batch) DeleteCollectionData(coll CollID) {
 	}
 	b.adjust = adj
 	b.resets = append(b.resets, coll)
+	b.idAll = true
 }
 
 // DeleteIndexData deletes every entry of index idx of coll (after dropIndexes, or before a
@@ -33,6 +34,7 @@ func (b *Batch) DeleteCollectionData(coll CollID) {
 func (b *Batch) DeleteIndexData(coll CollID, idx IndexID) {
 	var buf [16]byte
 	b.deleteKeyPrefix(appendIndexPrefix(buf[:0], coll, idx))
+	b.idAll = b.idAll || idx == IDIndexID
 }
 
 // deleteKeyPrefix adds a range tombstone over all keys that start with p.
@@ -146,6 +148,7 @@ func (b *Batch) DeleteIndexEntriesInRange(coll CollID, idx IndexID, lo, hi uint6
 	if err != nil {
 		return 0, err
 	}
+	b.idAll = b.idAll || idx == IDIndexID
 	n := 0
 	for it.Next() {
 		if InRange(it.Hash(), lo, hi) {

@@ -35,6 +35,7 @@ type DB struct {
 	space   *spaceGuard           // refuses writes that add data when the disk is low
 	failed  atomic.Pointer[error] // set by the first failed commit: writes are refused
 	pacer   *syncPacer            // paces WAL syncs, counts them and the synced commits
+	ids     idCache               // the hashes of _ids looked up in the _id index (idcache.go)
 }
 
 // Open opens (creating if needed) the database in opts.Dir. It fails with a clear error,

@@ -21,6 +21,8 @@ type Metrics struct {
 	DiskSlow         int64 // slow disk writes since Open (OS file system only)
 	SyncedCommits    int64 // batches committed with a WAL sync since Open
 	WALSyncs         int64 // WAL syncs since Open: SyncedCommits / WALSyncs is the group-commit size
+	IDCacheHits      int64 // _id lookups without the hash answered from the cache (idcache.go)
+	IDCacheMisses    int64 // _id lookups without the hash that read the _id index
 }
 
 // Metrics returns a summary of the DB's current Pebble metrics (ErrClosed after Close).
@@ -33,6 +35,7 @@ func (db *DB) Metrics() (Metrics, error) {
 	s.DiskSlow = db.events.diskSlow.Load()
 	s.SyncedCommits = db.pacer.applied.Load()
 	s.WALSyncs = db.pacer.syncs.Load()
+	s.IDCacheHits, s.IDCacheMisses = db.ids.hits.Load(), db.ids.misses.Load()
 	return s, nil
 }
 

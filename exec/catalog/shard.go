@@ -229,6 +229,12 @@ func (l local) EstimateDiskUsage(coll store.CollID, lo, hi uint64) (uint64, erro
 	return l.db.EstimateDiskUsage(coll, lo, hi)
 }
 
+// IDIndexHashes answers a point read's _id index lookup in the DB's latest state, from the
+// store's cache (query's idHashLookup).
+func (l local) IDIndexHashes(coll store.CollID, key []byte, dst []uint64) ([]uint64, error) {
+	return l.db.IDIndexHashes(coll, key, dst)
+}
+
 // DeleteCollectionData implements Shard.
 func (l local) DeleteCollectionData(coll store.CollID) error { return l.db.DeleteCollectionData(coll) }
 

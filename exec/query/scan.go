@@ -66,8 +66,12 @@ type ShardStream struct {
 	idIt    catalog.IndexIter
 	idFound int
 	idEnd   [32]byte
-	docIt   catalog.DocIter
-	idxIt   catalog.IndexIter
+	// idHashes are the hashes of that _id not yet taken, when the shard's cache answered
+	// (idHashLookup); idHashBuf backs them.
+	idHashes  []uint64
+	idHashBuf [2]uint64
+	docIt     catalog.DocIter
+	idxIt     catalog.IndexIter
 	// limit > 0 ends the stream after that many documents (SetLimit).
 	limit int64
 	// fetchIt fetches the documents of an index scan's entries (fetch), opened at the first,
@@ -278,6 +282,11 @@ func (ss *ShardStream) nextID() (bsoncore.Document, error) {
 // first document, with no further step of the index iterator.
 func (ss *ShardStream) nextIDKey() (t idTarget, hash uint64, ok bool, err error) {
 	for {
+		if len(ss.idHashes) > 0 {
+			hash, ss.idHashes = ss.idHashes[0], ss.idHashes[1:]
+			ss.Stats.KeysExamined++
+			return ss.p.ids[ss.pos-1], hash, true, nil
+		}
 		if ss.idIt != nil {
 			if ss.idIt.Next() {
 				ss.idFound++
@@ -297,6 +306,16 @@ func (ss *ShardStream) nextIDKey() (t idTarget, hash uint64, ok bool, err error)
 		if t.hashSet {
 			return t, t.hash, true, nil
 		}
+		if lk, ok := ss.r.(idHashLookup); ok {
+			ss.idHashes, err = lk.IDIndexHashes(ss.ci.Meta.ID, t.ixKey, ss.idHashBuf[:0])
+			if err != nil {
+				return t, 0, false, catalog.StoreError(err)
+			}
+			if len(ss.idHashes) == 0 {
+				ss.Stats.KeysExamined++ // as closeIDIter counts an _id the index does not hold
+			}
+			continue
+		}
 		upper := store.AppendKeyPrefixEnd(ss.idEnd[:0], t.ixKey)
 		it, err := ss.r.NewIndexIter(ss.ci.Meta.ID, ss.ci.Indexes[0].Meta.ID, t.ixKey, upper, false)
 		if err != nil {
@@ -304,6 +323,13 @@ func (ss *ShardStream) nextIDKey() (t idTarget, hash uint64, ok bool, err error)
 		}
 		ss.idIt, ss.idFound = it, 0
 	}
+}
+
+// idHashLookup is a Reader that finds an _id's hashes without an iterator, from the store's
+// cache of _id lookups (store.DB.IDIndexHashes): a shard's DB itself, read in its latest
+// state as point plans read it, never a snapshot or a transaction's view.
+type idHashLookup interface {
+	IDIndexHashes(coll store.CollID, key []byte, dst []uint64) ([]uint64, error)
 }
 
 // closeIDIter closes the _id index iterator of nextIDKey. An _id the index does not hold
