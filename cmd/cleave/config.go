@@ -45,6 +45,8 @@ type Config struct {
 	// GoMemoryLimit is the soft limit of the Go heap (runtime/debug.SetMemoryLimit) besides
 	// Pebble's manually allocated cache and memtables; 0 leaves the runtime's (GOMEMLIMIT).
 	GoMemoryLimit int64
+	// SyncPacing paces the WAL's group commits (store/syncpace.go); false only to measure it.
+	SyncPacing bool
 	// goMemoryLimitSet: --go-memory-limit or CLEAVE_GO_MEMORY_LIMIT was given, and wins
 	// over GOMEMLIMIT.
 	goMemoryLimitSet bool
@@ -136,6 +138,7 @@ func parseConfig(args []string) (Config, error) {
 	fs.DurationVar(&c.SlowOp, "slow-op", envDuration("SLOW_OP", 100*time.Millisecond), "log commands slower than this at info level (MongoDB's slowms)")
 	fs.Int64Var(&c.CacheSize, "cache-size", envInt64("CACHE_SIZE", store.DefaultCacheSize), "bytes of the block cache, shared by all shards")
 	fs.Int64Var(&c.MemTableBudget, "memtable-budget", envInt64("MEMTABLE_BUDGET", DefaultMemTableBudget), "bytes of all memtables, split evenly between the shards (each shard holds at most "+strconv.Itoa(store.DefaultMemTables)+": the one written and those being flushed)")
+	fs.BoolVar(&c.SyncPacing, "sync-pacing", env("SYNC_PACING", "true") != "false", "pace WAL syncs to gather more commits in each while many writers wait (false only to measure what pacing does: each sync then starts as soon as the previous one ends; durability is the same)")
 	fs.Int64Var(&c.GoMemoryLimit, "go-memory-limit", envInt64("GO_MEMORY_LIMIT", DefaultGoMemoryLimit), "soft limit in bytes of the Go heap besides the block cache and memtables (0: GOMEMLIMIT or none)")
 	fs.IntVar(&c.GCPercent, "gc-percent", envInt("GC_PERCENT", DefaultGCPercent), "the garbage collector's target: the heap grows by this percentage of the live heap between collections (GOGC; 0: GOGC or 100; GOGC wins over the default)")
 	fs.Int64Var(&c.DiskReserve, "disk-reserve", envInt64("DISK_RESERVE", store.DefaultDiskReserve), "free bytes the data volume keeps: below the smaller of this and --disk-reserve-percent, writes that add data fail with OutOfDiskSpace (0: no byte bound)")

@@ -55,7 +55,7 @@ func openStorage(cfg *Config, listen net.Addr, logger *zap.Logger) (*exec.Storag
 	for i := 0; i < cfg.Shards; i++ {
 		dir := filepath.Join(cfg.Dir, "shard-"+strconv.Itoa(i))
 		db, err := store.Open(store.Options{
-			Dir: dir, Cache: cache, MemTableSize: uint64(cfg.MemTableSize()),
+			Dir: dir, Cache: cache, MemTableSize: uint64(cfg.MemTableSize()), NoSyncPacing: !cfg.SyncPacing,
 			DiskReserve: storeReserve(cfg.DiskReserve), DiskReservePercent: storeReserve(cfg.DiskReservePercent),
 			Logger: logger.Named("store").With(zap.Int("shard", i)),
 		})
