@@ -102,19 +102,14 @@ func uvarintLen(v uint64) int {
 // SetIndex writes the index entry (key, hash, id) of index idx of coll.
 func (b *Batch) SetIndex(coll CollID, idx IndexID, key []byte, hash uint64, id []byte) {
 	k, _ := b.pendSet(indexKeyLen(key, id), 0)
-	AppendIndexKey(k[:0], coll, idx, key, hash, id)
+	b.noteID(idx, AppendIndexKey(k[:0], coll, idx, key, hash, id)[:indexPrefixLen+len(key)])
 	b.grows = true
-	if idx == IDIndexID {
-		b.noteID(coll, key)
-	}
 }
 
 // DeleteIndex deletes the index entry (key, hash, id) of index idx of coll.
 func (b *Batch) DeleteIndex(coll CollID, idx IndexID, key []byte, hash uint64, id []byte) {
-	AppendIndexKey(b.pendDelete(indexKeyLen(key, id))[:0], coll, idx, key, hash, id)
-	if idx == IDIndexID {
-		b.noteID(coll, key)
-	}
+	k := AppendIndexKey(b.pendDelete(indexKeyLen(key, id))[:0], coll, idx, key, hash, id)
+	b.noteID(idx, k[:indexPrefixLen+len(key)])
 }
 
 // AddStats records that this batch changes the documents of coll at hash by dDocs documents
@@ -213,8 +208,12 @@ func (b *Batch) Apply(sync bool) error {
 	b.done = true
 	b.flushPending()
 	totals := b.writeStats()
+	b.db.ids.begin(b.idStripes, b.idAll) // the cached answers of the _ids written (idCache)
 	err := b.db.applyPebble(b.pb, sync)
-	b.db.ids.invalidate(b.idStripes, b.idAll) // once visible (idCache), even after an error
+	if b.db.afterApply != nil {
+		b.db.afterApply()
+	}
+	b.db.ids.end(b.idStripes, b.idAll)
 	if err != nil {
 		return err
 	}

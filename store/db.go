@@ -35,7 +35,10 @@ type DB struct {
 	space   *spaceGuard           // refuses writes that add data when the disk is low
 	failed  atomic.Pointer[error] // set by the first failed commit: writes are refused
 	pacer   *syncPacer            // paces WAL syncs, counts them and the synced commits
-	ids     idCache               // the hashes of _ids looked up in the _id index (idcache.go)
+	ids     *idCache              // the hashes of _ids looked up in the _id index (idcache.go)
+	// afterApply, set by tests only, runs between Pebble's apply of a batch and the end of
+	// its invalidation: it widens the window in which a read could see the batch half.
+	afterApply func()
 }
 
 // Open opens (creating if needed) the database in opts.Dir. It fails with a clear error,
@@ -68,7 +71,7 @@ func Open(opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: %w", opts.Dir, err)
 	}
 	db := &DB{pdb: pdb, dir: opts.Dir, logger: logger, lock: lock, health: health, events: events, pacer: pacer,
-		space: newSpaceGuard(fsys, opts.Dir, &opts, logger)}
+		space: newSpaceGuard(fsys, opts.Dir, &opts, logger), ids: new(idCache)}
 	db.readOps = reader{r: pdb}
 	if err := db.checkFormat(); err != nil {
 		_ = db.Close()

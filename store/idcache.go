@@ -15,138 +15,44 @@ import (
 // of the document that follows: in workload c on 2 shards, 5.1 µs of the 28.7 of each read,
 // the Get 4.8.
 //
-// idCache keeps the answers: the hashes under which this DB's _id index holds an _id, none
-// included (most shards hold none of a given _id). An answer is exact, never a hint:
-//   - every write of an _id index entry goes through a Batch (SetIndex, DeleteIndex), which
-//     notes the entry's stripe; the range deletions that may cover _id entries note all;
-//   - once Pebble has applied the batch (its writes are visible), Apply bumps the generation
-//     of each noted stripe, or the generation of all;
-//   - a reader loads the generations before it reads the index and stores its answer with
-//     them; an answer is used only while both are unchanged.
-//
-// So an answer read before a write became visible carries an older generation than the one
-// the write leaves, and a write is acknowledged only after its bump. Only reads of the latest
-// state use the cache (DB.IDIndexHashes); snapshots and transactions read the index.
-type idCache struct {
-	all    atomic.Uint64
-	gens   [idCacheStripes]atomic.Uint64
-	shards [idCacheShards]idCacheShard
-	// hits and misses count the lookups answered from the cache and by reading the index.
-	hits, misses atomic.Int64
-}
+// The DB's idCache keeps the answers: the hash under which its _id index holds an _id, or none
+// (most shards hold none of a given _id). An _id held under several hashes (in several
+// partitions of a collection) is rare, and read from the index each time.
 
-const (
-	// idCacheStripes is how many generations split the _ids: a write invalidates the answers
-	// of its stripe, a 4,096th of them.
-	idCacheStripes = 1 << 12
-	// idCacheShards is how many locks split the answers.
-	idCacheShards = 16
-	// idCachePerShard bounds the answers of a shard: 128 Ki answers per DB, about 7 MiB of
-	// heap. A full shard forgets a random answer for each it learns.
-	idCachePerShard = 8192
-)
-
-// idCacheShard is one lock's part of the answers. They are keyed by a 128-bit hash of (coll,
-// the _id's index key): two keys share one with a probability of about n²/2¹²⁹ for n answers,
-// below that of a memory error, and a fixed-size key keeps an answer at 40 bytes.
-type idCacheShard struct {
-	mu sync.Mutex
-	m  map[idKey]idAnswer
-}
-
-// idAnswer is the hash of one _id, if found, and the version (idCache.version) it was read
-// at. Only answers of at most one hash are kept: an _id in several partitions of a collection
-// is rare and read from the index.
+// idAnswer is the hash of one _id, if found.
 type idAnswer struct {
-	version uint64
-	hash    uint64
-	found   bool
+	hash  uint64
+	found bool
 }
 
-// idKey is the cache key of an _id's index key in a collection.
-type idKey xxh3.Uint128
+// idCacheAnswers bounds the answers of a DB's idCache: about 7 MiB of heap.
+const idCacheAnswers = 128 << 10
 
-// idCacheKey is the cache key of an _id's index key in coll.
-func idKeyOf(coll CollID, key []byte) idKey { return idKey(xxh3.Hash128Seed(key, uint64(coll))) }
-
-// stripe is the stripe of cache key k.
-func (k idKey) stripe() uint64 { return k.Lo % idCacheStripes }
-
-// note records that a batch writes or deletes an _id index entry of coll with index key key.
-func (b *Batch) noteID(coll CollID, key []byte) {
-	b.idStripes = append(b.idStripes, uint32(idKeyOf(coll, key).stripe()))
-}
-
-// invalidate bumps the generations of stripes, and of all with all: after a batch is applied.
-func (c *idCache) invalidate(stripes []uint32, all bool) {
-	if all {
-		c.all.Add(1)
+// noteID records that a batch writes or deletes an index entry whose key starts with
+// prefix ('i' | coll | idx | key) when idx is the _id index.
+func (b *Batch) noteID(idx IndexID, prefix []byte) {
+	if idx == IDIndexID {
+		b.idStripes = append(b.idStripes, idKeyOf(prefix).stripe())
 	}
-	for _, s := range stripes {
-		c.gens[s].Add(1)
-	}
-}
-
-// version is the sum of the generations of k's stripe and of all. Both only grow, so an
-// unchanged sum means both are unchanged.
-func (c *idCache) version(k idKey) uint64 {
-	return c.gens[k.stripe()].Load() + c.all.Load()
-}
-
-// shard is the shard of cache key k.
-func (c *idCache) shard(k idKey) *idCacheShard { return &c.shards[k.Hi%idCacheShards] }
-
-// get returns the current answer for cache key k, if the cache has one.
-func (c *idCache) get(k idKey) (idAnswer, bool) {
-	s := c.shard(k)
-	s.mu.Lock()
-	a, ok := s.m[k]
-	s.mu.Unlock()
-	if !ok || a.version != c.version(k) {
-		c.misses.Add(1)
-		return idAnswer{}, false
-	}
-	c.hits.Add(1)
-	return a, true
-}
-
-// put stores answer a for cache key k. An answer already stale is dropped; a stale one that
-// replaces a current one only costs a miss.
-func (c *idCache) put(k idKey, a idAnswer) {
-	if a.version != c.version(k) {
-		return
-	}
-	s := c.shard(k)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = make(map[idKey]idAnswer)
-	}
-	if _, known := s.m[k]; !known && len(s.m) >= idCachePerShard {
-		for old := range s.m { // iteration starts at a random place: a random victim
-			delete(s.m, old)
-			break
-		}
-	}
-	s.m[k] = a
 }
 
 // IDIndexHashes appends to dst the hashes under which coll's _id index has an entry of index
 // key key (an _id, encoded as the _id index encodes it), in the DB's latest committed state and
 // in index order. It reads the index once per _id and keeps the answer until a write of that
-// _id's entries (idCache); found is how many entries the answer holds.
+// _id's entries (idCache).
 func (db *DB) IDIndexHashes(coll CollID, key []byte, dst []uint64) ([]uint64, error) {
 	if db.closed.Load() {
 		return dst, ErrClosed
 	}
-	k := idKeyOf(coll, key)
+	var pb [96]byte
+	k := idKeyOf(append(appendIndexPrefix(pb[:0], coll, IDIndexID), key...))
 	if a, ok := db.ids.get(k); ok {
 		if a.found {
 			dst = append(dst, a.hash)
 		}
 		return dst, nil
 	}
-	version := db.ids.version(k) // before the read: see idCache
+	w, idle := db.ids.load(k) // before the read: see idCache
 	var eb [64]byte
 	it, err := newIndexIter(db.pdb, coll, IDIndexID, key, AppendKeyPrefixEnd(eb[:0], key), false)
 	if err != nil {
@@ -163,16 +69,164 @@ func (db *DB) IDIndexHashes(coll CollID, key []byte, dst []uint64) ([]uint64, er
 	if err != nil {
 		return dst[:start], err
 	}
-	if n := len(dst) - start; n <= 1 {
-		db.ids.put(k, idAnswer{version: version, hash: firstOr(dst[start:]), found: n == 1})
+	switch n := len(dst) - start; {
+	case !idle || n > 1:
+	case n == 1:
+		db.ids.put(k, w, idAnswer{hash: dst[start], found: true})
+	default:
+		db.ids.put(k, w, idAnswer{})
 	}
 	return dst, nil
 }
 
-// firstOr returns hs[0], or 0 when hs is empty.
-func firstOr(hs []uint64) uint64 {
-	if len(hs) == 0 {
-		return 0
+// idCache keeps the answers of _id lookups in a DB's latest state (the hash under which its _id
+// index holds an _id, or none), so that the next lookup of the same _id reads no index. An
+// answer is exact, never a hint: it is used only if no write of its _id's entries became
+// visible since it was read, and no read sees one batch's _ids half old, half new.
+//
+//   - Every write of an _id index entry goes through a Batch (SetIndex, DeleteIndex), which
+//     notes its stripe (one of idCacheStripes); a range deletion that may cover such entries
+//     notes all.
+//   - Around Pebble's apply of the batch (the moment all its writes become visible at once),
+//     Apply marks each noted stripe as being written (begin) and then bumps its generation and
+//     clears the mark (end). Each stripe's word holds both: the count of writes under way in
+//     its low 16 bits, the generation above.
+//   - A reader loads the words of the key's stripe and of all before it reads Pebble. It
+//     stores its answer with them only if no write was under way in either and neither word
+//     has changed since; it uses an answer only while no write is under way and both words
+//     are those the answer holds.
+//
+// So an answer read before a write became visible carries words older than those the write
+// leaves, and a reader that saw any key of a batch new finds the stripes of its other keys
+// either under way or moved on, and reads them from Pebble: new too. Writes are acknowledged
+// after Apply returns. Only lookups in the DB's latest state use the cache (DB.IDIndexHashes);
+// snapshots and transactions read the index.
+type idCache struct {
+	all    atomic.Uint64
+	words  [idCacheStripes]atomic.Uint64
+	shards [idCacheShards]idShard
+	// hits and misses count the reads answered from the cache and from Pebble.
+	hits, misses atomic.Int64
+}
+
+const (
+	// idCacheStripes is how many words split the keys: a write invalidates the answers of its
+	// stripe, a 4,096th of them.
+	idCacheStripes = 1 << 12
+	// idCacheShards is how many locks split the answers.
+	idCacheShards = 16
+	// writing is one write under way in a stripe's word; generation is one generation.
+	writing    = 1
+	generation = 1 << 16
+	underWay   = generation - 1
+)
+
+// idKey is the cache key of an _id (its index key prefix): a 128-bit hash. Two keys share one with a
+// probability of about n²/2¹²⁹ for n answers, far below that of a memory error, and a
+// fixed-size key keeps the map's entries small and its lookups free of allocations.
+type idKey xxh3.Uint128
+
+// idKeyOf is the cache key of Pebble key k.
+func idKeyOf(k []byte) idKey { return idKey(xxh3.Hash128(k)) }
+
+// stripe is the stripe of cache key k.
+func (k idKey) stripe() uint32 { return uint32(k.Lo % idCacheStripes) }
+
+// idShard is one lock's part of the answers.
+type idShard struct {
+	mu sync.Mutex
+	m  map[idKey]idEntry
+}
+
+// idEntry is an answer and the words it was read at.
+type idEntry struct {
+	word, all uint64
+	v         idAnswer
+}
+
+// idWords are the words a reader loaded before it read Pebble.
+type idWords struct{ word, all uint64 }
+
+// begin marks the noted stripes (and all, with all) as being written: before Pebble applies
+// the batch that noted them.
+func (c *idCache) begin(stripes []uint32, all bool) {
+	if all {
+		c.all.Add(writing)
 	}
-	return hs[0]
+	for _, s := range stripes {
+		c.words[s].Add(writing)
+	}
+}
+
+// end bumps the generations of the stripes begin marked and clears their marks: after Pebble
+// applied the batch, or failed to.
+func (c *idCache) end(stripes []uint32, all bool) {
+	for _, s := range stripes {
+		c.words[s].Add(generation - writing)
+	}
+	if all {
+		c.all.Add(generation - writing)
+	}
+}
+
+// load returns the words of k's stripe and of all, and whether no write is under way in
+// either: an answer read now may be stored.
+func (c *idCache) load(k idKey) (idWords, bool) {
+	w := idWords{c.words[k.stripe()].Load(), c.all.Load()}
+	return w, w.word&underWay == 0 && w.all&underWay == 0
+}
+
+// shard is the shard of cache key k.
+func (c *idCache) shard(k idKey) *idShard { return &c.shards[k.Hi%idCacheShards] }
+
+// get returns the current answer for cache key k, if the cache has one.
+func (c *idCache) get(k idKey) (v idAnswer, ok bool) {
+	s := c.shard(k)
+	s.mu.Lock()
+	a, ok := s.m[k]
+	s.mu.Unlock()
+	if !ok {
+		c.misses.Add(1)
+		return v, false
+	}
+	if w, idle := c.load(k); !idle || w.word != a.word || w.all != a.all {
+		c.misses.Add(1)
+		return v, false
+	}
+	c.hits.Add(1)
+	return a.v, true
+}
+
+// put stores v as the answer for cache key k, read by Pebble after words w were loaded (and
+// found idle). An answer already stale is dropped; a stale one that replaces a current one
+// only costs a miss. A full shard forgets a random answer for each it learns.
+func (c *idCache) put(k idKey, w idWords, v idAnswer) {
+	if now, idle := c.load(k); !idle || now != w {
+		return
+	}
+	s := c.shard(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = make(map[idKey]idEntry)
+	}
+	if _, known := s.m[k]; !known && len(s.m) >= idCacheAnswers/idCacheShards {
+		for old := range s.m { // iteration starts at a random place: a random victim
+			delete(s.m, old)
+			break
+		}
+	}
+	s.m[k] = idEntry{word: w.word, all: w.all, v: v}
+}
+
+// cached counts the answers the cache holds.
+func (c *idCache) cached() int {
+	n := 0
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		n += len(s.m)
+		s.mu.Unlock()
+	}
+	return n
 }
