@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -208,6 +209,10 @@ func (b *Batch) Apply(sync bool) error {
 	b.done = true
 	b.flushPending()
 	totals := b.writeStats()
+	if len(b.idStripes) > 1 { // once each: a stripe's count of writes under way is bounded
+		slices.Sort(b.idStripes)
+		b.idStripes = slices.Compact(b.idStripes)
+	}
 	b.db.ids.begin(b.idStripes, b.idAll) // the cached answers of the _ids written (idCache)
 	err := b.db.applyPebble(b.pb, sync)
 	if b.db.afterApply != nil {

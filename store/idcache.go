@@ -90,7 +90,9 @@ func (db *DB) IDIndexHashes(coll CollID, key []byte, dst []uint64) ([]uint64, er
 //   - Around Pebble's apply of the batch (the moment all its writes become visible at once),
 //     Apply marks each noted stripe as being written (begin) and then bumps its generation and
 //     clears the mark (end). Each stripe's word holds both: the count of writes under way in
-//     its low 16 bits, the generation above.
+//     its low 20 bits (a batch counts once per stripe, a connection applies one batch at a
+//     time, and a server takes at most --max-conns, 100,000, connections), the generation in
+//     the 44 above (they would wrap after 2⁴⁴ writes of one stripe's _ids, centuries).
 //   - A reader loads the words of the key's stripe and of all before it reads Pebble. It
 //     stores its answer with them only if no write was under way in either and neither word
 //     has changed since; it uses an answer only while no write is under way and both words
@@ -117,7 +119,7 @@ const (
 	idCacheShards = 16
 	// writing is one write under way in a stripe's word; generation is one generation.
 	writing    = 1
-	generation = 1 << 16
+	generation = 1 << 20
 	underWay   = generation - 1
 )
 
