@@ -108,28 +108,18 @@ func TestIDIndexHashesConcurrentWriters(t *testing.T) {
 		ids     = 8 // per writer: few, so that readers keep caching the ones being written
 		rounds  = 300
 	)
-	stop := make(chan struct{})
-	var readers sync.WaitGroup
-	for r := range 4 {
-		readers.Add(1)
-		go func() {
-			defer readers.Done()
-			rng := rand.New(rand.NewPCG(uint64(r), 1))
-			var dst []uint64
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				var err error
-				if dst, err = db.IDIndexHashes(coll, idN(rng.IntN(writers*ids)), dst[:0]); err != nil {
-					t.Error(err)
-					return
-				}
+	stopReaders := readUntilStopped(4, func(r int) func() bool {
+		rng := rand.New(rand.NewPCG(uint64(r), 1))
+		var dst []uint64
+		return func() bool {
+			var err error
+			if dst, err = db.IDIndexHashes(coll, idN(rng.IntN(writers*ids)), dst[:0]); err != nil {
+				t.Error(err)
+				return false
 			}
-		}()
-	}
+			return true
+		}
+	})
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)
 	for w := range writers {
@@ -170,8 +160,7 @@ func TestIDIndexHashesConcurrentWriters(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	close(stop)
-	readers.Wait()
+	stopReaders()
 	close(errs)
 	for err := range errs {
 		t.Error(err)
@@ -219,26 +208,16 @@ func TestIDIndexHashesBatchVisibleAtOnce(t *testing.T) {
 		}
 		return hs[0]
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				rx := round(x)
-				if ry := round(y); ry < rx {
-					t.Errorf("x at round %d, then y at round %d: the batch was seen half", rx, ry)
-					return
-				}
+	stopReaders := readUntilStopped(2, func(int) func() bool {
+		return func() bool {
+			rx := round(x)
+			if ry := round(y); ry < rx {
+				t.Errorf("x at round %d, then y at round %d: the batch was seen half", rx, ry)
+				return false
 			}
-		}()
-	}
+			return true
+		}
+	})
 	for i := uint64(1); i <= 400; i++ {
 		b := db.NewBatch()
 		for _, id := range [][]byte{x, y} {
@@ -255,9 +234,33 @@ func TestIDIndexHashesBatchVisibleAtOnce(t *testing.T) {
 			time.Sleep(50 * time.Microsecond) // a pause, in which readers fill the cache
 		}
 	}
-	close(stop)
-	wg.Wait()
+	stopReaders()
 	if db.ids.hits.Load() == 0 {
 		t.Error("no lookup was answered from the cache: the test tested the index alone")
 	}
+}
+
+// readUntilStopped starts n readers, reader r calling the function newReader(r) returns until
+// it returns false or the returned stop is called; stop waits for them.
+func readUntilStopped(n int, newReader func(r int) func() bool) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for r := range n {
+		read := newReader(r)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if !read() {
+					return
+				}
+			}
+		}()
+	}
+	return func() { close(done); wg.Wait() }
 }
