@@ -3,6 +3,7 @@ package match
 import (
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/cleavedb/cleave/bsonx"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -23,16 +24,8 @@ type Interval struct {
 // further).
 func (f *Filter) leafConjuncts(out []leaf, path string) []leaf {
 	for _, n := range f.conj {
-		var pn *pathNode
-		switch x := n.(type) {
-		case *pathNode:
-			pn = x
-		case *eqTopNode:
-			pn = &x.pathNode
-		default:
-			continue
-		}
-		if pn.path.dotted != path {
+		pn := conjPath(n)
+		if pn == nil || pn.path.dotted != path {
 			continue
 		}
 		switch pn.lf.(type) {
@@ -41,6 +34,53 @@ func (f *Filter) leafConjuncts(out []leaf, path string) []leaf {
 		}
 	}
 	return out
+}
+
+// conjPath returns the path node of conjunct n: n itself, or the node an {field: value}
+// fast path wraps; nil for any other node.
+func conjPath(n node) *pathNode {
+	switch x := n.(type) {
+	case *pathNode:
+		return x
+	case *eqTopNode:
+		return &x.pathNode
+	}
+	return nil
+}
+
+// BoundsExact reports whether the values within the bounds IntervalsNonMultikey gives for
+// path all match the filter (MongoDB's exact bounds): the filter is a conjunction of $eq,
+// $gt, $gte, $lt and $lte on the top-level field path alone, each with an operand whose type
+// bracket holds exactly the values it compares with (numbers but NaN, strings without a
+// collation, ObjectIds, booleans, dates, timestamps). A scan within those bounds of an index
+// on path that holds no array there reads only documents the filter matches, and need not
+// evaluate it; anything else (another field, $in, $ne, $expr, null, documents, a collation)
+// says false, and the filter is evaluated.
+func (f *Filter) BoundsExact(path string) bool {
+	if f.hasExpr || f.value != nil || f.coll != nil || len(f.conj) == 0 || strings.Contains(path, ".") {
+		return false
+	}
+	for _, n := range f.conj {
+		pn := conjPath(n)
+		if pn == nil {
+			return false
+		}
+		c, isCmp := pn.lf.(*cmpLeaf)
+		if pn.path.dotted != path || pn.mode != traverseLeaf || !isCmp || c.nan {
+			return false
+		}
+		switch c.op {
+		case opEQ, opGT, opGTE, opLT, opLTE:
+		default:
+			return false
+		}
+		switch bsonx.CanonicalRank(c.rhs.Type) {
+		case 10, 15, 35, 40, 45, 47: // numbers, strings, ObjectIds, booleans, dates, timestamps
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // Equalities reports the values that path is fixed to by the top-level conjunction:

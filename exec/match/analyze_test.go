@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
 )
 
 // ivString renders intervals as "[lo, hi)" lists for comparison.
@@ -177,6 +179,105 @@ func inIntervals(v bsoncore.Value, ivs []Interval) bool {
 	for _, iv := range ivs {
 		p := Interval{Lo: v, Hi: v, LoInclusive: true, HiInclusive: true}
 		if len(intersect([]Interval{iv}, []Interval{p})) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// TestBoundsExact checks which filters have exact bounds on a path.
+func TestBoundsExact(t *testing.T) {
+	for _, tc := range []struct {
+		filter, path string
+		want         bool
+	}{
+		{`{"a": {"$gte": 1, "$lt": 5}}`, "a", true},
+		{`{"a": 5}`, "a", true},
+		{`{"a": {"$gt": "k"}}`, "a", true},
+		{`{"a": {"$lte": {"$date": "2026-01-01T00:00:00Z"}}}`, "a", true},
+		{`{"$and": [{"a": {"$gt": 1}}, {"a": {"$lt": 9}}]}`, "a", true},
+		{`{"a": {"$gte": 1}, "b": 2}`, "a", false}, // another field
+		{`{"a": {"$gte": 1}}`, "b", false},         // another path
+		{`{"a.b": {"$gte": 1}}`, "a.b", false},     // dotted: arrays on the way
+		{`{"a": {"$in": [1, 2]}}`, "a", false},     // $in
+		{`{"a": {"$ne": 1}}`, "a", false},          // negation
+		{`{"a": null}`, "a", false},                // null matches missing
+		{`{"a": {"$gt": {"$numberDouble": "NaN"}}}`, "a", false},
+		{`{"a": {"$gte": {"x": 1}}}`, "a", false},      // documents
+		{`{"a": {"$gt": {"$minKey": 1}}}`, "a", false}, // MinKey crosses types
+		{`{"a": {"$exists": true}}`, "a", false},
+		{`{"a": {"$gt": 1}, "$nor": [{"a": 3}]}`, "a", false},
+		{`{"$or": [{"a": 1}, {"a": 2}]}`, "a", false},
+		{`{"a": {"$elemMatch": {"$gt": 1}}}`, "a", false},
+		{`{}`, "a", false},
+	} {
+		f, err := Compile(doc(t, tc.filter), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.BoundsExact(tc.path); got != tc.want {
+			t.Errorf("%s: BoundsExact(%q) = %v, want %v", tc.filter, tc.path, got, tc.want)
+		}
+	}
+}
+
+// TestBoundsExactAgreesWithMatch: for every filter of one or two comparisons on a whose
+// bounds are exact, a value of a (not an array: the index holds none) lies within the bounds
+// IntervalsNonMultikey gives exactly when the filter matches the document, over values of
+// every type that a comparison can meet, a missing field included.
+func TestBoundsExactAgreesWithMatch(t *testing.T) {
+	values := []string{`-5`, `0`, `{"$numberDouble": "-0.0"}`, `2`, `2.5`, `{"$numberLong": "9007199254740993"}`,
+		`{"$numberDecimal": "2.50"}`, `{"$numberDecimal": "2.5000000000000000001"}`, `{"$numberDouble": "NaN"}`,
+		`{"$numberDouble": "Infinity"}`, `{"$numberDouble": "-Infinity"}`, `""`, `"a"`, `"ab"`, `"b"`,
+		`{"$date": "2026-01-01T00:00:00Z"}`, `{"$date": "2026-06-01T00:00:00Z"}`, `true`, `false`,
+		`{"$oid": "650000000000000000000001"}`, `{"$oid": "650000000000000000000002"}`,
+		`{"$timestamp": {"t": 5, "i": 1}}`, `null`, `{"x": 1}`, `{"$binary": {"base64": "", "subType": "00"}}`,
+		`{"$minKey": 1}`, `{"$maxKey": 1}`}
+	ops := []string{"$eq", "$gt", "$gte", "$lt", "$lte"}
+	var filters []string
+	for _, op := range ops {
+		for _, v := range values {
+			filters = append(filters, fmt.Sprintf(`{"a": {%q: %s}}`, op, v))
+			for _, op2 := range ops[1:] {
+				for _, v2 := range []string{`3`, `"az"`, `{"$date": "2026-03-01T00:00:00Z"}`} {
+					filters = append(filters, fmt.Sprintf(`{"a": {%q: %s, %q: %s}}`, op, v, op2, v2))
+				}
+			}
+		}
+	}
+	docs := []bsoncore.Document{doc(t, `{"b": 1}`)} // a missing
+	for _, v := range values {
+		docs = append(docs, doc(t, `{"a": `+v+`}`))
+	}
+	exact := 0
+	for _, fs := range filters {
+		f, err := Compile(doc(t, fs), nil)
+		if err != nil || !f.BoundsExact("a") {
+			continue
+		}
+		exact++
+		iv, ok := f.IntervalsNonMultikey("a")
+		if !ok {
+			t.Fatalf("%s: exact, but no bounds", fs)
+		}
+		for _, d := range docs {
+			v, err := d.LookupErr("a")
+			in := err == nil && withinIntervals(v, iv)
+			if m := f.Match(d); m != in {
+				t.Errorf("%s on %s: matches %v, within the bounds %s %v", fs, d, m, ivString(iv), in)
+			}
+		}
+	}
+	if exact < 100 {
+		t.Fatalf("only %d filters had exact bounds: the test tested little", exact)
+	}
+}
+
+// withinIntervals reports whether v lies in one of ivs (bsonx.Compare, the index's order).
+func withinIntervals(v bsoncore.Value, ivs []Interval) bool {
+	for _, iv := range ivs {
+		lo, hi := bsonx.Compare(v, iv.Lo), bsonx.Compare(v, iv.Hi)
+		if (lo > 0 || lo == 0 && iv.LoInclusive) && (hi < 0 || hi == 0 && iv.HiInclusive) {
 			return true
 		}
 	}

@@ -58,6 +58,9 @@ type ShardStream struct {
 	admitted float64
 	started  bool
 	refused  bool // a budget refused the stream: it read nothing and costs nothing
+	// exact: the plan's index bounds hold only documents the filter matches (filterExact),
+	// which examine then counts without evaluating it.
+	exact bool
 
 	pos int // next partition (scan), range (index) or id (ids)
 	// idIt walks the _id index entries of the _id last taken by a point plan whose hash the
@@ -131,6 +134,7 @@ func (g *Engine) initShardStream(ss *ShardStream, ci *catalog.Coll, p *Plan, f *
 		}
 	}
 	ss.Stats.Point = p.Kind == PlanIDs
+	ss.exact = filterExact(ci, p, f)
 	ss.Stats.Partitions = countDistinct(ss.parts)
 	db := g.shardList()[s]
 	if _, ok := catalog.RemoteNode(db); ok && g.opts.Remote != nil {
@@ -147,6 +151,22 @@ func (g *Engine) initShardStream(ss *ShardStream, ci *catalog.Coll, p *Plan, f *
 	}
 	ss.r, ss.snap = snap, snap
 	return nil
+}
+
+// filterExact reports whether the documents plan p reads within its index bounds all match f,
+// so that the stream need not evaluate f on them: the bounds are those of f on the first
+// field of an ordered index that has never held an array there, without a collation, and f
+// constrains that field alone, in ways its bounds express exactly (match.Filter.BoundsExact:
+// a $match of a readingTime window, evaluated on every document fetched, was 13% of agg's
+// CPU on 2 shards). Clipping the bounds (min, max) or restricting the hashes keeps them
+// exact; the plan is made again when the index turns multikey before the read (planAndRead).
+func filterExact(ci *catalog.Coll, p *Plan, f *match.Filter) bool {
+	xi := p.Index
+	if p.Kind != PlanIndex || xi == nil || p.Wildcard != nil || ci.TS != nil || xi.Hashed ||
+		xi.Geo != nil || xi.Wildcard != nil || xi.Collation != nil || len(xi.Fields) == 0 || xi.IsMultikey(0) {
+		return false
+	}
+	return f.BoundsExact(xi.Fields[0].Path)
 }
 
 // Prefetching reports whether the stream reads ahead in its own goroutine.
@@ -518,7 +538,10 @@ func (ss *ShardStream) fetchExact(hash uint64, id []byte) (doc bsoncore.Document
 func (ss *ShardStream) examine(doc bsoncore.Document) (bool, error) {
 	ss.Stats.DocsExamined++
 	ss.Stats.BytesRead += int64(len(doc))
-	ok, err := ss.f.MatchErr(doc)
+	ok, err := true, error(nil)
+	if !ss.exact {
+		ok, err = ss.f.MatchErr(doc)
+	}
 	if ok && err == nil {
 		ss.Stats.Returned++
 		ss.Stats.BytesReturned += int64(len(doc))
