@@ -124,6 +124,18 @@ func TestFindByIDShardedOnAnotherField(t *testing.T) {
 		} else if got != first {
 			t.Errorf("explain: %v, then %v", first, got)
 		}
+		// Per shard: both read, one key each; the one that holds _id 3 read its document.
+		var perShard [][3]int64
+		for _, s := range shardM(stats["executionStages"])["shards"].(bson.A) {
+			m := shardM(s)
+			perShard = append(perShard, [3]int64{asInt64(m["nReturned"]), asInt64(m["totalKeysExamined"]), asInt64(m["totalDocsExamined"])})
+		}
+		if len(perShard) == 2 && perShard[0][0] == 0 {
+			perShard[0], perShard[1] = perShard[1], perShard[0]
+		}
+		if want := [][3]int64{{1, 1, 1}, {0, 1, 0}}; fmt.Sprint(perShard) != fmt.Sprint(want) {
+			t.Errorf("explain %d per shard: returned, keys and documents examined %v; want %v", i, perShard, want)
+		}
 	}
 
 	fams := scrape(t, srv)

@@ -222,15 +222,3 @@ func (c *idCache) put(k idKey, w idWords, v idAnswer) {
 	}
 	s.m[k] = idEntry{word: w.word, all: w.all, v: v}
 }
-
-// cached counts the answers the cache holds.
-func (c *idCache) cached() int {
-	n := 0
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		n += len(s.m)
-		s.mu.Unlock()
-	}
-	return n
-}

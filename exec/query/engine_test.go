@@ -228,6 +228,32 @@ func TestOpenMultikeyBounds(t *testing.T) {
 	}
 }
 
+// TestOpenExactBoundsExamines: a range on a non-multikey index whose bounds are exact reads
+// each key and document once and returns them all without evaluating the filter; a conjunct
+// on another field makes the stream evaluate it, over the same keys and documents.
+func TestOpenExactBoundsExamines(t *testing.T) {
+	f := newColl(t, 1, 0, docsOf(100)) // a: i%10, c: i
+	for _, tc := range []struct {
+		filter                  string
+		keys, examined, matched int64
+	}{
+		{`{"a": {"$gte": 3, "$lt": 5}}`, 20, 20, 20},
+		{`{"a": {"$gte": 3, "$lt": 5}, "c": {"$lt": 50}}`, 20, 20, 10},
+	} {
+		docs, p, shards := f.open(t, tc.filter, "", 0)
+		st := shards[0].Stats
+		got := [4]int64{int64(len(docs)), st.KeysExamined, st.DocsExamined, st.Returned}
+		if want := [4]int64{tc.matched, tc.keys, tc.examined, tc.matched}; p.Kind != query.PlanIndex || got != want {
+			t.Errorf("%s: plan %v; documents, keys, examined, returned %v; want an index plan and %v", tc.filter, p.Kind, got, want)
+		}
+		for _, d := range docs {
+			if a := d.Lookup("a").Int32(); a < 3 || a >= 5 {
+				t.Errorf("%s returned %s", tc.filter, d)
+			}
+		}
+	}
+}
+
 // TestOpenShardKeyHashes: a filter that fixes the shard key reads only the documents of its
 // hashes, not the whole partition, and a point read with the shard key needs no _id index
 // lookup; the stream's charge follows what it examined.
