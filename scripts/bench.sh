@@ -2,7 +2,8 @@
 # bench.sh: issue 13's whole benchmark table in one go, then the README's table from the
 # result files (scripts/benchtable; generated, not edited).
 #
-#   fake server (mbench limit):  ping, c, a at 32 threads
+#   fake server (mbench limit):  ping, c, a at 32 threads, insert at 8 and 32 (what the
+#   driver alone can send: the ceiling of any server's insert figures on this machine)
 #   --shards 1, and --shards 2 with the collection sharded on hashed deviceId, each loaded
 #   with RECORDS 1 KiB documents and the indexes readingTime, metricValue,
 #   deviceId+readingTime:  ping 32, c 32, a 32, agg 8 and 32, sortx 8, insert 8 and 32
@@ -83,6 +84,9 @@ for round in $(seq "$ROUNDS"); do
 	sleep 1
 	for w in ping c a; do
 		run "$OUT/fake/limit" "$LPID" $w 32 mongodb://127.0.0.1:$LIMIT_PORT "$round"
+	done
+	for t in 8 32; do
+		run "$OUT/fake/limit" "$LPID" insert $t mongodb://127.0.0.1:$LIMIT_PORT "$round"
 	done
 	kill "$LPID"
 	wait "$LPID" 2>/dev/null || true
