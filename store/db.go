@@ -127,6 +127,18 @@ const (
 	indexBlockSize = 256 << 10
 )
 
+// l0CompactionConcurrency is the depth of L0, in sublevels, per extra concurrent compaction
+// (Pebble's default is 10). A compaction of L0 starts at 4 sublevels (Pebble's
+// L0CompactionThreshold) and writes stop at 12 (L0StopWritesThreshold): a second compaction
+// from 10 comes too late. Measured with mbench insert (insertMany of 100 1 KiB documents, 32
+// threads, 60 s, one shard, alternating runs): with one compaction, writes stopped 12 and 18
+// times and the slowest insertMany took 0.92 and 1.38 s, for 75,010 and 70,140 documents/s;
+// with up to two from 4 sublevels, they stopped 4 and 2 times, the slowest took 0.64 and
+// 0.25 s, for 63,957 and 67,070 documents/s: the compaction work the first deferred (its L0
+// held 680 tables, 2.4 GB, at the end of such a minute; 45, 160 MB, with two) is done while
+// it is due.
+const l0CompactionConcurrency = 4
+
 // pebbleOptions translates opts into Pebble's options.
 func pebbleOptions(opts *Options, fsys vfs.FS, lock *pebble.Lock, logger *zap.Logger, events *eventCounters) *pebble.Options {
 	po := &pebble.Options{
@@ -148,6 +160,9 @@ func pebbleOptions(opts *Options, fsys vfs.FS, lock *pebble.Lock, logger *zap.Lo
 	// tables written with Snappy stay readable. Compression left off saved no CPU there and
 	// wrote 18% more bytes.
 	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionFastest })
+	// One compaction while L0 stays shallow, more as it deepens (Options.CompactionConcurrency).
+	po.CompactionConcurrencyRange = func() (int, int) { return 1, opts.CompactionConcurrency }
+	po.Experimental.L0CompactionConcurrency = l0CompactionConcurrency
 	for i := range po.Levels {
 		po.Levels[i].BlockSize = dataBlockSize
 		po.Levels[i].IndexBlockSize = indexBlockSize

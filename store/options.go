@@ -33,6 +33,9 @@ const (
 	// DefaultDiskCheckInterval is how old a reading of the free space may get before a
 	// write reads it again (MongoDB's disk space monitor reads it every second).
 	DefaultDiskCheckInterval = time.Second
+	// DefaultCompactionConcurrency is the most compactions a DB runs at once when it falls
+	// behind; see Options.CompactionConcurrency.
+	DefaultCompactionConcurrency = 2
 )
 
 // Options configures one DB. The zero value plus a Dir is valid after EnsureDefaults.
@@ -72,6 +75,13 @@ type Options struct {
 	// DiskCheckInterval is how old a reading of the free space may get; 0 means
 	// DefaultDiskCheckInterval.
 	DiskCheckInterval time.Duration
+	// CompactionConcurrency is the most compactions the DB runs at once. It runs one while it
+	// keeps up, and one more for every l0CompactionConcurrency sublevels of L0 (the tables
+	// flushed and not yet compacted, each of which a point read may visit) or every GiB of
+	// compaction debt, up to this. 0 means DefaultCompactionConcurrency. With one (Pebble's
+	// default), a sustained insertMany load piled up L0 until Pebble stopped writes, 12 to 18
+	// times a minute (issue 13; db.go).
+	CompactionConcurrency int
 	// NoSyncPacing turns group commit pacing off (syncpace.go): every WAL sync starts as
 	// soon as the previous one ends. For comparisons; it changes no guarantee.
 	NoSyncPacing bool
@@ -108,6 +118,9 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.DiskCheckInterval == 0 {
 		o.DiskCheckInterval = DefaultDiskCheckInterval
 	}
+	if o.CompactionConcurrency == 0 {
+		o.CompactionConcurrency = DefaultCompactionConcurrency
+	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
@@ -126,6 +139,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: Options.MemTableSize %d not in [1 MiB, 4 GiB)", ErrInvalid, o.MemTableSize)
 	case o.MemTables < 2:
 		return fmt.Errorf("%w: Options.MemTables %d is below 2", ErrInvalid, o.MemTables)
+	case o.CompactionConcurrency < 1:
+		return fmt.Errorf("%w: Options.CompactionConcurrency %d is below 1", ErrInvalid, o.CompactionConcurrency)
 	case o.DiskReservePercent >= 100:
 		return fmt.Errorf("%w: Options.DiskReservePercent %v is not below 100", ErrInvalid, o.DiskReservePercent)
 	case o.Logger == nil:

@@ -91,3 +91,15 @@ func TestConfigGCPercent(t *testing.T) {
 		t.Fatal("a negative --gc-percent was accepted")
 	}
 }
+
+// TestCompactionConcurrency: each shard's store may run as many compactions at once as the
+// cores shared between the shards, and at least two.
+func TestCompactionConcurrency(t *testing.T) {
+	for _, tc := range []struct{ cores, shards, want int }{
+		{2, 1, 2}, {2, 2, 2}, {1, 1, 2}, {8, 1, 8}, {8, 2, 4}, {8, 16, 2}, {4, 0, 4},
+	} {
+		if got := compactionConcurrency(tc.cores, tc.shards); got != tc.want {
+			t.Errorf("compactionConcurrency(%d cores, %d shards) = %d, want %d", tc.cores, tc.shards, got, tc.want)
+		}
+	}
+}

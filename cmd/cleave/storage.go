@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,7 +57,8 @@ func openStorage(cfg *Config, listen net.Addr, logger *zap.Logger) (*exec.Storag
 		dir := filepath.Join(cfg.Dir, "shard-"+strconv.Itoa(i))
 		db, err := store.Open(store.Options{
 			Dir: dir, Cache: cache, MemTableSize: uint64(cfg.MemTableSize()), NoSyncPacing: !cfg.SyncPacing,
-			DiskReserve: storeReserve(cfg.DiskReserve), DiskReservePercent: storeReserve(cfg.DiskReservePercent),
+			CompactionConcurrency: compactionConcurrency(runtime.GOMAXPROCS(0), cfg.Shards),
+			DiskReserve:           storeReserve(cfg.DiskReserve), DiskReservePercent: storeReserve(cfg.DiskReservePercent),
 			Logger: logger.Named("store").With(zap.Int("shard", i)),
 		})
 		if err != nil {
@@ -122,4 +124,12 @@ func unwrapPathErr(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// compactionConcurrency is the most compactions each of shards stores runs at once when it
+// falls behind (store.Options.CompactionConcurrency): the cores shared between the shards, and
+// at least store.DefaultCompactionConcurrency, so that one shard's L0 can always be drained by
+// a second compaction.
+func compactionConcurrency(cores, shards int) int {
+	return max(store.DefaultCompactionConcurrency, cores/max(shards, 1))
 }
