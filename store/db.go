@@ -127,18 +127,6 @@ const (
 	indexBlockSize = 256 << 10
 )
 
-// l0CompactionConcurrency is the depth of L0, in sublevels, per extra concurrent compaction
-// (Pebble's default is 10). A compaction of L0 starts at 4 sublevels (Pebble's
-// L0CompactionThreshold) and writes stop at 12 (L0StopWritesThreshold): a second compaction
-// from 10 comes too late. Measured with mbench insert (insertMany of 100 1 KiB documents, 32
-// threads, 60 s, one shard, alternating runs): with one compaction, writes stopped 12 and 18
-// times and the slowest insertMany took 0.92 and 1.38 s, for 75,010 and 70,140 documents/s;
-// with up to two from 4 sublevels, they stopped 4 and 2 times, the slowest took 0.64 and
-// 0.25 s, for 63,957 and 67,070 documents/s: the compaction work the first deferred (its L0
-// held 680 tables, 2.4 GB, at the end of such a minute; 45, 160 MB, with two) is done while
-// it is due.
-const l0CompactionConcurrency = 4
-
 // pebbleOptions translates opts into Pebble's options.
 func pebbleOptions(opts *Options, fsys vfs.FS, lock *pebble.Lock, logger *zap.Logger, events *eventCounters) *pebble.Options {
 	po := &pebble.Options{
@@ -160,9 +148,17 @@ func pebbleOptions(opts *Options, fsys vfs.FS, lock *pebble.Lock, logger *zap.Lo
 	// tables written with Snappy stay readable. Compression left off saved no CPU there and
 	// wrote 18% more bytes.
 	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionFastest })
-	// One compaction while L0 stays shallow, more as it deepens (Options.CompactionConcurrency).
+	// One compaction while the DB keeps up; one more for every 10 sublevels of L0 or GiB of
+	// compaction debt (Pebble's defaults), up to Options.CompactionConcurrency. Measured with
+	// mbench insert (insertMany of 100 1 KiB documents, 32 threads, 60 s, one shard, two
+	// alternating runs each): with one compaction (Pebble's default) writes stopped 11 and 9
+	// times, the slowest insertMany took 2.0 and 2.2 s, and L0 held 680 tables (2.4 GB) at the
+	// end of such a minute; with up to two, 0 and 3 times, 0.46 s (and 79 tables, 262 MB, at the
+	// end of a third run), for 59,605 and 61,105 documents/s against 64,497 and 60,330: the compactions the first
+	// deferred are done while they are due. A second compaction from 4 sublevels instead of 10
+	// stopped writes as often, and cost the 10 s runs of the benchmark table up to a fifth more
+	// CPU per operation (the compactions of the load they follow).
 	po.CompactionConcurrencyRange = func() (int, int) { return 1, opts.CompactionConcurrency }
-	po.Experimental.L0CompactionConcurrency = l0CompactionConcurrency
 	for i := range po.Levels {
 		po.Levels[i].BlockSize = dataBlockSize
 		po.Levels[i].IndexBlockSize = indexBlockSize

@@ -76,11 +76,10 @@ type Options struct {
 	// DefaultDiskCheckInterval.
 	DiskCheckInterval time.Duration
 	// CompactionConcurrency is the most compactions the DB runs at once. It runs one while it
-	// keeps up, and one more for every l0CompactionConcurrency sublevels of L0 (the tables
-	// flushed and not yet compacted, each of which a point read may visit) or every GiB of
-	// compaction debt, up to this. 0 means DefaultCompactionConcurrency. With one (Pebble's
-	// default), a sustained insertMany load piled up L0 until Pebble stopped writes, 12 to 18
-	// times a minute (issue 13; db.go).
+	// keeps up, and one more for every 10 sublevels of L0 (the tables flushed and not yet
+	// compacted, each of which a point read may visit) or GiB of compaction debt, up to this.
+	// 0 means DefaultCompactionConcurrency. With one (Pebble's default), a sustained insertMany
+	// load piled up L0 until Pebble stopped writes, 12 to 18 times a minute (issue 13; db.go).
 	CompactionConcurrency int
 	// NoSyncPacing turns group commit pacing off (syncpace.go): every WAL sync starts as
 	// soon as the previous one ends. For comparisons; it changes no guarantee.
