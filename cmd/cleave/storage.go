@@ -57,9 +57,9 @@ func openStorage(cfg *Config, listen net.Addr, logger *zap.Logger) (*exec.Storag
 		dir := filepath.Join(cfg.Dir, "shard-"+strconv.Itoa(i))
 		db, err := store.Open(store.Options{
 			Dir: dir, Cache: cache, MemTableSize: uint64(cfg.MemTableSize()), NoSyncPacing: !cfg.SyncPacing,
+			DiskReserve: storeReserve(cfg.DiskReserve), DiskReservePercent: storeReserve(cfg.DiskReservePercent),
 			CompactionConcurrency: compactionConcurrency(runtime.GOMAXPROCS(0), cfg.Shards),
-			DiskReserve:           storeReserve(cfg.DiskReserve), DiskReservePercent: storeReserve(cfg.DiskReservePercent),
-			Logger: logger.Named("store").With(zap.Int("shard", i)),
+			Logger:                logger.Named("store").With(zap.Int("shard", i)),
 		})
 		if err != nil {
 			_ = closeAll()
