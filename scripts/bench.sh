@@ -6,7 +6,9 @@
 #   driver alone can send: the ceiling of any server's insert figures on this machine)
 #   --shards 1, and --shards 2 with the collection sharded on hashed deviceId, each loaded
 #   with RECORDS 1 KiB documents and the indexes readingTime, metricValue,
-#   deviceId+readingTime:  ping 32, c 32, a 32, agg 8 and 32, sortx 8, insert 8 and 32
+#   deviceId+readingTime:  ping 32, c 32, a 32, agg 8 and 32, sortx 8, insert 8 and 32, then
+#   insert at 32 for SUSTAINED (the "sustained" row: a 10 s insert ends before compactions
+#   catch up, so it flatters whatever defers them)
 #   mbench pebble: raw Pebble's batched ingest, the storage ceiling
 #
 # Every run measures the server's CPU per op and RSS (mbench -pid). BINS names the binaries
@@ -16,7 +18,8 @@
 # medians per label.
 #
 # Usage: scripts/bench.sh [-short]        -short: 10,000 records, 3 s per run, to try it
-#   env: OUT (/tmp/cleave-bench), ROUNDS (1), RECORDS (100000), DURATION (10s), BINS,
+#   env: OUT (/tmp/cleave-bench), ROUNDS (1), RECORDS (100000), DURATION (10s), SUSTAINED (60s;
+#        0 skips it), BINS,
 #        README=1 rewrites README.md's table between <!-- bench:begin/end --> markers,
 #        PPROF=DIR saves a 5 s CPU profile of the server during every run into DIR.
 # Needs: go, ../shared/bench (mbench).
@@ -27,9 +30,11 @@ OUT=${OUT:-/tmp/cleave-bench}
 ROUNDS=${ROUNDS:-1}
 RECORDS=${RECORDS:-100000}
 DURATION=${DURATION:-10s}
+SUSTAINED=${SUSTAINED:-60s}
 if [ "${1:-}" = "-short" ]; then
 	RECORDS=10000
 	DURATION=3s
+	SUSTAINED=6s
 fi
 freeport() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 LIMIT_PORT=${LIMIT_PORT:-$(freeport)}
@@ -63,8 +68,8 @@ start() { # start BIN SHARDS: a fresh server on a free port; sets PID and URI
 }
 stop() { kill "$PID"; wait "$PID" || true; PID=; }
 
-run() { # run DIR PID WORKLOAD THREADS URI ROUND
-	local name=$3-t$4-r$6 prof= cpid=
+run() { # run DIR PID WORKLOAD THREADS URI ROUND [ROW DURATION]: ROW names the result file
+	local name=${7:-$3}-t$4-r$6 prof= cpid=
 	mkdir -p "$1"
 	if [ -n "${PPROF:-}" ] && [ -s "$OUT/http-addr" ] && [ "$2" = "$PID" ]; then
 		mkdir -p "$PPROF"
@@ -72,7 +77,7 @@ run() { # run DIR PID WORKLOAD THREADS URI ROUND
 		(sleep 3 && curl -s -o "$prof" "http://$(cat "$OUT/http-addr")/debug/pprof/profile?seconds=5") &
 		cpid=$!
 	fi
-	"$MB" run -uri "$5" -workload "$3" -threads "$4" -duration "$DURATION" -records "$RECORDS" \
+	"$MB" run -uri "$5" -workload "$3" -threads "$4" -duration "${8:-$DURATION}" -records "$RECORDS" \
 		-pid "$2" -label "$name" -out "$1/$name.json" >"$1/$name.txt"
 	[ -n "$cpid" ] && wait "$cpid"
 	awk -v n="$name" '/^ +[a-z]+ +[0-9]+ /||/^server /{print n": "$0}' "$1/$name.txt"
@@ -111,6 +116,9 @@ for round in $(seq "$ROUNDS"); do
 			run "$dir" "$PID" sortx 8 "$URI" "$round"
 			run "$dir" "$PID" insert 8 "$URI" "$round"
 			run "$dir" "$PID" insert 32 "$URI" "$round"
+			if [ "$SUSTAINED" != 0 ]; then
+				run "$dir" "$PID" insert 32 "$URI" "$round" sustained "$SUSTAINED"
+			fi
 			stop
 		done
 	done

@@ -8,9 +8,13 @@ import (
 
 // rows is the table, in its order.
 var rows = []key{
-	{"ping", 32}, {"c", 32}, {"a", 32}, {"insert", 8}, {"insert", 32},
+	{"ping", 32}, {"c", 32}, {"a", 32}, {"insert", 8}, {"insert", 32}, {"sustained", 32},
 	{"agg", 8}, {"agg", 32}, {"sortx", 8},
 }
+
+// rowNames are the first cells of rows whose result files are not named after their workload:
+// "sustained" is the insert workload run for longer (scripts/bench.sh's SUSTAINED).
+var rowNames = map[string]string{"sustained": "insert, sustained"}
 
 // aggSpan is the number of readings one agg op's $match selects (mbench's aggSpan), so that
 // its CPU per op converts to CPU per document examined.
@@ -28,7 +32,11 @@ func render(rs *results) string {
 		if rs.runs[k] == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "| %s, %d |", k.workload, k.threads)
+		name := k.workload
+		if n, ok := rowNames[name]; ok {
+			name = n
+		}
+		fmt.Fprintf(&b, "| %s, %d |", name, k.threads)
 		for _, c := range rs.columns {
 			fmt.Fprintf(&b, " %s |", cell(k, rs.runs[k][c]))
 		}
@@ -98,7 +106,7 @@ func cell(k key, rounds []run) string {
 			return r.Server.RSSMaxKB / 1024
 		}))
 	}
-	if k.workload == "insert" {
+	if k.workload == "insert" || k.workload == "sustained" {
 		parts = append(parts, thousands(pick(func(r run) float64 { return r.Total.DocsPerSec }))+" docs/s")
 	} else {
 		parts = append(parts, thousands(pick(func(r run) float64 { return r.Total.OpsPerSec }))+" ops/s")
@@ -108,7 +116,7 @@ func cell(k key, rounds []run) string {
 		switch k.workload {
 		case "agg":
 			parts = append(parts, fmt.Sprintf("%.2f µs CPU/doc examined", cpu/aggSpan))
-		case "insert", "sortx":
+		case "insert", "sustained", "sortx":
 			parts = append(parts, fmt.Sprintf("%s µs CPU/op", thousands(cpu)))
 		default:
 			parts = append(parts, fmt.Sprintf("%.1f µs CPU/op", cpu))
