@@ -31,18 +31,9 @@ func TestCompactionConcurrency(t *testing.T) {
 // returns the most that ran at once.
 func compactionPeak(t *testing.T, limit int) int {
 	t.Helper()
-	mem := vfs.NewMem()
-	opts := Options{Dir: "db", FS: mem, CacheSize: 8 << 20, MemTableSize: 1 << 20, CompactionConcurrency: limit}
-	opts.EnsureDefaults()
-	if err := mem.MkdirAll(opts.Dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	lock, err := pebble.LockDirectory(opts.Dir, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := Options{Dir: "db", FS: vfs.NewMem(), CacheSize: 8 << 20, MemTableSize: 1 << 20, CompactionConcurrency: limit}
+	po, lock := rawPebbleOptions(t, &opts)
 	defer closeT(t, lock)
-	po := pebbleOptions(&opts, mem, lock, opts.Logger, &eventCounters{})
 	// Pebble adds a compaction for every 10 L0 sublevels; from 2 here, so that a few MiB of
 	// writes reach it. What is tested is the limit.
 	po.Experimental.L0CompactionConcurrency = 2

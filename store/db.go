@@ -149,15 +149,12 @@ func pebbleOptions(opts *Options, fsys vfs.FS, lock *pebble.Lock, logger *zap.Lo
 	// wrote 18% more bytes.
 	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionFastest })
 	// One compaction while the DB keeps up; one more for every 10 sublevels of L0 or GiB of
-	// compaction debt (Pebble's defaults), up to Options.CompactionConcurrency. Measured with
-	// mbench insert (insertMany of 100 1 KiB documents, 32 threads, 60 s, one shard, two
-	// alternating runs each): with one compaction (Pebble's default) writes stopped 11 and 9
-	// times, the slowest insertMany took 2.0 and 2.2 s, and L0 held 680 tables (2.4 GB) at the
-	// end of such a minute; with up to two, 0 and 3 times, 0.46 s (and 79 tables, 262 MB, at the
-	// end of a third run), for 59,605 and 61,105 documents/s against 64,497 and 60,330: the compactions the first
-	// deferred are done while they are due. A second compaction from 4 sublevels instead of 10
-	// stopped writes as often, and cost the 10 s runs of the benchmark table up to a fifth more
-	// CPU per operation (the compactions of the load they follow).
+	// compaction debt (Pebble's defaults), up to Options.CompactionConcurrency. mbench insert
+	// (insertMany of 100 1 KiB documents, 32 threads, 60 s, one shard, alternating runs): with
+	// one compaction, Pebble's default, writes stopped 11 and 9 times and the slowest insertMany
+	// took 2.0 and 2.2 s (L0 reached 680 tables, 2.4 GB); with up to two, 0 and 3 times and
+	// 0.46 s, for 3% fewer documents/s (60,355 against 62,414, the compactions being done while
+	// they are due). From 4 sublevels instead of 10 it stopped writes as often.
 	po.CompactionConcurrencyRange = func() (int, int) { return 1, opts.CompactionConcurrency }
 	for i := range po.Levels {
 		po.Levels[i].BlockSize = dataBlockSize

@@ -16,15 +16,7 @@ func TestOpenOldBlockLayout(t *testing.T) {
 	const docs, docSize = 2000, 1024
 	mem := vfs.NewMem()
 	opts := Options{Dir: "db", FS: mem, CacheSize: 8 << 20, MemTableSize: 4 << 20}
-	opts.EnsureDefaults()
-	if err := mem.MkdirAll(opts.Dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	lock, err := pebble.LockDirectory(opts.Dir, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	po := pebbleOptions(&opts, mem, lock, opts.Logger, &eventCounters{})
+	po, lock := rawPebbleOptions(t, &opts)
 	for i := range po.Levels {
 		po.Levels[i].BlockSize = 4 << 10
 		po.Levels[i].IndexBlockSize = 4 << 10

@@ -5,6 +5,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -23,6 +24,22 @@ func openOn(t testing.TB, fs vfs.FS, dir string) *DB {
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	return db
+}
+
+// rawPebbleOptions fills opts' defaults, locks opts.Dir on opts.FS (creating it) and returns
+// the Pebble options a DB would open with (pebbleOptions) and the lock, for tests that open
+// Pebble directly to change an option or watch its events. The caller closes the lock.
+func rawPebbleOptions(t testing.TB, opts *Options) (*pebble.Options, *pebble.Lock) {
+	t.Helper()
+	opts.EnsureDefaults()
+	if err := opts.FS.MkdirAll(opts.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := pebble.LockDirectory(opts.Dir, opts.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pebbleOptions(opts, opts.FS, lock, opts.Logger, &eventCounters{}), lock
 }
 
 // closeT closes c and fails the test if that fails: pebble reports iteration errors and
