@@ -24,8 +24,8 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden files under te
 // access path, the shards and partitions read, the keys and documents examined and the
 // documents returned are a query's contract as much as its results (Vitess keeps its plans
 // in planbuilder/testdata the same way). "u" is unsharded, "s" sharded on hashed k over two
-// shards; both hold 200 documents {_id: i, k: i%20, a: i%50, b: i%7, c: i} and indexes a and
-// b+c.
+// shards; both hold 200 documents {_id: i, k: i%20, a: i%50, b: i%7, c: i, n: "n<i, 3 digits>",
+// t: [i%10, i%10+1]} and indexes a, b+c, n and t (multikey).
 var explainCases = []struct{ name, cmd string }{
 	{"id-point", `{"find": "u", "filter": {"_id": 7}}`},
 	{"id-in", `{"find": "u", "filter": {"_id": {"$in": [3, 4, 500]}}}`},
@@ -52,6 +52,13 @@ var explainCases = []struct{ name, cmd string }{
 	{"count-index", `{"count": "u", "query": {"a": 3}}`},
 	{"distinct", `{"distinct": "u", "key": "b", "query": {"a": {"$lt": 2}}}`},
 	{"agg-group-split", `{"aggregate": "s", "pipeline": [{"$match": {"c": {"$gte": 100}}}, {"$group": {"_id": "$b", "n": {"$sum": 1}}}, {"$sort": {"_id": 1}}], "cursor": {}}`},
+	// A regex with a literal prefix reads the strings that start with it (MongoDB's simple
+	// regex bounds); an unanchored one cannot, and scans.
+	{"index-regex-prefix", `{"find": "u", "filter": {"n": {"$regex": "^n01"}}}`},
+	{"regex-unanchored", `{"find": "u", "filter": {"n": {"$regex": "01"}}}`},
+	// $elemMatch on values: its operators apply to one element, so their bounds intersect on
+	// a multikey index ({t: {$gte: 3, $lt: 4}} could not).
+	{"index-elemmatch-range", `{"find": "u", "filter": {"t": {"$elemMatch": {"$gte": 3, "$lt": 4}}}}`},
 	{"agg-single-shard", `{"aggregate": "s", "pipeline": [{"$match": {"k": 3}}, {"$project": {"c": 1}}], "cursor": {}}`},
 }
 
@@ -65,10 +72,12 @@ func TestExplainGolden(t *testing.T) {
 	for _, coll := range []string{"u", "s"} {
 		docs := make([]string, 200)
 		for i := range docs {
-			docs[i] = fmt.Sprintf(`{"_id": %d, "k": %d, "a": %d, "b": %d, "c": %d}`, i, i%20, i%50, i%7, i)
+			docs[i] = fmt.Sprintf(`{"_id": %d, "k": %d, "a": %d, "b": %d, "c": %d, "n": "n%03d", "t": [%d, %d]}`,
+				i, i%20, i%50, i%7, i, i, i%10, i%10+1)
 		}
 		cmd(`{"insert": "` + coll + `", "documents": [` + join(docs) + `]}`)
-		cmd(`{"createIndexes": "` + coll + `", "indexes": [{"key": {"a": 1}, "name": "a_1"}, {"key": {"b": 1, "c": 1}, "name": "b_1_c_1"}]}`)
+		cmd(`{"createIndexes": "` + coll + `", "indexes": [{"key": {"a": 1}, "name": "a_1"}, {"key": {"b": 1, "c": 1}, "name": "b_1_c_1"}, ` +
+			`{"key": {"n": 1}, "name": "n_1"}, {"key": {"t": 1}, "name": "t_1"}]}`)
 	}
 	for _, tc := range explainCases {
 		t.Run(tc.name, func(t *testing.T) {

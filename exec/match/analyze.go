@@ -19,9 +19,9 @@ type Interval struct {
 }
 
 // leafConjuncts returns the leaves of the top-level conjunction on path that a
-// planner can use: equalities and $in (points) and ranges. Negations, $or (see
-// orIntervals), regexes and everything else are skipped (they only narrow the result
-// further).
+// planner can use: equalities and $in (points), ranges, regexes and $elemMatch on values.
+// Negations, $or (see orIntervals) and everything else are skipped (they only narrow the
+// result further).
 func (f *Filter) leafConjuncts(out []leaf, path string) []leaf {
 	for _, n := range f.conj {
 		pn := conjPath(n)
@@ -29,7 +29,7 @@ func (f *Filter) leafConjuncts(out []leaf, path string) []leaf {
 			continue
 		}
 		switch pn.lf.(type) {
-		case *cmpLeaf, *inLeaf:
+		case *cmpLeaf, *inLeaf, *regexLeaf, *elemMatchValue:
 			out = append(out, pn.lf)
 		}
 	}
@@ -120,6 +120,8 @@ func (f *Filter) equalities(path string, nullPoint bool) (values []bsoncore.Valu
 				continue
 			}
 			vals = x.eqs
+		default:
+			continue
 		}
 		if !pointValues(vals, nullPoint) {
 			continue
@@ -151,20 +153,21 @@ func pointValues(vals []bsoncore.Value, nullPoint bool) bool {
 // Intervals returns index bounds for path from one conjunct of the top-level
 // conjunction: the first equality or $in if any (points), else the first range
 // ($gt/$gte/$lt/$lte, type-bracketed: {$gt: 5} covers numbers above 5 up to +Inf, not
-// strings). The result is sorted and merged. Bounds of separate conjuncts are not
-// intersected, because an array field can satisfy {$gt: 5} and {$lt: 3} with different
-// elements (multikey); IntervalsNonMultikey intersects them when no document holds an
-// array on the path. ok is false when no conjunct on path can be expressed as bounds
-// (null, arrays, regexes, MinKey/MaxKey and other unboundable operands).
+// strings), regex with a literal prefix or $elemMatch on values. The result is sorted and
+// merged. Bounds of separate conjuncts are not intersected, because an array field can
+// satisfy {$gt: 5} and {$lt: 3} with different elements (multikey); IntervalsNonMultikey
+// intersects them when no document holds an array on the path. ok is false when no
+// conjunct on path can be expressed as bounds (null, arrays, unanchored regexes,
+// MinKey/MaxKey and other unboundable operands).
 func (f *Filter) Intervals(path string) (iv []Interval, ok bool) {
 	var rng []Interval
 	haveRange := false
 	for _, l := range f.leafConjuncts(nil, path) {
-		ivs, good := leafIntervals(l)
+		ivs, good := leafIntervals(l, f.coll != nil)
 		if !good {
 			continue
 		}
-		if c, isCmp := l.(*cmpLeaf); !isCmp || c.op == opEQ {
+		if pointsLeaf(l) {
 			return ivs, true
 		}
 		if !haveRange {
@@ -177,12 +180,24 @@ func (f *Filter) Intervals(path string) (iv []Interval, ok bool) {
 	return rng, haveRange
 }
 
+// pointsLeaf reports whether l bounds its path to points: an equality, or an $in without
+// regexes.
+func pointsLeaf(l leaf) bool {
+	switch x := l.(type) {
+	case *cmpLeaf:
+		return x.op == opEQ
+	case *inLeaf:
+		return len(x.regexes) == 0
+	}
+	return false
+}
+
 // IntervalsNonMultikey is Intervals with the bounds of all usable conjuncts intersected.
 // It is valid only if no document holds an array at path (for example when the path's
 // index is not multikey).
 func (f *Filter) IntervalsNonMultikey(path string) (iv []Interval, ok bool) {
 	for _, l := range f.leafConjuncts(nil, path) {
-		ivs, good := leafIntervals(l)
+		ivs, good := leafIntervals(l, f.coll != nil)
 		if !good {
 			continue
 		}
@@ -212,7 +227,7 @@ func (f *Filter) orIntervals(path string, nonMultikey bool) ([]Interval, bool) {
 		var union []Interval
 		bounded := true
 		for _, k := range or.kids {
-			branch := &Filter{conj: appendConjunct(nil, k)}
+			branch := &Filter{conj: appendConjunct(nil, k), coll: f.coll}
 			ivs, ok := branch.Intervals(path)
 			if nonMultikey {
 				ivs, ok = branch.IntervalsNonMultikey(path)
@@ -230,20 +245,51 @@ func (f *Filter) orIntervals(path string, nonMultikey bool) ([]Interval, bool) {
 	return nil, false
 }
 
-// leafIntervals returns the bounds of one comparison or $in.
-func leafIntervals(l leaf) ([]Interval, bool) {
+// leafIntervals returns the bounds of one comparison, $in, regex or $elemMatch on values
+// (collated: the filter has a collation, whose string bounds are not a regex's prefix).
+func leafIntervals(l leaf, collated bool) ([]Interval, bool) {
 	switch x := l.(type) {
 	case *cmpLeaf:
 		return cmpIntervals(x)
 	case *inLeaf:
-		if len(x.regexes) > 0 || !pointValues(x.eqs, false) {
+		if !pointValues(x.eqs, false) || len(x.regexes) > 0 && collated {
 			return nil, false
 		}
-		out := make([]Interval, 0, len(x.eqs))
+		out := make([]Interval, 0, len(x.eqs)+2*len(x.regexes))
 		for _, v := range x.eqs {
 			out = append(out, point(v))
 		}
+		for _, re := range x.regexes {
+			ivs, ok := re.intervals()
+			if !ok {
+				return nil, false
+			}
+			out = append(out, ivs...)
+		}
 		return merge(out), true
+	case *regexLeaf:
+		if collated {
+			return nil, false
+		}
+		return x.intervals()
+	case *elemMatchValue:
+		// Every operator applies to the same element, so their bounds intersect even
+		// on a multikey path (MongoDB's ELEM_MATCH_VALUE bounds).
+		return leafIntervals(x.sub, collated)
+	case andLeaf:
+		var iv []Interval
+		ok := false
+		for _, k := range x {
+			ivs, good := leafIntervals(k, collated)
+			if !good {
+				continue
+			}
+			if ok {
+				ivs = intersect(iv, ivs)
+			}
+			iv, ok = ivs, true
+		}
+		return iv, ok
 	}
 	return nil, false
 }

@@ -106,7 +106,21 @@ func TestFilterIntervals(t *testing.T) {
 			`[{"$numberInt":"1"}, {"$numberInt":"1"}] [{"$numberInt":"3"}, {"$numberInt":"3"}] ["x", "x"]`},
 		{"Disjoint", `{"a": {"$gt": 5, "$lt": 3}}`, "a",
 			`({"$numberInt":"5"}, {"$numberDouble":"Infinity"}]`, ``},
-		{"Regex", `{"a": {"$regex": "^x"}}`, "a", "-", "-"},
+		{"RegexPrefix", `{"a": {"$regex": "^x"}}`, "a", `["x", "y") [{"$regularExpression":{"pattern":"^x","options":""}}, {"$regularExpression":{"pattern":"^x","options":""}}]`,
+			`["x", "y") [{"$regularExpression":{"pattern":"^x","options":""}}, {"$regularExpression":{"pattern":"^x","options":""}}]`},
+		{"RegexUnanchored", `{"a": {"$regex": "x"}}`, "a", "-", "-"},
+		{"RegexCaseless", `{"a": {"$regex": "^x", "$options": "i"}}`, "a", "-", "-"},
+		{"RegexWithRange", `{"a": {"$regex": "^x", "$lt": "xm"}}`, "a",
+			`["x", "y") [{"$regularExpression":{"pattern":"^x","options":""}}, {"$regularExpression":{"pattern":"^x","options":""}}]`,
+			`["x", "xm")`},
+		{"InWithRegex", `{"a": {"$in": [1, {"$regularExpression": {"pattern": "^ab", "options": ""}}]}}`, "a",
+			`[{"$numberInt":"1"}, {"$numberInt":"1"}] ["ab", "ac") [{"$regularExpression":{"pattern":"^ab","options":""}}, {"$regularExpression":{"pattern":"^ab","options":""}}]`,
+			`[{"$numberInt":"1"}, {"$numberInt":"1"}] ["ab", "ac") [{"$regularExpression":{"pattern":"^ab","options":""}}, {"$regularExpression":{"pattern":"^ab","options":""}}]`},
+		{"InWithUnanchoredRegex", `{"a": {"$in": [1, {"$regularExpression": {"pattern": "b", "options": ""}}]}}`, "a", "-", "-"},
+		// One element satisfies every operator of an $elemMatch: bounds intersect even multikey.
+		{"ElemMatchRange", `{"a": {"$elemMatch": {"$gte": 1, "$lt": 5, "$ne": 3}}}`, "a",
+			`[{"$numberInt":"1"}, {"$numberInt":"5"})`, `[{"$numberInt":"1"}, {"$numberInt":"5"})`},
+		{"ElemMatchObject", `{"a": {"$elemMatch": {"b": 1}}}`, "a", "-", "-"},
 		{"NullGte", `{"a": {"$gte": null}}`, "a", "-", "-"},
 		{"NaNGt", `{"a": {"$gt": {"$numberDouble": "NaN"}}}`, "a", ``, ``},
 		{"OrOfRanges", `{"$or": [{"a": {"$gte": 1, "$lt": 2}}, {"a": {"$gt": 5, "$lte": 6}}]}`, "a",
@@ -183,6 +197,91 @@ func inIntervals(v bsoncore.Value, ivs []Interval) bool {
 		}
 	}
 	return false
+}
+
+// TestRegexIntervalsSound checks that every string a regex with a literal prefix matches
+// lies in the regex's intervals, and that no regex has bounds whose matches may start
+// otherwise.
+func TestRegexIntervalsSound(t *testing.T) {
+	subjects := []string{"", "a", "ab", "abc", "abd", "abz", "ac", "b", "Ab", "ABC", "x\nab", "\nab", "a.c",
+		"a+", "aab", "ab{", "abbb", "b|c", "été", "é", "a b", "ab#c", "a\xff", "a\xffb", "a\xff\xff"}
+	patterns := []struct{ pattern, options string }{
+		{"^abc", ""}, {"^ab", "s"}, {"^ab", "m"}, {`\Aab`, "m"}, {"^ab", "i"}, {"^ab?", ""}, {"^ab*c", ""},
+		{"^ab{0}c", ""}, {"^ab+", ""}, {`^a\.c`, ""}, {`^a\d`, ""}, {`^\Qa.c\E`, ""}, {"^a|b", ""},
+		{"^a b", "x"}, {"^ab#c", "x"}, {"^ét?", ""}, {"^é", ""}, {"^(ab)", ""}, {"^[ab]", ""}, {"^$", ""},
+	}
+	field := func(v bsoncore.Value) bsoncore.Document {
+		return bsoncore.NewDocumentBuilder().AppendValue("a", v).Build()
+	}
+	for _, p := range patterns {
+		fd := field(bsoncore.Value{Type: bsoncore.TypeRegex, Data: bsoncore.AppendRegex(nil, p.pattern, p.options)})
+		f, err := Compile(fd, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", fd, err)
+		}
+		ivs, ok := f.Intervals("a")
+		if !ok {
+			continue
+		}
+		for _, s := range subjects {
+			d := field(bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s)})
+			if f.Match(d) && !inIntervals(d.Lookup("a"), ivs) {
+				t.Errorf("/%s/%s matches %q outside %s", p.pattern, p.options, s, ivString(ivs))
+			}
+		}
+	}
+	// All 0xFF: the strings from the prefix on.
+	ivs := (&regexLeaf{pattern: "^\xff\xff"}).mustIntervals(t)
+	if lo, ok := ivs[0].Lo.StringValueOK(); !ok || lo != "\xff\xff" || ivs[0].Hi.Type != bsoncore.TypeEmbeddedDocument {
+		t.Errorf("intervals of /^\\xff\\xff/: %s", ivString(ivs))
+	}
+}
+
+// mustIntervals returns r's intervals, failing the test when it has none.
+func (r *regexLeaf) mustIntervals(t *testing.T) []Interval {
+	t.Helper()
+	ivs, ok := r.intervals()
+	if !ok {
+		t.Fatalf("/%s/%s: no intervals", r.pattern, r.options)
+	}
+	return ivs
+}
+
+// TestLiteralPrefix checks the text a regex's matches all start with.
+func TestLiteralPrefix(t *testing.T) {
+	for _, tc := range []struct{ pattern, options, want string }{
+		{"^abc", "", "abc"},
+		{`\Aabc`, "", "abc"},
+		{"abc", "", ""},
+		{"^abc", "i", ""},
+		{"^abc", "m", ""},
+		{`\Aabc`, "m", "abc"},
+		{"^abc", "s", "abc"},
+		{"^abc", "u", ""},
+		{"^a b#c", "x", "ab"},
+		{"^a b#c", "", "a b#c"},
+		{"^ab?c", "", "a"},
+		{"^ab*", "", "a"},
+		{"^ab{2}", "", "a"},
+		{"^ab+c", "", "ab"},
+		{"^ab.c", "", "ab"},
+		{"^ab$", "", "ab"},
+		{"^ab(c)", "", "ab"},
+		{"^ab[c]", "", "ab"},
+		{`^a\.b`, "", "a.b"},
+		{`^a\db`, "", "a"},
+		{`^a\Q.*\Eb`, "", "a.*b"},
+		{`^a\Q.*`, "", "a.*"},
+		{"^ab|c", "", ""},
+		{"^ét?", "", "é"},
+		{"^é?", "", ""},
+		{"^", "", ""},
+		{`^ab\`, "", "ab"},
+	} {
+		if got := literalPrefix(tc.pattern, tc.options); got != tc.want {
+			t.Errorf("literalPrefix(%q, %q) = %q, want %q", tc.pattern, tc.options, got, tc.want)
+		}
+	}
 }
 
 // TestBoundsExact checks which filters have exact bounds on a path.

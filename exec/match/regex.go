@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cleavedb/cleave/exec/internal/pcre"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -109,4 +110,115 @@ func pcreMessage(err error) string {
 		return "UTF-8 error: invalid UTF-8 string"
 	}
 	return se.Error()
+}
+
+// intervals returns the index bounds of the regex (MongoDB's simple regex bounds): the
+// strings that start with its literal prefix, and the regex value itself, which a stored
+// regex with the same pattern and options matches. ok is false when the regex has no
+// literal prefix (unanchored, case-insensitive, an alternation...): its matches are
+// anywhere among the strings.
+func (r *regexLeaf) intervals() ([]Interval, bool) {
+	prefix := literalPrefix(r.pattern, r.options)
+	if prefix == "" {
+		return nil, false
+	}
+	strs := Interval{Lo: strValue(prefix), Hi: bEmptyDoc, LoInclusive: true} // to the end of the strings
+	if end, ok := prefixEnd(prefix); ok {
+		strs.Hi = strValue(end)
+	}
+	self := bsoncore.Value{Type: bsoncore.TypeRegex, Data: bsoncore.AppendRegex(nil, r.pattern, r.options)}
+	return []Interval{strs, point(self)}, true
+}
+
+// literalPrefix returns the text every match of pattern starts with, when the pattern is
+// anchored at the start of the subject ("^", or "\A", which multiline mode leaves as it
+// is) and its options change neither that anchor nor the case of letters: "" otherwise.
+// The prefix is the run of literal characters after the anchor, up to the first
+// metacharacter; a quantifier that may repeat the last character zero times (?, *, {)
+// drops it.
+func literalPrefix(pattern, options string) string {
+	var p string
+	multilineOK := false
+	switch {
+	case strings.HasPrefix(pattern, `\A`):
+		p, multilineOK = pattern[2:], true
+	case strings.HasPrefix(pattern, "^"):
+		p = pattern[1:]
+	default:
+		return ""
+	}
+	if strings.IndexByte(p, '|') >= 0 {
+		return ""
+	}
+	extended := false
+	for _, o := range options {
+		switch o {
+		case 'm':
+			if !multilineOK {
+				return ""
+			}
+		case 's':
+		case 'x':
+			extended = true
+		default: // i (case), u and anything else
+			return ""
+		}
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case c == '*' || c == '?' || c == '{':
+			s := b.String()
+			_, size := utf8.DecodeLastRuneInString(s)
+			return s[:len(s)-size]
+		case c == '\\':
+			if i+1 == len(p) {
+				return b.String()
+			}
+			i++
+			c = p[i]
+			switch {
+			case c == 'Q': // \Q...\E: everything inside is literal
+				end := strings.Index(p[i+1:], `\E`)
+				if end < 0 {
+					b.WriteString(p[i+1:])
+					return b.String()
+				}
+				b.WriteString(p[i+1 : i+1+end])
+				i += end + 2
+			case c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+				return b.String() // a class, an assertion or a back reference
+			default:
+				b.WriteByte(c) // an escaped punctuation character is itself
+			}
+		case strings.IndexByte("^$.[()+", c) >= 0:
+			return b.String()
+		case extended && c == '#':
+			return b.String()
+		case extended && (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'):
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// prefixEnd returns the smallest string above every string that starts with prefix: the
+// prefix with its last byte below 0xFF incremented and what follows dropped. ok is false
+// when every byte is 0xFF.
+func prefixEnd(prefix string) (string, bool) {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xFF {
+			b[i]++
+			return string(b[:i+1]), true
+		}
+	}
+	return "", false
+}
+
+// strValue is s as a BSON string value.
+func strValue(s string) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s)}
 }

@@ -397,6 +397,9 @@ func indexBounds(xi *catalog.Index, f *match.Filter) ([]keyRange, int) {
 	prefixes := [][]byte{nil}
 	score := 0
 	for i, fld := range xi.Fields {
+		if sharesArrayWithEarlier(xi, i) {
+			break
+		}
 		iv, ok := fieldIntervals(xi, i, f)
 		if !ok {
 			break
@@ -548,25 +551,17 @@ func sortRanges(r []keyRange) []keyRange {
 	return r
 }
 
-// multikeyUnderBounds reports whether field i of xi may hold arrays and f bounds it: the
-// index order on it then cannot stand for MongoDB's sort order (an array sorts by its
-// smallest element ascending, and a scan from a bound first meets the array at another).
-func multikeyUnderBounds(xi *catalog.Index, i int, f *match.Filter) bool {
-	if !xi.IsMultikey(i) {
-		return false
-	}
-	_, bounded := f.Intervals(xi.Fields[i].Path)
-	return bounded
-}
-
 // indexSorts reports whether scanning index xi yields the sort order spec (forward, or in
 // reverse): the sort fields follow the index fields after a prefix fixed to single points.
 func indexSorts(xi *catalog.Index, f *match.Filter, spec []bsonx.SortField) (sorted, reverse bool) {
 	if len(spec) == 0 || xi.Hashed || !sameCollation(xi, f) {
 		return false, false // an index with another collation orders strings otherwise
 	}
-	points := 0 // leading fields fixed to a single value
-	for _, fld := range xi.Fields {
+	points := 0 // leading fields fixed to a single value by the scan's bounds
+	for i, fld := range xi.Fields {
+		if sharesArrayWithEarlier(xi, i) {
+			break // not bounded by the scan (indexBounds)
+		}
 		iv, ok := f.Intervals(fld.Path)
 		if !ok || len(iv) != 1 || !allPoints(iv) {
 			break

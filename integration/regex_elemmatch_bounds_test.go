@@ -1,0 +1,93 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// TestFindRegexElemMatchBounds checks, through explain's executionStats and the results,
+// the index bounds of a regex with a literal prefix (the strings that start with it, a
+// symbol among them, and the stored regex itself), of $elemMatch on values (its operators
+// intersected on a multikey index), and that bounds on two fields under one array are not
+// compounded: {"x.a": 1, "x.b": 106} matches a document through two elements of x, whose
+// index entries pair each element's a and b (it returned nothing from the index before).
+// The same runs on a collection sharded over two shards.
+func TestFindRegexElemMatchBounds(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2")
+	c := srv.client(t)
+	ctx := context.Background()
+	db := c.Database(dbName(t))
+	shardColl(t, c, db.Name()+".sharded", "g")
+	for _, name := range []string{"plain", "sharded"} {
+		coll := db.Collection(name)
+		docs := []any{
+			bson.D{{Key: "_id", Value: "regex"}, {Key: "g", Value: 0}, {Key: "name", Value: bson.Regex{Pattern: "^n01"}}},
+			bson.D{{Key: "_id", Value: "symbol"}, {Key: "g", Value: 1}, {Key: "name", Value: bson.Symbol("n01sym")}},
+		}
+		for i := range 60 {
+			docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "g", Value: i % 3},
+				{Key: "name", Value: fmt.Sprintf("n%03d", i)}, {Key: "tags", Value: bson.A{i, i + 1}},
+				{Key: "x", Value: bson.A{bson.D{{Key: "a", Value: i % 5}, {Key: "b", Value: i}},
+					bson.D{{Key: "a", Value: i%5 + 10}, {Key: "b", Value: i + 100}}}}})
+		}
+		if _, err := coll.InsertMany(ctx, docs); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := coll.Indexes().CreateMany(ctx, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "name", Value: 1}}}, {Keys: bson.D{{Key: "tags", Value: 1}}},
+			{Keys: bson.D{{Key: "x.a", Value: 1}, {Key: "x.b", Value: 1}}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name              string
+		filter            bson.D
+		n, keys, docsRead int64
+	}{
+		// n010..n019, the symbol and the stored regex.
+		{"RegexPrefix", bson.D{{Key: "name", Value: bson.Regex{Pattern: "^n01"}}}, 12, 12, 12},
+		// "?" makes the 1 optional: the prefix is "n0", which all 60 strings and the symbol
+		// start with; n000..n009 and n010 match.
+		{"RegexOptionalChar", bson.D{{Key: "name", Value: bson.Regex{Pattern: "^n01?0"}}}, 11, 61, 61},
+		{"RegexQuoted", bson.D{{Key: "name", Value: bson.D{{Key: "$regex", Value: `^\Qn0\E2`}}}}, 10, 10, 10},
+		{"InRegexAndString", bson.D{{Key: "name", Value: bson.D{{Key: "$in", Value: bson.A{bson.Regex{Pattern: "^n02"}, "n050"}}}}}, 11, 11, 11},
+		// i = 9, 10 and 11 hold 10 or 11; {tags: {$gte: 10, $lt: 12}} would read from 10 to the end.
+		{"ElemMatchRange", bson.D{{Key: "tags", Value: bson.D{{Key: "$elemMatch", Value: bson.D{{Key: "$gte", Value: 10}, {Key: "$lt", Value: 12}}}}}}, 3, 4, 3},
+		// i = 6: x.a 1 in its first element, x.b 106 in its second. The scan reads x.a = 1:
+		// i = 1, 6, ..., 56.
+		{"SharedArrayPrefix", bson.D{{Key: "x.a", Value: 1}, {Key: "x.b", Value: 106}}, 1, 12, 12},
+	} {
+		for _, name := range []string{"plain", "sharded"} {
+			t.Run(tc.name+"/"+name, func(t *testing.T) {
+				var ex bson.M
+				if err := db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: name},
+					{Key: "filter", Value: tc.filter}}}, {Key: "verbosity", Value: "executionStats"}}).Decode(&ex); err != nil {
+					t.Fatal(err)
+				}
+				stats := shardM(ex["executionStats"])
+				got := [3]any{asInt64(stats["nReturned"]), asInt64(stats["totalKeysExamined"]), asInt64(stats["totalDocsExamined"])}
+				if want := [3]any{tc.n, tc.keys, tc.docsRead}; got != want {
+					t.Errorf("%v: returned, keys and documents examined %v; want %v", tc.filter, got, want)
+				}
+				// The index's answer is the collection scan's.
+				for _, opts := range []*options.FindOptionsBuilder{options.Find(), options.Find().SetHint(bson.D{{Key: "$natural", Value: 1}})} {
+					cur, err := db.Collection(name).Find(ctx, tc.filter, opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var got []bson.Raw
+					if err := cur.All(ctx, &got); err != nil || int64(len(got)) != tc.n {
+						t.Errorf("%v: %d documents, %v; want %d", tc.filter, len(got), err, tc.n)
+					}
+				}
+			})
+		}
+	}
+}
