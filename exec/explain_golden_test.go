@@ -36,6 +36,9 @@ var explainCases = []struct{ name, cmd string }{
 	{"index-prefix-sort", `{"find": "u", "filter": {"b": 2}, "sort": {"c": -1}, "limit": 3}`},
 	{"index-in", `{"find": "u", "filter": {"a": {"$in": [1, 2]}}}`},
 	{"index-compound-prefix-range", `{"find": "u", "filter": {"b": 2, "c": {"$gte": 10, "$lt": 60}}}`},
+	// A range on b, then bounds on c: c is checked on each key of the range before its
+	// document is read (keys examined: the range's; documents: the matches).
+	{"index-range-then-range", `{"find": "u", "filter": {"b": {"$gte": 2, "$lt": 4}, "c": {"$lt": 50}}}`},
 	{"index-in-range", `{"find": "u", "filter": {"b": {"$in": [1, 2]}, "c": {"$gte": 10, "$lt": 60}}}`},
 	{"index-range-desc-sort", `{"find": "u", "filter": {"a": {"$gt": 10, "$lte": 12}}, "sort": {"a": -1}}`},
 	// An $or whose branches all bound a: one scan of the union of their ranges (MongoDB's

@@ -40,6 +40,9 @@ type Plan struct {
 	Index   *catalog.Index
 	Ranges  []keyRange
 	Reverse bool
+	// keyCheck, when set, tests the fields the ranges do not bound on each entry before
+	// its document is read (keycheck.go).
+	keyCheck *keyCheck
 	// Wildcard is the path and bounds of a scan of a wildcard index (plan_wildcard.go).
 	Wildcard *WildcardScan
 	// Sorted reports that the plan yields documents in the query's sort order.
@@ -120,6 +123,7 @@ func planQueryInto(p *Plan, ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.
 	}
 	p.Kind, p.Index, p.Ranges, p.Sorted, p.Reverse = PlanIndex, c.xi, c.ranges, c.sorted && len(sortSpec) > 0, c.reverse
 	p.Wildcard = c.wild
+	p.keyCheck = newKeyCheck(c.xi, f, c.fixed) // none for wildcard and geo indexes (no Fields)
 	return p, nil
 }
 
@@ -129,6 +133,7 @@ type indexChoice struct {
 	xi              *catalog.Index
 	score           int
 	ranges          []keyRange
+	fixed           int // the leading fields the ranges bound (indexBounds)
 	sorted, reverse bool
 	wild            *WildcardScan
 }
@@ -163,20 +168,20 @@ func chooseIndex(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, 
 			}
 			continue
 		}
-		ranges, score := indexBounds(xi, f)
+		ranges, score, fixed := indexBounds(xi, f)
 		sorted, reverse := indexSorts(xi, f, sortSpec)
 		if sorted && len(sortSpec) > 0 {
 			score++
 		}
 		if score > best.score {
-			best = indexChoice{xi: xi, score: score, ranges: ranges, sorted: sorted, reverse: reverse}
+			best = indexChoice{xi: xi, score: score, ranges: ranges, fixed: fixed, sorted: sorted, reverse: reverse}
 		}
 	}
 	if keyFixed {
 		return best
 	}
 	for _, xi := range hashed {
-		if ranges, score := indexBounds(xi, f); score > best.score {
+		if ranges, score, _ := indexBounds(xi, f); score > best.score {
 			best = indexChoice{xi: xi, score: score, ranges: ranges}
 		}
 	}
@@ -257,12 +262,14 @@ func planHinted(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, h
 		// Such an index does not hold every document; scanning it whole would lose some. A
 		// hashed one does (a missing field is hashed as null): equalities on its hashed
 		// field look up their hashes, anything else scans it whole, as on MongoDB.
-		if _, score := indexBounds(xi, f); score == 0 || !usableForQuery(xi, f) {
+		if _, score, _ := indexBounds(xi, f); score == 0 || !usableForQuery(xi, f) {
 			return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an index that can answer the query")
 		}
 	}
 	p.Kind, p.Index = PlanIndex, xi
-	p.Ranges, _ = indexBounds(xi, f)
+	var fixed int
+	p.Ranges, _, fixed = indexBounds(xi, f)
+	p.keyCheck = newKeyCheck(xi, f, fixed)
 	p.Sorted, p.Reverse = indexSorts(xi, f, sortSpec)
 	p.Sorted = p.Sorted && len(sortSpec) > 0
 	return p, nil
@@ -391,11 +398,11 @@ func sameCollation(xi *catalog.Index, f *match.Filter) bool {
 	return xi.Collation.Collator() == f.Collator() // parsed collations are unique per spec
 }
 
-// indexBounds computes the key ranges of index xi that hold every match of f, and a score:
-// two points per leading field fixed to points, one for a final bounded field.
-func indexBounds(xi *catalog.Index, f *match.Filter) ([]keyRange, int) {
+// indexBounds computes the key ranges of index xi that hold every match of f, a score (two
+// points per leading field fixed to points, one for a final bounded field), and how many
+// leading fields the ranges bound (fixed): a keyCheck tests the others.
+func indexBounds(xi *catalog.Index, f *match.Filter) (ranges []keyRange, score, fixed int) {
 	prefixes := [][]byte{nil}
-	score := 0
 	for i, fld := range xi.Fields {
 		if sharesArrayWithEarlier(xi, i) {
 			break
@@ -414,24 +421,24 @@ func indexBounds(xi *catalog.Index, f *match.Filter) ([]keyRange, int) {
 			}
 			prefixes = next
 			score += 2
+			fixed++
 			continue
 		}
 		if len(prefixes)*len(iv) > maxIndexRanges {
 			break
 		}
-		var ranges []keyRange
 		for _, p := range prefixes {
 			for _, x := range iv {
 				ranges = append(ranges, intervalRange(p, x, fld.Desc))
 			}
 		}
-		return sortRanges(ranges), score + 1
+		return sortRanges(ranges), score + 1, fixed + 1
 	}
-	ranges := make([]keyRange, len(prefixes))
+	ranges = make([]keyRange, len(prefixes))
 	for i, p := range prefixes {
 		ranges[i] = keyRange{lo: p, hi: store.KeyPrefixEnd(p)}
 	}
-	return sortRanges(ranges), score
+	return sortRanges(ranges), score, fixed
 }
 
 // fieldIntervals returns the bounds f puts on field i of xi: the intersection of every

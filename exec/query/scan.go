@@ -424,6 +424,10 @@ func (ss *ShardStream) nextEntry(ctx context.Context) (hash uint64, id []byte, o
 			if !ss.owns(hash) {
 				continue
 			}
+			// Before the duplicates: another entry of the same document may pass.
+			if ss.p.keyCheck != nil && !ss.p.keyCheck.accepts(ss.idxIt.Key()) {
+				continue
+			}
 			// An index that holds one entry per document, read over one range, meets each
 			// once; others meet a document once per element of an array (a multikey index,
 			// unique or not) or once per range that holds one of its keys.
