@@ -53,30 +53,34 @@ func TestFindRegexElemMatchBounds(t *testing.T) {
 		name              string
 		filter            bson.D
 		hint              string
+		sort              bson.D // read the index in reverse
 		n, keys, docsRead int64
 	}{
 		// n010..n019, the symbol and the stored regex.
-		{"RegexPrefix", bson.D{{Key: "name", Value: bson.Regex{Pattern: "^n01"}}}, "", 12, 12, 12},
+		{"RegexPrefix", bson.D{{Key: "name", Value: bson.Regex{Pattern: "^n01"}}}, "", nil, 12, 12, 12},
 		// "?" makes the 1 optional: the prefix is "n0", which all 60 strings and the symbol
 		// start with; n000..n009 and n010 match.
-		{"RegexOptionalChar", bson.D{{Key: "name", Value: bson.Regex{Pattern: "^n01?0"}}}, "", 11, 61, 61},
-		{"RegexQuoted", bson.D{{Key: "name", Value: bson.D{{Key: "$regex", Value: `^\Qn0\E2`}}}}, "", 10, 10, 10},
-		{"InRegexAndString", bson.D{{Key: "name", Value: bson.D{{Key: "$in", Value: bson.A{bson.Regex{Pattern: "^n02"}, "n050"}}}}}, "", 11, 11, 11},
+		{"RegexOptionalChar", bson.D{{Key: "name", Value: bson.Regex{Pattern: "^n01?0"}}}, "", nil, 11, 61, 61},
+		{"RegexQuoted", bson.D{{Key: "name", Value: bson.D{{Key: "$regex", Value: `^\Qn0\E2`}}}}, "", nil, 10, 10, 10},
+		{"InRegexAndString", bson.D{{Key: "name", Value: bson.D{{Key: "$in", Value: bson.A{bson.Regex{Pattern: "^n02"}, "n050"}}}}}, "", nil, 11, 11, 11},
 		// i = 9, 10 and 11 hold 10 or 11; {tags: {$gte: 10, $lt: 12}} would read from 10 to the end.
-		{"ElemMatchRange", bson.D{{Key: "tags", Value: bson.D{{Key: "$elemMatch", Value: bson.D{{Key: "$gte", Value: 10}, {Key: "$lt", Value: 12}}}}}}, "", 3, 4, 3},
+		{"ElemMatchRange", bson.D{{Key: "tags", Value: bson.D{{Key: "$elemMatch", Value: bson.D{{Key: "$gte", Value: 10}, {Key: "$lt", Value: 12}}}}}}, "", nil, 3, 4, 3},
+		// The ranges bound g to [1, 3); the key check passes the names below n010 (i = 1, 2,
+		// 4, 5, 7, 8) to be read, and the first name above sends the scan to the next g: 3
+		// keys and one past them for each g (forward), one before and 3 (in reverse).
+		{"RangeThenRange", bson.D{{Key: "g", Value: bson.D{{Key: "$gte", Value: 1}, {Key: "$lt", Value: 3}}},
+			{Key: "name", Value: bson.D{{Key: "$lt", Value: "n010"}}}}, "g_1_name_1", nil, 6, 8, 6},
+		{"RangeThenRangeReverse", bson.D{{Key: "g", Value: bson.D{{Key: "$gte", Value: 1}, {Key: "$lt", Value: 3}}},
+			{Key: "name", Value: bson.D{{Key: "$lt", Value: "n010"}}}}, "g_1_name_1", bson.D{{Key: "g", Value: -1}, {Key: "name", Value: -1}}, 6, 8, 6},
+		{"RangeThenRangeDesc", bson.D{{Key: "g", Value: bson.D{{Key: "$gte", Value: 1}, {Key: "$lt", Value: 3}}},
+			{Key: "name", Value: bson.D{{Key: "$lt", Value: "n010"}}}}, "g_-1_name_-1", nil, 6, 8, 6},
+		// Unbounded g, hinted: every entry is read (no seek: g varies), and only the documents
+		// of the names within the bounds (n050..n059).
+		{"SkippedFieldThenRange", bson.D{{Key: "name", Value: bson.D{{Key: "$gte", Value: "n050"}, {Key: "$lt", Value: "n060"}}}},
+			"g_1_name_1", nil, 10, 62, 10},
 		// i = 6: x.a 1 in its first element, x.b 106 in its second. The scan reads x.a = 1:
 		// i = 1, 6, ..., 56.
-		// The ranges bound g to [1, 3): 40 numbered documents and the symbol's; the key
-		// check passes those whose name is below n010 (i = 1, 2, 4, 5, 7, 8) to be read.
-		{"RangeThenRange", bson.D{{Key: "g", Value: bson.D{{Key: "$gte", Value: 1}, {Key: "$lt", Value: 3}}},
-			{Key: "name", Value: bson.D{{Key: "$lt", Value: "n010"}}}}, "g_1_name_1", 6, 41, 6},
-		{"RangeThenRangeDesc", bson.D{{Key: "g", Value: bson.D{{Key: "$gte", Value: 1}, {Key: "$lt", Value: 3}}},
-			{Key: "name", Value: bson.D{{Key: "$lt", Value: "n010"}}}}, "g_-1_name_-1", 6, 41, 6},
-		// Unbounded g, hinted: every entry is read, and only the documents of the names within
-		// the bounds (n050..n059).
-		{"SkippedFieldThenRange", bson.D{{Key: "name", Value: bson.D{{Key: "$gte", Value: "n050"}, {Key: "$lt", Value: "n060"}}}},
-			"g_1_name_1", 10, 62, 10},
-		{"SharedArrayPrefix", bson.D{{Key: "x.a", Value: 1}, {Key: "x.b", Value: 106}}, "", 1, 12, 12},
+		{"SharedArrayPrefix", bson.D{{Key: "x.a", Value: 1}, {Key: "x.b", Value: 106}}, "", nil, 1, 12, 12},
 	} {
 		for _, name := range []string{"plain", "sharded"} {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
@@ -84,6 +88,9 @@ func TestFindRegexElemMatchBounds(t *testing.T) {
 				find := bson.D{{Key: "find", Value: name}, {Key: "filter", Value: tc.filter}}
 				if tc.hint != "" {
 					find = append(find, bson.E{Key: "hint", Value: tc.hint})
+				}
+				if tc.sort != nil {
+					find = append(find, bson.E{Key: "sort", Value: tc.sort})
 				}
 				if err := db.RunCommand(ctx, bson.D{{Key: "explain", Value: find},
 					{Key: "verbosity", Value: "executionStats"}}).Decode(&ex); err != nil {

@@ -1,9 +1,12 @@
 package query
 
 import (
+	"bytes"
+
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/store"
 )
 
 // keyCheck tests the fields of an index entry that its scan's key ranges do not bound, before
@@ -11,8 +14,12 @@ import (
 // next one (indexBounds), and the filter may bound later fields too. {a: {$gte: 5, $lt: 7},
 // b: {$lt: 200}} on {a: 1, b: 1} reads the entries whose a is in [5, 7), and the check
 // passes only those whose b is below 200, so that the others cost a key, not a document
-// (MongoDB's IndexBoundsChecker; it also seeks past them, which this does not).
+// (MongoDB's IndexBoundsChecker). When the first field checked is the one right after those
+// the ranges bound, a key that fails it sends the scan past every key with the same values
+// before it (skip): on the example, from (5, 200) to the first key of a above 5.
 type keyCheck struct {
+	// from is the number of leading fields the scan's ranges bound.
+	from   int
 	fields []fieldCheck
 	// desc is the direction of every index field up to the last one checked, to measure
 	// their encoded components.
@@ -29,7 +36,7 @@ type fieldCheck struct {
 // ranges) that f bounds; nil when it bounds none. Hashed fields and fields that may share
 // an array with an earlier one (whose entries pair one element's values) are not checked.
 func newKeyCheck(xi *catalog.Index, f *match.Filter, from int) *keyCheck {
-	var kc keyCheck
+	kc := keyCheck{from: from}
 	for i := from; i < len(xi.Fields); i++ {
 		fld := xi.Fields[i]
 		if fld.Hashed || sharesArrayWithEarlier(xi, i) {
@@ -77,4 +84,56 @@ func (kc *keyCheck) accepts(key []byte) bool {
 		key = key[n:]
 	}
 	return true
+}
+
+// skip returns, appended to dst, where a scan goes after key, which accepts refused: past the
+// keys that share key's leading fields (up to and including the range's) and whose next field
+// is outside its bounds. Forward, to the first key at or above the next interval's start
+// (or past the leading values when no interval is left); in reverse, to the last key below the
+// previous interval's end (or below the leading values). nil when it cannot tell: the next
+// field is not checked, or key is within its bounds and another field refused it.
+func (kc *keyCheck) skip(dst, key []byte, reverse bool) []byte {
+	fc := &kc.fields[0]
+	if fc.pos != kc.from {
+		return nil
+	}
+	off := 0
+	for pos := range kc.from {
+		n, ok := bsonx.KeyLen(key[off:])
+		if kc.desc[pos] {
+			n, ok = bsonx.KeyLenDesc(key[off:])
+		}
+		if !ok {
+			return nil
+		}
+		off += n
+	}
+	lead, rest := key[:off], key[off:]
+	if !reverse {
+		for _, r := range fc.ranges {
+			switch {
+			case bytes.Compare(rest, r.lo) < 0:
+				return append(append(dst, lead...), r.lo...)
+			case bytes.Compare(rest, r.hi) < 0:
+				return nil // within this interval: another field refused the key
+			}
+		}
+		if end := store.KeyPrefixEnd(lead); end != nil {
+			return append(dst, end...)
+		}
+		return nil
+	}
+	for i := len(fc.ranges) - 1; i >= 0; i-- {
+		r := fc.ranges[i]
+		switch {
+		case bytes.Compare(rest, r.hi) >= 0:
+			return append(append(dst, lead...), r.hi...)
+		case bytes.Compare(rest, r.lo) >= 0:
+			return nil
+		}
+	}
+	if len(lead) == 0 {
+		return nil // nothing below the first interval: the range's scan ends by itself
+	}
+	return append(dst, lead...)
 }

@@ -93,6 +93,10 @@ type ShardStream struct {
 	recycle bool
 	bufp    *[]byte
 	key     []byte // scratch for seen keys
+	// seekBuf holds where a key check sends the index iterator (keyCheck.skip); unread is set
+	// while the iterator is at the entry that seek found, not read yet.
+	seekBuf []byte
+	unread  bool
 	closed  bool
 	// pf, when set, reads this shard ahead in a goroutine (scan_parallel.go); the fields
 	// above then belong to pf's reader and stats is the consumer's view of its totals.
@@ -413,7 +417,7 @@ func (ss *ShardStream) nextEntry(ctx context.Context) (hash uint64, id []byte, o
 			}
 			ss.idxIt = it
 		}
-		for ss.idxIt.Next() {
+		for more := ss.idxIt.Next(); more; more = ss.advance() {
 			ss.Stats.KeysExamined++
 			if ss.Stats.KeysExamined%checkEvery == 0 {
 				if err := ctx.Err(); err != nil {
@@ -425,7 +429,15 @@ func (ss *ShardStream) nextEntry(ctx context.Context) (hash uint64, id []byte, o
 				continue
 			}
 			// Before the duplicates: another entry of the same document may pass.
-			if ss.p.keyCheck != nil && !ss.p.keyCheck.accepts(ss.idxIt.Key()) {
+			if kc := ss.p.keyCheck; kc != nil && !kc.accepts(ss.idxIt.Key()) {
+				if s, ok := ss.idxIt.(seeker); ok {
+					if ss.seekBuf = kc.skip(ss.seekBuf[:0], ss.idxIt.Key(), ss.p.Reverse); ss.seekBuf != nil {
+						if !s.Seek(ss.seekBuf) {
+							break
+						}
+						ss.unread = true
+					}
+				}
 				continue
 			}
 			// An index that holds one entry per document, read over one range, meets each
@@ -452,6 +464,20 @@ func (ss *ShardStream) nextEntry(ctx context.Context) (hash uint64, id []byte, o
 			return 0, nil, false, catalog.StoreError(err)
 		}
 	}
+}
+
+// seeker is an index iterator that can jump ahead (store.IndexIter's Seek: forward, to the
+// first entry at or past a key; in reverse, to the last entry before it).
+type seeker interface{ Seek(pos []byte) bool }
+
+// advance moves the index iterator to its next entry, unless a seek has just placed it on one
+// that is not read yet.
+func (ss *ShardStream) advance() bool {
+	if ss.unread {
+		ss.unread = false
+		return true
+	}
+	return ss.idxIt.Next()
 }
 
 // fetch reads document (hash, id) into the stream's buffer; nil when it is gone (an index
