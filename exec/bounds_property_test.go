@@ -40,12 +40,18 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 		}
 		return fmt.Sprint(rng.IntN(10))
 	}
-	value := func() string {
-		switch rng.IntN(6) {
+	value := func() string { // "" for a missing field
+		switch rng.IntN(8) {
 		case 0:
 			return "[" + scalar() + ", " + scalar() + "]"
 		case 1:
 			return "null"
+		case 2:
+			return ""
+		case 3:
+			return "[]"
+		case 4:
+			return "[null, " + scalar() + "]"
 		}
 		return scalar()
 	}
@@ -54,8 +60,11 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 		for i := range docs {
 			x := fmt.Sprintf(`[{"p": %d, "q": %d}, {"p": %d, "q": %d}]`, rng.IntN(5), rng.IntN(5), rng.IntN(5), rng.IntN(5))
 			// a may be an array; b never in the same document (no parallel arrays in {a, b}).
-			a, b := value(), scalar()
-			docs[i] = fmt.Sprintf(`{"_id": %d, "k": %d, "a": %s, "b": %s, "s": %s, "x": %s}`, i, i%7, a, b, strs[rng.IntN(len(strs))], x)
+			a := ""
+			if v := value(); v != "" {
+				a = `"a": ` + v + ", "
+			}
+			docs[i] = fmt.Sprintf(`{"_id": %d, "k": %d, %s"b": %s, "s": %s, "x": %s}`, i, i%7, a, scalar(), strs[rng.IntN(len(strs))], x)
 		}
 		cmd(`{"insert": "` + coll + `", "documents": [` + strings.Join(docs, ", ") + `]}`)
 		cmd(`{"createIndexes": "` + coll + `", "indexes": [{"key": {"a": 1, "b": 1}, "name": "ab"}, {"key": {"b": -1, "a": 1}, "name": "ba"},
@@ -64,6 +73,9 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 	preds := []func() string{
 		func() string { return fmt.Sprintf(`"a": {"$gte": %s, "$lt": %s}`, scalar(), scalar()) },
 		func() string { return fmt.Sprintf(`"a": {"$in": [%s, %s]}`, scalar(), scalar()) },
+		func() string { return `"a": null` },
+		func() string { return fmt.Sprintf(`"a": {"$in": [null, %s]}`, scalar()) },
+		func() string { return `"x.p": null` },
 		func() string { return fmt.Sprintf(`"a": {"$elemMatch": {"$gt": %s, "$lte": %s}}`, scalar(), scalar()) },
 		func() string { return fmt.Sprintf(`"b": {"$gt": %s}`, scalar()) },
 		func() string { return fmt.Sprintf(`"b": {"$lte": %s, "$gte": %s}`, scalar(), scalar()) },

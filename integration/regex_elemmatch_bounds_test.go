@@ -13,7 +13,7 @@ import (
 // TestFindRegexElemMatchBounds checks, through explain's executionStats and the results,
 // the index bounds of a regex with a literal prefix (the strings that start with it, a
 // symbol among them, and the stored regex itself), of $elemMatch on values (its operators
-// intersected on a multikey index), that the fields after a compound index's range are
+// intersected on a multikey index), of equality to null (a missing field's key), that the fields after a compound index's range are
 // checked on each key before its document is read, and that bounds on two fields under one
 // array are not compounded: {"x.a": 1, "x.b": 106} matches a document through two elements of x, whose
 // index entries pair each element's a and b (it returned nothing from the index before).
@@ -78,6 +78,9 @@ func TestFindRegexElemMatchBounds(t *testing.T) {
 		// of the names within the bounds (n050..n059).
 		{"SkippedFieldThenRange", bson.D{{Key: "name", Value: bson.D{{Key: "$gte", Value: "n050"}, {Key: "$lt", Value: "n060"}}}},
 			"g_1_name_1", nil, 10, 62, 10},
+		// The regex and symbol documents have no tags: a missing field is indexed as null.
+		{"Null", bson.D{{Key: "tags", Value: nil}}, "", nil, 2, 2, 2},
+		{"InWithNull", bson.D{{Key: "tags", Value: bson.D{{Key: "$in", Value: bson.A{nil, 5}}}}}, "", nil, 4, 4, 4},
 		// i = 6: x.a 1 in its first element, x.b 106 in its second. The scan reads x.a = 1:
 		// i = 1, 6, ..., 56.
 		{"SharedArrayPrefix", bson.D{{Key: "x.a", Value: 1}, {Key: "x.b", Value: 106}}, "", nil, 1, 12, 12},

@@ -157,8 +157,9 @@ func pointValues(vals []bsoncore.Value, nullPoint bool) bool {
 // merged. Bounds of separate conjuncts are not intersected, because an array field can
 // satisfy {$gt: 5} and {$lt: 3} with different elements (multikey); IntervalsNonMultikey
 // intersects them when no document holds an array on the path. ok is false when no
-// conjunct on path can be expressed as bounds (null, arrays, unanchored regexes,
-// MinKey/MaxKey and other unboundable operands).
+// conjunct on path can be expressed as bounds (arrays, unanchored regexes, MinKey/MaxKey and
+// other unboundable operands; equality to null is bounded by null and undefined, the keys
+// of a missing field and of an empty array).
 func (f *Filter) Intervals(path string) (iv []Interval, ok bool) {
 	var rng []Interval
 	haveRange := false
@@ -252,12 +253,15 @@ func leafIntervals(l leaf, collated bool) ([]Interval, bool) {
 	case *cmpLeaf:
 		return cmpIntervals(x)
 	case *inLeaf:
-		if !pointValues(x.eqs, false) || len(x.regexes) > 0 && collated {
+		if !pointValues(x.eqs, true) || len(x.regexes) > 0 && collated {
 			return nil, false
 		}
-		out := make([]Interval, 0, len(x.eqs)+2*len(x.regexes))
+		out := make([]Interval, 0, len(x.eqs)+2*len(x.regexes)+1)
 		for _, v := range x.eqs {
 			out = append(out, point(v))
+			if v.Type == bsoncore.TypeNull {
+				out = append(out, point(undefinedValue))
+			}
 		}
 		for _, re := range x.regexes {
 			ivs, ok := re.intervals()
@@ -302,8 +306,14 @@ func point(v bsoncore.Value) Interval {
 // cmpIntervals returns the bounds of a comparison, bracketed by the operand's type.
 func cmpIntervals(c *cmpLeaf) ([]Interval, bool) {
 	if c.op == opEQ {
-		if !pointValues([]bsoncore.Value{c.rhs}, false) {
+		if !pointValues(c.rhsList[:], true) {
 			return nil, false
+		}
+		if c.rhs.Type == bsoncore.TypeNull {
+			// null matches null, a missing field (indexed as null) and, in an array, no
+			// element; undefined stands for an empty array in index keys (MongoDB's bounds
+			// for {a: null}; the filter tells them apart).
+			return []Interval{point(undefinedValue), point(c.rhs)}, true
 		}
 		return []Interval{point(c.rhs)}, true
 	}
@@ -329,6 +339,9 @@ func cmpIntervals(c *cmpLeaf) ([]Interval, bool) {
 	}
 	return []Interval{iv}, true
 }
+
+// undefinedValue is BSON undefined, which index keys hold for an empty array.
+var undefinedValue = bsoncore.Value{Type: bsoncore.TypeUndefined}
 
 // Type-bracket bounds: the smallest and largest values of each canonical type, or the
 // first value of the next type as an exclusive upper bound where a type has no maximum.

@@ -122,6 +122,10 @@ func TestFilterIntervals(t *testing.T) {
 			`[{"$numberInt":"1"}, {"$numberInt":"5"})`, `[{"$numberInt":"1"}, {"$numberInt":"5"})`},
 		{"ElemMatchObject", `{"a": {"$elemMatch": {"b": 1}}}`, "a", "-", "-"},
 		{"NullGte", `{"a": {"$gte": null}}`, "a", "-", "-"},
+		// null: a missing field's key; undefined: an empty array's.
+		{"NullEq", `{"a": null}`, "a", `[{"$undefined":true}, {"$undefined":true}] [null, null]`, `[{"$undefined":true}, {"$undefined":true}] [null, null]`},
+		{"InWithNull", `{"a": {"$in": [2, null]}}`, "a", `[{"$undefined":true}, {"$undefined":true}] [null, null] [{"$numberInt":"2"}, {"$numberInt":"2"}]`,
+			`[{"$undefined":true}, {"$undefined":true}] [null, null] [{"$numberInt":"2"}, {"$numberInt":"2"}]`},
 		{"NaNGt", `{"a": {"$gt": {"$numberDouble": "NaN"}}}`, "a", ``, ``},
 		{"OrOfRanges", `{"$or": [{"a": {"$gte": 1, "$lt": 2}}, {"a": {"$gt": 5, "$lte": 6}}]}`, "a",
 			`[{"$numberInt":"1"}, {"$numberDouble":"Infinity"}]`,
