@@ -118,11 +118,7 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 // firstBatchIDs renders the _ids of a find reply's first batch, sorted.
 func firstBatchIDs(t *testing.T, reply bsoncore.Document) string {
 	t.Helper()
-	batch, err := reply.LookupErr("cursor", "firstBatch")
-	if err != nil {
-		t.Fatalf("no first batch in %v", reply)
-	}
-	vals, _ := batch.Array().Values()
+	vals := firstBatchDocs(t, reply)
 	ids := make([]string, len(vals))
 	for i, v := range vals {
 		ids[i] = v.Document().Lookup("_id").String()
