@@ -17,8 +17,8 @@ import (
 // TestIndexBoundsAgreeWithScan runs generated filters against a collection with compound,
 // descending and multikey indexes, planned as the planner likes and as a collection scan
 // ({$natural: 1}), and requires the same documents: index bounds (ranges, regex prefixes,
-// $elemMatch, the key check of the fields after a range, arrays shared by two fields) may
-// narrow what a query reads, never what it returns.
+// $elemMatch, null, the key check of the fields after a range, arrays shared by two fields)
+// and $or plans may narrow what a query reads, never what it returns.
 func TestIndexBoundsAgreeWithScan(t *testing.T) {
 	e := testExecutor(t, 2, Options{PartitionCheckInterval: time.Hour})
 	c := e.Connect(wire.ConnInfo{ID: 1})
@@ -68,7 +68,7 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 		}
 		cmd(`{"insert": "` + coll + `", "documents": [` + strings.Join(docs, ", ") + `]}`)
 		cmd(`{"createIndexes": "` + coll + `", "indexes": [{"key": {"a": 1, "b": 1}, "name": "ab"}, {"key": {"b": -1, "a": 1}, "name": "ba"},
-			{"key": {"s": 1, "b": 1}, "name": "sb"}, {"key": {"x.p": 1, "x.q": 1}, "name": "xpq"}, {"key": {"s": -1}, "name": "s"}]}`)
+			{"key": {"s": 1, "b": 1}, "name": "sb"}, {"key": {"x.p": 1, "x.q": 1}, "name": "xpq"}, {"key": {"s": -1}, "name": "s"}, {"key": {"k": 1}, "name": "k"}]}`)
 	}
 	preds := []func() string{
 		func() string { return fmt.Sprintf(`"a": {"$gte": %s, "$lt": %s}`, scalar(), scalar()) },
@@ -76,6 +76,8 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 		func() string { return `"a": null` },
 		func() string { return fmt.Sprintf(`"a": {"$in": [null, %s]}`, scalar()) },
 		func() string { return `"x.p": null` },
+		func() string { return fmt.Sprintf(`"k": %d`, rng.IntN(7)) },
+		func() string { return fmt.Sprintf(`"k": {"$gte": %d}`, rng.IntN(7)) },
 		func() string { return fmt.Sprintf(`"a": {"$elemMatch": {"$gt": %s, "$lte": %s}}`, scalar(), scalar()) },
 		func() string { return fmt.Sprintf(`"b": {"$gt": %s}`, scalar()) },
 		func() string { return fmt.Sprintf(`"b": {"$lte": %s, "$gte": %s}`, scalar(), scalar()) },
@@ -97,8 +99,12 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 			parts = append(parts, preds[rng.IntN(len(preds))]())
 		}
 		filter := "{" + strings.Join(parts, ", ") + "}"
-		if rng.IntN(5) == 0 {
+		switch rng.IntN(4) {
+		case 0:
 			filter = `{"$or": [` + filter + `, {` + preds[rng.IntN(len(preds))]() + `}]}`
+		case 1: // $or plans: one index scan per branch
+			filter = `{"$or": [{` + preds[rng.IntN(len(preds))]() + `}, {` + preds[rng.IntN(len(preds))]() + `}, {` +
+				preds[rng.IntN(len(preds))]() + `}], ` + preds[rng.IntN(len(preds))]() + `}`
 		}
 		// Sorts that an index serves in reverse make the scans run backwards; the documents
 		// are compared as sets.

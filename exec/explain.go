@@ -9,6 +9,7 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -246,27 +247,21 @@ func appendShardPlan(out []byte, q *query.Query, p *query.Plan) []byte {
 		stages = append(stages, stage{name: "IDHACK"})
 	case query.PlanIndex:
 		stages = append(stages, stage{name: "FETCH"}, stage{name: "IXSCAN", extra: func(o []byte) []byte {
-			if p.Wildcard != nil {
-				o = p.AppendWildcardKeyPattern(o, "keyPattern")
-			} else {
-				o = bsoncore.AppendDocumentElement(o, "keyPattern", p.Index.Meta.Key)
+			return appendIxscan(o, p, p.Index, len(p.Ranges))
+		}})
+	case query.PlanOr:
+		stages = append(stages, stage{name: "FETCH"}, stage{name: "OR", extra: func(o []byte) []byte {
+			idx, a := bsoncore.AppendArrayElementStart(o, "inputStages")
+			for i, b := range p.Branches {
+				var x []byte
+				var bidx int32
+				bidx, a = bsoncore.AppendDocumentElementStart(a, bsonx.ArrayKey(i))
+				x = bsoncore.AppendStringElement(a, "stage", "IXSCAN")
+				x = appendIxscan(x, p, b.Index, len(b.Ranges))
+				a, _ = bsoncore.AppendDocumentEnd(x, bidx)
 			}
-			o = bsoncore.AppendStringElement(o, "indexName", p.Index.Meta.Name)
-			o = bsoncore.AppendBooleanElement(o, "isUnique", p.Index.Unique)
-			o = bsoncore.AppendBooleanElement(o, "isSparse", p.Index.Sparse)
-			o = bsoncore.AppendBooleanElement(o, "isPartial", p.Index.Partial != nil)
-			if c := p.Index.Collation.Document(); c != nil {
-				o = bsoncore.AppendDocumentElement(o, "collation", c)
-			}
-			dir := "forward"
-			if p.Reverse {
-				dir = "backward"
-			}
-			o = bsoncore.AppendStringElement(o, "direction", dir)
-			if p.Wildcard != nil {
-				o = p.AppendWildcardBounds(o, "indexBounds")
-			}
-			return bsoncore.AppendInt32Element(o, "indexRanges", int32(len(p.Ranges)))
+			o, _ = bsoncore.AppendArrayEnd(a, idx)
+			return o
 		}})
 	case query.PlanEOF:
 		stages = append(stages, stage{name: "EOF"})
@@ -289,6 +284,32 @@ func appendShardPlan(out []byte, q *query.Query, p *query.Plan) []byte {
 		return o
 	}
 	return build(out, "winningPlan", 0)
+}
+
+// appendIxscan appends the fields of an IXSCAN stage of plan p reading index xi over n key
+// ranges (a wildcard plan's shows its path and bounds).
+func appendIxscan(o []byte, p *query.Plan, xi *catalog.Index, n int) []byte {
+	if p.Wildcard != nil {
+		o = p.AppendWildcardKeyPattern(o, "keyPattern")
+	} else {
+		o = bsoncore.AppendDocumentElement(o, "keyPattern", xi.Meta.Key)
+	}
+	o = bsoncore.AppendStringElement(o, "indexName", xi.Meta.Name)
+	o = bsoncore.AppendBooleanElement(o, "isUnique", xi.Unique)
+	o = bsoncore.AppendBooleanElement(o, "isSparse", xi.Sparse)
+	o = bsoncore.AppendBooleanElement(o, "isPartial", xi.Partial != nil)
+	if c := xi.Collation.Document(); c != nil {
+		o = bsoncore.AppendDocumentElement(o, "collation", c)
+	}
+	dir := "forward"
+	if p.Reverse {
+		dir = "backward"
+	}
+	o = bsoncore.AppendStringElement(o, "direction", dir)
+	if p.Wildcard != nil {
+		o = p.AppendWildcardBounds(o, "indexBounds")
+	}
+	return bsoncore.AppendInt32Element(o, "indexRanges", int32(n))
 }
 
 // appendShardStats appends executionStats.executionStages.shards: per shard, what it read.

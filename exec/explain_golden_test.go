@@ -44,6 +44,13 @@ var explainCases = []struct{ name, cmd string }{
 	// An $or whose branches all bound a: one scan of the union of their ranges (MongoDB's
 	// plan is an OR of two IXSCANs).
 	{"index-or-ranges", `{"find": "u", "filter": {"$or": [{"a": {"$gte": 1, "$lt": 2}}, {"a": {"$gte": 40, "$lt": 41}}]}}`},
+	// An $or whose branches bound different indexes: one scan each, every document read
+	// once (MongoDB's OR of IXSCANs): 4 keys for a = 2, 7 for b = 2 and c < 50, 10 documents
+	// (_id 2 is in both).
+	{"index-or-fields", `{"find": "u", "filter": {"$or": [{"a": 2}, {"b": 2, "c": {"$lt": 50}}]}}`},
+	// A branch that bounds no index: the union is the collection.
+	{"or-unindexed-branch", `{"find": "u", "filter": {"$or": [{"a": 2}, {"k": 3}]}}`},
+	{"sharded-or-fields", `{"find": "s", "filter": {"$or": [{"a": 2}, {"b": 2, "c": {"$lt": 50}}]}, "sort": {"c": 1}}`},
 	{"hint", `{"find": "u", "filter": {"c": 5}, "hint": {"a": 1}}`},
 	{"sort-no-index", `{"find": "u", "filter": {}, "sort": {"c": -1}, "limit": 2}`},
 	{"eof", `{"find": "u", "filter": {"a": {"$in": []}}}`},

@@ -14,7 +14,8 @@ import (
 // the index bounds of a regex with a literal prefix (the strings that start with it, a
 // symbol among them, and the stored regex itself), of $elemMatch on values (its operators
 // intersected on a multikey index), of equality to null (a missing field's key), that the fields after a compound index's range are
-// checked on each key before its document is read, and that bounds on two fields under one
+// checked on each key before its document is read, that an $or of indexed fields reads one
+// index scan per branch, and that bounds on two fields under one
 // array are not compounded: {"x.a": 1, "x.b": 106} matches a document through two elements of x, whose
 // index entries pair each element's a and b (it returned nothing from the index before).
 // The same runs on a collection sharded over two shards.
@@ -81,6 +82,10 @@ func TestFindRegexElemMatchBounds(t *testing.T) {
 		// The regex and symbol documents have no tags: a missing field is indexed as null.
 		{"Null", bson.D{{Key: "tags", Value: nil}}, "", nil, 2, 2, 2},
 		{"InWithNull", bson.D{{Key: "tags", Value: bson.D{{Key: "$in", Value: bson.A{nil, 5}}}}}, "", nil, 4, 4, 4},
+		// An $or of two indexed fields: one scan each, each document read once (i = 5; i = 29
+		// and 30 hold 30 in tags).
+		{"OrOfFields", bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "name", Value: "n005"}}, bson.D{{Key: "tags", Value: 30}},
+			bson.D{{Key: "name", Value: "n030"}}}}}, "", nil, 3, 4, 3},
 		// i = 6: x.a 1 in its first element, x.b 106 in its second. The scan reads x.a = 1:
 		// i = 1, 6, ..., 56.
 		{"SharedArrayPrefix", bson.D{{Key: "x.a", Value: 1}, {Key: "x.b", Value: 106}}, "", nil, 1, 12, 12},

@@ -474,3 +474,22 @@ func intersect(a, b []Interval) []Interval {
 	}
 	return merge(out)
 }
+
+// OrBranches returns the branches of the first $or of the top-level conjunction, each as a
+// filter of its own (with f's collation): a document f matches matches one of them, so the
+// union of what each branch's index bounds hold holds every match (an $or plan). The
+// branches serve planning only: the matches are f's. nil when the conjunction has no $or.
+func (f *Filter) OrBranches() []*Filter {
+	for _, n := range f.conj {
+		or, isOr := n.(*orNode)
+		if !isOr || len(or.kids) == 0 {
+			continue
+		}
+		out := make([]*Filter, len(or.kids))
+		for i, k := range or.kids {
+			out[i] = &Filter{conj: appendConjunct(nil, k), coll: f.coll}
+		}
+		return out
+	}
+	return nil
+}

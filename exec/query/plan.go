@@ -24,6 +24,7 @@ const (
 	PlanIDs               // point reads by _id (IDHACK)
 	PlanIndex             // index ranges, then fetch (IXSCAN + FETCH)
 	PlanEOF               // nothing can match
+	PlanOr                // one index scan per branch of an $or, then fetch (OR of IXSCANs + FETCH)
 )
 
 // maxIndexRanges bounds the ranges one index scan may combine ($in on several fields).
@@ -43,6 +44,8 @@ type Plan struct {
 	// keyCheck, when set, tests the fields the ranges do not bound on each entry before
 	// its document is read (keycheck.go).
 	keyCheck *keyCheck
+	// Branches are the index scans of a PlanOr, one per branch of the filter's $or.
+	Branches []IndexScan
 	// Wildcard is the path and bounds of a scan of a wildcard index (plan_wildcard.go).
 	Wildcard *WildcardScan
 	// Sorted reports that the plan yields documents in the query's sort order.
@@ -117,7 +120,16 @@ func planQueryInto(p *Plan, ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.
 	// A filter that fixes the shard key reads only its logical partitions: prefer that scan
 	// to an index that fixes no field by equality (a range, or a sort alone), whose entries
 	// span every key of the shard.
-	if c.xi == nil || (p.hashes != nil && c.score < 2) {
+	if p.hashes != nil && c.score < 2 {
+		p.Kind = PlanScan
+		return p, nil
+	}
+	// An index that bounds nothing (at most it serves the sort) reads every entry: the
+	// scans of an $or's branches, when they all bound an index, read fewer.
+	if (c.xi == nil || c.score == boolInt(c.sorted && len(sortSpec) > 0)) && planOr(ci, f, p) {
+		return p, nil
+	}
+	if c.xi == nil {
 		p.Kind = PlanScan
 		return p, nil
 	}
@@ -199,6 +211,14 @@ func planIDs(ci *catalog.Coll, ids []bsoncore.Value, p *Plan) *Plan {
 		}
 	}
 	return p
+}
+
+// boolInt is 1 for true, 0 for false.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // naturalSort reports whether a sort is {$natural: ±1}, and whether it is -1.

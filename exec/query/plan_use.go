@@ -9,6 +9,11 @@ import (
 func (g *Engine) notePlan(ci *catalog.Coll, p *Plan) {
 	var xi *catalog.Index
 	switch {
+	case p.Kind == PlanOr:
+		for _, b := range p.Branches {
+			g.noteIndex(ci, b.Index)
+		}
+		return
 	case p.Kind == PlanIndex:
 		xi = p.Index
 	case p.Kind == PlanIDs && len(ci.Indexes) > 0 && ci.Indexes[0].IsID:
@@ -16,6 +21,11 @@ func (g *Engine) notePlan(ci *catalog.Coll, p *Plan) {
 	default:
 		return
 	}
+	g.noteIndex(ci, xi)
+}
+
+// noteIndex counts one use of index xi of ci.
+func (g *Engine) noteIndex(ci *catalog.Coll, xi *catalog.Index) {
 	if xi.Use == nil {
 		return // an index outside the catalog (a time-series collection's time index)
 	}

@@ -69,6 +69,9 @@ func (p *Plan) Sig() PlanSig {
 	if p.Index != nil {
 		s.Index = p.Index.Meta.Name
 	}
+	if p.Kind == PlanOr {
+		s.Index = branchNames(p.Branches)
+	}
 	return s
 }
 

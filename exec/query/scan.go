@@ -97,6 +97,7 @@ type ShardStream struct {
 	// while the iterator is at the entry that seek found, not read yet.
 	seekBuf []byte
 	unread  bool
+	branch  int // the branch of a PlanOr being scanned
 	closed  bool
 	// pf, when set, reads this shard ahead in a goroutine (scan_parallel.go); the fields
 	// above then belong to pf's reader and stats is the consumer's view of its totals.
@@ -221,7 +222,7 @@ func (ss *ShardStream) read(ctx context.Context) (bsoncore.Document, error) {
 		return ss.nextScan(ctx)
 	case PlanIDs:
 		return ss.nextID()
-	case PlanIndex:
+	case PlanIndex, PlanOr:
 		return ss.nextIndex(ctx)
 	}
 	return nil, nil
@@ -402,16 +403,21 @@ func (ss *ShardStream) nextIndex(ctx context.Context) (bsoncore.Document, error)
 func (ss *ShardStream) nextEntry(ctx context.Context) (hash uint64, id []byte, ok bool, err error) {
 	ci := ss.ci
 	for {
+		scan := ss.indexScan()
 		if ss.idxIt == nil {
-			if ss.pos >= len(ss.p.Ranges) {
-				return 0, nil, false, nil
+			if ss.pos >= len(scan.Ranges) {
+				if ss.p.Kind != PlanOr || ss.branch+1 >= len(ss.p.Branches) {
+					return 0, nil, false, nil
+				}
+				ss.branch, ss.pos = ss.branch+1, 0
+				continue
 			}
-			r := ss.p.Ranges[ss.pos]
+			r := scan.Ranges[ss.pos]
 			if ss.p.Reverse {
-				r = ss.p.Ranges[len(ss.p.Ranges)-1-ss.pos]
+				r = scan.Ranges[len(scan.Ranges)-1-ss.pos]
 			}
 			ss.pos++
-			it, err := ss.r.NewIndexIter(ci.Meta.ID, ss.p.Index.Meta.ID, r.lo, r.hi, ss.p.Reverse)
+			it, err := ss.r.NewIndexIter(ci.Meta.ID, scan.Index.Meta.ID, r.lo, r.hi, ss.p.Reverse)
 			if err != nil {
 				return 0, nil, false, catalog.StoreError(err)
 			}
@@ -429,7 +435,7 @@ func (ss *ShardStream) nextEntry(ctx context.Context) (hash uint64, id []byte, o
 				continue
 			}
 			// Before the duplicates: another entry of the same document may pass.
-			if kc := ss.p.keyCheck; kc != nil && !kc.accepts(ss.idxIt.Key()) {
+			if kc := scan.keyCheck; kc != nil && !kc.accepts(ss.idxIt.Key()) {
 				if s, ok := ss.idxIt.(seeker); ok {
 					if ss.seekBuf = kc.skip(ss.seekBuf[:0], ss.idxIt.Key(), ss.p.Reverse); ss.seekBuf != nil {
 						if !s.Seek(ss.seekBuf) {
@@ -442,8 +448,9 @@ func (ss *ShardStream) nextEntry(ctx context.Context) (hash uint64, id []byte, o
 			}
 			// An index that holds one entry per document, read over one range, meets each
 			// once; others meet a document once per element of an array (a multikey index,
-			// unique or not) or once per range that holds one of its keys.
-			if !ss.p.Index.OneEntryPerDoc() || len(ss.p.Ranges) > 1 || ss.ci.TS != nil {
+			// unique or not) or once per range that holds one of its keys, and an $or plan
+			// once per branch that holds it.
+			if !scan.Index.OneEntryPerDoc() || len(scan.Ranges) > 1 || ss.ci.TS != nil || ss.p.Kind == PlanOr {
 				if ss.seen == nil {
 					ss.seen = map[string]struct{}{}
 				}
@@ -464,6 +471,14 @@ func (ss *ShardStream) nextEntry(ctx context.Context) (hash uint64, id []byte, o
 			return 0, nil, false, catalog.StoreError(err)
 		}
 	}
+}
+
+// indexScan returns the index scan the stream is in: the plan's, or its current branch's.
+func (ss *ShardStream) indexScan() IndexScan {
+	if ss.p.Kind == PlanOr {
+		return ss.p.Branches[ss.branch]
+	}
+	return IndexScan{Index: ss.p.Index, Ranges: ss.p.Ranges, keyCheck: ss.p.keyCheck}
 }
 
 // seeker is an index iterator that can jump ahead (store.IndexIter's Seek: forward, to the

@@ -44,7 +44,7 @@ type batchEntry struct {
 // time. Only a stream that reads every document its ranges hold may: one with a limit would
 // examine documents past it.
 func (ss *ShardStream) unordered() {
-	if ss.p.Kind == PlanIndex && ss.limit == 0 {
+	if (ss.p.Kind == PlanIndex || ss.p.Kind == PlanOr) && ss.limit == 0 {
 		ss.batch = batches.Get().(*fetchBatch)
 	}
 }
