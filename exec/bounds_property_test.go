@@ -76,6 +76,8 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 		func() string { return `"a": null` },
 		func() string { return fmt.Sprintf(`"a": {"$in": [null, %s]}`, scalar()) },
 		func() string { return `"x.p": null` },
+		func() string { return `"a": {"$exists": false}` },
+		func() string { return `"x.q": {"$exists": false}` },
 		func() string { return fmt.Sprintf(`"k": %d`, rng.IntN(7)) },
 		func() string { return fmt.Sprintf(`"k": {"$gte": %d}`, rng.IntN(7)) },
 		func() string { return fmt.Sprintf(`"a": {"$elemMatch": {"$gt": %s, "$lte": %s}}`, scalar(), scalar()) },

@@ -13,7 +13,7 @@ import (
 // TestFindRegexElemMatchBounds checks, through explain's executionStats and the results,
 // the index bounds of a regex with a literal prefix (the strings that start with it, a
 // symbol among them, and the stored regex itself), of $elemMatch on values (its operators
-// intersected on a multikey index), of equality to null (a missing field's key), that the fields after a compound index's range are
+// intersected on a multikey index), of equality to null and $exists: false (a missing field's key is null), that the fields after a compound index's range are
 // checked on each key before its document is read, that an $or of indexed fields reads one
 // index scan per branch, and that bounds on two fields under one
 // array are not compounded: {"x.a": 1, "x.b": 106} matches a document through two elements of x, whose
@@ -81,6 +81,7 @@ func TestFindRegexElemMatchBounds(t *testing.T) {
 			"g_1_name_1", nil, 10, 62, 10},
 		// The regex and symbol documents have no tags: a missing field is indexed as null.
 		{"Null", bson.D{{Key: "tags", Value: nil}}, "", nil, 2, 2, 2},
+		{"ExistsFalse", bson.D{{Key: "tags", Value: bson.D{{Key: "$exists", Value: false}}}}, "", nil, 2, 2, 2},
 		{"InWithNull", bson.D{{Key: "tags", Value: bson.D{{Key: "$in", Value: bson.A{nil, 5}}}}}, "", nil, 4, 4, 4},
 		// An $or of two indexed fields: one scan each, each document read once (i = 5; i = 29
 		// and 30 hold 30 in tags).

@@ -19,11 +19,15 @@ type Interval struct {
 }
 
 // leafConjuncts returns the leaves of the top-level conjunction on path that a
-// planner can use: equalities and $in (points), ranges, regexes and $elemMatch on values.
-// Negations, $or (see orIntervals) and everything else are skipped (they only narrow the
-// result further).
+// planner can use: equalities and $in (points), ranges, regexes, $elemMatch on values and
+// $exists: false (missingLeaf). Other negations, $or (see orIntervals) and everything else are
+// skipped (they only narrow the result further).
 func (f *Filter) leafConjuncts(out []leaf, path string) []leaf {
 	for _, n := range f.conj {
+		if isMissing(n, path) {
+			out = append(out, missingLeaf{})
+			continue
+		}
 		pn := conjPath(n)
 		if pn == nil || pn.path.dotted != path {
 			continue
@@ -34,6 +38,26 @@ func (f *Filter) leafConjuncts(out []leaf, path string) []leaf {
 		}
 	}
 	return out
+}
+
+// missingLeaf stands, among leafConjuncts, for {path: {$exists: false}}: a document missing
+// path has the key null there (its index bounds).
+type missingLeaf struct{}
+
+func (missingLeaf) match(v bsoncore.Value) (bool, int) { return v.Type == 0, -1 }
+
+// isMissing reports whether conjunct n is {path: {$exists: false}}.
+func isMissing(n node, path string) bool {
+	not, ok := n.(*notNode)
+	if !ok {
+		return false
+	}
+	pn, ok := not.kid.(*pathNode)
+	if !ok || pn.path.dotted != path {
+		return false
+	}
+	_, ok = pn.lf.(existsLeaf)
+	return ok
 }
 
 // conjPath returns the path node of conjunct n: n itself, or the node an {field: value}
@@ -189,6 +213,8 @@ func pointsLeaf(l leaf) bool {
 		return x.op == opEQ
 	case *inLeaf:
 		return len(x.regexes) == 0
+	case missingLeaf:
+		return true
 	}
 	return false
 }
@@ -246,7 +272,8 @@ func (f *Filter) orIntervals(path string, nonMultikey bool) ([]Interval, bool) {
 	return nil, false
 }
 
-// leafIntervals returns the bounds of one comparison, $in, regex or $elemMatch on values
+// leafIntervals returns the bounds of one comparison, $in, regex, $elemMatch on values or
+// $exists: false
 // (collated: the filter has a collation, whose string bounds are not a regex's prefix).
 func leafIntervals(l leaf, collated bool) ([]Interval, bool) {
 	switch x := l.(type) {
@@ -276,6 +303,8 @@ func leafIntervals(l leaf, collated bool) ([]Interval, bool) {
 			return nil, false
 		}
 		return x.intervals()
+	case missingLeaf:
+		return []Interval{point(bsoncore.Value{Type: bsoncore.TypeNull})}, true
 	case *elemMatchValue:
 		// Every operator applies to the same element, so their bounds intersect even
 		// on a multikey path (MongoDB's ELEM_MATCH_VALUE bounds).

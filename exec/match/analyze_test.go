@@ -123,6 +123,8 @@ func TestFilterIntervals(t *testing.T) {
 		{"ElemMatchObject", `{"a": {"$elemMatch": {"b": 1}}}`, "a", "-", "-"},
 		{"NullGte", `{"a": {"$gte": null}}`, "a", "-", "-"},
 		// null: a missing field's key; undefined: an empty array's.
+		{"ExistsFalse", `{"a": {"$exists": false}}`, "a", `[null, null]`, `[null, null]`},
+		{"ExistsTrue", `{"a": {"$exists": true}}`, "a", "-", "-"},
 		{"NullEq", `{"a": null}`, "a", `[{"$undefined":true}, {"$undefined":true}] [null, null]`, `[{"$undefined":true}, {"$undefined":true}] [null, null]`},
 		{"InWithNull", `{"a": {"$in": [2, null]}}`, "a", `[{"$undefined":true}, {"$undefined":true}] [null, null] [{"$numberInt":"2"}, {"$numberInt":"2"}]`,
 			`[{"$undefined":true}, {"$undefined":true}] [null, null] [{"$numberInt":"2"}, {"$numberInt":"2"}]`},
