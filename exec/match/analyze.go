@@ -174,16 +174,16 @@ func pointValues(vals []bsoncore.Value, nullPoint bool) bool {
 	return true
 }
 
-// Intervals returns index bounds for path from one conjunct of the top-level
-// conjunction: the first equality or $in if any (points), else the first range
-// ($gt/$gte/$lt/$lte, type-bracketed: {$gt: 5} covers numbers above 5 up to +Inf, not
+// Intervals returns index bounds for path from one conjunct of the top-level conjunction:
+// the first equality, $in or $exists: false if any (points; {a: null} is null and undefined,
+// the keys of a missing field and of an empty array, $exists: false is null), else the first
+// range ($gt/$gte/$lt/$lte, type-bracketed: {$gt: 5} covers numbers above 5 up to +Inf, not
 // strings), regex with a literal prefix or $elemMatch on values. The result is sorted and
 // merged. Bounds of separate conjuncts are not intersected, because an array field can
 // satisfy {$gt: 5} and {$lt: 3} with different elements (multikey); IntervalsNonMultikey
 // intersects them when no document holds an array on the path. ok is false when no
 // conjunct on path can be expressed as bounds (arrays, unanchored regexes, MinKey/MaxKey and
-// other unboundable operands; equality to null is bounded by null and undefined, the keys
-// of a missing field and of an empty array).
+// other unboundable operands).
 func (f *Filter) Intervals(path string) (iv []Interval, ok bool) {
 	var rng []Interval
 	haveRange := false
@@ -273,8 +273,8 @@ func (f *Filter) orIntervals(path string, nonMultikey bool) ([]Interval, bool) {
 }
 
 // leafIntervals returns the bounds of one comparison, $in, regex, $elemMatch on values or
-// $exists: false
-// (collated: the filter has a collation, whose string bounds are not a regex's prefix).
+// $exists: false (collated: the filter has a collation, under which a regex's prefix does
+// not bound its strings).
 func leafIntervals(l leaf, collated bool) ([]Interval, bool) {
 	switch x := l.(type) {
 	case *cmpLeaf:
