@@ -253,10 +253,8 @@ func appendShardPlan(out []byte, q *query.Query, p *query.Plan) []byte {
 		stages = append(stages, stage{name: "FETCH"}, stage{name: "OR", extra: func(o []byte) []byte {
 			idx, a := bsoncore.AppendArrayElementStart(o, "inputStages")
 			for i, b := range p.Branches {
-				var x []byte
-				var bidx int32
-				bidx, a = bsoncore.AppendDocumentElementStart(a, bsonx.ArrayKey(i))
-				x = bsoncore.AppendStringElement(a, "stage", "IXSCAN")
+				bidx, x := bsoncore.AppendDocumentElementStart(a, bsonx.ArrayKey(i))
+				x = bsoncore.AppendStringElement(x, "stage", "IXSCAN")
 				x = appendIxscan(x, p, b.Index, len(b.Ranges))
 				a, _ = bsoncore.AppendDocumentEnd(x, bidx)
 			}
