@@ -11,8 +11,8 @@ import (
 )
 
 // TestFindRegexElemMatchBounds checks, through explain's executionStats and the results,
-// the index bounds of a regex with a literal prefix (the strings that start with it, a
-// symbol among them, and the stored regex itself), of $elemMatch on values (its operators
+// the index bounds of a regex (the strings that start with its literal prefix, or all
+// strings, a symbol among them, and the stored regex itself; the regex tested on each key), of $elemMatch on values (its operators
 // intersected on a multikey index), of equality to null and $exists: false (a missing field's key is null), that the fields after a compound index's range are
 // checked on each key before its document is read, that an $or of indexed fields reads one
 // index scan per branch, and that bounds on two fields under one
@@ -60,9 +60,13 @@ func TestFindRegexElemMatchBounds(t *testing.T) {
 		// n010..n019, the symbol and the stored regex.
 		{"RegexPrefix", bson.D{{Key: "name", Value: bson.Regex{Pattern: "^n01"}}}, "", nil, 12, 12, 12},
 		// "?" makes the 1 optional: the prefix is "n0", which all 60 strings and the symbol
-		// start with; n000..n009 and n010 match.
-		{"RegexOptionalChar", bson.D{{Key: "name", Value: bson.Regex{Pattern: "^n01?0"}}}, "", nil, 11, 61, 61},
+		// start with; the regex, tested on each key, passes n000..n009 and n010 to be read.
+		{"RegexOptionalChar", bson.D{{Key: "name", Value: bson.Regex{Pattern: "^n01?0"}}}, "", nil, 11, 61, 11},
 		{"RegexQuoted", bson.D{{Key: "name", Value: bson.D{{Key: "$regex", Value: `^\Qn0\E2`}}}}, "", nil, 10, 10, 10},
+		// No literal prefix: every string key is read and tested, and only the matches'
+		// documents (i = 5, 15, ..., 55; n010..n019 and the symbol).
+		{"RegexUnanchored", bson.D{{Key: "name", Value: bson.Regex{Pattern: "5$"}}}, "", nil, 6, 61, 6},
+		{"RegexCaseless", bson.D{{Key: "name", Value: bson.Regex{Pattern: "^N01", Options: "i"}}}, "", nil, 11, 61, 11},
 		{"InRegexAndString", bson.D{{Key: "name", Value: bson.D{{Key: "$in", Value: bson.A{bson.Regex{Pattern: "^n02"}, "n050"}}}}}, "", nil, 11, 11, 11},
 		// i = 9, 10 and 11 hold 10 or 11; {tags: {$gte: 10, $lt: 12}} would read from 10 to the end.
 		{"ElemMatchRange", bson.D{{Key: "tags", Value: bson.D{{Key: "$elemMatch", Value: bson.D{{Key: "$gte", Value: 10}, {Key: "$lt", Value: 12}}}}}}, "", nil, 3, 4, 3},

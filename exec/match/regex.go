@@ -112,18 +112,15 @@ func pcreMessage(err error) string {
 	return se.Error()
 }
 
-// intervals returns the index bounds of the regex (MongoDB's simple regex bounds): the
-// strings that start with its literal prefix, and the regex value itself, which a stored
-// regex with the same pattern and options matches. ok is false when the regex has no
-// literal prefix (unanchored, case-insensitive, an alternation...): its matches are
-// anywhere among the strings.
+// intervals returns the index bounds of the regex (MongoDB's regex bounds): the strings that
+// start with its literal prefix, every string when it has none (unanchored, case-insensitive,
+// an alternation...), and the regex value itself, which a stored regex with the same pattern
+// and options matches. Without a prefix, a scan of those bounds tests the regex on each key
+// (Filter.KeyTest) rather than read every string's document.
 func (r *regexLeaf) intervals() ([]Interval, bool) {
 	prefix := literalPrefix(r.pattern, r.options)
-	if prefix == "" {
-		return nil, false
-	}
 	strs := Interval{Lo: strValue(prefix), Hi: bEmptyDoc, LoInclusive: true} // to the end of the strings
-	if end, ok := prefixEnd(prefix); ok {
+	if end, ok := prefixEnd(prefix); ok && prefix != "" {
 		strs.Hi = strValue(end)
 	}
 	self := bsoncore.Value{Type: bsoncore.TypeRegex, Data: bsoncore.AppendRegex(nil, r.pattern, r.options)}
@@ -221,4 +218,32 @@ func prefixEnd(prefix string) (string, bool) {
 // strValue is s as a BSON string value.
 func strValue(s string) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s)}
+}
+
+// KeyTest returns a test of an index key's value at path (a key holds the value itself, or
+// null for a missing field) against the regexes of the top-level conjunction on path, so that
+// a scan reads only the documents whose key matches them (MongoDB's covered regex filter);
+// nil when there are none. It is valid only where a document has one key on path (the path
+// holds no array: an array's elements each have a key, and two regexes may match two of them)
+// and the key holds the value, not a collation key.
+func (f *Filter) KeyTest(path string) func(bsoncore.Value) bool {
+	var res []*regexLeaf
+	for _, n := range f.conj {
+		if pn := conjPath(n); pn != nil && pn.path.dotted == path {
+			if r, ok := pn.lf.(*regexLeaf); ok {
+				res = append(res, r)
+			}
+		}
+	}
+	if len(res) == 0 {
+		return nil
+	}
+	return func(v bsoncore.Value) bool {
+		for _, r := range res {
+			if ok, _ := r.match(v); !ok {
+				return false
+			}
+		}
+		return true
+	}
 }

@@ -3,6 +3,8 @@ package query
 import (
 	"bytes"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/match"
@@ -26,10 +28,12 @@ type keyCheck struct {
 	desc []bool
 }
 
-// fieldCheck is the bounds of one index field: its component's encoded ranges, sorted.
+// fieldCheck is the bounds of one index field: its component's encoded ranges, sorted (nil:
+// none), and a test of its decoded value (nil: none; a regex, match.Filter.KeyTest).
 type fieldCheck struct {
 	pos    int
 	ranges []keyRange
+	test   func(bsoncore.Value) bool
 }
 
 // newKeyCheck returns the check of fields from on of index xi (those past its scan's
@@ -37,20 +41,29 @@ type fieldCheck struct {
 // an array with an earlier one (whose entries pair one element's values) are not checked.
 func newKeyCheck(xi *catalog.Index, f *match.Filter, from int) *keyCheck {
 	kc := keyCheck{from: from}
-	for i := from; i < len(xi.Fields); i++ {
-		fld := xi.Fields[i]
+	for i, fld := range xi.Fields {
 		if fld.Hashed || sharesArrayWithEarlier(xi, i) {
 			continue
 		}
-		iv, ok := fieldIntervals(xi, i, f)
-		if !ok {
-			continue
+		var fc fieldCheck
+		if i >= from {
+			if iv, ok := fieldIntervals(xi, i, f); ok {
+				fc.ranges = make([]keyRange, len(iv))
+				for k, x := range iv {
+					fc.ranges[k] = intervalRange(nil, x, fld.Desc)
+				}
+				sortRanges(fc.ranges)
+			}
 		}
-		ranges := make([]keyRange, len(iv))
-		for k, x := range iv {
-			ranges[k] = intervalRange(nil, x, fld.Desc)
+		// A regex is tested on the key where it is the only key of its document's value
+		// (not multikey) and the key is the value (no collation).
+		if !xi.IsMultikey(i) && xi.Collation == nil {
+			fc.test = f.KeyTest(fld.Path)
 		}
-		kc.fields = append(kc.fields, fieldCheck{pos: i, ranges: sortRanges(ranges)})
+		if fc.ranges != nil || fc.test != nil {
+			fc.pos = i
+			kc.fields = append(kc.fields, fc)
+		}
 	}
 	if len(kc.fields) == 0 {
 		return nil
@@ -76,7 +89,7 @@ func (kc *keyCheck) accepts(key []byte) bool {
 			return true
 		}
 		if fc := &kc.fields[next]; fc.pos == pos {
-			if !inRanges(key[:n], fc.ranges) {
+			if fc.ranges != nil && !inRanges(key[:n], fc.ranges) || fc.test != nil && !fc.testKey(key[:n], desc) {
 				return false
 			}
 			next++
@@ -86,15 +99,30 @@ func (kc *keyCheck) accepts(key []byte) bool {
 	return true
 }
 
+// testKey decodes a key component and tests it. A component it cannot decode passes: the
+// filter decides.
+func (fc *fieldCheck) testKey(comp []byte, desc bool) bool {
+	v, _, ok := bsonx.DecodeKey(comp)
+	if desc {
+		v, _, ok = bsonx.DecodeKeyDesc(comp)
+	}
+	return !ok || fc.test(v)
+}
+
 // skip returns, appended to dst, where a scan goes after key, which accepts refused: past the
 // keys that share key's leading fields (up to and including the range's) and whose next field
 // is outside its bounds. Forward, to the first key at or above the next interval's start
 // (or past the leading values when no interval is left); in reverse, to the last key below the
 // previous interval's end (or below the leading values). nil when it cannot tell: the next
-// field is not checked, or key is within its bounds and another field refused it.
+// field has no ranges to check, or key is within them and another test refused it.
 func (kc *keyCheck) skip(dst, key []byte, reverse bool) []byte {
-	fc := &kc.fields[0]
-	if fc.pos != kc.from {
+	var fc *fieldCheck
+	for i := range kc.fields {
+		if kc.fields[i].pos == kc.from && kc.fields[i].ranges != nil {
+			fc = &kc.fields[i]
+		}
+	}
+	if fc == nil {
 		return nil
 	}
 	off := 0
