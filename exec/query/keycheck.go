@@ -36,9 +36,10 @@ type fieldCheck struct {
 	test   func(bsoncore.Value) bool
 }
 
-// newKeyCheck returns the check of fields from on of index xi (those past its scan's
-// ranges) that f bounds; nil when it bounds none. Hashed fields and fields that may share
-// an array with an earlier one (whose entries pair one element's values) are not checked.
+// newKeyCheck returns the check of the fields of index xi from on (those past its scan's
+// ranges) that f bounds, and of any field whose value f tests with a regex; nil when there
+// is nothing to check. Hashed fields and fields that may share an array with an earlier one
+// (whose entries pair one element's values) are not checked.
 func newKeyCheck(xi *catalog.Index, f *match.Filter, from int) *keyCheck {
 	kc := keyCheck{from: from}
 	for i, fld := range xi.Fields {
