@@ -93,7 +93,8 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 			return fmt.Sprintf(`"s": {"$regex": "%s", "$options": "%s"}`, pats[rng.IntN(len(pats))], opts[rng.IntN(len(opts))])
 		},
 		func() string {
-			return fmt.Sprintf(`"s": {"$in": [{"$regularExpression": {"pattern": "^a", "options": ""}}, %s]}`, scalar())
+			pat := []string{"^a", "b", "^A"}[rng.IntN(3)]
+			return fmt.Sprintf(`"s": {"$in": [{"$regularExpression": {"pattern": "%s", "options": ""}}, %s]}`, pat, scalar())
 		},
 		func() string { return fmt.Sprintf(`"x.p": %d`, rng.IntN(5)) },
 		func() string { return fmt.Sprintf(`"x.q": {"$gte": %d}`, rng.IntN(5)) },

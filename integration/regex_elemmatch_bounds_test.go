@@ -67,6 +67,7 @@ func TestFindRegexElemMatchBounds(t *testing.T) {
 		// documents (i = 5, 15, ..., 55; n010..n019 and the symbol).
 		{"RegexUnanchored", bson.D{{Key: "name", Value: bson.Regex{Pattern: "5$"}}}, "", nil, 6, 61, 6},
 		{"RegexCaseless", bson.D{{Key: "name", Value: bson.Regex{Pattern: "^N01", Options: "i"}}}, "", nil, 11, 61, 11},
+		{"InUnanchoredRegexAndString", bson.D{{Key: "name", Value: bson.D{{Key: "$in", Value: bson.A{bson.Regex{Pattern: "9$"}, "n050"}}}}}, "", nil, 7, 61, 7},
 		{"InRegexAndString", bson.D{{Key: "name", Value: bson.D{{Key: "$in", Value: bson.A{bson.Regex{Pattern: "^n02"}, "n050"}}}}}, "", nil, 11, 11, 11},
 		// i = 9, 10 and 11 hold 10 or 11; {tags: {$gte: 10, $lt: 12}} would read from 10 to the end.
 		{"ElemMatchRange", bson.D{{Key: "tags", Value: bson.D{{Key: "$elemMatch", Value: bson.D{{Key: "$gte", Value: 10}, {Key: "$lt", Value: 12}}}}}}, "", nil, 3, 4, 3},

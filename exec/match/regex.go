@@ -221,17 +221,22 @@ func strValue(s string) bsoncore.Value {
 }
 
 // KeyTest returns a test of an index key's value at path (a key holds the value itself, or
-// null for a missing field) against the regexes of the top-level conjunction on path, so that
-// a scan reads only the documents whose key matches them (MongoDB's covered regex filter);
-// nil when there are none. It is valid only where a document has one key on path (the path
-// holds no array: an array's elements each have a key, and two regexes may match two of them)
-// and the key holds the value, not a collation key.
+// null for a missing field) against the regexes of the top-level conjunction on path, alone
+// or in an $in, so that a scan reads only the documents whose key matches them (MongoDB's
+// covered regex filter); nil when there are none. It is valid only where a document has one
+// key on path (the path holds no array: an array's elements each have a key, and two regexes
+// may match two of them) and the key holds the value, not a collation key.
 func (f *Filter) KeyTest(path string) func(bsoncore.Value) bool {
-	var res []*regexLeaf
+	var res []leaf
 	for _, n := range f.conj {
 		if pn := conjPath(n); pn != nil && pn.path.dotted == path {
-			if r, ok := pn.lf.(*regexLeaf); ok {
-				res = append(res, r)
+			switch x := pn.lf.(type) {
+			case *regexLeaf:
+				res = append(res, x)
+			case *inLeaf:
+				if len(x.regexes) > 0 {
+					res = append(res, x)
+				}
 			}
 		}
 	}
