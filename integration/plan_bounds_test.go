@@ -10,16 +10,20 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-// TestFindRegexElemMatchBounds checks, through explain's executionStats and the results,
-// the index bounds of a regex (the strings that start with its literal prefix, or all
-// strings, a symbol among them, and the stored regex itself; the regex tested on each key), of $elemMatch on values (its operators
-// intersected on a multikey index), of equality to null and $exists: false (a missing field's key is null), that the fields after a compound index's range are
-// checked on each key before its document is read, that an $or of indexed fields reads one
-// index scan per branch, and that bounds on two fields under one
-// array are not compounded: {"x.a": 1, "x.b": 106} matches a document through two elements of x, whose
-// index entries pair each element's a and b (it returned nothing from the index before).
-// The same runs on a collection sharded over two shards.
-func TestFindRegexElemMatchBounds(t *testing.T) {
+// TestFindPlanBounds checks, through explain's executionStats and the results, what the
+// planner reads beyond plain ranges (TestFindRangeBoundsEveryType), on a plain collection and
+// on one sharded over two shards:
+//   - a regex: the strings that start with its literal prefix, or every string, a symbol
+//     among them, and the stored regex itself; the regex tested on each key;
+//   - $elemMatch on values: its operators intersected on a multikey index;
+//   - equality to null and $exists: false: a missing field's key is null;
+//   - the fields after a compound index's range, checked on each key before its document
+//     is read, and the seek past the keys that fail;
+//   - an $or of indexed fields: one index scan per branch;
+//   - bounds on two fields under one array, which are not compounded: {"x.a": 1, "x.b":
+//     106} matches a document through two elements of x, whose index entries pair each
+//     element's a and b (the index returned nothing before).
+func TestFindPlanBounds(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t, "--shards", "2")
 	c := srv.client(t)
