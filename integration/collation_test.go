@@ -249,12 +249,13 @@ func TestCollationDefaultAndIndexes(t *testing.T) {
 	}
 }
 
-// explained is what explainCollated reads from an executionStats explain.
+// explained is what explainRead reads from an executionStats explain.
 type explained struct {
 	index      string
 	collation  bool
 	keys, docs int64
 	n          int64
+	shards     int // the shards that read (executionStages.shards)
 }
 
 // explainCollated explains a find at executionStats and returns its index, counters and result.
@@ -264,12 +265,22 @@ func explainCollated(t *testing.T, db *mongo.Database, coll string, filter, coll
 	if collation != nil {
 		find = append(find, bson.E{Key: "collation", Value: collation})
 	}
+	return explainRead(t, db, find)
+}
+
+// explainRead explains a read command (find, count, ...) at executionStats and returns its
+// index, counters, result and the shards that read.
+func explainRead(t *testing.T, db *mongo.Database, cmd bson.D) explained {
+	t.Helper()
 	var ex bson.M
-	if err := db.RunCommand(context.Background(), bson.D{{Key: "explain", Value: find}, {Key: "verbosity", Value: "executionStats"}}).Decode(&ex); err != nil {
+	if err := db.RunCommand(context.Background(), bson.D{{Key: "explain", Value: cmd}, {Key: "verbosity", Value: "executionStats"}}).Decode(&ex); err != nil {
 		t.Fatal(err)
 	}
 	stats := shardM(ex["executionStats"])
 	out := explained{keys: asInt64(stats["totalKeysExamined"]), docs: asInt64(stats["totalDocsExamined"]), n: asInt64(stats["nReturned"])}
+	if stages, ok := shardM(stats["executionStages"])["shards"].(bson.A); ok {
+		out.shards = len(stages)
+	}
 	var walk func(v any)
 	walk = func(v any) {
 		switch x := v.(type) {

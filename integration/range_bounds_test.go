@@ -91,15 +91,8 @@ func TestFindRangeBoundsEveryType(t *testing.T) {
 	} {
 		for _, name := range []string{"plain", "sharded"} {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
-				var ex bson.M
-				if err := db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: name},
-					{Key: "filter", Value: tc.filter}, {Key: "hint", Value: tc.hint}}},
-					{Key: "verbosity", Value: "executionStats"}}).Decode(&ex); err != nil {
-					t.Fatal(err)
-				}
-				stats := shardM(ex["executionStats"])
-				got := [3]any{asInt64(stats["nReturned"]), asInt64(stats["totalKeysExamined"]), asInt64(stats["totalDocsExamined"])}
-				if want := [3]any{tc.n, tc.n, tc.n}; got != want {
+				ex := explainRead(t, db, bson.D{{Key: "find", Value: name}, {Key: "filter", Value: tc.filter}, {Key: "hint", Value: tc.hint}})
+				if got, want := [3]int64{ex.n, ex.keys, ex.docs}, [3]int64{tc.n, tc.n, tc.n}; got != want {
 					t.Errorf("%v: returned, keys and documents examined %v; want %v", tc.filter, got, want)
 				}
 				n, err := db.Collection(name).CountDocuments(ctx, tc.filter)
