@@ -121,6 +121,7 @@ func (kc *keyCheck) skip(dst, key []byte, reverse bool) []byte {
 	for i := range kc.fields {
 		if kc.fields[i].pos == kc.from && kc.fields[i].ranges != nil {
 			fc = &kc.fields[i]
+			break
 		}
 	}
 	if fc == nil {

@@ -126,7 +126,7 @@ func planQueryInto(p *Plan, ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.
 	}
 	// An index that bounds nothing (at most it serves the sort) reads every entry: the
 	// scans of an $or's branches, when they all bound an index, read fewer.
-	if (c.xi == nil || c.score == boolInt(c.sorted && len(sortSpec) > 0)) && planOr(ci, f, p) {
+	if c.boundsNothing(sortSpec) && planOr(ci, f, p) {
 		return p, nil
 	}
 	if c.xi == nil {
@@ -148,6 +148,12 @@ type indexChoice struct {
 	fixed           int // the leading fields the ranges bound (indexBounds)
 	sorted, reverse bool
 	wild            *WildcardScan
+}
+
+// boundsNothing reports whether the choice reads every entry of its index, or has no index:
+// its whole score is the sort's.
+func (c indexChoice) boundsNothing(sortSpec []bsonx.SortField) bool {
+	return c.xi == nil || c.score == 0 || c.score == 1 && c.sorted && len(sortSpec) > 0
 }
 
 // chooseIndex returns the index that serves f and sortSpec best, nil xi when none serves
@@ -211,14 +217,6 @@ func planIDs(ci *catalog.Coll, ids []bsoncore.Value, p *Plan) *Plan {
 		}
 	}
 	return p
-}
-
-// boolInt is 1 for true, 0 for false.
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // naturalSort reports whether a sort is {$natural: ±1}, and whether it is -1.
