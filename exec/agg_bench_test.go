@@ -30,24 +30,9 @@ func BenchmarkAggWindow(b *testing.B) {
 
 // benchAggWindow runs BenchmarkAggWindow on a server of shards shards.
 func benchAggWindow(b *testing.B, shards int) {
-	e := testExecutor(b, shards, Options{PartitionCheckInterval: time.Hour})
-	c := e.Connect(wire.ConnInfo{ID: 1})
-	if shards > 1 {
-		shardBench(b, c, "deviceId", 4)
-	}
-	run(b, c, bsoncore.NewDocumentBuilder().AppendString("createIndexes", "c").
-		AppendArray("indexes", bsoncore.NewArrayBuilder().
-			AppendDocument(indexSpec("readingTime_1", bsoncore.NewDocumentBuilder().AppendInt32("readingTime", 1).Build())).Build()).
-		AppendString("$db", "bench").Build())
-	const docs = 5 * aggWindow
-	for first := int64(0); first < docs; first += 100 {
-		run(b, c, insertManyBody(first))
-	}
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
-	bodies := make([]bsoncore.Document, 16)
-	for i := range bodies {
-		from := t0 + int64(i)*(docs-aggWindow)/int64(len(bodies))*1000
-		window := bsoncore.NewDocumentBuilder().AppendDateTime("$gte", from).AppendDateTime("$lt", from+aggWindow*1000).Build()
+	c, windows := loadReadings(b, shards)
+	bodies := make([]bsoncore.Document, len(windows))
+	for i, window := range windows {
 		group := bsoncore.NewDocumentBuilder().AppendString("_id", "$deviceId").
 			AppendDocument("avg", bsoncore.NewDocumentBuilder().AppendString("$avg", "$metricValue").Build()).
 			AppendDocument("max", bsoncore.NewDocumentBuilder().AppendString("$max", "$metricValue").Build()).
@@ -66,6 +51,37 @@ func benchAggWindow(b *testing.B, shards int) {
 	if n := len(mustArray(b, reply.Lookup("cursor", "firstBatch"))); n != 10 {
 		b.Fatalf("the pipeline returned %d groups, want 10", n)
 	}
+	loopPerDoc(b, c, bodies)
+}
+
+// loadReadings loads BenchmarkAggWindow's collection, bench.c, on a server of shards shards
+// and returns the readingTime bounds of 16 windows of aggWindow readings each.
+func loadReadings(b *testing.B, shards int) (wire.ConnHandler, []bsoncore.Document) {
+	e := testExecutor(b, shards, Options{PartitionCheckInterval: time.Hour})
+	c := e.Connect(wire.ConnInfo{ID: 1})
+	if shards > 1 {
+		shardBench(b, c, "deviceId", 4)
+	}
+	run(b, c, bsoncore.NewDocumentBuilder().AppendString("createIndexes", "c").
+		AppendArray("indexes", bsoncore.NewArrayBuilder().
+			AppendDocument(indexSpec("readingTime_1", bsoncore.NewDocumentBuilder().AppendInt32("readingTime", 1).Build())).Build()).
+		AppendString("$db", "bench").Build())
+	const docs = 5 * aggWindow
+	for first := int64(0); first < docs; first += 100 {
+		run(b, c, insertManyBody(first))
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	windows := make([]bsoncore.Document, 16)
+	for i := range windows {
+		from := t0 + int64(i)*(docs-aggWindow)/int64(len(windows))*1000
+		windows[i] = bsoncore.NewDocumentBuilder().AppendDateTime("$gte", from).AppendDateTime("$lt", from+aggWindow*1000).Build()
+	}
+	return c, windows
+}
+
+// loopPerDoc runs the bodies in turn for the benchmark's iterations and reports the time and
+// the process's CPU per document of an aggWindow window.
+func loopPerDoc(b *testing.B, c wire.ConnHandler, bodies []bsoncore.Document) {
 	b.ReportAllocs()
 	i := 0
 	cpu0 := processCPU(b)
@@ -77,6 +93,36 @@ func benchAggWindow(b *testing.B, shards int) {
 	// The process's CPU, which other processes on a shared machine do not inflate as they do
 	// the elapsed time: the in-process counterpart of mbench's server CPU per op.
 	b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N*aggWindow), "cpu-ns/doc")
+}
+
+// BenchmarkCountWindow counts BenchmarkAggWindow's windows of 10,000 readings, with count
+// and with countDocuments' pipeline ($match, $group {_id: 1, n: {$sum: 1}}): the bounds on
+// readingTime are exact, so both count index keys and read no document (COUNT_SCAN).
+//
+//	go test ./exec -run '^$' -bench BenchmarkCountWindow -count 10
+func BenchmarkCountWindow(b *testing.B) {
+	for _, shards := range []int{1, 2} {
+		b.Run(fmt.Sprintf("Shards%d", shards), func(b *testing.B) {
+			c, windows := loadReadings(b, shards)
+			var counts, pipelines []bsoncore.Document
+			for _, window := range windows {
+				filter := bsoncore.NewDocumentBuilder().AppendDocument("readingTime", window).Build()
+				counts = append(counts, bsoncore.NewDocumentBuilder().AppendString("count", "c").
+					AppendDocument("query", filter).AppendString("$db", "bench").Build())
+				pipeline := bsoncore.NewArrayBuilder().
+					AppendDocument(bsoncore.NewDocumentBuilder().AppendDocument("$match", filter).Build()).
+					AppendDocument(bsoncore.NewDocumentBuilder().AppendDocument("$group", bsoncore.NewDocumentBuilder().
+						AppendInt32("_id", 1).AppendDocument("n", bsoncore.NewDocumentBuilder().AppendInt32("$sum", 1).Build()).Build()).Build()).Build()
+				pipelines = append(pipelines, bsoncore.NewDocumentBuilder().AppendString("aggregate", "c").AppendArray("pipeline", pipeline).
+					AppendDocument("cursor", bsoncore.NewDocumentBuilder().Build()).AppendString("$db", "bench").Build())
+			}
+			if n := run(b, c, counts[0]).Lookup("n").AsInt64(); n != aggWindow {
+				b.Fatalf("count is %d, want %d", n, aggWindow)
+			}
+			b.Run("Count", func(b *testing.B) { loopPerDoc(b, c, counts) })
+			b.Run("CountDocuments", func(b *testing.B) { loopPerDoc(b, c, pipelines) })
+		})
+	}
 }
 
 // processCPU returns the CPU time (user and system) this process has used so far.

@@ -102,7 +102,7 @@ func (e *Executor) count(ctx context.Context, r *request) error {
 		a.hint = bsoncore.Value{}
 	}
 	// A count without a limit reads every match: in which order does not matter.
-	q := &query.Query{CI: ci, Filter: f, Skip: a.skip, Hint: a.hint, Unordered: a.limit == 0}
+	q := &query.Query{CI: ci, Filter: f, Skip: a.skip, Hint: a.hint, Unordered: a.limit == 0, NoFields: true}
 	if r.explain != "" {
 		return e.explainQuery(ctx, r, q, "count", a.limit)
 	}

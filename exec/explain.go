@@ -129,7 +129,11 @@ func (e *Executor) explainQuery(ctx context.Context, r *request, q *query.Query,
 	out := r.out
 	idx, out := bsoncore.AppendDocumentElementStart(out, "queryPlanner")
 	out = bsoncore.AppendInt32Element(out, "mongosPlannerVersion", 1)
-	out = e.appendWinningPlan(out, q, p, shards, ns)
+	root := ""
+	if cmd == "count" {
+		root = "COUNT"
+	}
+	out = e.appendWinningPlan(out, q, p, shards, ns, root)
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	if r.explain != "queryPlanner" {
 		idx, out = bsoncore.AppendDocumentElementStart(out, "executionStats")
@@ -150,14 +154,14 @@ func (e *Executor) explainQuery(ctx context.Context, r *request, q *query.Query,
 	cidx, out := bsoncore.AppendDocumentElementStart(out, "command")
 	out = append(out, r.body[4:len(r.body)-1]...)
 	out, _ = bsoncore.AppendDocumentEnd(out, cidx)
-	_ = cmd
 	r.out = out
 	return nil
 }
 
 // appendWinningPlan appends winningPlan in mongos' shape: SINGLE_SHARD, SHARD_MERGE or
-// SHARD_MERGE_SORT over the per-shard plans, with the partitions targeted.
-func (e *Executor) appendWinningPlan(out []byte, q *query.Query, p *query.Plan, shards []*query.ShardStream, ns string) []byte {
+// SHARD_MERGE_SORT over the per-shard plans (each under stage root, when not ""), with the
+// partitions targeted.
+func (e *Executor) appendWinningPlan(out []byte, q *query.Query, p *query.Plan, shards []*query.ShardStream, ns, root string) []byte {
 	stage := "SINGLE_SHARD"
 	switch {
 	case len(shards) > 1 && len(q.Sort) > 0 && p.Sorted:
@@ -174,7 +178,7 @@ func (e *Executor) appendWinningPlan(out []byte, q *query.Query, p *query.Plan, 
 		o = bsoncore.AppendStringElement(o, "connectionString", e.shardConnString(s.Shard))
 		o = bsoncore.AppendStringElement(o, "namespace", ns)
 		o = appendPartitions(o, s)
-		o = appendShardPlan(o, q, p)
+		o = appendShardPlan(o, q, p, root)
 		out, _ = bsoncore.AppendDocumentEnd(o, sidx)
 	}
 	out, _ = bsoncore.AppendArrayEnd(out, aidx)
@@ -217,13 +221,17 @@ func appendPartitions(out []byte, s *query.ShardStream) []byte {
 	return out
 }
 
-// appendShardPlan appends one shard's winningPlan: the stage tree mongod would report.
-func appendShardPlan(out []byte, q *query.Query, p *query.Plan) []byte {
+// appendShardPlan appends one shard's winningPlan: the stage tree mongod would report, under
+// stage root when it is not "" (count's COUNT).
+func appendShardPlan(out []byte, q *query.Query, p *query.Plan, root string) []byte {
 	type stage struct {
 		name  string
 		extra func([]byte) []byte
 	}
 	var stages []stage // outermost first
+	if root != "" {
+		stages = append(stages, stage{name: root})
+	}
 	if q.Proj != nil {
 		stages = append(stages, stage{name: "PROJECTION_DEFAULT"})
 	}
@@ -246,7 +254,14 @@ func appendShardPlan(out []byte, q *query.Query, p *query.Plan) []byte {
 	case query.PlanIDs:
 		stages = append(stages, stage{name: "IDHACK"})
 	case query.PlanIndex:
-		stages = append(stages, stage{name: "FETCH"}, stage{name: "IXSCAN", extra: func(o []byte) []byte {
+		scan := "IXSCAN"
+		switch {
+		case p.CountScan():
+			scan = "COUNT_SCAN"
+		case !p.KeysOnly:
+			stages = append(stages, stage{name: "FETCH"})
+		}
+		stages = append(stages, stage{name: scan, extra: func(o []byte) []byte {
 			return appendIxscan(o, p, p.Index, len(p.Ranges))
 		}})
 	case query.PlanOr:

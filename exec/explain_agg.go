@@ -69,7 +69,7 @@ func (e *Executor) explainAggregate(ctx context.Context, r *request, p *agg.Pipe
 	// The find-shaped plan, as before: SINGLE_SHARD / SHARD_MERGE / SHARD_MERGE_SORT.
 	qidx, q := bsoncore.AppendDocumentElementStart(out, "queryPlanner")
 	q = bsoncore.AppendInt32Element(q, "mongosPlannerVersion", 1)
-	q = e.appendWinningPlan(q, src.Query, pl, shards, ns)
+	q = e.appendWinningPlan(q, src.Query, pl, shards, ns, "")
 	out, _ = bsoncore.AppendDocumentEnd(q, qidx)
 	if verbosity != "queryPlanner" {
 		out = appendAggExecutionStats(out, r, &run)
@@ -194,7 +194,7 @@ func (e *Executor) appendShardPart(out []byte, s *query.ShardStream, pl *query.P
 	pidx, qp := bsoncore.AppendDocumentElementStart(k, "queryPlanner")
 	qp = bsoncore.AppendStringElement(qp, "namespace", ns)
 	qp = appendPartitions(qp, s)
-	qp = appendShardPlan(qp, q, pl)
+	qp = appendShardPlan(qp, q, pl, "")
 	k, _ = bsoncore.AppendDocumentEnd(qp, pidx)
 	if verbosity != "queryPlanner" {
 		xidx, x := bsoncore.AppendDocumentElementStart(k, "executionStats")

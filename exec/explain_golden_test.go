@@ -59,7 +59,16 @@ var explainCases = []struct{ name, cmd string }{
 	{"sharded-merge-sort", `{"find": "s", "filter": {"a": {"$lt": 3}}, "sort": {"a": 1}}`},
 	{"sharded-range-two-sided", `{"find": "s", "filter": {"a": {"$gte": 10, "$lt": 12}}}`},
 	{"sharded-scan", `{"find": "s", "filter": {"c": {"$lt": 10}}}`},
+	// A count whose bounds hold only matches counts index keys and reads no document
+	// (MongoDB's COUNT_SCAN; a covered IXSCAN when a key check tests a further field or
+	// there are several ranges); one whose filter the keys cannot answer reads documents.
 	{"count-index", `{"count": "u", "query": {"a": 3}}`},
+	{"count-compound-range", `{"count": "u", "query": {"b": 2, "c": {"$gte": 10, "$lt": 60}}}`},
+	{"count-range-then-range", `{"count": "u", "query": {"b": {"$gte": 2, "$lt": 4}, "c": {"$lt": 50}}}`},
+	{"count-in", `{"count": "u", "query": {"a": {"$in": [1, 2]}}}`},
+	{"count-unindexed-field", `{"count": "u", "query": {"a": 3, "c": {"$lt": 100}}}`},
+	{"count-multikey", `{"count": "u", "query": {"t": 3}}`},
+	{"sharded-count-range", `{"count": "s", "query": {"a": {"$gte": 10, "$lt": 12}}}`},
 	{"distinct", `{"distinct": "u", "key": "b", "query": {"a": {"$lt": 2}}}`},
 	{"agg-group-split", `{"aggregate": "s", "pipeline": [{"$match": {"c": {"$gte": 100}}}, {"$group": {"_id": "$b", "n": {"$sum": 1}}}, {"$sort": {"_id": 1}}], "cursor": {}}`},
 	// A regex with a literal prefix reads the strings that start with it (MongoDB's simple
@@ -69,6 +78,8 @@ var explainCases = []struct{ name, cmd string }{
 	// $elemMatch on values: its operators apply to one element, so their bounds intersect on
 	// a multikey index ({t: {$gte: 3, $lt: 4}} could not).
 	{"index-elemmatch-range", `{"find": "u", "filter": {"t": {"$elemMatch": {"$gte": 3, "$lt": 4}}}}`},
+	// countDocuments' pipeline: the $group reads no field, so the shards count index keys.
+	{"agg-count-documents", `{"aggregate": "s", "pipeline": [{"$match": {"a": {"$gte": 10, "$lt": 12}}}, {"$group": {"_id": 1, "n": {"$sum": 1}}}], "cursor": {}}`},
 	{"agg-single-shard", `{"aggregate": "s", "pipeline": [{"$match": {"k": 3}}, {"$project": {"c": 1}}], "cursor": {}}`},
 }
 

@@ -255,7 +255,8 @@ type explained struct {
 	collation  bool
 	keys, docs int64
 	n          int64
-	shards     int // the shards that read (executionStages.shards)
+	shards     int  // the shards that read (executionStages.shards)
+	countScan  bool // a COUNT_SCAN counted the index's keys
 }
 
 // explainCollated explains a find at executionStats and returns its index, counters and result.
@@ -285,9 +286,10 @@ func explainRead(t *testing.T, db *mongo.Database, cmd bson.D) explained {
 	walk = func(v any) {
 		switch x := v.(type) {
 		case bson.M:
-			if x["stage"] == "IXSCAN" {
+			if x["stage"] == "IXSCAN" || x["stage"] == "COUNT_SCAN" {
 				out.index, _ = x["indexName"].(string)
 				_, out.collation = x["collation"]
+				out.countScan = out.countScan || x["stage"] == "COUNT_SCAN"
 			}
 			for _, y := range x {
 				walk(y)

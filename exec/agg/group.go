@@ -77,6 +77,20 @@ func (s *GroupStage) addAccumulator(k string, v bsoncore.Value) error {
 // Spec implements Stage.
 func (s *GroupStage) Spec() bsoncore.Document { return StageSpec(s.name, s.raw) }
 
+// readsNoFields implements fieldless: a $group whose _id and accumulator inputs are constants
+// ({_id: null, n: {$sum: 1}}, what countDocuments sends) reads nothing of its input documents.
+func (s *GroupStage) readsNoFields() bool {
+	if s.bucket != nil || !s.id.IsConstant() {
+		return false
+	}
+	for _, a := range s.accs {
+		if a.op != "$count" && (a.input == nil || !a.input.IsConstant() || a.n != nil || a.sortBy != nil || a.output != nil) {
+			return false
+		}
+	}
+	return true
+}
+
 // group is one group being accumulated.
 type group struct {
 	id     bsoncore.Value

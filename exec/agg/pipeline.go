@@ -285,7 +285,20 @@ func (p *Pipeline) Fold(ci *catalog.Coll) (*Source, error) {
 			i++
 		}
 	}
+	// A query whose output only the next stage reads, and that one reads no field of it,
+	// may count index entries instead of reading documents (Query.NoFields).
+	if i < len(p.Stages) && len(q.Sort) == 0 {
+		if fl, ok := p.Stages[i].(fieldless); ok && fl.readsNoFields() {
+			q.NoFields = true
+		}
+	}
 	return &Source{Query: q, Rest: i}, nil
+}
+
+// fieldless is a stage that may read no field of its input documents, only count them
+// (MongoDB's DepsTracker with no requirements).
+type fieldless interface {
+	readsNoFields() bool
 }
 
 // andFilters combines filters with $and (one filter stays as it is).

@@ -225,6 +225,9 @@ func (s *countStage) Open(in stream.Stream) (stream.Stream, error) {
 	}}, nil
 }
 
+// readsNoFields implements fieldless: $count counts its input.
+func (s *countStage) readsNoFields() bool { return true }
+
 // Spec implements Stage.
 func (s *countStage) Spec() bsoncore.Document {
 	return StageSpec("$count", bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s.field)})

@@ -2,6 +2,7 @@ package match
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -73,38 +74,51 @@ func conjPath(n node) *pathNode {
 }
 
 // BoundsExact reports whether the values within the bounds IntervalsNonMultikey gives for
-// path all match the filter (MongoDB's exact bounds): the filter is a conjunction of $eq,
-// $gt, $gte, $lt and $lte on the top-level field path alone, each with an operand whose type
-// bracket holds exactly the values it compares with (numbers but NaN, strings without a
-// collation, ObjectIds, booleans, dates, timestamps). A scan within those bounds of an index
-// on path that holds no array there reads only documents the filter matches, and need not
-// evaluate it; anything else (another field, $in, $ne, $expr, null, documents, a collation)
-// says false, and the filter is evaluated.
-func (f *Filter) BoundsExact(path string) bool {
-	if f.hasExpr || f.value != nil || f.coll != nil || len(f.conj) == 0 || strings.Contains(path, ".") {
+// paths all match the filter (MongoDB's exact bounds): the filter is a conjunction of $eq,
+// $gt, $gte, $lt, $lte and $in on the top-level field paths alone, each with operands whose
+// type bracket holds exactly the values they compare with (numbers but NaN, strings without a
+// collation, ObjectIds, booleans, dates, timestamps). A scan of an index on paths that holds
+// no array there, within those bounds on each of them, reads only documents the filter
+// matches, and need not evaluate it; anything else (another field, $ne, $expr, null,
+// documents, regexes, a collation) says false, and the filter is evaluated.
+func (f *Filter) BoundsExact(paths ...string) bool {
+	if f.hasExpr || f.value != nil || f.coll != nil || len(f.conj) == 0 {
 		return false
 	}
 	for _, n := range f.conj {
 		pn := conjPath(n)
-		if pn == nil {
-			return false
-		}
-		c, isCmp := pn.lf.(*cmpLeaf)
-		if pn.path.dotted != path || pn.mode != traverseLeaf || !isCmp || c.nan {
-			return false
-		}
-		switch c.op {
-		case opEQ, opGT, opGTE, opLT, opLTE:
-		default:
-			return false
-		}
-		switch bsonx.CanonicalRank(c.rhs.Type) {
-		case 10, 15, 35, 40, 45, 47: // numbers, strings, ObjectIds, booleans, dates, timestamps
-		default:
+		if pn == nil || pn.mode != traverseLeaf || strings.Contains(pn.path.dotted, ".") ||
+			!slices.Contains(paths, pn.path.dotted) || !leafExact(pn.lf) {
 			return false
 		}
 	}
 	return true
+}
+
+// leafExact reports whether l's bounds (leafIntervals) hold exactly the values it matches,
+// for a field that holds no array.
+func leafExact(l leaf) bool {
+	switch x := l.(type) {
+	case *cmpLeaf:
+		switch x.op {
+		case opEQ, opGT, opGTE, opLT, opLTE:
+			return !x.nan && exactRank(x.rhs)
+		}
+	case *inLeaf:
+		return len(x.regexes) == 0 && !x.hasNull && len(x.eqs) > 0 && !slices.ContainsFunc(x.eqs, func(v bsoncore.Value) bool {
+			return !exactRank(v) || isNaN(v)
+		})
+	}
+	return false
+}
+
+// exactRank reports whether v's type bracket holds exactly the values that compare with it.
+func exactRank(v bsoncore.Value) bool {
+	switch bsonx.CanonicalRank(v.Type) {
+	case 10, 15, 35, 40, 45, 47: // numbers, strings, ObjectIds, booleans, dates, timestamps
+		return true
+	}
+	return false
 }
 
 // Equalities reports the values that path is fixed to by the top-level conjunction:

@@ -300,35 +300,42 @@ func TestLiteralPrefix(t *testing.T) {
 // TestBoundsExact checks which filters have exact bounds on a path.
 func TestBoundsExact(t *testing.T) {
 	for _, tc := range []struct {
-		filter, path string
-		want         bool
+		filter string
+		paths  []string
+		want   bool
 	}{
-		{`{"a": {"$gte": 1, "$lt": 5}}`, "a", true},
-		{`{"a": 5}`, "a", true},
-		{`{"a": {"$gt": "k"}}`, "a", true},
-		{`{"a": {"$lte": {"$date": "2026-01-01T00:00:00Z"}}}`, "a", true},
-		{`{"$and": [{"a": {"$gt": 1}}, {"a": {"$lt": 9}}]}`, "a", true},
-		{`{"a": {"$gte": 1}, "b": 2}`, "a", false}, // another field
-		{`{"a": {"$gte": 1}}`, "b", false},         // another path
-		{`{"a.b": {"$gte": 1}}`, "a.b", false},     // dotted: arrays on the way
-		{`{"a": {"$in": [1, 2]}}`, "a", false},     // $in
-		{`{"a": {"$ne": 1}}`, "a", false},          // negation
-		{`{"a": null}`, "a", false},                // null matches missing
-		{`{"a": {"$gt": {"$numberDouble": "NaN"}}}`, "a", false},
-		{`{"a": {"$gte": {"x": 1}}}`, "a", false},      // documents
-		{`{"a": {"$gt": {"$minKey": 1}}}`, "a", false}, // MinKey crosses types
-		{`{"a": {"$exists": true}}`, "a", false},
-		{`{"a": {"$gt": 1}, "$nor": [{"a": 3}]}`, "a", false},
-		{`{"$or": [{"a": 1}, {"a": 2}]}`, "a", false},
-		{`{"a": {"$elemMatch": {"$gt": 1}}}`, "a", false},
-		{`{}`, "a", false},
+		{`{"a": {"$gte": 1, "$lt": 5}}`, []string{"a"}, true},
+		{`{"a": 5}`, []string{"a"}, true},
+		{`{"a": {"$gt": "k"}}`, []string{"a"}, true},
+		{`{"a": {"$lte": {"$date": "2026-01-01T00:00:00Z"}}}`, []string{"a"}, true},
+		{`{"$and": [{"a": {"$gt": 1}}, {"a": {"$lt": 9}}]}`, []string{"a"}, true},
+		{`{"a": {"$gte": 1}, "b": 2}`, []string{"a"}, false}, // another field
+		{`{"a": {"$gte": 1}}`, []string{"b"}, false},         // another path
+		{`{"a.b": {"$gte": 1}}`, []string{"a.b"}, false},     // dotted: arrays on the way
+		{`{"a": {"$in": [1, 2]}}`, []string{"a"}, true},
+		{`{"a": {"$in": [1, null]}}`, []string{"a"}, false}, // null matches missing
+		{`{"a": {"$in": [1, {"$regularExpression": {"pattern": "x", "options": ""}}]}}`, []string{"a"}, false},
+		{`{"a": {"$in": [1, [2]]}}`, []string{"a"}, false}, // an array
+		{`{"a": {"$in": []}}`, []string{"a"}, false},
+		{`{"a": {"$gte": 1}, "b": {"$in": [2, 3]}}`, []string{"a", "b"}, true},
+		{`{"a": {"$gte": 1}, "b": 2, "c": 3}`, []string{"a", "b"}, false},
+		{`{"a": {"$ne": 1}}`, []string{"a"}, false}, // negation
+		{`{"a": null}`, []string{"a"}, false},       // null matches missing
+		{`{"a": {"$gt": {"$numberDouble": "NaN"}}}`, []string{"a"}, false},
+		{`{"a": {"$gte": {"x": 1}}}`, []string{"a"}, false},      // documents
+		{`{"a": {"$gt": {"$minKey": 1}}}`, []string{"a"}, false}, // MinKey crosses types
+		{`{"a": {"$exists": true}}`, []string{"a"}, false},
+		{`{"a": {"$gt": 1}, "$nor": [{"a": 3}]}`, []string{"a"}, false},
+		{`{"$or": [{"a": 1}, {"a": 2}]}`, []string{"a"}, false},
+		{`{"a": {"$elemMatch": {"$gt": 1}}}`, []string{"a"}, false},
+		{`{}`, []string{"a"}, false},
 	} {
 		f, err := Compile(doc(t, tc.filter), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := f.BoundsExact(tc.path); got != tc.want {
-			t.Errorf("%s: BoundsExact(%q) = %v, want %v", tc.filter, tc.path, got, tc.want)
+		if got := f.BoundsExact(tc.paths...); got != tc.want {
+			t.Errorf("%s: BoundsExact(%q) = %v, want %v", tc.filter, tc.paths, got, tc.want)
 		}
 	}
 }
@@ -347,6 +354,9 @@ func TestBoundsExactAgreesWithMatch(t *testing.T) {
 		`{"$minKey": 1}`, `{"$maxKey": 1}`}
 	ops := []string{"$eq", "$gt", "$gte", "$lt", "$lte"}
 	var filters []string
+	for _, v := range values {
+		filters = append(filters, fmt.Sprintf(`{"a": {"$in": [%s, 3, "az"]}}`, v))
+	}
 	for _, op := range ops {
 		for _, v := range values {
 			filters = append(filters, fmt.Sprintf(`{"a": {%q: %s}}`, op, v))

@@ -11,8 +11,9 @@ import (
 )
 
 // TestFilterExact checks which plans read only documents their filter matches (their shard
-// streams then skip the filter): a range or equality on the first field of an ordered index
-// that is not multikey, hashed or collated, and nothing else in the filter.
+// streams then skip the filter, and a count reads no document): ranges, equalities and $in on
+// fields of an ordered index that are not multikey, hashed or collated, and nothing else in
+// the filter; the fields the ranges do not bound are the key check's.
 func TestFilterExact(t *testing.T) {
 	cat := fixture.Stores(t, 1)
 	idx := func(name, key, spec string) store.Index {
@@ -37,15 +38,18 @@ func TestFilterExact(t *testing.T) {
 		{`{"t": {"$gte": 5, "$lt": 10}}`, "", true},
 		{`{"t": 7}`, "", true},
 		{`{"d": "x"}`, "", true},                                // a compound index's first field
-		{`{"d": "x", "t": {"$gte": 5}}`, "", false},             // two fields
+		{`{"d": "x", "t": {"$gte": 5}}`, "", true},              // a prefix, then a range
+		{`{"d": {"$gte": "x"}, "t": 5}`, `"d_1_t_1"`, true},     // a range, then the key check
+		{`{"d": "x", "z": 1}`, "", false},                       // a field the index does not hold
 		{`{"t": {"$gte": 5}, "z": 1}`, "", false},               // a field the index does not bound
-		{`{"t": {"$in": [1, 2]}}`, "", false},                   // $in
+		{`{"t": {"$in": [1, 2]}}`, "", true},                    // $in
+		{`{"t": {"$in": [1, null]}}`, "", false},                // null is missing too
 		{`{"m": {"$gt": 1, "$lt": 3}}`, "", false},              // multikey
 		{`{"s": {"$gt": 1}}`, `"s_1"`, false},                   // collated
 		{`{"h": 5}`, "", false},                                 // hashed
 		{`{"t": {"$gte": 5}}`, `{"$natural": 1}`, false},        // not an index plan
 		{`{"d": {"$gte": "x"}}`, `"t_1"`, false},                // hinted elsewhere: a full scan of t_1
-		{`{"t": {"$gte": 5}}`, `"d_1_t_1"`, false},              // t is not d_1_t_1's first field
+		{`{"t": {"$gte": 5}}`, `"d_1_t_1"`, true},               // all of d, t by the key check
 		{`{"t": {"$gt": {"$numberDouble": "NaN"}}}`, "", false}, // NaN
 	} {
 		f, err := CompileFilter(streamtest.ExtDoc(t, tc.filter))

@@ -78,8 +78,9 @@ func newKeyCheck(xi *catalog.Index, f *match.Filter, from int) *keyCheck {
 }
 
 // accepts reports whether the encoded index key (its values, without hash and _id) is within
-// the bounds of every checked field. A key it cannot measure is accepted: the filter decides.
-func (kc *keyCheck) accepts(key []byte) bool {
+// the bounds of every checked field. A key it cannot measure (which the encoder never writes)
+// is accepted, and sure is false: the filter decides.
+func (kc *keyCheck) accepts(key []byte) (ok, sure bool) {
 	next := 0
 	for pos, desc := range kc.desc {
 		n, ok := bsonx.KeyLen(key)
@@ -87,17 +88,17 @@ func (kc *keyCheck) accepts(key []byte) bool {
 			n, ok = bsonx.KeyLenDesc(key)
 		}
 		if !ok {
-			return true
+			return true, false
 		}
 		if fc := &kc.fields[next]; fc.pos == pos {
 			if fc.ranges != nil && !inRanges(key[:n], fc.ranges) || fc.test != nil && !fc.testKey(key[:n], desc) {
-				return false
+				return false, true
 			}
 			next++
 		}
 		key = key[n:]
 	}
-	return true
+	return true, true
 }
 
 // testKey decodes a key component and tests it. A component it cannot decode passes: the

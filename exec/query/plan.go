@@ -50,6 +50,10 @@ type Plan struct {
 	Wildcard *WildcardScan
 	// Sorted reports that the plan yields documents in the query's sort order.
 	Sorted bool
+	// KeysOnly: the caller reads no field of the matches (Query.NoFields) and every entry the
+	// index plan reads within its bounds is one (filterExact), so the streams yield {} per
+	// entry and read no document (MongoDB's COUNT_SCAN, or a covered IXSCAN).
+	KeysOnly bool
 	// targets are the indexes in the partition map of the partitions that may hold matches.
 	targets []int
 	// hashes, when the filter fixes the shard key by equality or $in, are the only hashes
@@ -67,6 +71,12 @@ type Plan struct {
 	idsBuf     [1]idTarget
 	keysBuf    [48]byte
 	keysUsed   int
+}
+
+// CountScan reports whether a keys-only plan counts the entries of one key range with
+// nothing to test on them (MongoDB's COUNT_SCAN); another keys-only plan is a covered IXSCAN.
+func (p *Plan) CountScan() bool {
+	return p.KeysOnly && len(p.Ranges) == 1 && p.keyCheck == nil
 }
 
 // hashTarget is one shard-key hash a plan reads, with the label its load is sampled under.

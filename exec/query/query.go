@@ -33,6 +33,10 @@ type Query struct {
 	// accumulators ignore it), so that an index scan may fetch them in key order, a batch at
 	// a time (scan_batch.go). It has no effect on a query that sorts, skips or limits.
 	Unordered bool
+	// NoFields: the caller reads none of the documents' fields, only how many match (count,
+	// an aggregation's $count or constant $group, MongoDB's IS_COUNT): an index plan whose
+	// bounds are exact yields {} for each match and reads no document (Plan.KeysOnly).
+	NoFields bool
 	// Shards, when not nil, restricts the read to those shards (cluster mode: the part of
 	// a write that runs on this node's shards, exec/remote_modify.go).
 	Shards []int
@@ -243,6 +247,9 @@ func (g *Engine) planAndRead(q *Query, sc *OpenScratch) (*Plan, []*ShardStream, 
 		p, err := planQueryInto(p, q.CI, q.Filter, q.Sort, q.Hint)
 		if err == nil && q.bounds != nil {
 			q.bounds.clip(p)
+		}
+		if err == nil && q.NoFields && q.Proj == nil {
+			p.KeysOnly = filterExact(q.CI, p, q.Filter)
 		}
 		if err != nil || p.Kind == PlanEOF {
 			return p, nil, err

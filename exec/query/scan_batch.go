@@ -42,9 +42,9 @@ type batchEntry struct {
 
 // unordered makes the stream fetch an index scan's documents in key order, a batch at a
 // time. Only a stream that reads every document its ranges hold may: one with a limit would
-// examine documents past it.
+// examine documents past it. A keys-only stream reads no document.
 func (ss *ShardStream) unordered() {
-	if (ss.p.Kind == PlanIndex || ss.p.Kind == PlanOr) && ss.limit == 0 {
+	if (ss.p.Kind == PlanIndex || ss.p.Kind == PlanOr) && ss.limit == 0 && !ss.keysOnly {
 		ss.batch = batches.Get().(*fetchBatch)
 	}
 }

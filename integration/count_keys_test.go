@@ -1,0 +1,103 @@
+package integration
+
+import (
+	"context"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// TestCountReadsKeys checks that count and the driver's CountDocuments (an aggregate of $match
+// and a $group that reads no field) count index keys without reading documents where the
+// index bounds hold only matches (MongoDB's COUNT_SCAN), and read documents where they do
+// not, on a plain collection and on one sharded over two shards; every count is the number
+// of documents find returns.
+func TestCountReadsKeys(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2")
+	c := srv.client(t)
+	ctx := context.Background()
+	db := c.Database(dbName(t))
+	shardColl(t, c, db.Name()+".sharded", "g")
+	for _, name := range []string{"plain", "sharded"} {
+		var docs []any
+		for i := range 300 {
+			docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "g", Value: i % 3}, {Key: "t", Value: i},
+				{Key: "v", Value: i % 7}, {Key: "tags", Value: bson.A{i % 10, i%10 + 1}}})
+		}
+		coll := db.Collection(name)
+		if _, err := coll.InsertMany(ctx, docs); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := coll.Indexes().CreateMany(ctx, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "t", Value: 1}}}, {Keys: bson.D{{Key: "v", Value: 1}, {Key: "t", Value: -1}}},
+			{Keys: bson.D{{Key: "tags", Value: 1}}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		filter    bson.D
+		hint      string
+		n         int64
+		countScan bool // one key range and nothing to test: COUNT_SCAN
+		docsRead  bool // the filter needs the documents
+	}{
+		{"Range", bson.D{{Key: "t", Value: bson.D{{Key: "$gte", Value: 100}, {Key: "$lt", Value: 150}}}}, "", 50, true, false},
+		{"Equality", bson.D{{Key: "v", Value: 3}}, "", 43, true, false},
+		{"PrefixThenRange", bson.D{{Key: "v", Value: 3}, {Key: "t", Value: bson.D{{Key: "$lt", Value: 100}}}}, "", 14, true, false},
+		// Two ranges of t: the keys alone still answer.
+		{"In", bson.D{{Key: "t", Value: bson.D{{Key: "$in", Value: bson.A{5, 7, 400}}}}}, "", 2, false, false},
+		// A range on v, then t tested on each key.
+		{"RangeThenKeyCheck", bson.D{{Key: "v", Value: bson.D{{Key: "$gte", Value: 5}}}, {Key: "t", Value: bson.D{{Key: "$gte", Value: 290}}}}, "v_1_t_-1", 3, false, false},
+		// g is in no index with t; tags holds arrays; null matches a missing field.
+		{"FieldOutsideIndex", bson.D{{Key: "t", Value: bson.D{{Key: "$lt", Value: 30}}}, {Key: "g", Value: 1}}, "", 10, false, true},
+		{"Multikey", bson.D{{Key: "tags", Value: 4}}, "", 60, false, true},
+		{"Null", bson.D{{Key: "t", Value: nil}}, "", 0, false, true},
+	} {
+		for _, name := range []string{"plain", "sharded"} {
+			t.Run(tc.name+"/"+name, func(t *testing.T) {
+				coll := db.Collection(name)
+				cur, err := coll.Find(ctx, tc.filter, options.Find().SetHint(bson.D{{Key: "$natural", Value: 1}}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var found []bson.Raw
+				if err := cur.All(ctx, &found); err != nil || int64(len(found)) != tc.n {
+					t.Fatalf("%v: find returned %d documents, %v; want %d", tc.filter, len(found), err, tc.n)
+				}
+				opts := options.Count()
+				if tc.hint != "" {
+					opts.SetHint(tc.hint)
+				}
+				if n, err := coll.CountDocuments(ctx, tc.filter, opts); err != nil || n != tc.n {
+					t.Errorf("%v: CountDocuments %d, %v; want %d", tc.filter, n, err, tc.n)
+				}
+				var res struct{ N int64 }
+				count := bson.D{{Key: "count", Value: name}, {Key: "query", Value: tc.filter}}
+				agg := bson.D{{Key: "aggregate", Value: name}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$match", Value: tc.filter}},
+					bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}}}}}}},
+					{Key: "cursor", Value: bson.D{}}}
+				if tc.hint != "" {
+					count = append(count, bson.E{Key: "hint", Value: tc.hint})
+					agg = append(agg, bson.E{Key: "hint", Value: tc.hint})
+				}
+				if err := db.RunCommand(ctx, count).Decode(&res); err != nil || res.N != tc.n {
+					t.Errorf("%v: count %d, %v; want %d", tc.filter, res.N, err, tc.n)
+				}
+				for _, cmd := range []bson.D{count, agg} {
+					ex := explainRead(t, db, cmd)
+					if read := ex.docs > 0; read != tc.docsRead && tc.n > 0 {
+						t.Errorf("%s %v: %d documents examined for %d keys; want documents read: %v", cmd[0].Key, tc.filter, ex.docs, ex.keys, tc.docsRead)
+					}
+					if ex.countScan != tc.countScan {
+						t.Errorf("%s %v: COUNT_SCAN %v, want %v", cmd[0].Key, tc.filter, ex.countScan, tc.countScan)
+					}
+				}
+			})
+		}
+	}
+}
