@@ -147,3 +147,32 @@ func mustArray(tb testing.TB, v bsoncore.Value) []bsoncore.Value {
 	}
 	return vals
 }
+
+// BenchmarkDistinctDevices lists the 100 deviceIds of BenchmarkAggWindow's 50,000 readings
+// with distinct, on an index {deviceId: 1, readingTime: 1}: one key and one document per
+// device (DISTINCT_SCAN), where a scan of the index reads every entry's document.
+//
+//	go test ./exec -run '^$' -bench BenchmarkDistinctDevices -count 10
+func BenchmarkDistinctDevices(b *testing.B) {
+	for _, shards := range []int{1, 2} {
+		b.Run(fmt.Sprintf("Shards%d", shards), func(b *testing.B) {
+			c, _ := loadReadings(b, shards)
+			run(b, c, bsoncore.NewDocumentBuilder().AppendString("createIndexes", "c").
+				AppendArray("indexes", bsoncore.NewArrayBuilder().
+					AppendDocument(indexSpec("deviceId_1_readingTime_1", bsoncore.NewDocumentBuilder().
+						AppendInt32("deviceId", 1).AppendInt32("readingTime", 1).Build())).Build()).
+				AppendString("$db", "bench").Build())
+			body := bsoncore.NewDocumentBuilder().AppendString("distinct", "c").AppendString("key", "deviceId").
+				AppendString("$db", "bench").Build()
+			if n := len(mustArray(b, run(b, c, body).Lookup("values"))); n != 100 {
+				b.Fatalf("%d devices, want 100", n)
+			}
+			b.ReportAllocs()
+			cpu0 := processCPU(b)
+			for b.Loop() {
+				run(b, c, body)
+			}
+			b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -20,7 +21,7 @@ import (
 // $elemMatch, null, the key check of the fields after a range, arrays shared by two fields)
 // and $or plans may narrow what a query reads, never what it returns. count and
 // countDocuments' pipeline must count them, reading index keys alone where the bounds are
-// exact.
+// exact, and distinct must list their values as a scan does.
 func TestIndexBoundsAgreeWithScan(t *testing.T) {
 	e := testExecutor(t, 2, Options{PartitionCheckInterval: time.Hour})
 	c := e.Connect(wire.ConnInfo{ID: 1})
@@ -105,7 +106,8 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 		func() string { return fmt.Sprintf(`"x.p": %d`, rng.IntN(5)) },
 		func() string { return fmt.Sprintf(`"x.q": {"$gte": %d}`, rng.IntN(5)) },
 	}
-	keysOnly := 0 // counts of matches that read no document
+	keysOnly := 0      // counts of matches that read no document
+	distinctScans := 0 // distincts that read one entry per value
 	for q := range 300 {
 		var parts []string
 		for range 1 + rng.IntN(3) {
@@ -155,11 +157,22 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 			if n > 0 && ex.Lookup("executionStats", "totalDocsExamined").AsInt64() == 0 {
 				keysOnly++
 			}
+			// distinct reads one entry per value where an index on the key answers the filter.
+			for _, key := range []string{"b", "s", "k"} {
+				distinct := `{"distinct": "` + coll + `", "key": "` + key + `", "query": ` + filter
+				got := cmd(distinct + `}`).Lookup("values").String()
+				if want := cmd(distinct + `, "hint": {"$natural": 1}}`).Lookup("values").String(); got != want {
+					t.Errorf("query %d on %s: distinct %s of %s is %s, a scan's %s", q, coll, key, filter, got, want)
+				}
+				if bytes.Contains(cmd(`{"explain": `+distinct+`}}`), []byte("DISTINCT_SCAN")) {
+					distinctScans++
+				}
+			}
 		}
 	}
 	// The filters must have exercised the keys-only plans, or the counts tested little.
-	if keysOnly < 20 {
-		t.Errorf("only %d counts read no document", keysOnly)
+	if keysOnly < 20 || distinctScans < 20 {
+		t.Errorf("only %d counts read no document, and %d distincts read one entry per value", keysOnly, distinctScans)
 	}
 }
 

@@ -204,7 +204,7 @@ func (e *Executor) distinct(ctx context.Context, r *request) error {
 		if err != nil {
 			return err
 		}
-		q := &query.Query{CI: ci, Filter: f, Hint: hint, Unordered: true} // the values are sorted
+		q := &query.Query{CI: ci, Filter: f, Hint: hint, Unordered: true, Distinct: key} // the values are sorted
 		if r.explain != "" {
 			return e.explainQuery(ctx, r, q, "distinct", 0)
 		}

@@ -256,6 +256,9 @@ func appendShardPlan(out []byte, q *query.Query, p *query.Plan, root string) []b
 	case query.PlanIndex:
 		scan := "IXSCAN"
 		switch {
+		case p.DistinctScan:
+			scan = "DISTINCT_SCAN"
+			stages = append(stages, stage{name: "FETCH"})
 		case p.CountScan():
 			scan = "COUNT_SCAN"
 		case !p.KeysOnly:

@@ -70,6 +70,13 @@ var explainCases = []struct{ name, cmd string }{
 	{"count-multikey", `{"count": "u", "query": {"t": 3}}`},
 	{"sharded-count-range", `{"count": "s", "query": {"a": {"$gte": 10, "$lt": 12}}}`},
 	{"distinct", `{"distinct": "u", "key": "b", "query": {"a": {"$lt": 2}}}`},
+	// distinct on an index's first field, whose bounds answer the filter: one key and one
+	// document per value, the scan seeking past the others (MongoDB's DISTINCT_SCAN).
+	{"distinct-scan", `{"distinct": "u", "key": "b"}`},
+	{"distinct-scan-range", `{"distinct": "u", "key": "a", "query": {"a": {"$gte": 10, "$lt": 20}}}`},
+	{"distinct-scan-key-check", `{"distinct": "u", "key": "b", "query": {"b": {"$gte": 3}, "c": {"$lt": 20}}}`},
+	{"distinct-multikey", `{"distinct": "u", "key": "t", "query": {"t": {"$lt": 3}}}`},
+	{"sharded-distinct-scan", `{"distinct": "s", "key": "a"}`},
 	{"agg-group-split", `{"aggregate": "s", "pipeline": [{"$match": {"c": {"$gte": 100}}}, {"$group": {"_id": "$b", "n": {"$sum": 1}}}, {"$sort": {"_id": 1}}], "cursor": {}}`},
 	// A regex with a literal prefix reads the strings that start with it (MongoDB's simple
 	// regex bounds); an unanchored one cannot, and scans.

@@ -257,6 +257,8 @@ type explained struct {
 	n          int64
 	shards     int  // the shards that read (executionStages.shards)
 	countScan  bool // a COUNT_SCAN counted the index's keys
+	// distinctScan: a DISTINCT_SCAN read one entry per value
+	distinctScan bool
 }
 
 // explainCollated explains a find at executionStats and returns its index, counters and result.
@@ -286,10 +288,11 @@ func explainRead(t *testing.T, db *mongo.Database, cmd bson.D) explained {
 	walk = func(v any) {
 		switch x := v.(type) {
 		case bson.M:
-			if x["stage"] == "IXSCAN" || x["stage"] == "COUNT_SCAN" {
+			if x["stage"] == "IXSCAN" || x["stage"] == "COUNT_SCAN" || x["stage"] == "DISTINCT_SCAN" {
 				out.index, _ = x["indexName"].(string)
 				_, out.collation = x["collation"]
 				out.countScan = out.countScan || x["stage"] == "COUNT_SCAN"
+				out.distinctScan = out.distinctScan || x["stage"] == "DISTINCT_SCAN"
 			}
 			for _, y := range x {
 				walk(y)

@@ -37,6 +37,9 @@ type Query struct {
 	// an aggregation's $count or constant $group, MongoDB's IS_COUNT): an index plan whose
 	// bounds are exact yields {} for each match and reads no document (Plan.KeysOnly).
 	NoFields bool
+	// Distinct, when set, is the path whose distinct values the caller collects from the
+	// matches: a plan may read one document per value (Plan.DistinctScan).
+	Distinct string
 	// Shards, when not nil, restricts the read to those shards (cluster mode: the part of
 	// a write that runs on this node's shards, exec/remote_modify.go).
 	Shards []int
@@ -250,6 +253,9 @@ func (g *Engine) planAndRead(q *Query, sc *OpenScratch) (*Plan, []*ShardStream, 
 		}
 		if err == nil && q.NoFields && q.Proj == nil {
 			p.KeysOnly = filterExact(q.CI, p, q.Filter)
+		}
+		if err == nil && q.Distinct != "" && len(q.Sort) == 0 {
+			p = distinctPlan(q, p)
 		}
 		if err != nil || p.Kind == PlanEOF {
 			return p, nil, err

@@ -98,8 +98,12 @@ type ShardStream struct {
 	// while the iterator is at the entry that seek found, not read yet.
 	seekBuf []byte
 	unread  bool
-	branch  int // the branch of a PlanOr being scanned
-	closed  bool
+	// skipBuf is where a distinct scan goes next, past the value it just took, when
+	// skipPending (skipValue).
+	skipBuf     []byte
+	skipPending bool
+	branch      int // the branch of a PlanOr being scanned
+	closed      bool
 	// pf, when set, reads this shard ahead in a goroutine (scan_parallel.go); the fields
 	// above then belong to pf's reader and stats is the consumer's view of its totals.
 	pf *prefetch
@@ -162,8 +166,8 @@ func (g *Engine) initShardStream(ss *ShardStream, ci *catalog.Coll, p *Plan, f *
 
 // filterExact reports whether the documents plan p reads within its index bounds, whose
 // entries its key check passes, all match f, so that the stream need not evaluate f on them:
-// f constrains only fields of an ordered index without a collation that have never held an
-// array, in ways their bounds express exactly (match.Filter.BoundsExact: a $match of a
+// f is empty, or constrains only fields of an ordered index without a collation that have
+// never held an array, in ways their bounds express exactly (match.Filter.BoundsExact: a $match of a
 // readingTime window, evaluated on every document fetched, was 13% of agg's CPU on 2
 // shards). The ranges express the bounds of the fields they fix (indexBounds) and the key
 // check those of the others (newKeyCheck). Clipping the bounds (min, max) or restricting the
@@ -174,6 +178,9 @@ func filterExact(ci *catalog.Coll, p *Plan, f *match.Filter) bool {
 	if p.Kind != PlanIndex || xi == nil || p.Wildcard != nil || ci.TS != nil ||
 		xi.Geo != nil || xi.Wildcard != nil || xi.Collation != nil || len(xi.Fields) == 0 {
 		return false
+	}
+	if f.IsEmpty() { // every entry is a match
+		return true
 	}
 	var buf [8]string
 	paths := buf[:0]
@@ -439,7 +446,14 @@ func (ss *ShardStream) nextEntry(ctx context.Context) (hash uint64, id []byte, o
 			}
 			ss.idxIt = it
 		}
-		for more := ss.idxIt.Next(); more; more = ss.advance() {
+		more := ss.advance()
+		if ss.skipPending {
+			ss.skipPending = false
+			if s, ok := ss.idxIt.(seeker); ok {
+				more = s.Seek(ss.skipBuf)
+			}
+		}
+		for ; more; more = ss.advance() {
 			ss.Stats.KeysExamined++
 			if ss.Stats.KeysExamined%checkEvery == 0 {
 				if err := ctx.Err(); err != nil {
@@ -478,11 +492,14 @@ func (ss *ShardStream) nextEntry(ctx context.Context) (hash uint64, id []byte, o
 				}
 				ss.seen[k] = struct{}{}
 			}
+			if ss.p.DistinctScan {
+				ss.skipValue(ss.idxIt.Key(), scan.Index.Fields[0].Desc)
+			}
 			return hash, id, true, nil
 		}
 		err := ss.idxIt.Err()
 		_ = ss.idxIt.Close()
-		ss.idxIt = nil
+		ss.idxIt, ss.skipPending = nil, false
 		if err != nil {
 			return 0, nil, false, catalog.StoreError(err)
 		}

@@ -1,0 +1,76 @@
+package query
+
+import (
+	"bytes"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/store"
+)
+
+// distinctPlan makes plan p of q, a distinct of q.Distinct, read one index entry per value
+// where it can (MongoDB's DISTINCT_SCAN): the plan scans an index whose first field is the
+// path, which has never held an array, and every entry within its bounds is a match
+// (filterExact). After an entry, the scan seeks past the others of its value, so that
+// distinct on a field of 1,000 values among 100,000 documents reads 1,000 keys and documents,
+// not 100,000. A filter the planner scans the collection for is planned on such an index
+// only when it is empty (every entry matches). The document of each entry is still read:
+// the key holds the value in a canonical type (5 for 5.0), where distinct returns it as
+// stored.
+func distinctPlan(q *Query, p *Plan) *Plan {
+	if p.Kind == PlanIndex {
+		p.DistinctScan = !p.Reverse && distinctIndex(q, p.Index) && filterExact(q.CI, p, q.Filter)
+		return p
+	}
+	if p.Kind != PlanScan || !q.Filter.IsEmpty() || q.Hint.Type != 0 || q.bounds != nil {
+		return p
+	}
+	for _, xi := range q.CI.Indexes {
+		if xi.Hidden || xi.IsID || xi.Partial != nil || !distinctIndex(q, xi) {
+			continue
+		}
+		name := bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, xi.Meta.Name)}
+		np, err := planQueryInto(new(Plan), q.CI, q.Filter, nil, name)
+		if err != nil || np.Kind != PlanIndex {
+			return p // the collection scan stays the plan
+		}
+		np.DistinctScan = !np.Reverse && filterExact(q.CI, np, q.Filter)
+		return np
+	}
+	return p
+}
+
+// distinctIndex reports whether index xi can list q.Distinct's values by its first field.
+func distinctIndex(q *Query, xi *catalog.Index) bool {
+	return len(xi.Fields) > 0 && xi.Fields[0].Path == q.Distinct && !xi.Fields[0].Hashed && !xi.IsMultikey(0) &&
+		xi.Collation == nil && q.Filter.Collator() == nil && xi.Geo == nil && xi.Wildcard == nil && q.CI.TS == nil
+}
+
+// Encoded null and undefined, ascending and descending: the keys of documents that may hold
+// no value at all (a missing field), which a distinct scan does not skip.
+var (
+	nullKey      = bsonx.AppendKey(nil, bsoncore.Value{Type: bsoncore.TypeNull})
+	undefKey     = bsonx.AppendKey(nil, bsoncore.Value{Type: bsoncore.TypeUndefined})
+	nullKeyDesc  = bsonx.AppendKeyDesc(nil, bsoncore.Value{Type: bsoncore.TypeNull})
+	undefKeyDesc = bsonx.AppendKeyDesc(nil, bsoncore.Value{Type: bsoncore.TypeUndefined})
+)
+
+// skipValue makes a distinct scan's next read seek past the entries that share key's first
+// field (the entry just taken). A missing field and null share a key, and distinct lists
+// null but not missing: their entries are all read, until one holds the value.
+func (ss *ShardStream) skipValue(key []byte, desc bool) {
+	n, ok := bsonx.KeyLen(key)
+	null, undef := nullKey, undefKey
+	if desc {
+		n, ok = bsonx.KeyLenDesc(key)
+		null, undef = nullKeyDesc, undefKeyDesc
+	}
+	if !ok || bytes.Equal(key[:n], null) || bytes.Equal(key[:n], undef) {
+		return
+	}
+	if end := store.AppendKeyPrefixEnd(ss.skipBuf[:0], key[:n]); end != nil {
+		ss.skipBuf, ss.skipPending = end, true
+	}
+}

@@ -1,0 +1,92 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// TestDistinctScan checks that distinct on the first field of an index that answers its
+// filter reads one key and one document per value (MongoDB's DISTINCT_SCAN), on a plain
+// collection and on one sharded over two shards, and lists what a collection scan lists: null
+// once (the keys of null and of a missing field are all read, the missing ones listing
+// nothing), numbers and strings as stored.
+func TestDistinctScan(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2")
+	c := srv.client(t)
+	ctx := context.Background()
+	db := c.Database(dbName(t))
+	shardColl(t, c, db.Name()+".sharded", "g")
+	for _, name := range []string{"plain", "sharded"} {
+		var docs []any
+		for i := range 1000 {
+			var dev any = fmt.Sprintf("dev-%02d", i%40)
+			switch i % 100 {
+			case 1:
+				dev = nil
+			case 2:
+				dev = 2.5
+			case 3:
+				dev = int64(3)
+			}
+			d := bson.D{{Key: "_id", Value: i}, {Key: "g", Value: i % 3}, {Key: "t", Value: i}}
+			if i%50 != 0 { // 20 documents have no dev, the first one among them
+				d = append(d, bson.E{Key: "dev", Value: dev})
+			}
+			docs = append(docs, d)
+		}
+		coll := db.Collection(name)
+		if _, err := coll.InsertMany(ctx, docs); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := coll.Indexes().CreateMany(ctx, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "dev", Value: 1}, {Key: "t", Value: 1}}}, {Keys: bson.D{{Key: "t", Value: 1}}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		filter     bson.D
+		scan       bool  // DISTINCT_SCAN
+		values     int   // how many
+		keys, docs int64 // examined
+	}{
+		// 40 strings, null, 2.5 and 3: the first key of each, every null or missing one (30).
+		{"All", bson.D{}, true, 43, 72, 72},
+		{"Range", bson.D{{Key: "dev", Value: bson.D{{Key: "$gte", Value: "dev-10"}, {Key: "$lt", Value: "dev-20"}}}}, true, 10, 10, 10},
+		// t tested on each key: the first key of each dev whose t passes.
+		{"KeyCheck", bson.D{{Key: "dev", Value: bson.D{{Key: "$gte", Value: "dev-30"}}}, {Key: "t", Value: bson.D{{Key: "$gte", Value: 900}}}}, true, 10, 20, 10},
+		// The planner reads t's index: every match's document.
+		{"OtherIndex", bson.D{{Key: "t", Value: bson.D{{Key: "$lt", Value: 100}}}}, false, 43, 100, 100},
+	} {
+		for _, name := range []string{"plain", "sharded"} {
+			t.Run(tc.name+"/"+name, func(t *testing.T) {
+				coll := db.Collection(name)
+				var got, want bson.A
+				if err := coll.Distinct(ctx, "dev", tc.filter).Decode(&got); err != nil {
+					t.Fatal(err)
+				}
+				opts := options.Distinct().SetHint(bson.D{{Key: "$natural", Value: 1}})
+				if err := coll.Distinct(ctx, "dev", tc.filter, opts).Decode(&want); err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) || len(got) != tc.values {
+					t.Errorf("%v: distinct %v; a collection scan's %v (%d values)", tc.filter, got, want, tc.values)
+				}
+				ex := explainRead(t, db, bson.D{{Key: "distinct", Value: name}, {Key: "key", Value: "dev"}, {Key: "query", Value: tc.filter}})
+				if ex.distinctScan != tc.scan {
+					t.Errorf("%v: DISTINCT_SCAN %v, want %v", tc.filter, ex.distinctScan, tc.scan)
+				}
+				if name == "plain" && (ex.keys != tc.keys || ex.docs != tc.docs) {
+					t.Errorf("%v: %d keys and %d documents examined, want %d and %d", tc.filter, ex.keys, ex.docs, tc.keys, tc.docs)
+				}
+			})
+		}
+	}
+}
