@@ -149,8 +149,8 @@ func mustArray(tb testing.TB, v bsoncore.Value) []bsoncore.Value {
 }
 
 // BenchmarkDistinctDevices lists the 100 deviceIds of BenchmarkAggWindow's 50,000 readings
-// with distinct, on an index {deviceId: 1, readingTime: 1}: one key and one document per
-// device (DISTINCT_SCAN), where a scan of the index reads every entry's document.
+// with distinct and with a $group by deviceId, on an index {deviceId: 1, readingTime: 1}: one
+// key and one document per device (DISTINCT_SCAN), where a collection scan reads them all.
 //
 //	go test ./exec -run '^$' -bench BenchmarkDistinctDevices -count 10
 func BenchmarkDistinctDevices(b *testing.B) {
@@ -162,17 +162,28 @@ func BenchmarkDistinctDevices(b *testing.B) {
 					AppendDocument(indexSpec("deviceId_1_readingTime_1", bsoncore.NewDocumentBuilder().
 						AppendInt32("deviceId", 1).AppendInt32("readingTime", 1).Build())).Build()).
 				AppendString("$db", "bench").Build())
-			body := bsoncore.NewDocumentBuilder().AppendString("distinct", "c").AppendString("key", "deviceId").
+			distinct := bsoncore.NewDocumentBuilder().AppendString("distinct", "c").AppendString("key", "deviceId").
 				AppendString("$db", "bench").Build()
-			if n := len(mustArray(b, run(b, c, body).Lookup("values"))); n != 100 {
+			if n := len(mustArray(b, run(b, c, distinct).Lookup("values"))); n != 100 {
 				b.Fatalf("%d devices, want 100", n)
 			}
-			b.ReportAllocs()
-			cpu0 := processCPU(b)
-			for b.Loop() {
-				run(b, c, body)
+			group := bsoncore.NewDocumentBuilder().AppendString("aggregate", "c").
+				AppendArray("pipeline", bsoncore.NewArrayBuilder().AppendDocument(bsoncore.NewDocumentBuilder().
+					AppendDocument("$group", bsoncore.NewDocumentBuilder().AppendString("_id", "$deviceId").Build()).Build()).Build()).
+				AppendDocument("cursor", bsoncore.NewDocumentBuilder().AppendInt32("batchSize", 1000).Build()).AppendString("$db", "bench").Build()
+			if n := len(mustArray(b, run(b, c, group).Lookup("cursor", "firstBatch"))); n != 100 {
+				b.Fatalf("%d groups, want 100", n)
 			}
-			b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			for name, body := range map[string]bsoncore.Document{"Distinct": distinct, "Group": group} {
+				b.Run(name, func(b *testing.B) {
+					b.ReportAllocs()
+					cpu0 := processCPU(b)
+					for b.Loop() {
+						run(b, c, body)
+					}
+					b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+				})
+			}
 		})
 	}
 }

@@ -21,7 +21,7 @@ import (
 // $elemMatch, null, the key check of the fields after a range, arrays shared by two fields)
 // and $or plans may narrow what a query reads, never what it returns. count and
 // countDocuments' pipeline must count them, reading index keys alone where the bounds are
-// exact, and distinct must list their values as a scan does.
+// exact, and distinct and a $group by one field must list their values as a scan does.
 func TestIndexBoundsAgreeWithScan(t *testing.T) {
 	e := testExecutor(t, 2, Options{PartitionCheckInterval: time.Hour})
 	c := e.Connect(wire.ConnInfo{ID: 1})
@@ -166,6 +166,12 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 				}
 				if bytes.Contains(cmd(`{"explain": `+distinct+`}}`), []byte("DISTINCT_SCAN")) {
 					distinctScans++
+				}
+				// So must a $group of the key's values.
+				group := `{"aggregate": "` + coll + `", "pipeline": [{"$match": ` + filter + `}, {"$group": {"_id": "$` + key + `"}}, {"$sort": {"_id": 1}}], "cursor": {}`
+				got = cmd(group+`}`).Lookup("cursor", "firstBatch").String()
+				if want := cmd(group+`, "hint": {"$natural": 1}}`).Lookup("cursor", "firstBatch").String(); got != want {
+					t.Errorf("query %d on %s: $group by %s of %s is %s, a scan's %s", q, coll, key, filter, got, want)
 				}
 			}
 		}

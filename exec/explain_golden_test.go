@@ -77,6 +77,7 @@ var explainCases = []struct{ name, cmd string }{
 	{"distinct-scan-key-check", `{"distinct": "u", "key": "b", "query": {"b": {"$gte": 3}, "c": {"$lt": 20}}}`},
 	{"distinct-multikey", `{"distinct": "u", "key": "t", "query": {"t": {"$lt": 3}}}`},
 	{"sharded-distinct-scan", `{"distinct": "s", "key": "a"}`},
+	{"agg-group-distinct-scan", `{"aggregate": "s", "pipeline": [{"$match": {"a": {"$lt": 5}}}, {"$group": {"_id": "$a"}}], "cursor": {}}`},
 	{"agg-group-split", `{"aggregate": "s", "pipeline": [{"$match": {"c": {"$gte": 100}}}, {"$group": {"_id": "$b", "n": {"$sum": 1}}}, {"$sort": {"_id": 1}}], "cursor": {}}`},
 	// A regex with a literal prefix reads the strings that start with it (MongoDB's simple
 	// regex bounds); an unanchored one cannot, and scans.

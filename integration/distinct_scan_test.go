@@ -14,7 +14,8 @@ import (
 // filter reads one key and one document per value (MongoDB's DISTINCT_SCAN), on a plain
 // collection and on one sharded over two shards, and lists what a collection scan lists: null
 // once (the keys of null and of a missing field are all read, the missing ones listing
-// nothing), numbers and strings as stored.
+// nothing), numbers and strings as stored. So does a $group by that field without
+// accumulators.
 func TestDistinctScan(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t, "--shards", "2")
@@ -82,6 +83,30 @@ func TestDistinctScan(t *testing.T) {
 				ex := explainRead(t, db, bson.D{{Key: "distinct", Value: name}, {Key: "key", Value: "dev"}, {Key: "query", Value: tc.filter}})
 				if ex.distinctScan != tc.scan {
 					t.Errorf("%v: DISTINCT_SCAN %v, want %v", tc.filter, ex.distinctScan, tc.scan)
+				}
+				// A $group by dev without accumulators: the same values, read the same way.
+				pipeline := bson.A{bson.D{{Key: "$match", Value: tc.filter}}, bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$dev"}}}},
+					bson.D{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}}}
+				cur, err := coll.Aggregate(ctx, pipeline)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var groups []struct {
+					ID any `bson:"_id"`
+				}
+				if err := cur.All(ctx, &groups); err != nil {
+					t.Fatal(err)
+				}
+				ids := bson.A{}
+				for _, g := range groups {
+					ids = append(ids, g.ID)
+				}
+				if fmt.Sprint(ids) != fmt.Sprint(want) {
+					t.Errorf("%v: $group by dev %v; distinct's %v", tc.filter, ids, want)
+				}
+				agg := explainRead(t, db, bson.D{{Key: "aggregate", Value: name}, {Key: "pipeline", Value: pipeline}, {Key: "cursor", Value: bson.D{}}})
+				if agg.distinctScan != tc.scan {
+					t.Errorf("%v: the $group's DISTINCT_SCAN %v, want %v", tc.filter, agg.distinctScan, tc.scan)
 				}
 				if name == "plain" && (ex.keys != tc.keys || ex.docs != tc.docs) {
 					t.Errorf("%v: %d keys and %d documents examined, want %d and %d", tc.filter, ex.keys, ex.docs, tc.keys, tc.docs)

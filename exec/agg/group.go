@@ -77,6 +77,16 @@ func (s *GroupStage) addAccumulator(k string, v bsoncore.Value) error {
 // Spec implements Stage.
 func (s *GroupStage) Spec() bsoncore.Document { return StageSpec(s.name, s.raw) }
 
+// distinctPath returns the field a $group without accumulators groups by ({_id: "$dev"}):
+// its output is that field's distinct values, one document of each value suffices, and an
+// index on the field can list them (Query.Distinct).
+func (s *GroupStage) distinctPath() (string, bool) {
+	if s.name != "$group" || s.bucket != nil || len(s.accs) > 0 {
+		return "", false
+	}
+	return s.id.FieldPath()
+}
+
 // readsNoFields implements fieldless: a $group whose _id and accumulator inputs are constants
 // ({_id: null, n: {$sum: 1}}, what countDocuments sends) reads nothing of its input documents.
 func (s *GroupStage) readsNoFields() bool {

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"strings"
 	"time"
 
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -158,6 +159,16 @@ func (e *Expr) Eval(doc bsoncore.Document, vars *Vars) (bsoncore.Value, error) {
 // IsConstant reports whether e reads neither the document nor any variable bound at
 // evaluation, so that one evaluation serves every document.
 func (e *Expr) IsConstant() bool { return e.constant }
+
+// FieldPath returns the dotted path e reads when it is a field path of the document being
+// evaluated ("$a.b", "$$CURRENT.a.b", "$$ROOT.a.b"), and nothing else.
+func (e *Expr) FieldPath() (string, bool) {
+	n, ok := e.root.(*pathNode)
+	if !ok || n.base != nil || !n.root && n.slot != slotCurrent || len(n.path) == 0 {
+		return "", false
+	}
+	return strings.Join(n.path, "."), true
+}
 
 // IsMissing reports whether v is the missing value (an absent field, $$REMOVE, ...),
 // which is distinct from null and is left out of documents.

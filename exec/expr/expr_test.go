@@ -74,6 +74,20 @@ func TestExprLetAndParams(t *testing.T) {
 	}
 }
 
+// TestFieldPath checks which expressions are a plain field path of the document.
+func TestFieldPath(t *testing.T) {
+	for expr, want := range map[string]string{
+		`"$a"`: "a", `"$a.b"`: "a.b", `"$$CURRENT.a"`: "a", `"$$ROOT.a.b"`: "a.b",
+		`"$$ROOT"`: "", `"$$CURRENT"`: "", `"$$NOW.x"`: "", `"a"`: "", `{"$toLower": "$a"}`: "",
+		`{"$let": {"vars": {"v": "$b"}, "in": "$$v.c"}}`: "", `{"x": "$a"}`: "",
+	} {
+		got, ok := mustCompile(t, expr).FieldPath()
+		if got != want || ok != (want != "") {
+			t.Errorf("%s: FieldPath() = %q, %v; want %q", expr, got, ok, want)
+		}
+	}
+}
+
 // TestExprTruthy checks MongoDB's truthiness rules.
 func TestExprTruthy(t *testing.T) {
 	for s, want := range map[string]bool{
