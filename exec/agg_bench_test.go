@@ -149,8 +149,10 @@ func mustArray(tb testing.TB, v bsoncore.Value) []bsoncore.Value {
 }
 
 // BenchmarkDistinctDevices lists the 100 deviceIds of BenchmarkAggWindow's 50,000 readings
-// with distinct and with a $group by deviceId, on an index {deviceId: 1, readingTime: 1}: one
-// key and one document per device (DISTINCT_SCAN), where a collection scan reads them all.
+// with distinct and with a $group by deviceId, and finds the latest reading of each device
+// ($sort by deviceId and readingTime descending, $group $first), on an index {deviceId: 1,
+// readingTime: 1}: one key and one document per device (DISTINCT_SCAN), where a collection
+// scan, or the index's scan, reads them all.
 //
 //	go test ./exec -run '^$' -bench BenchmarkDistinctDevices -count 10
 func BenchmarkDistinctDevices(b *testing.B) {
@@ -174,7 +176,19 @@ func BenchmarkDistinctDevices(b *testing.B) {
 			if n := len(mustArray(b, run(b, c, group).Lookup("cursor", "firstBatch"))); n != 100 {
 				b.Fatalf("%d groups, want 100", n)
 			}
-			for name, body := range map[string]bsoncore.Document{"Distinct": distinct, "Group": group} {
+			// The latest reading of each device.
+			latest := bsoncore.NewDocumentBuilder().AppendString("aggregate", "c").
+				AppendArray("pipeline", bsoncore.NewArrayBuilder().
+					AppendDocument(bsoncore.NewDocumentBuilder().AppendDocument("$sort", bsoncore.NewDocumentBuilder().
+						AppendInt32("deviceId", -1).AppendInt32("readingTime", -1).Build()).Build()).
+					AppendDocument(bsoncore.NewDocumentBuilder().AppendDocument("$group", bsoncore.NewDocumentBuilder().
+						AppendString("_id", "$deviceId").AppendDocument("last", bsoncore.NewDocumentBuilder().
+						AppendString("$first", "$$ROOT").Build()).Build()).Build()).Build()).
+				AppendDocument("cursor", bsoncore.NewDocumentBuilder().AppendInt32("batchSize", 1000).Build()).AppendString("$db", "bench").Build()
+			if n := len(mustArray(b, run(b, c, latest).Lookup("cursor", "firstBatch"))); n != 100 {
+				b.Fatalf("%d latest readings, want 100", n)
+			}
+			for name, body := range map[string]bsoncore.Document{"Distinct": distinct, "Group": group, "Latest": latest} {
 				b.Run(name, func(b *testing.B) {
 					b.ReportAllocs()
 					cpu0 := processCPU(b)

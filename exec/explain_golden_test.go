@@ -77,6 +77,9 @@ var explainCases = []struct{ name, cmd string }{
 	{"distinct-scan-key-check", `{"distinct": "u", "key": "b", "query": {"b": {"$gte": 3}, "c": {"$lt": 20}}}`},
 	{"distinct-multikey", `{"distinct": "u", "key": "t", "query": {"t": {"$lt": 3}}}`},
 	{"sharded-distinct-scan", `{"distinct": "s", "key": "a"}`},
+	// The largest c of each b: b_1_c_1 read in reverse, its first entry of each b.
+	{"agg-sort-group-first", `{"aggregate": "u", "pipeline": [{"$sort": {"b": -1, "c": -1}}, {"$group": {"_id": "$b", "c": {"$first": "$c"}}}], "cursor": {}}`},
+	{"sharded-sort-group-first", `{"aggregate": "s", "pipeline": [{"$match": {"b": {"$lt": 4}}}, {"$sort": {"b": 1, "c": 1}}, {"$group": {"_id": "$b", "c": {"$first": "$c"}, "k": {"$first": "$k"}}}], "cursor": {}}`},
 	{"agg-group-distinct-scan", `{"aggregate": "s", "pipeline": [{"$match": {"a": {"$lt": 5}}}, {"$group": {"_id": "$a"}}], "cursor": {}}`},
 	{"agg-group-split", `{"aggregate": "s", "pipeline": [{"$match": {"c": {"$gte": 100}}}, {"$group": {"_id": "$b", "n": {"$sum": 1}}}, {"$sort": {"_id": 1}}], "cursor": {}}`},
 	// A regex with a literal prefix reads the strings that start with it (MongoDB's simple

@@ -15,7 +15,8 @@ import (
 // collection and on one sharded over two shards, and lists what a collection scan lists: null
 // once (the keys of null and of a missing field are all read, the missing ones listing
 // nothing), numbers and strings as stored. So does a $group by that field without
-// accumulators.
+// accumulators, and one of $first accumulators after a sort on the field (the latest reading
+// of each device).
 func TestDistinctScan(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t, "--shards", "2")
@@ -112,6 +113,34 @@ func TestDistinctScan(t *testing.T) {
 					t.Errorf("%v: %d keys and %d documents examined, want %d and %d", tc.filter, ex.keys, ex.docs, tc.keys, tc.docs)
 				}
 			})
+		}
+	}
+	// The latest reading of each device: {dev: 1, t: 1} read backwards, its first entry of
+	// each dev (the null and missing ones all read), as a collection scan and a sort find it.
+	latest := bson.A{bson.D{{Key: "$sort", Value: bson.D{{Key: "dev", Value: -1}, {Key: "t", Value: -1}}}},
+		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$dev"}, {Key: "last", Value: bson.D{{Key: "$first", Value: "$$ROOT"}}}}}},
+		bson.D{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}}}
+	for _, name := range []string{"plain", "sharded"} {
+		var got, want []bson.Raw
+		for i, opts := range []*options.AggregateOptionsBuilder{options.Aggregate(), options.Aggregate().SetHint(bson.D{{Key: "$natural", Value: 1}})} {
+			cur, err := db.Collection(name).Aggregate(ctx, latest, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := &got
+			if i == 1 {
+				out = &want
+			}
+			if err := cur.All(ctx, out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) || len(got) != 43 {
+			t.Errorf("%s: the latest of each dev %v; a collection scan's %v", name, got, want)
+		}
+		ex := explainRead(t, db, bson.D{{Key: "aggregate", Value: name}, {Key: "pipeline", Value: latest}, {Key: "cursor", Value: bson.D{}}})
+		if !ex.distinctScan || name == "plain" && ex.docs != 72 {
+			t.Errorf("%s: the latest of each dev read %d documents, DISTINCT_SCAN %v; want 72, true", name, ex.docs, ex.distinctScan)
 		}
 	}
 }

@@ -77,14 +77,25 @@ func (s *GroupStage) addAccumulator(k string, v bsoncore.Value) error {
 // Spec implements Stage.
 func (s *GroupStage) Spec() bsoncore.Document { return StageSpec(s.name, s.raw) }
 
-// distinctPath returns the field a $group without accumulators groups by ({_id: "$dev"}):
-// its output is that field's distinct values, one document of each value suffices, and an
-// index on the field can list them (Query.Distinct).
-func (s *GroupStage) distinctPath() (string, bool) {
-	if s.name != "$group" || s.bucket != nil || len(s.accs) > 0 {
+// distinctPath returns the field a $group groups by ({_id: "$dev"}) when one document of
+// each of that field's values gives its output, as distinct reads them (Query.Distinct): it
+// has no accumulators, or, after a sort on that field first, only $first accumulators (the
+// latest reading of each device: $sort {dev: 1, t: -1}, $group {_id: "$dev", last: {$first:
+// "$$ROOT"}}), which take the first document of each value in the sort's order.
+func (s *GroupStage) distinctPath(sort []bsonx.SortField) (string, bool) {
+	if s.name != "$group" || s.bucket != nil {
 		return "", false
 	}
-	return s.id.FieldPath()
+	path, ok := s.id.FieldPath()
+	if !ok || len(s.accs) > 0 && (len(sort) == 0 || sort[0].Path != path) {
+		return "", false
+	}
+	for _, a := range s.accs {
+		if a.op != "$first" {
+			return "", false
+		}
+	}
+	return path, true
 }
 
 // readsNoFields implements fieldless: a $group whose _id and accumulator inputs are constants

@@ -291,10 +291,12 @@ func (p *Pipeline) Fold(ci *catalog.Coll) (*Source, error) {
 		if fl, ok := p.Stages[i].(fieldless); ok && fl.readsNoFields() {
 			q.NoFields = true
 		}
-		// A $group of one field's values, without accumulators, needs one document of each
-		// value, as distinct does (MongoDB's DISTINCT_SCAN for it).
-		if g, ok := p.Stages[i].(*GroupStage); ok && q.Skip == 0 && q.Limit == 0 {
-			q.Distinct, _ = g.distinctPath()
+	}
+	// A $group of one field's values needs one document of each value, as distinct does
+	// (MongoDB's DISTINCT_SCAN for it).
+	if i < len(p.Stages) && q.Skip == 0 && q.Limit == 0 {
+		if g, ok := p.Stages[i].(*GroupStage); ok {
+			q.Distinct, _ = g.distinctPath(q.Sort)
 		}
 	}
 	return &Source{Query: q, Rest: i}, nil

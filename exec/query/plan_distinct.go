@@ -18,13 +18,16 @@ import (
 // not 100,000. A filter the planner scans the collection for is planned on such an index
 // only when it is empty (every entry matches). The document of each entry is still read:
 // the key holds the value in a canonical type (5 for 5.0), where distinct returns it as
-// stored.
+// stored. A distinct sorted on its path first (a $group's $first) may read the index in
+// reverse, its first entry of each value being the last one in key order.
 func distinctPlan(q *Query, p *Plan) *Plan {
 	if p.Kind == PlanIndex {
-		p.DistinctScan = !p.Reverse && distinctIndex(q, p.Index) && filterExact(q.CI, p, q.Filter)
+		// Sorted, the first entry of each value is its first match in the sort's order.
+		ordered := len(q.Sort) == 0 && !p.Reverse || len(q.Sort) > 0 && p.Sorted && q.Sort[0].Path == q.Distinct
+		p.DistinctScan = ordered && distinctIndex(q, p.Index) && filterExact(q.CI, p, q.Filter)
 		return p
 	}
-	if p.Kind != PlanScan || !q.Filter.IsEmpty() || q.Hint.Type != 0 || q.bounds != nil {
+	if p.Kind != PlanScan || !q.Filter.IsEmpty() || q.Hint.Type != 0 || q.bounds != nil || len(q.Sort) > 0 {
 		return p
 	}
 	for _, xi := range q.CI.Indexes {
@@ -58,9 +61,10 @@ var (
 )
 
 // skipValue makes a distinct scan's next read seek past the entries that share key's first
-// field (the entry just taken). A missing field and null share a key, and distinct lists
-// null but not missing: their entries are all read, until one holds the value.
-func (ss *ShardStream) skipValue(key []byte, desc bool) {
+// field (the entry just taken): forward, to the first key above them; in reverse, to the last
+// below them. A missing field and null share a key, and distinct lists null but not missing:
+// their entries are all read, until one holds the value.
+func (ss *ShardStream) skipValue(key []byte, desc, reverse bool) {
 	n, ok := bsonx.KeyLen(key)
 	null, undef := nullKey, undefKey
 	if desc {
@@ -68,6 +72,10 @@ func (ss *ShardStream) skipValue(key []byte, desc bool) {
 		null, undef = nullKeyDesc, undefKeyDesc
 	}
 	if !ok || bytes.Equal(key[:n], null) || bytes.Equal(key[:n], undef) {
+		return
+	}
+	if reverse { // Seek(k) in reverse: the last entry whose key is below k
+		ss.skipBuf, ss.skipPending = append(ss.skipBuf[:0], key[:n]...), true
 		return
 	}
 	if end := store.AppendKeyPrefixEnd(ss.skipBuf[:0], key[:n]); end != nil {

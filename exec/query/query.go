@@ -38,7 +38,8 @@ type Query struct {
 	// bounds are exact yields {} for each match and reads no document (Plan.KeysOnly).
 	NoFields bool
 	// Distinct, when set, is the path whose distinct values the caller collects from the
-	// matches: a plan may read one document per value (Plan.DistinctScan).
+	// matches, or, with a sort on that path first, the first match of each value in the
+	// sort's order: a plan may read one document per value (Plan.DistinctScan).
 	Distinct string
 	// Shards, when not nil, restricts the read to those shards (cluster mode: the part of
 	// a write that runs on this node's shards, exec/remote_modify.go).
@@ -254,7 +255,7 @@ func (g *Engine) planAndRead(q *Query, sc *OpenScratch) (*Plan, []*ShardStream, 
 		if err == nil && q.NoFields && q.Proj == nil {
 			p.KeysOnly = filterExact(q.CI, p, q.Filter)
 		}
-		if err == nil && q.Distinct != "" && len(q.Sort) == 0 {
+		if err == nil && q.Distinct != "" {
 			p = distinctPlan(q, p)
 		}
 		if err != nil || p.Kind == PlanEOF {
