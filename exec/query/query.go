@@ -179,8 +179,10 @@ func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
 	// A limit within what a reader reads ahead anyway needs no reader goroutines: the merge
 	// (or concatenation) pulls from each shard only what it needs, where prefetching readers
 	// each read up to the limit (sortx's limit 100 on two shards examined twice the documents
-	// of one shard, issue 13).
-	prefetch := len(shards) > 1 && p.Kind != PlanIDs && !q.PerShardConsumer &&
+	// of one shard, issue 13). Nor does a keys-only read, whose entries cost less than their
+	// hand-over from a reader goroutine (BenchmarkCountWindow/Shards2/Count: 110 -> 60 ns of
+	// CPU per document, 86 -> 59 ns of elapsed time).
+	prefetch := len(shards) > 1 && p.Kind != PlanIDs && !q.PerShardConsumer && !p.KeysOnly &&
 		(perShard == 0 || perShard > MaxReadAhead)
 	unordered := q.Unordered && len(q.Sort) == 0 && q.Skip == 0 && q.Limit == 0
 	for i, s := range shards {
