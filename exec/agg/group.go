@@ -145,18 +145,26 @@ func (s *GroupStage) newTable() *groupTable {
 // consume folds every document of in into the table.
 func (t *groupTable) consume(ctx context.Context, in stream.Stream) error {
 	s := t.s
+	// A constant _id ({_id: null}, countDocuments' {_id: 1}) makes one group: it is looked up
+	// once.
+	var only *group
 	for {
 		d, err := in.Next(ctx)
 		if err != nil || d == nil {
 			return err
 		}
-		id, err := s.groupID(d, t.vars)
-		if err != nil {
-			return err
-		}
-		g, err := t.group(id)
-		if err != nil {
-			return err
+		g := only
+		if g == nil {
+			id, err := s.groupID(d, t.vars)
+			if err != nil {
+				return err
+			}
+			if g, err = t.group(id); err != nil {
+				return err
+			}
+			if s.id.IsConstant() && s.bucket == nil {
+				only = g
+			}
 		}
 		for i, a := range s.accs {
 			n, err := s.accumulate(a, g.states[i], d, t.accVars)
