@@ -99,6 +99,8 @@ func (e *Executor) explainQuery(ctx context.Context, r *request, q *query.Query,
 		ns += "." + first.Value().StringValue()
 	}
 	q.Limit = limit
+	// count of a whole collection answers from its counters (count): it reads nothing.
+	fast := cmd == "count" && q.Filter.IsEmpty() && q.Hint.Type == 0
 	var p *query.Plan
 	var shards []*query.ShardStream
 	var nReturned int64
@@ -110,7 +112,18 @@ func (e *Executor) explainQuery(ctx context.Context, r *request, q *query.Query,
 			return err
 		}
 		p, shards = pl, ss
-		if r.explain != "queryPlanner" {
+		switch {
+		case r.explain == "queryPlanner":
+		case fast:
+			n, err := e.docCount(ctx, q.CI)
+			if err != nil {
+				stream.Close()
+				return err
+			}
+			if nReturned = max(n-q.Skip, 0); limit > 0 {
+				nReturned = min(nReturned, limit)
+			}
+		default:
 			for limit == 0 || nReturned < limit {
 				d, err := stream.Next(ctx)
 				if err != nil {
@@ -130,8 +143,11 @@ func (e *Executor) explainQuery(ctx context.Context, r *request, q *query.Query,
 	idx, out := bsoncore.AppendDocumentElementStart(out, "queryPlanner")
 	out = bsoncore.AppendInt32Element(out, "mongosPlannerVersion", 1)
 	root := ""
-	if cmd == "count" {
-		root = "COUNT"
+	switch {
+	case fast:
+		root = rootFastCount
+	case cmd == "count":
+		root = rootCount
 	}
 	out = e.appendWinningPlan(out, q, p, shards, ns, root)
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
@@ -141,14 +157,16 @@ func (e *Executor) explainQuery(ctx context.Context, r *request, q *query.Query,
 		for _, s := range shards {
 			docs += s.Stats.DocsExamined
 			keys += s.Stats.KeysExamined
-			r.charge += s.Stats.Charge()
+			if !fast { // the counters cost nothing (count)
+				r.charge += s.Stats.Charge()
+			}
 		}
 		out = appendNumber(out, "nReturned", nReturned)
 		out = appendNumber(out, "executionTimeMillis", elapsed.Milliseconds())
 		out = appendNumber(out, "totalKeysExamined", keys)
 		out = appendNumber(out, "totalDocsExamined", docs)
 		out = bsoncore.AppendDoubleElement(out, "requestCharge", r.charge)
-		out = appendShardStats(out, shards)
+		out = appendShardStats(out, shards, !fast)
 		out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	}
 	cidx, out := bsoncore.AppendDocumentElementStart(out, "command")
@@ -221,14 +239,31 @@ func appendPartitions(out []byte, s *query.ShardStream) []byte {
 	return out
 }
 
+// The stages explain puts above a shard's plan (appendShardPlan's root): none, count's COUNT,
+// or, for a count of the whole collection answered from its counters, COUNT over
+// RECORD_STORE_FAST_COUNT in place of the plan.
+const (
+	rootCount     = "COUNT"
+	rootFastCount = "RECORD_STORE_FAST_COUNT"
+)
+
 // appendShardPlan appends one shard's winningPlan: the stage tree mongod would report, under
-// stage root when it is not "" (count's COUNT).
+// stage root when it is not "" (rootCount, rootFastCount).
 func appendShardPlan(out []byte, q *query.Query, p *query.Plan, root string) []byte {
 	type stage struct {
 		name  string
 		extra func([]byte) []byte
 	}
 	var stages []stage // outermost first
+	if root == rootFastCount {
+		idx, o := bsoncore.AppendDocumentElementStart(out, "winningPlan")
+		o = bsoncore.AppendStringElement(o, "stage", rootCount)
+		iidx, o := bsoncore.AppendDocumentElementStart(o, "inputStage")
+		o = bsoncore.AppendStringElement(o, "stage", rootFastCount)
+		o, _ = bsoncore.AppendDocumentEnd(o, iidx)
+		o, _ = bsoncore.AppendDocumentEnd(o, idx)
+		return o
+	}
 	if root != "" {
 		stages = append(stages, stage{name: root})
 	}
@@ -328,8 +363,9 @@ func appendIxscan(o []byte, p *query.Plan, xi *catalog.Index, n int) []byte {
 	return bsoncore.AppendInt32Element(o, "indexRanges", int32(n))
 }
 
-// appendShardStats appends executionStats.executionStages.shards: per shard, what it read.
-func appendShardStats(out []byte, shards []*query.ShardStream) []byte {
+// appendShardStats appends executionStats.executionStages.shards: per shard, what it read,
+// and, when charged, the request units of its partitions.
+func appendShardStats(out []byte, shards []*query.ShardStream, charged bool) []byte {
 	idx, out := bsoncore.AppendDocumentElementStart(out, "executionStages")
 	aidx, o := bsoncore.AppendArrayElementStart(out, "shards")
 	for i, s := range shards {
@@ -338,8 +374,12 @@ func appendShardStats(out []byte, shards []*query.ShardStream) []byte {
 		x = appendNumber(x, "nReturned", s.Stats.Returned)
 		x = appendNumber(x, "totalKeysExamined", s.Stats.KeysExamined)
 		x = appendNumber(x, "totalDocsExamined", s.Stats.DocsExamined)
-		x = bsoncore.AppendDoubleElement(x, "requestCharge", s.Stats.Charge())
-		x = appendPartitionCharges(x, s)
+		if charged {
+			x = bsoncore.AppendDoubleElement(x, "requestCharge", s.Stats.Charge())
+			x = appendPartitionCharges(x, s)
+		} else {
+			x = bsoncore.AppendDoubleElement(x, "requestCharge", 0)
+		}
 		o, _ = bsoncore.AppendDocumentEnd(x, sidx)
 	}
 	o, _ = bsoncore.AppendArrayEnd(o, aidx)

@@ -63,6 +63,9 @@ var explainCases = []struct{ name, cmd string }{
 	// (MongoDB's COUNT_SCAN; a covered IXSCAN when a key check tests a further field or
 	// there are several ranges); one whose filter the keys cannot answer reads documents.
 	{"count-index", `{"count": "u", "query": {"a": 3}}`},
+	// A count of the whole collection reads its counters, not its documents.
+	{"count-fast", `{"count": "u"}`},
+	{"sharded-count-fast", `{"count": "s", "skip": 150, "limit": 20}`},
 	{"count-compound-range", `{"count": "u", "query": {"b": 2, "c": {"$gte": 10, "$lt": 60}}}`},
 	{"count-range-then-range", `{"count": "u", "query": {"b": {"$gte": 2, "$lt": 4}, "c": {"$lt": 50}}}`},
 	{"count-in", `{"count": "u", "query": {"a": {"$in": [1, 2]}}}`},
