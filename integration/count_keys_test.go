@@ -16,28 +16,16 @@ import (
 // of documents find returns.
 func TestCountReadsKeys(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, "--shards", "2")
-	c := srv.client(t)
-	ctx := context.Background()
-	db := c.Database(dbName(t))
-	shardColl(t, c, db.Name()+".sharded", "g")
-	for _, name := range []string{"plain", "sharded"} {
-		var docs []any
-		for i := range 300 {
-			docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "g", Value: i % 3}, {Key: "t", Value: i},
-				{Key: "v", Value: i % 7}, {Key: "tags", Value: bson.A{i % 10, i%10 + 1}}})
-		}
-		coll := db.Collection(name)
-		if _, err := coll.InsertMany(ctx, docs); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := coll.Indexes().CreateMany(ctx, []mongo.IndexModel{
-			{Keys: bson.D{{Key: "t", Value: 1}}}, {Keys: bson.D{{Key: "v", Value: 1}, {Key: "t", Value: -1}}},
-			{Keys: bson.D{{Key: "tags", Value: 1}}},
-		}); err != nil {
-			t.Fatal(err)
-		}
+	var docs []any
+	for i := range 300 {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "g", Value: i % 3}, {Key: "t", Value: i},
+			{Key: "v", Value: i % 7}, {Key: "tags", Value: bson.A{i % 10, i%10 + 1}}})
 	}
+	db := plainAndSharded(t, docs, []mongo.IndexModel{
+		{Keys: bson.D{{Key: "t", Value: 1}}}, {Keys: bson.D{{Key: "v", Value: 1}, {Key: "t", Value: -1}}},
+		{Keys: bson.D{{Key: "tags", Value: 1}}},
+	})
+	ctx := context.Background()
 	for _, tc := range []struct {
 		name      string
 		filter    bson.D

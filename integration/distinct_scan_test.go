@@ -19,39 +19,27 @@ import (
 // of each device).
 func TestDistinctScan(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, "--shards", "2")
-	c := srv.client(t)
-	ctx := context.Background()
-	db := c.Database(dbName(t))
-	shardColl(t, c, db.Name()+".sharded", "g")
-	for _, name := range []string{"plain", "sharded"} {
-		var docs []any
-		for i := range 1000 {
-			var dev any = fmt.Sprintf("dev-%02d", i%40)
-			switch i % 100 {
-			case 1:
-				dev = nil
-			case 2:
-				dev = 2.5
-			case 3:
-				dev = int64(3)
-			}
-			d := bson.D{{Key: "_id", Value: i}, {Key: "g", Value: i % 3}, {Key: "t", Value: i}}
-			if i%50 != 0 { // 20 documents have no dev, the first one among them
-				d = append(d, bson.E{Key: "dev", Value: dev})
-			}
-			docs = append(docs, d)
+	var docs []any
+	for i := range 1000 {
+		var dev any = fmt.Sprintf("dev-%02d", i%40)
+		switch i % 100 {
+		case 1:
+			dev = nil
+		case 2:
+			dev = 2.5
+		case 3:
+			dev = int64(3)
 		}
-		coll := db.Collection(name)
-		if _, err := coll.InsertMany(ctx, docs); err != nil {
-			t.Fatal(err)
+		d := bson.D{{Key: "_id", Value: i}, {Key: "g", Value: i % 3}, {Key: "t", Value: i}}
+		if i%50 != 0 { // 20 documents have no dev, the first one among them
+			d = append(d, bson.E{Key: "dev", Value: dev})
 		}
-		if _, err := coll.Indexes().CreateMany(ctx, []mongo.IndexModel{
-			{Keys: bson.D{{Key: "dev", Value: 1}, {Key: "t", Value: 1}}}, {Keys: bson.D{{Key: "t", Value: 1}}},
-		}); err != nil {
-			t.Fatal(err)
-		}
+		docs = append(docs, d)
 	}
+	db := plainAndSharded(t, docs, []mongo.IndexModel{
+		{Keys: bson.D{{Key: "dev", Value: 1}, {Key: "t", Value: 1}}}, {Keys: bson.D{{Key: "t", Value: 1}}},
+	})
+	ctx := context.Background()
 	for _, tc := range []struct {
 		name       string
 		filter     bson.D

@@ -25,35 +25,23 @@ import (
 //     element's a and b (the index returned nothing before).
 func TestFindPlanBounds(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, "--shards", "2")
-	c := srv.client(t)
-	ctx := context.Background()
-	db := c.Database(dbName(t))
-	shardColl(t, c, db.Name()+".sharded", "g")
-	for _, name := range []string{"plain", "sharded"} {
-		coll := db.Collection(name)
-		docs := []any{
-			bson.D{{Key: "_id", Value: "regex"}, {Key: "g", Value: 0}, {Key: "name", Value: bson.Regex{Pattern: "^n01"}}},
-			bson.D{{Key: "_id", Value: "symbol"}, {Key: "g", Value: 1}, {Key: "name", Value: bson.Symbol("n01sym")}},
-		}
-		for i := range 60 {
-			docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "g", Value: i % 3},
-				{Key: "name", Value: fmt.Sprintf("n%03d", i)}, {Key: "tags", Value: bson.A{i, i + 1}},
-				{Key: "x", Value: bson.A{bson.D{{Key: "a", Value: i % 5}, {Key: "b", Value: i}},
-					bson.D{{Key: "a", Value: i%5 + 10}, {Key: "b", Value: i + 100}}}}})
-		}
-		if _, err := coll.InsertMany(ctx, docs); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := coll.Indexes().CreateMany(ctx, []mongo.IndexModel{
-			{Keys: bson.D{{Key: "name", Value: 1}}}, {Keys: bson.D{{Key: "tags", Value: 1}}},
-			{Keys: bson.D{{Key: "x.a", Value: 1}, {Key: "x.b", Value: 1}}},
-			{Keys: bson.D{{Key: "g", Value: 1}, {Key: "name", Value: 1}}},
-			{Keys: bson.D{{Key: "g", Value: -1}, {Key: "name", Value: -1}}},
-		}); err != nil {
-			t.Fatal(err)
-		}
+	docs := []any{
+		bson.D{{Key: "_id", Value: "regex"}, {Key: "g", Value: 0}, {Key: "name", Value: bson.Regex{Pattern: "^n01"}}},
+		bson.D{{Key: "_id", Value: "symbol"}, {Key: "g", Value: 1}, {Key: "name", Value: bson.Symbol("n01sym")}},
 	}
+	for i := range 60 {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "g", Value: i % 3},
+			{Key: "name", Value: fmt.Sprintf("n%03d", i)}, {Key: "tags", Value: bson.A{i, i + 1}},
+			{Key: "x", Value: bson.A{bson.D{{Key: "a", Value: i % 5}, {Key: "b", Value: i}},
+				bson.D{{Key: "a", Value: i%5 + 10}, {Key: "b", Value: i + 100}}}}})
+	}
+	db := plainAndSharded(t, docs, []mongo.IndexModel{
+		{Keys: bson.D{{Key: "name", Value: 1}}}, {Keys: bson.D{{Key: "tags", Value: 1}}},
+		{Keys: bson.D{{Key: "x.a", Value: 1}, {Key: "x.b", Value: 1}}},
+		{Keys: bson.D{{Key: "g", Value: 1}, {Key: "name", Value: 1}}},
+		{Keys: bson.D{{Key: "g", Value: -1}, {Key: "name", Value: -1}}},
+	})
+	ctx := context.Background()
 	for _, tc := range []struct {
 		name              string
 		filter            bson.D

@@ -18,11 +18,6 @@ import (
 // on a collection sharded over two shards, where each shard's scan must stop too.
 func TestFindRangeBoundsEveryType(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, "--shards", "2")
-	c := srv.client(t)
-	ctx := context.Background()
-	db := c.Database(dbName(t))
-	shardColl(t, c, db.Name()+".sharded", "g")
 	oid := func(n int) bson.ObjectID {
 		id, err := bson.ObjectIDFromHex(fmt.Sprintf("%024x", n))
 		if err != nil {
@@ -47,23 +42,16 @@ func TestFindRangeBoundsEveryType(t *testing.T) {
 		bson.DateTime(1000), bson.DateTime(2000), bson.DateTime(3000), bson.DateTime(4000),
 		bson.Timestamp{T: 1}, bson.Timestamp{T: 2}, bson.Timestamp{T: 3}, bson.Timestamp{T: 4},
 	}
-	for _, name := range []string{"plain", "sharded"} {
-		coll := db.Collection(name)
-		var docs []any
-		for i, v := range values {
-			for g := range 3 { // three documents per value, in groups g 0, 1 and 2
-				docs = append(docs, bson.D{{Key: "_id", Value: i*3 + g}, {Key: "v", Value: v}, {Key: "g", Value: g}})
-			}
-		}
-		if _, err := coll.InsertMany(ctx, docs); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := coll.Indexes().CreateMany(ctx, []mongo.IndexModel{
-			{Keys: bson.D{{Key: "v", Value: 1}}}, {Keys: bson.D{{Key: "g", Value: 1}, {Key: "v", Value: 1}}},
-		}); err != nil {
-			t.Fatal(err)
+	var docs []any
+	for i, v := range values {
+		for g := range 3 { // three documents per value, in groups g 0, 1 and 2
+			docs = append(docs, bson.D{{Key: "_id", Value: i*3 + g}, {Key: "v", Value: v}, {Key: "g", Value: g}})
 		}
 	}
+	db := plainAndSharded(t, docs, []mongo.IndexModel{
+		{Keys: bson.D{{Key: "v", Value: 1}}}, {Keys: bson.D{{Key: "g", Value: 1}, {Key: "v", Value: 1}}},
+	})
+	ctx := context.Background()
 	rng := func(lo, hi any) bson.D { return bson.D{{Key: "$gte", Value: lo}, {Key: "$lt", Value: hi}} }
 	for _, tc := range []struct {
 		name   string

@@ -44,6 +44,29 @@ func shardColl(t *testing.T, c *mongo.Client, ns, key string, extra ...bson.E) b
 	return res
 }
 
+// plainAndSharded starts a server of two shards and returns a database whose collections
+// "plain" (unsharded) and "sharded" (sharded on hashed g) both hold docs and indexes: the
+// planner tests run each case on both, a sharded collection's scan having to stop on every
+// shard.
+func plainAndSharded(t *testing.T, docs []any, indexes []mongo.IndexModel) *mongo.Database {
+	t.Helper()
+	srv := startServer(t, "--shards", "2")
+	c := srv.client(t)
+	ctx := context.Background()
+	db := c.Database(dbName(t))
+	shardColl(t, c, db.Name()+".sharded", "g")
+	for _, name := range []string{"plain", "sharded"} {
+		coll := db.Collection(name)
+		if _, err := coll.InsertMany(ctx, docs); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := coll.Indexes().CreateMany(ctx, indexes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
+}
+
 // insertPeople inserts n documents with keys "k<i mod keys>" and ids from base.
 func insertPeople(t *testing.T, coll *mongo.Collection, base, n, keys int, extra string) {
 	t.Helper()
