@@ -24,6 +24,12 @@ func ArrayKey(i int) string {
 	return strconv.Itoa(i)
 }
 
+// TopField returns the first component of dotted path p: the top-level field it starts at.
+func TopField(p string) string {
+	top, _, _ := strings.Cut(p, ".")
+	return top
+}
+
 // Lookup returns the value at a dotted path: each component names a field of a document, or,
 // when the value reached so far is an array, an index into it ("a.0.b"). Arrays do not fan out:
 // {a: [{b: 1}]} has no value at "a.b". This is the lookup for shard-key extraction and for

@@ -145,3 +145,12 @@ func valueOf(t testing.TB, s string) bsoncore.Value {
 	t.Helper()
 	return ej(t, `{"v": `+s+`}`).Index(0).Value()
 }
+
+// TestTopField checks the top-level field of dotted paths.
+func TestTopField(t *testing.T) {
+	for path, want := range map[string]string{"a": "a", "a.b": "a", "a.b.c": "a", "": "", ".a": "", "a.": "a"} {
+		if got := TopField(path); got != want {
+			t.Errorf("TopField(%q) = %q, want %q", path, got, want)
+		}
+	}
+}

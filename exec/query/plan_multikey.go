@@ -1,8 +1,7 @@
 package query
 
 import (
-	"strings"
-
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/match"
 )
@@ -20,21 +19,13 @@ func sharesArrayWithEarlier(xi *catalog.Index, i int) bool {
 	if !xi.IsMultikey(i) {
 		return false
 	}
-	top := topField(xi.Fields[i].Path)
+	top := bsonx.TopField(xi.Fields[i].Path)
 	for j := 0; j < i; j++ {
-		if xi.IsMultikey(j) && topField(xi.Fields[j].Path) == top {
+		if xi.IsMultikey(j) && bsonx.TopField(xi.Fields[j].Path) == top {
 			return true
 		}
 	}
 	return false
-}
-
-// topField returns the first component of a dotted path.
-func topField(path string) string {
-	if k := strings.IndexByte(path, '.'); k >= 0 {
-		return path[:k]
-	}
-	return path
 }
 
 // multikeyUnderBounds reports whether field i of xi may hold arrays and f bounds it: the

@@ -94,7 +94,7 @@ func topLevelName(doc []byte) (name string, found bool, err error) {
 		case len(key) > 0 && key[0] == '$':
 			continue
 		default:
-			n, f = firstComponent(key), true
+			n, f = bsonx.TopField(key), true
 		}
 		if !f {
 			continue
@@ -132,16 +132,6 @@ func logicalName(e elem) (name string, found bool, err error) {
 		name, found = n, true
 	}
 	return name, found, nil
-}
-
-// firstComponent returns a dotted path's first component.
-func firstComponent(path string) string {
-	for i := 0; i < len(path); i++ {
-		if path[i] == '.' {
-			return path[:i]
-		}
-	}
-	return path
 }
 
 // causedBy prefixes an error's message as MongoDB's "<context> :: caused by :: <reason>",

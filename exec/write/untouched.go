@@ -1,8 +1,7 @@
 package write
 
 import (
-	"strings"
-
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
 )
 
@@ -26,12 +25,12 @@ func untouched(xi *catalog.Index, w *DocWrite) bool {
 		return false // a filter whose reads Paths does not list
 	}
 	for _, p := range w.Paths {
-		top := topField(p)
+		top := bsonx.TopField(p)
 		if top == "" {
 			return false
 		}
 		for _, f := range xi.Fields {
-			if topField(f.Path) == top {
+			if bsonx.TopField(f.Path) == top {
 				return false
 			}
 		}
@@ -39,18 +38,10 @@ func untouched(xi *catalog.Index, w *DocWrite) bool {
 			continue
 		}
 		for _, fp := range xi.Partial.Paths() {
-			if topField(fp) == top {
+			if bsonx.TopField(fp) == top {
 				return false
 			}
 		}
 	}
 	return true
-}
-
-// topField is the top-level field of dotted path p.
-func topField(p string) string {
-	if i := strings.IndexByte(p, '.'); i >= 0 {
-		return p[:i]
-	}
-	return p
 }
