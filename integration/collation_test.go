@@ -283,6 +283,8 @@ func explainRead(t *testing.T, db *mongo.Database, cmd bson.D) explained {
 	out := explained{keys: asInt64(stats["totalKeysExamined"]), docs: asInt64(stats["totalDocsExamined"]), n: asInt64(stats["nReturned"])}
 	if stages, ok := shardM(stats["executionStages"])["shards"].(bson.A); ok {
 		out.shards = len(stages)
+	} else if parts := shardM(ex["shards"]); parts != nil { // an aggregate's: {shard-0: {...}, ...}
+		out.shards = len(parts)
 	}
 	var walk func(v any)
 	walk = func(v any) {

@@ -12,8 +12,9 @@ import (
 // TestCountReadsKeys checks that count and the driver's CountDocuments (an aggregate of $match
 // and a $group that reads no field) count index keys without reading documents where the
 // index bounds hold only matches (MongoDB's COUNT_SCAN), and read documents where they do
-// not, on a plain collection and on one sharded over two shards; every count is the number
-// of documents find returns.
+// not, on a plain collection and on one sharded over two shards: explain's keys and documents
+// examined and the shards read are asserted, and every count is the number of documents a
+// collection scan finds.
 func TestCountReadsKeys(t *testing.T) {
 	t.Parallel()
 	var docs []any
@@ -32,19 +33,27 @@ func TestCountReadsKeys(t *testing.T) {
 		hint      string
 		n         int64
 		countScan bool // one key range and nothing to test: COUNT_SCAN
-		docsRead  bool // the filter needs the documents
+		// keys and documents examined on the plain and the sharded collection; shards the
+		// sharded one reads (the plain one is read on one)
+		keys, docs [2]int64
+		shards     int
 	}{
-		{"Range", bson.D{{Key: "t", Value: bson.D{{Key: "$gte", Value: 100}, {Key: "$lt", Value: 150}}}}, "", 50, true, false},
-		{"Equality", bson.D{{Key: "v", Value: 3}}, "", 43, true, false},
-		{"PrefixThenRange", bson.D{{Key: "v", Value: 3}, {Key: "t", Value: bson.D{{Key: "$lt", Value: 100}}}}, "", 14, true, false},
+		{"Range", bson.D{{Key: "t", Value: bson.D{{Key: "$gte", Value: 100}, {Key: "$lt", Value: 150}}}}, "", 50, true, [2]int64{50, 50}, [2]int64{}, 2},
+		{"Equality", bson.D{{Key: "v", Value: 3}}, "", 43, true, [2]int64{43, 43}, [2]int64{}, 2},
+		{"PrefixThenRange", bson.D{{Key: "v", Value: 3}, {Key: "t", Value: bson.D{{Key: "$lt", Value: 100}}}}, "", 14, true, [2]int64{14, 14}, [2]int64{}, 2},
 		// Two ranges of t: the keys alone still answer.
-		{"In", bson.D{{Key: "t", Value: bson.D{{Key: "$in", Value: bson.A{5, 7, 400}}}}}, "", 2, false, false},
-		// A range on v, then t tested on each key.
-		{"RangeThenKeyCheck", bson.D{{Key: "v", Value: bson.D{{Key: "$gte", Value: 5}}}, {Key: "t", Value: bson.D{{Key: "$gte", Value: 290}}}}, "v_1_t_-1", 3, false, false},
-		// g is in no index with t; tags holds arrays; null matches a missing field.
-		{"FieldOutsideIndex", bson.D{{Key: "t", Value: bson.D{{Key: "$lt", Value: 30}}}, {Key: "g", Value: 1}}, "", 10, false, true},
-		{"Multikey", bson.D{{Key: "tags", Value: 4}}, "", 60, false, true},
-		{"Null", bson.D{{Key: "t", Value: nil}}, "", 0, false, true},
+		{"In", bson.D{{Key: "t", Value: bson.D{{Key: "$in", Value: bson.A{5, 7, 400}}}}}, "", 2, false, [2]int64{2, 2}, [2]int64{}, 2},
+		// A range on v (5 and 6), then t tested on each key: the 3 matches, and on each shard
+		// the first key of each v past them, which seeks to the next v.
+		{"RangeThenKeyCheck", bson.D{{Key: "v", Value: bson.D{{Key: "$gte", Value: 5}}}, {Key: "t", Value: bson.D{{Key: "$gte", Value: 290}}}},
+			"v_1_t_-1", 3, false, [2]int64{5, 7}, [2]int64{}, 2},
+		// g is in no index with t (and, the shard key, targets one shard of the sharded
+		// collection, which scans it); tags holds arrays.
+		{"FieldOutsideIndex", bson.D{{Key: "t", Value: bson.D{{Key: "$lt", Value: 30}}}, {Key: "g", Value: 1}}, "", 10, false,
+			[2]int64{30, 0}, [2]int64{30, 100}, 1},
+		{"Multikey", bson.D{{Key: "tags", Value: 4}}, "", 60, false, [2]int64{60, 60}, [2]int64{60, 60}, 2},
+		// null matches a missing field too: the bounds [undefined], [null] hold no key of t.
+		{"Null", bson.D{{Key: "t", Value: nil}}, "", 0, false, [2]int64{}, [2]int64{}, 2},
 	} {
 		for _, name := range []string{"plain", "sharded"} {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
@@ -78,8 +87,13 @@ func TestCountReadsKeys(t *testing.T) {
 				}
 				for _, cmd := range []bson.D{count, agg} {
 					ex := explainRead(t, db, cmd)
-					if read := ex.docs > 0; read != tc.docsRead && tc.n > 0 {
-						t.Errorf("%s %v: %d documents examined for %d keys; want documents read: %v", cmd[0].Key, tc.filter, ex.docs, ex.keys, tc.docsRead)
+					k, shards := 0, 1
+					if name == "sharded" {
+						k, shards = 1, tc.shards
+					}
+					if ex.keys != tc.keys[k] || ex.docs != tc.docs[k] || ex.shards != shards {
+						t.Errorf("%s %v: %d keys and %d documents examined on %d shards; want %d, %d, %d",
+							cmd[0].Key, tc.filter, ex.keys, ex.docs, ex.shards, tc.keys[k], tc.docs[k], shards)
 					}
 					if ex.countScan != tc.countScan {
 						t.Errorf("%s %v: COUNT_SCAN %v, want %v", cmd[0].Key, tc.filter, ex.countScan, tc.countScan)

@@ -41,19 +41,24 @@ func TestDistinctScan(t *testing.T) {
 	})
 	ctx := context.Background()
 	for _, tc := range []struct {
-		name       string
-		filter     bson.D
-		scan       bool  // DISTINCT_SCAN
-		values     int   // how many
-		keys, docs int64 // examined
+		name   string
+		filter bson.D
+		scan   bool // DISTINCT_SCAN
+		values int  // how many
+		// keys and documents examined on the plain and the sharded collection (both shards
+		// read, each holding most values)
+		keys, docs [2]int64
 	}{
-		// 40 strings, null, 2.5 and 3: the first key of each, every null or missing one (30).
-		{"All", bson.D{}, true, 43, 72, 72},
-		{"Range", bson.D{{Key: "dev", Value: bson.D{{Key: "$gte", Value: "dev-10"}, {Key: "$lt", Value: "dev-20"}}}}, true, 10, 10, 10},
+		// 40 strings, null, 2.5 and 3: the first key of each, every null or missing one (30);
+		// on each of the two shards.
+		{"All", bson.D{}, true, 43, [2]int64{72, 114}, [2]int64{72, 114}},
+		{"Range", bson.D{{Key: "dev", Value: bson.D{{Key: "$gte", Value: "dev-10"}, {Key: "$lt", Value: "dev-20"}}}}, true, 10,
+			[2]int64{10, 20}, [2]int64{10, 20}},
 		// t tested on each key: the first key of each dev whose t passes.
-		{"KeyCheck", bson.D{{Key: "dev", Value: bson.D{{Key: "$gte", Value: "dev-30"}}}, {Key: "t", Value: bson.D{{Key: "$gte", Value: 900}}}}, true, 10, 20, 10},
+		{"KeyCheck", bson.D{{Key: "dev", Value: bson.D{{Key: "$gte", Value: "dev-30"}}}, {Key: "t", Value: bson.D{{Key: "$gte", Value: 900}}}}, true, 10,
+			[2]int64{20, 39}, [2]int64{10, 19}},
 		// The planner reads t's index: every match's document.
-		{"OtherIndex", bson.D{{Key: "t", Value: bson.D{{Key: "$lt", Value: 100}}}}, false, 43, 100, 100},
+		{"OtherIndex", bson.D{{Key: "t", Value: bson.D{{Key: "$lt", Value: 100}}}}, false, 43, [2]int64{100, 100}, [2]int64{100, 100}},
 	} {
 		for _, name := range []string{"plain", "sharded"} {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
@@ -97,8 +102,15 @@ func TestDistinctScan(t *testing.T) {
 				if agg.distinctScan != tc.scan {
 					t.Errorf("%v: the $group's DISTINCT_SCAN %v, want %v", tc.filter, agg.distinctScan, tc.scan)
 				}
-				if name == "plain" && (ex.keys != tc.keys || ex.docs != tc.docs) {
-					t.Errorf("%v: %d keys and %d documents examined, want %d and %d", tc.filter, ex.keys, ex.docs, tc.keys, tc.docs)
+				k, shards := 0, 1
+				if name == "sharded" {
+					k, shards = 1, 2
+				}
+				for _, x := range []explained{ex, agg} {
+					if x.keys != tc.keys[k] || x.docs != tc.docs[k] || x.shards != shards {
+						t.Errorf("%v: %d keys and %d documents examined on %d shards, want %d, %d, %d",
+							tc.filter, x.keys, x.docs, x.shards, tc.keys[k], tc.docs[k], shards)
+					}
 				}
 			})
 		}
@@ -127,8 +139,10 @@ func TestDistinctScan(t *testing.T) {
 			t.Errorf("%s: the latest of each dev %v; a collection scan's %v", name, got, want)
 		}
 		ex := explainRead(t, db, bson.D{{Key: "aggregate", Value: name}, {Key: "pipeline", Value: latest}, {Key: "cursor", Value: bson.D{}}})
-		if !ex.distinctScan || name == "plain" && ex.docs != 72 {
-			t.Errorf("%s: the latest of each dev read %d documents, DISTINCT_SCAN %v; want 72, true", name, ex.docs, ex.distinctScan)
+		cost := map[string][3]int64{"plain": {72, 72, 1}, "sharded": {114, 114, 2}}[name] // keys, documents, shards
+		if got := [3]int64{ex.keys, ex.docs, int64(ex.shards)}; !ex.distinctScan || got != cost {
+			t.Errorf("%s: the latest of each dev examined %v (keys, documents, shards), DISTINCT_SCAN %v; want %v, true",
+				name, got, ex.distinctScan, cost)
 		}
 	}
 }
