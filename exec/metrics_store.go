@@ -68,11 +68,28 @@ func newStoreMetrics() []storeMetric {
 	}
 }
 
+// walFsyncDesc is the histogram of each shard's WAL fsyncs (store.Metrics.WALFsync): with
+// cleave_store_wal_syncs_total it tells whether synced writes wait on the disk or on the
+// server.
+var walFsyncDesc = prometheus.NewDesc("cleave_store_wal_fsync_seconds",
+	"Latency of the shard's WAL fsyncs: a synced write waits for the one under way, then its own.",
+	[]string{"shard"}, nil)
+
+// histogram returns l as a Prometheus histogram of seconds of desc, labelled with labels.
+func histogram(desc *prometheus.Desc, l store.Latencies, labels ...string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(l.Buckets))
+	for _, b := range l.Buckets {
+		buckets[b.Le.Seconds()] = b.Count
+	}
+	return prometheus.MustNewConstHistogram(desc, l.Count, l.Sum.Seconds(), buckets, labels...)
+}
+
 // describeStore sends the storage metrics' descriptions.
 func (m *Metrics) describeStore(ch chan<- *prometheus.Desc) {
 	for _, s := range m.store {
 		ch <- s.desc
 	}
+	ch <- m.walFsync
 }
 
 // collectStore sends the storage metrics of each shard of this node.
@@ -89,5 +106,6 @@ func (m *Metrics) collectStore(ch chan<- prometheus.Metric) {
 		for _, s := range m.store {
 			ch <- prometheus.MustNewConstMetric(s.desc, s.kind, s.value(&sm), name)
 		}
+		ch <- histogram(m.walFsync, sm.WALFsync, name)
 	}
 }

@@ -276,8 +276,8 @@ func TestMetricsScrapeDuringWrites(t *testing.T) {
 }
 
 // TestMetricsStore: each shard of the node exports its storage engine's metrics, labelled
-// by shard: what is written shows in its memtable and live files, and reads of documents
-// flushed to sstables count in the block cache.
+// by shard: what is written shows in its memtable and live files and its WAL's fsyncs, and
+// reads of documents flushed to sstables count in the block cache.
 func TestMetricsStore(t *testing.T) {
 	e := twoShardExecutor(t, 0)
 	c := e.Connect(wire.ConnInfo{ID: 1})
@@ -291,6 +291,11 @@ func TestMetricsStore(t *testing.T) {
 		}
 		if got := sum(fams, "cleave_store_disk_bytes", on); got <= 0 {
 			t.Errorf("%s: cleave_store_disk_bytes = %g after 200 inserts", shard, got)
+		}
+		// The inserts were synced (the default write concern): each shard's WAL synced.
+		if h := matching(fams, "cleave_store_wal_fsync_seconds", on); len(h) != 1 ||
+			h[0].GetHistogram().GetSampleCount() == 0 || h[0].GetHistogram().GetSampleSum() <= 0 {
+			t.Errorf("%s: cleave_store_wal_fsync_seconds = %v after 200 synced inserts", shard, h)
 		}
 		for _, name := range []string{"cleave_store_read_amplification", "cleave_store_flushes_total",
 			"cleave_store_compactions_total", "cleave_store_block_cache_hits_total", "cleave_store_write_stalls_total"} {

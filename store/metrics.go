@@ -1,6 +1,12 @@
 package store
 
-import "github.com/cockroachdb/pebble/v2"
+import (
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
 
 // Metrics is a summary of one DB's Pebble metrics for serverStatus and the metrics endpoint.
 type Metrics struct {
@@ -23,6 +29,61 @@ type Metrics struct {
 	WALSyncs         int64 // WAL syncs since Open: SyncedCommits / WALSyncs is the group-commit size
 	IDCacheHits      int64 // _id lookups without the hash answered from the cache (idcache.go)
 	IDCacheMisses    int64 // _id lookups without the hash that read the _id index
+	// WALFsync is the latency of the WAL's fsyncs since Open: a synced commit waits for the
+	// sync under way, if any, and then for its own.
+	WALFsync Latencies
+}
+
+// Latencies is a latency histogram: Count observations adding up to Sum, and for each bound
+// Le of Buckets (ascending) the observations at most Le (cumulative, as Prometheus').
+type Latencies struct {
+	Count   uint64
+	Sum     time.Duration
+	Buckets []LatencyBucket
+}
+
+// LatencyBucket is one bound of a Latencies histogram.
+type LatencyBucket struct {
+	Le    time.Duration
+	Count uint64 // observations ≤ Le
+}
+
+// fsyncFineBelow and fsyncCoarse choose the buckets of Metrics.WALFsync among Pebble's
+// (pebble.FsyncLatencyBuckets: every 100 µs up to 5 ms, then 50 exponential ones up to 10 s,
+// too many to export per shard): every one up to fsyncFineBelow, where a healthy disk's
+// syncs fall, then the first at or above each of fsyncCoarse.
+var (
+	fsyncFineBelow = time.Millisecond
+	fsyncCoarse    = []time.Duration{2500 * time.Microsecond, 5 * time.Millisecond,
+		10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond,
+		250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2500 * time.Millisecond,
+		5 * time.Second, 10 * time.Second}
+)
+
+// latencies reads h, a histogram of Pebble's whose observations are nanoseconds, into
+// Latencies with the buckets fsyncFineBelow and fsyncCoarse choose (zero when h is nil).
+func latencies(h prometheus.Histogram) Latencies {
+	if h == nil {
+		return Latencies{}
+	}
+	var m dto.Metric
+	if err := h.Write(&m); err != nil || m.GetHistogram() == nil {
+		return Latencies{}
+	}
+	ph := m.GetHistogram()
+	l := Latencies{Count: ph.GetSampleCount(), Sum: time.Duration(ph.GetSampleSum())}
+	next := 0 // the first of fsyncCoarse not yet covered
+	for _, b := range ph.GetBucket() {
+		le := time.Duration(b.GetUpperBound())
+		keep := le > 0 && le <= fsyncFineBelow
+		for next < len(fsyncCoarse) && le >= fsyncCoarse[next] {
+			keep, next = true, next+1
+		}
+		if keep {
+			l.Buckets = append(l.Buckets, LatencyBucket{Le: le, Count: b.GetCumulativeCount()})
+		}
+	}
+	return l
 }
 
 // Metrics returns a summary of the DB's current Pebble metrics (ErrClosed after Close).
@@ -64,5 +125,6 @@ func summarize(m *pebble.Metrics) Metrics {
 		CompactionDebt:   m.Compact.EstimatedDebt,
 		ReadAmp:          m.ReadAmp(),
 		Snapshots:        m.Snapshots.Count,
+		WALFsync:         latencies(m.LogWriter.FsyncLatency),
 	}
 }
