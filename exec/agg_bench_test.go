@@ -176,19 +176,25 @@ func BenchmarkDistinctDevices(b *testing.B) {
 			if n := len(mustArray(b, run(b, c, group).Lookup("cursor", "firstBatch"))); n != 100 {
 				b.Fatalf("%d groups, want 100", n)
 			}
-			// The latest reading of each device.
-			latest := bsoncore.NewDocumentBuilder().AppendString("aggregate", "c").
-				AppendArray("pipeline", bsoncore.NewArrayBuilder().
-					AppendDocument(bsoncore.NewDocumentBuilder().AppendDocument("$sort", bsoncore.NewDocumentBuilder().
-						AppendInt32("deviceId", -1).AppendInt32("readingTime", -1).Build()).Build()).
-					AppendDocument(bsoncore.NewDocumentBuilder().AppendDocument("$group", bsoncore.NewDocumentBuilder().
-						AppendString("_id", "$deviceId").AppendDocument("last", bsoncore.NewDocumentBuilder().
-						AppendString("$first", "$$ROOT").Build()).Build()).Build()).Build()).
-				AppendDocument("cursor", bsoncore.NewDocumentBuilder().AppendInt32("batchSize", 1000).Build()).AppendString("$db", "bench").Build()
-			if n := len(mustArray(b, run(b, c, latest).Lookup("cursor", "firstBatch"))); n != 100 {
-				b.Fatalf("%d latest readings, want 100", n)
+			// The latest reading of each device: the $first of each sorted descending, or
+			// its $last sorted ascending.
+			latestBy := func(acc string, dir int32) bsoncore.Document {
+				return bsoncore.NewDocumentBuilder().AppendString("aggregate", "c").
+					AppendArray("pipeline", bsoncore.NewArrayBuilder().
+						AppendDocument(bsoncore.NewDocumentBuilder().AppendDocument("$sort", bsoncore.NewDocumentBuilder().
+							AppendInt32("deviceId", dir).AppendInt32("readingTime", dir).Build()).Build()).
+						AppendDocument(bsoncore.NewDocumentBuilder().AppendDocument("$group", bsoncore.NewDocumentBuilder().
+							AppendString("_id", "$deviceId").AppendDocument("last", bsoncore.NewDocumentBuilder().
+							AppendString(acc, "$$ROOT").Build()).Build()).Build()).Build()).
+					AppendDocument("cursor", bsoncore.NewDocumentBuilder().AppendInt32("batchSize", 1000).Build()).AppendString("$db", "bench").Build()
 			}
-			for name, body := range map[string]bsoncore.Document{"Distinct": distinct, "Group": group, "Latest": latest} {
+			latest, latestLast := latestBy("$first", -1), latestBy("$last", 1)
+			for _, body := range []bsoncore.Document{latest, latestLast} {
+				if n := len(mustArray(b, run(b, c, body).Lookup("cursor", "firstBatch"))); n != 100 {
+					b.Fatalf("%d latest readings, want 100", n)
+				}
+			}
+			for name, body := range map[string]bsoncore.Document{"Distinct": distinct, "Group": group, "Latest": latest, "LatestLast": latestLast} {
 				b.Run(name, func(b *testing.B) {
 					b.ReportAllocs()
 					cpu0 := processCPU(b)

@@ -22,7 +22,7 @@ import (
 // and $or plans may narrow what a query reads, never what it returns. count and
 // countDocuments' pipeline must count them, reading index keys alone where the bounds are
 // exact, and distinct and a $group by one field must list their values as a scan does, the
-// first of each in a sort on it too.
+// first and the last of each in a sort on it too.
 func TestIndexBoundsAgreeWithScan(t *testing.T) {
 	e := testExecutor(t, 2, Options{PartitionCheckInterval: time.Hour})
 	c := e.Connect(wire.ConnInfo{ID: 1})
@@ -107,9 +107,9 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 		func() string { return fmt.Sprintf(`"x.p": %d`, rng.IntN(5)) },
 		func() string { return fmt.Sprintf(`"x.q": {"$gte": %d}`, rng.IntN(5)) },
 	}
-	keysOnly := 0      // counts of matches that read no document
-	distinctScans := 0 // distincts that read one entry per value
-	firstScans := 0    // $sort and $group $first that read one entry per value
+	keysOnly := 0                  // counts of matches that read no document
+	distinctScans := 0             // distincts that read one entry per value
+	firstScans := map[string]int{} // $sort and $group $first or $last that read one entry per value
 	for q := range 300 {
 		var parts []string
 		for range 1 + rng.IntN(3) {
@@ -169,21 +169,23 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 				if bytes.Contains(cmd(`{"explain": `+distinct+`}}`), []byte("DISTINCT_SCAN")) {
 					distinctScans++
 				}
-				// So must the first of each value in a sort on the key (then on b, for s: a
-				// $group's $first of a field the sort decides).
+				// So must the first and the last of each value in a sort on the key (then on
+				// b, for s: a $group's $first or $last of a field the sort decides).
 				for _, dir := range []string{"1", "-1"} {
-					sortSpec, firstOf := fmt.Sprintf(`{%q: %s}`, key, dir), key
-					if key == "s" {
-						sortSpec, firstOf = fmt.Sprintf(`{"s": %s, "b": %s}`, dir, dir), "b"
-					}
-					first := `{"aggregate": "` + coll + `", "pipeline": [{"$match": ` + filter + `}, {"$sort": ` + sortSpec +
-						`}, {"$group": {"_id": "$` + key + `", "f": {"$first": "$` + firstOf + `"}}}, {"$sort": {"_id": 1}}], "cursor": {}`
-					got := cmd(first+`}`).Lookup("cursor", "firstBatch").String()
-					if want := cmd(first+`, "hint": {"$natural": 1}}`).Lookup("cursor", "firstBatch").String(); got != want {
-						t.Errorf("query %d on %s: the first b of each %s (%s) of %s is %s, a scan's %s", q, coll, key, dir, filter, got, want)
-					}
-					if bytes.Contains(cmd(`{"explain": `+first+`}}`), []byte("DISTINCT_SCAN")) {
-						firstScans++
+					for _, acc := range []string{"$first", "$last"} {
+						sortSpec, firstOf := fmt.Sprintf(`{%q: %s}`, key, dir), key
+						if key == "s" {
+							sortSpec, firstOf = fmt.Sprintf(`{"s": %s, "b": %s}`, dir, dir), "b"
+						}
+						first := `{"aggregate": "` + coll + `", "pipeline": [{"$match": ` + filter + `}, {"$sort": ` + sortSpec +
+							`}, {"$group": {"_id": "$` + key + `", "f": {"` + acc + `": "$` + firstOf + `"}}}, {"$sort": {"_id": 1}}], "cursor": {}`
+						got := cmd(first+`}`).Lookup("cursor", "firstBatch").String()
+						if want := cmd(first+`, "hint": {"$natural": 1}}`).Lookup("cursor", "firstBatch").String(); got != want {
+							t.Errorf("query %d on %s: the %s b of each %s (%s) of %s is %s, a scan's %s", q, coll, acc, key, dir, filter, got, want)
+						}
+						if bytes.Contains(cmd(`{"explain": `+first+`}}`), []byte("DISTINCT_SCAN")) {
+							firstScans[acc]++
+						}
 					}
 				}
 				// So must a $group of the key's values.
@@ -196,8 +198,9 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 		}
 	}
 	// The filters must have exercised the keys-only plans, or the counts tested little.
-	if keysOnly < 20 || distinctScans < 20 || firstScans < 20 {
-		t.Errorf("only %d counts read no document; %d distincts and %d $firsts read one entry per value", keysOnly, distinctScans, firstScans)
+	if keysOnly < 20 || distinctScans < 20 || firstScans["$first"] < 20 || firstScans["$last"] < 20 {
+		t.Errorf("only %d counts read no document; %d distincts, %d $firsts and %d $lasts read one entry per value",
+			keysOnly, distinctScans, firstScans["$first"], firstScans["$last"])
 	}
 }
 

@@ -83,6 +83,11 @@ var explainCases = []struct{ name, cmd string }{
 	// The largest c of each b: b_1_c_1 read in reverse, its first entry of each b.
 	{"agg-sort-group-first", `{"aggregate": "u", "pipeline": [{"$sort": {"b": -1, "c": -1}}, {"$group": {"_id": "$b", "c": {"$first": "$c"}}}], "cursor": {}}`},
 	{"sharded-sort-group-first", `{"aggregate": "s", "pipeline": [{"$match": {"b": {"$lt": 4}}}, {"$sort": {"b": 1, "c": 1}}, {"$group": {"_id": "$b", "c": {"$first": "$c"}, "k": {"$first": "$k"}}}], "cursor": {}}`},
+	// $last after a sort on the group's field: the index read the other way, $first of each
+	// value (MongoDB's reverse DISTINCT_SCAN, SERVER-37304); without an index, as written.
+	{"agg-sort-group-last", `{"aggregate": "u", "pipeline": [{"$sort": {"b": 1, "c": 1}}, {"$group": {"_id": "$b", "c": {"$last": "$c"}}}], "cursor": {}}`},
+	{"sharded-sort-group-last", `{"aggregate": "s", "pipeline": [{"$match": {"b": {"$lt": 4}}}, {"$sort": {"b": -1, "c": -1}}, {"$group": {"_id": "$b", "c": {"$last": "$c"}, "k": {"$last": "$k"}}}], "cursor": {}}`},
+	{"agg-sort-group-last-unindexed", `{"aggregate": "u", "pipeline": [{"$sort": {"c": 1}}, {"$group": {"_id": "$c", "b": {"$last": "$b"}}}], "cursor": {}}`},
 	{"agg-group-distinct-scan", `{"aggregate": "s", "pipeline": [{"$match": {"a": {"$lt": 5}}}, {"$group": {"_id": "$a"}}], "cursor": {}}`},
 	{"agg-group-split", `{"aggregate": "s", "pipeline": [{"$match": {"c": {"$gte": 100}}}, {"$group": {"_id": "$b", "n": {"$sum": 1}}}, {"$sort": {"_id": 1}}], "cursor": {}}`},
 	// A regex with a literal prefix reads the strings that start with it (MongoDB's simple

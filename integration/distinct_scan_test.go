@@ -16,7 +16,7 @@ import (
 // once (the keys of null and of a missing field are all read, the missing ones listing
 // nothing), numbers and strings as stored. So does a $group by that field without
 // accumulators, and one of $first accumulators after a sort on the field (the latest reading
-// of each device).
+// of each device), or of $last ones after a sort the other way.
 func TestDistinctScan(t *testing.T) {
 	t.Parallel()
 	var docs []any
@@ -116,33 +116,42 @@ func TestDistinctScan(t *testing.T) {
 		}
 	}
 	// The latest reading of each device: {dev: 1, t: 1} read backwards, its first entry of
-	// each dev (the null and missing ones all read), as a collection scan and a sort find it.
-	latest := bson.A{bson.D{{Key: "$sort", Value: bson.D{{Key: "dev", Value: -1}, {Key: "t", Value: -1}}}},
-		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$dev"}, {Key: "last", Value: bson.D{{Key: "$first", Value: "$$ROOT"}}}}}},
-		bson.D{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}}}
+	// each dev (the null and missing ones all read), as a collection scan and a sort find it:
+	// the $first of each dev sorted descending, or its $last sorted ascending (which reads the
+	// index the same way, MongoDB's reverse DISTINCT_SCAN).
+	group := func(acc string) bson.D {
+		return bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$dev"}, {Key: "last", Value: bson.D{{Key: acc, Value: "$$ROOT"}}}}}}
+	}
+	byID := bson.D{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}}
+	latest := map[string]bson.A{
+		"$first": {bson.D{{Key: "$sort", Value: bson.D{{Key: "dev", Value: -1}, {Key: "t", Value: -1}}}}, group("$first"), byID},
+		"$last":  {bson.D{{Key: "$sort", Value: bson.D{{Key: "dev", Value: 1}, {Key: "t", Value: 1}}}}, group("$last"), byID},
+	}
 	for _, name := range []string{"plain", "sharded"} {
-		var got, want []bson.Raw
-		for i, opts := range []*options.AggregateOptionsBuilder{options.Aggregate(), options.Aggregate().SetHint(bson.D{{Key: "$natural", Value: 1}})} {
-			cur, err := db.Collection(name).Aggregate(ctx, latest, opts)
-			if err != nil {
-				t.Fatal(err)
+		for _, acc := range []string{"$first", "$last"} {
+			var got, want []bson.Raw
+			for i, opts := range []*options.AggregateOptionsBuilder{options.Aggregate(), options.Aggregate().SetHint(bson.D{{Key: "$natural", Value: 1}})} {
+				cur, err := db.Collection(name).Aggregate(ctx, latest[acc], opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := &got
+				if i == 1 {
+					out = &want
+				}
+				if err := cur.All(ctx, out); err != nil {
+					t.Fatal(err)
+				}
 			}
-			out := &got
-			if i == 1 {
-				out = &want
+			if fmt.Sprint(got) != fmt.Sprint(want) || len(got) != 43 {
+				t.Errorf("%s: the latest of each dev by %s %v; a collection scan's %v", name, acc, got, want)
 			}
-			if err := cur.All(ctx, out); err != nil {
-				t.Fatal(err)
+			ex := explainRead(t, db, bson.D{{Key: "aggregate", Value: name}, {Key: "pipeline", Value: latest[acc]}, {Key: "cursor", Value: bson.D{}}})
+			cost := map[string][3]int64{"plain": {72, 72, 1}, "sharded": {114, 114, 2}}[name] // keys, documents, shards
+			if got := [3]int64{ex.keys, ex.docs, int64(ex.shards)}; !ex.distinctScan || got != cost {
+				t.Errorf("%s: the latest of each dev by %s examined %v (keys, documents, shards), DISTINCT_SCAN %v; want %v, true",
+					name, acc, got, ex.distinctScan, cost)
 			}
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) || len(got) != 43 {
-			t.Errorf("%s: the latest of each dev %v; a collection scan's %v", name, got, want)
-		}
-		ex := explainRead(t, db, bson.D{{Key: "aggregate", Value: name}, {Key: "pipeline", Value: latest}, {Key: "cursor", Value: bson.D{}}})
-		cost := map[string][3]int64{"plain": {72, 72, 1}, "sharded": {114, 114, 2}}[name] // keys, documents, shards
-		if got := [3]int64{ex.keys, ex.docs, int64(ex.shards)}; !ex.distinctScan || got != cost {
-			t.Errorf("%s: the latest of each dev examined %v (keys, documents, shards), DISTINCT_SCAN %v; want %v, true",
-				name, got, ex.distinctScan, cost)
 		}
 	}
 }

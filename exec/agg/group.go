@@ -81,21 +81,59 @@ func (s *GroupStage) Spec() bsoncore.Document { return StageSpec(s.name, s.raw) 
 // each of that field's values gives its output, as distinct reads them (Query.Distinct): it
 // has no accumulators, or, after a sort on that field first, only $first accumulators (the
 // latest reading of each device: $sort {dev: 1, t: -1}, $group {_id: "$dev", last: {$first:
-// "$$ROOT"}}), which take the first document of each value in the sort's order.
-func (s *GroupStage) distinctPath(sort []bsonx.SortField) (string, bool) {
+// "$$ROOT"}}), which take the first document of each value in the sort's order, or only
+// $last ones (last true), which take the last (Pipeline.lastAsFirst). path is "" when none
+// of these holds.
+func (s *GroupStage) distinctPath(sort []bsonx.SortField) (path string, last bool) {
 	if s.name != "$group" || s.bucket != nil {
 		return "", false
 	}
 	path, ok := s.id.FieldPath()
-	if !ok || len(s.accs) > 0 && (len(sort) == 0 || sort[0].Path != path) {
+	if !ok {
+		return "", false
+	}
+	if len(s.accs) == 0 {
+		return path, false
+	}
+	op := s.accs[0].op
+	if len(sort) == 0 || sort[0].Path != path || op != "$first" && op != "$last" {
 		return "", false
 	}
 	for _, a := range s.accs {
-		if a.op != "$first" {
+		if a.op != op {
 			return "", false
 		}
 	}
-	return path, true
+	return path, op == "$last"
+}
+
+// lastAsFirst returns a copy of s, a $group whose accumulators are all $last, with $first
+// accumulators instead, for input sorted the other way: its spec says so too.
+func (s *GroupStage) lastAsFirst() *GroupStage {
+	c := *s
+	c.accs = make([]*accSpec, len(s.accs))
+	for i, a := range s.accs {
+		f := *a
+		f.op = "$first"
+		c.accs[i] = &f
+	}
+	d := s.raw.Document()
+	idx, out := bsoncore.AppendDocumentStart(nil)
+	elems, _ := d.Elements()
+	for _, el := range elems {
+		acc, ok := el.Value().DocumentOK()
+		if el.Key() == "_id" || !ok {
+			out = bsoncore.AppendValueElement(out, el.Key(), el.Value())
+			continue
+		}
+		op, _ := bsonx.FirstElement(acc) // validated by parseAccumulator: {$last: input}
+		ai, o := bsoncore.AppendDocumentElementStart(out, el.Key())
+		o = bsoncore.AppendValueElement(o, "$first", op.Value())
+		out, _ = bsoncore.AppendDocumentEnd(o, ai)
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	c.raw = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: out}
+	return &c
 }
 
 // readsNoFields implements fieldless: a $group whose _id and accumulator inputs are constants

@@ -267,9 +267,10 @@ func (p *Pipeline) Fold(ci *catalog.Coll) (*Source, error) {
 	if q.Filter, err = p.Env.compileFilter(andFilters(filters)); err != nil {
 		return nil, err
 	}
+	sortAt := -1
 	if i < len(p.Stages) {
 		if s, ok := p.Stages[i].(*sortStage); ok {
-			q.Sort = s.keys
+			q.Sort, sortAt = s.keys, i
 			i++
 		}
 	}
@@ -296,10 +297,35 @@ func (p *Pipeline) Fold(ci *catalog.Coll) (*Source, error) {
 	// (MongoDB's DISTINCT_SCAN for it).
 	if i < len(p.Stages) && q.Skip == 0 && q.Limit == 0 {
 		if g, ok := p.Stages[i].(*GroupStage); ok {
-			q.Distinct, _ = g.distinctPath(q.Sort)
+			var last bool
+			if q.Distinct, last = g.distinctPath(q.Sort); last {
+				p.lastAsFirst(q, sortAt, i)
+			}
 		}
 	}
 	return &Source{Query: q, Rest: i}, nil
+}
+
+// lastAsFirst reads the last document of each value of a $group's field the way MongoDB does
+// (SERVER-37304): the $sort at sortAt, on that field first, is followed by the $group at
+// groupAt, whose accumulators are all $last. When the query sorted the other way would be a
+// distinct scan (the index read backwards, one entry of each value), the pipeline becomes
+// that sort and a $group of $first accumulators: the same documents, read one per value.
+// Otherwise it stays, and q reads every document (no Query.Distinct). The rewritten stages
+// replace the client's in the pipeline and in its explain; a second Fold finds them, and
+// plans the same.
+func (p *Pipeline) lastAsFirst(q *query.Query, sortAt, groupAt int) {
+	s, g := p.Stages[sortAt].(*sortStage), p.Stages[groupAt].(*GroupStage)
+	rev := s.reversed()
+	if q.Sort = rev.keys; !query.PlansDistinctScan(q) {
+		q.Sort, q.Distinct = s.keys, ""
+		return
+	}
+	first := g.lastAsFirst()
+	p.Stages[sortAt], p.Stages[groupAt] = rev, first
+	if groupAt < len(p.Raw) {
+		p.Raw[sortAt], p.Raw[groupAt] = rev.Spec(), first.Spec()
+	}
 }
 
 // fieldless is a stage that may read no field of its input documents, only count them

@@ -117,6 +117,23 @@ func (s *sortStage) Spec() bsoncore.Document {
 	return StageSpec("$sort", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: s.raw})
 }
 
+// reversed returns a copy of s that sorts the other way on every key.
+func (s *sortStage) reversed() *sortStage {
+	c := *s
+	c.keys = make([]bsonx.SortField, len(s.keys))
+	idx, raw := bsoncore.AppendDocumentStart(nil)
+	for i, k := range s.keys {
+		c.keys[i] = bsonx.SortField{Path: k.Path, Desc: !k.Desc}
+		dir := int32(1)
+		if c.keys[i].Desc {
+			dir = -1
+		}
+		raw = bsoncore.AppendInt32Element(raw, k.Path, dir)
+	}
+	c.raw, _ = bsoncore.AppendDocumentEnd(raw, idx)
+	return &c
+}
+
 // limitStage is $limit.
 type limitStage struct{ n int64 }
 

@@ -45,6 +45,16 @@ func distinctPlan(q *Query, p *Plan) *Plan {
 	return p
 }
 
+// PlansDistinctScan reports whether q, a distinct of q.Distinct, would read one index entry
+// per value (Plan.DistinctScan) if it ran now.
+func PlansDistinctScan(q *Query) bool {
+	if q.Distinct == "" || q.CI == nil {
+		return false
+	}
+	p, err := planQueryInto(new(Plan), q.CI, q.Filter, q.Sort, q.Hint)
+	return err == nil && p.Kind != PlanEOF && distinctPlan(q, p).DistinctScan
+}
+
 // distinctIndex reports whether index xi can list q.Distinct's values by its first field.
 func distinctIndex(q *Query, xi *catalog.Index) bool {
 	return len(xi.Fields) > 0 && xi.Fields[0].Path == q.Distinct && !xi.Fields[0].Hashed && !xi.IsMultikey(0) &&
