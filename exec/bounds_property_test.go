@@ -72,7 +72,8 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 		}
 		cmd(`{"insert": "` + coll + `", "documents": [` + strings.Join(docs, ", ") + `]}`)
 		cmd(`{"createIndexes": "` + coll + `", "indexes": [{"key": {"a": 1, "b": 1}, "name": "ab"}, {"key": {"b": -1, "a": 1}, "name": "ba"},
-			{"key": {"s": 1, "b": 1}, "name": "sb"}, {"key": {"x.p": 1, "x.q": 1}, "name": "xpq"}, {"key": {"s": -1}, "name": "s"}, {"key": {"k": 1}, "name": "k"}]}`)
+			{"key": {"s": 1, "b": 1}, "name": "sb"}, {"key": {"x.p": 1, "x.q": 1}, "name": "xpq"}, {"key": {"s": -1}, "name": "s"}, {"key": {"k": 1}, "name": "k"},
+			{"key": {"k": -1, "b": -1}, "name": "kb"}]}`)
 	}
 	preds := []func() string{
 		func() string { return fmt.Sprintf(`"a": {"$gte": %s, "$lt": %s}`, scalar(), scalar()) },

@@ -77,6 +77,11 @@ var explainCases = []struct{ name, cmd string }{
 	// document per value, the scan seeking past the others (MongoDB's DISTINCT_SCAN).
 	{"distinct-scan", `{"distinct": "u", "key": "b"}`},
 	{"distinct-scan-range", `{"distinct": "u", "key": "a", "query": {"a": {"$gte": 10, "$lt": 20}}}`},
+	// The fields before the key fixed by equality or $in: one entry per value of c within
+	// each b (the $in reads two ranges); a $group by c sorted on it reads them backwards.
+	{"distinct-scan-prefix-eq", `{"distinct": "u", "key": "c", "query": {"b": 3}}`},
+	{"distinct-scan-prefix-in", `{"distinct": "u", "key": "c", "query": {"b": {"$in": [3, 4]}}}`},
+	{"agg-sort-group-first-prefix-eq", `{"aggregate": "u", "pipeline": [{"$match": {"b": 3}}, {"$sort": {"c": -1}}, {"$group": {"_id": "$c", "n": {"$first": "$n"}}}], "cursor": {}}`},
 	{"distinct-scan-key-check", `{"distinct": "u", "key": "b", "query": {"b": {"$gte": 3}, "c": {"$lt": 20}}}`},
 	{"distinct-multikey", `{"distinct": "u", "key": "t", "query": {"t": {"$lt": 3}}}`},
 	{"sharded-distinct-scan", `{"distinct": "s", "key": "a"}`},

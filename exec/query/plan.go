@@ -54,9 +54,10 @@ type Plan struct {
 	// index plan reads within its bounds is one (filterExact), so the streams yield {} per
 	// entry and read no document (MongoDB's COUNT_SCAN, or a covered IXSCAN).
 	KeysOnly bool
-	// DistinctScan: a distinct's plan reads one entry of each value of the index's first
-	// field (plan_distinct.go).
-	DistinctScan bool
+	// DistinctScan: a distinct's plan reads one entry of each value of the index's field
+	// DistinctField, the fields before it being fixed by equality (plan_distinct.go).
+	DistinctScan  bool
+	DistinctField int
 	// targets are the indexes in the partition map of the partitions that may hold matches.
 	targets []int
 	// hashes, when the filter fixes the shard key by equality or $in, are the only hashes

@@ -139,7 +139,7 @@ func (ss *ShardStream) nextEntry(ctx context.Context) (hash uint64, id []byte, o
 				ss.seen[k] = struct{}{}
 			}
 			if ss.p.DistinctScan {
-				ss.skipValue(ss.idxIt.Key(), scan.Index.Fields[0].Desc, ss.p.Reverse)
+				ss.skipValue(ss.idxIt.Key(), scan.Index.Fields[:ss.p.DistinctField+1], ss.p.Reverse)
 			}
 			return hash, id, true, nil
 		}
