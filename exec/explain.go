@@ -303,7 +303,10 @@ func appendShardPlan(out []byte, q *query.Query, p *query.Plan, root string) []b
 			return appendIxscan(o, p, p.Index, len(p.Ranges))
 		}})
 	case query.PlanOr:
-		stages = append(stages, stage{name: "FETCH"}, stage{name: "OR", extra: func(o []byte) []byte {
+		if !p.KeysOnly {
+			stages = append(stages, stage{name: "FETCH"})
+		}
+		stages = append(stages, stage{name: "OR", extra: func(o []byte) []byte {
 			idx, a := bsoncore.AppendArrayElementStart(o, "inputStages")
 			for i, b := range p.Branches {
 				bidx, x := bsoncore.AppendDocumentElementStart(a, bsonx.ArrayKey(i))

@@ -71,6 +71,10 @@ var explainCases = []struct{ name, cmd string }{
 	{"count-in", `{"count": "u", "query": {"a": {"$in": [1, 2]}}}`},
 	{"count-unindexed-field", `{"count": "u", "query": {"a": 3, "c": {"$lt": 100}}}`},
 	{"count-multikey", `{"count": "u", "query": {"t": 3}}`},
+	// An $or alone whose branches' bounds hold only matches counts their keys (OR of IXSCANs
+	// without FETCH); with another condition beside it, it reads documents.
+	{"count-or", `{"count": "u", "query": {"$or": [{"a": {"$lt": 3}}, {"b": 2, "c": {"$gte": 50}}]}}`},
+	{"count-or-and", `{"count": "u", "query": {"$or": [{"a": {"$lt": 3}}, {"b": 2}], "c": {"$gte": 50}}}`},
 	{"sharded-count-range", `{"count": "s", "query": {"a": {"$gte": 10, "$lt": 12}}}`},
 	{"distinct", `{"distinct": "u", "key": "b", "query": {"a": {"$lt": 2}}}`},
 	// distinct on an index's first field, whose bounds answer the filter: one key and one

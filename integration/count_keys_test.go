@@ -47,6 +47,10 @@ func TestCountReadsKeys(t *testing.T) {
 		// the first key of each v past them, which seeks to the next v.
 		{"RangeThenKeyCheck", bson.D{{Key: "v", Value: bson.D{{Key: "$gte", Value: 5}}}, {Key: "t", Value: bson.D{{Key: "$gte", Value: 290}}}},
 			"v_1_t_-1", 3, false, [2]int64{5, 7}, [2]int64{}, 2},
+		// An $or of two exact branches on two indexes: each branch's keys (t 0 to 19, then
+		// the 43 of v 3), the 3 documents in both counted once.
+		{"Or", bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "t", Value: bson.D{{Key: "$lt", Value: 20}}}}, bson.D{{Key: "v", Value: 3}}}}},
+			"", 60, false, [2]int64{63, 63}, [2]int64{}, 2},
 		// g is in no index with t (and, the shard key, targets one shard of the sharded
 		// collection, which scans it); tags holds arrays.
 		{"FieldOutsideIndex", bson.D{{Key: "t", Value: bson.D{{Key: "$lt", Value: 30}}}, {Key: "g", Value: 1}}, "", 10, false,

@@ -518,6 +518,16 @@ func intersect(a, b []Interval) []Interval {
 	return merge(out)
 }
 
+// IsOr reports whether f is one $or and nothing else ({$or: [...]}): a document matches f
+// exactly when it matches one of OrBranches.
+func (f *Filter) IsOr() bool {
+	if len(f.conj) != 1 {
+		return false
+	}
+	or, ok := f.conj[0].(*orNode)
+	return ok && len(or.kids) > 0
+}
+
 // OrBranches returns the branches of the first $or of the top-level conjunction, each as a
 // filter of its own (with f's collation): a document f matches matches one of them, so the
 // union of what each branch's index bounds hold holds every match (an $or plan). The

@@ -23,10 +23,32 @@ import (
 // key check those of the others (newKeyCheck). Clipping the bounds (min, max) or restricting
 // the hashes keeps them exact; the plan is made again when the index turns multikey before
 // the read (planAndRead).
+//
+// An $or plan is exact when the filter is the $or alone and each branch is exact on the
+// index it scans: an entry a branch's bounds hold matches that branch, so the $or.
 func filterExact(ci *catalog.Coll, p *Plan, f *match.Filter) bool {
-	xi := p.Index
-	if p.Kind != PlanIndex || xi == nil || p.Wildcard != nil || ci.TS != nil ||
-		xi.Geo != nil || xi.Wildcard != nil || xi.Collation != nil || len(xi.Fields) == 0 {
+	if p.Kind == PlanOr {
+		branches := f.OrBranches()
+		if !f.IsOr() || len(branches) != len(p.Branches) || ci.TS != nil {
+			return false
+		}
+		for i, b := range p.Branches {
+			if !indexExact(b.Index, branches[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	if p.Kind != PlanIndex || p.Wildcard != nil || ci.TS != nil {
+		return false
+	}
+	return indexExact(p.Index, f)
+}
+
+// indexExact reports whether every entry that index xi's bounds for f hold (ranges and key
+// check) is a match of f.
+func indexExact(xi *catalog.Index, f *match.Filter) bool {
+	if xi == nil || xi.Geo != nil || xi.Wildcard != nil || xi.Collation != nil || len(xi.Fields) == 0 {
 		return false
 	}
 	if f.IsEmpty() { // every entry is a match
