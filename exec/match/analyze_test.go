@@ -340,6 +340,29 @@ func TestBoundsExact(t *testing.T) {
 	}
 }
 
+// TestIsOr: a filter is an $or alone when its top-level conjunction is one $or (an $and of
+// one $or too), with nothing beside it.
+func TestIsOr(t *testing.T) {
+	for filter, want := range map[string]bool{
+		`{"$or": [{"a": 1}, {"b": {"$gt": 2}}]}`:             true,
+		`{"$and": [{"$or": [{"a": 1}, {"b": 2}]}]}`:          true,
+		`{"$or": [{"a": 1}, {"b": 2}], "c": 3}`:              false,
+		`{"$or": [{"a": 1}], "$and": [{"$or": [{"b": 2}]}]}`: false,
+		`{"a": 1}`:                       false,
+		`{}`:                             false,
+		`{"$nor": [{"a": 1}, {"b": 2}]}`: false,
+		`{"$or": [{"a": 1}, {"b": 2}], "$comment": "only an or"}`: true,
+	} {
+		f, err := Compile(doc(t, filter), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.IsOr(); got != want {
+			t.Errorf("%s: IsOr() = %v, want %v", filter, got, want)
+		}
+	}
+}
+
 // TestBoundsExactAgreesWithMatch: for every filter of one or two comparisons on a whose
 // bounds are exact, a value of a (not an array: the index holds none) lies within the bounds
 // IntervalsNonMultikey gives exactly when the filter matches the document, over values of
