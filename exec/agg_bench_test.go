@@ -189,12 +189,21 @@ func BenchmarkDistinctDevices(b *testing.B) {
 					AppendDocument("cursor", bsoncore.NewDocumentBuilder().AppendInt32("batchSize", 1000).Build()).AppendString("$db", "bench").Build()
 			}
 			latest, latestLast := latestBy("$first", -1), latestBy("$last", 1)
-			for _, body := range []bsoncore.Document{latest, latestLast} {
+			// ... or its $top by readingTime descending, with no sort.
+			latestTop := bsoncore.NewDocumentBuilder().AppendString("aggregate", "c").
+				AppendArray("pipeline", bsoncore.NewArrayBuilder().
+					AppendDocument(bsoncore.NewDocumentBuilder().AppendDocument("$group", bsoncore.NewDocumentBuilder().
+						AppendString("_id", "$deviceId").AppendDocument("last", bsoncore.NewDocumentBuilder().
+						AppendDocument("$top", bsoncore.NewDocumentBuilder().
+							AppendDocument("sortBy", bsoncore.NewDocumentBuilder().AppendInt32("readingTime", -1).Build()).
+							AppendString("output", "$$ROOT").Build()).Build()).Build()).Build()).Build()).
+				AppendDocument("cursor", bsoncore.NewDocumentBuilder().AppendInt32("batchSize", 1000).Build()).AppendString("$db", "bench").Build()
+			for _, body := range []bsoncore.Document{latest, latestLast, latestTop} {
 				if n := len(mustArray(b, run(b, c, body).Lookup("cursor", "firstBatch"))); n != 100 {
 					b.Fatalf("%d latest readings, want 100", n)
 				}
 			}
-			for name, body := range map[string]bsoncore.Document{"Distinct": distinct, "Group": group, "Latest": latest, "LatestLast": latestLast} {
+			for name, body := range map[string]bsoncore.Document{"Distinct": distinct, "Group": group, "Latest": latest, "LatestLast": latestLast, "LatestTop": latestTop} {
 				b.Run(name, func(b *testing.B) {
 					b.ReportAllocs()
 					cpu0 := processCPU(b)

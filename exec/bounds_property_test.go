@@ -22,7 +22,7 @@ import (
 // and $or plans may narrow what a query reads, never what it returns. count and
 // countDocuments' pipeline must count them, reading index keys alone where the bounds are
 // exact, and distinct and a $group by one field must list their values as a scan does, the
-// first and the last of each in a sort on it too.
+// first and the last of each in a sort on it too, and its $top and $bottom.
 func TestIndexBoundsAgreeWithScan(t *testing.T) {
 	e := testExecutor(t, 2, Options{PartitionCheckInterval: time.Hour})
 	c := e.Connect(wire.ConnInfo{ID: 1})
@@ -110,7 +110,7 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 	}
 	keysOnly := 0                  // counts of matches that read no document
 	distinctScans := 0             // distincts that read one entry per value
-	firstScans := map[string]int{} // $sort and $group $first or $last that read one entry per value
+	firstScans := map[string]int{} // $groups of $first, $last, $top or $bottom that read one entry per value
 	for q := range 300 {
 		var parts []string
 		for range 1 + rng.IntN(3) {
@@ -189,6 +189,25 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 						}
 					}
 				}
+				// And the $top and $bottom of each value ranked by the key (by b for s), with
+				// no sort before the $group.
+				for _, dir := range []string{"1", "-1"} {
+					for _, acc := range []string{"$top", "$bottom"} {
+						by := key
+						if key == "s" {
+							by = "b"
+						}
+						top := `{"aggregate": "` + coll + `", "pipeline": [{"$match": ` + filter + `}, {"$group": {"_id": "$` + key + `", "f": {"` + acc +
+							`": {"sortBy": {"` + by + `": ` + dir + `}, "output": "$` + by + `"}}}}, {"$sort": {"_id": 1}}], "cursor": {}`
+						got := cmd(top+`}`).Lookup("cursor", "firstBatch").String()
+						if want := cmd(top+`, "hint": {"$natural": 1}}`).Lookup("cursor", "firstBatch").String(); got != want {
+							t.Errorf("query %d on %s: the %s b of each %s (%s) of %s is %s, a scan's %s", q, coll, acc, key, dir, filter, got, want)
+						}
+						if bytes.Contains(cmd(`{"explain": `+top+`}}`), []byte("DISTINCT_SCAN")) {
+							firstScans[acc]++
+						}
+					}
+				}
 				// So must a $group of the key's values.
 				group := `{"aggregate": "` + coll + `", "pipeline": [{"$match": ` + filter + `}, {"$group": {"_id": "$` + key + `"}}, {"$sort": {"_id": 1}}], "cursor": {}`
 				got = cmd(group+`}`).Lookup("cursor", "firstBatch").String()
@@ -199,9 +218,13 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 		}
 	}
 	// The filters must have exercised the keys-only plans, or the counts tested little.
-	if keysOnly < 20 || distinctScans < 20 || firstScans["$first"] < 20 || firstScans["$last"] < 20 {
-		t.Errorf("only %d counts read no document; %d distincts, %d $firsts and %d $lasts read one entry per value",
-			keysOnly, distinctScans, firstScans["$first"], firstScans["$last"])
+	if keysOnly < 20 || distinctScans < 20 {
+		t.Errorf("only %d counts read no document, and %d distincts one entry per value", keysOnly, distinctScans)
+	}
+	for _, acc := range []string{"$first", "$last", "$top", "$bottom"} {
+		if firstScans[acc] < 20 {
+			t.Errorf("only %d $groups of %s read one entry per value", firstScans[acc], acc)
+		}
 	}
 }
 

@@ -97,6 +97,11 @@ var explainCases = []struct{ name, cmd string }{
 	{"agg-sort-group-last", `{"aggregate": "u", "pipeline": [{"$sort": {"b": 1, "c": 1}}, {"$group": {"_id": "$b", "c": {"$last": "$c"}}}], "cursor": {}}`},
 	{"sharded-sort-group-last", `{"aggregate": "s", "pipeline": [{"$match": {"b": {"$lt": 4}}}, {"$sort": {"b": -1, "c": -1}}, {"$group": {"_id": "$b", "c": {"$last": "$c"}, "k": {"$last": "$k"}}}], "cursor": {}}`},
 	{"agg-sort-group-last-unindexed", `{"aggregate": "u", "pipeline": [{"$sort": {"c": 1}}, {"$group": {"_id": "$c", "b": {"$last": "$b"}}}], "cursor": {}}`},
+	// $top and $bottom with no sort: the query sorts on the group's field, then on their
+	// order, when an index serves that as a distinct scan (MongoDB 8.0's DISTINCT_SCAN).
+	{"agg-group-top", `{"aggregate": "u", "pipeline": [{"$group": {"_id": "$b", "c": {"$top": {"sortBy": {"c": -1}, "output": "$c"}}}}], "cursor": {}}`},
+	{"sharded-group-bottom", `{"aggregate": "s", "pipeline": [{"$match": {"b": {"$lt": 4}}}, {"$group": {"_id": "$b", "c": {"$bottom": {"sortBy": {"b": 1, "c": 1}, "output": "$c"}}}}], "cursor": {}}`},
+	{"agg-group-top-unindexed", `{"aggregate": "u", "pipeline": [{"$group": {"_id": "$b", "n": {"$top": {"sortBy": {"n": 1}, "output": "$n"}}}}], "cursor": {}}`},
 	{"agg-group-distinct-scan", `{"aggregate": "s", "pipeline": [{"$match": {"a": {"$lt": 5}}}, {"$group": {"_id": "$a"}}], "cursor": {}}`},
 	{"agg-group-split", `{"aggregate": "s", "pipeline": [{"$match": {"c": {"$gte": 100}}}, {"$group": {"_id": "$b", "n": {"$sum": 1}}}, {"$sort": {"_id": 1}}], "cursor": {}}`},
 	// A regex with a literal prefix reads the strings that start with it (MongoDB's simple

@@ -2,6 +2,7 @@ package agg
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
 
@@ -105,6 +106,52 @@ func (s *GroupStage) distinctPath(sort []bsonx.SortField) (path string, last boo
 		}
 	}
 	return path, op == "$last"
+}
+
+// topSort returns, for a $group by a field path whose accumulators are all $top or $bottom
+// ranking by one order ($bottom's reversed), that order without the field (which is
+// constant within a group): the first document of each value in it gives the group's output,
+// as a distinct scan sorted on the field and then that order reads (MongoDB 8.0's
+// DISTINCT_SCAN for $top and $bottom).
+func (s *GroupStage) topSort() (path string, by []bsonx.SortField, ok bool) {
+	if s.name != "$group" || s.bucket != nil || len(s.accs) == 0 {
+		return "", nil, false
+	}
+	if path, ok = s.id.FieldPath(); !ok {
+		return "", nil, false
+	}
+	for i, a := range s.accs {
+		if a.op != "$top" && a.op != "$bottom" {
+			return "", nil, false
+		}
+		order := a.sortBy
+		if a.op == "$bottom" {
+			order = reverseSort(order)
+		}
+		if len(order) > 0 && order[0].Path == path {
+			order = order[1:]
+		}
+		for _, f := range order {
+			if f.Path == path {
+				return "", nil, false
+			}
+		}
+		if i == 0 {
+			by = order
+		} else if !slices.Equal(by, order) {
+			return "", nil, false
+		}
+	}
+	return path, by, true
+}
+
+// reverseSort returns spec with every key's direction turned.
+func reverseSort(spec []bsonx.SortField) []bsonx.SortField {
+	out := make([]bsonx.SortField, len(spec))
+	for i, f := range spec {
+		out[i] = bsonx.SortField{Path: f.Path, Desc: !f.Desc}
+	}
+	return out
 }
 
 // lastAsFirst returns a copy of s, a $group whose accumulators are all $last, with $first

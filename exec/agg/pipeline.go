@@ -300,6 +300,8 @@ func (p *Pipeline) Fold(ci *catalog.Coll) (*Source, error) {
 			var last bool
 			if q.Distinct, last = g.distinctPath(q.Sort); last {
 				p.lastAsFirst(q, sortAt, i)
+			} else if q.Distinct == "" && len(q.Sort) == 0 {
+				topDistinct(q, g)
 			}
 		}
 	}
@@ -326,6 +328,25 @@ func (p *Pipeline) lastAsFirst(q *query.Query, sortAt, groupAt int) {
 	if groupAt < len(p.Raw) {
 		p.Raw[sortAt], p.Raw[groupAt] = rev.Spec(), first.Spec()
 	}
+}
+
+// topDistinct makes q, the read under g, a $group of $top or $bottom accumulators
+// (GroupStage.topSort), read the top document of each value of g's field alone, when an
+// index sorted on the field (either way) and then on the accumulators' order serves it as a
+// distinct scan: q then sorts so, which the group does not need but the scan reads in.
+// Otherwise q stays unsorted and reads every document.
+func topDistinct(q *query.Query, g *GroupStage) {
+	path, by, ok := g.topSort()
+	if !ok {
+		return
+	}
+	for _, desc := range []bool{false, true} {
+		q.Sort = append([]bsonx.SortField{{Path: path, Desc: desc}}, by...)
+		if q.Distinct = path; query.PlansDistinctScan(q) {
+			return
+		}
+	}
+	q.Sort, q.Distinct = nil, ""
 }
 
 // fieldless is a stage that may read no field of its input documents, only count them

@@ -120,12 +120,11 @@ func (s *sortStage) Spec() bsoncore.Document {
 // reversed returns a copy of s that sorts the other way on every key.
 func (s *sortStage) reversed() *sortStage {
 	c := *s
-	c.keys = make([]bsonx.SortField, len(s.keys))
+	c.keys = reverseSort(s.keys)
 	idx, raw := bsoncore.AppendDocumentStart(nil)
-	for i, k := range s.keys {
-		c.keys[i] = bsonx.SortField{Path: k.Path, Desc: !k.Desc}
+	for _, k := range c.keys {
 		dir := int32(1)
-		if c.keys[i].Desc {
+		if k.Desc {
 			dir = -1
 		}
 		raw = bsoncore.AppendInt32Element(raw, k.Path, dir)
