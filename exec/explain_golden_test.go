@@ -96,6 +96,9 @@ var explainCases = []struct{ name, cmd string }{
 	// value (MongoDB's reverse DISTINCT_SCAN, SERVER-37304); without an index, as written.
 	{"agg-sort-group-last", `{"aggregate": "u", "pipeline": [{"$sort": {"b": 1, "c": 1}}, {"$group": {"_id": "$b", "c": {"$last": "$c"}}}], "cursor": {}}`},
 	{"sharded-sort-group-last", `{"aggregate": "s", "pipeline": [{"$match": {"b": {"$lt": 4}}}, {"$sort": {"b": -1, "c": -1}}, {"$group": {"_id": "$b", "c": {"$last": "$c"}, "k": {"$last": "$k"}}}], "cursor": {}}`},
+	// A sort without the group's field: sorted on it first, then as asked, the same
+	// document of each value is first.
+	{"agg-sort-time-group-first", `{"aggregate": "u", "pipeline": [{"$sort": {"c": -1}}, {"$group": {"_id": "$b", "c": {"$first": "$c"}}}], "cursor": {}}`},
 	{"agg-sort-group-last-unindexed", `{"aggregate": "u", "pipeline": [{"$sort": {"c": 1}}, {"$group": {"_id": "$c", "b": {"$last": "$b"}}}], "cursor": {}}`},
 	// $top and $bottom with no sort: the query sorts on the group's field, then on their
 	// order, when an index serves that as a distinct scan (MongoDB 8.0's DISTINCT_SCAN).

@@ -126,22 +126,25 @@ func TestDistinctScan(t *testing.T) {
 	// The latest reading of each device: {dev: 1, t: 1} read backwards, its first entry of
 	// each dev (the null and missing ones all read), as a collection scan and a sort find it:
 	// the $first of each dev sorted descending, or its $last sorted ascending (which reads the
-	// index the same way, MongoDB's reverse DISTINCT_SCAN), or with no sort its $top by t
-	// descending or its $bottom by dev and t ascending.
+	// index the same way, MongoDB's reverse DISTINCT_SCAN), or so after a sort on t alone
+	// (read as sorted on dev, then t), or with no sort its $top by t descending or its
+	// $bottom by dev and t ascending.
 	group := func(acc string) bson.D {
 		return bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$dev"}, {Key: "last", Value: bson.D{{Key: acc, Value: "$$ROOT"}}}}}}
 	}
 	byID := bson.D{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}}
 	latest := map[string]bson.A{
-		"$first": {bson.D{{Key: "$sort", Value: bson.D{{Key: "dev", Value: -1}, {Key: "t", Value: -1}}}}, group("$first"), byID},
-		"$last":  {bson.D{{Key: "$sort", Value: bson.D{{Key: "dev", Value: 1}, {Key: "t", Value: 1}}}}, group("$last"), byID},
+		"$first":      {bson.D{{Key: "$sort", Value: bson.D{{Key: "dev", Value: -1}, {Key: "t", Value: -1}}}}, group("$first"), byID},
+		"$last":       {bson.D{{Key: "$sort", Value: bson.D{{Key: "dev", Value: 1}, {Key: "t", Value: 1}}}}, group("$last"), byID},
+		"$first by t": {bson.D{{Key: "$sort", Value: bson.D{{Key: "t", Value: -1}}}}, group("$first"), byID},
+		"$last by t":  {bson.D{{Key: "$sort", Value: bson.D{{Key: "t", Value: 1}}}}, group("$last"), byID},
 		"$top": {bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$dev"}, {Key: "last", Value: bson.D{{Key: "$top",
 			Value: bson.D{{Key: "sortBy", Value: bson.D{{Key: "t", Value: -1}}}, {Key: "output", Value: "$$ROOT"}}}}}}}}, byID},
 		"$bottom": {bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$dev"}, {Key: "last", Value: bson.D{{Key: "$bottom",
 			Value: bson.D{{Key: "sortBy", Value: bson.D{{Key: "dev", Value: 1}, {Key: "t", Value: 1}}}, {Key: "output", Value: "$$ROOT"}}}}}}}}, byID},
 	}
 	for _, name := range []string{"plain", "sharded"} {
-		for _, acc := range []string{"$first", "$last", "$top", "$bottom"} {
+		for _, acc := range []string{"$first", "$last", "$first by t", "$last by t", "$top", "$bottom"} {
 			var got, want []bson.Raw
 			for i, opts := range []*options.AggregateOptionsBuilder{options.Aggregate(), options.Aggregate().SetHint(bson.D{{Key: "$natural", Value: 1}})} {
 				cur, err := db.Collection(name).Aggregate(ctx, latest[acc], opts)

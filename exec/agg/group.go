@@ -80,32 +80,31 @@ func (s *GroupStage) Spec() bsoncore.Document { return StageSpec(s.name, s.raw) 
 
 // distinctPath returns the field a $group groups by ({_id: "$dev"}) when one document of
 // each of that field's values gives its output, as distinct reads them (Query.Distinct): it
-// has no accumulators, or, after a sort on that field first, only $first accumulators (the
-// latest reading of each device: $sort {dev: 1, t: -1}, $group {_id: "$dev", last: {$first:
-// "$$ROOT"}}), which take the first document of each value in the sort's order, or only
-// $last ones (last true), which take the last (Pipeline.lastAsFirst). path is "" when none
-// of these holds.
-func (s *GroupStage) distinctPath(sort []bsonx.SortField) (path string, last bool) {
+// has no accumulators (acc ""), or only $first accumulators, which take the first document
+// of each value in the order of the sort before them (the latest reading of each device:
+// $sort {dev: 1, t: -1} or {t: -1}, $group {_id: "$dev", last: {$first: "$$ROOT"}}), or only
+// $last ones, which take the last (Pipeline.sortedDistinct). path is "" when none holds.
+func (s *GroupStage) distinctPath() (path, acc string) {
 	if s.name != "$group" || s.bucket != nil {
-		return "", false
+		return "", ""
 	}
 	path, ok := s.id.FieldPath()
 	if !ok {
-		return "", false
+		return "", ""
 	}
 	if len(s.accs) == 0 {
-		return path, false
+		return path, ""
 	}
-	op := s.accs[0].op
-	if len(sort) == 0 || sort[0].Path != path || op != "$first" && op != "$last" {
-		return "", false
+	acc = s.accs[0].op
+	if acc != "$first" && acc != "$last" {
+		return "", ""
 	}
 	for _, a := range s.accs {
-		if a.op != op {
-			return "", false
+		if a.op != acc {
+			return "", ""
 		}
 	}
-	return path, op == "$last"
+	return path, acc
 }
 
 // topSort returns, for a $group by a field path whose accumulators are all $top or $bottom

@@ -2,6 +2,7 @@ package agg
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -297,10 +298,12 @@ func (p *Pipeline) Fold(ci *catalog.Coll) (*Source, error) {
 	// (MongoDB's DISTINCT_SCAN for it).
 	if i < len(p.Stages) && q.Skip == 0 && q.Limit == 0 {
 		if g, ok := p.Stages[i].(*GroupStage); ok {
-			var last bool
-			if q.Distinct, last = g.distinctPath(q.Sort); last {
-				p.lastAsFirst(q, sortAt, i)
-			} else if q.Distinct == "" && len(q.Sort) == 0 {
+			switch path, acc := g.distinctPath(); {
+			case path != "" && acc == "":
+				q.Distinct = path
+			case path != "" && sortAt >= 0:
+				p.sortedDistinct(q, sortAt, i, path, acc == "$last")
+			case len(q.Sort) == 0:
 				topDistinct(q, g)
 			}
 		}
@@ -308,26 +311,53 @@ func (p *Pipeline) Fold(ci *catalog.Coll) (*Source, error) {
 	return &Source{Query: q, Rest: i}, nil
 }
 
-// lastAsFirst reads the last document of each value of a $group's field the way MongoDB does
-// (SERVER-37304): the $sort at sortAt, on that field first, is followed by the $group at
-// groupAt, whose accumulators are all $last. When the query sorted the other way would be a
-// distinct scan (the index read backwards, one entry of each value), the pipeline becomes
-// that sort and a $group of $first accumulators: the same documents, read one per value.
-// Otherwise it stays, and q reads every document (no Query.Distinct). The rewritten stages
-// replace the client's in the pipeline and in its explain; a second Fold finds them, and
-// plans the same.
-func (p *Pipeline) lastAsFirst(q *query.Query, sortAt, groupAt int) {
+// sortedDistinct makes q, the read of the $sort at sortAt and of the $group at groupAt,
+// whose accumulators are all $first (or all $last: last) of each value of path, read one
+// document per value when an index serves it as a distinct scan (Plan.DistinctScan). The
+// first document of each value in the sort's order is its first in the sort on path, then
+// on the sort's keys, either way (path is constant within a group, and already first when
+// the sort is on it first); the last one is the first in the reverse of that order
+// (MongoDB's reverse DISTINCT_SCAN, SERVER-37304). When such a sort is a distinct scan, the
+// pipeline takes it, and $first accumulators for $last ones: the same output, read one
+// document per value. The rewritten stages replace the client's in the pipeline and in its
+// explain; a second Fold finds them and plans the same. Otherwise q reads every document in
+// the client's sort.
+func (p *Pipeline) sortedDistinct(q *query.Query, sortAt, groupAt int, path string, last bool) {
 	s, g := p.Stages[sortAt].(*sortStage), p.Stages[groupAt].(*GroupStage)
-	rev := s.reversed()
-	if q.Sort = rev.keys; !query.PlansDistinctScan(q) {
-		q.Sort, q.Distinct = s.keys, ""
+	keys := s.keys
+	if last {
+		keys = reverseSort(keys)
+	}
+	var tries [][]bsonx.SortField
+	switch {
+	case keys[0].Path == path:
+		tries = [][]bsonx.SortField{keys}
+	case !slices.ContainsFunc(keys, func(k bsonx.SortField) bool { return k.Path == path }):
+		for _, desc := range []bool{false, true} {
+			tries = append(tries, append([]bsonx.SortField{{Path: path, Desc: desc}}, keys...))
+		}
+	}
+	for _, sort := range tries {
+		if q.Sort, q.Distinct = sort, path; !query.PlansDistinctScan(q) {
+			continue
+		}
+		if !slices.Equal(sort, s.keys) {
+			ns := s.withKeys(sort)
+			p.Stages[sortAt] = ns
+			if sortAt < len(p.Raw) {
+				p.Raw[sortAt] = ns.Spec()
+			}
+		}
+		if last {
+			first := g.lastAsFirst()
+			p.Stages[groupAt] = first
+			if groupAt < len(p.Raw) {
+				p.Raw[groupAt] = first.Spec()
+			}
+		}
 		return
 	}
-	first := g.lastAsFirst()
-	p.Stages[sortAt], p.Stages[groupAt] = rev, first
-	if groupAt < len(p.Raw) {
-		p.Raw[sortAt], p.Raw[groupAt] = rev.Spec(), first.Spec()
-	}
+	q.Sort, q.Distinct = s.keys, ""
 }
 
 // topDistinct makes q, the read under g, a $group of $top or $bottom accumulators

@@ -117,12 +117,12 @@ func (s *sortStage) Spec() bsoncore.Document {
 	return StageSpec("$sort", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: s.raw})
 }
 
-// reversed returns a copy of s that sorts the other way on every key.
-func (s *sortStage) reversed() *sortStage {
+// withKeys returns a copy of s that sorts by keys.
+func (s *sortStage) withKeys(keys []bsonx.SortField) *sortStage {
 	c := *s
-	c.keys = reverseSort(s.keys)
+	c.keys = keys
 	idx, raw := bsoncore.AppendDocumentStart(nil)
-	for _, k := range c.keys {
+	for _, k := range keys {
 		dir := int32(1)
 		if k.Desc {
 			dir = -1
