@@ -115,8 +115,12 @@ func (e *Executor) shardFind(ctx context.Context, r *request) error {
 	pd, _ := b.Lookup("plan").DocumentOK()
 	kind, _ := pd.Lookup("kind").Int32OK()
 	index, _ := pd.Lookup("index").StringValueOK()
+	keysOnly, _ := pd.Lookup("keysOnly").BooleanOK() // absent from an older router: none of the three
+	distinct, _ := pd.Lookup("distinct").StringValueOK()
+	distinctField, _ := pd.Lookup("distinctField").Int32OK()
 	sig := query.PlanSig{Kind: query.Kind(kind), Index: index,
-		Sorted: pd.Lookup("sorted").Boolean(), Reverse: pd.Lookup("reverse").Boolean()}
+		Sorted: pd.Lookup("sorted").Boolean(), Reverse: pd.Lookup("reverse").Boolean(),
+		KeysOnly: keysOnly, Distinct: distinct, DistinctField: int(distinctField)}
 	ss, err := e.query.OpenOwned(ci, f, sortSpec, hint, int(s), ranges, sig)
 	if err != nil {
 		return err

@@ -121,7 +121,9 @@ func (rs *remoteShards) OpenScan(_ context.Context, spec *query.RemoteScanSpec) 
 	b.AppendArray("ranges", encodeRanges(spec.Ranges))
 	b.AppendDocument("plan", bsoncore.NewDocumentBuilder().
 		AppendInt32("kind", int32(spec.Plan.Kind)).AppendString("index", spec.Plan.Index).
-		AppendBoolean("sorted", spec.Plan.Sorted).AppendBoolean("reverse", spec.Plan.Reverse).Build())
+		AppendBoolean("sorted", spec.Plan.Sorted).AppendBoolean("reverse", spec.Plan.Reverse).
+		AppendBoolean("keysOnly", spec.Plan.KeysOnly).AppendString("distinct", spec.Plan.Distinct).
+		AppendInt32("distinctField", int32(spec.Plan.DistinctField)).Build())
 	b.AppendInt64("limit", spec.Limit).AppendString("$db", ci.Meta.DB)
 	return &remoteScan{rs: rs, shard: spec.Shard, db: ci.Meta.DB, first: b.Build()}, nil
 }

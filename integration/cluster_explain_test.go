@@ -74,8 +74,8 @@ func explainShards(t *testing.T, c *mongo.Client, db string, cmd bson.D) (string
 // TestClusterExplainRemoteShards: explain through any node of a collection spanning three
 // nodes shows each shard's plan with its owner's address, and the keys and documents each
 // owner examined: the same numbers through every node, whether the node reads a shard
-// itself or asks its owner. Targeted (SINGLE_SHARD) and scatter (SHARD_MERGE) finds, count,
-// and an aggregate's per-shard part.
+// itself or asks its owner. Targeted (SINGLE_SHARD) and scatter (SHARD_MERGE) finds, counts
+// (of index keys alone too), a distinct scan, and an aggregate's per-shard part.
 func TestClusterExplainRemoteShards(t *testing.T) {
 	_, nodes := startClusterNodes(t, 3)
 	clients := make([]*mongo.Client, len(nodes))
@@ -89,9 +89,15 @@ func TestClusterExplainRemoteShards(t *testing.T) {
 	const total = 90
 	docs := make([]any, total)
 	for i := range docs {
-		docs[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "tenant", Value: fmt.Sprintf("t%d", i%7)}, {Key: "n", Value: int32(i)}}
+		docs[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "tenant", Value: fmt.Sprintf("t%d", i%7)}, {Key: "n", Value: int32(i)},
+			{Key: "m", Value: int32(i)}, {Key: "g", Value: int32(i % 5)}}
 	}
 	if _, err := clients[0].Database(dbn).Collection("users").InsertMany(context.Background(), docs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clients[0].Database(dbn).Collection("users").Indexes().CreateMany(context.Background(), []mongo.IndexModel{
+		{Keys: bson.D{{Key: "m", Value: 1}}}, {Keys: bson.D{{Key: "g", Value: 1}}},
+	}); err != nil {
 		t.Fatal(err)
 	}
 	conn := func(shard string) string {
@@ -118,6 +124,11 @@ func TestClusterExplainRemoteShards(t *testing.T) {
 			"SINGLE_SHARD", 1, 0, 1, 1},
 		{"CountTargeted", bson.D{{Key: "count", Value: "users"}, {Key: "query", Value: bson.D{{Key: "tenant", Value: "t3"}}}},
 			"SINGLE_SHARD", 1, 0, 13, 13},
+		// An owner reads index keys alone for a count the index answers, and one entry per
+		// value for a distinct, as the node that asks it would on its own shard.
+		{"CountKeysOnly", bson.D{{Key: "count", Value: "users"}, {Key: "query", Value: bson.D{{Key: "m", Value: bson.D{{Key: "$lt", Value: 30}}}}}},
+			"SHARD_MERGE", 3, 30, 0, 30},
+		{"DistinctScan", bson.D{{Key: "distinct", Value: "users"}, {Key: "key", Value: "g"}}, "SHARD_MERGE", 3, 15, 15, 15},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -61,13 +61,22 @@ type PlanSig struct {
 	Kind            Kind
 	Index           string
 	Sorted, Reverse bool
+	// KeysOnly and Distinct (the path, "" for none) with DistinctField: the owner reads index
+	// keys alone (Plan.KeysOnly), or one entry per value of the path (Plan.DistinctScan), as
+	// the router's plan does; it checks that its own plan can.
+	KeysOnly      bool
+	Distinct      string
+	DistinctField int
 }
 
 // Sig returns p's signature.
 func (p *Plan) Sig() PlanSig {
-	s := PlanSig{Kind: p.Kind, Sorted: p.Sorted, Reverse: p.Reverse}
+	s := PlanSig{Kind: p.Kind, Sorted: p.Sorted, Reverse: p.Reverse, KeysOnly: p.KeysOnly}
 	if p.Index != nil {
 		s.Index = p.Index.Meta.Name
+		if p.DistinctScan {
+			s.Distinct, s.DistinctField = p.Index.Fields[p.DistinctField].Path, p.DistinctField
+		}
 	}
 	if p.Kind == PlanOr {
 		s.Index = branchNames(p.Branches)
@@ -143,15 +152,22 @@ func (r *remoteRead) close() {
 func (ss *ShardStream) IsRemote() bool { return ss.rem != nil || (ss.pf != nil && ss.pf.rd.rem != nil) }
 
 // OpenOwned opens, on the node that owns shard s, the stream of a read another node planned
-// (RemoteScanSpec): it plans filter, sort and hint on ci, and refuses with StaleConfig when
-// this node's plan does not read the same ranges of s with the same access path (the two
-// nodes' catalogs differ in a way that matters: the router refreshes and plans again).
+// (RemoteScanSpec): it plans filter, sort and hint on ci, reading keys alone or one entry per
+// value where sig says the router's plan does, and refuses with StaleConfig when this node's
+// plan does not read the same ranges of s with the same access path (the two nodes' catalogs
+// differ in a way that matters: the router refreshes and plans again).
 func (g *Engine) OpenOwned(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, hint bsoncore.Value,
 	s int, ranges [][2]uint64, sig PlanSig,
 ) (*ShardStream, error) {
 	p, err := planQuery(ci, f, sortSpec, hint)
 	if err != nil {
 		return nil, err
+	}
+	if sig.KeysOnly {
+		p.KeysOnly = filterExact(ci, p, f)
+	}
+	if sig.Distinct != "" {
+		p = distinctPlan(&Query{CI: ci, Filter: f, Sort: sortSpec, Hint: hint, Distinct: sig.Distinct}, p)
 	}
 	if p.Kind == PlanEOF || p.Sig() != sig {
 		return nil, staleConfig(ci, "the plan differs")
