@@ -44,6 +44,7 @@ func run(args []string) int {
 	defer func() { _ = logger.Sync() }()
 	setMemoryLimit(&cfg, logger)
 	setGCPercent(&cfg, logger)
+	tuneMalloc(logger) // before Pebble allocates (malloc_linux.go)
 
 	srv, err := start(&cfg, logger, ring, args)
 	if err != nil {
