@@ -10,6 +10,29 @@ type SortField struct {
 	Desc bool   // -1: descending
 }
 
+// SortSpecDoc renders spec as a sort document ({path: 1 | -1, ...}).
+func SortSpecDoc(spec []SortField) bsoncore.Document {
+	idx, d := bsoncore.AppendDocumentStart(nil)
+	for _, f := range spec {
+		dir := int32(1)
+		if f.Desc {
+			dir = -1
+		}
+		d = bsoncore.AppendInt32Element(d, f.Path, dir)
+	}
+	d, _ = bsoncore.AppendDocumentEnd(d, idx)
+	return d
+}
+
+// ReverseSort returns spec with every key's direction turned.
+func ReverseSort(spec []SortField) []SortField {
+	out := make([]SortField, len(spec))
+	for i, f := range spec {
+		out[i] = SortField{Path: f.Path, Desc: !f.Desc}
+	}
+	return out
+}
+
 // AppendSortKey appends to dst a key for MongoDB's sort of doc by spec: bytes.Compare of two
 // documents' keys orders them as MongoDB's sort does (ties are the caller's to break). As in
 // MongoDB (SortKeyGenerator), the key is the smallest of the index keys that an index on the

@@ -153,7 +153,7 @@ func appendMergerPart(out []byte, q *query.Query, ns string, mergeGroup bsoncore
 	midx, m := bsoncore.AppendDocumentElementStart(a, next())
 	cidx, c := bsoncore.AppendDocumentElementStart(m, "$mergeCursors")
 	if len(q.Sort) > 0 {
-		c = bsoncore.AppendDocumentElement(c, "sort", sortSpecDoc(q))
+		c = bsoncore.AppendDocumentElement(c, "sort", bsonx.SortSpecDoc(q.Sort))
 	}
 	c = bsoncore.AppendBooleanElement(c, "compareWholeSortKey", false)
 	c = bsoncore.AppendStringElement(c, "tailableMode", "normal")
@@ -255,17 +255,4 @@ func doingMerge(spec bsoncore.Document) bsoncore.Document {
 	b, _ = bsoncore.AppendDocumentEnd(b, iidx)
 	b, _ = bsoncore.AppendDocumentEnd(b, idx)
 	return b
-}
-
-// sortSpecDoc is the query's sort as a document ({field: 1|-1}).
-func sortSpecDoc(q *query.Query) bsoncore.Document {
-	b := bsoncore.NewDocumentBuilder()
-	for _, f := range q.Sort {
-		d := int32(1)
-		if f.Desc {
-			d = -1
-		}
-		b.AppendInt32(f.Path, d)
-	}
-	return b.Build()
 }

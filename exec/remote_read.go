@@ -109,11 +109,7 @@ func (rs *remoteShards) OpenScan(_ context.Context, spec *query.RemoteScanSpec) 
 		b.AppendDocument("collation", spec.Collation)
 	}
 	if len(spec.Sort) > 0 {
-		sb := bsoncore.NewDocumentBuilder()
-		for _, f := range spec.Sort {
-			sb.AppendInt32(f.Path, map[bool]int32{false: 1, true: -1}[f.Desc])
-		}
-		b.AppendDocument("sort", sb.Build())
+		b.AppendDocument("sort", bsonx.SortSpecDoc(spec.Sort))
 	}
 	if spec.Hint.Type != 0 {
 		b.AppendValue("hint", spec.Hint)

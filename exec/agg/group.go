@@ -125,7 +125,7 @@ func (s *GroupStage) topSort() (path string, by []bsonx.SortField, ok bool) {
 		}
 		order := a.sortBy
 		if a.op == "$bottom" {
-			order = reverseSort(order)
+			order = bsonx.ReverseSort(order)
 		}
 		if len(order) > 0 && order[0].Path == path {
 			order = order[1:]
@@ -142,15 +142,6 @@ func (s *GroupStage) topSort() (path string, by []bsonx.SortField, ok bool) {
 		}
 	}
 	return path, by, true
-}
-
-// reverseSort returns spec with every key's direction turned.
-func reverseSort(spec []bsonx.SortField) []bsonx.SortField {
-	out := make([]bsonx.SortField, len(spec))
-	for i, f := range spec {
-		out[i] = bsonx.SortField{Path: f.Path, Desc: !f.Desc}
-	}
-	return out
 }
 
 // lastAsFirst returns a copy of s, a $group whose accumulators are all $last, with $first

@@ -326,7 +326,7 @@ func (p *Pipeline) sortedDistinct(q *query.Query, sortAt, groupAt int, path stri
 	s, g := p.Stages[sortAt].(*sortStage), p.Stages[groupAt].(*GroupStage)
 	keys := s.keys
 	if last {
-		keys = reverseSort(keys)
+		keys = bsonx.ReverseSort(keys)
 	}
 	var tries [][]bsonx.SortField
 	switch {

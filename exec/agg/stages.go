@@ -120,16 +120,7 @@ func (s *sortStage) Spec() bsoncore.Document {
 // withKeys returns a copy of s that sorts by keys.
 func (s *sortStage) withKeys(keys []bsonx.SortField) *sortStage {
 	c := *s
-	c.keys = keys
-	idx, raw := bsoncore.AppendDocumentStart(nil)
-	for _, k := range keys {
-		dir := int32(1)
-		if k.Desc {
-			dir = -1
-		}
-		raw = bsoncore.AppendInt32Element(raw, k.Path, dir)
-	}
-	c.raw, _ = bsoncore.AppendDocumentEnd(raw, idx)
+	c.keys, c.raw = keys, bsonx.SortSpecDoc(keys)
 	return &c
 }
 
