@@ -44,7 +44,6 @@ type Metrics struct {
 	partRUPerSec, partRUTotal, partThrottled, partBytes, partDocs, partProvisioned *prometheus.Desc
 	splits, moves, hotKeys, conns, connsTotal                                      *prometheus.Desc
 	store                                                                          []storeMetric // metrics_store.go
-	walFsync                                                                       *prometheus.Desc
 }
 
 // commandMetrics is one command's histogram child, created on the command's first run so
@@ -96,7 +95,6 @@ func newMetrics(e *Executor) *Metrics {
 		conns:      prometheus.NewDesc("cleave_connections", "Open client connections.", nil, nil),
 		connsTotal: prometheus.NewDesc("cleave_connections_total", "Client connections accepted since the server started.", nil, nil),
 		store:      newStoreMetrics(),
-		walFsync:   walFsyncDesc,
 	}
 	for name := range e.commands {
 		m.byName[name] = &commandMetrics{name: name}

@@ -89,7 +89,7 @@ func (m *Metrics) describeStore(ch chan<- *prometheus.Desc) {
 	for _, s := range m.store {
 		ch <- s.desc
 	}
-	ch <- m.walFsync
+	ch <- walFsyncDesc
 }
 
 // collectStore sends the storage metrics of each shard of this node.
@@ -106,6 +106,6 @@ func (m *Metrics) collectStore(ch chan<- prometheus.Metric) {
 		for _, s := range m.store {
 			ch <- prometheus.MustNewConstMetric(s.desc, s.kind, s.value(&sm), name)
 		}
-		ch <- histogram(m.walFsync, sm.WALFsync, name)
+		ch <- histogram(walFsyncDesc, sm.WALFsync, name)
 	}
 }

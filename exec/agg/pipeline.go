@@ -342,22 +342,22 @@ func (p *Pipeline) sortedDistinct(q *query.Query, sortAt, groupAt int, path stri
 			continue
 		}
 		if !slices.Equal(sort, s.keys) {
-			ns := s.withKeys(sort)
-			p.Stages[sortAt] = ns
-			if sortAt < len(p.Raw) {
-				p.Raw[sortAt] = ns.Spec()
-			}
+			p.replace(sortAt, s.withKeys(sort))
 		}
 		if last {
-			first := g.lastAsFirst()
-			p.Stages[groupAt] = first
-			if groupAt < len(p.Raw) {
-				p.Raw[groupAt] = first.Spec()
-			}
+			p.replace(groupAt, g.lastAsFirst())
 		}
 		return
 	}
 	q.Sort, q.Distinct = s.keys, ""
+}
+
+// replace puts st, a rewrite of stage i, in its place, and its spec in explain's.
+func (p *Pipeline) replace(i int, st Stage) {
+	p.Stages[i] = st
+	if i < len(p.Raw) {
+		p.Raw[i] = st.Spec()
+	}
 }
 
 // topDistinct makes q, the read under g, a $group of $top or $bottom accumulators
