@@ -225,9 +225,10 @@ func (b *Batch) Apply(sync bool) error {
 	b.syncPending = sync
 	for _, c := range b.resets {
 		b.db.totals.reset(c)
+		b.db.spans.drop(c)
 	}
 	for _, t := range totals {
-		b.db.totals.add(t.coll, t.docs, t.bytes)
+		b.db.spans.note(t.coll, b.db.totals.add(t.coll, t.docs, t.bytes))
 	}
 	return nil
 }

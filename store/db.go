@@ -31,6 +31,7 @@ type DB struct {
 	closed  atomic.Bool
 	events  *eventCounters
 	totals  collTotals            // per-collection stats totals, see stats.go
+	spans   *tableSpans           // the large collections, whose tables are their own (spans.go)
 	readOps reader                // reads of the latest committed state
 	space   *spaceGuard           // refuses writes that add data when the disk is low
 	failed  atomic.Pointer[error] // set by the first failed commit: writes are refused
@@ -62,8 +63,10 @@ func Open(opts Options) (*DB, error) {
 		return nil, lockError(opts.Dir, err)
 	}
 	pacer := &syncPacer{off: opts.NoSyncPacing}
+	spans := newTableSpans(opts.TableSplitBytes)
 	po := pebbleOptions(&opts, fsys, lock, logger, events)
-	po.WALMinSyncInterval = pacer.interval // syncpace.go
+	po.WALMinSyncInterval = pacer.interval        // syncpace.go
+	po.Experimental.SpanPolicyFunc = spans.policy // spans.go
 	pdb, err := pebble.Open(opts.Dir, po)
 	if err != nil {
 		_ = lock.Close()
@@ -71,7 +74,7 @@ func Open(opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: %w", opts.Dir, err)
 	}
 	db := &DB{pdb: pdb, dir: opts.Dir, logger: logger, lock: lock, health: health, events: events, pacer: pacer,
-		space: newSpaceGuard(fsys, opts.Dir, &opts, logger), ids: new(idCache)}
+		space: newSpaceGuard(fsys, opts.Dir, &opts, logger), ids: new(idCache), spans: spans}
 	db.readOps = reader{r: pdb}
 	if err := db.checkFormat(); err != nil {
 		_ = db.Close()
@@ -81,6 +84,7 @@ func Open(opts Options) (*DB, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("store: open %s: loading stats: %w", opts.Dir, err)
 	}
+	db.totals.each(spans.note)
 	logger.Info("store opened")
 	return db, nil
 }

@@ -25,6 +25,10 @@ const (
 	// (blocks are 32 KiB, db.go), so a point lookup that lands next to a 16 MiB document reads
 	// a small block.
 	DefaultLargeValueSize = 16 << 10
+	// DefaultTableSplitBytes is the size of a collection's documents in a DB from which its
+	// documents and each of its indexes get sstables of their own (spans.go): two memtables'
+	// worth, so that a collection a flush barely touches never splits one.
+	DefaultTableSplitBytes int64 = 64 << 20
 	// DefaultDiskReserve and DefaultDiskReservePercent: writes that add data are refused
 	// while the data volume has less free space than the smaller of 1 GiB and 5% of its
 	// size, which leaves flushes and compactions room to run (space.go).
@@ -62,6 +66,10 @@ type Options struct {
 	// blob file, leaving a handle in the sstable (Pebble's value separation); 0 means
 	// DefaultLargeValueSize, a negative value keeps every value in its sstable.
 	LargeValueSize int
+	// TableSplitBytes is the size of a collection's documents from which flushes and
+	// compactions write its documents and each of its indexes into tables of their own
+	// (spans.go); 0 means DefaultTableSplitBytes, a negative value never.
+	TableSplitBytes int64
 	// DiskSlowThreshold is how long a disk write may take before a warning is logged; it only
 	// applies to the OS file system (FS == nil). Negative disables the check.
 	DiskSlowThreshold time.Duration
@@ -104,6 +112,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.LargeValueSize == 0 {
 		o.LargeValueSize = DefaultLargeValueSize
+	}
+	if o.TableSplitBytes == 0 {
+		o.TableSplitBytes = DefaultTableSplitBytes
 	}
 	if o.DiskSlowThreshold == 0 {
 		o.DiskSlowThreshold = DefaultDiskSlowThreshold

@@ -222,8 +222,17 @@ func (t *collTotals) get(coll CollID) (docs, bytes int64) {
 	return ct.docs.Load(), ct.bytes.Load()
 }
 
-// add applies a committed delta.
-func (t *collTotals) add(coll CollID, docs, bytes int64) {
+// each calls fn with every collection's total bytes.
+func (t *collTotals) each(fn func(coll CollID, bytes int64)) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for c, ct := range t.m {
+		fn(c, ct.bytes.Load())
+	}
+}
+
+// add applies a committed delta and returns coll's new total bytes.
+func (t *collTotals) add(coll CollID, docs, bytes int64) int64 {
 	t.mu.RLock()
 	ct := t.m[coll]
 	t.mu.RUnlock()
@@ -236,7 +245,7 @@ func (t *collTotals) add(coll CollID, docs, bytes int64) {
 		t.mu.Unlock()
 	}
 	ct.docs.Add(docs)
-	ct.bytes.Add(bytes)
+	return ct.bytes.Add(bytes)
 }
 
 // reset forgets coll's totals after its data was deleted.
