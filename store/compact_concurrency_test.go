@@ -27,7 +27,7 @@ func TestCompactionConcurrency(t *testing.T) {
 	}
 }
 
-// compactionPeak writes up to 16 MiB, stopping once two compactions have run at once, and
+// compactionPeak writes up to 64 MiB, stopping once two compactions have run at once, and
 // returns the most that ran at once.
 func compactionPeak(t *testing.T, limit int) int {
 	t.Helper()
@@ -69,7 +69,7 @@ func compactionPeak(t *testing.T, limit int) int {
 	}
 	r := rand.New(rand.NewPCG(1, uint64(limit)))
 	val := make([]byte, 1024)
-	for written := 0; written < 16<<20 && reached() < 2; written += 100 * len(val) {
+	for written := 0; written < 64<<20 && reached() < 2; written += 100 * len(val) {
 		for i := 0; i < len(val); i += 8 {
 			binary.LittleEndian.PutUint64(val[i:], r.Uint64())
 		}
