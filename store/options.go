@@ -28,10 +28,11 @@ const (
 	// DefaultTableSplitBytes is the size of a collection's documents in a DB from which its
 	// documents and each of its indexes get sstables of their own (spans.go). Below it, Pebble
 	// holds a collection in one or two levels, and tables moved down instead of merged would
-	// leave its reads more levels to merge: a fresh load of 100,000 1 KiB documents was left
-	// in L5 and L6 instead of L6 alone, and mbench's sortx (an index range, then 100 documents
-	// fetched) cost 28–60% more CPU, agg 10–21%. From a few hundred MiB a collection spans
-	// several levels either way (after 1 million inserts, reads cost the same within noise).
+	// leave its reads more levels to merge: split from 64 MiB, a fresh load of 100,000 1 KiB
+	// documents was left in L5 and L6 instead of L6 alone, and mbench's sortx (an index range,
+	// then 100 documents fetched) cost 28–60% more CPU, agg 10–21%. From a few hundred MiB a
+	// collection spans several levels either way (after 1 million inserts, reads cost the same
+	// within noise).
 	DefaultTableSplitBytes int64 = 256 << 20
 	// DefaultDiskReserve and DefaultDiskReservePercent: writes that add data are refused
 	// while the data volume has less free space than the smaller of 1 GiB and 5% of its

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -176,5 +178,43 @@ func TestTableSpansPolicy(t *testing.T) {
 	s.drop(9)
 	if _, end, _ := s.policy(d(1)); end != nil {
 		t.Errorf("after the drops, policy ends a span at %x", end)
+	}
+}
+
+// TestFlushTableSize flushes 20 MiB of documents and checks that the flush cut its tables at
+// l0TargetFileSize (8 MiB), not at Pebble's 2 MiB: tables moved down whole keep that size.
+func TestFlushTableSize(t *testing.T) {
+	db, err := Open(Options{Dir: "db", FS: vfs.NewMem(), CacheSize: 8 << 20, TableSplitBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	r := rand.New(rand.NewPCG(1, 2))
+	doc := make([]byte, 1024)
+	for i := range 20 {
+		b := db.NewBatch()
+		for j := range 1024 {
+			for k := 0; k < len(doc); k += 8 { // incompressible, as the table sizes are compressed
+				binary.LittleEndian.PutUint64(doc[k:], r.Uint64())
+			}
+			b.SetDoc(1, 0, idN(i*1024+j), doc)
+		}
+		mustCommit(t, b)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	levels, err := db.pdb.SSTables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []uint64
+	for _, level := range levels {
+		for _, table := range level {
+			sizes = append(sizes, table.Size)
+		}
+	}
+	if len(sizes) == 0 || len(sizes) > 4 || slices.Max(sizes) < l0TargetFileSize/2 {
+		t.Errorf("a flush of 20 MiB made tables of %v bytes, want up to 3 of about %d", sizes, l0TargetFileSize)
 	}
 }
