@@ -37,8 +37,9 @@ type spanSet struct {
 	edges [][]byte // 'd'|c, 'd'|c+1, 'i'|c, 'i'|c+1 for each large collection c
 }
 
-func newTableSpans(min int64) *tableSpans {
-	s := &tableSpans{min: min}
+// newTableSpans returns a tableSpans whose collections are large from split bytes.
+func newTableSpans(split int64) *tableSpans {
+	s := &tableSpans{min: split}
 	s.set.Store(&spanSet{})
 	return s
 }
