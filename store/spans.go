@@ -26,27 +26,27 @@ import (
 // Collections under TableSplitBytes share tables as before: a flush writes one table per span it
 // holds, and thousands of small collections (a test suite's) must not make thousands of tables.
 type tableSpans struct {
-	min int64 // Options.TableSplitBytes: the bytes from which a collection is large; ≤ 0 never
-	mu  sync.Mutex
-	set atomic.Pointer[spanSet] // never nil after newTableSpans
+	split int64 // Options.TableSplitBytes: the bytes from which a collection is large; ≤ 0 never
+	mu    sync.Mutex
+	set   atomic.Pointer[spanSet] // never nil after newTableSpans
 }
 
 // spanSet is the large collections, sorted, and the edges of their spans, sorted.
 type spanSet struct {
 	colls []CollID
-	edges [][]byte // 'd'|c, 'd'|c+1, 'i'|c, 'i'|c+1 for each large collection c
+	edges [][]byte // the first key of each large collection's documents and indexes, and the first after them
 }
 
 // newTableSpans returns a tableSpans whose collections are large from split bytes.
 func newTableSpans(split int64) *tableSpans {
-	s := &tableSpans{min: split}
+	s := &tableSpans{split: split}
 	s.set.Store(&spanSet{})
 	return s
 }
 
 // note records that coll's documents in this DB take bytes.
 func (s *tableSpans) note(coll CollID, bytes int64) {
-	if s.min <= 0 || bytes < s.min {
+	if s.split <= 0 || bytes < s.split {
 		return
 	}
 	if _, ok := slices.BinarySearch(s.set.Load().colls, coll); ok {
@@ -75,9 +75,9 @@ func (s *tableSpans) drop(coll CollID) {
 // newSpanSet builds the spanSet of the sorted collections colls.
 func newSpanSet(colls []CollID) *spanSet {
 	set := &spanSet{colls: colls}
-	for _, kind := range []byte{prefixDoc, prefixIndex} {
-		for _, c := range colls {
-			set.edges = append(set.edges, collEdge(kind, c), collEdge(kind, c+1))
+	for _, c := range colls {
+		for _, first := range [][]byte{appendDocPrefix(nil, c), appendIndexCollPrefix(nil, c)} {
+			set.edges = append(set.edges, first, KeyPrefixEnd(first))
 		}
 	}
 	slices.SortFunc(set.edges, bytes.Compare)
@@ -85,36 +85,12 @@ func newSpanSet(colls []CollID) *spanSet {
 	return set
 }
 
-// collEdge is the first key of kind ('d' or 'i') of collection c; c == 0 (one past the largest
-// CollID) gives the first key after every key of kind.
-func collEdge(kind byte, c CollID) []byte {
-	if c == 0 {
-		return []byte{kind + 1}
-	}
-	return binary.BigEndian.AppendUint32([]byte{kind}, uint32(c))
-}
-
 // policy implements pebble.SpanPolicyFunc: the span of start ends at the end of its large
 // collection's documents or index, or else at the next large collection's first key.
 func (s *tableSpans) policy(start []byte) (pebble.SpanPolicy, []byte, error) {
 	set := s.set.Load()
-	if len(set.colls) == 0 {
-		return pebble.SpanPolicy{}, nil, nil
-	}
-	if len(start) >= docPrefixLen && (start[0] == prefixDoc || start[0] == prefixIndex) {
-		c := CollID(binary.BigEndian.Uint32(start[1:]))
-		if _, large := slices.BinarySearch(set.colls, c); large {
-			if start[0] == prefixDoc {
-				return pebble.SpanPolicy{}, collEdge(prefixDoc, c+1), nil
-			}
-			if len(start) >= indexPrefixLen {
-				if idx := binary.BigEndian.Uint32(start[docPrefixLen:]); idx != ^uint32(0) {
-					end := binary.BigEndian.AppendUint32(collEdge(prefixIndex, c), idx+1)
-					return pebble.SpanPolicy{}, end, nil
-				}
-			}
-			return pebble.SpanPolicy{}, collEdge(prefixIndex, c+1), nil
-		}
+	if end := set.ownEnd(start); end != nil {
+		return pebble.SpanPolicy{}, end, nil
 	}
 	i, found := slices.BinarySearchFunc(set.edges, start, bytes.Compare)
 	if found {
@@ -124,4 +100,20 @@ func (s *tableSpans) policy(start []byte) (pebble.SpanPolicy, []byte, error) {
 		return pebble.SpanPolicy{}, nil, nil
 	}
 	return pebble.SpanPolicy{}, set.edges[i], nil
+}
+
+// ownEnd is the end of start's span when start is a key of a large collection: the first key
+// after its documents, or after its index; nil otherwise.
+func (set *spanSet) ownEnd(start []byte) []byte {
+	if len(start) < docPrefixLen || (start[0] != prefixDoc && start[0] != prefixIndex) {
+		return nil
+	}
+	if _, large := slices.BinarySearch(set.colls, CollID(binary.BigEndian.Uint32(start[1:]))); !large {
+		return nil
+	}
+	n := docPrefixLen // 'd' | coll
+	if start[0] == prefixIndex && len(start) >= indexPrefixLen {
+		n = indexPrefixLen // 'i' | coll | idx
+	}
+	return KeyPrefixEnd(start[:n])
 }

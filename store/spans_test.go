@@ -107,7 +107,7 @@ func checkSpanTables(t *testing.T, pdb *pebble.DB, want bool) {
 	// overlaps1 is whether [lo, hi] reaches into collection 1's documents or indexes.
 	overlaps1 := func(lo, hi []byte) bool {
 		for _, kind := range []byte{prefixDoc, prefixIndex} {
-			if bytes.Compare(hi, collEdge(kind, 1)) >= 0 && bytes.Compare(lo, collEdge(kind, 2)) < 0 {
+			if bytes.Compare(hi, firstOf(kind, 1)) >= 0 && bytes.Compare(lo, firstOf(kind, 2)) < 0 {
 				return true
 			}
 		}
@@ -143,10 +143,11 @@ func TestTableSpansPolicy(t *testing.T) {
 	s.note(6, 100)
 	s.note(7, 99) // small
 	s.note(9, 200)
-	d := func(c CollID, rest ...byte) []byte { return append(collEdge(prefixDoc, c), rest...) }
+	d := func(c CollID, rest ...byte) []byte { return append(appendDocPrefix(nil, c), rest...) }
 	i := func(c CollID, idx uint32, rest ...byte) []byte {
-		return append(binary.BigEndian.AppendUint32(collEdge(prefixIndex, c), idx), rest...)
+		return append(appendIndexPrefix(nil, c, IndexID(idx)), rest...)
 	}
+	ic := func(c CollID) []byte { return appendIndexCollPrefix(nil, c) }
 	for _, tc := range []struct {
 		start, end []byte
 	}{
@@ -157,13 +158,13 @@ func TestTableSpansPolicy(t *testing.T) {
 		{d(6, 1), d(7)},
 		{d(7, 1), d(9)},
 		{d(9, 1), d(10)},
-		{d(10, 1), collEdge(prefixIndex, 5)},
-		{collEdge(prefixDoc, ^CollID(0)), collEdge(prefixIndex, 5)},
-		{i(4, 2, 1), collEdge(prefixIndex, 5)},
+		{d(10, 1), ic(5)},
+		{d(^CollID(0)), ic(5)},
+		{i(4, 2, 1), ic(5)},
 		{i(5, 1, 7), i(5, 2)},
 		{i(5, 2, 7), i(5, 3)},
-		{i(6, ^uint32(0), 1), collEdge(prefixIndex, 7)},
-		{i(7, 1, 1), collEdge(prefixIndex, 9)},
+		{i(6, ^uint32(0), 1), ic(7)},
+		{i(7, 1, 1), ic(9)},
 		{i(9, 3), i(9, 4)},
 		{i(10, 1), nil},
 		{[]byte("m\x00"), nil},
@@ -217,4 +218,12 @@ func TestFlushTableSize(t *testing.T) {
 	if len(sizes) == 0 || len(sizes) > 4 || slices.Max(sizes) < l0TargetFileSize/2 {
 		t.Errorf("a flush of 20 MiB made tables of %v bytes, want up to 3 of about %d", sizes, l0TargetFileSize)
 	}
+}
+
+// firstOf is the first key of collection c's documents (kind 'd') or indexes ('i').
+func firstOf(kind byte, c CollID) []byte {
+	if kind == prefixDoc {
+		return appendDocPrefix(nil, c)
+	}
+	return appendIndexCollPrefix(nil, c)
 }
