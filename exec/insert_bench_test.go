@@ -32,6 +32,10 @@ import (
 // mbench's "2 shards" column (load -shard hashed:deviceId). The documents are built before
 // the timer where they can be (a template whose _id and readingTime each insertMany patches),
 // so that the client's share of the CPU stays small.
+//
+// The Retryable cases send each insertMany as a retryable write, as the drivers (and mbench)
+// do by default: a session per goroutine and a new txnNumber per insertMany, whose
+// statements the server records with the writes.
 func BenchmarkInsertMany(b *testing.B) {
 	for _, shards := range []int{1, 2} {
 		for _, goroutines := range []int{1, 8, 32} {
@@ -39,13 +43,19 @@ func BenchmarkInsertMany(b *testing.B) {
 			if shards > 1 {
 				name = fmt.Sprintf("Shards%d/%s", shards, name)
 			}
-			b.Run(name, func(b *testing.B) { benchInsertMany(b, shards, goroutines) })
+			b.Run(name, func(b *testing.B) { benchInsertMany(b, shards, goroutines, false) })
 		}
+		name := "Retryable/Goroutines8"
+		if shards > 1 {
+			name = fmt.Sprintf("Shards%d/%s", shards, name)
+		}
+		b.Run(name, func(b *testing.B) { benchInsertMany(b, shards, 8, true) })
 	}
 }
 
-// benchInsertMany runs BenchmarkInsertMany's case of shards and goroutines.
-func benchInsertMany(b *testing.B, shards, goroutines int) {
+// benchInsertMany runs BenchmarkInsertMany's case of shards and goroutines, with retryable
+// writes if retryable.
+func benchInsertMany(b *testing.B, shards, goroutines int, retryable bool) {
 	e := testExecutor(b, shards, Options{})
 	setup := e.Connect(wire.ConnInfo{ID: 1})
 	if shards > 1 {
@@ -71,9 +81,16 @@ func benchInsertMany(b *testing.B, shards, goroutines int) {
 	cpu0 := processCPU(b)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		c := e.Connect(wire.ConnInfo{ID: int64(conns.Add(1) + 1)})
+		n := conns.Add(1)
+		c := e.Connect(wire.ConnInfo{ID: int64(n + 1)})
+		t := tmpl
+		if retryable {
+			var lsid [16]byte
+			binary.BigEndian.PutUint64(lsid[8:], n)
+			t = tmpl.withSession(lsid)
+		}
 		for pb.Next() {
-			run(b, c, tmpl.body(seq.Add(insertBatch)-insertBatch))
+			run(b, c, t.body(seq.Add(insertBatch)-insertBatch))
 		}
 	})
 	b.StopTimer()
@@ -102,6 +119,10 @@ const benchDocSize = 1024
 type insertTemplate struct {
 	raw      bsoncore.Document
 	ids, tss []int
+	// txn is the offset of the txnNumber of a retryable write's template (withSession), 0
+	// when it has none; lastTxn is the txnNumber body gave last.
+	txn     int
+	lastTxn int64
 }
 
 // benchMetrics are mbench's metric types and units.
@@ -143,7 +164,8 @@ func newInsertTemplate(seed uint64) *insertTemplate {
 
 // body returns a copy of the template for the documents numbered first..first+insertBatch-1:
 // new ObjectIDs, deviceId and metrics as the template's, and readingTime first+i seconds
-// after 2026-01-01 (mbench's readingTime of record first+i).
+// after 2026-01-01 (mbench's readingTime of record first+i); a retryable write's template
+// gives it the next txnNumber (body is then not safe for concurrent use).
 func (t *insertTemplate) body(first int64) bsoncore.Document {
 	out := append(bsoncore.Document(nil), t.raw...)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
@@ -152,7 +174,25 @@ func (t *insertTemplate) body(first int64) bsoncore.Document {
 		copy(out[t.ids[i]:], id[:])
 		binary.LittleEndian.PutUint64(out[t.tss[i]:], uint64(t0+(first+int64(i))*1000))
 	}
+	if t.txn > 0 {
+		t.lastTxn++
+		binary.LittleEndian.PutUint64(out[t.txn:], uint64(t.lastTxn))
+	}
 	return out
+}
+
+// withSession returns a copy of t whose commands are retryable writes of session lsid:
+// body gives each the next txnNumber, as a driver does.
+func (t *insertTemplate) withSession(lsid [16]byte) *insertTemplate {
+	out := append(bsoncore.Document(nil), t.raw[:len(t.raw)-1]...)
+	sidx, out := bsoncore.AppendDocumentElementStart(out, "lsid")
+	out = bsoncore.AppendBinaryElement(out, "id", bson.TypeBinaryUUID, lsid[:])
+	out, _ = bsoncore.AppendDocumentEnd(out, sidx)
+	txn := len(out) + len("\x12txnNumber\x00")
+	out = bsoncore.AppendInt64Element(out, "txnNumber", 0)
+	out = append(out, 0)
+	binary.LittleEndian.PutUint32(out, uint32(len(out)))
+	return &insertTemplate{raw: out, ids: t.ids, tss: t.tss, txn: txn}
 }
 
 // insertManyBody is an insert of insertBatch telemetry documents numbered from first.

@@ -53,8 +53,10 @@ func (e *Executor) checkoutRetryable(r *request) (rt *write.Retry, release func(
 		}
 	}
 	switch {
-	case s.retry == nil || txn > s.retry.TxnNumber():
+	case s.retry == nil:
 		s.retry = write.NewRetry(lsid[:], txn)
+	case txn > s.retry.TxnNumber():
+		s.retry.Renew(txn)
 	case txn < s.retry.TxnNumber():
 		release()
 		return nil, nil, mongoerr.New(mongoerr.TransactionTooOld,

@@ -112,3 +112,36 @@ func TestRetryableWriteTxnTooOld(t *testing.T) {
 		t.Fatalf("a new txnNumber re-inserting _id 1: want E11000, got %s", reply)
 	}
 }
+
+// TestRetryableWriteNewTxnNumber checks that a session's next txnNumber starts with no
+// statement executed, though the session's state is reused in memory (Retry.Renew): each
+// command's statement 0 runs, whatever its previous txnNumber recorded (a plain insert, a
+// findAndModify's image), and a retry of the new one still answers from its record.
+func TestRetryableWriteNewTxnNumber(t *testing.T) {
+	e := testExecutor(t, 1, Options{})
+	c := e.Connect(wire.ConnInfo{ID: 1})
+	steps := []struct {
+		cmd, want string
+	}{
+		{`{"insert": "c", "documents": [{"_id": 1, "x": 0}]}`, `"n": {"$numberInt":"1"}`},
+		{`{"findAndModify": "c", "query": {"_id": 1}, "update": {"$inc": {"x": 1}}, "new": true}`, `"x": {"$numberInt":"1"}`},
+		{`{"insert": "c", "documents": [{"_id": 2}]}`, `"n": {"$numberInt":"1"}`},
+		{`{"findAndModify": "c", "query": {"_id": 1}, "update": {"$inc": {"x": 1}}, "new": true}`, `"x": {"$numberInt":"2"}`},
+		{`{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"x": 10}}}]}`, `"nModified": {"$numberInt":"1"}`},
+	}
+	for i, st := range steps {
+		txn := int64(i + 1)
+		first := replyFields(retryCmd(t, c, txn, st.cmd))
+		if !strings.Contains(first, st.want) {
+			t.Fatalf("txn %d: reply %s lacks %s", txn, first, st.want)
+		}
+		if again := replyFields(retryCmd(t, c, txn, st.cmd)); again != first {
+			t.Fatalf("txn %d: the retry answered %s, the first %s", txn, again, first)
+		}
+	}
+	got := run(t, c, withDB(streamtest.ExtDoc(t, `{"find": "c", "sort": {"_id": 1}}`), "retry"))
+	want := `[{"_id": {"$numberInt":"1"},"x": {"$numberInt":"12"}},{"_id": {"$numberInt":"2"}}]`
+	if batch := got.Lookup("cursor", "firstBatch").String(); batch != want {
+		t.Fatalf("documents:\n got %s\nwant %s", batch, want)
+	}
+}

@@ -41,6 +41,9 @@ func (wp *Path) insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Va
 	hashes := make([]uint64, 0, len(vals)*(1+len(ci.WriteUniques)))
 	ids := make([]byte, 0, len(vals)*16) // the encoded _ids, one allocation (an ObjectID takes 14 bytes)
 	wr := wp.NewWriter(ci)
+	// Each document stages its _id and its unique keys: a map of that size from the start
+	// instead of the growths (and rehashes) that reach it.
+	wr.staged = make(map[string][]byte, len(vals)*(1+len(ci.WriteUniques)))
 	wr.SetRetry(rt)
 	wr.Bypass = bypass
 	for i, v := range vals {

@@ -80,6 +80,16 @@ func NewRetry(lsid []byte, txnNumber int64) *Retry {
 	return &Retry{lsid: slices.Clone(lsid), txnNumber: txnNumber}
 }
 
+// Renew makes rt the state of its session's retryable write txnNumber, newer than rt's, with
+// nothing executed: as NewRetry, but it keeps rt's buffers, so that a session's successive
+// insertMany calls (a driver gives each its own txnNumber) do not grow a new list of pending
+// statements each (a quarter of the bytes an insertMany of 100 documents allocated).
+func (rt *Retry) Renew(txnNumber int64) {
+	clear(rt.pending) // the findAndModify images the entries hold
+	clear(rt.rich)
+	*rt = Retry{lsid: rt.lsid, txnNumber: txnNumber, plain: rt.plain[:0], rich: rt.rich, pending: rt.pending[:0]}
+}
+
 // Stale reports whether the state must be loaded from the store again before it is used.
 func (rt *Retry) Stale() bool { return rt.stale }
 
@@ -167,7 +177,16 @@ func (rt *Retry) commitPending() {
 // ones staged on s or on no shard.
 func (rt *Retry) encode(s int) []byte {
 	plain := slices.Clone(rt.plain)
-	rich := make([]StmtResult, 0, len(rt.rich)+len(rt.pending))
+	nrich := len(rt.rich)
+	for _, p := range rt.pending {
+		if !p.res.plain() {
+			nrich++
+		}
+	}
+	var rich []StmtResult // an insert's statements are plain: no list of them to build
+	if nrich > 0 {
+		rich = make([]StmtResult, 0, nrich)
+	}
 	size := 96 + 24*len(plain) // the record's size, near enough to make out once
 	for _, r := range rt.rich {
 		rich = append(rich, r)
