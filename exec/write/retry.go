@@ -83,9 +83,9 @@ func NewRetry(lsid []byte, txnNumber int64) *Retry {
 // Renew makes rt the state of its session's retryable write txnNumber, newer than rt's, with
 // nothing executed: as NewRetry, but it keeps rt's buffers, so that a session's successive
 // insertMany calls (a driver gives each its own txnNumber) do not grow a new list of pending
-// statements each (a quarter of the bytes an insertMany of 100 documents allocated).
+// statements each (a fifth of the bytes an insertMany of 100 documents allocated).
 func (rt *Retry) Renew(txnNumber int64) {
-	clear(rt.pending) // the findAndModify images the entries hold
+	clear(rt.pending[:cap(rt.pending)]) // the findAndModify images the entries held
 	clear(rt.rich)
 	*rt = Retry{lsid: rt.lsid, txnNumber: txnNumber, plain: rt.plain[:0], rich: rt.rich, pending: rt.pending[:0]}
 }
