@@ -15,7 +15,11 @@ type shardStat struct {
 	used  bool // takes part in a move decided this round
 	// draining: being emptied (CollectionView.Draining); never a destination
 	draining bool
+	node     string // CollectionView.Nodes; "" for a node of its own
 }
+
+// sameNode reports whether shards a and b run in one node (CollectionView.Nodes).
+func sameNode(a, b *shardStat) bool { return a.node != "" && a.node == b.node }
 
 // metric is one quantity the balancer evens out: bytes or load.
 type metric struct {
@@ -48,6 +52,7 @@ func shardStats(v *CollectionView) []*shardStat {
 	}
 	for _, s := range out {
 		s.draining = slices.Contains(v.Draining, s.shard)
+		s.node = v.Nodes[s.shard]
 	}
 	for _, pv := range v.Partitions {
 		s := findShard(out, pv.Shard)
@@ -67,7 +72,8 @@ func findShard(stats []*shardStat, id int) *shardStat {
 }
 
 // moveChild sets a (a load split on shard from) to move its right child, carrying rightRU,
-// to the least-loaded free shard when that lowers the busier of the two shards.
+// to the least-loaded free shard of another node when that lowers the busier of the two
+// shards.
 func (r *round) moveChild(a *SplitAction, from int, rightRU float64) {
 	src := findShard(r.shards, from)
 	if len(r.shards) < 2 || src.busy || src.used {
@@ -75,7 +81,7 @@ func (r *round) moveChild(a *SplitAction, from int, rightRU float64) {
 	}
 	var dst *shardStat
 	for _, s := range r.shards {
-		if s != src && !s.busy && !s.used && (dst == nil || s.ru < dst.ru) {
+		if s != src && !s.busy && !s.used && !sameNode(s, src) && (dst == nil || s.ru < dst.ru) {
 			dst = s
 		}
 	}
@@ -90,7 +96,7 @@ func (r *round) moveChild(a *SplitAction, from int, rightRU float64) {
 
 // balance pairs the free shards by m, fullest with emptiest, and moves one partition within
 // each pair whose imbalance exceeds BalanceThreshold of the fuller shard and the average
-// partition.
+// partition. For load, only shards of different nodes count as a pair.
 func (r *round) balance(m metric) {
 	var free []*shardStat
 	for _, s := range r.shards {
@@ -109,6 +115,9 @@ func (r *round) balance(m metric) {
 	avg := total / float64(len(r.v.Partitions))
 	for i, j := 0, len(free)-1; i < j; i, j = i+1, j-1 {
 		src, dst := free[i], free[j]
+		if m.reason == ReasonBalanceLoad && sameNode(src, dst) {
+			continue
+		}
 		diff := m.shard(src) - m.shard(dst)
 		if diff <= r.p.opts.BalanceThreshold*m.shard(src) || diff <= avg {
 			continue

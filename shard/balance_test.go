@@ -136,6 +136,54 @@ func TestPolicyLoadSplitMovesChild(t *testing.T) {
 	}
 }
 
+// TestPolicyLoadMovesOnlyBetweenNodes: a move for load goes to a shard of another node only
+// (CollectionView.Nodes); moves for bytes go anywhere.
+func TestPolicyLoadMovesOnlyBetweenNodes(t *testing.T) {
+	p := mustPolicy(t, Options{PartitionMaxRU: 1000})
+	now := time.Now()
+	split := func(nodes map[int]string) *SplitAction {
+		v := shardsView(t, []int{0, 1}, []int64{GiB, GiB}, []int{0, 1, 2})
+		v.Nodes = nodes
+		v.Partitions[0].RUPerSec = 2000
+		v.Partitions[0].LoadAboveSince = now.Add(-time.Minute)
+		v.Partitions[0].Samples = []KeySample{{Hash: 1 << 62, Count: 500, Left: 250, Right: 250}}
+		v.Partitions[1].RUPerSec = 100
+		a, ok := onlyAction(t, p.Decide(v, now)).(*SplitAction)
+		if !ok || a.At != 1<<62 {
+			t.Fatalf("got %+v, want a split at 1<<62", a)
+		}
+		return a
+	}
+	if a := split(map[int]string{0: "n1", 1: "n1", 2: "n1"}); a.MoveRight {
+		t.Fatalf("one node: the right child moves to shard %d", a.To)
+	}
+	// Shard 2, the least loaded, shares node n1 with the split's shard: the child goes to
+	// shard 1, the only shard of another node, which it leaves below shard 0.
+	if a := split(map[int]string{0: "n1", 1: "n2", 2: "n1"}); !a.MoveRight || a.To != 1 {
+		t.Fatalf("got %+v, want the right child moving to shard 1 (node n2)", a)
+	}
+
+	balance := func(nodes map[int]string) []Action {
+		v := shardsView(t, []int{0, 1, 0, 1}, []int64{GiB, GiB, 1 << 20, 1 << 20}, []int{0, 1})
+		v.Nodes = nodes
+		v.Partitions[0].RUPerSec = 300
+		v.Partitions[2].RUPerSec = 300
+		return p.Decide(v, now)
+	}
+	if acts := balance(map[int]string{0: "n1", 1: "n1"}); len(acts) != 0 {
+		t.Fatalf("load moves within one node: %s", describe(acts))
+	}
+	if a, ok := onlyAction(t, balance(map[int]string{0: "n1", 1: "n2"})).(*MoveAction); !ok || a.ID != 3 || a.To != 1 {
+		t.Fatalf("got %+v, want partition 3 moving to shard 1", a)
+	}
+	// Bytes are balanced within a node too.
+	v := shardsView(t, []int{0, 0, 0, 0}, []int64{10 * GiB, 10 * GiB, 10 * GiB, 10 * GiB}, []int{0, 1})
+	v.Nodes = map[int]string{0: "n1", 1: "n1"}
+	if a, ok := onlyAction(t, p.Decide(v, now)).(*MoveAction); !ok || a.Reason != ReasonBalanceBytes || a.To != 1 {
+		t.Fatalf("got %+v, want a bytes move to shard 1", a)
+	}
+}
+
 func TestPolicyBusy(t *testing.T) {
 	p := mustPolicy(t, Options{PartitionMaxBytes: 100})
 	v := shardsView(t, []int{0, 0, 0, 1}, []int64{1000, 10, 10, 10}, []int{0, 1})

@@ -46,13 +46,14 @@ func (p *Policy) Options() Options { return p.opts }
 //     after it) whose split leaves neither side more than SplitMaxShare of the load and least
 //     load spanning it (CockroachDB's balance + contained score). Without such a point, the
 //     key with the largest share is reported when it is the cause (share > 2·SplitMaxShare−1).
-//     With several shards, the right child moves to the least-loaded shard when that lowers
-//     the busier of the two.
+//     With several shards, the right child moves to the least-loaded shard of another node
+//     (CollectionView.Nodes) when that lowers the busier of the two.
 //   - throughput: while N < ceil(T/t), the widest partitions split at their midpoint (of the
 //     hashes present, when known).
 //   - balance: shards paired fullest with emptiest (then second with second-last, …); a pair
 //     whose difference exceeds BalanceThreshold of the fuller one and the average partition
-//     moves the partition that best halves the difference. Bytes first, then load.
+//     moves the partition that best halves the difference. Bytes first, then load (only
+//     between shards of different nodes).
 //   - drain: before balancing, each draining shard moves its first movable partition (in
 //     hash order) to the free shard holding the fewest bytes that is not draining; draining
 //     shards take no part in balancing.

@@ -59,6 +59,12 @@ type CollectionView struct {
 	// Draining lists the shards being emptied (removeShard): every partition on one moves
 	// to another shard, and none moves to one.
 	Draining []int
+	// Nodes names the node (the server process) running each shard, by shard id. A move for
+	// load goes only to a shard of another node: between shards of one node it would add
+	// the copy's work (every document read, written and compacted again) to the machine it
+	// means to relieve, whose CPUs and disk both shards share. A shard missing from Nodes
+	// (or nil Nodes) counts as a node of its own.
+	Nodes map[int]string
 	// Partitions in hash order, tiling the hash space like a Map.
 	Partitions []PartitionView
 }

@@ -53,6 +53,29 @@ func (m *Manager) isLocal(s int) bool {
 	return s >= 0 && s < len(m.cat.Shards())
 }
 
+// shardNodes names the node of every shard for the policy (shard.CollectionView.Nodes):
+// this node for its own shards (all of them in single-node mode), the placement's owner for
+// the others; a shard no node owns is left out.
+func (m *Manager) shardNodes() map[int]string {
+	c := m.mopts.Cluster
+	self := "self"
+	if c != nil {
+		self = c.NodeName()
+	}
+	out := make(map[int]string, len(m.cat.Shards()))
+	for s := range m.cat.Shards() {
+		switch {
+		case m.isLocal(s):
+			out[s] = self
+		case c != nil:
+			if node, _ := c.ShardHost(s); node != "" {
+				out[s] = node
+			}
+		}
+	}
+	return out
+}
+
 // shardHost returns the host config.shards shows for shard s.
 func (m *Manager) shardHost(s int) string {
 	if c := m.mopts.Cluster; c != nil {

@@ -157,6 +157,7 @@ func (m *Manager) CollectionView(ci *catalog.Coll) shard.CollectionView {
 	}
 	v := shard.NewView(ci.Map, float64(ci.Meta.Throughput), shards, meters.Snapshots())
 	v.Draining = m.drainingShards()
+	v.Nodes = m.shardNodes()
 	for i := range v.Partitions {
 		p := &v.Partitions[i]
 		if !m.isLocal(p.Shard) {
