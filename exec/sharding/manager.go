@@ -163,6 +163,9 @@ func (m *Manager) CollectionView(ci *catalog.Coll) shard.CollectionView {
 		if !m.isLocal(p.Shard) {
 			continue // another node's: it decides for its own partitions
 		}
+		if m.isMoving(ci.Meta.ID, p.ID) {
+			p.Busy = true // a moveChunk's, running beside the manager's rounds
+		}
 		db := m.cat.Shards()[p.Shard]
 		p.Docs, p.Bytes, _ = db.Stats(ci.Meta.ID, p.Lo, p.Hi)
 		if p.Bytes <= m.opts.PartitionMaxBytes && p.RUPerSec <= m.opts.SplitLoadRU {

@@ -121,6 +121,36 @@ func TestManagerMovePartition(t *testing.T) {
 	f.checkMoved(t, f.m, moved.ID, 1, 1000)
 }
 
+// TestManagerNoSplitWhileMoving: while a move (a moveChunk, beside the manager's rounds)
+// copies a partition, the manager's view marks it busy and the policy does not split it,
+// though it is past its size bound: the move would find its partition gone at the commit
+// and fail. The split comes at the first round after the move.
+func TestManagerNoSplitWhileMoving(t *testing.T) {
+	f := newManagerFixture(t, 2000, 64<<10)
+	id := f.coll(t).Map.Partition(0).ID
+	var during []shard.Action
+	busy := false
+	f.m.beforeFlip = func() {
+		v := f.m.CollectionView(f.coll(t))
+		busy = v.Partitions[0].Busy
+		during = f.m.policy.Decide(v, time.Now())
+	}
+	if err := f.m.MovePartition("db", "c", id, 1, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if !busy || len(during) != 0 {
+		t.Fatalf("during the move: partition busy %v, decided %v; want busy and nothing", busy, during)
+	}
+	f.m.beforeFlip = nil
+	f.m.managerRound()
+	if ci := f.coll(t); ci.Map.Index(id) >= 0 || f.m.splits.Load() == 0 {
+		t.Fatalf("the moved partition did not split after the move: %d partitions", ci.Map.Len())
+	}
+	if n := f.count(t, `{}`); n != 2000 {
+		t.Errorf("scan after the move and the split: %d documents, want 2000", n)
+	}
+}
+
 // checkMoved checks, after partition id moved to shard to by m: the catalog's owner, every
 // one of the n documents read once by scan and by index, and the source range deleted by m
 // once its grace period is over.

@@ -84,6 +84,7 @@ func (m *Manager) MovePartition(db, name string, id uint64, to int, reason strin
 		return shard.ErrStaleAction
 	}
 	lo, hi := ci.Map.Range(i)
+	defer m.markMoving(ci.Meta.ID, id)()
 	var copied, locked int
 	if m.isLocal(to) {
 		copied, locked, err = m.moveLocal(ci, id, from, to, lo, hi)
@@ -119,24 +120,6 @@ func (m *Manager) moveLocal(ci *catalog.Coll, id uint64, from, to int, lo, hi ui
 		return m.syncRange(ci, from, to, lo, hi)
 	})
 	return copied, locked, err
-}
-
-// markCopying records r, the destination range of a move in flight, until the returned
-// function is called.
-func (m *Manager) markCopying(r retiredRange) (done func()) {
-	m.mu.Lock()
-	m.mu.copying = append(m.mu.copying, r)
-	m.mu.Unlock()
-	return func() {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		for k, c := range m.mu.copying {
-			if c == r {
-				m.mu.copying = append(m.mu.copying[:k], m.mu.copying[k+1:]...)
-				return
-			}
-		}
-	}
 }
 
 // commitMove finishes moving partition id of ci from shard from to shard to, under every

@@ -59,6 +59,8 @@ type Manager struct {
 		incomingDDL map[retiredRange]func()
 		// draining are the shards being drained, on a single node (drain.go).
 		draining map[int]bool
+		// moving counts the moves this node runs, by partition (markMoving).
+		moving map[movingPartition]int
 	}
 	// configMu serializes the rewrites of the derived config collections (config_colls.go).
 	configMu sync.Mutex
