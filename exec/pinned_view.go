@@ -168,6 +168,11 @@ func (v pinnedView) TxnRecords(fn func(lsid, rec []byte) error) error { return v
 // DeleteTxnRecords implements catalog.Shard.
 func (v pinnedView) DeleteTxnRecords(lsids [][]byte) error { return v.live.DeleteTxnRecords(lsids) }
 
+// LogWrites implements catalog.Shard (the live shard's writes).
+func (v pinnedView) LogWrites(coll store.CollID, lo, hi uint64) (*store.WriteLog, error) {
+	return v.live.LogWrites(coll, lo, hi)
+}
+
 // readOnlyBatch is the batch of a read-only view: it refuses to commit.
 type readOnlyBatch struct{ catalog.Batch }
 

@@ -215,6 +215,7 @@ func (b *Batch) Apply(sync bool) error {
 	}
 	b.db.ids.begin(b.idStripes, b.idAll) // the cached answers of the _ids written (idCache)
 	err := b.db.applyPebble(b.pb, sync)
+	b.db.logApplied(b.pb)
 	if b.db.afterApply != nil {
 		b.db.afterApply()
 	}

@@ -40,6 +40,10 @@ type DB struct {
 	// afterApply, set by tests only, runs between Pebble's apply of a batch and the end of
 	// its invalidation: it widens the window in which a read could see the batch half.
 	afterApply func()
+	// logs are the open write logs (writelog.go); nil when none is open, which is nearly
+	// always.
+	logs  atomic.Pointer[[]*WriteLog]
+	wlogs writeLogs
 }
 
 // Open opens (creating if needed) the database in opts.Dir. It fails with a clear error,

@@ -137,3 +137,8 @@ func (remote) TxnRecords(func(lsid, rec []byte) error) error { return nil }
 
 // DeleteTxnRecords implements Shard: the owner deletes its expired sessions' records.
 func (remote) DeleteTxnRecords([][]byte) error { return nil }
+
+// LogWrites implements Shard: a move's write log lives on the node of its source.
+func (r remote) LogWrites(store.CollID, uint64, uint64) (*store.WriteLog, error) {
+	return nil, r.err()
+}

@@ -59,6 +59,10 @@ type Shard interface {
 	TxnRecords(fn func(lsid, rec []byte) error) error
 	// DeleteTxnRecords removes the transaction records of sessions lsids (expired sessions').
 	DeleteTxnRecords(lsids [][]byte) error
+	// LogWrites starts a log of the documents of coll with hash in [lo, hi) that commits
+	// write (a partition move's catch-up); the caller closes it. Only a shard of this node
+	// has one.
+	LogWrites(coll store.CollID, lo, hi uint64) (*store.WriteLog, error)
 }
 
 // Snapshot is a Reader fixed at one moment.
@@ -246,6 +250,11 @@ func (l local) TxnRecords(fn func(lsid, rec []byte) error) error { return l.db.T
 
 // DeleteTxnRecords implements Shard.
 func (l local) DeleteTxnRecords(lsids [][]byte) error { return l.db.DeleteTxnRecords(lsids) }
+
+// LogWrites implements Shard.
+func (l local) LogWrites(coll store.CollID, lo, hi uint64) (*store.WriteLog, error) {
+	return l.db.LogWrites(coll, lo, hi), nil
+}
 
 // localSnapshot is a Snapshot of a local store.
 type localSnapshot struct {

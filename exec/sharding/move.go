@@ -3,7 +3,6 @@ package sharding
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -18,10 +17,11 @@ import (
 // Moving a partition from shard `from` to shard `to` (MongoDB's chunk migration):
 //
 //  1. copy: syncRange makes the destination's [lo, hi) equal to the source's, from
-//     snapshots, while writes go on (to the source, which still owns the range); a second
-//     pass catches up with the writes made during the first.
+//     snapshots, while writes go on (to the source, which still owns the range); the
+//     source logs the documents written in the range meanwhile, and catch-up passes copy
+//     those (catchup.go).
 //  2. commit: with every key-lock stripe held (no write can be in flight), a last
-//     syncRange, then the ownership flip in the catalog (one atomic catalog change).
+//     catch-up, then the ownership flip in the catalog (one atomic catalog change).
 //     Writers refresh their collection under their key locks, so every write after the
 //     flip goes to the destination.
 //  3. retire: the source range is deleted moveGrace later (deleteRetired), and only if the
@@ -85,11 +85,11 @@ func (m *Manager) MovePartition(db, name string, id uint64, to int, reason strin
 	}
 	lo, hi := ci.Map.Range(i)
 	defer m.markMoving(ci.Meta.ID, id)()
-	var copied, locked int
+	var st moveStats
 	if m.isLocal(to) {
-		copied, locked, err = m.moveLocal(ci, id, from, to, lo, hi)
+		err = m.moveLocal(ci, id, from, to, lo, hi, &st)
 	} else {
-		copied, locked, err = m.moveToNode(ci, id, from, to, lo, hi)
+		err = m.moveToNode(ci, id, from, to, lo, hi, &st)
 	}
 	if err != nil {
 		return err
@@ -97,42 +97,51 @@ func (m *Manager) MovePartition(db, name string, id uint64, to int, reason strin
 	m.moves.Add(1)
 	m.log.Info("moved partition", zap.String("ns", db+"."+name), zap.Uint64("partition", id),
 		zap.Int("from", from), zap.Int("to", to), zap.String("reason", reason),
-		zap.Int("docs_copied", copied+locked), zap.Int("caught_up_locked", locked), zap.Duration("duration", time.Since(start)))
+		zap.Int("docs_copied", st.copied.put+st.locked.put), zap.Int("catch_up_passes", st.passes),
+		zap.Int("caught_up_locked", st.locked.put), zap.Int("examined_locked", st.locked.examined),
+		zap.Duration("locked", st.held), zap.Duration("duration", time.Since(start)))
 	m.AfterMapChange()
 	return nil
 }
 
-// moveLocal moves partition id of ci, [lo, hi), between two shards of this node: copy passes,
-// then the commit. It returns the documents copied before and under the locks.
-func (m *Manager) moveLocal(ci *catalog.Coll, id uint64, from, to int, lo, hi uint64) (copied, locked int, err error) {
+// moveLocal moves partition id of ci, [lo, hi), between two shards of this node: the copy,
+// its catch-up passes, then the commit. It fills st.
+func (m *Manager) moveLocal(ci *catalog.Coll, id uint64, from, to int, lo, hi uint64, st *moveStats) error {
 	defer m.markCopying(retiredRange{coll: ci.Meta.ID, shard: to, lo: lo, hi: hi})()
-	for pass := 0; pass < 3; pass++ {
-		n, err := m.syncRange(ci, from, to, lo, hi)
-		if err != nil {
-			return copied, 0, err
-		}
-		copied += n
-		if n == 0 {
-			break
-		}
+	wlog, err := m.cat.Shards()[from].LogWrites(ci.Meta.ID, lo, hi) // before the copy's snapshots
+	if err != nil {
+		return catalog.StoreError(err)
 	}
-	locked, err = m.commitMove(ci, id, from, to, nil, func(ci *catalog.Coll, lo, hi uint64) (int, error) {
-		return m.syncRange(ci, from, to, lo, hi)
+	defer wlog.Close()
+	err = m.copyPasses(st, func(first bool) (copyCount, error) {
+		if first {
+			return m.syncRange(ci, from, to, lo, hi)
+		}
+		return m.catchUpLocal(ci, from, to, lo, hi, wlog)
 	})
-	return copied, locked, err
+	if err != nil {
+		return err
+	}
+	return m.commitMove(ci, id, from, to, nil, st, func(ci *catalog.Coll, lo, hi uint64) (copyCount, error) {
+		return m.catchUpLocal(ci, from, to, lo, hi, wlog)
+	})
 }
 
 // commitMove finishes moving partition id of ci from shard from to shard to, under every
-// key-lock stripe: sync copies what changed since the last pass (and returns how many
-// documents), then the ownership flips in the catalog, only while the nodes of guards are
-// the incarnations named. It returns the documents copied under the locks.
-func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int, guards []store.NodeIncarnation, sync func(ci *catalog.Coll, lo, hi uint64) (int, error)) (int, error) {
+// key-lock stripe: sync copies what changed since the last pass, then the ownership flips
+// in the catalog, only while the nodes of guards are the incarnations named. It records
+// the locked pass and how long the locks were held in st.
+func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int, guards []store.NodeIncarnation, st *moveStats, sync func(ci *catalog.Coll, lo, hi uint64) (copyCount, error)) error {
 	unlock := m.cat.Locks().LockAll()
-	defer unlock()
+	locked := time.Now()
+	defer func() {
+		unlock()
+		st.held = time.Since(locked)
+	}()
 	ci = m.cat.Refresh(ci)
 	i := ci.Map.Index(id)
 	if i < 0 || ci.Map.Partition(i).Shard != from {
-		return 0, shard.ErrStaleAction
+		return shard.ErrStaleAction
 	}
 	lo, hi := ci.Map.Range(i)
 	// The source range is announced as retiring before the flip, so that counts never miss
@@ -142,8 +151,9 @@ func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int, guards [
 	m.mu.retiring = append(m.mu.retiring, retiring)
 	m.mu.Unlock()
 	n, err := sync(ci, lo, hi)
+	st.locked = n
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if m.beforeFlip != nil {
 		m.beforeFlip()
@@ -160,21 +170,20 @@ func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int, guards [
 		c.Partitions = StoreParts(parts)
 		return nil
 	})
-	return n, err
+	return err
 }
 
 // syncRange makes the documents and index entries of ci on shard to in [lo, hi) equal to
-// those on shard from, by a merge of the two ranges read from snapshots, and returns how
-// many documents it wrote or deleted on the destination.
-func (m *Manager) syncRange(ci *catalog.Coll, from, to int, lo, hi uint64) (int, error) {
+// those on shard from, by a merge of the two ranges read from snapshots.
+func (m *Manager) syncRange(ci *catalog.Coll, from, to int, lo, hi uint64) (copyCount, error) {
 	src, err := m.cat.Shards()[from].NewSnapshot()
 	if err != nil {
-		return 0, catalog.StoreError(err)
+		return copyCount{}, catalog.StoreError(err)
 	}
 	defer func() { _ = src.Close() }()
 	dst, err := m.cat.Shards()[to].NewSnapshot()
 	if err != nil {
-		return 0, catalog.StoreError(err)
+		return copyCount{}, catalog.StoreError(err)
 	}
 	defer func() { _ = dst.Close() }()
 	rs := &rangeSyncer{ci: ci, db: m.cat.Shards()[to]}
@@ -192,24 +201,23 @@ type rangeSink interface {
 }
 
 // diffRange calls sink.put for every document of coll in [lo, hi) that differs between src
-// and base (what the destination holds; nil: nothing), in key order, flushes the sink and
-// returns how many documents it put.
-func (m *Manager) diffRange(coll store.CollID, src, base catalog.Reader, lo, hi uint64, sink rangeSink) (int, error) {
+// and base (what the destination holds; nil: nothing), in key order, and flushes the sink.
+// It counts the documents (_ids) it compared and those it put.
+func (m *Manager) diffRange(coll store.CollID, src, base catalog.Reader, lo, hi uint64, sink rangeSink) (n copyCount, err error) {
 	si, err := src.NewDocIter(coll, lo, hi)
 	if err != nil {
-		return 0, catalog.StoreError(err)
+		return n, catalog.StoreError(err)
 	}
 	defer func() { _ = si.Close() }()
 	var di catalog.DocIter
 	if base != nil {
 		if di, err = base.NewDocIter(coll, lo, hi); err != nil {
-			return 0, catalog.StoreError(err)
+			return n, catalog.StoreError(err)
 		}
 		defer func() { _ = di.Close() }()
 	}
-	n := 0
 	sOK, dOK := si.Next(), di != nil && di.Next()
-	for sOK || dOK {
+	for ; sOK || dOK; n.examined++ {
 		cmp := 0
 		switch {
 		case !sOK:
@@ -224,30 +232,26 @@ func (m *Manager) diffRange(coll store.CollID, src, base catalog.Reader, lo, hi 
 		case cmp < 0: // only on the source: copy
 			err = sink.put(si.Hash(), si.ID(), nil, si.Doc())
 			sOK = si.Next()
-			n++
+			n.put++
 		case cmp > 0: // only on the destination: delete
 			err = sink.put(di.Hash(), di.ID(), di.Doc(), nil)
 			dOK = di.Next()
-			n++
+			n.put++
 		default:
 			if !bytes.Equal(si.Doc(), di.Doc()) {
 				err = sink.put(si.Hash(), si.ID(), di.Doc(), si.Doc())
-				n++
+				n.put++
 			}
 			sOK, dOK = si.Next(), di.Next()
 		}
 		if err == nil {
 			err = sink.maybeFlush()
 		}
+		if err == nil {
+			err = m.interrupted(n.examined)
+		}
 		if err != nil {
 			return n, err
-		}
-		if n%1024 == 1023 {
-			select {
-			case <-m.life.Done():
-				return n, errors.New("move interrupted by shutdown")
-			default:
-			}
 		}
 	}
 	if err := si.Err(); err != nil {

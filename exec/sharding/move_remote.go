@@ -129,11 +129,12 @@ func (m *Manager) beginMove(ci *catalog.Coll, to int, lo, hi uint64) ([]store.No
 }
 
 // moveToNode moves partition id of ci, [lo, hi), from this node's shard from to shard to of
-// another node. It returns the documents sent before and under the locks.
-func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi uint64) (copied, locked int, err error) {
+// another node: the copy of the whole range, the catch-up passes (the documents the source's
+// write log names), then the commit. It fills st.
+func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi uint64, st *moveStats) error {
 	guards, err := m.beginMove(ci, to, lo, hi)
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
 	committed := false
 	defer func() {
@@ -145,65 +146,60 @@ func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi u
 		}
 	}()
 	src := m.cat.Shards()[from]
-	var prev catalog.Snapshot // what the destination holds: the last pass's source
-	defer func() {
-		if prev != nil {
-			_ = prev.Close()
+	wlog, err := src.LogWrites(ci.Meta.ID, lo, hi) // before the copy's snapshot
+	if err != nil {
+		return catalog.StoreError(err)
+	}
+	defer wlog.Close()
+	// pass sends the whole range (first), or the documents the log names.
+	pass := func(ci *catalog.Coll, first bool, timeout time.Duration) (copyCount, error) {
+		var docs []store.LoggedDoc
+		if !first {
+			var overflow bool
+			if docs, overflow = wlog.Take(); overflow {
+				return copyCount{}, errLogOverflow
+			}
+			if len(docs) == 0 {
+				return copyCount{}, nil
+			}
 		}
-	}()
-	pass := func(ci *catalog.Coll, timeout time.Duration) (int, error) {
 		snap, err := src.NewSnapshot()
 		if err != nil {
-			return 0, catalog.StoreError(err)
+			return copyCount{}, catalog.StoreError(err)
 		}
+		defer func() { _ = snap.Close() }()
 		sink := &remoteSink{m: m, ci: ci, to: to, lo: lo, hi: hi, timeout: timeout}
-		var base catalog.Reader
-		if prev != nil {
-			base = prev
+		if first {
+			return m.diffRange(ci.Meta.ID, snap, nil, lo, hi, sink)
 		}
-		n, err := m.diffRange(ci.Meta.ID, snap, base, lo, hi, sink)
-		if err != nil {
-			_ = snap.Close()
-			return n, err
-		}
-		if prev != nil {
-			_ = prev.Close()
-		}
-		prev = snap
-		return n, nil
+		return m.diffDocs(ci.Meta.ID, snap, nil, docs, sink)
 	}
-	for k := 0; k < 3; k++ {
-		n, err := pass(ci, peerTimeout)
-		if err != nil {
-			return copied, 0, err
-		}
-		copied += n
-		if n == 0 {
-			break
-		}
+	err = m.copyPasses(st, func(first bool) (copyCount, error) { return pass(ci, first, peerTimeout) })
+	if err != nil {
+		return err
 	}
 	flipping := false
-	locked, err = m.commitMove(ci, id, from, to, guards, func(ci *catalog.Coll, _, _ uint64) (int, error) {
-		n, err := pass(ci, lockedPeerTimeout)
+	err = m.commitMove(ci, id, from, to, guards, st, func(ci *catalog.Coll, _, _ uint64) (copyCount, error) {
+		n, err := pass(ci, false, lockedPeerTimeout)
 		flipping = err == nil
 		return n, err
 	})
 	if errors.Is(err, store.ErrIncarnation) { // refused, certainly not committed: abort
-		return copied, locked, fmt.Errorf("%w: the node of %s restarted during the move: %w", shard.ErrStaleAction, Name(to), err)
+		return fmt.Errorf("%w: the node of %s restarted during the move: %w", shard.ErrStaleAction, Name(to), err)
 	}
 	if err != nil {
 		// NB: a flip that failed may still have committed (a lost etcd reply): no abort then,
 		// which could delete the copy before the destination sees the flip; its sweep deletes
 		// the copy later if it does not own the range (sweepIncoming).
 		committed = flipping
-		return copied, locked, err
+		return err
 	}
 	committed = true
 	if _, err := m.sendStep(ci, to, lo, hi, "commit"); err != nil {
 		m.log.Warn("the destination of a move did not hear of its commit; it finds out from the catalog",
 			zap.String("ns", ci.NS()), zap.Int("to", to), zap.Error(err))
 	}
-	return copied, locked, nil
+	return nil
 }
 
 // remoteSink sends the differences of a move's pass to the destination's node in batches.

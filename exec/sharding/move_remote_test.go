@@ -60,6 +60,21 @@ func (p directPeers) Command(_ context.Context, s int, cmd bsoncore.Document) (b
 // range at the start (a crashed attempt's copy), rebuilds the index entries of what it
 // receives, and forgets the incoming range at the commit; the source's range goes after the
 // grace period.
+// newNodePair returns the managers of two nodes over f's stores, src running shard 0 and dst
+// shard 1, not started (no rounds, no repair); src reaches dst directly. dst's node has its
+// own catalog, dstCat: its own DDL lock (which a move's begin takes) and key locks.
+func newNodePair(t *testing.T, f *managerFixture) (src, dst *Manager, dstCat *catalog.Catalog) {
+	t.Helper()
+	src = New(f.cat, zap.NewNop(), Options{Cluster: nodeView{local: 0}, CheckInterval: time.Hour})
+	dstCat = catalog.New(f.cat.Shards(), f.cat.Store(), zap.NewNop())
+	dst = New(dstCat, zap.NewNop(), Options{Cluster: nodeView{local: 1}, CheckInterval: time.Hour})
+	src.write, dst.write = f.m.write, f.m.write
+	t.Cleanup(src.Close)
+	t.Cleanup(dst.Close)
+	src.SetPeers(directPeers{cat: f.cat, to: dst})
+	return src, dst, dstCat
+}
+
 func TestManagerMovePartitionToNode(t *testing.T) {
 	f := newManagerFixture(t, 1000, 1<<30)
 	ci := f.coll(t)
@@ -69,14 +84,7 @@ func TestManagerMovePartitionToNode(t *testing.T) {
 	ci = f.coll(t)
 	moved := ci.Map.Partition(1)
 	lo, hi := ci.Map.Range(1)
-	src := New(f.cat, zap.NewNop(), Options{Cluster: nodeView{local: 0}, CheckInterval: time.Hour})
-	// The destination's node has its own DDL lock (which begin takes) and key locks.
-	dstCat := catalog.New(f.cat.Shards(), f.cat.Store(), zap.NewNop())
-	dst := New(dstCat, zap.NewNop(), Options{Cluster: nodeView{local: 1}, CheckInterval: time.Hour})
-	src.write, dst.write = f.m.write, f.m.write // not started: no rounds, no repair
-	t.Cleanup(src.Close)
-	t.Cleanup(dst.Close)
-	src.SetPeers(directPeers{cat: f.cat, to: dst})
+	src, dst, dstCat := newNodePair(t, f)
 
 	if _, err := dst.ReceiveMove(ci, 1, lo, hi, "apply", nil); !errors.Is(err, shard.ErrStaleAction) {
 		t.Fatalf("a batch before begin: %v, want a stale action", err)

@@ -76,6 +76,9 @@ type Manager struct {
 	fence moveFence
 	// beforeFlip runs just before a move's flip, under its locks (a test failpoint; nil: none).
 	beforeFlip func()
+	// afterPass runs after each copy pass of a move, before the next one or the commit,
+	// under no lock (a test failpoint; nil: none).
+	afterPass func()
 }
 
 // retiredRange is the data a move left on its source shard, deleted once due.
