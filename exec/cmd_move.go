@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"errors"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -50,7 +51,8 @@ func (e *Executor) moveApply(ctx context.Context, r *request) error {
 	hi, _ := r.body.Lookup("hi").Int64OK()
 	op, _ := r.body.Lookup("op").StringValueOK()
 	entries, _ := r.body.Lookup("entries").ArrayOK()
-	n, err := e.shards.ReceiveMove(ci, int(s), uint64(lo), uint64(hi), op, entries)
+	pace, _ := r.body.Lookup("paceMillis").Int64OK()
+	n, err := e.shards.ReceiveMove(ci, int(s), uint64(lo), uint64(hi), op, entries, time.Duration(pace)*time.Millisecond)
 	if err != nil {
 		return moveError(err)
 	}

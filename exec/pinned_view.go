@@ -1,7 +1,9 @@
 package exec
 
 import (
+	"context"
 	"sync"
+	"time"
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/store"
@@ -171,6 +173,11 @@ func (v pinnedView) DeleteTxnRecords(lsids [][]byte) error { return v.live.Delet
 // LogWrites implements catalog.Shard (the live shard's writes).
 func (v pinnedView) LogWrites(coll store.CollID, lo, hi uint64) (*store.WriteLog, error) {
 	return v.live.LogWrites(coll, lo, hi)
+}
+
+// PaceBulkWrite implements catalog.Shard (the live shard's state).
+func (v pinnedView) PaceBulkWrite(ctx context.Context, max time.Duration) time.Duration {
+	return v.live.PaceBulkWrite(ctx, max)
 }
 
 // readOnlyBatch is the batch of a read-only view: it refuses to commit.

@@ -44,6 +44,8 @@ type DB struct {
 	// always.
 	logs  atomic.Pointer[[]*WriteLog]
 	wlogs writeLogs
+	// memTables is Options.MemTables, for PaceBulkWrite.
+	memTables int
 }
 
 // Open opens (creating if needed) the database in opts.Dir. It fails with a clear error,
@@ -78,7 +80,7 @@ func Open(opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: %w", opts.Dir, err)
 	}
 	db := &DB{pdb: pdb, dir: opts.Dir, logger: logger, lock: lock, health: health, events: events, pacer: pacer,
-		space: newSpaceGuard(fsys, opts.Dir, &opts, logger), ids: new(idCache), spans: spans}
+		space: newSpaceGuard(fsys, opts.Dir, &opts, logger), ids: new(idCache), spans: spans, memTables: opts.MemTables}
 	db.readOps = reader{r: pdb}
 	if err := db.checkFormat(); err != nil {
 		_ = db.Close()
@@ -147,6 +149,7 @@ func pebbleOptions(opts *Options, fsys vfs.FS, lock *pebble.Lock, logger *zap.Lo
 		CacheSize:                   opts.CacheSize,
 		MemTableSize:                opts.MemTableSize,
 		MemTableStopWritesThreshold: opts.MemTables,
+		L0StopWritesThreshold:       l0StopWritesThreshold,
 		Merger:                      statsMerger,
 		FormatMajorVersion:          pebble.FormatNewest,
 		Logger:                      logger.Sugar().Named("pebble"), // "store.pebble", with the dir field
@@ -167,6 +170,7 @@ func pebbleOptions(opts *Options, fsys vfs.FS, lock *pebble.Lock, logger *zap.Lo
 	// 0.46 s, for 3% fewer documents/s (60,355 against 62,414, the compactions being done while
 	// they are due). From 4 sublevels instead of 10 it stopped writes as often.
 	po.CompactionConcurrencyRange = func() (int, int) { return 1, opts.CompactionConcurrency }
+	po.DisableAutomaticCompactions = opts.noCompactions
 	// Flushes cut L0 tables at 8 MiB instead of Pebble's 2 (each level below doubles it): the
 	// tables of a large collection's documents and indexes are moved down whole (spans.go), and
 	// 1 million 1 KiB documents made 400 tables of 2 MiB (85–121 at 8 MiB, 145–153 unsplit at

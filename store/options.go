@@ -99,6 +99,9 @@ type Options struct {
 	NoSyncPacing bool
 	// Logger receives the store's and Pebble's logs; nil means zap.NewNop().
 	Logger *zap.Logger
+
+	// noCompactions turns Pebble's automatic compactions off (tests that pile up L0).
+	noCompactions bool
 }
 
 // EnsureDefaults fills unset fields with their defaults and returns o.

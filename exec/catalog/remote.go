@@ -1,6 +1,9 @@
 package catalog
 
 import (
+	"context"
+	"time"
+
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -142,3 +145,6 @@ func (remote) DeleteTxnRecords([][]byte) error { return nil }
 func (r remote) LogWrites(store.CollID, uint64, uint64) (*store.WriteLog, error) {
 	return nil, r.err()
 }
+
+// PaceBulkWrite implements Shard: the owner paces the copies it receives.
+func (remote) PaceBulkWrite(context.Context, time.Duration) time.Duration { return 0 }

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"time"
 
 	"github.com/cleavedb/cleave/store"
 )
@@ -63,6 +64,9 @@ type Shard interface {
 	// write (a partition move's catch-up); the caller closes it. Only a shard of this node
 	// has one.
 	LogWrites(coll store.CollID, lo, hi uint64) (*store.WriteLog, error)
+	// PaceBulkWrite waits, at most max, while the shard is close to a write stall, and
+	// returns how long: a bulk copy calls it before each batch (store.DB.PaceBulkWrite).
+	PaceBulkWrite(ctx context.Context, max time.Duration) time.Duration
 }
 
 // Snapshot is a Reader fixed at one moment.
@@ -254,6 +258,11 @@ func (l local) DeleteTxnRecords(lsids [][]byte) error { return l.db.DeleteTxnRec
 // LogWrites implements Shard.
 func (l local) LogWrites(coll store.CollID, lo, hi uint64) (*store.WriteLog, error) {
 	return l.db.LogWrites(coll, lo, hi), nil
+}
+
+// PaceBulkWrite implements Shard.
+func (l local) PaceBulkWrite(ctx context.Context, max time.Duration) time.Duration {
+	return l.db.PaceBulkWrite(ctx, max)
 }
 
 // localSnapshot is a Snapshot of a local store.

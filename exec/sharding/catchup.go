@@ -17,13 +17,30 @@ import (
 // the log names; the last pass runs under every key-lock stripe, before the flip. So the
 // commit holds the locks for as long as it takes to read the writes of the previous pass's
 // duration, not for a comparison of the whole partition on both shards.
+//
+// Each pass writes to the destination in batches that first wait while the destination is
+// close to a write stall (store.DB.PaceBulkWrite): the copy up to maxCopyPace a batch,
+// the catch-ups up to maxCatchUpPace, the commit's pass not at all. The catch-ups wait
+// less because they must outrun the clients' writes to the range: with 1 s a batch of 4,096
+// documents and clients writing 12,000 documents/s into the range, each pass would have
+// more to copy than the last.
 
 const (
-	// maxCatchUps bounds the catch-up passes before the commit.
-	maxCatchUps = 10
-	// lockedCatchUpDocs: once a pass examines no more than this, the commit's locked pass
-	// follows (it examines about as many, in a few milliseconds).
+	// maxCopyPace and maxCatchUpPace bound how long a batch of the copy and of a catch-up
+	// waits for its destination to move away from a write stall: a destination that
+	// clients alone keep near one slows a move down without stopping it.
+	maxCopyPace    = time.Second
+	maxCatchUpPace = 100 * time.Millisecond
+	// lockedCatchUpDocs: once a catch-up examines no more than this, the commit follows (its
+	// pass examines about as many, in a few milliseconds).
 	lockedCatchUpDocs = 500
+	// After minCatchUps passes, a catch-up that examined maxLockedDocs or fewer is enough
+	// (the commit's pass then holds the locks for about a quarter of a second: 26 µs a
+	// document, measured); after maxCatchUps the clients write faster than the move copies,
+	// and it gives up.
+	minCatchUps   = 10
+	maxLockedDocs = 10000
+	maxCatchUps   = 100
 )
 
 // copyCount is what copy passes did: the documents they compared and those they changed on
@@ -34,26 +51,39 @@ type copyCount struct{ examined, put int }
 type moveStats struct {
 	copied copyCount     // before the commit
 	passes int           // catch-up passes before the commit
+	paced  time.Duration // waits for the destination to move away from a write stall
 	locked copyCount     // the commit's pass, under every key-lock stripe
 	held   time.Duration // how long the commit held the key locks
 }
 
+// errMoveOutpaced fails a move whose catch-ups never got small enough to commit.
+var errMoveOutpaced = fmt.Errorf("%w: the partition is written faster than the move copies it; retry", shard.ErrStaleAction)
+
+// pacer returns what a move's pass runs before each batch it writes to local shard to: a
+// wait of at most max while that shard is close to a write stall, added to st.paced.
+func (m *Manager) pacer(to int, st *moveStats, max time.Duration) func() {
+	return func() { st.paced += m.cat.Shards()[to].PaceBulkWrite(m.life, max) }
+}
+
 // copyPasses runs pass(true), the copy of the whole range, then pass(false), a catch-up,
-// until one examines lockedCatchUpDocs documents or fewer, until they stop examining fewer
-// each time (writes arrive as fast as a pass copies them), or maxCatchUps times. It adds
-// them to st.
+// until one examines lockedCatchUpDocs documents or fewer, or maxLockedDocs or fewer after
+// minCatchUps; after maxCatchUps it fails. It adds them to st.
 func (m *Manager) copyPasses(st *moveStats, pass func(first bool) (copyCount, error)) error {
 	n, err := pass(true)
-	st.copied.examined, st.copied.put = n.examined, n.put
+	st.copied = n
 	m.afterCopyPass()
-	prev := -1
-	for err == nil && st.passes < maxCatchUps && (prev < 0 || n.examined > lockedCatchUpDocs && n.examined < prev) {
-		prev = n.examined
+	for err == nil {
+		if st.passes == maxCatchUps {
+			return errMoveOutpaced
+		}
 		n, err = pass(false)
 		st.passes++
 		st.copied.examined += n.examined
 		st.copied.put += n.put
 		m.afterCopyPass()
+		if n.examined <= lockedCatchUpDocs || st.passes >= minCatchUps && n.examined <= maxLockedDocs {
+			break
+		}
 	}
 	return err
 }
@@ -82,10 +112,10 @@ func (m *Manager) interrupted(examined int) error {
 // catchUpLocal copies from shard from to shard to the documents of ci that wlog logged
 // since its last Take, and returns how many it changed on the destination. A log that
 // overflowed makes it compare the whole range [lo, hi) instead (syncRange).
-func (m *Manager) catchUpLocal(ci *catalog.Coll, from, to int, lo, hi uint64, wlog *store.WriteLog) (copyCount, error) {
+func (m *Manager) catchUpLocal(ci *catalog.Coll, from, to int, lo, hi uint64, wlog *store.WriteLog, pace func()) (copyCount, error) {
 	docs, overflow := wlog.Take()
 	if overflow {
-		return m.syncRange(ci, from, to, lo, hi)
+		return m.syncRange(ci, from, to, lo, hi, pace)
 	}
 	if len(docs) == 0 {
 		return copyCount{}, nil
@@ -100,7 +130,7 @@ func (m *Manager) catchUpLocal(ci *catalog.Coll, from, to int, lo, hi uint64, wl
 		return copyCount{}, catalog.StoreError(err)
 	}
 	defer func() { _ = dst.Close() }()
-	rs := &rangeSyncer{ci: ci, db: m.cat.Shards()[to]}
+	rs := &rangeSyncer{ci: ci, db: m.cat.Shards()[to], pace: pace}
 	defer rs.Close()
 	return m.diffDocs(ci.Meta.ID, src, dst, docs, rs)
 }

@@ -2,7 +2,9 @@ package sharding
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -184,14 +186,51 @@ func TestManagerMoveToNodeCatchesUpWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	moved := f.coll(t).Map.Partition(1)
-	src, _, _ := newNodePair(t, f)
+	src, dst, _ := newNodePair(t, f)
+	var steps []string
+	src.SetPeers(directPeers{cat: f.cat, to: dst, steps: &steps})
 	want := writesDuringMove(t, f, src)
 	logs := observeMoves(src)
 	if err := src.MovePartition("db", "c", moved.ID, 1, "test"); err != nil {
 		t.Fatal(err)
 	}
 	checkLockedPass(t, logs)
+	// The copy and the catch-up ask the destination to pace their batches (the catch-up
+	// less); the commit's pass, under the source's locks, does not wait.
+	if want := []string{"begin", "apply paced 1000ms", "apply paced 100ms", "apply", "commit"}; !slices.Equal(steps, want) {
+		t.Errorf("steps %q, want %q", steps, want)
+	}
 	f.checkDocs(t, want)
 	src.deleteRetired(true)
 	f.checkDocs(t, want)
+}
+
+// TestCopyPassesStopWhenTheCommitIsSmall: catch-ups go on until one examines
+// lockedCatchUpDocs or fewer, or maxLockedDocs or fewer after minCatchUps; a move whose
+// range is written faster than the catch-ups copy it gives up after maxCatchUps.
+func TestCopyPassesStopWhenTheCommitIsSmall(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		catchUps func(pass int) int // documents the pass-th catch-up examines (from 1)
+		passes   int
+		outpaced bool
+	}{
+		{"converging", func(p int) int { return []int{300000, 40000, 2000, 400}[min(p-1, 3)] }, 4, false},
+		{"steady under the commit bound", func(int) int { return maxLockedDocs }, minCatchUps, false},
+		{"steady above it", func(int) int { return maxLockedDocs + 1 }, maxCatchUps, true},
+		{"nothing written", func(int) int { return 0 }, 1, false},
+	} {
+		m := &Manager{}
+		var st moveStats
+		err := m.copyPasses(&st, func(first bool) (copyCount, error) {
+			if first {
+				return copyCount{examined: 1 << 20, put: 1 << 20}, nil
+			}
+			n := c.catchUps(st.passes + 1)
+			return copyCount{examined: n, put: n}, nil
+		})
+		if st.passes != c.passes || errors.Is(err, shard.ErrStaleAction) != c.outpaced {
+			t.Errorf("%s: %d catch-ups, %v; want %d, outpaced %v", c.name, st.passes, err, c.passes, c.outpaced)
+		}
+	}
 }

@@ -97,7 +97,7 @@ func (m *Manager) MovePartition(db, name string, id uint64, to int, reason strin
 	m.moves.Add(1)
 	m.log.Info("moved partition", zap.String("ns", db+"."+name), zap.Uint64("partition", id),
 		zap.Int("from", from), zap.Int("to", to), zap.String("reason", reason),
-		zap.Int("docs_copied", st.copied.put+st.locked.put), zap.Int("catch_up_passes", st.passes),
+		zap.Int("docs_copied", st.copied.put+st.locked.put), zap.Int("catch_up_passes", st.passes), zap.Duration("paced", st.paced),
 		zap.Int("caught_up_locked", st.locked.put), zap.Int("examined_locked", st.locked.examined),
 		zap.Duration("locked", st.held), zap.Duration("duration", time.Since(start)))
 	m.AfterMapChange()
@@ -115,15 +115,15 @@ func (m *Manager) moveLocal(ci *catalog.Coll, id uint64, from, to int, lo, hi ui
 	defer wlog.Close()
 	err = m.copyPasses(st, func(first bool) (copyCount, error) {
 		if first {
-			return m.syncRange(ci, from, to, lo, hi)
+			return m.syncRange(ci, from, to, lo, hi, m.pacer(to, st, maxCopyPace))
 		}
-		return m.catchUpLocal(ci, from, to, lo, hi, wlog)
+		return m.catchUpLocal(ci, from, to, lo, hi, wlog, m.pacer(to, st, maxCatchUpPace))
 	})
 	if err != nil {
 		return err
 	}
 	return m.commitMove(ci, id, from, to, nil, st, func(ci *catalog.Coll, lo, hi uint64) (copyCount, error) {
-		return m.catchUpLocal(ci, from, to, lo, hi, wlog)
+		return m.catchUpLocal(ci, from, to, lo, hi, wlog, nil) // no pacing under the locks
 	})
 }
 
@@ -174,8 +174,9 @@ func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int, guards [
 }
 
 // syncRange makes the documents and index entries of ci on shard to in [lo, hi) equal to
-// those on shard from, by a merge of the two ranges read from snapshots.
-func (m *Manager) syncRange(ci *catalog.Coll, from, to int, lo, hi uint64) (copyCount, error) {
+// those on shard from, by a merge of the two ranges read from snapshots. pace, when not
+// nil, runs before each batch written to shard to.
+func (m *Manager) syncRange(ci *catalog.Coll, from, to int, lo, hi uint64, pace func()) (copyCount, error) {
 	src, err := m.cat.Shards()[from].NewSnapshot()
 	if err != nil {
 		return copyCount{}, catalog.StoreError(err)
@@ -186,7 +187,7 @@ func (m *Manager) syncRange(ci *catalog.Coll, from, to int, lo, hi uint64) (copy
 		return copyCount{}, catalog.StoreError(err)
 	}
 	defer func() { _ = dst.Close() }()
-	rs := &rangeSyncer{ci: ci, db: m.cat.Shards()[to]}
+	rs := &rangeSyncer{ci: ci, db: m.cat.Shards()[to], pace: pace}
 	defer rs.Close()
 	return m.diffRange(ci.Meta.ID, src, dst, lo, hi, rs)
 }
@@ -281,6 +282,8 @@ type rangeSyncer struct {
 	ci *catalog.Coll
 	db catalog.Shard
 	b  catalog.Batch
+	// pace, when not nil, runs before each batch commits (Manager.pacer).
+	pace func()
 }
 
 // put replaces the document (hash, id) on the destination: old is what it holds (nil:
@@ -342,6 +345,9 @@ func (rs *rangeSyncer) flush() error {
 	defer b.Close()
 	if b.Empty() {
 		return nil
+	}
+	if rs.pace != nil {
+		rs.pace()
 	}
 	return catalog.StoreError(b.Commit(true))
 }

@@ -151,8 +151,9 @@ func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi u
 		return catalog.StoreError(err)
 	}
 	defer wlog.Close()
-	// pass sends the whole range (first), or the documents the log names.
-	pass := func(ci *catalog.Coll, first bool, timeout time.Duration) (copyCount, error) {
+	// pass sends the whole range (first), or the documents the log names; the commit's
+	// (locked) is not paced and has a shorter timeout.
+	pass := func(ci *catalog.Coll, first, locked bool) (copyCount, error) {
 		var docs []store.LoggedDoc
 		if !first {
 			var overflow bool
@@ -168,19 +169,25 @@ func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi u
 			return copyCount{}, catalog.StoreError(err)
 		}
 		defer func() { _ = snap.Close() }()
-		sink := &remoteSink{m: m, ci: ci, to: to, lo: lo, hi: hi, timeout: timeout}
+		sink := &remoteSink{m: m, ci: ci, to: to, lo: lo, hi: hi, timeout: peerTimeout, pace: maxCatchUpPace}
+		switch {
+		case first:
+			sink.pace = maxCopyPace
+		case locked:
+			sink.timeout, sink.pace = lockedPeerTimeout, 0
+		}
 		if first {
 			return m.diffRange(ci.Meta.ID, snap, nil, lo, hi, sink)
 		}
 		return m.diffDocs(ci.Meta.ID, snap, nil, docs, sink)
 	}
-	err = m.copyPasses(st, func(first bool) (copyCount, error) { return pass(ci, first, peerTimeout) })
+	err = m.copyPasses(st, func(first bool) (copyCount, error) { return pass(ci, first, false) })
 	if err != nil {
 		return err
 	}
 	flipping := false
 	err = m.commitMove(ci, id, from, to, guards, st, func(ci *catalog.Coll, _, _ uint64) (copyCount, error) {
-		n, err := pass(ci, false, lockedPeerTimeout)
+		n, err := pass(ci, false, true)
 		flipping = err == nil
 		return n, err
 	})
@@ -213,6 +220,9 @@ type remoteSink struct {
 	size   int
 	// timeout bounds each batch's request.
 	timeout time.Duration
+	// pace is how long the destination may wait before applying a batch, while its shard
+	// is close to a write stall (catchup.go); 0 for the commit's pass.
+	pace time.Duration
 }
 
 // put implements rangeSink: an entry {h, id, d} (no d: delete the document).
@@ -244,17 +254,18 @@ func (s *remoteSink) flush() error {
 		return nil
 	}
 	cmd := s.m.moveStep(s.ci, s.to, s.lo, s.hi, "apply").AppendArray("entries", s.ab.Build()).
-		AppendString("$db", s.ci.Meta.DB).Build()
+		AppendInt64("paceMillis", s.pace.Milliseconds()).AppendString("$db", s.ci.Meta.DB).Build()
 	s.ab, s.n, s.size = nil, 0, 0
 	_, err := s.m.peerCommandWithin(s.to, cmd, s.timeout)
 	return err
 }
 
 // ReceiveMove runs one step of a move from another node into shard s of this node, for ci's
-// range [lo, hi) (the owner's side of _cleaveMoveApply): "begin", "apply" (entries),
-// "commit" (the caller has caught up with the revision of the flip) or "abort". It returns
-// how many documents it changed.
-func (m *Manager) ReceiveMove(ci *catalog.Coll, s int, lo, hi uint64, op string, entries bsoncore.Array) (int, error) {
+// range [lo, hi) (the owner's side of _cleaveMoveApply): "begin", "apply" (entries, applied
+// after waiting at most pace while the shard is close to a write stall), "commit" (the
+// caller has caught up with the revision of the flip) or "abort". It returns how many
+// documents it changed.
+func (m *Manager) ReceiveMove(ci *catalog.Coll, s int, lo, hi uint64, op string, entries bsoncore.Array, pace time.Duration) (int, error) {
 	if !m.isLocal(s) {
 		return 0, fmt.Errorf("%w: %s is not this node's", shard.ErrStaleAction, Name(s))
 	}
@@ -276,7 +287,7 @@ func (m *Manager) ReceiveMove(ci *catalog.Coll, s int, lo, hi uint64, op string,
 		if !m.renewIncoming(r) { // this node restarted since begin, and deleted the copy
 			return 0, fmt.Errorf("%w: no move into %s of this range has begun", shard.ErrStaleAction, Name(s))
 		}
-		return m.applyEntries(ci, s, entries)
+		return m.applyEntries(ci, s, entries, pace)
 	case "commit":
 		m.dropIncoming(r)
 		return 0, nil
@@ -299,14 +310,18 @@ func owns(ci *catalog.Coll, s int, lo, hi uint64) bool {
 	return false
 }
 
-// applyEntries applies a batch of a move's entries to shard s in one synced batch.
-func (m *Manager) applyEntries(ci *catalog.Coll, s int, entries bsoncore.Array) (int, error) {
+// applyEntries applies a batch of a move's entries to shard s in one synced batch, first
+// waiting at most pace while the shard is close to a write stall.
+func (m *Manager) applyEntries(ci *catalog.Coll, s int, entries bsoncore.Array, pace time.Duration) (int, error) {
 	vals, err := entries.Values()
 	if err != nil {
 		return 0, fmt.Errorf("malformed move entries: %w", err)
 	}
 	db := m.cat.Shards()[s]
 	rs := &rangeSyncer{ci: ci, db: db}
+	if pace = min(pace, maxCopyPace); pace > 0 {
+		rs.pace = func() { db.PaceBulkWrite(m.life, pace) }
+	}
 	defer rs.Close()
 	n := 0
 	for _, v := range vals {

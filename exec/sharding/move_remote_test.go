@@ -3,6 +3,7 @@ package sharding
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -33,6 +34,8 @@ func (v nodeView) NodeUp(string) bool    { return true }
 type directPeers struct {
 	cat *catalog.Catalog
 	to  *Manager
+	// steps, when not nil, records each step's op ("apply paced 100ms" for a paced apply).
+	steps *[]string
 }
 
 // Command implements Peers for _cleaveMoveApply.
@@ -48,7 +51,15 @@ func (p directPeers) Command(_ context.Context, s int, cmd bsoncore.Document) (b
 	hi, _ := cmd.Lookup("hi").Int64OK()
 	op, _ := cmd.Lookup("op").StringValueOK()
 	entries, _ := cmd.Lookup("entries").ArrayOK()
-	if _, err := p.to.ReceiveMove(ci, s, uint64(lo), uint64(hi), op, entries); err != nil {
+	pace, _ := cmd.Lookup("paceMillis").Int64OK()
+	if p.steps != nil {
+		step := op
+		if pace > 0 {
+			step += fmt.Sprintf(" paced %dms", pace)
+		}
+		*p.steps = append(*p.steps, step)
+	}
+	if _, err := p.to.ReceiveMove(ci, s, uint64(lo), uint64(hi), op, entries, time.Duration(pace)*time.Millisecond); err != nil {
 		return nil, err
 	}
 	return bsoncore.NewDocumentBuilder().AppendDouble("ok", 1).AppendInt64("incarnation", p.to.Incarnation()).Build(), nil
@@ -86,7 +97,7 @@ func TestManagerMovePartitionToNode(t *testing.T) {
 	lo, hi := ci.Map.Range(1)
 	src, dst, dstCat := newNodePair(t, f)
 
-	if _, err := dst.ReceiveMove(ci, 1, lo, hi, "apply", nil); !errors.Is(err, shard.ErrStaleAction) {
+	if _, err := dst.ReceiveMove(ci, 1, lo, hi, "apply", nil, 0); !errors.Is(err, shard.ErrStaleAction) {
 		t.Fatalf("a batch before begin: %v, want a stale action", err)
 	}
 	// A stray copy on the destination: a document that is not on the source.
