@@ -2,9 +2,12 @@ package sharding
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/shard"
@@ -18,19 +21,16 @@ import (
 // commit holds the locks for as long as it takes to read the writes of the previous pass's
 // duration, not for a comparison of the whole partition on both shards.
 //
-// Each pass writes to the destination in batches that first wait while the destination is
-// close to a write stall (store.DB.PaceBulkWrite): the copy up to maxCopyPace a batch,
-// the catch-ups up to maxCatchUpPace, the commit's pass not at all. The catch-ups wait
-// less because they must outrun the clients' writes to the range: with 1 s a batch of 4,096
-// documents and clients writing 12,000 documents/s into the range, each pass would have
-// more to copy than the last.
+// The copy writes to the destination in batches that first wait while the destination is
+// close to a write stall (store.DB.PaceBulkWrite), each at most as long as the copy took to
+// build it and at most maxCopyPace: a destination that clients alone keep near a stall slows
+// a move to half its speed, not to a standstill. The catch-ups do not wait: they write what
+// the clients wrote into the range, and must outrun them (under mbench insert at 32 threads,
+// about 12,000 documents/s into the moving range, against 10,000 a paced catch-up copied).
 
 const (
-	// maxCopyPace and maxCatchUpPace bound how long a batch of the copy and of a catch-up
-	// waits for its destination to move away from a write stall: a destination that
-	// clients alone keep near one slows a move down without stopping it.
-	maxCopyPace    = time.Second
-	maxCatchUpPace = 100 * time.Millisecond
+	// maxCopyPace bounds how long a batch of the copy waits for its destination.
+	maxCopyPace = 250 * time.Millisecond
 	// lockedCatchUpDocs: once a catch-up examines no more than this, the commit follows (its
 	// pass examines about as many, in a few milliseconds).
 	lockedCatchUpDocs = 500
@@ -59,28 +59,35 @@ type moveStats struct {
 // errMoveOutpaced fails a move whose catch-ups never got small enough to commit.
 var errMoveOutpaced = fmt.Errorf("%w: the partition is written faster than the move copies it; retry", shard.ErrStaleAction)
 
-// pacer returns what a move's pass runs before each batch it writes to local shard to: a
-// wait of at most max while that shard is close to a write stall, added to st.paced.
-func (m *Manager) pacer(to int, st *moveStats, max time.Duration) func() {
-	return func() { st.paced += m.cat.Shards()[to].PaceBulkWrite(m.life, max) }
+// pacer returns what a move's copy runs before each batch it writes to local shard to: a
+// wait while that shard is close to a write stall, at most maxCopyPace and at most the time
+// since the previous batch, added to st.paced.
+func (m *Manager) pacer(to int, st *moveStats) func() {
+	last := time.Now()
+	return func() {
+		st.paced += m.cat.Shards()[to].PaceBulkWrite(m.life, min(maxCopyPace, time.Since(last)))
+		last = time.Now()
+	}
 }
 
 // copyPasses runs pass(true), the copy of the whole range, then pass(false), a catch-up,
 // until one examines lockedCatchUpDocs documents or fewer, or maxLockedDocs or fewer after
 // minCatchUps; after maxCatchUps it fails. It adds them to st.
 func (m *Manager) copyPasses(st *moveStats, pass func(first bool) (copyCount, error)) error {
+	start := time.Now()
 	n, err := pass(true)
 	st.copied = n
-	m.afterCopyPass()
+	m.afterCopyPass(st, n, start)
 	for err == nil {
 		if st.passes == maxCatchUps {
 			return errMoveOutpaced
 		}
+		start = time.Now()
 		n, err = pass(false)
 		st.passes++
 		st.copied.examined += n.examined
 		st.copied.put += n.put
-		m.afterCopyPass()
+		m.afterCopyPass(st, n, start)
 		if n.examined <= lockedCatchUpDocs || st.passes >= minCatchUps && n.examined <= maxLockedDocs {
 			break
 		}
@@ -88,8 +95,12 @@ func (m *Manager) copyPasses(st *moveStats, pass func(first bool) (copyCount, er
 	return err
 }
 
-// afterCopyPass runs the test hook between copy passes.
-func (m *Manager) afterCopyPass() {
+// afterCopyPass logs a copy pass (n, begun at start) and runs the test hook.
+func (m *Manager) afterCopyPass(st *moveStats, n copyCount, start time.Time) {
+	if ce := m.log.Check(zap.DebugLevel, "move pass"); ce != nil {
+		ce.Write(zap.Int("catch_up", st.passes), zap.Int("examined", n.examined), zap.Int("copied", n.put),
+			zap.Duration("paced_total", st.paced), zap.Duration("duration", time.Since(start)))
+	}
 	if m.afterPass != nil {
 		m.afterPass()
 	}
@@ -112,10 +123,10 @@ func (m *Manager) interrupted(examined int) error {
 // catchUpLocal copies from shard from to shard to the documents of ci that wlog logged
 // since its last Take, and returns how many it changed on the destination. A log that
 // overflowed makes it compare the whole range [lo, hi) instead (syncRange).
-func (m *Manager) catchUpLocal(ci *catalog.Coll, from, to int, lo, hi uint64, wlog *store.WriteLog, pace func()) (copyCount, error) {
+func (m *Manager) catchUpLocal(ci *catalog.Coll, from, to int, lo, hi uint64, wlog *store.WriteLog) (copyCount, error) {
 	docs, overflow := wlog.Take()
 	if overflow {
-		return m.syncRange(ci, from, to, lo, hi, pace)
+		return m.syncRange(ci, from, to, lo, hi, nil)
 	}
 	if len(docs) == 0 {
 		return copyCount{}, nil
@@ -130,9 +141,9 @@ func (m *Manager) catchUpLocal(ci *catalog.Coll, from, to int, lo, hi uint64, wl
 		return copyCount{}, catalog.StoreError(err)
 	}
 	defer func() { _ = dst.Close() }()
-	rs := &rangeSyncer{ci: ci, db: m.cat.Shards()[to], pace: pace}
+	rs := &rangeSyncer{ci: ci, db: m.cat.Shards()[to]}
 	defer rs.Close()
-	return m.diffDocs(ci.Meta.ID, src, dst, docs, rs)
+	return m.diffDocs(ci.Meta.ID, src, dst, lo, hi, docs, rs)
 }
 
 // errLogOverflow fails a move to another node whose write log overflowed: the destination
@@ -140,29 +151,39 @@ func (m *Manager) catchUpLocal(ci *catalog.Coll, from, to int, lo, hi uint64, wl
 // migration does when its transferred mods pass their memory bound).
 var errLogOverflow = fmt.Errorf("%w: too many writes during the move to track; retry", shard.ErrStaleAction)
 
-// diffDocs calls sink.put for each of docs whose version in src differs from base's (what
-// the destination holds; nil: unknown, every document is put) and flushes the sink.
-func (m *Manager) diffDocs(coll store.CollID, src, base catalog.Reader, docs []store.LoggedDoc, sink rangeSink) (n copyCount, err error) {
-	var sbuf, bbuf []byte
+// diffDocs calls sink.put for each of docs (sorted, all in [lo, hi)) whose version in src
+// differs from base's (what the destination holds; nil: unknown, every document is put) and
+// flushes the sink. It reads both through one iterator each, seeking forward from one
+// document to the next: a catch-up examines tens of thousands of documents of one range, and
+// a Get each (which opens the sstable iterators of every level again) made it 2.5 times as
+// slow per document as the copy (issue 13: 10,000 documents/s, fewer than the clients wrote
+// into the range meanwhile).
+func (m *Manager) diffDocs(coll store.CollID, src, base catalog.Reader, lo, hi uint64, docs []store.LoggedDoc, sink rangeSink) (n copyCount, err error) {
+	ss, err := newDocSeeker(src, coll, lo, hi)
+	if err != nil {
+		return n, err
+	}
+	defer ss.close()
+	var bs *docSeeker
+	if base != nil {
+		if bs, err = newDocSeeker(base, coll, lo, hi); err != nil {
+			return n, err
+		}
+		defer bs.close()
+	}
 	for _, d := range docs {
 		if err := m.interrupted(n.examined); err != nil {
 			return n, err
 		}
 		n.examined++
-		s, err := getDoc(src, coll, d, sbuf[:0])
+		s, err := ss.get(d)
 		if err != nil {
 			return n, err
 		}
-		if s != nil {
-			sbuf = s
-		}
 		var b []byte
-		if base != nil {
-			if b, err = getDoc(base, coll, d, bbuf[:0]); err != nil {
+		if bs != nil {
+			if b, err = bs.get(d); err != nil {
 				return n, err
-			}
-			if b != nil {
-				bbuf = b
 			}
 			if bytes.Equal(s, b) && (s == nil) == (b == nil) {
 				continue
@@ -179,14 +200,40 @@ func (m *Manager) diffDocs(coll store.CollID, src, base catalog.Reader, docs []s
 	return n, sink.flush()
 }
 
-// getDoc appends document d of coll in r to dst; nil when r does not hold it.
-func getDoc(r catalog.Reader, coll store.CollID, d store.LoggedDoc, dst []byte) ([]byte, error) {
-	doc, err := r.GetDoc(coll, d.Hash, d.ID, dst)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil, nil
-	case err != nil:
+// docSeeker reads documents of one range by key, in increasing key order, through one
+// iterator.
+type docSeeker struct {
+	it    catalog.DocIter
+	exact interface{ SeekExact(hash uint64, id []byte) bool } // the store's iterators: a prefix seek, through the bloom filters
+}
+
+func newDocSeeker(r catalog.Reader, coll store.CollID, lo, hi uint64) (*docSeeker, error) {
+	it, err := r.NewDocIter(coll, lo, hi)
+	if err != nil {
 		return nil, catalog.StoreError(err)
+	}
+	s := &docSeeker{it: it}
+	s.exact, _ = it.(interface{ SeekExact(hash uint64, id []byte) bool })
+	return s, nil
+}
+
+// get returns document d (nil: absent), valid until the next get; d must come after the
+// previous one.
+func (s *docSeeker) get(d store.LoggedDoc) ([]byte, error) {
+	var ok bool
+	if s.exact != nil {
+		ok = s.exact.SeekExact(d.Hash, d.ID)
+	} else {
+		ok = s.it.SeekGE(d.Hash, d.ID) && s.it.Hash() == d.Hash && bytes.Equal(s.it.ID(), d.ID)
+	}
+	if !ok {
+		return nil, catalog.StoreError(s.it.Err())
+	}
+	doc := s.it.Doc()
+	if doc == nil { // the value could not be read
+		return nil, catalog.StoreError(cmp.Or(s.it.Err(), errors.New("a document without a value")))
 	}
 	return doc, nil
 }
+
+func (s *docSeeker) close() { _ = s.it.Close() }

@@ -115,15 +115,15 @@ func (m *Manager) moveLocal(ci *catalog.Coll, id uint64, from, to int, lo, hi ui
 	defer wlog.Close()
 	err = m.copyPasses(st, func(first bool) (copyCount, error) {
 		if first {
-			return m.syncRange(ci, from, to, lo, hi, m.pacer(to, st, maxCopyPace))
+			return m.syncRange(ci, from, to, lo, hi, m.pacer(to, st))
 		}
-		return m.catchUpLocal(ci, from, to, lo, hi, wlog, m.pacer(to, st, maxCatchUpPace))
+		return m.catchUpLocal(ci, from, to, lo, hi, wlog)
 	})
 	if err != nil {
 		return err
 	}
 	return m.commitMove(ci, id, from, to, nil, st, func(ci *catalog.Coll, lo, hi uint64) (copyCount, error) {
-		return m.catchUpLocal(ci, from, to, lo, hi, wlog, nil) // no pacing under the locks
+		return m.catchUpLocal(ci, from, to, lo, hi, wlog)
 	})
 }
 

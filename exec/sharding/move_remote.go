@@ -151,8 +151,8 @@ func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi u
 		return catalog.StoreError(err)
 	}
 	defer wlog.Close()
-	// pass sends the whole range (first), or the documents the log names; the commit's
-	// (locked) is not paced and has a shorter timeout.
+	// pass sends the whole range (first, paced), or the documents the log names; the
+	// commit's (locked) has a shorter timeout.
 	pass := func(ci *catalog.Coll, first, locked bool) (copyCount, error) {
 		var docs []store.LoggedDoc
 		if !first {
@@ -169,17 +169,17 @@ func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi u
 			return copyCount{}, catalog.StoreError(err)
 		}
 		defer func() { _ = snap.Close() }()
-		sink := &remoteSink{m: m, ci: ci, to: to, lo: lo, hi: hi, timeout: peerTimeout, pace: maxCatchUpPace}
+		sink := &remoteSink{m: m, ci: ci, to: to, lo: lo, hi: hi, timeout: peerTimeout}
 		switch {
 		case first:
 			sink.pace = maxCopyPace
 		case locked:
-			sink.timeout, sink.pace = lockedPeerTimeout, 0
+			sink.timeout = lockedPeerTimeout
 		}
 		if first {
 			return m.diffRange(ci.Meta.ID, snap, nil, lo, hi, sink)
 		}
-		return m.diffDocs(ci.Meta.ID, snap, nil, docs, sink)
+		return m.diffDocs(ci.Meta.ID, snap, nil, lo, hi, docs, sink)
 	}
 	err = m.copyPasses(st, func(first bool) (copyCount, error) { return pass(ci, first, false) })
 	if err != nil {
@@ -221,7 +221,7 @@ type remoteSink struct {
 	// timeout bounds each batch's request.
 	timeout time.Duration
 	// pace is how long the destination may wait before applying a batch, while its shard
-	// is close to a write stall (catchup.go); 0 for the commit's pass.
+	// is close to a write stall (catchup.go); the copy's only.
 	pace time.Duration
 }
 
