@@ -176,8 +176,8 @@ func (v pinnedView) LogWrites(coll store.CollID, lo, hi uint64) (*store.WriteLog
 }
 
 // PaceBulkWrite implements catalog.Shard (the live shard's state).
-func (v pinnedView) PaceBulkWrite(ctx context.Context, max time.Duration) time.Duration {
-	return v.live.PaceBulkWrite(ctx, max)
+func (v pinnedView) PaceBulkWrite(ctx context.Context, limit time.Duration) time.Duration {
+	return v.live.PaceBulkWrite(ctx, limit)
 }
 
 // readOnlyBatch is the batch of a read-only view: it refuses to commit.

@@ -30,18 +30,18 @@ const (
 	bulkPaceStep = 10 * time.Millisecond
 )
 
-// PaceBulkWrite waits, at most max (or until ctx ends), while the DB is close to stopping
+// PaceBulkWrite waits, at most limit (or until ctx ends), while the DB is close to stopping
 // writes: L0 within bulkPaceMargin sublevels of the stop, or every memtable but the one
 // being written full. Bulk writers (a partition move's copy) call it before each batch. It
 // returns how long it waited.
-func (db *DB) PaceBulkWrite(ctx context.Context, max time.Duration) time.Duration {
+func (db *DB) PaceBulkWrite(ctx context.Context, limit time.Duration) time.Duration {
 	if !db.nearStall() {
 		return 0
 	}
 	start := time.Now()
 	t := time.NewTimer(bulkPaceStep)
 	defer t.Stop()
-	for time.Since(start) < max {
+	for time.Since(start) < limit {
 		select {
 		case <-ctx.Done():
 			return time.Since(start)

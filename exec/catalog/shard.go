@@ -64,9 +64,9 @@ type Shard interface {
 	// write (a partition move's catch-up); the caller closes it. Only a shard of this node
 	// has one.
 	LogWrites(coll store.CollID, lo, hi uint64) (*store.WriteLog, error)
-	// PaceBulkWrite waits, at most max, while the shard is close to a write stall, and
+	// PaceBulkWrite waits, at most limit, while the shard is close to a write stall, and
 	// returns how long: a bulk copy calls it before each batch (store.DB.PaceBulkWrite).
-	PaceBulkWrite(ctx context.Context, max time.Duration) time.Duration
+	PaceBulkWrite(ctx context.Context, limit time.Duration) time.Duration
 }
 
 // Snapshot is a Reader fixed at one moment.
@@ -261,8 +261,8 @@ func (l local) LogWrites(coll store.CollID, lo, hi uint64) (*store.WriteLog, err
 }
 
 // PaceBulkWrite implements Shard.
-func (l local) PaceBulkWrite(ctx context.Context, max time.Duration) time.Duration {
-	return l.db.PaceBulkWrite(ctx, max)
+func (l local) PaceBulkWrite(ctx context.Context, limit time.Duration) time.Duration {
+	return l.db.PaceBulkWrite(ctx, limit)
 }
 
 // localSnapshot is a Snapshot of a local store.

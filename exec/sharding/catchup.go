@@ -204,7 +204,13 @@ func (m *Manager) diffDocs(coll store.CollID, src, base catalog.Reader, lo, hi u
 // iterator.
 type docSeeker struct {
 	it    catalog.DocIter
-	exact interface{ SeekExact(hash uint64, id []byte) bool } // the store's iterators: a prefix seek, through the bloom filters
+	exact exactSeeker // it, when it seeks exactly
+}
+
+// exactSeeker is a DocIter that reads one document by key: the store's, a prefix seek
+// through the bloom filters (store.DocIter.SeekExact).
+type exactSeeker interface {
+	SeekExact(hash uint64, id []byte) bool
 }
 
 func newDocSeeker(r catalog.Reader, coll store.CollID, lo, hi uint64) (*docSeeker, error) {
@@ -213,7 +219,7 @@ func newDocSeeker(r catalog.Reader, coll store.CollID, lo, hi uint64) (*docSeeke
 		return nil, catalog.StoreError(err)
 	}
 	s := &docSeeker{it: it}
-	s.exact, _ = it.(interface{ SeekExact(hash uint64, id []byte) bool })
+	s.exact, _ = it.(exactSeeker)
 	return s, nil
 }
 
