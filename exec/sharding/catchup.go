@@ -131,19 +131,9 @@ func (m *Manager) catchUpLocal(ci *catalog.Coll, from, to int, lo, hi uint64, wl
 	if len(docs) == 0 {
 		return copyCount{}, nil
 	}
-	src, err := m.cat.Shards()[from].NewSnapshot()
-	if err != nil {
-		return copyCount{}, catalog.StoreError(err)
-	}
-	defer func() { _ = src.Close() }()
-	dst, err := m.cat.Shards()[to].NewSnapshot()
-	if err != nil {
-		return copyCount{}, catalog.StoreError(err)
-	}
-	defer func() { _ = dst.Close() }()
-	rs := &rangeSyncer{ci: ci, db: m.cat.Shards()[to]}
-	defer rs.Close()
-	return m.diffDocs(ci.Meta.ID, src, dst, lo, hi, docs, rs)
+	return m.syncPass(ci, from, to, nil, func(src, dst catalog.Reader, rs *rangeSyncer) (copyCount, error) {
+		return m.diffDocs(ci.Meta.ID, src, dst, lo, hi, docs, rs)
+	})
 }
 
 // errLogOverflow fails a move to another node whose write log overflowed: the destination

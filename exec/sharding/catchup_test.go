@@ -15,7 +15,6 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/exec/match"
-	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/update"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/shard"
@@ -93,20 +92,8 @@ func writesDuringMove(t *testing.T, f *managerFixture, m *Manager) map[int]moved
 // checkDocs reads the collection by scan and through index a_1 and compares with want.
 func (f *managerFixture) checkDocs(t *testing.T, want map[int]movedDoc) {
 	t.Helper()
-	flt, err := query.CompileFilter(streamtest.ExtDoc(t, `{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _, _, err := f.g.Open(&query.Query{CI: f.coll(t), Filter: flt})
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, err := streamtest.Drain(t, s)
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := map[int]movedDoc{}
-	for _, d := range docs {
+	for _, d := range f.read(t, `{}`) {
 		id := int(d.Lookup("_id").AsInt64())
 		if _, dup := got[id]; dup {
 			t.Fatalf("_id %d read twice", id)
@@ -161,11 +148,7 @@ func checkLockedPass(t *testing.T, logs *observer.ObservedLogs) {
 // each once), and the commit reads only what was written since the last catch-up.
 func TestManagerMoveCatchesUpWrites(t *testing.T) {
 	f := newManagerFixture(t, 1000, 1<<30)
-	ci := f.coll(t)
-	if _, err := f.m.ApplySplit("db", "c", &shard.SplitAction{ID: ci.Map.Partition(0).ID, At: 1 << 63, Reason: shard.ReasonSize}); err != nil {
-		t.Fatal(err)
-	}
-	moved := f.coll(t).Map.Partition(1)
+	moved := f.splitInHalves(t)
 	want := writesDuringMove(t, f, f.m)
 	logs := observeMoves(f.m)
 	if err := f.m.MovePartition("db", "c", moved.ID, 1, "test"); err != nil {
@@ -181,11 +164,7 @@ func TestManagerMoveCatchesUpWrites(t *testing.T) {
 // on another node: the catch-ups send the logged documents through the internal commands.
 func TestManagerMoveToNodeCatchesUpWrites(t *testing.T) {
 	f := newManagerFixture(t, 1000, 1<<30)
-	ci := f.coll(t)
-	if _, err := f.m.ApplySplit("db", "c", &shard.SplitAction{ID: ci.Map.Partition(0).ID, At: 1 << 63, Reason: shard.ReasonSize}); err != nil {
-		t.Fatal(err)
-	}
-	moved := f.coll(t).Map.Partition(1)
+	moved := f.splitInHalves(t)
 	src, dst, _ := newNodePair(t, f)
 	var steps []string
 	src.SetPeers(directPeers{cat: f.cat, to: dst, steps: &steps})

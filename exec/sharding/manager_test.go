@@ -62,8 +62,8 @@ func (f *managerFixture) coll(t *testing.T) *catalog.Coll {
 	return ci
 }
 
-// count reads filter and returns the documents it matches, each _id once.
-func (f *managerFixture) count(t *testing.T, filter string) int {
+// read returns the documents filter matches.
+func (f *managerFixture) read(t *testing.T, filter string) []bsoncore.Document {
 	t.Helper()
 	flt, err := query.CompileFilter(streamtest.ExtDoc(t, filter))
 	if err != nil {
@@ -77,6 +77,24 @@ func (f *managerFixture) count(t *testing.T, filter string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return docs
+}
+
+// splitInHalves splits the collection's one partition at the middle of the hash space and
+// returns the upper half, the one the tests move.
+func (f *managerFixture) splitInHalves(t *testing.T) shard.Partition {
+	t.Helper()
+	ci := f.coll(t)
+	if _, err := f.m.ApplySplit("db", "c", &shard.SplitAction{ID: ci.Map.Partition(0).ID, At: 1 << 63, Reason: shard.ReasonSize}); err != nil {
+		t.Fatal(err)
+	}
+	return f.coll(t).Map.Partition(1)
+}
+
+// count reads filter and returns the documents it matches, each _id once.
+func (f *managerFixture) count(t *testing.T, filter string) int {
+	t.Helper()
+	docs := f.read(t, filter)
 	seen := map[int32]bool{}
 	for _, d := range docs {
 		id := d.Lookup("_id").Int32()
@@ -110,11 +128,7 @@ func TestManagerSplitsBySize(t *testing.T) {
 // grace period is over the source range is deleted.
 func TestManagerMovePartition(t *testing.T) {
 	f := newManagerFixture(t, 1000, 1<<30)
-	ci := f.coll(t)
-	if _, err := f.m.ApplySplit("db", "c", &shard.SplitAction{ID: ci.Map.Partition(0).ID, At: 1 << 63, Reason: shard.ReasonSize}); err != nil {
-		t.Fatal(err)
-	}
-	moved := f.coll(t).Map.Partition(1)
+	moved := f.splitInHalves(t)
 	if err := f.m.MovePartition("db", "c", moved.ID, 1, "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -223,16 +237,13 @@ func TestManagerSplitToThroughput(t *testing.T) {
 // own loop could release, and the node never stopped (TestClusterKillDuringMoveBetweenNodes).
 func TestManagerRoundWhileDDLHeld(t *testing.T) {
 	f := newManagerFixture(t, 1000, 1<<30)
-	ci := f.coll(t)
-	if _, err := f.m.ApplySplit("db", "c", &shard.SplitAction{ID: ci.Map.Partition(0).ID, At: 1 << 63, Reason: shard.ReasonSize}); err != nil {
-		t.Fatal(err)
-	}
-	moved := f.coll(t).Map.Partition(1)
+	moved := f.splitInHalves(t)
 	f.m.moveGrace = 0 // the source range is due at once
 	if err := f.m.MovePartition("db", "c", moved.ID, 1, "test"); err != nil {
 		t.Fatal(err)
 	}
-	lo, hi := f.coll(t).Map.Range(1)
+	ci := f.coll(t)
+	lo, hi := ci.Map.Range(1)
 	source := func() int64 { n, _, _ := f.cat.Shards()[0].Stats(ci.Meta.ID, lo, hi); return n }
 	if source() == 0 {
 		t.Fatal("the moved range's source is empty before any round")

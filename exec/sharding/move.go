@@ -177,6 +177,14 @@ func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int, guards [
 // those on shard from, by a merge of the two ranges read from snapshots. pace, when not
 // nil, runs before each batch written to shard to.
 func (m *Manager) syncRange(ci *catalog.Coll, from, to int, lo, hi uint64, pace func()) (copyCount, error) {
+	return m.syncPass(ci, from, to, pace, func(src, dst catalog.Reader, rs *rangeSyncer) (copyCount, error) {
+		return m.diffRange(ci.Meta.ID, src, dst, lo, hi, rs)
+	})
+}
+
+// syncPass runs one pass of a local move: diff with snapshots of shards from and to, taken
+// now, and a rangeSyncer writing to shard to (pace runs before each of its batches).
+func (m *Manager) syncPass(ci *catalog.Coll, from, to int, pace func(), diff func(src, dst catalog.Reader, rs *rangeSyncer) (copyCount, error)) (copyCount, error) {
 	src, err := m.cat.Shards()[from].NewSnapshot()
 	if err != nil {
 		return copyCount{}, catalog.StoreError(err)
@@ -189,7 +197,7 @@ func (m *Manager) syncRange(ci *catalog.Coll, from, to int, lo, hi uint64, pace 
 	defer func() { _ = dst.Close() }()
 	rs := &rangeSyncer{ci: ci, db: m.cat.Shards()[to], pace: pace}
 	defer rs.Close()
-	return m.diffRange(ci.Meta.ID, src, dst, lo, hi, rs)
+	return diff(src, dst, rs)
 }
 
 // rangeSink receives the differences diffRange finds: put replaces document (hash, id),

@@ -88,12 +88,8 @@ func newNodePair(t *testing.T, f *managerFixture) (src, dst *Manager, dstCat *ca
 
 func TestManagerMovePartitionToNode(t *testing.T) {
 	f := newManagerFixture(t, 1000, 1<<30)
+	moved := f.splitInHalves(t)
 	ci := f.coll(t)
-	if _, err := f.m.ApplySplit("db", "c", &shard.SplitAction{ID: ci.Map.Partition(0).ID, At: 1 << 63, Reason: shard.ReasonSize}); err != nil {
-		t.Fatal(err)
-	}
-	ci = f.coll(t)
-	moved := ci.Map.Partition(1)
 	lo, hi := ci.Map.Range(1)
 	src, dst, dstCat := newNodePair(t, f)
 
