@@ -9,7 +9,10 @@
 #   deviceId+readingTime:  ping 32, c 32, a 32, agg 8 and 32, sortx 8, insert 8 and 32, then
 #   insert at 32 for SUSTAINED (the "sustained" row: a 10 s insert ends before compactions
 #   catch up, so it flatters whatever defers them)
-#   mbench pebble: raw Pebble's batched ingest, the storage ceiling
+#   mbench pebble: raw Pebble's batched ingest, the storage ceiling: of RECORDS records (a burst
+#   that fits in one memtable, issue 13's figure) and of PEBBLE_SUSTAINED records (as many as
+#   an insert run at 32 threads writes in DURATION, so that Pebble flushes and compacts as it
+#   does under the insert)
 #
 # Every run measures the server's CPU per op and RSS (mbench -pid). BINS names the binaries
 # to compare, "label=path ..." (default: this worktree's cleave, labelled cleave); with
@@ -19,7 +22,7 @@
 #
 # Usage: scripts/bench.sh [-short]        -short: 10,000 records, 3 s per run, to try it
 #   env: OUT (/tmp/cleave-bench), ROUNDS (1), RECORDS (100000), DURATION (10s), SUSTAINED (60s;
-#        0 skips it), BINS,
+#        0 skips it), PEBBLE_SUSTAINED (1000000; 0 skips it), BINS,
 #        README=1 rewrites README.md's table between <!-- bench:begin/end --> markers,
 #        PPROF=DIR saves a 5 s CPU profile of the server during every run into DIR.
 # Needs: go, ../shared/bench (mbench).
@@ -31,10 +34,12 @@ ROUNDS=${ROUNDS:-1}
 RECORDS=${RECORDS:-100000}
 DURATION=${DURATION:-10s}
 SUSTAINED=${SUSTAINED:-60s}
+PEBBLE_SUSTAINED=${PEBBLE_SUSTAINED:-1000000}
 if [ "${1:-}" = "-short" ]; then
 	RECORDS=10000
 	DURATION=3s
 	SUSTAINED=6s
+	PEBBLE_SUSTAINED=100000
 fi
 freeport() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 LIMIT_PORT=${LIMIT_PORT:-$(freeport)}
@@ -123,6 +128,10 @@ for round in $(seq "$ROUNDS"); do
 		done
 	done
 	"$MB" pebble -dir "$OUT/pebble" -records "$RECORDS" -docsize 1024 -out "$OUT/pebble-r$round.json" >"$OUT/pebble-r$round.txt"
+	if [ "$PEBBLE_SUSTAINED" != 0 ]; then
+		"$MB" pebble -dir "$OUT/pebble" -records "$PEBBLE_SUSTAINED" -docsize 1024 \
+			-out "$OUT/pebble-sustained-r$round.json" >"$OUT/pebble-sustained-r$round.txt"
+	fi
 done
 
 labels=$(printf '%s\n' $BINS | sed 's/=.*//' | paste -sd, -)

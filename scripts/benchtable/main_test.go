@@ -10,7 +10,7 @@ import (
 // TestBenchtableRender writes result files as scripts/bench.sh names them and checks the
 // table: medians over rounds, the fake server's column first, insert in docs/s, agg per
 // document examined, the sustained insert row, the pebble line with each column's insert rate as
-// a share of it.
+// a share of it, and of the sustained pebble ingest (median of its rounds).
 func TestBenchtableRender(t *testing.T) {
 	dir := t.TempDir()
 	write := func(rel, body string) {
@@ -34,6 +34,9 @@ func TestBenchtableRender(t *testing.T) {
 	write("cleave/shards1/agg-t8-r1.json", `{"workload":"agg","threads":8,"total":{"ops_per_s":5,"p99_us":100},"server":{"cpu_us_per_op":20000,"rss_max_kb":1024}}`)
 	write("cleave/shards1/agg-t32-r1.json", `{"workload":"agg","threads":32,"total":{"ops":0},"server":{"cpu_us_per_op":0,"rss_max_kb":2048}}`)
 	write("pebble-r1.json", `[{"name":"insert batch=100 nosync","records_per_s":123456.7},{"name":"get","records_per_s":1}]`)
+	write("pebble-sustained-r1.json", `[{"name":"insert batch=100 nosync","records_per_s":61728.4}]`)
+	write("pebble-sustained-r2.json", `[{"name":"insert batch=100 nosync","records_per_s":40000}]`)
+	write("pebble-sustained-r3.json", `[{"name":"insert batch=100 nosync","records_per_s":100000}]`)
 	rs, err := loadResults(dir, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +50,7 @@ func TestBenchtableRender(t *testing.T) {
 		"| agg, 8 |  | 5 ops/s, 2.00 µs CPU/doc examined, p99 100 µs, RSS 1 MiB |  |",
 		"| agg, 32 |  | no op completed in the window, RSS 2 MiB |  |",
 		"batched ingest (batches of 100, no sync): 123,457 records/s. Insert at 32 threads as a share of it: fake server 73%, 1 shard 25%.",
+		"as the insert does (the one above fits in a memtable): 61,728 records/s. Insert at 32 threads as a share of it: fake server 146%, 1 shard 50%.",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks %q:\n%s", want, got)

@@ -52,6 +52,9 @@ type results struct {
 	runs    map[key]map[column][]run
 	columns []column
 	pebble  []float64 // records/s of the batched, unsynced ingest
+	// pebbleSustained: the same ingest of as many records as an insert run writes
+	// (pebble-sustained-rROUND.json), long enough to flush and compact as the insert does.
+	pebbleSustained []float64
 }
 
 var runName = regexp.MustCompile(`^([a-z]+)-t(\d+)-r\d+\.json$`)
@@ -100,26 +103,39 @@ func loadResults(dir string, order []string) (*results, error) {
 		}
 		return cmp.Or(cmp.Compare(ai, bi), strings.Compare(a.label, b.label))
 	})
-	pebbles, err := filepath.Glob(filepath.Join(dir, "pebble-r*.json"))
+	if rs.pebble, err = loadIngest(filepath.Join(dir, "pebble-r*.json")); err != nil {
+		return nil, err
+	}
+	if rs.pebbleSustained, err = loadIngest(filepath.Join(dir, "pebble-sustained-r*.json")); err != nil {
+		return nil, err
+	}
+	if len(rs.runs) == 0 {
+		return nil, fmt.Errorf("no result files under %s", dir)
+	}
+	return rs, nil
+}
+
+// loadIngest returns the records/s of the batched ingest phase of every `mbench pebble -out`
+// file matching pattern.
+func loadIngest(pattern string) ([]float64, error) {
+	files, err := filepath.Glob(pattern)
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range pebbles {
+	var out []float64
+	for _, f := range files {
 		var ps []phase
 		if err := readJSON(f, &ps); err != nil {
 			return nil, err
 		}
 		for _, p := range ps {
 			if strings.HasPrefix(p.Name, "insert batch") {
-				rs.pebble = append(rs.pebble, p.RecPerSec)
+				out = append(out, p.RecPerSec)
 				break
 			}
 		}
 	}
-	if len(rs.runs) == 0 {
-		return nil, fmt.Errorf("no result files under %s", dir)
-	}
-	return rs, nil
+	return out, nil
 }
 
 // setupOrder sorts the fake server first, then one shard, then two.
