@@ -71,7 +71,7 @@ start() { # start BIN SHARDS: a fresh server on a free port; sets PID and URI
 	echo "server did not start, see $OUT/server.log" >&2
 	exit 1
 }
-stop() { kill "$PID"; wait "$PID" || true; PID=; }
+stop() { kill "$PID"; wait "$PID" || true; PID=; rm -rf "$OUT/data"; } # a run leaves gigabytes
 
 run() { # run DIR PID WORKLOAD THREADS URI ROUND [ROW DURATION]: ROW names the result file
 	local name=${7:-$3}-t$4-r$6 prof= cpid=
