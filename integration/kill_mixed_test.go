@@ -30,7 +30,8 @@ func TestKillMixedWorkload(t *testing.T) {
 	// A partition splits at 12 kB, about 150 of the workload's documents, so that it splits
 	// in the first rounds however slowly a loaded machine inserts (at 40 kB, 500 documents
 	// inserted in 20 rounds on a busy CI runner did not always split).
-	srv := startServer(t, "--shards", "2", "--partition-max-bytes", "12000", "--partition-check-interval", "50ms")
+	srv := startServer(t, "--shards", "2", "--partition-max-bytes", "12000", "--partition-check-interval", "50ms",
+		"--balance-min-bytes", "0")
 	c := srv.client(t)
 	shardColl(t, c, "killmixed.c", "region", bson.E{Key: "numInitialChunks", Value: 1})
 	// A secondary index on the counter: every $inc moves an index entry.

@@ -261,7 +261,8 @@ func TestShardLoadSplit(t *testing.T) {
 // map agrees with the data; three rounds on the same data.
 func TestShardKillDuringSplitsAndMoves(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, "--shards", "2", "--partition-max-bytes", "40000", "--partition-check-interval", "50ms")
+	srv := startServer(t, "--shards", "2", "--partition-max-bytes", "40000", "--partition-check-interval", "50ms",
+		"--balance-min-bytes", "0")
 	shardColl(t, srv.client(t), "killsplit.people", "region", bson.E{Key: "numInitialChunks", Value: 1})
 	acked := map[int32]bool{}
 	for round := 0; round < 3; round++ {

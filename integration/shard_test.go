@@ -250,11 +250,45 @@ func TestShardCustomActionCreateCollection(t *testing.T) {
 	waitFor(t, 20*time.Second, "throughput split", func() bool { return numPartitions(t, db, "coll") >= 6 })
 }
 
+// TestShardMoveChunkStays: the chunk a user's moveChunk moved stays on its new shard, as on
+// MongoDB, whose balancer moves nothing for a collection until two shards' data differs by
+// three range sizes (--balance-min-bytes, 384 MiB). The bytes balancer used to move it back
+// at its next round, 60 ms later.
+func TestShardMoveChunkStays(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2", "--partition-check-interval", "50ms")
+	c := srv.client(t)
+	ctx := context.Background()
+	dbn := dbName(t)
+	ns := dbn + ".c"
+	shardColl(t, c, ns, "tenant", bson.E{Key: "numInitialChunks", Value: 2})
+	if n := chunksOn(t, c, ns, "shard-0"); n != 1 {
+		t.Fatalf("%d chunks on shard-0 after shardCollection, want 1: %v", n, clusterChunks(t, c, ns))
+	}
+	docs := make([]any, 500)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: i}, {Key: "tenant", Value: i % 20}}
+	}
+	coll := c.Database(dbn).Collection("c")
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	moveChunkTo(t, c, ns, "tenant", "shard-0", "shard-1")
+	time.Sleep(time.Second) // twenty rounds of the partition manager
+	if n := chunksOn(t, c, ns, "shard-1"); n != 2 {
+		t.Fatalf("%d chunks on shard-1 a second after the move, want 2: %v\n%s", n, clusterChunks(t, c, ns), srv.log.String())
+	}
+	if n, err := coll.CountDocuments(ctx, bson.D{}); err != nil || n != int64(len(docs)) {
+		t.Fatalf("%d documents (%v), want %d", n, err, len(docs))
+	}
+}
+
 // TestShardCollectionExisting shards a filled collection: every document stays findable
 // by _id, shard key and secondary index, and the balancer spreads it over two shards.
 func TestShardCollectionExisting(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, "--shards", "2", "--partition-check-interval", "100ms")
+	// Its 3,000 documents are far below MongoDB's migration threshold (--balance-min-bytes).
+	srv := startServer(t, "--shards", "2", "--partition-check-interval", "100ms", "--balance-min-bytes", "0")
 	c := srv.client(t)
 	ctx := context.Background()
 	db := c.Database("existing")

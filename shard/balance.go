@@ -96,7 +96,8 @@ func (r *round) moveChild(a *SplitAction, from int, rightRU float64) {
 
 // balance pairs the free shards by m, fullest with emptiest, and moves one partition within
 // each pair whose imbalance exceeds BalanceThreshold of the fuller shard and the average
-// partition. For load, only shards of different nodes count as a pair.
+// partition, and for bytes BalanceMinBytes. For load, only shards of different nodes count as
+// a pair.
 func (r *round) balance(m metric) {
 	var free []*shardStat
 	for _, s := range r.shards {
@@ -120,6 +121,9 @@ func (r *round) balance(m metric) {
 		}
 		diff := m.shard(src) - m.shard(dst)
 		if diff <= r.p.opts.BalanceThreshold*m.shard(src) || diff <= avg {
+			continue
+		}
+		if m.reason == ReasonBalanceBytes && diff < float64(r.p.opts.BalanceMinBytes) {
 			continue
 		}
 		if m.reason == ReasonBalanceLoad && m.shard(src) < r.p.opts.BalanceMinRU {
@@ -172,7 +176,8 @@ func (r *round) bytesStayBalanced(src, dst *shardStat, b float64) bool {
 	for i := range r.v.Partitions {
 		total += float64(r.v.Partitions[i].Bytes)
 	}
-	return diff <= r.p.opts.BalanceThreshold*max(s, d) || diff <= total/float64(len(r.v.Partitions))
+	return diff <= r.p.opts.BalanceThreshold*max(s, d) || diff <= total/float64(len(r.v.Partitions)) ||
+		diff < float64(r.p.opts.BalanceMinBytes)
 }
 
 // drain moves, from each draining shard that is free, its first partition nothing else

@@ -43,6 +43,12 @@ func TestPolicyBalanceBytes(t *testing.T) {
 		{"OnlyOneShard", []int{0, 0}, []int64{40 * g, 1}, nil, nil},
 		{"TwoPairs", []int{0, 0, 0, 0, 0, 0, 2, 2, 2, 3}, []int64{g, g, g, g, g, g, g, g, g, g},
 			[]int{0, 1, 2, 3}, []MoveAction{{ID: 1, From: 0, To: 1}, {ID: 7, From: 2, To: 3}}},
+		// MongoDB's migration threshold: below 384 MiB of difference nothing moves (a small
+		// collection stays where a user's moveChunk put it), from it the balancer does.
+		{"BelowMinBytes", []int{1, 1}, []int64{100 << 10, 100 << 10}, []int{0, 1}, nil},
+		{"JustBelowMinBytes", []int{0, 0}, []int64{192<<20 - 1, 192<<20 - 1}, []int{0, 1}, nil},
+		{"AtMinBytes", []int{0, 0}, []int64{192 << 20, 192 << 20}, []int{0, 1},
+			[]MoveAction{{ID: 1, From: 0, To: 1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			acts := p.Decide(shardsView(t, tc.shardOf, tc.bytes, tc.shards), time.Now())
@@ -105,6 +111,14 @@ func TestPolicyBalanceLoad(t *testing.T) {
 	v.Partitions[2].RUPerSec = 300
 	if acts := p.Decide(v, time.Now()); len(acts) != 0 {
 		t.Fatalf("load move unbalancing bytes: %s", describe(acts))
+	}
+	// A small collection's bytes (3:1, but 200 MiB apart: below BalanceMinBytes) do not hold
+	// back a load move: the bytes balancer would not move anything back.
+	v = shardsView(t, []int{0, 1, 0, 1}, []int64{100 << 20, 100 << 20, 100 << 20, 100 << 20}, []int{0, 1})
+	v.Partitions[0].RUPerSec = 300
+	v.Partitions[2].RUPerSec = 300
+	if a, ok := onlyAction(t, p.Decide(v, time.Now())).(*MoveAction); !ok || a.Reason != ReasonBalanceLoad || a.ID != 1 {
+		t.Fatalf("got %+v, want partition 1 moving for load", a)
 	}
 	// Below BalanceMinRU, load differences are noise.
 	v = shardsView(t, []int{0, 1, 0, 1}, []int64{GiB, GiB, 1 << 20, 1 << 20}, []int{0, 1})
@@ -185,7 +199,7 @@ func TestPolicyLoadMovesOnlyBetweenNodes(t *testing.T) {
 }
 
 func TestPolicyBusy(t *testing.T) {
-	p := mustPolicy(t, Options{PartitionMaxBytes: 100})
+	p := mustPolicy(t, Options{PartitionMaxBytes: 100, BalanceMinBytes: -1})
 	v := shardsView(t, []int{0, 0, 0, 1}, []int64{1000, 10, 10, 10}, []int{0, 1})
 	v.Partitions[0].Busy = true
 	if acts := p.Decide(v, time.Now()); len(acts) != 0 {
@@ -268,7 +282,7 @@ func FuzzPolicyDecide(f *testing.F) {
 // valid splits, changes each partition at most once, uses each shard in at most one move, and
 // that its actions apply cleanly to the map.
 func checkDecide(t *testing.T, seed uint64) {
-	p := mustPolicy(t, Options{PartitionMaxBytes: 100, PartitionMaxRU: 1000, SplitMinSamples: 1})
+	p := mustPolicy(t, Options{PartitionMaxBytes: 100, PartitionMaxRU: 1000, SplitMinSamples: 1, BalanceMinBytes: -1})
 	rng := rand.New(rand.NewPCG(seed, 6))
 	now := time.Unix(1e9, 0)
 	v, m := randomView(t, rng, now)

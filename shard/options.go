@@ -39,6 +39,12 @@ type Options struct {
 	// BalanceThreshold is the imbalance between the fullest and the emptiest shard, as a
 	// share of the fullest, above which the balancer moves a partition. Default 0.2.
 	BalanceThreshold float64
+	// BalanceMinBytes is the difference between two shards' bytes of a collection below
+	// which the balancer moves nothing for bytes, whatever BalanceThreshold says: MongoDB's
+	// migration threshold (three times its 128 MiB range size since 6.0), so that a small
+	// collection stays where it was placed, or where a user's moveChunk put it, instead of
+	// moving to even out kilobytes. Default 384 MiB; negative means no minimum.
+	BalanceMinBytes int64
 	// BalanceMinRU is the load the busiest shard must carry before the balancer moves
 	// partitions for load (below it, load differences are noise). Default SplitLoadRU/2.
 	BalanceMinRU float64
@@ -68,6 +74,7 @@ func (o *Options) EnsureDefaults() *Options {
 	setDefault(&o.SplitMaxContained, 0.5)
 	setDefault(&o.SplitMinSamples, 100)
 	setDefault(&o.BalanceThreshold, 0.2)
+	setDefault(&o.BalanceMinBytes, 3*128<<20)
 	setDefault(&o.BalanceMinRU, o.SplitLoadRU/2)
 	setDefault(&o.MeterHalfLife, 10*time.Second)
 	setDefault(&o.SampleRU, 8)

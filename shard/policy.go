@@ -52,8 +52,9 @@ func (p *Policy) Options() Options { return p.opts }
 //     hashes present, when known).
 //   - balance: shards paired fullest with emptiest (then second with second-last, …); a pair
 //     whose difference exceeds BalanceThreshold of the fuller one and the average partition
-//     moves the partition that best halves the difference. Bytes first, then load (only
-//     between shards of different nodes).
+//     (and for bytes BalanceMinBytes, MongoDB's migration threshold) moves the partition that
+//     best halves the difference. Bytes first, then load (only between shards of different
+//     nodes).
 //   - drain: before balancing, each draining shard moves its first movable partition (in
 //     hash order) to the free shard holding the fewest bytes that is not draining; draining
 //     shards take no part in balancing.

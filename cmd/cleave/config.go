@@ -71,8 +71,10 @@ type Config struct {
 	SplitLoadRU              float64
 	SplitLoadWindow          time.Duration
 	LogicalPartitionMaxBytes int64
-	MaxParallelism           int
-	PartitionCheckInterval   time.Duration
+	// BalanceMinBytes is shard.Options.BalanceMinBytes; 0 means no minimum.
+	BalanceMinBytes        int64
+	MaxParallelism         int
+	PartitionCheckInterval time.Duration
 	// ThrottleRetryMS is how long a request out of budget waits for it before 16500;
 	// RequestUnits false turns metering and throttling off (to measure their cost).
 	ThrottleRetryMS int
@@ -155,6 +157,7 @@ func parseConfig(args []string) (Config, error) {
 	fs.Float64Var(&c.SplitLoadRU, "split-load-ru", envFloat("SPLIT_LOAD_RU", 0), "measured RU/s above which a partition splits by load (0: 0.8 x --max-partition-ru)")
 	fs.DurationVar(&c.SplitLoadWindow, "split-load-window", envDuration("SPLIT_LOAD_WINDOW", 10*time.Second), "how long a partition must stay above --split-load-ru before it splits")
 	fs.Int64Var(&c.LogicalPartitionMaxBytes, "logical-partition-max-bytes", envInt64("LOGICAL_PARTITION_MAX_BYTES", 20<<30), "most bytes the documents of one shard-key value may hold")
+	fs.Int64Var(&c.BalanceMinBytes, "balance-min-bytes", envInt64("BALANCE_MIN_BYTES", 3*128<<20), "difference between two shards' bytes of a collection below which the balancer moves nothing (MongoDB's migration threshold, three times its range size; 0: no minimum)")
 	fs.IntVar(&c.MaxParallelism, "max-parallelism", envInt("MAX_PARALLELISM", 0), "most shards one query reads at once (0: all), like the Cosmos DB SDK's MaxDegreeOfParallelism")
 	fs.DurationVar(&c.PartitionCheckInterval, "partition-check-interval", envDuration("PARTITION_CHECK_INTERVAL", time.Second), "how often the partition manager decides splits and moves")
 	fs.IntVar(&c.ThrottleRetryMS, "throttle-retry-ms", envInt("THROTTLE_RETRY_MS", 0), "how long a request whose partition is out of budget waits for it before failing with 16500 (0: fails at once, as Cosmos DB)")
@@ -247,6 +250,9 @@ func (c *Config) validate() error {
 	}
 	if c.PartitionMaxBytes < 1 {
 		errs = append(errs, fmt.Errorf("--partition-max-bytes %d: must be positive", c.PartitionMaxBytes))
+	}
+	if c.BalanceMinBytes < 0 {
+		errs = append(errs, fmt.Errorf("--balance-min-bytes %d: must not be negative", c.BalanceMinBytes))
 	}
 	if c.MaxPartitionRU <= 0 {
 		errs = append(errs, fmt.Errorf("--max-partition-ru %g: must be positive", c.MaxPartitionRU))
@@ -382,4 +388,13 @@ func (c *Config) parsedNet(host, port string) bsoncore.Document {
 		b.AppendDocument("tls", t.Build())
 	}
 	return b.Build()
+}
+
+// balanceMinBytes maps --balance-min-bytes to shard.Options.BalanceMinBytes, whose zero is
+// its default and whose negative values mean no minimum.
+func balanceMinBytes(flag int64) int64 {
+	if flag == 0 {
+		return -1
+	}
+	return flag
 }

@@ -124,6 +124,7 @@ func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (
 			SplitLoadRU:              cfg.SplitLoadRU,
 			SplitLoadWindow:          cfg.SplitLoadWindow,
 			LogicalPartitionMaxBytes: cfg.LogicalPartitionMaxBytes,
+			BalanceMinBytes:          balanceMinBytes(cfg.BalanceMinBytes),
 			ThrottleWait:             time.Duration(cfg.ThrottleRetryMS) * time.Millisecond,
 			Unmetered:                !cfg.RequestUnits,
 		},
