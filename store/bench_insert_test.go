@@ -14,22 +14,34 @@ import (
 // entry (increasing), a metricValue entry (random) and a deviceId+readingTime entry (1,000
 // devices), unsynced. KeyOrder is the store's behaviour (a batch enters Pebble in key order,
 // batch_sort.go); WriteOrder enters each document's writes before the next document's, as
-// the store did before, to show what the order saves in the memtable:
+// the store did before, to show what the order saves in the memtable. Hashed is KeyOrder with
+// the documents of a collection sharded on hashed deviceId (1,000 devices): each document's
+// key starts with its device's hash instead of 0, so that documents are ordered by device and
+// every flush holds documents all over the collection's range, where increasing _ids of an
+// unsharded collection make each flush's documents follow the previous ones':
 //
 //	go test ./store -run '^$' -bench 'BenchmarkInsertBatch' -benchtime 2000x -count 6
 func BenchmarkInsertBatch(b *testing.B) {
-	for _, name := range []string{"KeyOrder", "WriteOrder"} {
+	for _, name := range []string{"KeyOrder", "WriteOrder", "Hashed"} {
 		b.Run(name, func(b *testing.B) {
 			db := openBenchDB(b)
 			r := rand.New(rand.NewPCG(1, 1))
 			noise := telemetryNoise(r)
+			devices := make([]uint64, 1000)
+			for i := range devices {
+				devices[i] = r.Uint64()
+			}
 			n := 0
 			b.ReportAllocs()
 			cpu0 := benchCPU(b)
 			for b.Loop() {
 				batch := db.NewBatch()
 				for range 100 {
-					addTelemetryDoc(batch, n, 0, r, noise)
+					var hash uint64
+					if name == "Hashed" {
+						hash = devices[r.IntN(len(devices))]
+					}
+					addTelemetryDoc(batch, n, hash, r, noise)
 					if name == "WriteOrder" {
 						batch.flushPending()
 					}
