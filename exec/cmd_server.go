@@ -47,10 +47,6 @@ func (e *Executor) addServerCommands(add func(*command, ...string)) {
 // ping answers {ok: 1}.
 func (e *Executor) ping(_ context.Context, _ *request) error { return nil }
 
-// okCommand answers {ok: 1} for commands that have nothing to do in a single-process
-// server: sessions hold no server-side state until transactions exist.
-func (e *Executor) okCommand(_ context.Context, _ *request) error { return nil }
-
 // buildInfo reports the MongoDB version cleave is compatible with.
 func (e *Executor) buildInfo(_ context.Context, r *request) error {
 	out := r.out

@@ -31,7 +31,8 @@ func (e *Executor) addShardCommands(add func(*command, ...string)) {
 	add(&command{run: e.getShardVersion, action: auth.ActionClusterAdmin, help: "a sharded collection's version", adminOnly: true}, "getShardVersion", "getshardversion")
 	add(&command{run: e.getShardMap, action: auth.ActionClusterAdmin, help: "the shards and their hosts", adminOnly: true}, "getShardMap")
 	add(&command{run: e.moveChunk, action: auth.ActionClusterAdmin, help: "move the partition holding a shard-key value to a shard", adminOnly: true}, "moveChunk", "movechunk")
-	add(&command{run: e.okCommand, action: auth.ActionClusterAdmin, help: "accepted; the balancer always runs", adminOnly: true}, "balancerStart", "balancerStop")
+	add(&command{run: e.balancerSwitch(true), action: auth.ActionClusterAdmin, help: "let the partition manager move partitions to balance shards", adminOnly: true}, "balancerStart")
+	add(&command{run: e.balancerSwitch(false), action: auth.ActionClusterAdmin, help: "stop the partition manager's balancing moves (splits and moveChunk go on)", adminOnly: true}, "balancerStop")
 	add(&command{run: e.checkMetadataConsistency, action: auth.ActionClusterAdmin, help: "check the partition maps of a cluster, database or collection"}, "checkMetadataConsistency")
 }
 
@@ -336,9 +337,24 @@ func (e *Executor) getShardMap(_ context.Context, r *request) error {
 	return nil
 }
 
+// balancerSwitch returns the command that turns the balancer on or off (balancerStart,
+// balancerStop): config.settings' balancer document, as on MongoDB (sharding/balancer.go).
+func (e *Executor) balancerSwitch(on bool) func(context.Context, *request) error {
+	return func(_ context.Context, r *request) error {
+		if e.remote != nil {
+			return mongoerr.New(mongoerr.NotImplemented, "%s is not supported in cluster mode yet: the balancer always runs", r.name)
+		}
+		return e.shards.SetBalancer(on)
+	}
+}
+
 // balancerStatus answers {balancerStatus: 1} in MongoDB's shape.
 func (e *Executor) balancerStatus(_ context.Context, r *request) error {
-	out := bsoncore.AppendStringElement(r.out, "mode", "full")
+	mode := "full"
+	if !e.shards.BalancerOn() {
+		mode = "off"
+	}
+	out := bsoncore.AppendStringElement(r.out, "mode", mode)
 	out = bsoncore.AppendBooleanElement(out, "inBalancerRound", false)
 	out = bsoncore.AppendInt64Element(out, "numBalancerRounds", e.shards.Rounds())
 	r.out = out

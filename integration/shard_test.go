@@ -258,7 +258,19 @@ func TestShardMoveChunkStays(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t, "--shards", "2", "--partition-check-interval", "50ms")
 	c := srv.client(t)
-	ctx := context.Background()
+	ns := smallCollOnShard1(t, c)
+	time.Sleep(time.Second) // twenty rounds of the partition manager
+	if n := chunksOn(t, c, ns, "shard-1"); n != 2 {
+		t.Fatalf("%d chunks on shard-1 a second after the move, want 2: %v\n%s", n, clusterChunks(t, c, ns), srv.log.String())
+	}
+	countSmallColl(t, c, ns)
+}
+
+// smallCollOnShard1 shards a collection on hashed tenant in two chunks, one per shard,
+// inserts 500 small documents (countSmallColl counts them) and moves the chunk of shard-0 to
+// shard-1; it returns the namespace.
+func smallCollOnShard1(t *testing.T, c *mongo.Client) string {
+	t.Helper()
 	dbn := dbName(t)
 	ns := dbn + ".c"
 	shardColl(t, c, ns, "tenant", bson.E{Key: "numInitialChunks", Value: 2})
@@ -269,18 +281,62 @@ func TestShardMoveChunkStays(t *testing.T) {
 	for i := range docs {
 		docs[i] = bson.D{{Key: "_id", Value: i}, {Key: "tenant", Value: i % 20}}
 	}
-	coll := c.Database(dbn).Collection("c")
-	if _, err := coll.InsertMany(ctx, docs); err != nil {
+	if _, err := c.Database(dbn).Collection("c").InsertMany(context.Background(), docs); err != nil {
 		t.Fatal(err)
 	}
 	moveChunkTo(t, c, ns, "tenant", "shard-0", "shard-1")
+	return ns
+}
+
+// countSmallColl checks that the collection smallCollOnShard1 filled holds its 500 documents.
+func countSmallColl(t *testing.T, c *mongo.Client, ns string) {
+	t.Helper()
+	dbn, coll, _ := strings.Cut(ns, ".")
+	if n, err := c.Database(dbn).Collection(coll).CountDocuments(context.Background(), bson.D{}); err != nil || n != 500 {
+		t.Fatalf("%d documents (%v), want 500", n, err)
+	}
+}
+
+// TestShardBalancerStop: mongosh's sh.stopBalancer() stops the partition manager's balancing
+// moves, and says so (sh.getBalancerState(), balancerStatus, config.settings) across a
+// restart; moveChunk still moves; sh.startBalancer() lets the balancer even the shards out
+// again. With --balance-min-bytes 0 the bytes balancer moves a few kilobytes (as
+// TestShardMoveChunkStays shows the default does not), which makes it visible here.
+func TestShardBalancerStop(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2", "--partition-check-interval", "50ms", "--balance-min-bytes", "0")
+	state := func() string {
+		t.Helper()
+		return strings.TrimSpace(srv.mongosh(t, "admin", "--eval",
+			`print(sh.getBalancerState(), db.adminCommand({balancerStatus: 1}).mode)`))
+	}
+	if got := state(); got != "true full" {
+		t.Fatalf("balancer state at start: %q", got)
+	}
+	srv.mongosh(t, "admin", "--eval", `sh.stopBalancer()`)
+	if got := state(); got != "false off" {
+		t.Fatalf("balancer state after sh.stopBalancer(): %q", got)
+	}
+	c := srv.client(t)
+	ns := smallCollOnShard1(t, c)
 	time.Sleep(time.Second) // twenty rounds of the partition manager
 	if n := chunksOn(t, c, ns, "shard-1"); n != 2 {
-		t.Fatalf("%d chunks on shard-1 a second after the move, want 2: %v\n%s", n, clusterChunks(t, c, ns), srv.log.String())
+		t.Fatalf("%d chunks on shard-1 with the balancer stopped, want 2: %v", n, clusterChunks(t, c, ns))
 	}
-	if n, err := coll.CountDocuments(ctx, bson.D{}); err != nil || n != int64(len(docs)) {
-		t.Fatalf("%d documents (%v), want %d", n, err, len(docs))
+	srv.stop()
+	srv.restart()
+	c = srv.client(t)
+	if got := state(); got != "false off" {
+		t.Fatalf("balancer state after a restart: %q", got)
 	}
+	srv.mongosh(t, "admin", "--eval", `sh.startBalancer()`)
+	if got := state(); got != "true full" {
+		t.Fatalf("balancer state after sh.startBalancer(): %q", got)
+	}
+	waitFor(t, 20*time.Second, "the balancer moves a chunk back to shard-0", func() bool {
+		return chunksOn(t, c, ns, "shard-0") == 1
+	})
+	countSmallColl(t, c, ns)
 }
 
 // TestShardCollectionExisting shards a filled collection: every document stays findable

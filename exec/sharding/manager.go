@@ -58,7 +58,8 @@ func (m *Manager) managerRound() {
 			m.log.Warn("cannot write the config collections", zap.Error(err))
 		}
 	}
-	if m.decidesMoves() {
+	balancing := m.BalancerOn() // balancer.go
+	if balancing && m.decidesMoves() {
 		m.drainUnsharded()
 	}
 	var colls []*store.Collection
@@ -69,14 +70,16 @@ func (m *Manager) managerRound() {
 			return
 		default:
 		}
-		if err := m.decideCollection(c); err != nil {
+		if err := m.decideCollection(c, balancing); err != nil {
 			m.log.Warn("partition manager", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
 		}
 	}
 }
 
-// decideCollection asks the policy about one collection and carries out its actions.
-func (m *Manager) decideCollection(c *store.Collection) error {
+// decideCollection asks the policy about one collection and carries out its actions; the
+// moves only while balancing (the balancer's switch, balancer.go): splits otherwise, a load
+// split's right child staying on its shard.
+func (m *Manager) decideCollection(c *store.Collection, balancing bool) error {
 	ci, err := m.cat.Info(c)
 	if err != nil {
 		return err
@@ -86,6 +89,14 @@ func (m *Manager) decideCollection(c *store.Collection) error {
 	var hot []shard.HotKeyReport
 	changed := false
 	for _, a := range actions {
+		if !balancing {
+			if _, ok := a.(*shard.MoveAction); ok {
+				continue
+			}
+			if s, ok := a.(*shard.SplitAction); ok {
+				s.MoveRight = false
+			}
+		}
 		if !m.actsLocally(ci, a) {
 			continue
 		}
