@@ -1,12 +1,13 @@
 package sharding
 
 import (
-	"bytes"
+	"errors"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/write"
+	"github.com/cleavedb/cleave/store"
 )
 
 // The balancer's switch (balancerStop, balancerStart; mongosh's sh.stopBalancer() and
@@ -20,6 +21,9 @@ import (
 // that would stop it answer NotImplemented.
 
 const balancerID = "balancer"
+
+// balancerKey is {_id: "balancer"}, the key of the balancer's document.
+var balancerKey = bsoncore.NewDocumentBuilder().AppendString("_id", balancerID).Build()
 
 // BalancerOn reports whether the balancer runs: config.settings has no balancer document,
 // or one whose mode is not "off" and which is not stopped.
@@ -50,25 +54,16 @@ func (m *Manager) balancerDoc() (bsoncore.Document, error) {
 	if err != nil || ci == nil {
 		return nil, err
 	}
-	id := bsoncore.AppendStringElement(nil, "_id", balancerID)
-	_, want := catalog.DocID(bsoncore.BuildDocument(nil, id), nil)
-	for i := 0; i < ci.Map.Len(); i++ {
-		lo, hi := ci.Map.Range(i)
-		it, err := m.cat.Shards()[ci.Map.Partition(i).Shard].NewDocIter(ci.Meta.ID, lo, hi)
-		if err != nil {
-			return nil, catalog.StoreError(err)
-		}
-		for it.Next() {
-			if bytes.Equal(it.ID(), want) {
-				doc := append(bsoncore.Document(nil), it.Doc()...)
-				return doc, catalog.StoreError(it.Close())
-			}
-		}
-		if err := it.Close(); err != nil {
-			return nil, catalog.StoreError(err)
-		}
+	_, id := catalog.DocID(balancerKey, nil)
+	hash, err := ci.ShardHash(balancerKey)
+	if err != nil {
+		return nil, err
 	}
-	return nil, nil
+	doc, err := m.cat.Shards()[ci.Map.Partition(ci.Map.Locate(hash)).Shard].GetDoc(ci.Meta.ID, hash, id, nil)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return doc, catalog.StoreError(err)
 }
 
 // SetBalancer writes the balancer's switch into config.settings, synced. Turning it off
