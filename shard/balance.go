@@ -76,7 +76,7 @@ func findShard(stats []*shardStat, id int) *shardStat {
 // shards.
 func (r *round) moveChild(a *SplitAction, from int, rightRU float64) {
 	src := findShard(r.shards, from)
-	if len(r.shards) < 2 || src.busy || src.used {
+	if len(r.shards) < 2 || src.busy || src.used || r.v.NoMoves {
 		return
 	}
 	var dst *shardStat

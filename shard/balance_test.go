@@ -150,6 +150,45 @@ func TestPolicyLoadSplitMovesChild(t *testing.T) {
 	}
 }
 
+// TestPolicyNoMoves: with the balancer stopped the policy still splits, and moves nothing:
+// no bytes balancing, no draining, and a load split's right child stays.
+func TestPolicyNoMoves(t *testing.T) {
+	p := mustPolicy(t, Options{PartitionMaxRU: 1000})
+	now := time.Now()
+	v := shardsView(t, []int{0, 0, 0, 0}, []int64{10 * GiB, 10 * GiB, 10 * GiB, 10 * GiB}, []int{0, 1, 2})
+	v.Draining = []int{0}
+	v.Partitions[1].RUPerSec = 2000
+	v.Partitions[1].LoadAboveSince = now.Add(-time.Minute)
+	lo, hi := v.Partitions[1].Lo, v.Partitions[1].Hi
+	mid := lo + (hi-lo)/2
+	v.Partitions[1].Samples = []KeySample{{Hash: mid, Count: 500, Left: 250, Right: 250}}
+	if moves := countMoves(p.Decide(v, now)); moves == 0 {
+		t.Fatal("the balancer running: no move to test against")
+	}
+	v.NoMoves = true
+	acts := p.Decide(v, now)
+	a, ok := onlyAction(t, acts).(*SplitAction)
+	if !ok || a.MoveRight || a.Reason != ReasonLoad {
+		t.Fatalf("got %s, want only a load split keeping its right child", describe(acts))
+	}
+}
+
+// countMoves counts the moves of acts, a load split moving its right child included.
+func countMoves(acts []Action) int {
+	n := 0
+	for _, a := range acts {
+		switch a := a.(type) {
+		case *MoveAction:
+			n++
+		case *SplitAction:
+			if a.MoveRight {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // TestPolicyLoadMovesOnlyBetweenNodes: a move for load goes to a shard of another node only
 // (CollectionView.Nodes); moves for bytes go anywhere.
 func TestPolicyLoadMovesOnlyBetweenNodes(t *testing.T) {

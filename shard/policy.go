@@ -58,6 +58,9 @@ func (p *Policy) Options() Options { return p.opts }
 //   - drain: before balancing, each draining shard moves its first movable partition (in
 //     hash order) to the free shard holding the fewest bytes that is not draining; draining
 //     shards take no part in balancing.
+//
+// With v.NoMoves (the balancer stopped) only the split rules apply, a load split's right
+// child staying where it is.
 func (p *Policy) Decide(v CollectionView, now time.Time) []Action {
 	if len(v.Partitions) == 0 {
 		return nil
@@ -67,9 +70,11 @@ func (p *Policy) Decide(v CollectionView, now time.Time) []Action {
 		r.partition(i)
 	}
 	r.throughput()
-	r.drain()
-	r.balance(bytesMetric)
-	r.balance(loadMetric)
+	if !v.NoMoves {
+		r.drain()
+		r.balance(bytesMetric)
+		r.balance(loadMetric)
+	}
 	return r.actions
 }
 

@@ -65,6 +65,9 @@ type CollectionView struct {
 	// means to relieve, whose CPUs and disk both shards share. A shard missing from Nodes
 	// (or nil Nodes) counts as a node of its own.
 	Nodes map[int]string
+	// NoMoves: the balancer is stopped (balancerStop). The policy then proposes splits only:
+	// no draining, no balancing, and a load split's right child stays on its shard.
+	NoMoves bool
 	// Partitions in hash order, tiling the hash space like a Map.
 	Partitions []PartitionView
 }

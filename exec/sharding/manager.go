@@ -76,27 +76,19 @@ func (m *Manager) managerRound() {
 	}
 }
 
-// decideCollection asks the policy about one collection and carries out its actions; the
-// moves only while balancing (the balancer's switch, balancer.go): splits otherwise, a load
-// split's right child staying on its shard.
+// decideCollection asks the policy about one collection and carries out its actions; it asks
+// for splits only unless balancing (the balancer's switch, balancer.go).
 func (m *Manager) decideCollection(c *store.Collection, balancing bool) error {
 	ci, err := m.cat.Info(c)
 	if err != nil {
 		return err
 	}
 	v := m.CollectionView(ci)
+	v.NoMoves = !balancing
 	actions := m.policy.Decide(v, time.Now())
 	var hot []shard.HotKeyReport
 	changed := false
 	for _, a := range actions {
-		if !balancing {
-			if _, ok := a.(*shard.MoveAction); ok {
-				continue
-			}
-			if s, ok := a.(*shard.SplitAction); ok {
-				s.MoveRight = false
-			}
-		}
 		if !m.actsLocally(ci, a) {
 			continue
 		}
