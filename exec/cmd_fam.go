@@ -198,7 +198,7 @@ func (e *Executor) compileFAM(db string, a *famArgs, ci *catalog.Coll, create bo
 		Sync: a.wc.Sync(), KeepImages: true, Bypass: a.bypass}
 	if !a.remove {
 		opts := updateOptions(a.update, a.arrayFilters, a.let, nil)
-		opts.Timestamp, opts.KeepEmptyTimestamps, opts.Collator = e.clockTimestamp, a.bypassTs, coll
+		opts.Timestamp, opts.KeepEmptyTimestamps, opts.Collator = e.clock.Timestamp, a.bypassTs, coll
 		if op.Upd, err = update.CompileValue(a.update, opts); err != nil {
 			return nil, nil, err
 		}

@@ -84,7 +84,7 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 	}
 	if !bypassTs {
 		for i, v := range vals {
-			vals[i].Data = e.fillEmptyTimestamps(v.Data)
+			vals[i].Data = e.clock.FillEmptyTimestamps(v.Data)
 		}
 	}
 	wc := write.ParseConcern(r.body)

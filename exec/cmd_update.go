@@ -117,7 +117,7 @@ func (e *Executor) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *u
 		return nil, err
 	}
 	opts := updateOptions(s.u, s.arrayFilters, a.let, s.c)
-	opts.Timestamp, opts.KeepEmptyTimestamps, opts.Collator = e.clockTimestamp, a.bypassTs, coll
+	opts.Timestamp, opts.KeepEmptyTimestamps, opts.Collator = e.clock.Timestamp, a.bypassTs, coll
 	u, err := update.CompileValue(s.u, opts)
 	if err != nil {
 		return nil, err

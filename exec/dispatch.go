@@ -137,7 +137,7 @@ func (e *Executor) runCommand(ctx context.Context, r *request, cmd *command) err
 		r.txn.abort()
 		return err
 	}
-	if err := e.clock.gossip(r.generic(genClusterTime), r.generic(genReadConcern)); err != nil {
+	if err := e.clock.Gossip(r.generic(genClusterTime), r.generic(genReadConcern)); err != nil {
 		return err
 	}
 	releaseSnap, err := e.enterSnapshotRead(r)

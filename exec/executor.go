@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/clock"
 	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/sharding"
@@ -92,7 +93,7 @@ type Executor struct {
 	txns     txnRegistry // open multi-document transactions (txn.go)
 	// snapshots are the snapshots of snapshot reads, by cluster time (snapshot_read.go).
 	snapshots snapshotHistory
-	clock     clusterClock       // cluster time: $clusterTime and operationTime (clock.go)
+	clock     clock.Clock        // cluster time: $clusterTime and operationTime
 	conns     sync.Map           // connection id → *conn, for $currentOp (current_op.go)
 	indexUse  catalog.IndexUsage // $indexStats
 	stop      chan struct{}      // closed by Close
@@ -313,11 +314,11 @@ func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 		out = bsoncore.AppendDoubleElement(out, "ok", 1)
 	}
 	if !r.legacy {
-		t := c.e.clock.now()
+		t := c.e.clock.Now()
 		if r.wrote {
-			t = c.e.clock.tick()
+			t = c.e.clock.Tick()
 		}
-		out = appendClusterTime(out, t)
+		out = clock.AppendClusterTime(out, t)
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	c.out = out

@@ -91,16 +91,3 @@ func (g *genericArgs) scan(body bsoncore.Document) {
 		rest = next
 	}
 }
-
-// subField is v.Lookup(key) for a field v of a body, as body.Lookup(field, key) descends:
-// into a document or an array; Type 0 when v is neither or key is absent.
-func subField(v bsoncore.Value, key string) bsoncore.Value {
-	if v.Type != bsoncore.TypeEmbeddedDocument && v.Type != bsoncore.TypeArray {
-		return bsoncore.Value{}
-	}
-	f, err := bsoncore.Document(v.Data).LookupErr(key)
-	if err != nil {
-		return bsoncore.Value{}
-	}
-	return f
-}

@@ -3,6 +3,7 @@ package exec
 import (
 	"testing"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -45,7 +46,7 @@ func TestGenericArgsAsLookup(t *testing.T) {
 			outer, in string
 		}{{genLSID, "lsid", "id"}, {genClusterTime, "$clusterTime", "clusterTime"}, {genReadConcern, "readConcern", "afterClusterTime"}}
 		for _, n := range nested {
-			got := subField(r.generic(n.f), n.in)
+			got := bsonx.SubField(r.generic(n.f), n.in)
 			want, _ := bsoncore.Document(body).LookupErr(n.outer, n.in)
 			if got.Type != want.Type || string(got.Data) != string(want.Data) {
 				t.Errorf("body %d, %s.%s: scan %v, Lookup %v", i, n.outer, n.in, got, want)

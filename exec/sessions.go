@@ -69,7 +69,7 @@ func lsidOf(body bsoncore.Document) ([16]byte, bool) {
 
 // lsidIn is lsidOf for the body's lsid field v.
 func lsidIn(v bsoncore.Value) ([16]byte, bool) {
-	_, id, ok := subField(v, "id").BinaryOK()
+	_, id, ok := bsonx.SubField(v, "id").BinaryOK()
 	if !ok || len(id) != 16 {
 		return [16]byte{}, false
 	}

@@ -139,7 +139,7 @@ func (e *Executor) enterSnapshotRead(r *request) (release func(), err error) {
 // a reference the caller drops.
 func (h *snapshotHistory) acquire(e *Executor, at uint64, hasAt bool, now time.Time) (*snapEntry, error) {
 	window := time.Duration(e.knobs.snapshotWindow.load()) * time.Second
-	cur := e.clock.now()
+	cur := e.clock.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.pruneLocked(now, window)
@@ -164,7 +164,7 @@ func (h *snapshotHistory) acquire(e *Executor, at uint64, hasAt bool, now time.T
 		}
 		return ent, nil
 	}
-	if hasAt && e.clock.lastWrite.Load() > at {
+	if hasAt && e.clock.LastWrite() > at {
 		return nil, errSnapshotTooOld(at)
 	}
 	return h.takeLocked(e, at, now)

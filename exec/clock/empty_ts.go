@@ -1,4 +1,4 @@
-package exec
+package clock
 
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -12,11 +12,11 @@ import (
 // fixDocumentForInsert and ObjectReplaceExecutor), unless the command says
 // bypassEmptyTsReplacement. Nested fields, _id, and the values operator and pipeline updates
 // write are kept as they are. Inserts are filled here; replacements by exec/update, with
-// the clock's ticks (clockTimestamp).
+// the clock's ticks (Timestamp).
 
-// fillEmptyTimestamps returns doc with its empty top-level timestamps (but _id's) replaced
+// FillEmptyTimestamps returns doc with its empty top-level timestamps (but _id's) replaced
 // by new ticks of the cluster clock; doc itself when it holds none.
-func (e *Executor) fillEmptyTimestamps(doc bsoncore.Document) bsoncore.Document {
+func (c *Clock) FillEmptyTimestamps(doc bsoncore.Document) bsoncore.Document {
 	if !hasEmptyTimestamp(doc) {
 		return doc
 	}
@@ -28,7 +28,7 @@ func (e *Executor) fillEmptyTimestamps(doc bsoncore.Document) bsoncore.Document 
 			break
 		}
 		if isEmptyTimestamp(el) {
-			t := e.clock.tick()
+			t := c.Tick()
 			out = bsoncore.AppendTimestampElement(out, el.Key(), uint32(t>>32), uint32(t))
 			continue
 		}
@@ -65,9 +65,9 @@ func isEmptyTimestamp(el bsoncore.Element) bool {
 	return t == 0 && i == 0
 }
 
-// clockTimestamp is a new tick of the cluster clock as a BSON timestamp's (seconds,
+// Timestamp is a new tick of the cluster clock as a BSON timestamp's (seconds,
 // increment): the updates' Timestamp (replacement documents, $currentDate).
-func (e *Executor) clockTimestamp() (t, i uint32) {
-	c := e.clock.tick()
-	return uint32(c >> 32), uint32(c)
+func (c *Clock) Timestamp() (t, i uint32) {
+	now := c.Tick()
+	return uint32(now >> 32), uint32(now)
 }
