@@ -1,0 +1,234 @@
+package cmd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/auth"
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/ddl"
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// convertToCapped and cloneCollectionAsCapped copy a collection, in its natural order, into
+// a new capped collection (catalog.Capped) of the given size, keeping the newest documents
+// that fit and only the _id index, as MongoDB does; convertToCapped then replaces the
+// source with it by a rename. The copy runs under the DDL lock and every key lock (no write
+// anywhere meanwhile, as MongoDB's exclusive lock), into one atomic batch: a crash leaves the
+// source whole, and at worst a temporary collection of convertToCapped's.
+
+// addCappedCommands registers convertToCapped and cloneCollectionAsCapped.
+func (e *Executor) addCappedCommands(add func(*command, ...string)) {
+	add(&command{run: e.convertToCapped, action: auth.ActionDDL, help: "convert a collection to a capped collection"}, "convertToCapped")
+	add(&command{run: e.cloneCollectionAsCapped, action: auth.ActionDDL, help: "copy a collection into a new capped collection"}, "cloneCollectionAsCapped")
+}
+
+// cappedSizeArg parses the size of convertToCapped and cloneCollectionAsCapped.
+func cappedSizeArg(cmd string, v bsoncore.Value) (int64, error) {
+	f, ok := bsonx.NumberAsFloat64(v)
+	if !ok {
+		return 0, args.WrongType(cmd, "size", v.Type, "double")
+	}
+	if f <= 0 || f > 1<<50 {
+		return 0, mongoerr.New(mongoerr.BadValue, "Invalid size: %v. The size must be greater than 0 and at most 1 PB.", f)
+	}
+	return int64(f), nil
+}
+
+// convertToCapped answers {convertToCapped: coll, size}.
+func (e *Executor) convertToCapped(ctx context.Context, r *request) error {
+	const cmd = "convertToCapped"
+	first, _ := bsonx.FirstElement(r.body)
+	name, err := args.Collection(cmd, first.Value())
+	if err != nil {
+		return err
+	}
+	size, err := requiredSize(cmd, r.body)
+	if err != nil {
+		return err
+	}
+	unlock, err := e.lockDDL(ctx, "convertToCapped", r.body)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	src, err := e.cappedSource(r.db, name, cmd)
+	if err != nil {
+		return err
+	}
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := "tmp" + hex.EncodeToString(rnd[:]) + ".convertToCapped." + name
+	if err := e.copyToCapped(src, r.db, tmp, size); err != nil {
+		return err
+	}
+	_, dropped, err := e.st.Catalog.RenameCollection(r.db, tmp, r.db, name, true)
+	if err != nil {
+		return catalog.StoreError(err)
+	}
+	if dropped != nil {
+		e.cat.DeleteData(dropped)
+	}
+	e.log.Info("converted collection to capped", zap.String("ns", r.db+"."+name), zap.Int64("size", size))
+	return nil
+}
+
+// cloneCollectionAsCapped answers {cloneCollectionAsCapped: coll, toCollection, size}.
+func (e *Executor) cloneCollectionAsCapped(ctx context.Context, r *request) error {
+	const cmd = "cloneCollectionAsCapped"
+	first, _ := bsonx.FirstElement(r.body)
+	name, err := args.Collection(cmd, first.Value())
+	if err != nil {
+		return err
+	}
+	v, err := r.body.LookupErr("toCollection")
+	if err != nil {
+		return args.Missing(cmd, "toCollection")
+	}
+	to, err := args.String(cmd, "toCollection", v)
+	if err != nil {
+		return err
+	}
+	if err := catalog.ValidateCollName(r.db, to); err != nil {
+		return err
+	}
+	size, err := requiredSize(cmd, r.body)
+	if err != nil {
+		return err
+	}
+	unlock, err := e.lockDDL(ctx, "cloneCollectionAsCapped", r.body)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	src, err := e.cappedSource(r.db, name, cmd)
+	if err != nil {
+		return err
+	}
+	if e.st.Catalog.State().Collection(r.db, to) != nil {
+		return mongoerr.New(mongoerr.NamespaceExists, "cloneCollectionAsCapped failed - destination collection %s.%s already exists. source: %s.%s destination: %s.%s",
+			r.db, to, r.db, name, r.db, to)
+	}
+	if err := e.copyToCapped(src, r.db, to, size); err != nil {
+		return err
+	}
+	e.log.Info("cloned collection as capped", zap.String("from", r.db+"."+name), zap.String("to", r.db+"."+to))
+	return nil
+}
+
+// requiredSize returns the size argument of cmd.
+func requiredSize(cmd string, body bsoncore.Document) (int64, error) {
+	v, err := body.LookupErr("size")
+	if err != nil {
+		return 0, args.Missing(cmd, "size")
+	}
+	return cappedSizeArg(cmd, v)
+}
+
+// cappedSource returns the collection db.name to copy into a capped collection: it must
+// exist, and be neither a view nor sharded.
+func (e *Executor) cappedSource(db, name, cmd string) (*catalog.Coll, error) {
+	src, err := e.cat.Lookup(db, name)
+	switch {
+	case err != nil:
+		return nil, err
+	case src == nil:
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "source collection %s.%s does not exist", db, name)
+	case src.View != nil:
+		return nil, mongoerr.New(mongoerr.CommandNotSupportedOnView, "%s is not supported on a view: %s.%s", cmd, db, name)
+	case src.Meta.Sharded():
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "%s is not supported on a sharded collection: %s.%s", cmd, db, name)
+	case src.TS != nil || src.Clustered:
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "%s is not supported on a time-series or clustered collection: %s.%s", cmd, db, name)
+	}
+	return src, nil
+}
+
+// copyToCapped creates capped collection db.to of size bytes with src's other options and
+// copies into it the newest documents of src (in its natural order) that fit. The caller
+// holds the DDL lock.
+func (e *Executor) copyToCapped(src *catalog.Coll, db, to string, size int64) error {
+	opts := ddl.CappedOptions(src.Meta.Options, size)
+	m, err := e.st.Catalog.CreateCollection(store.Collection{DB: db, Name: to, Options: opts})
+	if err != nil {
+		return catalog.ChangeError(err, db, to)
+	}
+	dst, err := e.cat.Info(m)
+	if err == nil {
+		err = e.fillCapped(src, dst)
+	}
+	if err != nil {
+		if c, derr := e.st.Catalog.DropCollection(db, to); derr == nil {
+			e.cat.DeleteData(c)
+		}
+		return err
+	}
+	return nil
+}
+
+// fillCapped copies the newest documents of src that fit the bounds of dst, an empty capped
+// collection, giving them record ids 1, 2, ... in src's natural order.
+func (e *Executor) fillCapped(src, dst *catalog.Coll) error {
+	unlock := e.cat.Locks().LockAll() // no writer anywhere while the source is read
+	defer unlock()
+	from := e.st.Shards[src.Map.Partition(0).Shard]
+	var sizes []int64
+	var total int64
+	err := eachDoc(from, src.Meta.ID, func(_, doc []byte) error {
+		sizes = append(sizes, int64(len(doc)))
+		total += int64(len(doc))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	skip := 0 // the oldest documents that do not fit
+	for n := int64(len(sizes)); skip < len(sizes) && dst.Capped.Over(n, total); skip++ {
+		total -= sizes[skip]
+		n--
+	}
+	b := e.st.Shards[dst.Map.Partition(0).Shard].NewBatch()
+	defer b.Close()
+	i, rid := 0, uint64(0)
+	err = eachDoc(from, src.Meta.ID, func(id, doc []byte) error {
+		if i++; i <= skip {
+			return nil
+		}
+		rid++
+		b.SetDoc(dst.Meta.ID, rid, id, doc)
+		b.SetIndex(dst.Meta.ID, store.IDIndexID, id, rid, id)
+		b.AddStats(dst.Meta.ID, rid, 1, int64(len(doc)))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return catalog.StoreError(b.Commit(true))
+}
+
+// eachDoc calls fn with the encoded _id and the BSON of every document of coll on shard db,
+// in key order.
+func eachDoc(db catalog.Shard, coll store.CollID, fn func(id, doc []byte) error) error {
+	it, err := db.NewDocIter(coll, 0, 0)
+	if err != nil {
+		return catalog.StoreError(err)
+	}
+	for it.Next() {
+		if err := fn(it.ID(), it.Doc()); err != nil {
+			return errors.Join(err, it.Close())
+		}
+	}
+	err = it.Err()
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	return catalog.StoreError(err)
+}

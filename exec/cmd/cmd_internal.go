@@ -1,0 +1,199 @@
+package cmd
+
+import (
+	"context"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/auth"
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// The owner's side of remote execution (remote_read.go is the router's): internal commands
+// that run the per-shard part of an operation on this node's shards. They are not for
+// clients (mongos' _shardsvr commands play this role), need the internal action under --auth
+// (only the cluster's own __system user has it: remote_auth.go), and answer StaleConfig
+// 13388 when the request was planned on a map of the shard that differs from this node's.
+
+// Batches of a remote read: the first is at most the router's limit (when small), each
+// next one up to remoteBatchDocs documents or remoteBatchBytes.
+const (
+	remoteFirstBatch = 256
+	remoteBatchDocs  = 2048
+	remoteBatchBytes = 4 << 20
+)
+
+// addInternalCommands registers the internal shard commands.
+func (e *Executor) addInternalCommands(add func(*command, ...string)) {
+	add(&command{run: e.shardFind, action: auth.ActionInternal, retainsBody: true, help: "internal: a shard's part of a read"}, "_cleaveShardFind")
+	add(&command{run: e.shardGetMore, action: auth.ActionInternal, help: "internal: the next batch of a shard's read"}, "_cleaveShardGetMore")
+	add(&command{run: e.shardKill, action: auth.ActionInternal, help: "internal: ends a shard's read"}, "_cleaveShardKill")
+	add(&command{run: e.shardWrite, action: auth.ActionInternal, help: "internal: the documents of an insert on this node's shards"}, "_cleaveShardWrite")
+	add(&command{run: e.shardIndexes, action: auth.ActionInternal, help: "internal: an index build's or drop's part on this node's shards"}, "_cleaveShardIndexes")
+	add(&command{run: e.shardStats, action: auth.ActionInternal, help: "internal: a collection's sizes or validation on this node's shards"}, "_cleaveShardStats")
+	add(&command{run: e.shardModify, action: auth.ActionInternal, help: "internal: a statement of an update, delete or findAndModify on this node's shards"}, "_cleaveShardModify")
+}
+
+// catchUp waits until this node's catalog reflects the router's revision rev.
+func (e *Executor) catchUp(ctx context.Context, rev int64) error {
+	if rev <= e.st.Catalog.Revision() {
+		return nil
+	}
+	if err := e.st.Catalog.WaitRevision(ctx, rev); err != nil {
+		return mongoerr.Wrap(err, mongoerr.StaleConfig, "this node's catalog is behind revision %d", rev)
+	}
+	return nil
+}
+
+// ownedColl returns the collection an internal command names, checking that it is the one
+// the router planned on (same id) and that shard s is this node's.
+func (e *Executor) ownedColl(ctx context.Context, r *request, s int) (*catalog.Coll, error) {
+	first, _ := bsonx.FirstElement(r.body)
+	name, _ := first.Value().StringValueOK()
+	rev, _ := r.body.Lookup("rev").Int64OK()
+	if err := e.catchUp(ctx, rev); err != nil {
+		return nil, err
+	}
+	if s >= 0 { // a write checks each document's shard (shardWrite)
+		shards := e.cat.Shards()
+		if s >= len(shards) {
+			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is unknown to this node", s)
+		}
+		if node, remote := catalog.RemoteNode(shards[s]); remote {
+			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, nodeName(node))
+		}
+	}
+	ci, err := e.cat.Lookup(r.db, name)
+	if err != nil {
+		return nil, err
+	}
+	id, _ := r.body.Lookup("collId").Int64OK()
+	if ci == nil || int64(ci.Meta.ID) != id {
+		return nil, mongoerr.New(mongoerr.StaleConfig, "collection %s.%s is not the one the request was planned on", r.db, name)
+	}
+	return ci, nil
+}
+
+// shardFind opens a shard's part of a read planned on another node (query.RemoteScanSpec)
+// and answers its first batch: {cursor: id (0: done), docs: binary (concatenated
+// documents), stats}.
+func (e *Executor) shardFind(ctx context.Context, r *request) error {
+	b := r.body
+	s, _ := b.Lookup("shard").Int32OK()
+	ci, err := e.ownedColl(ctx, r, int(s))
+	if err != nil {
+		return err
+	}
+	filter, _ := b.Lookup("filter").DocumentOK()
+	vars, _ := b.Lookup("let").DocumentOK()
+	// The router resolved the collation (explicit, the collection's default, or simple):
+	// none sent is the simple one, whatever the collection's default.
+	var coll bsonx.Collator
+	if d, ok := b.Lookup("collation").DocumentOK(); ok {
+		if coll, err = collationFor(d, nil); err != nil {
+			return err
+		}
+	}
+	f, err := query.CompileFilterWith(filter, vars, coll)
+	if err != nil {
+		return err
+	}
+	sortDoc, _ := b.Lookup("sort").DocumentOK()
+	sortSpec, err := query.ParseSort(sortDoc)
+	if err != nil {
+		return err
+	}
+	hint, _ := b.LookupErr("hint")
+	ranges, ok := decodeRanges(b.Lookup("ranges").Array())
+	if !ok {
+		return mongoerr.New(mongoerr.BadValue, "_cleaveShardFind: malformed ranges")
+	}
+	pd, _ := b.Lookup("plan").DocumentOK()
+	kind, _ := pd.Lookup("kind").Int32OK()
+	index, _ := pd.Lookup("index").StringValueOK()
+	keysOnly, _ := pd.Lookup("keysOnly").BooleanOK() // absent from an older router: none of the three
+	distinct, _ := pd.Lookup("distinct").StringValueOK()
+	distinctField, _ := pd.Lookup("distinctField").Int32OK()
+	sig := query.PlanSig{Kind: query.Kind(kind), Index: index,
+		Sorted: pd.Lookup("sorted").Boolean(), Reverse: pd.Lookup("reverse").Boolean(),
+		KeysOnly: keysOnly, Distinct: distinct, DistinctField: int(distinctField)}
+	ss, err := e.query.OpenOwned(ci, f, sortSpec, hint, int(s), ranges, sig)
+	if err != nil {
+		return err
+	}
+	limit, _ := b.Lookup("limit").Int64OK()
+	n := remoteFirstBatch
+	if limit > 0 && limit < int64(n) {
+		n = int(limit)
+	}
+	c := &cursor{ns: ci.NS(), stream: ss, coll: ci.Meta}
+	return e.shardBatch(ctx, r, c, ss, n, true)
+}
+
+// shardBatch reads up to n documents of ss into r's reply and registers c (first) or
+// keeps it while ss is not done.
+func (e *Executor) shardBatch(ctx context.Context, r *request, c *cursor, ss *query.ShardStream, n int, first bool) error {
+	buf := make([]byte, 0, 16<<10)
+	done := false
+	for i := 0; i < n && len(buf) < remoteBatchBytes; i++ {
+		d, err := ss.Next(ctx)
+		if err != nil {
+			if first {
+				ss.Close()
+			} else {
+				e.cursors.remove(c.id)
+			}
+			return err
+		}
+		if d == nil {
+			done = true
+			break
+		}
+		buf = append(buf, d...)
+	}
+	stats := ss.Stats
+	var id int64
+	switch {
+	case done && first:
+		ss.Close()
+	case done:
+		e.cursors.remove(c.id)
+	case first:
+		id = e.cursors.add(c)
+	default:
+		id = c.id
+	}
+	out := bsoncore.AppendInt64Element(r.out, "cursor", id)
+	out = bsoncore.AppendBinaryElement(out, "docs", 0, buf)
+	r.out = appendScanStats(out, &stats)
+	return nil
+}
+
+// shardGetMore answers the next batch of a shard's read.
+func (e *Executor) shardGetMore(ctx context.Context, r *request) error {
+	id, _ := bsonx.FirstElement(r.body)
+	c, err := e.cursors.acquire(id.Value().Int64())
+	if err != nil {
+		return err
+	}
+	ss, ok := c.stream.(*query.ShardStream)
+	if !ok {
+		e.cursors.done(c, false)
+		return mongoerr.New(mongoerr.CursorNotFound, "cursor id %d is not a shard read", c.id)
+	}
+	c.lastUsed.Store(time.Now().UnixNano())
+	err = e.shardBatch(ctx, r, c, ss, remoteBatchDocs, false)
+	c.inUse.Store(false)
+	return err
+}
+
+// shardKill ends a shard's read.
+func (e *Executor) shardKill(_ context.Context, r *request) error {
+	id, _ := bsonx.FirstElement(r.body)
+	e.cursors.remove(id.Value().Int64())
+	return nil
+}

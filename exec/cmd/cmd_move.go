@@ -1,0 +1,86 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/auth"
+	"github.com/cleavedb/cleave/exec/sharding"
+	"github.com/cleavedb/cleave/shard"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// Moves between nodes (exec/sharding/move_remote.go): the internal commands a node answers
+// when another node's partition manager moves a partition into one of its shards
+// (_cleaveMoveApply) or asks it to move one of its own (_cleaveMovePartition).
+
+// addMoveCommands registers the internal commands of moves between nodes.
+func (e *Executor) addMoveCommands(add func(*command, ...string)) {
+	add(&command{run: e.moveApply, action: auth.ActionClusterAdmin, help: "internal: one step of a partition move into this node"}, sharding.MoveApplyCmd)
+	add(&command{run: e.movePartition, action: auth.ActionClusterAdmin, help: "internal: move a partition of this node"}, sharding.MovePartitionCmd)
+	add(&command{run: e.clusterPartitionStats, action: auth.ActionClusterAdmin, help: "internal: this node's partitions of a collection"}, sharding.PartitionStatsCmd)
+}
+
+// movePeers lets the partition manager send internal commands to other nodes.
+type movePeers struct{ rs *remoteShards }
+
+// Command implements sharding.Peers.
+func (p movePeers) Command(ctx context.Context, s int, cmd bsoncore.Document) (bsoncore.Document, error) {
+	return p.rs.command(ctx, s, cmd)
+}
+
+// moveError maps a move's stale decision to MongoDB's answer for a chunk that changed.
+func moveError(err error) error {
+	if errors.Is(err, shard.ErrStaleAction) {
+		return mongoerr.Wrap(err, mongoerr.ConflictingOperationInProgress, "the partition changed during the move; retry: %v", err)
+	}
+	return err
+}
+
+// moveApply runs one step of a move into shard `shard` of this node: {n}.
+func (e *Executor) moveApply(ctx context.Context, r *request) error {
+	s, _ := r.body.Lookup("shard").Int32OK()
+	ci, err := e.ownedColl(ctx, r, int(s))
+	if err != nil {
+		return err
+	}
+	lo, _ := r.body.Lookup("lo").Int64OK()
+	hi, _ := r.body.Lookup("hi").Int64OK()
+	op, _ := r.body.Lookup("op").StringValueOK()
+	entries, _ := r.body.Lookup("entries").ArrayOK()
+	pace, _ := r.body.Lookup("paceMillis").Int64OK()
+	n, err := e.shards.ReceiveMove(ci, int(s), uint64(lo), uint64(hi), op, entries, time.Duration(pace)*time.Millisecond)
+	if err != nil {
+		return moveError(err)
+	}
+	r.out = bsoncore.AppendInt64Element(r.out, "n", int64(n))
+	// The source guards its flip with this node's incarnation (move_remote.go, beginMove).
+	r.out = bsoncore.AppendInt64Element(r.out, "incarnation", e.shards.Incarnation())
+	return nil
+}
+
+// movePartition moves a partition of one of this node's shards, as another node asked.
+func (e *Executor) movePartition(ctx context.Context, r *request) error {
+	ci, err := e.ownedColl(ctx, r, -1)
+	if err != nil {
+		return err
+	}
+	id, _ := r.body.Lookup("partition").Int64OK()
+	to, _ := r.body.Lookup("to").Int32OK()
+	reason, _ := r.body.Lookup("reason").StringValueOK()
+	return moveError(e.shards.MovePartition(ci.Meta.DB, ci.Meta.Name, uint64(id), int(to), reason))
+}
+
+// clusterPartitionStats answers the elected manager's request for this node's partitions of a
+// collection: {parts: [{id, shard, docs, bytes, ru}]}.
+func (e *Executor) clusterPartitionStats(ctx context.Context, r *request) error {
+	ci, err := e.ownedColl(ctx, r, -1)
+	if err != nil {
+		return err
+	}
+	r.out = e.shards.AppendPartitionStats(r.out, ci)
+	return nil
+}

@@ -1,0 +1,95 @@
+package cmd
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// The profile command, as a mongos answers it: there is no system.profile to record into,
+// so the level is always 0, and the command reads (profile: -1) or sets (profile: 0) the
+// slow-operation threshold (slowms, --slow-op at start) and the fraction of slow operations
+// that are logged (sampleRate). MongoDB's per-database filter is not supported.
+
+// slowOps is the slow-operation logging settings profile changes.
+type slowOps struct {
+	threshold  atomic.Int64  // slowms, as a time.Duration
+	sampleRate atomic.Uint64 // math.Float64bits of the fraction logged
+}
+
+// init sets the settings a server starts with.
+func (s *slowOps) init(threshold time.Duration) {
+	s.threshold.Store(int64(threshold))
+	s.sampleRate.Store(math.Float64bits(1))
+}
+
+// slow reports whether an operation that took d is logged as slow.
+func (s *slowOps) slow(d time.Duration) bool {
+	if d < time.Duration(s.threshold.Load()) {
+		return false
+	}
+	rate := math.Float64frombits(s.sampleRate.Load())
+	return rate >= 1 || rand.Float64() < rate
+}
+
+// profile answers {profile: -1 | 0, slowms, sampleRate} with the previous settings.
+func (e *Executor) profile(_ context.Context, r *request) error {
+	level, err := args.Int64("profile", "profile", r.body.Lookup("profile"))
+	if err != nil {
+		return err
+	}
+	if level != -1 && level != 0 {
+		return mongoerr.New(mongoerr.BadValue, "Profiling is not permitted on mongoS: the 'profile' field should be 0 to change "+
+			"'slowms', 'sampleRate', or 'filter' settings for logging, or -1 to view current values")
+	}
+	var slowms *int64
+	var rate *float64
+	err = args.ForEach(r.name, r.body, func(key string, v bsoncore.Value) (bool, error) {
+		switch key {
+		case "profile":
+		case "slowms":
+			n, err := args.Int64("profile", key, v)
+			slowms = &n
+			return true, err
+		case "sampleRate":
+			f, ok := bsonx.NumberAsFloat64(v)
+			if !ok {
+				return true, args.WrongType("profile", key, v.Type, "double")
+			}
+			if !(f >= 0 && f <= 1) {
+				return true, mongoerr.New(mongoerr.BadValue, "'sampleRate' must be between 0.0 and 1.0 inclusive")
+			}
+			rate = &f
+		case "filter":
+			if s, ok := v.StringValueOK(); !ok || s != "unset" {
+				return true, mongoerr.New(mongoerr.NotImplemented, "cleave does not support profile filters: slow operations are chosen by 'slowms' and 'sampleRate'")
+			}
+		default:
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	old := time.Duration(e.slowOps.threshold.Load())
+	oldRate := math.Float64frombits(e.slowOps.sampleRate.Load())
+	if slowms != nil {
+		e.slowOps.threshold.Store(int64(time.Duration(*slowms) * time.Millisecond))
+	}
+	if rate != nil {
+		e.slowOps.sampleRate.Store(math.Float64bits(*rate))
+	}
+	out := bsoncore.AppendInt32Element(r.out, "was", 0)
+	out = appendNumber(out, "slowms", old.Milliseconds())
+	r.out = bsoncore.AppendDoubleElement(out, "sampleRate", oldRate)
+	return nil
+}

@@ -1,0 +1,77 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/auth"
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/sharding"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// addDrainCommands registers removeShard.
+func (e *Executor) addDrainCommands(add func(*command, ...string)) {
+	add(&command{run: e.removeShard, action: auth.ActionClusterAdmin, help: "drain a shard: move its partitions to the other shards", adminOnly: true}, "removeShard", "removeshard")
+}
+
+// removeShard answers {removeShard: "shard-N"} in MongoDB's shapes: the first call marks the
+// shard draining ({state: "started"}), the partition manager then moves its partitions away;
+// later calls answer {state: "ongoing", remaining: {chunks, dbs, jumboChunks}} until the
+// shard is empty ({state: "completed"}). dbsToMove lists the databases of the collections
+// that cannot move (capped, time-series), for the user to drop. The emptied shard stays
+// listed, draining, and never receives partitions again; its node may then be stopped.
+func (e *Executor) removeShard(_ context.Context, r *request) error {
+	const cmd = "removeShard"
+	first, _ := bsonx.FirstElement(r.body)
+	name, err := args.String(cmd, cmd, first.Value())
+	if err != nil {
+		return err
+	}
+	s := -1
+	for i := range e.cat.Shards() {
+		if sharding.Name(i) == name {
+			s = i
+		}
+	}
+	if s < 0 {
+		return mongoerr.New(mongoerr.ShardNotFound, "Shard %s not found", name)
+	}
+	started := !e.shards.IsDraining(s)
+	if started {
+		if err := e.shards.StartDraining(s); err != nil {
+			if errors.Is(err, sharding.ErrLastShard) {
+				return mongoerr.New(mongoerr.IllegalOperation, "Operation not allowed because it would remove the last shard")
+			}
+			return err
+		}
+	}
+	st := e.shards.DrainStatus(s)
+	out := r.out
+	switch {
+	case started:
+		out = bsoncore.AppendStringElement(out, "msg", "draining started successfully")
+		out = bsoncore.AppendStringElement(out, "state", "started")
+		out = bsoncore.AppendStringElement(out, "shard", name)
+	case st.Done():
+		out = bsoncore.AppendStringElement(out, "msg", "removeshard completed successfully")
+		out = bsoncore.AppendStringElement(out, "state", "completed")
+		r.out = bsoncore.AppendStringElement(out, "shard", name)
+		return nil
+	default:
+		out = bsoncore.AppendStringElement(out, "msg", "draining ongoing")
+		out = bsoncore.AppendStringElement(out, "state", "ongoing")
+		out = bsoncore.AppendDocumentElement(out, "remaining", bsoncore.NewDocumentBuilder().
+			AppendInt64("chunks", st.Chunks).AppendInt64("dbs", int64(len(st.DBs))).AppendInt64("jumboChunks", 0).Build())
+	}
+	out = bsoncore.AppendStringElement(out, "note", "you need to drop or movePrimary these databases")
+	ab := bsoncore.NewArrayBuilder()
+	for _, db := range st.DBs {
+		ab.AppendString(db)
+	}
+	r.out = bsoncore.AppendArrayElement(out, "dbsToMove", ab.Build())
+	return nil
+}

@@ -1,0 +1,381 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/auth"
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/collation"
+	"github.com/cleavedb/cleave/exec/sharding"
+	"github.com/cleavedb/cleave/shard"
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// addShardCommands registers the sharding commands and starts the partition manager.
+func (e *Executor) addShardCommands(add func(*command, ...string)) {
+	add(&command{run: e.enableSharding, action: auth.ActionClusterAdmin, help: "enable sharding on a database", adminOnly: true}, "enableSharding", "enablesharding")
+	add(&command{run: e.shardCollection, action: auth.ActionClusterAdmin, help: "shard a collection by a hashed key", adminOnly: true}, "shardCollection", "shardcollection")
+	add(&command{run: e.customAction, action: auth.ActionDDL, help: "Azure Cosmos DB's collection and database commands"}, "customAction")
+	add(&command{run: e.partitionStats, action: auth.ActionListing, help: "per-partition storage, documents, RU/s and hot keys"}, "partitionStats")
+	add(&command{run: e.listShards, action: auth.ActionClusterAdmin, help: "list the shards", adminOnly: true}, "listShards")
+	add(&command{run: e.balancerStatus, action: auth.ActionClusterAdmin, help: "the balancer's state", adminOnly: true}, "balancerStatus")
+	add(&command{run: e.getShardVersion, action: auth.ActionClusterAdmin, help: "a sharded collection's version", adminOnly: true}, "getShardVersion", "getshardversion")
+	add(&command{run: e.getShardMap, action: auth.ActionClusterAdmin, help: "the shards and their hosts", adminOnly: true}, "getShardMap")
+	add(&command{run: e.moveChunk, action: auth.ActionClusterAdmin, help: "move the partition holding a shard-key value to a shard", adminOnly: true}, "moveChunk", "movechunk")
+	add(&command{run: e.balancerSwitch(true), action: auth.ActionClusterAdmin, help: "let the partition manager move partitions to balance shards", adminOnly: true}, "balancerStart")
+	add(&command{run: e.balancerSwitch(false), action: auth.ActionClusterAdmin, help: "stop the partition manager's balancing moves (splits and moveChunk go on)", adminOnly: true}, "balancerStop")
+	add(&command{run: e.checkMetadataConsistency, action: auth.ActionClusterAdmin, help: "check the partition maps of a cluster, database or collection"}, "checkMetadataConsistency")
+}
+
+// checkMetadataConsistency answers MongoDB 7.0's command: a cursor of the inconsistencies
+// found in the sharding metadata of every collection (on admin), of the database, or of one
+// collection ({checkMetadataConsistency: "coll"} or {checkMetadataConsistency: 1, coll}).
+// cleave's metadata is one catalog, so what can disagree is a collection's partition map with
+// itself (its ranges, or a shard that does not exist): each such map is one
+// RoutingTableRangeGap document.
+func (e *Executor) checkMetadataConsistency(_ context.Context, r *request) error {
+	const cmd = "checkMetadataConsistency"
+	first, _ := bsonx.FirstElement(r.body)
+	coll := ""
+	if s, ok := first.Value().StringValueOK(); ok {
+		coll = s
+	}
+	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "coll":
+			coll, err = args.String(cmd, key, v)
+		case "checkIndexes", "dbMetadataLockMaxTimeMS", "cursor":
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return err
+	}
+	st := e.st.Catalog.State()
+	var colls []*store.Collection
+	switch {
+	case coll != "":
+		if c := st.Collection(r.db, coll); c != nil {
+			colls = append(colls, c)
+		}
+	case r.db == "admin":
+		for _, d := range st.Databases() {
+			colls = append(colls, st.Collections(d.Name)...)
+		}
+	default:
+		colls = st.Collections(r.db)
+	}
+	var found []bsoncore.Document
+	for _, c := range colls {
+		m, err := sharding.MapOf(c)
+		if err == nil {
+			for i := 0; i < m.Len(); i++ {
+				if s := m.Partition(i).Shard; s < 0 || s >= len(e.cat.Shards()) {
+					err = fmt.Errorf("partition %d is placed on shard %d, which does not exist", m.Partition(i).ID, s)
+				}
+			}
+		}
+		if err == nil {
+			continue
+		}
+		found = append(found, bsoncore.NewDocumentBuilder().
+			AppendString("type", "RoutingTableRangeGap").
+			AppendString("description", "Found an inconsistency in the partition map of "+c.DB+"."+c.Name+": "+err.Error()).
+			AppendDocument("details", bsoncore.NewDocumentBuilder().
+				AppendString("namespace", c.DB+"."+c.Name).
+				AppendBinary("collectionUUID", 4, c.UUID[:]).Build()).Build())
+	}
+	return appendCursorReply(r, r.db+".$cmd.aggregate", found)
+}
+
+// enableSharding accepts {enableSharding: db}: every database can hold sharded
+// collections, so it only creates the database.
+func (e *Executor) enableSharding(_ context.Context, r *request) error {
+	first, _ := bsonx.FirstElement(r.body)
+	name, err := args.String(r.name, r.name, first.Value())
+	if err != nil {
+		return err
+	}
+	if err := validateDBName(name); err != nil {
+		return err
+	}
+	if err := e.st.Catalog.CreateDatabase(name, nil); err != nil && !errors.Is(err, store.ErrExists) {
+		return catalog.StoreError(err)
+	}
+	return nil
+}
+
+// shardCollection runs {shardCollection: "db.coll", key: {field: "hashed"}, ...}.
+func (e *Executor) shardCollection(_ context.Context, r *request) error {
+	const cmd = "shardCollection"
+	first, _ := bsonx.FirstElement(r.body)
+	ns, err := args.String(cmd, cmd, first.Value())
+	if err != nil {
+		return err
+	}
+	db, coll, ok := strings.Cut(ns, ".")
+	if !ok || db == "" || coll == "" {
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", ns)
+	}
+	spec := sharding.Spec{DB: db, Coll: coll}
+	var unique, presplit, simple bool
+	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "key":
+			spec.Key, err = args.Doc(cmd, key, v)
+		case "unique":
+			unique, err = args.Bool(cmd, key, v)
+		case "numInitialChunks":
+			var n int64
+			n, err = args.Int64(cmd, key, v)
+			if err == nil && (n < 0 || n > 8192) {
+				err = mongoerr.New(mongoerr.InvalidOptions, "numInitialChunks cannot be more than either: 8192, 8192 * number of shards; or 1000000")
+			}
+			spec.NumInitialChunks = int(n)
+		case "presplitHashedZones":
+			presplit, err = args.Bool(cmd, key, v)
+		case "collation":
+			var d bsoncore.Document
+			if d, err = args.Doc(cmd, key, v); err == nil {
+				var c *collation.Collation
+				if c, err = collation.Parse(d); err == nil && c != nil {
+					// The hash is of the raw value: the shard key index must be simple.
+					err = mongoerr.New(mongoerr.BadValue, "The collation for shardCollection must be {locale: 'simple'}, but found: %s", bsonx.ShellString(v))
+				}
+				simple = true
+			}
+		case "timeseries":
+			err = mongoerr.New(mongoerr.NotImplemented, "sharded time series collections are not supported by cleave")
+		case "implicitlyCreateIndex", "enforceUniquenessCheck", "dropIndexesIfNeeded":
+			_, err = args.Bool(cmd, key, v)
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return err
+	}
+	if spec.Key == nil {
+		return args.Missing(cmd, "key")
+	}
+	if e.isView(db, coll) {
+		return catalog.ViewError(ns)
+	}
+	spec.Key = append(bsoncore.Document(nil), spec.Key...) // the body aliases the read buffer
+	if err := validateShardKey(spec.Key); err != nil {
+		return err
+	}
+	if ci, _ := e.cat.Lookup(db, coll); ci != nil && ci.Collation != nil && !simple {
+		return mongoerr.New(mongoerr.BadValue, "Collection has default collation: %s. Please specify collation {locale: 'simple'}",
+			bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: ci.Collation.Document()}))
+	}
+	if unique {
+		return mongoerr.New(mongoerr.InvalidOptions, "hashed shard keys cannot be declared unique. It's possible to ensure uniqueness on the hashed field by declaring an additional (non-hashed) unique index on the field.")
+	}
+	if presplit {
+		return mongoerr.New(mongoerr.InvalidOptions, "presplitHashedZones is true but no zones are defined for the collection %s", ns)
+	}
+	c, err := e.shardColl(spec)
+	if err != nil {
+		return err
+	}
+	out := bsoncore.AppendStringElement(r.out, "_t", "ShardCollectionResponse")
+	out = bsoncore.AppendStringElement(out, "collectionsharded", ns)
+	r.out = bsoncore.AppendBinaryElement(out, "collectionUUID", 4, c.UUID[:])
+	return nil
+}
+
+// validateShardKey accepts MongoDB's hashed shard keys: fields with 1 or "hashed", exactly
+// one of them hashed (cleave partitions by hash only), no empty or $-prefixed names.
+func validateShardKey(key bsoncore.Document) error {
+	elems, err := key.Elements()
+	if err != nil || len(elems) == 0 {
+		return mongoerr.New(mongoerr.BadValue, "Shard key pattern must not be empty")
+	}
+	hashed := 0
+	for _, el := range elems {
+		k := el.Key()
+		if k == "" || strings.HasPrefix(k, "$") || strings.Contains(k, "..") || strings.HasPrefix(k, ".") || strings.HasSuffix(k, ".") {
+			return mongoerr.New(mongoerr.BadValue, "Unsupported shard key pattern %s. Pattern must either be a single hashed field, or a list of ascending fields", bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key}))
+		}
+		v := el.Value()
+		if s, ok := v.StringValueOK(); ok && s == "hashed" {
+			hashed++
+			continue
+		}
+		if n, ok := bsonx.NumberAsFloat64(v); ok && n == 1 {
+			continue
+		}
+		return mongoerr.New(mongoerr.BadValue, "Unsupported shard key pattern %s. Pattern must either be a single hashed field, or a list of ascending fields", bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key}))
+	}
+	switch {
+	case hashed > 1:
+		return mongoerr.New(mongoerr.BadValue, "Shard key pattern %s can contain at most one 'hashed' field", bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key}))
+	case hashed == 0:
+		return mongoerr.New(mongoerr.InvalidOptions, "cleave partitions collections by hash: the shard key needs one hashed field, e.g. {%s: \"hashed\"}", elems[0].Key())
+	}
+	return nil
+}
+
+// shardColl shards collection spec.db.spec.coll, creating it when it does not exist and
+// converting its documents when it holds some (shard_convert.go). Sharding a collection
+// again with the same key succeeds and changes nothing, as in MongoDB.
+func (e *Executor) shardColl(spec sharding.Spec) (*store.Collection, error) {
+	if err := catalog.ValidateCollName(spec.DB, spec.Coll); err != nil {
+		return nil, err
+	}
+	unlock := e.cat.LockDDL()
+	defer unlock()
+	c := e.st.Catalog.State().Collection(spec.DB, spec.Coll)
+	if c != nil && catalog.IsCapped(c) || catalog.CappedOf(spec.Options) != nil {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "can't shard a capped collection")
+	}
+	if c != nil && c.Sharded() {
+		if equalKeys(c.ShardKey, spec.Key) {
+			return c, nil
+		}
+		return nil, mongoerr.New(mongoerr.AlreadyInitialized, "sharding already enabled for collection %s.%s with options { key: %s }",
+			spec.DB, spec.Coll, bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: c.ShardKey}))
+	}
+	local := e.shards.LocalShards() // in a cluster, a collection converted in place stays on this node's shards
+	n := shard.InitialCount(float64(spec.Throughput), e.shards.Policy().PartitionMaxRU, spec.NumInitialChunks, len(local))
+	if c == nil {
+		local = e.placementShards()
+		n = shard.InitialCount(float64(spec.Throughput), e.shards.Policy().PartitionMaxRU, spec.NumInitialChunks, len(local))
+		parts := sharding.StoreParts(shard.InitialLayout(n, len(local), 0))
+		for i := range parts {
+			parts[i].ID = 0 // the catalog assigns fresh ids
+			parts[i].Shard = local[parts[i].Shard]
+		}
+		c, err := e.st.Catalog.CreateCollection(store.Collection{DB: spec.DB, Name: spec.Coll, Options: spec.Options,
+			ShardKey: spec.Key, Throughput: spec.Throughput, Autoscale: spec.Autoscale, Partitions: parts})
+		if err != nil {
+			return nil, catalog.ChangeError(err, spec.DB, spec.Coll)
+		}
+		e.log.Info("sharded collection", zap.String("ns", spec.DB+"."+spec.Coll), zap.Int("partitions", len(parts)))
+		e.shards.AfterMapChange()
+		return c, nil
+	}
+	c, err := e.shards.ConvertToSharded(c, spec, n)
+	if err != nil {
+		return nil, err
+	}
+	e.shards.AfterMapChange()
+	return c, nil
+}
+
+// placementShards returns the shards a new sharded collection's partitions spread over:
+// every shard of a node that is up, in a cluster (as a presplit hashed collection's chunks
+// spread over a sharded cluster's shards), since reads and inserts run on the owner's node;
+// the node's own shards on a single node.
+func (e *Executor) placementShards() []int {
+	c := e.st.Cluster
+	if c == nil || e.remote == nil {
+		return e.shards.LocalShards()
+	}
+	var out []int
+	for s := range e.cat.Shards() {
+		if _, host := c.ShardHost(s); host != "" {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return e.shards.LocalShards()
+	}
+	return out
+}
+
+// equalKeys reports whether two key patterns are the same (1 and 1.0 alike).
+func equalKeys(a, b bsoncore.Document) bool {
+	ae, _ := a.Elements()
+	be, _ := b.Elements()
+	if len(ae) != len(be) {
+		return false
+	}
+	for i := range ae {
+		if ae[i].Key() != be[i].Key() || bsonx.Compare(ae[i].Value(), be[i].Value()) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// listShards answers {listShards: 1}.
+func (e *Executor) listShards(_ context.Context, r *request) error {
+	aidx, out := bsoncore.AppendArrayElementStart(r.out, "shards")
+	for i, d := range e.shards.ConfigDocs("shards") {
+		out = bsoncore.AppendDocumentElement(out, bsonx.ArrayKey(i), d)
+	}
+	r.out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	return nil
+}
+
+// getShardMap answers {getShardMap: 1}: shard names and their hosts.
+func (e *Executor) getShardMap(_ context.Context, r *request) error {
+	idx, out := bsoncore.AppendDocumentElementStart(r.out, "map")
+	for _, d := range e.shards.ConfigDocs("shards") {
+		id, _ := d.Lookup("_id").StringValueOK()
+		host, _ := d.Lookup("host").StringValueOK()
+		out = bsoncore.AppendStringElement(out, id, host)
+	}
+	out = bsoncore.AppendStringElement(out, "config", "config/"+e.listenAddr())
+	r.out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return nil
+}
+
+// balancerSwitch returns the command that turns the balancer on or off (balancerStart,
+// balancerStop): config.settings' balancer document, as on MongoDB (sharding/balancer.go).
+func (e *Executor) balancerSwitch(on bool) func(context.Context, *request) error {
+	return func(_ context.Context, r *request) error {
+		if e.remote != nil {
+			return mongoerr.New(mongoerr.NotImplemented, "%s is not supported in cluster mode yet: the balancer always runs", r.name)
+		}
+		return e.shards.SetBalancer(on)
+	}
+}
+
+// balancerStatus answers {balancerStatus: 1} in MongoDB's shape.
+func (e *Executor) balancerStatus(_ context.Context, r *request) error {
+	mode := "full"
+	if !e.shards.BalancerOn() {
+		mode = "off"
+	}
+	out := bsoncore.AppendStringElement(r.out, "mode", mode)
+	out = bsoncore.AppendBooleanElement(out, "inBalancerRound", false)
+	out = bsoncore.AppendInt64Element(out, "numBalancerRounds", e.shards.Rounds())
+	r.out = out
+	return nil
+}
+
+// getShardVersion answers {getShardVersion: ns}: the collection's version as a timestamp.
+func (e *Executor) getShardVersion(_ context.Context, r *request) error {
+	first, _ := bsonx.FirstElement(r.body)
+	ns, err := args.String(r.name, r.name, first.Value())
+	if err != nil {
+		return err
+	}
+	db, coll, _ := strings.Cut(ns, ".")
+	c := e.st.Catalog.State().Collection(db, coll)
+	if c == nil || !c.Sharded() {
+		return mongoerr.New(mongoerr.NamespaceNotSharded, "Collection %s is not sharded.", ns)
+	}
+	out := bsoncore.AppendTimestampElement(r.out, "version", uint32(c.Version), 0)
+	out = bsoncore.AppendObjectIDElement(out, "versionEpoch", sharding.EpochID(c))
+	out = bsoncore.AppendTimestampElement(out, "versionTimestamp", uint32(c.CreatedAt.Unix()), 1)
+	r.out = out
+	return nil
+}

@@ -1,0 +1,401 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/clock"
+	"github.com/cleavedb/cleave/exec/ddl"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/sharding"
+	"github.com/cleavedb/cleave/exec/stream"
+	"github.com/cleavedb/cleave/exec/write"
+	"github.com/cleavedb/cleave/shard"
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// Options configures an Executor.
+type Options struct {
+	// Argv and Parsed are what getCmdLineOpts reports: the process arguments and the
+	// effective configuration as a BSON document (MongoDB's "parsed" shape).
+	Argv   []string
+	Parsed bsoncore.Document
+	// SlowOp is the duration above which a finished command is logged at Info (MongoDB's
+	// slowms); faster ones are logged at Debug only.
+	SlowOp time.Duration
+	// TestCommands enables commands that exist only for test suites (failpoints and the
+	// like), as mongod's enableTestCommands does.
+	TestCommands bool
+	// WireStats reports connection and network counters for serverStatus; nil reports zeros.
+	WireStats func() wire.Stats
+	// Log keeps recent log lines for getLog; nil answers with an empty log.
+	Log *LogRing
+	// MaxConns is the connection cap serverStatus reports "available" against.
+	MaxConns int
+	// Storage is where documents live; nil serves only the server commands (wire tests).
+	Storage *Storage
+	// Partitioning is the split, move and metering policy: partition size and RU limits, the
+	// load-split threshold and window, the logical-partition limit (shard.Options; zero
+	// fields get Cosmos DB's defaults).
+	Partitioning shard.Options
+	// MaxParallelism bounds how many shards one operation runs on at once; 0 means all.
+	MaxParallelism int
+	// PartitionCheckInterval is how often the partition manager looks at partition stats and
+	// decides splits and moves; 0 means one second.
+	PartitionCheckInterval time.Duration
+	// Auth is access control (auth.go).
+	Auth AuthOptions
+	// SessionTimeout is localLogicalSessionTimeoutMinutes: a session unused that long
+	// expires (session_reap.go); 0 means 30 minutes. Tests shorten it.
+	SessionTimeout time.Duration
+}
+
+// EnsureDefaults fills in zero fields with their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.SlowOp == 0 {
+		o.SlowOp = 100 * time.Millisecond
+	}
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = defaultSessionTimeout
+	}
+	if o.WireStats == nil {
+		o.WireStats = func() wire.Stats { return wire.Stats{} }
+	}
+}
+
+// Executor answers MongoDB commands. It implements wire.Handler: every accepted connection
+// gets its own conn, which runs that connection's commands one at a time.
+type Executor struct {
+	opts     Options
+	log      *zap.Logger
+	started  time.Time
+	commands map[string]*command
+	// cmdNames interns the names of commands: dispatch names a request by them, not by
+	// a string made per request.
+	cmdNames map[string]string
+	counters opCounters
+	metrics  *Metrics // the Prometheus collector (metrics.go)
+	st       Storage
+	cursors  *cursorRegistry
+	// remote reaches other nodes' shards (cluster mode; nil on a single node).
+	remote   *remoteShards
+	sessions sessionCache
+	txns     txnRegistry // open multi-document transactions (txn.go)
+	// snapshots are the snapshots of snapshot reads, by cluster time (snapshot_read.go).
+	snapshots snapshotHistory
+	clock     clock.Clock        // cluster time: $clusterTime and operationTime
+	conns     sync.Map           // connection id → *conn, for $currentOp (current_op.go)
+	indexUse  catalog.IndexUsage // $indexStats
+	stop      chan struct{}      // closed by Close
+	topo      *topology          // the awaitable hello's topologyVersion (topology.go)
+	slowOps   slowOps            // which finished commands are logged at Info (cmd_profile.go)
+	// fail is the failCommand failpoint (failpoint.go).
+	fail failPoints
+	// beforeFlip, afterBuildStart and beforeGroupLock are the failpoints
+	// pauseMoveBeforeFlip, hangAfterStartingIndexBuild and pauseMultiWriteBeforeLock
+	// (failpoint_pause.go).
+	beforeFlip, afterBuildStart, beforeGroupLock gate
+	// knobs are the parameters setParameter changes (cmd_params.go).
+	knobs serverKnobs
+	// authn holds the users and roles (auth.go).
+	authn authState
+
+	// The packages that do the work, wired together by New; nil without Storage.
+	// cat is the catalog: compiled collections, key locks, the DDL lock.
+	cat *catalog.Catalog
+	// query runs reads (plan, scans, merge).
+	query *query.Engine
+	// write runs writes (targeting, key locks, index maintenance, atomic batches).
+	write *write.Path
+	// shards is the partition manager: meters, splits, moves (the write path's stage hook).
+	shards *sharding.Manager
+	// ddl runs index builds, unique conversions and the TTL monitor.
+	ddl *ddl.Runner
+	// temp is where blocking stages spill (Storage.Temp).
+	temp *stream.Temp
+}
+
+// opCounters are serverStatus.opcounters: how many commands of each kind were received.
+type opCounters struct {
+	insert, query, update, delete, getmore, command atomic.Int64
+	// documents written and read (serverStatus.metrics.document)
+	insertedDocs, updatedDocs, deletedDocs, returnedDocs atomic.Int64
+}
+
+// New returns an Executor.
+func New(opts Options, logger *zap.Logger) *Executor {
+	opts.EnsureDefaults()
+	e := &Executor{
+		opts:    opts,
+		log:     logger.Named("exec"),
+		started: time.Now(),
+		knobs:   newServerKnobs(),
+		stop:    make(chan struct{}),
+		topo:    newTopology(),
+	}
+	e.slowOps.init(opts.SlowOp)
+	e.txns.lifetime.Store(int64(txnLifetime))
+	e.knobs.txnLifetime.apply = func(v int64) { e.txns.lifetime.Store(v * int64(time.Second)) }
+	e.txns.dropCreated = e.dropTxnCreated
+	e.sessions.timeout = opts.SessionTimeout
+	e.cursors = newCursorRegistry(time.Minute, e.sessions.alive)
+	if opts.Storage != nil {
+		e.st = *opts.Storage
+		e.temp = stream.NewTemp(e.st.Temp)
+		e.cat = catalog.New(e.st.Shards, e.st.Catalog, e.log)
+		e.shards = sharding.New(e.cat, e.log, sharding.Options{
+			Partitioning:  opts.Partitioning,
+			CheckInterval: opts.PartitionCheckInterval,
+			Started:       e.started,
+			ListenAddr:    e.listenAddr(),
+			Version:       serverVersion,
+			Cluster:       e.st.Cluster,
+		})
+		qopts := query.Options{
+			MaxParallelism: opts.MaxParallelism,
+			Temp:           e.temp,
+			SortBytes:      e.knobs.sortMemory.load,
+			Meters:         e.shards.ReadMeters,
+			Budgets:        e.shards.ReadBudgets,
+			IndexUse:       &e.indexUse,
+		}
+		if e.st.Cluster != nil {
+			e.remote = newRemoteShards(e, e.st.Cluster)
+			qopts.Remote = e.remote
+			e.shards.SetPeers(movePeers{e.remote})
+		}
+		e.query = query.New(e.cat, qopts)
+		e.write = write.NewPath(e.cat, e.query, e.shards).WithLogger(e.log.Named("write")).WithGate(&e.txns)
+		e.ddl = ddl.New(e.cat, e.write, e.log, &e.counters.deletedDocs)
+		e.ddl.SetBuildHook(e.afterBuildStart.Pass)
+		e.shards.SetFlipHook(e.beforeFlip.Pass)
+		e.write.SetGroupHook(e.beforeGroupLock.Pass)
+		e.st.Catalog.SetHomePicker(e.shards.HomeShard)
+		if e.remote != nil {
+			e.ddl.SetRemote(ddlRemote{e})
+			e.ddl.SetNodes(e.st.Cluster)
+		}
+		e.ddl.AbortUnfinished()
+		if err := e.setInternalUser(); err != nil {
+			e.log.Error("cannot derive the internal user from the key file", zap.Error(err))
+		}
+		if err := e.loadRegistry(); err != nil {
+			// Nobody can authenticate then: access control fails closed.
+			e.log.Error("cannot load users and roles", zap.Error(err))
+		}
+	}
+	e.commands = e.commandTable()
+	e.cmdNames = make(map[string]string, len(e.commands))
+	for name := range e.commands {
+		e.cmdNames[name] = name
+	}
+	e.metrics = newMetrics(e)
+	go e.runSessionReaper()
+	if opts.Storage != nil {
+		e.shards.Start(e.write)
+		e.ddl.StartTTL()
+		e.ddl.StartOrphanSweep()
+	}
+	return e
+}
+
+// Close stops the executor's background work and closes its cursors. Call it after the
+// wire server has drained and before closing storage.
+func (e *Executor) Close() {
+	select {
+	case <-e.stop:
+		return
+	default:
+	}
+	close(e.stop)
+	if e.shards != nil {
+		e.shards.Close()
+		e.ddl.Close()
+	}
+	e.cursors.closeAll()
+	e.snapshots.closeAll()
+}
+
+// Connect implements wire.Handler.
+func (e *Executor) Connect(info wire.ConnInfo) wire.ConnHandler {
+	c := &conn{
+		e:    e,
+		info: info,
+		log:  e.log.With(zap.Int64("conn_id", info.ID)),
+	}
+	e.conns.Store(info.ID, c)
+	return c
+}
+
+// conn is one client connection's state: what its commands share (the reply buffer, the
+// statistics of the last request for getLastRequestStatistics, the client's metadata).
+type conn struct {
+	e    *Executor
+	info wire.ConnInfo
+	log  *zap.Logger
+	out  []byte // reply buffer, reused from request to request
+	last requestStats
+	// compressors are those both sides support, negotiated by hello.
+	compressors []string
+	// seenHello is set by the connection's first hello (or isMaster): the client metadata
+	// may only come with that one (ClientMetadataCannotBeMutated).
+	seenHello bool
+	// appName is the application name of the handshake's client metadata (failpoint.go),
+	// written under ops.mu, which $currentOp on other connections holds to read it.
+	appName string
+	// ops is the command running now, for $currentOp (current_op.go).
+	ops opState
+	// authn is who the connection authenticated as (auth.go).
+	authn connAuth
+	// openCursors counts the cursors this connection opened that are still open
+	// (MaxCursorsPerConnection).
+	openCursors atomic.Int32
+	// names are the last database name and namespace its requests named (names.go).
+	names nameCache
+	// streamCounter is the topologyVersion counter of the last reply of an exhaust hello
+	// stream, which the next reply waits on (topology.go).
+	streamCounter int64
+}
+
+// requestStats describes the last finished command of a connection.
+type requestStats struct {
+	command  string
+	duration time.Duration
+	charge   float64 // request units
+}
+
+// maxRetainedReply is the largest reply buffer a connection keeps between requests; a
+// larger one (a big cursor batch) is dropped so that idle connections stay small.
+const maxRetainedReply = 1 << 20
+
+// Handle implements wire.ConnHandler: it runs one command and builds its reply.
+func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document, error) {
+	if cap(c.out) > maxRetainedReply {
+		c.out = nil
+	}
+	start := time.Now()
+	r := request{conn: c, body: req.Body, requestID: req.RequestID, legacy: req.Legacy, wire: req}
+	idx, out := bsoncore.AppendDocumentStart(c.out[:0])
+	r.out = out
+	ctx, kill := context.WithCancelCause(ctx) // killOp's handle on the command
+	c.begin(req.Body, start, kill)
+	err := c.e.dispatch(ctx, &r)
+	c.end()
+	if !errors.Is(err, errCloseConnection) {
+		err = interruptError(ctx, err) // before kill(nil) cancels ctx
+		err = catalog.StoreError(err)  // a full disk or a failed commit, wherever it surfaced
+	}
+	kill(nil)
+	if errors.Is(err, errCloseConnection) {
+		c.finish(&r, start, err)
+		return nil, err // the wire layer closes the socket without a reply
+	}
+	out = r.out
+	if err != nil {
+		merr := mongoerr.From(err)
+		if merr.Code == mongoerr.InternalError && merr.Unwrap() != nil {
+			c.log.Error("command failed", zap.Int32("request_id", req.RequestID),
+				zap.String("cmd", r.name), zap.Error(merr.Unwrap()))
+		}
+		out = merr.AppendReply(out[:idx+4])
+	} else {
+		out = r.txn.appendRecoveryToken(out)
+		out = r.appendAtClusterTime(out, int(idx))
+		out = bsoncore.AppendDoubleElement(out, "ok", 1)
+	}
+	if !r.legacy {
+		t := c.e.clock.Now()
+		if r.wrote {
+			t = c.e.clock.Tick()
+		}
+		out = clock.AppendClusterTime(out, t)
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	c.out = out
+	c.finish(&r, start, err)
+	return out, nil
+}
+
+// finish records the statistics of a finished command and logs it: at Info when it was
+// slow, at Debug otherwise.
+func (c *conn) finish(r *request, start time.Time, err error) {
+	d := time.Since(start)
+	c.e.metrics.observe(r.name, d, err)
+	if r.name != "getLastRequestStatistics" {
+		c.last = requestStats{command: r.name, duration: d, charge: r.charge}
+	}
+	level := zap.DebugLevel
+	if c.e.slowOps.slow(d) && !r.awaited {
+		level = zap.InfoLevel
+	}
+	ce := c.log.Check(level, "command")
+	if ce == nil {
+		return
+	}
+	fields := []zap.Field{
+		zap.Int32("request_id", r.requestID), zap.String("cmd", r.name), zap.String("db", r.db),
+		zap.Duration("duration", d), zap.Float64("ru", r.charge),
+	}
+	if err != nil {
+		e := mongoerr.From(err)
+		fields = append(fields, zap.Int32("code", int32(e.Code)), zap.String("errmsg", e.Message))
+	}
+	ce.Write(fields...)
+}
+
+// Close implements wire.ConnHandler.
+func (c *conn) Close() {
+	c.e.conns.Delete(c.info.ID)
+	c.out = nil
+}
+
+// recoverPanic turns a panic in a command into an InternalError reply and a log line with
+// the stack, so that no input crashes the server.
+func (c *conn) recoverPanic(r *request, err *error) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	c.log.Error("command panicked", zap.Int32("request_id", r.requestID), zap.String("cmd", r.name),
+		zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+	*err = mongoerr.New(mongoerr.InternalError, "internal error while running %s", r.name)
+}
+
+// Storage is what the executor reads and writes: one store per shard and the catalog, which
+// lives in shard 0.
+type Storage struct {
+	Shards  []catalog.Shard
+	Catalog *store.Catalog
+	// Cluster is the cluster this node belongs to (package cluster, through cmd/cleave); nil
+	// in single-node mode. Shards is then indexed by cluster-wide shard id, other nodes'
+	// shards being catalog.Remote stand-ins.
+	Cluster sharding.Cluster
+	// Temp is where blocking sorts and $group spill under allowDiskUse (mongod's
+	// <dbpath>/_tmp); nil: a private store under os.TempDir().
+	Temp *store.TempStore
+}
+
+// listenAddr is the address the server listens on, from the parsed configuration.
+func (e *Executor) listenAddr() string {
+	net, ok := e.opts.Parsed.Lookup("net").DocumentOK()
+	if !ok {
+		return "localhost:27017"
+	}
+	host, _ := net.Lookup("bindIp").StringValueOK()
+	port, _ := net.Lookup("port").StringValueOK()
+	return host + ":" + port
+}
+
+// SetShards replaces the shards, indexed by shard id (cluster mode: other nodes' shards
+// appear as they join; see catalog.Catalog.SetShards).
+func (e *Executor) SetShards(shards []catalog.Shard) { e.cat.SetShards(shards) }

@@ -1,0 +1,60 @@
+package cmd
+
+import (
+	"testing"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// TestGenericArgsAsLookup checks that the one-pass scan of a body's generic arguments finds
+// what body.Lookup finds, field by field: the first of repeated fields, absent ones, and
+// the nested lookups (lsid.id, $clusterTime.clusterTime, readConcern.afterClusterTime)
+// through documents, arrays and scalars.
+func TestGenericArgsAsLookup(t *testing.T) {
+	names := map[int]string{
+		genDB: "$db", genLSID: "lsid", genClusterTime: "$clusterTime", genReadConcern: "readConcern",
+		genTxnNumber: "txnNumber", genAutocommit: "autocommit", genStartTxn: "startTransaction",
+		genSingleBatch: "singleBatch",
+	}
+	bodies := []bson.D{
+		{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{}}, {Key: "$db", Value: "test"}},
+		{{Key: "ping", Value: 1}},
+		{{Key: "find", Value: "c"}, {Key: "singleBatch", Value: true}, {Key: "lsid", Value: bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: make([]byte, 16)}}}},
+			{Key: "$clusterTime", Value: bson.D{{Key: "clusterTime", Value: bson.Timestamp{T: 5, I: 1}}}},
+			{Key: "readConcern", Value: bson.D{{Key: "afterClusterTime", Value: bson.Timestamp{T: 4}}}},
+			{Key: "txnNumber", Value: int64(3)}, {Key: "autocommit", Value: false}, {Key: "startTransaction", Value: true},
+			{Key: "$db", Value: "a"}, {Key: "$db", Value: "b"}, {Key: "txnNumber", Value: int64(9)}},
+		{{Key: "insert", Value: "c"}, {Key: "lsid", Value: bson.A{"x"}}, {Key: "readConcern", Value: "local"},
+			{Key: "$clusterTime", Value: 7}, {Key: "apiStrict", Value: true}, {Key: "$db", Value: 1}},
+	}
+	for i, d := range bodies {
+		body, err := bson.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &request{body: body}
+		for f, name := range names {
+			got, want := r.generic(f), bsoncore.Document(body).Lookup(name)
+			if got.Type != want.Type || string(got.Data) != string(want.Data) {
+				t.Errorf("body %d, %s: scan %v, Lookup %v", i, name, got, want)
+			}
+		}
+		nested := []struct {
+			f         int
+			outer, in string
+		}{{genLSID, "lsid", "id"}, {genClusterTime, "$clusterTime", "clusterTime"}, {genReadConcern, "readConcern", "afterClusterTime"}}
+		for _, n := range nested {
+			got := bsonx.SubField(r.generic(n.f), n.in)
+			want, _ := bsoncore.Document(body).LookupErr(n.outer, n.in)
+			if got.Type != want.Type || string(got.Data) != string(want.Data) {
+				t.Errorf("body %d, %s.%s: scan %v, Lookup %v", i, n.outer, n.in, got, want)
+			}
+		}
+		_, hasStrict := bsoncore.Document(body).LookupErr("apiStrict")
+		if r.hasAPIParams() != (hasStrict == nil) {
+			t.Errorf("body %d: hasAPIParams %v", i, r.hasAPIParams())
+		}
+	}
+}
