@@ -43,7 +43,7 @@ func (s *indexStatsStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) {
 		return stream.Empty{}, nil
 	}
 	e := s.e
-	owns := make([]bool, len(e.cat.Shards()))
+	owns := make([]bool, len(e.Cat.Shards()))
 	for i := 0; i < ci.Map.Len(); i++ {
 		owns[ci.Map.Partition(i).Shard] = true
 	}
@@ -54,7 +54,7 @@ func (s *indexStatsStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) {
 		}
 		for i := range ci.Meta.Indexes {
 			x := &ci.Meta.Indexes[i]
-			use := e.indexUse.Get(ci.Meta.ID, x.ID)
+			use := e.IndexUse.Get(ci.Meta.ID, x.ID)
 			b := bsoncore.NewDocumentBuilder().AppendString("name", x.Name).AppendDocument("key", x.Key).
 				AppendString("host", e.listenAddr()).
 				AppendDocument("accesses", bsoncore.NewDocumentBuilder().AppendInt64("ops", use.Ops.Load()).

@@ -284,7 +284,7 @@ func (s *mergeStage) Spec() bsoncore.Document {
 // need a unique, non-partial index on exactly those fields (the _id index for [_id]),
 // and a target that does not exist yet takes [_id] only.
 func (s *mergeStage) prepare(run *writeRun) error {
-	ci, err := run.e.cat.Lookup(s.target.db, s.target.coll)
+	ci, err := run.e.Cat.Lookup(s.target.db, s.target.coll)
 	if err != nil {
 		return err
 	}

@@ -50,12 +50,12 @@ type mergeRun struct {
 func (s *mergeStage) write(ctx context.Context, run *writeRun, in stream.Stream) error {
 	m := &mergeRun{s: s, run: run, onID: containsString(s.onFields, "_id")}
 	var err error
-	if m.ci, err = run.e.cat.Lookup(s.target.db, s.target.coll); err != nil {
+	if m.ci, err = run.e.Cat.Lookup(s.target.db, s.target.coll); err != nil {
 		return err
 	}
 	defer func() {
-		run.e.counters.insertedDocs.Add(m.inserted)
-		run.e.counters.updatedDocs.Add(m.modified)
+		run.e.Counters.InsertedDocs.Add(m.inserted)
+		run.e.Counters.UpdatedDocs.Add(m.modified)
 	}()
 	var group []*mergeItem
 	keys := map[string]bool{}
@@ -166,7 +166,7 @@ func (m *mergeRun) flush(ctx context.Context, group []*mergeItem) error {
 func (m *mergeRun) lookup(ctx context.Context, group []*mergeItem) error {
 	e := m.run.e
 	if m.ci != nil {
-		m.ci = e.cat.Refresh(m.ci)
+		m.ci = e.Cat.Refresh(m.ci)
 	}
 	if err := m.checkTargeting(); err != nil {
 		return err
@@ -181,7 +181,7 @@ func (m *mergeRun) lookup(ctx context.Context, group []*mergeItem) error {
 			continue // no target yet, or a plain insert whose duplicate key is the error
 		}
 		var res write.Result
-		d, err := e.write.FirstMatch(ctx, &query.Query{CI: m.ci, Filter: it.op.Filter, Limit: 1}, &res)
+		d, err := e.Write.FirstMatch(ctx, &query.Query{CI: m.ci, Filter: it.op.Filter, Limit: 1}, &res)
 		m.run.charge += res.Charge
 		if err != nil {
 			return err
@@ -268,7 +268,7 @@ func (s *mergeStage) compileUpdate(doc bsoncore.Document, vals []bsoncore.Value)
 func (m *mergeRun) prepareInsert(it *mergeItem) error {
 	e := m.run.e
 	if m.ci == nil {
-		ci, err := e.cat.ForWrite(m.s.target.db, m.s.target.coll)
+		ci, err := e.Cat.ForWrite(m.s.target.db, m.s.target.coll)
 		if err != nil {
 			return err
 		}
@@ -328,7 +328,7 @@ func (m *mergeRun) apply(group []*mergeItem) ([]*mergeItem, error) {
 		return nil, nil // nothing matched and nothing to insert
 	}
 	e := m.run.e
-	wr := e.write.NewWriter(e.cat.Refresh(m.ci))
+	wr := e.Write.NewWriter(e.Cat.Refresh(m.ci))
 	wr.Bypass = m.run.bypass
 	var hashes []uint64
 	for _, it := range group {
@@ -374,7 +374,7 @@ func (m *mergeRun) applyItem(wr *write.Writer, it *mergeItem, locked map[uint64]
 	e := m.run.e
 	switch {
 	case it.cand != nil:
-		if err := e.write.ApplyLocked(wr, it.op, it.cand, locked); err != nil {
+		if err := e.Write.ApplyLocked(wr, it.op, it.cand, locked); err != nil {
 			return false, m.writeError(err)
 		}
 		if it.cand.State != write.CandDone {

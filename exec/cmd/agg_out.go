@@ -99,7 +99,7 @@ func (s *outStage) Spec() bsoncore.Document {
 
 // prepare implements writeStage: mongos refuses $out to a sharded or a capped collection.
 func (s *outStage) prepare(run *writeRun) error {
-	c := run.e.st.Catalog.State().Collection(s.target.db, s.target.coll)
+	c := run.e.Storage.Catalog.State().Collection(s.target.db, s.target.coll)
 	switch {
 	case c != nil && c.Sharded():
 		return mongoerr.New(mongoerr.Location28769, "%s cannot be sharded", s.target.ns())
@@ -113,7 +113,7 @@ func (s *outStage) prepare(run *writeRun) error {
 // target. On failure the temporary collection is dropped and the target is unchanged.
 func (s *outStage) write(ctx context.Context, run *writeRun, in stream.Stream) error {
 	e := run.e
-	orig := e.st.Catalog.State().Collection(s.target.db, s.target.coll)
+	orig := e.Storage.Catalog.State().Collection(s.target.db, s.target.coll)
 	tmp, err := s.createTemp(e, orig)
 	if err != nil {
 		return err
@@ -150,13 +150,13 @@ func (s *outStage) createTemp(e *Executor, orig *store.Collection) (*catalog.Col
 			c.Indexes = append(c.Indexes, x)
 		}
 	}
-	unlock := e.cat.LockDDL()
-	created, err := e.st.Catalog.CreateCollection(c)
+	unlock := e.Cat.LockDDL()
+	created, err := e.Storage.Catalog.CreateCollection(c)
 	unlock()
 	if err != nil {
 		return nil, catalog.ChangeError(err, c.DB, name)
 	}
-	return e.cat.Info(created)
+	return e.Cat.Info(created)
 }
 
 // fill inserts the documents of in into tmp in groups, through the insert path. The first
@@ -171,7 +171,7 @@ func (s *outStage) fill(ctx context.Context, run *writeRun, tmp *catalog.Coll, i
 		if len(group) == 0 {
 			return nil
 		}
-		_, err := e.write.Insert(ctx, tmp, group, base, true, run.bypass, wc, &res, nil)
+		_, err := e.Write.Insert(ctx, tmp, group, base, true, run.bypass, wc, &res, nil)
 		if err == nil && len(res.Errs) > 0 {
 			err = res.Errs[0].Err
 		}
@@ -197,7 +197,7 @@ func (s *outStage) fill(ctx context.Context, run *writeRun, tmp *catalog.Coll, i
 		}
 	}
 	err := flush()
-	e.counters.insertedDocs.Add(res.N)
+	e.Counters.InsertedDocs.Add(res.N)
 	run.charge += res.Charge
 	return err
 }
@@ -206,9 +206,9 @@ func (s *outStage) fill(ctx context.Context, run *writeRun, tmp *catalog.Coll, i
 // fails when the target's options or indexes changed during the aggregation.
 func (s *outStage) replace(e *Executor, tmp, orig *store.Collection) error {
 	t := s.target
-	unlock := e.cat.LockDDL()
+	unlock := e.Cat.LockDDL()
 	defer unlock()
-	cur := e.st.Catalog.State().Collection(t.db, t.coll)
+	cur := e.Storage.Catalog.State().Collection(t.db, t.coll)
 	if cur != nil && cur.Sharded() {
 		return mongoerr.New(mongoerr.Location28769, "%s cannot be sharded", t.ns())
 	}
@@ -219,14 +219,14 @@ func (s *outStage) replace(e *Executor, tmp, orig *store.Collection) error {
 	if !sameIndexes(orig, cur) {
 		return mongoerr.New(mongoerr.CommandFailed, "indexes of target collection %s changed during processing.", t.ns())
 	}
-	_, dropped, err := e.st.Catalog.RenameCollection(tmp.DB, tmp.Name, t.db, t.coll, true)
+	_, dropped, err := e.Storage.Catalog.RenameCollection(tmp.DB, tmp.Name, t.db, t.coll, true)
 	if err != nil {
 		return catalog.ChangeError(err, t.db, t.coll)
 	}
 	if dropped != nil {
-		e.cat.DeleteData(dropped)
+		e.Cat.DeleteData(dropped)
 	}
-	e.log.Info("$out replaced collection", zap.String("ns", t.ns()))
+	e.Log.Info("$out replaced collection", zap.String("ns", t.ns()))
 	return nil
 }
 
@@ -276,15 +276,15 @@ func sameIndexes(a, b *store.Collection) bool {
 // dropTemp drops a temporary collection of a failed $out, logging a failure: the data left
 // behind is an orphan the next start removes.
 func (e *Executor) dropTemp(c *store.Collection) {
-	unlock := e.cat.LockDDL()
+	unlock := e.Cat.LockDDL()
 	defer unlock()
-	dropped, err := e.st.Catalog.DropCollection(c.DB, c.Name)
+	dropped, err := e.Storage.Catalog.DropCollection(c.DB, c.Name)
 	if errors.Is(err, store.ErrNotFound) {
 		return
 	}
 	if err != nil {
-		e.log.Warn("cannot drop a temporary $out collection", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
+		e.Log.Warn("cannot drop a temporary $out collection", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
 		return
 	}
-	e.cat.DeleteData(dropped)
+	e.Cat.DeleteData(dropped)
 }

@@ -55,7 +55,7 @@ func pipelineWriter(p *agg.Pipeline) writeStage {
 // write stage comes last and never inside $lookup or $unionWith ($facet checks its own),
 // and writeConcern is accepted only by a pipeline that writes. It returns the write stage,
 // or nil.
-func checkAggregateWrite(r *request, a *aggregateArgs, p *agg.Pipeline) (writeStage, error) {
+func checkAggregateWrite(r *Request, a *aggregateArgs, p *agg.Pipeline) (writeStage, error) {
 	if err := checkNestedWrites(a.pipeline); err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func checkAggregateWrite(r *request, a *aggregateArgs, p *agg.Pipeline) (writeSt
 		}
 	}
 	w := pipelineWriter(p)
-	_, hasWC := r.body.Lookup("writeConcern").DocumentOK()
+	_, hasWC := r.Body.Lookup("writeConcern").DocumentOK()
 	if hasWC && (w == nil || a.explain || explainOnly(r)) {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "Command does not support writeConcern")
 	}
@@ -146,20 +146,20 @@ func writeStageIn(arr bsoncore.Array) string {
 // it run as any pipeline does, w writes their output, and the reply is an empty first batch
 // with cursor id 0. Explain describes it without writing, with the queryPlanner verbosity
 // only.
-func (e *Executor) aggregateWrite(ctx context.Context, r *request, a *aggregateArgs, p *agg.Pipeline, ci *catalog.Coll, ns string, w writeStage) error {
-	if _, err := r.body.LookupErr("autocommit"); err == nil { // inside a multi-document transaction
+func (e *Executor) aggregateWrite(ctx context.Context, r *Request, a *aggregateArgs, p *agg.Pipeline, ci *catalog.Coll, ns string, w writeStage) error {
+	if _, err := r.Body.LookupErr("autocommit"); err == nil { // inside a multi-document transaction
 		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "%s cannot be used in a transaction", w.stageName())
 	}
-	if level, _ := r.body.Lookup("readConcern", "level").StringValueOK(); level == "linearizable" {
+	if level, _ := r.Body.Lookup("readConcern", "level").StringValueOK(); level == "linearizable" {
 		return mongoerr.New(mongoerr.InvalidOptions, "%s cannot be used with a 'linearizable' read concern level", w.stageName())
 	}
-	run := &writeRun{e: e, sync: write.ParseConcern(r.body).Sync(), bypass: a.bypass}
+	run := &writeRun{e: e, sync: write.ParseConcern(r.Body).Sync(), bypass: a.bypass}
 	if err := w.prepare(run); err != nil {
 		return err
 	}
 	if a.explain || explainOnly(r) {
-		if r.explain != "" && r.explain != "queryPlanner" {
-			return mongoerr.New(mongoerr.Location51029, "explain of %s is not allowed with verbosity %s", w.stageName(), r.explain)
+		if r.Explain != "" && r.Explain != "queryPlanner" {
+			return mongoerr.New(mongoerr.Location51029, "explain of %s is not allowed with verbosity %s", w.stageName(), r.Explain)
 		}
 		return e.explainAggregate(ctx, r, p, ci, ns)
 	}
@@ -174,14 +174,14 @@ func (e *Executor) aggregateWrite(ctx context.Context, r *request, a *aggregateA
 	err = w.write(ctx, run, stream)
 	stream.Close()
 	for _, s := range shards {
-		r.charge += s.Stats.Charge()
+		r.Charge += s.Stats.Charge()
 	}
-	r.charge += p.Env.Charge + run.charge
+	r.Charge += p.Env.Charge + run.charge
 	if err != nil {
 		return query.TimeLimitError(ctx, err)
 	}
-	out, cidx, aidx := startCursorReply(r.out, "firstBatch")
-	r.out = endCursorReply(out, cidx, aidx, 0, ns)
+	out, cidx, aidx := startCursorReply(r.Out, "firstBatch")
+	r.Out = endCursorReply(out, cidx, aidx, 0, ns)
 	return nil
 }
 

@@ -16,31 +16,6 @@ import (
 // the declaration after finding the command and before running it
 // (validate_api_parameters.cpp); so does checkAPIParameters.
 
-// apiV1Commands are the commands of Stable API version 1, by the name the client spells:
-// MongoDB's list (stable-api-changelog), as a mongod of the 8.x line answers under
-// apiStrict — so distinct, isMaster, buildInfo and serverStatus are outside it, hello and
-// count inside.
-var apiV1Commands = map[string]bool{
-	"abortTransaction": true, "aggregate": true, "authenticate": true, "collMod": true,
-	"collStats": true, "commitTransaction": true, "count": true, "create": true,
-	"createIndexes": true, "createRole": true, "createSearchIndexes": true, "createUser": true,
-	"delete": true, "drop": true, "dropDatabase": true, "dropIndexes": true, "dropRole": true,
-	"dropSearchIndex": true, "dropUser": true, "endSessions": true, "explain": true,
-	"find": true, "findAndModify": true, "findandmodify": true, "getMore": true,
-	"grantPrivilegesToRole": true, "grantRolesToRole": true, "grantRolesToUser": true,
-	"hello": true, "insert": true, "killCursors": true, "listCollections": true,
-	"listDatabases": true, "listIndexes": true, "ping": true, "refreshSessions": true,
-	"renameCollection": true, "revokePrivilegesFromRole": true, "revokeRolesFromRole": true,
-	"revokeRolesFromUser": true, "saslContinue": true, "saslStart": true, "update": true,
-	"updateRole": true, "updateSearchIndex": true, "updateUser": true,
-	// The test commands of version 1 (--test-commands).
-	"testDeprecation": true, "testDeprecationInVersion2": true, "testVersions1And2": true,
-}
-
-// apiDeprecated are the commands deprecated in an API version: only MongoDB's test
-// commands, since nothing of version 1 is deprecated.
-var apiDeprecated = map[string]string{"testDeprecation": "1", "testDeprecationInVersion2": "2"}
-
 // apiV1Stages are the aggregation stages of Stable API version 1; under apiStrict any
 // other stage ($currentOp, $listLocalSessions, $listSessions, ...) is refused.
 var apiV1Stages = map[string]bool{
@@ -104,11 +79,11 @@ func apiTypeError(field string, v bsoncore.Value, want string) error {
 // other than "1", apiStrict or apiDeprecationErrors without a version, a command (or, for
 // aggregate, a stage) outside version 1 under apiStrict, a deprecated command under
 // apiDeprecationErrors.
-func checkAPIParameters(_ context.Context, r *request) error {
-	if !r.hasAPIParams() { // none of the fields: nothing to check
+func checkAPIParameters(_ context.Context, r *Request) error {
+	if !r.HasAPIParams() { // none of the fields: nothing to check
 		return nil
 	}
-	p, err := parseAPIParams(r.body)
+	p, err := parseAPIParams(r.Body)
 	if err != nil {
 		return err
 	}
@@ -125,20 +100,20 @@ func checkAPIParameters(_ context.Context, r *request) error {
 		return mongoerr.New(mongoerr.APIVersionError, "API version must be \"1\"")
 	}
 	if p.strict {
-		if !apiV1Commands[r.name] {
+		if !r.Cmd.Has(APIV1) {
 			return mongoerr.New(mongoerr.APIStrictError, "Provided apiStrict:true, but the command %s is not in API Version %s. "+
 				"Information on supported commands and migrations in API Version %s can be found at "+
-				"https://dochub.mongodb.org/core/manual-versioned-api.", r.name, p.version, p.version)
+				"https://dochub.mongodb.org/core/manual-versioned-api.", r.Name, p.version, p.version)
 		}
-		if r.name == "aggregate" {
-			if err := checkAPIStages(r.body, p.version); err != nil {
+		if r.Name == "aggregate" {
+			if err := checkAPIStages(r.Body, p.version); err != nil {
 				return err
 			}
 		}
 	}
-	if p.deprecationErrs && apiDeprecated[r.name] == p.version {
+	if p.deprecationErrs && r.Cmd.DeprecatedIn == p.version {
 		return mongoerr.New(mongoerr.APIDeprecationError, "Provided apiDeprecationErrors:true, but the command %s is deprecated in API Version %s.",
-			r.name, p.version)
+			r.Name, p.version)
 	}
 	return nil
 }
@@ -207,14 +182,12 @@ func subPipelines(name string, arg bsoncore.Value) []bsoncore.Array {
 // addAPITestCommands registers MongoDB's test commands of the Stable API (enableTestCommands):
 // testVersion2 (in version 2 only), testVersions1And2, testDeprecation (deprecated in
 // version 1) and testDeprecationInVersion2. Each answers {ok: 1} once its declaration passes.
-func addAPITestCommands(add func(*command, ...string)) {
-	ok := func(context.Context, *request) error { return nil }
-	for name, help := range map[string]string{
-		"testVersion2":              "a command in API version 2 only",
-		"testVersions1And2":         "a command in API versions 1 and 2",
-		"testDeprecation":           "a command deprecated in API version 1",
-		"testDeprecationInVersion2": "a command deprecated in API version 2",
-	} {
-		add(&command{run: ok, action: auth.ActionNone, help: help}, name)
-	}
+func addAPITestCommands(add func(*Command)) {
+	ok := func(context.Context, *Request) error { return nil }
+	add(&Command{Name: "testVersion2", Run: ok, Action: auth.ActionNone, Help: "a command in API version 2 only"})
+	add(&Command{Name: "testVersions1And2", Run: ok, Action: auth.ActionNone, Help: "a command in API versions 1 and 2", Props: APIV1})
+	add(&Command{Name: "testDeprecation", Run: ok, Action: auth.ActionNone, Help: "a command deprecated in API version 1",
+		Props: APIV1, DeprecatedIn: "1"})
+	add(&Command{Name: "testDeprecationInVersion2", Run: ok, Action: auth.ActionNone, Help: "a command deprecated in API version 2",
+		Props: APIV1, DeprecatedIn: "2"})
 }

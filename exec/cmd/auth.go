@@ -59,21 +59,21 @@ type connAuth struct {
 
 // registry returns the current users and roles.
 func (e *Executor) registry() *auth.Registry {
-	r := e.authn.reg.Load()
-	if r != nil && e.st.Catalog != nil && r.st != e.st.Catalog.State() {
+	r := e.Authn.reg.Load()
+	if r != nil && e.Storage.Catalog != nil && r.st != e.Storage.Catalog.State() {
 		if err := e.loadRegistry(); err == nil {
-			r = e.authn.reg.Load()
+			r = e.Authn.reg.Load()
 		}
 	}
 	if r != nil {
 		return r.reg
 	}
-	return auth.NewRegistry(nil, nil).WithInternal(e.authn.internal)
+	return auth.NewRegistry(nil, nil).WithInternal(e.Authn.internal)
 }
 
 // loadRegistry decodes the catalog's security records into a registry and publishes it.
 func (e *Executor) loadRegistry() error {
-	st := e.st.Catalog.State()
+	st := e.Storage.Catalog.State()
 	var users []*auth.User
 	for _, rec := range st.SecurityRecords(recordUser, "") {
 		u, err := auth.DecodeUser(rec.Doc)
@@ -90,7 +90,7 @@ func (e *Executor) loadRegistry() error {
 		}
 		roles = append(roles, r)
 	}
-	e.authn.reg.Store(&registryAt{reg: auth.NewRegistry(users, roles).WithInternal(e.authn.internal), st: st})
+	e.Authn.reg.Store(&registryAt{reg: auth.NewRegistry(users, roles).WithInternal(e.Authn.internal), st: st})
 	return nil
 }
 
@@ -98,13 +98,13 @@ func (e *Executor) loadRegistry() error {
 // registry and returns the records to write and those to delete (only their Kind, DB and
 // Name matter), or an error that aborts the change. The registry is then republished.
 func (e *Executor) changeSecurity(plan func(*auth.Registry) (puts, dels []store.SecurityRecord, err error)) error {
-	e.authn.mu.Lock()
-	defer e.authn.mu.Unlock()
+	e.Authn.mu.Lock()
+	defer e.Authn.mu.Unlock()
 	puts, dels, err := plan(e.registry())
 	if err != nil {
 		return err
 	}
-	if err := e.st.Catalog.UpdateSecurity(nil, puts, dels); err != nil {
+	if err := e.Storage.Catalog.UpdateSecurity(nil, puts, dels); err != nil {
 		return err
 	}
 	return e.loadRegistry()
@@ -123,7 +123,7 @@ func roleRecord(r *auth.Role) store.SecurityRecord {
 // EnsureRootUser creates user on admin with the root role and password when no user exists
 // yet (the startup flags' way to the first user); with users it does nothing.
 func (e *Executor) EnsureRootUser(user, password string) error {
-	if e.st.Catalog == nil {
+	if e.Storage.Catalog == nil {
 		return errors.New("no storage")
 	}
 	if user == "" || password == "" {
@@ -143,12 +143,12 @@ func (e *Executor) EnsureRootUser(user, password string) error {
 	})
 	switch {
 	case errors.Is(err, exists):
-		e.log.Info("users exist: the root user of the configuration is not created", zap.String("user", user))
+		e.Log.Info("users exist: the root user of the configuration is not created", zap.String("user", user))
 		return nil
 	case err != nil:
 		return err
 	}
-	e.log.Info("created the root user", zap.String("user", user), zap.String("db", "admin"))
+	e.Log.Info("created the root user", zap.String("user", user), zap.String("db", "admin"))
 	return nil
 }
 
@@ -169,25 +169,25 @@ func newUser(name auth.UserName, password string, mechs []auth.Mechanism) (*auth
 // one place commands are checked; each command declares its action in the table, and
 // commands whose needs depend on their arguments (aggregate with $out, renameCollection,
 // user commands granting roles) add a needs function.
-func (e *Executor) authorize(r *request, cmd *command) error {
-	if !e.opts.Auth.Enabled || cmd.action == auth.ActionNone {
+func (e *Executor) authorize(r *Request, cmd *Command) error {
+	if !e.Opts.Auth.Enabled || cmd.Action == auth.ActionNone {
 		return nil
 	}
 	reg := e.registry()
-	users := r.conn.authn.users
+	users := r.Conn.authn.users
 	if len(users) == 0 {
 		if e.localhostException(r, reg) {
 			return nil
 		}
-		return mongoerr.New(mongoerr.Unauthorized, "Command %s requires authentication", r.name)
+		return mongoerr.New(mongoerr.Unauthorized, "Command %s requires authentication", r.Name)
 	}
-	needs := []auth.Need{{Action: cmd.action, DB: r.db, Coll: commandCollection(r)}}
-	if cmd.needs != nil {
-		needs = cmd.needs(r, needs[0])
+	needs := []auth.Need{{Action: cmd.Action, DB: r.DB, Coll: commandCollection(r)}}
+	if cmd.Needs != nil {
+		needs = cmd.Needs(r, needs[0])
 	}
 	for _, n := range needs {
 		if !reg.Allowed(users, n) {
-			return mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to execute command %s", r.db, bsonx.ShellDoc(redactSecrets(r.body)))
+			return mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to execute command %s", r.DB, bsonx.ShellDoc(redactSecrets(r.Body)))
 		}
 	}
 	return nil
@@ -195,8 +195,8 @@ func (e *Executor) authorize(r *request, cmd *command) error {
 
 // localhostException reports whether an unauthenticated connection may run r anyway: while
 // no user exists, a client on the loopback interface may create the first user on admin.
-func (e *Executor) localhostException(r *request, reg *auth.Registry) bool {
-	return r.name == "createUser" && r.db == "admin" && !reg.HasUsers() && isLoopback(r.conn.info.Remote)
+func (e *Executor) localhostException(r *Request, reg *auth.Registry) bool {
+	return r.Name == "createUser" && r.DB == "admin" && !reg.HasUsers() && isLoopback(r.Conn.info.Remote)
 }
 
 // isLoopback reports whether addr is a loopback address (or a Unix socket).
@@ -212,8 +212,8 @@ func isLoopback(addr net.Addr) bool {
 
 // commandCollection is the collection a command names in its first field, "" when it names
 // none (aggregate: 1, dropDatabase).
-func commandCollection(r *request) string {
-	first, ok := bsonx.FirstElement(r.body)
+func commandCollection(r *Request) string {
+	first, ok := bsonx.FirstElement(r.Body)
 	if !ok {
 		return ""
 	}
@@ -233,9 +233,9 @@ func appendUserName(dst []byte, key string, u auth.UserName) []byte {
 // aggregateNeeds adds, for a pipeline ending in $out or $merge, write and DDL on the target
 // (which may be in another database); $lookup and $unionWith read r.db, which the read
 // need covers. A pipeline that does not parse keeps the read need: aggregate reports it.
-func aggregateNeeds(r *request, def auth.Need) []auth.Need {
+func aggregateNeeds(r *Request, def auth.Need) []auth.Need {
 	needs := []auth.Need{def}
-	pipeline, ok := r.body.Lookup("pipeline").ArrayOK()
+	pipeline, ok := r.Body.Lookup("pipeline").ArrayOK()
 	if !ok {
 		return needs
 	}
@@ -263,7 +263,7 @@ func aggregateNeeds(r *request, def auth.Need) []auth.Need {
 	default:
 		return needs
 	}
-	db, coll := r.db, ""
+	db, coll := r.DB, ""
 	if s, ok := target.StringValueOK(); ok {
 		coll = s
 	} else if d, ok := target.DocumentOK(); ok {
@@ -278,9 +278,9 @@ func aggregateNeeds(r *request, def auth.Need) []auth.Need {
 
 // renameNeeds is renameCollection's: it runs on admin but acts on the namespaces it names,
 // DDL on both and, across databases, reading the source and writing the target.
-func renameNeeds(r *request, _ auth.Need) []auth.Need {
-	from, _ := r.body.Lookup("renameCollection").StringValueOK()
-	to, _ := r.body.Lookup("to").StringValueOK()
+func renameNeeds(r *Request, _ auth.Need) []auth.Need {
+	from, _ := r.Body.Lookup("renameCollection").StringValueOK()
+	to, _ := r.Body.Lookup("to").StringValueOK()
 	fromDB, fromColl, _ := strings.Cut(from, ".")
 	toDB, toColl, _ := strings.Cut(to, ".")
 	needs := []auth.Need{

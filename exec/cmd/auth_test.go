@@ -107,8 +107,8 @@ func login(t *testing.T, c wire.ConnHandler, db, user, password string, m auth.M
 
 func TestAuthEveryCommandDeclaresAction(t *testing.T) {
 	e := testExecutor(t, 1, Options{TestCommands: true})
-	for name, cmd := range e.commands {
-		if cmd.action == auth.ActionUndeclared {
+	for _, name := range e.Commands.Names() {
+		if cmd := e.Commands.Get(name); cmd.Action == auth.ActionUndeclared {
 			t.Errorf("command %s declares no action (command.action)", name)
 		}
 	}

@@ -92,11 +92,11 @@ func TestSessionKillClosesCursors(t *testing.T) {
 		t.Fatalf("getMore after killSessions: code %d, want 43 CursorNotFound", got)
 	}
 	id = open()
-	e.cursors.expire(time.Now())
+	e.Cursors.expire(time.Now())
 	if got := getMore(id); got != 0 {
 		t.Fatalf("getMore of a live session's cursor: code %d", got)
 	}
-	e.cursors.expire(time.Now().Add(defaultSessionTimeout + time.Minute))
+	e.Cursors.expire(time.Now().Add(defaultSessionTimeout + time.Minute))
 	if got := getMore(id); got != 43 {
 		t.Fatalf("getMore after the session expired: code %d, want 43 CursorNotFound", got)
 	}

@@ -18,8 +18,8 @@ import (
 )
 
 // addAggregateCommands registers aggregate. MongoDB counts it under opcounters.command.
-func (e *Executor) addAggregateCommands(add func(*command, ...string)) {
-	add(&command{run: e.aggregate, action: auth.ActionRead, needs: aggregateNeeds, help: "Runs the sharded aggregation command. See http://dochub.mongodb.org/core/aggregation for more details."}, "aggregate")
+func (e *Executor) addAggregateCommands(add func(*Command)) {
+	add(&Command{Name: "aggregate", Run: e.aggregate, Action: auth.ActionRead, Needs: aggregateNeeds, Help: "Runs the sharded aggregation command. See http://dochub.mongodb.org/core/aggregation for more details.", Props: Cursor | InTxn | SnapshotRead | StaleRetry | Explainable | APIV1})
 }
 
 // aggregateArgs are the parsed arguments of aggregate.
@@ -149,8 +149,8 @@ func parseCursorOption(cmd string, v bsoncore.Value, accepted ...string) (int64,
 
 // aggregate runs the aggregate command: the pipeline's leading $match/$sort/$skip/$limit
 // run as a query per shard, the rest of the stages run here over the merged stream.
-func (e *Executor) aggregate(ctx context.Context, r *request) error {
-	a, err := parseAggregate(r.body, explainOnly(r))
+func (e *Executor) aggregate(ctx context.Context, r *Request) error {
+	a, err := parseAggregate(r.Body, explainOnly(r))
 	if err != nil {
 		return err
 	}
@@ -160,10 +160,10 @@ func (e *Executor) aggregate(ctx context.Context, r *request) error {
 // runAggregate runs a parsed aggregate. A view is resolved here, the one place every read
 // through a view comes to (view.go): its pipeline goes before a.pipeline and the
 // pipeline reads the collection under it, while the cursor keeps the view's namespace.
-func (e *Executor) runAggregate(ctx context.Context, r *request, a *aggregateArgs) error {
-	ns := r.db + "." + a.coll
+func (e *Executor) runAggregate(ctx context.Context, r *Request, a *aggregateArgs) error {
+	ns := r.DB + "." + a.coll
 	if a.coll != "" {
-		rv, err := e.cat.ResolveView(r.db, a.coll)
+		rv, err := e.Cat.ResolveView(r.DB, a.coll)
 		if err != nil {
 			return err
 		}
@@ -176,13 +176,13 @@ func (e *Executor) runAggregate(ctx context.Context, r *request, a *aggregateArg
 	}
 	var dflt *catalog.Coll
 	if a.coll != "" && a.collation == nil {
-		dflt, _ = e.cat.Lookup(r.db, a.coll) // its default collation; errors surface when it is read
+		dflt, _ = e.Cat.Lookup(r.DB, a.coll) // its default collation; errors surface when it is read
 	}
 	coll, err := collationFor(a.collation, dflt)
 	if err != nil {
 		return err
 	}
-	env := &agg.Env{Cat: e.cat, Query: e.queryFor(r), Host: e, SortBytes: e.knobs.sortMemory.load(), GroupBytes: e.knobs.groupMemory.load(), GraphBytes: e.knobs.graphMemory.load(), DB: r.db, Coll: a.coll, Opts: &expr.Options{Let: a.let, Now: time.Now(), Collator: coll}, AllowDiskUse: a.allowDiskUse, Temp: e.temp}
+	env := &agg.Env{Cat: e.Cat, Query: e.queryFor(r), Host: e, SortBytes: e.Knobs.sortMemory.load(), GroupBytes: e.Knobs.groupMemory.load(), GraphBytes: e.Knobs.graphMemory.load(), DB: r.DB, Coll: a.coll, Opts: &expr.Options{Let: a.let, Now: time.Now(), Collator: coll}, AllowDiskUse: a.allowDiskUse, Temp: e.Temp}
 	if len(a.let) > 0 {
 		// Let variables are checked once, before any document is read.
 		if _, err := expr.Compile(bsoncore.Value{Type: bsoncore.TypeNull}, env.Opts); err != nil {
@@ -204,11 +204,11 @@ func (e *Executor) runAggregate(ctx context.Context, r *request, a *aggregateArg
 		}
 		return mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for %s; a collection is required.", name)
 	case a.coll == "":
-		ns = r.db + ".$cmd.aggregate"
+		ns = r.DB + ".$cmd.aggregate"
 	case p.ReadsNoCollection():
 		return mongoerr.New(mongoerr.InvalidNamespace, "$documents can only be used in a collectionless aggregate ({aggregate: 1})")
 	default:
-		if ci, err = e.cat.Lookup(r.db, a.coll); err != nil {
+		if ci, err = e.Cat.Lookup(r.DB, a.coll); err != nil {
 			return err
 		}
 	}
@@ -238,8 +238,8 @@ func (e *Executor) runAggregate(ctx context.Context, r *request, a *aggregateArg
 	defer cancel()
 	err = e.firstBatch(ctx, r, c, n, a.singleBatch)
 	for _, s := range shards {
-		r.charge += s.Stats.Charge()
+		r.Charge += s.Stats.Charge()
 	}
-	r.charge += env.Charge
+	r.Charge += env.Charge
 	return query.TimeLimitError(ctx, err)
 }

@@ -15,12 +15,12 @@ import (
 )
 
 // addAuthCommands registers authentication and the user and role commands.
-func (e *Executor) addAuthCommands(add func(*command, ...string)) {
+func (e *Executor) addAuthCommands(add func(*Command)) {
 	none := auth.ActionNone
-	add(&command{run: e.saslStart, help: "first step of a SASL authentication", action: none}, "saslStart")
-	add(&command{run: e.saslContinue, help: "next step of a SASL authentication", action: none}, "saslContinue")
-	add(&command{run: e.authenticate, help: "authenticate with MONGODB-X509 (not supported)", action: none}, "authenticate")
-	add(&command{run: e.logout, help: "de-authenticate", action: none}, "logout")
+	add(&Command{Name: "saslStart", Run: e.saslStart, Action: none, Help: "first step of a SASL authentication", Props: Legacy | APIV1})
+	add(&Command{Name: "saslContinue", Run: e.saslContinue, Action: none, Help: "next step of a SASL authentication", Props: Legacy | APIV1})
+	add(&Command{Name: "authenticate", Run: e.authenticate, Action: none, Help: "authenticate with MONGODB-X509 (not supported)", Props: Legacy | APIV1})
+	add(&Command{Name: "logout", Run: e.logout, Action: none, Help: "de-authenticate"})
 	e.addUserCommands(add)
 	e.addRoleCommands(add)
 }
@@ -95,22 +95,22 @@ func errAuthFailed() error {
 }
 
 // saslStart begins a SCRAM conversation.
-func (e *Executor) saslStart(_ context.Context, r *request) error {
-	a, err := parseSASLStart(r.name, r.body, r.db)
+func (e *Executor) saslStart(_ context.Context, r *Request) error {
+	a, err := parseSASLStart(r.Name, r.Body, r.DB)
 	if err != nil {
 		return err
 	}
-	out, err := e.startConversation(r.conn, a)
+	out, err := e.startConversation(r.Conn, a)
 	if err != nil {
 		return err
 	}
-	r.out = append(r.out, out...)
+	r.Out = append(r.Out, out...)
 	return nil
 }
 
 // startConversation starts a conversation on c and returns the reply's fields
 // {conversationId, done, payload}.
-func (e *Executor) startConversation(c *conn, a saslStartArgs) ([]byte, error) {
+func (e *Executor) startConversation(c *Conn, a saslStartArgs) ([]byte, error) {
 	c.authn.conv = nil
 	m, err := auth.ParseMechanism(a.mechanism)
 	if err != nil {
@@ -147,16 +147,16 @@ func appendSASLReply(dst []byte, done bool, payload []byte) []byte {
 }
 
 // saslContinue runs the next step of the connection's conversation.
-func (e *Executor) saslContinue(_ context.Context, r *request) error {
+func (e *Executor) saslContinue(_ context.Context, r *Request) error {
 	var payload []byte
 	var id int64 = -1
-	err := args.ForEach(r.name, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(r.Name, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "payload":
-			payload, err = saslPayload(r.name, v)
+			payload, err = saslPayload(r.Name, v)
 		case "conversationId":
-			id, err = args.Int64(r.name, key, v)
+			id, err = args.Int64(r.Name, key, v)
 		default:
 			return false, nil
 		}
@@ -165,7 +165,7 @@ func (e *Executor) saslContinue(_ context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	c := r.conn
+	c := r.Conn
 	sc := c.authn.conv
 	if sc == nil || id != conversationID {
 		return mongoerr.New(mongoerr.ProtocolError, "No SASL session state found")
@@ -173,7 +173,7 @@ func (e *Executor) saslContinue(_ context.Context, r *request) error {
 	if sc.awaitingEmpty {
 		c.authn.conv = nil
 		e.authenticated(c, sc)
-		r.out = appendSASLReply(r.out, true, nil)
+		r.Out = appendSASLReply(r.Out, true, nil)
 		return nil
 	}
 	reply, err := sc.conv.Step(payload)
@@ -186,17 +186,17 @@ func (e *Executor) saslContinue(_ context.Context, r *request) error {
 	if sc.skipEmptyExchange {
 		c.authn.conv = nil
 		e.authenticated(c, sc)
-		r.out = appendSASLReply(r.out, true, reply)
+		r.Out = appendSASLReply(r.Out, true, reply)
 		return nil
 	}
 	sc.awaitingEmpty = true
-	r.out = appendSASLReply(r.out, false, reply)
+	r.Out = appendSASLReply(r.Out, false, reply)
 	return nil
 }
 
 // authenticated records a successful conversation: the connection is now that user (a
 // second authentication replaces the first).
-func (e *Executor) authenticated(c *conn, sc *saslConv) {
+func (e *Executor) authenticated(c *Conn, sc *saslConv) {
 	u := auth.UserName{User: sc.conv.User(), DB: sc.db}
 	c.authn.users = []auth.UserName{u}
 	c.log.Info("authenticated", zap.String("mechanism", string(sc.conv.Mechanism)),
@@ -206,7 +206,7 @@ func (e *Executor) authenticated(c *conn, sc *saslConv) {
 // speculativeAuth runs hello's speculativeAuthenticate: the first step of a conversation,
 // answered inside hello's reply. It returns the reply's document, or nil when the attempt
 // failed (the client then authenticates the ordinary way and gets the error there).
-func (e *Executor) speculativeAuth(c *conn, body bsoncore.Document) bsoncore.Document {
+func (e *Executor) speculativeAuth(c *Conn, body bsoncore.Document) bsoncore.Document {
 	if _, ok := body.Lookup("saslStart").AsInt64OK(); !ok {
 		return nil // MONGODB-X509's {authenticate: 1}: not supported
 	}
@@ -244,8 +244,8 @@ func (e *Executor) saslSupportedMechs(name string) []string {
 
 // authenticate answers the legacy authenticate command: cleave has no MONGODB-X509 (nor
 // MONGODB-CR, which MongoDB removed).
-func (e *Executor) authenticate(_ context.Context, r *request) error {
-	mech, _ := r.body.Lookup("mechanism").StringValueOK()
+func (e *Executor) authenticate(_ context.Context, r *Request) error {
+	mech, _ := r.Body.Lookup("mechanism").StringValueOK()
 	if mech == "" {
 		mech = "MONGODB-CR"
 	}
@@ -253,23 +253,23 @@ func (e *Executor) authenticate(_ context.Context, r *request) error {
 }
 
 // logout forgets the connection's users (and any conversation under way).
-func (e *Executor) logout(_ context.Context, r *request) error {
-	r.conn.authn = connAuth{}
+func (e *Executor) logout(_ context.Context, r *Request) error {
+	r.Conn.authn = connAuth{}
 	return nil
 }
 
 // connectionStatus reports the connection's authenticated users and their roles, inherited
 // ones included.
-func (e *Executor) connectionStatus(_ context.Context, r *request) error {
+func (e *Executor) connectionStatus(_ context.Context, r *Request) error {
 	showPrivileges := false
-	if v, err := r.body.LookupErr("showPrivileges"); err == nil {
-		showPrivileges, _ = args.Bool(r.name, "showPrivileges", v)
+	if v, err := r.Body.LookupErr("showPrivileges"); err == nil {
+		showPrivileges, _ = args.Bool(r.Name, "showPrivileges", v)
 	}
 	reg := e.registry()
 	var roles []auth.RoleName
-	idx, out := bsoncore.AppendDocumentElementStart(r.out, "authInfo")
+	idx, out := bsoncore.AppendDocumentElementStart(r.Out, "authInfo")
 	aidx, out := bsoncore.AppendArrayElementStart(out, "authenticatedUsers")
-	for i, name := range r.conn.authn.users {
+	for i, name := range r.Conn.authn.users {
 		out = appendUserName(out, bsonx.ArrayKey(i), name)
 		if u := reg.User(name); u != nil {
 			roles = append(roles, reg.Inherited(u.Roles)...)
@@ -282,6 +282,6 @@ func (e *Executor) connectionStatus(_ context.Context, r *request) error {
 		out = appendStringArray(out, "authenticatedUserPrivileges", nil)
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
-	r.out = out
+	r.Out = out
 	return nil
 }

@@ -26,9 +26,9 @@ import (
 // source whole, and at worst a temporary collection of convertToCapped's.
 
 // addCappedCommands registers convertToCapped and cloneCollectionAsCapped.
-func (e *Executor) addCappedCommands(add func(*command, ...string)) {
-	add(&command{run: e.convertToCapped, action: auth.ActionDDL, help: "convert a collection to a capped collection"}, "convertToCapped")
-	add(&command{run: e.cloneCollectionAsCapped, action: auth.ActionDDL, help: "copy a collection into a new capped collection"}, "cloneCollectionAsCapped")
+func (e *Executor) addCappedCommands(add func(*Command)) {
+	add(&Command{Name: "convertToCapped", Run: e.convertToCapped, Action: auth.ActionDDL, Help: "convert a collection to a capped collection"})
+	add(&Command{Name: "cloneCollectionAsCapped", Run: e.cloneCollectionAsCapped, Action: auth.ActionDDL, Help: "copy a collection into a new capped collection"})
 }
 
 // cappedSizeArg parses the size of convertToCapped and cloneCollectionAsCapped.
@@ -44,52 +44,52 @@ func cappedSizeArg(cmd string, v bsoncore.Value) (int64, error) {
 }
 
 // convertToCapped answers {convertToCapped: coll, size}.
-func (e *Executor) convertToCapped(ctx context.Context, r *request) error {
+func (e *Executor) convertToCapped(ctx context.Context, r *Request) error {
 	const cmd = "convertToCapped"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return err
 	}
-	size, err := requiredSize(cmd, r.body)
+	size, err := requiredSize(cmd, r.Body)
 	if err != nil {
 		return err
 	}
-	unlock, err := e.lockDDL(ctx, "convertToCapped", r.body)
+	unlock, err := e.lockDDL(ctx, "convertToCapped", r.Body)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	src, err := e.cappedSource(r.db, name, cmd)
+	src, err := e.cappedSource(r.DB, name, cmd)
 	if err != nil {
 		return err
 	}
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := "tmp" + hex.EncodeToString(rnd[:]) + ".convertToCapped." + name
-	if err := e.copyToCapped(src, r.db, tmp, size); err != nil {
+	if err := e.copyToCapped(src, r.DB, tmp, size); err != nil {
 		return err
 	}
-	_, dropped, err := e.st.Catalog.RenameCollection(r.db, tmp, r.db, name, true)
+	_, dropped, err := e.Storage.Catalog.RenameCollection(r.DB, tmp, r.DB, name, true)
 	if err != nil {
 		return catalog.StoreError(err)
 	}
 	if dropped != nil {
-		e.cat.DeleteData(dropped)
+		e.Cat.DeleteData(dropped)
 	}
-	e.log.Info("converted collection to capped", zap.String("ns", r.db+"."+name), zap.Int64("size", size))
+	e.Log.Info("converted collection to capped", zap.String("ns", r.DB+"."+name), zap.Int64("size", size))
 	return nil
 }
 
 // cloneCollectionAsCapped answers {cloneCollectionAsCapped: coll, toCollection, size}.
-func (e *Executor) cloneCollectionAsCapped(ctx context.Context, r *request) error {
+func (e *Executor) cloneCollectionAsCapped(ctx context.Context, r *Request) error {
 	const cmd = "cloneCollectionAsCapped"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return err
 	}
-	v, err := r.body.LookupErr("toCollection")
+	v, err := r.Body.LookupErr("toCollection")
 	if err != nil {
 		return args.Missing(cmd, "toCollection")
 	}
@@ -97,30 +97,30 @@ func (e *Executor) cloneCollectionAsCapped(ctx context.Context, r *request) erro
 	if err != nil {
 		return err
 	}
-	if err := catalog.ValidateCollName(r.db, to); err != nil {
+	if err := catalog.ValidateCollName(r.DB, to); err != nil {
 		return err
 	}
-	size, err := requiredSize(cmd, r.body)
+	size, err := requiredSize(cmd, r.Body)
 	if err != nil {
 		return err
 	}
-	unlock, err := e.lockDDL(ctx, "cloneCollectionAsCapped", r.body)
+	unlock, err := e.lockDDL(ctx, "cloneCollectionAsCapped", r.Body)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	src, err := e.cappedSource(r.db, name, cmd)
+	src, err := e.cappedSource(r.DB, name, cmd)
 	if err != nil {
 		return err
 	}
-	if e.st.Catalog.State().Collection(r.db, to) != nil {
+	if e.Storage.Catalog.State().Collection(r.DB, to) != nil {
 		return mongoerr.New(mongoerr.NamespaceExists, "cloneCollectionAsCapped failed - destination collection %s.%s already exists. source: %s.%s destination: %s.%s",
-			r.db, to, r.db, name, r.db, to)
+			r.DB, to, r.DB, name, r.DB, to)
 	}
-	if err := e.copyToCapped(src, r.db, to, size); err != nil {
+	if err := e.copyToCapped(src, r.DB, to, size); err != nil {
 		return err
 	}
-	e.log.Info("cloned collection as capped", zap.String("from", r.db+"."+name), zap.String("to", r.db+"."+to))
+	e.Log.Info("cloned collection as capped", zap.String("from", r.DB+"."+name), zap.String("to", r.DB+"."+to))
 	return nil
 }
 
@@ -136,7 +136,7 @@ func requiredSize(cmd string, body bsoncore.Document) (int64, error) {
 // cappedSource returns the collection db.name to copy into a capped collection: it must
 // exist, and be neither a view nor sharded.
 func (e *Executor) cappedSource(db, name, cmd string) (*catalog.Coll, error) {
-	src, err := e.cat.Lookup(db, name)
+	src, err := e.Cat.Lookup(db, name)
 	switch {
 	case err != nil:
 		return nil, err
@@ -157,17 +157,17 @@ func (e *Executor) cappedSource(db, name, cmd string) (*catalog.Coll, error) {
 // holds the DDL lock.
 func (e *Executor) copyToCapped(src *catalog.Coll, db, to string, size int64) error {
 	opts := ddl.CappedOptions(src.Meta.Options, size)
-	m, err := e.st.Catalog.CreateCollection(store.Collection{DB: db, Name: to, Options: opts})
+	m, err := e.Storage.Catalog.CreateCollection(store.Collection{DB: db, Name: to, Options: opts})
 	if err != nil {
 		return catalog.ChangeError(err, db, to)
 	}
-	dst, err := e.cat.Info(m)
+	dst, err := e.Cat.Info(m)
 	if err == nil {
 		err = e.fillCapped(src, dst)
 	}
 	if err != nil {
-		if c, derr := e.st.Catalog.DropCollection(db, to); derr == nil {
-			e.cat.DeleteData(c)
+		if c, derr := e.Storage.Catalog.DropCollection(db, to); derr == nil {
+			e.Cat.DeleteData(c)
 		}
 		return err
 	}
@@ -177,9 +177,9 @@ func (e *Executor) copyToCapped(src *catalog.Coll, db, to string, size int64) er
 // fillCapped copies the newest documents of src that fit the bounds of dst, an empty capped
 // collection, giving them record ids 1, 2, ... in src's natural order.
 func (e *Executor) fillCapped(src, dst *catalog.Coll) error {
-	unlock := e.cat.Locks().LockAll() // no writer anywhere while the source is read
+	unlock := e.Cat.Locks().LockAll() // no writer anywhere while the source is read
 	defer unlock()
-	from := e.st.Shards[src.Map.Partition(0).Shard]
+	from := e.Storage.Shards[src.Map.Partition(0).Shard]
 	var sizes []int64
 	var total int64
 	err := eachDoc(from, src.Meta.ID, func(_, doc []byte) error {
@@ -195,7 +195,7 @@ func (e *Executor) fillCapped(src, dst *catalog.Coll) error {
 		total -= sizes[skip]
 		n--
 	}
-	b := e.st.Shards[dst.Map.Partition(0).Shard].NewBatch()
+	b := e.Storage.Shards[dst.Map.Partition(0).Shard].NewBatch()
 	defer b.Close()
 	i, rid := 0, uint64(0)
 	err = eachDoc(from, src.Meta.ID, func(id, doc []byte) error {

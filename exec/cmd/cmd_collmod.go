@@ -31,17 +31,17 @@ import (
 // with the fields of the changes made.
 
 // collMod runs the collMod command.
-func (e *Executor) collMod(ctx context.Context, r *request) error {
-	a, err := ddl.ParseCollMod(r.body)
-	if err != nil && (a == nil || !e.isView(r.db, a.Coll)) {
+func (e *Executor) collMod(ctx context.Context, r *Request) error {
+	a, err := ddl.ParseCollMod(r.Body)
+	if err != nil && (a == nil || !e.isView(r.DB, a.Coll)) {
 		return err
 	}
-	unlock, err := e.lockDDL(ctx, "collMod", r.body)
+	unlock, err := e.lockDDL(ctx, "collMod", r.Body)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	c := e.st.Catalog.State().Collection(r.db, a.Coll)
+	c := e.Storage.Catalog.State().Collection(r.DB, a.Coll)
 	if c == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist")
 	}
@@ -51,7 +51,7 @@ func (e *Executor) collMod(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	ci, err := e.cat.Info(c)
+	ci, err := e.Cat.Info(c)
 	if err != nil {
 		return err
 	}
@@ -70,8 +70,8 @@ func (e *Executor) collMod(ctx context.Context, r *request) error {
 	if err := e.applyCollMod(c, p); err != nil {
 		return err
 	}
-	e.log.Info("collMod", zap.String("ns", c.DB+"."+c.Name), zap.Int("changes", p.Mods))
-	r.out = p.AppendReply(r.out)
+	e.Log.Info("collMod", zap.String("ns", c.DB+"."+c.Name), zap.Int("changes", p.Mods))
+	r.Out = p.AppendReply(r.Out)
 	return nil
 }
 
@@ -96,7 +96,7 @@ func (e *Executor) checkConvertible(ci *catalog.Coll, x *store.Index) error {
 		if xi.Meta.ID != x.ID {
 			continue
 		}
-		groups, truncated, err := e.ddl.Duplicates(ci, xi)
+		groups, truncated, err := e.DDL.Duplicates(ci, xi)
 		if err != nil {
 			return err
 		}
@@ -113,7 +113,7 @@ func (e *Executor) applyCollMod(c *store.Collection, p *ddl.CollModPlan) error {
 	if !p.Changed() {
 		return nil
 	}
-	_, err := e.st.Catalog.UpdateCollection(c.DB, c.Name, func(c *store.Collection) error {
+	_, err := e.Storage.Catalog.UpdateCollection(c.DB, c.Name, func(c *store.Collection) error {
 		if p.OptsChanged {
 			c.Options = p.Opts.Doc()
 		}
@@ -128,7 +128,7 @@ func (e *Executor) applyCollMod(c *store.Collection, p *ddl.CollModPlan) error {
 		return catalog.ChangeError(err, c.DB, c.Name)
 	}
 	if p.UniqueNew || p.PrepNew != nil || p.ForceNonUnique {
-		e.cat.Barrier()
+		e.Cat.Barrier()
 	}
 	return nil
 }

@@ -26,14 +26,14 @@ type compacter interface {
 // on meanwhile. killOp and maxTimeMS stop it between compactions (answering 11601 or 50);
 // what was compacted stays compacted. force is accepted (no replica set primary here to
 // protect); dryRun and freeSpaceTargetMB answer NotImplemented.
-func (e *Executor) compact(ctx context.Context, r *request) error {
+func (e *Executor) compact(ctx context.Context, r *Request) error {
 	const cmd = "compact"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return err
 	}
-	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		switch key {
 		case "force":
 			_, err := args.Bool(cmd, key, v)
@@ -46,7 +46,7 @@ func (e *Executor) compact(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	c := e.st.Catalog.State().Collection(r.db, name)
+	c := e.Storage.Catalog.State().Collection(r.DB, name)
 	switch {
 	case catalog.IsView(c):
 		return mongoerr.New(mongoerr.CommandNotSupportedOnView, "can't compact a view")
@@ -54,7 +54,7 @@ func (e *Executor) compact(ctx context.Context, r *request) error {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "collection does not exist")
 	}
 	var freed uint64
-	for i, sh := range e.st.Shards {
+	for i, sh := range e.Storage.Shards {
 		if err := ctx.Err(); err != nil {
 			return interruptError(ctx, err)
 		}
@@ -69,9 +69,9 @@ func (e *Executor) compact(ctx context.Context, r *request) error {
 		if before > after {
 			freed += before - after
 		}
-		r.conn.log.Info("compacted", zap.String("ns", r.db+"."+name), zap.Int("shard", i),
+		r.Conn.log.Info("compacted", zap.String("ns", r.DB+"."+name), zap.Int("shard", i),
 			zap.Uint64("bytes_before", before), zap.Uint64("bytes_after", after))
 	}
-	r.out = appendNumber(r.out, "bytesFreed", int64(freed))
+	r.Out = appendNumber(r.Out, "bytesFreed", int64(freed))
 	return nil
 }

@@ -64,8 +64,8 @@ type customActionArgs struct {
 
 // customAction runs Azure Cosmos DB's extension commands: CreateCollection,
 // UpdateCollection, GetCollection, CreateDatabase, UpdateDatabase, GetDatabase.
-func (e *Executor) customAction(ctx context.Context, r *request) error {
-	a, err := parseCustomAction(r.body)
+func (e *Executor) customAction(ctx context.Context, r *Request) error {
+	a, err := parseCustomAction(r.Body)
 	if err != nil {
 		return err
 	}
@@ -211,7 +211,7 @@ func parseCosmosIndexes(cmd string, v bsoncore.Value) ([]store.Index, error) {
 // checkUnshardedOffer refuses throughput above t on a collection without a shard key: it
 // cannot have more than one partition. The message starts with Cosmos DB's own.
 func (e *Executor) checkUnshardedOffer(o offer, sharded bool) error {
-	t := e.shards.Policy().PartitionMaxRU
+	t := e.Shards.Policy().PartitionMaxRU
 	if sharded || !o.given || float64(o.ru) <= t {
 		return nil
 	}
@@ -222,9 +222,9 @@ func (e *Executor) checkUnshardedOffer(o offer, sharded bool) error {
 
 // cosmosCreateCollection answers customAction CreateCollection: coll with the requested
 // throughput, sharded on shardKey when given (ceil(T/t) partitions), with its indexes.
-func (e *Executor) cosmosCreateCollection(ctx context.Context, r *request, a *customActionArgs) error {
-	if e.st.Catalog.State().Collection(r.db, a.coll) != nil {
-		return mongoerr.New(mongoerr.NamespaceExists, "Collection %s.%s already exists.", r.db, a.coll)
+func (e *Executor) cosmosCreateCollection(ctx context.Context, r *Request, a *customActionArgs) error {
+	if e.Storage.Catalog.State().Collection(r.DB, a.coll) != nil {
+		return mongoerr.New(mongoerr.NamespaceExists, "Collection %s.%s already exists.", r.DB, a.coll)
 	}
 	if err := e.checkUnshardedOffer(a.offer, a.key != nil); err != nil {
 		return err
@@ -234,17 +234,17 @@ func (e *Executor) cosmosCreateCollection(ctx context.Context, r *request, a *cu
 		return err
 	}
 	if a.key == nil {
-		if err := e.createUnsharded(r.db, a.coll, nil, a.offer); err != nil {
+		if err := e.createUnsharded(r.DB, a.coll, nil, a.offer); err != nil {
 			return err
 		}
 	} else {
-		spec := sharding.Spec{DB: r.db, Coll: a.coll, Key: a.key, Throughput: a.offer.ru, Autoscale: a.offer.autoscale}
+		spec := sharding.Spec{DB: r.DB, Coll: a.coll, Key: a.key, Throughput: a.offer.ru, Autoscale: a.offer.autoscale}
 		if _, err := e.shardColl(spec); err != nil {
 			return err
 		}
 	}
 	if len(a.indexes) > 0 {
-		if _, err := e.ensureIndexes(ctx, r.db, a.coll, a.indexes); err != nil {
+		if _, err := e.ensureIndexes(ctx, r.DB, a.coll, a.indexes); err != nil {
 			return err
 		}
 	}
@@ -256,24 +256,24 @@ func (e *Executor) createUnsharded(db, coll string, opts bsoncore.Document, o of
 	if err := catalog.ValidateCollName(db, coll); err != nil {
 		return err
 	}
-	unlock := e.cat.LockDDL()
+	unlock := e.Cat.LockDDL()
 	defer unlock()
-	_, err := e.st.Catalog.CreateCollection(store.Collection{DB: db, Name: coll, Options: opts,
+	_, err := e.Storage.Catalog.CreateCollection(store.Collection{DB: db, Name: coll, Options: opts,
 		Throughput: o.ru, Autoscale: o.autoscale, Indexes: catalog.TimeseriesOf(opts).DefaultIndexes()})
 	if err != nil {
 		return catalog.ChangeError(err, db, coll)
 	}
-	e.log.Info("created collection", zap.String("ns", db+"."+coll), zap.Int64("throughput", o.ru), zap.Bool("autoscale", o.autoscale))
+	e.Log.Info("created collection", zap.String("ns", db+"."+coll), zap.Int64("throughput", o.ru), zap.Bool("autoscale", o.autoscale))
 	return nil
 }
 
 // cosmosUpdateCollection answers customAction UpdateCollection: it stores the new throughput
 // and, when T rises above t·N, splits partitions until N = ceil(T/t). Lowering T never
 // merges partitions.
-func (e *Executor) cosmosUpdateCollection(r *request, a *customActionArgs) error {
-	c := e.st.Catalog.State().Collection(r.db, a.coll)
+func (e *Executor) cosmosUpdateCollection(r *Request, a *customActionArgs) error {
+	c := e.Storage.Catalog.State().Collection(r.DB, a.coll)
 	if c == nil {
-		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.db, a.coll)
+		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.DB, a.coll)
 	}
 	if a.hasIndexes {
 		return mongoerr.New(mongoerr.NotImplemented, "UpdateCollection's indexes (replacing the index set) are not supported by cleave; use createIndexes and dropIndexes")
@@ -287,20 +287,20 @@ func (e *Executor) cosmosUpdateCollection(r *request, a *customActionArgs) error
 	if err := e.checkUnshardedOffer(a.offer, c.Sharded()); err != nil {
 		return err
 	}
-	c, err := e.st.Catalog.UpdateCollection(r.db, a.coll, func(c *store.Collection) error {
+	c, err := e.Storage.Catalog.UpdateCollection(r.DB, a.coll, func(c *store.Collection) error {
 		c.Throughput, c.Autoscale = a.offer.ru, a.offer.autoscale
 		return nil
 	})
 	if err != nil {
-		return catalog.ChangeError(err, r.db, a.coll)
+		return catalog.ChangeError(err, r.DB, a.coll)
 	}
-	n := int(math.Ceil(float64(a.offer.ru) / e.shards.Policy().PartitionMaxRU))
+	n := int(math.Ceil(float64(a.offer.ru) / e.Shards.Policy().PartitionMaxRU))
 	if !c.Sharded() || n <= len(c.Partitions) {
 		return nil
 	}
-	err = e.shards.SplitTo(r.db, a.coll, n)
+	err = e.Shards.SplitTo(r.DB, a.coll, n)
 	if errors.Is(err, shard.ErrStaleAction) {
-		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.db, a.coll)
+		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.DB, a.coll)
 	}
 	return err
 }
@@ -308,19 +308,19 @@ func (e *Executor) cosmosUpdateCollection(r *request, a *customActionArgs) error
 // cosmosGetCollection answers customAction GetCollection in Cosmos DB's shape, plus cleave's
 // numPartitions. A collection sharing its database's throughput shows none of its own, as in
 // Cosmos DB.
-func (e *Executor) cosmosGetCollection(r *request, coll string) error {
-	c := e.st.Catalog.State().Collection(r.db, coll)
+func (e *Executor) cosmosGetCollection(r *Request, coll string) error {
+	c := e.Storage.Catalog.State().Collection(r.DB, coll)
 	if c == nil {
-		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.db, coll)
+		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.DB, coll)
 	}
-	out := bsoncore.AppendStringElement(r.out, "_t", "GetCollectionResponse")
-	out = bsoncore.AppendStringElement(out, "database", r.db)
+	out := bsoncore.AppendStringElement(r.Out, "_t", "GetCollectionResponse")
+	out = bsoncore.AppendStringElement(out, "database", r.DB)
 	out = bsoncore.AppendStringElement(out, "collection", coll)
 	out = appendOffer(out, c.Throughput, c.Autoscale)
 	if c.ShardKey != nil {
 		out = bsoncore.AppendDocumentElement(out, "shardKeyDefinition", c.ShardKey)
 	}
-	r.out = bsoncore.AppendInt32Element(out, "numPartitions", int32(len(c.Partitions)))
+	r.Out = bsoncore.AppendInt32Element(out, "numPartitions", int32(len(c.Partitions)))
 	return nil
 }
 
@@ -356,13 +356,13 @@ func offerOptions(o offer) bsoncore.Document {
 
 // cosmosCreateDatabase answers customAction CreateDatabase: the database, with shared
 // throughput when an offer is given.
-func (e *Executor) cosmosCreateDatabase(r *request, o offer) error {
-	if err := validateDBName(r.db); err != nil {
+func (e *Executor) cosmosCreateDatabase(r *Request, o offer) error {
+	if err := validateDBName(r.DB); err != nil {
 		return err
 	}
-	if err := e.st.Catalog.CreateDatabase(r.db, offerOptions(o)); err != nil {
+	if err := e.Storage.Catalog.CreateDatabase(r.DB, offerOptions(o)); err != nil {
 		if errors.Is(err, store.ErrExists) {
-			return mongoerr.New(mongoerr.NamespaceExists, "Database %s already exists.", r.db)
+			return mongoerr.New(mongoerr.NamespaceExists, "Database %s already exists.", r.DB)
 		}
 		return catalog.StoreError(err)
 	}
@@ -371,14 +371,14 @@ func (e *Executor) cosmosCreateDatabase(r *request, o offer) error {
 
 // cosmosUpdateDatabase answers customAction UpdateDatabase: it replaces the database's
 // shared throughput, which it must have (Cosmos DB has no offer to update otherwise).
-func (e *Executor) cosmosUpdateDatabase(r *request, o offer) error {
+func (e *Executor) cosmosUpdateDatabase(r *Request, o offer) error {
 	if !o.given {
 		return mongoerr.New(mongoerr.BadValue, "UpdateDatabase needs offerThroughput or autoScaleSettings")
 	}
-	_, err := e.st.Catalog.UpdateDatabase(r.db, func(d *store.Database) error {
+	_, err := e.Storage.Catalog.UpdateDatabase(r.DB, func(d *store.Database) error {
 		if ru, _ := sharding.DatabaseThroughput(d); ru <= 0 {
 			return mongoerr.New(mongoerr.BadValue,
-				"Database %s has no shared throughput to update: create it with CreateDatabase and offerThroughput or autoScaleSettings, or provision its collections with UpdateCollection", r.db)
+				"Database %s has no shared throughput to update: create it with CreateDatabase and offerThroughput or autoScaleSettings, or provision its collections with UpdateCollection", r.DB)
 		}
 		d.Options = offerOptions(o)
 		return nil
@@ -388,21 +388,21 @@ func (e *Executor) cosmosUpdateDatabase(r *request, o offer) error {
 	case errors.As(err, &merr):
 		return merr
 	case errors.Is(err, store.ErrNotFound):
-		return mongoerr.New(mongoerr.NamespaceNotFound, "database %s not found", r.db)
+		return mongoerr.New(mongoerr.NamespaceNotFound, "database %s not found", r.DB)
 	}
 	return catalog.StoreError(err)
 }
 
 // cosmosGetDatabase answers customAction GetDatabase in Cosmos DB's shape.
-func (e *Executor) cosmosGetDatabase(r *request) error {
-	d := e.st.Catalog.State().Database(r.db)
+func (e *Executor) cosmosGetDatabase(r *Request) error {
+	d := e.Storage.Catalog.State().Database(r.DB)
 	if d == nil {
-		return mongoerr.New(mongoerr.NamespaceNotFound, "database %s not found", r.db)
+		return mongoerr.New(mongoerr.NamespaceNotFound, "database %s not found", r.DB)
 	}
 	ru, autoscale := sharding.DatabaseThroughput(d)
-	out := bsoncore.AppendStringElement(r.out, "_t", "GetDatabaseResponse")
-	out = bsoncore.AppendStringElement(out, "database", r.db)
-	r.out = appendOffer(out, ru, autoscale)
+	out := bsoncore.AppendStringElement(r.Out, "_t", "GetDatabaseResponse")
+	out = bsoncore.AppendStringElement(out, "database", r.DB)
+	r.Out = appendOffer(out, ru, autoscale)
 	return nil
 }
 
@@ -448,7 +448,7 @@ func (e *Executor) createWithSharding(db, coll string, opts bsoncore.Document, s
 	if err := e.checkUnshardedOffer(s.offer, s.key != nil); err != nil {
 		return err
 	}
-	if c := e.st.Catalog.State().Collection(db, coll); c != nil {
+	if c := e.Storage.Catalog.State().Collection(db, coll); c != nil {
 		if bytes.Equal(c.Options, opts) && equalKeys(c.ShardKey, s.key) && (c.ShardKey == nil) == (s.key == nil) {
 			return nil
 		}

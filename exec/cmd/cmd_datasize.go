@@ -70,7 +70,7 @@ func empty(d bsoncore.Document) bool { return len(d) <= 5 }
 
 // dataSizeOfRange answers a dataSize whose body has keyPattern, min or max; numRecords and
 // totalBytes are the collection's (ci, possibly nil).
-func (e *Executor) dataSizeOfRange(ctx context.Context, r *request, ci *catalog.Coll, a *dataSizeRange, numRecords, totalBytes int64, start time.Time) error {
+func (e *Executor) dataSizeOfRange(ctx context.Context, r *Request, ci *catalog.Coll, a *dataSizeRange, numRecords, totalBytes int64, start time.Time) error {
 	sharded := ci != nil && ci.Hashed >= 0
 	if sharded {
 		if err := checkShardKeyBounds(ci, a); err != nil {
@@ -103,8 +103,8 @@ func (e *Executor) dataSizeOfRange(ctx context.Context, r *request, ci *catalog.
 
 // appendDataSize appends dataSize's answer; estimate is nil when the collection is empty
 // (mongod answers before it sets the field).
-func appendDataSize(r *request, estimate *bool, size, n int64, reached bool, start time.Time) error {
-	out := r.out
+func appendDataSize(r *Request, estimate *bool, size, n int64, reached bool, start time.Time) error {
+	out := r.Out
 	if estimate != nil {
 		out = bsoncore.AppendBooleanElement(out, "estimate", *estimate)
 	}
@@ -114,7 +114,7 @@ func appendDataSize(r *request, estimate *bool, size, n int64, reached bool, sta
 	if reached {
 		out = bsoncore.AppendBooleanElement(out, "maxReached", true)
 	}
-	r.out = out
+	r.Out = out
 	return nil
 }
 
@@ -177,7 +177,7 @@ func (e *Executor) dataSizeHashRange(ci *catalog.Coll, a *dataSizeRange) (size, 
 		if hi != 0 && (chi == 0 || chi > hi) {
 			chi = hi
 		}
-		sh := e.st.Shards[m.Partition(i).Shard]
+		sh := e.Storage.Shards[m.Partition(i).Shard]
 		if a.estimate {
 			d, b, err := sh.Stats(ci.Meta.ID, clo, chi)
 			if err != nil {
@@ -246,7 +246,7 @@ func boundHash(ci *catalog.Coll, d bsoncore.Document, isMax bool) (h uint64, end
 
 // dataSizeIndexRange measures the documents of an unsharded collection with a key in
 // [min, max) of the index that keyPattern prefixes.
-func (e *Executor) dataSizeIndexRange(ctx context.Context, r *request, ci *catalog.Coll, a *dataSizeRange, avgObjSize int64) (size, n int64, reached bool, err error) {
+func (e *Executor) dataSizeIndexRange(ctx context.Context, r *Request, ci *catalog.Coll, a *dataSizeRange, avgObjSize int64) (size, n int64, reached bool, err error) {
 	kp := a.keyPattern
 	if empty(kp) {
 		kp = inferKeyPattern(a.min)

@@ -18,39 +18,39 @@ import (
 )
 
 // addDDLCommands registers the database and collection commands.
-func (e *Executor) addDDLCommands(add func(*command, ...string)) {
-	add(&command{run: e.create, action: auth.ActionDDL, help: "create a collection explicitly"}, "create")
-	add(&command{run: e.drop, action: auth.ActionDDL, help: "drop a collection"}, "drop")
-	add(&command{run: e.collMod, action: auth.ActionDBAdmin, help: "change the options of a collection or of one of its indexes"}, "collMod")
-	add(&command{run: e.dropDatabase, action: auth.ActionDBAdmin, help: "drop a database and all its collections"}, "dropDatabase")
-	add(&command{run: e.listDatabases, action: auth.ActionAuthenticated, help: "list the databases", adminOnly: true}, "listDatabases")
-	add(&command{run: e.listCollections, action: auth.ActionListing, help: "list the collections of a database"}, "listCollections")
-	add(&command{run: e.renameCollection, action: auth.ActionDDL, needs: renameNeeds, help: "rename a collection", adminOnly: true}, "renameCollection")
-	add(&command{run: e.collStats, action: auth.ActionListing, help: "statistics of a collection"}, "collStats", "collstats")
-	add(&command{run: e.dbStats, action: auth.ActionListing, help: "statistics of a database"}, "dbStats", "dbstats")
-	add(&command{run: e.compact, action: auth.ActionDBAdmin, help: "compact a collection: rewrite its data without deleted versions and return the space to the file system"}, "compact")
-	add(&command{run: e.validateCmd, action: auth.ActionDBAdmin, help: "check a collection's documents against its indexes, partitions and statistics"}, "validate")
+func (e *Executor) addDDLCommands(add func(*Command)) {
+	add(&Command{Name: "create", Run: e.create, Action: auth.ActionDDL, Help: "create a collection explicitly", Props: InTxn | TxnCreates | WriteConcern | APIV1})
+	add(&Command{Name: "drop", Run: e.drop, Action: auth.ActionDDL, Help: "drop a collection", Props: WriteConcern | APIV1})
+	add(&Command{Name: "collMod", Run: e.collMod, Action: auth.ActionDBAdmin, Help: "change the options of a collection or of one of its indexes", Props: WriteConcern | APIV1})
+	add(&Command{Name: "dropDatabase", Run: e.dropDatabase, Action: auth.ActionDBAdmin, Help: "drop a database and all its collections", Props: WriteConcern | APIV1})
+	add(&Command{Name: "listDatabases", Run: e.listDatabases, Action: auth.ActionAuthenticated, Help: "list the databases", AdminOnly: true, Props: APIV1})
+	add(&Command{Name: "listCollections", Run: e.listCollections, Action: auth.ActionListing, Help: "list the collections of a database", Props: Cursor | APIV1})
+	add(&Command{Name: "renameCollection", Run: e.renameCollection, Action: auth.ActionDDL, Needs: renameNeeds, Help: "rename a collection", AdminOnly: true, Props: WriteConcern | APIV1})
+	add(&Command{Name: "collStats", Aliases: []string{"collstats"}, Run: e.collStats, Action: auth.ActionListing, Help: "statistics of a collection", Props: APIV1})
+	add(&Command{Name: "dbStats", Aliases: []string{"dbstats"}, Run: e.dbStats, Action: auth.ActionListing, Help: "statistics of a database"})
+	add(&Command{Name: "compact", Run: e.compact, Action: auth.ActionDBAdmin, Help: "compact a collection: rewrite its data without deleted versions and return the space to the file system"})
+	add(&Command{Name: "validate", Run: e.validateCmd, Action: auth.ActionDBAdmin, Help: "check a collection's documents against its indexes, partitions and statistics"})
 	e.addCappedCommands(add) // cmd_capped.go
-	if e.opts.TestCommands {
-		add(&command{run: e.ttlMonitorCommand, action: auth.ActionClusterAdmin, help: "test only: set the TTL monitor's interval and run a pass", adminOnly: true}, "cleaveTTLMonitor")
+	if e.Opts.TestCommands {
+		add(&Command{Name: "cleaveTTLMonitor", Run: e.ttlMonitorCommand, Action: auth.ActionClusterAdmin, Help: "test only: set the TTL monitor's interval and run a pass", AdminOnly: true})
 	}
 }
 
 // create runs the create command: an explicit collection with validated options.
-func (e *Executor) create(ctx context.Context, r *request) error {
-	first, _ := bsonx.FirstElement(r.body)
+func (e *Executor) create(ctx context.Context, r *Request) error {
+	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection("create", first.Value())
 	if err != nil {
 		return err
 	}
-	if err := catalog.ValidateCollName(r.db, name); err != nil {
+	if err := catalog.ValidateCollName(r.DB, name); err != nil {
 		return err
 	}
-	opts, err := ddl.ParseCreateOptions(r.db+"."+name, r.body)
+	opts, err := ddl.ParseCreateOptions(r.DB+"."+name, r.Body)
 	if err != nil {
 		return err
 	}
-	sh, err := parseCreateSharding(r.body)
+	sh, err := parseCreateSharding(r.Body)
 	if err != nil {
 		return err
 	}
@@ -58,31 +58,31 @@ func (e *Executor) create(ctx context.Context, r *request) error {
 		if sh != nil {
 			return mongoerr.New(mongoerr.InvalidOptions, "option not supported on a view: shardKey")
 		}
-		return e.createView(r.db, name, opts) // view.go
+		return e.createView(r.DB, name, opts) // view.go
 	}
 	if sh != nil {
-		return e.createWithSharding(r.db, name, opts, sh) // cmd_cosmos.go
+		return e.createWithSharding(r.DB, name, opts, sh) // cmd_cosmos.go
 	}
-	unlock, err := e.lockDDL(ctx, "create", r.body)
+	unlock, err := e.lockDDL(ctx, "create", r.Body)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if c := e.st.Catalog.State().Collection(r.db, name); c != nil {
+	if c := e.Storage.Catalog.State().Collection(r.DB, name); c != nil {
 		if bytes.Equal(c.Options, opts) {
 			return nil // MongoDB 7.0: creating an identical collection again succeeds
 		}
-		return mongoerr.New(mongoerr.NamespaceExists, "Collection %s.%s already exists.", r.db, name)
+		return mongoerr.New(mongoerr.NamespaceExists, "Collection %s.%s already exists.", r.DB, name)
 	}
 	indexes := catalog.TimeseriesOf(opts).DefaultIndexes()
 	if x, ok := collatedIDIndex(opts); ok {
 		indexes = append([]store.Index{x}, indexes...)
 	}
-	_, err = e.st.Catalog.CreateCollection(store.Collection{DB: r.db, Name: name, Options: opts, Indexes: indexes})
+	_, err = e.Storage.Catalog.CreateCollection(store.Collection{DB: r.DB, Name: name, Options: opts, Indexes: indexes})
 	if err != nil {
-		return catalog.ChangeError(err, r.db, name)
+		return catalog.ChangeError(err, r.DB, name)
 	}
-	e.log.Info("created collection", zap.String("ns", r.db+"."+name))
+	e.Log.Info("created collection", zap.String("ns", r.DB+"."+name))
 	return nil
 }
 
@@ -100,18 +100,18 @@ func collatedIDIndex(opts bsoncore.Document) (store.Index, bool) {
 }
 
 // drop runs the drop command. As on mongos 7.0, dropping a missing collection succeeds.
-func (e *Executor) drop(ctx context.Context, r *request) error {
-	first, _ := bsonx.FirstElement(r.body)
+func (e *Executor) drop(ctx context.Context, r *Request) error {
+	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection("drop", first.Value())
 	if err != nil {
 		return err
 	}
-	unlock, err := e.lockDDL(ctx, "drop", r.body)
+	unlock, err := e.lockDDL(ctx, "drop", r.Body)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	c, err := e.st.Catalog.DropCollection(r.db, name)
+	c, err := e.Storage.Catalog.DropCollection(r.DB, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
@@ -119,29 +119,29 @@ func (e *Executor) drop(ctx context.Context, r *request) error {
 		return catalog.StoreError(err)
 	}
 	if catalog.IsView(c) { // no data, no indexes
-		e.log.Info("dropped view", zap.String("ns", r.db+"."+name))
-		r.out = bsoncore.AppendStringElement(r.out, "ns", r.db+"."+name)
+		e.Log.Info("dropped view", zap.String("ns", r.DB+"."+name))
+		r.Out = bsoncore.AppendStringElement(r.Out, "ns", r.DB+"."+name)
 		return nil
 	}
-	e.cat.DeleteData(c)
-	e.log.Info("dropped collection", zap.String("ns", r.db+"."+name))
-	r.out = bsoncore.AppendInt32Element(r.out, "nIndexesWas", int32(len(c.Indexes)))
-	r.out = bsoncore.AppendStringElement(r.out, "ns", r.db+"."+name)
+	e.Cat.DeleteData(c)
+	e.Log.Info("dropped collection", zap.String("ns", r.DB+"."+name))
+	r.Out = bsoncore.AppendInt32Element(r.Out, "nIndexesWas", int32(len(c.Indexes)))
+	r.Out = bsoncore.AppendStringElement(r.Out, "ns", r.DB+"."+name)
 	return nil
 }
 
 // dropDatabase runs dropDatabase: the database's collections and their data go.
-func (e *Executor) dropDatabase(ctx context.Context, r *request) error {
-	switch r.db {
+func (e *Executor) dropDatabase(ctx context.Context, r *Request) error {
+	switch r.DB {
 	case "admin", "config", "local":
-		return mongoerr.New(mongoerr.IllegalOperation, "Dropping the '%s' database is prohibited.", r.db)
+		return mongoerr.New(mongoerr.IllegalOperation, "Dropping the '%s' database is prohibited.", r.DB)
 	}
-	unlock, err := e.lockDDL(ctx, "dropDatabase", r.body)
+	unlock, err := e.lockDDL(ctx, "dropDatabase", r.Body)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	colls, err := e.st.Catalog.DropDatabase(r.db)
+	colls, err := e.Storage.Catalog.DropDatabase(r.DB)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
@@ -149,25 +149,25 @@ func (e *Executor) dropDatabase(ctx context.Context, r *request) error {
 		return catalog.StoreError(err)
 	}
 	for _, c := range colls {
-		e.cat.DeleteData(c)
+		e.Cat.DeleteData(c)
 	}
-	e.log.Info("dropped database", zap.String("db", r.db), zap.Int("collections", len(colls)))
-	r.out = bsoncore.AppendStringElement(r.out, "dropped", r.db)
+	e.Log.Info("dropped database", zap.String("db", r.DB), zap.Int("collections", len(colls)))
+	r.Out = bsoncore.AppendStringElement(r.Out, "dropped", r.DB)
 	return nil
 }
 
 // renameCollection runs renameCollection (admin only): {renameCollection: "db.a", to:
 // "db.b", dropTarget: false}.
-func (e *Executor) renameCollection(ctx context.Context, r *request) error {
+func (e *Executor) renameCollection(ctx context.Context, r *Request) error {
 	const cmd = "renameCollection"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	from, err := args.String(cmd, cmd, first.Value())
 	if err != nil {
 		return err
 	}
 	var to string
 	haveTo, dropTarget := false, false
-	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "to":
@@ -202,12 +202,12 @@ func (e *Executor) renameCollection(ctx context.Context, r *request) error {
 	if from == to {
 		return mongoerr.New(mongoerr.IllegalOperation, "Can't rename a collection to itself")
 	}
-	unlock, err := e.lockDDL(ctx, "renameCollection", r.body)
+	unlock, err := e.lockDDL(ctx, "renameCollection", r.Body)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	_, dropped, err := e.st.Catalog.RenameCollection(fromDB, fromColl, toDB, toColl, dropTarget)
+	_, dropped, err := e.Storage.Catalog.RenameCollection(fromDB, fromColl, toDB, toColl, dropTarget)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s does not exist", from)
@@ -217,9 +217,9 @@ func (e *Executor) renameCollection(ctx context.Context, r *request) error {
 		return catalog.StoreError(err)
 	}
 	if dropped != nil {
-		e.cat.DeleteData(dropped)
+		e.Cat.DeleteData(dropped)
 	}
-	e.log.Info("renamed collection", zap.String("from", from), zap.String("to", to))
+	e.Log.Info("renamed collection", zap.String("from", from), zap.String("to", to))
 	return nil
 }
 

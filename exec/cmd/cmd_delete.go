@@ -10,9 +10,9 @@ import (
 
 // delete runs the delete command: each statement of deletes in turn (limit 1: the first
 // matching document, limit 0: all of them), stopping at the first failed one when ordered.
-func (e *Executor) delete(ctx context.Context, r *request) error {
+func (e *Executor) delete(ctx context.Context, r *Request) error {
 	const cmd = "delete"
-	a, err := parseWriteArgs(cmd, "deletes", r.body)
+	a, err := parseWriteArgs(cmd, "deletes", r.Body)
 	if err != nil {
 		return err
 	}
@@ -22,7 +22,7 @@ func (e *Executor) delete(ctx context.Context, r *request) error {
 			return err
 		}
 	}
-	ci, err := e.cat.Lookup(r.db, a.coll)
+	ci, err := e.Cat.Lookup(r.DB, a.coll)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (e *Executor) delete(ctx context.Context, r *request) error {
 				err = e.runWrite(ctx, r, op, &modifyStmt{kind: cmd, list: "deletes", stmt: a.stmts[i], index: int32(i)}, &or)
 			}
 		}
-		r.charge += or.Charge
+		r.Charge += or.Charge
 		if err != nil {
 			we, err := stmtWriteError(ctx, i, err)
 			if err != nil {
@@ -67,8 +67,8 @@ func (e *Executor) delete(ctx context.Context, r *request) error {
 		}
 		res.N += or.Matched
 	}
-	e.counters.deletedDocs.Add(res.N)
-	r.out = res.AppendReply(r.out, false)
+	e.Counters.DeletedDocs.Add(res.N)
+	r.Out = res.AppendReply(r.Out, false)
 	return nil
 }
 

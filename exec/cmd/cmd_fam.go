@@ -122,19 +122,19 @@ func (a *famArgs) validate() error {
 
 // findAndModify runs the findAndModify command: it updates or removes the first document
 // the query matches in sort order, and returns it (before or after the update).
-func (e *Executor) findAndModify(ctx context.Context, r *request) error {
-	a, err := parseFAM(r.body)
+func (e *Executor) findAndModify(ctx context.Context, r *Request) error {
+	a, err := parseFAM(r.Body)
 	if err != nil {
 		return err
 	}
 	if err := catalog.CheckCollation(a.collation); err != nil {
 		return err
 	}
-	ci, err := e.cat.Lookup(r.db, a.coll)
+	ci, err := e.Cat.Lookup(r.DB, a.coll)
 	if err != nil {
 		return err
 	}
-	op, proj, err := e.compileFAM(r.db, a, ci, !explainOnly(r))
+	op, proj, err := e.compileFAM(r.DB, a, ci, !explainOnly(r))
 	if err != nil {
 		return err
 	}
@@ -154,17 +154,17 @@ func (e *Executor) findAndModify(ctx context.Context, r *request) error {
 	op.Retry, op.Stmt = rt, a.stmtID
 	var res write.Result
 	err = e.runWrite(ctx, r, op, &modifyStmt{kind: "findAndModify", index: a.stmtID}, &res)
-	r.charge += res.Charge
+	r.Charge += res.Charge
 	if err != nil {
 		return query.TimeLimitError(ctx, err)
 	}
 	if a.remove {
-		e.counters.deletedDocs.Add(res.Matched)
+		e.Counters.DeletedDocs.Add(res.Matched)
 	} else {
-		e.counters.updatedDocs.Add(res.Modified)
+		e.Counters.UpdatedDocs.Add(res.Modified)
 	}
 	if res.Upserted.Type != 0 {
-		e.counters.insertedDocs.Add(1)
+		e.Counters.InsertedDocs.Add(1)
 	}
 	return appendFAMReply(r, a, op, proj, &res)
 }
@@ -198,13 +198,13 @@ func (e *Executor) compileFAM(db string, a *famArgs, ci *catalog.Coll, create bo
 		Sync: a.wc.Sync(), KeepImages: true, Bypass: a.bypass}
 	if !a.remove {
 		opts := updateOptions(a.update, a.arrayFilters, a.let, nil)
-		opts.Timestamp, opts.KeepEmptyTimestamps, opts.Collator = e.clock.Timestamp, a.bypassTs, coll
+		opts.Timestamp, opts.KeepEmptyTimestamps, opts.Collator = e.Clock.Timestamp, a.bypassTs, coll
 		if op.Upd, err = update.CompileValue(a.update, opts); err != nil {
 			return nil, nil, err
 		}
 	}
 	if ci == nil && a.upsert && create {
-		if op.CI, err = e.cat.ForWrite(db, a.coll); err != nil {
+		if op.CI, err = e.Cat.ForWrite(db, a.coll); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -216,12 +216,12 @@ func (e *Executor) compileFAM(db string, a *famArgs, ci *catalog.Coll, create bo
 
 // appendFAMReply appends lastErrorObject and value: the removed document, or the updated
 // one before or after the update (new), projected by fields.
-func appendFAMReply(r *request, a *famArgs, op *write.Op, proj *project.Projection, res *write.Result) error {
+func appendFAMReply(r *Request, a *famArgs, op *write.Op, proj *project.Projection, res *write.Result) error {
 	n := res.Matched
 	if res.Upserted.Type != 0 {
 		n = 1
 	}
-	lidx, out := bsoncore.AppendDocumentElementStart(r.out, "lastErrorObject")
+	lidx, out := bsoncore.AppendDocumentElementStart(r.Out, "lastErrorObject")
 	out = bsoncore.AppendInt32Element(out, "n", int32(n))
 	if !a.remove {
 		out = bsoncore.AppendBooleanElement(out, "updatedExisting", res.Matched > 0)
@@ -237,7 +237,7 @@ func appendFAMReply(r *request, a *famArgs, op *write.Op, proj *project.Projecti
 		value = nil // there was no document before the upsert
 	}
 	if value == nil {
-		r.out = bsoncore.AppendNullElement(out, "value")
+		r.Out = bsoncore.AppendNullElement(out, "value")
 		return nil
 	}
 	if proj != nil {
@@ -248,6 +248,6 @@ func appendFAMReply(r *request, a *famArgs, op *write.Op, proj *project.Projecti
 		}
 		value = projected
 	}
-	r.out = bsoncore.AppendDocumentElement(out, "value", value)
+	r.Out = bsoncore.AppendDocumentElement(out, "value", value)
 	return nil
 }

@@ -32,16 +32,16 @@ type findRun struct {
 }
 
 // find runs the find command.
-func (e *Executor) find(ctx context.Context, r *request) error {
+func (e *Executor) find(ctx context.Context, r *Request) error {
 	run := new(findRun)
 	a := &run.a
-	if err := parseFindInto(r.body, a); err != nil {
+	if err := parseFindInto(r.Body, a); err != nil {
 		return err
 	}
 	if err := catalog.CheckCollation(a.collation); err != nil {
 		return err
 	}
-	if e.isView(r.db, a.coll) { // view.go: an aggregation over the view's pipeline
+	if e.isView(r.DB, a.coll) { // view.go: an aggregation over the view's pipeline
 		va, err := findAsAggregate(a)
 		if err != nil {
 			return err
@@ -52,13 +52,13 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 	if explainOnly(r) {
 		return e.explainFind(ctx, r, a)
 	}
-	if r.db == "config" {
+	if r.DB == "config" {
 		if handled, err := e.findConfig(ctx, r, a); handled {
 			return err
 		}
 	}
-	ns := r.conn.names.namespace(r.db, a.coll)
-	ci, err := e.cat.Lookup(r.db, a.coll)
+	ns := r.Conn.names.namespace(r.DB, a.coll)
+	ci, err := e.Cat.Lookup(r.DB, a.coll)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (e *Executor) find(ctx context.Context, r *request) error {
 		return query.TimeLimitError(ctx, err)
 	}
 	for _, s := range shards {
-		r.charge += s.Stats.Charge()
+		r.Charge += s.Stats.Charge()
 	}
 	return nil
 }
@@ -131,8 +131,8 @@ func compileFindInto(ci *catalog.Coll, a *findArgs, q *query.Query) error {
 
 // firstBatch fills the first batch of cursor c, registers it if documents remain, and
 // appends the cursor reply.
-func (e *Executor) firstBatch(ctx context.Context, r *request, c *cursor, n int64, single bool) error {
-	out, cidx, aidx := startCursorReply(r.out, "firstBatch")
+func (e *Executor) firstBatch(ctx context.Context, r *Request, c *cursor, n int64, single bool) error {
+	out, cidx, aidx := startCursorReply(r.Out, "firstBatch")
 	exhausted := false
 	if n != 0 { // batchSize 0: an empty first batch and a cursor
 		var err error
@@ -147,23 +147,23 @@ func (e *Executor) firstBatch(ctx context.Context, r *request, c *cursor, n int6
 	if !c.keepOpen(exhausted) || single {
 		c.Close()
 	} else {
-		c.lsid, c.hasSession = lsidOf(r.body)
-		if r.conn.openCursors.Add(1) > MaxCursorsPerConnection {
-			r.conn.openCursors.Add(-1)
+		c.lsid, c.hasSession = lsidOf(r.Body)
+		if r.Conn.openCursors.Add(1) > MaxCursorsPerConnection {
+			r.Conn.openCursors.Add(-1)
 			c.Close()
 			return mongoerr.New(mongoerr.OperationFailed, "Cannot open a new cursor: this connection already has %d open cursors (the limit); exhaust or kill some first", MaxCursorsPerConnection)
 		}
-		c.openedBy = &r.conn.openCursors
-		id = e.cursors.add(c)
+		c.openedBy = &r.Conn.openCursors
+		id = e.Cursors.add(c)
 	}
-	e.counters.returnedDocs.Add(int64(countBatch(out[aidx:])))
-	r.out = endCursorReply(out, cidx, aidx, id, c.ns)
+	e.Counters.ReturnedDocs.Add(int64(countBatch(out[aidx:])))
+	r.Out = endCursorReply(out, cidx, aidx, id, c.ns)
 	return nil
 }
 
 // listingCursor answers a listing command (listCollections, listIndexes) with a cursor over
 // docs: the first batch holds batchSize of them (-1: all that fit), getMore the rest.
-func (e *Executor) listingCursor(ctx context.Context, r *request, ns string, docs []bsoncore.Document, batchSize int64) error {
+func (e *Executor) listingCursor(ctx context.Context, r *Request, ns string, docs []bsoncore.Document, batchSize int64) error {
 	if batchSize < 0 {
 		batchSize = math.MaxInt64
 	}
@@ -205,19 +205,19 @@ func endCursorReply(out []byte, cidx, aidx int32, id int64, ns string) []byte {
 
 // appendCursorReply appends a complete cursor reply with the given documents: an exhausted
 // cursor (id 0) and its first batch.
-func appendCursorReply(r *request, ns string, docs []bsoncore.Document) error {
-	out, cidx, aidx := startCursorReply(r.out, "firstBatch")
+func appendCursorReply(r *Request, ns string, docs []bsoncore.Document) error {
+	out, cidx, aidx := startCursorReply(r.Out, "firstBatch")
 	for i, d := range docs {
 		out = bsoncore.AppendDocumentElement(out, strconv.Itoa(i), d)
 	}
-	r.out = endCursorReply(out, cidx, aidx, 0, ns)
+	r.Out = endCursorReply(out, cidx, aidx, 0, ns)
 	return nil
 }
 
 // getMore continues a cursor.
-func (e *Executor) getMore(ctx context.Context, r *request) error {
+func (e *Executor) getMore(ctx context.Context, r *Request) error {
 	const cmd = "getMore"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	id, ok := first.Value().Int64OK()
 	if !ok {
 		return args.WrongType(cmd, cmd, first.Value().Type, "long")
@@ -225,7 +225,7 @@ func (e *Executor) getMore(ctx context.Context, r *request) error {
 	var coll string
 	var batchSize int64
 	haveColl := false
-	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "collection":
@@ -246,44 +246,44 @@ func (e *Executor) getMore(ctx context.Context, r *request) error {
 		return args.Missing(cmd, "collection")
 	}
 	haveMaxTime, awaitTime := false, defaultAwaitData
-	if v, err := r.body.LookupErr("maxTimeMS"); err == nil {
+	if v, err := r.Body.LookupErr("maxTimeMS"); err == nil {
 		ms, err := maxTimeMS(cmd, v)
 		if err != nil {
 			return err
 		}
 		haveMaxTime, awaitTime = true, time.Duration(ms)*time.Millisecond
 	}
-	c, err := e.cursors.acquire(id)
+	c, err := e.Cursors.acquire(id)
 	if err != nil {
 		return err
 	}
-	ns := r.db + "." + coll
+	ns := r.DB + "." + coll
 	if c.ns != ns {
-		e.cursors.done(c, false)
+		e.Cursors.done(c, false)
 		return mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.ns)
 	}
-	if err := c.checkSession(r.body); err != nil {
-		e.cursors.done(c, false)
+	if err := c.checkSession(r.Body); err != nil {
+		e.Cursors.done(c, false)
 		return err
 	}
 	if haveMaxTime && !c.awaitData {
 		// NB: tailable awaitData cursors are the only ones whose getMore takes maxTimeMS (as
 		// the time to wait for new data, cmd_tail.go); mongos refuses it on the others and
 		// kills the cursor, as any getMore that fails once the cursor is checked out.
-		e.cursors.done(c, true)
+		e.Cursors.done(c, true)
 		return mongoerr.New(mongoerr.BadValue, "maxTimeMS can only be used with getMore for tailable, awaitData cursors")
 	}
 	if err := e.checkCursorColl(c); err != nil {
-		e.cursors.done(c, true) // mongod kills the cursor with its plan
+		e.Cursors.done(c, true) // mongod kills the cursor with its plan
 		return err
 	}
 	ctx, cancel := c.deadline(ctx)
 	defer cancel()
 	if ctx.Err() != nil { // the opening command's maxTimeMS is spent
-		e.cursors.done(c, true)
+		e.Cursors.done(c, true)
 		return query.TimeLimitError(ctx, ctx.Err())
 	}
-	out, cidx, aidx := startCursorReply(r.out, "nextBatch")
+	out, cidx, aidx := startCursorReply(r.Out, "nextBatch")
 	var exhausted bool
 	if c.awaitData {
 		out, exhausted, err = c.fillAwait(ctx, out, batchSize, awaitTime)
@@ -291,30 +291,30 @@ func (e *Executor) getMore(ctx context.Context, r *request) error {
 		out, exhausted, err = c.fillBatch(ctx, out, batchSize)
 	}
 	if err != nil {
-		e.cursors.done(c, true)
+		e.Cursors.done(c, true)
 		return query.TimeLimitError(ctx, err)
 	}
 	c.keepTimeLeft(ctx)
 	exhausted = !c.keepOpen(exhausted)
-	e.cursors.done(c, exhausted)
+	e.Cursors.done(c, exhausted)
 	if exhausted {
 		id = 0
 	}
-	r.out = endCursorReply(out, cidx, aidx, id, ns)
+	r.Out = endCursorReply(out, cidx, aidx, id, ns)
 	return nil
 }
 
 // killCursors closes cursors.
-func (e *Executor) killCursors(_ context.Context, r *request) error {
+func (e *Executor) killCursors(_ context.Context, r *Request) error {
 	const cmd = "killCursors"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	coll, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return err
 	}
 	var ids []int64
 	have := false
-	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		if key != "cursors" {
 			return false, nil
 		}
@@ -339,19 +339,19 @@ func (e *Executor) killCursors(_ context.Context, r *request) error {
 	if !have {
 		return args.Missing(cmd, "cursors")
 	}
-	ns := r.db + "." + coll
+	ns := r.DB + "." + coll
 	var killed, notFound []int64
 	for _, id := range ids {
-		if e.cursors.removeIn(id, ns) {
+		if e.Cursors.removeIn(id, ns) {
 			killed = append(killed, id)
 		} else {
 			notFound = append(notFound, id)
 		}
 	}
-	r.out = appendInt64Array(r.out, "cursorsKilled", killed)
-	r.out = appendInt64Array(r.out, "cursorsNotFound", notFound)
-	r.out = appendInt64Array(r.out, "cursorsAlive", nil)
-	r.out = appendInt64Array(r.out, "cursorsUnknown", nil)
+	r.Out = appendInt64Array(r.Out, "cursorsKilled", killed)
+	r.Out = appendInt64Array(r.Out, "cursorsNotFound", notFound)
+	r.Out = appendInt64Array(r.Out, "cursorsAlive", nil)
+	r.Out = appendInt64Array(r.Out, "cursorsUnknown", nil)
 	return nil
 }
 
@@ -366,7 +366,7 @@ func appendInt64Array(dst []byte, key string, vals []int64) []byte {
 }
 
 // explainOnly reports whether r is the inner command of an explain.
-func explainOnly(r *request) bool { return r.explain != "" }
+func explainOnly(r *Request) bool { return r.Explain != "" }
 
 // splitNS splits "db.coll".
 func splitNS(ns string) (string, string) {

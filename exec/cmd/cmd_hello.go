@@ -14,17 +14,17 @@ import (
 
 // hello answers hello, isMaster and ismaster as a mongos does, awaitable hellos included
 // (topology.go).
-func (e *Executor) hello(ctx context.Context, r *request) error {
-	legacy := r.name != "hello"
+func (e *Executor) hello(ctx context.Context, r *Request) error {
+	legacy := r.Name != "hello"
 	var helloOK bool
 	var clientCompressors bsoncore.Array
 	var speculative bsoncore.Document
 	var saslMechsUser string // "db.user" of saslSupportedMechs
 	// As in mongod, the first hello of a connection marks it, with or without metadata; a
 	// later one may not carry the client metadata document, even an identical one.
-	seen := r.conn.seenHello
-	r.conn.seenHello = true
-	err := args.ForEach(r.name, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	seen := r.Conn.seenHello
+	r.Conn.seenHello = true
+	err := args.ForEach(r.Name, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		switch key {
 		case "client":
 			if seen {
@@ -47,23 +47,23 @@ func (e *Executor) hello(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	aw, err := parseAwait(r.name, r.body)
+	aw, err := parseAwait(r.Name, r.Body)
 	if err != nil {
 		return err
 	}
-	r.awaited = aw.await
-	stream := aw.await && r.wire != nil && r.wire.ExhaustAllowed && !r.legacy
-	if stream && r.wire.Replies > 0 { // the next reply of a stream waits on the last one's version
-		aw.processID, aw.counter = e.topo.processID, r.conn.streamCounter
+	r.Awaited = aw.await
+	stream := aw.await && r.Wire != nil && r.Wire.ExhaustAllowed && !r.Legacy
+	if stream && r.Wire.Replies > 0 { // the next reply of a stream waits on the last one's version
+		aw.processID, aw.counter = e.Topo.processID, r.Conn.streamCounter
 	}
-	counter, err := e.topo.await(ctx, aw)
+	counter, err := e.Topo.await(ctx, aw)
 	if err != nil {
 		return err // an error reply ends the stream
 	}
 	if stream {
-		r.wire.Exhaust, r.conn.streamCounter = true, counter
+		r.Wire.Exhaust, r.Conn.streamCounter = true, counter
 	}
-	out := r.out
+	out := r.Out
 	if helloOK {
 		out = bsoncore.AppendBooleanElement(out, "helloOk", true)
 	}
@@ -73,19 +73,19 @@ func (e *Executor) hello(ctx context.Context, r *request) error {
 		out = bsoncore.AppendBooleanElement(out, "isWritablePrimary", true)
 	}
 	out = bsoncore.AppendStringElement(out, "msg", "isdbgrid")
-	out = e.topo.appendVersion(out, "topologyVersion", counter)
+	out = e.Topo.appendVersion(out, "topologyVersion", counter)
 	out = bsoncore.AppendInt32Element(out, "maxBsonObjectSize", wire.MaxBSONSize)
 	out = bsoncore.AppendInt32Element(out, "maxMessageSizeBytes", wire.MaxMessageSize)
 	out = bsoncore.AppendInt32Element(out, "maxWriteBatchSize", maxWriteBatchSize)
 	out = bsoncore.AppendDateTimeElement(out, "localTime", time.Now().UnixMilli())
 	out = bsoncore.AppendInt32Element(out, "logicalSessionTimeoutMinutes", e.sessionTimeoutMinutes())
-	out = bsoncore.AppendInt32Element(out, "connectionId", int32(r.conn.info.ID)) // an int, as mongod answers
+	out = bsoncore.AppendInt32Element(out, "connectionId", int32(r.Conn.info.ID)) // an int, as mongod answers
 	out = bsoncore.AppendInt32Element(out, "maxWireVersion", maxWireVersion)
 	out = bsoncore.AppendInt32Element(out, "minWireVersion", minWireVersion)
 	out = bsoncore.AppendBooleanElement(out, "readOnly", false)
 	if clientCompressors != nil {
-		r.conn.compressors = negotiateCompressors(clientCompressors)
-		out = appendStringArray(out, "compression", r.conn.compressors)
+		r.Conn.compressors = negotiateCompressors(clientCompressors)
+		out = appendStringArray(out, "compression", r.Conn.compressors)
 	}
 	if saslMechsUser != "" {
 		if mechs := e.saslSupportedMechs(saslMechsUser); mechs != nil {
@@ -93,11 +93,11 @@ func (e *Executor) hello(ctx context.Context, r *request) error {
 		}
 	}
 	if speculative != nil {
-		if reply := e.speculativeAuth(r.conn, speculative); reply != nil {
+		if reply := e.speculativeAuth(r.Conn, speculative); reply != nil {
 			out = bsoncore.AppendDocumentElement(out, "speculativeAuthenticate", reply)
 		}
 	}
-	r.out = out
+	r.Out = out
 	return nil
 }
 

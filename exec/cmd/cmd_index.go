@@ -16,10 +16,10 @@ import (
 )
 
 // addIndexCommands registers createIndexes, listIndexes and dropIndexes.
-func (e *Executor) addIndexCommands(add func(*command, ...string)) {
-	add(&command{run: e.createIndexes, action: auth.ActionDDL, help: "create indexes on a collection"}, "createIndexes")
-	add(&command{run: e.listIndexes, action: auth.ActionListing, help: "list the indexes of a collection"}, "listIndexes")
-	add(&command{run: e.dropIndexes, action: auth.ActionDDL, help: "drop indexes of a collection"}, "dropIndexes", "deleteIndexes")
+func (e *Executor) addIndexCommands(add func(*Command)) {
+	add(&Command{Name: "createIndexes", Run: e.createIndexes, Action: auth.ActionDDL, Help: "create indexes on a collection", Props: InTxn | TxnCreates | WriteConcern | APIV1})
+	add(&Command{Name: "listIndexes", Run: e.listIndexes, Action: auth.ActionListing, Help: "list the indexes of a collection", Props: Cursor | APIV1})
+	add(&Command{Name: "dropIndexes", Aliases: []string{"deleteIndexes"}, Run: e.dropIndexes, Action: auth.ActionDDL, Help: "drop indexes of a collection", Props: WriteConcern | APIV1})
 }
 
 // createIndexesArgs are the parsed arguments of createIndexes.
@@ -73,22 +73,22 @@ func parseCreateIndexes(body bsoncore.Document) (*createIndexesArgs, error) {
 }
 
 // createIndexes runs createIndexes (ensureIndexes) and answers MongoDB's counts.
-func (e *Executor) createIndexes(ctx context.Context, r *request) error {
-	a, err := parseCreateIndexes(r.body)
+func (e *Executor) createIndexes(ctx context.Context, r *Request) error {
+	a, err := parseCreateIndexes(r.Body)
 	if err != nil {
 		return err
 	}
-	res, err := e.ensureIndexes(ctx, r.db, a.coll, a.indexes)
+	res, err := e.ensureIndexes(ctx, r.DB, a.coll, a.indexes)
 	if err != nil {
 		return err
 	}
-	out := bsoncore.AppendInt32Element(r.out, "numIndexesBefore", int32(res.before))
+	out := bsoncore.AppendInt32Element(r.Out, "numIndexesBefore", int32(res.before))
 	out = bsoncore.AppendInt32Element(out, "numIndexesAfter", int32(res.after))
 	out = bsoncore.AppendBooleanElement(out, "createdCollectionAutomatically", res.created)
 	if res.before == res.after {
 		out = bsoncore.AppendStringElement(out, "note", "all indexes already exist")
 	}
-	r.out = out
+	r.Out = out
 	return nil
 }
 
@@ -112,7 +112,7 @@ func (e *Executor) ensureIndexes(ctx context.Context, db, coll string, indexes [
 		return ensureResult{}, err
 	}
 	defer unlock()
-	c := e.st.Catalog.State().Collection(db, coll)
+	c := e.Storage.Catalog.State().Collection(db, coll)
 	if catalog.IsView(c) {
 		return ensureResult{}, catalog.ViewError(db + "." + coll)
 	}
@@ -135,9 +135,9 @@ func (e *Executor) ensureIndexes(ctx context.Context, db, coll string, indexes [
 	}
 	var res ensureResult
 	if c == nil {
-		c, err = e.st.Catalog.CreateCollection(store.Collection{DB: db, Name: coll})
+		c, err = e.Storage.Catalog.CreateCollection(store.Collection{DB: db, Name: coll})
 		if errors.Is(err, store.ErrExists) { // an insert created it meanwhile
-			c, err = e.st.Catalog.State().Collection(db, coll), nil
+			c, err = e.Storage.Catalog.State().Collection(db, coll), nil
 		}
 		if err != nil || c == nil {
 			return ensureResult{}, catalog.ChangeError(err, db, coll)
@@ -147,7 +147,7 @@ func (e *Executor) ensureIndexes(ctx context.Context, db, coll string, indexes [
 	res.before = len(c.Indexes)
 	res.after = res.before + len(todo)
 	if len(todo) > 0 {
-		if err := e.ddl.Build(ctx, c, todo); err != nil {
+		if err := e.DDL.Build(ctx, c, todo); err != nil {
 			return ensureResult{}, err
 		}
 	}

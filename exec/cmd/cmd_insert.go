@@ -21,9 +21,9 @@ const (
 )
 
 // insert runs the insert command.
-func (e *Executor) insert(ctx context.Context, r *request) error {
+func (e *Executor) insert(ctx context.Context, r *Request) error {
 	const cmd = "insert"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return err
@@ -32,7 +32,7 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 	ordered, bypass, bypassTs := true, false, false
 	haveDocs := false
 	var maxTime int64
-	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "documents":
@@ -60,7 +60,7 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 	if !haveDocs {
 		return args.Missing(cmd, "documents")
 	}
-	if v, err := r.body.LookupErr("maxTimeMS"); err == nil {
+	if v, err := r.Body.LookupErr("maxTimeMS"); err == nil {
 		if maxTime, err = maxTimeMS(cmd, v); err != nil {
 			return err
 		}
@@ -84,12 +84,12 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 	}
 	if !bypassTs {
 		for i, v := range vals {
-			vals[i].Data = e.clock.FillEmptyTimestamps(v.Data)
+			vals[i].Data = e.Clock.FillEmptyTimestamps(v.Data)
 		}
 	}
-	wc := write.ParseConcern(r.body)
-	rev := e.st.Catalog.Revision() // before the lookup: a newer catalog routes differently
-	ci, err := e.cat.ForWrite(r.db, name)
+	wc := write.ParseConcern(r.Body)
+	rev := e.Storage.Catalog.Revision() // before the lookup: a newer catalog routes differently
+	ci, err := e.Cat.ForWrite(r.DB, name)
 	if err != nil {
 		return err
 	}
@@ -102,11 +102,11 @@ func (e *Executor) insert(ctx context.Context, r *request) error {
 	defer cancel()
 	res := write.Results{}
 	if err := e.insertRetryingStale(ctx, r, name, ci, rev, vals, ordered, bypass, wc, rt, &res); err != nil {
-		e.counters.insertedDocs.Add(res.N)
+		e.Counters.InsertedDocs.Add(res.N)
 		return interruptError(ctx, err)
 	}
-	e.counters.insertedDocs.Add(res.N)
-	r.charge += res.Charge
-	r.out = res.AppendReply(r.out, false)
+	e.Counters.InsertedDocs.Add(res.N)
+	r.Charge += res.Charge
+	r.Out = res.AppendReply(r.Out, false)
 	return nil
 }

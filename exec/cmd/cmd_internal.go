@@ -28,22 +28,22 @@ const (
 )
 
 // addInternalCommands registers the internal shard commands.
-func (e *Executor) addInternalCommands(add func(*command, ...string)) {
-	add(&command{run: e.shardFind, action: auth.ActionInternal, retainsBody: true, help: "internal: a shard's part of a read"}, "_cleaveShardFind")
-	add(&command{run: e.shardGetMore, action: auth.ActionInternal, help: "internal: the next batch of a shard's read"}, "_cleaveShardGetMore")
-	add(&command{run: e.shardKill, action: auth.ActionInternal, help: "internal: ends a shard's read"}, "_cleaveShardKill")
-	add(&command{run: e.shardWrite, action: auth.ActionInternal, help: "internal: the documents of an insert on this node's shards"}, "_cleaveShardWrite")
-	add(&command{run: e.shardIndexes, action: auth.ActionInternal, help: "internal: an index build's or drop's part on this node's shards"}, "_cleaveShardIndexes")
-	add(&command{run: e.shardStats, action: auth.ActionInternal, help: "internal: a collection's sizes or validation on this node's shards"}, "_cleaveShardStats")
-	add(&command{run: e.shardModify, action: auth.ActionInternal, help: "internal: a statement of an update, delete or findAndModify on this node's shards"}, "_cleaveShardModify")
+func (e *Executor) addInternalCommands(add func(*Command)) {
+	add(&Command{Name: "_cleaveShardFind", Run: e.shardFind, Action: auth.ActionInternal, Help: "internal: a shard's part of a read", Props: Cursor})
+	add(&Command{Name: "_cleaveShardGetMore", Run: e.shardGetMore, Action: auth.ActionInternal, Help: "internal: the next batch of a shard's read"})
+	add(&Command{Name: "_cleaveShardKill", Run: e.shardKill, Action: auth.ActionInternal, Help: "internal: ends a shard's read"})
+	add(&Command{Name: "_cleaveShardWrite", Run: e.shardWrite, Action: auth.ActionInternal, Help: "internal: the documents of an insert on this node's shards"})
+	add(&Command{Name: "_cleaveShardIndexes", Run: e.shardIndexes, Action: auth.ActionInternal, Help: "internal: an index build's or drop's part on this node's shards"})
+	add(&Command{Name: "_cleaveShardStats", Run: e.shardStats, Action: auth.ActionInternal, Help: "internal: a collection's sizes or validation on this node's shards"})
+	add(&Command{Name: "_cleaveShardModify", Run: e.shardModify, Action: auth.ActionInternal, Help: "internal: a statement of an update, delete or findAndModify on this node's shards"})
 }
 
 // catchUp waits until this node's catalog reflects the router's revision rev.
 func (e *Executor) catchUp(ctx context.Context, rev int64) error {
-	if rev <= e.st.Catalog.Revision() {
+	if rev <= e.Storage.Catalog.Revision() {
 		return nil
 	}
-	if err := e.st.Catalog.WaitRevision(ctx, rev); err != nil {
+	if err := e.Storage.Catalog.WaitRevision(ctx, rev); err != nil {
 		return mongoerr.Wrap(err, mongoerr.StaleConfig, "this node's catalog is behind revision %d", rev)
 	}
 	return nil
@@ -51,15 +51,15 @@ func (e *Executor) catchUp(ctx context.Context, rev int64) error {
 
 // ownedColl returns the collection an internal command names, checking that it is the one
 // the router planned on (same id) and that shard s is this node's.
-func (e *Executor) ownedColl(ctx context.Context, r *request, s int) (*catalog.Coll, error) {
-	first, _ := bsonx.FirstElement(r.body)
+func (e *Executor) ownedColl(ctx context.Context, r *Request, s int) (*catalog.Coll, error) {
+	first, _ := bsonx.FirstElement(r.Body)
 	name, _ := first.Value().StringValueOK()
-	rev, _ := r.body.Lookup("rev").Int64OK()
+	rev, _ := r.Body.Lookup("rev").Int64OK()
 	if err := e.catchUp(ctx, rev); err != nil {
 		return nil, err
 	}
 	if s >= 0 { // a write checks each document's shard (shardWrite)
-		shards := e.cat.Shards()
+		shards := e.Cat.Shards()
 		if s >= len(shards) {
 			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is unknown to this node", s)
 		}
@@ -67,13 +67,13 @@ func (e *Executor) ownedColl(ctx context.Context, r *request, s int) (*catalog.C
 			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, nodeName(node))
 		}
 	}
-	ci, err := e.cat.Lookup(r.db, name)
+	ci, err := e.Cat.Lookup(r.DB, name)
 	if err != nil {
 		return nil, err
 	}
-	id, _ := r.body.Lookup("collId").Int64OK()
+	id, _ := r.Body.Lookup("collId").Int64OK()
 	if ci == nil || int64(ci.Meta.ID) != id {
-		return nil, mongoerr.New(mongoerr.StaleConfig, "collection %s.%s is not the one the request was planned on", r.db, name)
+		return nil, mongoerr.New(mongoerr.StaleConfig, "collection %s.%s is not the one the request was planned on", r.DB, name)
 	}
 	return ci, nil
 }
@@ -81,8 +81,8 @@ func (e *Executor) ownedColl(ctx context.Context, r *request, s int) (*catalog.C
 // shardFind opens a shard's part of a read planned on another node (query.RemoteScanSpec)
 // and answers its first batch: {cursor: id (0: done), docs: binary (concatenated
 // documents), stats}.
-func (e *Executor) shardFind(ctx context.Context, r *request) error {
-	b := r.body
+func (e *Executor) shardFind(ctx context.Context, r *Request) error {
+	b := r.Body
 	s, _ := b.Lookup("shard").Int32OK()
 	ci, err := e.ownedColl(ctx, r, int(s))
 	if err != nil {
@@ -121,7 +121,7 @@ func (e *Executor) shardFind(ctx context.Context, r *request) error {
 	sig := query.PlanSig{Kind: query.Kind(kind), Index: index,
 		Sorted: pd.Lookup("sorted").Boolean(), Reverse: pd.Lookup("reverse").Boolean(),
 		KeysOnly: keysOnly, Distinct: distinct, DistinctField: int(distinctField)}
-	ss, err := e.query.OpenOwned(ci, f, sortSpec, hint, int(s), ranges, sig)
+	ss, err := e.Query.OpenOwned(ci, f, sortSpec, hint, int(s), ranges, sig)
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func (e *Executor) shardFind(ctx context.Context, r *request) error {
 
 // shardBatch reads up to n documents of ss into r's reply and registers c (first) or
 // keeps it while ss is not done.
-func (e *Executor) shardBatch(ctx context.Context, r *request, c *cursor, ss *query.ShardStream, n int, first bool) error {
+func (e *Executor) shardBatch(ctx context.Context, r *Request, c *cursor, ss *query.ShardStream, n int, first bool) error {
 	buf := make([]byte, 0, 16<<10)
 	done := false
 	for i := 0; i < n && len(buf) < remoteBatchBytes; i++ {
@@ -145,7 +145,7 @@ func (e *Executor) shardBatch(ctx context.Context, r *request, c *cursor, ss *qu
 			if first {
 				ss.Close()
 			} else {
-				e.cursors.remove(c.id)
+				e.Cursors.remove(c.id)
 			}
 			return err
 		}
@@ -161,28 +161,28 @@ func (e *Executor) shardBatch(ctx context.Context, r *request, c *cursor, ss *qu
 	case done && first:
 		ss.Close()
 	case done:
-		e.cursors.remove(c.id)
+		e.Cursors.remove(c.id)
 	case first:
-		id = e.cursors.add(c)
+		id = e.Cursors.add(c)
 	default:
 		id = c.id
 	}
-	out := bsoncore.AppendInt64Element(r.out, "cursor", id)
+	out := bsoncore.AppendInt64Element(r.Out, "cursor", id)
 	out = bsoncore.AppendBinaryElement(out, "docs", 0, buf)
-	r.out = appendScanStats(out, &stats)
+	r.Out = appendScanStats(out, &stats)
 	return nil
 }
 
 // shardGetMore answers the next batch of a shard's read.
-func (e *Executor) shardGetMore(ctx context.Context, r *request) error {
-	id, _ := bsonx.FirstElement(r.body)
-	c, err := e.cursors.acquire(id.Value().Int64())
+func (e *Executor) shardGetMore(ctx context.Context, r *Request) error {
+	id, _ := bsonx.FirstElement(r.Body)
+	c, err := e.Cursors.acquire(id.Value().Int64())
 	if err != nil {
 		return err
 	}
 	ss, ok := c.stream.(*query.ShardStream)
 	if !ok {
-		e.cursors.done(c, false)
+		e.Cursors.done(c, false)
 		return mongoerr.New(mongoerr.CursorNotFound, "cursor id %d is not a shard read", c.id)
 	}
 	c.lastUsed.Store(time.Now().UnixNano())
@@ -192,8 +192,8 @@ func (e *Executor) shardGetMore(ctx context.Context, r *request) error {
 }
 
 // shardKill ends a shard's read.
-func (e *Executor) shardKill(_ context.Context, r *request) error {
-	id, _ := bsonx.FirstElement(r.body)
-	e.cursors.remove(id.Value().Int64())
+func (e *Executor) shardKill(_ context.Context, r *Request) error {
+	id, _ := bsonx.FirstElement(r.Body)
+	e.Cursors.remove(id.Value().Int64())
 	return nil
 }

@@ -18,10 +18,10 @@ import (
 // (_cleaveMoveApply) or asks it to move one of its own (_cleaveMovePartition).
 
 // addMoveCommands registers the internal commands of moves between nodes.
-func (e *Executor) addMoveCommands(add func(*command, ...string)) {
-	add(&command{run: e.moveApply, action: auth.ActionClusterAdmin, help: "internal: one step of a partition move into this node"}, sharding.MoveApplyCmd)
-	add(&command{run: e.movePartition, action: auth.ActionClusterAdmin, help: "internal: move a partition of this node"}, sharding.MovePartitionCmd)
-	add(&command{run: e.clusterPartitionStats, action: auth.ActionClusterAdmin, help: "internal: this node's partitions of a collection"}, sharding.PartitionStatsCmd)
+func (e *Executor) addMoveCommands(add func(*Command)) {
+	add(&Command{Name: sharding.MoveApplyCmd, Run: e.moveApply, Action: auth.ActionClusterAdmin, Help: "internal: one step of a partition move into this node"})
+	add(&Command{Name: sharding.MovePartitionCmd, Run: e.movePartition, Action: auth.ActionClusterAdmin, Help: "internal: move a partition of this node"})
+	add(&Command{Name: sharding.PartitionStatsCmd, Run: e.clusterPartitionStats, Action: auth.ActionClusterAdmin, Help: "internal: this node's partitions of a collection"})
 }
 
 // movePeers lets the partition manager send internal commands to other nodes.
@@ -41,46 +41,46 @@ func moveError(err error) error {
 }
 
 // moveApply runs one step of a move into shard `shard` of this node: {n}.
-func (e *Executor) moveApply(ctx context.Context, r *request) error {
-	s, _ := r.body.Lookup("shard").Int32OK()
+func (e *Executor) moveApply(ctx context.Context, r *Request) error {
+	s, _ := r.Body.Lookup("shard").Int32OK()
 	ci, err := e.ownedColl(ctx, r, int(s))
 	if err != nil {
 		return err
 	}
-	lo, _ := r.body.Lookup("lo").Int64OK()
-	hi, _ := r.body.Lookup("hi").Int64OK()
-	op, _ := r.body.Lookup("op").StringValueOK()
-	entries, _ := r.body.Lookup("entries").ArrayOK()
-	pace, _ := r.body.Lookup("paceMillis").Int64OK()
-	n, err := e.shards.ReceiveMove(ci, int(s), uint64(lo), uint64(hi), op, entries, time.Duration(pace)*time.Millisecond)
+	lo, _ := r.Body.Lookup("lo").Int64OK()
+	hi, _ := r.Body.Lookup("hi").Int64OK()
+	op, _ := r.Body.Lookup("op").StringValueOK()
+	entries, _ := r.Body.Lookup("entries").ArrayOK()
+	pace, _ := r.Body.Lookup("paceMillis").Int64OK()
+	n, err := e.Shards.ReceiveMove(ci, int(s), uint64(lo), uint64(hi), op, entries, time.Duration(pace)*time.Millisecond)
 	if err != nil {
 		return moveError(err)
 	}
-	r.out = bsoncore.AppendInt64Element(r.out, "n", int64(n))
+	r.Out = bsoncore.AppendInt64Element(r.Out, "n", int64(n))
 	// The source guards its flip with this node's incarnation (move_remote.go, beginMove).
-	r.out = bsoncore.AppendInt64Element(r.out, "incarnation", e.shards.Incarnation())
+	r.Out = bsoncore.AppendInt64Element(r.Out, "incarnation", e.Shards.Incarnation())
 	return nil
 }
 
 // movePartition moves a partition of one of this node's shards, as another node asked.
-func (e *Executor) movePartition(ctx context.Context, r *request) error {
+func (e *Executor) movePartition(ctx context.Context, r *Request) error {
 	ci, err := e.ownedColl(ctx, r, -1)
 	if err != nil {
 		return err
 	}
-	id, _ := r.body.Lookup("partition").Int64OK()
-	to, _ := r.body.Lookup("to").Int32OK()
-	reason, _ := r.body.Lookup("reason").StringValueOK()
-	return moveError(e.shards.MovePartition(ci.Meta.DB, ci.Meta.Name, uint64(id), int(to), reason))
+	id, _ := r.Body.Lookup("partition").Int64OK()
+	to, _ := r.Body.Lookup("to").Int32OK()
+	reason, _ := r.Body.Lookup("reason").StringValueOK()
+	return moveError(e.Shards.MovePartition(ci.Meta.DB, ci.Meta.Name, uint64(id), int(to), reason))
 }
 
 // clusterPartitionStats answers the elected manager's request for this node's partitions of a
 // collection: {parts: [{id, shard, docs, bytes, ru}]}.
-func (e *Executor) clusterPartitionStats(ctx context.Context, r *request) error {
+func (e *Executor) clusterPartitionStats(ctx context.Context, r *Request) error {
 	ci, err := e.ownedColl(ctx, r, -1)
 	if err != nil {
 		return err
 	}
-	r.out = e.shards.AppendPartitionStats(r.out, ci)
+	r.Out = e.Shards.AppendPartitionStats(r.Out, ci)
 	return nil
 }

@@ -140,7 +140,7 @@ var parameters = []parameter{
 	}},
 	{"cursorTimeoutMillis", int64Param(600_000)},
 	{"enableTestCommands", func(e *Executor, dst []byte, key string) []byte {
-		return bsoncore.AppendBooleanElement(dst, key, e.opts.TestCommands)
+		return bsoncore.AppendBooleanElement(dst, key, e.Opts.TestCommands)
 	}},
 	{"featureCompatibilityVersion", func(_ *Executor, dst []byte, key string) []byte {
 		idx, dst := bsoncore.AppendDocumentElementStart(dst, key)
@@ -149,13 +149,13 @@ var parameters = []parameter{
 		return dst
 	}},
 	{"internalDocumentSourceGroupMaxMemoryBytes", func(e *Executor, dst []byte, key string) []byte {
-		return e.knobs.groupMemory.appendTo(dst, key)
+		return e.Knobs.groupMemory.appendTo(dst, key)
 	}},
 	{"internalDocumentSourceGraphLookupMaxMemoryBytes", func(e *Executor, dst []byte, key string) []byte {
-		return e.knobs.graphMemory.appendTo(dst, key)
+		return e.Knobs.graphMemory.appendTo(dst, key)
 	}},
 	{"internalQueryMaxBlockingSortMemoryUsageBytes", func(e *Executor, dst []byte, key string) []byte {
-		return e.knobs.sortMemory.appendTo(dst, key)
+		return e.Knobs.sortMemory.appendTo(dst, key)
 	}},
 	{"localLogicalSessionTimeoutMinutes", func(e *Executor, dst []byte, key string) []byte {
 		return bsoncore.AppendInt32Element(dst, key, e.sessionTimeoutMinutes())
@@ -163,7 +163,7 @@ var parameters = []parameter{
 	{"logLevel", func(_ *Executor, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 0) }},
 	{"maxBSONDepth", func(_ *Executor, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 200) }},
 	{"minSnapshotHistoryWindowInSeconds", func(e *Executor, dst []byte, key string) []byte {
-		return e.knobs.snapshotWindow.appendTo(dst, key)
+		return e.Knobs.snapshotWindow.appendTo(dst, key)
 	}},
 	{"quiet", func(_ *Executor, dst []byte, key string) []byte {
 		return bsoncore.AppendBooleanElement(dst, key, false)
@@ -172,7 +172,7 @@ var parameters = []parameter{
 		return bsoncore.AppendBooleanElement(dst, key, false)
 	}},
 	{"transactionLifetimeLimitSeconds", func(e *Executor, dst []byte, key string) []byte {
-		return e.knobs.txnLifetime.appendTo(dst, key)
+		return e.Knobs.txnLifetime.appendTo(dst, key)
 	}},
 }
 
@@ -183,8 +183,8 @@ func int64Param(v int64) func(*Executor, []byte, string) []byte {
 
 // getParameter reports the named parameters, or all of them for {getParameter: "*"}. As in
 // MongoDB, naming none that exists fails with "no option found to get".
-func (e *Executor) getParameter(_ context.Context, r *request) error {
-	first, _ := bsonx.FirstElement(r.body)
+func (e *Executor) getParameter(_ context.Context, r *Request) error {
+	first, _ := bsonx.FirstElement(r.Body)
 	all, details := false, false
 	if s, ok := first.Value().StringValueOK(); ok && s == "*" {
 		all = true
@@ -195,23 +195,23 @@ func (e *Executor) getParameter(_ context.Context, r *request) error {
 		}
 		details, _ = d.Lookup("showDetails").BooleanOK()
 	}
-	before := len(r.out)
+	before := len(r.Out)
 	for _, p := range parameters {
-		if _, err := r.body.LookupErr(p.name); !all && err != nil {
+		if _, err := r.Body.LookupErr(p.name); !all && err != nil {
 			continue
 		}
 		if !details {
-			r.out = p.append(e, r.out, p.name)
+			r.Out = p.append(e, r.Out, p.name)
 			continue
 		}
 		// {showDetails: true}: {value, settableAtRuntime, settableAtStartup} per parameter.
-		idx, out := bsoncore.AppendDocumentElementStart(r.out, p.name)
+		idx, out := bsoncore.AppendDocumentElementStart(r.Out, p.name)
 		out = p.append(e, out, "value")
 		out = bsoncore.AppendBooleanElement(out, "settableAtRuntime", !startupOnly[p.name])
 		out = bsoncore.AppendBooleanElement(out, "settableAtStartup", true)
-		r.out, _ = bsoncore.AppendDocumentEnd(out, idx)
+		r.Out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	}
-	if len(r.out) == before {
+	if len(r.Out) == before {
 		return mongoerr.New(mongoerr.InvalidOptions, "no option found to get")
 	}
 	return nil
@@ -224,9 +224,9 @@ var startupOnly = map[string]bool{"authenticationMechanisms": true, "enableTestC
 // setParameter changes runtime parameters: {setParameter: 1, <name>: <value>, ...}. As in
 // MongoDB, every name is checked before any value is set, values are set in name order, and
 // "was" reports the old value of the first.
-func (e *Executor) setParameter(_ context.Context, r *request) error {
+func (e *Executor) setParameter(_ context.Context, r *Request) error {
 	vals := map[string]bsoncore.Value{}
-	err := args.ForEach("setParameter", r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach("setParameter", r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		if err := e.checkSettable(key); err != nil {
 			return true, err
 		}
@@ -250,15 +250,15 @@ func (e *Executor) setParameter(_ context.Context, r *request) error {
 	}
 	sort.Strings(names)
 	for i, name := range names {
-		k := e.knobs.byName(name)
+		k := e.Knobs.byName(name)
 		if i == 0 {
-			r.out = k.appendTo(r.out, "was")
+			r.Out = k.appendTo(r.Out, "was")
 		}
 		old := k.load()
 		if err := k.set(name, vals[name]); err != nil {
 			return err
 		}
-		e.log.Info("Successfully set parameter to new value", zap.String("parameter", name),
+		e.Log.Info("Successfully set parameter to new value", zap.String("parameter", name),
 			zap.Int64("new_value", k.load()), zap.Int64("old_value", old))
 	}
 	return nil
@@ -268,7 +268,7 @@ func (e *Executor) setParameter(_ context.Context, r *request) error {
 // other than knobs are fixed).
 func (e *Executor) checkSettable(name string) error {
 	switch {
-	case e.knobs.byName(name) != nil:
+	case e.Knobs.byName(name) != nil:
 		return nil
 	case startupOnly[name]:
 		return mongoerr.New(mongoerr.IllegalOperation, "not allowed to change [%s] at runtime", name)
@@ -283,8 +283,8 @@ func (e *Executor) checkSettable(name string) error {
 
 // getLog answers getLog: "*" with the log names, and "global" or "startupWarnings" with
 // recent lines as MongoDB's structured (JSON) log strings.
-func (e *Executor) getLog(_ context.Context, r *request) error {
-	first, _ := bsonx.FirstElement(r.body)
+func (e *Executor) getLog(_ context.Context, r *Request) error {
+	first, _ := bsonx.FirstElement(r.Body)
 	name, ok := first.Value().StringValueOK()
 	if !ok {
 		return mongoerr.New(mongoerr.TypeMismatch, "Argument to getLog must be of type String; found %s of type %s",
@@ -292,20 +292,20 @@ func (e *Executor) getLog(_ context.Context, r *request) error {
 	}
 	switch name {
 	case "*":
-		r.out = appendStringArray(r.out, "names", []string{"global", "startupWarnings"})
+		r.Out = appendStringArray(r.Out, "names", []string{"global", "startupWarnings"})
 		return nil
 	case "startupWarnings":
-		r.out = bsoncore.AppendInt32Element(r.out, "totalLinesWritten", 0)
-		r.out = appendStringArray(r.out, "log", nil)
+		r.Out = bsoncore.AppendInt32Element(r.Out, "totalLinesWritten", 0)
+		r.Out = appendStringArray(r.Out, "log", nil)
 		return nil
 	case "global":
 		var lines []string
 		var total int64
-		if e.opts.Log != nil {
-			lines, total = e.opts.Log.Lines()
+		if e.Opts.Log != nil {
+			lines, total = e.Opts.Log.Lines()
 		}
-		r.out = bsoncore.AppendInt32Element(r.out, "totalLinesWritten", int32(total))
-		r.out = appendStringArray(r.out, "log", lines)
+		r.Out = bsoncore.AppendInt32Element(r.Out, "totalLinesWritten", int32(total))
+		r.Out = appendStringArray(r.Out, "log", lines)
 		return nil
 	default:
 		return mongoerr.New(mongoerr.OperationFailed, "No log named '%s'", name)

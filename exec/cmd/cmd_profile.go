@@ -41,8 +41,8 @@ func (s *slowOps) slow(d time.Duration) bool {
 }
 
 // profile answers {profile: -1 | 0, slowms, sampleRate} with the previous settings.
-func (e *Executor) profile(_ context.Context, r *request) error {
-	level, err := args.Int64("profile", "profile", r.body.Lookup("profile"))
+func (e *Executor) profile(_ context.Context, r *Request) error {
+	level, err := args.Int64("profile", "profile", r.Body.Lookup("profile"))
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (e *Executor) profile(_ context.Context, r *request) error {
 	}
 	var slowms *int64
 	var rate *float64
-	err = args.ForEach(r.name, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(r.Name, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		switch key {
 		case "profile":
 		case "slowms":
@@ -80,16 +80,16 @@ func (e *Executor) profile(_ context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	old := time.Duration(e.slowOps.threshold.Load())
-	oldRate := math.Float64frombits(e.slowOps.sampleRate.Load())
+	old := time.Duration(e.SlowOps.threshold.Load())
+	oldRate := math.Float64frombits(e.SlowOps.sampleRate.Load())
 	if slowms != nil {
-		e.slowOps.threshold.Store(int64(time.Duration(*slowms) * time.Millisecond))
+		e.SlowOps.threshold.Store(int64(time.Duration(*slowms) * time.Millisecond))
 	}
 	if rate != nil {
-		e.slowOps.sampleRate.Store(math.Float64bits(*rate))
+		e.SlowOps.sampleRate.Store(math.Float64bits(*rate))
 	}
-	out := bsoncore.AppendInt32Element(r.out, "was", 0)
+	out := bsoncore.AppendInt32Element(r.Out, "was", 0)
 	out = appendNumber(out, "slowms", old.Milliseconds())
-	r.out = bsoncore.AppendDoubleElement(out, "sampleRate", oldRate)
+	r.Out = bsoncore.AppendDoubleElement(out, "sampleRate", oldRate)
 	return nil
 }

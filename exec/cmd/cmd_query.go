@@ -16,10 +16,10 @@ import (
 )
 
 // addQueryCommands registers count, distinct and explain.
-func (e *Executor) addQueryCommands(add func(*command, ...string)) {
-	add(&command{run: e.count, action: auth.ActionRead, help: "count objects in collection"}, "count")
-	add(&command{run: e.distinct, action: auth.ActionRead, help: "{ distinct : 'collection name' , key : 'a.b' , query : {} }"}, "distinct")
-	add(&command{run: e.explain, action: auth.ActionRead, help: "explain database reads and writes"}, "explain")
+func (e *Executor) addQueryCommands(add func(*Command)) {
+	add(&Command{Name: "count", Run: e.count, Action: auth.ActionRead, Help: "count objects in collection", Props: StaleRetry | Explainable | APIV1})
+	add(&Command{Name: "distinct", Run: e.distinct, Action: auth.ActionRead, Help: "{ distinct : 'collection name' , key : 'a.b' , query : {} }", Props: InTxn | SnapshotRead | StaleRetry | Explainable})
+	add(&Command{Name: "explain", Run: e.explain, Action: auth.ActionRead, Help: "explain database reads and writes", Props: StaleRetry | APIV1})
 }
 
 // countArgs are the parsed arguments of count.
@@ -75,15 +75,15 @@ func parseCount(body bsoncore.Document) (*countArgs, error) {
 }
 
 // count runs the count command.
-func (e *Executor) count(ctx context.Context, r *request) error {
-	a, err := parseCount(r.body)
+func (e *Executor) count(ctx context.Context, r *Request) error {
+	a, err := parseCount(r.Body)
 	if err != nil {
 		return err
 	}
-	if e.isView(r.db, a.coll) {
+	if e.isView(r.DB, a.coll) {
 		return e.countView(ctx, r, a) // view.go
 	}
-	ci, err := e.cat.Lookup(r.db, a.coll)
+	ci, err := e.Cat.Lookup(r.DB, a.coll)
 	if err != nil {
 		return err
 	}
@@ -103,11 +103,11 @@ func (e *Executor) count(ctx context.Context, r *request) error {
 	}
 	// A count without a limit reads every match: in which order does not matter.
 	q := &query.Query{CI: ci, Filter: f, Skip: a.skip, Hint: a.hint, Unordered: a.limit == 0, NoFields: true}
-	if r.explain != "" {
+	if r.Explain != "" {
 		return e.explainQuery(ctx, r, q, "count", a.limit)
 	}
 	if ci == nil {
-		r.out = bsoncore.AppendInt32Element(r.out, "n", 0)
+		r.Out = bsoncore.AppendInt32Element(r.Out, "n", 0)
 		return nil
 	}
 	var n int64
@@ -138,17 +138,17 @@ func (e *Executor) count(ctx context.Context, r *request) error {
 			n++
 		}
 		for _, s := range shards {
-			r.charge += s.Stats.Charge()
+			r.Charge += s.Stats.Charge()
 		}
 	}
-	r.out = bsonx.AppendIntElement(r.out, "n", n)
+	r.Out = bsonx.AppendIntElement(r.Out, "n", n)
 	return nil
 }
 
 // distinct runs the distinct command.
-func (e *Executor) distinct(ctx context.Context, r *request) error {
+func (e *Executor) distinct(ctx context.Context, r *Request) error {
 	const cmd = "distinct"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	coll, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return err
@@ -157,7 +157,7 @@ func (e *Executor) distinct(ctx context.Context, r *request) error {
 	var filter, collation bsoncore.Document
 	var hint bsoncore.Value
 	haveKey := false
-	err = args.ForEach(cmd, r.body, func(k string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, r.Body, func(k string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch k {
 		case "key":
@@ -184,12 +184,12 @@ func (e *Executor) distinct(ctx context.Context, r *request) error {
 		return err
 	}
 	var values []bsoncore.Value
-	if e.isView(r.db, coll) {
-		if values, err = e.distinctView(ctx, r, coll, filter, hint, key); err != nil || r.explain != "" {
+	if e.isView(r.DB, coll) {
+		if values, err = e.distinctView(ctx, r, coll, filter, hint, key); err != nil || r.Explain != "" {
 			return err
 		}
 	} else {
-		ci, err := e.cat.Lookup(r.db, coll)
+		ci, err := e.Cat.Lookup(r.DB, coll)
 		if err != nil {
 			return err
 		}
@@ -205,7 +205,7 @@ func (e *Executor) distinct(ctx context.Context, r *request) error {
 			return err
 		}
 		q := &query.Query{CI: ci, Filter: f, Hint: hint, Unordered: true, Distinct: key} // the values are sorted
-		if r.explain != "" {
+		if r.Explain != "" {
 			return e.explainQuery(ctx, r, q, "distinct", 0)
 		}
 		if ci != nil {
@@ -214,7 +214,7 @@ func (e *Executor) distinct(ctx context.Context, r *request) error {
 			}
 		}
 	}
-	aidx, out := bsoncore.AppendArrayElementStart(r.out, "values")
+	aidx, out := bsoncore.AppendArrayElementStart(r.Out, "values")
 	size := 0
 	for i, v := range values {
 		size += len(v.Data)
@@ -223,13 +223,13 @@ func (e *Executor) distinct(ctx context.Context, r *request) error {
 		}
 		out = bsoncore.AppendValueElement(out, bsonx.ArrayKey(i), v)
 	}
-	r.out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	r.Out, _ = bsoncore.AppendArrayEnd(out, aidx)
 	return nil
 }
 
 // distinctValues collects the distinct values of path among q's matches, sorted in
 // MongoDB's order. Array values contribute their elements.
-func (e *Executor) distinctValues(ctx context.Context, r *request, q *query.Query, path string) ([]bsoncore.Value, error) {
+func (e *Executor) distinctValues(ctx context.Context, r *Request, q *query.Query, path string) ([]bsoncore.Value, error) {
 	stream, _, shards, err := e.queryFor(r).Open(q)
 	if err != nil {
 		return nil, err
@@ -237,19 +237,19 @@ func (e *Executor) distinctValues(ctx context.Context, r *request, q *query.Quer
 	defer stream.Close()
 	values, err := collectDistinct(ctx, stream, path, q.Collator())
 	for _, s := range shards {
-		r.charge += s.Stats.Charge()
+		r.Charge += s.Stats.Charge()
 	}
 	return values, err
 }
 
 // distinctView runs distinct on view coll: the distinct values of path among the
 // documents of the view's pipeline followed by $match filter.
-func (e *Executor) distinctView(ctx context.Context, r *request, coll string, filter bsoncore.Document, hint bsoncore.Value, path string) ([]bsoncore.Value, error) {
+func (e *Executor) distinctView(ctx context.Context, r *Request, coll string, filter bsoncore.Document, hint bsoncore.Value, path string) ([]bsoncore.Value, error) {
 	var stages []bsoncore.Document
 	if len(filter) > 5 {
 		stages = append(stages, stage("$match", bsonx.DocValue(filter)))
 	}
-	if r.explain != "" {
+	if r.Explain != "" {
 		return nil, e.explainViewRead(ctx, r, coll, stages)
 	}
 	s, charge, err := e.openViewRead(r, coll, stages, hint)

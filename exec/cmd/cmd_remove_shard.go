@@ -14,8 +14,8 @@ import (
 )
 
 // addDrainCommands registers removeShard.
-func (e *Executor) addDrainCommands(add func(*command, ...string)) {
-	add(&command{run: e.removeShard, action: auth.ActionClusterAdmin, help: "drain a shard: move its partitions to the other shards", adminOnly: true}, "removeShard", "removeshard")
+func (e *Executor) addDrainCommands(add func(*Command)) {
+	add(&Command{Name: "removeShard", Aliases: []string{"removeshard"}, Run: e.removeShard, Action: auth.ActionClusterAdmin, Help: "drain a shard: move its partitions to the other shards", AdminOnly: true})
 }
 
 // removeShard answers {removeShard: "shard-N"} in MongoDB's shapes: the first call marks the
@@ -24,15 +24,15 @@ func (e *Executor) addDrainCommands(add func(*command, ...string)) {
 // shard is empty ({state: "completed"}). dbsToMove lists the databases of the collections
 // that cannot move (capped, time-series), for the user to drop. The emptied shard stays
 // listed, draining, and never receives partitions again; its node may then be stopped.
-func (e *Executor) removeShard(_ context.Context, r *request) error {
+func (e *Executor) removeShard(_ context.Context, r *Request) error {
 	const cmd = "removeShard"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.String(cmd, cmd, first.Value())
 	if err != nil {
 		return err
 	}
 	s := -1
-	for i := range e.cat.Shards() {
+	for i := range e.Cat.Shards() {
 		if sharding.Name(i) == name {
 			s = i
 		}
@@ -40,17 +40,17 @@ func (e *Executor) removeShard(_ context.Context, r *request) error {
 	if s < 0 {
 		return mongoerr.New(mongoerr.ShardNotFound, "Shard %s not found", name)
 	}
-	started := !e.shards.IsDraining(s)
+	started := !e.Shards.IsDraining(s)
 	if started {
-		if err := e.shards.StartDraining(s); err != nil {
+		if err := e.Shards.StartDraining(s); err != nil {
 			if errors.Is(err, sharding.ErrLastShard) {
 				return mongoerr.New(mongoerr.IllegalOperation, "Operation not allowed because it would remove the last shard")
 			}
 			return err
 		}
 	}
-	st := e.shards.DrainStatus(s)
-	out := r.out
+	st := e.Shards.DrainStatus(s)
+	out := r.Out
 	switch {
 	case started:
 		out = bsoncore.AppendStringElement(out, "msg", "draining started successfully")
@@ -59,7 +59,7 @@ func (e *Executor) removeShard(_ context.Context, r *request) error {
 	case st.Done():
 		out = bsoncore.AppendStringElement(out, "msg", "removeshard completed successfully")
 		out = bsoncore.AppendStringElement(out, "state", "completed")
-		r.out = bsoncore.AppendStringElement(out, "shard", name)
+		r.Out = bsoncore.AppendStringElement(out, "shard", name)
 		return nil
 	default:
 		out = bsoncore.AppendStringElement(out, "msg", "draining ongoing")
@@ -72,6 +72,6 @@ func (e *Executor) removeShard(_ context.Context, r *request) error {
 	for _, db := range st.DBs {
 		ab.AppendString(db)
 	}
-	r.out = bsoncore.AppendArrayElement(out, "dbsToMove", ab.Build())
+	r.Out = bsoncore.AppendArrayElement(out, "dbsToMove", ab.Build())
 	return nil
 }

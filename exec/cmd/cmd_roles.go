@@ -15,26 +15,26 @@ import (
 
 // addRoleCommands registers the role commands: custom roles with privileges and inherited
 // roles (updateRole and grantRolesToRole are not there yet).
-func (e *Executor) addRoleCommands(add func(*command, ...string)) {
+func (e *Executor) addRoleCommands(add func(*Command)) {
 	ua := auth.ActionUserAdmin
-	add(&command{run: e.createRole, help: "Adds a role to the system", action: ua, needs: roleGrantNeeds}, "createRole")
-	add(&command{run: e.dropRole, help: "Drops a single role.", action: ua}, "dropRole")
-	add(&command{run: e.rolesInfo, help: "Returns information about roles.", action: ua, needs: rolesInfoNeeds}, "rolesInfo")
+	add(&Command{Name: "createRole", Run: e.createRole, Action: ua, Needs: roleGrantNeeds, Help: "Adds a role to the system", Props: APIV1})
+	add(&Command{Name: "dropRole", Run: e.dropRole, Action: ua, Help: "Drops a single role.", Props: APIV1})
+	add(&Command{Name: "rolesInfo", Run: e.rolesInfo, Action: ua, Needs: rolesInfoNeeds, Help: "Returns information about roles."})
 }
 
 // createRole adds a custom role to r.db.
-func (e *Executor) createRole(_ context.Context, r *request) error {
-	first, _ := bsonx.FirstElement(r.body)
-	name, err := args.String(r.name, r.name, first.Value())
+func (e *Executor) createRole(_ context.Context, r *Request) error {
+	first, _ := bsonx.FirstElement(r.Body)
+	name, err := args.String(r.Name, r.Name, first.Value())
 	if err != nil {
 		return err
 	}
 	if name == "" {
 		return mongoerr.New(mongoerr.BadValue, "Role name must not be empty")
 	}
-	role := &auth.Role{Name: auth.RoleName{Role: name, DB: r.db}}
+	role := &auth.Role{Name: auth.RoleName{Role: name, DB: r.DB}}
 	var privSet, rolesSet bool
-	err = args.ForEach(r.name, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(r.Name, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "privileges":
@@ -44,7 +44,7 @@ func (e *Executor) createRole(_ context.Context, r *request) error {
 			}
 		case "roles":
 			rolesSet = true
-			role.Roles, err = parseRoleNames(r.name, key, v, r.db)
+			role.Roles, err = parseRoleNames(r.Name, key, v, r.DB)
 		case "authenticationRestrictions":
 			err = mongoerr.New(mongoerr.NotImplemented, "authenticationRestrictions are not supported")
 		default:
@@ -56,15 +56,15 @@ func (e *Executor) createRole(_ context.Context, r *request) error {
 	case err != nil:
 		return err
 	case !privSet:
-		return args.Missing(r.name, "privileges")
+		return args.Missing(r.Name, "privileges")
 	case !rolesSet:
-		return args.Missing(r.name, "roles")
-	case auth.IsBuiltin(auth.RoleName{Role: name, DB: r.db}):
+		return args.Missing(r.Name, "roles")
+	case auth.IsBuiltin(auth.RoleName{Role: name, DB: r.DB}):
 		return mongoerr.New(mongoerr.BadValue, "Cannot create roles with the same name as a built-in role")
 	}
 	for _, p := range role.Privileges {
-		if !p.Cluster && !p.AnyResource && p.DB != r.db && r.db != "admin" {
-			return mongoerr.New(mongoerr.BadValue, "Roles on the '%s' database cannot be granted privileges that target other databases or the cluster", r.db)
+		if !p.Cluster && !p.AnyResource && p.DB != r.DB && r.DB != "admin" {
+			return mongoerr.New(mongoerr.BadValue, "Roles on the '%s' database cannot be granted privileges that target other databases or the cluster", r.DB)
 		}
 	}
 	return e.changeSecurity(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
@@ -79,13 +79,13 @@ func (e *Executor) createRole(_ context.Context, r *request) error {
 }
 
 // dropRole removes a custom role; users and roles that held it lose it.
-func (e *Executor) dropRole(_ context.Context, r *request) error {
-	first, _ := bsonx.FirstElement(r.body)
-	name, err := args.String(r.name, r.name, first.Value())
+func (e *Executor) dropRole(_ context.Context, r *Request) error {
+	first, _ := bsonx.FirstElement(r.Body)
+	name, err := args.String(r.Name, r.Name, first.Value())
 	if err != nil {
 		return err
 	}
-	rn := auth.RoleName{Role: name, DB: r.db}
+	rn := auth.RoleName{Role: name, DB: r.DB}
 	return e.changeSecurity(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
 		if reg.Role(rn) == nil {
 			return nil, nil, mongoerr.New(mongoerr.RoleNotFound, "Could not find role: %s", rn)
@@ -112,28 +112,28 @@ func (e *Executor) dropRole(_ context.Context, r *request) error {
 
 // rolesInfoArg reads rolesInfo's argument: 1 (the roles of the database), "name",
 // {role, db}, or an array of those.
-func rolesInfoArg(r *request) (names []auth.RoleName, err error) {
-	first, _ := bsonx.FirstElement(r.body)
+func rolesInfoArg(r *Request) (names []auth.RoleName, err error) {
+	first, _ := bsonx.FirstElement(r.Body)
 	v := first.Value()
 	switch v.Type {
 	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble:
 		return nil, nil
 	case bsoncore.TypeArray:
-		return parseRoleNames(r.name, r.name, v, r.db)
+		return parseRoleNames(r.Name, r.Name, v, r.DB)
 	}
 	arr := bsoncore.NewArrayBuilder().AppendValue(v).Build()
-	return parseRoleNames(r.name, r.name, bsoncore.Value{Type: bsoncore.TypeArray, Data: arr}, r.db)
+	return parseRoleNames(r.Name, r.Name, bsoncore.Value{Type: bsoncore.TypeArray, Data: arr}, r.DB)
 }
 
 // rolesInfoNeeds lets a user look at the roles it holds; other roles need userAdmin.
-func rolesInfoNeeds(r *request, def auth.Need) []auth.Need {
+func rolesInfoNeeds(r *Request, def auth.Need) []auth.Need {
 	names, err := rolesInfoArg(r)
 	if err != nil || len(names) == 0 {
 		return []auth.Need{def}
 	}
-	reg := r.conn.e.registry()
+	reg := r.Conn.e.registry()
 	var held []auth.RoleName
-	for _, un := range r.conn.authn.users {
+	for _, un := range r.Conn.authn.users {
 		if u := reg.User(un); u != nil {
 			held = append(held, reg.Inherited(u.Roles)...)
 		}
@@ -148,22 +148,22 @@ func rolesInfoNeeds(r *request, def auth.Need) []auth.Need {
 
 // rolesInfo describes roles: {role, db, isBuiltin, roles, inheritedRoles} and, with
 // showPrivileges, privileges and inheritedPrivileges.
-func (e *Executor) rolesInfo(_ context.Context, r *request) error {
+func (e *Executor) rolesInfo(_ context.Context, r *Request) error {
 	names, err := rolesInfoArg(r)
 	if err != nil {
 		return err
 	}
 	var showPrivileges, showBuiltin bool
-	err = args.ForEach(r.name, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(r.Name, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "showPrivileges":
 			if v.Type == bsoncore.TypeString { // "asUserFragment"
 				return true, mongoerr.New(mongoerr.NotImplemented, "showPrivileges: \"asUserFragment\" is not supported")
 			}
-			showPrivileges, err = args.Bool(r.name, key, v)
+			showPrivileges, err = args.Bool(r.Name, key, v)
 		case "showBuiltinRoles":
-			showBuiltin, err = args.Bool(r.name, key, v)
+			showBuiltin, err = args.Bool(r.Name, key, v)
 		case "showAuthenticationRestrictions":
 		default:
 			return false, nil
@@ -176,13 +176,13 @@ func (e *Executor) rolesInfo(_ context.Context, r *request) error {
 	reg := e.registry()
 	if names == nil {
 		if showBuiltin {
-			names = auth.BuiltinRoles(r.db)
+			names = auth.BuiltinRoles(r.DB)
 		}
-		for _, role := range reg.Roles(r.db) {
+		for _, role := range reg.Roles(r.DB) {
 			names = append(names, role.Name)
 		}
 	}
-	idx, out := bsoncore.AppendArrayElementStart(r.out, "roles")
+	idx, out := bsoncore.AppendArrayElementStart(r.Out, "roles")
 	i := 0
 	for _, n := range names {
 		if !reg.RoleExists(n) {
@@ -192,7 +192,7 @@ func (e *Executor) rolesInfo(_ context.Context, r *request) error {
 		i++
 	}
 	out, _ = bsoncore.AppendArrayEnd(out, idx)
-	r.out = out
+	r.Out = out
 	return nil
 }
 

@@ -15,41 +15,42 @@ import (
 )
 
 // addServerCommands registers the handshake, diagnostic and session commands.
-func (e *Executor) addServerCommands(add func(*command, ...string)) {
-	add(&command{run: e.hello, action: auth.ActionNone, help: "Check if this server is primary for a replica set"}, "hello", "isMaster", "ismaster")
-	add(&command{run: e.ping, action: auth.ActionNone, help: "a way to check that the server is alive"}, "ping")
-	add(&command{run: e.buildInfo, action: auth.ActionNone, help: "get version #, etc."}, "buildInfo", "buildinfo")
-	add(&command{run: e.serverStatus, action: auth.ActionClusterAdmin, help: "returns lots of administrative server statistics"}, "serverStatus")
-	add(&command{run: e.hostInfo, action: auth.ActionClusterAdmin, help: "returns information about the daemon's host"}, "hostInfo")
-	add(&command{run: e.whatsMyURI, action: auth.ActionNone, help: "{whatsmyuri:1}"}, "whatsmyuri")
-	add(&command{run: e.connectionStatus, action: auth.ActionNone, help: "Returns connection-specific information such as logged-in users and their roles"}, "connectionStatus")
-	add(&command{run: e.isDBGrid, action: auth.ActionNone, help: "check if the server is a mongos"}, "isdbgrid")
-	add(&command{run: e.getLastRequestStatistics, action: auth.ActionNone, help: "the name, request charge and duration of this connection's last command (Azure Cosmos DB)"},
-		"getLastRequestStatistics")
-	add(&command{run: e.listCommands, action: auth.ActionNone, help: "get a list of all db commands"}, "listCommands")
-	add(&command{run: e.getCmdLineOpts, action: auth.ActionClusterAdmin, help: "get argv", adminOnly: true}, "getCmdLineOpts")
-	add(&command{run: e.currentOpCommand, action: auth.ActionClusterAdmin, help: "the operations in progress ($all: idle connections too)", adminOnly: true}, "currentOp")
-	add(&command{run: e.killOpCommand, action: auth.ActionClusterAdmin, help: "interrupt the operation with the given opid", adminOnly: true}, "killOp")
-	add(&command{run: e.dataSize, action: auth.ActionRead, help: "the documents and bytes of a collection"}, "dataSize", "datasize")
-	add(&command{run: e.getParameter, action: auth.ActionClusterAdmin, help: "get administrative option(s)", adminOnly: true}, "getParameter")
-	add(&command{run: e.setParameter, action: auth.ActionClusterAdmin, help: "set administrative option(s)", adminOnly: true}, "setParameter")
-	add(&command{run: e.profile, action: auth.ActionDBAdmin, help: "controls the slow-operation log: { profile: -1 | 0, slowms, sampleRate }"}, "profile")
-	add(&command{run: e.getLog, action: auth.ActionClusterAdmin, help: "{ getLog : '*' }  OR { getLog : 'global' }", adminOnly: true}, "getLog")
-	add(&command{run: e.getDefaultRWConcern, action: auth.ActionClusterAdmin, help: "Gets the default read or write concern for a cluster", adminOnly: true}, "getDefaultRWConcern")
-	add(&command{run: e.startSession, action: auth.ActionNone, help: "start a logical session"}, "startSession")
-	add(&command{run: e.endSessions, action: auth.ActionNone, help: "end a set of logical sessions"}, "endSessions")
-	add(&command{run: e.killSessions, action: auth.ActionAuthenticated, help: "kill a logical session and its operations"}, "killSessions")
-	add(&command{run: e.refreshSessions, action: auth.ActionNone, help: "renew a set of logical sessions"}, "refreshSessions")
-	add(&command{run: e.killAllSessions, action: auth.ActionClusterAdmin, help: "kill all logical sessions, for a user, and their operations"}, "killAllSessions")
-	add(&command{run: e.killAllSessionsByPattern, action: auth.ActionClusterAdmin, help: "kill logical sessions by pattern"}, "killAllSessionsByPattern")
+func (e *Executor) addServerCommands(add func(*Command)) {
+	add(&Command{Name: "hello", Run: e.hello, Action: auth.ActionNone, Help: "Check if this server is primary for a replica set", Props: Legacy | APIV1})
+	// isMaster is hello under its old name, outside the Stable API (as mongod's CmdIsMaster).
+	add(&Command{Name: "isMaster", Aliases: []string{"ismaster"}, Run: e.hello, Action: auth.ActionNone, Help: "Check if this server is primary for a replica set", Props: Legacy})
+	add(&Command{Name: "ping", Run: e.ping, Action: auth.ActionNone, Help: "a way to check that the server is alive", Props: APIV1})
+	add(&Command{Name: "buildInfo", Aliases: []string{"buildinfo"}, Run: e.buildInfo, Action: auth.ActionNone, Help: "get version #, etc.", Props: Legacy})
+	add(&Command{Name: "serverStatus", Run: e.serverStatus, Action: auth.ActionClusterAdmin, Help: "returns lots of administrative server statistics"})
+	add(&Command{Name: "hostInfo", Run: e.hostInfo, Action: auth.ActionClusterAdmin, Help: "returns information about the daemon's host"})
+	add(&Command{Name: "whatsmyuri", Run: e.whatsMyURI, Action: auth.ActionNone, Help: "{whatsmyuri:1}"})
+	add(&Command{Name: "connectionStatus", Run: e.connectionStatus, Action: auth.ActionNone, Help: "Returns connection-specific information such as logged-in users and their roles"})
+	add(&Command{Name: "isdbgrid", Run: e.isDBGrid, Action: auth.ActionNone, Help: "check if the server is a mongos"})
+	add(&Command{Name: "getLastRequestStatistics", Run: e.getLastRequestStatistics, Action: auth.ActionNone, Help: "the name, request charge and duration of this connection's last command (Azure Cosmos DB)"})
+	add(&Command{Name: "listCommands", Run: e.listCommands, Action: auth.ActionNone, Help: "get a list of all db commands"})
+	add(&Command{Name: "getCmdLineOpts", Run: e.getCmdLineOpts, Action: auth.ActionClusterAdmin, Help: "get argv", AdminOnly: true})
+	add(&Command{Name: "currentOp", Run: e.currentOpCommand, Action: auth.ActionClusterAdmin, Help: "the operations in progress ($all: idle connections too)", AdminOnly: true})
+	add(&Command{Name: "killOp", Run: e.killOpCommand, Action: auth.ActionClusterAdmin, Help: "interrupt the operation with the given opid", AdminOnly: true})
+	add(&Command{Name: "dataSize", Aliases: []string{"datasize"}, Run: e.dataSize, Action: auth.ActionRead, Help: "the documents and bytes of a collection"})
+	add(&Command{Name: "getParameter", Run: e.getParameter, Action: auth.ActionClusterAdmin, Help: "get administrative option(s)", AdminOnly: true})
+	add(&Command{Name: "setParameter", Run: e.setParameter, Action: auth.ActionClusterAdmin, Help: "set administrative option(s)", AdminOnly: true})
+	add(&Command{Name: "profile", Run: e.profile, Action: auth.ActionDBAdmin, Help: "controls the slow-operation log: { profile: -1 | 0, slowms, sampleRate }"})
+	add(&Command{Name: "getLog", Run: e.getLog, Action: auth.ActionClusterAdmin, Help: "{ getLog : '*' }  OR { getLog : 'global' }", AdminOnly: true})
+	add(&Command{Name: "getDefaultRWConcern", Run: e.getDefaultRWConcern, Action: auth.ActionClusterAdmin, Help: "Gets the default read or write concern for a cluster", AdminOnly: true})
+	add(&Command{Name: "startSession", Run: e.startSession, Action: auth.ActionNone, Help: "start a logical session"})
+	add(&Command{Name: "endSessions", Run: e.endSessions, Action: auth.ActionNone, Help: "end a set of logical sessions", Props: APIV1})
+	add(&Command{Name: "killSessions", Run: e.killSessions, Action: auth.ActionAuthenticated, Help: "kill a logical session and its operations"})
+	add(&Command{Name: "refreshSessions", Run: e.refreshSessions, Action: auth.ActionNone, Help: "renew a set of logical sessions", Props: APIV1})
+	add(&Command{Name: "killAllSessions", Run: e.killAllSessions, Action: auth.ActionClusterAdmin, Help: "kill all logical sessions, for a user, and their operations"})
+	add(&Command{Name: "killAllSessionsByPattern", Run: e.killAllSessionsByPattern, Action: auth.ActionClusterAdmin, Help: "kill logical sessions by pattern"})
 }
 
 // ping answers {ok: 1}.
-func (e *Executor) ping(_ context.Context, _ *request) error { return nil }
+func (e *Executor) ping(_ context.Context, _ *Request) error { return nil }
 
 // buildInfo reports the MongoDB version cleave is compatible with.
-func (e *Executor) buildInfo(_ context.Context, r *request) error {
-	out := r.out
+func (e *Executor) buildInfo(_ context.Context, r *Request) error {
+	out := r.Out
 	out = bsoncore.AppendStringElement(out, "version", serverVersion)
 	out = bsoncore.AppendStringElement(out, "gitVersion", "cleave")
 	out = appendStringArray(out, "modules", nil)
@@ -74,17 +75,17 @@ func (e *Executor) buildInfo(_ context.Context, r *request) error {
 	out = bsoncore.AppendBooleanElement(out, "debug", false)
 	out = bsoncore.AppendInt32Element(out, "maxBsonObjectSize", wire.MaxBSONSize)
 	out = appendStringArray(out, "storageEngines", []string{"pebble"})
-	r.out = out
+	r.Out = out
 	return nil
 }
 
 // serverStatus reports uptime, connections, network, opcounters and memory.
-func (e *Executor) serverStatus(_ context.Context, r *request) error {
+func (e *Executor) serverStatus(_ context.Context, r *Request) error {
 	now := time.Now()
-	up := now.Sub(e.started)
-	ws := e.opts.WireStats()
+	up := now.Sub(e.Started)
+	ws := e.Opts.WireStats()
 	host, _ := os.Hostname()
-	out := r.out
+	out := r.Out
 	out = bsoncore.AppendStringElement(out, "host", host)
 	out = bsoncore.AppendStringElement(out, "version", serverVersion)
 	out = bsoncore.AppendStringElement(out, "process", "mongos")
@@ -96,7 +97,7 @@ func (e *Executor) serverStatus(_ context.Context, r *request) error {
 
 	idx, out := bsoncore.AppendDocumentElementStart(out, "connections")
 	out = bsoncore.AppendInt32Element(out, "current", int32(ws.ConnectionsCurrent))
-	out = bsoncore.AppendInt32Element(out, "available", int32(max(int64(e.opts.MaxConns)-ws.ConnectionsCurrent, 0)))
+	out = bsoncore.AppendInt32Element(out, "available", int32(max(int64(e.Opts.MaxConns)-ws.ConnectionsCurrent, 0)))
 	out = bsoncore.AppendInt32Element(out, "totalCreated", int32(ws.ConnectionsTotalCreated))
 	out = bsoncore.AppendInt32Element(out, "rejected", int32(ws.ConnectionsRejected))
 	out = bsoncore.AppendInt32Element(out, "active", int32(ws.ConnectionsActive))
@@ -108,14 +109,14 @@ func (e *Executor) serverStatus(_ context.Context, r *request) error {
 	out = bsoncore.AppendInt64Element(out, "numRequests", ws.NumRequests)
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 
-	c := &e.counters
+	c := &e.Counters
 	idx, out = bsoncore.AppendDocumentElementStart(out, "opcounters")
-	out = bsoncore.AppendInt64Element(out, "insert", c.insert.Load())
-	out = bsoncore.AppendInt64Element(out, "query", c.query.Load())
-	out = bsoncore.AppendInt64Element(out, "update", c.update.Load())
-	out = bsoncore.AppendInt64Element(out, "delete", c.delete.Load())
-	out = bsoncore.AppendInt64Element(out, "getmore", c.getmore.Load())
-	out = bsoncore.AppendInt64Element(out, "command", c.command.Load())
+	out = bsoncore.AppendInt64Element(out, "insert", c.Ops[OpInsert].Load())
+	out = bsoncore.AppendInt64Element(out, "query", c.Ops[OpQuery].Load())
+	out = bsoncore.AppendInt64Element(out, "update", c.Ops[OpUpdate].Load())
+	out = bsoncore.AppendInt64Element(out, "delete", c.Ops[OpDelete].Load())
+	out = bsoncore.AppendInt64Element(out, "getmore", c.Ops[OpGetMore].Load())
+	out = bsoncore.AppendInt64Element(out, "command", c.Ops[OpCommand].Load())
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 
 	rss, virt := processMemoryMiB()
@@ -125,7 +126,7 @@ func (e *Executor) serverStatus(_ context.Context, r *request) error {
 	out = bsoncore.AppendInt32Element(out, "virtual", int32(virt))
 	out = bsoncore.AppendBooleanElement(out, "supported", true)
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
-	r.out = e.appendServerStatusSharding(out)
+	r.Out = e.appendServerStatusSharding(out)
 	return nil
 }
 
@@ -135,84 +136,84 @@ func (e *Executor) serverStatus(_ context.Context, r *request) error {
 func (e *Executor) appendServerStatusSharding(dst []byte) []byte {
 	idx, out := bsoncore.AppendDocumentElementStart(dst, "sharding")
 	out = bsoncore.AppendStringElement(out, "configsvrConnectionString", "config/"+e.listenAddr())
-	out = bsoncore.AppendInt64Element(out, "maxChunkSizeInBytes", e.opts.Partitioning.PartitionMaxBytes)
-	out = e.shards.AppendStatus(out, "partitionManager")
+	out = bsoncore.AppendInt64Element(out, "maxChunkSizeInBytes", e.Opts.Partitioning.PartitionMaxBytes)
+	out = e.Shards.AppendStatus(out, "partitionManager")
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	return out
 }
 
 // getLastRequestStatistics answers Azure Cosmos DB's command of that name: the connection's
 // previous command, its request charge (request units) and its duration.
-func (e *Executor) getLastRequestStatistics(_ context.Context, r *request) error {
-	last := r.conn.last
-	out := bsoncore.AppendStringElement(r.out, "_t", "GetRequestStatisticsResponse")
+func (e *Executor) getLastRequestStatistics(_ context.Context, r *Request) error {
+	last := r.Conn.last
+	out := bsoncore.AppendStringElement(r.Out, "_t", "GetRequestStatisticsResponse")
 	out = bsoncore.AppendStringElement(out, "CommandName", last.command)
 	out = bsoncore.AppendDoubleElement(out, "RequestCharge", math.Round(last.charge*100)/100)
 	out = bsoncore.AppendInt64Element(out, "RequestDurationInMilliSeconds", last.duration.Milliseconds())
-	r.out = out
+	r.Out = out
 	return nil
 }
 
 // whatsMyURI reports the client's address as the server sees it.
-func (e *Executor) whatsMyURI(_ context.Context, r *request) error {
+func (e *Executor) whatsMyURI(_ context.Context, r *Request) error {
 	you := ""
-	if r.conn.info.Remote != nil {
-		you = r.conn.info.Remote.String()
+	if r.Conn.info.Remote != nil {
+		you = r.Conn.info.Remote.String()
 	}
-	r.out = bsoncore.AppendStringElement(r.out, "you", you)
+	r.Out = bsoncore.AppendStringElement(r.Out, "you", you)
 	return nil
 }
 
 // isDBGrid answers as a mongos: yes.
-func (e *Executor) isDBGrid(_ context.Context, r *request) error {
+func (e *Executor) isDBGrid(_ context.Context, r *Request) error {
 	host, _ := os.Hostname()
-	r.out = bsoncore.AppendInt32Element(r.out, "isdbgrid", 1)
-	r.out = bsoncore.AppendStringElement(r.out, "hostname", host)
+	r.Out = bsoncore.AppendInt32Element(r.Out, "isdbgrid", 1)
+	r.Out = bsoncore.AppendStringElement(r.Out, "hostname", host)
 	return nil
 }
 
 // listCommands describes every command in the table.
-func (e *Executor) listCommands(_ context.Context, r *request) error {
-	idx, out := bsoncore.AppendDocumentElementStart(r.out, "commands")
-	for _, name := range e.commandNames() {
-		c := e.commands[name]
+func (e *Executor) listCommands(_ context.Context, r *Request) error {
+	idx, out := bsoncore.AppendDocumentElementStart(r.Out, "commands")
+	for _, name := range e.Commands.Names() {
+		c := e.Commands.Get(name)
 		var cidx int32
 		cidx, out = bsoncore.AppendDocumentElementStart(out, name)
-		out = bsoncore.AppendStringElement(out, "help", c.help)
-		out = bsoncore.AppendBooleanElement(out, "requiresAuth", c.action != auth.ActionNone)
+		out = bsoncore.AppendStringElement(out, "help", c.Help)
+		out = bsoncore.AppendBooleanElement(out, "requiresAuth", c.Action != auth.ActionNone)
 		out = bsoncore.AppendBooleanElement(out, "secondaryOk", true)
-		out = bsoncore.AppendBooleanElement(out, "adminOnly", c.adminOnly)
+		out = bsoncore.AppendBooleanElement(out, "adminOnly", c.AdminOnly)
 		var versions, deprecated []string
-		if apiV1Commands[name] {
+		if c.Has(APIV1) {
 			versions = []string{"1"}
 		}
-		if v := apiDeprecated[name]; v != "" {
-			deprecated = []string{v}
+		if c.DeprecatedIn != "" {
+			deprecated = []string{c.DeprecatedIn}
 		}
 		out = appendStringArray(out, "apiVersions", versions)
 		out = appendStringArray(out, "deprecatedApiVersions", deprecated)
 		out, _ = bsoncore.AppendDocumentEnd(out, cidx)
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
-	r.out = out
+	r.Out = out
 	return nil
 }
 
 // getCmdLineOpts reports the process arguments and the parsed configuration.
-func (e *Executor) getCmdLineOpts(_ context.Context, r *request) error {
-	out := appendStringArray(r.out, "argv", e.opts.Argv)
-	parsed := e.opts.Parsed
+func (e *Executor) getCmdLineOpts(_ context.Context, r *Request) error {
+	out := appendStringArray(r.Out, "argv", e.Opts.Argv)
+	parsed := e.Opts.Parsed
 	if parsed == nil {
 		parsed = bsoncore.NewDocumentBuilder().Build()
 	}
-	r.out = bsoncore.AppendDocumentElement(out, "parsed", parsed)
+	r.Out = bsoncore.AppendDocumentElement(out, "parsed", parsed)
 	return nil
 }
 
 // getDefaultRWConcern reports the cluster-wide defaults: the implicit ones, since cleave has
 // no setDefaultRWConcern.
-func (e *Executor) getDefaultRWConcern(_ context.Context, r *request) error {
-	out := r.out
+func (e *Executor) getDefaultRWConcern(_ context.Context, r *Request) error {
+	out := r.Out
 	idx, out := bsoncore.AppendDocumentElementStart(out, "defaultReadConcern")
 	out = bsoncore.AppendStringElement(out, "level", "local")
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
@@ -222,18 +223,18 @@ func (e *Executor) getDefaultRWConcern(_ context.Context, r *request) error {
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	out = bsoncore.AppendStringElement(out, "defaultWriteConcernSource", "implicit")
 	out = bsoncore.AppendStringElement(out, "defaultReadConcernSource", "implicit")
-	out = bsoncore.AppendDateTimeElement(out, "localUpdateWallClockTime", e.started.UnixMilli())
-	r.out = out
+	out = bsoncore.AppendDateTimeElement(out, "localUpdateWallClockTime", e.Started.UnixMilli())
+	r.Out = out
 	return nil
 }
 
 // startSession returns a new logical session id.
-func (e *Executor) startSession(_ context.Context, r *request) error {
+func (e *Executor) startSession(_ context.Context, r *Request) error {
 	id := newUUID()
-	idx, out := bsoncore.AppendDocumentElementStart(r.out, "id")
+	idx, out := bsoncore.AppendDocumentElementStart(r.Out, "id")
 	out = bsoncore.AppendBinaryElement(out, "id", 4, id[:])
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	out = bsoncore.AppendInt32Element(out, "timeoutMinutes", e.sessionTimeoutMinutes())
-	r.out = out
+	r.Out = out
 	return nil
 }

@@ -21,19 +21,19 @@ import (
 )
 
 // addShardCommands registers the sharding commands and starts the partition manager.
-func (e *Executor) addShardCommands(add func(*command, ...string)) {
-	add(&command{run: e.enableSharding, action: auth.ActionClusterAdmin, help: "enable sharding on a database", adminOnly: true}, "enableSharding", "enablesharding")
-	add(&command{run: e.shardCollection, action: auth.ActionClusterAdmin, help: "shard a collection by a hashed key", adminOnly: true}, "shardCollection", "shardcollection")
-	add(&command{run: e.customAction, action: auth.ActionDDL, help: "Azure Cosmos DB's collection and database commands"}, "customAction")
-	add(&command{run: e.partitionStats, action: auth.ActionListing, help: "per-partition storage, documents, RU/s and hot keys"}, "partitionStats")
-	add(&command{run: e.listShards, action: auth.ActionClusterAdmin, help: "list the shards", adminOnly: true}, "listShards")
-	add(&command{run: e.balancerStatus, action: auth.ActionClusterAdmin, help: "the balancer's state", adminOnly: true}, "balancerStatus")
-	add(&command{run: e.getShardVersion, action: auth.ActionClusterAdmin, help: "a sharded collection's version", adminOnly: true}, "getShardVersion", "getshardversion")
-	add(&command{run: e.getShardMap, action: auth.ActionClusterAdmin, help: "the shards and their hosts", adminOnly: true}, "getShardMap")
-	add(&command{run: e.moveChunk, action: auth.ActionClusterAdmin, help: "move the partition holding a shard-key value to a shard", adminOnly: true}, "moveChunk", "movechunk")
-	add(&command{run: e.balancerSwitch(true), action: auth.ActionClusterAdmin, help: "let the partition manager move partitions to balance shards", adminOnly: true}, "balancerStart")
-	add(&command{run: e.balancerSwitch(false), action: auth.ActionClusterAdmin, help: "stop the partition manager's balancing moves (splits and moveChunk go on)", adminOnly: true}, "balancerStop")
-	add(&command{run: e.checkMetadataConsistency, action: auth.ActionClusterAdmin, help: "check the partition maps of a cluster, database or collection"}, "checkMetadataConsistency")
+func (e *Executor) addShardCommands(add func(*Command)) {
+	add(&Command{Name: "enableSharding", Aliases: []string{"enablesharding"}, Run: e.enableSharding, Action: auth.ActionClusterAdmin, Help: "enable sharding on a database", AdminOnly: true})
+	add(&Command{Name: "shardCollection", Aliases: []string{"shardcollection"}, Run: e.shardCollection, Action: auth.ActionClusterAdmin, Help: "shard a collection by a hashed key", AdminOnly: true, Props: WriteConcern})
+	add(&Command{Name: "customAction", Run: e.customAction, Action: auth.ActionDDL, Help: "Azure Cosmos DB's collection and database commands"})
+	add(&Command{Name: "partitionStats", Run: e.partitionStats, Action: auth.ActionListing, Help: "per-partition storage, documents, RU/s and hot keys"})
+	add(&Command{Name: "listShards", Run: e.listShards, Action: auth.ActionClusterAdmin, Help: "list the shards", AdminOnly: true})
+	add(&Command{Name: "balancerStatus", Run: e.balancerStatus, Action: auth.ActionClusterAdmin, Help: "the balancer's state", AdminOnly: true})
+	add(&Command{Name: "getShardVersion", Aliases: []string{"getshardversion"}, Run: e.getShardVersion, Action: auth.ActionClusterAdmin, Help: "a sharded collection's version", AdminOnly: true})
+	add(&Command{Name: "getShardMap", Run: e.getShardMap, Action: auth.ActionClusterAdmin, Help: "the shards and their hosts", AdminOnly: true})
+	add(&Command{Name: "moveChunk", Aliases: []string{"movechunk"}, Run: e.moveChunk, Action: auth.ActionClusterAdmin, Help: "move the partition holding a shard-key value to a shard", AdminOnly: true})
+	add(&Command{Name: "balancerStart", Run: e.balancerSwitch(true), Action: auth.ActionClusterAdmin, Help: "let the partition manager move partitions to balance shards", AdminOnly: true})
+	add(&Command{Name: "balancerStop", Run: e.balancerSwitch(false), Action: auth.ActionClusterAdmin, Help: "stop the partition manager's balancing moves (splits and moveChunk go on)", AdminOnly: true})
+	add(&Command{Name: "checkMetadataConsistency", Run: e.checkMetadataConsistency, Action: auth.ActionClusterAdmin, Help: "check the partition maps of a cluster, database or collection"})
 }
 
 // checkMetadataConsistency answers MongoDB 7.0's command: a cursor of the inconsistencies
@@ -42,14 +42,14 @@ func (e *Executor) addShardCommands(add func(*command, ...string)) {
 // cleave's metadata is one catalog, so what can disagree is a collection's partition map with
 // itself (its ranges, or a shard that does not exist): each such map is one
 // RoutingTableRangeGap document.
-func (e *Executor) checkMetadataConsistency(_ context.Context, r *request) error {
+func (e *Executor) checkMetadataConsistency(_ context.Context, r *Request) error {
 	const cmd = "checkMetadataConsistency"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	coll := ""
 	if s, ok := first.Value().StringValueOK(); ok {
 		coll = s
 	}
-	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "coll":
@@ -63,26 +63,26 @@ func (e *Executor) checkMetadataConsistency(_ context.Context, r *request) error
 	if err != nil {
 		return err
 	}
-	st := e.st.Catalog.State()
+	st := e.Storage.Catalog.State()
 	var colls []*store.Collection
 	switch {
 	case coll != "":
-		if c := st.Collection(r.db, coll); c != nil {
+		if c := st.Collection(r.DB, coll); c != nil {
 			colls = append(colls, c)
 		}
-	case r.db == "admin":
+	case r.DB == "admin":
 		for _, d := range st.Databases() {
 			colls = append(colls, st.Collections(d.Name)...)
 		}
 	default:
-		colls = st.Collections(r.db)
+		colls = st.Collections(r.DB)
 	}
 	var found []bsoncore.Document
 	for _, c := range colls {
 		m, err := sharding.MapOf(c)
 		if err == nil {
 			for i := 0; i < m.Len(); i++ {
-				if s := m.Partition(i).Shard; s < 0 || s >= len(e.cat.Shards()) {
+				if s := m.Partition(i).Shard; s < 0 || s >= len(e.Cat.Shards()) {
 					err = fmt.Errorf("partition %d is placed on shard %d, which does not exist", m.Partition(i).ID, s)
 				}
 			}
@@ -97,30 +97,30 @@ func (e *Executor) checkMetadataConsistency(_ context.Context, r *request) error
 				AppendString("namespace", c.DB+"."+c.Name).
 				AppendBinary("collectionUUID", 4, c.UUID[:]).Build()).Build())
 	}
-	return appendCursorReply(r, r.db+".$cmd.aggregate", found)
+	return appendCursorReply(r, r.DB+".$cmd.aggregate", found)
 }
 
 // enableSharding accepts {enableSharding: db}: every database can hold sharded
 // collections, so it only creates the database.
-func (e *Executor) enableSharding(_ context.Context, r *request) error {
-	first, _ := bsonx.FirstElement(r.body)
-	name, err := args.String(r.name, r.name, first.Value())
+func (e *Executor) enableSharding(_ context.Context, r *Request) error {
+	first, _ := bsonx.FirstElement(r.Body)
+	name, err := args.String(r.Name, r.Name, first.Value())
 	if err != nil {
 		return err
 	}
 	if err := validateDBName(name); err != nil {
 		return err
 	}
-	if err := e.st.Catalog.CreateDatabase(name, nil); err != nil && !errors.Is(err, store.ErrExists) {
+	if err := e.Storage.Catalog.CreateDatabase(name, nil); err != nil && !errors.Is(err, store.ErrExists) {
 		return catalog.StoreError(err)
 	}
 	return nil
 }
 
 // shardCollection runs {shardCollection: "db.coll", key: {field: "hashed"}, ...}.
-func (e *Executor) shardCollection(_ context.Context, r *request) error {
+func (e *Executor) shardCollection(_ context.Context, r *Request) error {
 	const cmd = "shardCollection"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	ns, err := args.String(cmd, cmd, first.Value())
 	if err != nil {
 		return err
@@ -131,7 +131,7 @@ func (e *Executor) shardCollection(_ context.Context, r *request) error {
 	}
 	spec := sharding.Spec{DB: db, Coll: coll}
 	var unique, presplit, simple bool
-	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "key":
@@ -179,7 +179,7 @@ func (e *Executor) shardCollection(_ context.Context, r *request) error {
 	if err := validateShardKey(spec.Key); err != nil {
 		return err
 	}
-	if ci, _ := e.cat.Lookup(db, coll); ci != nil && ci.Collation != nil && !simple {
+	if ci, _ := e.Cat.Lookup(db, coll); ci != nil && ci.Collation != nil && !simple {
 		return mongoerr.New(mongoerr.BadValue, "Collection has default collation: %s. Please specify collation {locale: 'simple'}",
 			bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: ci.Collation.Document()}))
 	}
@@ -193,9 +193,9 @@ func (e *Executor) shardCollection(_ context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	out := bsoncore.AppendStringElement(r.out, "_t", "ShardCollectionResponse")
+	out := bsoncore.AppendStringElement(r.Out, "_t", "ShardCollectionResponse")
 	out = bsoncore.AppendStringElement(out, "collectionsharded", ns)
-	r.out = bsoncore.AppendBinaryElement(out, "collectionUUID", 4, c.UUID[:])
+	r.Out = bsoncore.AppendBinaryElement(out, "collectionUUID", 4, c.UUID[:])
 	return nil
 }
 
@@ -238,9 +238,9 @@ func (e *Executor) shardColl(spec sharding.Spec) (*store.Collection, error) {
 	if err := catalog.ValidateCollName(spec.DB, spec.Coll); err != nil {
 		return nil, err
 	}
-	unlock := e.cat.LockDDL()
+	unlock := e.Cat.LockDDL()
 	defer unlock()
-	c := e.st.Catalog.State().Collection(spec.DB, spec.Coll)
+	c := e.Storage.Catalog.State().Collection(spec.DB, spec.Coll)
 	if c != nil && catalog.IsCapped(c) || catalog.CappedOf(spec.Options) != nil {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "can't shard a capped collection")
 	}
@@ -251,30 +251,30 @@ func (e *Executor) shardColl(spec sharding.Spec) (*store.Collection, error) {
 		return nil, mongoerr.New(mongoerr.AlreadyInitialized, "sharding already enabled for collection %s.%s with options { key: %s }",
 			spec.DB, spec.Coll, bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: c.ShardKey}))
 	}
-	local := e.shards.LocalShards() // in a cluster, a collection converted in place stays on this node's shards
-	n := shard.InitialCount(float64(spec.Throughput), e.shards.Policy().PartitionMaxRU, spec.NumInitialChunks, len(local))
+	local := e.Shards.LocalShards() // in a cluster, a collection converted in place stays on this node's shards
+	n := shard.InitialCount(float64(spec.Throughput), e.Shards.Policy().PartitionMaxRU, spec.NumInitialChunks, len(local))
 	if c == nil {
 		local = e.placementShards()
-		n = shard.InitialCount(float64(spec.Throughput), e.shards.Policy().PartitionMaxRU, spec.NumInitialChunks, len(local))
+		n = shard.InitialCount(float64(spec.Throughput), e.Shards.Policy().PartitionMaxRU, spec.NumInitialChunks, len(local))
 		parts := sharding.StoreParts(shard.InitialLayout(n, len(local), 0))
 		for i := range parts {
 			parts[i].ID = 0 // the catalog assigns fresh ids
 			parts[i].Shard = local[parts[i].Shard]
 		}
-		c, err := e.st.Catalog.CreateCollection(store.Collection{DB: spec.DB, Name: spec.Coll, Options: spec.Options,
+		c, err := e.Storage.Catalog.CreateCollection(store.Collection{DB: spec.DB, Name: spec.Coll, Options: spec.Options,
 			ShardKey: spec.Key, Throughput: spec.Throughput, Autoscale: spec.Autoscale, Partitions: parts})
 		if err != nil {
 			return nil, catalog.ChangeError(err, spec.DB, spec.Coll)
 		}
-		e.log.Info("sharded collection", zap.String("ns", spec.DB+"."+spec.Coll), zap.Int("partitions", len(parts)))
-		e.shards.AfterMapChange()
+		e.Log.Info("sharded collection", zap.String("ns", spec.DB+"."+spec.Coll), zap.Int("partitions", len(parts)))
+		e.Shards.AfterMapChange()
 		return c, nil
 	}
-	c, err := e.shards.ConvertToSharded(c, spec, n)
+	c, err := e.Shards.ConvertToSharded(c, spec, n)
 	if err != nil {
 		return nil, err
 	}
-	e.shards.AfterMapChange()
+	e.Shards.AfterMapChange()
 	return c, nil
 }
 
@@ -283,18 +283,18 @@ func (e *Executor) shardColl(spec sharding.Spec) (*store.Collection, error) {
 // spread over a sharded cluster's shards), since reads and inserts run on the owner's node;
 // the node's own shards on a single node.
 func (e *Executor) placementShards() []int {
-	c := e.st.Cluster
-	if c == nil || e.remote == nil {
-		return e.shards.LocalShards()
+	c := e.Storage.Cluster
+	if c == nil || e.Remote == nil {
+		return e.Shards.LocalShards()
 	}
 	var out []int
-	for s := range e.cat.Shards() {
+	for s := range e.Cat.Shards() {
 		if _, host := c.ShardHost(s); host != "" {
 			out = append(out, s)
 		}
 	}
 	if len(out) == 0 {
-		return e.shards.LocalShards()
+		return e.Shards.LocalShards()
 	}
 	return out
 }
@@ -315,67 +315,67 @@ func equalKeys(a, b bsoncore.Document) bool {
 }
 
 // listShards answers {listShards: 1}.
-func (e *Executor) listShards(_ context.Context, r *request) error {
-	aidx, out := bsoncore.AppendArrayElementStart(r.out, "shards")
-	for i, d := range e.shards.ConfigDocs("shards") {
+func (e *Executor) listShards(_ context.Context, r *Request) error {
+	aidx, out := bsoncore.AppendArrayElementStart(r.Out, "shards")
+	for i, d := range e.Shards.ConfigDocs("shards") {
 		out = bsoncore.AppendDocumentElement(out, bsonx.ArrayKey(i), d)
 	}
-	r.out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	r.Out, _ = bsoncore.AppendArrayEnd(out, aidx)
 	return nil
 }
 
 // getShardMap answers {getShardMap: 1}: shard names and their hosts.
-func (e *Executor) getShardMap(_ context.Context, r *request) error {
-	idx, out := bsoncore.AppendDocumentElementStart(r.out, "map")
-	for _, d := range e.shards.ConfigDocs("shards") {
+func (e *Executor) getShardMap(_ context.Context, r *Request) error {
+	idx, out := bsoncore.AppendDocumentElementStart(r.Out, "map")
+	for _, d := range e.Shards.ConfigDocs("shards") {
 		id, _ := d.Lookup("_id").StringValueOK()
 		host, _ := d.Lookup("host").StringValueOK()
 		out = bsoncore.AppendStringElement(out, id, host)
 	}
 	out = bsoncore.AppendStringElement(out, "config", "config/"+e.listenAddr())
-	r.out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	r.Out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	return nil
 }
 
 // balancerSwitch returns the command that turns the balancer on or off (balancerStart,
 // balancerStop): config.settings' balancer document, as on MongoDB (sharding/balancer.go).
-func (e *Executor) balancerSwitch(on bool) func(context.Context, *request) error {
-	return func(_ context.Context, r *request) error {
-		if e.remote != nil {
-			return mongoerr.New(mongoerr.NotImplemented, "%s is not supported in cluster mode yet: the balancer always runs", r.name)
+func (e *Executor) balancerSwitch(on bool) func(context.Context, *Request) error {
+	return func(_ context.Context, r *Request) error {
+		if e.Remote != nil {
+			return mongoerr.New(mongoerr.NotImplemented, "%s is not supported in cluster mode yet: the balancer always runs", r.Name)
 		}
-		return e.shards.SetBalancer(on)
+		return e.Shards.SetBalancer(on)
 	}
 }
 
 // balancerStatus answers {balancerStatus: 1} in MongoDB's shape.
-func (e *Executor) balancerStatus(_ context.Context, r *request) error {
+func (e *Executor) balancerStatus(_ context.Context, r *Request) error {
 	mode := "full"
-	if !e.shards.BalancerOn() {
+	if !e.Shards.BalancerOn() {
 		mode = "off"
 	}
-	out := bsoncore.AppendStringElement(r.out, "mode", mode)
+	out := bsoncore.AppendStringElement(r.Out, "mode", mode)
 	out = bsoncore.AppendBooleanElement(out, "inBalancerRound", false)
-	out = bsoncore.AppendInt64Element(out, "numBalancerRounds", e.shards.Rounds())
-	r.out = out
+	out = bsoncore.AppendInt64Element(out, "numBalancerRounds", e.Shards.Rounds())
+	r.Out = out
 	return nil
 }
 
 // getShardVersion answers {getShardVersion: ns}: the collection's version as a timestamp.
-func (e *Executor) getShardVersion(_ context.Context, r *request) error {
-	first, _ := bsonx.FirstElement(r.body)
-	ns, err := args.String(r.name, r.name, first.Value())
+func (e *Executor) getShardVersion(_ context.Context, r *Request) error {
+	first, _ := bsonx.FirstElement(r.Body)
+	ns, err := args.String(r.Name, r.Name, first.Value())
 	if err != nil {
 		return err
 	}
 	db, coll, _ := strings.Cut(ns, ".")
-	c := e.st.Catalog.State().Collection(db, coll)
+	c := e.Storage.Catalog.State().Collection(db, coll)
 	if c == nil || !c.Sharded() {
 		return mongoerr.New(mongoerr.NamespaceNotSharded, "Collection %s is not sharded.", ns)
 	}
-	out := bsoncore.AppendTimestampElement(r.out, "version", uint32(c.Version), 0)
+	out := bsoncore.AppendTimestampElement(r.Out, "version", uint32(c.Version), 0)
 	out = bsoncore.AppendObjectIDElement(out, "versionEpoch", sharding.EpochID(c))
 	out = bsoncore.AppendTimestampElement(out, "versionTimestamp", uint32(c.CreatedAt.Unix()), 1)
-	r.out = out
+	r.Out = out
 	return nil
 }

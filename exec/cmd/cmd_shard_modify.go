@@ -17,17 +17,17 @@ import (
 // shards and ranges (mode run) or hash and id (mode target), lsid, txnNumber}. It answers
 // {n, nModified, upserted, before, after, charge, executed}; a failed statement answers
 // its error, which the router reports as the statement's.
-func (e *Executor) shardModify(ctx context.Context, r *request) error {
+func (e *Executor) shardModify(ctx context.Context, r *Request) error {
 	ci, err := e.ownedColl(ctx, r, -1)
 	if err != nil {
 		return err
 	}
-	b := r.body
+	b := r.Body
 	kind, _ := b.Lookup("kind").StringValueOK()
 	cmd, _ := b.Lookup("cmd").DocumentOK()
 	index, _ := b.Lookup("index").Int32OK()
 	mode, _ := b.Lookup("mode").StringValueOK()
-	op, err := e.compileModify(r.db, kind, cmd, ci)
+	op, err := e.compileModify(r.DB, kind, cmd, ci)
 	if err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func (e *Executor) shardModify(ctx context.Context, r *request) error {
 	case mode == modifyTarget:
 		hash, _ := b.Lookup("hash").Int64OK()
 		_, id, _ := b.Lookup("id").BinaryOK()
-		err = e.write.RunTarget(ctx, op, uint64(hash), id, &res)
+		err = e.Write.RunTarget(ctx, op, uint64(hash), id, &res)
 	case mode == modifyRun:
 		if op.Shards, err = e.ownedTargets(op, b); err != nil {
 			return err
@@ -57,15 +57,15 @@ func (e *Executor) shardModify(ctx context.Context, r *request) error {
 	default:
 		return mongoerr.New(mongoerr.BadValue, "_cleaveShardModify: unknown mode %q", mode)
 	}
-	r.charge += res.Charge
+	r.Charge += res.Charge
 	if err != nil {
 		return err
 	}
-	r.wrote = true
+	r.Wrote = true
 	if !executed {
 		e.countModify(kind, op, &res)
 	}
-	r.out = appendModifyResult(r.out, &res, executed)
+	r.Out = appendModifyResult(r.Out, &res, executed)
 	return nil
 }
 
@@ -109,7 +109,7 @@ func (e *Executor) compileModify(db, kind string, cmd bsoncore.Document, ci *cat
 func (e *Executor) ownedTargets(op *write.Op, b bsoncore.Document) ([]int, error) {
 	sa, _ := b.Lookup("shards").ArrayOK()
 	vals, _ := sa.Values()
-	all := e.cat.Shards()
+	all := e.Cat.Shards()
 	shards := make([]int, 0, len(vals))
 	for _, v := range vals {
 		s := int(v.AsInt32())
@@ -139,12 +139,12 @@ func (e *Executor) ownedTargets(op *write.Op, b bsoncore.Document) ([]int, error
 func (e *Executor) countModify(kind string, op *write.Op, res *write.Result) {
 	switch {
 	case kind == "delete" || kind == "findAndModify" && op.Upd == nil:
-		e.counters.deletedDocs.Add(res.Matched)
+		e.Counters.DeletedDocs.Add(res.Matched)
 	default:
-		e.counters.updatedDocs.Add(res.Modified)
+		e.Counters.UpdatedDocs.Add(res.Modified)
 	}
 	if res.Upserted.Type != 0 {
-		e.counters.insertedDocs.Add(1)
+		e.Counters.InsertedDocs.Add(1)
 	}
 }
 

@@ -54,9 +54,9 @@ func isNaturalAscending(sort bsoncore.Document) bool {
 }
 
 // findTailable answers a find with tailable: true on collection ci (which exists).
-func (e *Executor) findTailable(ctx context.Context, r *request, a *findArgs, ci *catalog.Coll, q *query.Query) error {
+func (e *Executor) findTailable(ctx context.Context, r *Request, a *findArgs, ci *catalog.Coll, q *query.Query) error {
 	ns := ci.NS()
-	if r.txn != nil {
+	if r.Txn != nil {
 		return mongoerr.New(mongoerr.InvalidOptions, "It is illegal to open a tailable cursor in a transaction")
 	}
 	if ci.Capped == nil {
@@ -80,17 +80,17 @@ func (e *Executor) findTailable(ctx context.Context, r *request, a *findArgs, ci
 		s = ps
 	}
 	c := &cursor{ns: ns, stream: s, limit: a.limit, noTimeout: a.noCursorTimeout, coll: ci.Meta,
-		tailable: true, awaitData: a.awaitData, capped: e.cat.CappedState(ci.Meta.ID), tail: tail}
+		tailable: true, awaitData: a.awaitData, capped: e.Cat.CappedState(ci.Meta.ID), tail: tail}
 	n := a.batchSize
 	if n < 0 {
 		n = defaultFirstBatch
 	}
 	// MongoDB keeps a tailable cursor unless the collection is empty (shouldSaveCursor).
-	docs, _ := e.st.Shards[ci.Map.Partition(0).Shard].CollStats(ci.Meta.ID)
+	docs, _ := e.Storage.Shards[ci.Map.Partition(0).Shard].CollStats(ci.Meta.ID)
 	fctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
 	err := e.firstBatch(fctx, r, c, n, docs == 0)
-	r.charge += tail.Stats.Charge()
+	r.Charge += tail.Stats.Charge()
 	return query.TimeLimitError(fctx, err)
 }
 

@@ -18,9 +18,9 @@ import (
 // update runs the update command: each statement of updates in turn, stopping at the first
 // failed one when ordered. A statement's failure is a write error of the reply; only a
 // malformed command fails as a whole.
-func (e *Executor) update(ctx context.Context, r *request) error {
+func (e *Executor) update(ctx context.Context, r *Request) error {
 	const cmd = "update"
-	a, err := parseWriteArgs(cmd, "updates", r.body)
+	a, err := parseWriteArgs(cmd, "updates", r.Body)
 	if err != nil {
 		return err
 	}
@@ -30,12 +30,12 @@ func (e *Executor) update(ctx context.Context, r *request) error {
 			return err
 		}
 	}
-	ci, err := e.cat.Lookup(r.db, a.coll)
+	ci, err := e.Cat.Lookup(r.DB, a.coll)
 	if err != nil {
 		return err
 	}
 	if explainOnly(r) {
-		op, err := e.compileUpdate(r.db, a, ci, stmts[0], false)
+		op, err := e.compileUpdate(r.DB, a, ci, stmts[0], false)
 		if err != nil {
 			return err
 		}
@@ -56,14 +56,14 @@ func (e *Executor) update(ctx context.Context, r *request) error {
 			or, err = rec, nil
 		} else {
 			var op *write.Op
-			op, err = e.compileUpdate(r.db, a, ci, s, true)
+			op, err = e.compileUpdate(r.DB, a, ci, s, true)
 			if err == nil {
 				ci = op.CI
 				op.Retry, op.Stmt = rt, int32(i)
 				err = e.runWrite(ctx, r, op, &modifyStmt{kind: cmd, list: "updates", stmt: a.stmts[i], index: int32(i)}, &or)
 			}
 		}
-		r.charge += or.Charge
+		r.Charge += or.Charge
 		if err != nil {
 			we, err := stmtWriteError(ctx, i, err)
 			if err != nil {
@@ -83,9 +83,9 @@ func (e *Executor) update(ctx context.Context, r *request) error {
 			res.Upserted = append(res.Upserted, write.Upsert{Index: i, ID: or.Upserted})
 		}
 	}
-	e.counters.updatedDocs.Add(res.NModified)
-	e.counters.insertedDocs.Add(upserts)
-	r.out = res.AppendReply(r.out, true)
+	e.Counters.UpdatedDocs.Add(res.NModified)
+	e.Counters.InsertedDocs.Add(upserts)
+	r.Out = res.AppendReply(r.Out, true)
 	return nil
 }
 
@@ -117,7 +117,7 @@ func (e *Executor) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *u
 		return nil, err
 	}
 	opts := updateOptions(s.u, s.arrayFilters, a.let, s.c)
-	opts.Timestamp, opts.KeepEmptyTimestamps, opts.Collator = e.clock.Timestamp, a.bypassTs, coll
+	opts.Timestamp, opts.KeepEmptyTimestamps, opts.Collator = e.Clock.Timestamp, a.bypassTs, coll
 	u, err := update.CompileValue(s.u, opts)
 	if err != nil {
 		return nil, err
@@ -126,7 +126,7 @@ func (e *Executor) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *u
 		return nil, mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
 	}
 	if ci == nil && s.upsert && create {
-		if ci, err = e.cat.ForWrite(db, a.coll); err != nil {
+		if ci, err = e.Cat.ForWrite(db, a.coll); err != nil {
 			return nil, err
 		}
 	}
@@ -162,11 +162,11 @@ func compileWriteFilter(q, let bsoncore.Document, coll bsonx.Collator) (*match.F
 
 // explainWrite explains the read part of a write (update, delete, findAndModify): how op
 // finds its documents. It writes nothing; explain.go owns the output's shape.
-func (e *Executor) explainWrite(ctx context.Context, r *request, op *write.Op) error {
+func (e *Executor) explainWrite(ctx context.Context, r *Request, op *write.Op) error {
 	q := &query.Query{CI: op.CI, Filter: op.Filter, Sort: op.Sort, Hint: op.Hint}
 	limit := int64(0)
 	if !op.Multi {
 		limit = 1
 	}
-	return e.explainQuery(ctx, r, q, r.name, limit)
+	return e.explainQuery(ctx, r, q, r.Name, limit)
 }

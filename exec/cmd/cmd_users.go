@@ -14,22 +14,22 @@ import (
 )
 
 // addUserCommands registers the user management commands.
-func (e *Executor) addUserCommands(add func(*command, ...string)) {
+func (e *Executor) addUserCommands(add func(*Command)) {
 	ua := auth.ActionUserAdmin
-	add(&command{run: e.createUser, help: "Adds a user to the system", action: ua, needs: roleGrantNeeds}, "createUser")
-	add(&command{run: e.updateUser, help: "Used to update a user, for example to change its password", action: ua, needs: roleGrantNeeds}, "updateUser")
-	add(&command{run: e.dropUser, help: "Drops a single user.", action: ua}, "dropUser")
-	add(&command{run: e.dropAllUsersFromDatabase, help: "Drops all users for a single database.", action: ua}, "dropAllUsersFromDatabase")
-	add(&command{run: e.grantRolesToUser, help: "Grants roles to a user.", action: ua, needs: roleGrantNeeds}, "grantRolesToUser")
-	add(&command{run: e.revokeRolesFromUser, help: "Revokes roles from a user.", action: ua, needs: roleGrantNeeds}, "revokeRolesFromUser")
-	add(&command{run: e.usersInfo, help: "Returns information about users.", action: ua, needs: usersInfoNeeds}, "usersInfo")
+	add(&Command{Name: "createUser", Run: e.createUser, Action: ua, Needs: roleGrantNeeds, Help: "Adds a user to the system", Props: APIV1})
+	add(&Command{Name: "updateUser", Run: e.updateUser, Action: ua, Needs: roleGrantNeeds, Help: "Used to update a user, for example to change its password", Props: APIV1})
+	add(&Command{Name: "dropUser", Run: e.dropUser, Action: ua, Help: "Drops a single user.", Props: APIV1})
+	add(&Command{Name: "dropAllUsersFromDatabase", Run: e.dropAllUsersFromDatabase, Action: ua, Help: "Drops all users for a single database."})
+	add(&Command{Name: "grantRolesToUser", Run: e.grantRolesToUser, Action: ua, Needs: roleGrantNeeds, Help: "Grants roles to a user.", Props: APIV1})
+	add(&Command{Name: "revokeRolesFromUser", Run: e.revokeRolesFromUser, Action: ua, Needs: roleGrantNeeds, Help: "Revokes roles from a user.", Props: APIV1})
+	add(&Command{Name: "usersInfo", Run: e.usersInfo, Action: ua, Needs: usersInfoNeeds, Help: "Returns information about users."})
 }
 
 // roleGrantNeeds adds, to the command's own need, userAdmin on the database of every role the
 // command grants or revokes (MongoDB's grantRole action on the role's database).
-func roleGrantNeeds(r *request, def auth.Need) []auth.Need {
+func roleGrantNeeds(r *Request, def auth.Need) []auth.Need {
 	needs := []auth.Need{def}
-	roles, _ := parseRoleNames(r.name, "roles", r.body.Lookup("roles"), r.db)
+	roles, _ := parseRoleNames(r.Name, "roles", r.Body.Lookup("roles"), r.DB)
 	for _, role := range roles {
 		needs = append(needs, auth.Need{Action: auth.ActionUserAdmin, DB: role.DB})
 	}
@@ -37,13 +37,13 @@ func roleGrantNeeds(r *request, def auth.Need) []auth.Need {
 }
 
 // usersInfoNeeds lets any user look at itself; other users need userAdmin.
-func usersInfoNeeds(r *request, def auth.Need) []auth.Need {
+func usersInfoNeeds(r *Request, def auth.Need) []auth.Need {
 	names, all, err := parseUsersInfoArg(r)
 	if err != nil || all || len(names) == 0 {
 		return []auth.Need{def}
 	}
 	for _, n := range names {
-		if !slices.Contains(r.conn.authn.users, n) {
+		if !slices.Contains(r.Conn.authn.users, n) {
 			return []auth.Need{def}
 		}
 	}
@@ -100,10 +100,10 @@ type userSpec struct {
 }
 
 // parseUserSpec parses createUser's or updateUser's body.
-func parseUserSpec(r *request) (userSpec, error) {
+func parseUserSpec(r *Request) (userSpec, error) {
 	var s userSpec
-	first, _ := bsonx.FirstElement(r.body)
-	name, err := args.String(r.name, r.name, first.Value())
+	first, _ := bsonx.FirstElement(r.Body)
+	name, err := args.String(r.Name, r.Name, first.Value())
 	if err != nil {
 		return s, err
 	}
@@ -111,24 +111,24 @@ func parseUserSpec(r *request) (userSpec, error) {
 		return s, mongoerr.New(mongoerr.BadValue, "User name must not be empty")
 	}
 	s.name = name
-	err = args.ForEach(r.name, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(r.Name, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "pwd":
 			var p string
-			if p, err = args.String(r.name, key, v); err == nil {
+			if p, err = args.String(r.Name, key, v); err == nil {
 				s.pwd = &p
 			}
 		case "roles":
-			s.roles, err = parseRoleNames(r.name, key, v, r.db)
+			s.roles, err = parseRoleNames(r.Name, key, v, r.DB)
 			s.rolesSet = true
 		case "customData":
-			s.customData, err = args.Doc(r.name, key, v)
+			s.customData, err = args.Doc(r.Name, key, v)
 		case "mechanisms":
-			s.mechanisms, err = parseMechanisms(r.name, v)
+			s.mechanisms, err = parseMechanisms(r.Name, v)
 		case "digestPassword":
 			var d bool
-			if d, err = args.Bool(r.name, key, v); err == nil && !d {
+			if d, err = args.Bool(r.Name, key, v); err == nil && !d {
 				err = mongoerr.New(mongoerr.BadValue, "Use of SCRAM-SHA-256 requires undigested passwords")
 			}
 		case "authenticationRestrictions":
@@ -169,7 +169,7 @@ func parseMechanisms(cmd string, v bsoncore.Value) ([]auth.Mechanism, error) {
 }
 
 // createUser adds a user to r.db.
-func (e *Executor) createUser(_ context.Context, r *request) error {
+func (e *Executor) createUser(_ context.Context, r *Request) error {
 	s, err := parseUserSpec(r)
 	if err != nil {
 		return err
@@ -178,13 +178,13 @@ func (e *Executor) createUser(_ context.Context, r *request) error {
 		return mongoerr.New(mongoerr.BadValue, "Must provide a 'pwd' field for all user documents, except those with '$external' as the user's source db")
 	}
 	if !s.rolesSet {
-		return args.Missing(r.name, "roles")
+		return args.Missing(r.Name, "roles")
 	}
 	mechs := s.mechanisms
 	if mechs == nil {
 		mechs = auth.Mechanisms
 	}
-	name := auth.UserName{User: s.name, DB: r.db}
+	name := auth.UserName{User: s.name, DB: r.DB}
 	u, err := newUser(name, *s.pwd, mechs)
 	if err != nil {
 		return err
@@ -194,9 +194,9 @@ func (e *Executor) createUser(_ context.Context, r *request) error {
 		if reg.User(name) != nil {
 			return nil, nil, mongoerr.New(mongoerr.Location51003, "User \"%s@%s\" already exists", name.User, name.DB)
 		}
-		if len(r.conn.authn.users) == 0 && e.opts.Auth.Enabled && reg.HasUsers() {
+		if len(r.Conn.authn.users) == 0 && e.Opts.Auth.Enabled && reg.HasUsers() {
 			// The localhost exception ended while this command waited for the lock.
-			return nil, nil, mongoerr.New(mongoerr.Unauthorized, "Command %s requires authentication", r.name)
+			return nil, nil, mongoerr.New(mongoerr.Unauthorized, "Command %s requires authentication", r.Name)
 		}
 		if err := checkRolesExist(reg, u.Roles); err != nil {
 			return nil, nil, err
@@ -227,7 +227,7 @@ func (e *Executor) changeUser(name auth.UserName, fn func(reg *auth.Registry, u 
 }
 
 // updateUser changes a user's password, roles, custom data or mechanisms.
-func (e *Executor) updateUser(_ context.Context, r *request) error {
+func (e *Executor) updateUser(_ context.Context, r *Request) error {
 	s, err := parseUserSpec(r)
 	if err != nil {
 		return err
@@ -235,7 +235,7 @@ func (e *Executor) updateUser(_ context.Context, r *request) error {
 	if s.pwd == nil && !s.rolesSet && s.customData == nil && s.mechanisms == nil {
 		return mongoerr.New(mongoerr.BadValue, "Must specify at least one field to update in updateUser")
 	}
-	name := auth.UserName{User: s.name, DB: r.db}
+	name := auth.UserName{User: s.name, DB: r.DB}
 	return e.changeUser(name, func(reg *auth.Registry, u *auth.User) error {
 		switch {
 		case s.pwd != nil:
@@ -274,14 +274,14 @@ func (e *Executor) updateUser(_ context.Context, r *request) error {
 }
 
 // userNameArg reads the user name a command names in its first field.
-func userNameArg(r *request) (auth.UserName, error) {
-	first, _ := bsonx.FirstElement(r.body)
-	name, err := args.String(r.name, r.name, first.Value())
-	return auth.UserName{User: name, DB: r.db}, err
+func userNameArg(r *Request) (auth.UserName, error) {
+	first, _ := bsonx.FirstElement(r.Body)
+	name, err := args.String(r.Name, r.Name, first.Value())
+	return auth.UserName{User: name, DB: r.DB}, err
 }
 
 // dropUser removes a user.
-func (e *Executor) dropUser(_ context.Context, r *request) error {
+func (e *Executor) dropUser(_ context.Context, r *Request) error {
 	name, err := userNameArg(r)
 	if err != nil {
 		return err
@@ -295,10 +295,10 @@ func (e *Executor) dropUser(_ context.Context, r *request) error {
 }
 
 // dropAllUsersFromDatabase removes every user of r.db and reports how many.
-func (e *Executor) dropAllUsersFromDatabase(_ context.Context, r *request) error {
+func (e *Executor) dropAllUsersFromDatabase(_ context.Context, r *Request) error {
 	var n int
 	err := e.changeSecurity(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
-		for _, u := range reg.Users(r.db) {
+		for _, u := range reg.Users(r.DB) {
 			dels = append(dels, store.SecurityRecord{Kind: recordUser, DB: u.Name.DB, Name: u.Name.User})
 		}
 		n = len(dels)
@@ -307,12 +307,12 @@ func (e *Executor) dropAllUsersFromDatabase(_ context.Context, r *request) error
 	if err != nil {
 		return err
 	}
-	r.out = bsoncore.AppendInt32Element(r.out, "n", int32(n))
+	r.Out = bsoncore.AppendInt32Element(r.Out, "n", int32(n))
 	return nil
 }
 
 // grantRolesToUser adds roles to a user.
-func (e *Executor) grantRolesToUser(_ context.Context, r *request) error {
+func (e *Executor) grantRolesToUser(_ context.Context, r *Request) error {
 	return e.changeUserRoles(r, func(have []auth.RoleName, roles []auth.RoleName) []auth.RoleName {
 		for _, role := range roles {
 			if !slices.Contains(have, role) {
@@ -324,7 +324,7 @@ func (e *Executor) grantRolesToUser(_ context.Context, r *request) error {
 }
 
 // revokeRolesFromUser removes roles from a user.
-func (e *Executor) revokeRolesFromUser(_ context.Context, r *request) error {
+func (e *Executor) revokeRolesFromUser(_ context.Context, r *Request) error {
 	return e.changeUserRoles(r, func(have []auth.RoleName, roles []auth.RoleName) []auth.RoleName {
 		return slices.DeleteFunc(have, func(role auth.RoleName) bool { return slices.Contains(roles, role) })
 	})
@@ -332,29 +332,29 @@ func (e *Executor) revokeRolesFromUser(_ context.Context, r *request) error {
 
 // changeUserRoles parses {<cmd>: user, roles: [...]} and replaces the user's roles with
 // apply(current, roles); granted roles must exist.
-func (e *Executor) changeUserRoles(r *request, apply func(have, roles []auth.RoleName) []auth.RoleName) error {
+func (e *Executor) changeUserRoles(r *Request, apply func(have, roles []auth.RoleName) []auth.RoleName) error {
 	name, err := userNameArg(r)
 	if err != nil {
 		return err
 	}
 	var roles []auth.RoleName
 	rolesSet := false
-	err = args.ForEach(r.name, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(r.Name, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		if key != "roles" {
 			return false, nil
 		}
 		rolesSet = true
 		var err error
-		roles, err = parseRoleNames(r.name, key, v, r.db)
+		roles, err = parseRoleNames(r.Name, key, v, r.DB)
 		return true, err
 	})
 	if err != nil {
 		return err
 	}
 	if !rolesSet {
-		return args.Missing(r.name, "roles")
+		return args.Missing(r.Name, "roles")
 	}
-	grant := r.name == "grantRolesToUser"
+	grant := r.Name == "grantRolesToUser"
 	return e.changeUser(name, func(reg *auth.Registry, u *auth.User) error {
 		if grant {
 			if err := checkRolesExist(reg, roles); err != nil {
@@ -368,12 +368,12 @@ func (e *Executor) changeUserRoles(r *request, apply func(have, roles []auth.Rol
 
 // parseUsersInfoArg reads usersInfo's argument: 1 (every user of the database), "name",
 // {user, db}, an array of those, or {forAllDBs: true}.
-func parseUsersInfoArg(r *request) (names []auth.UserName, all bool, err error) {
-	first, _ := bsonx.FirstElement(r.body)
+func parseUsersInfoArg(r *Request) (names []auth.UserName, all bool, err error) {
+	first, _ := bsonx.FirstElement(r.Body)
 	v := first.Value()
 	one := func(v bsoncore.Value) error {
 		if s, ok := v.StringValueOK(); ok {
-			names = append(names, auth.UserName{User: s, DB: r.db})
+			names = append(names, auth.UserName{User: s, DB: r.DB})
 			return nil
 		}
 		d, ok := v.DocumentOK()
@@ -413,19 +413,19 @@ func parseUsersInfoArg(r *request) (names []auth.UserName, all bool, err error) 
 
 // usersInfo describes users in MongoDB's shape: {_id, userId, user, db, [credentials],
 // roles, [customData], mechanisms}.
-func (e *Executor) usersInfo(_ context.Context, r *request) error {
+func (e *Executor) usersInfo(_ context.Context, r *Request) error {
 	names, all, err := parseUsersInfoArg(r)
 	if err != nil {
 		return err
 	}
 	showCredentials, showCustomData := false, true
-	err = args.ForEach(r.name, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(r.Name, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "showCredentials":
-			showCredentials, err = args.Bool(r.name, key, v)
+			showCredentials, err = args.Bool(r.Name, key, v)
 		case "showCustomData":
-			showCustomData, err = args.Bool(r.name, key, v)
+			showCustomData, err = args.Bool(r.Name, key, v)
 		case "showPrivileges", "showAuthenticationRestrictions":
 		case "filter":
 			err = mongoerr.New(mongoerr.NotImplemented, "usersInfo's filter is not supported")
@@ -443,7 +443,7 @@ func (e *Executor) usersInfo(_ context.Context, r *request) error {
 	case all:
 		users = reg.Users("")
 	case names == nil:
-		users = reg.Users(r.db)
+		users = reg.Users(r.DB)
 	default:
 		for _, n := range names {
 			if u := reg.User(n); u != nil {
@@ -451,12 +451,12 @@ func (e *Executor) usersInfo(_ context.Context, r *request) error {
 			}
 		}
 	}
-	idx, out := bsoncore.AppendArrayElementStart(r.out, "users")
+	idx, out := bsoncore.AppendArrayElementStart(r.Out, "users")
 	for i, u := range users {
 		out = appendUserInfo(out, bsonx.ArrayKey(i), u, showCredentials, showCustomData)
 	}
 	out, _ = bsoncore.AppendArrayEnd(out, idx)
-	r.out = out
+	r.Out = out
 	return nil
 }
 

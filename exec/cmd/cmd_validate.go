@@ -17,15 +17,15 @@ import (
 // MongoDB's shape: ns, nInvalidDocuments, nNonCompliantDocuments, nrecords, nIndexes,
 // keysPerIndex, indexDetails, valid, repaired, warnings, errors, extraIndexEntries,
 // missingIndexEntries, corruptRecords.
-func (e *Executor) validateCmd(ctx context.Context, r *request) error {
+func (e *Executor) validateCmd(ctx context.Context, r *Request) error {
 	const cmd = "validate"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return err
 	}
 	var opts validate.Options
-	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "full", "checkBSONConformance":
@@ -47,22 +47,22 @@ func (e *Executor) validateCmd(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	if e.st.Catalog.State().Collection(r.db, name) == nil {
-		return mongoerr.New(mongoerr.NamespaceNotFound, "Collection '%s.%s' does not exist to validate.", r.db, name)
+	if e.Storage.Catalog.State().Collection(r.DB, name) == nil {
+		return mongoerr.New(mongoerr.NamespaceNotFound, "Collection '%s.%s' does not exist to validate.", r.DB, name)
 	}
-	ci, err := e.cat.Lookup(r.db, name)
+	ci, err := e.Cat.Lookup(r.DB, name)
 	if err != nil {
 		return err
 	}
-	opts.InFlight = func() func(shard int, hash uint64) bool { return e.shards.InFlightAt(ci.Meta.ID) }
-	res, err := validate.Run(ctx, e.cat, ci, opts)
-	if err == nil && e.remote != nil && e.spansRemote(ci) {
+	opts.InFlight = func() func(shard int, hash uint64) bool { return e.Shards.InFlightAt(ci.Meta.ID) }
+	res, err := validate.Run(ctx, e.Cat, ci, opts)
+	if err == nil && e.Remote != nil && e.spansRemote(ci) {
 		err = e.remoteValidate(ctx, ci, opts.Full, res) // each node validates its own shards
 	}
 	if err != nil {
 		return interruptError(ctx, err)
 	}
-	r.out = appendValidateReply(r.out, res)
+	r.Out = appendValidateReply(r.Out, res)
 	return nil
 }
 

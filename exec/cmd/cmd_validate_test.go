@@ -42,7 +42,7 @@ func TestValidateCorruptions(t *testing.T) {
 	if k := reply.Lookup("keysPerIndex", "a_1").Int64(); k != 4 {
 		t.Fatalf("keysPerIndex.a_1 = %d, want 4 (multikey)", k)
 	}
-	ci, err := e.cat.Lookup("t", "c")
+	ci, err := e.Cat.Lookup("t", "c")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,14 +51,14 @@ func TestValidateCorruptions(t *testing.T) {
 	s := ci.Map.Partition(ci.Map.Locate(h)).Shard
 	_, id := catalog.DocID(bsoncore.NewDocumentBuilder().AppendInt32("_id", 2).Build(), nil)
 	key := bsonx.AppendKey(nil, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 3)})
-	b := e.cat.Shards()[s].NewBatch()
+	b := e.Cat.Shards()[s].NewBatch()
 	b.DeleteIndex(ci.Meta.ID, xi.Meta.ID, key, h, id)
 	if err := b.Commit(true); err != nil {
 		t.Fatal(err)
 	}
 	reply = check("MissingEntry", false, "a_1")
 	wantEntry(t, reply, "missingIndexEntries", `{"indexName": "a_1","recordId": {"$numberInt":"2"},"indexKey": {"a": {"$numberInt":"3"}}`)
-	b = e.cat.Shards()[s].NewBatch()
+	b = e.Cat.Shards()[s].NewBatch()
 	b.SetIndex(ci.Meta.ID, xi.Meta.ID, key, h, id)
 	b.SetIndex(ci.Meta.ID, xi.Meta.ID, bsonx.AppendKey(nil, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 9)}), h, id)
 	if err := b.Commit(true); err != nil {
@@ -69,18 +69,18 @@ func TestValidateCorruptions(t *testing.T) {
 	if got := reply.Lookup("missingIndexEntries").String(); got != "[]" {
 		t.Fatalf("missingIndexEntries = %s, want none", got)
 	}
-	b = e.cat.Shards()[s].NewBatch()
+	b = e.Cat.Shards()[s].NewBatch()
 	b.DeleteIndex(ci.Meta.ID, xi.Meta.ID, bsonx.AppendKey(nil, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 9)}), h, id)
 	b.AddStats(ci.Meta.ID, h, 1, 10)
 	if err := b.Commit(true); err != nil {
 		t.Fatal(err)
 	}
 	check("StatsOff", false, "statistics")
-	b = e.cat.Shards()[s].NewBatch()
+	b = e.Cat.Shards()[s].NewBatch()
 	b.AddStats(ci.Meta.ID, h, -1, -10)
 	other := 1 - s
 	doc := bsoncore.NewDocumentBuilder().AppendInt32("_id", 2).AppendInt32("k", 2).AppendInt32("a", 3).Build()
-	b2 := e.cat.Shards()[other].NewBatch()
+	b2 := e.Cat.Shards()[other].NewBatch()
 	b2.SetDoc(ci.Meta.ID, h, id, doc)
 	b2.AddStats(ci.Meta.ID, h, 1, int64(len(doc)))
 	b2.SetIndex(ci.Meta.ID, xi.Meta.ID, key, h, id)

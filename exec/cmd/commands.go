@@ -3,12 +3,11 @@ package cmd
 import "github.com/cleavedb/cleave/auth"
 
 // addDataCommands registers the commands that read and write collections.
-func (e *Executor) addDataCommands(add func(*command, ...string)) {
-	query := func(c *opCounters) { c.query.Add(1) }
-	add(&command{run: e.find, action: auth.ActionRead, help: "query for documents", counter: query}, "find")
-	add(&command{run: e.insert, action: auth.ActionWrite, help: "insert documents", counter: func(c *opCounters) { c.insert.Add(1) }}, "insert")
-	add(&command{run: e.getMore, action: auth.ActionRead, help: "retrieve more results from an existing cursor", counter: func(c *opCounters) { c.getmore.Add(1) }}, "getMore")
-	add(&command{run: e.killCursors, action: auth.ActionRead, help: "kill a list of cursors"}, "killCursors")
+func (e *Executor) addDataCommands(add func(*Command)) {
+	add(&Command{Name: "find", Run: e.find, Action: auth.ActionRead, Help: "query for documents", Counter: OpQuery, Props: Cursor | InTxn | SnapshotRead | StaleRetry | Explainable | APIV1})
+	add(&Command{Name: "insert", Run: e.insert, Action: auth.ActionWrite, Help: "insert documents", Counter: OpInsert, Props: InTxn | TxnCreates | RetryableWrite | WriteConcern | APIV1})
+	add(&Command{Name: "getMore", Run: e.getMore, Action: auth.ActionRead, Help: "retrieve more results from an existing cursor", Counter: OpGetMore, Props: InTxn | APIV1})
+	add(&Command{Name: "killCursors", Run: e.killCursors, Action: auth.ActionRead, Help: "kill a list of cursors", Props: InTxn | APIV1})
 	e.addQueryCommands(add)
 	e.addWriteCommands(add)
 	e.addDDLCommands(add)
@@ -16,16 +15,15 @@ func (e *Executor) addDataCommands(add func(*command, ...string)) {
 	e.addAggregateCommands(add)
 	e.addShardCommands(add)
 	e.addDrainCommands(add)
-	if e.st.Cluster != nil {
+	if e.Storage.Cluster != nil {
 		e.addInternalCommands(add)
 		e.addMoveCommands(add)
 	}
 }
 
 // addWriteCommands registers update, delete and findAndModify.
-func (e *Executor) addWriteCommands(add func(*command, ...string)) {
-	add(&command{run: e.update, action: auth.ActionWrite, help: "update documents", counter: func(c *opCounters) { c.update.Add(1) }}, "update")
-	add(&command{run: e.delete, action: auth.ActionWrite, help: "delete documents", counter: func(c *opCounters) { c.delete.Add(1) }}, "delete")
-	add(&command{run: e.findAndModify, action: auth.ActionWrite, help: "atomically update or remove one document and return it",
-		counter: func(c *opCounters) { c.command.Add(1) }}, "findAndModify", "findandmodify")
+func (e *Executor) addWriteCommands(add func(*Command)) {
+	add(&Command{Name: "update", Run: e.update, Action: auth.ActionWrite, Help: "update documents", Counter: OpUpdate, Props: InTxn | TxnCreates | Explainable | RetryableWrite | WriteConcern | APIV1})
+	add(&Command{Name: "delete", Run: e.delete, Action: auth.ActionWrite, Help: "delete documents", Counter: OpDelete, Props: InTxn | Explainable | RetryableWrite | WriteConcern | APIV1})
+	add(&Command{Name: "findAndModify", Aliases: []string{"findandmodify"}, Run: e.findAndModify, Action: auth.ActionWrite, Help: "atomically update or remove one document and return it", Counter: OpCommand, Props: InTxn | TxnCreates | Explainable | RetryableWrite | WriteConcern | APIV1})
 }

@@ -43,7 +43,7 @@ var errKilled = errors.New("operation killed by killOp")
 var nextOpID atomic.Int64
 
 // begin publishes the command body as c's running command, which kill interrupts.
-func (c *conn) begin(body bsoncore.Document, start time.Time, kill context.CancelCauseFunc) {
+func (c *Conn) begin(body bsoncore.Document, start time.Time, kill context.CancelCauseFunc) {
 	id := nextOpID.Add(1)
 	c.ops.mu.Lock()
 	c.ops.active, c.ops.opid, c.ops.start, c.ops.body, c.ops.kill = true, id, start, body, kill
@@ -51,14 +51,14 @@ func (c *conn) begin(body bsoncore.Document, start time.Time, kill context.Cance
 }
 
 // end withdraws c's running command.
-func (c *conn) end() {
+func (c *Conn) end() {
 	c.ops.mu.Lock()
 	c.ops.active, c.ops.body, c.ops.kill = false, nil, nil
 	c.ops.mu.Unlock()
 }
 
 // killOp interrupts c's running command if its opid is id, and reports whether it did.
-func (c *conn) killOp(id int64) bool {
+func (c *Conn) killOp(id int64) bool {
 	c.ops.mu.Lock()
 	defer c.ops.mu.Unlock()
 	if !c.ops.active || c.ops.opid != id || c.ops.kill == nil {
@@ -73,8 +73,8 @@ func (c *conn) killOp(id int64) bool {
 func (e *Executor) currentOps(idle bool) []bsoncore.Document {
 	var docs []bsoncore.Document
 	now := time.Now()
-	e.conns.Range(func(_, v any) bool {
-		if d := v.(*conn).currentOpDoc(now, idle, e); d != nil {
+	e.Conns.Range(func(_, v any) bool {
+		if d := v.(*Conn).currentOpDoc(now, idle, e); d != nil {
 			docs = append(docs, d)
 		}
 		return true
@@ -132,7 +132,7 @@ func (s *currentOpStage) Spec() bsoncore.Document { return agg.StageSpec("$curre
 
 // currentOpDoc describes what c is doing now, or nil when it is idle and idle connections
 // are not wanted.
-func (c *conn) currentOpDoc(now time.Time, idle bool, e *Executor) bsoncore.Document {
+func (c *Conn) currentOpDoc(now time.Time, idle bool, e *Executor) bsoncore.Document {
 	c.ops.mu.Lock()
 	defer c.ops.mu.Unlock()
 	op := &c.ops
@@ -168,11 +168,11 @@ func (s *currentOpStage) Collectionless() {}
 // currentOpCommand answers {currentOp: 1, $all?, <filter>...} on admin: {inprog: [...]}, the
 // documents of $currentOp ($all: true includes idle connections) that match the filter the
 // other fields make, as mongod's currentOp command does.
-func (e *Executor) currentOpCommand(_ context.Context, r *request) error {
+func (e *Executor) currentOpCommand(_ context.Context, r *Request) error {
 	const cmd = "currentOp"
 	idle := false
 	fb := bsoncore.NewDocumentBuilder()
-	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		switch key {
 		case cmd:
 			return true, nil
@@ -196,7 +196,7 @@ func (e *Executor) currentOpCommand(_ context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	aidx, out := bsoncore.AppendArrayElementStart(r.out, "inprog")
+	aidx, out := bsoncore.AppendArrayElementStart(r.Out, "inprog")
 	i := 0
 	for _, d := range e.currentOps(idle) {
 		if ok, err := f.MatchErr(d); err != nil {
@@ -206,7 +206,7 @@ func (e *Executor) currentOpCommand(_ context.Context, r *request) error {
 			i++
 		}
 	}
-	r.out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	r.Out, _ = bsoncore.AppendArrayEnd(out, aidx)
 	return nil
 }
 
@@ -214,9 +214,9 @@ func (e *Executor) currentOpCommand(_ context.Context, r *request) error {
 // is interrupted (it fails with 11601 Interrupted at its next check); MongoDB answers
 // "attempting to kill op" whether or not the op still runs. A mongos-style "shard:opid"
 // string is accepted too.
-func (e *Executor) killOpCommand(_ context.Context, r *request) error {
+func (e *Executor) killOpCommand(_ context.Context, r *Request) error {
 	const cmd = "killOp"
-	v, err := r.body.LookupErr("op")
+	v, err := r.Body.LookupErr("op")
 	if err != nil {
 		return args.Missing(cmd, "op")
 	}
@@ -237,7 +237,7 @@ func (e *Executor) killOpCommand(_ context.Context, r *request) error {
 		}
 		id = n
 	}
-	e.conns.Range(func(_, c any) bool { return !c.(*conn).killOp(id) })
-	r.out = bsoncore.AppendStringElement(r.out, "info", "attempting to kill op")
+	e.Conns.Range(func(_, c any) bool { return !c.(*Conn).killOp(id) })
+	r.Out = bsoncore.AppendStringElement(r.Out, "info", "attempting to kill op")
 	return nil
 }

@@ -305,7 +305,7 @@ func (e *Executor) checkCursorColl(c *cursor) error {
 	if c.coll == nil {
 		return nil
 	}
-	m := e.cat.Store().State().CollectionByID(c.coll.ID)
+	m := e.Cat.Store().State().CollectionByID(c.coll.ID)
 	switch {
 	case m == nil || m.UUID != c.coll.UUID:
 		return mongoerr.New(mongoerr.QueryPlanKilled, "collection dropped. UUID %s", uuidString(c.coll.UUID))

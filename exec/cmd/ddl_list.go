@@ -16,11 +16,11 @@ import (
 
 // listDatabases runs listDatabases (admin only): every database that has collections, with
 // its size, as {databases: [{name, sizeOnDisk, empty}], totalSize, totalSizeMb}.
-func (e *Executor) listDatabases(ctx context.Context, r *request) error {
+func (e *Executor) listDatabases(ctx context.Context, r *Request) error {
 	const cmd = "listDatabases"
 	var filter *match.Filter
 	nameOnly := false
-	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "filter":
@@ -40,9 +40,9 @@ func (e *Executor) listDatabases(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	state := e.st.Catalog.State()
+	state := e.Storage.Catalog.State()
 	var total int64
-	aidx, out := bsoncore.AppendArrayElementStart(r.out, "databases")
+	aidx, out := bsoncore.AppendArrayElementStart(r.Out, "databases")
 	n := 0
 	for _, db := range state.Databases() {
 		colls := state.Collections(db.Name)
@@ -76,18 +76,18 @@ func (e *Executor) listDatabases(ctx context.Context, r *request) error {
 		out = bsoncore.AppendInt64Element(out, "totalSize", total)
 		out = bsoncore.AppendInt64Element(out, "totalSizeMb", total>>20)
 	}
-	r.out = out
+	r.Out = out
 	return nil
 }
 
 // listCollections runs listCollections: a cursor over the collections of r.db, each as
 // {name, type, options, info: {readOnly, uuid}, idIndex}, or {name, type} with nameOnly.
-func (e *Executor) listCollections(ctx context.Context, r *request) error {
+func (e *Executor) listCollections(ctx context.Context, r *Request) error {
 	const cmd = "listCollections"
 	var filter *match.Filter
 	batchSize := int64(-1)
 	nameOnly := false
-	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "filter":
@@ -110,8 +110,8 @@ func (e *Executor) listCollections(ctx context.Context, r *request) error {
 		return err
 	}
 	var docs []bsoncore.Document
-	for _, c := range e.st.Catalog.State().Collections(r.db) {
-		if e.txns.hidden(r, c.DB, c.Name) {
+	for _, c := range e.Storage.Catalog.State().Collections(r.DB) {
+		if e.Txns.hidden(r, c.DB, c.Name) {
 			continue
 		}
 		full := collectionEntry(c, false)
@@ -123,7 +123,7 @@ func (e *Executor) listCollections(ctx context.Context, r *request) error {
 		}
 		docs = append(docs, full)
 	}
-	return e.listingCursor(ctx, r, r.db+".$cmd.listCollections", docs, batchSize)
+	return e.listingCursor(ctx, r, r.DB+".$cmd.listCollections", docs, batchSize)
 }
 
 // collectionEntry is a collection as listCollections describes it. A time-series

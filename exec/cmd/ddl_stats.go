@@ -45,7 +45,7 @@ func (s collSizes) disk() int64 {
 func (e *Executor) collSizes(c *store.Collection) collSizes {
 	var s collSizes
 	var disk uint64
-	for _, db := range e.cat.Shards() {
+	for _, db := range e.Cat.Shards() {
 		n, b := db.CollStats(c.ID)
 		s.count += n
 		s.size += b
@@ -75,7 +75,7 @@ func (s *collSizes) estimateIndexes(c *store.Collection) {
 // In cluster mode the other nodes measure their own shards (remote_stats.go).
 func (e *Executor) ownedSizes(ctx context.Context, ci *catalog.Coll) ([]*collSizes, error) {
 	out := e.localOwnedSizes(ci)
-	if e.remote == nil || !e.spansRemote(ci) {
+	if e.Remote == nil || !e.spansRemote(ci) {
 		return out, nil
 	}
 	remote, err := e.remoteSizes(ctx, ci)
@@ -124,20 +124,20 @@ func totalSizes(c *store.Collection, per []*collSizes) collSizes {
 // collStats runs collStats: {ns, size, count, avgObjSize, storageSize, nindexes,
 // totalIndexSize, totalSize, indexSizes, scaleFactor, sharded}. A missing collection
 // reports zeros, as MongoDB 7.0 does.
-func (e *Executor) collStats(ctx context.Context, r *request) error {
+func (e *Executor) collStats(ctx context.Context, r *Request) error {
 	const cmd = "collStats"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return err
 	}
-	scale, err := scaleArg(cmd, r.body)
+	scale, err := scaleArg(cmd, r.Body)
 	if err != nil {
 		return err
 	}
-	c := e.st.Catalog.State().Collection(r.db, name)
+	c := e.Storage.Catalog.State().Collection(r.DB, name)
 	if catalog.IsView(c) {
-		return catalog.ViewError(r.db + "." + name)
+		return catalog.ViewError(r.DB + "." + name)
 	}
 	var s collSizes
 	if c != nil {
@@ -145,10 +145,10 @@ func (e *Executor) collStats(ctx context.Context, r *request) error {
 			return err
 		}
 	}
-	out := r.out
+	out := r.Out
 	out = bsoncore.AppendBooleanElement(out, "sharded", c != nil && c.Sharded())
-	out = bsoncore.AppendStringElement(out, "ns", r.db+"."+name)
-	r.out = appendStorageFields(out, &s, c, scale)
+	out = bsoncore.AppendStringElement(out, "ns", r.DB+"."+name)
+	r.Out = appendStorageFields(out, &s, c, scale)
 	return nil
 }
 
@@ -210,15 +210,15 @@ func appendCappedStats(out []byte, c *store.Collection, scale int64) []byte {
 
 // dbStats runs dbStats: {db, collections, views, objects, avgObjSize, dataSize,
 // storageSize, indexes, indexSize, totalSize, scaleFactor}.
-func (e *Executor) dbStats(ctx context.Context, r *request) error {
+func (e *Executor) dbStats(ctx context.Context, r *Request) error {
 	const cmd = "dbStats"
-	scale, err := scaleArg(cmd, r.body)
+	scale, err := scaleArg(cmd, r.Body)
 	if err != nil {
 		return err
 	}
 	var objects, data, storage, indexes, indexSize, views int64
 	var colls []*store.Collection
-	for _, c := range e.st.Catalog.State().Collections(r.db) {
+	for _, c := range e.Storage.Catalog.State().Collections(r.DB) {
 		if catalog.IsView(c) {
 			views++
 			continue
@@ -235,7 +235,7 @@ func (e *Executor) dbStats(ctx context.Context, r *request) error {
 		indexSize += s.disk() - s.storage
 	}
 	// Counts are longs and sizes doubles, as mongos answers dbStats.
-	out := bsoncore.AppendStringElement(r.out, "db", r.db)
+	out := bsoncore.AppendStringElement(r.Out, "db", r.DB)
 	out = bsoncore.AppendInt64Element(out, "collections", int64(len(colls)))
 	out = bsoncore.AppendInt64Element(out, "views", views)
 	out = bsoncore.AppendInt64Element(out, "objects", objects)
@@ -246,21 +246,21 @@ func (e *Executor) dbStats(ctx context.Context, r *request) error {
 	out = bsoncore.AppendDoubleElement(out, "avgObjSize", avg)
 	out = bsoncore.AppendDoubleElement(out, "dataSize", float64(data)/float64(scale))
 	out = bsoncore.AppendDoubleElement(out, "storageSize", float64(storage)/float64(scale))
-	if freeStorageArg(r.body) {
+	if freeStorageArg(r.Body) {
 		// Pebble reclaims space by compaction: no free-list space is held for reuse.
 		out = bsoncore.AppendDoubleElement(out, "freeStorageSize", 0)
 	}
 	out = bsoncore.AppendInt64Element(out, "indexes", indexes)
 	out = bsoncore.AppendDoubleElement(out, "indexSize", float64(indexSize)/float64(scale))
-	if freeStorageArg(r.body) {
+	if freeStorageArg(r.Body) {
 		out = bsoncore.AppendDoubleElement(out, "indexFreeStorageSize", 0)
 	}
 	out = bsoncore.AppendDoubleElement(out, "totalSize", float64(storage+indexSize)/float64(scale))
-	if freeStorageArg(r.body) {
+	if freeStorageArg(r.Body) {
 		out = bsoncore.AppendDoubleElement(out, "totalFreeStorageSize", 0)
 	}
 	out = bsoncore.AppendInt64Element(out, "scaleFactor", scale)
-	r.out = out
+	r.Out = out
 	return nil
 }
 
@@ -313,15 +313,15 @@ func appendSize(dst []byte, key string, n, scale int64) []byte {
 // dataSize answers {dataSize: "db.coll"}: the collection's documents and bytes, summed over
 // its shards' statistics ({size, numObjects, millis}). With a key range (keyPattern, min,
 // max) it measures the documents in the range (cmd_datasize.go).
-func (e *Executor) dataSize(ctx context.Context, r *request) error {
+func (e *Executor) dataSize(ctx context.Context, r *Request) error {
 	const cmd = "dataSize"
 	start := time.Now()
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	ns, err := args.String(cmd, cmd, first.Value())
 	if err != nil {
 		return err
 	}
-	rng, err := parseDataSizeRange(r.body)
+	rng, err := parseDataSizeRange(r.Body)
 	if err != nil {
 		return err
 	}
@@ -330,7 +330,7 @@ func (e *Executor) dataSize(ctx context.Context, r *request) error {
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", ns)
 	}
 	var docs, bytes int64
-	if c := e.st.Catalog.State().Collection(db, coll); c != nil {
+	if c := e.Storage.Catalog.State().Collection(db, coll); c != nil {
 		s, err := e.clusterCollSizes(ctx, c)
 		if err != nil {
 			return err
@@ -338,14 +338,14 @@ func (e *Executor) dataSize(ctx context.Context, r *request) error {
 		docs, bytes = s.count, s.size
 	}
 	if !empty(rng.keyPattern) || !empty(rng.min) || !empty(rng.max) || rng.estimate {
-		ci, err := e.cat.Lookup(db, coll)
+		ci, err := e.Cat.Lookup(db, coll)
 		if err != nil {
 			return err
 		}
 		return e.dataSizeOfRange(ctx, r, ci, rng, docs, bytes, start)
 	}
-	out := bsoncore.AppendInt64Element(r.out, "size", bytes)
+	out := bsoncore.AppendInt64Element(r.Out, "size", bytes)
 	out = bsoncore.AppendInt64Element(out, "numObjects", docs)
-	r.out = bsoncore.AppendInt64Element(out, "millis", time.Since(start).Milliseconds())
+	r.Out = bsoncore.AppendInt64Element(out, "millis", time.Since(start).Milliseconds())
 	return nil
 }

@@ -26,7 +26,7 @@ func TestStatsDuringMove(t *testing.T) {
 		docs[i] = fmt.Sprintf(`{"_id": %d, "k": %d, "pad": "0123456789"}`, i, i)
 	}
 	handleJSON(bg, t, c, `{"insert": "c", "documents": [`+strings.Join(docs, ",")+`]}`)
-	ci, err := e.cat.Lookup("t", "c")
+	ci, err := e.Cat.Lookup("t", "c")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestStatsDuringMove(t *testing.T) {
 		t.Fatalf("moveChunk: %v", reply)
 	}
 	var counted int64
-	for _, sh := range e.cat.Shards() {
+	for _, sh := range e.Cat.Shards() {
 		n, _ := sh.CollStats(ci.Meta.ID)
 		counted += n
 	}

@@ -76,135 +76,121 @@ func (o *Options) EnsureDefaults() {
 // Executor answers MongoDB commands. It implements wire.Handler: every accepted connection
 // gets its own conn, which runs that connection's commands one at a time.
 type Executor struct {
-	opts     Options
-	log      *zap.Logger
-	started  time.Time
-	commands map[string]*command
-	// cmdNames interns the names of commands: dispatch names a request by them, not by
-	// a string made per request.
-	cmdNames map[string]string
-	counters opCounters
+	Opts     Options
+	Log      *zap.Logger
+	Started  time.Time
+	Commands *Table
+	Counters Counters
 	metrics  *Metrics // the Prometheus collector (metrics.go)
-	st       Storage
-	cursors  *cursorRegistry
-	// remote reaches other nodes' shards (cluster mode; nil on a single node).
-	remote   *remoteShards
-	sessions sessionCache
-	txns     txnRegistry // open multi-document transactions (txn.go)
-	// snapshots are the snapshots of snapshot reads, by cluster time (snapshot_read.go).
-	snapshots snapshotHistory
-	clock     clock.Clock        // cluster time: $clusterTime and operationTime
-	conns     sync.Map           // connection id → *conn, for $currentOp (current_op.go)
-	indexUse  catalog.IndexUsage // $indexStats
+	Storage  Storage
+	Cursors  *cursorRegistry
+	// Remote reaches other nodes' shards (cluster mode; nil on a single node).
+	Remote   *remoteShards
+	Sessions sessionCache
+	Txns     txnRegistry // open multi-document transactions (txn.go)
+	// Snapshots are the snapshots of snapshot reads, by cluster time (snapshot_read.go).
+	Snapshots snapshotHistory
+	Clock     clock.Clock        // cluster time: $clusterTime and operationTime
+	Conns     sync.Map           // connection id → *conn, for $currentOp (current_op.go)
+	IndexUse  catalog.IndexUsage // $indexStats
 	stop      chan struct{}      // closed by Close
-	topo      *topology          // the awaitable hello's topologyVersion (topology.go)
-	slowOps   slowOps            // which finished commands are logged at Info (cmd_profile.go)
-	// fail is the failCommand failpoint (failpoint.go).
-	fail failPoints
-	// beforeFlip, afterBuildStart and beforeGroupLock are the failpoints
+	Topo      *topology          // the awaitable hello's topologyVersion (topology.go)
+	SlowOps   slowOps            // which finished commands are logged at Info (cmd_profile.go)
+	// Fail is the failCommand failpoint (failpoint.go).
+	Fail failPoints
+	// BeforeFlip, afterBuildStart and beforeGroupLock are the failpoints
 	// pauseMoveBeforeFlip, hangAfterStartingIndexBuild and pauseMultiWriteBeforeLock
 	// (failpoint_pause.go).
-	beforeFlip, afterBuildStart, beforeGroupLock gate
-	// knobs are the parameters setParameter changes (cmd_params.go).
-	knobs serverKnobs
-	// authn holds the users and roles (auth.go).
-	authn authState
+	BeforeFlip, AfterBuildStart, BeforeGroupLock gate
+	// Knobs are the parameters setParameter changes (cmd_params.go).
+	Knobs serverKnobs
+	// Authn holds the users and roles (auth.go).
+	Authn authState
 
 	// The packages that do the work, wired together by New; nil without Storage.
 	// cat is the catalog: compiled collections, key locks, the DDL lock.
-	cat *catalog.Catalog
-	// query runs reads (plan, scans, merge).
-	query *query.Engine
-	// write runs writes (targeting, key locks, index maintenance, atomic batches).
-	write *write.Path
-	// shards is the partition manager: meters, splits, moves (the write path's stage hook).
-	shards *sharding.Manager
-	// ddl runs index builds, unique conversions and the TTL monitor.
-	ddl *ddl.Runner
-	// temp is where blocking stages spill (Storage.Temp).
-	temp *stream.Temp
-}
-
-// opCounters are serverStatus.opcounters: how many commands of each kind were received.
-type opCounters struct {
-	insert, query, update, delete, getmore, command atomic.Int64
-	// documents written and read (serverStatus.metrics.document)
-	insertedDocs, updatedDocs, deletedDocs, returnedDocs atomic.Int64
+	Cat *catalog.Catalog
+	// Query runs reads (plan, scans, merge).
+	Query *query.Engine
+	// Write runs writes (targeting, key locks, index maintenance, atomic batches).
+	Write *write.Path
+	// Shards is the partition manager: meters, splits, moves (the write path's stage hook).
+	Shards *sharding.Manager
+	// DDL runs index builds, unique conversions and the TTL monitor.
+	DDL *ddl.Runner
+	// Temp is where blocking stages spill (Storage.Temp).
+	Temp *stream.Temp
 }
 
 // New returns an Executor.
 func New(opts Options, logger *zap.Logger) *Executor {
 	opts.EnsureDefaults()
 	e := &Executor{
-		opts:    opts,
-		log:     logger.Named("exec"),
-		started: time.Now(),
-		knobs:   newServerKnobs(),
+		Opts:    opts,
+		Log:     logger.Named("exec"),
+		Started: time.Now(),
+		Knobs:   newServerKnobs(),
 		stop:    make(chan struct{}),
-		topo:    newTopology(),
+		Topo:    newTopology(),
 	}
-	e.slowOps.init(opts.SlowOp)
-	e.txns.lifetime.Store(int64(txnLifetime))
-	e.knobs.txnLifetime.apply = func(v int64) { e.txns.lifetime.Store(v * int64(time.Second)) }
-	e.txns.dropCreated = e.dropTxnCreated
-	e.sessions.timeout = opts.SessionTimeout
-	e.cursors = newCursorRegistry(time.Minute, e.sessions.alive)
+	e.SlowOps.init(opts.SlowOp)
+	e.Txns.lifetime.Store(int64(txnLifetime))
+	e.Knobs.txnLifetime.apply = func(v int64) { e.Txns.lifetime.Store(v * int64(time.Second)) }
+	e.Txns.dropCreated = e.dropTxnCreated
+	e.Sessions.timeout = opts.SessionTimeout
+	e.Cursors = newCursorRegistry(time.Minute, e.Sessions.alive)
 	if opts.Storage != nil {
-		e.st = *opts.Storage
-		e.temp = stream.NewTemp(e.st.Temp)
-		e.cat = catalog.New(e.st.Shards, e.st.Catalog, e.log)
-		e.shards = sharding.New(e.cat, e.log, sharding.Options{
+		e.Storage = *opts.Storage
+		e.Temp = stream.NewTemp(e.Storage.Temp)
+		e.Cat = catalog.New(e.Storage.Shards, e.Storage.Catalog, e.Log)
+		e.Shards = sharding.New(e.Cat, e.Log, sharding.Options{
 			Partitioning:  opts.Partitioning,
 			CheckInterval: opts.PartitionCheckInterval,
-			Started:       e.started,
+			Started:       e.Started,
 			ListenAddr:    e.listenAddr(),
 			Version:       serverVersion,
-			Cluster:       e.st.Cluster,
+			Cluster:       e.Storage.Cluster,
 		})
 		qopts := query.Options{
 			MaxParallelism: opts.MaxParallelism,
-			Temp:           e.temp,
-			SortBytes:      e.knobs.sortMemory.load,
-			Meters:         e.shards.ReadMeters,
-			Budgets:        e.shards.ReadBudgets,
-			IndexUse:       &e.indexUse,
+			Temp:           e.Temp,
+			SortBytes:      e.Knobs.sortMemory.load,
+			Meters:         e.Shards.ReadMeters,
+			Budgets:        e.Shards.ReadBudgets,
+			IndexUse:       &e.IndexUse,
 		}
-		if e.st.Cluster != nil {
-			e.remote = newRemoteShards(e, e.st.Cluster)
-			qopts.Remote = e.remote
-			e.shards.SetPeers(movePeers{e.remote})
+		if e.Storage.Cluster != nil {
+			e.Remote = newRemoteShards(e, e.Storage.Cluster)
+			qopts.Remote = e.Remote
+			e.Shards.SetPeers(movePeers{e.Remote})
 		}
-		e.query = query.New(e.cat, qopts)
-		e.write = write.NewPath(e.cat, e.query, e.shards).WithLogger(e.log.Named("write")).WithGate(&e.txns)
-		e.ddl = ddl.New(e.cat, e.write, e.log, &e.counters.deletedDocs)
-		e.ddl.SetBuildHook(e.afterBuildStart.Pass)
-		e.shards.SetFlipHook(e.beforeFlip.Pass)
-		e.write.SetGroupHook(e.beforeGroupLock.Pass)
-		e.st.Catalog.SetHomePicker(e.shards.HomeShard)
-		if e.remote != nil {
-			e.ddl.SetRemote(ddlRemote{e})
-			e.ddl.SetNodes(e.st.Cluster)
+		e.Query = query.New(e.Cat, qopts)
+		e.Write = write.NewPath(e.Cat, e.Query, e.Shards).WithLogger(e.Log.Named("write")).WithGate(&e.Txns)
+		e.DDL = ddl.New(e.Cat, e.Write, e.Log, &e.Counters.DeletedDocs)
+		e.DDL.SetBuildHook(e.AfterBuildStart.Pass)
+		e.Shards.SetFlipHook(e.BeforeFlip.Pass)
+		e.Write.SetGroupHook(e.BeforeGroupLock.Pass)
+		e.Storage.Catalog.SetHomePicker(e.Shards.HomeShard)
+		if e.Remote != nil {
+			e.DDL.SetRemote(ddlRemote{e})
+			e.DDL.SetNodes(e.Storage.Cluster)
 		}
-		e.ddl.AbortUnfinished()
+		e.DDL.AbortUnfinished()
 		if err := e.setInternalUser(); err != nil {
-			e.log.Error("cannot derive the internal user from the key file", zap.Error(err))
+			e.Log.Error("cannot derive the internal user from the key file", zap.Error(err))
 		}
 		if err := e.loadRegistry(); err != nil {
 			// Nobody can authenticate then: access control fails closed.
-			e.log.Error("cannot load users and roles", zap.Error(err))
+			e.Log.Error("cannot load users and roles", zap.Error(err))
 		}
 	}
-	e.commands = e.commandTable()
-	e.cmdNames = make(map[string]string, len(e.commands))
-	for name := range e.commands {
-		e.cmdNames[name] = name
-	}
+	e.Commands = e.commandTable()
 	e.metrics = newMetrics(e)
 	go e.runSessionReaper()
 	if opts.Storage != nil {
-		e.shards.Start(e.write)
-		e.ddl.StartTTL()
-		e.ddl.StartOrphanSweep()
+		e.Shards.Start(e.Write)
+		e.DDL.StartTTL()
+		e.DDL.StartOrphanSweep()
 	}
 	return e
 }
@@ -218,28 +204,28 @@ func (e *Executor) Close() {
 	default:
 	}
 	close(e.stop)
-	if e.shards != nil {
-		e.shards.Close()
-		e.ddl.Close()
+	if e.Shards != nil {
+		e.Shards.Close()
+		e.DDL.Close()
 	}
-	e.cursors.closeAll()
-	e.snapshots.closeAll()
+	e.Cursors.closeAll()
+	e.Snapshots.closeAll()
 }
 
 // Connect implements wire.Handler.
 func (e *Executor) Connect(info wire.ConnInfo) wire.ConnHandler {
-	c := &conn{
+	c := &Conn{
 		e:    e,
 		info: info,
-		log:  e.log.With(zap.Int64("conn_id", info.ID)),
+		log:  e.Log.With(zap.Int64("conn_id", info.ID)),
 	}
-	e.conns.Store(info.ID, c)
+	e.Conns.Store(info.ID, c)
 	return c
 }
 
 // conn is one client connection's state: what its commands share (the reply buffer, the
 // statistics of the last request for getLastRequestStatistics, the client's metadata).
-type conn struct {
+type Conn struct {
 	e    *Executor
 	info wire.ConnInfo
 	log  *zap.Logger
@@ -279,14 +265,14 @@ type requestStats struct {
 const maxRetainedReply = 1 << 20
 
 // Handle implements wire.ConnHandler: it runs one command and builds its reply.
-func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document, error) {
+func (c *Conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document, error) {
 	if cap(c.out) > maxRetainedReply {
 		c.out = nil
 	}
 	start := time.Now()
-	r := request{conn: c, body: req.Body, requestID: req.RequestID, legacy: req.Legacy, wire: req}
+	r := Request{Conn: c, Body: req.Body, RequestID: req.RequestID, Legacy: req.Legacy, Wire: req}
 	idx, out := bsoncore.AppendDocumentStart(c.out[:0])
-	r.out = out
+	r.Out = out
 	ctx, kill := context.WithCancelCause(ctx) // killOp's handle on the command
 	c.begin(req.Body, start, kill)
 	err := c.e.dispatch(ctx, &r)
@@ -300,23 +286,23 @@ func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 		c.finish(&r, start, err)
 		return nil, err // the wire layer closes the socket without a reply
 	}
-	out = r.out
+	out = r.Out
 	if err != nil {
 		merr := mongoerr.From(err)
 		if merr.Code == mongoerr.InternalError && merr.Unwrap() != nil {
 			c.log.Error("command failed", zap.Int32("request_id", req.RequestID),
-				zap.String("cmd", r.name), zap.Error(merr.Unwrap()))
+				zap.String("cmd", r.Name), zap.Error(merr.Unwrap()))
 		}
 		out = merr.AppendReply(out[:idx+4])
 	} else {
-		out = r.txn.appendRecoveryToken(out)
+		out = r.Txn.appendRecoveryToken(out)
 		out = r.appendAtClusterTime(out, int(idx))
 		out = bsoncore.AppendDoubleElement(out, "ok", 1)
 	}
-	if !r.legacy {
-		t := c.e.clock.Now()
-		if r.wrote {
-			t = c.e.clock.Tick()
+	if !r.Legacy {
+		t := c.e.Clock.Now()
+		if r.Wrote {
+			t = c.e.Clock.Tick()
 		}
 		out = clock.AppendClusterTime(out, t)
 	}
@@ -328,14 +314,14 @@ func (c *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 
 // finish records the statistics of a finished command and logs it: at Info when it was
 // slow, at Debug otherwise.
-func (c *conn) finish(r *request, start time.Time, err error) {
+func (c *Conn) finish(r *Request, start time.Time, err error) {
 	d := time.Since(start)
-	c.e.metrics.observe(r.name, d, err)
-	if r.name != "getLastRequestStatistics" {
-		c.last = requestStats{command: r.name, duration: d, charge: r.charge}
+	c.e.metrics.observe(r.Name, d, err)
+	if r.Name != "getLastRequestStatistics" {
+		c.last = requestStats{command: r.Name, duration: d, charge: r.Charge}
 	}
 	level := zap.DebugLevel
-	if c.e.slowOps.slow(d) && !r.awaited {
+	if c.e.SlowOps.slow(d) && !r.Awaited {
 		level = zap.InfoLevel
 	}
 	ce := c.log.Check(level, "command")
@@ -343,8 +329,8 @@ func (c *conn) finish(r *request, start time.Time, err error) {
 		return
 	}
 	fields := []zap.Field{
-		zap.Int32("request_id", r.requestID), zap.String("cmd", r.name), zap.String("db", r.db),
-		zap.Duration("duration", d), zap.Float64("ru", r.charge),
+		zap.Int32("request_id", r.RequestID), zap.String("cmd", r.Name), zap.String("db", r.DB),
+		zap.Duration("duration", d), zap.Float64("ru", r.Charge),
 	}
 	if err != nil {
 		e := mongoerr.From(err)
@@ -354,21 +340,21 @@ func (c *conn) finish(r *request, start time.Time, err error) {
 }
 
 // Close implements wire.ConnHandler.
-func (c *conn) Close() {
-	c.e.conns.Delete(c.info.ID)
+func (c *Conn) Close() {
+	c.e.Conns.Delete(c.info.ID)
 	c.out = nil
 }
 
 // recoverPanic turns a panic in a command into an InternalError reply and a log line with
 // the stack, so that no input crashes the server.
-func (c *conn) recoverPanic(r *request, err *error) {
+func (c *Conn) recoverPanic(r *Request, err *error) {
 	p := recover()
 	if p == nil {
 		return
 	}
-	c.log.Error("command panicked", zap.Int32("request_id", r.requestID), zap.String("cmd", r.name),
+	c.log.Error("command panicked", zap.Int32("request_id", r.RequestID), zap.String("cmd", r.Name),
 		zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
-	*err = mongoerr.New(mongoerr.InternalError, "internal error while running %s", r.name)
+	*err = mongoerr.New(mongoerr.InternalError, "internal error while running %s", r.Name)
 }
 
 // Storage is what the executor reads and writes: one store per shard and the catalog, which
@@ -387,7 +373,7 @@ type Storage struct {
 
 // listenAddr is the address the server listens on, from the parsed configuration.
 func (e *Executor) listenAddr() string {
-	net, ok := e.opts.Parsed.Lookup("net").DocumentOK()
+	net, ok := e.Opts.Parsed.Lookup("net").DocumentOK()
 	if !ok {
 		return "localhost:27017"
 	}
@@ -398,4 +384,4 @@ func (e *Executor) listenAddr() string {
 
 // SetShards replaces the shards, indexed by shard id (cluster mode: other nodes' shards
 // appear as they join; see catalog.Catalog.SetShards).
-func (e *Executor) SetShards(shards []catalog.Shard) { e.cat.SetShards(shards) }
+func (e *Executor) SetShards(shards []catalog.Shard) { e.Cat.SetShards(shards) }

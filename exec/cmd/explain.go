@@ -15,23 +15,17 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// explainable are the commands explain accepts, by name.
-var explainable = map[string]bool{
-	"find": true, "count": true, "distinct": true, "update": true, "delete": true,
-	"findAndModify": true, "findandmodify": true, "aggregate": true,
-}
-
 // explain runs {explain: <command>, verbosity}: it plans the inner command and describes
 // the plan in mongos' sharded shape, running it for the executionStats verbosities.
-func (e *Executor) explain(ctx context.Context, r *request) error {
+func (e *Executor) explain(ctx context.Context, r *Request) error {
 	const cmd = "explain"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	inner, ok := first.Value().DocumentOK()
 	if !ok {
 		return args.WrongType(cmd, cmd, first.Value().Type, "object")
 	}
 	verbosity := "allPlansExecution"
-	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		if key != "verbosity" {
 			return false, nil
 		}
@@ -55,8 +49,8 @@ func (e *Executor) explain(ctx context.Context, r *request) error {
 		return mongoerr.New(mongoerr.FailedToParse, "explain command requires a nested object")
 	}
 	name := innerFirst.Key()
-	c := e.commands[name]
-	if c == nil || !explainable[name] {
+	c := e.Commands.Get(name)
+	if c == nil || !c.Has(Explainable) {
 		return mongoerr.New(mongoerr.CommandNotFound, "Explain failed due to unknown command: %s", name)
 	}
 	// The inner command inherits $db from the explain.
@@ -64,21 +58,21 @@ func (e *Executor) explain(ctx context.Context, r *request) error {
 	if _, err := inner.LookupErr("$db"); err != nil {
 		idx, b := bsoncore.AppendDocumentStart(nil)
 		b = append(b, inner[4:len(inner)-1]...)
-		b = bsoncore.AppendStringElement(b, "$db", r.db)
+		b = bsoncore.AppendStringElement(b, "$db", r.DB)
 		body, _ = bsoncore.AppendDocumentEnd(b, idx)
 	}
-	sub := &request{conn: r.conn, body: body, name: name, db: r.db, requestID: r.requestID, out: r.out, explain: verbosity}
-	if err := c.run(ctx, sub); err != nil {
+	sub := &Request{Conn: r.Conn, Body: body, Name: name, Cmd: c, DB: r.DB, RequestID: r.RequestID, Out: r.Out, Explain: verbosity}
+	if err := c.Run(ctx, sub); err != nil {
 		return err
 	}
-	r.out = sub.out
-	r.charge += sub.charge
+	r.Out = sub.Out
+	r.Charge += sub.Charge
 	return nil
 }
 
 // explainFind explains a find.
-func (e *Executor) explainFind(ctx context.Context, r *request, a *findArgs) error {
-	ci, err := e.cat.Lookup(r.db, a.coll)
+func (e *Executor) explainFind(ctx context.Context, r *Request, a *findArgs) error {
+	ci, err := e.Cat.Lookup(r.DB, a.coll)
 	if err != nil {
 		return err
 	}
@@ -91,11 +85,11 @@ func (e *Executor) explainFind(ctx context.Context, r *request, a *findArgs) err
 
 // explainQuery appends the explain output of a read of q (the query part of find, count,
 // distinct, update and delete).
-func (e *Executor) explainQuery(ctx context.Context, r *request, q *query.Query, cmd string, limit int64) error {
-	ns := r.db
+func (e *Executor) explainQuery(ctx context.Context, r *Request, q *query.Query, cmd string, limit int64) error {
+	ns := r.DB
 	if q.CI != nil {
 		ns = q.CI.NS()
-	} else if first, ok := bsonx.FirstElement(r.body); ok {
+	} else if first, ok := bsonx.FirstElement(r.Body); ok {
 		ns += "." + first.Value().StringValue()
 	}
 	q.Limit = limit
@@ -107,13 +101,13 @@ func (e *Executor) explainQuery(ctx context.Context, r *request, q *query.Query,
 	var elapsed time.Duration
 	if q.CI != nil {
 		start := time.Now()
-		stream, pl, ss, err := e.query.Open(q)
+		stream, pl, ss, err := e.Query.Open(q)
 		if err != nil {
 			return err
 		}
 		p, shards = pl, ss
 		switch {
-		case r.explain == "queryPlanner":
+		case r.Explain == "queryPlanner":
 		case fast:
 			n, err := e.docCount(ctx, q.CI)
 			if err != nil {
@@ -139,7 +133,7 @@ func (e *Executor) explainQuery(ctx context.Context, r *request, q *query.Query,
 		stream.Close()
 		elapsed = time.Since(start)
 	}
-	out := r.out
+	out := r.Out
 	idx, out := bsoncore.AppendDocumentElementStart(out, "queryPlanner")
 	out = bsoncore.AppendInt32Element(out, "mongosPlannerVersion", 1)
 	root := ""
@@ -151,28 +145,28 @@ func (e *Executor) explainQuery(ctx context.Context, r *request, q *query.Query,
 	}
 	out = e.appendWinningPlan(out, q, p, shards, ns, root)
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
-	if r.explain != "queryPlanner" {
+	if r.Explain != "queryPlanner" {
 		idx, out = bsoncore.AppendDocumentElementStart(out, "executionStats")
 		var docs, keys int64
 		for _, s := range shards {
 			docs += s.Stats.DocsExamined
 			keys += s.Stats.KeysExamined
 			if !fast { // the counters cost nothing (count)
-				r.charge += s.Stats.Charge()
+				r.Charge += s.Stats.Charge()
 			}
 		}
 		out = appendNumber(out, "nReturned", nReturned)
 		out = appendNumber(out, "executionTimeMillis", elapsed.Milliseconds())
 		out = appendNumber(out, "totalKeysExamined", keys)
 		out = appendNumber(out, "totalDocsExamined", docs)
-		out = bsoncore.AppendDoubleElement(out, "requestCharge", r.charge)
+		out = bsoncore.AppendDoubleElement(out, "requestCharge", r.Charge)
 		out = appendShardStats(out, shards, !fast)
 		out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	}
 	cidx, out := bsoncore.AppendDocumentElementStart(out, "command")
-	out = append(out, r.body[4:len(r.body)-1]...)
+	out = append(out, r.Body[4:len(r.Body)-1]...)
 	out, _ = bsoncore.AppendDocumentEnd(out, cidx)
-	r.out = out
+	r.Out = out
 	return nil
 }
 
@@ -209,8 +203,8 @@ func (e *Executor) appendWinningPlan(out []byte, q *query.Query, p *query.Plan, 
 // whose reads and statistics the owner answered).
 func (e *Executor) shardConnString(s int) string {
 	host := e.listenAddr()
-	if e.st.Cluster != nil {
-		if _, h := e.st.Cluster.ShardHost(s); h != "" {
+	if e.Storage.Cluster != nil {
+		if _, h := e.Storage.Cluster.ShardHost(s); h != "" {
 			host = h
 		}
 	}

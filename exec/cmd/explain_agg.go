@@ -22,22 +22,22 @@ import (
 // ranges) it reads. A read of a single shard is not split: that shard's stages are the
 // whole pipeline. Verbosities above queryPlanner run the pipeline and add each shard's
 // executionStats (documents and keys examined, request units).
-func (e *Executor) explainAggregate(ctx context.Context, r *request, p *agg.Pipeline, ci *catalog.Coll, ns string) error {
-	verbosity := r.explain
+func (e *Executor) explainAggregate(ctx context.Context, r *Request, p *agg.Pipeline, ci *catalog.Coll, ns string) error {
+	verbosity := r.Explain
 	if verbosity == "" {
 		verbosity = "queryPlanner" // {aggregate, explain: true}
 	}
-	out := bsoncore.AppendStringElement(r.out, "explainVersion", "1")
+	out := bsoncore.AppendStringElement(r.Out, "explainVersion", "1")
 	if p.ReadsNoCollection() || ci == nil {
 		out = appendStageSpecs(out, "stages", nil, p.Stages)
-		r.out = appendExplainCommand(bsoncore.AppendStringElement(out, "mergeType", "mongos"), r)
+		r.Out = appendExplainCommand(bsoncore.AppendStringElement(out, "mergeType", "mongos"), r)
 		return nil
 	}
 	src, err := p.Fold(ci)
 	if err != nil {
 		return err
 	}
-	stream, pl, shards, err := e.query.Open(src.Query)
+	stream, pl, shards, err := e.Query.Open(src.Query)
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func (e *Executor) explainAggregate(ctx context.Context, r *request, p *agg.Pipe
 	if verbosity != "queryPlanner" {
 		out = appendAggExecutionStats(out, r, &run)
 	}
-	r.out = appendExplainCommand(out, r)
+	r.Out = appendExplainCommand(out, r)
 	return nil
 }
 
@@ -127,19 +127,19 @@ func appendSplitPipeline(out []byte, p *agg.Pipeline, sp *agg.SplitPlan, ns stri
 }
 
 // appendAggExecutionStats appends executionStats of a run, charging its reads to r.
-func appendAggExecutionStats(out []byte, r *request, run *aggRun) []byte {
+func appendAggExecutionStats(out []byte, r *Request, run *aggRun) []byte {
 	xidx, x := bsoncore.AppendDocumentElementStart(out, "executionStats")
 	var docs, keys int64
 	for _, s := range run.shards {
 		docs += s.Stats.DocsExamined
 		keys += s.Stats.KeysExamined
-		r.charge += s.Stats.Charge()
+		r.Charge += s.Stats.Charge()
 	}
 	x = appendNumber(x, "nReturned", run.nReturned)
 	x = appendNumber(x, "executionTimeMillis", run.elapsed.Milliseconds())
 	x = appendNumber(x, "totalKeysExamined", keys)
 	x = appendNumber(x, "totalDocsExamined", docs)
-	x = bsoncore.AppendDoubleElement(x, "requestCharge", r.charge)
+	x = bsoncore.AppendDoubleElement(x, "requestCharge", r.Charge)
 	out, _ = bsoncore.AppendDocumentEnd(x, xidx)
 	return out
 }
@@ -237,9 +237,9 @@ func appendStageSpecs(out []byte, key string, first bsoncore.Document, stages []
 }
 
 // appendExplainCommand appends the command explained, as MongoDB does.
-func appendExplainCommand(out []byte, r *request) []byte {
+func appendExplainCommand(out []byte, r *Request) []byte {
 	cidx, o := bsoncore.AppendDocumentElementStart(out, "command")
-	o = append(o, r.body[4:len(r.body)-1]...)
+	o = append(o, r.Body[4:len(r.Body)-1]...)
 	out, _ = bsoncore.AppendDocumentEnd(o, cidx)
 	return out
 }

@@ -86,16 +86,15 @@ type failAction struct {
 }
 
 // addTestCommands registers the commands enabled by Options.TestCommands.
-func (e *Executor) addTestCommands(add func(*command, ...string)) {
-	add(&command{run: e.configureFailPoint, action: auth.ActionClusterAdmin, help: "modifies the settings of a fail point", adminOnly: true},
-		"configureFailPoint")
+func (e *Executor) addTestCommands(add func(*Command)) {
+	add(&Command{Name: "configureFailPoint", Run: e.configureFailPoint, Action: auth.ActionClusterAdmin, Help: "modifies the settings of a fail point", AdminOnly: true})
 	addAPITestCommands(add)
 }
 
 // configureFailPoint sets the mode and data of a failpoint and answers how many times it
 // had fired.
-func (e *Executor) configureFailPoint(_ context.Context, r *request) error {
-	first, _ := bsonx.FirstElement(r.body)
+func (e *Executor) configureFailPoint(_ context.Context, r *Request) error {
+	first, _ := bsonx.FirstElement(r.Body)
 	name, _ := first.Value().StringValueOK()
 	switch name {
 	case "simulateAvailableDiskSpace":
@@ -103,21 +102,21 @@ func (e *Executor) configureFailPoint(_ context.Context, r *request) error {
 	case "pauseCatalogWatch":
 		return e.pauseCatalogWatch(r)
 	case "pauseMoveBeforeFlip":
-		return e.pauseGate(r, &e.beforeFlip)
+		return e.pauseGate(r, &e.BeforeFlip)
 	case "hangAfterStartingIndexBuild":
-		return e.pauseGate(r, &e.afterBuildStart)
+		return e.pauseGate(r, &e.AfterBuildStart)
 	case "pauseMultiWriteBeforeLock":
-		return e.pauseGate(r, &e.beforeGroupLock)
+		return e.pauseGate(r, &e.BeforeGroupLock)
 	}
 	if name != "failCommand" {
 		return mongoerr.New(mongoerr.FailPointSetFailed, "%s not found", name)
 	}
-	mode, n, p, err := parseFailPointMode(r.body.Lookup("mode"))
+	mode, n, p, err := parseFailPointMode(r.Body.Lookup("mode"))
 	if err != nil {
 		return err
 	}
 	var data failCommandData
-	if v, err := r.body.LookupErr("data"); err == nil {
+	if v, err := r.Body.LookupErr("data"); err == nil {
 		if v.Type != bsoncore.TypeEmbeddedDocument && v.Type != bsoncore.TypeArray {
 			return mongoerr.New(mongoerr.TypeMismatch, "the 'data' option must be a JSON object")
 		}
@@ -125,14 +124,14 @@ func (e *Executor) configureFailPoint(_ context.Context, r *request) error {
 		// request, while the failpoint outlives this one.
 		data = parseFailCommandData(append(bsoncore.Document(nil), v.Data...))
 	}
-	fp := &e.fail
+	fp := &e.Fail
 	fp.mu.Lock()
 	count := fp.mu.entered
 	fp.mu.mode, fp.mu.n, fp.mu.p, fp.mu.data = mode, n, p, data
 	fp.armed.Store(mode != fpOff)
 	fp.mu.Unlock()
-	r.conn.log.Warn("set failpoint", zap.String("failpoint", name), zap.Stringer("mode", r.body.Lookup("mode")))
-	r.out = appendNumber(r.out, "count", count)
+	r.Conn.log.Warn("set failpoint", zap.String("failpoint", name), zap.Stringer("mode", r.Body.Lookup("mode")))
+	r.Out = appendNumber(r.Out, "count", count)
 	return nil
 }
 
@@ -268,11 +267,11 @@ func parseFailCommandData(d bsoncore.Document) failCommandData {
 
 // matches reports whether the failpoint applies to command cmd of request r
 // (mongod's shouldActivateFailCommandFailPoint). configureFailPoint is never failed.
-func (fd *failCommandData) matches(e *Executor, r *request, cmd *command) bool {
-	if r.name == "configureFailPoint" {
+func (fd *failCommandData) matches(e *Executor, r *Request, cmd *Command) bool {
+	if r.Name == "configureFailPoint" {
 		return false
 	}
-	if fd.hasAppName && r.conn.appName != fd.appName {
+	if fd.hasAppName && r.Conn.appName != fd.appName {
 		return false
 	}
 	if fd.hasNamespace && requestNamespace(r) != fd.namespace {
@@ -282,7 +281,7 @@ func (fd *failCommandData) matches(e *Executor, r *request, cmd *command) bool {
 		return true
 	}
 	for _, name := range fd.commands {
-		if e.commands[name] == cmd { // aliases share an entry, as mongod's hasAlias
+		if e.Commands.Get(name) == cmd { // aliases share an entry, as mongod's hasAlias
 			return true
 		}
 	}
@@ -291,12 +290,12 @@ func (fd *failCommandData) matches(e *Executor, r *request, cmd *command) bool {
 
 // requestNamespace is the namespace a command names: "db.coll" when its first field is a
 // collection name, else the database.
-func requestNamespace(r *request) string {
-	first, _ := bsonx.FirstElement(r.body)
+func requestNamespace(r *Request) string {
+	first, _ := bsonx.FirstElement(r.Body)
 	if coll, ok := first.Value().StringValueOK(); ok && coll != "" {
-		return r.db + "." + coll
+		return r.DB + "." + coll
 	}
-	return r.db
+	return r.DB
 }
 
 // fire decides under the lock whether an armed failpoint whose predicate holds fires now
@@ -331,8 +330,8 @@ func (fp *failPoints) fire() bool {
 
 // evalFailCommand runs the failCommand failpoint before command cmd: it may block, close
 // the connection (errCloseConnection) or fail the command with the configured error.
-func (e *Executor) evalFailCommand(ctx context.Context, r *request, cmd *command) (failAction, error) {
-	fp := &e.fail
+func (e *Executor) evalFailCommand(ctx context.Context, r *Request, cmd *Command) (failAction, error) {
+	fp := &e.Fail
 	if !fp.armed.Load() {
 		return failAction{}, nil
 	}
@@ -345,7 +344,7 @@ func (e *Executor) evalFailCommand(ctx context.Context, r *request, cmd *command
 		return failAction{}, nil
 	}
 	act := failAction{labels: fd.labels, hasLabels: fd.hasLabels}
-	r.conn.log.Info("activating 'failCommand' failpoint", zap.String("cmd", r.name))
+	r.Conn.log.Info("activating 'failCommand' failpoint", zap.String("cmd", r.Name))
 	if fd.blockConnection {
 		if err := blockFor(ctx, fd.blockTime); err != nil {
 			return act, err
@@ -382,14 +381,14 @@ func blockFor(ctx context.Context, v bsoncore.Value) error {
 // finishFailCommand completes a command the failpoint may have affected: it labels its
 // error, or adds the configured writeConcernError to a write's reply (mongod evaluates the
 // failpoint a second time for that, after the command ran).
-func (e *Executor) finishFailCommand(r *request, cmd *command, act failAction, err error) error {
+func (e *Executor) finishFailCommand(r *Request, cmd *Command, act failAction, err error) error {
 	if err != nil {
 		return labelError(r, act, err)
 	}
-	if !e.fail.armed.Load() || !writeConcernCommands[r.name] {
+	if !e.Fail.armed.Load() || !r.Cmd.Has(WriteConcern) {
 		return nil
 	}
-	fp := &e.fail
+	fp := &e.Fail
 	fp.mu.Lock()
 	fd := fp.mu.data
 	active := fp.mu.mode != fpOff && fd.wce != nil && fd.matches(e, r, cmd) && fp.fire()
@@ -397,21 +396,21 @@ func (e *Executor) finishFailCommand(r *request, cmd *command, act failAction, e
 	if !active {
 		return nil
 	}
-	r.out = bsoncore.AppendDocumentElement(r.out, "writeConcernError", fd.wce)
+	r.Out = bsoncore.AppendDocumentElement(r.Out, "writeConcernError", fd.wce)
 	labels := fd.labels
 	if !fd.hasLabels {
 		code, _ := fd.wce.Lookup("code").AsInt64OK()
 		labels = errorLabels(r, 0, mongoerr.Code(code))
 	}
 	if len(labels) > 0 {
-		r.out = appendStringArray(r.out, "errorLabels", labels)
+		r.Out = appendStringArray(r.Out, "errorLabels", labels)
 	}
 	return nil
 }
 
 // labelError gives a failed command's error the failpoint's errorLabels, or the label
 // mongod adds itself (errorLabels).
-func labelError(r *request, act failAction, err error) error {
+func labelError(r *Request, act failAction, err error) error {
 	me := mongoerr.As(err)
 	if me == nil {
 		return err
@@ -438,47 +437,32 @@ var retryableCodes = map[mongoerr.Code]bool{
 	mongoerr.NotPrimaryOrSecondary: true,
 }
 
-// retryableWriteCommands are the commands a driver retries as retryable writes.
-var retryableWriteCommands = map[string]bool{
-	"insert": true, "update": true, "delete": true, "findAndModify": true, "findandmodify": true,
-	"bulkWrite": true, "commitTransaction": true, "abortTransaction": true,
-}
-
-// writeConcernCommands are the commands that take a write concern, and so may answer a
-// writeConcernError.
-var writeConcernCommands = map[string]bool{
-	"insert": true, "update": true, "delete": true, "findAndModify": true, "findandmodify": true,
-	"bulkWrite": true, "create": true, "drop": true, "dropDatabase": true, "createIndexes": true,
-	"dropIndexes": true, "deleteIndexes": true, "renameCollection": true, "collMod": true,
-	"commitTransaction": true, "abortTransaction": true, "shardCollection": true,
-}
-
 // noteClientMetadata keeps the application name of a handshake's client metadata
 // ({client: {application: {name}}}) for failCommand's appName; as in mongod, only the
 // first handshake of a connection sets it.
-func noteClientMetadata(r *request) {
-	if r.conn.appName != "" {
+func noteClientMetadata(r *Request) {
+	if r.Conn.appName != "" {
 		return
 	}
-	switch r.name {
+	switch r.Name {
 	case "hello", "isMaster", "ismaster":
 	default:
 		return
 	}
-	if name, ok := r.body.Lookup("client", "application", "name").StringValueOK(); ok {
-		r.conn.ops.mu.Lock() // $currentOp on another connection reads it under this lock
-		r.conn.appName = name
-		r.conn.ops.mu.Unlock()
+	if name, ok := r.Body.Lookup("client", "application", "name").StringValueOK(); ok {
+		r.Conn.ops.mu.Lock() // $currentOp on another connection reads it under this lock
+		r.Conn.appName = name
+		r.Conn.ops.mu.Unlock()
 	}
 }
 
 // ttlMonitorCommand is the test-only command {cleaveTTLMonitor: 1, intervalMS: n}: it sets
 // the monitor's interval (when given), runs a pass now and waits for it, and answers the
 // number of passes done.
-func (e *Executor) ttlMonitorCommand(ctx context.Context, r *request) error {
+func (e *Executor) ttlMonitorCommand(ctx context.Context, r *Request) error {
 	const cmd = "cleaveTTLMonitor"
 	var interval time.Duration
-	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		if key != "intervalMS" {
 			return false, nil
 		}
@@ -491,6 +475,6 @@ func (e *Executor) ttlMonitorCommand(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	r.out = bsoncore.AppendInt64Element(r.out, "passes", e.ddl.TTLPassNow(ctx, interval))
+	r.Out = bsoncore.AppendInt64Element(r.Out, "passes", e.DDL.TTLPassNow(ctx, interval))
 	return nil
 }

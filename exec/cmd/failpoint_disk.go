@@ -21,14 +21,14 @@ type diskSimulator interface {
 // Any mode but "off" turns it on ({times: n} and {skip: n} count readings in mongod; here
 // the simulation lasts until "off"). It answers count: the readings the previous setting
 // answered.
-func (e *Executor) simulateAvailableDiskSpace(r *request) error {
-	mode, _, _, err := parseFailPointMode(r.body.Lookup("mode"))
+func (e *Executor) simulateAvailableDiskSpace(r *Request) error {
+	mode, _, _, err := parseFailPointMode(r.Body.Lookup("mode"))
 	if err != nil {
 		return err
 	}
 	n := int64(-1)
 	if mode != fpOff {
-		data, ok := r.body.Lookup("data").DocumentOK()
+		data, ok := r.Body.Lookup("data").DocumentOK()
 		if !ok {
 			return mongoerr.New(mongoerr.BadValue, "simulateAvailableDiskSpace needs data: {bytes: <number>}")
 		}
@@ -40,12 +40,12 @@ func (e *Executor) simulateAvailableDiskSpace(r *request) error {
 		}
 	}
 	var count int64
-	for _, sh := range e.st.Shards {
+	for _, sh := range e.Storage.Shards {
 		if ds, ok := sh.(diskSimulator); ok {
 			count += ds.SimulateAvailableDiskSpace(n)
 		}
 	}
-	r.conn.log.Warn("set failpoint", zap.String("failpoint", "simulateAvailableDiskSpace"), zap.Int64("bytes", n))
-	r.out = appendNumber(r.out, "count", count)
+	r.Conn.log.Warn("set failpoint", zap.String("failpoint", "simulateAvailableDiskSpace"), zap.Int64("bytes", n))
+	r.Out = appendNumber(r.Out, "count", count)
 	return nil
 }

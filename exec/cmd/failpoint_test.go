@@ -160,9 +160,9 @@ func TestFailCommandMatching(t *testing.T) {
 	if reply, err := fpHandle(t, admin, "admin", `{"ping": 1}`); !errors.Is(err, errCloseConnection) || reply != nil {
 		t.Errorf("closeConnection: %v, %v", reply, err)
 	}
-	e.fail.mu.Lock()
-	entered := e.fail.mu.entered
-	e.fail.mu.Unlock()
+	e.Fail.mu.Lock()
+	entered := e.Fail.mu.entered
+	e.Fail.mu.Unlock()
 	if entered != 4 { // isMaster, ping and buildInfo of app1, the closed ping
 		t.Errorf("entered = %d, want 4", entered)
 	}

@@ -18,35 +18,35 @@ type genericArgs struct {
 
 // The fields genericArgs keeps.
 const (
-	genDB = iota
-	genLSID
-	genClusterTime
-	genReadConcern
-	genTxnNumber
-	genAutocommit
-	genStartTxn
-	genSingleBatch // find's singleBatch (singleBatchFind)
+	GenDB = iota
+	GenLSID
+	GenClusterTime
+	GenReadConcern
+	GenTxnNumber
+	GenAutocommit
+	GenStartTxn
+	GenSingleBatch // find's singleBatch (singleBatchFind)
 	numGeneric
 )
 
-// generic returns field f (genDB…) of r's body, Type 0 when absent. The body is read once,
+// Generic returns field f (GenDB…) of r's body, Type 0 when absent. The body is read once,
 // at the first call.
-func (r *request) generic(f int) bsoncore.Value {
+func (r *Request) Generic(f int) bsoncore.Value {
 	g := &r.gen
 	if !g.scanned {
-		g.scan(r.body)
+		g.scan(r.Body)
 	}
 	if g.off[f] == 0 {
 		return bsoncore.Value{}
 	}
-	el, _, _ := bsoncore.ReadElement(r.body[g.off[f]:])
+	el, _, _ := bsoncore.ReadElement(r.Body[g.off[f]:])
 	return el.Value()
 }
 
-// hasAPIParams reports whether r's body has one of the Stable API fields.
-func (r *request) hasAPIParams() bool {
+// HasAPIParams reports whether r's body has one of the Stable API fields.
+func (r *Request) HasAPIParams() bool {
 	if !r.gen.scanned {
-		r.gen.scan(r.body)
+		r.gen.scan(r.Body)
 	}
 	return r.gen.api
 }
@@ -66,21 +66,21 @@ func (g *genericArgs) scan(body bsoncore.Document) {
 		f := -1
 		switch string(el.KeyBytes()) {
 		case "$db":
-			f = genDB
+			f = GenDB
 		case "lsid":
-			f = genLSID
+			f = GenLSID
 		case "$clusterTime":
-			f = genClusterTime
+			f = GenClusterTime
 		case "readConcern":
-			f = genReadConcern
+			f = GenReadConcern
 		case "txnNumber":
-			f = genTxnNumber
+			f = GenTxnNumber
 		case "autocommit":
-			f = genAutocommit
+			f = GenAutocommit
 		case "startTransaction":
-			f = genStartTxn
+			f = GenStartTxn
 		case "singleBatch":
-			f = genSingleBatch
+			f = GenSingleBatch
 		case "apiVersion", "apiStrict", "apiDeprecationErrors":
 			g.api = true
 		}

@@ -14,9 +14,9 @@ import (
 // through documents, arrays and scalars.
 func TestGenericArgsAsLookup(t *testing.T) {
 	names := map[int]string{
-		genDB: "$db", genLSID: "lsid", genClusterTime: "$clusterTime", genReadConcern: "readConcern",
-		genTxnNumber: "txnNumber", genAutocommit: "autocommit", genStartTxn: "startTransaction",
-		genSingleBatch: "singleBatch",
+		GenDB: "$db", GenLSID: "lsid", GenClusterTime: "$clusterTime", GenReadConcern: "readConcern",
+		GenTxnNumber: "txnNumber", GenAutocommit: "autocommit", GenStartTxn: "startTransaction",
+		GenSingleBatch: "singleBatch",
 	}
 	bodies := []bson.D{
 		{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{}}, {Key: "$db", Value: "test"}},
@@ -34,9 +34,9 @@ func TestGenericArgsAsLookup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &request{body: body}
+		r := &Request{Body: body}
 		for f, name := range names {
-			got, want := r.generic(f), bsoncore.Document(body).Lookup(name)
+			got, want := r.Generic(f), bsoncore.Document(body).Lookup(name)
 			if got.Type != want.Type || string(got.Data) != string(want.Data) {
 				t.Errorf("body %d, %s: scan %v, Lookup %v", i, name, got, want)
 			}
@@ -44,17 +44,17 @@ func TestGenericArgsAsLookup(t *testing.T) {
 		nested := []struct {
 			f         int
 			outer, in string
-		}{{genLSID, "lsid", "id"}, {genClusterTime, "$clusterTime", "clusterTime"}, {genReadConcern, "readConcern", "afterClusterTime"}}
+		}{{GenLSID, "lsid", "id"}, {GenClusterTime, "$clusterTime", "clusterTime"}, {GenReadConcern, "readConcern", "afterClusterTime"}}
 		for _, n := range nested {
-			got := bsonx.SubField(r.generic(n.f), n.in)
+			got := bsonx.SubField(r.Generic(n.f), n.in)
 			want, _ := bsoncore.Document(body).LookupErr(n.outer, n.in)
 			if got.Type != want.Type || string(got.Data) != string(want.Data) {
 				t.Errorf("body %d, %s.%s: scan %v, Lookup %v", i, n.outer, n.in, got, want)
 			}
 		}
 		_, hasStrict := bsoncore.Document(body).LookupErr("apiStrict")
-		if r.hasAPIParams() != (hasStrict == nil) {
-			t.Errorf("body %d: hasAPIParams %v", i, r.hasAPIParams())
+		if r.HasAPIParams() != (hasStrict == nil) {
+			t.Errorf("body %d: hasAPIParams %v", i, r.HasAPIParams())
 		}
 	}
 }

@@ -89,7 +89,7 @@ func TestGetMoreMaxTimeMS(t *testing.T) {
 		"maxTimeMS can only be used with getMore for tailable, awaitData cursors")
 
 	id = openCursor(t, c, `"maxTimeMS": 100000`)
-	cur, err := e.cursors.acquire(id)
+	cur, err := e.Cursors.acquire(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestGetMoreMaxTimeMS(t *testing.T) {
 		t.Errorf("time left after the first batch: %v", cur.timeLeft)
 	}
 	cur.timeLeft = time.Nanosecond // as if the first batch had spent the whole budget
-	e.cursors.done(cur, false)
+	e.Cursors.done(cur, false)
 	wantError(t, "budget spent", handleJSON(bg, t, c, getMore(id, "")), mongoerr.MaxTimeMSExpired, "operation exceeded time limit")
 	wantError(t, "after MaxTimeMSExpired", handleJSON(bg, t, c, getMore(id, "")), mongoerr.CursorNotFound, "")
 }
@@ -109,7 +109,7 @@ func TestGetMoreAfterDrop(t *testing.T) {
 	c := e.Connect(wire.ConnInfo{ID: 1})
 	bg := context.Background()
 	id := openCursor(t, c, "")
-	uuid := uuidString(e.cat.Store().State().Collection("t", "c").UUID)
+	uuid := uuidString(e.Cat.Store().State().Collection("t", "c").UUID)
 	handleJSON(bg, t, c, `{"drop": "c"}`)
 	wantError(t, "dropped", handleJSON(bg, t, c, getMore(id, "")), mongoerr.QueryPlanKilled, "collection dropped. UUID "+uuid)
 	wantError(t, "after QueryPlanKilled", handleJSON(bg, t, c, getMore(id, "")), mongoerr.CursorNotFound, "")

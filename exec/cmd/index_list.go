@@ -16,15 +16,15 @@ import (
 
 // listIndexes runs listIndexes: a cursor over the ready indexes of a collection, each as
 // {v: 2, key, name, ...options}.
-func (e *Executor) listIndexes(ctx context.Context, r *request) error {
+func (e *Executor) listIndexes(ctx context.Context, r *Request) error {
 	const cmd = "listIndexes"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return err
 	}
 	batchSize := int64(-1)
-	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		switch key {
 		case "cursor":
 			var err error
@@ -39,9 +39,9 @@ func (e *Executor) listIndexes(ctx context.Context, r *request) error {
 	if err != nil {
 		return err
 	}
-	ns := r.db + "." + name
-	c := e.st.Catalog.State().Collection(r.db, name)
-	if c != nil && e.txns.hidden(r, r.db, name) {
+	ns := r.DB + "." + name
+	c := e.Storage.Catalog.State().Collection(r.DB, name)
+	if c != nil && e.Txns.hidden(r, r.DB, name) {
 		c = nil
 	}
 	if c == nil {
@@ -75,15 +75,15 @@ func listedIndexes(c *store.Collection) []bsoncore.Document {
 
 // dropIndexes runs dropIndexes: index is a name, a key pattern, "*" (all but _id_) or an
 // array of names.
-func (e *Executor) dropIndexes(ctx context.Context, r *request) error {
+func (e *Executor) dropIndexes(ctx context.Context, r *Request) error {
 	const cmd = "dropIndexes"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection(cmd, first.Value())
 	if err != nil {
 		return err
 	}
 	var target bsoncore.Value
-	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		if key != "index" {
 			return false, nil
 		}
@@ -101,17 +101,17 @@ func (e *Executor) dropIndexes(ctx context.Context, r *request) error {
 	if target.Type == 0 {
 		return args.Missing(cmd, "index")
 	}
-	unlock, err := e.lockDDL(ctx, "dropIndexes", r.body)
+	unlock, err := e.lockDDL(ctx, "dropIndexes", r.Body)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	c := e.st.Catalog.State().Collection(r.db, name)
+	c := e.Storage.Catalog.State().Collection(r.DB, name)
 	if c == nil {
-		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.db, name)
+		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.DB, name)
 	}
 	if catalog.IsView(c) {
-		return catalog.ViewError(r.db + "." + name)
+		return catalog.ViewError(r.DB + "." + name)
 	}
 	ids, err := indexesToDrop(c, target)
 	if err != nil {
@@ -119,7 +119,7 @@ func (e *Executor) dropIndexes(ctx context.Context, r *request) error {
 	}
 	was := len(c.Indexes)
 	if len(ids) > 0 {
-		_, err = e.st.Catalog.UpdateCollection(c.DB, c.Name, func(c *store.Collection) error {
+		_, err = e.Storage.Catalog.UpdateCollection(c.DB, c.Name, func(c *store.Collection) error {
 			kept := c.Indexes[:0]
 			for _, x := range c.Indexes {
 				if !ddl.ContainsID(ids, x.ID) {
@@ -130,12 +130,12 @@ func (e *Executor) dropIndexes(ctx context.Context, r *request) error {
 			return nil
 		})
 		if err != nil {
-			return catalog.ChangeError(err, r.db, name)
+			return catalog.ChangeError(err, r.DB, name)
 		}
-		e.ddl.DeleteIndexData(c, ids)
-		e.log.Info("dropped indexes", zap.String("ns", r.db+"."+name), zap.Int("count", len(ids)))
+		e.DDL.DeleteIndexData(c, ids)
+		e.Log.Info("dropped indexes", zap.String("ns", r.DB+"."+name), zap.Int("count", len(ids)))
 	}
-	r.out = bsoncore.AppendInt32Element(r.out, "nIndexesWas", int32(was))
+	r.Out = bsoncore.AppendInt32Element(r.Out, "nIndexesWas", int32(was))
 	return nil
 }
 

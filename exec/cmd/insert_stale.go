@@ -34,7 +34,7 @@ func isStale(err error) bool {
 
 // insertRetryingStale inserts vals into db.name (ci: as looked up at revision rev), routing
 // again the documents refused with StaleConfig.
-func (e *Executor) insertRetryingStale(ctx context.Context, r *request, name string, ci *catalog.Coll, rev int64,
+func (e *Executor) insertRetryingStale(ctx context.Context, r *Request, name string, ci *catalog.Coll, rev int64,
 	vals []bsoncore.Value, ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
 	stmts := make([]int, len(vals))
@@ -70,8 +70,8 @@ func (e *Executor) insertRetryingStale(ctx context.Context, r *request, name str
 		}
 		vals, stmts = nv, ns
 		e.waitNewerCatalog(ctx, rev, ownerRev)
-		rev = e.st.Catalog.Revision()
-		if ci, err = e.cat.ForWrite(r.db, name); err != nil {
+		rev = e.Storage.Catalog.Revision()
+		if ci, err = e.Cat.ForWrite(r.DB, name); err != nil {
 			return err
 		}
 	}
@@ -119,10 +119,10 @@ func takeStale(part *write.Results, ordered bool) (func(stmt int) bool, int64) {
 
 // insertOnce inserts vals (request indexes stmts) once, routed to their nodes when ci spans
 // several.
-func (e *Executor) insertOnce(ctx context.Context, r *request, ci *catalog.Coll, vals []bsoncore.Value, stmts []int,
+func (e *Executor) insertOnce(ctx context.Context, r *Request, ci *catalog.Coll, vals []bsoncore.Value, stmts []int,
 	ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
-	if e.remote != nil && r.txn == nil && e.spansRemote(ci) {
+	if e.Remote != nil && r.Txn == nil && e.spansRemote(ci) {
 		return e.insertRouted(ctx, r, ci, vals, stmts, ordered, bypass, wc, rt, res)
 	}
 	for start := 0; start < len(vals); {
@@ -154,12 +154,12 @@ func mergeResults(res, part *write.Results) {
 // (ownerRev; WaitRevision also releases a catalog the pauseCatalogWatch failpoint holds), or
 // without one, at most staleWait until it is past revision rev.
 func (e *Executor) waitNewerCatalog(ctx context.Context, rev, ownerRev int64) {
-	if ownerRev > e.st.Catalog.Revision() {
-		_ = e.st.Catalog.WaitRevision(ctx, ownerRev)
+	if ownerRev > e.Storage.Catalog.Revision() {
+		_ = e.Storage.Catalog.WaitRevision(ctx, ownerRev)
 		return
 	}
 	deadline := time.Now().Add(staleWait)
-	for e.st.Catalog.Revision() <= rev && time.Now().Before(deadline) {
+	for e.Storage.Catalog.Revision() <= rev && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -50,7 +50,7 @@ func (e *Executor) lockDDL(ctx context.Context, cmd string, body bsoncore.Docume
 	}
 	wctx, cancel := query.Deadline(ctx, limit)
 	defer cancel()
-	unlock, err = e.cat.LockDDLCtx(wctx)
+	unlock, err = e.Cat.LockDDLCtx(wctx)
 	if err != nil {
 		return nil, interruptError(wctx, err)
 	}

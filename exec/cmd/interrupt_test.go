@@ -41,7 +41,7 @@ func TestWriteMaxTimeMSWaitingForLocks(t *testing.T) {
 	e := testExecutor(t, 1, Options{})
 	c := e.Connect(wire.ConnInfo{ID: 1})
 	handleJSON(context.Background(), t, c, `{"insert": "c", "documents": [{"_id": 1, "a": 0}]}`)
-	unlock := e.cat.Locks().LockAll() // another writer holding every key
+	unlock := e.Cat.Locks().LockAll() // another writer holding every key
 	for _, cmd := range []string{
 		`{"insert": "c", "documents": [{"_id": 2}], "maxTimeMS": 50}`,
 		`{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"a": 1}}}], "maxTimeMS": 50}`,
@@ -74,7 +74,7 @@ func TestWriteClientDisconnectWaitingForLocks(t *testing.T) {
 	e := testExecutor(t, 1, Options{})
 	c := e.Connect(wire.ConnInfo{ID: 1})
 	handleJSON(context.Background(), t, c, `{"insert": "c", "documents": [{"_id": 1}]}`)
-	unlock := e.cat.Locks().LockAll()
+	unlock := e.Cat.Locks().LockAll()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan bsoncore.Document)
 	go func() { done <- handleJSON(ctx, t, c, `{"insert": "c", "documents": [{"_id": 2}]}`) }()
@@ -142,7 +142,7 @@ func TestDDLWaitRespectsMaxTime(t *testing.T) {
 		{"admin", `{"renameCollection": "t.c", "to": "t.e", "maxTimeMS": 50}`},
 		{"t", `{"drop": "d", "maxTimeMS": 50}`},
 	}
-	unlock := e.cat.LockDDL() // held elsewhere
+	unlock := e.Cat.LockDDL() // held elsewhere
 	for _, x := range cmds {
 		reply := handleJSONOn(bg, t, c, x.db, x.cmd)
 		if code, _ := reply.Lookup("code").Int32OK(); code != int32(mongoerr.MaxTimeMSExpired) {

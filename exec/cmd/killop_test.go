@@ -25,7 +25,7 @@ func TestKillOp(t *testing.T) {
 	e := testExecutor(t, 1, Options{})
 	a := e.Connect(wire.ConnInfo{ID: 1})
 	b := e.Connect(wire.ConnInfo{ID: 2})
-	unlock := e.cat.Locks().LockAll() // another writer holding every key
+	unlock := e.Cat.Locks().LockAll() // another writer holding every key
 	done := make(chan bsoncore.Document)
 	go func() { done <- handleJSON(context.Background(), t, a, `{"insert": "k", "documents": [{"_id": 1}]}`) }()
 	var opid int64

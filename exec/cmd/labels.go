@@ -8,17 +8,17 @@ import "github.com/cleavedb/cleave/wire/mongoerr"
 // behind (the driver retries the whole transaction); RetryableWriteError marks a retryable
 // write, or a transaction's commit or abort, that failed with a retryable code (the driver
 // retries the command). Only one of them is given.
-func errorLabels(r *request, code, wcCode mongoerr.Code) []string {
-	if _, err := r.body.LookupErr("txnNumber"); err != nil {
+func errorLabels(r *Request, code, wcCode mongoerr.Code) []string {
+	if _, err := r.Body.LookupErr("txnNumber"); err != nil {
 		return nil
 	}
-	_, err := r.body.LookupErr("autocommit")
+	_, err := r.Body.LookupErr("autocommit")
 	inTxn := err == nil
-	commitOrAbort := r.name == "commitTransaction" || r.name == "abortTransaction"
+	commitOrAbort := r.Name == "commitTransaction" || r.Name == "abortTransaction"
 	if inTxn && code != 0 && transientTxnError(code, wcCode != 0, commitOrAbort) {
 		return []string{"TransientTransactionError"}
 	}
-	retryableWrite := !inTxn && retryableWriteCommands[r.name]
+	retryableWrite := !inTxn && r.Cmd.Has(RetryableWrite)
 	if (retryableWrite || inTxn && commitOrAbort) && (retryableCodes[code] || retryableCodes[wcCode]) {
 		return []string{"RetryableWriteError"}
 	}

@@ -67,7 +67,7 @@ var partitionLabels = []string{"db", "collection", "partition", "shard"}
 func newMetrics(e *Executor) *Metrics {
 	m := &Metrics{
 		e:      e,
-		byName: make(map[string]*commandMetrics, len(e.commands)),
+		byName: map[string]*commandMetrics{},
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "cleave_command_duration_seconds",
 			Help:    "Time from a command's dispatch to its reply, by command name.",
@@ -96,7 +96,7 @@ func newMetrics(e *Executor) *Metrics {
 		connsTotal: prometheus.NewDesc("cleave_connections_total", "Client connections accepted since the server started.", nil, nil),
 		store:      newStoreMetrics(),
 	}
-	for name := range e.commands {
+	for _, name := range e.Commands.Names() {
 		m.byName[name] = &commandMetrics{name: name}
 	}
 	m.unknown = &commandMetrics{name: "unknown"}
@@ -149,10 +149,10 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.duration.Collect(ch)
 	m.errs.Collect(ch)
-	ws := m.e.opts.WireStats()
+	ws := m.e.Opts.WireStats()
 	ch <- prometheus.MustNewConstMetric(m.conns, prometheus.GaugeValue, float64(ws.ConnectionsCurrent))
 	ch <- prometheus.MustNewConstMetric(m.connsTotal, prometheus.CounterValue, float64(ws.ConnectionsTotalCreated))
-	sh := m.e.shards
+	sh := m.e.Shards
 	if sh == nil {
 		return // no storage: the server commands only
 	}
@@ -160,10 +160,10 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.moves, prometheus.CounterValue, float64(sh.Moves()))
 	ch <- prometheus.MustNewConstMetric(m.hotKeys, prometheus.CounterValue, float64(sh.HotKeyReports()))
 	m.collectStore(ch)
-	st := m.e.st.Catalog.State()
+	st := m.e.Storage.Catalog.State()
 	for _, d := range st.Databases() {
 		for _, c := range st.Collections(d.Name) {
-			ci, err := m.e.cat.Info(c)
+			ci, err := m.e.Cat.Info(c)
 			if err != nil {
 				continue // a record that does not compile serves no requests either
 			}
@@ -175,8 +175,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 // collectPartitions sends the per-partition metrics of ci, as partitionStats reports them.
 func (m *Metrics) collectPartitions(ch chan<- prometheus.Metric, st *store.CatalogState, ci *catalog.Coll) {
 	n := ci.Map.Len()
-	snaps := m.e.shards.Meters(ci).Snapshots()
-	throttled := m.e.shards.Throttled(ci)
+	snaps := m.e.Shards.Meters(ci).Snapshots()
+	throttled := m.e.Shards.Throttled(ci)
 	provisioned := sharding.Throughput(st, ci.Meta).RU / float64(n)
 	for i := range n {
 		p := ci.Map.Partition(i)
@@ -188,7 +188,7 @@ func (m *Metrics) collectPartitions(ch chan<- prometheus.Metric, st *store.Catal
 			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 		}
 		lo, hi := ci.Map.Range(i)
-		if docs, bytes, err := m.e.cat.Shards()[p.Shard].Stats(ci.Meta.ID, lo, hi); err == nil {
+		if docs, bytes, err := m.e.Cat.Shards()[p.Shard].Stats(ci.Meta.ID, lo, hi); err == nil {
 			gauge(m.partDocs, float64(docs))
 			gauge(m.partBytes, float64(bytes))
 		}

@@ -94,10 +94,10 @@ func (m *Metrics) describeStore(ch chan<- *prometheus.Desc) {
 
 // collectStore sends the storage metrics of each shard of this node.
 func (m *Metrics) collectStore(ch chan<- prometheus.Metric) {
-	if m.e.cat == nil {
+	if m.e.Cat == nil {
 		return
 	}
-	for i, sh := range m.e.cat.Shards() {
+	for i, sh := range m.e.Cat.Shards() {
 		sm, ok := catalog.LocalMetrics(sh)
 		if !ok {
 			continue

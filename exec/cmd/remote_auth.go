@@ -64,13 +64,13 @@ func internalHello(key string) func(ctx context.Context, run func(cmd bsoncore.D
 
 // setInternalUser derives the internal user from AuthOptions.InternalKey (none without one).
 func (e *Executor) setInternalUser() error {
-	if e.opts.Auth.InternalKey == "" {
+	if e.Opts.Auth.InternalKey == "" {
 		return nil
 	}
-	u, err := auth.InternalUser(e.opts.Auth.InternalKey)
+	u, err := auth.InternalUser(e.Opts.Auth.InternalKey)
 	if err != nil {
 		return err
 	}
-	e.authn.internal = u
+	e.Authn.internal = u
 	return nil
 }

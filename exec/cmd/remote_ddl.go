@@ -38,7 +38,7 @@ func (d ddlRemote) DeleteIndexData(ctx context.Context, c *store.Collection, ids
 // ownerNodes returns, for each other node holding partitions of ci, one of its shards
 // (where its requests go), in shard order.
 func (e *Executor) ownerNodes(ci *catalog.Coll) []int {
-	all := e.cat.Shards()
+	all := e.Cat.Shards()
 	var nodes []string
 	var shards []int
 	for i := range ci.Map.Len() {
@@ -54,7 +54,7 @@ func (e *Executor) ownerNodes(ci *catalog.Coll) []int {
 // onOwnerNodes runs _cleaveShardIndexes op for indexes ids of c on every other node holding
 // partitions of c, in parallel, and returns the first failure in shard order.
 func (e *Executor) onOwnerNodes(ctx context.Context, c *store.Collection, op string, ids []store.IndexID) error {
-	ci, err := e.cat.Info(c)
+	ci, err := e.Cat.Info(c)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func (e *Executor) onOwnerNodes(ctx context.Context, c *store.Collection, op str
 	cmd := bsoncore.NewDocumentBuilder().
 		AppendString("_cleaveShardIndexes", c.Name).
 		AppendInt64("collId", int64(c.ID)).
-		AppendInt64("rev", e.st.Catalog.Revision()).
+		AppendInt64("rev", e.Storage.Catalog.Revision()).
 		AppendString("op", op).
 		AppendArray("ids", arr.Build()).
 		AppendString("$db", c.DB).Build()
@@ -74,12 +74,12 @@ func (e *Executor) onOwnerNodes(ctx context.Context, c *store.Collection, op str
 
 // shardIndexes runs, on this node's shards, the part of an index build or drop another node
 // asked for (see above): {op: "build" | "delete", ids}.
-func (e *Executor) shardIndexes(ctx context.Context, r *request) error {
+func (e *Executor) shardIndexes(ctx context.Context, r *Request) error {
 	ci, err := e.ownedColl(ctx, r, -1)
 	if err != nil {
 		return err
 	}
-	arr, _ := r.body.Lookup("ids").ArrayOK()
+	arr, _ := r.Body.Lookup("ids").ArrayOK()
 	vals, _ := arr.Values()
 	ids := make([]store.IndexID, 0, len(vals))
 	for _, v := range vals {
@@ -88,23 +88,23 @@ func (e *Executor) shardIndexes(ctx context.Context, r *request) error {
 	// No move between this node and another runs meanwhile (sharding's move fence): the
 	// fill never meets a copy this node holds without owning it yet. Not the DDL lock, which
 	// the node that runs the build holds, and another node's build may hold here.
-	release, err := e.shards.FenceMoves(ctx)
+	release, err := e.Shards.FenceMoves(ctx)
 	if err != nil {
 		return err
 	}
 	defer release()
-	ci = e.cat.Refresh(ci)
-	switch op, _ := r.body.Lookup("op").StringValueOK(); op {
+	ci = e.Cat.Refresh(ci)
+	switch op, _ := r.Body.Lookup("op").StringValueOK(); op {
 	case "build":
 		for _, id := range ids {
 			if !slices.ContainsFunc(ci.Meta.Indexes, func(x store.Index) bool { return x.ID == id && !x.Ready }) {
 				return mongoerr.New(mongoerr.StaleConfig, "index %d of %s is not being built", id, ci.NS())
 			}
 		}
-		e.cat.Barrier() // this node's writers that did not see the new indexes finish first
-		return e.ddl.FillLocal(ctx, ci.Meta, ids)
+		e.Cat.Barrier() // this node's writers that did not see the new indexes finish first
+		return e.DDL.FillLocal(ctx, ci.Meta, ids)
 	case "delete":
-		e.ddl.DeleteLocalIndexData(ci.Meta, ids)
+		e.DDL.DeleteLocalIndexData(ci.Meta, ids)
 		return nil
 	default:
 		return mongoerr.New(mongoerr.BadValue, "_cleaveShardIndexes: unknown op %q", op)

@@ -80,8 +80,8 @@ type target struct {
 // answered StaleConfig wrote nothing (owners check before writing): it is planned again
 // once this node's catalog caught up with the owner's (awaitStale), as reads are. A multi
 // statement is not: another node may have run its part already.
-func (e *Executor) runWrite(ctx context.Context, r *request, op *write.Op, ms *modifyStmt, res *write.Result) error {
-	if e.remote == nil || r.txn != nil || op.CI == nil || op.CI.View != nil {
+func (e *Executor) runWrite(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
+	if e.Remote == nil || r.Txn != nil || op.CI == nil || op.CI.View != nil {
 		return e.writeFor(r).Run(ctx, op, res)
 	}
 	for attempt := 0; ; attempt++ {
@@ -90,12 +90,12 @@ func (e *Executor) runWrite(ctx context.Context, r *request, op *write.Op, ms *m
 			return err
 		}
 		*res = write.Result{Charge: res.Charge}
-		op.CI = e.cat.Refresh(op.CI)
+		op.CI = e.Cat.Refresh(op.CI)
 	}
 }
 
 // runWriteOnce is one attempt of runWrite.
-func (e *Executor) runWriteOnce(ctx context.Context, r *request, op *write.Op, ms *modifyStmt, res *write.Result) error {
+func (e *Executor) runWriteOnce(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
 	if !e.spansRemote(op.CI) {
 		return e.runLocal(ctx, r, op, ms, res)
 	}
@@ -116,7 +116,7 @@ func (e *Executor) runWriteOnce(ctx context.Context, r *request, op *write.Op, m
 // nodeParts groups the partitions f targets in ci by node, keeping those on the shards
 // keep accepts (nil: all).
 func (e *Executor) nodeParts(ci *catalog.Coll, f *match.Filter, keep func(s int) bool) []*nodePart {
-	all := e.cat.Shards()
+	all := e.Cat.Shards()
 	var parts []*nodePart
 	for _, t := range query.TargetPartitions(ci, f) {
 		s := ci.Map.Partition(t).Shard
@@ -141,7 +141,7 @@ func (e *Executor) nodeParts(ci *catalog.Coll, f *match.Filter, keep func(s int)
 
 // modifyMulti runs a multi statement on every node at once and merges the results; when
 // nothing matched anywhere, an upsert runs where its document belongs.
-func (e *Executor) modifyMulti(ctx context.Context, r *request, op *write.Op, ms *modifyStmt, parts []*nodePart, res *write.Result) error {
+func (e *Executor) modifyMulti(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, parts []*nodePart, res *write.Result) error {
 	out := make([]write.Result, len(parts))
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
@@ -177,7 +177,7 @@ func (e *Executor) modifyMulti(ctx context.Context, r *request, op *write.Op, ms
 
 // modifyOne runs a single-document statement whose targets span nodes: the document is
 // found by a read over every node, then written on its owner.
-func (e *Executor) modifyOne(ctx context.Context, r *request, op *write.Op, ms *modifyStmt, parts []*nodePart, res *write.Result) error {
+func (e *Executor) modifyOne(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, parts []*nodePart, res *write.Result) error {
 	if op.Retry != nil { // executed before on another node? (this node's records: retried)
 		for _, p := range parts {
 			if !p.remote {
@@ -196,7 +196,7 @@ func (e *Executor) modifyOne(ctx context.Context, r *request, op *write.Op, ms *
 	}
 	wp := e.writeFor(r)
 	q := &query.Query{CI: op.CI, Filter: op.Filter, Sort: op.Sort, Limit: 1, Hint: op.Hint}
-	all := e.cat.Shards()
+	all := e.Cat.Shards()
 	for range maxTargetAttempts {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -234,7 +234,7 @@ func (e *Executor) modifyOne(ctx context.Context, r *request, op *write.Op, ms *
 
 // upsertRouted inserts the document of an upsert that matched nothing on any node: the
 // statement runs again, with its upsert, on the shard that owns the new document.
-func (e *Executor) upsertRouted(ctx context.Context, r *request, op *write.Op, ms *modifyStmt, res *write.Result) error {
+func (e *Executor) upsertRouted(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
 	doc, err := update.Upsert(nil, op.Query, op.Upd)
 	if err != nil {
 		return err
@@ -247,7 +247,7 @@ func (e *Executor) upsertRouted(ctx context.Context, r *request, op *write.Op, m
 		return err
 	}
 	s := op.CI.Map.Partition(op.CI.Map.Locate(h)).Shard
-	if _, remote := catalog.RemoteNode(e.cat.Shards()[s]); !remote {
+	if _, remote := catalog.RemoteNode(e.Cat.Shards()[s]); !remote {
 		local := *op
 		local.Shards = []int{s}
 		return e.writeFor(r).Run(ctx, &local, res)
@@ -261,7 +261,7 @@ func (e *Executor) upsertRouted(ctx context.Context, r *request, op *write.Op, m
 
 // modifyOn runs statement ms on node part p in mode (modify* constants), merging its
 // result into res.
-func (e *Executor) modifyOn(ctx context.Context, r *request, ms *modifyStmt, p *nodePart, mode string,
+func (e *Executor) modifyOn(ctx context.Context, r *Request, ms *modifyStmt, p *nodePart, mode string,
 	upsert bool, t *target, res *write.Result,
 ) error {
 	_, err := e.modifyOnReply(ctx, r, ms, p, mode, upsert, t, res)
@@ -270,16 +270,16 @@ func (e *Executor) modifyOn(ctx context.Context, r *request, ms *modifyStmt, p *
 
 // modifyOnReply is modifyOn, also reporting whether the owner had executed the statement
 // before (a retry).
-func (e *Executor) modifyOnReply(ctx context.Context, r *request, ms *modifyStmt, p *nodePart, mode string,
+func (e *Executor) modifyOnReply(ctx context.Context, r *Request, ms *modifyStmt, p *nodePart, mode string,
 	upsert bool, t *target, res *write.Result,
 ) (bool, error) {
 	ci := ms.ci
 	b := bsoncore.NewDocumentBuilder().
 		AppendString("_cleaveShardModify", ci.Meta.Name).
 		AppendInt64("collId", int64(ci.Meta.ID)).
-		AppendInt64("rev", e.st.Catalog.Revision()).
+		AppendInt64("rev", e.Storage.Catalog.Revision()).
 		AppendString("kind", ms.kind).
-		AppendDocument("cmd", ms.command(r.body)).
+		AppendDocument("cmd", ms.command(r.Body)).
 		AppendInt32("index", ms.index).
 		AppendString("mode", mode).
 		AppendBoolean("upsert", upsert)
@@ -295,12 +295,12 @@ func (e *Executor) modifyOnReply(ctx context.Context, r *request, ms *modifyStmt
 	}
 	retryable := false
 	for _, k := range []string{"lsid", "txnNumber"} {
-		if v, err := r.body.LookupErr(k); err == nil {
+		if v, err := r.Body.LookupErr(k); err == nil {
 			b.AppendValue(k, v)
 			retryable = retryable || k == "txnNumber"
 		}
 	}
-	reply, err := e.remote.command(ctx, p.shard, b.AppendString("$db", r.db).Build())
+	reply, err := e.Remote.command(ctx, p.shard, b.AppendString("$db", r.DB).Build())
 	if err != nil {
 		if me := mongoerr.As(err); me != nil && me.Code == mongoerr.HostUnreachable && retryable {
 			_ = me.WithLabels("RetryableWriteError")

@@ -34,7 +34,7 @@ type remoteShards struct {
 // newRemoteShards returns the remote side of cluster c.
 func newRemoteShards(e *Executor, c sharding.Cluster) *remoteShards {
 	var opts wire.ClientOptions
-	if key := e.opts.Auth.InternalKey; key != "" {
+	if key := e.Opts.Auth.InternalKey; key != "" {
 		opts.Hello = internalHello(key) // remote_auth.go
 	}
 	return &remoteShards{e: e, cluster: c, pool: wire.NewPool(opts)}
@@ -99,7 +99,7 @@ func (rs *remoteShards) OpenScan(_ context.Context, spec *query.RemoteScanSpec) 
 	b := bsoncore.NewDocumentBuilder().
 		AppendString("_cleaveShardFind", ci.Meta.Name).
 		AppendInt64("collId", int64(ci.Meta.ID)).
-		AppendInt64("rev", rs.e.st.Catalog.Revision()).
+		AppendInt64("rev", rs.e.Storage.Catalog.Revision()).
 		AppendInt32("shard", int32(spec.Shard)).
 		AppendDocument("filter", orEmpty(spec.Filter))
 	if spec.Vars != nil {

@@ -26,22 +26,19 @@ const maxStaleRetries = 5
 // catalogRevField names the owner's catalog revision in a StaleConfig answer.
 const catalogRevField = "catalogRev"
 
-// staleRetryCommands are the reads a router runs again from the start after StaleConfig.
-var staleRetryCommands = map[string]bool{"find": true, "aggregate": true, "count": true, "distinct": true, "explain": true}
-
 // runStaleRetrying runs cmd, and runs a read again when an owner answered StaleConfig.
-func (e *Executor) runStaleRetrying(ctx context.Context, r *request, cmd *command) error {
-	if e.remote == nil || !staleRetryCommands[r.name] || r.txn != nil || pipelineWrites(r.body) {
-		return cmd.run(ctx, r)
+func (e *Executor) runStaleRetrying(ctx context.Context, r *Request, cmd *Command) error {
+	if e.Remote == nil || !r.Cmd.Has(StaleRetry) || r.Txn != nil || pipelineWrites(r.Body) {
+		return cmd.Run(ctx, r)
 	}
-	mark := len(r.out)
+	mark := len(r.Out)
 	for attempt := 0; ; attempt++ {
-		err := cmd.run(ctx, r)
+		err := cmd.Run(ctx, r)
 		if attempt == maxStaleRetries || !e.awaitStale(ctx, err) {
 			return err
 		}
-		r.out = r.out[:mark]
-		r.conn.log.Debug("planning again after StaleConfig", zap.String("cmd", r.name), zap.Int("attempt", attempt+1))
+		r.Out = r.Out[:mark]
+		r.Conn.log.Debug("planning again after StaleConfig", zap.String("cmd", r.Name), zap.Int("attempt", attempt+1))
 	}
 }
 
@@ -71,8 +68,8 @@ func (e *Executor) awaitStale(ctx context.Context, err error) bool {
 		return false
 	}
 	rev, _ := me.Info.Lookup(catalogRevField).Int64OK()
-	if rev > e.st.Catalog.Revision() {
-		if err := e.st.Catalog.WaitRevision(ctx, rev); err != nil {
+	if rev > e.Storage.Catalog.Revision() {
+		if err := e.Storage.Catalog.WaitRevision(ctx, rev); err != nil {
 			return false
 		}
 	}
@@ -81,13 +78,13 @@ func (e *Executor) awaitStale(ctx context.Context, err error) bool {
 
 // withCatalogRev adds this node's catalog revision to the StaleConfig an internal command
 // answers, so that the router knows what to wait for.
-func (e *Executor) withCatalogRev(r *request, err error) error {
+func (e *Executor) withCatalogRev(r *Request, err error) error {
 	me := mongoerr.As(err)
-	if me == nil || me.Code != mongoerr.StaleConfig || !strings.HasPrefix(r.name, "_cleaveShard") {
+	if me == nil || me.Code != mongoerr.StaleConfig || !strings.HasPrefix(r.Name, "_cleaveShard") {
 		return err
 	}
 	out := *me
-	out.Info = bsoncore.NewDocumentBuilder().AppendInt64(catalogRevField, e.st.Catalog.Revision()).Build()
+	out.Info = bsoncore.NewDocumentBuilder().AppendInt64(catalogRevField, e.Storage.Catalog.Revision()).Build()
 	return &out
 }
 
@@ -95,15 +92,15 @@ func (e *Executor) withCatalogRev(r *request, err error) error {
 // "alwaysOn" | "off"}: while on, this node's catalog applies the changes other nodes commit
 // only once something here waits for them (store.Catalog.HoldShared), so that it routes on
 // its old map until an owner answers StaleConfig. Test suites only.
-func (e *Executor) pauseCatalogWatch(r *request) error {
-	mode, _, _, err := parseFailPointMode(r.body.Lookup("mode"))
+func (e *Executor) pauseCatalogWatch(r *Request) error {
+	mode, _, _, err := parseFailPointMode(r.Body.Lookup("mode"))
 	if err != nil {
 		return err
 	}
-	if e.remote == nil {
+	if e.Remote == nil {
 		return mongoerr.New(mongoerr.FailPointSetFailed, "pauseCatalogWatch needs cluster mode")
 	}
-	e.st.Catalog.HoldShared(mode != fpOff)
-	r.out = appendNumber(r.out, "count", 0)
+	e.Storage.Catalog.HoldShared(mode != fpOff)
+	r.Out = appendNumber(r.Out, "count", 0)
 	return nil
 }

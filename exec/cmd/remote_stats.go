@@ -22,7 +22,7 @@ import (
 
 // localOwnedSizes is ownedSizes for this node's shards (nil for every other node's).
 func (e *Executor) localOwnedSizes(ci *catalog.Coll) []*collSizes {
-	all := e.cat.Shards()
+	all := e.Cat.Shards()
 	out := make([]*collSizes, len(all))
 	for i := 0; i < ci.Map.Len(); i++ {
 		p := ci.Map.Partition(i)
@@ -53,7 +53,7 @@ func (e *Executor) clusterCollSizes(ctx context.Context, c *store.Collection) (c
 	if catalog.IsView(c) {
 		return e.collSizes(c), nil
 	}
-	ci, err := e.cat.Info(c)
+	ci, err := e.Cat.Info(c)
 	if err != nil {
 		return collSizes{}, err
 	}
@@ -68,8 +68,8 @@ func (e *Executor) clusterCollSizes(ctx context.Context, c *store.Collection) (c
 // sharding manager's count, which leaves out the data of moves in flight), every node
 // counting its own shards.
 func (e *Executor) docCount(ctx context.Context, ci *catalog.Coll) (int64, error) {
-	n := e.shards.OwnedDocCount(ci) // another node's shard counts nothing here
-	if e.remote == nil || !e.spansRemote(ci) {
+	n := e.Shards.OwnedDocCount(ci) // another node's shard counts nothing here
+	if e.Remote == nil || !e.spansRemote(ci) {
 		return n, nil
 	}
 	var mu sync.Mutex
@@ -109,13 +109,13 @@ func (e *Executor) remoteSizes(ctx context.Context, ci *catalog.Coll) (map[int]*
 func (e *Executor) onStatsNodes(ctx context.Context, ci *catalog.Coll, what string, add func(*bsoncore.DocumentBuilder),
 	use func(bsoncore.Document),
 ) error {
-	if e.remote == nil {
+	if e.Remote == nil {
 		return nil
 	}
 	b := bsoncore.NewDocumentBuilder().
 		AppendString("_cleaveShardStats", ci.Meta.Name).
 		AppendInt64("collId", int64(ci.Meta.ID)).
-		AppendInt64("rev", e.st.Catalog.Revision()).
+		AppendInt64("rev", e.Storage.Catalog.Revision()).
 		AppendString("what", what)
 	if add != nil {
 		add(b)
@@ -133,7 +133,7 @@ func (e *Executor) broadcast(ctx context.Context, ci *catalog.Coll, cmd bsoncore
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reply, err := e.remote.command(ctx, s, cmd)
+			reply, err := e.Remote.command(ctx, s, cmd)
 			if err == nil && use != nil {
 				use(reply)
 			}
@@ -228,14 +228,14 @@ func stringsOf(v bsoncore.Value) []string {
 // shardStats answers, on this node, another node's _cleaveShardStats for its shards:
 // {shards: [{shard, count, size, storage}]} (sizes), {n} (count: the
 // fast path's) or this node's validation of the collection (validate).
-func (e *Executor) shardStats(ctx context.Context, r *request) error {
+func (e *Executor) shardStats(ctx context.Context, r *Request) error {
 	ci, err := e.ownedColl(ctx, r, -1)
 	if err != nil {
 		return err
 	}
-	switch what, _ := r.body.Lookup("what").StringValueOK(); what {
+	switch what, _ := r.Body.Lookup("what").StringValueOK(); what {
 	case "sizes":
-		aidx, out := bsoncore.AppendArrayElementStart(r.out, "shards")
+		aidx, out := bsoncore.AppendArrayElementStart(r.Out, "shards")
 		n := 0
 		for s, sz := range e.localOwnedSizes(ci) {
 			if sz == nil {
@@ -246,20 +246,20 @@ func (e *Executor) shardStats(ctx context.Context, r *request) error {
 			out = bsoncore.AppendDocumentElement(out, strconv.Itoa(n), d)
 			n++
 		}
-		r.out, _ = bsoncore.AppendArrayEnd(out, aidx)
+		r.Out, _ = bsoncore.AppendArrayEnd(out, aidx)
 		return nil
 	case "count":
-		r.out = bsoncore.AppendInt64Element(r.out, "n", e.shards.OwnedDocCount(ci))
+		r.Out = bsoncore.AppendInt64Element(r.Out, "n", e.Shards.OwnedDocCount(ci))
 		return nil
 	case "validate":
-		full, _ := r.body.Lookup("full").BooleanOK()
+		full, _ := r.Body.Lookup("full").BooleanOK()
 		opts := validate.Options{Full: full}
-		opts.InFlight = func() func(shard int, hash uint64) bool { return e.shards.InFlightAt(ci.Meta.ID) }
-		res, err := validate.Run(ctx, e.cat, ci, opts)
+		opts.InFlight = func() func(shard int, hash uint64) bool { return e.Shards.InFlightAt(ci.Meta.ID) }
+		res, err := validate.Run(ctx, e.Cat, ci, opts)
 		if err != nil {
 			return interruptError(ctx, err)
 		}
-		r.out = appendNodeValidate(r.out, res)
+		r.Out = appendNodeValidate(r.Out, res)
 		return nil
 	default:
 		return mongoerr.New(mongoerr.BadValue, "_cleaveShardStats: unknown what %q", what)

@@ -31,7 +31,7 @@ type insertGroup struct {
 
 // spansRemote reports whether some partition of ci is on another node's shard.
 func (e *Executor) spansRemote(ci *catalog.Coll) bool {
-	shards := e.cat.Shards()
+	shards := e.Cat.Shards()
 	for i := range ci.Map.Len() {
 		if _, ok := catalog.RemoteNode(shards[ci.Map.Partition(i).Shard]); ok {
 			return true
@@ -41,10 +41,10 @@ func (e *Executor) spansRemote(ci *catalog.Coll) bool {
 }
 
 // insertRouted inserts vals into ci, each on its owner's node.
-func (e *Executor) insertRouted(ctx context.Context, r *request, ci *catalog.Coll, vals []bsoncore.Value, stmts []int,
+func (e *Executor) insertRouted(ctx context.Context, r *Request, ci *catalog.Coll, vals []bsoncore.Value, stmts []int,
 	ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
-	shards := e.cat.Shards()
+	shards := e.Cat.Shards()
 	var runs []*insertGroup
 	byNode := map[string]*insertGroup{}
 	for i, v := range vals {
@@ -83,7 +83,7 @@ func (e *Executor) insertRouted(ctx context.Context, r *request, ci *catalog.Col
 }
 
 // insertParallel runs the groups of an unordered insert at once and merges their results.
-func (e *Executor) insertParallel(ctx context.Context, r *request, ci *catalog.Coll, groups []*insertGroup,
+func (e *Executor) insertParallel(ctx context.Context, r *Request, ci *catalog.Coll, groups []*insertGroup,
 	bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
 	out := make([]write.Results, len(groups))
@@ -113,7 +113,7 @@ func (e *Executor) insertParallel(ctx context.Context, r *request, ci *catalog.C
 
 // insertGroupOn inserts one node's group: here through the write path, elsewhere with
 // _cleaveShardWrite.
-func (e *Executor) insertGroupOn(ctx context.Context, r *request, ci *catalog.Coll, g *insertGroup,
+func (e *Executor) insertGroupOn(ctx context.Context, r *Request, ci *catalog.Coll, g *insertGroup,
 	ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
 	if g.node == "" {
@@ -129,7 +129,7 @@ func (e *Executor) insertGroupOn(ctx context.Context, r *request, ci *catalog.Co
 	b := bsoncore.NewDocumentBuilder().
 		AppendString("_cleaveShardWrite", ci.Meta.Name).
 		AppendInt64("collId", int64(ci.Meta.ID)).
-		AppendInt64("rev", e.st.Catalog.Revision())
+		AppendInt64("rev", e.Storage.Catalog.Revision())
 	docs, stmts := bsoncore.NewArrayBuilder(), bsoncore.NewArrayBuilder()
 	for i, v := range g.vals {
 		docs.AppendDocument(v.Data)
@@ -138,11 +138,11 @@ func (e *Executor) insertGroupOn(ctx context.Context, r *request, ci *catalog.Co
 	b.AppendArray("documents", docs.Build()).AppendArray("stmts", stmts.Build()).
 		AppendBoolean("ordered", ordered).AppendBoolean("bypassDocumentValidation", bypass)
 	for _, k := range []string{"writeConcern", "lsid", "txnNumber"} {
-		if v, err := r.body.LookupErr(k); err == nil {
+		if v, err := r.Body.LookupErr(k); err == nil {
 			b.AppendValue(k, v)
 		}
 	}
-	reply, err := e.remote.command(ctx, g.shard, b.AppendString("$db", r.db).Build())
+	reply, err := e.Remote.command(ctx, g.shard, b.AppendString("$db", r.DB).Build())
 	if isStale(err) { // the owner wrote none of them: each is refused, to route again (insert_stale.go)
 		for _, s := range g.stmts {
 			res.Errs = append(res.Errs, mongoerr.WriteError{Index: s, Err: mongoerr.As(err)})
@@ -186,23 +186,23 @@ func decodeWriteErrors(reply bsoncore.Document) []mongoerr.WriteError {
 
 // shardWrite runs, on this node, the documents another node routed to its shards
 // (insertRouted): {n, writeErrors, charge}.
-func (e *Executor) shardWrite(ctx context.Context, r *request) error {
+func (e *Executor) shardWrite(ctx context.Context, r *Request) error {
 	ci, err := e.ownedColl(ctx, r, -1)
 	if err != nil {
 		return err
 	}
-	docs, _ := r.body.Lookup("documents").ArrayOK()
+	docs, _ := r.Body.Lookup("documents").ArrayOK()
 	vals, err := docs.Values()
 	if err != nil {
 		return mongoerr.New(mongoerr.InvalidBSON, "invalid documents array")
 	}
-	sa, _ := r.body.Lookup("stmts").ArrayOK()
+	sa, _ := r.Body.Lookup("stmts").ArrayOK()
 	sv, _ := sa.Values()
 	if len(sv) != len(vals) {
 		return mongoerr.New(mongoerr.BadValue, "_cleaveShardWrite: %d stmts for %d documents", len(sv), len(vals))
 	}
 	stmts := make([]int, len(sv))
-	shards := e.cat.Shards()
+	shards := e.Cat.Shards()
 	for i, v := range sv {
 		stmts[i] = int(v.Int32())
 		if h, err := ci.ShardHash(vals[i].Document()); err == nil {
@@ -212,18 +212,18 @@ func (e *Executor) shardWrite(ctx context.Context, r *request) error {
 			}
 		}
 	}
-	ordered, _ := r.body.Lookup("ordered").BooleanOK()
-	bypass, _ := r.body.Lookup("bypassDocumentValidation").BooleanOK()
+	ordered, _ := r.Body.Lookup("ordered").BooleanOK()
+	bypass, _ := r.Body.Lookup("bypassDocumentValidation").BooleanOK()
 	rt, release, err := e.checkoutRetryable(r)
 	if err != nil {
 		return err
 	}
 	defer release()
-	wc := write.ParseConcern(r.body)
+	wc := write.ParseConcern(r.Body)
 	res := write.Results{}
 	for start := 0; start < len(vals); start += insertGroupDocs {
 		end := min(start+insertGroupDocs, len(vals))
-		stop, err := e.write.InsertStmts(ctx, ci, vals[start:end], stmts[start:end], ordered, bypass, wc, &res, rt)
+		stop, err := e.Write.InsertStmts(ctx, ci, vals[start:end], stmts[start:end], ordered, bypass, wc, &res, rt)
 		if err != nil {
 			return err
 		}
@@ -231,10 +231,10 @@ func (e *Executor) shardWrite(ctx context.Context, r *request) error {
 			break
 		}
 	}
-	e.counters.insertedDocs.Add(res.N)
-	r.charge += res.Charge
-	out := res.AppendReply(r.out, false)
-	r.out = bsoncore.AppendDoubleElement(out, "charge", res.Charge)
+	e.Counters.InsertedDocs.Add(res.N)
+	r.Charge += res.Charge
+	out := res.AppendReply(r.Out, false)
+	r.Out = bsoncore.AppendDoubleElement(out, "charge", res.Charge)
 	return nil
 }
 

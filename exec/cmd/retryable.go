@@ -20,9 +20,9 @@ import (
 // checkoutRetryable returns the retryable-write state of r's session for r's txnNumber and
 // a function that checks the session back in; rt is nil (and release a no-op) when r is not
 // a retryable write.
-func (e *Executor) checkoutRetryable(r *request) (rt *write.Retry, release func(), err error) {
-	v, err := r.body.LookupErr("txnNumber")
-	if err != nil || r.txn != nil { // a transaction's statements are recorded by its commit
+func (e *Executor) checkoutRetryable(r *Request) (rt *write.Retry, release func(), err error) {
+	v, err := r.Body.LookupErr("txnNumber")
+	if err != nil || r.Txn != nil { // a transaction's statements are recorded by its commit
 		return nil, func() {}, nil
 	}
 	txn, ok := v.Int64OK()
@@ -33,21 +33,21 @@ func (e *Executor) checkoutRetryable(r *request) (rt *write.Retry, release func(
 	if txn < 0 {
 		return nil, nil, mongoerr.New(mongoerr.BadValue, "TxnNumber cannot be negative")
 	}
-	lsid, ok := lsidOf(r.body)
+	lsid, ok := lsidOf(r.Body)
 	if !ok {
-		if id, err := r.body.LookupErr("lsid", "id"); err == nil {
+		if id, err := r.Body.LookupErr("lsid", "id"); err == nil {
 			return nil, nil, mongoerr.New(mongoerr.TypeMismatch,
 				"BSON field 'OperationSessionInfo.lsid.id' is the wrong type '%s', expected type 'binData'", bsonx.TypeName(id.Type))
 		}
 		return nil, nil, mongoerr.New(mongoerr.InvalidOptions, "Transaction number requires a session ID to also be specified")
 	}
-	s := e.sessions.checkout(lsid, time.Now())
+	s := e.Sessions.checkout(lsid, time.Now())
 	release = s.mu.Unlock
 	if tx := s.txn.Load(); tx != nil && tx.number < txn {
 		tx.abort() // a newer txnNumber ends the session's open transaction, as in MongoDB
 	}
 	if s.retry == nil || s.retry.Stale() {
-		if s.retry, err = e.write.LoadRetry(lsid[:]); err != nil {
+		if s.retry, err = e.Write.LoadRetry(lsid[:]); err != nil {
 			release()
 			return nil, nil, err
 		}

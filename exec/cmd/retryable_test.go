@@ -45,9 +45,9 @@ func replyFields(reply bsoncore.Document) string {
 // forgetSessions drops the executor's in-memory session state, as a restart does: what
 // remains is in the store.
 func forgetSessions(e *Executor) {
-	e.sessions.mu.Lock()
-	clear(e.sessions.m)
-	e.sessions.mu.Unlock()
+	e.Sessions.mu.Lock()
+	clear(e.Sessions.m)
+	e.Sessions.mu.Unlock()
 }
 
 // TestRetryableWriteTxnApplyOnce checks that each write command, sent twice with the same

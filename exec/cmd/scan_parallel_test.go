@@ -115,13 +115,13 @@ func TestParallelShardReadsClose(t *testing.T) {
 	c := e.Connect(wire.ConnInfo{ID: 1})
 	shardBench(t, c, "deviceId", 4)
 	loadDocs(t, c, 4000)
-	ci, err := e.cat.Lookup("bench", "c")
+	ci, err := e.Cat.Lookup("bench", "c")
 	if err != nil {
 		t.Fatal(err)
 	}
 	f, _ := query.CompileFilter(nil)
 	q := &query.Query{CI: ci, Filter: f, Sort: []bsonx.SortField{{Path: "_id"}}}
-	s, _, shards, err := e.query.Open(q)
+	s, _, shards, err := e.Query.Open(q)
 	if err != nil {
 		t.Fatal(err)
 	}

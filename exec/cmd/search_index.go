@@ -25,24 +25,21 @@ func errSearchIndexCommands() error {
 }
 
 // addSearchIndexCommands registers the Atlas Search index commands.
-func (e *Executor) addSearchIndexCommands(add func(*command, ...string)) {
-	add(&command{run: e.createSearchIndexes, action: auth.ActionDDL, help: "Command to create a search index. Only supported with Atlas."},
-		"createSearchIndexes")
-	add(&command{run: e.updateSearchIndex, action: auth.ActionDDL, help: "Command to update a search index. Only supported with Atlas."},
-		"updateSearchIndex")
-	add(&command{run: e.dropSearchIndex, action: auth.ActionDDL, help: "Command to drop a search index. Only supported with Atlas."},
-		"dropSearchIndex")
+func (e *Executor) addSearchIndexCommands(add func(*Command)) {
+	add(&Command{Name: "createSearchIndexes", Run: e.createSearchIndexes, Action: auth.ActionDDL, Help: "Command to create a search index. Only supported with Atlas.", Props: APIV1})
+	add(&Command{Name: "updateSearchIndex", Run: e.updateSearchIndex, Action: auth.ActionDDL, Help: "Command to update a search index. Only supported with Atlas.", Props: APIV1})
+	add(&Command{Name: "dropSearchIndex", Run: e.dropSearchIndex, Action: auth.ActionDDL, Help: "Command to drop a search index. Only supported with Atlas.", Props: APIV1})
 }
 
 // createSearchIndexes parses {createSearchIndexes: <coll>, indexes: [{name?, type?,
 // definition}]} and refuses it.
-func (e *Executor) createSearchIndexes(_ context.Context, r *request) error {
+func (e *Executor) createSearchIndexes(_ context.Context, r *Request) error {
 	const cmd = "createSearchIndexes"
-	if err := searchIndexCollection(cmd, r.body); err != nil {
+	if err := searchIndexCollection(cmd, r.Body); err != nil {
 		return err
 	}
 	var indexes bsoncore.Array
-	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		if key != "indexes" {
 			return false, nil
 		}
@@ -96,13 +93,13 @@ func checkSearchIndexSpec(ctx string, spec bsoncore.Document) error {
 }
 
 // updateSearchIndex parses {updateSearchIndex: <coll>, id?, name?, definition} and refuses it.
-func (e *Executor) updateSearchIndex(_ context.Context, r *request) error {
+func (e *Executor) updateSearchIndex(_ context.Context, r *Request) error {
 	const cmd = "updateSearchIndex"
-	if err := searchIndexCollection(cmd, r.body); err != nil {
+	if err := searchIndexCollection(cmd, r.Body); err != nil {
 		return err
 	}
 	hasDefinition := false
-	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "id", "name":
@@ -125,12 +122,12 @@ func (e *Executor) updateSearchIndex(_ context.Context, r *request) error {
 }
 
 // dropSearchIndex parses {dropSearchIndex: <coll>, id?, name?} and refuses it.
-func (e *Executor) dropSearchIndex(_ context.Context, r *request) error {
+func (e *Executor) dropSearchIndex(_ context.Context, r *Request) error {
 	const cmd = "dropSearchIndex"
-	if err := searchIndexCollection(cmd, r.body); err != nil {
+	if err := searchIndexCollection(cmd, r.Body); err != nil {
 		return err
 	}
-	err := args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		if key != "id" && key != "name" {
 			return false, nil
 		}

@@ -41,9 +41,9 @@ func (p *sessionPattern) matches(id [16]byte, uid [32]byte) bool {
 // killSessions runs {killSessions: [{id, uid?}, ...]}: each names a session of the caller
 // (lsid.uid is the caller's digest unless given, which takes impersonation); [] names every
 // session of the authenticated user, and none without one, as in MongoDB.
-func (e *Executor) killSessions(_ context.Context, r *request) error {
+func (e *Executor) killSessions(_ context.Context, r *Request) error {
 	const cmd = "KillSessionsCmd"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	arr, err := args.Array(cmd, "killSessions", first.Value())
 	if err != nil {
 		return err
@@ -51,7 +51,7 @@ func (e *Executor) killSessions(_ context.Context, r *request) error {
 	caller := e.sessionUser(r).uid()
 	vals, _ := arr.Values()
 	if len(vals) == 0 {
-		if !e.opts.Auth.Enabled || len(r.conn.authn.users) == 0 {
+		if !e.Opts.Auth.Enabled || len(r.Conn.authn.users) == 0 {
 			return nil
 		}
 		return e.killSessionsMatching([]sessionPattern{{uid: &caller}})
@@ -83,9 +83,9 @@ func (e *Executor) killSessions(_ context.Context, r *request) error {
 }
 
 // killAllSessions runs {killAllSessions: [{user, db}, ...]}.
-func (e *Executor) killAllSessions(_ context.Context, r *request) error {
+func (e *Executor) killAllSessions(_ context.Context, r *Request) error {
 	const cmd = "KillAllSessionsCmd"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	arr, err := args.Array(cmd, "killAllSessions", first.Value())
 	if err != nil {
 		return err
@@ -107,9 +107,9 @@ func (e *Executor) killAllSessions(_ context.Context, r *request) error {
 }
 
 // killAllSessionsByPattern runs {killAllSessionsByPattern: [pattern, ...]}.
-func (e *Executor) killAllSessionsByPattern(_ context.Context, r *request) error {
+func (e *Executor) killAllSessionsByPattern(_ context.Context, r *Request) error {
 	const cmd = "KillAllSessionsByPatternCmd.killAllSessionsByPattern"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	arr, err := args.Array("KillAllSessionsByPatternCmd", "killAllSessionsByPattern", first.Value())
 	if err != nil {
 		return err
@@ -240,13 +240,13 @@ func parseKillUser(ctx string, v bsoncore.Value) (auth.UserName, error) {
 // mayImpersonate reports whether r's users may pass impersonation data (MongoDB's
 // impersonate privilege, which only root and __system hold); anyone may without access
 // control.
-func (e *Executor) mayImpersonate(r *request) bool {
-	if !e.opts.Auth.Enabled {
+func (e *Executor) mayImpersonate(r *Request) bool {
+	if !e.Opts.Auth.Enabled {
 		return true
 	}
 	reg := e.registry()
 	var roles []auth.RoleName
-	for _, n := range r.conn.authn.users {
+	for _, n := range r.Conn.authn.users {
 		if u := reg.User(n); u != nil {
 			roles = append(roles, u.Roles...)
 		}
@@ -262,7 +262,7 @@ func (e *Executor) mayImpersonate(r *request) bool {
 // killSessionsMatching kills the sessions that a pattern of patterns matches: they leave
 // the cache, their transactions are aborted and their cursors closed.
 func (e *Executor) killSessionsMatching(patterns []sessionPattern) error {
-	c := &e.sessions
+	c := &e.Sessions
 	killed := map[[16]byte]bool{}
 	c.mu.Lock()
 	for id, s := range c.m {
@@ -292,6 +292,6 @@ func (e *Executor) killSessionsMatching(patterns []sessionPattern) error {
 	for i := range patterns {
 		all = all || patterns[i].lsid == nil && patterns[i].uid == nil
 	}
-	e.cursors.removeSessions(func(lsid [16]byte) bool { return all || killed[lsid] })
+	e.Cursors.removeSessions(func(lsid [16]byte) bool { return all || killed[lsid] })
 	return nil
 }

@@ -25,11 +25,11 @@ func userDigest(u auth.UserName) [32]byte { return sessionOwner{user: u, set: tr
 
 // sessionUser returns the user r runs as for its sessions: its connection's with
 // authentication on, none otherwise.
-func (e *Executor) sessionUser(r *request) sessionOwner {
-	if !e.opts.Auth.Enabled || r.conn == nil || len(r.conn.authn.users) == 0 {
+func (e *Executor) sessionUser(r *Request) sessionOwner {
+	if !e.Opts.Auth.Enabled || r.Conn == nil || len(r.Conn.authn.users) == 0 {
 		return sessionOwner{}
 	}
-	return sessionOwner{user: r.conn.authn.users[0], set: true}
+	return sessionOwner{user: r.Conn.authn.users[0], set: true}
 }
 
 // reapInterval is how often the session reaper runs for timeout: a quarter of it, between
@@ -41,7 +41,7 @@ func reapInterval(timeout time.Duration) time.Duration {
 // runSessionReaper reaps expired sessions, and aborts the transactions past
 // transactionLifetimeLimitSeconds (every second at most), until the executor closes.
 func (e *Executor) runSessionReaper() {
-	every := reapInterval(e.sessions.timeout)
+	every := reapInterval(e.Sessions.timeout)
 	t := time.NewTicker(min(every, time.Second))
 	defer t.Stop()
 	var last time.Time
@@ -50,7 +50,7 @@ func (e *Executor) runSessionReaper() {
 		case <-e.stop:
 			return
 		case now := <-t.C:
-			e.txns.abortExpired(now)
+			e.Txns.abortExpired(now)
 			if now.Sub(last) >= every {
 				e.reapSessions(now)
 				last = now
@@ -62,8 +62,8 @@ func (e *Executor) runSessionReaper() {
 // reapSessions ends the sessions expired at now: their transactions, cursors and
 // retryable-write records.
 func (e *Executor) reapSessions(now time.Time) {
-	c := &e.sessions
-	if e.cat != nil {
+	c := &e.Sessions
+	if e.Cat != nil {
 		e.adoptExpiredRecords(now)
 	}
 	deadline := now.UnixNano() - int64(c.timeout)
@@ -84,7 +84,7 @@ func (e *Executor) reapSessions(now time.Time) {
 		s.retry = nil // reloaded from the store if the session is used again
 	}
 	if err := e.deleteTxnRecords(ids); err != nil {
-		e.log.Warn("cannot remove the records of expired sessions", zap.Int("sessions", len(ids)), zap.Error(err))
+		e.Log.Warn("cannot remove the records of expired sessions", zap.Int("sessions", len(ids)), zap.Error(err))
 		for _, s := range held {
 			s.mu.Unlock()
 		}
@@ -108,8 +108,8 @@ func (e *Executor) reapSessions(now time.Time) {
 	for _, id := range reaped {
 		gone[id] = true
 	}
-	e.cursors.removeSessions(func(lsid [16]byte) bool { return gone[lsid] })
-	e.log.Debug("expired sessions reaped", zap.Int("sessions", len(reaped)))
+	e.Cursors.removeSessions(func(lsid [16]byte) bool { return gone[lsid] })
+	e.Log.Debug("expired sessions reaped", zap.Int("sessions", len(reaped)))
 }
 
 // adoptExpiredRecords puts in the cache, as last used at their lastWriteDate, the sessions
@@ -117,10 +117,10 @@ func (e *Executor) reapSessions(now time.Time) {
 // removes them under their session's lock like any other. A record without a date counts
 // as written at startup.
 func (e *Executor) adoptExpiredRecords(now time.Time) {
-	c := &e.sessions
+	c := &e.Sessions
 	cutoff := now.Add(-c.timeout)
 	adopt := map[[16]byte]time.Time{}
-	for _, sh := range e.cat.Shards() {
+	for _, sh := range e.Cat.Shards() {
 		err := sh.TxnRecords(func(lsid, rec []byte) error {
 			if len(lsid) != 16 {
 				return nil
@@ -134,7 +134,7 @@ func (e *Executor) adoptExpiredRecords(now time.Time) {
 			}
 			t, ok := write.RecordLastWrite(rec)
 			if !ok {
-				t = e.started
+				t = e.Started
 			}
 			if t.Before(cutoff) {
 				if prev, seen := adopt[id]; !seen || t.After(prev) {
@@ -144,7 +144,7 @@ func (e *Executor) adoptExpiredRecords(now time.Time) {
 			return nil
 		})
 		if err != nil {
-			e.log.Warn("cannot read the sessions' records", zap.Error(err))
+			e.Log.Warn("cannot read the sessions' records", zap.Error(err))
 			return
 		}
 	}
@@ -164,11 +164,11 @@ func (e *Executor) adoptExpiredRecords(now time.Time) {
 
 // deleteTxnRecords removes the retryable-write records of sessions ids from every shard.
 func (e *Executor) deleteTxnRecords(ids [][16]byte) error {
-	if e.cat == nil {
+	if e.Cat == nil {
 		return nil
 	}
 	var buf []byte
-	for _, sh := range e.cat.Shards() {
+	for _, sh := range e.Cat.Shards() {
 		var lsids [][]byte // those with a record: most sessions never write one
 		for i := range ids {
 			var err error
@@ -191,5 +191,5 @@ func (e *Executor) deleteTxnRecords(ids [][16]byte) error {
 // sessionTimeoutMinutes is logicalSessionTimeoutMinutes as hello and startSession report
 // it: the timeout in whole minutes, rounded up (a test's seconds report 1).
 func (e *Executor) sessionTimeoutMinutes() int32 {
-	return int32((e.sessions.timeout + time.Minute - 1) / time.Minute)
+	return int32((e.Sessions.timeout + time.Minute - 1) / time.Minute)
 }

@@ -17,7 +17,7 @@ func hasTxnRecord(t *testing.T, e *Executor, id byte) bool {
 	t.Helper()
 	lsid := make([]byte, 16)
 	lsid[15] = id
-	_, err := e.cat.Shards()[0].GetTxnRecord(lsid, nil)
+	_, err := e.Cat.Shards()[0].GetTxnRecord(lsid, nil)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		t.Fatal(err)
 	}
@@ -40,9 +40,9 @@ func TestSessionExpiry(t *testing.T) {
 		s.ok(true, `{"insert": "c", "documents": [{"_id": `+strconv.Itoa(10+i)+`}]}`)
 		s.ok(false, `{"commitTransaction": 1}`)
 	}
-	e.sessions.mu.Lock()
-	delete(e.sessions.m, [16]byte{15: 4})
-	e.sessions.mu.Unlock()
+	e.Sessions.mu.Lock()
+	delete(e.Sessions.m, [16]byte{15: 4})
+	e.Sessions.mu.Unlock()
 	open.ok(true, `{"insert": "c", "documents": [{"_id": 20}]}`)
 	cursorCmd := func(json string) int32 {
 		return replyCode(handle(t, c, withDB(streamtest.ExtDoc(t, json[:len(json)-1]+`, "lsid": `+retryLSID+`}`), "txn")))
@@ -55,7 +55,7 @@ func TestSessionExpiry(t *testing.T) {
 		}
 	}
 	later := time.Now().Add(defaultSessionTimeout + time.Minute)
-	e.sessions.get([16]byte{15: 3}, later)
+	e.Sessions.get([16]byte{15: 3}, later)
 	e.reapSessions(later)
 	for id, want := range map[byte]bool{1: false, 3: true, 4: false} {
 		if got := hasTxnRecord(t, e, id); got != want {

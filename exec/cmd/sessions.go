@@ -187,16 +187,16 @@ func (c *sessionCache) end(ids [][16]byte) {
 
 // endSessions runs endSessions: the sessions leave the cache (their cursors close when the
 // reaper next runs; their retryable-write records stay in the store).
-func (e *Executor) endSessions(_ context.Context, r *request) error {
-	e.sessions.end(listed(r.body))
+func (e *Executor) endSessions(_ context.Context, r *Request) error {
+	e.Sessions.end(listed(r.Body))
 	return nil
 }
 
 // refreshSessions marks the listed sessions used now, so that they do not expire.
-func (e *Executor) refreshSessions(_ context.Context, r *request) error {
+func (e *Executor) refreshSessions(_ context.Context, r *Request) error {
 	now := time.Now()
-	for _, id := range listed(r.body) {
-		e.sessions.get(id, now).lastUse.Store(now.UnixNano())
+	for _, id := range listed(r.Body) {
+		e.Sessions.get(id, now).lastUse.Store(now.UnixNano())
 	}
 	return nil
 }
@@ -239,7 +239,7 @@ func (s *listLocalSessionsStage) Open(in stream.Stream) (stream.Stream, error) {
 		uid     [32]byte
 		lastUse time.Time
 	}
-	c := &s.e.sessions
+	c := &s.e.Sessions
 	c.mu.RLock()
 	entries := make([]entry, 0, len(c.m))
 	for id, s := range c.m {

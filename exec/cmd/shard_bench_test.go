@@ -44,12 +44,12 @@ func BenchmarkSplit(b *testing.B) {
 			loadDocs(b, c, mb*1000) // ~1 KB documents
 			b.ReportAllocs()
 			for b.Loop() {
-				ci, err := e.cat.Lookup("bench", "c")
+				ci, err := e.Cat.Lookup("bench", "c")
 				if err != nil {
 					b.Fatal(err)
 				}
 				// Split the largest partition, as the size policy would.
-				v := e.shards.CollectionView(ci)
+				v := e.Shards.CollectionView(ci)
 				best := 0
 				for i, p := range v.Partitions {
 					if p.Bytes > v.Partitions[best].Bytes {
@@ -61,7 +61,7 @@ func BenchmarkSplit(b *testing.B) {
 					b.Skip("partitions too small to split further")
 				}
 				a := &shard.SplitAction{ID: p.ID, At: p.MinHash + (p.MaxHash-p.MinHash)/2 + 1, Reason: shard.ReasonSize}
-				if _, err := e.shards.ApplySplit("bench", "c", a); err != nil {
+				if _, err := e.Shards.ApplySplit("bench", "c", a); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -178,7 +178,7 @@ func BenchmarkWorkloadADuringSplits(b *testing.B) {
 // splitLargest splits the collection's largest partition at its middle hash, as the size
 // policy would; false when it is too small to split.
 func splitLargest(tb testing.TB, e *Executor) bool {
-	ci, err := e.cat.Lookup("bench", "c")
+	ci, err := e.Cat.Lookup("bench", "c")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func splitLargest(tb testing.TB, e *Executor) bool {
 	}
 	lo, _ := ci.Map.Range(best)
 	a := &shard.SplitAction{ID: ci.Map.Partition(best).ID, At: lo + bestSpan/2 + 1, Reason: shard.ReasonSize}
-	if _, err := e.shards.ApplySplit("bench", "c", a); err != nil {
+	if _, err := e.Shards.ApplySplit("bench", "c", a); err != nil {
 		tb.Fatal(err)
 	}
 	return true

@@ -18,30 +18,30 @@ import (
 // partitionStats answers {partitionStats: "<coll>"}: per partition its hash range, shard,
 // documents, bytes, measured RU/s and any hot key, so that a skewed shard key shows at a
 // glance.
-func (e *Executor) partitionStats(_ context.Context, r *request) error {
+func (e *Executor) partitionStats(_ context.Context, r *Request) error {
 	const cmd = "partitionStats"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.String(cmd, cmd, first.Value())
 	if err != nil {
 		return err
 	}
-	ci, err := e.cat.Lookup(r.db, name)
+	ci, err := e.Cat.Lookup(r.DB, name)
 	if err != nil {
 		return err
 	}
 	if ci == nil {
-		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.db, name)
+		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.DB, name)
 	}
-	snaps := e.shards.Meters(ci).Snapshots()
-	throttled := e.shards.Throttled(ci)
-	hot := e.shards.HotKeys(ci.Meta.ID)
-	out := bsoncore.AppendStringElement(r.out, "ns", ci.NS())
+	snaps := e.Shards.Meters(ci).Snapshots()
+	throttled := e.Shards.Throttled(ci)
+	hot := e.Shards.HotKeys(ci.Meta.ID)
+	out := bsoncore.AppendStringElement(r.Out, "ns", ci.NS())
 	if ci.Meta.ShardKey != nil {
 		out = bsoncore.AppendDocumentElement(out, "shardKey", ci.Meta.ShardKey)
 	}
 	// The throughput the partitions share: the collection's own, or its share of its
 	// database's; each partition's budget is an even part of it.
-	prov := sharding.Throughput(e.st.Catalog.State(), ci.Meta)
+	prov := sharding.Throughput(e.Storage.Catalog.State(), ci.Meta)
 	out = bsoncore.AppendInt64Element(out, "throughput", int64(prov.RU))
 	out = bsoncore.AppendBooleanElement(out, "autoscale", prov.Autoscale)
 	out = bsoncore.AppendInt32Element(out, "numPartitions", int32(ci.Map.Len()))
@@ -51,7 +51,7 @@ func (e *Executor) partitionStats(_ context.Context, r *request) error {
 	for i := 0; i < ci.Map.Len(); i++ {
 		p := ci.Map.Partition(i)
 		lo, hi := ci.Map.Range(i)
-		docs, bytes, _ := e.cat.Shards()[p.Shard].Stats(ci.Meta.ID, lo, hi)
+		docs, bytes, _ := e.Cat.Shards()[p.Shard].Stats(ci.Meta.ID, lo, hi)
 		totalDocs += docs
 		totalBytes += bytes
 		pidx, o := bsoncore.AppendDocumentElementStart(out, bsonx.ArrayKey(i))
@@ -89,7 +89,7 @@ func (e *Executor) partitionStats(_ context.Context, r *request) error {
 		out = appendHotKey(out, bsonx.ArrayKey(i), &hot[i])
 	}
 	out, _ = bsoncore.AppendArrayEnd(out, hidx)
-	r.out = e.shards.AppendStatus(out, "manager")
+	r.Out = e.Shards.AppendStatus(out, "manager")
 	return nil
 }
 
@@ -122,9 +122,9 @@ func appendHotKey(dst []byte, key string, h *shard.HotKeyReport) []byte {
 
 // moveChunk runs {moveChunk: ns, find: {<shard key>: value} | bounds: [min, max], to:
 // "shard-N"}: it moves the partition holding that value (or starting at bounds[0]) online.
-func (e *Executor) moveChunk(_ context.Context, r *request) error {
+func (e *Executor) moveChunk(_ context.Context, r *Request) error {
 	const cmd = "moveChunk"
-	first, _ := bsonx.FirstElement(r.body)
+	first, _ := bsonx.FirstElement(r.Body)
 	ns, err := args.String(cmd, cmd, first.Value())
 	if err != nil {
 		return err
@@ -132,7 +132,7 @@ func (e *Executor) moveChunk(_ context.Context, r *request) error {
 	var find bsoncore.Document
 	var bounds bsoncore.Array
 	to := ""
-	err = args.ForEach(cmd, r.body, func(key string, v bsoncore.Value) (bool, error) {
+	err = args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "find":
@@ -151,7 +151,7 @@ func (e *Executor) moveChunk(_ context.Context, r *request) error {
 		return err
 	}
 	db, coll, _ := strings.Cut(ns, ".")
-	ci, err := e.cat.Lookup(db, coll)
+	ci, err := e.Cat.Lookup(db, coll)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func (e *Executor) moveChunk(_ context.Context, r *request) error {
 		return mongoerr.New(mongoerr.NamespaceNotSharded, "Collection %s is not sharded.", ns)
 	}
 	dest := -1
-	for i := range e.cat.Shards() {
+	for i := range e.Cat.Shards() {
 		if sharding.Name(i) == to {
 			dest = i
 		}
@@ -188,7 +188,7 @@ func (e *Executor) moveChunk(_ context.Context, r *request) error {
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		id := ci.Map.Partition(ci.Map.Locate(hash)).ID
-		err := e.shards.MovePartition(db, coll, id, dest, "moveChunk")
+		err := e.Shards.MovePartition(db, coll, id, dest, "moveChunk")
 		if err == nil {
 			break
 		}
@@ -198,11 +198,11 @@ func (e *Executor) moveChunk(_ context.Context, r *request) error {
 		if find == nil || !errors.Is(err, shard.ErrStaleAction) || attempt == 2 {
 			return moveError(err)
 		}
-		if ci, err = e.cat.Lookup(db, coll); err != nil || ci == nil {
+		if ci, err = e.Cat.Lookup(db, coll); err != nil || ci == nil {
 			return moveError(shard.ErrStaleAction)
 		}
 	}
-	r.out = bsoncore.AppendInt64Element(r.out, "millis", time.Since(start).Milliseconds())
+	r.Out = bsoncore.AppendInt64Element(r.Out, "millis", time.Since(start).Milliseconds())
 	return nil
 }
 
@@ -210,10 +210,10 @@ func (e *Executor) moveChunk(_ context.Context, r *request) error {
 // find reads when it is one of the derived ones, then lets the find read it (handled false).
 //
 //nolint:unparam // find's hook may answer by itself; the derived collections never need to
-func (e *Executor) findConfig(_ context.Context, _ *request, a *findArgs) (handled bool, err error) {
+func (e *Executor) findConfig(_ context.Context, _ *Request, a *findArgs) (handled bool, err error) {
 	for _, n := range sharding.ConfigColls {
 		if n == a.coll {
-			return false, e.shards.SyncConfig(n)
+			return false, e.Shards.SyncConfig(n)
 		}
 	}
 	return false, nil

@@ -85,9 +85,6 @@ func errSnapshotTooOld(t uint64) error {
 	return mongoerr.New(mongoerr.SnapshotTooOld, "Read timestamp %s is older than the oldest available timestamp.", tsString(t))
 }
 
-// snapshotReadCommands are the commands that read at a snapshot outside a transaction.
-var snapshotReadCommands = map[string]bool{"find": true, "aggregate": true, "distinct": true}
-
 // readConcernSnapshot parses the readConcern of body as far as snapshot reads go: whether
 // its level is snapshot, and its atClusterTime.
 func readConcernSnapshot(readConcern bsoncore.Value) (snapshot bool, at uint64, hasAt bool, err error) {
@@ -116,30 +113,30 @@ func readConcernSnapshot(readConcern bsoncore.Value) (snapshot bool, at uint64, 
 
 // enterSnapshotRead sets r.snap for a snapshot read outside a transaction; release drops
 // the command's reference (its cursor keeps its own).
-func (e *Executor) enterSnapshotRead(r *request) (release func(), err error) {
-	snapshot, at, hasAt, err := readConcernSnapshot(r.generic(genReadConcern))
+func (e *Executor) enterSnapshotRead(r *Request) (release func(), err error) {
+	snapshot, at, hasAt, err := readConcernSnapshot(r.Generic(GenReadConcern))
 	// A cursor reads the snapshot it was opened on: the driver sends the session's
 	// readConcern with getMore and killCursors too.
-	if err != nil || !snapshot || r.txn != nil || e.cat == nil || r.name == "getMore" || r.name == "killCursors" {
+	if err != nil || !snapshot || r.Txn != nil || e.Cat == nil || r.Name == "getMore" || r.Name == "killCursors" {
 		return func() {}, err
 	}
-	if !snapshotReadCommands[r.name] {
+	if !r.Cmd.Has(SnapshotRead) {
 		return nil, mongoerr.New(mongoerr.InvalidOptions,
-			"Command %s does not support { readConcern: { level: \"snapshot\", provenance: \"clientSupplied\" } } :: caused by :: read concern not supported", r.name)
+			"Command %s does not support { readConcern: { level: \"snapshot\", provenance: \"clientSupplied\" } } :: caused by :: read concern not supported", r.Name)
 	}
-	ent, err := e.snapshots.acquire(e, at, hasAt, time.Now())
+	ent, err := e.Snapshots.acquire(e, at, hasAt, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	r.snap = ent
+	r.Snap = ent
 	return ent.unref, nil
 }
 
 // acquire returns the entry for a read at cluster time at (hasAt), or at the present, with
 // a reference the caller drops.
 func (h *snapshotHistory) acquire(e *Executor, at uint64, hasAt bool, now time.Time) (*snapEntry, error) {
-	window := time.Duration(e.knobs.snapshotWindow.load()) * time.Second
-	cur := e.clock.Now()
+	window := time.Duration(e.Knobs.snapshotWindow.load()) * time.Second
+	cur := e.Clock.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.pruneLocked(now, window)
@@ -156,7 +153,7 @@ func (h *snapshotHistory) acquire(e *Executor, at uint64, hasAt bool, now time.T
 		}
 	}
 	if ent := h.entries[at]; ent != nil && ent.pin() {
-		if len(ent.snaps) > 1 && e.shards.Moves() != ent.moves {
+		if len(ent.snaps) > 1 && e.Shards.Moves() != ent.moves {
 			ent.unref()
 			return nil, mongoerr.New(mongoerr.SnapshotUnavailable,
 				"Unable to read from a snapshot due to pending collection catalog changes; please retry the operation. "+
@@ -164,7 +161,7 @@ func (h *snapshotHistory) acquire(e *Executor, at uint64, hasAt bool, now time.T
 		}
 		return ent, nil
 	}
-	if hasAt && e.clock.LastWrite() > at {
+	if hasAt && e.Clock.LastWrite() > at {
 		return nil, errSnapshotTooOld(at)
 	}
 	return h.takeLocked(e, at, now)
@@ -172,8 +169,8 @@ func (h *snapshotHistory) acquire(e *Executor, at uint64, hasAt bool, now time.T
 
 // takeLocked takes a snapshot of every shard and keeps it under cluster time at.
 func (h *snapshotHistory) takeLocked(e *Executor, at uint64, now time.Time) (*snapEntry, error) {
-	shards := e.cat.Shards()
-	ent := &snapEntry{at: at, created: now, moves: e.shards.Moves(), snaps: make([]catalog.Snapshot, 0, len(shards))}
+	shards := e.Cat.Shards()
+	ent := &snapEntry{at: at, created: now, moves: e.Shards.Moves(), snaps: make([]catalog.Snapshot, 0, len(shards))}
 	for _, sh := range shards {
 		sn, err := sh.NewSnapshot()
 		if err != nil {
@@ -194,7 +191,7 @@ func (h *snapshotHistory) takeLocked(e *Executor, at uint64, now time.Time) (*sn
 			return sn, ent.unref, nil
 		}}
 	}
-	ent.engine = e.query.WithShards(views)
+	ent.engine = e.Query.WithShards(views)
 	ent.refs.Store(2) // the history's and the caller's
 	if h.entries == nil {
 		h.entries = map[uint64]*snapEntry{}
@@ -237,12 +234,12 @@ func (h *snapshotHistory) closeAll() {
 // appendAtClusterTime adds the time of r's snapshot read to its reply (the open document
 // out, started at idx): in the cursor document of find and aggregate, at the top level of
 // distinct's, where drivers look for it.
-func (r *request) appendAtClusterTime(out []byte, idx int) []byte {
-	if r.snap == nil {
+func (r *Request) appendAtClusterTime(out []byte, idx int) []byte {
+	if r.Snap == nil {
 		return out
 	}
-	t := r.snap.at
-	if r.name == "distinct" {
+	t := r.Snap.at
+	if r.Name == "distinct" {
 		return bsoncore.AppendTimestampElement(out, "atClusterTime", uint32(t>>32), uint32(t))
 	}
 	doc := make(bsoncore.Document, len(out)-idx+1)

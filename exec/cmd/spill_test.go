@@ -35,8 +35,8 @@ func TestSetParameterMemoryKnobs(t *testing.T) {
 	if v := set.Lookup("was"); v.Type != bsoncore.TypeInt64 || v.Int64() != 100<<20 {
 		t.Errorf("was: %v (want the group knob's, first in name order)", set)
 	}
-	if e.knobs.sortMemory.load() != 1<<20 || e.knobs.groupMemory.load() != 2<<20 {
-		t.Errorf("knobs are %d, %d", e.knobs.sortMemory.load(), e.knobs.groupMemory.load())
+	if e.Knobs.sortMemory.load() != 1<<20 || e.Knobs.groupMemory.load() != 2<<20 {
+		t.Errorf("knobs are %d, %d", e.Knobs.sortMemory.load(), e.Knobs.groupMemory.load())
 	}
 	for _, tc := range []struct {
 		json string
@@ -61,11 +61,11 @@ func TestSetParameterMemoryKnobs(t *testing.T) {
 			t.Errorf("%s: got %d %q, want %d %q", tc.json, code, msg, tc.code, tc.msg)
 		}
 	}
-	if e.knobs.sortMemory.load() != 1<<20 || e.knobs.groupMemory.load() != 2<<20 {
-		t.Errorf("a failed setParameter changed the knobs: %d, %d", e.knobs.sortMemory.load(), e.knobs.groupMemory.load())
+	if e.Knobs.sortMemory.load() != 1<<20 || e.Knobs.groupMemory.load() != 2<<20 {
+		t.Errorf("a failed setParameter changed the knobs: %d, %d", e.Knobs.sortMemory.load(), e.Knobs.groupMemory.load())
 	}
 	// The knobs belong to the executor: another one keeps the defaults.
-	if other := New(Options{}, zap.NewNop()); other.knobs.sortMemory.load() != 100<<20 || other.knobs.groupMemory.load() != 100<<20 {
+	if other := New(Options{}, zap.NewNop()); other.Knobs.sortMemory.load() != 100<<20 || other.Knobs.groupMemory.load() != 100<<20 {
 		t.Errorf("a setParameter on one executor changed another's knobs")
 	}
 }

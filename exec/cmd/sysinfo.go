@@ -15,10 +15,10 @@ import (
 )
 
 // hostInfo describes the machine, in hostInfo's shape.
-func (e *Executor) hostInfo(_ context.Context, r *request) error {
+func (e *Executor) hostInfo(_ context.Context, r *Request) error {
 	host, _ := os.Hostname()
 	memMB := memTotalMiB()
-	out := r.out
+	out := r.Out
 	idx, out := bsoncore.AppendDocumentElementStart(out, "system")
 	out = bsoncore.AppendDateTimeElement(out, "currentTime", time.Now().UnixMilli())
 	out = bsoncore.AppendStringElement(out, "hostname", host)
@@ -39,7 +39,7 @@ func (e *Executor) hostInfo(_ context.Context, r *request) error {
 	out = bsoncore.AppendStringElement(out, "kernelVersion", kernelVersion())
 	out = bsoncore.AppendInt64Element(out, "pageSize", int64(os.Getpagesize()))
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
-	r.out = out
+	r.Out = out
 	return nil
 }
 

@@ -227,15 +227,15 @@ func (tx *txnState) abort() {
 
 // newTxn starts transaction number of session lsid.
 func (e *Executor) newTxn(lsid [16]byte, number int64) *txnState {
-	reg := &e.txns
+	reg := &e.Txns
 	tx := &txnState{reg: reg, lsid: lsid, number: number, started: time.Now(), shard: -1, ov: catalog.NewOverlay(),
 		done: make(chan struct{})}
-	tx.ov.Check = func(keys [][]byte, uniques []catalog.UniqueKey) error { return tx.checkWrites(e.cat, keys, uniques) }
-	views := make([]catalog.Shard, len(e.cat.Shards()))
+	tx.ov.Check = func(keys [][]byte, uniques []catalog.UniqueKey) error { return tx.checkWrites(e.Cat, keys, uniques) }
+	views := make([]catalog.Shard, len(e.Cat.Shards()))
 	for i := range views {
-		views[i] = newTxnView(tx, e.cat, i)
+		views[i] = newTxnView(tx, e.Cat, i)
 	}
-	tx.write = e.write.WithShards(views)
+	tx.write = e.Write.WithShards(views)
 	var stale []*txnState
 	reg.mu.Lock()
 	if reg.owners == nil {
@@ -277,9 +277,9 @@ func (e *Executor) commitTxn(tx *txnState) (*write.Retry, error) {
 	for _, u := range uniques {
 		hashes = append(hashes, write.UniqueLockHash(u.Coll, u.Index, u.Key))
 	}
-	unlock := e.cat.Locks().LockMany(hashes)
+	unlock := e.Cat.Locks().LockMany(hashes)
 	defer unlock()
-	sh := e.cat.Shards()[shard]
+	sh := e.Cat.Shards()[shard]
 	err := changedSince(sh, snap.snap, keys)
 	if err == nil {
 		err = uniquesChangedSince(sh, snap.snap, uniques)
@@ -300,20 +300,12 @@ func (e *Executor) commitTxn(tx *txnState) (*write.Retry, error) {
 	return rt, nil
 }
 
-// txnCommands are the commands a transaction may run (MongoDB's list, less those cleave
-// does not have); create and createIndexes run at once, on a new collection only.
-var txnCommands = map[string]bool{
-	"find": true, "getMore": true, "killCursors": true, "aggregate": true, "distinct": true,
-	"insert": true, "update": true, "delete": true, "findAndModify": true, "findandmodify": true,
-	"bulkWrite": true, "commitTransaction": true, "abortTransaction": true, "create": true, "createIndexes": true,
-}
-
 // enterTxn checks out the session of a command that carries autocommit (a statement of a
 // transaction) and sets r.txn; release checks the session back in. r.txn stays nil for a
 // command outside a transaction, and for a retried commitTransaction (or abort) that the
 // session's record answers.
-func (e *Executor) enterTxn(r *request) (release func(), err error) {
-	acv, startTxn := r.generic(genAutocommit), r.generic(genStartTxn)
+func (e *Executor) enterTxn(r *Request) (release func(), err error) {
+	acv, startTxn := r.Generic(GenAutocommit), r.Generic(GenStartTxn)
 	if acv.Type == 0 {
 		if startTxn.Type != 0 {
 			return nil, mongoerr.New(mongoerr.InvalidOptions, "'autocommit' field must be provided with 'startTransaction'")
@@ -333,7 +325,7 @@ func (e *Executor) enterTxn(r *request) (release func(), err error) {
 		}
 		start = true
 	}
-	nv := r.generic(genTxnNumber)
+	nv := r.Generic(GenTxnNumber)
 	if nv.Type == 0 {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "'autocommit' field requires a transaction number to also be specified")
 	}
@@ -342,17 +334,17 @@ func (e *Executor) enterTxn(r *request) (release func(), err error) {
 		return nil, mongoerr.New(mongoerr.TypeMismatch,
 			"BSON field 'OperationSessionInfo.txnNumber' is the wrong type '%s', expected type 'long'", bsonx.TypeName(nv.Type))
 	}
-	lsid, ok := lsidOf(r.body)
+	lsid, ok := lsidOf(r.Body)
 	if !ok {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "Transaction number requires a session ID to also be specified")
 	}
-	if !txnCommands[r.name] {
-		return nil, mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Cannot run '%s' in a multi-document transaction.", r.name)
+	if !r.Cmd.Has(InTxn) {
+		return nil, mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Cannot run '%s' in a multi-document transaction.", r.Name)
 	}
-	if e.cat == nil {
+	if e.Cat == nil {
 		return nil, mongoerr.New(mongoerr.IllegalOperation, "Transactions need a storage engine")
 	}
-	s := e.sessions.checkout(lsid, time.Now())
+	s := e.Sessions.checkout(lsid, time.Now())
 	if err := e.txnStatement(r, s, lsid, n, start); err != nil {
 		s.mu.Unlock()
 		return nil, err
@@ -362,9 +354,9 @@ func (e *Executor) enterTxn(r *request) (release func(), err error) {
 
 // txnStatement finds (or, with start, begins) transaction n of session s, checked out, for
 // r.
-func (e *Executor) txnStatement(r *request, s *session, lsid [16]byte, n int64, start bool) error {
+func (e *Executor) txnStatement(r *Request, s *session, lsid [16]byte, n int64, start bool) error {
 	if s.retry == nil || s.retry.Stale() {
-		rt, err := e.write.LoadRetry(lsid[:])
+		rt, err := e.Write.LoadRetry(lsid[:])
 		if err != nil {
 			return err
 		}
@@ -387,14 +379,14 @@ func (e *Executor) txnStatement(r *request, s *session, lsid [16]byte, n int64, 
 			return mongoerr.New(mongoerr.ConflictingOperationInProgress,
 				"Cannot start a transaction at given transaction number %d a transaction with the same number is in state %s", n, txnPhaseName(tx, s.retry))
 		}
-		if err := checkTxnReadConcern(r.body, true); err != nil {
+		if err := checkTxnReadConcern(r.Body, true); err != nil {
 			return err
 		}
 		tx.abort() // a newer transaction ends the open one
 		tx = e.newTxn(lsid, n)
 		s.txn.Store(tx)
 		s.retry = write.NewRetry(lsid[:], n)
-		r.txn = tx
+		r.Txn = tx
 		return nil
 	}
 	if tx == nil || tx.number != n {
@@ -419,21 +411,21 @@ func (e *Executor) txnStatement(r *request, s *session, lsid [16]byte, n int64, 
 		tx.abort()
 		return errTxnAborted(n)
 	}
-	if err := checkTxnReadConcern(r.body, false); err != nil {
+	if err := checkTxnReadConcern(r.Body, false); err != nil {
 		return err
 	}
-	r.txn = tx
+	r.Txn = tx
 	return nil
 }
 
 // txnCommittedAnswer answers a statement of committed transaction n: a retried
 // commitTransaction succeeds (r.txn stays nil and commitTransaction answers ok), anything
 // else is refused.
-func txnCommittedAnswer(r *request, n int64) error {
-	if r.name == "commitTransaction" {
+func txnCommittedAnswer(r *Request, n int64) error {
+	if r.Name == "commitTransaction" {
 		return nil
 	}
-	if r.name == "abortTransaction" {
+	if r.Name == "abortTransaction" {
 		return mongoerr.New(mongoerr.TransactionCommitted, "Transaction %d has been committed.", n)
 	}
 	return mongoerr.New(mongoerr.TransactionCommitted, "Transaction %d has been committed.", n)
@@ -483,19 +475,19 @@ func checkTxnReadConcern(body bsoncore.Document, first bool) error {
 // in its reply), as MongoDB does, and returns the statement's error. As in MongoDB, a
 // transient error (a write conflict) fails the whole command, with its label, rather than
 // being one of its writeErrors.
-func afterTxnStatement(r *request, err error) error {
-	if r.txn == nil || r.name == "commitTransaction" || r.name == "abortTransaction" {
+func afterTxnStatement(r *Request, err error) error {
+	if r.Txn == nil || r.Name == "commitTransaction" || r.Name == "abortTransaction" {
 		return err
 	}
 	if err != nil {
-		r.txn.abort()
+		r.Txn.abort()
 		return err
 	}
-	code, found := replyWriteError(r.out)
+	code, found := replyWriteError(r.Out)
 	if !found {
 		return nil
 	}
-	r.txn.abort()
+	r.Txn.abort()
 	if code == int32(mongoerr.WriteConflict) {
 		return errWriteConflict()
 	}
@@ -521,33 +513,33 @@ func replyWriteError(out []byte) (code int32, found bool) {
 }
 
 // queryFor returns the query engine of r: its transaction's, or the executor's.
-func (e *Executor) queryFor(r *request) *query.Engine {
-	if r.txn != nil {
-		return r.txn.write.Query()
+func (e *Executor) queryFor(r *Request) *query.Engine {
+	if r.Txn != nil {
+		return r.Txn.write.Query()
 	}
-	if r.snap != nil {
-		return r.snap.engine
+	if r.Snap != nil {
+		return r.Snap.engine
 	}
-	return e.query
+	return e.Query
 }
 
 // writeFor returns the write path of r: its transaction's, or the executor's.
-func (e *Executor) writeFor(r *request) *write.Path {
-	if r.txn != nil {
-		return r.txn.write
+func (e *Executor) writeFor(r *Request) *write.Path {
+	if r.Txn != nil {
+		return r.Txn.write
 	}
-	return e.write
+	return e.Write
 }
 
 // commitTransaction commits the transaction of the command; a retry of a committed one
 // answers ok.
-func (e *Executor) commitTransaction(_ context.Context, r *request) error {
-	r.wrote = true
-	tx := r.txn
+func (e *Executor) commitTransaction(_ context.Context, r *Request) error {
+	r.Wrote = true
+	tx := r.Txn
 	if tx == nil || tx.phase.Load() == txnCommitted {
 		return nil
 	}
-	s := e.sessions.get(tx.lsid, time.Now())
+	s := e.Sessions.get(tx.lsid, time.Now())
 	rt, err := e.commitTxn(tx)
 	if err != nil {
 		return err
@@ -557,11 +549,11 @@ func (e *Executor) commitTransaction(_ context.Context, r *request) error {
 }
 
 // abortTransaction aborts the transaction of the command.
-func (e *Executor) abortTransaction(_ context.Context, r *request) error {
-	if r.txn == nil {
+func (e *Executor) abortTransaction(_ context.Context, r *Request) error {
+	if r.Txn == nil {
 		return nil
 	}
-	r.txn.abort()
+	r.Txn.abort()
 	return nil
 }
 
@@ -569,12 +561,12 @@ func (e *Executor) abortTransaction(_ context.Context, r *request) error {
 // aggregate's $out and $merge, and createIndexes on an existing collection (MongoDB allows
 // create and createIndexes on a new collection only; they run at once, outside the
 // transaction).
-func (e *Executor) checkTxnCommand(r *request) error {
-	if r.txn == nil {
+func (e *Executor) checkTxnCommand(r *Request) error {
+	if r.Txn == nil {
 		return nil
 	}
-	if r.name == "aggregate" {
-		arr, _ := r.body.Lookup("pipeline").ArrayOK()
+	if r.Name == "aggregate" {
+		arr, _ := r.Body.Lookup("pipeline").ArrayOK()
 		vals, _ := arr.Values()
 		for _, v := range vals {
 			if d, ok := v.DocumentOK(); ok {
@@ -585,19 +577,19 @@ func (e *Executor) checkTxnCommand(r *request) error {
 		}
 		return nil
 	}
-	if r.name != "createIndexes" {
+	if r.Name != "createIndexes" {
 		return nil
 	}
-	coll, _ := r.body.Lookup("createIndexes").StringValueOK()
-	if ci, _ := e.cat.Lookup(r.db, coll); ci != nil && !r.txn.createdByTxn(r.db, coll) {
+	coll, _ := r.Body.Lookup("createIndexes").StringValueOK()
+	if ci, _ := e.Cat.Lookup(r.DB, coll); ci != nil && !r.Txn.createdByTxn(r.DB, coll) {
 		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction,
-			"Cannot create new indexes on existing collection %s.%s in a multi-document transaction.", r.db, coll)
+			"Cannot create new indexes on existing collection %s.%s in a multi-document transaction.", r.DB, coll)
 	}
 	return nil
 }
 
 // addTransactionCommands registers commitTransaction and abortTransaction.
-func (e *Executor) addTransactionCommands(add func(*command, ...string)) {
-	add(&command{run: e.commitTransaction, action: auth.ActionAuthenticated, adminOnly: true, help: "commit a transaction"}, "commitTransaction")
-	add(&command{run: e.abortTransaction, action: auth.ActionAuthenticated, adminOnly: true, help: "abort a transaction"}, "abortTransaction")
+func (e *Executor) addTransactionCommands(add func(*Command)) {
+	add(&Command{Name: "commitTransaction", Run: e.commitTransaction, Action: auth.ActionAuthenticated, Help: "commit a transaction", AdminOnly: true, Props: InTxn | RetryableWrite | WriteConcern | APIV1})
+	add(&Command{Name: "abortTransaction", Run: e.abortTransaction, Action: auth.ActionAuthenticated, Help: "abort a transaction", AdminOnly: true, Props: InTxn | RetryableWrite | WriteConcern | APIV1})
 }

@@ -33,9 +33,9 @@ func TestTxnUniqueKeyConflict(t *testing.T) {
 	// before the transaction took the key: the commit rechecks under the key locks.
 	a.txn = 3
 	a.ok(true, `{"insert": "u", "documents": [{"_id": 5, "email": "z"}]}`)
-	e.write.WithGate(nil)
+	e.Write.WithGate(nil)
 	plain(t, c, `{"insert": "u", "documents": [{"_id": 6, "email": "z"}]}`)
-	e.write.WithGate(&e.txns)
+	e.Write.WithGate(&e.Txns)
 	a.fails(false, `{"commitTransaction": 1}`, 112, true)
 	// A key the transaction took back from its own document, and a key freed by an
 	// update in the same transaction, are no conflict.

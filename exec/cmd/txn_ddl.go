@@ -21,38 +21,32 @@ type txnCreated struct {
 	id       store.CollID
 }
 
-// txnCreatableCommands are the statements that may create the collection they name.
-var txnCreatableCommands = map[string]bool{
-	"insert": true, "update": true, "findAndModify": true, "findandmodify": true,
-	"create": true, "createIndexes": true,
-}
-
 // trackTxnDDL notes, around a statement of a transaction, whether it created the collection
 // it names; call the returned function once the statement ran.
-func (e *Executor) trackTxnDDL(r *request) func() {
-	if r.txn == nil || !txnCreatableCommands[r.name] || e.cat == nil {
+func (e *Executor) trackTxnDDL(r *Request) func() {
+	if r.Txn == nil || !r.Cmd.Has(TxnCreates) || e.Cat == nil {
 		return func() {}
 	}
-	first, _ := r.body.Elements()
+	first, _ := r.Body.Elements()
 	if len(first) == 0 {
 		return func() {}
 	}
 	name, ok := first[0].Value().StringValueOK()
-	if !ok || e.st.Catalog.State().Collection(r.db, name) != nil {
+	if !ok || e.Storage.Catalog.State().Collection(r.DB, name) != nil {
 		return func() {}
 	}
 	return func() {
-		if c := e.st.Catalog.State().Collection(r.db, name); c != nil {
-			tx := r.txn
+		if c := e.Storage.Catalog.State().Collection(r.DB, name); c != nil {
+			tx := r.Txn
 			tx.mu.Lock()
-			tx.created = append(tx.created, txnCreated{db: r.db, name: name, id: c.ID})
+			tx.created = append(tx.created, txnCreated{db: r.DB, name: name, id: c.ID})
 			tx.mu.Unlock()
 			reg := tx.reg
 			reg.mu.Lock()
 			if reg.pending == nil {
 				reg.pending = map[string]*txnState{}
 			}
-			reg.pending[r.db+"."+name] = tx
+			reg.pending[r.DB+"."+name] = tx
 			reg.mu.Unlock()
 		}
 	}
@@ -60,11 +54,11 @@ func (e *Executor) trackTxnDDL(r *request) func() {
 
 // hidden reports whether collection db.name is one an open transaction other than r's
 // created: it is not listed until that transaction commits.
-func (reg *txnRegistry) hidden(r *request, db, name string) bool {
+func (reg *txnRegistry) hidden(r *Request, db, name string) bool {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
 	tx := reg.pending[db+"."+name]
-	return tx != nil && tx != r.txn
+	return tx != nil && tx != r.Txn
 }
 
 // createdByTxn reports whether tx created collection db.name.
@@ -82,23 +76,23 @@ func (tx *txnState) createdByTxn(db, name string) bool {
 // dropTxnCreated drops the collections an aborted transaction created, unless one was
 // dropped and created again since.
 func (e *Executor) dropTxnCreated(created []txnCreated) {
-	if len(created) == 0 || e.cat == nil {
+	if len(created) == 0 || e.Cat == nil {
 		return
 	}
-	unlock := e.cat.LockDDL()
+	unlock := e.Cat.LockDDL()
 	defer unlock()
 	for _, tc := range created {
-		c := e.st.Catalog.State().Collection(tc.db, tc.name)
+		c := e.Storage.Catalog.State().Collection(tc.db, tc.name)
 		if c == nil || c.ID != tc.id {
 			continue
 		}
-		dropped, err := e.st.Catalog.DropCollection(tc.db, tc.name)
+		dropped, err := e.Storage.Catalog.DropCollection(tc.db, tc.name)
 		if err != nil {
-			e.log.Error("cannot drop the collection of an aborted transaction", zap.String("ns", tc.db+"."+tc.name),
+			e.Log.Error("cannot drop the collection of an aborted transaction", zap.String("ns", tc.db+"."+tc.name),
 				zap.Error(catalog.StoreError(err)))
 			continue
 		}
-		e.cat.DeleteData(dropped)
-		e.log.Info("dropped the collection an aborted transaction created", zap.String("ns", tc.db+"."+tc.name))
+		e.Cat.DeleteData(dropped)
+		e.Log.Info("dropped the collection an aborted transaction created", zap.String("ns", tc.db+"."+tc.name))
 	}
 }

@@ -240,7 +240,7 @@ func TestTxnWriteConflict(t *testing.T) {
 		t.Fatalf("after the retried commit: %v", got)
 	}
 	// Expired transactions give their documents up.
-	e.txns.lifetime.Store(int64(time.Millisecond))
+	e.Txns.lifetime.Store(int64(time.Millisecond))
 	a.txn = 4
 	a.ok(true, `{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 1}}}]}`)
 	time.Sleep(5 * time.Millisecond)

@@ -31,21 +31,21 @@ func (e *Executor) createView(db, name string, opts bsoncore.Document) error {
 	if err := e.checkViewPipeline(db, v.On, v.Pipeline); err != nil {
 		return err
 	}
-	unlock := e.cat.LockDDL()
+	unlock := e.Cat.LockDDL()
 	defer unlock()
-	if c := e.st.Catalog.State().Collection(db, name); c != nil {
+	if c := e.Storage.Catalog.State().Collection(db, name); c != nil {
 		if catalog.IsView(c) && bytes.Equal(c.Options, opts) {
 			return nil
 		}
 		return mongoerr.New(mongoerr.NamespaceExists, "Collection %s.%s already exists.", db, name)
 	}
-	if err := e.cat.CheckViewGraph(db, name, v.On); err != nil {
+	if err := e.Cat.CheckViewGraph(db, name, v.On); err != nil {
 		return err
 	}
-	if _, err := e.st.Catalog.CreateCollection(store.Collection{DB: db, Name: name, Options: opts}); err != nil {
+	if _, err := e.Storage.Catalog.CreateCollection(store.Collection{DB: db, Name: name, Options: opts}); err != nil {
 		return catalog.ChangeError(err, db, name)
 	}
-	e.log.Info("created view", zap.String("ns", db+"."+name), zap.String("view_on", v.On))
+	e.Log.Info("created view", zap.String("ns", db+"."+name), zap.String("view_on", v.On))
 	return nil
 }
 
@@ -64,7 +64,7 @@ func (e *Executor) checkViewPipeline(db, on string, stages []bsoncore.Document) 
 	if err != nil {
 		return err
 	}
-	env := &agg.Env{Cat: e.cat, Query: e.query, Host: e, DB: db, Coll: on, Opts: &expr.Options{}, Temp: e.temp}
+	env := &agg.Env{Cat: e.Cat, Query: e.Query, Host: e, DB: db, Coll: on, Opts: &expr.Options{}, Temp: e.Temp}
 	_, err = agg.Parse(env, arr, false)
 	return err
 }
@@ -134,14 +134,14 @@ func findAsAggregate(a *findArgs) (*aggregateArgs, error) {
 
 // isView reports whether db.coll is a view.
 func (e *Executor) isView(db, coll string) bool {
-	return catalog.IsView(e.st.Catalog.State().Collection(db, coll))
+	return catalog.IsView(e.Storage.Catalog.State().Collection(db, coll))
 }
 
 // openViewRead opens the pipeline of a read through view db.coll followed by stages:
 // the stream of its results and the function that charges the read to r once the stream
 // is done with. Explain is the caller's business (runAggregate explains).
-func (e *Executor) openViewRead(r *request, coll string, stages []bsoncore.Document, hint bsoncore.Value) (stream.Stream, func(), error) {
-	rv, err := e.cat.ResolveView(r.db, coll)
+func (e *Executor) openViewRead(r *Request, coll string, stages []bsoncore.Document, hint bsoncore.Value) (stream.Stream, func(), error) {
+	rv, err := e.Cat.ResolveView(r.DB, coll)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -149,13 +149,13 @@ func (e *Executor) openViewRead(r *request, coll string, stages []bsoncore.Docum
 	if err != nil {
 		return nil, nil, err
 	}
-	env := &agg.Env{Cat: e.cat, Query: e.queryFor(r), Host: e, SortBytes: e.knobs.sortMemory.load(), GroupBytes: e.knobs.groupMemory.load(), GraphBytes: e.knobs.graphMemory.load(), DB: r.db, Coll: rv.Coll, Opts: &expr.Options{}, Temp: e.temp}
+	env := &agg.Env{Cat: e.Cat, Query: e.queryFor(r), Host: e, SortBytes: e.Knobs.sortMemory.load(), GroupBytes: e.Knobs.groupMemory.load(), GraphBytes: e.Knobs.graphMemory.load(), DB: r.DB, Coll: rv.Coll, Opts: &expr.Options{}, Temp: e.Temp}
 	p, err := agg.Parse(env, arr, false)
 	if err != nil {
 		return nil, nil, err
 	}
 	p.Hint = hint
-	ci, err := e.cat.Lookup(r.db, rv.Coll)
+	ci, err := e.Cat.Lookup(r.DB, rv.Coll)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -165,15 +165,15 @@ func (e *Executor) openViewRead(r *request, coll string, stages []bsoncore.Docum
 	}
 	charge := func() {
 		for _, ss := range shards {
-			r.charge += ss.Stats.Charge()
+			r.Charge += ss.Stats.Charge()
 		}
-		r.charge += env.Charge
+		r.Charge += env.Charge
 	}
 	return s, charge, nil
 }
 
 // explainViewRead explains count or distinct on a view as the aggregation it runs.
-func (e *Executor) explainViewRead(ctx context.Context, r *request, coll string, stages []bsoncore.Document) error {
+func (e *Executor) explainViewRead(ctx context.Context, r *Request, coll string, stages []bsoncore.Document) error {
 	pipe, err := prependStages(stages, nil)
 	if err != nil {
 		return err
@@ -183,7 +183,7 @@ func (e *Executor) explainViewRead(ctx context.Context, r *request, coll string,
 
 // countView runs count on view a.coll: the view's pipeline, then $match, $skip, $limit
 // and $count.
-func (e *Executor) countView(ctx context.Context, r *request, a *countArgs) error {
+func (e *Executor) countView(ctx context.Context, r *Request, a *countArgs) error {
 	var stages []bsoncore.Document
 	if len(a.query) > 5 {
 		stages = append(stages, stage("$match", bsonx.DocValue(a.query)))
@@ -195,7 +195,7 @@ func (e *Executor) countView(ctx context.Context, r *request, a *countArgs) erro
 		stages = append(stages, stage("$limit", bsonx.Int64Value(a.limit)))
 	}
 	stages = append(stages, stage("$count", bsonx.StringValue("count")))
-	if r.explain != "" {
+	if r.Explain != "" {
 		return e.explainViewRead(ctx, r, a.coll, stages)
 	}
 	s, charge, err := e.openViewRead(r, a.coll, stages, a.hint)
@@ -212,21 +212,21 @@ func (e *Executor) countView(ctx context.Context, r *request, a *countArgs) erro
 	if d != nil {
 		n, _ = bsonx.NumberAsInt64(d.Lookup("count"))
 	}
-	r.out = bsonx.AppendIntElement(r.out, "n", n)
+	r.Out = bsonx.AppendIntElement(r.Out, "n", n)
 	return nil
 }
 
 // collModView runs collMod on view c: viewOn and pipeline replace the definition (either
 // alone keeps the other); any other option answers InvalidOptions, as MongoDB 7.0 does.
 // The caller holds the DDL lock.
-func (e *Executor) collModView(r *request, c *store.Collection) error {
+func (e *Executor) collModView(r *Request, c *store.Collection) error {
 	const cmd = "collMod"
 	v := catalog.ViewOf(c.Options)
 	on, pipe := v.On, bsoncore.Value{}
 	if p, err := c.Options.LookupErr("pipeline"); err == nil {
 		pipe = p
 	}
-	err := args.ForEach(cmd, r.body, func(key string, val bsoncore.Value) (bool, error) {
+	err := args.ForEach(cmd, r.Body, func(key string, val bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
 		case "viewOn":
@@ -243,25 +243,25 @@ func (e *Executor) collModView(r *request, c *store.Collection) error {
 	if err != nil {
 		return err
 	}
-	opts, err := ddl.ParseCreateOptions(r.db+"."+c.Name, viewCreateBody(c.Name, on, pipe))
+	opts, err := ddl.ParseCreateOptions(r.DB+"."+c.Name, viewCreateBody(c.Name, on, pipe))
 	if err != nil {
 		return err
 	}
 	nv := catalog.ViewOf(opts)
-	if err := e.checkViewPipeline(r.db, nv.On, nv.Pipeline); err != nil {
+	if err := e.checkViewPipeline(r.DB, nv.On, nv.Pipeline); err != nil {
 		return err
 	}
-	if err := e.cat.CheckViewGraph(r.db, c.Name, nv.On); err != nil {
+	if err := e.Cat.CheckViewGraph(r.DB, c.Name, nv.On); err != nil {
 		return err
 	}
-	_, err = e.st.Catalog.UpdateCollection(c.DB, c.Name, func(m *store.Collection) error {
+	_, err = e.Storage.Catalog.UpdateCollection(c.DB, c.Name, func(m *store.Collection) error {
 		m.Options = opts
 		return nil
 	})
 	if err != nil {
 		return catalog.StoreError(err)
 	}
-	e.log.Info("collMod of a view", zap.String("ns", c.DB+"."+c.Name), zap.String("view_on", nv.On))
+	e.Log.Info("collMod of a view", zap.String("ns", c.DB+"."+c.Name), zap.String("view_on", nv.On))
 	return nil
 }
 

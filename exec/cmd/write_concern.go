@@ -35,21 +35,21 @@ func unsatisfiableConcern(body bsoncore.Document) *mongoerr.Error {
 
 // appendConcernError adds to the reply of a write that succeeded the writeConcernError of
 // a write concern one copy cannot satisfy, unless the reply has one (a failpoint's).
-func appendConcernError(r *request) {
-	if !writeConcernCommands[r.name] || r.name == "abortTransaction" {
+func appendConcernError(r *Request) {
+	if !r.Cmd.Has(WriteConcern) || r.Name == "abortTransaction" {
 		return
 	}
-	wce := unsatisfiableConcern(r.body)
-	if wce == nil || replyHasField(r.out, "writeConcernError") {
+	wce := unsatisfiableConcern(r.Body)
+	if wce == nil || replyHasField(r.Out, "writeConcernError") {
 		return
 	}
-	idx, out := bsoncore.AppendDocumentElementStart(r.out, "writeConcernError")
+	idx, out := bsoncore.AppendDocumentElementStart(r.Out, "writeConcernError")
 	out = bsoncore.AppendInt32Element(out, "code", int32(wce.Code))
 	out = bsoncore.AppendStringElement(out, "codeName", wce.Code.String())
 	out = bsoncore.AppendStringElement(out, "errmsg", wce.Message)
-	r.out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	r.Out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	if labels := errorLabels(r, 0, wce.Code); len(labels) > 0 {
-		r.out = appendStringArray(r.out, "errorLabels", labels)
+		r.Out = appendStringArray(r.Out, "errorLabels", labels)
 	}
 }
 
