@@ -49,13 +49,13 @@ bench:
 
 # The drivers' spec and prose tests (compat/ is its own module, pinning mongo-driver v1.17 for
 # its spec files and runners): every suite against a fresh cleave; rewrites the table between the
-# compat markers of README.md and adds newly passing tests to compat/testdata/baseline.txt
-# (fails, without removing them, if baseline tests stopped passing; COMPAT_FLAGS="-prune" accepts
-# that). compat-check is the CI check alone (`make test` runs it too): the target suites against
-# the baseline.
+# compat markers of docs/compatibility.md and adds newly passing tests to
+# compat/testdata/baseline.txt (fails, without removing them, if baseline tests stopped passing;
+# COMPAT_FLAGS="-prune" accepts that). compat-check is the CI check alone (`make test` runs it
+# too): the target suites against the baseline.
 COMPAT_FLAGS ?=
 compat:
-	cd compat && $(GO) run ./cmd/compat $(if $(wildcard README.md),-readme ../README.md) -baseline testdata/baseline.txt -known testdata/known.txt -update $(COMPAT_FLAGS)
+	cd compat && $(GO) run ./cmd/compat $(if $(wildcard docs/compatibility.md),-doc ../docs/compatibility.md) -baseline testdata/baseline.txt -known testdata/known.txt -update $(COMPAT_FLAGS)
 
 .PHONY: compat-check
 compat-check:

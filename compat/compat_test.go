@@ -237,6 +237,20 @@ func TestReplaceBetweenMarkers(t *testing.T) {
 	}
 }
 
+// TestCompatibilityDocMarkers: docs/compatibility.md, which `make compat` rewrites, holds the
+// markers of the table once each, in order.
+func TestCompatibilityDocMarkers(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "docs", "compatibility.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	if strings.Count(doc, BeginMarker) != 1 || strings.Count(doc, EndMarker) != 1 ||
+		strings.Index(doc, BeginMarker) > strings.Index(doc, EndMarker) {
+		t.Errorf("docs/compatibility.md: want one %s, then one %s", BeginMarker, EndMarker)
+	}
+}
+
 func TestBaselineDiffUpdate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "baseline.txt")
 	b := Baseline{}

@@ -44,6 +44,6 @@
 // mongo/integration. They have no spec files: their tests are the leaf subtests go test -json
 // reports under each function, or the function itself when it ran (or was skipped) whole.
 //
-// Run it with `make compat` (all suites, rewrites the README table and the baseline) or
+// Run it with `make compat` (all suites, rewrites the table of docs/compatibility.md and the baseline) or
 // `go run ./cmd/compat -uri mongodb://host:port/` against any server.
 package compat

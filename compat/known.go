@@ -12,8 +12,8 @@ import (
 )
 
 // KnownFailure says why tests of a suite fail against cleave, where the runner's own message
-// does not (a capped collection the test needs, a change stream it opens): the README's
-// table shows Reason for every failing test whose name Pattern matches.
+// does not (a capped collection the test needs, a change stream it opens): the compat
+// table (docs/compatibility.md) shows Reason for every failing test whose name Pattern matches.
 type KnownFailure struct {
 	Suite string
 	// Pattern is a path.Match pattern over the test name ("find.json/Find_*"); one without a
@@ -94,7 +94,7 @@ func (k Known) Apply(results []SuiteResult) {
 	}
 }
 
-// failReason is the reason the README gives for a failing test: the known reason when there
+// failReason is the reason the compat table gives for a failing test: the known reason when there
 // is one, else the runner's message.
 func (s SuiteResult) failReason(r Result) string {
 	if why := s.Known[r.Name]; why != "" {

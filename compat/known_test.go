@@ -17,7 +17,7 @@ func TestKnownFile(t *testing.T) {
 	}
 }
 
-// TestKnownApply: a failing test matched by a pattern gets its reason in the README's
+// TestKnownApply: a failing test matched by a pattern gets its reason in the compat
 // table, in place of the runner's message; a passing one and an unmatched one do not.
 func TestKnownApply(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "known.txt")

@@ -143,7 +143,7 @@ func WriteText(w io.Writer, results []SuiteResult, verbose bool) error {
 	return err
 }
 
-// Markdown renders the table for the README: the counts per suite, then per suite the skip
+// Markdown renders the table of docs/compatibility.md: the counts per suite, then per suite the skip
 // reasons and the most frequent failure reasons. It holds no timings, so the same server gives
 // the same text.
 func Markdown(results []SuiteResult, driverVersion string) string {
@@ -227,14 +227,14 @@ func mdEscape(s string) string {
 	return strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;", "\n", " ").Replace(s)
 }
 
-// The README markers between which Markdown's output goes.
+// The markers of docs/compatibility.md between which Markdown's output goes.
 const (
 	BeginMarker = "<!-- compat:begin -->"
 	EndMarker   = "<!-- compat:end -->"
 )
 
-// RewriteReadme replaces what lies between the markers in the file at path.
-func RewriteReadme(path, table string) error {
+// RewriteDoc replaces what lies between the markers in the file at path.
+func RewriteDoc(path, table string) error {
 	old, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -275,7 +275,7 @@ var (
 	createColl = regexp.MustCompile(`^error creating collection or view: .* on server: `)
 )
 
-// skipKind summarises a skip reason for the README: which runOnRequirements excluded the test
+// skipKind summarises a skip reason for the table: which runOnRequirements excluded the test
 // (without the version numbers, which differ per file), or the skip message itself.
 func skipKind(reason string) string {
 	if !strings.Contains(reason, "environmental constraints") {
@@ -299,7 +299,7 @@ func skipKind(reason string) string {
 	return "runOnRequirements: " + strings.Join(kinds, " or ")
 }
 
-// failKind summarises a failure for the README: the runners' setup messages lose the name of
+// failKind summarises a failure for the table: the runners' setup messages lose the name of
 // the collection they were preparing, so that one missing command is one line.
 func failKind(reason string) string {
 	reason = setupColl.ReplaceAllString(reason, "setting up initialData: ")

@@ -47,7 +47,7 @@ func wrJSON(t testing.TB, s string) bson.D {
 
 // wrCanonical renders v as wrCanonical Extended JSON, which keeps int32, int64 and double
 // distinct, so that comparisons check types and field order. A reply (bson.D) loses its
-// volatile fields, $clusterTime and operationTime (STYLE.md §6).
+// volatile fields, $clusterTime and operationTime, which change from run to run.
 func wrCanonical(t testing.TB, v any) string {
 	t.Helper()
 	if d, ok := v.(bson.D); ok { // a reply: without the fields that change from run to run

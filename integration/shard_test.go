@@ -106,8 +106,9 @@ func drainCursor(t *testing.T, cur *mongo.Cursor, seen map[int32]bool) {
 	}
 }
 
-// TestShardCollectionMongosh runs the sharding mongosh script on a two-shard server, with
-// the admin.people example of MISSION.md.
+// TestShardCollectionMongosh runs the sharding mongosh script on a two-shard server: a people
+// collection sharded on hashed region, whose reply has Cosmos DB's shape (_t:
+// "ShardCollectionResponse", collectionsharded).
 func TestShardCollectionMongosh(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t, "--shards", "2")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench-merge.sh: the cross-partition merge benchmarks of the aggregation issue, end to end
-# against the real binary, driven by the shared harness (mbench) and mongosh.
+# against the real binary, driven by the mbench harness and mongosh.
 #
 #  1. find({metricValue: {$gt: X}}).sort({metricValue: 1}).limit(100) (mbench workload
 #     sortx) on RECORDS documents with an index on metricValue: a collection sharded on
@@ -9,9 +9,11 @@
 #     one client, on a server with --shards 1 and on one with --shards 2: median of RUNS.
 #
 # Usage: scripts/bench-merge.sh [RECORDS] [DOCSIZE]   (defaults 1000000 and 256; SKIP_SORTX=1: part 2 only)
-# Needs: go, npm ci done (mongosh), ../shared/bench. Writes results to ${OUT:-/tmp/bench-merge}.
+# Needs: go, npm ci done (mongosh), mbench (MBENCH_SRC or MBENCH, scripts/mbench.sh).
+# Writes results to ${OUT:-/tmp/bench-merge}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/mbench.sh
 RECORDS=${1:-1000000}
 DOCSIZE=${2:-256}
 RUNS=${RUNS:-5}
@@ -19,7 +21,7 @@ OUT=${OUT:-/tmp/bench-merge}
 PORT=${PORT:-27931}
 mkdir -p "$OUT"
 go build -o "$OUT/cleave" ./cmd/cleave
-(cd ../shared/bench && go build -o "$OUT/mbench" ./cmd/mbench)
+build_mbench "$OUT/mbench"
 MONGOSH=./node_modules/.bin/mongosh
 URI=mongodb://127.0.0.1:$PORT
 

@@ -5,16 +5,17 @@
 # retryWrites=false, alternating ROUNDS times. Compare ops/s and server CPU µs/op (medians).
 #
 # Usage: scripts/bench-retry.sh   (ROUNDS=3, RECORDS=100000, OUT=/tmp/bench-retry)
-# Needs: go, ../shared/bench.
+# Needs: go, mbench (MBENCH_SRC or MBENCH, scripts/mbench.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/mbench.sh
 ROUNDS=${ROUNDS:-3}
 RECORDS=${RECORDS:-100000}
 OUT=${OUT:-/tmp/bench-retry}
 PORT=${PORT:-27933}
 mkdir -p "$OUT"
 go build -o "$OUT/cleave" ./cmd/cleave
-(cd ../shared/bench && go build -o "$OUT/mbench" ./cmd/mbench)
+build_mbench "$OUT/mbench"
 URI=mongodb://127.0.0.1:$PORT
 rm -rf "$OUT/data"
 "$OUT/cleave" --http-addr "" --dir "$OUT/data" --listen 127.0.0.1:$PORT --log-level warn >"$OUT/server.log" 2>&1 &

@@ -6,16 +6,17 @@
 # alternating, ROUNDS rounds. Compare ops/s and server CPU µs/op (medians).
 #
 # Usage: scripts/bench-ru.sh   (ROUNDS=3, RECORDS=100000, OUT=/tmp/bench-ru)
-# Needs: go, npm ci done (mongosh), ../shared/bench.
+# Needs: go, npm ci done (mongosh), mbench (MBENCH_SRC or MBENCH, scripts/mbench.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/mbench.sh
 ROUNDS=${ROUNDS:-3}
 RECORDS=${RECORDS:-100000}
 OUT=${OUT:-/tmp/bench-ru}
 PORT=${PORT:-27932}
 mkdir -p "$OUT"
 go build -o "$OUT/cleave" ./cmd/cleave
-(cd ../shared/bench && go build -o "$OUT/mbench" ./cmd/mbench)
+build_mbench "$OUT/mbench"
 MONGOSH=./node_modules/.bin/mongosh
 URI=mongodb://127.0.0.1:$PORT
 trap '[ -n "${PID:-}" ] && kill "$PID" 2>/dev/null' EXIT

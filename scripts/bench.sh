@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench.sh: issue 13's whole benchmark table in one go, then the README's table from the
-# result files (scripts/benchtable; generated, not edited).
+# bench.sh: the whole benchmark table of docs/benchmarks.md in one go, rendered from the result
+# files by scripts/benchtable (generated, not edited).
 #
 #   fake server (mbench limit):  ping, c, a at 32 threads, insert at 8 and 32 (what the
 #   driver alone can send: the ceiling of any server's insert figures on this machine)
@@ -10,7 +10,7 @@
 #   insert at 32 for SUSTAINED (the "sustained" row: a 10 s insert ends before compactions
 #   catch up, so it flatters whatever defers them)
 #   mbench pebble: raw Pebble's batched ingest, the storage ceiling: of RECORDS records (a burst
-#   that fits in one memtable, issue 13's figure) and of PEBBLE_SUSTAINED records (as many as
+#   that fits in one memtable) and of PEBBLE_SUSTAINED records (as many as
 #   an insert run at 32 threads writes in DURATION, so that Pebble flushes and compacts as it
 #   does under the insert)
 #
@@ -23,11 +23,12 @@
 # Usage: scripts/bench.sh [-short]        -short: 10,000 records, 3 s per run, to try it
 #   env: OUT (/tmp/cleave-bench), ROUNDS (1), RECORDS (100000), DURATION (10s), SUSTAINED (60s;
 #        0 skips it), PEBBLE_SUSTAINED (1000000; 0 skips it), BINS,
-#        README=1 rewrites README.md's table between <!-- bench:begin/end --> markers,
+#        DOC=1 rewrites docs/benchmarks.md's table between <!-- bench:begin/end --> markers,
 #        PPROF=DIR saves a 5 s CPU profile of the server during every run into DIR.
-# Needs: go, ../shared/bench (mbench).
+# Needs: go, and mbench: MBENCH_SRC (a checkout of the harness) or MBENCH (scripts/mbench.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/mbench.sh
 ROOT=$PWD
 OUT=${OUT:-/tmp/cleave-bench}
 ROUNDS=${ROUNDS:-1}
@@ -46,7 +47,7 @@ LIMIT_PORT=${LIMIT_PORT:-$(freeport)}
 INDEXES=readingTime,metricValue,deviceId+readingTime
 
 rm -rf "$OUT" && mkdir -p "$OUT"
-(cd ../shared/bench && go build -o "$OUT/bin/mbench" ./cmd/mbench)
+mkdir -p "$OUT/bin" && build_mbench "$OUT/bin/mbench"
 if [ -z "${BINS:-}" ]; then
 	go build -o "$OUT/bin/cleave" ./cmd/cleave
 	BINS="cleave=$OUT/bin/cleave"
@@ -136,6 +137,6 @@ done
 
 labels=$(printf '%s\n' $BINS | sed 's/=.*//' | paste -sd, -)
 go run ./scripts/benchtable -dir "$OUT" -labels "$labels" | tee "$OUT/table.md"
-if [ -n "${README:-}" ]; then
-	go run ./scripts/benchtable -dir "$OUT" -labels "$labels" -readme "$ROOT/README.md"
+if [ -n "${DOC:-}" ]; then
+	go run ./scripts/benchtable -dir "$OUT" -labels "$labels" -doc "$ROOT/docs/benchmarks.md"
 fi

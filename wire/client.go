@@ -18,7 +18,7 @@ import (
 
 // Client sends commands to one server as OP_MSG requests over a pool of connections, one
 // request at a time on each: the internal client a cluster node reaches another node's
-// shards through (README, Architecture → Cluster). It speaks only what our server answers
+// shards through (docs/cluster.md, Internal protocol). It speaks only what our server answers
 // (no handshake, no compression); a connection that fails in any way is closed, never
 // reused, so a reply can never be read by the wrong request.
 //

@@ -146,7 +146,7 @@ func TestSequenceCount(t *testing.T) {
 }
 
 // FuzzReadMessage checks that decoding never panics or over-allocates, and that whatever
-// decodes re-encodes to the same bytes (STYLE.md §6).
+// decodes re-encodes to the same bytes (docs/testing.md, Fuzzing).
 func FuzzReadMessage(f *testing.F) {
 	for _, tc := range messageCases {
 		f.Add(tc.raw)

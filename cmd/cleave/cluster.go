@@ -18,7 +18,7 @@ import (
 	"github.com/cleavedb/cleave/store"
 )
 
-// ClusterConfig is the configuration of cluster mode (README, "Cluster"): empty Etcd is
+// ClusterConfig is the configuration of cluster mode (docs/cluster.md): empty Etcd is
 // single-node mode, the default.
 type ClusterConfig struct {
 	Etcd       string // comma-separated host:port of the etcd members
@@ -39,7 +39,7 @@ func (c *ClusterConfig) clusterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Advertise, "advertise", env("ADVERTISE", ""), "host:port other nodes and clients reach this node at (default: the --listen address)")
 	fs.DurationVar(&c.LeaseTTL, "etcd-lease-ttl", envDuration("ETCD_LEASE_TTL", 10*time.Second), "how long the cluster keeps a silent node registered (whole seconds, at least 1s)")
 	fs.StringVar(&c.EtcdPrefix, "etcd-prefix", env("ETCD_PREFIX", "/cleave"), "where the cluster's keys live in etcd")
-	fs.StringVar(&c.KeyFile, "keyFile", env("KEYFILE", ""), "the cluster's shared key (mongod's security.keyFile): nodes authenticate to each other as __system with it; implies --auth")
+	fs.StringVar(&c.KeyFile, "keyFile", env("KEYFILE", ""), "the cluster's key file (mongod's security.keyFile): 6 to 1024 base64 characters, whitespace ignored, not readable by group or others, the same on every node; nodes authenticate to each other as __system with it; implies --auth")
 }
 
 // validateCluster checks the cluster flags.

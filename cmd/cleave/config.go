@@ -39,7 +39,7 @@ type Config struct {
 	SlowOp                 time.Duration
 	// CacheSize is the Pebble block cache shared by all shards, MemTableBudget the memory of
 	// all memtables, split evenly between the shards (MemTableSize): with the Go heap, they
-	// bound the process's memory (README, "Memory").
+	// bound the process's memory (docs/configuration.md, "Memory").
 	CacheSize      int64
 	MemTableBudget int64
 	// GoMemoryLimit is the soft limit of the Go heap (runtime/debug.SetMemoryLimit) besides
@@ -65,7 +65,7 @@ type Config struct {
 	Auth                   bool
 	AuthUser, AuthPassword string
 
-	// Partitioning (MISSION.md "How many partitions, and splits").
+	// Partitioning: when partitions split and move (docs/compatibility.md, "Partitions").
 	PartitionMaxBytes        int64
 	MaxPartitionRU           float64
 	SplitLoadRU              float64
@@ -98,7 +98,7 @@ const DefaultMemTableBudget = 128 << 20
 const DefaultGCPercent = 400
 
 // DefaultGoMemoryLimit is --go-memory-limit's default, the Go heap's share of the 256 MiB
-// the process may hold besides the block cache (README, "Memory"); the rest goes to what
+// the process may hold besides the block cache (docs/configuration.md, "Memory"); the rest goes to what
 // neither limit bounds (the binary's 31 MiB of code, C's allocations of Pebble other than
 // the cache and memtables, memtables being released). It was 128 MiB; once a retryable
 // insertMany allocated 40% less (Retry.Renew), 96 MiB cost no CPU (mbench insert, 2 shards,
@@ -123,21 +123,22 @@ func (c *Config) MemTableSize() int64 {
 	return c.MemTableBudget / int64(max(c.Shards, 1)*store.DefaultMemTables)
 }
 
-// parseConfig parses args (without the program name) into a Config and validates it.
-func parseConfig(args []string) (Config, error) {
-	var c Config
+// flagSet returns the binary's flags, registered on c and m: each defaults to its CLEAVE_*
+// environment variable when that is set (mongod's spellings, on m, have none).
+// docs/configuration.md's table is generated from it (TestConfigurationDoc).
+func (c *Config) flagSet(m *mongodFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("cleave", flag.ContinueOnError)
 	fs.StringVar(&c.Listen, "listen", env("LISTEN", "127.0.0.1:27017"), "address to listen on (host:port; port 0 picks a free one)")
-	fs.StringVar(&c.Dir, "dir", env("DIR", "./cleave-data"), "data directory")
+	fs.StringVar(&c.Dir, "dir", env("DIR", "./cleave-data"), "data directory: one Pebble store per shard under shard-<n>/")
 	fs.IntVar(&c.Shards, "shards", envInt("SHARDS", 1), "number of shards (Pebble stores) in this process")
-	fs.StringVar(&c.LogLevel, "log-level", env("LOG_LEVEL", "info"), "log level: debug, info, warn, error")
+	fs.StringVar(&c.LogLevel, "log-level", env("LOG_LEVEL", "info"), "log level: debug (every command, with its connection and request ids), info, warn, error")
 	fs.StringVar(&c.LogFormat, "log-format", env("LOG_FORMAT", "console"), "log format: console or json")
 	fs.IntVar(&c.MaxConns, "max-conns", envInt("MAX_CONNS", 100_000), "maximum simultaneous client connections")
 	fs.StringVar(&c.AddrFile, "addr-file", env("ADDR_FILE", ""), "write the listening address to this file once ready")
 	fs.StringVar(&c.HTTPAddr, "http-addr", env("HTTP_ADDR", "127.0.0.1:8080"), "address of the HTTP listener serving /metrics (host:port; port 0 picks a free one; empty: no listener)")
 	fs.StringVar(&c.HTTPAddrFile, "http-addr-file", env("HTTP_ADDR_FILE", ""), "write the HTTP listener's address to this file once ready (before --addr-file)")
 	fs.BoolVar(&c.Pprof, "pprof", env("PPROF", "") == "true", "serve Go's profiles (net/http/pprof) under /debug/pprof/ on the HTTP listener")
-	fs.StringVar(&c.TLSCert, "tls-cert", env("TLS_CERT", ""), "PEM file of the server's TLS certificate (with --tls-key: every connection uses TLS)")
+	fs.StringVar(&c.TLSCert, "tls-cert", env("TLS_CERT", ""), "PEM file of the server's TLS certificate (with --tls-key: every connection uses TLS 1.2+, as with mongod's requireTLS)")
 	fs.StringVar(&c.TLSKey, "tls-key", env("TLS_KEY", ""), "PEM file of the server's TLS private key")
 	fs.StringVar(&c.TLSCA, "tls-ca", env("TLS_CA", ""), "PEM file of the CA that signs client certificates (clients must then present one)")
 	fs.BoolVar(&c.TestCommands, "test-commands", env("TEST_COMMANDS", "") == "true", "enable commands for test suites (failpoints), like mongod's enableTestCommands")
@@ -148,7 +149,7 @@ func parseConfig(args []string) (Config, error) {
 	fs.Int64Var(&c.CacheSize, "cache-size", envInt64("CACHE_SIZE", store.DefaultCacheSize), "bytes of the block cache, shared by all shards")
 	fs.Int64Var(&c.MemTableBudget, "memtable-budget", envInt64("MEMTABLE_BUDGET", DefaultMemTableBudget), "bytes of all memtables, split evenly between the shards (each shard holds at most "+strconv.Itoa(store.DefaultMemTables)+": the one written and those being flushed)")
 	fs.BoolVar(&c.SyncPacing, "sync-pacing", env("SYNC_PACING", "true") != "false", "pace WAL syncs to gather more commits in each while many writers wait (false only to measure what pacing does: each sync then starts as soon as the previous one ends; durability is the same)")
-	fs.Int64Var(&c.GoMemoryLimit, "go-memory-limit", envInt64("GO_MEMORY_LIMIT", DefaultGoMemoryLimit), "soft limit in bytes of the Go heap besides the block cache and memtables (0: GOMEMLIMIT or none)")
+	fs.Int64Var(&c.GoMemoryLimit, "go-memory-limit", envInt64("GO_MEMORY_LIMIT", DefaultGoMemoryLimit), "soft limit in bytes of the Go heap besides the block cache and memtables (0: GOMEMLIMIT or none; GOMEMLIMIT wins over the default)")
 	fs.IntVar(&c.GCPercent, "gc-percent", envInt("GC_PERCENT", DefaultGCPercent), "the garbage collector's target: the heap grows by this percentage of the live heap between collections (GOGC; 0: GOGC or 100; GOGC wins over the default)")
 	fs.Int64Var(&c.DiskReserve, "disk-reserve", envInt64("DISK_RESERVE", store.DefaultDiskReserve), "free bytes the data volume keeps: below the smaller of this and --disk-reserve-percent, writes that add data fail with OutOfDiskSpace (0: no byte bound)")
 	fs.Float64Var(&c.DiskReservePercent, "disk-reserve-percent", envFloat("DISK_RESERVE_PERCENT", store.DefaultDiskReservePercent), "the reserve as a share of the data volume's size, in percent (0: no share bound; both 0: no reserve)")
@@ -164,8 +165,15 @@ func parseConfig(args []string) (Config, error) {
 	fs.BoolVar(&c.RequestUnits, "request-units", env("REQUEST_UNITS", "true") != "false", "meter request units and enforce provisioned throughput (false only to measure what metering costs: no throttling, no load splits)")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", envDuration("SESSION_TIMEOUT", 30*time.Minute), "how long an unused logical session lives: its transaction, cursors and retryable-write records then go (mongod's localLogicalSessionTimeoutMinutes)")
 	c.Cluster.clusterFlags(fs)
+	m.register(fs)
+	return fs
+}
+
+// parseConfig parses args (without the program name) into a Config and validates it.
+func parseConfig(args []string) (Config, error) {
+	var c Config
 	var mongod mongodFlags
-	mongod.register(fs)
+	fs := c.flagSet(&mongod)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -1,8 +1,8 @@
-// Command benchtable turns the result files of scripts/bench.sh into the README's benchmark
-// table: one row per workload and thread count, one column for the fake server (`mbench
+// Command benchtable turns the result files of scripts/bench.sh into the benchmark table of
+// docs/benchmarks.md: one row per workload and thread count, one column for the fake server (`mbench
 // limit`) and one per binary label and shard setup, each cell the median over the rounds.
-// With -readme it rewrites what lies between the bench markers of that file; otherwise it
-// prints the table.
+// With -doc it rewrites what lies between the bench markers of that file (docs/benchmarks.md
+// for `DOC=1 scripts/bench.sh`); otherwise it prints the table.
 //
 // Result files are named DIR/LABEL/SETUP/WORKLOAD-tTHREADS-rROUND.json (`mbench run -out`),
 // SETUP being limit, shards1 or shards2, and DIR/pebble-rROUND.json (`mbench pebble -out`).
@@ -16,7 +16,7 @@ import (
 	"strings"
 )
 
-// The README markers between which the generated table goes.
+// The markers of docs/benchmarks.md between which the generated table goes.
 const (
 	beginMarker = "<!-- bench:begin -->"
 	endMarker   = "<!-- bench:end -->"
@@ -24,7 +24,7 @@ const (
 
 func main() {
 	dir := flag.String("dir", "/tmp/cleave-bench", "directory of scripts/bench.sh's result files")
-	readme := flag.String("readme", "", "rewrite the table between the bench markers of this file")
+	doc := flag.String("doc", "", "rewrite the table between the bench markers of this file (docs/benchmarks.md)")
 	labels := flag.String("labels", "", "the binaries' labels in the order of their columns, comma-separated (default: by name)")
 	flag.Parse()
 	rs, err := loadResults(*dir, strings.Split(*labels, ","))
@@ -32,11 +32,11 @@ func main() {
 		log.Fatal(err)
 	}
 	table := render(rs)
-	if *readme == "" {
+	if *doc == "" {
 		_, _ = os.Stdout.WriteString(table)
 		return
 	}
-	if err := rewrite(*readme, table); err != nil {
+	if err := rewrite(*doc, table); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -56,13 +56,27 @@ func TestBenchtableRender(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, got)
 		}
 	}
-	readme := filepath.Join(dir, "README.md")
-	write("README.md", "head\n"+beginMarker+"\nold\n"+endMarker+"\ntail\n")
-	if err := rewrite(readme, got); err != nil {
+	doc := filepath.Join(dir, "benchmarks.md")
+	write("benchmarks.md", "head\n"+beginMarker+"\nold\n"+endMarker+"\ntail\n")
+	if err := rewrite(doc, got); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(readme)
+	b, _ := os.ReadFile(doc)
 	if want := "head\n" + beginMarker + "\n" + got + endMarker + "\ntail\n"; string(b) != want {
-		t.Errorf("README after rewrite:\n%s\nwant:\n%s", b, want)
+		t.Errorf("benchmarks.md after rewrite:\n%s\nwant:\n%s", b, want)
+	}
+}
+
+// TestBenchmarksDoc: docs/benchmarks.md, which `DOC=1 scripts/bench.sh` rewrites, holds the
+// bench markers once each, in order.
+func TestBenchmarksDoc(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "benchmarks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	if strings.Count(doc, beginMarker) != 1 || strings.Count(doc, endMarker) != 1 ||
+		strings.Index(doc, beginMarker) > strings.Index(doc, endMarker) {
+		t.Errorf("docs/benchmarks.md: want one %s, then one %s", beginMarker, endMarker)
 	}
 }

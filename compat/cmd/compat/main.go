@@ -5,7 +5,7 @@
 //	go run ./cmd/compat                                  # build cleave, run every suite
 //	go run ./cmd/compat -uri mongodb://127.0.0.1:27017/ -suites crud,sessions
 //	go run ./cmd/compat -suites target -baseline testdata/baseline.txt   # what CI checks
-//	go run ./cmd/compat -readme ../README.md -baseline testdata/baseline.txt -known testdata/known.txt -update   # make compat
+//	go run ./cmd/compat -doc ../docs/compatibility.md -baseline testdata/baseline.txt -known testdata/known.txt -update   # make compat
 package main
 
 import (
@@ -34,7 +34,7 @@ func run() error {
 		uri      = flag.String("uri", "", "run against this server instead of building and starting cleave")
 		bin      = flag.String("cleave", "", "start this cleave binary instead of building one from the repository")
 		suites   = flag.String("suites", "all", "comma-separated suites; \"all\", \"prose\" (the prose suites), \"target\" (the CI suites: "+strings.Join(compat.TargetSuites, ", ")+")")
-		readme   = flag.String("readme", "", "rewrite the table between "+compat.BeginMarker+" and "+compat.EndMarker+" in this file (\"-\": print it)")
+		doc      = flag.String("doc", "", "rewrite the table between "+compat.BeginMarker+" and "+compat.EndMarker+" in this file, docs/compatibility.md for make compat (\"-\": print it)")
 		baseline = flag.String("baseline", "", "baseline file of passing tests: fail if one of them no longer passes")
 		known    = flag.String("known", "", "known-failures file (suite<TAB>pattern<TAB>reason): the reason the table gives for the tests it matches")
 		update   = flag.Bool("update", false, "with -baseline: add the newly passing tests to the file")
@@ -96,15 +96,15 @@ func run() error {
 			return err
 		}
 	}
-	if *readme == "-" {
+	if *doc == "-" {
 		if _, err := os.Stdout.WriteString(compat.Markdown(results, version)); err != nil {
 			return err
 		}
-	} else if *readme != "" {
-		if err := compat.RewriteReadme(*readme, compat.Markdown(results, version)); err != nil {
+	} else if *doc != "" {
+		if err := compat.RewriteDoc(*doc, compat.Markdown(results, version)); err != nil {
 			return err
 		}
-		fmt.Fprintln(os.Stderr, "rewrote the table in", *readme)
+		fmt.Fprintln(os.Stderr, "rewrote the table in", *doc)
 	}
 	if *baseline == "" {
 		return nil
