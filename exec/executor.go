@@ -20,7 +20,7 @@ type AuthOptions = cmd.AuthOptions
 type LogRing = cmd.LogRing
 
 // Executor answers MongoDB commands; it implements wire.Handler.
-type Executor = cmd.Executor
+type Executor = cmd.Server
 
 // New returns an Executor.
 func New(opts Options, logger *zap.Logger) *Executor { return cmd.New(opts, logger) }

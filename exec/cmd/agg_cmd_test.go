@@ -10,7 +10,7 @@ import (
 )
 
 // aggCommand runs an aggregate through the executor and returns its first batch.
-func aggCommand(t *testing.T, e *Executor, pipelineJSON string) []bsoncore.Document {
+func aggCommand(t *testing.T, e *Server, pipelineJSON string) []bsoncore.Document {
 	t.Helper()
 	c := e.Connect(wire.ConnInfo{ID: 1})
 	body := bsoncore.NewDocumentBuilder().AppendString("aggregate", "c").

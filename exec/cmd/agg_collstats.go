@@ -22,7 +22,7 @@ import (
 type collStatsStage struct {
 	raw          bsoncore.Document
 	env          *agg.Env
-	e            *Executor
+	e            *Server
 	storageScale int64 // 0: no storageStats
 	count        bool
 	latency      bool
@@ -30,7 +30,7 @@ type collStatsStage struct {
 }
 
 // parseCollStatsStage parses {$collStats: {latencyStats?, storageStats?, count?, queryExecStats?}}.
-func (e *Executor) parseCollStatsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
+func (e *Server) parseCollStatsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location5447000, "$collStats must take a nested object but found: %s", bsonx.ShellString(arg))

@@ -4,20 +4,20 @@ import "github.com/cleavedb/cleave/exec/agg"
 
 // serverStages are the aggregation stages the executor provides to pipelines (agg.Host):
 // those that write, report on the server or list its sessions.
-var serverStages = map[string]func(e *Executor) agg.StageParser{
-	"$out":               func(*Executor) agg.StageParser { return parseOutStage },
-	"$merge":             func(*Executor) agg.StageParser { return parseMergeStage },
-	"$collStats":         func(e *Executor) agg.StageParser { return e.parseCollStatsStage },
-	"$indexStats":        func(e *Executor) agg.StageParser { return e.parseIndexStatsStage },
-	"$currentOp":         func(e *Executor) agg.StageParser { return e.parseCurrentOpStage },
-	"$listLocalSessions": func(e *Executor) agg.StageParser { return e.parseListLocalSessionsStage },
-	"$listSessions":      func(e *Executor) agg.StageParser { return e.parseListSessionsStage },
+var serverStages = map[string]func(e *Server) agg.StageParser{
+	"$out":               func(*Server) agg.StageParser { return parseOutStage },
+	"$merge":             func(*Server) agg.StageParser { return parseMergeStage },
+	"$collStats":         func(e *Server) agg.StageParser { return e.parseCollStatsStage },
+	"$indexStats":        func(e *Server) agg.StageParser { return e.parseIndexStatsStage },
+	"$currentOp":         func(e *Server) agg.StageParser { return e.parseCurrentOpStage },
+	"$listLocalSessions": func(e *Server) agg.StageParser { return e.parseListLocalSessionsStage },
+	"$listSessions":      func(e *Server) agg.StageParser { return e.parseListSessionsStage },
 	// refused as MongoDB 7.0 does without Atlas (search_index.go)
-	"$listSearchIndexes": func(*Executor) agg.StageParser { return parseListSearchIndexesStage },
+	"$listSearchIndexes": func(*Server) agg.StageParser { return parseListSearchIndexesStage },
 }
 
 // StageParser implements agg.Host.
-func (e *Executor) StageParser(name string) agg.StageParser {
+func (e *Server) StageParser(name string) agg.StageParser {
 	if f := serverStages[name]; f != nil {
 		return f(e)
 	}

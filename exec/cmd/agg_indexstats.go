@@ -16,11 +16,11 @@ import (
 type indexStatsStage struct {
 	raw bsoncore.Value
 	env *agg.Env
-	e   *Executor
+	e   *Server
 }
 
 // parseIndexStatsStage parses {$indexStats: {}}.
-func (e *Executor) parseIndexStatsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
+func (e *Server) parseIndexStatsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok || len(d) > 5 {
 		return nil, mongoerr.New(mongoerr.Location28803, "The $indexStats stage specification must be an empty object")

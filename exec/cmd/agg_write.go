@@ -32,7 +32,7 @@ type writeStage interface {
 // writeRun is what one run of a write stage shares with aggregate: the executor, the
 // write concern's durability and the request units the writes cost.
 type writeRun struct {
-	e      *Executor
+	e      *Server
 	sync   bool
 	bypass bool // the aggregate's bypassDocumentValidation
 	charge float64
@@ -146,7 +146,7 @@ func writeStageIn(arr bsoncore.Array) string {
 // it run as any pipeline does, w writes their output, and the reply is an empty first batch
 // with cursor id 0. Explain describes it without writing, with the queryPlanner verbosity
 // only.
-func (e *Executor) aggregateWrite(ctx context.Context, r *Request, a *aggregateArgs, p *agg.Pipeline, ci *catalog.Coll, ns string, w writeStage) error {
+func (e *Server) aggregateWrite(ctx context.Context, r *Request, a *aggregateArgs, p *agg.Pipeline, ci *catalog.Coll, ns string, w writeStage) error {
 	if _, err := r.Body.LookupErr("autocommit"); err == nil { // inside a multi-document transaction
 		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "%s cannot be used in a transaction", w.stageName())
 	}

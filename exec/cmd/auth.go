@@ -1,182 +1,29 @@
 package cmd
 
 import (
-	"errors"
-	"net"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
-	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/exec/access"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // AuthOptions configures access control.
-type AuthOptions struct {
-	// Enabled makes every command check the connection's users against what the command
-	// needs (mongod's --auth). Users can be created and authenticate either way.
-	Enabled bool
-	// InternalKey is the cluster's key (mongod's security.keyFile, already read and
-	// checked): this node accepts the internal user __system it derives, and authenticates
-	// as __system to the other nodes (remote_auth.go). "" turns internal authentication off.
-	InternalKey string
-}
-
-// Kinds of security records in the catalog (store.SecurityRecord.Kind).
-const (
-	recordUser byte = 'u'
-	recordRole byte = 'r'
-)
-
-// authState is the executor's view of users and roles: the current registry, rebuilt after
-// every change, and the mutex that serializes changes.
-type authState struct {
-	reg atomic.Pointer[registryAt]
-	mu  sync.Mutex // held by every change of users or roles
-	// internal is the cluster's internal user (AuthOptions.InternalKey), nil without a key.
-	internal *auth.User
-}
-
-// registryAt is a registry and the catalog state it was built from: users and roles other
-// nodes change reach this node's catalog through its watch, and the next command that
-// needs the registry rebuilds it.
-type registryAt struct {
-	reg *auth.Registry
-	st  *store.CatalogState
-}
-
-// connAuth is a connection's authentication: who it is, and the SASL conversation under way.
-// A connection runs one command at a time, so it needs no lock.
-type connAuth struct {
-	users []auth.UserName
-	conv  *saslConv
-}
-
-// registry returns the current users and roles.
-func (e *Executor) registry() *auth.Registry {
-	r := e.Authn.reg.Load()
-	if r != nil && e.Storage.Catalog != nil && r.st != e.Storage.Catalog.State() {
-		if err := e.loadRegistry(); err == nil {
-			r = e.Authn.reg.Load()
-		}
-	}
-	if r != nil {
-		return r.reg
-	}
-	return auth.NewRegistry(nil, nil).WithInternal(e.Authn.internal)
-}
-
-// loadRegistry decodes the catalog's security records into a registry and publishes it.
-func (e *Executor) loadRegistry() error {
-	st := e.Storage.Catalog.State()
-	var users []*auth.User
-	for _, rec := range st.SecurityRecords(recordUser, "") {
-		u, err := auth.DecodeUser(rec.Doc)
-		if err != nil {
-			return err
-		}
-		users = append(users, u)
-	}
-	var roles []*auth.Role
-	for _, rec := range st.SecurityRecords(recordRole, "") {
-		r, err := auth.DecodeRole(rec.Doc)
-		if err != nil {
-			return err
-		}
-		roles = append(roles, r)
-	}
-	e.Authn.reg.Store(&registryAt{reg: auth.NewRegistry(users, roles).WithInternal(e.Authn.internal), st: st})
-	return nil
-}
-
-// changeSecurity changes users and roles under the auth mutex: plan looks at the current
-// registry and returns the records to write and those to delete (only their Kind, DB and
-// Name matter), or an error that aborts the change. The registry is then republished.
-func (e *Executor) changeSecurity(plan func(*auth.Registry) (puts, dels []store.SecurityRecord, err error)) error {
-	e.Authn.mu.Lock()
-	defer e.Authn.mu.Unlock()
-	puts, dels, err := plan(e.registry())
-	if err != nil {
-		return err
-	}
-	if err := e.Storage.Catalog.UpdateSecurity(nil, puts, dels); err != nil {
-		return err
-	}
-	return e.loadRegistry()
-}
-
-// userRecord returns the catalog record of u.
-func userRecord(u *auth.User) store.SecurityRecord {
-	return store.SecurityRecord{Kind: recordUser, DB: u.Name.DB, Name: u.Name.User, Doc: auth.EncodeUser(u)}
-}
-
-// roleRecord returns the catalog record of r.
-func roleRecord(r *auth.Role) store.SecurityRecord {
-	return store.SecurityRecord{Kind: recordRole, DB: r.Name.DB, Name: r.Name.Role, Doc: auth.EncodeRole(r)}
-}
-
-// EnsureRootUser creates user on admin with the root role and password when no user exists
-// yet (the startup flags' way to the first user); with users it does nothing.
-func (e *Executor) EnsureRootUser(user, password string) error {
-	if e.Storage.Catalog == nil {
-		return errors.New("no storage")
-	}
-	if user == "" || password == "" {
-		return errors.New("the root user needs a name and a password")
-	}
-	u, err := newUser(auth.UserName{User: user, DB: "admin"}, password, auth.Mechanisms)
-	if err != nil {
-		return err
-	}
-	u.Roles = []auth.RoleName{{Role: "root", DB: "admin"}}
-	exists := errors.New("users exist")
-	err = e.changeSecurity(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
-		if reg.HasUsers() {
-			return nil, nil, exists
-		}
-		return []store.SecurityRecord{userRecord(u)}, nil, nil
-	})
-	switch {
-	case errors.Is(err, exists):
-		e.Log.Info("users exist: the root user of the configuration is not created", zap.String("user", user))
-		return nil
-	case err != nil:
-		return err
-	}
-	e.Log.Info("created the root user", zap.String("user", user), zap.String("db", "admin"))
-	return nil
-}
-
-// newUser returns a user with fresh credentials of password for mechs (no roles).
-func newUser(name auth.UserName, password string, mechs []auth.Mechanism) (*auth.User, error) {
-	u := &auth.User{Name: name, ID: newUUID(), Credentials: map[auth.Mechanism]auth.Credential{}}
-	for _, m := range mechs {
-		c, err := auth.NewCredential(m, name.User, password)
-		if err != nil {
-			return nil, mongoerr.Wrap(err, mongoerr.BadValue, "Error preparing password for %s", m)
-		}
-		u.Credentials[m] = c
-	}
-	return u, nil
-}
+type AuthOptions = access.Options
 
 // authorize checks that the connection may run cmd (only with access control on). It is the
 // one place commands are checked; each command declares its action in the table, and
 // commands whose needs depend on their arguments (aggregate with $out, renameCollection,
 // user commands granting roles) add a needs function.
-func (e *Executor) authorize(r *Request, cmd *Command) error {
-	if !e.Opts.Auth.Enabled || cmd.Action == auth.ActionNone {
+func (e *Server) authorize(r *Request, cmd *Command) error {
+	if !e.Access.Enabled() || cmd.Action == auth.ActionNone {
 		return nil
 	}
-	reg := e.registry()
-	users := r.Conn.authn.users
-	if len(users) == 0 {
-		if e.localhostException(r, reg) {
+	if len(r.Conn.Authn.Users) == 0 {
+		if e.Access.LocalhostException(r.Name, r.DB, r.Conn.info.Remote) {
 			return nil
 		}
 		return mongoerr.New(mongoerr.Unauthorized, "Command %s requires authentication", r.Name)
@@ -185,29 +32,10 @@ func (e *Executor) authorize(r *Request, cmd *Command) error {
 	if cmd.Needs != nil {
 		needs = cmd.Needs(r, needs[0])
 	}
-	for _, n := range needs {
-		if !reg.Allowed(users, n) {
-			return mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to execute command %s", r.DB, bsonx.ShellDoc(redactSecrets(r.Body)))
-		}
+	if !e.Access.Allowed(&r.Conn.Authn, needs) {
+		return mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to execute command %s", r.DB, bsonx.ShellDoc(redactSecrets(r.Body)))
 	}
 	return nil
-}
-
-// localhostException reports whether an unauthenticated connection may run r anyway: while
-// no user exists, a client on the loopback interface may create the first user on admin.
-func (e *Executor) localhostException(r *Request, reg *auth.Registry) bool {
-	return r.Name == "createUser" && r.DB == "admin" && !reg.HasUsers() && isLoopback(r.Conn.info.Remote)
-}
-
-// isLoopback reports whether addr is a loopback address (or a Unix socket).
-func isLoopback(addr net.Addr) bool {
-	switch a := addr.(type) {
-	case *net.TCPAddr:
-		return a.IP.IsLoopback()
-	case *net.UnixAddr:
-		return true
-	}
-	return false
 }
 
 // commandCollection is the collection a command names in its first field, "" when it names
@@ -311,4 +139,10 @@ func redactSecrets(body bsoncore.Document) bsoncore.Document {
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	return out
+}
+
+// EnsureRootUser creates user on admin with the root role and password when no user exists
+// yet (the startup flags' way to the first user); with users it does nothing.
+func (e *Server) EnsureRootUser(user, password string) error {
+	return e.Access.EnsureRootUser(user, password)
 }

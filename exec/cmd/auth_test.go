@@ -14,7 +14,7 @@ import (
 )
 
 // authExecutor is an executor with access control on and a root user root/rootpw.
-func authExecutor(t *testing.T) *Executor {
+func authExecutor(t *testing.T) *Server {
 	t.Helper()
 	e := testExecutor(t, 1, Options{Auth: AuthOptions{Enabled: true}})
 	if err := e.EnsureRootUser("root", "rootpw"); err != nil {
@@ -24,7 +24,7 @@ func authExecutor(t *testing.T) *Executor {
 }
 
 // connFrom opens a connection from ip.
-func connFrom(e *Executor, id int64, ip string) wire.ConnHandler {
+func connFrom(e *Server, id int64, ip string) wire.ConnHandler {
 	return e.Connect(wire.ConnInfo{ID: id, Remote: &net.TCPAddr{IP: net.ParseIP(ip), Port: 50000}})
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // benchExecutor returns an executor over a fresh store in a temporary directory.
-func benchExecutor(tb testing.TB) *Executor {
+func benchExecutor(tb testing.TB) *Server {
 	tb.Helper()
 	return testExecutor(tb, 1, Options{})
 }

@@ -18,7 +18,7 @@ import (
 )
 
 // addAggregateCommands registers aggregate. MongoDB counts it under opcounters.command.
-func (e *Executor) addAggregateCommands(add func(*Command)) {
+func (e *Server) addAggregateCommands(add func(*Command)) {
 	add(&Command{Name: "aggregate", Run: e.aggregate, Action: auth.ActionRead, Needs: aggregateNeeds, Help: "Runs the sharded aggregation command. See http://dochub.mongodb.org/core/aggregation for more details.", Props: Cursor | InTxn | SnapshotRead | StaleRetry | Explainable | APIV1})
 }
 
@@ -149,7 +149,7 @@ func parseCursorOption(cmd string, v bsoncore.Value, accepted ...string) (int64,
 
 // aggregate runs the aggregate command: the pipeline's leading $match/$sort/$skip/$limit
 // run as a query per shard, the rest of the stages run here over the merged stream.
-func (e *Executor) aggregate(ctx context.Context, r *Request) error {
+func (e *Server) aggregate(ctx context.Context, r *Request) error {
 	a, err := parseAggregate(r.Body, explainOnly(r))
 	if err != nil {
 		return err
@@ -160,7 +160,7 @@ func (e *Executor) aggregate(ctx context.Context, r *Request) error {
 // runAggregate runs a parsed aggregate. A view is resolved here, the one place every read
 // through a view comes to (view.go): its pipeline goes before a.pipeline and the
 // pipeline reads the collection under it, while the cursor keeps the view's namespace.
-func (e *Executor) runAggregate(ctx context.Context, r *Request, a *aggregateArgs) error {
+func (e *Server) runAggregate(ctx context.Context, r *Request, a *aggregateArgs) error {
 	ns := r.DB + "." + a.coll
 	if a.coll != "" {
 		rv, err := e.Cat.ResolveView(r.DB, a.coll)

@@ -26,7 +26,7 @@ import (
 // source whole, and at worst a temporary collection of convertToCapped's.
 
 // addCappedCommands registers convertToCapped and cloneCollectionAsCapped.
-func (e *Executor) addCappedCommands(add func(*Command)) {
+func (e *Server) addCappedCommands(add func(*Command)) {
 	add(&Command{Name: "convertToCapped", Run: e.convertToCapped, Action: auth.ActionDDL, Help: "convert a collection to a capped collection"})
 	add(&Command{Name: "cloneCollectionAsCapped", Run: e.cloneCollectionAsCapped, Action: auth.ActionDDL, Help: "copy a collection into a new capped collection"})
 }
@@ -44,7 +44,7 @@ func cappedSizeArg(cmd string, v bsoncore.Value) (int64, error) {
 }
 
 // convertToCapped answers {convertToCapped: coll, size}.
-func (e *Executor) convertToCapped(ctx context.Context, r *Request) error {
+func (e *Server) convertToCapped(ctx context.Context, r *Request) error {
 	const cmd = "convertToCapped"
 	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection(cmd, first.Value())
@@ -82,7 +82,7 @@ func (e *Executor) convertToCapped(ctx context.Context, r *Request) error {
 }
 
 // cloneCollectionAsCapped answers {cloneCollectionAsCapped: coll, toCollection, size}.
-func (e *Executor) cloneCollectionAsCapped(ctx context.Context, r *Request) error {
+func (e *Server) cloneCollectionAsCapped(ctx context.Context, r *Request) error {
 	const cmd = "cloneCollectionAsCapped"
 	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection(cmd, first.Value())
@@ -135,7 +135,7 @@ func requiredSize(cmd string, body bsoncore.Document) (int64, error) {
 
 // cappedSource returns the collection db.name to copy into a capped collection: it must
 // exist, and be neither a view nor sharded.
-func (e *Executor) cappedSource(db, name, cmd string) (*catalog.Coll, error) {
+func (e *Server) cappedSource(db, name, cmd string) (*catalog.Coll, error) {
 	src, err := e.Cat.Lookup(db, name)
 	switch {
 	case err != nil:
@@ -155,7 +155,7 @@ func (e *Executor) cappedSource(db, name, cmd string) (*catalog.Coll, error) {
 // copyToCapped creates capped collection db.to of size bytes with src's other options and
 // copies into it the newest documents of src (in its natural order) that fit. The caller
 // holds the DDL lock.
-func (e *Executor) copyToCapped(src *catalog.Coll, db, to string, size int64) error {
+func (e *Server) copyToCapped(src *catalog.Coll, db, to string, size int64) error {
 	opts := ddl.CappedOptions(src.Meta.Options, size)
 	m, err := e.Storage.Catalog.CreateCollection(store.Collection{DB: db, Name: to, Options: opts})
 	if err != nil {
@@ -176,7 +176,7 @@ func (e *Executor) copyToCapped(src *catalog.Coll, db, to string, size int64) er
 
 // fillCapped copies the newest documents of src that fit the bounds of dst, an empty capped
 // collection, giving them record ids 1, 2, ... in src's natural order.
-func (e *Executor) fillCapped(src, dst *catalog.Coll) error {
+func (e *Server) fillCapped(src, dst *catalog.Coll) error {
 	unlock := e.Cat.Locks().LockAll() // no writer anywhere while the source is read
 	defer unlock()
 	from := e.Storage.Shards[src.Map.Partition(0).Shard]

@@ -31,7 +31,7 @@ import (
 // with the fields of the changes made.
 
 // collMod runs the collMod command.
-func (e *Executor) collMod(ctx context.Context, r *Request) error {
+func (e *Server) collMod(ctx context.Context, r *Request) error {
 	a, err := ddl.ParseCollMod(r.Body)
 	if err != nil && (a == nil || !e.isView(r.DB, a.Coll)) {
 		return err
@@ -76,7 +76,7 @@ func (e *Executor) collMod(ctx context.Context, r *Request) error {
 }
 
 // collModDryRun checks, without changing anything, that the index can become unique.
-func (e *Executor) collModDryRun(a *ddl.CollModArgs, p *ddl.CollModPlan, ci *catalog.Coll) error {
+func (e *Server) collModDryRun(a *ddl.CollModArgs, p *ddl.CollModPlan, ci *catalog.Coll) error {
 	if a.Index == nil {
 		return mongoerr.New(mongoerr.InvalidOptions, "dry run mode requires an valid index modification.")
 	}
@@ -91,7 +91,7 @@ func (e *Executor) collModDryRun(a *ddl.CollModArgs, p *ddl.CollModPlan, ci *cat
 
 // checkConvertible fails with CannotConvertIndexToUnique when index x of ci has
 // documents that share a key.
-func (e *Executor) checkConvertible(ci *catalog.Coll, x *store.Index) error {
+func (e *Server) checkConvertible(ci *catalog.Coll, x *store.Index) error {
 	for _, xi := range ci.WriteIndexes {
 		if xi.Meta.ID != x.ID {
 			continue
@@ -109,7 +109,7 @@ func (e *Executor) checkConvertible(ci *catalog.Coll, x *store.Index) error {
 
 // applyCollMod commits plan p to the catalog. A change to prepareUnique or unique is
 // followed by a barrier: every write after collMod returns checks the keys as it says.
-func (e *Executor) applyCollMod(c *store.Collection, p *ddl.CollModPlan) error {
+func (e *Server) applyCollMod(c *store.Collection, p *ddl.CollModPlan) error {
 	if !p.Changed() {
 		return nil
 	}

@@ -26,7 +26,7 @@ type compacter interface {
 // on meanwhile. killOp and maxTimeMS stop it between compactions (answering 11601 or 50);
 // what was compacted stays compacted. force is accepted (no replica set primary here to
 // protect); dryRun and freeSpaceTargetMB answer NotImplemented.
-func (e *Executor) compact(ctx context.Context, r *Request) error {
+func (e *Server) compact(ctx context.Context, r *Request) error {
 	const cmd = "compact"
 	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection(cmd, first.Value())

@@ -64,7 +64,7 @@ type customActionArgs struct {
 
 // customAction runs Azure Cosmos DB's extension commands: CreateCollection,
 // UpdateCollection, GetCollection, CreateDatabase, UpdateDatabase, GetDatabase.
-func (e *Executor) customAction(ctx context.Context, r *Request) error {
+func (e *Server) customAction(ctx context.Context, r *Request) error {
 	a, err := parseCustomAction(r.Body)
 	if err != nil {
 		return err
@@ -210,7 +210,7 @@ func parseCosmosIndexes(cmd string, v bsoncore.Value) ([]store.Index, error) {
 
 // checkUnshardedOffer refuses throughput above t on a collection without a shard key: it
 // cannot have more than one partition. The message starts with Cosmos DB's own.
-func (e *Executor) checkUnshardedOffer(o offer, sharded bool) error {
+func (e *Server) checkUnshardedOffer(o offer, sharded bool) error {
 	t := e.Shards.Policy().PartitionMaxRU
 	if sharded || !o.given || float64(o.ru) <= t {
 		return nil
@@ -222,7 +222,7 @@ func (e *Executor) checkUnshardedOffer(o offer, sharded bool) error {
 
 // cosmosCreateCollection answers customAction CreateCollection: coll with the requested
 // throughput, sharded on shardKey when given (ceil(T/t) partitions), with its indexes.
-func (e *Executor) cosmosCreateCollection(ctx context.Context, r *Request, a *customActionArgs) error {
+func (e *Server) cosmosCreateCollection(ctx context.Context, r *Request, a *customActionArgs) error {
 	if e.Storage.Catalog.State().Collection(r.DB, a.coll) != nil {
 		return mongoerr.New(mongoerr.NamespaceExists, "Collection %s.%s already exists.", r.DB, a.coll)
 	}
@@ -252,7 +252,7 @@ func (e *Executor) cosmosCreateCollection(ctx context.Context, r *Request, a *cu
 }
 
 // createUnsharded creates db.coll without a shard key, with options opts and throughput o.
-func (e *Executor) createUnsharded(db, coll string, opts bsoncore.Document, o offer) error {
+func (e *Server) createUnsharded(db, coll string, opts bsoncore.Document, o offer) error {
 	if err := catalog.ValidateCollName(db, coll); err != nil {
 		return err
 	}
@@ -270,7 +270,7 @@ func (e *Executor) createUnsharded(db, coll string, opts bsoncore.Document, o of
 // cosmosUpdateCollection answers customAction UpdateCollection: it stores the new throughput
 // and, when T rises above t·N, splits partitions until N = ceil(T/t). Lowering T never
 // merges partitions.
-func (e *Executor) cosmosUpdateCollection(r *Request, a *customActionArgs) error {
+func (e *Server) cosmosUpdateCollection(r *Request, a *customActionArgs) error {
 	c := e.Storage.Catalog.State().Collection(r.DB, a.coll)
 	if c == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.DB, a.coll)
@@ -308,7 +308,7 @@ func (e *Executor) cosmosUpdateCollection(r *Request, a *customActionArgs) error
 // cosmosGetCollection answers customAction GetCollection in Cosmos DB's shape, plus cleave's
 // numPartitions. A collection sharing its database's throughput shows none of its own, as in
 // Cosmos DB.
-func (e *Executor) cosmosGetCollection(r *Request, coll string) error {
+func (e *Server) cosmosGetCollection(r *Request, coll string) error {
 	c := e.Storage.Catalog.State().Collection(r.DB, coll)
 	if c == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.DB, coll)
@@ -356,7 +356,7 @@ func offerOptions(o offer) bsoncore.Document {
 
 // cosmosCreateDatabase answers customAction CreateDatabase: the database, with shared
 // throughput when an offer is given.
-func (e *Executor) cosmosCreateDatabase(r *Request, o offer) error {
+func (e *Server) cosmosCreateDatabase(r *Request, o offer) error {
 	if err := validateDBName(r.DB); err != nil {
 		return err
 	}
@@ -371,7 +371,7 @@ func (e *Executor) cosmosCreateDatabase(r *Request, o offer) error {
 
 // cosmosUpdateDatabase answers customAction UpdateDatabase: it replaces the database's
 // shared throughput, which it must have (Cosmos DB has no offer to update otherwise).
-func (e *Executor) cosmosUpdateDatabase(r *Request, o offer) error {
+func (e *Server) cosmosUpdateDatabase(r *Request, o offer) error {
 	if !o.given {
 		return mongoerr.New(mongoerr.BadValue, "UpdateDatabase needs offerThroughput or autoScaleSettings")
 	}
@@ -394,7 +394,7 @@ func (e *Executor) cosmosUpdateDatabase(r *Request, o offer) error {
 }
 
 // cosmosGetDatabase answers customAction GetDatabase in Cosmos DB's shape.
-func (e *Executor) cosmosGetDatabase(r *Request) error {
+func (e *Server) cosmosGetDatabase(r *Request) error {
 	d := e.Storage.Catalog.State().Database(r.DB)
 	if d == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "database %s not found", r.DB)
@@ -444,7 +444,7 @@ func parseCreateSharding(body bsoncore.Document) (*createSharding, error) {
 // createWithSharding runs a create command that names a shard key or a throughput: sharded
 // collections go through shardColl (ceil(T/t) partitions); unsharded ones are limited to t.
 // Creating the same sharded collection again succeeds, as create does.
-func (e *Executor) createWithSharding(db, coll string, opts bsoncore.Document, s *createSharding) error {
+func (e *Server) createWithSharding(db, coll string, opts bsoncore.Document, s *createSharding) error {
 	if err := e.checkUnshardedOffer(s.offer, s.key != nil); err != nil {
 		return err
 	}

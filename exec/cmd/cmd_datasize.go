@@ -70,7 +70,7 @@ func empty(d bsoncore.Document) bool { return len(d) <= 5 }
 
 // dataSizeOfRange answers a dataSize whose body has keyPattern, min or max; numRecords and
 // totalBytes are the collection's (ci, possibly nil).
-func (e *Executor) dataSizeOfRange(ctx context.Context, r *Request, ci *catalog.Coll, a *dataSizeRange, numRecords, totalBytes int64, start time.Time) error {
+func (e *Server) dataSizeOfRange(ctx context.Context, r *Request, ci *catalog.Coll, a *dataSizeRange, numRecords, totalBytes int64, start time.Time) error {
 	sharded := ci != nil && ci.Hashed >= 0
 	if sharded {
 		if err := checkShardKeyBounds(ci, a); err != nil {
@@ -152,7 +152,7 @@ func hasFields(d bsoncore.Document, fields []bsonx.IndexField) bool {
 
 // dataSizeHashRange measures the documents of a sharded collection in the hash range the
 // bounds give, on the shard of each partition the range overlaps.
-func (e *Executor) dataSizeHashRange(ci *catalog.Coll, a *dataSizeRange) (size, n int64, reached bool, err error) {
+func (e *Server) dataSizeHashRange(ci *catalog.Coll, a *dataSizeRange) (size, n int64, reached bool, err error) {
 	lo, loEnd, err := boundHash(ci, a.min, false)
 	if err != nil {
 		return 0, 0, false, err
@@ -246,7 +246,7 @@ func boundHash(ci *catalog.Coll, d bsoncore.Document, isMax bool) (h uint64, end
 
 // dataSizeIndexRange measures the documents of an unsharded collection with a key in
 // [min, max) of the index that keyPattern prefixes.
-func (e *Executor) dataSizeIndexRange(ctx context.Context, r *Request, ci *catalog.Coll, a *dataSizeRange, avgObjSize int64) (size, n int64, reached bool, err error) {
+func (e *Server) dataSizeIndexRange(ctx context.Context, r *Request, ci *catalog.Coll, a *dataSizeRange, avgObjSize int64) (size, n int64, reached bool, err error) {
 	kp := a.keyPattern
 	if empty(kp) {
 		kp = inferKeyPattern(a.min)

@@ -18,7 +18,7 @@ import (
 )
 
 // addDDLCommands registers the database and collection commands.
-func (e *Executor) addDDLCommands(add func(*Command)) {
+func (e *Server) addDDLCommands(add func(*Command)) {
 	add(&Command{Name: "create", Run: e.create, Action: auth.ActionDDL, Help: "create a collection explicitly", Props: InTxn | TxnCreates | WriteConcern | APIV1})
 	add(&Command{Name: "drop", Run: e.drop, Action: auth.ActionDDL, Help: "drop a collection", Props: WriteConcern | APIV1})
 	add(&Command{Name: "collMod", Run: e.collMod, Action: auth.ActionDBAdmin, Help: "change the options of a collection or of one of its indexes", Props: WriteConcern | APIV1})
@@ -37,7 +37,7 @@ func (e *Executor) addDDLCommands(add func(*Command)) {
 }
 
 // create runs the create command: an explicit collection with validated options.
-func (e *Executor) create(ctx context.Context, r *Request) error {
+func (e *Server) create(ctx context.Context, r *Request) error {
 	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection("create", first.Value())
 	if err != nil {
@@ -100,7 +100,7 @@ func collatedIDIndex(opts bsoncore.Document) (store.Index, bool) {
 }
 
 // drop runs the drop command. As on mongos 7.0, dropping a missing collection succeeds.
-func (e *Executor) drop(ctx context.Context, r *Request) error {
+func (e *Server) drop(ctx context.Context, r *Request) error {
 	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection("drop", first.Value())
 	if err != nil {
@@ -131,7 +131,7 @@ func (e *Executor) drop(ctx context.Context, r *Request) error {
 }
 
 // dropDatabase runs dropDatabase: the database's collections and their data go.
-func (e *Executor) dropDatabase(ctx context.Context, r *Request) error {
+func (e *Server) dropDatabase(ctx context.Context, r *Request) error {
 	switch r.DB {
 	case "admin", "config", "local":
 		return mongoerr.New(mongoerr.IllegalOperation, "Dropping the '%s' database is prohibited.", r.DB)
@@ -158,7 +158,7 @@ func (e *Executor) dropDatabase(ctx context.Context, r *Request) error {
 
 // renameCollection runs renameCollection (admin only): {renameCollection: "db.a", to:
 // "db.b", dropTarget: false}.
-func (e *Executor) renameCollection(ctx context.Context, r *Request) error {
+func (e *Server) renameCollection(ctx context.Context, r *Request) error {
 	const cmd = "renameCollection"
 	first, _ := bsonx.FirstElement(r.Body)
 	from, err := args.String(cmd, cmd, first.Value())

@@ -10,7 +10,7 @@ import (
 
 // delete runs the delete command: each statement of deletes in turn (limit 1: the first
 // matching document, limit 0: all of them), stopping at the first failed one when ordered.
-func (e *Executor) delete(ctx context.Context, r *Request) error {
+func (e *Server) delete(ctx context.Context, r *Request) error {
 	const cmd = "delete"
 	a, err := parseWriteArgs(cmd, "deletes", r.Body)
 	if err != nil {

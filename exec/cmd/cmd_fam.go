@@ -122,7 +122,7 @@ func (a *famArgs) validate() error {
 
 // findAndModify runs the findAndModify command: it updates or removes the first document
 // the query matches in sort order, and returns it (before or after the update).
-func (e *Executor) findAndModify(ctx context.Context, r *Request) error {
+func (e *Server) findAndModify(ctx context.Context, r *Request) error {
 	a, err := parseFAM(r.Body)
 	if err != nil {
 		return err
@@ -171,7 +171,7 @@ func (e *Executor) findAndModify(ctx context.Context, r *Request) error {
 
 // compileFAM compiles a findAndModify into a single-document writeOp and its projection
 // (nil when fields is absent). An upsert creates the collection when create is set.
-func (e *Executor) compileFAM(db string, a *famArgs, ci *catalog.Coll, create bool) (*write.Op, *project.Projection, error) {
+func (e *Server) compileFAM(db string, a *famArgs, ci *catalog.Coll, create bool) (*write.Op, *project.Projection, error) {
 	coll, err := collationFor(a.collation, ci)
 	if err != nil {
 		return nil, nil, err

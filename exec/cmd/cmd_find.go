@@ -32,7 +32,7 @@ type findRun struct {
 }
 
 // find runs the find command.
-func (e *Executor) find(ctx context.Context, r *Request) error {
+func (e *Server) find(ctx context.Context, r *Request) error {
 	run := new(findRun)
 	a := &run.a
 	if err := parseFindInto(r.Body, a); err != nil {
@@ -131,7 +131,7 @@ func compileFindInto(ci *catalog.Coll, a *findArgs, q *query.Query) error {
 
 // firstBatch fills the first batch of cursor c, registers it if documents remain, and
 // appends the cursor reply.
-func (e *Executor) firstBatch(ctx context.Context, r *Request, c *cursor, n int64, single bool) error {
+func (e *Server) firstBatch(ctx context.Context, r *Request, c *cursor, n int64, single bool) error {
 	out, cidx, aidx := startCursorReply(r.Out, "firstBatch")
 	exhausted := false
 	if n != 0 { // batchSize 0: an empty first batch and a cursor
@@ -163,7 +163,7 @@ func (e *Executor) firstBatch(ctx context.Context, r *Request, c *cursor, n int6
 
 // listingCursor answers a listing command (listCollections, listIndexes) with a cursor over
 // docs: the first batch holds batchSize of them (-1: all that fit), getMore the rest.
-func (e *Executor) listingCursor(ctx context.Context, r *Request, ns string, docs []bsoncore.Document, batchSize int64) error {
+func (e *Server) listingCursor(ctx context.Context, r *Request, ns string, docs []bsoncore.Document, batchSize int64) error {
 	if batchSize < 0 {
 		batchSize = math.MaxInt64
 	}
@@ -215,7 +215,7 @@ func appendCursorReply(r *Request, ns string, docs []bsoncore.Document) error {
 }
 
 // getMore continues a cursor.
-func (e *Executor) getMore(ctx context.Context, r *Request) error {
+func (e *Server) getMore(ctx context.Context, r *Request) error {
 	const cmd = "getMore"
 	first, _ := bsonx.FirstElement(r.Body)
 	id, ok := first.Value().Int64OK()
@@ -305,7 +305,7 @@ func (e *Executor) getMore(ctx context.Context, r *Request) error {
 }
 
 // killCursors closes cursors.
-func (e *Executor) killCursors(_ context.Context, r *Request) error {
+func (e *Server) killCursors(_ context.Context, r *Request) error {
 	const cmd = "killCursors"
 	first, _ := bsonx.FirstElement(r.Body)
 	coll, err := args.Collection(cmd, first.Value())

@@ -14,7 +14,7 @@ import (
 
 // hello answers hello, isMaster and ismaster as a mongos does, awaitable hellos included
 // (topology.go).
-func (e *Executor) hello(ctx context.Context, r *Request) error {
+func (e *Server) hello(ctx context.Context, r *Request) error {
 	legacy := r.Name != "hello"
 	var helloOK bool
 	var clientCompressors bsoncore.Array
@@ -88,12 +88,12 @@ func (e *Executor) hello(ctx context.Context, r *Request) error {
 		out = appendStringArray(out, "compression", r.Conn.compressors)
 	}
 	if saslMechsUser != "" {
-		if mechs := e.saslSupportedMechs(saslMechsUser); mechs != nil {
+		if mechs := e.Access.SupportedMechs(saslMechsUser); mechs != nil {
 			out = appendStringArray(out, "saslSupportedMechs", mechs)
 		}
 	}
 	if speculative != nil {
-		if reply := e.speculativeAuth(r.Conn, speculative); reply != nil {
+		if reply := e.Access.Speculative(&r.Conn.Authn, speculative, r.Conn.log); reply != nil {
 			out = bsoncore.AppendDocumentElement(out, "speculativeAuthenticate", reply)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 // addIndexCommands registers createIndexes, listIndexes and dropIndexes.
-func (e *Executor) addIndexCommands(add func(*Command)) {
+func (e *Server) addIndexCommands(add func(*Command)) {
 	add(&Command{Name: "createIndexes", Run: e.createIndexes, Action: auth.ActionDDL, Help: "create indexes on a collection", Props: InTxn | TxnCreates | WriteConcern | APIV1})
 	add(&Command{Name: "listIndexes", Run: e.listIndexes, Action: auth.ActionListing, Help: "list the indexes of a collection", Props: Cursor | APIV1})
 	add(&Command{Name: "dropIndexes", Aliases: []string{"deleteIndexes"}, Run: e.dropIndexes, Action: auth.ActionDDL, Help: "drop indexes of a collection", Props: WriteConcern | APIV1})
@@ -73,7 +73,7 @@ func parseCreateIndexes(body bsoncore.Document) (*createIndexesArgs, error) {
 }
 
 // createIndexes runs createIndexes (ensureIndexes) and answers MongoDB's counts.
-func (e *Executor) createIndexes(ctx context.Context, r *Request) error {
+func (e *Server) createIndexes(ctx context.Context, r *Request) error {
 	a, err := parseCreateIndexes(r.Body)
 	if err != nil {
 		return err
@@ -103,7 +103,7 @@ type ensureResult struct {
 // if needed, resolves each requested index against the existing ones (identical: nothing to
 // do; conflicting: an error, before anything changes), then builds the new ones over the
 // existing data. Cosmos DB's CreateCollection builds its indexes through it too.
-func (e *Executor) ensureIndexes(ctx context.Context, db, coll string, indexes []store.Index) (ensureResult, error) {
+func (e *Server) ensureIndexes(ctx context.Context, db, coll string, indexes []store.Index) (ensureResult, error) {
 	if err := catalog.ValidateCollName(db, coll); err != nil {
 		return ensureResult{}, err
 	}

@@ -21,7 +21,7 @@ const (
 )
 
 // insert runs the insert command.
-func (e *Executor) insert(ctx context.Context, r *Request) error {
+func (e *Server) insert(ctx context.Context, r *Request) error {
 	const cmd = "insert"
 	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection(cmd, first.Value())

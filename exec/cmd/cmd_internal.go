@@ -28,7 +28,7 @@ const (
 )
 
 // addInternalCommands registers the internal shard commands.
-func (e *Executor) addInternalCommands(add func(*Command)) {
+func (e *Server) addInternalCommands(add func(*Command)) {
 	add(&Command{Name: "_cleaveShardFind", Run: e.shardFind, Action: auth.ActionInternal, Help: "internal: a shard's part of a read", Props: Cursor})
 	add(&Command{Name: "_cleaveShardGetMore", Run: e.shardGetMore, Action: auth.ActionInternal, Help: "internal: the next batch of a shard's read"})
 	add(&Command{Name: "_cleaveShardKill", Run: e.shardKill, Action: auth.ActionInternal, Help: "internal: ends a shard's read"})
@@ -39,7 +39,7 @@ func (e *Executor) addInternalCommands(add func(*Command)) {
 }
 
 // catchUp waits until this node's catalog reflects the router's revision rev.
-func (e *Executor) catchUp(ctx context.Context, rev int64) error {
+func (e *Server) catchUp(ctx context.Context, rev int64) error {
 	if rev <= e.Storage.Catalog.Revision() {
 		return nil
 	}
@@ -51,7 +51,7 @@ func (e *Executor) catchUp(ctx context.Context, rev int64) error {
 
 // ownedColl returns the collection an internal command names, checking that it is the one
 // the router planned on (same id) and that shard s is this node's.
-func (e *Executor) ownedColl(ctx context.Context, r *Request, s int) (*catalog.Coll, error) {
+func (e *Server) ownedColl(ctx context.Context, r *Request, s int) (*catalog.Coll, error) {
 	first, _ := bsonx.FirstElement(r.Body)
 	name, _ := first.Value().StringValueOK()
 	rev, _ := r.Body.Lookup("rev").Int64OK()
@@ -81,7 +81,7 @@ func (e *Executor) ownedColl(ctx context.Context, r *Request, s int) (*catalog.C
 // shardFind opens a shard's part of a read planned on another node (query.RemoteScanSpec)
 // and answers its first batch: {cursor: id (0: done), docs: binary (concatenated
 // documents), stats}.
-func (e *Executor) shardFind(ctx context.Context, r *Request) error {
+func (e *Server) shardFind(ctx context.Context, r *Request) error {
 	b := r.Body
 	s, _ := b.Lookup("shard").Int32OK()
 	ci, err := e.ownedColl(ctx, r, int(s))
@@ -136,7 +136,7 @@ func (e *Executor) shardFind(ctx context.Context, r *Request) error {
 
 // shardBatch reads up to n documents of ss into r's reply and registers c (first) or
 // keeps it while ss is not done.
-func (e *Executor) shardBatch(ctx context.Context, r *Request, c *cursor, ss *query.ShardStream, n int, first bool) error {
+func (e *Server) shardBatch(ctx context.Context, r *Request, c *cursor, ss *query.ShardStream, n int, first bool) error {
 	buf := make([]byte, 0, 16<<10)
 	done := false
 	for i := 0; i < n && len(buf) < remoteBatchBytes; i++ {
@@ -174,7 +174,7 @@ func (e *Executor) shardBatch(ctx context.Context, r *Request, c *cursor, ss *qu
 }
 
 // shardGetMore answers the next batch of a shard's read.
-func (e *Executor) shardGetMore(ctx context.Context, r *Request) error {
+func (e *Server) shardGetMore(ctx context.Context, r *Request) error {
 	id, _ := bsonx.FirstElement(r.Body)
 	c, err := e.Cursors.acquire(id.Value().Int64())
 	if err != nil {
@@ -192,7 +192,7 @@ func (e *Executor) shardGetMore(ctx context.Context, r *Request) error {
 }
 
 // shardKill ends a shard's read.
-func (e *Executor) shardKill(_ context.Context, r *Request) error {
+func (e *Server) shardKill(_ context.Context, r *Request) error {
 	id, _ := bsonx.FirstElement(r.Body)
 	e.Cursors.remove(id.Value().Int64())
 	return nil

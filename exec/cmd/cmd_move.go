@@ -18,7 +18,7 @@ import (
 // (_cleaveMoveApply) or asks it to move one of its own (_cleaveMovePartition).
 
 // addMoveCommands registers the internal commands of moves between nodes.
-func (e *Executor) addMoveCommands(add func(*Command)) {
+func (e *Server) addMoveCommands(add func(*Command)) {
 	add(&Command{Name: sharding.MoveApplyCmd, Run: e.moveApply, Action: auth.ActionClusterAdmin, Help: "internal: one step of a partition move into this node"})
 	add(&Command{Name: sharding.MovePartitionCmd, Run: e.movePartition, Action: auth.ActionClusterAdmin, Help: "internal: move a partition of this node"})
 	add(&Command{Name: sharding.PartitionStatsCmd, Run: e.clusterPartitionStats, Action: auth.ActionClusterAdmin, Help: "internal: this node's partitions of a collection"})
@@ -41,7 +41,7 @@ func moveError(err error) error {
 }
 
 // moveApply runs one step of a move into shard `shard` of this node: {n}.
-func (e *Executor) moveApply(ctx context.Context, r *Request) error {
+func (e *Server) moveApply(ctx context.Context, r *Request) error {
 	s, _ := r.Body.Lookup("shard").Int32OK()
 	ci, err := e.ownedColl(ctx, r, int(s))
 	if err != nil {
@@ -63,7 +63,7 @@ func (e *Executor) moveApply(ctx context.Context, r *Request) error {
 }
 
 // movePartition moves a partition of one of this node's shards, as another node asked.
-func (e *Executor) movePartition(ctx context.Context, r *Request) error {
+func (e *Server) movePartition(ctx context.Context, r *Request) error {
 	ci, err := e.ownedColl(ctx, r, -1)
 	if err != nil {
 		return err
@@ -76,7 +76,7 @@ func (e *Executor) movePartition(ctx context.Context, r *Request) error {
 
 // clusterPartitionStats answers the elected manager's request for this node's partitions of a
 // collection: {parts: [{id, shard, docs, bytes, ru}]}.
-func (e *Executor) clusterPartitionStats(ctx context.Context, r *Request) error {
+func (e *Server) clusterPartitionStats(ctx context.Context, r *Request) error {
 	ci, err := e.ownedColl(ctx, r, -1)
 	if err != nil {
 		return err

@@ -18,7 +18,7 @@ import (
 // parameter is one server parameter getParameter can report.
 type parameter struct {
 	name   string
-	append func(e *Executor, dst []byte, key string) []byte
+	append func(e *Server, dst []byte, key string) []byte
 }
 
 // knob is an integer server parameter settable at runtime; each executor has its own
@@ -135,55 +135,55 @@ func coerceInt64(v bsoncore.Value) (int64, bool) {
 // parameters are the server parameters cleave reports, sorted by name as getParameter: "*"
 // lists them. Values are cleave's effective settings.
 var parameters = []parameter{
-	{"authenticationMechanisms", func(_ *Executor, dst []byte, key string) []byte {
+	{"authenticationMechanisms", func(_ *Server, dst []byte, key string) []byte {
 		return appendStringArray(dst, key, []string{"SCRAM-SHA-1", "SCRAM-SHA-256"})
 	}},
 	{"cursorTimeoutMillis", int64Param(600_000)},
-	{"enableTestCommands", func(e *Executor, dst []byte, key string) []byte {
+	{"enableTestCommands", func(e *Server, dst []byte, key string) []byte {
 		return bsoncore.AppendBooleanElement(dst, key, e.Opts.TestCommands)
 	}},
-	{"featureCompatibilityVersion", func(_ *Executor, dst []byte, key string) []byte {
+	{"featureCompatibilityVersion", func(_ *Server, dst []byte, key string) []byte {
 		idx, dst := bsoncore.AppendDocumentElementStart(dst, key)
 		dst = bsoncore.AppendStringElement(dst, "version", fcv)
 		dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 		return dst
 	}},
-	{"internalDocumentSourceGroupMaxMemoryBytes", func(e *Executor, dst []byte, key string) []byte {
+	{"internalDocumentSourceGroupMaxMemoryBytes", func(e *Server, dst []byte, key string) []byte {
 		return e.Knobs.groupMemory.appendTo(dst, key)
 	}},
-	{"internalDocumentSourceGraphLookupMaxMemoryBytes", func(e *Executor, dst []byte, key string) []byte {
+	{"internalDocumentSourceGraphLookupMaxMemoryBytes", func(e *Server, dst []byte, key string) []byte {
 		return e.Knobs.graphMemory.appendTo(dst, key)
 	}},
-	{"internalQueryMaxBlockingSortMemoryUsageBytes", func(e *Executor, dst []byte, key string) []byte {
+	{"internalQueryMaxBlockingSortMemoryUsageBytes", func(e *Server, dst []byte, key string) []byte {
 		return e.Knobs.sortMemory.appendTo(dst, key)
 	}},
-	{"localLogicalSessionTimeoutMinutes", func(e *Executor, dst []byte, key string) []byte {
+	{"localLogicalSessionTimeoutMinutes", func(e *Server, dst []byte, key string) []byte {
 		return bsoncore.AppendInt32Element(dst, key, e.sessionTimeoutMinutes())
 	}},
-	{"logLevel", func(_ *Executor, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 0) }},
-	{"maxBSONDepth", func(_ *Executor, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 200) }},
-	{"minSnapshotHistoryWindowInSeconds", func(e *Executor, dst []byte, key string) []byte {
+	{"logLevel", func(_ *Server, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 0) }},
+	{"maxBSONDepth", func(_ *Server, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 200) }},
+	{"minSnapshotHistoryWindowInSeconds", func(e *Server, dst []byte, key string) []byte {
 		return e.Knobs.snapshotWindow.appendTo(dst, key)
 	}},
-	{"quiet", func(_ *Executor, dst []byte, key string) []byte {
+	{"quiet", func(_ *Server, dst []byte, key string) []byte {
 		return bsoncore.AppendBooleanElement(dst, key, false)
 	}},
-	{"requireApiVersion", func(_ *Executor, dst []byte, key string) []byte {
+	{"requireApiVersion", func(_ *Server, dst []byte, key string) []byte {
 		return bsoncore.AppendBooleanElement(dst, key, false)
 	}},
-	{"transactionLifetimeLimitSeconds", func(e *Executor, dst []byte, key string) []byte {
+	{"transactionLifetimeLimitSeconds", func(e *Server, dst []byte, key string) []byte {
 		return e.Knobs.txnLifetime.appendTo(dst, key)
 	}},
 }
 
 // int64Param returns an appender of a constant NumberLong parameter.
-func int64Param(v int64) func(*Executor, []byte, string) []byte {
-	return func(_ *Executor, dst []byte, key string) []byte { return bsoncore.AppendInt64Element(dst, key, v) }
+func int64Param(v int64) func(*Server, []byte, string) []byte {
+	return func(_ *Server, dst []byte, key string) []byte { return bsoncore.AppendInt64Element(dst, key, v) }
 }
 
 // getParameter reports the named parameters, or all of them for {getParameter: "*"}. As in
 // MongoDB, naming none that exists fails with "no option found to get".
-func (e *Executor) getParameter(_ context.Context, r *Request) error {
+func (e *Server) getParameter(_ context.Context, r *Request) error {
 	first, _ := bsonx.FirstElement(r.Body)
 	all, details := false, false
 	if s, ok := first.Value().StringValueOK(); ok && s == "*" {
@@ -224,7 +224,7 @@ var startupOnly = map[string]bool{"authenticationMechanisms": true, "enableTestC
 // setParameter changes runtime parameters: {setParameter: 1, <name>: <value>, ...}. As in
 // MongoDB, every name is checked before any value is set, values are set in name order, and
 // "was" reports the old value of the first.
-func (e *Executor) setParameter(_ context.Context, r *Request) error {
+func (e *Server) setParameter(_ context.Context, r *Request) error {
 	vals := map[string]bsoncore.Value{}
 	err := args.ForEach("setParameter", r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		if err := e.checkSettable(key); err != nil {
@@ -266,7 +266,7 @@ func (e *Executor) setParameter(_ context.Context, r *Request) error {
 
 // checkSettable reports why setParameter cannot change name, if it cannot (the parameters
 // other than knobs are fixed).
-func (e *Executor) checkSettable(name string) error {
+func (e *Server) checkSettable(name string) error {
 	switch {
 	case e.Knobs.byName(name) != nil:
 		return nil
@@ -283,7 +283,7 @@ func (e *Executor) checkSettable(name string) error {
 
 // getLog answers getLog: "*" with the log names, and "global" or "startupWarnings" with
 // recent lines as MongoDB's structured (JSON) log strings.
-func (e *Executor) getLog(_ context.Context, r *Request) error {
+func (e *Server) getLog(_ context.Context, r *Request) error {
 	first, _ := bsonx.FirstElement(r.Body)
 	name, ok := first.Value().StringValueOK()
 	if !ok {

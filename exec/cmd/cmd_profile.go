@@ -41,7 +41,7 @@ func (s *slowOps) slow(d time.Duration) bool {
 }
 
 // profile answers {profile: -1 | 0, slowms, sampleRate} with the previous settings.
-func (e *Executor) profile(_ context.Context, r *Request) error {
+func (e *Server) profile(_ context.Context, r *Request) error {
 	level, err := args.Int64("profile", "profile", r.Body.Lookup("profile"))
 	if err != nil {
 		return err

@@ -16,7 +16,7 @@ import (
 )
 
 // addQueryCommands registers count, distinct and explain.
-func (e *Executor) addQueryCommands(add func(*Command)) {
+func (e *Server) addQueryCommands(add func(*Command)) {
 	add(&Command{Name: "count", Run: e.count, Action: auth.ActionRead, Help: "count objects in collection", Props: StaleRetry | Explainable | APIV1})
 	add(&Command{Name: "distinct", Run: e.distinct, Action: auth.ActionRead, Help: "{ distinct : 'collection name' , key : 'a.b' , query : {} }", Props: InTxn | SnapshotRead | StaleRetry | Explainable})
 	add(&Command{Name: "explain", Run: e.explain, Action: auth.ActionRead, Help: "explain database reads and writes", Props: StaleRetry | APIV1})
@@ -75,7 +75,7 @@ func parseCount(body bsoncore.Document) (*countArgs, error) {
 }
 
 // count runs the count command.
-func (e *Executor) count(ctx context.Context, r *Request) error {
+func (e *Server) count(ctx context.Context, r *Request) error {
 	a, err := parseCount(r.Body)
 	if err != nil {
 		return err
@@ -146,7 +146,7 @@ func (e *Executor) count(ctx context.Context, r *Request) error {
 }
 
 // distinct runs the distinct command.
-func (e *Executor) distinct(ctx context.Context, r *Request) error {
+func (e *Server) distinct(ctx context.Context, r *Request) error {
 	const cmd = "distinct"
 	first, _ := bsonx.FirstElement(r.Body)
 	coll, err := args.Collection(cmd, first.Value())
@@ -229,7 +229,7 @@ func (e *Executor) distinct(ctx context.Context, r *Request) error {
 
 // distinctValues collects the distinct values of path among q's matches, sorted in
 // MongoDB's order. Array values contribute their elements.
-func (e *Executor) distinctValues(ctx context.Context, r *Request, q *query.Query, path string) ([]bsoncore.Value, error) {
+func (e *Server) distinctValues(ctx context.Context, r *Request, q *query.Query, path string) ([]bsoncore.Value, error) {
 	stream, _, shards, err := e.queryFor(r).Open(q)
 	if err != nil {
 		return nil, err
@@ -244,7 +244,7 @@ func (e *Executor) distinctValues(ctx context.Context, r *Request, q *query.Quer
 
 // distinctView runs distinct on view coll: the distinct values of path among the
 // documents of the view's pipeline followed by $match filter.
-func (e *Executor) distinctView(ctx context.Context, r *Request, coll string, filter bsoncore.Document, hint bsoncore.Value, path string) ([]bsoncore.Value, error) {
+func (e *Server) distinctView(ctx context.Context, r *Request, coll string, filter bsoncore.Document, hint bsoncore.Value, path string) ([]bsoncore.Value, error) {
 	var stages []bsoncore.Document
 	if len(filter) > 5 {
 		stages = append(stages, stage("$match", bsonx.DocValue(filter)))

@@ -14,7 +14,7 @@ import (
 )
 
 // addDrainCommands registers removeShard.
-func (e *Executor) addDrainCommands(add func(*Command)) {
+func (e *Server) addDrainCommands(add func(*Command)) {
 	add(&Command{Name: "removeShard", Aliases: []string{"removeshard"}, Run: e.removeShard, Action: auth.ActionClusterAdmin, Help: "drain a shard: move its partitions to the other shards", AdminOnly: true})
 }
 
@@ -24,7 +24,7 @@ func (e *Executor) addDrainCommands(add func(*Command)) {
 // shard is empty ({state: "completed"}). dbsToMove lists the databases of the collections
 // that cannot move (capped, time-series), for the user to drop. The emptied shard stays
 // listed, draining, and never receives partitions again; its node may then be stopped.
-func (e *Executor) removeShard(_ context.Context, r *Request) error {
+func (e *Server) removeShard(_ context.Context, r *Request) error {
 	const cmd = "removeShard"
 	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.String(cmd, cmd, first.Value())

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/access"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -15,7 +16,7 @@ import (
 
 // addRoleCommands registers the role commands: custom roles with privileges and inherited
 // roles (updateRole and grantRolesToRole are not there yet).
-func (e *Executor) addRoleCommands(add func(*Command)) {
+func (e *Server) addRoleCommands(add func(*Command)) {
 	ua := auth.ActionUserAdmin
 	add(&Command{Name: "createRole", Run: e.createRole, Action: ua, Needs: roleGrantNeeds, Help: "Adds a role to the system", Props: APIV1})
 	add(&Command{Name: "dropRole", Run: e.dropRole, Action: ua, Help: "Drops a single role.", Props: APIV1})
@@ -23,7 +24,7 @@ func (e *Executor) addRoleCommands(add func(*Command)) {
 }
 
 // createRole adds a custom role to r.db.
-func (e *Executor) createRole(_ context.Context, r *Request) error {
+func (e *Server) createRole(_ context.Context, r *Request) error {
 	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.String(r.Name, r.Name, first.Value())
 	if err != nil {
@@ -67,26 +68,26 @@ func (e *Executor) createRole(_ context.Context, r *Request) error {
 			return mongoerr.New(mongoerr.BadValue, "Roles on the '%s' database cannot be granted privileges that target other databases or the cluster", r.DB)
 		}
 	}
-	return e.changeSecurity(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
+	return e.Access.Change(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
 		if reg.Role(role.Name) != nil {
 			return nil, nil, mongoerr.New(mongoerr.Location51002, "Role \"%s\" already exists", role.Name)
 		}
 		if err := checkRolesExist(reg, role.Roles); err != nil {
 			return nil, nil, err
 		}
-		return []store.SecurityRecord{roleRecord(role)}, nil, nil
+		return []store.SecurityRecord{access.RoleRecord(role)}, nil, nil
 	})
 }
 
 // dropRole removes a custom role; users and roles that held it lose it.
-func (e *Executor) dropRole(_ context.Context, r *Request) error {
+func (e *Server) dropRole(_ context.Context, r *Request) error {
 	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.String(r.Name, r.Name, first.Value())
 	if err != nil {
 		return err
 	}
 	rn := auth.RoleName{Role: name, DB: r.DB}
-	return e.changeSecurity(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
+	return e.Access.Change(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
 		if reg.Role(rn) == nil {
 			return nil, nil, mongoerr.New(mongoerr.RoleNotFound, "Could not find role: %s", rn)
 		}
@@ -95,7 +96,7 @@ func (e *Executor) dropRole(_ context.Context, r *Request) error {
 			if slices.Contains(u.Roles, rn) {
 				c := *u
 				c.Roles = slices.DeleteFunc(slices.Clone(u.Roles), func(x auth.RoleName) bool { return x == rn })
-				puts = append(puts, userRecord(&c))
+				puts = append(puts, access.UserRecord(&c))
 			}
 		}
 		for _, other := range reg.AllRoles() {
@@ -103,10 +104,10 @@ func (e *Executor) dropRole(_ context.Context, r *Request) error {
 			if slices.Contains(role.Roles, rn) {
 				c := *role
 				c.Roles = slices.DeleteFunc(slices.Clone(role.Roles), func(x auth.RoleName) bool { return x == rn })
-				puts = append(puts, roleRecord(&c))
+				puts = append(puts, access.RoleRecord(&c))
 			}
 		}
-		return puts, []store.SecurityRecord{{Kind: recordRole, DB: rn.DB, Name: rn.Role}}, nil
+		return puts, []store.SecurityRecord{{Kind: access.RecordRole, DB: rn.DB, Name: rn.Role}}, nil
 	})
 }
 
@@ -131,9 +132,9 @@ func rolesInfoNeeds(r *Request, def auth.Need) []auth.Need {
 	if err != nil || len(names) == 0 {
 		return []auth.Need{def}
 	}
-	reg := r.Conn.e.registry()
+	reg := r.Conn.e.Access.Registry()
 	var held []auth.RoleName
-	for _, un := range r.Conn.authn.users {
+	for _, un := range r.Conn.Authn.Users {
 		if u := reg.User(un); u != nil {
 			held = append(held, reg.Inherited(u.Roles)...)
 		}
@@ -148,7 +149,7 @@ func rolesInfoNeeds(r *Request, def auth.Need) []auth.Need {
 
 // rolesInfo describes roles: {role, db, isBuiltin, roles, inheritedRoles} and, with
 // showPrivileges, privileges and inheritedPrivileges.
-func (e *Executor) rolesInfo(_ context.Context, r *Request) error {
+func (e *Server) rolesInfo(_ context.Context, r *Request) error {
 	names, err := rolesInfoArg(r)
 	if err != nil {
 		return err
@@ -173,7 +174,7 @@ func (e *Executor) rolesInfo(_ context.Context, r *Request) error {
 	if err != nil {
 		return err
 	}
-	reg := e.registry()
+	reg := e.Access.Registry()
 	if names == nil {
 		if showBuiltin {
 			names = auth.BuiltinRoles(r.DB)

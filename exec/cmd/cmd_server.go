@@ -12,10 +12,11 @@ import (
 	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire"
+	"github.com/google/uuid"
 )
 
 // addServerCommands registers the handshake, diagnostic and session commands.
-func (e *Executor) addServerCommands(add func(*Command)) {
+func (e *Server) addServerCommands(add func(*Command)) {
 	add(&Command{Name: "hello", Run: e.hello, Action: auth.ActionNone, Help: "Check if this server is primary for a replica set", Props: Legacy | APIV1})
 	// isMaster is hello under its old name, outside the Stable API (as mongod's CmdIsMaster).
 	add(&Command{Name: "isMaster", Aliases: []string{"ismaster"}, Run: e.hello, Action: auth.ActionNone, Help: "Check if this server is primary for a replica set", Props: Legacy})
@@ -46,10 +47,10 @@ func (e *Executor) addServerCommands(add func(*Command)) {
 }
 
 // ping answers {ok: 1}.
-func (e *Executor) ping(_ context.Context, _ *Request) error { return nil }
+func (e *Server) ping(_ context.Context, _ *Request) error { return nil }
 
 // buildInfo reports the MongoDB version cleave is compatible with.
-func (e *Executor) buildInfo(_ context.Context, r *Request) error {
+func (e *Server) buildInfo(_ context.Context, r *Request) error {
 	out := r.Out
 	out = bsoncore.AppendStringElement(out, "version", serverVersion)
 	out = bsoncore.AppendStringElement(out, "gitVersion", "cleave")
@@ -80,7 +81,7 @@ func (e *Executor) buildInfo(_ context.Context, r *Request) error {
 }
 
 // serverStatus reports uptime, connections, network, opcounters and memory.
-func (e *Executor) serverStatus(_ context.Context, r *Request) error {
+func (e *Server) serverStatus(_ context.Context, r *Request) error {
 	now := time.Now()
 	up := now.Sub(e.Started)
 	ws := e.Opts.WireStats()
@@ -133,7 +134,7 @@ func (e *Executor) serverStatus(_ context.Context, r *Request) error {
 // appendServerStatusSharding appends mongos' sharding section: the config server (cleave's
 // catalog, in this process), the partition size limit as maxChunkSizeInBytes, and the
 // partition manager's counters.
-func (e *Executor) appendServerStatusSharding(dst []byte) []byte {
+func (e *Server) appendServerStatusSharding(dst []byte) []byte {
 	idx, out := bsoncore.AppendDocumentElementStart(dst, "sharding")
 	out = bsoncore.AppendStringElement(out, "configsvrConnectionString", "config/"+e.listenAddr())
 	out = bsoncore.AppendInt64Element(out, "maxChunkSizeInBytes", e.Opts.Partitioning.PartitionMaxBytes)
@@ -144,7 +145,7 @@ func (e *Executor) appendServerStatusSharding(dst []byte) []byte {
 
 // getLastRequestStatistics answers Azure Cosmos DB's command of that name: the connection's
 // previous command, its request charge (request units) and its duration.
-func (e *Executor) getLastRequestStatistics(_ context.Context, r *Request) error {
+func (e *Server) getLastRequestStatistics(_ context.Context, r *Request) error {
 	last := r.Conn.last
 	out := bsoncore.AppendStringElement(r.Out, "_t", "GetRequestStatisticsResponse")
 	out = bsoncore.AppendStringElement(out, "CommandName", last.command)
@@ -155,7 +156,7 @@ func (e *Executor) getLastRequestStatistics(_ context.Context, r *Request) error
 }
 
 // whatsMyURI reports the client's address as the server sees it.
-func (e *Executor) whatsMyURI(_ context.Context, r *Request) error {
+func (e *Server) whatsMyURI(_ context.Context, r *Request) error {
 	you := ""
 	if r.Conn.info.Remote != nil {
 		you = r.Conn.info.Remote.String()
@@ -165,7 +166,7 @@ func (e *Executor) whatsMyURI(_ context.Context, r *Request) error {
 }
 
 // isDBGrid answers as a mongos: yes.
-func (e *Executor) isDBGrid(_ context.Context, r *Request) error {
+func (e *Server) isDBGrid(_ context.Context, r *Request) error {
 	host, _ := os.Hostname()
 	r.Out = bsoncore.AppendInt32Element(r.Out, "isdbgrid", 1)
 	r.Out = bsoncore.AppendStringElement(r.Out, "hostname", host)
@@ -173,7 +174,7 @@ func (e *Executor) isDBGrid(_ context.Context, r *Request) error {
 }
 
 // listCommands describes every command in the table.
-func (e *Executor) listCommands(_ context.Context, r *Request) error {
+func (e *Server) listCommands(_ context.Context, r *Request) error {
 	idx, out := bsoncore.AppendDocumentElementStart(r.Out, "commands")
 	for _, name := range e.Commands.Names() {
 		c := e.Commands.Get(name)
@@ -200,7 +201,7 @@ func (e *Executor) listCommands(_ context.Context, r *Request) error {
 }
 
 // getCmdLineOpts reports the process arguments and the parsed configuration.
-func (e *Executor) getCmdLineOpts(_ context.Context, r *Request) error {
+func (e *Server) getCmdLineOpts(_ context.Context, r *Request) error {
 	out := appendStringArray(r.Out, "argv", e.Opts.Argv)
 	parsed := e.Opts.Parsed
 	if parsed == nil {
@@ -212,7 +213,7 @@ func (e *Executor) getCmdLineOpts(_ context.Context, r *Request) error {
 
 // getDefaultRWConcern reports the cluster-wide defaults: the implicit ones, since cleave has
 // no setDefaultRWConcern.
-func (e *Executor) getDefaultRWConcern(_ context.Context, r *Request) error {
+func (e *Server) getDefaultRWConcern(_ context.Context, r *Request) error {
 	out := r.Out
 	idx, out := bsoncore.AppendDocumentElementStart(out, "defaultReadConcern")
 	out = bsoncore.AppendStringElement(out, "level", "local")
@@ -229,8 +230,8 @@ func (e *Executor) getDefaultRWConcern(_ context.Context, r *Request) error {
 }
 
 // startSession returns a new logical session id.
-func (e *Executor) startSession(_ context.Context, r *Request) error {
-	id := newUUID()
+func (e *Server) startSession(_ context.Context, r *Request) error {
+	id := uuid.New()
 	idx, out := bsoncore.AppendDocumentElementStart(r.Out, "id")
 	out = bsoncore.AppendBinaryElement(out, "id", 4, id[:])
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)

@@ -21,7 +21,7 @@ import (
 )
 
 // addShardCommands registers the sharding commands and starts the partition manager.
-func (e *Executor) addShardCommands(add func(*Command)) {
+func (e *Server) addShardCommands(add func(*Command)) {
 	add(&Command{Name: "enableSharding", Aliases: []string{"enablesharding"}, Run: e.enableSharding, Action: auth.ActionClusterAdmin, Help: "enable sharding on a database", AdminOnly: true})
 	add(&Command{Name: "shardCollection", Aliases: []string{"shardcollection"}, Run: e.shardCollection, Action: auth.ActionClusterAdmin, Help: "shard a collection by a hashed key", AdminOnly: true, Props: WriteConcern})
 	add(&Command{Name: "customAction", Run: e.customAction, Action: auth.ActionDDL, Help: "Azure Cosmos DB's collection and database commands"})
@@ -42,7 +42,7 @@ func (e *Executor) addShardCommands(add func(*Command)) {
 // cleave's metadata is one catalog, so what can disagree is a collection's partition map with
 // itself (its ranges, or a shard that does not exist): each such map is one
 // RoutingTableRangeGap document.
-func (e *Executor) checkMetadataConsistency(_ context.Context, r *Request) error {
+func (e *Server) checkMetadataConsistency(_ context.Context, r *Request) error {
 	const cmd = "checkMetadataConsistency"
 	first, _ := bsonx.FirstElement(r.Body)
 	coll := ""
@@ -102,7 +102,7 @@ func (e *Executor) checkMetadataConsistency(_ context.Context, r *Request) error
 
 // enableSharding accepts {enableSharding: db}: every database can hold sharded
 // collections, so it only creates the database.
-func (e *Executor) enableSharding(_ context.Context, r *Request) error {
+func (e *Server) enableSharding(_ context.Context, r *Request) error {
 	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.String(r.Name, r.Name, first.Value())
 	if err != nil {
@@ -118,7 +118,7 @@ func (e *Executor) enableSharding(_ context.Context, r *Request) error {
 }
 
 // shardCollection runs {shardCollection: "db.coll", key: {field: "hashed"}, ...}.
-func (e *Executor) shardCollection(_ context.Context, r *Request) error {
+func (e *Server) shardCollection(_ context.Context, r *Request) error {
 	const cmd = "shardCollection"
 	first, _ := bsonx.FirstElement(r.Body)
 	ns, err := args.String(cmd, cmd, first.Value())
@@ -234,7 +234,7 @@ func validateShardKey(key bsoncore.Document) error {
 // shardColl shards collection spec.db.spec.coll, creating it when it does not exist and
 // converting its documents when it holds some (shard_convert.go). Sharding a collection
 // again with the same key succeeds and changes nothing, as in MongoDB.
-func (e *Executor) shardColl(spec sharding.Spec) (*store.Collection, error) {
+func (e *Server) shardColl(spec sharding.Spec) (*store.Collection, error) {
 	if err := catalog.ValidateCollName(spec.DB, spec.Coll); err != nil {
 		return nil, err
 	}
@@ -282,7 +282,7 @@ func (e *Executor) shardColl(spec sharding.Spec) (*store.Collection, error) {
 // every shard of a node that is up, in a cluster (as a presplit hashed collection's chunks
 // spread over a sharded cluster's shards), since reads and inserts run on the owner's node;
 // the node's own shards on a single node.
-func (e *Executor) placementShards() []int {
+func (e *Server) placementShards() []int {
 	c := e.Storage.Cluster
 	if c == nil || e.Remote == nil {
 		return e.Shards.LocalShards()
@@ -315,7 +315,7 @@ func equalKeys(a, b bsoncore.Document) bool {
 }
 
 // listShards answers {listShards: 1}.
-func (e *Executor) listShards(_ context.Context, r *Request) error {
+func (e *Server) listShards(_ context.Context, r *Request) error {
 	aidx, out := bsoncore.AppendArrayElementStart(r.Out, "shards")
 	for i, d := range e.Shards.ConfigDocs("shards") {
 		out = bsoncore.AppendDocumentElement(out, bsonx.ArrayKey(i), d)
@@ -325,7 +325,7 @@ func (e *Executor) listShards(_ context.Context, r *Request) error {
 }
 
 // getShardMap answers {getShardMap: 1}: shard names and their hosts.
-func (e *Executor) getShardMap(_ context.Context, r *Request) error {
+func (e *Server) getShardMap(_ context.Context, r *Request) error {
 	idx, out := bsoncore.AppendDocumentElementStart(r.Out, "map")
 	for _, d := range e.Shards.ConfigDocs("shards") {
 		id, _ := d.Lookup("_id").StringValueOK()
@@ -339,7 +339,7 @@ func (e *Executor) getShardMap(_ context.Context, r *Request) error {
 
 // balancerSwitch returns the command that turns the balancer on or off (balancerStart,
 // balancerStop): config.settings' balancer document, as on MongoDB (sharding/balancer.go).
-func (e *Executor) balancerSwitch(on bool) func(context.Context, *Request) error {
+func (e *Server) balancerSwitch(on bool) func(context.Context, *Request) error {
 	return func(_ context.Context, r *Request) error {
 		if e.Remote != nil {
 			return mongoerr.New(mongoerr.NotImplemented, "%s is not supported in cluster mode yet: the balancer always runs", r.Name)
@@ -349,7 +349,7 @@ func (e *Executor) balancerSwitch(on bool) func(context.Context, *Request) error
 }
 
 // balancerStatus answers {balancerStatus: 1} in MongoDB's shape.
-func (e *Executor) balancerStatus(_ context.Context, r *Request) error {
+func (e *Server) balancerStatus(_ context.Context, r *Request) error {
 	mode := "full"
 	if !e.Shards.BalancerOn() {
 		mode = "off"
@@ -362,7 +362,7 @@ func (e *Executor) balancerStatus(_ context.Context, r *Request) error {
 }
 
 // getShardVersion answers {getShardVersion: ns}: the collection's version as a timestamp.
-func (e *Executor) getShardVersion(_ context.Context, r *Request) error {
+func (e *Server) getShardVersion(_ context.Context, r *Request) error {
 	first, _ := bsonx.FirstElement(r.Body)
 	ns, err := args.String(r.Name, r.Name, first.Value())
 	if err != nil {

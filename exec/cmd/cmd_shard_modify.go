@@ -17,7 +17,7 @@ import (
 // shards and ranges (mode run) or hash and id (mode target), lsid, txnNumber}. It answers
 // {n, nModified, upserted, before, after, charge, executed}; a failed statement answers
 // its error, which the router reports as the statement's.
-func (e *Executor) shardModify(ctx context.Context, r *Request) error {
+func (e *Server) shardModify(ctx context.Context, r *Request) error {
 	ci, err := e.ownedColl(ctx, r, -1)
 	if err != nil {
 		return err
@@ -70,7 +70,7 @@ func (e *Executor) shardModify(ctx context.Context, r *Request) error {
 }
 
 // compileModify compiles the one statement of cmd, a command of kind, on collection ci.
-func (e *Executor) compileModify(db, kind string, cmd bsoncore.Document, ci *catalog.Coll) (*write.Op, error) {
+func (e *Server) compileModify(db, kind string, cmd bsoncore.Document, ci *catalog.Coll) (*write.Op, error) {
 	switch kind {
 	case "update":
 		a, err := parseWriteArgs(kind, "updates", cmd)
@@ -106,7 +106,7 @@ func (e *Executor) compileModify(db, kind string, cmd bsoncore.Document, ci *cat
 // ownedTargets returns the shards a mode-run request names after checking that they are
 // this node's and that the statement targets the same ranges on them here as on the
 // router (StaleConfig otherwise: the router refreshes its map).
-func (e *Executor) ownedTargets(op *write.Op, b bsoncore.Document) ([]int, error) {
+func (e *Server) ownedTargets(op *write.Op, b bsoncore.Document) ([]int, error) {
 	sa, _ := b.Lookup("shards").ArrayOK()
 	vals, _ := sa.Values()
 	all := e.Cat.Shards()
@@ -136,7 +136,7 @@ func (e *Executor) ownedTargets(op *write.Op, b bsoncore.Document) ([]int, error
 }
 
 // countModify counts what a routed statement did in serverStatus' document counters.
-func (e *Executor) countModify(kind string, op *write.Op, res *write.Result) {
+func (e *Server) countModify(kind string, op *write.Op, res *write.Result) {
 	switch {
 	case kind == "delete" || kind == "findAndModify" && op.Upd == nil:
 		e.Counters.DeletedDocs.Add(res.Matched)

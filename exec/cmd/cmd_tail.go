@@ -54,7 +54,7 @@ func isNaturalAscending(sort bsoncore.Document) bool {
 }
 
 // findTailable answers a find with tailable: true on collection ci (which exists).
-func (e *Executor) findTailable(ctx context.Context, r *Request, a *findArgs, ci *catalog.Coll, q *query.Query) error {
+func (e *Server) findTailable(ctx context.Context, r *Request, a *findArgs, ci *catalog.Coll, q *query.Query) error {
 	ns := ci.NS()
 	if r.Txn != nil {
 		return mongoerr.New(mongoerr.InvalidOptions, "It is illegal to open a tailable cursor in a transaction")

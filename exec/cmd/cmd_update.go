@@ -18,7 +18,7 @@ import (
 // update runs the update command: each statement of updates in turn, stopping at the first
 // failed one when ordered. A statement's failure is a write error of the reply; only a
 // malformed command fails as a whole.
-func (e *Executor) update(ctx context.Context, r *Request) error {
+func (e *Server) update(ctx context.Context, r *Request) error {
 	const cmd = "update"
 	a, err := parseWriteArgs(cmd, "updates", r.Body)
 	if err != nil {
@@ -107,7 +107,7 @@ func stmtWriteError(ctx context.Context, i int, err error) (mongoerr.WriteError,
 
 // compileUpdate compiles update statement s of collection a.coll (ci, nil when it does not
 // exist; an upsert creates it unless only explaining).
-func (e *Executor) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *updateStmt, create bool) (*write.Op, error) {
+func (e *Server) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *updateStmt, create bool) (*write.Op, error) {
 	coll, err := collationFor(s.collation, ci)
 	if err != nil {
 		return nil, err
@@ -162,7 +162,7 @@ func compileWriteFilter(q, let bsoncore.Document, coll bsonx.Collator) (*match.F
 
 // explainWrite explains the read part of a write (update, delete, findAndModify): how op
 // finds its documents. It writes nothing; explain.go owns the output's shape.
-func (e *Executor) explainWrite(ctx context.Context, r *Request, op *write.Op) error {
+func (e *Server) explainWrite(ctx context.Context, r *Request, op *write.Op) error {
 	q := &query.Query{CI: op.CI, Filter: op.Filter, Sort: op.Sort, Hint: op.Hint}
 	limit := int64(0)
 	if !op.Multi {

@@ -8,13 +8,14 @@ import (
 
 	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/access"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // addUserCommands registers the user management commands.
-func (e *Executor) addUserCommands(add func(*Command)) {
+func (e *Server) addUserCommands(add func(*Command)) {
 	ua := auth.ActionUserAdmin
 	add(&Command{Name: "createUser", Run: e.createUser, Action: ua, Needs: roleGrantNeeds, Help: "Adds a user to the system", Props: APIV1})
 	add(&Command{Name: "updateUser", Run: e.updateUser, Action: ua, Needs: roleGrantNeeds, Help: "Used to update a user, for example to change its password", Props: APIV1})
@@ -43,7 +44,7 @@ func usersInfoNeeds(r *Request, def auth.Need) []auth.Need {
 		return []auth.Need{def}
 	}
 	for _, n := range names {
-		if !slices.Contains(r.Conn.authn.users, n) {
+		if !slices.Contains(r.Conn.Authn.Users, n) {
 			return []auth.Need{def}
 		}
 	}
@@ -169,7 +170,7 @@ func parseMechanisms(cmd string, v bsoncore.Value) ([]auth.Mechanism, error) {
 }
 
 // createUser adds a user to r.db.
-func (e *Executor) createUser(_ context.Context, r *Request) error {
+func (e *Server) createUser(_ context.Context, r *Request) error {
 	s, err := parseUserSpec(r)
 	if err != nil {
 		return err
@@ -185,23 +186,23 @@ func (e *Executor) createUser(_ context.Context, r *Request) error {
 		mechs = auth.Mechanisms
 	}
 	name := auth.UserName{User: s.name, DB: r.DB}
-	u, err := newUser(name, *s.pwd, mechs)
+	u, err := access.NewUser(name, *s.pwd, mechs)
 	if err != nil {
 		return err
 	}
 	u.Roles, u.CustomData = s.roles, s.customData
-	return e.changeSecurity(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
+	return e.Access.Change(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
 		if reg.User(name) != nil {
 			return nil, nil, mongoerr.New(mongoerr.Location51003, "User \"%s@%s\" already exists", name.User, name.DB)
 		}
-		if len(r.Conn.authn.users) == 0 && e.Opts.Auth.Enabled && reg.HasUsers() {
+		if len(r.Conn.Authn.Users) == 0 && e.Access.Enabled() && reg.HasUsers() {
 			// The localhost exception ended while this command waited for the lock.
 			return nil, nil, mongoerr.New(mongoerr.Unauthorized, "Command %s requires authentication", r.Name)
 		}
 		if err := checkRolesExist(reg, u.Roles); err != nil {
 			return nil, nil, err
 		}
-		return []store.SecurityRecord{userRecord(u)}, nil, nil
+		return []store.SecurityRecord{access.UserRecord(u)}, nil, nil
 	})
 }
 
@@ -211,8 +212,8 @@ func errUserNotFound(name auth.UserName) error {
 }
 
 // changeUser applies fn to a copy of user name of r.db and stores the result.
-func (e *Executor) changeUser(name auth.UserName, fn func(reg *auth.Registry, u *auth.User) error) error {
-	return e.changeSecurity(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
+func (e *Server) changeUser(name auth.UserName, fn func(reg *auth.Registry, u *auth.User) error) error {
+	return e.Access.Change(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
 		old := reg.User(name)
 		if old == nil {
 			return nil, nil, errUserNotFound(name)
@@ -222,12 +223,12 @@ func (e *Executor) changeUser(name auth.UserName, fn func(reg *auth.Registry, u 
 		if err := fn(reg, &u); err != nil {
 			return nil, nil, err
 		}
-		return []store.SecurityRecord{userRecord(&u)}, nil, nil
+		return []store.SecurityRecord{access.UserRecord(&u)}, nil, nil
 	})
 }
 
 // updateUser changes a user's password, roles, custom data or mechanisms.
-func (e *Executor) updateUser(_ context.Context, r *Request) error {
+func (e *Server) updateUser(_ context.Context, r *Request) error {
 	s, err := parseUserSpec(r)
 	if err != nil {
 		return err
@@ -243,7 +244,7 @@ func (e *Executor) updateUser(_ context.Context, r *Request) error {
 			if mechs == nil {
 				mechs = u.Mechanisms()
 			}
-			fresh, err := newUser(name, *s.pwd, mechs)
+			fresh, err := access.NewUser(name, *s.pwd, mechs)
 			if err != nil {
 				return err
 			}
@@ -281,25 +282,25 @@ func userNameArg(r *Request) (auth.UserName, error) {
 }
 
 // dropUser removes a user.
-func (e *Executor) dropUser(_ context.Context, r *Request) error {
+func (e *Server) dropUser(_ context.Context, r *Request) error {
 	name, err := userNameArg(r)
 	if err != nil {
 		return err
 	}
-	return e.changeSecurity(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
+	return e.Access.Change(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
 		if reg.User(name) == nil {
 			return nil, nil, errUserNotFound(name)
 		}
-		return nil, []store.SecurityRecord{{Kind: recordUser, DB: name.DB, Name: name.User}}, nil
+		return nil, []store.SecurityRecord{{Kind: access.RecordUser, DB: name.DB, Name: name.User}}, nil
 	})
 }
 
 // dropAllUsersFromDatabase removes every user of r.db and reports how many.
-func (e *Executor) dropAllUsersFromDatabase(_ context.Context, r *Request) error {
+func (e *Server) dropAllUsersFromDatabase(_ context.Context, r *Request) error {
 	var n int
-	err := e.changeSecurity(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
+	err := e.Access.Change(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
 		for _, u := range reg.Users(r.DB) {
-			dels = append(dels, store.SecurityRecord{Kind: recordUser, DB: u.Name.DB, Name: u.Name.User})
+			dels = append(dels, store.SecurityRecord{Kind: access.RecordUser, DB: u.Name.DB, Name: u.Name.User})
 		}
 		n = len(dels)
 		return nil, dels, nil
@@ -312,7 +313,7 @@ func (e *Executor) dropAllUsersFromDatabase(_ context.Context, r *Request) error
 }
 
 // grantRolesToUser adds roles to a user.
-func (e *Executor) grantRolesToUser(_ context.Context, r *Request) error {
+func (e *Server) grantRolesToUser(_ context.Context, r *Request) error {
 	return e.changeUserRoles(r, func(have []auth.RoleName, roles []auth.RoleName) []auth.RoleName {
 		for _, role := range roles {
 			if !slices.Contains(have, role) {
@@ -324,7 +325,7 @@ func (e *Executor) grantRolesToUser(_ context.Context, r *Request) error {
 }
 
 // revokeRolesFromUser removes roles from a user.
-func (e *Executor) revokeRolesFromUser(_ context.Context, r *Request) error {
+func (e *Server) revokeRolesFromUser(_ context.Context, r *Request) error {
 	return e.changeUserRoles(r, func(have []auth.RoleName, roles []auth.RoleName) []auth.RoleName {
 		return slices.DeleteFunc(have, func(role auth.RoleName) bool { return slices.Contains(roles, role) })
 	})
@@ -332,7 +333,7 @@ func (e *Executor) revokeRolesFromUser(_ context.Context, r *Request) error {
 
 // changeUserRoles parses {<cmd>: user, roles: [...]} and replaces the user's roles with
 // apply(current, roles); granted roles must exist.
-func (e *Executor) changeUserRoles(r *Request, apply func(have, roles []auth.RoleName) []auth.RoleName) error {
+func (e *Server) changeUserRoles(r *Request, apply func(have, roles []auth.RoleName) []auth.RoleName) error {
 	name, err := userNameArg(r)
 	if err != nil {
 		return err
@@ -413,7 +414,7 @@ func parseUsersInfoArg(r *Request) (names []auth.UserName, all bool, err error) 
 
 // usersInfo describes users in MongoDB's shape: {_id, userId, user, db, [credentials],
 // roles, [customData], mechanisms}.
-func (e *Executor) usersInfo(_ context.Context, r *Request) error {
+func (e *Server) usersInfo(_ context.Context, r *Request) error {
 	names, all, err := parseUsersInfoArg(r)
 	if err != nil {
 		return err
@@ -437,7 +438,7 @@ func (e *Executor) usersInfo(_ context.Context, r *Request) error {
 	if err != nil {
 		return err
 	}
-	reg := e.registry()
+	reg := e.Access.Registry()
 	var users []*auth.User
 	switch {
 	case all:

@@ -17,7 +17,7 @@ import (
 // MongoDB's shape: ns, nInvalidDocuments, nNonCompliantDocuments, nrecords, nIndexes,
 // keysPerIndex, indexDetails, valid, repaired, warnings, errors, extraIndexEntries,
 // missingIndexEntries, corruptRecords.
-func (e *Executor) validateCmd(ctx context.Context, r *Request) error {
+func (e *Server) validateCmd(ctx context.Context, r *Request) error {
 	const cmd = "validate"
 	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection(cmd, first.Value())

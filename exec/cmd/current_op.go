@@ -70,7 +70,7 @@ func (c *Conn) killOp(id int64) bool {
 
 // currentOps returns a $currentOp document per connection running a command (every
 // connection with idle), in connection order.
-func (e *Executor) currentOps(idle bool) []bsoncore.Document {
+func (e *Server) currentOps(idle bool) []bsoncore.Document {
 	var docs []bsoncore.Document
 	now := time.Now()
 	e.Conns.Range(func(_, v any) bool {
@@ -89,13 +89,13 @@ func (e *Executor) currentOps(idle bool) []bsoncore.Document {
 // connection with idleConnections: true).
 type currentOpStage struct {
 	raw      bsoncore.Value
-	e        *Executor
+	e        *Server
 	idleConn bool
 }
 
 // parseCurrentOpStage parses {$currentOp: {allUsers?, idleConnections?, idleCursors?,
 // idleSessions?, localOps?, truncateOps?, backtrace?}}.
-func (e *Executor) parseCurrentOpStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
+func (e *Server) parseCurrentOpStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "$currentOp options must be specified in an object, but found: %s", arg.Type)
@@ -132,7 +132,7 @@ func (s *currentOpStage) Spec() bsoncore.Document { return agg.StageSpec("$curre
 
 // currentOpDoc describes what c is doing now, or nil when it is idle and idle connections
 // are not wanted.
-func (c *Conn) currentOpDoc(now time.Time, idle bool, e *Executor) bsoncore.Document {
+func (c *Conn) currentOpDoc(now time.Time, idle bool, e *Server) bsoncore.Document {
 	c.ops.mu.Lock()
 	defer c.ops.mu.Unlock()
 	op := &c.ops
@@ -168,7 +168,7 @@ func (s *currentOpStage) Collectionless() {}
 // currentOpCommand answers {currentOp: 1, $all?, <filter>...} on admin: {inprog: [...]}, the
 // documents of $currentOp ($all: true includes idle connections) that match the filter the
 // other fields make, as mongod's currentOp command does.
-func (e *Executor) currentOpCommand(_ context.Context, r *Request) error {
+func (e *Server) currentOpCommand(_ context.Context, r *Request) error {
 	const cmd = "currentOp"
 	idle := false
 	fb := bsoncore.NewDocumentBuilder()
@@ -214,7 +214,7 @@ func (e *Executor) currentOpCommand(_ context.Context, r *Request) error {
 // is interrupted (it fails with 11601 Interrupted at its next check); MongoDB answers
 // "attempting to kill op" whether or not the op still runs. A mongos-style "shard:opid"
 // string is accepted too.
-func (e *Executor) killOpCommand(_ context.Context, r *Request) error {
+func (e *Server) killOpCommand(_ context.Context, r *Request) error {
 	const cmd = "killOp"
 	v, err := r.Body.LookupErr("op")
 	if err != nil {

@@ -301,7 +301,7 @@ func uuidString(id [16]byte) string {
 
 // checkCursorColl fails once the collection cursor c reads was dropped or renamed since it
 // opened, with mongod's QueryPlanKilled (its plan executor's restore after a yield).
-func (e *Executor) checkCursorColl(c *cursor) error {
+func (e *Server) checkCursorColl(c *cursor) error {
 	if c.coll == nil {
 		return nil
 	}

@@ -16,7 +16,7 @@ import (
 
 // listDatabases runs listDatabases (admin only): every database that has collections, with
 // its size, as {databases: [{name, sizeOnDisk, empty}], totalSize, totalSizeMb}.
-func (e *Executor) listDatabases(ctx context.Context, r *Request) error {
+func (e *Server) listDatabases(ctx context.Context, r *Request) error {
 	const cmd = "listDatabases"
 	var filter *match.Filter
 	nameOnly := false
@@ -82,7 +82,7 @@ func (e *Executor) listDatabases(ctx context.Context, r *Request) error {
 
 // listCollections runs listCollections: a cursor over the collections of r.db, each as
 // {name, type, options, info: {readOnly, uuid}, idIndex}, or {name, type} with nameOnly.
-func (e *Executor) listCollections(ctx context.Context, r *Request) error {
+func (e *Server) listCollections(ctx context.Context, r *Request) error {
 	const cmd = "listCollections"
 	var filter *match.Filter
 	batchSize := int64(-1)

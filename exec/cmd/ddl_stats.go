@@ -42,7 +42,7 @@ func (s collSizes) disk() int64 {
 
 // collSizes measures collection c on every shard: exact counts and data bytes (the stats
 // counters), an estimate of the storage and index sizes.
-func (e *Executor) collSizes(c *store.Collection) collSizes {
+func (e *Server) collSizes(c *store.Collection) collSizes {
 	var s collSizes
 	var disk uint64
 	for _, db := range e.Cat.Shards() {
@@ -73,7 +73,7 @@ func (s *collSizes) estimateIndexes(c *store.Collection) {
 // it owns (a shard may still hold the source range of a finished move, or a range being
 // copied to it). The result is indexed by shard; nil for a shard owning no partition.
 // In cluster mode the other nodes measure their own shards (remote_stats.go).
-func (e *Executor) ownedSizes(ctx context.Context, ci *catalog.Coll) ([]*collSizes, error) {
+func (e *Server) ownedSizes(ctx context.Context, ci *catalog.Coll) ([]*collSizes, error) {
 	out := e.localOwnedSizes(ci)
 	if e.Remote == nil || !e.spansRemote(ci) {
 		return out, nil
@@ -124,7 +124,7 @@ func totalSizes(c *store.Collection, per []*collSizes) collSizes {
 // collStats runs collStats: {ns, size, count, avgObjSize, storageSize, nindexes,
 // totalIndexSize, totalSize, indexSizes, scaleFactor, sharded}. A missing collection
 // reports zeros, as MongoDB 7.0 does.
-func (e *Executor) collStats(ctx context.Context, r *Request) error {
+func (e *Server) collStats(ctx context.Context, r *Request) error {
 	const cmd = "collStats"
 	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection(cmd, first.Value())
@@ -210,7 +210,7 @@ func appendCappedStats(out []byte, c *store.Collection, scale int64) []byte {
 
 // dbStats runs dbStats: {db, collections, views, objects, avgObjSize, dataSize,
 // storageSize, indexes, indexSize, totalSize, scaleFactor}.
-func (e *Executor) dbStats(ctx context.Context, r *Request) error {
+func (e *Server) dbStats(ctx context.Context, r *Request) error {
 	const cmd = "dbStats"
 	scale, err := scaleArg(cmd, r.Body)
 	if err != nil {
@@ -313,7 +313,7 @@ func appendSize(dst []byte, key string, n, scale int64) []byte {
 // dataSize answers {dataSize: "db.coll"}: the collection's documents and bytes, summed over
 // its shards' statistics ({size, numObjects, millis}). With a key range (keyPattern, min,
 // max) it measures the documents in the range (cmd_datasize.go).
-func (e *Executor) dataSize(ctx context.Context, r *Request) error {
+func (e *Server) dataSize(ctx context.Context, r *Request) error {
 	const cmd = "dataSize"
 	start := time.Now()
 	first, _ := bsonx.FirstElement(r.Body)

@@ -44,7 +44,7 @@ type Request struct {
 }
 
 // dispatch finds the command named by the first field of the body and runs it.
-func (e *Executor) dispatch(ctx context.Context, r *Request) (err error) {
+func (e *Server) dispatch(ctx context.Context, r *Request) (err error) {
 	defer r.Conn.recoverPanic(r, &err)
 	first, ok := bsonx.FirstElement(r.Body)
 	if !ok {
@@ -91,7 +91,7 @@ func (e *Executor) dispatch(ctx context.Context, r *Request) (err error) {
 }
 
 // runCommand checks where cmd may run and runs it.
-func (e *Executor) runCommand(ctx context.Context, r *Request, cmd *Command) error {
+func (e *Server) runCommand(ctx context.Context, r *Request, cmd *Command) error {
 	if cmd.AdminOnly && r.DB != "admin" {
 		return mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", r.Name)
 	}
@@ -164,7 +164,7 @@ func validateDBName(db string) error {
 }
 
 // commandTable returns every command cleave answers.
-func (e *Executor) commandTable() *Table {
+func (e *Server) commandTable() *Table {
 	t := NewTable()
 	add := t.Add
 	e.addServerCommands(add)

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
+	"github.com/cleavedb/cleave/exec/access"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/clock"
 	"github.com/cleavedb/cleave/exec/ddl"
@@ -73,9 +74,9 @@ func (o *Options) EnsureDefaults() {
 	}
 }
 
-// Executor answers MongoDB commands. It implements wire.Handler: every accepted connection
+// Server answers MongoDB commands. It implements wire.Handler: every accepted connection
 // gets its own conn, which runs that connection's commands one at a time.
-type Executor struct {
+type Server struct {
 	Opts     Options
 	Log      *zap.Logger
 	Started  time.Time
@@ -104,8 +105,8 @@ type Executor struct {
 	BeforeFlip, AfterBuildStart, BeforeGroupLock gate
 	// Knobs are the parameters setParameter changes (cmd_params.go).
 	Knobs serverKnobs
-	// Authn holds the users and roles (auth.go).
-	Authn authState
+	// Access holds the users and roles and checks commands against them.
+	Access *access.State
 
 	// The packages that do the work, wired together by New; nil without Storage.
 	// cat is the catalog: compiled collections, key locks, the DDL lock.
@@ -123,9 +124,9 @@ type Executor struct {
 }
 
 // New returns an Executor.
-func New(opts Options, logger *zap.Logger) *Executor {
+func New(opts Options, logger *zap.Logger) *Server {
 	opts.EnsureDefaults()
-	e := &Executor{
+	e := &Server{
 		Opts:    opts,
 		Log:     logger.Named("exec"),
 		Started: time.Now(),
@@ -176,14 +177,12 @@ func New(opts Options, logger *zap.Logger) *Executor {
 			e.DDL.SetNodes(e.Storage.Cluster)
 		}
 		e.DDL.AbortUnfinished()
-		if err := e.setInternalUser(); err != nil {
-			e.Log.Error("cannot derive the internal user from the key file", zap.Error(err))
-		}
-		if err := e.loadRegistry(); err != nil {
-			// Nobody can authenticate then: access control fails closed.
-			e.Log.Error("cannot load users and roles", zap.Error(err))
-		}
 	}
+	var securityRecords *store.Catalog
+	if opts.Storage != nil {
+		securityRecords = opts.Storage.Catalog
+	}
+	e.Access = access.New(opts.Auth, securityRecords, e.Log)
 	e.Commands = e.commandTable()
 	e.metrics = newMetrics(e)
 	go e.runSessionReaper()
@@ -197,7 +196,7 @@ func New(opts Options, logger *zap.Logger) *Executor {
 
 // Close stops the executor's background work and closes its cursors. Call it after the
 // wire server has drained and before closing storage.
-func (e *Executor) Close() {
+func (e *Server) Close() {
 	select {
 	case <-e.stop:
 		return
@@ -213,7 +212,7 @@ func (e *Executor) Close() {
 }
 
 // Connect implements wire.Handler.
-func (e *Executor) Connect(info wire.ConnInfo) wire.ConnHandler {
+func (e *Server) Connect(info wire.ConnInfo) wire.ConnHandler {
 	c := &Conn{
 		e:    e,
 		info: info,
@@ -226,7 +225,7 @@ func (e *Executor) Connect(info wire.ConnInfo) wire.ConnHandler {
 // conn is one client connection's state: what its commands share (the reply buffer, the
 // statistics of the last request for getLastRequestStatistics, the client's metadata).
 type Conn struct {
-	e    *Executor
+	e    *Server
 	info wire.ConnInfo
 	log  *zap.Logger
 	out  []byte // reply buffer, reused from request to request
@@ -241,8 +240,8 @@ type Conn struct {
 	appName string
 	// ops is the command running now, for $currentOp (current_op.go).
 	ops opState
-	// authn is who the connection authenticated as (auth.go).
-	authn connAuth
+	// Authn is who the connection authenticated as.
+	Authn access.Conn
 	// openCursors counts the cursors this connection opened that are still open
 	// (MaxCursorsPerConnection).
 	openCursors atomic.Int32
@@ -372,7 +371,7 @@ type Storage struct {
 }
 
 // listenAddr is the address the server listens on, from the parsed configuration.
-func (e *Executor) listenAddr() string {
+func (e *Server) listenAddr() string {
 	net, ok := e.Opts.Parsed.Lookup("net").DocumentOK()
 	if !ok {
 		return "localhost:27017"
@@ -384,4 +383,4 @@ func (e *Executor) listenAddr() string {
 
 // SetShards replaces the shards, indexed by shard id (cluster mode: other nodes' shards
 // appear as they join; see catalog.Catalog.SetShards).
-func (e *Executor) SetShards(shards []catalog.Shard) { e.Cat.SetShards(shards) }
+func (e *Server) SetShards(shards []catalog.Shard) { e.Cat.SetShards(shards) }

@@ -17,7 +17,7 @@ import (
 
 // explain runs {explain: <command>, verbosity}: it plans the inner command and describes
 // the plan in mongos' sharded shape, running it for the executionStats verbosities.
-func (e *Executor) explain(ctx context.Context, r *Request) error {
+func (e *Server) explain(ctx context.Context, r *Request) error {
 	const cmd = "explain"
 	first, _ := bsonx.FirstElement(r.Body)
 	inner, ok := first.Value().DocumentOK()
@@ -71,7 +71,7 @@ func (e *Executor) explain(ctx context.Context, r *Request) error {
 }
 
 // explainFind explains a find.
-func (e *Executor) explainFind(ctx context.Context, r *Request, a *findArgs) error {
+func (e *Server) explainFind(ctx context.Context, r *Request, a *findArgs) error {
 	ci, err := e.Cat.Lookup(r.DB, a.coll)
 	if err != nil {
 		return err
@@ -85,7 +85,7 @@ func (e *Executor) explainFind(ctx context.Context, r *Request, a *findArgs) err
 
 // explainQuery appends the explain output of a read of q (the query part of find, count,
 // distinct, update and delete).
-func (e *Executor) explainQuery(ctx context.Context, r *Request, q *query.Query, cmd string, limit int64) error {
+func (e *Server) explainQuery(ctx context.Context, r *Request, q *query.Query, cmd string, limit int64) error {
 	ns := r.DB
 	if q.CI != nil {
 		ns = q.CI.NS()
@@ -173,7 +173,7 @@ func (e *Executor) explainQuery(ctx context.Context, r *Request, q *query.Query,
 // appendWinningPlan appends winningPlan in mongos' shape: SINGLE_SHARD, SHARD_MERGE or
 // SHARD_MERGE_SORT over the per-shard plans (each under stage root, when not ""), with the
 // partitions targeted.
-func (e *Executor) appendWinningPlan(out []byte, q *query.Query, p *query.Plan, shards []*query.ShardStream, ns, root string) []byte {
+func (e *Server) appendWinningPlan(out []byte, q *query.Query, p *query.Plan, shards []*query.ShardStream, ns, root string) []byte {
 	stage := "SINGLE_SHARD"
 	switch {
 	case len(shards) > 1 && len(q.Sort) > 0 && p.Sorted:
@@ -201,7 +201,7 @@ func (e *Executor) appendWinningPlan(out []byte, q *query.Query, p *query.Plan, 
 // shardConnString is shard s's connectionString in explain, as listShards' host: the shard's
 // name and the address of the node that owns it (this one's, or another's in cluster mode,
 // whose reads and statistics the owner answered).
-func (e *Executor) shardConnString(s int) string {
+func (e *Server) shardConnString(s int) string {
 	host := e.listenAddr()
 	if e.Storage.Cluster != nil {
 		if _, h := e.Storage.Cluster.ShardHost(s); h != "" {

@@ -22,7 +22,7 @@ import (
 // ranges) it reads. A read of a single shard is not split: that shard's stages are the
 // whole pipeline. Verbosities above queryPlanner run the pipeline and add each shard's
 // executionStats (documents and keys examined, request units).
-func (e *Executor) explainAggregate(ctx context.Context, r *Request, p *agg.Pipeline, ci *catalog.Coll, ns string) error {
+func (e *Server) explainAggregate(ctx context.Context, r *Request, p *agg.Pipeline, ci *catalog.Coll, ns string) error {
 	verbosity := r.Explain
 	if verbosity == "" {
 		verbosity = "queryPlanner" // {aggregate, explain: true}
@@ -182,7 +182,7 @@ func appendMergerPart(out []byte, q *query.Query, ns string, mergeGroup bsoncore
 // appendShardPart appends shards.<name>: the shard's host and its stages, a $cursor (the
 // shard's plan and partitions, and its statistics when the pipeline ran) followed by the
 // partial $group, or by the rest of the pipeline when the pipeline is not split.
-func (e *Executor) appendShardPart(out []byte, s *query.ShardStream, pl *query.Plan, ns, verbosity string,
+func (e *Server) appendShardPart(out []byte, s *query.ShardStream, pl *query.Plan, ns, verbosity string,
 	p *agg.Pipeline, sp *agg.SplitPlan) []byte {
 	q := sp.Source.Query
 	name := sharding.Name(s.Shard)

@@ -86,14 +86,14 @@ type failAction struct {
 }
 
 // addTestCommands registers the commands enabled by Options.TestCommands.
-func (e *Executor) addTestCommands(add func(*Command)) {
+func (e *Server) addTestCommands(add func(*Command)) {
 	add(&Command{Name: "configureFailPoint", Run: e.configureFailPoint, Action: auth.ActionClusterAdmin, Help: "modifies the settings of a fail point", AdminOnly: true})
 	addAPITestCommands(add)
 }
 
 // configureFailPoint sets the mode and data of a failpoint and answers how many times it
 // had fired.
-func (e *Executor) configureFailPoint(_ context.Context, r *Request) error {
+func (e *Server) configureFailPoint(_ context.Context, r *Request) error {
 	first, _ := bsonx.FirstElement(r.Body)
 	name, _ := first.Value().StringValueOK()
 	switch name {
@@ -267,7 +267,7 @@ func parseFailCommandData(d bsoncore.Document) failCommandData {
 
 // matches reports whether the failpoint applies to command cmd of request r
 // (mongod's shouldActivateFailCommandFailPoint). configureFailPoint is never failed.
-func (fd *failCommandData) matches(e *Executor, r *Request, cmd *Command) bool {
+func (fd *failCommandData) matches(e *Server, r *Request, cmd *Command) bool {
 	if r.Name == "configureFailPoint" {
 		return false
 	}
@@ -330,7 +330,7 @@ func (fp *failPoints) fire() bool {
 
 // evalFailCommand runs the failCommand failpoint before command cmd: it may block, close
 // the connection (errCloseConnection) or fail the command with the configured error.
-func (e *Executor) evalFailCommand(ctx context.Context, r *Request, cmd *Command) (failAction, error) {
+func (e *Server) evalFailCommand(ctx context.Context, r *Request, cmd *Command) (failAction, error) {
 	fp := &e.Fail
 	if !fp.armed.Load() {
 		return failAction{}, nil
@@ -381,7 +381,7 @@ func blockFor(ctx context.Context, v bsoncore.Value) error {
 // finishFailCommand completes a command the failpoint may have affected: it labels its
 // error, or adds the configured writeConcernError to a write's reply (mongod evaluates the
 // failpoint a second time for that, after the command ran).
-func (e *Executor) finishFailCommand(r *Request, cmd *Command, act failAction, err error) error {
+func (e *Server) finishFailCommand(r *Request, cmd *Command, act failAction, err error) error {
 	if err != nil {
 		return labelError(r, act, err)
 	}
@@ -459,7 +459,7 @@ func noteClientMetadata(r *Request) {
 // ttlMonitorCommand is the test-only command {cleaveTTLMonitor: 1, intervalMS: n}: it sets
 // the monitor's interval (when given), runs a pass now and waits for it, and answers the
 // number of passes done.
-func (e *Executor) ttlMonitorCommand(ctx context.Context, r *Request) error {
+func (e *Server) ttlMonitorCommand(ctx context.Context, r *Request) error {
 	const cmd = "cleaveTTLMonitor"
 	var interval time.Duration
 	err := args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {

@@ -21,7 +21,7 @@ type diskSimulator interface {
 // Any mode but "off" turns it on ({times: n} and {skip: n} count readings in mongod; here
 // the simulation lasts until "off"). It answers count: the readings the previous setting
 // answered.
-func (e *Executor) simulateAvailableDiskSpace(r *Request) error {
+func (e *Server) simulateAvailableDiskSpace(r *Request) error {
 	mode, _, _, err := parseFailPointMode(r.Body.Lookup("mode"))
 	if err != nil {
 		return err

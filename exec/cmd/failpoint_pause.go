@@ -46,7 +46,7 @@ func (g *gate) Pass() {
 //     its indexes are in the catalog, not ready (ddl.Runner.SetBuildHook);
 //   - pauseMultiWriteBeforeLock: a multi update or delete this node runs waits after reading
 //     each group of documents, before locking them (write.Path.SetGroupHook).
-func (e *Executor) pauseGate(r *Request, g *gate) error {
+func (e *Server) pauseGate(r *Request, g *gate) error {
 	mode, _, _, err := parseFailPointMode(r.Body.Lookup("mode"))
 	if err != nil {
 		return err

@@ -13,7 +13,7 @@ import (
 )
 
 // failPointExecutor is an executor with test commands and one in-memory-sized store.
-func failPointExecutor(tb testing.TB) *Executor {
+func failPointExecutor(tb testing.TB) *Server {
 	tb.Helper()
 	return testExecutor(tb, 1, Options{TestCommands: true})
 }

@@ -11,14 +11,14 @@ import (
 
 // testExecutor returns an executor over n fresh shard stores in temporary directories (the
 // catalog in shard 0), configured by opts, and closes them when the test ends.
-func testExecutor(tb testing.TB, n int, opts Options) *Executor {
+func testExecutor(tb testing.TB, n int, opts Options) *Server {
 	tb.Helper()
 	return testExecutorStore(tb, n, opts, store.Options{})
 }
 
 // testExecutorStore is testExecutor with the stores opened with so (its Dir set to a
 // temporary directory each).
-func testExecutorStore(tb testing.TB, n int, opts Options, so store.Options) *Executor {
+func testExecutorStore(tb testing.TB, n int, opts Options, so store.Options) *Server {
 	tb.Helper()
 	var dbs []*store.DB
 	st := &Storage{}

@@ -16,7 +16,7 @@ import (
 
 // listIndexes runs listIndexes: a cursor over the ready indexes of a collection, each as
 // {v: 2, key, name, ...options}.
-func (e *Executor) listIndexes(ctx context.Context, r *Request) error {
+func (e *Server) listIndexes(ctx context.Context, r *Request) error {
 	const cmd = "listIndexes"
 	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection(cmd, first.Value())
@@ -75,7 +75,7 @@ func listedIndexes(c *store.Collection) []bsoncore.Document {
 
 // dropIndexes runs dropIndexes: index is a name, a key pattern, "*" (all but _id_) or an
 // array of names.
-func (e *Executor) dropIndexes(ctx context.Context, r *Request) error {
+func (e *Server) dropIndexes(ctx context.Context, r *Request) error {
 	const cmd = "dropIndexes"
 	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection(cmd, first.Value())

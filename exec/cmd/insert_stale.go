@@ -34,7 +34,7 @@ func isStale(err error) bool {
 
 // insertRetryingStale inserts vals into db.name (ci: as looked up at revision rev), routing
 // again the documents refused with StaleConfig.
-func (e *Executor) insertRetryingStale(ctx context.Context, r *Request, name string, ci *catalog.Coll, rev int64,
+func (e *Server) insertRetryingStale(ctx context.Context, r *Request, name string, ci *catalog.Coll, rev int64,
 	vals []bsoncore.Value, ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
 	stmts := make([]int, len(vals))
@@ -119,7 +119,7 @@ func takeStale(part *write.Results, ordered bool) (func(stmt int) bool, int64) {
 
 // insertOnce inserts vals (request indexes stmts) once, routed to their nodes when ci spans
 // several.
-func (e *Executor) insertOnce(ctx context.Context, r *Request, ci *catalog.Coll, vals []bsoncore.Value, stmts []int,
+func (e *Server) insertOnce(ctx context.Context, r *Request, ci *catalog.Coll, vals []bsoncore.Value, stmts []int,
 	ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
 	if e.Remote != nil && r.Txn == nil && e.spansRemote(ci) {
@@ -153,7 +153,7 @@ func mergeResults(res, part *write.Results) {
 // waitNewerCatalog waits until this node's catalog has the revision an owner answered with
 // (ownerRev; WaitRevision also releases a catalog the pauseCatalogWatch failpoint holds), or
 // without one, at most staleWait until it is past revision rev.
-func (e *Executor) waitNewerCatalog(ctx context.Context, rev, ownerRev int64) {
+func (e *Server) waitNewerCatalog(ctx context.Context, rev, ownerRev int64) {
 	if ownerRev > e.Storage.Catalog.Revision() {
 		_ = e.Storage.Catalog.WaitRevision(ctx, ownerRev)
 		return

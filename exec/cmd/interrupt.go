@@ -41,7 +41,7 @@ func interruptError(ctx context.Context, err error) error {
 // its context ends (killOp, the client gone): an index build holds the lock to its end, and a
 // move into this node from another holds it until its commit, or until its source is given
 // up for dead.
-func (e *Executor) lockDDL(ctx context.Context, cmd string, body bsoncore.Document) (unlock func(), err error) {
+func (e *Server) lockDDL(ctx context.Context, cmd string, body bsoncore.Document) (unlock func(), err error) {
 	var limit int64
 	if v, err := body.LookupErr("maxTimeMS"); err == nil {
 		if limit, err = maxTimeMS(cmd, v); err != nil {

@@ -33,7 +33,7 @@ import (
 // Command labels are the names of the command table; any other name counts as "unknown",
 // so a client cannot grow the number of series.
 type Metrics struct {
-	e *Executor
+	e *Server
 	// byName holds one entry per name of the command table, built once: finish looks the
 	// command up without allocating.
 	byName   map[string]*commandMetrics
@@ -64,7 +64,7 @@ var commandDurationBuckets = []float64{
 var partitionLabels = []string{"db", "collection", "partition", "shard"}
 
 // newMetrics returns the collector of e, whose command table must be built.
-func newMetrics(e *Executor) *Metrics {
+func newMetrics(e *Server) *Metrics {
 	m := &Metrics{
 		e:      e,
 		byName: map[string]*commandMetrics{},
@@ -109,7 +109,7 @@ func partitionDesc(name, help string) *prometheus.Desc {
 }
 
 // Metrics returns the executor's Prometheus collector.
-func (e *Executor) Metrics() *Metrics { return e.metrics }
+func (e *Server) Metrics() *Metrics { return e.metrics }
 
 // observe records one finished command: its duration and, when it failed, its codeName.
 func (m *Metrics) observe(name string, d time.Duration, err error) {

@@ -15,7 +15,7 @@ import (
 
 // gather collects e's metrics through a pedantic registry (which checks that Collect matches
 // Describe) and returns them by family name.
-func gather(t *testing.T, e *Executor) map[string]*dto.MetricFamily {
+func gather(t *testing.T, e *Server) map[string]*dto.MetricFamily {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(e.Metrics())

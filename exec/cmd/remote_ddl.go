@@ -23,7 +23,7 @@ import (
 // its entries ({op: "delete"}, as dropIndexes does).
 
 // ddlRemote is the executor's ddl.Remote.
-type ddlRemote struct{ e *Executor }
+type ddlRemote struct{ e *Server }
 
 // FillIndexes implements ddl.Remote.
 func (d ddlRemote) FillIndexes(ctx context.Context, c *store.Collection, ids []store.IndexID) error {
@@ -37,7 +37,7 @@ func (d ddlRemote) DeleteIndexData(ctx context.Context, c *store.Collection, ids
 
 // ownerNodes returns, for each other node holding partitions of ci, one of its shards
 // (where its requests go), in shard order.
-func (e *Executor) ownerNodes(ci *catalog.Coll) []int {
+func (e *Server) ownerNodes(ci *catalog.Coll) []int {
 	all := e.Cat.Shards()
 	var nodes []string
 	var shards []int
@@ -53,7 +53,7 @@ func (e *Executor) ownerNodes(ci *catalog.Coll) []int {
 
 // onOwnerNodes runs _cleaveShardIndexes op for indexes ids of c on every other node holding
 // partitions of c, in parallel, and returns the first failure in shard order.
-func (e *Executor) onOwnerNodes(ctx context.Context, c *store.Collection, op string, ids []store.IndexID) error {
+func (e *Server) onOwnerNodes(ctx context.Context, c *store.Collection, op string, ids []store.IndexID) error {
 	ci, err := e.Cat.Info(c)
 	if err != nil {
 		return err
@@ -74,7 +74,7 @@ func (e *Executor) onOwnerNodes(ctx context.Context, c *store.Collection, op str
 
 // shardIndexes runs, on this node's shards, the part of an index build or drop another node
 // asked for (see above): {op: "build" | "delete", ids}.
-func (e *Executor) shardIndexes(ctx context.Context, r *Request) error {
+func (e *Server) shardIndexes(ctx context.Context, r *Request) error {
 	ci, err := e.ownedColl(ctx, r, -1)
 	if err != nil {
 		return err

@@ -80,7 +80,7 @@ type target struct {
 // answered StaleConfig wrote nothing (owners check before writing): it is planned again
 // once this node's catalog caught up with the owner's (awaitStale), as reads are. A multi
 // statement is not: another node may have run its part already.
-func (e *Executor) runWrite(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
+func (e *Server) runWrite(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
 	if e.Remote == nil || r.Txn != nil || op.CI == nil || op.CI.View != nil {
 		return e.writeFor(r).Run(ctx, op, res)
 	}
@@ -95,7 +95,7 @@ func (e *Executor) runWrite(ctx context.Context, r *Request, op *write.Op, ms *m
 }
 
 // runWriteOnce is one attempt of runWrite.
-func (e *Executor) runWriteOnce(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
+func (e *Server) runWriteOnce(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
 	if !e.spansRemote(op.CI) {
 		return e.runLocal(ctx, r, op, ms, res)
 	}
@@ -115,7 +115,7 @@ func (e *Executor) runWriteOnce(ctx context.Context, r *Request, op *write.Op, m
 
 // nodeParts groups the partitions f targets in ci by node, keeping those on the shards
 // keep accepts (nil: all).
-func (e *Executor) nodeParts(ci *catalog.Coll, f *match.Filter, keep func(s int) bool) []*nodePart {
+func (e *Server) nodeParts(ci *catalog.Coll, f *match.Filter, keep func(s int) bool) []*nodePart {
 	all := e.Cat.Shards()
 	var parts []*nodePart
 	for _, t := range query.TargetPartitions(ci, f) {
@@ -141,7 +141,7 @@ func (e *Executor) nodeParts(ci *catalog.Coll, f *match.Filter, keep func(s int)
 
 // modifyMulti runs a multi statement on every node at once and merges the results; when
 // nothing matched anywhere, an upsert runs where its document belongs.
-func (e *Executor) modifyMulti(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, parts []*nodePart, res *write.Result) error {
+func (e *Server) modifyMulti(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, parts []*nodePart, res *write.Result) error {
 	out := make([]write.Result, len(parts))
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
@@ -177,7 +177,7 @@ func (e *Executor) modifyMulti(ctx context.Context, r *Request, op *write.Op, ms
 
 // modifyOne runs a single-document statement whose targets span nodes: the document is
 // found by a read over every node, then written on its owner.
-func (e *Executor) modifyOne(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, parts []*nodePart, res *write.Result) error {
+func (e *Server) modifyOne(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, parts []*nodePart, res *write.Result) error {
 	if op.Retry != nil { // executed before on another node? (this node's records: retried)
 		for _, p := range parts {
 			if !p.remote {
@@ -234,7 +234,7 @@ func (e *Executor) modifyOne(ctx context.Context, r *Request, op *write.Op, ms *
 
 // upsertRouted inserts the document of an upsert that matched nothing on any node: the
 // statement runs again, with its upsert, on the shard that owns the new document.
-func (e *Executor) upsertRouted(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
+func (e *Server) upsertRouted(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
 	doc, err := update.Upsert(nil, op.Query, op.Upd)
 	if err != nil {
 		return err
@@ -261,7 +261,7 @@ func (e *Executor) upsertRouted(ctx context.Context, r *Request, op *write.Op, m
 
 // modifyOn runs statement ms on node part p in mode (modify* constants), merging its
 // result into res.
-func (e *Executor) modifyOn(ctx context.Context, r *Request, ms *modifyStmt, p *nodePart, mode string,
+func (e *Server) modifyOn(ctx context.Context, r *Request, ms *modifyStmt, p *nodePart, mode string,
 	upsert bool, t *target, res *write.Result,
 ) error {
 	_, err := e.modifyOnReply(ctx, r, ms, p, mode, upsert, t, res)
@@ -270,7 +270,7 @@ func (e *Executor) modifyOn(ctx context.Context, r *Request, ms *modifyStmt, p *
 
 // modifyOnReply is modifyOn, also reporting whether the owner had executed the statement
 // before (a retry).
-func (e *Executor) modifyOnReply(ctx context.Context, r *Request, ms *modifyStmt, p *nodePart, mode string,
+func (e *Server) modifyOnReply(ctx context.Context, r *Request, ms *modifyStmt, p *nodePart, mode string,
 	upsert bool, t *target, res *write.Result,
 ) (bool, error) {
 	ci := ms.ci

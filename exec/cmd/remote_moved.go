@@ -17,7 +17,7 @@ import (
 
 // runLocal runs op on this node's shards (op.Shards, or all) as part of a routed statement,
 // then forwards its moved documents to their owners.
-func (e *Executor) runLocal(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
+func (e *Server) runLocal(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
 	op.Forward = op.Multi
 	if err := e.writeFor(r).Run(ctx, op, res); err != nil {
 		return err
@@ -27,7 +27,7 @@ func (e *Executor) runLocal(ctx context.Context, r *Request, op *write.Op, ms *m
 
 // forwardMoved writes res.Moved, documents of op that moved away, on their owners, adding
 // what they did to res.
-func (e *Executor) forwardMoved(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
+func (e *Server) forwardMoved(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
 	moved := res.Moved
 	res.Moved = nil
 	for _, t := range moved {
@@ -39,7 +39,7 @@ func (e *Executor) forwardMoved(ctx context.Context, r *Request, op *write.Op, m
 }
 
 // forwardOne writes document t of op on the node that owns it now.
-func (e *Executor) forwardOne(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, t write.Target, res *write.Result) error {
+func (e *Server) forwardOne(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, t write.Target, res *write.Result) error {
 	for attempt := 0; ; attempt++ {
 		ci := e.Cat.Refresh(op.CI)
 		s := ci.Map.Partition(ci.Map.Locate(t.Hash)).Shard

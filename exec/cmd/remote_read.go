@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/access"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/wire"
@@ -26,16 +27,16 @@ const remoteTimeout = 5 * time.Minute
 
 // remoteShards reaches other nodes' shards through a pool of internal clients.
 type remoteShards struct {
-	e       *Executor
+	e       *Server
 	cluster sharding.Cluster
 	pool    *wire.Pool
 }
 
 // newRemoteShards returns the remote side of cluster c.
-func newRemoteShards(e *Executor, c sharding.Cluster) *remoteShards {
+func newRemoteShards(e *Server, c sharding.Cluster) *remoteShards {
 	var opts wire.ClientOptions
 	if key := e.Opts.Auth.InternalKey; key != "" {
-		opts.Hello = internalHello(key) // remote_auth.go
+		opts.Hello = access.InternalHello(key)
 	}
 	return &remoteShards{e: e, cluster: c, pool: wire.NewPool(opts)}
 }
@@ -63,7 +64,7 @@ func (rs *remoteShards) command(ctx context.Context, s int, cmd bsoncore.Documen
 		return nil, err
 	}
 	if ok, _ := bsonx.NumberAsFloat64(reply.Lookup("ok")); ok != 1 {
-		return nil, replyError(reply)
+		return nil, mongoerr.FromReply(reply)
 	}
 	return reply, nil
 }
@@ -74,23 +75,6 @@ func nodeName(node string) string {
 		return "(none)"
 	}
 	return node
-}
-
-// replyError turns an {ok: 0} reply into its *mongoerr.Error.
-func replyError(reply bsoncore.Document) *mongoerr.Error {
-	code, _ := reply.Lookup("code").AsInt32OK()
-	msg, _ := reply.Lookup("errmsg").StringValueOK()
-	e := mongoerr.New(mongoerr.Code(code), "%s", msg)
-	e.Info = errorInfo(reply) // keyPattern, keyValue, errInfo; catalogRev, which a stale router waits for
-	if labels, ok := reply.Lookup("errorLabels").ArrayOK(); ok {
-		vals, _ := labels.Values()
-		for _, v := range vals {
-			if l, ok := v.StringValueOK(); ok {
-				e.Labels = append(e.Labels, l)
-			}
-		}
-	}
-	return e
 }
 
 // OpenScan implements query.Remote.

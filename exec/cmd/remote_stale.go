@@ -27,7 +27,7 @@ const maxStaleRetries = 5
 const catalogRevField = "catalogRev"
 
 // runStaleRetrying runs cmd, and runs a read again when an owner answered StaleConfig.
-func (e *Executor) runStaleRetrying(ctx context.Context, r *Request, cmd *Command) error {
+func (e *Server) runStaleRetrying(ctx context.Context, r *Request, cmd *Command) error {
 	if e.Remote == nil || !r.Cmd.Has(StaleRetry) || r.Txn != nil || pipelineWrites(r.Body) {
 		return cmd.Run(ctx, r)
 	}
@@ -62,7 +62,7 @@ func pipelineWrites(body bsoncore.Document) bool {
 
 // awaitStale reports whether err is an owner's StaleConfig after which planning again may
 // succeed, having waited for this node's catalog to reach the owner's revision.
-func (e *Executor) awaitStale(ctx context.Context, err error) bool {
+func (e *Server) awaitStale(ctx context.Context, err error) bool {
 	me := mongoerr.As(err)
 	if me == nil || me.Code != mongoerr.StaleConfig || ctx.Err() != nil {
 		return false
@@ -78,7 +78,7 @@ func (e *Executor) awaitStale(ctx context.Context, err error) bool {
 
 // withCatalogRev adds this node's catalog revision to the StaleConfig an internal command
 // answers, so that the router knows what to wait for.
-func (e *Executor) withCatalogRev(r *Request, err error) error {
+func (e *Server) withCatalogRev(r *Request, err error) error {
 	me := mongoerr.As(err)
 	if me == nil || me.Code != mongoerr.StaleConfig || !strings.HasPrefix(r.Name, "_cleaveShard") {
 		return err
@@ -92,7 +92,7 @@ func (e *Executor) withCatalogRev(r *Request, err error) error {
 // "alwaysOn" | "off"}: while on, this node's catalog applies the changes other nodes commit
 // only once something here waits for them (store.Catalog.HoldShared), so that it routes on
 // its old map until an owner answers StaleConfig. Test suites only.
-func (e *Executor) pauseCatalogWatch(r *Request) error {
+func (e *Server) pauseCatalogWatch(r *Request) error {
 	mode, _, _, err := parseFailPointMode(r.Body.Lookup("mode"))
 	if err != nil {
 		return err

@@ -21,7 +21,7 @@ import (
 // command (HostUnreachable), so no statistic silently misses a shard.
 
 // localOwnedSizes is ownedSizes for this node's shards (nil for every other node's).
-func (e *Executor) localOwnedSizes(ci *catalog.Coll) []*collSizes {
+func (e *Server) localOwnedSizes(ci *catalog.Coll) []*collSizes {
 	all := e.Cat.Shards()
 	out := make([]*collSizes, len(all))
 	for i := 0; i < ci.Map.Len(); i++ {
@@ -49,7 +49,7 @@ func (e *Executor) localOwnedSizes(ci *catalog.Coll) []*collSizes {
 // partitions it owns, so that a range being copied, or the source of a finished move
 // awaiting its deletion, is not counted twice (dataSize, dbStats and listDatabases agree
 // with collStats while the balancer moves partitions).
-func (e *Executor) clusterCollSizes(ctx context.Context, c *store.Collection) (collSizes, error) {
+func (e *Server) clusterCollSizes(ctx context.Context, c *store.Collection) (collSizes, error) {
 	if catalog.IsView(c) {
 		return e.collSizes(c), nil
 	}
@@ -67,7 +67,7 @@ func (e *Executor) clusterCollSizes(ctx context.Context, c *store.Collection) (c
 // docCount is count's fast path: the documents of the partitions each shard owns (the
 // sharding manager's count, which leaves out the data of moves in flight), every node
 // counting its own shards.
-func (e *Executor) docCount(ctx context.Context, ci *catalog.Coll) (int64, error) {
+func (e *Server) docCount(ctx context.Context, ci *catalog.Coll) (int64, error) {
 	n := e.Shards.OwnedDocCount(ci) // another node's shard counts nothing here
 	if e.Remote == nil || !e.spansRemote(ci) {
 		return n, nil
@@ -84,7 +84,7 @@ func (e *Executor) docCount(ctx context.Context, ci *catalog.Coll) (int64, error
 
 // remoteSizes asks every other node holding partitions of ci for its shards' sizes (of the
 // partitions each owns), by shard.
-func (e *Executor) remoteSizes(ctx context.Context, ci *catalog.Coll) (map[int]*collSizes, error) {
+func (e *Server) remoteSizes(ctx context.Context, ci *catalog.Coll) (map[int]*collSizes, error) {
 	out := map[int]*collSizes{}
 	var mu sync.Mutex
 	err := e.onStatsNodes(ctx, ci, "sizes", nil, func(reply bsoncore.Document) {
@@ -106,7 +106,7 @@ func (e *Executor) remoteSizes(ctx context.Context, ci *catalog.Coll) (map[int]*
 // onStatsNodes sends _cleaveShardStats what (with the extra fields of add) to every other
 // node holding partitions of ci, in parallel, and hands each reply to use; the first
 // failure, in shard order, is returned.
-func (e *Executor) onStatsNodes(ctx context.Context, ci *catalog.Coll, what string, add func(*bsoncore.DocumentBuilder),
+func (e *Server) onStatsNodes(ctx context.Context, ci *catalog.Coll, what string, add func(*bsoncore.DocumentBuilder),
 	use func(bsoncore.Document),
 ) error {
 	if e.Remote == nil {
@@ -125,7 +125,7 @@ func (e *Executor) onStatsNodes(ctx context.Context, ci *catalog.Coll, what stri
 
 // broadcast sends cmd to every other node holding partitions of ci, in parallel, and
 // hands each reply to use (nil: none); the first failure, in shard order, is returned.
-func (e *Executor) broadcast(ctx context.Context, ci *catalog.Coll, cmd bsoncore.Document, use func(bsoncore.Document)) error {
+func (e *Server) broadcast(ctx context.Context, ci *catalog.Coll, cmd bsoncore.Document, use func(bsoncore.Document)) error {
 	shards := e.ownerNodes(ci)
 	errs := make([]error, len(shards))
 	var wg sync.WaitGroup
@@ -150,7 +150,7 @@ func (e *Executor) broadcast(ctx context.Context, ci *catalog.Coll, cmd bsoncore
 }
 
 // remoteValidate merges the other nodes' validation of ci into res.
-func (e *Executor) remoteValidate(ctx context.Context, ci *catalog.Coll, full bool, res *validate.Result) error {
+func (e *Server) remoteValidate(ctx context.Context, ci *catalog.Coll, full bool, res *validate.Result) error {
 	var mu sync.Mutex
 	return e.onStatsNodes(ctx, ci, "validate", func(b *bsoncore.DocumentBuilder) { b.AppendBoolean("full", full) },
 		func(reply bsoncore.Document) {
@@ -228,7 +228,7 @@ func stringsOf(v bsoncore.Value) []string {
 // shardStats answers, on this node, another node's _cleaveShardStats for its shards:
 // {shards: [{shard, count, size, storage}]} (sizes), {n} (count: the
 // fast path's) or this node's validation of the collection (validate).
-func (e *Executor) shardStats(ctx context.Context, r *Request) error {
+func (e *Server) shardStats(ctx context.Context, r *Request) error {
 	ci, err := e.ownedColl(ctx, r, -1)
 	if err != nil {
 		return err

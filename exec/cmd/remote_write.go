@@ -30,7 +30,7 @@ type insertGroup struct {
 }
 
 // spansRemote reports whether some partition of ci is on another node's shard.
-func (e *Executor) spansRemote(ci *catalog.Coll) bool {
+func (e *Server) spansRemote(ci *catalog.Coll) bool {
 	shards := e.Cat.Shards()
 	for i := range ci.Map.Len() {
 		if _, ok := catalog.RemoteNode(shards[ci.Map.Partition(i).Shard]); ok {
@@ -41,7 +41,7 @@ func (e *Executor) spansRemote(ci *catalog.Coll) bool {
 }
 
 // insertRouted inserts vals into ci, each on its owner's node.
-func (e *Executor) insertRouted(ctx context.Context, r *Request, ci *catalog.Coll, vals []bsoncore.Value, stmts []int,
+func (e *Server) insertRouted(ctx context.Context, r *Request, ci *catalog.Coll, vals []bsoncore.Value, stmts []int,
 	ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
 	shards := e.Cat.Shards()
@@ -83,7 +83,7 @@ func (e *Executor) insertRouted(ctx context.Context, r *Request, ci *catalog.Col
 }
 
 // insertParallel runs the groups of an unordered insert at once and merges their results.
-func (e *Executor) insertParallel(ctx context.Context, r *Request, ci *catalog.Coll, groups []*insertGroup,
+func (e *Server) insertParallel(ctx context.Context, r *Request, ci *catalog.Coll, groups []*insertGroup,
 	bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
 	out := make([]write.Results, len(groups))
@@ -113,7 +113,7 @@ func (e *Executor) insertParallel(ctx context.Context, r *Request, ci *catalog.C
 
 // insertGroupOn inserts one node's group: here through the write path, elsewhere with
 // _cleaveShardWrite.
-func (e *Executor) insertGroupOn(ctx context.Context, r *Request, ci *catalog.Coll, g *insertGroup,
+func (e *Server) insertGroupOn(ctx context.Context, r *Request, ci *catalog.Coll, g *insertGroup,
 	ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
 	if g.node == "" {
@@ -165,7 +165,7 @@ func (e *Executor) insertGroupOn(ctx context.Context, r *Request, ci *catalog.Co
 
 // decodeWriteErrors reads the writeErrors of a write reply, keeping the fields beyond
 // index, code, codeName and errmsg (keyPattern, keyValue, errInfo) as the error's Info
-// (replyError).
+// (mongoerr.FromReply).
 func decodeWriteErrors(reply bsoncore.Document) []mongoerr.WriteError {
 	arr, ok := reply.Lookup("writeErrors").ArrayOK()
 	if !ok {
@@ -179,14 +179,14 @@ func decodeWriteErrors(reply bsoncore.Document) []mongoerr.WriteError {
 			continue
 		}
 		idx, _ := d.Lookup("index").AsInt64OK()
-		out = append(out, mongoerr.WriteError{Index: int(idx), Err: replyError(d)})
+		out = append(out, mongoerr.WriteError{Index: int(idx), Err: mongoerr.FromReply(d)})
 	}
 	return out
 }
 
 // shardWrite runs, on this node, the documents another node routed to its shards
 // (insertRouted): {n, writeErrors, charge}.
-func (e *Executor) shardWrite(ctx context.Context, r *Request) error {
+func (e *Server) shardWrite(ctx context.Context, r *Request) error {
 	ci, err := e.ownedColl(ctx, r, -1)
 	if err != nil {
 		return err
@@ -238,21 +238,3 @@ func (e *Executor) shardWrite(ctx context.Context, r *Request) error {
 	return nil
 }
 
-// errorInfo returns the fields of an error document (an {ok: 0} reply or a writeErrors
-// entry) beyond those every error has: keyPattern and keyValue of a duplicate key, errInfo.
-// Nil when there are none.
-func errorInfo(d bsoncore.Document) bsoncore.Document {
-	elems, _ := d.Elements()
-	var info []byte
-	for _, el := range elems {
-		switch el.Key() {
-		case "ok", "index", "code", "codeName", "errmsg", "errorLabels", "$clusterTime", "operationTime":
-		default:
-			info = append(info, el...)
-		}
-	}
-	if len(info) == 0 {
-		return nil
-	}
-	return bsoncore.BuildDocument(nil, info)
-}

@@ -20,7 +20,7 @@ import (
 // checkoutRetryable returns the retryable-write state of r's session for r's txnNumber and
 // a function that checks the session back in; rt is nil (and release a no-op) when r is not
 // a retryable write.
-func (e *Executor) checkoutRetryable(r *Request) (rt *write.Retry, release func(), err error) {
+func (e *Server) checkoutRetryable(r *Request) (rt *write.Retry, release func(), err error) {
 	v, err := r.Body.LookupErr("txnNumber")
 	if err != nil || r.Txn != nil { // a transaction's statements are recorded by its commit
 		return nil, func() {}, nil

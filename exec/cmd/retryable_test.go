@@ -44,7 +44,7 @@ func replyFields(reply bsoncore.Document) string {
 
 // forgetSessions drops the executor's in-memory session state, as a restart does: what
 // remains is in the store.
-func forgetSessions(e *Executor) {
+func forgetSessions(e *Server) {
 	e.Sessions.mu.Lock()
 	clear(e.Sessions.m)
 	e.Sessions.mu.Unlock()

@@ -16,7 +16,7 @@ import (
 
 // twoShardExecutor returns an executor over two fresh shard stores with the given bound on
 // parallel shard reads.
-func twoShardExecutor(tb testing.TB, maxParallelism int) *Executor {
+func twoShardExecutor(tb testing.TB, maxParallelism int) *Server {
 	tb.Helper()
 	return testExecutor(tb, 2, Options{MaxParallelism: maxParallelism, PartitionCheckInterval: time.Hour})
 }

@@ -25,7 +25,7 @@ func errSearchIndexCommands() error {
 }
 
 // addSearchIndexCommands registers the Atlas Search index commands.
-func (e *Executor) addSearchIndexCommands(add func(*Command)) {
+func (e *Server) addSearchIndexCommands(add func(*Command)) {
 	add(&Command{Name: "createSearchIndexes", Run: e.createSearchIndexes, Action: auth.ActionDDL, Help: "Command to create a search index. Only supported with Atlas.", Props: APIV1})
 	add(&Command{Name: "updateSearchIndex", Run: e.updateSearchIndex, Action: auth.ActionDDL, Help: "Command to update a search index. Only supported with Atlas.", Props: APIV1})
 	add(&Command{Name: "dropSearchIndex", Run: e.dropSearchIndex, Action: auth.ActionDDL, Help: "Command to drop a search index. Only supported with Atlas.", Props: APIV1})
@@ -33,7 +33,7 @@ func (e *Executor) addSearchIndexCommands(add func(*Command)) {
 
 // createSearchIndexes parses {createSearchIndexes: <coll>, indexes: [{name?, type?,
 // definition}]} and refuses it.
-func (e *Executor) createSearchIndexes(_ context.Context, r *Request) error {
+func (e *Server) createSearchIndexes(_ context.Context, r *Request) error {
 	const cmd = "createSearchIndexes"
 	if err := searchIndexCollection(cmd, r.Body); err != nil {
 		return err
@@ -93,7 +93,7 @@ func checkSearchIndexSpec(ctx string, spec bsoncore.Document) error {
 }
 
 // updateSearchIndex parses {updateSearchIndex: <coll>, id?, name?, definition} and refuses it.
-func (e *Executor) updateSearchIndex(_ context.Context, r *Request) error {
+func (e *Server) updateSearchIndex(_ context.Context, r *Request) error {
 	const cmd = "updateSearchIndex"
 	if err := searchIndexCollection(cmd, r.Body); err != nil {
 		return err
@@ -122,7 +122,7 @@ func (e *Executor) updateSearchIndex(_ context.Context, r *Request) error {
 }
 
 // dropSearchIndex parses {dropSearchIndex: <coll>, id?, name?} and refuses it.
-func (e *Executor) dropSearchIndex(_ context.Context, r *Request) error {
+func (e *Server) dropSearchIndex(_ context.Context, r *Request) error {
 	const cmd = "dropSearchIndex"
 	if err := searchIndexCollection(cmd, r.Body); err != nil {
 		return err

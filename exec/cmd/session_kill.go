@@ -41,7 +41,7 @@ func (p *sessionPattern) matches(id [16]byte, uid [32]byte) bool {
 // killSessions runs {killSessions: [{id, uid?}, ...]}: each names a session of the caller
 // (lsid.uid is the caller's digest unless given, which takes impersonation); [] names every
 // session of the authenticated user, and none without one, as in MongoDB.
-func (e *Executor) killSessions(_ context.Context, r *Request) error {
+func (e *Server) killSessions(_ context.Context, r *Request) error {
 	const cmd = "KillSessionsCmd"
 	first, _ := bsonx.FirstElement(r.Body)
 	arr, err := args.Array(cmd, "killSessions", first.Value())
@@ -51,7 +51,7 @@ func (e *Executor) killSessions(_ context.Context, r *Request) error {
 	caller := e.sessionUser(r).uid()
 	vals, _ := arr.Values()
 	if len(vals) == 0 {
-		if !e.Opts.Auth.Enabled || len(r.Conn.authn.users) == 0 {
+		if !e.Access.Enabled() || len(r.Conn.Authn.Users) == 0 {
 			return nil
 		}
 		return e.killSessionsMatching([]sessionPattern{{uid: &caller}})
@@ -83,7 +83,7 @@ func (e *Executor) killSessions(_ context.Context, r *Request) error {
 }
 
 // killAllSessions runs {killAllSessions: [{user, db}, ...]}.
-func (e *Executor) killAllSessions(_ context.Context, r *Request) error {
+func (e *Server) killAllSessions(_ context.Context, r *Request) error {
 	const cmd = "KillAllSessionsCmd"
 	first, _ := bsonx.FirstElement(r.Body)
 	arr, err := args.Array(cmd, "killAllSessions", first.Value())
@@ -107,7 +107,7 @@ func (e *Executor) killAllSessions(_ context.Context, r *Request) error {
 }
 
 // killAllSessionsByPattern runs {killAllSessionsByPattern: [pattern, ...]}.
-func (e *Executor) killAllSessionsByPattern(_ context.Context, r *Request) error {
+func (e *Server) killAllSessionsByPattern(_ context.Context, r *Request) error {
 	const cmd = "KillAllSessionsByPatternCmd.killAllSessionsByPattern"
 	first, _ := bsonx.FirstElement(r.Body)
 	arr, err := args.Array("KillAllSessionsByPatternCmd", "killAllSessionsByPattern", first.Value())
@@ -240,13 +240,13 @@ func parseKillUser(ctx string, v bsoncore.Value) (auth.UserName, error) {
 // mayImpersonate reports whether r's users may pass impersonation data (MongoDB's
 // impersonate privilege, which only root and __system hold); anyone may without access
 // control.
-func (e *Executor) mayImpersonate(r *Request) bool {
-	if !e.Opts.Auth.Enabled {
+func (e *Server) mayImpersonate(r *Request) bool {
+	if !e.Access.Enabled() {
 		return true
 	}
-	reg := e.registry()
+	reg := e.Access.Registry()
 	var roles []auth.RoleName
-	for _, n := range r.Conn.authn.users {
+	for _, n := range r.Conn.Authn.Users {
 		if u := reg.User(n); u != nil {
 			roles = append(roles, u.Roles...)
 		}
@@ -261,7 +261,7 @@ func (e *Executor) mayImpersonate(r *Request) bool {
 
 // killSessionsMatching kills the sessions that a pattern of patterns matches: they leave
 // the cache, their transactions are aborted and their cursors closed.
-func (e *Executor) killSessionsMatching(patterns []sessionPattern) error {
+func (e *Server) killSessionsMatching(patterns []sessionPattern) error {
 	c := &e.Sessions
 	killed := map[[16]byte]bool{}
 	c.mu.Lock()

@@ -25,11 +25,11 @@ func userDigest(u auth.UserName) [32]byte { return sessionOwner{user: u, set: tr
 
 // sessionUser returns the user r runs as for its sessions: its connection's with
 // authentication on, none otherwise.
-func (e *Executor) sessionUser(r *Request) sessionOwner {
-	if !e.Opts.Auth.Enabled || r.Conn == nil || len(r.Conn.authn.users) == 0 {
+func (e *Server) sessionUser(r *Request) sessionOwner {
+	if !e.Access.Enabled() || r.Conn == nil || len(r.Conn.Authn.Users) == 0 {
 		return sessionOwner{}
 	}
-	return sessionOwner{user: r.Conn.authn.users[0], set: true}
+	return sessionOwner{user: r.Conn.Authn.Users[0], set: true}
 }
 
 // reapInterval is how often the session reaper runs for timeout: a quarter of it, between
@@ -40,7 +40,7 @@ func reapInterval(timeout time.Duration) time.Duration {
 
 // runSessionReaper reaps expired sessions, and aborts the transactions past
 // transactionLifetimeLimitSeconds (every second at most), until the executor closes.
-func (e *Executor) runSessionReaper() {
+func (e *Server) runSessionReaper() {
 	every := reapInterval(e.Sessions.timeout)
 	t := time.NewTicker(min(every, time.Second))
 	defer t.Stop()
@@ -61,7 +61,7 @@ func (e *Executor) runSessionReaper() {
 
 // reapSessions ends the sessions expired at now: their transactions, cursors and
 // retryable-write records.
-func (e *Executor) reapSessions(now time.Time) {
+func (e *Server) reapSessions(now time.Time) {
 	c := &e.Sessions
 	if e.Cat != nil {
 		e.adoptExpiredRecords(now)
@@ -116,7 +116,7 @@ func (e *Executor) reapSessions(now time.Time) {
 // that are not cached but have a record older than the timeout, so that reapSessions
 // removes them under their session's lock like any other. A record without a date counts
 // as written at startup.
-func (e *Executor) adoptExpiredRecords(now time.Time) {
+func (e *Server) adoptExpiredRecords(now time.Time) {
 	c := &e.Sessions
 	cutoff := now.Add(-c.timeout)
 	adopt := map[[16]byte]time.Time{}
@@ -163,7 +163,7 @@ func (e *Executor) adoptExpiredRecords(now time.Time) {
 }
 
 // deleteTxnRecords removes the retryable-write records of sessions ids from every shard.
-func (e *Executor) deleteTxnRecords(ids [][16]byte) error {
+func (e *Server) deleteTxnRecords(ids [][16]byte) error {
 	if e.Cat == nil {
 		return nil
 	}
@@ -190,6 +190,6 @@ func (e *Executor) deleteTxnRecords(ids [][16]byte) error {
 
 // sessionTimeoutMinutes is logicalSessionTimeoutMinutes as hello and startSession report
 // it: the timeout in whole minutes, rounded up (a test's seconds report 1).
-func (e *Executor) sessionTimeoutMinutes() int32 {
+func (e *Server) sessionTimeoutMinutes() int32 {
 	return int32((e.Sessions.timeout + time.Minute - 1) / time.Minute)
 }

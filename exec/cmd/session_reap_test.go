@@ -13,7 +13,7 @@ import (
 
 // hasTxnRecord reports whether shard 0 holds a transaction record of the session whose
 // lsid is all zero but its last byte.
-func hasTxnRecord(t *testing.T, e *Executor, id byte) bool {
+func hasTxnRecord(t *testing.T, e *Server, id byte) bool {
 	t.Helper()
 	lsid := make([]byte, 16)
 	lsid[15] = id

@@ -187,13 +187,13 @@ func (c *sessionCache) end(ids [][16]byte) {
 
 // endSessions runs endSessions: the sessions leave the cache (their cursors close when the
 // reaper next runs; their retryable-write records stay in the store).
-func (e *Executor) endSessions(_ context.Context, r *Request) error {
+func (e *Server) endSessions(_ context.Context, r *Request) error {
 	e.Sessions.end(listed(r.Body))
 	return nil
 }
 
 // refreshSessions marks the listed sessions used now, so that they do not expire.
-func (e *Executor) refreshSessions(_ context.Context, r *Request) error {
+func (e *Server) refreshSessions(_ context.Context, r *Request) error {
 	now := time.Now()
 	for _, id := range listed(r.Body) {
 		e.Sessions.get(id, now).lastUse.Store(now.UnixNano())
@@ -207,12 +207,12 @@ var emptyUserDigest = sha256.Sum256(nil)
 // listLocalSessionsStage is $listLocalSessions: the sessions of the cache, oldest use first.
 type listLocalSessionsStage struct {
 	raw bsoncore.Value
-	e   *Executor
+	e   *Server
 }
 
 // parseListLocalSessionsStage parses {$listLocalSessions: {allUsers?: bool, users?: [...]}}.
 // Without authentication every session is the same (empty) user's.
-func (e *Executor) parseListLocalSessionsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
+func (e *Server) parseListLocalSessionsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "$listLocalSessions options must be specified in an object, but found: %s", arg.Type)
@@ -266,7 +266,7 @@ func (s *listLocalSessionsStage) Spec() bsoncore.Document {
 type listSessionsStage struct{ local *listLocalSessionsStage }
 
 // parseListSessionsStage parses {$listSessions: {allUsers?, users?}} on config.system.sessions.
-func (e *Executor) parseListSessionsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
+func (e *Server) parseListSessionsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	if env.DB != "config" || env.Coll != "system.sessions" {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$listSessions may only be run against config.system.sessions")
 	}

@@ -14,7 +14,7 @@ import (
 
 // shardedBenchExecutor returns an executor over a fresh store whose partition manager
 // never runs on its own (the benchmarks drive it), with partitions limited to maxBytes.
-func shardedBenchExecutor(tb testing.TB, maxBytes int64) *Executor {
+func shardedBenchExecutor(tb testing.TB, maxBytes int64) *Server {
 	tb.Helper()
 	return testExecutor(tb, 1, Options{
 		Partitioning:           shard.Options{PartitionMaxBytes: maxBytes},
@@ -177,7 +177,7 @@ func BenchmarkWorkloadADuringSplits(b *testing.B) {
 
 // splitLargest splits the collection's largest partition at its middle hash, as the size
 // policy would; false when it is too small to split.
-func splitLargest(tb testing.TB, e *Executor) bool {
+func splitLargest(tb testing.TB, e *Server) bool {
 	ci, err := e.Cat.Lookup("bench", "c")
 	if err != nil {
 		tb.Fatal(err)

@@ -18,7 +18,7 @@ import (
 // partitionStats answers {partitionStats: "<coll>"}: per partition its hash range, shard,
 // documents, bytes, measured RU/s and any hot key, so that a skewed shard key shows at a
 // glance.
-func (e *Executor) partitionStats(_ context.Context, r *Request) error {
+func (e *Server) partitionStats(_ context.Context, r *Request) error {
 	const cmd = "partitionStats"
 	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.String(cmd, cmd, first.Value())
@@ -122,7 +122,7 @@ func appendHotKey(dst []byte, key string, h *shard.HotKeyReport) []byte {
 
 // moveChunk runs {moveChunk: ns, find: {<shard key>: value} | bounds: [min, max], to:
 // "shard-N"}: it moves the partition holding that value (or starting at bounds[0]) online.
-func (e *Executor) moveChunk(_ context.Context, r *Request) error {
+func (e *Server) moveChunk(_ context.Context, r *Request) error {
 	const cmd = "moveChunk"
 	first, _ := bsonx.FirstElement(r.Body)
 	ns, err := args.String(cmd, cmd, first.Value())
@@ -210,7 +210,7 @@ func (e *Executor) moveChunk(_ context.Context, r *Request) error {
 // find reads when it is one of the derived ones, then lets the find read it (handled false).
 //
 //nolint:unparam // find's hook may answer by itself; the derived collections never need to
-func (e *Executor) findConfig(_ context.Context, _ *Request, a *findArgs) (handled bool, err error) {
+func (e *Server) findConfig(_ context.Context, _ *Request, a *findArgs) (handled bool, err error) {
 	for _, n := range sharding.ConfigColls {
 		if n == a.coll {
 			return false, e.Shards.SyncConfig(n)

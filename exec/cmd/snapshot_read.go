@@ -113,7 +113,7 @@ func readConcernSnapshot(readConcern bsoncore.Value) (snapshot bool, at uint64, 
 
 // enterSnapshotRead sets r.snap for a snapshot read outside a transaction; release drops
 // the command's reference (its cursor keeps its own).
-func (e *Executor) enterSnapshotRead(r *Request) (release func(), err error) {
+func (e *Server) enterSnapshotRead(r *Request) (release func(), err error) {
 	snapshot, at, hasAt, err := readConcernSnapshot(r.Generic(GenReadConcern))
 	// A cursor reads the snapshot it was opened on: the driver sends the session's
 	// readConcern with getMore and killCursors too.
@@ -134,7 +134,7 @@ func (e *Executor) enterSnapshotRead(r *Request) (release func(), err error) {
 
 // acquire returns the entry for a read at cluster time at (hasAt), or at the present, with
 // a reference the caller drops.
-func (h *snapshotHistory) acquire(e *Executor, at uint64, hasAt bool, now time.Time) (*snapEntry, error) {
+func (h *snapshotHistory) acquire(e *Server, at uint64, hasAt bool, now time.Time) (*snapEntry, error) {
 	window := time.Duration(e.Knobs.snapshotWindow.load()) * time.Second
 	cur := e.Clock.Now()
 	h.mu.Lock()
@@ -168,7 +168,7 @@ func (h *snapshotHistory) acquire(e *Executor, at uint64, hasAt bool, now time.T
 }
 
 // takeLocked takes a snapshot of every shard and keeps it under cluster time at.
-func (h *snapshotHistory) takeLocked(e *Executor, at uint64, now time.Time) (*snapEntry, error) {
+func (h *snapshotHistory) takeLocked(e *Server, at uint64, now time.Time) (*snapEntry, error) {
 	shards := e.Cat.Shards()
 	ent := &snapEntry{at: at, created: now, moves: e.Shards.Moves(), snaps: make([]catalog.Snapshot, 0, len(shards))}
 	for _, sh := range shards {

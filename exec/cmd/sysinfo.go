@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"os"
 	"runtime"
 	"strconv"
@@ -15,7 +14,7 @@ import (
 )
 
 // hostInfo describes the machine, in hostInfo's shape.
-func (e *Executor) hostInfo(_ context.Context, r *Request) error {
+func (e *Server) hostInfo(_ context.Context, r *Request) error {
 	host, _ := os.Hostname()
 	memMB := memTotalMiB()
 	out := r.Out
@@ -106,13 +105,4 @@ func processMemoryMiB() (rss, virt int64) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return int64(ms.Sys >> 20), int64(ms.Sys >> 20)
-}
-
-// newUUID returns a random (version 4) UUID.
-func newUUID() [16]byte {
-	var u [16]byte
-	_, _ = rand.Read(u[:])
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	return u
 }

@@ -64,7 +64,7 @@ func (t *topology) appendVersion(dst []byte, key string, counter int64) []byte {
 
 // Quiesce marks the start of shutdown: hellos answer ShutdownInProgress from now on, and
 // the waiting ones are woken to answer it. The server stops accepting afterwards.
-func (e *Executor) Quiesce() {
+func (e *Server) Quiesce() {
 	t := e.Topo
 	t.mu.Lock()
 	defer t.mu.Unlock()

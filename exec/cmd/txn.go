@@ -226,7 +226,7 @@ func (tx *txnState) abort() {
 }
 
 // newTxn starts transaction number of session lsid.
-func (e *Executor) newTxn(lsid [16]byte, number int64) *txnState {
+func (e *Server) newTxn(lsid [16]byte, number int64) *txnState {
 	reg := &e.Txns
 	tx := &txnState{reg: reg, lsid: lsid, number: number, started: time.Now(), shard: -1, ov: catalog.NewOverlay(),
 		done: make(chan struct{})}
@@ -256,7 +256,7 @@ func (e *Executor) newTxn(lsid [16]byte, number int64) *txnState {
 
 // commit commits tx (in progress, its session checked out): the session record it wrote
 // is returned.
-func (e *Executor) commitTxn(tx *txnState) (*write.Retry, error) {
+func (e *Server) commitTxn(tx *txnState) (*write.Retry, error) {
 	if !tx.phase.CompareAndSwap(txnInProgress, txnCommitting) {
 		return nil, errTxnAborted(tx.number)
 	}
@@ -304,7 +304,7 @@ func (e *Executor) commitTxn(tx *txnState) (*write.Retry, error) {
 // transaction) and sets r.txn; release checks the session back in. r.txn stays nil for a
 // command outside a transaction, and for a retried commitTransaction (or abort) that the
 // session's record answers.
-func (e *Executor) enterTxn(r *Request) (release func(), err error) {
+func (e *Server) enterTxn(r *Request) (release func(), err error) {
 	acv, startTxn := r.Generic(GenAutocommit), r.Generic(GenStartTxn)
 	if acv.Type == 0 {
 		if startTxn.Type != 0 {
@@ -354,7 +354,7 @@ func (e *Executor) enterTxn(r *Request) (release func(), err error) {
 
 // txnStatement finds (or, with start, begins) transaction n of session s, checked out, for
 // r.
-func (e *Executor) txnStatement(r *Request, s *session, lsid [16]byte, n int64, start bool) error {
+func (e *Server) txnStatement(r *Request, s *session, lsid [16]byte, n int64, start bool) error {
 	if s.retry == nil || s.retry.Stale() {
 		rt, err := e.Write.LoadRetry(lsid[:])
 		if err != nil {
@@ -513,7 +513,7 @@ func replyWriteError(out []byte) (code int32, found bool) {
 }
 
 // queryFor returns the query engine of r: its transaction's, or the executor's.
-func (e *Executor) queryFor(r *Request) *query.Engine {
+func (e *Server) queryFor(r *Request) *query.Engine {
 	if r.Txn != nil {
 		return r.Txn.write.Query()
 	}
@@ -524,7 +524,7 @@ func (e *Executor) queryFor(r *Request) *query.Engine {
 }
 
 // writeFor returns the write path of r: its transaction's, or the executor's.
-func (e *Executor) writeFor(r *Request) *write.Path {
+func (e *Server) writeFor(r *Request) *write.Path {
 	if r.Txn != nil {
 		return r.Txn.write
 	}
@@ -533,7 +533,7 @@ func (e *Executor) writeFor(r *Request) *write.Path {
 
 // commitTransaction commits the transaction of the command; a retry of a committed one
 // answers ok.
-func (e *Executor) commitTransaction(_ context.Context, r *Request) error {
+func (e *Server) commitTransaction(_ context.Context, r *Request) error {
 	r.Wrote = true
 	tx := r.Txn
 	if tx == nil || tx.phase.Load() == txnCommitted {
@@ -549,7 +549,7 @@ func (e *Executor) commitTransaction(_ context.Context, r *Request) error {
 }
 
 // abortTransaction aborts the transaction of the command.
-func (e *Executor) abortTransaction(_ context.Context, r *Request) error {
+func (e *Server) abortTransaction(_ context.Context, r *Request) error {
 	if r.Txn == nil {
 		return nil
 	}
@@ -561,7 +561,7 @@ func (e *Executor) abortTransaction(_ context.Context, r *Request) error {
 // aggregate's $out and $merge, and createIndexes on an existing collection (MongoDB allows
 // create and createIndexes on a new collection only; they run at once, outside the
 // transaction).
-func (e *Executor) checkTxnCommand(r *Request) error {
+func (e *Server) checkTxnCommand(r *Request) error {
 	if r.Txn == nil {
 		return nil
 	}
@@ -589,7 +589,7 @@ func (e *Executor) checkTxnCommand(r *Request) error {
 }
 
 // addTransactionCommands registers commitTransaction and abortTransaction.
-func (e *Executor) addTransactionCommands(add func(*Command)) {
+func (e *Server) addTransactionCommands(add func(*Command)) {
 	add(&Command{Name: "commitTransaction", Run: e.commitTransaction, Action: auth.ActionAuthenticated, Help: "commit a transaction", AdminOnly: true, Props: InTxn | RetryableWrite | WriteConcern | APIV1})
 	add(&Command{Name: "abortTransaction", Run: e.abortTransaction, Action: auth.ActionAuthenticated, Help: "abort a transaction", AdminOnly: true, Props: InTxn | RetryableWrite | WriteConcern | APIV1})
 }

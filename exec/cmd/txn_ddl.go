@@ -23,7 +23,7 @@ type txnCreated struct {
 
 // trackTxnDDL notes, around a statement of a transaction, whether it created the collection
 // it names; call the returned function once the statement ran.
-func (e *Executor) trackTxnDDL(r *Request) func() {
+func (e *Server) trackTxnDDL(r *Request) func() {
 	if r.Txn == nil || !r.Cmd.Has(TxnCreates) || e.Cat == nil {
 		return func() {}
 	}
@@ -75,7 +75,7 @@ func (tx *txnState) createdByTxn(db, name string) bool {
 
 // dropTxnCreated drops the collections an aborted transaction created, unless one was
 // dropped and created again since.
-func (e *Executor) dropTxnCreated(created []txnCreated) {
+func (e *Server) dropTxnCreated(created []txnCreated) {
 	if len(created) == 0 || e.Cat == nil {
 		return
 	}

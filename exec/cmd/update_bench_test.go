@@ -99,7 +99,7 @@ func updateBenchSetup(b *testing.B) wire.ConnHandler {
 
 // updateBenchExecutor returns an executor set up as updateBenchSetup describes, its store
 // opened with so.
-func updateBenchExecutor(b *testing.B, so store.Options) *Executor {
+func updateBenchExecutor(b *testing.B, so store.Options) *Server {
 	e := testExecutorStore(b, 1, Options{}, so)
 	c := e.Connect(wire.ConnInfo{ID: 1})
 	key := func(fields ...string) bsoncore.Document {

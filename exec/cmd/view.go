@@ -26,7 +26,7 @@ import (
 // collection is then read, routed to its shards and merged like any aggregation.
 
 // createView runs create with viewOn: the view db.name over opts' viewOn and pipeline.
-func (e *Executor) createView(db, name string, opts bsoncore.Document) error {
+func (e *Server) createView(db, name string, opts bsoncore.Document) error {
 	v := catalog.ViewOf(opts)
 	if err := e.checkViewPipeline(db, v.On, v.Pipeline); err != nil {
 		return err
@@ -51,7 +51,7 @@ func (e *Executor) createView(db, name string, opts bsoncore.Document) error {
 
 // checkViewPipeline parses a view's pipeline as a read of db.on would, and refuses the
 // stages a view may not hold ($out, $merge), as MongoDB does when a view is defined.
-func (e *Executor) checkViewPipeline(db, on string, stages []bsoncore.Document) error {
+func (e *Server) checkViewPipeline(db, on string, stages []bsoncore.Document) error {
 	if on == "" || on[0] == '$' || bytes.IndexByte([]byte(on), 0) >= 0 {
 		return mongoerr.New(mongoerr.InvalidNamespace, "invalid name for 'viewOn': '%s'", on)
 	}
@@ -133,14 +133,14 @@ func findAsAggregate(a *findArgs) (*aggregateArgs, error) {
 }
 
 // isView reports whether db.coll is a view.
-func (e *Executor) isView(db, coll string) bool {
+func (e *Server) isView(db, coll string) bool {
 	return catalog.IsView(e.Storage.Catalog.State().Collection(db, coll))
 }
 
 // openViewRead opens the pipeline of a read through view db.coll followed by stages:
 // the stream of its results and the function that charges the read to r once the stream
 // is done with. Explain is the caller's business (runAggregate explains).
-func (e *Executor) openViewRead(r *Request, coll string, stages []bsoncore.Document, hint bsoncore.Value) (stream.Stream, func(), error) {
+func (e *Server) openViewRead(r *Request, coll string, stages []bsoncore.Document, hint bsoncore.Value) (stream.Stream, func(), error) {
 	rv, err := e.Cat.ResolveView(r.DB, coll)
 	if err != nil {
 		return nil, nil, err
@@ -173,7 +173,7 @@ func (e *Executor) openViewRead(r *Request, coll string, stages []bsoncore.Docum
 }
 
 // explainViewRead explains count or distinct on a view as the aggregation it runs.
-func (e *Executor) explainViewRead(ctx context.Context, r *Request, coll string, stages []bsoncore.Document) error {
+func (e *Server) explainViewRead(ctx context.Context, r *Request, coll string, stages []bsoncore.Document) error {
 	pipe, err := prependStages(stages, nil)
 	if err != nil {
 		return err
@@ -183,7 +183,7 @@ func (e *Executor) explainViewRead(ctx context.Context, r *Request, coll string,
 
 // countView runs count on view a.coll: the view's pipeline, then $match, $skip, $limit
 // and $count.
-func (e *Executor) countView(ctx context.Context, r *Request, a *countArgs) error {
+func (e *Server) countView(ctx context.Context, r *Request, a *countArgs) error {
 	var stages []bsoncore.Document
 	if len(a.query) > 5 {
 		stages = append(stages, stage("$match", bsonx.DocValue(a.query)))
@@ -219,7 +219,7 @@ func (e *Executor) countView(ctx context.Context, r *Request, a *countArgs) erro
 // collModView runs collMod on view c: viewOn and pipeline replace the definition (either
 // alone keeps the other); any other option answers InvalidOptions, as MongoDB 7.0 does.
 // The caller holds the DDL lock.
-func (e *Executor) collModView(r *Request, c *store.Collection) error {
+func (e *Server) collModView(r *Request, c *store.Collection) error {
 	const cmd = "collMod"
 	v := catalog.ViewOf(c.Options)
 	on, pipe := v.On, bsoncore.Value{}

@@ -69,7 +69,7 @@ func benchWorkloadA(b *testing.B, goroutines int, so store.Options) {
 }
 
 // shardMetrics returns the store metrics of e's first shard.
-func shardMetrics(tb testing.TB, e *Executor) store.Metrics {
+func shardMetrics(tb testing.TB, e *Server) store.Metrics {
 	m, ok := catalog.LocalMetrics(e.Cat.Shards()[0])
 	if !ok {
 		tb.Fatal("no local shard")

@@ -128,3 +128,40 @@ func AppendWriteErrors(dst []byte, errs []WriteError) []byte {
 	dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
 	return dst
 }
+
+// FromReply is AppendReply's inverse: the error of an {ok: 0} reply (or of a writeErrors
+// entry), its fields beyond those every error has (keyPattern, keyValue, errInfo, ...) kept
+// as Info and its errorLabels as Labels.
+func FromReply(reply bsoncore.Document) *Error {
+	code, _ := reply.Lookup("code").AsInt32OK()
+	msg, _ := reply.Lookup("errmsg").StringValueOK()
+	e := New(Code(code), "%s", msg)
+	e.Info = replyInfo(reply)
+	if labels, ok := reply.Lookup("errorLabels").ArrayOK(); ok {
+		vals, _ := labels.Values()
+		for _, v := range vals {
+			if l, ok := v.StringValueOK(); ok {
+				e.Labels = append(e.Labels, l)
+			}
+		}
+	}
+	return e
+}
+
+// replyInfo returns the fields of an error document beyond those every error has; nil when
+// there are none.
+func replyInfo(d bsoncore.Document) bsoncore.Document {
+	elems, _ := d.Elements()
+	var info []byte
+	for _, el := range elems {
+		switch el.Key() {
+		case "ok", "index", "code", "codeName", "errmsg", "errorLabels", "$clusterTime", "operationTime":
+		default:
+			info = append(info, el...)
+		}
+	}
+	if len(info) == 0 {
+		return nil
+	}
+	return bsoncore.BuildDocument(nil, info)
+}

@@ -1,4 +1,4 @@
-package cmd
+package access
 
 import (
 	"context"
@@ -10,15 +10,15 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// Internal authentication (README, Authentication): with a key file, every connection a
+// Internal authentication (docs/security.md): with a key file, every connection a
 // node opens to another authenticates first as the internal user __system@local with
 // SCRAM-SHA-256 and the key as its password, as mongod's internal connections do; the
 // other node derives the same user from its own copy of the key (auth.InternalUser). The
 // internal commands need the internal action, which only __system's role grants.
 
-// internalHello returns the wire.ClientOptions.Hello hook that authenticates a new
+// InternalHello returns the wire.ClientOptions.Hello hook that authenticates a new
 // internal connection with key.
-func internalHello(key string) func(ctx context.Context, run func(cmd bsoncore.Document) (bsoncore.Document, error)) error {
+func InternalHello(key string) func(ctx context.Context, run func(cmd bsoncore.Document) (bsoncore.Document, error)) error {
 	return func(_ context.Context, run func(cmd bsoncore.Document) (bsoncore.Document, error)) error {
 		conv, err := auth.NewClientConversation(auth.InternalUserName.User, key)
 		if err != nil {
@@ -39,7 +39,7 @@ func internalHello(key string) func(ctx context.Context, run func(cmd bsoncore.D
 				return err
 			}
 			if ok, _ := bsonx.NumberAsFloat64(reply.Lookup("ok")); ok != 1 {
-				return replyError(reply)
+				return mongoerr.FromReply(reply)
 			}
 			_, in, _ := reply.Lookup("payload").BinaryOK()
 			out, serr := conv.Step(in)
@@ -60,17 +60,4 @@ func internalHello(key string) func(ctx context.Context, run func(cmd bsoncore.D
 				AppendString("$db", auth.InternalUserName.DB).Build())
 		}
 	}
-}
-
-// setInternalUser derives the internal user from AuthOptions.InternalKey (none without one).
-func (e *Executor) setInternalUser() error {
-	if e.Opts.Auth.InternalKey == "" {
-		return nil
-	}
-	u, err := auth.InternalUser(e.Opts.Auth.InternalKey)
-	if err != nil {
-		return err
-	}
-	e.Authn.internal = u
-	return nil
 }
