@@ -257,3 +257,12 @@ func DecodePrivileges(v bsoncore.Value) ([]Privilege, error) {
 	}
 	return out, nil
 }
+
+// AppendUserName appends {user, db} as key.
+func AppendUserName(dst []byte, key string, u UserName) []byte {
+	idx, dst := bsoncore.AppendDocumentElementStart(dst, key)
+	dst = bsoncore.AppendStringElement(dst, "user", u.User)
+	dst = bsoncore.AppendStringElement(dst, "db", u.DB)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
+}

@@ -11,17 +11,3 @@ func FirstElement(doc bsoncore.Document) (bsoncore.Element, bool) {
 	el, _, ok := bsoncore.ReadElement(doc[4:])
 	return el, ok
 }
-
-// SubField is v.Lookup(key) for a field v of a body, as body.Lookup(field, key) descends:
-// into a document or an array; Type 0 when v is neither or key is absent
-// ({lsid: {id: UUID}}'s lsid value, "id" → the UUID).
-func SubField(v bsoncore.Value, key string) bsoncore.Value {
-	if v.Type != bsoncore.TypeEmbeddedDocument && v.Type != bsoncore.TypeArray {
-		return bsoncore.Value{}
-	}
-	f, err := bsoncore.Document(v.Data).LookupErr(key)
-	if err != nil {
-		return bsoncore.Value{}
-	}
-	return f
-}

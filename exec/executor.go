@@ -5,6 +5,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/cleavedb/cleave/exec/cmd"
+	"github.com/cleavedb/cleave/exec/cmd/users"
 )
 
 // Options configures an Executor.
@@ -23,7 +24,18 @@ type LogRing = cmd.LogRing
 type Executor = cmd.Server
 
 // New returns an Executor.
-func New(opts Options, logger *zap.Logger) *Executor { return cmd.New(opts, logger) }
+func New(opts Options, logger *zap.Logger) *Executor { return cmd.New(opts, logger, families(opts)...) }
+
+// families are the command families whose handlers live above exec/cmd; the server commands,
+// sessions and transactions answer without storage, the others need it.
+func families(opts Options) []cmd.Family {
+	if opts.Storage == nil {
+		return nil
+	}
+	return []cmd.Family{
+		func(s *cmd.Server, add func(*cmd.Command)) { (&users.Handlers{Server: s}).Add(add) },
+	}
+}
 
 // NewLogRing returns a ring of the size most recent log lines at level or above.
 func NewLogRing(size int, level zapcore.LevelEnabler) *LogRing { return cmd.NewLogRing(size, level) }

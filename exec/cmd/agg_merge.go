@@ -295,7 +295,7 @@ func (s *mergeStage) prepare(run *writeRun) error {
 			for _, f := range ci.ShardKey {
 				s.onFields = append(s.onFields, f.Path)
 			}
-			if !containsString(s.onFields, "_id") {
+			if !ContainsString(s.onFields, "_id") {
 				s.onFields = append(s.onFields, "_id")
 			}
 		}
@@ -339,8 +339,8 @@ func hasUniqueIndexOn(ci *catalog.Coll, fields map[string]bool) bool {
 	return false
 }
 
-// containsString reports whether list holds s.
-func containsString(list []string, s string) bool {
+// ContainsString reports whether list holds s.
+func ContainsString(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
 			return true

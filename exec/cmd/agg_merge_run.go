@@ -48,7 +48,7 @@ type mergeRun struct {
 // write implements writeStage: the documents of in go to the target group by group; two
 // documents with the same on values never share a group, so the second sees the first.
 func (s *mergeStage) write(ctx context.Context, run *writeRun, in stream.Stream) error {
-	m := &mergeRun{s: s, run: run, onID: containsString(s.onFields, "_id")}
+	m := &mergeRun{s: s, run: run, onID: ContainsString(s.onFields, "_id")}
 	var err error
 	if m.ci, err = run.e.Cat.Lookup(s.target.db, s.target.coll); err != nil {
 		return err
@@ -305,7 +305,7 @@ func (m *mergeRun) checkTargeting() error {
 		return nil
 	}
 	for _, f := range m.ci.ShardKey {
-		if containsString(m.s.onFields, f.Path) {
+		if ContainsString(m.s.onFields, f.Path) {
 			continue
 		}
 		if m.s.whenNotMatched == mergeInsert {
@@ -414,7 +414,7 @@ func (m *mergeRun) dupOnFields(err error) bool {
 		return false
 	}
 	for _, el := range elems {
-		if !containsString(m.s.onFields, el.Key()) {
+		if !ContainsString(m.s.onFields, el.Key()) {
 			return false
 		}
 	}

@@ -49,15 +49,6 @@ func commandCollection(r *Request) string {
 	return s
 }
 
-// appendUserName appends {user, db} as key.
-func appendUserName(dst []byte, key string, u auth.UserName) []byte {
-	idx, dst := bsoncore.AppendDocumentElementStart(dst, key)
-	dst = bsoncore.AppendStringElement(dst, "user", u.User)
-	dst = bsoncore.AppendStringElement(dst, "db", u.DB)
-	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
-	return dst
-}
-
 // aggregateNeeds adds, for a pipeline ending in $out or $merge, write and DDL on the target
 // (which may be in another database); $lookup and $unionWith read r.db, which the read
 // need covers. A pipeline that does not parse keeps the read need: aggregate reports it.

@@ -69,7 +69,7 @@ func (e *Server) compact(ctx context.Context, r *Request) error {
 		if before > after {
 			freed += before - after
 		}
-		r.Conn.log.Info("compacted", zap.String("ns", r.DB+"."+name), zap.Int("shard", i),
+		r.Conn.Log.Info("compacted", zap.String("ns", r.DB+"."+name), zap.Int("shard", i),
 			zap.Uint64("bytes_before", before), zap.Uint64("bytes_after", after))
 	}
 	r.Out = appendNumber(r.Out, "bytesFreed", int64(freed))

@@ -253,34 +253,34 @@ func (e *Server) getMore(ctx context.Context, r *Request) error {
 		}
 		haveMaxTime, awaitTime = true, time.Duration(ms)*time.Millisecond
 	}
-	c, err := e.Cursors.acquire(id)
+	c, err := e.Cursors.Acquire(id)
 	if err != nil {
 		return err
 	}
 	ns := r.DB + "." + coll
 	if c.ns != ns {
-		e.Cursors.done(c, false)
+		e.Cursors.Done(c, false)
 		return mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.ns)
 	}
 	if err := c.checkSession(r.Body); err != nil {
-		e.Cursors.done(c, false)
+		e.Cursors.Done(c, false)
 		return err
 	}
 	if haveMaxTime && !c.awaitData {
 		// NB: tailable awaitData cursors are the only ones whose getMore takes maxTimeMS (as
 		// the time to wait for new data, cmd_tail.go); mongos refuses it on the others and
 		// kills the cursor, as any getMore that fails once the cursor is checked out.
-		e.Cursors.done(c, true)
+		e.Cursors.Done(c, true)
 		return mongoerr.New(mongoerr.BadValue, "maxTimeMS can only be used with getMore for tailable, awaitData cursors")
 	}
 	if err := e.checkCursorColl(c); err != nil {
-		e.Cursors.done(c, true) // mongod kills the cursor with its plan
+		e.Cursors.Done(c, true) // mongod kills the cursor with its plan
 		return err
 	}
 	ctx, cancel := c.deadline(ctx)
 	defer cancel()
 	if ctx.Err() != nil { // the opening command's maxTimeMS is spent
-		e.Cursors.done(c, true)
+		e.Cursors.Done(c, true)
 		return query.TimeLimitError(ctx, ctx.Err())
 	}
 	out, cidx, aidx := startCursorReply(r.Out, "nextBatch")
@@ -291,12 +291,12 @@ func (e *Server) getMore(ctx context.Context, r *Request) error {
 		out, exhausted, err = c.fillBatch(ctx, out, batchSize)
 	}
 	if err != nil {
-		e.Cursors.done(c, true)
+		e.Cursors.Done(c, true)
 		return query.TimeLimitError(ctx, err)
 	}
 	c.keepTimeLeft(ctx)
 	exhausted = !c.keepOpen(exhausted)
-	e.Cursors.done(c, exhausted)
+	e.Cursors.Done(c, exhausted)
 	if exhausted {
 		id = 0
 	}

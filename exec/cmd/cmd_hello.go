@@ -85,15 +85,15 @@ func (e *Server) hello(ctx context.Context, r *Request) error {
 	out = bsoncore.AppendBooleanElement(out, "readOnly", false)
 	if clientCompressors != nil {
 		r.Conn.compressors = negotiateCompressors(clientCompressors)
-		out = appendStringArray(out, "compression", r.Conn.compressors)
+		out = bsonx.AppendStringArray(out, "compression", r.Conn.compressors)
 	}
 	if saslMechsUser != "" {
 		if mechs := e.Access.SupportedMechs(saslMechsUser); mechs != nil {
-			out = appendStringArray(out, "saslSupportedMechs", mechs)
+			out = bsonx.AppendStringArray(out, "saslSupportedMechs", mechs)
 		}
 	}
 	if speculative != nil {
-		if reply := e.Access.Speculative(&r.Conn.Authn, speculative, r.Conn.log); reply != nil {
+		if reply := e.Access.Speculative(&r.Conn.Authn, speculative, r.Conn.Log); reply != nil {
 			out = bsoncore.AppendDocumentElement(out, "speculativeAuthenticate", reply)
 		}
 	}
@@ -118,14 +118,4 @@ func negotiateCompressors(client bsoncore.Array) []string {
 		}
 	}
 	return both
-}
-
-// appendStringArray appends an array of strings as the element key.
-func appendStringArray(dst []byte, key string, values []string) []byte {
-	idx, dst := bsoncore.AppendArrayElementStart(dst, key)
-	for i, v := range values {
-		dst = bsoncore.AppendStringElement(dst, bsonx.ArrayKey(i), v)
-	}
-	dst, _ = bsoncore.AppendArrayEnd(dst, idx)
-	return dst
 }

@@ -176,13 +176,13 @@ func (e *Server) shardBatch(ctx context.Context, r *Request, c *cursor, ss *quer
 // shardGetMore answers the next batch of a shard's read.
 func (e *Server) shardGetMore(ctx context.Context, r *Request) error {
 	id, _ := bsonx.FirstElement(r.Body)
-	c, err := e.Cursors.acquire(id.Value().Int64())
+	c, err := e.Cursors.Acquire(id.Value().Int64())
 	if err != nil {
 		return err
 	}
 	ss, ok := c.stream.(*query.ShardStream)
 	if !ok {
-		e.Cursors.done(c, false)
+		e.Cursors.Done(c, false)
 		return mongoerr.New(mongoerr.CursorNotFound, "cursor id %d is not a shard read", c.id)
 	}
 	c.lastUsed.Store(time.Now().UnixNano())

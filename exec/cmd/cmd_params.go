@@ -35,12 +35,12 @@ type knob struct {
 // serverKnobs are the parameters setParameter changes: the memory bounds of blocking
 // stages (MongoDB's defaults, 100 MiB each).
 type serverKnobs struct {
-	// sortMemory is internalQueryMaxBlockingSortMemoryUsageBytes: what a blocking sort holds
+	// SortMemory is internalQueryMaxBlockingSortMemoryUsageBytes: what a blocking sort holds
 	// in memory (stream.Sort).
-	sortMemory *knob
-	// groupMemory is internalDocumentSourceGroupMaxMemoryBytes: what $group holds in memory
+	SortMemory *knob
+	// GroupMemory is internalDocumentSourceGroupMaxMemoryBytes: what $group holds in memory
 	// (agg's group spill).
-	groupMemory *knob
+	GroupMemory *knob
 	// graphMemory is internalDocumentSourceGraphLookupMaxMemoryBytes: what one $graphLookup
 	// search holds (agg's graphSearch).
 	graphMemory *knob
@@ -55,8 +55,8 @@ type serverKnobs struct {
 // newServerKnobs returns the knobs at their defaults.
 func newServerKnobs() serverKnobs {
 	return serverKnobs{
-		sortMemory:  newKnob(100<<20, true, 0, "greater than or equal to"),
-		groupMemory: newKnob(100<<20, false, 0, "greater than"),
+		SortMemory:  newKnob(100<<20, true, 0, "greater than or equal to"),
+		GroupMemory: newKnob(100<<20, false, 0, "greater than"),
 		graphMemory: newKnob(100<<20, false, 0, "greater than"),
 		// MongoDB's default, 300 s.
 		snapshotWindow: newKnob(300, true, 0, "greater than or equal to"),
@@ -68,9 +68,9 @@ func newServerKnobs() serverKnobs {
 func (k *serverKnobs) byName(name string) *knob {
 	switch name {
 	case "internalDocumentSourceGroupMaxMemoryBytes":
-		return k.groupMemory
+		return k.GroupMemory
 	case "internalQueryMaxBlockingSortMemoryUsageBytes":
-		return k.sortMemory
+		return k.SortMemory
 	case "internalDocumentSourceGraphLookupMaxMemoryBytes":
 		return k.graphMemory
 	case "minSnapshotHistoryWindowInSeconds":
@@ -88,15 +88,15 @@ func newKnob(v int64, isInt32 bool, bound int64, boundOp string) *knob {
 	return k
 }
 
-// load returns the knob's value.
-func (k *knob) load() int64 { return k.v.Load() }
+// Load returns the knob's value.
+func (k *knob) Load() int64 { return k.v.Load() }
 
 // appendTo appends the knob's value as MongoDB types it.
 func (k *knob) appendTo(dst []byte, key string) []byte {
 	if k.isInt32 {
-		return bsoncore.AppendInt32Element(dst, key, int32(k.load()))
+		return bsoncore.AppendInt32Element(dst, key, int32(k.Load()))
 	}
-	return bsoncore.AppendInt64Element(dst, key, k.load())
+	return bsoncore.AppendInt64Element(dst, key, k.Load())
 }
 
 // set validates v as MongoDB's IDL server parameters do (numbers coerce, then the bound)
@@ -136,7 +136,7 @@ func coerceInt64(v bsoncore.Value) (int64, bool) {
 // lists them. Values are cleave's effective settings.
 var parameters = []parameter{
 	{"authenticationMechanisms", func(_ *Server, dst []byte, key string) []byte {
-		return appendStringArray(dst, key, []string{"SCRAM-SHA-1", "SCRAM-SHA-256"})
+		return bsonx.AppendStringArray(dst, key, []string{"SCRAM-SHA-1", "SCRAM-SHA-256"})
 	}},
 	{"cursorTimeoutMillis", int64Param(600_000)},
 	{"enableTestCommands", func(e *Server, dst []byte, key string) []byte {
@@ -149,13 +149,13 @@ var parameters = []parameter{
 		return dst
 	}},
 	{"internalDocumentSourceGroupMaxMemoryBytes", func(e *Server, dst []byte, key string) []byte {
-		return e.Knobs.groupMemory.appendTo(dst, key)
+		return e.Knobs.GroupMemory.appendTo(dst, key)
 	}},
 	{"internalDocumentSourceGraphLookupMaxMemoryBytes", func(e *Server, dst []byte, key string) []byte {
 		return e.Knobs.graphMemory.appendTo(dst, key)
 	}},
 	{"internalQueryMaxBlockingSortMemoryUsageBytes", func(e *Server, dst []byte, key string) []byte {
-		return e.Knobs.sortMemory.appendTo(dst, key)
+		return e.Knobs.SortMemory.appendTo(dst, key)
 	}},
 	{"localLogicalSessionTimeoutMinutes", func(e *Server, dst []byte, key string) []byte {
 		return bsoncore.AppendInt32Element(dst, key, e.sessionTimeoutMinutes())
@@ -254,12 +254,12 @@ func (e *Server) setParameter(_ context.Context, r *Request) error {
 		if i == 0 {
 			r.Out = k.appendTo(r.Out, "was")
 		}
-		old := k.load()
+		old := k.Load()
 		if err := k.set(name, vals[name]); err != nil {
 			return err
 		}
 		e.Log.Info("Successfully set parameter to new value", zap.String("parameter", name),
-			zap.Int64("new_value", k.load()), zap.Int64("old_value", old))
+			zap.Int64("new_value", k.Load()), zap.Int64("old_value", old))
 	}
 	return nil
 }
@@ -292,11 +292,11 @@ func (e *Server) getLog(_ context.Context, r *Request) error {
 	}
 	switch name {
 	case "*":
-		r.Out = appendStringArray(r.Out, "names", []string{"global", "startupWarnings"})
+		r.Out = bsonx.AppendStringArray(r.Out, "names", []string{"global", "startupWarnings"})
 		return nil
 	case "startupWarnings":
 		r.Out = bsoncore.AppendInt32Element(r.Out, "totalLinesWritten", 0)
-		r.Out = appendStringArray(r.Out, "log", nil)
+		r.Out = bsonx.AppendStringArray(r.Out, "log", nil)
 		return nil
 	case "global":
 		var lines []string
@@ -305,7 +305,7 @@ func (e *Server) getLog(_ context.Context, r *Request) error {
 			lines, total = e.Opts.Log.Lines()
 		}
 		r.Out = bsoncore.AppendInt32Element(r.Out, "totalLinesWritten", int32(total))
-		r.Out = appendStringArray(r.Out, "log", lines)
+		r.Out = bsonx.AppendStringArray(r.Out, "log", lines)
 		return nil
 	default:
 		return mongoerr.New(mongoerr.OperationFailed, "No log named '%s'", name)

@@ -25,7 +25,6 @@ func (e *Server) addServerCommands(add func(*Command)) {
 	add(&Command{Name: "serverStatus", Run: e.serverStatus, Action: auth.ActionClusterAdmin, Help: "returns lots of administrative server statistics"})
 	add(&Command{Name: "hostInfo", Run: e.hostInfo, Action: auth.ActionClusterAdmin, Help: "returns information about the daemon's host"})
 	add(&Command{Name: "whatsmyuri", Run: e.whatsMyURI, Action: auth.ActionNone, Help: "{whatsmyuri:1}"})
-	add(&Command{Name: "connectionStatus", Run: e.connectionStatus, Action: auth.ActionNone, Help: "Returns connection-specific information such as logged-in users and their roles"})
 	add(&Command{Name: "isdbgrid", Run: e.isDBGrid, Action: auth.ActionNone, Help: "check if the server is a mongos"})
 	add(&Command{Name: "getLastRequestStatistics", Run: e.getLastRequestStatistics, Action: auth.ActionNone, Help: "the name, request charge and duration of this connection's last command (Azure Cosmos DB)"})
 	add(&Command{Name: "listCommands", Run: e.listCommands, Action: auth.ActionNone, Help: "get a list of all db commands"})
@@ -54,7 +53,7 @@ func (e *Server) buildInfo(_ context.Context, r *Request) error {
 	out := r.Out
 	out = bsoncore.AppendStringElement(out, "version", serverVersion)
 	out = bsoncore.AppendStringElement(out, "gitVersion", "cleave")
-	out = appendStringArray(out, "modules", nil)
+	out = bsonx.AppendStringArray(out, "modules", nil)
 	out = bsoncore.AppendStringElement(out, "allocator", "go")
 	out = bsoncore.AppendStringElement(out, "javascriptEngine", "none")
 	out = bsoncore.AppendStringElement(out, "sysInfo", "deprecated")
@@ -75,7 +74,7 @@ func (e *Server) buildInfo(_ context.Context, r *Request) error {
 	out = bsoncore.AppendInt32Element(out, "bits", 64)
 	out = bsoncore.AppendBooleanElement(out, "debug", false)
 	out = bsoncore.AppendInt32Element(out, "maxBsonObjectSize", wire.MaxBSONSize)
-	out = appendStringArray(out, "storageEngines", []string{"pebble"})
+	out = bsonx.AppendStringArray(out, "storageEngines", []string{"pebble"})
 	r.Out = out
 	return nil
 }
@@ -191,8 +190,8 @@ func (e *Server) listCommands(_ context.Context, r *Request) error {
 		if c.DeprecatedIn != "" {
 			deprecated = []string{c.DeprecatedIn}
 		}
-		out = appendStringArray(out, "apiVersions", versions)
-		out = appendStringArray(out, "deprecatedApiVersions", deprecated)
+		out = bsonx.AppendStringArray(out, "apiVersions", versions)
+		out = bsonx.AppendStringArray(out, "deprecatedApiVersions", deprecated)
 		out, _ = bsoncore.AppendDocumentEnd(out, cidx)
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
@@ -202,7 +201,7 @@ func (e *Server) listCommands(_ context.Context, r *Request) error {
 
 // getCmdLineOpts reports the process arguments and the parsed configuration.
 func (e *Server) getCmdLineOpts(_ context.Context, r *Request) error {
-	out := appendStringArray(r.Out, "argv", e.Opts.Argv)
+	out := bsonx.AppendStringArray(r.Out, "argv", e.Opts.Argv)
 	parsed := e.Opts.Parsed
 	if parsed == nil {
 		parsed = bsoncore.NewDocumentBuilder().Build()

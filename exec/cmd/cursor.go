@@ -58,9 +58,9 @@ type cursor struct {
 	// once it is dropped or renamed, getMore fails with QueryPlanKilled as mongod's yield
 	// recovery does, rather than serving its old snapshot.
 	coll *store.Collection
-	// timeLeft is what remains of the opening command's maxTimeMS (0: no limit). Each
+	// TimeLeft is what remains of the opening command's maxTimeMS (0: no limit). Each
 	// getMore runs under it and keeps what it did not use, as MongoDB's leftover time does.
-	timeLeft time.Duration
+	TimeLeft time.Duration
 	// tailable cursors stay open at the end of their capped collection; awaitData ones
 	// wait for its inserts (cmd_tail.go) on capped's wake channel. limitHit reports that
 	// the cursor returned its limit.
@@ -109,8 +109,8 @@ func (r *cursorRegistry) add(c *cursor) int64 {
 	}
 }
 
-// acquire returns the cursor id for exclusive use by one getMore; release it with done.
-func (r *cursorRegistry) acquire(id int64) (*cursor, error) {
+// Acquire returns the cursor id for exclusive use by one getMore; release it with done.
+func (r *cursorRegistry) Acquire(id int64) (*cursor, error) {
 	r.mu.Lock()
 	c := r.mu.m[id]
 	r.mu.Unlock()
@@ -123,8 +123,8 @@ func (r *cursorRegistry) acquire(id int64) (*cursor, error) {
 	return c, nil
 }
 
-// done ends a getMore's use of c; an exhausted cursor is removed and closed.
-func (r *cursorRegistry) done(c *cursor, exhausted bool) {
+// Done ends a getMore's use of c; an exhausted cursor is removed and closed.
+func (r *cursorRegistry) Done(c *cursor, exhausted bool) {
 	c.lastUsed.Store(time.Now().UnixNano())
 	if exhausted {
 		r.remove(c.id)
@@ -168,13 +168,13 @@ func (r *cursorRegistry) reap(interval time.Duration) {
 		case <-r.stop:
 			return
 		case now := <-t.C:
-			r.expire(now)
+			r.Expire(now)
 		}
 	}
 }
 
-// expire closes every idle, timeout-eligible cursor not in use as of now.
-func (r *cursorRegistry) expire(now time.Time) {
+// Expire closes every idle, timeout-eligible cursor not in use as of now.
+func (r *cursorRegistry) Expire(now time.Time) {
 	cutoff := now.Add(-cursorTimeout).UnixNano()
 	var dead []*cursor
 	r.mu.Lock()
@@ -294,8 +294,8 @@ func (c *cursor) checkSession(body bsoncore.Document) error {
 	return nil
 }
 
-// uuidString formats a UUID as MongoDB prints one (8-4-4-4-12 lowercase hex digits).
-func uuidString(id [16]byte) string {
+// UUIDString formats a UUID as MongoDB prints one (8-4-4-4-12 lowercase hex digits).
+func UUIDString(id [16]byte) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
 }
 
@@ -308,20 +308,20 @@ func (e *Server) checkCursorColl(c *cursor) error {
 	m := e.Cat.Store().State().CollectionByID(c.coll.ID)
 	switch {
 	case m == nil || m.UUID != c.coll.UUID:
-		return mongoerr.New(mongoerr.QueryPlanKilled, "collection dropped. UUID %s", uuidString(c.coll.UUID))
+		return mongoerr.New(mongoerr.QueryPlanKilled, "collection dropped. UUID %s", UUIDString(c.coll.UUID))
 	case m.DB != c.coll.DB || m.Name != c.coll.Name:
 		return mongoerr.New(mongoerr.QueryPlanKilled, "collection renamed from '%s.%s' to '%s.%s'. UUID %s",
-			c.coll.DB, c.coll.Name, m.DB, m.Name, uuidString(c.coll.UUID))
+			c.coll.DB, c.coll.Name, m.DB, m.Name, UUIDString(c.coll.UUID))
 	}
 	return nil
 }
 
 // deadline returns ctx bounded by what remains of the opening command's maxTimeMS.
 func (c *cursor) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
-	if c.timeLeft == 0 {
+	if c.TimeLeft == 0 {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(ctx, c.timeLeft)
+	return context.WithTimeout(ctx, c.TimeLeft)
 }
 
 // keepTimeLeft records what a batch left of ctx's deadline for the next getMore; time
@@ -332,5 +332,5 @@ func (c *cursor) keepTimeLeft(ctx context.Context) {
 	if !ok || c.tailable { // a tailable find's maxTimeMS bounds the find only
 		return
 	}
-	c.timeLeft = max(time.Until(dl), time.Nanosecond)
+	c.TimeLeft = max(time.Until(dl), time.Nanosecond)
 }

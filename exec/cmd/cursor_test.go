@@ -61,17 +61,17 @@ func TestCursorRegistry(t *testing.T) {
 	r := newCursorRegistry(time.Hour, nil)
 	c, s := newCountedCursor(t, 1)
 	id := r.add(c)
-	if _, err := r.acquire(id); err != nil {
+	if _, err := r.Acquire(id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.acquire(id); mongoerr.As(err) == nil || mongoerr.As(err).Code != mongoerr.CursorInUse {
+	if _, err := r.Acquire(id); mongoerr.As(err) == nil || mongoerr.As(err).Code != mongoerr.CursorInUse {
 		t.Errorf("a second acquire: %v, want CursorInUse", err)
 	}
-	r.done(c, false)
+	r.Done(c, false)
 	if !r.remove(id) || s.closed != 1 {
 		t.Errorf("remove: closed %d times", s.closed)
 	}
-	if _, err := r.acquire(id); mongoerr.As(err) == nil || mongoerr.As(err).Code != mongoerr.CursorNotFound {
+	if _, err := r.Acquire(id); mongoerr.As(err) == nil || mongoerr.As(err).Code != mongoerr.CursorNotFound {
 		t.Errorf("acquire after remove: %v, want CursorNotFound", err)
 	}
 
@@ -80,7 +80,7 @@ func TestCursorRegistry(t *testing.T) {
 	kept.noTimeout = true
 	r.add(idle)
 	r.add(kept)
-	r.expire(time.Now().Add(cursorTimeout + time.Second))
+	r.Expire(time.Now().Add(cursorTimeout + time.Second))
 	if si.closed != 1 || sk.closed != 0 {
 		t.Errorf("expire: idle closed %d times, noCursorTimeout one %d; want 1, 0", si.closed, sk.closed)
 	}

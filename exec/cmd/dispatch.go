@@ -164,7 +164,7 @@ func validateDBName(db string) error {
 }
 
 // commandTable returns every command cleave answers.
-func (e *Server) commandTable() *Table {
+func (e *Server) commandTable(families []Family) *Table {
 	t := NewTable()
 	add := t.Add
 	e.addServerCommands(add)
@@ -172,10 +172,16 @@ func (e *Server) commandTable() *Table {
 	if e.Opts.Storage != nil {
 		e.addDataCommands(add)
 		e.addSearchIndexCommands(add)
-		e.addAuthCommands(add)
 	}
 	if e.Opts.TestCommands {
 		e.addTestCommands(add)
 	}
+	for _, f := range families {
+		f(e, add)
+	}
 	return t
 }
+
+// Family registers a family of commands, whose handlers live in a package of their own
+// above this one (exec/cmd/users, ...), on s.
+type Family func(s *Server, add func(*Command))

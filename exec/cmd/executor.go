@@ -67,7 +67,7 @@ func (o *Options) EnsureDefaults() {
 		o.SlowOp = 100 * time.Millisecond
 	}
 	if o.SessionTimeout == 0 {
-		o.SessionTimeout = defaultSessionTimeout
+		o.SessionTimeout = DefaultSessionTimeout
 	}
 	if o.WireStats == nil {
 		o.WireStats = func() wire.Stats { return wire.Stats{} }
@@ -124,7 +124,7 @@ type Server struct {
 }
 
 // New returns an Executor.
-func New(opts Options, logger *zap.Logger) *Server {
+func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 	opts.EnsureDefaults()
 	e := &Server{
 		Opts:    opts,
@@ -135,8 +135,8 @@ func New(opts Options, logger *zap.Logger) *Server {
 		Topo:    newTopology(),
 	}
 	e.SlowOps.init(opts.SlowOp)
-	e.Txns.lifetime.Store(int64(txnLifetime))
-	e.Knobs.txnLifetime.apply = func(v int64) { e.Txns.lifetime.Store(v * int64(time.Second)) }
+	e.Txns.Lifetime.Store(int64(txnLifetime))
+	e.Knobs.txnLifetime.apply = func(v int64) { e.Txns.Lifetime.Store(v * int64(time.Second)) }
 	e.Txns.dropCreated = e.dropTxnCreated
 	e.Sessions.timeout = opts.SessionTimeout
 	e.Cursors = newCursorRegistry(time.Minute, e.Sessions.alive)
@@ -155,7 +155,7 @@ func New(opts Options, logger *zap.Logger) *Server {
 		qopts := query.Options{
 			MaxParallelism: opts.MaxParallelism,
 			Temp:           e.Temp,
-			SortBytes:      e.Knobs.sortMemory.load,
+			SortBytes:      e.Knobs.SortMemory.Load,
 			Meters:         e.Shards.ReadMeters,
 			Budgets:        e.Shards.ReadBudgets,
 			IndexUse:       &e.IndexUse,
@@ -183,7 +183,7 @@ func New(opts Options, logger *zap.Logger) *Server {
 		securityRecords = opts.Storage.Catalog
 	}
 	e.Access = access.New(opts.Auth, securityRecords, e.Log)
-	e.Commands = e.commandTable()
+	e.Commands = e.commandTable(families)
 	e.metrics = newMetrics(e)
 	go e.runSessionReaper()
 	if opts.Storage != nil {
@@ -216,7 +216,7 @@ func (e *Server) Connect(info wire.ConnInfo) wire.ConnHandler {
 	c := &Conn{
 		e:    e,
 		info: info,
-		log:  e.Log.With(zap.Int64("conn_id", info.ID)),
+		Log:  e.Log.With(zap.Int64("conn_id", info.ID)),
 	}
 	e.Conns.Store(info.ID, c)
 	return c
@@ -227,7 +227,7 @@ func (e *Server) Connect(info wire.ConnInfo) wire.ConnHandler {
 type Conn struct {
 	e    *Server
 	info wire.ConnInfo
-	log  *zap.Logger
+	Log  *zap.Logger
 	out  []byte // reply buffer, reused from request to request
 	last requestStats
 	// compressors are those both sides support, negotiated by hello.
@@ -276,12 +276,12 @@ func (c *Conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 	c.begin(req.Body, start, kill)
 	err := c.e.dispatch(ctx, &r)
 	c.end()
-	if !errors.Is(err, errCloseConnection) {
+	if !errors.Is(err, ErrCloseConnection) {
 		err = interruptError(ctx, err) // before kill(nil) cancels ctx
 		err = catalog.StoreError(err)  // a full disk or a failed commit, wherever it surfaced
 	}
 	kill(nil)
-	if errors.Is(err, errCloseConnection) {
+	if errors.Is(err, ErrCloseConnection) {
 		c.finish(&r, start, err)
 		return nil, err // the wire layer closes the socket without a reply
 	}
@@ -289,7 +289,7 @@ func (c *Conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 	if err != nil {
 		merr := mongoerr.From(err)
 		if merr.Code == mongoerr.InternalError && merr.Unwrap() != nil {
-			c.log.Error("command failed", zap.Int32("request_id", req.RequestID),
+			c.Log.Error("command failed", zap.Int32("request_id", req.RequestID),
 				zap.String("cmd", r.Name), zap.Error(merr.Unwrap()))
 		}
 		out = merr.AppendReply(out[:idx+4])
@@ -315,7 +315,7 @@ func (c *Conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 // slow, at Debug otherwise.
 func (c *Conn) finish(r *Request, start time.Time, err error) {
 	d := time.Since(start)
-	c.e.metrics.observe(r.Name, d, err)
+	c.e.metrics.Observe(r.Name, d, err)
 	if r.Name != "getLastRequestStatistics" {
 		c.last = requestStats{command: r.Name, duration: d, charge: r.Charge}
 	}
@@ -323,7 +323,7 @@ func (c *Conn) finish(r *Request, start time.Time, err error) {
 	if c.e.SlowOps.slow(d) && !r.Awaited {
 		level = zap.InfoLevel
 	}
-	ce := c.log.Check(level, "command")
+	ce := c.Log.Check(level, "command")
 	if ce == nil {
 		return
 	}
@@ -351,7 +351,7 @@ func (c *Conn) recoverPanic(r *Request, err *error) {
 	if p == nil {
 		return
 	}
-	c.log.Error("command panicked", zap.Int32("request_id", r.RequestID), zap.String("cmd", r.Name),
+	c.Log.Error("command panicked", zap.Int32("request_id", r.RequestID), zap.String("cmd", r.Name),
 		zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
 	*err = mongoerr.New(mongoerr.InternalError, "internal error while running %s", r.Name)
 }

@@ -27,9 +27,9 @@ import (
 //	→ {count: <times entered so far>, ok: 1}; the next insert answers
 //	{ok: 0, errmsg: "Failing command via 'failCommand' failpoint", code: 91, ...}
 
-// errCloseConnection asks the wire layer to close the client's socket without a reply
+// ErrCloseConnection asks the wire layer to close the client's socket without a reply
 // (failCommand's closeConnection). Handle returns it as its error.
-var errCloseConnection = errors.New("closing connection via 'failCommand' failpoint")
+var ErrCloseConnection = errors.New("closing connection via 'failCommand' failpoint")
 
 // failCommandMsg is the errmsg of the errors failCommand injects.
 const failCommandMsg = "Failing command via 'failCommand' failpoint"
@@ -130,7 +130,7 @@ func (e *Server) configureFailPoint(_ context.Context, r *Request) error {
 	fp.mu.mode, fp.mu.n, fp.mu.p, fp.mu.data = mode, n, p, data
 	fp.armed.Store(mode != fpOff)
 	fp.mu.Unlock()
-	r.Conn.log.Warn("set failpoint", zap.String("failpoint", name), zap.Stringer("mode", r.Body.Lookup("mode")))
+	r.Conn.Log.Warn("set failpoint", zap.String("failpoint", name), zap.Stringer("mode", r.Body.Lookup("mode")))
 	r.Out = appendNumber(r.Out, "count", count)
 	return nil
 }
@@ -344,14 +344,14 @@ func (e *Server) evalFailCommand(ctx context.Context, r *Request, cmd *Command) 
 		return failAction{}, nil
 	}
 	act := failAction{labels: fd.labels, hasLabels: fd.hasLabels}
-	r.Conn.log.Info("activating 'failCommand' failpoint", zap.String("cmd", r.Name))
+	r.Conn.Log.Info("activating 'failCommand' failpoint", zap.String("cmd", r.Name))
 	if fd.blockConnection {
 		if err := blockFor(ctx, fd.blockTime); err != nil {
 			return act, err
 		}
 	}
 	if fd.closeConnection {
-		return act, errCloseConnection
+		return act, ErrCloseConnection
 	}
 	if fd.hasErrorCode && fd.errorCode != 0 { // mongod raises Status(errorCode): 0 is OK
 		return act, mongoerr.New(mongoerr.Code(fd.errorCode), failCommandMsg)
@@ -403,7 +403,7 @@ func (e *Server) finishFailCommand(r *Request, cmd *Command, act failAction, err
 		labels = errorLabels(r, 0, mongoerr.Code(code))
 	}
 	if len(labels) > 0 {
-		r.Out = appendStringArray(r.Out, "errorLabels", labels)
+		r.Out = bsonx.AppendStringArray(r.Out, "errorLabels", labels)
 	}
 	return nil
 }
@@ -477,4 +477,11 @@ func (e *Server) ttlMonitorCommand(ctx context.Context, r *Request) error {
 	}
 	r.Out = bsoncore.AppendInt64Element(r.Out, "passes", e.DDL.TTLPassNow(ctx, interval))
 	return nil
+}
+
+// Entered is how many times failCommand fired since the server started.
+func (f *failPoints) Entered() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.mu.entered
 }

@@ -45,7 +45,7 @@ func (e *Server) simulateAvailableDiskSpace(r *Request) error {
 			count += ds.SimulateAvailableDiskSpace(n)
 		}
 	}
-	r.Conn.log.Warn("set failpoint", zap.String("failpoint", "simulateAvailableDiskSpace"), zap.Int64("bytes", n))
+	r.Conn.Log.Warn("set failpoint", zap.String("failpoint", "simulateAvailableDiskSpace"), zap.Int64("bytes", n))
 	r.Out = appendNumber(r.Out, "count", count)
 	return nil
 }

@@ -111,14 +111,14 @@ func partitionDesc(name, help string) *prometheus.Desc {
 // Metrics returns the executor's Prometheus collector.
 func (e *Server) Metrics() *Metrics { return e.metrics }
 
-// observe records one finished command: its duration and, when it failed, its codeName.
-func (m *Metrics) observe(name string, d time.Duration, err error) {
+// Observe records one finished command: its duration and, when it failed, its codeName.
+func (m *Metrics) Observe(name string, d time.Duration, err error) {
 	cm := m.byName[name]
 	if cm == nil {
 		cm = m.unknown
 	}
 	cm.observer(m.duration).Observe(d.Seconds())
-	if err != nil && !errors.Is(err, errCloseConnection) {
+	if err != nil && !errors.Is(err, ErrCloseConnection) {
 		m.errs.WithLabelValues(cm.name, mongoerr.From(err).Code.String()).Inc()
 	}
 }

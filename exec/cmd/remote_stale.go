@@ -38,7 +38,7 @@ func (e *Server) runStaleRetrying(ctx context.Context, r *Request, cmd *Command)
 			return err
 		}
 		r.Out = r.Out[:mark]
-		r.Conn.log.Debug("planning again after StaleConfig", zap.String("cmd", r.Name), zap.Int("attempt", attempt+1))
+		r.Conn.Log.Debug("planning again after StaleConfig", zap.String("cmd", r.Name), zap.Int("attempt", attempt+1))
 	}
 }
 

@@ -237,4 +237,3 @@ func (e *Server) shardWrite(ctx context.Context, r *Request) error {
 	r.Out = bsoncore.AppendDoubleElement(out, "charge", res.Charge)
 	return nil
 }
-

@@ -52,16 +52,16 @@ func (e *Server) runSessionReaper() {
 		case now := <-t.C:
 			e.Txns.abortExpired(now)
 			if now.Sub(last) >= every {
-				e.reapSessions(now)
+				e.ReapSessions(now)
 				last = now
 			}
 		}
 	}
 }
 
-// reapSessions ends the sessions expired at now: their transactions, cursors and
+// ReapSessions ends the sessions expired at now: their transactions, cursors and
 // retryable-write records.
-func (e *Server) reapSessions(now time.Time) {
+func (e *Server) ReapSessions(now time.Time) {
 	c := &e.Sessions
 	if e.Cat != nil {
 		e.adoptExpiredRecords(now)

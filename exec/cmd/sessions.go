@@ -55,8 +55,8 @@ type session struct {
 // path mostly only takes the read lock.
 const sessionRefresh = time.Second
 
-// defaultSessionTimeout is localLogicalSessionTimeoutMinutes' default, 30 minutes.
-const defaultSessionTimeout = 30 * time.Minute
+// DefaultSessionTimeout is localLogicalSessionTimeoutMinutes' default, 30 minutes.
+const DefaultSessionTimeout = 30 * time.Minute
 
 // lsidOf returns the session UUID of a command body, if it names one.
 func lsidOf(body bsoncore.Document) ([16]byte, bool) {
@@ -100,9 +100,9 @@ func (c *sessionCache) noteLSID(v bsoncore.Value, owner sessionOwner) {
 	}
 }
 
-// get returns session k, created if new (as a session without a user), and marks it used
+// Get returns session k, created if new (as a session without a user), and marks it used
 // at now.
-func (c *sessionCache) get(k [16]byte, now time.Time) *session {
+func (c *sessionCache) Get(k [16]byte, now time.Time) *session {
 	return c.lookup(k, sessionOwner{}, now)
 }
 
@@ -136,7 +136,7 @@ func (c *sessionCache) lookup(k [16]byte, owner sessionOwner, now time.Time) *se
 // marked used at now.
 func (c *sessionCache) checkout(k [16]byte, now time.Time) *session {
 	for {
-		s := c.get(k, now)
+		s := c.Get(k, now)
 		s.mu.Lock()
 		if !s.reaped {
 			return s
@@ -196,7 +196,7 @@ func (e *Server) endSessions(_ context.Context, r *Request) error {
 func (e *Server) refreshSessions(_ context.Context, r *Request) error {
 	now := time.Now()
 	for _, id := range listed(r.Body) {
-		e.Sessions.get(id, now).lastUse.Store(now.UnixNano())
+		e.Sessions.Get(id, now).lastUse.Store(now.UnixNano())
 	}
 	return nil
 }
@@ -300,3 +300,17 @@ func (s *listSessionsStage) Spec() bsoncore.Document {
 
 // Collectionless implements agg.Collectionless: $listLocalSessions reads no collection.
 func (s *listLocalSessionsStage) Collectionless() {}
+
+// Forget drops every session, as a restart does: what remains is in the store.
+func (c *sessionCache) Forget() {
+	c.mu.Lock()
+	clear(c.m)
+	c.mu.Unlock()
+}
+
+// Drop drops session lsid from the cache, as its expiry does, without ending anything.
+func (c *sessionCache) Drop(lsid [16]byte) {
+	c.mu.Lock()
+	delete(c.m, lsid)
+	c.mu.Unlock()
+}

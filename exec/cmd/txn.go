@@ -55,9 +55,9 @@ type txnRegistry struct {
 	locks  map[uint64]*txnState
 	nLocks atomic.Int64
 	active map[*txnState]struct{}
-	// lifetime is transactionLifetimeLimitSeconds in nanoseconds (txnLifetime; setParameter
+	// Lifetime is transactionLifetimeLimitSeconds in nanoseconds (txnLifetime; setParameter
 	// changes it, tests shorten it below a second).
-	lifetime atomic.Int64
+	Lifetime atomic.Int64
 	// dropCreated drops the collections an aborted transaction created (txn_ddl.go).
 	dropCreated func([]txnCreated)
 	// pending are the collections open transactions created ("db.name" → creator), which
@@ -125,7 +125,7 @@ func (tx *txnState) expired(now time.Time) bool {
 }
 
 // limit returns transactionLifetimeLimitSeconds.
-func (reg *txnRegistry) limit() time.Duration { return time.Duration(reg.lifetime.Load()) }
+func (reg *txnRegistry) limit() time.Duration { return time.Duration(reg.Lifetime.Load()) }
 
 // abortExpired aborts the open transactions past their lifetime at now, as MongoDB's
 // periodic job does, so that what they hold is free even if nobody asks for it.
@@ -539,7 +539,7 @@ func (e *Server) commitTransaction(_ context.Context, r *Request) error {
 	if tx == nil || tx.phase.Load() == txnCommitted {
 		return nil
 	}
-	s := e.Sessions.get(tx.lsid, time.Now())
+	s := e.Sessions.Get(tx.lsid, time.Now())
 	rt, err := e.commitTxn(tx)
 	if err != nil {
 		return err

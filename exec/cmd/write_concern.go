@@ -3,6 +3,7 @@ package cmd
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -49,7 +50,7 @@ func appendConcernError(r *Request) {
 	out = bsoncore.AppendStringElement(out, "errmsg", wce.Message)
 	r.Out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	if labels := errorLabels(r, 0, wce.Code); len(labels) > 0 {
-		r.Out = appendStringArray(r.Out, "errorLabels", labels)
+		r.Out = bsonx.AppendStringArray(r.Out, "errorLabels", labels)
 	}
 }
 
