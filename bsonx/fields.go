@@ -25,3 +25,12 @@ func AppendStringArray(dst []byte, key string, values []string) []byte {
 	dst, _ = bsoncore.AppendArrayEnd(dst, idx)
 	return dst
 }
+
+// AppendNumber appends n as an int32 when it is small and as an int64 otherwise (mongod's
+// BSONObjBuilder::AppendNumber).
+func AppendNumber(dst []byte, key string, n int64) []byte {
+	if n > -(1<<30) && n < 1<<30 {
+		return bsoncore.AppendInt32Element(dst, key, int32(n))
+	}
+	return bsoncore.AppendInt64Element(dst, key, n)
+}

@@ -5,6 +5,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/cleavedb/cleave/exec/cmd"
+	"github.com/cleavedb/cleave/exec/cmd/server"
 	"github.com/cleavedb/cleave/exec/cmd/users"
 )
 
@@ -29,12 +30,15 @@ func New(opts Options, logger *zap.Logger) *Executor { return cmd.New(opts, logg
 // families are the command families whose handlers live above exec/cmd; the server commands,
 // sessions and transactions answer without storage, the others need it.
 func families(opts Options) []cmd.Family {
+	out := []cmd.Family{
+		func(s *cmd.Server, add func(*cmd.Command)) { server.New(s).Add(add) },
+	}
 	if opts.Storage == nil {
-		return nil
+		return out
 	}
-	return []cmd.Family{
+	return append(out,
 		func(s *cmd.Server, add func(*cmd.Command)) { (&users.Handlers{Server: s}).Add(add) },
-	}
+	)
 }
 
 // NewLogRing returns a ring of the size most recent log lines at level or above.

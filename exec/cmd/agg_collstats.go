@@ -109,7 +109,7 @@ func (s *collStatsStage) shardDoc(ns string, shardIdx int, sz *collSizes, c *sto
 	e := s.e
 	b := bsoncore.NewDocumentBuilder().AppendString("ns", ns).
 		AppendString("shard", sharding.Name(shardIdx)).
-		AppendString("host", sharding.Name(shardIdx)+"/"+e.listenAddr()).
+		AppendString("host", sharding.Name(shardIdx)+"/"+e.ListenAddr()).
 		AppendDateTime("localTime", time.Now().UnixMilli())
 	if s.latency {
 		op := func() bsoncore.Document {

@@ -56,7 +56,7 @@ func (s *indexStatsStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) {
 			x := &ci.Meta.Indexes[i]
 			use := e.IndexUse.Get(ci.Meta.ID, x.ID)
 			b := bsoncore.NewDocumentBuilder().AppendString("name", x.Name).AppendDocument("key", x.Key).
-				AppendString("host", e.listenAddr()).
+				AppendString("host", e.ListenAddr()).
 				AppendDocument("accesses", bsoncore.NewDocumentBuilder().AppendInt64("ops", use.Ops.Load()).
 					AppendDateTime("since", use.Since.UnixMilli()).Build()).
 				AppendString("shard", sharding.Name(shardIdx)).

@@ -23,7 +23,7 @@ func (e *Server) authorize(r *Request, cmd *Command) error {
 		return nil
 	}
 	if len(r.Conn.Authn.Users) == 0 {
-		if e.Access.LocalhostException(r.Name, r.DB, r.Conn.info.Remote) {
+		if e.Access.LocalhostException(r.Name, r.DB, r.Conn.Info.Remote) {
 			return nil
 		}
 		return mongoerr.New(mongoerr.Unauthorized, "Command %s requires authentication", r.Name)

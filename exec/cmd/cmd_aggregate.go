@@ -182,7 +182,7 @@ func (e *Server) runAggregate(ctx context.Context, r *Request, a *aggregateArgs)
 	if err != nil {
 		return err
 	}
-	env := &agg.Env{Cat: e.Cat, Query: e.queryFor(r), Host: e, SortBytes: e.Knobs.SortMemory.Load(), GroupBytes: e.Knobs.GroupMemory.Load(), GraphBytes: e.Knobs.graphMemory.Load(), DB: r.DB, Coll: a.coll, Opts: &expr.Options{Let: a.let, Now: time.Now(), Collator: coll}, AllowDiskUse: a.allowDiskUse, Temp: e.Temp}
+	env := &agg.Env{Cat: e.Cat, Query: e.queryFor(r), Host: e, SortBytes: e.Knobs.SortMemory.Load(), GroupBytes: e.Knobs.GroupMemory.Load(), GraphBytes: e.Knobs.GraphMemory.Load(), DB: r.DB, Coll: a.coll, Opts: &expr.Options{Let: a.let, Now: time.Now(), Collator: coll}, AllowDiskUse: a.allowDiskUse, Temp: e.Temp}
 	if len(a.let) > 0 {
 		// Let variables are checked once, before any document is read.
 		if _, err := expr.Compile(bsoncore.Value{Type: bsoncore.TypeNull}, env.Opts); err != nil {

@@ -56,7 +56,7 @@ func (e *Server) compact(ctx context.Context, r *Request) error {
 	var freed uint64
 	for i, sh := range e.Storage.Shards {
 		if err := ctx.Err(); err != nil {
-			return interruptError(ctx, err)
+			return InterruptError(ctx, err)
 		}
 		cs, ok := sh.(compacter)
 		if !ok {
@@ -64,7 +64,7 @@ func (e *Server) compact(ctx context.Context, r *Request) error {
 		}
 		before, after, err := cs.CompactCollection(ctx, c.ID)
 		if err != nil {
-			return interruptError(ctx, err)
+			return InterruptError(ctx, err)
 		}
 		if before > after {
 			freed += before - after
@@ -72,6 +72,6 @@ func (e *Server) compact(ctx context.Context, r *Request) error {
 		r.Conn.Log.Info("compacted", zap.String("ns", r.DB+"."+name), zap.Int("shard", i),
 			zap.Uint64("bytes_before", before), zap.Uint64("bytes_after", after))
 	}
-	r.Out = appendNumber(r.Out, "bytesFreed", int64(freed))
+	r.Out = bsonx.AppendNumber(r.Out, "bytesFreed", int64(freed))
 	return nil
 }

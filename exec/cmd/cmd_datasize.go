@@ -96,7 +96,7 @@ func (e *Server) dataSizeOfRange(ctx context.Context, r *Request, ci *catalog.Co
 		size, n, reached, err = e.dataSizeIndexRange(ctx, r, ci, a, totalBytes/numRecords)
 	}
 	if err != nil {
-		return interruptError(ctx, err)
+		return InterruptError(ctx, err)
 	}
 	return appendDataSize(r, &a.estimate, size, n, reached, start)
 }

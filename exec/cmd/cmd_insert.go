@@ -70,10 +70,10 @@ func (e *Server) insert(ctx context.Context, r *Request) error {
 		return mongoerr.New(mongoerr.InvalidBSON, "invalid documents array")
 	}
 	if len(vals) == 0 {
-		return mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got 0 operations.", maxWriteBatchSize)
+		return mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got 0 operations.", MaxWriteBatchSize)
 	}
-	if len(vals) > maxWriteBatchSize {
-		return mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, len(vals))
+	if len(vals) > MaxWriteBatchSize {
+		return mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", MaxWriteBatchSize, len(vals))
 	}
 	for i, v := range vals {
 		if v.Type != bsoncore.TypeEmbeddedDocument {
@@ -103,7 +103,7 @@ func (e *Server) insert(ctx context.Context, r *Request) error {
 	res := write.Results{}
 	if err := e.insertRetryingStale(ctx, r, name, ci, rev, vals, ordered, bypass, wc, rt, &res); err != nil {
 		e.Counters.InsertedDocs.Add(res.N)
-		return interruptError(ctx, err)
+		return InterruptError(ctx, err)
 	}
 	e.Counters.InsertedDocs.Add(res.N)
 	r.Charge += res.Charge

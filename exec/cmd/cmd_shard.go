@@ -332,7 +332,7 @@ func (e *Server) getShardMap(_ context.Context, r *Request) error {
 		host, _ := d.Lookup("host").StringValueOK()
 		out = bsoncore.AppendStringElement(out, id, host)
 	}
-	out = bsoncore.AppendStringElement(out, "config", "config/"+e.listenAddr())
+	out = bsoncore.AppendStringElement(out, "config", "config/"+e.ListenAddr())
 	r.Out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	return nil
 }

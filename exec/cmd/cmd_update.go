@@ -94,7 +94,7 @@ func (e *Server) update(ctx context.Context, r *Request) error {
 // (maxTimeMS, a client gone), as MongoDB's write commands fail on them whatever they applied.
 func stmtWriteError(ctx context.Context, i int, err error) (mongoerr.WriteError, error) {
 	if ctx.Err() != nil {
-		return mongoerr.WriteError{}, interruptError(ctx, err)
+		return mongoerr.WriteError{}, InterruptError(ctx, err)
 	}
 	me := mongoerr.As(err)
 	if me == nil || slices.Contains(me.Labels, "RetryableWriteError") {

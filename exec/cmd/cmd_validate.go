@@ -60,7 +60,7 @@ func (e *Server) validateCmd(ctx context.Context, r *Request) error {
 		err = e.remoteValidate(ctx, ci, opts.Full, res) // each node validates its own shards
 	}
 	if err != nil {
-		return interruptError(ctx, err)
+		return InterruptError(ctx, err)
 	}
 	r.Out = appendValidateReply(r.Out, res)
 	return nil

@@ -8,6 +8,7 @@ func (e *Server) addDataCommands(add func(*Command)) {
 	add(&Command{Name: "insert", Run: e.insert, Action: auth.ActionWrite, Help: "insert documents", Counter: OpInsert, Props: InTxn | TxnCreates | RetryableWrite | WriteConcern | APIV1})
 	add(&Command{Name: "getMore", Run: e.getMore, Action: auth.ActionRead, Help: "retrieve more results from an existing cursor", Counter: OpGetMore, Props: InTxn | APIV1})
 	add(&Command{Name: "killCursors", Run: e.killCursors, Action: auth.ActionRead, Help: "kill a list of cursors", Props: InTxn | APIV1})
+	add(&Command{Name: "dataSize", Aliases: []string{"datasize"}, Run: e.dataSize, Action: auth.ActionRead, Help: "the documents and bytes of a collection"})
 	e.addQueryCommands(add)
 	e.addWriteCommands(add)
 	e.addDDLCommands(add)

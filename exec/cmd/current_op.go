@@ -140,10 +140,10 @@ func (c *Conn) currentOpDoc(now time.Time, idle bool, e *Server) bsoncore.Docume
 		return nil
 	}
 	b := bsoncore.NewDocumentBuilder().AppendString("type", "op").
-		AppendString("host", e.listenAddr()).AppendString("desc", "conn"+strconv.FormatInt(c.info.ID, 10)).
-		AppendInt64("connectionId", c.info.ID)
-	if c.info.Remote != nil {
-		b.AppendString("client", c.info.Remote.String())
+		AppendString("host", e.ListenAddr()).AppendString("desc", "conn"+strconv.FormatInt(c.Info.ID, 10)).
+		AppendInt64("connectionId", c.Info.ID)
+	if c.Info.Remote != nil {
+		b.AppendString("client", c.Info.Remote.String())
 	}
 	if c.appName != "" {
 		b.AppendString("appName", c.appName)
@@ -168,7 +168,7 @@ func (s *currentOpStage) Collectionless() {}
 // currentOpCommand answers {currentOp: 1, $all?, <filter>...} on admin: {inprog: [...]}, the
 // documents of $currentOp ($all: true includes idle connections) that match the filter the
 // other fields make, as mongod's currentOp command does.
-func (e *Server) currentOpCommand(_ context.Context, r *Request) error {
+func (e *Server) CurrentOpCommand(_ context.Context, r *Request) error {
 	const cmd = "currentOp"
 	idle := false
 	fb := bsoncore.NewDocumentBuilder()
@@ -214,7 +214,7 @@ func (e *Server) currentOpCommand(_ context.Context, r *Request) error {
 // is interrupted (it fails with 11601 Interrupted at its next check); MongoDB answers
 // "attempting to kill op" whether or not the op still runs. A mongos-style "shard:opid"
 // string is accepted too.
-func (e *Server) killOpCommand(_ context.Context, r *Request) error {
+func (e *Server) KillOpCommand(_ context.Context, r *Request) error {
 	const cmd = "killOp"
 	v, err := r.Body.LookupErr("op")
 	if err != nil {

@@ -167,8 +167,8 @@ func validateDBName(db string) error {
 func (e *Server) commandTable(families []Family) *Table {
 	t := NewTable()
 	add := t.Add
-	e.addServerCommands(add)
 	e.addTransactionCommands(add)
+	e.addSessionCommands(add)
 	if e.Opts.Storage != nil {
 		e.addDataCommands(add)
 		e.addSearchIndexCommands(add)

@@ -15,6 +15,7 @@ import (
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/clock"
 	"github.com/cleavedb/cleave/exec/ddl"
+	"github.com/cleavedb/cleave/exec/params"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/exec/stream"
@@ -95,8 +96,7 @@ type Server struct {
 	Conns     sync.Map           // connection id → *conn, for $currentOp (current_op.go)
 	IndexUse  catalog.IndexUsage // $indexStats
 	stop      chan struct{}      // closed by Close
-	Topo      *topology          // the awaitable hello's topologyVersion (topology.go)
-	SlowOps   slowOps            // which finished commands are logged at Info (cmd_profile.go)
+	SlowOps   params.SlowOps     // which finished commands are logged at Info (cmd_profile.go)
 	// Fail is the failCommand failpoint (failpoint.go).
 	Fail failPoints
 	// BeforeFlip, afterBuildStart and beforeGroupLock are the failpoints
@@ -104,7 +104,7 @@ type Server struct {
 	// (failpoint_pause.go).
 	BeforeFlip, AfterBuildStart, BeforeGroupLock gate
 	// Knobs are the parameters setParameter changes (cmd_params.go).
-	Knobs serverKnobs
+	Knobs *params.Knobs
 	// Access holds the users and roles and checks commands against them.
 	Access *access.State
 
@@ -130,13 +130,12 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 		Opts:    opts,
 		Log:     logger.Named("exec"),
 		Started: time.Now(),
-		Knobs:   newServerKnobs(),
+		Knobs:   params.NewKnobs(),
 		stop:    make(chan struct{}),
-		Topo:    newTopology(),
 	}
-	e.SlowOps.init(opts.SlowOp)
-	e.Txns.Lifetime.Store(int64(txnLifetime))
-	e.Knobs.txnLifetime.apply = func(v int64) { e.Txns.Lifetime.Store(v * int64(time.Second)) }
+	e.SlowOps.Init(opts.SlowOp)
+	e.Txns.Lifetime.Store(int64(params.DefaultTxnLifetime))
+	e.Knobs.TxnLifetime.OnSet(func(v int64) { e.Txns.Lifetime.Store(v * int64(time.Second)) })
 	e.Txns.dropCreated = e.dropTxnCreated
 	e.Sessions.timeout = opts.SessionTimeout
 	e.Cursors = newCursorRegistry(time.Minute, e.Sessions.alive)
@@ -148,8 +147,8 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 			Partitioning:  opts.Partitioning,
 			CheckInterval: opts.PartitionCheckInterval,
 			Started:       e.Started,
-			ListenAddr:    e.listenAddr(),
-			Version:       serverVersion,
+			ListenAddr:    e.ListenAddr(),
+			Version:       ServerVersion,
 			Cluster:       e.Storage.Cluster,
 		})
 		qopts := query.Options{
@@ -215,7 +214,7 @@ func (e *Server) Close() {
 func (e *Server) Connect(info wire.ConnInfo) wire.ConnHandler {
 	c := &Conn{
 		e:    e,
-		info: info,
+		Info: info,
 		Log:  e.Log.With(zap.Int64("conn_id", info.ID)),
 	}
 	e.Conns.Store(info.ID, c)
@@ -226,15 +225,15 @@ func (e *Server) Connect(info wire.ConnInfo) wire.ConnHandler {
 // statistics of the last request for getLastRequestStatistics, the client's metadata).
 type Conn struct {
 	e    *Server
-	info wire.ConnInfo
+	Info wire.ConnInfo
 	Log  *zap.Logger
 	out  []byte // reply buffer, reused from request to request
-	last requestStats
+	Last requestStats
 	// compressors are those both sides support, negotiated by hello.
-	compressors []string
+	Compressors []string
 	// seenHello is set by the connection's first hello (or isMaster): the client metadata
 	// may only come with that one (ClientMetadataCannotBeMutated).
-	seenHello bool
+	SeenHello bool
 	// appName is the application name of the handshake's client metadata (failpoint.go),
 	// written under ops.mu, which $currentOp on other connections holds to read it.
 	appName string
@@ -249,14 +248,14 @@ type Conn struct {
 	names nameCache
 	// streamCounter is the topologyVersion counter of the last reply of an exhaust hello
 	// stream, which the next reply waits on (topology.go).
-	streamCounter int64
+	StreamCounter int64
 }
 
 // requestStats describes the last finished command of a connection.
 type requestStats struct {
-	command  string
-	duration time.Duration
-	charge   float64 // request units
+	Command  string
+	Duration time.Duration
+	Charge   float64 // request units
 }
 
 // maxRetainedReply is the largest reply buffer a connection keeps between requests; a
@@ -277,7 +276,7 @@ func (c *Conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 	err := c.e.dispatch(ctx, &r)
 	c.end()
 	if !errors.Is(err, ErrCloseConnection) {
-		err = interruptError(ctx, err) // before kill(nil) cancels ctx
+		err = InterruptError(ctx, err) // before kill(nil) cancels ctx
 		err = catalog.StoreError(err)  // a full disk or a failed commit, wherever it surfaced
 	}
 	kill(nil)
@@ -317,10 +316,10 @@ func (c *Conn) finish(r *Request, start time.Time, err error) {
 	d := time.Since(start)
 	c.e.metrics.Observe(r.Name, d, err)
 	if r.Name != "getLastRequestStatistics" {
-		c.last = requestStats{command: r.Name, duration: d, charge: r.Charge}
+		c.Last = requestStats{Command: r.Name, Duration: d, Charge: r.Charge}
 	}
 	level := zap.DebugLevel
-	if c.e.SlowOps.slow(d) && !r.Awaited {
+	if c.e.SlowOps.Slow(d) && !r.Awaited {
 		level = zap.InfoLevel
 	}
 	ce := c.Log.Check(level, "command")
@@ -340,7 +339,7 @@ func (c *Conn) finish(r *Request, start time.Time, err error) {
 
 // Close implements wire.ConnHandler.
 func (c *Conn) Close() {
-	c.e.Conns.Delete(c.info.ID)
+	c.e.Conns.Delete(c.Info.ID)
 	c.out = nil
 }
 
@@ -371,7 +370,7 @@ type Storage struct {
 }
 
 // listenAddr is the address the server listens on, from the parsed configuration.
-func (e *Server) listenAddr() string {
+func (e *Server) ListenAddr() string {
 	net, ok := e.Opts.Parsed.Lookup("net").DocumentOK()
 	if !ok {
 		return "localhost:27017"

@@ -155,10 +155,10 @@ func (e *Server) explainQuery(ctx context.Context, r *Request, q *query.Query, c
 				r.Charge += s.Stats.Charge()
 			}
 		}
-		out = appendNumber(out, "nReturned", nReturned)
-		out = appendNumber(out, "executionTimeMillis", elapsed.Milliseconds())
-		out = appendNumber(out, "totalKeysExamined", keys)
-		out = appendNumber(out, "totalDocsExamined", docs)
+		out = bsonx.AppendNumber(out, "nReturned", nReturned)
+		out = bsonx.AppendNumber(out, "executionTimeMillis", elapsed.Milliseconds())
+		out = bsonx.AppendNumber(out, "totalKeysExamined", keys)
+		out = bsonx.AppendNumber(out, "totalDocsExamined", docs)
 		out = bsoncore.AppendDoubleElement(out, "requestCharge", r.Charge)
 		out = appendShardStats(out, shards, !fast)
 		out, _ = bsoncore.AppendDocumentEnd(out, idx)
@@ -202,7 +202,7 @@ func (e *Server) appendWinningPlan(out []byte, q *query.Query, p *query.Plan, sh
 // name and the address of the node that owns it (this one's, or another's in cluster mode,
 // whose reads and statistics the owner answered).
 func (e *Server) shardConnString(s int) string {
-	host := e.listenAddr()
+	host := e.ListenAddr()
 	if e.Storage.Cluster != nil {
 		if _, h := e.Storage.Cluster.ShardHost(s); h != "" {
 			host = h
@@ -267,13 +267,13 @@ func appendShardPlan(out []byte, q *query.Query, p *query.Plan, root string) []b
 	if q.Limit > 0 {
 		n := q.Limit
 		stages = append(stages, stage{name: "LIMIT", extra: func(o []byte) []byte {
-			return appendNumber(o, "limitAmount", n)
+			return bsonx.AppendNumber(o, "limitAmount", n)
 		}})
 	}
 	if q.Skip > 0 {
 		n := q.Skip
 		stages = append(stages, stage{name: "SKIP", extra: func(o []byte) []byte {
-			return appendNumber(o, "skipAmount", n)
+			return bsonx.AppendNumber(o, "skipAmount", n)
 		}})
 	}
 	if len(q.Sort) > 0 && !p.Sorted {
@@ -368,9 +368,9 @@ func appendShardStats(out []byte, shards []*query.ShardStream, charged bool) []b
 	for i, s := range shards {
 		sidx, x := bsoncore.AppendDocumentElementStart(o, bsonx.ArrayKey(i))
 		x = bsoncore.AppendStringElement(x, "shardName", "shard-"+strconv.Itoa(s.Shard))
-		x = appendNumber(x, "nReturned", s.Stats.Returned)
-		x = appendNumber(x, "totalKeysExamined", s.Stats.KeysExamined)
-		x = appendNumber(x, "totalDocsExamined", s.Stats.DocsExamined)
+		x = bsonx.AppendNumber(x, "nReturned", s.Stats.Returned)
+		x = bsonx.AppendNumber(x, "totalKeysExamined", s.Stats.KeysExamined)
+		x = bsonx.AppendNumber(x, "totalDocsExamined", s.Stats.DocsExamined)
 		if charged {
 			x = bsoncore.AppendDoubleElement(x, "requestCharge", s.Stats.Charge())
 			x = appendPartitionCharges(x, s)

@@ -135,10 +135,10 @@ func appendAggExecutionStats(out []byte, r *Request, run *aggRun) []byte {
 		keys += s.Stats.KeysExamined
 		r.Charge += s.Stats.Charge()
 	}
-	x = appendNumber(x, "nReturned", run.nReturned)
-	x = appendNumber(x, "executionTimeMillis", run.elapsed.Milliseconds())
-	x = appendNumber(x, "totalKeysExamined", keys)
-	x = appendNumber(x, "totalDocsExamined", docs)
+	x = bsonx.AppendNumber(x, "nReturned", run.nReturned)
+	x = bsonx.AppendNumber(x, "executionTimeMillis", run.elapsed.Milliseconds())
+	x = bsonx.AppendNumber(x, "totalKeysExamined", keys)
+	x = bsonx.AppendNumber(x, "totalDocsExamined", docs)
 	x = bsoncore.AppendDoubleElement(x, "requestCharge", r.Charge)
 	out, _ = bsoncore.AppendDocumentEnd(x, xidx)
 	return out
@@ -198,9 +198,9 @@ func (e *Server) appendShardPart(out []byte, s *query.ShardStream, pl *query.Pla
 	k, _ = bsoncore.AppendDocumentEnd(qp, pidx)
 	if verbosity != "queryPlanner" {
 		xidx, x := bsoncore.AppendDocumentElementStart(k, "executionStats")
-		x = appendNumber(x, "nReturned", s.Stats.Returned)
-		x = appendNumber(x, "totalKeysExamined", s.Stats.KeysExamined)
-		x = appendNumber(x, "totalDocsExamined", s.Stats.DocsExamined)
+		x = bsonx.AppendNumber(x, "nReturned", s.Stats.Returned)
+		x = bsonx.AppendNumber(x, "totalKeysExamined", s.Stats.KeysExamined)
+		x = bsonx.AppendNumber(x, "totalDocsExamined", s.Stats.DocsExamined)
 		x = bsoncore.AppendDoubleElement(x, "requestCharge", s.Stats.Charge())
 		x = appendPartitionCharges(x, s)
 		k, _ = bsoncore.AppendDocumentEnd(x, xidx)

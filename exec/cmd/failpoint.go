@@ -131,17 +131,8 @@ func (e *Server) configureFailPoint(_ context.Context, r *Request) error {
 	fp.armed.Store(mode != fpOff)
 	fp.mu.Unlock()
 	r.Conn.Log.Warn("set failpoint", zap.String("failpoint", name), zap.Stringer("mode", r.Body.Lookup("mode")))
-	r.Out = appendNumber(r.Out, "count", count)
+	r.Out = bsonx.AppendNumber(r.Out, "count", count)
 	return nil
-}
-
-// appendNumber appends n as an int32 when it is small and as an int64 otherwise (mongod's
-// BSONObjBuilder::appendNumber).
-func appendNumber(dst []byte, key string, n int64) []byte {
-	if n > -(1<<30) && n < 1<<30 {
-		return bsoncore.AppendInt32Element(dst, key, int32(n))
-	}
-	return bsoncore.AppendInt64Element(dst, key, n)
 }
 
 // parseFailPointMode parses mode: "off", "alwaysOn", {times: n}, {skip: n} or

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.uber.org/zap"
@@ -46,6 +47,6 @@ func (e *Server) simulateAvailableDiskSpace(r *Request) error {
 		}
 	}
 	r.Conn.Log.Warn("set failpoint", zap.String("failpoint", "simulateAvailableDiskSpace"), zap.Int64("bytes", n))
-	r.Out = appendNumber(r.Out, "count", count)
+	r.Out = bsonx.AppendNumber(r.Out, "count", count)
 	return nil
 }

@@ -1,6 +1,10 @@
 package cmd
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/cleavedb/cleave/bsonx"
+)
 
 // gate is a test failpoint that holds whoever passes it while it is on (configureFailPoint
 // "pauseMoveBeforeFlip", "hangAfterStartingIndexBuild", "pauseMultiWriteBeforeLock"): Pass blocks until Set(false), and
@@ -51,6 +55,6 @@ func (e *Server) pauseGate(r *Request, g *gate) error {
 	if err != nil {
 		return err
 	}
-	r.Out = appendNumber(r.Out, "count", g.Set(mode != fpOff))
+	r.Out = bsonx.AppendNumber(r.Out, "count", g.Set(mode != fpOff))
 	return nil
 }

@@ -21,7 +21,7 @@ import (
 // MongoDB answers: Interrupted (11601) when killOp killed it, MaxTimeMSExpired (50) past
 // maxTimeMS, ClientDisconnect (279) when the client went away; any other error is returned as
 // is.
-func interruptError(ctx context.Context, err error) error {
+func InterruptError(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -52,7 +52,7 @@ func (e *Server) lockDDL(ctx context.Context, cmd string, body bsoncore.Document
 	defer cancel()
 	unlock, err = e.Cat.LockDDLCtx(wctx)
 	if err != nil {
-		return nil, interruptError(wctx, err)
+		return nil, InterruptError(wctx, err)
 	}
 	return unlock, nil
 }

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -101,6 +102,6 @@ func (e *Server) pauseCatalogWatch(r *Request) error {
 		return mongoerr.New(mongoerr.FailPointSetFailed, "pauseCatalogWatch needs cluster mode")
 	}
 	e.Storage.Catalog.HoldShared(mode != fpOff)
-	r.Out = appendNumber(r.Out, "count", 0)
+	r.Out = bsonx.AppendNumber(r.Out, "count", 0)
 	return nil
 }

@@ -257,7 +257,7 @@ func (e *Server) shardStats(ctx context.Context, r *Request) error {
 		opts.InFlight = func() func(shard int, hash uint64) bool { return e.Shards.InFlightAt(ci.Meta.ID) }
 		res, err := validate.Run(ctx, e.Cat, ci, opts)
 		if err != nil {
-			return interruptError(ctx, err)
+			return InterruptError(ctx, err)
 		}
 		r.Out = appendNodeValidate(r.Out, res)
 		return nil

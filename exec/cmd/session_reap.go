@@ -190,6 +190,6 @@ func (e *Server) deleteTxnRecords(ids [][16]byte) error {
 
 // sessionTimeoutMinutes is logicalSessionTimeoutMinutes as hello and startSession report
 // it: the timeout in whole minutes, rounded up (a test's seconds report 1).
-func (e *Server) sessionTimeoutMinutes() int32 {
+func (e *Server) SessionTimeoutMinutes() int32 {
 	return int32((e.Sessions.timeout + time.Minute - 1) / time.Minute)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
+	"github.com/google/uuid"
 )
 
 // sessionCache is the logical session cache of this process, as mongos keeps one: the
@@ -313,4 +314,25 @@ func (c *sessionCache) Drop(lsid [16]byte) {
 	c.mu.Lock()
 	delete(c.m, lsid)
 	c.mu.Unlock()
+}
+
+// addSessionCommands registers the session commands.
+func (e *Server) addSessionCommands(add func(*Command)) {
+	add(&Command{Name: "startSession", Run: e.startSession, Action: auth.ActionNone, Help: "start a logical session"})
+	add(&Command{Name: "endSessions", Run: e.endSessions, Action: auth.ActionNone, Help: "end a set of logical sessions", Props: APIV1})
+	add(&Command{Name: "killSessions", Run: e.killSessions, Action: auth.ActionAuthenticated, Help: "kill a logical session and its operations"})
+	add(&Command{Name: "refreshSessions", Run: e.refreshSessions, Action: auth.ActionNone, Help: "renew a set of logical sessions", Props: APIV1})
+	add(&Command{Name: "killAllSessions", Run: e.killAllSessions, Action: auth.ActionClusterAdmin, Help: "kill all logical sessions, for a user, and their operations"})
+	add(&Command{Name: "killAllSessionsByPattern", Run: e.killAllSessionsByPattern, Action: auth.ActionClusterAdmin, Help: "kill logical sessions by pattern"})
+}
+
+// startSession returns a new logical session id.
+func (e *Server) startSession(_ context.Context, r *Request) error {
+	id := uuid.New()
+	idx, out := bsoncore.AppendDocumentElementStart(r.Out, "id")
+	out = bsoncore.AppendBinaryElement(out, "id", 4, id[:])
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	out = bsoncore.AppendInt32Element(out, "timeoutMinutes", e.SessionTimeoutMinutes())
+	r.Out = out
+	return nil
 }

@@ -135,7 +135,7 @@ func (e *Server) enterSnapshotRead(r *Request) (release func(), err error) {
 // acquire returns the entry for a read at cluster time at (hasAt), or at the present, with
 // a reference the caller drops.
 func (h *snapshotHistory) acquire(e *Server, at uint64, hasAt bool, now time.Time) (*snapEntry, error) {
-	window := time.Duration(e.Knobs.snapshotWindow.Load()) * time.Second
+	window := time.Duration(e.Knobs.SnapshotWindow.Load()) * time.Second
 	cur := e.Clock.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -34,10 +34,6 @@ import (
 // after a restart. Any failed statement aborts the transaction, as in MongoDB.
 // TODO(#15): cross-shard commit.
 
-// txnLifetime is transactionLifetimeLimitSeconds: an older transaction is aborted when it
-// is next used, or when its documents are wanted by another.
-const txnLifetime = 60 * time.Second
-
 // Transaction phases.
 const (
 	txnInProgress int32 = iota
@@ -55,7 +51,7 @@ type txnRegistry struct {
 	locks  map[uint64]*txnState
 	nLocks atomic.Int64
 	active map[*txnState]struct{}
-	// Lifetime is transactionLifetimeLimitSeconds in nanoseconds (txnLifetime; setParameter
+	// Lifetime is transactionLifetimeLimitSeconds in nanoseconds (params.DefaultTxnLifetime; setParameter
 	// changes it, tests shorten it below a second).
 	Lifetime atomic.Int64
 	// dropCreated drops the collections an aborted transaction created (txn_ddl.go).

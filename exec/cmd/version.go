@@ -4,18 +4,18 @@ package cmd
 // and options to use from maxWireVersion, and test suites from the version string, so the two
 // must agree: wire version 21 is MongoDB 7.0.
 const (
-	serverVersion  = "7.0.16"
-	maxWireVersion = 21
-	minWireVersion = 0
+	ServerVersion  = "7.0.16"
+	MaxWireVersion = 21
+	MinWireVersion = 0
 	// fcv is the featureCompatibilityVersion reported by getParameter.
-	fcv = "7.0"
+	Fcv = "7.0"
 	// maxWriteBatchSize is the largest number of statements in one write command.
-	maxWriteBatchSize = 100_000
+	MaxWriteBatchSize = 100_000
 )
 
 // versionArray is buildInfo.versionArray for serverVersion.
-var versionArray = [4]int32{7, 0, 16, 0}
+var VersionArray = [4]int32{7, 0, 16, 0}
 
 // supportedCompressors are the OP_COMPRESSED algorithms the wire layer speaks, in the order
 // cleave prefers them.
-var supportedCompressors = []string{"snappy", "zlib", "zstd"}
+var SupportedCompressors = []string{"snappy", "zlib", "zstd"}

@@ -149,7 +149,7 @@ func (e *Server) openViewRead(r *Request, coll string, stages []bsoncore.Documen
 	if err != nil {
 		return nil, nil, err
 	}
-	env := &agg.Env{Cat: e.Cat, Query: e.queryFor(r), Host: e, SortBytes: e.Knobs.SortMemory.Load(), GroupBytes: e.Knobs.GroupMemory.Load(), GraphBytes: e.Knobs.graphMemory.Load(), DB: r.DB, Coll: rv.Coll, Opts: &expr.Options{}, Temp: e.Temp}
+	env := &agg.Env{Cat: e.Cat, Query: e.queryFor(r), Host: e, SortBytes: e.Knobs.SortMemory.Load(), GroupBytes: e.Knobs.GroupMemory.Load(), GraphBytes: e.Knobs.GraphMemory.Load(), DB: r.DB, Coll: rv.Coll, Opts: &expr.Options{}, Temp: e.Temp}
 	p, err := agg.Parse(env, arr, false)
 	if err != nil {
 		return nil, nil, err

@@ -85,8 +85,8 @@ func parseWriteArgs(cmd, list string, body bsoncore.Document) (*writeArgs, error
 	if a.stmts, err = stmts.Values(); err != nil {
 		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid %s array", list)
 	}
-	if n := len(a.stmts); n == 0 || n > maxWriteBatchSize {
-		return nil, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, n)
+	if n := len(a.stmts); n == 0 || n > MaxWriteBatchSize {
+		return nil, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", MaxWriteBatchSize, n)
 	}
 	if v, err := body.LookupErr("maxTimeMS"); err == nil {
 		if a.maxTimeMS, err = maxTimeMS(cmd, v); err != nil {

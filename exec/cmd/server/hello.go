@@ -1,4 +1,4 @@
-package cmd
+package server
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/cmd"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // hello answers hello, isMaster and ismaster as a mongos does, awaitable hellos included
 // (topology.go).
-func (e *Server) hello(ctx context.Context, r *Request) error {
+func (h *Handlers) hello(ctx context.Context, r *cmd.Request) error {
 	legacy := r.Name != "hello"
 	var helloOK bool
 	var clientCompressors bsoncore.Array
@@ -22,8 +23,8 @@ func (e *Server) hello(ctx context.Context, r *Request) error {
 	var saslMechsUser string // "db.user" of saslSupportedMechs
 	// As in mongod, the first hello of a connection marks it, with or without metadata; a
 	// later one may not carry the client metadata document, even an identical one.
-	seen := r.Conn.seenHello
-	r.Conn.seenHello = true
+	seen := r.Conn.SeenHello
+	r.Conn.SeenHello = true
 	err := args.ForEach(r.Name, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		switch key {
 		case "client":
@@ -54,14 +55,14 @@ func (e *Server) hello(ctx context.Context, r *Request) error {
 	r.Awaited = aw.await
 	stream := aw.await && r.Wire != nil && r.Wire.ExhaustAllowed && !r.Legacy
 	if stream && r.Wire.Replies > 0 { // the next reply of a stream waits on the last one's version
-		aw.processID, aw.counter = e.Topo.processID, r.Conn.streamCounter
+		aw.processID, aw.counter = h.topo.processID, r.Conn.StreamCounter
 	}
-	counter, err := e.Topo.await(ctx, aw)
+	counter, err := h.topo.await(ctx, aw)
 	if err != nil {
 		return err // an error reply ends the stream
 	}
 	if stream {
-		r.Wire.Exhaust, r.Conn.streamCounter = true, counter
+		r.Wire.Exhaust, r.Conn.StreamCounter = true, counter
 	}
 	out := r.Out
 	if helloOK {
@@ -73,27 +74,27 @@ func (e *Server) hello(ctx context.Context, r *Request) error {
 		out = bsoncore.AppendBooleanElement(out, "isWritablePrimary", true)
 	}
 	out = bsoncore.AppendStringElement(out, "msg", "isdbgrid")
-	out = e.Topo.appendVersion(out, "topologyVersion", counter)
+	out = h.topo.appendVersion(out, "topologyVersion", counter)
 	out = bsoncore.AppendInt32Element(out, "maxBsonObjectSize", wire.MaxBSONSize)
 	out = bsoncore.AppendInt32Element(out, "maxMessageSizeBytes", wire.MaxMessageSize)
-	out = bsoncore.AppendInt32Element(out, "maxWriteBatchSize", maxWriteBatchSize)
+	out = bsoncore.AppendInt32Element(out, "maxWriteBatchSize", cmd.MaxWriteBatchSize)
 	out = bsoncore.AppendDateTimeElement(out, "localTime", time.Now().UnixMilli())
-	out = bsoncore.AppendInt32Element(out, "logicalSessionTimeoutMinutes", e.sessionTimeoutMinutes())
-	out = bsoncore.AppendInt32Element(out, "connectionId", int32(r.Conn.info.ID)) // an int, as mongod answers
-	out = bsoncore.AppendInt32Element(out, "maxWireVersion", maxWireVersion)
-	out = bsoncore.AppendInt32Element(out, "minWireVersion", minWireVersion)
+	out = bsoncore.AppendInt32Element(out, "logicalSessionTimeoutMinutes", h.SessionTimeoutMinutes())
+	out = bsoncore.AppendInt32Element(out, "connectionId", int32(r.Conn.Info.ID)) // an int, as mongod answers
+	out = bsoncore.AppendInt32Element(out, "maxWireVersion", cmd.MaxWireVersion)
+	out = bsoncore.AppendInt32Element(out, "minWireVersion", cmd.MinWireVersion)
 	out = bsoncore.AppendBooleanElement(out, "readOnly", false)
 	if clientCompressors != nil {
-		r.Conn.compressors = negotiateCompressors(clientCompressors)
-		out = bsonx.AppendStringArray(out, "compression", r.Conn.compressors)
+		r.Conn.Compressors = negotiateCompressors(clientCompressors)
+		out = bsonx.AppendStringArray(out, "compression", r.Conn.Compressors)
 	}
 	if saslMechsUser != "" {
-		if mechs := e.Access.SupportedMechs(saslMechsUser); mechs != nil {
+		if mechs := h.Access.SupportedMechs(saslMechsUser); mechs != nil {
 			out = bsonx.AppendStringArray(out, "saslSupportedMechs", mechs)
 		}
 	}
 	if speculative != nil {
-		if reply := e.Access.Speculative(&r.Conn.Authn, speculative, r.Conn.Log); reply != nil {
+		if reply := h.Access.Speculative(&r.Conn.Authn, speculative, r.Conn.Log); reply != nil {
 			out = bsoncore.AppendDocumentElement(out, "speculativeAuthenticate", reply)
 		}
 	}
@@ -111,7 +112,7 @@ func negotiateCompressors(client bsoncore.Array) []string {
 		if !ok {
 			continue
 		}
-		for _, s := range supportedCompressors {
+		for _, s := range cmd.SupportedCompressors {
 			if s == name {
 				both = append(both, name)
 			}

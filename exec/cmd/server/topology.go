@@ -1,4 +1,4 @@
-package cmd
+package server
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/cmd"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -64,8 +65,8 @@ func (t *topology) appendVersion(dst []byte, key string, counter int64) []byte {
 
 // Quiesce marks the start of shutdown: hellos answer ShutdownInProgress from now on, and
 // the waiting ones are woken to answer it. The server stops accepting afterwards.
-func (e *Server) Quiesce() {
-	t := e.Topo
+func (h *Handlers) Quiesce() {
+	t := h.topo
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	select {
@@ -159,7 +160,7 @@ func (t *topology) await(ctx context.Context, a awaitArgs) (int64, error) {
 	case <-timer.C:
 	case <-t.quiesce:
 	case <-ctx.Done():
-		return 0, interruptError(ctx, ctx.Err())
+		return 0, cmd.InterruptError(ctx, ctx.Err())
 	}
 	counter, quiescing = t.version()
 	if quiescing {

@@ -1,16 +1,14 @@
-package cmd
+package server
 
 import (
 	"context"
-	"math"
-	"math/rand/v2"
-	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/cmd"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -19,29 +17,8 @@ import (
 // slow-operation threshold (slowms, --slow-op at start) and the fraction of slow operations
 // that are logged (sampleRate). MongoDB's per-database filter is not supported.
 
-// slowOps is the slow-operation logging settings profile changes.
-type slowOps struct {
-	threshold  atomic.Int64  // slowms, as a time.Duration
-	sampleRate atomic.Uint64 // math.Float64bits of the fraction logged
-}
-
-// init sets the settings a server starts with.
-func (s *slowOps) init(threshold time.Duration) {
-	s.threshold.Store(int64(threshold))
-	s.sampleRate.Store(math.Float64bits(1))
-}
-
-// slow reports whether an operation that took d is logged as slow.
-func (s *slowOps) slow(d time.Duration) bool {
-	if d < time.Duration(s.threshold.Load()) {
-		return false
-	}
-	rate := math.Float64frombits(s.sampleRate.Load())
-	return rate >= 1 || rand.Float64() < rate
-}
-
 // profile answers {profile: -1 | 0, slowms, sampleRate} with the previous settings.
-func (e *Server) profile(_ context.Context, r *Request) error {
+func (h *Handlers) profile(_ context.Context, r *cmd.Request) error {
 	level, err := args.Int64("profile", "profile", r.Body.Lookup("profile"))
 	if err != nil {
 		return err
@@ -80,16 +57,15 @@ func (e *Server) profile(_ context.Context, r *Request) error {
 	if err != nil {
 		return err
 	}
-	old := time.Duration(e.SlowOps.threshold.Load())
-	oldRate := math.Float64frombits(e.SlowOps.sampleRate.Load())
+	old, oldRate := h.SlowOps.Threshold(), h.SlowOps.SampleRate()
+	var threshold *time.Duration
 	if slowms != nil {
-		e.SlowOps.threshold.Store(int64(time.Duration(*slowms) * time.Millisecond))
+		d := time.Duration(*slowms) * time.Millisecond
+		threshold = &d
 	}
-	if rate != nil {
-		e.SlowOps.sampleRate.Store(math.Float64bits(*rate))
-	}
+	h.SlowOps.Set(threshold, rate)
 	out := bsoncore.AppendInt32Element(r.Out, "was", 0)
-	out = appendNumber(out, "slowms", old.Milliseconds())
+	out = bsonx.AppendNumber(out, "slowms", old.Milliseconds())
 	r.Out = bsoncore.AppendDoubleElement(out, "sampleRate", oldRate)
 	return nil
 }

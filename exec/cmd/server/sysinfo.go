@@ -1,4 +1,4 @@
-package cmd
+package server
 
 import (
 	"bufio"
@@ -10,11 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cleavedb/cleave/exec/cmd"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // hostInfo describes the machine, in hostInfo's shape.
-func (e *Server) hostInfo(_ context.Context, r *Request) error {
+func (h *Handlers) hostInfo(_ context.Context, r *cmd.Request) error {
 	host, _ := os.Hostname()
 	memMB := memTotalMiB()
 	out := r.Out
