@@ -217,3 +217,54 @@ func TestAbortUnfinished(t *testing.T) {
 		t.Errorf("after the manager's sweep: %v, want _id_ i2", got)
 	}
 }
+
+// remoteNodes is the other nodes' side of builds and drops (cluster mode) as the runner
+// sees it: it records the calls and answers fillErr to FillIndexes.
+type remoteNodes struct {
+	fillErr        error
+	filled, purged [][]store.IndexID
+}
+
+// FillIndexes implements ddl.Remote.
+func (r *remoteNodes) FillIndexes(_ context.Context, _ *store.Collection, ids []store.IndexID) error {
+	r.filled = append(r.filled, ids)
+	return r.fillErr
+}
+
+// DeleteIndexData implements ddl.Remote.
+func (r *remoteNodes) DeleteIndexData(_ context.Context, _ *store.Collection, ids []store.IndexID) error {
+	r.purged = append(r.purged, ids)
+	return mongoerr.New(mongoerr.HostUnreachable, "node gone") // only logged
+}
+
+// TestBuildOnOtherNodes checks that a build fills the other nodes' shards after this
+// node's, and that their failure (a duplicate key there) fails the build everywhere: the
+// index leaves the catalog and every node deletes its entries.
+func TestBuildOnOtherNodes(t *testing.T) {
+	e := newEnv(t)
+	r := &remoteNodes{}
+	e.x.SetRemote(r)
+	c := e.create(t, "")
+	e.insert(t, `{"_id": 1, "a": 1}`, `{"_id": 2, "a": 2}`)
+	first := e.coll(t).NextIndexID
+	if err := e.x.Build(context.Background(), c, []store.Index{spec(t, `{"key": {"a": 1}, "name": "a_1", "unique": true}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.filled) != 1 || !slices.Equal(r.filled[0], []store.IndexID{first}) || len(r.purged) != 0 {
+		t.Fatalf("remote calls: filled %v, purged %v", r.filled, r.purged)
+	}
+
+	r.fillErr = mongoerr.New(mongoerr.DuplicateKey, "E11000 duplicate key error collection: db.c index: b_1 dup key: { b: 1 }")
+	second := e.coll(t).NextIndexID
+	err := e.x.Build(context.Background(), e.coll(t), []store.Index{spec(t, `{"key": {"b": 1}, "name": "b_1", "unique": true}`)})
+	wantCode(t, err, mongoerr.DuplicateKey, "DuplicateKey", ":: caused by :: E11000 duplicate key error collection: db.c index: b_1")
+	if e.coll(t).Index("b_1") != nil || e.entries(t, c.ID, second) != 0 {
+		t.Error("the failed build left its index or entries")
+	}
+	if len(r.purged) != 1 || !slices.Equal(r.purged[0], []store.IndexID{second}) {
+		t.Errorf("the other nodes were told to delete %v", r.purged)
+	}
+	if e.coll(t).Index("a_1") == nil || e.entries(t, c.ID, first) != 2 {
+		t.Error("the first index was touched")
+	}
+}
