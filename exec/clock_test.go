@@ -8,7 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	execcmd "github.com/cleavedb/cleave/exec/cmd"
+	execcmd "github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/wire"
 )

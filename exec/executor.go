@@ -4,42 +4,62 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/cleavedb/cleave/exec/cmd"
-	"github.com/cleavedb/cleave/exec/cmd/server"
-	"github.com/cleavedb/cleave/exec/cmd/users"
+	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/command/colls"
+	"github.com/cleavedb/cleave/exec/command/server"
+	"github.com/cleavedb/cleave/exec/command/users"
 )
 
 // Options configures an Executor.
-type Options = cmd.Options
+type Options = command.Options
 
 // Storage is what the executor reads and writes.
-type Storage = cmd.Storage
+type Storage = command.Storage
 
 // AuthOptions configures access control.
-type AuthOptions = cmd.AuthOptions
+type AuthOptions = command.AuthOptions
 
 // LogRing keeps the most recent log lines for getLog.
-type LogRing = cmd.LogRing
+type LogRing = command.LogRing
 
-// Executor answers MongoDB commands; it implements wire.Handler.
-type Executor = cmd.Server
+// Executor answers MongoDB commands; it implements wire.Handler. It composes the server's
+// services (command.Server) with the command families above them.
+type Executor struct {
+	*command.Server
+	// hello is the server family, which keeps the awaitable hello's topology (Quiesce).
+	hello *server.Handlers
+}
 
 // New returns an Executor.
-func New(opts Options, logger *zap.Logger) *Executor { return cmd.New(opts, logger, families(opts)...) }
+func New(opts Options, logger *zap.Logger) *Executor {
+	e := &Executor{}
+	e.Server = command.New(opts, logger, e.families(opts)...)
+	return e
+}
 
-// families are the command families whose handlers live above exec/cmd; the server commands,
-// sessions and transactions answer without storage, the others need it.
-func families(opts Options) []cmd.Family {
-	out := []cmd.Family{
-		func(s *cmd.Server, add func(*cmd.Command)) { server.New(s).Add(add) },
+// families are the command families whose handlers live above exec/command; the server
+// commands answer without storage, the others need it.
+func (e *Executor) families(opts Options) []command.Family {
+	out := []command.Family{
+		func(s *command.Server, add func(*command.Command)) {
+			e.hello = server.New(s)
+			e.hello.Add(add)
+		},
 	}
 	if opts.Storage == nil {
 		return out
 	}
 	return append(out,
-		func(s *cmd.Server, add func(*cmd.Command)) { (&users.Handlers{Server: s}).Add(add) },
+		func(s *command.Server, add func(*command.Command)) { (&users.Handlers{Server: s}).Add(add) },
+		func(s *command.Server, add func(*command.Command)) { (&colls.Handlers{Server: s}).Add(add) },
 	)
 }
 
+// Quiesce marks the start of shutdown: hellos answer ShutdownInProgress from now on, and
+// those waiting answer at once.
+func (e *Executor) Quiesce() { e.hello.Quiesce() }
+
 // NewLogRing returns a ring of the size most recent log lines at level or above.
-func NewLogRing(size int, level zapcore.LevelEnabler) *LogRing { return cmd.NewLogRing(size, level) }
+func NewLogRing(size int, level zapcore.LevelEnabler) *LogRing {
+	return command.NewLogRing(size, level)
+}

@@ -9,7 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cleavedb/cleave/exec/cmd"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -110,7 +110,7 @@ func TestGetMoreAfterDrop(t *testing.T) {
 	c := e.Connect(wire.ConnInfo{ID: 1})
 	bg := context.Background()
 	id := openCursor(t, c, "")
-	uuid := cmd.UUIDString(e.Cat.Store().State().Collection("t", "c").UUID)
+	uuid := command.UUIDString(e.Cat.Store().State().Collection("t", "c").UUID)
 	handleJSON(bg, t, c, `{"drop": "c"}`)
 	wantError(t, "dropped", handleJSON(bg, t, c, getMore(id, "")), mongoerr.QueryPlanKilled, "collection dropped. UUID "+uuid)
 	wantError(t, "after QueryPlanKilled", handleJSON(bg, t, c, getMore(id, "")), mongoerr.CursorNotFound, "")

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cleavedb/cleave/exec/cmd"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire"
@@ -53,7 +53,7 @@ func TestSessionExpiry(t *testing.T) {
 			t.Fatalf("session %d: no record after its commit", id)
 		}
 	}
-	later := time.Now().Add(cmd.DefaultSessionTimeout + time.Minute)
+	later := time.Now().Add(command.DefaultSessionTimeout + time.Minute)
 	e.Sessions.Get([16]byte{15: 3}, later)
 	e.ReapSessions(later)
 	for id, want := range map[byte]bool{1: false, 3: true, 4: false} {

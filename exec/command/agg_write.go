@@ -1,0 +1,223 @@
+package command
+
+import (
+	"context"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/agg"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/stream"
+	"github.com/cleavedb/cleave/exec/write"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// writeStage is $out or $merge: the last stage of a pipeline, which writes its input to a
+// collection instead of returning it. aggregate runs such a pipeline to its end before it
+// replies, with an empty first batch and no cursor (aggregateWrite).
+type writeStage interface {
+	agg.Stage
+	// stageName is "$out" or "$merge".
+	stageName() string
+	// prepare checks the target against the catalog before any document is read (MongoDB
+	// resolves and checks it when it parses the pipeline, so explain checks it too).
+	prepare(run *writeRun) error
+	// write drains in into the target.
+	write(ctx context.Context, run *writeRun, in stream.Stream) error
+}
+
+// writeRun is what one run of a write stage shares with aggregate: the executor, the
+// write concern's durability and the request units the writes cost.
+type writeRun struct {
+	e      *Server
+	sync   bool
+	bypass bool // the aggregate's bypassDocumentValidation
+	charge float64
+}
+
+// errWriteStageOpened is returned if a write stage is ever opened as an ordinary stage,
+// which checkWriteStages prevents.
+var errWriteStageOpened = mongoerr.New(mongoerr.InternalError, "a $out or $merge stage cannot be opened as a stream")
+
+// pipelineWriter returns the pipeline's write stage (always its last stage), or nil.
+func pipelineWriter(p *agg.Pipeline) writeStage {
+	if len(p.Stages) == 0 {
+		return nil
+	}
+	w, _ := p.Stages[len(p.Stages)-1].(writeStage)
+	return w
+}
+
+// checkAggregateWrite applies MongoDB's rules for write stages to a parsed aggregate: a
+// write stage comes last and never inside $lookup or $unionWith ($facet checks its own),
+// and writeConcern is accepted only by a pipeline that writes. It returns the write stage,
+// or nil.
+func checkAggregateWrite(r *Request, a *aggregateArgs, p *agg.Pipeline) (writeStage, error) {
+	if err := checkNestedWrites(a.pipeline); err != nil {
+		return nil, err
+	}
+	for i, s := range p.Stages {
+		if w, ok := s.(writeStage); ok && i != len(p.Stages)-1 {
+			return nil, mongoerr.New(mongoerr.Location40601, "%s can only be the final stage in the pipeline", w.stageName())
+		}
+	}
+	w := pipelineWriter(p)
+	_, hasWC := r.Body.Lookup("writeConcern").DocumentOK()
+	if hasWC && (w == nil || a.explain || explainOnly(r)) {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "Command does not support writeConcern")
+	}
+	return w, nil
+}
+
+// checkNestedWrites refuses $out and $merge inside the sub-pipelines of $lookup (51047) and
+// $unionWith (31441), at any depth.
+func checkNestedWrites(arr bsoncore.Array) error {
+	vals, _ := arr.Values()
+	for _, v := range vals {
+		d, ok := v.DocumentOK()
+		if !ok {
+			continue
+		}
+		el, ok := bsonx.FirstElement(d)
+		if !ok {
+			continue
+		}
+		var subs []bsoncore.Array
+		code, parent := mongoerr.OK, el.Key()
+		switch spec := el.Value(); parent {
+		case "$lookup":
+			code = 51047
+			if d, ok := spec.DocumentOK(); ok {
+				if sub, ok := d.Lookup("pipeline").ArrayOK(); ok {
+					subs = append(subs, sub)
+				}
+			}
+		case "$unionWith":
+			code = 31441
+			if d, ok := spec.DocumentOK(); ok {
+				if sub, ok := d.Lookup("pipeline").ArrayOK(); ok {
+					subs = append(subs, sub)
+				}
+			}
+		case "$facet":
+			if d, ok := spec.DocumentOK(); ok {
+				elems, _ := d.Elements()
+				for _, fe := range elems {
+					if sub, ok := fe.Value().ArrayOK(); ok {
+						subs = append(subs, sub)
+					}
+				}
+			}
+		}
+		for _, sub := range subs {
+			if err := checkNestedWrites(sub); err != nil {
+				return err
+			}
+			if code == 0 {
+				continue
+			}
+			if name := writeStageIn(sub); name != "" {
+				return mongoerr.New(code, "%s is not allowed within a %s's sub-pipeline", name, parent)
+			}
+		}
+	}
+	return nil
+}
+
+// writeStageIn returns the name of the first $out or $merge stage of a pipeline array, or "".
+func writeStageIn(arr bsoncore.Array) string {
+	vals, _ := arr.Values()
+	for _, v := range vals {
+		d, ok := v.DocumentOK()
+		if !ok {
+			continue
+		}
+		if el, ok := bsonx.FirstElement(d); ok && (el.Key() == "$out" || el.Key() == "$merge") {
+			return el.Key()
+		}
+	}
+	return ""
+}
+
+// aggregateWrite runs an aggregate whose pipeline ends with write stage w: the stages before
+// it run as any pipeline does, w writes their output, and the reply is an empty first batch
+// with cursor id 0. Explain describes it without writing, with the queryPlanner verbosity
+// only.
+func (e *Server) aggregateWrite(ctx context.Context, r *Request, a *aggregateArgs, p *agg.Pipeline, ci *catalog.Coll, ns string, w writeStage) error {
+	if _, err := r.Body.LookupErr("autocommit"); err == nil { // inside a multi-document transaction
+		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "%s cannot be used in a transaction", w.stageName())
+	}
+	if level, _ := r.Body.Lookup("readConcern", "level").StringValueOK(); level == "linearizable" {
+		return mongoerr.New(mongoerr.InvalidOptions, "%s cannot be used with a 'linearizable' read concern level", w.stageName())
+	}
+	run := &writeRun{e: e, sync: write.ParseConcern(r.Body).Sync(), bypass: a.bypass}
+	if err := w.prepare(run); err != nil {
+		return err
+	}
+	if a.explain || explainOnly(r) {
+		if r.Explain != "" && r.Explain != "queryPlanner" {
+			return mongoerr.New(mongoerr.Location51029, "explain of %s is not allowed with verbosity %s", w.stageName(), r.Explain)
+		}
+		return e.explainAggregate(ctx, r, p, ci, ns)
+	}
+	src := *p // the stages before the write stage
+	src.Stages, src.Raw = p.Stages[:len(p.Stages)-1], p.Raw[:len(p.Raw)-1]
+	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
+	defer cancel()
+	stream, _, shards, err := src.OpenColl(ci)
+	if err != nil {
+		return err
+	}
+	err = w.write(ctx, run, stream)
+	stream.Close()
+	for _, s := range shards {
+		r.Charge += s.Stats.Charge()
+	}
+	r.Charge += p.Env.Charge + run.charge
+	if err != nil {
+		return query.TimeLimitError(ctx, err)
+	}
+	out, cidx, aidx := startCursorReply(r.Out, "firstBatch")
+	r.Out = endCursorReply(out, cidx, aidx, 0, ns)
+	return nil
+}
+
+// writeTarget is the collection a write stage writes to.
+type writeTarget struct {
+	db, coll string
+}
+
+// ns returns "db.coll".
+func (t writeTarget) ns() string { return t.db + "." + t.coll }
+
+// internalDB reports whether db is one of the databases MongoDB keeps for itself.
+func internalDB(db string) bool { return db == "admin" || db == "config" || db == "local" }
+
+// valid reports whether t names a collection a write stage may create.
+func (t writeTarget) valid() bool {
+	return ValidateDBName(t.db) == nil && t.coll != "" && t.coll[0] != '.' && !strings.ContainsAny(t.coll, "$\x00")
+}
+
+// Spec returns {db, coll}, the normalized target explain shows.
+func (t writeTarget) Spec() bsoncore.Document {
+	idx, b := bsoncore.AppendDocumentStart(nil)
+	b = bsoncore.AppendStringElement(b, "db", t.db)
+	b = bsoncore.AppendStringElement(b, "coll", t.coll)
+	b, _ = bsoncore.AppendDocumentEnd(b, idx)
+	return b
+}
+
+// withContext returns err with MongoDB's uassertStatusOKWithContext wording: the same code
+// and extra fields, the message prefixed by prefix.
+func withContext(err error, prefix string) error {
+	me := mongoerr.As(err)
+	if me == nil {
+		return err
+	}
+	out := mongoerr.Wrap(err, me.Code, "%s :: caused by :: %s", prefix, me.Message)
+	out.Info, out.Labels = me.Info, me.Labels
+	return out
+}

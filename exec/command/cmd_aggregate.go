@@ -1,0 +1,216 @@
+package command
+
+import (
+	"context"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/auth"
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/agg"
+	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/expr"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// addAggregateCommands registers aggregate. MongoDB counts it under opcounters.command.
+func (e *Server) addAggregateCommands(add func(*Command)) {
+	add(&Command{Name: "aggregate", Run: e.aggregate, Action: auth.ActionRead, Needs: aggregateNeeds, Help: "Runs the sharded aggregation command. See http://dochub.mongodb.org/core/aggregation for more details.", Props: Cursor | InTxn | SnapshotRead | StaleRetry | Explainable | APIV1})
+}
+
+// aggregateArgs are the parsed arguments of aggregate.
+type aggregateArgs struct {
+	coll         string // "": {aggregate: 1}, a collectionless pipeline
+	pipeline     bsoncore.Array
+	haveCursor   bool
+	batchSize    int64 // -1: default
+	explain      bool
+	allowDiskUse bool
+	let          bsoncore.Document
+	collation    bsoncore.Document
+	hint         bsoncore.Value
+	maxTimeMS    int64
+	singleBatch  bool // a find through a view asked for one batch
+	bypass       bool // bypassDocumentValidation: $out and $merge skip the target's validator
+}
+
+// parseAggregate parses an aggregate command body; explaining is true inside explain, where
+// the cursor option is not required.
+func parseAggregate(body bsoncore.Document, explaining bool) (*aggregateArgs, error) {
+	const cmd = "aggregate"
+	a := &aggregateArgs{batchSize: -1}
+	first, _ := bsonx.FirstElement(body)
+	switch v := first.Value(); v.Type {
+	case bsoncore.TypeString:
+		coll, err := args.Collection(cmd, v)
+		if err != nil {
+			return nil, err
+		}
+		a.coll = coll
+	default:
+		if n, ok := agg.WholeNumber(v); !ok || n != 1 {
+			return nil, mongoerr.New(mongoerr.FailedToParse, "Invalid command format: the 'aggregate' field must specify a collection name or 1")
+		}
+	}
+	havePipeline := false
+	err := args.ForEach(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "pipeline":
+			havePipeline = true
+			a.pipeline, err = args.Array(cmd, key, v)
+		case "cursor":
+			a.haveCursor = true
+			err = a.parseCursor(v)
+		case "explain":
+			a.explain, err = args.Bool(cmd, key, v)
+		case "allowDiskUse":
+			a.allowDiskUse, err = args.Bool(cmd, key, v)
+		case "let":
+			a.let, err = args.Doc(cmd, key, v)
+		case "collation":
+			a.collation, err = args.Doc(cmd, key, v)
+		case "hint":
+			a.hint = v
+		case "bypassDocumentValidation":
+			a.bypass, err = args.Bool(cmd, key, v)
+		case "fromMongos", "needsMerge", "$_isMapReduceCommand",
+			"isMapReduceCommand", "$_requestReshardingResumeToken", "$_generateV2ResumeTokens", "exchange",
+			"collectionUUID", "query_options", "encryptionInformation", "querySettings", "$_requestResumeToken":
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !havePipeline {
+		return nil, args.Missing(cmd, "pipeline")
+	}
+	if !a.haveCursor && !a.explain && !explaining {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
+	}
+	if a.haveCursor && a.explain {
+		// MongoDB accepts an empty cursor document with explain and nothing else.
+		a.haveCursor = false
+	}
+	if v, err := body.LookupErr("maxTimeMS"); err == nil {
+		if a.maxTimeMS, err = maxTimeMS(cmd, v); err != nil {
+			return nil, err
+		}
+	}
+	if hs, ok := a.hint.StringValueOK(); ok && hs == "" {
+		a.hint = bsoncore.Value{}
+	}
+	return a, catalog.CheckCollation(a.collation)
+}
+
+// parseCursor parses the cursor option ({batchSize}).
+func (a *aggregateArgs) parseCursor(v bsoncore.Value) error {
+	n, err := ParseCursorOption("aggregate", v, "singleBatch")
+	if n >= 0 {
+		a.batchSize = n
+	}
+	return err
+}
+
+// aggregate runs the aggregate command: the pipeline's leading $match/$sort/$skip/$limit
+// run as a query per shard, the rest of the stages run here over the merged stream.
+func (e *Server) aggregate(ctx context.Context, r *Request) error {
+	a, err := parseAggregate(r.Body, explainOnly(r))
+	if err != nil {
+		return err
+	}
+	return e.runAggregate(ctx, r, a)
+}
+
+// runAggregate runs a parsed aggregate. A view is resolved here, the one place every read
+// through a view comes to (view.go): its pipeline goes before a.pipeline and the
+// pipeline reads the collection under it, while the cursor keeps the view's namespace.
+func (e *Server) runAggregate(ctx context.Context, r *Request, a *aggregateArgs) error {
+	ns := r.DB + "." + a.coll
+	if a.coll != "" {
+		rv, err := e.Cat.ResolveView(r.DB, a.coll)
+		if err != nil {
+			return err
+		}
+		if rv != nil {
+			if a.pipeline, err = prependStages(rv.Pipeline, a.pipeline); err != nil {
+				return err
+			}
+			a.coll = rv.Coll
+		}
+	}
+	var dflt *catalog.Coll
+	if a.coll != "" && a.collation == nil {
+		dflt, _ = e.Cat.Lookup(r.DB, a.coll) // its default collation; errors surface when it is read
+	}
+	coll, err := collationFor(a.collation, dflt)
+	if err != nil {
+		return err
+	}
+	env := &agg.Env{Cat: e.Cat, Query: e.QueryFor(r), Host: e, SortBytes: e.Knobs.SortMemory.Load(), GroupBytes: e.Knobs.GroupMemory.Load(), GraphBytes: e.Knobs.GraphMemory.Load(), DB: r.DB, Coll: a.coll, Opts: &expr.Options{Let: a.let, Now: time.Now(), Collator: coll}, AllowDiskUse: a.allowDiskUse, Temp: e.Temp}
+	if len(a.let) > 0 {
+		// Let variables are checked once, before any document is read.
+		if _, err := expr.Compile(bsoncore.Value{Type: bsoncore.TypeNull}, env.Opts); err != nil {
+			return err
+		}
+	}
+	p, err := agg.Parse(env, a.pipeline, false)
+	if err != nil {
+		return err
+	}
+	p.Hint = a.hint
+	var ci *catalog.Coll
+	switch {
+	case a.coll == "" && !p.ReadsNoCollection():
+		name := "an empty pipeline"
+		if len(p.Raw) > 0 {
+			el, _ := bsonx.FirstElement(p.Raw[0])
+			name = "'" + el.Key() + "'"
+		}
+		return mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for %s; a collection is required.", name)
+	case a.coll == "":
+		ns = r.DB + ".$cmd.aggregate"
+	case p.ReadsNoCollection():
+		return mongoerr.New(mongoerr.InvalidNamespace, "$documents can only be used in a collectionless aggregate ({aggregate: 1})")
+	default:
+		if ci, err = e.Cat.Lookup(r.DB, a.coll); err != nil {
+			return err
+		}
+	}
+	// $out and $merge (agg_write.go): the pipeline runs to its end and the reply has no documents.
+	if w, err := checkAggregateWrite(r, a, p); err != nil || w != nil {
+		if err != nil {
+			return err
+		}
+		return e.aggregateWrite(ctx, r, a, p, ci, ns, w)
+	}
+	if a.explain || explainOnly(r) {
+		return e.explainAggregate(ctx, r, p, ci, ns)
+	}
+	stream, _, shards, err := p.OpenColl(ci)
+	if err != nil {
+		return err
+	}
+	c := &cursor{ns: ns, stream: stream}
+	if ci != nil {
+		c.coll = ci.Meta
+	}
+	n := a.batchSize
+	if n < 0 {
+		n = defaultFirstBatch
+	}
+	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
+	defer cancel()
+	err = e.firstBatch(ctx, r, c, n, a.singleBatch)
+	for _, s := range shards {
+		r.Charge += s.Stats.Charge()
+	}
+	r.Charge += env.Charge
+	return query.TimeLimitError(ctx, err)
+}

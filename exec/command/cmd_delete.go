@@ -1,0 +1,90 @@
+package command
+
+import (
+	"context"
+
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/write"
+)
+
+// delete runs the delete command: each statement of deletes in turn (limit 1: the first
+// matching document, limit 0: all of them), stopping at the first failed one when ordered.
+func (e *Server) delete(ctx context.Context, r *Request) error {
+	const cmd = "delete"
+	a, err := parseWriteArgs(cmd, "deletes", r.Body)
+	if err != nil {
+		return err
+	}
+	stmts := make([]*deleteStmt, len(a.stmts))
+	for i, v := range a.stmts {
+		if stmts[i], err = parseDeleteStmt(i, v); err != nil {
+			return err
+		}
+	}
+	ci, err := e.Cat.Lookup(r.DB, a.coll)
+	if err != nil {
+		return err
+	}
+	if explainOnly(r) {
+		op, err := compileDelete(a, ci, stmts[0])
+		if err != nil {
+			return err
+		}
+		return e.explainWrite(ctx, r, op)
+	}
+	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
+	defer cancel()
+	rt, release, err := e.checkoutRetryable(r)
+	if err != nil {
+		return err
+	}
+	defer release()
+	res := write.Results{}
+	for i, s := range stmts {
+		var or write.Result
+		if rec, ok := retried(rt, i, s.limit == 0); ok {
+			or, err = rec, nil
+		} else {
+			var op *write.Op
+			op, err = compileDelete(a, ci, s)
+			if err == nil {
+				op.Retry, op.Stmt = rt, int32(i)
+				err = e.runWrite(ctx, r, op, &modifyStmt{kind: cmd, list: "deletes", stmt: a.stmts[i], index: int32(i)}, &or)
+			}
+		}
+		r.Charge += or.Charge
+		if err != nil {
+			we, err := stmtWriteError(ctx, i, err)
+			if err != nil {
+				return err
+			}
+			res.Errs = append(res.Errs, we)
+			if a.ordered {
+				break
+			}
+			continue
+		}
+		res.N += or.Matched
+	}
+	e.Counters.DeletedDocs.Add(res.N)
+	r.Out = res.AppendReply(r.Out, false)
+	return nil
+}
+
+// compileDelete compiles delete statement s of collection ci (nil when it does not exist).
+func compileDelete(a *writeArgs, ci *catalog.Coll, s *deleteStmt) (*write.Op, error) {
+	coll, err := collationFor(s.collation, ci)
+	if err != nil {
+		return nil, err
+	}
+	f, err := compileWriteFilter(s.q, a.let, coll)
+	if err != nil {
+		return nil, err
+	}
+	op := &write.Op{CI: ci, Query: s.q, Filter: f, Hint: s.hint, Multi: s.limit == 0, Sync: a.wc.Sync()}
+	if err := op.CheckDeleteTarget(); err != nil {
+		return nil, err
+	}
+	return op, nil
+}

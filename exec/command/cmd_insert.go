@@ -1,0 +1,112 @@
+package command
+
+import (
+	"context"
+	"strconv"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/write"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// insertGroupDocs and insertGroupBytes bound a group of inserted documents that share one
+// batch, one set of key locks and one synced commit.
+const (
+	insertGroupDocs  = 512
+	insertGroupBytes = 4 << 20
+)
+
+// insert runs the insert command.
+func (e *Server) insert(ctx context.Context, r *Request) error {
+	const cmd = "insert"
+	first, _ := bsonx.FirstElement(r.Body)
+	name, err := args.Collection(cmd, first.Value())
+	if err != nil {
+		return err
+	}
+	var docs bsoncore.Array
+	ordered, bypass, bypassTs := true, false, false
+	haveDocs := false
+	var maxTime int64
+	err = args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "documents":
+			haveDocs = true
+			var ok bool
+			if docs, ok = v.ArrayOK(); !ok {
+				err = args.WrongType(cmd, key, v.Type, "array")
+			}
+		case "ordered":
+			ordered, err = args.Bool(cmd, key, v)
+		case "bypassDocumentValidation":
+			bypass, err = args.Bool(cmd, key, v)
+		case "bypassEmptyTsReplacement": // keeps Timestamp(0, 0) values as they are (empty_ts.go)
+			bypassTs, err = args.Bool(cmd, key, v)
+		case "let":
+			_, err = args.Doc(cmd, key, v)
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return err
+	}
+	if !haveDocs {
+		return args.Missing(cmd, "documents")
+	}
+	if v, err := r.Body.LookupErr("maxTimeMS"); err == nil {
+		if maxTime, err = maxTimeMS(cmd, v); err != nil {
+			return err
+		}
+	}
+	vals, err := docs.Values()
+	if err != nil {
+		return mongoerr.New(mongoerr.InvalidBSON, "invalid documents array")
+	}
+	if len(vals) == 0 {
+		return mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got 0 operations.", MaxWriteBatchSize)
+	}
+	if len(vals) > MaxWriteBatchSize {
+		return mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", MaxWriteBatchSize, len(vals))
+	}
+	for i, v := range vals {
+		if v.Type != bsoncore.TypeEmbeddedDocument {
+			// MongoDB's IDL parses documents as array<object>: the command fails, nothing is
+			// written and the collection is not created.
+			return args.WrongType(cmd, "documents."+strconv.Itoa(i), v.Type, "object")
+		}
+	}
+	if !bypassTs {
+		for i, v := range vals {
+			vals[i].Data = e.Clock.FillEmptyTimestamps(v.Data)
+		}
+	}
+	wc := write.ParseConcern(r.Body)
+	rev := e.Storage.Catalog.Revision() // before the lookup: a newer catalog routes differently
+	ci, err := e.Cat.ForWrite(r.DB, name)
+	if err != nil {
+		return err
+	}
+	rt, release, err := e.checkoutRetryable(r)
+	if err != nil {
+		return err
+	}
+	defer release()
+	ctx, cancel := query.Deadline(ctx, maxTime)
+	defer cancel()
+	res := write.Results{}
+	if err := e.insertRetryingStale(ctx, r, name, ci, rev, vals, ordered, bypass, wc, rt, &res); err != nil {
+		e.Counters.InsertedDocs.Add(res.N)
+		return InterruptError(ctx, err)
+	}
+	e.Counters.InsertedDocs.Add(res.N)
+	r.Charge += res.Charge
+	r.Out = res.AppendReply(r.Out, false)
+	return nil
+}

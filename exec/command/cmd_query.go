@@ -1,0 +1,297 @@
+package command
+
+import (
+	"context"
+	"sort"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/auth"
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/stream"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// addQueryCommands registers count, distinct and explain.
+func (e *Server) addQueryCommands(add func(*Command)) {
+	add(&Command{Name: "count", Run: e.count, Action: auth.ActionRead, Help: "count objects in collection", Props: StaleRetry | Explainable | APIV1})
+	add(&Command{Name: "distinct", Run: e.distinct, Action: auth.ActionRead, Help: "{ distinct : 'collection name' , key : 'a.b' , query : {} }", Props: InTxn | SnapshotRead | StaleRetry | Explainable})
+	add(&Command{Name: "explain", Run: e.explain, Action: auth.ActionRead, Help: "explain database reads and writes", Props: StaleRetry | APIV1})
+}
+
+// countArgs are the parsed arguments of count.
+type countArgs struct {
+	coll        string
+	query       bsoncore.Document
+	skip, limit int64
+	hint        bsoncore.Value
+	collation   bsoncore.Document
+	maxTimeMS   int64
+}
+
+// parseCount parses a count command.
+func parseCount(body bsoncore.Document) (*countArgs, error) {
+	const cmd = "count"
+	first, _ := bsonx.FirstElement(body)
+	coll, err := args.Collection(cmd, first.Value())
+	if err != nil {
+		return nil, err
+	}
+	a := &countArgs{coll: coll}
+	err = args.ForEach(cmd, body, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "query":
+			a.query, err = OptionalDoc(cmd, key, v)
+		case "skip":
+			a.skip, err = nonNegative(cmd, key, v)
+		case "limit":
+			a.limit, err = args.Int64(cmd, key, v)
+			if a.limit < 0 {
+				a.limit = -a.limit // count treats a negative limit as its absolute value
+			}
+		case "hint":
+			a.hint = v
+		case "collation":
+			a.collation, err = args.Doc(cmd, key, v)
+		case "fields", "readConcern", "query_options":
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if v, err := body.LookupErr("maxTimeMS"); err == nil {
+		if a.maxTimeMS, err = maxTimeMS(cmd, v); err != nil {
+			return nil, err
+		}
+	}
+	return a, catalog.CheckCollation(a.collation)
+}
+
+// count runs the count command.
+func (e *Server) count(ctx context.Context, r *Request) error {
+	a, err := parseCount(r.Body)
+	if err != nil {
+		return err
+	}
+	if e.IsView(r.DB, a.coll) {
+		return e.countView(ctx, r, a) // view.go
+	}
+	ci, err := e.Cat.Lookup(r.DB, a.coll)
+	if err != nil {
+		return err
+	}
+	coll, err := collationFor(a.collation, ci)
+	if err != nil {
+		return err
+	}
+	f, err := query.CompileFilterWith(a.query, nil, coll)
+	if err == nil {
+		err = refuseNear(f)
+	}
+	if err != nil {
+		return err
+	}
+	if hs, ok := a.hint.StringValueOK(); ok && hs == "" {
+		a.hint = bsoncore.Value{}
+	}
+	// A count without a limit reads every match: in which order does not matter.
+	q := &query.Query{CI: ci, Filter: f, Skip: a.skip, Hint: a.hint, Unordered: a.limit == 0, NoFields: true}
+	if r.Explain != "" {
+		return e.explainQuery(ctx, r, q, "count", a.limit)
+	}
+	if ci == nil {
+		r.Out = bsoncore.AppendInt32Element(r.Out, "n", 0)
+		return nil
+	}
+	var n int64
+	if f.IsEmpty() && a.hint.Type == 0 {
+		if n, err = e.docCount(ctx, ci); err != nil { // not the data of moves in flight
+			return err
+		}
+		n = max(n-a.skip, 0)
+		if a.limit > 0 {
+			n = min(n, a.limit)
+		}
+	} else {
+		ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
+		defer cancel()
+		stream, _, shards, err := e.QueryFor(r).Open(q)
+		if err != nil {
+			return err
+		}
+		defer stream.Close()
+		for a.limit == 0 || n < a.limit {
+			d, err := stream.Next(ctx)
+			if err != nil {
+				return query.TimeLimitError(ctx, err)
+			}
+			if d == nil {
+				break
+			}
+			n++
+		}
+		for _, s := range shards {
+			r.Charge += s.Stats.Charge()
+		}
+	}
+	r.Out = bsonx.AppendIntElement(r.Out, "n", n)
+	return nil
+}
+
+// distinct runs the distinct command.
+func (e *Server) distinct(ctx context.Context, r *Request) error {
+	const cmd = "distinct"
+	first, _ := bsonx.FirstElement(r.Body)
+	coll, err := args.Collection(cmd, first.Value())
+	if err != nil {
+		return err
+	}
+	var key string
+	var filter, collation bsoncore.Document
+	var hint bsoncore.Value
+	haveKey := false
+	err = args.ForEach(cmd, r.Body, func(k string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch k {
+		case "key":
+			haveKey = true
+			key, err = args.String(cmd, k, v)
+		case "query":
+			filter, err = OptionalDoc(cmd, k, v)
+		case "collation":
+			collation, err = args.Doc(cmd, k, v)
+		case "hint":
+			hint = v
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return err
+	}
+	if !haveKey {
+		return args.Missing(cmd, "key")
+	}
+	if err := catalog.CheckCollation(collation); err != nil {
+		return err
+	}
+	var values []bsoncore.Value
+	if e.IsView(r.DB, coll) {
+		if values, err = e.distinctView(ctx, r, coll, filter, hint, key); err != nil || r.Explain != "" {
+			return err
+		}
+	} else {
+		ci, err := e.Cat.Lookup(r.DB, coll)
+		if err != nil {
+			return err
+		}
+		coll, err := collationFor(collation, ci)
+		if err != nil {
+			return err
+		}
+		f, err := query.CompileFilterWith(filter, nil, coll)
+		if err == nil {
+			err = refuseNear(f)
+		}
+		if err != nil {
+			return err
+		}
+		q := &query.Query{CI: ci, Filter: f, Hint: hint, Unordered: true, Distinct: key} // the values are sorted
+		if r.Explain != "" {
+			return e.explainQuery(ctx, r, q, "distinct", 0)
+		}
+		if ci != nil {
+			if values, err = e.distinctValues(ctx, r, q, key); err != nil {
+				return err
+			}
+		}
+	}
+	aidx, out := bsoncore.AppendArrayElementStart(r.Out, "values")
+	size := 0
+	for i, v := range values {
+		size += len(v.Data)
+		if size > maxBatchBytes {
+			return mongoerr.New(mongoerr.BSONObjectTooLarge, "distinct too big, 16mb cap")
+		}
+		out = bsoncore.AppendValueElement(out, bsonx.ArrayKey(i), v)
+	}
+	r.Out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	return nil
+}
+
+// distinctValues collects the distinct values of path among q's matches, sorted in
+// MongoDB's order. Array values contribute their elements.
+func (e *Server) distinctValues(ctx context.Context, r *Request, q *query.Query, path string) ([]bsoncore.Value, error) {
+	stream, _, shards, err := e.QueryFor(r).Open(q)
+	if err != nil {
+		return nil, err
+	}
+	defer stream.Close()
+	values, err := collectDistinct(ctx, stream, path, q.Collator())
+	for _, s := range shards {
+		r.Charge += s.Stats.Charge()
+	}
+	return values, err
+}
+
+// distinctView runs distinct on view coll: the distinct values of path among the
+// documents of the view's pipeline followed by $match filter.
+func (e *Server) distinctView(ctx context.Context, r *Request, coll string, filter bsoncore.Document, hint bsoncore.Value, path string) ([]bsoncore.Value, error) {
+	var stages []bsoncore.Document
+	if len(filter) > 5 {
+		stages = append(stages, stage("$match", bsonx.DocValue(filter)))
+	}
+	if r.Explain != "" {
+		return nil, e.explainViewRead(ctx, r, coll, stages)
+	}
+	s, charge, err := e.openViewRead(r, coll, stages, hint)
+	if err != nil {
+		return nil, err
+	}
+	defer charge()
+	defer s.Close()
+	return collectDistinct(ctx, s, path, nil)
+}
+
+// collectDistinct collects the distinct values of path among the documents of in, sorted
+// in MongoDB's order. Array values contribute their elements.
+func collectDistinct(ctx context.Context, stream stream.Stream, path string, coll bsonx.Collator) ([]bsoncore.Value, error) {
+	seen := map[string]bool{}
+	var values []bsoncore.Value
+	var kb []byte
+	for {
+		d, err := stream.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if d == nil {
+			break
+		}
+		bsonx.WalkPath(d, path, func(m bsonx.PathMatch) bool {
+			if m.Missing {
+				return true
+			}
+			if m.Value.Type == bsoncore.TypeArray && !m.InLeafArray {
+				return true // its elements come as matches of their own
+			}
+			kb = bsonx.AppendKey(kb[:0], bsonx.Collate(coll, m.Value)) // one value per class of equals
+			if !seen[string(kb)] {
+				seen[string(kb)] = true
+				values = append(values, bsoncore.Value{Type: m.Value.Type, Data: append([]byte(nil), m.Value.Data...)})
+			}
+			return true
+		})
+	}
+	sort.SliceStable(values, func(i, j int) bool {
+		return bsonx.Compare(bsonx.Collate(coll, values[i]), bsonx.Collate(coll, values[j])) < 0
+	})
+	return values, nil
+}

@@ -1,0 +1,166 @@
+package command
+
+import (
+	"context"
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/write"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// shardModify runs, on this node, a statement of an update, delete or findAndModify that
+// another node routed here (remote_modify.go): {_cleaveShardModify: coll, collId, rev,
+// kind, cmd (the one-statement command), index (its statement id), mode, upsert, and
+// shards and ranges (mode run) or hash and id (mode target), lsid, txnNumber}. It answers
+// {n, nModified, upserted, before, after, charge, executed}; a failed statement answers
+// its error, which the router reports as the statement's.
+func (e *Server) shardModify(ctx context.Context, r *Request) error {
+	ci, err := e.ownedColl(ctx, r, -1)
+	if err != nil {
+		return err
+	}
+	b := r.Body
+	kind, _ := b.Lookup("kind").StringValueOK()
+	cmd, _ := b.Lookup("cmd").DocumentOK()
+	index, _ := b.Lookup("index").Int32OK()
+	mode, _ := b.Lookup("mode").StringValueOK()
+	op, err := e.compileModify(r.DB, kind, cmd, ci)
+	if err != nil {
+		return err
+	}
+	rt, release, err := e.checkoutRetryable(r)
+	if err != nil {
+		return err
+	}
+	defer release()
+	res := write.Result{}
+	rec, executed := retried(rt, int(index), op.Multi)
+	op.Retry, op.Stmt = rt, index
+	switch {
+	case executed:
+		res = rec
+	case mode == modifyProbe:
+	case mode == modifyTarget:
+		hash, _ := b.Lookup("hash").Int64OK()
+		_, id, _ := b.Lookup("id").BinaryOK()
+		err = e.Write.RunTarget(ctx, op, uint64(hash), id, &res)
+	case mode == modifyRun:
+		if op.Shards, err = e.ownedTargets(op, b); err != nil {
+			return err
+		}
+		upsert, _ := b.Lookup("upsert").BooleanOK()
+		op.Upsert = op.Upsert && upsert
+		err = e.runLocal(ctx, r, op, &modifyStmt{kind: kind, index: index, ci: ci, cmd: cmd}, &res)
+	default:
+		return mongoerr.New(mongoerr.BadValue, "_cleaveShardModify: unknown mode %q", mode)
+	}
+	r.Charge += res.Charge
+	if err != nil {
+		return err
+	}
+	r.Wrote = true
+	if !executed {
+		e.countModify(kind, op, &res)
+	}
+	r.Out = appendModifyResult(r.Out, &res, executed)
+	return nil
+}
+
+// compileModify compiles the one statement of cmd, a command of kind, on collection ci.
+func (e *Server) compileModify(db, kind string, cmd bsoncore.Document, ci *catalog.Coll) (*write.Op, error) {
+	switch kind {
+	case "update":
+		a, err := parseWriteArgs(kind, "updates", cmd)
+		if err != nil {
+			return nil, err
+		}
+		s, err := parseUpdateStmt(0, a.stmts[0])
+		if err != nil {
+			return nil, err
+		}
+		return e.compileUpdate(db, a, ci, s, false)
+	case "delete":
+		a, err := parseWriteArgs(kind, "deletes", cmd)
+		if err != nil {
+			return nil, err
+		}
+		s, err := parseDeleteStmt(0, a.stmts[0])
+		if err != nil {
+			return nil, err
+		}
+		return compileDelete(a, ci, s)
+	case "findAndModify":
+		a, err := parseFAM(cmd)
+		if err != nil {
+			return nil, err
+		}
+		op, _, err := e.compileFAM(db, a, ci, false)
+		return op, err
+	}
+	return nil, mongoerr.New(mongoerr.BadValue, "_cleaveShardModify: unknown kind %q", kind)
+}
+
+// ownedTargets returns the shards a mode-run request names after checking that they are
+// this node's and that the statement targets the same ranges on them here as on the
+// router (StaleConfig otherwise: the router refreshes its map).
+func (e *Server) ownedTargets(op *write.Op, b bsoncore.Document) ([]int, error) {
+	sa, _ := b.Lookup("shards").ArrayOK()
+	vals, _ := sa.Values()
+	all := e.Cat.Shards()
+	shards := make([]int, 0, len(vals))
+	for _, v := range vals {
+		s := int(v.AsInt32())
+		if s < 0 || s >= len(all) {
+			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is unknown to this node", s)
+		}
+		if node, remote := catalog.RemoteNode(all[s]); remote {
+			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, nodeName(node))
+		}
+		shards = append(shards, s)
+	}
+	want, ok := decodeRanges(b.Lookup("ranges").Array())
+	if !ok {
+		return nil, mongoerr.New(mongoerr.BadValue, "_cleaveShardModify: malformed ranges")
+	}
+	var got [][2]uint64
+	for _, p := range e.nodeParts(op.CI, op.Filter, func(s int) bool { return slices.Contains(shards, s) }) {
+		got = append(got, p.ranges...)
+	}
+	if !slices.Equal(got, want) {
+		return nil, mongoerr.New(mongoerr.StaleConfig, "shard version mismatch for %s: the shard's ranges differ", op.CI.NS())
+	}
+	return shards, nil
+}
+
+// countModify counts what a routed statement did in serverStatus' document counters.
+func (e *Server) countModify(kind string, op *write.Op, res *write.Result) {
+	switch {
+	case kind == "delete" || kind == "findAndModify" && op.Upd == nil:
+		e.Counters.DeletedDocs.Add(res.Matched)
+	default:
+		e.Counters.UpdatedDocs.Add(res.Modified)
+	}
+	if res.Upserted.Type != 0 {
+		e.Counters.InsertedDocs.Add(1)
+	}
+}
+
+// appendModifyResult appends the reply fields of shardModify.
+func appendModifyResult(dst []byte, res *write.Result, executed bool) []byte {
+	dst = bsoncore.AppendInt64Element(dst, "n", res.Matched)
+	dst = bsoncore.AppendInt64Element(dst, "nModified", res.Modified)
+	if res.Upserted.Type != 0 {
+		dst = bsoncore.AppendValueElement(dst, "upserted", res.Upserted)
+	}
+	if res.Before != nil {
+		dst = bsoncore.AppendDocumentElement(dst, "before", res.Before)
+	}
+	if res.After != nil {
+		dst = bsoncore.AppendDocumentElement(dst, "after", res.After)
+	}
+	dst = bsoncore.AppendDoubleElement(dst, "charge", res.Charge)
+	return bsoncore.AppendBooleanElement(dst, "executed", executed)
+}

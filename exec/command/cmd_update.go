@@ -1,0 +1,172 @@
+package command
+
+import (
+	"context"
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/update"
+	"github.com/cleavedb/cleave/exec/write"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// update runs the update command: each statement of updates in turn, stopping at the first
+// failed one when ordered. A statement's failure is a write error of the reply; only a
+// malformed command fails as a whole.
+func (e *Server) update(ctx context.Context, r *Request) error {
+	const cmd = "update"
+	a, err := parseWriteArgs(cmd, "updates", r.Body)
+	if err != nil {
+		return err
+	}
+	stmts := make([]*updateStmt, len(a.stmts))
+	for i, v := range a.stmts {
+		if stmts[i], err = parseUpdateStmt(i, v); err != nil {
+			return err
+		}
+	}
+	ci, err := e.Cat.Lookup(r.DB, a.coll)
+	if err != nil {
+		return err
+	}
+	if explainOnly(r) {
+		op, err := e.compileUpdate(r.DB, a, ci, stmts[0], false)
+		if err != nil {
+			return err
+		}
+		return e.explainWrite(ctx, r, op)
+	}
+	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
+	defer cancel()
+	rt, release, err := e.checkoutRetryable(r)
+	if err != nil {
+		return err
+	}
+	defer release()
+	res := write.Results{}
+	var upserts int64
+	for i, s := range stmts {
+		var or write.Result
+		if rec, ok := retried(rt, i, s.multi); ok {
+			or, err = rec, nil
+		} else {
+			var op *write.Op
+			op, err = e.compileUpdate(r.DB, a, ci, s, true)
+			if err == nil {
+				ci = op.CI
+				op.Retry, op.Stmt = rt, int32(i)
+				err = e.runWrite(ctx, r, op, &modifyStmt{kind: cmd, list: "updates", stmt: a.stmts[i], index: int32(i)}, &or)
+			}
+		}
+		r.Charge += or.Charge
+		if err != nil {
+			we, err := stmtWriteError(ctx, i, err)
+			if err != nil {
+				return err
+			}
+			res.Errs = append(res.Errs, we)
+			if a.ordered {
+				break
+			}
+			continue
+		}
+		res.N += or.Matched
+		res.NModified += or.Modified
+		if or.Upserted.Type != 0 {
+			res.N++
+			upserts++
+			res.Upserted = append(res.Upserted, write.Upsert{Index: i, ID: or.Upserted})
+		}
+	}
+	e.Counters.UpdatedDocs.Add(res.NModified)
+	e.Counters.InsertedDocs.Add(upserts)
+	r.Out = res.AppendReply(r.Out, true)
+	return nil
+}
+
+// stmtWriteError turns the failure of statement i into its write error. A failure that is
+// not MongoDB's (storage) fails the whole command instead, and so does an interruption
+// (maxTimeMS, a client gone), as MongoDB's write commands fail on them whatever they applied.
+func stmtWriteError(ctx context.Context, i int, err error) (mongoerr.WriteError, error) {
+	if ctx.Err() != nil {
+		return mongoerr.WriteError{}, InterruptError(ctx, err)
+	}
+	me := mongoerr.As(err)
+	if me == nil || slices.Contains(me.Labels, "RetryableWriteError") {
+		// An owner that cannot be reached (cluster mode) fails the command, whose label
+		// tells the driver to retry it, as a failed insert does.
+		return mongoerr.WriteError{}, err
+	}
+	return mongoerr.WriteError{Index: i, Err: me}, nil
+}
+
+// compileUpdate compiles update statement s of collection a.coll (ci, nil when it does not
+// exist; an upsert creates it unless only explaining).
+func (e *Server) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *updateStmt, create bool) (*write.Op, error) {
+	coll, err := collationFor(s.collation, ci)
+	if err != nil {
+		return nil, err
+	}
+	f, err := compileWriteFilter(s.q, a.let, coll)
+	if err != nil {
+		return nil, err
+	}
+	opts := updateOptions(s.u, s.arrayFilters, a.let, s.c)
+	opts.Timestamp, opts.KeepEmptyTimestamps, opts.Collator = e.Clock.Timestamp, a.bypassTs, coll
+	u, err := update.CompileValue(s.u, opts)
+	if err != nil {
+		return nil, err
+	}
+	if s.multi && u.IsReplacement() {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
+	}
+	if ci == nil && s.upsert && create {
+		if ci, err = e.Cat.ForWrite(db, a.coll); err != nil {
+			return nil, err
+		}
+	}
+	q := s.q
+	if q == nil {
+		q = query.EmptyDoc
+	}
+	op := &write.Op{
+		CI: ci, Query: q, Filter: f, Hint: s.hint, Upd: u,
+		Multi: s.multi, Upsert: s.upsert, Sync: a.wc.Sync(), Bypass: a.bypass,
+	}
+	if err := op.CheckUpdateTarget(s.u); err != nil {
+		return nil, err
+	}
+	return op, nil
+}
+
+// updateOptions are the compile options of update u: its array filters and, for a
+// pipeline update (an array), the let variables and constants its expressions see.
+func updateOptions(u bsoncore.Value, arrayFilters []bsoncore.Document, let, constants bsoncore.Document) *update.Options {
+	opts := &update.Options{ArrayFilters: arrayFilters}
+	if u.Type == bsoncore.TypeArray { // the others compile no pipeline: spare the closure
+		opts.CompilePipeline = write.PipelineCompiler(let, constants)
+	}
+	return opts
+}
+
+// compileWriteFilter compiles the query of a write statement (or a find); $expr in it
+// sees the command's let variables; strings compare with collation coll (nil: simple).
+func compileWriteFilter(q, let bsoncore.Document, coll bsonx.Collator) (*match.Filter, error) {
+	return query.CompileFilterWith(q, let, coll)
+}
+
+// explainWrite explains the read part of a write (update, delete, findAndModify): how op
+// finds its documents. It writes nothing; explain.go owns the output's shape.
+func (e *Server) explainWrite(ctx context.Context, r *Request, op *write.Op) error {
+	q := &query.Query{CI: op.CI, Filter: op.Filter, Sort: op.Sort, Hint: op.Hint}
+	limit := int64(0)
+	if !op.Multi {
+		limit = 1
+	}
+	return e.explainQuery(ctx, r, q, r.Name, limit)
+}

@@ -1,0 +1,208 @@
+package colls
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/sharding"
+	"github.com/cleavedb/cleave/shard"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// partitionStats answers {partitionStats: "<coll>"}: per partition its hash range, shard,
+// documents, bytes, measured RU/s and any hot key, so that a skewed shard key shows at a
+// glance.
+func (h *Handlers) partitionStats(_ context.Context, r *command.Request) error {
+	const cmd = "partitionStats"
+	first, _ := bsonx.FirstElement(r.Body)
+	name, err := args.String(cmd, cmd, first.Value())
+	if err != nil {
+		return err
+	}
+	ci, err := h.Cat.Lookup(r.DB, name)
+	if err != nil {
+		return err
+	}
+	if ci == nil {
+		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.DB, name)
+	}
+	snaps := h.Shards.Meters(ci).Snapshots()
+	throttled := h.Shards.Throttled(ci)
+	hot := h.Shards.HotKeys(ci.Meta.ID)
+	out := bsoncore.AppendStringElement(r.Out, "ns", ci.NS())
+	if ci.Meta.ShardKey != nil {
+		out = bsoncore.AppendDocumentElement(out, "shardKey", ci.Meta.ShardKey)
+	}
+	// The throughput the partitions share: the collection's own, or its share of its
+	// database's; each partition's budget is an even part of it.
+	prov := sharding.Throughput(h.Storage.Catalog.State(), ci.Meta)
+	out = bsoncore.AppendInt64Element(out, "throughput", int64(prov.RU))
+	out = bsoncore.AppendBooleanElement(out, "autoscale", prov.Autoscale)
+	out = bsoncore.AppendInt32Element(out, "numPartitions", int32(ci.Map.Len()))
+	var totalDocs, totalBytes int64
+	var load float64
+	aidx, out := bsoncore.AppendArrayElementStart(out, "partitions")
+	for i := 0; i < ci.Map.Len(); i++ {
+		p := ci.Map.Partition(i)
+		lo, hi := ci.Map.Range(i)
+		docs, bytes, _ := h.Cat.Shards()[p.Shard].Stats(ci.Meta.ID, lo, hi)
+		totalDocs += docs
+		totalBytes += bytes
+		pidx, o := bsoncore.AppendDocumentElementStart(out, bsonx.ArrayKey(i))
+		o = bsoncore.AppendInt64Element(o, "id", int64(p.ID))
+		o = appendHashBound(o, "min", lo, i == 0)
+		o = appendHashBound(o, "max", hi, i == ci.Map.Len()-1)
+		o = bsoncore.AppendStringElement(o, "shard", sharding.Name(p.Shard))
+		o = bsoncore.AppendInt64Element(o, "documents", docs)
+		o = bsoncore.AppendInt64Element(o, "bytes", bytes)
+		if i < len(snaps) {
+			o = bsoncore.AppendDoubleElement(o, "ruPerSec", snaps[i].RUPerSec)
+			o = bsoncore.AppendDoubleElement(o, "totalRU", snaps[i].TotalRU)
+			load += snaps[i].RUPerSec
+		}
+		o = bsoncore.AppendDoubleElement(o, "budgetRUPerSec", prov.RU/float64(ci.Map.Len()))
+		o = bsoncore.AppendInt64Element(o, "throttledRequests", throttled[i])
+		for _, h := range hot {
+			if h.ID == p.ID {
+				o = appendHotKey(o, "hotKey", &h)
+			}
+		}
+		out, _ = bsoncore.AppendDocumentEnd(o, pidx)
+	}
+	out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	if prov.Autoscale {
+		// Autoscale scales instantly between 10% and 100% of its maximum with the load, as
+		// Cosmos DB's does: requests are refused only past the maximum, and the level in
+		// use (what Cosmos bills) is the measured load within those bounds.
+		out = bsoncore.AppendDoubleElement(out, "autoscaleRUPerSec", min(max(load, prov.RU/10), prov.RU))
+	}
+	out = bsoncore.AppendInt64Element(out, "documents", totalDocs)
+	out = bsoncore.AppendInt64Element(out, "bytes", totalBytes)
+	hidx, out := bsoncore.AppendArrayElementStart(out, "hotKeys")
+	for i := range hot {
+		out = appendHotKey(out, bsonx.ArrayKey(i), &hot[i])
+	}
+	out, _ = bsoncore.AppendArrayEnd(out, hidx)
+	r.Out = h.Shards.AppendStatus(out, "manager")
+	return nil
+}
+
+// appendHashBound appends a partition bound as config.chunks shows it: the hash as a
+// signed NumberLong, MinKey and MaxKey at the ends of the space.
+func appendHashBound(dst []byte, key string, h uint64, end bool) []byte {
+	switch {
+	case end && key == "min":
+		return bsoncore.AppendMinKeyElement(dst, key)
+	case end:
+		return bsoncore.AppendMaxKeyElement(dst, key)
+	}
+	return bsoncore.AppendInt64Element(dst, key, shard.HashToInt64(h))
+}
+
+// appendHotKey appends one hot-key report.
+func appendHotKey(dst []byte, key string, h *shard.HotKeyReport) []byte {
+	idx, o := bsoncore.AppendDocumentElementStart(dst, key)
+	o = bsoncore.AppendInt64Element(o, "partition", int64(h.ID))
+	o = bsoncore.AppendStringElement(o, "key", sharding.HotKeyLabel(h.Label))
+	o = bsoncore.AppendInt64Element(o, "hash", shard.HashToInt64(h.Hash))
+	o = bsoncore.AppendDoubleElement(o, "share", h.Share)
+	o = bsoncore.AppendDoubleElement(o, "ruPerSec", h.RUPerSec)
+	o = bsoncore.AppendInt64Element(o, "bytes", h.Bytes)
+	o = bsoncore.AppendBooleanElement(o, "singleKey", h.SingleKey)
+	o = bsoncore.AppendStringElement(o, "reason", h.Reason.String())
+	o, _ = bsoncore.AppendDocumentEnd(o, idx)
+	return o
+}
+
+// moveChunk runs {moveChunk: ns, find: {<shard key>: value} | bounds: [min, max], to:
+// "shard-N"}: it moves the partition holding that value (or starting at bounds[0]) online.
+func (h *Handlers) moveChunk(_ context.Context, r *command.Request) error {
+	const cmd = "moveChunk"
+	first, _ := bsonx.FirstElement(r.Body)
+	ns, err := args.String(cmd, cmd, first.Value())
+	if err != nil {
+		return err
+	}
+	var find bsoncore.Document
+	var bounds bsoncore.Array
+	to := ""
+	err = args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "find":
+			find, err = args.Doc(cmd, key, v)
+		case "bounds":
+			bounds, err = args.Array(cmd, key, v)
+		case "to":
+			to, err = args.String(cmd, key, v)
+		case "_waitForDelete", "waitForDelete", "_secondaryThrottle", "secondaryThrottle", "forceJumbo":
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return err
+	}
+	db, coll, _ := strings.Cut(ns, ".")
+	ci, err := h.Cat.Lookup(db, coll)
+	if err != nil {
+		return err
+	}
+	if ci == nil || ci.Hashed < 0 {
+		return mongoerr.New(mongoerr.NamespaceNotSharded, "Collection %s is not sharded.", ns)
+	}
+	dest := -1
+	for i := range h.Cat.Shards() {
+		if sharding.Name(i) == to {
+			dest = i
+		}
+	}
+	if dest < 0 {
+		return mongoerr.New(mongoerr.ShardNotFound, "Could not find shard %s", to)
+	}
+	var hash uint64
+	switch {
+	case find != nil:
+		if hash, err = ci.ShardHash(find); err != nil {
+			return err
+		}
+	case bounds != nil:
+		lo, ok := bounds.Index(0).DocumentOK()
+		if !ok {
+			return mongoerr.New(mongoerr.BadValue, "bounds must be [min, max]")
+		}
+		v, _ := bsonx.Lookup(lo, ci.ShardKey[ci.Hashed].Path)
+		if n, ok := v.Int64OK(); ok {
+			hash = shard.Int64ToHash(n)
+		}
+	default:
+		return mongoerr.New(mongoerr.InvalidOptions, "need to specify either find or bounds")
+	}
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		id := ci.Map.Partition(ci.Map.Locate(hash)).ID
+		err := h.Shards.MovePartition(db, coll, id, dest, "moveChunk")
+		if err == nil {
+			break
+		}
+		// With find, the chunk is whichever holds the value now: one the partition manager
+		// split or moved since it was looked up is looked up again. With bounds, the chunk
+		// named is gone: ConflictingOperationInProgress, as MongoDB answers.
+		if find == nil || !errors.Is(err, shard.ErrStaleAction) || attempt == 2 {
+			return command.MoveError(err)
+		}
+		if ci, err = h.Cat.Lookup(db, coll); err != nil || ci == nil {
+			return command.MoveError(shard.ErrStaleAction)
+		}
+	}
+	r.Out = bsoncore.AppendInt64Element(r.Out, "millis", time.Since(start).Milliseconds())
+	return nil
+}

@@ -1,0 +1,336 @@
+package command
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/stream"
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// cursorTimeout is how long a cursor may sit idle before it is closed (MongoDB's
+// cursorTimeoutMillis, 10 minutes).
+const cursorTimeout = 10 * time.Minute
+
+// MaxCursorsPerConnection caps the cursors one connection has opened and not yet exhausted,
+// killed or let time out; one more fails with OperationFailed (96) and closes the new
+// cursor. MongoDB has no such cap; it bounds what one client can pin (snapshots, iterators,
+// pending documents) for ten minutes.
+const MaxCursorsPerConnection = 10_000
+
+// maxBatchBytes bounds the documents of one reply batch, leaving room in a 16 MiB + 16 KiB
+// reply for the envelope, as MongoDB does.
+const maxBatchBytes = wire.MaxBSONSize
+
+// cursor is an open query result that getMore continues. Only one getMore may use a cursor
+// at a time (MongoDB answers CursorInUse otherwise).
+type cursor struct {
+	id        int64
+	ns        string // "db.coll", for the reply
+	stream    stream.Stream
+	pending   bsoncore.Document // a document read but not sent: it did not fit the last batch
+	limit     int64             // documents still allowed, 0 = no limit
+	noTimeout bool
+	lastUsed  atomic.Int64 // unix nanoseconds
+	inUse     atomic.Bool
+	// release runs when the cursor closes (per-query resources beyond the stream).
+	release func()
+	// lsid is the session the cursor was opened in (hasSession): it closes with the session
+	// (killSessions, or the session's expiry), whatever its own timeout.
+	lsid       [16]byte
+	hasSession bool
+	// openedBy counts the open cursors of the connection that registered this one; Close
+	// gives its slot back.
+	openedBy *atomic.Int32
+	// coll is the collection a find or aggregate cursor reads (nil for catalog listings):
+	// once it is dropped or renamed, getMore fails with QueryPlanKilled as mongod's yield
+	// recovery does, rather than serving its old snapshot.
+	coll *store.Collection
+	// TimeLeft is what remains of the opening command's maxTimeMS (0: no limit). Each
+	// getMore runs under it and keeps what it did not use, as MongoDB's leftover time does.
+	TimeLeft time.Duration
+	// tailable cursors stay open at the end of their capped collection; awaitData ones
+	// wait for its inserts (cmd_tail.go) on capped's wake channel. limitHit reports that
+	// the cursor returned its limit.
+	tailable, awaitData bool
+	capped              *catalog.CappedState
+	tail                *query.Tail
+	limitHit            bool
+}
+
+// cursorRegistry holds the open cursors of an Executor.
+type cursorRegistry struct {
+	mu struct {
+		sync.Mutex
+		m map[int64]*cursor
+	}
+	stop chan struct{}
+	// sessionAlive reports whether a session is still live (sessionCache.alive); nil: all
+	// are.
+	sessionAlive func(lsid [16]byte, now time.Time) bool
+}
+
+// newCursorRegistry returns a registry whose reaper closes idle cursors, and those of
+// sessions no longer alive (nil: never), every interval.
+func newCursorRegistry(interval time.Duration, alive func(lsid [16]byte, now time.Time) bool) *cursorRegistry {
+	r := &cursorRegistry{stop: make(chan struct{}), sessionAlive: alive}
+	r.mu.m = map[int64]*cursor{}
+	go r.reap(interval)
+	return r
+}
+
+// add registers c under a fresh random non-zero id and returns the id.
+func (r *cursorRegistry) add(c *cursor) int64 {
+	c.lastUsed.Store(time.Now().UnixNano())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		id := int64(binary.LittleEndian.Uint64(b[:]) &^ (1 << 63))
+		if id == 0 || r.mu.m[id] != nil {
+			continue
+		}
+		c.id = id
+		r.mu.m[id] = c
+		return id
+	}
+}
+
+// Acquire returns the cursor id for exclusive use by one getMore; release it with done.
+func (r *cursorRegistry) Acquire(id int64) (*cursor, error) {
+	r.mu.Lock()
+	c := r.mu.m[id]
+	r.mu.Unlock()
+	if c == nil {
+		return nil, mongoerr.New(mongoerr.CursorNotFound, "cursor id %d not found", id)
+	}
+	if !c.inUse.CompareAndSwap(false, true) {
+		return nil, mongoerr.New(mongoerr.CursorInUse, "Cursor already in use (namespace: '%s', id: %d).", c.ns, id)
+	}
+	return c, nil
+}
+
+// Done ends a getMore's use of c; an exhausted cursor is removed and closed.
+func (r *cursorRegistry) Done(c *cursor, exhausted bool) {
+	c.lastUsed.Store(time.Now().UnixNano())
+	if exhausted {
+		r.remove(c.id)
+	}
+	c.inUse.Store(false)
+}
+
+// remove unregisters and closes the cursor id; it reports whether it existed.
+func (r *cursorRegistry) remove(id int64) bool {
+	r.mu.Lock()
+	c := r.mu.m[id]
+	delete(r.mu.m, id)
+	r.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// removeIn unregisters and closes cursor id if it belongs to namespace ns.
+func (r *cursorRegistry) removeIn(id int64, ns string) bool {
+	r.mu.Lock()
+	c := r.mu.m[id]
+	if c == nil || c.ns != ns {
+		r.mu.Unlock()
+		return false
+	}
+	delete(r.mu.m, id)
+	r.mu.Unlock()
+	c.Close()
+	return true
+}
+
+// reap closes cursors idle for longer than cursorTimeout, until close is called.
+func (r *cursorRegistry) reap(interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case now := <-t.C:
+			r.Expire(now)
+		}
+	}
+}
+
+// Expire closes every idle, timeout-eligible cursor not in use as of now.
+func (r *cursorRegistry) Expire(now time.Time) {
+	cutoff := now.Add(-cursorTimeout).UnixNano()
+	var dead []*cursor
+	r.mu.Lock()
+	for id, c := range r.mu.m {
+		idle := !c.noTimeout && c.lastUsed.Load() < cutoff
+		orphaned := c.hasSession && r.sessionAlive != nil && !r.sessionAlive(c.lsid, now)
+		if !c.inUse.Load() && (idle || orphaned) {
+			delete(r.mu.m, id)
+			dead = append(dead, c)
+		}
+	}
+	r.mu.Unlock()
+	for _, c := range dead {
+		c.Close()
+	}
+}
+
+// removeSessions closes the cursors of the sessions for which match is true.
+func (r *cursorRegistry) removeSessions(match func(lsid [16]byte) bool) {
+	var dead []*cursor
+	r.mu.Lock()
+	for id, c := range r.mu.m {
+		if c.hasSession && match(c.lsid) {
+			delete(r.mu.m, id)
+			dead = append(dead, c)
+		}
+	}
+	r.mu.Unlock()
+	for _, c := range dead {
+		c.Close()
+	}
+}
+
+// closeAll stops the reaper and closes every cursor (server shutdown).
+func (r *cursorRegistry) closeAll() {
+	close(r.stop)
+	r.mu.Lock()
+	all := r.mu.m
+	r.mu.m = map[int64]*cursor{}
+	r.mu.Unlock()
+	for _, c := range all {
+		c.Close()
+	}
+}
+
+// Close releases the cursor's stream and resources.
+func (c *cursor) Close() {
+	if c.openedBy != nil {
+		c.openedBy.Add(-1)
+		c.openedBy = nil
+	}
+	c.stream.Close()
+	if c.release != nil {
+		c.release()
+		c.release = nil
+	}
+}
+
+// fillBatch appends up to n documents (n <= 0: no count limit) to the open array dst, within
+// maxBatchBytes and the cursor's remaining limit, and reports whether the result is exhausted. A document that does not fit is
+// kept as pending for the next batch; one document is always sent even if it alone is large.
+func (c *cursor) fillBatch(ctx context.Context, dst []byte, n int64) ([]byte, bool, error) {
+	if c.tail != nil {
+		defer c.tail.Yield() // the next batch starts again from the position
+	}
+	start := len(dst)
+	var i int64
+	for n <= 0 || i < n {
+		if c.limit > 0 && i >= c.limit {
+			break
+		}
+		doc := c.pending
+		c.pending = nil
+		if doc == nil {
+			var err error
+			doc, err = c.stream.Next(ctx)
+			if err != nil {
+				return dst, false, err
+			}
+			if doc == nil {
+				return dst, true, nil
+			}
+		}
+		if i > 0 && len(dst)-start+len(doc) > maxBatchBytes {
+			c.pending = append(bsoncore.Document(nil), doc...)
+			break
+		}
+		dst = bsoncore.AppendDocumentElement(dst, bsonx.ArrayKey(int(i)), doc)
+		i++
+	}
+	if c.limit > 0 {
+		c.limit -= i
+		if c.limit <= 0 {
+			c.limitHit = true
+			return dst, true, nil
+		}
+	}
+	// NB: no peek past a full batch: it could scan far for a selective filter, which MongoDB
+	// defers to the next getMore. The cursor stays open and a later getMore may return an
+	// empty final batch, as mongod's does.
+	return dst, false, nil
+}
+
+// checkSession refuses a getMore (body) from another session than the cursor's, as mongos
+// does (validateLSID in cluster_find.cpp): a cursor opened in a session is continued only
+// in it, and one opened outside any session only outside one.
+func (c *cursor) checkSession(body bsoncore.Document) error {
+	lsid, has := lsidOf(body)
+	switch {
+	case has && !c.hasSession:
+		return mongoerr.New(mongoerr.Location50799, "Cannot run getMore on cursor %d, which was not created in a session, in session %s", c.id, sessionString(lsid))
+	case !has && c.hasSession:
+		return mongoerr.New(mongoerr.Location50800, "Cannot run getMore on cursor %d, which was created in session %s, without an lsid", c.id, sessionString(c.lsid))
+	case has && lsid != c.lsid:
+		return mongoerr.New(mongoerr.Location50801, "Cannot run getMore on cursor %d, which was created in session %s, in session %s", c.id, sessionString(c.lsid), sessionString(lsid))
+	}
+	return nil
+}
+
+// UUIDString formats a UUID as MongoDB prints one (8-4-4-4-12 lowercase hex digits).
+func UUIDString(id [16]byte) string {
+	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
+}
+
+// checkCursorColl fails once the collection cursor c reads was dropped or renamed since it
+// opened, with mongod's QueryPlanKilled (its plan executor's restore after a yield).
+func (e *Server) checkCursorColl(c *cursor) error {
+	if c.coll == nil {
+		return nil
+	}
+	m := e.Cat.Store().State().CollectionByID(c.coll.ID)
+	switch {
+	case m == nil || m.UUID != c.coll.UUID:
+		return mongoerr.New(mongoerr.QueryPlanKilled, "collection dropped. UUID %s", UUIDString(c.coll.UUID))
+	case m.DB != c.coll.DB || m.Name != c.coll.Name:
+		return mongoerr.New(mongoerr.QueryPlanKilled, "collection renamed from '%s.%s' to '%s.%s'. UUID %s",
+			c.coll.DB, c.coll.Name, m.DB, m.Name, UUIDString(c.coll.UUID))
+	}
+	return nil
+}
+
+// deadline returns ctx bounded by what remains of the opening command's maxTimeMS.
+func (c *cursor) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.TimeLeft == 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.TimeLeft)
+}
+
+// keepTimeLeft records what a batch left of ctx's deadline for the next getMore; time
+// between getMores does not count, as in MongoDB. An exhausted budget is kept as 1ns, so
+// that the next getMore fails.
+func (c *cursor) keepTimeLeft(ctx context.Context) {
+	dl, ok := ctx.Deadline()
+	if !ok || c.tailable { // a tailable find's maxTimeMS bounds the find only
+		return
+	}
+	c.TimeLeft = max(time.Until(dl), time.Nanosecond)
+}

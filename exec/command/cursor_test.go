@@ -1,0 +1,91 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/internal/streamtest"
+	"github.com/cleavedb/cleave/exec/stream"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// closeCount is a stream of n small documents that counts its Close calls.
+type closeCount struct {
+	stream.Slice
+	closed int
+}
+
+// Close implements stream.Stream.
+func (s *closeCount) Close() { s.closed++ }
+
+// newCountedCursor returns a cursor over n documents {i: k}.
+func newCountedCursor(t *testing.T, n int) (*cursor, *closeCount) {
+	t.Helper()
+	s := &closeCount{}
+	for i := range n {
+		s.Docs = append(s.Docs, streamtest.ExtDoc(t, fmt.Sprintf(`{"i": %d}`, i)))
+	}
+	return &cursor{ns: "db.c", stream: s}, s
+}
+
+// TestCursorBatches: batches honour their size and the cursor's limit, and report the end.
+func TestCursorBatches(t *testing.T) {
+	ctx := context.Background()
+	c, _ := newCountedCursor(t, 5)
+	c.limit = 4
+	batch := func(n int64) (int, bool) {
+		idx, b := bsoncore.AppendArrayStart(nil)
+		b, done, err := c.fillBatch(ctx, b, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ = bsoncore.AppendArrayEnd(b, idx)
+		vals, _ := bsoncore.Array(b).Values()
+		return len(vals), done
+	}
+	if n, done := batch(3); n != 3 || done {
+		t.Errorf("first batch: %d documents, done %v; want 3, false", n, done)
+	}
+	if n, done := batch(3); n != 1 || !done {
+		t.Errorf("second batch: %d documents, done %v; want the 1 the limit leaves, done", n, done)
+	}
+}
+
+// TestCursorRegistry: one getMore at a time, removal closes, idle cursors expire unless
+// noCursorTimeout, and closeAll closes the rest.
+func TestCursorRegistry(t *testing.T) {
+	r := newCursorRegistry(time.Hour, nil)
+	c, s := newCountedCursor(t, 1)
+	id := r.add(c)
+	if _, err := r.Acquire(id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Acquire(id); mongoerr.As(err) == nil || mongoerr.As(err).Code != mongoerr.CursorInUse {
+		t.Errorf("a second acquire: %v, want CursorInUse", err)
+	}
+	r.Done(c, false)
+	if !r.remove(id) || s.closed != 1 {
+		t.Errorf("remove: closed %d times", s.closed)
+	}
+	if _, err := r.Acquire(id); mongoerr.As(err) == nil || mongoerr.As(err).Code != mongoerr.CursorNotFound {
+		t.Errorf("acquire after remove: %v, want CursorNotFound", err)
+	}
+
+	idle, si := newCountedCursor(t, 1)
+	kept, sk := newCountedCursor(t, 1)
+	kept.noTimeout = true
+	r.add(idle)
+	r.add(kept)
+	r.Expire(time.Now().Add(cursorTimeout + time.Second))
+	if si.closed != 1 || sk.closed != 0 {
+		t.Errorf("expire: idle closed %d times, noCursorTimeout one %d; want 1, 0", si.closed, sk.closed)
+	}
+	r.closeAll()
+	if sk.closed != 1 {
+		t.Errorf("closeAll left the noCursorTimeout cursor open")
+	}
+}

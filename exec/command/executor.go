@@ -1,0 +1,385 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/exec/access"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/clock"
+	"github.com/cleavedb/cleave/exec/ddl"
+	"github.com/cleavedb/cleave/exec/params"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/sharding"
+	"github.com/cleavedb/cleave/exec/stream"
+	"github.com/cleavedb/cleave/exec/write"
+	"github.com/cleavedb/cleave/shard"
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// Options configures an Executor.
+type Options struct {
+	// Argv and Parsed are what getCmdLineOpts reports: the process arguments and the
+	// effective configuration as a BSON document (MongoDB's "parsed" shape).
+	Argv   []string
+	Parsed bsoncore.Document
+	// SlowOp is the duration above which a finished command is logged at Info (MongoDB's
+	// slowms); faster ones are logged at Debug only.
+	SlowOp time.Duration
+	// TestCommands enables commands that exist only for test suites (failpoints and the
+	// like), as mongod's enableTestCommands does.
+	TestCommands bool
+	// WireStats reports connection and network counters for serverStatus; nil reports zeros.
+	WireStats func() wire.Stats
+	// Log keeps recent log lines for getLog; nil answers with an empty log.
+	Log *LogRing
+	// MaxConns is the connection cap serverStatus reports "available" against.
+	MaxConns int
+	// Storage is where documents live; nil serves only the server commands (wire tests).
+	Storage *Storage
+	// Partitioning is the split, move and metering policy: partition size and RU limits, the
+	// load-split threshold and window, the logical-partition limit (shard.Options; zero
+	// fields get Cosmos DB's defaults).
+	Partitioning shard.Options
+	// MaxParallelism bounds how many shards one operation runs on at once; 0 means all.
+	MaxParallelism int
+	// PartitionCheckInterval is how often the partition manager looks at partition stats and
+	// decides splits and moves; 0 means one second.
+	PartitionCheckInterval time.Duration
+	// Auth is access control (auth.go).
+	Auth AuthOptions
+	// SessionTimeout is localLogicalSessionTimeoutMinutes: a session unused that long
+	// expires (session_reap.go); 0 means 30 minutes. Tests shorten it.
+	SessionTimeout time.Duration
+}
+
+// EnsureDefaults fills in zero fields with their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.SlowOp == 0 {
+		o.SlowOp = 100 * time.Millisecond
+	}
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = DefaultSessionTimeout
+	}
+	if o.WireStats == nil {
+		o.WireStats = func() wire.Stats { return wire.Stats{} }
+	}
+}
+
+// Server answers MongoDB commands. It implements wire.Handler: every accepted connection
+// gets its own conn, which runs that connection's commands one at a time.
+type Server struct {
+	Opts     Options
+	Log      *zap.Logger
+	Started  time.Time
+	Commands *Table
+	Counters Counters
+	metrics  *Metrics // the Prometheus collector (metrics.go)
+	Storage  Storage
+	Cursors  *cursorRegistry
+	// Remote reaches other nodes' shards (cluster mode; nil on a single node).
+	Remote   *remoteShards
+	Sessions sessionCache
+	Txns     txnRegistry // open multi-document transactions (txn.go)
+	// Snapshots are the snapshots of snapshot reads, by cluster time (snapshot_read.go).
+	Snapshots snapshotHistory
+	Clock     clock.Clock        // cluster time: $clusterTime and operationTime
+	Conns     sync.Map           // connection id → *conn, for $currentOp (current_op.go)
+	IndexUse  catalog.IndexUsage // $indexStats
+	stop      chan struct{}      // closed by Close
+	SlowOps   params.SlowOps     // which finished commands are logged at Info (cmd_profile.go)
+	// Fail is the failCommand failpoint (failpoint.go).
+	Fail failPoints
+	// BeforeFlip, afterBuildStart and beforeGroupLock are the failpoints
+	// pauseMoveBeforeFlip, hangAfterStartingIndexBuild and pauseMultiWriteBeforeLock
+	// (failpoint_pause.go).
+	BeforeFlip, AfterBuildStart, BeforeGroupLock gate
+	// Knobs are the parameters setParameter changes (cmd_params.go).
+	Knobs *params.Knobs
+	// Access holds the users and roles and checks commands against them.
+	Access *access.State
+
+	// The packages that do the work, wired together by New; nil without Storage.
+	// cat is the catalog: compiled collections, key locks, the DDL lock.
+	Cat *catalog.Catalog
+	// Query runs reads (plan, scans, merge).
+	Query *query.Engine
+	// Write runs writes (targeting, key locks, index maintenance, atomic batches).
+	Write *write.Path
+	// Shards is the partition manager: meters, splits, moves (the write path's stage hook).
+	Shards *sharding.Manager
+	// DDL runs index builds, unique conversions and the TTL monitor.
+	DDL *ddl.Runner
+	// Temp is where blocking stages spill (Storage.Temp).
+	Temp *stream.Temp
+}
+
+// New returns an Executor.
+func New(opts Options, logger *zap.Logger, families ...Family) *Server {
+	opts.EnsureDefaults()
+	e := &Server{
+		Opts:    opts,
+		Log:     logger.Named("exec"),
+		Started: time.Now(),
+		Knobs:   params.NewKnobs(),
+		stop:    make(chan struct{}),
+	}
+	e.SlowOps.Init(opts.SlowOp)
+	e.Txns.Lifetime.Store(int64(params.DefaultTxnLifetime))
+	e.Knobs.TxnLifetime.OnSet(func(v int64) { e.Txns.Lifetime.Store(v * int64(time.Second)) })
+	e.Txns.dropCreated = e.dropTxnCreated
+	e.Sessions.timeout = opts.SessionTimeout
+	e.Cursors = newCursorRegistry(time.Minute, e.Sessions.alive)
+	if opts.Storage != nil {
+		e.Storage = *opts.Storage
+		e.Temp = stream.NewTemp(e.Storage.Temp)
+		e.Cat = catalog.New(e.Storage.Shards, e.Storage.Catalog, e.Log)
+		e.Shards = sharding.New(e.Cat, e.Log, sharding.Options{
+			Partitioning:  opts.Partitioning,
+			CheckInterval: opts.PartitionCheckInterval,
+			Started:       e.Started,
+			ListenAddr:    e.ListenAddr(),
+			Version:       ServerVersion,
+			Cluster:       e.Storage.Cluster,
+		})
+		qopts := query.Options{
+			MaxParallelism: opts.MaxParallelism,
+			Temp:           e.Temp,
+			SortBytes:      e.Knobs.SortMemory.Load,
+			Meters:         e.Shards.ReadMeters,
+			Budgets:        e.Shards.ReadBudgets,
+			IndexUse:       &e.IndexUse,
+		}
+		if e.Storage.Cluster != nil {
+			e.Remote = newRemoteShards(e, e.Storage.Cluster)
+			qopts.Remote = e.Remote
+			e.Shards.SetPeers(movePeers{e.Remote})
+		}
+		e.Query = query.New(e.Cat, qopts)
+		e.Write = write.NewPath(e.Cat, e.Query, e.Shards).WithLogger(e.Log.Named("write")).WithGate(&e.Txns)
+		e.DDL = ddl.New(e.Cat, e.Write, e.Log, &e.Counters.DeletedDocs)
+		e.DDL.SetBuildHook(e.AfterBuildStart.Pass)
+		e.Shards.SetFlipHook(e.BeforeFlip.Pass)
+		e.Write.SetGroupHook(e.BeforeGroupLock.Pass)
+		e.Storage.Catalog.SetHomePicker(e.Shards.HomeShard)
+		if e.Remote != nil {
+			e.DDL.SetRemote(ddlRemote{e})
+			e.DDL.SetNodes(e.Storage.Cluster)
+		}
+		e.DDL.AbortUnfinished()
+	}
+	var securityRecords *store.Catalog
+	if opts.Storage != nil {
+		securityRecords = opts.Storage.Catalog
+	}
+	e.Access = access.New(opts.Auth, securityRecords, e.Log)
+	e.Commands = e.commandTable(families)
+	e.metrics = newMetrics(e)
+	go e.runSessionReaper()
+	if opts.Storage != nil {
+		e.Shards.Start(e.Write)
+		e.DDL.StartTTL()
+		e.DDL.StartOrphanSweep()
+	}
+	return e
+}
+
+// Close stops the executor's background work and closes its cursors. Call it after the
+// wire server has drained and before closing storage.
+func (e *Server) Close() {
+	select {
+	case <-e.stop:
+		return
+	default:
+	}
+	close(e.stop)
+	if e.Shards != nil {
+		e.Shards.Close()
+		e.DDL.Close()
+	}
+	e.Cursors.closeAll()
+	e.Snapshots.closeAll()
+}
+
+// Connect implements wire.Handler.
+func (e *Server) Connect(info wire.ConnInfo) wire.ConnHandler {
+	c := &Conn{
+		e:    e,
+		Info: info,
+		Log:  e.Log.With(zap.Int64("conn_id", info.ID)),
+	}
+	e.Conns.Store(info.ID, c)
+	return c
+}
+
+// conn is one client connection's state: what its commands share (the reply buffer, the
+// statistics of the last request for getLastRequestStatistics, the client's metadata).
+type Conn struct {
+	e    *Server
+	Info wire.ConnInfo
+	Log  *zap.Logger
+	out  []byte // reply buffer, reused from request to request
+	Last requestStats
+	// compressors are those both sides support, negotiated by hello.
+	Compressors []string
+	// seenHello is set by the connection's first hello (or isMaster): the client metadata
+	// may only come with that one (ClientMetadataCannotBeMutated).
+	SeenHello bool
+	// appName is the application name of the handshake's client metadata (failpoint.go),
+	// written under ops.mu, which $currentOp on other connections holds to read it.
+	appName string
+	// ops is the command running now, for $currentOp (current_op.go).
+	ops opState
+	// Authn is who the connection authenticated as.
+	Authn access.Conn
+	// openCursors counts the cursors this connection opened that are still open
+	// (MaxCursorsPerConnection).
+	openCursors atomic.Int32
+	// names are the last database name and namespace its requests named (names.go).
+	names nameCache
+	// streamCounter is the topologyVersion counter of the last reply of an exhaust hello
+	// stream, which the next reply waits on (topology.go).
+	StreamCounter int64
+}
+
+// requestStats describes the last finished command of a connection.
+type requestStats struct {
+	Command  string
+	Duration time.Duration
+	Charge   float64 // request units
+}
+
+// maxRetainedReply is the largest reply buffer a connection keeps between requests; a
+// larger one (a big cursor batch) is dropped so that idle connections stay small.
+const maxRetainedReply = 1 << 20
+
+// Handle implements wire.ConnHandler: it runs one command and builds its reply.
+func (c *Conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document, error) {
+	if cap(c.out) > maxRetainedReply {
+		c.out = nil
+	}
+	start := time.Now()
+	r := Request{Conn: c, Body: req.Body, RequestID: req.RequestID, Legacy: req.Legacy, Wire: req}
+	idx, out := bsoncore.AppendDocumentStart(c.out[:0])
+	r.Out = out
+	ctx, kill := context.WithCancelCause(ctx) // killOp's handle on the command
+	c.begin(req.Body, start, kill)
+	err := c.e.dispatch(ctx, &r)
+	c.end()
+	if !errors.Is(err, ErrCloseConnection) {
+		err = InterruptError(ctx, err) // before kill(nil) cancels ctx
+		err = catalog.StoreError(err)  // a full disk or a failed commit, wherever it surfaced
+	}
+	kill(nil)
+	if errors.Is(err, ErrCloseConnection) {
+		c.finish(&r, start, err)
+		return nil, err // the wire layer closes the socket without a reply
+	}
+	out = r.Out
+	if err != nil {
+		merr := mongoerr.From(err)
+		if merr.Code == mongoerr.InternalError && merr.Unwrap() != nil {
+			c.Log.Error("command failed", zap.Int32("request_id", req.RequestID),
+				zap.String("cmd", r.Name), zap.Error(merr.Unwrap()))
+		}
+		out = merr.AppendReply(out[:idx+4])
+	} else {
+		out = r.Txn.appendRecoveryToken(out)
+		out = r.appendAtClusterTime(out, int(idx))
+		out = bsoncore.AppendDoubleElement(out, "ok", 1)
+	}
+	if !r.Legacy {
+		t := c.e.Clock.Now()
+		if r.Wrote {
+			t = c.e.Clock.Tick()
+		}
+		out = clock.AppendClusterTime(out, t)
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	c.out = out
+	c.finish(&r, start, err)
+	return out, nil
+}
+
+// finish records the statistics of a finished command and logs it: at Info when it was
+// slow, at Debug otherwise.
+func (c *Conn) finish(r *Request, start time.Time, err error) {
+	d := time.Since(start)
+	c.e.metrics.Observe(r.Name, d, err)
+	if r.Name != "getLastRequestStatistics" {
+		c.Last = requestStats{Command: r.Name, Duration: d, Charge: r.Charge}
+	}
+	level := zap.DebugLevel
+	if c.e.SlowOps.Slow(d) && !r.Awaited {
+		level = zap.InfoLevel
+	}
+	ce := c.Log.Check(level, "command")
+	if ce == nil {
+		return
+	}
+	fields := []zap.Field{
+		zap.Int32("request_id", r.RequestID), zap.String("cmd", r.Name), zap.String("db", r.DB),
+		zap.Duration("duration", d), zap.Float64("ru", r.Charge),
+	}
+	if err != nil {
+		e := mongoerr.From(err)
+		fields = append(fields, zap.Int32("code", int32(e.Code)), zap.String("errmsg", e.Message))
+	}
+	ce.Write(fields...)
+}
+
+// Close implements wire.ConnHandler.
+func (c *Conn) Close() {
+	c.e.Conns.Delete(c.Info.ID)
+	c.out = nil
+}
+
+// recoverPanic turns a panic in a command into an InternalError reply and a log line with
+// the stack, so that no input crashes the server.
+func (c *Conn) recoverPanic(r *Request, err *error) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	c.Log.Error("command panicked", zap.Int32("request_id", r.RequestID), zap.String("cmd", r.Name),
+		zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+	*err = mongoerr.New(mongoerr.InternalError, "internal error while running %s", r.Name)
+}
+
+// Storage is what the executor reads and writes: one store per shard and the catalog, which
+// lives in shard 0.
+type Storage struct {
+	Shards  []catalog.Shard
+	Catalog *store.Catalog
+	// Cluster is the cluster this node belongs to (package cluster, through cmd/cleave); nil
+	// in single-node mode. Shards is then indexed by cluster-wide shard id, other nodes'
+	// shards being catalog.Remote stand-ins.
+	Cluster sharding.Cluster
+	// Temp is where blocking sorts and $group spill under allowDiskUse (mongod's
+	// <dbpath>/_tmp); nil: a private store under os.TempDir().
+	Temp *store.TempStore
+}
+
+// listenAddr is the address the server listens on, from the parsed configuration.
+func (e *Server) ListenAddr() string {
+	net, ok := e.Opts.Parsed.Lookup("net").DocumentOK()
+	if !ok {
+		return "localhost:27017"
+	}
+	host, _ := net.Lookup("bindIp").StringValueOK()
+	port, _ := net.Lookup("port").StringValueOK()
+	return host + ":" + port
+}
+
+// SetShards replaces the shards, indexed by shard id (cluster mode: other nodes' shards
+// appear as they join; see catalog.Catalog.SetShards).
+func (e *Server) SetShards(shards []catalog.Shard) { e.Cat.SetShards(shards) }

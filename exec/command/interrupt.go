@@ -1,0 +1,58 @@
+package command
+
+import (
+	"context"
+	"errors"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// A command ends early when its context does: its maxTimeMS passed (query.Deadline) or its
+// client disconnected (the wire server cancels the connection's context when it sees the
+// socket close while a command runs). Long loops check the context: scans every few hundred
+// documents, writes before each group's key locks and while waiting for them, index builds
+// between batches. What the command committed before stays committed; nothing is applied
+// after the command has failed.
+
+// interruptError maps err, a failure of a command whose context may have ended, to the error
+// MongoDB answers: Interrupted (11601) when killOp killed it, MaxTimeMSExpired (50) past
+// maxTimeMS, ClientDisconnect (279) when the client went away; any other error is returned as
+// is.
+func InterruptError(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case errors.Is(context.Cause(ctx), errKilled):
+		return mongoerr.New(mongoerr.Interrupted, "operation was interrupted")
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+		return mongoerr.New(mongoerr.MaxTimeMSExpired, "operation exceeded time limit")
+	case errors.Is(ctx.Err(), context.Canceled), errors.Is(err, context.Canceled):
+		return mongoerr.New(mongoerr.ClientDisconnect, "operation was interrupted because a client disconnected")
+	}
+	return err
+}
+
+// lockDDL takes the DDL lock for command cmd, whose body may give maxTimeMS (nil: none), giving
+// up with MongoDB's answer when the command's time limit passes first (MaxTimeMSExpired), or
+// its context ends (killOp, the client gone): an index build holds the lock to its end, and a
+// move into this node from another holds it until its commit, or until its source is given
+// up for dead.
+func (e *Server) LockDDL(ctx context.Context, cmd string, body bsoncore.Document) (unlock func(), err error) {
+	var limit int64
+	if v, err := body.LookupErr("maxTimeMS"); err == nil {
+		if limit, err = maxTimeMS(cmd, v); err != nil {
+			return nil, err
+		}
+	}
+	wctx, cancel := query.Deadline(ctx, limit)
+	defer cancel()
+	unlock, err = e.Cat.LockDDLCtx(wctx)
+	if err != nil {
+		return nil, InterruptError(wctx, err)
+	}
+	return unlock, nil
+}

@@ -1,0 +1,354 @@
+package command
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/update"
+	"github.com/cleavedb/cleave/exec/write"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// Updates, deletes and findAndModify in cluster mode (the router's side; the owner's is
+// cmd_shard_modify.go). A statement is targeted as it is locally (query.TargetPartitions:
+// the shard key fixed → its partitions, otherwise all of them) and its targets grouped by
+// node. When they are all this node's the statement runs here as in single-node mode;
+// otherwise each owner re-parses the statement (a one-statement command: stmtCommand) and
+// runs it with _cleaveShardModify, restricted to its shards and to the hash ranges the
+// router planned on (StaleConfig 13388 when its map differs):
+//   - a statement all of whose targets are on one other node runs there whole, upsert
+//     included (an upsert fixes the full shard key, so its document lands there);
+//   - a multi update or delete runs on every owning node at once; the router sums n and
+//     nModified, and when nothing matched anywhere an upsert runs on the node owning the
+//     new document's shard;
+//   - a single-document write targeting several nodes (an exact _id, which mongos 7.0
+//     allows) first asks every node whether a retryable statement already ran there
+//     (mode probe), then finds the first matching document in sort order through a read
+//     over every node (remote reads merge as any read does) and writes it on its owner by
+//     hash and _id (mode target, write.Path.RunTarget); a document gone or changed
+//     meanwhile is looked for again, as the local write path does.
+// A document never moves between nodes: WouldChangeOwningShard 283 (write.checkOwningShard).
+
+// Modes of _cleaveShardModify.
+const (
+	modifyRun    = "run"    // the statement, restricted to shards and ranges
+	modifyTarget = "target" // the statement, on the one document at hash and id
+	modifyProbe  = "probe"  // only the retryable-write record of the statement, if any
+)
+
+// maxTargetAttempts bounds how often a single-document write looks for its document again
+// after the one it found went away or stopped matching before its owner locked it.
+const maxTargetAttempts = 100
+
+// modifyStmt is a statement as its owner re-parses it: kind is the command ("update",
+// "delete" or "findAndModify"), list the array of statements ("updates", "deletes", ""),
+// stmt the statement itself (update and delete), index its statement id.
+type modifyStmt struct {
+	kind, list string
+	stmt       bsoncore.Value
+	index      int32
+	ci         *catalog.Coll // the collection, set by runWrite
+	// cmd, when set, is the one-statement command itself (an owner forwarding the moved
+	// documents of a statement routed to it: remote_moved.go).
+	cmd bsoncore.Document
+}
+
+// nodePart is the part of a statement on one node: its targeted shards there and the hash
+// ranges of the targeted partitions on them, in target order.
+type nodePart struct {
+	node   string
+	remote bool
+	shard  int // the first of shards: where requests are sent
+	shards []int
+	ranges [][2]uint64
+}
+
+// target is the document a single-document write found: its hash and encoded _id.
+type target struct {
+	hash uint64
+	id   []byte
+}
+
+// runWrite runs op, statement ms of r, on the shards that hold its documents: here as in
+// single-node mode, or on their owners (see above). A single-document statement an owner
+// answered StaleConfig wrote nothing (owners check before writing): it is planned again
+// once this node's catalog caught up with the owner's (awaitStale), as reads are. A multi
+// statement is not: another node may have run its part already.
+func (e *Server) runWrite(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
+	if e.Remote == nil || r.Txn != nil || op.CI == nil || op.CI.View != nil {
+		return e.writeFor(r).Run(ctx, op, res)
+	}
+	for attempt := 0; ; attempt++ {
+		err := e.runWriteOnce(ctx, r, op, ms, res)
+		if op.Multi || attempt == maxStaleRetries || !e.awaitStale(ctx, err) {
+			return err
+		}
+		*res = write.Result{Charge: res.Charge}
+		op.CI = e.Cat.Refresh(op.CI)
+	}
+}
+
+// runWriteOnce is one attempt of runWrite.
+func (e *Server) runWriteOnce(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
+	if !e.SpansRemote(op.CI) {
+		return e.runLocal(ctx, r, op, ms, res)
+	}
+	ms.ci = op.CI
+	parts := e.nodeParts(op.CI, op.Filter, nil)
+	switch {
+	case len(parts) == 0 || len(parts) == 1 && !parts[0].remote:
+		return e.runLocal(ctx, r, op, ms, res)
+	case len(parts) == 1:
+		return e.modifyOn(ctx, r, ms, parts[0], modifyRun, op.Upsert, nil, res)
+	case op.Multi:
+		return e.modifyMulti(ctx, r, op, ms, parts, res)
+	default:
+		return e.modifyOne(ctx, r, op, ms, parts, res)
+	}
+}
+
+// nodeParts groups the partitions f targets in ci by node, keeping those on the shards
+// keep accepts (nil: all).
+func (e *Server) nodeParts(ci *catalog.Coll, f *match.Filter, keep func(s int) bool) []*nodePart {
+	all := e.Cat.Shards()
+	var parts []*nodePart
+	for _, t := range query.TargetPartitions(ci, f) {
+		s := ci.Map.Partition(t).Shard
+		if keep != nil && !keep(s) {
+			continue
+		}
+		node, remote := catalog.RemoteNode(all[s])
+		i := slices.IndexFunc(parts, func(p *nodePart) bool { return p.node == node && p.remote == remote })
+		if i < 0 {
+			i = len(parts)
+			parts = append(parts, &nodePart{node: node, remote: remote, shard: s})
+		}
+		p := parts[i]
+		if !slices.Contains(p.shards, s) {
+			p.shards = append(p.shards, s)
+		}
+		lo, hi := ci.Map.Range(t)
+		p.ranges = append(p.ranges, [2]uint64{lo, hi})
+	}
+	return parts
+}
+
+// modifyMulti runs a multi statement on every node at once and merges the results; when
+// nothing matched anywhere, an upsert runs where its document belongs.
+func (e *Server) modifyMulti(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, parts []*nodePart, res *write.Result) error {
+	out := make([]write.Result, len(parts))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if p.remote {
+				errs[i] = e.modifyOn(ctx, r, ms, p, modifyRun, false, nil, &out[i])
+				return
+			}
+			local := *op
+			local.Shards, local.Upsert = p.shards, false
+			errs[i] = e.runLocal(ctx, r, &local, ms, &out[i])
+		}()
+	}
+	wg.Wait()
+	for i := range out {
+		res.Matched += out[i].Matched
+		res.Modified += out[i].Modified
+		res.Charge += out[i].Charge
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	if res.Matched > 0 || !op.Upsert || op.Upd == nil {
+		return nil
+	}
+	return e.upsertRouted(ctx, r, op, ms, res)
+}
+
+// modifyOne runs a single-document statement whose targets span nodes: the document is
+// found by a read over every node, then written on its owner.
+func (e *Server) modifyOne(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, parts []*nodePart, res *write.Result) error {
+	if op.Retry != nil { // executed before on another node? (this node's records: retried)
+		for _, p := range parts {
+			if !p.remote {
+				continue
+			}
+			var rec write.Result
+			executed, err := e.modifyOnReply(ctx, r, ms, p, modifyProbe, false, nil, &rec)
+			if err != nil {
+				return err
+			}
+			if executed {
+				*res = rec
+				return nil
+			}
+		}
+	}
+	wp := e.writeFor(r)
+	q := &query.Query{CI: op.CI, Filter: op.Filter, Sort: op.Sort, Limit: 1, Hint: op.Hint}
+	all := e.Cat.Shards()
+	for range maxTargetAttempts {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		doc, err := wp.FirstMatch(ctx, q, res)
+		if err != nil {
+			return err
+		}
+		if doc == nil {
+			if op.Upsert && op.Upd != nil {
+				return e.upsertRouted(ctx, r, op, ms, res)
+			}
+			if op.Retry != nil {
+				return wp.RecordNoop(op.Retry, write.StmtResult{Stmt: op.Stmt}, op.Sync)
+			}
+			return nil
+		}
+		t := &target{}
+		if t.hash, err = op.CI.ShardHash(doc); err != nil {
+			return err
+		}
+		_, t.id = catalog.DocID(doc, nil)
+		s := op.CI.Map.Partition(op.CI.Map.Locate(t.hash)).Shard
+		if node, remote := catalog.RemoteNode(all[s]); remote {
+			err = e.modifyOn(ctx, r, ms, &nodePart{node: node, remote: true, shard: s}, modifyTarget, false, t, res)
+		} else {
+			err = wp.RunTarget(ctx, op, t.hash, t.id, res)
+		}
+		if err != nil || res.Matched > 0 {
+			return err
+		}
+	}
+	return nil
+}
+
+// upsertRouted inserts the document of an upsert that matched nothing on any node: the
+// statement runs again, with its upsert, on the shard that owns the new document.
+func (e *Server) upsertRouted(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
+	doc, err := update.Upsert(nil, op.Query, op.Upd)
+	if err != nil {
+		return err
+	}
+	if doc, err = write.PrepareInsert(doc); err != nil {
+		return err
+	}
+	h, err := op.CI.ShardHash(doc)
+	if err != nil {
+		return err
+	}
+	s := op.CI.Map.Partition(op.CI.Map.Locate(h)).Shard
+	if _, remote := catalog.RemoteNode(e.Cat.Shards()[s]); !remote {
+		local := *op
+		local.Shards = []int{s}
+		return e.writeFor(r).Run(ctx, &local, res)
+	}
+	parts := e.nodeParts(op.CI, op.Filter, func(x int) bool { return x == s })
+	if len(parts) != 1 { // the document's shard is not one the query targets
+		return mongoerr.New(mongoerr.ShardKeyNotFound, "Failed to target upsert by query :: could not extract exact shard key")
+	}
+	return e.modifyOn(ctx, r, ms, parts[0], modifyRun, true, nil, res)
+}
+
+// modifyOn runs statement ms on node part p in mode (modify* constants), merging its
+// result into res.
+func (e *Server) modifyOn(ctx context.Context, r *Request, ms *modifyStmt, p *nodePart, mode string,
+	upsert bool, t *target, res *write.Result,
+) error {
+	_, err := e.modifyOnReply(ctx, r, ms, p, mode, upsert, t, res)
+	return err
+}
+
+// modifyOnReply is modifyOn, also reporting whether the owner had executed the statement
+// before (a retry).
+func (e *Server) modifyOnReply(ctx context.Context, r *Request, ms *modifyStmt, p *nodePart, mode string,
+	upsert bool, t *target, res *write.Result,
+) (bool, error) {
+	ci := ms.ci
+	b := bsoncore.NewDocumentBuilder().
+		AppendString("_cleaveShardModify", ci.Meta.Name).
+		AppendInt64("collId", int64(ci.Meta.ID)).
+		AppendInt64("rev", e.Storage.Catalog.Revision()).
+		AppendString("kind", ms.kind).
+		AppendDocument("cmd", ms.command(r.Body)).
+		AppendInt32("index", ms.index).
+		AppendString("mode", mode).
+		AppendBoolean("upsert", upsert)
+	if mode == modifyRun {
+		shards := bsoncore.NewArrayBuilder()
+		for _, s := range p.shards {
+			shards.AppendInt32(int32(s))
+		}
+		b.AppendArray("shards", shards.Build()).AppendArray("ranges", encodeRanges(p.ranges))
+	}
+	if t != nil {
+		b.AppendInt64("hash", int64(t.hash)).AppendBinary("id", 0, t.id)
+	}
+	retryable := false
+	for _, k := range []string{"lsid", "txnNumber"} {
+		if v, err := r.Body.LookupErr(k); err == nil {
+			b.AppendValue(k, v)
+			retryable = retryable || k == "txnNumber"
+		}
+	}
+	reply, err := e.Remote.command(ctx, p.shard, b.AppendString("$db", r.DB).Build())
+	if err != nil {
+		if me := mongoerr.As(err); me != nil && me.Code == mongoerr.HostUnreachable && retryable {
+			_ = me.WithLabels("RetryableWriteError")
+		}
+		return false, err
+	}
+	n, _ := reply.Lookup("n").AsInt64OK()
+	m, _ := reply.Lookup("nModified").AsInt64OK()
+	charge, _ := reply.Lookup("charge").DoubleOK()
+	res.Matched += n
+	res.Modified += m
+	res.Charge += charge
+	if v, err := reply.LookupErr("upserted"); err == nil {
+		res.Upserted = v
+	}
+	if d, ok := reply.Lookup("before").DocumentOK(); ok {
+		res.Before = d
+	}
+	if d, ok := reply.Lookup("after").DocumentOK(); ok {
+		res.After = d
+	}
+	executed, _ := reply.Lookup("executed").BooleanOK()
+	return executed, nil
+}
+
+// command is the one-statement command of ms, a statement of body.
+func (ms *modifyStmt) command(body bsoncore.Document) bsoncore.Document {
+	if ms.cmd != nil {
+		return ms.cmd
+	}
+	return stmtCommand(body, ms.list, ms.stmt)
+}
+
+// stmtCommand is body (an update, delete or findAndModify command) as a command of the one
+// statement stmt (list names body's array of statements; "" for findAndModify), without
+// the fields of the session and the request, which the internal command carries itself.
+func stmtCommand(body bsoncore.Document, list string, stmt bsoncore.Value) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder()
+	elems, _ := body.Elements()
+	for _, el := range elems {
+		switch k := el.Key(); {
+		case k == "lsid", k == "txnNumber", k == "$db", k == "$clusterTime", k == "autocommit", k == "startTransaction",
+			k == "stmtId", k == "stmtIds", k == "maxTimeMS", k == "$readPreference":
+		case list != "" && k == list:
+			b.AppendArray(k, bsoncore.NewArrayBuilder().AppendValue(stmt).Build())
+		default:
+			b.AppendValue(k, el.Value())
+		}
+	}
+	return b.Build()
+}

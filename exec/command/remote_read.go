@@ -1,0 +1,214 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/access"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/sharding"
+	"github.com/cleavedb/cleave/wire"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// The router's side of remote execution (README, Architecture → Cluster): a read of another
+// node's shard sends _cleaveShardFind to the owner and continues with _cleaveShardGetMore;
+// writes are in remote_write.go, the owner's side in cmd_internal.go. Every request carries
+// the router's catalog revision; the owner catches up to it before answering, and answers
+// StaleConfig when its own map of the shard differs (the router then waits for its own
+// catalog to catch up and runs the command again: remote_stale.go).
+
+// remoteTimeout bounds one internal request whose command has no deadline of its own.
+const remoteTimeout = 5 * time.Minute
+
+// remoteShards reaches other nodes' shards through a pool of internal clients.
+type remoteShards struct {
+	e       *Server
+	cluster sharding.Cluster
+	pool    *wire.Pool
+}
+
+// newRemoteShards returns the remote side of cluster c.
+func newRemoteShards(e *Server, c sharding.Cluster) *remoteShards {
+	var opts wire.ClientOptions
+	if key := e.Opts.Auth.InternalKey; key != "" {
+		opts.Hello = access.InternalHello(key)
+	}
+	return &remoteShards{e: e, cluster: c, pool: wire.NewPool(opts)}
+}
+
+// command runs cmd on the node owning shard s and returns its {ok: 1} reply; an {ok: 0}
+// reply becomes its *mongoerr.Error, a node that is down or does not answer
+// HostUnreachable.
+func (rs *remoteShards) command(ctx context.Context, s int, cmd bsoncore.Document) (bsoncore.Document, error) {
+	node, host := rs.cluster.ShardHost(s)
+	if host == "" {
+		return nil, mongoerr.New(mongoerr.HostUnreachable, "%s is on node %s, which is down", sharding.Name(s), nodeName(node))
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, remoteTimeout)
+		defer cancel()
+	}
+	reply, err := rs.pool.Client(host).Command(ctx, cmd)
+	if err != nil {
+		var ue *wire.UnreachableError
+		if errors.As(err, &ue) {
+			return nil, mongoerr.Wrap(err, mongoerr.HostUnreachable, "%s is on node %s (%s), which cannot be reached: %v",
+				sharding.Name(s), nodeName(node), host, ue.Err)
+		}
+		return nil, err
+	}
+	if ok, _ := bsonx.NumberAsFloat64(reply.Lookup("ok")); ok != 1 {
+		return nil, mongoerr.FromReply(reply)
+	}
+	return reply, nil
+}
+
+// nodeName names node in a message.
+func nodeName(node string) string {
+	if node == "" {
+		return "(none)"
+	}
+	return node
+}
+
+// OpenScan implements query.Remote.
+func (rs *remoteShards) OpenScan(_ context.Context, spec *query.RemoteScanSpec) (query.RemoteScan, error) {
+	ci := spec.CI
+	b := bsoncore.NewDocumentBuilder().
+		AppendString("_cleaveShardFind", ci.Meta.Name).
+		AppendInt64("collId", int64(ci.Meta.ID)).
+		AppendInt64("rev", rs.e.Storage.Catalog.Revision()).
+		AppendInt32("shard", int32(spec.Shard)).
+		AppendDocument("filter", orEmpty(spec.Filter))
+	if spec.Vars != nil {
+		b.AppendDocument("let", spec.Vars)
+	}
+	if spec.Collation != nil {
+		b.AppendDocument("collation", spec.Collation)
+	}
+	if len(spec.Sort) > 0 {
+		b.AppendDocument("sort", bsonx.SortSpecDoc(spec.Sort))
+	}
+	if spec.Hint.Type != 0 {
+		b.AppendValue("hint", spec.Hint)
+	}
+	b.AppendArray("ranges", encodeRanges(spec.Ranges))
+	b.AppendDocument("plan", bsoncore.NewDocumentBuilder().
+		AppendInt32("kind", int32(spec.Plan.Kind)).AppendString("index", spec.Plan.Index).
+		AppendBoolean("sorted", spec.Plan.Sorted).AppendBoolean("reverse", spec.Plan.Reverse).
+		AppendBoolean("keysOnly", spec.Plan.KeysOnly).AppendString("distinct", spec.Plan.Distinct).
+		AppendInt32("distinctField", int32(spec.Plan.DistinctField)).Build())
+	b.AppendInt64("limit", spec.Limit).AppendString("$db", ci.Meta.DB)
+	return &remoteScan{rs: rs, shard: spec.Shard, db: ci.Meta.DB, first: b.Build()}, nil
+}
+
+// orEmpty returns d, or {} when d is nil.
+func orEmpty(d bsoncore.Document) bsoncore.Document {
+	if d == nil {
+		return query.EmptyDoc
+	}
+	return d
+}
+
+// encodeRanges encodes hash ranges as [[lo, hi], ...] of int64 (the uint64 bits).
+func encodeRanges(rs [][2]uint64) bsoncore.Array {
+	ab := bsoncore.NewArrayBuilder()
+	for _, r := range rs {
+		ab.AppendArray(bsoncore.NewArrayBuilder().AppendInt64(int64(r[0])).AppendInt64(int64(r[1])).Build())
+	}
+	return ab.Build()
+}
+
+// decodeRanges is encodeRanges' inverse.
+func decodeRanges(a bsoncore.Array) ([][2]uint64, bool) {
+	vals, err := a.Values()
+	if err != nil {
+		return nil, false
+	}
+	out := make([][2]uint64, 0, len(vals))
+	for _, v := range vals {
+		pair, ok := v.ArrayOK()
+		if !ok {
+			return nil, false
+		}
+		v0, err0 := pair.IndexErr(0)
+		v1, err1 := pair.IndexErr(1)
+		if err0 != nil || err1 != nil {
+			return nil, false
+		}
+		lo, ok1 := v0.Int64OK()
+		hi, ok2 := v1.Int64OK()
+		if !ok1 || !ok2 {
+			return nil, false
+		}
+		out = append(out, [2]uint64{uint64(lo), uint64(hi)})
+	}
+	return out, true
+}
+
+// remoteScan is a read running on the owner of a shard: its first request, then its cursor.
+type remoteScan struct {
+	rs    *remoteShards
+	shard int
+	db    string
+	first bsoncore.Document // sent by the first Next
+	id    int64             // the owner's cursor; 0 once done
+}
+
+// Next implements query.RemoteScan.
+func (sc *remoteScan) Next(ctx context.Context) ([]byte, query.ScanStats, bool, error) {
+	cmd := sc.first
+	if cmd == nil {
+		cmd = bsoncore.NewDocumentBuilder().AppendInt64("_cleaveShardGetMore", sc.id).AppendString("$db", sc.db).Build()
+	}
+	sc.first = nil
+	reply, err := sc.rs.command(ctx, sc.shard, cmd)
+	if err != nil {
+		sc.id = 0
+		return nil, query.ScanStats{}, true, err
+	}
+	sc.id, _ = reply.Lookup("cursor").Int64OK()
+	_, docs, _ := reply.Lookup("docs").BinaryOK()
+	return docs, decodeScanStats(reply.Lookup("stats")), sc.id == 0, nil
+}
+
+// Close implements query.RemoteScan: the owner's cursor is killed in the background.
+func (sc *remoteScan) Close() {
+	if sc.id == 0 {
+		return
+	}
+	id := sc.id
+	sc.id = 0
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		cmd := bsoncore.NewDocumentBuilder().AppendInt64("_cleaveShardKill", id).AppendString("$db", sc.db).Build()
+		_, _ = sc.rs.command(ctx, sc.shard, cmd) // an unreachable owner times the cursor out
+	}()
+}
+
+// appendScanStats appends a read's totals as the stats element.
+func appendScanStats(dst []byte, s *query.ScanStats) []byte {
+	idx, dst := bsoncore.AppendDocumentElementStart(dst, "stats")
+	dst = bsoncore.AppendInt64Element(dst, "docsExamined", s.DocsExamined)
+	dst = bsoncore.AppendInt64Element(dst, "keysExamined", s.KeysExamined)
+	dst = bsoncore.AppendInt64Element(dst, "bytesRead", s.BytesRead)
+	dst = bsoncore.AppendInt64Element(dst, "returned", s.Returned)
+	dst = bsoncore.AppendInt64Element(dst, "bytesReturned", s.BytesReturned)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
+}
+
+// decodeScanStats is appendScanStats' inverse.
+func decodeScanStats(v bsoncore.Value) query.ScanStats {
+	d, _ := v.DocumentOK()
+	get := func(k string) int64 { n, _ := d.Lookup(k).Int64OK(); return n }
+	return query.ScanStats{DocsExamined: get("docsExamined"), KeysExamined: get("keysExamined"), BytesRead: get("bytesRead"),
+		Returned: get("returned"), BytesReturned: get("bytesReturned")}
+}

@@ -1,0 +1,107 @@
+package command
+
+import (
+	"context"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// A stale router (README, Architecture → Cluster): a node routes on its cached catalog,
+// which its watch keeps at some revision of the cluster's. When the owner of a shard
+// planned the per-shard part on a different map, it answers StaleConfig 13388 with its own
+// revision (catalogRev in the error's fields). As mongos does, the router then waits until
+// its watch reaches that revision, plans again and runs the part again, a bounded number of
+// times and within the command's deadline; only then does the client see 13388. Reads retry
+// the whole command (nothing was answered yet: the owner refuses at the open); an insert
+// re-routes only the documents the owner refused, which it wrote none of.
+
+// maxStaleRetries bounds how often one command is planned again after StaleConfig (mongos'
+// kMaxNumStaleVersionRetries is 10; a catalog change takes a watch event to reach us).
+const maxStaleRetries = 5
+
+// catalogRevField names the owner's catalog revision in a StaleConfig answer.
+const catalogRevField = "catalogRev"
+
+// runStaleRetrying runs cmd, and runs a read again when an owner answered StaleConfig.
+func (e *Server) runStaleRetrying(ctx context.Context, r *Request, cmd *Command) error {
+	if e.Remote == nil || !r.Cmd.Has(StaleRetry) || r.Txn != nil || pipelineWrites(r.Body) {
+		return cmd.Run(ctx, r)
+	}
+	mark := len(r.Out)
+	for attempt := 0; ; attempt++ {
+		err := cmd.Run(ctx, r)
+		if attempt == maxStaleRetries || !e.awaitStale(ctx, err) {
+			return err
+		}
+		r.Out = r.Out[:mark]
+		r.Conn.Log.Debug("planning again after StaleConfig", zap.String("cmd", r.Name), zap.Int("attempt", attempt+1))
+	}
+}
+
+// pipelineWrites reports whether body is an aggregate ending in $out or $merge, which a
+// retry could run twice.
+func pipelineWrites(body bsoncore.Document) bool {
+	p, ok := body.Lookup("pipeline").ArrayOK()
+	if !ok {
+		return false
+	}
+	vals, _ := p.Values()
+	for _, v := range vals {
+		if d, ok := v.DocumentOK(); ok {
+			if el, err := d.IndexErr(0); err == nil && (el.Key() == "$out" || el.Key() == "$merge") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// awaitStale reports whether err is an owner's StaleConfig after which planning again may
+// succeed, having waited for this node's catalog to reach the owner's revision.
+func (e *Server) awaitStale(ctx context.Context, err error) bool {
+	me := mongoerr.As(err)
+	if me == nil || me.Code != mongoerr.StaleConfig || ctx.Err() != nil {
+		return false
+	}
+	rev, _ := me.Info.Lookup(catalogRevField).Int64OK()
+	if rev > e.Storage.Catalog.Revision() {
+		if err := e.Storage.Catalog.WaitRevision(ctx, rev); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// withCatalogRev adds this node's catalog revision to the StaleConfig an internal command
+// answers, so that the router knows what to wait for.
+func (e *Server) withCatalogRev(r *Request, err error) error {
+	me := mongoerr.As(err)
+	if me == nil || me.Code != mongoerr.StaleConfig || !strings.HasPrefix(r.Name, "_cleaveShard") {
+		return err
+	}
+	out := *me
+	out.Info = bsoncore.NewDocumentBuilder().AppendInt64(catalogRevField, e.Storage.Catalog.Revision()).Build()
+	return &out
+}
+
+// pauseCatalogWatch is the failpoint {configureFailPoint: "pauseCatalogWatch", mode:
+// "alwaysOn" | "off"}: while on, this node's catalog applies the changes other nodes commit
+// only once something here waits for them (store.Catalog.HoldShared), so that it routes on
+// its old map until an owner answers StaleConfig. Test suites only.
+func (e *Server) pauseCatalogWatch(r *Request) error {
+	mode, _, _, err := parseFailPointMode(r.Body.Lookup("mode"))
+	if err != nil {
+		return err
+	}
+	if e.Remote == nil {
+		return mongoerr.New(mongoerr.FailPointSetFailed, "pauseCatalogWatch needs cluster mode")
+	}
+	e.Storage.Catalog.HoldShared(mode != fpOff)
+	r.Out = bsonx.AppendNumber(r.Out, "count", 0)
+	return nil
+}

@@ -1,0 +1,239 @@
+package command
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/write"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// Inserts in cluster mode: the router computes each document's shard (its _id generated
+// first, so that every node stores the same document) and hands each node the documents of
+// its shards with their statement indexes, which are their statement ids (retryable
+// writes record them on the owner's shards) and their writeErrors indexes. An ordered
+// insert runs consecutive runs of one node in order and stops at the first error; an
+// unordered one runs each node's documents at once, in parallel. The owner runs them
+// through its own write path (locks, unique checks, one atomic batch per shard); the router
+// merges n, writeErrors (in index order) and the request units.
+
+// insertGroup is the documents of one node: node "" is this one.
+type insertGroup struct {
+	node  string
+	shard int // one of the node's shards: where the request is sent
+	vals  []bsoncore.Value
+	stmts []int
+}
+
+// spansRemote reports whether some partition of ci is on another node's shard.
+func (e *Server) SpansRemote(ci *catalog.Coll) bool {
+	shards := e.Cat.Shards()
+	for i := range ci.Map.Len() {
+		if _, ok := catalog.RemoteNode(shards[ci.Map.Partition(i).Shard]); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// insertRouted inserts vals into ci, each on its owner's node.
+func (e *Server) insertRouted(ctx context.Context, r *Request, ci *catalog.Coll, vals []bsoncore.Value, stmts []int,
+	ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
+) error {
+	shards := e.Cat.Shards()
+	var runs []*insertGroup
+	byNode := map[string]*insertGroup{}
+	for i, v := range vals {
+		node, s := "", -1
+		doc, err := write.PrepareInsert(v.Document())
+		if err == nil {
+			var h uint64
+			if h, err = ci.ShardHash(doc); err == nil {
+				s = ci.Map.Partition(ci.Map.Locate(h)).Shard
+				node, _ = catalog.RemoteNode(shards[s])
+				v = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}
+			}
+		}
+		// A document that fails here fails the same way in the local insert, at its index.
+		g := byNode[node]
+		if ordered && (len(runs) == 0 || runs[len(runs)-1].node != node) || !ordered && g == nil {
+			g = &insertGroup{node: node, shard: s}
+			runs = append(runs, g)
+			byNode[node] = g
+		}
+		g.vals, g.stmts = append(g.vals, v), append(g.stmts, stmts[i])
+	}
+	if ordered {
+		for _, g := range runs {
+			n := len(res.Errs)
+			if err := e.insertGroupOn(ctx, r, ci, g, ordered, bypass, wc, rt, res); err != nil {
+				return err
+			}
+			if len(res.Errs) > n {
+				return nil
+			}
+		}
+		return nil
+	}
+	return e.insertParallel(ctx, r, ci, runs, bypass, wc, rt, res)
+}
+
+// insertParallel runs the groups of an unordered insert at once and merges their results.
+func (e *Server) insertParallel(ctx context.Context, r *Request, ci *catalog.Coll, groups []*insertGroup,
+	bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
+) error {
+	out := make([]write.Results, len(groups))
+	errs := make([]error, len(groups))
+	var wg sync.WaitGroup
+	for i, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = e.insertGroupOn(ctx, r, ci, g, false, bypass, wc, rt, &out[i])
+		}()
+	}
+	wg.Wait()
+	for i := range groups {
+		res.N += out[i].N
+		res.Charge += out[i].Charge
+		res.Errs = append(res.Errs, out[i].Errs...)
+	}
+	slices.SortFunc(res.Errs, func(a, b mongoerr.WriteError) int { return a.Index - b.Index })
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// insertGroupOn inserts one node's group: here through the write path, elsewhere with
+// _cleaveShardWrite.
+func (e *Server) insertGroupOn(ctx context.Context, r *Request, ci *catalog.Coll, g *insertGroup,
+	ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
+) error {
+	if g.node == "" {
+		for start := 0; start < len(g.vals); start += insertGroupDocs {
+			end := min(start+insertGroupDocs, len(g.vals))
+			stop, err := e.writeFor(r).InsertStmts(ctx, ci, g.vals[start:end], g.stmts[start:end], ordered, bypass, wc, res, rt)
+			if err != nil || stop {
+				return err
+			}
+		}
+		return nil
+	}
+	b := bsoncore.NewDocumentBuilder().
+		AppendString("_cleaveShardWrite", ci.Meta.Name).
+		AppendInt64("collId", int64(ci.Meta.ID)).
+		AppendInt64("rev", e.Storage.Catalog.Revision())
+	docs, stmts := bsoncore.NewArrayBuilder(), bsoncore.NewArrayBuilder()
+	for i, v := range g.vals {
+		docs.AppendDocument(v.Data)
+		stmts.AppendInt32(int32(g.stmts[i]))
+	}
+	b.AppendArray("documents", docs.Build()).AppendArray("stmts", stmts.Build()).
+		AppendBoolean("ordered", ordered).AppendBoolean("bypassDocumentValidation", bypass)
+	for _, k := range []string{"writeConcern", "lsid", "txnNumber"} {
+		if v, err := r.Body.LookupErr(k); err == nil {
+			b.AppendValue(k, v)
+		}
+	}
+	reply, err := e.Remote.command(ctx, g.shard, b.AppendString("$db", r.DB).Build())
+	if isStale(err) { // the owner wrote none of them: each is refused, to route again (insert_stale.go)
+		for _, s := range g.stmts {
+			res.Errs = append(res.Errs, mongoerr.WriteError{Index: s, Err: mongoerr.As(err)})
+		}
+		return nil
+	}
+	if err != nil {
+		if me := mongoerr.As(err); me != nil && me.Code == mongoerr.HostUnreachable && rt != nil {
+			_ = me.WithLabels("RetryableWriteError")
+		}
+		return err
+	}
+	n, _ := reply.Lookup("n").AsInt64OK()
+	res.N += n
+	charge, _ := reply.Lookup("charge").DoubleOK()
+	res.Charge += charge
+	res.Errs = append(res.Errs, decodeWriteErrors(reply)...)
+	return nil
+}
+
+// decodeWriteErrors reads the writeErrors of a write reply, keeping the fields beyond
+// index, code, codeName and errmsg (keyPattern, keyValue, errInfo) as the error's Info
+// (mongoerr.FromReply).
+func decodeWriteErrors(reply bsoncore.Document) []mongoerr.WriteError {
+	arr, ok := reply.Lookup("writeErrors").ArrayOK()
+	if !ok {
+		return nil
+	}
+	vals, _ := arr.Values()
+	out := make([]mongoerr.WriteError, 0, len(vals))
+	for _, v := range vals {
+		d, ok := v.DocumentOK()
+		if !ok {
+			continue
+		}
+		idx, _ := d.Lookup("index").AsInt64OK()
+		out = append(out, mongoerr.WriteError{Index: int(idx), Err: mongoerr.FromReply(d)})
+	}
+	return out
+}
+
+// shardWrite runs, on this node, the documents another node routed to its shards
+// (insertRouted): {n, writeErrors, charge}.
+func (e *Server) shardWrite(ctx context.Context, r *Request) error {
+	ci, err := e.ownedColl(ctx, r, -1)
+	if err != nil {
+		return err
+	}
+	docs, _ := r.Body.Lookup("documents").ArrayOK()
+	vals, err := docs.Values()
+	if err != nil {
+		return mongoerr.New(mongoerr.InvalidBSON, "invalid documents array")
+	}
+	sa, _ := r.Body.Lookup("stmts").ArrayOK()
+	sv, _ := sa.Values()
+	if len(sv) != len(vals) {
+		return mongoerr.New(mongoerr.BadValue, "_cleaveShardWrite: %d stmts for %d documents", len(sv), len(vals))
+	}
+	stmts := make([]int, len(sv))
+	shards := e.Cat.Shards()
+	for i, v := range sv {
+		stmts[i] = int(v.Int32())
+		if h, err := ci.ShardHash(vals[i].Document()); err == nil {
+			s := ci.Map.Partition(ci.Map.Locate(h)).Shard
+			if node, remote := catalog.RemoteNode(shards[s]); remote {
+				return mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, nodeName(node))
+			}
+		}
+	}
+	ordered, _ := r.Body.Lookup("ordered").BooleanOK()
+	bypass, _ := r.Body.Lookup("bypassDocumentValidation").BooleanOK()
+	rt, release, err := e.checkoutRetryable(r)
+	if err != nil {
+		return err
+	}
+	defer release()
+	wc := write.ParseConcern(r.Body)
+	res := write.Results{}
+	for start := 0; start < len(vals); start += insertGroupDocs {
+		end := min(start+insertGroupDocs, len(vals))
+		stop, err := e.Write.InsertStmts(ctx, ci, vals[start:end], stmts[start:end], ordered, bypass, wc, &res, rt)
+		if err != nil {
+			return err
+		}
+		if stop {
+			break
+		}
+	}
+	e.Counters.InsertedDocs.Add(res.N)
+	r.Charge += res.Charge
+	out := res.AppendReply(r.Out, false)
+	r.Out = bsoncore.AppendDoubleElement(out, "charge", res.Charge)
+	return nil
+}
