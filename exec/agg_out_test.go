@@ -2,12 +2,12 @@ package exec
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -134,7 +134,7 @@ func TestAggregateOutReplacesCollection(t *testing.T) {
 	// {db, coll} writes to another database; a missing source makes an empty target.
 	h.ok(aggregate("src", `[{"$out": {"db": "other", "coll": "copy"}}]`))
 	h.ok(aggregate("missing", `[{"$out": "empty"}]`))
-	if !command.ContainsString(h.collections(), "empty") || len(h.docs("empty")) != 0 {
+	if !slices.Contains(h.collections(), "empty") || len(h.docs("empty")) != 0 {
 		t.Errorf("$out from a missing collection did not create an empty target")
 	}
 }
@@ -255,7 +255,7 @@ func TestAggregateWriteStageErrors(t *testing.T) {
 	h.fails(`{"aggregate": "c", "pipeline": [{"$out": "x"}], "explain": true, "writeConcern": {"w": 1}}`, mongoerr.InvalidOptions)
 	h.fails(`{"aggregate": "c", "pipeline": [], "cursor": {}, "writeConcern": {"w": 1}}`, mongoerr.InvalidOptions)
 	h.fails(`{"aggregate": "c", "pipeline": [{"$out": "x"}], "cursor": {}, "readConcern": {"level": "linearizable"}}`, mongoerr.InvalidOptions)
-	if command.ContainsString(h.collections(), "x") {
+	if slices.Contains(h.collections(), "x") {
 		t.Errorf("a refused or explained $out wrote its target")
 	}
 	h.ok(`{"aggregate": "c", "pipeline": [{"$out": "x"}], "cursor": {}, "writeConcern": {"w": 1}}`)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/command/colls"
+	"github.com/cleavedb/cleave/exec/command/crud"
 	"github.com/cleavedb/cleave/exec/command/server"
 	"github.com/cleavedb/cleave/exec/command/users"
 )
@@ -51,7 +52,11 @@ func (e *Executor) families(opts Options) []command.Family {
 	}
 	return append(out,
 		func(s *command.Server, add func(*command.Command)) { (&users.Handlers{Server: s}).Add(add) },
-		func(s *command.Server, add func(*command.Command)) { (&colls.Handlers{Server: s}).Add(add) },
+		func(s *command.Server, add func(*command.Command)) {
+			data := &crud.Handlers{Server: s}
+			data.Add(add)
+			(&colls.Handlers{Server: s, CRUD: data}).Add(add)
+		},
 	)
 }
 

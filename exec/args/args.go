@@ -215,3 +215,11 @@ func Collection(_ string, v bsoncore.Value) (string, error) {
 	}
 	return s, nil
 }
+
+// OptionalDoc returns a document argument; null counts as absent, as drivers sometimes send it.
+func OptionalDoc(cmd, field string, v bsoncore.Value) (bsoncore.Document, error) {
+	if v.Type == bsoncore.TypeNull {
+		return nil, nil
+	}
+	return Doc(cmd, field, v)
+}

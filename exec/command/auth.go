@@ -52,7 +52,7 @@ func commandCollection(r *Request) string {
 // aggregateNeeds adds, for a pipeline ending in $out or $merge, write and DDL on the target
 // (which may be in another database); $lookup and $unionWith read r.db, which the read
 // need covers. A pipeline that does not parse keeps the read need: aggregate reports it.
-func aggregateNeeds(r *Request, def auth.Need) []auth.Need {
+func AggregateNeeds(r *Request, def auth.Need) []auth.Need {
 	needs := []auth.Need{def}
 	pipeline, ok := r.Body.Lookup("pipeline").ArrayOK()
 	if !ok {

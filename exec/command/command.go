@@ -44,10 +44,10 @@ type Props uint16
 
 // The properties of a command.
 const (
-	// Cursor commands open cursors whose compiled filters, projections and pipelines alias
+	// OpensCursor commands open cursors whose compiled filters, projections and pipelines alias
 	// the request body: dispatch gives them a private copy of the body, which otherwise
 	// aliases the connection's reused read buffer (a single-batch find excepted).
-	Cursor Props = 1 << iota
+	OpensCursor Props = 1 << iota
 	// InTxn commands may run in a multi-document transaction (MongoDB's list, less what
 	// cleave lacks); create and createIndexes run at once, on a new collection only.
 	InTxn

@@ -87,7 +87,7 @@ func (e *Server) currentOps(idle bool) []bsoncore.Document {
 
 // currentOpStage is $currentOp: one document per connection running a command (every
 // connection with idleConnections: true).
-type currentOpStage struct {
+type CurrentOpStage struct {
 	raw      bsoncore.Value
 	e        *Server
 	idleConn bool
@@ -95,12 +95,12 @@ type currentOpStage struct {
 
 // parseCurrentOpStage parses {$currentOp: {allUsers?, idleConnections?, idleCursors?,
 // idleSessions?, localOps?, truncateOps?, backtrace?}}.
-func (e *Server) parseCurrentOpStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
+func (e *Server) ParseCurrentOpStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "$currentOp options must be specified in an object, but found: %s", arg.Type)
 	}
-	s := &currentOpStage{raw: arg, e: e}
+	s := &CurrentOpStage{raw: arg, e: e}
 	elems, _ := d.Elements()
 	for _, el := range elems {
 		switch el.Key() {
@@ -122,13 +122,13 @@ func (e *Server) parseCurrentOpStage(env *agg.Env, _ string, arg bsoncore.Value)
 }
 
 // Open implements agg.Stage; the stage is a source, so it ignores its input.
-func (s *currentOpStage) Open(in stream.Stream) (stream.Stream, error) {
+func (s *CurrentOpStage) Open(in stream.Stream) (stream.Stream, error) {
 	in.Close()
 	return &stream.Slice{Docs: s.e.currentOps(s.idleConn)}, nil
 }
 
 // Spec implements agg.Stage.
-func (s *currentOpStage) Spec() bsoncore.Document { return agg.StageSpec("$currentOp", s.raw) }
+func (s *CurrentOpStage) Spec() bsoncore.Document { return agg.StageSpec("$currentOp", s.raw) }
 
 // currentOpDoc describes what c is doing now, or nil when it is idle and idle connections
 // are not wanted.
@@ -163,7 +163,7 @@ func (c *Conn) currentOpDoc(now time.Time, idle bool, e *Server) bsoncore.Docume
 }
 
 // Collectionless implements agg.Collectionless: $currentOp reads no collection.
-func (s *currentOpStage) Collectionless() {}
+func (s *CurrentOpStage) Collectionless() {}
 
 // currentOpCommand answers {currentOp: 1, $all?, <filter>...} on admin: {inprog: [...]}, the
 // documents of $currentOp ($all: true includes idle connections) that match the filter the

@@ -32,19 +32,19 @@ const MaxCursorsPerConnection = 10_000
 
 // maxBatchBytes bounds the documents of one reply batch, leaving room in a 16 MiB + 16 KiB
 // reply for the envelope, as MongoDB does.
-const maxBatchBytes = wire.MaxBSONSize
+const MaxBatchBytes = wire.MaxBSONSize
 
 // cursor is an open query result that getMore continues. Only one getMore may use a cursor
 // at a time (MongoDB answers CursorInUse otherwise).
-type cursor struct {
-	id        int64
-	ns        string // "db.coll", for the reply
-	stream    stream.Stream
+type Cursor struct {
+	Id        int64
+	Ns        string // "db.coll", for the reply
+	Stream    stream.Stream
 	pending   bsoncore.Document // a document read but not sent: it did not fit the last batch
-	limit     int64             // documents still allowed, 0 = no limit
-	noTimeout bool
-	lastUsed  atomic.Int64 // unix nanoseconds
-	inUse     atomic.Bool
+	Limit     int64             // documents still allowed, 0 = no limit
+	NoTimeout bool
+	LastUsed  atomic.Int64 // unix nanoseconds
+	InUse     atomic.Bool
 	// release runs when the cursor closes (per-query resources beyond the stream).
 	release func()
 	// lsid is the session the cursor was opened in (hasSession): it closes with the session
@@ -57,24 +57,24 @@ type cursor struct {
 	// coll is the collection a find or aggregate cursor reads (nil for catalog listings):
 	// once it is dropped or renamed, getMore fails with QueryPlanKilled as mongod's yield
 	// recovery does, rather than serving its old snapshot.
-	coll *store.Collection
+	Coll *store.Collection
 	// TimeLeft is what remains of the opening command's maxTimeMS (0: no limit). Each
 	// getMore runs under it and keeps what it did not use, as MongoDB's leftover time does.
 	TimeLeft time.Duration
 	// tailable cursors stay open at the end of their capped collection; awaitData ones
 	// wait for its inserts (cmd_tail.go) on capped's wake channel. limitHit reports that
 	// the cursor returned its limit.
-	tailable, awaitData bool
-	capped              *catalog.CappedState
-	tail                *query.Tail
-	limitHit            bool
+	Tailable, AwaitData bool
+	Capped              *catalog.CappedState
+	Tail                *query.Tail
+	LimitHit            bool
 }
 
 // cursorRegistry holds the open cursors of an Executor.
 type cursorRegistry struct {
 	mu struct {
 		sync.Mutex
-		m map[int64]*cursor
+		m map[int64]*Cursor
 	}
 	stop chan struct{}
 	// sessionAlive reports whether a session is still live (sessionCache.alive); nil: all
@@ -86,14 +86,14 @@ type cursorRegistry struct {
 // sessions no longer alive (nil: never), every interval.
 func newCursorRegistry(interval time.Duration, alive func(lsid [16]byte, now time.Time) bool) *cursorRegistry {
 	r := &cursorRegistry{stop: make(chan struct{}), sessionAlive: alive}
-	r.mu.m = map[int64]*cursor{}
+	r.mu.m = map[int64]*Cursor{}
 	go r.reap(interval)
 	return r
 }
 
 // add registers c under a fresh random non-zero id and returns the id.
-func (r *cursorRegistry) add(c *cursor) int64 {
-	c.lastUsed.Store(time.Now().UnixNano())
+func (r *cursorRegistry) Add(c *Cursor) int64 {
+	c.LastUsed.Store(time.Now().UnixNano())
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for {
@@ -103,37 +103,37 @@ func (r *cursorRegistry) add(c *cursor) int64 {
 		if id == 0 || r.mu.m[id] != nil {
 			continue
 		}
-		c.id = id
+		c.Id = id
 		r.mu.m[id] = c
 		return id
 	}
 }
 
 // Acquire returns the cursor id for exclusive use by one getMore; release it with done.
-func (r *cursorRegistry) Acquire(id int64) (*cursor, error) {
+func (r *cursorRegistry) Acquire(id int64) (*Cursor, error) {
 	r.mu.Lock()
 	c := r.mu.m[id]
 	r.mu.Unlock()
 	if c == nil {
 		return nil, mongoerr.New(mongoerr.CursorNotFound, "cursor id %d not found", id)
 	}
-	if !c.inUse.CompareAndSwap(false, true) {
-		return nil, mongoerr.New(mongoerr.CursorInUse, "Cursor already in use (namespace: '%s', id: %d).", c.ns, id)
+	if !c.InUse.CompareAndSwap(false, true) {
+		return nil, mongoerr.New(mongoerr.CursorInUse, "Cursor already in use (namespace: '%s', id: %d).", c.Ns, id)
 	}
 	return c, nil
 }
 
 // Done ends a getMore's use of c; an exhausted cursor is removed and closed.
-func (r *cursorRegistry) Done(c *cursor, exhausted bool) {
-	c.lastUsed.Store(time.Now().UnixNano())
+func (r *cursorRegistry) Done(c *Cursor, exhausted bool) {
+	c.LastUsed.Store(time.Now().UnixNano())
 	if exhausted {
-		r.remove(c.id)
+		r.Remove(c.Id)
 	}
-	c.inUse.Store(false)
+	c.InUse.Store(false)
 }
 
 // remove unregisters and closes the cursor id; it reports whether it existed.
-func (r *cursorRegistry) remove(id int64) bool {
+func (r *cursorRegistry) Remove(id int64) bool {
 	r.mu.Lock()
 	c := r.mu.m[id]
 	delete(r.mu.m, id)
@@ -146,10 +146,10 @@ func (r *cursorRegistry) remove(id int64) bool {
 }
 
 // removeIn unregisters and closes cursor id if it belongs to namespace ns.
-func (r *cursorRegistry) removeIn(id int64, ns string) bool {
+func (r *cursorRegistry) RemoveIn(id int64, ns string) bool {
 	r.mu.Lock()
 	c := r.mu.m[id]
-	if c == nil || c.ns != ns {
+	if c == nil || c.Ns != ns {
 		r.mu.Unlock()
 		return false
 	}
@@ -176,12 +176,12 @@ func (r *cursorRegistry) reap(interval time.Duration) {
 // Expire closes every idle, timeout-eligible cursor not in use as of now.
 func (r *cursorRegistry) Expire(now time.Time) {
 	cutoff := now.Add(-cursorTimeout).UnixNano()
-	var dead []*cursor
+	var dead []*Cursor
 	r.mu.Lock()
 	for id, c := range r.mu.m {
-		idle := !c.noTimeout && c.lastUsed.Load() < cutoff
+		idle := !c.NoTimeout && c.LastUsed.Load() < cutoff
 		orphaned := c.hasSession && r.sessionAlive != nil && !r.sessionAlive(c.lsid, now)
-		if !c.inUse.Load() && (idle || orphaned) {
+		if !c.InUse.Load() && (idle || orphaned) {
 			delete(r.mu.m, id)
 			dead = append(dead, c)
 		}
@@ -194,7 +194,7 @@ func (r *cursorRegistry) Expire(now time.Time) {
 
 // removeSessions closes the cursors of the sessions for which match is true.
 func (r *cursorRegistry) removeSessions(match func(lsid [16]byte) bool) {
-	var dead []*cursor
+	var dead []*Cursor
 	r.mu.Lock()
 	for id, c := range r.mu.m {
 		if c.hasSession && match(c.lsid) {
@@ -213,7 +213,7 @@ func (r *cursorRegistry) closeAll() {
 	close(r.stop)
 	r.mu.Lock()
 	all := r.mu.m
-	r.mu.m = map[int64]*cursor{}
+	r.mu.m = map[int64]*Cursor{}
 	r.mu.Unlock()
 	for _, c := range all {
 		c.Close()
@@ -221,12 +221,12 @@ func (r *cursorRegistry) closeAll() {
 }
 
 // Close releases the cursor's stream and resources.
-func (c *cursor) Close() {
+func (c *Cursor) Close() {
 	if c.openedBy != nil {
 		c.openedBy.Add(-1)
 		c.openedBy = nil
 	}
-	c.stream.Close()
+	c.Stream.Close()
 	if c.release != nil {
 		c.release()
 		c.release = nil
@@ -236,21 +236,21 @@ func (c *cursor) Close() {
 // fillBatch appends up to n documents (n <= 0: no count limit) to the open array dst, within
 // maxBatchBytes and the cursor's remaining limit, and reports whether the result is exhausted. A document that does not fit is
 // kept as pending for the next batch; one document is always sent even if it alone is large.
-func (c *cursor) fillBatch(ctx context.Context, dst []byte, n int64) ([]byte, bool, error) {
-	if c.tail != nil {
-		defer c.tail.Yield() // the next batch starts again from the position
+func (c *Cursor) FillBatch(ctx context.Context, dst []byte, n int64) ([]byte, bool, error) {
+	if c.Tail != nil {
+		defer c.Tail.Yield() // the next batch starts again from the position
 	}
 	start := len(dst)
 	var i int64
 	for n <= 0 || i < n {
-		if c.limit > 0 && i >= c.limit {
+		if c.Limit > 0 && i >= c.Limit {
 			break
 		}
 		doc := c.pending
 		c.pending = nil
 		if doc == nil {
 			var err error
-			doc, err = c.stream.Next(ctx)
+			doc, err = c.Stream.Next(ctx)
 			if err != nil {
 				return dst, false, err
 			}
@@ -258,17 +258,17 @@ func (c *cursor) fillBatch(ctx context.Context, dst []byte, n int64) ([]byte, bo
 				return dst, true, nil
 			}
 		}
-		if i > 0 && len(dst)-start+len(doc) > maxBatchBytes {
+		if i > 0 && len(dst)-start+len(doc) > MaxBatchBytes {
 			c.pending = append(bsoncore.Document(nil), doc...)
 			break
 		}
 		dst = bsoncore.AppendDocumentElement(dst, bsonx.ArrayKey(int(i)), doc)
 		i++
 	}
-	if c.limit > 0 {
-		c.limit -= i
-		if c.limit <= 0 {
-			c.limitHit = true
+	if c.Limit > 0 {
+		c.Limit -= i
+		if c.Limit <= 0 {
+			c.LimitHit = true
 			return dst, true, nil
 		}
 	}
@@ -281,15 +281,15 @@ func (c *cursor) fillBatch(ctx context.Context, dst []byte, n int64) ([]byte, bo
 // checkSession refuses a getMore (body) from another session than the cursor's, as mongos
 // does (validateLSID in cluster_find.cpp): a cursor opened in a session is continued only
 // in it, and one opened outside any session only outside one.
-func (c *cursor) checkSession(body bsoncore.Document) error {
+func (c *Cursor) CheckSession(body bsoncore.Document) error {
 	lsid, has := lsidOf(body)
 	switch {
 	case has && !c.hasSession:
-		return mongoerr.New(mongoerr.Location50799, "Cannot run getMore on cursor %d, which was not created in a session, in session %s", c.id, sessionString(lsid))
+		return mongoerr.New(mongoerr.Location50799, "Cannot run getMore on cursor %d, which was not created in a session, in session %s", c.Id, sessionString(lsid))
 	case !has && c.hasSession:
-		return mongoerr.New(mongoerr.Location50800, "Cannot run getMore on cursor %d, which was created in session %s, without an lsid", c.id, sessionString(c.lsid))
+		return mongoerr.New(mongoerr.Location50800, "Cannot run getMore on cursor %d, which was created in session %s, without an lsid", c.Id, sessionString(c.lsid))
 	case has && lsid != c.lsid:
-		return mongoerr.New(mongoerr.Location50801, "Cannot run getMore on cursor %d, which was created in session %s, in session %s", c.id, sessionString(c.lsid), sessionString(lsid))
+		return mongoerr.New(mongoerr.Location50801, "Cannot run getMore on cursor %d, which was created in session %s, in session %s", c.Id, sessionString(c.lsid), sessionString(lsid))
 	}
 	return nil
 }
@@ -301,23 +301,23 @@ func UUIDString(id [16]byte) string {
 
 // checkCursorColl fails once the collection cursor c reads was dropped or renamed since it
 // opened, with mongod's QueryPlanKilled (its plan executor's restore after a yield).
-func (e *Server) checkCursorColl(c *cursor) error {
-	if c.coll == nil {
+func (e *Server) CheckCursorColl(c *Cursor) error {
+	if c.Coll == nil {
 		return nil
 	}
-	m := e.Cat.Store().State().CollectionByID(c.coll.ID)
+	m := e.Cat.Store().State().CollectionByID(c.Coll.ID)
 	switch {
-	case m == nil || m.UUID != c.coll.UUID:
-		return mongoerr.New(mongoerr.QueryPlanKilled, "collection dropped. UUID %s", UUIDString(c.coll.UUID))
-	case m.DB != c.coll.DB || m.Name != c.coll.Name:
+	case m == nil || m.UUID != c.Coll.UUID:
+		return mongoerr.New(mongoerr.QueryPlanKilled, "collection dropped. UUID %s", UUIDString(c.Coll.UUID))
+	case m.DB != c.Coll.DB || m.Name != c.Coll.Name:
 		return mongoerr.New(mongoerr.QueryPlanKilled, "collection renamed from '%s.%s' to '%s.%s'. UUID %s",
-			c.coll.DB, c.coll.Name, m.DB, m.Name, UUIDString(c.coll.UUID))
+			c.Coll.DB, c.Coll.Name, m.DB, m.Name, UUIDString(c.Coll.UUID))
 	}
 	return nil
 }
 
 // deadline returns ctx bounded by what remains of the opening command's maxTimeMS.
-func (c *cursor) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+func (c *Cursor) Deadline(ctx context.Context) (context.Context, context.CancelFunc) {
 	if c.TimeLeft == 0 {
 		return ctx, func() {}
 	}
@@ -327,10 +327,38 @@ func (c *cursor) deadline(ctx context.Context) (context.Context, context.CancelF
 // keepTimeLeft records what a batch left of ctx's deadline for the next getMore; time
 // between getMores does not count, as in MongoDB. An exhausted budget is kept as 1ns, so
 // that the next getMore fails.
-func (c *cursor) keepTimeLeft(ctx context.Context) {
+func (c *Cursor) KeepTimeLeft(ctx context.Context) {
 	dl, ok := ctx.Deadline()
-	if !ok || c.tailable { // a tailable find's maxTimeMS bounds the find only
+	if !ok || c.Tailable { // a tailable find's maxTimeMS bounds the find only
 		return
 	}
 	c.TimeLeft = max(time.Until(dl), time.Nanosecond)
+}
+
+// keepOpen reports whether a cursor whose batch reached the end of its stream (exhausted)
+// stays open: a tailable cursor does, until its limit is reached.
+func (c *Cursor) KeepOpen(exhausted bool) bool {
+	return !exhausted || c.Tailable && !c.LimitHit
+}
+
+// FillAwait is FillBatch for an awaitData cursor: when the batch finds nothing, it waits for
+// an insert into the collection, up to wait, and tries again.
+func (c *Cursor) FillAwait(ctx context.Context, dst []byte, n int64, wait time.Duration) ([]byte, bool, error) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		wake := c.Capped.Wait() // before reading: an insert after the read wakes it
+		start := len(dst)
+		out, exhausted, err := c.FillBatch(ctx, dst, n)
+		if err != nil || len(out) > start || !exhausted || c.LimitHit {
+			return out, exhausted, err
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			return out, exhausted, nil
+		case <-ctx.Done():
+			return out, exhausted, ctx.Err()
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cleavedb/cleave/exec/args"
@@ -46,11 +47,87 @@ func (e *Server) ListingCursor(ctx context.Context, r *Request, ns string, docs 
 	if batchSize < 0 {
 		batchSize = math.MaxInt64
 	}
-	return e.firstBatch(ctx, r, &cursor{ns: ns, stream: &stream.Slice{Docs: docs}}, batchSize, false)
+	return e.FirstBatch(ctx, r, &Cursor{Ns: ns, Stream: &stream.Slice{Docs: docs}}, batchSize, false)
 }
 
 // splitNS splits "db.coll".
 func SplitNS(ns string) (string, string) {
 	db, coll, _ := strings.Cut(ns, ".")
 	return db, coll
+}
+
+// firstBatch fills the first batch of cursor c, registers it if documents remain, and
+// appends the cursor reply.
+func (e *Server) FirstBatch(ctx context.Context, r *Request, c *Cursor, n int64, single bool) error {
+	out, cidx, aidx := StartCursorReply(r.Out, "firstBatch")
+	exhausted := false
+	if n != 0 { // batchSize 0: an empty first batch and a cursor
+		var err error
+		out, exhausted, err = c.FillBatch(ctx, out, n)
+		if err != nil {
+			c.Close()
+			return err
+		}
+	}
+	c.KeepTimeLeft(ctx)
+	var id int64
+	if !c.KeepOpen(exhausted) || single {
+		c.Close()
+	} else {
+		c.lsid, c.hasSession = lsidOf(r.Body)
+		if r.Conn.openCursors.Add(1) > MaxCursorsPerConnection {
+			r.Conn.openCursors.Add(-1)
+			c.Close()
+			return mongoerr.New(mongoerr.OperationFailed, "Cannot open a new cursor: this connection already has %d open cursors (the limit); exhaust or kill some first", MaxCursorsPerConnection)
+		}
+		c.openedBy = &r.Conn.openCursors
+		id = e.Cursors.Add(c)
+	}
+	e.Counters.ReturnedDocs.Add(int64(countBatch(out[aidx:])))
+	r.Out = EndCursorReply(out, cidx, aidx, id, c.Ns)
+	return nil
+}
+
+// countBatch is a cheap count of the elements of an open array (for metrics): it walks the
+// elements in place, without the terminating byte, so nothing is copied.
+func countBatch(b []byte) int {
+	if len(b) < 4 {
+		return 0
+	}
+	n := 0
+	for rest := b[4:]; len(rest) > 0; n++ {
+		_, r, ok := bsoncore.ReadElement(rest)
+		if !ok {
+			break
+		}
+		rest = r
+	}
+	return n
+}
+
+// startCursorReply opens {cursor: {<batch>: [ in out.
+func StartCursorReply(out []byte, batch string) ([]byte, int32, int32) {
+	cidx, out := bsoncore.AppendDocumentElementStart(out, "cursor")
+	aidx, out := bsoncore.AppendArrayElementStart(out, batch)
+	return out, cidx, aidx
+}
+
+// endCursorReply closes the batch and adds id and ns.
+func EndCursorReply(out []byte, cidx, aidx int32, id int64, ns string) []byte {
+	out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	out = bsoncore.AppendInt64Element(out, "id", id)
+	out = bsoncore.AppendStringElement(out, "ns", ns)
+	out, _ = bsoncore.AppendDocumentEnd(out, cidx)
+	return out
+}
+
+// AppendCursorReply appends a complete cursor reply with the given documents: an exhausted
+// cursor (id 0) and its first batch.
+func AppendCursorReply(r *Request, ns string, docs []bsoncore.Document) error {
+	out, cidx, aidx := StartCursorReply(r.Out, "firstBatch")
+	for i, d := range docs {
+		out = bsoncore.AppendDocumentElement(out, strconv.Itoa(i), d)
+	}
+	r.Out = EndCursorReply(out, cidx, aidx, 0, ns)
+	return nil
 }

@@ -23,23 +23,23 @@ type closeCount struct {
 func (s *closeCount) Close() { s.closed++ }
 
 // newCountedCursor returns a cursor over n documents {i: k}.
-func newCountedCursor(t *testing.T, n int) (*cursor, *closeCount) {
+func newCountedCursor(t *testing.T, n int) (*Cursor, *closeCount) {
 	t.Helper()
 	s := &closeCount{}
 	for i := range n {
 		s.Docs = append(s.Docs, streamtest.ExtDoc(t, fmt.Sprintf(`{"i": %d}`, i)))
 	}
-	return &cursor{ns: "db.c", stream: s}, s
+	return &Cursor{Ns: "db.c", Stream: s}, s
 }
 
 // TestCursorBatches: batches honour their size and the cursor's limit, and report the end.
 func TestCursorBatches(t *testing.T) {
 	ctx := context.Background()
 	c, _ := newCountedCursor(t, 5)
-	c.limit = 4
+	c.Limit = 4
 	batch := func(n int64) (int, bool) {
 		idx, b := bsoncore.AppendArrayStart(nil)
-		b, done, err := c.fillBatch(ctx, b, n)
+		b, done, err := c.FillBatch(ctx, b, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestCursorBatches(t *testing.T) {
 func TestCursorRegistry(t *testing.T) {
 	r := newCursorRegistry(time.Hour, nil)
 	c, s := newCountedCursor(t, 1)
-	id := r.add(c)
+	id := r.Add(c)
 	if _, err := r.Acquire(id); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestCursorRegistry(t *testing.T) {
 		t.Errorf("a second acquire: %v, want CursorInUse", err)
 	}
 	r.Done(c, false)
-	if !r.remove(id) || s.closed != 1 {
+	if !r.Remove(id) || s.closed != 1 {
 		t.Errorf("remove: closed %d times", s.closed)
 	}
 	if _, err := r.Acquire(id); mongoerr.As(err) == nil || mongoerr.As(err).Code != mongoerr.CursorNotFound {
@@ -77,9 +77,9 @@ func TestCursorRegistry(t *testing.T) {
 
 	idle, si := newCountedCursor(t, 1)
 	kept, sk := newCountedCursor(t, 1)
-	kept.noTimeout = true
-	r.add(idle)
-	r.add(kept)
+	kept.NoTimeout = true
+	r.Add(idle)
+	r.Add(kept)
 	r.Expire(time.Now().Add(cursorTimeout + time.Second))
 	if si.closed != 1 || sk.closed != 0 {
 		t.Errorf("expire: idle closed %d times, noCursorTimeout one %d; want 1, 0", si.closed, sk.closed)

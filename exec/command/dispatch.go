@@ -61,7 +61,7 @@ func (e *Server) dispatch(ctx context.Context, r *Request) (err error) {
 		return mongoerr.New(mongoerr.UnsupportedOpQueryCommand, "Unsupported OP_QUERY command: %s. The client driver may require an upgrade. "+
 			"For more details see https://dochub.mongodb.org/core/legacy-opcode-removal", r.Name)
 	}
-	db, ok := r.Conn.names.dbName(r.Generic(GenDB))
+	db, ok := r.Conn.Names.dbName(r.Generic(GenDB))
 	if !ok {
 		e.Counters.Count(OpCommand)
 		return mongoerr.New(mongoerr.Location40571, "OP_MSG requests require a $db argument")
@@ -126,7 +126,7 @@ func (e *Server) runCommand(ctx context.Context, r *Request, cmd *Command) error
 	case auth.ActionWrite, auth.ActionDDL, auth.ActionDBAdmin:
 		r.Wrote = true
 	}
-	if cmd.Has(Cursor) && !singleBatchFind(r) {
+	if cmd.Has(OpensCursor) && !singleBatchFind(r) {
 		r.Body = append(bsoncore.Document(nil), r.Body...)
 	}
 	created := e.trackTxnDDL(r)
@@ -170,7 +170,6 @@ func (e *Server) commandTable(families []Family) *Table {
 	e.addTransactionCommands(add)
 	e.addSessionCommands(add)
 	if e.Opts.Storage != nil {
-		e.addDataCommands(add)
 	}
 	if e.Opts.TestCommands {
 		e.addTestCommands(add)

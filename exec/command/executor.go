@@ -245,7 +245,7 @@ type Conn struct {
 	// (MaxCursorsPerConnection).
 	openCursors atomic.Int32
 	// names are the last database name and namespace its requests named (names.go).
-	names nameCache
+	Names nameCache
 	// streamCounter is the topologyVersion counter of the last reply of an exhaust hello
 	// stream, which the next reply waits on (topology.go).
 	StreamCounter int64

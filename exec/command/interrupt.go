@@ -3,9 +3,11 @@ package command
 import (
 	"context"
 	"errors"
+	"math"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -44,7 +46,7 @@ func InterruptError(ctx context.Context, err error) error {
 func (e *Server) LockDDL(ctx context.Context, cmd string, body bsoncore.Document) (unlock func(), err error) {
 	var limit int64
 	if v, err := body.LookupErr("maxTimeMS"); err == nil {
-		if limit, err = maxTimeMS(cmd, v); err != nil {
+		if limit, err = MaxTimeMS(cmd, v); err != nil {
 			return nil, err
 		}
 	}
@@ -55,4 +57,28 @@ func (e *Server) LockDDL(ctx context.Context, cmd string, body bsoncore.Document
 		return nil, InterruptError(wctx, err)
 	}
 	return unlock, nil
+}
+
+// maxTimeMS parses the generic maxTimeMS argument of command cmd: a non-negative 32-bit
+// integer. As MongoDB 7.0: a non-number is the IDL's TypeMismatch, null, a value out of
+// range (checked on the truncated value first) or a fraction are BadValue.
+func MaxTimeMS(cmd string, v bsoncore.Value) (int64, error) {
+	switch v.Type {
+	case bsoncore.TypeNull:
+		return 0, mongoerr.New(mongoerr.BadValue, "maxTimeMS must be a number")
+	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+	default:
+		return 0, args.WrongType(cmd, "maxTimeMS", v.Type, args.NumberTypes...)
+	}
+	n, err := args.Int64(cmd, "maxTimeMS", v)
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 || n > math.MaxInt32 {
+		return 0, mongoerr.New(mongoerr.BadValue, "%d value for maxTimeMS is out of range", n)
+	}
+	if f, ok := v.DoubleOK(); ok && f != math.Trunc(f) {
+		return 0, mongoerr.New(mongoerr.BadValue, "maxTimeMS has non-integral value")
+	}
+	return n, nil
 }

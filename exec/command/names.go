@@ -33,7 +33,7 @@ func (n *nameCache) dbName(v bsoncore.Value) (string, bool) {
 }
 
 // namespace returns db + "." + coll.
-func (n *nameCache) namespace(db, coll string) string {
+func (n *nameCache) Namespace(db, coll string) string {
 	ns := n.ns
 	if len(ns) != len(db)+1+len(coll) || !strings.HasPrefix(ns, db) || ns[len(db)] != '.' || ns[len(db)+1:] != coll {
 		n.ns = db + "." + coll

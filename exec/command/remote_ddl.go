@@ -8,7 +8,6 @@ import (
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/store"
-	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // Index builds and drops in cluster mode (ddl.Remote): the node that runs createIndexes
@@ -70,43 +69,4 @@ func (e *Server) onOwnerNodes(ctx context.Context, c *store.Collection, op strin
 		AppendArray("ids", arr.Build()).
 		AppendString("$db", c.DB).Build()
 	return e.broadcast(ctx, ci, cmd, nil)
-}
-
-// shardIndexes runs, on this node's shards, the part of an index build or drop another node
-// asked for (see above): {op: "build" | "delete", ids}.
-func (e *Server) shardIndexes(ctx context.Context, r *Request) error {
-	ci, err := e.ownedColl(ctx, r, -1)
-	if err != nil {
-		return err
-	}
-	arr, _ := r.Body.Lookup("ids").ArrayOK()
-	vals, _ := arr.Values()
-	ids := make([]store.IndexID, 0, len(vals))
-	for _, v := range vals {
-		ids = append(ids, store.IndexID(v.AsInt64()))
-	}
-	// No move between this node and another runs meanwhile (sharding's move fence): the
-	// fill never meets a copy this node holds without owning it yet. Not the DDL lock, which
-	// the node that runs the build holds, and another node's build may hold here.
-	release, err := e.Shards.FenceMoves(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	ci = e.Cat.Refresh(ci)
-	switch op, _ := r.Body.Lookup("op").StringValueOK(); op {
-	case "build":
-		for _, id := range ids {
-			if !slices.ContainsFunc(ci.Meta.Indexes, func(x store.Index) bool { return x.ID == id && !x.Ready }) {
-				return mongoerr.New(mongoerr.StaleConfig, "index %d of %s is not being built", id, ci.NS())
-			}
-		}
-		e.Cat.Barrier() // this node's writers that did not see the new indexes finish first
-		return e.DDL.FillLocal(ctx, ci.Meta, ids)
-	case "delete":
-		e.DDL.DeleteLocalIndexData(ci.Meta, ids)
-		return nil
-	default:
-		return mongoerr.New(mongoerr.BadValue, "_cleaveShardIndexes: unknown op %q", op)
-	}
 }

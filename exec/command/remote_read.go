@@ -9,6 +9,7 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/access"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/wire"
@@ -44,10 +45,10 @@ func newRemoteShards(e *Server, c sharding.Cluster) *remoteShards {
 // command runs cmd on the node owning shard s and returns its {ok: 1} reply; an {ok: 0}
 // reply becomes its *mongoerr.Error, a node that is down or does not answer
 // HostUnreachable.
-func (rs *remoteShards) command(ctx context.Context, s int, cmd bsoncore.Document) (bsoncore.Document, error) {
+func (rs *remoteShards) Command(ctx context.Context, s int, cmd bsoncore.Document) (bsoncore.Document, error) {
 	node, host := rs.cluster.ShardHost(s)
 	if host == "" {
-		return nil, mongoerr.New(mongoerr.HostUnreachable, "%s is on node %s, which is down", sharding.Name(s), nodeName(node))
+		return nil, mongoerr.New(mongoerr.HostUnreachable, "%s is on node %s, which is down", sharding.Name(s), NodeName(node))
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -59,7 +60,7 @@ func (rs *remoteShards) command(ctx context.Context, s int, cmd bsoncore.Documen
 		var ue *wire.UnreachableError
 		if errors.As(err, &ue) {
 			return nil, mongoerr.Wrap(err, mongoerr.HostUnreachable, "%s is on node %s (%s), which cannot be reached: %v",
-				sharding.Name(s), nodeName(node), host, ue.Err)
+				sharding.Name(s), NodeName(node), host, ue.Err)
 		}
 		return nil, err
 	}
@@ -70,7 +71,7 @@ func (rs *remoteShards) command(ctx context.Context, s int, cmd bsoncore.Documen
 }
 
 // nodeName names node in a message.
-func nodeName(node string) string {
+func NodeName(node string) string {
 	if node == "" {
 		return "(none)"
 	}
@@ -98,7 +99,7 @@ func (rs *remoteShards) OpenScan(_ context.Context, spec *query.RemoteScanSpec) 
 	if spec.Hint.Type != 0 {
 		b.AppendValue("hint", spec.Hint)
 	}
-	b.AppendArray("ranges", encodeRanges(spec.Ranges))
+	b.AppendArray("ranges", EncodeRanges(spec.Ranges))
 	b.AppendDocument("plan", bsoncore.NewDocumentBuilder().
 		AppendInt32("kind", int32(spec.Plan.Kind)).AppendString("index", spec.Plan.Index).
 		AppendBoolean("sorted", spec.Plan.Sorted).AppendBoolean("reverse", spec.Plan.Reverse).
@@ -117,7 +118,7 @@ func orEmpty(d bsoncore.Document) bsoncore.Document {
 }
 
 // encodeRanges encodes hash ranges as [[lo, hi], ...] of int64 (the uint64 bits).
-func encodeRanges(rs [][2]uint64) bsoncore.Array {
+func EncodeRanges(rs [][2]uint64) bsoncore.Array {
 	ab := bsoncore.NewArrayBuilder()
 	for _, r := range rs {
 		ab.AppendArray(bsoncore.NewArrayBuilder().AppendInt64(int64(r[0])).AppendInt64(int64(r[1])).Build())
@@ -126,7 +127,7 @@ func encodeRanges(rs [][2]uint64) bsoncore.Array {
 }
 
 // decodeRanges is encodeRanges' inverse.
-func decodeRanges(a bsoncore.Array) ([][2]uint64, bool) {
+func DecodeRanges(a bsoncore.Array) ([][2]uint64, bool) {
 	vals, err := a.Values()
 	if err != nil {
 		return nil, false
@@ -168,7 +169,7 @@ func (sc *remoteScan) Next(ctx context.Context) ([]byte, query.ScanStats, bool, 
 		cmd = bsoncore.NewDocumentBuilder().AppendInt64("_cleaveShardGetMore", sc.id).AppendString("$db", sc.db).Build()
 	}
 	sc.first = nil
-	reply, err := sc.rs.command(ctx, sc.shard, cmd)
+	reply, err := sc.rs.Command(ctx, sc.shard, cmd)
 	if err != nil {
 		sc.id = 0
 		return nil, query.ScanStats{}, true, err
@@ -189,12 +190,12 @@ func (sc *remoteScan) Close() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		cmd := bsoncore.NewDocumentBuilder().AppendInt64("_cleaveShardKill", id).AppendString("$db", sc.db).Build()
-		_, _ = sc.rs.command(ctx, sc.shard, cmd) // an unreachable owner times the cursor out
+		_, _ = sc.rs.Command(ctx, sc.shard, cmd) // an unreachable owner times the cursor out
 	}()
 }
 
 // appendScanStats appends a read's totals as the stats element.
-func appendScanStats(dst []byte, s *query.ScanStats) []byte {
+func AppendScanStats(dst []byte, s *query.ScanStats) []byte {
 	idx, dst := bsoncore.AppendDocumentElementStart(dst, "stats")
 	dst = bsoncore.AppendInt64Element(dst, "docsExamined", s.DocsExamined)
 	dst = bsoncore.AppendInt64Element(dst, "keysExamined", s.KeysExamined)
@@ -211,4 +212,23 @@ func decodeScanStats(v bsoncore.Value) query.ScanStats {
 	get := func(k string) int64 { n, _ := d.Lookup(k).Int64OK(); return n }
 	return query.ScanStats{DocsExamined: get("docsExamined"), KeysExamined: get("keysExamined"), BytesRead: get("bytesRead"),
 		Returned: get("returned"), BytesReturned: get("bytesReturned")}
+}
+
+// spansRemote reports whether some partition of ci is on another node's shard.
+func (e *Server) SpansRemote(ci *catalog.Coll) bool {
+	shards := e.Cat.Shards()
+	for i := range ci.Map.Len() {
+		if _, ok := catalog.RemoteNode(shards[ci.Map.Partition(i).Shard]); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// movePeers lets the partition manager send internal commands to other nodes.
+type movePeers struct{ rs *remoteShards }
+
+// Command implements sharding.Peers.
+func (p movePeers) Command(ctx context.Context, s int, cmd bsoncore.Document) (bsoncore.Document, error) {
+	return p.rs.Command(ctx, s, cmd)
 }

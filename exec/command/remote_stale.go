@@ -22,10 +22,10 @@ import (
 
 // maxStaleRetries bounds how often one command is planned again after StaleConfig (mongos'
 // kMaxNumStaleVersionRetries is 10; a catalog change takes a watch event to reach us).
-const maxStaleRetries = 5
+const MaxStaleRetries = 5
 
 // catalogRevField names the owner's catalog revision in a StaleConfig answer.
-const catalogRevField = "catalogRev"
+const CatalogRevField = "catalogRev"
 
 // runStaleRetrying runs cmd, and runs a read again when an owner answered StaleConfig.
 func (e *Server) runStaleRetrying(ctx context.Context, r *Request, cmd *Command) error {
@@ -35,7 +35,7 @@ func (e *Server) runStaleRetrying(ctx context.Context, r *Request, cmd *Command)
 	mark := len(r.Out)
 	for attempt := 0; ; attempt++ {
 		err := cmd.Run(ctx, r)
-		if attempt == maxStaleRetries || !e.awaitStale(ctx, err) {
+		if attempt == MaxStaleRetries || !e.AwaitStale(ctx, err) {
 			return err
 		}
 		r.Out = r.Out[:mark]
@@ -63,12 +63,12 @@ func pipelineWrites(body bsoncore.Document) bool {
 
 // awaitStale reports whether err is an owner's StaleConfig after which planning again may
 // succeed, having waited for this node's catalog to reach the owner's revision.
-func (e *Server) awaitStale(ctx context.Context, err error) bool {
+func (e *Server) AwaitStale(ctx context.Context, err error) bool {
 	me := mongoerr.As(err)
 	if me == nil || me.Code != mongoerr.StaleConfig || ctx.Err() != nil {
 		return false
 	}
-	rev, _ := me.Info.Lookup(catalogRevField).Int64OK()
+	rev, _ := me.Info.Lookup(CatalogRevField).Int64OK()
 	if rev > e.Storage.Catalog.Revision() {
 		if err := e.Storage.Catalog.WaitRevision(ctx, rev); err != nil {
 			return false
@@ -85,7 +85,7 @@ func (e *Server) withCatalogRev(r *Request, err error) error {
 		return err
 	}
 	out := *me
-	out.Info = bsoncore.NewDocumentBuilder().AppendInt64(catalogRevField, e.Storage.Catalog.Revision()).Build()
+	out.Info = bsoncore.NewDocumentBuilder().AppendInt64(CatalogRevField, e.Storage.Catalog.Revision()).Build()
 	return &out
 }
 

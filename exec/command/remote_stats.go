@@ -11,7 +11,6 @@ import (
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/validate"
 	"github.com/cleavedb/cleave/store"
-	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // Statistics and validation in cluster mode: collStats, $collStats and dataSize sum what
@@ -21,7 +20,7 @@ import (
 // command (HostUnreachable), so no statistic silently misses a shard.
 
 // localOwnedSizes is ownedSizes for this node's shards (nil for every other node's).
-func (e *Server) localOwnedSizes(ci *catalog.Coll) []*CollSizes {
+func (e *Server) LocalOwnedSizes(ci *catalog.Coll) []*CollSizes {
 	all := e.Cat.Shards()
 	out := make([]*CollSizes, len(all))
 	for i := 0; i < ci.Map.Len(); i++ {
@@ -57,7 +56,7 @@ func (e *Server) ClusterCollSizes(ctx context.Context, c *store.Collection) (Col
 	if err != nil {
 		return CollSizes{}, err
 	}
-	per, err := e.ownedSizes(ctx, ci)
+	per, err := e.OwnedSizes(ctx, ci)
 	if err != nil {
 		return CollSizes{}, err
 	}
@@ -67,7 +66,7 @@ func (e *Server) ClusterCollSizes(ctx context.Context, c *store.Collection) (Col
 // docCount is count's fast path: the documents of the partitions each shard owns (the
 // sharding manager's count, which leaves out the data of moves in flight), every node
 // counting its own shards.
-func (e *Server) docCount(ctx context.Context, ci *catalog.Coll) (int64, error) {
+func (e *Server) DocCount(ctx context.Context, ci *catalog.Coll) (int64, error) {
 	n := e.Shards.OwnedDocCount(ci) // another node's shard counts nothing here
 	if e.Remote == nil || !e.SpansRemote(ci) {
 		return n, nil
@@ -133,7 +132,7 @@ func (e *Server) broadcast(ctx context.Context, ci *catalog.Coll, cmd bsoncore.D
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reply, err := e.Remote.command(ctx, s, cmd)
+			reply, err := e.Remote.Command(ctx, s, cmd)
 			if err == nil && use != nil {
 				use(reply)
 			}
@@ -223,64 +222,6 @@ func stringsOf(v bsoncore.Value) []string {
 		}
 	}
 	return out
-}
-
-// shardStats answers, on this node, another node's _cleaveShardStats for its shards:
-// {shards: [{shard, count, size, storage}]} (sizes), {n} (count: the
-// fast path's) or this node's validation of the collection (validate).
-func (e *Server) shardStats(ctx context.Context, r *Request) error {
-	ci, err := e.ownedColl(ctx, r, -1)
-	if err != nil {
-		return err
-	}
-	switch what, _ := r.Body.Lookup("what").StringValueOK(); what {
-	case "sizes":
-		aidx, out := bsoncore.AppendArrayElementStart(r.Out, "shards")
-		n := 0
-		for s, sz := range e.localOwnedSizes(ci) {
-			if sz == nil {
-				continue
-			}
-			d := bsoncore.NewDocumentBuilder().AppendInt32("shard", int32(s)).
-				AppendInt64("count", sz.Count).AppendInt64("size", sz.Size).AppendInt64("storage", sz.Storage).Build()
-			out = bsoncore.AppendDocumentElement(out, strconv.Itoa(n), d)
-			n++
-		}
-		r.Out, _ = bsoncore.AppendArrayEnd(out, aidx)
-		return nil
-	case "count":
-		r.Out = bsoncore.AppendInt64Element(r.Out, "n", e.Shards.OwnedDocCount(ci))
-		return nil
-	case "validate":
-		full, _ := r.Body.Lookup("full").BooleanOK()
-		opts := validate.Options{Full: full}
-		opts.InFlight = func() func(shard int, hash uint64) bool { return e.Shards.InFlightAt(ci.Meta.ID) }
-		res, err := validate.Run(ctx, e.Cat, ci, opts)
-		if err != nil {
-			return InterruptError(ctx, err)
-		}
-		r.Out = appendNodeValidate(r.Out, res)
-		return nil
-	default:
-		return mongoerr.New(mongoerr.BadValue, "_cleaveShardStats: unknown what %q", what)
-	}
-}
-
-// appendNodeValidate appends one node's validation for mergeValidate.
-func appendNodeValidate(out []byte, res *validate.Result) []byte {
-	out = bsoncore.AppendInt64Element(out, "records", res.Records)
-	out = bsoncore.AppendInt64Element(out, "invalid", res.InvalidDocuments)
-	aidx, out := bsoncore.AppendArrayElementStart(out, "indexes")
-	for i, ir := range res.Indexes {
-		out = bsoncore.AppendDocumentElement(out, strconv.Itoa(i), bsoncore.NewDocumentBuilder().
-			AppendString("name", ir.Name).AppendInt64("keys", ir.Keys).
-			AppendInt64("missing", ir.Missing).AppendInt64("extra", ir.Extra).Build())
-	}
-	out, _ = bsoncore.AppendArrayEnd(out, aidx)
-	out = AppendEntries(out, "extraIndexEntries", res.ExtraEntries)
-	out = AppendEntries(out, "missingIndexEntries", res.MissingEntries)
-	out = AppendStrings(out, "warnings", res.Warnings)
-	return AppendStrings(out, "errors", res.Errors)
 }
 
 // appendEntries appends an array field of index entries as MongoDB describes them

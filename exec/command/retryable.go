@@ -20,7 +20,7 @@ import (
 // checkoutRetryable returns the retryable-write state of r's session for r's txnNumber and
 // a function that checks the session back in; rt is nil (and release a no-op) when r is not
 // a retryable write.
-func (e *Server) checkoutRetryable(r *Request) (rt *write.Retry, release func(), err error) {
+func (e *Server) CheckoutRetryable(r *Request) (rt *write.Retry, release func(), err error) {
 	v, err := r.Body.LookupErr("txnNumber")
 	if err != nil || r.Txn != nil { // a transaction's statements are recorded by its commit
 		return nil, func() {}, nil
@@ -76,7 +76,7 @@ func sessionString(lsid [16]byte) string {
 
 // retried returns the recorded result of statement i of a retryable write (rt non-nil)
 // when it was executed before. Multi statements are never recorded (write.Op.Retry).
-func retried(rt *write.Retry, i int, multi bool) (write.Result, bool) {
+func Retried(rt *write.Retry, i int, multi bool) (write.Result, bool) {
 	if rt == nil || multi {
 		return write.Result{}, false
 	}

@@ -206,14 +206,14 @@ func (e *Server) refreshSessions(_ context.Context, r *Request) error {
 var emptyUserDigest = sha256.Sum256(nil)
 
 // listLocalSessionsStage is $listLocalSessions: the sessions of the cache, oldest use first.
-type listLocalSessionsStage struct {
+type ListLocalSessionsStage struct {
 	raw bsoncore.Value
 	e   *Server
 }
 
 // parseListLocalSessionsStage parses {$listLocalSessions: {allUsers?: bool, users?: [...]}}.
 // Without authentication every session is the same (empty) user's.
-func (e *Server) parseListLocalSessionsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
+func (e *Server) ParseListLocalSessionsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "$listLocalSessions options must be specified in an object, but found: %s", arg.Type)
@@ -229,11 +229,11 @@ func (e *Server) parseListLocalSessionsStage(env *agg.Env, _ string, arg bsoncor
 	if env.Coll != "" { // any database, as MongoDB 3.6+ allows; never a collection
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$listLocalSessions must be run against the database with {aggregate: 1}, not a collection")
 	}
-	return &listLocalSessionsStage{raw: arg, e: e}, nil
+	return &ListLocalSessionsStage{raw: arg, e: e}, nil
 }
 
 // Open implements agg.Stage; the stage is a source, so it ignores its input.
-func (s *listLocalSessionsStage) Open(in stream.Stream) (stream.Stream, error) {
+func (s *ListLocalSessionsStage) Open(in stream.Stream) (stream.Stream, error) {
 	in.Close()
 	type entry struct {
 		id      [16]byte
@@ -257,17 +257,17 @@ func (s *listLocalSessionsStage) Open(in stream.Stream) (stream.Stream, error) {
 }
 
 // Spec implements agg.Stage.
-func (s *listLocalSessionsStage) Spec() bsoncore.Document {
+func (s *ListLocalSessionsStage) Spec() bsoncore.Document {
 	return agg.StageSpec("$listLocalSessions", s.raw)
 }
 
 // listSessionsStage is $listSessions: on mongos it reads config.system.sessions, where the
 // session caches of the cluster's routers persist their sessions; cleave is one process, so
 // its cache is the cluster's and the stage lists it, as $listLocalSessions does.
-type listSessionsStage struct{ local *listLocalSessionsStage }
+type ListSessionsStage struct{ local *ListLocalSessionsStage }
 
 // parseListSessionsStage parses {$listSessions: {allUsers?, users?}} on config.system.sessions.
-func (e *Server) parseListSessionsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
+func (e *Server) ParseListSessionsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	if env.DB != "config" || env.Coll != "system.sessions" {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$listSessions may only be run against config.system.sessions")
 	}
@@ -281,26 +281,26 @@ func (e *Server) parseListSessionsStage(env *agg.Env, _ string, arg bsoncore.Val
 			return nil, mongoerr.New(mongoerr.Location40415, "BSON field '$listSessions.%s' is an unknown field.", k)
 		}
 	}
-	return &listSessionsStage{local: &listLocalSessionsStage{raw: arg, e: e}}, nil
+	return &ListSessionsStage{local: &ListLocalSessionsStage{raw: arg, e: e}}, nil
 }
 
 // Open implements agg.Stage; the stage is a source (OpenSource), so it only runs first.
-func (s *listSessionsStage) Open(stream.Stream) (stream.Stream, error) {
+func (s *ListSessionsStage) Open(stream.Stream) (stream.Stream, error) {
 	return nil, mongoerr.New(mongoerr.Location40602, "$listSessions is only valid as the first stage in a pipeline")
 }
 
 // OpenSource implements agg.SourceStage: the cached sessions, whatever the collection holds.
-func (s *listSessionsStage) OpenSource(*catalog.Coll) (stream.Stream, error) {
+func (s *ListSessionsStage) OpenSource(*catalog.Coll) (stream.Stream, error) {
 	return s.local.Open(stream.Empty{})
 }
 
 // Spec implements agg.Stage.
-func (s *listSessionsStage) Spec() bsoncore.Document {
+func (s *ListSessionsStage) Spec() bsoncore.Document {
 	return agg.StageSpec("$listSessions", s.local.raw)
 }
 
 // Collectionless implements agg.Collectionless: $listLocalSessions reads no collection.
-func (s *listLocalSessionsStage) Collectionless() {}
+func (s *ListLocalSessionsStage) Collectionless() {}
 
 // Forget drops every session, as a restart does: what remains is in the store.
 func (c *sessionCache) Forget() {

@@ -67,8 +67,8 @@ func (s *CollSizes) estimateIndexes(c *store.Collection) {
 // it owns (a shard may still hold the source range of a finished move, or a range being
 // copied to it). The result is indexed by shard; nil for a shard owning no partition.
 // In cluster mode the other nodes measure their own shards (remote_stats.go).
-func (e *Server) ownedSizes(ctx context.Context, ci *catalog.Coll) ([]*CollSizes, error) {
-	out := e.localOwnedSizes(ci)
+func (e *Server) OwnedSizes(ctx context.Context, ci *catalog.Coll) ([]*CollSizes, error) {
+	out := e.LocalOwnedSizes(ci)
 	if e.Remote == nil || !e.SpansRemote(ci) {
 		return out, nil
 	}

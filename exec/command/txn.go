@@ -520,7 +520,7 @@ func (e *Server) QueryFor(r *Request) *query.Engine {
 }
 
 // writeFor returns the write path of r: its transaction's, or the executor's.
-func (e *Server) writeFor(r *Request) *write.Path {
+func (e *Server) WriteFor(r *Request) *write.Path {
 	if r.Txn != nil {
 		return r.Txn.write
 	}

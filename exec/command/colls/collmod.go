@@ -34,7 +34,7 @@ import (
 // collMod runs the collMod command.
 func (h *Handlers) collMod(ctx context.Context, r *command.Request) error {
 	a, err := ddl.ParseCollMod(r.Body)
-	if err != nil && (a == nil || !h.IsView(r.DB, a.Coll)) {
+	if err != nil && (a == nil || !h.CRUD.IsView(r.DB, a.Coll)) {
 		return err
 	}
 	unlock, err := h.LockDDL(ctx, "collMod", r.Body)
@@ -47,7 +47,7 @@ func (h *Handlers) collMod(ctx context.Context, r *command.Request) error {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist")
 	}
 	if catalog.IsView(c) {
-		return h.CollModView(r, c) // view.go
+		return h.CRUD.CollModView(r, c) // view.go
 	}
 	if err != nil {
 		return err

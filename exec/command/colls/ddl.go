@@ -25,7 +25,7 @@ func (h *Handlers) addDDLCommands(add func(*command.Command)) {
 	add(&command.Command{Name: "collMod", Run: h.collMod, Action: auth.ActionDBAdmin, Help: "change the options of a collection or of one of its indexes", Props: command.WriteConcern | command.APIV1})
 	add(&command.Command{Name: "dropDatabase", Run: h.dropDatabase, Action: auth.ActionDBAdmin, Help: "drop a database and all its collections", Props: command.WriteConcern | command.APIV1})
 	add(&command.Command{Name: "listDatabases", Run: h.listDatabases, Action: auth.ActionAuthenticated, Help: "list the databases", AdminOnly: true, Props: command.APIV1})
-	add(&command.Command{Name: "listCollections", Run: h.listCollections, Action: auth.ActionListing, Help: "list the collections of a database", Props: command.Cursor | command.APIV1})
+	add(&command.Command{Name: "listCollections", Run: h.listCollections, Action: auth.ActionListing, Help: "list the collections of a database", Props: command.OpensCursor | command.APIV1})
 	add(&command.Command{Name: "renameCollection", Run: h.renameCollection, Action: auth.ActionDDL, Needs: command.RenameNeeds, Help: "rename a collection", AdminOnly: true, Props: command.WriteConcern | command.APIV1})
 	add(&command.Command{Name: "collStats", Aliases: []string{"collstats"}, Run: h.collStats, Action: auth.ActionListing, Help: "statistics of a collection", Props: command.APIV1})
 	add(&command.Command{Name: "dbStats", Aliases: []string{"dbstats"}, Run: h.dbStats, Action: auth.ActionListing, Help: "statistics of a database"})
@@ -60,7 +60,7 @@ func (h *Handlers) create(ctx context.Context, r *command.Request) error {
 		if sh != nil {
 			return mongoerr.New(mongoerr.InvalidOptions, "option not supported on a view: shardKey")
 		}
-		return h.CreateView(r.DB, name, opts) // view.go
+		return h.CRUD.CreateView(r.DB, name, opts) // view.go
 	}
 	if sh != nil {
 		return h.createWithSharding(r.DB, name, opts, sh) // cmd_cosmos.go

@@ -9,10 +9,17 @@
 // exec/sharding.
 package colls
 
-import "github.com/cleavedb/cleave/exec/command"
+import (
+	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/command/crud"
+)
 
-// Handlers runs the commands of this package over the server's services.
-type Handlers struct{ *command.Server }
+// Handlers runs the commands of this package over the server's services; views are the
+// read path's (CRUD's), which parses their pipelines.
+type Handlers struct {
+	*command.Server
+	CRUD *crud.Handlers
+}
 
 // Add registers the commands of this package.
 func (h *Handlers) Add(add func(*command.Command)) {

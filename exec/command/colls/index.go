@@ -19,7 +19,7 @@ import (
 // addIndexCommands registers createIndexes, listIndexes and dropIndexes.
 func (h *Handlers) addIndexCommands(add func(*command.Command)) {
 	add(&command.Command{Name: "createIndexes", Run: h.createIndexes, Action: auth.ActionDDL, Help: "create indexes on a collection", Props: command.InTxn | command.TxnCreates | command.WriteConcern | command.APIV1})
-	add(&command.Command{Name: "listIndexes", Run: h.listIndexes, Action: auth.ActionListing, Help: "list the indexes of a collection", Props: command.Cursor | command.APIV1})
+	add(&command.Command{Name: "listIndexes", Run: h.listIndexes, Action: auth.ActionListing, Help: "list the indexes of a collection", Props: command.OpensCursor | command.APIV1})
 	add(&command.Command{Name: "dropIndexes", Aliases: []string{"deleteIndexes"}, Run: h.dropIndexes, Action: auth.ActionDDL, Help: "drop indexes of a collection", Props: command.WriteConcern | command.APIV1})
 }
 

@@ -26,7 +26,7 @@ func (h *Handlers) listDatabases(ctx context.Context, r *command.Request) error 
 		switch key {
 		case "filter":
 			var d bsoncore.Document
-			if d, err = command.OptionalDoc(cmd, key, v); err == nil && d != nil {
+			if d, err = args.OptionalDoc(cmd, key, v); err == nil && d != nil {
 				filter, err = query.CompileFilter(d)
 			}
 		case "nameOnly":
@@ -93,7 +93,7 @@ func (h *Handlers) listCollections(ctx context.Context, r *command.Request) erro
 		switch key {
 		case "filter":
 			var d bsoncore.Document
-			if d, err = command.OptionalDoc(cmd, key, v); err == nil && d != nil {
+			if d, err = args.OptionalDoc(cmd, key, v); err == nil && d != nil {
 				filter, err = query.CompileFilter(d)
 			}
 		case "nameOnly":

@@ -13,8 +13,8 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
-	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/collation"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
@@ -173,7 +173,7 @@ func (h *Handlers) shardCollection(_ context.Context, r *command.Request) error 
 	if spec.Key == nil {
 		return args.Missing(cmd, "key")
 	}
-	if h.IsView(db, coll) {
+	if h.CRUD.IsView(db, coll) {
 		return catalog.ViewError(ns)
 	}
 	spec.Key = append(bsoncore.Document(nil), spec.Key...) // the body aliases the read buffer

@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"strconv"
@@ -8,6 +8,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -85,11 +86,11 @@ func parseWriteArgs(cmd, list string, body bsoncore.Document) (*writeArgs, error
 	if a.stmts, err = stmts.Values(); err != nil {
 		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid %s array", list)
 	}
-	if n := len(a.stmts); n == 0 || n > MaxWriteBatchSize {
-		return nil, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", MaxWriteBatchSize, n)
+	if n := len(a.stmts); n == 0 || n > command.MaxWriteBatchSize {
+		return nil, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", command.MaxWriteBatchSize, n)
 	}
 	if v, err := body.LookupErr("maxTimeMS"); err == nil {
-		if a.maxTimeMS, err = maxTimeMS(cmd, v); err != nil {
+		if a.maxTimeMS, err = command.MaxTimeMS(cmd, v); err != nil {
 			return nil, err
 		}
 	}

@@ -1,12 +1,11 @@
-package command
+package crud
 
 import (
-	"math"
-
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -48,11 +47,11 @@ func parseFindInto(body bsoncore.Document, a *findArgs) error {
 		var err error
 		switch key {
 		case "filter":
-			a.filter, err = OptionalDoc(cmd, key, v)
+			a.filter, err = args.OptionalDoc(cmd, key, v)
 		case "sort":
-			a.sort, err = OptionalDoc(cmd, key, v)
+			a.sort, err = args.OptionalDoc(cmd, key, v)
 		case "projection":
-			a.projection, err = OptionalDoc(cmd, key, v)
+			a.projection, err = args.OptionalDoc(cmd, key, v)
 		case "hint":
 			a.hint = v
 		case "skip":
@@ -96,19 +95,11 @@ func parseFindInto(body bsoncore.Document, a *findArgs) error {
 		return err
 	}
 	if maxTime.Type != 0 {
-		if a.maxTimeMS, err = maxTimeMS(cmd, maxTime); err != nil {
+		if a.maxTimeMS, err = command.MaxTimeMS(cmd, maxTime); err != nil {
 			return err
 		}
 	}
 	return checkTailable(a)
-}
-
-// optionalDoc returns a document argument; null counts as absent, as drivers sometimes send it.
-func OptionalDoc(cmd, field string, v bsoncore.Value) (bsoncore.Document, error) {
-	if v.Type == bsoncore.TypeNull {
-		return nil, nil
-	}
-	return args.Doc(cmd, field, v)
 }
 
 // nonNegative parses an integral argument that must be >= 0 (MongoDB's IDL validator).
@@ -119,30 +110,6 @@ func nonNegative(cmd, field string, v bsoncore.Value) (int64, error) {
 	}
 	if n < 0 {
 		return 0, mongoerr.New(mongoerr.Location51024, "BSON field '%s' value must be >= 0, actual value '%d'", field, n)
-	}
-	return n, nil
-}
-
-// maxTimeMS parses the generic maxTimeMS argument of command cmd: a non-negative 32-bit
-// integer. As MongoDB 7.0: a non-number is the IDL's TypeMismatch, null, a value out of
-// range (checked on the truncated value first) or a fraction are BadValue.
-func maxTimeMS(cmd string, v bsoncore.Value) (int64, error) {
-	switch v.Type {
-	case bsoncore.TypeNull:
-		return 0, mongoerr.New(mongoerr.BadValue, "maxTimeMS must be a number")
-	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-	default:
-		return 0, args.WrongType(cmd, "maxTimeMS", v.Type, args.NumberTypes...)
-	}
-	n, err := args.Int64(cmd, "maxTimeMS", v)
-	if err != nil {
-		return 0, err
-	}
-	if n < 0 || n > math.MaxInt32 {
-		return 0, mongoerr.New(mongoerr.BadValue, "%d value for maxTimeMS is out of range", n)
-	}
-	if f, ok := v.DoubleOK(); ok && f != math.Trunc(f) {
-		return 0, mongoerr.New(mongoerr.BadValue, "maxTimeMS has non-integral value")
 	}
 	return n, nil
 }

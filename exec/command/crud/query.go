@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"context"
@@ -10,16 +10,17 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // addQueryCommands registers count, distinct and explain.
-func (e *Server) addQueryCommands(add func(*Command)) {
-	add(&Command{Name: "count", Run: e.count, Action: auth.ActionRead, Help: "count objects in collection", Props: StaleRetry | Explainable | APIV1})
-	add(&Command{Name: "distinct", Run: e.distinct, Action: auth.ActionRead, Help: "{ distinct : 'collection name' , key : 'a.b' , query : {} }", Props: InTxn | SnapshotRead | StaleRetry | Explainable})
-	add(&Command{Name: "explain", Run: e.explain, Action: auth.ActionRead, Help: "explain database reads and writes", Props: StaleRetry | APIV1})
+func (h *Handlers) addQueryCommands(add func(*command.Command)) {
+	add(&command.Command{Name: "count", Run: h.count, Action: auth.ActionRead, Help: "count objects in collection", Props: command.StaleRetry | command.Explainable | command.APIV1})
+	add(&command.Command{Name: "distinct", Run: h.distinct, Action: auth.ActionRead, Help: "{ distinct : 'collection name' , key : 'a.b' , query : {} }", Props: command.InTxn | command.SnapshotRead | command.StaleRetry | command.Explainable})
+	add(&command.Command{Name: "explain", Run: h.explain, Action: auth.ActionRead, Help: "explain database reads and writes", Props: command.StaleRetry | command.APIV1})
 }
 
 // countArgs are the parsed arguments of count.
@@ -45,7 +46,7 @@ func parseCount(body bsoncore.Document) (*countArgs, error) {
 		var err error
 		switch key {
 		case "query":
-			a.query, err = OptionalDoc(cmd, key, v)
+			a.query, err = args.OptionalDoc(cmd, key, v)
 		case "skip":
 			a.skip, err = nonNegative(cmd, key, v)
 		case "limit":
@@ -67,7 +68,7 @@ func parseCount(body bsoncore.Document) (*countArgs, error) {
 		return nil, err
 	}
 	if v, err := body.LookupErr("maxTimeMS"); err == nil {
-		if a.maxTimeMS, err = maxTimeMS(cmd, v); err != nil {
+		if a.maxTimeMS, err = command.MaxTimeMS(cmd, v); err != nil {
 			return nil, err
 		}
 	}
@@ -75,15 +76,15 @@ func parseCount(body bsoncore.Document) (*countArgs, error) {
 }
 
 // count runs the count command.
-func (e *Server) count(ctx context.Context, r *Request) error {
+func (h *Handlers) count(ctx context.Context, r *command.Request) error {
 	a, err := parseCount(r.Body)
 	if err != nil {
 		return err
 	}
-	if e.IsView(r.DB, a.coll) {
-		return e.countView(ctx, r, a) // view.go
+	if h.IsView(r.DB, a.coll) {
+		return h.countView(ctx, r, a) // view.go
 	}
-	ci, err := e.Cat.Lookup(r.DB, a.coll)
+	ci, err := h.Cat.Lookup(r.DB, a.coll)
 	if err != nil {
 		return err
 	}
@@ -104,7 +105,7 @@ func (e *Server) count(ctx context.Context, r *Request) error {
 	// A count without a limit reads every match: in which order does not matter.
 	q := &query.Query{CI: ci, Filter: f, Skip: a.skip, Hint: a.hint, Unordered: a.limit == 0, NoFields: true}
 	if r.Explain != "" {
-		return e.explainQuery(ctx, r, q, "count", a.limit)
+		return h.explainQuery(ctx, r, q, "count", a.limit)
 	}
 	if ci == nil {
 		r.Out = bsoncore.AppendInt32Element(r.Out, "n", 0)
@@ -112,7 +113,7 @@ func (e *Server) count(ctx context.Context, r *Request) error {
 	}
 	var n int64
 	if f.IsEmpty() && a.hint.Type == 0 {
-		if n, err = e.docCount(ctx, ci); err != nil { // not the data of moves in flight
+		if n, err = h.DocCount(ctx, ci); err != nil { // not the data of moves in flight
 			return err
 		}
 		n = max(n-a.skip, 0)
@@ -122,7 +123,7 @@ func (e *Server) count(ctx context.Context, r *Request) error {
 	} else {
 		ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 		defer cancel()
-		stream, _, shards, err := e.QueryFor(r).Open(q)
+		stream, _, shards, err := h.QueryFor(r).Open(q)
 		if err != nil {
 			return err
 		}
@@ -146,7 +147,7 @@ func (e *Server) count(ctx context.Context, r *Request) error {
 }
 
 // distinct runs the distinct command.
-func (e *Server) distinct(ctx context.Context, r *Request) error {
+func (h *Handlers) distinct(ctx context.Context, r *command.Request) error {
 	const cmd = "distinct"
 	first, _ := bsonx.FirstElement(r.Body)
 	coll, err := args.Collection(cmd, first.Value())
@@ -164,7 +165,7 @@ func (e *Server) distinct(ctx context.Context, r *Request) error {
 			haveKey = true
 			key, err = args.String(cmd, k, v)
 		case "query":
-			filter, err = OptionalDoc(cmd, k, v)
+			filter, err = args.OptionalDoc(cmd, k, v)
 		case "collation":
 			collation, err = args.Doc(cmd, k, v)
 		case "hint":
@@ -184,12 +185,12 @@ func (e *Server) distinct(ctx context.Context, r *Request) error {
 		return err
 	}
 	var values []bsoncore.Value
-	if e.IsView(r.DB, coll) {
-		if values, err = e.distinctView(ctx, r, coll, filter, hint, key); err != nil || r.Explain != "" {
+	if h.IsView(r.DB, coll) {
+		if values, err = h.distinctView(ctx, r, coll, filter, hint, key); err != nil || r.Explain != "" {
 			return err
 		}
 	} else {
-		ci, err := e.Cat.Lookup(r.DB, coll)
+		ci, err := h.Cat.Lookup(r.DB, coll)
 		if err != nil {
 			return err
 		}
@@ -206,10 +207,10 @@ func (e *Server) distinct(ctx context.Context, r *Request) error {
 		}
 		q := &query.Query{CI: ci, Filter: f, Hint: hint, Unordered: true, Distinct: key} // the values are sorted
 		if r.Explain != "" {
-			return e.explainQuery(ctx, r, q, "distinct", 0)
+			return h.explainQuery(ctx, r, q, "distinct", 0)
 		}
 		if ci != nil {
-			if values, err = e.distinctValues(ctx, r, q, key); err != nil {
+			if values, err = h.distinctValues(ctx, r, q, key); err != nil {
 				return err
 			}
 		}
@@ -218,7 +219,7 @@ func (e *Server) distinct(ctx context.Context, r *Request) error {
 	size := 0
 	for i, v := range values {
 		size += len(v.Data)
-		if size > maxBatchBytes {
+		if size > command.MaxBatchBytes {
 			return mongoerr.New(mongoerr.BSONObjectTooLarge, "distinct too big, 16mb cap")
 		}
 		out = bsoncore.AppendValueElement(out, bsonx.ArrayKey(i), v)
@@ -229,8 +230,8 @@ func (e *Server) distinct(ctx context.Context, r *Request) error {
 
 // distinctValues collects the distinct values of path among q's matches, sorted in
 // MongoDB's order. Array values contribute their elements.
-func (e *Server) distinctValues(ctx context.Context, r *Request, q *query.Query, path string) ([]bsoncore.Value, error) {
-	stream, _, shards, err := e.QueryFor(r).Open(q)
+func (h *Handlers) distinctValues(ctx context.Context, r *command.Request, q *query.Query, path string) ([]bsoncore.Value, error) {
+	stream, _, shards, err := h.QueryFor(r).Open(q)
 	if err != nil {
 		return nil, err
 	}
@@ -244,15 +245,15 @@ func (e *Server) distinctValues(ctx context.Context, r *Request, q *query.Query,
 
 // distinctView runs distinct on view coll: the distinct values of path among the
 // documents of the view's pipeline followed by $match filter.
-func (e *Server) distinctView(ctx context.Context, r *Request, coll string, filter bsoncore.Document, hint bsoncore.Value, path string) ([]bsoncore.Value, error) {
+func (h *Handlers) distinctView(ctx context.Context, r *command.Request, coll string, filter bsoncore.Document, hint bsoncore.Value, path string) ([]bsoncore.Value, error) {
 	var stages []bsoncore.Document
 	if len(filter) > 5 {
 		stages = append(stages, stage("$match", bsonx.DocValue(filter)))
 	}
 	if r.Explain != "" {
-		return nil, e.explainViewRead(ctx, r, coll, stages)
+		return nil, h.explainViewRead(ctx, r, coll, stages)
 	}
-	s, charge, err := e.openViewRead(r, coll, stages, hint)
+	s, charge, err := h.openViewRead(r, coll, stages, hint)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -16,16 +16,16 @@ import (
 type indexStatsStage struct {
 	raw bsoncore.Value
 	env *agg.Env
-	e   *Server
+	e   *Handlers
 }
 
 // parseIndexStatsStage parses {$indexStats: {}}.
-func (e *Server) parseIndexStatsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
+func (h *Handlers) parseIndexStatsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok || len(d) > 5 {
 		return nil, mongoerr.New(mongoerr.Location28803, "The $indexStats stage specification must be an empty object")
 	}
-	return &indexStatsStage{raw: arg, env: env, e: e}, nil
+	return &indexStatsStage{raw: arg, env: env, e: h}, nil
 }
 
 // Open implements agg.Stage; the stage is a source (OpenSource), so it only runs first.

@@ -1,16 +1,17 @@
-package command
+package crud
 
 import (
 	"context"
 
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/write"
 )
 
 // delete runs the delete command: each statement of deletes in turn (limit 1: the first
 // matching document, limit 0: all of them), stopping at the first failed one when ordered.
-func (e *Server) delete(ctx context.Context, r *Request) error {
+func (h *Handlers) delete(ctx context.Context, r *command.Request) error {
 	const cmd = "delete"
 	a, err := parseWriteArgs(cmd, "deletes", r.Body)
 	if err != nil {
@@ -22,7 +23,7 @@ func (e *Server) delete(ctx context.Context, r *Request) error {
 			return err
 		}
 	}
-	ci, err := e.Cat.Lookup(r.DB, a.coll)
+	ci, err := h.Cat.Lookup(r.DB, a.coll)
 	if err != nil {
 		return err
 	}
@@ -31,11 +32,11 @@ func (e *Server) delete(ctx context.Context, r *Request) error {
 		if err != nil {
 			return err
 		}
-		return e.explainWrite(ctx, r, op)
+		return h.explainWrite(ctx, r, op)
 	}
 	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
-	rt, release, err := e.checkoutRetryable(r)
+	rt, release, err := h.CheckoutRetryable(r)
 	if err != nil {
 		return err
 	}
@@ -43,14 +44,14 @@ func (e *Server) delete(ctx context.Context, r *Request) error {
 	res := write.Results{}
 	for i, s := range stmts {
 		var or write.Result
-		if rec, ok := retried(rt, i, s.limit == 0); ok {
+		if rec, ok := command.Retried(rt, i, s.limit == 0); ok {
 			or, err = rec, nil
 		} else {
 			var op *write.Op
 			op, err = compileDelete(a, ci, s)
 			if err == nil {
 				op.Retry, op.Stmt = rt, int32(i)
-				err = e.runWrite(ctx, r, op, &modifyStmt{kind: cmd, list: "deletes", stmt: a.stmts[i], index: int32(i)}, &or)
+				err = h.runWrite(ctx, r, op, &modifyStmt{kind: cmd, list: "deletes", stmt: a.stmts[i], index: int32(i)}, &or)
 			}
 		}
 		r.Charge += or.Charge
@@ -67,7 +68,7 @@ func (e *Server) delete(ctx context.Context, r *Request) error {
 		}
 		res.N += or.Matched
 	}
-	e.Counters.DeletedDocs.Add(res.N)
+	h.Counters.DeletedDocs.Add(res.N)
 	r.Out = res.AppendReply(r.Out, false)
 	return nil
 }

@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/auth"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -18,18 +19,10 @@ import (
 // (_cleaveMoveApply) or asks it to move one of its own (_cleaveMovePartition).
 
 // addMoveCommands registers the internal commands of moves between nodes.
-func (e *Server) addMoveCommands(add func(*Command)) {
-	add(&Command{Name: sharding.MoveApplyCmd, Run: e.moveApply, Action: auth.ActionClusterAdmin, Help: "internal: one step of a partition move into this node"})
-	add(&Command{Name: sharding.MovePartitionCmd, Run: e.movePartition, Action: auth.ActionClusterAdmin, Help: "internal: move a partition of this node"})
-	add(&Command{Name: sharding.PartitionStatsCmd, Run: e.clusterPartitionStats, Action: auth.ActionClusterAdmin, Help: "internal: this node's partitions of a collection"})
-}
-
-// movePeers lets the partition manager send internal commands to other nodes.
-type movePeers struct{ rs *remoteShards }
-
-// Command implements sharding.Peers.
-func (p movePeers) Command(ctx context.Context, s int, cmd bsoncore.Document) (bsoncore.Document, error) {
-	return p.rs.command(ctx, s, cmd)
+func (h *Handlers) addMoveCommands(add func(*command.Command)) {
+	add(&command.Command{Name: sharding.MoveApplyCmd, Run: h.moveApply, Action: auth.ActionClusterAdmin, Help: "internal: one step of a partition move into this node"})
+	add(&command.Command{Name: sharding.MovePartitionCmd, Run: h.movePartition, Action: auth.ActionClusterAdmin, Help: "internal: move a partition of this node"})
+	add(&command.Command{Name: sharding.PartitionStatsCmd, Run: h.clusterPartitionStats, Action: auth.ActionClusterAdmin, Help: "internal: this node's partitions of a collection"})
 }
 
 // moveError maps a move's stale decision to MongoDB's answer for a chunk that changed.
@@ -41,9 +34,9 @@ func MoveError(err error) error {
 }
 
 // moveApply runs one step of a move into shard `shard` of this node: {n}.
-func (e *Server) moveApply(ctx context.Context, r *Request) error {
+func (h *Handlers) moveApply(ctx context.Context, r *command.Request) error {
 	s, _ := r.Body.Lookup("shard").Int32OK()
-	ci, err := e.ownedColl(ctx, r, int(s))
+	ci, err := h.ownedColl(ctx, r, int(s))
 	if err != nil {
 		return err
 	}
@@ -52,35 +45,35 @@ func (e *Server) moveApply(ctx context.Context, r *Request) error {
 	op, _ := r.Body.Lookup("op").StringValueOK()
 	entries, _ := r.Body.Lookup("entries").ArrayOK()
 	pace, _ := r.Body.Lookup("paceMillis").Int64OK()
-	n, err := e.Shards.ReceiveMove(ci, int(s), uint64(lo), uint64(hi), op, entries, time.Duration(pace)*time.Millisecond)
+	n, err := h.Shards.ReceiveMove(ci, int(s), uint64(lo), uint64(hi), op, entries, time.Duration(pace)*time.Millisecond)
 	if err != nil {
 		return MoveError(err)
 	}
 	r.Out = bsoncore.AppendInt64Element(r.Out, "n", int64(n))
 	// The source guards its flip with this node's incarnation (move_remote.go, beginMove).
-	r.Out = bsoncore.AppendInt64Element(r.Out, "incarnation", e.Shards.Incarnation())
+	r.Out = bsoncore.AppendInt64Element(r.Out, "incarnation", h.Shards.Incarnation())
 	return nil
 }
 
 // movePartition moves a partition of one of this node's shards, as another node asked.
-func (e *Server) movePartition(ctx context.Context, r *Request) error {
-	ci, err := e.ownedColl(ctx, r, -1)
+func (h *Handlers) movePartition(ctx context.Context, r *command.Request) error {
+	ci, err := h.ownedColl(ctx, r, -1)
 	if err != nil {
 		return err
 	}
 	id, _ := r.Body.Lookup("partition").Int64OK()
 	to, _ := r.Body.Lookup("to").Int32OK()
 	reason, _ := r.Body.Lookup("reason").StringValueOK()
-	return MoveError(e.Shards.MovePartition(ci.Meta.DB, ci.Meta.Name, uint64(id), int(to), reason))
+	return MoveError(h.Shards.MovePartition(ci.Meta.DB, ci.Meta.Name, uint64(id), int(to), reason))
 }
 
 // clusterPartitionStats answers the elected manager's request for this node's partitions of a
 // collection: {parts: [{id, shard, docs, bytes, ru}]}.
-func (e *Server) clusterPartitionStats(ctx context.Context, r *Request) error {
-	ci, err := e.ownedColl(ctx, r, -1)
+func (h *Handlers) clusterPartitionStats(ctx context.Context, r *command.Request) error {
+	ci, err := h.ownedColl(ctx, r, -1)
 	if err != nil {
 		return err
 	}
-	r.Out = e.Shards.AppendPartitionStats(r.Out, ci)
+	r.Out = h.Shards.AppendPartitionStats(r.Out, ci)
 	return nil
 }

@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -29,22 +30,11 @@ type insertGroup struct {
 	stmts []int
 }
 
-// spansRemote reports whether some partition of ci is on another node's shard.
-func (e *Server) SpansRemote(ci *catalog.Coll) bool {
-	shards := e.Cat.Shards()
-	for i := range ci.Map.Len() {
-		if _, ok := catalog.RemoteNode(shards[ci.Map.Partition(i).Shard]); ok {
-			return true
-		}
-	}
-	return false
-}
-
 // insertRouted inserts vals into ci, each on its owner's node.
-func (e *Server) insertRouted(ctx context.Context, r *Request, ci *catalog.Coll, vals []bsoncore.Value, stmts []int,
+func (h *Handlers) insertRouted(ctx context.Context, r *command.Request, ci *catalog.Coll, vals []bsoncore.Value, stmts []int,
 	ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
-	shards := e.Cat.Shards()
+	shards := h.Cat.Shards()
 	var runs []*insertGroup
 	byNode := map[string]*insertGroup{}
 	for i, v := range vals {
@@ -70,7 +60,7 @@ func (e *Server) insertRouted(ctx context.Context, r *Request, ci *catalog.Coll,
 	if ordered {
 		for _, g := range runs {
 			n := len(res.Errs)
-			if err := e.insertGroupOn(ctx, r, ci, g, ordered, bypass, wc, rt, res); err != nil {
+			if err := h.insertGroupOn(ctx, r, ci, g, ordered, bypass, wc, rt, res); err != nil {
 				return err
 			}
 			if len(res.Errs) > n {
@@ -79,11 +69,11 @@ func (e *Server) insertRouted(ctx context.Context, r *Request, ci *catalog.Coll,
 		}
 		return nil
 	}
-	return e.insertParallel(ctx, r, ci, runs, bypass, wc, rt, res)
+	return h.insertParallel(ctx, r, ci, runs, bypass, wc, rt, res)
 }
 
 // insertParallel runs the groups of an unordered insert at once and merges their results.
-func (e *Server) insertParallel(ctx context.Context, r *Request, ci *catalog.Coll, groups []*insertGroup,
+func (h *Handlers) insertParallel(ctx context.Context, r *command.Request, ci *catalog.Coll, groups []*insertGroup,
 	bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
 	out := make([]write.Results, len(groups))
@@ -93,7 +83,7 @@ func (e *Server) insertParallel(ctx context.Context, r *Request, ci *catalog.Col
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = e.insertGroupOn(ctx, r, ci, g, false, bypass, wc, rt, &out[i])
+			errs[i] = h.insertGroupOn(ctx, r, ci, g, false, bypass, wc, rt, &out[i])
 		}()
 	}
 	wg.Wait()
@@ -113,13 +103,13 @@ func (e *Server) insertParallel(ctx context.Context, r *Request, ci *catalog.Col
 
 // insertGroupOn inserts one node's group: here through the write path, elsewhere with
 // _cleaveShardWrite.
-func (e *Server) insertGroupOn(ctx context.Context, r *Request, ci *catalog.Coll, g *insertGroup,
+func (h *Handlers) insertGroupOn(ctx context.Context, r *command.Request, ci *catalog.Coll, g *insertGroup,
 	ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
 	if g.node == "" {
 		for start := 0; start < len(g.vals); start += insertGroupDocs {
 			end := min(start+insertGroupDocs, len(g.vals))
-			stop, err := e.writeFor(r).InsertStmts(ctx, ci, g.vals[start:end], g.stmts[start:end], ordered, bypass, wc, res, rt)
+			stop, err := h.WriteFor(r).InsertStmts(ctx, ci, g.vals[start:end], g.stmts[start:end], ordered, bypass, wc, res, rt)
 			if err != nil || stop {
 				return err
 			}
@@ -129,7 +119,7 @@ func (e *Server) insertGroupOn(ctx context.Context, r *Request, ci *catalog.Coll
 	b := bsoncore.NewDocumentBuilder().
 		AppendString("_cleaveShardWrite", ci.Meta.Name).
 		AppendInt64("collId", int64(ci.Meta.ID)).
-		AppendInt64("rev", e.Storage.Catalog.Revision())
+		AppendInt64("rev", h.Storage.Catalog.Revision())
 	docs, stmts := bsoncore.NewArrayBuilder(), bsoncore.NewArrayBuilder()
 	for i, v := range g.vals {
 		docs.AppendDocument(v.Data)
@@ -142,7 +132,7 @@ func (e *Server) insertGroupOn(ctx context.Context, r *Request, ci *catalog.Coll
 			b.AppendValue(k, v)
 		}
 	}
-	reply, err := e.Remote.command(ctx, g.shard, b.AppendString("$db", r.DB).Build())
+	reply, err := h.Remote.Command(ctx, g.shard, b.AppendString("$db", r.DB).Build())
 	if isStale(err) { // the owner wrote none of them: each is refused, to route again (insert_stale.go)
 		for _, s := range g.stmts {
 			res.Errs = append(res.Errs, mongoerr.WriteError{Index: s, Err: mongoerr.As(err)})
@@ -186,8 +176,8 @@ func decodeWriteErrors(reply bsoncore.Document) []mongoerr.WriteError {
 
 // shardWrite runs, on this node, the documents another node routed to its shards
 // (insertRouted): {n, writeErrors, charge}.
-func (e *Server) shardWrite(ctx context.Context, r *Request) error {
-	ci, err := e.ownedColl(ctx, r, -1)
+func (h *Handlers) shardWrite(ctx context.Context, r *command.Request) error {
+	ci, err := h.ownedColl(ctx, r, -1)
 	if err != nil {
 		return err
 	}
@@ -202,19 +192,19 @@ func (e *Server) shardWrite(ctx context.Context, r *Request) error {
 		return mongoerr.New(mongoerr.BadValue, "_cleaveShardWrite: %d stmts for %d documents", len(sv), len(vals))
 	}
 	stmts := make([]int, len(sv))
-	shards := e.Cat.Shards()
+	shards := h.Cat.Shards()
 	for i, v := range sv {
 		stmts[i] = int(v.Int32())
 		if h, err := ci.ShardHash(vals[i].Document()); err == nil {
 			s := ci.Map.Partition(ci.Map.Locate(h)).Shard
 			if node, remote := catalog.RemoteNode(shards[s]); remote {
-				return mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, nodeName(node))
+				return mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, command.NodeName(node))
 			}
 		}
 	}
 	ordered, _ := r.Body.Lookup("ordered").BooleanOK()
 	bypass, _ := r.Body.Lookup("bypassDocumentValidation").BooleanOK()
-	rt, release, err := e.checkoutRetryable(r)
+	rt, release, err := h.CheckoutRetryable(r)
 	if err != nil {
 		return err
 	}
@@ -223,7 +213,7 @@ func (e *Server) shardWrite(ctx context.Context, r *Request) error {
 	res := write.Results{}
 	for start := 0; start < len(vals); start += insertGroupDocs {
 		end := min(start+insertGroupDocs, len(vals))
-		stop, err := e.Write.InsertStmts(ctx, ci, vals[start:end], stmts[start:end], ordered, bypass, wc, &res, rt)
+		stop, err := h.Write.InsertStmts(ctx, ci, vals[start:end], stmts[start:end], ordered, bypass, wc, &res, rt)
 		if err != nil {
 			return err
 		}
@@ -231,7 +221,7 @@ func (e *Server) shardWrite(ctx context.Context, r *Request) error {
 			break
 		}
 	}
-	e.Counters.InsertedDocs.Add(res.N)
+	h.Counters.InsertedDocs.Add(res.N)
 	r.Charge += res.Charge
 	out := res.AppendReply(r.Out, false)
 	r.Out = bsoncore.AppendDoubleElement(out, "charge", res.Charge)

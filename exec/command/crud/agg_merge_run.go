@@ -1,7 +1,8 @@
-package command
+package crud
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -48,7 +49,7 @@ type mergeRun struct {
 // write implements writeStage: the documents of in go to the target group by group; two
 // documents with the same on values never share a group, so the second sees the first.
 func (s *mergeStage) write(ctx context.Context, run *writeRun, in stream.Stream) error {
-	m := &mergeRun{s: s, run: run, onID: ContainsString(s.onFields, "_id")}
+	m := &mergeRun{s: s, run: run, onID: slices.Contains(s.onFields, "_id")}
 	var err error
 	if m.ci, err = run.e.Cat.Lookup(s.target.db, s.target.coll); err != nil {
 		return err
@@ -305,7 +306,7 @@ func (m *mergeRun) checkTargeting() error {
 		return nil
 	}
 	for _, f := range m.ci.ShardKey {
-		if ContainsString(m.s.onFields, f.Path) {
+		if slices.Contains(m.s.onFields, f.Path) {
 			continue
 		}
 		if m.s.whenNotMatched == mergeInsert {
@@ -414,7 +415,7 @@ func (m *mergeRun) dupOnFields(err error) bool {
 		return false
 	}
 	for _, el := range elems {
-		if !ContainsString(m.s.onFields, el.Key()) {
+		if !slices.Contains(m.s.onFields, el.Key()) {
 			return false
 		}
 	}

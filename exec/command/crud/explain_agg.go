@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/sharding"
 )
@@ -22,7 +23,7 @@ import (
 // ranges) it reads. A read of a single shard is not split: that shard's stages are the
 // whole pipeline. Verbosities above queryPlanner run the pipeline and add each shard's
 // executionStats (documents and keys examined, request units).
-func (e *Server) explainAggregate(ctx context.Context, r *Request, p *agg.Pipeline, ci *catalog.Coll, ns string) error {
+func (h *Handlers) explainAggregate(ctx context.Context, r *command.Request, p *agg.Pipeline, ci *catalog.Coll, ns string) error {
 	verbosity := r.Explain
 	if verbosity == "" {
 		verbosity = "queryPlanner" // {aggregate, explain: true}
@@ -37,7 +38,7 @@ func (e *Server) explainAggregate(ctx context.Context, r *Request, p *agg.Pipeli
 	if err != nil {
 		return err
 	}
-	stream, pl, shards, err := e.Query.Open(src.Query)
+	stream, pl, shards, err := h.Query.Open(src.Query)
 	if err != nil {
 		return err
 	}
@@ -55,7 +56,7 @@ func (e *Server) explainAggregate(ctx context.Context, r *Request, p *agg.Pipeli
 	}
 	hidx, o := bsoncore.AppendDocumentElementStart(out, "shards")
 	for _, s := range shards {
-		o = e.appendShardPart(o, s, pl, ns, verbosity, p, sp)
+		o = h.appendShardPart(o, s, pl, ns, verbosity, p, sp)
 	}
 	out, _ = bsoncore.AppendDocumentEnd(o, hidx)
 	mergeType := "mongos"
@@ -69,7 +70,7 @@ func (e *Server) explainAggregate(ctx context.Context, r *Request, p *agg.Pipeli
 	// The find-shaped plan, as before: SINGLE_SHARD / SHARD_MERGE / SHARD_MERGE_SORT.
 	qidx, q := bsoncore.AppendDocumentElementStart(out, "queryPlanner")
 	q = bsoncore.AppendInt32Element(q, "mongosPlannerVersion", 1)
-	q = e.appendWinningPlan(q, src.Query, pl, shards, ns, "")
+	q = h.appendWinningPlan(q, src.Query, pl, shards, ns, "")
 	out, _ = bsoncore.AppendDocumentEnd(q, qidx)
 	if verbosity != "queryPlanner" {
 		out = appendAggExecutionStats(out, r, &run)
@@ -127,7 +128,7 @@ func appendSplitPipeline(out []byte, p *agg.Pipeline, sp *agg.SplitPlan, ns stri
 }
 
 // appendAggExecutionStats appends executionStats of a run, charging its reads to r.
-func appendAggExecutionStats(out []byte, r *Request, run *aggRun) []byte {
+func appendAggExecutionStats(out []byte, r *command.Request, run *aggRun) []byte {
 	xidx, x := bsoncore.AppendDocumentElementStart(out, "executionStats")
 	var docs, keys int64
 	for _, s := range run.shards {
@@ -182,12 +183,12 @@ func appendMergerPart(out []byte, q *query.Query, ns string, mergeGroup bsoncore
 // appendShardPart appends shards.<name>: the shard's host and its stages, a $cursor (the
 // shard's plan and partitions, and its statistics when the pipeline ran) followed by the
 // partial $group, or by the rest of the pipeline when the pipeline is not split.
-func (e *Server) appendShardPart(out []byte, s *query.ShardStream, pl *query.Plan, ns, verbosity string,
+func (h *Handlers) appendShardPart(out []byte, s *query.ShardStream, pl *query.Plan, ns, verbosity string,
 	p *agg.Pipeline, sp *agg.SplitPlan) []byte {
 	q := sp.Source.Query
 	name := sharding.Name(s.Shard)
 	sidx, o := bsoncore.AppendDocumentElementStart(out, name)
-	o = bsoncore.AppendStringElement(o, "host", e.shardConnString(s.Shard))
+	o = bsoncore.AppendStringElement(o, "host", h.shardConnString(s.Shard))
 	aidx, a := bsoncore.AppendArrayElementStart(o, "stages")
 	cidx, c := bsoncore.AppendDocumentElementStart(a, "0")
 	kidx, k := bsoncore.AppendDocumentElementStart(c, "$cursor")
@@ -237,7 +238,7 @@ func appendStageSpecs(out []byte, key string, first bsoncore.Document, stages []
 }
 
 // appendExplainCommand appends the command explained, as MongoDB does.
-func appendExplainCommand(out []byte, r *Request) []byte {
+func appendExplainCommand(out []byte, r *command.Request) []byte {
 	cidx, o := bsoncore.AppendDocumentElementStart(out, "command")
 	o = append(o, r.Body[4:len(r.Body)-1]...)
 	out, _ = bsoncore.AppendDocumentEnd(o, cidx)

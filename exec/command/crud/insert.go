@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -21,7 +22,7 @@ const (
 )
 
 // insert runs the insert command.
-func (e *Server) insert(ctx context.Context, r *Request) error {
+func (h *Handlers) insert(ctx context.Context, r *command.Request) error {
 	const cmd = "insert"
 	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection(cmd, first.Value())
@@ -61,7 +62,7 @@ func (e *Server) insert(ctx context.Context, r *Request) error {
 		return args.Missing(cmd, "documents")
 	}
 	if v, err := r.Body.LookupErr("maxTimeMS"); err == nil {
-		if maxTime, err = maxTimeMS(cmd, v); err != nil {
+		if maxTime, err = command.MaxTimeMS(cmd, v); err != nil {
 			return err
 		}
 	}
@@ -70,10 +71,10 @@ func (e *Server) insert(ctx context.Context, r *Request) error {
 		return mongoerr.New(mongoerr.InvalidBSON, "invalid documents array")
 	}
 	if len(vals) == 0 {
-		return mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got 0 operations.", MaxWriteBatchSize)
+		return mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got 0 operations.", command.MaxWriteBatchSize)
 	}
-	if len(vals) > MaxWriteBatchSize {
-		return mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", MaxWriteBatchSize, len(vals))
+	if len(vals) > command.MaxWriteBatchSize {
+		return mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", command.MaxWriteBatchSize, len(vals))
 	}
 	for i, v := range vals {
 		if v.Type != bsoncore.TypeEmbeddedDocument {
@@ -84,16 +85,16 @@ func (e *Server) insert(ctx context.Context, r *Request) error {
 	}
 	if !bypassTs {
 		for i, v := range vals {
-			vals[i].Data = e.Clock.FillEmptyTimestamps(v.Data)
+			vals[i].Data = h.Clock.FillEmptyTimestamps(v.Data)
 		}
 	}
 	wc := write.ParseConcern(r.Body)
-	rev := e.Storage.Catalog.Revision() // before the lookup: a newer catalog routes differently
-	ci, err := e.Cat.ForWrite(r.DB, name)
+	rev := h.Storage.Catalog.Revision() // before the lookup: a newer catalog routes differently
+	ci, err := h.Cat.ForWrite(r.DB, name)
 	if err != nil {
 		return err
 	}
-	rt, release, err := e.checkoutRetryable(r)
+	rt, release, err := h.CheckoutRetryable(r)
 	if err != nil {
 		return err
 	}
@@ -101,11 +102,11 @@ func (e *Server) insert(ctx context.Context, r *Request) error {
 	ctx, cancel := query.Deadline(ctx, maxTime)
 	defer cancel()
 	res := write.Results{}
-	if err := e.insertRetryingStale(ctx, r, name, ci, rev, vals, ordered, bypass, wc, rt, &res); err != nil {
-		e.Counters.InsertedDocs.Add(res.N)
-		return InterruptError(ctx, err)
+	if err := h.insertRetryingStale(ctx, r, name, ci, rev, vals, ordered, bypass, wc, rt, &res); err != nil {
+		h.Counters.InsertedDocs.Add(res.N)
+		return command.InterruptError(ctx, err)
 	}
-	e.Counters.InsertedDocs.Add(res.N)
+	h.Counters.InsertedDocs.Add(res.N)
 	r.Charge += res.Charge
 	r.Out = res.AppendReply(r.Out, false)
 	return nil

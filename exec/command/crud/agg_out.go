@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"bytes"
@@ -131,7 +131,7 @@ func (s *outStage) write(ctx context.Context, run *writeRun, in stream.Stream) e
 
 // createTemp creates the temporary collection db.tmp.agg_out.<uuid> with the options and
 // the (ready) indexes of orig, the target as it is now (nil if it does not exist).
-func (s *outStage) createTemp(e *Server, orig *store.Collection) (*catalog.Coll, error) {
+func (s *outStage) createTemp(e *Handlers, orig *store.Collection) (*catalog.Coll, error) {
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, err
@@ -204,7 +204,7 @@ func (s *outStage) fill(ctx context.Context, run *writeRun, tmp *catalog.Coll, i
 
 // replace renames tmp over the target, unless the target changed meanwhile: MongoDB's $out
 // fails when the target's options or indexes changed during the aggregation.
-func (s *outStage) replace(e *Server, tmp, orig *store.Collection) error {
+func (s *outStage) replace(e *Handlers, tmp, orig *store.Collection) error {
 	t := s.target
 	unlock := e.Cat.LockDDL()
 	defer unlock()
@@ -275,16 +275,16 @@ func sameIndexes(a, b *store.Collection) bool {
 
 // dropTemp drops a temporary collection of a failed $out, logging a failure: the data left
 // behind is an orphan the next start removes.
-func (e *Server) dropTemp(c *store.Collection) {
-	unlock := e.Cat.LockDDL()
+func (h *Handlers) dropTemp(c *store.Collection) {
+	unlock := h.Cat.LockDDL()
 	defer unlock()
-	dropped, err := e.Storage.Catalog.DropCollection(c.DB, c.Name)
+	dropped, err := h.Storage.Catalog.DropCollection(c.DB, c.Name)
 	if errors.Is(err, store.ErrNotFound) {
 		return
 	}
 	if err != nil {
-		e.Log.Warn("cannot drop a temporary $out collection", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
+		h.Log.Warn("cannot drop a temporary $out collection", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
 		return
 	}
-	e.Cat.DeleteData(dropped)
+	h.Cat.DeleteData(dropped)
 }

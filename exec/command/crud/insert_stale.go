@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -34,7 +35,7 @@ func isStale(err error) bool {
 
 // insertRetryingStale inserts vals into db.name (ci: as looked up at revision rev), routing
 // again the documents refused with StaleConfig.
-func (e *Server) insertRetryingStale(ctx context.Context, r *Request, name string, ci *catalog.Coll, rev int64,
+func (h *Handlers) insertRetryingStale(ctx context.Context, r *command.Request, name string, ci *catalog.Coll, rev int64,
 	vals []bsoncore.Value, ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
 	stmts := make([]int, len(vals))
@@ -43,7 +44,7 @@ func (e *Server) insertRetryingStale(ctx context.Context, r *Request, name strin
 	}
 	for attempt := 0; ; attempt++ {
 		var part write.Results
-		err := e.insertOnce(ctx, r, ci, vals, stmts, ordered, bypass, wc, rt, &part)
+		err := h.insertOnce(ctx, r, ci, vals, stmts, ordered, bypass, wc, rt, &part)
 		var again func(stmt int) bool // which statements run again
 		var ownerRev int64            // the catalog revision the owner answered with, if any
 		switch {
@@ -69,9 +70,9 @@ func (e *Server) insertRetryingStale(ctx context.Context, r *Request, name strin
 			}
 		}
 		vals, stmts = nv, ns
-		e.waitNewerCatalog(ctx, rev, ownerRev)
-		rev = e.Storage.Catalog.Revision()
-		if ci, err = e.Cat.ForWrite(r.DB, name); err != nil {
+		h.waitNewerCatalog(ctx, rev, ownerRev)
+		rev = h.Storage.Catalog.Revision()
+		if ci, err = h.Cat.ForWrite(r.DB, name); err != nil {
 			return err
 		}
 	}
@@ -83,7 +84,7 @@ func staleRevision(me *mongoerr.Error) int64 {
 	if me == nil || me.Info == nil {
 		return 0
 	}
-	rev, _ := me.Info.Lookup(catalogRevField).Int64OK()
+	rev, _ := me.Info.Lookup(command.CatalogRevField).Int64OK()
 	return rev
 }
 
@@ -119,11 +120,11 @@ func takeStale(part *write.Results, ordered bool) (func(stmt int) bool, int64) {
 
 // insertOnce inserts vals (request indexes stmts) once, routed to their nodes when ci spans
 // several.
-func (e *Server) insertOnce(ctx context.Context, r *Request, ci *catalog.Coll, vals []bsoncore.Value, stmts []int,
+func (h *Handlers) insertOnce(ctx context.Context, r *command.Request, ci *catalog.Coll, vals []bsoncore.Value, stmts []int,
 	ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
-	if e.Remote != nil && r.Txn == nil && e.SpansRemote(ci) {
-		return e.insertRouted(ctx, r, ci, vals, stmts, ordered, bypass, wc, rt, res)
+	if h.Remote != nil && r.Txn == nil && h.SpansRemote(ci) {
+		return h.insertRouted(ctx, r, ci, vals, stmts, ordered, bypass, wc, rt, res)
 	}
 	for start := 0; start < len(vals); {
 		end, size := start, 0
@@ -131,7 +132,7 @@ func (e *Server) insertOnce(ctx context.Context, r *Request, ci *catalog.Coll, v
 			size += len(vals[end].Data)
 			end++
 		}
-		stop, err := e.writeFor(r).InsertStmts(ctx, ci, vals[start:end], stmts[start:end], ordered, bypass, wc, res, rt)
+		stop, err := h.WriteFor(r).InsertStmts(ctx, ci, vals[start:end], stmts[start:end], ordered, bypass, wc, res, rt)
 		if err != nil || stop {
 			// The groups before this one are committed, as in MongoDB, whose interrupted
 			// write commands fail as a whole whatever they applied before.
@@ -153,13 +154,13 @@ func mergeResults(res, part *write.Results) {
 // waitNewerCatalog waits until this node's catalog has the revision an owner answered with
 // (ownerRev; WaitRevision also releases a catalog the pauseCatalogWatch failpoint holds), or
 // without one, at most staleWait until it is past revision rev.
-func (e *Server) waitNewerCatalog(ctx context.Context, rev, ownerRev int64) {
-	if ownerRev > e.Storage.Catalog.Revision() {
-		_ = e.Storage.Catalog.WaitRevision(ctx, ownerRev)
+func (h *Handlers) waitNewerCatalog(ctx context.Context, rev, ownerRev int64) {
+	if ownerRev > h.Storage.Catalog.Revision() {
+		_ = h.Storage.Catalog.WaitRevision(ctx, ownerRev)
 		return
 	}
 	deadline := time.Now().Add(staleWait)
-	for e.Storage.Catalog.Revision() <= rev && time.Now().Before(deadline) {
+	for h.Storage.Catalog.Revision() <= rev && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }

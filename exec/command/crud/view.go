@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/exec/stream"
@@ -25,33 +26,9 @@ import (
 // reads the pipeline's output, and aggregate's own stages follow the view's. The backing
 // collection is then read, routed to its shards and merged like any aggregation.
 
-// createView runs create with viewOn: the view db.name over opts' viewOn and pipeline.
-func (e *Server) CreateView(db, name string, opts bsoncore.Document) error {
-	v := catalog.ViewOf(opts)
-	if err := e.checkViewPipeline(db, v.On, v.Pipeline); err != nil {
-		return err
-	}
-	unlock := e.Cat.LockDDL()
-	defer unlock()
-	if c := e.Storage.Catalog.State().Collection(db, name); c != nil {
-		if catalog.IsView(c) && bytes.Equal(c.Options, opts) {
-			return nil
-		}
-		return mongoerr.New(mongoerr.NamespaceExists, "Collection %s.%s already exists.", db, name)
-	}
-	if err := e.Cat.CheckViewGraph(db, name, v.On); err != nil {
-		return err
-	}
-	if _, err := e.Storage.Catalog.CreateCollection(store.Collection{DB: db, Name: name, Options: opts}); err != nil {
-		return catalog.ChangeError(err, db, name)
-	}
-	e.Log.Info("created view", zap.String("ns", db+"."+name), zap.String("view_on", v.On))
-	return nil
-}
-
 // checkViewPipeline parses a view's pipeline as a read of db.on would, and refuses the
 // stages a view may not hold ($out, $merge), as MongoDB does when a view is defined.
-func (e *Server) checkViewPipeline(db, on string, stages []bsoncore.Document) error {
+func (h *Handlers) checkViewPipeline(db, on string, stages []bsoncore.Document) error {
 	if on == "" || on[0] == '$' || bytes.IndexByte([]byte(on), 0) >= 0 {
 		return mongoerr.New(mongoerr.InvalidNamespace, "invalid name for 'viewOn': '%s'", on)
 	}
@@ -64,7 +41,7 @@ func (e *Server) checkViewPipeline(db, on string, stages []bsoncore.Document) er
 	if err != nil {
 		return err
 	}
-	env := &agg.Env{Cat: e.Cat, Query: e.Query, Host: e, DB: db, Coll: on, Opts: &expr.Options{}, Temp: e.Temp}
+	env := &agg.Env{Cat: h.Cat, Query: h.Query, Host: h, DB: db, Coll: on, Opts: &expr.Options{}, Temp: h.Temp}
 	_, err = agg.Parse(env, arr, false)
 	return err
 }
@@ -133,15 +110,15 @@ func findAsAggregate(a *findArgs) (*aggregateArgs, error) {
 }
 
 // isView reports whether db.coll is a view.
-func (e *Server) IsView(db, coll string) bool {
-	return catalog.IsView(e.Storage.Catalog.State().Collection(db, coll))
+func (h *Handlers) IsView(db, coll string) bool {
+	return catalog.IsView(h.Storage.Catalog.State().Collection(db, coll))
 }
 
 // openViewRead opens the pipeline of a read through view db.coll followed by stages:
 // the stream of its results and the function that charges the read to r once the stream
 // is done with. Explain is the caller's business (runAggregate explains).
-func (e *Server) openViewRead(r *Request, coll string, stages []bsoncore.Document, hint bsoncore.Value) (stream.Stream, func(), error) {
-	rv, err := e.Cat.ResolveView(r.DB, coll)
+func (h *Handlers) openViewRead(r *command.Request, coll string, stages []bsoncore.Document, hint bsoncore.Value) (stream.Stream, func(), error) {
+	rv, err := h.Cat.ResolveView(r.DB, coll)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -149,13 +126,13 @@ func (e *Server) openViewRead(r *Request, coll string, stages []bsoncore.Documen
 	if err != nil {
 		return nil, nil, err
 	}
-	env := &agg.Env{Cat: e.Cat, Query: e.QueryFor(r), Host: e, SortBytes: e.Knobs.SortMemory.Load(), GroupBytes: e.Knobs.GroupMemory.Load(), GraphBytes: e.Knobs.GraphMemory.Load(), DB: r.DB, Coll: rv.Coll, Opts: &expr.Options{}, Temp: e.Temp}
+	env := &agg.Env{Cat: h.Cat, Query: h.QueryFor(r), Host: h, SortBytes: h.Knobs.SortMemory.Load(), GroupBytes: h.Knobs.GroupMemory.Load(), GraphBytes: h.Knobs.GraphMemory.Load(), DB: r.DB, Coll: rv.Coll, Opts: &expr.Options{}, Temp: h.Temp}
 	p, err := agg.Parse(env, arr, false)
 	if err != nil {
 		return nil, nil, err
 	}
 	p.Hint = hint
-	ci, err := e.Cat.Lookup(r.DB, rv.Coll)
+	ci, err := h.Cat.Lookup(r.DB, rv.Coll)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -173,17 +150,17 @@ func (e *Server) openViewRead(r *Request, coll string, stages []bsoncore.Documen
 }
 
 // explainViewRead explains count or distinct on a view as the aggregation it runs.
-func (e *Server) explainViewRead(ctx context.Context, r *Request, coll string, stages []bsoncore.Document) error {
+func (h *Handlers) explainViewRead(ctx context.Context, r *command.Request, coll string, stages []bsoncore.Document) error {
 	pipe, err := prependStages(stages, nil)
 	if err != nil {
 		return err
 	}
-	return e.runAggregate(ctx, r, &aggregateArgs{coll: coll, pipeline: pipe, explain: true, batchSize: -1})
+	return h.runAggregate(ctx, r, &aggregateArgs{coll: coll, pipeline: pipe, explain: true, batchSize: -1})
 }
 
 // countView runs count on view a.coll: the view's pipeline, then $match, $skip, $limit
 // and $count.
-func (e *Server) countView(ctx context.Context, r *Request, a *countArgs) error {
+func (h *Handlers) countView(ctx context.Context, r *command.Request, a *countArgs) error {
 	var stages []bsoncore.Document
 	if len(a.query) > 5 {
 		stages = append(stages, stage("$match", bsonx.DocValue(a.query)))
@@ -196,9 +173,9 @@ func (e *Server) countView(ctx context.Context, r *Request, a *countArgs) error 
 	}
 	stages = append(stages, stage("$count", bsonx.StringValue("count")))
 	if r.Explain != "" {
-		return e.explainViewRead(ctx, r, a.coll, stages)
+		return h.explainViewRead(ctx, r, a.coll, stages)
 	}
-	s, charge, err := e.openViewRead(r, a.coll, stages, a.hint)
+	s, charge, err := h.openViewRead(r, a.coll, stages, a.hint)
 	if err != nil {
 		return err
 	}
@@ -216,10 +193,47 @@ func (e *Server) countView(ctx context.Context, r *Request, a *countArgs) error 
 	return nil
 }
 
+// viewCreateBody is {create: name, viewOn: on, pipeline: pipe}, the create command that
+// would define the view as collMod leaves it.
+func viewCreateBody(name, on string, pipe bsoncore.Value) bsoncore.Document {
+	idx, b := bsoncore.AppendDocumentStart(nil)
+	b = bsoncore.AppendStringElement(b, "create", name)
+	b = bsoncore.AppendStringElement(b, "viewOn", on)
+	if pipe.Type != 0 {
+		b = bsoncore.AppendValueElement(b, "pipeline", pipe)
+	}
+	b, _ = bsoncore.AppendDocumentEnd(b, idx)
+	return b
+}
+
+// createView runs create with viewOn: the view db.name over opts' viewOn and pipeline.
+func (h *Handlers) CreateView(db, name string, opts bsoncore.Document) error {
+	v := catalog.ViewOf(opts)
+	if err := h.checkViewPipeline(db, v.On, v.Pipeline); err != nil {
+		return err
+	}
+	unlock := h.Cat.LockDDL()
+	defer unlock()
+	if c := h.Storage.Catalog.State().Collection(db, name); c != nil {
+		if catalog.IsView(c) && bytes.Equal(c.Options, opts) {
+			return nil
+		}
+		return mongoerr.New(mongoerr.NamespaceExists, "Collection %s.%s already exists.", db, name)
+	}
+	if err := h.Cat.CheckViewGraph(db, name, v.On); err != nil {
+		return err
+	}
+	if _, err := h.Storage.Catalog.CreateCollection(store.Collection{DB: db, Name: name, Options: opts}); err != nil {
+		return catalog.ChangeError(err, db, name)
+	}
+	h.Log.Info("created view", zap.String("ns", db+"."+name), zap.String("view_on", v.On))
+	return nil
+}
+
 // collModView runs collMod on view c: viewOn and pipeline replace the definition (either
 // alone keeps the other); any other option answers InvalidOptions, as MongoDB 7.0 does.
 // The caller holds the DDL lock.
-func (e *Server) CollModView(r *Request, c *store.Collection) error {
+func (h *Handlers) CollModView(r *command.Request, c *store.Collection) error {
 	const cmd = "collMod"
 	v := catalog.ViewOf(c.Options)
 	on, pipe := v.On, bsoncore.Value{}
@@ -248,32 +262,19 @@ func (e *Server) CollModView(r *Request, c *store.Collection) error {
 		return err
 	}
 	nv := catalog.ViewOf(opts)
-	if err := e.checkViewPipeline(r.DB, nv.On, nv.Pipeline); err != nil {
+	if err := h.checkViewPipeline(r.DB, nv.On, nv.Pipeline); err != nil {
 		return err
 	}
-	if err := e.Cat.CheckViewGraph(r.DB, c.Name, nv.On); err != nil {
+	if err := h.Cat.CheckViewGraph(r.DB, c.Name, nv.On); err != nil {
 		return err
 	}
-	_, err = e.Storage.Catalog.UpdateCollection(c.DB, c.Name, func(m *store.Collection) error {
+	_, err = h.Storage.Catalog.UpdateCollection(c.DB, c.Name, func(m *store.Collection) error {
 		m.Options = opts
 		return nil
 	})
 	if err != nil {
 		return catalog.StoreError(err)
 	}
-	e.Log.Info("collMod of a view", zap.String("ns", c.DB+"."+c.Name), zap.String("view_on", nv.On))
+	h.Log.Info("collMod of a view", zap.String("ns", c.DB+"."+c.Name), zap.String("view_on", nv.On))
 	return nil
-}
-
-// viewCreateBody is {create: name, viewOn: on, pipeline: pipe}, the create command that
-// would define the view as collMod leaves it.
-func viewCreateBody(name, on string, pipe bsoncore.Value) bsoncore.Document {
-	idx, b := bsoncore.AppendDocumentStart(nil)
-	b = bsoncore.AppendStringElement(b, "create", name)
-	b = bsoncore.AppendStringElement(b, "viewOn", on)
-	if pipe.Type != 0 {
-		b = bsoncore.AppendValueElement(b, "pipeline", pipe)
-	}
-	b, _ = bsoncore.AppendDocumentEnd(b, idx)
-	return b
 }

@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"

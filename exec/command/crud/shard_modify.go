@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -17,8 +18,8 @@ import (
 // shards and ranges (mode run) or hash and id (mode target), lsid, txnNumber}. It answers
 // {n, nModified, upserted, before, after, charge, executed}; a failed statement answers
 // its error, which the router reports as the statement's.
-func (e *Server) shardModify(ctx context.Context, r *Request) error {
-	ci, err := e.ownedColl(ctx, r, -1)
+func (h *Handlers) shardModify(ctx context.Context, r *command.Request) error {
+	ci, err := h.ownedColl(ctx, r, -1)
 	if err != nil {
 		return err
 	}
@@ -27,17 +28,17 @@ func (e *Server) shardModify(ctx context.Context, r *Request) error {
 	cmd, _ := b.Lookup("cmd").DocumentOK()
 	index, _ := b.Lookup("index").Int32OK()
 	mode, _ := b.Lookup("mode").StringValueOK()
-	op, err := e.compileModify(r.DB, kind, cmd, ci)
+	op, err := h.compileModify(r.DB, kind, cmd, ci)
 	if err != nil {
 		return err
 	}
-	rt, release, err := e.checkoutRetryable(r)
+	rt, release, err := h.CheckoutRetryable(r)
 	if err != nil {
 		return err
 	}
 	defer release()
 	res := write.Result{}
-	rec, executed := retried(rt, int(index), op.Multi)
+	rec, executed := command.Retried(rt, int(index), op.Multi)
 	op.Retry, op.Stmt = rt, index
 	switch {
 	case executed:
@@ -46,14 +47,14 @@ func (e *Server) shardModify(ctx context.Context, r *Request) error {
 	case mode == modifyTarget:
 		hash, _ := b.Lookup("hash").Int64OK()
 		_, id, _ := b.Lookup("id").BinaryOK()
-		err = e.Write.RunTarget(ctx, op, uint64(hash), id, &res)
+		err = h.Write.RunTarget(ctx, op, uint64(hash), id, &res)
 	case mode == modifyRun:
-		if op.Shards, err = e.ownedTargets(op, b); err != nil {
+		if op.Shards, err = h.ownedTargets(op, b); err != nil {
 			return err
 		}
 		upsert, _ := b.Lookup("upsert").BooleanOK()
 		op.Upsert = op.Upsert && upsert
-		err = e.runLocal(ctx, r, op, &modifyStmt{kind: kind, index: index, ci: ci, cmd: cmd}, &res)
+		err = h.runLocal(ctx, r, op, &modifyStmt{kind: kind, index: index, ci: ci, cmd: cmd}, &res)
 	default:
 		return mongoerr.New(mongoerr.BadValue, "_cleaveShardModify: unknown mode %q", mode)
 	}
@@ -63,14 +64,14 @@ func (e *Server) shardModify(ctx context.Context, r *Request) error {
 	}
 	r.Wrote = true
 	if !executed {
-		e.countModify(kind, op, &res)
+		h.countModify(kind, op, &res)
 	}
 	r.Out = appendModifyResult(r.Out, &res, executed)
 	return nil
 }
 
 // compileModify compiles the one statement of cmd, a command of kind, on collection ci.
-func (e *Server) compileModify(db, kind string, cmd bsoncore.Document, ci *catalog.Coll) (*write.Op, error) {
+func (h *Handlers) compileModify(db, kind string, cmd bsoncore.Document, ci *catalog.Coll) (*write.Op, error) {
 	switch kind {
 	case "update":
 		a, err := parseWriteArgs(kind, "updates", cmd)
@@ -81,7 +82,7 @@ func (e *Server) compileModify(db, kind string, cmd bsoncore.Document, ci *catal
 		if err != nil {
 			return nil, err
 		}
-		return e.compileUpdate(db, a, ci, s, false)
+		return h.compileUpdate(db, a, ci, s, false)
 	case "delete":
 		a, err := parseWriteArgs(kind, "deletes", cmd)
 		if err != nil {
@@ -97,7 +98,7 @@ func (e *Server) compileModify(db, kind string, cmd bsoncore.Document, ci *catal
 		if err != nil {
 			return nil, err
 		}
-		op, _, err := e.compileFAM(db, a, ci, false)
+		op, _, err := h.compileFAM(db, a, ci, false)
 		return op, err
 	}
 	return nil, mongoerr.New(mongoerr.BadValue, "_cleaveShardModify: unknown kind %q", kind)
@@ -106,10 +107,10 @@ func (e *Server) compileModify(db, kind string, cmd bsoncore.Document, ci *catal
 // ownedTargets returns the shards a mode-run request names after checking that they are
 // this node's and that the statement targets the same ranges on them here as on the
 // router (StaleConfig otherwise: the router refreshes its map).
-func (e *Server) ownedTargets(op *write.Op, b bsoncore.Document) ([]int, error) {
+func (h *Handlers) ownedTargets(op *write.Op, b bsoncore.Document) ([]int, error) {
 	sa, _ := b.Lookup("shards").ArrayOK()
 	vals, _ := sa.Values()
-	all := e.Cat.Shards()
+	all := h.Cat.Shards()
 	shards := make([]int, 0, len(vals))
 	for _, v := range vals {
 		s := int(v.AsInt32())
@@ -117,16 +118,16 @@ func (e *Server) ownedTargets(op *write.Op, b bsoncore.Document) ([]int, error) 
 			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is unknown to this node", s)
 		}
 		if node, remote := catalog.RemoteNode(all[s]); remote {
-			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, nodeName(node))
+			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, command.NodeName(node))
 		}
 		shards = append(shards, s)
 	}
-	want, ok := decodeRanges(b.Lookup("ranges").Array())
+	want, ok := command.DecodeRanges(b.Lookup("ranges").Array())
 	if !ok {
 		return nil, mongoerr.New(mongoerr.BadValue, "_cleaveShardModify: malformed ranges")
 	}
 	var got [][2]uint64
-	for _, p := range e.nodeParts(op.CI, op.Filter, func(s int) bool { return slices.Contains(shards, s) }) {
+	for _, p := range h.nodeParts(op.CI, op.Filter, func(s int) bool { return slices.Contains(shards, s) }) {
 		got = append(got, p.ranges...)
 	}
 	if !slices.Equal(got, want) {
@@ -136,15 +137,15 @@ func (e *Server) ownedTargets(op *write.Op, b bsoncore.Document) ([]int, error) 
 }
 
 // countModify counts what a routed statement did in serverStatus' document counters.
-func (e *Server) countModify(kind string, op *write.Op, res *write.Result) {
+func (h *Handlers) countModify(kind string, op *write.Op, res *write.Result) {
 	switch {
 	case kind == "delete" || kind == "findAndModify" && op.Upd == nil:
-		e.Counters.DeletedDocs.Add(res.Matched)
+		h.Counters.DeletedDocs.Add(res.Matched)
 	default:
-		e.Counters.UpdatedDocs.Add(res.Modified)
+		h.Counters.UpdatedDocs.Add(res.Modified)
 	}
 	if res.Upserted.Type != 0 {
-		e.Counters.InsertedDocs.Add(1)
+		h.Counters.InsertedDocs.Add(1)
 	}
 }
 

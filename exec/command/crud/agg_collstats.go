@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/store"
@@ -22,7 +23,7 @@ import (
 type collStatsStage struct {
 	raw          bsoncore.Document
 	env          *agg.Env
-	e            *Server
+	e            *Handlers
 	storageScale int64 // 0: no storageStats
 	count        bool
 	latency      bool
@@ -30,12 +31,12 @@ type collStatsStage struct {
 }
 
 // parseCollStatsStage parses {$collStats: {latencyStats?, storageStats?, count?, queryExecStats?}}.
-func (e *Server) parseCollStatsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
+func (h *Handlers) parseCollStatsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location5447000, "$collStats must take a nested object but found: %s", bsonx.ShellString(arg))
 	}
-	s := &collStatsStage{raw: d, env: env, e: e}
+	s := &collStatsStage{raw: d, env: env, e: h}
 	elems, _ := d.Elements()
 	for _, el := range elems {
 		sub, ok := el.Value().DocumentOK()
@@ -91,7 +92,7 @@ func (s *collStatsStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) {
 		return &stream.Slice{Docs: []bsoncore.Document{s.shardDoc(ns, 0, nil, nil)}}, nil
 	}
 	var docs []bsoncore.Document
-	per, err := e.ownedSizes(context.Background(), ci)
+	per, err := e.OwnedSizes(context.Background(), ci)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +106,7 @@ func (s *collStatsStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) {
 }
 
 // shardDoc is the stage's document for one shard.
-func (s *collStatsStage) shardDoc(ns string, shardIdx int, sz *CollSizes, c *store.Collection) bsoncore.Document {
+func (s *collStatsStage) shardDoc(ns string, shardIdx int, sz *command.CollSizes, c *store.Collection) bsoncore.Document {
 	e := s.e
 	b := bsoncore.NewDocumentBuilder().AppendString("ns", ns).
 		AppendString("shard", sharding.Name(shardIdx)).
@@ -138,9 +139,9 @@ func (s *collStatsStage) shardDoc(ns string, shardIdx int, sz *CollSizes, c *sto
 
 // appendStorageStats builds a storageStats document (the fields collStats answers, without
 // ns and sharded) for sizes sz of collection c, scaled.
-func appendStorageStats(dst []byte, sz *CollSizes, c *store.Collection, scale int64) bsoncore.Document {
+func appendStorageStats(dst []byte, sz *command.CollSizes, c *store.Collection, scale int64) bsoncore.Document {
 	idx, out := bsoncore.AppendDocumentStart(dst)
-	out = AppendStorageFields(out, sz, c, scale)
+	out = command.AppendStorageFields(out, sz, c, scale)
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	return out
 }

@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -54,7 +55,7 @@ func isNaturalAscending(sort bsoncore.Document) bool {
 }
 
 // findTailable answers a find with tailable: true on collection ci (which exists).
-func (e *Server) findTailable(ctx context.Context, r *Request, a *findArgs, ci *catalog.Coll, q *query.Query) error {
+func (h *Handlers) findTailable(ctx context.Context, r *command.Request, a *findArgs, ci *catalog.Coll, q *query.Query) error {
 	ns := ci.NS()
 	if r.Txn != nil {
 		return mongoerr.New(mongoerr.InvalidOptions, "It is illegal to open a tailable cursor in a transaction")
@@ -66,7 +67,7 @@ func (e *Server) findTailable(ctx context.Context, r *Request, a *findArgs, ci *
 		}
 		return mongoerr.New(mongoerr.BadValue, "error processing query: ns=%sTree: %s\nSort: {}\nProj: {}\n tailable cursor requested on non capped collection", ns, filter)
 	}
-	tail := e.QueryFor(r).OpenTail(ci, q.Filter)
+	tail := h.QueryFor(r).OpenTail(ci, q.Filter)
 	var s stream.Stream = tail
 	if q.Skip > 0 {
 		s = &stream.Skip{In: s, N: q.Skip}
@@ -79,45 +80,17 @@ func (e *Server) findTailable(ctx context.Context, r *Request, a *findArgs, ci *
 		}
 		s = ps
 	}
-	c := &cursor{ns: ns, stream: s, limit: a.limit, noTimeout: a.noCursorTimeout, coll: ci.Meta,
-		tailable: true, awaitData: a.awaitData, capped: e.Cat.CappedState(ci.Meta.ID), tail: tail}
+	c := &command.Cursor{Ns: ns, Stream: s, Limit: a.limit, NoTimeout: a.noCursorTimeout, Coll: ci.Meta,
+		Tailable: true, AwaitData: a.awaitData, Capped: h.Cat.CappedState(ci.Meta.ID), Tail: tail}
 	n := a.batchSize
 	if n < 0 {
 		n = defaultFirstBatch
 	}
 	// MongoDB keeps a tailable cursor unless the collection is empty (shouldSaveCursor).
-	docs, _ := e.Storage.Shards[ci.Map.Partition(0).Shard].CollStats(ci.Meta.ID)
+	docs, _ := h.Storage.Shards[ci.Map.Partition(0).Shard].CollStats(ci.Meta.ID)
 	fctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
-	err := e.firstBatch(fctx, r, c, n, docs == 0)
+	err := h.FirstBatch(fctx, r, c, n, docs == 0)
 	r.Charge += tail.Stats.Charge()
 	return query.TimeLimitError(fctx, err)
-}
-
-// keepOpen reports whether a cursor whose batch reached the end of its stream (exhausted)
-// stays open: a tailable cursor does, until its limit is reached.
-func (c *cursor) keepOpen(exhausted bool) bool {
-	return !exhausted || c.tailable && !c.limitHit
-}
-
-// fillAwait is fillBatch for an awaitData cursor: when the batch finds nothing, it waits for
-// an insert into the collection, up to wait, and tries again.
-func (c *cursor) fillAwait(ctx context.Context, dst []byte, n int64, wait time.Duration) ([]byte, bool, error) {
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	for {
-		wake := c.capped.Wait() // before reading: an insert after the read wakes it
-		start := len(dst)
-		out, exhausted, err := c.fillBatch(ctx, dst, n)
-		if err != nil || len(out) > start || !exhausted || c.limitHit {
-			return out, exhausted, err
-		}
-		select {
-		case <-wake:
-		case <-timer.C:
-			return out, exhausted, nil
-		case <-ctx.Done():
-			return out, exhausted, ctx.Err()
-		}
-	}
 }

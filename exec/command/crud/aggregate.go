@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"context"
@@ -11,14 +11,15 @@ import (
 	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // addAggregateCommands registers aggregate. MongoDB counts it under opcounters.command.
-func (e *Server) addAggregateCommands(add func(*Command)) {
-	add(&Command{Name: "aggregate", Run: e.aggregate, Action: auth.ActionRead, Needs: aggregateNeeds, Help: "Runs the sharded aggregation command. See http://dochub.mongodb.org/core/aggregation for more details.", Props: Cursor | InTxn | SnapshotRead | StaleRetry | Explainable | APIV1})
+func (h *Handlers) addAggregateCommands(add func(*command.Command)) {
+	add(&command.Command{Name: "aggregate", Run: h.aggregate, Action: auth.ActionRead, Needs: command.AggregateNeeds, Help: "Runs the sharded aggregation command. See http://dochub.mongodb.org/core/aggregation for more details.", Props: command.OpensCursor | command.InTxn | command.SnapshotRead | command.StaleRetry | command.Explainable | command.APIV1})
 }
 
 // aggregateArgs are the parsed arguments of aggregate.
@@ -99,7 +100,7 @@ func parseAggregate(body bsoncore.Document, explaining bool) (*aggregateArgs, er
 		a.haveCursor = false
 	}
 	if v, err := body.LookupErr("maxTimeMS"); err == nil {
-		if a.maxTimeMS, err = maxTimeMS(cmd, v); err != nil {
+		if a.maxTimeMS, err = command.MaxTimeMS(cmd, v); err != nil {
 			return nil, err
 		}
 	}
@@ -111,7 +112,7 @@ func parseAggregate(body bsoncore.Document, explaining bool) (*aggregateArgs, er
 
 // parseCursor parses the cursor option ({batchSize}).
 func (a *aggregateArgs) parseCursor(v bsoncore.Value) error {
-	n, err := ParseCursorOption("aggregate", v, "singleBatch")
+	n, err := command.ParseCursorOption("aggregate", v, "singleBatch")
 	if n >= 0 {
 		a.batchSize = n
 	}
@@ -120,21 +121,21 @@ func (a *aggregateArgs) parseCursor(v bsoncore.Value) error {
 
 // aggregate runs the aggregate command: the pipeline's leading $match/$sort/$skip/$limit
 // run as a query per shard, the rest of the stages run here over the merged stream.
-func (e *Server) aggregate(ctx context.Context, r *Request) error {
+func (h *Handlers) aggregate(ctx context.Context, r *command.Request) error {
 	a, err := parseAggregate(r.Body, explainOnly(r))
 	if err != nil {
 		return err
 	}
-	return e.runAggregate(ctx, r, a)
+	return h.runAggregate(ctx, r, a)
 }
 
 // runAggregate runs a parsed aggregate. A view is resolved here, the one place every read
 // through a view comes to (view.go): its pipeline goes before a.pipeline and the
 // pipeline reads the collection under it, while the cursor keeps the view's namespace.
-func (e *Server) runAggregate(ctx context.Context, r *Request, a *aggregateArgs) error {
+func (h *Handlers) runAggregate(ctx context.Context, r *command.Request, a *aggregateArgs) error {
 	ns := r.DB + "." + a.coll
 	if a.coll != "" {
-		rv, err := e.Cat.ResolveView(r.DB, a.coll)
+		rv, err := h.Cat.ResolveView(r.DB, a.coll)
 		if err != nil {
 			return err
 		}
@@ -147,13 +148,13 @@ func (e *Server) runAggregate(ctx context.Context, r *Request, a *aggregateArgs)
 	}
 	var dflt *catalog.Coll
 	if a.coll != "" && a.collation == nil {
-		dflt, _ = e.Cat.Lookup(r.DB, a.coll) // its default collation; errors surface when it is read
+		dflt, _ = h.Cat.Lookup(r.DB, a.coll) // its default collation; errors surface when it is read
 	}
 	coll, err := collationFor(a.collation, dflt)
 	if err != nil {
 		return err
 	}
-	env := &agg.Env{Cat: e.Cat, Query: e.QueryFor(r), Host: e, SortBytes: e.Knobs.SortMemory.Load(), GroupBytes: e.Knobs.GroupMemory.Load(), GraphBytes: e.Knobs.GraphMemory.Load(), DB: r.DB, Coll: a.coll, Opts: &expr.Options{Let: a.let, Now: time.Now(), Collator: coll}, AllowDiskUse: a.allowDiskUse, Temp: e.Temp}
+	env := &agg.Env{Cat: h.Cat, Query: h.QueryFor(r), Host: h, SortBytes: h.Knobs.SortMemory.Load(), GroupBytes: h.Knobs.GroupMemory.Load(), GraphBytes: h.Knobs.GraphMemory.Load(), DB: r.DB, Coll: a.coll, Opts: &expr.Options{Let: a.let, Now: time.Now(), Collator: coll}, AllowDiskUse: a.allowDiskUse, Temp: h.Temp}
 	if len(a.let) > 0 {
 		// Let variables are checked once, before any document is read.
 		if _, err := expr.Compile(bsoncore.Value{Type: bsoncore.TypeNull}, env.Opts); err != nil {
@@ -179,7 +180,7 @@ func (e *Server) runAggregate(ctx context.Context, r *Request, a *aggregateArgs)
 	case p.ReadsNoCollection():
 		return mongoerr.New(mongoerr.InvalidNamespace, "$documents can only be used in a collectionless aggregate ({aggregate: 1})")
 	default:
-		if ci, err = e.Cat.Lookup(r.DB, a.coll); err != nil {
+		if ci, err = h.Cat.Lookup(r.DB, a.coll); err != nil {
 			return err
 		}
 	}
@@ -188,18 +189,18 @@ func (e *Server) runAggregate(ctx context.Context, r *Request, a *aggregateArgs)
 		if err != nil {
 			return err
 		}
-		return e.aggregateWrite(ctx, r, a, p, ci, ns, w)
+		return h.aggregateWrite(ctx, r, a, p, ci, ns, w)
 	}
 	if a.explain || explainOnly(r) {
-		return e.explainAggregate(ctx, r, p, ci, ns)
+		return h.explainAggregate(ctx, r, p, ci, ns)
 	}
 	stream, _, shards, err := p.OpenColl(ci)
 	if err != nil {
 		return err
 	}
-	c := &cursor{ns: ns, stream: stream}
+	c := &command.Cursor{Ns: ns, Stream: stream}
 	if ci != nil {
-		c.coll = ci.Meta
+		c.Coll = ci.Meta
 	}
 	n := a.batchSize
 	if n < 0 {
@@ -207,7 +208,7 @@ func (e *Server) runAggregate(ctx context.Context, r *Request, a *aggregateArgs)
 	}
 	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
-	err = e.firstBatch(ctx, r, c, n, a.singleBatch)
+	err = h.FirstBatch(ctx, r, c, n, a.singleBatch)
 	for _, s := range shards {
 		r.Charge += s.Stats.Charge()
 	}

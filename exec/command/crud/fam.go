@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/exec/project"
 	"github.com/cleavedb/cleave/exec/query"
@@ -51,11 +52,11 @@ func parseFAM(body bsoncore.Document) (*famArgs, error) {
 		var err error
 		switch key {
 		case "query":
-			a.query, err = OptionalDoc(cmd, key, v)
+			a.query, err = args.OptionalDoc(cmd, key, v)
 		case "sort":
-			a.sort, err = OptionalDoc(cmd, key, v)
+			a.sort, err = args.OptionalDoc(cmd, key, v)
 		case "fields":
-			a.fields, err = OptionalDoc(cmd, key, v)
+			a.fields, err = args.OptionalDoc(cmd, key, v)
 		case "collation":
 			a.collation, err = args.Doc(cmd, key, v)
 		case "let":
@@ -94,7 +95,7 @@ func parseFAM(body bsoncore.Document) (*famArgs, error) {
 		return nil, err
 	}
 	if v, err := body.LookupErr("maxTimeMS"); err == nil {
-		if a.maxTimeMS, err = maxTimeMS(cmd, v); err != nil {
+		if a.maxTimeMS, err = command.MaxTimeMS(cmd, v); err != nil {
 			return nil, err
 		}
 	}
@@ -122,7 +123,7 @@ func (a *famArgs) validate() error {
 
 // findAndModify runs the findAndModify command: it updates or removes the first document
 // the query matches in sort order, and returns it (before or after the update).
-func (e *Server) findAndModify(ctx context.Context, r *Request) error {
+func (h *Handlers) findAndModify(ctx context.Context, r *command.Request) error {
 	a, err := parseFAM(r.Body)
 	if err != nil {
 		return err
@@ -130,48 +131,48 @@ func (e *Server) findAndModify(ctx context.Context, r *Request) error {
 	if err := catalog.CheckCollation(a.collation); err != nil {
 		return err
 	}
-	ci, err := e.Cat.Lookup(r.DB, a.coll)
+	ci, err := h.Cat.Lookup(r.DB, a.coll)
 	if err != nil {
 		return err
 	}
-	op, proj, err := e.compileFAM(r.DB, a, ci, !explainOnly(r))
+	op, proj, err := h.compileFAM(r.DB, a, ci, !explainOnly(r))
 	if err != nil {
 		return err
 	}
 	if explainOnly(r) {
-		return e.explainWrite(ctx, r, op)
+		return h.explainWrite(ctx, r, op)
 	}
 	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
-	rt, release, err := e.checkoutRetryable(r)
+	rt, release, err := h.CheckoutRetryable(r)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if rec, ok := retried(rt, int(a.stmtID), false); ok {
+	if rec, ok := command.Retried(rt, int(a.stmtID), false); ok {
 		return appendFAMReply(r, a, op, proj, &rec)
 	}
 	op.Retry, op.Stmt = rt, a.stmtID
 	var res write.Result
-	err = e.runWrite(ctx, r, op, &modifyStmt{kind: "findAndModify", index: a.stmtID}, &res)
+	err = h.runWrite(ctx, r, op, &modifyStmt{kind: "findAndModify", index: a.stmtID}, &res)
 	r.Charge += res.Charge
 	if err != nil {
 		return query.TimeLimitError(ctx, err)
 	}
 	if a.remove {
-		e.Counters.DeletedDocs.Add(res.Matched)
+		h.Counters.DeletedDocs.Add(res.Matched)
 	} else {
-		e.Counters.UpdatedDocs.Add(res.Modified)
+		h.Counters.UpdatedDocs.Add(res.Modified)
 	}
 	if res.Upserted.Type != 0 {
-		e.Counters.InsertedDocs.Add(1)
+		h.Counters.InsertedDocs.Add(1)
 	}
 	return appendFAMReply(r, a, op, proj, &res)
 }
 
 // compileFAM compiles a findAndModify into a single-document writeOp and its projection
 // (nil when fields is absent). An upsert creates the collection when create is set.
-func (e *Server) compileFAM(db string, a *famArgs, ci *catalog.Coll, create bool) (*write.Op, *project.Projection, error) {
+func (h *Handlers) compileFAM(db string, a *famArgs, ci *catalog.Coll, create bool) (*write.Op, *project.Projection, error) {
 	coll, err := collationFor(a.collation, ci)
 	if err != nil {
 		return nil, nil, err
@@ -198,13 +199,13 @@ func (e *Server) compileFAM(db string, a *famArgs, ci *catalog.Coll, create bool
 		Sync: a.wc.Sync(), KeepImages: true, Bypass: a.bypass}
 	if !a.remove {
 		opts := updateOptions(a.update, a.arrayFilters, a.let, nil)
-		opts.Timestamp, opts.KeepEmptyTimestamps, opts.Collator = e.Clock.Timestamp, a.bypassTs, coll
+		opts.Timestamp, opts.KeepEmptyTimestamps, opts.Collator = h.Clock.Timestamp, a.bypassTs, coll
 		if op.Upd, err = update.CompileValue(a.update, opts); err != nil {
 			return nil, nil, err
 		}
 	}
 	if ci == nil && a.upsert && create {
-		if op.CI, err = e.Cat.ForWrite(db, a.coll); err != nil {
+		if op.CI, err = h.Cat.ForWrite(db, a.coll); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -216,7 +217,7 @@ func (e *Server) compileFAM(db string, a *famArgs, ci *catalog.Coll, create bool
 
 // appendFAMReply appends lastErrorObject and value: the removed document, or the updated
 // one before or after the update (new), projected by fields.
-func appendFAMReply(r *Request, a *famArgs, op *write.Op, proj *project.Projection, res *write.Result) error {
+func appendFAMReply(r *command.Request, a *famArgs, op *write.Op, proj *project.Projection, res *write.Result) error {
 	n := res.Matched
 	if res.Upserted.Type != 0 {
 		n = 1

@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -17,7 +18,7 @@ import (
 
 // explain runs {explain: <command>, verbosity}: it plans the inner command and describes
 // the plan in mongos' sharded shape, running it for the executionStats verbosities.
-func (e *Server) explain(ctx context.Context, r *Request) error {
+func (h *Handlers) explain(ctx context.Context, r *command.Request) error {
 	const cmd = "explain"
 	first, _ := bsonx.FirstElement(r.Body)
 	inner, ok := first.Value().DocumentOK()
@@ -49,8 +50,8 @@ func (e *Server) explain(ctx context.Context, r *Request) error {
 		return mongoerr.New(mongoerr.FailedToParse, "explain command requires a nested object")
 	}
 	name := innerFirst.Key()
-	c := e.Commands.Get(name)
-	if c == nil || !c.Has(Explainable) {
+	c := h.Commands.Get(name)
+	if c == nil || !c.Has(command.Explainable) {
 		return mongoerr.New(mongoerr.CommandNotFound, "Explain failed due to unknown command: %s", name)
 	}
 	// The inner command inherits $db from the explain.
@@ -61,7 +62,7 @@ func (e *Server) explain(ctx context.Context, r *Request) error {
 		b = bsoncore.AppendStringElement(b, "$db", r.DB)
 		body, _ = bsoncore.AppendDocumentEnd(b, idx)
 	}
-	sub := &Request{Conn: r.Conn, Body: body, Name: name, Cmd: c, DB: r.DB, RequestID: r.RequestID, Out: r.Out, Explain: verbosity}
+	sub := &command.Request{Conn: r.Conn, Body: body, Name: name, Cmd: c, DB: r.DB, RequestID: r.RequestID, Out: r.Out, Explain: verbosity}
 	if err := c.Run(ctx, sub); err != nil {
 		return err
 	}
@@ -71,8 +72,8 @@ func (e *Server) explain(ctx context.Context, r *Request) error {
 }
 
 // explainFind explains a find.
-func (e *Server) explainFind(ctx context.Context, r *Request, a *findArgs) error {
-	ci, err := e.Cat.Lookup(r.DB, a.coll)
+func (h *Handlers) explainFind(ctx context.Context, r *command.Request, a *findArgs) error {
+	ci, err := h.Cat.Lookup(r.DB, a.coll)
 	if err != nil {
 		return err
 	}
@@ -80,12 +81,12 @@ func (e *Server) explainFind(ctx context.Context, r *Request, a *findArgs) error
 	if err != nil {
 		return err
 	}
-	return e.explainQuery(ctx, r, q, "find", a.limit)
+	return h.explainQuery(ctx, r, q, "find", a.limit)
 }
 
 // explainQuery appends the explain output of a read of q (the query part of find, count,
 // distinct, update and delete).
-func (e *Server) explainQuery(ctx context.Context, r *Request, q *query.Query, cmd string, limit int64) error {
+func (h *Handlers) explainQuery(ctx context.Context, r *command.Request, q *query.Query, cmd string, limit int64) error {
 	ns := r.DB
 	if q.CI != nil {
 		ns = q.CI.NS()
@@ -101,7 +102,7 @@ func (e *Server) explainQuery(ctx context.Context, r *Request, q *query.Query, c
 	var elapsed time.Duration
 	if q.CI != nil {
 		start := time.Now()
-		stream, pl, ss, err := e.Query.Open(q)
+		stream, pl, ss, err := h.Query.Open(q)
 		if err != nil {
 			return err
 		}
@@ -109,7 +110,7 @@ func (e *Server) explainQuery(ctx context.Context, r *Request, q *query.Query, c
 		switch {
 		case r.Explain == "queryPlanner":
 		case fast:
-			n, err := e.docCount(ctx, q.CI)
+			n, err := h.DocCount(ctx, q.CI)
 			if err != nil {
 				stream.Close()
 				return err
@@ -143,7 +144,7 @@ func (e *Server) explainQuery(ctx context.Context, r *Request, q *query.Query, c
 	case cmd == "count":
 		root = rootCount
 	}
-	out = e.appendWinningPlan(out, q, p, shards, ns, root)
+	out = h.appendWinningPlan(out, q, p, shards, ns, root)
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	if r.Explain != "queryPlanner" {
 		idx, out = bsoncore.AppendDocumentElementStart(out, "executionStats")
@@ -173,7 +174,7 @@ func (e *Server) explainQuery(ctx context.Context, r *Request, q *query.Query, c
 // appendWinningPlan appends winningPlan in mongos' shape: SINGLE_SHARD, SHARD_MERGE or
 // SHARD_MERGE_SORT over the per-shard plans (each under stage root, when not ""), with the
 // partitions targeted.
-func (e *Server) appendWinningPlan(out []byte, q *query.Query, p *query.Plan, shards []*query.ShardStream, ns, root string) []byte {
+func (h *Handlers) appendWinningPlan(out []byte, q *query.Query, p *query.Plan, shards []*query.ShardStream, ns, root string) []byte {
 	stage := "SINGLE_SHARD"
 	switch {
 	case len(shards) > 1 && len(q.Sort) > 0 && p.Sorted:
@@ -187,7 +188,7 @@ func (e *Server) appendWinningPlan(out []byte, q *query.Query, p *query.Plan, sh
 	for i, s := range shards {
 		sidx, o := bsoncore.AppendDocumentElementStart(out, strconv.Itoa(i))
 		o = bsoncore.AppendStringElement(o, "shardName", "shard-"+strconv.Itoa(s.Shard))
-		o = bsoncore.AppendStringElement(o, "connectionString", e.shardConnString(s.Shard))
+		o = bsoncore.AppendStringElement(o, "connectionString", h.shardConnString(s.Shard))
 		o = bsoncore.AppendStringElement(o, "namespace", ns)
 		o = appendPartitions(o, s)
 		o = appendShardPlan(o, q, p, root)
@@ -201,10 +202,10 @@ func (e *Server) appendWinningPlan(out []byte, q *query.Query, p *query.Plan, sh
 // shardConnString is shard s's connectionString in explain, as listShards' host: the shard's
 // name and the address of the node that owns it (this one's, or another's in cluster mode,
 // whose reads and statistics the owner answered).
-func (e *Server) shardConnString(s int) string {
-	host := e.ListenAddr()
-	if e.Storage.Cluster != nil {
-		if _, h := e.Storage.Cluster.ShardHost(s); h != "" {
+func (h *Handlers) shardConnString(s int) string {
+	host := h.ListenAddr()
+	if h.Storage.Cluster != nil {
+		if _, h := h.Storage.Cluster.ShardHost(s); h != "" {
 			host = h
 		}
 	}

@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/update"
@@ -18,7 +19,7 @@ import (
 // update runs the update command: each statement of updates in turn, stopping at the first
 // failed one when ordered. A statement's failure is a write error of the reply; only a
 // malformed command fails as a whole.
-func (e *Server) update(ctx context.Context, r *Request) error {
+func (h *Handlers) update(ctx context.Context, r *command.Request) error {
 	const cmd = "update"
 	a, err := parseWriteArgs(cmd, "updates", r.Body)
 	if err != nil {
@@ -30,20 +31,20 @@ func (e *Server) update(ctx context.Context, r *Request) error {
 			return err
 		}
 	}
-	ci, err := e.Cat.Lookup(r.DB, a.coll)
+	ci, err := h.Cat.Lookup(r.DB, a.coll)
 	if err != nil {
 		return err
 	}
 	if explainOnly(r) {
-		op, err := e.compileUpdate(r.DB, a, ci, stmts[0], false)
+		op, err := h.compileUpdate(r.DB, a, ci, stmts[0], false)
 		if err != nil {
 			return err
 		}
-		return e.explainWrite(ctx, r, op)
+		return h.explainWrite(ctx, r, op)
 	}
 	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
-	rt, release, err := e.checkoutRetryable(r)
+	rt, release, err := h.CheckoutRetryable(r)
 	if err != nil {
 		return err
 	}
@@ -52,15 +53,15 @@ func (e *Server) update(ctx context.Context, r *Request) error {
 	var upserts int64
 	for i, s := range stmts {
 		var or write.Result
-		if rec, ok := retried(rt, i, s.multi); ok {
+		if rec, ok := command.Retried(rt, i, s.multi); ok {
 			or, err = rec, nil
 		} else {
 			var op *write.Op
-			op, err = e.compileUpdate(r.DB, a, ci, s, true)
+			op, err = h.compileUpdate(r.DB, a, ci, s, true)
 			if err == nil {
 				ci = op.CI
 				op.Retry, op.Stmt = rt, int32(i)
-				err = e.runWrite(ctx, r, op, &modifyStmt{kind: cmd, list: "updates", stmt: a.stmts[i], index: int32(i)}, &or)
+				err = h.runWrite(ctx, r, op, &modifyStmt{kind: cmd, list: "updates", stmt: a.stmts[i], index: int32(i)}, &or)
 			}
 		}
 		r.Charge += or.Charge
@@ -83,8 +84,8 @@ func (e *Server) update(ctx context.Context, r *Request) error {
 			res.Upserted = append(res.Upserted, write.Upsert{Index: i, ID: or.Upserted})
 		}
 	}
-	e.Counters.UpdatedDocs.Add(res.NModified)
-	e.Counters.InsertedDocs.Add(upserts)
+	h.Counters.UpdatedDocs.Add(res.NModified)
+	h.Counters.InsertedDocs.Add(upserts)
 	r.Out = res.AppendReply(r.Out, true)
 	return nil
 }
@@ -94,7 +95,7 @@ func (e *Server) update(ctx context.Context, r *Request) error {
 // (maxTimeMS, a client gone), as MongoDB's write commands fail on them whatever they applied.
 func stmtWriteError(ctx context.Context, i int, err error) (mongoerr.WriteError, error) {
 	if ctx.Err() != nil {
-		return mongoerr.WriteError{}, InterruptError(ctx, err)
+		return mongoerr.WriteError{}, command.InterruptError(ctx, err)
 	}
 	me := mongoerr.As(err)
 	if me == nil || slices.Contains(me.Labels, "RetryableWriteError") {
@@ -107,7 +108,7 @@ func stmtWriteError(ctx context.Context, i int, err error) (mongoerr.WriteError,
 
 // compileUpdate compiles update statement s of collection a.coll (ci, nil when it does not
 // exist; an upsert creates it unless only explaining).
-func (e *Server) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *updateStmt, create bool) (*write.Op, error) {
+func (h *Handlers) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *updateStmt, create bool) (*write.Op, error) {
 	coll, err := collationFor(s.collation, ci)
 	if err != nil {
 		return nil, err
@@ -117,7 +118,7 @@ func (e *Server) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *upd
 		return nil, err
 	}
 	opts := updateOptions(s.u, s.arrayFilters, a.let, s.c)
-	opts.Timestamp, opts.KeepEmptyTimestamps, opts.Collator = e.Clock.Timestamp, a.bypassTs, coll
+	opts.Timestamp, opts.KeepEmptyTimestamps, opts.Collator = h.Clock.Timestamp, a.bypassTs, coll
 	u, err := update.CompileValue(s.u, opts)
 	if err != nil {
 		return nil, err
@@ -126,7 +127,7 @@ func (e *Server) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *upd
 		return nil, mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
 	}
 	if ci == nil && s.upsert && create {
-		if ci, err = e.Cat.ForWrite(db, a.coll); err != nil {
+		if ci, err = h.Cat.ForWrite(db, a.coll); err != nil {
 			return nil, err
 		}
 	}
@@ -162,11 +163,11 @@ func compileWriteFilter(q, let bsoncore.Document, coll bsonx.Collator) (*match.F
 
 // explainWrite explains the read part of a write (update, delete, findAndModify): how op
 // finds its documents. It writes nothing; explain.go owns the output's shape.
-func (e *Server) explainWrite(ctx context.Context, r *Request, op *write.Op) error {
+func (h *Handlers) explainWrite(ctx context.Context, r *command.Request, op *write.Op) error {
 	q := &query.Query{CI: op.CI, Filter: op.Filter, Sort: op.Sort, Hint: op.Hint}
 	limit := int64(0)
 	if !op.Multi {
 		limit = 1
 	}
-	return e.explainQuery(ctx, r, q, r.Name, limit)
+	return h.explainQuery(ctx, r, q, r.Name, limit)
 }

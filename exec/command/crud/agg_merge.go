@@ -1,6 +1,7 @@
-package command
+package crud
 
 import (
+	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -295,7 +296,7 @@ func (s *mergeStage) prepare(run *writeRun) error {
 			for _, f := range ci.ShardKey {
 				s.onFields = append(s.onFields, f.Path)
 			}
-			if !ContainsString(s.onFields, "_id") {
+			if !slices.Contains(s.onFields, "_id") {
 				s.onFields = append(s.onFields, "_id")
 			}
 		}
@@ -333,16 +334,6 @@ func hasUniqueIndexOn(ci *catalog.Coll, fields map[string]bool) bool {
 			all = all && fields[f.Path] && !f.Hashed
 		}
 		if all {
-			return true
-		}
-	}
-	return false
-}
-
-// ContainsString reports whether list holds s.
-func ContainsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
 			return true
 		}
 	}

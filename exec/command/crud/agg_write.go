@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/exec/write"
@@ -32,7 +33,7 @@ type writeStage interface {
 // writeRun is what one run of a write stage shares with aggregate: the executor, the
 // write concern's durability and the request units the writes cost.
 type writeRun struct {
-	e      *Server
+	e      *Handlers
 	sync   bool
 	bypass bool // the aggregate's bypassDocumentValidation
 	charge float64
@@ -55,7 +56,7 @@ func pipelineWriter(p *agg.Pipeline) writeStage {
 // write stage comes last and never inside $lookup or $unionWith ($facet checks its own),
 // and writeConcern is accepted only by a pipeline that writes. It returns the write stage,
 // or nil.
-func checkAggregateWrite(r *Request, a *aggregateArgs, p *agg.Pipeline) (writeStage, error) {
+func checkAggregateWrite(r *command.Request, a *aggregateArgs, p *agg.Pipeline) (writeStage, error) {
 	if err := checkNestedWrites(a.pipeline); err != nil {
 		return nil, err
 	}
@@ -146,14 +147,14 @@ func writeStageIn(arr bsoncore.Array) string {
 // it run as any pipeline does, w writes their output, and the reply is an empty first batch
 // with cursor id 0. Explain describes it without writing, with the queryPlanner verbosity
 // only.
-func (e *Server) aggregateWrite(ctx context.Context, r *Request, a *aggregateArgs, p *agg.Pipeline, ci *catalog.Coll, ns string, w writeStage) error {
+func (h *Handlers) aggregateWrite(ctx context.Context, r *command.Request, a *aggregateArgs, p *agg.Pipeline, ci *catalog.Coll, ns string, w writeStage) error {
 	if _, err := r.Body.LookupErr("autocommit"); err == nil { // inside a multi-document transaction
 		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "%s cannot be used in a transaction", w.stageName())
 	}
 	if level, _ := r.Body.Lookup("readConcern", "level").StringValueOK(); level == "linearizable" {
 		return mongoerr.New(mongoerr.InvalidOptions, "%s cannot be used with a 'linearizable' read concern level", w.stageName())
 	}
-	run := &writeRun{e: e, sync: write.ParseConcern(r.Body).Sync(), bypass: a.bypass}
+	run := &writeRun{e: h, sync: write.ParseConcern(r.Body).Sync(), bypass: a.bypass}
 	if err := w.prepare(run); err != nil {
 		return err
 	}
@@ -161,7 +162,7 @@ func (e *Server) aggregateWrite(ctx context.Context, r *Request, a *aggregateArg
 		if r.Explain != "" && r.Explain != "queryPlanner" {
 			return mongoerr.New(mongoerr.Location51029, "explain of %s is not allowed with verbosity %s", w.stageName(), r.Explain)
 		}
-		return e.explainAggregate(ctx, r, p, ci, ns)
+		return h.explainAggregate(ctx, r, p, ci, ns)
 	}
 	src := *p // the stages before the write stage
 	src.Stages, src.Raw = p.Stages[:len(p.Stages)-1], p.Raw[:len(p.Raw)-1]
@@ -180,8 +181,8 @@ func (e *Server) aggregateWrite(ctx context.Context, r *Request, a *aggregateArg
 	if err != nil {
 		return query.TimeLimitError(ctx, err)
 	}
-	out, cidx, aidx := startCursorReply(r.Out, "firstBatch")
-	r.Out = endCursorReply(out, cidx, aidx, 0, ns)
+	out, cidx, aidx := command.StartCursorReply(r.Out, "firstBatch")
+	r.Out = command.EndCursorReply(out, cidx, aidx, 0, ns)
 	return nil
 }
 
@@ -198,7 +199,7 @@ func internalDB(db string) bool { return db == "admin" || db == "config" || db =
 
 // valid reports whether t names a collection a write stage may create.
 func (t writeTarget) valid() bool {
-	return ValidateDBName(t.db) == nil && t.coll != "" && t.coll[0] != '.' && !strings.ContainsAny(t.coll, "$\x00")
+	return command.ValidateDBName(t.db) == nil && t.coll != "" && t.coll[0] != '.' && !strings.ContainsAny(t.coll, "$\x00")
 }
 
 // Spec returns {db, coll}, the normalized target explain shows.

@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"github.com/cleavedb/cleave/exec/match"

@@ -1,4 +1,4 @@
-package command
+package crud
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/update"
@@ -80,43 +81,43 @@ type target struct {
 // answered StaleConfig wrote nothing (owners check before writing): it is planned again
 // once this node's catalog caught up with the owner's (awaitStale), as reads are. A multi
 // statement is not: another node may have run its part already.
-func (e *Server) runWrite(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
-	if e.Remote == nil || r.Txn != nil || op.CI == nil || op.CI.View != nil {
-		return e.writeFor(r).Run(ctx, op, res)
+func (h *Handlers) runWrite(ctx context.Context, r *command.Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
+	if h.Remote == nil || r.Txn != nil || op.CI == nil || op.CI.View != nil {
+		return h.WriteFor(r).Run(ctx, op, res)
 	}
 	for attempt := 0; ; attempt++ {
-		err := e.runWriteOnce(ctx, r, op, ms, res)
-		if op.Multi || attempt == maxStaleRetries || !e.awaitStale(ctx, err) {
+		err := h.runWriteOnce(ctx, r, op, ms, res)
+		if op.Multi || attempt == command.MaxStaleRetries || !h.AwaitStale(ctx, err) {
 			return err
 		}
 		*res = write.Result{Charge: res.Charge}
-		op.CI = e.Cat.Refresh(op.CI)
+		op.CI = h.Cat.Refresh(op.CI)
 	}
 }
 
 // runWriteOnce is one attempt of runWrite.
-func (e *Server) runWriteOnce(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
-	if !e.SpansRemote(op.CI) {
-		return e.runLocal(ctx, r, op, ms, res)
+func (h *Handlers) runWriteOnce(ctx context.Context, r *command.Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
+	if !h.SpansRemote(op.CI) {
+		return h.runLocal(ctx, r, op, ms, res)
 	}
 	ms.ci = op.CI
-	parts := e.nodeParts(op.CI, op.Filter, nil)
+	parts := h.nodeParts(op.CI, op.Filter, nil)
 	switch {
 	case len(parts) == 0 || len(parts) == 1 && !parts[0].remote:
-		return e.runLocal(ctx, r, op, ms, res)
+		return h.runLocal(ctx, r, op, ms, res)
 	case len(parts) == 1:
-		return e.modifyOn(ctx, r, ms, parts[0], modifyRun, op.Upsert, nil, res)
+		return h.modifyOn(ctx, r, ms, parts[0], modifyRun, op.Upsert, nil, res)
 	case op.Multi:
-		return e.modifyMulti(ctx, r, op, ms, parts, res)
+		return h.modifyMulti(ctx, r, op, ms, parts, res)
 	default:
-		return e.modifyOne(ctx, r, op, ms, parts, res)
+		return h.modifyOne(ctx, r, op, ms, parts, res)
 	}
 }
 
 // nodeParts groups the partitions f targets in ci by node, keeping those on the shards
 // keep accepts (nil: all).
-func (e *Server) nodeParts(ci *catalog.Coll, f *match.Filter, keep func(s int) bool) []*nodePart {
-	all := e.Cat.Shards()
+func (h *Handlers) nodeParts(ci *catalog.Coll, f *match.Filter, keep func(s int) bool) []*nodePart {
+	all := h.Cat.Shards()
 	var parts []*nodePart
 	for _, t := range query.TargetPartitions(ci, f) {
 		s := ci.Map.Partition(t).Shard
@@ -141,7 +142,7 @@ func (e *Server) nodeParts(ci *catalog.Coll, f *match.Filter, keep func(s int) b
 
 // modifyMulti runs a multi statement on every node at once and merges the results; when
 // nothing matched anywhere, an upsert runs where its document belongs.
-func (e *Server) modifyMulti(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, parts []*nodePart, res *write.Result) error {
+func (h *Handlers) modifyMulti(ctx context.Context, r *command.Request, op *write.Op, ms *modifyStmt, parts []*nodePart, res *write.Result) error {
 	out := make([]write.Result, len(parts))
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
@@ -150,12 +151,12 @@ func (e *Server) modifyMulti(ctx context.Context, r *Request, op *write.Op, ms *
 		go func() {
 			defer wg.Done()
 			if p.remote {
-				errs[i] = e.modifyOn(ctx, r, ms, p, modifyRun, false, nil, &out[i])
+				errs[i] = h.modifyOn(ctx, r, ms, p, modifyRun, false, nil, &out[i])
 				return
 			}
 			local := *op
 			local.Shards, local.Upsert = p.shards, false
-			errs[i] = e.runLocal(ctx, r, &local, ms, &out[i])
+			errs[i] = h.runLocal(ctx, r, &local, ms, &out[i])
 		}()
 	}
 	wg.Wait()
@@ -172,19 +173,19 @@ func (e *Server) modifyMulti(ctx context.Context, r *Request, op *write.Op, ms *
 	if res.Matched > 0 || !op.Upsert || op.Upd == nil {
 		return nil
 	}
-	return e.upsertRouted(ctx, r, op, ms, res)
+	return h.upsertRouted(ctx, r, op, ms, res)
 }
 
 // modifyOne runs a single-document statement whose targets span nodes: the document is
 // found by a read over every node, then written on its owner.
-func (e *Server) modifyOne(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, parts []*nodePart, res *write.Result) error {
+func (h *Handlers) modifyOne(ctx context.Context, r *command.Request, op *write.Op, ms *modifyStmt, parts []*nodePart, res *write.Result) error {
 	if op.Retry != nil { // executed before on another node? (this node's records: retried)
 		for _, p := range parts {
 			if !p.remote {
 				continue
 			}
 			var rec write.Result
-			executed, err := e.modifyOnReply(ctx, r, ms, p, modifyProbe, false, nil, &rec)
+			executed, err := h.modifyOnReply(ctx, r, ms, p, modifyProbe, false, nil, &rec)
 			if err != nil {
 				return err
 			}
@@ -194,9 +195,9 @@ func (e *Server) modifyOne(ctx context.Context, r *Request, op *write.Op, ms *mo
 			}
 		}
 	}
-	wp := e.writeFor(r)
+	wp := h.WriteFor(r)
 	q := &query.Query{CI: op.CI, Filter: op.Filter, Sort: op.Sort, Limit: 1, Hint: op.Hint}
-	all := e.Cat.Shards()
+	all := h.Cat.Shards()
 	for range maxTargetAttempts {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -207,7 +208,7 @@ func (e *Server) modifyOne(ctx context.Context, r *Request, op *write.Op, ms *mo
 		}
 		if doc == nil {
 			if op.Upsert && op.Upd != nil {
-				return e.upsertRouted(ctx, r, op, ms, res)
+				return h.upsertRouted(ctx, r, op, ms, res)
 			}
 			if op.Retry != nil {
 				return wp.RecordNoop(op.Retry, write.StmtResult{Stmt: op.Stmt}, op.Sync)
@@ -221,7 +222,7 @@ func (e *Server) modifyOne(ctx context.Context, r *Request, op *write.Op, ms *mo
 		_, t.id = catalog.DocID(doc, nil)
 		s := op.CI.Map.Partition(op.CI.Map.Locate(t.hash)).Shard
 		if node, remote := catalog.RemoteNode(all[s]); remote {
-			err = e.modifyOn(ctx, r, ms, &nodePart{node: node, remote: true, shard: s}, modifyTarget, false, t, res)
+			err = h.modifyOn(ctx, r, ms, &nodePart{node: node, remote: true, shard: s}, modifyTarget, false, t, res)
 		} else {
 			err = wp.RunTarget(ctx, op, t.hash, t.id, res)
 		}
@@ -234,7 +235,7 @@ func (e *Server) modifyOne(ctx context.Context, r *Request, op *write.Op, ms *mo
 
 // upsertRouted inserts the document of an upsert that matched nothing on any node: the
 // statement runs again, with its upsert, on the shard that owns the new document.
-func (e *Server) upsertRouted(ctx context.Context, r *Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
+func (h *Handlers) upsertRouted(ctx context.Context, r *command.Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
 	doc, err := update.Upsert(nil, op.Query, op.Upd)
 	if err != nil {
 		return err
@@ -242,42 +243,42 @@ func (e *Server) upsertRouted(ctx context.Context, r *Request, op *write.Op, ms 
 	if doc, err = write.PrepareInsert(doc); err != nil {
 		return err
 	}
-	h, err := op.CI.ShardHash(doc)
+	hash, err := op.CI.ShardHash(doc)
 	if err != nil {
 		return err
 	}
-	s := op.CI.Map.Partition(op.CI.Map.Locate(h)).Shard
-	if _, remote := catalog.RemoteNode(e.Cat.Shards()[s]); !remote {
+	s := op.CI.Map.Partition(op.CI.Map.Locate(hash)).Shard
+	if _, remote := catalog.RemoteNode(h.Cat.Shards()[s]); !remote {
 		local := *op
 		local.Shards = []int{s}
-		return e.writeFor(r).Run(ctx, &local, res)
+		return h.WriteFor(r).Run(ctx, &local, res)
 	}
-	parts := e.nodeParts(op.CI, op.Filter, func(x int) bool { return x == s })
+	parts := h.nodeParts(op.CI, op.Filter, func(x int) bool { return x == s })
 	if len(parts) != 1 { // the document's shard is not one the query targets
 		return mongoerr.New(mongoerr.ShardKeyNotFound, "Failed to target upsert by query :: could not extract exact shard key")
 	}
-	return e.modifyOn(ctx, r, ms, parts[0], modifyRun, true, nil, res)
+	return h.modifyOn(ctx, r, ms, parts[0], modifyRun, true, nil, res)
 }
 
 // modifyOn runs statement ms on node part p in mode (modify* constants), merging its
 // result into res.
-func (e *Server) modifyOn(ctx context.Context, r *Request, ms *modifyStmt, p *nodePart, mode string,
+func (h *Handlers) modifyOn(ctx context.Context, r *command.Request, ms *modifyStmt, p *nodePart, mode string,
 	upsert bool, t *target, res *write.Result,
 ) error {
-	_, err := e.modifyOnReply(ctx, r, ms, p, mode, upsert, t, res)
+	_, err := h.modifyOnReply(ctx, r, ms, p, mode, upsert, t, res)
 	return err
 }
 
 // modifyOnReply is modifyOn, also reporting whether the owner had executed the statement
 // before (a retry).
-func (e *Server) modifyOnReply(ctx context.Context, r *Request, ms *modifyStmt, p *nodePart, mode string,
+func (h *Handlers) modifyOnReply(ctx context.Context, r *command.Request, ms *modifyStmt, p *nodePart, mode string,
 	upsert bool, t *target, res *write.Result,
 ) (bool, error) {
 	ci := ms.ci
 	b := bsoncore.NewDocumentBuilder().
 		AppendString("_cleaveShardModify", ci.Meta.Name).
 		AppendInt64("collId", int64(ci.Meta.ID)).
-		AppendInt64("rev", e.Storage.Catalog.Revision()).
+		AppendInt64("rev", h.Storage.Catalog.Revision()).
 		AppendString("kind", ms.kind).
 		AppendDocument("cmd", ms.command(r.Body)).
 		AppendInt32("index", ms.index).
@@ -288,7 +289,7 @@ func (e *Server) modifyOnReply(ctx context.Context, r *Request, ms *modifyStmt, 
 		for _, s := range p.shards {
 			shards.AppendInt32(int32(s))
 		}
-		b.AppendArray("shards", shards.Build()).AppendArray("ranges", encodeRanges(p.ranges))
+		b.AppendArray("shards", shards.Build()).AppendArray("ranges", command.EncodeRanges(p.ranges))
 	}
 	if t != nil {
 		b.AppendInt64("hash", int64(t.hash)).AppendBinary("id", 0, t.id)
@@ -300,7 +301,7 @@ func (e *Server) modifyOnReply(ctx context.Context, r *Request, ms *modifyStmt, 
 			retryable = retryable || k == "txnNumber"
 		}
 	}
-	reply, err := e.Remote.command(ctx, p.shard, b.AppendString("$db", r.DB).Build())
+	reply, err := h.Remote.Command(ctx, p.shard, b.AppendString("$db", r.DB).Build())
 	if err != nil {
 		if me := mongoerr.As(err); me != nil && me.Code == mongoerr.HostUnreachable && retryable {
 			_ = me.WithLabels("RetryableWriteError")

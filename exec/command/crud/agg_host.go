@@ -1,0 +1,46 @@
+package crud
+
+import (
+	"github.com/cleavedb/cleave/exec/agg"
+	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// serverStages are the aggregation stages the executor provides to pipelines (agg.Host):
+// those that write, report on the server or list its sessions.
+var serverStages = map[string]func(e *Handlers) agg.StageParser{
+	"$out":               func(*Handlers) agg.StageParser { return parseOutStage },
+	"$merge":             func(*Handlers) agg.StageParser { return parseMergeStage },
+	"$collStats":         func(e *Handlers) agg.StageParser { return e.parseCollStatsStage },
+	"$indexStats":        func(e *Handlers) agg.StageParser { return e.parseIndexStatsStage },
+	"$currentOp":         func(e *Handlers) agg.StageParser { return e.ParseCurrentOpStage },
+	"$listLocalSessions": func(e *Handlers) agg.StageParser { return e.ParseListLocalSessionsStage },
+	"$listSessions":      func(e *Handlers) agg.StageParser { return e.ParseListSessionsStage },
+	// refused as MongoDB 7.0 does without Atlas (search_index.go)
+	"$listSearchIndexes": func(*Handlers) agg.StageParser { return parseListSearchIndexesStage },
+}
+
+// StageParser implements agg.Host.
+func (h *Handlers) StageParser(name string) agg.StageParser {
+	if f := serverStages[name]; f != nil {
+		return f(h)
+	}
+	return nil
+}
+
+// The server's stages implement agg's optional interfaces; these fail to compile if a
+// method's name or signature drifts (an unexported method never satisfies them).
+var (
+	_ agg.SourceStage    = (*collStatsStage)(nil)
+	_ agg.SourceStage    = (*indexStatsStage)(nil)
+	_ agg.SourceStage    = (*command.ListSessionsStage)(nil)
+	_ agg.Collectionless = (*command.CurrentOpStage)(nil)
+	_ agg.Collectionless = (*command.ListLocalSessionsStage)(nil)
+)
+
+// parseListSearchIndexesStage refuses $listSearchIndexes as MongoDB 7.0 Community does,
+// whatever its argument.
+func parseListSearchIndexesStage(_ *agg.Env, _ string, _ bsoncore.Value) (agg.Stage, error) {
+	return nil, mongoerr.New(mongoerr.Location6047401, "$listSearchIndexes stage is only allowed on MongoDB Atlas")
+}

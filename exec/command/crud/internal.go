@@ -1,0 +1,301 @@
+package crud
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/auth"
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/validate"
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// The owner's side of remote execution (remote_read.go is the router's): internal commands
+// that run the per-shard part of an operation on this node's shards. They are not for
+// clients (mongos' _shardsvr commands play this role), need the internal action under --auth
+// (only the cluster's own __system user has it: remote_auth.go), and answer StaleConfig
+// 13388 when the request was planned on a map of the shard that differs from this node's.
+
+// Batches of a remote read: the first is at most the router's limit (when small), each
+// next one up to remoteBatchDocs documents or remoteBatchBytes.
+const (
+	remoteFirstBatch = 256
+	remoteBatchDocs  = 2048
+	remoteBatchBytes = 4 << 20
+)
+
+// addInternalCommands registers the internal shard commands.
+func (h *Handlers) addInternalCommands(add func(*command.Command)) {
+	add(&command.Command{Name: "_cleaveShardFind", Run: h.shardFind, Action: auth.ActionInternal, Help: "internal: a shard's part of a read", Props: command.OpensCursor})
+	add(&command.Command{Name: "_cleaveShardGetMore", Run: h.shardGetMore, Action: auth.ActionInternal, Help: "internal: the next batch of a shard's read"})
+	add(&command.Command{Name: "_cleaveShardKill", Run: h.shardKill, Action: auth.ActionInternal, Help: "internal: ends a shard's read"})
+	add(&command.Command{Name: "_cleaveShardWrite", Run: h.shardWrite, Action: auth.ActionInternal, Help: "internal: the documents of an insert on this node's shards"})
+	add(&command.Command{Name: "_cleaveShardIndexes", Run: h.shardIndexes, Action: auth.ActionInternal, Help: "internal: an index build's or drop's part on this node's shards"})
+	add(&command.Command{Name: "_cleaveShardStats", Run: h.shardStats, Action: auth.ActionInternal, Help: "internal: a collection's sizes or validation on this node's shards"})
+	add(&command.Command{Name: "_cleaveShardModify", Run: h.shardModify, Action: auth.ActionInternal, Help: "internal: a statement of an update, delete or findAndModify on this node's shards"})
+}
+
+// catchUp waits until this node's catalog reflects the router's revision rev.
+func (h *Handlers) catchUp(ctx context.Context, rev int64) error {
+	if rev <= h.Storage.Catalog.Revision() {
+		return nil
+	}
+	if err := h.Storage.Catalog.WaitRevision(ctx, rev); err != nil {
+		return mongoerr.Wrap(err, mongoerr.StaleConfig, "this node's catalog is behind revision %d", rev)
+	}
+	return nil
+}
+
+// ownedColl returns the collection an internal command names, checking that it is the one
+// the router planned on (same id) and that shard s is this node's.
+func (h *Handlers) ownedColl(ctx context.Context, r *command.Request, s int) (*catalog.Coll, error) {
+	first, _ := bsonx.FirstElement(r.Body)
+	name, _ := first.Value().StringValueOK()
+	rev, _ := r.Body.Lookup("rev").Int64OK()
+	if err := h.catchUp(ctx, rev); err != nil {
+		return nil, err
+	}
+	if s >= 0 { // a write checks each document's shard (shardWrite)
+		shards := h.Cat.Shards()
+		if s >= len(shards) {
+			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is unknown to this node", s)
+		}
+		if node, remote := catalog.RemoteNode(shards[s]); remote {
+			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, command.NodeName(node))
+		}
+	}
+	ci, err := h.Cat.Lookup(r.DB, name)
+	if err != nil {
+		return nil, err
+	}
+	id, _ := r.Body.Lookup("collId").Int64OK()
+	if ci == nil || int64(ci.Meta.ID) != id {
+		return nil, mongoerr.New(mongoerr.StaleConfig, "collection %s.%s is not the one the request was planned on", r.DB, name)
+	}
+	return ci, nil
+}
+
+// shardFind opens a shard's part of a read planned on another node (query.RemoteScanSpec)
+// and answers its first batch: {cursor: id (0: done), docs: binary (concatenated
+// documents), stats}.
+func (h *Handlers) shardFind(ctx context.Context, r *command.Request) error {
+	b := r.Body
+	s, _ := b.Lookup("shard").Int32OK()
+	ci, err := h.ownedColl(ctx, r, int(s))
+	if err != nil {
+		return err
+	}
+	filter, _ := b.Lookup("filter").DocumentOK()
+	vars, _ := b.Lookup("let").DocumentOK()
+	// The router resolved the collation (explicit, the collection's default, or simple):
+	// none sent is the simple one, whatever the collection's default.
+	var coll bsonx.Collator
+	if d, ok := b.Lookup("collation").DocumentOK(); ok {
+		if coll, err = collationFor(d, nil); err != nil {
+			return err
+		}
+	}
+	f, err := query.CompileFilterWith(filter, vars, coll)
+	if err != nil {
+		return err
+	}
+	sortDoc, _ := b.Lookup("sort").DocumentOK()
+	sortSpec, err := query.ParseSort(sortDoc)
+	if err != nil {
+		return err
+	}
+	hint, _ := b.LookupErr("hint")
+	ranges, ok := command.DecodeRanges(b.Lookup("ranges").Array())
+	if !ok {
+		return mongoerr.New(mongoerr.BadValue, "_cleaveShardFind: malformed ranges")
+	}
+	pd, _ := b.Lookup("plan").DocumentOK()
+	kind, _ := pd.Lookup("kind").Int32OK()
+	index, _ := pd.Lookup("index").StringValueOK()
+	keysOnly, _ := pd.Lookup("keysOnly").BooleanOK() // absent from an older router: none of the three
+	distinct, _ := pd.Lookup("distinct").StringValueOK()
+	distinctField, _ := pd.Lookup("distinctField").Int32OK()
+	sig := query.PlanSig{Kind: query.Kind(kind), Index: index,
+		Sorted: pd.Lookup("sorted").Boolean(), Reverse: pd.Lookup("reverse").Boolean(),
+		KeysOnly: keysOnly, Distinct: distinct, DistinctField: int(distinctField)}
+	ss, err := h.Query.OpenOwned(ci, f, sortSpec, hint, int(s), ranges, sig)
+	if err != nil {
+		return err
+	}
+	limit, _ := b.Lookup("limit").Int64OK()
+	n := remoteFirstBatch
+	if limit > 0 && limit < int64(n) {
+		n = int(limit)
+	}
+	c := &command.Cursor{Ns: ci.NS(), Stream: ss, Coll: ci.Meta}
+	return h.shardBatch(ctx, r, c, ss, n, true)
+}
+
+// shardBatch reads up to n documents of ss into r's reply and registers c (first) or
+// keeps it while ss is not done.
+func (h *Handlers) shardBatch(ctx context.Context, r *command.Request, c *command.Cursor, ss *query.ShardStream, n int, first bool) error {
+	buf := make([]byte, 0, 16<<10)
+	done := false
+	for i := 0; i < n && len(buf) < remoteBatchBytes; i++ {
+		d, err := ss.Next(ctx)
+		if err != nil {
+			if first {
+				ss.Close()
+			} else {
+				h.Cursors.Remove(c.Id)
+			}
+			return err
+		}
+		if d == nil {
+			done = true
+			break
+		}
+		buf = append(buf, d...)
+	}
+	stats := ss.Stats
+	var id int64
+	switch {
+	case done && first:
+		ss.Close()
+	case done:
+		h.Cursors.Remove(c.Id)
+	case first:
+		id = h.Cursors.Add(c)
+	default:
+		id = c.Id
+	}
+	out := bsoncore.AppendInt64Element(r.Out, "cursor", id)
+	out = bsoncore.AppendBinaryElement(out, "docs", 0, buf)
+	r.Out = command.AppendScanStats(out, &stats)
+	return nil
+}
+
+// shardGetMore answers the next batch of a shard's read.
+func (h *Handlers) shardGetMore(ctx context.Context, r *command.Request) error {
+	id, _ := bsonx.FirstElement(r.Body)
+	c, err := h.Cursors.Acquire(id.Value().Int64())
+	if err != nil {
+		return err
+	}
+	ss, ok := c.Stream.(*query.ShardStream)
+	if !ok {
+		h.Cursors.Done(c, false)
+		return mongoerr.New(mongoerr.CursorNotFound, "cursor id %d is not a shard read", c.Id)
+	}
+	c.LastUsed.Store(time.Now().UnixNano())
+	err = h.shardBatch(ctx, r, c, ss, remoteBatchDocs, false)
+	c.InUse.Store(false)
+	return err
+}
+
+// shardKill ends a shard's read.
+func (h *Handlers) shardKill(_ context.Context, r *command.Request) error {
+	id, _ := bsonx.FirstElement(r.Body)
+	h.Cursors.Remove(id.Value().Int64())
+	return nil
+}
+
+// shardIndexes runs, on this node's shards, the part of an index build or drop another node
+// asked for (see above): {op: "build" | "delete", ids}.
+func (h *Handlers) shardIndexes(ctx context.Context, r *command.Request) error {
+	ci, err := h.ownedColl(ctx, r, -1)
+	if err != nil {
+		return err
+	}
+	arr, _ := r.Body.Lookup("ids").ArrayOK()
+	vals, _ := arr.Values()
+	ids := make([]store.IndexID, 0, len(vals))
+	for _, v := range vals {
+		ids = append(ids, store.IndexID(v.AsInt64()))
+	}
+	// No move between this node and another runs meanwhile (sharding's move fence): the
+	// fill never meets a copy this node holds without owning it yet. Not the DDL lock, which
+	// the node that runs the build holds, and another node's build may hold here.
+	release, err := h.Shards.FenceMoves(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	ci = h.Cat.Refresh(ci)
+	switch op, _ := r.Body.Lookup("op").StringValueOK(); op {
+	case "build":
+		for _, id := range ids {
+			if !slices.ContainsFunc(ci.Meta.Indexes, func(x store.Index) bool { return x.ID == id && !x.Ready }) {
+				return mongoerr.New(mongoerr.StaleConfig, "index %d of %s is not being built", id, ci.NS())
+			}
+		}
+		h.Cat.Barrier() // this node's writers that did not see the new indexes finish first
+		return h.DDL.FillLocal(ctx, ci.Meta, ids)
+	case "delete":
+		h.DDL.DeleteLocalIndexData(ci.Meta, ids)
+		return nil
+	default:
+		return mongoerr.New(mongoerr.BadValue, "_cleaveShardIndexes: unknown op %q", op)
+	}
+}
+
+// shardStats answers, on this node, another node's _cleaveShardStats for its shards:
+// {shards: [{shard, count, size, storage}]} (sizes), {n} (count: the
+// fast path's) or this node's validation of the collection (validate).
+func (h *Handlers) shardStats(ctx context.Context, r *command.Request) error {
+	ci, err := h.ownedColl(ctx, r, -1)
+	if err != nil {
+		return err
+	}
+	switch what, _ := r.Body.Lookup("what").StringValueOK(); what {
+	case "sizes":
+		aidx, out := bsoncore.AppendArrayElementStart(r.Out, "shards")
+		n := 0
+		for s, sz := range h.LocalOwnedSizes(ci) {
+			if sz == nil {
+				continue
+			}
+			d := bsoncore.NewDocumentBuilder().AppendInt32("shard", int32(s)).
+				AppendInt64("count", sz.Count).AppendInt64("size", sz.Size).AppendInt64("storage", sz.Storage).Build()
+			out = bsoncore.AppendDocumentElement(out, strconv.Itoa(n), d)
+			n++
+		}
+		r.Out, _ = bsoncore.AppendArrayEnd(out, aidx)
+		return nil
+	case "count":
+		r.Out = bsoncore.AppendInt64Element(r.Out, "n", h.Shards.OwnedDocCount(ci))
+		return nil
+	case "validate":
+		full, _ := r.Body.Lookup("full").BooleanOK()
+		opts := validate.Options{Full: full}
+		opts.InFlight = func() func(shard int, hash uint64) bool { return h.Shards.InFlightAt(ci.Meta.ID) }
+		res, err := validate.Run(ctx, h.Cat, ci, opts)
+		if err != nil {
+			return command.InterruptError(ctx, err)
+		}
+		r.Out = appendNodeValidate(r.Out, res)
+		return nil
+	default:
+		return mongoerr.New(mongoerr.BadValue, "_cleaveShardStats: unknown what %q", what)
+	}
+}
+
+// appendNodeValidate appends one node's validation for mergeValidate.
+func appendNodeValidate(out []byte, res *validate.Result) []byte {
+	out = bsoncore.AppendInt64Element(out, "records", res.Records)
+	out = bsoncore.AppendInt64Element(out, "invalid", res.InvalidDocuments)
+	aidx, out := bsoncore.AppendArrayElementStart(out, "indexes")
+	for i, ir := range res.Indexes {
+		out = bsoncore.AppendDocumentElement(out, strconv.Itoa(i), bsoncore.NewDocumentBuilder().
+			AppendString("name", ir.Name).AppendInt64("keys", ir.Keys).
+			AppendInt64("missing", ir.Missing).AppendInt64("extra", ir.Extra).Build())
+	}
+	out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	out = command.AppendEntries(out, "extraIndexEntries", res.ExtraEntries)
+	out = command.AppendEntries(out, "missingIndexEntries", res.MissingEntries)
+	out = command.AppendStrings(out, "warnings", res.Warnings)
+	return command.AppendStrings(out, "errors", res.Errors)
+}
