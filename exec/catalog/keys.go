@@ -26,9 +26,9 @@ func FirstValue(doc bsoncore.Document, name string) (bsoncore.Value, bool) {
 
 // ShardHash returns the hash that places doc in ci's partitions: 0 for an unsharded
 // collection, else the hash of the shard key's hashed field (null when missing or
-// undefined, see KeyValue). A
-// time-series measurement has the hash of its content, the first slot where it may be
-// stored (timeseries_write.go).
+// undefined, see KeyValue); an array at the field or on its path is refused with
+// ShardKeyNotFound, as mongos refuses it. A time-series measurement has the hash of its
+// content, the first slot where it may be stored (timeseries_write.go).
 func (ci *Coll) ShardHash(doc bsoncore.Document) (uint64, error) {
 	if ci.TS != nil {
 		return MeasurementHash(doc), nil
@@ -82,9 +82,12 @@ func (ci *Coll) ShardKeyLabel(dst []byte, doc bsoncore.Document) []byte {
 
 // KeyValue returns doc's shard-key value at path as placement sees it: null when the field
 // is missing (MongoDB's extractShardKeyFromDoc) or undefined, so that the one partition of
-// null holds every document an equality to null matches ({k: null} matches all three).
+// null holds every document an equality to null matches ({k: null} matches all three). An
+// array on the path is returned as the value ({a: [{b: 1}]} at "a.b" gives the array), as
+// MongoDB's extraction returns it, so that callers refuse array descendants as they refuse
+// array values.
 func KeyValue(doc bsoncore.Document, path string) bsoncore.Value {
-	v, ok := bsonx.Lookup(doc, path)
+	v, ok := bsonx.LookupOrArray(doc, path)
 	if !ok || v.Type == bsoncore.TypeUndefined {
 		return bsoncore.Value{Type: bsoncore.TypeNull}
 	}
