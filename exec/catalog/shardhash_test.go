@@ -135,6 +135,40 @@ func TestShardHashArrayOnPath(t *testing.T) {
 	}
 }
 
+// TestShardHashCompoundKey checks a compound shard key: its hashed field places the
+// document, and an array in any of its fields, or on a field's path, is refused as mongos
+// refuses it (it extracts the whole key).
+func TestShardHashCompoundKey(t *testing.T) {
+	ci := mustColl(t, `{"a": 1, "k": "hashed", "c.d": 1}`, "", nil)
+	hashOf := func(ext string) uint64 { return bsonx.Hash(val(t, ext)) }
+	for _, tc := range []struct {
+		name, doc string
+		want      uint64
+		ok        bool
+	}{
+		{"WithIDArrayInRanged", `{"_id": 1, "a": [1], "k": 5, "c": {"d": 1}}`, 0, false},
+		{"ArrayInRangedField", `{"a": [1], "k": 5}`, 0, false},
+		{"ArrayOnRangedPath", `{"a": 1, "k": 5, "c": [{"d": 1}]}`, 0, false},
+		{"ArrayAtRangedLeaf", `{"a": 1, "k": 5, "c": {"d": []}}`, 0, false},
+		{"ArrayInHashedField", `{"a": 1, "k": [5]}`, 0, false},
+		{"AllScalars", `{"a": 1, "k": 5, "c": {"d": 1}}`, hashOf(`5`), true},
+		{"RangedMissing", `{"k": 5}`, hashOf(`5`), true},
+		{"ArrayElsewhere", `{"a": {"x": [1]}, "k": 5, "c": {"e": [1]}, "z": [1]}`, hashOf(`5`), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := ci.ShardHash(ext(t, tc.doc))
+			if !tc.ok {
+				wantCode(t, err, mongoerr.ShardKeyNotFound, "ShardKeyNotFound", "Shard key cannot contain array values or array descendants.")
+				return
+			}
+			wantCode(t, err, 0, "", "")
+			if h != tc.want {
+				t.Errorf("hash %#x, want %#x", h, tc.want)
+			}
+		})
+	}
+}
+
 // TestShardHashAfterUpdate checks the hash of an updated document, as the write path takes
 // it (write.Op's compute applies the update, then ShardHash of the result): an update that
 // puts an array on the shard-key path, or at its end, is refused; one that changes the key
