@@ -20,6 +20,8 @@ var (
 // found second, then the one found first ("cannot index parallel arrays [b] [a]" for {a: 1,
 // b: 1} and {a: [1], b: [2]}).
 type ParallelArraysError struct {
+	// First is the field of the array met second (the one printed first), Second that of
+	// the array met first; Error prints them in this order.
 	First, Second string
 }
 

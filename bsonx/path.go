@@ -32,8 +32,8 @@ func TopField(p string) string {
 
 // Lookup returns the value at a dotted path: each component names a field of a document, or,
 // when the value reached so far is an array, an index into it ("a.0.b"). Arrays do not fan out:
-// {a: [{b: 1}]} has no value at "a.b". This is the lookup for shard-key extraction and for
-// projections of plain fields.
+// {a: [{b: 1}]} has no value at "a.b". This is the lookup for projections of plain fields;
+// shard-key extraction, which must see the arrays on the path, uses LookupOrArray.
 func Lookup(doc bsoncore.Document, path string) (bsoncore.Value, bool) {
 	t, data := bsoncore.TypeEmbeddedDocument, []byte(doc)
 	for {
@@ -50,6 +50,30 @@ func Lookup(doc bsoncore.Document, path string) (bsoncore.Value, bool) {
 			return bsoncore.Value{Type: t, Data: data}, true
 		}
 		path = rest
+	}
+}
+
+// LookupOrArray returns the value at a dotted path through documents, as MongoDB extracts a
+// shard-key value (getFieldDottedOrArray): the first array met along the path is returned
+// in place of the value, whether the path ends at it or continues past it ({a: [{b: 1}]}
+// at "a.b" gives the array [{b: 1}]), so that the caller can refuse an array or an array
+// descendant; arrays are never indexed into ("a.0" on {a: [1]} gives [1] too). A missing
+// field, or a value other than a document or an array where the path continues, is not
+// found.
+func LookupOrArray(doc bsoncore.Document, path string) (bsoncore.Value, bool) {
+	body := DocBody(doc)
+	for {
+		part, rest, more := strings.Cut(path, ".")
+		t, v, ok := field(body, part)
+		switch {
+		case !ok:
+			return bsoncore.Value{}, false
+		case !more || t == bsoncore.TypeArray:
+			return bsoncore.Value{Type: t, Data: v}, true
+		case t != bsoncore.TypeEmbeddedDocument:
+			return bsoncore.Value{}, false
+		}
+		body, path = DocBody(v), rest
 	}
 }
 

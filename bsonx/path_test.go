@@ -128,6 +128,48 @@ func TestLookup(t *testing.T) {
 	}
 }
 
+// TestLookupOrArray checks the shard-key lookup: through documents only, the first array on
+// the path returned whether the path ends at it or goes on past it, never indexed into.
+func TestLookupOrArray(t *testing.T) {
+	doc := ej(t, `{"a": {"b": [10, {"c": "x"}], "0": "zero", "d": {"e": 1, "f": [[1]]}},
+		"s": "top", "n": null, "e": [], "p": [{"q": 1}]}`)
+	for _, tc := range []struct {
+		path string
+		want string // "" for not found
+	}{
+		{"s", `"top"`},
+		{"n", `null`},
+		{"a.0", `"zero"`},
+		{"a.d.e", `{"$numberInt":"1"}`},
+		{"a.d", `{"e": {"$numberInt":"1"},"f": [[{"$numberInt":"1"}]]}`}, // arrays inside the value are its own
+		{"a.b", `[{"$numberInt":"10"},{"c": "x"}]`},
+		{"a.b.c", `[{"$numberInt":"10"},{"c": "x"}]`}, // the array on the path, not a fan-out
+		{"a.b.0", `[{"$numberInt":"10"},{"c": "x"}]`}, // not an index into it
+		{"a.b.1.c", `[{"$numberInt":"10"},{"c": "x"}]`},
+		{"a.d.f.g", `[[{"$numberInt":"1"}]]`},
+		{"e.x", `[]`},
+		{"p.q", `[{"q": {"$numberInt":"1"}}]`},
+		{"s.x", ""},
+		{"n.x", ""},
+		{"a.x", ""},
+		{"a.d.e.f", ""},
+		{"missing", ""},
+		{"missing.a", ""},
+	} {
+		v, ok := LookupOrArray(doc, tc.path)
+		got := ""
+		if ok {
+			got = bson.RawValue{Type: bson.Type(v.Type), Value: v.Data}.String()
+		}
+		if got != tc.want {
+			t.Errorf("LookupOrArray(%q) = %s, want %s", tc.path, got, tc.want)
+		}
+	}
+	if v, ok := LookupOrArray(nil, "a"); ok {
+		t.Errorf("LookupOrArray(nil) = %v", v)
+	}
+}
+
 // TestArrayKey checks ArrayKey inside and beyond its table.
 func TestArrayKey(t *testing.T) {
 	for _, i := range []int{0, 1, 9, 10, 999, 1000, 123456} {

@@ -417,8 +417,8 @@ func keyError(err error) error {
 	}
 	var pe *bsonx.ParallelArraysError
 	if errors.As(err, &pe) {
-		return mongoerr.New(mongoerr.CannotIndexParallelArrays,
-			"cannot index parallel arrays [%s] [%s]", pe.Second, pe.First)
+		// MongoDB's words and order: the array met second, then the one met first.
+		return mongoerr.New(mongoerr.CannotIndexParallelArrays, "%s", pe.Error())
 	}
 	var he *bsonx.HashedArrayError
 	if errors.As(err, &he) {

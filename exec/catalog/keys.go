@@ -26,9 +26,9 @@ func FirstValue(doc bsoncore.Document, name string) (bsoncore.Value, bool) {
 
 // ShardHash returns the hash that places doc in ci's partitions: 0 for an unsharded
 // collection, else the hash of the shard key's hashed field (null when missing or
-// undefined, see KeyValue). A
-// time-series measurement has the hash of its content, the first slot where it may be
-// stored (timeseries_write.go).
+// undefined, see KeyValue); an array at a field of the shard key or on its path is refused
+// with ShardKeyNotFound, as mongos refuses it. A time-series measurement has the hash of its
+// content, the first slot where it may be stored (timeseries_write.go).
 func (ci *Coll) ShardHash(doc bsoncore.Document) (uint64, error) {
 	if ci.TS != nil {
 		return MeasurementHash(doc), nil
@@ -38,10 +38,22 @@ func (ci *Coll) ShardHash(doc bsoncore.Document) (uint64, error) {
 	}
 	v := KeyValue(doc, ci.ShardKey[ci.Hashed].Path)
 	if v.Type == bsoncore.TypeArray {
-		return 0, mongoerr.New(mongoerr.ShardKeyNotFound,
-			"Shard key cannot contain array values or array descendants.")
+		return 0, errShardKeyArray()
+	}
+	// The other fields of a compound key do not place the document, but mongos extracts
+	// the whole key and refuses an array in any of its fields.
+	for i, f := range ci.ShardKey {
+		if i != ci.Hashed && KeyValue(doc, f.Path).Type == bsoncore.TypeArray {
+			return 0, errShardKeyArray()
+		}
 	}
 	return bsonx.Hash(v), nil
+}
+
+// errShardKeyArray is mongos' refusal of a document whose shard key holds an array or has
+// one on its path.
+func errShardKeyArray() error {
+	return mongoerr.New(mongoerr.ShardKeyNotFound, "Shard key cannot contain array values or array descendants.")
 }
 
 // IDHash returns the hash of the document with _id id when it can be known from the _id
@@ -82,9 +94,12 @@ func (ci *Coll) ShardKeyLabel(dst []byte, doc bsoncore.Document) []byte {
 
 // KeyValue returns doc's shard-key value at path as placement sees it: null when the field
 // is missing (MongoDB's extractShardKeyFromDoc) or undefined, so that the one partition of
-// null holds every document an equality to null matches ({k: null} matches all three).
+// null holds every document an equality to null matches ({k: null} matches all three). An
+// array on the path is returned as the value ({a: [{b: 1}]} at "a.b" gives the array), as
+// MongoDB's extraction returns it, so that callers refuse array descendants as they refuse
+// array values.
 func KeyValue(doc bsoncore.Document, path string) bsoncore.Value {
-	v, ok := bsonx.Lookup(doc, path)
+	v, ok := bsonx.LookupOrArray(doc, path)
 	if !ok || v.Type == bsoncore.TypeUndefined {
 		return bsoncore.Value{Type: bsoncore.TypeNull}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/update"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -87,12 +88,134 @@ func TestShardHash(t *testing.T) {
 }
 
 // TestShardHashArrayOnPath checks that an array along the shard-key path (not at its end)
-// is refused too, as MongoDB refuses "array descendants".
+// is refused too, as MongoDB refuses "array descendants" (its extraction, getFieldDottedOrArray,
+// stops at the first array on the path), with or without _id, at any depth; a scalar on the
+// path is a missing field (null), and arrays inside a document value are the value's own.
 func TestShardHashArrayOnPath(t *testing.T) {
-	t.Skip(`bug: ShardHash hashes null for {a: [{b: 1}]} under shard key {"a.b": "hashed"} (KeyValue's lookup does not see the array on the path); MongoDB refuses it with ShardKeyNotFound`)
 	ci := mustColl(t, `{"a.b": "hashed"}`, "", nil)
 	_, err := ci.ShardHash(ext(t, `{"a": [{"b": 1}]}`))
 	wantCode(t, err, mongoerr.ShardKeyNotFound, "ShardKeyNotFound", "Shard key cannot contain array values or array descendants.")
+
+	deep := mustColl(t, `{"a.b.c": "hashed"}`, "", nil)
+	nestedID := mustColl(t, `{"_id.x": "hashed"}`, "", nil)
+	hashOf := func(ext string) uint64 { return bsonx.Hash(val(t, ext)) }
+	for _, tc := range []struct {
+		name string
+		coll *catalog.Coll
+		doc  string
+		want uint64 // when not refused
+		ok   bool
+	}{
+		{"WithID", ci, `{"_id": 1, "a": [{"b": 1}]}`, 0, false},
+		{"ArrayOfScalars", ci, `{"a": [1, 2]}`, 0, false},
+		{"EmptyArray", ci, `{"a": []}`, 0, false},
+		{"ElementsWithoutField", ci, `{"a": [{"c": 1}]}`, 0, false},
+		{"DeepFirst", deep, `{"a": [{"b": {"c": 1}}]}`, 0, false},
+		{"DeepMiddle", deep, `{"_id": 1, "a": {"b": [{"c": 1}]}}`, 0, false},
+		{"DeepLeaf", deep, `{"a": {"b": {"c": [1]}}}`, 0, false},
+		{"NestedID", nestedID, `{"_id": {"x": [1]}}`, 0, false},
+		{"IDArray", nestedID, `{"_id": [{"x": 1}]}`, 0, false},
+		{"NestedIDValue", nestedID, `{"_id": {"x": 1, "y": [2]}}`, hashOf(`1`), true},
+		{"ScalarOnPath", ci, `{"a": 1}`, hashOf(`null`), true},
+		{"NullOnPath", deep, `{"a": {"b": null}}`, hashOf(`null`), true},
+		{"ArrayInValue", ci, `{"a": {"b": {"c": [1]}}}`, hashOf(`{"c": [1]}`), true},
+		{"ArrayBeside", deep, `{"a": {"b": {"c": 2}, "d": [1]}, "e": [2]}`, hashOf(`2`), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := tc.coll.ShardHash(ext(t, tc.doc))
+			if !tc.ok {
+				wantCode(t, err, mongoerr.ShardKeyNotFound, "ShardKeyNotFound", "Shard key cannot contain array values or array descendants.")
+				return
+			}
+			wantCode(t, err, 0, "", "")
+			if h != tc.want {
+				t.Errorf("hash %#x, want %#x", h, tc.want)
+			}
+		})
+	}
+}
+
+// TestShardHashCompoundKey checks a compound shard key: its hashed field places the
+// document, and an array in any of its fields, or on a field's path, is refused as mongos
+// refuses it (it extracts the whole key).
+func TestShardHashCompoundKey(t *testing.T) {
+	ci := mustColl(t, `{"a": 1, "k": "hashed", "c.d": 1}`, "", nil)
+	hashOf := func(ext string) uint64 { return bsonx.Hash(val(t, ext)) }
+	for _, tc := range []struct {
+		name, doc string
+		want      uint64
+		ok        bool
+	}{
+		{"WithIDArrayInRanged", `{"_id": 1, "a": [1], "k": 5, "c": {"d": 1}}`, 0, false},
+		{"ArrayInRangedField", `{"a": [1], "k": 5}`, 0, false},
+		{"ArrayOnRangedPath", `{"a": 1, "k": 5, "c": [{"d": 1}]}`, 0, false},
+		{"ArrayAtRangedLeaf", `{"a": 1, "k": 5, "c": {"d": []}}`, 0, false},
+		{"ArrayInHashedField", `{"a": 1, "k": [5]}`, 0, false},
+		{"AllScalars", `{"a": 1, "k": 5, "c": {"d": 1}}`, hashOf(`5`), true},
+		{"RangedMissing", `{"k": 5}`, hashOf(`5`), true},
+		{"ArrayElsewhere", `{"a": {"x": [1]}, "k": 5, "c": {"e": [1]}, "z": [1]}`, hashOf(`5`), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := ci.ShardHash(ext(t, tc.doc))
+			if !tc.ok {
+				wantCode(t, err, mongoerr.ShardKeyNotFound, "ShardKeyNotFound", "Shard key cannot contain array values or array descendants.")
+				return
+			}
+			wantCode(t, err, 0, "", "")
+			if h != tc.want {
+				t.Errorf("hash %#x, want %#x", h, tc.want)
+			}
+		})
+	}
+}
+
+// TestShardHashAfterUpdate checks the hash of an updated document, as the write path takes
+// it (write.Op's compute applies the update, then ShardHash of the result): an update that
+// puts an array on the shard-key path, or at its end, is refused; one that changes the key
+// to a scalar moves the document to that value's hash. (MongoDB's update stage refuses
+// such an update with NotSingleValueField 67, "After applying the update to the document,
+// the field 'a.b' was found to be an array or array descendant."; the write path reports
+// ShardHash's ShardKeyNotFound.)
+func TestShardHashAfterUpdate(t *testing.T) {
+	ci := mustColl(t, `{"a.b": "hashed"}`, "", nil)
+	doc := ext(t, `{"_id": 1, "a": {"b": 1, "c": 2}, "l": [{"b": 3}]}`)
+	if h, err := ci.ShardHash(doc); err != nil || h != bsonx.Hash(val(t, `1`)) {
+		t.Fatalf("hash of the document before the update %#x (%v)", h, err)
+	}
+	for _, tc := range []struct {
+		name, update string
+		want         string // the key value the updated document hashes as; "" when refused
+	}{
+		{"SetArrayOnPath", `{"$set": {"a": [{"b": 1}]}}`, ""},
+		{"SetArrayAtLeaf", `{"$set": {"a.b": [1]}}`, ""},
+		{"ReplaceArrayOnPath", `{"_id": 1, "a": [{"b": 1}]}`, ""},
+		{"RenameArrayOnPath", `{"$rename": {"l": "a"}}`, ""},
+		{"SetEmptyArrayOnPath", `{"$set": {"a": []}}`, ""},
+		{"SetScalar", `{"$set": {"a.b": 7}}`, `7`},
+		{"SetBeside", `{"$set": {"a.c": [1, 2]}}`, `1`},
+		{"SetDocumentHoldingArray", `{"$set": {"a.b": {"x": [1]}}}`, `{"x": [1]}`},
+		{"UnsetPath", `{"$unset": {"a": 1}}`, `null`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u, err := update.Compile(ext(t, tc.update), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, changed, err := u.Apply(nil, doc, -1, false)
+			if err != nil || !changed {
+				t.Fatalf("apply: changed %v, %v", changed, err)
+			}
+			h, err := ci.ShardHash(out)
+			if tc.want == "" {
+				wantCode(t, err, mongoerr.ShardKeyNotFound, "ShardKeyNotFound", "Shard key cannot contain array values or array descendants.")
+				return
+			}
+			wantCode(t, err, 0, "", "")
+			if h != bsonx.Hash(val(t, tc.want)) {
+				t.Errorf("hash %#x, want that of %s", h, tc.want)
+			}
+		})
+	}
 }
 
 // TestCompilePlacement checks the placement decisions Compile makes: which collections

@@ -1,9 +1,12 @@
 package ddl
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -98,6 +101,7 @@ func (x *Runner) expireIndex(ctx context.Context, ci *catalog.Coll, xi *catalog.
 		if err != nil {
 			return total, catalog.StoreError(err)
 		}
+		cands = distinctDocs(cands)
 		for start := 0; start < len(cands); start += ttlBatchDocs {
 			if err := ctx.Err(); err != nil {
 				return total, err
@@ -113,6 +117,22 @@ func (x *Runner) expireIndex(ctx context.Context, ci *catalog.Coll, xi *catalog.
 	return total, nil
 }
 
+// distinctDocs sorts docs (index entries) in storage order and drops the repeats of a
+// document: a multikey document has an entry per array element, and is deleted once. Each
+// document is then in one batch only: neither staged twice in a batch (its delete and
+// statistics counted twice) nor looked up again by a later one.
+func distinctDocs(docs []buildDoc) []buildDoc {
+	slices.SortFunc(docs, func(a, b buildDoc) int {
+		if c := cmp.Compare(a.hash, b.hash); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.id, b.id)
+	})
+	return slices.CompactFunc(docs, func(a, b buildDoc) bool {
+		return a.hash == b.hash && bytes.Equal(a.id, b.id)
+	})
+}
+
 // ttlBounds returns the index key range that holds the dates before cutoff (ascending
 // index) or, for a descending one, a range that contains them (documents are re-checked).
 func ttlBounds(desc bool, cutoff int64) ([]byte, []byte) {
@@ -124,8 +144,9 @@ func ttlBounds(desc bool, cutoff int64) ([]byte, []byte) {
 	return bsonx.AppendKeyDesc(nil, cut), store.KeyPrefixEnd(bsonx.AppendKeyDesc(nil, minDate)[:1])
 }
 
-// expireBatch deletes those of docs (index entries of shard s) whose document is still
-// expired, through the write path, so that every index stays consistent.
+// expireBatch deletes those of docs (distinct documents of index entries of shard s, see
+// distinctDocs) whose document is still expired, through the write path, so that every
+// index stays consistent.
 func (x *Runner) expireBatch(ci *catalog.Coll, xi *catalog.Index, s int, cutoff int64, docs []buildDoc) (int64, error) {
 	wr := x.write.NewWriter(ci)
 	hashes := make([]uint64, len(docs))
