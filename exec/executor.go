@@ -7,6 +7,7 @@ import (
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/command/colls"
 	"github.com/cleavedb/cleave/exec/command/crud"
+	"github.com/cleavedb/cleave/exec/command/node"
 	"github.com/cleavedb/cleave/exec/command/server"
 	"github.com/cleavedb/cleave/exec/command/users"
 )
@@ -56,6 +57,9 @@ func (e *Executor) families(opts Options) []command.Family {
 			data := &crud.Handlers{Server: s}
 			data.Add(add)
 			(&colls.Handlers{Server: s, CRUD: data}).Add(add)
+			if opts.Storage.Cluster != nil {
+				(&node.Handlers{Handlers: data}).Add(add)
+			}
 		},
 	)
 }

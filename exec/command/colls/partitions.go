@@ -11,7 +11,6 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/command"
-	"github.com/cleavedb/cleave/exec/command/crud"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -198,10 +197,10 @@ func (h *Handlers) moveChunk(_ context.Context, r *command.Request) error {
 		// split or moved since it was looked up is looked up again. With bounds, the chunk
 		// named is gone: ConflictingOperationInProgress, as MongoDB answers.
 		if find == nil || !errors.Is(err, shard.ErrStaleAction) || attempt == 2 {
-			return crud.MoveError(err)
+			return sharding.MoveError(err)
 		}
 		if ci, err = h.Cat.Lookup(db, coll); err != nil || ci == nil {
-			return crud.MoveError(shard.ErrStaleAction)
+			return sharding.MoveError(shard.ErrStaleAction)
 		}
 	}
 	r.Out = bsoncore.AppendInt64Element(r.Out, "millis", time.Since(start).Milliseconds())

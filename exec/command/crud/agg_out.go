@@ -190,7 +190,7 @@ func (s *outStage) fill(ctx context.Context, run *writeRun, tmp *catalog.Coll, i
 		doc := append(bsoncore.Document(nil), d...)
 		group = append(group, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc})
 		size += len(doc)
-		if len(group) >= insertGroupDocs || size >= insertGroupBytes {
+		if len(group) >= InsertGroupDocs || size >= insertGroupBytes {
 			if err := flush(); err != nil {
 				return err
 			}

@@ -150,7 +150,7 @@ func (h *Handlers) runAggregate(ctx context.Context, r *command.Request, a *aggr
 	if a.coll != "" && a.collation == nil {
 		dflt, _ = h.Cat.Lookup(r.DB, a.coll) // its default collation; errors surface when it is read
 	}
-	coll, err := collationFor(a.collation, dflt)
+	coll, err := CollationFor(a.collation, dflt)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 // collationFor resolves an operation's collation: the one it names (d; {locale: "simple"}
 // is the simple collation even on a collection with a default), else the collection's
 // default (none when ci is nil). A bad document is MongoDB's error, collection or not.
-func collationFor(d bsoncore.Document, ci *catalog.Coll) (bsonx.Collator, error) {
+func CollationFor(d bsoncore.Document, ci *catalog.Coll) (bsonx.Collator, error) {
 	if d != nil {
 		c, err := collation.Parse(d)
 		if err != nil {

@@ -14,10 +14,6 @@ func (h *Handlers) addDataCommands(add func(*command.Command)) {
 	h.addQueryCommands(add)
 	h.addWriteCommands(add)
 	h.addAggregateCommands(add)
-	if h.Storage.Cluster != nil {
-		h.addInternalCommands(add)
-		h.addMoveCommands(add)
-	}
 }
 
 // addWriteCommands registers update, delete and findAndModify.

@@ -13,13 +13,13 @@ import (
 // matching document, limit 0: all of them), stopping at the first failed one when ordered.
 func (h *Handlers) delete(ctx context.Context, r *command.Request) error {
 	const cmd = "delete"
-	a, err := parseWriteArgs(cmd, "deletes", r.Body)
+	a, err := ParseWriteArgs(cmd, "deletes", r.Body)
 	if err != nil {
 		return err
 	}
-	stmts := make([]*deleteStmt, len(a.stmts))
-	for i, v := range a.stmts {
-		if stmts[i], err = parseDeleteStmt(i, v); err != nil {
+	stmts := make([]*deleteStmt, len(a.Stmts))
+	for i, v := range a.Stmts {
+		if stmts[i], err = ParseDeleteStmt(i, v); err != nil {
 			return err
 		}
 	}
@@ -28,7 +28,7 @@ func (h *Handlers) delete(ctx context.Context, r *command.Request) error {
 		return err
 	}
 	if explainOnly(r) {
-		op, err := compileDelete(a, ci, stmts[0])
+		op, err := CompileDelete(a, ci, stmts[0])
 		if err != nil {
 			return err
 		}
@@ -48,10 +48,10 @@ func (h *Handlers) delete(ctx context.Context, r *command.Request) error {
 			or, err = rec, nil
 		} else {
 			var op *write.Op
-			op, err = compileDelete(a, ci, s)
+			op, err = CompileDelete(a, ci, s)
 			if err == nil {
 				op.Retry, op.Stmt = rt, int32(i)
-				err = h.runWrite(ctx, r, op, &modifyStmt{kind: cmd, list: "deletes", stmt: a.stmts[i], index: int32(i)}, &or)
+				err = h.runWrite(ctx, r, op, &ModifyStmt{Kind: cmd, list: "deletes", stmt: a.Stmts[i], Index: int32(i)}, &or)
 			}
 		}
 		r.Charge += or.Charge
@@ -74,8 +74,8 @@ func (h *Handlers) delete(ctx context.Context, r *command.Request) error {
 }
 
 // compileDelete compiles delete statement s of collection ci (nil when it does not exist).
-func compileDelete(a *writeArgs, ci *catalog.Coll, s *deleteStmt) (*write.Op, error) {
-	coll, err := collationFor(s.collation, ci)
+func CompileDelete(a *writeArgs, ci *catalog.Coll, s *deleteStmt) (*write.Op, error) {
+	coll, err := CollationFor(s.collation, ci)
 	if err != nil {
 		return nil, err
 	}

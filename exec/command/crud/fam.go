@@ -39,7 +39,7 @@ type famArgs struct {
 }
 
 // parseFAM parses a findAndModify command body.
-func parseFAM(body bsoncore.Document) (*famArgs, error) {
+func ParseFAM(body bsoncore.Document) (*famArgs, error) {
 	const cmd = "findAndModify"
 	a := &famArgs{}
 	first, _ := bsonx.FirstElement(body)
@@ -124,7 +124,7 @@ func (a *famArgs) validate() error {
 // findAndModify runs the findAndModify command: it updates or removes the first document
 // the query matches in sort order, and returns it (before or after the update).
 func (h *Handlers) findAndModify(ctx context.Context, r *command.Request) error {
-	a, err := parseFAM(r.Body)
+	a, err := ParseFAM(r.Body)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func (h *Handlers) findAndModify(ctx context.Context, r *command.Request) error 
 	if err != nil {
 		return err
 	}
-	op, proj, err := h.compileFAM(r.DB, a, ci, !explainOnly(r))
+	op, proj, err := h.CompileFAM(r.DB, a, ci, !explainOnly(r))
 	if err != nil {
 		return err
 	}
@@ -154,7 +154,7 @@ func (h *Handlers) findAndModify(ctx context.Context, r *command.Request) error 
 	}
 	op.Retry, op.Stmt = rt, a.stmtID
 	var res write.Result
-	err = h.runWrite(ctx, r, op, &modifyStmt{kind: "findAndModify", index: a.stmtID}, &res)
+	err = h.runWrite(ctx, r, op, &ModifyStmt{Kind: "findAndModify", Index: a.stmtID}, &res)
 	r.Charge += res.Charge
 	if err != nil {
 		return query.TimeLimitError(ctx, err)
@@ -172,8 +172,8 @@ func (h *Handlers) findAndModify(ctx context.Context, r *command.Request) error 
 
 // compileFAM compiles a findAndModify into a single-document writeOp and its projection
 // (nil when fields is absent). An upsert creates the collection when create is set.
-func (h *Handlers) compileFAM(db string, a *famArgs, ci *catalog.Coll, create bool) (*write.Op, *project.Projection, error) {
-	coll, err := collationFor(a.collation, ci)
+func (h *Handlers) CompileFAM(db string, a *famArgs, ci *catalog.Coll, create bool) (*write.Op, *project.Projection, error) {
+	coll, err := CollationFor(a.collation, ci)
 	if err != nil {
 		return nil, nil, err
 	}

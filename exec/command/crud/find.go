@@ -106,7 +106,7 @@ func compileFind(ci *catalog.Coll, a *findArgs) (*query.Query, error) {
 
 // compileFindInto is compileFind into q, which is zero.
 func compileFindInto(ci *catalog.Coll, a *findArgs, q *query.Query) error {
-	coll, err := collationFor(a.collation, ci)
+	coll, err := CollationFor(a.collation, ci)
 	if err != nil {
 		return err
 	}

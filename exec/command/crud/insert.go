@@ -17,7 +17,7 @@ import (
 // insertGroupDocs and insertGroupBytes bound a group of inserted documents that share one
 // batch, one set of key locks and one synced commit.
 const (
-	insertGroupDocs  = 512
+	InsertGroupDocs  = 512
 	insertGroupBytes = 4 << 20
 )
 

@@ -128,7 +128,7 @@ func (h *Handlers) insertOnce(ctx context.Context, r *command.Request, ci *catal
 	}
 	for start := 0; start < len(vals); {
 		end, size := start, 0
-		for end < len(vals) && end-start < insertGroupDocs && size < insertGroupBytes {
+		for end < len(vals) && end-start < InsertGroupDocs && size < insertGroupBytes {
 			size += len(vals[end].Data)
 			end++
 		}

@@ -88,7 +88,7 @@ func (h *Handlers) count(ctx context.Context, r *command.Request) error {
 	if err != nil {
 		return err
 	}
-	coll, err := collationFor(a.collation, ci)
+	coll, err := CollationFor(a.collation, ci)
 	if err != nil {
 		return err
 	}
@@ -194,7 +194,7 @@ func (h *Handlers) distinct(ctx context.Context, r *command.Request) error {
 		if err != nil {
 			return err
 		}
-		coll, err := collationFor(collation, ci)
+		coll, err := CollationFor(collation, ci)
 		if err != nil {
 			return err
 		}

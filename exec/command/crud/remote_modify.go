@@ -38,9 +38,9 @@ import (
 
 // Modes of _cleaveShardModify.
 const (
-	modifyRun    = "run"    // the statement, restricted to shards and ranges
-	modifyTarget = "target" // the statement, on the one document at hash and id
-	modifyProbe  = "probe"  // only the retryable-write record of the statement, if any
+	ModifyRun    = "run"    // the statement, restricted to shards and ranges
+	ModifyTarget = "target" // the statement, on the one document at hash and id
+	ModifyProbe  = "probe"  // only the retryable-write record of the statement, if any
 )
 
 // maxTargetAttempts bounds how often a single-document write looks for its document again
@@ -50,14 +50,14 @@ const maxTargetAttempts = 100
 // modifyStmt is a statement as its owner re-parses it: kind is the command ("update",
 // "delete" or "findAndModify"), list the array of statements ("updates", "deletes", ""),
 // stmt the statement itself (update and delete), index its statement id.
-type modifyStmt struct {
-	kind, list string
+type ModifyStmt struct {
+	Kind, list string
 	stmt       bsoncore.Value
-	index      int32
-	ci         *catalog.Coll // the collection, set by runWrite
+	Index      int32
+	CI         *catalog.Coll // the collection, set by runWrite
 	// cmd, when set, is the one-statement command itself (an owner forwarding the moved
 	// documents of a statement routed to it: remote_moved.go).
-	cmd bsoncore.Document
+	Cmd bsoncore.Document
 }
 
 // nodePart is the part of a statement on one node: its targeted shards there and the hash
@@ -67,7 +67,7 @@ type nodePart struct {
 	remote bool
 	shard  int // the first of shards: where requests are sent
 	shards []int
-	ranges [][2]uint64
+	Ranges [][2]uint64
 }
 
 // target is the document a single-document write found: its hash and encoded _id.
@@ -81,7 +81,7 @@ type target struct {
 // answered StaleConfig wrote nothing (owners check before writing): it is planned again
 // once this node's catalog caught up with the owner's (awaitStale), as reads are. A multi
 // statement is not: another node may have run its part already.
-func (h *Handlers) runWrite(ctx context.Context, r *command.Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
+func (h *Handlers) runWrite(ctx context.Context, r *command.Request, op *write.Op, ms *ModifyStmt, res *write.Result) error {
 	if h.Remote == nil || r.Txn != nil || op.CI == nil || op.CI.View != nil {
 		return h.WriteFor(r).Run(ctx, op, res)
 	}
@@ -96,17 +96,17 @@ func (h *Handlers) runWrite(ctx context.Context, r *command.Request, op *write.O
 }
 
 // runWriteOnce is one attempt of runWrite.
-func (h *Handlers) runWriteOnce(ctx context.Context, r *command.Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
+func (h *Handlers) runWriteOnce(ctx context.Context, r *command.Request, op *write.Op, ms *ModifyStmt, res *write.Result) error {
 	if !h.SpansRemote(op.CI) {
-		return h.runLocal(ctx, r, op, ms, res)
+		return h.RunLocal(ctx, r, op, ms, res)
 	}
-	ms.ci = op.CI
-	parts := h.nodeParts(op.CI, op.Filter, nil)
+	ms.CI = op.CI
+	parts := h.NodeParts(op.CI, op.Filter, nil)
 	switch {
 	case len(parts) == 0 || len(parts) == 1 && !parts[0].remote:
-		return h.runLocal(ctx, r, op, ms, res)
+		return h.RunLocal(ctx, r, op, ms, res)
 	case len(parts) == 1:
-		return h.modifyOn(ctx, r, ms, parts[0], modifyRun, op.Upsert, nil, res)
+		return h.modifyOn(ctx, r, ms, parts[0], ModifyRun, op.Upsert, nil, res)
 	case op.Multi:
 		return h.modifyMulti(ctx, r, op, ms, parts, res)
 	default:
@@ -116,7 +116,7 @@ func (h *Handlers) runWriteOnce(ctx context.Context, r *command.Request, op *wri
 
 // nodeParts groups the partitions f targets in ci by node, keeping those on the shards
 // keep accepts (nil: all).
-func (h *Handlers) nodeParts(ci *catalog.Coll, f *match.Filter, keep func(s int) bool) []*nodePart {
+func (h *Handlers) NodeParts(ci *catalog.Coll, f *match.Filter, keep func(s int) bool) []*nodePart {
 	all := h.Cat.Shards()
 	var parts []*nodePart
 	for _, t := range query.TargetPartitions(ci, f) {
@@ -135,14 +135,14 @@ func (h *Handlers) nodeParts(ci *catalog.Coll, f *match.Filter, keep func(s int)
 			p.shards = append(p.shards, s)
 		}
 		lo, hi := ci.Map.Range(t)
-		p.ranges = append(p.ranges, [2]uint64{lo, hi})
+		p.Ranges = append(p.Ranges, [2]uint64{lo, hi})
 	}
 	return parts
 }
 
 // modifyMulti runs a multi statement on every node at once and merges the results; when
 // nothing matched anywhere, an upsert runs where its document belongs.
-func (h *Handlers) modifyMulti(ctx context.Context, r *command.Request, op *write.Op, ms *modifyStmt, parts []*nodePart, res *write.Result) error {
+func (h *Handlers) modifyMulti(ctx context.Context, r *command.Request, op *write.Op, ms *ModifyStmt, parts []*nodePart, res *write.Result) error {
 	out := make([]write.Result, len(parts))
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
@@ -151,12 +151,12 @@ func (h *Handlers) modifyMulti(ctx context.Context, r *command.Request, op *writ
 		go func() {
 			defer wg.Done()
 			if p.remote {
-				errs[i] = h.modifyOn(ctx, r, ms, p, modifyRun, false, nil, &out[i])
+				errs[i] = h.modifyOn(ctx, r, ms, p, ModifyRun, false, nil, &out[i])
 				return
 			}
 			local := *op
 			local.Shards, local.Upsert = p.shards, false
-			errs[i] = h.runLocal(ctx, r, &local, ms, &out[i])
+			errs[i] = h.RunLocal(ctx, r, &local, ms, &out[i])
 		}()
 	}
 	wg.Wait()
@@ -178,14 +178,14 @@ func (h *Handlers) modifyMulti(ctx context.Context, r *command.Request, op *writ
 
 // modifyOne runs a single-document statement whose targets span nodes: the document is
 // found by a read over every node, then written on its owner.
-func (h *Handlers) modifyOne(ctx context.Context, r *command.Request, op *write.Op, ms *modifyStmt, parts []*nodePart, res *write.Result) error {
+func (h *Handlers) modifyOne(ctx context.Context, r *command.Request, op *write.Op, ms *ModifyStmt, parts []*nodePart, res *write.Result) error {
 	if op.Retry != nil { // executed before on another node? (this node's records: retried)
 		for _, p := range parts {
 			if !p.remote {
 				continue
 			}
 			var rec write.Result
-			executed, err := h.modifyOnReply(ctx, r, ms, p, modifyProbe, false, nil, &rec)
+			executed, err := h.modifyOnReply(ctx, r, ms, p, ModifyProbe, false, nil, &rec)
 			if err != nil {
 				return err
 			}
@@ -222,7 +222,7 @@ func (h *Handlers) modifyOne(ctx context.Context, r *command.Request, op *write.
 		_, t.id = catalog.DocID(doc, nil)
 		s := op.CI.Map.Partition(op.CI.Map.Locate(t.hash)).Shard
 		if node, remote := catalog.RemoteNode(all[s]); remote {
-			err = h.modifyOn(ctx, r, ms, &nodePart{node: node, remote: true, shard: s}, modifyTarget, false, t, res)
+			err = h.modifyOn(ctx, r, ms, &nodePart{node: node, remote: true, shard: s}, ModifyTarget, false, t, res)
 		} else {
 			err = wp.RunTarget(ctx, op, t.hash, t.id, res)
 		}
@@ -235,7 +235,7 @@ func (h *Handlers) modifyOne(ctx context.Context, r *command.Request, op *write.
 
 // upsertRouted inserts the document of an upsert that matched nothing on any node: the
 // statement runs again, with its upsert, on the shard that owns the new document.
-func (h *Handlers) upsertRouted(ctx context.Context, r *command.Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
+func (h *Handlers) upsertRouted(ctx context.Context, r *command.Request, op *write.Op, ms *ModifyStmt, res *write.Result) error {
 	doc, err := update.Upsert(nil, op.Query, op.Upd)
 	if err != nil {
 		return err
@@ -253,16 +253,16 @@ func (h *Handlers) upsertRouted(ctx context.Context, r *command.Request, op *wri
 		local.Shards = []int{s}
 		return h.WriteFor(r).Run(ctx, &local, res)
 	}
-	parts := h.nodeParts(op.CI, op.Filter, func(x int) bool { return x == s })
+	parts := h.NodeParts(op.CI, op.Filter, func(x int) bool { return x == s })
 	if len(parts) != 1 { // the document's shard is not one the query targets
 		return mongoerr.New(mongoerr.ShardKeyNotFound, "Failed to target upsert by query :: could not extract exact shard key")
 	}
-	return h.modifyOn(ctx, r, ms, parts[0], modifyRun, true, nil, res)
+	return h.modifyOn(ctx, r, ms, parts[0], ModifyRun, true, nil, res)
 }
 
 // modifyOn runs statement ms on node part p in mode (modify* constants), merging its
 // result into res.
-func (h *Handlers) modifyOn(ctx context.Context, r *command.Request, ms *modifyStmt, p *nodePart, mode string,
+func (h *Handlers) modifyOn(ctx context.Context, r *command.Request, ms *ModifyStmt, p *nodePart, mode string,
 	upsert bool, t *target, res *write.Result,
 ) error {
 	_, err := h.modifyOnReply(ctx, r, ms, p, mode, upsert, t, res)
@@ -271,25 +271,25 @@ func (h *Handlers) modifyOn(ctx context.Context, r *command.Request, ms *modifyS
 
 // modifyOnReply is modifyOn, also reporting whether the owner had executed the statement
 // before (a retry).
-func (h *Handlers) modifyOnReply(ctx context.Context, r *command.Request, ms *modifyStmt, p *nodePart, mode string,
+func (h *Handlers) modifyOnReply(ctx context.Context, r *command.Request, ms *ModifyStmt, p *nodePart, mode string,
 	upsert bool, t *target, res *write.Result,
 ) (bool, error) {
-	ci := ms.ci
+	ci := ms.CI
 	b := bsoncore.NewDocumentBuilder().
 		AppendString("_cleaveShardModify", ci.Meta.Name).
 		AppendInt64("collId", int64(ci.Meta.ID)).
 		AppendInt64("rev", h.Storage.Catalog.Revision()).
-		AppendString("kind", ms.kind).
+		AppendString("kind", ms.Kind).
 		AppendDocument("cmd", ms.command(r.Body)).
-		AppendInt32("index", ms.index).
+		AppendInt32("index", ms.Index).
 		AppendString("mode", mode).
 		AppendBoolean("upsert", upsert)
-	if mode == modifyRun {
+	if mode == ModifyRun {
 		shards := bsoncore.NewArrayBuilder()
 		for _, s := range p.shards {
 			shards.AppendInt32(int32(s))
 		}
-		b.AppendArray("shards", shards.Build()).AppendArray("ranges", command.EncodeRanges(p.ranges))
+		b.AppendArray("shards", shards.Build()).AppendArray("ranges", command.EncodeRanges(p.Ranges))
 	}
 	if t != nil {
 		b.AppendInt64("hash", int64(t.hash)).AppendBinary("id", 0, t.id)
@@ -328,9 +328,9 @@ func (h *Handlers) modifyOnReply(ctx context.Context, r *command.Request, ms *mo
 }
 
 // command is the one-statement command of ms, a statement of body.
-func (ms *modifyStmt) command(body bsoncore.Document) bsoncore.Document {
-	if ms.cmd != nil {
-		return ms.cmd
+func (ms *ModifyStmt) command(body bsoncore.Document) bsoncore.Document {
+	if ms.Cmd != nil {
+		return ms.Cmd
 	}
 	return stmtCommand(body, ms.list, ms.stmt)
 }

@@ -18,7 +18,7 @@ import (
 
 // runLocal runs op on this node's shards (op.Shards, or all) as part of a routed statement,
 // then forwards its moved documents to their owners.
-func (h *Handlers) runLocal(ctx context.Context, r *command.Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
+func (h *Handlers) RunLocal(ctx context.Context, r *command.Request, op *write.Op, ms *ModifyStmt, res *write.Result) error {
 	op.Forward = op.Multi
 	if err := h.WriteFor(r).Run(ctx, op, res); err != nil {
 		return err
@@ -28,7 +28,7 @@ func (h *Handlers) runLocal(ctx context.Context, r *command.Request, op *write.O
 
 // forwardMoved writes res.Moved, documents of op that moved away, on their owners, adding
 // what they did to res.
-func (h *Handlers) forwardMoved(ctx context.Context, r *command.Request, op *write.Op, ms *modifyStmt, res *write.Result) error {
+func (h *Handlers) forwardMoved(ctx context.Context, r *command.Request, op *write.Op, ms *ModifyStmt, res *write.Result) error {
 	moved := res.Moved
 	res.Moved = nil
 	for _, t := range moved {
@@ -40,15 +40,15 @@ func (h *Handlers) forwardMoved(ctx context.Context, r *command.Request, op *wri
 }
 
 // forwardOne writes document t of op on the node that owns it now.
-func (h *Handlers) forwardOne(ctx context.Context, r *command.Request, op *write.Op, ms *modifyStmt, t write.Target, res *write.Result) error {
+func (h *Handlers) forwardOne(ctx context.Context, r *command.Request, op *write.Op, ms *ModifyStmt, t write.Target, res *write.Result) error {
 	for attempt := 0; ; attempt++ {
 		ci := h.Cat.Refresh(op.CI)
 		s := ci.Map.Partition(ci.Map.Locate(t.Hash)).Shard
 		var err error
 		if node, remote := catalog.RemoteNode(h.Cat.Shards()[s]); remote {
 			at := *ms
-			at.ci = ci
-			err = h.modifyOn(ctx, r, &at, &nodePart{node: node, remote: true, shard: s}, modifyTarget, false,
+			at.CI = ci
+			err = h.modifyOn(ctx, r, &at, &nodePart{node: node, remote: true, shard: s}, ModifyTarget, false,
 				&target{hash: t.Hash, id: t.ID}, res)
 		} else {
 			local := *op

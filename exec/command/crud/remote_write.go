@@ -107,8 +107,8 @@ func (h *Handlers) insertGroupOn(ctx context.Context, r *command.Request, ci *ca
 	ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
 	if g.node == "" {
-		for start := 0; start < len(g.vals); start += insertGroupDocs {
-			end := min(start+insertGroupDocs, len(g.vals))
+		for start := 0; start < len(g.vals); start += InsertGroupDocs {
+			end := min(start+InsertGroupDocs, len(g.vals))
 			stop, err := h.WriteFor(r).InsertStmts(ctx, ci, g.vals[start:end], g.stmts[start:end], ordered, bypass, wc, res, rt)
 			if err != nil || stop {
 				return err
@@ -172,58 +172,4 @@ func decodeWriteErrors(reply bsoncore.Document) []mongoerr.WriteError {
 		out = append(out, mongoerr.WriteError{Index: int(idx), Err: mongoerr.FromReply(d)})
 	}
 	return out
-}
-
-// shardWrite runs, on this node, the documents another node routed to its shards
-// (insertRouted): {n, writeErrors, charge}.
-func (h *Handlers) shardWrite(ctx context.Context, r *command.Request) error {
-	ci, err := h.ownedColl(ctx, r, -1)
-	if err != nil {
-		return err
-	}
-	docs, _ := r.Body.Lookup("documents").ArrayOK()
-	vals, err := docs.Values()
-	if err != nil {
-		return mongoerr.New(mongoerr.InvalidBSON, "invalid documents array")
-	}
-	sa, _ := r.Body.Lookup("stmts").ArrayOK()
-	sv, _ := sa.Values()
-	if len(sv) != len(vals) {
-		return mongoerr.New(mongoerr.BadValue, "_cleaveShardWrite: %d stmts for %d documents", len(sv), len(vals))
-	}
-	stmts := make([]int, len(sv))
-	shards := h.Cat.Shards()
-	for i, v := range sv {
-		stmts[i] = int(v.Int32())
-		if h, err := ci.ShardHash(vals[i].Document()); err == nil {
-			s := ci.Map.Partition(ci.Map.Locate(h)).Shard
-			if node, remote := catalog.RemoteNode(shards[s]); remote {
-				return mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, command.NodeName(node))
-			}
-		}
-	}
-	ordered, _ := r.Body.Lookup("ordered").BooleanOK()
-	bypass, _ := r.Body.Lookup("bypassDocumentValidation").BooleanOK()
-	rt, release, err := h.CheckoutRetryable(r)
-	if err != nil {
-		return err
-	}
-	defer release()
-	wc := write.ParseConcern(r.Body)
-	res := write.Results{}
-	for start := 0; start < len(vals); start += insertGroupDocs {
-		end := min(start+insertGroupDocs, len(vals))
-		stop, err := h.Write.InsertStmts(ctx, ci, vals[start:end], stmts[start:end], ordered, bypass, wc, &res, rt)
-		if err != nil {
-			return err
-		}
-		if stop {
-			break
-		}
-	}
-	h.Counters.InsertedDocs.Add(res.N)
-	r.Charge += res.Charge
-	out := res.AppendReply(r.Out, false)
-	r.Out = bsoncore.AppendDoubleElement(out, "charge", res.Charge)
-	return nil
 }

@@ -21,13 +21,13 @@ import (
 // malformed command fails as a whole.
 func (h *Handlers) update(ctx context.Context, r *command.Request) error {
 	const cmd = "update"
-	a, err := parseWriteArgs(cmd, "updates", r.Body)
+	a, err := ParseWriteArgs(cmd, "updates", r.Body)
 	if err != nil {
 		return err
 	}
-	stmts := make([]*updateStmt, len(a.stmts))
-	for i, v := range a.stmts {
-		if stmts[i], err = parseUpdateStmt(i, v); err != nil {
+	stmts := make([]*updateStmt, len(a.Stmts))
+	for i, v := range a.Stmts {
+		if stmts[i], err = ParseUpdateStmt(i, v); err != nil {
 			return err
 		}
 	}
@@ -36,7 +36,7 @@ func (h *Handlers) update(ctx context.Context, r *command.Request) error {
 		return err
 	}
 	if explainOnly(r) {
-		op, err := h.compileUpdate(r.DB, a, ci, stmts[0], false)
+		op, err := h.CompileUpdate(r.DB, a, ci, stmts[0], false)
 		if err != nil {
 			return err
 		}
@@ -57,11 +57,11 @@ func (h *Handlers) update(ctx context.Context, r *command.Request) error {
 			or, err = rec, nil
 		} else {
 			var op *write.Op
-			op, err = h.compileUpdate(r.DB, a, ci, s, true)
+			op, err = h.CompileUpdate(r.DB, a, ci, s, true)
 			if err == nil {
 				ci = op.CI
 				op.Retry, op.Stmt = rt, int32(i)
-				err = h.runWrite(ctx, r, op, &modifyStmt{kind: cmd, list: "updates", stmt: a.stmts[i], index: int32(i)}, &or)
+				err = h.runWrite(ctx, r, op, &ModifyStmt{Kind: cmd, list: "updates", stmt: a.Stmts[i], Index: int32(i)}, &or)
 			}
 		}
 		r.Charge += or.Charge
@@ -108,8 +108,8 @@ func stmtWriteError(ctx context.Context, i int, err error) (mongoerr.WriteError,
 
 // compileUpdate compiles update statement s of collection a.coll (ci, nil when it does not
 // exist; an upsert creates it unless only explaining).
-func (h *Handlers) compileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *updateStmt, create bool) (*write.Op, error) {
-	coll, err := collationFor(s.collation, ci)
+func (h *Handlers) CompileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *updateStmt, create bool) (*write.Op, error) {
+	coll, err := CollationFor(s.collation, ci)
 	if err != nil {
 		return nil, err
 	}

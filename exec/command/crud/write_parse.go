@@ -20,7 +20,7 @@ type writeArgs struct {
 	let       bsoncore.Document
 	wc        write.Concern
 	maxTimeMS int64
-	stmts     []bsoncore.Value // the updates or deletes array's elements
+	Stmts     []bsoncore.Value // the updates or deletes array's elements
 	bypass    bool             // bypassDocumentValidation
 	bypassTs  bool             // bypassEmptyTsReplacement (empty_ts.go)
 }
@@ -47,7 +47,7 @@ type deleteStmt struct {
 
 // parseWriteArgs parses the body of an update or delete command, whose statements are
 // in the array field list ("updates" or "deletes").
-func parseWriteArgs(cmd, list string, body bsoncore.Document) (*writeArgs, error) {
+func ParseWriteArgs(cmd, list string, body bsoncore.Document) (*writeArgs, error) {
 	a := &writeArgs{ordered: true}
 	first, _ := bsonx.FirstElement(body)
 	name, err := args.Collection(cmd, first.Value())
@@ -83,10 +83,10 @@ func parseWriteArgs(cmd, list string, body bsoncore.Document) (*writeArgs, error
 	if !have {
 		return nil, args.Missing(cmd, list)
 	}
-	if a.stmts, err = stmts.Values(); err != nil {
+	if a.Stmts, err = stmts.Values(); err != nil {
 		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid %s array", list)
 	}
-	if n := len(a.stmts); n == 0 || n > command.MaxWriteBatchSize {
+	if n := len(a.Stmts); n == 0 || n > command.MaxWriteBatchSize {
 		return nil, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", command.MaxWriteBatchSize, n)
 	}
 	if v, err := body.LookupErr("maxTimeMS"); err == nil {
@@ -109,7 +109,7 @@ func stmtDoc(cmd, list string, i int, v bsoncore.Value) (bsoncore.Document, erro
 
 // parseUpdateStmt parses statement i of an update command. Its errors are the command's
 // (IDL) errors, as in MongoDB, where the whole command fails to parse.
-func parseUpdateStmt(i int, v bsoncore.Value) (*updateStmt, error) {
+func ParseUpdateStmt(i int, v bsoncore.Value) (*updateStmt, error) {
 	const cmd, list = "update", "update.updates"
 	d, err := stmtDoc(cmd, "updates", i, v)
 	if err != nil {
@@ -159,7 +159,7 @@ func parseUpdateStmt(i int, v bsoncore.Value) (*updateStmt, error) {
 }
 
 // parseDeleteStmt parses statement i of a delete command.
-func parseDeleteStmt(i int, v bsoncore.Value) (*deleteStmt, error) {
+func ParseDeleteStmt(i int, v bsoncore.Value) (*deleteStmt, error) {
 	const cmd, list = "delete", "delete.deletes"
 	d, err := stmtDoc(cmd, "deletes", i, v)
 	if err != nil {

@@ -1,4 +1,4 @@
-package crud
+package node
 
 import (
 	"context"
@@ -12,8 +12,10 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/command/crud"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/validate"
+	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -99,7 +101,7 @@ func (h *Handlers) shardFind(ctx context.Context, r *command.Request) error {
 	// none sent is the simple one, whatever the collection's default.
 	var coll bsonx.Collator
 	if d, ok := b.Lookup("collation").DocumentOK(); ok {
-		if coll, err = collationFor(d, nil); err != nil {
+		if coll, err = crud.CollationFor(d, nil); err != nil {
 			return err
 		}
 	}
@@ -298,4 +300,58 @@ func appendNodeValidate(out []byte, res *validate.Result) []byte {
 	out = command.AppendEntries(out, "missingIndexEntries", res.MissingEntries)
 	out = command.AppendStrings(out, "warnings", res.Warnings)
 	return command.AppendStrings(out, "errors", res.Errors)
+}
+
+// shardWrite runs, on this node, the documents another node routed to its shards
+// (insertRouted): {n, writeErrors, charge}.
+func (h *Handlers) shardWrite(ctx context.Context, r *command.Request) error {
+	ci, err := h.ownedColl(ctx, r, -1)
+	if err != nil {
+		return err
+	}
+	docs, _ := r.Body.Lookup("documents").ArrayOK()
+	vals, err := docs.Values()
+	if err != nil {
+		return mongoerr.New(mongoerr.InvalidBSON, "invalid documents array")
+	}
+	sa, _ := r.Body.Lookup("stmts").ArrayOK()
+	sv, _ := sa.Values()
+	if len(sv) != len(vals) {
+		return mongoerr.New(mongoerr.BadValue, "_cleaveShardWrite: %d stmts for %d documents", len(sv), len(vals))
+	}
+	stmts := make([]int, len(sv))
+	shards := h.Cat.Shards()
+	for i, v := range sv {
+		stmts[i] = int(v.Int32())
+		if h, err := ci.ShardHash(vals[i].Document()); err == nil {
+			s := ci.Map.Partition(ci.Map.Locate(h)).Shard
+			if node, remote := catalog.RemoteNode(shards[s]); remote {
+				return mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, command.NodeName(node))
+			}
+		}
+	}
+	ordered, _ := r.Body.Lookup("ordered").BooleanOK()
+	bypass, _ := r.Body.Lookup("bypassDocumentValidation").BooleanOK()
+	rt, release, err := h.CheckoutRetryable(r)
+	if err != nil {
+		return err
+	}
+	defer release()
+	wc := write.ParseConcern(r.Body)
+	res := write.Results{}
+	for start := 0; start < len(vals); start += crud.InsertGroupDocs {
+		end := min(start+crud.InsertGroupDocs, len(vals))
+		stop, err := h.Write.InsertStmts(ctx, ci, vals[start:end], stmts[start:end], ordered, bypass, wc, &res, rt)
+		if err != nil {
+			return err
+		}
+		if stop {
+			break
+		}
+	}
+	h.Counters.InsertedDocs.Add(res.N)
+	r.Charge += res.Charge
+	out := res.AppendReply(r.Out, false)
+	r.Out = bsoncore.AppendDoubleElement(out, "charge", res.Charge)
+	return nil
 }

@@ -1,4 +1,4 @@
-package crud
+package node
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/command/crud"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -43,18 +44,18 @@ func (h *Handlers) shardModify(ctx context.Context, r *command.Request) error {
 	switch {
 	case executed:
 		res = rec
-	case mode == modifyProbe:
-	case mode == modifyTarget:
+	case mode == crud.ModifyProbe:
+	case mode == crud.ModifyTarget:
 		hash, _ := b.Lookup("hash").Int64OK()
 		_, id, _ := b.Lookup("id").BinaryOK()
 		err = h.Write.RunTarget(ctx, op, uint64(hash), id, &res)
-	case mode == modifyRun:
+	case mode == crud.ModifyRun:
 		if op.Shards, err = h.ownedTargets(op, b); err != nil {
 			return err
 		}
 		upsert, _ := b.Lookup("upsert").BooleanOK()
 		op.Upsert = op.Upsert && upsert
-		err = h.runLocal(ctx, r, op, &modifyStmt{kind: kind, index: index, ci: ci, cmd: cmd}, &res)
+		err = h.RunLocal(ctx, r, op, &crud.ModifyStmt{Kind: kind, Index: index, CI: ci, Cmd: cmd}, &res)
 	default:
 		return mongoerr.New(mongoerr.BadValue, "_cleaveShardModify: unknown mode %q", mode)
 	}
@@ -74,31 +75,31 @@ func (h *Handlers) shardModify(ctx context.Context, r *command.Request) error {
 func (h *Handlers) compileModify(db, kind string, cmd bsoncore.Document, ci *catalog.Coll) (*write.Op, error) {
 	switch kind {
 	case "update":
-		a, err := parseWriteArgs(kind, "updates", cmd)
+		a, err := crud.ParseWriteArgs(kind, "updates", cmd)
 		if err != nil {
 			return nil, err
 		}
-		s, err := parseUpdateStmt(0, a.stmts[0])
+		s, err := crud.ParseUpdateStmt(0, a.Stmts[0])
 		if err != nil {
 			return nil, err
 		}
-		return h.compileUpdate(db, a, ci, s, false)
+		return h.CompileUpdate(db, a, ci, s, false)
 	case "delete":
-		a, err := parseWriteArgs(kind, "deletes", cmd)
+		a, err := crud.ParseWriteArgs(kind, "deletes", cmd)
 		if err != nil {
 			return nil, err
 		}
-		s, err := parseDeleteStmt(0, a.stmts[0])
+		s, err := crud.ParseDeleteStmt(0, a.Stmts[0])
 		if err != nil {
 			return nil, err
 		}
-		return compileDelete(a, ci, s)
+		return crud.CompileDelete(a, ci, s)
 	case "findAndModify":
-		a, err := parseFAM(cmd)
+		a, err := crud.ParseFAM(cmd)
 		if err != nil {
 			return nil, err
 		}
-		op, _, err := h.compileFAM(db, a, ci, false)
+		op, _, err := h.CompileFAM(db, a, ci, false)
 		return op, err
 	}
 	return nil, mongoerr.New(mongoerr.BadValue, "_cleaveShardModify: unknown kind %q", kind)
@@ -127,8 +128,8 @@ func (h *Handlers) ownedTargets(op *write.Op, b bsoncore.Document) ([]int, error
 		return nil, mongoerr.New(mongoerr.BadValue, "_cleaveShardModify: malformed ranges")
 	}
 	var got [][2]uint64
-	for _, p := range h.nodeParts(op.CI, op.Filter, func(s int) bool { return slices.Contains(shards, s) }) {
-		got = append(got, p.ranges...)
+	for _, p := range h.NodeParts(op.CI, op.Filter, func(s int) bool { return slices.Contains(shards, s) }) {
+		got = append(got, p.Ranges...)
 	}
 	if !slices.Equal(got, want) {
 		return nil, mongoerr.New(mongoerr.StaleConfig, "shard version mismatch for %s: the shard's ranges differ", op.CI.NS())

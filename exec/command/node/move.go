@@ -1,8 +1,7 @@
-package crud
+package node
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -10,8 +9,6 @@ import (
 	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/sharding"
-	"github.com/cleavedb/cleave/shard"
-	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // Moves between nodes (exec/sharding/move_remote.go): the internal commands a node answers
@@ -23,14 +20,6 @@ func (h *Handlers) addMoveCommands(add func(*command.Command)) {
 	add(&command.Command{Name: sharding.MoveApplyCmd, Run: h.moveApply, Action: auth.ActionClusterAdmin, Help: "internal: one step of a partition move into this node"})
 	add(&command.Command{Name: sharding.MovePartitionCmd, Run: h.movePartition, Action: auth.ActionClusterAdmin, Help: "internal: move a partition of this node"})
 	add(&command.Command{Name: sharding.PartitionStatsCmd, Run: h.clusterPartitionStats, Action: auth.ActionClusterAdmin, Help: "internal: this node's partitions of a collection"})
-}
-
-// moveError maps a move's stale decision to MongoDB's answer for a chunk that changed.
-func MoveError(err error) error {
-	if errors.Is(err, shard.ErrStaleAction) {
-		return mongoerr.Wrap(err, mongoerr.ConflictingOperationInProgress, "the partition changed during the move; retry: %v", err)
-	}
-	return err
 }
 
 // moveApply runs one step of a move into shard `shard` of this node: {n}.
@@ -47,7 +36,7 @@ func (h *Handlers) moveApply(ctx context.Context, r *command.Request) error {
 	pace, _ := r.Body.Lookup("paceMillis").Int64OK()
 	n, err := h.Shards.ReceiveMove(ci, int(s), uint64(lo), uint64(hi), op, entries, time.Duration(pace)*time.Millisecond)
 	if err != nil {
-		return MoveError(err)
+		return sharding.MoveError(err)
 	}
 	r.Out = bsoncore.AppendInt64Element(r.Out, "n", int64(n))
 	// The source guards its flip with this node's incarnation (move_remote.go, beginMove).
@@ -64,7 +53,7 @@ func (h *Handlers) movePartition(ctx context.Context, r *command.Request) error 
 	id, _ := r.Body.Lookup("partition").Int64OK()
 	to, _ := r.Body.Lookup("to").Int32OK()
 	reason, _ := r.Body.Lookup("reason").StringValueOK()
-	return MoveError(h.Shards.MovePartition(ci.Meta.DB, ci.Meta.Name, uint64(id), int(to), reason))
+	return sharding.MoveError(h.Shards.MovePartition(ci.Meta.DB, ci.Meta.Name, uint64(id), int(to), reason))
 }
 
 // clusterPartitionStats answers the elected manager's request for this node's partitions of a
