@@ -35,7 +35,7 @@ func TestTxnUniqueKeyConflict(t *testing.T) {
 	a.ok(true, `{"insert": "u", "documents": [{"_id": 5, "email": "z"}]}`)
 	e.Write.WithGate(nil)
 	plain(t, c, `{"insert": "u", "documents": [{"_id": 6, "email": "z"}]}`)
-	e.Write.WithGate(&e.Txns)
+	e.Write.WithGate(e.Txns)
 	a.fails(false, `{"commitTransaction": 1}`, 112, true)
 	// A key the transaction took back from its own document, and a key freed by an
 	// update in the same transaction, are no conflict.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/txn"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -29,9 +30,9 @@ type Request struct {
 	// of the cluster clock.
 	Wrote bool
 	// txn is the transaction the command runs in (txn.go), nil outside one.
-	Txn *txnState
+	Txn *txn.Txn
 	// snap is the snapshot of a snapshot read outside a transaction (snapshot_read.go).
-	Snap *snapEntry
+	Snap *txn.SnapRead
 	// gen are the generic arguments of body (generic_args.go).
 	gen genericArgs
 	// wire is the request as it arrived, for a reply that streams (exhaust: hello); nil for
@@ -111,7 +112,7 @@ func (e *Server) runCommand(ctx context.Context, r *Request, cmd *Command) error
 	}
 	defer release()
 	if err := e.checkTxnCommand(r); err != nil {
-		r.Txn.abort()
+		r.Txn.Abort()
 		return err
 	}
 	if err := e.Clock.Gossip(r.Generic(GenClusterTime), r.Generic(GenReadConcern)); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/exec/stream"
+	"github.com/cleavedb/cleave/exec/txn"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
@@ -89,9 +90,9 @@ type Server struct {
 	// Remote reaches other nodes' shards (cluster mode; nil on a single node).
 	Remote   *remoteShards
 	Sessions sessionCache
-	Txns     txnRegistry // open multi-document transactions (txn.go)
-	// Snapshots are the snapshots of snapshot reads, by cluster time (snapshot_read.go).
-	Snapshots snapshotHistory
+	Txns     *txn.Registry // open multi-document transactions
+	// Snapshots are the snapshots of snapshot reads, by cluster time.
+	Snapshots *txn.Snapshots
 	Clock     clock.Clock        // cluster time: $clusterTime and operationTime
 	Conns     sync.Map           // connection id → *conn, for $currentOp (current_op.go)
 	IndexUse  catalog.IndexUsage // $indexStats
@@ -134,15 +135,14 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 		stop:    make(chan struct{}),
 	}
 	e.SlowOps.Init(opts.SlowOp)
-	e.Txns.Lifetime.Store(int64(params.DefaultTxnLifetime))
-	e.Knobs.TxnLifetime.OnSet(func(v int64) { e.Txns.Lifetime.Store(v * int64(time.Second)) })
-	e.Txns.dropCreated = e.dropTxnCreated
+	e.Txns = txn.NewRegistry(nil, e.dropTxnCreated)
 	e.Sessions.timeout = opts.SessionTimeout
 	e.Cursors = newCursorRegistry(time.Minute, e.Sessions.alive)
 	if opts.Storage != nil {
 		e.Storage = *opts.Storage
 		e.Temp = stream.NewTemp(e.Storage.Temp)
 		e.Cat = catalog.New(e.Storage.Shards, e.Storage.Catalog, e.Log)
+		e.Txns = txn.NewRegistry(e.Cat, e.dropTxnCreated)
 		e.Shards = sharding.New(e.Cat, e.Log, sharding.Options{
 			Partitioning:  opts.Partitioning,
 			CheckInterval: opts.PartitionCheckInterval,
@@ -165,7 +165,10 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 			e.Shards.SetPeers(movePeers{e.Remote})
 		}
 		e.Query = query.New(e.Cat, qopts)
-		e.Write = write.NewPath(e.Cat, e.Query, e.Shards).WithLogger(e.Log.Named("write")).WithGate(&e.Txns)
+		e.Write = write.NewPath(e.Cat, e.Query, e.Shards).WithLogger(e.Log.Named("write")).WithGate(e.Txns)
+		e.Txns.Use(e.Write)
+		e.Snapshots = txn.NewSnapshots(e.Cat, e.Query, &e.Clock,
+			func() time.Duration { return time.Duration(e.Knobs.SnapshotWindow.Load()) * time.Second }, e.Shards.Moves)
 		e.DDL = ddl.New(e.Cat, e.Write, e.Log, &e.Counters.DeletedDocs)
 		e.DDL.SetBuildHook(e.AfterBuildStart.Pass)
 		e.Shards.SetFlipHook(e.BeforeFlip.Pass)
@@ -182,6 +185,7 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 		securityRecords = opts.Storage.Catalog
 	}
 	e.Access = access.New(opts.Auth, securityRecords, e.Log)
+	e.Knobs.TxnLifetime.OnSet(func(v int64) { e.Txns.Lifetime.Store(v * int64(time.Second)) })
 	e.Commands = e.commandTable(families)
 	e.metrics = newMetrics(e)
 	go e.runSessionReaper()
@@ -207,7 +211,9 @@ func (e *Server) Close() {
 		e.DDL.Close()
 	}
 	e.Cursors.closeAll()
-	e.Snapshots.closeAll()
+	if e.Snapshots != nil {
+		e.Snapshots.CloseAll()
+	}
 }
 
 // Connect implements wire.Handler.
@@ -293,7 +299,7 @@ func (c *Conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 		}
 		out = merr.AppendReply(out[:idx+4])
 	} else {
-		out = r.Txn.appendRecoveryToken(out)
+		out = r.Txn.AppendRecoveryToken(out)
 		out = r.appendAtClusterTime(out, int(idx))
 		out = bsoncore.AppendDoubleElement(out, "ok", 1)
 	}

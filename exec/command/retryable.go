@@ -43,8 +43,8 @@ func (e *Server) CheckoutRetryable(r *Request) (rt *write.Retry, release func(),
 	}
 	s := e.Sessions.checkout(lsid, time.Now())
 	release = s.mu.Unlock
-	if tx := s.txn.Load(); tx != nil && tx.number < txn {
-		tx.abort() // a newer txnNumber ends the session's open transaction, as in MongoDB
+	if tx := s.txn.Load(); tx != nil && tx.Number < txn {
+		tx.Abort() // a newer txnNumber ends the session's open transaction, as in MongoDB
 	}
 	if s.retry == nil || s.retry.Stale() {
 		if s.retry, err = e.Write.LoadRetry(lsid[:]); err != nil {

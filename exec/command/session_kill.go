@@ -8,6 +8,7 @@ import (
 	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/txn"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -279,14 +280,14 @@ func (e *Server) killSessionsMatching(patterns []sessionPattern) error {
 			break
 		}
 	}
-	var txns []*txnState
+	var txns []*txn.Txn
 	for id := range killed {
 		txns = append(txns, c.m[id].txn.Load())
 		delete(c.m, id)
 	}
 	c.mu.Unlock()
 	for _, tx := range txns {
-		tx.abort()
+		tx.Abort()
 	}
 	all := false
 	for i := range patterns {

@@ -50,7 +50,7 @@ func (e *Server) runSessionReaper() {
 		case <-e.stop:
 			return
 		case now := <-t.C:
-			e.Txns.abortExpired(now)
+			e.Txns.AbortExpired(now)
 			if now.Sub(last) >= every {
 				e.ReapSessions(now)
 				last = now
@@ -80,7 +80,7 @@ func (e *Server) ReapSessions(now time.Time) {
 		return
 	}
 	for _, s := range held {
-		s.txn.Load().abort()
+		s.txn.Load().Abort()
 		s.retry = nil // reloaded from the store if the session is used again
 	}
 	if err := e.deleteTxnRecords(ids); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/stream"
+	"github.com/cleavedb/cleave/exec/txn"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"github.com/google/uuid"
@@ -49,7 +50,7 @@ type session struct {
 	// one that replaced it.
 	reaped bool
 	// txn is the session's latest multi-document transaction (txn.go), nil before one.
-	txn atomic.Pointer[txnState]
+	txn atomic.Pointer[txn.Txn]
 }
 
 // sessionRefresh is how old a lastUse may get before a command refreshes it, so that the hot
@@ -179,7 +180,7 @@ func (c *sessionCache) end(ids [][16]byte) {
 	c.mu.Lock()
 	for _, id := range ids {
 		if s := c.m[id]; s != nil {
-			s.txn.Load().abort() // its transaction goes with it
+			s.txn.Load().Abort() // its transaction goes with it
 		}
 		delete(c.m, id)
 	}

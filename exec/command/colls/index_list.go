@@ -42,7 +42,7 @@ func (h *Handlers) listIndexes(ctx context.Context, r *command.Request) error {
 	}
 	ns := r.DB + "." + name
 	c := h.Storage.Catalog.State().Collection(r.DB, name)
-	if c != nil && h.Txns.Hidden(r, r.DB, name) {
+	if c != nil && h.Txns.Hidden(r.Txn, r.DB, name) {
 		c = nil
 	}
 	if c == nil {

@@ -112,7 +112,7 @@ func (h *Handlers) listCollections(ctx context.Context, r *command.Request) erro
 	}
 	var docs []bsoncore.Document
 	for _, c := range h.Storage.Catalog.State().Collections(r.DB) {
-		if h.Txns.Hidden(r, c.DB, c.Name) {
+		if h.Txns.Hidden(r.Txn, c.DB, c.Name) {
 			continue
 		}
 		full := collectionEntry(c, false)

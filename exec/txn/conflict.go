@@ -1,4 +1,4 @@
-package command
+package txn
 
 import (
 	"bytes"
@@ -24,9 +24,9 @@ import (
 // it took become the transaction's, unless another open transaction wrote one of them (first
 // writer wins) or one changed since the snapshot; either is a write conflict, as in MongoDB,
 // where both are writes of one storage key.
-func (tx *txnState) checkWrites(cat *catalog.Catalog, keys [][]byte, uniques []catalog.UniqueKey) error {
-	if tx.phase.Load() != txnInProgress {
-		return errTxnAborted(tx.number)
+func (tx *Txn) checkWrites(cat *catalog.Catalog, keys [][]byte, uniques []catalog.UniqueKey) error {
+	if tx.Phase.Load() != InProgress {
+		return ErrAborted(tx.Number)
 	}
 	owned := make([]string, 0, len(keys)+len(uniques))
 	hashes := make([]uint64, 0, cap(owned))
@@ -64,26 +64,26 @@ func uniqueOwnerKey(u catalog.UniqueKey) string { return "u" + u.String() }
 // claim makes the owners keys (with their key-lock hashes) the transaction's, or fails with
 // a write conflict when another open transaction holds one; transactions past their
 // lifetime are aborted rather than waited for.
-func (tx *txnState) claim(owned []string, hashes []uint64) error {
+func (tx *Txn) claim(owned []string, hashes []uint64) error {
 	now := time.Now()
 	reg := tx.reg
-	var stale []*txnState
+	var stale []*Txn
 	reg.mu.Lock()
 	for _, k := range owned {
 		o := reg.owners[k]
 		if o == nil || o == tx {
 			continue
 		}
-		if o.phase.Load() != txnInProgress || !o.expired(now) {
+		if o.Phase.Load() != InProgress || !o.Expired(now) {
 			reg.mu.Unlock()
-			return errWriteConflict()
+			return ErrWriteConflict()
 		}
 		stale = append(stale, o)
 	}
 	var claimed []string
 	var claimedHashes []uint64
 	if reg.locks == nil {
-		reg.locks = map[uint64]*txnState{}
+		reg.locks = map[uint64]*Txn{}
 	}
 	for i, k := range owned {
 		if reg.owners[k] != tx {
@@ -100,7 +100,7 @@ func (tx *txnState) claim(owned []string, hashes []uint64) error {
 	tx.lockHashes = append(tx.lockHashes, claimedHashes...)
 	tx.mu.Unlock()
 	for _, o := range stale {
-		o.abort()
+		o.Abort()
 	}
 	return nil
 }
@@ -118,7 +118,7 @@ func changedSince(sh catalog.Shard, snap catalog.Reader, keys [][]byte) error {
 			}
 		}
 		if (err1 == nil) != (err2 == nil) || !bytes.Equal(cur, old) {
-			return errWriteConflict()
+			return ErrWriteConflict()
 		}
 	}
 	return nil
@@ -138,7 +138,7 @@ func uniquesChangedSince(sh catalog.Shard, snap catalog.Reader, uniques []catalo
 			return err
 		}
 		if !bytes.Equal(cur, old) {
-			return errWriteConflict()
+			return ErrWriteConflict()
 		}
 	}
 	return nil

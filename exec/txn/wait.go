@@ -1,4 +1,4 @@
-package command
+package txn
 
 import (
 	"context"
@@ -13,13 +13,13 @@ import (
 // aborted rather than waited for.
 
 // Wait implements write.Gate.
-func (reg *txnRegistry) Wait(ctx context.Context, hashes []uint64) error {
+func (reg *Registry) Wait(ctx context.Context, hashes []uint64) error {
 	if reg.nLocks.Load() == 0 {
 		return nil // no open transaction wrote anything: the common case costs one load
 	}
 	for {
 		reg.mu.Lock()
-		var owner *txnState
+		var owner *Txn
 		for _, h := range hashes {
 			if o := reg.locks[h]; o != nil {
 				owner = o
@@ -31,8 +31,8 @@ func (reg *txnRegistry) Wait(ctx context.Context, hashes []uint64) error {
 			return nil
 		}
 		left := reg.limit() - time.Since(owner.started)
-		if left <= 0 && owner.phase.Load() == txnInProgress {
-			owner.abort() // left behind by its client
+		if left <= 0 && owner.Phase.Load() == InProgress {
+			owner.Abort() // left behind by its client
 			continue
 		}
 		t := time.NewTimer(max(left, time.Millisecond))

@@ -1,4 +1,4 @@
-package command
+package txn
 
 import (
 	"sync"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/clock"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -35,26 +36,35 @@ import (
 // shard, whose overwritten versions compactions then keep. Beyond it the oldest goes.
 const maxSnapshotHistory = 1024
 
-// snapshotHistory keeps the snapshots of snapshot reads, by cluster time.
-type snapshotHistory struct {
+// Snapshots keeps the snapshots of snapshot reads, by cluster time.
+type Snapshots struct {
+	// cat and query are the shards and the read engine snapshots are taken of and read with.
+	cat   *catalog.Catalog
+	query *query.Engine
+	// clock is the cluster clock reads are timed by; window is the history kept
+	// (minSnapshotHistoryWindowInSeconds); moves counts the partition moves done, which a
+	// multi-shard snapshot must not span.
+	clock   *clock.Clock
+	window  func() time.Duration
+	moves   func() int64
 	mu      sync.Mutex
-	entries map[uint64]*snapEntry
-	oldest  []*snapEntry // in the order they were taken
+	entries map[uint64]*SnapRead
+	oldest  []*SnapRead // in the order they were taken
 }
 
-// snapEntry is the state of every shard at one cluster time.
-type snapEntry struct {
-	at      uint64 // cluster time
+// SnapRead is the state of every shard at one cluster time.
+type SnapRead struct {
+	At      uint64 // cluster time
 	created time.Time
 	moves   int64 // partition moves done when it was taken
 	snaps   []catalog.Snapshot
 	// refs counts the history's own reference and the readers'; the snapshots close at 0.
 	refs   atomic.Int32
-	engine *query.Engine // reads over the snapshots
+	Engine *query.Engine // reads over the snapshots
 }
 
 // pin takes a reference unless the entry is closed.
-func (s *snapEntry) pin() bool {
+func (s *SnapRead) pin() bool {
 	for {
 		n := s.refs.Load()
 		if n <= 0 {
@@ -66,8 +76,8 @@ func (s *snapEntry) pin() bool {
 	}
 }
 
-// unref drops a reference, closing the snapshots with the last.
-func (s *snapEntry) unref() {
+// Release drops a reference, closing the snapshots with the last.
+func (s *SnapRead) Release() {
 	if s.refs.Add(-1) == 0 {
 		for _, sn := range s.snaps {
 			_ = sn.Close()
@@ -85,9 +95,9 @@ func errSnapshotTooOld(t uint64) error {
 	return mongoerr.New(mongoerr.SnapshotTooOld, "Read timestamp %s is older than the oldest available timestamp.", tsString(t))
 }
 
-// readConcernSnapshot parses the readConcern of body as far as snapshot reads go: whether
+// ReadConcernSnapshot parses the readConcern of body as far as snapshot reads go: whether
 // its level is snapshot, and its atClusterTime.
-func readConcernSnapshot(readConcern bsoncore.Value) (snapshot bool, at uint64, hasAt bool, err error) {
+func ReadConcernSnapshot(readConcern bsoncore.Value) (snapshot bool, at uint64, hasAt bool, err error) {
 	rc, ok := readConcern.DocumentOK()
 	if !ok {
 		return false, 0, false, nil
@@ -111,32 +121,17 @@ func readConcernSnapshot(readConcern bsoncore.Value) (snapshot bool, at uint64, 
 	return level == "snapshot", at, hasAt, nil
 }
 
-// enterSnapshotRead sets r.snap for a snapshot read outside a transaction; release drops
-// the command's reference (its cursor keeps its own).
-func (e *Server) enterSnapshotRead(r *Request) (release func(), err error) {
-	snapshot, at, hasAt, err := readConcernSnapshot(r.Generic(GenReadConcern))
-	// A cursor reads the snapshot it was opened on: the driver sends the session's
-	// readConcern with getMore and killCursors too.
-	if err != nil || !snapshot || r.Txn != nil || e.Cat == nil || r.Name == "getMore" || r.Name == "killCursors" {
-		return func() {}, err
-	}
-	if !r.Cmd.Has(SnapshotRead) {
-		return nil, mongoerr.New(mongoerr.InvalidOptions,
-			"Command %s does not support { readConcern: { level: \"snapshot\", provenance: \"clientSupplied\" } } :: caused by :: read concern not supported", r.Name)
-	}
-	ent, err := e.Snapshots.acquire(e, at, hasAt, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	r.Snap = ent
-	return ent.unref, nil
+// NewSnapshots returns the snapshot history of cat's shards, read with q, timed by c; window
+// is the history kept, moves the count of partition moves done.
+func NewSnapshots(cat *catalog.Catalog, q *query.Engine, c *clock.Clock, window func() time.Duration, moves func() int64) *Snapshots {
+	return &Snapshots{cat: cat, query: q, clock: c, window: window, moves: moves}
 }
 
-// acquire returns the entry for a read at cluster time at (hasAt), or at the present, with
+// Acquire returns the entry for a read at cluster time at (hasAt), or at the present, with
 // a reference the caller drops.
-func (h *snapshotHistory) acquire(e *Server, at uint64, hasAt bool, now time.Time) (*snapEntry, error) {
-	window := time.Duration(e.Knobs.SnapshotWindow.Load()) * time.Second
-	cur := e.Clock.Now()
+func (h *Snapshots) Acquire(at uint64, hasAt bool, now time.Time) (*SnapRead, error) {
+	window := h.window()
+	cur := h.clock.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.pruneLocked(now, window)
@@ -153,24 +148,24 @@ func (h *snapshotHistory) acquire(e *Server, at uint64, hasAt bool, now time.Tim
 		}
 	}
 	if ent := h.entries[at]; ent != nil && ent.pin() {
-		if len(ent.snaps) > 1 && e.Shards.Moves() != ent.moves {
-			ent.unref()
+		if len(ent.snaps) > 1 && h.moves() != ent.moves {
+			ent.Release()
 			return nil, mongoerr.New(mongoerr.SnapshotUnavailable,
 				"Unable to read from a snapshot due to pending collection catalog changes; please retry the operation. "+
 					"A partition moved to another shard after the snapshot at %s was taken.", tsString(at))
 		}
 		return ent, nil
 	}
-	if hasAt && e.Clock.LastWrite() > at {
+	if hasAt && h.clock.LastWrite() > at {
 		return nil, errSnapshotTooOld(at)
 	}
-	return h.takeLocked(e, at, now)
+	return h.takeLocked(at, now)
 }
 
 // takeLocked takes a snapshot of every shard and keeps it under cluster time at.
-func (h *snapshotHistory) takeLocked(e *Server, at uint64, now time.Time) (*snapEntry, error) {
-	shards := e.Cat.Shards()
-	ent := &snapEntry{at: at, created: now, moves: e.Shards.Moves(), snaps: make([]catalog.Snapshot, 0, len(shards))}
+func (h *Snapshots) takeLocked(at uint64, now time.Time) (*SnapRead, error) {
+	shards := h.cat.Shards()
+	ent := &SnapRead{At: at, created: now, moves: h.moves(), snaps: make([]catalog.Snapshot, 0, len(shards))}
 	for _, sh := range shards {
 		sn, err := sh.NewSnapshot()
 		if err != nil {
@@ -188,13 +183,13 @@ func (h *snapshotHistory) takeLocked(e *Server, at uint64, now time.Time) (*snap
 			if !ent.pin() {
 				return nil, nil, errSnapshotTooOld(at)
 			}
-			return sn, ent.unref, nil
+			return sn, ent.Release, nil
 		}}
 	}
-	ent.engine = e.Query.WithShards(views)
+	ent.Engine = h.query.WithShards(views)
 	ent.refs.Store(2) // the history's and the caller's
 	if h.entries == nil {
-		h.entries = map[uint64]*snapEntry{}
+		h.entries = map[uint64]*SnapRead{}
 	}
 	h.entries[at] = ent
 	h.oldest = append(h.oldest, ent)
@@ -205,7 +200,7 @@ func (h *snapshotHistory) takeLocked(e *Server, at uint64, now time.Time) (*snap
 }
 
 // pruneLocked drops the entries taken more than window before now.
-func (h *snapshotHistory) pruneLocked(now time.Time, window time.Duration) {
+func (h *Snapshots) pruneLocked(now time.Time, window time.Duration) {
 	n := 0
 	for n < len(h.oldest) && now.Sub(h.oldest[n].created) > window {
 		n++
@@ -214,57 +209,19 @@ func (h *snapshotHistory) pruneLocked(now time.Time, window time.Duration) {
 }
 
 // dropLocked drops the n oldest entries.
-func (h *snapshotHistory) dropLocked(n int) {
+func (h *Snapshots) dropLocked(n int) {
 	for _, ent := range h.oldest[:n] {
-		if h.entries[ent.at] == ent {
-			delete(h.entries, ent.at)
+		if h.entries[ent.At] == ent {
+			delete(h.entries, ent.At)
 		}
-		ent.unref()
+		ent.Release()
 	}
 	h.oldest = append(h.oldest[:0], h.oldest[n:]...)
 }
 
-// closeAll drops every entry (the executor closes).
-func (h *snapshotHistory) closeAll() {
+// CloseAll drops every entry (the executor closes).
+func (h *Snapshots) CloseAll() {
 	h.mu.Lock()
 	h.dropLocked(len(h.oldest))
 	h.mu.Unlock()
-}
-
-// appendAtClusterTime adds the time of r's snapshot read to its reply (the open document
-// out, started at idx): in the cursor document of find and aggregate, at the top level of
-// distinct's, where drivers look for it.
-func (r *Request) appendAtClusterTime(out []byte, idx int) []byte {
-	if r.Snap == nil {
-		return out
-	}
-	t := r.Snap.at
-	if r.Name == "distinct" {
-		return bsoncore.AppendTimestampElement(out, "atClusterTime", uint32(t>>32), uint32(t))
-	}
-	doc := make(bsoncore.Document, len(out)-idx+1)
-	copy(doc, out[idx:])
-	bsoncore.UpdateLength(doc, 0, int32(len(doc)))
-	elems, err := doc.Elements()
-	if err != nil {
-		return out
-	}
-	out = out[:idx+4]
-	for _, el := range elems {
-		cur, ok := el.Value().DocumentOK()
-		if el.Key() != "cursor" || !ok {
-			out = append(out, el...)
-			continue
-		}
-		cidx, o := bsoncore.AppendDocumentElementStart(out, "cursor")
-		celems, _ := cur.Elements()
-		for _, ce := range celems {
-			o = append(o, ce...)
-			if k := ce.Key(); k == "firstBatch" || k == "nextBatch" {
-				o = bsoncore.AppendTimestampElement(o, "atClusterTime", uint32(t>>32), uint32(t))
-			}
-		}
-		out, _ = bsoncore.AppendDocumentEnd(o, cidx)
-	}
-	return out
 }

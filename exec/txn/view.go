@@ -1,4 +1,4 @@
-package command
+package txn
 
 import (
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -10,13 +10,13 @@ import (
 // refused by bind.
 type txnView struct {
 	pinnedView
-	tx  *txnState
+	tx  *Txn
 	cat *catalog.Catalog
 	s   int
 }
 
 // newTxnView returns shard s as tx sees it.
-func newTxnView(tx *txnState, cat *catalog.Catalog, s int) txnView {
+func newTxnView(tx *Txn, cat *catalog.Catalog, s int) txnView {
 	v := txnView{tx: tx, cat: cat, s: s}
 	v.pinnedView = pinnedView{live: cat.Shards()[s], pin: func() (catalog.Reader, func(), error) {
 		snap, err := tx.bind(cat, s)
