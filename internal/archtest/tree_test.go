@@ -41,13 +41,14 @@ func skipDir(name string) bool {
 type graph struct {
 	pkgs    []string            // sorted, as paths relative to the module root
 	imports map[string][]string // package → packages of ours it imports directly, sorted
+	files   map[string][]string // package → its non-test Go files built here, by base name
 }
 
 // loadGraph reads the package clause and imports of every package under root, leaving out
 // the compat module (its own go.mod) and what skipDir leaves out. It builds nothing.
 func loadGraph(t *testing.T, root string) *graph {
 	t.Helper()
-	g := &graph{imports: map[string][]string{}}
+	g := &graph{imports: map[string][]string{}, files: map[string][]string{}}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() || path == root {
 			return err
@@ -78,6 +79,7 @@ func loadGraph(t *testing.T, root string) *graph {
 		}
 		slices.Sort(ours)
 		g.imports[rel] = ours
+		g.files[rel] = slices.Concat(p.GoFiles, p.CgoFiles)
 		return nil
 	})
 	if err != nil {
@@ -133,4 +135,28 @@ func (g *graph) chains(from string, next func(string) []string) map[string][]str
 // chainString prints an import chain as the failures show it: "a -> b -> c".
 func chainString(chain []string) string {
 	return strings.Join(chain, " -> ")
+}
+
+// goFiles lists every Go file under root, test files included, as slash-separated paths
+// relative to it: this module's and the compat module's, without what skipDir leaves out.
+func goFiles(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && path != root && skipDir(d.Name()):
+			return filepath.SkipDir
+		case d.IsDir() || !strings.HasSuffix(path, ".go"):
+			return nil
+		}
+		rel, err := filepath.Rel(root, path)
+		out = append(out, filepath.ToSlash(rel))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
