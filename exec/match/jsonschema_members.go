@@ -145,15 +145,16 @@ func compileFieldSchemas(given map[string]bsoncore.Value) (*fieldSchemas, error)
 	return f, nil
 }
 
-// fieldOK reports whether field name's value fv satisfies the schemas that apply to it, and
-// if not the keyword that fails.
-func (f *fieldSchemas) fieldOK(name string, fv bsoncore.Value) (bool, string) {
+// fieldOK reports whether field name's value fv satisfies the schemas that apply to it: its
+// properties schema, those of the patternProperties it matches, and additionalProperties
+// when it has neither.
+func (f *fieldSchemas) fieldOK(name string, fv bsoncore.Value) bool {
 	known := false
 	for i, n := range f.names {
 		if n == name {
 			known = true
 			if !f.props[i].Match(fv) {
-				return false, "properties"
+				return false
 			}
 		}
 	}
@@ -161,14 +162,14 @@ func (f *fieldSchemas) fieldOK(name string, fv bsoncore.Value) (bool, string) {
 		if ok, _ := re.match(bsonx.StringValue(name)); ok {
 			known = true
 			if !f.patSubs[i].Match(fv) {
-				return false, "patternProperties"
+				return false
 			}
 		}
 	}
 	if !known && (!f.allowOthers || f.others != nil && !f.others.Match(fv)) {
-		return false, "additionalProperties"
+		return false
 	}
-	return true, ""
+	return true
 }
 
 // match is the rule's test: every field of a document is fieldOK (other values pass).
@@ -178,7 +179,7 @@ func (f *fieldSchemas) match(x bsoncore.Value) bool {
 	}
 	elems, _ := bsoncore.Document(x.Data).Elements()
 	for _, el := range elems {
-		if ok, _ := f.fieldOK(el.Key(), el.Value()); !ok {
+		if !f.fieldOK(el.Key(), el.Value()) {
 			return false
 		}
 	}
@@ -192,7 +193,7 @@ func (f *fieldSchemas) appendNotSatisfied(dst []byte, x bsoncore.Value) []byte {
 	elems, _ := bsoncore.Document(x.Data).Elements()
 	i := 0
 	for _, el := range elems {
-		if ok, _ := f.fieldOK(el.Key(), el.Value()); !ok {
+		if !f.fieldOK(el.Key(), el.Value()) {
 			pidx, d := bsoncore.AppendDocumentElementStart(dst, bsonx.ArrayKey(i))
 			d = bsoncore.AppendStringElement(d, "propertyName", el.Key())
 			for j, n := range f.names {
