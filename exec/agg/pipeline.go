@@ -92,6 +92,8 @@ type StageParser func(env *Env, name string, arg bsoncore.Value) (Stage, error)
 // $lookup and $facet parse sub-pipelines through it.
 var stageParsers map[string]StageParser
 
+// init fills stageParsers, which its declaration cannot: the parsers that read it would
+// make an initialization cycle.
 func init() {
 	stageParsers = map[string]StageParser{
 		"$match":       parseMatchStage,

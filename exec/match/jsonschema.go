@@ -30,6 +30,7 @@ type rule struct {
 // schemaNode is $jsonSchema in a query: the document satisfies the schema.
 type schemaNode struct{ s *Schema }
 
+// eval matches the whole document; $jsonSchema gives the positional operator no position.
 func (n *schemaNode) eval(doc []byte) (bool, int, error) {
 	return n.s.MatchDoc(doc), -1, nil
 }

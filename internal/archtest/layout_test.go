@@ -91,7 +91,7 @@ type invariant struct {
 
 // invariants are the layout's whole-tree statements.
 var invariants = []invariant{
-	{from: []string{"..."}, except: []string{"cmd/...", "exec"}, reach: []string{"exec"},
+	{from: []string{"..."}, except: []string{"cmd/..."}, reach: []string{"exec"},
 		reason: "exec is the top of the tree: only the programs in cmd/ use the command handlers"},
 	{from: []string{"bsonx/..."}, reach: []string{"bsonx/..."}, only: true,
 		reason: "bsonx is a leaf: everything uses it, so it can use nothing of ours"},
