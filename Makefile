@@ -1,6 +1,7 @@
-# cleave's entry points. `make test` is what CI runs (.ci/run): it installs the pinned test
-# clients (mongosh and the Node.js driver, from package-lock.json) and runs every Go test,
-# including the integration and compatibility suites, with the race detector.
+# cleave's entry points. `make test` and `make lint` are what CI runs (.ci/run). make test
+# installs the pinned test clients (mongosh and the Node.js driver, from package-lock.json)
+# and runs every Go test, including the integration and compatibility suites and the rules on
+# the shape of the code (internal/archtest), with the race detector.
 
 GO        ?= go
 NPM       ?= npm
@@ -27,6 +28,7 @@ node_modules/.package-lock.json: package.json package-lock.json
 build:
 	$(GO) build -o bin/cleave ./cmd/cleave
 
+# golangci-lint at the pinned version, with .golangci.yml; the first run downloads and builds it.
 lint:
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 

@@ -196,8 +196,25 @@ func parseConfig(args []string) (Config, error) {
 	return c, c.validate()
 }
 
-// validate checks the values that flag parsing cannot.
+// validate checks the values that flag parsing cannot, reporting every bad one at once, in
+// the order of the groups below.
 func (c *Config) validate() error {
+	errs := c.validateListeners()
+	if err := c.Cluster.validateCluster(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.validateKeyFile(); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, c.validateProcess()...)
+	errs = append(errs, c.validateMemoryAndDisk()...)
+	errs = append(errs, c.validatePartitioning()...)
+	errs = append(errs, c.validateRequests()...)
+	return errors.Join(errs...)
+}
+
+// validateListeners checks the addresses the server listens on, and what needs the HTTP one.
+func (c *Config) validateListeners() []error {
 	var errs []error
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		errs = append(errs, fmt.Errorf("--listen %q: %w", c.Listen, err))
@@ -214,12 +231,13 @@ func (c *Config) validate() error {
 			errs = append(errs, errors.New("--pprof needs an --http-addr"))
 		}
 	}
-	if err := c.Cluster.validateCluster(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := c.validateKeyFile(); err != nil {
-		errs = append(errs, err)
-	}
+	return errs
+}
+
+// validateProcess checks the shape of the process: where it keeps its data, in how many
+// shards, how it logs, its initial user and how many clients it serves.
+func (c *Config) validateProcess() []error {
+	var errs []error
 	if c.Dir == "" {
 		errs = append(errs, errors.New("--dir must not be empty"))
 	}
@@ -237,6 +255,13 @@ func (c *Config) validate() error {
 	if c.MaxConns < 1 {
 		errs = append(errs, fmt.Errorf("--max-conns %d: must be at least 1", c.MaxConns))
 	}
+	return errs
+}
+
+// validateMemoryAndDisk checks the bounds on memory (Pebble's cache and memtables, the Go
+// heap) and on the free disk space writes leave.
+func (c *Config) validateMemoryAndDisk() []error {
+	var errs []error
 	if c.CacheSize < 1<<20 {
 		errs = append(errs, fmt.Errorf("--cache-size %d: must be at least 1 MiB", c.CacheSize))
 	}
@@ -256,6 +281,13 @@ func (c *Config) validate() error {
 	if c.DiskReservePercent < 0 || c.DiskReservePercent >= 100 {
 		errs = append(errs, fmt.Errorf("--disk-reserve-percent %g: must be at least 0 and below 100", c.DiskReservePercent))
 	}
+	return errs
+}
+
+// validatePartitioning checks the thresholds of splits and moves (shard.Options) and the
+// logical partition's size limit.
+func (c *Config) validatePartitioning() []error {
+	var errs []error
 	if c.PartitionMaxBytes < 1 {
 		errs = append(errs, fmt.Errorf("--partition-max-bytes %d: must be positive", c.PartitionMaxBytes))
 	}
@@ -274,6 +306,13 @@ func (c *Config) validate() error {
 	if c.LogicalPartitionMaxBytes < 1 {
 		errs = append(errs, fmt.Errorf("--logical-partition-max-bytes %d: must be positive", c.LogicalPartitionMaxBytes))
 	}
+	return errs
+}
+
+// validateRequests checks how requests are served: sessions' lifetime, the wait for request
+// units, and the parallelism of a read.
+func (c *Config) validateRequests() []error {
+	var errs []error
 	if c.SessionTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--session-timeout %s: must be positive", c.SessionTimeout))
 	}
@@ -283,7 +322,7 @@ func (c *Config) validate() error {
 	if c.MaxParallelism < 0 {
 		errs = append(errs, fmt.Errorf("--max-parallelism %d: must not be negative", c.MaxParallelism))
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // parsed returns the configuration in the shape of getCmdLineOpts' "parsed" field.

@@ -11,10 +11,10 @@
 // package never takes a lock, touches the catalog or writes.
 //
 // Execution: the leading $match (and a following $sort, $skip, $limit) fold into the read
-// of the collection (Fold), which targets the partitions it can; a $group right after it
-// runs per shard with its partial state merged after (partial.go), as mongos splits a
-// pipeline into shardsPart and mergerPart; every other stage runs once over the merged
-// stream (OpenColl, OpenOver).
+// of the collection (Fold, fold.go), which targets the partitions it can; a $group right
+// after it runs per shard with its partial state merged after (partial.go), as mongos
+// splits a pipeline into shardsPart and mergerPart; every other stage runs once over the
+// merged stream (OpenColl and SplitPlan in open.go, OpenOver).
 //
 // Invariants: a Stage is immutable once parsed and may be opened many times ($lookup and
 // $facet run sub-pipelines per input); blocking stages ($group, $sort, $bucketAuto,

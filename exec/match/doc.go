@@ -21,7 +21,7 @@
 // (flags i m s x u) $mod $all (values, regexes, $elemMatch) $elemMatch (object and value
 // forms) $size $bitsAllSet $bitsAllClear $bitsAnySet $bitsAnyClear (mask, positions,
 // BinData) $expr (through Options.Expr) $comment $alwaysTrue $alwaysFalse, top-level
-// DBRef fields ($id, $ref, $db), and $jsonSchema (jsonschema.go: MongoDB's draft 4
+// DBRef fields ($id, $ref, $db), and $jsonSchema (jsonschema*.go: MongoDB's draft 4
 // dialect, bsonType with every $type alias and "number", type without "integer", required,
 // properties, patternProperties, additionalProperties, minimum/maximum with exclusive*,
 // multipleOf, minLength/maxLength in code points, pattern, enum, items/additionalItems,

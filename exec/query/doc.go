@@ -2,12 +2,13 @@
 //
 // A Query (filter, sort, skip, limit, projection, hint) is planned per collection: the
 // planner (plan.go) picks the access path — point reads by _id (IDHACK), index ranges then
-// fetch (IXSCAN + FETCH), a collection scan, or nothing (EOF) — and the partitions that may
-// hold matches; a wildcard index serves one path the filter bounds, its ranges within that
-// path's entries (plan_wildcard.go). Engine.Open then reads each targeted shard through a ShardStream (scan.go)
-// from one snapshot, in parallel and bounded (scan_parallel.go), and combines the shards'
-// streams with exec/stream: a k-way merge when the plan yields the sort order, else a
-// concatenation and a blocking sort; then skip, limit and projection.
+// fetch (IXSCAN + FETCH; the ranges from the filter's bounds, plan_bounds.go), a collection
+// scan, or nothing (EOF) — and the partitions that may hold matches (plan_targets.go); a
+// wildcard index serves one path the filter bounds, its ranges within that path's entries
+// (plan_wildcard.go). Engine.Open then reads each targeted shard through a ShardStream
+// (scan.go) from one snapshot, in parallel and bounded (scan_parallel.go), and combines the
+// shards' streams with exec/stream: a k-way merge when the plan yields the sort order, else
+// a concatenation and a blocking sort; then skip, limit and projection.
 //
 // It sees shards only through catalog.Shard. What it needs from the rest of the server is
 // injected through Options: the spill store and sort memory bound, the meters that reads

@@ -163,6 +163,16 @@ func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
 	if p.Kind == PlanEOF {
 		return stream.Empty{}, p, nil, nil
 	}
+	near := q.Filter.Near()
+	ins := g.startShards(q, p, shards, sc, near)
+	out := combineShards(q, p, shards, ins, sc)
+	return g.finishStream(q, p, out, near), p, shards, nil
+}
+
+// startShards sets how each shard's stream reads: in any order when q allows it, how many
+// documents at most, and whether a reader goroutine prefetches or the merge pulls. It returns
+// the streams a merge or concatenation of several shards reads (nil for one shard).
+func (g *Engine) startShards(q *Query, p *Plan, shards []*ShardStream, sc *OpenScratch, near *match.Near) []stream.Stream {
 	var ins []stream.Stream // the streams a merge or concatenation reads; one shard's is out
 	switch {
 	case len(shards) > 1 && sc != nil && len(shards) <= len(sc.ins):
@@ -172,7 +182,6 @@ func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
 	}
 	sem := g.NewParallelism(len(shards))
 	perShard := int64(0) // the most documents the merge can need from one shard; 0: all
-	near := q.Filter.Near()
 	if q.Limit > 0 && (len(q.Sort) == 0 || p.Sorted) && near == nil {
 		perShard = q.Limit + q.Skip
 	}
@@ -201,18 +210,28 @@ func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
 			ins[i] = s
 		}
 	}
-	var out stream.Stream
+	return ins
+}
+
+// combineShards makes one stream of the shards' streams: a merge when they are each in q's
+// sort order, the one shard's stream, or their concatenation.
+func combineShards(q *Query, p *Plan, shards []*ShardStream, ins []stream.Stream, sc *OpenScratch) stream.Stream {
 	switch {
 	case len(q.Sort) > 0 && p.Sorted && len(ins) > 1:
-		out = &stream.Merge{Spec: q.Sort, Coll: q.Collator(), In: ins}
+		return &stream.Merge{Spec: q.Sort, Coll: q.Collator(), In: ins}
 	case len(shards) == 1:
-		out = shards[0]
+		return shards[0]
 	case sc != nil:
 		sc.concat.In = ins
-		out = &sc.concat
+		return &sc.concat
 	default:
-		out = &stream.Concat{In: ins}
+		return &stream.Concat{In: ins}
 	}
+}
+
+// finishStream applies to the combined stream what needs every shard's documents: the order
+// of $near, a sort the plan does not yield, the skip and the projection.
+func (g *Engine) finishStream(q *Query, p *Plan, out stream.Stream, near *match.Near) stream.Stream {
 	if near != nil && len(q.Sort) == 0 {
 		out = &NearStream{In: out, Near: near, MaxBytes: g.sortBytes()} // nearest first, across shards
 	}
@@ -234,7 +253,7 @@ func (g *Engine) Open(q *Query) (stream.Stream, *Plan, []*ShardStream, error) {
 		}
 		out = ps
 	}
-	return out, p, shards, nil
+	return out
 }
 
 // planAndRead plans q and opens a stream on each shard the plan targets. A writer records

@@ -6,10 +6,11 @@
 // collection's partitions — bytes, documents and measured RU/s — and applies what
 // shard.Policy decides: splits (a catalog change only: documents are ordered by hash, so a
 // partition is a key range), moves to another shard (move.go: copy the range, rebuild its
-// index entries, catch up from the source's write log (catchup.go), commit the ownership
-// change, then delete the source range after a grace period), and the conversion of a
-// filled collection to a sharded one (convert.go). The balancer's switch (balancer.go,
-// config.settings) turns the moves it decides on its own off and on.
+// index entries (move_copy.go), catch up from the source's write log (catchup.go), commit
+// the ownership change, then delete the source range after a grace period
+// (move_retire.go)), and the conversion of a filled collection to a sharded one
+// (convert.go). The balancer's switch (balancer.go, config.settings) turns the moves it
+// decides on its own off and on.
 // It keeps the config.* collections mongosh and drivers read (config.go). Commands that
 // raise a collection's throughput split it at once with SplitTo; Throughput
 // (throughput.go) says what a collection is provisioned with, its own offer or its share

@@ -1,9 +1,16 @@
 package sharding
 
-import "github.com/cleavedb/cleave/store"
+import (
+	"slices"
+	"time"
+
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/store"
+)
 
 // What the manager keeps of the moves in flight on this node, beside the ranges they
-// retire (move.go).
+// retire (move_retire.go), and what counts and validation read of it: while a move is under
+// way a shard holds documents in a range it does not own.
 
 // movingPartition names a partition a move is copying (markMoving).
 type movingPartition struct {
@@ -55,5 +62,96 @@ func (m *Manager) markCopying(r retiredRange) (done func()) {
 				return
 			}
 		}
+	}
+}
+
+// OwnedDocCount returns the number of documents of ci, each counted once even while
+// moves are in flight: per shard, the documents in a snapshot minus those the shard holds
+// in ranges it does not own under ci's map (a move's copy before its flip, its source range
+// after it). Without a move of ci under way it is the shards' in-memory counts. count
+// without a filter uses it.
+func (m *Manager) OwnedDocCount(ci *catalog.Coll) int64 {
+	hints := m.foreignHints(ci.Meta.ID, nil)
+	var n int64
+	if len(hints) == 0 {
+		for _, db := range m.cat.Shards() {
+			d, _ := db.CollStats(ci.Meta.ID)
+			n += d
+		}
+		return n
+	}
+	ci = m.cat.Refresh(ci)
+	snaps := make([]catalog.Snapshot, len(m.cat.Shards()))
+	for sh, db := range m.cat.Shards() {
+		snap, err := db.NewSnapshot()
+		if err != nil {
+			continue
+		}
+		defer func() { _ = snap.Close() }()
+		snaps[sh] = snap
+	}
+	// Hints read before and after the snapshots: a range holding foreign data in a snapshot
+	// is announced before its data is written and forgotten after it is deleted.
+	hints = m.foreignHints(ci.Meta.ID, hints)
+	for sh, snap := range snaps {
+		if snap == nil {
+			continue
+		}
+		d, _, _ := snap.Stats(ci.Meta.ID, 0, 0)
+		n += d
+		for i := 0; i < ci.Map.Len(); i++ {
+			plo, phi := ci.Map.Range(i)
+			if ci.Map.Partition(i).Shard == sh {
+				continue
+			}
+			for _, r := range hints {
+				if r.shard != sh || !overlaps(plo, phi, r.lo, r.hi) {
+					continue
+				}
+				it, err := snap.NewDocIter(r.coll, maxLo(plo, r.lo), minHi(phi, r.hi))
+				if err != nil {
+					continue
+				}
+				for it.Next() {
+					n--
+				}
+				_ = it.Close()
+			}
+		}
+	}
+	return n
+}
+
+// foreignHints appends to dst the ranges of coll where a shard may hold data it does not
+// own (moves in flight and retiring source ranges), without duplicates.
+func (m *Manager) foreignHints(coll store.CollID, dst []retiredRange) []retiredRange {
+	if m == nil {
+		return dst
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range append(append([]retiredRange(nil), m.mu.copying...), m.mu.retiring...) {
+		r.due = time.Time{}
+		if r.coll == coll && !slices.Contains(dst, r) {
+			dst = append(dst, r)
+		}
+	}
+	return dst
+}
+
+// InFlightAt returns, for collection coll as of now, whether a shard holds a hash in a range it
+// does not own because a move is under way: the destination's copy before the flip, or the
+// source's range after it, not yet deleted. The ranges are read once, so that a caller holding
+// the DDL lock (no flip, no deletion of a retired range) gets the moves its snapshots see
+// (validate).
+func (m *Manager) InFlightAt(coll store.CollID) func(shard int, hash uint64) bool {
+	hints := m.foreignHints(coll, nil)
+	return func(shard int, hash uint64) bool {
+		for _, r := range hints {
+			if r.shard == shard && hash >= r.lo && (r.hi == 0 || hash < r.hi) {
+				return true
+			}
+		}
+		return false
 	}
 }

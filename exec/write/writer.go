@@ -1,21 +1,17 @@
 package write
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/zeebo/xxh3"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
-	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // DocWrite is one document change: an insert (old nil), a replacement (both) or a delete
@@ -181,8 +177,35 @@ func (wr *Writer) batch(s int) catalog.Batch {
 // Stage adds w to the batch of its shard: the document, its index entries and the stats.
 // It fails (staging nothing) on a duplicate unique key. The caller holds w's key locks.
 func (wr *Writer) Stage(w *DocWrite) error {
+	if err := wr.prepareStage(w); err != nil {
+		return err
+	}
 	ci := wr.ci
-	coll := ci.Meta.ID
+	oldShard := ci.Map.Partition(ci.Map.Locate(w.Hash)).Shard
+	newHash := w.Hash
+	if w.New != nil && w.NewHash != 0 {
+		newHash = w.NewHash
+	}
+	newShard := ci.Map.Partition(ci.Map.Locate(newHash)).Shard
+	if err := wr.checkOwningShard(w, oldShard, newShard); err != nil {
+		return err
+	}
+	// Unique checks first, so that a failure stages nothing.
+	if err := wr.checkUniques(w, newShard, newHash); err != nil {
+		return err
+	}
+	if err := wr.stageIndexes(w, oldShard, newShard, newHash); err != nil {
+		return err
+	}
+	wr.stageDoc(w, oldShard, newShard, newHash)
+	return nil
+}
+
+// prepareStage readies w for Stage, staging nothing: its hashes recomputed under the current
+// catalog version, the collection's checks (not a view, its validator, the stage hook), and
+// in a time-series or capped collection the place its document takes.
+func (wr *Writer) prepareStage(w *DocWrite) error {
+	ci := wr.ci
 	if ci.Hashed >= 0 {
 		if err := rehash(ci, w); err != nil {
 			return err
@@ -211,59 +234,16 @@ func (wr *Writer) Stage(w *DocWrite) error {
 			return err
 		}
 	}
-	oldShard := ci.Map.Partition(ci.Map.Locate(w.Hash)).Shard
-	newHash := w.Hash
-	if w.New != nil && w.NewHash != 0 {
-		newHash = w.NewHash
-	}
-	newShard := ci.Map.Partition(ci.Map.Locate(newHash)).Shard
-	if err := wr.checkOwningShard(w, oldShard, newShard); err != nil {
-		return err
-	}
-	// Unique checks first, so that a failure stages nothing. A document that moves to
-	// another logical partition (its shard key changed) must find its _id free there.
-	if w.Old != nil && w.New != nil && newHash != w.Hash && ci.IDIndexed && ci.TS == nil {
-		if err := wr.checkIDFreeAt(w, newHash); err != nil {
-			return err
-		}
-	}
-	if w.New != nil {
-		for _, xi := range ci.WriteUniques {
-			if err := wr.checkUnique(xi, newShard, newHash, w); err != nil {
-				return err
-			}
-		}
-	}
-	insert := w.Old == nil && w.New != nil
-	if insert { // each key generated once (insertkeys.go)
-		if err := wr.genInsertKeys(ci, w); err != nil {
-			return err
-		}
-	} else if err := checkNewKeys(ci, w); err != nil {
-		return err
-	}
-	moved := oldShard != newShard || w.Hash != newHash
-	for j, xi := range ci.WriteIndexes {
-		if xi.IsID && !ci.IDIndexed {
-			continue
-		}
-		if insert {
-			wr.stageInsertKeys(j, xi, newShard, newHash, w)
-			continue
-		}
-		if !moved && untouched(xi, w) {
-			// Its keys are the old document's: no entry to delete or add, and no path
-			// the index must now flag multikey (the old document's arrays were flagged
-			// when it was written, or when the index was built).
-			continue
-		}
-		if err := wr.stageIndex(xi, oldShard, newShard, w.Hash, newHash, w); err != nil {
-			return err
-		}
-		if w.New != nil {
-			wr.noteMultikey(xi, w.New)
-		}
-	}
+	return nil
+}
+
+// stageDoc stages w's document change itself, once its checks passed and its index entries
+// are staged: the document deleted at its old place and set at its new one, with the stats
+// of both, and what the writer keeps of it (shards touched, time-series slots, capped
+// records, the count and the charge).
+func (wr *Writer) stageDoc(w *DocWrite, oldShard, newShard int, newHash uint64) {
+	ci := wr.ci
+	coll := ci.Meta.ID
 	if w.Old != nil {
 		b := wr.batch(oldShard)
 		if w.New == nil || newHash != w.Hash {
@@ -290,7 +270,6 @@ func (wr *Writer) Stage(w *DocWrite) error {
 	}
 	wr.stagedN++
 	wr.charge += w.Cost(ci).RU()
-	return nil
 }
 
 // Charge returns the request units of the writes staged so far.
@@ -307,238 +286,6 @@ func (w *DocWrite) Cost(ci *catalog.Coll) shard.Cost {
 		c.BytesWritten = int64(len(w.New))
 	}
 	return c
-}
-
-// stageIndex stages the entry changes of one index for w: removes the old document's keys
-// that the new one lacks and adds the new ones.
-func (wr *Writer) stageIndex(xi *catalog.Index, oldShard, newShard int, oldHash, newHash uint64, w *DocWrite) error {
-	if w.Old == nil { // an insert: nothing to compare, each key is staged as it comes
-		return xi.Keys(w.New, func(key []byte) error {
-			wr.stageNewKey(xi, newShard, newHash, w, key)
-			return nil
-		})
-	}
-	coll := wr.ci.Meta.ID
-	var oldKeys [][]byte
-	err := xi.Keys(w.Old, func(key []byte) error {
-		oldKeys = append(oldKeys, append([]byte(nil), key...))
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	moved := oldShard != newShard || oldHash != newHash
-	var newKeys [][]byte
-	if w.New != nil {
-		err := xi.Keys(w.New, func(key []byte) error {
-			newKeys = append(newKeys, append([]byte(nil), key...))
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	for _, k := range oldKeys {
-		if moved || !containsKey(newKeys, k) {
-			wr.batch(oldShard).DeleteIndex(coll, xi.Meta.ID, k, oldHash, w.ID)
-			if xi.ChecksKeys() { // unique or prepareUnique
-				wr.markStaged(oldShard, xi, wr.uniqueKey(xi, k, oldHash), nil)
-			}
-		}
-	}
-	for _, k := range newKeys {
-		if moved || !containsKey(oldKeys, k) {
-			wr.stageNewKey(xi, newShard, newHash, w, k)
-		}
-	}
-	return nil
-}
-
-// stageNewKey stages the entry key of index xi for w's new document on shard s at hash.
-func (wr *Writer) stageNewKey(xi *catalog.Index, s int, hash uint64, w *DocWrite, key []byte) {
-	coll := wr.ci.Meta.ID
-	b := wr.batch(s)
-	b.SetIndex(coll, xi.Meta.ID, key, hash, w.ID)
-	if xi.ChecksKeys() { // unique or prepareUnique
-		wr.markStaged(s, xi, wr.uniqueKey(xi, key, hash), w.ID)
-		if ub, ok := b.(catalog.UniqueKeyBatch); ok && !xi.IsID { // a transaction's (_id: its doc key)
-			ub.TakeUniqueKey(coll, xi.Meta.ID, key)
-		}
-	}
-}
-
-// containsKey reports whether keys holds k.
-func containsKey(keys [][]byte, k []byte) bool {
-	for _, x := range keys {
-		if bytes.Equal(x, k) {
-			return true
-		}
-	}
-	return false
-}
-
-// stagedKey is the staged map's key for a unique index key on a shard.
-func (wr *Writer) stagedKey(s int, xi *catalog.Index, key []byte) string {
-	wr.keybuf = binary.BigEndian.AppendUint32(wr.keybuf[:0], uint32(s))
-	wr.keybuf = binary.BigEndian.AppendUint32(wr.keybuf, uint32(xi.Meta.ID))
-	wr.keybuf = append(wr.keybuf, key...)
-	return string(wr.keybuf)
-}
-
-// markStaged records that a staged write gave key of unique index xi to id (nil: removed it).
-func (wr *Writer) markStaged(s int, xi *catalog.Index, key, id []byte) {
-	if wr.staged == nil {
-		wr.staged = map[string][]byte{}
-	}
-	wr.staged[wr.stagedKey(s, xi, key)] = id
-}
-
-// checkUnique fails with E11000 when a key w.new takes in unique index xi is held by
-// another document, in the store or among the writes staged before.
-func (wr *Writer) checkUnique(xi *catalog.Index, s int, _ uint64, w *DocWrite) error {
-	if xi.PrepareUnique { // collMod's prepareUnique keeps the duplicates it has (collmod_unique.go)
-		return wr.checkNewKeys(xi, s, w)
-	}
-	db := wr.p.shardList()[s]
-	return xi.Keys(w.New, func(key []byte) error {
-		if holder, ok := wr.staged[wr.stagedKey(s, xi, key)]; ok {
-			if holder != nil && !bytes.Equal(holder, w.ID) {
-				return wr.DupKeyError(xi, w.New)
-			}
-			return nil
-		}
-		_, id, found, err := db.HasIndexKeyPrefix(wr.ci.Meta.ID, xi.Meta.ID, key)
-		if err != nil {
-			return err
-		}
-		if found && !bytes.Equal(id, w.ID) {
-			return wr.DupKeyError(xi, w.New)
-		}
-		return nil
-	})
-}
-
-// DupKeyError is MongoDB's E11000 for doc colliding in index xi, with keyPattern and
-// keyValue.
-func (wr *Writer) DupKeyError(xi *catalog.Index, doc bsoncore.Document) error {
-	vidx, kv := bsoncore.AppendDocumentStart(nil)
-	var desc bytes.Buffer
-	desc.WriteString("{ ")
-	for i, f := range xi.Fields {
-		v, ok := bsonx.Lookup(doc, f.Path)
-		if !ok {
-			v = bsoncore.Value{Type: bsoncore.TypeNull}
-		}
-		kv = bsoncore.AppendValueElement(kv, f.Path, v)
-		if i > 0 {
-			desc.WriteString(", ")
-		}
-		fmt.Fprintf(&desc, "%s: %s", f.Path, bsonx.ShellString(v))
-	}
-	desc.WriteString(" }")
-	kv, _ = bsoncore.AppendDocumentEnd(kv, vidx)
-	iidx, info := bsoncore.AppendDocumentStart(nil)
-	info = bsoncore.AppendDocumentElement(info, "keyPattern", xi.Meta.Key)
-	info = bsoncore.AppendDocumentElement(info, "keyValue", kv)
-	info, _ = bsoncore.AppendDocumentEnd(info, iidx)
-	name := xi.Meta.Name
-	if c, ok := xi.Meta.Spec.Lookup("collation").DocumentOK(); ok && xi.Collation != nil {
-		name += " collation: " + bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: c})
-	}
-	e := mongoerr.New(mongoerr.DuplicateKey, "E11000 duplicate key error collection: %s index: %s dup key: %s",
-		wr.ci.NS(), name, desc.String())
-	e.Info = info
-	return e
-}
-
-// CheckIDFree fails with E11000 on the _id index when a document with w's _id exists (an
-// insert). The caller holds the document's key lock, taken by Lock before the writer's first
-// check: the shard's probe, opened then, must see every write committed before the lock.
-func (wr *Writer) CheckIDFree(w *DocWrite) error {
-	ci := wr.ci
-	if ci.TS != nil {
-		return nil // a time-series collection has no unique _id (timeseries_write.go)
-	}
-	return wr.checkIDFreeAt(w, w.Hash)
-}
-
-// checkIDFreeAt fails with E11000 when the logical partition at hash already holds w's _id,
-// in the store or among the writes staged before. _id is unique per logical partition
-// (MISSION.md): in a collection sharded on another field two shard-key values may hold the
-// same _id, so the _id index is checked for the entry (_id, hash), not for the _id alone;
-// an unsharded collection, or one sharded on _id, has one global _id.
-func (wr *Writer) checkIDFreeAt(w *DocWrite, hash uint64) error {
-	ci := wr.ci
-	s := ci.Map.Partition(ci.Map.Locate(hash)).Shard
-	ik := wr.idIndexKey(w)
-	if holder, ok := wr.staged[wr.stagedKey(s, ci.Indexes[0], wr.idKey(ik, hash))]; ok && holder != nil {
-		return wr.DupKeyError(ci.Indexes[0], w.New)
-	}
-	// One probe per shard for all the checks of the writer (an insertMany's 100 _ids), not
-	// an iterator each. Without an _id index it looks the document up, reading neither its
-	// value nor, thanks to the bloom filters, the data block where the key would be.
-	p, err := wr.probe(s)
-	var found bool
-	if err == nil && ci.IDIndexed {
-		found, err = p.HasIndexKey(ci.Meta.ID, ci.Indexes[0].Meta.ID, wr.idKey(ik, hash))
-	} else if err == nil {
-		found, err = p.HasDoc(ci.Meta.ID, hash, w.ID)
-	}
-	if err != nil {
-		return err
-	}
-	if found {
-		return wr.DupKeyError(ci.Indexes[0], w.New)
-	}
-	wr.markStaged(s, ci.Indexes[0], wr.idKey(ik, hash), w.ID)
-	return nil
-}
-
-// uniqueKey is the key of unique index xi's entry k that must be unique: the _id index's per
-// logical partition (idKey), the others' as it is.
-func (wr *Writer) uniqueKey(xi *catalog.Index, k []byte, hash uint64) []byte {
-	if xi.IsID {
-		return wr.idKey(k, hash)
-	}
-	return k
-}
-
-// idKey is what makes an _id unique: the encoded _id followed by its hash where the _id index
-// has entries (the prefix of its entries for that logical partition), the encoded _id alone
-// where the hash derives from the _id or is always 0, or is a capped collection's record id.
-// It may return wr's scratch buffer.
-func (wr *Writer) idKey(id []byte, hash uint64) []byte {
-	if !wr.ci.IDIndexed || wr.ci.Capped != nil {
-		return id
-	}
-	wr.idbuf = binary.BigEndian.AppendUint64(append(wr.idbuf[:0], id...), hash)
-	return wr.idbuf
-}
-
-// probe returns the Probe of shard s, opening it at the first call.
-func (wr *Writer) probe(s int) (catalog.Probe, error) {
-	if p := wr.probes[s]; p != nil {
-		return p, nil
-	}
-	p, err := wr.p.shardList()[s].NewProbe() // a transaction's view sees its own writes
-	if err != nil {
-		return nil, err
-	}
-	if wr.probes == nil {
-		wr.probes = map[int]catalog.Probe{}
-	}
-	wr.probes[s] = p
-	return p, nil
-}
-
-// closeProbes closes the writer's probes.
-func (wr *Writer) closeProbes() error {
-	var errs []error
-	for s, p := range wr.probes {
-		errs = append(errs, p.Close())
-		delete(wr.probes, s)
-	}
-	return errors.Join(errs...)
 }
 
 // Commit commits every staged batch, synced unless sync is false (w: 0 or j: false), and
@@ -634,19 +381,3 @@ type StageHookFunc func(ci *catalog.Coll, w *DocWrite) error
 
 // OnStage implements StageHook.
 func (f StageHookFunc) OnStage(ci *catalog.Coll, w *DocWrite) error { return f(ci, w) }
-
-// noteMultikey records the paths of xi on which doc, about to be staged, makes xi multikey.
-func (wr *Writer) noteMultikey(xi *catalog.Index, doc bsoncore.Document) {
-	paths := xi.NewMultikeyPaths(doc)
-	if len(paths) == 0 {
-		return
-	}
-	if wr.multikey == nil {
-		wr.multikey = map[store.IndexID][]string{}
-	}
-	for _, p := range paths {
-		if !slices.Contains(wr.multikey[xi.Meta.ID], p) {
-			wr.multikey[xi.Meta.ID] = append(wr.multikey[xi.Meta.ID], p)
-		}
-	}
-}

@@ -22,6 +22,7 @@ import (
 	"github.com/cleavedb/cleave/compat"
 )
 
+// main runs the command and exits with 1 when it fails.
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "compat:", err)
@@ -29,89 +30,129 @@ func main() {
 	}
 }
 
-func run() error {
-	var (
-		uri      = flag.String("uri", "", "run against this server instead of building and starting cleave")
-		bin      = flag.String("cleave", "", "start this cleave binary instead of building one from the repository")
-		suites   = flag.String("suites", "all", "comma-separated suites; \"all\", \"prose\" (the prose suites), \"target\" (the CI suites: "+strings.Join(compat.TargetSuites, ", ")+")")
-		doc      = flag.String("doc", "", "rewrite the table between "+compat.BeginMarker+" and "+compat.EndMarker+" in this file, docs/compatibility.md for make compat (\"-\": print it)")
-		baseline = flag.String("baseline", "", "baseline file of passing tests: fail if one of them no longer passes")
-		known    = flag.String("known", "", "known-failures file (suite<TAB>pattern<TAB>reason): the reason the table gives for the tests it matches")
-		update   = flag.Bool("update", false, "with -baseline: add the newly passing tests to the file")
-		prune    = flag.Bool("prune", false, "with -update: also remove the tests that no longer pass (accepting regressions)")
-		timeout  = flag.Duration("timeout", 15*time.Minute, "go test -timeout for each suite")
-		oneHost  = flag.Bool("one-host", false, "name the started cleave once in the URI (tests needing two mongoses then fail)")
-		verbose  = flag.Bool("v", false, "stream the runners' output to stderr and list passing tests too")
-		jsonOut  = flag.String("json", "", "also write every result to this file as JSON")
-		list     = flag.Bool("list", false, "list the suites and exit")
-	)
+// flags are the command line, parsed.
+type flags struct {
+	uri, bin, suites, doc, baseline, known, jsonOut string
+	update, prune, oneHost, verbose, list              bool
+	timeout                                            time.Duration
+}
+
+// parseFlags defines the command's flags and parses the command line into them.
+func parseFlags() *flags {
+	f := &flags{}
+	flag.StringVar(&f.uri, "uri", "", "run against this server instead of building and starting cleave")
+	flag.StringVar(&f.bin, "cleave", "", "start this cleave binary instead of building one from the repository")
+	flag.StringVar(&f.suites, "suites", "all", "comma-separated suites; \"all\", \"prose\" (the prose suites), \"target\" (the CI suites: "+strings.Join(compat.TargetSuites, ", ")+")")
+	flag.StringVar(&f.doc, "doc", "", "rewrite the table between "+compat.BeginMarker+" and "+compat.EndMarker+" in this file, docs/compatibility.md for make compat (\"-\": print it)")
+	flag.StringVar(&f.baseline, "baseline", "", "baseline file of passing tests: fail if one of them no longer passes")
+	flag.StringVar(&f.known, "known", "", "known-failures file (suite<TAB>pattern<TAB>reason): the reason the table gives for the tests it matches")
+	flag.BoolVar(&f.update, "update", false, "with -baseline: add the newly passing tests to the file")
+	flag.BoolVar(&f.prune, "prune", false, "with -update: also remove the tests that no longer pass (accepting regressions)")
+	flag.DurationVar(&f.timeout, "timeout", 15*time.Minute, "go test -timeout for each suite")
+	flag.BoolVar(&f.oneHost, "one-host", false, "name the started cleave once in the URI (tests needing two mongoses then fail)")
+	flag.BoolVar(&f.verbose, "v", false, "stream the runners' output to stderr and list passing tests too")
+	flag.StringVar(&f.jsonOut, "json", "", "also write every result to this file as JSON")
+	flag.BoolVar(&f.list, "list", false, "list the suites and exit")
 	flag.Parse()
-	if *list {
-		var b strings.Builder
-		for _, s := range compat.Suites {
-			what := strings.Join(s.Dirs, ", ")
-			if s.IsProse() {
-				what = "prose"
-			}
-			fmt.Fprintf(&b, "%-26s %s -run '%s' (%s)\n", s.Name, s.Pkg, s.RunPattern(), what)
-		}
-		_, err := os.Stdout.WriteString(b.String())
-		return err
+	return f
+}
+
+// run runs the selected suites, prints their results, writes what the flags ask for (JSON,
+// the compatibility page's table) and, with -baseline, fails on a regression.
+func run() error {
+	f := parseFlags()
+	if f.list {
+		return listSuites(os.Stdout)
 	}
-	sel, err := compat.SelectSuites(*suites)
-	if err != nil {
-		return err
-	}
-	var knownFailures compat.Known
-	if *known != "" {
-		if knownFailures, err = compat.ReadKnown(*known); err != nil {
-			return err
-		}
-	}
-	cwd, err := os.Getwd()
-	if err != nil {
-		return err
-	}
-	moduleDir, repoDir, err := compat.Dirs(cwd)
+	o, knownFailures, err := f.options()
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	o := compat.Options{ModuleDir: moduleDir, RepoDir: repoDir, URI: *uri, CleaveBin: *bin, OneHost: *oneHost, Suites: sel,
-		Timeout: *timeout, Progress: os.Stderr}
-	if *verbose {
-		o.Log = os.Stderr
-	}
 	results, version, err := compat.RunSuites(ctx, o)
 	if err != nil {
 		return err
 	}
 	knownFailures.Apply(results)
-	if err := compat.WriteText(os.Stdout, results, *verbose); err != nil {
+	if err := f.report(results, version); err != nil {
 		return err
 	}
-	if *jsonOut != "" {
-		if err := writeJSON(*jsonOut, results); err != nil {
+	if f.baseline == "" {
+		return nil
+	}
+	return checkBaseline(os.Stdout, f.baseline, results, f.update, f.prune)
+}
+
+// listSuites writes every suite with the package and test pattern that run it (-list).
+func listSuites(w io.Writer) error {
+	var b strings.Builder
+	for _, s := range compat.Suites {
+		what := strings.Join(s.Dirs, ", ")
+		if s.IsProse() {
+			what = "prose"
+		}
+		fmt.Fprintf(&b, "%-26s %s -run '%s' (%s)\n", s.Name, s.Pkg, s.RunPattern(), what)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// options resolves the flags into what compat.RunSuites takes, reading the known failures
+// and finding the module and repository from the working directory.
+func (f *flags) options() (compat.Options, compat.Known, error) {
+	sel, err := compat.SelectSuites(f.suites)
+	if err != nil {
+		return compat.Options{}, nil, err
+	}
+	var knownFailures compat.Known
+	if f.known != "" {
+		if knownFailures, err = compat.ReadKnown(f.known); err != nil {
+			return compat.Options{}, nil, err
+		}
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return compat.Options{}, nil, err
+	}
+	moduleDir, repoDir, err := compat.Dirs(cwd)
+	if err != nil {
+		return compat.Options{}, nil, err
+	}
+	o := compat.Options{ModuleDir: moduleDir, RepoDir: repoDir, URI: f.uri, CleaveBin: f.bin, OneHost: f.oneHost, Suites: sel,
+		Timeout: f.timeout, Progress: os.Stderr}
+	if f.verbose {
+		o.Log = os.Stderr
+	}
+	return o, knownFailures, nil
+}
+
+// report prints the results as text and writes them where -json and -doc say.
+func (f *flags) report(results []compat.SuiteResult, version string) error {
+	if err := compat.WriteText(os.Stdout, results, f.verbose); err != nil {
+		return err
+	}
+	if f.jsonOut != "" {
+		if err := writeJSON(f.jsonOut, results); err != nil {
 			return err
 		}
 	}
-	if *doc == "-" {
+	if f.doc == "-" {
 		if _, err := os.Stdout.WriteString(compat.Markdown(results, version)); err != nil {
 			return err
 		}
-	} else if *doc != "" {
-		if err := compat.RewriteDoc(*doc, compat.Markdown(results, version)); err != nil {
+	} else if f.doc != "" {
+		if err := compat.RewriteDoc(f.doc, compat.Markdown(results, version)); err != nil {
 			return err
 		}
-		fmt.Fprintln(os.Stderr, "rewrote the table in", *doc)
+		fmt.Fprintln(os.Stderr, "rewrote the table in", f.doc)
 	}
-	if *baseline == "" {
-		return nil
-	}
-	return checkBaseline(os.Stdout, *baseline, results, *update, *prune)
+	return nil
 }
 
+// checkBaseline compares the results with the baseline file at path, printing new passes,
+// excused failures and regressions; with update it adds the new passes to the file (and with
+// prune drops the regressions). It fails on a regression unless update and prune accept it.
 func checkBaseline(w io.Writer, path string, results []compat.SuiteResult, update, prune bool) error {
 	b, err := compat.ReadBaseline(path)
 	if err != nil {
@@ -144,6 +185,7 @@ func checkBaseline(w io.Writer, path string, results []compat.SuiteResult, updat
 	return nil
 }
 
+// writeJSON writes the results to path as indented JSON.
 func writeJSON(path string, results []compat.SuiteResult) error {
 	raw, err := json.MarshalIndent(results, "", "  ")
 	if err != nil {
