@@ -124,30 +124,7 @@ func appendHotKey(dst []byte, key string, h *shard.HotKeyReport) []byte {
 // moveChunk runs {moveChunk: ns, find: {<shard key>: value} | bounds: [min, max], to:
 // "shard-N"}: it moves the partition holding that value (or starting at bounds[0]) online.
 func (h *Handlers) moveChunk(_ context.Context, r *command.Request) error {
-	const cmd = "moveChunk"
-	first, _ := bsonx.FirstElement(r.Body)
-	ns, err := args.String(cmd, cmd, first.Value())
-	if err != nil {
-		return err
-	}
-	var find bsoncore.Document
-	var bounds bsoncore.Array
-	to := ""
-	err = args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
-		var err error
-		switch key {
-		case "find":
-			find, err = args.Doc(cmd, key, v)
-		case "bounds":
-			bounds, err = args.Array(cmd, key, v)
-		case "to":
-			to, err = args.String(cmd, key, v)
-		case "_waitForDelete", "waitForDelete", "_secondaryThrottle", "secondaryThrottle", "forceJumbo":
-		default:
-			return false, nil
-		}
-		return true, err
-	})
+	ns, find, bounds, to, err := parseMoveChunk(r)
 	if err != nil {
 		return err
 	}
@@ -205,4 +182,29 @@ func (h *Handlers) moveChunk(_ context.Context, r *command.Request) error {
 	}
 	r.Out = bsoncore.AppendInt64Element(r.Out, "millis", time.Since(start).Milliseconds())
 	return nil
+}
+
+// parseMoveChunk parses {moveChunk: ns, find | bounds, to}.
+func parseMoveChunk(r *command.Request) (ns string, find bsoncore.Document, bounds bsoncore.Array, to string, err error) {
+	const cmd = "moveChunk"
+	first, _ := bsonx.FirstElement(r.Body)
+	if ns, err = args.String(cmd, cmd, first.Value()); err != nil {
+		return "", nil, nil, "", err
+	}
+	err = args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "find":
+			find, err = args.Doc(cmd, key, v)
+		case "bounds":
+			bounds, err = args.Array(cmd, key, v)
+		case "to":
+			to, err = args.String(cmd, key, v)
+		case "_waitForDelete", "waitForDelete", "_secondaryThrottle", "secondaryThrottle", "forceJumbo":
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	return ns, find, bounds, to, err
 }

@@ -133,39 +133,11 @@ func (h *Handlers) aggregate(ctx context.Context, r *command.Request) error {
 // through a view comes to (view.go): its pipeline goes before a.pipeline and the
 // pipeline reads the collection under it, while the cursor keeps the view's namespace.
 func (h *Handlers) runAggregate(ctx context.Context, r *command.Request, a *aggregateArgs) error {
-	ns := r.DB + "." + a.coll
-	if a.coll != "" {
-		rv, err := h.Cat.ResolveView(r.DB, a.coll)
-		if err != nil {
-			return err
-		}
-		if rv != nil {
-			if a.pipeline, err = prependStages(rv.Pipeline, a.pipeline); err != nil {
-				return err
-			}
-			a.coll = rv.Coll
-		}
-	}
-	var dflt *catalog.Coll
-	if a.coll != "" && a.collation == nil {
-		dflt, _ = h.Cat.Lookup(r.DB, a.coll) // its default collation; errors surface when it is read
-	}
-	coll, err := CollationFor(a.collation, dflt)
+	ns := r.DB + "." + a.coll // the view's name, when a.coll is one
+	env, p, err := h.parsePipeline(r, a)
 	if err != nil {
 		return err
 	}
-	env := &agg.Env{Cat: h.Cat, Query: h.QueryFor(r), Host: h, SortBytes: h.Knobs.SortMemory.Load(), GroupBytes: h.Knobs.GroupMemory.Load(), GraphBytes: h.Knobs.GraphMemory.Load(), DB: r.DB, Coll: a.coll, Opts: &expr.Options{Let: a.let, Now: time.Now(), Collator: coll}, AllowDiskUse: a.allowDiskUse, Temp: h.Temp}
-	if len(a.let) > 0 {
-		// Let variables are checked once, before any document is read.
-		if _, err := expr.Compile(bsoncore.Value{Type: bsoncore.TypeNull}, env.Opts); err != nil {
-			return err
-		}
-	}
-	p, err := agg.Parse(env, a.pipeline, false)
-	if err != nil {
-		return err
-	}
-	p.Hint = a.hint
 	var ci *catalog.Coll
 	switch {
 	case a.coll == "" && !p.ReadsNoCollection():
@@ -214,4 +186,45 @@ func (h *Handlers) runAggregate(ctx context.Context, r *command.Request, a *aggr
 	}
 	r.Charge += env.Charge
 	return query.TimeLimitError(ctx, err)
+}
+
+// parsePipeline parses a's pipeline on its collection: a view's own pipeline first (a.coll
+// then names the collection the view reads), with the collation and let variables it runs
+// with.
+func (h *Handlers) parsePipeline(r *command.Request, a *aggregateArgs) (*agg.Env, *agg.Pipeline, error) {
+	if a.coll != "" {
+		rv, err := h.Cat.ResolveView(r.DB, a.coll)
+		if err != nil {
+			return nil, nil, err
+		}
+		if rv != nil {
+			if a.pipeline, err = prependStages(rv.Pipeline, a.pipeline); err != nil {
+				return nil, nil, err
+			}
+			a.coll = rv.Coll
+		}
+	}
+	var dflt *catalog.Coll
+	if a.coll != "" && a.collation == nil {
+		dflt, _ = h.Cat.Lookup(r.DB, a.coll) // its default collation; errors surface when it is read
+	}
+	coll, err := CollationFor(a.collation, dflt)
+	if err != nil {
+		return nil, nil, err
+	}
+	env := &agg.Env{Cat: h.Cat, Query: h.QueryFor(r), Host: h, SortBytes: h.Knobs.SortMemory.Load(),
+		GroupBytes: h.Knobs.GroupMemory.Load(), GraphBytes: h.Knobs.GraphMemory.Load(), DB: r.DB, Coll: a.coll,
+		Opts: &expr.Options{Let: a.let, Now: time.Now(), Collator: coll}, AllowDiskUse: a.allowDiskUse, Temp: h.Temp}
+	if len(a.let) > 0 {
+		// Let variables are checked once, before any document is read.
+		if _, err := expr.Compile(bsoncore.Value{Type: bsoncore.TypeNull}, env.Opts); err != nil {
+			return nil, nil, err
+		}
+	}
+	p, err := agg.Parse(env, a.pipeline, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.Hint = a.hint
+	return env, p, nil
 }

@@ -130,43 +130,11 @@ func compileFindInto(ci *catalog.Coll, a *findArgs, q *query.Query) error {
 
 // getMore continues a cursor.
 func (h *Handlers) getMore(ctx context.Context, r *command.Request) error {
-	const cmd = "getMore"
-	first, _ := bsonx.FirstElement(r.Body)
-	id, ok := first.Value().Int64OK()
-	if !ok {
-		return args.WrongType(cmd, cmd, first.Value().Type, "long")
-	}
-	var coll string
-	var batchSize int64
-	haveColl := false
-	err := args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
-		var err error
-		switch key {
-		case "collection":
-			haveColl = true
-			coll, err = args.String(cmd, key, v)
-		case "batchSize":
-			batchSize, err = nonNegative(cmd, key, v)
-		case "term", "lastKnownCommittedOpTime":
-		default:
-			return false, nil
-		}
-		return true, err
-	})
+	a, err := parseGetMore(r)
 	if err != nil {
 		return err
 	}
-	if !haveColl {
-		return args.Missing(cmd, "collection")
-	}
-	haveMaxTime, awaitTime := false, defaultAwaitData
-	if v, err := r.Body.LookupErr("maxTimeMS"); err == nil {
-		ms, err := command.MaxTimeMS(cmd, v)
-		if err != nil {
-			return err
-		}
-		haveMaxTime, awaitTime = true, time.Duration(ms)*time.Millisecond
-	}
+	id, coll, batchSize, haveMaxTime, awaitTime := a.id, a.coll, a.batchSize, a.haveMaxTime, a.awaitTime
 	c, err := h.Cursors.Acquire(id)
 	if err != nil {
 		return err
@@ -216,6 +184,55 @@ func (h *Handlers) getMore(ctx context.Context, r *command.Request) error {
 	}
 	r.Out = command.EndCursorReply(out, cidx, aidx, id, ns)
 	return nil
+}
+
+// getMoreArgs are the parsed arguments of a getMore command.
+type getMoreArgs struct {
+	id          int64
+	coll        string
+	batchSize   int64
+	haveMaxTime bool          // maxTimeMS was given: only an awaitData cursor takes it
+	awaitTime   time.Duration // how long an awaitData cursor waits for new documents
+}
+
+// parseGetMore parses a getMore command.
+func parseGetMore(r *command.Request) (*getMoreArgs, error) {
+	const cmd = "getMore"
+	first, _ := bsonx.FirstElement(r.Body)
+	id, ok := first.Value().Int64OK()
+	if !ok {
+		return nil, args.WrongType(cmd, cmd, first.Value().Type, "long")
+	}
+	a := &getMoreArgs{id: id, awaitTime: defaultAwaitData}
+	haveColl := false
+	err := args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
+		var err error
+		switch key {
+		case "collection":
+			haveColl = true
+			a.coll, err = args.String(cmd, key, v)
+		case "batchSize":
+			a.batchSize, err = nonNegative(cmd, key, v)
+		case "term", "lastKnownCommittedOpTime":
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !haveColl {
+		return nil, args.Missing(cmd, "collection")
+	}
+	if v, err := r.Body.LookupErr("maxTimeMS"); err == nil {
+		ms, err := command.MaxTimeMS(cmd, v)
+		if err != nil {
+			return nil, err
+		}
+		a.haveMaxTime, a.awaitTime = true, time.Duration(ms)*time.Millisecond
+	}
+	return a, nil
 }
 
 // killCursors closes cursors.

@@ -23,16 +23,60 @@ const (
 
 // insert runs the insert command.
 func (h *Handlers) insert(ctx context.Context, r *command.Request) error {
+	a, err := parseInsert(r)
+	if err != nil {
+		return err
+	}
+	vals := a.docs
+	if !a.bypassTs {
+		for i, v := range vals {
+			vals[i].Data = h.Clock.FillEmptyTimestamps(v.Data)
+		}
+	}
+	wc := write.ParseConcern(r.Body)
+	rev := h.Storage.Catalog.Revision() // before the lookup: a newer catalog routes differently
+	ci, err := h.Cat.ForWrite(r.DB, a.coll)
+	if err != nil {
+		return err
+	}
+	rt, release, err := h.CheckoutRetryable(r)
+	if err != nil {
+		return err
+	}
+	defer release()
+	ctx, cancel := query.Deadline(ctx, a.maxTime)
+	defer cancel()
+	res := write.Results{}
+	if err := h.insertRetryingStale(ctx, r, a.coll, ci, rev, vals, a.ordered, a.bypass, wc, rt, &res); err != nil {
+		h.Counters.InsertedDocs.Add(res.N)
+		return command.InterruptError(ctx, err)
+	}
+	h.Counters.InsertedDocs.Add(res.N)
+	r.Charge += res.Charge
+	r.Out = res.AppendReply(r.Out, false)
+	return nil
+}
+
+// insertArgs are the parsed arguments of an insert command.
+type insertArgs struct {
+	coll                      string
+	docs                      []bsoncore.Value // each a document
+	ordered, bypass, bypassTs bool
+	maxTime                   int64
+}
+
+// parseInsert parses an insert command: its collection, documents (1 to maxWriteBatchSize,
+// each a document, or the command fails and nothing is written) and options.
+func parseInsert(r *command.Request) (*insertArgs, error) {
 	const cmd = "insert"
 	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.Collection(cmd, first.Value())
 	if err != nil {
-		return err
+		return nil, err
 	}
+	a := &insertArgs{coll: name, ordered: true}
 	var docs bsoncore.Array
-	ordered, bypass, bypassTs := true, false, false
 	haveDocs := false
-	var maxTime int64
 	err = args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch key {
@@ -43,11 +87,11 @@ func (h *Handlers) insert(ctx context.Context, r *command.Request) error {
 				err = args.WrongType(cmd, key, v.Type, "array")
 			}
 		case "ordered":
-			ordered, err = args.Bool(cmd, key, v)
+			a.ordered, err = args.Bool(cmd, key, v)
 		case "bypassDocumentValidation":
-			bypass, err = args.Bool(cmd, key, v)
-		case "bypassEmptyTsReplacement": // keeps Timestamp(0, 0) values as they are (empty_ts.go)
-			bypassTs, err = args.Bool(cmd, key, v)
+			a.bypass, err = args.Bool(cmd, key, v)
+		case "bypassEmptyTsReplacement": // keeps Timestamp(0, 0) values as they are (clock.FillEmptyTimestamps)
+			a.bypassTs, err = args.Bool(cmd, key, v)
 		case "let":
 			_, err = args.Doc(cmd, key, v)
 		default:
@@ -56,58 +100,29 @@ func (h *Handlers) insert(ctx context.Context, r *command.Request) error {
 		return true, err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !haveDocs {
-		return args.Missing(cmd, "documents")
+		return nil, args.Missing(cmd, "documents")
 	}
 	if v, err := r.Body.LookupErr("maxTimeMS"); err == nil {
-		if maxTime, err = command.MaxTimeMS(cmd, v); err != nil {
-			return err
+		if a.maxTime, err = command.MaxTimeMS(cmd, v); err != nil {
+			return nil, err
 		}
 	}
-	vals, err := docs.Values()
-	if err != nil {
-		return mongoerr.New(mongoerr.InvalidBSON, "invalid documents array")
+	if a.docs, err = docs.Values(); err != nil {
+		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid documents array")
 	}
-	if len(vals) == 0 {
-		return mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got 0 operations.", command.MaxWriteBatchSize)
+	if len(a.docs) == 0 || len(a.docs) > command.MaxWriteBatchSize {
+		return nil, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.",
+			command.MaxWriteBatchSize, len(a.docs))
 	}
-	if len(vals) > command.MaxWriteBatchSize {
-		return mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", command.MaxWriteBatchSize, len(vals))
-	}
-	for i, v := range vals {
+	for i, v := range a.docs {
 		if v.Type != bsoncore.TypeEmbeddedDocument {
 			// MongoDB's IDL parses documents as array<object>: the command fails, nothing is
 			// written and the collection is not created.
-			return args.WrongType(cmd, "documents."+strconv.Itoa(i), v.Type, "object")
+			return nil, args.WrongType(cmd, "documents."+strconv.Itoa(i), v.Type, "object")
 		}
 	}
-	if !bypassTs {
-		for i, v := range vals {
-			vals[i].Data = h.Clock.FillEmptyTimestamps(v.Data)
-		}
-	}
-	wc := write.ParseConcern(r.Body)
-	rev := h.Storage.Catalog.Revision() // before the lookup: a newer catalog routes differently
-	ci, err := h.Cat.ForWrite(r.DB, name)
-	if err != nil {
-		return err
-	}
-	rt, release, err := h.CheckoutRetryable(r)
-	if err != nil {
-		return err
-	}
-	defer release()
-	ctx, cancel := query.Deadline(ctx, maxTime)
-	defer cancel()
-	res := write.Results{}
-	if err := h.insertRetryingStale(ctx, r, name, ci, rev, vals, ordered, bypass, wc, rt, &res); err != nil {
-		h.Counters.InsertedDocs.Add(res.N)
-		return command.InterruptError(ctx, err)
-	}
-	h.Counters.InsertedDocs.Add(res.N)
-	r.Charge += res.Charge
-	r.Out = res.AppendReply(r.Out, false)
-	return nil
+	return a, nil
 }

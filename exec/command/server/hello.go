@@ -17,37 +17,11 @@ import (
 // (topology.go).
 func (h *Handlers) hello(ctx context.Context, r *command.Request) error {
 	legacy := r.Name != "hello"
-	var helloOK bool
-	var clientCompressors bsoncore.Array
-	var speculative bsoncore.Document
-	var saslMechsUser string // "db.user" of saslSupportedMechs
-	// As in mongod, the first hello of a connection marks it, with or without metadata; a
-	// later one may not carry the client metadata document, even an identical one.
-	seen := r.Conn.SeenHello
-	r.Conn.SeenHello = true
-	err := args.ForEach(r.Name, r.Body, func(key string, v bsoncore.Value) (bool, error) {
-		switch key {
-		case "client":
-			if seen {
-				return false, mongoerr.New(mongoerr.ClientMetadataCannotBeMutated,
-					"The client metadata document may only be sent in the first hello")
-			}
-		case "helloOk":
-			helloOK = v.Type == bsoncore.TypeBoolean && v.Boolean()
-		case "compression":
-			clientCompressors, _ = v.ArrayOK()
-		case "speculativeAuthenticate":
-			speculative, _ = v.DocumentOK()
-		case "saslSupportedMechs":
-			saslMechsUser, _ = v.StringValueOK()
-		}
-		// The handshake grows fields with every driver release (backpressure, ...); like
-		// mongod, accept and ignore the ones this server does not use.
-		return true, nil
-	})
+	a, err := parseHello(r)
 	if err != nil {
 		return err
 	}
+	helloOK, clientCompressors, speculative, saslMechsUser := a.helloOK, a.compressors, a.speculative, a.saslMechsUser
 	aw, err := parseAwait(r.Name, r.Body)
 	if err != nil {
 		return err
@@ -100,6 +74,44 @@ func (h *Handlers) hello(ctx context.Context, r *command.Request) error {
 	}
 	r.Out = out
 	return nil
+}
+
+// helloArgs are the fields of a hello that change its reply.
+type helloArgs struct {
+	helloOK       bool
+	compressors   bsoncore.Array    // the client's, nil when it sent none
+	speculative   bsoncore.Document // speculativeAuthenticate
+	saslMechsUser string            // "db.user" of saslSupportedMechs
+}
+
+// parseHello reads a hello's fields and marks the connection as having said hello: as in
+// mongod, the first hello of a connection marks it, with or without metadata, and a later
+// one may not carry the client metadata document, even an identical one.
+func parseHello(r *command.Request) (*helloArgs, error) {
+	a := &helloArgs{}
+	seen := r.Conn.SeenHello
+	r.Conn.SeenHello = true
+	err := args.ForEach(r.Name, r.Body, func(key string, v bsoncore.Value) (bool, error) {
+		switch key {
+		case "client":
+			if seen {
+				return false, mongoerr.New(mongoerr.ClientMetadataCannotBeMutated,
+					"The client metadata document may only be sent in the first hello")
+			}
+		case "helloOk":
+			a.helloOK = v.Type == bsoncore.TypeBoolean && v.Boolean()
+		case "compression":
+			a.compressors, _ = v.ArrayOK()
+		case "speculativeAuthenticate":
+			a.speculative, _ = v.DocumentOK()
+		case "saslSupportedMechs":
+			a.saslMechsUser, _ = v.StringValueOK()
+		}
+		// The handshake grows fields with every driver release (backpressure, ...); like
+		// mongod, accept and ignore the ones this server does not use.
+		return true, nil
+	})
+	return a, err
 }
 
 // negotiateCompressors returns the compressors of the client's list that cleave supports,
