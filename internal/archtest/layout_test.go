@@ -66,7 +66,7 @@ var rules = map[string]rule{
 	// The services commands share, below the command kit.
 	"exec/access": {[]string{"auth", "bsonx", "exec/args", "store", "wire/mongoerr"},
 		"who a connection is and what it may do: users, roles, SASL, the internal user"},
-	"exec/clock": {[]string{"bsonx", "wire/mongoerr"}, "the cluster time: a leaf every command's reply reads"},
+	"exec/clock":  {[]string{"bsonx", "wire/mongoerr"}, "the cluster time: a leaf every command's reply reads"},
 	"exec/params": {[]string{"bsonx", "wire/mongoerr"}, "the server parameters that change at runtime: a leaf"},
 	"exec/txn": {[]string{"bsonx", "exec/catalog", "exec/clock", "exec/params", "exec/query", "exec/sharding", "exec/write", "store", "wire/mongoerr"},
 		"transactions and snapshot reads run the read and write paths over views of a shard"},
