@@ -10,6 +10,7 @@ import (
 	"github.com/cleavedb/cleave/exec/command/node"
 	"github.com/cleavedb/cleave/exec/command/server"
 	"github.com/cleavedb/cleave/exec/command/users"
+	"github.com/cleavedb/cleave/exec/cursor"
 )
 
 // Options configures an Executor.
@@ -72,3 +73,7 @@ func (e *Executor) Quiesce() { e.hello.Quiesce() }
 func NewLogRing(size int, level zapcore.LevelEnabler) *LogRing {
 	return command.NewLogRing(size, level)
 }
+
+// MaxCursorsPerConnection caps the cursors one connection has opened and not yet exhausted,
+// killed or let time out (cursor.MaxPerConnection).
+const MaxCursorsPerConnection = cursor.MaxPerConnection

@@ -9,9 +9,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
+	"github.com/google/uuid"
 )
 
 // Two session ids in Extended JSON, for commands sent in a session.
@@ -110,9 +110,9 @@ func TestGetMoreAfterDrop(t *testing.T) {
 	c := e.Connect(wire.ConnInfo{ID: 1})
 	bg := context.Background()
 	id := openCursor(t, c, "")
-	uuid := command.UUIDString(e.Cat.Store().State().Collection("t", "c").UUID)
+	collUUID := uuid.UUID(e.Cat.Store().State().Collection("t", "c").UUID).String()
 	handleJSON(bg, t, c, `{"drop": "c"}`)
-	wantError(t, "dropped", handleJSON(bg, t, c, getMore(id, "")), mongoerr.QueryPlanKilled, "collection dropped. UUID "+uuid)
+	wantError(t, "dropped", handleJSON(bg, t, c, getMore(id, "")), mongoerr.QueryPlanKilled, "collection dropped. UUID "+collUUID)
 	wantError(t, "after QueryPlanKilled", handleJSON(bg, t, c, getMore(id, "")), mongoerr.CursorNotFound, "")
 
 	id = openCursor(t, c, "")

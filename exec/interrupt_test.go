@@ -7,7 +7,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -98,7 +97,7 @@ func TestWriteClientDisconnectWaitingForLocks(t *testing.T) {
 	}
 }
 
-// TestFindCursorCapPerConnection checks command.MaxCursorsPerConnection: the cursor beyond it fails
+// TestFindCursorCapPerConnection checks MaxCursorsPerConnection: the cursor beyond it fails
 // with OperationFailed, another connection is not affected, and killing one frees a slot.
 func TestFindCursorCapPerConnection(t *testing.T) {
 	e := testExecutor(t, 1, Options{})
@@ -106,7 +105,7 @@ func TestFindCursorCapPerConnection(t *testing.T) {
 	bg := context.Background()
 	handleJSON(bg, t, c, `{"insert": "c", "documents": [{"_id": 1}, {"_id": 2}]}`)
 	var last int64
-	for i := range command.MaxCursorsPerConnection {
+	for i := range MaxCursorsPerConnection {
 		reply := handleJSON(bg, t, c, `{"find": "c", "batchSize": 1}`)
 		if last = reply.Lookup("cursor", "id").Int64(); last == 0 {
 			t.Fatalf("find %d: %v", i, reply)

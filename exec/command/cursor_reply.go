@@ -8,8 +8,10 @@ import (
 	"strings"
 
 	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/cursor"
 	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire/mongoerr"
+	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -47,7 +49,7 @@ func (e *Server) ListingCursor(ctx context.Context, r *Request, ns string, docs 
 	if batchSize < 0 {
 		batchSize = math.MaxInt64
 	}
-	return e.FirstBatch(ctx, r, &Cursor{Ns: ns, Stream: &stream.Slice{Docs: docs}}, batchSize, false)
+	return e.FirstBatch(ctx, r, &cursor.Cursor{Ns: ns, Stream: &stream.Slice{Docs: docs}}, batchSize, false)
 }
 
 // splitNS splits "db.coll".
@@ -58,7 +60,7 @@ func SplitNS(ns string) (string, string) {
 
 // firstBatch fills the first batch of cursor c, registers it if documents remain, and
 // appends the cursor reply.
-func (e *Server) FirstBatch(ctx context.Context, r *Request, c *Cursor, n int64, single bool) error {
+func (e *Server) FirstBatch(ctx context.Context, r *Request, c *cursor.Cursor, n int64, single bool) error {
 	out, cidx, aidx := StartCursorReply(r.Out, "firstBatch")
 	exhausted := false
 	if n != 0 { // batchSize 0: an empty first batch and a cursor
@@ -74,13 +76,13 @@ func (e *Server) FirstBatch(ctx context.Context, r *Request, c *Cursor, n int64,
 	if !c.KeepOpen(exhausted) || single {
 		c.Close()
 	} else {
-		c.lsid, c.hasSession = lsidOf(r.Body)
-		if r.Conn.openCursors.Add(1) > MaxCursorsPerConnection {
+		c.LSID, c.HasSession = args.LSID(r.Body)
+		if r.Conn.openCursors.Add(1) > cursor.MaxPerConnection {
 			r.Conn.openCursors.Add(-1)
 			c.Close()
-			return mongoerr.New(mongoerr.OperationFailed, "Cannot open a new cursor: this connection already has %d open cursors (the limit); exhaust or kill some first", MaxCursorsPerConnection)
+			return mongoerr.New(mongoerr.OperationFailed, "Cannot open a new cursor: this connection already has %d open cursors (the limit); exhaust or kill some first", cursor.MaxPerConnection)
 		}
-		c.openedBy = &r.Conn.openCursors
+		c.OpenedBy = &r.Conn.openCursors
 		id = e.Cursors.Add(c)
 	}
 	e.Counters.ReturnedDocs.Add(int64(countBatch(out[aidx:])))
@@ -129,5 +131,22 @@ func AppendCursorReply(r *Request, ns string, docs []bsoncore.Document) error {
 		out = bsoncore.AppendDocumentElement(out, strconv.Itoa(i), d)
 	}
 	r.Out = EndCursorReply(out, cidx, aidx, 0, ns)
+	return nil
+}
+
+// checkCursorColl fails once the collection cursor c reads was dropped or renamed since it
+// opened, with mongod's QueryPlanKilled (its plan executor's restore after a yield).
+func (e *Server) CheckCursorColl(c *cursor.Cursor) error {
+	if c.Coll == nil {
+		return nil
+	}
+	m := e.Cat.Store().State().CollectionByID(c.Coll.ID)
+	switch {
+	case m == nil || m.UUID != c.Coll.UUID:
+		return mongoerr.New(mongoerr.QueryPlanKilled, "collection dropped. UUID %s", uuid.UUID(c.Coll.UUID).String())
+	case m.DB != c.Coll.DB || m.Name != c.Coll.Name:
+		return mongoerr.New(mongoerr.QueryPlanKilled, "collection renamed from '%s.%s' to '%s.%s'. UUID %s",
+			c.Coll.DB, c.Coll.Name, m.DB, m.Name, uuid.UUID(c.Coll.UUID).String())
+	}
 	return nil
 }

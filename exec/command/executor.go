@@ -14,6 +14,7 @@ import (
 	"github.com/cleavedb/cleave/exec/access"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/clock"
+	"github.com/cleavedb/cleave/exec/cursor"
 	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/exec/params"
 	"github.com/cleavedb/cleave/exec/query"
@@ -86,7 +87,7 @@ type Server struct {
 	Counters Counters
 	metrics  *Metrics // the Prometheus collector (metrics.go)
 	Storage  Storage
-	Cursors  *cursorRegistry
+	Cursors  *cursor.Registry
 	// Remote reaches other nodes' shards (cluster mode; nil on a single node).
 	Remote   *remoteShards
 	Sessions sessionCache
@@ -137,7 +138,7 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 	e.SlowOps.Init(opts.SlowOp)
 	e.Txns = txn.NewRegistry(nil, e.dropTxnCreated)
 	e.Sessions.timeout = opts.SessionTimeout
-	e.Cursors = newCursorRegistry(time.Minute, e.Sessions.alive)
+	e.Cursors = cursor.NewRegistry(time.Minute, e.Sessions.alive)
 	if opts.Storage != nil {
 		e.Storage = *opts.Storage
 		e.Temp = stream.NewTemp(e.Storage.Temp)
@@ -210,7 +211,7 @@ func (e *Server) Close() {
 		e.Shards.Close()
 		e.DDL.Close()
 	}
-	e.Cursors.closeAll()
+	e.Cursors.CloseAll()
 	if e.Snapshots != nil {
 		e.Snapshots.CloseAll()
 	}

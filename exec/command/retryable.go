@@ -1,11 +1,10 @@
 package command
 
 import (
-	"encoding/base64"
-	"encoding/hex"
 	"time"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -33,7 +32,7 @@ func (e *Server) CheckoutRetryable(r *Request) (rt *write.Retry, release func(),
 	if txn < 0 {
 		return nil, nil, mongoerr.New(mongoerr.BadValue, "TxnNumber cannot be negative")
 	}
-	lsid, ok := lsidOf(r.Body)
+	lsid, ok := args.LSID(r.Body)
 	if !ok {
 		if id, err := r.Body.LookupErr("lsid", "id"); err == nil {
 			return nil, nil, mongoerr.New(mongoerr.TypeMismatch,
@@ -61,17 +60,9 @@ func (e *Server) CheckoutRetryable(r *Request) (rt *write.Retry, release func(),
 		release()
 		return nil, nil, mongoerr.New(mongoerr.TransactionTooOld,
 			"Retryable write with txnNumber %d is prohibited on session %s because a newer retryable write with txnNumber %d has already started on this session.",
-			txn, sessionString(lsid), s.retry.TxnNumber())
+			txn, args.SessionString(lsid), s.retry.TxnNumber())
 	}
 	return s.retry, release, nil
-}
-
-// sessionString is how MongoDB prints a session id in messages: its UUID, then the digest
-// of its user (the empty user's without authentication).
-func sessionString(lsid [16]byte) string {
-	h := hex.EncodeToString(lsid[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:] + " - " +
-		base64.StdEncoding.EncodeToString(emptyUserDigest[:]) + " -  - "
 }
 
 // retried returns the recorded result of statement i of a retryable write (rt non-nil)

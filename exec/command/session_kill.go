@@ -293,6 +293,6 @@ func (e *Server) killSessionsMatching(patterns []sessionPattern) error {
 	for i := range patterns {
 		all = all || patterns[i].lsid == nil && patterns[i].uid == nil
 	}
-	e.Cursors.removeSessions(func(lsid [16]byte) bool { return all || killed[lsid] })
+	e.Cursors.RemoveSessions(func(lsid [16]byte) bool { return all || killed[lsid] })
 	return nil
 }

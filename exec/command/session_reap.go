@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/auth"
+	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/store"
 )
@@ -108,7 +109,7 @@ func (e *Server) ReapSessions(now time.Time) {
 	for _, id := range reaped {
 		gone[id] = true
 	}
-	e.Cursors.removeSessions(func(lsid [16]byte) bool { return gone[lsid] })
+	e.Cursors.RemoveSessions(func(lsid [16]byte) bool { return gone[lsid] })
 	e.Log.Debug("expired sessions reaped", zap.Int("sessions", len(reaped)))
 }
 
@@ -155,7 +156,7 @@ func (e *Server) adoptExpiredRecords(now time.Time) {
 	}
 	for id, t := range adopt {
 		if _, ok := c.m[id]; !ok {
-			s := &session{uid: emptyUserDigest}
+			s := &session{uid: args.EmptyUserDigest}
 			s.lastUse.Store(t.UnixNano())
 			c.m[id] = s
 		}

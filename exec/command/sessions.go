@@ -13,6 +13,7 @@ import (
 	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/agg"
+	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/exec/txn"
@@ -38,7 +39,7 @@ type sessionCache struct {
 type session struct {
 	lastUse atomic.Int64 // Unix nanoseconds
 	// uid is the digest of the user whose command created the session (lsid.uid:
-	// emptyUserDigest without authentication).
+	// args.EmptyUserDigest without authentication).
 	uid [32]byte
 	// mu is held by the command that has the session checked out (a retryable write or a
 	// transaction's statement, checkout), so that a retry waits for the first attempt to
@@ -60,24 +61,6 @@ const sessionRefresh = time.Second
 // DefaultSessionTimeout is localLogicalSessionTimeoutMinutes' default, 30 minutes.
 const DefaultSessionTimeout = 30 * time.Minute
 
-// lsidOf returns the session UUID of a command body, if it names one.
-func lsidOf(body bsoncore.Document) ([16]byte, bool) {
-	v, err := body.LookupErr("lsid")
-	if err != nil {
-		return [16]byte{}, false
-	}
-	return lsidIn(v)
-}
-
-// lsidIn is lsidOf for the body's lsid field v.
-func lsidIn(v bsoncore.Value) ([16]byte, bool) {
-	_, id, ok := bsonx.SubField(v, "id").BinaryOK()
-	if !ok || len(id) != 16 {
-		return [16]byte{}, false
-	}
-	return [16]byte(id), true
-}
-
 // sessionOwner is the user a command runs as, whose digest is the uid of the sessions it
 // creates (computed only then); the zero value is no user.
 type sessionOwner struct {
@@ -89,7 +72,7 @@ type sessionOwner struct {
 // empty user's digest.
 func (o sessionOwner) uid() [32]byte {
 	if !o.set {
-		return emptyUserDigest
+		return args.EmptyUserDigest
 	}
 	return sha256.Sum256([]byte(o.user.User + "@" + o.user.DB))
 }
@@ -97,7 +80,7 @@ func (o sessionOwner) uid() [32]byte {
 // noteLSID records the session a command body names in its lsid field v, if it names one,
 // as a session of owner when it is new.
 func (c *sessionCache) noteLSID(v bsoncore.Value, owner sessionOwner) {
-	if k, ok := lsidIn(v); ok {
+	if k, ok := args.LSIDIn(v); ok {
 		c.lookup(k, owner, time.Now())
 	}
 }
@@ -202,9 +185,6 @@ func (e *Server) refreshSessions(_ context.Context, r *Request) error {
 	}
 	return nil
 }
-
-// emptyUserDigest is the uid of sessions without an authenticated user: SHA-256 of "".
-var emptyUserDigest = sha256.Sum256(nil)
 
 // listLocalSessionsStage is $listLocalSessions: the sessions of the cache, oldest use first.
 type ListLocalSessionsStage struct {

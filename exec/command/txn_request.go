@@ -6,6 +6,7 @@ import (
 
 	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/txn"
@@ -49,7 +50,7 @@ func (e *Server) enterTxn(r *Request) (release func(), err error) {
 		return nil, mongoerr.New(mongoerr.TypeMismatch,
 			"BSON field 'OperationSessionInfo.txnNumber' is the wrong type '%s', expected type 'long'", bsonx.TypeName(nv.Type))
 	}
-	lsid, ok := lsidOf(r.Body)
+	lsid, ok := args.LSID(r.Body)
 	if !ok {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "Transaction number requires a session ID to also be specified")
 	}
@@ -89,7 +90,7 @@ func (e *Server) txnStatement(r *Request, s *session, lsid [16]byte, n int64, st
 		switch {
 		case n < last:
 			return mongoerr.New(mongoerr.TransactionTooOld,
-				"Cannot start transaction %d on session %s because a newer transaction %d has already started.", n, sessionString(lsid), last)
+				"Cannot start transaction %d on session %s because a newer transaction %d has already started.", n, args.SessionString(lsid), last)
 		case n == last:
 			return mongoerr.New(mongoerr.ConflictingOperationInProgress,
 				"Cannot start a transaction at given transaction number %d a transaction with the same number is in state %s", n, txnPhaseName(tx, s.retry))
@@ -110,7 +111,7 @@ func (e *Server) txnStatement(r *Request, s *session, lsid [16]byte, n int64, st
 		}
 		if n < last {
 			return mongoerr.New(mongoerr.TransactionTooOld,
-				"Cannot continue transaction %d on session %s because a newer transaction %d has already started.", n, sessionString(lsid), last)
+				"Cannot continue transaction %d on session %s because a newer transaction %d has already started.", n, args.SessionString(lsid), last)
 		}
 		return mongoerr.New(mongoerr.NoSuchTransaction,
 			"Given transaction number %d does not match any in-progress transactions. The active transaction number is %d", n, last).

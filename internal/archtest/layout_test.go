@@ -66,13 +66,15 @@ var rules = map[string]rule{
 	// The services commands share, below the command kit.
 	"exec/access": {[]string{"auth", "bsonx", "exec/args", "store", "wire/mongoerr"},
 		"who a connection is and what it may do: users, roles, SASL, the internal user"},
+	"exec/cursor": {[]string{"bsonx", "exec/args", "exec/catalog", "exec/query", "exec/stream", "store", "wire", "wire/mongoerr"},
+		"open query results between getMores: a registry over streams"},
 	"exec/clock":  {[]string{"bsonx", "wire/mongoerr"}, "the cluster time: a leaf every command's reply reads"},
 	"exec/params": {[]string{"bsonx", "wire/mongoerr"}, "the server parameters that change at runtime: a leaf"},
 	"exec/txn": {[]string{"bsonx", "exec/catalog", "exec/clock", "exec/params", "exec/query", "exec/sharding", "exec/write", "store", "wire/mongoerr"},
 		"transactions and snapshot reads run the read and write paths over views of a shard"},
 
 	// The command kit: requests, the command table and the services, which the families use.
-	"exec/command": {[]string{"auth", "bsonx", "exec/access", "exec/agg", "exec/args", "exec/catalog", "exec/clock", "exec/ddl",
+	"exec/command": {[]string{"auth", "bsonx", "exec/access", "exec/agg", "exec/args", "exec/catalog", "exec/clock", "exec/cursor", "exec/ddl",
 		"exec/params", "exec/query", "exec/sharding", "exec/stream", "exec/txn", "exec/validate", "exec/write", "shard", "store", "wire", "wire/mongoerr"},
 		"the command kit: what every family of commands shares, below them all"},
 
@@ -81,13 +83,13 @@ var rules = map[string]rule{
 		"commands about the server itself: handshake, diagnostics, parameters"},
 	"exec/command/users": {[]string{"auth", "bsonx", "exec/access", "exec/args", "exec/command", "store", "wire/mongoerr"},
 		"authentication and the user and role commands, over exec/access"},
-	"exec/command/crud": {[]string{"auth", "bsonx", "exec/agg", "exec/args", "exec/catalog", "exec/collation", "exec/command", "exec/ddl",
+	"exec/command/crud": {[]string{"auth", "bsonx", "exec/agg", "exec/args", "exec/catalog", "exec/collation", "exec/command", "exec/cursor", "exec/ddl",
 		"exec/expr", "exec/match", "exec/project", "exec/query", "exec/sharding", "exec/stream", "exec/update", "exec/write", "store", "wire/mongoerr"},
 		"the commands that read and write documents, and aggregation"},
 	"exec/command/colls": {[]string{"auth", "bsonx", "exec/args", "exec/catalog", "exec/collation", "exec/command", "exec/command/crud", "exec/ddl",
 		"exec/match", "exec/query", "exec/sharding", "exec/validate", "shard", "store", "wire/mongoerr"},
 		"the commands that define and place collections; views' pipelines are CRUD's to parse"},
-	"exec/command/node": {[]string{"auth", "bsonx", "exec/catalog", "exec/command", "exec/command/crud", "exec/query", "exec/sharding",
+	"exec/command/node": {[]string{"auth", "bsonx", "exec/catalog", "exec/command", "exec/cursor", "exec/command/crud", "exec/query", "exec/sharding",
 		"exec/validate", "exec/write", "store", "wire/mongoerr"},
 		"the internal commands an owner answers for other nodes, sharing CRUD's statement compilers"},
 

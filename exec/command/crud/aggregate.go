@@ -12,6 +12,7 @@ import (
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/cursor"
 	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -170,7 +171,7 @@ func (h *Handlers) runAggregate(ctx context.Context, r *command.Request, a *aggr
 	if err != nil {
 		return err
 	}
-	c := &command.Cursor{Ns: ns, Stream: stream}
+	c := &cursor.Cursor{Ns: ns, Stream: stream}
 	if ci != nil {
 		c.Coll = ci.Meta
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/cursor"
 	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/exec/project"
 	"github.com/cleavedb/cleave/exec/query"
@@ -26,7 +27,7 @@ const defaultFirstBatch = 101
 type findRun struct {
 	a   findArgs
 	q   query.Query
-	c   command.Cursor
+	c   cursor.Cursor
 	scr query.OpenScratch
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/cursor"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -219,7 +220,7 @@ func (h *Handlers) distinct(ctx context.Context, r *command.Request) error {
 	size := 0
 	for i, v := range values {
 		size += len(v.Data)
-		if size > command.MaxBatchBytes {
+		if size > cursor.MaxBatchBytes {
 			return mongoerr.New(mongoerr.BSONObjectTooLarge, "distinct too big, 16mb cap")
 		}
 		out = bsoncore.AppendValueElement(out, bsonx.ArrayKey(i), v)

@@ -9,6 +9,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/cursor"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -80,7 +81,7 @@ func (h *Handlers) findTailable(ctx context.Context, r *command.Request, a *find
 		}
 		s = ps
 	}
-	c := &command.Cursor{Ns: ns, Stream: s, Limit: a.limit, NoTimeout: a.noCursorTimeout, Coll: ci.Meta,
+	c := &cursor.Cursor{Ns: ns, Stream: s, Limit: a.limit, NoTimeout: a.noCursorTimeout, Coll: ci.Meta,
 		Tailable: true, AwaitData: a.awaitData, Capped: h.Cat.CappedState(ci.Meta.ID), Tail: tail}
 	n := a.batchSize
 	if n < 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/command/crud"
+	"github.com/cleavedb/cleave/exec/cursor"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/validate"
 	"github.com/cleavedb/cleave/exec/write"
@@ -137,13 +138,13 @@ func (h *Handlers) shardFind(ctx context.Context, r *command.Request) error {
 	if limit > 0 && limit < int64(n) {
 		n = int(limit)
 	}
-	c := &command.Cursor{Ns: ci.NS(), Stream: ss, Coll: ci.Meta}
+	c := &cursor.Cursor{Ns: ci.NS(), Stream: ss, Coll: ci.Meta}
 	return h.shardBatch(ctx, r, c, ss, n, true)
 }
 
 // shardBatch reads up to n documents of ss into r's reply and registers c (first) or
 // keeps it while ss is not done.
-func (h *Handlers) shardBatch(ctx context.Context, r *command.Request, c *command.Cursor, ss *query.ShardStream, n int, first bool) error {
+func (h *Handlers) shardBatch(ctx context.Context, r *command.Request, c *cursor.Cursor, ss *query.ShardStream, n int, first bool) error {
 	buf := make([]byte, 0, 16<<10)
 	done := false
 	for i := 0; i < n && len(buf) < remoteBatchBytes; i++ {

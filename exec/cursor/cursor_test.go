@@ -1,4 +1,4 @@
-package command
+package cursor
 
 import (
 	"context"
@@ -58,7 +58,7 @@ func TestCursorBatches(t *testing.T) {
 // TestCursorRegistry: one getMore at a time, removal closes, idle cursors expire unless
 // noCursorTimeout, and closeAll closes the rest.
 func TestCursorRegistry(t *testing.T) {
-	r := newCursorRegistry(time.Hour, nil)
+	r := NewRegistry(time.Hour, nil)
 	c, s := newCountedCursor(t, 1)
 	id := r.Add(c)
 	if _, err := r.Acquire(id); err != nil {
@@ -80,11 +80,11 @@ func TestCursorRegistry(t *testing.T) {
 	kept.NoTimeout = true
 	r.Add(idle)
 	r.Add(kept)
-	r.Expire(time.Now().Add(cursorTimeout + time.Second))
+	r.Expire(time.Now().Add(Timeout + time.Second))
 	if si.closed != 1 || sk.closed != 0 {
 		t.Errorf("expire: idle closed %d times, noCursorTimeout one %d; want 1, 0", si.closed, sk.closed)
 	}
-	r.closeAll()
+	r.CloseAll()
 	if sk.closed != 1 {
 		t.Errorf("closeAll left the noCursorTimeout cursor open")
 	}

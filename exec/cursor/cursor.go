@@ -1,10 +1,9 @@
-package command
+package cursor
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/stream"
@@ -20,15 +20,15 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// cursorTimeout is how long a cursor may sit idle before it is closed (MongoDB's
+// Timeout is how long a cursor may sit idle before it is closed (MongoDB's
 // cursorTimeoutMillis, 10 minutes).
-const cursorTimeout = 10 * time.Minute
+const Timeout = 10 * time.Minute
 
-// MaxCursorsPerConnection caps the cursors one connection has opened and not yet exhausted,
+// MaxPerConnection caps the cursors one connection has opened and not yet exhausted,
 // killed or let time out; one more fails with OperationFailed (96) and closes the new
 // cursor. MongoDB has no such cap; it bounds what one client can pin (snapshots, iterators,
 // pending documents) for ten minutes.
-const MaxCursorsPerConnection = 10_000
+const MaxPerConnection = 10_000
 
 // maxBatchBytes bounds the documents of one reply batch, leaving room in a 16 MiB + 16 KiB
 // reply for the envelope, as MongoDB does.
@@ -47,13 +47,13 @@ type Cursor struct {
 	InUse     atomic.Bool
 	// release runs when the cursor closes (per-query resources beyond the stream).
 	release func()
-	// lsid is the session the cursor was opened in (hasSession): it closes with the session
+	// LSID is the session the cursor was opened in (hasSession): it closes with the session
 	// (killSessions, or the session's expiry), whatever its own timeout.
-	lsid       [16]byte
-	hasSession bool
-	// openedBy counts the open cursors of the connection that registered this one; Close
+	LSID       [16]byte
+	HasSession bool
+	// OpenedBy counts the open cursors of the connection that registered this one; Close
 	// gives its slot back.
-	openedBy *atomic.Int32
+	OpenedBy *atomic.Int32
 	// coll is the collection a find or aggregate cursor reads (nil for catalog listings):
 	// once it is dropped or renamed, getMore fails with QueryPlanKilled as mongod's yield
 	// recovery does, rather than serving its old snapshot.
@@ -70,8 +70,8 @@ type Cursor struct {
 	LimitHit            bool
 }
 
-// cursorRegistry holds the open cursors of an Executor.
-type cursorRegistry struct {
+// Registry holds the open cursors of an Executor.
+type Registry struct {
 	mu struct {
 		sync.Mutex
 		m map[int64]*Cursor
@@ -82,17 +82,17 @@ type cursorRegistry struct {
 	sessionAlive func(lsid [16]byte, now time.Time) bool
 }
 
-// newCursorRegistry returns a registry whose reaper closes idle cursors, and those of
+// NewRegistry returns a registry whose reaper closes idle cursors, and those of
 // sessions no longer alive (nil: never), every interval.
-func newCursorRegistry(interval time.Duration, alive func(lsid [16]byte, now time.Time) bool) *cursorRegistry {
-	r := &cursorRegistry{stop: make(chan struct{}), sessionAlive: alive}
+func NewRegistry(interval time.Duration, alive func(lsid [16]byte, now time.Time) bool) *Registry {
+	r := &Registry{stop: make(chan struct{}), sessionAlive: alive}
 	r.mu.m = map[int64]*Cursor{}
 	go r.reap(interval)
 	return r
 }
 
 // add registers c under a fresh random non-zero id and returns the id.
-func (r *cursorRegistry) Add(c *Cursor) int64 {
+func (r *Registry) Add(c *Cursor) int64 {
 	c.LastUsed.Store(time.Now().UnixNano())
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -110,7 +110,7 @@ func (r *cursorRegistry) Add(c *Cursor) int64 {
 }
 
 // Acquire returns the cursor id for exclusive use by one getMore; release it with done.
-func (r *cursorRegistry) Acquire(id int64) (*Cursor, error) {
+func (r *Registry) Acquire(id int64) (*Cursor, error) {
 	r.mu.Lock()
 	c := r.mu.m[id]
 	r.mu.Unlock()
@@ -124,7 +124,7 @@ func (r *cursorRegistry) Acquire(id int64) (*Cursor, error) {
 }
 
 // Done ends a getMore's use of c; an exhausted cursor is removed and closed.
-func (r *cursorRegistry) Done(c *Cursor, exhausted bool) {
+func (r *Registry) Done(c *Cursor, exhausted bool) {
 	c.LastUsed.Store(time.Now().UnixNano())
 	if exhausted {
 		r.Remove(c.Id)
@@ -133,7 +133,7 @@ func (r *cursorRegistry) Done(c *Cursor, exhausted bool) {
 }
 
 // remove unregisters and closes the cursor id; it reports whether it existed.
-func (r *cursorRegistry) Remove(id int64) bool {
+func (r *Registry) Remove(id int64) bool {
 	r.mu.Lock()
 	c := r.mu.m[id]
 	delete(r.mu.m, id)
@@ -146,7 +146,7 @@ func (r *cursorRegistry) Remove(id int64) bool {
 }
 
 // removeIn unregisters and closes cursor id if it belongs to namespace ns.
-func (r *cursorRegistry) RemoveIn(id int64, ns string) bool {
+func (r *Registry) RemoveIn(id int64, ns string) bool {
 	r.mu.Lock()
 	c := r.mu.m[id]
 	if c == nil || c.Ns != ns {
@@ -160,7 +160,7 @@ func (r *cursorRegistry) RemoveIn(id int64, ns string) bool {
 }
 
 // reap closes cursors idle for longer than cursorTimeout, until close is called.
-func (r *cursorRegistry) reap(interval time.Duration) {
+func (r *Registry) reap(interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -174,13 +174,13 @@ func (r *cursorRegistry) reap(interval time.Duration) {
 }
 
 // Expire closes every idle, timeout-eligible cursor not in use as of now.
-func (r *cursorRegistry) Expire(now time.Time) {
-	cutoff := now.Add(-cursorTimeout).UnixNano()
+func (r *Registry) Expire(now time.Time) {
+	cutoff := now.Add(-Timeout).UnixNano()
 	var dead []*Cursor
 	r.mu.Lock()
 	for id, c := range r.mu.m {
 		idle := !c.NoTimeout && c.LastUsed.Load() < cutoff
-		orphaned := c.hasSession && r.sessionAlive != nil && !r.sessionAlive(c.lsid, now)
+		orphaned := c.HasSession && r.sessionAlive != nil && !r.sessionAlive(c.LSID, now)
 		if !c.InUse.Load() && (idle || orphaned) {
 			delete(r.mu.m, id)
 			dead = append(dead, c)
@@ -193,11 +193,11 @@ func (r *cursorRegistry) Expire(now time.Time) {
 }
 
 // removeSessions closes the cursors of the sessions for which match is true.
-func (r *cursorRegistry) removeSessions(match func(lsid [16]byte) bool) {
+func (r *Registry) RemoveSessions(match func(lsid [16]byte) bool) {
 	var dead []*Cursor
 	r.mu.Lock()
 	for id, c := range r.mu.m {
-		if c.hasSession && match(c.lsid) {
+		if c.HasSession && match(c.LSID) {
 			delete(r.mu.m, id)
 			dead = append(dead, c)
 		}
@@ -209,7 +209,7 @@ func (r *cursorRegistry) removeSessions(match func(lsid [16]byte) bool) {
 }
 
 // closeAll stops the reaper and closes every cursor (server shutdown).
-func (r *cursorRegistry) closeAll() {
+func (r *Registry) CloseAll() {
 	close(r.stop)
 	r.mu.Lock()
 	all := r.mu.m
@@ -222,9 +222,9 @@ func (r *cursorRegistry) closeAll() {
 
 // Close releases the cursor's stream and resources.
 func (c *Cursor) Close() {
-	if c.openedBy != nil {
-		c.openedBy.Add(-1)
-		c.openedBy = nil
+	if c.OpenedBy != nil {
+		c.OpenedBy.Add(-1)
+		c.OpenedBy = nil
 	}
 	c.Stream.Close()
 	if c.release != nil {
@@ -282,36 +282,14 @@ func (c *Cursor) FillBatch(ctx context.Context, dst []byte, n int64) ([]byte, bo
 // does (validateLSID in cluster_find.cpp): a cursor opened in a session is continued only
 // in it, and one opened outside any session only outside one.
 func (c *Cursor) CheckSession(body bsoncore.Document) error {
-	lsid, has := lsidOf(body)
+	lsid, has := args.LSID(body)
 	switch {
-	case has && !c.hasSession:
-		return mongoerr.New(mongoerr.Location50799, "Cannot run getMore on cursor %d, which was not created in a session, in session %s", c.Id, sessionString(lsid))
-	case !has && c.hasSession:
-		return mongoerr.New(mongoerr.Location50800, "Cannot run getMore on cursor %d, which was created in session %s, without an lsid", c.Id, sessionString(c.lsid))
-	case has && lsid != c.lsid:
-		return mongoerr.New(mongoerr.Location50801, "Cannot run getMore on cursor %d, which was created in session %s, in session %s", c.Id, sessionString(c.lsid), sessionString(lsid))
-	}
-	return nil
-}
-
-// UUIDString formats a UUID as MongoDB prints one (8-4-4-4-12 lowercase hex digits).
-func UUIDString(id [16]byte) string {
-	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
-}
-
-// checkCursorColl fails once the collection cursor c reads was dropped or renamed since it
-// opened, with mongod's QueryPlanKilled (its plan executor's restore after a yield).
-func (e *Server) CheckCursorColl(c *Cursor) error {
-	if c.Coll == nil {
-		return nil
-	}
-	m := e.Cat.Store().State().CollectionByID(c.Coll.ID)
-	switch {
-	case m == nil || m.UUID != c.Coll.UUID:
-		return mongoerr.New(mongoerr.QueryPlanKilled, "collection dropped. UUID %s", UUIDString(c.Coll.UUID))
-	case m.DB != c.Coll.DB || m.Name != c.Coll.Name:
-		return mongoerr.New(mongoerr.QueryPlanKilled, "collection renamed from '%s.%s' to '%s.%s'. UUID %s",
-			c.Coll.DB, c.Coll.Name, m.DB, m.Name, UUIDString(c.Coll.UUID))
+	case has && !c.HasSession:
+		return mongoerr.New(mongoerr.Location50799, "Cannot run getMore on cursor %d, which was not created in a session, in session %s", c.Id, args.SessionString(lsid))
+	case !has && c.HasSession:
+		return mongoerr.New(mongoerr.Location50800, "Cannot run getMore on cursor %d, which was created in session %s, without an lsid", c.Id, args.SessionString(c.LSID))
+	case has && lsid != c.LSID:
+		return mongoerr.New(mongoerr.Location50801, "Cannot run getMore on cursor %d, which was created in session %s, in session %s", c.Id, args.SessionString(c.LSID), args.SessionString(lsid))
 	}
 	return nil
 }
