@@ -8,8 +8,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	execcmd "github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/internal/streamtest"
+	"github.com/cleavedb/cleave/exec/session"
 	"github.com/cleavedb/cleave/wire"
 )
 
@@ -97,7 +97,7 @@ func TestSessionKillClosesCursors(t *testing.T) {
 	if got := getMore(id); got != 0 {
 		t.Fatalf("getMore of a live session's cursor: code %d", got)
 	}
-	e.Cursors.Expire(time.Now().Add(execcmd.DefaultSessionTimeout + time.Minute))
+	e.Cursors.Expire(time.Now().Add(session.DefaultTimeout + time.Minute))
 	if got := getMore(id); got != 43 {
 		t.Fatalf("getMore after the session expired: code %d, want 43 CursorNotFound", got)
 	}

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/internal/streamtest"
+	"github.com/cleavedb/cleave/exec/session"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire"
 )
@@ -53,9 +53,9 @@ func TestSessionExpiry(t *testing.T) {
 			t.Fatalf("session %d: no record after its commit", id)
 		}
 	}
-	later := time.Now().Add(command.DefaultSessionTimeout + time.Minute)
+	later := time.Now().Add(session.DefaultTimeout + time.Minute)
 	e.Sessions.Get([16]byte{15: 3}, later)
-	e.ReapSessions(later)
+	e.Sessions.Reap(later)
 	for id, want := range map[byte]bool{1: false, 3: true, 4: false} {
 		if got := hasTxnRecord(t, e, id); got != want {
 			t.Errorf("session %d: record %v after the reaper, want %v", id, got, want)

@@ -74,7 +74,7 @@ func (e *Server) dispatch(ctx context.Context, r *Request) (err error) {
 	}
 	e.Counters.Count(cmd.Counter)
 	noteClientMetadata(r)
-	e.Sessions.noteLSID(r.Generic(GenLSID), e.sessionUser(r))
+	e.Sessions.NoteLSID(r.Generic(GenLSID), e.sessionUser(r))
 	if err := checkAPIParameters(ctx, r); err != nil {
 		return err
 	}

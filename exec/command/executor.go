@@ -18,6 +18,7 @@ import (
 	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/exec/params"
 	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/session"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/exec/txn"
@@ -70,7 +71,7 @@ func (o *Options) EnsureDefaults() {
 		o.SlowOp = 100 * time.Millisecond
 	}
 	if o.SessionTimeout == 0 {
-		o.SessionTimeout = DefaultSessionTimeout
+		o.SessionTimeout = session.DefaultTimeout
 	}
 	if o.WireStats == nil {
 		o.WireStats = func() wire.Stats { return wire.Stats{} }
@@ -90,7 +91,7 @@ type Server struct {
 	Cursors  *cursor.Registry
 	// Remote reaches other nodes' shards (cluster mode; nil on a single node).
 	Remote   *remoteShards
-	Sessions sessionCache
+	Sessions *session.Cache
 	Txns     *txn.Registry // open multi-document transactions
 	// Snapshots are the snapshots of snapshot reads, by cluster time.
 	Snapshots *txn.Snapshots
@@ -137,8 +138,7 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 	}
 	e.SlowOps.Init(opts.SlowOp)
 	e.Txns = txn.NewRegistry(nil, e.dropTxnCreated)
-	e.Sessions.timeout = opts.SessionTimeout
-	e.Cursors = cursor.NewRegistry(time.Minute, e.Sessions.alive)
+	e.Cursors = cursor.NewRegistry(time.Minute, func(lsid [16]byte, now time.Time) bool { return e.Sessions.Alive(lsid, now) })
 	if opts.Storage != nil {
 		e.Storage = *opts.Storage
 		e.Temp = stream.NewTemp(e.Storage.Temp)
@@ -186,10 +186,12 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 		securityRecords = opts.Storage.Catalog
 	}
 	e.Access = access.New(opts.Auth, securityRecords, e.Log)
+	e.Sessions = session.New(session.Options{Timeout: opts.SessionTimeout, Cursors: e.Cursors, Txns: e.Txns, Cat: e.Cat,
+		Started: e.Started, Log: e.Log})
 	e.Knobs.TxnLifetime.OnSet(func(v int64) { e.Txns.Lifetime.Store(v * int64(time.Second)) })
 	e.Commands = e.commandTable(families)
 	e.metrics = newMetrics(e)
-	go e.runSessionReaper()
+	go e.Sessions.Run(e.stop)
 	if opts.Storage != nil {
 		e.Shards.Start(e.Write)
 		e.DDL.StartTTL()

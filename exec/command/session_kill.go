@@ -3,12 +3,10 @@ package command
 import (
 	"context"
 
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-
 	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
-	"github.com/cleavedb/cleave/exec/txn"
+	"github.com/cleavedb/cleave/exec/session"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -20,25 +18,6 @@ import (
 // user. killAllSessions: [{user, db}, ...] kills those users' sessions, [] every session.
 // A killed session leaves the cache: its transaction is aborted and its cursors closed.
 
-// sessionPattern is one pattern of killAllSessionsByPattern.
-type sessionPattern struct {
-	lsid *[16]byte // with lsidUID: one session
-	uid  *[32]byte // lsid's uid, or a uid pattern's
-	// users and roles are the impersonation data given.
-	users, roles int
-}
-
-// matches reports whether session id (of user uid) is one p kills.
-func (p *sessionPattern) matches(id [16]byte, uid [32]byte) bool {
-	switch {
-	case p.lsid != nil:
-		return *p.lsid == id && *p.uid == uid
-	case p.uid != nil:
-		return *p.uid == uid
-	}
-	return true
-}
-
 // killSessions runs {killSessions: [{id, uid?}, ...]}: each names a session of the caller
 // (lsid.uid is the caller's digest unless given, which takes impersonation); [] names every
 // session of the authenticated user, and none without one, as in MongoDB.
@@ -49,27 +28,27 @@ func (e *Server) killSessions(_ context.Context, r *Request) error {
 	if err != nil {
 		return err
 	}
-	caller := e.sessionUser(r).uid()
+	caller := e.sessionUser(r).UID()
 	vals, _ := arr.Values()
 	if len(vals) == 0 {
 		if !e.Access.Enabled() || len(r.Conn.Authn.Users) == 0 {
 			return nil
 		}
-		return e.killSessionsMatching([]sessionPattern{{uid: &caller}})
+		return e.Sessions.Kill([]session.Pattern{{UID: &caller}})
 	}
-	patterns := make([]sessionPattern, 0, len(vals))
+	patterns := make([]session.Pattern, 0, len(vals))
 	for _, v := range vals {
 		d, err := args.Doc(cmd, "killSessions", v)
 		if err != nil {
 			return err
 		}
-		id, ok := uuidField(d, "id")
+		id, ok := session.UUIDField(d, "id")
 		if !ok {
-			return lsidFieldError(cmd+".killSessions", "id", d)
+			return session.LSIDFieldError(cmd+".killSessions", "id", d)
 		}
 		uid := &caller
 		if uv, err := d.LookupErr("uid"); err == nil {
-			given, ok := digestField(uv)
+			given, ok := session.DigestField(uv)
 			if !ok {
 				return args.WrongType(cmd+".killSessions", "uid", uv.Type, "binData")
 			}
@@ -78,9 +57,9 @@ func (e *Server) killSessions(_ context.Context, r *Request) error {
 			}
 			uid = &given
 		}
-		patterns = append(patterns, sessionPattern{lsid: &id, uid: uid})
+		patterns = append(patterns, session.Pattern{LSID: &id, UID: uid})
 	}
-	return e.killSessionsMatching(patterns)
+	return e.Sessions.Kill(patterns)
 }
 
 // killAllSessions runs {killAllSessions: [{user, db}, ...]}.
@@ -93,18 +72,18 @@ func (e *Server) killAllSessions(_ context.Context, r *Request) error {
 	}
 	vals, _ := arr.Values()
 	if len(vals) == 0 {
-		return e.killSessionsMatching([]sessionPattern{{}})
+		return e.Sessions.Kill([]session.Pattern{{}})
 	}
-	patterns := make([]sessionPattern, 0, len(vals))
+	patterns := make([]session.Pattern, 0, len(vals))
 	for _, v := range vals {
-		u, err := parseKillUser(cmd+".killAllSessions", v)
+		u, err := session.ParseKillUser(cmd+".killAllSessions", v)
 		if err != nil {
 			return err
 		}
-		d := userDigest(u)
-		patterns = append(patterns, sessionPattern{uid: &d})
+		d := session.UserDigest(u)
+		patterns = append(patterns, session.Pattern{UID: &d})
 	}
-	return e.killSessionsMatching(patterns)
+	return e.Sessions.Kill(patterns)
 }
 
 // killAllSessionsByPattern runs {killAllSessionsByPattern: [pattern, ...]}.
@@ -117,125 +96,24 @@ func (e *Server) killAllSessionsByPattern(_ context.Context, r *Request) error {
 	}
 	vals, _ := arr.Values()
 	if len(vals) == 0 {
-		return e.killSessionsMatching([]sessionPattern{{}})
+		return e.Sessions.Kill([]session.Pattern{{}})
 	}
-	patterns := make([]sessionPattern, 0, len(vals))
+	patterns := make([]session.Pattern, 0, len(vals))
 	for _, v := range vals {
 		d, ok := v.DocumentOK()
 		if !ok {
 			return args.WrongType("KillAllSessionsByPatternCmd", "killAllSessionsByPattern", v.Type, "object")
 		}
-		p, err := parseSessionPattern(cmd, d)
+		p, err := session.ParsePattern(cmd, d)
 		if err != nil {
 			return err
 		}
-		if (p.users > 0 || p.roles > 0) && !e.mayImpersonate(r) {
+		if (p.Users > 0 || p.Roles > 0) && !e.mayImpersonate(r) {
 			return mongoerr.New(mongoerr.Unauthorized, "Not authorized to impersonate in killAllSessionsByPattern")
 		}
 		patterns = append(patterns, p)
 	}
-	return e.killSessionsMatching(patterns)
-}
-
-// parseSessionPattern parses one KillAllSessionsByPattern document.
-func parseSessionPattern(cmd string, d bsoncore.Document) (sessionPattern, error) {
-	var p sessionPattern
-	elems, _ := d.Elements()
-	for _, el := range elems {
-		v := el.Value()
-		switch el.Key() {
-		case "lsid":
-			ld, err := args.Doc(cmd, "lsid", v)
-			if err != nil {
-				return p, err
-			}
-			id, ok := uuidField(ld, "id")
-			if !ok {
-				return p, lsidFieldError(cmd+".lsid", "id", ld)
-			}
-			uid, ok := digestField(ld.Lookup("uid"))
-			if !ok {
-				return p, lsidFieldError(cmd+".lsid", "uid", ld)
-			}
-			p.lsid, p.uid = &id, &uid
-		case "uid":
-			uid, ok := digestField(v)
-			if !ok {
-				return p, args.WrongType(cmd, "uid", v.Type, "binData")
-			}
-			if p.lsid == nil {
-				p.uid = &uid
-			}
-		case "users", "roles":
-			arr, err := args.Array(cmd, el.Key(), v)
-			if err != nil {
-				return p, err
-			}
-			vals, _ := arr.Values()
-			for _, u := range vals {
-				if _, err := parseKillUser(cmd+"."+el.Key(), u); err != nil && el.Key() == "users" {
-					return p, err
-				}
-			}
-			if el.Key() == "users" {
-				p.users = len(vals)
-			} else {
-				p.roles = len(vals)
-			}
-		default:
-			return p, mongoerr.New(mongoerr.Location40415, "BSON field '%s.%s' is an unknown field.", cmd, el.Key())
-		}
-	}
-	return p, nil
-}
-
-// uuidField returns field key of d as a 16-byte UUID.
-func uuidField(d bsoncore.Document, key string) ([16]byte, bool) {
-	_, b, ok := d.Lookup(key).BinaryOK()
-	if !ok || len(b) != 16 {
-		return [16]byte{}, false
-	}
-	return [16]byte(b), true
-}
-
-// digestField returns v as a SHA-256 digest (BinData of 32 bytes).
-func digestField(v bsoncore.Value) ([32]byte, bool) {
-	_, b, ok := v.BinaryOK()
-	if !ok || len(b) != 32 {
-		return [32]byte{}, false
-	}
-	return [32]byte(b), true
-}
-
-// lsidFieldError is the IDL error for a missing or malformed field of a LogicalSessionId.
-func lsidFieldError(ctx, field string, d bsoncore.Document) error {
-	v, err := d.LookupErr(field)
-	if err != nil {
-		return args.Missing(ctx, field)
-	}
-	return args.WrongType(ctx, field, v.Type, "binData")
-}
-
-// parseKillUser parses a KillAllSessionsUser, {user: string, db: string}.
-func parseKillUser(ctx string, v bsoncore.Value) (auth.UserName, error) {
-	d, ok := v.DocumentOK()
-	if !ok {
-		return auth.UserName{}, args.WrongType(ctx, "", v.Type, "object")
-	}
-	var u auth.UserName
-	for _, f := range []struct {
-		key string
-		dst *string
-	}{{"user", &u.User}, {"db", &u.DB}} {
-		fv, err := d.LookupErr(f.key)
-		if err != nil {
-			return u, args.Missing(ctx, f.key)
-		}
-		if *f.dst, err = args.String(ctx, f.key, fv); err != nil {
-			return u, err
-		}
-	}
-	return u, nil
+	return e.Sessions.Kill(patterns)
 }
 
 // mayImpersonate reports whether r's users may pass impersonation data (MongoDB's
@@ -258,41 +136,4 @@ func (e *Server) mayImpersonate(r *Request) bool {
 		}
 	}
 	return false
-}
-
-// killSessionsMatching kills the sessions that a pattern of patterns matches: they leave
-// the cache, their transactions are aborted and their cursors closed.
-func (e *Server) killSessionsMatching(patterns []sessionPattern) error {
-	c := &e.Sessions
-	killed := map[[16]byte]bool{}
-	c.mu.Lock()
-	for id, s := range c.m {
-		for i := range patterns {
-			p := &patterns[i]
-			if !p.matches(id, s.uid) {
-				continue
-			}
-			if p.users > 1 {
-				c.mu.Unlock()
-				return mongoerr.New(mongoerr.BadValue, "Too many users in impersonation data")
-			}
-			killed[id] = true
-			break
-		}
-	}
-	var txns []*txn.Txn
-	for id := range killed {
-		txns = append(txns, c.m[id].txn.Load())
-		delete(c.m, id)
-	}
-	c.mu.Unlock()
-	for _, tx := range txns {
-		tx.Abort()
-	}
-	all := false
-	for i := range patterns {
-		all = all || patterns[i].lsid == nil && patterns[i].uid == nil
-	}
-	e.Cursors.RemoveSessions(func(lsid [16]byte) bool { return all || killed[lsid] })
-	return nil
 }

@@ -6,186 +6,15 @@ import (
 
 	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
-	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/session"
 	"github.com/cleavedb/cleave/exec/txn"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 )
-
-// enterTxn checks out the session of a command that carries autocommit (a statement of a
-// transaction) and sets r.txn; release checks the session back in. r.txn stays nil for a
-// command outside a transaction, and for a retried commitTransaction (or abort) that the
-// session's record answers.
-func (e *Server) enterTxn(r *Request) (release func(), err error) {
-	acv, startTxn := r.Generic(GenAutocommit), r.Generic(GenStartTxn)
-	if acv.Type == 0 {
-		if startTxn.Type != 0 {
-			return nil, mongoerr.New(mongoerr.InvalidOptions, "'autocommit' field must be provided with 'startTransaction'")
-		}
-		return func() {}, nil
-	}
-	if ac, ok := acv.BooleanOK(); !ok {
-		return nil, mongoerr.New(mongoerr.TypeMismatch,
-			"BSON field 'OperationSessionInfo.autocommit' is the wrong type '%s', expected type 'bool'", bsonx.TypeName(acv.Type))
-	} else if ac {
-		return nil, mongoerr.New(mongoerr.InvalidOptions, "Specifying autocommit=true is not allowed.")
-	}
-	start := false
-	if v := startTxn; v.Type != 0 {
-		if b, ok := v.BooleanOK(); !ok || !b {
-			return nil, mongoerr.New(mongoerr.InvalidOptions, "Specifying startTransaction=false is not allowed.")
-		}
-		start = true
-	}
-	nv := r.Generic(GenTxnNumber)
-	if nv.Type == 0 {
-		return nil, mongoerr.New(mongoerr.InvalidOptions, "'autocommit' field requires a transaction number to also be specified")
-	}
-	n, ok := nv.Int64OK()
-	if !ok {
-		return nil, mongoerr.New(mongoerr.TypeMismatch,
-			"BSON field 'OperationSessionInfo.txnNumber' is the wrong type '%s', expected type 'long'", bsonx.TypeName(nv.Type))
-	}
-	lsid, ok := args.LSID(r.Body)
-	if !ok {
-		return nil, mongoerr.New(mongoerr.InvalidOptions, "Transaction number requires a session ID to also be specified")
-	}
-	if !r.Cmd.Has(InTxn) {
-		return nil, mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Cannot run '%s' in a multi-document transaction.", r.Name)
-	}
-	if e.Cat == nil {
-		return nil, mongoerr.New(mongoerr.IllegalOperation, "Transactions need a storage engine")
-	}
-	s := e.Sessions.checkout(lsid, time.Now())
-	if err := e.txnStatement(r, s, lsid, n, start); err != nil {
-		s.mu.Unlock()
-		return nil, err
-	}
-	return s.mu.Unlock, nil
-}
-
-// txnStatement finds (or, with start, begins) transaction n of session s, checked out, for
-// r.
-func (e *Server) txnStatement(r *Request, s *session, lsid [16]byte, n int64, start bool) error {
-	if s.retry == nil || s.retry.Stale() {
-		rt, err := e.Write.LoadRetry(lsid[:])
-		if err != nil {
-			return err
-		}
-		s.retry = rt
-	}
-	tx := s.txn.Load()
-	last := int64(-1)
-	if s.retry != nil {
-		last = s.retry.TxnNumber()
-	}
-	if tx != nil && tx.Number > last {
-		last = tx.Number
-	}
-	if start {
-		switch {
-		case n < last:
-			return mongoerr.New(mongoerr.TransactionTooOld,
-				"Cannot start transaction %d on session %s because a newer transaction %d has already started.", n, args.SessionString(lsid), last)
-		case n == last:
-			return mongoerr.New(mongoerr.ConflictingOperationInProgress,
-				"Cannot start a transaction at given transaction number %d a transaction with the same number is in state %s", n, txnPhaseName(tx, s.retry))
-		}
-		if err := checkTxnReadConcern(r.Body, true); err != nil {
-			return err
-		}
-		tx.Abort() // a newer transaction ends the open one
-		tx = e.Txns.Begin(lsid, n)
-		s.txn.Store(tx)
-		s.retry = write.NewRetry(lsid[:], n)
-		r.Txn = tx
-		return nil
-	}
-	if tx == nil || tx.Number != n {
-		if n == last && s.retry != nil && s.retry.TxnCommitted() { // committed before a restart
-			return txnCommittedAnswer(r, n)
-		}
-		if n < last {
-			return mongoerr.New(mongoerr.TransactionTooOld,
-				"Cannot continue transaction %d on session %s because a newer transaction %d has already started.", n, args.SessionString(lsid), last)
-		}
-		return mongoerr.New(mongoerr.NoSuchTransaction,
-			"Given transaction number %d does not match any in-progress transactions. The active transaction number is %d", n, last).
-			WithLabels("TransientTransactionError")
-	}
-	switch tx.Phase.Load() {
-	case txn.Committed:
-		return txnCommittedAnswer(r, n)
-	case txn.Aborted:
-		return txn.ErrAborted(n)
-	}
-	if tx.Expired(time.Now()) {
-		tx.Abort()
-		return txn.ErrAborted(n)
-	}
-	if err := checkTxnReadConcern(r.Body, false); err != nil {
-		return err
-	}
-	r.Txn = tx
-	return nil
-}
-
-// txnCommittedAnswer answers a statement of committed transaction n: a retried
-// commitTransaction succeeds (r.txn stays nil and commitTransaction answers ok), anything
-// else is refused.
-func txnCommittedAnswer(r *Request, n int64) error {
-	if r.Name == "commitTransaction" {
-		return nil
-	}
-	if r.Name == "abortTransaction" {
-		return mongoerr.New(mongoerr.TransactionCommitted, "Transaction %d has been committed.", n)
-	}
-	return mongoerr.New(mongoerr.TransactionCommitted, "Transaction %d has been committed.", n)
-}
-
-// txnPhaseName names the state of the session's transaction for messages.
-func txnPhaseName(tx *txn.Txn, rt *write.Retry) string {
-	if tx == nil {
-		if rt != nil && rt.TxnCommitted() {
-			return "TxnState::Committed"
-		}
-		return "TxnState::None"
-	}
-	switch tx.Phase.Load() {
-	case txn.InProgress:
-		return "TxnState::InProgress"
-	case txn.Committed:
-		return "TxnState::Committed"
-	case txn.Aborted:
-		return "TxnState::Aborted"
-	}
-	return "TxnState::Committing"
-}
-
-// checkTxnReadConcern applies MongoDB's rules for readConcern in a transaction: on its first
-// statement only, and with level local, majority or snapshot.
-func checkTxnReadConcern(body bsoncore.Document, first bool) error {
-	rc, err := body.LookupErr("readConcern")
-	if err != nil {
-		return nil
-	}
-	if !first {
-		if d, ok := rc.DocumentOK(); ok && len(d) > 5 {
-			return mongoerr.New(mongoerr.InvalidOptions, "Only the first command in a transaction may specify a readConcern")
-		}
-		return nil
-	}
-	switch level, _ := rc.Document().Lookup("level").StringValueOK(); level {
-	case "", "local", "majority", "snapshot":
-		return nil
-	}
-	return mongoerr.New(mongoerr.InvalidOptions,
-		"The readConcern level must be either 'local' (default), 'majority' or 'snapshot' in order to run in a transaction")
-}
 
 // afterTxnStatement aborts the transaction of a statement that failed (err, or writeErrors
 // in its reply), as MongoDB does, and returns the statement's error. As in MongoDB, a
@@ -255,12 +84,11 @@ func (e *Server) commitTransaction(_ context.Context, r *Request) error {
 	if tx == nil || tx.Phase.Load() == txn.Committed {
 		return nil
 	}
-	s := e.Sessions.Get(tx.LSID, time.Now())
 	rt, err := e.Txns.Commit(tx)
 	if err != nil {
 		return err
 	}
-	s.retry = rt // the session is checked out by this command
+	e.Sessions.Committed(tx.LSID, rt) // the session is checked out by this command
 	return nil
 }
 
@@ -412,4 +240,18 @@ func (r *Request) appendAtClusterTime(out []byte, idx int) []byte {
 		out, _ = bsoncore.AppendDocumentEnd(o, cidx)
 	}
 	return out
+}
+
+// enterTxn checks out the session of a command that carries autocommit (a statement of a
+// transaction) and sets r.Txn; release checks the session back in (session.Cache.EnterTxn).
+func (e *Server) enterTxn(r *Request) (release func(), err error) {
+	tx, release, err := e.Sessions.EnterTxn(&session.Statement{
+		Name: r.Name, Body: r.Body, InTxn: r.Cmd.Has(InTxn), Storage: e.Cat != nil,
+		Autocommit: r.Generic(GenAutocommit), StartTxn: r.Generic(GenStartTxn), TxnNumber: r.Generic(GenTxnNumber),
+	}, e.Txns, e.Write)
+	if err != nil {
+		return nil, err
+	}
+	r.Txn = tx
+	return release, nil
 }

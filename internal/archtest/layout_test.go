@@ -68,13 +68,15 @@ var rules = map[string]rule{
 		"who a connection is and what it may do: users, roles, SASL, the internal user"},
 	"exec/cursor": {[]string{"bsonx", "exec/args", "exec/catalog", "exec/query", "exec/stream", "store", "wire", "wire/mongoerr"},
 		"open query results between getMores: a registry over streams"},
+	"exec/session": {[]string{"auth", "bsonx", "exec/args", "exec/catalog", "exec/cursor", "exec/txn", "exec/write", "store", "wire/mongoerr"},
+		"logical sessions: their cache, checkout, expiry and kill patterns, over cursors and transactions"},
 	"exec/clock":  {[]string{"bsonx", "wire/mongoerr"}, "the cluster time: a leaf every command's reply reads"},
 	"exec/params": {[]string{"bsonx", "wire/mongoerr"}, "the server parameters that change at runtime: a leaf"},
 	"exec/txn": {[]string{"bsonx", "exec/catalog", "exec/clock", "exec/params", "exec/query", "exec/sharding", "exec/write", "store", "wire/mongoerr"},
 		"transactions and snapshot reads run the read and write paths over views of a shard"},
 
 	// The command kit: requests, the command table and the services, which the families use.
-	"exec/command": {[]string{"auth", "bsonx", "exec/access", "exec/agg", "exec/args", "exec/catalog", "exec/clock", "exec/cursor", "exec/ddl",
+	"exec/command": {[]string{"auth", "bsonx", "exec/access", "exec/agg", "exec/args", "exec/catalog", "exec/clock", "exec/cursor", "exec/ddl", "exec/session",
 		"exec/params", "exec/query", "exec/sharding", "exec/stream", "exec/txn", "exec/validate", "exec/write", "shard", "store", "wire", "wire/mongoerr"},
 		"the command kit: what every family of commands shares, below them all"},
 

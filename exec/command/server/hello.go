@@ -53,7 +53,7 @@ func (h *Handlers) hello(ctx context.Context, r *command.Request) error {
 	out = bsoncore.AppendInt32Element(out, "maxMessageSizeBytes", wire.MaxMessageSize)
 	out = bsoncore.AppendInt32Element(out, "maxWriteBatchSize", command.MaxWriteBatchSize)
 	out = bsoncore.AppendDateTimeElement(out, "localTime", time.Now().UnixMilli())
-	out = bsoncore.AppendInt32Element(out, "logicalSessionTimeoutMinutes", h.SessionTimeoutMinutes())
+	out = bsoncore.AppendInt32Element(out, "logicalSessionTimeoutMinutes", h.Sessions.TimeoutMinutes())
 	out = bsoncore.AppendInt32Element(out, "connectionId", int32(r.Conn.Info.ID)) // an int, as mongod answers
 	out = bsoncore.AppendInt32Element(out, "maxWireVersion", command.MaxWireVersion)
 	out = bsoncore.AppendInt32Element(out, "minWireVersion", command.MinWireVersion)

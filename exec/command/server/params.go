@@ -45,7 +45,7 @@ var parameters = []parameter{
 		return h.Knobs.SortMemory.AppendTo(dst, key)
 	}},
 	{"localLogicalSessionTimeoutMinutes", func(h *Handlers, dst []byte, key string) []byte {
-		return bsoncore.AppendInt32Element(dst, key, h.SessionTimeoutMinutes())
+		return bsoncore.AppendInt32Element(dst, key, h.Sessions.TimeoutMinutes())
 	}},
 	{"logLevel", func(_ *Handlers, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 0) }},
 	{"maxBSONDepth", func(_ *Handlers, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 200) }},
