@@ -47,6 +47,9 @@ func (e *Executor) families(opts Options) []command.Family {
 		func(s *command.Server, add func(*command.Command)) {
 			e.hello = server.New(s)
 			e.hello.Add(add)
+			if opts.TestCommands {
+				e.hello.AddTest(add)
+			}
 		},
 	}
 	if opts.Storage == nil {

@@ -8,7 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
-	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/failpoint"
 	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/wire"
 )
@@ -158,7 +158,7 @@ func TestFailCommandMatching(t *testing.T) {
 	check(admin, `{"ping": 1}`, 0)
 	// closeConnection: no reply, the connection is closed.
 	set(`{"failCommands": ["ping"], "closeConnection": true}`)
-	if reply, err := fpHandle(t, admin, "admin", `{"ping": 1}`); !errors.Is(err, command.ErrCloseConnection) || reply != nil {
+	if reply, err := fpHandle(t, admin, "admin", `{"ping": 1}`); !errors.Is(err, failpoint.ErrCloseConnection) || reply != nil {
 		t.Errorf("closeConnection: %v, %v", reply, err)
 	}
 	entered := e.Fail.Entered()

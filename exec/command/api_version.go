@@ -5,7 +5,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -177,17 +176,4 @@ func subPipelines(name string, arg bsoncore.Value) []bsoncore.Array {
 		return out
 	}
 	return nil
-}
-
-// addAPITestCommands registers MongoDB's test commands of the Stable API (enableTestCommands):
-// testVersion2 (in version 2 only), testVersions1And2, testDeprecation (deprecated in
-// version 1) and testDeprecationInVersion2. Each answers {ok: 1} once its declaration passes.
-func addAPITestCommands(add func(*Command)) {
-	ok := func(context.Context, *Request) error { return nil }
-	add(&Command{Name: "testVersion2", Run: ok, Action: auth.ActionNone, Help: "a command in API version 2 only"})
-	add(&Command{Name: "testVersions1And2", Run: ok, Action: auth.ActionNone, Help: "a command in API versions 1 and 2", Props: APIV1})
-	add(&Command{Name: "testDeprecation", Run: ok, Action: auth.ActionNone, Help: "a command deprecated in API version 1",
-		Props: APIV1, DeprecatedIn: "1"})
-	add(&Command{Name: "testDeprecationInVersion2", Run: ok, Action: auth.ActionNone, Help: "a command deprecated in API version 2",
-		Props: APIV1, DeprecatedIn: "2"})
 }

@@ -80,12 +80,12 @@ func (e *Server) dispatch(ctx context.Context, r *Request) (err error) {
 	}
 	// As in mongod, the failpoint comes after the command lookup and before the checks of
 	// the database name.
-	act, err := e.evalFailCommand(ctx, r, cmd)
+	act, err := e.evalFailCommand(ctx, r)
 	if err != nil {
 		return labelError(r, act, err)
 	}
 	err = e.runCommand(ctx, r, cmd)
-	if err = e.finishFailCommand(r, cmd, act, err); err == nil {
+	if err = e.finishFailCommand(r, act, err); err == nil {
 		appendConcernError(r)
 	}
 	return err
@@ -171,9 +171,6 @@ func (e *Server) commandTable(families []Family) *Table {
 	e.addTransactionCommands(add)
 	e.addSessionCommands(add)
 	if e.Opts.Storage != nil {
-	}
-	if e.Opts.TestCommands {
-		e.addTestCommands(add)
 	}
 	for _, f := range families {
 		f(e, add)

@@ -16,6 +16,7 @@ import (
 	"github.com/cleavedb/cleave/exec/clock"
 	"github.com/cleavedb/cleave/exec/cursor"
 	"github.com/cleavedb/cleave/exec/ddl"
+	"github.com/cleavedb/cleave/exec/failpoint"
 	"github.com/cleavedb/cleave/exec/params"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/session"
@@ -101,11 +102,11 @@ type Server struct {
 	stop      chan struct{}      // closed by Close
 	SlowOps   params.SlowOps     // which finished commands are logged at Info (cmd_profile.go)
 	// Fail is the failCommand failpoint (failpoint.go).
-	Fail failPoints
+	Fail failpoint.FailCommand
 	// BeforeFlip, afterBuildStart and beforeGroupLock are the failpoints
 	// pauseMoveBeforeFlip, hangAfterStartingIndexBuild and pauseMultiWriteBeforeLock
 	// (failpoint_pause.go).
-	BeforeFlip, AfterBuildStart, BeforeGroupLock gate
+	BeforeFlip, AfterBuildStart, BeforeGroupLock failpoint.Gate
 	// Knobs are the parameters setParameter changes (cmd_params.go).
 	Knobs *params.Knobs
 	// Access holds the users and roles and checks commands against them.
@@ -284,12 +285,12 @@ func (c *Conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 	c.begin(req.Body, start, kill)
 	err := c.e.dispatch(ctx, &r)
 	c.end()
-	if !errors.Is(err, ErrCloseConnection) {
+	if !errors.Is(err, failpoint.ErrCloseConnection) {
 		err = InterruptError(ctx, err) // before kill(nil) cancels ctx
 		err = catalog.StoreError(err)  // a full disk or a failed commit, wherever it surfaced
 	}
 	kill(nil)
-	if errors.Is(err, ErrCloseConnection) {
+	if errors.Is(err, failpoint.ErrCloseConnection) {
 		c.finish(&r, start, err)
 		return nil, err // the wire layer closes the socket without a reply
 	}

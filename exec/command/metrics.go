@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/failpoint"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -118,7 +119,7 @@ func (m *Metrics) Observe(name string, d time.Duration, err error) {
 		cm = m.unknown
 	}
 	cm.observer(m.duration).Observe(d.Seconds())
-	if err != nil && !errors.Is(err, ErrCloseConnection) {
+	if err != nil && !errors.Is(err, failpoint.ErrCloseConnection) {
 		m.errs.WithLabelValues(cm.name, mongoerr.From(err).Code.String()).Inc()
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
-	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -87,21 +86,4 @@ func (e *Server) withCatalogRev(r *Request, err error) error {
 	out := *me
 	out.Info = bsoncore.NewDocumentBuilder().AppendInt64(CatalogRevField, e.Storage.Catalog.Revision()).Build()
 	return &out
-}
-
-// pauseCatalogWatch is the failpoint {configureFailPoint: "pauseCatalogWatch", mode:
-// "alwaysOn" | "off"}: while on, this node's catalog applies the changes other nodes commit
-// only once something here waits for them (store.Catalog.HoldShared), so that it routes on
-// its old map until an owner answers StaleConfig. Test suites only.
-func (e *Server) pauseCatalogWatch(r *Request) error {
-	mode, _, _, err := parseFailPointMode(r.Body.Lookup("mode"))
-	if err != nil {
-		return err
-	}
-	if e.Remote == nil {
-		return mongoerr.New(mongoerr.FailPointSetFailed, "pauseCatalogWatch needs cluster mode")
-	}
-	e.Storage.Catalog.HoldShared(mode != fpOff)
-	r.Out = bsonx.AppendNumber(r.Out, "count", 0)
-	return nil
 }

@@ -76,12 +76,11 @@ var rules = map[string]rule{
 		"transactions and snapshot reads run the read and write paths over views of a shard"},
 
 	// The command kit: requests, the command table and the services, which the families use.
-	"exec/command": {[]string{"auth", "bsonx", "exec/access", "exec/agg", "exec/args", "exec/catalog", "exec/clock", "exec/cursor", "exec/ddl", "exec/session",
-		"exec/params", "exec/query", "exec/sharding", "exec/stream", "exec/txn", "exec/validate", "exec/write", "shard", "store", "wire", "wire/mongoerr"},
+	"exec/command": {[]string{"auth", "bsonx", "exec/access", "exec/agg", "exec/args", "exec/catalog", "exec/clock", "exec/cursor", "exec/ddl", "exec/failpoint", "exec/params", "exec/query", "exec/session", "exec/sharding", "exec/stream", "exec/txn", "exec/validate", "exec/write", "shard", "store", "wire", "wire/mongoerr"},
 		"the command kit: what every family of commands shares, below them all"},
 
 	// The command families: the handlers, by what they are about.
-	"exec/command/server": {[]string{"auth", "bsonx", "exec/args", "exec/command", "wire", "wire/mongoerr"},
+	"exec/command/server": {[]string{"auth", "bsonx", "exec/args", "exec/command", "exec/failpoint", "wire", "wire/mongoerr"},
 		"commands about the server itself: handshake, diagnostics, parameters"},
 	"exec/command/users": {[]string{"auth", "bsonx", "exec/access", "exec/args", "exec/command", "store", "wire/mongoerr"},
 		"authentication and the user and role commands, over exec/access"},
@@ -95,6 +94,8 @@ var rules = map[string]rule{
 		"exec/validate", "exec/write", "store", "wire/mongoerr"},
 		"the internal commands an owner answers for other nodes, sharing CRUD's statement compilers"},
 
+	"exec/failpoint": {[]string{"bsonx", "wire/mongoerr"},
+		"the test failpoints: failCommand and the gates that hold a step of the server"},
 	// The composition root: the Executor, which only cmd/ imports.
 	"exec": {[]string{"auth", "bsonx", "exec/...", "shard", "store", "wire", "wire/mongoerr"},
 		"the composition root: it builds the services and the command families and dispatches"},

@@ -34,7 +34,7 @@ func (h *Handlers) addDDLCommands(add func(*command.Command)) {
 	add(&command.Command{Name: "validate", Run: h.validateCmd, Action: auth.ActionDBAdmin, Help: "check a collection's documents against its indexes, partitions and statistics"})
 	h.addCappedCommands(add) // cmd_capped.go
 	if h.Opts.TestCommands {
-		add(&command.Command{Name: "cleaveTTLMonitor", Run: h.TtlMonitorCommand, Action: auth.ActionClusterAdmin, Help: "test only: set the TTL monitor's interval and run a pass", AdminOnly: true})
+		add(&command.Command{Name: "cleaveTTLMonitor", Run: h.ttlMonitorCommand, Action: auth.ActionClusterAdmin, Help: "test only: set the TTL monitor's interval and run a pass", AdminOnly: true})
 	}
 }
 
