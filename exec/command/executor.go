@@ -17,6 +17,7 @@ import (
 	"github.com/cleavedb/cleave/exec/cursor"
 	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/exec/failpoint"
+	"github.com/cleavedb/cleave/exec/metrics"
 	"github.com/cleavedb/cleave/exec/params"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/session"
@@ -87,9 +88,10 @@ type Server struct {
 	Started  time.Time
 	Commands *Table
 	Counters Counters
-	metrics  *Metrics // the Prometheus collector (metrics.go)
-	Storage  Storage
-	Cursors  *cursor.Registry
+	// collector is the Prometheus collector (Metrics).
+	collector *metrics.Metrics
+	Storage   Storage
+	Cursors   *cursor.Registry
 	// Remote reaches other nodes' shards (cluster mode; nil on a single node).
 	Remote   *remoteShards
 	Sessions *session.Cache
@@ -191,7 +193,8 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 		Started: e.Started, Log: e.Log})
 	e.Knobs.TxnLifetime.OnSet(func(v int64) { e.Txns.Lifetime.Store(v * int64(time.Second)) })
 	e.Commands = e.commandTable(families)
-	e.metrics = newMetrics(e)
+	e.collector = metrics.New(metrics.Source{Commands: e.Commands.Names(), WireStats: opts.WireStats, Shards: e.Shards, Cat: e.Cat,
+		Catalog: e.Storage.Catalog})
 	go e.Sessions.Run(e.stop)
 	if opts.Storage != nil {
 		e.Shards.Start(e.Write)
@@ -324,7 +327,7 @@ func (c *Conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 // slow, at Debug otherwise.
 func (c *Conn) finish(r *Request, start time.Time, err error) {
 	d := time.Since(start)
-	c.e.metrics.Observe(r.Name, d, err)
+	c.e.collector.Observe(r.Name, d, err)
 	if r.Name != "getLastRequestStatistics" {
 		c.Last = requestStats{Command: r.Name, Duration: d, Charge: r.Charge}
 	}
@@ -393,3 +396,6 @@ func (e *Server) ListenAddr() string {
 // SetShards replaces the shards, indexed by shard id (cluster mode: other nodes' shards
 // appear as they join; see catalog.Catalog.SetShards).
 func (e *Server) SetShards(shards []catalog.Shard) { e.Cat.SetShards(shards) }
+
+// Metrics returns the server's Prometheus collector.
+func (e *Server) Metrics() *metrics.Metrics { return e.collector }

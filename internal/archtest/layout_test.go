@@ -76,7 +76,7 @@ var rules = map[string]rule{
 		"transactions and snapshot reads run the read and write paths over views of a shard"},
 
 	// The command kit: requests, the command table and the services, which the families use.
-	"exec/command": {[]string{"auth", "bsonx", "exec/access", "exec/agg", "exec/args", "exec/catalog", "exec/clock", "exec/cursor", "exec/ddl", "exec/failpoint", "exec/params", "exec/query", "exec/session", "exec/sharding", "exec/stream", "exec/txn", "exec/validate", "exec/write", "shard", "store", "wire", "wire/mongoerr"},
+	"exec/command": {[]string{"auth", "bsonx", "exec/access", "exec/agg", "exec/args", "exec/catalog", "exec/clock", "exec/cursor", "exec/ddl", "exec/failpoint", "exec/metrics", "exec/params", "exec/query", "exec/session", "exec/sharding", "exec/stream", "exec/txn", "exec/validate", "exec/write", "shard", "store", "wire", "wire/mongoerr"},
 		"the command kit: what every family of commands shares, below them all"},
 
 	// The command families: the handlers, by what they are about.
@@ -96,6 +96,8 @@ var rules = map[string]rule{
 
 	"exec/failpoint": {[]string{"bsonx", "wire/mongoerr"},
 		"the test failpoints: failCommand and the gates that hold a step of the server"},
+	"exec/metrics": {[]string{"exec/catalog", "exec/failpoint", "exec/sharding", "store", "wire", "wire/mongoerr"},
+		"the Prometheus collector: reads the partition manager, the catalog and the shards at scrape time"},
 	// The composition root: the Executor, which only cmd/ imports.
 	"exec": {[]string{"auth", "bsonx", "exec/...", "shard", "store", "wire", "wire/mongoerr"},
 		"the composition root: it builds the services and the command families and dispatches"},

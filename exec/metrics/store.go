@@ -1,4 +1,4 @@
-package command
+package metrics
 
 import (
 	"fmt"
@@ -94,10 +94,10 @@ func (m *Metrics) describeStore(ch chan<- *prometheus.Desc) {
 
 // collectStore sends the storage metrics of each shard of this node.
 func (m *Metrics) collectStore(ch chan<- prometheus.Metric) {
-	if m.e.Cat == nil {
+	if m.src.Cat == nil {
 		return
 	}
-	for i, sh := range m.e.Cat.Shards() {
+	for i, sh := range m.src.Cat.Shards() {
 		sm, ok := catalog.LocalMetrics(sh)
 		if !ok {
 			continue

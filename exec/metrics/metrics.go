@@ -1,4 +1,4 @@
-package command
+package metrics
 
 import (
 	"errors"
@@ -12,10 +12,11 @@ import (
 	"github.com/cleavedb/cleave/exec/failpoint"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// Metrics is the executor's Prometheus collector (cmd/cleave registers it and serves
+// Metrics is the server's Prometheus collector (cmd/cleave registers it and serves
 // /metrics). The command histogram and error counters are kept as commands finish; everything
 // else is read from live state at scrape time: per partition its load from the meters, its
 // storage from the shard's range statistics, its share of the provisioned throughput and its
@@ -34,7 +35,7 @@ import (
 // Command labels are the names of the command table; any other name counts as "unknown",
 // so a client cannot grow the number of series.
 type Metrics struct {
-	e *Server
+	src Source
 	// byName holds one entry per name of the command table, built once: finish looks the
 	// command up without allocating.
 	byName   map[string]*commandMetrics
@@ -64,10 +65,23 @@ var commandDurationBuckets = []float64{
 // partitionLabels are the variable labels of the per-partition metrics.
 var partitionLabels = []string{"db", "collection", "partition", "shard"}
 
-// newMetrics returns the collector of e, whose command table must be built.
-func newMetrics(e *Server) *Metrics {
+// Source is what the collector reads at scrape time.
+type Source struct {
+	// Commands are the names of the command table: the command labels.
+	Commands []string
+	// WireStats reports the wire server's connections.
+	WireStats func() wire.Stats
+	// Shards, Cat and Catalog are the partition manager, the catalog and its records; nil
+	// without storage (the server commands only).
+	Shards  *sharding.Manager
+	Cat     *catalog.Catalog
+	Catalog *store.Catalog
+}
+
+// New returns the collector of src.
+func New(src Source) *Metrics {
 	m := &Metrics{
-		e:      e,
+		src:    src,
 		byName: map[string]*commandMetrics{},
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "cleave_command_duration_seconds",
@@ -97,7 +111,7 @@ func newMetrics(e *Server) *Metrics {
 		connsTotal: prometheus.NewDesc("cleave_connections_total", "Client connections accepted since the server started.", nil, nil),
 		store:      newStoreMetrics(),
 	}
-	for _, name := range e.Commands.Names() {
+	for _, name := range src.Commands {
 		m.byName[name] = &commandMetrics{name: name}
 	}
 	m.unknown = &commandMetrics{name: "unknown"}
@@ -108,9 +122,6 @@ func newMetrics(e *Server) *Metrics {
 func partitionDesc(name, help string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, partitionLabels, nil)
 }
-
-// Metrics returns the executor's Prometheus collector.
-func (e *Server) Metrics() *Metrics { return e.metrics }
 
 // Observe records one finished command: its duration and, when it failed, its codeName.
 func (m *Metrics) Observe(name string, d time.Duration, err error) {
@@ -150,10 +161,10 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.duration.Collect(ch)
 	m.errs.Collect(ch)
-	ws := m.e.Opts.WireStats()
+	ws := m.src.WireStats()
 	ch <- prometheus.MustNewConstMetric(m.conns, prometheus.GaugeValue, float64(ws.ConnectionsCurrent))
 	ch <- prometheus.MustNewConstMetric(m.connsTotal, prometheus.CounterValue, float64(ws.ConnectionsTotalCreated))
-	sh := m.e.Shards
+	sh := m.src.Shards
 	if sh == nil {
 		return // no storage: the server commands only
 	}
@@ -161,10 +172,10 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.moves, prometheus.CounterValue, float64(sh.Moves()))
 	ch <- prometheus.MustNewConstMetric(m.hotKeys, prometheus.CounterValue, float64(sh.HotKeyReports()))
 	m.collectStore(ch)
-	st := m.e.Storage.Catalog.State()
+	st := m.src.Catalog.State()
 	for _, d := range st.Databases() {
 		for _, c := range st.Collections(d.Name) {
-			ci, err := m.e.Cat.Info(c)
+			ci, err := m.src.Cat.Info(c)
 			if err != nil {
 				continue // a record that does not compile serves no requests either
 			}
@@ -176,8 +187,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 // collectPartitions sends the per-partition metrics of ci, as partitionStats reports them.
 func (m *Metrics) collectPartitions(ch chan<- prometheus.Metric, st *store.CatalogState, ci *catalog.Coll) {
 	n := ci.Map.Len()
-	snaps := m.e.Shards.Meters(ci).Snapshots()
-	throttled := m.e.Shards.Throttled(ci)
+	snaps := m.src.Shards.Meters(ci).Snapshots()
+	throttled := m.src.Shards.Throttled(ci)
 	provisioned := sharding.Throughput(st, ci.Meta).RU / float64(n)
 	for i := range n {
 		p := ci.Map.Partition(i)
@@ -189,7 +200,7 @@ func (m *Metrics) collectPartitions(ch chan<- prometheus.Metric, st *store.Catal
 			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 		}
 		lo, hi := ci.Map.Range(i)
-		if docs, bytes, err := m.e.Cat.Shards()[p.Shard].Stats(ci.Meta.ID, lo, hi); err == nil {
+		if docs, bytes, err := m.src.Cat.Shards()[p.Shard].Stats(ci.Meta.ID, lo, hi); err == nil {
 			gauge(m.partDocs, float64(docs))
 			gauge(m.partBytes, float64(bytes))
 		}
