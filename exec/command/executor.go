@@ -20,6 +20,7 @@ import (
 	"github.com/cleavedb/cleave/exec/metrics"
 	"github.com/cleavedb/cleave/exec/params"
 	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/route"
 	"github.com/cleavedb/cleave/exec/session"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/exec/stream"
@@ -93,7 +94,9 @@ type Server struct {
 	Storage   Storage
 	Cursors   *cursor.Registry
 	// Remote reaches other nodes' shards (cluster mode; nil on a single node).
-	Remote   *remoteShards
+	Remote *route.Nodes
+	// Route answers what spans the shards of a collection wherever they are.
+	Route    *route.Router
 	Sessions *session.Cache
 	Txns     *txn.Registry // open multi-document transactions
 	// Snapshots are the snapshots of snapshot reads, by cluster time.
@@ -164,22 +167,23 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 			IndexUse:       &e.IndexUse,
 		}
 		if e.Storage.Cluster != nil {
-			e.Remote = newRemoteShards(e, e.Storage.Cluster)
+			e.Remote = route.NewNodes(e.Cat, e.Storage.Catalog, e.Storage.Cluster, opts.Auth.InternalKey)
 			qopts.Remote = e.Remote
-			e.Shards.SetPeers(movePeers{e.Remote})
+			e.Shards.SetPeers(e.Remote)
 		}
 		e.Query = query.New(e.Cat, qopts)
 		e.Write = write.NewPath(e.Cat, e.Query, e.Shards).WithLogger(e.Log.Named("write")).WithGate(e.Txns)
 		e.Txns.Use(e.Write)
 		e.Snapshots = txn.NewSnapshots(e.Cat, e.Query, &e.Clock,
 			func() time.Duration { return time.Duration(e.Knobs.SnapshotWindow.Load()) * time.Second }, e.Shards.Moves)
+		e.Route = route.New(e.Cat, e.Shards, e.Remote)
 		e.DDL = ddl.New(e.Cat, e.Write, e.Log, &e.Counters.DeletedDocs)
 		e.DDL.SetBuildHook(e.AfterBuildStart.Pass)
 		e.Shards.SetFlipHook(e.BeforeFlip.Pass)
 		e.Write.SetGroupHook(e.BeforeGroupLock.Pass)
 		e.Storage.Catalog.SetHomePicker(e.Shards.HomeShard)
 		if e.Remote != nil {
-			e.DDL.SetRemote(ddlRemote{e})
+			e.DDL.SetRemote(e.Remote)
 			e.DDL.SetNodes(e.Storage.Cluster)
 		}
 		e.DDL.AbortUnfinished()

@@ -76,7 +76,7 @@ var rules = map[string]rule{
 		"transactions and snapshot reads run the read and write paths over views of a shard"},
 
 	// The command kit: requests, the command table and the services, which the families use.
-	"exec/command": {[]string{"auth", "bsonx", "exec/access", "exec/agg", "exec/args", "exec/catalog", "exec/clock", "exec/cursor", "exec/ddl", "exec/failpoint", "exec/metrics", "exec/params", "exec/query", "exec/session", "exec/sharding", "exec/stream", "exec/txn", "exec/validate", "exec/write", "shard", "store", "wire", "wire/mongoerr"},
+	"exec/command": {[]string{"auth", "bsonx", "exec/access", "exec/agg", "exec/args", "exec/catalog", "exec/clock", "exec/cursor", "exec/ddl", "exec/failpoint", "exec/metrics", "exec/params", "exec/query", "exec/route", "exec/session", "exec/sharding", "exec/stream", "exec/txn", "exec/write", "shard", "store", "wire", "wire/mongoerr"},
 		"the command kit: what every family of commands shares, below them all"},
 
 	// The command families: the handlers, by what they are about.
@@ -84,20 +84,19 @@ var rules = map[string]rule{
 		"commands about the server itself: handshake, diagnostics, parameters"},
 	"exec/command/users": {[]string{"auth", "bsonx", "exec/access", "exec/args", "exec/command", "store", "wire/mongoerr"},
 		"authentication and the user and role commands, over exec/access"},
-	"exec/command/crud": {[]string{"auth", "bsonx", "exec/agg", "exec/args", "exec/catalog", "exec/collation", "exec/command", "exec/cursor", "exec/ddl",
-		"exec/expr", "exec/match", "exec/project", "exec/query", "exec/sharding", "exec/stream", "exec/update", "exec/write", "store", "wire/mongoerr"},
+	"exec/command/crud": {[]string{"auth", "bsonx", "exec/agg", "exec/args", "exec/catalog", "exec/collation", "exec/command", "exec/cursor", "exec/ddl", "exec/expr", "exec/match", "exec/project", "exec/query", "exec/route", "exec/sharding", "exec/stream", "exec/update", "exec/write", "store", "wire/mongoerr"},
 		"the commands that read and write documents, and aggregation"},
-	"exec/command/colls": {[]string{"auth", "bsonx", "exec/args", "exec/catalog", "exec/collation", "exec/command", "exec/command/crud", "exec/ddl",
-		"exec/match", "exec/query", "exec/sharding", "exec/validate", "shard", "store", "wire/mongoerr"},
+	"exec/command/colls": {[]string{"auth", "bsonx", "exec/args", "exec/catalog", "exec/collation", "exec/command", "exec/command/crud", "exec/ddl", "exec/match", "exec/query", "exec/route", "exec/sharding", "exec/validate", "shard", "store", "wire/mongoerr"},
 		"the commands that define and place collections; views' pipelines are CRUD's to parse"},
-	"exec/command/node": {[]string{"auth", "bsonx", "exec/catalog", "exec/command", "exec/cursor", "exec/command/crud", "exec/query", "exec/sharding",
-		"exec/validate", "exec/write", "store", "wire/mongoerr"},
+	"exec/command/node": {[]string{"auth", "bsonx", "exec/catalog", "exec/command", "exec/command/crud", "exec/cursor", "exec/query", "exec/route", "exec/sharding", "exec/validate", "exec/write", "store", "wire/mongoerr"},
 		"the internal commands an owner answers for other nodes, sharing CRUD's statement compilers"},
 
 	"exec/failpoint": {[]string{"bsonx", "wire/mongoerr"},
 		"the test failpoints: failCommand and the gates that hold a step of the server"},
 	"exec/metrics": {[]string{"exec/catalog", "exec/failpoint", "exec/sharding", "store", "wire", "wire/mongoerr"},
 		"the Prometheus collector: reads the partition manager, the catalog and the shards at scrape time"},
+	"exec/route": {[]string{"bsonx", "exec/access", "exec/catalog", "exec/query", "exec/sharding", "exec/validate", "store", "wire", "wire/mongoerr"},
+		"the router's side of remote execution and what spans a collection's shards"},
 	// The composition root: the Executor, which only cmd/ imports.
 	"exec": {[]string{"auth", "bsonx", "exec/...", "shard", "store", "wire", "wire/mongoerr"},
 		"the composition root: it builds the services and the command families and dispatches"},

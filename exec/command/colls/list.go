@@ -52,7 +52,7 @@ func (h *Handlers) listDatabases(ctx context.Context, r *command.Request) error 
 		}
 		var size int64
 		for _, c := range colls {
-			sz, err := h.ClusterCollSizes(ctx, c)
+			sz, err := h.Route.ClusterCollSizes(ctx, c)
 			if err != nil {
 				return err
 			}

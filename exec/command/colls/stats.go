@@ -11,6 +11,7 @@ import (
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/route"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -33,16 +34,16 @@ func (h *Handlers) collStats(ctx context.Context, r *command.Request) error {
 	if catalog.IsView(c) {
 		return catalog.ViewError(r.DB + "." + name)
 	}
-	var s command.CollSizes
+	var s route.CollSizes
 	if c != nil {
-		if s, err = h.ClusterCollSizes(ctx, c); err != nil {
+		if s, err = h.Route.ClusterCollSizes(ctx, c); err != nil {
 			return err
 		}
 	}
 	out := r.Out
 	out = bsoncore.AppendBooleanElement(out, "sharded", c != nil && c.Sharded())
 	out = bsoncore.AppendStringElement(out, "ns", r.DB+"."+name)
-	r.Out = command.AppendStorageFields(out, &s, c, scale)
+	r.Out = route.AppendStorageFields(out, &s, c, scale)
 	return nil
 }
 
@@ -62,7 +63,7 @@ func (h *Handlers) dbStats(ctx context.Context, r *command.Request) error {
 			continue
 		}
 		colls = append(colls, c)
-		s, err := h.ClusterCollSizes(ctx, c)
+		s, err := h.Route.ClusterCollSizes(ctx, c)
 		if err != nil {
 			return err
 		}
@@ -159,7 +160,7 @@ func (h *Handlers) dataSize(ctx context.Context, r *command.Request) error {
 	}
 	var docs, bytes int64
 	if c := h.Storage.Catalog.State().Collection(db, coll); c != nil {
-		s, err := h.ClusterCollSizes(ctx, c)
+		s, err := h.Route.ClusterCollSizes(ctx, c)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/route"
 	"github.com/cleavedb/cleave/exec/validate"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -56,8 +57,8 @@ func (h *Handlers) validateCmd(ctx context.Context, r *command.Request) error {
 	}
 	opts.InFlight = func() func(shard int, hash uint64) bool { return h.Shards.InFlightAt(ci.Meta.ID) }
 	res, err := validate.Run(ctx, h.Cat, ci, opts)
-	if err == nil && h.Remote != nil && h.SpansRemote(ci) {
-		err = h.RemoteValidate(ctx, ci, opts.Full, res) // each node validates its own shards
+	if err == nil && h.Remote != nil && h.Route.SpansRemote(ci) {
+		err = h.Route.RemoteValidate(ctx, ci, opts.Full, res) // each node validates its own shards
 	}
 	if err != nil {
 		return command.InterruptError(ctx, err)
@@ -88,9 +89,9 @@ func appendValidateReply(out []byte, res *validate.Result) []byte {
 	out, _ = bsoncore.AppendDocumentEnd(out, didx)
 	out = bsoncore.AppendBooleanElement(out, "valid", res.Valid())
 	out = bsoncore.AppendBooleanElement(out, "repaired", false)
-	out = command.AppendStrings(out, "warnings", res.Warnings)
-	out = command.AppendStrings(out, "errors", res.Errors)
-	out = command.AppendEntries(out, "extraIndexEntries", res.ExtraEntries)
-	out = command.AppendEntries(out, "missingIndexEntries", res.MissingEntries)
-	return command.AppendStrings(out, "corruptRecords", nil)
+	out = route.AppendStrings(out, "warnings", res.Warnings)
+	out = route.AppendStrings(out, "errors", res.Errors)
+	out = route.AppendEntries(out, "extraIndexEntries", res.ExtraEntries)
+	out = route.AppendEntries(out, "missingIndexEntries", res.MissingEntries)
+	return route.AppendStrings(out, "corruptRecords", nil)
 }

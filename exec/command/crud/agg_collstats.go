@@ -10,7 +10,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/catalog"
-	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/route"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/store"
@@ -92,7 +92,7 @@ func (s *collStatsStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) {
 		return &stream.Slice{Docs: []bsoncore.Document{s.shardDoc(ns, 0, nil, nil)}}, nil
 	}
 	var docs []bsoncore.Document
-	per, err := e.OwnedSizes(context.Background(), ci)
+	per, err := e.Route.OwnedSizes(context.Background(), ci)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (s *collStatsStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) {
 }
 
 // shardDoc is the stage's document for one shard.
-func (s *collStatsStage) shardDoc(ns string, shardIdx int, sz *command.CollSizes, c *store.Collection) bsoncore.Document {
+func (s *collStatsStage) shardDoc(ns string, shardIdx int, sz *route.CollSizes, c *store.Collection) bsoncore.Document {
 	e := s.e
 	b := bsoncore.NewDocumentBuilder().AppendString("ns", ns).
 		AppendString("shard", sharding.Name(shardIdx)).
@@ -139,9 +139,9 @@ func (s *collStatsStage) shardDoc(ns string, shardIdx int, sz *command.CollSizes
 
 // appendStorageStats builds a storageStats document (the fields collStats answers, without
 // ns and sharded) for sizes sz of collection c, scaled.
-func appendStorageStats(dst []byte, sz *command.CollSizes, c *store.Collection, scale int64) bsoncore.Document {
+func appendStorageStats(dst []byte, sz *route.CollSizes, c *store.Collection, scale int64) bsoncore.Document {
 	idx, out := bsoncore.AppendDocumentStart(dst)
-	out = command.AppendStorageFields(out, sz, c, scale)
+	out = route.AppendStorageFields(out, sz, c, scale)
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	return out
 }

@@ -110,7 +110,7 @@ func (h *Handlers) explainQuery(ctx context.Context, r *command.Request, q *quer
 		switch {
 		case r.Explain == "queryPlanner":
 		case fast:
-			n, err := h.DocCount(ctx, q.CI)
+			n, err := h.Route.DocCount(ctx, q.CI)
 			if err != nil {
 				stream.Close()
 				return err

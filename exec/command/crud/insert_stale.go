@@ -123,7 +123,7 @@ func takeStale(part *write.Results, ordered bool) (func(stmt int) bool, int64) {
 func (h *Handlers) insertOnce(ctx context.Context, r *command.Request, ci *catalog.Coll, vals []bsoncore.Value, stmts []int,
 	ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
-	if h.Remote != nil && r.Txn == nil && h.SpansRemote(ci) {
+	if h.Remote != nil && r.Txn == nil && h.Route.SpansRemote(ci) {
 		return h.insertRouted(ctx, r, ci, vals, stmts, ordered, bypass, wc, rt, res)
 	}
 	for start := 0; start < len(vals); {

@@ -114,7 +114,7 @@ func (h *Handlers) count(ctx context.Context, r *command.Request) error {
 	}
 	var n int64
 	if f.IsEmpty() && a.hint.Type == 0 {
-		if n, err = h.DocCount(ctx, ci); err != nil { // not the data of moves in flight
+		if n, err = h.Route.DocCount(ctx, ci); err != nil { // not the data of moves in flight
 			return err
 		}
 		n = max(n-a.skip, 0)

@@ -11,6 +11,7 @@ import (
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/route"
 	"github.com/cleavedb/cleave/exec/update"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -97,7 +98,7 @@ func (h *Handlers) runWrite(ctx context.Context, r *command.Request, op *write.O
 
 // runWriteOnce is one attempt of runWrite.
 func (h *Handlers) runWriteOnce(ctx context.Context, r *command.Request, op *write.Op, ms *ModifyStmt, res *write.Result) error {
-	if !h.SpansRemote(op.CI) {
+	if !h.Route.SpansRemote(op.CI) {
 		return h.RunLocal(ctx, r, op, ms, res)
 	}
 	ms.CI = op.CI
@@ -289,7 +290,7 @@ func (h *Handlers) modifyOnReply(ctx context.Context, r *command.Request, ms *Mo
 		for _, s := range p.shards {
 			shards.AppendInt32(int32(s))
 		}
-		b.AppendArray("shards", shards.Build()).AppendArray("ranges", command.EncodeRanges(p.Ranges))
+		b.AppendArray("shards", shards.Build()).AppendArray("ranges", route.EncodeRanges(p.Ranges))
 	}
 	if t != nil {
 		b.AppendInt64("hash", int64(t.hash)).AppendBinary("id", 0, t.id)

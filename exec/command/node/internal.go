@@ -15,6 +15,7 @@ import (
 	"github.com/cleavedb/cleave/exec/command/crud"
 	"github.com/cleavedb/cleave/exec/cursor"
 	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/route"
 	"github.com/cleavedb/cleave/exec/validate"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/store"
@@ -72,7 +73,7 @@ func (h *Handlers) ownedColl(ctx context.Context, r *command.Request, s int) (*c
 			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is unknown to this node", s)
 		}
 		if node, remote := catalog.RemoteNode(shards[s]); remote {
-			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, command.NodeName(node))
+			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, route.NodeName(node))
 		}
 	}
 	ci, err := h.Cat.Lookup(r.DB, name)
@@ -116,7 +117,7 @@ func (h *Handlers) shardFind(ctx context.Context, r *command.Request) error {
 		return err
 	}
 	hint, _ := b.LookupErr("hint")
-	ranges, ok := command.DecodeRanges(b.Lookup("ranges").Array())
+	ranges, ok := route.DecodeRanges(b.Lookup("ranges").Array())
 	if !ok {
 		return mongoerr.New(mongoerr.BadValue, "_cleaveShardFind: malformed ranges")
 	}
@@ -177,7 +178,7 @@ func (h *Handlers) shardBatch(ctx context.Context, r *command.Request, c *cursor
 	}
 	out := bsoncore.AppendInt64Element(r.Out, "cursor", id)
 	out = bsoncore.AppendBinaryElement(out, "docs", 0, buf)
-	r.Out = command.AppendScanStats(out, &stats)
+	r.Out = route.AppendScanStats(out, &stats)
 	return nil
 }
 
@@ -257,7 +258,7 @@ func (h *Handlers) shardStats(ctx context.Context, r *command.Request) error {
 	case "sizes":
 		aidx, out := bsoncore.AppendArrayElementStart(r.Out, "shards")
 		n := 0
-		for s, sz := range h.LocalOwnedSizes(ci) {
+		for s, sz := range h.Route.LocalOwnedSizes(ci) {
 			if sz == nil {
 				continue
 			}
@@ -297,10 +298,10 @@ func appendNodeValidate(out []byte, res *validate.Result) []byte {
 			AppendInt64("missing", ir.Missing).AppendInt64("extra", ir.Extra).Build())
 	}
 	out, _ = bsoncore.AppendArrayEnd(out, aidx)
-	out = command.AppendEntries(out, "extraIndexEntries", res.ExtraEntries)
-	out = command.AppendEntries(out, "missingIndexEntries", res.MissingEntries)
-	out = command.AppendStrings(out, "warnings", res.Warnings)
-	return command.AppendStrings(out, "errors", res.Errors)
+	out = route.AppendEntries(out, "extraIndexEntries", res.ExtraEntries)
+	out = route.AppendEntries(out, "missingIndexEntries", res.MissingEntries)
+	out = route.AppendStrings(out, "warnings", res.Warnings)
+	return route.AppendStrings(out, "errors", res.Errors)
 }
 
 // shardWrite runs, on this node, the documents another node routed to its shards
@@ -327,7 +328,7 @@ func (h *Handlers) shardWrite(ctx context.Context, r *command.Request) error {
 		if h, err := ci.ShardHash(vals[i].Document()); err == nil {
 			s := ci.Map.Partition(ci.Map.Locate(h)).Shard
 			if node, remote := catalog.RemoteNode(shards[s]); remote {
-				return mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, command.NodeName(node))
+				return mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, route.NodeName(node))
 			}
 		}
 	}

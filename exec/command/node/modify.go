@@ -9,6 +9,7 @@ import (
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/command/crud"
+	"github.com/cleavedb/cleave/exec/route"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -119,11 +120,11 @@ func (h *Handlers) ownedTargets(op *write.Op, b bsoncore.Document) ([]int, error
 			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is unknown to this node", s)
 		}
 		if node, remote := catalog.RemoteNode(all[s]); remote {
-			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, command.NodeName(node))
+			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, route.NodeName(node))
 		}
 		shards = append(shards, s)
 	}
-	want, ok := command.DecodeRanges(b.Lookup("ranges").Array())
+	want, ok := route.DecodeRanges(b.Lookup("ranges").Array())
 	if !ok {
 		return nil, mongoerr.New(mongoerr.BadValue, "_cleaveShardModify: malformed ranges")
 	}

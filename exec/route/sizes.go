@@ -1,4 +1,4 @@
-package command
+package route
 
 import (
 	"context"
@@ -36,10 +36,10 @@ func (s CollSizes) Disk() int64 {
 
 // collSizes measures collection c on every shard: exact counts and data bytes (the stats
 // counters), an estimate of the storage and index sizes.
-func (e *Server) collSizes(c *store.Collection) CollSizes {
+func (r *Router) collSizes(c *store.Collection) CollSizes {
 	var s CollSizes
 	var disk uint64
-	for _, db := range e.Cat.Shards() {
+	for _, db := range r.cat.Shards() {
 		n, b := db.CollStats(c.ID)
 		s.Count += n
 		s.Size += b
@@ -67,12 +67,12 @@ func (s *CollSizes) estimateIndexes(c *store.Collection) {
 // it owns (a shard may still hold the source range of a finished move, or a range being
 // copied to it). The result is indexed by shard; nil for a shard owning no partition.
 // In cluster mode the other nodes measure their own shards (remote_stats.go).
-func (e *Server) OwnedSizes(ctx context.Context, ci *catalog.Coll) ([]*CollSizes, error) {
-	out := e.LocalOwnedSizes(ci)
-	if e.Remote == nil || !e.SpansRemote(ci) {
+func (r *Router) OwnedSizes(ctx context.Context, ci *catalog.Coll) ([]*CollSizes, error) {
+	out := r.LocalOwnedSizes(ci)
+	if r.nodes == nil || !r.SpansRemote(ci) {
 		return out, nil
 	}
-	remote, err := e.remoteSizes(ctx, ci)
+	remote, err := r.remoteSizes(ctx, ci)
 	if err != nil {
 		return nil, err
 	}

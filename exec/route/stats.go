@@ -1,4 +1,4 @@
-package command
+package route
 
 import (
 	"context"
@@ -20,8 +20,8 @@ import (
 // command (HostUnreachable), so no statistic silently misses a shard.
 
 // localOwnedSizes is ownedSizes for this node's shards (nil for every other node's).
-func (e *Server) LocalOwnedSizes(ci *catalog.Coll) []*CollSizes {
-	all := e.Cat.Shards()
+func (r *Router) LocalOwnedSizes(ci *catalog.Coll) []*CollSizes {
+	all := r.cat.Shards()
 	out := make([]*CollSizes, len(all))
 	for i := 0; i < ci.Map.Len(); i++ {
 		p := ci.Map.Partition(i)
@@ -48,15 +48,15 @@ func (e *Server) LocalOwnedSizes(ci *catalog.Coll) []*CollSizes {
 // partitions it owns, so that a range being copied, or the source of a finished move
 // awaiting its deletion, is not counted twice (dataSize, dbStats and listDatabases agree
 // with collStats while the balancer moves partitions).
-func (e *Server) ClusterCollSizes(ctx context.Context, c *store.Collection) (CollSizes, error) {
+func (r *Router) ClusterCollSizes(ctx context.Context, c *store.Collection) (CollSizes, error) {
 	if catalog.IsView(c) {
-		return e.collSizes(c), nil
+		return r.collSizes(c), nil
 	}
-	ci, err := e.Cat.Info(c)
+	ci, err := r.cat.Info(c)
 	if err != nil {
 		return CollSizes{}, err
 	}
-	per, err := e.OwnedSizes(ctx, ci)
+	per, err := r.OwnedSizes(ctx, ci)
 	if err != nil {
 		return CollSizes{}, err
 	}
@@ -66,13 +66,13 @@ func (e *Server) ClusterCollSizes(ctx context.Context, c *store.Collection) (Col
 // docCount is count's fast path: the documents of the partitions each shard owns (the
 // sharding manager's count, which leaves out the data of moves in flight), every node
 // counting its own shards.
-func (e *Server) DocCount(ctx context.Context, ci *catalog.Coll) (int64, error) {
-	n := e.Shards.OwnedDocCount(ci) // another node's shard counts nothing here
-	if e.Remote == nil || !e.SpansRemote(ci) {
+func (r *Router) DocCount(ctx context.Context, ci *catalog.Coll) (int64, error) {
+	n := r.mgr.OwnedDocCount(ci) // another node's shard counts nothing here
+	if r.nodes == nil || !r.SpansRemote(ci) {
 		return n, nil
 	}
 	var mu sync.Mutex
-	err := e.onStatsNodes(ctx, ci, "count", nil, func(reply bsoncore.Document) {
+	err := r.onStatsNodes(ctx, ci, "count", nil, func(reply bsoncore.Document) {
 		c, _ := reply.Lookup("n").AsInt64OK()
 		mu.Lock()
 		n += c
@@ -83,10 +83,10 @@ func (e *Server) DocCount(ctx context.Context, ci *catalog.Coll) (int64, error) 
 
 // remoteSizes asks every other node holding partitions of ci for its shards' sizes (of the
 // partitions each owns), by shard.
-func (e *Server) remoteSizes(ctx context.Context, ci *catalog.Coll) (map[int]*CollSizes, error) {
+func (r *Router) remoteSizes(ctx context.Context, ci *catalog.Coll) (map[int]*CollSizes, error) {
 	out := map[int]*CollSizes{}
 	var mu sync.Mutex
-	err := e.onStatsNodes(ctx, ci, "sizes", nil, func(reply bsoncore.Document) {
+	err := r.onStatsNodes(ctx, ci, "sizes", nil, func(reply bsoncore.Document) {
 		arr, _ := reply.Lookup("shards").ArrayOK()
 		vals, _ := arr.Values()
 		mu.Lock()
@@ -105,34 +105,34 @@ func (e *Server) remoteSizes(ctx context.Context, ci *catalog.Coll) (map[int]*Co
 // onStatsNodes sends _cleaveShardStats what (with the extra fields of add) to every other
 // node holding partitions of ci, in parallel, and hands each reply to use; the first
 // failure, in shard order, is returned.
-func (e *Server) onStatsNodes(ctx context.Context, ci *catalog.Coll, what string, add func(*bsoncore.DocumentBuilder),
+func (r *Router) onStatsNodes(ctx context.Context, ci *catalog.Coll, what string, add func(*bsoncore.DocumentBuilder),
 	use func(bsoncore.Document),
 ) error {
-	if e.Remote == nil {
+	if r.nodes == nil {
 		return nil
 	}
 	b := bsoncore.NewDocumentBuilder().
 		AppendString("_cleaveShardStats", ci.Meta.Name).
 		AppendInt64("collId", int64(ci.Meta.ID)).
-		AppendInt64("rev", e.Storage.Catalog.Revision()).
+		AppendInt64("rev", r.cat.Store().Revision()).
 		AppendString("what", what)
 	if add != nil {
 		add(b)
 	}
-	return e.broadcast(ctx, ci, b.AppendString("$db", ci.Meta.DB).Build(), use)
+	return r.nodes.broadcast(ctx, ci, b.AppendString("$db", ci.Meta.DB).Build(), use)
 }
 
 // broadcast sends cmd to every other node holding partitions of ci, in parallel, and
 // hands each reply to use (nil: none); the first failure, in shard order, is returned.
-func (e *Server) broadcast(ctx context.Context, ci *catalog.Coll, cmd bsoncore.Document, use func(bsoncore.Document)) error {
-	shards := e.ownerNodes(ci)
+func (rs *Nodes) broadcast(ctx context.Context, ci *catalog.Coll, cmd bsoncore.Document, use func(bsoncore.Document)) error {
+	shards := rs.ownerNodes(ci)
 	errs := make([]error, len(shards))
 	var wg sync.WaitGroup
 	for i, s := range shards {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reply, err := e.Remote.Command(ctx, s, cmd)
+			reply, err := rs.Command(ctx, s, cmd)
 			if err == nil && use != nil {
 				use(reply)
 			}
@@ -149,9 +149,9 @@ func (e *Server) broadcast(ctx context.Context, ci *catalog.Coll, cmd bsoncore.D
 }
 
 // remoteValidate merges the other nodes' validation of ci into res.
-func (e *Server) RemoteValidate(ctx context.Context, ci *catalog.Coll, full bool, res *validate.Result) error {
+func (r *Router) RemoteValidate(ctx context.Context, ci *catalog.Coll, full bool, res *validate.Result) error {
 	var mu sync.Mutex
-	return e.onStatsNodes(ctx, ci, "validate", func(b *bsoncore.DocumentBuilder) { b.AppendBoolean("full", full) },
+	return r.onStatsNodes(ctx, ci, "validate", func(b *bsoncore.DocumentBuilder) { b.AppendBoolean("full", full) },
 		func(reply bsoncore.Document) {
 			mu.Lock()
 			defer mu.Unlock()

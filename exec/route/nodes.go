@@ -1,4 +1,4 @@
-package command
+package route
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/sharding"
+	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -26,26 +27,30 @@ import (
 // remoteTimeout bounds one internal request whose command has no deadline of its own.
 const remoteTimeout = 5 * time.Minute
 
-// remoteShards reaches other nodes' shards through a pool of internal clients.
-type remoteShards struct {
-	e       *Server
+// Nodes reaches other nodes' shards through a pool of internal clients, authenticated with
+// the cluster's key. It is query's Remote (reads), ddl's Remote (index builds and drops)
+// and sharding's Peers (moves), and carries the internal commands of writes and statistics.
+type Nodes struct {
+	cat     *catalog.Catalog
+	records *store.Catalog // its revision goes with every request
 	cluster sharding.Cluster
 	pool    *wire.Pool
 }
 
-// newRemoteShards returns the remote side of cluster c.
-func newRemoteShards(e *Server, c sharding.Cluster) *remoteShards {
+// NewNodes returns the way to cluster c's other nodes, for catalog cat whose records are
+// records; key is the cluster's key ("" : no internal authentication).
+func NewNodes(cat *catalog.Catalog, records *store.Catalog, c sharding.Cluster, key string) *Nodes {
 	var opts wire.ClientOptions
-	if key := e.Opts.Auth.InternalKey; key != "" {
+	if key != "" {
 		opts.Hello = access.InternalHello(key)
 	}
-	return &remoteShards{e: e, cluster: c, pool: wire.NewPool(opts)}
+	return &Nodes{cat: cat, records: records, cluster: c, pool: wire.NewPool(opts)}
 }
 
 // command runs cmd on the node owning shard s and returns its {ok: 1} reply; an {ok: 0}
 // reply becomes its *mongoerr.Error, a node that is down or does not answer
 // HostUnreachable.
-func (rs *remoteShards) Command(ctx context.Context, s int, cmd bsoncore.Document) (bsoncore.Document, error) {
+func (rs *Nodes) Command(ctx context.Context, s int, cmd bsoncore.Document) (bsoncore.Document, error) {
 	node, host := rs.cluster.ShardHost(s)
 	if host == "" {
 		return nil, mongoerr.New(mongoerr.HostUnreachable, "%s is on node %s, which is down", sharding.Name(s), NodeName(node))
@@ -79,12 +84,12 @@ func NodeName(node string) string {
 }
 
 // OpenScan implements query.Remote.
-func (rs *remoteShards) OpenScan(_ context.Context, spec *query.RemoteScanSpec) (query.RemoteScan, error) {
+func (rs *Nodes) OpenScan(_ context.Context, spec *query.RemoteScanSpec) (query.RemoteScan, error) {
 	ci := spec.CI
 	b := bsoncore.NewDocumentBuilder().
 		AppendString("_cleaveShardFind", ci.Meta.Name).
 		AppendInt64("collId", int64(ci.Meta.ID)).
-		AppendInt64("rev", rs.e.Storage.Catalog.Revision()).
+		AppendInt64("rev", rs.records.Revision()).
 		AppendInt32("shard", int32(spec.Shard)).
 		AppendDocument("filter", orEmpty(spec.Filter))
 	if spec.Vars != nil {
@@ -155,7 +160,7 @@ func DecodeRanges(a bsoncore.Array) ([][2]uint64, bool) {
 
 // remoteScan is a read running on the owner of a shard: its first request, then its cursor.
 type remoteScan struct {
-	rs    *remoteShards
+	rs    *Nodes
 	shard int
 	db    string
 	first bsoncore.Document // sent by the first Next
@@ -215,20 +220,12 @@ func decodeScanStats(v bsoncore.Value) query.ScanStats {
 }
 
 // spansRemote reports whether some partition of ci is on another node's shard.
-func (e *Server) SpansRemote(ci *catalog.Coll) bool {
-	shards := e.Cat.Shards()
+func (r *Router) SpansRemote(ci *catalog.Coll) bool {
+	shards := r.cat.Shards()
 	for i := range ci.Map.Len() {
 		if _, ok := catalog.RemoteNode(shards[ci.Map.Partition(i).Shard]); ok {
 			return true
 		}
 	}
 	return false
-}
-
-// movePeers lets the partition manager send internal commands to other nodes.
-type movePeers struct{ rs *remoteShards }
-
-// Command implements sharding.Peers.
-func (p movePeers) Command(ctx context.Context, s int, cmd bsoncore.Document) (bsoncore.Document, error) {
-	return p.rs.Command(ctx, s, cmd)
 }

@@ -1,4 +1,4 @@
-package command
+package route
 
 import (
 	"context"
@@ -21,23 +21,20 @@ import (
 // node) aborts the build everywhere: the indexes leave the catalog and every node deletes
 // its entries ({op: "delete"}, as dropIndexes does).
 
-// ddlRemote is the executor's ddl.Remote.
-type ddlRemote struct{ e *Server }
-
 // FillIndexes implements ddl.Remote.
-func (d ddlRemote) FillIndexes(ctx context.Context, c *store.Collection, ids []store.IndexID) error {
-	return d.e.onOwnerNodes(ctx, c, "build", ids)
+func (rs *Nodes) FillIndexes(ctx context.Context, c *store.Collection, ids []store.IndexID) error {
+	return rs.onOwnerNodes(ctx, c, "build", ids)
 }
 
 // DeleteIndexData implements ddl.Remote.
-func (d ddlRemote) DeleteIndexData(ctx context.Context, c *store.Collection, ids []store.IndexID) error {
-	return d.e.onOwnerNodes(ctx, c, "delete", ids)
+func (rs *Nodes) DeleteIndexData(ctx context.Context, c *store.Collection, ids []store.IndexID) error {
+	return rs.onOwnerNodes(ctx, c, "delete", ids)
 }
 
 // ownerNodes returns, for each other node holding partitions of ci, one of its shards
 // (where its requests go), in shard order.
-func (e *Server) ownerNodes(ci *catalog.Coll) []int {
-	all := e.Cat.Shards()
+func (rs *Nodes) ownerNodes(ci *catalog.Coll) []int {
+	all := rs.cat.Shards()
 	var nodes []string
 	var shards []int
 	for i := range ci.Map.Len() {
@@ -52,8 +49,8 @@ func (e *Server) ownerNodes(ci *catalog.Coll) []int {
 
 // onOwnerNodes runs _cleaveShardIndexes op for indexes ids of c on every other node holding
 // partitions of c, in parallel, and returns the first failure in shard order.
-func (e *Server) onOwnerNodes(ctx context.Context, c *store.Collection, op string, ids []store.IndexID) error {
-	ci, err := e.Cat.Info(c)
+func (rs *Nodes) onOwnerNodes(ctx context.Context, c *store.Collection, op string, ids []store.IndexID) error {
+	ci, err := rs.cat.Info(c)
 	if err != nil {
 		return err
 	}
@@ -64,9 +61,9 @@ func (e *Server) onOwnerNodes(ctx context.Context, c *store.Collection, op strin
 	cmd := bsoncore.NewDocumentBuilder().
 		AppendString("_cleaveShardIndexes", c.Name).
 		AppendInt64("collId", int64(c.ID)).
-		AppendInt64("rev", e.Storage.Catalog.Revision()).
+		AppendInt64("rev", rs.records.Revision()).
 		AppendString("op", op).
 		AppendArray("ids", arr.Build()).
 		AppendString("$db", c.DB).Build()
-	return e.broadcast(ctx, ci, cmd, nil)
+	return rs.broadcast(ctx, ci, cmd, nil)
 }
