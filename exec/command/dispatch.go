@@ -74,7 +74,7 @@ func (e *Server) dispatch(ctx context.Context, r *Request) (err error) {
 	}
 	e.Counters.Count(cmd.Counter)
 	noteClientMetadata(r)
-	e.Sessions.NoteLSID(r.Generic(GenLSID), e.sessionUser(r))
+	e.Sessions.NoteLSID(r.Generic(GenLSID), e.SessionUser(r))
 	if err := checkAPIParameters(ctx, r); err != nil {
 		return err
 	}
@@ -168,8 +168,6 @@ func ValidateDBName(db string) error {
 func (e *Server) commandTable(families []Family) *Table {
 	t := NewTable()
 	add := t.Add
-	e.addTransactionCommands(add)
-	e.addSessionCommands(add)
 	if e.Opts.Storage != nil {
 	}
 	for _, f := range families {

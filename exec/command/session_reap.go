@@ -13,7 +13,7 @@ import "github.com/cleavedb/cleave/exec/session"
 
 // sessionUser returns the user r runs as for its sessions: its connection's with
 // authentication on, none otherwise.
-func (e *Server) sessionUser(r *Request) session.Owner {
+func (e *Server) SessionUser(r *Request) session.Owner {
 	if !e.Access.Enabled() || r.Conn == nil || len(r.Conn.Authn.Users) == 0 {
 		return session.Owner{}
 	}

@@ -1,10 +1,8 @@
 package command
 
 import (
-	"context"
 	"time"
 
-	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/query"
@@ -76,31 +74,6 @@ func (e *Server) WriteFor(r *Request) *write.Path {
 	return e.Write
 }
 
-// commitTransaction commits the transaction of the command; a retry of a committed one
-// answers ok.
-func (e *Server) commitTransaction(_ context.Context, r *Request) error {
-	r.Wrote = true
-	tx := r.Txn
-	if tx == nil || tx.Phase.Load() == txn.Committed {
-		return nil
-	}
-	rt, err := e.Txns.Commit(tx)
-	if err != nil {
-		return err
-	}
-	e.Sessions.Committed(tx.LSID, rt) // the session is checked out by this command
-	return nil
-}
-
-// abortTransaction aborts the transaction of the command.
-func (e *Server) abortTransaction(_ context.Context, r *Request) error {
-	if r.Txn == nil {
-		return nil
-	}
-	r.Txn.Abort()
-	return nil
-}
-
 // checkTxnCommand refuses what a transaction may not do of the commands it may run:
 // aggregate's $out and $merge, and createIndexes on an existing collection (MongoDB allows
 // create and createIndexes on a new collection only; they run at once, outside the
@@ -130,12 +103,6 @@ func (e *Server) checkTxnCommand(r *Request) error {
 			"Cannot create new indexes on existing collection %s.%s in a multi-document transaction.", r.DB, coll)
 	}
 	return nil
-}
-
-// addTransactionCommands registers commitTransaction and abortTransaction.
-func (e *Server) addTransactionCommands(add func(*Command)) {
-	add(&Command{Name: "commitTransaction", Run: e.commitTransaction, Action: auth.ActionAuthenticated, Help: "commit a transaction", AdminOnly: true, Props: InTxn | RetryableWrite | WriteConcern | APIV1})
-	add(&Command{Name: "abortTransaction", Run: e.abortTransaction, Action: auth.ActionAuthenticated, Help: "abort a transaction", AdminOnly: true, Props: InTxn | RetryableWrite | WriteConcern | APIV1})
 }
 
 // trackTxnDDL notes, around a statement of a transaction, whether it created the collection

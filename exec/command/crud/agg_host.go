@@ -2,7 +2,6 @@ package crud
 
 import (
 	"github.com/cleavedb/cleave/exec/agg"
-	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -34,9 +33,9 @@ func (h *Handlers) StageParser(name string) agg.StageParser {
 var (
 	_ agg.SourceStage    = (*collStatsStage)(nil)
 	_ agg.SourceStage    = (*indexStatsStage)(nil)
-	_ agg.SourceStage    = (*command.ListSessionsStage)(nil)
-	_ agg.Collectionless = (*command.CurrentOpStage)(nil)
-	_ agg.Collectionless = (*command.ListLocalSessionsStage)(nil)
+	_ agg.SourceStage    = (*ListSessionsStage)(nil)
+	_ agg.Collectionless = (*CurrentOpStage)(nil)
+	_ agg.Collectionless = (*ListLocalSessionsStage)(nil)
 )
 
 // parseListSearchIndexesStage refuses $listSearchIndexes as MongoDB 7.0 Community does,

@@ -1,46 +1,73 @@
-package command
+package crud
 
 import (
-	"context"
 	"sort"
-	"time"
 
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-
-	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/catalog"
-	"github.com/cleavedb/cleave/exec/session"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire/mongoerr"
-	"github.com/google/uuid"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// endSessions runs endSessions: the sessions leave the cache (their cursors close when the
-// reaper next runs; their retryable-write records stay in the store).
-func (e *Server) endSessions(_ context.Context, r *Request) error {
-	e.Sessions.End(session.Listed(r.Body))
-	return nil
+// currentOpStage is $currentOp: one document per connection running a command (every
+// connection with idleConnections: true).
+type CurrentOpStage struct {
+	raw      bsoncore.Value
+	e        *command.Server
+	idleConn bool
 }
 
-// refreshSessions marks the listed sessions used now, so that they do not expire.
-func (e *Server) refreshSessions(_ context.Context, r *Request) error {
-	now := time.Now()
-	for _, id := range session.Listed(r.Body) {
-		e.Sessions.Touch(id, now)
+// parseCurrentOpStage parses {$currentOp: {allUsers?, idleConnections?, idleCursors?,
+// idleSessions?, localOps?, truncateOps?, backtrace?}}.
+func (h *Handlers) ParseCurrentOpStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
+	d, ok := arg.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "$currentOp options must be specified in an object, but found: %s", arg.Type)
 	}
-	return nil
+	s := &CurrentOpStage{raw: arg, e: h.Server}
+	elems, _ := d.Elements()
+	for _, el := range elems {
+		switch el.Key() {
+		case "idleConnections":
+			b, ok := el.Value().BooleanOK()
+			if !ok {
+				return nil, mongoerr.New(mongoerr.FailedToParse, "The 'idleConnections' parameter of the $currentOp stage must be a boolean value, but found: %s", el.Value().Type)
+			}
+			s.idleConn = b
+		case "allUsers", "idleCursors", "idleSessions", "localOps", "truncateOps", "backtrace", "targetAllNodes":
+		default:
+			return nil, mongoerr.New(mongoerr.FailedToParse, "Unrecognized option '%s' in $currentOp stage.", el.Key())
+		}
+	}
+	if env.DB != "admin" {
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$currentOp must be run against the 'admin' database with {aggregate: 1}")
+	}
+	return s, nil
 }
+
+// Open implements agg.Stage; the stage is a source, so it ignores its input.
+func (s *CurrentOpStage) Open(in stream.Stream) (stream.Stream, error) {
+	in.Close()
+	return &stream.Slice{Docs: s.e.CurrentOps(s.idleConn)}, nil
+}
+
+// Spec implements agg.Stage.
+func (s *CurrentOpStage) Spec() bsoncore.Document { return agg.StageSpec("$currentOp", s.raw) }
+
+// Collectionless implements agg.Collectionless: $currentOp reads no collection.
+func (s *CurrentOpStage) Collectionless() {}
 
 // listLocalSessionsStage is $listLocalSessions: the sessions of the cache, oldest use first.
 type ListLocalSessionsStage struct {
 	raw bsoncore.Value
-	e   *Server
+	e   *command.Server
 }
 
 // parseListLocalSessionsStage parses {$listLocalSessions: {allUsers?: bool, users?: [...]}}.
 // Without authentication every session is the same (empty) user's.
-func (e *Server) ParseListLocalSessionsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
+func (h *Handlers) ParseListLocalSessionsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "$listLocalSessions options must be specified in an object, but found: %s", arg.Type)
@@ -56,7 +83,7 @@ func (e *Server) ParseListLocalSessionsStage(env *agg.Env, _ string, arg bsoncor
 	if env.Coll != "" { // any database, as MongoDB 3.6+ allows; never a collection
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$listLocalSessions must be run against the database with {aggregate: 1}, not a collection")
 	}
-	return &ListLocalSessionsStage{raw: arg, e: e}, nil
+	return &ListLocalSessionsStage{raw: arg, e: h.Server}, nil
 }
 
 // Open implements agg.Stage; the stage is a source, so it ignores its input.
@@ -83,7 +110,7 @@ func (s *ListLocalSessionsStage) Spec() bsoncore.Document {
 type ListSessionsStage struct{ local *ListLocalSessionsStage }
 
 // parseListSessionsStage parses {$listSessions: {allUsers?, users?}} on config.system.sessions.
-func (e *Server) ParseListSessionsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
+func (h *Handlers) ParseListSessionsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	if env.DB != "config" || env.Coll != "system.sessions" {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$listSessions may only be run against config.system.sessions")
 	}
@@ -97,7 +124,7 @@ func (e *Server) ParseListSessionsStage(env *agg.Env, _ string, arg bsoncore.Val
 			return nil, mongoerr.New(mongoerr.Location40415, "BSON field '$listSessions.%s' is an unknown field.", k)
 		}
 	}
-	return &ListSessionsStage{local: &ListLocalSessionsStage{raw: arg, e: e}}, nil
+	return &ListSessionsStage{local: &ListLocalSessionsStage{raw: arg, e: h.Server}}, nil
 }
 
 // Open implements agg.Stage; the stage is a source (OpenSource), so it only runs first.
@@ -117,24 +144,3 @@ func (s *ListSessionsStage) Spec() bsoncore.Document {
 
 // Collectionless implements agg.Collectionless: $listLocalSessions reads no collection.
 func (s *ListLocalSessionsStage) Collectionless() {}
-
-// addSessionCommands registers the session commands.
-func (e *Server) addSessionCommands(add func(*Command)) {
-	add(&Command{Name: "startSession", Run: e.startSession, Action: auth.ActionNone, Help: "start a logical session"})
-	add(&Command{Name: "endSessions", Run: e.endSessions, Action: auth.ActionNone, Help: "end a set of logical sessions", Props: APIV1})
-	add(&Command{Name: "killSessions", Run: e.killSessions, Action: auth.ActionAuthenticated, Help: "kill a logical session and its operations"})
-	add(&Command{Name: "refreshSessions", Run: e.refreshSessions, Action: auth.ActionNone, Help: "renew a set of logical sessions", Props: APIV1})
-	add(&Command{Name: "killAllSessions", Run: e.killAllSessions, Action: auth.ActionClusterAdmin, Help: "kill all logical sessions, for a user, and their operations"})
-	add(&Command{Name: "killAllSessionsByPattern", Run: e.killAllSessionsByPattern, Action: auth.ActionClusterAdmin, Help: "kill logical sessions by pattern"})
-}
-
-// startSession returns a new logical session id.
-func (e *Server) startSession(_ context.Context, r *Request) error {
-	id := uuid.New()
-	idx, out := bsoncore.AppendDocumentElementStart(r.Out, "id")
-	out = bsoncore.AppendBinaryElement(out, "id", 4, id[:])
-	out, _ = bsoncore.AppendDocumentEnd(out, idx)
-	out = bsoncore.AppendInt32Element(out, "timeoutMinutes", e.Sessions.TimeoutMinutes())
-	r.Out = out
-	return nil
-}
