@@ -145,3 +145,19 @@ func (t *Table) Names() []string {
 	slices.Sort(names)
 	return names
 }
+
+// commandTable returns every command cleave answers.
+func (e *Server) commandTable(families []Family) *Table {
+	t := NewTable()
+	add := t.Add
+	if e.Opts.Storage != nil {
+	}
+	for _, f := range families {
+		f(e, add)
+	}
+	return t
+}
+
+// Family registers a family of commands, whose handlers live in a package of their own
+// above this one (exec/command/users, ...), on s.
+type Family func(s *Server, add func(*Command))

@@ -35,7 +35,7 @@ var errKilled = errors.New("operation killed by killOp")
 var nextOpID atomic.Int64
 
 // begin publishes the command body as c's running command, which kill interrupts.
-func (c *Conn) begin(body bsoncore.Document, start time.Time, kill context.CancelCauseFunc) {
+func (c *Conn) Begin(body bsoncore.Document, start time.Time, kill context.CancelCauseFunc) {
 	id := nextOpID.Add(1)
 	c.ops.mu.Lock()
 	c.ops.active, c.ops.opid, c.ops.start, c.ops.body, c.ops.kill = true, id, start, body, kill
@@ -43,7 +43,7 @@ func (c *Conn) begin(body bsoncore.Document, start time.Time, kill context.Cance
 }
 
 // end withdraws c's running command.
-func (c *Conn) end() {
+func (c *Conn) End() {
 	c.ops.mu.Lock()
 	c.ops.active, c.ops.body, c.ops.kill = false, nil, nil
 	c.ops.mu.Unlock()
@@ -104,7 +104,41 @@ func (c *Conn) currentOpDoc(now time.Time, idle bool, e *Server) bsoncore.Docume
 			AppendInt64("microsecs_running", d.Microseconds()).
 			AppendString("op", "command").
 			AppendString("ns", db+".$cmd").
-			AppendDocument("command", append(bsoncore.Document(nil), redactSecrets(op.body)...))
+			AppendDocument("command", append(bsoncore.Document(nil), RedactSecrets(op.body)...))
 	}
 	return b.Build()
+}
+
+// redactSecrets returns body with a top-level pwd replaced by "xxx", as MongoDB redacts
+// commands in messages and currentOp; body itself when it holds none.
+func RedactSecrets(body bsoncore.Document) bsoncore.Document {
+	if _, err := body.LookupErr("pwd"); err != nil {
+		return body
+	}
+	idx, out := bsoncore.AppendDocumentStart(nil)
+	elems, _ := body.Elements()
+	for _, el := range elems {
+		if el.Key() == "pwd" {
+			out = bsoncore.AppendStringElement(out, "pwd", "xxx")
+			continue
+		}
+		out = append(out, el...)
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out
+}
+
+// AppName is the application name of the connection's handshake (client metadata).
+func (c *Conn) AppName() string {
+	c.ops.mu.Lock()
+	defer c.ops.mu.Unlock()
+	return c.appName
+}
+
+// SetAppName records the application name of the connection's first handshake, under the
+// lock $currentOp on other connections reads it with.
+func (c *Conn) SetAppName(name string) {
+	c.ops.mu.Lock()
+	c.appName = name
+	c.ops.mu.Unlock()
 }

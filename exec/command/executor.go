@@ -1,9 +1,6 @@
 package command
 
 import (
-	"context"
-	"errors"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,7 +26,6 @@ import (
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire"
-	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // Options configures an Executor.
@@ -227,25 +223,12 @@ func (e *Server) Close() {
 	}
 }
 
-// Connect implements wire.Handler.
-func (e *Server) Connect(info wire.ConnInfo) wire.ConnHandler {
-	c := &Conn{
-		e:    e,
-		Info: info,
-		Log:  e.Log.With(zap.Int64("conn_id", info.ID)),
-	}
-	e.Conns.Store(info.ID, c)
-	return c
-}
-
 // conn is one client connection's state: what its commands share (the reply buffer, the
 // statistics of the last request for getLastRequestStatistics, the client's metadata).
 type Conn struct {
-	e    *Server
 	Info wire.ConnInfo
 	Log  *zap.Logger
-	out  []byte // reply buffer, reused from request to request
-	Last requestStats
+	Last RequestStats
 	// compressors are those both sides support, negotiated by hello.
 	Compressors []string
 	// seenHello is set by the connection's first hello (or isMaster): the client metadata
@@ -269,107 +252,10 @@ type Conn struct {
 }
 
 // requestStats describes the last finished command of a connection.
-type requestStats struct {
+type RequestStats struct {
 	Command  string
 	Duration time.Duration
 	Charge   float64 // request units
-}
-
-// maxRetainedReply is the largest reply buffer a connection keeps between requests; a
-// larger one (a big cursor batch) is dropped so that idle connections stay small.
-const maxRetainedReply = 1 << 20
-
-// Handle implements wire.ConnHandler: it runs one command and builds its reply.
-func (c *Conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document, error) {
-	if cap(c.out) > maxRetainedReply {
-		c.out = nil
-	}
-	start := time.Now()
-	r := Request{Conn: c, Body: req.Body, RequestID: req.RequestID, Legacy: req.Legacy, Wire: req}
-	idx, out := bsoncore.AppendDocumentStart(c.out[:0])
-	r.Out = out
-	ctx, kill := context.WithCancelCause(ctx) // killOp's handle on the command
-	c.begin(req.Body, start, kill)
-	err := c.e.dispatch(ctx, &r)
-	c.end()
-	if !errors.Is(err, failpoint.ErrCloseConnection) {
-		err = InterruptError(ctx, err) // before kill(nil) cancels ctx
-		err = catalog.StoreError(err)  // a full disk or a failed commit, wherever it surfaced
-	}
-	kill(nil)
-	if errors.Is(err, failpoint.ErrCloseConnection) {
-		c.finish(&r, start, err)
-		return nil, err // the wire layer closes the socket without a reply
-	}
-	out = r.Out
-	if err != nil {
-		merr := mongoerr.From(err)
-		if merr.Code == mongoerr.InternalError && merr.Unwrap() != nil {
-			c.Log.Error("command failed", zap.Int32("request_id", req.RequestID),
-				zap.String("cmd", r.Name), zap.Error(merr.Unwrap()))
-		}
-		out = merr.AppendReply(out[:idx+4])
-	} else {
-		out = r.Txn.AppendRecoveryToken(out)
-		out = r.appendAtClusterTime(out, int(idx))
-		out = bsoncore.AppendDoubleElement(out, "ok", 1)
-	}
-	if !r.Legacy {
-		t := c.e.Clock.Now()
-		if r.Wrote {
-			t = c.e.Clock.Tick()
-		}
-		out = clock.AppendClusterTime(out, t)
-	}
-	out, _ = bsoncore.AppendDocumentEnd(out, idx)
-	c.out = out
-	c.finish(&r, start, err)
-	return out, nil
-}
-
-// finish records the statistics of a finished command and logs it: at Info when it was
-// slow, at Debug otherwise.
-func (c *Conn) finish(r *Request, start time.Time, err error) {
-	d := time.Since(start)
-	c.e.collector.Observe(r.Name, d, err)
-	if r.Name != "getLastRequestStatistics" {
-		c.Last = requestStats{Command: r.Name, Duration: d, Charge: r.Charge}
-	}
-	level := zap.DebugLevel
-	if c.e.SlowOps.Slow(d) && !r.Awaited {
-		level = zap.InfoLevel
-	}
-	ce := c.Log.Check(level, "command")
-	if ce == nil {
-		return
-	}
-	fields := []zap.Field{
-		zap.Int32("request_id", r.RequestID), zap.String("cmd", r.Name), zap.String("db", r.DB),
-		zap.Duration("duration", d), zap.Float64("ru", r.Charge),
-	}
-	if err != nil {
-		e := mongoerr.From(err)
-		fields = append(fields, zap.Int32("code", int32(e.Code)), zap.String("errmsg", e.Message))
-	}
-	ce.Write(fields...)
-}
-
-// Close implements wire.ConnHandler.
-func (c *Conn) Close() {
-	c.e.Conns.Delete(c.Info.ID)
-	c.out = nil
-}
-
-// recoverPanic turns a panic in a command into an InternalError reply and a log line with
-// the stack, so that no input crashes the server.
-func (c *Conn) recoverPanic(r *Request, err *error) {
-	p := recover()
-	if p == nil {
-		return
-	}
-	c.Log.Error("command panicked", zap.Int32("request_id", r.RequestID), zap.String("cmd", r.Name),
-		zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
-	*err = mongoerr.New(mongoerr.InternalError, "internal error while running %s", r.Name)
 }
 
 // Storage is what the executor reads and writes: one store per shard and the catalog, which
@@ -403,3 +289,6 @@ func (e *Server) SetShards(shards []catalog.Shard) { e.Cat.SetShards(shards) }
 
 // Metrics returns the server's Prometheus collector.
 func (e *Server) Metrics() *metrics.Metrics { return e.collector }
+
+// AuthOptions configures access control.
+type AuthOptions = access.Options

@@ -17,7 +17,7 @@ type nameCache struct {
 }
 
 // dbName returns the string value of $db, as v.StringValueOK does.
-func (n *nameCache) dbName(v bsoncore.Value) (string, bool) {
+func (n *nameCache) DbName(v bsoncore.Value) (string, bool) {
 	if v.Type != bsoncore.TypeString || len(v.Data) < 4 {
 		return "", false
 	}

@@ -358,7 +358,7 @@ func offerOptions(o offer) bsoncore.Document {
 // cosmosCreateDatabase answers customAction CreateDatabase: the database, with shared
 // throughput when an offer is given.
 func (h *Handlers) cosmosCreateDatabase(r *command.Request, o offer) error {
-	if err := command.ValidateDBName(r.DB); err != nil {
+	if err := catalog.ValidateDBName(r.DB); err != nil {
 		return err
 	}
 	if err := h.Storage.Catalog.CreateDatabase(r.DB, offerOptions(o)); err != nil {

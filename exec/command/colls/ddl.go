@@ -26,7 +26,7 @@ func (h *Handlers) addDDLCommands(add func(*command.Command)) {
 	add(&command.Command{Name: "dropDatabase", Run: h.dropDatabase, Action: auth.ActionDBAdmin, Help: "drop a database and all its collections", Props: command.WriteConcern | command.APIV1})
 	add(&command.Command{Name: "listDatabases", Run: h.listDatabases, Action: auth.ActionAuthenticated, Help: "list the databases", AdminOnly: true, Props: command.APIV1})
 	add(&command.Command{Name: "listCollections", Run: h.listCollections, Action: auth.ActionListing, Help: "list the collections of a database", Props: command.OpensCursor | command.APIV1})
-	add(&command.Command{Name: "renameCollection", Run: h.renameCollection, Action: auth.ActionDDL, Needs: command.RenameNeeds, Help: "rename a collection", AdminOnly: true, Props: command.WriteConcern | command.APIV1})
+	add(&command.Command{Name: "renameCollection", Run: h.renameCollection, Action: auth.ActionDDL, Needs: renameNeeds, Help: "rename a collection", AdminOnly: true, Props: command.WriteConcern | command.APIV1})
 	add(&command.Command{Name: "collStats", Aliases: []string{"collstats"}, Run: h.collStats, Action: auth.ActionListing, Help: "statistics of a collection", Props: command.APIV1})
 	add(&command.Command{Name: "dbStats", Aliases: []string{"dbstats"}, Run: h.dbStats, Action: auth.ActionListing, Help: "statistics of a database"})
 	add(&command.Command{Name: "compact", Run: h.compact, Action: auth.ActionDBAdmin, Help: "compact a collection: rewrite its data without deleted versions and return the space to the file system"})
@@ -231,7 +231,7 @@ func parseNamespace(ns string) (string, string, error) {
 	if db == "" || coll == "" {
 		return "", "", mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", ns)
 	}
-	if err := command.ValidateDBName(db); err != nil {
+	if err := catalog.ValidateDBName(db); err != nil {
 		return "", "", err
 	}
 	return db, coll, nil

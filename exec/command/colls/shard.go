@@ -109,7 +109,7 @@ func (h *Handlers) enableSharding(_ context.Context, r *command.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := command.ValidateDBName(name); err != nil {
+	if err := catalog.ValidateDBName(name); err != nil {
 		return err
 	}
 	if err := h.Storage.Catalog.CreateDatabase(name, nil); err != nil && !errors.Is(err, store.ErrExists) {

@@ -199,7 +199,7 @@ func internalDB(db string) bool { return db == "admin" || db == "config" || db =
 
 // valid reports whether t names a collection a write stage may create.
 func (t writeTarget) valid() bool {
-	return command.ValidateDBName(t.db) == nil && t.coll != "" && t.coll[0] != '.' && !strings.ContainsAny(t.coll, "$\x00")
+	return catalog.ValidateDBName(t.db) == nil && t.coll != "" && t.coll[0] != '.' && !strings.ContainsAny(t.coll, "$\x00")
 }
 
 // Spec returns {db, coll}, the normalized target explain shows.

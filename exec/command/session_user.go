@@ -1,6 +1,8 @@
 package command
 
-import "github.com/cleavedb/cleave/exec/session"
+import (
+	"github.com/cleavedb/cleave/exec/session"
+)
 
 // Session expiry. A session unused for localLogicalSessionTimeoutMinutes (30, or
 // Options.SessionTimeout) expires, as in MongoDB: the reaper aborts its open transaction,

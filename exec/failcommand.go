@@ -1,4 +1,4 @@
-package command
+package exec
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/failpoint"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -21,7 +22,7 @@ import (
 
 // requestNamespace is the namespace a command names: "db.coll" when its first field is a
 // collection name, else the database.
-func requestNamespace(r *Request) string {
+func requestNamespace(r *command.Request) string {
 	first, _ := bsonx.FirstElement(r.Body)
 	if coll, ok := first.Value().StringValueOK(); ok && coll != "" {
 		return r.DB + "." + coll
@@ -30,15 +31,15 @@ func requestNamespace(r *Request) string {
 }
 
 // failOp is r as the failCommand failpoint matches it.
-func (e *Server) failOp(r *Request) *failpoint.Op {
-	return &failpoint.Op{Name: r.Name, AppName: r.Conn.appName, Namespace: requestNamespace(r),
+func (e *Executor) failOp(r *command.Request) *failpoint.Op {
+	return &failpoint.Op{Name: r.Name, AppName: r.Conn.AppName(), Namespace: requestNamespace(r),
 		Names: func(name string) bool { return e.Commands.Get(name) == r.Cmd }}
 }
 
 // evalFailCommand runs the failCommand failpoint before r's command: it may block, close
 // the connection (failpoint.ErrCloseConnection) or fail the command with the configured
 // error.
-func (e *Server) evalFailCommand(ctx context.Context, r *Request) (failpoint.Action, error) {
+func (e *Executor) evalFailCommand(ctx context.Context, r *command.Request) (failpoint.Action, error) {
 	if !e.Fail.Armed() {
 		return failpoint.Action{}, nil
 	}
@@ -48,11 +49,11 @@ func (e *Server) evalFailCommand(ctx context.Context, r *Request) (failpoint.Act
 // finishFailCommand completes a command the failpoint may have affected: it labels its
 // error, or adds the configured writeConcernError to a write's reply (mongod evaluates the
 // failpoint a second time for that, after the command ran).
-func (e *Server) finishFailCommand(r *Request, act failpoint.Action, err error) error {
+func (e *Executor) finishFailCommand(r *command.Request, act failpoint.Action, err error) error {
 	if err != nil {
 		return labelError(r, act, err)
 	}
-	if !e.Fail.Armed() || !r.Cmd.Has(WriteConcern) {
+	if !e.Fail.Armed() || !r.Cmd.Has(command.WriteConcern) {
 		return nil
 	}
 	wce, act := e.Fail.WriteConcernError(e.failOp(r))
@@ -73,7 +74,7 @@ func (e *Server) finishFailCommand(r *Request, act failpoint.Action, err error) 
 
 // labelError gives a failed command's error the failpoint's errorLabels, or the label
 // mongod adds itself (errorLabels).
-func labelError(r *Request, act failpoint.Action, err error) error {
+func labelError(r *command.Request, act failpoint.Action, err error) error {
 	me := mongoerr.As(err)
 	if me == nil {
 		return err
@@ -103,8 +104,8 @@ var retryableCodes = map[mongoerr.Code]bool{
 // noteClientMetadata keeps the application name of a handshake's client metadata
 // ({client: {application: {name}}}) for failCommand's appName; as in mongod, only the
 // first handshake of a connection sets it.
-func noteClientMetadata(r *Request) {
-	if r.Conn.appName != "" {
+func noteClientMetadata(r *command.Request) {
+	if r.Conn.AppName() != "" {
 		return
 	}
 	switch r.Name {
@@ -113,8 +114,6 @@ func noteClientMetadata(r *Request) {
 		return
 	}
 	if name, ok := r.Body.Lookup("client", "application", "name").StringValueOK(); ok {
-		r.Conn.ops.mu.Lock() // $currentOp on another connection reads it under this lock
-		r.Conn.appName = name
-		r.Conn.ops.mu.Unlock()
+		r.Conn.SetAppName(name)
 	}
 }

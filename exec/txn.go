@@ -1,24 +1,21 @@
-package command
+package exec
 
 import (
 	"time"
 
 	"github.com/cleavedb/cleave/bsonx"
-	"github.com/cleavedb/cleave/exec/catalog"
-	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/session"
 	"github.com/cleavedb/cleave/exec/txn"
-	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-	"go.uber.org/zap"
 )
 
 // afterTxnStatement aborts the transaction of a statement that failed (err, or writeErrors
 // in its reply), as MongoDB does, and returns the statement's error. As in MongoDB, a
 // transient error (a write conflict) fails the whole command, with its label, rather than
 // being one of its writeErrors.
-func afterTxnStatement(r *Request, err error) error {
+func afterTxnStatement(r *command.Request, err error) error {
 	if r.Txn == nil || r.Name == "commitTransaction" || r.Name == "abortTransaction" {
 		return err
 	}
@@ -55,30 +52,11 @@ func replyWriteError(out []byte) (code int32, found bool) {
 	return code, true
 }
 
-// queryFor returns the query engine of r: its transaction's, or the executor's.
-func (e *Server) QueryFor(r *Request) *query.Engine {
-	if r.Txn != nil {
-		return r.Txn.Write.Query()
-	}
-	if r.Snap != nil {
-		return r.Snap.Engine
-	}
-	return e.Query
-}
-
-// writeFor returns the write path of r: its transaction's, or the executor's.
-func (e *Server) WriteFor(r *Request) *write.Path {
-	if r.Txn != nil {
-		return r.Txn.Write
-	}
-	return e.Write
-}
-
 // checkTxnCommand refuses what a transaction may not do of the commands it may run:
 // aggregate's $out and $merge, and createIndexes on an existing collection (MongoDB allows
 // create and createIndexes on a new collection only; they run at once, outside the
 // transaction).
-func (e *Server) checkTxnCommand(r *Request) error {
+func (e *Executor) checkTxnCommand(r *command.Request) error {
 	if r.Txn == nil {
 		return nil
 	}
@@ -107,8 +85,8 @@ func (e *Server) checkTxnCommand(r *Request) error {
 
 // trackTxnDDL notes, around a statement of a transaction, whether it created the collection
 // it names; call the returned function once the statement ran.
-func (e *Server) trackTxnDDL(r *Request) func() {
-	if r.Txn == nil || !r.Cmd.Has(TxnCreates) || e.Cat == nil {
+func (e *Executor) trackTxnDDL(r *command.Request) func() {
+	if r.Txn == nil || !r.Cmd.Has(command.TxnCreates) || e.Cat == nil {
 		return func() {}
 	}
 	first, _ := r.Body.Elements()
@@ -126,40 +104,16 @@ func (e *Server) trackTxnDDL(r *Request) func() {
 	}
 }
 
-// dropTxnCreated drops the collections an aborted transaction created, unless one was
-// dropped and created again since.
-func (e *Server) dropTxnCreated(created []txn.Created) {
-	if len(created) == 0 || e.Cat == nil {
-		return
-	}
-	unlock := e.Cat.LockDDL()
-	defer unlock()
-	for _, tc := range created {
-		c := e.Storage.Catalog.State().Collection(tc.DB, tc.Name)
-		if c == nil || c.ID != tc.ID {
-			continue
-		}
-		dropped, err := e.Storage.Catalog.DropCollection(tc.DB, tc.Name)
-		if err != nil {
-			e.Log.Error("cannot drop the collection of an aborted transaction", zap.String("ns", tc.DB+"."+tc.Name),
-				zap.Error(catalog.StoreError(err)))
-			continue
-		}
-		e.Cat.DeleteData(dropped)
-		e.Log.Info("dropped the collection an aborted transaction created", zap.String("ns", tc.DB+"."+tc.Name))
-	}
-}
-
 // enterSnapshotRead sets r.snap for a snapshot read outside a transaction; release drops
 // the command's reference (its cursor keeps its own).
-func (e *Server) enterSnapshotRead(r *Request) (release func(), err error) {
-	snapshot, at, hasAt, err := txn.ReadConcernSnapshot(r.Generic(GenReadConcern))
+func (e *Executor) enterSnapshotRead(r *command.Request) (release func(), err error) {
+	snapshot, at, hasAt, err := txn.ReadConcernSnapshot(r.Generic(command.GenReadConcern))
 	// A cursor reads the snapshot it was opened on: the driver sends the session's
 	// readConcern with getMore and killCursors too.
 	if err != nil || !snapshot || r.Txn != nil || e.Cat == nil || r.Name == "getMore" || r.Name == "killCursors" {
 		return func() {}, err
 	}
-	if !r.Cmd.Has(SnapshotRead) {
+	if !r.Cmd.Has(command.SnapshotRead) {
 		return nil, mongoerr.New(mongoerr.InvalidOptions,
 			"Command %s does not support { readConcern: { level: \"snapshot\", provenance: \"clientSupplied\" } } :: caused by :: read concern not supported", r.Name)
 	}
@@ -174,7 +128,7 @@ func (e *Server) enterSnapshotRead(r *Request) (release func(), err error) {
 // appendAtClusterTime adds the time of r's snapshot read to its reply (the open document
 // out, started at idx): in the cursor document of find and aggregate, at the top level of
 // distinct's, where drivers look for it.
-func (r *Request) appendAtClusterTime(out []byte, idx int) []byte {
+func appendAtClusterTime(r *command.Request, out []byte, idx int) []byte {
 	if r.Snap == nil {
 		return out
 	}
@@ -211,10 +165,10 @@ func (r *Request) appendAtClusterTime(out []byte, idx int) []byte {
 
 // enterTxn checks out the session of a command that carries autocommit (a statement of a
 // transaction) and sets r.Txn; release checks the session back in (session.Cache.EnterTxn).
-func (e *Server) enterTxn(r *Request) (release func(), err error) {
+func (e *Executor) enterTxn(r *command.Request) (release func(), err error) {
 	tx, release, err := e.Sessions.EnterTxn(&session.Statement{
-		Name: r.Name, Body: r.Body, InTxn: r.Cmd.Has(InTxn), Storage: e.Cat != nil,
-		Autocommit: r.Generic(GenAutocommit), StartTxn: r.Generic(GenStartTxn), TxnNumber: r.Generic(GenTxnNumber),
+		Name: r.Name, Body: r.Body, InTxn: r.Cmd.Has(command.InTxn), Storage: e.Cat != nil,
+		Autocommit: r.Generic(command.GenAutocommit), StartTxn: r.Generic(command.GenStartTxn), TxnNumber: r.Generic(command.GenTxnNumber),
 	}, e.Txns, e.Write)
 	if err != nil {
 		return nil, err

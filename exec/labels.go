@@ -1,6 +1,9 @@
-package command
+package exec
 
-import "github.com/cleavedb/cleave/wire/mongoerr"
+import (
+	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
 
 // errorLabels is mongod's ErrorLabelBuilder: the labels of a command that failed with code
 // (0: it succeeded) or answered a writeConcernError with wcCode (0: none).
@@ -8,7 +11,7 @@ import "github.com/cleavedb/cleave/wire/mongoerr"
 // behind (the driver retries the whole transaction); RetryableWriteError marks a retryable
 // write, or a transaction's commit or abort, that failed with a retryable code (the driver
 // retries the command). Only one of them is given.
-func errorLabels(r *Request, code, wcCode mongoerr.Code) []string {
+func errorLabels(r *command.Request, code, wcCode mongoerr.Code) []string {
 	if _, err := r.Body.LookupErr("txnNumber"); err != nil {
 		return nil
 	}
@@ -18,7 +21,7 @@ func errorLabels(r *Request, code, wcCode mongoerr.Code) []string {
 	if inTxn && code != 0 && transientTxnError(code, wcCode != 0, commitOrAbort) {
 		return []string{"TransientTransactionError"}
 	}
-	retryableWrite := !inTxn && r.Cmd.Has(RetryableWrite)
+	retryableWrite := !inTxn && r.Cmd.Has(command.RetryableWrite)
 	if (retryableWrite || inTxn && commitOrAbort) && (retryableCodes[code] || retryableCodes[wcCode]) {
 		return []string{"RetryableWriteError"}
 	}

@@ -1,4 +1,4 @@
-package command
+package exec
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -19,22 +20,15 @@ import (
 // the whole command (nothing was answered yet: the owner refuses at the open); an insert
 // re-routes only the documents the owner refused, which it wrote none of.
 
-// maxStaleRetries bounds how often one command is planned again after StaleConfig (mongos'
-// kMaxNumStaleVersionRetries is 10; a catalog change takes a watch event to reach us).
-const MaxStaleRetries = 5
-
-// catalogRevField names the owner's catalog revision in a StaleConfig answer.
-const CatalogRevField = "catalogRev"
-
 // runStaleRetrying runs cmd, and runs a read again when an owner answered StaleConfig.
-func (e *Server) runStaleRetrying(ctx context.Context, r *Request, cmd *Command) error {
-	if e.Remote == nil || !r.Cmd.Has(StaleRetry) || r.Txn != nil || pipelineWrites(r.Body) {
+func (e *Executor) runStaleRetrying(ctx context.Context, r *command.Request, cmd *command.Command) error {
+	if e.Remote == nil || !r.Cmd.Has(command.StaleRetry) || r.Txn != nil || pipelineWrites(r.Body) {
 		return cmd.Run(ctx, r)
 	}
 	mark := len(r.Out)
 	for attempt := 0; ; attempt++ {
 		err := cmd.Run(ctx, r)
-		if attempt == MaxStaleRetries || !e.AwaitStale(ctx, err) {
+		if attempt == command.MaxStaleRetries || !e.AwaitStale(ctx, err) {
 			return err
 		}
 		r.Out = r.Out[:mark]
@@ -60,30 +54,14 @@ func pipelineWrites(body bsoncore.Document) bool {
 	return false
 }
 
-// awaitStale reports whether err is an owner's StaleConfig after which planning again may
-// succeed, having waited for this node's catalog to reach the owner's revision.
-func (e *Server) AwaitStale(ctx context.Context, err error) bool {
-	me := mongoerr.As(err)
-	if me == nil || me.Code != mongoerr.StaleConfig || ctx.Err() != nil {
-		return false
-	}
-	rev, _ := me.Info.Lookup(CatalogRevField).Int64OK()
-	if rev > e.Storage.Catalog.Revision() {
-		if err := e.Storage.Catalog.WaitRevision(ctx, rev); err != nil {
-			return false
-		}
-	}
-	return true
-}
-
 // withCatalogRev adds this node's catalog revision to the StaleConfig an internal command
 // answers, so that the router knows what to wait for.
-func (e *Server) withCatalogRev(r *Request, err error) error {
+func (e *Executor) withCatalogRev(r *command.Request, err error) error {
 	me := mongoerr.As(err)
 	if me == nil || me.Code != mongoerr.StaleConfig || !strings.HasPrefix(r.Name, "_cleaveShard") {
 		return err
 	}
 	out := *me
-	out.Info = bsoncore.NewDocumentBuilder().AppendInt64(CatalogRevField, e.Storage.Catalog.Revision()).Build()
+	out.Info = bsoncore.NewDocumentBuilder().AppendInt64(command.CatalogRevField, e.Storage.Catalog.Revision()).Build()
 	return &out
 }

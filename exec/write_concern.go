@@ -1,9 +1,10 @@
-package command
+package exec
 
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -36,8 +37,8 @@ func unsatisfiableConcern(body bsoncore.Document) *mongoerr.Error {
 
 // appendConcernError adds to the reply of a write that succeeded the writeConcernError of
 // a write concern one copy cannot satisfy, unless the reply has one (a failpoint's).
-func appendConcernError(r *Request) {
-	if !r.Cmd.Has(WriteConcern) || r.Name == "abortTransaction" {
+func appendConcernError(r *command.Request) {
+	if !r.Cmd.Has(command.WriteConcern) || r.Name == "abortTransaction" {
 		return
 	}
 	wce := unsatisfiableConcern(r.Body)

@@ -1,4 +1,4 @@
-package command
+package exec
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -78,7 +79,7 @@ func apiTypeError(field string, v bsoncore.Value, want string) error {
 // other than "1", apiStrict or apiDeprecationErrors without a version, a command (or, for
 // aggregate, a stage) outside version 1 under apiStrict, a deprecated command under
 // apiDeprecationErrors.
-func checkAPIParameters(_ context.Context, r *Request) error {
+func checkAPIParameters(_ context.Context, r *command.Request) error {
 	if !r.HasAPIParams() { // none of the fields: nothing to check
 		return nil
 	}
@@ -99,7 +100,7 @@ func checkAPIParameters(_ context.Context, r *Request) error {
 		return mongoerr.New(mongoerr.APIVersionError, "API version must be \"1\"")
 	}
 	if p.strict {
-		if !r.Cmd.Has(APIV1) {
+		if !r.Cmd.Has(command.APIV1) {
 			return mongoerr.New(mongoerr.APIStrictError, "Provided apiStrict:true, but the command %s is not in API Version %s. "+
 				"Information on supported commands and migrations in API Version %s can be found at "+
 				"https://dochub.mongodb.org/core/manual-versioned-api.", r.Name, p.version, p.version)

@@ -1,0 +1,134 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"runtime/debug"
+	"time"
+
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/clock"
+	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/failpoint"
+	"github.com/cleavedb/cleave/wire"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+)
+
+// Connect implements wire.Handler.
+func (e *Executor) Connect(info wire.ConnInfo) wire.ConnHandler {
+	c := &command.Conn{
+		Info: info,
+		Log:  e.Log.With(zap.Int64("conn_id", info.ID)),
+	}
+	e.Conns.Store(info.ID, c)
+	return &conn{e: e, c: c}
+}
+
+// conn runs one client connection's commands, one at a time, over its state (Conn), and
+// keeps the reply buffer it reuses from request to request.
+type conn struct {
+	e   *Executor
+	c   *command.Conn
+	out []byte
+}
+
+// maxRetainedReply is the largest reply buffer a connection keeps between requests; a
+// larger one (a big cursor batch) is dropped so that idle connections stay small.
+const maxRetainedReply = 1 << 20
+
+// Handle implements wire.ConnHandler: it runs one command and builds its reply.
+func (h *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document, error) {
+	c := h.c
+	if cap(h.out) > maxRetainedReply {
+		h.out = nil
+	}
+	start := time.Now()
+	r := command.Request{Conn: c, Body: req.Body, RequestID: req.RequestID, Legacy: req.Legacy, Wire: req}
+	idx, out := bsoncore.AppendDocumentStart(h.out[:0])
+	r.Out = out
+	ctx, kill := context.WithCancelCause(ctx) // killOp's handle on the command
+	c.Begin(req.Body, start, kill)
+	err := h.e.dispatch(ctx, &r)
+	c.End()
+	if !errors.Is(err, failpoint.ErrCloseConnection) {
+		err = command.InterruptError(ctx, err) // before kill(nil) cancels ctx
+		err = catalog.StoreError(err)          // a full disk or a failed commit, wherever it surfaced
+	}
+	kill(nil)
+	if errors.Is(err, failpoint.ErrCloseConnection) {
+		h.finish(&r, start, err)
+		return nil, err // the wire layer closes the socket without a reply
+	}
+	out = r.Out
+	if err != nil {
+		merr := mongoerr.From(err)
+		if merr.Code == mongoerr.InternalError && merr.Unwrap() != nil {
+			c.Log.Error("command failed", zap.Int32("request_id", req.RequestID),
+				zap.String("cmd", r.Name), zap.Error(merr.Unwrap()))
+		}
+		out = merr.AppendReply(out[:idx+4])
+	} else {
+		out = r.Txn.AppendRecoveryToken(out)
+		out = appendAtClusterTime(&r, out, int(idx))
+		out = bsoncore.AppendDoubleElement(out, "ok", 1)
+	}
+	if !r.Legacy {
+		t := h.e.Clock.Now()
+		if r.Wrote {
+			t = h.e.Clock.Tick()
+		}
+		out = clock.AppendClusterTime(out, t)
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	h.out = out
+	h.finish(&r, start, err)
+	return out, nil
+}
+
+// finish records the statistics of a finished command and logs it: at Info when it was
+// slow, at Debug otherwise.
+func (h *conn) finish(r *command.Request, start time.Time, err error) {
+	c := h.c
+	d := time.Since(start)
+	h.e.Metrics().Observe(r.Name, d, err)
+	if r.Name != "getLastRequestStatistics" {
+		c.Last = command.RequestStats{Command: r.Name, Duration: d, Charge: r.Charge}
+	}
+	level := zap.DebugLevel
+	if h.e.SlowOps.Slow(d) && !r.Awaited {
+		level = zap.InfoLevel
+	}
+	ce := c.Log.Check(level, "command")
+	if ce == nil {
+		return
+	}
+	fields := []zap.Field{
+		zap.Int32("request_id", r.RequestID), zap.String("cmd", r.Name), zap.String("db", r.DB),
+		zap.Duration("duration", d), zap.Float64("ru", r.Charge),
+	}
+	if err != nil {
+		e := mongoerr.From(err)
+		fields = append(fields, zap.Int32("code", int32(e.Code)), zap.String("errmsg", e.Message))
+	}
+	ce.Write(fields...)
+}
+
+// Close implements wire.ConnHandler.
+func (h *conn) Close() {
+	h.e.Conns.Delete(h.c.Info.ID)
+	h.out = nil
+}
+
+// recoverPanic turns a panic in a command into an InternalError reply and a log line with
+// the stack, so that no input crashes the server.
+func recoverPanic(r *command.Request, err *error) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	r.Conn.Log.Error("command panicked", zap.Int32("request_id", r.RequestID), zap.String("cmd", r.Name),
+		zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+	*err = mongoerr.New(mongoerr.InternalError, "internal error while running %s", r.Name)
+}
