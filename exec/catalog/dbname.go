@@ -2,7 +2,7 @@ package catalog
 
 import "github.com/cleavedb/cleave/wire/mongoerr"
 
-// validateDBName applies MongoDB's rules for database names.
+// ValidateDBName applies MongoDB's rules for database names.
 func ValidateDBName(db string) error {
 	if db == "" {
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid empty database name")

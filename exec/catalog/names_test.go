@@ -99,7 +99,7 @@ func TestChangeAndStoreErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.unchanged {
-				if tc.got != tc.err {
+				if tc.got != tc.err { //nolint:errorlint // identity: the error must come back unchanged, not wrapped
 					t.Fatalf("got %v, want %v unchanged", tc.got, tc.err)
 				}
 				return

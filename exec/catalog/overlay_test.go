@@ -175,12 +175,12 @@ func TestOverlay(t *testing.T) {
 		_ = it.Close()
 	}
 
-	real := sh.NewBatch()
-	ov.Replay(real)
-	if err := real.Commit(true); err != nil {
+	batch := sh.NewBatch()
+	ov.Replay(batch)
+	if err := batch.Commit(true); err != nil {
 		t.Fatal(err)
 	}
-	real.Close()
+	batch.Close()
 	if got := docIDs(t, sh, 0); !slices.Equal(got, []int32{1, 2, 3}) {
 		t.Errorf("after the replay: documents %v", got)
 	}

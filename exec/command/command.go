@@ -150,8 +150,6 @@ func (t *Table) Names() []string {
 func (e *Server) commandTable(families []Family) *Table {
 	t := NewTable()
 	add := t.Add
-	if e.Opts.Storage != nil {
-	}
 	for _, f := range families {
 		f(e, add)
 	}

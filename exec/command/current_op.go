@@ -34,7 +34,7 @@ var errKilled = errors.New("operation killed by killOp")
 // nextOpID numbers operations as mongod's opid does.
 var nextOpID atomic.Int64
 
-// begin publishes the command body as c's running command, which kill interrupts.
+// Begin publishes the command body as c's running command, which kill interrupts.
 func (c *Conn) Begin(body bsoncore.Document, start time.Time, kill context.CancelCauseFunc) {
 	id := nextOpID.Add(1)
 	c.ops.mu.Lock()
@@ -42,14 +42,14 @@ func (c *Conn) Begin(body bsoncore.Document, start time.Time, kill context.Cance
 	c.ops.mu.Unlock()
 }
 
-// end withdraws c's running command.
+// End withdraws c's running command.
 func (c *Conn) End() {
 	c.ops.mu.Lock()
 	c.ops.active, c.ops.body, c.ops.kill = false, nil, nil
 	c.ops.mu.Unlock()
 }
 
-// killOp interrupts c's running command if its opid is id, and reports whether it did.
+// KillOp interrupts c's running command if its opid is id, and reports whether it did.
 func (c *Conn) KillOp(id int64) bool {
 	c.ops.mu.Lock()
 	defer c.ops.mu.Unlock()
@@ -60,7 +60,7 @@ func (c *Conn) KillOp(id int64) bool {
 	return true
 }
 
-// currentOps returns a $currentOp document per connection running a command (every
+// CurrentOps returns a $currentOp document per connection running a command (every
 // connection with idle), in connection order.
 func (e *Server) CurrentOps(idle bool) []bsoncore.Document {
 	var docs []bsoncore.Document
@@ -109,7 +109,7 @@ func (c *Conn) currentOpDoc(now time.Time, idle bool, e *Server) bsoncore.Docume
 	return b.Build()
 }
 
-// redactSecrets returns body with a top-level pwd replaced by "xxx", as MongoDB redacts
+// RedactSecrets returns body with a top-level pwd replaced by "xxx", as MongoDB redacts
 // commands in messages and currentOp; body itself when it holds none.
 func RedactSecrets(body bsoncore.Document) bsoncore.Document {
 	if _, err := body.LookupErr("pwd"); err != nil {

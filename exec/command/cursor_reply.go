@@ -15,7 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// parseCursorOption parses the cursor option of command cmd ({batchSize}, and the fields
+// ParseCursorOption parses the cursor option of command cmd ({batchSize}, and the fields
 // named in accepted, which are ignored) and returns its batch size, -1 if absent.
 func ParseCursorOption(cmd string, v bsoncore.Value, accepted ...string) (int64, error) {
 	d, err := args.Doc(cmd, "cursor", v)
@@ -43,7 +43,7 @@ func ParseCursorOption(cmd string, v bsoncore.Value, accepted ...string) (int64,
 	return batchSize, nil
 }
 
-// listingCursor answers a listing command (listCollections, listIndexes) with a cursor over
+// ListingCursor answers a listing command (listCollections, listIndexes) with a cursor over
 // docs: the first batch holds batchSize of them (-1: all that fit), getMore the rest.
 func (e *Server) ListingCursor(ctx context.Context, r *Request, ns string, docs []bsoncore.Document, batchSize int64) error {
 	if batchSize < 0 {
@@ -52,13 +52,13 @@ func (e *Server) ListingCursor(ctx context.Context, r *Request, ns string, docs 
 	return e.FirstBatch(ctx, r, &cursor.Cursor{Ns: ns, Stream: &stream.Slice{Docs: docs}}, batchSize, false)
 }
 
-// splitNS splits "db.coll".
+// SplitNS splits "db.coll".
 func SplitNS(ns string) (string, string) {
 	db, coll, _ := strings.Cut(ns, ".")
 	return db, coll
 }
 
-// firstBatch fills the first batch of cursor c, registers it if documents remain, and
+// FirstBatch fills the first batch of cursor c, registers it if documents remain, and
 // appends the cursor reply.
 func (e *Server) FirstBatch(ctx context.Context, r *Request, c *cursor.Cursor, n int64, single bool) error {
 	out, cidx, aidx := StartCursorReply(r.Out, "firstBatch")
@@ -107,14 +107,14 @@ func countBatch(b []byte) int {
 	return n
 }
 
-// startCursorReply opens {cursor: {<batch>: [ in out.
+// StartCursorReply opens {cursor: {<batch>: [ in out.
 func StartCursorReply(out []byte, batch string) ([]byte, int32, int32) {
 	cidx, out := bsoncore.AppendDocumentElementStart(out, "cursor")
 	aidx, out := bsoncore.AppendArrayElementStart(out, batch)
 	return out, cidx, aidx
 }
 
-// endCursorReply closes the batch and adds id and ns.
+// EndCursorReply closes the batch and adds id and ns.
 func EndCursorReply(out []byte, cidx, aidx int32, id int64, ns string) []byte {
 	out, _ = bsoncore.AppendArrayEnd(out, aidx)
 	out = bsoncore.AppendInt64Element(out, "id", id)
@@ -134,7 +134,7 @@ func AppendCursorReply(r *Request, ns string, docs []bsoncore.Document) error {
 	return nil
 }
 
-// checkCursorColl fails once the collection cursor c reads was dropped or renamed since it
+// CheckCursorColl fails once the collection cursor c reads was dropped or renamed since it
 // opened, with mongod's QueryPlanKilled (its plan executor's restore after a yield).
 func (e *Server) CheckCursorColl(c *cursor.Cursor) error {
 	if c.Coll == nil {

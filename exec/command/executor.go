@@ -223,15 +223,15 @@ func (e *Server) Close() {
 	}
 }
 
-// conn is one client connection's state: what its commands share (the reply buffer, the
+// Conn is one client connection's state: what its commands share (the reply buffer, the
 // statistics of the last request for getLastRequestStatistics, the client's metadata).
 type Conn struct {
 	Info wire.ConnInfo
 	Log  *zap.Logger
 	Last RequestStats
-	// compressors are those both sides support, negotiated by hello.
+	// Compressors are those both sides support, negotiated by hello.
 	Compressors []string
-	// seenHello is set by the connection's first hello (or isMaster): the client metadata
+	// SeenHello is set by the connection's first hello (or isMaster): the client metadata
 	// may only come with that one (ClientMetadataCannotBeMutated).
 	SeenHello bool
 	// appName is the application name of the handshake's client metadata (failpoint.go),
@@ -244,14 +244,14 @@ type Conn struct {
 	// openCursors counts the cursors this connection opened that are still open
 	// (MaxCursorsPerConnection).
 	openCursors atomic.Int32
-	// names are the last database name and namespace its requests named (names.go).
+	// Names are the last database name and namespace its requests named (names.go).
 	Names nameCache
-	// streamCounter is the topologyVersion counter of the last reply of an exhaust hello
+	// StreamCounter is the topologyVersion counter of the last reply of an exhaust hello
 	// stream, which the next reply waits on (topology.go).
 	StreamCounter int64
 }
 
-// requestStats describes the last finished command of a connection.
+// RequestStats describes the last finished command of a connection.
 type RequestStats struct {
 	Command  string
 	Duration time.Duration
@@ -272,7 +272,7 @@ type Storage struct {
 	Temp *store.TempStore
 }
 
-// listenAddr is the address the server listens on, from the parsed configuration.
+// ListenAddr is the address the server listens on, from the parsed configuration.
 func (e *Server) ListenAddr() string {
 	net, ok := e.Opts.Parsed.Lookup("net").DocumentOK()
 	if !ok {

@@ -19,7 +19,7 @@ import (
 // between batches. What the command committed before stays committed; nothing is applied
 // after the command has failed.
 
-// interruptError maps err, a failure of a command whose context may have ended, to the error
+// InterruptError maps err, a failure of a command whose context may have ended, to the error
 // MongoDB answers: Interrupted (11601) when killOp killed it, MaxTimeMSExpired (50) past
 // maxTimeMS, ClientDisconnect (279) when the client went away; any other error is returned as
 // is.
@@ -38,7 +38,7 @@ func InterruptError(ctx context.Context, err error) error {
 	return err
 }
 
-// lockDDL takes the DDL lock for command cmd, whose body may give maxTimeMS (nil: none), giving
+// LockDDL takes the DDL lock for command cmd, whose body may give maxTimeMS (nil: none), giving
 // up with MongoDB's answer when the command's time limit passes first (MaxTimeMSExpired), or
 // its context ends (killOp, the client gone): an index build holds the lock to its end, and a
 // move into this node from another holds it until its commit, or until its source is given
@@ -59,7 +59,7 @@ func (e *Server) LockDDL(ctx context.Context, cmd string, body bsoncore.Document
 	return unlock, nil
 }
 
-// maxTimeMS parses the generic maxTimeMS argument of command cmd: a non-negative 32-bit
+// MaxTimeMS parses the generic maxTimeMS argument of command cmd: a non-negative 32-bit
 // integer. As MongoDB 7.0: a non-number is the IDL's TypeMismatch, null, a value out of
 // range (checked on the truncated value first) or a fraction are BadValue.
 func MaxTimeMS(cmd string, v bsoncore.Value) (int64, error) {

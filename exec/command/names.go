@@ -16,7 +16,7 @@ type nameCache struct {
 	db, ns string
 }
 
-// dbName returns the string value of $db, as v.StringValueOK does.
+// DbName returns the string value of $db, as v.StringValueOK does.
 func (n *nameCache) DbName(v bsoncore.Value) (string, bool) {
 	if v.Type != bsoncore.TypeString || len(v.Data) < 4 {
 		return "", false
@@ -32,7 +32,7 @@ func (n *nameCache) DbName(v bsoncore.Value) (string, bool) {
 	return n.db, true
 }
 
-// namespace returns db + "." + coll.
+// Namespace returns db + "." + coll.
 func (n *nameCache) Namespace(db, coll string) string {
 	ns := n.ns
 	if len(ns) != len(db)+1+len(coll) || !strings.HasPrefix(ns, db) || ns[len(db)] != '.' || ns[len(db)+1:] != coll {

@@ -18,18 +18,18 @@ type Request struct {
 	Legacy    bool // arrived as OP_QUERY
 	Out       []byte
 	Charge    float64 // request units
-	// explain is the verbosity when this command runs inside explain, "" otherwise.
+	// Explain is the verbosity when this command runs inside explain, "" otherwise.
 	Explain string
-	// wrote is set for commands that may write: their reply's operationTime is a new tick
+	// Wrote is set for commands that may write: their reply's operationTime is a new tick
 	// of the cluster clock.
 	Wrote bool
-	// txn is the transaction the command runs in (txn.go), nil outside one.
+	// Txn is the transaction the command runs in (txn.go), nil outside one.
 	Txn *txn.Txn
-	// snap is the snapshot of a snapshot read outside a transaction (snapshot_read.go).
+	// Snap is the snapshot of a snapshot read outside a transaction (snapshot_read.go).
 	Snap *txn.SnapRead
 	// gen are the generic arguments of body (generic_args.go).
 	gen genericArgs
-	// wire is the request as it arrived, for a reply that streams (exhaust: hello); nil for
+	// Wire is the request as it arrived, for a reply that streams (exhaust: hello); nil for
 	// a command this server runs for itself.
 	Wire *wire.Request
 	// Awaited marks an awaitable hello, which waits by design: never logged as slow.

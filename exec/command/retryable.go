@@ -14,7 +14,7 @@ func (e *Server) CheckoutRetryable(r *Request) (rt *write.Retry, release func(),
 	return e.Sessions.CheckoutRetryable(r.Body, e.Write)
 }
 
-// retried returns the recorded result of statement i of a retryable write (rt non-nil)
+// Retried returns the recorded result of statement i of a retryable write (rt non-nil)
 // when it was executed before. Multi statements are never recorded (write.Op.Retry).
 func Retried(rt *write.Retry, i int, multi bool) (write.Result, bool) {
 	if rt == nil || multi {

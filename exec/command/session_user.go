@@ -13,7 +13,7 @@ import (
 // session checked out by a command is never reaped under it; one used again while the
 // reaper deletes its records stays, with its state reloaded from the store.
 
-// sessionUser returns the user r runs as for its sessions: its connection's with
+// SessionUser returns the user r runs as for its sessions: its connection's with
 // authentication on, none otherwise.
 func (e *Server) SessionUser(r *Request) session.Owner {
 	if !e.Access.Enabled() || r.Conn == nil || len(r.Conn.Authn.Users) == 0 {

@@ -6,7 +6,7 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// awaitStale reports whether err is an owner's StaleConfig after which planning again may
+// AwaitStale reports whether err is an owner's StaleConfig after which planning again may
 // succeed, having waited for this node's catalog to reach the owner's revision.
 func (e *Server) AwaitStale(ctx context.Context, err error) bool {
 	me := mongoerr.As(err)
@@ -22,9 +22,9 @@ func (e *Server) AwaitStale(ctx context.Context, err error) bool {
 	return true
 }
 
-// maxStaleRetries bounds how often one command is planned again after StaleConfig (mongos'
+// MaxStaleRetries bounds how often one command is planned again after StaleConfig (mongos'
 // kMaxNumStaleVersionRetries is 10; a catalog change takes a watch event to reach us).
 const MaxStaleRetries = 5
 
-// catalogRevField names the owner's catalog revision in a StaleConfig answer.
+// CatalogRevField names the owner's catalog revision in a StaleConfig answer.
 const CatalogRevField = "catalogRev"

@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// queryFor returns the query engine of r: its transaction's, or the executor's.
+// QueryFor returns the query engine of r: its transaction's, or the executor's.
 func (e *Server) QueryFor(r *Request) *query.Engine {
 	if r.Txn != nil {
 		return r.Txn.Write.Query()
@@ -19,7 +19,7 @@ func (e *Server) QueryFor(r *Request) *query.Engine {
 	return e.Query
 }
 
-// writeFor returns the write path of r: its transaction's, or the executor's.
+// WriteFor returns the write path of r: its transaction's, or the executor's.
 func (e *Server) WriteFor(r *Request) *write.Path {
 	if r.Txn != nil {
 		return r.Txn.Write

@@ -7,15 +7,15 @@ const (
 	ServerVersion  = "7.0.16"
 	MaxWireVersion = 21
 	MinWireVersion = 0
-	// fcv is the featureCompatibilityVersion reported by getParameter.
+	// Fcv is the featureCompatibilityVersion reported by getParameter.
 	Fcv = "7.0"
-	// maxWriteBatchSize is the largest number of statements in one write command.
+	// MaxWriteBatchSize is the largest number of statements in one write command.
 	MaxWriteBatchSize = 100_000
 )
 
-// versionArray is buildInfo.versionArray for serverVersion.
+// VersionArray is buildInfo.versionArray for serverVersion.
 var VersionArray = [4]int32{7, 0, 16, 0}
 
-// supportedCompressors are the OP_COMPRESSED algorithms the wire layer speaks, in the order
+// SupportedCompressors are the OP_COMPRESSED algorithms the wire layer speaks, in the order
 // cleave prefers them.
 var SupportedCompressors = []string{"snappy", "zlib", "zstd"}

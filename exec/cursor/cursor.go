@@ -30,14 +30,14 @@ const Timeout = 10 * time.Minute
 // pending documents) for ten minutes.
 const MaxPerConnection = 10_000
 
-// maxBatchBytes bounds the documents of one reply batch, leaving room in a 16 MiB + 16 KiB
+// MaxBatchBytes bounds the documents of one reply batch, leaving room in a 16 MiB + 16 KiB
 // reply for the envelope, as MongoDB does.
 const MaxBatchBytes = wire.MaxBSONSize
 
-// cursor is an open query result that getMore continues. Only one getMore may use a cursor
+// Cursor is an open query result that getMore continues. Only one getMore may use a cursor
 // at a time (MongoDB answers CursorInUse otherwise).
 type Cursor struct {
-	Id        int64
+	ID        int64
 	Ns        string // "db.coll", for the reply
 	Stream    stream.Stream
 	pending   bsoncore.Document // a document read but not sent: it did not fit the last batch
@@ -54,14 +54,14 @@ type Cursor struct {
 	// OpenedBy counts the open cursors of the connection that registered this one; Close
 	// gives its slot back.
 	OpenedBy *atomic.Int32
-	// coll is the collection a find or aggregate cursor reads (nil for catalog listings):
+	// Coll is the collection a find or aggregate cursor reads (nil for catalog listings):
 	// once it is dropped or renamed, getMore fails with QueryPlanKilled as mongod's yield
 	// recovery does, rather than serving its old snapshot.
 	Coll *store.Collection
 	// TimeLeft is what remains of the opening command's maxTimeMS (0: no limit). Each
 	// getMore runs under it and keeps what it did not use, as MongoDB's leftover time does.
 	TimeLeft time.Duration
-	// tailable cursors stay open at the end of their capped collection; awaitData ones
+	// Tailable cursors stay open at the end of their capped collection; awaitData ones
 	// wait for its inserts (cmd_tail.go) on capped's wake channel. limitHit reports that
 	// the cursor returned its limit.
 	Tailable, AwaitData bool
@@ -91,7 +91,7 @@ func NewRegistry(interval time.Duration, alive func(lsid [16]byte, now time.Time
 	return r
 }
 
-// add registers c under a fresh random non-zero id and returns the id.
+// Add registers c under a fresh random non-zero id and returns the id.
 func (r *Registry) Add(c *Cursor) int64 {
 	c.LastUsed.Store(time.Now().UnixNano())
 	r.mu.Lock()
@@ -103,7 +103,7 @@ func (r *Registry) Add(c *Cursor) int64 {
 		if id == 0 || r.mu.m[id] != nil {
 			continue
 		}
-		c.Id = id
+		c.ID = id
 		r.mu.m[id] = c
 		return id
 	}
@@ -127,12 +127,12 @@ func (r *Registry) Acquire(id int64) (*Cursor, error) {
 func (r *Registry) Done(c *Cursor, exhausted bool) {
 	c.LastUsed.Store(time.Now().UnixNano())
 	if exhausted {
-		r.Remove(c.Id)
+		r.Remove(c.ID)
 	}
 	c.InUse.Store(false)
 }
 
-// remove unregisters and closes the cursor id; it reports whether it existed.
+// Remove unregisters and closes the cursor id; it reports whether it existed.
 func (r *Registry) Remove(id int64) bool {
 	r.mu.Lock()
 	c := r.mu.m[id]
@@ -145,7 +145,7 @@ func (r *Registry) Remove(id int64) bool {
 	return true
 }
 
-// removeIn unregisters and closes cursor id if it belongs to namespace ns.
+// RemoveIn unregisters and closes cursor id if it belongs to namespace ns.
 func (r *Registry) RemoveIn(id int64, ns string) bool {
 	r.mu.Lock()
 	c := r.mu.m[id]
@@ -192,7 +192,7 @@ func (r *Registry) Expire(now time.Time) {
 	}
 }
 
-// removeSessions closes the cursors of the sessions for which match is true.
+// RemoveSessions closes the cursors of the sessions for which match is true.
 func (r *Registry) RemoveSessions(match func(lsid [16]byte) bool) {
 	var dead []*Cursor
 	r.mu.Lock()
@@ -208,7 +208,7 @@ func (r *Registry) RemoveSessions(match func(lsid [16]byte) bool) {
 	}
 }
 
-// closeAll stops the reaper and closes every cursor (server shutdown).
+// CloseAll stops the reaper and closes every cursor (server shutdown).
 func (r *Registry) CloseAll() {
 	close(r.stop)
 	r.mu.Lock()
@@ -233,7 +233,7 @@ func (c *Cursor) Close() {
 	}
 }
 
-// fillBatch appends up to n documents (n <= 0: no count limit) to the open array dst, within
+// FillBatch appends up to n documents (n <= 0: no count limit) to the open array dst, within
 // maxBatchBytes and the cursor's remaining limit, and reports whether the result is exhausted. A document that does not fit is
 // kept as pending for the next batch; one document is always sent even if it alone is large.
 func (c *Cursor) FillBatch(ctx context.Context, dst []byte, n int64) ([]byte, bool, error) {
@@ -278,23 +278,23 @@ func (c *Cursor) FillBatch(ctx context.Context, dst []byte, n int64) ([]byte, bo
 	return dst, false, nil
 }
 
-// checkSession refuses a getMore (body) from another session than the cursor's, as mongos
+// CheckSession refuses a getMore (body) from another session than the cursor's, as mongos
 // does (validateLSID in cluster_find.cpp): a cursor opened in a session is continued only
 // in it, and one opened outside any session only outside one.
 func (c *Cursor) CheckSession(body bsoncore.Document) error {
 	lsid, has := args.LSID(body)
 	switch {
 	case has && !c.HasSession:
-		return mongoerr.New(mongoerr.Location50799, "Cannot run getMore on cursor %d, which was not created in a session, in session %s", c.Id, args.SessionString(lsid))
+		return mongoerr.New(mongoerr.Location50799, "Cannot run getMore on cursor %d, which was not created in a session, in session %s", c.ID, args.SessionString(lsid))
 	case !has && c.HasSession:
-		return mongoerr.New(mongoerr.Location50800, "Cannot run getMore on cursor %d, which was created in session %s, without an lsid", c.Id, args.SessionString(c.LSID))
+		return mongoerr.New(mongoerr.Location50800, "Cannot run getMore on cursor %d, which was created in session %s, without an lsid", c.ID, args.SessionString(c.LSID))
 	case has && lsid != c.LSID:
-		return mongoerr.New(mongoerr.Location50801, "Cannot run getMore on cursor %d, which was created in session %s, in session %s", c.Id, args.SessionString(c.LSID), args.SessionString(lsid))
+		return mongoerr.New(mongoerr.Location50801, "Cannot run getMore on cursor %d, which was created in session %s, in session %s", c.ID, args.SessionString(c.LSID), args.SessionString(lsid))
 	}
 	return nil
 }
 
-// deadline returns ctx bounded by what remains of the opening command's maxTimeMS.
+// Deadline returns ctx bounded by what remains of the opening command's maxTimeMS.
 func (c *Cursor) Deadline(ctx context.Context) (context.Context, context.CancelFunc) {
 	if c.TimeLeft == 0 {
 		return ctx, func() {}
@@ -302,7 +302,7 @@ func (c *Cursor) Deadline(ctx context.Context) (context.Context, context.CancelF
 	return context.WithTimeout(ctx, c.TimeLeft)
 }
 
-// keepTimeLeft records what a batch left of ctx's deadline for the next getMore; time
+// KeepTimeLeft records what a batch left of ctx's deadline for the next getMore; time
 // between getMores does not count, as in MongoDB. An exhausted budget is kept as 1ns, so
 // that the next getMore fails.
 func (c *Cursor) KeepTimeLeft(ctx context.Context) {
@@ -313,7 +313,7 @@ func (c *Cursor) KeepTimeLeft(ctx context.Context) {
 	c.TimeLeft = max(time.Until(dl), time.Nanosecond)
 }
 
-// keepOpen reports whether a cursor whose batch reached the end of its stream (exhausted)
+// KeepOpen reports whether a cursor whose batch reached the end of its stream (exhausted)
 // stays open: a tailable cursor does, until its limit is reached.
 func (c *Cursor) KeepOpen(exhausted bool) bool {
 	return !exhausted || c.Tailable && !c.LimitHit

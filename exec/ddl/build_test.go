@@ -181,7 +181,7 @@ func TestAbortUnfinished(t *testing.T) {
 		x.ID, x.Builder = store.IndexID(10+i), builder
 		indexes = append(indexes, x)
 	}
-	c := e.create(t, "", indexes...) // created ready: mark them unfinished
+	e.create(t, "", indexes...) // created ready: mark them unfinished
 	c, err := e.cat.Store().UpdateCollection("db", "c", func(c *store.Collection) error {
 		for i := range c.Indexes {
 			c.Indexes[i].Ready = c.Indexes[i].Name == "_id_"

@@ -159,6 +159,7 @@ func wantCode(t testing.TB, err error, code mongoerr.Code, name, msg string) {
 	me := mongoerr.As(err)
 	if me == nil {
 		t.Fatalf("error %v, want %s (%d)", err, name, code)
+		return
 	}
 	if me.Code != code || me.Code.String() != name || !strings.Contains(me.Message, msg) {
 		t.Fatalf("error %s (%d) %q, want %s (%d) with %q", me.Code, int32(me.Code), me.Message, name, int32(code), msg)

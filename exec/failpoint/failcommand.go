@@ -245,10 +245,10 @@ func blockFor(ctx context.Context, v bsoncore.Value) error {
 }
 
 // Entered is how many times failCommand fired since the server started.
-func (f *FailCommand) Entered() int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.mu.entered
+func (fp *FailCommand) Entered() int64 {
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	return fp.mu.entered
 }
 
 // Configure sets the failpoint's mode ("off", "alwaysOn", {times: n}, {skip: n} or

@@ -47,7 +47,7 @@ func NewNodes(cat *catalog.Catalog, records *store.Catalog, c sharding.Cluster, 
 	return &Nodes{cat: cat, records: records, cluster: c, pool: wire.NewPool(opts)}
 }
 
-// command runs cmd on the node owning shard s and returns its {ok: 1} reply; an {ok: 0}
+// Command runs cmd on the node owning shard s and returns its {ok: 1} reply; an {ok: 0}
 // reply becomes its *mongoerr.Error, a node that is down or does not answer
 // HostUnreachable.
 func (rs *Nodes) Command(ctx context.Context, s int, cmd bsoncore.Document) (bsoncore.Document, error) {
@@ -75,7 +75,7 @@ func (rs *Nodes) Command(ctx context.Context, s int, cmd bsoncore.Document) (bso
 	return reply, nil
 }
 
-// nodeName names node in a message.
+// NodeName names node in a message.
 func NodeName(node string) string {
 	if node == "" {
 		return "(none)"
@@ -122,7 +122,7 @@ func orEmpty(d bsoncore.Document) bsoncore.Document {
 	return d
 }
 
-// encodeRanges encodes hash ranges as [[lo, hi], ...] of int64 (the uint64 bits).
+// EncodeRanges encodes hash ranges as [[lo, hi], ...] of int64 (the uint64 bits).
 func EncodeRanges(rs [][2]uint64) bsoncore.Array {
 	ab := bsoncore.NewArrayBuilder()
 	for _, r := range rs {
@@ -131,7 +131,7 @@ func EncodeRanges(rs [][2]uint64) bsoncore.Array {
 	return ab.Build()
 }
 
-// decodeRanges is encodeRanges' inverse.
+// DecodeRanges is encodeRanges' inverse.
 func DecodeRanges(a bsoncore.Array) ([][2]uint64, bool) {
 	vals, err := a.Values()
 	if err != nil {
@@ -199,7 +199,7 @@ func (sc *remoteScan) Close() {
 	}()
 }
 
-// appendScanStats appends a read's totals as the stats element.
+// AppendScanStats appends a read's totals as the stats element.
 func AppendScanStats(dst []byte, s *query.ScanStats) []byte {
 	idx, dst := bsoncore.AppendDocumentElementStart(dst, "stats")
 	dst = bsoncore.AppendInt64Element(dst, "docsExamined", s.DocsExamined)
@@ -219,7 +219,7 @@ func decodeScanStats(v bsoncore.Value) query.ScanStats {
 		Returned: get("returned"), BytesReturned: get("bytesReturned")}
 }
 
-// spansRemote reports whether some partition of ci is on another node's shard.
+// SpansRemote reports whether some partition of ci is on another node's shard.
 func (r *Router) SpansRemote(ci *catalog.Coll) bool {
 	shards := r.cat.Shards()
 	for i := range ci.Map.Len() {

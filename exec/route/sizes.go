@@ -18,14 +18,14 @@ const minFileSize = 4096
 // per-index size, so index sizes are estimated from the document count.
 const indexEntryEstimate = 24
 
-// collSizes are the sizes of one collection summed over the shards.
+// CollSizes are the sizes of one collection summed over the shards.
 type CollSizes struct {
 	Count, Size, Storage int64
 	Indexes              []int64  // per index of the catalog record, in its order
 	names                []string // the indexes' names
 }
 
-// disk is what the collection takes on disk: documents and indexes.
+// Disk is what the collection takes on disk: documents and indexes.
 func (s CollSizes) Disk() int64 {
 	t := s.Storage
 	for _, x := range s.Indexes {
@@ -63,7 +63,7 @@ func (s *CollSizes) estimateIndexes(c *store.Collection) {
 	}
 }
 
-// ownedSizes measures collection ci per shard, counting on each shard only the partitions
+// OwnedSizes measures collection ci per shard, counting on each shard only the partitions
 // it owns (a shard may still hold the source range of a finished move, or a range being
 // copied to it). The result is indexed by shard; nil for a shard owning no partition.
 // In cluster mode the other nodes measure their own shards (remote_stats.go).
@@ -115,7 +115,7 @@ func totalSizes(c *store.Collection, per []*CollSizes) CollSizes {
 	return t
 }
 
-// appendStorageFields appends the storage statistics of collStats (also $collStats'
+// AppendStorageFields appends the storage statistics of collStats (also $collStats'
 // storageStats) for sizes sz of collection c (nil: none), scaled: size, count, avgObjSize,
 // numOrphanDocs, storageSize, freeStorageSize, capped (and max, maxSize when capped),
 // nindexes, indexBuilds (the indexes

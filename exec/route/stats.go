@@ -19,7 +19,7 @@ import (
 // _cleaveShardStats {what: "sizes" | "validate"}; a node that cannot be reached fails the
 // command (HostUnreachable), so no statistic silently misses a shard.
 
-// localOwnedSizes is ownedSizes for this node's shards (nil for every other node's).
+// LocalOwnedSizes is ownedSizes for this node's shards (nil for every other node's).
 func (r *Router) LocalOwnedSizes(ci *catalog.Coll) []*CollSizes {
 	all := r.cat.Shards()
 	out := make([]*CollSizes, len(all))
@@ -44,7 +44,7 @@ func (r *Router) LocalOwnedSizes(ci *catalog.Coll) []*CollSizes {
 	return out
 }
 
-// clusterCollSizes measures c as collStats does, over every node: on each shard only the
+// ClusterCollSizes measures c as collStats does, over every node: on each shard only the
 // partitions it owns, so that a range being copied, or the source of a finished move
 // awaiting its deletion, is not counted twice (dataSize, dbStats and listDatabases agree
 // with collStats while the balancer moves partitions).
@@ -63,7 +63,7 @@ func (r *Router) ClusterCollSizes(ctx context.Context, c *store.Collection) (Col
 	return totalSizes(c, per), nil
 }
 
-// docCount is count's fast path: the documents of the partitions each shard owns (the
+// DocCount is count's fast path: the documents of the partitions each shard owns (the
 // sharding manager's count, which leaves out the data of moves in flight), every node
 // counting its own shards.
 func (r *Router) DocCount(ctx context.Context, ci *catalog.Coll) (int64, error) {
@@ -148,7 +148,7 @@ func (rs *Nodes) broadcast(ctx context.Context, ci *catalog.Coll, cmd bsoncore.D
 	return nil
 }
 
-// remoteValidate merges the other nodes' validation of ci into res.
+// RemoteValidate merges the other nodes' validation of ci into res.
 func (r *Router) RemoteValidate(ctx context.Context, ci *catalog.Coll, full bool, res *validate.Result) error {
 	var mu sync.Mutex
 	return r.onStatsNodes(ctx, ci, "validate", func(b *bsoncore.DocumentBuilder) { b.AppendBoolean("full", full) },
@@ -224,7 +224,7 @@ func stringsOf(v bsoncore.Value) []string {
 	return out
 }
 
-// appendEntries appends an array field of index entries as MongoDB describes them
+// AppendEntries appends an array field of index entries as MongoDB describes them
 // ({indexName, recordId, indexKey}), with cleave's place of the entry: the shard, the
 // partitioning hash and the _id (cleave's record id).
 func AppendEntries(out []byte, key string, es []validate.Entry) []byte {
@@ -249,7 +249,7 @@ func AppendEntries(out []byte, key string, es []validate.Entry) []byte {
 	return out
 }
 
-// appendStrings appends an array field of strings.
+// AppendStrings appends an array field of strings.
 func AppendStrings(out []byte, key string, ss []string) []byte {
 	aidx, out := bsoncore.AppendArrayElementStart(out, key)
 	for i, s := range ss {

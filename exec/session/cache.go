@@ -99,7 +99,7 @@ func (o Owner) UID() [32]byte {
 	return sha256.Sum256([]byte(o.User.User + "@" + o.User.DB))
 }
 
-// noteLSID records the session a command body names in its lsid field v, if it names one,
+// NoteLSID records the session a command body names in its lsid field v, if it names one,
 // as a session of owner when it is new.
 func (c *Cache) NoteLSID(v bsoncore.Value, owner Owner) {
 	if k, ok := args.LSIDIn(v); ok {
@@ -139,7 +139,7 @@ func (c *Cache) lookup(k [16]byte, owner Owner, now time.Time) *Session {
 	return s
 }
 
-// checkout returns session k locked for one command (its mu held; unlock it when done),
+// Checkout returns session k locked for one command (its mu held; unlock it when done),
 // marked used at now.
 func (c *Cache) Checkout(k [16]byte, now time.Time) *Session {
 	for {
@@ -152,7 +152,7 @@ func (c *Cache) Checkout(k [16]byte, now time.Time) *Session {
 	}
 }
 
-// alive reports whether session lsid is cached and was used within the timeout of now.
+// Alive reports whether session lsid is cached and was used within the timeout of now.
 func (c *Cache) Alive(lsid [16]byte, now time.Time) bool {
 	c.mu.RLock()
 	s, ok := c.m[lsid]
@@ -180,7 +180,7 @@ func Listed(body bsoncore.Document) [][16]byte {
 	return ids
 }
 
-// end removes sessions ids from the cache.
+// End removes sessions ids from the cache.
 func (c *Cache) End(ids [][16]byte) {
 	c.mu.Lock()
 	for _, id := range ids {

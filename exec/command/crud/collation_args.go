@@ -8,7 +8,7 @@ import (
 	"github.com/cleavedb/cleave/exec/collation"
 )
 
-// collationFor resolves an operation's collation: the one it names (d; {locale: "simple"}
+// CollationFor resolves an operation's collation: the one it names (d; {locale: "simple"}
 // is the simple collation even on a collection with a default), else the collection's
 // default (none when ci is nil). A bad document is MongoDB's error, collection or not.
 func CollationFor(d bsoncore.Document, ci *catalog.Coll) (bsonx.Collator, error) {

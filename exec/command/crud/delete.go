@@ -17,7 +17,7 @@ func (h *Handlers) delete(ctx context.Context, r *command.Request) error {
 	if err != nil {
 		return err
 	}
-	stmts := make([]*deleteStmt, len(a.Stmts))
+	stmts := make([]*DeleteStmt, len(a.Stmts))
 	for i, v := range a.Stmts {
 		if stmts[i], err = ParseDeleteStmt(i, v); err != nil {
 			return err
@@ -73,8 +73,8 @@ func (h *Handlers) delete(ctx context.Context, r *command.Request) error {
 	return nil
 }
 
-// compileDelete compiles delete statement s of collection ci (nil when it does not exist).
-func CompileDelete(a *writeArgs, ci *catalog.Coll, s *deleteStmt) (*write.Op, error) {
+// CompileDelete compiles delete statement s of collection ci (nil when it does not exist).
+func CompileDelete(a *WriteArgs, ci *catalog.Coll, s *DeleteStmt) (*write.Op, error) {
 	coll, err := CollationFor(s.collation, ci)
 	if err != nil {
 		return nil, err

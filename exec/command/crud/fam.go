@@ -17,8 +17,8 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// famArgs are the parsed arguments of a findAndModify command.
-type famArgs struct {
+// FAMArgs are the parsed arguments of a findAndModify command.
+type FAMArgs struct {
 	coll         string
 	bypass       bool // bypassDocumentValidation
 	bypassTs     bool // bypassEmptyTsReplacement (empty_ts.go)
@@ -38,10 +38,10 @@ type famArgs struct {
 	stmtID       int32 // the statement id of a retryable write (0 unless given)
 }
 
-// parseFAM parses a findAndModify command body.
-func ParseFAM(body bsoncore.Document) (*famArgs, error) {
+// ParseFAM parses a findAndModify command body.
+func ParseFAM(body bsoncore.Document) (*FAMArgs, error) {
 	const cmd = "findAndModify"
-	a := &famArgs{}
+	a := &FAMArgs{}
 	first, _ := bsonx.FirstElement(body)
 	coll, err := args.Collection(cmd, first.Value())
 	if err != nil {
@@ -104,7 +104,7 @@ func ParseFAM(body bsoncore.Document) (*famArgs, error) {
 }
 
 // validate refuses the combinations of options MongoDB refuses.
-func (a *famArgs) validate() error {
+func (a *FAMArgs) validate() error {
 	hasUpdate := a.update.Type != 0
 	switch {
 	case a.remove && hasUpdate:
@@ -170,9 +170,9 @@ func (h *Handlers) findAndModify(ctx context.Context, r *command.Request) error 
 	return appendFAMReply(r, a, op, proj, &res)
 }
 
-// compileFAM compiles a findAndModify into a single-document writeOp and its projection
+// CompileFAM compiles a findAndModify into a single-document writeOp and its projection
 // (nil when fields is absent). An upsert creates the collection when create is set.
-func (h *Handlers) CompileFAM(db string, a *famArgs, ci *catalog.Coll, create bool) (*write.Op, *project.Projection, error) {
+func (h *Handlers) CompileFAM(db string, a *FAMArgs, ci *catalog.Coll, create bool) (*write.Op, *project.Projection, error) {
 	coll, err := CollationFor(a.collation, ci)
 	if err != nil {
 		return nil, nil, err
@@ -217,7 +217,7 @@ func (h *Handlers) CompileFAM(db string, a *famArgs, ci *catalog.Coll, create bo
 
 // appendFAMReply appends lastErrorObject and value: the removed document, or the updated
 // one before or after the update (new), projected by fields.
-func appendFAMReply(r *command.Request, a *famArgs, op *write.Op, proj *project.Projection, res *write.Result) error {
+func appendFAMReply(r *command.Request, a *FAMArgs, op *write.Op, proj *project.Projection, res *write.Result) error {
 	n := res.Matched
 	if res.Upserted.Type != 0 {
 		n = 1

@@ -48,7 +48,7 @@ const (
 // after the one it found went away or stopped matching before its owner locked it.
 const maxTargetAttempts = 100
 
-// modifyStmt is a statement as its owner re-parses it: kind is the command ("update",
+// ModifyStmt is a statement as its owner re-parses it: kind is the command ("update",
 // "delete" or "findAndModify"), list the array of statements ("updates", "deletes", ""),
 // stmt the statement itself (update and delete), index its statement id.
 type ModifyStmt struct {
@@ -56,14 +56,14 @@ type ModifyStmt struct {
 	stmt       bsoncore.Value
 	Index      int32
 	CI         *catalog.Coll // the collection, set by runWrite
-	// cmd, when set, is the one-statement command itself (an owner forwarding the moved
+	// Cmd, when set, is the one-statement command itself (an owner forwarding the moved
 	// documents of a statement routed to it: remote_moved.go).
 	Cmd bsoncore.Document
 }
 
-// nodePart is the part of a statement on one node: its targeted shards there and the hash
+// NodePart is the part of a statement on one node: its targeted shards there and the hash
 // ranges of the targeted partitions on them, in target order.
-type nodePart struct {
+type NodePart struct {
 	node   string
 	remote bool
 	shard  int // the first of shards: where requests are sent
@@ -115,21 +115,21 @@ func (h *Handlers) runWriteOnce(ctx context.Context, r *command.Request, op *wri
 	}
 }
 
-// nodeParts groups the partitions f targets in ci by node, keeping those on the shards
+// NodeParts groups the partitions f targets in ci by node, keeping those on the shards
 // keep accepts (nil: all).
-func (h *Handlers) NodeParts(ci *catalog.Coll, f *match.Filter, keep func(s int) bool) []*nodePart {
+func (h *Handlers) NodeParts(ci *catalog.Coll, f *match.Filter, keep func(s int) bool) []*NodePart {
 	all := h.Cat.Shards()
-	var parts []*nodePart
+	var parts []*NodePart
 	for _, t := range query.TargetPartitions(ci, f) {
 		s := ci.Map.Partition(t).Shard
 		if keep != nil && !keep(s) {
 			continue
 		}
 		node, remote := catalog.RemoteNode(all[s])
-		i := slices.IndexFunc(parts, func(p *nodePart) bool { return p.node == node && p.remote == remote })
+		i := slices.IndexFunc(parts, func(p *NodePart) bool { return p.node == node && p.remote == remote })
 		if i < 0 {
 			i = len(parts)
-			parts = append(parts, &nodePart{node: node, remote: remote, shard: s})
+			parts = append(parts, &NodePart{node: node, remote: remote, shard: s})
 		}
 		p := parts[i]
 		if !slices.Contains(p.shards, s) {
@@ -143,7 +143,7 @@ func (h *Handlers) NodeParts(ci *catalog.Coll, f *match.Filter, keep func(s int)
 
 // modifyMulti runs a multi statement on every node at once and merges the results; when
 // nothing matched anywhere, an upsert runs where its document belongs.
-func (h *Handlers) modifyMulti(ctx context.Context, r *command.Request, op *write.Op, ms *ModifyStmt, parts []*nodePart, res *write.Result) error {
+func (h *Handlers) modifyMulti(ctx context.Context, r *command.Request, op *write.Op, ms *ModifyStmt, parts []*NodePart, res *write.Result) error {
 	out := make([]write.Result, len(parts))
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
@@ -179,7 +179,7 @@ func (h *Handlers) modifyMulti(ctx context.Context, r *command.Request, op *writ
 
 // modifyOne runs a single-document statement whose targets span nodes: the document is
 // found by a read over every node, then written on its owner.
-func (h *Handlers) modifyOne(ctx context.Context, r *command.Request, op *write.Op, ms *ModifyStmt, parts []*nodePart, res *write.Result) error {
+func (h *Handlers) modifyOne(ctx context.Context, r *command.Request, op *write.Op, ms *ModifyStmt, parts []*NodePart, res *write.Result) error {
 	if op.Retry != nil { // executed before on another node? (this node's records: retried)
 		for _, p := range parts {
 			if !p.remote {
@@ -223,7 +223,7 @@ func (h *Handlers) modifyOne(ctx context.Context, r *command.Request, op *write.
 		_, t.id = catalog.DocID(doc, nil)
 		s := op.CI.Map.Partition(op.CI.Map.Locate(t.hash)).Shard
 		if node, remote := catalog.RemoteNode(all[s]); remote {
-			err = h.modifyOn(ctx, r, ms, &nodePart{node: node, remote: true, shard: s}, ModifyTarget, false, t, res)
+			err = h.modifyOn(ctx, r, ms, &NodePart{node: node, remote: true, shard: s}, ModifyTarget, false, t, res)
 		} else {
 			err = wp.RunTarget(ctx, op, t.hash, t.id, res)
 		}
@@ -263,7 +263,7 @@ func (h *Handlers) upsertRouted(ctx context.Context, r *command.Request, op *wri
 
 // modifyOn runs statement ms on node part p in mode (modify* constants), merging its
 // result into res.
-func (h *Handlers) modifyOn(ctx context.Context, r *command.Request, ms *ModifyStmt, p *nodePart, mode string,
+func (h *Handlers) modifyOn(ctx context.Context, r *command.Request, ms *ModifyStmt, p *NodePart, mode string,
 	upsert bool, t *target, res *write.Result,
 ) error {
 	_, err := h.modifyOnReply(ctx, r, ms, p, mode, upsert, t, res)
@@ -272,7 +272,7 @@ func (h *Handlers) modifyOn(ctx context.Context, r *command.Request, ms *ModifyS
 
 // modifyOnReply is modifyOn, also reporting whether the owner had executed the statement
 // before (a retry).
-func (h *Handlers) modifyOnReply(ctx context.Context, r *command.Request, ms *ModifyStmt, p *nodePart, mode string,
+func (h *Handlers) modifyOnReply(ctx context.Context, r *command.Request, ms *ModifyStmt, p *NodePart, mode string,
 	upsert bool, t *target, res *write.Result,
 ) (bool, error) {
 	ci := ms.CI

@@ -16,7 +16,7 @@ import (
 // current copy is. A document that moved again meanwhile answers StaleConfig and is
 // located again once this node's catalog caught up.
 
-// runLocal runs op on this node's shards (op.Shards, or all) as part of a routed statement,
+// RunLocal runs op on this node's shards (op.Shards, or all) as part of a routed statement,
 // then forwards its moved documents to their owners.
 func (h *Handlers) RunLocal(ctx context.Context, r *command.Request, op *write.Op, ms *ModifyStmt, res *write.Result) error {
 	op.Forward = op.Multi
@@ -48,7 +48,7 @@ func (h *Handlers) forwardOne(ctx context.Context, r *command.Request, op *write
 		if node, remote := catalog.RemoteNode(h.Cat.Shards()[s]); remote {
 			at := *ms
 			at.CI = ci
-			err = h.modifyOn(ctx, r, &at, &nodePart{node: node, remote: true, shard: s}, ModifyTarget, false,
+			err = h.modifyOn(ctx, r, &at, &NodePart{node: node, remote: true, shard: s}, ModifyTarget, false,
 				&target{hash: t.Hash, id: t.ID}, res)
 		} else {
 			local := *op

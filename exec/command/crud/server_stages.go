@@ -11,7 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// currentOpStage is $currentOp: one document per connection running a command (every
+// CurrentOpStage is $currentOp: one document per connection running a command (every
 // connection with idleConnections: true).
 type CurrentOpStage struct {
 	raw      bsoncore.Value
@@ -19,7 +19,7 @@ type CurrentOpStage struct {
 	idleConn bool
 }
 
-// parseCurrentOpStage parses {$currentOp: {allUsers?, idleConnections?, idleCursors?,
+// ParseCurrentOpStage parses {$currentOp: {allUsers?, idleConnections?, idleCursors?,
 // idleSessions?, localOps?, truncateOps?, backtrace?}}.
 func (h *Handlers) ParseCurrentOpStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	d, ok := arg.DocumentOK()
@@ -59,13 +59,13 @@ func (s *CurrentOpStage) Spec() bsoncore.Document { return agg.StageSpec("$curre
 // Collectionless implements agg.Collectionless: $currentOp reads no collection.
 func (s *CurrentOpStage) Collectionless() {}
 
-// listLocalSessionsStage is $listLocalSessions: the sessions of the cache, oldest use first.
+// ListLocalSessionsStage is $listLocalSessions: the sessions of the cache, oldest use first.
 type ListLocalSessionsStage struct {
 	raw bsoncore.Value
 	e   *command.Server
 }
 
-// parseListLocalSessionsStage parses {$listLocalSessions: {allUsers?: bool, users?: [...]}}.
+// ParseListLocalSessionsStage parses {$listLocalSessions: {allUsers?: bool, users?: [...]}}.
 // Without authentication every session is the same (empty) user's.
 func (h *Handlers) ParseListLocalSessionsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	d, ok := arg.DocumentOK()
@@ -104,12 +104,12 @@ func (s *ListLocalSessionsStage) Spec() bsoncore.Document {
 	return agg.StageSpec("$listLocalSessions", s.raw)
 }
 
-// listSessionsStage is $listSessions: on mongos it reads config.system.sessions, where the
+// ListSessionsStage is $listSessions: on mongos it reads config.system.sessions, where the
 // session caches of the cluster's routers persist their sessions; cleave is one process, so
 // its cache is the cluster's and the stage lists it, as $listLocalSessions does.
 type ListSessionsStage struct{ local *ListLocalSessionsStage }
 
-// parseListSessionsStage parses {$listSessions: {allUsers?, users?}} on config.system.sessions.
+// ParseListSessionsStage parses {$listSessions: {allUsers?, users?}} on config.system.sessions.
 func (h *Handlers) ParseListSessionsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
 	if env.DB != "config" || env.Coll != "system.sessions" {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$listSessions may only be run against config.system.sessions")

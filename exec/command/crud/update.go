@@ -25,7 +25,7 @@ func (h *Handlers) update(ctx context.Context, r *command.Request) error {
 	if err != nil {
 		return err
 	}
-	stmts := make([]*updateStmt, len(a.Stmts))
+	stmts := make([]*UpdateStmt, len(a.Stmts))
 	for i, v := range a.Stmts {
 		if stmts[i], err = ParseUpdateStmt(i, v); err != nil {
 			return err
@@ -106,9 +106,9 @@ func stmtWriteError(ctx context.Context, i int, err error) (mongoerr.WriteError,
 	return mongoerr.WriteError{Index: i, Err: me}, nil
 }
 
-// compileUpdate compiles update statement s of collection a.coll (ci, nil when it does not
+// CompileUpdate compiles update statement s of collection a.coll (ci, nil when it does not
 // exist; an upsert creates it unless only explaining).
-func (h *Handlers) CompileUpdate(db string, a *writeArgs, ci *catalog.Coll, s *updateStmt, create bool) (*write.Op, error) {
+func (h *Handlers) CompileUpdate(db string, a *WriteArgs, ci *catalog.Coll, s *UpdateStmt, create bool) (*write.Op, error) {
 	coll, err := CollationFor(s.collation, ci)
 	if err != nil {
 		return nil, err

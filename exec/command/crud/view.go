@@ -109,7 +109,7 @@ func findAsAggregate(a *findArgs) (*aggregateArgs, error) {
 	}, nil
 }
 
-// isView reports whether db.coll is a view.
+// IsView reports whether db.coll is a view.
 func (h *Handlers) IsView(db, coll string) bool {
 	return catalog.IsView(h.Storage.Catalog.State().Collection(db, coll))
 }
@@ -206,7 +206,7 @@ func viewCreateBody(name, on string, pipe bsoncore.Value) bsoncore.Document {
 	return b
 }
 
-// createView runs create with viewOn: the view db.name over opts' viewOn and pipeline.
+// CreateView runs create with viewOn: the view db.name over opts' viewOn and pipeline.
 func (h *Handlers) CreateView(db, name string, opts bsoncore.Document) error {
 	v := catalog.ViewOf(opts)
 	if err := h.checkViewPipeline(db, v.On, v.Pipeline); err != nil {
@@ -230,7 +230,7 @@ func (h *Handlers) CreateView(db, name string, opts bsoncore.Document) error {
 	return nil
 }
 
-// collModView runs collMod on view c: viewOn and pipeline replace the definition (either
+// CollModView runs collMod on view c: viewOn and pipeline replace the definition (either
 // alone keeps the other); any other option answers InvalidOptions, as MongoDB 7.0 does.
 // The caller holds the DDL lock.
 func (h *Handlers) CollModView(r *command.Request, c *store.Collection) error {

@@ -13,8 +13,8 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// writeArgs are the top-level arguments update and delete share.
-type writeArgs struct {
+// WriteArgs are the top-level arguments update and delete share.
+type WriteArgs struct {
 	coll      string
 	ordered   bool
 	let       bsoncore.Document
@@ -25,8 +25,8 @@ type writeArgs struct {
 	bypassTs  bool             // bypassEmptyTsReplacement (empty_ts.go)
 }
 
-// updateStmt is one statement of an update command ({q, u, upsert, multi, ...}).
-type updateStmt struct {
+// UpdateStmt is one statement of an update command ({q, u, upsert, multi, ...}).
+type UpdateStmt struct {
 	q            bsoncore.Document
 	u            bsoncore.Value
 	c            bsoncore.Document // constants of a pipeline update
@@ -37,18 +37,18 @@ type updateStmt struct {
 	collation    bsoncore.Document
 }
 
-// deleteStmt is one statement of a delete command ({q, limit, ...}).
-type deleteStmt struct {
+// DeleteStmt is one statement of a delete command ({q, limit, ...}).
+type DeleteStmt struct {
 	q         bsoncore.Document
 	limit     int64
 	hint      bsoncore.Value
 	collation bsoncore.Document
 }
 
-// parseWriteArgs parses the body of an update or delete command, whose statements are
+// ParseWriteArgs parses the body of an update or delete command, whose statements are
 // in the array field list ("updates" or "deletes").
-func ParseWriteArgs(cmd, list string, body bsoncore.Document) (*writeArgs, error) {
-	a := &writeArgs{ordered: true}
+func ParseWriteArgs(cmd, list string, body bsoncore.Document) (*WriteArgs, error) {
+	a := &WriteArgs{ordered: true}
 	first, _ := bsonx.FirstElement(body)
 	name, err := args.Collection(cmd, first.Value())
 	if err != nil {
@@ -107,15 +107,15 @@ func stmtDoc(cmd, list string, i int, v bsoncore.Value) (bsoncore.Document, erro
 	return d, nil
 }
 
-// parseUpdateStmt parses statement i of an update command. Its errors are the command's
+// ParseUpdateStmt parses statement i of an update command. Its errors are the command's
 // (IDL) errors, as in MongoDB, where the whole command fails to parse.
-func ParseUpdateStmt(i int, v bsoncore.Value) (*updateStmt, error) {
+func ParseUpdateStmt(i int, v bsoncore.Value) (*UpdateStmt, error) {
 	const cmd, list = "update", "update.updates"
 	d, err := stmtDoc(cmd, "updates", i, v)
 	if err != nil {
 		return nil, err
 	}
-	s := &updateStmt{}
+	s := &UpdateStmt{}
 	haveQ, haveU := false, false
 	err = forEachField(list, d, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
@@ -158,14 +158,14 @@ func ParseUpdateStmt(i int, v bsoncore.Value) (*updateStmt, error) {
 	return s, nil
 }
 
-// parseDeleteStmt parses statement i of a delete command.
-func ParseDeleteStmt(i int, v bsoncore.Value) (*deleteStmt, error) {
+// ParseDeleteStmt parses statement i of a delete command.
+func ParseDeleteStmt(i int, v bsoncore.Value) (*DeleteStmt, error) {
 	const cmd, list = "delete", "delete.deletes"
 	d, err := stmtDoc(cmd, "deletes", i, v)
 	if err != nil {
 		return nil, err
 	}
-	s := &deleteStmt{}
+	s := &DeleteStmt{}
 	haveQ, haveLimit := false, false
 	err = forEachField(list, d, func(key string, v bsoncore.Value) (bool, error) {
 		var err error

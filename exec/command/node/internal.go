@@ -154,7 +154,7 @@ func (h *Handlers) shardBatch(ctx context.Context, r *command.Request, c *cursor
 			if first {
 				ss.Close()
 			} else {
-				h.Cursors.Remove(c.Id)
+				h.Cursors.Remove(c.ID)
 			}
 			return err
 		}
@@ -170,11 +170,11 @@ func (h *Handlers) shardBatch(ctx context.Context, r *command.Request, c *cursor
 	case done && first:
 		ss.Close()
 	case done:
-		h.Cursors.Remove(c.Id)
+		h.Cursors.Remove(c.ID)
 	case first:
 		id = h.Cursors.Add(c)
 	default:
-		id = c.Id
+		id = c.ID
 	}
 	out := bsoncore.AppendInt64Element(r.Out, "cursor", id)
 	out = bsoncore.AppendBinaryElement(out, "docs", 0, buf)
@@ -192,7 +192,7 @@ func (h *Handlers) shardGetMore(ctx context.Context, r *command.Request) error {
 	ss, ok := c.Stream.(*query.ShardStream)
 	if !ok {
 		h.Cursors.Done(c, false)
-		return mongoerr.New(mongoerr.CursorNotFound, "cursor id %d is not a shard read", c.Id)
+		return mongoerr.New(mongoerr.CursorNotFound, "cursor id %d is not a shard read", c.ID)
 	}
 	c.LastUsed.Store(time.Now().UnixNano())
 	err = h.shardBatch(ctx, r, c, ss, remoteBatchDocs, false)

@@ -18,7 +18,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// currentOpCommand answers {currentOp: 1, $all?, <filter>...} on admin: {inprog: [...]}, the
+// CurrentOpCommand answers {currentOp: 1, $all?, <filter>...} on admin: {inprog: [...]}, the
 // documents of $currentOp ($all: true includes idle connections) that match the filter the
 // other fields make, as mongod's currentOp command does.
 func (h *Handlers) CurrentOpCommand(_ context.Context, r *command.Request) error {
@@ -63,7 +63,7 @@ func (h *Handlers) CurrentOpCommand(_ context.Context, r *command.Request) error
 	return nil
 }
 
-// killOpCommand answers {killOp: 1, op: <opid>} on admin: the command running with that opid
+// KillOpCommand answers {killOp: 1, op: <opid>} on admin: the command running with that opid
 // is interrupted (it fails with 11601 Interrupted at its next check); MongoDB answers
 // "attempting to kill op" whether or not the op still runs. A mongos-style "shard:opid"
 // string is accepted too.
