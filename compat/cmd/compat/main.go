@@ -33,8 +33,8 @@ func main() {
 // flags are the command line, parsed.
 type flags struct {
 	uri, bin, suites, doc, baseline, known, jsonOut string
-	update, prune, oneHost, verbose, list              bool
-	timeout                                            time.Duration
+	update, prune, oneHost, verbose, list           bool
+	timeout                                         time.Duration
 }
 
 // parseFlags defines the command's flags and parses the command line into them.
