@@ -84,7 +84,7 @@ var rules = map[string]rule{
 		"commands about the server itself: handshake, diagnostics, parameters"},
 	"exec/command/users": {[]string{"auth", "bsonx", "exec/access", "exec/args", "exec/command", "store", "wire/mongoerr"},
 		"authentication and the user and role commands, over exec/access"},
-	"exec/command/crud": {[]string{"auth", "bsonx", "exec/agg", "exec/args", "exec/catalog", "exec/collation", "exec/command", "exec/cursor", "exec/ddl", "exec/expr", "exec/match", "exec/project", "exec/query", "exec/route", "exec/sharding", "exec/stream", "exec/update", "exec/write", "store", "wire/mongoerr"},
+	"exec/command/crud": {[]string{"auth", "bsonx", "exec/agg", "exec/args", "exec/catalog", "exec/collation", "exec/command", "exec/cursor", "exec/ddl", "exec/explain", "exec/expr", "exec/match", "exec/project", "exec/query", "exec/route", "exec/sharding", "exec/stream", "exec/update", "exec/write", "store", "wire/mongoerr"},
 		"the commands that read and write documents, and aggregation"},
 	"exec/command/colls": {[]string{"auth", "bsonx", "exec/args", "exec/catalog", "exec/collation", "exec/command", "exec/command/crud", "exec/ddl", "exec/match", "exec/query", "exec/route", "exec/sharding", "exec/validate", "shard", "store", "wire/mongoerr"},
 		"the commands that define and place collections; views' pipelines are CRUD's to parse"},
@@ -97,6 +97,8 @@ var rules = map[string]rule{
 		"the Prometheus collector: reads the partition manager, the catalog and the shards at scrape time"},
 	"exec/route": {[]string{"bsonx", "exec/access", "exec/catalog", "exec/query", "exec/sharding", "exec/validate", "store", "wire", "wire/mongoerr"},
 		"the router's side of remote execution and what spans a collection's shards"},
+	"exec/explain": {[]string{"bsonx", "exec/agg", "exec/catalog", "exec/query", "exec/sharding"},
+		"renders plans and run statistics in mongos' explain shape; runs nothing"},
 	// The composition root: the Executor, which only cmd/ imports.
 	"exec": {[]string{"auth", "bsonx", "exec/...", "shard", "store", "wire", "wire/mongoerr"},
 		"the composition root: it builds the services and the command families and dispatches"},

@@ -227,7 +227,7 @@ func validateShardKey(key bsoncore.Document) error {
 	case hashed > 1:
 		return mongoerr.New(mongoerr.BadValue, "Shard key pattern %s can contain at most one 'hashed' field", bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key}))
 	case hashed == 0:
-		return mongoerr.New(mongoerr.InvalidOptions, "cleave partitions collections by hash: the shard key needs one hashed field, h.g. {%s: \"hashed\"}", elems[0].Key())
+		return mongoerr.New(mongoerr.InvalidOptions, "cleave partitions collections by hash: the shard key needs one hashed field, e.g. {%s: \"hashed\"}", elems[0].Key())
 	}
 	return nil
 }

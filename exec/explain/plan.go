@@ -1,0 +1,250 @@
+package explain
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/query"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// AppendWinningPlan appends winningPlan in mongos' shape: SINGLE_SHARD, SHARD_MERGE or
+// SHARD_MERGE_SORT over the per-shard plans (each under stage root, when not ""), with the
+// partitions targeted.
+func AppendWinningPlan(out []byte, q *query.Query, p *query.Plan, shards []*query.ShardStream, ns, root string, hosts Hosts) []byte {
+	stage := "SINGLE_SHARD"
+	switch {
+	case len(shards) > 1 && len(q.Sort) > 0 && p.Sorted:
+		stage = "SHARD_MERGE_SORT"
+	case len(shards) > 1:
+		stage = "SHARD_MERGE"
+	}
+	idx, out := bsoncore.AppendDocumentElementStart(out, "winningPlan")
+	out = bsoncore.AppendStringElement(out, "stage", stage)
+	aidx, out := bsoncore.AppendArrayElementStart(out, "shards")
+	for i, s := range shards {
+		sidx, o := bsoncore.AppendDocumentElementStart(out, strconv.Itoa(i))
+		o = bsoncore.AppendStringElement(o, "shardName", "shard-"+strconv.Itoa(s.Shard))
+		o = bsoncore.AppendStringElement(o, "connectionString", hosts(s.Shard))
+		o = bsoncore.AppendStringElement(o, "namespace", ns)
+		o = AppendPartitions(o, s)
+		o = AppendShardPlan(o, q, p, root)
+		out, _ = bsoncore.AppendDocumentEnd(o, sidx)
+	}
+	out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out
+}
+
+// AppendPartitions appends the partitions a shard's part of the query reads: id and hash
+// range, and the shard-key hashes read within it when the query fixes the shard key.
+func AppendPartitions(out []byte, s *query.ShardStream) []byte {
+	aidx, out := bsoncore.AppendArrayElementStart(out, "partitions")
+	for i, pr := range s.PartitionsRead() {
+		pidx, o := bsoncore.AppendDocumentElementStart(out, strconv.Itoa(i))
+		o = bsoncore.AppendInt64Element(o, "id", int64(pr.ID))
+		o = bsoncore.AppendInt64Element(o, "min", int64(pr.Lo))
+		o = bsoncore.AppendInt64Element(o, "max", int64(pr.Hi))
+		if pr.Hashes != nil {
+			hidx, h := bsoncore.AppendArrayElementStart(o, "shardKeyHashes")
+			for j, x := range pr.Hashes {
+				h = bsoncore.AppendInt64Element(h, strconv.Itoa(j), int64(x))
+			}
+			o, _ = bsoncore.AppendArrayEnd(h, hidx)
+		}
+		out, _ = bsoncore.AppendDocumentEnd(o, pidx)
+	}
+	out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	return out
+}
+
+// The stages explain puts above a shard's plan (AppendShardPlan's root): none, count's COUNT,
+// or, for a count of the whole collection answered from its counters, COUNT over
+// RECORD_STORE_FAST_COUNT in place of the plan.
+const (
+	RootCount     = "COUNT"
+	RootFastCount = "RECORD_STORE_FAST_COUNT"
+)
+
+// AppendShardPlan appends one shard's winningPlan: the stage tree mongod would report, under
+// stage root when it is not "" (RootCount, RootFastCount).
+func AppendShardPlan(out []byte, q *query.Query, p *query.Plan, root string) []byte {
+	type stage struct {
+		name  string
+		extra func([]byte) []byte
+	}
+	var stages []stage // outermost first
+	if root == RootFastCount {
+		idx, o := bsoncore.AppendDocumentElementStart(out, "winningPlan")
+		o = bsoncore.AppendStringElement(o, "stage", RootCount)
+		iidx, o := bsoncore.AppendDocumentElementStart(o, "inputStage")
+		o = bsoncore.AppendStringElement(o, "stage", RootFastCount)
+		o, _ = bsoncore.AppendDocumentEnd(o, iidx)
+		o, _ = bsoncore.AppendDocumentEnd(o, idx)
+		return o
+	}
+	if root != "" {
+		stages = append(stages, stage{name: root})
+	}
+	if q.Proj != nil {
+		stages = append(stages, stage{name: "PROJECTION_DEFAULT"})
+	}
+	if q.Limit > 0 {
+		n := q.Limit
+		stages = append(stages, stage{name: "LIMIT", extra: func(o []byte) []byte {
+			return bsonx.AppendNumber(o, "limitAmount", n)
+		}})
+	}
+	if q.Skip > 0 {
+		n := q.Skip
+		stages = append(stages, stage{name: "SKIP", extra: func(o []byte) []byte {
+			return bsonx.AppendNumber(o, "skipAmount", n)
+		}})
+	}
+	if len(q.Sort) > 0 && !p.Sorted {
+		stages = append(stages, stage{name: "SORT"})
+	}
+	switch p.Kind {
+	case query.PlanIDs:
+		stages = append(stages, stage{name: "IDHACK"})
+	case query.PlanIndex:
+		scan := "IXSCAN"
+		switch {
+		case p.DistinctScan:
+			scan = "DISTINCT_SCAN"
+			stages = append(stages, stage{name: "FETCH"})
+		case p.CountScan():
+			scan = "COUNT_SCAN"
+		case !p.KeysOnly:
+			stages = append(stages, stage{name: "FETCH"})
+		}
+		stages = append(stages, stage{name: scan, extra: func(o []byte) []byte {
+			return appendIxscan(o, p, p.Index, len(p.Ranges))
+		}})
+	case query.PlanOr:
+		if !p.KeysOnly {
+			stages = append(stages, stage{name: "FETCH"})
+		}
+		stages = append(stages, stage{name: "OR", extra: func(o []byte) []byte {
+			idx, a := bsoncore.AppendArrayElementStart(o, "inputStages")
+			for i, b := range p.Branches {
+				bidx, x := bsoncore.AppendDocumentElementStart(a, bsonx.ArrayKey(i))
+				x = bsoncore.AppendStringElement(x, "stage", "IXSCAN")
+				x = appendIxscan(x, p, b.Index, len(b.Ranges))
+				a, _ = bsoncore.AppendDocumentEnd(x, bidx)
+			}
+			o, _ = bsoncore.AppendArrayEnd(a, idx)
+			return o
+		}})
+	case query.PlanEOF:
+		stages = append(stages, stage{name: "EOF"})
+	default:
+		stages = append(stages, stage{name: "COLLSCAN", extra: func(o []byte) []byte {
+			return bsoncore.AppendStringElement(o, "direction", "forward")
+		}})
+	}
+	var build func(dst []byte, key string, i int) []byte
+	build = func(dst []byte, key string, i int) []byte {
+		idx, o := bsoncore.AppendDocumentElementStart(dst, key)
+		o = bsoncore.AppendStringElement(o, "stage", stages[i].name)
+		if stages[i].extra != nil {
+			o = stages[i].extra(o)
+		}
+		if i+1 < len(stages) {
+			o = build(o, "inputStage", i+1)
+		}
+		o, _ = bsoncore.AppendDocumentEnd(o, idx)
+		return o
+	}
+	return build(out, "winningPlan", 0)
+}
+
+// appendIxscan appends the fields of an IXSCAN stage of plan p reading index xi over n key
+// ranges (a wildcard plan's shows its path and bounds).
+func appendIxscan(o []byte, p *query.Plan, xi *catalog.Index, n int) []byte {
+	if p.Wildcard != nil {
+		o = p.AppendWildcardKeyPattern(o, "keyPattern")
+	} else {
+		o = bsoncore.AppendDocumentElement(o, "keyPattern", xi.Meta.Key)
+	}
+	o = bsoncore.AppendStringElement(o, "indexName", xi.Meta.Name)
+	o = bsoncore.AppendBooleanElement(o, "isUnique", xi.Unique)
+	o = bsoncore.AppendBooleanElement(o, "isSparse", xi.Sparse)
+	o = bsoncore.AppendBooleanElement(o, "isPartial", xi.Partial != nil)
+	if c := xi.Collation.Document(); c != nil {
+		o = bsoncore.AppendDocumentElement(o, "collation", c)
+	}
+	dir := "forward"
+	if p.Reverse {
+		dir = "backward"
+	}
+	o = bsoncore.AppendStringElement(o, "direction", dir)
+	if p.Wildcard != nil {
+		o = p.AppendWildcardBounds(o, "indexBounds")
+	}
+	return bsoncore.AppendInt32Element(o, "indexRanges", int32(n))
+}
+
+// AppendShardStats appends executionStats.executionStages.shards: per shard, what it read,
+// and, when charged, the request units of its partitions.
+func AppendShardStats(out []byte, shards []*query.ShardStream, charged bool) []byte {
+	idx, out := bsoncore.AppendDocumentElementStart(out, "executionStages")
+	aidx, o := bsoncore.AppendArrayElementStart(out, "shards")
+	for i, s := range shards {
+		sidx, x := bsoncore.AppendDocumentElementStart(o, bsonx.ArrayKey(i))
+		x = bsoncore.AppendStringElement(x, "shardName", "shard-"+strconv.Itoa(s.Shard))
+		x = bsonx.AppendNumber(x, "nReturned", s.Stats.Returned)
+		x = bsonx.AppendNumber(x, "totalKeysExamined", s.Stats.KeysExamined)
+		x = bsonx.AppendNumber(x, "totalDocsExamined", s.Stats.DocsExamined)
+		if charged {
+			x = bsoncore.AppendDoubleElement(x, "requestCharge", s.Stats.Charge())
+			x = AppendPartitionCharges(x, s)
+		} else {
+			x = bsoncore.AppendDoubleElement(x, "requestCharge", 0)
+		}
+		o, _ = bsoncore.AppendDocumentEnd(x, sidx)
+	}
+	o, _ = bsoncore.AppendArrayEnd(o, aidx)
+	out, _ = bsoncore.AppendDocumentEnd(o, idx)
+	return out
+}
+
+// AppendPartitionCharges appends the request units each partition of a shard's part was
+// charged: [{partition: id, requestCharge: RU}].
+func AppendPartitionCharges(dst []byte, s *query.ShardStream) []byte {
+	aidx, o := bsoncore.AppendArrayElementStart(dst, "partitions")
+	for i, pc := range s.PartitionCharges() {
+		pidx, x := bsoncore.AppendDocumentElementStart(o, bsonx.ArrayKey(i))
+		x = bsoncore.AppendInt64Element(x, "partition", int64(pc.ID))
+		x = bsoncore.AppendDoubleElement(x, "requestCharge", pc.RU)
+		o, _ = bsoncore.AppendDocumentEnd(x, pidx)
+	}
+	o, _ = bsoncore.AppendArrayEnd(o, aidx)
+	return o
+}
+
+// Hosts names the connection string of a shard in explain output, as listShards' host: the
+// shard's name and the address of the node that owns it.
+type Hosts func(shard int) string
+
+// AppendExecutionStats appends executionStats: the documents returned, the time, the keys
+// and documents examined over shards, the request units charged, and each shard's share
+// (its request units per partition only when charged: a fast count costs nothing).
+func AppendExecutionStats(out []byte, shards []*query.ShardStream, nReturned int64, elapsed time.Duration, charge float64, charged bool) []byte {
+	idx, out := bsoncore.AppendDocumentElementStart(out, "executionStats")
+	var docs, keys int64
+	for _, s := range shards {
+		docs += s.Stats.DocsExamined
+		keys += s.Stats.KeysExamined
+	}
+	out = bsonx.AppendNumber(out, "nReturned", nReturned)
+	out = bsonx.AppendNumber(out, "executionTimeMillis", elapsed.Milliseconds())
+	out = bsonx.AppendNumber(out, "totalKeysExamined", keys)
+	out = bsonx.AppendNumber(out, "totalDocsExamined", docs)
+	out = bsoncore.AppendDoubleElement(out, "requestCharge", charge)
+	out = AppendShardStats(out, shards, charged)
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out
+}
