@@ -71,11 +71,6 @@ const (
 // AppendShardPlan appends one shard's winningPlan: the stage tree mongod would report, under
 // stage root when it is not "" (RootCount, RootFastCount).
 func AppendShardPlan(out []byte, q *query.Query, p *query.Plan, root string) []byte {
-	type stage struct {
-		name  string
-		extra func([]byte) []byte
-	}
-	var stages []stage // outermost first
 	if root == RootFastCount {
 		idx, o := bsoncore.AppendDocumentElementStart(out, "winningPlan")
 		o = bsoncore.AppendStringElement(o, "stage", RootCount)
@@ -85,6 +80,33 @@ func AppendShardPlan(out []byte, q *query.Query, p *query.Plan, root string) []b
 		o, _ = bsoncore.AppendDocumentEnd(o, idx)
 		return o
 	}
+	stages := shardStages(q, p, root)
+	var build func(dst []byte, key string, i int) []byte
+	build = func(dst []byte, key string, i int) []byte {
+		idx, o := bsoncore.AppendDocumentElementStart(dst, key)
+		o = bsoncore.AppendStringElement(o, "stage", stages[i].name)
+		if stages[i].extra != nil {
+			o = stages[i].extra(o)
+		}
+		if i+1 < len(stages) {
+			o = build(o, "inputStage", i+1)
+		}
+		o, _ = bsoncore.AppendDocumentEnd(o, idx)
+		return o
+	}
+	return build(out, "winningPlan", 0)
+}
+
+// stage is one stage of a shard's plan tree: its name and the fields it adds.
+type stage struct {
+	name  string
+	extra func([]byte) []byte
+}
+
+// shardStages returns the stages of a shard's plan of q, outermost first: root, projection,
+// limit, skip, a blocking sort, then the access path.
+func shardStages(q *query.Query, p *query.Plan, root string) []stage {
+	var stages []stage
 	if root != "" {
 		stages = append(stages, stage{name: root})
 	}
@@ -106,10 +128,17 @@ func AppendShardPlan(out []byte, q *query.Query, p *query.Plan, root string) []b
 	if len(q.Sort) > 0 && !p.Sorted {
 		stages = append(stages, stage{name: "SORT"})
 	}
+	return append(stages, accessStages(p)...)
+}
+
+// accessStages returns the stages of p's access path: IDHACK, [FETCH] IXSCAN (or
+// DISTINCT_SCAN, COUNT_SCAN), [FETCH] OR over index scans, EOF or COLLSCAN.
+func accessStages(p *query.Plan) []stage {
 	switch p.Kind {
 	case query.PlanIDs:
-		stages = append(stages, stage{name: "IDHACK"})
+		return []stage{{name: "IDHACK"}}
 	case query.PlanIndex:
+		var stages []stage
 		scan := "IXSCAN"
 		switch {
 		case p.DistinctScan:
@@ -120,14 +149,15 @@ func AppendShardPlan(out []byte, q *query.Query, p *query.Plan, root string) []b
 		case !p.KeysOnly:
 			stages = append(stages, stage{name: "FETCH"})
 		}
-		stages = append(stages, stage{name: scan, extra: func(o []byte) []byte {
+		return append(stages, stage{name: scan, extra: func(o []byte) []byte {
 			return appendIxscan(o, p, p.Index, len(p.Ranges))
 		}})
 	case query.PlanOr:
+		var stages []stage
 		if !p.KeysOnly {
 			stages = append(stages, stage{name: "FETCH"})
 		}
-		stages = append(stages, stage{name: "OR", extra: func(o []byte) []byte {
+		return append(stages, stage{name: "OR", extra: func(o []byte) []byte {
 			idx, a := bsoncore.AppendArrayElementStart(o, "inputStages")
 			for i, b := range p.Branches {
 				bidx, x := bsoncore.AppendDocumentElementStart(a, bsonx.ArrayKey(i))
@@ -139,26 +169,11 @@ func AppendShardPlan(out []byte, q *query.Query, p *query.Plan, root string) []b
 			return o
 		}})
 	case query.PlanEOF:
-		stages = append(stages, stage{name: "EOF"})
-	default:
-		stages = append(stages, stage{name: "COLLSCAN", extra: func(o []byte) []byte {
-			return bsoncore.AppendStringElement(o, "direction", "forward")
-		}})
+		return []stage{{name: "EOF"}}
 	}
-	var build func(dst []byte, key string, i int) []byte
-	build = func(dst []byte, key string, i int) []byte {
-		idx, o := bsoncore.AppendDocumentElementStart(dst, key)
-		o = bsoncore.AppendStringElement(o, "stage", stages[i].name)
-		if stages[i].extra != nil {
-			o = stages[i].extra(o)
-		}
-		if i+1 < len(stages) {
-			o = build(o, "inputStage", i+1)
-		}
-		o, _ = bsoncore.AppendDocumentEnd(o, idx)
-		return o
-	}
-	return build(out, "winningPlan", 0)
+	return []stage{{name: "COLLSCAN", extra: func(o []byte) []byte {
+		return bsoncore.AppendStringElement(o, "direction", "forward")
+	}}}
 }
 
 // appendIxscan appends the fields of an IXSCAN stage of plan p reading index xi over n key
