@@ -33,10 +33,6 @@ type sizeException struct {
 	reason string
 }
 
-// execRootMoving is the reason of the exceptions that the layout work, which moves the files
-// of the exec package into subpackages, removes.
-const execRootMoving = "exec root: moved by the layout work"
-
 // sizeExceptions is every exception to the limits. An exception that no longer matches
 // anything over its limit fails the test, so the list shrinks as code is split.
 var sizeExceptions = []sizeException{
