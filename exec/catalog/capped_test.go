@@ -133,8 +133,8 @@ func TestRemoteShard(t *testing.T) {
 		t.Errorf("remote batch: remote %v, empty %v, count %d", catalog.IsRemoteBatch(b), b.Empty(), b.Count())
 	}
 	wantCode(t, b.Commit(true), mongoerr.StaleConfig, "StaleConfig", stale)
-	if node, ok := catalog.RemoteNode(r); !ok || node != "n2" {
-		t.Errorf("RemoteNode = %q, %v", node, ok)
+	if node, ok := r.Node(); !ok || node != "n2" {
+		t.Errorf("Node() = %q, %v", node, ok)
 	}
 	if err := r.DeleteCollectionData(1); err != nil {
 		t.Errorf("DeleteCollectionData: %v", err)
@@ -150,7 +150,7 @@ func TestRemoteShard(t *testing.T) {
 	}
 
 	local := fixture.Stores(t, 1).Shards()[0]
-	if _, ok := catalog.RemoteNode(local); ok {
+	if _, ok := local.Node(); ok {
 		t.Error("a local shard is remote")
 	}
 	lb := local.NewBatch()

@@ -119,12 +119,8 @@ func (b *remoteBatch) DeleteIndexEntriesInRange(store.CollID, store.IndexID, uin
 	return 0, b.err
 }
 
-// RemoteNode reports whether sh is another node's shard (a Remote stand-in), and names
-// that node: reads and writes of such a shard run on its node (query.Remote).
-func RemoteNode(sh Shard) (node string, ok bool) {
-	r, ok := sh.(remote)
-	return r.node, ok
-}
+// Node implements Shard: another node's shard, whose reads and writes run on its node.
+func (r remote) Node() (string, bool) { return r.node, true }
 
 // IsRemoteBatch reports whether b is a batch of another node's shard, which never commits:
 // a writer checks it before committing any of its batches, so that a group of writes

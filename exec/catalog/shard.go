@@ -67,6 +67,9 @@ type Shard interface {
 	// PaceBulkWrite waits, at most limit, while the shard is close to a write stall, and
 	// returns how long: a bulk copy calls it before each batch (store.DB.PaceBulkWrite).
 	PaceBulkWrite(ctx context.Context, limit time.Duration) time.Duration
+	// Node reports where the shard is: on another node (remote, that node's name), whose
+	// part of an operation runs there through exec/route, or in this process.
+	Node() (node string, remote bool)
 }
 
 // Snapshot is a Reader fixed at one moment.
@@ -264,6 +267,9 @@ func (l local) LogWrites(coll store.CollID, lo, hi uint64) (*store.WriteLog, err
 func (l local) PaceBulkWrite(ctx context.Context, limit time.Duration) time.Duration {
 	return l.db.PaceBulkWrite(ctx, limit)
 }
+
+// Node implements Shard: a store of this process.
+func (l local) Node() (string, bool) { return "", false }
 
 // localSnapshot is a Snapshot of a local store.
 type localSnapshot struct {

@@ -63,7 +63,7 @@ func (x *Runner) FillLocal(ctx context.Context, c *store.Collection, ids []store
 		}
 	}
 	for s, sh := range x.cat.Shards() {
-		if _, remote := catalog.RemoteNode(sh); remote {
+		if _, remote := sh.Node(); remote {
 			continue
 		}
 		if err := x.fillShard(ctx, ci, building, s); err != nil {
@@ -92,7 +92,7 @@ func (x *Runner) fillShard(ctx context.Context, ci *catalog.Coll, building []*ca
 	var batch []buildDoc
 	shards := x.cat.Shards()
 	for it.Next() {
-		if _, remote := catalog.RemoteNode(shards[owner.Partition(owner.Locate(it.Hash())).Shard]); remote {
+		if _, remote := shards[owner.Partition(owner.Locate(it.Hash())).Shard].Node(); remote {
 			continue // a partition moved to another node: its source range, deleted after its grace period
 		}
 		batch = append(batch, buildDoc{

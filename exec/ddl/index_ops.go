@@ -113,7 +113,7 @@ func (x *Runner) DeleteIndexData(c *store.Collection, ids []store.IndexID) {
 func (x *Runner) DeleteLocalIndexData(c *store.Collection, ids []store.IndexID) {
 	x.cat.Barrier()
 	for s, db := range x.cat.Shards() {
-		if _, remote := catalog.RemoteNode(db); remote {
+		if _, remote := db.Node(); remote {
 			continue
 		}
 		b := db.NewBatch()

@@ -86,7 +86,7 @@ func (x *Runner) expireIndex(ctx context.Context, ci *catalog.Coll, xi *catalog.
 	lower, upper := ttlBounds(xi.Fields[0].Desc, cutoff)
 	var total int64
 	for s, db := range x.cat.Shards() {
-		if _, remote := catalog.RemoteNode(db); remote {
+		if _, remote := db.Node(); remote {
 			continue // its node's monitor expires it
 		}
 		var cands []buildDoc

@@ -64,6 +64,6 @@ func (g *Engine) pointShard(ci *catalog.Coll, targets []int) (int, bool) {
 			return 0, false
 		}
 	}
-	_, remote := catalog.RemoteNode(g.shardList()[s])
+	_, remote := g.shardList()[s].Node()
 	return s, !remote
 }

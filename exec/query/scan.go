@@ -148,7 +148,7 @@ func (g *Engine) initShardStream(ss *ShardStream, ci *catalog.Coll, p *Plan, f *
 	ss.keysOnly = p.KeysOnly && ss.exact
 	ss.Stats.Partitions = countDistinct(ss.parts)
 	db := g.shardList()[s]
-	if _, ok := catalog.RemoteNode(db); ok && g.opts.Remote != nil {
+	if _, ok := db.Node(); ok && g.opts.Remote != nil {
 		g.newRemoteRead(ss, p, f)
 		return nil
 	}

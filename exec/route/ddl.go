@@ -39,7 +39,7 @@ func (rs *Nodes) ownerNodes(ci *catalog.Coll) []int {
 	var shards []int
 	for i := range ci.Map.Len() {
 		s := ci.Map.Partition(i).Shard
-		if node, remote := catalog.RemoteNode(all[s]); remote && !slices.Contains(nodes, node) {
+		if node, remote := all[s].Node(); remote && !slices.Contains(nodes, node) {
 			nodes = append(nodes, node)
 			shards = append(shards, s)
 		}

@@ -223,7 +223,7 @@ func decodeScanStats(v bsoncore.Value) query.ScanStats {
 func (r *Router) SpansRemote(ci *catalog.Coll) bool {
 	shards := r.cat.Shards()
 	for i := range ci.Map.Len() {
-		if _, ok := catalog.RemoteNode(shards[ci.Map.Partition(i).Shard]); ok {
+		if _, ok := shards[ci.Map.Partition(i).Shard].Node(); ok {
 			return true
 		}
 	}

@@ -25,7 +25,7 @@ func (r *Router) LocalOwnedSizes(ci *catalog.Coll) []*CollSizes {
 	out := make([]*CollSizes, len(all))
 	for i := 0; i < ci.Map.Len(); i++ {
 		p := ci.Map.Partition(i)
-		if _, remote := catalog.RemoteNode(all[p.Shard]); remote {
+		if _, remote := all[p.Shard].Node(); remote {
 			continue
 		}
 		lo, hi := ci.Map.Range(i)

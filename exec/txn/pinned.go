@@ -175,6 +175,9 @@ func (v pinnedView) LogWrites(coll store.CollID, lo, hi uint64) (*store.WriteLog
 	return v.live.LogWrites(coll, lo, hi)
 }
 
+// Node implements catalog.Shard: where the live shard is.
+func (v pinnedView) Node() (string, bool) { return v.live.Node() }
+
 // PaceBulkWrite implements catalog.Shard (the live shard's state).
 func (v pinnedView) PaceBulkWrite(ctx context.Context, limit time.Duration) time.Duration {
 	return v.live.PaceBulkWrite(ctx, limit)

@@ -118,7 +118,7 @@ func Run(ctx context.Context, cat *catalog.Catalog, ci *catalog.Coll, opts Optio
 		}
 	}()
 	for _, sh := range cat.Shards() {
-		if _, remote := catalog.RemoteNode(sh); remote {
+		if _, remote := sh.Node(); remote {
 			snaps = append(snaps, nil) // its node validates it (cluster mode)
 			continue
 		}

@@ -347,7 +347,7 @@ func (wp *Path) ownsDoc(q *query.Query, p *query.Plan, shards []*query.ShardStre
 	}
 	list := wp.shardList()
 	for _, s := range shards {
-		if _, remote := catalog.RemoteNode(list[s.Shard]); remote {
+		if _, remote := list[s.Shard].Node(); remote {
 			return false
 		}
 	}
@@ -497,7 +497,7 @@ func (wp *Path) reread(wr *Writer, op *Op, c *Candidate) error {
 	}
 	s := ci.Map.Partition(ci.Map.Locate(c.Hash)).Shard
 	sh := wp.shardList()[s]
-	if _, remote := catalog.RemoteNode(sh); remote {
+	if _, remote := sh.Node(); remote {
 		c.State = candMoved
 		return nil
 	}

@@ -30,7 +30,7 @@ func (wp *Path) RunTarget(ctx context.Context, op *Op, hash uint64, id []byte, r
 	}
 	s := ci.Map.Partition(ci.Map.Locate(hash)).Shard
 	sh := wp.shardList()[s]
-	if node, remote := catalog.RemoteNode(sh); remote {
+	if node, remote := sh.Node(); remote {
 		return mongoerr.New(mongoerr.StaleConfig, "shard %d of %s is on node %s, not this one", s, ci.NS(), node)
 	}
 	doc, err := sh.GetDoc(ci.Meta.ID, hash, id, nil)
@@ -67,7 +67,7 @@ func (wr *Writer) checkOwningShard(w *DocWrite, from, to int) error {
 	if w.Old == nil || w.New == nil || from == to {
 		return nil
 	}
-	if _, remote := catalog.RemoteNode(wr.p.shardList()[to]); !remote {
+	if _, remote := wr.p.shardList()[to].Node(); !remote {
 		return nil
 	}
 	return mongoerr.New(mongoerr.WouldChangeOwningShard, "This update would cause the doc to change owning shards")
@@ -77,7 +77,7 @@ func (wr *Writer) checkOwningShard(w *DocWrite, from, to int) error {
 // the first of this node's shards (in cluster mode shard 0 may be another node's).
 func (wp *Path) recordShard() int {
 	for s, sh := range wp.shardList() {
-		if _, remote := catalog.RemoteNode(sh); !remote {
+		if _, remote := sh.Node(); !remote {
 			return s
 		}
 	}

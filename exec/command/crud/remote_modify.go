@@ -125,7 +125,7 @@ func (h *Handlers) NodeParts(ci *catalog.Coll, f *match.Filter, keep func(s int)
 		if keep != nil && !keep(s) {
 			continue
 		}
-		node, remote := catalog.RemoteNode(all[s])
+		node, remote := all[s].Node()
 		i := slices.IndexFunc(parts, func(p *NodePart) bool { return p.node == node && p.remote == remote })
 		if i < 0 {
 			i = len(parts)
@@ -222,7 +222,7 @@ func (h *Handlers) modifyOne(ctx context.Context, r *command.Request, op *write.
 		}
 		_, t.id = catalog.DocID(doc, nil)
 		s := op.CI.Map.Partition(op.CI.Map.Locate(t.hash)).Shard
-		if node, remote := catalog.RemoteNode(all[s]); remote {
+		if node, remote := all[s].Node(); remote {
 			err = h.modifyOn(ctx, r, ms, &NodePart{node: node, remote: true, shard: s}, ModifyTarget, false, t, res)
 		} else {
 			err = wp.RunTarget(ctx, op, t.hash, t.id, res)
@@ -249,7 +249,7 @@ func (h *Handlers) upsertRouted(ctx context.Context, r *command.Request, op *wri
 		return err
 	}
 	s := op.CI.Map.Partition(op.CI.Map.Locate(hash)).Shard
-	if _, remote := catalog.RemoteNode(h.Cat.Shards()[s]); !remote {
+	if _, remote := h.Cat.Shards()[s].Node(); !remote {
 		local := *op
 		local.Shards = []int{s}
 		return h.WriteFor(r).Run(ctx, &local, res)

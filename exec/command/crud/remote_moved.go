@@ -3,7 +3,6 @@ package crud
 import (
 	"context"
 
-	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/write"
 )
@@ -45,7 +44,7 @@ func (h *Handlers) forwardOne(ctx context.Context, r *command.Request, op *write
 		ci := h.Cat.Refresh(op.CI)
 		s := ci.Map.Partition(ci.Map.Locate(t.Hash)).Shard
 		var err error
-		if node, remote := catalog.RemoteNode(h.Cat.Shards()[s]); remote {
+		if node, remote := h.Cat.Shards()[s].Node(); remote {
 			at := *ms
 			at.CI = ci
 			err = h.modifyOn(ctx, r, &at, &NodePart{node: node, remote: true, shard: s}, ModifyTarget, false,

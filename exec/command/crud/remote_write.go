@@ -44,7 +44,7 @@ func (h *Handlers) insertRouted(ctx context.Context, r *command.Request, ci *cat
 			var h uint64
 			if h, err = ci.ShardHash(doc); err == nil {
 				s = ci.Map.Partition(ci.Map.Locate(h)).Shard
-				node, _ = catalog.RemoteNode(shards[s])
+				node, _ = shards[s].Node()
 				v = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}
 			}
 		}

@@ -72,7 +72,7 @@ func (h *Handlers) ownedColl(ctx context.Context, r *command.Request, s int) (*c
 		if s >= len(shards) {
 			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is unknown to this node", s)
 		}
-		if node, remote := catalog.RemoteNode(shards[s]); remote {
+		if node, remote := shards[s].Node(); remote {
 			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, route.NodeName(node))
 		}
 	}
@@ -327,7 +327,7 @@ func (h *Handlers) shardWrite(ctx context.Context, r *command.Request) error {
 		stmts[i] = int(v.Int32())
 		if h, err := ci.ShardHash(vals[i].Document()); err == nil {
 			s := ci.Map.Partition(ci.Map.Locate(h)).Shard
-			if node, remote := catalog.RemoteNode(shards[s]); remote {
+			if node, remote := shards[s].Node(); remote {
 				return mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, route.NodeName(node))
 			}
 		}

@@ -119,7 +119,7 @@ func (h *Handlers) ownedTargets(op *write.Op, b bsoncore.Document) ([]int, error
 		if s < 0 || s >= len(all) {
 			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is unknown to this node", s)
 		}
-		if node, remote := catalog.RemoteNode(all[s]); remote {
+		if node, remote := all[s].Node(); remote {
 			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, route.NodeName(node))
 		}
 		shards = append(shards, s)
