@@ -11,7 +11,7 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// A stale router (README, Architecture → Cluster): a node routes on its cached catalog,
+// A stale router (docs/cluster.md): a node routes on its cached catalog,
 // which its watch keeps at some revision of the cluster's. When the owner of a shard
 // planned the per-shard part on a different map, it answers StaleConfig 13388 with its own
 // revision (catalogRev in the error's fields). As mongos does, the router then waits until

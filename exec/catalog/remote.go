@@ -11,7 +11,7 @@ import (
 // Remote returns the stand-in for shard id, which node owns (cluster mode): every read,
 // snapshot and batch fails with NotImplemented 238 naming the node, because operations on
 // another node's shards are shipped to the owner as internal commands, above this interface
-// (README, Architecture → Cluster); what reaches the stand-in is a path not routed yet. Nothing is ever answered from
+// (docs/cluster.md); what reaches the stand-in is a path not routed yet. Nothing is ever answered from
 // it, so no result can be silently missing a shard's documents. DeleteCollectionData
 // succeeds doing nothing: the owner deletes its own data when the drop reaches it.
 func Remote(id int, node string) Shard { return remote{id: id, node: node} }

@@ -17,7 +17,7 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// The router's side of remote execution (README, Architecture → Cluster): a read of another
+// The router's side of remote execution (docs/cluster.md): a read of another
 // node's shard sends _cleaveShardFind to the owner and continues with _cleaveShardGetMore;
 // writes are in remote_write.go, the owner's side in cmd_internal.go. Every request carries
 // the router's catalog revision; the owner catches up to it before answering, and answers

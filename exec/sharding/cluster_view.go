@@ -9,7 +9,7 @@ import (
 	"github.com/cleavedb/cleave/shard"
 )
 
-// The elected partition manager balances the whole cluster (README, Architecture → Moves
+// The elected partition manager balances the whole cluster (docs/cluster.md, Moves
 // and balance). Every node's manager still decides the splits of its own partitions, which
 // need what only the owner has (the size histogram, the hashes present, the sampled keys);
 // those are catalog changes conditioned on the revision they read, so two nodes never commit

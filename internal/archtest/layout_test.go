@@ -95,7 +95,7 @@ var rules = map[string]rule{
 		"the test failpoints: failCommand and the gates that hold a step of the server"},
 	"exec/metrics": {[]string{"exec/catalog", "exec/failpoint", "exec/sharding", "store", "wire", "wire/mongoerr"},
 		"the Prometheus collector: reads the partition manager, the catalog and the shards at scrape time"},
-	"exec/route": {[]string{"bsonx", "exec/access", "exec/catalog", "exec/query", "exec/sharding", "exec/validate", "store", "wire", "wire/mongoerr"},
+	"exec/route": {[]string{"bsonx", "exec/access", "exec/catalog", "exec/query", "exec/sharding", "exec/validate", "exec/write", "store", "wire", "wire/mongoerr"},
 		"the router's side of remote execution and what spans a collection's shards"},
 	"exec/explain": {[]string{"bsonx", "exec/agg", "exec/catalog", "exec/query", "exec/sharding"},
 		"renders plans and run statistics in mongos' explain shape; runs nothing"},

@@ -1,9 +1,9 @@
 // Package crud holds the commands that read and write documents: find (tailable cursors
 // included), getMore, killCursors, count, distinct, aggregate (with the stages that write
 // or report on the server: $out, $merge, $collStats, $indexStats), explain, insert, update,
-// delete and findAndModify, views, and their cluster-mode routing: the router's side of
-// inserts, updates and deletes spanning nodes, and the owner's side of the internal
-// commands another node sends (_cleaveShard*, the moves between nodes).
+// delete and findAndModify, views, and their cluster-mode routing: which node each
+// document or statement goes to, and how the nodes' results merge (the requests themselves
+// go through exec/route; the owners answer them in exec/command/node).
 package crud
 
 import "github.com/cleavedb/cleave/exec/command"

@@ -9,12 +9,13 @@ import (
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/route"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // A partition that moves between nodes while an insert is routed makes the old owner answer
-// StaleConfig 13388 (README, Architecture → Cluster): as a writeError for each document it
+// StaleConfig 13388 (docs/cluster.md): as a writeError for each document it
 // refused (the router's own write path, or another node's _cleaveShardWrite: nothing of
 // those documents is written), or as the command's error. mongos retries such writes after
 // refreshing its routing table, and so does the insert command here: it waits for its
@@ -26,12 +27,6 @@ const staleRetries = 5
 
 // staleWait bounds the wait for a newer catalog before a re-routing.
 const staleWait = 2 * time.Second
-
-// isStale reports whether err is StaleConfig.
-func isStale(err error) bool {
-	me := mongoerr.As(err)
-	return me != nil && me.Code == mongoerr.StaleConfig
-}
 
 // insertRetryingStale inserts vals into db.name (ci: as looked up at revision rev), routing
 // again the documents refused with StaleConfig.
@@ -49,7 +44,7 @@ func (h *Handlers) insertRetryingStale(ctx context.Context, r *command.Request, 
 		var ownerRev int64            // the catalog revision the owner answered with, if any
 		switch {
 		case attempt == staleRetries:
-		case isStale(err) && (rt != nil || part.N == 0 && len(part.Errs) == 0):
+		case route.IsStale(err) && (rt != nil || part.N == 0 && len(part.Errs) == 0):
 			// Re-running a whole attempt is exact only when nothing of it is known to be
 			// done, or when its statements are retryable (their records answer the done ones).
 			ownerRev = staleRevision(mongoerr.As(err))

@@ -37,13 +37,6 @@ import (
 //     meanwhile is looked for again, as the local write path does.
 // A document never moves between nodes: WouldChangeOwningShard 283 (write.checkOwningShard).
 
-// Modes of _cleaveShardModify.
-const (
-	ModifyRun    = "run"    // the statement, restricted to shards and ranges
-	ModifyTarget = "target" // the statement, on the one document at hash and id
-	ModifyProbe  = "probe"  // only the retryable-write record of the statement, if any
-)
-
 // maxTargetAttempts bounds how often a single-document write looks for its document again
 // after the one it found went away or stopped matching before its owner locked it.
 const maxTargetAttempts = 100
@@ -107,7 +100,7 @@ func (h *Handlers) runWriteOnce(ctx context.Context, r *command.Request, op *wri
 	case len(parts) == 0 || len(parts) == 1 && !parts[0].remote:
 		return h.RunLocal(ctx, r, op, ms, res)
 	case len(parts) == 1:
-		return h.modifyOn(ctx, r, ms, parts[0], ModifyRun, op.Upsert, nil, res)
+		return h.modifyOn(ctx, r, ms, parts[0], route.ModifyRun, op.Upsert, nil, res)
 	case op.Multi:
 		return h.modifyMulti(ctx, r, op, ms, parts, res)
 	default:
@@ -152,7 +145,7 @@ func (h *Handlers) modifyMulti(ctx context.Context, r *command.Request, op *writ
 		go func() {
 			defer wg.Done()
 			if p.remote {
-				errs[i] = h.modifyOn(ctx, r, ms, p, ModifyRun, false, nil, &out[i])
+				errs[i] = h.modifyOn(ctx, r, ms, p, route.ModifyRun, false, nil, &out[i])
 				return
 			}
 			local := *op
@@ -186,7 +179,7 @@ func (h *Handlers) modifyOne(ctx context.Context, r *command.Request, op *write.
 				continue
 			}
 			var rec write.Result
-			executed, err := h.modifyOnReply(ctx, r, ms, p, ModifyProbe, false, nil, &rec)
+			executed, err := h.modifyOnReply(ctx, r, ms, p, route.ModifyProbe, false, nil, &rec)
 			if err != nil {
 				return err
 			}
@@ -223,7 +216,7 @@ func (h *Handlers) modifyOne(ctx context.Context, r *command.Request, op *write.
 		_, t.id = catalog.DocID(doc, nil)
 		s := op.CI.Map.Partition(op.CI.Map.Locate(t.hash)).Shard
 		if node, remote := all[s].Node(); remote {
-			err = h.modifyOn(ctx, r, ms, &NodePart{node: node, remote: true, shard: s}, ModifyTarget, false, t, res)
+			err = h.modifyOn(ctx, r, ms, &NodePart{node: node, remote: true, shard: s}, route.ModifyTarget, false, t, res)
 		} else {
 			err = wp.RunTarget(ctx, op, t.hash, t.id, res)
 		}
@@ -258,7 +251,7 @@ func (h *Handlers) upsertRouted(ctx context.Context, r *command.Request, op *wri
 	if len(parts) != 1 { // the document's shard is not one the query targets
 		return mongoerr.New(mongoerr.ShardKeyNotFound, "Failed to target upsert by query :: could not extract exact shard key")
 	}
-	return h.modifyOn(ctx, r, ms, parts[0], ModifyRun, true, nil, res)
+	return h.modifyOn(ctx, r, ms, parts[0], route.ModifyRun, true, nil, res)
 }
 
 // modifyOn runs statement ms on node part p in mode (modify* constants), merging its
@@ -275,57 +268,14 @@ func (h *Handlers) modifyOn(ctx context.Context, r *command.Request, ms *ModifyS
 func (h *Handlers) modifyOnReply(ctx context.Context, r *command.Request, ms *ModifyStmt, p *NodePart, mode string,
 	upsert bool, t *target, res *write.Result,
 ) (bool, error) {
-	ci := ms.CI
-	b := bsoncore.NewDocumentBuilder().
-		AppendString("_cleaveShardModify", ci.Meta.Name).
-		AppendInt64("collId", int64(ci.Meta.ID)).
-		AppendInt64("rev", h.Storage.Catalog.Revision()).
-		AppendString("kind", ms.Kind).
-		AppendDocument("cmd", ms.command(r.Body)).
-		AppendInt32("index", ms.Index).
-		AppendString("mode", mode).
-		AppendBoolean("upsert", upsert)
-	if mode == ModifyRun {
-		shards := bsoncore.NewArrayBuilder()
-		for _, s := range p.shards {
-			shards.AppendInt32(int32(s))
-		}
-		b.AppendArray("shards", shards.Build()).AppendArray("ranges", route.EncodeRanges(p.Ranges))
+	m := &route.Modify{CI: ms.CI, Kind: ms.Kind, Cmd: ms.command(r.Body), Index: ms.Index, Mode: mode, Upsert: upsert}
+	if mode == route.ModifyRun {
+		m.Shards, m.Ranges = p.shards, p.Ranges
 	}
 	if t != nil {
-		b.AppendInt64("hash", int64(t.hash)).AppendBinary("id", 0, t.id)
+		m.Hash, m.ID = t.hash, t.id
 	}
-	retryable := false
-	for _, k := range []string{"lsid", "txnNumber"} {
-		if v, err := r.Body.LookupErr(k); err == nil {
-			b.AppendValue(k, v)
-			retryable = retryable || k == "txnNumber"
-		}
-	}
-	reply, err := h.Remote.Command(ctx, p.shard, b.AppendString("$db", r.DB).Build())
-	if err != nil {
-		if me := mongoerr.As(err); me != nil && me.Code == mongoerr.HostUnreachable && retryable {
-			_ = me.WithLabels("RetryableWriteError")
-		}
-		return false, err
-	}
-	n, _ := reply.Lookup("n").AsInt64OK()
-	m, _ := reply.Lookup("nModified").AsInt64OK()
-	charge, _ := reply.Lookup("charge").DoubleOK()
-	res.Matched += n
-	res.Modified += m
-	res.Charge += charge
-	if v, err := reply.LookupErr("upserted"); err == nil {
-		res.Upserted = v
-	}
-	if d, ok := reply.Lookup("before").DocumentOK(); ok {
-		res.Before = d
-	}
-	if d, ok := reply.Lookup("after").DocumentOK(); ok {
-		res.After = d
-	}
-	executed, _ := reply.Lookup("executed").BooleanOK()
-	return executed, nil
+	return h.Remote.Modify(ctx, p.shard, route.Session{DB: r.DB, Body: r.Body}, m, res)
 }
 
 // command is the one-statement command of ms, a statement of body.

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/route"
 	"github.com/cleavedb/cleave/exec/write"
 )
 
@@ -47,7 +48,7 @@ func (h *Handlers) forwardOne(ctx context.Context, r *command.Request, op *write
 		if node, remote := h.Cat.Shards()[s].Node(); remote {
 			at := *ms
 			at.CI = ci
-			err = h.modifyOn(ctx, r, &at, &NodePart{node: node, remote: true, shard: s}, ModifyTarget, false,
+			err = h.modifyOn(ctx, r, &at, &NodePart{node: node, remote: true, shard: s}, route.ModifyTarget, false,
 				&target{hash: t.Hash, id: t.ID}, res)
 		} else {
 			local := *op

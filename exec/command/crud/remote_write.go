@@ -9,6 +9,7 @@ import (
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/route"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -116,60 +117,5 @@ func (h *Handlers) insertGroupOn(ctx context.Context, r *command.Request, ci *ca
 		}
 		return nil
 	}
-	b := bsoncore.NewDocumentBuilder().
-		AppendString("_cleaveShardWrite", ci.Meta.Name).
-		AppendInt64("collId", int64(ci.Meta.ID)).
-		AppendInt64("rev", h.Storage.Catalog.Revision())
-	docs, stmts := bsoncore.NewArrayBuilder(), bsoncore.NewArrayBuilder()
-	for i, v := range g.vals {
-		docs.AppendDocument(v.Data)
-		stmts.AppendInt32(int32(g.stmts[i]))
-	}
-	b.AppendArray("documents", docs.Build()).AppendArray("stmts", stmts.Build()).
-		AppendBoolean("ordered", ordered).AppendBoolean("bypassDocumentValidation", bypass)
-	for _, k := range []string{"writeConcern", "lsid", "txnNumber"} {
-		if v, err := r.Body.LookupErr(k); err == nil {
-			b.AppendValue(k, v)
-		}
-	}
-	reply, err := h.Remote.Command(ctx, g.shard, b.AppendString("$db", r.DB).Build())
-	if isStale(err) { // the owner wrote none of them: each is refused, to route again (insert_stale.go)
-		for _, s := range g.stmts {
-			res.Errs = append(res.Errs, mongoerr.WriteError{Index: s, Err: mongoerr.As(err)})
-		}
-		return nil
-	}
-	if err != nil {
-		if me := mongoerr.As(err); me != nil && me.Code == mongoerr.HostUnreachable && rt != nil {
-			_ = me.WithLabels("RetryableWriteError")
-		}
-		return err
-	}
-	n, _ := reply.Lookup("n").AsInt64OK()
-	res.N += n
-	charge, _ := reply.Lookup("charge").DoubleOK()
-	res.Charge += charge
-	res.Errs = append(res.Errs, decodeWriteErrors(reply)...)
-	return nil
-}
-
-// decodeWriteErrors reads the writeErrors of a write reply, keeping the fields beyond
-// index, code, codeName and errmsg (keyPattern, keyValue, errInfo) as the error's Info
-// (mongoerr.FromReply).
-func decodeWriteErrors(reply bsoncore.Document) []mongoerr.WriteError {
-	arr, ok := reply.Lookup("writeErrors").ArrayOK()
-	if !ok {
-		return nil
-	}
-	vals, _ := arr.Values()
-	out := make([]mongoerr.WriteError, 0, len(vals))
-	for _, v := range vals {
-		d, ok := v.DocumentOK()
-		if !ok {
-			continue
-		}
-		idx, _ := d.Lookup("index").AsInt64OK()
-		out = append(out, mongoerr.WriteError{Index: int(idx), Err: mongoerr.FromReply(d)})
-	}
-	return out
+	return h.Remote.Insert(ctx, g.shard, ci, route.Session{DB: r.DB, Body: r.Body}, g.vals, g.stmts, ordered, bypass, res)
 }

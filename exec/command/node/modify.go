@@ -45,12 +45,12 @@ func (h *Handlers) shardModify(ctx context.Context, r *command.Request) error {
 	switch {
 	case executed:
 		res = rec
-	case mode == crud.ModifyProbe:
-	case mode == crud.ModifyTarget:
+	case mode == route.ModifyProbe:
+	case mode == route.ModifyTarget:
 		hash, _ := b.Lookup("hash").Int64OK()
 		_, id, _ := b.Lookup("id").BinaryOK()
 		err = h.Write.RunTarget(ctx, op, uint64(hash), id, &res)
-	case mode == crud.ModifyRun:
+	case mode == route.ModifyRun:
 		if op.Shards, err = h.ownedTargets(op, b); err != nil {
 			return err
 		}
