@@ -22,5 +22,5 @@
 //
 //	env := &agg.Env{Cat: cat, Query: q, Host: host, DB: "db", Opts: &expr.Options{Now: now}}
 //	p, err := agg.Parse(env, pipelineArray, false)
-//	s, src, shards, err := p.OpenColl(ci)
+//	s, split, shards, err := p.OpenColl(ci)
 package agg

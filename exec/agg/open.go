@@ -14,13 +14,15 @@ import (
 )
 
 // OpenColl runs the pipeline over collection ci (nil: a collection that does not exist,
-// which reads as empty), split as Split plans it. The returned shard streams report what
-// the read cost.
-func (p *Pipeline) OpenColl(ci *catalog.Coll) (stream.Stream, *Source, []*query.ShardStream, error) {
+// which reads as empty), split as Split plans it, and returns that plan (nil when the
+// pipeline reads no collection through the planner: a source stage, a view, none) for
+// explain to show what ran. The returned shard streams report what the read cost.
+func (p *Pipeline) OpenColl(ci *catalog.Coll) (stream.Stream, *SplitPlan, []*query.ShardStream, error) {
 	if ci != nil && ci.View != nil {
 		// The command's own view is resolved before (exec's runAggregate); a view a
 		// sub-pipeline names ($lookup, $unionWith) is resolved here.
-		return p.openView(ci)
+		out, shards, err := p.openView(ci)
+		return out, nil, shards, err
 	}
 	if p.ReadsNoCollection() {
 		out, err := p.OpenOver(stream.Empty{}, 0)
@@ -40,13 +42,13 @@ func (p *Pipeline) OpenColl(ci *catalog.Coll) (stream.Stream, *Source, []*query.
 	}
 	if ci == nil {
 		out, err := p.OpenOver(stream.Empty{}, src.Rest)
-		return out, src, nil, err
+		return out, &SplitPlan{Source: src, MergerFrom: src.Rest}, nil, err
 	}
 	// A per-shard $group consumes each shard in its own goroutine: no reader runs ahead. Its
 	// accumulators ignore the order of their input, so an index scan may fetch in key order.
-	src.Query.PerShardConsumer = p.Split(src, 2).Group != nil
+	src.Query.PerShardConsumer = p.splitGroup(src) != nil
 	src.Query.Unordered = src.Query.PerShardConsumer
-	s, _, shards, err := p.Env.Query.Open(src.Query)
+	s, plan, shards, err := p.Env.Query.Open(src.Query)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -55,6 +57,7 @@ func (p *Pipeline) OpenColl(ci *catalog.Coll) (stream.Stream, *Source, []*query.
 		in = &stream.Limit{In: in, N: src.Query.Limit}
 	}
 	sp := p.Split(src, len(shards))
+	sp.Plan = plan
 	if sp.Group != nil {
 		// The $group runs once per shard, concurrently, and the partial groups are merged
 		// here (mongos' split pipeline).
@@ -65,21 +68,21 @@ func (p *Pipeline) OpenColl(ci *catalog.Coll) (stream.Stream, *Source, []*query.
 		in = sp.Group.openPerShard(ins, s)
 	}
 	out, err := p.OpenOver(in, sp.MergerFrom)
-	return out, src, shards, err
+	return out, sp, shards, err
 }
 
 // openView runs the pipeline over view ci: the view's own pipeline (the chain of views down
 // to the backing collection) reads the collection, and the stages of p run on its output,
 // as MongoDB resolves a view a $lookup or $unionWith names. The view's stages see no let
 // variables of the command.
-func (p *Pipeline) openView(ci *catalog.Coll) (stream.Stream, *Source, []*query.ShardStream, error) {
+func (p *Pipeline) openView(ci *catalog.Coll) (stream.Stream, []*query.ShardStream, error) {
 	rv, err := p.Env.Cat.ResolveView(ci.Meta.DB, ci.Meta.Name)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	if rv == nil { // dropped meanwhile: reads as a missing collection
 		out, err := p.OpenOver(stream.Empty{}, 0)
-		return out, nil, nil, err
+		return out, nil, err
 	}
 	idx, arr := bsoncore.AppendArrayStart(nil)
 	for i, st := range rv.Pipeline {
@@ -90,18 +93,18 @@ func (p *Pipeline) openView(ci *catalog.Coll) (stream.Stream, *Source, []*query.
 	venv.DB, venv.Coll, venv.Opts, venv.Charge = ci.Meta.DB, rv.Coll, &expr.Options{}, 0
 	vp, err := Parse(&venv, arr, false)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	base, err := p.Env.Cat.Lookup(ci.Meta.DB, rv.Coll)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	in, _, shards, err := vp.OpenColl(base)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	out, err := p.OpenOver(in, 0) // closes in on failure
-	return out, nil, shards, err
+	return out, shards, err
 }
 
 // SplitPlan is how a pipeline over a collection runs across shards (MongoDB's
@@ -118,20 +121,34 @@ type SplitPlan struct {
 	Group *GroupStage
 	// MergerFrom is the index in the pipeline of the first stage run after the merge.
 	MergerFrom int
+	// Plan is the read's plan on the shards (set by OpenColl).
+	Plan *query.Plan
 }
 
 // Split plans the pipeline's read of src over nshards shards.
 func (p *Pipeline) Split(src *Source, nshards int) *SplitPlan {
 	sp := &SplitPlan{Source: src, Split: nshards > 1, MergerFrom: src.Rest}
-	q := src.Query
-	if nshards < 2 || src.Rest >= len(p.Stages) || len(q.Sort) > 0 || q.Skip > 0 || q.Limit > 0 {
+	if nshards < 2 {
 		return sp
 	}
-	if g, ok := p.Stages[src.Rest].(*GroupStage); ok && g.partialGroup() {
-		sp.Group = g
+	if sp.Group = p.splitGroup(src); sp.Group != nil {
 		sp.MergerFrom++
 	}
 	return sp
+}
+
+// splitGroup returns the $group that would run on each shard of a read of src over several
+// shards, nil when none can (a sorted, skipped or limited read, an order-sensitive
+// accumulator, no $group next).
+func (p *Pipeline) splitGroup(src *Source) *GroupStage {
+	q := src.Query
+	if src.Rest >= len(p.Stages) || len(q.Sort) > 0 || q.Skip > 0 || q.Limit > 0 {
+		return nil
+	}
+	if g, ok := p.Stages[src.Rest].(*GroupStage); ok && g.partialGroup() {
+		return g
+	}
+	return nil
 }
 
 // ShardsPart returns the stages each shard runs, as explain shows them: the folded ones and

@@ -162,10 +162,9 @@ func (h *Handlers) aggregateWrite(ctx context.Context, r *command.Request, a *ag
 		if r.Explain != "" && r.Explain != "queryPlanner" {
 			return mongoerr.New(mongoerr.Location51029, "explain of %s is not allowed with verbosity %s", w.stageName(), r.Explain)
 		}
-		return h.explainAggregate(ctx, r, p, ci, ns)
+		return h.explainAggregate(ctx, r, p, readPart(p), ci, ns)
 	}
-	src := *p // the stages before the write stage
-	src.Stages, src.Raw = p.Stages[:len(p.Stages)-1], p.Raw[:len(p.Raw)-1]
+	src := readPart(p)
 	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
 	stream, _, shards, err := src.OpenColl(ci)
@@ -221,4 +220,11 @@ func withContext(err error, prefix string) error {
 	out := mongoerr.Wrap(err, me.Code, "%s :: caused by :: %s", prefix, me.Message)
 	out.Info, out.Labels = me.Info, me.Labels
 	return out
+}
+
+// readPart returns the stages of p before its write stage (its last), which read.
+func readPart(p *agg.Pipeline) *agg.Pipeline {
+	src := *p
+	src.Stages, src.Raw = p.Stages[:len(p.Stages)-1], p.Raw[:len(p.Raw)-1]
+	return &src
 }

@@ -165,7 +165,7 @@ func (h *Handlers) runAggregate(ctx context.Context, r *command.Request, a *aggr
 		return h.aggregateWrite(ctx, r, a, p, ci, ns, w)
 	}
 	if a.explain || explainOnly(r) {
-		return h.explainAggregate(ctx, r, p, ci, ns)
+		return h.explainAggregate(ctx, r, p, p, ci, ns)
 	}
 	stream, _, shards, err := p.OpenColl(ci)
 	if err != nil {

@@ -22,8 +22,9 @@ import (
 // host and stages, the first a $cursor with the shard's plan and the partitions (hash
 // ranges) it reads. A read of a single shard is not split: that shard's stages are the
 // whole pipeline. Verbosities above queryPlanner run the pipeline and add each shard's
-// executionStats (documents and keys examined, request units).
-func (h *Handlers) explainAggregate(ctx context.Context, r *command.Request, p *agg.Pipeline, ci *catalog.Coll, ns string) error {
+// executionStats (documents and keys examined, request units). read is the part of p that
+// runs (p, or p without its write stage: explain of $out and $merge writes nothing).
+func (h *Handlers) explainAggregate(ctx context.Context, r *command.Request, p, read *agg.Pipeline, ci *catalog.Coll, ns string) error {
 	verbosity := r.Explain
 	if verbosity == "" {
 		verbosity = "queryPlanner" // {aggregate, explain: true}
@@ -34,23 +35,18 @@ func (h *Handlers) explainAggregate(ctx context.Context, r *command.Request, p *
 		r.Out = appendExplainCommand(bsoncore.AppendStringElement(out, "mergeType", "mongos"), r)
 		return nil
 	}
-	src, err := p.Fold(ci)
+	// The pipeline is planned, split and opened once, as the command would run it; the
+	// verbosities above queryPlanner run it to its end.
+	run, sp, err := runForExplain(ctx, read, ci, verbosity != "queryPlanner")
 	if err != nil {
 		return err
 	}
-	stream, pl, shards, err := h.Query.Open(src.Query)
-	if err != nil {
-		return err
+	if sp == nil { // a source stage: the stages only
+		out = explain.AppendStageSpecs(out, "stages", nil, p.Stages)
+		r.Out = appendExplainCommand(bsoncore.AppendStringElement(out, "mergeType", "mongos"), r)
+		return nil
 	}
-	stream.Close() // the plan is for show; a run below opens its own
-	var run aggRun
-	if verbosity != "queryPlanner" {
-		if run, err = runForStats(ctx, p, ci); err != nil {
-			return err
-		}
-		shards = run.shards
-	}
-	sp := p.Split(src, len(shards))
+	src, pl, shards := sp.Source, sp.Plan, run.shards
 	if sp.Split {
 		out = explain.AppendSplitPipeline(out, p, sp, ns)
 	}
@@ -86,20 +82,21 @@ type aggRun struct {
 	shards    []*query.ShardStream
 }
 
-// runForStats runs the whole pipeline over ci and counts its documents; its read's shard
-// streams are the ones explained.
-func runForStats(ctx context.Context, p *agg.Pipeline, ci *catalog.Coll) (aggRun, error) {
+// runForExplain opens the pipeline over ci, as the command would, and with stats runs it to
+// its end, counting its documents; the read's shard streams are the ones explained, and the
+// split plan the one the run used.
+func runForExplain(ctx context.Context, p *agg.Pipeline, ci *catalog.Coll, stats bool) (aggRun, *agg.SplitPlan, error) {
 	start := time.Now()
-	s, _, shards, err := p.OpenColl(ci)
+	s, sp, shards, err := p.OpenColl(ci)
 	if err != nil {
-		return aggRun{}, err
+		return aggRun{}, nil, err
 	}
 	defer s.Close()
 	run := aggRun{shards: shards}
-	for {
+	for stats {
 		d, err := s.Next(ctx)
 		if err != nil {
-			return aggRun{}, err
+			return aggRun{}, nil, err
 		}
 		if d == nil {
 			break
@@ -107,7 +104,7 @@ func runForStats(ctx context.Context, p *agg.Pipeline, ci *catalog.Coll) (aggRun
 		run.nReturned++
 	}
 	run.elapsed = time.Since(start)
-	return run, nil
+	return run, sp, nil
 }
 
 // appendAggExecutionStats appends executionStats of a run, charging its reads to r.
