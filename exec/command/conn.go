@@ -9,7 +9,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cleavedb/cleave/exec/access"
+	"github.com/cleavedb/cleave/wire"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
 )
 
 // The operations in progress, for $currentOp (and mongosh's db.currentOp()): each connection
@@ -141,4 +144,39 @@ func (c *Conn) SetAppName(name string) {
 	c.ops.mu.Lock()
 	c.appName = name
 	c.ops.mu.Unlock()
+}
+
+// Conn is one client connection's state: what its commands share (the reply buffer, the
+// statistics of the last request for getLastRequestStatistics, the client's metadata).
+type Conn struct {
+	Info wire.ConnInfo
+	Log  *zap.Logger
+	Last RequestStats
+	// Compressors are those both sides support, negotiated by hello.
+	Compressors []string
+	// SeenHello is set by the connection's first hello (or isMaster): the client metadata
+	// may only come with that one (ClientMetadataCannotBeMutated).
+	SeenHello bool
+	// appName is the application name of the handshake's client metadata (failpoint.go),
+	// written under ops.mu, which $currentOp on other connections holds to read it.
+	appName string
+	// ops is the command running now, for $currentOp (current_op.go).
+	ops opState
+	// Authn is who the connection authenticated as.
+	Authn access.Conn
+	// openCursors counts the cursors this connection opened that are still open
+	// (MaxCursorsPerConnection).
+	openCursors atomic.Int32
+	// Names are the last database name and namespace its requests named (names.go).
+	Names nameCache
+	// StreamCounter is the topologyVersion counter of the last reply of an exhaust hello
+	// stream, which the next reply waits on (topology.go).
+	StreamCounter int64
+}
+
+// RequestStats describes the last finished command of a connection.
+type RequestStats struct {
+	Command  string
+	Duration time.Duration
+	Charge   float64 // request units
 }

@@ -2,7 +2,6 @@ package command
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -221,41 +220,6 @@ func (e *Server) Close() {
 	if e.Snapshots != nil {
 		e.Snapshots.CloseAll()
 	}
-}
-
-// Conn is one client connection's state: what its commands share (the reply buffer, the
-// statistics of the last request for getLastRequestStatistics, the client's metadata).
-type Conn struct {
-	Info wire.ConnInfo
-	Log  *zap.Logger
-	Last RequestStats
-	// Compressors are those both sides support, negotiated by hello.
-	Compressors []string
-	// SeenHello is set by the connection's first hello (or isMaster): the client metadata
-	// may only come with that one (ClientMetadataCannotBeMutated).
-	SeenHello bool
-	// appName is the application name of the handshake's client metadata (failpoint.go),
-	// written under ops.mu, which $currentOp on other connections holds to read it.
-	appName string
-	// ops is the command running now, for $currentOp (current_op.go).
-	ops opState
-	// Authn is who the connection authenticated as.
-	Authn access.Conn
-	// openCursors counts the cursors this connection opened that are still open
-	// (MaxCursorsPerConnection).
-	openCursors atomic.Int32
-	// Names are the last database name and namespace its requests named (names.go).
-	Names nameCache
-	// StreamCounter is the topologyVersion counter of the last reply of an exhaust hello
-	// stream, which the next reply waits on (topology.go).
-	StreamCounter int64
-}
-
-// RequestStats describes the last finished command of a connection.
-type RequestStats struct {
-	Command  string
-	Duration time.Duration
-	Charge   float64 // request units
 }
 
 // Storage is what the executor reads and writes: one store per shard and the catalog, which

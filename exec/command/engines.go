@@ -1,8 +1,12 @@
 package command
 
+// What a request runs with: its read engine and write path (its transaction's or the
+// server's), its session's retryable-write state, the user its sessions belong to.
+
 import (
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/session"
 	"github.com/cleavedb/cleave/exec/txn"
 	"github.com/cleavedb/cleave/exec/write"
 	"go.uber.org/zap"
@@ -49,4 +53,36 @@ func (e *Server) dropTxnCreated(created []txn.Created) {
 		e.Cat.DeleteData(dropped)
 		e.Log.Info("dropped the collection an aborted transaction created", zap.String("ns", tc.DB+"."+tc.Name))
 	}
+}
+
+// CheckoutRetryable returns the retryable-write state of r's session for r's txnNumber and
+// a function that checks the session back in; rt is nil (and release a no-op) when r is not
+// a retryable write.
+func (e *Server) CheckoutRetryable(r *Request) (rt *write.Retry, release func(), err error) {
+	if r.Txn != nil { // a transaction's statements are recorded by its commit
+		return nil, func() {}, nil
+	}
+	return e.Sessions.CheckoutRetryable(r.Body, e.Write)
+}
+
+// SessionUser returns the user r runs as for its sessions: its connection's with
+// authentication on, none otherwise.
+func (e *Server) SessionUser(r *Request) session.Owner {
+	if !e.Access.Enabled() || r.Conn == nil || len(r.Conn.Authn.Users) == 0 {
+		return session.Owner{}
+	}
+	return session.Owner{User: r.Conn.Authn.Users[0], Set: true}
+}
+
+// Retried returns the recorded result of statement i of a retryable write (rt non-nil)
+// when it was executed before. Multi statements are never recorded (write.Op.Retry).
+func Retried(rt *write.Retry, i int, multi bool) (write.Result, bool) {
+	if rt == nil || multi {
+		return write.Result{}, false
+	}
+	rec, ok := rt.Executed(int32(i))
+	if !ok {
+		return write.Result{}, false
+	}
+	return rec.Result(), true
 }
