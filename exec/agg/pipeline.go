@@ -1,6 +1,7 @@
 package agg
 
 import (
+	"context"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -79,6 +80,13 @@ type Pipeline struct {
 // for a stage the host does not provide.
 type Host interface {
 	StageParser(name string) StageParser
+	// HostName is the server's host:port, as the reporting stages name it.
+	HostName() string
+	// CollStats measures ci on each shard that owns partitions of it, wherever the shard
+	// is ($collStats), in shard order.
+	CollStats(ctx context.Context, ci *catalog.Coll) ([]ShardStats, error)
+	// IndexUse counts the uses of each index since the server started ($indexStats).
+	IndexUse() *catalog.IndexUsage
 }
 
 // Collectionless is implemented by first stages that read no collection ($documents,
@@ -104,6 +112,8 @@ func init() {
 		"$replaceRoot": parseReplaceRootStage,
 		"$replaceWith": parseReplaceRootStage,
 		"$group":       parseGroupStage,
+		"$collStats":   parseCollStatsStage,
+		"$indexStats":  parseIndexStatsStage,
 		"$sort":        parseSortStage,
 		"$limit":       parseLimitStage,
 		"$skip":        parseSkipStage,

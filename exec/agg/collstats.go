@@ -1,4 +1,4 @@
-package crud
+package agg
 
 import (
 	"context"
@@ -8,12 +8,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
-	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/catalog"
-	"github.com/cleavedb/cleave/exec/route"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/exec/stream"
-	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -22,8 +19,7 @@ import (
 // statistics, never documents.
 type collStatsStage struct {
 	raw          bsoncore.Document
-	env          *agg.Env
-	e            *Handlers
+	env          *Env
 	storageScale int64 // 0: no storageStats
 	count        bool
 	latency      bool
@@ -31,12 +27,15 @@ type collStatsStage struct {
 }
 
 // parseCollStatsStage parses {$collStats: {latencyStats?, storageStats?, count?, queryExecStats?}}.
-func (h *Handlers) parseCollStatsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
+func parseCollStatsStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
+	if env.Host == nil {
+		return nil, noHost(name)
+	}
 	d, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location5447000, "$collStats must take a nested object but found: %s", bsonx.ShellString(arg))
 	}
-	s := &collStatsStage{raw: d, env: env, e: h}
+	s := &collStatsStage{raw: d, env: env}
 	elems, _ := d.Elements()
 	for _, el := range elems {
 		sub, ok := el.Value().DocumentOK()
@@ -48,7 +47,7 @@ func (h *Handlers) parseCollStatsStage(env *agg.Env, _ string, arg bsoncore.Valu
 		case "storageStats":
 			s.storageScale = 1
 			if v := sub.Lookup("scale"); v.Type != 0 {
-				n, ok := agg.WholeNumber(v)
+				n, ok := WholeNumber(v)
 				if !ok || n < 1 {
 					return nil, mongoerr.New(mongoerr.Location51024, "BSON field 'scale' value must be >= 1, actual value '%s'", bsonx.ShellString(v))
 				}
@@ -67,19 +66,18 @@ func (h *Handlers) parseCollStatsStage(env *agg.Env, _ string, arg bsoncore.Valu
 	return s, nil
 }
 
-// Open implements agg.Stage; the stage is a source (OpenSource), so it only runs first.
+// Open implements Stage; the stage is a source (OpenSource), so it only runs first.
 func (s *collStatsStage) Open(stream.Stream) (stream.Stream, error) {
 	return nil, mongoerr.New(mongoerr.Location40602, "$collStats is only valid as the first stage in a pipeline")
 }
 
-// Spec implements agg.Stage.
+// Spec implements Stage.
 func (s *collStatsStage) Spec() bsoncore.Document {
-	return agg.StageSpec("$collStats", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: s.raw})
+	return StageSpec("$collStats", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: s.raw})
 }
 
 // OpenSource produces the stage's documents for collection ci (nil: it does not exist).
 func (s *collStatsStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) {
-	e := s.e
 	ns := s.env.DB + "." + s.env.Coll
 	if ci == nil {
 		if s.storageScale > 0 || s.count {
@@ -89,28 +87,24 @@ func (s *collStatsStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) {
 			}
 			return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Unable to retrieve %s in $collStats stage :: caused by :: Collection [%s] not found.", what, ns)
 		}
-		return &stream.Slice{Docs: []bsoncore.Document{s.shardDoc(ns, 0, nil, nil)}}, nil
+		return &stream.Slice{Docs: []bsoncore.Document{s.shardDoc(ns, 0, nil)}}, nil
 	}
 	var docs []bsoncore.Document
-	per, err := e.Route.OwnedSizes(context.Background(), ci)
+	per, err := s.env.Host.CollStats(context.Background(), ci)
 	if err != nil {
 		return nil, err
 	}
-	for shardIdx, sz := range per {
-		if sz == nil {
-			continue
-		}
-		docs = append(docs, s.shardDoc(ns, shardIdx, sz, ci.Meta))
+	for i := range per {
+		docs = append(docs, s.shardDoc(ns, per[i].Shard, &per[i]))
 	}
 	return &stream.Slice{Docs: docs}, nil
 }
 
 // shardDoc is the stage's document for one shard.
-func (s *collStatsStage) shardDoc(ns string, shardIdx int, sz *route.CollSizes, c *store.Collection) bsoncore.Document {
-	e := s.e
+func (s *collStatsStage) shardDoc(ns string, shardIdx int, sz *ShardStats) bsoncore.Document {
 	b := bsoncore.NewDocumentBuilder().AppendString("ns", ns).
 		AppendString("shard", sharding.Name(shardIdx)).
-		AppendString("host", sharding.Name(shardIdx)+"/"+e.ListenAddr()).
+		AppendString("host", sharding.Name(shardIdx)+"/"+s.env.Host.HostName()).
 		AppendDateTime("localTime", time.Now().UnixMilli())
 	if s.latency {
 		op := func() bsoncore.Document {
@@ -121,7 +115,10 @@ func (s *collStatsStage) shardDoc(ns string, shardIdx int, sz *route.CollSizes, 
 			AppendDocument("writes", op()).AppendDocument("commands", op()).AppendDocument("transactions", op()).Build())
 	}
 	if s.storageScale > 0 && sz != nil {
-		b.AppendDocument("storageStats", appendStorageStats(nil, sz, c, s.storageScale))
+		idx, out := bsoncore.AppendDocumentStart(nil)
+		out = sz.Storage(out, s.storageScale)
+		out, _ = bsoncore.AppendDocumentEnd(out, idx)
+		b.AppendDocument("storageStats", out)
 	}
 	if s.count && sz != nil {
 		if sz.Count <= math.MaxInt32 {
@@ -137,11 +134,17 @@ func (s *collStatsStage) shardDoc(ns string, shardIdx int, sz *route.CollSizes, 
 	return b.Build()
 }
 
-// appendStorageStats builds a storageStats document (the fields collStats answers, without
-// ns and sharded) for sizes sz of collection c, scaled.
-func appendStorageStats(dst []byte, sz *route.CollSizes, c *store.Collection, scale int64) bsoncore.Document {
-	idx, out := bsoncore.AppendDocumentStart(dst)
-	out = route.AppendStorageFields(out, sz, c, scale)
-	out, _ = bsoncore.AppendDocumentEnd(out, idx)
-	return out
+// ShardStats is one shard's part of a collection, as $collStats reports it: the shard, its
+// documents, and the writer of its storageStats fields (the fields collStats answers,
+// without ns and sharded), scaled.
+type ShardStats struct {
+	Shard   int
+	Count   int64
+	Storage func(dst []byte, scale int64) []byte
+}
+
+// noHost is the error of a stage only a server runs, parsed without one (a pipeline of
+// agg's own tests): the stage is unknown there.
+func noHost(name string) error {
+	return mongoerr.New(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", name)
 }

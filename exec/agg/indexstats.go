@@ -1,9 +1,8 @@
-package crud
+package agg
 
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/exec/sharding"
@@ -15,26 +14,28 @@ import (
 // with how many operations used the index.
 type indexStatsStage struct {
 	raw bsoncore.Value
-	env *agg.Env
-	e   *Handlers
+	env *Env
 }
 
 // parseIndexStatsStage parses {$indexStats: {}}.
-func (h *Handlers) parseIndexStatsStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
+func parseIndexStatsStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
+	if env.Host == nil {
+		return nil, noHost(name)
+	}
 	d, ok := arg.DocumentOK()
 	if !ok || len(d) > 5 {
 		return nil, mongoerr.New(mongoerr.Location28803, "The $indexStats stage specification must be an empty object")
 	}
-	return &indexStatsStage{raw: arg, env: env, e: h}, nil
+	return &indexStatsStage{raw: arg, env: env}, nil
 }
 
-// Open implements agg.Stage; the stage is a source (OpenSource), so it only runs first.
+// Open implements Stage; the stage is a source (OpenSource), so it only runs first.
 func (s *indexStatsStage) Open(stream.Stream) (stream.Stream, error) {
 	return nil, mongoerr.New(mongoerr.Location40602, "$indexStats is only valid as the first stage in a pipeline")
 }
 
-// Spec implements agg.Stage.
-func (s *indexStatsStage) Spec() bsoncore.Document { return agg.StageSpec("$indexStats", s.raw) }
+// Spec implements Stage.
+func (s *indexStatsStage) Spec() bsoncore.Document { return StageSpec("$indexStats", s.raw) }
 
 // OpenSource produces the stage's documents for collection ci (nil: none, as MongoDB
 // answers for a collection that does not exist).
@@ -42,8 +43,7 @@ func (s *indexStatsStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) {
 	if ci == nil {
 		return stream.Empty{}, nil
 	}
-	e := s.e
-	owns := make([]bool, len(e.Cat.Shards()))
+	owns := make([]bool, len(s.env.Cat.Shards()))
 	for i := 0; i < ci.Map.Len(); i++ {
 		owns[ci.Map.Partition(i).Shard] = true
 	}
@@ -54,9 +54,9 @@ func (s *indexStatsStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) {
 		}
 		for i := range ci.Meta.Indexes {
 			x := &ci.Meta.Indexes[i]
-			use := e.IndexUse.Get(ci.Meta.ID, x.ID)
+			use := s.env.Host.IndexUse().Get(ci.Meta.ID, x.ID)
 			b := bsoncore.NewDocumentBuilder().AppendString("name", x.Name).AppendDocument("key", x.Key).
-				AppendString("host", e.ListenAddr()).
+				AppendString("host", s.env.Host.HostName()).
 				AppendDocument("accesses", bsoncore.NewDocumentBuilder().AppendInt64("ops", use.Ops.Load()).
 					AppendDateTime("since", use.Since.UnixMilli()).Build()).
 				AppendString("shard", sharding.Name(shardIdx)).
