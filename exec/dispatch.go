@@ -99,7 +99,7 @@ func (e *Executor) runCommand(ctx context.Context, r *command.Request, cmd *comm
 		r.Body = append(bsoncore.Document(nil), r.Body...)
 	}
 	created := e.trackTxnDDL(r)
-	err = e.withCatalogRev(r, e.runStaleRetrying(ctx, r, cmd)) // remote_stale.go
+	err = e.withCatalogRev(r, e.runStaleRetrying(ctx, r, cmd)) // stale.go
 	created()
 	return afterTxnStatement(r, err)
 }

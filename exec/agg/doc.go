@@ -1,14 +1,16 @@
 // Package agg runs aggregation pipelines: the Stage interface, the stage parsers, every
-// stage that needs nothing from the server but reads, and the shard/merge split of a
-// pipeline.
+// stage, and the shard/merge split of a pipeline.
 //
 // A Pipeline is parsed once (Parse) in an Env, which carries what every stage shares: the
 // catalog and the read engine (for the pipeline's source, $lookup and $unionWith), the
 // expression options (let variables, one $$NOW), the memory bounds and spill store, and
-// the Host. The Host is the server (MongoDB's MongoProcessInterface): it provides the stages
-// only the server can run — $out and $merge (they write), $collStats, $indexStats,
-// $currentOp, $listLocalSessions and $listSessions — through Host.StageParser, so this
-// package never takes a lock, touches the catalog or writes.
+// the Host. The Host is the server (MongoDB's MongoProcessInterface): what $out and $merge
+// (they write), $collStats and $indexStats (they report on the server) do beyond reading,
+// they do through it — write through its write path, create, rename and drop a temporary
+// collection under the DDL lock, measure a collection per shard, count index use — so this
+// package never takes the DDL lock or changes the catalog itself; and the stages only the
+// server can parse ($currentOp, $listLocalSessions, $listSessions) come from
+// Host.StageParser.
 //
 // Execution: the leading $match (and a following $sort, $skip, $limit) fold into the read
 // of the collection (Fold, fold.go), which targets the partitions it can; a $group right

@@ -195,7 +195,7 @@ type group struct {
 
 // Open implements Stage.
 func (s *GroupStage) Open(in stream.Stream) (stream.Stream, error) {
-	return &groupStream{s: s, in: in}, nil // agg_group_spill.go
+	return &groupStream{s: s, in: in}, nil // group_spill.go
 }
 
 // groupTable holds the groups of one $group (or one shard's part of it).
@@ -207,7 +207,7 @@ type groupTable struct {
 	key           []byte
 	vars, accVars *expr.Vars
 	// spillable tables spill past the memory bound with allowDiskUse; spill is then set
-	// (agg_group_spill.go).
+	// (group_spill.go).
 	spillable bool
 	spill     *store.Spill
 }

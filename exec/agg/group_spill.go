@@ -26,7 +26,7 @@ import (
 // sees its documents in input order ($push, $first and $last are unchanged). With a spill the
 // groups come out in _id order (MongoDB leaves the order unspecified; $bucket wants it).
 //
-// Per-shard partial groups (agg_partial.go) do not spill: past the bound with allowDiskUse
+// Per-shard partial groups (partial.go) do not spill: past the bound with allowDiskUse
 // they keep growing, as before.
 
 // maxMemory is the memory bound of the stage's table.

@@ -12,6 +12,8 @@ import (
 	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/stream"
+	"github.com/cleavedb/cleave/exec/write"
+	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -74,10 +76,10 @@ type Pipeline struct {
 }
 
 // Host is what a pipeline needs from the server beyond catalog and reads (MongoDB's
-// MongoProcessInterface): the stages only the server can run — those that write ($out,
-// $merge), report on the server ($collStats, $indexStats, $currentOp) or its sessions
-// ($listLocalSessions, $listSessions). StageParser returns the parser of such a stage, nil
-// for a stage the host does not provide.
+// MongoProcessInterface): what the stages that write ($out, $merge) or report on the server
+// ($collStats, $indexStats) do through it, and the stages only the server can parse
+// ($currentOp, $listLocalSessions, $listSessions): StageParser returns the parser of such a
+// stage, nil for a stage the host does not provide.
 type Host interface {
 	StageParser(name string) StageParser
 	// HostName is the server's host:port, as the reporting stages name it.
@@ -87,6 +89,21 @@ type Host interface {
 	CollStats(ctx context.Context, ci *catalog.Coll) ([]ShardStats, error)
 	// IndexUse counts the uses of each index since the server started ($indexStats).
 	IndexUse() *catalog.IndexUsage
+	// WritePath is the server's write path, which $out and $merge write through (a pipeline
+	// that writes never runs in a transaction).
+	WritePath() *write.Path
+	// Written adds the documents a writing stage inserted and updated to the server's
+	// counts (serverStatus.metrics.document).
+	Written(inserted, updated int64)
+	// CreateTempCollection creates c, the temporary collection $out fills, under the DDL
+	// lock, and returns it compiled.
+	CreateTempCollection(c store.Collection) (*catalog.Coll, error)
+	// ReplaceCollection renames tmp onto db.coll (dropping what was there) under the DDL
+	// lock, once check accepts the target as it is then (nil: none).
+	ReplaceCollection(tmp *store.Collection, db, coll string, check func(cur *store.Collection) error) error
+	// DropTempCollection drops a temporary collection of a failed $out; what it cannot
+	// drop is an orphan the next start removes.
+	DropTempCollection(c *store.Collection)
 }
 
 // Collectionless is implemented by first stages that read no collection ($documents,
@@ -113,6 +130,8 @@ func init() {
 		"$replaceWith": parseReplaceRootStage,
 		"$group":       parseGroupStage,
 		"$collStats":   parseCollStatsStage,
+		"$out":         parseOutStage,
+		"$merge":       parseMergeStage,
 		"$indexStats":  parseIndexStatsStage,
 		"$sort":        parseSortStage,
 		"$limit":       parseLimitStage,
@@ -129,7 +148,7 @@ func init() {
 		"$sample":      parseSampleStage,
 		"$documents":   parseDocumentsStage,
 
-		// window, bucketing and gap-filling stages (agg_window.go ... agg_redact.go)
+		// window, bucketing and gap-filling stages (window.go ... redact.go)
 		"$setWindowFields": parseWindowStage,
 		"$bucketAuto":      parseBucketAutoStage,
 		"$densify":         parseDensifyStage,
@@ -153,15 +172,11 @@ var knownStages = map[string]bool{
 	"$listSampledQueries": true, "$queryStats": true,
 }
 
-// hostStages are the stages the server provides through Host.StageParser besides the
-// first stages.
-var hostStages = map[string]bool{"$out": true, "$merge": true}
-
 // IsStageName reports whether name is a stage of MongoDB 7.0, run by cleave or not: what
 // its lite parser accepts before a pipeline is parsed for good.
 func IsStageName(name string) bool {
 	_, first := firstStages[name]
-	return stageParsers[name] != nil || knownStages[name] || first || hostStages[name]
+	return stageParsers[name] != nil || knownStages[name] || first
 }
 
 // Parse parses the stages of a pipeline array. nested is true for the sub-pipelines

@@ -40,8 +40,8 @@ type Coll struct {
 	// while the planner, which reads indexes, never uses an index that is incomplete.
 	WriteIndexes []*Index
 	WriteUniques []*Index
-	// TS is set for a time-series collection (ddl_timeseries.go); clustered reports a
-	// clustered collection (ddl_clustered.go).
+	// TS is set for a time-series collection (exec/ddl/timeseries.go); clustered reports a
+	// clustered collection (exec/ddl/clustered.go).
 	TS        *Timeseries
 	Clustered bool
 	// Capped is set for a capped collection (capped.go): documents at their record id.
@@ -79,7 +79,7 @@ type Index struct {
 	TTL    int64
 	HasTTL bool
 	// Hidden indexes are maintained but not used by the planner; prepareUnique ones refuse
-	// new duplicate keys but keep those they have (collMod, cmd_collmod.go).
+	// new duplicate keys but keep those they have (collMod, exec/ddl/collmod_unique.go).
 	Hidden        bool
 	PrepareUnique bool
 	// Wildcard is set for a wildcard index ({"$**": 1}, wildcard.go), whose keys are

@@ -157,10 +157,10 @@ type Conn struct {
 	// SeenHello is set by the connection's first hello (or isMaster): the client metadata
 	// may only come with that one (ClientMetadataCannotBeMutated).
 	SeenHello bool
-	// appName is the application name of the handshake's client metadata (failpoint.go),
+	// appName is the application name of the handshake's client metadata (for failCommand),
 	// written under ops.mu, which $currentOp on other connections holds to read it.
 	appName string
-	// ops is the command running now, for $currentOp (current_op.go).
+	// ops is the command running now, for $currentOp.
 	ops opState
 	// Authn is who the connection authenticated as.
 	Authn access.Conn
@@ -170,7 +170,7 @@ type Conn struct {
 	// Names are the last database name and namespace its requests named (names.go).
 	Names nameCache
 	// StreamCounter is the topologyVersion counter of the last reply of an exhaust hello
-	// stream, which the next reply waits on (topology.go).
+	// stream, which the next reply waits on (the server family's topology).
 	StreamCounter int64
 }
 

@@ -23,11 +23,11 @@ type Request struct {
 	// Wrote is set for commands that may write: their reply's operationTime is a new tick
 	// of the cluster clock.
 	Wrote bool
-	// Txn is the transaction the command runs in (txn.go), nil outside one.
+	// Txn is the transaction the command runs in (exec/txn), nil outside one.
 	Txn *txn.Txn
-	// Snap is the snapshot of a snapshot read outside a transaction (snapshot_read.go).
+	// Snap is the snapshot of a snapshot read outside a transaction (txn.Snapshots).
 	Snap *txn.SnapRead
-	// gen are the generic arguments of body (generic_args.go).
+	// gen are the generic arguments of body (Generic).
 	gen genericArgs
 	// Wire is the request as it arrived, for a reply that streams (exhaust: hello); nil for
 	// a command this server runs for itself.
@@ -45,7 +45,7 @@ type Request struct {
 // body (0: absent), which a copy of the body shares.
 type genericArgs struct {
 	scanned bool
-	// api: one of apiVersion, apiStrict or apiDeprecationErrors is present (api_version.go).
+	// api: one of apiVersion, apiStrict or apiDeprecationErrors is present (the root's api_version.go).
 	api bool
 	off [numGeneric]int32
 }

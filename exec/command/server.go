@@ -56,10 +56,10 @@ type Options struct {
 	// PartitionCheckInterval is how often the partition manager looks at partition stats and
 	// decides splits and moves; 0 means one second.
 	PartitionCheckInterval time.Duration
-	// Auth is access control (auth.go).
+	// Auth is access control (exec/access).
 	Auth AuthOptions
 	// SessionTimeout is localLogicalSessionTimeoutMinutes: a session unused that long
-	// expires (session_reap.go); 0 means 30 minutes. Tests shorten it.
+	// expires (exec/session); 0 means 30 minutes. Tests shorten it.
 	SessionTimeout time.Duration
 }
 
@@ -97,17 +97,17 @@ type Server struct {
 	// Snapshots are the snapshots of snapshot reads, by cluster time.
 	Snapshots *txn.Snapshots
 	Clock     clock.Clock        // cluster time: $clusterTime and operationTime
-	Conns     sync.Map           // connection id → *conn, for $currentOp (current_op.go)
+	Conns     sync.Map           // connection id → *conn, for $currentOp
 	IndexUse  catalog.IndexUsage // $indexStats
 	stop      chan struct{}      // closed by Close
-	SlowOps   params.SlowOps     // which finished commands are logged at Info (cmd_profile.go)
-	// Fail is the failCommand failpoint (failpoint.go).
+	SlowOps   params.SlowOps     // which finished commands are logged at Info (the profile command)
+	// Fail is the failCommand failpoint (exec/failpoint).
 	Fail failpoint.FailCommand
 	// BeforeFlip, afterBuildStart and beforeGroupLock are the failpoints
 	// pauseMoveBeforeFlip, hangAfterStartingIndexBuild and pauseMultiWriteBeforeLock
-	// (failpoint_pause.go).
+	// (exec/failpoint's gates).
 	BeforeFlip, AfterBuildStart, BeforeGroupLock failpoint.Gate
-	// Knobs are the parameters setParameter changes (cmd_params.go).
+	// Knobs are the parameters setParameter changes (exec/params).
 	Knobs *params.Knobs
 	// Access holds the users and roles and checks commands against them.
 	Access *access.State

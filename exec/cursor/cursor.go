@@ -62,7 +62,7 @@ type Cursor struct {
 	// getMore runs under it and keeps what it did not use, as MongoDB's leftover time does.
 	TimeLeft time.Duration
 	// Tailable cursors stay open at the end of their capped collection; awaitData ones
-	// wait for its inserts (cmd_tail.go) on capped's wake channel. limitHit reports that
+	// wait for its inserts (crud's tail.go) on capped's wake channel. limitHit reports that
 	// the cursor returned its limit.
 	Tailable, AwaitData bool
 	Capped              *catalog.CappedState

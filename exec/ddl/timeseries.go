@@ -13,7 +13,7 @@ import (
 // query, update and aggregation runs unchanged. What makes a collection time-series:
 //
 //   - _id is not unique: a measurement is stored at a slot derived from its content
-//     (timeseries_write.go), not at its _id, and there is no _id index to check;
+//     (exec/write/timeseries.go), not at its _id, and there is no _id index to check;
 //   - every measurement has the timeField, a date (checked on insert and update);
 //   - the collection-level expireAfterSeconds deletes measurements older than that, through
 //     the TTL monitor and an index on the timeField that every time-series collection keeps
@@ -22,7 +22,7 @@ import (
 //     listIndexes shows no _id index, and the {metaField: 1, timeField: 1} index MongoDB 7.0
 //     creates when there is a metaField.
 //
-// NB: the planner reads time-series collections by scanning them (plan.go): index plans
+// NB: the planner reads time-series collections by scanning them (exec/query/plan.go): index plans
 // drop entries of one _id after the first, which is right only where _id is unique.
 
 // parseTimeseries validates create's timeseries option of collection ns, strict as

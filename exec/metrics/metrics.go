@@ -45,7 +45,7 @@ type Metrics struct {
 
 	partRUPerSec, partRUTotal, partThrottled, partBytes, partDocs, partProvisioned *prometheus.Desc
 	splits, moves, hotKeys, conns, connsTotal                                      *prometheus.Desc
-	store                                                                          []storeMetric // metrics_store.go
+	store                                                                          []storeMetric // store.go
 }
 
 // commandMetrics is one command's histogram child, created on the command's first run so

@@ -12,7 +12,7 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// These fuzzers compile filters and projections as find does (cmd_find.go's compileFind:
+// These fuzzers compile filters and projections as find does (crud's compileFind:
 // the $expr and expression hooks wired in, the filter feeding the positional $), which the
 // package fuzzers of exec/match and exec/project leave out. Run them with
 //

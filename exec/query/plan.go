@@ -106,7 +106,7 @@ func planQueryInto(p *Plan, ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.
 		p.Kind = PlanEOF
 		return p, nil
 	}
-	// Time-series measurements are not unique by _id (ddl_timeseries.go): no _id point reads,
+	// Time-series measurements are not unique by _id (exec/ddl/timeseries.go): no _id point reads,
 	// and hints (which may name _id) are ignored; secondary indexes serve them, the index scan
 	// telling measurements apart by their slot.
 	if reverse, ok := naturalSort(sortSpec); ok {

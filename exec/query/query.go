@@ -42,7 +42,7 @@ type Query struct {
 	// sort's order: a plan may read one document per value (Plan.DistinctScan).
 	Distinct string
 	// Shards, when not nil, restricts the read to those shards (cluster mode: the part of
-	// a write that runs on this node's shards, exec/remote_modify.go).
+	// a write that runs on this node's shards, exec/command/crud/remote_modify.go).
 	Shards []int
 	// RecycleBuffers: the caller copies every document the stream yields before its next
 	// Next or Close (a cursor's batches do), so the shards' streams may take their document

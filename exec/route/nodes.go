@@ -19,10 +19,10 @@ import (
 
 // The router's side of remote execution (docs/cluster.md): a read of another
 // node's shard sends _cleaveShardFind to the owner and continues with _cleaveShardGetMore;
-// writes are in remote_write.go, the owner's side in cmd_internal.go. Every request carries
+// writes in writes.go, the owner's side in exec/command/node. Every request carries
 // the router's catalog revision; the owner catches up to it before answering, and answers
 // StaleConfig when its own map of the shard differs (the router then waits for its own
-// catalog to catch up and runs the command again: remote_stale.go).
+// catalog to catch up and runs the command again: exec/stale.go).
 
 // remoteTimeout bounds one internal request whose command has no deadline of its own.
 const remoteTimeout = 5 * time.Minute

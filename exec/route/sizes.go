@@ -66,7 +66,7 @@ func (s *CollSizes) estimateIndexes(c *store.Collection) {
 // OwnedSizes measures collection ci per shard, counting on each shard only the partitions
 // it owns (a shard may still hold the source range of a finished move, or a range being
 // copied to it). The result is indexed by shard; nil for a shard owning no partition.
-// In cluster mode the other nodes measure their own shards (remote_stats.go).
+// In cluster mode the other nodes measure their own shards (stats.go).
 func (r *Router) OwnedSizes(ctx context.Context, ci *catalog.Coll) ([]*CollSizes, error) {
 	out := r.LocalOwnedSizes(ci)
 	if r.nodes == nil || !r.SpansRemote(ci) {

@@ -72,7 +72,7 @@ type Session struct {
 	// reaped reports that the session expired and left the cache: checkout then takes the
 	// one that replaced it.
 	reaped bool
-	// txn is the session's latest multi-document transaction (txn.go), nil before one.
+	// txn is the session's latest multi-document transaction (exec/txn), nil before one.
 	txn atomic.Pointer[txn.Txn]
 }
 

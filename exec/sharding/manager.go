@@ -16,7 +16,7 @@ import (
 // The partition manager is one background goroutine per executor. Every interval it
 // builds a shard.CollectionView of each sharded collection (sizes and histograms from the
 // stores, RU/s and key samples from the meters), asks the policy what to do, and does it:
-// splits are catalog changes (UpdateCollection), moves copy data (shard_move.go), hot keys
+// splits are catalog changes (UpdateCollection), moves copy data (move.go), hot keys
 // are logged and kept for partitionStats. It also deletes the source ranges of finished
 // moves once their grace period is over.
 

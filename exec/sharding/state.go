@@ -17,10 +17,10 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// Manager executes shard's decisions: a background loop (shard_manager.go) looks at
-// the partitions' sizes and load and splits and moves them (shard_move.go), converts
-// filled collections (shard_convert.go) and keeps the config.* collections in step
-// (config_colls.go). It keeps what the catalog does not: the per-partition meters, the
+// Manager executes shard's decisions: a background loop (manager.go) looks at
+// the partitions' sizes and load and splits and moves them (move.go), converts
+// filled collections (convert.go) and keeps the config.* collections in step
+// (config.go). It keeps what the catalog does not: the per-partition meters, the
 // hot-key reports, the source ranges waiting to be deleted after moves, and counters for
 // serverStatus and partitionStats. It plugs into the write path as its StageHook and into
 // reads as their meters.
@@ -62,7 +62,7 @@ type Manager struct {
 		// moving counts the moves this node runs, by partition (markMoving).
 		moving map[movingPartition]int
 	}
-	// configMu serializes the rewrites of the derived config collections (config_colls.go).
+	// configMu serializes the rewrites of the derived config collections (config.go).
 	configMu sync.Mutex
 
 	// Counters for partitionStats and balancerStatus.

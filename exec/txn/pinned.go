@@ -12,7 +12,7 @@ import (
 
 // pinnedView is a shard read through a reader that must stay alive while it is used: a
 // transaction's snapshot with its writes on top (txnView), or a snapshot read's snapshot
-// (snapshot_read.go). Every read pins the reader for its duration, and iterators and
+// (snapshot.go). Every read pins the reader for its duration, and iterators and
 // snapshots handed out pin it until they close, so that a cursor may outlive the statement
 // that opened it. What is not a read (statistics, session records) goes to the live shard.
 type pinnedView struct {

@@ -24,7 +24,7 @@ import (
 // transaction's shard views (txnView). A second shard is refused (263, the transaction is
 // aborted). A document, or a key of a unique index, written by an open transaction belongs
 // to it until it ends: a second transaction writing it gets 112 WriteConflict at once (first
-// writer wins, as in MongoDB; txn_conflict.go). commitTransaction takes the key locks of the
+// writer wins, as in MongoDB; conflict.go). commitTransaction takes the key locks of the
 // documents and unique keys written, checks that none changed since the snapshot (else 112
 // and the transaction aborts), and commits the overlay and the session's transaction record
 // in one atomic batch, so that a retried commit answers ok without applying twice, even
@@ -47,14 +47,14 @@ type Registry struct {
 	mu     sync.Mutex
 	owners map[string]*Txn // doc key (store.AppendDocKey) → the open transaction that wrote it
 	// locks are the same documents by key-lock hash (write.DocLockHash), which writes
-	// outside transactions wait on (txn_wait.go); nLocks is its size, read without mu.
+	// outside transactions wait on (wait.go); nLocks is its size, read without mu.
 	locks  map[uint64]*Txn
 	nLocks atomic.Int64
 	active map[*Txn]struct{}
 	// Lifetime is transactionLifetimeLimitSeconds in nanoseconds (params.DefaultTxnLifetime; setParameter
 	// changes it, tests shorten it below a second).
 	Lifetime atomic.Int64
-	// dropCreated drops the collections an aborted transaction created (txn_ddl.go).
+	// dropCreated drops the collections an aborted transaction created (ddl.go).
 	dropCreated func([]Created)
 	// pending are the collections open transactions created ("db.name" → creator), which
 	// others do not list until the creator commits.
@@ -78,7 +78,7 @@ type Txn struct {
 	owned []string     // the owners keys it holds
 	// lockHashes are the key-lock hashes of owned.
 	lockHashes []uint64
-	// created are the collections it created (txn_ddl.go), dropped if it aborts.
+	// created are the collections it created (ddl.go), dropped if it aborts.
 	created []Created
 }
 

@@ -12,7 +12,7 @@ import (
 
 // Path applies document writes: it finds the documents a statement targets (through
 // query), locks their keys, re-reads them, applies the change, keeps every index in step,
-// checks unique keys and commits one atomic batch per shard (writer.go, write_op.go).
+// checks unique keys and commits one atomic batch per shard (writer.go, op.go).
 // Sharding plugs in through the StageHook it is given.
 type Path struct {
 	cat   *catalog.Catalog

@@ -224,7 +224,7 @@ func (wr *Writer) prepareStage(w *DocWrite) error {
 			return err
 		}
 	}
-	if ci.TS != nil { // time-series: measurements live at content-derived slots (timeseries_write.go)
+	if ci.TS != nil { // time-series: measurements live at content-derived slots (timeseries.go)
 		if err := wr.placeMeasurement(w); err != nil {
 			return err
 		}
@@ -262,7 +262,7 @@ func (wr *Writer) stageDoc(w *DocWrite, oldShard, newShard int, newHash uint64) 
 	if w.New != nil {
 		wr.noteTouched(newShard)
 	}
-	if ci.TS != nil { // time-series: the slots this write took and freed (timeseries_write.go)
+	if ci.TS != nil { // time-series: the slots this write took and freed (timeseries.go)
 		wr.markMeasurement(w)
 	}
 	if ci.Capped != nil {

@@ -52,7 +52,7 @@ func (wr *Writer) markStaged(s int, xi *catalog.Index, key, id []byte) {
 // checkUnique fails with E11000 when a key w.new takes in unique index xi is held by
 // another document, in the store or among the writes staged before.
 func (wr *Writer) checkUnique(xi *catalog.Index, s int, _ uint64, w *DocWrite) error {
-	if xi.PrepareUnique { // collMod's prepareUnique keeps the duplicates it has (collmod_unique.go)
+	if xi.PrepareUnique { // collMod's prepareUnique keeps the duplicates it has (exec/ddl/collmod_unique.go)
 		return wr.checkNewKeys(xi, s, w)
 	}
 	db := wr.p.shardList()[s]
@@ -113,7 +113,7 @@ func (wr *Writer) DupKeyError(xi *catalog.Index, doc bsoncore.Document) error {
 func (wr *Writer) CheckIDFree(w *DocWrite) error {
 	ci := wr.ci
 	if ci.TS != nil {
-		return nil // a time-series collection has no unique _id (timeseries_write.go)
+		return nil // a time-series collection has no unique _id (timeseries.go)
 	}
 	return wr.checkIDFreeAt(w, w.Hash)
 }

@@ -58,7 +58,7 @@ var rules = map[string]rule{
 		"carries out shard's decisions, moving documents through the write path"},
 	"exec/ddl": {[]string{"bsonx", "exec/args", "exec/catalog", "exec/collation", "exec/match", "exec/query", "exec/write", "store", "wire", "wire/mongoerr"},
 		"catalog changes beyond the record: index builds and TTL deletes go through the read and write paths"},
-	"exec/agg": {[]string{"bsonx", "exec/args", "exec/catalog", "exec/ddl", "exec/expr", "exec/match", "exec/query", "exec/sharding", "exec/stream", "store", "wire", "wire/mongoerr"},
+	"exec/agg": {[]string{"bsonx", "exec/args", "exec/catalog", "exec/ddl", "exec/expr", "exec/match", "exec/query", "exec/sharding", "exec/stream", "exec/update", "exec/write", "store", "wire", "wire/mongoerr"},
 		"pipelines over reads; the stages that write ($out, $merge) come from the server through Host"},
 	"exec/validate": {[]string{"bsonx", "exec/catalog", "store"},
 		"checks a collection's stored data against itself, reading shards through the catalog"},

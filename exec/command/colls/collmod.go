@@ -16,14 +16,14 @@ import (
 //
 //   - index: {keyPattern | name, expireAfterSeconds, hidden, prepareUnique, unique,
 //     forceNonUnique}: a hidden index is maintained but not planned with; unique conversion
-//     is collmod_unique.go's two steps;
+//     is exec/ddl/collmod_unique.go's two steps;
 //   - expireAfterSeconds (a number or "off") of a clustered or time-series collection;
 //   - timeseries: {granularity} or {bucketMaxSpanSeconds, bucketRoundingSeconds};
 //   - changeStreamPreAndPostImages: {enabled}, stored and shown by listCollections (cleave
 //     has no change streams to use it);
 //   - validator, validationLevel, validationAction: stored and shown by listCollections
 //     like create's, and, like create's, not enforced by cleave's writes;
-//   - viewOn and pipeline change a view (view.go) and fail on a collection;
+//   - viewOn and pipeline change a view (crud's view.go) and fail on a collection;
 //   - cappedSize and cappedMax resize a capped collection (MongoDB 6.0+): checked and
 //     stored as create's size and max; the excess goes at the next insert.
 //
@@ -47,7 +47,7 @@ func (h *Handlers) collMod(ctx context.Context, r *command.Request) error {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist")
 	}
 	if catalog.IsView(c) {
-		return h.CRUD.CollModView(r, c) // view.go
+		return h.CRUD.CollModView(r, c)
 	}
 	if err != nil {
 		return err

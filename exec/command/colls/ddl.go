@@ -32,7 +32,7 @@ func (h *Handlers) addDDLCommands(add func(*command.Command)) {
 	add(&command.Command{Name: "compact", Run: h.compact, Action: auth.ActionDBAdmin, Help: "compact a collection: rewrite its data without deleted versions and return the space to the file system"})
 	add(&command.Command{Name: "dataSize", Aliases: []string{"datasize"}, Run: h.dataSize, Action: auth.ActionRead, Help: "the documents and bytes of a collection"})
 	add(&command.Command{Name: "validate", Run: h.validateCmd, Action: auth.ActionDBAdmin, Help: "check a collection's documents against its indexes, partitions and statistics"})
-	h.addCappedCommands(add) // cmd_capped.go
+	h.addCappedCommands(add) // capped.go
 	if h.Opts.TestCommands {
 		add(&command.Command{Name: "cleaveTTLMonitor", Run: h.ttlMonitorCommand, Action: auth.ActionClusterAdmin, Help: "test only: set the TTL monitor's interval and run a pass", AdminOnly: true})
 	}
@@ -60,10 +60,10 @@ func (h *Handlers) create(ctx context.Context, r *command.Request) error {
 		if sh != nil {
 			return mongoerr.New(mongoerr.InvalidOptions, "option not supported on a view: shardKey")
 		}
-		return h.CRUD.CreateView(r.DB, name, opts) // view.go
+		return h.CRUD.CreateView(r.DB, name, opts)
 	}
 	if sh != nil {
-		return h.createWithSharding(r.DB, name, opts, sh) // cmd_cosmos.go
+		return h.createWithSharding(r.DB, name, opts, sh)
 	}
 	unlock, err := h.LockDDL(ctx, "create", r.Body)
 	if err != nil {

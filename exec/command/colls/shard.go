@@ -233,7 +233,7 @@ func validateShardKey(key bsoncore.Document) error {
 }
 
 // shardColl shards collection spec.db.spec.coll, creating it when it does not exist and
-// converting its documents when it holds some (shard_convert.go). Sharding a collection
+// converting its documents when it holds some (exec/sharding/convert.go). Sharding a collection
 // again with the same key succeeds and changes nothing, as in MongoDB.
 func (h *Handlers) shardColl(spec sharding.Spec) (*store.Collection, error) {
 	if err := catalog.ValidateCollName(spec.DB, spec.Coll); err != nil {
@@ -339,7 +339,7 @@ func (h *Handlers) getShardMap(_ context.Context, r *command.Request) error {
 }
 
 // balancerSwitch returns the command that turns the balancer on or off (balancerStart,
-// balancerStop): config.settings' balancer document, as on MongoDB (sharding/balancer.go).
+// balancerStop): config.settings' balancer document, as on MongoDB (exec/sharding/balancer.go).
 func (h *Handlers) balancerSwitch(on bool) func(context.Context, *command.Request) error {
 	return func(_ context.Context, r *command.Request) error {
 		if h.Remote != nil {

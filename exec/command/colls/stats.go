@@ -141,7 +141,7 @@ func scaleArg(cmd string, body bsoncore.Document) (int64, error) {
 
 // dataSize answers {dataSize: "db.coll"}: the collection's documents and bytes, summed over
 // its shards' statistics ({size, numObjects, millis}). With a key range (keyPattern, min,
-// max) it measures the documents in the range (cmd_datasize.go).
+// max) it measures the documents in the range (datasize.go).
 func (h *Handlers) dataSize(ctx context.Context, r *command.Request) error {
 	const cmd = "dataSize"
 	start := time.Now()

@@ -2,23 +2,25 @@ package crud
 
 import (
 	"context"
+	"errors"
 
 	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/route"
+	"github.com/cleavedb/cleave/exec/write"
+	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
 )
 
 // serverStages are the aggregation stages the executor provides to pipelines (agg.Host):
 // those that write, report on the server or list its sessions.
 var serverStages = map[string]func(e *Handlers) agg.StageParser{
-	"$out":               func(*Handlers) agg.StageParser { return parseOutStage },
-	"$merge":             func(*Handlers) agg.StageParser { return parseMergeStage },
 	"$currentOp":         func(e *Handlers) agg.StageParser { return e.ParseCurrentOpStage },
 	"$listLocalSessions": func(e *Handlers) agg.StageParser { return e.ParseListLocalSessionsStage },
 	"$listSessions":      func(e *Handlers) agg.StageParser { return e.ParseListSessionsStage },
-	// refused as MongoDB 7.0 does without Atlas (search_index.go)
+	// refused as MongoDB 7.0 does without Atlas (colls' search_index.go)
 	"$listSearchIndexes": func(*Handlers) agg.StageParser { return parseListSearchIndexesStage },
 }
 
@@ -67,4 +69,58 @@ func (h *Handlers) CollStats(ctx context.Context, ci *catalog.Coll) ([]agg.Shard
 		}})
 	}
 	return out, nil
+}
+
+// WritePath implements agg.Host: the server's write path.
+func (h *Handlers) WritePath() *write.Path { return h.Write }
+
+// Written implements agg.Host.
+func (h *Handlers) Written(inserted, updated int64) {
+	h.Counters.InsertedDocs.Add(inserted)
+	h.Counters.UpdatedDocs.Add(updated)
+}
+
+// CreateTempCollection implements agg.Host.
+func (h *Handlers) CreateTempCollection(c store.Collection) (*catalog.Coll, error) {
+	unlock := h.Cat.LockDDL()
+	created, err := h.Storage.Catalog.CreateCollection(c)
+	unlock()
+	if err != nil {
+		return nil, catalog.ChangeError(err, c.DB, c.Name)
+	}
+	return h.Cat.Info(created)
+}
+
+// ReplaceCollection implements agg.Host.
+func (h *Handlers) ReplaceCollection(tmp *store.Collection, db, coll string, check func(cur *store.Collection) error) error {
+	unlock := h.Cat.LockDDL()
+	defer unlock()
+	if err := check(h.Storage.Catalog.State().Collection(db, coll)); err != nil {
+		return err
+	}
+	_, dropped, err := h.Storage.Catalog.RenameCollection(tmp.DB, tmp.Name, db, coll, true)
+	if err != nil {
+		return catalog.ChangeError(err, db, coll)
+	}
+	if dropped != nil {
+		h.Cat.DeleteData(dropped)
+	}
+	h.Log.Info("$out replaced collection", zap.String("ns", db+"."+coll))
+	return nil
+}
+
+// DropTempCollection implements agg.Host: a failure is logged, and the data left behind is
+// an orphan the next start removes.
+func (h *Handlers) DropTempCollection(c *store.Collection) {
+	unlock := h.Cat.LockDDL()
+	defer unlock()
+	dropped, err := h.Storage.Catalog.DropCollection(c.DB, c.Name)
+	if errors.Is(err, store.ErrNotFound) {
+		return
+	}
+	if err != nil {
+		h.Log.Warn("cannot drop a temporary $out collection", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
+		return
+	}
+	h.Cat.DeleteData(dropped)
 }

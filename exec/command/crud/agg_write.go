@@ -2,7 +2,6 @@ package crud
 
 import (
 	"context"
-	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -11,61 +10,24 @@ import (
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/query"
-	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
-
-// writeStage is $out or $merge: the last stage of a pipeline, which writes its input to a
-// collection instead of returning it. aggregate runs such a pipeline to its end before it
-// replies, with an empty first batch and no cursor (aggregateWrite).
-type writeStage interface {
-	agg.Stage
-	// stageName is "$out" or "$merge".
-	stageName() string
-	// prepare checks the target against the catalog before any document is read (MongoDB
-	// resolves and checks it when it parses the pipeline, so explain checks it too).
-	prepare(run *writeRun) error
-	// write drains in into the target.
-	write(ctx context.Context, run *writeRun, in stream.Stream) error
-}
-
-// writeRun is what one run of a write stage shares with aggregate: the executor, the
-// write concern's durability and the request units the writes cost.
-type writeRun struct {
-	e      *Handlers
-	sync   bool
-	bypass bool // the aggregate's bypassDocumentValidation
-	charge float64
-}
-
-// errWriteStageOpened is returned if a write stage is ever opened as an ordinary stage,
-// which checkWriteStages prevents.
-var errWriteStageOpened = mongoerr.New(mongoerr.InternalError, "a $out or $merge stage cannot be opened as a stream")
-
-// pipelineWriter returns the pipeline's write stage (always its last stage), or nil.
-func pipelineWriter(p *agg.Pipeline) writeStage {
-	if len(p.Stages) == 0 {
-		return nil
-	}
-	w, _ := p.Stages[len(p.Stages)-1].(writeStage)
-	return w
-}
 
 // checkAggregateWrite applies MongoDB's rules for write stages to a parsed aggregate: a
 // write stage comes last and never inside $lookup or $unionWith ($facet checks its own),
 // and writeConcern is accepted only by a pipeline that writes. It returns the write stage,
 // or nil.
-func checkAggregateWrite(r *command.Request, a *aggregateArgs, p *agg.Pipeline) (writeStage, error) {
+func checkAggregateWrite(r *command.Request, a *aggregateArgs, p *agg.Pipeline) (agg.WriteStage, error) {
 	if err := checkNestedWrites(a.pipeline); err != nil {
 		return nil, err
 	}
 	for i, s := range p.Stages {
-		if w, ok := s.(writeStage); ok && i != len(p.Stages)-1 {
-			return nil, mongoerr.New(mongoerr.Location40601, "%s can only be the final stage in the pipeline", w.stageName())
+		if w, ok := s.(agg.WriteStage); ok && i != len(p.Stages)-1 {
+			return nil, mongoerr.New(mongoerr.Location40601, "%s can only be the final stage in the pipeline", w.StageName())
 		}
 	}
-	w := pipelineWriter(p)
+	w := agg.PipelineWriter(p)
 	_, hasWC := r.Body.Lookup("writeConcern").DocumentOK()
 	if hasWC && (w == nil || a.explain || explainOnly(r)) {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "Command does not support writeConcern")
@@ -147,20 +109,20 @@ func writeStageIn(arr bsoncore.Array) string {
 // it run as any pipeline does, w writes their output, and the reply is an empty first batch
 // with cursor id 0. Explain describes it without writing, with the queryPlanner verbosity
 // only.
-func (h *Handlers) aggregateWrite(ctx context.Context, r *command.Request, a *aggregateArgs, p *agg.Pipeline, ci *catalog.Coll, ns string, w writeStage) error {
+func (h *Handlers) aggregateWrite(ctx context.Context, r *command.Request, a *aggregateArgs, p *agg.Pipeline, ci *catalog.Coll, ns string, w agg.WriteStage) error {
 	if _, err := r.Body.LookupErr("autocommit"); err == nil { // inside a multi-document transaction
-		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "%s cannot be used in a transaction", w.stageName())
+		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "%s cannot be used in a transaction", w.StageName())
 	}
 	if level, _ := r.Body.Lookup("readConcern", "level").StringValueOK(); level == "linearizable" {
-		return mongoerr.New(mongoerr.InvalidOptions, "%s cannot be used with a 'linearizable' read concern level", w.stageName())
+		return mongoerr.New(mongoerr.InvalidOptions, "%s cannot be used with a 'linearizable' read concern level", w.StageName())
 	}
-	run := &writeRun{e: h, sync: write.ParseConcern(r.Body).Sync(), bypass: a.bypass}
-	if err := w.prepare(run); err != nil {
+	run := &agg.WriteRun{Host: h, Cat: h.Cat, Sync: write.ParseConcern(r.Body).Sync(), Bypass: a.bypass}
+	if err := w.Prepare(run); err != nil {
 		return err
 	}
 	if a.explain || explainOnly(r) {
 		if r.Explain != "" && r.Explain != "queryPlanner" {
-			return mongoerr.New(mongoerr.Location51029, "explain of %s is not allowed with verbosity %s", w.stageName(), r.Explain)
+			return mongoerr.New(mongoerr.Location51029, "explain of %s is not allowed with verbosity %s", w.StageName(), r.Explain)
 		}
 		return h.explainAggregate(ctx, r, p, readPart(p), ci, ns)
 	}
@@ -171,55 +133,18 @@ func (h *Handlers) aggregateWrite(ctx context.Context, r *command.Request, a *ag
 	if err != nil {
 		return err
 	}
-	err = w.write(ctx, run, stream)
+	err = w.Write(ctx, run, stream)
 	stream.Close()
 	for _, s := range shards {
 		r.Charge += s.Stats.Charge()
 	}
-	r.Charge += p.Env.Charge + run.charge
+	r.Charge += p.Env.Charge + run.Charge
 	if err != nil {
 		return query.TimeLimitError(ctx, err)
 	}
 	out, cidx, aidx := command.StartCursorReply(r.Out, "firstBatch")
 	r.Out = command.EndCursorReply(out, cidx, aidx, 0, ns)
 	return nil
-}
-
-// writeTarget is the collection a write stage writes to.
-type writeTarget struct {
-	db, coll string
-}
-
-// ns returns "db.coll".
-func (t writeTarget) ns() string { return t.db + "." + t.coll }
-
-// internalDB reports whether db is one of the databases MongoDB keeps for itself.
-func internalDB(db string) bool { return db == "admin" || db == "config" || db == "local" }
-
-// valid reports whether t names a collection a write stage may create.
-func (t writeTarget) valid() bool {
-	return catalog.ValidateDBName(t.db) == nil && t.coll != "" && t.coll[0] != '.' && !strings.ContainsAny(t.coll, "$\x00")
-}
-
-// Spec returns {db, coll}, the normalized target explain shows.
-func (t writeTarget) Spec() bsoncore.Document {
-	idx, b := bsoncore.AppendDocumentStart(nil)
-	b = bsoncore.AppendStringElement(b, "db", t.db)
-	b = bsoncore.AppendStringElement(b, "coll", t.coll)
-	b, _ = bsoncore.AppendDocumentEnd(b, idx)
-	return b
-}
-
-// withContext returns err with MongoDB's uassertStatusOKWithContext wording: the same code
-// and extra fields, the message prefixed by prefix.
-func withContext(err error, prefix string) error {
-	me := mongoerr.As(err)
-	if me == nil {
-		return err
-	}
-	out := mongoerr.Wrap(err, me.Code, "%s :: caused by :: %s", prefix, me.Message)
-	out.Info, out.Labels = me.Info, me.Labels
-	return out
 }
 
 // readPart returns the stages of p before its write stage (its last), which read.

@@ -70,7 +70,7 @@ func (h *Handlers) find(ctx context.Context, r *command.Request) error {
 		return command.AppendCursorReply(r, ns, nil)
 	}
 	if a.tailable {
-		return h.findTailable(ctx, r, a, ci, q) // cmd_tail.go
+		return h.findTailable(ctx, r, a, ci, q) // tail.go
 	}
 	q.RecycleBuffers = true // the batches copy every document (cursor.fillBatch)
 	q.Scratch = &run.scr
@@ -151,7 +151,7 @@ func (h *Handlers) getMore(ctx context.Context, r *command.Request) error {
 	}
 	if haveMaxTime && !c.AwaitData {
 		// NB: tailable awaitData cursors are the only ones whose getMore takes maxTimeMS (as
-		// the time to wait for new data, cmd_tail.go); mongos refuses it on the others and
+		// the time to wait for new data, tail.go); mongos refuses it on the others and
 		// kills the cursor, as any getMore that fails once the cursor is checked out.
 		h.Cursors.Done(c, true)
 		return mongoerr.New(mongoerr.BadValue, "maxTimeMS can only be used with getMore for tailable, awaitData cursors")

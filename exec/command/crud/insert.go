@@ -14,13 +14,6 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// insertGroupDocs and insertGroupBytes bound a group of inserted documents that share one
-// batch, one set of key locks and one synced commit.
-const (
-	InsertGroupDocs  = 512
-	insertGroupBytes = 4 << 20
-)
-
 // insert runs the insert command.
 func (h *Handlers) insert(ctx context.Context, r *command.Request) error {
 	a, err := parseInsert(r)

@@ -73,7 +73,7 @@ func (h *Handlers) insertRetryingStale(ctx context.Context, r *command.Request, 
 	}
 }
 
-// staleRevision returns the catalog revision an owner's StaleConfig names (remote_stale.go),
+// staleRevision returns the catalog revision an owner's StaleConfig names (exec/stale.go),
 // 0 for none.
 func staleRevision(me *mongoerr.Error) int64 {
 	if me == nil || me.Info == nil {
@@ -123,7 +123,7 @@ func (h *Handlers) insertOnce(ctx context.Context, r *command.Request, ci *catal
 	}
 	for start := 0; start < len(vals); {
 		end, size := start, 0
-		for end < len(vals) && end-start < InsertGroupDocs && size < insertGroupBytes {
+		for end < len(vals) && end-start < write.InsertGroupDocs && size < write.InsertGroupBytes {
 			size += len(vals[end].Data)
 			end++
 		}

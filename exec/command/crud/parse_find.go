@@ -28,7 +28,7 @@ type findArgs struct {
 	showRecordID    bool
 	min, max        bsoncore.Document
 	maxTimeMS       int64
-	// tailable and awaitData ask for a tailable cursor on a capped collection (cmd_tail.go).
+	// tailable and awaitData ask for a tailable cursor on a capped collection (tail.go).
 	tailable, awaitData bool
 }
 

@@ -18,7 +18,7 @@ import (
 )
 
 // Updates, deletes and findAndModify in cluster mode (the router's side; the owner's is
-// cmd_shard_modify.go). A statement is targeted as it is locally (query.TargetPartitions:
+// exec/command/node/modify.go). A statement is targeted as it is locally (query.TargetPartitions:
 // the shard key fixed → its partitions, otherwise all of them) and its targets grouped by
 // node. When they are all this node's the statement runs here as in single-node mode;
 // otherwise each owner re-parses the statement (a one-statement command: stmtCommand) and

@@ -108,8 +108,8 @@ func (h *Handlers) insertGroupOn(ctx context.Context, r *command.Request, ci *ca
 	ordered, bypass bool, wc write.Concern, rt *write.Retry, res *write.Results,
 ) error {
 	if g.node == "" {
-		for start := 0; start < len(g.vals); start += InsertGroupDocs {
-			end := min(start+InsertGroupDocs, len(g.vals))
+		for start := 0; start < len(g.vals); start += write.InsertGroupDocs {
+			end := min(start+write.InsertGroupDocs, len(g.vals))
 			stop, err := h.WriteFor(r).InsertStmts(ctx, ci, g.vals[start:end], g.stmts[start:end], ordered, bypass, wc, res, rt)
 			if err != nil || stop {
 				return err

@@ -117,7 +117,7 @@ func (h *Handlers) CompileUpdate(db string, a *WriteArgs, ci *catalog.Coll, s *U
 	if err != nil {
 		return nil, err
 	}
-	opts := updateOptions(s.u, s.arrayFilters, a.let, s.c)
+	opts := write.UpdateOptions(s.u, s.arrayFilters, a.let, s.c)
 	opts.Timestamp, opts.KeepEmptyTimestamps, opts.Collator = h.Clock.Timestamp, a.bypassTs, coll
 	u, err := update.CompileValue(s.u, opts)
 	if err != nil {
@@ -143,16 +143,6 @@ func (h *Handlers) CompileUpdate(db string, a *WriteArgs, ci *catalog.Coll, s *U
 		return nil, err
 	}
 	return op, nil
-}
-
-// updateOptions are the compile options of update u: its array filters and, for a
-// pipeline update (an array), the let variables and constants its expressions see.
-func updateOptions(u bsoncore.Value, arrayFilters []bsoncore.Document, let, constants bsoncore.Document) *update.Options {
-	opts := &update.Options{ArrayFilters: arrayFilters}
-	if u.Type == bsoncore.TypeArray { // the others compile no pipeline: spare the closure
-		opts.CompilePipeline = write.PipelineCompiler(let, constants)
-	}
-	return opts
 }
 
 // compileWriteFilter compiles the query of a write statement (or a find); $expr in it

@@ -22,7 +22,7 @@ type WriteArgs struct {
 	maxTimeMS int64
 	Stmts     []bsoncore.Value // the updates or deletes array's elements
 	bypass    bool             // bypassDocumentValidation
-	bypassTs  bool             // bypassEmptyTsReplacement (empty_ts.go)
+	bypassTs  bool             // bypassEmptyTsReplacement (clock.FillEmptyTimestamps)
 }
 
 // UpdateStmt is one statement of an update command ({q, u, upsert, multi, ...}).

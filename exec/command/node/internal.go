@@ -22,10 +22,10 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// The owner's side of remote execution (remote_read.go is the router's): internal commands
+// The owner's side of remote execution (exec/route is the router's): internal commands
 // that run the per-shard part of an operation on this node's shards. They are not for
 // clients (mongos' _shardsvr commands play this role), need the internal action under --auth
-// (only the cluster's own __system user has it: remote_auth.go), and answer StaleConfig
+// (only the cluster's own __system user has it: access.InternalHello), and answer StaleConfig
 // 13388 when the request was planned on a map of the shard that differs from this node's.
 
 // Batches of a remote read: the first is at most the router's limit (when small), each
@@ -341,8 +341,8 @@ func (h *Handlers) shardWrite(ctx context.Context, r *command.Request) error {
 	defer release()
 	wc := write.ParseConcern(r.Body)
 	res := write.Results{}
-	for start := 0; start < len(vals); start += crud.InsertGroupDocs {
-		end := min(start+crud.InsertGroupDocs, len(vals))
+	for start := 0; start < len(vals); start += write.InsertGroupDocs {
+		end := min(start+write.InsertGroupDocs, len(vals))
 		stop, err := h.Write.InsertStmts(ctx, ci, vals[start:end], stmts[start:end], ordered, bypass, wc, &res, rt)
 		if err != nil {
 			return err

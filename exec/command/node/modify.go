@@ -15,7 +15,7 @@ import (
 )
 
 // shardModify runs, on this node, a statement of an update, delete or findAndModify that
-// another node routed here (remote_modify.go): {_cleaveShardModify: coll, collId, rev,
+// another node routed here (crud's remote_modify.go): {_cleaveShardModify: coll, collId, rev,
 // kind, cmd (the one-statement command), index (its statement id), mode, upsert, and
 // shards and ranges (mode run) or hash and id (mode target), lsid, txnNumber}. It answers
 // {n, nModified, upserted, before, after, charge, executed}; a failed statement answers

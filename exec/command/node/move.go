@@ -39,7 +39,7 @@ func (h *Handlers) moveApply(ctx context.Context, r *command.Request) error {
 		return sharding.MoveError(err)
 	}
 	r.Out = bsoncore.AppendInt64Element(r.Out, "n", int64(n))
-	// The source guards its flip with this node's incarnation (move_remote.go, beginMove).
+	// The source guards its flip with this node's incarnation (exec/sharding/move_remote.go, beginMove).
 	r.Out = bsoncore.AppendInt64Element(r.Out, "incarnation", h.Shards.Incarnation())
 	return nil
 }

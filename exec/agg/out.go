@@ -1,17 +1,14 @@
-package crud
+package agg
 
 import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/bsonx"
-	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/query"
@@ -30,7 +27,10 @@ type outStage struct {
 }
 
 // parseOutStage parses {$out: "coll"} and {$out: {db, coll}}.
-func parseOutStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
+func parseOutStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
+	if env.Host == nil {
+		return nil, noHost(name)
+	}
 	s := &outStage{target: writeTarget{db: env.DB}}
 	switch arg.Type {
 	case bsoncore.TypeString:
@@ -86,20 +86,20 @@ func (s *outStage) parseSpec(d bsoncore.Document) error {
 	return nil
 }
 
-// stageName implements writeStage.
-func (s *outStage) stageName() string { return "$out" }
+// StageName implements WriteStage.
+func (s *outStage) StageName() string { return "$out" }
 
-// Open implements agg.Stage; aggregateWrite runs write stages.
+// Open implements Stage; aggregateWrite runs write stages.
 func (s *outStage) Open(stream.Stream) (stream.Stream, error) { return nil, errWriteStageOpened }
 
-// Spec implements agg.Stage.
+// Spec implements Stage.
 func (s *outStage) Spec() bsoncore.Document {
-	return agg.StageSpec("$out", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: s.target.Spec()})
+	return StageSpec("$out", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: s.target.Spec()})
 }
 
-// prepare implements writeStage: mongos refuses $out to a sharded or a capped collection.
-func (s *outStage) prepare(run *writeRun) error {
-	c := run.e.Storage.Catalog.State().Collection(s.target.db, s.target.coll)
+// Prepare implements WriteStage: mongos refuses $out to a sharded or a capped collection.
+func (s *outStage) Prepare(run *WriteRun) error {
+	c := run.Cat.Store().State().Collection(s.target.db, s.target.coll)
 	switch {
 	case c != nil && c.Sharded():
 		return mongoerr.New(mongoerr.Location28769, "%s cannot be sharded", s.target.ns())
@@ -109,21 +109,20 @@ func (s *outStage) prepare(run *writeRun) error {
 	return nil
 }
 
-// write implements writeStage: it fills a temporary collection and renames it over the
+// Write implements WriteStage: it fills a temporary collection and renames it over the
 // target. On failure the temporary collection is dropped and the target is unchanged.
-func (s *outStage) write(ctx context.Context, run *writeRun, in stream.Stream) error {
-	e := run.e
-	orig := e.Storage.Catalog.State().Collection(s.target.db, s.target.coll)
-	tmp, err := s.createTemp(e, orig)
+func (s *outStage) Write(ctx context.Context, run *WriteRun, in stream.Stream) error {
+	orig := run.Cat.Store().State().Collection(s.target.db, s.target.coll)
+	tmp, err := s.createTemp(run.Host, orig)
 	if err != nil {
 		return err
 	}
 	if err := s.fill(ctx, run, tmp, in); err != nil {
-		e.dropTemp(tmp.Meta)
+		run.Host.DropTempCollection(tmp.Meta)
 		return err
 	}
-	if err := s.replace(e, tmp.Meta, orig); err != nil {
-		e.dropTemp(tmp.Meta)
+	if err := s.replace(run.Host, tmp.Meta, orig); err != nil {
+		run.Host.DropTempCollection(tmp.Meta)
 		return err
 	}
 	return nil
@@ -131,7 +130,7 @@ func (s *outStage) write(ctx context.Context, run *writeRun, in stream.Stream) e
 
 // createTemp creates the temporary collection db.tmp.agg_out.<uuid> with the options and
 // the (ready) indexes of orig, the target as it is now (nil if it does not exist).
-func (s *outStage) createTemp(e *Handlers, orig *store.Collection) (*catalog.Coll, error) {
+func (s *outStage) createTemp(h Host, orig *store.Collection) (*catalog.Coll, error) {
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, err
@@ -150,20 +149,13 @@ func (s *outStage) createTemp(e *Handlers, orig *store.Collection) (*catalog.Col
 			c.Indexes = append(c.Indexes, x)
 		}
 	}
-	unlock := e.Cat.LockDDL()
-	created, err := e.Storage.Catalog.CreateCollection(c)
-	unlock()
-	if err != nil {
-		return nil, catalog.ChangeError(err, c.DB, name)
-	}
-	return e.Cat.Info(created)
+	return h.CreateTempCollection(c)
 }
 
 // fill inserts the documents of in into tmp in groups, through the insert path. The first
 // document that fails fails the $out.
-func (s *outStage) fill(ctx context.Context, run *writeRun, tmp *catalog.Coll, in stream.Stream) error {
-	e := run.e
-	wc := write.Concern{NoJournal: !run.sync}
+func (s *outStage) fill(ctx context.Context, run *WriteRun, tmp *catalog.Coll, in stream.Stream) error {
+	wc := write.Concern{NoJournal: !run.Sync}
 	var res write.Results
 	var group []bsoncore.Value
 	size, base := 0, 0
@@ -171,7 +163,7 @@ func (s *outStage) fill(ctx context.Context, run *writeRun, tmp *catalog.Coll, i
 		if len(group) == 0 {
 			return nil
 		}
-		_, err := e.Write.Insert(ctx, tmp, group, base, true, run.bypass, wc, &res, nil)
+		_, err := run.Host.WritePath().Insert(ctx, tmp, group, base, true, run.Bypass, wc, &res, nil)
 		if err == nil && len(res.Errs) > 0 {
 			err = res.Errs[0].Err
 		}
@@ -190,44 +182,35 @@ func (s *outStage) fill(ctx context.Context, run *writeRun, tmp *catalog.Coll, i
 		doc := append(bsoncore.Document(nil), d...)
 		group = append(group, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc})
 		size += len(doc)
-		if len(group) >= InsertGroupDocs || size >= insertGroupBytes {
+		if len(group) >= write.InsertGroupDocs || size >= write.InsertGroupBytes {
 			if err := flush(); err != nil {
 				return err
 			}
 		}
 	}
 	err := flush()
-	e.Counters.InsertedDocs.Add(res.N)
-	run.charge += res.Charge
+	run.Host.Written(res.N, 0)
+	run.Charge += res.Charge
 	return err
 }
 
 // replace renames tmp over the target, unless the target changed meanwhile: MongoDB's $out
 // fails when the target's options or indexes changed during the aggregation.
-func (s *outStage) replace(e *Handlers, tmp, orig *store.Collection) error {
+func (s *outStage) replace(h Host, tmp, orig *store.Collection) error {
 	t := s.target
-	unlock := e.Cat.LockDDL()
-	defer unlock()
-	cur := e.Storage.Catalog.State().Collection(t.db, t.coll)
-	if cur != nil && cur.Sharded() {
-		return mongoerr.New(mongoerr.Location28769, "%s cannot be sharded", t.ns())
-	}
-	if !bytes.Equal(targetOptions(orig), targetOptions(cur)) {
-		return mongoerr.New(mongoerr.CommandFailed, "collection options of target collection %s changed during processing. Original options: %s, new options: %s",
-			t.ns(), docString(targetOptions(orig)), docString(targetOptions(cur)))
-	}
-	if !sameIndexes(orig, cur) {
-		return mongoerr.New(mongoerr.CommandFailed, "indexes of target collection %s changed during processing.", t.ns())
-	}
-	_, dropped, err := e.Storage.Catalog.RenameCollection(tmp.DB, tmp.Name, t.db, t.coll, true)
-	if err != nil {
-		return catalog.ChangeError(err, t.db, t.coll)
-	}
-	if dropped != nil {
-		e.Cat.DeleteData(dropped)
-	}
-	e.Log.Info("$out replaced collection", zap.String("ns", t.ns()))
-	return nil
+	return h.ReplaceCollection(tmp, t.db, t.coll, func(cur *store.Collection) error {
+		if cur != nil && cur.Sharded() {
+			return mongoerr.New(mongoerr.Location28769, "%s cannot be sharded", t.ns())
+		}
+		if !bytes.Equal(targetOptions(orig), targetOptions(cur)) {
+			return mongoerr.New(mongoerr.CommandFailed, "collection options of target collection %s changed during processing. Original options: %s, new options: %s",
+				t.ns(), docString(targetOptions(orig)), docString(targetOptions(cur)))
+		}
+		if !sameIndexes(orig, cur) {
+			return mongoerr.New(mongoerr.CommandFailed, "indexes of target collection %s changed during processing.", t.ns())
+		}
+		return nil
+	})
 }
 
 // targetOptions returns the options of c (nil for none or no collection).
@@ -271,20 +254,4 @@ func sameIndexes(a, b *store.Collection) bool {
 		}
 	}
 	return true
-}
-
-// dropTemp drops a temporary collection of a failed $out, logging a failure: the data left
-// behind is an orphan the next start removes.
-func (h *Handlers) dropTemp(c *store.Collection) {
-	unlock := h.Cat.LockDDL()
-	defer unlock()
-	dropped, err := h.Storage.Catalog.DropCollection(c.DB, c.Name)
-	if errors.Is(err, store.ErrNotFound) {
-		return
-	}
-	if err != nil {
-		h.Log.Warn("cannot drop a temporary $out collection", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
-		return
-	}
-	h.Cat.DeleteData(dropped)
 }

@@ -1,4 +1,4 @@
-package crud
+package agg
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
-	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/stream"
@@ -38,7 +37,7 @@ type mergeItem struct {
 // mergeRun is one execution of a $merge stage.
 type mergeRun struct {
 	s   *mergeStage
-	run *writeRun
+	run *WriteRun
 	ci  *catalog.Coll // the target; nil until it exists
 	// onID reports that the on fields include _id; noMatch that a document found no
 	// match under whenNotMatched: fail.
@@ -46,17 +45,16 @@ type mergeRun struct {
 	inserted, modified int64
 }
 
-// write implements writeStage: the documents of in go to the target group by group; two
+// Write implements WriteStage: the documents of in go to the target group by group; two
 // documents with the same on values never share a group, so the second sees the first.
-func (s *mergeStage) write(ctx context.Context, run *writeRun, in stream.Stream) error {
+func (s *mergeStage) Write(ctx context.Context, run *WriteRun, in stream.Stream) error {
 	m := &mergeRun{s: s, run: run, onID: slices.Contains(s.onFields, "_id")}
 	var err error
-	if m.ci, err = run.e.Cat.Lookup(s.target.db, s.target.coll); err != nil {
+	if m.ci, err = run.Cat.Lookup(s.target.db, s.target.coll); err != nil {
 		return err
 	}
 	defer func() {
-		run.e.Counters.InsertedDocs.Add(m.inserted)
-		run.e.Counters.UpdatedDocs.Add(m.modified)
+		run.Host.Written(m.inserted, m.modified)
 	}()
 	var group []*mergeItem
 	keys := map[string]bool{}
@@ -165,9 +163,8 @@ func (m *mergeRun) flush(ctx context.Context, group []*mergeItem) error {
 // lookup finds the target document each item matches and prepares its write: the update of
 // the match, or the insert (creating the target if needed) of an unmatched document.
 func (m *mergeRun) lookup(ctx context.Context, group []*mergeItem) error {
-	e := m.run.e
 	if m.ci != nil {
-		m.ci = e.Cat.Refresh(m.ci)
+		m.ci = m.run.Cat.Refresh(m.ci)
 	}
 	if err := m.checkTargeting(); err != nil {
 		return err
@@ -182,8 +179,8 @@ func (m *mergeRun) lookup(ctx context.Context, group []*mergeItem) error {
 			continue // no target yet, or a plain insert whose duplicate key is the error
 		}
 		var res write.Result
-		d, err := e.Write.FirstMatch(ctx, &query.Query{CI: m.ci, Filter: it.op.Filter, Limit: 1}, &res)
-		m.run.charge += res.Charge
+		d, err := m.run.Host.WritePath().FirstMatch(ctx, &query.Query{CI: m.ci, Filter: it.op.Filter, Limit: 1}, &res)
+		m.run.Charge += res.Charge
 		if err != nil {
 			return err
 		}
@@ -229,7 +226,7 @@ func (m *mergeRun) newOp(it *mergeItem) (*write.Op, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &write.Op{CI: m.ci, Query: it.query, Filter: f, Upd: u, Sync: m.run.sync}, nil
+	return &write.Op{CI: m.ci, Query: it.query, Filter: f, Upd: u, Sync: m.run.Sync}, nil
 }
 
 // compileUpdate compiles the update $merge applies to a matched document for output
@@ -253,13 +250,13 @@ func (s *mergeStage) compileUpdate(doc bsoncore.Document, vals []bsoncore.Value)
 		for i, name := range s.letNames {
 			v := vals[i]
 			if v.Type == 0 {
-				v = agg.NullValue
+				v = NullValue
 			}
 			c = bsoncore.AppendValueElement(c, name, v)
 		}
 		c, _ = bsoncore.AppendDocumentEnd(c, idx)
 		pipe := bsoncore.Value{Type: bsoncore.TypeArray, Data: s.pipeline}
-		return update.CompileValue(pipe, updateOptions(pipe, nil, s.env.Opts.Let, c))
+		return update.CompileValue(pipe, write.UpdateOptions(pipe, nil, s.env.Opts.Let, c))
 	}
 	return nil, nil // whenMatched: fail only inserts
 }
@@ -267,9 +264,8 @@ func (s *mergeStage) compileUpdate(doc bsoncore.Document, vals []bsoncore.Value)
 // prepareInsert builds the insert of unmatched item it: what an upsert of the update would
 // insert, or the document itself for a pipeline (MongoDB inserts $$new) and for fail.
 func (m *mergeRun) prepareInsert(it *mergeItem) error {
-	e := m.run.e
 	if m.ci == nil {
-		ci, err := e.Cat.ForWrite(m.s.target.db, m.s.target.coll)
+		ci, err := m.run.Cat.ForWrite(m.s.target.db, m.s.target.coll)
 		if err != nil {
 			return err
 		}
@@ -328,9 +324,8 @@ func (m *mergeRun) apply(group []*mergeItem) ([]*mergeItem, error) {
 	if m.ci == nil {
 		return nil, nil // nothing matched and nothing to insert
 	}
-	e := m.run.e
-	wr := e.Write.NewWriter(e.Cat.Refresh(m.ci))
-	wr.Bypass = m.run.bypass
+	wr := m.run.Host.WritePath().NewWriter(m.run.Cat.Refresh(m.ci))
+	wr.Bypass = m.run.Bypass
 	var hashes []uint64
 	for _, it := range group {
 		switch {
@@ -362,20 +357,19 @@ func (m *mergeRun) apply(group []*mergeItem) ([]*mergeItem, error) {
 			again = append(again, it)
 		}
 	}
-	if err := wr.Commit(m.run.sync); err != nil {
+	if err := wr.Commit(m.run.Sync); err != nil {
 		return nil, err
 	}
-	m.run.charge += wr.Charge()
+	m.run.Charge += wr.Charge()
 	return again, failed
 }
 
 // applyItem stages the write of one item under the writer's locks and reports whether the
 // item must be looked up again.
 func (m *mergeRun) applyItem(wr *write.Writer, it *mergeItem, locked map[uint64]struct{}) (bool, error) {
-	e := m.run.e
 	switch {
 	case it.cand != nil:
-		if err := e.Write.ApplyLocked(wr, it.op, it.cand, locked); err != nil {
+		if err := m.run.Host.WritePath().ApplyLocked(wr, it.op, it.cand, locked); err != nil {
 			return false, m.writeError(err)
 		}
 		if it.cand.State != write.CandDone {

@@ -1,4 +1,4 @@
-package crud
+package agg
 
 import (
 	"slices"
@@ -7,7 +7,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
-	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/ddl"
@@ -39,9 +38,9 @@ var mergeModes = map[[2]string]bool{
 // document that has the same values for the "on" fields, and replaces it, is merged into
 // it, updates it through a pipeline, is dropped or fails; an unmatched one is inserted,
 // dropped or fails. The writes go through the writer, as updates and inserts do
-// (agg_merge_run.go).
+// (merge_run.go).
 type mergeStage struct {
-	env            *agg.Env
+	env            *Env
 	target         writeTarget
 	on             []string // nil: the default, resolved by prepare
 	whenMatched    string
@@ -57,7 +56,10 @@ type mergeStage struct {
 
 // parseMergeStage parses {$merge: "coll"} and {$merge: {into, on, let, whenMatched,
 // whenNotMatched}}.
-func parseMergeStage(env *agg.Env, _ string, arg bsoncore.Value) (agg.Stage, error) {
+func parseMergeStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
+	if env.Host == nil {
+		return nil, noHost(name)
+	}
 	s := &mergeStage{env: env, target: writeTarget{db: env.DB}, whenMatched: mergeMerge, whenNotMatched: mergeInsert}
 	var let bsoncore.Document
 	switch arg.Type {
@@ -246,13 +248,13 @@ func (s *mergeStage) parseLet(let bsoncore.Document) error {
 	return err
 }
 
-// stageName implements writeStage.
-func (s *mergeStage) stageName() string { return "$merge" }
+// StageName implements WriteStage.
+func (s *mergeStage) StageName() string { return "$merge" }
 
-// Open implements agg.Stage; aggregateWrite runs write stages.
+// Open implements Stage; aggregateWrite runs write stages.
 func (s *mergeStage) Open(stream.Stream) (stream.Stream, error) { return nil, errWriteStageOpened }
 
-// Spec implements agg.Stage: the stage as MongoDB serializes it, with its target and modes
+// Spec implements Stage: the stage as MongoDB serializes it, with its target and modes
 // resolved.
 func (s *mergeStage) Spec() bsoncore.Document {
 	idx, b := bsoncore.AppendDocumentStart(nil)
@@ -277,15 +279,15 @@ func (s *mergeStage) Spec() bsoncore.Document {
 	}
 	b = bsoncore.AppendStringElement(b, "whenNotMatched", s.whenNotMatched)
 	b, _ = bsoncore.AppendDocumentEnd(b, idx)
-	return agg.StageSpec("$merge", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: b})
+	return StageSpec("$merge", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: b})
 }
 
-// prepare implements writeStage: it resolves the "on" fields against the target. Without
+// Prepare implements WriteStage: it resolves the "on" fields against the target. Without
 // on, they are _id, or the shard key's fields and _id for a sharded target; given ones
 // need a unique, non-partial index on exactly those fields (the _id index for [_id]),
 // and a target that does not exist yet takes [_id] only.
-func (s *mergeStage) prepare(run *writeRun) error {
-	ci, err := run.e.Cat.Lookup(s.target.db, s.target.coll)
+func (s *mergeStage) Prepare(run *WriteRun) error {
+	ci, err := run.Cat.Lookup(s.target.db, s.target.coll)
 	if err != nil {
 		return err
 	}
