@@ -145,6 +145,15 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 		e.Temp = stream.NewTemp(e.Storage.Temp)
 		e.Cat = catalog.New(e.Storage.Shards, e.Storage.Catalog, e.Log)
 		e.Txns = txn.NewRegistry(e.Cat, e.dropTxnCreated)
+		// Other nodes' shards (cluster mode): one way to them for reads, writes, index builds,
+		// moves and statistics. The interfaces below get it only when there is one: a nil
+		// *route.Nodes in an interface would not compare nil.
+		var peers sharding.Peers
+		var ddlRemote ddl.Remote
+		if e.Storage.Cluster != nil {
+			e.Remote = route.NewNodes(e.Cat, e.Storage.Catalog, e.Storage.Cluster, opts.Auth.InternalKey)
+			peers, ddlRemote = e.Remote, e.Remote
+		}
 		e.Shards = sharding.New(e.Cat, e.Log, sharding.Options{
 			Partitioning:  opts.Partitioning,
 			CheckInterval: opts.PartitionCheckInterval,
@@ -152,6 +161,8 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 			ListenAddr:    e.ListenAddr(),
 			Version:       ServerVersion,
 			Cluster:       e.Storage.Cluster,
+			Peers:         peers,
+			Knobs:         sharding.Knobs{BeforeFlip: e.BeforeFlip.Pass},
 		})
 		qopts := query.Options{
 			MaxParallelism: opts.MaxParallelism,
@@ -161,26 +172,19 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 			Budgets:        e.Shards.ReadBudgets,
 			IndexUse:       &e.IndexUse,
 		}
-		if e.Storage.Cluster != nil {
-			e.Remote = route.NewNodes(e.Cat, e.Storage.Catalog, e.Storage.Cluster, opts.Auth.InternalKey)
+		if e.Remote != nil {
 			qopts.Remote = e.Remote
-			e.Shards.SetPeers(e.Remote)
 		}
 		e.Query = query.New(e.Cat, qopts)
-		e.Write = write.NewPath(e.Cat, e.Query, e.Shards).WithLogger(e.Log.Named("write")).WithGate(e.Txns)
+		e.Write = write.NewPath(e.Cat, e.Query, e.Shards).WithLogger(e.Log.Named("write")).WithGate(e.Txns).
+			WithKnobs(write.Knobs{BeforeGroupLock: e.BeforeGroupLock.Pass})
 		e.Txns.Use(e.Write)
 		e.Snapshots = txn.NewSnapshots(e.Cat, e.Query, &e.Clock,
 			func() time.Duration { return time.Duration(e.Knobs.SnapshotWindow.Load()) * time.Second }, e.Shards.Moves)
 		e.Route = route.New(e.Cat, e.Shards, e.Remote)
-		e.DDL = ddl.New(e.Cat, e.Write, e.Log, &e.Counters.DeletedDocs)
-		e.DDL.SetBuildHook(e.AfterBuildStart.Pass)
-		e.Shards.SetFlipHook(e.BeforeFlip.Pass)
-		e.Write.SetGroupHook(e.BeforeGroupLock.Pass)
+		e.DDL = ddl.New(e.Cat, e.Write, e.Log, ddl.Options{Remote: ddlRemote, Nodes: e.Storage.Cluster,
+			Deleted: &e.Counters.DeletedDocs, Knobs: ddl.Knobs{AfterBuildStart: e.AfterBuildStart.Pass}})
 		e.Storage.Catalog.SetHomePicker(e.Shards.HomeShard)
-		if e.Remote != nil {
-			e.DDL.SetRemote(e.Remote)
-			e.DDL.SetNodes(e.Storage.Cluster)
-		}
 		e.DDL.AbortUnfinished()
 	}
 	var securityRecords *store.Catalog

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/exec/validate"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -33,18 +34,18 @@ func TestBuildFillsIndex(t *testing.T) {
 		{"UniqueDistinct", `{"key": {"a": 1}, "name": "a_1", "unique": true}`, func(i int) string { return fmt.Sprintf(`"a": %d`, i) }, 300, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
-			c := e.create(t, "")
-			e.insert(t, docs(300, tc.doc)...)
 			hooked := 0
-			e.x.SetBuildHook(func() {
+			var e *env
+			e = newEnvWith(t, ddl.Options{Knobs: ddl.Knobs{AfterBuildStart: func() {
 				hooked++
 				x := e.coll(t).Index("a_1")
 				ci, _ := e.cat.Lookup("db", "c")
 				if x == nil || x.Ready || len(ci.Indexes) != 1 || len(ci.WriteIndexes) != 2 {
 					t.Errorf("during the build: index %+v, %d planned, %d maintained", x, len(ci.Indexes), len(ci.WriteIndexes))
 				}
-			})
+			}}})
+			c := e.create(t, "")
+			e.insert(t, docs(300, tc.doc)...)
 			if err := e.x.Build(context.Background(), c, []store.Index{spec(t, tc.spec)}); err != nil {
 				t.Fatal(err)
 			}
@@ -172,9 +173,8 @@ func (n *nodes) Leader() bool { return n.leader }
 // remove: a start its own node's (and those recorded without a node), the manager those of
 // nodes that are gone, never another live node's, never a ready index.
 func TestAbortUnfinished(t *testing.T) {
-	e := newEnv(t)
 	cl := &nodes{self: "me", up: map[string]bool{"me": true, "alive": true}}
-	e.x.SetNodes(cl)
+	e := newEnvWith(t, ddl.Options{Nodes: cl})
 	var indexes []store.Index
 	for i, builder := range []string{"", "me", "alive", "gone"} {
 		x := spec(t, fmt.Sprintf(`{"key": {"f%d": 1}, "name": "i%d"}`, i, i))
@@ -241,9 +241,8 @@ func (r *remoteNodes) DeleteIndexData(_ context.Context, _ *store.Collection, id
 // node's, and that their failure (a duplicate key there) fails the build everywhere: the
 // index leaves the catalog and every node deletes its entries.
 func TestBuildOnOtherNodes(t *testing.T) {
-	e := newEnv(t)
 	r := &remoteNodes{}
-	e.x.SetRemote(r)
+	e := newEnvWith(t, ddl.Options{Remote: r})
 	c := e.create(t, "")
 	e.insert(t, `{"_id": 1, "a": 1}`, `{"_id": 2, "a": 2}`)
 	first := e.coll(t).NextIndexID

@@ -14,7 +14,7 @@
 // Invariants: an index is used by the planner only once ready, and maintained by writers
 // from the moment it is in the catalog; callers hold the DDL lock for every catalog change.
 //
-//	x := ddl.New(cat, writePath, log, &deletedDocs)
+//	x := ddl.New(cat, writePath, log, ddl.Options{Deleted: &deletedDocs})
 //	x.StartTTL()
 //	defer x.Close()
 //	err := x.Build(ctx, coll, specs)

@@ -31,11 +31,15 @@ type env struct {
 }
 
 // newEnv opens one store and a runner over it, closed when the test ends.
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { t.Helper(); return newEnvWith(t, ddl.Options{}) }
+
+// newEnvWith is newEnv with the runner's options (its Deleted counter is the env's).
+func newEnvWith(t *testing.T, opts ddl.Options) *env {
 	t.Helper()
 	cat := fixture.Stores(t, 1)
 	e := &env{cat: cat, path: write.NewPath(cat, query.New(cat, query.Options{}), nil), deleted: new(atomic.Int64)}
-	e.x = ddl.New(cat, e.path, zap.NewNop(), e.deleted)
+	opts.Deleted = e.deleted
+	e.x = ddl.New(cat, e.path, zap.NewNop(), opts)
 	t.Cleanup(e.x.Close)
 	return e
 }

@@ -23,9 +23,6 @@ type Nodes interface {
 	Leader() bool
 }
 
-// SetNodes sets the cluster the runner's node belongs to (cluster mode).
-func (x *Runner) SetNodes(n Nodes) { x.nodes = n }
-
 // nodeName returns this node's name ("" on a single node).
 func (x *Runner) nodeName() string {
 	if x.nodes == nil {

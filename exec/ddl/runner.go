@@ -34,7 +34,7 @@ type Runner struct {
 	// ttlStarted and ttlPasses count started and finished TTL passes, for the test command.
 	ttlStarted, ttlPasses atomic.Int64
 	// remote runs the other nodes' part of index builds and drops (cluster mode), nil in
-	// single-node mode (SetRemote).
+	// single-node mode (Options.Remote).
 	remote Remote
 	// nodes names this node and tells which nodes are up (cluster mode; nil on a single
 	// node): index builds record their node, and only it aborts them (index_orphans.go).
@@ -55,21 +55,36 @@ type Remote interface {
 	DeleteIndexData(ctx context.Context, c *store.Collection, ids []store.IndexID) error
 }
 
-// SetBuildHook makes every index build run f once its indexes are in the catalog, not
-// ready (the test failpoint hangAfterStartingIndexBuild).
-func (x *Runner) SetBuildHook(f func()) { x.afterStart = f }
+// Options are what a Runner works with beyond the catalog and the write path.
+type Options struct {
+	// Remote is the other nodes' side of index builds and drops, and Nodes the cluster this
+	// node belongs to (cluster mode; nil on a single node).
+	Remote Remote
+	Nodes  Nodes
+	// Deleted counts the documents the TTL monitor deletes (nil: not counted).
+	Deleted *atomic.Int64
+	Knobs   Knobs
+}
 
-// SetRemote sets the other nodes' side of index builds and drops.
-func (x *Runner) SetRemote(r Remote) { x.remote = r }
+// Knobs are the runner's test failpoints.
+type Knobs struct {
+	// AfterBuildStart runs once a build's indexes are in the catalog, not ready (the
+	// failpoint hangAfterStartingIndexBuild); nil: nothing.
+	AfterBuildStart func()
+}
 
 // defaultTTLInterval is how often the TTL monitor looks for expired documents.
 const defaultTTLInterval = 60 * time.Second
 
-// New returns the runner of cat's data-changing DDL, writing through w; deleted
-// counts the documents the TTL monitor deletes. StartTTL starts the monitor.
-func New(cat *catalog.Catalog, w *write.Path, log *zap.Logger, deleted *atomic.Int64) *Runner {
+// New returns the runner of cat's data-changing DDL, writing through w. StartTTL starts the
+// TTL monitor.
+func New(cat *catalog.Catalog, w *write.Path, log *zap.Logger, opts Options) *Runner {
+	deleted := opts.Deleted
+	if deleted == nil {
+		deleted = new(atomic.Int64)
+	}
 	x := &Runner{cat: cat, write: w, log: log, deleted: deleted, stop: make(chan struct{}),
-		ttlWake: make(chan struct{}, 1)}
+		ttlWake: make(chan struct{}, 1), remote: opts.Remote, nodes: opts.Nodes, afterStart: opts.Knobs.AfterBuildStart}
 	x.ttlInterval.Store(int64(defaultTTLInterval))
 	return x
 }

@@ -167,7 +167,7 @@ func TestManagerMoveToNodeCatchesUpWrites(t *testing.T) {
 	moved := f.splitInHalves(t)
 	src, dst, _ := newNodePair(t, f)
 	var steps []string
-	src.SetPeers(directPeers{cat: f.cat, to: dst, steps: &steps})
+	src.peers = directPeers{cat: f.cat, to: dst, steps: &steps}
 	want := writesDuringMove(t, f, src)
 	logs := observeMoves(src)
 	if err := src.MovePartition("db", "c", moved.ID, 1, "test"); err != nil {

@@ -98,6 +98,3 @@ func (m *Manager) Incarnation() int64 {
 	return 0
 }
 
-// SetFlipHook makes every move run f just before its flip, under its locks (a test
-// failpoint). Call it before the manager starts.
-func (m *Manager) SetFlipHook(f func()) { m.beforeFlip = f }

@@ -41,8 +41,6 @@ type Peers interface {
 	Command(ctx context.Context, shard int, cmd bsoncore.Document) (bsoncore.Document, error)
 }
 
-// SetPeers gives the manager the way to reach other nodes (cluster mode).
-func (m *Manager) SetPeers(p Peers) { m.peers = p }
 
 // Internal commands and limits of moves between nodes.
 const (

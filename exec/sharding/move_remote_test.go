@@ -82,7 +82,7 @@ func newNodePair(t *testing.T, f *managerFixture) (src, dst *Manager, dstCat *ca
 	src.write, dst.write = f.m.write, f.m.write
 	t.Cleanup(src.Close)
 	t.Cleanup(dst.Close)
-	src.SetPeers(directPeers{cat: f.cat, to: dst})
+	src.peers = directPeers{cat: f.cat, to: dst}
 	return src, dst, dstCat
 }
 

@@ -27,7 +27,7 @@ import (
 type Manager struct {
 	cat   *catalog.Catalog
 	write *write.Path
-	// peers reaches other nodes (cluster mode; SetPeers): moves between nodes.
+	// peers reaches other nodes (cluster mode; Options.Peers): moves between nodes.
 	peers Peers
 	log   *zap.Logger
 	mopts Options
@@ -104,6 +104,17 @@ type Options struct {
 	Version string
 	// Cluster is the cluster this node belongs to; nil in single-node mode (cluster.go).
 	Cluster Cluster
+	// Peers reaches the nodes owning other shards, for moves between nodes (cluster mode;
+	// nil on a single node).
+	Peers Peers
+	Knobs Knobs
+}
+
+// Knobs are the manager's test failpoints.
+type Knobs struct {
+	// BeforeFlip runs in every move just before its flip, under its locks (the failpoint
+	// pauseMoveBeforeFlip); nil: nothing.
+	BeforeFlip func()
 }
 
 // New returns the partition manager of cat's sharded collections; Start starts it.
@@ -117,7 +128,7 @@ func New(cat *catalog.Catalog, log *zap.Logger, opts Options) *Manager {
 		po.EnsureDefaults()
 		p, _ = shard.NewPolicy(po)
 	}
-	s := &Manager{cat: cat, log: log, mopts: opts,
+	s := &Manager{cat: cat, log: log, mopts: opts, peers: opts.Peers, beforeFlip: opts.Knobs.BeforeFlip,
 		policy: p, opts: p.Options(), interval: opts.CheckInterval, moveGrace: 5 * time.Second}
 	s.life, s.stop = context.WithCancel(context.Background())
 	if s.interval <= 0 {

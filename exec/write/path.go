@@ -26,14 +26,24 @@ type Path struct {
 	// collections through the path. Nil for a transaction's path (WithShards).
 	gate *atomic.Pointer[Gate]
 	// groupHook, when set, runs when a multi statement read a group of documents, before it
-	// locks them (SetGroupHook).
+	// locks them (Knobs.BeforeGroupLock).
 	groupHook func()
 }
 
-// SetGroupHook sets what a multi update or delete calls after reading each group of
-// documents and before locking them: the failpoint pauseMultiWriteBeforeLock, with which a
-// test moves their partition in between. Set it before the path is used.
-func (wp *Path) SetGroupHook(f func()) { wp.groupHook = f }
+// Knobs are the write path's test failpoints.
+type Knobs struct {
+	// BeforeGroupLock runs in a multi update or delete after it read each group of
+	// documents and before it locks them: the failpoint pauseMultiWriteBeforeLock, with
+	// which a test moves their partition in between. Nil: nothing.
+	BeforeGroupLock func()
+}
+
+// WithKnobs sets the path's test failpoints and returns it; set them before the path is
+// used.
+func (wp *Path) WithKnobs(k Knobs) *Path {
+	wp.groupHook = k.BeforeGroupLock
+	return wp
+}
 
 // Gate holds writes back: Wait returns once none of the documents and unique keys whose
 // key-lock hashes (DocLockHash, UniqueLockHash) it is given is held by someone else, or ctx's error when ctx ends first.

@@ -107,11 +107,11 @@ func (h *Handlers) simulateAvailableDiskSpace(r *command.Request) error {
 // pauseGate sets a gate failpoint {configureFailPoint: name, mode: "alwaysOn" | "off"} and
 // answers how many times it held something. Test suites only:
 //   - pauseMoveBeforeFlip: a move this node runs waits under its locks after its last pass,
-//     just before the ownership flip (sharding.Manager.SetFlipHook);
+//     just before the ownership flip (sharding.Knobs.BeforeFlip);
 //   - hangAfterStartingIndexBuild (mongod's name): an index build this node runs waits once
-//     its indexes are in the catalog, not ready (ddl.Runner.SetBuildHook);
+//     its indexes are in the catalog, not ready (ddl.Knobs.AfterBuildStart);
 //   - pauseMultiWriteBeforeLock: a multi update or delete this node runs waits after reading
-//     each group of documents, before locking them (write.Path.SetGroupHook).
+//     each group of documents, before locking them (write.Knobs.BeforeGroupLock).
 func (h *Handlers) pauseGate(r *command.Request, g *failpoint.Gate) error {
 	on, err := failpoint.ModeOn(r.Body.Lookup("mode"))
 	if err != nil {
