@@ -97,4 +97,3 @@ func (m *Manager) Incarnation() int64 {
 	}
 	return 0
 }
-

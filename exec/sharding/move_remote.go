@@ -41,7 +41,6 @@ type Peers interface {
 	Command(ctx context.Context, shard int, cmd bsoncore.Document) (bsoncore.Document, error)
 }
 
-
 // Internal commands and limits of moves between nodes.
 const (
 	// MovePartitionCmd asks the node owning a partition to move it.
