@@ -3,6 +3,7 @@ package explain_test
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -248,7 +249,7 @@ func TestAppendExecutionStats(t *testing.T) {
 		t.Fatalf("%d returned over %d shards", n, len(shards))
 	}
 	_, _, ixShards, _ := open(t, ci, g, read{filter: `{"a": 1}`})
-	all := append(shards, ixShards...) // two reads' streams: their totals add up
+	all := slices.Concat(shards, ixShards) // two reads' streams: their totals add up
 	var docs, keys int64
 	for _, s := range all {
 		docs += s.Stats.DocsExamined
