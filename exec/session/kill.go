@@ -45,13 +45,13 @@ func ParsePattern(cmd string, d bsoncore.Document) (Pattern, error) {
 			}
 			uid, ok := DigestField(ld.Lookup("uid"))
 			if !ok {
-				return p, LSIDFieldError(cmd+".lsid", "uid", ld)
+				return p, UIDError(cmd+".lsid", ld.Lookup("uid"))
 			}
 			p.LSID, p.UID = &id, &uid
 		case "uid":
 			uid, ok := DigestField(v)
 			if !ok {
-				return p, args.WrongType(cmd, "uid", v.Type, "binData")
+				return p, UIDError(cmd, v)
 			}
 			if p.LSID == nil {
 				p.UID = &uid
@@ -95,6 +95,18 @@ func DigestField(v bsoncore.Value) ([32]byte, bool) {
 		return [32]byte{}, false
 	}
 	return [32]byte(b), true
+}
+
+// UIDError is the error of a uid (field uid of ctx) that is no SHA-256 digest: a missing
+// one or another type is the IDL's, BinData of another length SHA256Block::fromBinData's.
+func UIDError(ctx string, v bsoncore.Value) error {
+	if _, b, ok := v.BinaryOK(); ok {
+		return mongoerr.New(mongoerr.UnsupportedFormat, "Unsupported SHA256Block hash length: %d", len(b))
+	}
+	if v.Type == 0 {
+		return args.Missing(ctx, "uid")
+	}
+	return args.WrongType(ctx, "uid", v.Type, "binData")
 }
 
 // LSIDFieldError is the IDL error for a missing or malformed field of a LogicalSessionId.

@@ -18,6 +18,7 @@ const (
 	UnknownError                             Code = 8
 	FailedToParse                            Code = 9
 	UserNotFound                             Code = 11
+	UnsupportedFormat                        Code = 12
 	Unauthorized                             Code = 13
 	TypeMismatch                             Code = 14
 	Overflow                                 Code = 15
@@ -193,6 +194,7 @@ var names = map[Code]string{
 	UnknownError:                             "UnknownError",
 	FailedToParse:                            "FailedToParse",
 	UserNotFound:                             "UserNotFound",
+	UnsupportedFormat:                        "UnsupportedFormat",
 	Unauthorized:                             "Unauthorized",
 	TypeMismatch:                             "TypeMismatch",
 	Overflow:                                 "Overflow",

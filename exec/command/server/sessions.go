@@ -127,7 +127,7 @@ func (h *Handlers) killSessions(_ context.Context, r *command.Request) error {
 		if uv, err := d.LookupErr("uid"); err == nil {
 			given, ok := session.DigestField(uv)
 			if !ok {
-				return args.WrongType(cmd+".killSessions", "uid", uv.Type, "binData")
+				return session.UIDError(cmd+".killSessions", uv)
 			}
 			if !h.mayImpersonate(r) {
 				return mongoerr.New(mongoerr.Unauthorized, "Unauthorized to set user digest in LogicalSessionId")
