@@ -9,6 +9,8 @@
 //     editor, name files that exist and deny nothing the allow-lists permit.
 //   - size_test.go: how many files a package, how many lines a file and a function may have,
 //     in this module and in compat/, with the exceptions listed by name and reason.
+//   - root_test.go: the composition root (exec) stays one: at most 15 source files and 60
+//     methods on its Executor.
 //
 // The package has no code of its own. It reads the sources (go/build, go/parser) and imports
 // none of them, so it does not move when the packages it judges are reorganized.
