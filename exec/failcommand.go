@@ -105,12 +105,12 @@ var retryableCodes = map[mongoerr.Code]bool{
 // ({client: {application: {name}}}) for failCommand's appName; as in mongod, only the
 // first handshake of a connection sets it.
 func noteClientMetadata(r *command.Request) {
-	if r.Conn.AppName() != "" {
-		return
-	}
 	switch r.Name {
 	case "hello", "isMaster", "ismaster":
 	default:
+		return
+	}
+	if r.Conn.AppName() != "" {
 		return
 	}
 	if name, ok := r.Body.Lookup("client", "application", "name").StringValueOK(); ok {

@@ -166,9 +166,13 @@ func appendAtClusterTime(r *command.Request, out []byte, idx int) []byte {
 // enterTxn checks out the session of a command that carries autocommit (a statement of a
 // transaction) and sets r.Txn; release checks the session back in (session.Cache.EnterTxn).
 func (e *Executor) enterTxn(r *command.Request) (release func(), err error) {
+	autocommit, startTxn := r.Generic(command.GenAutocommit), r.Generic(command.GenStartTxn)
+	if autocommit.Type == 0 && startTxn.Type == 0 { // no statement of a transaction: most commands
+		return func() {}, nil
+	}
 	tx, release, err := e.Sessions.EnterTxn(&session.Statement{
 		Name: r.Name, Body: r.Body, InTxn: r.Cmd.Has(command.InTxn), Storage: e.Cat != nil,
-		Autocommit: r.Generic(command.GenAutocommit), StartTxn: r.Generic(command.GenStartTxn), TxnNumber: r.Generic(command.GenTxnNumber),
+		Autocommit: autocommit, StartTxn: startTxn, TxnNumber: r.Generic(command.GenTxnNumber),
 	}, e.Txns, e.Write)
 	if err != nil {
 		return nil, err

@@ -131,12 +131,10 @@ func RedactSecrets(body bsoncore.Document) bsoncore.Document {
 	return out
 }
 
-// AppName is the application name of the connection's handshake (client metadata).
-func (c *Conn) AppName() string {
-	c.ops.mu.Lock()
-	defer c.ops.mu.Unlock()
-	return c.appName
-}
+// AppName is the application name of the connection's handshake (client metadata). Only
+// the connection's own goroutine may call it: that goroutine is the one writer
+// (SetAppName), so it reads without the lock that $currentOp on other connections takes.
+func (c *Conn) AppName() string { return c.appName }
 
 // SetAppName records the application name of the connection's first handshake, under the
 // lock $currentOp on other connections reads it with.
