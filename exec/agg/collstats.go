@@ -9,7 +9,6 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
-	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -103,8 +102,8 @@ func (s *collStatsStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) {
 // shardDoc is the stage's document for one shard.
 func (s *collStatsStage) shardDoc(ns string, shardIdx int, sz *ShardStats) bsoncore.Document {
 	b := bsoncore.NewDocumentBuilder().AppendString("ns", ns).
-		AppendString("shard", sharding.Name(shardIdx)).
-		AppendString("host", sharding.Name(shardIdx)+"/"+s.env.Host.HostName()).
+		AppendString("shard", catalog.ShardName(shardIdx)).
+		AppendString("host", catalog.ShardName(shardIdx)+"/"+s.env.Host.HostName()).
 		AppendDateTime("localTime", time.Now().UnixMilli())
 	if s.latency {
 		op := func() bsoncore.Document {

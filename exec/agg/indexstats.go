@@ -4,8 +4,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/exec/catalog"
-	"github.com/cleavedb/cleave/exec/ddl"
-	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -59,8 +57,8 @@ func (s *indexStatsStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) {
 				AppendString("host", s.env.Host.HostName()).
 				AppendDocument("accesses", bsoncore.NewDocumentBuilder().AppendInt64("ops", use.Ops.Load()).
 					AppendDateTime("since", use.Since.UnixMilli()).Build()).
-				AppendString("shard", sharding.Name(shardIdx)).
-				AppendDocument("spec", ddl.IndexSpecDoc(x))
+				AppendString("shard", catalog.ShardName(shardIdx)).
+				AppendDocument("spec", catalog.IndexSpecDoc(x))
 			if !x.Ready {
 				b.AppendBoolean("building", true)
 			}

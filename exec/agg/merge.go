@@ -9,7 +9,6 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
-	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -105,7 +104,7 @@ func (s *mergeStage) parseSpec(d bsoncore.Document) (bsoncore.Document, error) {
 			err = s.parseWhenMatched(v)
 		case "whenNotMatched":
 			if s.whenNotMatched, err = args.String(stage, "whenNotMatched", v); err == nil {
-				err = ddl.CheckEnum(stage, "whenNotMatched", s.whenNotMatched, mergeInsert, mergeDiscard, mergeFail)
+				err = args.Enum(stage, "whenNotMatched", s.whenNotMatched, mergeInsert, mergeDiscard, mergeFail)
 			}
 		case "targetCollectionVersion":
 		default:

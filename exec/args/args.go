@@ -223,3 +223,13 @@ func OptionalDoc(cmd, field string, v bsoncore.Value) (bsoncore.Document, error)
 	}
 	return Doc(cmd, field, v)
 }
+
+// Enum is MongoDB's IDL check of an enumeration value.
+func Enum(cmd, key, s string, allowed ...string) error {
+	for _, a := range allowed {
+		if s == a {
+			return nil
+		}
+	}
+	return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field '%s.%s' is not a valid value.", s, cmd, key)
+}

@@ -96,9 +96,9 @@ func checkCollModEnum(key string, v bsoncore.Value) error {
 		return err
 	}
 	if key == "validationLevel" {
-		return CheckEnum("collMod", key, s, "off", "strict", "moderate")
+		return args.Enum("collMod", key, s, "off", "strict", "moderate")
 	}
-	return CheckEnum("collMod", key, s, "error", "warn")
+	return args.Enum("collMod", key, s, "error", "warn")
 }
 
 // parseCollModIndex parses collMod's index: {keyPattern | name, ...changes}, strict as

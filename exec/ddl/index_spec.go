@@ -345,22 +345,6 @@ func mustFloat(v bsoncore.Value) float64 {
 	return f
 }
 
-// IndexSpecDoc is an index as listIndexes reports it: {v: 2, key, name, ...options}.
-func IndexSpecDoc(x *store.Index) bsoncore.Document {
-	idx, d := bsoncore.AppendDocumentStart(nil)
-	d = bsoncore.AppendInt32Element(d, "v", 2)
-	d = bsoncore.AppendDocumentElement(d, "key", x.Key)
-	d = bsoncore.AppendStringElement(d, "name", x.Name)
-	if x.Spec != nil {
-		elems, _ := x.Spec.Elements()
-		for _, el := range elems {
-			d = append(d, el...)
-		}
-	}
-	d, _ = bsoncore.AppendDocumentEnd(d, idx)
-	return d
-}
-
 // IndexComparison is how a requested index relates to an existing one, as MongoDB's
 // IndexDescriptor::compareIndexOptions decides it.
 type IndexComparison int
@@ -410,7 +394,7 @@ func lookupSpec(spec bsoncore.Document, key string) (bsoncore.Value, bool) {
 
 // SpecString formats an index spec as MongoDB's messages print it.
 func SpecString(x *store.Index) string {
-	return bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: IndexSpecDoc(x)})
+	return bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: catalog.IndexSpecDoc(x)})
 }
 
 // ContainsID reports whether ids holds id.

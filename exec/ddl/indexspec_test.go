@@ -4,13 +4,16 @@ import (
 	"testing"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // specShell renders an index as listIndexes reports it, in shell notation.
-func specShell(x *store.Index) string { return bsonx.ShellString(bsonx.DocValue(ddl.IndexSpecDoc(x))) }
+func specShell(x *store.Index) string {
+	return bsonx.ShellString(bsonx.DocValue(catalog.IndexSpecDoc(x)))
+}
 
 // TestParseIndexSpec checks createIndexes' index specifications: the name generated when
 // none is given, the options kept (in the client's order) or dropped, and every refusal

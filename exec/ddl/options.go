@@ -435,23 +435,13 @@ func checkCreateOption(key, want string, v bsoncore.Value) error {
 	case "collation":
 		return catalog.CheckCollation(v.Document())
 	case "validationLevel":
-		return CheckEnum(cmd, key, v.StringValue(), "off", "strict", "moderate")
+		return args.Enum(cmd, key, v.StringValue(), "off", "strict", "moderate")
 	case "validationAction":
-		return CheckEnum(cmd, key, v.StringValue(), "error", "warn")
+		return args.Enum(cmd, key, v.StringValue(), "error", "warn")
 	case "validator":
 		if _, err := query.CompileFilter(v.Document()); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// CheckEnum is MongoDB's IDL check of an enumeration value.
-func CheckEnum(cmd, key, s string, allowed ...string) error {
-	for _, a := range allowed {
-		if s == a {
-			return nil
-		}
-	}
-	return mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field '%s.%s' is not a valid value.", s, cmd, key)
 }

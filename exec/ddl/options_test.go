@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -105,6 +106,6 @@ func TestCappedOptions(t *testing.T) {
 	if s := bsonx.ShellString(bsonx.DocValue(ddl.CappedOptions(nil, 1<<40))); s != "{ capped: true, size: 1099511627776 }" {
 		t.Errorf("options %s", s)
 	}
-	wantCode(t, ddl.CheckEnum("c", "k", "z", "x", "y"), mongoerr.BadValue, "BadValue", "Enumeration value 'z' for field 'c.k' is not a valid value.")
-	wantCode(t, ddl.CheckEnum("c", "k", "y", "x", "y"), 0, "", "")
+	wantCode(t, args.Enum("c", "k", "z", "x", "y"), mongoerr.BadValue, "BadValue", "Enumeration value 'z' for field 'c.k' is not a valid value.")
+	wantCode(t, args.Enum("c", "k", "y", "x", "y"), 0, "", "")
 }

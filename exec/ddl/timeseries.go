@@ -44,7 +44,7 @@ func parseTimeseries(ns string, d bsoncore.Document) (*catalog.Timeseries, error
 			t.MetaField, err = args.String(cmd, key, v)
 		case "granularity":
 			if t.Granularity, err = args.String(cmd, key, v); err == nil {
-				err = CheckEnum(cmd, key, t.Granularity, "seconds", "minutes", "hours")
+				err = args.Enum(cmd, key, t.Granularity, "seconds", "minutes", "hours")
 			}
 		case "bucketRoundingSeconds":
 			rounding, err = bucketSeconds(cmd, key, v)
@@ -95,7 +95,7 @@ func collModTimeseries(t *catalog.Timeseries, d bsoncore.Document) (bool, error)
 		switch key {
 		case "granularity":
 			if granularity, err = args.String(cmd, key, v); err == nil {
-				err = CheckEnum(cmd, key, granularity, "seconds", "minutes", "hours")
+				err = args.Enum(cmd, key, granularity, "seconds", "minutes", "hours")
 			}
 		case "bucketRoundingSeconds":
 			rounding, err = bucketSeconds(cmd, key, v)

@@ -3,8 +3,8 @@ package explain
 import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/agg"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/query"
-	"github.com/cleavedb/cleave/exec/sharding"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -66,7 +66,7 @@ func AppendMergerPart(out []byte, q *query.Query, ns string, mergeGroup bsoncore
 func AppendShardPart(out []byte, s *query.ShardStream, pl *query.Plan, ns, verbosity string, hosts Hosts,
 	p *agg.Pipeline, sp *agg.SplitPlan) []byte {
 	q := sp.Source.Query
-	name := sharding.Name(s.Shard)
+	name := catalog.ShardName(s.Shard)
 	sidx, o := bsoncore.AppendDocumentElementStart(out, name)
 	o = bsoncore.AppendStringElement(o, "host", hosts(s.Shard))
 	aidx, a := bsoncore.AppendArrayElementStart(o, "stages")

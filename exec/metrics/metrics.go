@@ -192,7 +192,7 @@ func (m *Metrics) collectPartitions(ch chan<- prometheus.Metric, st *store.Catal
 	provisioned := sharding.Throughput(st, ci.Meta).RU / float64(n)
 	for i := range n {
 		p := ci.Map.Partition(i)
-		labels := []string{ci.Meta.DB, ci.Meta.Name, strconv.FormatUint(p.ID, 10), sharding.Name(p.Shard)}
+		labels := []string{ci.Meta.DB, ci.Meta.Name, strconv.FormatUint(p.ID, 10), catalog.ShardName(p.Shard)}
 		gauge := func(d *prometheus.Desc, v float64) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 		}

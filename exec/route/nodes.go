@@ -53,7 +53,7 @@ func NewNodes(cat *catalog.Catalog, records *store.Catalog, c sharding.Cluster, 
 func (rs *Nodes) Command(ctx context.Context, s int, cmd bsoncore.Document) (bsoncore.Document, error) {
 	node, host := rs.cluster.ShardHost(s)
 	if host == "" {
-		return nil, mongoerr.New(mongoerr.HostUnreachable, "%s is on node %s, which is down", sharding.Name(s), NodeName(node))
+		return nil, mongoerr.New(mongoerr.HostUnreachable, "%s is on node %s, which is down", catalog.ShardName(s), NodeName(node))
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -65,7 +65,7 @@ func (rs *Nodes) Command(ctx context.Context, s int, cmd bsoncore.Document) (bso
 		var ue *wire.UnreachableError
 		if errors.As(err, &ue) {
 			return nil, mongoerr.Wrap(err, mongoerr.HostUnreachable, "%s is on node %s (%s), which cannot be reached: %v",
-				sharding.Name(s), NodeName(node), host, ue.Err)
+				catalog.ShardName(s), NodeName(node), host, ue.Err)
 		}
 		return nil, err
 	}

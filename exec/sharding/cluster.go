@@ -1,6 +1,10 @@
 package sharding
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/cleavedb/cleave/exec/catalog"
+)
 
 // Cluster is what the partition manager knows of the cluster its node belongs to (package
 // cluster, wired by cmd/cleave); nil in single-node mode, where every shard is local.
@@ -80,9 +84,9 @@ func (m *Manager) shardNodes() map[int]string {
 func (m *Manager) shardHost(s int) string {
 	if c := m.mopts.Cluster; c != nil {
 		_, host := c.ShardHost(s)
-		return Name(s) + "/" + host
+		return catalog.ShardName(s) + "/" + host
 	}
-	return Name(s) + "/" + m.mopts.ListenAddr
+	return catalog.ShardName(s) + "/" + m.mopts.ListenAddr
 }
 
 // LocalShards returns the ids of this node's shards (every shard in single-node mode), for

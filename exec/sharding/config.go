@@ -3,7 +3,6 @@ package sharding
 import (
 	"bytes"
 	"encoding/binary"
-	"strconv"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -108,7 +107,7 @@ func (m *Manager) ConfigDocs(name string) []bsoncore.Document {
 	case "shards":
 		for i := range m.cat.Shards() {
 			b := bsoncore.NewDocumentBuilder().
-				AppendString("_id", Name(i)).
+				AppendString("_id", catalog.ShardName(i)).
 				AppendString("host", m.shardHost(i)).
 				AppendInt32("state", 1).
 				AppendTimestamp("topologyTime", uint32(m.mopts.Started.Unix()), 1)
@@ -124,7 +123,7 @@ func (m *Manager) ConfigDocs(name string) []bsoncore.Document {
 			}
 			out = append(out, bsoncore.NewDocumentBuilder().
 				AppendString("_id", db.Name).
-				AppendString("primary", Name(0)).
+				AppendString("primary", catalog.ShardName(0)).
 				AppendBoolean("partitioned", true).
 				AppendDocument("version", bsoncore.NewDocumentBuilder().
 					AppendBinary("uuid", 4, nameUUID(db.Name)).
@@ -194,12 +193,12 @@ func chunkDocs(c *store.Collection, started time.Time) []bsoncore.Document {
 			AppendString("ns", ns).
 			AppendDocument("min", chunkBound(fields, lo, i == 0, false)).
 			AppendDocument("max", chunkBound(fields, hi, i == len(c.Partitions)-1, true)).
-			AppendString("shard", Name(p.Shard)).
+			AppendString("shard", catalog.ShardName(p.Shard)).
 			AppendTimestamp("lastmod", uint32(c.Version), uint32(i)).
 			AppendTimestamp("onCurrentShardSince", ts, 1).
 			AppendArray("history", bsoncore.NewArrayBuilder().AppendDocument(
 				bsoncore.NewDocumentBuilder().AppendTimestamp("validAfter", ts, 1).
-					AppendString("shard", Name(p.Shard)).Build()).Build()).
+					AppendString("shard", catalog.ShardName(p.Shard)).Build()).Build()).
 			AppendInt64("partitionId", int64(p.ID)).
 			Build())
 	}
@@ -222,9 +221,6 @@ func chunkBound(fields []bsonx.IndexField, h uint64, end, isMax bool) bsoncore.D
 	}
 	return b.Build()
 }
-
-// Name is the name of shard i in config.shards, explain and partitionStats.
-func Name(i int) string { return "shard-" + strconv.Itoa(i) }
 
 // clusterID is config.version's clusterId.
 var clusterID = [12]byte{'c', 'l', 'e', 'a', 'v', 'e', 0, 0, 0, 0, 0, 1}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/shard"
 )
 
@@ -100,7 +101,7 @@ func (m *Manager) enterMoveFence(s int) (release func(), err error) {
 	defer cancel()
 	release, err = m.fence.enterMove(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s is busy with an index build", shard.ErrStaleAction, Name(s))
+		return nil, fmt.Errorf("%w: %s is busy with an index build", shard.ErrStaleAction, catalog.ShardName(s))
 	}
 	return release, nil
 }

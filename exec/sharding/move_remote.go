@@ -71,7 +71,7 @@ func (m *Manager) peerCommand(s int, cmd bsoncore.Document) (bsoncore.Document, 
 // peerCommandWithin runs cmd on the node owning shard s, within d.
 func (m *Manager) peerCommandWithin(s int, cmd bsoncore.Document, d time.Duration) (bsoncore.Document, error) {
 	if m.peers == nil {
-		return nil, fmt.Errorf("%s is on another node and this node cannot reach other nodes", Name(s))
+		return nil, fmt.Errorf("%s is on another node and this node cannot reach other nodes", catalog.ShardName(s))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
@@ -119,7 +119,7 @@ func (m *Manager) beginMove(ci *catalog.Coll, to int, lo, hi uint64) ([]store.No
 	}
 	inc, ok := reply.Lookup("incarnation").Int64OK()
 	if !ok || m.mopts.Cluster == nil {
-		return nil, fmt.Errorf("the destination of the move, %s, did not name its incarnation", Name(to))
+		return nil, fmt.Errorf("the destination of the move, %s, did not name its incarnation", catalog.ShardName(to))
 	}
 	node, _ := m.mopts.Cluster.ShardHost(to)
 	return []store.NodeIncarnation{{Node: node, Incarnation: inc}}, nil
@@ -189,7 +189,7 @@ func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi u
 		return n, err
 	})
 	if errors.Is(err, store.ErrIncarnation) { // refused, certainly not committed: abort
-		return fmt.Errorf("%w: the node of %s restarted during the move: %w", shard.ErrStaleAction, Name(to), err)
+		return fmt.Errorf("%w: the node of %s restarted during the move: %w", shard.ErrStaleAction, catalog.ShardName(to), err)
 	}
 	if err != nil {
 		// NB: a flip that failed may still have committed (a lost etcd reply): no abort then,
@@ -264,13 +264,13 @@ func (s *remoteSink) flush() error {
 // documents it changed.
 func (m *Manager) ReceiveMove(ci *catalog.Coll, s int, lo, hi uint64, op string, entries bsoncore.Array, pace time.Duration) (int, error) {
 	if !m.isLocal(s) {
-		return 0, fmt.Errorf("%w: %s is not this node's", shard.ErrStaleAction, Name(s))
+		return 0, fmt.Errorf("%w: %s is not this node's", shard.ErrStaleAction, catalog.ShardName(s))
 	}
 	r := retiredRange{coll: ci.Meta.ID, shard: s, lo: lo, hi: hi}
 	switch op {
 	case "begin":
 		if owns(ci, s, lo, hi) {
-			return 0, fmt.Errorf("%w: %s already owns part of the range", shard.ErrStaleAction, Name(s))
+			return 0, fmt.Errorf("%w: %s already owns part of the range", shard.ErrStaleAction, catalog.ShardName(s))
 		}
 		if err := m.holdDDL(r); err != nil {
 			return 0, err
@@ -279,10 +279,10 @@ func (m *Manager) ReceiveMove(ci *catalog.Coll, s int, lo, hi uint64, op string,
 		return 0, m.deleteUnowned(ci.Meta, s, lo, hi)
 	case "apply":
 		if owns(ci, s, lo, hi) {
-			return 0, fmt.Errorf("%w: %s already owns part of the range", shard.ErrStaleAction, Name(s))
+			return 0, fmt.Errorf("%w: %s already owns part of the range", shard.ErrStaleAction, catalog.ShardName(s))
 		}
 		if !m.renewIncoming(r) { // this node restarted since begin, and deleted the copy
-			return 0, fmt.Errorf("%w: no move into %s of this range has begun", shard.ErrStaleAction, Name(s))
+			return 0, fmt.Errorf("%w: no move into %s of this range has begun", shard.ErrStaleAction, catalog.ShardName(s))
 		}
 		return m.applyEntries(ci, s, entries, pace)
 	case "commit":
@@ -392,7 +392,7 @@ func (m *Manager) holdDDL(r retiredRange) error {
 	defer cancel()
 	unlock, err := m.cat.LockDDLCtx(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: %s is busy with another DDL operation or move", shard.ErrStaleAction, Name(r.shard))
+		return fmt.Errorf("%w: %s is busy with another DDL operation or move", shard.ErrStaleAction, catalog.ShardName(r.shard))
 	}
 	leave, err := m.enterMoveFence(r.shard)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/params"
-	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -109,7 +108,7 @@ func (tx *Txn) AppendRecoveryToken(dst []byte) []byte {
 	tx.mu.Unlock()
 	idx, dst := bsoncore.AppendDocumentElementStart(dst, "recoveryToken")
 	if shard >= 0 {
-		dst = bsoncore.AppendStringElement(dst, "recoveryShardId", sharding.Name(shard))
+		dst = bsoncore.AppendStringElement(dst, "recoveryShardId", catalog.ShardName(shard))
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst

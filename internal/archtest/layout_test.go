@@ -58,7 +58,7 @@ var rules = map[string]rule{
 		"carries out shard's decisions, moving documents through the write path"},
 	"exec/ddl": {[]string{"bsonx", "exec/args", "exec/catalog", "exec/collation", "exec/match", "exec/query", "exec/write", "store", "wire", "wire/mongoerr"},
 		"catalog changes beyond the record: index builds and TTL deletes go through the read and write paths"},
-	"exec/agg": {[]string{"bsonx", "exec/args", "exec/catalog", "exec/ddl", "exec/expr", "exec/match", "exec/query", "exec/sharding", "exec/stream", "exec/update", "exec/write", "store", "wire", "wire/mongoerr"},
+	"exec/agg": {[]string{"bsonx", "exec/args", "exec/catalog", "exec/expr", "exec/match", "exec/query", "exec/stream", "exec/update", "exec/write", "store", "wire", "wire/mongoerr"},
 		"pipelines over reads; the stages that write ($out, $merge) come from the server through Host"},
 	"exec/validate": {[]string{"bsonx", "exec/catalog", "store"},
 		"checks a collection's stored data against itself, reading shards through the catalog"},
@@ -135,6 +135,17 @@ var invariants = []invariant{
 		reason: "mongoerr is a leaf: every layer answers in its errors, so it can use nothing of ours"},
 	{from: []string{"store/...", "shard/...", "wire/...", "auth/...", "cluster/..."}, reach: []string{"exec/..."},
 		reason: "the layers below execution serve it and never reach it"},
+	{from: []string{"exec/catalog", "exec/stream"}, reach: []string{"exec/query", "exec/write", "exec/sharding", "exec/ddl", "exec/agg", "exec/command/..."},
+		reason: "collections and streams sit below the read and write paths"},
+	{from: []string{"exec/query", "exec/write"}, reach: []string{"exec/sharding", "exec/ddl", "exec/agg", "exec/command/..."},
+		reason: "reads and writes know no pipelines and no DDL; sharding plugs in through interfaces they declare"},
+	{from: []string{"exec/sharding", "exec/ddl", "exec/agg"}, reach: []string{"exec/command/..."},
+		reason: "the engines serve the commands and never reach them"},
+	{from: []string{"exec/agg"}, reach: []string{"exec/sharding", "exec/ddl", "exec/route", "exec/command/..."},
+		reason: "a stage reaches the server only through agg.Host, never the partition manager or DDL themselves"},
+	{from: []string{"exec/access", "exec/clock", "exec/cursor", "exec/explain", "exec/failpoint", "exec/metrics", "exec/params",
+		"exec/route", "exec/session", "exec/txn"}, reach: []string{"exec/command/..."},
+		reason: "the services sit below the command kit, which wires them"},
 }
 
 // TestLayout checks every package's imports against its rule. A package imports directly only

@@ -9,6 +9,7 @@ import (
 	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -34,7 +35,7 @@ func (h *Handlers) removeShard(_ context.Context, r *command.Request) error {
 	}
 	s := -1
 	for i := range h.Cat.Shards() {
-		if sharding.Name(i) == name {
+		if catalog.ShardName(i) == name {
 			s = i
 		}
 	}

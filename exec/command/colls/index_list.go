@@ -68,7 +68,7 @@ func listedIndexes(c *store.Collection) []bsoncore.Document {
 			docs = append(docs, ddl.ClusteredListSpec(clustered))
 		case x.Name == store.IDIndexName && ts:
 		default:
-			docs = append(docs, ddl.IndexSpecDoc(x))
+			docs = append(docs, catalog.IndexSpecDoc(x))
 		}
 	}
 	return docs

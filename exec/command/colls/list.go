@@ -9,7 +9,6 @@ import (
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
-	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/store"
@@ -166,7 +165,7 @@ func collectionEntry(c *store.Collection, nameOnly bool) bsoncore.Document {
 	}
 	d, _ = bsoncore.AppendDocumentEnd(d, iidx)
 	if x := c.Index(store.IDIndexName); x != nil && !ts && catalog.ClusteredOf(c.Options) == nil {
-		d = bsoncore.AppendDocumentElement(d, "idIndex", ddl.IndexSpecDoc(x))
+		d = bsoncore.AppendDocumentElement(d, "idIndex", catalog.IndexSpecDoc(x))
 	}
 	d, _ = bsoncore.AppendDocumentEnd(d, idx)
 	return d

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/shard"
@@ -59,7 +60,7 @@ func (h *Handlers) partitionStats(_ context.Context, r *command.Request) error {
 		o = bsoncore.AppendInt64Element(o, "id", int64(p.ID))
 		o = appendHashBound(o, "min", lo, i == 0)
 		o = appendHashBound(o, "max", hi, i == ci.Map.Len()-1)
-		o = bsoncore.AppendStringElement(o, "shard", sharding.Name(p.Shard))
+		o = bsoncore.AppendStringElement(o, "shard", catalog.ShardName(p.Shard))
 		o = bsoncore.AppendInt64Element(o, "documents", docs)
 		o = bsoncore.AppendInt64Element(o, "bytes", bytes)
 		if i < len(snaps) {
@@ -138,7 +139,7 @@ func (h *Handlers) moveChunk(_ context.Context, r *command.Request) error {
 	}
 	dest := -1
 	for i := range h.Cat.Shards() {
-		if sharding.Name(i) == to {
+		if catalog.ShardName(i) == to {
 			dest = i
 		}
 	}

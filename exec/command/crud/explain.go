@@ -8,10 +8,10 @@ import (
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/explain"
 	"github.com/cleavedb/cleave/exec/query"
-	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -185,5 +185,5 @@ func (h *Handlers) shardConnString(s int) string {
 			host = h
 		}
 	}
-	return sharding.Name(s) + "/" + host
+	return catalog.ShardName(s) + "/" + host
 }
