@@ -5,7 +5,6 @@ import (
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
-	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/write"
 )
 
@@ -34,39 +33,12 @@ func (h *Handlers) delete(ctx context.Context, r *command.Request) error {
 		}
 		return h.explainWrite(ctx, r, op)
 	}
-	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
-	defer cancel()
-	rt, release, err := h.CheckoutRetryable(r)
+	res, err := h.modifyEach(ctx, r, a, cmd, "deletes",
+		func(i int) bool { return stmts[i].limit == 0 },
+		func(i int) (*write.Op, error) { return CompileDelete(a, ci, stmts[i]) },
+		func(_ int, or *write.Result, res *write.Results) { res.N += or.Matched })
 	if err != nil {
 		return err
-	}
-	defer release()
-	res := write.Results{}
-	for i, s := range stmts {
-		var or write.Result
-		if rec, ok := command.Retried(rt, i, s.limit == 0); ok {
-			or, err = rec, nil
-		} else {
-			var op *write.Op
-			op, err = CompileDelete(a, ci, s)
-			if err == nil {
-				op.Retry, op.Stmt = rt, int32(i)
-				err = h.runWrite(ctx, r, op, &ModifyStmt{Kind: cmd, list: "deletes", stmt: a.Stmts[i], Index: int32(i)}, &or)
-			}
-		}
-		r.Charge += or.Charge
-		if err != nil {
-			we, err := stmtWriteError(ctx, i, err)
-			if err != nil {
-				return err
-			}
-			res.Errs = append(res.Errs, we)
-			if a.ordered {
-				break
-			}
-			continue
-		}
-		res.N += or.Matched
 	}
 	h.Counters.DeletedDocs.Add(res.N)
 	r.Out = res.AppendReply(r.Out, false)

@@ -2,7 +2,6 @@ package crud
 
 import (
 	"context"
-	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -42,68 +41,32 @@ func (h *Handlers) update(ctx context.Context, r *command.Request) error {
 		}
 		return h.explainWrite(ctx, r, op)
 	}
-	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
-	defer cancel()
-	rt, release, err := h.CheckoutRetryable(r)
+	var upserts int64
+	res, err := h.modifyEach(ctx, r, a, cmd, "updates",
+		func(i int) bool { return stmts[i].multi },
+		func(i int) (*write.Op, error) {
+			op, err := h.CompileUpdate(r.DB, a, ci, stmts[i], true)
+			if err == nil {
+				ci = op.CI // an upsert created the collection: later statements find it
+			}
+			return op, err
+		},
+		func(i int, or *write.Result, res *write.Results) {
+			res.N += or.Matched
+			res.NModified += or.Modified
+			if or.Upserted.Type != 0 {
+				res.N++
+				upserts++
+				res.Upserted = append(res.Upserted, write.Upsert{Index: i, ID: or.Upserted})
+			}
+		})
 	if err != nil {
 		return err
-	}
-	defer release()
-	res := write.Results{}
-	var upserts int64
-	for i, s := range stmts {
-		var or write.Result
-		if rec, ok := command.Retried(rt, i, s.multi); ok {
-			or, err = rec, nil
-		} else {
-			var op *write.Op
-			op, err = h.CompileUpdate(r.DB, a, ci, s, true)
-			if err == nil {
-				ci = op.CI
-				op.Retry, op.Stmt = rt, int32(i)
-				err = h.runWrite(ctx, r, op, &ModifyStmt{Kind: cmd, list: "updates", stmt: a.Stmts[i], Index: int32(i)}, &or)
-			}
-		}
-		r.Charge += or.Charge
-		if err != nil {
-			we, err := stmtWriteError(ctx, i, err)
-			if err != nil {
-				return err
-			}
-			res.Errs = append(res.Errs, we)
-			if a.ordered {
-				break
-			}
-			continue
-		}
-		res.N += or.Matched
-		res.NModified += or.Modified
-		if or.Upserted.Type != 0 {
-			res.N++
-			upserts++
-			res.Upserted = append(res.Upserted, write.Upsert{Index: i, ID: or.Upserted})
-		}
 	}
 	h.Counters.UpdatedDocs.Add(res.NModified)
 	h.Counters.InsertedDocs.Add(upserts)
 	r.Out = res.AppendReply(r.Out, true)
 	return nil
-}
-
-// stmtWriteError turns the failure of statement i into its write error. A failure that is
-// not MongoDB's (storage) fails the whole command instead, and so does an interruption
-// (maxTimeMS, a client gone), as MongoDB's write commands fail on them whatever they applied.
-func stmtWriteError(ctx context.Context, i int, err error) (mongoerr.WriteError, error) {
-	if ctx.Err() != nil {
-		return mongoerr.WriteError{}, command.InterruptError(ctx, err)
-	}
-	me := mongoerr.As(err)
-	if me == nil || slices.Contains(me.Labels, "RetryableWriteError") {
-		// An owner that cannot be reached (cluster mode) fails the command, whose label
-		// tells the driver to retry it, as a failed insert does.
-		return mongoerr.WriteError{}, err
-	}
-	return mongoerr.WriteError{Index: i, Err: me}, nil
 }
 
 // CompileUpdate compiles update statement s of collection a.coll (ci, nil when it does not
