@@ -26,8 +26,9 @@ func explainAgg(t *testing.T, db *mongo.Database, coll string, pipeline bson.A, 
 // TestExplainAggregateSplitPipeline checks mongos' explain shape for aggregate: a pipeline
 // over a collection spread on two shards is split (shardsPart, then mergerPart starting
 // with $mergeCursors), each shard shows its host, plan and partitions; a $group splits into
-// a partial group per shard and a merging one; an unsharded collection is not split; and
-// executionStats add what each shard read.
+// a partial group per shard and a merging one; an unsharded collection is not split;
+// executionStats add what each shard read; and a $match on the shard key reads one shard
+// and only the documents of its hash.
 func TestExplainAggregateSplitPipeline(t *testing.T) {
 	srv := startServer(t, "--shards", "2")
 	c := srv.client(t)
@@ -94,6 +95,23 @@ func TestExplainAggregateSplitPipeline(t *testing.T) {
 	if examined != 400 || x.Lookup("executionStats", "nReturned").AsInt64() != 40 {
 		t.Errorf("executionStats: shards examined %d documents (want 400), nReturned %v (want 40)",
 			examined, x.Lookup("executionStats", "nReturned"))
+	}
+
+	// A $match on the shard key reads the one shard owning it, and there the one hash's
+	// range of the documents (stored under their shard key's hash): the 10 documents of one
+	// device, no index key, not the collection.
+	targeted := bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "deviceId", Value: "dev-3"}}}}, group[0]}
+	x = explainAgg(t, db, "telemetry", targeted, "executionStats")
+	shards, _ = x.Lookup("shards").Document().Elements()
+	if len(shards) != 1 {
+		t.Fatalf("a $match on the shard key read %d shards, want 1: %s", len(shards), x.Lookup("shards"))
+	}
+	st := shards[0].Value().Document().Lookup("stages", "0", "$cursor", "executionStats")
+	if keys, docs := st.Document().Lookup("totalKeysExamined").AsInt64(), st.Document().Lookup("totalDocsExamined").AsInt64(); keys != 0 || docs != 10 {
+		t.Errorf("the targeted shard examined %d keys and %d documents, want 0 and 10: %s", keys, docs, st)
+	}
+	if n := x.Lookup("executionStats", "nReturned").AsInt64(); n != 1 {
+		t.Errorf("nReturned %d, want 1 group", n)
 	}
 
 	x = explainAgg(t, db, "plain", group, "queryPlanner")
