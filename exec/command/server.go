@@ -27,7 +27,7 @@ import (
 	"github.com/cleavedb/cleave/wire"
 )
 
-// Options configures an Executor.
+// Options configures a Server (and the Executor that embeds it).
 type Options struct {
 	// Argv and Parsed are what getCmdLineOpts reports: the process arguments and the
 	// effective configuration as a BSON document (MongoDB's "parsed" shape).
@@ -76,8 +76,9 @@ func (o *Options) EnsureDefaults() {
 	}
 }
 
-// Server answers MongoDB commands. It implements wire.Handler: every accepted connection
-// gets its own conn, which runs that connection's commands one at a time.
+// Server holds what the command families share: the services, the engines and the command
+// table. The Executor (package exec) embeds it and dispatches each connection's commands
+// to it, one at a time per connection.
 type Server struct {
 	Opts     Options
 	Log      *zap.Logger
@@ -97,13 +98,13 @@ type Server struct {
 	// Snapshots are the snapshots of snapshot reads, by cluster time.
 	Snapshots *txn.Snapshots
 	Clock     clock.Clock        // cluster time: $clusterTime and operationTime
-	Conns     sync.Map           // connection id → *conn, for $currentOp
+	Conns     sync.Map           // connection id → *Conn, for $currentOp
 	IndexUse  catalog.IndexUsage // $indexStats
 	stop      chan struct{}      // closed by Close
 	SlowOps   params.SlowOps     // which finished commands are logged at Info (the profile command)
 	// Fail is the failCommand failpoint (exec/failpoint).
 	Fail failpoint.FailCommand
-	// BeforeFlip, afterBuildStart and beforeGroupLock are the failpoints
+	// BeforeFlip, AfterBuildStart and BeforeGroupLock are the failpoints
 	// pauseMoveBeforeFlip, hangAfterStartingIndexBuild and pauseMultiWriteBeforeLock
 	// (exec/failpoint's gates).
 	BeforeFlip, AfterBuildStart, BeforeGroupLock failpoint.Gate
@@ -113,7 +114,7 @@ type Server struct {
 	Access *access.State
 
 	// The packages that do the work, wired together by New; nil without Storage.
-	// cat is the catalog: compiled collections, key locks, the DDL lock.
+	// Cat is the catalog: compiled collections, key locks, the DDL lock.
 	Cat *catalog.Catalog
 	// Query runs reads (plan, scans, merge).
 	Query *query.Engine
@@ -127,7 +128,8 @@ type Server struct {
 	Temp *stream.Temp
 }
 
-// New returns an Executor.
+// New returns a Server answering the commands of families, its engines wired together
+// when opts has Storage.
 func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 	opts.EnsureDefaults()
 	e := &Server{

@@ -80,7 +80,7 @@ func (h *Handlers) listDatabases(ctx context.Context, r *command.Request) error 
 	return nil
 }
 
-// listCollections runs listCollections: a cursor over the collections of r.db, each as
+// listCollections runs listCollections: a cursor over the collections of r.DB, each as
 // {name, type, options, info: {readOnly, uuid}, idIndex}, or {name, type} with nameOnly.
 func (h *Handlers) listCollections(ctx context.Context, r *command.Request) error {
 	const cmd = "listCollections"

@@ -7,7 +7,7 @@ import (
 )
 
 // aggregateNeeds adds, for a pipeline ending in $out or $merge, write and DDL on the target
-// (which may be in another database); $lookup and $unionWith read r.db, which the read
+// (which may be in another database); $lookup and $unionWith read r.DB, which the read
 // need covers. A pipeline that does not parse keeps the read need: aggregate reports it.
 func aggregateNeeds(r *command.Request, def auth.Need) []auth.Need {
 	needs := []auth.Need{def}

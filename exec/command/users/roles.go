@@ -24,7 +24,7 @@ func (h *Handlers) addRoleCommands(add func(*command.Command)) {
 	add(&command.Command{Name: "rolesInfo", Run: h.rolesInfo, Action: ua, Needs: h.rolesInfoNeeds, Help: "Returns information about roles."})
 }
 
-// createRole adds a custom role to r.db.
+// createRole adds a custom role to r.DB.
 func (h *Handlers) createRole(_ context.Context, r *command.Request) error {
 	first, _ := bsonx.FirstElement(r.Body)
 	name, err := args.String(r.Name, r.Name, first.Value())

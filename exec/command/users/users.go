@@ -170,7 +170,7 @@ func parseMechanisms(cmd string, v bsoncore.Value) ([]auth.Mechanism, error) {
 	return out, nil
 }
 
-// createUser adds a user to r.db.
+// createUser adds a user to r.DB.
 func (h *Handlers) createUser(_ context.Context, r *command.Request) error {
 	s, err := parseUserSpec(r)
 	if err != nil {
@@ -212,7 +212,7 @@ func errUserNotFound(name auth.UserName) error {
 	return mongoerr.New(mongoerr.UserNotFound, "Could not find user \"%s\" for db \"%s\"", name.User, name.DB)
 }
 
-// changeUser applies fn to a copy of user name of r.db and stores the result.
+// changeUser applies fn to a copy of user name of r.DB and stores the result.
 func (h *Handlers) changeUser(name auth.UserName, fn func(reg *auth.Registry, u *auth.User) error) error {
 	return h.Access.Change(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
 		old := reg.User(name)
@@ -296,7 +296,7 @@ func (h *Handlers) dropUser(_ context.Context, r *command.Request) error {
 	})
 }
 
-// dropAllUsersFromDatabase removes every user of r.db and reports how many.
+// dropAllUsersFromDatabase removes every user of r.DB and reports how many.
 func (h *Handlers) dropAllUsersFromDatabase(_ context.Context, r *command.Request) error {
 	var n int
 	err := h.Access.Change(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
