@@ -37,6 +37,11 @@ type Batch struct {
 	// is set by a range deletion that may cover some: Apply invalidates their answers.
 	idStripes []uint32
 	idAll     bool
+	// changes are the change records added (AddChange), concatenated, each ending at its
+	// changeEnds offset; ChangeTime is the time Apply stamped them with (0: none).
+	changes    []byte
+	changeEnds []int
+	ChangeTime uint64
 }
 
 // statBucket names one stats bucket of one collection.
@@ -168,7 +173,8 @@ func (b *Batch) Count() uint32 { return b.pb.Count() + uint32(len(b.pending)) }
 
 // Empty reports whether the batch holds no writes and no stats deltas.
 func (b *Batch) Empty() bool {
-	return b.pb.Empty() && len(b.pending) == 0 && len(b.deltas) == 0 && len(b.adjust) == 0 && len(b.resets) == 0
+	return b.pb.Empty() && len(b.pending) == 0 && len(b.deltas) == 0 && len(b.adjust) == 0 && len(b.resets) == 0 &&
+		len(b.changeEnds) == 0
 }
 
 // Commit applies the batch atomically. With sync, it returns only after the batch is in the
@@ -214,7 +220,11 @@ func (b *Batch) Apply(sync bool) error {
 		b.idStripes = slices.Compact(b.idStripes)
 	}
 	b.db.ids.begin(b.idStripes, b.idAll) // the cached answers of the _ids written (idCache)
+	ts, stamped := b.stampChanges()
 	err := b.db.applyPebble(b.pb, sync)
+	if stamped {
+		b.db.changes.done(ts)
+	}
 	b.db.logApplied(b.pb)
 	if b.db.afterApply != nil {
 		b.db.afterApply()
@@ -294,7 +304,8 @@ func (b *Batch) Close() {
 	clear(b.index)
 	b.resetPending()
 	*b = Batch{deltas: b.deltas[:0], index: b.index, adjust: b.adjust[:0], resets: b.resets[:0],
-		pending: b.pending, sortBuf: b.sortBuf, idStripes: b.idStripes[:0]}
+		pending: b.pending, sortBuf: b.sortBuf, idStripes: b.idStripes[:0],
+		changes: b.changes[:0], changeEnds: b.changeEnds[:0]}
 	batchPool.Put(b)
 }
 

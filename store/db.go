@@ -46,6 +46,8 @@ type DB struct {
 	wlogs writeLogs
 	// memTables is Options.MemTables, for PaceBulkWrite.
 	memTables int
+	// changes stamps the batches that carry change records (changes.go).
+	changes changeState
 }
 
 // Open opens (creating if needed) the database in opts.Dir. It fails with a clear error,
@@ -91,6 +93,10 @@ func Open(opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: loading stats: %w", opts.Dir, err)
 	}
 	db.totals.each(spans.note)
+	if err := db.loadChangesTrimmed(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: open %s: reading the change log's trim point: %w", opts.Dir, err)
+	}
 	logger.Info("store opened")
 	return db, nil
 }

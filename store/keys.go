@@ -20,6 +20,7 @@ const (
 	prefixIndex   byte = 'i' // 'i' | coll | idx | key | hash | id | len(id) → empty
 	prefixMeta    byte = 'm' // format version, counters, stats
 	prefixTxn     byte = 't' // 't' | lsid → session transaction record (txnrec.go)
+	// prefixChange 'e' | ts | pos → change record (changes.go)
 )
 
 // Sub-kinds of meta keys (the byte after 'm').
@@ -28,6 +29,7 @@ const (
 	metaCounter byte = 'n' // 'm' 'n' name → counter, uint64 BE
 	metaStats   byte = 's' // 'm' 's' | coll | bucket u16 → stats value
 	metaTotal   byte = 't' // 'm' 't' | coll → stats value of the whole collection
+	metaChanges byte = 'e' // 'm' 'e' 't' → time before which the change log was trimmed
 )
 
 const (

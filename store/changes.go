@@ -1,0 +1,256 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// The change log: every batch that carries change records (Batch.AddChange: the events a
+// change stream reads, MongoDB's oplog entries) writes them under 'e' | ts | pos, in the same
+// atomic Pebble batch as the writes they describe, so a change is in the log exactly when its
+// write is visible and both survive a crash together. ts is the batch's time from the DB's
+// ChangeClock (the server's cluster time: one tick per batch, unique on the node), pos the
+// record's place in the batch (a transaction's operations share its commit's time).
+//
+// Batches commit concurrently, so a batch stamped later may become visible first. A reader
+// therefore reads only up to ChangesVisible: the time below which every stamped batch has been
+// applied (or given up). A change stream that has read up to it will never see an earlier
+// change appear afterwards, which is what makes its resume points exact.
+
+// prefixChange is the key kind of change records: 'e' | ts u64 BE | pos u32 BE → record.
+const prefixChange byte = 'e'
+
+const changeKeyLen = 1 + 8 + 4
+
+// ChangeClock stamps change records: Tick returns a time later than every time it returned
+// before and than Now; Now the latest time given out (exec/clock.Clock).
+type ChangeClock interface {
+	Tick() uint64
+	Now() uint64
+}
+
+// ChangePos is a position in a DB's change log: the record at (TS, Pos). The zero ChangePos
+// is before every record.
+type ChangePos struct {
+	TS  uint64
+	Pos uint32
+}
+
+// Less reports whether p is before q.
+func (p ChangePos) Less(q ChangePos) bool {
+	return p.TS < q.TS || p.TS == q.TS && p.Pos < q.Pos
+}
+
+// changeState is a DB's stamping of batches with change records.
+type changeState struct {
+	mu    sync.Mutex
+	clock ChangeClock
+	// inflight are the times of batches stamped and not yet applied, ascending.
+	inflight []uint64
+	// wake is closed, and replaced, when a batch with change records is applied.
+	wake chan struct{}
+	// trimmed is the time below which records were deleted by TrimChanges (read at open).
+	trimmed uint64
+}
+
+// SetChangeClock sets the clock that stamps change records. A DB without one writes no change
+// records (Batch.AddChange records are dropped): tools and tests of the store alone.
+func (db *DB) SetChangeClock(c ChangeClock) {
+	db.changes.mu.Lock()
+	db.changes.clock = c
+	db.changes.mu.Unlock()
+}
+
+// reserve stamps a batch about to apply: its time, registered as in flight until done.
+func (cs *changeState) reserve() (uint64, bool) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.clock == nil {
+		return 0, false
+	}
+	ts := cs.clock.Tick()
+	cs.inflight = append(cs.inflight, ts)
+	return ts, true
+}
+
+// done records that the batch stamped ts was applied (or failed) and wakes the waiters.
+func (cs *changeState) done(ts uint64) {
+	cs.mu.Lock()
+	if i, ok := slices.BinarySearch(cs.inflight, ts); ok {
+		cs.inflight = slices.Delete(cs.inflight, i, i+1)
+	}
+	if cs.wake != nil {
+		close(cs.wake)
+		cs.wake = nil
+	}
+	cs.mu.Unlock()
+}
+
+// ChangesVisible returns the time up to which the change log is complete: every record
+// stamped at or before it is visible to a reader opened after the call, and no record at or
+// before it will be written later.
+func (db *DB) ChangesVisible() uint64 {
+	cs := &db.changes
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if len(cs.inflight) > 0 {
+		return cs.inflight[0] - 1
+	}
+	if cs.clock == nil {
+		return 0
+	}
+	return cs.clock.Now()
+}
+
+// ChangesWake returns a channel closed when the next batch with change records is applied.
+// Take it before reading, so that a batch applied after the read wakes the waiter.
+func (db *DB) ChangesWake() <-chan struct{} {
+	cs := &db.changes
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.wake == nil {
+		cs.wake = make(chan struct{})
+	}
+	return cs.wake
+}
+
+// AddChange adds a change record to the batch: it is written at the batch's time (stamped
+// when it applies), after the records added before it.
+func (b *Batch) AddChange(rec []byte) {
+	b.changes = append(b.changes, rec...)
+	b.changeEnds = append(b.changeEnds, len(b.changes))
+}
+
+// stampChanges writes the batch's change records under its time, reserved now; the caller
+// calls db.changes.done(ts) once the batch is applied. ok is false when there is nothing to
+// stamp.
+func (b *Batch) stampChanges() (ts uint64, ok bool) {
+	if len(b.changeEnds) == 0 {
+		return 0, false
+	}
+	ts, ok = b.db.changes.reserve()
+	if !ok {
+		return 0, false
+	}
+	var key [changeKeyLen]byte
+	start := 0
+	for i, end := range b.changeEnds {
+		_ = b.pb.Set(appendChangeKey(key[:0], ChangePos{TS: ts, Pos: uint32(i)}), b.changes[start:end], nil)
+		start = end
+	}
+	b.ChangeTime = ts
+	return ts, true
+}
+
+// appendChangeKey appends the key of the change record at p.
+func appendChangeKey(dst []byte, p ChangePos) []byte {
+	dst = append(dst, prefixChange)
+	dst = binary.BigEndian.AppendUint64(dst, p.TS)
+	return binary.BigEndian.AppendUint32(dst, p.Pos)
+}
+
+// ReadChanges calls fn with the change records after position after and at or before time
+// upto, in order, until fn returns false. rec is valid during the call only.
+func (db *DB) ReadChanges(after ChangePos, upto uint64, fn func(p ChangePos, rec []byte) bool) error {
+	if upto == 0 || upto < after.TS {
+		return nil
+	}
+	lower := appendChangeKey(nil, after)
+	lower = append(lower, 0) // just past after's key
+	upper := appendChangeKey(nil, ChangePos{TS: upto, Pos: ^uint32(0)})
+	upper = append(upper, 0)
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if len(k) != changeKeyLen {
+			continue
+		}
+		p := ChangePos{TS: binary.BigEndian.Uint64(k[1:9]), Pos: binary.BigEndian.Uint32(k[9:])}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			_ = it.Close()
+			return err
+		}
+		if !fn(p, v) {
+			break
+		}
+	}
+	return it.Close()
+}
+
+// ChangesTrimmed returns the time before which the log was trimmed (TrimChanges): a reader
+// resuming before it has lost history.
+func (db *DB) ChangesTrimmed() uint64 {
+	db.changes.mu.Lock()
+	defer db.changes.mu.Unlock()
+	return db.changes.trimmed
+}
+
+// OldestChange returns the position of the oldest record in the log, or false when it is
+// empty.
+func (db *DB) OldestChange() (ChangePos, bool, error) {
+	var p ChangePos
+	found := false
+	err := db.ReadChanges(ChangePos{}, ^uint64(0), func(q ChangePos, _ []byte) bool {
+		p, found = q, true
+		return false
+	})
+	return p, found, err
+}
+
+// ChangesDiskUsage estimates the bytes on disk of the change records before time before
+// (0: all of them).
+func (db *DB) ChangesDiskUsage(before uint64) (uint64, error) {
+	end := []byte{prefixChange + 1}
+	if before != 0 {
+		end = appendChangeKey(nil, ChangePos{TS: before})
+	}
+	return db.pdb.EstimateDiskUsage([]byte{prefixChange}, end)
+}
+
+// TrimChanges deletes the change records stamped before time before, and records that
+// history before it is gone (synced: a resume point before it must fail after a restart too).
+func (db *DB) TrimChanges(before uint64) error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	pb := db.pdb.NewBatch()
+	defer pb.Close()
+	_ = pb.DeleteRange([]byte{prefixChange}, appendChangeKey(nil, ChangePos{TS: before}), nil)
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], before)
+	_ = pb.Set(changesTrimmedKey, v[:], nil)
+	if err := pb.Commit(pebble.Sync); err != nil {
+		return db.failCommit(err)
+	}
+	db.changes.mu.Lock()
+	db.changes.trimmed = max(db.changes.trimmed, before)
+	db.changes.mu.Unlock()
+	return nil
+}
+
+// changesTrimmedKey holds the time before which the change log was trimmed.
+var changesTrimmedKey = []byte{prefixMeta, metaChanges, 't'}
+
+// loadChangesTrimmed reads the trimmed time at open.
+func (db *DB) loadChangesTrimmed() error {
+	v, closer, err := db.pdb.Get(changesTrimmedKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	if len(v) == 8 {
+		db.changes.trimmed = binary.BigEndian.Uint64(v)
+	}
+	return nil
+}
