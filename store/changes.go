@@ -27,10 +27,12 @@ const prefixChange byte = 'e'
 const changeKeyLen = 1 + 8 + 4
 
 // ChangeClock stamps change records: Tick returns a time later than every time it returned
-// before and than Now; Now the latest time given out (exec/clock.Clock).
+// before and than Now; Now the latest time given out (exec/clock.Clock). Applied is called
+// after each batch with change records is applied: streams waiting for changes wake up.
 type ChangeClock interface {
 	Tick() uint64
 	Now() uint64
+	Applied()
 }
 
 // ChangePos is a position in a DB's change log: the record at (TS, Pos). The zero ChangePos
@@ -51,8 +53,6 @@ type changeState struct {
 	clock ChangeClock
 	// inflight are the times of batches stamped and not yet applied, ascending.
 	inflight []uint64
-	// wake is closed, and replaced, when a batch with change records is applied.
-	wake chan struct{}
 	// trimmed is the time below which records were deleted by TrimChanges (read at open).
 	trimmed uint64
 }
@@ -83,11 +83,9 @@ func (cs *changeState) done(ts uint64) {
 	if i, ok := slices.BinarySearch(cs.inflight, ts); ok {
 		cs.inflight = slices.Delete(cs.inflight, i, i+1)
 	}
-	if cs.wake != nil {
-		close(cs.wake)
-		cs.wake = nil
-	}
+	clock := cs.clock
 	cs.mu.Unlock()
+	clock.Applied()
 }
 
 // ChangesVisible returns the time up to which the change log is complete: every record
@@ -104,18 +102,6 @@ func (db *DB) ChangesVisible() uint64 {
 		return 0
 	}
 	return cs.clock.Now()
-}
-
-// ChangesWake returns a channel closed when the next batch with change records is applied.
-// Take it before reading, so that a batch applied after the read wakes the waiter.
-func (db *DB) ChangesWake() <-chan struct{} {
-	cs := &db.changes
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if cs.wake == nil {
-		cs.wake = make(chan struct{})
-	}
-	return cs.wake
 }
 
 // AddChange adds a change record to the batch: it is written at the batch's time (stamped

@@ -14,6 +14,7 @@ type testClock struct{ t atomic.Uint64 }
 
 func (c *testClock) Tick() uint64 { return c.t.Add(1) }
 func (c *testClock) Now() uint64  { return c.t.Load() }
+func (c *testClock) Applied()     {}
 
 // commitChanges commits one batch carrying a document and the change records recs.
 func commitChanges(t *testing.T, db *DB, recs ...string) uint64 {

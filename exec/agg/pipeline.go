@@ -203,6 +203,8 @@ func Parse(env *Env, arr bsoncore.Array, nested bool) (*Pipeline, error) {
 		}
 		switch {
 		case parse != nil:
+		case name == "$changeStream":
+			return nil, mongoerr.New(mongoerr.Location40602, "$changeStream is only valid as the first stage in a pipeline")
 		case knownStages[name]:
 			return nil, mongoerr.New(mongoerr.NotImplemented, "the %s stage is not supported by cleave", name)
 		default:

@@ -29,6 +29,9 @@ type Overlay struct {
 	stats []statDelta
 	// uniques are the keys taken in unique secondary indexes (uniqueKeyString → the key).
 	uniques map[string]UniqueKey
+	// changes are the change records of the statements, in order: the commit writes them all
+	// at its time (a transaction's events appear at commit, in order).
+	changes [][]byte
 }
 
 // statDelta is one AddStats call.
@@ -85,6 +88,26 @@ func (ov *Overlay) Replay(b Batch) {
 	for _, s := range ov.stats {
 		b.AddStats(s.coll, s.hash, s.dDocs, s.dBytes)
 	}
+	for _, rec := range ov.changes {
+		b.AddChange(rec)
+	}
+}
+
+// MapChanges replaces each change record of the statements by fn's result (a transaction's
+// commit tags them with its session, changes.TagTxn).
+func (ov *Overlay) MapChanges(fn func(rec []byte) []byte) {
+	ov.mu.Lock()
+	defer ov.mu.Unlock()
+	for i, rec := range ov.changes {
+		ov.changes[i] = fn(rec)
+	}
+}
+
+// HasChanges reports whether the statements recorded change records.
+func (ov *Overlay) HasChanges() bool {
+	ov.mu.RLock()
+	defer ov.mu.RUnlock()
+	return len(ov.changes) > 0
 }
 
 // OverlayReader returns a Reader of base (a snapshot) with ov's writes on top. Stats and
@@ -403,6 +426,7 @@ type overlayBatch struct {
 	index   []ovEntry
 	stats   []statDelta
 	uniques []UniqueKey
+	changes [][]byte
 	size    int
 }
 
@@ -453,6 +477,9 @@ func (b *overlayBatch) DeleteIndexEntriesInRange(store.CollID, store.IndexID, ui
 // statement.
 func (b *overlayBatch) SetTxnRecord(_, _ []byte) {}
 
+// AddChange implements Batch: the record joins the transaction with the statement.
+func (b *overlayBatch) AddChange(rec []byte) { b.changes = append(b.changes, slices.Clone(rec)) }
+
 // Len implements Batch.
 func (b *overlayBatch) Len() int { return b.size }
 
@@ -461,7 +488,7 @@ func (b *overlayBatch) Count() uint32 { return uint32(len(b.docs) + len(b.index)
 
 // Empty implements Batch.
 func (b *overlayBatch) Empty() bool {
-	return len(b.docs) == 0 && len(b.index) == 0 && len(b.stats) == 0
+	return len(b.docs) == 0 && len(b.index) == 0 && len(b.stats) == 0 && len(b.changes) == 0
 }
 
 // Commit implements Batch: the writes join the overlay, in order, once Check accepts them.
@@ -484,6 +511,7 @@ func (b *overlayBatch) Commit(bool) error {
 		ov.index[string(e.key)] = e.doc != nil
 	}
 	ov.stats = append(ov.stats, b.stats...)
+	ov.changes = append(ov.changes, b.changes...)
 	for _, u := range b.uniques {
 		ov.uniques[u.String()] = u
 	}
@@ -494,7 +522,7 @@ func (b *overlayBatch) Commit(bool) error {
 
 // Close implements Batch.
 func (b *overlayBatch) Close() {
-	b.docs, b.index, b.stats, b.uniques, b.size = nil, nil, nil, nil, 0
+	b.docs, b.index, b.stats, b.uniques, b.changes, b.size = nil, nil, nil, nil, nil, 0
 }
 
 // Apply implements Batch: the writes join the overlay at once (Commit); there is nothing to

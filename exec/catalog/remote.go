@@ -106,6 +106,7 @@ func (b *remoteBatch) AddStats(store.CollID, uint64, int64, int64)              
 func (b *remoteBatch) DeleteDocRange(store.CollID, uint64, uint64) error               { return b.err }
 func (b *remoteBatch) DeleteIndexData(store.CollID, store.IndexID)                     { b.n++ }
 func (b *remoteBatch) SetTxnRecord([]byte, []byte)                                     { b.n++ }
+func (b *remoteBatch) AddChange([]byte)                                                { b.n++ }
 func (b *remoteBatch) Len() int                                                        { return 0 }
 func (b *remoteBatch) Count() uint32                                                   { return b.n }
 func (b *remoteBatch) Empty() bool                                                     { return b.n == 0 }

@@ -93,6 +93,9 @@ type Batch interface {
 	// SetTxnRecord replaces the transaction record of session lsid, atomically with the
 	// batch's document writes.
 	SetTxnRecord(lsid, rec []byte)
+	// AddChange adds a change record (exec/changes), written at the batch's commit time in
+	// the shard's change log, atomically with the batch (store.Batch.AddChange).
+	AddChange(rec []byte)
 	// Len is the batch's size in bytes; Count its operations; Empty reports no operation.
 	Len() int
 	Count() uint32
@@ -139,6 +142,12 @@ type IndexIter interface {
 
 // Local returns db as a Shard.
 func Local(db *store.DB) Shard { return local{db: db, localReader: localReader{db}} }
+
+// LocalDB returns the store of sh when it is a shard of this process (Local).
+func LocalDB(sh Shard) (*store.DB, bool) {
+	l, ok := sh.(local)
+	return l.db, ok
+}
 
 // local is a Shard over a Pebble store in this process.
 type local struct {

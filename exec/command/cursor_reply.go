@@ -86,7 +86,7 @@ func (e *Server) FirstBatch(ctx context.Context, r *Request, c *cursor.Cursor, n
 		id = e.Cursors.Add(c)
 	}
 	e.Counters.ReturnedDocs.Add(int64(countBatch(out[aidx:])))
-	r.Out = EndCursorReply(out, cidx, aidx, id, c.Ns)
+	r.Out = EndCursorReplyOf(out, cidx, aidx, c, id)
 	return nil
 }
 
@@ -119,6 +119,20 @@ func EndCursorReply(out []byte, cidx, aidx int32, id int64, ns string) []byte {
 	out, _ = bsoncore.AppendArrayEnd(out, aidx)
 	out = bsoncore.AppendInt64Element(out, "id", id)
 	out = bsoncore.AppendStringElement(out, "ns", ns)
+	out, _ = bsoncore.AppendDocumentEnd(out, cidx)
+	return out
+}
+
+// EndCursorReplyOf is EndCursorReply for cursor c (id 0 once closed), with the fields of
+// its Trailer after the batch.
+func EndCursorReplyOf(out []byte, cidx, aidx int32, c *cursor.Cursor, id int64) []byte {
+	if c.Trailer == nil {
+		return EndCursorReply(out, cidx, aidx, id, c.Ns)
+	}
+	out, _ = bsoncore.AppendArrayEnd(out, aidx)
+	out = c.Trailer(out)
+	out = bsoncore.AppendInt64Element(out, "id", id)
+	out = bsoncore.AppendStringElement(out, "ns", c.Ns)
 	out, _ = bsoncore.AppendDocumentEnd(out, cidx)
 	return out
 }

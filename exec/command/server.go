@@ -9,6 +9,7 @@ import (
 
 	"github.com/cleavedb/cleave/exec/access"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/changes"
 	"github.com/cleavedb/cleave/exec/clock"
 	"github.com/cleavedb/cleave/exec/cursor"
 	"github.com/cleavedb/cleave/exec/ddl"
@@ -98,12 +99,16 @@ type Server struct {
 	// Snapshots are the snapshots of snapshot reads, by cluster time.
 	Snapshots *txn.Snapshots
 	Clock     clock.Clock        // cluster time: $clusterTime and operationTime
+	// Changes stamps the local shards' change records with Clock and wakes the change
+	// streams waiting for them.
+	Changes *changes.Hub
 	Conns     sync.Map           // connection id → *Conn, for $currentOp
 	IndexUse  catalog.IndexUsage // $indexStats
 	stop      chan struct{}      // closed by Close
 	SlowOps   params.SlowOps     // which finished commands are logged at Info (the profile command)
-	// Fail is the failCommand failpoint (exec/failpoint).
-	Fail failpoint.FailCommand
+	// Fail is the failCommand failpoint (exec/failpoint); FailGetMore is
+	// failGetMoreAfterCursorCheckout, which getMore evaluates once it has its cursor.
+	Fail, FailGetMore failpoint.FailCommand
 	// BeforeFlip, AfterBuildStart and BeforeGroupLock are the failpoints
 	// pauseMoveBeforeFlip, hangAfterStartingIndexBuild and pauseMultiWriteBeforeLock
 	// (exec/failpoint's gates).
@@ -187,6 +192,7 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 		e.DDL = ddl.New(e.Cat, e.Write, e.Log, ddl.Options{Remote: ddlRemote, Nodes: e.Storage.Cluster,
 			Deleted: &e.Counters.DeletedDocs, Knobs: ddl.Knobs{AfterBuildStart: e.AfterBuildStart.Pass}})
 		e.Storage.Catalog.SetHomePicker(e.Shards.HomeShard)
+		e.startChangeLogs()
 		e.DDL.AbortUnfinished()
 	}
 	var securityRecords *store.Catalog
@@ -207,6 +213,17 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 		e.DDL.StartOrphanSweep()
 	}
 	return e
+}
+
+// startChangeLogs makes every local shard stamp its change records with the cluster time
+// and wake the change streams through e.Changes.
+func (e *Server) startChangeLogs() {
+	e.Changes = &changes.Hub{Clock: &e.Clock}
+	for _, sh := range e.Storage.Shards {
+		if db, ok := catalog.LocalDB(sh); ok {
+			db.SetChangeClock(e.Changes)
+		}
+	}
 }
 
 // Close stops the executor's background work and closes its cursors. Call it after the

@@ -68,6 +68,13 @@ type Cursor struct {
 	Capped              *catalog.CappedState
 	Tail                *query.Tail
 	LimitHit            bool
+	// Waiter, when set, is what an awaitData getMore waits on instead of Capped (a change
+	// stream's hub); Trailer appends fields to the cursor document after the batch (a change
+	// stream's postBatchResumeToken); Ended reports that a tailable cursor is done for good
+	// (an invalidated change stream) and closes.
+	Waiter  interface{ Wait() <-chan struct{} }
+	Trailer func(dst []byte) []byte
+	Ended   func() bool
 }
 
 // Registry holds the open cursors of an Executor.
@@ -316,7 +323,7 @@ func (c *Cursor) KeepTimeLeft(ctx context.Context) {
 // KeepOpen reports whether a cursor whose batch reached the end of its stream (exhausted)
 // stays open: a tailable cursor does, until its limit is reached.
 func (c *Cursor) KeepOpen(exhausted bool) bool {
-	return !exhausted || c.Tailable && !c.LimitHit
+	return !exhausted || c.Tailable && !c.LimitHit && (c.Ended == nil || !c.Ended())
 }
 
 // FillAwait is FillBatch for an awaitData cursor: when the batch finds nothing, it waits for
@@ -325,10 +332,15 @@ func (c *Cursor) FillAwait(ctx context.Context, dst []byte, n int64, wait time.D
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
-		wake := c.Capped.Wait() // before reading: an insert after the read wakes it
+		var wake <-chan struct{} // before reading: an insert after the read wakes it
+		if c.Waiter != nil {
+			wake = c.Waiter.Wait()
+		} else {
+			wake = c.Capped.Wait()
+		}
 		start := len(dst)
 		out, exhausted, err := c.FillBatch(ctx, dst, n)
-		if err != nil || len(out) > start || !exhausted || c.LimitHit {
+		if err != nil || len(out) > start || !exhausted || c.LimitHit || c.Ended != nil && c.Ended() {
 			return out, exhausted, err
 		}
 		select {

@@ -251,6 +251,19 @@ func (fp *FailCommand) Entered() int64 {
 	return fp.mu.entered
 }
 
+// ConfigureAll is Configure for a failpoint that applies to every command it is evaluated
+// for, whatever its data's failCommands (failGetMoreAfterCursorCheckout: evaluated by getMore
+// only, once it has checked its cursor out).
+func (fp *FailCommand) ConfigureAll(modeV, dataV bsoncore.Value) (int64, error) {
+	n, err := fp.Configure(modeV, dataV)
+	if err == nil {
+		fp.mu.Lock()
+		fp.mu.data.failAll = true
+		fp.mu.Unlock()
+	}
+	return n, err
+}
+
 // Configure sets the failpoint's mode ("off", "alwaysOn", {times: n}, {skip: n} or
 // {activationProbability: p}) and data (data's Type 0: none), and returns how many times it
 // had fired.

@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"crypto/sha256"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/changes"
 	"github.com/cleavedb/cleave/exec/params"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/store"
@@ -297,6 +299,7 @@ func (reg *Registry) Commit(tx *Txn) (*write.Retry, error) {
 	}
 	b := sh.NewBatch()
 	defer b.Close()
+	tx.ov.MapChanges(func(rec []byte) []byte { return changes.TagTxn(rec, lsidDoc(tx.LSID), tx.Number) })
 	tx.ov.Replay(b)
 	b.SetTxnRecord(tx.LSID[:], rec)
 	if err := b.Commit(true); err != nil {
@@ -305,4 +308,11 @@ func (reg *Registry) Commit(tx *Txn) (*write.Retry, error) {
 	}
 	tx.finish(Committed)
 	return rt, nil
+}
+
+// lsidDoc is session lsid as change events show it: {id, uid}, uid the SHA-256 of the
+// session's user, empty without authentication (mongod's makeLogicalSessionId).
+func lsidDoc(lsid [16]byte) bsoncore.Document {
+	uid := sha256.Sum256(nil)
+	return bsoncore.NewDocumentBuilder().AppendBinary("id", 4, lsid[:]).AppendBinary("uid", 0, uid[:]).Build()
 }

@@ -123,7 +123,7 @@ func (wr *Writer) evictCapped() error {
 		if cw.deleted[it.Hash()] {
 			continue
 		}
-		w := DocWrite{Hash: it.Hash(), ID: slices.Clone(it.ID()), Old: slices.Clone(it.Doc())}
+		w := DocWrite{Hash: it.Hash(), ID: slices.Clone(it.ID()), Old: slices.Clone(it.Doc()), Unrecorded: true}
 		if err := wr.Stage(&w); err != nil {
 			_ = it.Close()
 			return err
@@ -143,7 +143,7 @@ func (wr *Writer) evictCapped() error {
 		if cw.deleted[in.Hash] {
 			continue
 		}
-		w := DocWrite{Hash: in.Hash, ID: in.ID, Old: in.New}
+		w := DocWrite{Hash: in.Hash, ID: in.ID, Old: in.New, Unrecorded: true}
 		if err := wr.Stage(&w); err != nil {
 			return err
 		}

@@ -169,7 +169,7 @@ func (op *Op) compute(ci *catalog.Coll, c *Candidate) {
 func (op *Op) Write(c *Candidate) DocWrite {
 	w := DocWrite{Hash: c.Hash, ID: c.ID, Old: c.Doc}
 	if op.Upd != nil && c.Changed {
-		w.New, w.NewHash, w.Paths = c.New, c.NewHash, op.Upd.ModifiedPaths()
+		w.New, w.NewHash, w.Paths, w.Replace = c.New, c.NewHash, op.Upd.ModifiedPaths(), op.Upd.IsReplacement()
 	}
 	return w
 }

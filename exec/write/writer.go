@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/changes"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 )
@@ -27,6 +28,9 @@ type DocWrite struct {
 	// may have changed (update.Update.ModifiedPaths): new equals old elsewhere, and the
 	// indexes that read none of them keep their entries (untouched). Nil: any may differ.
 	Paths []string
+	// Replace marks a replacement (change streams report it as such, not as an update);
+	// Unrecorded a write that change streams do not see (a capped collection's eviction).
+	Replace, Unrecorded bool
 }
 
 // Writer stages document writes of one collection into atomic per-shard batches, keeping
@@ -64,11 +68,15 @@ type Writer struct {
 	capped *cappedWrites
 	// ins holds the index keys of the insert being staged (insertkeys.go).
 	ins insertKeys
+	// recorded reports that the collection's writes leave change records (changes.Recorded,
+	// set with ci); recbuf is the scratch they are built in.
+	recorded bool
+	recbuf   []byte
 }
 
 // NewWriter returns a writer for collection ci.
 func (wp *Path) NewWriter(ci *catalog.Coll) *Writer {
-	return &Writer{p: wp, ci: ci}
+	return &Writer{p: wp, ci: ci, recorded: changes.Recorded(ci)}
 }
 
 // LockHashes returns the key-lock hashes a write of w needs: its document key and the keys
@@ -261,6 +269,14 @@ func (wr *Writer) stageDoc(w *DocWrite, oldShard, newShard int, newHash uint64) 
 	}
 	if w.New != nil {
 		wr.noteTouched(newShard)
+	}
+	if !w.Unrecorded && wr.recorded {
+		s := newShard
+		if w.New == nil {
+			s = oldShard
+		}
+		wr.recbuf = changes.AppendRecord(wr.recbuf[:0], ci, &changes.Write{Hash: newHash, ID: w.ID, Old: w.Old, New: w.New, Replace: w.Replace})
+		wr.batch(s).AddChange(wr.recbuf)
 	}
 	if ci.TS != nil { // time-series: the slots this write took and freed (timeseries.go)
 		wr.markMeasurement(w)

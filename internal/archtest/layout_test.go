@@ -47,10 +47,13 @@ var rules = map[string]rule{
 	"exec/catalog": {[]string{"bsonx", "exec/collation", "exec/expr", "exec/geo", "exec/match", "shard", "store", "wire/mongoerr"},
 		"execution's view of collections and shards sits below the read and write paths"},
 
+	"exec/changes": {[]string{"bsonx", "exec/catalog", "exec/stream", "shard", "store", "wire/mongoerr"},
+		"change records and the streams that read them: below the write path, which records every write"},
+
 	// The read and write paths: sharding plugs into them through interfaces they declare.
 	"exec/query": {[]string{"bsonx", "exec/catalog", "exec/expr", "exec/geo", "exec/match", "exec/project", "exec/stream", "shard", "store", "wire/mongoerr"},
 		"the read path: no writes, pipelines, DDL or sharding (its meters come in through query.Options)"},
-	"exec/write": {[]string{"bsonx", "exec/catalog", "exec/expr", "exec/match", "exec/project", "exec/query", "exec/update", "shard", "store", "wire", "wire/mongoerr"},
+	"exec/write": {[]string{"bsonx", "exec/catalog", "exec/changes", "exec/expr", "exec/match", "exec/project", "exec/query", "exec/update", "shard", "store", "wire", "wire/mongoerr"},
 		"the write path: reads through query; no pipelines, DDL or sharding (it comes in through StageHook)"},
 
 	// What builds on reads and writes.
@@ -72,11 +75,11 @@ var rules = map[string]rule{
 		"logical sessions: their cache, checkout, expiry and kill patterns, over cursors and transactions"},
 	"exec/clock":  {[]string{"bsonx", "wire/mongoerr"}, "the cluster time: a leaf every command's reply reads"},
 	"exec/params": {[]string{"bsonx", "wire/mongoerr"}, "the server parameters that change at runtime: a leaf"},
-	"exec/txn": {[]string{"bsonx", "exec/catalog", "exec/clock", "exec/params", "exec/query", "exec/sharding", "exec/write", "store", "wire/mongoerr"},
+	"exec/txn": {[]string{"bsonx", "exec/catalog", "exec/changes", "exec/clock", "exec/params", "exec/query", "exec/sharding", "exec/write", "store", "wire/mongoerr"},
 		"transactions and snapshot reads run the read and write paths over views of a shard"},
 
 	// The command kit: requests, the command table and the services, which the families use.
-	"exec/command": {[]string{"auth", "exec/access", "exec/args", "exec/catalog", "exec/clock", "exec/cursor", "exec/ddl", "exec/failpoint", "exec/metrics", "exec/params", "exec/query", "exec/route", "exec/session", "exec/sharding", "exec/stream", "exec/txn", "exec/write", "shard", "store", "wire", "wire/mongoerr"},
+	"exec/command": {[]string{"auth", "exec/access", "exec/args", "exec/catalog", "exec/changes", "exec/clock", "exec/cursor", "exec/ddl", "exec/failpoint", "exec/metrics", "exec/params", "exec/query", "exec/route", "exec/session", "exec/sharding", "exec/stream", "exec/txn", "exec/write", "shard", "store", "wire", "wire/mongoerr"},
 		"the command kit: what every family of commands shares, below them all"},
 
 	// The command families: the handlers, by what they are about.
@@ -84,9 +87,9 @@ var rules = map[string]rule{
 		"commands about the server itself: handshake, diagnostics, parameters"},
 	"exec/command/users": {[]string{"auth", "bsonx", "exec/access", "exec/args", "exec/command", "store", "wire/mongoerr"},
 		"authentication and the user and role commands, over exec/access"},
-	"exec/command/crud": {[]string{"auth", "bsonx", "exec/agg", "exec/args", "exec/catalog", "exec/collation", "exec/command", "exec/cursor", "exec/ddl", "exec/explain", "exec/expr", "exec/match", "exec/project", "exec/query", "exec/route", "exec/sharding", "exec/stream", "exec/update", "exec/write", "store", "wire/mongoerr"},
+	"exec/command/crud": {[]string{"auth", "bsonx", "exec/agg", "exec/args", "exec/catalog", "exec/changes", "exec/collation", "exec/command", "exec/cursor", "exec/ddl", "exec/explain", "exec/expr", "exec/match", "exec/project", "exec/query", "exec/route", "exec/sharding", "exec/stream", "exec/update", "exec/write", "store", "wire/mongoerr"},
 		"the commands that read and write documents, and aggregation"},
-	"exec/command/colls": {[]string{"auth", "bsonx", "exec/args", "exec/catalog", "exec/collation", "exec/command", "exec/command/crud", "exec/ddl", "exec/match", "exec/query", "exec/route", "exec/sharding", "exec/validate", "shard", "store", "wire/mongoerr"},
+	"exec/command/colls": {[]string{"auth", "bsonx", "exec/args", "exec/catalog", "exec/changes", "exec/collation", "exec/command", "exec/command/crud", "exec/ddl", "exec/match", "exec/query", "exec/route", "exec/sharding", "exec/validate", "shard", "store", "wire/mongoerr"},
 		"the commands that define and place collections; views' pipelines are CRUD's to parse"},
 	"exec/command/node": {[]string{"auth", "bsonx", "exec/catalog", "exec/command", "exec/command/crud", "exec/cursor", "exec/query", "exec/route", "exec/sharding", "exec/validate", "exec/write", "store", "wire/mongoerr"},
 		"the internal commands an owner answers for other nodes, sharing CRUD's statement compilers"},

@@ -77,6 +77,7 @@ const (
 	CursorInUse                              Code = 143
 	ExceededMemoryLimit                      Code = 146
 	StaleEpoch                               Code = 150
+	FailedToSatisfyReadPreference            Code = 133
 	ChunkTooBig                              Code = 153
 	IncompatibleCollationVersion             Code = 161
 	ViewDepthLimitExceeded                   Code = 165
@@ -96,6 +97,7 @@ const (
 	KeyNotFound                              Code = 211
 	IllegalOpMsgFlag                         Code = 223
 	TransactionTooOld                        Code = 225
+	RetryChangeStream                        Code = 234
 	CursorKilled                             Code = 237
 	NotImplemented                           Code = 238
 	SnapshotTooOld                           Code = 239
@@ -112,7 +114,10 @@ const (
 	PreparedTransactionInProgress            Code = 267
 	IndexBuildAborted                        Code = 276
 	ClientDisconnect                         Code = 279
+	ChangeStreamFatalError                   Code = 280
+	InvalidResumeToken                       Code = 260
 	WouldChangeOwningShard                   Code = 283
+	ChangeStreamHistoryLost                  Code = 286
 	ChecksumMismatch                         Code = 288
 	NoQueryExecutionPlans                    Code = 291
 	QueryExceededMemoryLimitNoDiskUseAllowed Code = 292
@@ -160,6 +165,14 @@ const (
 	Location51108 Code = 51108 // invalid regex flag
 )
 
+// Assertion sites of change streams ($changeStream).
+const (
+	Location40573 Code = 40573 // $changeStream may not be opened on the internal databases
+	Location40674 Code = 40674 // only one resume option
+	Location50808 Code = 50808 // $changeStream's argument must be a document
+	Location31123 Code = 31123 // allChangesForCluster only on the admin database
+)
+
 // Assertion sites of clustered collections (create's clusteredIndex, collMod).
 const (
 	Location5979700 Code = 5979700 // clusteredIndex requires unique: true
@@ -183,6 +196,8 @@ var names = map[Code]string{
 	SnapshotUnavailable:                      "SnapshotUnavailable",
 	SnapshotTooOld:                           "SnapshotTooOld",
 	StaleEpoch:                               "StaleEpoch",
+	RetryChangeStream:                        "RetryChangeStream",
+	FailedToSatisfyReadPreference:            "FailedToSatisfyReadPreference",
 	StaleShardVersion:                        "StaleShardVersion",
 	OK:                                       "OK",
 	InternalError:                            "InternalError",
@@ -215,6 +230,9 @@ var names = map[Code]string{
 	ConflictingUpdateOperators:               "ConflictingUpdateOperators",
 	CursorNotFound:                           "CursorNotFound",
 	NoMatchingDocument:                       "NoMatchingDocument",
+	ChangeStreamFatalError:                   "ChangeStreamFatalError",
+	InvalidResumeToken:                       "InvalidResumeToken",
+	ChangeStreamHistoryLost:                  "ChangeStreamHistoryLost",
 	NamespaceExists:                          "NamespaceExists",
 	MaxTimeMSExpired:                         "MaxTimeMSExpired",
 	DollarPrefixedFieldName:                  "DollarPrefixedFieldName",

@@ -12,6 +12,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/changes"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/store"
@@ -60,7 +61,11 @@ func (h *Handlers) create(ctx context.Context, r *command.Request) error {
 		if sh != nil {
 			return mongoerr.New(mongoerr.InvalidOptions, "option not supported on a view: shardKey")
 		}
-		return h.CRUD.CreateView(r.DB, name, opts)
+		if err := h.CRUD.CreateView(r.DB, name, opts); err != nil {
+			return err
+		}
+		h.recordCreate(h.Storage.Catalog.State().Collection(r.DB, name))
+		return nil
 	}
 	if sh != nil {
 		return h.createWithSharding(r.DB, name, opts, sh)
@@ -80,10 +85,11 @@ func (h *Handlers) create(ctx context.Context, r *command.Request) error {
 	if x, ok := collatedIDIndex(opts); ok {
 		indexes = append([]store.Index{x}, indexes...)
 	}
-	_, err = h.Storage.Catalog.CreateCollection(store.Collection{DB: r.DB, Name: name, Options: opts, Indexes: indexes})
+	created, err := h.Storage.Catalog.CreateCollection(store.Collection{DB: r.DB, Name: name, Options: opts, Indexes: indexes})
 	if err != nil {
 		return catalog.ChangeError(err, r.DB, name)
 	}
+	h.recordCreate(created)
 	h.Log.Info("created collection", zap.String("ns", r.DB+"."+name))
 	return nil
 }
@@ -120,6 +126,7 @@ func (h *Handlers) drop(ctx context.Context, r *command.Request) error {
 	if err != nil {
 		return catalog.StoreError(err)
 	}
+	h.RecordChange(&changes.DDL{Op: changes.OpDrop, DB: c.DB, Coll: c.Name, UUID: c.UUID[:]})
 	if catalog.IsView(c) { // no data, no indexes
 		h.Log.Info("dropped view", zap.String("ns", r.DB+"."+name))
 		r.Out = bsoncore.AppendStringElement(r.Out, "ns", r.DB+"."+name)
@@ -152,7 +159,9 @@ func (h *Handlers) dropDatabase(ctx context.Context, r *command.Request) error {
 	}
 	for _, c := range colls {
 		h.Cat.DeleteData(c)
+		h.RecordChange(&changes.DDL{Op: changes.OpDrop, DB: c.DB, Coll: c.Name, UUID: c.UUID[:]})
 	}
+	h.RecordChange(&changes.DDL{Op: changes.OpDropDatabase, DB: r.DB})
 	h.Log.Info("dropped database", zap.String("db", r.DB), zap.Int("collections", len(colls)))
 	r.Out = bsoncore.AppendStringElement(r.Out, "dropped", r.DB)
 	return nil
@@ -209,7 +218,7 @@ func (h *Handlers) renameCollection(ctx context.Context, r *command.Request) err
 		return err
 	}
 	defer unlock()
-	_, dropped, err := h.Storage.Catalog.RenameCollection(fromDB, fromColl, toDB, toColl, dropTarget)
+	renamed, dropped, err := h.Storage.Catalog.RenameCollection(fromDB, fromColl, toDB, toColl, dropTarget)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s does not exist", from)
@@ -221,8 +230,21 @@ func (h *Handlers) renameCollection(ctx context.Context, r *command.Request) err
 	if dropped != nil {
 		h.Cat.DeleteData(dropped)
 	}
+	h.RecordChange(renameEvent(fromDB, fromColl, renamed, dropped))
 	h.Log.Info("renamed collection", zap.String("from", from), zap.String("to", to))
 	return nil
+}
+
+// renameEvent is the change event of the rename of fromDB.fromColl into renamed, dropping
+// dropped (nil: none), with its operationDescription ({to, dropTarget}).
+func renameEvent(fromDB, fromColl string, renamed, dropped *store.Collection) *changes.DDL {
+	b := bsoncore.NewDocumentBuilder().AppendDocument("to", bsoncore.NewDocumentBuilder().
+		AppendString("db", renamed.DB).AppendString("coll", renamed.Name).Build())
+	if dropped != nil {
+		b.AppendBinary("dropTarget", 4, dropped.UUID[:])
+	}
+	return &changes.DDL{Op: changes.OpRename, DB: fromDB, Coll: fromColl, UUID: renamed.UUID[:],
+		ToDB: renamed.DB, ToColl: renamed.Name, Desc: b.Build()}
 }
 
 // parseNamespace splits and validates a full namespace "db.coll".

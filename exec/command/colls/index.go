@@ -10,6 +10,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/changes"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/store"
@@ -151,6 +152,11 @@ func (h *Handlers) ensureIndexes(ctx context.Context, db, coll string, indexes [
 		if err := h.DDL.Build(ctx, c, todo); err != nil {
 			return ensureResult{}, err
 		}
+		names := make([]string, len(todo))
+		for i := range todo {
+			names[i] = todo[i].Name
+		}
+		h.recordIndexes(changes.OpCreateIndexes, h.Storage.Catalog.State().Collection(db, coll), names)
 	}
 	return res, nil
 }

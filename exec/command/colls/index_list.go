@@ -9,6 +9,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/changes"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/store"
@@ -134,6 +135,7 @@ func (h *Handlers) dropIndexes(ctx context.Context, r *command.Request) error {
 			return catalog.ChangeError(err, r.DB, name)
 		}
 		h.DDL.DeleteIndexData(c, ids)
+		h.recordIndexes(changes.OpDropIndexes, c, indexNames(c, ids))
 		h.Log.Info("dropped indexes", zap.String("ns", r.DB+"."+name), zap.Int("count", len(ids)))
 	}
 	r.Out = bsoncore.AppendInt32Element(r.Out, "nIndexesWas", int32(was))
@@ -199,4 +201,15 @@ func indexByName(c *store.Collection, name string) (store.IndexID, error) {
 		return 0, mongoerr.New(mongoerr.IndexNotFound, "index not found with name [%s]", name)
 	}
 	return x.ID, nil
+}
+
+// indexNames returns the names of the indexes ids of c.
+func indexNames(c *store.Collection, ids []store.IndexID) []string {
+	var names []string
+	for _, x := range c.Indexes {
+		if ddl.ContainsID(ids, x.ID) {
+			names = append(names, x.Name)
+		}
+	}
+	return names
 }

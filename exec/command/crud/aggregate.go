@@ -134,6 +134,9 @@ func (h *Handlers) aggregate(ctx context.Context, r *command.Request) error {
 // through a view comes to (view.go): its pipeline goes before a.pipeline and the
 // pipeline reads the collection under it, while the cursor keeps the view's namespace.
 func (h *Handlers) runAggregate(ctx context.Context, r *command.Request, a *aggregateArgs) error {
+	if isChangeStream(a.pipeline) {
+		return h.watch(ctx, r, a)
+	}
 	ns := r.DB + "." + a.coll // the view's name, when a.coll is one
 	env, p, err := h.parsePipeline(r, a)
 	if err != nil {

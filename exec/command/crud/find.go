@@ -160,6 +160,10 @@ func (h *Handlers) getMore(ctx context.Context, r *command.Request) error {
 		h.Cursors.Done(c, true) // mongod kills the cursor with its plan
 		return err
 	}
+	if err := h.GetMoreCheckedOut(ctx, r, c); err != nil {
+		h.Cursors.Done(c, true)
+		return command.LabelResumable(c, err)
+	}
 	ctx, cancel := c.Deadline(ctx)
 	defer cancel()
 	if ctx.Err() != nil { // the opening command's maxTimeMS is spent
@@ -175,7 +179,7 @@ func (h *Handlers) getMore(ctx context.Context, r *command.Request) error {
 	}
 	if err != nil {
 		h.Cursors.Done(c, true)
-		return query.TimeLimitError(ctx, err)
+		return command.LabelResumable(c, query.TimeLimitError(ctx, err))
 	}
 	c.KeepTimeLeft(ctx)
 	exhausted = !c.KeepOpen(exhausted)
@@ -183,7 +187,7 @@ func (h *Handlers) getMore(ctx context.Context, r *command.Request) error {
 	if exhausted {
 		id = 0
 	}
-	r.Out = command.EndCursorReply(out, cidx, aidx, id, ns)
+	r.Out = command.EndCursorReplyOf(out, cidx, aidx, c, id)
 	return nil
 }
 

@@ -47,6 +47,13 @@ func (h *Handlers) configureFailPoint(_ context.Context, r *command.Request) err
 		return h.pauseGate(r, &h.AfterBuildStart)
 	case "pauseMultiWriteBeforeLock":
 		return h.pauseGate(r, &h.BeforeGroupLock)
+	case "failGetMoreAfterCursorCheckout":
+		count, err := h.FailGetMore.ConfigureAll(r.Body.Lookup("mode"), r.Body.Lookup("data"))
+		if err != nil {
+			return err
+		}
+		r.Out = bsonx.AppendNumber(r.Out, "count", count)
+		return nil
 	}
 	if name != "failCommand" {
 		return mongoerr.New(mongoerr.FailPointSetFailed, "%s not found", name)

@@ -1,0 +1,247 @@
+package changes
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// expandedOps are the operation types a stream reports only with showExpandedEvents.
+var expandedOps = map[string]bool{OpCreate: true, OpCreateIndexes: true, OpDropIndexes: true, OpModify: true}
+
+// str returns the string field key of rec, "" if absent.
+func str(rec bsoncore.Document, key string) string {
+	v, err := rec.LookupErr(key)
+	if err != nil {
+		return ""
+	}
+	s, _ := v.StringValueOK()
+	return s
+}
+
+// sees reports whether the stream's scope covers namespace db.coll.
+func (r *Reader) sees(db, coll string) bool {
+	switch {
+	case db == "admin" || db == "config" || db == "local":
+		return false
+	case r.opts.DB == "":
+		return !strings.HasPrefix(coll, "system.")
+	case r.opts.DB != db:
+		return false
+	case r.opts.Coll == "":
+		return !strings.HasPrefix(coll, "system.")
+	}
+	return r.opts.Coll == coll
+}
+
+// event turns record rc into the change event the stream returns, or nil when the stream
+// does not report it. An event that invalidates the stream (its collection dropped or renamed,
+// its database dropped) queues the invalidate event.
+func (r *Reader) event(rc *record) (bsoncore.Document, error) {
+	rec := rc.rec
+	op, db, coll := str(rec, fOp), str(rec, fDB), str(rec, fColl)
+	switch {
+	case op == OpDropDatabase:
+		if r.opts.DB != db || r.opts.Coll != "" {
+			return nil, nil // a collection's stream sees the drops of its collection, then invalidates
+		}
+	case !r.sees(db, coll):
+		return nil, nil
+	case expandedOps[op] && !r.opts.ShowExpandedEvents:
+		return nil, nil
+	}
+	out, err := r.appendEvent(nil, rc, op)
+	if err != nil {
+		return nil, err
+	}
+	if r.invalidates(op) {
+		tok := rc.tok
+		tok.Invalidate = true
+		r.invalidate = &record{tok: tok, rec: rec}
+	}
+	return out, nil
+}
+
+// invalidates reports whether an event of type op seen by the stream ends it.
+func (r *Reader) invalidates(op string) bool {
+	switch {
+	case r.opts.DB == "":
+		return false
+	case r.opts.Coll == "":
+		return op == OpDropDatabase
+	}
+	return op == OpDrop || op == OpRename
+}
+
+// appendEvent appends the change event of rc, of type op, to dst.
+func (r *Reader) appendEvent(dst []byte, rc *record, op string) ([]byte, error) {
+	rec := rc.rec
+	idx, dst := bsoncore.AppendDocumentStart(dst)
+	dst = bsoncore.AppendHeader(dst, bsoncore.TypeEmbeddedDocument, "_id")
+	dst = rc.tok.AppendDoc(dst)
+	dst = bsoncore.AppendStringElement(dst, "operationType", op)
+	dst = bsoncore.AppendTimestampElement(dst, "clusterTime", uint32(rc.tok.TS>>32), uint32(rc.tok.TS))
+	if v, err := rec.LookupErr(fWall); err == nil {
+		dst = bsoncore.AppendValueElement(dst, "wallTime", v)
+	}
+	if v, err := rec.LookupErr(fUUID); err == nil && r.opts.ShowExpandedEvents {
+		dst = bsoncore.AppendValueElement(dst, "collectionUUID", v)
+	}
+	if op == OpInsert || op == OpReplace {
+		dst = appendField(dst, "fullDocument", rec, fDoc)
+	}
+	nidx, dst := bsoncore.AppendDocumentElementStart(dst, "ns")
+	dst = bsoncore.AppendStringElement(dst, "db", str(rec, fDB))
+	if op != OpDropDatabase {
+		dst = bsoncore.AppendStringElement(dst, "coll", str(rec, fColl))
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, nidx)
+	dst = appendField(dst, "documentKey", rec, fKey)
+	if op == OpUpdate {
+		dst = r.appendUpdateDescription(dst, rec)
+		var err error
+		if dst, err = r.appendPostImage(dst, rc); err != nil {
+			return nil, err
+		}
+	}
+	if op == OpUpdate || op == OpReplace || op == OpDelete {
+		var err error
+		if dst, err = r.appendPreImage(dst, rc); err != nil {
+			return nil, err
+		}
+	}
+	dst = appendField(dst, "lsid", rec, fLSID)
+	dst = appendField(dst, "txnNumber", rec, fTxn)
+	if op == OpRename {
+		dst = appendField(dst, "to", rec, fTo)
+	}
+	if r.opts.ShowExpandedEvents {
+		dst = appendField(dst, "operationDescription", rec, fOpDesc)
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst, nil
+}
+
+// appendUpdateDescription appends an update's description, without disambiguatedPaths
+// unless the stream shows expanded events.
+func (r *Reader) appendUpdateDescription(dst []byte, rec bsoncore.Document) []byte {
+	v, err := rec.LookupErr(fUpdate)
+	if err != nil {
+		return dst
+	}
+	if r.opts.ShowExpandedEvents {
+		return bsoncore.AppendValueElement(dst, "updateDescription", v)
+	}
+	idx, dst := bsoncore.AppendDocumentElementStart(dst, "updateDescription")
+	elems, _ := v.Document().Elements()
+	for _, el := range elems {
+		if el.Key() != "disambiguatedPaths" {
+			dst = append(dst, el...)
+		}
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
+}
+
+// appendField appends rec's field from as field to, if rec has it.
+func appendField(dst []byte, to string, rec bsoncore.Document, from string) []byte {
+	if v, err := rec.LookupErr(from); err == nil {
+		dst = bsoncore.AppendValueElement(dst, to, v)
+	}
+	return dst
+}
+
+// appendPostImage appends an update event's fullDocument as the stream's fullDocument
+// option asks: the document as it is now (updateLookup), or the post-image the collection
+// kept (whenAvailable, required).
+func (r *Reader) appendPostImage(dst []byte, rc *record) ([]byte, error) {
+	switch r.opts.FullDocument {
+	case "updateLookup":
+		doc, err := r.lookup(rc.rec)
+		if err != nil {
+			return nil, err
+		}
+		if doc == nil {
+			return bsoncore.AppendNullElement(dst, "fullDocument"), nil
+		}
+		return bsoncore.AppendDocumentElement(dst, "fullDocument", doc), nil
+	case "whenAvailable", "required":
+		if v, err := rc.rec.LookupErr(fPost); err == nil {
+			return bsoncore.AppendValueElement(dst, "fullDocument", v), nil
+		}
+		if r.opts.FullDocument == "required" {
+			return nil, imageMissing("post", rc)
+		}
+		return bsoncore.AppendNullElement(dst, "fullDocument"), nil
+	}
+	return dst, nil
+}
+
+// appendPreImage appends fullDocumentBeforeChange as the stream's option asks.
+func (r *Reader) appendPreImage(dst []byte, rc *record) ([]byte, error) {
+	switch r.opts.BeforeChange {
+	case "whenAvailable", "required":
+		if v, err := rc.rec.LookupErr(fPre); err == nil {
+			return bsoncore.AppendValueElement(dst, "fullDocumentBeforeChange", v), nil
+		}
+		if r.opts.BeforeChange == "required" {
+			return nil, imageMissing("pre", rc)
+		}
+		return bsoncore.AppendNullElement(dst, "fullDocumentBeforeChange"), nil
+	}
+	return dst, nil
+}
+
+// imageMissing is MongoDB's error for a required image the collection did not keep.
+func imageMissing(kind string, rc *record) error {
+	return mongoerr.New(mongoerr.NoMatchingDocument,
+		"Change stream was configured to require a %s-image for all update, delete and replace events, but the %s-image was not found for event: {ts: Timestamp(%d, %d)}",
+		kind, kind, rc.tok.TS>>32, uint32(rc.tok.TS))
+}
+
+// lookup returns the current version of an update's document (updateLookup), nil when it
+// is gone or its collection is not the one the event is about.
+func (r *Reader) lookup(rec bsoncore.Document) (bsoncore.Document, error) {
+	ci, err := r.cat.Lookup(str(rec, fDB), str(rec, fColl))
+	if err != nil || ci == nil || ci.View != nil {
+		return nil, nil //nolint:nilerr // a collection gone since: the document is gone
+	}
+	if v, err := rec.LookupErr(fUUID); err == nil {
+		if _, data, ok := v.BinaryOK(); ok && !bytes.Equal(data, ci.Meta.UUID[:]) {
+			return nil, nil
+		}
+	}
+	h, _ := rec.LookupErr(fHash)
+	idv, _ := rec.LookupErr(fID)
+	_, id, _ := idv.BinaryOK()
+	hash := uint64(h.Int64())
+	sh := r.cat.Shards()[ci.Map.Partition(ci.Map.Locate(hash)).Shard]
+	doc, err := sh.GetDoc(ci.Meta.ID, hash, id, nil)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, catalog.StoreError(err)
+	}
+	return doc, nil
+}
+
+// appendInvalidate appends the invalidate event that follows record inv.
+func appendInvalidate(dst []byte, inv *record) bsoncore.Document {
+	idx, dst := bsoncore.AppendDocumentStart(dst)
+	dst = bsoncore.AppendHeader(dst, bsoncore.TypeEmbeddedDocument, "_id")
+	dst = inv.tok.AppendDoc(dst)
+	dst = bsoncore.AppendStringElement(dst, "operationType", OpInvalidate)
+	dst = bsoncore.AppendTimestampElement(dst, "clusterTime", uint32(inv.tok.TS>>32), uint32(inv.tok.TS))
+	if v, err := inv.rec.LookupErr(fWall); err == nil {
+		dst = bsoncore.AppendValueElement(dst, "wallTime", v)
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
+}

@@ -1,0 +1,235 @@
+package changes
+
+import (
+	"bytes"
+	"context"
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/stream"
+	"github.com/cleavedb/cleave/shard"
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// Source is a shard whose change log a stream reads.
+type Source struct {
+	Shard uint32
+	DB    *store.DB
+}
+
+// Scope is what a stream watches: a collection, a database (Coll ""), or every database of
+// the deployment (DB "").
+type Scope struct{ DB, Coll string }
+
+// Options are a stream's $changeStream options, parsed (options.go).
+type Options struct {
+	Scope
+	FullDocument       string // "default", "updateLookup", "whenAvailable", "required"
+	BeforeChange       string // fullDocumentBeforeChange: "off", "whenAvailable", "required"
+	ShowExpandedEvents bool
+	// Start is the position the stream reads after (resumeAfter, startAfter, or the time the
+	// stream opened, startAtOperationTime).
+	Start Token
+	// Resumed reports that Start came from the client (a resume point to check).
+	Resumed bool
+}
+
+// readAhead is how many records a fill reads from one shard (more when one batch of a shard
+// holds more: a fill always ends at a time boundary).
+const readAhead = 256
+
+// Reader is the stream of change events of the shards' logs, merged in (time, shard, position)
+// order, from a start position: a stream.Stream whose Next returns nil at the end of what is
+// visible now, and the next events when called again later (a tailable cursor's stream).
+type Reader struct {
+	opts Options
+	cat  *catalog.Catalog
+	src  []Source
+	// pos is the last event read (returned or filtered out), or the high-water mark that
+	// every event up to it was read.
+	pos Token
+	// buf are the events read ahead, in order; frontier is the time up to which every
+	// shard's log was read into buf.
+	buf      []record
+	frontier uint64
+	// invalidate is set once the stream's collection or database went away: the
+	// invalidate event comes next, and after it ended.
+	invalidate *record
+	ended      bool
+	// Examined and Bytes count the records read, for the stream's charge.
+	Examined, Bytes int64
+}
+
+// record is a change record read from a shard's log.
+type record struct {
+	tok Token
+	rec bsoncore.Document
+}
+
+// Open returns the reader of sources' change logs for opts, or ChangeStreamHistoryLost
+// when a resume point is older than what the logs keep.
+func Open(cat *catalog.Catalog, src []Source, opts Options) (*Reader, error) {
+	r := &Reader{opts: opts, cat: cat, src: src, pos: opts.Start}
+	if opts.Resumed {
+		for _, s := range src {
+			if trimmed := s.DB.ChangesTrimmed(); trimmed != 0 && opts.Start.TS < trimmed {
+				return nil, mongoerr.New(mongoerr.ChangeStreamHistoryLost,
+					"Resume of change stream was not possible, as the resume point may no longer be in the oplog.")
+			}
+		}
+	}
+	return r, nil
+}
+
+// Frontier returns the time every shard has made visible: the start of a stream opened now.
+func Frontier(src []Source) uint64 {
+	w := ^uint64(0)
+	for _, s := range src {
+		w = min(w, s.DB.ChangesVisible())
+	}
+	if w == ^uint64(0) {
+		return 0
+	}
+	return w
+}
+
+// Next implements stream.Stream: the next event, or nil when there is none now.
+func (r *Reader) Next(ctx context.Context) (bsoncore.Document, error) {
+	for {
+		if r.ended {
+			return nil, nil
+		}
+		if r.invalidate != nil {
+			inv := r.invalidate
+			r.invalidate, r.ended, r.pos = nil, true, inv.tok
+			return appendInvalidate(nil, inv), nil
+		}
+		if len(r.buf) == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if err := r.fill(); err != nil {
+				return nil, catalog.StoreError(err)
+			}
+			if len(r.buf) == 0 {
+				if r.pos.Less(hwm(r.frontier)) {
+					r.pos = hwm(r.frontier)
+				}
+				return nil, nil
+			}
+		}
+		rc := r.buf[0]
+		r.buf[0] = record{}
+		r.buf = r.buf[1:]
+		r.pos = rc.tok
+		doc, err := r.event(&rc)
+		if err != nil || doc != nil {
+			return doc, err
+		}
+	}
+}
+
+// ResumeToken returns the token a client resumes from after the events returned so far: the
+// last one's, or the high-water mark once every event visible was read (postBatchResumeToken).
+func (r *Reader) ResumeToken() Token {
+	if len(r.buf) == 0 && r.invalidate == nil && r.pos.Less(hwm(r.frontier)) {
+		return hwm(r.frontier)
+	}
+	return r.pos
+}
+
+// Ended reports that the stream was invalidated and returned its invalidate event.
+func (r *Reader) Ended() bool { return r.ended }
+
+// Close implements stream.Stream.
+func (r *Reader) Close() { r.buf, r.ended = nil, true }
+
+// fill reads the records after r.pos up to the shards' common frontier into r.buf, in order.
+func (r *Reader) fill() error {
+	upto := Frontier(r.src)
+	if upto < r.pos.TS {
+		return nil
+	}
+	var all []record
+	for _, s := range r.src {
+		n, last, cut := 0, uint64(0), false
+		err := s.DB.ReadChanges(after(s.Shard, r.pos), upto, func(p store.ChangePos, rec []byte) bool {
+			if n >= readAhead && p.TS != last {
+				cut = true
+				return false
+			}
+			all = append(all, record{tok: Token{TS: p.TS, Shard: s.Shard, Pos: p.Pos}, rec: slices.Clone(rec)})
+			n, last = n+1, p.TS
+			r.Examined++
+			r.Bytes += int64(len(rec))
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		if cut {
+			upto = min(upto, last)
+		}
+	}
+	all = slices.DeleteFunc(all, func(x record) bool { return x.tok.TS > upto })
+	slices.SortFunc(all, func(a, b record) int {
+		switch {
+		case a.tok.Less(b.tok):
+			return -1
+		case b.tok.Less(a.tok):
+			return 1
+		}
+		return 0
+	})
+	r.buf, r.frontier = all, upto
+	return nil
+}
+
+// after returns where shard's log is read from for a stream at pos: records of its own
+// shard after pos, of lower shards after pos's time, of higher shards from pos's time on.
+func after(shard uint32, pos Token) store.ChangePos {
+	switch {
+	case pos.TS == 0:
+		return store.ChangePos{}
+	case shard < pos.Shard:
+		return store.ChangePos{TS: pos.TS, Pos: ^uint32(0)}
+	case shard == pos.Shard:
+		return store.ChangePos{TS: pos.TS, Pos: pos.Pos}
+	}
+	return store.ChangePos{TS: pos.TS - 1, Pos: ^uint32(0)}
+}
+
+// Charge returns the request units of the records the reader examined so far: a scan of
+// them (shard.Cost), as the README's table says.
+func (r *Reader) Charge() float64 {
+	return shard.Cost{DocsRead: r.Examined, BytesRead: r.Bytes}.RU()
+}
+
+// KeepsID is the stream of a change stream's events after its pipeline: it fails, as
+// MongoDB does, when the pipeline changed an event's _id, the token a client resumes from.
+type KeepsID struct {
+	In stream.Stream
+	R  *Reader
+}
+
+// Next implements stream.Stream.
+func (k *KeepsID) Next(ctx context.Context) (bsoncore.Document, error) {
+	doc, err := k.In.Next(ctx)
+	if doc == nil || err != nil {
+		return doc, err
+	}
+	id, err := doc.LookupErr("_id")
+	if err != nil || id.Type != bsoncore.TypeEmbeddedDocument || !bytes.Equal(id.Data, k.R.pos.AppendDoc(nil)) {
+		return nil, mongoerr.New(mongoerr.ChangeStreamFatalError,
+			"Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. "+
+				"Modifying the _id field of an event makes it impossible to resume the stream from that point. "+
+				"Only transformations that retain the unmodified _id field are allowed.")
+	}
+	return doc, nil
+}
+
+// Close implements stream.Stream.
+func (k *KeepsID) Close() { k.In.Close() }

@@ -1,0 +1,76 @@
+package command
+
+import (
+	"context"
+	"errors"
+
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/changes"
+	"github.com/cleavedb/cleave/exec/cursor"
+	"github.com/cleavedb/cleave/exec/failpoint"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// RecordChange records a DDL event (a drop, rename, create...) in the change log of this
+// node's first shard, for change streams, once the DDL operation committed. It is not in the
+// catalog's own commit: a crash between the two loses the event (the operation is done). The
+// internal databases are not recorded.
+func (e *Server) RecordChange(d *changes.DDL) {
+	switch d.DB {
+	case "admin", "config", "local":
+		return
+	}
+	for _, sh := range e.Storage.Shards {
+		if _, ok := catalog.LocalDB(sh); !ok {
+			continue
+		}
+		b := sh.NewBatch()
+		defer b.Close()
+		b.AddChange(changes.AppendDDLRecord(nil, d))
+		if err := b.Commit(true); err != nil {
+			e.Log.Warn("recording a change event failed", zap.String("op", d.Op), zap.String("ns", d.DB+"."+d.Coll), zap.Error(err))
+		}
+		return
+	}
+}
+
+// RecordCollChange records DDL event op on collection c with operationDescription desc
+// (nil: none).
+func (e *Server) RecordCollChange(op string, c *catalog.Coll, desc []byte) {
+	e.RecordChange(&changes.DDL{Op: op, DB: c.Meta.DB, Coll: c.Meta.Name, UUID: c.Meta.UUID[:], Desc: desc})
+}
+
+// GetMoreCheckedOut runs what comes between a getMore's checkout of cursor c and its batch:
+// the failGetMoreAfterCursorCheckout failpoint, whose error (or closed connection) the getMore
+// answers.
+func (e *Server) GetMoreCheckedOut(ctx context.Context, r *Request, c *cursor.Cursor) error {
+	_, err := e.FailGetMore.Eval(ctx, &failpoint.Op{Name: r.Name, AppName: r.Conn.AppName(), Namespace: c.Ns,
+		Names: func(string) bool { return false }}, r.Conn.Log)
+	return err
+}
+
+// resumableCodes are the errors after which a change stream resumes (mongod's
+// isResumableChangeStreamError: network, "not primary", shutdown, stale routing and
+// retryable errors).
+var resumableCodes = map[mongoerr.Code]bool{
+	mongoerr.HostUnreachable: true, mongoerr.HostNotFound: true, mongoerr.NetworkTimeout: true,
+	mongoerr.ShutdownInProgress: true, mongoerr.PrimarySteppedDown: true, mongoerr.ExceededTimeLimit: true,
+	mongoerr.SocketException: true, mongoerr.NotWritablePrimary: true, mongoerr.InterruptedAtShutdown: true,
+	mongoerr.InterruptedDueToReplStateChange: true, mongoerr.NotPrimaryNoSecondaryOk: true,
+	mongoerr.NotPrimaryOrSecondary: true, mongoerr.StaleShardVersion: true, mongoerr.StaleEpoch: true,
+	mongoerr.StaleConfig: true, mongoerr.RetryChangeStream: true, mongoerr.FailedToSatisfyReadPreference: true,
+}
+
+// LabelResumable gives err, a getMore's error on change stream cursor c, the label
+// ResumableChangeStreamError when the stream can resume after it, as mongod does.
+func LabelResumable(c *cursor.Cursor, err error) error {
+	var me *mongoerr.Error
+	if c.Waiter == nil || !errors.As(err, &me) || !resumableCodes[me.Code] {
+		return err
+	}
+	labeled := *me
+	labeled.Labels = append(append([]string(nil), me.Labels...), "ResumableChangeStreamError")
+	return &labeled
+}
