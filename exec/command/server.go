@@ -98,14 +98,14 @@ type Server struct {
 	Txns     *txn.Registry // open multi-document transactions
 	// Snapshots are the snapshots of snapshot reads, by cluster time.
 	Snapshots *txn.Snapshots
-	Clock     clock.Clock        // cluster time: $clusterTime and operationTime
+	Clock     clock.Clock // cluster time: $clusterTime and operationTime
 	// Changes stamps the local shards' change records with Clock and wakes the change
 	// streams waiting for them.
-	Changes *changes.Hub
-	Conns     sync.Map           // connection id → *Conn, for $currentOp
-	IndexUse  catalog.IndexUsage // $indexStats
-	stop      chan struct{}      // closed by Close
-	SlowOps   params.SlowOps     // which finished commands are logged at Info (the profile command)
+	Changes  *changes.Hub
+	Conns    sync.Map           // connection id → *Conn, for $currentOp
+	IndexUse catalog.IndexUsage // $indexStats
+	stop     chan struct{}      // closed by Close
+	SlowOps  params.SlowOps     // which finished commands are logged at Info (the profile command)
 	// Fail is the failCommand failpoint (exec/failpoint); FailGetMore is
 	// failGetMoreAfterCursorCheckout, which getMore evaluates once it has its cursor.
 	Fail, FailGetMore failpoint.FailCommand
