@@ -191,6 +191,20 @@ func (db *DB) OldestChange() (ChangePos, bool, error) {
 	return p, found, err
 }
 
+// NewestChange returns the time of the newest record in the log, 0 when it is empty: a
+// restarted server's clock must start past it, so that its new records sort after the old.
+func (db *DB) NewestChange() (uint64, error) {
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixChange}, UpperBound: []byte{prefixChange + 1}})
+	if err != nil {
+		return 0, err
+	}
+	var ts uint64
+	if it.Last() && len(it.Key()) == changeKeyLen {
+		ts = binary.BigEndian.Uint64(it.Key()[1:9])
+	}
+	return ts, it.Close()
+}
+
 // ChangesDiskUsage estimates the bytes on disk of the change records before time before
 // (0: all of them).
 func (db *DB) ChangesDiskUsage(before uint64) (uint64, error) {

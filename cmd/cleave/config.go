@@ -82,6 +82,10 @@ type Config struct {
 	// SessionTimeout is mongod's localLogicalSessionTimeoutMinutes, as a duration so that
 	// tests can shorten it below a minute.
 	SessionTimeout time.Duration
+	// ChangeRetention and ChangeRetentionBytes bound each shard's change log (the window a
+	// change stream can resume in), like the oplog's size and minimum retention.
+	ChangeRetention      time.Duration
+	ChangeRetentionBytes int64
 
 	// Cluster is cluster mode's configuration (cluster.go).
 	Cluster ClusterConfig
@@ -163,6 +167,8 @@ func (c *Config) flagSet(m *mongodFlags) *flag.FlagSet {
 	fs.DurationVar(&c.PartitionCheckInterval, "partition-check-interval", envDuration("PARTITION_CHECK_INTERVAL", time.Second), "how often the partition manager decides splits and moves")
 	fs.IntVar(&c.ThrottleRetryMS, "throttle-retry-ms", envInt("THROTTLE_RETRY_MS", 0), "how long a request whose partition is out of budget waits for it before failing with 16500 (0: fails at once, as Cosmos DB)")
 	fs.BoolVar(&c.RequestUnits, "request-units", env("REQUEST_UNITS", "true") != "false", "meter request units and enforce provisioned throughput (false only to measure what metering costs: no throttling, no load splits)")
+	fs.DurationVar(&c.ChangeRetention, "change-retention", envDuration("CHANGE_RETENTION", 24*time.Hour), "how long each shard keeps its change log: a change stream resumes from a token at most this old (the oplog window; 0: no time bound)")
+	fs.Int64Var(&c.ChangeRetentionBytes, "change-retention-bytes", envInt64("CHANGE_RETENTION_BYTES", 1<<30), "bytes of change log each shard keeps on disk, oldest trimmed first (the oplog's size; 0: no size bound)")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", envDuration("SESSION_TIMEOUT", 30*time.Minute), "how long an unused logical session lives: its transaction, cursors and retryable-write records then go (mongod's localLogicalSessionTimeoutMinutes)")
 	c.Cluster.clusterFlags(fs)
 	m.register(fs)
@@ -313,6 +319,9 @@ func (c *Config) validatePartitioning() []error {
 // units, and the parallelism of a read.
 func (c *Config) validateRequests() []error {
 	var errs []error
+	if c.ChangeRetention < 0 || c.ChangeRetentionBytes < 0 {
+		errs = append(errs, fmt.Errorf("--change-retention %s, --change-retention-bytes %d: must not be negative", c.ChangeRetention, c.ChangeRetentionBytes))
+	}
 	if c.SessionTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--session-timeout %s: must be positive", c.SessionTimeout))
 	}

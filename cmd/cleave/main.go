@@ -109,30 +109,7 @@ func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (
 	}
 	s.closers = append(s.closers, closeStorage)
 	var ws *wire.Server
-	ex := exec.New(exec.Options{
-		Argv:         append([]string{"cleave"}, redactArgv(argv)...),
-		Parsed:       cfg.parsed(),
-		SlowOp:       cfg.SlowOp,
-		TestCommands: cfg.TestCommands,
-		WireStats:    func() wire.Stats { return ws.Stats() },
-		MaxConns:     cfg.MaxConns,
-		Log:          ring,
-		Storage:      st,
-		Partitioning: shard.Options{
-			PartitionMaxBytes:        cfg.PartitionMaxBytes,
-			PartitionMaxRU:           cfg.MaxPartitionRU,
-			SplitLoadRU:              cfg.SplitLoadRU,
-			SplitLoadWindow:          cfg.SplitLoadWindow,
-			LogicalPartitionMaxBytes: cfg.LogicalPartitionMaxBytes,
-			BalanceMinBytes:          balanceMinBytes(cfg.BalanceMinBytes),
-			ThrottleWait:             time.Duration(cfg.ThrottleRetryMS) * time.Millisecond,
-			Unmetered:                !cfg.RequestUnits,
-		},
-		MaxParallelism:         cfg.MaxParallelism,
-		PartitionCheckInterval: cfg.PartitionCheckInterval,
-		Auth:                   exec.AuthOptions{Enabled: cfg.Auth, InternalKey: cfg.Cluster.key},
-		SessionTimeout:         cfg.SessionTimeout,
-	}, logger)
+	ex := exec.New(execOptions(cfg, st, argv, func() wire.Stats { return ws.Stats() }, ring), logger)
 	s.closers = append(s.closers, func() error { ex.Close(); return nil })
 	s.quiesce = ex.Quiesce
 	if view != nil {
@@ -203,4 +180,34 @@ func writeFileAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// execOptions is the executor's part of cfg, over storage st.
+func execOptions(cfg *Config, st *exec.Storage, argv []string, wireStats func() wire.Stats, ring *exec.LogRing) exec.Options {
+	return exec.Options{
+		Argv:         append([]string{"cleave"}, redactArgv(argv)...),
+		Parsed:       cfg.parsed(),
+		SlowOp:       cfg.SlowOp,
+		TestCommands: cfg.TestCommands,
+		WireStats:    wireStats,
+		MaxConns:     cfg.MaxConns,
+		Log:          ring,
+		Storage:      st,
+		Partitioning: shard.Options{
+			PartitionMaxBytes:        cfg.PartitionMaxBytes,
+			PartitionMaxRU:           cfg.MaxPartitionRU,
+			SplitLoadRU:              cfg.SplitLoadRU,
+			SplitLoadWindow:          cfg.SplitLoadWindow,
+			LogicalPartitionMaxBytes: cfg.LogicalPartitionMaxBytes,
+			BalanceMinBytes:          balanceMinBytes(cfg.BalanceMinBytes),
+			ThrottleWait:             time.Duration(cfg.ThrottleRetryMS) * time.Millisecond,
+			Unmetered:                !cfg.RequestUnits,
+		},
+		MaxParallelism:         cfg.MaxParallelism,
+		PartitionCheckInterval: cfg.PartitionCheckInterval,
+		Auth:                   exec.AuthOptions{Enabled: cfg.Auth, InternalKey: cfg.Cluster.key},
+		SessionTimeout:         cfg.SessionTimeout,
+		ChangeRetention:        cfg.ChangeRetention,
+		ChangeRetentionBytes:   cfg.ChangeRetentionBytes,
+	}
 }

@@ -62,6 +62,10 @@ type Options struct {
 	// SessionTimeout is localLogicalSessionTimeoutMinutes: a session unused that long
 	// expires (exec/session); 0 means 30 minutes. Tests shorten it.
 	SessionTimeout time.Duration
+	// ChangeRetention and ChangeRetentionBytes bound each shard's change log by age and by
+	// size on disk (exec/changes.Retention): change streams resume only within them.
+	ChangeRetention      time.Duration
+	ChangeRetentionBytes int64
 }
 
 // EnsureDefaults fills in zero fields with their defaults.
@@ -192,7 +196,7 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 		e.DDL = ddl.New(e.Cat, e.Write, e.Log, ddl.Options{Remote: ddlRemote, Nodes: e.Storage.Cluster,
 			Deleted: &e.Counters.DeletedDocs, Knobs: ddl.Knobs{AfterBuildStart: e.AfterBuildStart.Pass}})
 		e.Storage.Catalog.SetHomePicker(e.Shards.HomeShard)
-		e.startChangeLogs()
+		e.startChangeLogs(changes.Retention{Age: opts.ChangeRetention, Bytes: opts.ChangeRetentionBytes})
 		e.DDL.AbortUnfinished()
 	}
 	var securityRecords *store.Catalog
@@ -217,13 +221,21 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 
 // startChangeLogs makes every local shard stamp its change records with the cluster time
 // and wake the change streams through e.Changes.
-func (e *Server) startChangeLogs() {
+func (e *Server) startChangeLogs(r changes.Retention) {
 	e.Changes = &changes.Hub{Clock: &e.Clock}
+	var dbs []*store.DB
 	for _, sh := range e.Storage.Shards {
 		if db, ok := catalog.LocalDB(sh); ok {
+			// The clock starts past every time the logs hold: a restart within the second
+			// of the last write must not stamp new records before old ones.
+			if ts, err := db.NewestChange(); err == nil {
+				e.Clock.Advance(ts)
+			}
 			db.SetChangeClock(e.Changes)
+			dbs = append(dbs, db)
 		}
 	}
+	go changes.RunRetention(r, dbs, time.Minute, e.Log.Named("changes"), e.stop)
 }
 
 // Close stops the executor's background work and closes its cursors. Call it after the

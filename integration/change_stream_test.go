@@ -1,0 +1,246 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// csEvent is what the tests read of a change event.
+type csEvent struct {
+	ID            bson.Raw       `bson:"_id"`
+	OperationType string         `bson:"operationType"`
+	ClusterTime   bson.Timestamp `bson:"clusterTime"`
+	DocumentKey   bson.M         `bson:"documentKey"`
+	FullDocument  bson.M         `bson:"fullDocument"`
+	Update        struct {
+		UpdatedFields bson.M   `bson:"updatedFields"`
+		RemovedFields []string `bson:"removedFields"`
+	} `bson:"updateDescription"`
+	TxnNumber *int64 `bson:"txnNumber"`
+}
+
+// nextEvents reads n events from cs, failing the test after a generous bound.
+func nextEvents(t *testing.T, cs *mongo.ChangeStream, n int) []csEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out []csEvent
+	for len(out) < n {
+		if !cs.Next(ctx) {
+			t.Fatalf("after %d of %d events: %v", len(out), n, cs.Err())
+		}
+		var e csEvent
+		if err := cs.Decode(&e); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// A stream on a collection hashed over two shards sees every acknowledged write of
+// concurrent writers exactly once, in cluster-time order, and resuming from any token it saw
+// yields the same suffix.
+func TestChangeStreamTwoShardsExactlyOnce(t *testing.T) {
+	s := startServer(t, "--shards", "2")
+	ctx := context.Background()
+	db := s.client(t).Database("cs")
+	if err := db.RunCommand(ctx, bson.D{{Key: "create", Value: "c"}, {Key: "shardKey", Value: bson.D{{Key: "k", Value: "hashed"}}}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	coll := db.Collection("c")
+	cs, err := coll.Watch(ctx, mongo.Pipeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close(ctx)
+	const writers, each = 4, 50
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				id := fmt.Sprintf("w%d-%d", w, i)
+				if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "k", Value: i}}); err != nil {
+					t.Error(err)
+					return
+				}
+				if i%5 == 0 {
+					if _, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: w}}}}); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	const updates = writers * each / 5
+	events := nextEvents(t, cs, writers*each+updates)
+	seen := map[string]int{}
+	for i, e := range events {
+		if i > 0 && e.ClusterTime.Before(events[i-1].ClusterTime) {
+			t.Fatalf("event %d at %v before event %d at %v", i, e.ClusterTime, i-1, events[i-1].ClusterTime)
+		}
+		key := e.OperationType + "/" + fmt.Sprint(e.DocumentKey["_id"])
+		seen[key]++
+		if e.DocumentKey["k"] == nil {
+			t.Fatalf("documentKey %v lacks the shard key", e.DocumentKey)
+		}
+		if e.OperationType == "update" && e.Update.UpdatedFields["v"] == nil {
+			t.Fatalf("update event without v in updatedFields: %+v", e.Update)
+		}
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("%s seen %d times", k, n)
+		}
+	}
+	if len(seen) != writers*each+updates {
+		t.Fatalf("%d distinct events, want %d", len(seen), writers*each+updates)
+	}
+	// Resuming after any event yields exactly the events after it.
+	for _, at := range []int{0, len(events) / 3, len(events) - 2} {
+		rs, err := coll.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetResumeAfter(events[at].ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := nextEvents(t, rs, len(events)-at-1)
+		for i, e := range got {
+			if !bytesEqual(e.ID, events[at+1+i].ID) {
+				t.Fatalf("resumed after event %d: event %d is %s, want %s", at, i, e.ID, events[at+1+i].ID)
+			}
+		}
+		_ = rs.Close(ctx)
+	}
+}
+
+func bytesEqual(a, b bson.Raw) bool { return string(a) == string(b) }
+
+// A stream resumes after a SIGKILL of the server from a token it saw before: the events
+// acknowledged before the kill that it had not read, and those written after the restart.
+func TestChangeStreamResumeAfterKill(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	coll := s.client(t).Database("cs").Collection("k")
+	cs, err := coll.Watch(ctx, mongo.Pipeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	first := nextEvents(t, cs, 1)[0]
+	for i := 2; i <= 5; i++ {
+		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.kill()
+	s.restart()
+	coll = s.client(t).Database("cs").Collection("k")
+	if _, err := coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := coll.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetResumeAfter(first.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close(ctx)
+	got := nextEvents(t, rs, 5)
+	want := []string{"insert/2", "insert/3", "insert/4", "insert/5", "delete/3"}
+	for i, e := range got {
+		if k := e.OperationType + "/" + fmt.Sprint(e.DocumentKey["_id"]); k != want[i] {
+			t.Fatalf("event %d after the restart is %s, want %s", i, k, want[i])
+		}
+	}
+}
+
+// A transaction's writes appear at its commit, in order, with its txnNumber; an aborted
+// transaction's never do.
+func TestChangeStreamTransaction(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	client := s.client(t)
+	coll := client.Database("cs").Collection("t")
+	if err := client.Database("cs").CreateCollection(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := coll.Watch(ctx, mongo.Pipeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close(ctx)
+	sess, err := client.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	for _, commit := range []bool{false, true} {
+		_, err = sess.WithTransaction(ctx, func(sc context.Context) (any, error) {
+			if _, err := coll.InsertOne(sc, bson.D{{Key: "_id", Value: fmt.Sprint("a", commit)}}); err != nil {
+				return nil, err
+			}
+			if _, err := coll.InsertOne(sc, bson.D{{Key: "_id", Value: fmt.Sprint("b", commit)}}); err != nil {
+				return nil, err
+			}
+			if !commit {
+				return nil, fmt.Errorf("abort")
+			}
+			return nil, nil
+		})
+		if commit != (err == nil) {
+			t.Fatalf("transaction (commit %v): %v", commit, err)
+		}
+	}
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: "after"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := nextEvents(t, cs, 3)
+	for i, id := range []string{"atrue", "btrue", "after"} {
+		if got[i].DocumentKey["_id"] != id {
+			t.Fatalf("event %d is about %v, want %s", i, got[i].DocumentKey["_id"], id)
+		}
+	}
+	if got[0].TxnNumber == nil || got[1].TxnNumber == nil || *got[0].TxnNumber != *got[1].TxnNumber || got[2].TxnNumber != nil {
+		t.Fatalf("txnNumbers %v %v %v: want the transaction's on its two events only", got[0].TxnNumber, got[1].TxnNumber, got[2].TxnNumber)
+	}
+	if got[0].ClusterTime != got[1].ClusterTime {
+		t.Fatalf("a transaction's events at %v and %v: want its commit's time", got[0].ClusterTime, got[1].ClusterTime)
+	}
+}
+
+// A getMore that finds no event waits for one (maxAwaitTimeMS) and returns as soon as a
+// write commits, and a database's stream is invalidated by dropDatabase.
+func TestChangeStreamAwaitAndInvalidate(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	db := s.client(t).Database("csa")
+	cs, err := db.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetMaxAwaitTime(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close(ctx)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		_, _ = db.Collection("x").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}})
+		_ = db.Drop(ctx)
+	}()
+	got := nextEvents(t, cs, 4)
+	want := []string{"insert", "drop", "dropDatabase", "invalidate"}
+	for i, e := range got {
+		if e.OperationType != want[i] {
+			t.Fatalf("event %d: %s, want %s", i, e.OperationType, want[i])
+		}
+	}
+	if cs.Next(ctx) || cs.ID() != 0 {
+		t.Fatalf("the stream goes on after invalidate (cursor %d, err %v)", cs.ID(), cs.Err())
+	}
+}
