@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -36,4 +38,73 @@ func TestUpdateCompatEmptyOperator(t *testing.T) {
 		t.Fatalf("update of empty operators only: %+v, %v", res, err)
 	}
 	wrCheckDocs(t, c, `{"_id": 1, "a": 1}`, `{"_id": 2, "a": 2}`, `{"_id": 3, "a": 3}`)
+}
+
+// TestCreateIndexesCompatRefusals: createIndexes refuses a spec without a name
+// (FailedToParse) and the same index twice in one command: IndexAlreadyExists on an empty
+// collection (mongod creates them one by one), OperationFailed from the build over
+// documents; nothing is created.
+func TestCreateIndexesCompatRefusals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := sharedServer(t).client(t).Database(dbName(t))
+	create := func(coll string, specs ...bson.D) error {
+		a := bson.A{}
+		for _, s := range specs {
+			a = append(a, s)
+		}
+		return db.RunCommand(ctx, bson.D{{Key: "createIndexes", Value: coll}, {Key: "indexes", Value: a}}).Err()
+	}
+	v1 := bson.D{{Key: "key", Value: bson.D{{Key: "v", Value: 1}}}, {Key: "name", Value: "v_1"}}
+	ce := wantCodeName(t, create("c", bson.D{{Key: "key", Value: bson.D{{Key: "v", Value: 1}}}}), 9, "FailedToParse")
+	if want := "Error in specification { key: { v: 1 } } :: caused by :: The 'name' field is a required property of an index specification"; ce.Message != want {
+		t.Errorf("no name: message %q, want %q", ce.Message, want)
+	}
+	ce = wantCodeName(t, create("empty", v1, v1), 68, "IndexAlreadyExists")
+	if ce.Message != "Identical index already exists: v_1" {
+		t.Errorf("twice on an empty collection: message %q", ce.Message)
+	}
+	if _, err := db.Collection("full").InsertOne(ctx, bson.D{{Key: "v", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	ce = wantCodeName(t, create("full", v1, v1), 96, "OperationFailed")
+	if !strings.HasPrefix(ce.Message, "Index build failed: ") ||
+		!strings.HasSuffix(ce.Message, " :: caused by :: Cannot build two identical indexes. Try again without duplicate indexes.") {
+		t.Errorf("twice over documents: message %q", ce.Message)
+	}
+	if specs := indexSpecs(t, db.Collection("full")); len(specs) != 1 {
+		t.Errorf("indexes after the refusals: %v", specs)
+	}
+}
+
+// TestUpdateCompatPipelineUnsetTwice: a $unset stage naming a path twice, in an update
+// pipeline or an aggregation, is a path collision (31250), as in MongoDB.
+func TestUpdateCompatPipelineUnsetTwice(t *testing.T) {
+	t.Parallel()
+	c := wrColl(t, "c", `{"_id": 1, "v": 1}`)
+	_, err := c.UpdateOne(context.Background(), bson.D{}, bson.A{bson.D{{Key: "$unset", Value: bson.A{"v", "v"}}}})
+	var we mongo.WriteException
+	if !errors.As(err, &we) || len(we.WriteErrors) != 1 || we.WriteErrors[0].Code != 31250 ||
+		we.WriteErrors[0].Message != "Invalid $unset :: caused by :: Path collision at v" {
+		t.Fatalf("got %v, want write error 31250 Path collision at v", err)
+	}
+	_, err = c.Aggregate(context.Background(), bson.A{bson.D{{Key: "$unset", Value: bson.A{"v", "v"}}}})
+	if ce := wantCodeName(t, err, 31250, "Location31250"); ce.Message != "Invalid $unset :: caused by :: Path collision at v" {
+		t.Errorf("aggregate: message %q", ce.Message)
+	}
+}
+
+// TestHelloCompatSaslSupportedMechsUser: saslSupportedMechs names a user as "db.user"; a name
+// without the dot is BadValue, as mongod's UserName::parse answers.
+func TestHelloCompatSaslSupportedMechsUser(t *testing.T) {
+	t.Parallel()
+	admin := sharedServer(t).client(t).Database("admin")
+	err := admin.RunCommand(context.Background(), bson.D{{Key: "hello", Value: 1}, {Key: "saslSupportedMechs", Value: "admin"}}).Err()
+	ce := wantCodeName(t, err, 2, "BadValue")
+	if ce.Message != "UserName must contain a '.' separated database.user pair" {
+		t.Errorf("message %q", ce.Message)
+	}
+	if err := admin.RunCommand(context.Background(), bson.D{{Key: "hello", Value: 1}, {Key: "saslSupportedMechs", Value: "admin.nobody"}}).Err(); err != nil {
+		t.Errorf("db.user: %v", err)
+	}
 }
