@@ -108,3 +108,66 @@ func TestHelloCompatSaslSupportedMechsUser(t *testing.T) {
 		t.Errorf("db.user: %v", err)
 	}
 }
+
+// TestCommandCompatNullOptional: an optional argument set to null is absent, as MongoDB's
+// IDL parser takes it, in every command: none of these fails, and create ignores max: null.
+func TestCommandCompatNullOptional(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := sharedServer(t).client(t).Database(dbName(t))
+	if _, err := db.Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	null := func(keys ...string) bson.D {
+		d := bson.D{}
+		for _, k := range keys {
+			d = append(d, bson.E{Key: k, Value: nil})
+		}
+		return d
+	}
+	with := func(cmd bson.D, keys ...string) bson.D { return append(cmd, null(keys...)...) }
+	upd := bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "b", Value: 1}}}}}}
+	del := bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 99}}}, {Key: "limit", Value: 0}}
+	cases := []struct {
+		name string
+		cmd  bson.D
+	}{
+		{"CreateCappedMax", with(bson.D{{Key: "create", Value: "capped"}, {Key: "capped", Value: true}, {Key: "size", Value: 4096}},
+			"max", "validator", "validationLevel", "validationAction", "collation", "storageEngine", "indexOptionDefaults")},
+		{"Find", with(bson.D{{Key: "find", Value: "c"}}, "filter", "sort", "projection", "skip", "limit", "batchSize",
+			"singleBatch", "let", "collation", "allowDiskUse", "noCursorTimeout", "min", "max", "tailable", "awaitData")},
+		{"Aggregate", with(bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{}}},
+			"allowDiskUse", "let", "collation", "bypassDocumentValidation", "explain")},
+		{"Count", with(bson.D{{Key: "count", Value: "c"}}, "query", "skip", "limit", "collation")},
+		{"Distinct", with(bson.D{{Key: "distinct", Value: "c"}, {Key: "key", Value: "a"}}, "query", "collation")},
+		{"Insert", with(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "a", Value: 2}}}}},
+			"ordered", "bypassDocumentValidation", "let")},
+		{"Update", with(bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{append(upd, null("upsert", "multi", "arrayFilters", "collation", "c")...)}}},
+			"ordered", "bypassDocumentValidation", "let")},
+		{"Delete", with(bson.D{{Key: "delete", Value: "c"}, {Key: "deletes", Value: bson.A{append(del, null("collation")...)}}},
+			"ordered", "let")},
+		{"FindAndModify", with(bson.D{{Key: "findAndModify", Value: "c"}, {Key: "update", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "f", Value: 1}}}}}},
+			"query", "sort", "fields", "collation", "let", "new", "upsert", "arrayFilters", "bypassDocumentValidation")},
+		{"CreateIndexes", with(bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a_1"}}}}},
+			"commitQuorum", "ignoreUnknownIndexOptions")},
+		{"ListCollections", with(bson.D{{Key: "listCollections", Value: 1}}, "filter", "nameOnly", "cursor")},
+		{"ListIndexes", with(bson.D{{Key: "listIndexes", Value: "c"}}, "cursor")},
+		{"CollMod", with(bson.D{{Key: "collMod", Value: "c"}}, "validator", "validationLevel", "validationAction")},
+		{"Validate", with(bson.D{{Key: "validate", Value: "c"}}, "full")},
+		{"Explain", with(bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"}}}}, "verbosity")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := db.RunCommand(ctx, tc.cmd).Err(); err != nil {
+				t.Fatalf("%v: %v", tc.cmd, err)
+			}
+		})
+	}
+	var info bson.Raw
+	if err := db.RunCommand(ctx, bson.D{{Key: "listCollections", Value: 1}, {Key: "filter", Value: bson.D{{Key: "name", Value: "capped"}}}}).Decode(&info); err != nil {
+		t.Fatal(err)
+	}
+	if opts := info.Lookup("cursor", "firstBatch", "0", "options"); opts.String() != `{"capped": true,"size": {"$numberInt":"4096"}}` {
+		t.Errorf("capped collection's options %s, want capped and size only", opts)
+	}
+}
