@@ -11,10 +11,10 @@ import "go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 var nullAbsent = func() map[string]map[string]bool {
 	writes := []string{"ordered", "bypassDocumentValidation", "bypassEmptyTsReplacement", "let"}
 	lists := map[string][]string{
-		"find": {"filter", "sort", "projection", "skip", "limit", "batchSize", "singleBatch", "let", "collation",
-			"allowDiskUse", "noCursorTimeout", "returnKey", "showRecordId", "min", "max", "tailable", "awaitData",
-			"allowPartialResults", "readOnce", "oplogReplay"},
-		"aggregate":      {"cursor", "explain", "allowDiskUse", "let", "collation", "bypassDocumentValidation"},
+		// NB: find's, aggregate's and findAndModify's optionalBool fields (singleBatch,
+		// allowDiskUse, noCursorTimeout, new, upsert…) have their own parser, which refuses null.
+		"find":           {"filter", "sort", "projection", "skip", "limit", "batchSize", "let", "collation", "min", "max"},
+		"aggregate":      {"cursor", "let", "collation"},
 		"count":          {"query", "skip", "limit", "collation", "fields"},
 		"distinct":       {"query", "collation"},
 		"getMore":        {"batchSize", "term", "lastKnownCommittedOpTime"},
@@ -23,8 +23,7 @@ var nullAbsent = func() map[string]map[string]bool {
 		"delete":         writes,
 		"update.updates": {"c", "upsert", "multi", "arrayFilters", "collation", "upsertSupplied"},
 		"delete.deletes": {"collation"},
-		"findAndModify": {"query", "sort", "fields", "collation", "let", "remove", "new", "upsert", "arrayFilters",
-			"bypassDocumentValidation", "bypassEmptyTsReplacement"},
+		"findAndModify":  {"query", "sort", "fields", "collation", "let", "arrayFilters"},
 		"create": {"capped", "size", "max", "autoIndexId", "temp", "flags", "validator", "validationLevel",
 			"validationAction", "storageEngine", "indexOptionDefaults", "idIndex", "changeStreamPreAndPostImages",
 			"collation", "viewOn", "pipeline", "clusteredIndex", "expireAfterSeconds", "timeseries"},
