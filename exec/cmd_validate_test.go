@@ -36,10 +36,10 @@ func TestValidateCorruptions(t *testing.T) {
 		return reply
 	}
 	reply := check("Clean", true, "")
-	if n := reply.Lookup("nrecords").Int64(); n != 3 {
+	if n := reply.Lookup("nrecords").AsInt64(); n != 3 {
 		t.Fatalf("nrecords = %d", n)
 	}
-	if k := reply.Lookup("keysPerIndex", "a_1").Int64(); k != 4 {
+	if k := reply.Lookup("keysPerIndex", "a_1").AsInt64(); k != 4 {
 		t.Fatalf("keysPerIndex.a_1 = %d, want 4 (multikey)", k)
 	}
 	ci, err := e.Cat.Lookup("t", "c")
@@ -91,7 +91,7 @@ func TestValidateCorruptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	reply = check("Unowned", false, "owned by shard")
-	if n := reply.Lookup("nInvalidDocuments").Int64(); n != 1 {
+	if n := reply.Lookup("nInvalidDocuments").AsInt64(); n != 1 {
 		t.Fatalf("nInvalidDocuments = %d, want 1: %v", n, reply)
 	}
 	reply = handleJSON(bg, t, c, `{"validate": "nope"}`)

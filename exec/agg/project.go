@@ -299,7 +299,7 @@ func parseUnsetStage(_ *Env, name string, arg bsoncore.Value) (Stage, error) {
 			n = f.sub
 		}
 		f := n.child(parts[len(parts)-1])
-		if f.sub != nil {
+		if f.sub != nil || f.exclude { // a path named twice collides with itself, as in MongoDB
 			return nil, projSpecError(name, 31250, "Path collision at %s", p)
 		}
 		f.exclude = true

@@ -57,6 +57,7 @@ type argKey struct {
 // ForEach calls fn for every field of a command body except the command name itself (the
 // first field) and the generic arguments. fn returns false for a field it does not know,
 // which fails with MongoDB's IDL error 40415 "BSON field '<cmd>.<field>' is an unknown field.".
+// An optional field set to null or undefined is skipped as absent (NullAbsent).
 func ForEach(cmd string, body bsoncore.Document, fn func(key string, v bsoncore.Value) (bool, error)) error {
 	_, err := ForEachMaxTime(cmd, body, fn)
 	return err
@@ -86,6 +87,9 @@ func ForEachMaxTime(cmd string, body bsoncore.Document, fn func(key string, v bs
 		key := ak.name
 		if !interned {
 			key = string(kb)
+		}
+		if NullAbsent(cmd, key, el.Value()) {
+			continue // null.go: MongoDB's IDL takes a null optional field for an absent one
 		}
 		known, err := fn(key, el.Value())
 		if err != nil {

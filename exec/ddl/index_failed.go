@@ -34,3 +34,10 @@ func buildFailed(c *store.Collection, err error) error {
 func uuidString(id [16]byte) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
 }
+
+// DuplicateBuildError is MongoDB's answer to a createIndexes that asks for the same index
+// twice on collection c holding documents (MultiIndexBlock::init): the build fails with
+// OperationFailed, in buildFailed's frame.
+func DuplicateBuildError(c *store.Collection) error {
+	return buildFailed(c, mongoerr.New(mongoerr.OperationFailed, "Cannot build two identical indexes. Try again without duplicate indexes."))
+}

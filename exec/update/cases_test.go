@@ -35,6 +35,11 @@ var setCases = []applyCase{
 		changed: true},
 	{name: "SetNewFieldsAppendedInPathOrder", doc: `{_id: 1, m: 1}`, update: `{$set: {z: 1, b: 2, a: {x: 1}}}`,
 		want: `{_id: 1, m: 1, a: {x: 1}, b: 2, z: 1}`, changed: true},
+	// MongoDB 5.0+: an empty operator is a no-op; the others apply (Mongoose's save()).
+	{name: "SetEmptyWithUnset", doc: `{_id: 1, a: 1, metadata: {x: 1}}`, update: `{$set: {}, $unset: {metadata: 1}}`,
+		want: `{_id: 1, a: 1}`, changed: true},
+	{name: "SetEmptyAloneIsNoop", doc: `{_id: 1, a: 1}`, update: `{$set: {}}`, want: `{_id: 1, a: 1}`},
+	{name: "SetEmptyOnInsert", doc: `{_id: 1}`, update: `{$set: {}, $setOnInsert: {}}`, insert: true, want: `{_id: 1}`},
 	{name: "SetSameValueIsNoop", doc: `{_id: 1, a: 1, b: {c: [1]}}`, update: `{$set: {a: 1, b: {c: [1]}}}`,
 		want: `{_id: 1, a: 1, b: {c: [1]}}`},
 	{name: "SetOtherNumberTypeChanges", doc: `{_id: 1, a: 1}`, update: `{$set: {a: 1.0}}`,

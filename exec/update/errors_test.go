@@ -25,8 +25,6 @@ var compileErrorCases = []errorCase{
 		msg: "Unknown modifier: $foo. Expected a valid update modifier or pipeline-style update specified as an array"},
 	{name: "FieldAfterModifier", update: `{$set: {a: 1}, b: 2}`, code: mongoerr.FailedToParse,
 		msg: "Unknown modifier: b. Expected a valid update modifier or pipeline-style update specified as an array"},
-	{name: "EmptyModifier", update: `{$set: {}}`, code: mongoerr.FailedToParse,
-		msg: "'$set' is empty. You must specify a field like so: {$set: {<field>: ...}}"},
 	{name: "ModifierNotDocument", update: `{$set: 1}`, code: mongoerr.FailedToParse,
 		msg: "Modifiers operate on fields but we found type int instead. For example: {$mod: {<field>: ...}} not {$set: 1}"},
 	{name: "VersionField", update: `{$set: {a: 1}, $v: 2}`, code: mongoerr.FailedToParse,

@@ -203,11 +203,9 @@ func (c *compiler) parseModifiers(body []byte) error {
 			return errf(mongoerr.FailedToParse, "Modifiers operate on fields but we found type %s instead. "+
 				"For example: {$mod: {<field>: ...}} not {%s}", bsonx.TypeName(mod.t), bsonx.ShellElement(mod.key, mod.t, mod.val))
 		}
+		// An empty operator ({$set: {}}) changes nothing, as in MongoDB 5.0+ (4.4 refused it
+		// with FailedToParse): Mongoose's save() sends {$set: {}, $unset: {...}}.
 		fields, _ := docBody(mod.val)
-		if len(fields) == 0 {
-			return errf(mongoerr.FailedToParse, "'%s' is empty. You must specify a field like so: "+
-				"{%s: {<field>: ...}}", mod.key, mod.key)
-		}
 		for len(fields) > 0 {
 			f, rest, ok := readElem(fields)
 			if !ok {

@@ -240,7 +240,12 @@ func compileUnsetStage(arg bsoncore.Value, opts *expr.Options) (func(bsoncore.Do
 		spec = bsoncore.AppendInt32Element(spec, n, 0)
 	}
 	spec, _ = bsoncore.AppendDocumentEnd(spec, idx)
-	return compileProjectStage(spec, opts)
+	fn, err := compileProjectStage(spec, opts)
+	if me := mongoerr.As(err); me != nil {
+		// A name given twice collides with itself (31250), in the aggregation stage's frame.
+		return nil, mongoerr.Wrap(err, me.Code, "Invalid $unset :: caused by :: %s", me.Message)
+	}
+	return fn, err
 }
 
 // compileProjectStage compiles {$project: spec}.

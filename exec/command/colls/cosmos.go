@@ -231,7 +231,10 @@ func (h *Handlers) cosmosCreateCollection(ctx context.Context, r *command.Reques
 		return err
 	}
 	// Conflicts among the requested indexes fail before the collection exists.
-	if _, err := resolveIndexes(a.indexes, []store.Index{{Name: store.IDIndexName, Key: idKeyPattern}}); err != nil {
+	if _, twice, err := resolveIndexes(a.indexes, []store.Index{{Name: store.IDIndexName, Key: idKeyPattern}}); err != nil || twice != "" {
+		if err == nil {
+			err = mongoerr.New(mongoerr.IndexAlreadyExists, "Identical index already exists: %s", twice)
+		}
 		return err
 	}
 	if a.key == nil {

@@ -69,6 +69,11 @@ func parseCreateIndexes(body bsoncore.Document) (*createIndexesArgs, error) {
 		if err != nil {
 			return nil, err
 		}
+		if _, err := v.Document().LookupErr("name"); err != nil {
+			// ParseIndexSpec names such an index as drivers do; createIndexes requires the name.
+			return nil, mongoerr.New(mongoerr.FailedToParse,
+				"Error in specification %s :: caused by :: The 'name' field is a required property of an index specification", bsonx.ShellString(v))
+		}
 		a.indexes = append(a.indexes, x)
 	}
 	return a, nil
@@ -131,9 +136,12 @@ func (h *Handlers) ensureIndexes(ctx context.Context, db, coll string, indexes [
 	} else {
 		existing = []store.Index{{Name: store.IDIndexName, Key: idKeyPattern}}
 	}
-	todo, err := resolveIndexes(indexes, existing)
+	todo, twice, err := resolveIndexes(indexes, existing)
 	if err != nil {
 		return ensureResult{}, err
+	}
+	if twice != "" {
+		return ensureResult{}, h.duplicateIndexError(ctx, c, twice)
 	}
 	var res ensureResult
 	if c == nil {
@@ -165,17 +173,20 @@ func (h *Handlers) ensureIndexes(ctx context.Context, db, coll string, indexes [
 var idKeyPattern = bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()
 
 // resolveIndexes returns the requested indexes that do not exist yet, or MongoDB's error
-// for one that conflicts with an existing index or an earlier one of the same request.
-func resolveIndexes(req, existing []store.Index) ([]store.Index, error) {
-	var todo []store.Index
+// for one that conflicts with an existing index or an earlier one of the same request. An
+// index requested twice is no conflict but an error of its own: twice names it.
+func resolveIndexes(req, existing []store.Index) (todo []store.Index, twice string, err error) {
 	for i := range req {
 		x := &req[i]
 		dup := false
-		for _, group := range [][]store.Index{existing, todo} {
+		for g, group := range [][]store.Index{existing, todo} {
 			for j := range group {
 				skip, err := indexConflict(x, &group[j])
 				if err != nil {
-					return nil, err
+					return nil, "", err
+				}
+				if skip && g == 1 {
+					return nil, x.Name, nil
 				}
 				dup = dup || skip
 			}
@@ -184,7 +195,24 @@ func resolveIndexes(req, existing []store.Index) ([]store.Index, error) {
 			todo = append(todo, *x)
 		}
 	}
-	return todo, nil
+	return todo, "", nil
+}
+
+// duplicateIndexError is MongoDB's error for index name requested twice in one createIndexes
+// on collection c (nil: not created yet). On an empty collection mongod creates the indexes
+// one by one and the second finds the first (IndexAlreadyExists); over documents the build
+// refuses the pair (ddl.DuplicateBuildError).
+func (h *Handlers) duplicateIndexError(ctx context.Context, c *store.Collection, name string) error {
+	if c != nil {
+		sz, err := h.Route.ClusterCollSizes(ctx, c)
+		if err != nil {
+			return err
+		}
+		if sz.Count > 0 {
+			return ddl.DuplicateBuildError(c)
+		}
+	}
+	return mongoerr.New(mongoerr.IndexAlreadyExists, "Identical index already exists: %s", name)
 }
 
 // indexConflict compares requested index req with index old: it reports true when req is

@@ -18,7 +18,7 @@ import (
 
 // collStats runs collStats: {ns, size, count, avgObjSize, storageSize, nindexes,
 // totalIndexSize, totalSize, indexSizes, scaleFactor, sharded}. A missing collection
-// reports zeros, as MongoDB 7.0 does.
+// reports zeros in mongod's shape for it (appendMissingStorageFields), as MongoDB 7.0 does.
 func (h *Handlers) collStats(ctx context.Context, r *command.Request) error {
 	const cmd = "collStats"
 	first, _ := bsonx.FirstElement(r.Body)
@@ -43,8 +43,25 @@ func (h *Handlers) collStats(ctx context.Context, r *command.Request) error {
 	out := r.Out
 	out = bsoncore.AppendBooleanElement(out, "sharded", c != nil && c.Sharded())
 	out = bsoncore.AppendStringElement(out, "ns", r.DB+"."+name)
+	if c == nil {
+		r.Out = appendMissingStorageFields(out, scale)
+		return nil
+	}
 	r.Out = route.AppendStorageFields(out, &s, c, scale)
 	return nil
+}
+
+// appendMissingStorageFields appends the storage statistics of a collection that does not
+// exist, in the shape mongod's appendCollectionStorageStats gives them: zeros (ints),
+// empty indexDetails and indexSizes, the scale, and no freeStorageSize, avgObjSize or
+// capped.
+func appendMissingStorageFields(out []byte, scale int64) []byte {
+	for _, k := range []string{"size", "count", "numOrphanDocs", "storageSize", "totalSize", "nindexes", "totalIndexSize"} {
+		out = bsoncore.AppendInt32Element(out, k, 0)
+	}
+	out = bsoncore.AppendDocumentElement(out, "indexDetails", bsoncore.NewDocumentBuilder().Build())
+	out = bsoncore.AppendDocumentElement(out, "indexSizes", bsoncore.NewDocumentBuilder().Build())
+	return bsonx.AppendNumber(out, "scaleFactor", scale)
 }
 
 // dbStats runs dbStats: {db, collections, views, objects, avgObjSize, dataSize,

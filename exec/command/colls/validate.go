@@ -70,13 +70,14 @@ func (h *Handlers) validateCmd(ctx context.Context, r *command.Request) error {
 // appendValidateReply appends the fields of validate's answer for res.
 func appendValidateReply(out []byte, res *validate.Result) []byte {
 	out = bsoncore.AppendStringElement(out, "ns", res.NS)
-	out = bsoncore.AppendInt64Element(out, "nInvalidDocuments", res.InvalidDocuments)
-	out = bsoncore.AppendInt64Element(out, "nNonCompliantDocuments", 0)
-	out = bsoncore.AppendInt64Element(out, "nrecords", res.Records)
+	// Counts are ints unless large, as mongod's appendNumber writes them.
+	out = bsonx.AppendNumber(out, "nInvalidDocuments", res.InvalidDocuments)
+	out = bsonx.AppendNumber(out, "nNonCompliantDocuments", 0)
+	out = bsonx.AppendNumber(out, "nrecords", res.Records)
 	out = bsoncore.AppendInt32Element(out, "nIndexes", int32(len(res.Indexes)))
 	kidx, out := bsoncore.AppendDocumentElementStart(out, "keysPerIndex")
 	for _, ir := range res.Indexes {
-		out = bsoncore.AppendInt64Element(out, ir.Name, ir.Keys)
+		out = bsonx.AppendNumber(out, ir.Name, ir.Keys)
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, kidx)
 	didx, out := bsoncore.AppendDocumentElementStart(out, "indexDetails")

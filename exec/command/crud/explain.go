@@ -2,6 +2,9 @@ package crud
 
 import (
 	"context"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -65,9 +68,22 @@ func (h *Handlers) explain(ctx context.Context, r *command.Request) error {
 	if err := c.Run(ctx, sub); err != nil {
 		return err
 	}
-	r.Out = sub.Out
+	r.Out = explain.Frame(sub.Out, len(r.Out), h.explainServerInfo(r))
 	r.Charge += sub.Charge
 	return nil
+}
+
+// explainServerInfo is the serverInfo of this server's explains: its host name, the port
+// the client reached it on (the configured one for a connection without an address), and
+// the version it answers as.
+func (h *Handlers) explainServerInfo(r *command.Request) explain.ServerInfo {
+	host, _ := os.Hostname()
+	addr := h.ListenAddr()
+	if r.Conn != nil && r.Conn.Info.Local != nil {
+		addr = r.Conn.Info.Local.String()
+	}
+	port, _ := strconv.ParseInt(addr[strings.LastIndexByte(addr, ':')+1:], 10, 32)
+	return explain.ServerInfo{Host: host, Port: int32(port), Version: command.ServerVersion, GitVersion: "cleave"}
 }
 
 // explainFind explains a find.

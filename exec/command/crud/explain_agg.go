@@ -24,12 +24,19 @@ import (
 // whole pipeline. Verbosities above queryPlanner run the pipeline and add each shard's
 // executionStats (documents and keys examined, request units). read is the part of p that
 // runs (p, or p without its write stage: explain of $out and $merge writes nothing).
-func (h *Handlers) explainAggregate(ctx context.Context, r *command.Request, p, read *agg.Pipeline, ci *catalog.Coll, ns string) error {
+func (h *Handlers) explainAggregate(ctx context.Context, r *command.Request, p, read *agg.Pipeline, ci *catalog.Coll, ns string) (err error) {
 	verbosity := r.Explain
 	if verbosity == "" {
 		verbosity = "queryPlanner" // {aggregate, explain: true}
 	}
-	out := bsoncore.AppendStringElement(r.Out, "explainVersion", "1")
+	// {aggregate, explain: true} is answered here, not by explain: it gets its frame here.
+	start := len(r.Out)
+	defer func() {
+		if err == nil {
+			r.Out = explain.Frame(r.Out, start, h.explainServerInfo(r))
+		}
+	}()
+	out := r.Out
 	if p.ReadsNoCollection() || ci == nil {
 		out = explain.AppendStageSpecs(out, "stages", nil, p.Stages)
 		r.Out = appendExplainCommand(bsoncore.AppendStringElement(out, "mergeType", "mongos"), r)

@@ -211,6 +211,9 @@ func forEachField(prefix string, d bsoncore.Document, fn func(key string, v bson
 		return mongoerr.New(mongoerr.InvalidBSON, "invalid statement document")
 	}
 	for _, el := range elems {
+		if args.NullAbsent(prefix, el.Key(), el.Value()) {
+			continue
+		}
 		known, err := fn(el.Key(), el.Value())
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -105,7 +106,11 @@ func parseHello(r *command.Request) (*helloArgs, error) {
 		case "speculativeAuthenticate":
 			a.speculative, _ = v.DocumentOK()
 		case "saslSupportedMechs":
-			a.saslMechsUser, _ = v.StringValueOK()
+			var ok bool
+			if a.saslMechsUser, ok = v.StringValueOK(); ok && !strings.Contains(a.saslMechsUser, ".") {
+				// mongod parses it as a UserName (UserName::parse).
+				return true, mongoerr.New(mongoerr.BadValue, "UserName must contain a '.' separated database.user pair")
+			}
 		}
 		// The handshake grows fields with every driver release (backpressure, ...); like
 		// mongod, accept and ignore the ones this server does not use.

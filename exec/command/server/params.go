@@ -22,6 +22,8 @@ type parameter struct {
 // parameters are the server parameters cleave reports, sorted by name as getParameter: "*"
 // lists them. Values are cleave's effective settings.
 var parameters = []parameter{
+	// authSchemaVersion is the version of the users' schema, SCRAM credentials since 3.0.
+	{"authSchemaVersion", func(_ *Handlers, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 5) }},
 	{"authenticationMechanisms", func(_ *Handlers, dst []byte, key string) []byte {
 		return bsonx.AppendStringArray(dst, key, []string{"SCRAM-SHA-1", "SCRAM-SHA-256"})
 	}},
@@ -77,10 +79,18 @@ func (h *Handlers) getParameter(_ context.Context, r *command.Request) error {
 		all = true
 	}
 	if d, ok := first.Value().DocumentOK(); ok {
-		if s, ok := d.Lookup("allParameters").BooleanOK(); ok && s {
-			all = true
+		// Both are safeBool in MongoDB's IDL: a number is true unless zero.
+		var err error
+		if v, e := d.LookupErr("allParameters"); e == nil {
+			if all, err = args.Bool("getParameter", "allParameters", v); err != nil {
+				return err
+			}
 		}
-		details, _ = d.Lookup("showDetails").BooleanOK()
+		if v, e := d.LookupErr("showDetails"); e == nil {
+			if details, err = args.Bool("getParameter", "showDetails", v); err != nil {
+				return err
+			}
+		}
 	}
 	before := len(r.Out)
 	for _, p := range parameters {
@@ -105,7 +115,7 @@ func (h *Handlers) getParameter(_ context.Context, r *command.Request) error {
 }
 
 // startupOnly are the reported parameters that MongoDB sets only at startup.
-var startupOnly = map[string]bool{"authenticationMechanisms": true, "enableTestCommands": true, "featureCompatibilityVersion": true,
+var startupOnly = map[string]bool{"authSchemaVersion": true, "authenticationMechanisms": true, "enableTestCommands": true, "featureCompatibilityVersion": true,
 	"maxBSONDepth": true, "requireApiVersion": true, "localLogicalSessionTimeoutMinutes": true}
 
 // setParameter changes runtime parameters: {setParameter: 1, <name>: <value>, ...}. As in

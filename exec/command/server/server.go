@@ -74,7 +74,8 @@ func (h *Handlers) buildInfo(_ context.Context, r *command.Request) error {
 	return nil
 }
 
-// serverStatus reports uptime, connections, network, opcounters and memory.
+// serverStatus reports uptime, the catalog's collections by kind, connections, network,
+// opcounters and memory.
 func (h *Handlers) serverStatus(_ context.Context, r *command.Request) error {
 	now := time.Now()
 	up := now.Sub(h.Started)
@@ -89,6 +90,11 @@ func (h *Handlers) serverStatus(_ context.Context, r *command.Request) error {
 	out = bsoncore.AppendInt64Element(out, "uptimeMillis", up.Milliseconds())
 	out = bsoncore.AppendInt64Element(out, "uptimeEstimate", int64(up/time.Second))
 	out = bsoncore.AppendDateTimeElement(out, "localTime", now.UnixMilli())
+	if h.Cat != nil {
+		// NB: a mongos has no catalogStats (mongod's section is forShard); clients that read
+		// it from any server die on its absence.
+		out = h.Cat.Stats().AppendTo(out, "catalogStats")
+	}
 
 	idx, out := bsoncore.AppendDocumentElementStart(out, "connections")
 	out = bsoncore.AppendInt32Element(out, "current", int32(ws.ConnectionsCurrent))
