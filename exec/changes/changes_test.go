@@ -1,6 +1,7 @@
 package changes
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -154,11 +155,12 @@ func TestRetentionTrimsAndResumeFails(t *testing.T) {
 	if err := (Retention{Age: time.Hour}).Trim(db, now); err != nil {
 		t.Fatal(err)
 	}
-	src := []Source{{Shard: 0, DB: db}}
-	if _, err := Open(nil, src, Options{Start: Token{TS: old}, Resumed: true}); mongoerr.From(err).Code != mongoerr.ChangeStreamHistoryLost {
+	src := []Source{{Shard: 0, Log: LocalLog(db)}}
+	ctx := context.Background()
+	if _, err := Open(ctx, src, Options{Start: Token{TS: old}, Resumed: true}); mongoerr.From(err).Code != mongoerr.ChangeStreamHistoryLost {
 		t.Fatalf("resuming at a trimmed record: %v, want ChangeStreamHistoryLost", err)
 	}
-	if _, err := Open(nil, src, Options{Start: Token{TS: recent}, Resumed: true}); err != nil {
+	if _, err := Open(ctx, src, Options{Start: Token{TS: recent}, Resumed: true}); err != nil {
 		t.Fatalf("resuming at a kept record: %v", err)
 	}
 }

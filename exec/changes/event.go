@@ -1,14 +1,11 @@
 package changes
 
 import (
-	"bytes"
-	"errors"
+	"context"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cleavedb/cleave/exec/catalog"
-	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -43,7 +40,7 @@ func (r *Reader) sees(db, coll string) bool {
 // event turns record rc into the change event the stream returns, or nil when the stream
 // does not report it. An event that invalidates the stream (its collection dropped or renamed,
 // its database dropped) queues the invalidate event.
-func (r *Reader) event(rc *record) (bsoncore.Document, error) {
+func (r *Reader) event(ctx context.Context, rc *record) (bsoncore.Document, error) {
 	rec := rc.rec
 	op, db, coll := str(rec, fOp), str(rec, fDB), str(rec, fColl)
 	switch {
@@ -56,7 +53,7 @@ func (r *Reader) event(rc *record) (bsoncore.Document, error) {
 	case expandedOps[op] && !r.opts.ShowExpandedEvents:
 		return nil, nil
 	}
-	out, err := r.appendEvent(nil, rc, op)
+	out, err := r.appendEvent(ctx, nil, rc, op)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +77,7 @@ func (r *Reader) invalidates(op string) bool {
 }
 
 // appendEvent appends the change event of rc, of type op, to dst.
-func (r *Reader) appendEvent(dst []byte, rc *record, op string) ([]byte, error) {
+func (r *Reader) appendEvent(ctx context.Context, dst []byte, rc *record, op string) ([]byte, error) {
 	rec := rc.rec
 	idx, dst := bsoncore.AppendDocumentStart(dst)
 	dst = bsoncore.AppendHeader(dst, bsoncore.TypeEmbeddedDocument, "_id")
@@ -106,7 +103,7 @@ func (r *Reader) appendEvent(dst []byte, rc *record, op string) ([]byte, error) 
 	if op == OpUpdate {
 		dst = r.appendUpdateDescription(dst, rec)
 		var err error
-		if dst, err = r.appendPostImage(dst, rc); err != nil {
+		if dst, err = r.appendPostImage(ctx, dst, rc); err != nil {
 			return nil, err
 		}
 	}
@@ -160,10 +157,10 @@ func appendField(dst []byte, to string, rec bsoncore.Document, from string) []by
 // appendPostImage appends an update event's fullDocument as the stream's fullDocument
 // option asks: the document as it is now (updateLookup), or the post-image the collection
 // kept (whenAvailable, required).
-func (r *Reader) appendPostImage(dst []byte, rc *record) ([]byte, error) {
+func (r *Reader) appendPostImage(ctx context.Context, dst []byte, rc *record) ([]byte, error) {
 	switch r.opts.FullDocument {
 	case "updateLookup":
-		doc, err := r.lookup(rc.rec)
+		doc, err := r.lookup(ctx, rc.rec)
 		if err != nil {
 			return nil, err
 		}
@@ -207,29 +204,16 @@ func imageMissing(kind string, rc *record) error {
 
 // lookup returns the current version of an update's document (updateLookup), nil when it
 // is gone or its collection is not the one the event is about.
-func (r *Reader) lookup(rec bsoncore.Document) (bsoncore.Document, error) {
-	ci, err := r.cat.Lookup(str(rec, fDB), str(rec, fColl))
-	if err != nil || ci == nil || ci.View != nil {
-		return nil, nil //nolint:nilerr // a collection gone since: the document is gone
-	}
-	if v, err := rec.LookupErr(fUUID); err == nil {
-		if _, data, ok := v.BinaryOK(); ok && !bytes.Equal(data, ci.Meta.UUID[:]) {
-			return nil, nil
-		}
-	}
-	h, _ := rec.LookupErr(fHash)
-	idv, _ := rec.LookupErr(fID)
-	_, id, _ := idv.BinaryOK()
-	hash := uint64(h.Int64())
-	sh := r.cat.Shards()[ci.Map.Partition(ci.Map.Locate(hash)).Shard]
-	doc, err := sh.GetDoc(ci.Meta.ID, hash, id, nil)
-	if errors.Is(err, store.ErrNotFound) {
+func (r *Reader) lookup(ctx context.Context, rec bsoncore.Document) (bsoncore.Document, error) {
+	if r.opts.Lookup == nil {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, catalog.StoreError(err)
+	var uuid []byte
+	if v, err := rec.LookupErr(fUUID); err == nil {
+		_, uuid, _ = v.BinaryOK()
 	}
-	return doc, nil
+	key, _ := rec.Lookup(fKey).DocumentOK()
+	return r.opts.Lookup(ctx, str(rec, fDB), str(rec, fColl), uuid, key)
 }
 
 // appendInvalidate appends the invalidate event that follows record inv.

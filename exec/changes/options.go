@@ -103,10 +103,10 @@ func wrongType(key string, v bsoncore.Value, want string) error {
 	return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$changeStream.%s' is the wrong type '%s', expected type '%s'", key, bsonx.TypeName(v.Type), want)
 }
 
-// Start returns where a stream with spec s starts reading: after its resume token, at its
-// startAtOperationTime, or after now (the shards' frontier when it opens); resumed reports a
-// start the client chose.
-func (s *Spec) Start(now uint64) (t Token, resumed bool) {
+// Start returns where a stream with spec s starts reading: after its resume token, or at its
+// startAtOperationTime; resumed is false when the spec names none (the stream then starts
+// at the shards' frontier when it opens: Open).
+func (s *Spec) Start() (t Token, resumed bool) {
 	switch {
 	case s.ResumeAfter != nil:
 		return *s.ResumeAfter, true
@@ -115,5 +115,5 @@ func (s *Spec) Start(now uint64) (t Token, resumed bool) {
 	case s.StartAt != 0:
 		return hwm(s.StartAt - 1), true
 	}
-	return hwm(now), false
+	return Token{}, false
 }

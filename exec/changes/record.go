@@ -31,8 +31,6 @@ const (
 	fDB      = "db"   // database
 	fColl    = "c"    // collection ("" for a database's events)
 	fUUID    = "ui"   // collection UUID
-	fHash    = "h"    // document's hash (int64), for updateLookup
-	fID      = "i"    // document's encoded _id (binary), for updateLookup
 	fKey     = "k"    // documentKey
 	fDoc     = "d"    // the full document: insert, replace
 	fUpdate  = "u"    // updateDescription
@@ -94,8 +92,6 @@ func AppendRecord(dst []byte, ci *catalog.Coll, w *Write) []byte {
 	}
 	dst = bsoncore.AppendStringElement(dst, fOp, op)
 	dst = appendNS(dst, ci)
-	dst = bsoncore.AppendInt64Element(dst, fHash, int64(w.Hash))
-	dst = bsoncore.AppendBinaryElement(dst, fID, 0, w.ID)
 	dst = appendDocumentKey(dst, ci, doc)
 	switch op {
 	case OpInsert, OpReplace:

@@ -17,7 +17,7 @@ import (
 // Source is a shard whose change log a stream reads.
 type Source struct {
 	Shard uint32
-	DB    *store.DB
+	Log   Log
 }
 
 // Scope is what a stream watches: a collection, a database (Coll ""), or every database of
@@ -35,6 +35,9 @@ type Options struct {
 	Start Token
 	// Resumed reports that Start came from the client (a resume point to check).
 	Resumed bool
+	// Lookup finds the current version of an update's document for updateLookup: the
+	// document of db.coll (whose UUID is uuid) matching documentKey key, nil if none.
+	Lookup func(ctx context.Context, db, coll string, uuid []byte, key bsoncore.Document) (bsoncore.Document, error)
 }
 
 // readAhead is how many records a fill reads from one shard (more when one batch of a shard
@@ -46,7 +49,6 @@ const readAhead = 256
 // visible now, and the next events when called again later (a tailable cursor's stream).
 type Reader struct {
 	opts Options
-	cat  *catalog.Catalog
 	src  []Source
 	// pos is the last event read (returned or filtered out), or the high-water mark that
 	// every event up to it was read.
@@ -69,31 +71,35 @@ type record struct {
 	rec bsoncore.Document
 }
 
-// Open returns the reader of sources' change logs for opts, or ChangeStreamHistoryLost
-// when a resume point is older than what the logs keep.
-func Open(cat *catalog.Catalog, src []Source, opts Options) (*Reader, error) {
-	r := &Reader{opts: opts, cat: cat, src: src, pos: opts.Start}
-	if opts.Resumed {
-		for _, s := range src {
-			if trimmed := s.DB.ChangesTrimmed(); trimmed != 0 && opts.Start.TS < trimmed {
-				return nil, mongoerr.New(mongoerr.ChangeStreamHistoryLost,
-					"Resume of change stream was not possible, as the resume point may no longer be in the oplog.")
-			}
+// Open returns the reader of sources' change logs for opts, positioned at opts.Start, or
+// ChangeStreamHistoryLost when that is older than what the logs keep. The zero Start (with
+// Resumed false) starts at the shards' common frontier: the events after the stream opened.
+func Open(ctx context.Context, src []Source, opts Options) (*Reader, error) {
+	r := &Reader{opts: opts, src: src, pos: opts.Start}
+	var front uint64 = ^uint64(0)
+	for _, s := range src {
+		b, err := s.Log.Read(ctx, store.ChangePos{TS: ^uint64(0), Pos: ^uint32(0)}, 0)
+		if err != nil {
+			return nil, catalog.StoreError(err)
 		}
+		if opts.Resumed && b.Trimmed != 0 && opts.Start.TS < b.Trimmed {
+			return nil, historyLost()
+		}
+		front = min(front, b.Frontier)
+	}
+	if !opts.Resumed {
+		if front == ^uint64(0) {
+			front = 0
+		}
+		r.pos = hwm(front)
 	}
 	return r, nil
 }
 
-// Frontier returns the time every shard has made visible: the start of a stream opened now.
-func Frontier(src []Source) uint64 {
-	w := ^uint64(0)
-	for _, s := range src {
-		w = min(w, s.DB.ChangesVisible())
-	}
-	if w == ^uint64(0) {
-		return 0
-	}
-	return w
+// historyLost is MongoDB's error for a resume point the logs no longer hold.
+func historyLost() error {
+	return mongoerr.New(mongoerr.ChangeStreamHistoryLost,
+		"Resume of change stream was not possible, as the resume point may no longer be in the oplog.")
 }
 
 // Next implements stream.Stream: the next event, or nil when there is none now.
@@ -111,8 +117,8 @@ func (r *Reader) Next(ctx context.Context) (bsoncore.Document, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			if err := r.fill(); err != nil {
-				return nil, catalog.StoreError(err)
+			if err := r.fill(ctx); err != nil {
+				return nil, err
 			}
 			if len(r.buf) == 0 {
 				if r.pos.Less(hwm(r.frontier)) {
@@ -125,7 +131,7 @@ func (r *Reader) Next(ctx context.Context) (bsoncore.Document, error) {
 		r.buf[0] = record{}
 		r.buf = r.buf[1:]
 		r.pos = rc.tok
-		doc, err := r.event(&rc)
+		doc, err := r.event(ctx, &rc)
 		if err != nil || doc != nil {
 			return doc, err
 		}
@@ -148,31 +154,26 @@ func (r *Reader) Ended() bool { return r.ended }
 func (r *Reader) Close() { r.buf, r.ended = nil, true }
 
 // fill reads the records after r.pos up to the shards' common frontier into r.buf, in order.
-func (r *Reader) fill() error {
-	upto := Frontier(r.src)
-	if upto < r.pos.TS {
-		return nil
-	}
+func (r *Reader) fill(ctx context.Context) error {
+	upto := ^uint64(0)
 	var all []record
 	for _, s := range r.src {
-		n, last, cut := 0, uint64(0), false
-		err := s.DB.ReadChanges(after(s.Shard, r.pos), upto, func(p store.ChangePos, rec []byte) bool {
-			if n >= readAhead && p.TS != last {
-				cut = true
-				return false
-			}
-			all = append(all, record{tok: Token{TS: p.TS, Shard: s.Shard, Pos: p.Pos}, rec: slices.Clone(rec)})
-			n, last = n+1, p.TS
-			r.Examined++
-			r.Bytes += int64(len(rec))
-			return true
-		})
+		b, err := s.Log.Read(ctx, after(s.Shard, r.pos), readAhead)
 		if err != nil {
-			return err
+			return catalog.StoreError(err)
 		}
-		if cut {
-			upto = min(upto, last)
+		if b.Trimmed != 0 && r.pos.TS < b.Trimmed && r.pos.TS != 0 {
+			return historyLost() // the stream fell behind the log's retention
 		}
+		upto = min(upto, b.Frontier)
+		for _, x := range b.Records {
+			all = append(all, record{tok: Token{TS: x.Pos.TS, Shard: s.Shard, Pos: x.Pos.Pos}, rec: x.Rec})
+			r.Examined++
+			r.Bytes += int64(len(x.Rec))
+		}
+	}
+	if upto == ^uint64(0) || upto < r.pos.TS {
+		return nil
 	}
 	all = slices.DeleteFunc(all, func(x record) bool { return x.tok.TS > upto })
 	slices.SortFunc(all, func(a, b record) int {

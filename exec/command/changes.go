@@ -22,7 +22,7 @@ func (e *Server) RecordChange(d *changes.DDL) {
 	case "admin", "config", "local":
 		return
 	}
-	for _, sh := range e.Storage.Shards {
+	for _, sh := range e.Cat.Shards() {
 		if _, ok := catalog.LocalDB(sh); !ok {
 			continue
 		}

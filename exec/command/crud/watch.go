@@ -1,8 +1,11 @@
 package crud
 
 import (
+	"bytes"
 	"context"
+	"slices"
 	"strconv"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -62,13 +65,11 @@ func (h *Handlers) watch(ctx context.Context, r *command.Request, a *aggregateAr
 	if err != nil {
 		return err
 	}
-	src, err := h.changeSources()
-	if err != nil {
-		return err
-	}
-	start, resumed := spec.Start(changes.Frontier(src))
-	reader, err := changes.Open(h.Cat, src, changes.Options{Scope: scope, FullDocument: spec.FullDocument,
-		BeforeChange: spec.BeforeChange, ShowExpandedEvents: spec.ShowExpandedEvents, Start: start, Resumed: resumed})
+	src, remote := h.changeSources()
+	start, resumed := spec.Start()
+	reader, err := changes.Open(ctx, src, changes.Options{Scope: scope, FullDocument: spec.FullDocument,
+		BeforeChange: spec.BeforeChange, ShowExpandedEvents: spec.ShowExpandedEvents, Start: start, Resumed: resumed,
+		Lookup: h.lookupChanged})
 	if err != nil {
 		return err
 	}
@@ -76,7 +77,11 @@ func (h *Handlers) watch(ctx context.Context, r *command.Request, a *aggregateAr
 	if err != nil {
 		return err
 	}
-	c := &cursor.Cursor{Ns: ns, Stream: s, Tailable: true, AwaitData: true, Waiter: h.Changes,
+	var waiter interface{ Wait() <-chan struct{} } = h.Changes
+	if remote {
+		waiter = polling{h.Changes}
+	}
+	c := &cursor.Cursor{Ns: ns, Stream: s, Tailable: true, AwaitData: true, Waiter: waiter,
 		Ended: reader.Ended, Trailer: func(dst []byte) []byte {
 			dst = bsoncore.AppendHeader(dst, bsoncore.TypeEmbeddedDocument, "postBatchResumeToken")
 			return reader.ResumeToken().AppendDoc(dst)
@@ -113,19 +118,69 @@ func watchScope(db, coll string, spec *changes.Spec) (changes.Scope, string, err
 	return changes.Scope{DB: db, Coll: coll}, db + "." + coll, nil
 }
 
-// changeSources returns the change logs a stream reads: every shard's. A shard on another
-// node has its log there, which no stream reads yet.
-func (h *Handlers) changeSources() ([]changes.Source, error) {
-	src := make([]changes.Source, 0, len(h.Storage.Shards))
-	for i, sh := range h.Storage.Shards {
-		db, ok := catalog.LocalDB(sh)
-		if !ok {
-			return nil, mongoerr.New(mongoerr.NotImplemented,
-				"change streams across the nodes of a cluster are not supported by cleave yet: shard %d is on another node", i)
+// changeSources returns the change logs a stream reads, every shard's, and whether some are
+// on other nodes.
+func (h *Handlers) changeSources() (src []changes.Source, remote bool) {
+	shards := h.Cat.Shards() // in cluster mode, every shard of the cluster (others' as stand-ins)
+	src = make([]changes.Source, 0, len(shards))
+	for i, sh := range shards {
+		log := changes.Log(nil)
+		if db, ok := catalog.LocalDB(sh); ok {
+			log = changes.LocalLog(db)
+		} else {
+			log, remote = changes.RemoteLog(h.Remote, i), true
 		}
-		src = append(src, changes.Source{Shard: uint32(i), DB: db})
+		src = append(src, changes.Source{Shard: uint32(i), Log: log})
 	}
-	return src, nil
+	return src, remote
+}
+
+// remotePoll is how often a waiting getMore of a stream that reads other nodes' logs looks
+// at them: their commits do not wake this node's hub.
+const remotePoll = 100 * time.Millisecond
+
+// polling is the waiter of a stream that also reads other nodes' logs: woken by this node's
+// commits, and every remotePoll.
+type polling struct{ hub *changes.Hub }
+
+// Wait implements the cursor's waiter.
+func (p polling) Wait() <-chan struct{} {
+	local := p.hub.Wait()
+	ch := make(chan struct{})
+	go func() {
+		t := time.NewTimer(remotePoll)
+		defer t.Stop()
+		select {
+		case <-local:
+		case <-t.C:
+		}
+		close(ch)
+	}()
+	return ch
+}
+
+// lookupChanged finds the current version of an update event's document (updateLookup): the
+// document of db.coll matching its documentKey, read as a find would (on any node), nil when
+// it is gone or the collection is not the event's (another UUID).
+func (h *Handlers) lookupChanged(ctx context.Context, db, coll string, uuid []byte, key bsoncore.Document) (bsoncore.Document, error) {
+	ci, err := h.Cat.Lookup(db, coll)
+	if err != nil || ci == nil || ci.View != nil || uuid != nil && !bytes.Equal(uuid, ci.Meta.UUID[:]) {
+		return nil, nil //nolint:nilerr // a collection gone since: its document is gone
+	}
+	f, err := compileWriteFilter(key, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	s, _, _, err := h.Query.Open(&query.Query{CI: ci, Filter: f, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	doc, err := s.Next(ctx)
+	if doc == nil || err != nil {
+		return nil, err
+	}
+	return slices.Clone(doc), nil
 }
 
 // watchPipeline compiles the stages after $changeStream over reader's events, with the

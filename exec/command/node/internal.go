@@ -44,6 +44,7 @@ func (h *Handlers) addInternalCommands(add func(*command.Command)) {
 	add(&command.Command{Name: "_cleaveShardWrite", Run: h.shardWrite, Action: auth.ActionInternal, Help: "internal: the documents of an insert on this node's shards"})
 	add(&command.Command{Name: "_cleaveShardIndexes", Run: h.shardIndexes, Action: auth.ActionInternal, Help: "internal: an index build's or drop's part on this node's shards"})
 	add(&command.Command{Name: "_cleaveShardStats", Run: h.shardStats, Action: auth.ActionInternal, Help: "internal: a collection's sizes or validation on this node's shards"})
+	add(&command.Command{Name: "_cleaveShardChanges", Run: h.shardChanges, Action: auth.ActionInternal, Help: "internal: records of a shard's change log, for a change stream on another node"})
 	add(&command.Command{Name: "_cleaveShardModify", Run: h.shardModify, Action: auth.ActionInternal, Help: "internal: a statement of an update, delete or findAndModify on this node's shards"})
 }
 
