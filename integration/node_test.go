@@ -76,3 +76,23 @@ func TestNodeDriverMonitoring(t *testing.T) {
 	}
 	t.Log(strings.TrimSpace(string(out)))
 }
+
+// TestNodeDriverChangeStream runs integration/node/changestream.js: an application's change
+// listener with the Node.js driver (its "change" events), on two shards.
+func TestNodeDriverChangeStream(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is required (make test installs the Node.js packages): %v", err)
+	}
+	srv := startServer(t, "--shards", "2")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(repoRoot, "integration", "node", "changestream.js"))
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "MONGODB_URI="+srv.uri(), "DB_NAME=nodecs")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "node changestream ok") {
+		t.Fatalf("node changestream.js: %v\n%s", err, out)
+	}
+}
