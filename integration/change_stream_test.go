@@ -244,3 +244,36 @@ func TestChangeStreamAwaitAndInvalidate(t *testing.T) {
 		t.Fatalf("the stream goes on after invalidate (cursor %d, err %v)", cs.ID(), cs.Err())
 	}
 }
+
+// /metrics counts the open streams by namespace and tells how old the oldest event each
+// shard's change log keeps is.
+func TestChangeStreamMetrics(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2")
+	ctx := context.Background()
+	coll := srv.client(t).Database("csm").Collection("m")
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := coll.Watch(ctx, mongo.Pipeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := coll.Watch(ctx, mongo.Pipeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams := scrape(t, srv)
+	if n, _ := metricSum(fams, "cleave_change_streams", map[string]string{"ns": "csm.m"}); n != 2 {
+		t.Fatalf("cleave_change_streams{ns=csm.m} = %v, want 2", n)
+	}
+	if _, series := metricSum(fams, "cleave_change_log_oldest_age_seconds", nil); series != 2 {
+		t.Fatalf("cleave_change_log_oldest_age_seconds: %d series, want one per shard", series)
+	}
+	_ = a.Close(ctx)
+	_ = b.Close(ctx)
+	waitFor(t, 10*time.Second, "the closed streams leave the count", func() bool {
+		n, _ := metricSum(scrape(t, srv), "cleave_change_streams", map[string]string{"ns": "csm.m"})
+		return n == 0
+	})
+}

@@ -25,6 +25,10 @@ type Metrics struct {
 	Snapshots        int   // open snapshots
 	WriteStalls      int64 // write stalls since Open
 	DiskSlow         int64 // slow disk writes since Open (OS file system only)
+	// ChangesOldest is the time (cluster time, seconds in the high 32 bits) of the oldest
+	// record of the change log, 0 when it is empty; ChangesBytes estimates its bytes on disk.
+	ChangesOldest uint64
+	ChangesBytes  uint64
 	SyncedCommits    int64 // batches committed with a WAL sync since Open
 	WALSyncs         int64 // WAL syncs since Open: SyncedCommits / WALSyncs is the group-commit size
 	IDCacheHits      int64 // _id lookups without the hash answered from the cache (idcache.go)
@@ -97,6 +101,10 @@ func (db *DB) Metrics() (Metrics, error) {
 	s.SyncedCommits = db.pacer.applied.Load()
 	s.WALSyncs = db.pacer.syncs.Load()
 	s.IDCacheHits, s.IDCacheMisses = db.ids.hits.Load(), db.ids.misses.Load()
+	if p, ok, err := db.OldestChange(); err == nil && ok {
+		s.ChangesOldest = p.TS
+	}
+	s.ChangesBytes, _ = db.ChangesDiskUsage(0)
 	return s, nil
 }
 

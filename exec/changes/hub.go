@@ -19,6 +19,39 @@ type Hub struct {
 
 	mu   sync.Mutex
 	wake chan struct{} // closed and dropped at the next Applied; nil while no one waits
+	// open counts the open streams by the namespace they watch (Opened).
+	open map[string]int
+}
+
+// Opened counts a stream on ns as open until the returned function is called.
+func (h *Hub) Opened(ns string) (closed func()) {
+	h.mu.Lock()
+	if h.open == nil {
+		h.open = map[string]int{}
+	}
+	h.open[ns]++
+	h.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.mu.Lock()
+			if h.open[ns]--; h.open[ns] <= 0 {
+				delete(h.open, ns)
+			}
+			h.mu.Unlock()
+		})
+	}
+}
+
+// OpenStreams returns the number of open streams by namespace.
+func (h *Hub) OpenStreams() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make(map[string]int, len(h.open))
+	for ns, n := range h.open {
+		out[ns] = n
+	}
+	return out
 }
 
 // Tick implements store.ChangeClock.

@@ -214,6 +214,8 @@ func (r *Reader) Charge() float64 {
 type KeepsID struct {
 	In stream.Stream
 	R  *Reader
+	// OnClose, when set, runs when the stream closes (Hub.Opened's count).
+	OnClose func()
 }
 
 // Next implements stream.Stream.
@@ -233,4 +235,9 @@ func (k *KeepsID) Next(ctx context.Context) (bsoncore.Document, error) {
 }
 
 // Close implements stream.Stream.
-func (k *KeepsID) Close() { k.In.Close() }
+func (k *KeepsID) Close() {
+	k.In.Close()
+	if k.OnClose != nil {
+		k.OnClose()
+	}
+}

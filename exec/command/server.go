@@ -209,7 +209,7 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 	e.Knobs.TxnLifetime.OnSet(func(v int64) { e.Txns.Lifetime.Store(v * int64(time.Second)) })
 	e.Commands = e.commandTable(families)
 	e.collector = metrics.New(metrics.Source{Commands: e.Commands.Names(), WireStats: opts.WireStats, Shards: e.Shards, Cat: e.Cat,
-		Catalog: e.Storage.Catalog})
+		Catalog: e.Storage.Catalog, ChangeStreams: e.openStreams})
 	go e.Sessions.Run(e.stop)
 	if opts.Storage != nil {
 		e.Shards.Start(e.Write)
@@ -236,6 +236,14 @@ func (e *Server) startChangeLogs(r changes.Retention) {
 		}
 	}
 	go changes.RunRetention(r, dbs, time.Minute, e.Log.Named("changes"), e.stop)
+}
+
+// openStreams counts the open change streams by namespace (none without storage).
+func (e *Server) openStreams() map[string]int {
+	if e.Changes == nil {
+		return nil
+	}
+	return e.Changes.OpenStreams()
 }
 
 // Close stops the executor's background work and closes its cursors. Call it after the

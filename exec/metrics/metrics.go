@@ -44,7 +44,7 @@ type Metrics struct {
 	errs     *prometheus.CounterVec
 
 	partRUPerSec, partRUTotal, partThrottled, partBytes, partDocs, partProvisioned *prometheus.Desc
-	splits, moves, hotKeys, conns, connsTotal                                      *prometheus.Desc
+	splits, moves, hotKeys, conns, connsTotal, streams                             *prometheus.Desc
 	store                                                                          []storeMetric // store.go
 }
 
@@ -76,6 +76,8 @@ type Source struct {
 	Shards  *sharding.Manager
 	Cat     *catalog.Catalog
 	Catalog *store.Catalog
+	// ChangeStreams counts the open change streams by the namespace they watch; nil: none.
+	ChangeStreams func() map[string]int
 }
 
 // New returns the collector of src.
@@ -104,10 +106,12 @@ func New(src Source) *Metrics {
 			"Documents in the partition (range statistics estimate)."),
 		partProvisioned: partitionDesc("cleave_partition_provisioned_request_units_per_second",
 			"The partition's share of the collection's provisioned throughput; 0 when none is provisioned."),
-		splits:     prometheus.NewDesc("cleave_splits_total", "Partition splits since the server started.", nil, nil),
-		moves:      prometheus.NewDesc("cleave_moves_total", "Partition moves between shards since the server started.", nil, nil),
-		hotKeys:    prometheus.NewDesc("cleave_hot_key_reports_total", "Single-key hot partitions reported since the server started.", nil, nil),
-		conns:      prometheus.NewDesc("cleave_connections", "Open client connections.", nil, nil),
+		splits:  prometheus.NewDesc("cleave_splits_total", "Partition splits since the server started.", nil, nil),
+		moves:   prometheus.NewDesc("cleave_moves_total", "Partition moves between shards since the server started.", nil, nil),
+		hotKeys: prometheus.NewDesc("cleave_hot_key_reports_total", "Single-key hot partitions reported since the server started.", nil, nil),
+		conns:   prometheus.NewDesc("cleave_connections", "Open client connections.", nil, nil),
+		streams: prometheus.NewDesc("cleave_change_streams", "Open change streams on this node, by the namespace they watch "+
+			"(db.coll, db.$cmd.aggregate for a database, admin.$cmd.aggregate for the cluster).", []string{"ns"}, nil),
 		connsTotal: prometheus.NewDesc("cleave_connections_total", "Client connections accepted since the server started.", nil, nil),
 		store:      newStoreMetrics(),
 	}
@@ -151,7 +155,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.duration.Describe(ch)
 	m.errs.Describe(ch)
 	for _, d := range []*prometheus.Desc{m.partRUPerSec, m.partRUTotal, m.partThrottled, m.partBytes,
-		m.partDocs, m.partProvisioned, m.splits, m.moves, m.hotKeys, m.conns, m.connsTotal} {
+		m.partDocs, m.partProvisioned, m.splits, m.moves, m.hotKeys, m.conns, m.connsTotal, m.streams} {
 		ch <- d
 	}
 	m.describeStore(ch)
@@ -164,6 +168,11 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	ws := m.src.WireStats()
 	ch <- prometheus.MustNewConstMetric(m.conns, prometheus.GaugeValue, float64(ws.ConnectionsCurrent))
 	ch <- prometheus.MustNewConstMetric(m.connsTotal, prometheus.CounterValue, float64(ws.ConnectionsTotalCreated))
+	if m.src.ChangeStreams != nil {
+		for ns, n := range m.src.ChangeStreams() {
+			ch <- prometheus.MustNewConstMetric(m.streams, prometheus.GaugeValue, float64(n), ns)
+		}
+	}
 	sh := m.src.Shards
 	if sh == nil {
 		return // no storage: the server commands only

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -65,6 +66,15 @@ func newStoreMetrics() []storeMetric {
 			func(m *store.Metrics) float64 { return float64(m.IDCacheMisses) }),
 		c("cleave_store_disk_slow_total", "Disk writes of the shard that took abnormally long.",
 			func(m *store.Metrics) float64 { return float64(m.DiskSlow) }),
+		g("cleave_change_log_oldest_age_seconds", "Age of the oldest event the shard's change log keeps: how far back a change stream can resume (0: empty).",
+			func(m *store.Metrics) float64 {
+				if m.ChangesOldest == 0 {
+					return 0
+				}
+				return max(0, float64(time.Now().Unix()-int64(m.ChangesOldest>>32)))
+			}),
+		g("cleave_change_log_bytes", "Estimated bytes on disk of the shard's change log (bounded by --change-retention-bytes).",
+			func(m *store.Metrics) float64 { return float64(m.ChangesBytes) }),
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/cursor"
 	"github.com/cleavedb/cleave/exec/query"
-	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -77,6 +76,7 @@ func (h *Handlers) watch(ctx context.Context, r *command.Request, a *aggregateAr
 	if err != nil {
 		return err
 	}
+	s.OnClose = h.Changes.Opened(ns)
 	var waiter interface{ Wait() <-chan struct{} } = h.Changes
 	if remote {
 		waiter = polling{h.Changes}
@@ -186,7 +186,7 @@ func (h *Handlers) lookupChanged(ctx context.Context, db, coll string, uuid []by
 // watchPipeline compiles the stages after $changeStream over reader's events, with the
 // check that they keep each event's _id (the resume token), and returns the stream and
 // what its stages charged.
-func (h *Handlers) watchPipeline(r *command.Request, a *aggregateArgs, rest []bsoncore.Value, reader *changes.Reader) (stream.Stream, func() float64, error) {
+func (h *Handlers) watchPipeline(r *command.Request, a *aggregateArgs, rest []bsoncore.Value, reader *changes.Reader) (*changes.KeepsID, func() float64, error) {
 	aidx, arr := bsoncore.AppendArrayStart(nil)
 	for i, v := range rest {
 		arr = bsoncore.AppendValueElement(arr, strconv.Itoa(i), v)
