@@ -29,10 +29,10 @@ type Metrics struct {
 	// record of the change log, 0 when it is empty; ChangesBytes estimates its bytes on disk.
 	ChangesOldest uint64
 	ChangesBytes  uint64
-	SyncedCommits    int64 // batches committed with a WAL sync since Open
-	WALSyncs         int64 // WAL syncs since Open: SyncedCommits / WALSyncs is the group-commit size
-	IDCacheHits      int64 // _id lookups without the hash answered from the cache (idcache.go)
-	IDCacheMisses    int64 // _id lookups without the hash that read the _id index
+	SyncedCommits int64 // batches committed with a WAL sync since Open
+	WALSyncs      int64 // WAL syncs since Open: SyncedCommits / WALSyncs is the group-commit size
+	IDCacheHits   int64 // _id lookups without the hash answered from the cache (idcache.go)
+	IDCacheMisses int64 // _id lookups without the hash that read the _id index
 	// WALFsync is the latency of the WAL's fsyncs since Open: a synced commit waits for the
 	// sync under way, if any, and then for its own.
 	WALFsync Latencies
