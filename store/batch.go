@@ -42,6 +42,9 @@ type Batch struct {
 	changes    []byte
 	changeEnds []int
 	ChangeTime uint64
+	// stampPending is set by Apply(true) of a batch with change records until SyncWait: the
+	// records become readable by change streams only once the batch is durable.
+	stampPending bool
 }
 
 // statBucket names one stats bucket of one collection.
@@ -223,7 +226,11 @@ func (b *Batch) Apply(sync bool) error {
 	ts, stamped := b.stampChanges()
 	err := b.db.applyPebble(b.pb, sync)
 	if stamped {
-		b.db.changes.done(ts)
+		if sync && err == nil {
+			b.stampPending = true // visible to streams once durable: SyncWait
+		} else {
+			b.db.changes.done(ts)
+		}
 	}
 	b.db.logApplied(b.pb)
 	if b.db.afterApply != nil {
@@ -251,7 +258,12 @@ func (b *Batch) SyncWait() error {
 		return nil
 	}
 	b.syncPending = false
-	if err := b.pb.SyncWait(); err != nil {
+	err := b.pb.SyncWait()
+	if b.stampPending {
+		b.stampPending = false
+		b.db.changes.done(b.ChangeTime)
+	}
+	if err != nil {
 		return b.db.failCommit(err)
 	}
 	return nil

@@ -18,7 +18,8 @@ import (
 //
 // Batches commit concurrently, so a batch stamped later may become visible first. A reader
 // therefore reads only up to ChangesVisible: the time below which every stamped batch has been
-// applied (or given up). A change stream that has read up to it will never see an earlier
+// applied and, when it was synced, made durable (or given up): a stream never reports a
+// change that a crash could still take back. A change stream that has read up to it will never see an earlier
 // change appear afterwards, which is what makes its resume points exact.
 
 // prefixChange is the key kind of change records: 'e' | ts u64 BE | pos u32 BE → record.
