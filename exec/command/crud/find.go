@@ -140,6 +140,12 @@ func (h *Handlers) getMore(ctx context.Context, r *command.Request) error {
 	if err != nil {
 		return err
 	}
+	if h.Access.Enabled() {
+		if err := c.CheckUsers(r.Conn.Authn.Users); err != nil {
+			h.Cursors.Done(c, false) // mongos refuses the checkout: the cursor lives on
+			return err
+		}
+	}
 	ns := r.DB + "." + coll
 	if c.Ns != ns {
 		h.Cursors.Done(c, false)
