@@ -84,7 +84,7 @@ func (h *Handlers) find(ctx context.Context, r *command.Request) error {
 	if n < 0 {
 		n = defaultFirstBatch
 	}
-	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
+	ctx, cancel := h.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
 	if err := h.FirstBatch(ctx, r, c, n, a.singleBatch); err != nil {
 		return query.TimeLimitError(ctx, err)
