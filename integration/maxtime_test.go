@@ -87,7 +87,8 @@ func TestFindMaxTimeAlwaysTimeOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	find := bson.D{{Key: "find", Value: "c"}, {Key: "sort", Value: bson.D{{Key: "v", Value: 1}}}, {Key: "batchSize", Value: 1}}
-	timed := append(find[:len(find):len(find)], bson.E{Key: "maxTimeMS", Value: 600_000})
+	timed := append(bson.D{}, find...)
+	timed = append(timed, bson.E{Key: "maxTimeMS", Value: 600_000})
 	setMaxTimeAlwaysTimeOut(t, cl, true)
 	_, err := runCmd(t, db, timed)
 	if !hasCode(err, 50) {
