@@ -159,3 +159,14 @@ func TestListCommandsCursorBatchSize(t *testing.T) {
 	wantError(t, "unknown cursor field", handleJSON(bg, t, c, `{"listCollections": 1, "cursor": {"x": 1}}`), mongoerr.Location40415,
 		"BSON field 'listCollections.cursor.x' is an unknown field.")
 }
+
+// TestGetMoreAuthOffAnyConnection checks that without access control a cursor opened
+// outside a session is continued from any connection: there are no users to compare.
+func TestGetMoreAuthOffAnyConnection(t *testing.T) {
+	e := testExecutor(t, 1, Options{})
+	id := openCursor(t, e.Connect(wire.ConnInfo{ID: 1}), "")
+	reply := handleJSON(context.Background(), t, e.Connect(wire.ConnInfo{ID: 2}), getMore(id, ""))
+	if reply.Lookup("ok").Double() != 1 {
+		t.Fatalf("getMore from another connection: %v", reply)
+	}
+}

@@ -14,8 +14,9 @@ type eventCounters struct {
 }
 
 // newEventListener returns Pebble's event listener for one DB: routine background work
-// (flushes, compactions) at Debug, their failures and write stalls at Warn, data corruption and
-// background errors at Error. The logger is already named for the DB.
+// (flushes, empty ones included, and compactions) at Debug, their failures and write stalls
+// at Warn, data corruption and background errors at Error. The logger is already named for
+// the DB.
 func newEventListener(l *zap.Logger, c *eventCounters) *pebble.EventListener {
 	return &pebble.EventListener{
 		BackgroundError: func(err error) {
@@ -25,16 +26,7 @@ func newEventListener(l *zap.Logger, c *eventCounters) *pebble.EventListener {
 			// NB: called synchronously on read paths; logging is all we may do here.
 			l.Error("pebble data corruption", zap.String("info", info.String()))
 		},
-		FlushEnd: func(info pebble.FlushInfo) {
-			if info.Err != nil {
-				l.Warn("pebble flush failed", zap.Int("job", info.JobID), zap.Error(info.Err))
-				return
-			}
-			if ce := l.Check(zap.DebugLevel, "pebble flush"); ce != nil {
-				ce.Write(zap.Int("job", info.JobID), zap.String("reason", info.Reason),
-					zap.Uint64("input_bytes", info.InputBytes), zap.Duration("duration", info.TotalDuration))
-			}
-		},
+		FlushEnd: func(info pebble.FlushInfo) { logFlushEnd(l, info) },
 		CompactionEnd: func(info pebble.CompactionInfo) {
 			if info.Err != nil {
 				l.Warn("pebble compaction failed", zap.Int("job", info.JobID), zap.Error(info.Err))
@@ -57,5 +49,28 @@ func newEventListener(l *zap.Logger, c *eventCounters) *pebble.EventListener {
 			l.Warn("disk slow", zap.String("path", info.Path), zap.String("op", info.OpType.String()),
 				zap.Int("write_size", info.WriteSize), zap.Duration("duration", info.Duration))
 		},
+	}
+}
+
+// emptyFlush is the message of the error Pebble reports in FlushInfo.Err when a flush wrote
+// no table (an empty memtable flushed, by DB.Flush or before an ingestion): the flush did its
+// job. NB: Pebble does not export the error (compaction.go's errEmptyTable), so its message
+// is matched, as Pebble's own metamorphic test does.
+const emptyFlush = "pebble: empty table"
+
+// logFlushEnd logs the end of a flush: at Debug when it wrote tables or had nothing to write,
+// at Warn when it failed.
+func logFlushEnd(l *zap.Logger, info pebble.FlushInfo) {
+	if info.Err != nil && info.Err.Error() != emptyFlush {
+		l.Warn("pebble flush failed", zap.Int("job", info.JobID), zap.Error(info.Err))
+		return
+	}
+	msg := "pebble flush"
+	if info.Err != nil {
+		msg = "pebble flush empty"
+	}
+	if ce := l.Check(zap.DebugLevel, msg); ce != nil {
+		ce.Write(zap.Int("job", info.JobID), zap.String("reason", info.Reason),
+			zap.Uint64("input_bytes", info.InputBytes), zap.Duration("duration", info.TotalDuration))
 	}
 }

@@ -165,6 +165,7 @@ func (s *bucketAutoStage) load(ctx context.Context, in stream.Stream) ([]autoEnt
 	var entries []autoEntry
 	var mem int64
 	vars := expr.NewVars()
+	var chk stream.Checker
 	for {
 		d, err := in.Next(ctx)
 		if err != nil {
@@ -172,6 +173,9 @@ func (s *bucketAutoStage) load(ctx context.Context, in stream.Stream) ([]autoEnt
 		}
 		if d == nil {
 			return entries, nil
+		}
+		if err := chk.Tick(ctx); err != nil {
+			return nil, err
 		}
 		k, err := s.groupBy.Eval(d, vars)
 		if err != nil {

@@ -58,6 +58,9 @@ func (s *graphLookupStage) search(ctx context.Context, d bsoncore.Document) ([]b
 		if err := g.checkMemory(); err != nil {
 			return nil, err
 		}
+		if err := ctx.Err(); err != nil { // a query per depth: a check each costs nothing
+			return nil, err
+		}
 		p, err := s.frontierQuery(g.frontier)
 		if err != nil {
 			return nil, err

@@ -223,9 +223,13 @@ func (t *groupTable) consume(ctx context.Context, in stream.Stream) error {
 	// A constant _id ({_id: null}, countDocuments' {_id: 1}) makes one group: it is looked up
 	// once.
 	var only *group
+	var chk stream.Checker
 	for {
 		d, err := in.Next(ctx)
 		if err != nil || d == nil {
+			return err
+		}
+		if err := chk.Tick(ctx); err != nil {
 			return err
 		}
 		g := only

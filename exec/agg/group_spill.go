@@ -83,9 +83,13 @@ func (t *groupTable) overflow(ctx context.Context, in stream.Stream) error {
 	}
 	t.spill = sp
 	var key, val []byte
+	var chk stream.Checker
 	for {
 		d, err := in.Next(ctx)
 		if err != nil || d == nil {
+			return err
+		}
+		if err := chk.Tick(ctx); err != nil {
 			return err
 		}
 		id, err := t.s.groupID(d, t.vars)

@@ -523,6 +523,7 @@ func (s *facetStage) Open(in stream.Stream) (stream.Stream, error) {
 	return &onceStream{in: in, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
 		var docs []bsoncore.Document
 		var mem int64
+		var chk stream.Checker
 		for {
 			d, err := in.Next(ctx)
 			if err != nil {
@@ -530,6 +531,9 @@ func (s *facetStage) Open(in stream.Stream) (stream.Stream, error) {
 			}
 			if d == nil {
 				break
+			}
+			if err := chk.Tick(ctx); err != nil {
+				return nil, err
 			}
 			mem += int64(len(d))
 			if s.env.overMemory(mem) {
@@ -553,6 +557,10 @@ func (s *facetStage) Open(in stream.Stream) (stream.Stream, error) {
 				}
 				if d == nil {
 					break
+				}
+				if err := chk.Tick(ctx); err != nil {
+					out.Close()
+					return nil, err
 				}
 				ab = bsoncore.AppendDocumentElement(ab, bsonx.ArrayKey(n), d)
 				n++

@@ -212,6 +212,7 @@ func parseCountStage(_ *Env, _ string, arg bsoncore.Value) (Stage, error) {
 func (s *countStage) Open(in stream.Stream) (stream.Stream, error) {
 	return &onceStream{in: in, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
 		var n int64
+		var chk stream.Checker
 		for {
 			d, err := in.Next(ctx)
 			if err != nil {
@@ -219,6 +220,9 @@ func (s *countStage) Open(in stream.Stream) (stream.Stream, error) {
 			}
 			if d == nil {
 				break
+			}
+			if err := chk.Tick(ctx); err != nil {
+				return nil, err
 			}
 			n++
 		}
@@ -325,6 +329,7 @@ func (s *sampleStage) Open(in stream.Stream) (stream.Stream, error) {
 		// Reservoir sampling (algorithm R), then a shuffle: the order is random too.
 		var res []bsoncore.Document
 		var seen, bytes int64
+		var chk stream.Checker
 		for {
 			d, err := in.Next(ctx)
 			if err != nil {
@@ -332,6 +337,9 @@ func (s *sampleStage) Open(in stream.Stream) (stream.Stream, error) {
 			}
 			if d == nil {
 				break
+			}
+			if err := chk.Tick(ctx); err != nil {
+				return nil, err
 			}
 			seen++
 			var slot int64 = -1

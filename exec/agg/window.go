@@ -207,6 +207,7 @@ type windowStream struct {
 	evals   []winEval
 	i       int
 	buf     []byte
+	chk     stream.Checker // over the documents read into partitions, across them
 }
 
 // Next implements stream.Stream.
@@ -275,6 +276,7 @@ func (w *windowStream) partitionKey(dst []byte, d bsoncore.Document) ([]byte, er
 // sort bounded like $sort).
 func (w *windowStream) sortInput(ctx context.Context) error {
 	var size int64
+	var chk stream.Checker
 	for {
 		d, err := w.in.Next(ctx)
 		if err != nil {
@@ -282,6 +284,9 @@ func (w *windowStream) sortInput(ctx context.Context) error {
 		}
 		if d == nil {
 			break
+		}
+		if err := chk.Tick(ctx); err != nil {
+			return err
 		}
 		kd := keyedDoc{doc: append(bsoncore.Document(nil), d...)}
 		if kd.part, err = w.partitionKey(nil, d); err != nil {
@@ -345,6 +350,9 @@ func (w *windowStream) loadPartition(ctx context.Context) (bool, error) {
 		if kd == nil {
 			w.eof = true
 			break
+		}
+		if err := w.chk.Tick(ctx); err != nil {
+			return false, err
 		}
 		if !bytes.Equal(kd.part, first.part) {
 			w.pending = kd

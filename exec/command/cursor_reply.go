@@ -77,6 +77,7 @@ func (e *Server) FirstBatch(ctx context.Context, r *Request, c *cursor.Cursor, n
 		c.Close()
 	} else {
 		c.LSID, c.HasSession = args.LSID(r.Body)
+		c.Users = slices.Clone(r.Conn.Authn.Users)
 		if r.Conn.openCursors.Add(1) > cursor.MaxPerConnection {
 			r.Conn.openCursors.Add(-1)
 			c.Close()

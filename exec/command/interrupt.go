@@ -8,7 +8,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/exec/args"
-	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -38,6 +37,13 @@ func InterruptError(ctx context.Context, err error) error {
 	return err
 }
 
+// Deadline applies a command's maxTimeMS (0: none) to ctx, as query.Deadline does, unless
+// the maxTimeAlwaysTimeOut failpoint is on: then the context is expired from the start and
+// the command fails with MaxTimeMSExpired at its first check (failpoint.MaxTime).
+func (e *Server) Deadline(ctx context.Context, maxTimeMS int64) (context.Context, context.CancelFunc) {
+	return e.MaxTimeAlways.Deadline(ctx, maxTimeMS)
+}
+
 // LockDDL takes the DDL lock for command cmd, whose body may give maxTimeMS (nil: none), giving
 // up with MongoDB's answer when the command's time limit passes first (MaxTimeMSExpired), or
 // its context ends (killOp, the client gone): an index build holds the lock to its end, and a
@@ -50,7 +56,7 @@ func (e *Server) LockDDL(ctx context.Context, cmd string, body bsoncore.Document
 			return nil, err
 		}
 	}
-	wctx, cancel := query.Deadline(ctx, limit)
+	wctx, cancel := e.Deadline(ctx, limit)
 	defer cancel()
 	unlock, err = e.Cat.LockDDLCtx(wctx)
 	if err != nil {

@@ -117,6 +117,9 @@ type Server struct {
 	// pauseMoveBeforeFlip, hangAfterStartingIndexBuild and pauseMultiWriteBeforeLock
 	// (exec/failpoint's gates).
 	BeforeFlip, AfterBuildStart, BeforeGroupLock failpoint.Gate
+	// MaxTimeAlways is the failpoint maxTimeAlwaysTimeOut: commands given a maxTimeMS run
+	// past it from the start (Deadline).
+	MaxTimeAlways failpoint.MaxTime
 	// Knobs are the parameters setParameter changes (exec/params).
 	Knobs *params.Knobs
 	// Access holds the users and roles and checks commands against them.

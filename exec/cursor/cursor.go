@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -51,6 +53,10 @@ type Cursor struct {
 	// (killSessions, or the session's expiry), whatever its own timeout.
 	LSID       [16]byte
 	HasSession bool
+	// Users are those the opening connection was authenticated as: with access control on,
+	// only a connection authenticated as one of them (or, for none, an unauthenticated one)
+	// continues the cursor (CheckUsers).
+	Users []auth.UserName
 	// OpenedBy counts the open cursors of the connection that registered this one; Close
 	// gives its slot back.
 	OpenedBy *atomic.Int32
@@ -299,6 +305,22 @@ func (c *Cursor) CheckSession(body bsoncore.Document) error {
 		return mongoerr.New(mongoerr.Location50801, "Cannot run getMore on cursor %d, which was created in session %s, in session %s", c.ID, args.SessionString(c.LSID), args.SessionString(lsid))
 	}
 	return nil
+}
+
+// CheckUsers refuses a getMore from a connection authenticated as users when none of them
+// opened the cursor, as mongos's cursor manager does at checkout (checkOutCursor with
+// isCoauthorizedWith): Unauthorized 13. A cursor opened unauthenticated is continued only
+// unauthenticated. The caller checks only with access control on.
+func (c *Cursor) CheckUsers(users []auth.UserName) error {
+	if len(c.Users) == 0 && len(users) == 0 {
+		return nil
+	}
+	for _, u := range users {
+		if slices.Contains(c.Users, u) {
+			return nil
+		}
+	}
+	return mongoerr.New(mongoerr.Unauthorized, "cursor id %d was not created by the authenticated user :: caused by :: User not authorized to access cursor", c.ID)
 }
 
 // Deadline returns ctx bounded by what remains of the opening command's maxTimeMS.

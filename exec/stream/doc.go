@@ -9,7 +9,9 @@
 //   - Merge: a k-way merge of inputs each sorted by the same spec (mongos' SHARD_MERGE_SORT);
 //   - Skip, Limit and Project: find's skip, limit and projection;
 //   - Sort: a blocking sort, top-k under a limit, spilling to a Temp past its memory bound
-//     when allowDiskUse is set.
+//     when allowDiskUse is set;
+//   - Checker: the context check of a loop that reads a whole input (a sort, a $group),
+//     every CheckEvery documents, since the input may never check.
 //
 // Invariant: the order of sorted output is the byte order of SortKey, which is MongoDB's
 // order of the sort fields, stable for equal keys.

@@ -96,6 +96,7 @@ func sortMemoryError(limit int64) error {
 func (s *Sort) load(ctx context.Context) error {
 	limit := s.maxBytes()
 	var top topHeap
+	var chk Checker
 	for {
 		d, err := s.In.Next(ctx)
 		if err != nil {
@@ -103,6 +104,9 @@ func (s *Sort) load(ctx context.Context) error {
 		}
 		if d == nil {
 			break
+		}
+		if err := chk.Tick(ctx); err != nil {
+			return err
 		}
 		key, err := SortKey(nil, d, s.Spec, s.Coll)
 		if err != nil {

@@ -127,7 +127,7 @@ func (h *Handlers) aggregateWrite(ctx context.Context, r *command.Request, a *ag
 		return h.explainAggregate(ctx, r, p, readPart(p), ci, ns)
 	}
 	src := readPart(p)
-	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
+	ctx, cancel := h.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
 	stream, _, shards, err := src.OpenColl(ci)
 	if err != nil {

@@ -182,7 +182,7 @@ func (h *Handlers) runAggregate(ctx context.Context, r *command.Request, a *aggr
 	if n < 0 {
 		n = defaultFirstBatch
 	}
-	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
+	ctx, cancel := h.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
 	err = h.FirstBatch(ctx, r, c, n, a.singleBatch)
 	for _, s := range shards {

@@ -142,7 +142,7 @@ func (h *Handlers) findAndModify(ctx context.Context, r *command.Request) error 
 	if explainOnly(r) {
 		return h.explainWrite(ctx, r, op)
 	}
-	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
+	ctx, cancel := h.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
 	rt, release, err := h.CheckoutRetryable(r)
 	if err != nil {

@@ -84,7 +84,7 @@ func (h *Handlers) find(ctx context.Context, r *command.Request) error {
 	if n < 0 {
 		n = defaultFirstBatch
 	}
-	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
+	ctx, cancel := h.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
 	if err := h.FirstBatch(ctx, r, c, n, a.singleBatch); err != nil {
 		return query.TimeLimitError(ctx, err)
@@ -139,6 +139,12 @@ func (h *Handlers) getMore(ctx context.Context, r *command.Request) error {
 	c, err := h.Cursors.Acquire(id)
 	if err != nil {
 		return err
+	}
+	if h.Access.Enabled() {
+		if err := c.CheckUsers(r.Conn.Authn.Users); err != nil {
+			h.Cursors.Done(c, false) // mongos refuses the checkout: the cursor lives on
+			return err
+		}
 	}
 	ns := r.DB + "." + coll
 	if c.Ns != ns {

@@ -9,7 +9,6 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/command"
-	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -37,7 +36,7 @@ func (h *Handlers) insert(ctx context.Context, r *command.Request) error {
 		return err
 	}
 	defer release()
-	ctx, cancel := query.Deadline(ctx, a.maxTime)
+	ctx, cancel := h.Deadline(ctx, a.maxTime)
 	defer cancel()
 	res := write.Results{}
 	if err := h.insertRetryingStale(ctx, r, a.coll, ci, rev, vals, a.ordered, a.bypass, wc, rt, &res); err != nil {

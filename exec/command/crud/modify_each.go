@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/cleavedb/cleave/exec/command"
-	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -18,7 +17,7 @@ import (
 // fail into the reply's counts.
 func (h *Handlers) modifyEach(ctx context.Context, r *command.Request, a *WriteArgs, kind, list string,
 	multi func(i int) bool, compile func(i int) (*write.Op, error), add func(i int, or *write.Result, res *write.Results)) (write.Results, error) {
-	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
+	ctx, cancel := h.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
 	rt, release, err := h.CheckoutRetryable(r)
 	if err != nil {

@@ -122,7 +122,7 @@ func (h *Handlers) count(ctx context.Context, r *command.Request) error {
 			n = min(n, a.limit)
 		}
 	} else {
-		ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
+		ctx, cancel := h.Deadline(ctx, a.maxTimeMS)
 		defer cancel()
 		stream, _, shards, err := h.QueryFor(r).Open(q)
 		if err != nil {

@@ -89,7 +89,7 @@ func (h *Handlers) findTailable(ctx context.Context, r *command.Request, a *find
 	}
 	// MongoDB keeps a tailable cursor unless the collection is empty (shouldSaveCursor).
 	docs, _ := h.Storage.Shards[ci.Map.Partition(0).Shard].CollStats(ci.Meta.ID)
-	fctx, cancel := query.Deadline(ctx, a.maxTimeMS)
+	fctx, cancel := h.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
 	err := h.FirstBatch(fctx, r, c, n, docs == 0)
 	r.Charge += tail.Stats.Charge()

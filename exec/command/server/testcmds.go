@@ -47,6 +47,8 @@ func (h *Handlers) configureFailPoint(_ context.Context, r *command.Request) err
 		return h.pauseGate(r, &h.AfterBuildStart)
 	case "pauseMultiWriteBeforeLock":
 		return h.pauseGate(r, &h.BeforeGroupLock)
+	case "maxTimeAlwaysTimeOut":
+		return h.maxTimeAlwaysTimeOut(r)
 	case "failGetMoreAfterCursorCheckout":
 		count, err := h.FailGetMore.ConfigureAll(r.Body.Lookup("mode"), r.Body.Lookup("data"))
 		if err != nil {
@@ -142,5 +144,19 @@ func (h *Handlers) pauseCatalogWatch(r *command.Request) error {
 	}
 	h.Storage.Catalog.HoldShared(on)
 	r.Out = bsonx.AppendNumber(r.Out, "count", 0)
+	return nil
+}
+
+// maxTimeAlwaysTimeOut sets mongod's failpoint of that name, {configureFailPoint:
+// "maxTimeAlwaysTimeOut", mode: "alwaysOn" | "off"}: while on, every command given a
+// maxTimeMS fails with MaxTimeMSExpired 50 at its first interrupt check, however fast it
+// runs (failpoint.MaxTime). It answers count: the commands it expired since it was last set.
+func (h *Handlers) maxTimeAlwaysTimeOut(r *command.Request) error {
+	on, err := failpoint.ModeOn(r.Body.Lookup("mode"))
+	if err != nil {
+		return err
+	}
+	r.Conn.Log.Warn("set failpoint", zap.String("failpoint", "maxTimeAlwaysTimeOut"), zap.Bool("on", on))
+	r.Out = bsonx.AppendNumber(r.Out, "count", h.MaxTimeAlways.Set(on))
 	return nil
 }
