@@ -109,6 +109,19 @@ type ShardStream struct {
 	pf *prefetch
 	// rem, when set, reads another node's shard through its owner (remote.go).
 	rem *remoteRead
+	// db is the shard, eng the engine that opened the stream and views whether its shards
+	// are a transaction's or a snapshot read's (which never yield). yielded: the stream gave
+	// up its snapshot and iterators (scan_yield.go) and resumes at at, or at the
+	// document there when resumeUnread. docUnread: the scan's iterator is at a document
+	// not read yet (docValid: there is one), where a resume's seek left it.
+	db           catalog.Shard
+	eng          *Engine
+	views        bool
+	yielded      bool
+	at           resumeAt
+	resumeUnread bool
+	docUnread    bool
+	docValid     bool
 }
 
 // NewShardStream prepares plan p's reads on shard s. Point reads go to the DB itself;
@@ -148,6 +161,7 @@ func (g *Engine) initShardStream(ss *ShardStream, ci *catalog.Coll, p *Plan, f *
 	ss.keysOnly = p.KeysOnly && ss.exact
 	ss.Stats.Partitions = countDistinct(ss.parts)
 	db := g.shardList()[s]
+	ss.db, ss.eng, ss.views = db, g, g.shards != nil
 	if _, ok := db.Node(); ok && g.opts.Remote != nil {
 		g.newRemoteRead(ss, p, f)
 		return nil
@@ -207,6 +221,11 @@ func (ss *ShardStream) read(ctx context.Context) (bsoncore.Document, error) {
 			return nil, err
 		}
 	}
+	if ss.yielded {
+		if err := ss.reopen(); err != nil {
+			return nil, err
+		}
+	}
 	switch ss.p.Kind {
 	case PlanScan:
 		return ss.nextScan(ctx)
@@ -228,19 +247,11 @@ func (ss *ShardStream) nextScan(ctx context.Context) (bsoncore.Document, error) 
 			if ss.pos >= len(ss.Ranges) {
 				return nil, nil
 			}
-			r := ss.Ranges[ss.pos]
-			open := ss.r.NewDocIter
-			if ss.p.Reverse { // {$natural: -1}: the last range first, each backwards
-				r, open = ss.Ranges[len(ss.Ranges)-1-ss.pos], ss.r.NewDocIterReverse
+			if err := ss.openScanRange(); err != nil {
+				return nil, err
 			}
-			ss.pos++
-			it, err := open(ss.ci.Meta.ID, r[0], r[1])
-			if err != nil {
-				return nil, catalog.StoreError(err)
-			}
-			ss.docIt = it
 		}
-		for ss.docIt.Next() {
+		for ss.nextDoc() {
 			doc := bsoncore.Document(ss.docIt.Doc())
 			if ok, err := ss.examine(doc); ok || err != nil {
 				return doc, err
@@ -258,6 +269,22 @@ func (ss *ShardStream) nextScan(ctx context.Context) (bsoncore.Document, error) 
 			return nil, catalog.StoreError(err)
 		}
 	}
+}
+
+// openScanRange opens the scan's iterator on range pos, and moves pos to the next.
+func (ss *ShardStream) openScanRange() error {
+	r := ss.Ranges[ss.pos]
+	open := ss.r.NewDocIter
+	if ss.p.Reverse { // {$natural: -1}: the last range first, each backwards
+		r, open = ss.Ranges[len(ss.Ranges)-1-ss.pos], ss.r.NewDocIterReverse
+	}
+	ss.pos++
+	it, err := open(ss.ci.Meta.ID, r[0], r[1])
+	if err != nil {
+		return catalog.StoreError(err)
+	}
+	ss.docIt = it
+	return nil
 }
 
 // nextID reads the next _id of a point plan. Where the hash of an _id is not known (a

@@ -57,6 +57,11 @@ type Merge struct {
 	In      []Stream
 	heads   mergeHeap
 	started bool
+	// refill are heads whose input yielded with its document unread (Yield): the next Next
+	// reads them again. holdTop: the next Next returns heads[0] again, whose input could not
+	// put it back.
+	refill  []*mergeHead
+	holdTop bool
 }
 
 // mergeHead is the current document of one input.
@@ -105,9 +110,18 @@ func (s *Merge) Next(ctx context.Context) (bsoncore.Document, error) {
 				return nil, err
 			}
 		}
+	} else if s.holdTop {
+		s.holdTop = false
 	} else if len(s.heads) > 0 {
 		// Refill from the input whose document was returned last.
 		m := heap.Pop(&s.heads).(*mergeHead)
+		if err := s.fill(ctx, m); err != nil {
+			return nil, err
+		}
+	}
+	for len(s.refill) > 0 {
+		m := s.refill[len(s.refill)-1]
+		s.refill = s.refill[:len(s.refill)-1]
 		if err := s.fill(ctx, m); err != nil {
 			return nil, err
 		}
