@@ -122,6 +122,10 @@ type ShardStream struct {
 	resumeUnread bool
 	docUnread    bool
 	docValid     bool
+	// applied is the shard's count of applied batches before the stream's snapshot
+	// (counted: the shard keeps one), which a prefetching reader's yield compares.
+	applied uint64
+	counted bool
 }
 
 // NewShardStream prepares plan p's reads on shard s. Point reads go to the DB itself;
@@ -170,6 +174,7 @@ func (g *Engine) initShardStream(ss *ShardStream, ci *catalog.Coll, p *Plan, f *
 		ss.r = db
 		return nil
 	}
+	ss.applied, ss.counted = appliedOf(db)
 	snap, err := db.NewSnapshot()
 	if err != nil {
 		return catalog.StoreError(err)

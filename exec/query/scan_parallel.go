@@ -96,6 +96,10 @@ type prefetch struct {
 	taken     int64
 	last      resumeAt
 	stopped   bool
+	// held are the batches read ahead before a yield, in order, which the consumer reads
+	// before the reader's next ones, and yieldAt what a yield left (scan_prefetch_yield.go).
+	held    []*docBatch
+	yieldAt yieldState
 }
 
 // NewParallelism returns the slots that bound how many of a query's n shard readers run at
@@ -151,6 +155,7 @@ func (pf *prefetch) run(ctx context.Context) {
 			select {
 			case pf.sem <- struct{}{}:
 			case <-ctx.Done():
+				b.release()
 				return
 			}
 		}
@@ -158,12 +163,14 @@ func (pf *prefetch) run(ctx context.Context) {
 		if pf.sem != nil {
 			<-pf.sem
 		}
+		last := b.last // b is the consumer's once sent
 		select {
 		case pf.ch <- b:
-		case <-ctx.Done():
+		case <-ctx.Done(): // stopped (Close, or a yield, which reads the batch's documents again)
+			b.release()
 			return
 		}
-		if b.last {
+		if last {
 			return
 		}
 	}
@@ -222,14 +229,19 @@ func (pf *prefetch) Next(ctx context.Context, stats *ScanStats) (bsoncore.Docume
 				return nil, b.err
 			}
 			if pf.positions && len(b.ats) > 0 {
-				at := b.at(len(b.ats) - 1)
-				pf.last = resumeAt{branch: at.branch, rng: at.rng, key: append(pf.last.key[:0], at.key...)}
+				pf.last = b.at(len(b.ats) - 1).copyTo(pf.last.key)
 			}
 			select {
 			case pf.free <- b:
 			default:
+				b.release()
 			}
 			pf.cur = nil
+		}
+		if len(pf.held) > 0 {
+			pf.cur, pf.i, pf.held = pf.held[0], 0, pf.held[1:]
+			*stats = pf.cur.stats
+			continue
 		}
 		select {
 		case b := <-pf.ch:
@@ -261,56 +273,16 @@ func (b *docBatch) at(i int) resumeAt {
 	return resumeAt{branch: int(a.branch), rng: int(a.rng), key: b.keys[start:a.end:a.end]}
 }
 
-// yield stops the reader and drops what it read ahead; the reader resumes after the last
-// document the consumer took (at it, when unread), from a new snapshot, at the next Next.
-func (pf *prefetch) yield(unread bool) bool {
-	if !pf.positions {
-		return false
-	}
-	if pf.stopped {
-		return !unread
-	}
-	pf.cancel()
-	<-pf.done
-	at := pf.last
-	if b := pf.cur; b != nil && pf.i > 0 {
-		at = b.at(pf.i - 1)
-	}
-	rd := pf.rd
-	rd.releaseView()
-	rd.at = resumeAt{branch: at.branch, rng: at.rng, key: append(rd.at.key[:0], at.key...)}
-	if at.key == nil {
-		rd.at.key = nil
-	}
-	rd.resumeUnread, rd.yielded = unread, true
-	if unread {
-		pf.taken--
-	}
-	pf.remaining = -1
-	if pf.limit > 0 {
-		pf.remaining = pf.limit - pf.taken
-	}
-	pf.drain()
-	pf.stopped = true
-	return true
-}
-
-// restart starts the reader again after a yield.
-func (pf *prefetch) restart() {
-	ctx, cancel := context.WithCancel(context.Background())
-	pf.ch = make(chan *docBatch, prefetchBatches)
-	pf.free = make(chan *docBatch, prefetchBatches+1)
-	pf.done = make(chan struct{})
-	pf.cancel, pf.batchDocs, pf.stopped = cancel, firstPrefetchDocs, false
-	go pf.run(ctx)
-}
-
 // drain gives the batches read ahead back to the pool.
 func (pf *prefetch) drain() {
 	if pf.cur != nil {
 		pf.cur.release()
 		pf.cur, pf.i = nil, 0
 	}
+	for _, b := range pf.held {
+		b.release()
+	}
+	pf.held = pf.held[:0]
 	for {
 		select {
 		case b := <-pf.ch:

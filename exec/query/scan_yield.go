@@ -139,6 +139,7 @@ func (ss *ShardStream) reopen() error {
 	if err := ss.checkOwned(); err != nil {
 		return err
 	}
+	ss.applied, ss.counted = appliedOf(ss.db)
 	snap, err := ss.db.NewSnapshot()
 	if err != nil {
 		return catalog.StoreError(err)
