@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"sort"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -126,6 +127,10 @@ type ShardStream struct {
 	// (counted: the shard keeps one), which a prefetching reader's yield compares.
 	applied uint64
 	counted bool
+	// opened is when a scan opened, readPin its record in the catalog's yielding reads
+	// from its first yield (scan_yield.go).
+	opened  time.Time
+	readPin *catalog.ReadPin
 }
 
 // NewShardStream prepares plan p's reads on shard s. Point reads go to the DB itself;
@@ -174,6 +179,7 @@ func (g *Engine) initShardStream(ss *ShardStream, ci *catalog.Coll, p *Plan, f *
 		ss.r = db
 		return nil
 	}
+	ss.opened = time.Now()
 	ss.applied, ss.counted = appliedOf(db)
 	snap, err := db.NewSnapshot()
 	if err != nil {
@@ -524,6 +530,10 @@ func (ss *ShardStream) Close() {
 	}
 	if ss.snap != nil {
 		_ = ss.snap.Close()
+	}
+	if ss.readPin != nil {
+		ss.eng.cat.Readers().Unpin(ss.readPin)
+		ss.readPin = nil
 	}
 	ss.seen = nil
 	ss.recycleBuf()

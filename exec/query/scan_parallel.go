@@ -134,7 +134,7 @@ func (ss *ShardStream) startPrefetch(sem chan struct{}, limit int64) {
 	if limit > 0 {
 		pf.remaining, pf.limit = limit, limit
 	}
-	pf.positions = rd.yieldable() && !rd.mayMeetTwice() && rd.p.Kind != PlanIDs
+	pf.positions = rd.rem == nil && rd.yieldable() && !rd.mayMeetTwice() && rd.p.Kind != PlanIDs
 	ss.pf = pf
 	go pf.run(ctx)
 }

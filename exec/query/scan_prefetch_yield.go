@@ -60,6 +60,7 @@ func (pf *prefetch) yield(unread bool) bool {
 	at, ys.done = pf.keepPoint()
 	ys.keepAt = at.copyTo(pf.yieldAt.keepAt.key)
 	pf.yieldAt = ys
+	rd.pin()
 	rd.releaseView()
 	pf.stopped = true
 	if unread {

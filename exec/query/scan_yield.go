@@ -23,8 +23,9 @@ import (
 // batched fetch (Query.Unordered) and a distinct scan keep their snapshot; so does a
 // prefetching reader whose plan may meet a document twice (it would have to forget the
 // documents it read ahead and did not hand over). A partition moved to another shard while
-// the stream was yielded fails its next read with QueryPlanKilled (175): its documents on
-// this shard are deleted after the move's grace period.
+// the stream was yielded stays readable on this shard as of the move (its documents here are
+// kept while the stream is open, catalog.Readers), as a MongoDB cursor reads a migrated
+// range on the donor shard; a remote stream's owner answers StaleConfig (13388) instead.
 
 // resumeAt is where a yielded stream resumes: the $or branch, the range (as pos counts
 // them) that holds its last document, and that document's position in it (a scan: hash
@@ -45,8 +46,11 @@ type positioner interface {
 // yieldable reports whether the stream's plan and reader let it yield, whatever it has
 // read (see above).
 func (ss *ShardStream) yieldable() bool {
-	if ss.views || ss.rem != nil || ss.batch != nil || ss.p.DistinctScan {
+	if ss.views || ss.batch != nil || ss.p.DistinctScan {
 		return false
+	}
+	if ss.rem != nil && (ss.rem.unpositioned || ss.mayMeetTwice()) {
+		return false // the owner's stream would forget the documents it met
 	}
 	switch ss.p.Kind {
 	case PlanScan:
@@ -96,6 +100,7 @@ func (ss *ShardStream) Yield(unread bool) bool {
 	if unread {
 		ss.Stats.Returned--
 	}
+	ss.pin()
 	ss.releaseView()
 	ss.at, ss.resumeUnread, ss.yielded = at, unread, true
 	return true
@@ -105,6 +110,13 @@ func (ss *ShardStream) Yield(unread bool) bool {
 // to dst; ok is false when its iterator cannot tell it.
 func (ss *ShardStream) lastAt(dst []byte) (resumeAt, bool) {
 	switch {
+	case ss.rem != nil:
+		if ss.rem.lastPos == nil {
+			return resumeAt{}, true
+		}
+		at, ok := decodePos(ss.rem.lastPos)
+		at.key = append(dst, at.key...)
+		return at, ok
 	case ss.docIt != nil:
 		key := binary.BigEndian.AppendUint64(dst, ss.docIt.Hash())
 		return resumeAt{rng: ss.pos - 1, key: append(key, ss.docIt.ID()...)}, true
@@ -118,8 +130,13 @@ func (ss *ShardStream) lastAt(dst []byte) (resumeAt, bool) {
 	return resumeAt{branch: ss.branch, rng: ss.pos}, true
 }
 
-// releaseView closes the stream's iterators and snapshot.
+// releaseView closes the stream's iterators and snapshot, or ends its remote read.
 func (ss *ShardStream) releaseView() {
+	if ss.rem != nil {
+		ss.rem.close()
+		ss.rem.pos, ss.rem.last = nil, false
+		return
+	}
 	for _, it := range []interface{ Close() error }{ss.docIt, ss.idxIt, ss.fetchIt} {
 		if it != nil {
 			_ = it.Close()
@@ -136,9 +153,6 @@ func (ss *ShardStream) releaseView() {
 // it yielded.
 func (ss *ShardStream) reopen() error {
 	ss.yielded = false
-	if err := ss.checkOwned(); err != nil {
-		return err
-	}
 	ss.applied, ss.counted = appliedOf(ss.db)
 	snap, err := ss.db.NewSnapshot()
 	if err != nil {
@@ -173,33 +187,13 @@ func (ss *ShardStream) reopen() error {
 	return catalog.StoreError(ss.idxIt.Err())
 }
 
-// checkOwned fails once a range the stream reads belongs to a partition on another shard:
-// a move while the stream was yielded (its documents here are deleted after a grace period).
-func (ss *ShardStream) checkOwned() error {
-	if ss.eng == nil || ss.eng.cat == nil {
-		return nil
+// pin records the stream in the catalog's yielding reads at its first yield, so that a
+// partition moved away from its shard keeps its documents there while the stream may resume
+// on them (catalog.Readers). Close unpins it.
+func (ss *ShardStream) pin() {
+	if ss.readPin == nil && ss.eng != nil && ss.eng.cat != nil && ss.rem == nil {
+		ss.readPin = ss.eng.cat.Readers().Pin(ss.ci.Meta.ID, ss.Shard, ss.opened)
 	}
-	cur := ss.eng.cat.Refresh(ss.ci)
-	if cur == ss.ci {
-		return nil
-	}
-	m := cur.Map
-	for _, r := range ss.Ranges {
-		for t := m.Locate(r[0]); t < m.Len(); t++ {
-			lo, hi := m.Range(t)
-			if r[1] != 0 && lo >= r[1] {
-				break
-			}
-			if m.Partition(t).Shard != ss.Shard {
-				return mongoerr.New(mongoerr.QueryPlanKilled,
-					"a partition of %s the cursor reads moved to another shard while it was idle", ss.ci.NS())
-			}
-			if hi == 0 {
-				break
-			}
-		}
-	}
-	return nil
 }
 
 // nextDoc moves the scan's iterator to its next document, or, after a resume, reports the
@@ -210,4 +204,99 @@ func (ss *ShardStream) nextDoc() bool {
 		return ss.docValid
 	}
 	return ss.docIt.Next()
+}
+
+// AppendPos appends the position of the document the stream returned last, for the router
+// that reads this shard (RemoteBatch.Pos); ok is false when the stream cannot tell it (it
+// cannot yield).
+func (ss *ShardStream) AppendPos(dst []byte) ([]byte, bool) {
+	if !ss.yieldable() || ss.pf != nil || ss.p.Kind == PlanIDs {
+		return dst, false
+	}
+	at, ok := ss.lastAt(nil)
+	if !ok {
+		return dst, false
+	}
+	return appendPos(dst, at), true
+}
+
+// ResumeFrom makes a stream that has not read yet start after position pos (AppendPos), or
+// at it when unread: the owner's side of a yielded remote read (RemoteScanSpec.Resume).
+func (ss *ShardStream) ResumeFrom(pos []byte, unread bool) error {
+	at, ok := decodePos(pos)
+	if !ok || posLen(pos) != len(pos) || !ss.yieldable() || ss.p.Kind == PlanIDs || ss.rem != nil || !ss.validAt(at) {
+		return mongoerr.New(mongoerr.BadValue, "cannot resume the shard's read at the position given")
+	}
+	ss.releaseView()
+	ss.at, ss.resumeUnread, ss.yielded = at, unread, true
+	return nil
+}
+
+// validAt reports whether at is a position in the stream's plan.
+func (ss *ShardStream) validAt(at resumeAt) bool {
+	n := len(ss.Ranges)
+	if ss.p.Kind != PlanScan {
+		if ss.p.Kind == PlanOr && at.branch >= len(ss.p.Branches) || ss.p.Kind != PlanOr && at.branch != 0 {
+			return false
+		}
+		ss.branch = at.branch
+		n = len(ss.indexScan().Ranges)
+	}
+	return at.rng < n || at.key == nil && at.rng == n
+}
+
+// appendPos appends at's encoding: the branch, the range, and the key's length plus one (0:
+// no key), as uvarints, then the key.
+func appendPos(dst []byte, at resumeAt) []byte {
+	dst = binary.AppendUvarint(dst, uint64(at.branch))
+	dst = binary.AppendUvarint(dst, uint64(at.rng))
+	if at.key == nil {
+		return binary.AppendUvarint(dst, 0)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(at.key))+1)
+	return append(dst, at.key...)
+}
+
+// decodePos decodes the position src starts with (its key points into src).
+func decodePos(src []byte) (resumeAt, bool) {
+	var at resumeAt
+	var v [3]uint64
+	for i := range v {
+		n := 0
+		v[i], n = binary.Uvarint(src)
+		if n <= 0 || v[i] > 1<<31 {
+			return at, false
+		}
+		src = src[n:]
+	}
+	at.branch, at.rng = int(v[0]), int(v[1])
+	if v[2] > 0 {
+		if uint64(len(src)) < v[2]-1 {
+			return at, false
+		}
+		at.key = src[: v[2]-1 : v[2]-1]
+	}
+	if at.key != nil && len(at.key) < 8 {
+		return at, false // a scan's key holds a hash, an index position more
+	}
+	return at, true
+}
+
+// posLen returns the length of the position src starts with, 0 when it is malformed.
+func posLen(src []byte) int {
+	n := 0
+	for i := range 3 {
+		v, k := binary.Uvarint(src[n:])
+		if k <= 0 {
+			return 0
+		}
+		n += k
+		if i == 2 && v > 0 {
+			if uint64(len(src)-n) < v-1 {
+				return 0
+			}
+			n += int(v - 1)
+		}
+	}
+	return n
 }
