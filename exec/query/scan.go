@@ -134,7 +134,8 @@ type ShardStream struct {
 }
 
 // NewShardStream prepares plan p's reads on shard s. Point reads go to the DB itself;
-// scans read from a snapshot so that a cursor sees one state across getMores.
+// scans read from a snapshot, which a cursor reading the present gives up between batches
+// (Yield, scan_yield.go).
 func (g *Engine) NewShardStream(ci *catalog.Coll, p *Plan, f *match.Filter, s int) (*ShardStream, error) {
 	ss := new(ShardStream)
 	if err := g.initShardStream(ss, ci, p, f, s); err != nil {
