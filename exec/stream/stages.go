@@ -103,16 +103,17 @@ func (s *Merge) fill(ctx context.Context, m *mergeHead) error {
 
 // Next implements Stream.
 func (s *Merge) Next(ctx context.Context) (bsoncore.Document, error) {
-	if !s.started {
+	switch {
+	case !s.started:
 		s.started = true
 		for i := range s.In {
 			if err := s.fill(ctx, &mergeHead{src: i}); err != nil {
 				return nil, err
 			}
 		}
-	} else if s.holdTop {
+	case s.holdTop:
 		s.holdTop = false
-	} else if len(s.heads) > 0 {
+	case len(s.heads) > 0:
 		// Refill from the input whose document was returned last.
 		m := heap.Pop(&s.heads).(*mergeHead)
 		if err := s.fill(ctx, m); err != nil {
