@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -96,18 +97,28 @@ func (n *Node) join(ctx context.Context, shards int) error {
 	return nil
 }
 
-// register opens a session (a lease kept alive in the background) and writes the node's
-// Member under it.
+// register takes a lease, keeps it alive in the background (a session) and writes the
+// node's Member under it. Every etcd call it makes is bounded by ctx: the lease is granted
+// here rather than by concurrency.NewSession, which grants it under the client's own
+// context and would wait for etcd forever (a node that lost its lease while etcd was down
+// never stopped).
 func (n *Node) register(ctx context.Context) (*concurrency.Session, error) {
-	// NB: the session's own context stays the default one, so that Close can still revoke
-	// the lease after n.ctx is cancelled.
-	s, err := concurrency.NewSession(n.cli, concurrency.WithTTL(int(n.opts.LeaseTTL/time.Second)))
+	ttl := int(n.opts.LeaseTTL / time.Second)
+	lease, err := n.cli.Grant(ctx, int64(ttl))
 	if err != nil {
+		return nil, fmt.Errorf("cannot take a lease in etcd: %w", err)
+	}
+	// NB: the session's own context stays the client's, so that its keep-alive outlives
+	// ctx; Close revokes the lease itself, under a deadline.
+	s, err := concurrency.NewSession(n.cli, concurrency.WithTTL(ttl), concurrency.WithLease(lease.ID))
+	if err != nil {
+		n.revoke(ctx, lease.ID)
 		return nil, fmt.Errorf("cannot take a lease in etcd: %w", err)
 	}
 	v, _ := json.Marshal(n.self)
 	if _, err := n.cli.Put(ctx, n.opts.key("nodes", n.opts.NodeName), string(v), clientv3.WithLease(s.Lease())); err != nil {
-		_ = s.Close()
+		s.Orphan()
+		n.revoke(ctx, s.Lease())
 		return nil, fmt.Errorf("cannot register node %s: %w", n.opts.NodeName, err)
 	}
 	n.mu.Lock()
@@ -117,6 +128,16 @@ func (n *Node) register(ctx context.Context) (*concurrency.Session, error) {
 	n.log.Info("joined the cluster", zap.String("node", n.opts.NodeName), zap.String("advertise", n.opts.Advertise),
 		zap.Ints("shards", n.self.Shards), zap.Int64("lease", int64(s.Lease())))
 	return s, nil
+}
+
+// revoke revokes lease id (its keys go at once rather than a TTL later), waiting for etcd at
+// most until ctx ends or RequestTimeout; a failure is logged: the lease expires by itself.
+func (n *Node) revoke(ctx context.Context, id clientv3.LeaseID) {
+	ctx, cancel := context.WithTimeout(ctx, n.opts.RequestTimeout)
+	defer cancel()
+	if _, err := n.cli.Revoke(ctx, id); err != nil {
+		n.log.Warn("cannot revoke the cluster lease; it expires by itself", zap.Int64("lease", int64(id)), zap.Error(err))
+	}
 }
 
 // keepMembership campaigns for partition manager under session s and, when s ends (its
@@ -209,6 +230,10 @@ func (n *Node) Client() *clientv3.Client { return n.cli }
 
 // Close leaves the cluster: it resigns as partition manager and revokes the lease, so the
 // node's registration disappears at once rather than a TTL later, then closes the client.
+// It never waits for etcd longer than RequestTimeout per call: the client is closed before
+// the background goroutines are waited for, which ends whatever they still wait on etcd for
+// (a Campaign cancelled by Close resigns under the client's own context, which only Close
+// of the client ends).
 func (n *Node) Close() error {
 	n.mu.Lock()
 	e := n.mu.election
@@ -216,24 +241,22 @@ func (n *Node) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), n.opts.RequestTimeout)
 	defer cancel()
 	if n.leader.Load() && e != nil {
-		_ = e.Resign(ctx)
+		if err := e.Resign(ctx); err != nil {
+			n.log.Warn("cannot resign as partition manager; the lease's revocation or expiry ends the role", zap.Error(err))
+		}
 	}
-	n.cancel()
-	n.bg.Wait()
+	n.cancel() // keepMembership registers no more
 	n.mu.Lock()
 	s := n.mu.session // keepMembership may have registered again meanwhile
 	n.mu.Unlock()
-	var err error
 	if s != nil {
-		err = s.Close() // revokes the lease
+		s.Orphan() // its keep-alive stops
+		n.revoke(context.Background(), s.Lease())
 	}
-	return joinErr(err, n.cli.Close())
-}
-
-// joinErr returns the first non-nil error.
-func joinErr(a, b error) error {
-	if a != nil {
-		return a
+	err := n.cli.Close()
+	n.bg.Wait()
+	if errors.Is(err, context.Canceled) {
+		err = nil // the client's own context, which Close cancels
 	}
-	return b
+	return err
 }

@@ -48,7 +48,15 @@ type DB struct {
 	memTables int
 	// changes stamps the batches that carry change records (changes.go).
 	changes changeState
+	// applied counts the batches applied since Open (Applied).
+	applied atomic.Uint64
 }
+
+// Applied returns how many batches the DB has applied since it opened, counted once a batch
+// is visible and before its writer may acknowledge it: a snapshot taken after reading n sees
+// every write acknowledged before, and while Applied still returns n, nothing was written
+// after it (a cursor's documents read ahead are still the present).
+func (db *DB) Applied() uint64 { return db.applied.Load() }
 
 // Open opens (creating if needed) the database in opts.Dir. It fails with a clear error,
 // never a panic, when the directory is unusable: ErrLocked when another process (or another

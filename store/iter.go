@@ -9,7 +9,8 @@ import (
 
 // Iterators. An open iterator is a consistent point-in-time view: it sees exactly the writes
 // committed before it was created (Pebble iterators pin a sequence number), whatever is
-// committed afterwards, which is what cursors rely on between getMores. Its Pebble bounds are
+// committed afterwards, which is what a scan relies on within a batch (a cursor reading the
+// present opens new ones for its next batch). Its Pebble bounds are
 // the range it was created for, so it never leaves that collection, index or hash range, even
 // after a Seek outside it (seeks are clamped to the range).
 //

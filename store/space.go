@@ -201,6 +201,7 @@ func (db *DB) applyPebble(pb *pebble.Batch, sync bool) (err error) {
 	if err != nil {
 		return db.failCommit(err)
 	}
+	db.applied.Add(1)
 	return nil
 }
 

@@ -45,6 +45,10 @@ func (s *mapStream) Next(ctx context.Context) (bsoncore.Document, error) {
 // Close implements stream.Stream.
 func (s *mapStream) Close() { s.in.Close() }
 
+// Yield implements stream.Yielder: the document returned last is the result of the one
+// read last.
+func (s *mapStream) Yield(unread bool) bool { return stream.Yield(s.in, unread) }
+
 // matchStage is $match: a query filter.
 type matchStage struct {
 	filterDoc bsoncore.Document

@@ -26,6 +26,8 @@ type Catalog struct {
 	// deadline (LockDDLCtx) and released by another goroutine (a move's destination).
 	ddl    chan struct{}
 	capped cappedStates // capped.go
+	// readers are the reads that yield (readers.go).
+	readers Readers
 }
 
 // New returns the catalog over shards and the stored catalog st.

@@ -255,6 +255,10 @@ func (l local) IDIndexHashes(coll store.CollID, key []byte, dst []uint64) ([]uin
 	return l.db.IDIndexHashes(coll, key, dst)
 }
 
+// Applied returns how many batches the shard applied since it opened (store.DB.Applied): a
+// yielded cursor's reader keeps what it read ahead while it has not changed.
+func (l local) Applied() uint64 { return l.db.Applied() }
+
 // DeleteCollectionData implements Shard.
 func (l local) DeleteCollectionData(coll store.CollID) error { return l.db.DeleteCollectionData(coll) }
 

@@ -84,6 +84,7 @@ func (e *Server) FirstBatch(ctx context.Context, r *Request, c *cursor.Cursor, n
 			return mongoerr.New(mongoerr.OperationFailed, "Cannot open a new cursor: this connection already has %d open cursors (the limit); exhaust or kill some first", cursor.MaxPerConnection)
 		}
 		c.OpenedBy = &r.Conn.openCursors
+		c.Yield()
 		id = e.Cursors.Add(c)
 	}
 	e.Counters.ReturnedDocs.Add(int64(countBatch(out[aidx:])))

@@ -81,6 +81,10 @@ type Cursor struct {
 	Waiter  interface{ Wait() <-chan struct{} }
 	Trailer func(dst []byte) []byte
 	Ended   func() bool
+	// Yields: the cursor reads the present (not a snapshot read or a transaction's): between
+	// batches its stream gives up its read view (stream.Yielder), so that the next batch
+	// reads the data as it is then and an idle cursor pins no snapshot.
+	Yields bool
 }
 
 // Registry holds the open cursors of an Executor.
@@ -289,6 +293,22 @@ func (c *Cursor) FillBatch(ctx context.Context, dst []byte, n int64) ([]byte, bo
 	// defers to the next getMore. The cursor stays open and a later getMore may return an
 	// empty final batch, as mongod's does.
 	return dst, false, nil
+}
+
+// Yield gives up the stream's read view after a batch, when the cursor reads the present;
+// a document read but not sent (pending) is read again, from the present, when the stream
+// can put it back.
+func (c *Cursor) Yield() {
+	if !c.Yields {
+		return
+	}
+	if c.pending != nil {
+		if stream.Yield(c.Stream, true) {
+			c.pending = nil
+		}
+		return
+	}
+	stream.Yield(c.Stream, false)
 }
 
 // CheckSession refuses a getMore (body) from another session than the cursor's, as mongos

@@ -6,7 +6,8 @@
 // scan, or nothing (EOF) — and the partitions that may hold matches (plan_targets.go); a
 // wildcard index serves one path the filter bounds, its ranges within that path's entries
 // (plan_wildcard.go). Engine.Open then reads each targeted shard through a ShardStream
-// (scan.go) from one snapshot, in parallel and bounded (scan_parallel.go), and combines the
+// (scan.go) from a snapshot (a new one after each yield of a cursor reading the present,
+// scan_yield.go), in parallel and bounded (scan_parallel.go), and combines the
 // shards' streams with exec/stream: a k-way merge when the plan yields the sort order, else
 // a concatenation and a blocking sort; then skip, limit and projection.
 //

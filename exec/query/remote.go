@@ -32,11 +32,21 @@ type Remote interface {
 
 // RemoteScan is a per-shard read running on another node.
 type RemoteScan interface {
-	// Next returns the next batch of documents (concatenated BSON, owned by the caller),
-	// the owner's totals so far, and whether the read is done (no batch follows).
-	Next(ctx context.Context) (docs []byte, stats ScanStats, last bool, err error)
+	// Next returns the next batch of the read.
+	Next(ctx context.Context) (RemoteBatch, error)
 	// Close ends the read on the owner, if it is not done.
 	Close()
+}
+
+// RemoteBatch is a batch of a remote read.
+type RemoteBatch struct {
+	// Docs are the documents (concatenated BSON, owned by the caller); Pos, when the owner
+	// sent it, the position of each (ShardStream.AppendPos, one after another), from which a
+	// yielded stream resumes the read (RemoteScanSpec.Resume).
+	Docs, Pos []byte
+	// Stats are the owner's totals of the read so far; Last reports that no batch follows.
+	Stats ScanStats
+	Last  bool
 }
 
 // RemoteScanSpec is one shard's part of a planned read, as its owner needs it.
@@ -53,6 +63,10 @@ type RemoteScanSpec struct {
 	Plan      PlanSig
 	// Limit is the most documents the router can need from the shard (0: all).
 	Limit int64
+	// Resume, when set, is the position (ShardStream.AppendPos) after which the owner
+	// starts the read, or at which when ResumeUnread: a yielded stream's (scan_yield.go).
+	Resume       []byte
+	ResumeUnread bool
 }
 
 // PlanSig is what the router and the owner must agree on for the owner's documents to merge
@@ -91,6 +105,13 @@ type remoteRead struct {
 	scan RemoteScan
 	docs []byte // the rest of the current batch
 	last bool
+	// pos is the rest of the current batch's positions, lastPos the position of the
+	// document returned last (nil before the first); unpositioned: a batch came without
+	// positions (an owner that does not send them), so the stream cannot yield. base are the
+	// totals of the reads before the last yield.
+	pos, lastPos []byte
+	unpositioned bool
+	base         ScanStats
 }
 
 // newRemoteRead prepares ss's reads on another node (nothing is sent before the first read).
@@ -110,6 +131,10 @@ func (g *Engine) newRemoteRead(ss *ShardStream, p *Plan, f *match.Filter) {
 // readRemote returns the next document of a remote read, fetching batches as needed.
 func (ss *ShardStream) readRemote(ctx context.Context) (bsoncore.Document, error) {
 	r := ss.rem
+	if ss.yielded {
+		ss.yielded = false
+		r.resume(ss)
+	}
 	for {
 		if len(r.docs) > 0 {
 			d, rest, ok := bsoncore.ReadDocument(r.docs)
@@ -117,6 +142,13 @@ func (ss *ShardStream) readRemote(ctx context.Context) (bsoncore.Document, error
 				return nil, errors.New("query: malformed batch from a remote shard")
 			}
 			r.docs = rest
+			if !r.unpositioned {
+				n := posLen(r.pos)
+				if n == 0 {
+					return nil, errors.New("query: malformed positions from a remote shard")
+				}
+				r.lastPos, r.pos = r.pos[:n:n], r.pos[n:]
+			}
 			return d, nil
 		}
 		if r.last {
@@ -129,15 +161,34 @@ func (ss *ShardStream) readRemote(ctx context.Context) (bsoncore.Document, error
 			}
 			r.scan = scan
 		}
-		docs, stats, last, err := r.scan.Next(ctx)
+		b, err := r.scan.Next(ctx)
 		if err != nil {
 			return nil, err
 		}
-		r.docs, r.last = docs, last
+		r.docs, r.pos, r.last = b.Docs, b.Pos, b.Last
+		r.unpositioned = r.unpositioned || b.Pos == nil && len(b.Docs) > 0
+		stats := r.base.plus(&b.Stats)
 		stats.Point = ss.Stats.Point
 		stats.Partitions = ss.Stats.Partitions
 		ss.Stats = stats
 	}
+}
+
+// resume ends the remote read and prepares the next one to start where ss yielded.
+func (r *remoteRead) resume(ss *ShardStream) {
+	r.close()
+	r.base = ss.Stats
+	r.spec.Resume, r.spec.ResumeUnread = nil, ss.resumeUnread
+	if ss.at.key != nil {
+		r.spec.Resume = appendPos(nil, ss.at)
+	}
+	r.docs, r.pos, r.last = nil, nil, false
+}
+
+// plus returns the sum of two reads' totals.
+func (s *ScanStats) plus(o *ScanStats) ScanStats {
+	return ScanStats{DocsExamined: s.DocsExamined + o.DocsExamined, KeysExamined: s.KeysExamined + o.KeysExamined,
+		BytesRead: s.BytesRead + o.BytesRead, Returned: s.Returned + o.Returned, BytesReturned: s.BytesReturned + o.BytesReturned}
 }
 
 // closeRemote ends a remote read.

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"sort"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -109,10 +110,32 @@ type ShardStream struct {
 	pf *prefetch
 	// rem, when set, reads another node's shard through its owner (remote.go).
 	rem *remoteRead
+	// db is the shard, eng the engine that opened the stream and views whether its shards
+	// are a transaction's or a snapshot read's (which never yield). yielded: the stream gave
+	// up its snapshot and iterators (scan_yield.go) and resumes at at, or at the
+	// document there when resumeUnread. docUnread: the scan's iterator is at a document
+	// not read yet (docValid: there is one), where a resume's seek left it.
+	db           catalog.Shard
+	eng          *Engine
+	views        bool
+	yielded      bool
+	at           resumeAt
+	resumeUnread bool
+	docUnread    bool
+	docValid     bool
+	// applied is the shard's count of applied batches before the stream's snapshot
+	// (counted: the shard keeps one), which a prefetching reader's yield compares.
+	applied uint64
+	counted bool
+	// opened is when a scan opened, readPin its record in the catalog's yielding reads
+	// from its first yield (scan_yield.go).
+	opened  time.Time
+	readPin *catalog.ReadPin
 }
 
 // NewShardStream prepares plan p's reads on shard s. Point reads go to the DB itself;
-// scans read from a snapshot so that a cursor sees one state across getMores.
+// scans read from a snapshot, which a cursor reading the present gives up between batches
+// (Yield, scan_yield.go).
 func (g *Engine) NewShardStream(ci *catalog.Coll, p *Plan, f *match.Filter, s int) (*ShardStream, error) {
 	ss := new(ShardStream)
 	if err := g.initShardStream(ss, ci, p, f, s); err != nil {
@@ -148,6 +171,7 @@ func (g *Engine) initShardStream(ss *ShardStream, ci *catalog.Coll, p *Plan, f *
 	ss.keysOnly = p.KeysOnly && ss.exact
 	ss.Stats.Partitions = countDistinct(ss.parts)
 	db := g.shardList()[s]
+	ss.db, ss.eng, ss.views = db, g, g.shards != nil
 	if _, ok := db.Node(); ok && g.opts.Remote != nil {
 		g.newRemoteRead(ss, p, f)
 		return nil
@@ -156,6 +180,8 @@ func (g *Engine) initShardStream(ss *ShardStream, ci *catalog.Coll, p *Plan, f *
 		ss.r = db
 		return nil
 	}
+	ss.opened = time.Now()
+	ss.applied, ss.counted = appliedOf(db)
 	snap, err := db.NewSnapshot()
 	if err != nil {
 		return catalog.StoreError(err)
@@ -207,6 +233,11 @@ func (ss *ShardStream) read(ctx context.Context) (bsoncore.Document, error) {
 			return nil, err
 		}
 	}
+	if ss.yielded {
+		if err := ss.reopen(); err != nil {
+			return nil, err
+		}
+	}
 	switch ss.p.Kind {
 	case PlanScan:
 		return ss.nextScan(ctx)
@@ -228,19 +259,11 @@ func (ss *ShardStream) nextScan(ctx context.Context) (bsoncore.Document, error) 
 			if ss.pos >= len(ss.Ranges) {
 				return nil, nil
 			}
-			r := ss.Ranges[ss.pos]
-			open := ss.r.NewDocIter
-			if ss.p.Reverse { // {$natural: -1}: the last range first, each backwards
-				r, open = ss.Ranges[len(ss.Ranges)-1-ss.pos], ss.r.NewDocIterReverse
+			if err := ss.openScanRange(); err != nil {
+				return nil, err
 			}
-			ss.pos++
-			it, err := open(ss.ci.Meta.ID, r[0], r[1])
-			if err != nil {
-				return nil, catalog.StoreError(err)
-			}
-			ss.docIt = it
 		}
-		for ss.docIt.Next() {
+		for ss.nextDoc() {
 			doc := bsoncore.Document(ss.docIt.Doc())
 			if ok, err := ss.examine(doc); ok || err != nil {
 				return doc, err
@@ -258,6 +281,22 @@ func (ss *ShardStream) nextScan(ctx context.Context) (bsoncore.Document, error) 
 			return nil, catalog.StoreError(err)
 		}
 	}
+}
+
+// openScanRange opens the scan's iterator on range pos, and moves pos to the next.
+func (ss *ShardStream) openScanRange() error {
+	r := ss.Ranges[ss.pos]
+	open := ss.r.NewDocIter
+	if ss.p.Reverse { // {$natural: -1}: the last range first, each backwards
+		r, open = ss.Ranges[len(ss.Ranges)-1-ss.pos], ss.r.NewDocIterReverse
+	}
+	ss.pos++
+	it, err := open(ss.ci.Meta.ID, r[0], r[1])
+	if err != nil {
+		return catalog.StoreError(err)
+	}
+	ss.docIt = it
+	return nil
 }
 
 // nextID reads the next _id of a point plan. Where the hash of an _id is not known (a
@@ -492,6 +531,10 @@ func (ss *ShardStream) Close() {
 	}
 	if ss.snap != nil {
 		_ = ss.snap.Close()
+	}
+	if ss.readPin != nil {
+		ss.eng.cat.Readers().Unpin(ss.readPin)
+		ss.readPin = nil
 	}
 	ss.seen = nil
 	ss.recycleBuf()

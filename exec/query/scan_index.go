@@ -99,7 +99,6 @@ func (ss *ShardStream) nextIndex(ctx context.Context) (bsoncore.Document, error)
 // one of its partitions', the first entry of that document. id is valid until the next call;
 // ok is false at the end.
 func (ss *ShardStream) nextEntry(ctx context.Context) (hash uint64, id []byte, ok bool, err error) {
-	ci := ss.ci
 	for {
 		scan := ss.indexScan()
 		if ss.idxIt == nil {
@@ -110,16 +109,9 @@ func (ss *ShardStream) nextEntry(ctx context.Context) (hash uint64, id []byte, o
 				ss.branch, ss.pos = ss.branch+1, 0
 				continue
 			}
-			r := scan.Ranges[ss.pos]
-			if ss.p.Reverse {
-				r = scan.Ranges[len(scan.Ranges)-1-ss.pos]
+			if err := ss.openIndexRange(scan); err != nil {
+				return 0, nil, false, err
 			}
-			ss.pos++
-			it, err := ss.r.NewIndexIter(ci.Meta.ID, scan.Index.Meta.ID, r.lo, r.hi, ss.p.Reverse)
-			if err != nil {
-				return 0, nil, false, catalog.StoreError(err)
-			}
-			ss.idxIt = it
 		}
 		for more := ss.resume(); more; more = ss.advance() {
 			ss.Stats.KeysExamined++
@@ -172,6 +164,21 @@ func (ss *ShardStream) nextEntry(ctx context.Context) (hash uint64, id []byte, o
 			return 0, nil, false, catalog.StoreError(err)
 		}
 	}
+}
+
+// openIndexRange opens the index iterator on range pos of scan, and moves pos to the next.
+func (ss *ShardStream) openIndexRange(scan IndexScan) error {
+	r := scan.Ranges[ss.pos]
+	if ss.p.Reverse {
+		r = scan.Ranges[len(scan.Ranges)-1-ss.pos]
+	}
+	ss.pos++
+	it, err := ss.r.NewIndexIter(ss.ci.Meta.ID, scan.Index.Meta.ID, r.lo, r.hi, ss.p.Reverse)
+	if err != nil {
+		return catalog.StoreError(err)
+	}
+	ss.idxIt = it
+	return nil
 }
 
 // resume moves the index iterator to the next entry to read: past the value a distinct scan

@@ -42,6 +42,17 @@ type docBatch struct {
 	stats ScanStats // the reader's totals when the batch was sent
 	err   error
 	last  bool // the reader is done: no batch follows
+	// ats are the documents' positions, their keys one after another in keys, kept when
+	// the stream may yield (prefetch.positions).
+	ats  []batchAt
+	keys []byte
+}
+
+// batchAt is the position of a document of a docBatch (resumeAt), its key ending at end in
+// the batch's keys, where the previous one's ends.
+type batchAt struct {
+	branch, rng int32
+	end         int
 }
 
 // batchPool recycles batches across queries, so that the arenas of a query's readers are
@@ -57,6 +68,7 @@ func (b *docBatch) release() {
 		return
 	}
 	b.arena, b.ends, b.err, b.last = b.arena[:0], b.ends[:0], nil, false
+	b.ats, b.keys = b.ats[:0], b.keys[:0]
 	batchPool.Put(b)
 }
 
@@ -74,6 +86,20 @@ type prefetch struct {
 	// no bound).
 	batchDocs int
 	remaining int64
+	// positions: the reader records each document's position, so that the stream can
+	// yield (scan_yield.go); limit is the most documents the consumer can need (0: all),
+	// taken how many it took, last the position of the last one of the batches it is done
+	// with, and stopped that the reader was stopped by a yield and starts again at the next
+	// Next.
+	positions bool
+	limit     int64
+	taken     int64
+	last      resumeAt
+	stopped   bool
+	// held are the batches read ahead before a yield, in order, which the consumer reads
+	// before the reader's next ones, and yieldAt what a yield left (scan_prefetch_yield.go).
+	held    []*docBatch
+	yieldAt yieldState
 }
 
 // NewParallelism returns the slots that bound how many of a query's n shard readers run at
@@ -106,8 +132,9 @@ func (ss *ShardStream) startPrefetch(sem chan struct{}, limit int64) {
 		remaining: -1,
 	}
 	if limit > 0 {
-		pf.remaining = limit
+		pf.remaining, pf.limit = limit, limit
 	}
+	pf.positions = rd.rem == nil && rd.yieldable() && !rd.mayMeetTwice() && rd.p.Kind != PlanIDs
 	ss.pf = pf
 	go pf.run(ctx)
 }
@@ -120,6 +147,7 @@ func (pf *prefetch) run(ctx context.Context) {
 		select {
 		case b = <-pf.free:
 			b.arena, b.ends, b.err, b.last = b.arena[:0], b.ends[:0], nil, false
+			b.ats, b.keys = b.ats[:0], b.keys[:0]
 		default:
 			b = batchPool.Get().(*docBatch)
 		}
@@ -127,6 +155,7 @@ func (pf *prefetch) run(ctx context.Context) {
 			select {
 			case pf.sem <- struct{}{}:
 			case <-ctx.Done():
+				b.release()
 				return
 			}
 		}
@@ -134,12 +163,14 @@ func (pf *prefetch) run(ctx context.Context) {
 		if pf.sem != nil {
 			<-pf.sem
 		}
+		last := b.last // b is the consumer's once sent
 		select {
 		case pf.ch <- b:
-		case <-ctx.Done():
+		case <-ctx.Done(): // stopped (Close, or a yield, which reads the batch's documents again)
+			b.release()
 			return
 		}
-		if b.last {
+		if last {
 			return
 		}
 	}
@@ -166,6 +197,11 @@ func (pf *prefetch) fill(ctx context.Context, b *docBatch) {
 		}
 		b.arena = append(b.arena, d...)
 		b.ends = append(b.ends, len(b.arena))
+		if pf.positions {
+			at, _ := pf.rd.lastAt(b.keys)
+			b.keys = at.key
+			b.ats = append(b.ats, batchAt{branch: int32(at.branch), rng: int32(at.rng), end: len(b.keys)})
+		}
 		if pf.remaining > 0 {
 			pf.remaining--
 		}
@@ -175,6 +211,9 @@ func (pf *prefetch) fill(ctx context.Context, b *docBatch) {
 // Next returns the next document read ahead; stats receives the reader's totals as of the
 // batch it comes from. The document is valid until the following call.
 func (pf *prefetch) Next(ctx context.Context, stats *ScanStats) (bsoncore.Document, error) {
+	if pf.stopped {
+		pf.restart()
+	}
 	for {
 		if b := pf.cur; b != nil {
 			if pf.i < len(b.ends) {
@@ -183,16 +222,26 @@ func (pf *prefetch) Next(ctx context.Context, stats *ScanStats) (bsoncore.Docume
 					start = b.ends[pf.i-1]
 				}
 				pf.i++
+				pf.taken++
 				return b.arena[start:b.ends[pf.i-1]], nil
 			}
 			if b.last {
 				return nil, b.err
 			}
+			if pf.positions && len(b.ats) > 0 {
+				pf.last = b.at(len(b.ats) - 1).copyTo(pf.last.key)
+			}
 			select {
 			case pf.free <- b:
 			default:
+				b.release()
 			}
 			pf.cur = nil
+		}
+		if len(pf.held) > 0 {
+			pf.cur, pf.i, pf.held = pf.held[0], 0, pf.held[1:]
+			*stats = pf.cur.stats
+			continue
 		}
 		select {
 		case b := <-pf.ch:
@@ -210,10 +259,30 @@ func (pf *prefetch) stop() ScanStats {
 	pf.cancel()
 	<-pf.done
 	pf.rd.Close()
+	pf.drain()
+	return pf.rd.Stats
+}
+
+// at returns the position of document i of b (its key points into b).
+func (b *docBatch) at(i int) resumeAt {
+	start := 0
+	if i > 0 {
+		start = b.ats[i-1].end
+	}
+	a := b.ats[i]
+	return resumeAt{branch: int(a.branch), rng: int(a.rng), key: b.keys[start:a.end:a.end]}
+}
+
+// drain gives the batches read ahead back to the pool.
+func (pf *prefetch) drain() {
 	if pf.cur != nil {
 		pf.cur.release()
-		pf.cur = nil
+		pf.cur, pf.i = nil, 0
 	}
+	for _, b := range pf.held {
+		b.release()
+	}
+	pf.held = pf.held[:0]
 	for {
 		select {
 		case b := <-pf.ch:
@@ -221,7 +290,7 @@ func (pf *prefetch) stop() ScanStats {
 		case b := <-pf.free:
 			b.release()
 		default:
-			return pf.rd.Stats
+			return
 		}
 	}
 }

@@ -110,6 +110,9 @@ func (rs *Nodes) OpenScan(_ context.Context, spec *query.RemoteScanSpec) (query.
 		AppendBoolean("sorted", spec.Plan.Sorted).AppendBoolean("reverse", spec.Plan.Reverse).
 		AppendBoolean("keysOnly", spec.Plan.KeysOnly).AppendString("distinct", spec.Plan.Distinct).
 		AppendInt32("distinctField", int32(spec.Plan.DistinctField)).Build())
+	if spec.Resume != nil {
+		b.AppendBinary("resume", 0, spec.Resume).AppendBoolean("resumeUnread", spec.ResumeUnread)
+	}
 	b.AppendInt64("limit", spec.Limit).AppendString("$db", ci.Meta.DB)
 	return &remoteScan{rs: rs, shard: spec.Shard, db: ci.Meta.DB, first: b.Build()}, nil
 }
@@ -168,7 +171,7 @@ type remoteScan struct {
 }
 
 // Next implements query.RemoteScan.
-func (sc *remoteScan) Next(ctx context.Context) ([]byte, query.ScanStats, bool, error) {
+func (sc *remoteScan) Next(ctx context.Context) (query.RemoteBatch, error) {
 	cmd := sc.first
 	if cmd == nil {
 		cmd = bsoncore.NewDocumentBuilder().AppendInt64("_cleaveShardGetMore", sc.id).AppendString("$db", sc.db).Build()
@@ -177,11 +180,12 @@ func (sc *remoteScan) Next(ctx context.Context) ([]byte, query.ScanStats, bool, 
 	reply, err := sc.rs.Command(ctx, sc.shard, cmd)
 	if err != nil {
 		sc.id = 0
-		return nil, query.ScanStats{}, true, err
+		return query.RemoteBatch{Last: true}, err
 	}
 	sc.id, _ = reply.Lookup("cursor").Int64OK()
 	_, docs, _ := reply.Lookup("docs").BinaryOK()
-	return docs, decodeScanStats(reply.Lookup("stats")), sc.id == 0, nil
+	_, pos, _ := reply.Lookup("pos").BinaryOK() // absent from an owner whose read cannot yield
+	return query.RemoteBatch{Docs: docs, Pos: pos, Stats: decodeScanStats(reply.Lookup("stats")), Last: sc.id == 0}, nil
 }
 
 // Close implements query.RemoteScan: the owner's cursor is killed in the background.

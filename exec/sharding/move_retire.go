@@ -17,14 +17,17 @@ import (
 // after a grace period, and at start whatever crashed moves left on shards that do not own
 // it.
 
-// deleteRetired deletes the source ranges of finished moves that are due (all of them
-// when force is set), each only where its shard does not own the range again.
+// deleteRetired deletes the source ranges of finished moves that are due and that no read
+// opened before the move may still resume on (all of them when force is set), each only
+// where its shard does not own the range again.
 func (m *Manager) deleteRetired(force bool) {
 	now := time.Now()
 	m.mu.Lock()
 	var due []retiredRange
 	for _, r := range m.mu.retiring {
-		if force || now.After(r.due) {
+		// A cursor opened before the move may still resume on the range (catalog.Readers):
+		// it stays until the cursor closes (or times out).
+		if force || now.After(r.due) && !m.cat.Readers().OpenedBefore(r.coll, r.shard, r.due.Add(-m.moveGrace)) {
 			due = append(due, r)
 		}
 	}

@@ -57,6 +57,11 @@ type Merge struct {
 	In      []Stream
 	heads   mergeHeap
 	started bool
+	// refill are heads whose input yielded with its document unread (Yield): the next Next
+	// reads them again. holdTop: the next Next returns heads[0] again, whose input could not
+	// put it back.
+	refill  []*mergeHead
+	holdTop bool
 }
 
 // mergeHead is the current document of one input.
@@ -98,16 +103,26 @@ func (s *Merge) fill(ctx context.Context, m *mergeHead) error {
 
 // Next implements Stream.
 func (s *Merge) Next(ctx context.Context) (bsoncore.Document, error) {
-	if !s.started {
+	switch {
+	case !s.started:
 		s.started = true
 		for i := range s.In {
 			if err := s.fill(ctx, &mergeHead{src: i}); err != nil {
 				return nil, err
 			}
 		}
-	} else if len(s.heads) > 0 {
+	case s.holdTop:
+		s.holdTop = false
+	case len(s.heads) > 0:
 		// Refill from the input whose document was returned last.
 		m := heap.Pop(&s.heads).(*mergeHead)
+		if err := s.fill(ctx, m); err != nil {
+			return nil, err
+		}
+	}
+	for len(s.refill) > 0 {
+		m := s.refill[len(s.refill)-1]
+		s.refill = s.refill[:len(s.refill)-1]
 		if err := s.fill(ctx, m); err != nil {
 			return nil, err
 		}

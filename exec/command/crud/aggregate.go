@@ -174,7 +174,7 @@ func (h *Handlers) runAggregate(ctx context.Context, r *command.Request, a *aggr
 	if err != nil {
 		return err
 	}
-	c := &cursor.Cursor{Ns: ns, Stream: stream}
+	c := &cursor.Cursor{Ns: ns, Stream: stream, Yields: r.Txn == nil && r.Snap == nil}
 	if ci != nil {
 		c.Coll = ci.Meta
 	}

@@ -80,6 +80,7 @@ func (h *Handlers) find(ctx context.Context, r *command.Request) error {
 	}
 	c := &run.c // zero: set field by field, as a struct assignment copies every field
 	c.Ns, c.Stream, c.Limit, c.NoTimeout, c.Coll = ns, stream, a.limit, a.noCursorTimeout, ci.Meta
+	c.Yields = r.Txn == nil && r.Snap == nil
 	n := a.batchSize
 	if n < 0 {
 		n = defaultFirstBatch
@@ -189,6 +190,9 @@ func (h *Handlers) getMore(ctx context.Context, r *command.Request) error {
 	}
 	c.KeepTimeLeft(ctx)
 	exhausted = !c.KeepOpen(exhausted)
+	if !exhausted {
+		c.Yield()
+	}
 	h.Cursors.Done(c, exhausted)
 	if exhausted {
 		id = 0

@@ -135,6 +135,12 @@ func (h *Handlers) shardFind(ctx context.Context, r *command.Request) error {
 	if err != nil {
 		return err
 	}
+	if _, pos, ok := b.Lookup("resume").BinaryOK(); ok { // a yielded read of the router's
+		if err := ss.ResumeFrom(pos, b.Lookup("resumeUnread").Boolean()); err != nil {
+			ss.Close()
+			return err
+		}
+	}
 	limit, _ := b.Lookup("limit").Int64OK()
 	n := remoteFirstBatch
 	if limit > 0 && limit < int64(n) {
@@ -148,6 +154,8 @@ func (h *Handlers) shardFind(ctx context.Context, r *command.Request) error {
 // keeps it while ss is not done.
 func (h *Handlers) shardBatch(ctx context.Context, r *command.Request, c *cursor.Cursor, ss *query.ShardStream, n int, first bool) error {
 	buf := make([]byte, 0, 16<<10)
+	var pos []byte // each document's position, while the stream tells them
+	positioned := true
 	done := false
 	for i := 0; i < n && len(buf) < remoteBatchBytes; i++ {
 		d, err := ss.Next(ctx)
@@ -164,6 +172,9 @@ func (h *Handlers) shardBatch(ctx context.Context, r *command.Request, c *cursor
 			break
 		}
 		buf = append(buf, d...)
+		if positioned {
+			pos, positioned = ss.AppendPos(pos)
+		}
 	}
 	stats := ss.Stats
 	var id int64
@@ -179,6 +190,9 @@ func (h *Handlers) shardBatch(ctx context.Context, r *command.Request, c *cursor
 	}
 	out := bsoncore.AppendInt64Element(r.Out, "cursor", id)
 	out = bsoncore.AppendBinaryElement(out, "docs", 0, buf)
+	if positioned && len(buf) > 0 {
+		out = bsoncore.AppendBinaryElement(out, "pos", 0, pos)
+	}
 	r.Out = route.AppendScanStats(out, &stats)
 	return nil
 }
