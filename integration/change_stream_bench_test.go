@@ -26,7 +26,7 @@ func BenchmarkChangeStreamLatency(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer cs.Close(ctx)
+			defer func() { _ = cs.Close(ctx) }()
 			acked := make([]time.Time, b.N)
 			arrived := make([]time.Time, b.N)
 			done := make(chan error, 1)

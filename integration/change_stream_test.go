@@ -60,7 +60,7 @@ func TestChangeStreamTwoShardsExactlyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close(ctx)
+	defer func() { _ = cs.Close(ctx) }()
 	const writers, each = 4, 50
 	var wg sync.WaitGroup
 	for w := 0; w < writers; w++ {
@@ -153,7 +153,7 @@ func TestChangeStreamResumeAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rs.Close(ctx)
+	defer func() { _ = rs.Close(ctx) }()
 	got := nextEvents(t, rs, 5)
 	want := []string{"insert/2", "insert/3", "insert/4", "insert/5", "delete/3"}
 	for i, e := range got {
@@ -177,7 +177,7 @@ func TestChangeStreamTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close(ctx)
+	defer func() { _ = cs.Close(ctx) }()
 	sess, err := client.StartSession()
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +227,7 @@ func TestChangeStreamAwaitAndInvalidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close(ctx)
+	defer func() { _ = cs.Close(ctx) }()
 	go func() {
 		time.Sleep(200 * time.Millisecond)
 		_, _ = db.Collection("x").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}})

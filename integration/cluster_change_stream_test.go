@@ -30,7 +30,7 @@ func TestClusterChangeStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close(ctx)
+	defer func() { _ = cs.Close(ctx) }()
 	const per = 20
 	for k := range 3 {
 		for i := range per {
@@ -85,7 +85,7 @@ func TestClusterChangeStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rs.Close(ctx)
+	defer func() { _ = rs.Close(ctx) }()
 	rest := nextEvents(t, rs, written+1)
 	for i, e := range rest {
 		if e.OperationType != "insert" {

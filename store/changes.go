@@ -223,7 +223,7 @@ func (db *DB) TrimChanges(before uint64) error {
 		return ErrClosed
 	}
 	pb := db.pdb.NewBatch()
-	defer pb.Close()
+	defer func() { _ = pb.Close() }()
 	_ = pb.DeleteRange([]byte{prefixChange}, appendChangeKey(nil, ChangePos{TS: before}), nil)
 	var v [8]byte
 	binary.BigEndian.PutUint64(v[:], before)
@@ -249,7 +249,7 @@ func (db *DB) loadChangesTrimmed() error {
 	if err != nil {
 		return err
 	}
-	defer closer.Close()
+	defer func() { _ = closer.Close() }()
 	if len(v) == 8 {
 		db.changes.trimmed = binary.BigEndian.Uint64(v)
 	}

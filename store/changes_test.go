@@ -56,7 +56,7 @@ func TestChangesStampedInOrderWithTheirBatch(t *testing.T) {
 		t.Fatalf("times %d, %d: want increasing, non-zero", ts1, ts2)
 	}
 	var got []string
-	err := db.ReadChanges(ChangePos{}, db.ChangesVisible(), func(p ChangePos, rec []byte) bool {
+	err := db.ReadChanges(ChangePos{}, db.ChangesVisible(), func(_ ChangePos, rec []byte) bool {
 		got = append(got, string(rec))
 		return true
 	})

@@ -20,7 +20,7 @@ const (
 	prefixIndex   byte = 'i' // 'i' | coll | idx | key | hash | id | len(id) → empty
 	prefixMeta    byte = 'm' // format version, counters, stats
 	prefixTxn     byte = 't' // 't' | lsid → session transaction record (txnrec.go)
-	// prefixChange 'e' | ts | pos → change record (changes.go)
+	// prefixChange: 'e' | ts | pos → change record, in changes.go.
 )
 
 // Sub-kinds of meta keys (the byte after 'm').

@@ -17,9 +17,9 @@ import (
 // disambiguatedPaths, maps each path whose dotted form is ambiguous (a field name that is a
 // number or holds a dot) to its components, array indices as ints; streams show it with
 // showExpandedEvents only.
-func Diff(old, new bsoncore.Document) bsoncore.Document {
+func Diff(old, cur bsoncore.Document) bsoncore.Document {
 	var d differ
-	d.doc("", old, new)
+	d.doc("", old, cur)
 	out := make([]byte, 0, len(d.updated)+len(d.removed)+len(d.truncated)+96)
 	idx, out := bsoncore.AppendDocumentStart(out)
 	uidx, out := bsoncore.AppendDocumentElementStart(out, "updatedFields")
@@ -96,9 +96,9 @@ type differ struct {
 }
 
 // doc diffs two documents at path prefix ("" at the top, else "a.b.").
-func (d *differ) doc(prefix string, old, new bsoncore.Document) {
+func (d *differ) doc(prefix string, old, cur bsoncore.Document) {
 	oldElems, _ := old.Elements()
-	newElems, _ := new.Elements()
+	newElems, _ := cur.Elements()
 	for _, ne := range newElems {
 		key := ne.Key()
 		d.stack = append(d.stack, component{name: key, index: -1})
@@ -110,7 +110,7 @@ func (d *differ) doc(prefix string, old, new bsoncore.Document) {
 		d.stack = d.stack[:len(d.stack)-1]
 	}
 	for _, oe := range oldElems {
-		if _, err := new.LookupErr(oe.Key()); err != nil {
+		if _, err := cur.LookupErr(oe.Key()); err != nil {
 			d.stack = append(d.stack, component{name: oe.Key(), index: -1})
 			d.removed = append(d.removed, prefix+oe.Key())
 			d.noteAmbiguous(prefix + oe.Key())
@@ -133,9 +133,9 @@ func (d *differ) value(path string, ov, nv bsoncore.Value) {
 }
 
 // array diffs two arrays at path: element by element, then what was appended or cut.
-func (d *differ) array(path string, old, new bsoncore.Array) {
+func (d *differ) array(path string, old, cur bsoncore.Array) {
 	ovs, _ := old.Values()
-	nvs, _ := new.Values()
+	nvs, _ := cur.Values()
 	for i, nv := range nvs {
 		p := path + "." + strconv.Itoa(i)
 		d.stack = append(d.stack, component{index: i})

@@ -76,7 +76,7 @@ type record struct {
 // Resumed false) starts at the shards' common frontier: the events after the stream opened.
 func Open(ctx context.Context, src []Source, opts Options) (*Reader, error) {
 	r := &Reader{opts: opts, src: src, pos: opts.Start}
-	var front uint64 = ^uint64(0)
+	front := ^uint64(0)
 	for _, s := range src {
 		b, err := s.Log.Read(ctx, store.ChangePos{TS: ^uint64(0), Pos: ^uint32(0)}, 0)
 		if err != nil {
