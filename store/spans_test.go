@@ -158,8 +158,10 @@ func TestTableSpansPolicy(t *testing.T) {
 		{d(6, 1), d(7)},
 		{d(7, 1), d(9)},
 		{d(9, 1), d(10)},
-		{d(10, 1), ic(5)},
-		{d(^CollID(0)), ic(5)},
+		{d(10, 1), []byte{prefixChange}}, // the change log is a span of its own
+		{d(^CollID(0)), []byte{prefixChange}},
+		{appendChangeKey(nil, ChangePos{TS: 7}), []byte{prefixChange + 1}},
+		{[]byte{prefixChange + 1}, ic(5)},
 		{i(4, 2, 1), ic(5)},
 		{i(5, 1, 7), i(5, 2)},
 		{i(5, 2, 7), i(5, 3)},
@@ -177,8 +179,8 @@ func TestTableSpansPolicy(t *testing.T) {
 	s.drop(5)
 	s.drop(6)
 	s.drop(9)
-	if _, end, _ := s.policy(d(1)); end != nil {
-		t.Errorf("after the drops, policy ends a span at %x", end)
+	if _, end, _ := s.policy(d(1)); !bytes.Equal(end, []byte{prefixChange}) {
+		t.Errorf("after the drops, policy ends a span at %x, want the change log's start", end)
 	}
 }
 
