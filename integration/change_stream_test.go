@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -276,4 +277,87 @@ func TestChangeStreamMetrics(t *testing.T) {
 		n, _ := metricSum(scrape(t, srv), "cleave_change_streams", map[string]string{"ns": "csm.m"})
 		return n == 0
 	})
+}
+
+// Partitions that move between shards while writers write and a stream reads: every write's
+// event arrives once (a move copies documents without events), each document's insert before
+// its update, and a stream resumed from before the moves sees the same events.
+func TestChangeStreamAcrossMoves(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2")
+	ctx := context.Background()
+	c := srv.client(t)
+	dbn := dbName(t)
+	ns := dbn + ".c"
+	shardColl(t, c, ns, "tenant", bson.E{Key: "numInitialChunks", Value: 4})
+	coll := c.Database(dbn).Collection("c")
+	cs, err := coll.Watch(ctx, mongo.Pipeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.Close(ctx) }()
+	const writers, each = 3, 30
+	moved := make(chan struct{})
+	var wg sync.WaitGroup
+	var written atomic.Int64
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ { // until the moves are done, at least each documents
+				if i >= each {
+					select {
+					case <-moved:
+						return
+					default:
+					}
+				}
+				id := fmt.Sprintf("w%d-%d", w, i)
+				key := bson.D{{Key: "_id", Value: id}, {Key: "tenant", Value: i % 13}}
+				if _, err := coll.InsertOne(ctx, key); err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := coll.UpdateOne(ctx, key, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}); err != nil {
+					t.Error(err)
+					return
+				}
+				written.Add(2)
+			}
+		}()
+	}
+	for k := range 4 { // while the writers write
+		from, to := "shard-0", "shard-1"
+		if k%2 == 1 {
+			from, to = to, from
+		}
+		moveChunkTo(t, c, ns, "tenant", from, to)
+	}
+	close(moved)
+	wg.Wait()
+	events := nextEvents(t, cs, int(written.Load()))
+	if cs.TryNext(ctx) {
+		t.Fatalf("an event beyond the %d writes: %s", written.Load(), cs.Current)
+	}
+	seen := map[string]bool{}
+	for i, e := range events {
+		key := e.OperationType + "/" + fmt.Sprint(e.DocumentKey["_id"])
+		if seen[key] {
+			t.Fatalf("event %d (%s) seen twice", i, key)
+		}
+		seen[key] = true
+		if e.OperationType == "update" && !seen["insert/"+fmt.Sprint(e.DocumentKey["_id"])] {
+			t.Fatalf("the update of %v before its insert", e.DocumentKey["_id"])
+		}
+	}
+	rs, err := coll.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetResumeAfter(events[0].ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rs.Close(ctx) }()
+	for i, e := range nextEvents(t, rs, len(events)-1) {
+		if !bytesEqual(e.ID, events[i+1].ID) {
+			t.Fatalf("resumed event %d differs", i)
+		}
+	}
 }
