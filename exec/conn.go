@@ -76,7 +76,10 @@ func (h *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 	}
 	if !r.Legacy {
 		t := h.e.Clock.Now()
-		if r.Wrote {
+		switch {
+		case r.OperationTime != 0:
+			t = r.OperationTime
+		case r.Wrote:
 			t = h.e.Clock.Tick()
 		}
 		out = clock.AppendClusterTime(out, t)

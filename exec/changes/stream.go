@@ -92,6 +92,7 @@ func Open(ctx context.Context, src []Source, opts Options) (*Reader, error) {
 			front = 0
 		}
 		r.pos = hwm(front)
+		r.opts.Start = r.pos
 	}
 	return r, nil
 }
@@ -137,6 +138,10 @@ func (r *Reader) Next(ctx context.Context) (bsoncore.Document, error) {
 		}
 	}
 }
+
+// StartTime returns the cluster time the stream started reading after: a driver that resumes
+// with startAtOperationTime at it (the aggregate's operationTime) loses no event.
+func (r *Reader) StartTime() uint64 { return r.opts.Start.TS }
 
 // ResumeToken returns the token a client resumes from after the events returned so far: the
 // last one's, or the high-water mark once every event visible was read (postBatchResumeToken).

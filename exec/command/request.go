@@ -23,6 +23,10 @@ type Request struct {
 	// Wrote is set for commands that may write: their reply's operationTime is a new tick
 	// of the cluster clock.
 	Wrote bool
+	// OperationTime, when set, is the reply's operationTime: the time a change stream's
+	// aggregate started reading at, which a driver resumes from (startAtOperationTime) when
+	// the stream returned no token yet.
+	OperationTime uint64
 	// Txn is the transaction the command runs in (exec/txn), nil outside one.
 	Txn *txn.Txn
 	// Snap is the snapshot of a snapshot read outside a transaction (txn.Snapshots).

@@ -93,6 +93,9 @@ func (h *Handlers) watch(ctx context.Context, r *command.Request, a *aggregateAr
 	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
 	err = h.FirstBatch(ctx, r, c, n, false)
+	if t := reader.StartTime(); t != 0 && t != ^uint64(0) {
+		r.OperationTime = t
+	}
 	r.Charge += charge() + reader.Charge()
 	return query.TimeLimitError(ctx, err)
 }
