@@ -361,3 +361,35 @@ func TestChangeStreamAcrossMoves(t *testing.T) {
 		}
 	}
 }
+
+// Reading a change stream is charged as a scan of the records read, by the aggregate and
+// by each getMore (getLastRequestStatistics).
+func TestChangeStreamCharge(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	ctx := context.Background()
+	db := srv.client(t, options.Client().SetMaxPoolSize(1)).Database("csru")
+	coll := db.Collection("c")
+	cs, err := coll.Watch(ctx, mongo.Pipeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.Close(ctx) }()
+	docs := make([]any, 100)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: i}, {Key: "pad", Value: string(make([]byte, 1000))}}
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	nextEvents(t, cs, 100)
+	var stats struct{ RequestCharge float64 }
+	if err := db.RunCommand(ctx, bson.D{{Key: "getLastRequestStatistics", Value: 1}}).Decode(&stats); err != nil {
+		t.Fatal(err)
+	}
+	// One insertMany is one batch of 100 records, which become visible together: the getMore
+	// that returned them read 100 records of about 1.1 KiB, 100 × 0.05 + 110 KiB × 0.2 ≈ 27 RU.
+	if stats.RequestCharge < 20 || stats.RequestCharge > 40 {
+		t.Fatalf("the getMore that read the 100 events charged %v RU, want about 27", stats.RequestCharge)
+	}
+}

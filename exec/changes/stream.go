@@ -208,10 +208,10 @@ func after(shard uint32, pos Token) store.ChangePos {
 	return store.ChangePos{TS: pos.TS - 1, Pos: ^uint32(0)}
 }
 
-// Charge returns the request units of the records the reader examined so far: a scan of
-// them (shard.Cost), as the README's table says.
+// Charge returns the request units of the records the reader read so far: a scan that
+// examined and returned them (shard.Cost; docs/compatibility.md's table).
 func (r *Reader) Charge() float64 {
-	return shard.Cost{DocsRead: r.Examined, BytesRead: r.Bytes}.RU()
+	return shard.Cost{DocsExamined: r.Examined, BytesReturned: r.Bytes}.RU()
 }
 
 // KeepsID is the stream of a change stream's events after its pipeline: it fails, as

@@ -81,6 +81,9 @@ type Cursor struct {
 	Waiter  interface{ Wait() <-chan struct{} }
 	Trailer func(dst []byte) []byte
 	Ended   func() bool
+	// Charged, when set, returns the request units the cursor's stream spent since it was
+	// last called, which the getMore that ran it is charged (a change stream's reads).
+	Charged func() float64
 	// Yields: the cursor reads the present (not a snapshot read or a transaction's): between
 	// batches its stream gives up its read view (stream.Yielder), so that the next batch
 	// reads the data as it is then and an idle cursor pins no snapshot.

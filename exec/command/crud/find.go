@@ -188,6 +188,9 @@ func (h *Handlers) getMore(ctx context.Context, r *command.Request) error {
 		h.Cursors.Done(c, true)
 		return command.LabelResumable(c, query.TimeLimitError(ctx, err))
 	}
+	if c.Charged != nil {
+		r.Charge += c.Charged()
+	}
 	c.KeepTimeLeft(ctx)
 	exhausted = !c.KeepOpen(exhausted)
 	if !exhausted {

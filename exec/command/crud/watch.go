@@ -92,11 +92,18 @@ func (h *Handlers) watch(ctx context.Context, r *command.Request, a *aggregateAr
 	}
 	ctx, cancel := query.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
+	spent := 0.0
+	c.Charged = func() float64 { // what the reads and the stages cost since the last batch
+		total := charge() + reader.Charge()
+		d := total - spent
+		spent = total
+		return d
+	}
 	err = h.FirstBatch(ctx, r, c, n, false)
 	if t := reader.StartTime(); t != 0 && t != ^uint64(0) {
 		r.OperationTime = t
 	}
-	r.Charge += charge() + reader.Charge()
+	r.Charge += c.Charged()
 	return query.TimeLimitError(ctx, err)
 }
 
