@@ -36,6 +36,7 @@ var rules = map[string]rule{
 	"exec/args":          {[]string{"bsonx", "wire/mongoerr"}, "command arguments as MongoDB's IDL parses them: no collections"},
 	"exec/collation":     {[]string{"bsonx", "exec/args", "wire/mongoerr"}, "collation documents and keys: no collections"},
 	"exec/geo":           {[]string{"bsonx", "wire/mongoerr"}, "geometry and S2 coverings: no collections"},
+	"exec/js":            {[]string{"bsonx", "bsonx/decimal128", "wire/mongoerr"}, "server-side JavaScript on goja: no collections; match and expr reach it through their hooks"},
 	"exec/match":         {[]string{"bsonx", "exec/geo", "exec/internal/pcre", "wire/mongoerr"}, "the query language: no collections or storage"},
 	"exec/expr":          {[]string{"bsonx", "bsonx/decimal128", "exec/internal/pcre", "wire/mongoerr"}, "the expression language: no collections or storage"},
 	"exec/project":       {[]string{"bsonx", "exec/match", "wire/mongoerr"}, "projections: no collections or storage"},
