@@ -21,7 +21,7 @@
 //
 // Usage:
 //
-//	s := js.NewScope(ctx)
+//	s := js.NewScope(ctx, maxTime)
 //	pred, err := s.Where(code) // match.Options.Where
 //	ok, err := pred(doc)
 package js

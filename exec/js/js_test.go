@@ -33,7 +33,7 @@ var whereCases = []struct {
 }
 
 func TestWhereCases(t *testing.T) {
-	s := NewScope(context.Background())
+	s := NewScope(context.Background(), 0)
 	for _, tc := range whereCases {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := s.Where(bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, tc.src)})
@@ -49,7 +49,7 @@ func TestWhereCases(t *testing.T) {
 }
 
 func TestFunctionResultTypes(t *testing.T) {
-	s := NewScope(context.Background())
+	s := NewScope(context.Background(), 0)
 	f, err := s.Function("function(a, b) { return {sum: a + b, id: ObjectId('010000000000000000000000'), l: NumberLong(7), d: new Date(0), arr: [1, 'x']} }")
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func TestFunctionResultTypes(t *testing.T) {
 }
 
 func TestFunctionErrors(t *testing.T) {
-	s := NewScope(context.Background())
+	s := NewScope(context.Background(), 0)
 	if _, err := s.Function("function( {"); code(err) != CodeJSInterpreterFailure {
 		t.Fatalf("syntax error: %v", err)
 	}
@@ -73,9 +73,7 @@ func TestFunctionErrors(t *testing.T) {
 	if _, err := f(nil); code(err) != CodeJSInterpreterFailure {
 		t.Fatalf("throw: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	f, _ = NewScope(ctx).Function("function() { while (true) {} }")
+	f, _ = NewScope(context.Background(), 50*time.Millisecond).Function("function() { while (true) {} }")
 	if _, err := f(nil); code(err) != mongoerr.MaxTimeMSExpired {
 		t.Fatalf("loop: %v", err)
 	}

@@ -15,11 +15,8 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// Codes MongoDB uses here that wire/mongoerr does not define.
-const (
-	// CodeJSInterpreterFailure is JSInterpreterFailure (139).
-	CodeJSInterpreterFailure mongoerr.Code = 139
-)
+// CodeJSInterpreterFailure is JSInterpreterFailure (139), every JavaScript failure.
+const CodeJSInterpreterFailure = mongoerr.JSInterpreterFailure
 
 // maxCallStack bounds recursion, so that a runaway function fails (139 "too much
 // recursion" in MongoDB) instead of growing the goroutine's stack.
@@ -43,6 +40,7 @@ func Enabled() bool { return enabled.Load() }
 // Scope runs one command's JavaScript. It is safe for concurrent use.
 type Scope struct {
 	ctx   context.Context //nolint:containedctx // a Scope lives for one command and bounds its evaluations
+	limit time.Time       // the command's maxTimeMS from its start (zero: none)
 	progs sync.Map        // source → *compiled
 	vms   sync.Pool       // *vm
 }
@@ -60,12 +58,19 @@ type vm struct {
 	ctx   context.Context //nolint:containedctx // set for one evaluation, for sleep
 }
 
-// NewScope returns a scope bound to ctx: evaluations end when ctx does.
-func NewScope(ctx context.Context) *Scope {
+// NewScope returns a scope bound to ctx and to maxTime from now (0: none): an evaluation
+// ends when ctx does or maxTime has passed. A command's filter is compiled before its
+// context gets its deadline, and a cursor's getMores evaluate it after the find's context
+// has ended: maxTime keeps bounding them, as maxTimeMS bounds a cursor's life in MongoDB.
+func NewScope(ctx context.Context, maxTime time.Duration) *Scope {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return &Scope{ctx: ctx}
+	s := &Scope{ctx: ctx}
+	if maxTime > 0 {
+		s.limit = time.Now().Add(maxTime)
+	}
+	return s
 }
 
 // compile returns the program of a function source, compiling it once per scope. src is
@@ -141,14 +146,14 @@ func (s *Scope) run(fn func(v *vm) error) error {
 	}
 	ctx := s.ctx
 	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		ctx = context.WithoutCancel(ctx)
-		if d, ok := s.ctx.Deadline(); ok {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithDeadline(ctx, d)
-			defer cancel()
-		}
-		v.ctx = ctx
+		ctx = context.WithoutCancel(ctx) // the command that compiled it has returned
 	}
+	if !s.limit.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, s.limit)
+		defer cancel()
+	}
+	v.ctx = ctx
 	if err := ctx.Err(); err != nil {
 		return timeError(err)
 	}

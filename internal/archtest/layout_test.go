@@ -52,7 +52,7 @@ var rules = map[string]rule{
 		"change records and the streams that read them: below the write path, which records every write"},
 
 	// The read and write paths: sharding plugs into them through interfaces they declare.
-	"exec/query": {[]string{"bsonx", "exec/catalog", "exec/expr", "exec/geo", "exec/match", "exec/project", "exec/stream", "shard", "store", "wire/mongoerr"},
+	"exec/query": {[]string{"bsonx", "exec/catalog", "exec/expr", "exec/geo", "exec/js", "exec/match", "exec/project", "exec/stream", "shard", "store", "wire/mongoerr"},
 		"the read path: no writes, pipelines, DDL or sharding (its meters come in through query.Options)"},
 	"exec/write": {[]string{"bsonx", "exec/catalog", "exec/changes", "exec/expr", "exec/match", "exec/project", "exec/query", "exec/update", "shard", "store", "wire", "wire/mongoerr"},
 		"the write path: reads through query; no pipelines, DDL or sharding (it comes in through StageHook)"},
@@ -88,7 +88,7 @@ var rules = map[string]rule{
 		"commands about the server itself: handshake, diagnostics, parameters"},
 	"exec/command/users": {[]string{"auth", "bsonx", "exec/access", "exec/args", "exec/command", "store", "wire/mongoerr"},
 		"authentication and the user and role commands, over exec/access"},
-	"exec/command/crud": {[]string{"auth", "bsonx", "exec/agg", "exec/args", "exec/catalog", "exec/changes", "exec/collation", "exec/command", "exec/cursor", "exec/ddl", "exec/explain", "exec/expr", "exec/match", "exec/project", "exec/query", "exec/route", "exec/sharding", "exec/stream", "exec/update", "exec/write", "store", "wire/mongoerr"},
+	"exec/command/crud": {[]string{"auth", "bsonx", "exec/agg", "exec/args", "exec/catalog", "exec/changes", "exec/collation", "exec/command", "exec/cursor", "exec/ddl", "exec/explain", "exec/expr", "exec/js", "exec/match", "exec/project", "exec/query", "exec/route", "exec/sharding", "exec/stream", "exec/update", "exec/write", "store", "wire/mongoerr"},
 		"the commands that read and write documents, and aggregation"},
 	"exec/command/colls": {[]string{"auth", "bsonx", "exec/args", "exec/catalog", "exec/changes", "exec/collation", "exec/command", "exec/command/crud", "exec/ddl", "exec/match", "exec/query", "exec/route", "exec/sharding", "exec/validate", "shard", "store", "wire/mongoerr"},
 		"the commands that define and place collections; views' pipelines are CRUD's to parse"},
