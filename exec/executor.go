@@ -11,6 +11,7 @@ import (
 	"github.com/cleavedb/cleave/exec/command/server"
 	"github.com/cleavedb/cleave/exec/command/users"
 	"github.com/cleavedb/cleave/exec/cursor"
+	"github.com/cleavedb/cleave/exec/js"
 )
 
 // Options configures an Executor.
@@ -36,6 +37,7 @@ type Executor struct {
 // New returns an Executor.
 func New(opts Options, logger *zap.Logger) *Executor {
 	e := &Executor{}
+	js.SetEnabled(!opts.JavaScriptDisabled)
 	e.Server = command.New(opts, logger, e.families(opts)...)
 	return e
 }

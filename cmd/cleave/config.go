@@ -27,6 +27,8 @@ type Config struct {
 	MaxConns     int
 	AddrFile     string
 	TestCommands bool
+	// JavaScript enables server-side JavaScript ($where, $function, $accumulator).
+	JavaScript bool
 	// HTTPAddr is the address of the HTTP listener (/metrics); empty turns it off.
 	// HTTPAddrFile receives its bound address, written before AddrFile.
 	HTTPAddr, HTTPAddrFile string
@@ -146,6 +148,7 @@ func (c *Config) flagSet(m *mongodFlags) *flag.FlagSet {
 	fs.StringVar(&c.TLSKey, "tls-key", env("TLS_KEY", ""), "PEM file of the server's TLS private key")
 	fs.StringVar(&c.TLSCA, "tls-ca", env("TLS_CA", ""), "PEM file of the CA that signs client certificates (clients must then present one)")
 	fs.BoolVar(&c.TestCommands, "test-commands", env("TEST_COMMANDS", "") == "true", "enable commands for test suites (failpoints), like mongod's enableTestCommands")
+	fs.BoolVar(&c.JavaScript, "javascript-enabled", env("JAVASCRIPT_ENABLED", "true") != "false", "run server-side JavaScript ($where, $function, $accumulator), as mongod's security.javascriptEnabled; false answers as a mongod without a script engine")
 	fs.BoolVar(&c.Auth, "auth", env("AUTH", "") == "true", "require authentication (SCRAM-SHA-256, SCRAM-SHA-1) and enforce roles on every command")
 	fs.StringVar(&c.AuthUser, "auth-user", env("AUTH_USER", ""), "create this root user on admin at startup if no user exists (with --auth-password)")
 	fs.StringVar(&c.AuthPassword, "auth-password", env("AUTH_PASSWORD", ""), "password of --auth-user (prefer CLEAVE_AUTH_PASSWORD: flags are visible to other local users)")

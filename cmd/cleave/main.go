@@ -185,14 +185,15 @@ func writeFileAtomic(path string, data []byte) error {
 // execOptions is the executor's part of cfg, over storage st.
 func execOptions(cfg *Config, st *exec.Storage, argv []string, wireStats func() wire.Stats, ring *exec.LogRing) exec.Options {
 	return exec.Options{
-		Argv:         append([]string{"cleave"}, redactArgv(argv)...),
-		Parsed:       cfg.parsed(),
-		SlowOp:       cfg.SlowOp,
-		TestCommands: cfg.TestCommands,
-		WireStats:    wireStats,
-		MaxConns:     cfg.MaxConns,
-		Log:          ring,
-		Storage:      st,
+		Argv:               append([]string{"cleave"}, redactArgv(argv)...),
+		Parsed:             cfg.parsed(),
+		SlowOp:             cfg.SlowOp,
+		TestCommands:       cfg.TestCommands,
+		JavaScriptDisabled: !cfg.JavaScript,
+		WireStats:          wireStats,
+		MaxConns:           cfg.MaxConns,
+		Log:                ring,
+		Storage:            st,
 		Partitioning: shard.Options{
 			PartitionMaxBytes:        cfg.PartitionMaxBytes,
 			PartitionMaxRU:           cfg.MaxPartitionRU,

@@ -40,6 +40,9 @@ type Options struct {
 	// TestCommands enables commands that exist only for test suites (failpoints and the
 	// like), as mongod's enableTestCommands does.
 	TestCommands bool
+	// JavaScriptDisabled switches server-side JavaScript off ($where, $function,
+	// $accumulator), as mongod's security.javascriptEnabled: false; it is process-wide.
+	JavaScriptDisabled bool
 	// WireStats reports connection and network counters for serverStatus; nil reports zeros.
 	WireStats func() wire.Stats
 	// Log keeps recent log lines for getLog; nil answers with an empty log.

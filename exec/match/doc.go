@@ -32,7 +32,8 @@
 //
 // Refused, with MongoDB's code where MongoDB has one:
 //
-//   - $where: Location6108304 "no globalScriptEngine in $where parsing" (no JavaScript);
+//   - $where: through Options.Where (exec/js); without it BadValue "$where is not allowed in
+//     this context", as MongoDB's contexts without JavaScript;
 //   - $text: 27 IndexNotFound "text index required for $text query" (no text indexes);
 //   - $near, $nearSphere, $geoNear: 291 NoQueryExecutionPlans (no geo indexes);
 //   - $sampleRate: 238 NotImplemented;

@@ -11,6 +11,10 @@ type Options struct {
 	// Expr compiles the argument of $expr into a predicate; it comes from the aggregation
 	// expression package. Nil: $expr fails with QueryFeatureNotAllowed (224).
 	Expr func(expr bsoncore.Value) (func(doc bsoncore.Document) (bool, error), error)
+	// Where compiles the argument of $where (JavaScript) into a predicate; the read path
+	// builds it from exec/js. Nil: the context allows no JavaScript, and $where fails with
+	// BadValue "$where is not allowed in this context" as MongoDB's aggregation $match does.
+	Where func(code bsoncore.Value) (func(doc bsoncore.Document) (bool, error), error)
 	// Vars are the variables Expr's expressions see (a command's let), kept with the filter
 	// so that it can be compiled again on another node (Filter.Vars); nil: none.
 	Vars bsoncore.Document

@@ -157,7 +157,7 @@ var errCases = []errCase{
 	{"BitsPositionString", `{"a": {"$bitsAllClear": ["x"]}}`, 2, `bit positions must be an integer but got: 0: "x"`},
 	{"ExprNoCompiler", `{"$expr": {"$eq": ["$a", 1]}}`, 224, "$expr is not allowed in this context"},
 	{"ExprInElemMatch", `{"a": {"$elemMatch": {"$expr": {"$eq": ["$b", 1]}}}}`, 2, "$expr can only be applied to the top-level document"},
-	{"Where", `{"$where": "this.a == 1"}`, 6108304, "no globalScriptEngine in $where parsing"},
+	{"Where", `{"$where": "this.a == 1"}`, 2, "$where is not allowed in this context"},
 	{"WhereOnField", `{"a": {"$where": "x"}}`, 2, "$where cannot be applied to a field"},
 	{"Text", `{"$text": {"$search": "x"}}`, 27, "text index required for $text query"},
 	{"TextInOr", `{"$or": [{"$text": {"$search": "x"}}]}`, 27, "text index required for $text query"},

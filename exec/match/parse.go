@@ -13,8 +13,6 @@ import (
 const (
 	// codeQueryFeatureNotAllowed is MongoDB's QueryFeatureNotAllowed (224).
 	codeQueryFeatureNotAllowed mongoerr.Code = 224
-	// codeWhereNoScriptEngine is Location6108304, $where without a JavaScript engine.
-	codeWhereNoScriptEngine mongoerr.Code = 6108304
 )
 
 // maxDepth bounds the nesting of logical operators and $elemMatch, so hostile filters
@@ -152,7 +150,7 @@ func (p *parser) parseTopOperator(name string, v bsoncore.Value, level int, pref
 		p.hasExpr = true
 		return &exprNode{fn: fn}, nil
 	case "$where":
-		return nil, mongoerr.New(codeWhereNoScriptEngine, "no globalScriptEngine in $where parsing")
+		return p.parseWhere(v, level)
 	case "$text":
 		if level == levelSub {
 			return nil, badValue("$text can only be applied to the top-level document")
@@ -180,6 +178,24 @@ func (p *parser) parseTopOperator(name string, v bsoncore.Value, level int, pref
 		return nil, badValue("unknown top level operator: $not. If you are trying to negate an entire expression, use $nor.")
 	}
 	return nil, badValue("unknown top level operator: %s. If you have a field name that starts with a '$' symbol, consider using $getField or $setField.", name)
+}
+
+// parseWhere compiles $where through Options.Where. Without the hook the context allows no
+// JavaScript (an aggregation's $match, a validator, a partial index): MongoDB's
+// AllowedFeatures without kJavascript.
+func (p *parser) parseWhere(v bsoncore.Value, level int) (node, error) {
+	if p.opts == nil || p.opts.Where == nil {
+		return nil, badValue("$where is not allowed in this context")
+	}
+	if level == levelSub {
+		return nil, badValue("$where can only be applied to the top-level document")
+	}
+	fn, err := p.opts.Where(v)
+	if err != nil {
+		return nil, err
+	}
+	p.hasExpr = true // like $expr, it may read any field
+	return &exprNode{fn: fn}, nil
 }
 
 // parseTree compiles $and, $or and $nor.

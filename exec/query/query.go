@@ -11,6 +11,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/expr"
+	"github.com/cleavedb/cleave/exec/js"
 	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/exec/project"
 	"github.com/cleavedb/cleave/exec/stream"
@@ -95,6 +96,13 @@ func CompileFilter(filter bsoncore.Document) (*match.Filter, error) {
 // CompileFilterWith compiles a query filter whose $expr sees the let variables, comparing
 // strings with collation coll (nil: simple).
 func CompileFilterWith(filter, let bsoncore.Document, coll bsonx.Collator) (*match.Filter, error) {
+	return CompileFilterJS(filter, let, coll, nil)
+}
+
+// CompileFilterJS is CompileFilterWith whose $where runs in scope (nil: one bounded by
+// nothing but exec/js's own limits). With JavaScript switched off, $where answers as a
+// mongod without a script engine.
+func CompileFilterJS(filter, let bsoncore.Document, coll bsonx.Collator, scope *js.Scope) (*match.Filter, error) {
 	if filter == nil {
 		filter = EmptyDoc
 	}
@@ -108,8 +116,30 @@ func CompileFilterWith(filter, let bsoncore.Document, coll bsonx.Collator) (*mat
 	if bytes.Contains(filter, dollarExpr) {
 		mo.Expr = expr.CompilePredicateWith(&expr.Options{Collator: coll, Let: vars})
 	}
+	if bytes.Contains(filter, dollarWhere) {
+		mo.Where = whereHook(scope)
+	}
 	return match.Compile(filter, &mo)
 }
+
+// whereHook returns match.Options.Where for a context that allows JavaScript.
+func whereHook(scope *js.Scope) func(bsoncore.Value) (func(bsoncore.Document) (bool, error), error) {
+	if !js.Enabled() {
+		return func(bsoncore.Value) (func(bsoncore.Document) (bool, error), error) {
+			return nil, mongoerr.New(codeNoScriptEngine, "no globalScriptEngine in $where parsing")
+		}
+	}
+	if scope == nil {
+		scope = js.NewScope(context.Background(), 0)
+	}
+	return scope.Where
+}
+
+// codeNoScriptEngine is Location6108304, $where on a mongod without a script engine.
+const codeNoScriptEngine mongoerr.Code = 6108304
+
+// dollarWhere is the operator that needs the JavaScript hook.
+var dollarWhere = []byte("$where")
 
 // dollarExpr is the operator CompileFilterWith looks for.
 var dollarExpr = []byte("$expr")

@@ -36,6 +36,7 @@ var rules = map[string]rule{
 	"exec/args":          {[]string{"bsonx", "wire/mongoerr"}, "command arguments as MongoDB's IDL parses them: no collections"},
 	"exec/collation":     {[]string{"bsonx", "exec/args", "wire/mongoerr"}, "collation documents and keys: no collections"},
 	"exec/geo":           {[]string{"bsonx", "wire/mongoerr"}, "geometry and S2 coverings: no collections"},
+	"exec/js":            {[]string{"bsonx", "bsonx/decimal128", "wire/mongoerr"}, "server-side JavaScript on goja: no collections; match and expr reach it through their hooks"},
 	"exec/match":         {[]string{"bsonx", "exec/geo", "exec/internal/pcre", "wire/mongoerr"}, "the query language: no collections or storage"},
 	"exec/expr":          {[]string{"bsonx", "bsonx/decimal128", "exec/internal/pcre", "wire/mongoerr"}, "the expression language: no collections or storage"},
 	"exec/project":       {[]string{"bsonx", "exec/match", "wire/mongoerr"}, "projections: no collections or storage"},
@@ -51,7 +52,7 @@ var rules = map[string]rule{
 		"change records and the streams that read them: below the write path, which records every write"},
 
 	// The read and write paths: sharding plugs into them through interfaces they declare.
-	"exec/query": {[]string{"bsonx", "exec/catalog", "exec/expr", "exec/geo", "exec/match", "exec/project", "exec/stream", "shard", "store", "wire/mongoerr"},
+	"exec/query": {[]string{"bsonx", "exec/catalog", "exec/expr", "exec/geo", "exec/js", "exec/match", "exec/project", "exec/stream", "shard", "store", "wire/mongoerr"},
 		"the read path: no writes, pipelines, DDL or sharding (its meters come in through query.Options)"},
 	"exec/write": {[]string{"bsonx", "exec/catalog", "exec/changes", "exec/expr", "exec/match", "exec/project", "exec/query", "exec/update", "shard", "store", "wire", "wire/mongoerr"},
 		"the write path: reads through query; no pipelines, DDL or sharding (it comes in through StageHook)"},
@@ -87,7 +88,7 @@ var rules = map[string]rule{
 		"commands about the server itself: handshake, diagnostics, parameters"},
 	"exec/command/users": {[]string{"auth", "bsonx", "exec/access", "exec/args", "exec/command", "store", "wire/mongoerr"},
 		"authentication and the user and role commands, over exec/access"},
-	"exec/command/crud": {[]string{"auth", "bsonx", "exec/agg", "exec/args", "exec/catalog", "exec/changes", "exec/collation", "exec/command", "exec/cursor", "exec/ddl", "exec/explain", "exec/expr", "exec/match", "exec/project", "exec/query", "exec/route", "exec/sharding", "exec/stream", "exec/update", "exec/write", "store", "wire/mongoerr"},
+	"exec/command/crud": {[]string{"auth", "bsonx", "exec/agg", "exec/args", "exec/catalog", "exec/changes", "exec/collation", "exec/command", "exec/cursor", "exec/ddl", "exec/explain", "exec/expr", "exec/js", "exec/match", "exec/project", "exec/query", "exec/route", "exec/sharding", "exec/stream", "exec/update", "exec/write", "store", "wire/mongoerr"},
 		"the commands that read and write documents, and aggregation"},
 	"exec/command/colls": {[]string{"auth", "bsonx", "exec/args", "exec/catalog", "exec/changes", "exec/collation", "exec/command", "exec/command/crud", "exec/ddl", "exec/match", "exec/query", "exec/route", "exec/sharding", "exec/validate", "shard", "store", "wire/mongoerr"},
 		"the commands that define and place collections; views' pipelines are CRUD's to parse"},

@@ -74,6 +74,7 @@ const (
 	DocumentValidationFailure                Code = 121
 	CommandFailed                            Code = 125
 	CappedPositionLost                       Code = 136
+	JSInterpreterFailure                     Code = 139
 	CursorInUse                              Code = 143
 	ExceededMemoryLimit                      Code = 146
 	StaleEpoch                               Code = 150
@@ -267,6 +268,7 @@ var names = map[Code]string{
 	DocumentValidationFailure:                "DocumentValidationFailure",
 	CommandFailed:                            "CommandFailed",
 	CappedPositionLost:                       "CappedPositionLost",
+	JSInterpreterFailure:                     "JSInterpreterFailure",
 	CursorInUse:                              "CursorInUse",
 	UnsupportedOpQueryCommand:                "UnsupportedOpQueryCommand",
 	ExceededMemoryLimit:                      "ExceededMemoryLimit",

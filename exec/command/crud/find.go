@@ -112,7 +112,7 @@ func compileFindInto(ci *catalog.Coll, a *findArgs, q *query.Query) error {
 	if err != nil {
 		return err
 	}
-	f, err := compileWriteFilter(a.filter, a.let, coll) // $expr sees the let variables
+	f, err := compileFilterTimed(context.Background(), a.filter, a.let, coll, a.maxTimeMS) // $expr sees the let variables
 	if err != nil {
 		return err
 	}

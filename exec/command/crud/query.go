@@ -93,7 +93,7 @@ func (h *Handlers) count(ctx context.Context, r *command.Request) error {
 	if err != nil {
 		return err
 	}
-	f, err := query.CompileFilterWith(a.query, nil, coll)
+	f, err := compileFilterTimed(ctx, a.query, nil, coll, a.maxTimeMS)
 	if err == nil {
 		err = refuseNear(f)
 	}

@@ -2,12 +2,14 @@ package crud
 
 import (
 	"context"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/js"
 	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/update"
@@ -112,6 +114,12 @@ func (h *Handlers) CompileUpdate(db string, a *WriteArgs, ci *catalog.Coll, s *U
 // sees the command's let variables; strings compare with collation coll (nil: simple).
 func compileWriteFilter(q, let bsoncore.Document, coll bsonx.Collator) (*match.Filter, error) {
 	return query.CompileFilterWith(q, let, coll)
+}
+
+// compileFilterTimed is compileWriteFilter whose $where stops at the command's maxTimeMS
+// (0: none) from now, or when ctx ends.
+func compileFilterTimed(ctx context.Context, q, let bsoncore.Document, coll bsonx.Collator, maxTimeMS int64) (*match.Filter, error) {
+	return query.CompileFilterJS(q, let, coll, js.NewScope(ctx, time.Duration(maxTimeMS)*time.Millisecond))
 }
 
 // explainWrite explains the read part of a write (update, delete, findAndModify): how op
