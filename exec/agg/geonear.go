@@ -17,9 +17,10 @@ import (
 
 // geoNearStage is $geoNear: the collection's documents nearest first, each with its
 // distance. It reads as the query {key: {$nearSphere: near, $minDistance, $maxDistance},
-// $and: [query]} does — through the 2dsphere index on key, every shard's matches sorted by
+// $and: [query]} does — through the 2d or 2dsphere index on key, every shard's matches sorted by
 // distance together — and adds distanceField (times distanceMultiplier) and includeLocs.
-// Distances are in meters for a GeoJSON point, in radians for a legacy pair.
+// Distances are in meters for a GeoJSON point, in radians for a legacy pair, flat for a
+// legacy pair through a 2d index without spherical: true ($near).
 type geoNearStage struct {
 	env           *Env
 	raw           bsoncore.Value
@@ -31,6 +32,7 @@ type geoNearStage struct {
 	minDistance   *float64
 	maxDistance   *float64
 	multiplier    float64
+	spherical     bool
 }
 
 // parseGeoNearStage parses {$geoNear: {near, distanceField, spherical, maxDistance,
@@ -111,8 +113,11 @@ func (s *geoNearStage) parseOption(k string, v bsoncore.Value) error {
 		default:
 			s.multiplier = f
 		}
-	case "spherical", "uniqueDocs":
-		// Distances on a 2dsphere index are spherical either way.
+	case "spherical":
+		// Distances on a 2dsphere index are spherical either way; on a 2d index they
+		// are flat unless spherical is true.
+		s.spherical = expr.Truthy(v)
+	case "uniqueDocs":
 	case "collation":
 		return mongoerr.New(mongoerr.Location40227, "$geoNear does not accept the 'collation' parameter. Instead, specify a collation for the entire aggregation command.")
 	default:
@@ -122,16 +127,19 @@ func (s *geoNearStage) parseOption(k string, v bsoncore.Value) error {
 }
 
 // filter compiles the stage's read as a query filter on field key ("" at parse time: a
-// placeholder, the checks are the same).
-func (s *geoNearStage) filterOn(key string) (*match.Filter, error) {
+// placeholder, the checks are the same): $near when flat, $nearSphere else.
+func (s *geoNearStage) filterOn(key string, flat bool) (*match.Filter, error) {
 	if key == "" {
 		key = "_geoNearKey"
 	}
+	op := "$nearSphere"
+	if flat {
+		op = "$near"
+	}
 	idx, b := bsoncore.AppendDocumentStart(nil)
 	fidx, b := bsoncore.AppendDocumentElementStart(b, key)
-	legacy := s.near.Type == bsoncore.TypeArray || isNumberFirst(s.near)
-	if legacy {
-		b = bsoncore.AppendValueElement(b, "$nearSphere", s.near)
+	if isLegacyNear(s.near) {
+		b = bsoncore.AppendValueElement(b, op, s.near)
 		b = appendDistances(b, s.minDistance, s.maxDistance)
 	} else {
 		nidx, nb := bsoncore.AppendDocumentElementStart(b, "$nearSphere")
@@ -150,7 +158,12 @@ func (s *geoNearStage) filterOn(key string) (*match.Filter, error) {
 }
 
 // filter compiles the stage's read with a placeholder key.
-func (s *geoNearStage) filter() (*match.Filter, error) { return s.filterOn("") }
+func (s *geoNearStage) filter() (*match.Filter, error) { return s.filterOn("", false) }
+
+// isLegacyNear reports a near point given as a legacy pair (an array or {x, y}).
+func isLegacyNear(v bsoncore.Value) bool {
+	return v.Type == bsoncore.TypeArray || isNumberFirst(v)
+}
 
 // appendDistances appends $minDistance and $maxDistance when set.
 func appendDistances(b []byte, minD, maxD *float64) []byte {
@@ -179,19 +192,44 @@ func (s *geoNearStage) geoKey(ci *catalog.Coll) (string, error) {
 	if s.key != "" {
 		return s.key, nil
 	}
-	var found []string
+	var flat, sphere []string
 	for _, xi := range ci.Indexes {
-		if xi.Geo != nil {
-			found = append(found, xi.Geo.Path)
+		switch {
+		case xi.Geo == nil || xi.Hidden:
+		case xi.Geo.Flat != nil:
+			flat = append(flat, xi.Geo.Path)
+		default:
+			sphere = append(sphere, xi.Geo.Path)
 		}
 	}
-	switch len(found) {
-	case 0:
-		return "", mongoerr.New(mongoerr.IndexNotFound, "$geoNear requires a 2d or 2dsphere index, but none were found")
-	case 1:
-		return found[0], nil
+	// 2d indexes come first (MongoDB's extractGeoNearFieldFromIndexes).
+	for _, found := range []struct {
+		kind  string
+		paths []string
+	}{{"2d", flat}, {"2dsphere", sphere}} {
+		switch len(found.paths) {
+		case 0:
+			continue
+		case 1:
+			return found.paths[0], nil
+		}
+		return "", mongoerr.New(mongoerr.IndexNotFound, "There is more than one %s index on %s; unsure which to use for $geoNear", found.kind, ci.NS())
 	}
-	return "", mongoerr.New(mongoerr.IndexNotFound, "There is more than one 2dsphere index on %s; unsure which to use for $geoNear", ci.NS())
+	return "", mongoerr.New(mongoerr.IndexNotFound, "$geoNear requires a 2d or 2dsphere index, but none were found")
+}
+
+// flatOn reports whether the stage's distances are flat: a legacy point without
+// spherical: true, read through a 2d index on key.
+func (s *geoNearStage) flatOn(ci *catalog.Coll, key string) bool {
+	if s.spherical || !isLegacyNear(s.near) {
+		return false
+	}
+	for _, xi := range ci.Indexes {
+		if xi.Geo != nil && xi.Geo.Flat != nil && xi.Geo.Path == key && !xi.Hidden {
+			return true
+		}
+	}
+	return false
 }
 
 // OpenSource implements SourceStage: the nearest documents of ci first, with distances.
@@ -203,7 +241,7 @@ func (s *geoNearStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := s.filterOn(key)
+	f, err := s.filterOn(key, s.flatOn(ci, key))
 	if err != nil {
 		return nil, err
 	}

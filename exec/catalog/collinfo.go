@@ -227,7 +227,7 @@ func CompileIndex(x *store.Index) (*Index, error) {
 	if first, ok := bsonx.FirstElement(x.Key); ok && IsWildcardPath(first.Key()) {
 		return compileWildcardIndex(x)
 	}
-	if Is2dsphere(x.Key) {
+	if Is2dsphere(x.Key) || Is2d(x.Key) {
 		return compileGeoIndex(x)
 	}
 	fields, err := KeyPatternFields(x.Key)

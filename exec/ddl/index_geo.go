@@ -33,8 +33,11 @@ func checkGeoOption(key string, v bsoncore.Value) (bool, error) {
 
 // validateGeo applies the rules of 2dsphere indexes to x: one 2dsphere field, no hashed
 // field, levels in order; and records the index version in the spec when the client gave
-// none, as MongoDB's listIndexes shows it.
+// none, as MongoDB's listIndexes shows it. A 2d index's are validate2d's.
 func validateGeo(x *store.Index, elems []bsoncore.Element) error {
+	if catalog.Is2d(x.Key) {
+		return validate2d(x, elems)
+	}
 	n := 0
 	for _, el := range elems {
 		if s, ok := el.Value().StringValueOK(); ok {
@@ -73,4 +76,28 @@ func validateGeo(x *store.Index, elems []bsoncore.Element) error {
 		x.Spec, _ = bsoncore.AppendDocumentEnd(b, idx)
 	}
 	return nil
+}
+
+// validate2d applies the rules of 2d indexes to x (MongoDB's validateKeyPattern and
+// ExpressionParams::parseTwoDParams): no other index plugin, one 2d field and first, and
+// bits, min and max a GeoHash can be built with (InvalidOptions otherwise).
+func validate2d(x *store.Index, elems []bsoncore.Element) error {
+	geoFields := 0
+	for i, el := range elems {
+		s, ok := el.Value().StringValueOK()
+		if !ok {
+			continue
+		}
+		if s != "2d" {
+			return mongoerr.New(mongoerr.CannotCreateIndex, "Can't use more than one index plugin for a single index.")
+		}
+		if geoFields++; geoFields > 1 {
+			return mongoerr.New(mongoerr.Location16800, "can't have 2 geo fields")
+		}
+		if i > 0 {
+			return mongoerr.New(mongoerr.Location16801, "2d has to be first in index")
+		}
+	}
+	_, err := catalog.HasherOf(x.Spec)
+	return err
 }

@@ -209,6 +209,9 @@ func checkIndexOption(key string, v bsoncore.Value) (bool, error) {
 		return false, mongoerr.New(mongoerr.NotImplemented, "clustered indexes are not supported by cleave")
 	case "2dsphereIndexVersion", "coarsestIndexedLevel", "finestIndexedLevel":
 		return checkGeoOption(key, v)
+	case "bits", "min", "max":
+		// A 2d index's; checked with the key pattern (validate2d).
+		return true, nil
 	}
 	return false, mongoerr.New(mongoerr.NotImplemented, "the index option '%s' (text, geospatial and wildcard indexes) is not supported by cleave", key)
 }
@@ -284,7 +287,7 @@ func validateKeyPattern(key bsoncore.Document) error {
 }
 
 // validateKeyElement checks one field of a key pattern: a non-empty path and a non-zero
-// number, "hashed" or "2dsphere" (text, 2d and geoHaystack indexes are not implemented).
+// number, "hashed", "2dsphere" or "2d" (text and geoHaystack indexes are not implemented).
 func validateKeyElement(el bsoncore.Element) error {
 	path, v := el.Key(), el.Value()
 	if path == "" {
@@ -303,9 +306,9 @@ func validateKeyElement(el bsoncore.Element) error {
 	}
 	if s, ok := v.StringValueOK(); ok {
 		switch s {
-		case "hashed", "2dsphere":
+		case "hashed", "2dsphere", "2d":
 			return nil
-		case "text", "2d", "geoHaystack", "columnstore":
+		case "text", "geoHaystack", "columnstore":
 			return mongoerr.New(mongoerr.NotImplemented, "%s indexes are not supported by cleave", s)
 		}
 		return mongoerr.New(mongoerr.CannotCreateIndex, "Unknown index plugin '%s'", s)

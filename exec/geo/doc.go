@@ -3,7 +3,8 @@
 // pairs with MongoDB's validation and messages (src/mongo/db/geo/geoparser.cpp), the
 // query shapes of $geoWithin and $geoIntersects ($geometry, $box, $polygon, $center,
 // $centerSphere; geometry_container.cpp), their predicates, distances for $near and
-// $geoNear, and the S2 cell coverings a 2dsphere index stores and scans. It uses
+// $geoNear, the S2 cell coverings a 2dsphere index stores and scans, and the GeoHashes
+// (hash.go) and box coverings (flat.go) of a 2d index. It uses
 // github.com/golang/geo's s2 for spherical geometry; the legacy shapes ($box, $polygon,
 // $center) are flat, as in MongoDB. It is pure: no storage, no I/O.
 //

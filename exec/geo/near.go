@@ -206,13 +206,19 @@ func parseQueryPoint(v bsoncore.Value) (*Geometry, error) {
 }
 
 // Distance returns the distance from the query point to a stored geometry value, in the
-// query's units; ok is false when the value is no geometry the query can measure.
+// query's units (flat for a legacy pair with $near, between raw coordinates); ok is false when the value is no geometry the query can measure.
 func (n *Near) Distance(v bsoncore.Value) (d float64, ok bool) {
 	if v.Type != bsoncore.TypeArray && v.Type != bsoncore.TypeEmbeddedDocument {
 		return 0, false
 	}
 	g, err := ParseStored(v)
-	if err != nil || g.Big || !g.Sphere {
+	if err != nil || g.Big {
+		return 0, false
+	}
+	if n.Flat && !n.Sphere {
+		return n.flatDistance(g)
+	}
+	if !g.Sphere {
 		return 0, false
 	}
 	a := g.minAngle(n.Center)

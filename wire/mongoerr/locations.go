@@ -5,6 +5,10 @@ package mongoerr
 // named codes of error_codes.yml and the first Location codes.
 const (
 	Location10065   Code = 10065   // invalid parameter: expected an object (vars)
+	Location13026   Code = 13026   // geo values must be 'legacy coordinate pairs' for 2d indexes :: caused by :: …
+	Location13027   Code = 13027   // point not in interval of [ …, … ] :: caused by :: …
+	Location13067   Code = 13067   // geo field is empty :: caused by :: …
+	Location13068   Code = 13068   // geo field only has 1 element :: caused by :: …
 	Location15947   Code = 15947   // a group's fields must be specified in an object
 	Location15952   Code = 15952   // unknown group operator '…'
 	Location15955   Code = 15955   // a group specification must include an _id
@@ -35,6 +39,9 @@ const (
 	Location16612   Code = 16612   // only one date allowed in an $add expression
 	Location16613   Code = 16613   // cant $subtract a … from a Date
 	Location16702   Code = 16702   // $concat only supports strings, not …
+	Location16800   Code = 16800   // can't have 2 geo fields
+	Location16801   Code = 16801   // 2d has to be first in index
+	Location16804   Code = 16804   // location object expected, location array not in correct format
 	Location16755   Code = 16755   // Can't extract geo keys: … (a 2dsphere index on an invalid geometry)
 	Location16605   Code = 16605   // $geoNear requires a 'near' option as an Array
 	Location16606   Code = 16606   // $geoNear requires a 'distanceField' option as a String
