@@ -78,6 +78,12 @@ type Cursor struct {
 	// stream's hub); Trailer appends fields to the cursor document after the batch (a change
 	// stream's postBatchResumeToken); Ended reports that a tailable cursor is done for good
 	// (an invalidated change stream) and closes.
+	// use guards the hand-over of the cursor between a getMore (InUse) and whoever removes
+	// it meanwhile (closeUnlessInUse).
+	use struct {
+		sync.Mutex
+		closing, closeLater bool
+	}
 	Waiter  interface{ Wait() <-chan struct{} }
 	Trailer func(dst []byte) []byte
 	Ended   func() bool
@@ -137,19 +143,46 @@ func (r *Registry) Acquire(id int64) (*Cursor, error) {
 	if c == nil {
 		return nil, mongoerr.New(mongoerr.CursorNotFound, "cursor id %d not found", id)
 	}
+	c.use.Lock()
+	defer c.use.Unlock()
+	if c.use.closing { // removed since it was looked up
+		return nil, mongoerr.New(mongoerr.CursorNotFound, "cursor id %d not found", id)
+	}
 	if !c.InUse.CompareAndSwap(false, true) {
 		return nil, mongoerr.New(mongoerr.CursorInUse, "Cursor already in use (namespace: '%s', id: %d).", c.Ns, id)
 	}
 	return c, nil
 }
 
-// Done ends a getMore's use of c; an exhausted cursor is removed and closed.
+// Done ends a getMore's use of c; an exhausted cursor is removed and closed, and so is one
+// that was removed (killCursors, a session's end) while the getMore used it.
 func (r *Registry) Done(c *Cursor, exhausted bool) {
 	c.LastUsed.Store(time.Now().UnixNano())
 	if exhausted {
 		r.Remove(c.ID)
 	}
+	c.use.Lock()
 	c.InUse.Store(false)
+	later := c.use.closeLater
+	c.use.closeLater = false
+	c.use.Unlock()
+	if later {
+		c.Close()
+	}
+}
+
+// closeUnlessInUse closes a cursor that was just unregistered, or, while a getMore uses it,
+// leaves the close to that getMore's Done: its stream is not safe for concurrent use.
+func (c *Cursor) closeUnlessInUse() {
+	c.use.Lock()
+	c.use.closing = true
+	if c.InUse.Load() {
+		c.use.closeLater = true
+		c.use.Unlock()
+		return
+	}
+	c.use.Unlock()
+	c.Close()
 }
 
 // Remove unregisters and closes the cursor id; it reports whether it existed.
@@ -161,7 +194,7 @@ func (r *Registry) Remove(id int64) bool {
 	if c == nil {
 		return false
 	}
-	c.Close()
+	c.closeUnlessInUse()
 	return true
 }
 
@@ -175,7 +208,7 @@ func (r *Registry) RemoveIn(id int64, ns string) bool {
 	}
 	delete(r.mu.m, id)
 	r.mu.Unlock()
-	c.Close()
+	c.closeUnlessInUse()
 	return true
 }
 
@@ -208,7 +241,7 @@ func (r *Registry) Expire(now time.Time) {
 	}
 	r.mu.Unlock()
 	for _, c := range dead {
-		c.Close()
+		c.closeUnlessInUse()
 	}
 }
 
@@ -224,7 +257,7 @@ func (r *Registry) RemoveSessions(match func(lsid [16]byte) bool) {
 	}
 	r.mu.Unlock()
 	for _, c := range dead {
-		c.Close()
+		c.closeUnlessInUse()
 	}
 }
 
@@ -236,7 +269,7 @@ func (r *Registry) CloseAll() {
 	r.mu.m = map[int64]*Cursor{}
 	r.mu.Unlock()
 	for _, c := range all {
-		c.Close()
+		c.closeUnlessInUse()
 	}
 }
 

@@ -89,3 +89,29 @@ func TestCursorRegistry(t *testing.T) {
 		t.Errorf("closeAll left the noCursorTimeout cursor open")
 	}
 }
+
+// A cursor killed while a getMore uses it (killCursors during an awaitData wait) is closed by
+// that getMore's Done, not under it, and cannot be acquired again.
+func TestCursorRemovedWhileInUse(t *testing.T) {
+	r := NewRegistry(time.Hour, nil)
+	defer r.CloseAll()
+	c, s := newCountedCursor(t, 3)
+	id := r.Add(c)
+	got, err := r.Acquire(id)
+	if err != nil || got != c {
+		t.Fatalf("Acquire: %v", err)
+	}
+	if !r.RemoveIn(id, "db.c") {
+		t.Fatal("RemoveIn did not find the cursor")
+	}
+	if s.closed != 0 {
+		t.Fatal("the cursor's stream was closed under the getMore that uses it")
+	}
+	r.Done(c, false)
+	if s.closed != 1 {
+		t.Fatalf("stream closed %d times after Done, want 1", s.closed)
+	}
+	if _, err := r.Acquire(id); mongoerr.From(err).Code != mongoerr.CursorNotFound {
+		t.Fatalf("Acquire after the kill: %v, want CursorNotFound", err)
+	}
+}
