@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strconv"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -209,9 +208,8 @@ func (h *Handlers) shardGetMore(ctx context.Context, r *command.Request) error {
 		h.Cursors.Done(c, false)
 		return mongoerr.New(mongoerr.CursorNotFound, "cursor id %d is not a shard read", c.ID)
 	}
-	c.LastUsed.Store(time.Now().UnixNano())
 	err = h.shardBatch(ctx, r, c, ss, remoteBatchDocs, false)
-	c.InUse.Store(false)
+	h.Cursors.Done(c, false) // closes it if shardBatch removed it (exhausted or failed)
 	return err
 }
 
