@@ -393,3 +393,45 @@ func TestChangeStreamCharge(t *testing.T) {
 		t.Fatalf("the getMore that read the 100 events charged %v RU, want about 27", stats.RequestCharge)
 	}
 }
+
+// updateLookup reads the event's document by its documentKey (shard key and _id): one
+// document, on one shard, charged to the getMore as a point read, not a scan of the collection.
+func TestChangeStreamUpdateLookupCost(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2")
+	ctx := context.Background()
+	c := srv.client(t, options.Client().SetMaxPoolSize(1))
+	dbn := dbName(t)
+	shardColl(t, c, dbn+".c", "k", bson.E{Key: "numInitialChunks", Value: 4})
+	db := c.Database(dbn)
+	coll := db.Collection("c")
+	docs := make([]any, 1000)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i % 37}, {Key: "pad", Value: string(make([]byte, 1000))}}
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := coll.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetFullDocument(options.UpdateLookup))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.Close(ctx) }()
+	if _, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 500}, {Key: "k", Value: 500 % 37}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	e := nextEvents(t, cs, 1)[0]
+	if e.FullDocument["_id"] != int32(500) || e.FullDocument["v"] != int32(1) {
+		t.Fatalf("fullDocument %v, want _id 500 with v 1", e.FullDocument)
+	}
+	var stats struct{ RequestCharge float64 }
+	if err := db.RunCommand(ctx, bson.D{{Key: "getLastRequestStatistics", Value: 1}}).Decode(&stats); err != nil {
+		t.Fatal(err)
+	}
+	// The record (about 0.1 RU) and a point read of a 1 KiB document (1 RU), plus the least a
+	// read of a partition costs: a scan of the 1,000 documents would cost over 50.
+	if stats.RequestCharge < 1 || stats.RequestCharge > 5 {
+		t.Fatalf("the getMore that looked the document up charged %v RU, want a point read's", stats.RequestCharge)
+	}
+}

@@ -66,9 +66,15 @@ func (h *Handlers) watch(ctx context.Context, r *command.Request, a *aggregateAr
 	}
 	src, remote := h.changeSources()
 	start, resumed := spec.Start()
+	lookupRU := 0.0 // what updateLookup's reads cost: the cursor is used by one getMore at a time
+	lookup := func(ctx context.Context, db, coll string, uuid []byte, key bsoncore.Document) (bsoncore.Document, error) {
+		doc, ru, err := h.lookupChanged(ctx, db, coll, uuid, key)
+		lookupRU += ru
+		return doc, err
+	}
 	reader, err := changes.Open(ctx, src, changes.Options{Scope: scope, FullDocument: spec.FullDocument,
 		BeforeChange: spec.BeforeChange, ShowExpandedEvents: spec.ShowExpandedEvents, Start: start, Resumed: resumed,
-		Lookup: h.lookupChanged})
+		Lookup: lookup})
 	if err != nil {
 		return err
 	}
@@ -94,7 +100,7 @@ func (h *Handlers) watch(ctx context.Context, r *command.Request, a *aggregateAr
 	defer cancel()
 	spent := 0.0
 	c.Charged = func() float64 { // what the reads and the stages cost since the last batch
-		total := charge() + reader.Charge()
+		total := charge() + reader.Charge() + lookupRU
 		d := total - spent
 		spent = total
 		return d
@@ -171,26 +177,31 @@ func (p polling) Wait() <-chan struct{} {
 
 // lookupChanged finds the current version of an update event's document (updateLookup): the
 // document of db.coll matching its documentKey, read as a find would (on any node), nil when
-// it is gone or the collection is not the event's (another UUID).
-func (h *Handlers) lookupChanged(ctx context.Context, db, coll string, uuid []byte, key bsoncore.Document) (bsoncore.Document, error) {
+// it is gone or the collection is not the event's (another UUID), with the request units of
+// the read (a point read when documentKey holds the shard key and _id).
+func (h *Handlers) lookupChanged(ctx context.Context, db, coll string, uuid []byte, key bsoncore.Document) (bsoncore.Document, float64, error) {
 	ci, err := h.Cat.Lookup(db, coll)
 	if err != nil || ci == nil || ci.View != nil || uuid != nil && !bytes.Equal(uuid, ci.Meta.UUID[:]) {
-		return nil, nil //nolint:nilerr // a collection gone since: its document is gone
+		return nil, 0, nil //nolint:nilerr // a collection gone since: its document is gone
 	}
 	f, err := compileWriteFilter(key, nil, nil)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	s, _, _, err := h.Query.Open(&query.Query{CI: ci, Filter: f, Limit: 1})
+	s, _, shards, err := h.Query.Open(&query.Query{CI: ci, Filter: f, Limit: 1})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	defer s.Close()
 	doc, err := s.Next(ctx)
-	if doc == nil || err != nil {
-		return nil, err
+	if doc != nil {
+		doc = slices.Clone(doc)
 	}
-	return slices.Clone(doc), nil
+	s.Close()
+	ru := 0.0
+	for _, sh := range shards {
+		ru += sh.Stats.Charge()
+	}
+	return doc, ru, err
 }
 
 // watchPipeline compiles the stages after $changeStream over reader's events, with the
