@@ -14,7 +14,6 @@ import (
 	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
-	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/store"
@@ -67,26 +66,25 @@ type Cursor struct {
 	// TimeLeft is what remains of the opening command's maxTimeMS (0: no limit). Each
 	// getMore runs under it and keeps what it did not use, as MongoDB's leftover time does.
 	TimeLeft time.Duration
-	// Tailable cursors stay open at the end of their capped collection; awaitData ones
-	// wait for its inserts (crud's tail.go) on capped's wake channel. limitHit reports that
-	// the cursor returned its limit.
+	// Tailable cursors stay open at the end of what there is: a capped collection's tail
+	// (crud's tail.go) or a change stream's events. An awaitData one's getMore waits for more
+	// on Waiter (the capped collection's wake channel, the change streams' hub). LimitHit
+	// reports that the cursor returned its limit; Ended, when set, that a tailable cursor is
+	// done for good (an invalidated change stream) and closes.
 	Tailable, AwaitData bool
-	Capped              *catalog.CappedState
+	Waiter              interface{ Wait() <-chan struct{} }
+	Ended               func() bool
 	Tail                *query.Tail
 	LimitHit            bool
-	// Waiter, when set, is what an awaitData getMore waits on instead of Capped (a change
-	// stream's hub); Trailer appends fields to the cursor document after the batch (a change
-	// stream's postBatchResumeToken); Ended reports that a tailable cursor is done for good
-	// (an invalidated change stream) and closes.
+	// Trailer, when set, appends fields to the cursor document after the batch (a change
+	// stream's postBatchResumeToken).
+	Trailer func(dst []byte) []byte
 	// use guards the hand-over of the cursor between a getMore (InUse) and whoever removes
 	// it meanwhile (closeUnlessInUse).
 	use struct {
 		sync.Mutex
 		closing, closeLater bool
 	}
-	Waiter  interface{ Wait() <-chan struct{} }
-	Trailer func(dst []byte) []byte
-	Ended   func() bool
 	// Charged, when set, returns the request units the cursor's stream spent since it was
 	// last called, which the getMore that ran it is charged (a change stream's reads).
 	Charged func() float64
@@ -405,17 +403,12 @@ func (c *Cursor) KeepOpen(exhausted bool) bool {
 }
 
 // FillAwait is FillBatch for an awaitData cursor: when the batch finds nothing, it waits for
-// an insert into the collection, up to wait, and tries again.
+// a write on its Waiter, up to wait, and tries again.
 func (c *Cursor) FillAwait(ctx context.Context, dst []byte, n int64, wait time.Duration) ([]byte, bool, error) {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
-		var wake <-chan struct{} // before reading: an insert after the read wakes it
-		if c.Waiter != nil {
-			wake = c.Waiter.Wait()
-		} else {
-			wake = c.Capped.Wait()
-		}
+		wake := c.Waiter.Wait() // before reading: a write after the read wakes it
 		start := len(dst)
 		out, exhausted, err := c.FillBatch(ctx, dst, n)
 		if err != nil || len(out) > start || !exhausted || c.LimitHit || c.Ended != nil && c.Ended() {

@@ -70,7 +70,7 @@ var rules = map[string]rule{
 	// The services commands share, below the command kit.
 	"exec/access": {[]string{"auth", "bsonx", "exec/args", "store", "wire/mongoerr"},
 		"who a connection is and what it may do: users, roles, SASL, the internal user"},
-	"exec/cursor": {[]string{"auth", "bsonx", "exec/args", "exec/catalog", "exec/query", "exec/stream", "store", "wire", "wire/mongoerr"},
+	"exec/cursor": {[]string{"auth", "bsonx", "exec/args", "exec/query", "exec/stream", "store", "wire", "wire/mongoerr"},
 		"open query results between getMores: a registry over streams"},
 	"exec/session": {[]string{"auth", "bsonx", "exec/args", "exec/catalog", "exec/cursor", "exec/txn", "exec/write", "store", "wire/mongoerr"},
 		"logical sessions: their cache, checkout, expiry and kill patterns, over cursors and transactions"},

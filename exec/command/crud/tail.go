@@ -82,7 +82,7 @@ func (h *Handlers) findTailable(ctx context.Context, r *command.Request, a *find
 		s = ps
 	}
 	c := &cursor.Cursor{Ns: ns, Stream: s, Limit: a.limit, NoTimeout: a.noCursorTimeout, Coll: ci.Meta,
-		Tailable: true, AwaitData: a.awaitData, Capped: h.Cat.CappedState(ci.Meta.ID), Tail: tail}
+		Tailable: true, AwaitData: a.awaitData, Waiter: h.Cat.CappedState(ci.Meta.ID), Tail: tail}
 	n := a.batchSize
 	if n < 0 {
 		n = defaultFirstBatch
