@@ -158,41 +158,38 @@ func appendField(dst []byte, to string, rec bsoncore.Document, from string) []by
 // option asks: the document as it is now (updateLookup), or the post-image the collection
 // kept (whenAvailable, required).
 func (r *Reader) appendPostImage(ctx context.Context, dst []byte, rc *record) ([]byte, error) {
-	switch r.opts.FullDocument {
-	case "updateLookup":
-		doc, err := r.lookup(ctx, rc.rec)
-		if err != nil {
-			return nil, err
-		}
-		if doc == nil {
-			return bsoncore.AppendNullElement(dst, "fullDocument"), nil
-		}
-		return bsoncore.AppendDocumentElement(dst, "fullDocument", doc), nil
-	case "whenAvailable", "required":
-		if v, err := rc.rec.LookupErr(fPost); err == nil {
-			return bsoncore.AppendValueElement(dst, "fullDocument", v), nil
-		}
-		if r.opts.FullDocument == "required" {
-			return nil, imageMissing("post", rc)
-		}
+	if r.opts.FullDocument != "updateLookup" {
+		return appendImage(dst, "fullDocument", r.opts.FullDocument, "post", fPost, rc)
+	}
+	doc, err := r.lookup(ctx, rc.rec)
+	if err != nil {
+		return nil, err
+	}
+	if doc == nil {
 		return bsoncore.AppendNullElement(dst, "fullDocument"), nil
 	}
-	return dst, nil
+	return bsoncore.AppendDocumentElement(dst, "fullDocument", doc), nil
 }
 
 // appendPreImage appends fullDocumentBeforeChange as the stream's option asks.
 func (r *Reader) appendPreImage(dst []byte, rc *record) ([]byte, error) {
-	switch r.opts.BeforeChange {
-	case "whenAvailable", "required":
-		if v, err := rc.rec.LookupErr(fPre); err == nil {
-			return bsoncore.AppendValueElement(dst, "fullDocumentBeforeChange", v), nil
-		}
-		if r.opts.BeforeChange == "required" {
-			return nil, imageMissing("pre", rc)
-		}
-		return bsoncore.AppendNullElement(dst, "fullDocumentBeforeChange"), nil
+	return appendImage(dst, "fullDocumentBeforeChange", r.opts.BeforeChange, "pre", fPre, rc)
+}
+
+// appendImage appends field, the image kept in rc's field from ("pre" or "post", kind), as
+// mode asks: whenAvailable (null when the collection kept none), required (an error then),
+// anything else nothing.
+func appendImage(dst []byte, field, mode, kind, from string, rc *record) ([]byte, error) {
+	if mode != "whenAvailable" && mode != "required" {
+		return dst, nil
 	}
-	return dst, nil
+	if v, err := rc.rec.LookupErr(from); err == nil {
+		return bsoncore.AppendValueElement(dst, field, v), nil
+	}
+	if mode == "required" {
+		return nil, imageMissing(kind, rc)
+	}
+	return bsoncore.AppendNullElement(dst, field), nil
 }
 
 // imageMissing is MongoDB's error for a required image the collection did not keep.

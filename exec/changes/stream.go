@@ -63,6 +63,9 @@ type Reader struct {
 	ended      bool
 	// Examined and Bytes count the records read, for the stream's charge.
 	Examined, Bytes int64
+	// lastID is the _id (resume token document) of the event Next returned last, which the
+	// stream's pipeline must keep (KeepsID).
+	lastID []byte
 }
 
 // record is a change record read from a shard's log.
@@ -112,7 +115,7 @@ func (r *Reader) Next(ctx context.Context) (bsoncore.Document, error) {
 		if r.invalidate != nil {
 			inv := r.invalidate
 			r.invalidate, r.ended, r.pos = nil, true, inv.tok
-			return appendInvalidate(nil, inv), nil
+			return r.noteID(appendInvalidate(nil, inv)), nil
 		}
 		if len(r.buf) == 0 {
 			if err := ctx.Err(); err != nil {
@@ -134,9 +137,17 @@ func (r *Reader) Next(ctx context.Context) (bsoncore.Document, error) {
 		r.pos = rc.tok
 		doc, err := r.event(ctx, &rc)
 		if err != nil || doc != nil {
-			return doc, err
+			return r.noteID(doc), err
 		}
 	}
+}
+
+// noteID keeps the _id of doc, an event Next returns, for KeepsID.
+func (r *Reader) noteID(doc bsoncore.Document) bsoncore.Document {
+	if doc != nil {
+		r.lastID = append(r.lastID[:0], doc.Lookup("_id").Data...)
+	}
+	return doc
 }
 
 // StartTime returns the cluster time the stream started reading after: a driver that resumes
@@ -230,7 +241,7 @@ func (k *KeepsID) Next(ctx context.Context) (bsoncore.Document, error) {
 		return doc, err
 	}
 	id, err := doc.LookupErr("_id")
-	if err != nil || id.Type != bsoncore.TypeEmbeddedDocument || !bytes.Equal(id.Data, k.R.pos.AppendDoc(nil)) {
+	if err != nil || id.Type != bsoncore.TypeEmbeddedDocument || !bytes.Equal(id.Data, k.R.lastID) {
 		return nil, mongoerr.New(mongoerr.ChangeStreamFatalError,
 			"Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. "+
 				"Modifying the _id field of an event makes it impossible to resume the stream from that point. "+

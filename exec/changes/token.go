@@ -3,7 +3,6 @@ package changes
 import (
 	"encoding/binary"
 	"encoding/hex"
-	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -62,8 +61,13 @@ func (t Token) AppendDoc(dst []byte) []byte {
 	if t.Invalidate {
 		b[17] = 1
 	}
+	const digits = "0123456789ABCDEF"
+	var h [2 * tokenLen]byte
+	for i, c := range b {
+		h[2*i], h[2*i+1] = digits[c>>4], digits[c&0xf]
+	}
 	idx, dst := bsoncore.AppendDocumentStart(dst)
-	dst = bsoncore.AppendStringElement(dst, "_data", strings.ToUpper(hex.EncodeToString(b[:])))
+	dst = bsoncore.AppendStringElement(dst, "_data", string(h[:]))
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst
 }
