@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"go.uber.org/zap"
 
@@ -13,26 +14,28 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// RecordChange records a DDL event (a drop, rename, create...) in the change log of this
-// node's first shard, for change streams, once the DDL operation committed. It is not in the
-// catalog's own commit: a crash between the two loses the event (the operation is done). The
-// internal databases are not recorded.
-func (e *Server) RecordChange(d *changes.DDL) {
-	switch d.DB {
-	case "admin", "config", "local":
+// RecordChange records DDL events (a drop, rename, create...), in order and in one batch, in
+// the change log of this node's first shard, for change streams, once the DDL operation
+// committed. They are not in the catalog's own commit: a crash between the two loses the
+// events (the operation is done). The internal databases are not recorded.
+func (e *Server) RecordChange(ds ...*changes.DDL) {
+	i := slices.IndexFunc(e.Cat.Shards(), func(sh catalog.Shard) bool { _, ok := catalog.LocalDB(sh); return ok })
+	if i < 0 {
 		return
 	}
-	for _, sh := range e.Cat.Shards() {
-		if _, ok := catalog.LocalDB(sh); !ok {
+	b := e.Cat.Shards()[i].NewBatch()
+	defer b.Close()
+	var rec []byte
+	for _, d := range ds {
+		switch d.DB {
+		case "admin", "config", "local":
 			continue
 		}
-		b := sh.NewBatch()
-		defer b.Close()
-		b.AddChange(changes.AppendDDLRecord(nil, d))
-		if err := b.Commit(true); err != nil {
-			e.Log.Warn("recording a change event failed", zap.String("op", d.Op), zap.String("ns", d.DB+"."+d.Coll), zap.Error(err))
-		}
-		return
+		rec = changes.AppendDDLRecord(rec[:0], d)
+		b.AddChange(rec)
+	}
+	if err := b.Commit(true); err != nil {
+		e.Log.Warn("recording change events failed", zap.String("op", ds[0].Op), zap.String("ns", ds[0].DB+"."+ds[0].Coll), zap.Error(err))
 	}
 }
 

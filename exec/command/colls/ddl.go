@@ -157,11 +157,12 @@ func (h *Handlers) dropDatabase(ctx context.Context, r *command.Request) error {
 	if err != nil {
 		return catalog.StoreError(err)
 	}
+	events := make([]*changes.DDL, 0, len(colls)+1) // a drop for each collection, then dropDatabase
 	for _, c := range colls {
 		h.Cat.DeleteData(c)
-		h.RecordChange(&changes.DDL{Op: changes.OpDrop, DB: c.DB, Coll: c.Name, UUID: c.UUID[:]})
+		events = append(events, &changes.DDL{Op: changes.OpDrop, DB: c.DB, Coll: c.Name, UUID: c.UUID[:]})
 	}
-	h.RecordChange(&changes.DDL{Op: changes.OpDropDatabase, DB: r.DB})
+	h.RecordChange(append(events, &changes.DDL{Op: changes.OpDropDatabase, DB: r.DB})...)
 	h.Log.Info("dropped database", zap.String("db", r.DB), zap.Int("collections", len(colls)))
 	r.Out = bsoncore.AppendStringElement(r.Out, "dropped", r.DB)
 	return nil
