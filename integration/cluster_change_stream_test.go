@@ -15,16 +15,8 @@ import (
 // from its tokens after a node's SIGKILL and restart sees the rest, including what was
 // written while the node was down to the shards of the others.
 func TestClusterChangeStream(t *testing.T) {
-	_, nodes := startClusterNodes(t, 3)
+	_, nodes, clients, dbn := shardedOverThreeNodes(t, "users")
 	ctx := context.Background()
-	clients := make([]*mongo.Client, len(nodes))
-	for i, s := range nodes {
-		clients[i] = s.client(t)
-	}
-	waitClusterShards(t, clients, 3)
-	dbn := dbName(t)
-	shardColl(t, clients[0], dbn+".users", "tenant", bson.E{Key: "numInitialChunks", Value: 6})
-	waitClusterChunks(t, clients, 6, 3)
 	coll := func(i int) *mongo.Collection { return clients[i].Database(dbn).Collection("users") }
 	cs, err := coll(0).Watch(ctx, mongo.Pipeline{})
 	if err != nil {

@@ -142,16 +142,8 @@ func TestClusterRemoteStats(t *testing.T) {
 // TestClusterRemoteTTL: a TTL index built on a collection sharded over three nodes expires
 // the old documents of every node's shards, each node's monitor deleting on its own.
 func TestClusterRemoteTTL(t *testing.T) {
-	_, nodes := startClusterNodes(t, 3, "--test-commands")
+	_, _, clients, dbn := shardedOverThreeNodes(t, "events", "--test-commands")
 	ctx := context.Background()
-	clients := make([]*mongo.Client, len(nodes))
-	for i, s := range nodes {
-		clients[i] = s.client(t)
-	}
-	waitClusterShards(t, clients, 3)
-	dbn := dbName(t)
-	shardColl(t, clients[0], dbn+".events", "tenant", bson.E{Key: "numInitialChunks", Value: 6})
-	waitClusterChunks(t, clients, 6, 3)
 	old, future := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
 	docs := make([]any, 60)
 	for i := range docs {

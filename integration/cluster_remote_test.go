@@ -111,16 +111,8 @@ func readView(t *testing.T, c *mongo.Client, db, coll string) clusterView {
 // _id on another node's shard is a writeError with its index; a node that is down makes
 // reads of its shard fail with HostUnreachable, and reads work again once it is back.
 func TestClusterRemoteReadsWrites(t *testing.T) {
-	_, nodes := startClusterNodes(t, 3)
+	_, nodes, clients, dbn := shardedOverThreeNodes(t, "users")
 	ctx := context.Background()
-	clients := make([]*mongo.Client, len(nodes))
-	for i, s := range nodes {
-		clients[i] = s.client(t)
-	}
-	waitClusterShards(t, clients, 3)
-	dbn := dbName(t)
-	shardColl(t, clients[0], dbn+".users", "tenant", bson.E{Key: "numInitialChunks", Value: 6})
-	waitClusterChunks(t, clients, 6, 3)
 
 	// Writes through each node in turn, ordered and unordered.
 	const total = 90

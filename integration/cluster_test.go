@@ -28,6 +28,23 @@ func startClusterNodes(t testing.TB, n int, extra ...string) (*etcdtest.Cluster,
 	return etcd, nodes
 }
 
+// shardedOverThreeNodes starts three nodes (startClusterNodes, with extra flags), a client of
+// each, and a collection coll of a database named after the test, sharded on hashed tenant
+// into six chunks spread over the three nodes' shards, which every node sees.
+func shardedOverThreeNodes(t *testing.T, coll string, extra ...string) (*etcdtest.Cluster, []*server, []*mongo.Client, string) {
+	t.Helper()
+	etcd, nodes := startClusterNodes(t, 3, extra...)
+	clients := make([]*mongo.Client, len(nodes))
+	for i, s := range nodes {
+		clients[i] = s.client(t)
+	}
+	waitClusterShards(t, clients, 3)
+	dbn := dbName(t)
+	shardColl(t, clients[0], dbn+"."+coll, "tenant", bson.E{Key: "numInitialChunks", Value: 6})
+	waitClusterChunks(t, clients, 6, 3)
+	return etcd, nodes, clients, dbn
+}
+
 // collectionNames lists db's collections, sorted.
 func collectionNames(t *testing.T, db *mongo.Database) []string {
 	t.Helper()

@@ -14,23 +14,7 @@ import (
 // Node.js driver (pinned in package-lock.json), against the shared server.
 func TestNodeDriver(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is required (make test installs the Node.js packages): %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(repoRoot, "node_modules", "mongodb")); err != nil {
-		t.Fatalf("the mongodb npm package is missing; run make test (npm ci): %v", err)
-	}
-	srv := sharedServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(repoRoot, "integration", "node", "app.js"))
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "MONGODB_URI="+srv.uri(), "DB_NAME="+dbName(t))
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "node app ok") {
-		t.Fatalf("node app.js: %v\n%s", err, out)
-	}
+	runNodeScript(t, sharedServer(t), "app", dbName(t), 3*time.Minute)
 }
 
 // TestNodeDriverTransactions runs integration/node/txn.js: the Node.js driver's
@@ -38,21 +22,8 @@ func TestNodeDriver(t *testing.T) {
 // clients, 1,000 times; the sum is conserved.
 func TestNodeDriverTransactions(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is required (make test installs the Node.js packages): %v", err)
-	}
-	srv := startServer(t, "--shards", "2")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(repoRoot, "integration", "node", "txn.js"))
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "MONGODB_URI="+srv.uri(), "DB_NAME=nodetxn")
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "node txn ok") {
-		t.Fatalf("node txn.js: %v\n%s", err, out)
-	}
-	t.Log(strings.TrimSpace(string(out)))
+	out := runNodeScript(t, startServer(t, "--shards", "2"), "txn", "nodetxn", 3*time.Minute)
+	t.Log(strings.TrimSpace(out))
 }
 
 // TestNodeDriverMonitoring runs integration/node/monitor.js: the Node.js driver monitors by
@@ -60,39 +31,37 @@ func TestNodeDriverTransactions(t *testing.T) {
 // failed heartbeat or a cleared pool.
 func TestNodeDriverMonitoring(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is required (make test installs the Node.js packages): %v", err)
-	}
-	srv := sharedServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(repoRoot, "integration", "node", "monitor.js"))
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "MONGODB_URI="+srv.uri(), "DB_NAME="+dbName(t))
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "node monitor ok") {
-		t.Fatalf("node monitor.js: %v\n%s", err, out)
-	}
-	t.Log(strings.TrimSpace(string(out)))
+	out := runNodeScript(t, sharedServer(t), "monitor", dbName(t), time.Minute)
+	t.Log(strings.TrimSpace(out))
 }
 
 // TestNodeDriverChangeStream runs integration/node/changestream.js: an application's change
 // listener with the Node.js driver (its "change" events), on two shards.
 func TestNodeDriverChangeStream(t *testing.T) {
 	t.Parallel()
+	runNodeScript(t, startServer(t, "--shards", "2"), "changestream", "nodecs", 3*time.Minute)
+}
+
+// runNodeScript runs integration/node/<script>.js with the Node.js driver against srv's
+// database db, within limit, and fails the test unless it prints "node <script> ok"; it
+// returns the output.
+func runNodeScript(t *testing.T, srv *server, script, db string, limit time.Duration) string {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("node is required (make test installs the Node.js packages): %v", err)
 	}
-	srv := startServer(t, "--shards", "2")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(repoRoot, "integration", "node", "changestream.js"))
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "MONGODB_URI="+srv.uri(), "DB_NAME=nodecs")
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "node changestream ok") {
-		t.Fatalf("node changestream.js: %v\n%s", err, out)
+	if _, err := os.Stat(filepath.Join(repoRoot, "node_modules", "mongodb")); err != nil {
+		t.Fatalf("the mongodb npm package is missing; run make test (npm ci): %v", err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(repoRoot, "integration", "node", script+".js"))
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "MONGODB_URI="+srv.uri(), "DB_NAME="+db)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "node "+script+" ok") {
+		t.Fatalf("node %s.js: %v\n%s", script, err, out)
+	}
+	return string(out)
 }

@@ -7,26 +7,15 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // doc builds a document from extended JSON.
-func doc(t *testing.T, ext string) bsoncore.Document {
-	t.Helper()
-	var d bson.D
-	if err := bson.UnmarshalExtJSON([]byte(ext), false, &d); err != nil {
-		t.Fatal(err)
-	}
-	b, err := bson.Marshal(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func doc(t *testing.T, ext string) bsoncore.Document { return streamtest.ExtDoc(t, ext) }
 
 func TestDiff(t *testing.T) {
 	cases := []struct{ name, old, new, want string }{
