@@ -216,6 +216,9 @@ func (b *Batch) Apply(sync bool) error {
 		return err
 	}
 	b.done = true
+	if b.db.Replicated() {
+		sync = false // durable once Propose returns: the group's log is synced
+	}
 	b.flushPending()
 	totals := b.writeStats()
 	if len(b.idStripes) > 1 { // once each: a stripe's count of writes under way is bounded

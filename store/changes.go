@@ -228,8 +228,8 @@ func (db *DB) TrimChanges(before uint64) error {
 	var v [8]byte
 	binary.BigEndian.PutUint64(v[:], before)
 	_ = pb.Set(changesTrimmedKey, v[:], nil)
-	if err := pb.Commit(pebble.Sync); err != nil {
-		return db.failCommit(err)
+	if err := db.commitSynced(pb); err != nil {
+		return err
 	}
 	db.changes.mu.Lock()
 	db.changes.trimmed = max(db.changes.trimmed, before)

@@ -50,6 +50,10 @@ type DB struct {
 	changes changeState
 	// applied counts the batches applied since Open (Applied).
 	applied atomic.Uint64
+	// proposer, when set, replicates every batch (replicated.go); replApplied is the index of
+	// the last replicated entry applied.
+	proposer    atomic.Pointer[Proposer]
+	replApplied atomic.Uint64
 }
 
 // Applied returns how many batches the DB has applied since it opened, counted once a batch
@@ -101,6 +105,10 @@ func Open(opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: loading stats: %w", opts.Dir, err)
 	}
 	db.totals.each(spans.note)
+	if err := db.loadReplicaApplied(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: open %s: reading the replica's applied state: %w", opts.Dir, err)
+	}
 	if err := db.loadChangesTrimmed(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("store: open %s: reading the change log's trim point: %w", opts.Dir, err)

@@ -30,6 +30,7 @@ const (
 	metaStats   byte = 's' // 'm' 's' | coll | bucket u16 → stats value
 	metaTotal   byte = 't' // 'm' 't' | coll → stats value of the whole collection
 	metaChanges byte = 'e' // 'm' 'e' 't' → time before which the change log was trimmed
+	metaReplica byte = 'r' // 'm' 'r' 'a' → index and term of the last replicated entry applied (replicated.go)
 )
 
 const (

@@ -191,6 +191,9 @@ func (db *DB) applyPebble(pb *pebble.Batch, sync bool) (err error) {
 			db.logger.Fatal("pebble's commit pipeline panicked after a write error: stopping the server", zap.Any("panic", r))
 		}
 	}()
+	if ok, err := db.proposeRepr(pb); ok {
+		return err // applied (and counted) by ApplyReplicated; not a storage failure if not
+	}
 	if sync {
 		if err = db.pdb.ApplyNoSyncWait(pb, pebble.Sync); err == nil {
 			db.pacer.noteApplied()

@@ -79,5 +79,5 @@ func (db *DB) DeleteTxnRecords(lsids [][]byte) error {
 	for _, lsid := range lsids {
 		_ = b.Delete(AppendTxnRecordKey(nil, lsid), nil) // unindexed batch: cannot fail
 	}
-	return errors.Join(db.pdb.Apply(b, pebble.Sync), b.Close())
+	return errors.Join(db.commitSynced(b), b.Close())
 }

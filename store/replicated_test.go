@@ -1,0 +1,172 @@
+package store
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// logProposer is a one-process replica group: it appends every proposal to a log (what a
+// group's synced raft log holds) and applies it at once to the leader and the followers, as
+// committed entries are.
+type logProposer struct {
+	log       [][]byte
+	replicas  []*DB
+	refuseErr error
+}
+
+func (p *logProposer) Propose(data []byte) error {
+	if p.refuseErr != nil {
+		return p.refuseErr
+	}
+	p.log = append(p.log, append([]byte(nil), data...))
+	index := uint64(len(p.log))
+	for _, db := range p.replicas {
+		if err := db.ApplyReplicated(index, 1, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replay applies the log's entries from index 1 to db, as a restarted replica does from its
+// group's log.
+func (p *logProposer) replay(t *testing.T, db *DB) {
+	t.Helper()
+	for i, data := range p.log {
+		if err := db.ApplyReplicated(uint64(i+1), 1, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReplicatedApplyFollowerMatchesLeader: a batch written on the leader reaches a follower
+// as bytes, documents and stats merge operands alike; the follower's in-memory totals follow
+// once it reloads them, as a new leader does.
+func TestReplicatedApplyFollowerMatchesLeader(t *testing.T) {
+	leader := openOn(t, vfs.NewMem(), "leader")
+	follower := openOn(t, vfs.NewMem(), "follower")
+	p := &logProposer{replicas: []*DB{leader, follower}}
+	leader.SetProposer(p)
+	for i := range 20 {
+		b := leader.NewBatch()
+		b.SetDoc(1, uint64(i), idN(i), docN(i, 100))
+		b.AddStats(1, uint64(i), 1, 100)
+		mustCommit(t, b)
+	}
+	b := leader.NewBatch()
+	b.DeleteDoc(1, 3, idN(3))
+	b.AddStats(1, 3, -1, -100)
+	mustCommit(t, b)
+	if len(p.log) != 21 {
+		t.Fatalf("proposals = %d, want 21", len(p.log))
+	}
+	if got := leader.Applied(); got != 21 {
+		t.Fatalf("leader Applied() = %d, want 21 (one per batch)", got)
+	}
+	if docs, bytes := leader.CollStats(1); docs != 19 || bytes != 1900 {
+		t.Fatalf("leader CollStats = %d, %d; want 19, 1900", docs, bytes)
+	}
+	for i := range 20 {
+		_, err := follower.GetDoc(1, uint64(i), idN(i), nil)
+		if want := i != 3; (err == nil) != want {
+			t.Fatalf("follower doc %d: %v (present should be %v)", i, err, want)
+		}
+	}
+	if docs, _ := follower.CollStats(1); docs != 0 {
+		t.Fatalf("follower totals before reload = %d: followers derive nothing in memory", docs)
+	}
+	if err := follower.ReloadDerived(); err != nil {
+		t.Fatal(err)
+	}
+	if docs, bytes := follower.CollStats(1); docs != 19 || bytes != 1900 {
+		t.Fatalf("follower CollStats after reload = %d, %d; want 19, 1900", docs, bytes)
+	}
+	if d, by, err := follower.Stats(1, 0, 0); err != nil || d != 19 || by != 1900 {
+		t.Fatalf("follower Stats = %d, %d, %v; want the leader's buckets", d, by, err)
+	}
+	for _, db := range []*DB{leader, follower} {
+		if idx, term, err := db.ReplicaApplied(); err != nil || idx != 21 || term != 1 {
+			t.Fatalf("%s ReplicaApplied = %d, %d, %v; want 21, 1", db.Dir(), idx, term, err)
+		}
+	}
+}
+
+// TestReplicatedApplyTwiceAcrossCrash: a replica applies entries without syncing; a crash
+// loses the unsynced ones, which come back from the group's log at restart. Applying the
+// whole log again, entries kept by the crash included, counts every document and stats
+// operand once: the applied-state key moves with the data.
+func TestReplicatedApplyTwiceAcrossCrash(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	db := openOn(t, mem, "replica")
+	p := &logProposer{replicas: []*DB{db}}
+	db.SetProposer(p)
+	commit := func(from, to int) {
+		for i := from; i < to; i++ {
+			b := db.NewBatch()
+			b.SetDoc(1, uint64(i), idN(i), docN(i, 100))
+			b.AddStats(1, uint64(i), 1, 100)
+			mustCommit(t, b)
+		}
+	}
+	commit(0, 10)
+	synced, err := db.SyncApplied()
+	if err != nil || synced != 10 {
+		t.Fatalf("SyncApplied = %d, %v; want 10", synced, err)
+	}
+	commit(10, 30) // applied, not synced: the crash may lose them
+	crashed := mem.CrashClone(vfs.CrashCloneCfg{})
+	_ = db.Close()
+
+	db2 := openOn(t, crashed, "replica")
+	idx, _, err := db2.ReplicaApplied()
+	if err != nil || idx < 10 || idx >= 30 {
+		t.Fatalf("applied after crash = %d, %v; want the synced 10 or more, and entries lost (else the replay proves nothing)", idx, err)
+	}
+	p.replay(t, db2) // from index 1, as raft would from the applied index: both must work
+	if err := db2.ReloadDerived(); err != nil { // as the replica does before serving
+		t.Fatal(err)
+	}
+	if docs, bytes := db2.CollStats(1); docs != 30 || bytes != 3000 {
+		t.Fatalf("CollStats after replay = %d, %d; want 30, 3000 (each operand once)", docs, bytes)
+	}
+	if d, by, err := db2.Stats(1, 0, 0); err != nil || d != 30 || by != 3000 {
+		t.Fatalf("Stats after replay = %d, %d, %v; want 30, 3000", d, by, err)
+	}
+	for i := range 30 {
+		if _, err := db2.GetDoc(1, uint64(i), idN(i), nil); err != nil {
+			t.Fatalf("doc %d after replay: %v", i, err)
+		}
+	}
+}
+
+// TestReplicatedRefusedWriteChangesNothing: a proposal the group refuses (this replica is not
+// the leader) returns its error from Commit and writes nothing; the DB stays usable.
+func TestReplicatedRefusedWriteChangesNothing(t *testing.T) {
+	db := openOn(t, vfs.NewMem(), "replica")
+	notLeader := errors.New("not the leader")
+	p := &logProposer{replicas: []*DB{db}, refuseErr: notLeader}
+	db.SetProposer(p)
+	b := db.NewBatch()
+	b.SetDoc(1, 1, idN(1), docN(1, 100))
+	b.AddStats(1, 1, 1, 100)
+	if err := b.Commit(true); !errors.Is(err, notLeader) {
+		t.Fatalf("Commit = %v, want the proposer's error", err)
+	}
+	b.Close()
+	if _, err := db.GetDoc(1, 1, idN(1), nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("refused doc: %v", err)
+	}
+	if err := db.DeleteTxnRecords([][]byte{[]byte("x")}); !errors.Is(err, notLeader) {
+		t.Fatalf("DeleteTxnRecords = %v: every write goes through the proposer", err)
+	}
+	p.refuseErr = nil
+	b = db.NewBatch()
+	b.SetDoc(1, 1, idN(1), docN(1, 100))
+	b.AddStats(1, 1, 1, 100)
+	mustCommit(t, b)
+	if docs, _ := db.CollStats(1); docs != 1 {
+		t.Fatalf("CollStats = %d after the accepted write, want 1 (the refused one uncounted)", docs)
+	}
+}
