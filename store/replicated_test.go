@@ -124,7 +124,7 @@ func TestReplicatedApplyTwiceAcrossCrash(t *testing.T) {
 	if err != nil || idx < 10 || idx >= 30 {
 		t.Fatalf("applied after crash = %d, %v; want the synced 10 or more, and entries lost (else the replay proves nothing)", idx, err)
 	}
-	p.replay(t, db2) // from index 1, as raft would from the applied index: both must work
+	p.replay(t, db2)                            // from index 1, as raft would from the applied index: both must work
 	if err := db2.ReloadDerived(); err != nil { // as the replica does before serving
 		t.Fatal(err)
 	}

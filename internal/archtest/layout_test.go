@@ -29,6 +29,7 @@ var rules = map[string]rule{
 	"store":            {nil, "store owns Pebble: it knows no commands, partitioning policy or wire"},
 	"wire":             {[]string{"wire/mongoerr"}, "wire owns the bytes on the socket: it knows no commands, shards or storage"},
 	"cluster":          {[]string{"store"}, "membership and metadata on etcd (store's shared log); it runs no commands and knows no wire"},
+	"replica":          {[]string{"wire/mongoerr"}, "raft groups replicating shards: it drives raft over interfaces (log, state machine, transport) and knows no store, commands or wire"},
 	"cluster/etcdtest": {nil, "real etcd servers for tests: nothing of ours"},
 
 	// Execution's languages: they compile and evaluate over raw BSON and know no collections.

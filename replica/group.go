@@ -1,0 +1,245 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
+)
+
+// LogStore is a group's raft log on this node (replica/raftlog's Log): raft's Storage plus
+// the writes a Ready asks for, synced before they return.
+type LogStore interface {
+	raft.Storage
+	// Save persists a Ready's snapshot, entries and hard state in one synced write.
+	Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Snapshot) error
+	// SetConfState records the configuration after a configuration change was applied.
+	SetConfState(cs *raftpb.ConfState) error
+}
+
+// StateMachine is what a group's committed entries are applied to: a shard's store.DB.
+type StateMachine interface {
+	// ApplyReplicated applies entry (index, term) whose data is a proposal's payload (empty
+	// for an entry that writes nothing); an index at or below the applied one changes
+	// nothing.
+	ApplyReplicated(index, term uint64, data []byte) error
+	// ReplicaApplied returns the index and term of the last entry applied.
+	ReplicaApplied() (index, term uint64, err error)
+}
+
+// Transport carries a group's messages to the other replicas (each message's To is a replica
+// id). Send must not block on the network: raft retries what is lost.
+type Transport interface {
+	Send(group uint64, msgs []*raftpb.Message)
+}
+
+// Config configures a Group.
+type Config struct {
+	Group   uint64 // the group's id: the shard's
+	Replica uint64 // this replica's id, unique in the cluster and never reused
+	Log     LogStore
+	SM      StateMachine
+	Net     Transport
+	// Peers, for a group created here, are the replica ids of its first configuration
+	// (this replica's included); a replica added to an existing group starts with none and
+	// learns the configuration from the leader's log.
+	Peers  []uint64
+	Logger *zap.Logger
+	// Tick is the interval of raft's logical clock (default 100ms); an election takes
+	// ElectionTicks (default 10) without a heartbeat, heartbeats every HeartbeatTicks (1).
+	Tick           time.Duration
+	ElectionTicks  int
+	HeartbeatTicks int
+	// BeforeServe, when set, runs once this replica leads and has applied every entry
+	// committed before its term, before it serves (store.DB.ReloadDerived); an error keeps
+	// it from serving and makes it step down.
+	BeforeServe func() error
+	// OnChange, when set, is called (from the group's goroutine: it must not block) after
+	// the replica starts or stops serving, or learns of another leader.
+	OnChange func(Status)
+}
+
+// Status is what a replica knows of its group.
+type Status struct {
+	Group, Replica uint64
+	Leader         uint64 // the leader's replica id, 0 when none is known
+	Term           uint64
+	Serving        bool // this replica leads and may serve reads and writes
+	Applied        uint64
+}
+
+// Group is one replica of a group: a raft.RawNode driven by one goroutine.
+type Group struct {
+	cfg    Config
+	log    *zap.Logger
+	mu     sync.Mutex // guards rn
+	rn     *raft.RawNode
+	wake   chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	props  proposals
+	status atomic.Pointer[Status]
+	// applied is the index of the last entry applied.
+	applied     atomic.Uint64
+	appliedTerm uint64 // the term of the entry at applied: the group's goroutine's own
+	serving     atomic.Bool
+	stopped     atomic.Bool
+}
+
+// ErrStopped is returned by the operations of a stopped group.
+var ErrStopped = errors.New("replica group stopped")
+
+// Start starts a replica: it restores what the log and the state machine hold, bootstraps a
+// new group with cfg.Peers when both are empty, and runs until Stop.
+func Start(cfg Config) (*Group, error) {
+	if cfg.Tick <= 0 {
+		cfg.Tick = 100 * time.Millisecond
+	}
+	if cfg.ElectionTicks <= 0 {
+		cfg.ElectionTicks = 10
+	}
+	if cfg.HeartbeatTicks <= 0 {
+		cfg.HeartbeatTicks = 1
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	applied, appliedTerm, err := cfg.SM.ReplicaApplied()
+	if err != nil {
+		return nil, fmt.Errorf("replica %d of group %d: reading the applied state: %w", cfg.Replica, cfg.Group, err)
+	}
+	log := cfg.Logger.With(zap.Uint64("group", cfg.Group), zap.Uint64("replica", cfg.Replica))
+	rn, err := raft.NewRawNode(&raft.Config{
+		ID: cfg.Replica, ElectionTick: cfg.ElectionTicks, HeartbeatTick: cfg.HeartbeatTicks,
+		Storage: cfg.Log, Applied: applied, MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256,
+		MaxUncommittedEntriesSize: 1 << 30, CheckQuorum: true, PreVote: true, DisableProposalForwarding: true,
+		Logger: raftLogger{log.Sugar().Named("raft")},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replica %d of group %d: %w", cfg.Replica, cfg.Group, err)
+	}
+	if err := bootstrap(rn, cfg); err != nil {
+		return nil, err
+	}
+	g := &Group{cfg: cfg, log: log, rn: rn, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	g.props.init(cfg.Replica)
+	g.applied.Store(applied)
+	g.appliedTerm = appliedTerm
+	g.status.Store(&Status{Group: cfg.Group, Replica: cfg.Replica, Applied: applied})
+	go g.run()
+	return g, nil
+}
+
+// bootstrap gives a new group its first configuration: only when the log is empty and peers
+// are named (a replica added later learns it from the leader).
+func bootstrap(rn *raft.RawNode, cfg Config) error {
+	last, err := cfg.Log.LastIndex()
+	if err != nil || last > 0 || len(cfg.Peers) == 0 {
+		return err
+	}
+	hs, _, err := cfg.Log.InitialState()
+	if err != nil || !raft.IsEmptyHardState(hs) {
+		return err
+	}
+	peers := make([]raft.Peer, len(cfg.Peers))
+	for i, id := range cfg.Peers {
+		peers[i] = raft.Peer{ID: id}
+	}
+	if err := rn.Bootstrap(peers); err != nil {
+		return fmt.Errorf("replica %d of group %d: bootstrap: %w", cfg.Replica, cfg.Group, err)
+	}
+	return nil
+}
+
+// Stop stops the replica's goroutine and fails what waits on it; it is idempotent.
+func (g *Group) Stop() {
+	if g.stopped.Swap(true) {
+		return
+	}
+	close(g.stop)
+	<-g.done
+	g.props.failAll(ErrStopped)
+}
+
+// Status returns what the replica knows of its group.
+func (g *Group) Status() Status { return *g.status.Load() }
+
+// Serving reports whether this replica leads and serves.
+func (g *Group) Serving() bool { return g.serving.Load() }
+
+// Step hands the group a message another replica sent it.
+func (g *Group) Step(m *raftpb.Message) {
+	if g.stopped.Load() {
+		return
+	}
+	g.mu.Lock()
+	err := g.rn.Step(m)
+	g.mu.Unlock()
+	if err != nil && !errors.Is(err, raft.ErrStepPeerNotFound) && !errors.Is(err, raft.ErrStepLocalMsg) {
+		g.log.Debug("raft refused a message", zap.Stringer("type", m.GetType()), zap.Uint64("from", m.GetFrom()), zap.Error(err))
+	}
+	g.kick()
+}
+
+// kick wakes the group's goroutine.
+func (g *Group) kick() {
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}
+
+// ReportUnreachable tells raft that a message to replica id could not be sent.
+func (g *Group) ReportUnreachable(id uint64) {
+	g.mu.Lock()
+	g.rn.ReportUnreachable(id)
+	g.mu.Unlock()
+}
+
+// TransferLeadership asks the leader to hand leadership to replica to.
+func (g *Group) TransferLeadership(to uint64) {
+	g.mu.Lock()
+	g.rn.TransferLeader(to)
+	g.mu.Unlock()
+	g.kick()
+}
+
+// Campaign makes this replica stand for election at once (a test's or a tool's nudge).
+func (g *Group) Campaign() error {
+	g.mu.Lock()
+	err := g.rn.Campaign()
+	g.mu.Unlock()
+	g.kick()
+	return err
+}
+
+// run is the replica's goroutine: ticks, and the Ready of every change.
+func (g *Group) run() {
+	defer close(g.done)
+	t := time.NewTicker(g.cfg.Tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-t.C:
+			g.mu.Lock()
+			g.rn.Tick()
+			g.mu.Unlock()
+		case <-g.wake:
+		}
+		for g.handleReady() {
+		}
+	}
+}
+
+// raftLogger adapts zap to raft's Logger.
+type raftLogger struct{ *zap.SugaredLogger }
+
+func (l raftLogger) Warning(v ...any)                 { l.Warn(v...) }
+func (l raftLogger) Warningf(format string, v ...any) { l.Warnf(format, v...) }

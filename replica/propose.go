@@ -1,0 +1,168 @@
+package replica
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"sync"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// An entry's data is a proposal: the proposing replica's id and its sequence number (so that
+// it, and only it, finds the waiter when the entry is applied: sequence numbers are per
+// replica and a new leader applies entries an old one proposed), then the payload.
+const proposalHeaderLen = 16
+
+// encodeProposal returns the entry data of payload proposed by replica owner as seq.
+func encodeProposal(owner, seq uint64, payload []byte) []byte {
+	buf := make([]byte, proposalHeaderLen, proposalHeaderLen+len(payload))
+	binary.BigEndian.PutUint64(buf, owner)
+	binary.BigEndian.PutUint64(buf[8:], seq)
+	return append(buf, payload...)
+}
+
+// decodeProposal splits entry data; an empty entry (a new leader's) has no owner.
+func decodeProposal(data []byte) (owner, seq uint64, payload []byte) {
+	if len(data) < proposalHeaderLen {
+		return 0, 0, nil
+	}
+	return binary.BigEndian.Uint64(data), binary.BigEndian.Uint64(data[8:]), data[proposalHeaderLen:]
+}
+
+// proposeTimeout bounds how long a proposal waits to be applied. A leader cut off from a
+// quorum steps down within an election timeout (CheckQuorum), which fails its proposals
+// sooner; this only guards against a group that neither commits nor loses leadership.
+const proposeTimeout = 30 * time.Second
+
+// Propose replicates payload and returns once a quorum holds it and this replica applied it
+// (store.Proposer). A replica that does not serve refuses at once with NotWritablePrimary;
+// one that loses leadership while waiting answers InterruptedDueToReplStateChange: the entry
+// may still commit.
+func (g *Group) Propose(payload []byte) error {
+	if !g.serving.Load() {
+		return errNotLeader(g.cfg.Group, g.Status().Leader)
+	}
+	seq, ch := g.props.add()
+	g.mu.Lock()
+	err := g.rn.Propose(encodeProposal(g.cfg.Replica, seq, payload))
+	g.mu.Unlock()
+	if err != nil {
+		g.props.remove(seq)
+		return errNotLeader(g.cfg.Group, g.Status().Leader)
+	}
+	g.kick()
+	return g.wait(context.Background(), seq, ch)
+}
+
+// ChangeConf proposes a configuration change (adding a learner, promoting it, removing a
+// replica) and returns once it is applied here.
+func (g *Group) ChangeConf(ctx context.Context, cc *raftpb.ConfChangeV2) error {
+	if !g.serving.Load() {
+		return errNotLeader(g.cfg.Group, g.Status().Leader)
+	}
+	seq, ch := g.props.add()
+	cc.Context = encodeProposal(g.cfg.Replica, seq, nil)
+	g.mu.Lock()
+	err := g.rn.ProposeConfChange(cc)
+	g.mu.Unlock()
+	if err != nil {
+		g.props.remove(seq)
+		return err
+	}
+	g.kick()
+	return g.wait(ctx, seq, ch)
+}
+
+// wait waits for proposal seq's outcome.
+func (g *Group) wait(ctx context.Context, seq uint64, ch <-chan error) error {
+	t := time.NewTimer(proposeTimeout)
+	defer t.Stop()
+	select {
+	case err := <-ch:
+		return err
+	case <-t.C:
+	case <-ctx.Done():
+	case <-g.stop:
+	}
+	g.props.remove(seq)
+	return errLeadershipLost(g.cfg.Group)
+}
+
+// proposals are the proposals of this replica waiting to be applied.
+type proposals struct {
+	mu      sync.Mutex
+	next    uint64
+	waiting map[uint64]chan error
+}
+
+func (p *proposals) init(uint64) { p.waiting = make(map[uint64]chan error) }
+
+// add registers a new proposal and returns its sequence number and outcome channel.
+func (p *proposals) add() (uint64, <-chan error) {
+	ch := make(chan error, 1)
+	p.mu.Lock()
+	p.next++
+	seq := p.next
+	p.waiting[seq] = ch
+	p.mu.Unlock()
+	return seq, ch
+}
+
+// remove forgets proposal seq.
+func (p *proposals) remove(seq uint64) {
+	p.mu.Lock()
+	delete(p.waiting, seq)
+	p.mu.Unlock()
+}
+
+// done delivers proposal seq's outcome, if it still waits.
+func (p *proposals) done(seq uint64, err error) {
+	p.mu.Lock()
+	ch, ok := p.waiting[seq]
+	delete(p.waiting, seq)
+	p.mu.Unlock()
+	if ok {
+		ch <- err
+	}
+}
+
+// failAll delivers err to every waiting proposal.
+func (p *proposals) failAll(err error) {
+	p.mu.Lock()
+	w := p.waiting
+	p.waiting = make(map[uint64]chan error)
+	p.mu.Unlock()
+	for _, ch := range w {
+		ch <- err
+	}
+}
+
+// errNotLeader is the answer of a replica that does not serve: MongoDB's answer of a
+// secondary to a write, which drivers and routers retry on the primary.
+func errNotLeader(group, leader uint64) error {
+	if leader == 0 {
+		return mongoerr.New(mongoerr.NotWritablePrimary, "not primary: shard %d has no leader at the moment", group)
+	}
+	return mongoerr.New(mongoerr.NotWritablePrimary, "not primary: this node's replica of shard %d is not its leader", group)
+}
+
+// errLeadershipLost is the answer of a proposal whose replica lost leadership before its entry
+// was known committed: MongoDB's answer to a write interrupted by a stepdown.
+func errLeadershipLost(group uint64) error {
+	return mongoerr.New(mongoerr.InterruptedDueToReplStateChange,
+		"operation was interrupted because shard %d's leader stepped down; the write may or may not have been applied", group)
+}
+
+// IsNotLeader reports whether err says that a replica does not serve (or stopped while the
+// operation waited): the caller should find the leader and retry.
+func IsNotLeader(err error) bool {
+	var me *mongoerr.Error
+	if errors.As(err, &me) {
+		return me.Code == mongoerr.NotWritablePrimary || me.Code == mongoerr.InterruptedDueToReplStateChange
+	}
+	return false
+}

@@ -1,0 +1,141 @@
+package replica
+
+import (
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+)
+
+// handleReady persists, sends and applies one Ready, and reports whether there was one.
+//
+// The order is raft's: entries and hard state are synced to the log before the messages that
+// announce them leave (a vote or an acknowledgement must survive a crash), and committed
+// entries are applied in index order. RawNode is not safe for concurrent use: the mutex is
+// held around each call into it, not around the disk writes, so that messages from other
+// replicas and proposals are stepped while a Ready is being persisted.
+func (g *Group) handleReady() bool {
+	g.mu.Lock()
+	if !g.rn.HasReady() {
+		g.mu.Unlock()
+		return false
+	}
+	rd := g.rn.Ready()
+	g.mu.Unlock()
+	if !raft.IsEmptySnap(rd.Snapshot) {
+		// Logs are not truncated yet, so no leader sends a snapshot; one would carry no
+		// data that this replica could install.
+		g.log.Error("received a raft snapshot, which this version cannot install: ignoring it",
+			zap.Uint64("index", rd.Snapshot.GetMetadata().GetIndex()))
+		rd.Snapshot = nil
+	}
+	if err := g.cfg.Log.Save(rd.HardState, rd.Entries, rd.Snapshot); err != nil {
+		// Fail-stop, as for a failed WAL write: a replica that cannot persist its log must not
+		// vote or acknowledge anything again.
+		g.log.Fatal("cannot persist the raft log: stopping the server", zap.Error(err))
+	}
+	if len(rd.Messages) > 0 {
+		g.cfg.Net.Send(g.cfg.Group, rd.Messages)
+	}
+	for _, e := range rd.CommittedEntries {
+		g.apply(e)
+	}
+	g.mu.Lock()
+	g.rn.Advance(rd)
+	bs := g.rn.BasicStatus()
+	g.mu.Unlock()
+	g.updateStatus(bs)
+	return true
+}
+
+// apply applies one committed entry and wakes its proposer if it waits here.
+func (g *Group) apply(e *raftpb.Entry) {
+	var owner, seq uint64
+	var payload []byte
+	switch e.GetType() {
+	case raftpb.EntryNormal:
+		owner, seq, payload = decodeProposal(e.GetData())
+	case raftpb.EntryConfChange, raftpb.EntryConfChangeV2:
+		owner, seq = g.applyConfChange(e)
+	}
+	if err := g.cfg.SM.ApplyReplicated(e.GetIndex(), e.GetTerm(), payload); err != nil {
+		g.log.Fatal("cannot apply a committed entry: stopping the server", zap.Uint64("index", e.GetIndex()), zap.Error(err))
+	}
+	g.applied.Store(e.GetIndex())
+	g.appliedTerm = e.GetTerm()
+	if owner == g.cfg.Replica {
+		g.props.done(seq, nil)
+	}
+}
+
+// applyConfChange applies a configuration change entry and returns its proposer.
+func (g *Group) applyConfChange(e *raftpb.Entry) (owner, seq uint64) {
+	var cc raftpb.ConfChangeI
+	if e.GetType() == raftpb.EntryConfChange {
+		cc = new(raftpb.ConfChange)
+	} else {
+		cc = new(raftpb.ConfChangeV2)
+	}
+	if err := proto.Unmarshal(e.GetData(), cc.(proto.Message)); err != nil {
+		g.log.Fatal("corrupt configuration change entry", zap.Uint64("index", e.GetIndex()), zap.Error(err))
+	}
+	g.mu.Lock()
+	cs := g.rn.ApplyConfChange(cc)
+	g.mu.Unlock()
+	if err := g.cfg.Log.SetConfState(cs); err != nil {
+		g.log.Fatal("cannot persist the group's configuration", zap.Error(err))
+	}
+	g.log.Info("group configuration changed", zap.Uint64s("voters", cs.GetVoters()), zap.Uint64s("learners", cs.GetLearners()),
+		zap.Uint64("index", e.GetIndex()))
+	owner, seq, _ = decodeProposal(cc.AsV2().GetContext())
+	return owner, seq
+}
+
+// updateStatus publishes the replica's view after a Ready: it starts serving once it leads
+// and has applied an entry of its own term, and stops (failing what waits) once it does not
+// lead.
+func (g *Group) updateStatus(bs raft.BasicStatus) {
+	leads := bs.RaftState == raft.StateLeader
+	changed := false
+	switch {
+	case !leads && g.serving.Load():
+		g.serving.Store(false)
+		g.props.failAll(errLeadershipLost(g.cfg.Group))
+		g.log.Info("stopped serving: no longer the leader", zap.Uint64("term", bs.GetTerm()), zap.Uint64("leader", bs.Lead))
+		changed = true
+	case leads && !g.serving.Load() && g.appliedTerm == bs.GetTerm():
+		if g.cfg.BeforeServe != nil {
+			if err := g.cfg.BeforeServe(); err != nil {
+				g.log.Error("cannot start serving: stepping down", zap.Error(err))
+				g.stepDown(bs)
+				return
+			}
+		}
+		g.serving.Store(true)
+		g.log.Info("serving as the group's leader", zap.Uint64("term", bs.GetTerm()), zap.Uint64("applied", g.applied.Load()))
+		changed = true
+	}
+	old := g.status.Load()
+	st := Status{Group: g.cfg.Group, Replica: g.cfg.Replica, Leader: bs.Lead, Term: bs.GetTerm(),
+		Serving: g.serving.Load(), Applied: g.applied.Load()}
+	g.status.Store(&st)
+	if (changed || old.Leader != st.Leader || old.Term != st.Term) && g.cfg.OnChange != nil {
+		g.cfg.OnChange(st)
+	}
+}
+
+// stepDown hands leadership to the most caught-up other voter, if any.
+func (g *Group) stepDown(bs raft.BasicStatus) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st := g.rn.Status()
+	var best, match uint64
+	for id, pr := range st.Progress {
+		if id != g.cfg.Replica && !pr.IsLearner && pr.Match >= match {
+			best, match = id, pr.Match
+		}
+	}
+	if best != 0 && bs.RaftState == raft.StateLeader {
+		g.rn.TransferLeader(best)
+	}
+}
