@@ -27,6 +27,9 @@ type Options struct {
 	// DialTimeout bounds connecting to etcd, and RequestTimeout each request to it.
 	// Defaults 5 s and 10 s.
 	DialTimeout, RequestTimeout time.Duration
+	// Replicated makes the node's new shards raft groups (--replicas above 1): each starts
+	// with one replica, on this node, whose leader adds the others (replicas.go).
+	Replicated bool
 }
 
 // EnsureDefaults fills in the zero fields with their defaults.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"go.uber.org/zap"
 )
@@ -18,6 +19,9 @@ type Placement struct {
 	// Draining marks a shard being emptied (removeShard): the partition manager moves its
 	// partitions away and places none on it. It stays set once the shard is empty.
 	Draining bool `json:"draining,omitempty"`
+	// Replicas are the copies of a replicated shard (replicas.go); empty for a single copy,
+	// which is the node's own store.
+	Replicas []Replica `json:"replicas,omitempty"`
 }
 
 // maxShardAllocTries bounds the retries of a shard allocation that raced with another node's.
@@ -49,7 +53,16 @@ func (n *Node) assignShards(ctx context.Context, want int) ([]int, error) {
 		if len(mine) == want {
 			return mine, nil
 		}
-		v, _ := json.Marshal(Placement{Node: n.opts.NodeName})
+		p := Placement{Node: n.opts.NodeName}
+		if n.opts.Replicated {
+			// A new shard starts as a group of one, on this node; its leader adds the others.
+			rid, err := n.AllocReplicaID(ctx)
+			if err != nil {
+				return nil, err
+			}
+			p.Replicas = []Replica{{ID: rid, Node: n.opts.NodeName}}
+		}
+		v, _ := json.Marshal(p)
 		key := n.opts.key("shards", strconv.Itoa(next))
 		resp, err := n.cli.Txn(ctx).If(createdAbsent(key)).Then(opPut(key, string(v))).Commit()
 		if err != nil {
@@ -70,6 +83,9 @@ func (n *Node) readPlacement(ctx context.Context) (map[int]Placement, error) {
 	}
 	out := map[int]Placement{}
 	for _, kv := range resp.Kvs {
+		if strings.HasSuffix(string(kv.Key), leaderSuffix) {
+			continue
+		}
 		id, err := strconv.Atoi(string(kv.Key[len(n.opts.key("shards"))+1:]))
 		var p Placement
 		if err != nil || id < 0 || json.Unmarshal(kv.Value, &p) != nil {
@@ -99,33 +115,15 @@ func (n *Node) PlacementChanged() <-chan struct{} { return n.shards.changed() }
 // SetDraining marks shard id as draining, in one transaction conditioned on the shard's
 // record being the one read (a placement a concurrent change rewrote is read again).
 func (n *Node) SetDraining(ctx context.Context, id int) error {
-	key := n.opts.key("shards", strconv.Itoa(id))
-	for try := 0; try < maxShardAllocTries; try++ {
-		resp, err := n.cli.Get(ctx, key)
-		if err != nil {
-			return fmt.Errorf("cannot read shard %d: %w", id, err)
-		}
-		if len(resp.Kvs) == 0 {
-			return fmt.Errorf("no shard %d in the cluster", id)
-		}
-		kv := resp.Kvs[0]
-		var p Placement
-		if err := json.Unmarshal(kv.Value, &p); err != nil {
-			return fmt.Errorf("corrupt shard record %q", kv.Key)
-		}
-		if p.Draining {
-			return nil
-		}
+	var node string
+	changed := false
+	err := n.UpdatePlacement(ctx, id, func(p *Placement) bool {
+		node, changed = p.Node, !p.Draining
 		p.Draining = true
-		v, _ := json.Marshal(p)
-		txn, err := n.cli.Txn(ctx).If(modRevision(key, kv.ModRevision)).Then(opPut(key, string(v))).Commit()
-		if err != nil {
-			return fmt.Errorf("cannot mark shard %d draining: %w", id, err)
-		}
-		if txn.Succeeded {
-			n.log.Info("shard draining", zap.Int("shard", id), zap.String("node", p.Node))
-			return nil
-		}
+		return changed
+	})
+	if err == nil && changed {
+		n.log.Info("shard draining", zap.Int("shard", id), zap.String("node", node))
 	}
-	return fmt.Errorf("cannot mark shard %d draining: %d attempts raced with other changes", id, maxShardAllocTries)
+	return err
 }

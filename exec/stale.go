@@ -21,14 +21,21 @@ import (
 // re-routes only the documents the owner refused, which it wrote none of.
 
 // runStaleRetrying runs cmd, and runs a read again when an owner answered StaleConfig.
+//
+// With replicated shards a retryable write (one with a txnNumber, outside a transaction) is
+// run again too when the shard's leader stepped down under it (NotWritablePrimary,
+// InterruptedDueToReplStateChange), once a leader serves: its session's record, written with
+// its writes, makes a second run return what the first one wrote, and a new leader serves
+// only after applying every entry its predecessors committed.
 func (e *Executor) runStaleRetrying(ctx context.Context, r *command.Request, cmd *command.Command) error {
-	if e.Remote == nil || !r.Cmd.Has(command.StaleRetry) || r.Txn != nil || pipelineWrites(r.Body) {
+	retryableWrite := e.Storage.Replicas != nil && r.Txn == nil && r.Cmd.Has(command.RetryableWrite) && hasTxnNumber(r.Body)
+	if e.Remote == nil || !(r.Cmd.Has(command.StaleRetry) || retryableWrite) || r.Txn != nil || pipelineWrites(r.Body) {
 		return cmd.Run(ctx, r)
 	}
 	mark := len(r.Out)
 	for attempt := 0; ; attempt++ {
 		err := cmd.Run(ctx, r)
-		if attempt == command.MaxStaleRetries || !e.AwaitStale(ctx, err) {
+		if attempt == command.MaxStaleRetries || !e.awaitRetry(ctx, r, err, retryableWrite) {
 			return err
 		}
 		r.Out = r.Out[:mark]
@@ -64,4 +71,27 @@ func (e *Executor) withCatalogRev(r *command.Request, err error) error {
 	out := *me
 	out.Info = bsoncore.NewDocumentBuilder().AppendInt64(command.CatalogRevField, e.Storage.Catalog.Revision()).Build()
 	return &out
+}
+
+// awaitRetry reports whether cmd should run again after err, having waited for what it
+// needs: the catalog revision a StaleConfig names (reads), or a new shard leader.
+func (e *Executor) awaitRetry(ctx context.Context, r *command.Request, err error, retryableWrite bool) bool {
+	me := mongoerr.As(err)
+	if me == nil {
+		return false
+	}
+	if me.Code == mongoerr.NotWritablePrimary || me.Code == mongoerr.InterruptedDueToReplStateChange {
+		if e.Storage.Replicas == nil || !(retryableWrite || r.Cmd.Has(command.StaleRetry)) {
+			return false
+		}
+		stale := mongoerr.New(mongoerr.StaleConfig, "%s", me.Message) // no revision: wait for a leader
+		return e.AwaitStale(ctx, stale)
+	}
+	return r.Cmd.Has(command.StaleRetry) && e.AwaitStale(ctx, err)
+}
+
+// hasTxnNumber reports whether body carries a txnNumber: a retryable write.
+func hasTxnNumber(body bsoncore.Document) bool {
+	_, err := body.LookupErr("txnNumber")
+	return err == nil
 }

@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -243,3 +244,33 @@ type raftLogger struct{ *zap.SugaredLogger }
 
 func (l raftLogger) Warning(v ...any)                 { l.Warn(v...) }
 func (l raftLogger) Warningf(format string, v ...any) { l.Warnf(format, v...) }
+
+// Members returns the group's voters (both halves of a joint configuration) and learners as
+// this replica knows them, each in increasing order.
+func (g *Group) Members() (voters, learners []uint64) {
+	g.mu.Lock()
+	st := g.rn.Status()
+	g.mu.Unlock()
+	for id := range st.Config.Voters.IDs() {
+		voters = append(voters, id)
+	}
+	for id := range st.Config.Learners {
+		learners = append(learners, id)
+	}
+	slices.Sort(voters)
+	slices.Sort(learners)
+	return voters, learners
+}
+
+// Progress returns, on the leader, how far replica id's log is known to match the leader's
+// and the leader's commit index (0 and false elsewhere, or for an unknown replica).
+func (g *Group) Progress(id uint64) (match, commit uint64, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st := g.rn.Status()
+	pr, ok := st.Progress[id]
+	if !ok {
+		return 0, 0, false
+	}
+	return pr.Match, st.GetCommit(), true
+}

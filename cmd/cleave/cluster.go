@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -15,6 +16,7 @@ import (
 	"github.com/cleavedb/cleave/cluster"
 	"github.com/cleavedb/cleave/exec"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/replica/host"
 	"github.com/cleavedb/cleave/store"
 )
 
@@ -30,6 +32,11 @@ type ClusterConfig struct {
 	// key, read and checked by validateKeyFile.
 	KeyFile string
 	key     string
+	// Replicas is how many copies of each shard the cluster keeps (a raft group per shard);
+	// 1 keeps one, the node's own. ReplicaDeadAfter is how long a node may be gone before
+	// its replicas are made again elsewhere.
+	Replicas         int
+	ReplicaDeadAfter time.Duration
 }
 
 // clusterFlags registers the cluster flags on fs.
@@ -39,14 +46,22 @@ func (c *ClusterConfig) clusterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Advertise, "advertise", env("ADVERTISE", ""), "host:port other nodes and clients reach this node at (default: the --listen address)")
 	fs.DurationVar(&c.LeaseTTL, "etcd-lease-ttl", envDuration("ETCD_LEASE_TTL", 10*time.Second), "how long the cluster keeps a silent node registered (whole seconds, at least 1s)")
 	fs.StringVar(&c.EtcdPrefix, "etcd-prefix", env("ETCD_PREFIX", "/cleave"), "where the cluster's keys live in etcd")
+	fs.IntVar(&c.Replicas, "replicas", envInt("REPLICAS", 1), "copies of each shard the cluster keeps, each shard a raft group (1: a single copy on its node; needs --etcd above 1)")
+	fs.DurationVar(&c.ReplicaDeadAfter, "replica-dead-after", envDuration("REPLICA_DEAD_AFTER", 5*time.Minute), "how long a node may be gone before its replicas of shards are made again on other nodes (0: never)")
 	fs.StringVar(&c.KeyFile, "keyFile", env("KEYFILE", ""), "the cluster's key file (mongod's security.keyFile): 6 to 1024 base64 characters, whitespace ignored, not readable by group or others, the same on every node; nodes authenticate to each other as __system with it; implies --auth")
 }
 
 // validateCluster checks the cluster flags.
 func (c *ClusterConfig) validateCluster() error {
+	if c.Replicas < 1 || c.Replicas > 7 {
+		return fmt.Errorf("--replicas %d: from 1 to 7", c.Replicas)
+	}
 	if c.Etcd == "" {
 		if c.NodeName != "" || c.Advertise != "" {
 			return errors.New("--node-name and --advertise need --etcd")
+		}
+		if c.Replicas > 1 {
+			return errors.New("--replicas above 1 needs --etcd: copies live on other nodes")
 		}
 		return nil
 	}
@@ -77,17 +92,32 @@ func (c *ClusterConfig) options(listen net.Addr) (cluster.Options, error) {
 type clusterView struct {
 	node  *cluster.Node
 	local []int
+	// host runs this node's replicas when shards are replicated (replicas.go); nil for
+	// single copies. wake is its signal that the shards this node serves changed, and
+	// changedCh is closed once the executor follows such a change (LeadersChanged).
+	host      *host.Host
+	wake      chan struct{}
+	mu        sync.Mutex
+	changedCh chan struct{}
 }
 
-// LocalShards implements sharding.Cluster.
-func (v *clusterView) LocalShards() []int { return v.local }
+// LocalShards implements sharding.Cluster: with replicated shards, those this node serves.
+func (v *clusterView) LocalShards() []int {
+	if v.host != nil {
+		return v.host.ServingShards()
+	}
+	return v.local
+}
 
 // ShardHost implements sharding.Cluster: the owner's advertised address, or "" while it is
-// down.
+// down; a replicated shard's owner is its leader.
 func (v *clusterView) ShardHost(id int) (node, host string) {
 	p, ok := v.node.Placement()[id]
 	if !ok {
 		return "", ""
+	}
+	if v.host != nil && len(p.Replicas) > 0 {
+		return v.replicatedHost(id)
 	}
 	for _, m := range v.node.Members() {
 		if m.Name == p.Node {
@@ -133,7 +163,15 @@ func (v *clusterView) shards(local []catalog.Shard) []catalog.Shard {
 		n = max(n, id+1)
 	}
 	out := make([]catalog.Shard, n)
+	var leaders map[int]cluster.LeaderRecord
+	if v.host != nil {
+		leaders = v.node.Leaders()
+	}
 	for id := range out {
+		if v.host != nil && len(placed[id].Replicas) > 0 {
+			out[id] = v.replicatedShard(id, leaders)
+			continue
+		}
 		if k := slices.Index(v.local, id); k >= 0 {
 			out[id] = local[k]
 		} else {
@@ -178,13 +216,16 @@ func joinCluster(cfg *Config, listen net.Addr, dbs []*store.DB, cat *store.Catal
 	return v, nil
 }
 
-// followPlacement adds stand-ins for the shards of nodes that join, until stop is closed.
+// followPlacement adds stand-ins for the shards of nodes that join, and follows the leaders
+// of replicated shards, until stop is closed.
 func (v *clusterView) followPlacement(ex *exec.Executor, local []catalog.Shard, stop <-chan struct{}) {
 	for {
 		ch := v.node.PlacementChanged()
 		ex.SetShards(v.shards(local))
+		v.followed()
 		select {
 		case <-ch:
+		case <-v.wake: // nil for single copies: never
 		case <-stop:
 			return
 		}

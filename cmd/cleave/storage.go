@@ -37,6 +37,9 @@ func openStorage(cfg *Config, listen net.Addr, logger *zap.Logger) (*exec.Storag
 		return nil, nil, nil, nil, fmt.Errorf("cannot use data directory %s: %w", cfg.Dir, unwrapPathErr(err))
 	}
 	st := &exec.Storage{Temp: tmp}
+	if cfg.Cluster.Etcd != "" && cfg.Cluster.Replicas > 1 {
+		return openReplicated(cfg, listen, st, logger)
+	}
 	var dbs []*store.DB
 	var view *clusterView
 	closeAll := func() error {
@@ -55,12 +58,7 @@ func openStorage(cfg *Config, listen net.Addr, logger *zap.Logger) (*exec.Storag
 	defer cache.Unref()
 	for i := 0; i < cfg.Shards; i++ {
 		dir := filepath.Join(cfg.Dir, "shard-"+strconv.Itoa(i))
-		db, err := store.Open(store.Options{
-			Dir: dir, Cache: cache, MemTableSize: uint64(cfg.MemTableSize()), NoSyncPacing: !cfg.SyncPacing,
-			DiskReserve: storeReserve(cfg.DiskReserve), DiskReservePercent: storeReserve(cfg.DiskReservePercent),
-			CompactionConcurrency: compactionConcurrency(runtime.GOMAXPROCS(0), cfg.Shards),
-			Logger:                logger.Named("store").With(zap.Int("shard", i)),
-		})
+		db, err := store.Open(storeOptions(cfg, cache, dir, logger.Named("store").With(zap.Int("shard", i))))
 		if err != nil {
 			_ = closeAll()
 			return nil, nil, nil, nil, fmt.Errorf("cannot open data directory %s: %w", dir, unwrapPathErr(err))
@@ -132,4 +130,14 @@ func unwrapPathErr(err error) error {
 // a second compaction.
 func compactionConcurrency(cores, shards int) int {
 	return max(store.DefaultCompactionConcurrency, cores/max(shards, 1))
+}
+
+// storeOptions are the options of a shard's store in dir.
+func storeOptions(cfg *Config, cache *pebble.Cache, dir string, logger *zap.Logger) store.Options {
+	return store.Options{
+		Dir: dir, Cache: cache, MemTableSize: uint64(cfg.MemTableSize()), NoSyncPacing: !cfg.SyncPacing,
+		DiskReserve: storeReserve(cfg.DiskReserve), DiskReservePercent: storeReserve(cfg.DiskReservePercent),
+		CompactionConcurrency: compactionConcurrency(runtime.GOMAXPROCS(0), cfg.Shards),
+		Logger:                logger,
+	}
 }

@@ -283,6 +283,18 @@ type Storage struct {
 	// Temp is where blocking sorts and $group spill under allowDiskUse (mongod's
 	// <dbpath>/_tmp); nil: a private store under os.TempDir().
 	Temp *store.TempStore
+	// Replicas is this node's side of replicated shards (replica/host, through cmd/cleave);
+	// nil unless the cluster keeps several copies of each shard (--replicas).
+	Replicas Replicas
+}
+
+// Replicas is what commands need of the replicas a node holds.
+type Replicas interface {
+	// Receive steps the raft messages node from sent this node's replicas (_cleaveRaft).
+	Receive(from string, msgs [][]byte) error
+	// LeadersChanged returns a channel closed at the next change of which node serves a
+	// shard: a router answered StaleConfig for a shard whose leader changed waits on it.
+	LeadersChanged() <-chan struct{}
 }
 
 // ListenAddr is the address the server listens on, from the parsed configuration.

@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"time"
 
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -18,9 +19,26 @@ func (e *Server) AwaitStale(ctx context.Context, err error) bool {
 		if err := e.Storage.Catalog.WaitRevision(ctx, rev); err != nil {
 			return false
 		}
+		return true
+	}
+	if e.Storage.Replicas != nil {
+		// Not the catalog: the shard's leader changed, or none serves yet (an election
+		// takes one to two seconds). Wait for the next change of leaders, a while at most.
+		t := time.NewTimer(leaderWait)
+		defer t.Stop()
+		select {
+		case <-e.Storage.Replicas.LeadersChanged():
+		case <-t.C:
+		case <-ctx.Done():
+			return false
+		}
 	}
 	return true
 }
+
+// leaderWait bounds how long a router answered StaleConfig waits for a shard's leader to
+// change before it plans again.
+const leaderWait = 2 * time.Second
 
 // MaxStaleRetries bounds how often one command is planned again after StaleConfig (mongos'
 // kMaxNumStaleVersionRetries is 10; a catalog change takes a watch event to reach us).

@@ -52,6 +52,11 @@ func NewNodes(cat *catalog.Catalog, records *store.Catalog, c sharding.Cluster, 
 // HostUnreachable.
 func (rs *Nodes) Command(ctx context.Context, s int, cmd bsoncore.Document) (bsoncore.Document, error) {
 	node, host := rs.cluster.ShardHost(s)
+	if host == "" && node == "" {
+		// A replicated shard with no leader up (an election under way): the owner's answer
+		// to a router that routed too early, which waits for a leader and plans again.
+		return nil, mongoerr.New(mongoerr.StaleConfig, "%s has no leader at the moment", catalog.ShardName(s))
+	}
 	if host == "" {
 		return nil, mongoerr.New(mongoerr.HostUnreachable, "%s is on node %s, which is down", catalog.ShardName(s), NodeName(node))
 	}

@@ -20,4 +20,5 @@ type Handlers struct{ *crud.Handlers }
 func (h *Handlers) Add(add func(*command.Command)) {
 	h.addInternalCommands(add)
 	h.addMoveCommands(add)
+	h.addRaftCommand(add)
 }

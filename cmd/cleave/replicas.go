@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/cluster"
+	"github.com/cleavedb/cleave/exec"
+	"github.com/cleavedb/cleave/exec/access"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/replica/host"
+	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// Replicated shards (--replicas above 1, docs/replication.md): the node's catalog mirror
+// lives in a store of its own (<dir>/node), every shard it holds a copy of in
+// <dir>/replica-<id>, and the raft logs of those copies in <dir>/raft. Which shards the node
+// serves follows its replicas' leadership (replica/host).
+
+// openReplicated is openStorage for a cluster whose shards are replicated.
+func openReplicated(cfg *Config, listen net.Addr, st *exec.Storage, logger *zap.Logger) (*exec.Storage, *clusterView, []catalog.Shard, func() error, error) {
+	fail := func(err error, closers ...func() error) (*exec.Storage, *clusterView, []catalog.Shard, func() error, error) {
+		for i := len(closers) - 1; i >= 0; i-- {
+			_ = closers[i]()
+		}
+		_ = st.Temp.Close()
+		return nil, nil, nil, nil, err
+	}
+	if n := existingShards(cfg.Dir); n > 0 {
+		return fail(fmt.Errorf("data directory %s holds %d single-copy shards: cleave cannot convert them to replicated shards yet; start it without --replicas", cfg.Dir, n))
+	}
+	cache := pebble.NewCache(cfg.CacheSize)
+	defer cache.Unref()
+	nodeDB, err := store.Open(storeOptions(cfg, cache, filepath.Join(cfg.Dir, "node"), logger.Named("store").With(zap.String("store", "node"))))
+	if err != nil {
+		return fail(fmt.Errorf("cannot open data directory %s: %w", cfg.Dir, unwrapPathErr(err)))
+	}
+	cat, err := store.OpenCatalog(nodeDB)
+	if err != nil {
+		return fail(fmt.Errorf("cannot read the catalog in %s: %w", cfg.Dir, err), nodeDB.Close)
+	}
+	st.Catalog = cat
+	opts, err := cfg.Cluster.options(listen)
+	if err != nil {
+		return fail(err, nodeDB.Close)
+	}
+	opts.Replicated = true
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	node, err := cluster.Join(ctx, opts, cfg.Shards, logger.Named("cluster"))
+	if err != nil {
+		return fail(fmt.Errorf("cannot join the cluster: %w", err), nodeDB.Close)
+	}
+	v := &clusterView{node: node, local: node.Self().Shards, wake: make(chan struct{}, 1), changedCh: make(chan struct{})}
+	catalogReady := make(chan struct{})
+	pool := wire.NewPool(wire.ClientOptions{Hello: internalHello(cfg.Cluster.key)})
+	h, err := host.Start(host.Options{
+		Node: node, Dir: cfg.Dir, Replicas: cfg.Cluster.Replicas, DeadAfter: cfg.Cluster.ReplicaDeadAfter,
+		Logger: logger, Call: poolCaller(pool), OnChange: v.replicasChanged,
+		OpenStore: func(dir string, shard int) (*store.DB, error) {
+			return store.Open(storeOptions(cfg, cache, dir, logger.Named("store").With(zap.Int("shard", shard))))
+		},
+		AfterServe: func(shard int, db *store.DB) {
+			<-catalogReady
+			dropOrphans(db, cat, shard, logger)
+		},
+	})
+	if err != nil {
+		return fail(fmt.Errorf("cannot start this node's replicas: %w", err), nodeDB.Close, node.Close)
+	}
+	v.host = h
+	closeAll := func() error {
+		h.Close()
+		pool.Close()
+		return errors.Join(st.Temp.Close(), node.Close(), nodeDB.Close())
+	}
+	cat.SetHomeShard(v.local[0])
+	if err := node.ShareCatalog(ctx, cat, v.dropServed(logger)); err != nil {
+		_ = closeAll()
+		return nil, nil, nil, nil, fmt.Errorf("cannot share the catalog with the cluster: %w", err)
+	}
+	close(catalogReady)
+	st.Shards = v.shards(nil)
+	st.Cluster = v
+	st.Replicas = v
+	return st, v, nil, closeAll, nil
+}
+
+// internalHello authenticates the raft transport's connections with the cluster's key.
+func internalHello(key string) func(ctx context.Context, run func(cmd bsoncore.Document) (bsoncore.Document, error)) error {
+	if key == "" {
+		return nil
+	}
+	return access.InternalHello(key)
+}
+
+// poolCaller runs internal commands through pool.
+func poolCaller(pool *wire.Pool) host.Caller {
+	return func(ctx context.Context, addr string, cmd bsoncore.Document) (bsoncore.Document, error) {
+		reply, err := pool.Client(addr).Command(ctx, cmd)
+		if err != nil {
+			return nil, err
+		}
+		if ok, _ := bsonx.NumberAsFloat64(reply.Lookup("ok")); ok != 1 {
+			return nil, mongoerr.FromReply(reply)
+		}
+		return reply, nil
+	}
+}
+
+// dropServed returns the catalog's callback for dropped collections: the shards this node
+// serves delete their data (their followers apply the deletion).
+func (v *clusterView) dropServed(logger *zap.Logger) func([]*store.Collection) {
+	return func(cs []*store.Collection) {
+		for _, id := range v.host.ServingShards() {
+			db, ok := v.host.Serving(id)
+			if !ok {
+				continue
+			}
+			for _, c := range cs {
+				if err := db.DeleteCollectionData(c.ID); err != nil {
+					logger.Warn("cannot delete the data of a dropped collection; its shard's next leader will",
+						zap.String("ns", c.DB+"."+c.Name), zap.Int("shard", id), zap.Error(err))
+				}
+			}
+		}
+	}
+}
+
+// dropOrphans deletes, on a shard this node starts serving, the data of collections the
+// catalog no longer has (a drop its previous leader did not finish).
+func dropOrphans(db *store.DB, cat *store.Catalog, shard int, logger *zap.Logger) {
+	orphans, err := store.OrphanCollections(db, cat.State().Live)
+	if err != nil {
+		logger.Warn("cannot scan a shard for dropped collections' data", zap.Int("shard", shard), zap.Error(err))
+		return
+	}
+	for _, id := range orphans {
+		logger.Info("dropping data of a dropped collection", zap.Int("shard", shard), zap.Uint32("coll_id", uint32(id)))
+		if err := db.DeleteCollectionData(id); err != nil {
+			logger.Warn("cannot delete a dropped collection's data", zap.Int("shard", shard), zap.Error(err))
+			return
+		}
+	}
+}
+
+// replicasChanged is the host's OnChange: the executor's shards follow.
+func (v *clusterView) replicasChanged() {
+	select {
+	case v.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Receive implements command.Replicas.
+func (v *clusterView) Receive(from string, msgs [][]byte) error { return v.host.Receive(from, msgs) }
+
+// LeadersChanged implements command.Replicas: closed once the executor's shards follow the
+// next change of leaders.
+func (v *clusterView) LeadersChanged() <-chan struct{} {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.changedCh
+}
+
+// followed wakes LeadersChanged's waiters: the executor's shards follow the placement now.
+func (v *clusterView) followed() {
+	if v.changedCh == nil {
+		return
+	}
+	v.mu.Lock()
+	close(v.changedCh)
+	v.changedCh = make(chan struct{})
+	v.mu.Unlock()
+}
+
+// replicatedShard returns, for a replicated shard, this node's store if it serves it, else
+// the stand-in naming its leader's node ("" when none is known).
+func (v *clusterView) replicatedShard(id int, leaders map[int]cluster.LeaderRecord) catalog.Shard {
+	if db, ok := v.host.Serving(id); ok {
+		return catalog.Local(db)
+	}
+	return catalog.Remote(id, leaders[id].Node)
+}
+
+// replicatedHost implements ShardHost for a replicated shard: its published leader's node and
+// address, both "" while no leader is known or its node is down.
+func (v *clusterView) replicatedHost(id int) (node, addr string) {
+	rec, ok := v.node.Leaders()[id]
+	if !ok {
+		return "", ""
+	}
+	for _, m := range v.node.Members() {
+		if m.Name == rec.Node {
+			return rec.Node, m.Advertise
+		}
+	}
+	return "", ""
+}

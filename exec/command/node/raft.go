@@ -1,0 +1,44 @@
+package node
+
+import (
+	"context"
+
+	"github.com/cleavedb/cleave/auth"
+	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// addRaftCommand registers _cleaveRaft, which carries the messages of replicated shards'
+// raft groups between nodes (replica/host): {_cleaveRaft: 1, from: node, msgs: [binary]}.
+func (h *Handlers) addRaftCommand(add func(*command.Command)) {
+	add(&command.Command{Name: "_cleaveRaft", Run: h.raftMessages, Action: auth.ActionInternal,
+		Help: "internal: raft messages for this node's replicas of shards"})
+}
+
+// raftMessages hands the messages to this node's replicas.
+func (h *Handlers) raftMessages(_ context.Context, r *command.Request) error {
+	if h.Storage.Replicas == nil {
+		return mongoerr.New(mongoerr.NotImplemented, "this node holds no replicas of shards: start every node with the same --replicas")
+	}
+	from, _ := r.Body.Lookup("from").StringValueOK()
+	arr, ok := r.Body.Lookup("msgs").ArrayOK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "_cleaveRaft: msgs must be an array")
+	}
+	vals, err := arr.Values()
+	if err != nil {
+		return mongoerr.New(mongoerr.InvalidBSON, "_cleaveRaft: invalid msgs array")
+	}
+	msgs := make([][]byte, 0, len(vals))
+	for _, v := range vals {
+		_, b, ok := v.BinaryOK()
+		if !ok {
+			return mongoerr.New(mongoerr.TypeMismatch, "_cleaveRaft: every message must be binary")
+		}
+		msgs = append(msgs, b)
+	}
+	if err := h.Storage.Replicas.Receive(from, msgs); err != nil {
+		return mongoerr.Wrap(err, mongoerr.BadValue, "_cleaveRaft: %v", err)
+	}
+	return nil
+}

@@ -1,0 +1,340 @@
+// Package host runs the replicas of shards that one node of a cluster holds (--replicas): it
+// opens each replica's store, starts its raft group (package replica) over the node's raft log
+// store, carries the groups' messages to the other nodes as internal commands, publishes the
+// shards this node leads, and, as each group's leader, brings the group's members to the
+// placement the cluster records (adding, promoting and removing replicas).
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/cluster"
+	"github.com/cleavedb/cleave/replica"
+	"github.com/cleavedb/cleave/replica/raftlog"
+	"github.com/cleavedb/cleave/store"
+)
+
+// Options configures a Host.
+type Options struct {
+	Node *cluster.Node
+	// Dir holds the replicas' stores, <Dir>/replica-<shard>, and the raft logs, <Dir>/raft.
+	Dir string
+	// OpenStore opens a replica's store in dir with the node's store options.
+	OpenStore func(dir string, shard int) (*store.DB, error)
+	// Replicas is how many copies of each shard the leaders keep.
+	Replicas int
+	// DeadAfter is how long a replica's node may be absent from the cluster before its
+	// replica is replaced elsewhere (0: never).
+	DeadAfter time.Duration
+	// Call runs an internal command on the node at addr (set before Start's groups send).
+	Call   Caller
+	Logger *zap.Logger
+	// Tick is raft's tick (default 100ms).
+	Tick time.Duration
+	// OnChange is called (never concurrently with itself, and never while holding the
+	// Host's locks) after the set of shards this node serves, or a shard's leader, changed.
+	OnChange func()
+	// AfterServe runs once a replica starts serving, in its own goroutine: what a node does
+	// for the shards it owns at start (deleting dropped collections' data).
+	AfterServe func(shard int, db *store.DB)
+}
+
+// Host is the replicas of one node.
+type Host struct {
+	opts   Options
+	log    *zap.Logger
+	logs   *raftlog.Store
+	net    *transport
+	mu     sync.Mutex
+	hosted map[int]*hosted
+	// nodeOf maps every replica id of the placement to its node (the transport's routing).
+	nodeOf  map[uint64]string
+	changed chan struct{} // a buffered wake-up of notify's goroutine
+	ctx     context.Context
+	cancel  context.CancelFunc
+	bg      sync.WaitGroup
+	absent  map[string]time.Time // nodes seen absent, since when (reconcile's)
+}
+
+// hosted is one replica this node holds.
+type hosted struct {
+	shard int
+	id    uint64
+	db    *store.DB
+	g     *replica.Group
+}
+
+// Start opens the node's raft logs and the replicas the placement gives this node, and
+// follows the placement from then on.
+func Start(opts Options) (*Host, error) {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	logs, err := raftlog.Open(filepath.Join(opts.Dir, "raft"), opts.Logger.Named("raftlog"))
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the raft logs: %w", err)
+	}
+	h := &Host{opts: opts, log: opts.Logger.Named("replicas"), logs: logs, hosted: map[int]*hosted{},
+		nodeOf: map[uint64]string{}, changed: make(chan struct{}, 1), absent: map[string]time.Time{}}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.net = newTransport(h)
+	if err := h.sync(); err != nil {
+		h.Close()
+		return nil, err
+	}
+	h.bg.Add(3)
+	go func() { defer h.bg.Done(); h.follow() }()
+	go func() { defer h.bg.Done(); h.notifyLoop() }()
+	go func() { defer h.bg.Done(); h.reconcileLoop() }()
+	return h, nil
+}
+
+// Close stops every replica and closes their stores and the raft logs.
+func (h *Host) Close() {
+	h.cancel()
+	h.bg.Wait()
+	h.net.close()
+	h.mu.Lock()
+	all := h.hosted
+	h.hosted = map[int]*hosted{}
+	h.mu.Unlock()
+	for _, r := range all {
+		r.g.Stop()
+		if err := r.db.Close(); err != nil && !errors.Is(err, store.ErrClosed) {
+			h.log.Warn("cannot close a replica's store", zap.Int("shard", r.shard), zap.Error(err))
+		}
+	}
+	if err := h.logs.Close(); err != nil {
+		h.log.Warn("cannot close the raft logs", zap.Error(err))
+	}
+}
+
+// Serving returns the store of shard id when this node's replica serves it.
+func (h *Host) Serving(id int) (*store.DB, bool) {
+	h.mu.Lock()
+	r := h.hosted[id]
+	h.mu.Unlock()
+	if r == nil || !r.g.Serving() {
+		return nil, false
+	}
+	return r.db, true
+}
+
+// ServingShards returns the ids of the shards this node serves, in increasing order.
+func (h *Host) ServingShards() []int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []int
+	for id, r := range h.hosted {
+		if r.g.Serving() {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Status returns the status of this node's replica of shard id.
+func (h *Host) Status(id int) (replica.Status, bool) {
+	h.mu.Lock()
+	r := h.hosted[id]
+	h.mu.Unlock()
+	if r == nil {
+		return replica.Status{}, false
+	}
+	return r.g.Status(), true
+}
+
+// follow opens and starts the replicas the placement adds for this node, until Close.
+func (h *Host) follow() {
+	for {
+		ch := h.opts.Node.PlacementChanged()
+		if err := h.sync(); err != nil {
+			h.log.Warn("cannot start this node's replicas", zap.Error(err))
+		}
+		h.kick()
+		select {
+		case <-ch:
+		case <-time.After(time.Second):
+		case <-h.ctx.Done():
+			return
+		}
+	}
+}
+
+// sync starts the replicas the placement gives this node and does not run yet, and stops
+// those it no longer does.
+func (h *Host) sync() error {
+	placed := h.opts.Node.Placement()
+	me := h.opts.Node.Name()
+	nodeOf := map[uint64]string{}
+	mine := map[int]cluster.Replica{}
+	for id, p := range placed {
+		for _, r := range p.Replicas {
+			nodeOf[r.ID] = r.Node
+			if r.Node == me {
+				mine[id] = r
+			}
+		}
+	}
+	h.mu.Lock()
+	h.nodeOf = nodeOf
+	var stop []*hosted
+	for id, r := range h.hosted {
+		if m, ok := mine[id]; !ok || m.ID != r.id {
+			stop = append(stop, r)
+			delete(h.hosted, id)
+		}
+	}
+	h.mu.Unlock()
+	for _, r := range stop {
+		h.remove(r)
+	}
+	var errs []error
+	for id, r := range mine {
+		h.mu.Lock()
+		_, running := h.hosted[id]
+		h.mu.Unlock()
+		if !running {
+			errs = append(errs, h.startReplica(id, r, len(placed[id].Replicas) == 1))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// replicaDir is the directory of this node's replica of shard id.
+func (h *Host) replicaDir(id int) string {
+	return filepath.Join(h.opts.Dir, "replica-"+strconv.Itoa(id))
+}
+
+// startReplica opens the store of this node's replica r of shard id and starts its group. A
+// replica alone in the placement bootstraps a new group; a replica that is not joining but
+// finds its raft log empty lost its data (a wiped disk): it is not started, and leaves the
+// placement so that the leader replaces it.
+func (h *Host) startReplica(id int, r cluster.Replica, alone bool) error {
+	log := h.logs.Group(uint64(id))
+	last, err := log.LastIndex()
+	if err != nil {
+		return err
+	}
+	hs, _, err := log.InitialState()
+	if err != nil {
+		return err
+	}
+	if last == 0 && raft.IsEmptyHardState(hs) && !alone && !r.Joining {
+		h.log.Error("this node's replica of a shard lost its raft log (a wiped data directory?): leaving the group so that it is replaced",
+			zap.Int("shard", id), zap.Uint64("replica", r.ID))
+		go h.dropLost(id, r.ID)
+		return nil
+	}
+	db, err := h.opts.OpenStore(h.replicaDir(id), id)
+	if err != nil {
+		return fmt.Errorf("cannot open the store of shard %d's replica: %w", id, err)
+	}
+	hr := &hosted{shard: id, id: r.ID, db: db}
+	var peers []uint64
+	if alone {
+		peers = []uint64{r.ID}
+	}
+	g, err := replica.Start(replica.Config{
+		Group: uint64(id), Replica: r.ID, Log: log, SM: db, Net: h.net, Peers: peers,
+		Logger: h.opts.Logger, Tick: h.opts.Tick,
+		BeforeServe: db.ReloadDerived,
+		OnChange:    func(st replica.Status) { h.onChange(hr, st) },
+	})
+	if err != nil {
+		_ = db.Close()
+		return err
+	}
+	hr.g = g
+	db.SetProposer(g)
+	h.mu.Lock()
+	h.hosted[id] = hr
+	h.mu.Unlock()
+	h.log.Info("replica started", zap.Int("shard", id), zap.Uint64("replica", r.ID), zap.Bool("bootstrap", alone && last == 0))
+	return nil
+}
+
+// remove stops a replica the placement no longer gives this node and deletes its data.
+func (h *Host) remove(r *hosted) {
+	r.g.Stop()
+	if err := r.db.Close(); err != nil {
+		h.log.Warn("cannot close a removed replica's store", zap.Int("shard", r.shard), zap.Error(err))
+	}
+	if err := h.logs.DeleteGroup(uint64(r.shard)); err != nil {
+		h.log.Warn("cannot delete a removed replica's raft log", zap.Int("shard", r.shard), zap.Error(err))
+	}
+	if err := os.RemoveAll(h.replicaDir(r.shard)); err != nil {
+		h.log.Warn("cannot delete a removed replica's store", zap.Int("shard", r.shard), zap.Error(err))
+	}
+	h.log.Info("replica removed from this node", zap.Int("shard", r.shard), zap.Uint64("replica", r.id))
+}
+
+// dropLost takes this node's lost replica rid of shard id out of the placement.
+func (h *Host) dropLost(id int, rid uint64) {
+	ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
+	defer cancel()
+	err := h.opts.Node.UpdatePlacement(ctx, id, func(p *cluster.Placement) bool {
+		n := len(p.Replicas)
+		p.Replicas = slices.DeleteFunc(p.Replicas, func(r cluster.Replica) bool { return r.ID == rid })
+		return len(p.Replicas) != n
+	})
+	if err != nil {
+		h.log.Warn("cannot take a lost replica out of the placement", zap.Int("shard", id), zap.Error(err))
+	}
+}
+
+// onChange is a group's status change: publish this node as the shard's leader when it
+// starts serving, and tell the executor.
+func (h *Host) onChange(r *hosted, st replica.Status) {
+	if st.Serving {
+		go h.serve(r, st)
+	}
+	h.kick()
+}
+
+// serve publishes r as its shard's leader and runs AfterServe.
+func (h *Host) serve(r *hosted, st replica.Status) {
+	ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
+	defer cancel()
+	rec := cluster.LeaderRecord{Node: h.opts.Node.Name(), Replica: r.id, Term: st.Term}
+	if err := h.opts.Node.PublishLeader(ctx, r.shard, rec); err != nil {
+		h.log.Warn("cannot publish this node as a shard's leader", zap.Int("shard", r.shard), zap.Error(err))
+	}
+	if h.opts.AfterServe != nil {
+		h.opts.AfterServe(r.shard, r.db)
+	}
+}
+
+// kick wakes the goroutine that calls OnChange.
+func (h *Host) kick() {
+	select {
+	case h.changed <- struct{}{}:
+	default:
+	}
+}
+
+// notifyLoop calls OnChange after changes, one call at a time.
+func (h *Host) notifyLoop() {
+	for {
+		select {
+		case <-h.changed:
+			if h.opts.OnChange != nil {
+				h.opts.OnChange()
+			}
+		case <-h.ctx.Done():
+			return
+		}
+	}
+}
