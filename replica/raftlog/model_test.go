@@ -72,7 +72,7 @@ func (m *modelRun) step() string {
 		what = fmt.Sprintf("save %s, hard state %v", describe(es), hs)
 	case r < 13:
 		index := trunc + uint64(m.rnd.IntN(int(last-trunc)+4)) // may be at the truncated index: out of date
-		index = max(index, 1)                                   // a snapshot at 0 is empty
+		index = max(index, 1)                                  // a snapshot at 0 is empty
 		snap, hs := snapshot(index, uint64(1+m.rnd.IntN(9)), m.randomVoters()...), m.randomHardState(index)
 		err := m.ms.ApplySnapshot(snap)
 		if err == nil {
@@ -112,9 +112,12 @@ func (m *modelRun) step() string {
 func (m *modelRun) randomEntries(trunc, last uint64) []*raftpb.Entry {
 	lo := max(1, int(trunc)+1-m.rnd.IntN(3)) + m.rnd.IntN(int(last-trunc)+1)
 	lo = min(lo, int(last)+1)
-	es := make([]*raftpb.Entry, m.rnd.IntN(7))
+	terms := make([]uint64, m.rnd.IntN(7))
+	for i := range terms {
+		terms[i] = uint64(1 + m.rnd.IntN(9))
+	}
+	es := ents(uint64(lo), terms...)
 	for i := range es {
-		es[i] = &raftpb.Entry{Index: new(uint64(lo + i)), Term: new(uint64(1 + m.rnd.IntN(9)))}
 		if n := m.rnd.IntN(40); n > 0 {
 			es[i].Data = make([]byte, n)
 			for j := range es[i].Data {

@@ -25,7 +25,7 @@ func (l *Log) Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Snap
 	}
 	defer l.mu.Unlock()
 	b := l.db.NewBatch()
-	defer b.Close()
+	defer func() { _ = b.Close() }()
 	st := l.st
 	hsChanged := false
 	if !raft.IsEmptySnap(snap) {
@@ -38,8 +38,8 @@ func (l *Log) Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Snap
 		return err
 	}
 	if !raft.IsEmptyHardState(hs) {
-		commit := max(hs.GetCommit(), snap.GetMetadata().GetIndex()) // 0 without a snapshot
-		st.hs = &raftpb.HardState{Term: new(hs.GetTerm()), Vote: new(hs.GetVote()), Commit: new(commit)}
+		st.hs = &raftpb.HardState{Term: new(hs.GetTerm()), Vote: new(hs.GetVote()),
+			Commit: new(max(hs.GetCommit(), snap.GetMetadata().GetIndex()))} // index 0 without a snapshot
 		hsChanged = true
 	}
 	if hsChanged {
@@ -126,7 +126,7 @@ func (l *Log) SetConfState(cs *raftpb.ConfState) error {
 	}
 	defer l.mu.Unlock()
 	b := l.db.NewBatch()
-	defer b.Close()
+	defer func() { _ = b.Close() }()
 	st := l.st
 	st.cs = cloneConf(cs)
 	if err := setProto(b, stateKey(l.id, kindConf), st.cs); err != nil {
@@ -156,7 +156,7 @@ func (l *Log) Compact(index uint64, cs *raftpb.ConfState) error {
 		return err
 	}
 	b := l.db.NewBatch()
-	defer b.Close()
+	defer func() { _ = b.Close() }()
 	st := l.st
 	st.truncIndex, st.truncTerm = index, term
 	st.snapCS = cloneConf(cs)

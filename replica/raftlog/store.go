@@ -100,7 +100,7 @@ func (s *Store) DeleteGroup(id uint64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := s.db.NewBatch()
-	defer b.Close()
+	defer func() { _ = b.Close() }()
 	if err := b.DeleteRange(groupStart(id), groupEnd(id), nil); err != nil {
 		return fmt.Errorf("raftlog: group %d: delete: %w", id, err)
 	}
