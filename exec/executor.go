@@ -1,9 +1,13 @@
 package exec
 
 import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/cleavedb/cleave/exec/access"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/command/colls"
 	"github.com/cleavedb/cleave/exec/command/crud"
@@ -73,6 +77,15 @@ func (e *Executor) families(opts Options) []command.Family {
 // Quiesce marks the start of shutdown: hellos answer ShutdownInProgress from now on, and
 // those waiting answer at once.
 func (e *Executor) Quiesce() { e.hello.Quiesce() }
+
+// InternalHello authenticates a node's internal connections to the others with the cluster's
+// key (nil without one): the raft transport's connections (replica/host) as route's.
+func InternalHello(key string) func(ctx context.Context, run func(cmd bsoncore.Document) (bsoncore.Document, error)) error {
+	if key == "" {
+		return nil
+	}
+	return access.InternalHello(key)
+}
 
 // NewLogRing returns a ring of the size most recent log lines at level or above.
 func NewLogRing(size int, level zapcore.LevelEnabler) *LogRing {

@@ -9,18 +9,14 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
-	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/cluster"
 	"github.com/cleavedb/cleave/exec"
-	"github.com/cleavedb/cleave/exec/access"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/replica/host"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire"
-	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // Replicated shards (--replicas above 1, docs/replication.md): the node's catalog mirror
@@ -64,10 +60,10 @@ func openReplicated(cfg *Config, listen net.Addr, st *exec.Storage, logger *zap.
 	}
 	v := &clusterView{node: node, local: node.Self().Shards, wake: make(chan struct{}, 1), changedCh: make(chan struct{})}
 	catalogReady := make(chan struct{})
-	pool := wire.NewPool(wire.ClientOptions{Hello: internalHello(cfg.Cluster.key)})
+	pool := wire.NewPool(wire.ClientOptions{Hello: exec.InternalHello(cfg.Cluster.key)})
 	h, err := host.Start(host.Options{
 		Node: node, Dir: cfg.Dir, Replicas: cfg.Cluster.Replicas, DeadAfter: cfg.Cluster.ReplicaDeadAfter,
-		Logger: logger, Call: poolCaller(pool), OnChange: v.replicasChanged,
+		Logger: logger, Call: host.PoolCaller(pool), OnChange: v.replicasChanged,
 		OpenStore: func(dir string, shard int) (*store.DB, error) {
 			return store.Open(storeOptions(cfg, cache, dir, logger.Named("store").With(zap.Int("shard", shard))))
 		},
@@ -95,28 +91,6 @@ func openReplicated(cfg *Config, listen net.Addr, st *exec.Storage, logger *zap.
 	st.Cluster = v
 	st.Replicas = v
 	return st, v, nil, closeAll, nil
-}
-
-// internalHello authenticates the raft transport's connections with the cluster's key.
-func internalHello(key string) func(ctx context.Context, run func(cmd bsoncore.Document) (bsoncore.Document, error)) error {
-	if key == "" {
-		return nil
-	}
-	return access.InternalHello(key)
-}
-
-// poolCaller runs internal commands through pool.
-func poolCaller(pool *wire.Pool) host.Caller {
-	return func(ctx context.Context, addr string, cmd bsoncore.Document) (bsoncore.Document, error) {
-		reply, err := pool.Client(addr).Command(ctx, cmd)
-		if err != nil {
-			return nil, err
-		}
-		if ok, _ := bsonx.NumberAsFloat64(reply.Lookup("ok")); ok != 1 {
-			return nil, mongoerr.FromReply(reply)
-		}
-		return reply, nil
-	}
 }
 
 // dropServed returns the catalog's callback for dropped collections: the shards this node

@@ -24,12 +24,14 @@ var rules = map[string]rule{
 	"wire/mongoerr":    {nil, "leaf: MongoDB's error vocabulary, which every layer answers in"},
 
 	// The layers below execution: each knows its own concern and none knows commands.
-	"auth":             {nil, "access control's model: exec checks commands against it and persists its records"},
-	"shard":            {nil, "the partitioning policy sees hashes, sizes and costs only"},
-	"store":            {nil, "store owns Pebble: it knows no commands, partitioning policy or wire"},
-	"replica/raftlog":  {nil, "the raft logs of a node's replica groups, in their own Pebble: no documents, commands or wire"},
-	"wire":             {[]string{"wire/mongoerr"}, "wire owns the bytes on the socket: it knows no commands, shards or storage"},
-	"cluster":          {[]string{"store"}, "membership and metadata on etcd (store's shared log); it runs no commands and knows no wire"},
+	"auth":            {nil, "access control's model: exec checks commands against it and persists its records"},
+	"shard":           {nil, "the partitioning policy sees hashes, sizes and costs only"},
+	"store":           {nil, "store owns Pebble: it knows no commands, partitioning policy or wire"},
+	"replica/raftlog": {nil, "the raft logs of a node's replica groups, in their own Pebble: no documents, commands or wire"},
+	"wire":            {[]string{"wire/mongoerr"}, "wire owns the bytes on the socket: it knows no commands, shards or storage"},
+	"cluster":         {[]string{"store"}, "membership and metadata on etcd (store's shared log); it runs no commands and knows no wire"},
+	"replica/host": {[]string{"bsonx", "cluster", "replica", "replica/raftlog", "store", "wire", "wire/mongoerr"},
+		"a node's replicas of shards: their stores, groups and transport, from the cluster's placement; it runs no commands"},
 	"replica":          {[]string{"wire/mongoerr"}, "raft groups replicating shards: it drives raft over interfaces (log, state machine, transport) and knows no store, commands or wire"},
 	"cluster/etcdtest": {nil, "real etcd servers for tests: nothing of ours"},
 
@@ -114,7 +116,7 @@ var rules = map[string]rule{
 	"exec/internal/streamtest": {[]string{"exec/stream", "store"}, "test documents and streams for exec's packages"},
 
 	// Programs and tests of the whole.
-	"cmd/cleave":         {[]string{"auth", "cluster", "exec", "exec/catalog", "shard", "store", "wire"}, "the server's main: opens each layer and hands it to the next"},
+	"cmd/cleave":         {[]string{"auth", "cluster", "exec", "exec/catalog", "replica/host", "shard", "store", "wire"}, "the server's main: opens each layer and hands it to the next"},
 	"integration":        {nil, "end-to-end tests drive the built binary over the wire, never our packages"},
 	"scripts/benchtable": {nil, "turns benchmark result files into a table: nothing of ours"},
 	"internal/archtest":  {nil, "reads the sources it judges and imports none of them"},

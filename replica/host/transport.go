@@ -12,10 +12,28 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/wire"
+	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // Caller runs an internal command on the node listening at addr and returns its reply.
 type Caller func(ctx context.Context, addr string, cmd bsoncore.Document) (bsoncore.Document, error)
+
+// PoolCaller runs internal commands through pool; an {ok: 0} reply is its error.
+func PoolCaller(pool *wire.Pool) Caller {
+	return func(ctx context.Context, addr string, cmd bsoncore.Document) (bsoncore.Document, error) {
+		reply, err := pool.Client(addr).Command(ctx, cmd)
+		if err != nil {
+			return nil, err
+		}
+		if ok, _ := bsonx.NumberAsFloat64(reply.Lookup("ok")); ok != 1 {
+			return nil, mongoerr.FromReply(reply)
+		}
+		return reply, nil
+	}
+}
 
 // RaftCommand is the internal command that carries raft messages to a node: {_cleaveRaft: 1,
 // from: node, msgs: [binary]}, each message its group id (8 bytes, big-endian) followed by
