@@ -28,6 +28,10 @@ type testPKI struct {
 	caFile, serverCert, serverKey, clientPEM string // clientPEM holds the client's certificate and key
 	pool                                     *x509.CertPool
 	client                                   tls.Certificate
+	dir                                      string
+	ca                                       *x509.Certificate
+	caKey                                    *ecdsa.PrivateKey
+	serial                                   int64 // of the last certificate issued
 }
 
 // newTestPKI creates the CA and both certificates.
@@ -43,24 +47,12 @@ func newTestPKI(t *testing.T) *testPKI {
 		t.Fatal(err)
 	}
 	ca, _ := x509.ParseCertificate(caDER)
-	issue := func(serial int64, cn string, usage x509.ExtKeyUsage, ips []net.IP) ([]byte, []byte) {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips, KeyUsage: x509.KeyUsageDigitalSignature}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kder, _ := x509.MarshalECPrivateKey(key)
-		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-			pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-	}
 	p := &testPKI{caFile: filepath.Join(dir, "ca.pem"), serverCert: filepath.Join(dir, "server.pem"),
-		serverKey: filepath.Join(dir, "server.key"), clientPEM: filepath.Join(dir, "client.pem"), pool: x509.NewCertPool()}
+		serverKey: filepath.Join(dir, "server.key"), clientPEM: filepath.Join(dir, "client.pem"), pool: x509.NewCertPool(),
+		dir: dir, ca: ca, caKey: caKey, serial: 1}
 	p.pool.AddCert(ca)
-	sc, sk := issue(2, "127.0.0.1", x509.ExtKeyUsageServerAuth, []net.IP{net.ParseIP("127.0.0.1")})
-	cc, ck := issue(3, "client", x509.ExtKeyUsageClientAuth, nil)
+	sc, sk := p.issue(t, "127.0.0.1", []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, []net.IP{net.ParseIP("127.0.0.1")})
+	cc, ck := p.issue(t, "client", []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, nil)
 	if p.client, err = tls.X509KeyPair(cc, ck); err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +65,39 @@ func newTestPKI(t *testing.T) *testPKI {
 		}
 	}
 	return p
+}
+
+// issue returns a certificate the CA signed for cn, usages and ips, and its key, as PEM.
+func (p *testPKI) issue(t *testing.T, cn string, usages []x509.ExtKeyUsage, ips []net.IP) ([]byte, []byte) {
+	t.Helper()
+	p.serial++
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(p.serial), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: usages, IPAddresses: ips, KeyUsage: x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, _ := x509.MarshalECPrivateKey(key)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+}
+
+// nodeCert writes a certificate for node name at 127.0.0.1, for a cluster node's listener
+// and its connections to the other nodes (server and client authentication), and returns
+// the paths of the certificate and its key.
+func (p *testPKI) nodeCert(t *testing.T, name string) (string, string) {
+	t.Helper()
+	c, k := p.issue(t, name, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		[]net.IP{net.ParseIP("127.0.0.1")})
+	certFile, keyFile := filepath.Join(p.dir, name+".pem"), filepath.Join(p.dir, name+".key")
+	for path, b := range map[string][]byte{certFile: c, keyFile: k} {
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return certFile, keyFile
 }
 
 // tlsClient connects the Go driver over TLS, trusting the test CA, with the client

@@ -37,7 +37,9 @@ type Client struct {
 
 // ClientOptions configures a Client.
 type ClientOptions struct {
-	// TLS, when set, wraps every connection in TLS with this configuration.
+	// TLS, when set, wraps every connection in TLS with this configuration; an empty
+	// ServerName is the host of the client's address, as with tls.Dial, so the server's
+	// certificate is verified for the name or IP address the client dials.
 	TLS *tls.Config
 	// DialTimeout bounds a connection's dial (and TLS handshake); default 5s.
 	DialTimeout time.Duration
@@ -81,6 +83,14 @@ type clientConn struct {
 // NewClient returns a client of the server at addr; connections are dialed when needed.
 func NewClient(addr string, opts ClientOptions) *Client {
 	opts.EnsureDefaults()
+	if opts.TLS != nil && opts.TLS.ServerName == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			host = addr
+		}
+		opts.TLS = opts.TLS.Clone()
+		opts.TLS.ServerName = host
+	}
 	return &Client{addr: addr, opts: opts}
 }
 

@@ -35,8 +35,10 @@ type Config struct {
 	// Pprof serves Go's profiles under /debug/pprof/ on the HTTP listener (off by default:
 	// profiles reveal internals and a CPU profile costs while it runs).
 	Pprof bool
-	// TLSCert and TLSKey are PEM files of the server's certificate and key (both or neither);
-	// TLSCA, a PEM file of the CA that signs client certificates, makes them required.
+	// TLSCert and TLSKey are PEM files of the server's certificate and key (both or neither),
+	// which its connections to the other nodes of a cluster use too; TLSCA, a PEM file of the
+	// CA that signs client certificates, makes them required, and the other nodes'
+	// certificates are verified against it.
 	TLSCert, TLSKey, TLSCA string
 	SlowOp                 time.Duration
 	// CacheSize is the Pebble block cache shared by all shards, MemTableBudget the memory of
@@ -144,9 +146,9 @@ func (c *Config) flagSet(m *mongodFlags) *flag.FlagSet {
 	fs.StringVar(&c.HTTPAddr, "http-addr", env("HTTP_ADDR", "127.0.0.1:8080"), "address of the HTTP listener serving /metrics (host:port; port 0 picks a free one; empty: no listener)")
 	fs.StringVar(&c.HTTPAddrFile, "http-addr-file", env("HTTP_ADDR_FILE", ""), "write the HTTP listener's address to this file once ready (before --addr-file)")
 	fs.BoolVar(&c.Pprof, "pprof", env("PPROF", "") == "true", "serve Go's profiles (net/http/pprof) under /debug/pprof/ on the HTTP listener")
-	fs.StringVar(&c.TLSCert, "tls-cert", env("TLS_CERT", ""), "PEM file of the server's TLS certificate (with --tls-key: every connection uses TLS 1.2+, as with mongod's requireTLS)")
+	fs.StringVar(&c.TLSCert, "tls-cert", env("TLS_CERT", ""), "PEM file of the server's TLS certificate (with --tls-key: every connection uses TLS 1.2+, as with mongod's requireTLS, those to the other nodes of a cluster included)")
 	fs.StringVar(&c.TLSKey, "tls-key", env("TLS_KEY", ""), "PEM file of the server's TLS private key")
-	fs.StringVar(&c.TLSCA, "tls-ca", env("TLS_CA", ""), "PEM file of the CA that signs client certificates (clients must then present one)")
+	fs.StringVar(&c.TLSCA, "tls-ca", env("TLS_CA", ""), "PEM file of the CA that signs client certificates (clients must then present one) and, in a cluster, the other nodes' certificates")
 	fs.BoolVar(&c.TestCommands, "test-commands", env("TEST_COMMANDS", "") == "true", "enable commands for test suites (failpoints), like mongod's enableTestCommands")
 	fs.BoolVar(&c.JavaScript, "javascript-enabled", env("JAVASCRIPT_ENABLED", "true") != "false", "run server-side JavaScript ($where, $function, $accumulator), as mongod's security.javascriptEnabled; false answers as a mongod without a script engine")
 	fs.BoolVar(&c.Auth, "auth", env("AUTH", "") == "true", "require authentication (SCRAM-SHA-256, SCRAM-SHA-1) and enforce roles on every command")

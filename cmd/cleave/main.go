@@ -90,7 +90,11 @@ type server struct {
 // start opens storage, builds the executor and starts serving on cfg.Listen.
 func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (*server, error) {
 	s := &server{done: make(chan error, 2)}
-	ln, err := listen(cfg)
+	tc, err := cfg.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := listen(cfg, tc)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +113,9 @@ func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (
 	}
 	s.closers = append(s.closers, closeStorage)
 	var ws *wire.Server
-	ex := exec.New(execOptions(cfg, st, argv, func() wire.Stats { return ws.Stats() }, ring), logger)
+	opts := execOptions(cfg, st, argv, func() wire.Stats { return ws.Stats() }, ring)
+	opts.InternalTLS = internalTLSConfig(tc)
+	ex := exec.New(opts, logger)
 	s.closers = append(s.closers, func() error { ex.Close(); return nil })
 	s.quiesce = ex.Quiesce
 	if view != nil {

@@ -43,12 +43,20 @@ func (c *Config) tlsConfig() (*tls.Config, error) {
 	return cfg, nil
 }
 
-// listen opens cfg.Listen, with TLS when configured.
-func listen(cfg *Config) (net.Listener, error) {
-	tc, err := cfg.tlsConfig()
-	if err != nil {
-		return nil, err
+// internalTLSConfig returns the TLS configuration of the connections the node opens to the
+// other nodes of its cluster, from its listener's configuration server (nil: plain TCP), as
+// mongod's net.tls applies to its cluster's connections: it presents the node's own
+// certificate, so that a peer started with --tls-ca accepts it, and verifies the peer's
+// against --tls-ca, or the system's roots without it, for the host it dials.
+func internalTLSConfig(server *tls.Config) *tls.Config {
+	if server == nil {
+		return nil
 	}
+	return &tls.Config{Certificates: server.Certificates, RootCAs: server.ClientCAs, MinVersion: tls.VersionTLS12}
+}
+
+// listen opens cfg.Listen, with TLS when tc is set.
+func listen(cfg *Config, tc *tls.Config) (net.Listener, error) {
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen on %s: %w", cfg.Listen, unwrapNetErr(err))

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"crypto/tls"
 	"sync"
 	"time"
 
@@ -62,6 +63,9 @@ type Options struct {
 	PartitionCheckInterval time.Duration
 	// Auth is access control (exec/access).
 	Auth AuthOptions
+	// InternalTLS, when set, is the TLS configuration of the connections this node opens to
+	// the other nodes of its cluster (route.Nodes); nil dials them in plain TCP.
+	InternalTLS *tls.Config
 	// SessionTimeout is localLogicalSessionTimeoutMinutes: a session unused that long
 	// expires (exec/session); 0 means 30 minutes. Tests shorten it.
 	SessionTimeout time.Duration
@@ -168,7 +172,7 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 		var peers sharding.Peers
 		var ddlRemote ddl.Remote
 		if e.Storage.Cluster != nil {
-			e.Remote = route.NewNodes(e.Cat, e.Storage.Catalog, e.Storage.Cluster, opts.Auth.InternalKey)
+			e.Remote = route.NewNodes(e.Cat, e.Storage.Catalog, e.Storage.Cluster, opts.Auth.InternalKey, opts.InternalTLS)
 			peers, ddlRemote = e.Remote, e.Remote
 		}
 		e.Shards = sharding.New(e.Cat, e.Log, sharding.Options{

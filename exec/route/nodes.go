@@ -2,6 +2,7 @@ package route
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"time"
 
@@ -28,7 +29,7 @@ import (
 const remoteTimeout = 5 * time.Minute
 
 // Nodes reaches other nodes' shards through a pool of internal clients, authenticated with
-// the cluster's key. It is query's Remote (reads), ddl's Remote (index builds and drops)
+// the cluster's key and over TLS when the node has a certificate. It is query's Remote (reads), ddl's Remote (index builds and drops)
 // and sharding's Peers (moves), and carries the internal commands of writes and statistics.
 type Nodes struct {
 	cat     *catalog.Catalog
@@ -38,9 +39,10 @@ type Nodes struct {
 }
 
 // NewNodes returns the way to cluster c's other nodes, for catalog cat whose records are
-// records; key is the cluster's key ("" : no internal authentication).
-func NewNodes(cat *catalog.Catalog, records *store.Catalog, c sharding.Cluster, key string) *Nodes {
-	var opts wire.ClientOptions
+// records; key is the cluster's key ("" : no internal authentication), tc the TLS
+// configuration of the connections to the other nodes (nil: plain TCP).
+func NewNodes(cat *catalog.Catalog, records *store.Catalog, c sharding.Cluster, key string, tc *tls.Config) *Nodes {
+	opts := wire.ClientOptions{TLS: tc}
 	if key != "" {
 		opts.Hello = access.InternalHello(key)
 	}
