@@ -60,7 +60,11 @@ func openReplicated(cfg *Config, listen net.Addr, st *exec.Storage, logger *zap.
 	}
 	v := &clusterView{node: node, local: node.Self().Shards, wake: make(chan struct{}, 1), changedCh: make(chan struct{})}
 	catalogReady := make(chan struct{})
-	pool := wire.NewPool(wire.ClientOptions{Hello: exec.InternalHello(cfg.Cluster.key)})
+	tc, err := cfg.tlsConfig()
+	if err != nil {
+		return fail(err, nodeDB.Close, node.Close)
+	}
+	pool := wire.NewPool(wire.ClientOptions{Hello: exec.InternalHello(cfg.Cluster.key), TLS: internalTLSConfig(tc)})
 	h, err := host.Start(host.Options{
 		Node: node, Dir: cfg.Dir, Replicas: cfg.Cluster.Replicas, DeadAfter: cfg.Cluster.ReplicaDeadAfter,
 		Logger: logger, Call: host.PoolCaller(pool), OnChange: v.replicasChanged,
