@@ -16,6 +16,7 @@ import (
 	"github.com/cleavedb/cleave/exec/command/users"
 	"github.com/cleavedb/cleave/exec/cursor"
 	"github.com/cleavedb/cleave/exec/js"
+	"github.com/cleavedb/cleave/exec/sharding"
 )
 
 // Options configures an Executor.
@@ -23,6 +24,9 @@ type Options = command.Options
 
 // Storage is what the executor reads and writes.
 type Storage = command.Storage
+
+// ShardReplica is a replicated shard's copy as config.shards shows it (sharding.ReplicaSets).
+type ShardReplica = sharding.ShardReplica
 
 // AuthOptions configures access control.
 type AuthOptions = command.AuthOptions

@@ -24,7 +24,8 @@ import (
 //
 // With replicated shards a retryable write (one with a txnNumber, outside a transaction) is
 // run again too when the shard's leader stepped down under it (NotWritablePrimary,
-// InterruptedDueToReplStateChange), once a leader serves: its session's record, written with
+// InterruptedDueToReplStateChange) or its node went away (HostUnreachable), once a leader
+// serves (reads too): its session's record, written with
 // its writes, makes a second run return what the first one wrote, and a new leader serves
 // only after applying every entry its predecessors committed.
 func (e *Executor) runStaleRetrying(ctx context.Context, r *command.Request, cmd *command.Command) error {
@@ -80,7 +81,7 @@ func (e *Executor) awaitRetry(ctx context.Context, r *command.Request, err error
 	if me == nil {
 		return false
 	}
-	if me.Code == mongoerr.NotWritablePrimary || me.Code == mongoerr.InterruptedDueToReplStateChange {
+	if me.Code == mongoerr.NotWritablePrimary || me.Code == mongoerr.InterruptedDueToReplStateChange || me.Code == mongoerr.HostUnreachable {
 		if e.Storage.Replicas == nil || !(retryableWrite || r.Cmd.Has(command.StaleRetry)) {
 			return false
 		}

@@ -66,6 +66,9 @@ func (o *ClientOptions) EnsureDefaults() {
 type UnreachableError struct {
 	Addr string
 	Err  error
+	// NotSent is set when the request never left: the connection could not be made (dial,
+	// TLS handshake, authentication) or the client was closed. The command did not run.
+	NotSent bool
 }
 
 // Error implements error.
@@ -165,7 +168,7 @@ func (c *Client) get(ctx context.Context) (*clientConn, error) {
 	c.mu.Lock()
 	if c.mu.closed {
 		c.mu.Unlock()
-		return nil, &UnreachableError{Addr: c.addr, Err: errors.New("client closed")}
+		return nil, &UnreachableError{Addr: c.addr, Err: errors.New("client closed"), NotSent: true}
 	}
 	if n := len(c.mu.idle); n > 0 {
 		cc := c.mu.idle[n-1]
@@ -184,13 +187,13 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(dctx, "tcp", c.addr)
 	if err != nil {
-		return nil, &UnreachableError{Addr: c.addr, Err: err}
+		return nil, &UnreachableError{Addr: c.addr, Err: err, NotSent: true}
 	}
 	if c.opts.TLS != nil {
 		tc := tls.Client(nc, c.opts.TLS)
 		if err := tc.HandshakeContext(dctx); err != nil {
 			_ = nc.Close()
-			return nil, &UnreachableError{Addr: c.addr, Err: err}
+			return nil, &UnreachableError{Addr: c.addr, Err: err, NotSent: true}
 		}
 		nc = tc
 	}
@@ -205,6 +208,10 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 		}
 		if err := c.opts.Hello(dctx, run); err != nil {
 			_ = nc.Close()
+			var ue *UnreachableError
+			if errors.As(err, &ue) {
+				ue.NotSent = true
+			}
 			return nil, err
 		}
 	}

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -185,4 +187,43 @@ func (v *clusterView) replicatedHost(id int) (node, addr string) {
 		}
 	}
 	return "", ""
+}
+
+// ShardReplicas implements sharding.ReplicaSets: shard id's replicas from the placement, the
+// published leader first.
+func (v *clusterView) ShardReplicas(id int) ([]exec.ShardReplica, bool) {
+	if v.host == nil {
+		return nil, false
+	}
+	p, ok := v.node.Placement()[id]
+	if !ok || len(p.Replicas) == 0 {
+		return nil, false
+	}
+	addr := map[string]string{}
+	for _, m := range v.node.Members() {
+		addr[m.Name] = m.Advertise
+	}
+	lead := v.node.Leaders()[id]
+	out := make([]exec.ShardReplica, 0, len(p.Replicas))
+	for _, r := range p.Replicas {
+		sr := exec.ShardReplica{ID: r.ID, Node: r.Node, Host: addr[r.Node], State: "SECONDARY"}
+		switch {
+		case sr.Host == "":
+			sr.State = "DOWN"
+		case r.ID == lead.Replica:
+			sr.State = "PRIMARY"
+		case r.Learner || r.Joining:
+			sr.State = "STARTUP2"
+		}
+		out = append(out, sr)
+	}
+	slices.SortStableFunc(out, func(a, b exec.ShardReplica) int {
+		return cmp.Compare(stateRank(a.State), stateRank(b.State))
+	})
+	return out, true
+}
+
+// stateRank orders replicas' states for display: the leader first.
+func stateRank(s string) int {
+	return map[string]int{"PRIMARY": 0, "SECONDARY": 1, "STARTUP2": 2, "DOWN": 3}[s]
 }

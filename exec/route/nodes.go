@@ -70,6 +70,12 @@ func (rs *Nodes) Command(ctx context.Context, s int, cmd bsoncore.Document) (bso
 	reply, err := rs.pool.Client(host).Command(ctx, cmd)
 	if err != nil {
 		var ue *wire.UnreachableError
+		if errors.As(err, &ue) && ue.NotSent && rs.replicated(s) {
+			// The leader's node is gone (its record not replaced yet): nothing ran; the
+			// router waits for the next leader and plans again.
+			return nil, mongoerr.Wrap(err, mongoerr.StaleConfig, "%s's leader on node %s (%s) cannot be reached: %v",
+				catalog.ShardName(s), NodeName(node), host, ue.Err)
+		}
 		if errors.As(err, &ue) {
 			return nil, mongoerr.Wrap(err, mongoerr.HostUnreachable, "%s is on node %s (%s), which cannot be reached: %v",
 				catalog.ShardName(s), NodeName(node), host, ue.Err)
@@ -239,4 +245,14 @@ func (r *Router) SpansRemote(ci *catalog.Coll) bool {
 		}
 	}
 	return false
+}
+
+// replicated reports whether shard s is kept in several copies (its leader may change).
+func (rs *Nodes) replicated(s int) bool {
+	r, ok := rs.cluster.(sharding.ReplicaSets)
+	if !ok {
+		return false
+	}
+	_, ok = r.ShardReplicas(s)
+	return ok
 }

@@ -1,6 +1,9 @@
 package sharding
 
 import (
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"slices"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -83,6 +86,11 @@ func (m *Manager) shardNodes() map[int]string {
 // shardHost returns the host config.shards shows for shard s.
 func (m *Manager) shardHost(s int) string {
 	if c := m.mopts.Cluster; c != nil {
+		if rs, ok := c.(ReplicaSets); ok {
+			if reps, ok := rs.ShardReplicas(s); ok {
+				return catalog.ShardName(s) + "/" + replicaHosts(reps)
+			}
+		}
 		_, host := c.ShardHost(s)
 		return catalog.ShardName(s) + "/" + host
 	}
@@ -100,4 +108,51 @@ func (m *Manager) Incarnation() int64 {
 		return c.Incarnation()
 	}
 	return 0
+}
+
+// ReplicaSets is what a Cluster whose shards are replicated tells of each shard's copies.
+type ReplicaSets interface {
+	// ShardReplicas returns shard id's replicas, its leader first, and false for a shard
+	// kept in a single copy.
+	ShardReplicas(id int) ([]ShardReplica, bool)
+}
+
+// ShardReplica is one copy of a replicated shard, as config.shards and listShards show it.
+type ShardReplica struct {
+	ID   uint64
+	Node string
+	Host string // "" while its node is down
+	// State is MongoDB's name of a replica set member's state: PRIMARY (the leader),
+	// SECONDARY (a voter), STARTUP2 (a learner catching up), or DOWN.
+	State string
+}
+
+// replicaHosts lists the hosts of reps as a replica set shard's host string does
+// ("h1,h2,h3"), those of nodes that are down left out.
+func replicaHosts(reps []ShardReplica) string {
+	var hosts []string
+	for _, r := range reps {
+		if r.Host != "" {
+			hosts = append(hosts, r.Host)
+		}
+	}
+	return strings.Join(hosts, ",")
+}
+
+// appendReplicas adds a replicated shard's members to its config.shards document.
+func (m *Manager) appendReplicas(b *bsoncore.DocumentBuilder, s int) {
+	rs, ok := m.mopts.Cluster.(ReplicaSets)
+	if !ok {
+		return
+	}
+	reps, ok := rs.ShardReplicas(s)
+	if !ok {
+		return
+	}
+	arr := bsoncore.NewArrayBuilder()
+	for _, r := range reps {
+		arr.AppendDocument(bsoncore.NewDocumentBuilder().AppendInt64("_id", int64(r.ID)).AppendString("node", r.Node).
+			AppendString("host", r.Host).AppendString("stateStr", r.State).Build())
+	}
+	b.AppendArray("replicas", arr.Build())
 }

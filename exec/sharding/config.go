@@ -114,6 +114,7 @@ func (m *Manager) ConfigDocs(name string) []bsoncore.Document {
 			if m.IsDraining(i) { // config.shards' draining field (removeShard)
 				b.AppendBoolean("draining", true)
 			}
+			m.appendReplicas(b, i)
 			out = append(out, b.Build())
 		}
 	case "databases":
