@@ -15,7 +15,8 @@ var _ raft.Storage = (*Log)(nil)
 
 // Log is the raft log of one group: it implements raft.Storage, and Save, SetConfState and
 // Compact change it. It is safe for concurrent use: the goroutine driving the group's raft
-// node writes, and others may read.
+// node writes, and others may read. A write holds the log's lock until its batch is synced,
+// so a reader of the same group waits for that fsync; other groups' logs do not.
 type Log struct {
 	db *pebble.DB
 	id uint64

@@ -131,3 +131,18 @@ func checkEmpty(t *testing.T, l *Log) {
 		t.Fatalf("a deleted group: indexes %d, %d, hard state %v, conf state %v", first, last, hs, cs)
 	}
 }
+
+// TestStoreSaveNothing checks that a Ready with nothing to persist writes nothing: the group
+// has no state.
+func TestStoreSaveNothing(t *testing.T) {
+	s := openStore(t, "")
+	l := s.Group(4)
+	if err := l.Save(nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Save(&raftpb.HardState{}, []*raftpb.Entry{}, &raftpb.Snapshot{}); err != nil {
+		t.Fatal(err)
+	}
+	checkGroups(t, s, nil)
+	checkEmpty(t, l)
+}
