@@ -42,9 +42,13 @@
 // # Usage
 //
 //	s, err := raftlog.Open(filepath.Join(dataDir, "raft"), logger)
-//	log := s.Group(7)
-//	rn, err := raft.NewRawNode(&raft.Config{ID: nodeID, Storage: log, ...})
-//	for rd := range readies {
-//		err = log.Save(rd.HardState, rd.Entries, rd.Snapshot) // synced: then send rd.Messages
+//	rlog := s.Group(7)
+//	rn, err := raft.NewRawNode(&raft.Config{ID: nodeID, Storage: rlog, ...})
+//	for rn.HasReady() {
+//		rd := rn.Ready()
+//		err = rlog.Save(rd.HardState, rd.Entries, rd.Snapshot) // synced: now send rd.Messages
+//		// apply rd.CommittedEntries; after a conf change, rlog.SetConfState(rn.ApplyConfChange(cc))
+//		rn.Advance(rd)
 //	}
+//	err = rlog.Compact(durableIndex, confStateAtIt) // once the state machine is durable there
 package raftlog

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/protobuf/proto"
 )
@@ -18,7 +19,11 @@ func openStore(t testing.TB, dir string) *Store {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	s, err := Open(dir, zaptest.NewLogger(t))
+	logger := zap.NewNop() // a benchmark's log would print with its results
+	if _, ok := t.(*testing.T); ok {
+		logger = zaptest.NewLogger(t)
+	}
+	s, err := Open(dir, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,8 @@ var _ raft.Storage = (*Log)(nil)
 
 // Log is the raft log of one group: it implements raft.Storage, and Save, SetConfState and
 // Compact change it. It is safe for concurrent use: the goroutine driving the group's raft
-// node writes, and others may read.
+// node writes, and others may read. A write holds the log's lock until its batch is synced,
+// so a reader of the same group waits for that fsync; other groups' logs do not.
 type Log struct {
 	db *pebble.DB
 	id uint64
@@ -87,7 +88,7 @@ func (l *Log) load() error {
 		kind byte
 		msg  proto.Message
 	}{{kindHard, st.hs}, {kindConf, st.cs}, {kindSnapConf, st.snapCS}} {
-		if err := l.getProto(stateKey(l.id, m.kind), m.msg); err != nil {
+		if _, err := l.getProto(stateKey(l.id, m.kind), m.msg); err != nil {
 			return err
 		}
 	}
@@ -154,16 +155,21 @@ func (l *Log) get(key []byte) (v []byte, ok bool, err error) {
 	return v, true, closer.Close()
 }
 
-// getProto reads one key of the group into m, leaving m as it is when the key is absent.
-func (l *Log) getProto(key []byte, m proto.Message) error {
-	v, ok, err := l.get(key)
-	if err != nil || !ok {
-		return err
+// getProto reads one key of the group into m; ok is false, and m left as it is, when the
+// key is absent.
+func (l *Log) getProto(key []byte, m proto.Message) (ok bool, err error) {
+	v, closer, err := l.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
 	}
-	if err := proto.Unmarshal(v, m); err != nil {
-		return fmt.Errorf("raftlog: group %d: decoding %x: %w", l.id, key, err)
+	if err != nil {
+		return false, fmt.Errorf("raftlog: group %d: reading %x: %w", l.id, key, err)
 	}
-	return nil
+	err = proto.Unmarshal(v, m) // copies what it keeps of v
+	if err = errors.Join(err, closer.Close()); err != nil {
+		return false, fmt.Errorf("raftlog: group %d: decoding %x: %w", l.id, key, err)
+	}
+	return true, nil
 }
 
 // InitialState returns the saved HardState (empty if none was) and the current ConfState
@@ -216,16 +222,13 @@ func (l *Log) term(i uint64) (uint64, error) {
 	case i == l.st.last:
 		return l.st.lastTerm, nil
 	}
-	v, ok, err := l.get(entryKey(l.id, i))
+	var e raftpb.Entry
+	ok, err := l.getProto(entryKey(l.id, i), &e)
 	if err != nil {
 		return 0, err
 	}
 	if !ok {
 		return 0, fmt.Errorf("raftlog: group %d: entry %d of (%d, %d] is missing", l.id, i, l.st.truncIndex, l.st.last)
-	}
-	var e raftpb.Entry
-	if err := proto.Unmarshal(v, &e); err != nil {
-		return 0, fmt.Errorf("raftlog: group %d: entry %d: %w", l.id, i, err)
 	}
 	return e.GetTerm(), nil
 }

@@ -173,9 +173,14 @@ func (l *Log) Compact(index uint64, cs *raftpb.ConfState) error {
 	return l.commit(b, st, pebble.NoSync, "compact")
 }
 
-// commit commits b and, once it is committed, makes st the log's state. l.mu is write-locked.
-// After a failed commit the state is loaded again from Pebble at the next use.
+// commit commits b and, once it is committed, makes st the log's state; an empty b (a Ready
+// with nothing to persist) costs no fsync. l.mu is write-locked. After a failed commit the
+// state is loaded again from Pebble at the next use.
 func (l *Log) commit(b *pebble.Batch, st state, opts *pebble.WriteOptions, op string) error {
+	if b.Empty() {
+		l.st = st
+		return nil
+	}
 	if err := b.Commit(opts); err != nil {
 		l.loaded = false
 		return fmt.Errorf("raftlog: group %d: %s: %w", l.id, op, err)

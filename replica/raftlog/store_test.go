@@ -1,10 +1,13 @@
 package raftlog
 
 import (
+	"errors"
 	"math"
 	"slices"
+	"sync"
 	"testing"
 
+	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 )
 
@@ -130,4 +133,75 @@ func checkEmpty(t *testing.T, l *Log) {
 	if first, last := mustIndexes(t, l); first != 1 || last != 0 || !equalHard(hs, nil) || !equalConf(cs, nil) {
 		t.Fatalf("a deleted group: indexes %d, %d, hard state %v, conf state %v", first, last, hs, cs)
 	}
+}
+
+// TestStoreSaveNothing checks that a Ready with nothing to persist writes nothing: the group
+// has no state.
+func TestStoreSaveNothing(t *testing.T) {
+	s := openStore(t, "")
+	l := s.Group(4)
+	if err := l.Save(nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Save(&raftpb.HardState{}, []*raftpb.Entry{}, &raftpb.Snapshot{}); err != nil {
+		t.Fatal(err)
+	}
+	checkGroups(t, s, nil)
+	checkEmpty(t, l)
+}
+
+// TestStoreConcurrentUse saves in several groups at once, each written by one goroutine and
+// read by another, as raft nodes and their readers use a Store (run it with -race): every
+// read answers an entry the writer saved, or raft's errors for a range compacted or not
+// yet written.
+func TestStoreConcurrentUse(t *testing.T) {
+	s := openStore(t, "")
+	var wg sync.WaitGroup
+	for g := range uint64(4) {
+		l := s.Group(g)
+		done := make(chan struct{})
+		wg.Go(func() {
+			defer close(done)
+			for i := uint64(1); i <= 200; i++ {
+				if err := l.Save(hardState(1, 1, i-1), ents(i, i), nil); err != nil {
+					t.Error(err)
+					return
+				}
+				if i%50 == 0 {
+					if err := l.Compact(i-10, &raftpb.ConfState{Voters: []uint64{1}}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				first, err1 := l.FirstIndex()
+				last, err2 := l.LastIndex()
+				if err := errors.Join(err1, err2); err != nil {
+					t.Error(err)
+					return
+				}
+				es, err := l.Entries(first, last+1, math.MaxUint64)
+				if err != nil && !errors.Is(err, raft.ErrCompacted) && !errors.Is(err, raft.ErrUnavailable) {
+					t.Error(err)
+					return
+				}
+				for _, e := range es {
+					if e.GetTerm() != e.GetIndex() {
+						t.Errorf("group %d: entry %d of term %d", g, e.GetIndex(), e.GetTerm())
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	checkGroups(t, s, []uint64{0, 1, 2, 3})
 }
