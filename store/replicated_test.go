@@ -86,6 +86,11 @@ func TestReplicatedApplyFollowerMatchesLeader(t *testing.T) {
 	if d, by, err := follower.Stats(1, 0, 0); err != nil || d != 19 || by != 1900 {
 		t.Fatalf("follower Stats = %d, %d, %v; want the leader's buckets", d, by, err)
 	}
+	lsum, err1 := leader.Checksum()
+	fsum, err2 := follower.Checksum()
+	if err1 != nil || err2 != nil || lsum != fsum || lsum.Applied != 21 || lsum.Keys == 0 {
+		t.Fatalf("checksums: leader %+v (%v), follower %+v (%v); want equal at 21", lsum, err1, fsum, err2)
+	}
 	for _, db := range []*DB{leader, follower} {
 		if idx, term, err := db.ReplicaApplied(); err != nil || idx != 21 || term != 1 {
 			t.Fatalf("%s ReplicaApplied = %d, %d, %v; want 21, 1", db.Dir(), idx, term, err)

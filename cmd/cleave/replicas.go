@@ -146,6 +146,9 @@ func (v *clusterView) replicasChanged() {
 // Receive implements command.Replicas.
 func (v *clusterView) Receive(from string, msgs [][]byte) error { return v.host.Receive(from, msgs) }
 
+// Checksum implements command.Replicas.
+func (v *clusterView) Checksum(id int) (store.ReplicaChecksum, error) { return v.host.Checksum(id) }
+
 // LeadersChanged implements command.Replicas: closed once the executor's shards follow the
 // next change of leaders.
 func (v *clusterView) LeadersChanged() <-chan struct{} {

@@ -299,6 +299,8 @@ type Replicas interface {
 	// LeadersChanged returns a channel closed at the next change of which node serves a
 	// shard: a router answered StaleConfig for a shard whose leader changed waits on it.
 	LeadersChanged() <-chan struct{}
+	// Checksum digests this node's replica of shard id, leader or follower.
+	Checksum(id int) (store.ReplicaChecksum, error)
 }
 
 // ListenAddr is the address the server listens on, from the parsed configuration.

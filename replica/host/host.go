@@ -156,6 +156,17 @@ func (h *Host) Status(id int) (replica.Status, bool) {
 	return r.g.Status(), true
 }
 
+// Checksum digests this node's replica of shard id, leader or follower (store.DB.Checksum).
+func (h *Host) Checksum(id int) (store.ReplicaChecksum, error) {
+	h.mu.Lock()
+	r := h.hosted[id]
+	h.mu.Unlock()
+	if r == nil {
+		return store.ReplicaChecksum{}, fmt.Errorf("this node holds no replica of shard %d", id)
+	}
+	return r.db.Checksum()
+}
+
 // follow opens and starts the replicas the placement adds for this node, until Close.
 func (h *Host) follow() {
 	for {

@@ -3,7 +3,10 @@ package node
 import (
 	"context"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/cleavedb/cleave/auth"
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -13,6 +16,28 @@ import (
 func (h *Handlers) addRaftCommand(add func(*command.Command)) {
 	add(&command.Command{Name: "_cleaveRaft", Run: h.raftMessages, Action: auth.ActionInternal,
 		Help: "internal: raft messages for this node's replicas of shards"})
+	add(&command.Command{Name: "_cleaveReplicaChecksum", Run: h.replicaChecksum, Action: auth.ActionInternal,
+		Help: "internal: a digest of this node's replica of a shard, to compare the replicas of a shard"})
+}
+
+// replicaChecksum answers {_cleaveReplicaChecksum: shard} with {applied, sum, keys}.
+func (h *Handlers) replicaChecksum(_ context.Context, r *command.Request) error {
+	if h.Storage.Replicas == nil {
+		return mongoerr.New(mongoerr.NotImplemented, "this node holds no replicas of shards")
+	}
+	first, _ := bsonx.FirstElement(r.Body)
+	id, ok := bsonx.NumberAsInt64(first.Value())
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "_cleaveReplicaChecksum takes a shard number")
+	}
+	sum, err := h.Storage.Replicas.Checksum(int(id))
+	if err != nil {
+		return mongoerr.Wrap(err, mongoerr.ShardNotFound, "%v", err)
+	}
+	r.Out = bsoncore.AppendInt64Element(r.Out, "applied", int64(sum.Applied))
+	r.Out = bsoncore.AppendInt64Element(r.Out, "sum", int64(sum.Sum))
+	r.Out = bsoncore.AppendInt64Element(r.Out, "keys", sum.Keys)
+	return nil
 }
 
 // raftMessages hands the messages to this node's replicas.

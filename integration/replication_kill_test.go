@@ -1,0 +1,240 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+
+	"github.com/cleavedb/cleave/cluster/etcdtest"
+)
+
+// replicatedNodes starts an embedded 3-member etcd and n nodes with --replicas 3 (and extra
+// flags), each listening on a port fixed for the test, so that a client's seed list of every
+// node stays right across restarts. It waits until every shard has three healthy replicas.
+func replicatedNodes(t *testing.T, n int, extra ...string) (*etcdtest.Cluster, []*server, string) {
+	t.Helper()
+	etcd := etcdtest.Start(t, 3)
+	var nodes []*server
+	var addrs []string
+	for i := range n {
+		port := freePort(t)
+		addrs = append(addrs, port)
+		nodes = append(nodes, startServer(t, append([]string{"--etcd", strings.Join(etcd.Endpoints(), ","),
+			"--node-name", fmt.Sprintf("node-%c", 'a'+i), "--etcd-lease-ttl", "2s", "--listen", port,
+			"--replicas", "3"}, extra...)...))
+	}
+	c := nodes[0].client(t)
+	waitReplicated(t, c, n, 3, 60*time.Second)
+	return etcd, nodes, "mongodb://" + strings.Join(addrs, ",") + "/"
+}
+
+// freePort returns a loopback address whose port was free a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+// killLog is what the writers of TestReplicationKillChaos saw.
+type killLog struct {
+	mu        sync.Mutex
+	acked     map[int64]bool // acknowledged inserts
+	unknown   map[int64]bool // inserts that failed: they may or may not be there
+	lastOK    time.Time
+	okSince   map[int]time.Time // per writer, its last acknowledged insert
+	failures  int
+	lastError string
+}
+
+func (l *killLog) note(w int, id int64, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		l.unknown[id] = true
+		l.failures++
+		l.lastError = err.Error()
+		return
+	}
+	l.acked[id] = true
+	l.lastOK = time.Now()
+	l.okSince[w] = l.lastOK
+}
+
+// resumed waits until every writer had an insert acknowledged after t0, and returns how long
+// after t0 the last of them did (or false after timeout).
+func (l *killLog) resumed(t0 time.Time, writers int, timeout time.Duration) (time.Duration, bool) {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		l.mu.Lock()
+		var last time.Time
+		all := len(l.okSince) == writers
+		for _, ts := range l.okSince {
+			if ts.Before(t0) {
+				all = false
+			}
+			if ts.After(last) {
+				last = ts
+			}
+		}
+		l.mu.Unlock()
+		if all {
+			return last.Sub(t0), true
+		}
+	}
+	return 0, false
+}
+
+// TestReplicationKillChaos: 8 clients insert (retryable, w: "majority", unique _ids) through
+// every node of a 3-node cluster with --replicas 3 while a random node, shard leaders
+// included, is SIGKILLed and restarted 5 s later, round after round. Afterwards every
+// acknowledged document is there exactly once, the replicas of each shard hold the same data,
+// and validate is clean; the test log shows how long writes took to flow again after each
+// kill. CLEAVE_LONG=1 runs 20 rounds 10 s apart (make replication-chaos); CI runs 3.
+func TestReplicationKillChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill rounds are slow")
+	}
+	rounds, every := 3, 6*time.Second
+	if os.Getenv("CLEAVE_LONG") != "" {
+		rounds, every = 20, 10*time.Second
+	}
+	_, nodes, seeds := replicatedNodes(t, 3)
+	admin := nodes[0].client(t)
+	ns := dbName(t) + ".docs"
+	shardColl(t, admin, ns, "tenant", bson.E{Key: "numInitialChunks", Value: 6})
+	const writers = 8
+	log := &killLog{acked: map[int64]bool{}, unknown: map[int64]bool{}, okSince: map[int]time.Time{}}
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for w := range writers {
+		cl, err := mongo.Connect(options.Client().ApplyURI(seeds).SetRetryWrites(true).
+			SetWriteConcern(writeconcern.Majority()).SetTimeout(20 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cl.Disconnect(context.Background()) })
+		coll := cl.Database(dbName(t)).Collection("docs")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seq := int64(0); ctx.Err() == nil; seq++ {
+				id := int64(w)<<32 | seq
+				_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "tenant", Value: fmt.Sprintf("t%d", rand.IntN(1000))}})
+				if ctx.Err() != nil { // stopped in flight: it may or may not be there
+					log.note(w, id, ctx.Err())
+					return
+				}
+				log.note(w, id, err)
+			}
+		}()
+	}
+	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	var resume []time.Duration
+	for round := range rounds {
+		time.Sleep(every / 2)
+		victim := rnd.IntN(len(nodes))
+		kill := time.Now()
+		nodes[victim].kill()
+		took, ok := log.resumed(kill, writers, 30*time.Second)
+		if !ok {
+			t.Fatalf("round %d: writes did not resume within 30s of killing node %d (last error: %s)", round, victim, log.lastError)
+		}
+		resume = append(resume, took)
+		time.Sleep(max(5*time.Second-time.Since(kill), 0))
+		nodes[victim].restart()
+		t.Logf("round %d: killed node %d; every writer acknowledged again after %v", round, victim, took.Round(time.Millisecond))
+		time.Sleep(every / 2)
+	}
+	stop()
+	wg.Wait()
+	log.failures -= writers // the writers stopped in flight
+	slices.Sort(resume)
+	t.Logf("%d rounds: %d inserts acknowledged, %d failed (may or may not be there); writes resumed after a kill in %v (median), %v (max)",
+		rounds, len(log.acked), log.failures, resume[len(resume)/2].Round(time.Millisecond), resume[len(resume)-1].Round(time.Millisecond))
+	c := nodes[0].client(t)
+	waitReplicated(t, c, 3, 3, 60*time.Second)
+	checkAckedOnce(t, c.Database(dbName(t)).Collection("docs"), log)
+	checkReplicasAgree(t, nodes)
+	validateClean(t, c.Database(dbName(t)), "docs", "after the kills")
+}
+
+// checkAckedOnce checks that every acknowledged _id is in coll once and that every other
+// document is one whose insert failed.
+func checkAckedOnce(t *testing.T, coll *mongo.Collection, log *killLog) {
+	t.Helper()
+	cur, err := coll.Find(context.Background(), bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]int{}
+	for cur.Next(context.Background()) {
+		seen[cur.Current.Lookup("_id").Int64()]++
+	}
+	if err := cur.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("_id %d found %d times", id, n)
+		}
+		if !log.acked[id] && !log.unknown[id] {
+			t.Errorf("_id %d is there but was never written", id)
+		}
+	}
+	for id := range log.acked {
+		if seen[id] == 0 {
+			t.Errorf("acknowledged _id %d is missing", id)
+		}
+	}
+}
+
+// replicaSum is one node's _cleaveReplicaChecksum answer for a shard.
+type replicaSum struct {
+	Applied int64 `bson:"applied"`
+	Sum     int64 `bson:"sum"`
+	Keys    int64 `bson:"keys"`
+}
+
+// checkReplicasAgree waits until the three replicas of every shard applied the same entries
+// and checks that they then hold the same data (the same digest).
+func checkReplicasAgree(t *testing.T, nodes []*server) {
+	t.Helper()
+	clients := make([]*mongo.Client, len(nodes))
+	for i, s := range nodes {
+		clients[i] = s.client(t)
+	}
+	for shard := range len(nodes) {
+		var sums []replicaSum
+		waitFor(t, 30*time.Second, fmt.Sprintf("shard %d's replicas at one applied index", shard), func() bool {
+			sums = sums[:0]
+			for _, c := range clients {
+				var s replicaSum
+				if err := c.Database("admin").RunCommand(context.Background(), bson.D{{Key: "_cleaveReplicaChecksum", Value: shard}}).Decode(&s); err != nil {
+					t.Fatalf("_cleaveReplicaChecksum %d: %v", shard, err)
+				}
+				sums = append(sums, s)
+			}
+			return sums[0].Applied == sums[1].Applied && sums[1].Applied == sums[2].Applied
+		})
+		if sums[0] != sums[1] || sums[1] != sums[2] {
+			t.Fatalf("shard %d's replicas differ at applied index %d: %+v", shard, sums[0].Applied, sums)
+		}
+		t.Logf("shard %d: 3 replicas agree at applied index %d (%d keys)", shard, sums[0].Applied, sums[0].Keys)
+	}
+}
