@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 )
 
 // LogStore is a group's raft log on this node (replica/raftlog's Log): raft's Storage plus
@@ -21,6 +22,8 @@ type LogStore interface {
 	Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Snapshot) error
 	// SetConfState records the configuration after a configuration change was applied.
 	SetConfState(cs *raftpb.ConfState) error
+	// Compact discards the entries up to index, remembering cs as the configuration there.
+	Compact(index uint64, cs *raftpb.ConfState) error
 }
 
 // StateMachine is what a group's committed entries are applied to: a shard's store.DB.
@@ -31,6 +34,13 @@ type StateMachine interface {
 	ApplyReplicated(index, term uint64, data []byte) error
 	// ReplicaApplied returns the index and term of the last entry applied.
 	ReplicaApplied() (index, term uint64, err error)
+	// SyncApplied makes what was applied durable and returns the index it covers: the log
+	// may be truncated up to it.
+	SyncApplied() (uint64, error)
+	// InstallSnapshot replaces the state with the leader's, received out of band for the
+	// snapshot meta describes before its message was stepped (the transport stages it); the
+	// state installed has applied meta's index or more. An error stops the replica.
+	InstallSnapshot(meta *raftpb.SnapshotMetadata) error
 }
 
 // Transport carries a group's messages to the other replicas (each message's To is a replica
@@ -60,6 +70,11 @@ type Config struct {
 	// committed before its term, before it serves (store.DB.ReloadDerived); an error keeps
 	// it from serving and makes it step down.
 	BeforeServe func() error
+	// CompactEvery is how many entries are applied between truncations of the log (default
+	// 10,000); CompactKeep how many entries below the durable applied index a truncation
+	// keeps (default 5,000), so that a follower a little behind catches up from the log
+	// rather than from a snapshot.
+	CompactEvery, CompactKeep uint64
 	// OnChange, when set, is called (from the group's goroutine: it must not block) after
 	// the replica starts or stops serving, or learns of another leader.
 	OnChange func(Status)
@@ -90,6 +105,16 @@ type Group struct {
 	appliedTerm uint64 // the term of the entry at applied: the group's goroutine's own
 	serving     atomic.Bool
 	stopped     atomic.Bool
+	// compacted is the applied index at the last truncation (the group's goroutine's own);
+	// compacting is set while the compactor runs. conf is the configuration as of the last
+	// configuration change applied, at index conf.index.
+	compacted  uint64
+	compacting atomic.Bool
+	conf       struct {
+		sync.Mutex
+		index uint64
+		cs    *raftpb.ConfState
+	}
 }
 
 // ErrStopped is returned by the operations of a stopped group.
@@ -107,6 +132,12 @@ func Start(cfg Config) (*Group, error) {
 	if cfg.HeartbeatTicks <= 0 {
 		cfg.HeartbeatTicks = 1
 	}
+	if cfg.CompactEvery == 0 {
+		cfg.CompactEvery = 10_000
+	}
+	if cfg.CompactKeep == 0 {
+		cfg.CompactKeep = 5_000
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
@@ -114,10 +145,32 @@ func Start(cfg Config) (*Group, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replica %d of group %d: reading the applied state: %w", cfg.Replica, cfg.Group, err)
 	}
+	hs, cs, err := cfg.Log.InitialState()
+	if err != nil {
+		return nil, fmt.Errorf("replica %d of group %d: reading the log: %w", cfg.Replica, cfg.Group, err)
+	}
+	// A state installed from a snapshot may be ahead of the log's commit index until the
+	// snapshot's own entry is saved: raft delivers from the commit index, and the state
+	// machine skips what it holds already.
+	rawApplied := min(applied, hs.GetCommit())
+	if first, err := cfg.Log.FirstIndex(); err == nil && rawApplied+1 < first {
+		return nil, fmt.Errorf("replica %d of group %d: the state machine applied up to %d but the log starts at %d",
+			cfg.Replica, cfg.Group, applied, first)
+	}
 	log := cfg.Logger.With(zap.Uint64("group", cfg.Group), zap.Uint64("replica", cfg.Replica))
+	g := &Group{cfg: cfg, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	g.props.init(cfg.Replica)
+	g.applied.Store(applied)
+	g.appliedTerm = appliedTerm
+	g.compacted = applied
+	// The configuration read is the latest the log recorded, which a crash may have left
+	// ahead of the state machine: it is the configuration as of the commit index at most,
+	// and no snapshot is offered until then (groupStorage.Snapshot).
+	g.conf.index, g.conf.cs = max(applied, hs.GetCommit()), proto.Clone(cs).(*raftpb.ConfState)
+	g.status.Store(&Status{Group: cfg.Group, Replica: cfg.Replica, Applied: applied})
 	rn, err := raft.NewRawNode(&raft.Config{
 		ID: cfg.Replica, ElectionTick: cfg.ElectionTicks, HeartbeatTick: cfg.HeartbeatTicks,
-		Storage: cfg.Log, Applied: applied, MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256,
+		Storage: groupStorage{LogStore: cfg.Log, g: g}, Applied: rawApplied, MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256,
 		MaxUncommittedEntriesSize: 1 << 30, CheckQuorum: true, PreVote: true, DisableProposalForwarding: true,
 		Logger: raftLogger{log.Sugar().Named("raft")},
 	})
@@ -127,11 +180,7 @@ func Start(cfg Config) (*Group, error) {
 	if err := bootstrap(rn, cfg); err != nil {
 		return nil, err
 	}
-	g := &Group{cfg: cfg, log: log, rn: rn, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	g.props.init(cfg.Replica)
-	g.applied.Store(applied)
-	g.appliedTerm = appliedTerm
-	g.status.Store(&Status{Group: cfg.Group, Replica: cfg.Replica, Applied: applied})
+	g.rn = rn
 	go g.run()
 	return g, nil
 }
@@ -200,6 +249,18 @@ func (g *Group) ReportUnreachable(id uint64) {
 	g.mu.Lock()
 	g.rn.ReportUnreachable(id)
 	g.mu.Unlock()
+}
+
+// ReportSnapshot tells the leader how sending a snapshot to replica to ended.
+func (g *Group) ReportSnapshot(to uint64, failed bool) {
+	status := raft.SnapshotFinish
+	if failed {
+		status = raft.SnapshotFailure
+	}
+	g.mu.Lock()
+	g.rn.ReportSnapshot(to, status)
+	g.mu.Unlock()
+	g.kick()
 }
 
 // TransferLeadership asks the leader to hand leadership to replica to.

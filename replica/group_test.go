@@ -43,6 +43,14 @@ func (m *memLog) Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.S
 	return nil
 }
 
+// Compact truncates the log as raftlog does: MemoryStorage needs a snapshot there first.
+func (m *memLog) Compact(index uint64, cs *raftpb.ConfState) error {
+	if _, err := m.CreateSnapshot(index, cs, nil); err != nil {
+		return err
+	}
+	return m.MemoryStorage.Compact(index)
+}
+
 func (m *memLog) SetConfState(cs *raftpb.ConfState) error {
 	m.mu.Lock()
 	m.cs = proto.Clone(cs).(*raftpb.ConfState)
@@ -66,6 +74,35 @@ type recorder struct {
 	applied uint64
 	term    uint64
 	data    []string
+	// staged is the leader's state a snapshot's message brought (memNet stages it).
+	staged *recorder
+	// installed counts the snapshots installed.
+	installed int
+}
+
+func (r *recorder) SyncApplied() (uint64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.applied, nil
+}
+
+func (r *recorder) InstallSnapshot(meta *raftpb.SnapshotMetadata) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.staged == nil || r.staged.applied < meta.GetIndex() {
+		return fmt.Errorf("no staged state for the snapshot at %d", meta.GetIndex())
+	}
+	r.applied, r.term, r.data = r.staged.applied, r.staged.term, r.staged.data
+	r.staged = nil
+	r.installed++
+	return nil
+}
+
+// clone copies the recorder's state, as a checkpoint does.
+func (r *recorder) clone() *recorder {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return &recorder{applied: r.applied, term: r.term, data: slices.Clone(r.data)}
 }
 
 func (r *recorder) ApplyReplicated(index, term uint64, data []byte) error {
@@ -114,8 +151,21 @@ func (n *memNet) Send(_ uint64, msgs []*raftpb.Message) {
 	for _, m := range msgs {
 		n.mu.Lock()
 		to := n.groups[m.GetTo()]
+		from := n.groups[m.GetFrom()]
 		lost := n.cut[m.GetFrom()] != n.cut[m.GetTo()] || n.rnd.Float64() < n.drop
 		n.mu.Unlock()
+		if m.GetType() == raftpb.MsgSnap && from != nil {
+			// The snapshot's data travels out of band, before its message: the leader's
+			// state as it is now (its applied index is at least the snapshot's).
+			if to != nil && !lost {
+				to.cfg.SM.(*recorder).mu.Lock()
+				to.cfg.SM.(*recorder).staged = from.cfg.SM.(*recorder).clone()
+				to.cfg.SM.(*recorder).mu.Unlock()
+				to.Step(proto.Clone(m).(*raftpb.Message))
+			}
+			go from.ReportSnapshot(m.GetTo(), to == nil || lost)
+			continue
+		}
 		if to != nil && !lost {
 			to.Step(proto.Clone(m).(*raftpb.Message))
 		}
@@ -160,10 +210,18 @@ type cluster struct {
 	t    *testing.T
 	net  *memNet
 	reps map[uint64]*testReplica
+	// compactEvery and compactKeep are the groups' (0: the defaults).
+	compactEvery, compactKeep uint64
 }
 
 func newCluster(t *testing.T, ids ...uint64) *cluster {
-	c := &cluster{t: t, net: newMemNet(), reps: map[uint64]*testReplica{}}
+	return newClusterCompacting(t, 0, 0, ids...)
+}
+
+// newClusterCompacting is newCluster whose groups truncate their logs every compactEvery
+// entries, keeping compactKeep.
+func newClusterCompacting(t *testing.T, compactEvery, compactKeep uint64, ids ...uint64) *cluster {
+	c := &cluster{t: t, net: newMemNet(), reps: map[uint64]*testReplica{}, compactEvery: compactEvery, compactKeep: compactKeep}
 	for _, id := range ids {
 		c.reps[id] = &testReplica{id: id, log: newMemLog(), sm: &recorder{}}
 		c.start(id, ids)
@@ -187,7 +245,7 @@ func (c *cluster) start(id uint64, peers []uint64) {
 		c.reps[id] = r
 	}
 	g, err := Start(Config{Group: 7, Replica: id, Log: r.log, SM: r.sm, Net: c.net, Peers: peers,
-		Tick: 5 * time.Millisecond, ElectionTicks: 10})
+		Tick: 5 * time.Millisecond, ElectionTicks: 10, CompactEvery: c.compactEvery, CompactKeep: c.compactKeep})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -362,4 +420,47 @@ func TestGroupAddReplicas(t *testing.T) {
 	c.stop(first.id)
 	c.propose("two")
 	c.converge(append(payloads(0, 20), "three", "two"))
+}
+
+// TestGroupSnapshotCatchUp: logs are truncated as entries are applied; a replica added after
+// the truncation, and one that was stopped while the others went past it, catch up from a
+// snapshot of the leader's state and then from the log.
+func TestGroupSnapshotCatchUp(t *testing.T) {
+	c := newClusterCompacting(t, 20, 5, 1, 2, 3)
+	for _, p := range payloads(0, 30) {
+		c.propose(p)
+	}
+	c.converge(payloads(0, 30))
+	lagging := c.leader().id%3 + 1 // a follower
+	c.stop(lagging)
+	for _, p := range payloads(30, 120) {
+		c.propose(p)
+	}
+	leader := c.leader()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+	waitFor("the leader's log truncated past the stopped replica", func() bool {
+		first, _ := leader.log.FirstIndex()
+		applied, _, _ := c.reps[lagging].sm.ReplicaApplied()
+		return first > applied+1
+	})
+	c.start(lagging, nil)
+	c.start(4, nil)
+	cc := &raftpb.ConfChangeV2{Changes: []*raftpb.ConfChangeSingle{{Type: raftpb.ConfChangeType_ConfChangeAddNode.Enum(), NodeId: proto.Uint64(4)}}}
+	if err := leader.g.ChangeConf(t.Context(), cc); err != nil {
+		t.Fatal(err)
+	}
+	c.propose("last")
+	c.converge(append(payloads(0, 120), "last"))
+	for _, id := range []uint64{lagging, 4} {
+		if n := c.reps[id].sm.installed; n == 0 {
+			t.Errorf("replica %d caught up without a snapshot: the test did not truncate enough", id)
+		}
+	}
 }

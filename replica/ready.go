@@ -23,11 +23,21 @@ func (g *Group) handleReady() bool {
 	rd := g.rn.Ready()
 	g.mu.Unlock()
 	if !raft.IsEmptySnap(rd.Snapshot) {
-		// Logs are not truncated yet, so no leader sends a snapshot; one would carry no
-		// data that this replica could install.
-		g.log.Error("received a raft snapshot, which this version cannot install: ignoring it",
-			zap.Uint64("index", rd.Snapshot.GetMetadata().GetIndex()))
-		rd.Snapshot = nil
+		// The state comes first: once the log records the snapshot, its entries are gone.
+		meta := rd.Snapshot.GetMetadata()
+		if err := g.cfg.SM.InstallSnapshot(meta); err != nil {
+			g.log.Fatal("cannot install a snapshot: stopping the server", zap.Uint64("index", meta.GetIndex()), zap.Error(err))
+		}
+		applied, term, err := g.cfg.SM.ReplicaApplied()
+		if err != nil {
+			g.log.Fatal("cannot read the applied state of an installed snapshot", zap.Error(err))
+		}
+		g.applied.Store(applied)
+		g.appliedTerm, g.compacted = term, applied
+		g.conf.Lock()
+		g.conf.index, g.conf.cs = meta.GetIndex(), proto.Clone(meta.GetConfState()).(*raftpb.ConfState)
+		g.conf.Unlock()
+		g.log.Info("installed a snapshot", zap.Uint64("index", meta.GetIndex()), zap.Uint64("applied", applied))
 	}
 	if err := g.cfg.Log.Save(rd.HardState, rd.Entries, rd.Snapshot); err != nil {
 		// Fail-stop, as for a failed WAL write: a replica that cannot persist its log must not
@@ -37,20 +47,30 @@ func (g *Group) handleReady() bool {
 	if len(rd.Messages) > 0 {
 		g.cfg.Net.Send(g.cfg.Group, rd.Messages)
 	}
+	var done []uint64
 	for _, e := range rd.CommittedEntries {
-		g.apply(e)
+		if seq, mine := g.apply(e); mine {
+			done = append(done, seq)
+		}
 	}
 	g.mu.Lock()
 	g.rn.Advance(rd)
 	bs := g.rn.BasicStatus()
 	g.mu.Unlock()
+	// Proposers are answered once raft knows their entries applied: a configuration change
+	// proposed right after another is refused while raft still counts the first pending.
+	for _, seq := range done {
+		g.props.done(seq, nil)
+	}
 	g.updateStatus(bs)
+	g.maybeCompact()
 	return true
 }
 
-// apply applies one committed entry and wakes its proposer if it waits here.
-func (g *Group) apply(e *raftpb.Entry) {
-	var owner, seq uint64
+// apply applies one committed entry and returns its proposal's sequence number when this
+// replica proposed it.
+func (g *Group) apply(e *raftpb.Entry) (seq uint64, mine bool) {
+	var owner uint64
 	var payload []byte
 	switch e.GetType() {
 	case raftpb.EntryNormal:
@@ -61,11 +81,11 @@ func (g *Group) apply(e *raftpb.Entry) {
 	if err := g.cfg.SM.ApplyReplicated(e.GetIndex(), e.GetTerm(), payload); err != nil {
 		g.log.Fatal("cannot apply a committed entry: stopping the server", zap.Uint64("index", e.GetIndex()), zap.Error(err))
 	}
-	g.applied.Store(e.GetIndex())
-	g.appliedTerm = e.GetTerm()
-	if owner == g.cfg.Replica {
-		g.props.done(seq, nil)
+	if e.GetIndex() > g.applied.Load() { // entries below a snapshot's state are skipped
+		g.applied.Store(e.GetIndex())
+		g.appliedTerm = e.GetTerm()
 	}
+	return seq, owner == g.cfg.Replica
 }
 
 // applyConfChange applies a configuration change entry and returns its proposer.
@@ -85,6 +105,9 @@ func (g *Group) applyConfChange(e *raftpb.Entry) (owner, seq uint64) {
 	if err := g.cfg.Log.SetConfState(cs); err != nil {
 		g.log.Fatal("cannot persist the group's configuration", zap.Error(err))
 	}
+	g.conf.Lock()
+	g.conf.index, g.conf.cs = e.GetIndex(), proto.Clone(cs).(*raftpb.ConfState)
+	g.conf.Unlock()
 	g.log.Info("group configuration changed", zap.Uint64s("voters", cs.GetVoters()), zap.Uint64s("learners", cs.GetLearners()),
 		zap.Uint64("index", e.GetIndex()))
 	owner, seq, _ = decodeProposal(cc.AsV2().GetContext())

@@ -220,3 +220,16 @@ func (db *DB) Checksum() (ReplicaChecksum, error) {
 	out.Sum = h.Sum64()
 	return out, it.Close()
 }
+
+// Checkpoint writes a consistent copy of the DB to dir, which must not exist (a Pebble
+// checkpoint: sstables hard-linked where the file system allows, the WAL flushed first): a
+// replica's state at its applied index or later, which a lagging or new replica installs.
+func (db *DB) Checkpoint(dir string) error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	if err := db.pdb.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
+		return fmt.Errorf("store: checkpoint of %s: %w", db.dir, err)
+	}
+	return nil
+}

@@ -37,6 +37,8 @@ type ClusterConfig struct {
 	// its replicas are made again elsewhere.
 	Replicas         int
 	ReplicaDeadAfter time.Duration
+	// RaftLogKeep is how many entries a shard's raft log keeps when it is truncated.
+	RaftLogKeep int
 }
 
 // clusterFlags registers the cluster flags on fs.
@@ -48,11 +50,15 @@ func (c *ClusterConfig) clusterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.EtcdPrefix, "etcd-prefix", env("ETCD_PREFIX", "/cleave"), "where the cluster's keys live in etcd")
 	fs.IntVar(&c.Replicas, "replicas", envInt("REPLICAS", 1), "copies of each shard the cluster keeps, each shard a raft group (1: a single copy on its node; needs --etcd above 1)")
 	fs.DurationVar(&c.ReplicaDeadAfter, "replica-dead-after", envDuration("REPLICA_DEAD_AFTER", 5*time.Minute), "how long a node may be gone before its replicas of shards are made again on other nodes (0: never)")
+	fs.IntVar(&c.RaftLogKeep, "raft-log-keep", envInt("RAFT_LOG_KEEP", 5000), "entries a shard's raft log keeps when it is truncated (every twice as many): a replica further behind catches up from a snapshot")
 	fs.StringVar(&c.KeyFile, "keyFile", env("KEYFILE", ""), "the cluster's key file (mongod's security.keyFile): 6 to 1024 base64 characters, whitespace ignored, not readable by group or others, the same on every node; nodes authenticate to each other as __system with it; implies --auth")
 }
 
 // validateCluster checks the cluster flags.
 func (c *ClusterConfig) validateCluster() error {
+	if c.RaftLogKeep < 1 {
+		return fmt.Errorf("--raft-log-keep %d: at least 1", c.RaftLogKeep)
+	}
 	if c.Replicas < 1 || c.Replicas > 7 {
 		return fmt.Errorf("--replicas %d: from 1 to 7", c.Replicas)
 	}

@@ -69,6 +69,7 @@ func openReplicated(cfg *Config, listen net.Addr, st *exec.Storage, logger *zap.
 	pool := wire.NewPool(wire.ClientOptions{Hello: exec.InternalHello(cfg.Cluster.key), TLS: internalTLSConfig(tc)})
 	h, err := host.Start(host.Options{
 		Node: node, Dir: cfg.Dir, Replicas: cfg.Cluster.Replicas, DeadAfter: cfg.Cluster.ReplicaDeadAfter,
+		LogKeep: uint64(cfg.Cluster.RaftLogKeep),
 		Logger: logger, Call: host.PoolCaller(pool), OnChange: v.replicasChanged,
 		OpenStore: func(dir string, shard int) (*store.DB, error) {
 			return store.Open(storeOptions(cfg, cache, dir, logger.Named("store").With(zap.Int("shard", shard))))
@@ -145,6 +146,11 @@ func (v *clusterView) replicasChanged() {
 
 // Receive implements command.Replicas.
 func (v *clusterView) Receive(from string, msgs [][]byte) error { return v.host.Receive(from, msgs) }
+
+// ReceiveSnapshot implements command.Replicas.
+func (v *clusterView) ReceiveSnapshot(shard, to uint64, phase, file string, offset int64, data, msg []byte) error {
+	return v.host.ReceiveSnapshot(shard, to, phase, file, offset, data, msg)
+}
 
 // Checksum implements command.Replicas.
 func (v *clusterView) Checksum(id int) (store.ReplicaChecksum, error) { return v.host.Checksum(id) }

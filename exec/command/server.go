@@ -301,6 +301,9 @@ type Replicas interface {
 	LeadersChanged() <-chan struct{}
 	// Checksum digests this node's replica of shard id, leader or follower.
 	Checksum(id int) (store.ReplicaChecksum, error)
+	// ReceiveSnapshot takes a chunk of a snapshot for this node's replica to of a shard
+	// (_cleaveRaftSnapshot, replica/host).
+	ReceiveSnapshot(shard, to uint64, phase, file string, offset int64, data, msg []byte) error
 }
 
 // ListenAddr is the address the server listens on, from the parsed configuration.

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -42,6 +43,9 @@ type Options struct {
 	Logger *zap.Logger
 	// Tick is raft's tick (default 100ms).
 	Tick time.Duration
+	// LogKeep is how many entries a group's log keeps below the applied index when it is
+	// truncated, which it is every 2×LogKeep entries (0: replica's defaults).
+	LogKeep uint64
 	// OnChange is called (never concurrently with itself, and never while holding the
 	// Host's locks) after the set of shards this node serves, or a shard's leader, changed.
 	OnChange func()
@@ -67,13 +71,17 @@ type Host struct {
 	absent  map[string]time.Time // nodes seen absent, since when (reconcile's)
 }
 
-// hosted is one replica this node holds.
+// hosted is one replica this node holds. Its store changes when it installs a snapshot
+// (snapshot.go): read it through store().
 type hosted struct {
 	shard int
 	id    uint64
-	db    *store.DB
+	db    atomic.Pointer[store.DB]
 	g     *replica.Group
 }
+
+// store returns the replica's store.
+func (r *hosted) store() *store.DB { return r.db.Load() }
 
 // Start opens the node's raft logs and the replicas the placement gives this node, and
 // follows the placement from then on.
@@ -111,7 +119,7 @@ func (h *Host) Close() {
 	h.mu.Unlock()
 	for _, r := range all {
 		r.g.Stop()
-		if err := r.db.Close(); err != nil && !errors.Is(err, store.ErrClosed) {
+		if err := r.store().Close(); err != nil && !errors.Is(err, store.ErrClosed) {
 			h.log.Warn("cannot close a replica's store", zap.Int("shard", r.shard), zap.Error(err))
 		}
 	}
@@ -128,7 +136,7 @@ func (h *Host) Serving(id int) (*store.DB, bool) {
 	if r == nil || !r.g.Serving() {
 		return nil, false
 	}
-	return r.db, true
+	return r.store(), true
 }
 
 // ServingShards returns the ids of the shards this node serves, in increasing order.
@@ -164,7 +172,7 @@ func (h *Host) Checksum(id int) (store.ReplicaChecksum, error) {
 	if r == nil {
 		return store.ReplicaChecksum{}, fmt.Errorf("this node holds no replica of shard %d", id)
 	}
-	return r.db.Checksum()
+	return r.store().Checksum()
 }
 
 // follow opens and starts the replicas the placement adds for this node, until Close.
@@ -249,19 +257,23 @@ func (h *Host) startReplica(id int, r cluster.Replica, alone bool) error {
 		go h.dropLost(id, r.ID)
 		return nil
 	}
+	if err := h.finishSwap(id); err != nil {
+		return err
+	}
 	db, err := h.opts.OpenStore(h.replicaDir(id), id)
 	if err != nil {
 		return fmt.Errorf("cannot open the store of shard %d's replica: %w", id, err)
 	}
-	hr := &hosted{shard: id, id: r.ID, db: db}
+	hr := &hosted{shard: id, id: r.ID}
+	hr.db.Store(db)
 	var peers []uint64
 	if alone {
 		peers = []uint64{r.ID}
 	}
 	g, err := replica.Start(replica.Config{
-		Group: uint64(id), Replica: r.ID, Log: log, SM: db, Net: h.net, Peers: peers,
-		Logger: h.opts.Logger, Tick: h.opts.Tick,
-		BeforeServe: db.ReloadDerived,
+		Group: uint64(id), Replica: r.ID, Log: log, SM: replicaSM{h: h, r: hr}, Net: h.net, Peers: peers,
+		Logger: h.opts.Logger, Tick: h.opts.Tick, CompactKeep: h.opts.LogKeep, CompactEvery: 2 * h.opts.LogKeep,
+		BeforeServe: func() error { return hr.store().ReloadDerived() },
 		OnChange:    func(st replica.Status) { h.onChange(hr, st) },
 	})
 	if err != nil {
@@ -280,7 +292,7 @@ func (h *Host) startReplica(id int, r cluster.Replica, alone bool) error {
 // remove stops a replica the placement no longer gives this node and deletes its data.
 func (h *Host) remove(r *hosted) {
 	r.g.Stop()
-	if err := r.db.Close(); err != nil {
+	if err := r.store().Close(); err != nil {
 		h.log.Warn("cannot close a removed replica's store", zap.Int("shard", r.shard), zap.Error(err))
 	}
 	if err := h.logs.DeleteGroup(uint64(r.shard)); err != nil {
@@ -324,7 +336,7 @@ func (h *Host) serve(r *hosted, st replica.Status) {
 		h.log.Warn("cannot publish this node as a shard's leader", zap.Int("shard", r.shard), zap.Error(err))
 	}
 	if h.opts.AfterServe != nil {
-		h.opts.AfterServe(r.shard, r.db)
+		h.opts.AfterServe(r.shard, r.store())
 	}
 }
 

@@ -76,6 +76,10 @@ func newTransport(h *Host) *transport { return &transport{h: h, peers: map[strin
 // Send implements replica.Transport.
 func (t *transport) Send(group uint64, msgs []*raftpb.Message) {
 	for _, m := range msgs {
+		if m.GetType() == raftpb.MsgSnap {
+			go t.h.sendSnapshot(group, m) // the state first, then the message (snapshot.go)
+			continue
+		}
 		t.h.mu.Lock()
 		node := t.h.nodeOf[m.GetTo()]
 		t.h.mu.Unlock()

@@ -16,6 +16,8 @@ import (
 func (h *Handlers) addRaftCommand(add func(*command.Command)) {
 	add(&command.Command{Name: "_cleaveRaft", Run: h.raftMessages, Action: auth.ActionInternal,
 		Help: "internal: raft messages for this node's replicas of shards"})
+	add(&command.Command{Name: "_cleaveRaftSnapshot", Run: h.raftSnapshot, Action: auth.ActionInternal,
+		Help: "internal: a chunk of a snapshot for this node's replica of a shard"})
 	add(&command.Command{Name: "_cleaveReplicaChecksum", Run: h.replicaChecksum, Action: auth.ActionInternal,
 		Help: "internal: a digest of this node's replica of a shard, to compare the replicas of a shard"})
 }
@@ -64,6 +66,26 @@ func (h *Handlers) raftMessages(_ context.Context, r *command.Request) error {
 	}
 	if err := h.Storage.Replicas.Receive(from, msgs); err != nil {
 		return mongoerr.Wrap(err, mongoerr.BadValue, "_cleaveRaft: %v", err)
+	}
+	return nil
+}
+
+// raftSnapshot hands a snapshot's chunk to this node's replica: {_cleaveRaftSnapshot: shard,
+// to, phase, file, offset, data, msg}.
+func (h *Handlers) raftSnapshot(_ context.Context, r *command.Request) error {
+	if h.Storage.Replicas == nil {
+		return mongoerr.New(mongoerr.NotImplemented, "this node holds no replicas of shards")
+	}
+	first, _ := bsonx.FirstElement(r.Body)
+	shard, _ := bsonx.NumberAsInt64(first.Value())
+	to, _ := r.Body.Lookup("to").Int64OK()
+	phase, _ := r.Body.Lookup("phase").StringValueOK()
+	file, _ := r.Body.Lookup("file").StringValueOK()
+	off, _ := r.Body.Lookup("offset").Int64OK()
+	_, data, _ := r.Body.Lookup("data").BinaryOK()
+	_, msg, _ := r.Body.Lookup("msg").BinaryOK()
+	if err := h.Storage.Replicas.ReceiveSnapshot(uint64(shard), uint64(to), phase, file, off, data, msg); err != nil {
+		return mongoerr.Wrap(err, mongoerr.BadValue, "_cleaveRaftSnapshot: %v", err)
 	}
 	return nil
 }
