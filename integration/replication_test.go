@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -10,6 +11,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/wire"
 )
 
 // shardReplicas is what listShards shows of a replicated shard.
@@ -146,5 +150,138 @@ func TestReplicationFailover(t *testing.T) {
 		if err != nil || n != 450 {
 			t.Fatalf("count through node %d = %d, %v; want 450", i, n, err)
 		}
+	}
+}
+
+// shardOfLeader returns the index in nodes of the node leading listShards' shard s.
+func shardLeaderIndex(t *testing.T, c *mongo.Client, s int) int {
+	t.Helper()
+	var idx int
+	waitFor(t, 30*time.Second, fmt.Sprintf("a leader for shard %d", s), func() bool {
+		l := listReplicas(t, c)[s].leaderOf()
+		if l == "" {
+			return false
+		}
+		idx = int(l[len(l)-1] - 'a')
+		return true
+	})
+	return idx
+}
+
+// TestReplicationRetryAcrossFailover: a retryable insert and a retryable $inc answered by a
+// shard's leader, then that leader's node SIGKILLed: sent again through another node with the
+// same lsid and txnNumber (as a driver retries; sent raw, so that no driver session rewrites
+// them), each returns its original result and changes nothing: the document is incremented
+// once, not twice.
+func TestReplicationRetryAcrossFailover(t *testing.T) {
+	_, nodes, _ := replicatedNodes(t, 3)
+	c0 := nodes[0].client(t)
+	dbn := dbName(t)
+	// An unsharded collection lives on one shard: the one its creating node leads.
+	if err := c0.Database(dbn).CreateCollection(context.Background(), "c"); err != nil {
+		t.Fatal(err)
+	}
+	wc := bsoncore.NewDocumentBuilder().AppendString("w", "majority").Build()
+	retryable := func(b *bsoncore.DocumentBuilder, id string) bsoncore.Document {
+		lsid := bsoncore.NewDocumentBuilder().AppendBinary("id", 4, []byte(id)).Build()
+		return b.AppendDocument("lsid", lsid).AppendInt64("txnNumber", 1).AppendDocument("writeConcern", wc).
+			AppendString("$db", dbn).Build()
+	}
+	doc := bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).AppendInt32("n", 0).Build()
+	insert := retryable(bsoncore.NewDocumentBuilder().AppendString("insert", "c").
+		AppendArray("documents", bsoncore.NewArrayBuilder().AppendDocument(doc).Build()), "0123456789abcdef")
+	stmt := bsoncore.NewDocumentBuilder().AppendDocument("q", bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build()).
+		AppendDocument("u", bsoncore.NewDocumentBuilder().AppendDocument("$inc",
+			bsoncore.NewDocumentBuilder().AppendInt32("n", 1).Build()).Build()).Build()
+	inc := retryable(bsoncore.NewDocumentBuilder().AppendString("update", "c").
+		AppendArray("updates", bsoncore.NewArrayBuilder().AppendDocument(stmt).Build()), "fedcba9876543210")
+	run := func(s *server, cmd bsoncore.Document) bsoncore.Document {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cl := wire.NewClient(s.addr, wire.ClientOptions{})
+		defer cl.Close()
+		reply, err := cl.Command(ctx, cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := reply.Lookup("ok").AsFloat64OK(); ok != 1 || reply.Lookup("writeErrors").Type != 0 {
+			t.Fatalf("%s: %s", cmd.Index(0).Key(), reply)
+		}
+		return reply
+	}
+	counts := func(reply bsoncore.Document) string {
+		return fmt.Sprintf("n: %v, nModified: %v", reply.Lookup("n"), reply.Lookup("nModified"))
+	}
+	run(nodes[0], insert)
+	first := counts(run(nodes[0], inc))
+	var shard int
+	for i, s := range listReplicas(t, c0) {
+		if s.leaderOf() == "node-a" {
+			shard = i
+		}
+	}
+	victim := shardLeaderIndex(t, c0, shard)
+	other := nodes[(victim+1)%3]
+	if again := counts(run(other, inc)); again != first {
+		t.Fatalf("$inc retried through another node before the kill answered %s, first %s", again, first)
+	}
+	nodes[victim].kill()
+	if again := counts(run(other, inc)); again != first {
+		t.Fatalf("$inc retried after the failover answered %s, first %s", again, first)
+	}
+	if res := run(other, insert); res.Lookup("n").Int32() != 1 {
+		t.Fatalf("retried insert answered %s, want n: 1", res)
+	}
+	var got bson.M
+	if err := other.client(t).Database(dbn).Collection("c").FindOne(context.Background(), bson.D{}).Decode(&got); err != nil || got["n"] != int32(1) {
+		t.Fatalf("document after the retries: %v, %v; want n: 1", got, err)
+	}
+}
+
+// TestReplicationQuorumLost: with two of three nodes SIGKILLed, a write through the third is
+// refused (not acknowledged) within its deadline; once the two are back, every acknowledged
+// write is there and writes are accepted again.
+func TestReplicationQuorumLost(t *testing.T) {
+	_, nodes, _ := replicatedNodes(t, 3)
+	c0 := majorityClient(t, nodes[0])
+	ns := dbName(t) + ".docs"
+	shardColl(t, c0, ns, "tenant", bson.E{Key: "numInitialChunks", Value: 6})
+	coll := c0.Database(dbName(t)).Collection("docs")
+	ctx := context.Background()
+	for i := range 100 {
+		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "tenant", Value: fmt.Sprintf("t%d", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodes[1].kill()
+	nodes[2].kill()
+	tctx, cancel := context.WithTimeout(ctx, 8*time.Second)
+	refused := 0
+	for i := 100; i < 110; i++ {
+		if _, err := coll.InsertOne(tctx, bson.D{{Key: "_id", Value: i}, {Key: "tenant", Value: fmt.Sprintf("t%d", i)}}); err != nil {
+			refused++
+		}
+	}
+	cancel()
+	if refused == 0 {
+		t.Fatal("writes were acknowledged with two of three nodes down")
+	}
+	t.Logf("%d of 10 writes refused with two nodes down (the others reached a shard before its leader stepped down: none can be acknowledged without a quorum, see TestGroupPartitionedLeaderStepsDown)", refused)
+	nodes[1].restart()
+	nodes[2].restart()
+	waitReplicated(t, c0, 3, 3, 60*time.Second)
+	for i := range 100 {
+		if n, err := coll.CountDocuments(ctx, bson.D{{Key: "_id", Value: i}}); err != nil || n != 1 {
+			if os.Getenv("CLEAVE_DEBUG") != "" {
+				for k, s := range nodes {
+					t.Logf("node %d:\n%s", k, s.log.String())
+				}
+			}
+			t.Fatalf("acknowledged _id %d: count %d, %v", i, n, err)
+		}
+	}
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1000}, {Key: "tenant", Value: "x"}}); err != nil {
+		t.Fatalf("insert after the nodes returned: %v", err)
 	}
 }

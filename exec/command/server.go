@@ -319,7 +319,10 @@ func (e *Server) ListenAddr() string {
 
 // SetShards replaces the shards, indexed by shard id (cluster mode: other nodes' shards
 // appear as they join; see catalog.Catalog.SetShards).
-func (e *Server) SetShards(shards []catalog.Shard) { e.Cat.SetShards(shards) }
+func (e *Server) SetShards(shards []catalog.Shard) {
+	e.Cat.SetShards(shards)
+	e.Sessions.InvalidateRetries() // shards now local may hold records another node wrote
+}
 
 // Metrics returns the server's Prometheus collector.
 func (e *Server) Metrics() *metrics.Metrics { return e.collector }

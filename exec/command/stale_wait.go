@@ -24,6 +24,9 @@ func (e *Server) AwaitStale(ctx context.Context, err error) bool {
 	if e.Storage.Replicas != nil {
 		// Not the catalog: the shard's leader changed, or none serves yet (an election
 		// takes one to two seconds). Wait for the next change of leaders, a while at most.
+		// Other changes wake it too (nodes registering, other shards' leaders): it waits
+		// leaderWaitMin at least, so that its retries span an election.
+		start := time.Now()
 		t := time.NewTimer(leaderWait)
 		defer t.Stop()
 		select {
@@ -32,17 +35,29 @@ func (e *Server) AwaitStale(ctx context.Context, err error) bool {
 		case <-ctx.Done():
 			return false
 		}
+		if rest := leaderWaitMin - time.Since(start); rest > 0 {
+			select {
+			case <-time.After(rest):
+			case <-ctx.Done():
+				return false
+			}
+		}
 	}
 	return true
 }
 
 // leaderWait bounds how long a router answered StaleConfig waits for a shard's leader to
-// change before it plans again.
-const leaderWait = 2 * time.Second
+// change before it plans again, and leaderWaitMin is how long it waits at least: with
+// MaxStaleRetries attempts, a command spans an election (one to three seconds).
+const (
+	leaderWait    = 2 * time.Second
+	leaderWaitMin = 400 * time.Millisecond
+)
 
 // MaxStaleRetries bounds how often one command is planned again after StaleConfig (mongos'
-// kMaxNumStaleVersionRetries is 10; a catalog change takes a watch event to reach us).
-const MaxStaleRetries = 5
+// kMaxNumStaleVersionRetries is 10; a catalog change takes a watch event to reach us, a
+// replicated shard's new leader an election).
+const MaxStaleRetries = 10
 
 // CatalogRevField names the owner's catalog revision in a StaleConfig answer.
 const CatalogRevField = "catalogRev"

@@ -29,7 +29,15 @@ type Cache struct {
 	// timeout is localLogicalSessionTimeoutMinutes (Options.Timeout).
 	timeout time.Duration
 	opts    Options
+	// epoch changes when the shards this node serves change (InvalidateRetries): a
+	// session's retryable-write state loaded before may miss what another node recorded.
+	epoch atomic.Uint64
 }
+
+// InvalidateRetries makes every session read its retryable-write state from the shards'
+// records again at its next retryable write: this node now serves shards whose records
+// another node wrote (a replicated shard's new leader).
+func (c *Cache) InvalidateRetries() { c.epoch.Add(1) }
 
 // Options are what a session cache works with.
 type Options struct {
@@ -69,6 +77,8 @@ type Session struct {
 	mu sync.Mutex
 	// retry is the retryable-write state, nil until a write with txnNumber loads it.
 	retry *write.Retry
+	// retryEpoch is the cache's epoch when retry was loaded.
+	retryEpoch uint64
 	// reaped reports that the session expired and left the cache: checkout then takes the
 	// one that replaced it.
 	reaped bool

@@ -47,11 +47,12 @@ func (c *Cache) CheckoutRetryable(body bsoncore.Document, wp *write.Path) (rt *w
 	if tx := s.txn.Load(); tx != nil && tx.Number < txn {
 		tx.Abort() // a newer txnNumber ends the session's open transaction, as in MongoDB
 	}
-	if s.retry == nil || s.retry.Stale() {
+	if epoch := c.epoch.Load(); s.retry == nil || s.retry.Stale() || s.retryEpoch != epoch {
 		if s.retry, err = wp.LoadRetry(lsid[:]); err != nil {
 			release()
 			return nil, nil, err
 		}
+		s.retryEpoch = epoch
 	}
 	switch {
 	case s.retry == nil:
