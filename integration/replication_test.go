@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -283,5 +285,39 @@ func TestReplicationQuorumLost(t *testing.T) {
 	}
 	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1000}, {Key: "tenant", Value: "x"}}); err != nil {
 		t.Fatalf("insert after the nodes returned: %v", err)
+	}
+}
+
+// TestReplicationWipedNode: a node whose data directory is lost comes back empty; its old
+// replicas leave their groups, new ones are placed on it and receive snapshots (the raft logs
+// were truncated since: --raft-log-keep 20), and the cluster is back to three copies of every
+// shard, the same data in each.
+func TestReplicationWipedNode(t *testing.T) {
+	_, nodes, _ := replicatedNodes(t, 3, "--raft-log-keep", "20")
+	c0 := majorityClient(t, nodes[0])
+	ns := dbName(t) + ".docs"
+	shardColl(t, c0, ns, "tenant", bson.E{Key: "numInitialChunks", Value: 6})
+	coll := c0.Database(dbName(t)).Collection("docs")
+	ctx := context.Background()
+	for i := range 300 {
+		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "tenant", Value: fmt.Sprintf("t%d", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodes[2].kill()
+	if err := os.RemoveAll(filepath.Join(nodes[2].dir, "data")); err != nil {
+		t.Fatal(err)
+	}
+	nodes[2].restart()
+	shards := waitReplicated(t, c0, 3, 3, 90*time.Second)
+	for _, s := range shards {
+		t.Logf("%s: %s", s.ID, s.Host)
+	}
+	checkReplicasAgree(t, nodes)
+	if n, err := nodes[2].client(t).Database(dbName(t)).Collection("docs").CountDocuments(ctx, bson.D{}); err != nil || n != 300 {
+		t.Fatalf("count through the wiped node = %d, %v; want 300", n, err)
+	}
+	if !strings.Contains(nodes[2].log.String(), "installed a snapshot") {
+		t.Fatal("the wiped node's replicas caught up without a snapshot: the logs were not truncated")
 	}
 }
