@@ -241,3 +241,85 @@ func checkReplicasAgree(t *testing.T, nodes []*server) {
 		t.Logf("shard %d: 3 replicas agree at applied index %d (%d keys)", shard, sums[0].Applied, sums[0].Keys)
 	}
 }
+
+// TestReplicationMoveDuringLeaderKill: partitions move back and forth between two replicated
+// shards while documents are inserted, and the node leading the moves' source is SIGKILLed in
+// the middle, twice: afterwards every acknowledged document is there exactly once, through
+// every node, each shard's replicas hold the same data and validate is clean.
+func TestReplicationMoveDuringLeaderKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill rounds are slow")
+	}
+	_, nodes, seeds := replicatedNodes(t, 3)
+	admin := nodes[0].client(t)
+	ns := dbName(t) + ".docs"
+	shardColl(t, admin, ns, "tenant", bson.E{Key: "numInitialChunks", Value: 6})
+	writer, err := mongo.Connect(options.Client().ApplyURI(seeds).SetRetryWrites(true).
+		SetWriteConcern(writeconcern.Majority()).SetTimeout(20 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = writer.Disconnect(context.Background()) })
+	log := &killLog{acked: map[int64]bool{}, unknown: map[int64]bool{}, okSince: map[int]time.Time{}}
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // inserts
+		defer wg.Done()
+		coll := writer.Database(dbName(t)).Collection("docs")
+		pad := strings.Repeat("x", 300)
+		for id := int64(0); ctx.Err() == nil; id++ {
+			_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "tenant", Value: fmt.Sprintf("t%d", id%97)}, {Key: "pad", Value: pad}})
+			log.note(0, id, err)
+		}
+	}()
+	moves := 0
+	go func() { // moves between shard-0 and shard-1, through the writer's nodes
+		defer wg.Done()
+		for i := 0; ctx.Err() == nil; i++ {
+			from, to := "shard-0", "shard-1"
+			if i%2 == 1 {
+				from, to = to, from
+			}
+			var target bson.M
+			if chunks, err := writer.Database("config").Collection("chunks").Find(ctx, bson.D{{Key: "ns", Value: ns}, {Key: "shard", Value: from}}); err == nil {
+				var all []bson.M
+				if chunks.All(ctx, &all) == nil && len(all) > 0 {
+					target = all[0]
+				}
+			}
+			if target == nil {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			err := writer.Database("admin").RunCommand(ctx, bson.D{{Key: "moveChunk", Value: ns},
+				{Key: "bounds", Value: bson.A{target["min"], target["max"]}}, {Key: "to", Value: to}}).Err()
+			if err == nil {
+				moves++
+			}
+		}
+	}()
+	for round := range 2 {
+		time.Sleep(3 * time.Second)
+		victim := shardLeaderIndex(t, admin, 0)
+		if victim == 0 {
+			admin = nodes[1].client(t)
+		}
+		nodes[victim].kill()
+		t.Logf("round %d: killed node %d, shard-0's leader", round, victim)
+		time.Sleep(5 * time.Second)
+		nodes[victim].restart()
+	}
+	time.Sleep(3 * time.Second)
+	stop()
+	wg.Wait()
+	log.failures--
+	t.Logf("%d moves done, %d inserts acknowledged, %d failed (the last: %s)", moves, len(log.acked), log.failures, log.lastError)
+	c := nodes[0].client(t)
+	waitReplicated(t, c, 3, 3, 60*time.Second)
+	for i := range nodes {
+		checkAckedOnce(t, nodes[i].client(t).Database(dbName(t)).Collection("docs"), log)
+	}
+	checkReplicasAgree(t, nodes)
+	validateClean(t, c.Database(dbName(t)), "docs", "after the moves")
+}

@@ -225,10 +225,21 @@ func joinCluster(cfg *Config, listen net.Addr, dbs []*store.DB, cat *store.Catal
 // followPlacement adds stand-ins for the shards of nodes that join, and follows the leaders
 // of replicated shards, until stop is closed.
 func (v *clusterView) followPlacement(ex *exec.Executor, local []catalog.Shard, stop <-chan struct{}) {
+	served := map[int]bool{}
 	for {
 		ch := v.node.PlacementChanged()
 		ex.SetShards(v.shards(local))
 		v.followed()
+		if v.host != nil {
+			now := map[int]bool{}
+			for _, id := range v.host.ServingShards() {
+				now[id] = true
+				if !served[id] {
+					go ex.RepairShard(id) // a new leader: what crashed moves left
+				}
+			}
+			served = now
+		}
 		select {
 		case <-ch:
 		case <-v.wake: // nil for single copies: never

@@ -317,6 +317,10 @@ func (e *Server) ListenAddr() string {
 	return host + ":" + port
 }
 
+// RepairShard deletes what crashed moves left on shard s (sharding.Manager.RepairShard): a
+// replicated shard's new leader's first task.
+func (e *Server) RepairShard(s int) { e.Shards.RepairShard(s) }
+
 // SetShards replaces the shards, indexed by shard id (cluster mode: other nodes' shards
 // appear as they join; see catalog.Catalog.SetShards).
 func (e *Server) SetShards(shards []catalog.Shard) {

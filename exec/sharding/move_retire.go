@@ -170,3 +170,24 @@ func (m *Manager) repairAtStart() {
 		}
 	}
 }
+
+// RepairShard deletes, on shard s, the documents of sharded collections in ranges the
+// shard does not own: what a move the shard's previous leader ran, or received, left behind
+// when its node died. A replicated shard's new leader runs it (repairAtStart's part for one
+// shard, while the server runs: a move the shard takes part in now is refused meanwhile by
+// the DDL lock).
+func (m *Manager) RepairShard(s int) {
+	unlock := m.cat.LockDDL()
+	defer unlock()
+	state := m.cat.Store().State()
+	for _, db := range state.Databases() {
+		for _, c := range state.Collections(db.Name) {
+			if !c.Sharded() {
+				continue
+			}
+			if err := m.deleteUnowned(c, s, 0, 0); err != nil {
+				m.log.Warn("cannot delete orphaned partition data", zap.String("ns", c.DB+"."+c.Name), zap.Int("shard", s), zap.Error(err))
+			}
+		}
+	}
+}
