@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -323,3 +324,170 @@ func TestReplicationMoveDuringLeaderKill(t *testing.T) {
 	checkReplicasAgree(t, nodes)
 	validateClean(t, c.Database(dbName(t)), "docs", "after the moves")
 }
+
+// TestReplicationBankTransfers: transactions move money between ten accounts of one shard
+// while that shard's leader is SIGKILLed twice; each transaction runs on the node leading the
+// shard (transactions stay within one node's shards). No transfer is half applied: every
+// snapshot read during the run, and the final state, sums to the starting total, and no
+// account goes negative.
+func TestReplicationBankTransfers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill rounds are slow")
+	}
+	_, nodes, _ := replicatedNodes(t, 3)
+	dbn := dbName(t)
+	ctx := context.Background()
+	const accounts, start = 10, 1000
+	var docs []any
+	for i := range accounts {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "balance", Value: start}})
+	}
+	clients := make([]*mongo.Client, len(nodes))
+	for i, s := range nodes {
+		clients[i] = s.client(t) // a client of a killed node reconnects once it is back
+	}
+	if _, err := clients[0].Database(dbn).Collection("accounts").InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	shard := -1
+	for i, s := range listReplicas(t, clients[0]) {
+		if s.leaderOf() == "node-a" {
+			shard = i
+		}
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	var committed, failed, reads atomicCounter
+	var violation atomic.Pointer[string]
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rnd := rand.New(rand.NewPCG(uint64(w), 1))
+			for runCtx.Err() == nil {
+				i := leaderNow(runCtx, clients, shard)
+				if i < 0 {
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+				err := transfer(runCtx, clients[i], dbn, rnd.IntN(accounts), rnd.IntN(accounts), w == 0, &reads, &violation)
+				if err != nil {
+					failed.add(1)
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+				committed.add(1)
+			}
+		}()
+	}
+	for round := range 2 {
+		time.Sleep(4 * time.Second)
+		victim := leaderNow(ctx, clients, shard)
+		if victim < 0 {
+			t.Fatal("no leader for the accounts' shard")
+		}
+		nodes[victim].kill()
+		t.Logf("round %d: killed node %d, the accounts' leader", round, victim)
+		time.Sleep(4 * time.Second)
+		nodes[victim].restart()
+	}
+	time.Sleep(2 * time.Second)
+	stop()
+	wg.Wait()
+	if v := violation.Load(); v != nil {
+		t.Fatal(*v)
+	}
+	t.Logf("%d transfers committed, %d failed (retried with a new transaction), %d snapshot reads summed to %d",
+		committed.get(), failed.get(), reads.get(), accounts*start)
+	c := nodes[0].client(t)
+	waitReplicated(t, c, 3, 3, 60*time.Second)
+	if sum, neg, err := accountsSum(ctx, c, dbn); err != nil || sum != accounts*start || neg {
+		t.Fatalf("after the run the accounts sum to %d (negative: %v, %v), want %d", sum, neg, err, accounts*start)
+	}
+	checkReplicasAgree(t, nodes)
+}
+
+// leaderNow returns the index of the node leading shard, asking the nodes in turn; -1 when
+// none answers with a leader.
+func leaderNow(ctx context.Context, clients []*mongo.Client, shard int) int {
+	for _, c := range clients {
+		var res struct {
+			Shards []shardReplicas `bson:"shards"`
+		}
+		qctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := c.Database("admin").RunCommand(qctx, bson.D{{Key: "listShards", Value: 1}}).Decode(&res)
+		cancel()
+		if err != nil || shard >= len(res.Shards) {
+			continue
+		}
+		if l := res.Shards[shard].leaderOf(); l != "" {
+			return int(l[len(l)-1] - 'a')
+		}
+	}
+	return -1
+}
+
+// transfer moves one unit from account from to account to in a transaction on c; when read is
+// set it first checks, in the same snapshot, that the accounts sum to their total, recording
+// a violation.
+func transfer(ctx context.Context, c *mongo.Client, dbn string, from, to int, read bool, reads *atomicCounter, violation *atomic.Pointer[string]) error {
+	sess, err := c.StartSession()
+	if err != nil {
+		return err
+	}
+	defer sess.EndSession(context.Background())
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err = sess.WithTransaction(tctx, func(sctx context.Context) (any, error) {
+		coll := c.Database(dbn).Collection("accounts")
+		if read {
+			sum, neg, err := accountsSum(sctx, c, dbn)
+			if err != nil {
+				return nil, err
+			}
+			if sum != 10*1000 || neg {
+				v := fmt.Sprintf("a snapshot read summed to %d (negative: %v)", sum, neg)
+				violation.Store(&v)
+			}
+			reads.add(1)
+		}
+		var acc bson.M
+		if err := coll.FindOne(sctx, bson.D{{Key: "_id", Value: from}}).Decode(&acc); err != nil {
+			return nil, err
+		}
+		if acc["balance"].(int32) <= 0 {
+			return nil, nil
+		}
+		if _, err := coll.UpdateOne(sctx, bson.D{{Key: "_id", Value: from}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "balance", Value: -1}}}}); err != nil {
+			return nil, err
+		}
+		_, err := coll.UpdateOne(sctx, bson.D{{Key: "_id", Value: to}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "balance", Value: 1}}}})
+		return nil, err
+	})
+	return err
+}
+
+// accountsSum sums the balances (in ctx's transaction, if any) and reports a negative one.
+func accountsSum(ctx context.Context, c *mongo.Client, dbn string) (int, bool, error) {
+	cur, err := c.Database(dbn).Collection("accounts").Find(ctx, bson.D{})
+	if err != nil {
+		return 0, false, err
+	}
+	var all []bson.M
+	if err := cur.All(ctx, &all); err != nil {
+		return 0, false, err
+	}
+	sum, neg := 0, false
+	for _, a := range all {
+		b := int(a["balance"].(int32))
+		sum += b
+		neg = neg || b < 0
+	}
+	return sum, neg, nil
+}
+
+// atomicCounter counts across goroutines.
+type atomicCounter struct{ n atomic.Int64 }
+
+func (c *atomicCounter) add(d int64) { c.n.Add(d) }
+func (c *atomicCounter) get() int64  { return c.n.Load() }
