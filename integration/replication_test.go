@@ -113,6 +113,7 @@ func TestReplicationFailover(t *testing.T) {
 		start := time.Now()
 		for k := from; k < to; k++ {
 			if _, err := coll(i).InsertOne(ctx, bson.D{{Key: "_id", Value: k}, {Key: "tenant", Value: fmt.Sprintf("t%d", k)}}); err != nil {
+				dumpLogs(t, nodes)
 				t.Fatalf("insert %d through node %d: %v", k, i, err)
 			}
 		}
@@ -146,6 +147,15 @@ func TestReplicationFailover(t *testing.T) {
 	nodes[victim].restart()
 	clients[victim] = majorityClient(t, nodes[victim])
 	waitReplicated(t, clients[survivor], 3, 3, 30*time.Second)
+	// The restarted node leads nothing at first; the others hand leaderships over until
+	// each node leads one shard.
+	waitFor(t, 30*time.Second, "one shard leader per node", func() bool {
+		led := map[string]int{}
+		for _, s := range listReplicas(t, clients[survivor]) {
+			led[s.leaderOf()]++
+		}
+		return led["node-a"] == 1 && led["node-b"] == 1 && led["node-c"] == 1
+	})
 	insert(victim, 400, 450)
 	for i := range nodes {
 		n, err := coll(i).CountDocuments(ctx, bson.D{})
@@ -275,11 +285,7 @@ func TestReplicationQuorumLost(t *testing.T) {
 	waitReplicated(t, c0, 3, 3, 60*time.Second)
 	for i := range 100 {
 		if n, err := coll.CountDocuments(ctx, bson.D{{Key: "_id", Value: i}}); err != nil || n != 1 {
-			if os.Getenv("CLEAVE_DEBUG") != "" {
-				for k, s := range nodes {
-					t.Logf("node %d:\n%s", k, s.log.String())
-				}
-			}
+			dumpLogs(t, nodes)
 			t.Fatalf("acknowledged _id %d: count %d, %v", i, n, err)
 		}
 	}
@@ -319,5 +325,15 @@ func TestReplicationWipedNode(t *testing.T) {
 	}
 	if !strings.Contains(nodes[2].log.String(), "installed a snapshot") {
 		t.Fatal("the wiped node's replicas caught up without a snapshot: the logs were not truncated")
+	}
+}
+
+// dumpLogs logs every node's output when CLEAVE_DEBUG is set (before a failure).
+func dumpLogs(t *testing.T, nodes []*server) {
+	if os.Getenv("CLEAVE_DEBUG") == "" {
+		return
+	}
+	for k, s := range nodes {
+		t.Logf("node %d:\n%s", k, s.log.String())
 	}
 }

@@ -69,6 +69,8 @@ type Host struct {
 	cancel  context.CancelFunc
 	bg      sync.WaitGroup
 	absent  map[string]time.Time // nodes seen absent, since when (reconcile's)
+	// lastTransfer is when this node last handed a leadership away (balanceLeaders).
+	lastTransfer time.Time
 }
 
 // hosted is one replica this node holds. Its store changes when it installs a snapshot

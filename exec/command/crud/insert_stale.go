@@ -22,8 +22,9 @@ import (
 // catalog to move past the revision it routed with, then inserts the refused documents again
 // (an ordered insert: from the first refused one on), at most staleRetries times.
 
-// staleRetries bounds the re-routings of one insert.
-const staleRetries = 5
+// staleRetries bounds the re-routings of one insert (a replicated shard's election takes a
+// few of them).
+const staleRetries = 8
 
 // staleWait bounds the wait for a newer catalog before a re-routing.
 const staleWait = 2 * time.Second
@@ -153,6 +154,13 @@ func (h *Handlers) waitNewerCatalog(ctx context.Context, rev, ownerRev int64) {
 	if ownerRev > h.Storage.Catalog.Revision() {
 		_ = h.Storage.Catalog.WaitRevision(ctx, ownerRev)
 		return
+	}
+	if h.Storage.Replicas != nil {
+		// A replicated shard's leader may have changed instead: wait for that too.
+		_ = h.AwaitStale(ctx, mongoerr.New(mongoerr.StaleConfig, "re-routing an insert"))
+		if h.Storage.Catalog.Revision() > rev {
+			return
+		}
 	}
 	deadline := time.Now().Add(staleWait)
 	for h.Storage.Catalog.Revision() <= rev && time.Now().Before(deadline) {
