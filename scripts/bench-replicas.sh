@@ -247,6 +247,7 @@ run() { # run SETUP WORKLOAD THREADS: one measured run through node a
 	spid=$!
 	"$MB" run -uri "mongodb://127.0.0.1:${PORT[a]}" -workload "$w" -threads "$t" -duration "$DURATION" \
 		-warmup "$WARMUP" -records "$RECORDS" -pid "${PID[a]}" -label "$setup-$name" -out "$res/$name.json" >"$res/$name.txt"
+	sleep 0.2 # a sample after the window's end (mbench exits right after it)
 	kill "$spid" && wait "$spid" 2>/dev/null || true
 	cpu_window "$res/$name.cpu" "$res/$name.json" "${names[@]}" >"$res/$name.cpuwin.json"
 	log "$setup $name: $(awk '/^ +total |^ +insertMany /{print $3" ops/s, p50 "$7", p99 "$9}' "$res/$name.txt"), \
