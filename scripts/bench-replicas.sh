@@ -326,6 +326,9 @@ def op(res, name):
     if name == "total":
         return res["total"]
     return next((o for o in res["ops"] if o["name"] == name), None)
+def foreign(r, c):  # cores busy on the host in the window besides the nodes and mbench
+    h = r.get("host_cpu") or {}
+    return h.get("busy_cores", 0) - (r.get("client") or {}).get("cores", 0) - sum(c["cpu_s"].values()) / r["duration_s"]
 def fmt_us(us):
     if us >= 1e6:
         return f"{us / 1e6:.2f} s"
@@ -334,9 +337,11 @@ setups = [f"R{r}" for r in replicas] + (["single"] if any(k[0] == "single" for k
 label = {"single": "single node"} | {f"R{r}": f"R={r}" for r in replicas}
 nrounds = max((len(v) for v in runs.values()), default=0)
 print(f"Medians of {nrounds} round(s); CPU µs/op is the servers' utime+stime in the measured window, summed over "
-      "the node processes (one for the single node), per op (an insert op is one insertMany of 100 documents).\n")
-print("| workload | threads | setup | ops/s | p50 | p99 | CPU µs/op (sum) | per node a / b / c | errors |")
-print("| --- | ---: | --- | ---: | ---: | ---: | ---: | --- | ---: |")
+      "the node processes (one for the single node), per op (an insert op is one insertMany of 100 documents). "
+      "Other cores: the host's busy cores in the window less the nodes' and mbench's (etcd, softirqs, and "
+      "whatever else ran: above ~0.1 the run shared the machine, and its latencies suffer).\n")
+print("| workload | threads | setup | ops/s | p50 | p99 | CPU µs/op (sum) | per node a / b / c | errors | other cores |")
+print("| --- | ---: | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
 ws = sorted({k[1] for k in runs}, key=lambda w: (w != "a", w))
 for w in ws:
     for t in sorted({k[2] for k in runs if k[1] == w}):
@@ -348,9 +353,10 @@ for w in ws:
             per = [c["cpu_us_per_op"] for _, c in rs]
             nodes = " / ".join(f"{med([p[n] for p in per]):.0f}" for n in ["a", "b", "c"] if n in per[0])
             errs = med([sum((o.get("errors") or {}).values()) for o in tot])
+            other = med([foreign(r, c) for r, c in rs])
             print(f"| {w} | {t} | {label[s]} | {med([o['ops_per_s'] for o in tot]):,.0f} | "
                   f"{fmt_us(med([o['p50_us'] for o in tot]))} | {fmt_us(med([o['p99_us'] for o in tot]))} | "
-                  f"{med([c['sum_cpu_us_per_op'] for _, c in rs]):,.0f} | {nodes} | {errs:g} |")
+                  f"{med([c['sum_cpu_us_per_op'] for _, c in rs]):,.0f} | {nodes} | {errs:g} | {other:.2f} |")
 print("\nPer op type (workload a mixes reads, which replication leaves alone, and updates):\n")
 print("| workload | threads | setup | op | ops/s | p50 | p99 |")
 print("| --- | ---: | --- | --- | ---: | ---: | ---: |")
