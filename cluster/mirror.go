@@ -22,9 +22,17 @@ type mirror struct {
 		sync.Mutex
 		kvs map[string][]byte // key without the prefix → value
 		rev int64
-		// changed is closed (and replaced) at every change.
+		// changed is closed (and replaced) at every change, and ver counts the changes.
 		changed chan struct{}
+		ver     uint64
 	}
+}
+
+// version returns a number that changes with every change of the copy.
+func (m *mirror) version() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.ver
 }
 
 // newMirror loads prefix and returns its mirror; run keeps it current.
@@ -56,6 +64,7 @@ func (m *mirror) load(ctx context.Context) error {
 
 // notify wakes the waiters of a change; the caller holds m.mu.
 func (m *mirror) notify() {
+	m.mu.ver++
 	close(m.mu.changed)
 	m.mu.changed = make(chan struct{})
 }

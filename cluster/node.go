@@ -35,6 +35,9 @@ type Node struct {
 	self    Member
 	members *mirror // /nodes/
 	shards  *mirror // /shards/
+	// shardsView and membersView are the mirrors decoded at their latest version.
+	shardsView  atomic.Pointer[shardsView]
+	membersView atomic.Pointer[membersView]
 	leader  atomic.Bool
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -212,17 +215,29 @@ func (n *Node) Self() Member { return n.self }
 // lease is alive. It never waits on etcd.
 func (n *Node) Leader() bool { return n.leader.Load() }
 
-// Members returns the nodes registered now (their leases alive), sorted by name.
+// Members returns the nodes registered now (their leases alive), sorted by name: a slice
+// shared by every caller until the next change (decoded once per change), never to modify.
 func (n *Node) Members() []Member {
+	ver := n.members.version()
+	if v := n.membersView.Load(); v != nil && v.ver == ver {
+		return v.members
+	}
 	var out []Member
-	for _, v := range n.members.snapshot() {
+	for _, raw := range n.members.snapshot() {
 		var m Member
-		if json.Unmarshal(v, &m) == nil {
+		if json.Unmarshal(raw, &m) == nil {
 			out = append(out, m)
 		}
 	}
 	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	n.membersView.Store(&membersView{ver: ver, members: out})
 	return out
+}
+
+// membersView is /nodes/ decoded at one version of its mirror.
+type membersView struct {
+	ver     uint64
+	members []Member
 }
 
 // Client returns the etcd client (for the catalog log).

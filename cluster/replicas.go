@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"go.uber.org/zap"
 )
@@ -37,22 +36,9 @@ type LeaderRecord struct {
 // leaderSuffix ends the key of a shard's leader record, under the shard's own key.
 const leaderSuffix = "/leader"
 
-// Leaders returns the published leader of every replicated shard, from the cached view.
-func (n *Node) Leaders() map[int]LeaderRecord {
-	out := map[int]LeaderRecord{}
-	for k, v := range n.shards.snapshot() {
-		s, ok := strings.CutSuffix(k, leaderSuffix)
-		if !ok {
-			continue
-		}
-		id, err := strconv.Atoi(s)
-		var r LeaderRecord
-		if err == nil && json.Unmarshal(v, &r) == nil {
-			out[id] = r
-		}
-	}
-	return out
-}
+// Leaders returns the published leader of every replicated shard, from the cached view (a
+// map shared until the next change: never modify it).
+func (n *Node) Leaders() map[int]LeaderRecord { return n.decodedShards().leaders }
 
 // PublishLeader records rec as shard id's leader unless a record of a later term is there.
 func (n *Node) PublishLeader(ctx context.Context, id int, rec LeaderRecord) error {

@@ -110,6 +110,8 @@ type Group struct {
 	// configuration change applied, at index conf.index.
 	compacted  uint64
 	compacting atomic.Bool
+	// savedTerm and savedVote are the hard state's last saved (the goroutine's own).
+	savedTerm, savedVote uint64
 	conf       struct {
 		sync.Mutex
 		index uint64
@@ -163,6 +165,7 @@ func Start(cfg Config) (*Group, error) {
 	g.applied.Store(applied)
 	g.appliedTerm = appliedTerm
 	g.compacted = applied
+	g.savedTerm, g.savedVote = hs.GetTerm(), hs.GetVote()
 	// The configuration read is the latest the log recorded, which a crash may have left
 	// ahead of the state machine: it is the configuration as of the commit index at most,
 	// and no snapshot is offered until then (groupStorage.Snapshot).

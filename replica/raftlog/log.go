@@ -24,6 +24,7 @@ type Log struct {
 	mu     sync.RWMutex
 	loaded bool  // st holds what Pebble holds
 	st     state // under mu; loaded from Pebble on first use
+	tail   tail  // under mu: the newest entries (tail.go)
 }
 
 // state is what a Log caches of its group. Its messages are never modified once they are
@@ -221,6 +222,8 @@ func (l *Log) term(i uint64) (uint64, error) {
 		return l.st.truncTerm, nil
 	case i == l.st.last:
 		return l.st.lastTerm, nil
+	case l.tail.has(i, i+1):
+		return l.tail.term(i), nil
 	}
 	var e raftpb.Entry
 	ok, err := l.getProto(entryKey(l.id, i), &e)
@@ -250,6 +253,8 @@ func (l *Log) Entries(lo, hi, maxSize uint64) ([]*raftpb.Entry, error) {
 		return nil, fmt.Errorf("raftlog: group %d: entries [%d, %d): invalid range", l.id, lo, hi)
 	case lo == hi:
 		return []*raftpb.Entry{}, nil
+	case l.tail.has(lo, hi):
+		return l.tail.entries(lo, hi, maxSize), nil
 	}
 	ents, err := l.readEntries(lo, hi, maxSize)
 	if err != nil {

@@ -47,7 +47,22 @@ func (l *Log) Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Snap
 			return fmt.Errorf("raftlog: group %d: save: %w", l.id, err)
 		}
 	}
-	return l.commit(b, st, pebble.Sync, "save")
+	// Only entries, a snapshot, a term or a vote must be durable before raft acts on them
+	// (raft.MustSync); a commit index alone may be lost in a crash, and is learned again.
+	opts := pebble.NoSync
+	if len(ents) > 0 || !raft.IsEmptySnap(snap) || st.hs.GetTerm() != l.st.hs.GetTerm() || st.hs.GetVote() != l.st.hs.GetVote() {
+		opts = pebble.Sync
+	}
+	if err := l.commit(b, st, opts, "save"); err != nil {
+		l.tail.reset()
+		return err
+	}
+	if !raft.IsEmptySnap(snap) {
+		l.tail.reset()
+	}
+	l.tail.append(ents)
+	l.tail.compact(l.st.truncIndex)
+	return nil
 }
 
 // applySnapshot adds to b the reset of the log to the snapshot meta, and applies it to st.
@@ -170,7 +185,11 @@ func (l *Log) Compact(index uint64, cs *raftpb.ConfState) error {
 	if err != nil {
 		return fmt.Errorf("raftlog: group %d: compact to %d: %w", l.id, index, err)
 	}
-	return l.commit(b, st, pebble.NoSync, "compact")
+	if err := l.commit(b, st, pebble.NoSync, "compact"); err != nil {
+		return err
+	}
+	l.tail.compact(index)
+	return nil
 }
 
 // commit commits b and, once it is committed, makes st the log's state; an empty b (a Ready
@@ -183,6 +202,7 @@ func (l *Log) commit(b *pebble.Batch, st state, opts *pebble.WriteOptions, op st
 	}
 	if err := b.Commit(opts); err != nil {
 		l.loaded = false
+		l.tail.reset()
 		return fmt.Errorf("raftlog: group %d: %s: %w", l.id, op, err)
 	}
 	l.st = st

@@ -109,6 +109,7 @@ func (s *Store) DeleteGroup(id uint64) error {
 		return fmt.Errorf("raftlog: group %d: delete: %w", id, err)
 	}
 	l.st = emptyState()
+	l.tail.reset()
 	l.loaded = true
 	s.logger.Info("raft group deleted", zap.Uint64("group", id))
 	return nil
