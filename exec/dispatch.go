@@ -54,7 +54,7 @@ func (e *Executor) dispatch(ctx context.Context, r *command.Request) (err error)
 	}
 	err = e.runCommand(ctx, r, cmd)
 	if err = e.finishFailCommand(r, act, err); err == nil {
-		appendConcernError(r)
+		e.appendConcernError(ctx, r)
 	}
 	return err
 }

@@ -1,6 +1,10 @@
 package exec
 
 import (
+	"context"
+	"errors"
+	"time"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
@@ -36,12 +40,19 @@ func unsatisfiableConcern(body bsoncore.Document) *mongoerr.Error {
 }
 
 // appendConcernError adds to the reply of a write that succeeded the writeConcernError of
-// a write concern one copy cannot satisfy, unless the reply has one (a failpoint's).
-func appendConcernError(r *command.Request) {
+// a write concern the shards' copies cannot satisfy, unless the reply has one (a failpoint's).
+// With replicated shards (replication.md), w: n up to a majority of the copies is what every
+// acknowledged write has; above it, the write waits until n copies of the shards hold it.
+func (e *Executor) appendConcernError(ctx context.Context, r *command.Request) {
 	if !r.Cmd.Has(command.WriteConcern) || r.Name == "abortTransaction" {
 		return
 	}
-	wce := unsatisfiableConcern(r.Body)
+	var wce *mongoerr.Error
+	if reps := e.Storage.Replicas; reps != nil {
+		wce = e.replicatedConcern(ctx, r.Body, reps)
+	} else {
+		wce = unsatisfiableConcern(r.Body)
+	}
 	if wce == nil || replyHasField(r.Out, "writeConcernError") {
 		return
 	}
@@ -49,6 +60,9 @@ func appendConcernError(r *command.Request) {
 	out = bsoncore.AppendInt32Element(out, "code", int32(wce.Code))
 	out = bsoncore.AppendStringElement(out, "codeName", wce.Code.String())
 	out = bsoncore.AppendStringElement(out, "errmsg", wce.Message)
+	if wce.Info != nil {
+		out = bsoncore.AppendDocumentElement(out, "errInfo", wce.Info)
+	}
 	r.Out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	if labels := errorLabels(r, 0, wce.Code); len(labels) > 0 {
 		r.Out = bsonx.AppendStringArray(r.Out, "errorLabels", labels)
@@ -65,4 +79,46 @@ func replyHasField(out []byte, key string) bool {
 	bsoncore.UpdateLength(doc, 0, int32(len(doc)))
 	_, err := bsoncore.Document(doc).LookupErr(key)
 	return err == nil
+}
+
+// replicatedConcern waits for the copies body's writeConcern asks for, and returns what
+// stops it: more copies than the cluster keeps (100), a tag (79), wtimeout (64, errInfo
+// {wtimeout: true}), or the leader stepping down meanwhile.
+func (e *Executor) replicatedConcern(ctx context.Context, body bsoncore.Document, reps command.Replicas) *mongoerr.Error {
+	wc, ok := body.Lookup("writeConcern").DocumentOK()
+	if !ok {
+		return nil
+	}
+	w, err := wc.LookupErr("w")
+	if err != nil {
+		return nil
+	}
+	n, isNum := w.AsInt64OK()
+	if !isNum {
+		return unsatisfiableConcern(body) // "majority", or a tag
+	}
+	copies := int64(reps.Copies())
+	switch {
+	case n > copies:
+		return mongoerr.New(mongoerr.UnsatisfiableWriteConcern, "Not enough data-bearing nodes")
+	case n <= copies/2+1:
+		return nil // committed on a majority: every acknowledged write
+	}
+	if ms, ok := wc.Lookup("wtimeout").AsInt64OK(); ok && ms > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
+		defer cancel()
+	}
+	err = reps.WaitCopies(ctx, int(n), true)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.DeadlineExceeded):
+		wce := mongoerr.New(mongoerr.WriteConcernTimeout, "waiting for replication timed out")
+		wce.Info = bsoncore.NewDocumentBuilder().AppendBoolean("wtimeout", true).Build()
+		return wce
+	case mongoerr.As(err) != nil:
+		return mongoerr.As(err)
+	}
+	return mongoerr.New(mongoerr.WriteConcernTimeout, "waiting for replication failed: %v", err)
 }

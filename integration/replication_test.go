@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -335,5 +336,48 @@ func dumpLogs(t *testing.T, nodes []*server) {
 	}
 	for k, s := range nodes {
 		t.Logf("node %d:\n%s", k, s.log.String())
+	}
+}
+
+// TestReplicationWriteConcern: with three copies, w: 2 (a majority) and w: 3 are satisfied
+// (w: 3 once every copy holds the write), w: 4 answers UnsatisfiableWriteConcern 100; with a
+// node down, w: 3 with wtimeout answers WriteConcernTimeout 64 with errInfo.wtimeout, the
+// write itself done.
+func TestReplicationWriteConcern(t *testing.T) {
+	_, nodes, _ := replicatedNodes(t, 3)
+	c := nodes[0].client(t)
+	db := c.Database(dbName(t))
+	insert := func(id int, wc bson.D) *mongo.WriteConcernError {
+		t.Helper()
+		cmd := bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: id}}}}, {Key: "writeConcern", Value: wc}}
+		err := db.RunCommand(context.Background(), cmd).Err()
+		var we mongo.WriteException
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &we) && we.WriteConcernError != nil && len(we.WriteErrors) == 0:
+			return we.WriteConcernError
+		}
+		t.Fatalf("insert with %v: %v", wc, err)
+		return nil
+	}
+	for i, w := range []any{2, 3, "majority"} {
+		if wce := insert(i, bson.D{{Key: "w", Value: w}}); wce != nil {
+			t.Fatalf("w: %v answered %v", w, wce)
+		}
+	}
+	if wce := insert(10, bson.D{{Key: "w", Value: 4}}); wce == nil || wce.Code != 100 {
+		t.Fatalf("w: 4 answered %v, want writeConcernError 100", wce)
+	}
+	nodes[2].kill()
+	wce := insert(11, bson.D{{Key: "w", Value: 3}, {Key: "wtimeout", Value: 500}})
+	if wce == nil || wce.Code != 64 || !strings.Contains(wce.Details.String(), `"wtimeout": true`) {
+		t.Fatalf("w: 3 with a node down answered %v, want writeConcernError 64 with errInfo.wtimeout", wce)
+	}
+	if n, err := db.Collection("c").CountDocuments(context.Background(), bson.D{{Key: "_id", Value: 11}}); err != nil || n != 1 {
+		t.Fatalf("the write that timed out waiting for copies: count %d, %v; want it done", n, err)
+	}
+	if wce := insert(12, bson.D{{Key: "w", Value: 2}}); wce != nil {
+		t.Fatalf("w: 2 with one node down answered %v", wce)
 	}
 }

@@ -166,3 +166,35 @@ func IsNotLeader(err error) bool {
 	}
 	return false
 }
+
+// WaitCopies waits until n replicas of the group (this leader included) hold every entry it
+// applied so far: a write's w: n. It polls the followers' progress, which their
+// acknowledgements advance, until ctx ends (MongoDB's wtimeout).
+func (g *Group) WaitCopies(ctx context.Context, n int) error {
+	index := g.applied.Load()
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for {
+		if !g.serving.Load() {
+			return errNotLeader(g.cfg.Group, g.Status().Leader)
+		}
+		have := 0
+		g.mu.Lock()
+		for _, pr := range g.rn.Status().Progress {
+			if pr.Match >= index {
+				have++
+			}
+		}
+		g.mu.Unlock()
+		if have >= n {
+			return nil
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-g.stop:
+			return ErrStopped
+		}
+	}
+}

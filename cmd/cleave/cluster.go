@@ -102,6 +102,8 @@ type clusterView struct {
 	// single copies. wake is its signal that the shards this node serves changed, and
 	// changedCh is closed once the executor follows such a change (LeadersChanged).
 	host      *host.Host
+	call      host.Caller // internal commands to other nodes (WaitCopies)
+	copies    int         // --replicas
 	wake      chan struct{}
 	mu        sync.Mutex
 	changedCh chan struct{}

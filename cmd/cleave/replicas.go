@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/cluster"
@@ -60,7 +61,8 @@ func openReplicated(cfg *Config, listen net.Addr, st *exec.Storage, logger *zap.
 	if err != nil {
 		return fail(fmt.Errorf("cannot join the cluster: %w", err), nodeDB.Close)
 	}
-	v := &clusterView{node: node, local: node.Self().Shards, wake: make(chan struct{}, 1), changedCh: make(chan struct{})}
+	v := &clusterView{node: node, local: node.Self().Shards, wake: make(chan struct{}, 1), changedCh: make(chan struct{}),
+		copies: cfg.Cluster.Replicas}
 	catalogReady := make(chan struct{})
 	tc, err := cfg.tlsConfig()
 	if err != nil {
@@ -70,7 +72,7 @@ func openReplicated(cfg *Config, listen net.Addr, st *exec.Storage, logger *zap.
 	h, err := host.Start(host.Options{
 		Node: node, Dir: cfg.Dir, Replicas: cfg.Cluster.Replicas, DeadAfter: cfg.Cluster.ReplicaDeadAfter,
 		LogKeep: uint64(cfg.Cluster.RaftLogKeep),
-		Logger: logger, Call: host.PoolCaller(pool), OnChange: v.replicasChanged,
+		Logger:  logger, Call: host.PoolCaller(pool), OnChange: v.replicasChanged,
 		OpenStore: func(dir string, shard int) (*store.DB, error) {
 			return store.Open(storeOptions(cfg, cache, dir, logger.Named("store").With(zap.Int("shard", shard))))
 		},
@@ -82,7 +84,7 @@ func openReplicated(cfg *Config, listen net.Addr, st *exec.Storage, logger *zap.
 	if err != nil {
 		return fail(fmt.Errorf("cannot start this node's replicas: %w", err), nodeDB.Close, node.Close)
 	}
-	v.host = h
+	v.host, v.call = h, host.PoolCaller(pool)
 	closeAll := func() error {
 		h.Close()
 		pool.Close()
@@ -150,6 +152,31 @@ func (v *clusterView) Receive(from string, msgs [][]byte) error { return v.host.
 // ReceiveSnapshot implements command.Replicas.
 func (v *clusterView) ReceiveSnapshot(shard, to uint64, phase, file string, offset int64, data, msg []byte) error {
 	return v.host.ReceiveSnapshot(shard, to, phase, file, offset, data, msg)
+}
+
+// Copies implements command.Replicas.
+func (v *clusterView) Copies() int { return v.copies }
+
+// WaitCopies implements command.Replicas: this node's shards, then (everywhere) every other
+// node's through _cleaveWaitCopies.
+func (v *clusterView) WaitCopies(ctx context.Context, n int, everywhere bool) error {
+	if err := v.host.WaitCopies(ctx, n); err != nil || !everywhere {
+		return err
+	}
+	b := bsoncore.NewDocumentBuilder().AppendInt32("_cleaveWaitCopies", int32(n))
+	if d, ok := ctx.Deadline(); ok { // the other node stops waiting when this one does
+		b.AppendInt64("maxTimeMS", max(time.Until(d).Milliseconds(), 1))
+	}
+	cmd := b.AppendString("$db", "admin").Build()
+	for _, m := range v.node.Members() {
+		if m.Name == v.node.Name() {
+			continue
+		}
+		if _, err := v.call(ctx, m.Advertise, cmd); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Checksum implements command.Replicas.

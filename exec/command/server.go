@@ -1,6 +1,8 @@
 package command
 
 import (
+	"context"
+
 	"crypto/tls"
 	"sync"
 	"time"
@@ -301,6 +303,11 @@ type Replicas interface {
 	LeadersChanged() <-chan struct{}
 	// Checksum digests this node's replica of shard id, leader or follower.
 	Checksum(id int) (store.ReplicaChecksum, error)
+	// Copies is how many copies of each shard the cluster keeps (--replicas).
+	Copies() int
+	// WaitCopies waits until n copies of every shard this node serves (and, everywhere,
+	// of every shard any node serves) hold what their leaders applied so far: w: n.
+	WaitCopies(ctx context.Context, n int, everywhere bool) error
 	// ReceiveSnapshot takes a chunk of a snapshot for this node's replica to of a shard
 	// (_cleaveRaftSnapshot, replica/host).
 	ReceiveSnapshot(shard, to uint64, phase, file string, offset int64, data, msg []byte) error

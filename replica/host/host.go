@@ -166,6 +166,25 @@ func (h *Host) Status(id int) (replica.Status, bool) {
 	return r.g.Status(), true
 }
 
+// WaitCopies waits until n copies of every shard this node serves hold what it applied so
+// far (a write concern's w: n), or ctx ends.
+func (h *Host) WaitCopies(ctx context.Context, n int) error {
+	h.mu.Lock()
+	var led []*hosted
+	for _, r := range h.hosted {
+		if r.g.Serving() {
+			led = append(led, r)
+		}
+	}
+	h.mu.Unlock()
+	for _, r := range led {
+		if err := r.g.WaitCopies(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Checksum digests this node's replica of shard id, leader or follower (store.DB.Checksum).
 func (h *Host) Checksum(id int) (store.ReplicaChecksum, error) {
 	h.mu.Lock()

@@ -18,6 +18,8 @@ func (h *Handlers) addRaftCommand(add func(*command.Command)) {
 		Help: "internal: raft messages for this node's replicas of shards"})
 	add(&command.Command{Name: "_cleaveRaftSnapshot", Run: h.raftSnapshot, Action: auth.ActionInternal,
 		Help: "internal: a chunk of a snapshot for this node's replica of a shard"})
+	add(&command.Command{Name: "_cleaveWaitCopies", Run: h.waitCopies, Action: auth.ActionInternal,
+		Help: "internal: waits until n copies of the shards this node leads hold what it applied (w: n)"})
 	add(&command.Command{Name: "_cleaveReplicaChecksum", Run: h.replicaChecksum, Action: auth.ActionInternal,
 		Help: "internal: a digest of this node's replica of a shard, to compare the replicas of a shard"})
 }
@@ -86,6 +88,23 @@ func (h *Handlers) raftSnapshot(_ context.Context, r *command.Request) error {
 	_, msg, _ := r.Body.Lookup("msg").BinaryOK()
 	if err := h.Storage.Replicas.ReceiveSnapshot(uint64(shard), uint64(to), phase, file, off, data, msg); err != nil {
 		return mongoerr.Wrap(err, mongoerr.BadValue, "_cleaveRaftSnapshot: %v", err)
+	}
+	return nil
+}
+
+// waitCopies answers {_cleaveWaitCopies: n} once n copies of every shard this node leads
+// hold what it applied so far, or the request's deadline passed.
+func (h *Handlers) waitCopies(ctx context.Context, r *command.Request) error {
+	if h.Storage.Replicas == nil {
+		return mongoerr.New(mongoerr.NotImplemented, "this node holds no replicas of shards")
+	}
+	first, _ := bsonx.FirstElement(r.Body)
+	n, _ := bsonx.NumberAsInt64(first.Value())
+	if err := h.Storage.Replicas.WaitCopies(ctx, int(n), false); err != nil {
+		if mongoerr.As(err) != nil {
+			return err
+		}
+		return mongoerr.Wrap(err, mongoerr.WriteConcernTimeout, "waiting for replication: %v", err)
 	}
 	return nil
 }
