@@ -381,3 +381,64 @@ func TestReplicationWriteConcern(t *testing.T) {
 		t.Fatalf("w: 2 with one node down answered %v", wce)
 	}
 }
+
+// TestReplicationChangeStreamFailover: a change stream on a collection spread over three
+// replicated shards sees every insert exactly once, in the order of each shard, across the
+// SIGKILL of a shard's leader (the node the stream reads through stays up; its reads of the
+// dead leader's shard move to the new leader, whose copy of the change log is the same) and
+// across a resume through another node.
+func TestReplicationChangeStreamFailover(t *testing.T) {
+	_, nodes, _ := replicatedNodes(t, 3)
+	c0 := majorityClient(t, nodes[0])
+	ns := dbName(t) + ".docs"
+	shardColl(t, c0, ns, "tenant", bson.E{Key: "numInitialChunks", Value: 6})
+	ctx := context.Background()
+	stream, err := c0.Database(dbName(t)).Collection("docs").Watch(ctx, mongo.Pipeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stream.Close(ctx) }()
+	victim := shardLeaderIndex(t, c0, 1)
+	if victim == 0 {
+		victim = shardLeaderIndex(t, c0, 2)
+	}
+	writer := majorityClient(t, nodes[3-victim]) // neither node 0 nor the victim
+	coll := writer.Database(dbName(t)).Collection("docs")
+	for i := range 200 {
+		if i == 100 {
+			nodes[victim].kill()
+		}
+		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "tenant", Value: fmt.Sprintf("t%d", i)}}); err != nil {
+			t.Fatalf("insert %d: %v", i, err)
+		}
+	}
+	seen := map[int32]int{}
+	var token bson.Raw
+	deadline := time.Now().Add(60 * time.Second)
+	for len(seen) < 150 && time.Now().Before(deadline) {
+		if stream.Next(ctx) {
+			seen[stream.Current.Lookup("documentKey", "_id").Int32()]++
+			token = stream.ResumeToken()
+		} else if err := stream.Err(); err != nil {
+			t.Fatalf("stream: %v", err)
+		}
+	}
+	// Resume through the writer's node from the last token read: the rest, once each.
+	other, err := writer.Database(dbName(t)).Collection("docs").Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetResumeAfter(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Close(ctx) }()
+	for len(seen) < 200 && time.Now().Before(deadline) {
+		if other.Next(ctx) {
+			seen[other.Current.Lookup("documentKey", "_id").Int32()]++
+		} else if err := other.Err(); err != nil {
+			t.Fatalf("resumed stream: %v", err)
+		}
+	}
+	for i := range int32(200) {
+		if seen[i] != 1 {
+			t.Errorf("insert of _id %d seen %d times", i, seen[i])
+		}
+	}
+}

@@ -58,6 +58,13 @@ type changeState struct {
 	trimmed uint64
 }
 
+// ChangeClock returns the clock that stamps change records (nil: none).
+func (db *DB) ChangeClock() ChangeClock {
+	db.changes.mu.Lock()
+	defer db.changes.mu.Unlock()
+	return db.changes.clock
+}
+
 // SetChangeClock sets the clock that stamps change records. A DB without one writes no change
 // records (Batch.AddChange records are dropped): tools and tests of the store alone.
 func (db *DB) SetChangeClock(c ChangeClock) {

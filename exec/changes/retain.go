@@ -57,7 +57,7 @@ func cutoff(db *store.DB, excess int64) (uint64, error) {
 }
 
 // RunRetention trims the logs of dbs every interval until stop is closed.
-func RunRetention(r Retention, dbs []*store.DB, interval time.Duration, log *zap.Logger, stop <-chan struct{}) {
+func RunRetention(r Retention, dbs func() []*store.DB, interval time.Duration, log *zap.Logger, stop <-chan struct{}) {
 	if r.Age <= 0 && r.Bytes <= 0 {
 		return
 	}
@@ -68,7 +68,7 @@ func RunRetention(r Retention, dbs []*store.DB, interval time.Duration, log *zap
 		case <-stop:
 			return
 		case now := <-t.C:
-			for _, db := range dbs {
+			for _, db := range dbs() {
 				if err := r.Trim(db, now); err != nil {
 					log.Warn("trimming the change log failed", zap.String("dir", db.Dir()), zap.Error(err))
 				}

@@ -235,19 +235,41 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 // and wake the change streams through e.Changes.
 func (e *Server) startChangeLogs(r changes.Retention) {
 	e.Changes = &changes.Hub{Clock: &e.Clock}
+	e.stampChangeLogs(e.Storage.Shards)
+	go changes.RunRetention(r, e.changeLogDBs, time.Minute, e.Log.Named("changes"), e.stop)
+}
+
+// stampChangeLogs makes the local shards of shards that do not stamp their change records yet
+// stamp them with the cluster time: at start, and when a replicated shard's copy here starts
+// to lead it (SetShards), before it serves.
+func (e *Server) stampChangeLogs(shards []catalog.Shard) {
+	if e.Changes == nil {
+		return
+	}
+	for _, sh := range shards {
+		db, ok := catalog.LocalDB(sh)
+		if !ok || db.ChangeClock() == e.Changes {
+			continue
+		}
+		// The clock starts past every time the log holds: a restart within the second of
+		// the last write, or another node's clock ahead of this one's when it led the
+		// shard, must not stamp new records before old ones.
+		if ts, err := db.NewestChange(); err == nil {
+			e.Clock.Advance(ts)
+		}
+		db.SetChangeClock(e.Changes)
+	}
+}
+
+// changeLogDBs returns the local shards' stores, whose change logs retention trims.
+func (e *Server) changeLogDBs() []*store.DB {
 	var dbs []*store.DB
-	for _, sh := range e.Storage.Shards {
+	for _, sh := range e.Cat.Shards() {
 		if db, ok := catalog.LocalDB(sh); ok {
-			// The clock starts past every time the logs hold: a restart within the second
-			// of the last write must not stamp new records before old ones.
-			if ts, err := db.NewestChange(); err == nil {
-				e.Clock.Advance(ts)
-			}
-			db.SetChangeClock(e.Changes)
 			dbs = append(dbs, db)
 		}
 	}
-	go changes.RunRetention(r, dbs, time.Minute, e.Log.Named("changes"), e.stop)
+	return dbs
 }
 
 // openStreams counts the open change streams by namespace (none without storage).
@@ -331,6 +353,7 @@ func (e *Server) RepairShard(s int) { e.Shards.RepairShard(s) }
 // SetShards replaces the shards, indexed by shard id (cluster mode: other nodes' shards
 // appear as they join; see catalog.Catalog.SetShards).
 func (e *Server) SetShards(shards []catalog.Shard) {
+	e.stampChangeLogs(shards) // before they serve
 	e.Cat.SetShards(shards)
 	e.Sessions.InvalidateRetries() // shards now local may hold records another node wrote
 }
