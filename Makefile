@@ -49,6 +49,12 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+# The long form of the replication kill test: 20 rounds of a random node SIGKILLed under load
+# (CI runs 3); its figures are in the test's log.
+.PHONY: replication-chaos
+replication-chaos:
+	CLEAVE_LONG=1 $(GO) test -count=1 -timeout 30m -run 'TestReplicationKillChaos' -v ./integration
+
 # The drivers' spec and prose tests (compat/ is its own module, pinning mongo-driver v1.17 for
 # its spec files and runners): every suite against a fresh cleave; rewrites the table between the
 # compat markers of docs/compatibility.md and adds newly passing tests to
