@@ -16,6 +16,7 @@ import (
 	"github.com/cleavedb/cleave/exec/command/users"
 	"github.com/cleavedb/cleave/exec/cursor"
 	"github.com/cleavedb/cleave/exec/js"
+	"github.com/cleavedb/cleave/exec/metrics"
 	"github.com/cleavedb/cleave/exec/sharding"
 )
 
@@ -24,6 +25,9 @@ type Options = command.Options
 
 // Storage is what the executor reads and writes.
 type Storage = command.Storage
+
+// ReplicaStat is one of this node's copies of a replicated shard, for /metrics.
+type ReplicaStat = metrics.ReplicaStat
 
 // ShardReplica is a replicated shard's copy as config.shards shows it (sharding.ReplicaSets).
 type ShardReplica = sharding.ShardReplica

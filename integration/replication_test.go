@@ -366,6 +366,24 @@ func TestReplicationWriteConcern(t *testing.T) {
 			t.Fatalf("w: %v answered %v", w, wce)
 		}
 	}
+	// /metrics: each node leads one shard and holds three copies; a leader's followers lag
+	// by nothing once w: 3 returned.
+	leaders := 0
+	for _, s := range nodes {
+		fams := scrape(t, s)
+		for _, m := range fams["cleave_replica_leader"].GetMetric() {
+			leaders += int(m.GetGauge().GetValue())
+		}
+		if n := len(fams["cleave_replica_applied_index"].GetMetric()); n != 3 {
+			t.Errorf("node %s reports %d copies' applied index, want 3", s.addr, n)
+		}
+		if _, ok := fams["cleave_replica_lag_entries"]; !ok {
+			t.Errorf("node %s reports no cleave_replica_lag_entries", s.addr)
+		}
+	}
+	if leaders != 3 {
+		t.Errorf("cleave_replica_leader sums to %d over the nodes, want 3", leaders)
+	}
 	if wce := insert(10, bson.D{{Key: "w", Value: 4}}); wce == nil || wce.Code != 100 {
 		t.Fatalf("w: 4 answered %v, want writeConcernError 100", wce)
 	}

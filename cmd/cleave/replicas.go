@@ -154,6 +154,16 @@ func (v *clusterView) ReceiveSnapshot(shard, to uint64, phase, file string, offs
 	return v.host.ReceiveSnapshot(shard, to, phase, file, offset, data, msg)
 }
 
+// Stats implements command.Replicas.
+func (v *clusterView) Stats() []exec.ReplicaStat {
+	var out []exec.ReplicaStat
+	for _, st := range v.host.Stats() {
+		out = append(out, exec.ReplicaStat{Shard: st.Shard, Replica: st.Status.Replica, Leader: st.Status.Serving,
+			Term: st.Status.Term, Applied: st.Status.Applied, Lag: st.Lag})
+	}
+	return out
+}
+
 // Copies implements command.Replicas.
 func (v *clusterView) Copies() int { return v.copies }
 

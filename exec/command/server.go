@@ -220,8 +220,7 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 		Started: e.Started, Log: e.Log})
 	e.Knobs.TxnLifetime.OnSet(func(v int64) { e.Txns.Lifetime.Store(v * int64(time.Second)) })
 	e.Commands = e.commandTable(families)
-	e.collector = metrics.New(metrics.Source{Commands: e.Commands.Names(), WireStats: opts.WireStats, Shards: e.Shards, Cat: e.Cat,
-		Catalog: e.Storage.Catalog, ChangeStreams: e.openStreams})
+	e.collector = metrics.New(e.metricsSource(opts))
 	go e.Sessions.Run(e.stop)
 	if opts.Storage != nil {
 		e.Shards.Start(e.Write)
@@ -327,6 +326,8 @@ type Replicas interface {
 	Checksum(id int) (store.ReplicaChecksum, error)
 	// Copies is how many copies of each shard the cluster keeps (--replicas).
 	Copies() int
+	// Stats reports this node's copies, for /metrics.
+	Stats() []metrics.ReplicaStat
 	// WaitCopies waits until n copies of every shard this node serves (and, everywhere,
 	// of every shard any node serves) hold what their leaders applied so far: w: n.
 	WaitCopies(ctx context.Context, n int, everywhere bool) error
@@ -363,3 +364,13 @@ func (e *Server) Metrics() *metrics.Metrics { return e.collector }
 
 // AuthOptions configures access control.
 type AuthOptions = access.Options
+
+// metricsSource is what /metrics reads of the server.
+func (e *Server) metricsSource(opts Options) metrics.Source {
+	src := metrics.Source{Commands: e.Commands.Names(), WireStats: opts.WireStats, Shards: e.Shards, Cat: e.Cat,
+		Catalog: e.Storage.Catalog, ChangeStreams: e.openStreams}
+	if e.Storage.Replicas != nil {
+		src.Replicas = e.Storage.Replicas.Stats
+	}
+	return src
+}

@@ -78,6 +78,8 @@ type Source struct {
 	Catalog *store.Catalog
 	// ChangeStreams counts the open change streams by the namespace they watch; nil: none.
 	ChangeStreams func() map[string]int
+	// Replicas reports this node's copies of replicated shards; nil: none (replicas.go).
+	Replicas func() []ReplicaStat
 }
 
 // New returns the collector of src.
@@ -159,6 +161,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	m.describeStore(ch)
+	describeReplicas(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -172,6 +175,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		for ns, n := range m.src.ChangeStreams() {
 			ch <- prometheus.MustNewConstMetric(m.streams, prometheus.GaugeValue, float64(n), ns)
 		}
+	}
+	if m.src.Replicas != nil {
+		collectReplicas(ch, m.src.Replicas())
 	}
 	sh := m.src.Shards
 	if sh == nil {

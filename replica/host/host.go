@@ -166,6 +166,39 @@ func (h *Host) Status(id int) (replica.Status, bool) {
 	return r.g.Status(), true
 }
 
+// Stat is one of this node's copies as its group knows it (for /metrics).
+type Stat struct {
+	Shard  int
+	Status replica.Status
+	Lag    map[uint64]uint64 // on the leader: the entries each other copy lacks of the commit
+}
+
+// Stats reports this node's copies, in shard order.
+func (h *Host) Stats() []Stat {
+	h.mu.Lock()
+	all := make([]*hosted, 0, len(h.hosted))
+	for _, r := range h.hosted {
+		all = append(all, r)
+	}
+	h.mu.Unlock()
+	slices.SortFunc(all, func(a, b *hosted) int { return a.shard - b.shard })
+	out := make([]Stat, 0, len(all))
+	for _, r := range all {
+		st := Stat{Shard: r.shard, Status: r.g.Status()}
+		if st.Status.Serving {
+			voters, learners := r.g.Members()
+			st.Lag = map[uint64]uint64{}
+			for _, id := range append(voters, learners...) {
+				if match, commit, ok := r.g.Progress(id); ok && id != r.id {
+					st.Lag[id] = commit - min(match, commit)
+				}
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
 // WaitCopies waits until n copies of every shard this node serves hold what it applied so
 // far (a write concern's w: n), or ctx ends.
 func (h *Host) WaitCopies(ctx context.Context, n int) error {
