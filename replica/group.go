@@ -112,7 +112,7 @@ type Group struct {
 	compacting atomic.Bool
 	// savedTerm and savedVote are the hard state's last saved (the goroutine's own).
 	savedTerm, savedVote uint64
-	conf       struct {
+	conf                 struct {
 		sync.Mutex
 		index uint64
 		cs    *raftpb.ConfState

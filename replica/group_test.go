@@ -78,6 +78,8 @@ type recorder struct {
 	staged *recorder
 	// installed counts the snapshots installed.
 	installed int
+	// digests are, by checksum entry index, how many payloads were applied at it.
+	digests map[uint64]int
 }
 
 func (r *recorder) SyncApplied() (uint64, error) {
@@ -96,6 +98,16 @@ func (r *recorder) InstallSnapshot(meta *raftpb.SnapshotMetadata) error {
 	r.staged = nil
 	r.installed++
 	return nil
+}
+
+// ChecksumAt implements Checksummer: it records the payloads applied at index.
+func (r *recorder) ChecksumAt(index uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.digests == nil {
+		r.digests = map[uint64]int{}
+	}
+	r.digests[index] = len(r.data)
 }
 
 // clone copies the recorder's state, as a checkpoint does.
@@ -461,6 +473,31 @@ func TestGroupSnapshotCatchUp(t *testing.T) {
 	for _, id := range []uint64{lagging, 4} {
 		if n := c.reps[id].sm.installed; n == 0 {
 			t.Errorf("replica %d caught up without a snapshot: the test did not truncate enough", id)
+		}
+	}
+}
+
+// TestGroupChecksumEntry: a checksum entry reaches every replica at the same point of the log:
+// each digests its state after the same payloads, whatever comes after.
+func TestGroupChecksumEntry(t *testing.T) {
+	c := newCluster(t, 1, 2, 3)
+	for _, p := range payloads(0, 10) {
+		c.propose(p)
+	}
+	index, err := c.leader().g.ProposeChecksum(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range payloads(10, 20) {
+		c.propose(p)
+	}
+	c.converge(payloads(0, 20))
+	for id, r := range c.reps {
+		r.sm.mu.Lock()
+		n, ok := r.sm.digests[index]
+		r.sm.mu.Unlock()
+		if !ok || n != 10 {
+			t.Errorf("replica %d digested at entry %d: %v after %d payloads, want 10", id, index, ok, n)
 		}
 	}
 }

@@ -97,9 +97,33 @@ type proposals struct {
 	mu      sync.Mutex
 	next    uint64
 	waiting map[uint64]chan error
+	// indexes are the indexes of applied proposals whose proposer asks (ProposeChecksum),
+	// until it takes them.
+	indexes map[uint64]uint64
 }
 
-func (p *proposals) init(uint64) { p.waiting = make(map[uint64]chan error) }
+func (p *proposals) init(uint64) {
+	p.waiting = make(map[uint64]chan error)
+	p.indexes = make(map[uint64]uint64)
+}
+
+// setIndex records the index of proposal seq, if it still waits.
+func (p *proposals) setIndex(seq, index uint64) {
+	p.mu.Lock()
+	if _, ok := p.waiting[seq]; ok {
+		p.indexes[seq] = index
+	}
+	p.mu.Unlock()
+}
+
+// indexOf takes the index recorded for proposal seq.
+func (p *proposals) indexOf(seq uint64) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := p.indexes[seq]
+	delete(p.indexes, seq)
+	return i
+}
 
 // add registers a new proposal and returns its sequence number and outcome channel.
 func (p *proposals) add() (uint64, <-chan error) {
@@ -116,6 +140,7 @@ func (p *proposals) add() (uint64, <-chan error) {
 func (p *proposals) remove(seq uint64) {
 	p.mu.Lock()
 	delete(p.waiting, seq)
+	delete(p.indexes, seq)
 	p.mu.Unlock()
 }
 

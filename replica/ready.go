@@ -97,8 +97,16 @@ func (g *Group) apply(e *raftpb.Entry) (seq uint64, mine bool) {
 	if e.GetIndex() > g.applied.Load() { // entries below a snapshot's state are skipped
 		g.applied.Store(e.GetIndex())
 		g.appliedTerm = e.GetTerm()
+		if seq&checksumFlag != 0 {
+			g.noteChecksum(e.GetIndex())
+		}
 	}
-	return seq, owner == g.cfg.Replica
+	seq &^= checksumFlag
+	mine = owner == g.cfg.Replica
+	if mine {
+		g.props.setIndex(seq, e.GetIndex())
+	}
+	return seq, mine
 }
 
 // applyConfChange applies a configuration change entry and returns its proposer.

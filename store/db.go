@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -54,6 +55,11 @@ type DB struct {
 	// the last replicated entry applied.
 	proposer    atomic.Pointer[Proposer]
 	replApplied atomic.Uint64
+	// digests are the digests made at checksum entries (ChecksumAt), by index.
+	digests struct {
+		sync.Mutex
+		m map[uint64]ReplicaChecksum
+	}
 }
 
 // Applied returns how many batches the DB has applied since it opened, counted once a batch

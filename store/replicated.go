@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/zeebo/xxh3"
+	"go.uber.org/zap"
 )
 
 // A replicated DB is the state machine of a replica group (package replica): its writes are
@@ -185,6 +186,53 @@ func (db *DB) Checksum() (ReplicaChecksum, error) {
 	}
 	snap := db.pdb.NewSnapshot()
 	defer func() { _ = snap.Close() }()
+	return digest(snap)
+}
+
+// ChecksumAt starts a digest of the state as it is now, which a checksum entry at index has
+// just been applied to (replica.Checksummer): the snapshot is taken at once, the digest made in
+// the background; DigestAt returns it once done.
+func (db *DB) ChecksumAt(index uint64) {
+	if db.closed.Load() {
+		return
+	}
+	snap := db.pdb.NewSnapshot()
+	go func() {
+		defer func() { _ = snap.Close() }()
+		sum, err := digest(snap)
+		if err != nil {
+			db.logger.Warn("cannot digest the replica's state", zap.Uint64("index", index), zap.Error(err))
+			return
+		}
+		db.digests.Lock()
+		defer db.digests.Unlock()
+		if db.digests.m == nil {
+			db.digests.m = map[uint64]ReplicaChecksum{}
+		}
+		db.digests.m[index] = sum
+		for len(db.digests.m) > maxDigests { // the oldest go
+			oldest := index
+			for i := range db.digests.m {
+				oldest = min(oldest, i)
+			}
+			delete(db.digests.m, oldest)
+		}
+	}()
+}
+
+// maxDigests is how many digests of checksum entries a DB keeps.
+const maxDigests = 8
+
+// DigestAt returns the digest made at the checksum entry at index, if it is done.
+func (db *DB) DigestAt(index uint64) (ReplicaChecksum, bool) {
+	db.digests.Lock()
+	defer db.digests.Unlock()
+	sum, ok := db.digests.m[index]
+	return sum, ok
+}
+
+// digest digests what snap holds.
+func digest(snap *pebble.Snapshot) (ReplicaChecksum, error) {
 	var out ReplicaChecksum
 	if v, closer, err := snap.Get(replicaAppliedKey); err == nil {
 		if len(v) == 16 {

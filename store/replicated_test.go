@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -173,5 +174,47 @@ func TestReplicatedRefusedWriteChangesNothing(t *testing.T) {
 	mustCommit(t, b)
 	if docs, _ := db.CollStats(1); docs != 1 {
 		t.Fatalf("CollStats = %d after the accepted write, want 1 (the refused one uncounted)", docs)
+	}
+}
+
+// TestChecksumAtIgnoresLaterWrites: a digest started at a checksum entry describes the state as
+// of it, not the writes applied while it is made; two replicas with the same entries agree.
+func TestChecksumAtIgnoresLaterWrites(t *testing.T) {
+	a := openOn(t, vfs.NewMem(), "a")
+	b := openOn(t, vfs.NewMem(), "b")
+	p := &logProposer{replicas: []*DB{a, b}}
+	a.SetProposer(p)
+	for i := range 10 {
+		bt := a.NewBatch()
+		bt.SetDoc(1, uint64(i), idN(i), docN(i, 100))
+		mustCommit(t, bt)
+	}
+	for _, db := range []*DB{a, b} {
+		if err := db.ApplyReplicated(11, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		db.ChecksumAt(11)
+	}
+	p.log = append(p.log, nil) // index 11, the checksum entry
+	bt := a.NewBatch()
+	bt.SetDoc(1, 99, idN(99), docN(99, 100))
+	mustCommit(t, bt)
+	var sa, sb ReplicaChecksum
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		var oka, okb bool
+		sa, oka = a.DigestAt(11)
+		sb, okb = b.DigestAt(11)
+		if oka && okb {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("digests not made in 5s")
+		}
+	}
+	if sa != sb || sa.Applied != 11 {
+		t.Fatalf("digests at 11: %+v and %+v; want equal, applied 11", sa, sb)
+	}
+	if now, _ := a.Checksum(); now.Sum == sa.Sum {
+		t.Fatal("the digest now equals the one at 11: the later write is not in either")
 	}
 }

@@ -39,6 +39,8 @@ type ClusterConfig struct {
 	ReplicaDeadAfter time.Duration
 	// RaftLogKeep is how many entries a shard's raft log keeps when it is truncated.
 	RaftLogKeep int
+	// ReplicaCheckEvery is how often shard leaders compare their copies' digests.
+	ReplicaCheckEvery time.Duration
 }
 
 // clusterFlags registers the cluster flags on fs.
@@ -51,6 +53,7 @@ func (c *ClusterConfig) clusterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Replicas, "replicas", envInt("REPLICAS", 1), "copies of each shard the cluster keeps, each shard a raft group (1: a single copy on its node; needs --etcd above 1)")
 	fs.DurationVar(&c.ReplicaDeadAfter, "replica-dead-after", envDuration("REPLICA_DEAD_AFTER", 5*time.Minute), "how long a node may be gone before its replicas of shards are made again on other nodes (0: never)")
 	fs.IntVar(&c.RaftLogKeep, "raft-log-keep", envInt("RAFT_LOG_KEEP", 5000), "entries a shard's raft log keeps when it is truncated (every twice as many): a replica further behind catches up from a snapshot")
+	fs.DurationVar(&c.ReplicaCheckEvery, "replica-check-interval", envDuration("REPLICA_CHECK_INTERVAL", time.Hour), "how often each shard's leader compares the digests of its copies at one raft entry (0: never); a difference is logged as an error and counted in cleave_replica_divergences_total")
 	fs.StringVar(&c.KeyFile, "keyFile", env("KEYFILE", ""), "the cluster's key file (mongod's security.keyFile): 6 to 1024 base64 characters, whitespace ignored, not readable by group or others, the same on every node; nodes authenticate to each other as __system with it; implies --auth")
 }
 

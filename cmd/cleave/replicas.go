@@ -71,8 +71,8 @@ func openReplicated(cfg *Config, listen net.Addr, st *exec.Storage, logger *zap.
 	pool := wire.NewPool(wire.ClientOptions{Hello: exec.InternalHello(cfg.Cluster.key), TLS: internalTLSConfig(tc)})
 	h, err := host.Start(host.Options{
 		Node: node, Dir: cfg.Dir, Replicas: cfg.Cluster.Replicas, DeadAfter: cfg.Cluster.ReplicaDeadAfter,
-		LogKeep: uint64(cfg.Cluster.RaftLogKeep),
-		Logger:  logger, Call: host.PoolCaller(pool), OnChange: v.replicasChanged,
+		LogKeep: uint64(cfg.Cluster.RaftLogKeep), CheckEvery: cfg.Cluster.ReplicaCheckEvery,
+		Logger: logger, Call: host.PoolCaller(pool), OnChange: v.replicasChanged,
 		OpenStore: func(dir string, shard int) (*store.DB, error) {
 			return store.Open(storeOptions(cfg, cache, dir, logger.Named("store").With(zap.Int("shard", shard))))
 		},
@@ -189,8 +189,18 @@ func (v *clusterView) WaitCopies(ctx context.Context, n int, everywhere bool) er
 	return nil
 }
 
-// Checksum implements command.Replicas.
-func (v *clusterView) Checksum(id int) (store.ReplicaChecksum, error) { return v.host.Checksum(id) }
+// Digest implements command.Replicas.
+func (v *clusterView) Digest(id int, index uint64) (store.ReplicaChecksum, bool, error) {
+	return v.host.Digest(id, index)
+}
+
+// CheckReplicas implements command.Replicas.
+func (v *clusterView) CheckReplicas(ctx context.Context, id int) error {
+	return v.host.CheckReplicas(ctx, id)
+}
+
+// Divergences implements command.Replicas.
+func (v *clusterView) Divergences() int64 { return v.host.Divergences() }
 
 // LeadersChanged implements command.Replicas: closed once the executor's shards follow the
 // next change of leaders.

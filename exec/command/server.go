@@ -322,8 +322,13 @@ type Replicas interface {
 	// LeadersChanged returns a channel closed at the next change of which node serves a
 	// shard: a router answered StaleConfig for a shard whose leader changed waits on it.
 	LeadersChanged() <-chan struct{}
-	// Checksum digests this node's replica of shard id, leader or follower.
-	Checksum(id int) (store.ReplicaChecksum, error)
+	// Digest returns this node's copy of shard id's digest at a checksum entry's index
+	// (ready false while it is made), or now (index 0).
+	Digest(id int, index uint64) (sum store.ReplicaChecksum, ready bool, err error)
+	// CheckReplicas compares the copies of shard id, which this node leads.
+	CheckReplicas(ctx context.Context, id int) error
+	// Divergences counts the differences between copies that checks found.
+	Divergences() int64
 	// Copies is how many copies of each shard the cluster keeps (--replicas).
 	Copies() int
 	// Stats reports this node's copies, for /metrics.
@@ -370,7 +375,7 @@ func (e *Server) metricsSource(opts Options) metrics.Source {
 	src := metrics.Source{Commands: e.Commands.Names(), WireStats: opts.WireStats, Shards: e.Shards, Cat: e.Cat,
 		Catalog: e.Storage.Catalog, ChangeStreams: e.openStreams}
 	if e.Storage.Replicas != nil {
-		src.Replicas = e.Storage.Replicas.Stats
+		src.Replicas, src.ReplicaDivergences = e.Storage.Replicas.Stats, e.Storage.Replicas.Divergences
 	}
 	return src
 }

@@ -78,8 +78,10 @@ type Source struct {
 	Catalog *store.Catalog
 	// ChangeStreams counts the open change streams by the namespace they watch; nil: none.
 	ChangeStreams func() map[string]int
-	// Replicas reports this node's copies of replicated shards; nil: none (replicas.go).
-	Replicas func() []ReplicaStat
+	// Replicas reports this node's copies of replicated shards, and ReplicaDivergences
+	// the differences between copies consistency checks found; nil: none (replicas.go).
+	Replicas           func() []ReplicaStat
+	ReplicaDivergences func() int64
 }
 
 // New returns the collector of src.
@@ -178,6 +180,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	if m.src.Replicas != nil {
 		collectReplicas(ch, m.src.Replicas())
+		ch <- prometheus.MustNewConstMetric(replicaDivergedDesc, prometheus.CounterValue, float64(m.src.ReplicaDivergences()))
 	}
 	sh := m.src.Shards
 	if sh == nil {

@@ -25,6 +25,8 @@ var (
 		"The raft term this node's copy of the shard knows.", []string{"shard"}, nil)
 	replicaAppliedDesc = prometheus.NewDesc("cleave_replica_applied_index",
 		"The index of the last raft entry this node's copy of the shard applied.", []string{"shard"}, nil)
+	replicaDivergedDesc = prometheus.NewDesc("cleave_replica_divergences_total",
+		"Consistency checks of shards this node leads that found copies holding different data (each is logged as an error).", nil, nil)
 	replicaLagDesc = prometheus.NewDesc("cleave_replica_lag_entries",
 		"On a shard's leader: the committed entries each other copy does not hold yet.", []string{"shard", "replica"}, nil)
 )
@@ -35,6 +37,7 @@ func describeReplicas(ch chan<- *prometheus.Desc) {
 	ch <- replicaTermDesc
 	ch <- replicaAppliedDesc
 	ch <- replicaLagDesc
+	ch <- replicaDivergedDesc
 }
 
 // collectReplicas sends the metrics of this node's copies.

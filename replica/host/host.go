@@ -43,6 +43,9 @@ type Options struct {
 	Logger *zap.Logger
 	// Tick is raft's tick (default 100ms).
 	Tick time.Duration
+	// CheckEvery is how often the leader of each shard compares its copies' digests (0:
+	// never; CheckReplicas does it on demand).
+	CheckEvery time.Duration
 	// LogKeep is how many entries a group's log keeps below the applied index when it is
 	// truncated, which it is every 2×LogKeep entries (0: replica's defaults).
 	LogKeep uint64
@@ -71,6 +74,8 @@ type Host struct {
 	absent  map[string]time.Time // nodes seen absent, since when (reconcile's)
 	// lastTransfer is when this node last handed a leadership away (balanceLeaders).
 	lastTransfer time.Time
+	// divergences counts the divergences consistency checks found (check.go).
+	divergences atomic.Int64
 }
 
 // hosted is one replica this node holds. Its store changes when it installs a snapshot
@@ -103,7 +108,8 @@ func Start(opts Options) (*Host, error) {
 		h.Close()
 		return nil, err
 	}
-	h.bg.Add(3)
+	h.bg.Add(4)
+	go func() { defer h.bg.Done(); h.checkLoop() }()
 	go func() { defer h.bg.Done(); h.follow() }()
 	go func() { defer h.bg.Done(); h.notifyLoop() }()
 	go func() { defer h.bg.Done(); h.reconcileLoop() }()
@@ -216,17 +222,6 @@ func (h *Host) WaitCopies(ctx context.Context, n int) error {
 		}
 	}
 	return nil
-}
-
-// Checksum digests this node's replica of shard id, leader or follower (store.DB.Checksum).
-func (h *Host) Checksum(id int) (store.ReplicaChecksum, error) {
-	h.mu.Lock()
-	r := h.hosted[id]
-	h.mu.Unlock()
-	if r == nil {
-		return store.ReplicaChecksum{}, fmt.Errorf("this node holds no replica of shard %d", id)
-	}
-	return r.store().Checksum()
 }
 
 // follow opens and starts the replicas the placement adds for this node, until Close.

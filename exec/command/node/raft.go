@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -20,28 +21,10 @@ func (h *Handlers) addRaftCommand(add func(*command.Command)) {
 		Help: "internal: a chunk of a snapshot for this node's replica of a shard"})
 	add(&command.Command{Name: "_cleaveWaitCopies", Run: h.waitCopies, Action: auth.ActionInternal,
 		Help: "internal: waits until n copies of the shards this node leads hold what it applied (w: n)"})
+	add(&command.Command{Name: "_cleaveCheckReplicas", Run: h.checkReplicas, Action: auth.ActionInternal,
+		Help: "internal: compares the copies of a shard this node leads at a new checksum entry"})
 	add(&command.Command{Name: "_cleaveReplicaChecksum", Run: h.replicaChecksum, Action: auth.ActionInternal,
 		Help: "internal: a digest of this node's replica of a shard, to compare the replicas of a shard"})
-}
-
-// replicaChecksum answers {_cleaveReplicaChecksum: shard} with {applied, sum, keys}.
-func (h *Handlers) replicaChecksum(_ context.Context, r *command.Request) error {
-	if h.Storage.Replicas == nil {
-		return mongoerr.New(mongoerr.NotImplemented, "this node holds no replicas of shards")
-	}
-	first, _ := bsonx.FirstElement(r.Body)
-	id, ok := bsonx.NumberAsInt64(first.Value())
-	if !ok {
-		return mongoerr.New(mongoerr.TypeMismatch, "_cleaveReplicaChecksum takes a shard number")
-	}
-	sum, err := h.Storage.Replicas.Checksum(int(id))
-	if err != nil {
-		return mongoerr.Wrap(err, mongoerr.ShardNotFound, "%v", err)
-	}
-	r.Out = bsoncore.AppendInt64Element(r.Out, "applied", int64(sum.Applied))
-	r.Out = bsoncore.AppendInt64Element(r.Out, "sum", int64(sum.Sum))
-	r.Out = bsoncore.AppendInt64Element(r.Out, "keys", sum.Keys)
-	return nil
 }
 
 // raftMessages hands the messages to this node's replicas.
@@ -68,6 +51,47 @@ func (h *Handlers) raftMessages(_ context.Context, r *command.Request) error {
 	}
 	if err := h.Storage.Replicas.Receive(from, msgs); err != nil {
 		return mongoerr.Wrap(err, mongoerr.BadValue, "_cleaveRaft: %v", err)
+	}
+	return nil
+}
+
+// replicaChecksum answers {_cleaveReplicaChecksum: shard, index} with {ready, applied, sum,
+// keys}: this node's copy's digest at a checksum entry's index, or now (index 0).
+func (h *Handlers) replicaChecksum(_ context.Context, r *command.Request) error {
+	if h.Storage.Replicas == nil {
+		return mongoerr.New(mongoerr.NotImplemented, "this node holds no replicas of shards")
+	}
+	first, _ := bsonx.FirstElement(r.Body)
+	id, ok := bsonx.NumberAsInt64(first.Value())
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "_cleaveReplicaChecksum takes a shard number")
+	}
+	index, _ := bsonx.NumberAsInt64(r.Body.Lookup("index"))
+	sum, ready, err := h.Storage.Replicas.Digest(int(id), uint64(index))
+	if err != nil {
+		return mongoerr.Wrap(err, mongoerr.ShardNotFound, "%v", err)
+	}
+	r.Out = bsoncore.AppendBooleanElement(r.Out, "ready", ready)
+	r.Out = bsoncore.AppendInt64Element(r.Out, "applied", int64(sum.Applied))
+	r.Out = bsoncore.AppendInt64Element(r.Out, "sum", int64(sum.Sum))
+	r.Out = bsoncore.AppendInt64Element(r.Out, "keys", sum.Keys)
+	return nil
+}
+
+// checkReplicas answers {_cleaveCheckReplicas: shard} on the node leading the shard: ok when
+// its copies hold the same data at a new checksum entry, InternalError naming the digests when
+// not (and the leader logs it as an error).
+func (h *Handlers) checkReplicas(ctx context.Context, r *command.Request) error {
+	if h.Storage.Replicas == nil {
+		return mongoerr.New(mongoerr.NotImplemented, "this node holds no replicas of shards")
+	}
+	first, _ := bsonx.FirstElement(r.Body)
+	id, _ := bsonx.NumberAsInt64(first.Value())
+	if err := h.Storage.Replicas.CheckReplicas(ctx, int(id)); err != nil {
+		if strings.Contains(err.Error(), "differ at index") {
+			return mongoerr.Wrap(err, mongoerr.InternalError, "%v", err)
+		}
+		return mongoerr.Wrap(err, mongoerr.NotWritablePrimary, "%v", err)
 	}
 	return nil
 }
