@@ -38,11 +38,11 @@ type Node struct {
 	// shardsView and membersView are the mirrors decoded at their latest version.
 	shardsView  atomic.Pointer[shardsView]
 	membersView atomic.Pointer[membersView]
-	leader  atomic.Bool
-	ctx     context.Context
-	cancel  context.CancelFunc
-	bg      sync.WaitGroup
-	mu      struct {
+	leader      atomic.Bool
+	ctx         context.Context
+	cancel      context.CancelFunc
+	bg          sync.WaitGroup
+	mu          struct {
 		sync.Mutex
 		session  *concurrency.Session
 		election *concurrency.Election

@@ -30,7 +30,7 @@ import (
 // only after applying every entry its predecessors committed.
 func (e *Executor) runStaleRetrying(ctx context.Context, r *command.Request, cmd *command.Command) error {
 	retryableWrite := e.Storage.Replicas != nil && r.Txn == nil && r.Cmd.Has(command.RetryableWrite) && hasTxnNumber(r.Body)
-	if e.Remote == nil || !(r.Cmd.Has(command.StaleRetry) || retryableWrite) || r.Txn != nil || pipelineWrites(r.Body) {
+	if e.Remote == nil || !r.Cmd.Has(command.StaleRetry) && !retryableWrite || r.Txn != nil || pipelineWrites(r.Body) {
 		return cmd.Run(ctx, r)
 	}
 	mark := len(r.Out)
@@ -82,7 +82,7 @@ func (e *Executor) awaitRetry(ctx context.Context, r *command.Request, err error
 		return false
 	}
 	if me.Code == mongoerr.NotWritablePrimary || me.Code == mongoerr.InterruptedDueToReplStateChange || me.Code == mongoerr.HostUnreachable {
-		if e.Storage.Replicas == nil || !(retryableWrite || r.Cmd.Has(command.StaleRetry)) {
+		if e.Storage.Replicas == nil || !retryableWrite && !r.Cmd.Has(command.StaleRetry) {
 			return false
 		}
 		stale := mongoerr.New(mongoerr.StaleConfig, "%s", me.Message) // no revision: wait for a leader

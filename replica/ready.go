@@ -28,7 +28,7 @@ func (g *Group) handleReady() bool {
 	// copy only once Advance says it is stable. Not when the Ready changes the term or a
 	// vote, which must be durable before anything announces them.
 	sendFirst := leads && len(rd.Messages) > 0 &&
-		(raft.IsEmptyHardState(rd.HardState) || rd.HardState.GetTerm() == g.savedTerm && rd.HardState.GetVote() == g.savedVote)
+		(raft.IsEmptyHardState(rd.HardState) || rd.GetTerm() == g.savedTerm && rd.GetVote() == g.savedVote)
 	if sendFirst {
 		g.cfg.Net.Send(g.cfg.Group, rd.Messages)
 	}
@@ -55,7 +55,7 @@ func (g *Group) handleReady() bool {
 		g.log.Fatal("cannot persist the raft log: stopping the server", zap.Error(err))
 	}
 	if !raft.IsEmptyHardState(rd.HardState) {
-		g.savedTerm, g.savedVote = rd.HardState.GetTerm(), rd.HardState.GetVote()
+		g.savedTerm, g.savedVote = rd.GetTerm(), rd.GetVote()
 	}
 	if len(rd.Messages) > 0 && !sendFirst {
 		g.cfg.Net.Send(g.cfg.Group, rd.Messages)

@@ -29,44 +29,44 @@ import (
 
 // openReplicated is openStorage for a cluster whose shards are replicated.
 func openReplicated(cfg *Config, listen net.Addr, st *exec.Storage, logger *zap.Logger) (*exec.Storage, *clusterView, []catalog.Shard, func() error, error) {
-	fail := func(err error, closers ...func() error) (*exec.Storage, *clusterView, []catalog.Shard, func() error, error) {
+	fail := func(err error, closers ...func() error) error {
 		for i := len(closers) - 1; i >= 0; i-- {
 			_ = closers[i]()
 		}
 		_ = st.Temp.Close()
-		return nil, nil, nil, nil, err
+		return err
 	}
 	if n := existingShards(cfg.Dir); n > 0 {
-		return fail(fmt.Errorf("data directory %s holds %d single-copy shards: cleave cannot convert them to replicated shards yet; start it without --replicas", cfg.Dir, n))
+		return nil, nil, nil, nil, fail(fmt.Errorf("data directory %s holds %d single-copy shards: cleave cannot convert them to replicated shards yet; start it without --replicas", cfg.Dir, n))
 	}
 	cache := pebble.NewCache(cfg.CacheSize)
 	defer cache.Unref()
 	nodeDB, err := store.Open(storeOptions(cfg, cache, filepath.Join(cfg.Dir, "node"), logger.Named("store").With(zap.String("store", "node"))))
 	if err != nil {
-		return fail(fmt.Errorf("cannot open data directory %s: %w", cfg.Dir, unwrapPathErr(err)))
+		return nil, nil, nil, nil, fail(fmt.Errorf("cannot open data directory %s: %w", cfg.Dir, unwrapPathErr(err)))
 	}
 	cat, err := store.OpenCatalog(nodeDB)
 	if err != nil {
-		return fail(fmt.Errorf("cannot read the catalog in %s: %w", cfg.Dir, err), nodeDB.Close)
+		return nil, nil, nil, nil, fail(fmt.Errorf("cannot read the catalog in %s: %w", cfg.Dir, err), nodeDB.Close)
 	}
 	st.Catalog = cat
 	opts, err := cfg.Cluster.options(listen)
 	if err != nil {
-		return fail(err, nodeDB.Close)
+		return nil, nil, nil, nil, fail(err, nodeDB.Close)
 	}
 	opts.Replicated = true
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	node, err := cluster.Join(ctx, opts, cfg.Shards, logger.Named("cluster"))
 	if err != nil {
-		return fail(fmt.Errorf("cannot join the cluster: %w", err), nodeDB.Close)
+		return nil, nil, nil, nil, fail(fmt.Errorf("cannot join the cluster: %w", err), nodeDB.Close)
 	}
 	v := &clusterView{node: node, local: node.Self().Shards, wake: make(chan struct{}, 1), changedCh: make(chan struct{}),
 		copies: cfg.Cluster.Replicas}
 	catalogReady := make(chan struct{})
 	tc, err := cfg.tlsConfig()
 	if err != nil {
-		return fail(err, nodeDB.Close, node.Close)
+		return nil, nil, nil, nil, fail(err, nodeDB.Close, node.Close)
 	}
 	pool := wire.NewPool(wire.ClientOptions{Hello: exec.InternalHello(cfg.Cluster.key), TLS: internalTLSConfig(tc)})
 	h, err := host.Start(host.Options{
@@ -82,7 +82,7 @@ func openReplicated(cfg *Config, listen net.Addr, st *exec.Storage, logger *zap.
 		},
 	})
 	if err != nil {
-		return fail(fmt.Errorf("cannot start this node's replicas: %w", err), nodeDB.Close, node.Close)
+		return nil, nil, nil, nil, fail(fmt.Errorf("cannot start this node's replicas: %w", err), nodeDB.Close, node.Close)
 	}
 	v.host, v.call = h, host.PoolCaller(pool)
 	closeAll := func() error {

@@ -25,7 +25,7 @@ func (e *Server) AwaitStale(ctx context.Context, err error) bool {
 		// Not the catalog: the shard's leader changed, or none serves yet (an election
 		// takes one to two seconds). Wait for the next change of leaders, a while at most.
 		// Other changes wake it too (nodes registering, other shards' leaders): it waits
-		// leaderWaitMin at least, so that its retries span an election.
+		// leaderWaitLeast at least, so that its retries span an election.
 		start := time.Now()
 		t := time.NewTimer(leaderWait)
 		defer t.Stop()
@@ -35,7 +35,7 @@ func (e *Server) AwaitStale(ctx context.Context, err error) bool {
 		case <-ctx.Done():
 			return false
 		}
-		if rest := leaderWaitMin - time.Since(start); rest > 0 {
+		if rest := leaderWaitLeast - time.Since(start); rest > 0 {
 			select {
 			case <-time.After(rest):
 			case <-ctx.Done():
@@ -47,11 +47,11 @@ func (e *Server) AwaitStale(ctx context.Context, err error) bool {
 }
 
 // leaderWait bounds how long a router answered StaleConfig waits for a shard's leader to
-// change before it plans again, and leaderWaitMin is how long it waits at least: with
+// change before it plans again, and leaderWaitLeast is how long it waits at least: with
 // MaxStaleRetries attempts, a command spans an election (one to three seconds).
 const (
-	leaderWait    = 2 * time.Second
-	leaderWaitMin = 400 * time.Millisecond
+	leaderWait      = 2 * time.Second
+	leaderWaitLeast = 400 * time.Millisecond
 )
 
 // MaxStaleRetries bounds how often one command is planned again after StaleConfig (mongos'

@@ -1,10 +1,10 @@
 package sharding
 
 import (
+	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-	"slices"
 
 	"github.com/cleavedb/cleave/exec/catalog"
 )
