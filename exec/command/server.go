@@ -360,8 +360,17 @@ func (e *Server) RepairShard(s int) { e.Shards.RepairShard(s) }
 // appear as they join; see catalog.Catalog.SetShards).
 func (e *Server) SetShards(shards []catalog.Shard) {
 	e.stampChangeLogs(shards) // before they serve
+	old := e.Cat.Shards()
 	e.Cat.SetShards(shards)
 	e.Sessions.InvalidateRetries() // shards now local may hold records another node wrote
+	e.Txns.AbortOnShards(func(s int) bool { // a leader stepped down: its transactions end
+		if s >= len(old) || s >= len(shards) {
+			return s < len(old)
+		}
+		_, was := catalog.LocalDB(old[s])
+		_, is := catalog.LocalDB(shards[s])
+		return was && !is
+	})
 }
 
 // Metrics returns the server's Prometheus collector.

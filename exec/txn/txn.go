@@ -140,6 +140,26 @@ func (reg *Registry) AbortExpired(now time.Time) {
 	}
 }
 
+// AbortOnShards aborts the open transactions bound to a shard lost reports: shards whose
+// copy here stopped leading them (a replicated shard's leader change, as MongoDB aborts a
+// primary's open transactions at a stepdown). Their next statement answers NoSuchTransaction
+// with TransientTransactionError, and the driver runs the transaction again.
+func (reg *Registry) AbortOnShards(lost func(shard int) bool) {
+	var gone []*Txn
+	reg.mu.Lock()
+	for tx := range reg.active {
+		tx.mu.Lock()
+		if tx.shard >= 0 && lost(tx.shard) {
+			gone = append(gone, tx)
+		}
+		tx.mu.Unlock()
+	}
+	reg.mu.Unlock()
+	for _, tx := range gone {
+		tx.Abort()
+	}
+}
+
 // ErrAborted is the answer to a statement of an aborted transaction.
 func ErrAborted(n int64) error {
 	return mongoerr.New(mongoerr.NoSuchTransaction, "Transaction %d has been aborted.", n).WithLabels("TransientTransactionError")
