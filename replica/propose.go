@@ -33,6 +33,11 @@ func decodeProposal(data []byte) (owner, seq uint64, payload []byte) {
 	return binary.BigEndian.Uint64(data), binary.BigEndian.Uint64(data[8:]), data[proposalHeaderLen:]
 }
 
+// MaxEntryBytes bounds one entry: it travels in one internal message (wire's limit is 48 MB)
+// and is held in memory by every replica until applied. A larger write (shardCollection of a
+// large filled collection rewrites it in one batch) is refused, not left to stall the group.
+const MaxEntryBytes = 16 << 20
+
 // proposeTimeout bounds how long a proposal waits to be applied. A leader cut off from a
 // quorum steps down within an election timeout (CheckQuorum), which fails its proposals
 // sooner; this only guards against a group that neither commits nor loses leadership.
@@ -45,6 +50,11 @@ const proposeTimeout = 30 * time.Second
 func (g *Group) Propose(payload []byte) error {
 	if !g.serving.Load() {
 		return errNotLeader(g.cfg.Group, g.Status().Leader)
+	}
+	if len(payload) > MaxEntryBytes {
+		return mongoerr.New(mongoerr.TransactionTooLarge,
+			"a write of %d bytes to shard %d is larger than one replicated entry may be (%d bytes): cleave cannot replicate it yet",
+			len(payload), g.cfg.Group, MaxEntryBytes)
 	}
 	seq, ch := g.props.add()
 	g.mu.Lock()
