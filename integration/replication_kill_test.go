@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,11 @@ import (
 // flags), each listening on a port fixed for the test, so that a client's seed list of every
 // node stays right across restarts. It waits until every shard has three healthy replicas.
 func replicatedNodes(t *testing.T, n int, extra ...string) (*etcdtest.Cluster, []*server, string) {
+	return replicatedNodesShards(t, n, 1, extra...)
+}
+
+// replicatedNodesShards is replicatedNodes with shards shards per node (--shards).
+func replicatedNodesShards(t *testing.T, n, shards int, extra ...string) (*etcdtest.Cluster, []*server, string) {
 	t.Helper()
 	etcd := etcdtest.Start(t, 3)
 	var nodes []*server
@@ -35,10 +41,10 @@ func replicatedNodes(t *testing.T, n int, extra ...string) (*etcdtest.Cluster, [
 		addrs = append(addrs, port)
 		nodes = append(nodes, startServer(t, append([]string{"--etcd", strings.Join(etcd.Endpoints(), ","),
 			"--node-name", fmt.Sprintf("node-%c", 'a'+i), "--etcd-lease-ttl", "2s", "--listen", port,
-			"--replicas", "3"}, extra...)...))
+			"--replicas", "3", "--shards", strconv.Itoa(shards)}, extra...)...))
 	}
 	c := nodes[0].client(t)
-	waitReplicated(t, c, n, 3, 60*time.Second)
+	waitReplicated(t, c, n*shards, 3, 60*time.Second)
 	return etcd, nodes, "mongodb://" + strings.Join(addrs, ",") + "/"
 }
 
@@ -216,14 +222,19 @@ type replicaSum struct {
 }
 
 // checkReplicasAgree waits until the three replicas of every shard applied the same entries
-// and checks that they then hold the same data (the same digest).
-func checkReplicasAgree(t *testing.T, nodes []*server) {
+// and checks that they then hold the same data (the same digest); the nodes have one shard
+// each, or shards in all.
+func checkReplicasAgree(t *testing.T, nodes []*server, shards ...int) {
 	t.Helper()
 	clients := make([]*mongo.Client, len(nodes))
 	for i, s := range nodes {
 		clients[i] = s.client(t)
 	}
-	for shard := range len(nodes) {
+	n := len(nodes)
+	if len(shards) > 0 {
+		n = shards[0]
+	}
+	for shard := range n {
 		var sums []replicaSum
 		waitFor(t, 30*time.Second, fmt.Sprintf("shard %d's replicas at one applied index", shard), func() bool {
 			sums = sums[:0]

@@ -460,3 +460,44 @@ func TestReplicationChangeStreamFailover(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicationShardsPerNode: nodes of two shards each make six groups of three copies, whose
+// leaders spread two per node; a collection over the six takes writes through every node, the
+// copies agree, and with a node killed every shard keeps serving.
+func TestReplicationShardsPerNode(t *testing.T) {
+	_, nodes, _ := replicatedNodesShards(t, 3, 2)
+	c0 := majorityClient(t, nodes[0])
+	ns := dbName(t) + ".docs"
+	shardColl(t, c0, ns, "tenant", bson.E{Key: "numInitialChunks", Value: 12})
+	waitFor(t, 30*time.Second, "two shard leaders per node", func() bool {
+		led := map[string]int{}
+		for _, s := range listReplicas(t, c0) {
+			led[s.leaderOf()]++
+		}
+		return led["node-a"] == 2 && led["node-b"] == 2 && led["node-c"] == 2
+	})
+	ctx := context.Background()
+	colls := make([]*mongo.Collection, len(nodes))
+	for i, s := range nodes {
+		colls[i] = majorityClient(t, s).Database(dbName(t)).Collection("docs")
+	}
+	start := time.Now()
+	for i := range 300 {
+		coll := colls[i%3]
+		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "tenant", Value: fmt.Sprintf("t%d", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("300 inserts through the three nodes: %v", time.Since(start).Round(time.Millisecond))
+	checkReplicasAgree(t, nodes, 6)
+	nodes[1].kill()
+	coll := c0.Database(dbName(t)).Collection("docs")
+	for i := 300; i < 400; i++ {
+		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "tenant", Value: fmt.Sprintf("t%d", i)}}); err != nil {
+			t.Fatalf("insert %d with node b down: %v", i, err)
+		}
+	}
+	if n, err := coll.CountDocuments(ctx, bson.D{}); err != nil || n != 400 {
+		t.Fatalf("count = %d, %v; want 400", n, err)
+	}
+}
