@@ -147,14 +147,25 @@ func minHi(a, b uint64) uint64 {
 // repairAtStart deletes what crashed moves left behind (documents of a collection on a
 // shard that does not own their range) and undoes interrupted conversions of unsharded
 // collections (documents not at hash 0).
-func (m *Manager) repairAtStart() {
+func (m *Manager) repairAtStart() { m.repair(m.localShards(), true) }
+
+// RepairShard deletes, on shard s, the documents of sharded collections in ranges the
+// shard does not own: what a move the shard's previous leader ran, or received, left behind
+// when its node died. A replicated shard's new leader runs it (repairAtStart's part for one
+// shard, while the server runs: a move the shard takes part in now is refused meanwhile by
+// the DDL lock; a conversion is one replicated batch, never half done).
+func (m *Manager) RepairShard(s int) { m.repair([]int{s}, false) }
+
+// repair deletes the unowned data of sharded collections on shards, and with undo undoes
+// interrupted conversions.
+func (m *Manager) repair(shards []int, undo bool) {
 	unlock := m.cat.LockDDL()
 	defer unlock()
 	state := m.cat.Store().State()
 	for _, db := range state.Databases() {
 		for _, c := range state.Collections(db.Name) {
 			if !c.Sharded() {
-				if catalog.IsTimeseries(c) || catalog.IsCapped(c) {
+				if !undo || catalog.IsTimeseries(c) || catalog.IsCapped(c) {
 					continue // off hash 0 by design: content slots, record ids (catalog.Capped)
 				}
 				if err := m.undoConversion(c); err != nil {
@@ -162,31 +173,10 @@ func (m *Manager) repairAtStart() {
 				}
 				continue
 			}
-			for _, s := range m.localShards() {
+			for _, s := range shards {
 				if err := m.deleteUnowned(c, s, 0, 0); err != nil {
-					m.log.Warn("cannot delete orphaned partition data", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
+					m.log.Warn("cannot delete orphaned partition data", zap.String("ns", c.DB+"."+c.Name), zap.Int("shard", s), zap.Error(err))
 				}
-			}
-		}
-	}
-}
-
-// RepairShard deletes, on shard s, the documents of sharded collections in ranges the
-// shard does not own: what a move the shard's previous leader ran, or received, left behind
-// when its node died. A replicated shard's new leader runs it (repairAtStart's part for one
-// shard, while the server runs: a move the shard takes part in now is refused meanwhile by
-// the DDL lock).
-func (m *Manager) RepairShard(s int) {
-	unlock := m.cat.LockDDL()
-	defer unlock()
-	state := m.cat.Store().State()
-	for _, db := range state.Databases() {
-		for _, c := range state.Collections(db.Name) {
-			if !c.Sharded() {
-				continue
-			}
-			if err := m.deleteUnowned(c, s, 0, 0); err != nil {
-				m.log.Warn("cannot delete orphaned partition data", zap.String("ns", c.DB+"."+c.Name), zap.Int("shard", s), zap.Error(err))
 			}
 		}
 	}

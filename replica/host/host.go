@@ -149,15 +149,24 @@ func (h *Host) Serving(id int) (*store.DB, bool) {
 
 // ServingShards returns the ids of the shards this node serves, in increasing order.
 func (h *Host) ServingShards() []int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	var out []int
-	for id, r := range h.hosted {
-		if r.g.Serving() {
-			out = append(out, id)
-		}
+	for _, r := range h.led() {
+		out = append(out, r.shard)
 	}
 	slices.Sort(out)
+	return out
+}
+
+// led returns the replicas here that lead and serve their groups.
+func (h *Host) led() []*hosted {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []*hosted
+	for _, r := range h.hosted {
+		if r.g.Serving() {
+			out = append(out, r)
+		}
+	}
 	return out
 }
 
@@ -208,15 +217,7 @@ func (h *Host) Stats() []Stat {
 // WaitCopies waits until n copies of every shard this node serves hold what it applied so
 // far (a write concern's w: n), or ctx ends.
 func (h *Host) WaitCopies(ctx context.Context, n int) error {
-	h.mu.Lock()
-	var led []*hosted
-	for _, r := range h.hosted {
-		if r.g.Serving() {
-			led = append(led, r)
-		}
-	}
-	h.mu.Unlock()
-	for _, r := range led {
+	for _, r := range h.led() {
 		if err := r.g.WaitCopies(ctx, n); err != nil {
 			return err
 		}

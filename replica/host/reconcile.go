@@ -45,15 +45,7 @@ func (h *Host) reconcileLoop() {
 		case <-h.ctx.Done():
 			return
 		}
-		h.mu.Lock()
-		var led []*hosted
-		for _, r := range h.hosted {
-			if r.g.Serving() {
-				led = append(led, r)
-			}
-		}
-		h.mu.Unlock()
-		for _, r := range led {
+		for _, r := range h.led() {
 			if err := h.reconcile(r); err != nil && h.ctx.Err() == nil {
 				h.log.Warn("cannot change a group's replicas", zap.Int("shard", r.shard), zap.Error(err))
 			}

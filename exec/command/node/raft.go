@@ -29,8 +29,9 @@ func (h *Handlers) addRaftCommand(add func(*command.Command)) {
 
 // raftMessages hands the messages to this node's replicas.
 func (h *Handlers) raftMessages(_ context.Context, r *command.Request) error {
-	if h.Storage.Replicas == nil {
-		return mongoerr.New(mongoerr.NotImplemented, "this node holds no replicas of shards: start every node with the same --replicas")
+	reps, err := h.replicas()
+	if err != nil {
+		return err
 	}
 	from, _ := r.Body.Lookup("from").StringValueOK()
 	arr, ok := r.Body.Lookup("msgs").ArrayOK()
@@ -49,7 +50,7 @@ func (h *Handlers) raftMessages(_ context.Context, r *command.Request) error {
 		}
 		msgs = append(msgs, b)
 	}
-	if err := h.Storage.Replicas.Receive(from, msgs); err != nil {
+	if err := reps.Receive(from, msgs); err != nil {
 		return mongoerr.Wrap(err, mongoerr.BadValue, "_cleaveRaft: %v", err)
 	}
 	return nil
@@ -58,8 +59,9 @@ func (h *Handlers) raftMessages(_ context.Context, r *command.Request) error {
 // replicaChecksum answers {_cleaveReplicaChecksum: shard, index} with {ready, applied, sum,
 // keys}: this node's copy's digest at a checksum entry's index, or now (index 0).
 func (h *Handlers) replicaChecksum(_ context.Context, r *command.Request) error {
-	if h.Storage.Replicas == nil {
-		return mongoerr.New(mongoerr.NotImplemented, "this node holds no replicas of shards")
+	reps, err := h.replicas()
+	if err != nil {
+		return err
 	}
 	first, _ := bsonx.FirstElement(r.Body)
 	id, ok := bsonx.NumberAsInt64(first.Value())
@@ -67,7 +69,7 @@ func (h *Handlers) replicaChecksum(_ context.Context, r *command.Request) error 
 		return mongoerr.New(mongoerr.TypeMismatch, "_cleaveReplicaChecksum takes a shard number")
 	}
 	index, _ := bsonx.NumberAsInt64(r.Body.Lookup("index"))
-	sum, ready, err := h.Storage.Replicas.Digest(int(id), uint64(index))
+	sum, ready, err := reps.Digest(int(id), uint64(index))
 	if err != nil {
 		return mongoerr.Wrap(err, mongoerr.ShardNotFound, "%v", err)
 	}
@@ -82,12 +84,13 @@ func (h *Handlers) replicaChecksum(_ context.Context, r *command.Request) error 
 // its copies hold the same data at a new checksum entry, InternalError naming the digests when
 // not (and the leader logs it as an error).
 func (h *Handlers) checkReplicas(ctx context.Context, r *command.Request) error {
-	if h.Storage.Replicas == nil {
-		return mongoerr.New(mongoerr.NotImplemented, "this node holds no replicas of shards")
+	reps, err := h.replicas()
+	if err != nil {
+		return err
 	}
 	first, _ := bsonx.FirstElement(r.Body)
 	id, _ := bsonx.NumberAsInt64(first.Value())
-	if err := h.Storage.Replicas.CheckReplicas(ctx, int(id)); err != nil {
+	if err := reps.CheckReplicas(ctx, int(id)); err != nil {
 		if strings.Contains(err.Error(), "differ at index") {
 			return mongoerr.Wrap(err, mongoerr.InternalError, "%v", err)
 		}
@@ -99,8 +102,9 @@ func (h *Handlers) checkReplicas(ctx context.Context, r *command.Request) error 
 // raftSnapshot hands a snapshot's chunk to this node's replica: {_cleaveRaftSnapshot: shard,
 // to, phase, file, offset, data, msg}.
 func (h *Handlers) raftSnapshot(_ context.Context, r *command.Request) error {
-	if h.Storage.Replicas == nil {
-		return mongoerr.New(mongoerr.NotImplemented, "this node holds no replicas of shards")
+	reps, err := h.replicas()
+	if err != nil {
+		return err
 	}
 	first, _ := bsonx.FirstElement(r.Body)
 	shard, _ := bsonx.NumberAsInt64(first.Value())
@@ -110,7 +114,7 @@ func (h *Handlers) raftSnapshot(_ context.Context, r *command.Request) error {
 	off, _ := r.Body.Lookup("offset").Int64OK()
 	_, data, _ := r.Body.Lookup("data").BinaryOK()
 	_, msg, _ := r.Body.Lookup("msg").BinaryOK()
-	if err := h.Storage.Replicas.ReceiveSnapshot(uint64(shard), uint64(to), phase, file, off, data, msg); err != nil {
+	if err := reps.ReceiveSnapshot(uint64(shard), uint64(to), phase, file, off, data, msg); err != nil {
 		return mongoerr.Wrap(err, mongoerr.BadValue, "_cleaveRaftSnapshot: %v", err)
 	}
 	return nil
@@ -119,16 +123,26 @@ func (h *Handlers) raftSnapshot(_ context.Context, r *command.Request) error {
 // waitCopies answers {_cleaveWaitCopies: n} once n copies of every shard this node leads
 // hold what it applied so far, or the request's deadline passed.
 func (h *Handlers) waitCopies(ctx context.Context, r *command.Request) error {
-	if h.Storage.Replicas == nil {
-		return mongoerr.New(mongoerr.NotImplemented, "this node holds no replicas of shards")
+	reps, err := h.replicas()
+	if err != nil {
+		return err
 	}
 	first, _ := bsonx.FirstElement(r.Body)
 	n, _ := bsonx.NumberAsInt64(first.Value())
-	if err := h.Storage.Replicas.WaitCopies(ctx, int(n), false); err != nil {
+	if err := reps.WaitCopies(ctx, int(n), false); err != nil {
 		if mongoerr.As(err) != nil {
 			return err
 		}
 		return mongoerr.Wrap(err, mongoerr.WriteConcernTimeout, "waiting for replication: %v", err)
 	}
 	return nil
+}
+
+// replicas returns this node's replicas of shards, or the error of a node that holds none
+// (started without --replicas, or with 1, while others were not).
+func (h *Handlers) replicas() (command.Replicas, error) {
+	if h.Storage.Replicas == nil {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "this node holds no replicas of shards: start every node with the same --replicas")
+	}
+	return h.Storage.Replicas, nil
 }
