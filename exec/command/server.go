@@ -362,7 +362,7 @@ func (e *Server) SetShards(shards []catalog.Shard) {
 	e.stampChangeLogs(shards) // before they serve
 	old := e.Cat.Shards()
 	e.Cat.SetShards(shards)
-	e.Sessions.InvalidateRetries() // shards now local may hold records another node wrote
+	e.Sessions.InvalidateRetries()          // shards now local may hold records another node wrote
 	e.Txns.AbortOnShards(func(s int) bool { // a leader stepped down: its transactions end
 		if s >= len(old) || s >= len(shards) {
 			return s < len(old)
