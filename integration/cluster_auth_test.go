@@ -89,7 +89,7 @@ func TestClusterAuthKeyFile(t *testing.T) {
 
 	// A node with another key: its users are the cluster's, but the other nodes refuse it.
 	other := writeKeyFile(t, "YW5vdGhlci1rZXktZW50aXJlbHk=")
-	d := startServer(t, "--etcd", strings.Join(etcd.Endpoints(), ","), "--node-name", "node-d", "--etcd-lease-ttl", "2s", "--keyFile", other)
+	d := startServer(t, "--etcd", strings.Join(etcd.Endpoints(), ","), "--node-name", "node-d", "--etcd-lease-ttl", "2s", "--keyFile", other, "--replicas", "1")
 	rootD := authClient(t, d, "root", "rootpw", "admin")
 	_, err = rootD.Database(dbn).Collection("users").CountDocuments(ctx, bson.D{})
 	wantCode(t, err, 18, "Authentication failed")

@@ -118,7 +118,7 @@ func TestClusterEtcdMemberLossUnderLoad(t *testing.T) {
 	var nodes []*server
 	for i := range 3 {
 		rotated := append(append([]string(nil), eps[i:]...), eps[:i]...)
-		nodes = append(nodes, startServer(t, "--etcd", strings.Join(rotated, ","), "--node-name", fmt.Sprintf("node-%c", 'a'+i)))
+		nodes = append(nodes, startServer(t, "--etcd", strings.Join(rotated, ","), "--node-name", fmt.Sprintf("node-%c", 'a'+i), "--replicas", "1"))
 	}
 	clients := make([]*mongo.Client, len(nodes))
 	for i, s := range nodes {

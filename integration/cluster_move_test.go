@@ -297,7 +297,7 @@ func chunkOwners(t *testing.T, c *mongo.Client, ns string) []string {
 func addClusterNode(t *testing.T, etcd *etcdtest.Cluster, name string, extra ...string) *server {
 	t.Helper()
 	return startServer(t, append([]string{"--etcd", strings.Join(etcd.Endpoints(), ","), "--node-name", name,
-		"--etcd-lease-ttl", "2s"}, extra...)...)
+		"--etcd-lease-ttl", "2s", "--replicas", "1"}, extra...)...)
 }
 
 // chunksOn counts, through c, the chunks of ns on shard s.

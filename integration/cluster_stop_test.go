@@ -25,7 +25,7 @@ func TestClusterStopsWithoutEtcd(t *testing.T) {
 	var nodes []*server
 	for i := range 3 {
 		nodes = append(nodes, startServer(t, "--etcd", strings.Join(etcd.Endpoints(), ","),
-			"--node-name", fmt.Sprintf("node-%c", 'a'+i), "--etcd-lease-ttl", "2s"))
+			"--node-name", fmt.Sprintf("node-%c", 'a'+i), "--etcd-lease-ttl", "2s", "--replicas", "1"))
 	}
 	dbn := dbName(t)
 	// One collection created on each node (an insert creates it on that node's shard).

@@ -23,7 +23,7 @@ func startClusterNodes(t testing.TB, n int, extra ...string) (*etcdtest.Cluster,
 	var nodes []*server
 	for i := range n {
 		nodes = append(nodes, startServer(t, append([]string{"--etcd", strings.Join(etcd.Endpoints(), ","),
-			"--node-name", fmt.Sprintf("node-%c", 'a'+i), "--etcd-lease-ttl", "2s"}, extra...)...))
+			"--node-name", fmt.Sprintf("node-%c", 'a'+i), "--etcd-lease-ttl", "2s", "--replicas", "1"}, extra...)...))
 	}
 	return etcd, nodes
 }

@@ -27,7 +27,7 @@ func TestClusterTLS(t *testing.T) {
 		cert, certKey := p.nodeCert(t, name)
 		return startServer(t, append([]string{"--etcd", strings.Join(etcd.Endpoints(), ","), "--node-name", name,
 			"--etcd-lease-ttl", "2s", "--keyFile", key, "--auth-user", "root", "--auth-password", "rootpw",
-			"--tls-cert", cert, "--tls-key", certKey}, extra...)...)
+			"--tls-cert", cert, "--tls-key", certKey, "--replicas", "1"}, extra...)...)
 	}
 	connect := func(s *server) *mongo.Client {
 		tc := &tls.Config{RootCAs: p.pool, Certificates: []tls.Certificate{p.client}, MinVersion: tls.VersionTLS12}

@@ -50,7 +50,7 @@ func (c *ClusterConfig) clusterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Advertise, "advertise", env("ADVERTISE", ""), "host:port other nodes and clients reach this node at (default: the --listen address)")
 	fs.DurationVar(&c.LeaseTTL, "etcd-lease-ttl", envDuration("ETCD_LEASE_TTL", 10*time.Second), "how long the cluster keeps a silent node registered (whole seconds, at least 1s)")
 	fs.StringVar(&c.EtcdPrefix, "etcd-prefix", env("ETCD_PREFIX", "/cleave"), "where the cluster's keys live in etcd")
-	fs.IntVar(&c.Replicas, "replicas", envInt("REPLICAS", 1), "copies of each shard the cluster keeps, each shard a raft group (1: a single copy on its node; needs --etcd above 1)")
+	fs.IntVar(&c.Replicas, "replicas", envInt("REPLICAS", 0), "copies of each shard the cluster keeps, each shard a raft group (0: 3 with --etcd, 1 without; 1: a single copy on its node; above 1 needs --etcd)")
 	fs.DurationVar(&c.ReplicaDeadAfter, "replica-dead-after", envDuration("REPLICA_DEAD_AFTER", 5*time.Minute), "how long a node may be gone before its replicas of shards are made again on other nodes (0: never)")
 	fs.IntVar(&c.RaftLogKeep, "raft-log-keep", envInt("RAFT_LOG_KEEP", 5000), "entries a shard's raft log keeps when it is truncated (every twice as many): a replica further behind catches up from a snapshot")
 	fs.DurationVar(&c.ReplicaCheckEvery, "replica-check-interval", envDuration("REPLICA_CHECK_INTERVAL", time.Hour), "how often each shard's leader compares the digests of its copies at one raft entry (0: never); a difference is logged as an error and counted in cleave_replica_divergences_total")
@@ -61,6 +61,12 @@ func (c *ClusterConfig) clusterFlags(fs *flag.FlagSet) {
 func (c *ClusterConfig) validateCluster() error {
 	if c.RaftLogKeep < 1 {
 		return fmt.Errorf("--raft-log-keep %d: at least 1", c.RaftLogKeep)
+	}
+	if c.Replicas == 0 { // the default: three copies in a cluster, one alone
+		c.Replicas = 1
+		if c.Etcd != "" {
+			c.Replicas = 3
+		}
 	}
 	if c.Replicas < 1 || c.Replicas > 7 {
 		return fmt.Errorf("--replicas %d: from 1 to 7", c.Replicas)

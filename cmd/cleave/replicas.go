@@ -37,7 +37,7 @@ func openReplicated(cfg *Config, listen net.Addr, st *exec.Storage, logger *zap.
 		return err
 	}
 	if n := existingShards(cfg.Dir); n > 0 {
-		return nil, nil, nil, nil, fail(fmt.Errorf("data directory %s holds %d single-copy shards: cleave cannot convert them to replicated shards yet; start it without --replicas", cfg.Dir, n))
+		return nil, nil, nil, nil, fail(fmt.Errorf("data directory %s holds %d single-copy shards: cleave cannot convert them to replicated shards yet; start it with --replicas 1", cfg.Dir, n))
 	}
 	cache := pebble.NewCache(cfg.CacheSize)
 	defer cache.Unref()
