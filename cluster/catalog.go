@@ -211,3 +211,17 @@ func (l catalogLog) watch(ctx context.Context, cat *store.Catalog, from int64, d
 	}
 	return errWatchClosed
 }
+
+// CatalogRevision returns the revision of the shared catalog in etcd now (a linearizable
+// read): a node that waits until its catalog reaches it knows every change committed before
+// the call, such as a partition's move to a shard it has just started to lead.
+func (n *Node) CatalogRevision(ctx context.Context) (int64, error) {
+	resp, err := n.cli.Get(ctx, catalogLog{n: n}.revKey())
+	if err != nil {
+		return 0, fmt.Errorf("cannot read the catalog's revision: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, nil
+	}
+	return resp.Kvs[0].ModRevision, nil
+}

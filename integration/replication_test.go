@@ -248,6 +248,7 @@ func TestReplicationRetryAcrossFailover(t *testing.T) {
 	}
 	var got bson.M
 	if err := other.client(t).Database(dbn).Collection("c").FindOne(context.Background(), bson.D{}).Decode(&got); err != nil || got["n"] != int32(1) {
+		dumpLogs(t, nodes)
 		t.Fatalf("document after the retries: %v, %v; want n: 1", got, err)
 	}
 }

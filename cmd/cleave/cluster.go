@@ -113,6 +113,8 @@ type clusterView struct {
 	host      *host.Host
 	call      host.Caller // internal commands to other nodes (WaitCopies)
 	copies    int         // --replicas
+	catalog   *store.Catalog
+	log       *zap.Logger
 	wake      chan struct{}
 	mu        sync.Mutex
 	changedCh chan struct{}
@@ -246,7 +248,7 @@ func (v *clusterView) followPlacement(ex *exec.Executor, local []catalog.Shard, 
 			for _, id := range v.host.ServingShards() {
 				now[id] = true
 				if !served[id] {
-					go ex.RepairShard(id) // a new leader: what crashed moves left
+					go v.repairShard(ex, id) // a new leader: what crashed moves left
 				}
 			}
 			served = now
@@ -258,4 +260,22 @@ func (v *clusterView) followPlacement(ex *exec.Executor, local []catalog.Shard, 
 			return
 		}
 	}
+}
+
+// repairShard runs a new leader's repair of shard id once this node's catalog holds every
+// change etcd had committed: a partition moved to the shard just before must not look
+// unowned to a catalog that lags (its data would be deleted).
+func (v *clusterView) repairShard(ex *exec.Executor, id int) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rev, err := v.node.CatalogRevision(ctx)
+	if err == nil {
+		err = v.catalog.WaitRevision(ctx, rev)
+	}
+	if err != nil {
+		v.log.Warn("a new leader cannot catch up with the catalog: its shard's orphaned data stays until it leads again",
+			zap.Int("shard", id), zap.Error(err))
+		return
+	}
+	ex.RepairShard(id)
 }

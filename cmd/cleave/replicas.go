@@ -62,8 +62,7 @@ func openReplicated(cfg *Config, listen net.Addr, st *exec.Storage, logger *zap.
 		return nil, nil, nil, nil, fail(fmt.Errorf("cannot join the cluster: %w", err), nodeDB.Close)
 	}
 	v := &clusterView{node: node, local: node.Self().Shards, wake: make(chan struct{}, 1), changedCh: make(chan struct{}),
-		copies: cfg.Cluster.Replicas}
-	catalogReady := make(chan struct{})
+		copies: cfg.Cluster.Replicas, catalog: cat, log: logger}
 	tc, err := cfg.tlsConfig()
 	if err != nil {
 		return nil, nil, nil, nil, fail(err, nodeDB.Close, node.Close)
@@ -76,10 +75,7 @@ func openReplicated(cfg *Config, listen net.Addr, st *exec.Storage, logger *zap.
 		OpenStore: func(dir string, shard int) (*store.DB, error) {
 			return store.Open(storeOptions(cfg, cache, dir, logger.Named("store").With(zap.Int("shard", shard))))
 		},
-		AfterServe: func(shard int, db *store.DB) {
-			<-catalogReady
-			dropOrphans(db, cat, shard, logger)
-		},
+
 	})
 	if err != nil {
 		return nil, nil, nil, nil, fail(fmt.Errorf("cannot start this node's replicas: %w", err), nodeDB.Close, node.Close)
@@ -95,7 +91,6 @@ func openReplicated(cfg *Config, listen net.Addr, st *exec.Storage, logger *zap.
 		_ = closeAll()
 		return nil, nil, nil, nil, fmt.Errorf("cannot share the catalog with the cluster: %w", err)
 	}
-	close(catalogReady)
 	st.Shards = v.shards(nil)
 	st.Cluster = v
 	st.Replicas = v
@@ -117,23 +112,6 @@ func (v *clusterView) dropServed(logger *zap.Logger) func([]*store.Collection) {
 						zap.String("ns", c.DB+"."+c.Name), zap.Int("shard", id), zap.Error(err))
 				}
 			}
-		}
-	}
-}
-
-// dropOrphans deletes, on a shard this node starts serving, the data of collections the
-// catalog no longer has (a drop its previous leader did not finish).
-func dropOrphans(db *store.DB, cat *store.Catalog, shard int, logger *zap.Logger) {
-	orphans, err := store.OrphanCollections(db, cat.State().Live)
-	if err != nil {
-		logger.Warn("cannot scan a shard for dropped collections' data", zap.Int("shard", shard), zap.Error(err))
-		return
-	}
-	for _, id := range orphans {
-		logger.Info("dropping data of a dropped collection", zap.Int("shard", shard), zap.Uint32("coll_id", uint32(id)))
-		if err := db.DeleteCollectionData(id); err != nil {
-			logger.Warn("cannot delete a dropped collection's data", zap.Int("shard", shard), zap.Error(err))
-			return
 		}
 	}
 }

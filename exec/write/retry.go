@@ -337,6 +337,34 @@ func (wp *Path) LoadRetry(lsid []byte) (*Retry, error) {
 	return rt, nil
 }
 
+// RefreshRetry adds to rt the statements of its txnNumber that the shards of this node now
+// record: a write planned again after a StaleConfig may find a shard local that was not when
+// rt was loaded (a replicated shard whose copy here started leading it), whose record another
+// node wrote; without them a statement executed there would run twice.
+func (wp *Path) RefreshRetry(rt *Retry) error {
+	if rt == nil {
+		return nil
+	}
+	fresh, err := wp.LoadRetry(rt.lsid)
+	if err != nil || fresh == nil || fresh.txnNumber != rt.txnNumber {
+		return err
+	}
+	for _, r := range fresh.plain {
+		for stmt := r.lo; stmt <= r.hi; stmt++ {
+			if _, ok := rt.Executed(stmt); !ok {
+				rt.add(StmtResult{Stmt: stmt, Matched: 1})
+			}
+		}
+	}
+	for stmt, res := range fresh.rich {
+		if _, ok := rt.Executed(stmt); !ok {
+			rt.add(res)
+		}
+	}
+	rt.committedTxn = rt.committedTxn || fresh.committedTxn
+	return nil
+}
+
 // SetRetry makes the writer record, in its batches, the statements noted with NoteStmt for
 // session state rt (nil: not a retryable write).
 func (wr *Writer) SetRetry(rt *Retry) { wr.retry = rt }

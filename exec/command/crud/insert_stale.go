@@ -67,6 +67,10 @@ func (h *Handlers) insertRetryingStale(ctx context.Context, r *command.Request, 
 		}
 		vals, stmts = nv, ns
 		h.waitNewerCatalog(ctx, rev, ownerRev)
+		// The documents may now go to a shard here whose record another node wrote.
+		if err := h.WriteFor(r).RefreshRetry(rt); err != nil {
+			return err
+		}
 		rev = h.Storage.Catalog.Revision()
 		if ci, err = h.Cat.ForWrite(r.DB, name); err != nil {
 			return err

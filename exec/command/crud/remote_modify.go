@@ -86,6 +86,14 @@ func (h *Handlers) runWrite(ctx context.Context, r *command.Request, op *write.O
 		}
 		*res = write.Result{Charge: res.Charge}
 		op.CI = h.Cat.Refresh(op.CI)
+		// The statement may now run here, on a shard whose record another node wrote.
+		if err := h.WriteFor(r).RefreshRetry(op.Retry); err != nil {
+			return err
+		}
+		if rec, ok := command.Retried(op.Retry, int(op.Stmt), op.Multi); ok {
+			*res = rec
+			return nil
+		}
 	}
 }
 
