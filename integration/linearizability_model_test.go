@@ -107,34 +107,36 @@ var registerModel = porcupine.Model{
 // staleReads counts the plain reads (readConcern "local") that returned a value already
 // overwritten before they began: the value's write had returned before another write of the
 // key began, and that one returned before the read began. A lower bound (writes whose outcome
-// is unknown never count); impossible counts reads of a value nobody had written yet.
-func staleReads(writes, reads []porcupine.Operation) (stale, impossible int) {
-	type span struct{ call, ret int64 }
-	produced := map[int]map[int64]span{} // key -> value -> its write
-	acked := map[int][]span{}            // key -> the writes that took effect
+// is unknown never count). impossible describes the reads of a value that no write of the key
+// had begun to write.
+func staleReads(writes, reads []porcupine.Operation) (stale int, impossible []string) {
+	type span struct {
+		key       int
+		call, ret int64
+	}
+	produced := map[int64]span{} // value -> its write
+	acked := map[int][]span{}    // key -> the writes that took effect
 	for _, op := range writes {
 		in, out := op.Input.(regInput), op.Output.(regOutput)
 		val := in.Val
 		if in.Kind == 'c' {
 			val = in.New
 		}
-		if produced[in.Key] == nil {
-			produced[in.Key] = map[int64]span{0: {math.MinInt64, math.MinInt64}}
-		}
-		produced[in.Key][val] = span{op.Call, op.Return}
+		produced[val] = span{in.Key, op.Call, op.Return}
 		if !out.Unknown && (in.Kind == 'w' || out.OK) {
-			acked[in.Key] = append(acked[in.Key], span{op.Call, op.Return})
+			acked[in.Key] = append(acked[in.Key], span{in.Key, op.Call, op.Return})
 		}
 	}
 	for _, op := range reads {
 		in, out := op.Input.(regInput), op.Output.(regOutput)
-		p, ok := produced[in.Key][out.Val]
-		if !ok && out.Val != 0 || ok && p.call > op.Return {
-			impossible++
-			continue
+		p, ok := produced[out.Val]
+		if out.Val == 0 {
+			p, ok = span{in.Key, math.MinInt64, math.MinInt64}, true
 		}
-		if !ok {
-			p = span{math.MinInt64, math.MinInt64}
+		if !ok || p.key != in.Key || p.call > op.Return {
+			impossible = append(impossible, fmt.Sprintf("client %d read k%d = %d in [%d, %d] (%v); its write: %+v (found %v)",
+				op.ClientId, in.Key, out.Val, op.Call, op.Return, op.Metadata, p, ok))
+			continue
 		}
 		for _, q := range acked[in.Key] {
 			if p.ret < q.call && q.ret < op.Call {
