@@ -17,6 +17,15 @@ func (r *testReplica) appliedIndex() uint64 {
 	return i
 }
 
+// raiseTo raises v to at least x.
+func raiseTo(v *atomic.Uint64, x uint64) {
+	for cur := v.Load(); x > cur; cur = v.Load() {
+		if v.CompareAndSwap(cur, x) {
+			return
+		}
+	}
+}
+
 // isNotWritablePrimary reports whether err is NotWritablePrimary.
 func isNotWritablePrimary(err error) bool {
 	var me *mongoerr.Error
@@ -43,9 +52,7 @@ func TestReadBarrierAfterWrites(t *testing.T) {
 					errs <- fmt.Errorf("write: %w", err)
 					return
 				}
-				idx := l.appliedIndex()
-				for cur := acked.Load(); idx > cur && !acked.CompareAndSwap(cur, idx); cur = acked.Load() {
-				}
+				raiseTo(&acked, l.appliedIndex())
 			}
 		})
 	}
