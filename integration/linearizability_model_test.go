@@ -163,22 +163,25 @@ func visualizationDir(t *testing.T) string {
 }
 
 // checkLinearizable checks history against the register model and, on a violation, writes
-// its visualization (with the nemesis' events) and fails the test with its path.
-func checkLinearizable(t *testing.T, history []porcupine.Operation, events []porcupine.Annotation) {
+// its visualization (with the nemesis' events) and fails the test with its path. It returns
+// the directory of the visualization, "" when the history is linearizable.
+func checkLinearizable(t *testing.T, history []porcupine.Operation, events []porcupine.Annotation) string {
 	t.Helper()
 	res, info := porcupine.CheckOperationsVerbose(registerModel, history, checkTimeout)
 	t.Logf("porcupine: %s for %d operations", res, len(history))
 	if res == porcupine.Ok {
-		return
+		return ""
 	}
 	info.AddAnnotations(events)
-	path := filepath.Join(visualizationDir(t), "linearizability.html")
+	dir := visualizationDir(t)
+	path := filepath.Join(dir, "linearizability.html")
 	if err := porcupine.VisualizePath(registerModel, info, path); err != nil {
 		t.Errorf("writing the visualization: %v", err)
 	}
 	if res == porcupine.Illegal {
-		t.Errorf("the history is not linearizable: its visualization is %s", path)
-		return
+		t.Errorf("the history is not linearizable: its visualization is %s (the nodes' logs beside it)", path)
+		return dir
 	}
 	t.Errorf("the check did not finish within %v (inconclusive): the history is %s", checkTimeout, path)
+	return dir
 }

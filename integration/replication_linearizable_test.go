@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -14,9 +15,11 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 )
 
@@ -46,9 +49,13 @@ type linHistory struct {
 // now is the time since the history began, monotonic.
 func (h *linHistory) now() int64 { return int64(time.Since(h.start)) }
 
-// add records an operation: op of client (connected to node), called at call, returned at
-// ret, answered err.
-func (h *linHistory) add(client int, node string, in regInput, out regOutput, call, ret int64, err error, plain bool) {
+// add records an operation of w: called at call, returned at ret, answered err.
+func (h *linHistory) add(w *linWorker, in regInput, out regOutput, call, ret int64, err error, plain bool) {
+	meta := "through " + w.node
+	for _, a := range w.attempts {
+		meta += "; " + a
+	}
+	w.attempts = w.attempts[:0]
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err != nil {
@@ -62,9 +69,9 @@ func (h *linHistory) add(client int, node string, in regInput, out regOutput, ca
 		}
 		out, ret = regOutput{Unknown: true}, neverReturned
 	}
-	op := porcupine.Operation{ClientId: client, Input: in, Output: out, Call: call, Return: ret, Metadata: "through " + node}
+	op := porcupine.Operation{ClientId: w.id, Input: in, Output: out, Call: call, Return: ret, Metadata: meta}
 	if err != nil {
-		op.Metadata = "through " + node + ": " + err.Error()
+		op.Metadata = meta + "; answered: " + err.Error()
 	}
 	if plain {
 		h.plain = append(h.plain, op)
@@ -112,6 +119,16 @@ type linWorker struct {
 	rnd   *rand.Rand
 	seen  [linKeys]int64
 	count int
+	// attempts are the failed attempts of the current operation (the driver's retries),
+	// which its record shows.
+	attempts []string
+}
+
+// monitor records the failed attempts of the worker's operations (one at a time).
+func (w *linWorker) monitor() *event.CommandMonitor {
+	return &event.CommandMonitor{Failed: func(_ context.Context, e *event.CommandFailedEvent) {
+		w.attempts = append(w.attempts, fmt.Sprintf("%s failed after %v: %v", e.CommandName, e.Duration.Round(time.Millisecond), e.Failure))
+	}}
 }
 
 // run does operations until deadline: a third writes, a quarter linearizable reads, a
@@ -146,7 +163,7 @@ func (w *linWorker) write(k int) {
 	call := w.h.now()
 	_, err := w.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: k}}, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: in.Val}}}},
 		options.UpdateOne().SetUpsert(true))
-	w.h.add(w.id, w.node, in, regOutput{}, call, w.h.now(), err, false)
+	w.h.add(w, in, regOutput{}, call, w.h.now(), err, false)
 	if err == nil {
 		w.seen[k] = in.Val
 	}
@@ -161,7 +178,7 @@ func (w *linWorker) read(k int, coll *mongo.Collection, plain bool) {
 	}
 	call := w.h.now()
 	err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: k}}).Decode(&doc)
-	w.h.add(w.id, w.node, regInput{Kind: 'r', Key: k}, regOutput{Val: doc.V}, call, w.h.now(), err, plain)
+	w.h.add(w, regInput{Kind: 'r', Key: k}, regOutput{Val: doc.V}, call, w.h.now(), err, plain)
 	if err == nil {
 		w.seen[k] = doc.V
 	}
@@ -180,7 +197,7 @@ func (w *linWorker) cas(k int) {
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		err = nil // the register held another value: nothing swapped
 	}
-	w.h.add(w.id, w.node, in, out, call, ret, err, false)
+	w.h.add(w, in, out, call, ret, err, false)
 	if out.OK {
 		w.seen[k] = in.New
 	}
@@ -217,11 +234,12 @@ func TestReplicationLinearizable(t *testing.T) {
 	h := &linHistory{failed: map[string]int{}}
 	workers := make([]*linWorker, linWorkers)
 	for i := range workers {
-		c := majorityClient(t, nodes[i%len(nodes)])
+		w := &linWorker{id: i, node: nodeName(i % len(nodes)), h: h, rnd: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i)))}
+		c := nodes[i%len(nodes)].client(t, options.Client().SetRetryWrites(true).SetWriteConcern(writeconcern.Majority()).SetMonitor(w.monitor()))
 		db := c.Database(dbName(t))
-		workers[i] = &linWorker{id: i, node: nodeName(i % len(nodes)), h: h, coll: db.Collection(coll),
-			lin: db.Collection(coll, options.Collection().SetReadConcern(readconcern.Linearizable())),
-			rnd: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i)))}
+		w.coll = db.Collection(coll)
+		w.lin = db.Collection(coll, options.Collection().SetReadConcern(readconcern.Linearizable()))
+		workers[i] = w
 	}
 	h.start = time.Now()
 	deadline := h.start.Add(duration)
@@ -233,7 +251,11 @@ func TestReplicationLinearizable(t *testing.T) {
 	n.run(deadline)
 	wg.Wait()
 	reportHistory(t, h, n)
-	checkLinearizable(t, h.ops, n.events)
+	if dir := checkLinearizable(t, h.ops, n.events); dir != "" {
+		for i, s := range nodes { // what the nodes logged, next to the visualization
+			_ = os.WriteFile(filepath.Join(dir, nodeName(i)+".log"), []byte(s.log.String()), 0o644)
+		}
+	}
 }
 
 // setupRegisters shards the registers' collection on _id over six chunks (three shards, one
