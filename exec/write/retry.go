@@ -337,6 +337,29 @@ func (wp *Path) LoadRetry(lsid []byte) (*Retry, error) {
 	return rt, nil
 }
 
+// RefreshRetry adds to rt the statements of its txnNumber that the records of this node's
+// shards hold and rt does not: what another replica executed and recorded in a shard this
+// node has led since rt was loaded (a write retried after its shard's leader changed, whose
+// first attempt committed under the old leader).
+func (wp *Path) RefreshRetry(rt *Retry) error {
+	fresh, err := wp.LoadRetry(rt.lsid)
+	if err != nil || fresh == nil || fresh.txnNumber != rt.txnNumber {
+		return err
+	}
+	for _, r := range fresh.plain {
+		for s := r.lo; s <= r.hi; s++ {
+			rt.plain = addStmt(rt.plain, s)
+		}
+	}
+	for s, r := range fresh.rich {
+		if rt.rich == nil {
+			rt.rich = map[int32]StmtResult{}
+		}
+		rt.rich[s] = r
+	}
+	return nil
+}
+
 // SetRetry makes the writer record, in its batches, the statements noted with NoteStmt for
 // session state rt (nil: not a retryable write).
 func (wr *Writer) SetRetry(rt *Retry) { wr.retry = rt }

@@ -86,6 +86,18 @@ func (h *Handlers) runWrite(ctx context.Context, r *command.Request, op *write.O
 		}
 		*res = write.Result{Charge: res.Charge}
 		op.CI = h.Cat.Refresh(op.CI)
+		// The statement may have run on a shard's old leader before it failed, and this
+		// node may lead the shard now: its record, not the session state checked out
+		// before, says whether it ran (a second run would apply it twice).
+		if op.Retry != nil {
+			if err := h.WriteFor(r).RefreshRetry(op.Retry); err != nil {
+				return err
+			}
+			if rec, ok := command.Retried(op.Retry, int(op.Stmt), false); ok {
+				*res = rec
+				return nil
+			}
+		}
 	}
 }
 
