@@ -55,6 +55,16 @@ bench:
 replication-chaos:
 	CLEAVE_LONG=1 $(GO) test -count=1 -timeout 30m -run 'TestReplicationKillChaos' -v ./integration
 
+# The long form of the linearizability check of replicated shards (TestReplicationLinearizable,
+# 20 s of workload in `make test`): 3 minutes of writes, compare-and-sets and linearizable reads
+# under partitions and SIGKILLs, checked with porcupine. A violation's visualization is kept under
+# test-artifacts/.
+.PHONY: linearizability
+linearizability:
+	mkdir -p test-artifacts
+	CLEAVE_LONG=1 $(GO) test ./integration -run '^TestReplicationLinearizable$$' -count=1 -v -timeout 30m \
+	  -artifacts -outputdir $(CURDIR)/test-artifacts
+
 # The drivers' spec and prose tests (compat/ is its own module, pinning mongo-driver v1.17 for
 # its spec files and runners): every suite against a fresh cleave; rewrites the table between the
 # compat markers of docs/compatibility.md and adds newly passing tests to
@@ -70,4 +80,4 @@ compat-check:
 	cd compat && $(GO) test -count=1 ./...
 
 clean:
-	rm -rf bin cleave-data
+	rm -rf bin cleave-data test-artifacts

@@ -3,6 +3,7 @@ module github.com/cleavedb/cleave
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/cockroachdb/apd/v3 v3.2.3
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/dop251/goja v0.0.0-20260311135729-065cd970411c

@@ -83,6 +83,9 @@ func (e *Executor) runCommand(ctx context.Context, r *command.Request, cmd *comm
 		r.Txn.Abort()
 		return err
 	}
+	if err := e.EnterLinearizableRead(ctx, r, cmd); err != nil {
+		return err
+	}
 	if err := e.Clock.Gossip(r.Generic(command.GenClusterTime), r.Generic(command.GenReadConcern)); err != nil {
 		return err
 	}

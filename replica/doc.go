@@ -9,7 +9,10 @@
 // and this replica has applied them. Followers apply the same bytes.
 //
 // Only the leader serves, and only once it has applied an entry of its own term (every entry
-// committed by earlier leaders is then applied here too): Serving reports it. A replica that
+// committed by earlier leaders is then applied here too): Serving reports it. ReadBarrier
+// makes a read of the leader's state machine linearizable: it confirms with a quorum that the
+// replica still leads (raft's ReadIndex) and waits until it applied what was committed when
+// the barrier began (read.go). A replica that
 // loses leadership fails the proposals it was waiting for with an ambiguous error: their
 // entries may still commit under the new leader (a retryable write's record, written in the
 // same batch, answers a retry). CheckQuorum makes a leader cut off from a quorum step down

@@ -99,10 +99,13 @@ type Group struct {
 	stop   chan struct{}
 	done   chan struct{}
 	props  proposals
+	reads  reads
 	status atomic.Pointer[Status]
 	// applied is the index of the last entry applied.
 	applied     atomic.Uint64
 	appliedTerm uint64 // the term of the entry at applied: the group's goroutine's own
+	// servingTerm is the term this replica serves in, while it serves (the goroutine's).
+	servingTerm uint64
 	serving     atomic.Bool
 	stopped     atomic.Bool
 	// compacted is the applied index at the last truncation (the group's goroutine's own);
@@ -298,6 +301,7 @@ func (g *Group) run() {
 			g.mu.Unlock()
 		case <-g.wake:
 		}
+		g.issueReads()
 		for g.handleReady() {
 		}
 	}

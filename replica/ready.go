@@ -60,12 +60,14 @@ func (g *Group) handleReady() bool {
 	if len(rd.Messages) > 0 && !sendFirst {
 		g.cfg.Net.Send(g.cfg.Group, rd.Messages)
 	}
+	g.readStates(rd.ReadStates)
 	var done []uint64
 	for _, e := range rd.CommittedEntries {
 		if seq, mine := g.apply(e); mine {
 			done = append(done, seq)
 		}
 	}
+	g.releaseReads()
 	g.mu.Lock()
 	g.rn.Advance(rd)
 	bs := g.rn.BasicStatus()
@@ -138,8 +140,13 @@ func (g *Group) applyConfChange(e *raftpb.Entry) (owner, seq uint64) {
 // updateStatus publishes the replica's view after a Ready: it starts serving once it leads
 // and has applied an entry of its own term, and stops (failing what waits) once it does not
 // lead.
+//
+// A replica that leads again in a later term (deposed and elected again between two Readys)
+// stops serving too, until it has applied an entry of that term: its reads of the earlier
+// term died with it, and entries another leader committed meanwhile may not be applied yet.
 func (g *Group) updateStatus(bs raft.BasicStatus) {
-	leads := bs.RaftState == raft.StateLeader
+	leads := bs.RaftState == raft.StateLeader && (!g.serving.Load() || bs.GetTerm() == g.servingTerm)
+	g.dropReads(leads, bs.GetTerm())
 	changed := false
 	switch {
 	case !leads && g.serving.Load():
@@ -155,6 +162,7 @@ func (g *Group) updateStatus(bs raft.BasicStatus) {
 				return
 			}
 		}
+		g.servingTerm = bs.GetTerm()
 		g.serving.Store(true)
 		g.log.Info("serving as the group's leader", zap.Uint64("term", bs.GetTerm()), zap.Uint64("applied", g.applied.Load()))
 		changed = true

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -36,6 +37,22 @@ type Proposer interface {
 	// not say that the entry will not commit later; a retryable write's record in the same
 	// batch answers that.
 	Propose(data []byte) error
+	// ReadBarrier returns once this DB has applied every entry the group committed before the
+	// call, this replica having confirmed with a quorum that it still leads: a read of the DB
+	// that follows is linearizable. It fails when the replica does not serve, or loses
+	// leadership meanwhile (the caller reads through the next leader), and with ctx.
+	ReadBarrier(ctx context.Context) error
+}
+
+// ReadBarrier makes the reads that follow it linearizable (readConcern "linearizable"): on a
+// replicated DB, the Proposer's barrier; nil at once for a DB that is not replicated, whose
+// every acknowledged write is already applied.
+func (db *DB) ReadBarrier(ctx context.Context) error {
+	p := db.proposer.Load()
+	if p == nil {
+		return nil
+	}
+	return (*p).ReadBarrier(ctx)
 }
 
 // replicaAppliedKey holds the index and term of the last group entry applied to the DB.

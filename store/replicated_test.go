@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -15,6 +16,17 @@ type logProposer struct {
 	log       [][]byte
 	replicas  []*DB
 	refuseErr error
+	barriers  int
+}
+
+// ReadBarrier implements Proposer: every entry is applied as it is proposed, so a barrier
+// waits for nothing; a refusing proposer (not the leader) refuses it too.
+func (p *logProposer) ReadBarrier(ctx context.Context) error {
+	p.barriers++
+	if p.refuseErr != nil {
+		return p.refuseErr
+	}
+	return ctx.Err()
 }
 
 func (p *logProposer) Propose(data []byte) error {
@@ -216,5 +228,28 @@ func TestChecksumAtIgnoresLaterWrites(t *testing.T) {
 	}
 	if now, _ := a.Checksum(); now.Sum == sa.Sum {
 		t.Fatal("the digest now equals the one at 11: the later write is not in either")
+	}
+}
+
+// TestReplicatedReadBarrier: a replicated DB's barrier is its proposer's, whose refusal
+// (not the leader) it returns; a DB that is not replicated has nothing to wait for.
+func TestReplicatedReadBarrier(t *testing.T) {
+	db := openOn(t, vfs.NewMem(), "replica")
+	if err := db.ReadBarrier(t.Context()); err != nil {
+		t.Fatalf("barrier of a single copy = %v", err)
+	}
+	p := &logProposer{replicas: []*DB{db}}
+	db.SetProposer(p)
+	if err := db.ReadBarrier(t.Context()); err != nil || p.barriers != 1 {
+		t.Fatalf("barrier = %v after %d proposer barriers, want nil after 1", err, p.barriers)
+	}
+	notLeader := errors.New("not the leader")
+	p.refuseErr = notLeader
+	if err := db.ReadBarrier(t.Context()); !errors.Is(err, notLeader) {
+		t.Fatalf("barrier on a replica that does not lead = %v, want the proposer's error", err)
+	}
+	db.SetProposer(nil)
+	if err := db.ReadBarrier(t.Context()); err != nil || p.barriers != 2 {
+		t.Fatalf("barrier after SetProposer(nil) = %v (%d proposer barriers), want nil without asking", err, p.barriers)
 	}
 }

@@ -180,6 +180,20 @@ func (v *clusterView) CheckReplicas(ctx context.Context, id int) error {
 // Divergences implements command.Replicas.
 func (v *clusterView) Divergences() int64 { return v.host.Divergences() }
 
+// SetFault implements command.Replicas (_cleaveRaftFault, --test-commands): the transport
+// drops every raft message to and from the nodes isolate names.
+func (v *clusterView) SetFault(isolate []string) {
+	if len(isolate) == 0 {
+		v.host.SetFault(nil)
+		return
+	}
+	cut := map[string]bool{}
+	for _, n := range isolate {
+		cut[n] = true
+	}
+	v.host.SetFault(func(from, to string) bool { return cut[from] || cut[to] })
+}
+
 // LeadersChanged implements command.Replicas: closed once the executor's shards follow the
 // next change of leaders.
 func (v *clusterView) LeadersChanged() <-chan struct{} {

@@ -12,13 +12,17 @@ import (
 	"go.uber.org/zap"
 )
 
-// QueryFor returns the query engine of r: its transaction's, or the executor's.
+// QueryFor returns the query engine of r: its transaction's, or the executor's (passing
+// the shards' read barriers for a linearizable read).
 func (e *Server) QueryFor(r *Request) *query.Engine {
 	if r.Txn != nil {
 		return r.Txn.Write.Query()
 	}
 	if r.Snap != nil {
 		return r.Snap.Engine
+	}
+	if r.Barrier != nil {
+		return e.Query.WithBarrier(r.Barrier)
 	}
 	return e.Query
 }

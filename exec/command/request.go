@@ -1,6 +1,7 @@
 package command
 
 import (
+	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/txn"
 	"github.com/cleavedb/cleave/wire"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -31,6 +32,9 @@ type Request struct {
 	Txn *txn.Txn
 	// Snap is the snapshot of a snapshot read outside a transaction (txn.Snapshots).
 	Snap *txn.SnapRead
+	// Barrier, set for a read with readConcern "linearizable" (EnterLinearizableRead), is
+	// what its read engine passes before it reads a shard of this node.
+	Barrier query.Barrier
 	// gen are the generic arguments of body (Generic).
 	gen genericArgs
 	// Wire is the request as it arrived, for a reply that streams (exhaust: hello); nil for

@@ -339,6 +339,9 @@ type Replicas interface {
 	// ReceiveSnapshot takes a chunk of a snapshot for this node's replica to of a shard
 	// (_cleaveRaftSnapshot, replica/host).
 	ReceiveSnapshot(shard, to uint64, phase, file string, offset int64, data, msg []byte) error
+	// SetFault makes this node's raft transport drop every message to and from the nodes
+	// isolate names (none: deliver everything again): the test command _cleaveRaftFault.
+	SetFault(isolate []string)
 }
 
 // ListenAddr is the address the server listens on, from the parsed configuration.

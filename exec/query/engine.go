@@ -15,7 +15,15 @@ type Engine struct {
 	opts Options
 	// shards, when set, replaces the catalog's shards: a transaction's views (WithShards).
 	shards []catalog.Shard
+	// barrier, when set, is a linearizable read's (WithBarrier).
+	barrier Barrier
 }
+
+// Barrier is what a linearizable read (readConcern "linearizable") waits for before it reads
+// a shard of this node: the shard's read barrier (store.DB.ReadBarrier), after which every
+// write acknowledged before the read began is visible. It fails when this node's replica of
+// the shard no longer serves it.
+type Barrier func(sh catalog.Shard) error
 
 // Options configures an Engine.
 type Options struct {
@@ -49,6 +57,15 @@ func New(cat *catalog.Catalog, opts Options) *Engine {
 func (g *Engine) WithShards(shards []catalog.Shard) *Engine {
 	c := *g
 	c.shards = shards
+	return &c
+}
+
+// WithBarrier returns an engine whose reads are linearizable: each opens a shard of this
+// node only once b returned for it, and asks the owner of another node's shard to pass the
+// shard's barrier before reading it (RemoteScanSpec.Linearizable).
+func (g *Engine) WithBarrier(b Barrier) *Engine {
+	c := *g
+	c.barrier = b
 	return &c
 }
 

@@ -67,6 +67,9 @@ type RemoteScanSpec struct {
 	// starts the read, or at which when ResumeUnread: a yielded stream's (scan_yield.go).
 	Resume       []byte
 	ResumeUnread bool
+	// Linearizable: the read's concern is "linearizable" (Engine.WithBarrier), so the owner
+	// passes the shard's read barrier before it reads.
+	Linearizable bool
 }
 
 // PlanSig is what the router and the owner must agree on for the owner's documents to merge

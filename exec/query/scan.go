@@ -174,7 +174,13 @@ func (g *Engine) initShardStream(ss *ShardStream, ci *catalog.Coll, p *Plan, f *
 	ss.db, ss.eng, ss.views = db, g, g.shards != nil
 	if _, ok := db.Node(); ok && g.opts.Remote != nil {
 		g.newRemoteRead(ss, p, f)
+		ss.rem.spec.Linearizable = g.barrier != nil
 		return nil
+	}
+	if g.barrier != nil {
+		if err := g.barrier(db); err != nil {
+			return err
+		}
 	}
 	if p.Kind == PlanIDs {
 		ss.r = db

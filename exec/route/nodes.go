@@ -126,6 +126,9 @@ func (rs *Nodes) OpenScan(_ context.Context, spec *query.RemoteScanSpec) (query.
 	if spec.Resume != nil {
 		b.AppendBinary("resume", 0, spec.Resume).AppendBoolean("resumeUnread", spec.ResumeUnread)
 	}
+	if spec.Linearizable {
+		b.AppendDocument("readConcern", bsoncore.NewDocumentBuilder().AppendString("level", "linearizable").Build())
+	}
 	b.AppendInt64("limit", spec.Limit).AppendString("$db", ci.Meta.DB)
 	return &remoteScan{rs: rs, shard: spec.Shard, db: ci.Meta.DB, first: b.Build()}, nil
 }

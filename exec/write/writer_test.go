@@ -106,3 +106,34 @@ func TestWriterStageHook(t *testing.T) {
 		t.Error("want _id 1 stored at its hash and the refused _id 2 absent")
 	}
 }
+
+// TestRefreshRetry: a session state loaded before a statement of its txnNumber was recorded
+// in a shard (by another replica, which led the shard then) learns of it from the record; a
+// state of another txnNumber learns nothing.
+func TestRefreshRetry(t *testing.T) {
+	_, ci, p := newPath(t, false, nil)
+	lsid := make([]byte, 16)
+	lsid[0] = 7
+	var res write.Results
+	if _, err := p.Insert(context.Background(), ci, []bsoncore.Value{bsonx.DocValue(streamtest.ExtDoc(t, `{"_id": 1}`))},
+		0, true, false, write.Concern{}, &res, write.NewRetry(lsid, 5)); err != nil || res.N != 1 {
+		t.Fatalf("retryable insert: %d, %v", res.N, err)
+	}
+	stale := write.NewRetry(lsid, 5)
+	if _, ok := stale.Executed(0); ok {
+		t.Fatal("a new state knows statement 0")
+	}
+	if err := p.RefreshRetry(stale); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := stale.Executed(0); !ok || r.Matched != 1 {
+		t.Fatalf("after RefreshRetry, statement 0: %+v, %v; want executed", r, ok)
+	}
+	newer := write.NewRetry(lsid, 6)
+	if err := p.RefreshRetry(newer); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := newer.Executed(0); ok {
+		t.Fatal("txnNumber 6 learned txnNumber 5's statement")
+	}
+}

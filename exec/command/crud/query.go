@@ -113,7 +113,7 @@ func (h *Handlers) count(ctx context.Context, r *command.Request) error {
 		return nil
 	}
 	var n int64
-	if f.IsEmpty() && a.hint.Type == 0 {
+	if f.IsEmpty() && a.hint.Type == 0 && r.Barrier == nil { // a linearizable count reads
 		if n, err = h.Route.DocCount(ctx, ci); err != nil { // not the data of moves in flight
 			return err
 		}

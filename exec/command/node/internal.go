@@ -130,6 +130,15 @@ func (h *Handlers) shardFind(ctx context.Context, r *command.Request) error {
 	sig := query.PlanSig{Kind: query.Kind(kind), Index: index,
 		Sorted: pd.Lookup("sorted").Boolean(), Reverse: pd.Lookup("reverse").Boolean(),
 		KeysOnly: keysOnly, Distinct: distinct, DistinctField: int(distinctField)}
+	if level, _ := b.Lookup("readConcern", "level").StringValueOK(); level == "linearizable" {
+		// The router's read is linearizable: this node's replica must still lead the shard
+		// and have applied what was committed before it reads.
+		if db, ok := catalog.LocalDB(h.Cat.Shards()[s]); ok {
+			if err := command.ReadBarrier(ctx, db); err != nil {
+				return err
+			}
+		}
+	}
 	ss, err := h.Query.OpenOwned(ci, f, sortSpec, hint, int(s), ranges, sig)
 	if err != nil {
 		return err

@@ -28,7 +28,40 @@ func addAPITestCommands(add func(*command.Command)) {
 // AddTest registers the commands enabled by Options.TestCommands.
 func (h *Handlers) AddTest(add func(*command.Command)) {
 	add(&command.Command{Name: "configureFailPoint", Run: h.configureFailPoint, Action: auth.ActionClusterAdmin, Help: "modifies the settings of a fail point", AdminOnly: true})
+	add(&command.Command{Name: "_cleaveRaftFault", Run: h.raftFault, Action: auth.ActionClusterAdmin, AdminOnly: true,
+		Help: "test only: drops the raft messages between this node and the nodes named (a partition, made by sending it to every node)"})
 	addAPITestCommands(add)
+}
+
+// raftFault sets the fault of this node's raft transport (replicated shards):
+// {_cleaveRaftFault: 1, isolate: [node, ...]} drops every raft message to and from those
+// nodes, as this node sees them; {_cleaveRaftFault: 1, off: true} heals. A partition that
+// isolates a node is made by sending the same command to every node.
+func (h *Handlers) raftFault(_ context.Context, r *command.Request) error {
+	if h.Storage.Replicas == nil {
+		return mongoerr.New(mongoerr.NotImplemented, "this node holds no replicas of shards (--replicas)")
+	}
+	if off, _ := r.Body.Lookup("off").BooleanOK(); off {
+		h.Storage.Replicas.SetFault(nil)
+		r.Conn.Log.Warn("raft transport fault off")
+		return nil
+	}
+	arr, ok := r.Body.Lookup("isolate").ArrayOK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "_cleaveRaftFault: isolate must be an array of node names, or off: true")
+	}
+	vals, _ := arr.Values()
+	nodes := make([]string, 0, len(vals))
+	for _, v := range vals {
+		name, ok := v.StringValueOK()
+		if !ok || name == "" {
+			return mongoerr.New(mongoerr.TypeMismatch, "_cleaveRaftFault: isolate must hold node names")
+		}
+		nodes = append(nodes, name)
+	}
+	h.Storage.Replicas.SetFault(nodes)
+	r.Conn.Log.Warn("raft transport fault on", zap.Strings("isolate", nodes))
+	return nil
 }
 
 // configureFailPoint sets the mode and data of a failpoint and answers how many times it
