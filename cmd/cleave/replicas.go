@@ -75,7 +75,6 @@ func openReplicated(cfg *Config, listen net.Addr, st *exec.Storage, logger *zap.
 		OpenStore: func(dir string, shard int) (*store.DB, error) {
 			return store.Open(storeOptions(cfg, cache, dir, logger.Named("store").With(zap.Int("shard", shard))))
 		},
-
 	})
 	if err != nil {
 		return nil, nil, nil, nil, fail(fmt.Errorf("cannot start this node's replicas: %w", err), nodeDB.Close, node.Close)
