@@ -179,6 +179,12 @@ func TestReplicatedRefusedWriteChangesNothing(t *testing.T) {
 	if err := db.DeleteTxnRecords([][]byte{[]byte("x")}); !errors.Is(err, notLeader) {
 		t.Fatalf("DeleteTxnRecords = %v: every write goes through the proposer", err)
 	}
+	if err := db.DeleteCollectionData(1); !errors.Is(err, notLeader) {
+		t.Fatalf("DeleteCollectionData = %v: every write goes through the proposer", err)
+	}
+	if err := db.TrimChanges(1); !errors.Is(err, notLeader) {
+		t.Fatalf("TrimChanges = %v: every write goes through the proposer", err)
+	}
 	p.refuseErr = nil
 	b = db.NewBatch()
 	b.SetDoc(1, 1, idN(1), docN(1, 100))
