@@ -61,9 +61,12 @@ func stmtWriteError(ctx context.Context, i int, err error) (mongoerr.WriteError,
 		return mongoerr.WriteError{}, command.InterruptError(ctx, err)
 	}
 	me := mongoerr.As(err)
-	if me == nil || slices.Contains(me.Labels, "RetryableWriteError") {
+	if me == nil || slices.Contains(me.Labels, "RetryableWriteError") ||
+		me.Code == mongoerr.NotWritablePrimary || me.Code == mongoerr.InterruptedDueToReplStateChange {
 		// An owner that cannot be reached (cluster mode) fails the command, whose label
-		// tells the driver to retry it, as a failed insert does.
+		// tells the driver to retry it, as a failed insert does; so does a shard's leader
+		// stepping down under it, as a stepdown interrupts a primary's write commands (a
+		// router re-runs a retryable one once a new leader serves).
 		return mongoerr.WriteError{}, err
 	}
 	return mongoerr.WriteError{Index: i, Err: me}, nil
