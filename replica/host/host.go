@@ -65,8 +65,9 @@ type Host struct {
 	net    *transport
 	mu     sync.Mutex
 	hosted map[int]*hosted
-	// nodeOf maps every replica id of the placement to its node (the transport's routing).
-	nodeOf  map[uint64]string
+	// nodeOf maps every replica id of the placement to its node (the transport's routing,
+	// read for every message without the lock; replaced whole by sync).
+	nodeOf  atomic.Pointer[map[uint64]string]
 	changed chan struct{} // a buffered wake-up of notify's goroutine
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -101,7 +102,7 @@ func Start(opts Options) (*Host, error) {
 		return nil, fmt.Errorf("cannot open the raft logs: %w", err)
 	}
 	h := &Host{opts: opts, log: opts.Logger.Named("replicas"), logs: logs, hosted: map[int]*hosted{},
-		nodeOf: map[uint64]string{}, changed: make(chan struct{}, 1), absent: map[string]time.Time{}}
+		changed: make(chan struct{}, 1), absent: map[string]time.Time{}}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.net = newTransport(h)
 	if err := h.sync(); err != nil {
@@ -258,7 +259,7 @@ func (h *Host) sync() error {
 		}
 	}
 	h.mu.Lock()
-	h.nodeOf = nodeOf
+	h.nodeOf.Store(&nodeOf)
 	var stop []*hosted
 	for id, r := range h.hosted {
 		if m, ok := mine[id]; !ok || m.ID != r.id {
@@ -280,6 +281,14 @@ func (h *Host) sync() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// nodeOfReplica returns the node replica id is on ("" when the placement does not know it).
+func (h *Host) nodeOfReplica(id uint64) string {
+	if m := h.nodeOf.Load(); m != nil {
+		return (*m)[id]
+	}
+	return ""
 }
 
 // replicaDir is the directory of this node's replica of shard id.

@@ -115,8 +115,8 @@ func (h *Host) finishSwap(id int) error {
 func (h *Host) sendSnapshot(group uint64, m *raftpb.Message) {
 	h.mu.Lock()
 	r := h.hosted[int(group)]
-	node := h.nodeOf[m.GetTo()]
 	h.mu.Unlock()
+	node := h.nodeOfReplica(m.GetTo())
 	if r == nil || r.g == nil {
 		return
 	}

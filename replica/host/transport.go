@@ -80,9 +80,7 @@ func (t *transport) Send(group uint64, msgs []*raftpb.Message) {
 			go t.h.sendSnapshot(group, m) // the state first, then the message (snapshot.go)
 			continue
 		}
-		t.h.mu.Lock()
-		node := t.h.nodeOf[m.GetTo()]
-		t.h.mu.Unlock()
+		node := t.h.nodeOfReplica(m.GetTo())
 		if node == "" {
 			t.h.unreachable(group, m.GetTo())
 			continue
