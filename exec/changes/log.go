@@ -8,7 +8,7 @@ import (
 )
 
 // Log is one shard's change log as a stream reads it: in this process (LocalLog) or on the
-// node that owns the shard (a Remote's).
+// node that owns the shard (RemoteLog).
 type Log interface {
 	// Read returns the records after position after, in order, at most about limit of them
 	// (more when one batch holds more: a read ends at a time boundary), with the shard's
@@ -55,23 +55,4 @@ func (l localLog) Read(ctx context.Context, after store.ChangePos, limit int) (B
 		return true
 	})
 	return b, err
-}
-
-// Remote reads the change logs of other nodes' shards (exec/route.Nodes).
-type Remote interface {
-	ReadChanges(ctx context.Context, shard int, after store.ChangePos, limit int) (Batch, error)
-}
-
-// RemoteLog returns the log of shard, on another node, read through r.
-func RemoteLog(r Remote, shard int) Log { return remoteLog{r, shard} }
-
-// remoteLog is RemoteLog's.
-type remoteLog struct {
-	r     Remote
-	shard int
-}
-
-// Read implements Log.
-func (l remoteLog) Read(ctx context.Context, after store.ChangePos, limit int) (Batch, error) {
-	return l.r.ReadChanges(ctx, l.shard, after, limit)
 }

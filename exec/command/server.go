@@ -168,14 +168,13 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 		e.Temp = stream.NewTemp(e.Storage.Temp)
 		e.Cat = catalog.New(e.Storage.Shards, e.Storage.Catalog, e.Log)
 		e.Txns = txn.NewRegistry(e.Cat, e.dropTxnCreated)
-		// Other nodes' shards (cluster mode): one way to them for reads, writes, index builds,
-		// moves and statistics. The interfaces below get it only when there is one: a nil
-		// *route.Nodes in an interface would not compare nil.
-		var peers sharding.Peers
-		var ddlRemote ddl.Remote
+		// Other nodes' shards (cluster mode): one way to them (catalog.Peers) for reads,
+		// writes, index builds, moves, change logs and statistics. The services get it only
+		// when there is one: a nil *route.Nodes in an interface would not compare nil.
+		var peers catalog.Peers
 		if e.Storage.Cluster != nil {
 			e.Remote = route.NewNodes(e.Cat, e.Storage.Catalog, e.Storage.Cluster, opts.Auth.InternalKey, opts.InternalTLS)
-			peers, ddlRemote = e.Remote, e.Remote
+			peers = e.Remote
 		}
 		e.Shards = sharding.New(e.Cat, e.Log, sharding.Options{
 			Partitioning:  opts.Partitioning,
@@ -194,9 +193,7 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 			Meters:         e.Shards.ReadMeters,
 			Budgets:        e.Shards.ReadBudgets,
 			IndexUse:       &e.IndexUse,
-		}
-		if e.Remote != nil {
-			qopts.Remote = e.Remote
+			Peers:          peers,
 		}
 		e.Query = query.New(e.Cat, qopts)
 		e.Write = write.NewPath(e.Cat, e.Query, e.Shards).WithLogger(e.Log.Named("write")).WithGate(e.Txns).
@@ -205,7 +202,7 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 		e.Snapshots = txn.NewSnapshots(e.Cat, e.Query, &e.Clock,
 			func() time.Duration { return time.Duration(e.Knobs.SnapshotWindow.Load()) * time.Second }, e.Shards.Moves)
 		e.Route = route.New(e.Cat, e.Shards, e.Remote)
-		e.DDL = ddl.New(e.Cat, e.Write, e.Log, ddl.Options{Remote: ddlRemote, Nodes: e.Storage.Cluster,
+		e.DDL = ddl.New(e.Cat, e.Write, e.Log, ddl.Options{Peers: peers, Nodes: e.Storage.Cluster,
 			Deleted: &e.Counters.DeletedDocs, Knobs: ddl.Knobs{AfterBuildStart: e.AfterBuildStart.Pass}})
 		e.Storage.Catalog.SetHomePicker(e.Shards.HomeShard)
 		e.startChangeLogs(changes.Retention{Age: opts.ChangeRetention, Bytes: opts.ChangeRetentionBytes})

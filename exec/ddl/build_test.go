@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/exec/validate"
 	"github.com/cleavedb/cleave/store"
@@ -218,39 +220,57 @@ func TestAbortUnfinished(t *testing.T) {
 	}
 }
 
-// remoteNodes is the other nodes' side of builds and drops (cluster mode) as the runner
-// sees it: it records the calls and answers fillErr to FillIndexes.
-type remoteNodes struct {
+// otherNodes is the other nodes' side of builds and drops (cluster mode) as the runner
+// reaches it, through catalog.Peers: it records the _cleaveShardIndexes commands it is sent
+// (their shard, op and index ids) and answers fillErr to a build.
+type otherNodes struct {
 	fillErr        error
+	shards         []int
 	filled, purged [][]store.IndexID
 }
 
-// FillIndexes implements ddl.Remote.
-func (r *remoteNodes) FillIndexes(_ context.Context, _ *store.Collection, ids []store.IndexID) error {
-	r.filled = append(r.filled, ids)
-	return r.fillErr
-}
-
-// DeleteIndexData implements ddl.Remote.
-func (r *remoteNodes) DeleteIndexData(_ context.Context, _ *store.Collection, ids []store.IndexID) error {
-	r.purged = append(r.purged, ids)
-	return mongoerr.New(mongoerr.HostUnreachable, "node gone") // only logged
+// Command implements catalog.Peers.
+func (r *otherNodes) Command(_ context.Context, shard int, cmd bsoncore.Document) (bsoncore.Document, error) {
+	r.shards = append(r.shards, shard)
+	var ids []store.IndexID
+	vals, _ := cmd.Lookup("ids").Array().Values()
+	for _, v := range vals {
+		ids = append(ids, store.IndexID(v.Int64()))
+	}
+	if cmd.Lookup("_cleaveShardIndexes").StringValue() != "c" || cmd.Lookup("$db").StringValue() != "db" {
+		return nil, mongoerr.New(mongoerr.InternalError, "unexpected command %v", cmd)
+	}
+	switch op := cmd.Lookup("op").StringValue(); op {
+	case "build":
+		r.filled = append(r.filled, ids)
+		if r.fillErr != nil {
+			return nil, r.fillErr
+		}
+		return bsoncore.NewDocumentBuilder().AppendDouble("ok", 1).Build(), nil
+	case "delete":
+		r.purged = append(r.purged, ids)
+		return nil, mongoerr.New(mongoerr.HostUnreachable, "node gone") // only logged
+	default:
+		return nil, mongoerr.New(mongoerr.BadValue, "op %q", op)
+	}
 }
 
 // TestBuildOnOtherNodes checks that a build fills the other nodes' shards after this
 // node's, and that their failure (a duplicate key there) fails the build everywhere: the
 // index leaves the catalog and every node deletes its entries.
 func TestBuildOnOtherNodes(t *testing.T) {
-	r := &remoteNodes{}
-	e := newEnvWith(t, ddl.Options{Remote: r})
+	r := &otherNodes{}
+	e := newEnvWith(t, ddl.Options{Peers: r})
 	c := e.create(t, "")
 	e.insert(t, `{"_id": 1, "a": 1}`, `{"_id": 2, "a": 2}`)
+	e.addOtherNode(t, c)
 	first := e.coll(t).NextIndexID
 	if err := e.x.Build(context.Background(), c, []store.Index{spec(t, `{"key": {"a": 1}, "name": "a_1", "unique": true}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.filled) != 1 || !slices.Equal(r.filled[0], []store.IndexID{first}) || len(r.purged) != 0 {
-		t.Fatalf("remote calls: filled %v, purged %v", r.filled, r.purged)
+	if len(r.filled) != 1 || !slices.Equal(r.filled[0], []store.IndexID{first}) || len(r.purged) != 0 ||
+		!slices.Equal(r.shards, []int{1}) {
+		t.Fatalf("remote calls: filled %v, purged %v, to shards %v", r.filled, r.purged, r.shards)
 	}
 
 	r.fillErr = mongoerr.New(mongoerr.DuplicateKey, "E11000 duplicate key error collection: db.c index: b_1 dup key: { b: 1 }")

@@ -3,6 +3,8 @@ package ddl_test
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -106,6 +108,9 @@ func (e *env) entries(t *testing.T, coll store.CollID, idx store.IndexID) int {
 	t.Helper()
 	n := 0
 	for _, sh := range e.cat.Shards() {
+		if _, remote := sh.Node(); remote {
+			continue // another node's: its entries are that node's to count
+		}
 		it, err := sh.NewIndexIter(coll, idx, nil, nil, false)
 		if err != nil {
 			t.Fatal(err)
@@ -167,5 +172,21 @@ func wantCode(t testing.TB, err error, code mongoerr.Code, name, msg string) {
 	}
 	if me.Code != code || me.Code.String() != name || !strings.Contains(me.Message, msg) {
 		t.Fatalf("error %s (%d) %q, want %s (%d) with %q", me.Code, int32(me.Code), me.Message, name, int32(code), msg)
+	}
+}
+
+// addOtherNode puts a shard 1 on another node (its stand-in) and gives it a sliver at the
+// top of c's hash range, which no document of the tests falls in: the runner then has
+// another node holding partitions of c to reach.
+func (e *env) addOtherNode(t *testing.T, c *store.Collection) {
+	t.Helper()
+	e.cat.SetShards(append(slices.Clone(e.cat.Shards()), catalog.Remote(1, "node-b")))
+	_, err := e.cat.Store().UpdateCollection(c.DB, c.Name, func(m *store.Collection) error {
+		m.Partitions = append(m.Partitions, store.Partition{ID: m.NextPartitionID, Lo: math.MaxUint64 - 1<<20, Shard: 1})
+		m.NextPartitionID++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -24,16 +24,16 @@ type buildDoc struct {
 }
 
 // fillIndexes writes the entries of the not-ready indexes ids of c for every document of
-// every shard: this node's here, the other nodes' through Remote (cluster mode), each
+// every shard: this node's here, the other nodes' through Peers (cluster mode), each
 // node on its own shards.
 func (x *Runner) fillIndexes(ctx context.Context, c *store.Collection, ids []store.IndexID) error {
 	if err := x.FillLocal(ctx, c, ids); err != nil {
 		return err
 	}
-	if x.remote == nil {
+	if x.peers == nil {
 		return nil
 	}
-	return x.remote.FillIndexes(ctx, c, ids)
+	return x.onOtherNodes(ctx, c, "build", ids)
 }
 
 // FillLocal writes the entries of the not-ready indexes ids of c for every document of

@@ -93,17 +93,17 @@ func (x *Runner) Abort(c *store.Collection, ids []store.IndexID) {
 }
 
 // DeleteIndexData deletes the entries of indexes ids of c on every shard, once the writers
-// that may still maintain them are done: this node's here, the other nodes' through Remote
+// that may still maintain them are done: this node's here, the other nodes' through Peers
 // (a failure there is logged; the entries of an index that no longer exists are only
 // space, never read).
 func (x *Runner) DeleteIndexData(c *store.Collection, ids []store.IndexID) {
 	x.DeleteLocalIndexData(c, ids)
-	if x.remote == nil {
+	if x.peers == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := x.remote.DeleteIndexData(ctx, c, ids); err != nil {
+	if err := x.onOtherNodes(ctx, c, "delete", ids); err != nil {
 		x.log.Warn("cannot delete index entries on another node", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
 	}
 }

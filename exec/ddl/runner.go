@@ -10,7 +10,6 @@ import (
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/write"
-	"github.com/cleavedb/cleave/store"
 )
 
 // Runner runs the catalog changes that touch data: index builds (index_build.go) and their
@@ -33,9 +32,9 @@ type Runner struct {
 	ttlWake chan struct{}
 	// ttlStarted and ttlPasses count started and finished TTL passes, for the test command.
 	ttlStarted, ttlPasses atomic.Int64
-	// remote runs the other nodes' part of index builds and drops (cluster mode), nil in
-	// single-node mode (Options.Remote).
-	remote Remote
+	// peers reach the other nodes for their part of index builds and drops (cluster mode;
+	// nil on a single node: Options.Peers).
+	peers catalog.Peers
 	// nodes names this node and tells which nodes are up (cluster mode; nil on a single
 	// node): index builds record their node, and only it aborts them (index_orphans.go).
 	nodes Nodes
@@ -43,24 +42,12 @@ type Runner struct {
 	afterStart func()
 }
 
-// Remote runs, on the other nodes that hold partitions of a collection, the part of an
-// index build or drop that concerns their shards (cluster mode). Each node works on its
-// own shards, after catching up with the catalog change that added or removed the indexes.
-type Remote interface {
-	// FillIndexes writes the entries of the not-ready indexes ids of c on every other node's
-	// shards; the first failure (a duplicate key on a node) is returned, and the build then
-	// fails everywhere.
-	FillIndexes(ctx context.Context, c *store.Collection, ids []store.IndexID) error
-	// DeleteIndexData deletes the entries of indexes ids of c on every other node's shards.
-	DeleteIndexData(ctx context.Context, c *store.Collection, ids []store.IndexID) error
-}
-
 // Options are what a Runner works with beyond the catalog and the write path.
 type Options struct {
-	// Remote is the other nodes' side of index builds and drops, and Nodes the cluster this
-	// node belongs to (cluster mode; nil on a single node).
-	Remote Remote
-	Nodes  Nodes
+	// Peers reach the other nodes' shards for their part of index builds and drops, and
+	// Nodes is the cluster this node belongs to (cluster mode; nil on a single node).
+	Peers catalog.Peers
+	Nodes Nodes
 	// Deleted counts the documents the TTL monitor deletes (nil: not counted).
 	Deleted *atomic.Int64
 	Knobs   Knobs
@@ -84,7 +71,7 @@ func New(cat *catalog.Catalog, w *write.Path, log *zap.Logger, opts Options) *Ru
 		deleted = new(atomic.Int64)
 	}
 	x := &Runner{cat: cat, write: w, log: log, deleted: deleted, stop: make(chan struct{}),
-		ttlWake: make(chan struct{}, 1), remote: opts.Remote, nodes: opts.Nodes, afterStart: opts.Knobs.AfterBuildStart}
+		ttlWake: make(chan struct{}, 1), peers: opts.Peers, nodes: opts.Nodes, afterStart: opts.Knobs.AfterBuildStart}
 	x.ttlInterval.Store(int64(defaultTTLInterval))
 	return x
 }

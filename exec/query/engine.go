@@ -42,9 +42,9 @@ type Options struct {
 	Budgets func(ci *catalog.Coll) *shard.Budgets
 	// IndexUse counts the plans that read each index ($indexStats); nil counts nothing.
 	IndexUse *catalog.IndexUsage
-	// Remote runs the part of a read that targets another node's shard on that node
+	// Peers run the part of a read that targets another node's shard on that node
 	// (cluster mode, remote.go); nil: such a shard's stand-in answers (NotImplemented).
-	Remote Remote
+	Peers catalog.Peers
 }
 
 // New returns an engine reading the collections of cat.

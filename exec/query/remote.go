@@ -16,38 +16,13 @@ import (
 // In cluster mode a read may target a shard of another node (a catalog.Remote stand-in).
 // The planned per-shard part of the read — the filter, sort and hint it was planned for, the
 // access path chosen, and the hash ranges of the partitions it targets on that shard — is
-// then sent to the owner (Options.Remote), which plans the same read on its own catalog,
+// then sent to the owner (_cleaveShardFind through Options.Peers: remote_wire.go), which plans the same read on its own catalog,
 // checks that it agrees (OpenOwned: same ranges, same access path; otherwise StaleConfig)
 // and streams the matching documents back in batches, from a snapshot, with the totals its
 // reads cost. The ShardStream of the remote shard yields those documents; everything above
 // it — the parallel readers, the k-way merge, sort, skip, limit, projection, $group's
 // merger, count, explain's per-shard stats — is unchanged. The owner admits and meters the
 // reads against its partitions' budgets; the router's stream charges nothing locally.
-
-// Remote opens the per-shard part of a read on the node that owns the shard.
-type Remote interface {
-	// OpenScan starts spec on its shard's owner; Next of the result yields the batches.
-	OpenScan(ctx context.Context, spec *RemoteScanSpec) (RemoteScan, error)
-}
-
-// RemoteScan is a per-shard read running on another node.
-type RemoteScan interface {
-	// Next returns the next batch of the read.
-	Next(ctx context.Context) (RemoteBatch, error)
-	// Close ends the read on the owner, if it is not done.
-	Close()
-}
-
-// RemoteBatch is a batch of a remote read.
-type RemoteBatch struct {
-	// Docs are the documents (concatenated BSON, owned by the caller); Pos, when the owner
-	// sent it, the position of each (ShardStream.AppendPos, one after another), from which a
-	// yielded stream resumes the read (RemoteScanSpec.Resume).
-	Docs, Pos []byte
-	// Stats are the owner's totals of the read so far; Last reports that no batch follows.
-	Stats ScanStats
-	Last  bool
-}
 
 // RemoteScanSpec is one shard's part of a planned read, as its owner needs it.
 type RemoteScanSpec struct {
@@ -103,11 +78,12 @@ func (p *Plan) Sig() PlanSig {
 
 // remoteRead is the state of a ShardStream whose shard is another node's.
 type remoteRead struct {
-	rem  Remote
-	spec RemoteScanSpec
-	scan RemoteScan
-	docs []byte // the rest of the current batch
-	last bool
+	peers catalog.Peers
+	rev   int64 // the router's catalog revision when it planned the read
+	spec  RemoteScanSpec
+	scan  *remoteScan
+	docs  []byte // the rest of the current batch
+	last  bool
 	// pos is the rest of the current batch's positions, lastPos the position of the
 	// document returned last (nil before the first); unpositioned: a batch came without
 	// positions (an owner that does not send them), so the stream cannot yield. base are the
@@ -125,7 +101,7 @@ func (g *Engine) newRemoteRead(ss *ShardStream, p *Plan, f *match.Filter) {
 		coll = c.Document()
 	}
 	ss.meters, ss.budgets = nil, nil // the owner admits and meters its reads
-	ss.rem = &remoteRead{rem: g.opts.Remote, spec: RemoteScanSpec{
+	ss.rem = &remoteRead{peers: g.opts.Peers, rev: g.cat.Store().Revision(), spec: RemoteScanSpec{
 		CI: ss.ci, Shard: ss.Shard, Filter: src, Vars: vars, Collation: coll, Sort: p.sort, Hint: p.hint,
 		Ranges: ss.Ranges, Plan: p.Sig(),
 	}}
@@ -158,11 +134,7 @@ func (ss *ShardStream) readRemote(ctx context.Context) (bsoncore.Document, error
 			return nil, nil
 		}
 		if r.scan == nil {
-			scan, err := r.rem.OpenScan(ctx, &r.spec)
-			if err != nil {
-				return nil, err
-			}
-			r.scan = scan
+			r.scan = openRemoteScan(r.peers, r.rev, &r.spec)
 		}
 		b, err := r.scan.Next(ctx)
 		if err != nil {

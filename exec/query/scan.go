@@ -172,7 +172,7 @@ func (g *Engine) initShardStream(ss *ShardStream, ci *catalog.Coll, p *Plan, f *
 	ss.Stats.Partitions = countDistinct(ss.parts)
 	db := g.shardList()[s]
 	ss.db, ss.eng, ss.views = db, g, g.shards != nil
-	if _, ok := db.Node(); ok && g.opts.Remote != nil {
+	if _, ok := db.Node(); ok && g.opts.Peers != nil {
 		g.newRemoteRead(ss, p, f)
 		ss.rem.spec.Linearizable = g.barrier != nil
 		return nil

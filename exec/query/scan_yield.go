@@ -207,7 +207,7 @@ func (ss *ShardStream) nextDoc() bool {
 }
 
 // AppendPos appends the position of the document the stream returned last, for the router
-// that reads this shard (RemoteBatch.Pos); ok is false when the stream cannot tell it (it
+// that reads this shard (remoteBatch.Pos); ok is false when the stream cannot tell it (it
 // cannot yield).
 func (ss *ShardStream) AppendPos(dst []byte) ([]byte, bool) {
 	if !ss.yieldable() || ss.pf != nil || ss.p.Kind == PlanIDs {

@@ -6,7 +6,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/validate"
 )
 
@@ -16,30 +15,6 @@ func wrap(f func(dst []byte) []byte) bsoncore.Document {
 	d = f(d)
 	d, _ = bsoncore.AppendDocumentEnd(d, idx)
 	return d
-}
-
-// TestScanStatsRoundTrip checks that a remote read's totals, as AppendScanStats sends them,
-// decode to the same numbers, and that missing stats decode as zero.
-func TestScanStatsRoundTrip(t *testing.T) {
-	for _, s := range []query.ScanStats{
-		{},
-		{DocsExamined: 1, KeysExamined: 2, BytesRead: 3, Returned: 4, BytesReturned: 5},
-		{DocsExamined: 1 << 40, KeysExamined: -1, BytesRead: 1 << 62, Returned: 7, BytesReturned: 1 << 33},
-	} {
-		d := wrap(func(dst []byte) []byte { return AppendScanStats(dst, &s) })
-		if got := decodeScanStats(d.Lookup("stats")); got != s {
-			t.Errorf("round trip of %+v: %+v", s, got)
-		}
-	}
-	// Point and Partitions are the reading node's: they do not travel.
-	s := query.ScanStats{Returned: 2, Point: true, Partitions: 3}
-	d := wrap(func(dst []byte) []byte { return AppendScanStats(dst, &s) })
-	if got := decodeScanStats(d.Lookup("stats")); got != (query.ScanStats{Returned: 2}) {
-		t.Errorf("Point and Partitions travelled: %+v", got)
-	}
-	if got := decodeScanStats(bsoncore.Value{}); got != (query.ScanStats{}) {
-		t.Errorf("missing stats: %+v", got)
-	}
 }
 
 // TestValidateRoundTrip checks that what a node sends of its validation (AppendEntries,

@@ -11,16 +11,15 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/access"
 	"github.com/cleavedb/cleave/exec/catalog"
-	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// The router's side of remote execution (docs/cluster.md): a read of another
-// node's shard sends _cleaveShardFind to the owner and continues with _cleaveShardGetMore;
-// writes in writes.go, the owner's side in exec/command/node. Every request carries
+// The router's side of remote execution (docs/cluster.md): Nodes is the transport every
+// remote step goes through (catalog.Peers); the steps are encoded by the packages that send
+// them, the owner's side is exec/command/node. Every request carries
 // the router's catalog revision; the owner catches up to it before answering, and answers
 // StaleConfig when its own map of the shard differs (the router then waits for its own
 // catalog to catch up and runs the command again: exec/stale.go).
@@ -29,8 +28,10 @@ import (
 const remoteTimeout = 5 * time.Minute
 
 // Nodes reaches other nodes' shards through a pool of internal clients, authenticated with
-// the cluster's key and over TLS when the node has a certificate. It is query's Remote (reads), ddl's Remote (index builds and drops)
-// and sharding's Peers (moves), and carries the internal commands of writes and statistics.
+// the cluster's key and over TLS when the node has a certificate: it is the node's
+// catalog.Peers, through which reads (exec/query), index builds and drops (exec/ddl), moves
+// (exec/sharding), change logs (exec/changes), writes (writes.go) and statistics (stats.go)
+// reach the shards of other nodes.
 type Nodes struct {
 	cat     *catalog.Catalog
 	records *store.Catalog // its revision goes with every request
@@ -94,149 +95,6 @@ func NodeName(node string) string {
 		return "(none)"
 	}
 	return node
-}
-
-// OpenScan implements query.Remote.
-func (rs *Nodes) OpenScan(_ context.Context, spec *query.RemoteScanSpec) (query.RemoteScan, error) {
-	ci := spec.CI
-	b := bsoncore.NewDocumentBuilder().
-		AppendString("_cleaveShardFind", ci.Meta.Name).
-		AppendInt64("collId", int64(ci.Meta.ID)).
-		AppendInt64("rev", rs.records.Revision()).
-		AppendInt32("shard", int32(spec.Shard)).
-		AppendDocument("filter", orEmpty(spec.Filter))
-	if spec.Vars != nil {
-		b.AppendDocument("let", spec.Vars)
-	}
-	if spec.Collation != nil {
-		b.AppendDocument("collation", spec.Collation)
-	}
-	if len(spec.Sort) > 0 {
-		b.AppendDocument("sort", bsonx.SortSpecDoc(spec.Sort))
-	}
-	if spec.Hint.Type != 0 {
-		b.AppendValue("hint", spec.Hint)
-	}
-	b.AppendArray("ranges", EncodeRanges(spec.Ranges))
-	b.AppendDocument("plan", bsoncore.NewDocumentBuilder().
-		AppendInt32("kind", int32(spec.Plan.Kind)).AppendString("index", spec.Plan.Index).
-		AppendBoolean("sorted", spec.Plan.Sorted).AppendBoolean("reverse", spec.Plan.Reverse).
-		AppendBoolean("keysOnly", spec.Plan.KeysOnly).AppendString("distinct", spec.Plan.Distinct).
-		AppendInt32("distinctField", int32(spec.Plan.DistinctField)).Build())
-	if spec.Resume != nil {
-		b.AppendBinary("resume", 0, spec.Resume).AppendBoolean("resumeUnread", spec.ResumeUnread)
-	}
-	if spec.Linearizable {
-		b.AppendDocument("readConcern", bsoncore.NewDocumentBuilder().AppendString("level", "linearizable").Build())
-	}
-	b.AppendInt64("limit", spec.Limit).AppendString("$db", ci.Meta.DB)
-	return &remoteScan{rs: rs, shard: spec.Shard, db: ci.Meta.DB, first: b.Build()}, nil
-}
-
-// orEmpty returns d, or {} when d is nil.
-func orEmpty(d bsoncore.Document) bsoncore.Document {
-	if d == nil {
-		return query.EmptyDoc
-	}
-	return d
-}
-
-// EncodeRanges encodes hash ranges as [[lo, hi], ...] of int64 (the uint64 bits).
-func EncodeRanges(rs [][2]uint64) bsoncore.Array {
-	ab := bsoncore.NewArrayBuilder()
-	for _, r := range rs {
-		ab.AppendArray(bsoncore.NewArrayBuilder().AppendInt64(int64(r[0])).AppendInt64(int64(r[1])).Build())
-	}
-	return ab.Build()
-}
-
-// DecodeRanges is encodeRanges' inverse.
-func DecodeRanges(a bsoncore.Array) ([][2]uint64, bool) {
-	vals, err := a.Values()
-	if err != nil {
-		return nil, false
-	}
-	out := make([][2]uint64, 0, len(vals))
-	for _, v := range vals {
-		pair, ok := v.ArrayOK()
-		if !ok {
-			return nil, false
-		}
-		v0, err0 := pair.IndexErr(0)
-		v1, err1 := pair.IndexErr(1)
-		if err0 != nil || err1 != nil {
-			return nil, false
-		}
-		lo, ok1 := v0.Int64OK()
-		hi, ok2 := v1.Int64OK()
-		if !ok1 || !ok2 {
-			return nil, false
-		}
-		out = append(out, [2]uint64{uint64(lo), uint64(hi)})
-	}
-	return out, true
-}
-
-// remoteScan is a read running on the owner of a shard: its first request, then its cursor.
-type remoteScan struct {
-	rs    *Nodes
-	shard int
-	db    string
-	first bsoncore.Document // sent by the first Next
-	id    int64             // the owner's cursor; 0 once done
-}
-
-// Next implements query.RemoteScan.
-func (sc *remoteScan) Next(ctx context.Context) (query.RemoteBatch, error) {
-	cmd := sc.first
-	if cmd == nil {
-		cmd = bsoncore.NewDocumentBuilder().AppendInt64("_cleaveShardGetMore", sc.id).AppendString("$db", sc.db).Build()
-	}
-	sc.first = nil
-	reply, err := sc.rs.Command(ctx, sc.shard, cmd)
-	if err != nil {
-		sc.id = 0
-		return query.RemoteBatch{Last: true}, err
-	}
-	sc.id, _ = reply.Lookup("cursor").Int64OK()
-	_, docs, _ := reply.Lookup("docs").BinaryOK()
-	_, pos, _ := reply.Lookup("pos").BinaryOK() // absent from an owner whose read cannot yield
-	return query.RemoteBatch{Docs: docs, Pos: pos, Stats: decodeScanStats(reply.Lookup("stats")), Last: sc.id == 0}, nil
-}
-
-// Close implements query.RemoteScan: the owner's cursor is killed in the background.
-func (sc *remoteScan) Close() {
-	if sc.id == 0 {
-		return
-	}
-	id := sc.id
-	sc.id = 0
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		cmd := bsoncore.NewDocumentBuilder().AppendInt64("_cleaveShardKill", id).AppendString("$db", sc.db).Build()
-		_, _ = sc.rs.Command(ctx, sc.shard, cmd) // an unreachable owner times the cursor out
-	}()
-}
-
-// AppendScanStats appends a read's totals as the stats element.
-func AppendScanStats(dst []byte, s *query.ScanStats) []byte {
-	idx, dst := bsoncore.AppendDocumentElementStart(dst, "stats")
-	dst = bsoncore.AppendInt64Element(dst, "docsExamined", s.DocsExamined)
-	dst = bsoncore.AppendInt64Element(dst, "keysExamined", s.KeysExamined)
-	dst = bsoncore.AppendInt64Element(dst, "bytesRead", s.BytesRead)
-	dst = bsoncore.AppendInt64Element(dst, "returned", s.Returned)
-	dst = bsoncore.AppendInt64Element(dst, "bytesReturned", s.BytesReturned)
-	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
-	return dst
-}
-
-// decodeScanStats is appendScanStats' inverse.
-func decodeScanStats(v bsoncore.Value) query.ScanStats {
-	d, _ := v.DocumentOK()
-	get := func(k string) int64 { n, _ := d.Lookup(k).Int64OK(); return n }
-	return query.ScanStats{DocsExamined: get("docsExamined"), KeysExamined: get("keysExamined"), BytesRead: get("bytesRead"),
-		Returned: get("returned"), BytesReturned: get("bytesReturned")}
 }
 
 // SpansRemote reports whether some partition of ci is on another node's shard.

@@ -216,36 +216,6 @@ func TestSpansRemote(t *testing.T) {
 	}
 }
 
-// TestRanges checks the encoding of hash ranges for another node: every uint64 survives the
-// round trip through int64, and what is not [[long, long], ...] is refused.
-func TestRanges(t *testing.T) {
-	for _, rs := range [][][2]uint64{
-		{},
-		{{0, 1 << 62}},
-		{{0, 10}, {1 << 63, math.MaxUint64}, {math.MaxUint64 - 1, math.MaxUint64}},
-	} {
-		got, ok := route.DecodeRanges(route.EncodeRanges(rs))
-		if !ok || !slices.Equal(got, rs) {
-			t.Errorf("round trip of %v: %v, %v", rs, got, ok)
-		}
-	}
-	for _, tc := range []struct{ name, arr string }{
-		{"NotPairs", `[1]`},
-		{"ShortPair", `[[{"$numberLong": "1"}]]`},
-		{"Int32", `[[1, 2]]`},
-		{"HiInt32", `[[{"$numberLong": "1"}, 2]]`},
-		{"Strings", `[["0", "1"]]`},
-		{"SecondBad", `[[{"$numberLong": "1"}, {"$numberLong": "2"}], [1.5, {"$numberLong": "2"}]]`},
-	} {
-		if got, ok := route.DecodeRanges(streamtest.ExtArray(t, tc.arr)); ok {
-			t.Errorf("%s: decoded %v", tc.name, got)
-		}
-	}
-	if _, ok := route.DecodeRanges(bsoncore.Array{1, 2}); ok {
-		t.Error("a truncated array decoded")
-	}
-}
-
 // TestIsStale checks which errors are StaleConfig: the code itself, wrapped, and what the
 // stand-in of another node's shard answers a write routed with an old map; nothing else.
 func TestIsStale(t *testing.T) {

@@ -119,33 +119,7 @@ func (r *Router) onStatsNodes(ctx context.Context, ci *catalog.Coll, what string
 	if add != nil {
 		add(b)
 	}
-	return r.nodes.broadcast(ctx, ci, b.AppendString("$db", ci.Meta.DB).Build(), use)
-}
-
-// broadcast sends cmd to every other node holding partitions of ci, in parallel, and
-// hands each reply to use (nil: none); the first failure, in shard order, is returned.
-func (rs *Nodes) broadcast(ctx context.Context, ci *catalog.Coll, cmd bsoncore.Document, use func(bsoncore.Document)) error {
-	shards := rs.ownerNodes(ci)
-	errs := make([]error, len(shards))
-	var wg sync.WaitGroup
-	for i, s := range shards {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			reply, err := rs.Command(ctx, s, cmd)
-			if err == nil && use != nil {
-				use(reply)
-			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return r.cat.Broadcast(ctx, r.nodes, ci, b.AppendString("$db", ci.Meta.DB).Build(), use)
 }
 
 // RemoteValidate merges the other nodes' validation of ci into res.

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -153,7 +154,7 @@ func (rs *Nodes) Modify(ctx context.Context, shard int, s Session, m *Modify, re
 		for _, s := range m.Shards {
 			shards.AppendInt32(int32(s))
 		}
-		b.AppendArray("shards", shards.Build()).AppendArray("ranges", EncodeRanges(m.Ranges))
+		b.AppendArray("shards", shards.Build()).AppendArray("ranges", query.EncodeRanges(m.Ranges))
 	}
 	if m.ID != nil {
 		b.AppendInt64("hash", int64(m.Hash)).AppendBinary("id", 0, m.ID)

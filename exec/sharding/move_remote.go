@@ -35,12 +35,6 @@ import (
 // (repairAtStart), or when the incoming mark has seen no batch for incomingTimeout. After the
 // flip the source's range is not owned, and the source's start deletes it.
 
-// Peers sends internal commands to the node owning a shard (exec's remote side): the
-// command's {ok: 1} reply, or its error.
-type Peers interface {
-	Command(ctx context.Context, shard int, cmd bsoncore.Document) (bsoncore.Document, error)
-}
-
 // Internal commands and limits of moves between nodes.
 const (
 	// MovePartitionCmd asks the node owning a partition to move it.

@@ -38,7 +38,7 @@ type directPeers struct {
 	steps *[]string
 }
 
-// Command implements Peers for _cleaveMoveApply.
+// Command implements catalog.Peers for _cleaveMoveApply.
 func (p directPeers) Command(_ context.Context, s int, cmd bsoncore.Document) (bsoncore.Document, error) {
 	first, _ := bsonx.FirstElement(cmd)
 	name, _ := first.Value().StringValueOK()

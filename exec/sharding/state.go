@@ -28,7 +28,7 @@ type Manager struct {
 	cat   *catalog.Catalog
 	write *write.Path
 	// peers reaches other nodes (cluster mode; Options.Peers): moves between nodes.
-	peers Peers
+	peers catalog.Peers
 	log   *zap.Logger
 	mopts Options
 	// life ends when the manager closes (stop cancels it): its loops and waits end with it.
@@ -106,7 +106,7 @@ type Options struct {
 	Cluster Cluster
 	// Peers reaches the nodes owning other shards, for moves between nodes (cluster mode;
 	// nil on a single node).
-	Peers Peers
+	Peers catalog.Peers
 	Knobs Knobs
 }
 

@@ -6,7 +6,6 @@ import (
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/changes"
 	"github.com/cleavedb/cleave/exec/command"
-	"github.com/cleavedb/cleave/exec/route"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -15,7 +14,7 @@ import (
 const maxChangesRead = 1024
 
 // shardChanges answers _cleaveShardChanges {shard, ts, pos, limit}: the records of this
-// node's shard's change log after (ts, pos), with its frontier (route.AppendChanges).
+// node's shard's change log after (ts, pos), with its frontier (changes.AppendChanges).
 func (h *Handlers) shardChanges(ctx context.Context, r *command.Request) error {
 	s, ok := r.Body.Lookup("_cleaveShardChanges").Int32OK()
 	ts, ok1 := r.Body.Lookup("ts").Int64OK()
@@ -33,6 +32,6 @@ func (h *Handlers) shardChanges(ctx context.Context, r *command.Request) error {
 	if err != nil {
 		return catalog.StoreError(err)
 	}
-	r.Out = route.AppendChanges(r.Out, b)
+	r.Out = changes.AppendChanges(r.Out, b)
 	return nil
 }

@@ -117,7 +117,7 @@ func (h *Handlers) shardFind(ctx context.Context, r *command.Request) error {
 		return err
 	}
 	hint, _ := b.LookupErr("hint")
-	ranges, ok := route.DecodeRanges(b.Lookup("ranges").Array())
+	ranges, ok := query.DecodeRanges(b.Lookup("ranges").Array())
 	if !ok {
 		return mongoerr.New(mongoerr.BadValue, "_cleaveShardFind: malformed ranges")
 	}
@@ -201,7 +201,7 @@ func (h *Handlers) shardBatch(ctx context.Context, r *command.Request, c *cursor
 	if positioned && len(buf) > 0 {
 		out = bsoncore.AppendBinaryElement(out, "pos", 0, pos)
 	}
-	r.Out = route.AppendScanStats(out, &stats)
+	r.Out = query.AppendScanStats(out, &stats)
 	return nil
 }
 

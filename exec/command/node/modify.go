@@ -9,6 +9,7 @@ import (
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/command/crud"
+	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/route"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -124,7 +125,7 @@ func (h *Handlers) ownedTargets(op *write.Op, b bsoncore.Document) ([]int, error
 		}
 		shards = append(shards, s)
 	}
-	want, ok := route.DecodeRanges(b.Lookup("ranges").Array())
+	want, ok := query.DecodeRanges(b.Lookup("ranges").Array())
 	if !ok {
 		return nil, mongoerr.New(mongoerr.BadValue, "_cleaveShardModify: malformed ranges")
 	}

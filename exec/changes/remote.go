@@ -1,4 +1,4 @@
-package route
+package changes
 
 import (
 	"context"
@@ -6,26 +6,37 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/cleavedb/cleave/exec/changes"
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// ReadChanges reads the change log of shard s on the node that owns it
-// (_cleaveShardChanges): changes.Remote for the change streams of this node.
-func (rs *Nodes) ReadChanges(ctx context.Context, s int, after store.ChangePos, limit int) (changes.Batch, error) {
-	cmd := bsoncore.NewDocumentBuilder().AppendInt32("_cleaveShardChanges", int32(s)).
+// The change log of another node's shard is read with _cleaveShardChanges, answered by
+// exec/command/node with AppendChanges.
+
+// RemoteLog returns the log of shard, on another node, read through p.
+func RemoteLog(p catalog.Peers, shard int) Log { return remoteLog{p, shard} }
+
+// remoteLog is RemoteLog's.
+type remoteLog struct {
+	p     catalog.Peers
+	shard int
+}
+
+// Read implements Log.
+func (l remoteLog) Read(ctx context.Context, after store.ChangePos, limit int) (Batch, error) {
+	cmd := bsoncore.NewDocumentBuilder().AppendInt32("_cleaveShardChanges", int32(l.shard)).
 		AppendInt64("ts", int64(after.TS)).AppendInt64("pos", int64(after.Pos)).
 		AppendInt32("limit", int32(limit)).AppendString("$db", "admin").Build()
-	reply, err := rs.Command(ctx, s, cmd)
+	reply, err := l.p.Command(ctx, l.shard, cmd)
 	if err != nil {
-		return changes.Batch{}, err
+		return Batch{}, err
 	}
 	return DecodeChanges(reply)
 }
 
 // AppendChanges appends a read of a change log to an internal reply.
-func AppendChanges(dst []byte, b changes.Batch) []byte {
+func AppendChanges(dst []byte, b Batch) []byte {
 	aidx, dst := bsoncore.AppendArrayElementStart(dst, "records")
 	for i, x := range b.Records {
 		idx, out := bsoncore.AppendDocumentElementStart(dst, strconv.Itoa(i))
@@ -40,9 +51,9 @@ func AppendChanges(dst []byte, b changes.Batch) []byte {
 }
 
 // DecodeChanges reads what AppendChanges wrote.
-func DecodeChanges(reply bsoncore.Document) (changes.Batch, error) {
+func DecodeChanges(reply bsoncore.Document) (Batch, error) {
 	bad := mongoerr.New(mongoerr.InternalError, "malformed _cleaveShardChanges reply")
-	var b changes.Batch
+	var b Batch
 	f, ok1 := reply.Lookup("frontier").Int64OK()
 	t, ok2 := reply.Lookup("trimmed").Int64OK()
 	arr, ok3 := reply.Lookup("records").ArrayOK()
@@ -62,7 +73,7 @@ func DecodeChanges(reply bsoncore.Document) (changes.Batch, error) {
 		if !ok1 || !ok2 || !ok3 {
 			return b, bad
 		}
-		b.Records = append(b.Records, changes.Record{Pos: store.ChangePos{TS: uint64(ts), Pos: uint32(pos)}, Rec: rec})
+		b.Records = append(b.Records, Record{Pos: store.ChangePos{TS: uint64(ts), Pos: uint32(pos)}, Rec: rec})
 	}
 	return b, nil
 }
