@@ -1,6 +1,7 @@
 package crud
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -117,10 +118,17 @@ func compileWriteFilter(q, let bsoncore.Document, coll bsonx.Collator) (*match.F
 }
 
 // compileFilterTimed is compileWriteFilter whose $where stops at the command's maxTimeMS
-// (0: none) from now, or when ctx ends.
+// (0: none) from now, or when ctx ends. A filter whose bytes do not spell "$where" gets no
+// scope: it was an allocation of every point read.
 func compileFilterTimed(ctx context.Context, q, let bsoncore.Document, coll bsonx.Collator, maxTimeMS int64) (*match.Filter, error) {
+	if !bytes.Contains(q, dollarWhere) {
+		return query.CompileFilterWith(q, let, coll)
+	}
 	return query.CompileFilterJS(q, let, coll, js.NewScope(ctx, time.Duration(maxTimeMS)*time.Millisecond))
 }
+
+// dollarWhere is what a filter holding $where contains.
+var dollarWhere = []byte("$where")
 
 // explainWrite explains the read part of a write (update, delete, findAndModify): how op
 // finds its documents. It writes nothing; explain.go owns the output's shape.
