@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
@@ -54,5 +55,68 @@ func TestGetMoreAuthOtherUser(t *testing.T) {
 	var got []bson.M
 	if err := cur.All(ctx, &got); err != nil || len(got) != 3 {
 		t.Fatalf("alice's cursor after the refused getMores: %v, %v", got, err)
+	}
+}
+
+// TestKillCursorsAuthOtherUser checks that with access control on, killCursors kills only
+// the caller's own cursors: another user's answers Unauthorized 13 with mongos's message
+// and the cursor lives on; a user who may kill any cursor (root: MongoDB's killAnyCursor)
+// kills it; a cursor id nobody holds is reported not found.
+func TestKillCursorsAuthOtherUser(t *testing.T) {
+	t.Parallel()
+	srv := startAuthServer(t, "root", "rootpw")
+	ctx := context.Background()
+	root := asUser(t, srv, "root", "rootpw", "", "")
+	for _, user := range []string{"alice", "bob"} {
+		cmd := bson.D{{Key: "createUser", Value: user}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"readWrite"}}}
+		if err := root.Database("app").RunCommand(ctx, cmd).Err(); err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+	}
+	if _, err := root.Database("app").Collection("c").InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "_id", Value: 3}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	alice := asUser(t, srv, "alice", "pw", "app", "")
+	bob := asUser(t, srv, "bob", "pw", "app", "")
+	open := func() int64 {
+		t.Helper()
+		var res struct {
+			Cursor struct {
+				ID int64 `bson:"id"`
+			} `bson:"cursor"`
+		}
+		cmd := bson.D{{Key: "find", Value: "c"}, {Key: "batchSize", Value: 1}}
+		if err := alice.Database("app").RunCommand(ctx, cmd).Decode(&res); err != nil || res.Cursor.ID == 0 {
+			t.Fatalf("alice's find: cursor %d, %v", res.Cursor.ID, err)
+		}
+		return res.Cursor.ID
+	}
+	kill := func(who *mongo.Client, id int64) (bson.M, error) {
+		var res bson.M
+		err := who.Database("app").RunCommand(ctx, bson.D{{Key: "killCursors", Value: "c"}, {Key: "cursors", Value: bson.A{id}}}).Decode(&res)
+		return res, err
+	}
+
+	id := open()
+	_, err := kill(bob, id)
+	if ce := wantCodeName(t, err, 13, "Unauthorized"); ce.Message != "not authorized to kill cursor on app.c" {
+		t.Fatalf("bob's killCursors: %q", ce.Message)
+	}
+	getMore := bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}, {Key: "batchSize", Value: 1}}
+	if err := alice.Database("app").RunCommand(ctx, getMore).Err(); err != nil {
+		t.Fatalf("alice's cursor after bob's refused kill: %v", err)
+	}
+	if res, err := kill(alice, id); err != nil || fmt.Sprint(res["cursorsKilled"]) != fmt.Sprintf("[%d]", id) {
+		t.Fatalf("alice kills her cursor: %v, %v", res, err)
+	}
+
+	id = open()
+	if res, err := kill(root, id); err != nil || fmt.Sprint(res["cursorsKilled"]) != fmt.Sprintf("[%d]", id) {
+		t.Fatalf("root kills alice's cursor: %v, %v", res, err)
+	}
+	if res, err := kill(bob, id); err != nil || fmt.Sprint(res["cursorsNotFound"]) != fmt.Sprintf("[%d]", id) {
+		t.Fatalf("a killed cursor: %v, %v", res, err)
 	}
 }

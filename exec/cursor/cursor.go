@@ -196,18 +196,24 @@ func (r *Registry) Remove(id int64) bool {
 	return true
 }
 
-// RemoveIn unregisters and closes cursor id if it belongs to namespace ns.
-func (r *Registry) RemoveIn(id int64, ns string) bool {
+// RemoveInIf closes cursor id if it belongs to namespace ns and may, given the cursor,
+// answers nil, and reports whether it did (killCursors): may's error is returned and the
+// cursor lives on. A cursor in use is closed when its command is done.
+func (r *Registry) RemoveInIf(id int64, ns string, may func(*Cursor) error) (bool, error) {
 	r.mu.Lock()
 	c := r.mu.m[id]
 	if c == nil || c.Ns != ns {
 		r.mu.Unlock()
-		return false
+		return false, nil
+	}
+	if err := may(c); err != nil {
+		r.mu.Unlock()
+		return false, err
 	}
 	delete(r.mu.m, id)
 	r.mu.Unlock()
 	c.closeUnlessInUse()
-	return true
+	return true, nil
 }
 
 // reap closes cursors idle for longer than cursorTimeout, until close is called.
@@ -375,6 +381,17 @@ func (c *Cursor) CheckUsers(users []auth.UserName) error {
 		}
 	}
 	return mongoerr.New(mongoerr.Unauthorized, "cursor id %d was not created by the authenticated user :: caused by :: User not authorized to access cursor", c.ID)
+}
+
+// CheckKill refuses killCursors from a connection authenticated as users when none of them
+// opened the cursor and they may not kill any cursor (MongoDB's killAnyCursor, anyCursor):
+// Unauthorized 13, as checkAuthForKillCursors answers. The caller checks only with access
+// control on.
+func (c *Cursor) CheckKill(users []auth.UserName, anyCursor bool) error {
+	if anyCursor || c.CheckUsers(users) == nil {
+		return nil
+	}
+	return mongoerr.New(mongoerr.Unauthorized, "not authorized to kill cursor on %s", c.Ns)
 }
 
 // Deadline returns ctx bounded by what remains of the opening command's maxTimeMS.

@@ -2,6 +2,7 @@ package cursor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -101,8 +102,11 @@ func TestCursorRemovedWhileInUse(t *testing.T) {
 	if err != nil || got != c {
 		t.Fatalf("Acquire: %v", err)
 	}
-	if !r.RemoveIn(id, "db.c") {
-		t.Fatal("RemoveIn did not find the cursor")
+	if _, err := r.RemoveInIf(id, "db.c", func(*Cursor) error { return errors.New("refused") }); err == nil {
+		t.Fatal("RemoveInIf removed a cursor its caller may not kill")
+	}
+	if ok, err := r.RemoveInIf(id, "db.c", func(*Cursor) error { return nil }); !ok || err != nil {
+		t.Fatalf("RemoveInIf did not find the cursor: %v", err)
 	}
 	if s.closed != 0 {
 		t.Fatal("the cursor's stream was closed under the getMore that uses it")

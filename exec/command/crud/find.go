@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -289,11 +290,22 @@ func (h *Handlers) killCursors(_ context.Context, r *command.Request) error {
 		return args.Missing(cmd, "cursors")
 	}
 	ns := r.DB + "." + coll
+	may := func(*cursor.Cursor) error { return nil }
+	if h.Access.Enabled() {
+		// Only a user who opened a cursor kills it, or one who may kill any (MongoDB's
+		// killAnyCursor, which cleave's cluster administration grants).
+		anyCursor := h.Access.Allowed(&r.Conn.Authn, []auth.Need{{Action: auth.ActionClusterAdmin}})
+		may = func(c *cursor.Cursor) error { return c.CheckKill(r.Conn.Authn.Users, anyCursor) }
+	}
 	var killed, notFound []int64
 	for _, id := range ids {
-		if h.Cursors.RemoveIn(id, ns) {
+		ok, err := h.Cursors.RemoveInIf(id, ns, may)
+		switch {
+		case err != nil:
+			return err // as mongos: the command fails, the cursors before it are killed
+		case ok:
 			killed = append(killed, id)
-		} else {
+		default:
 			notFound = append(notFound, id)
 		}
 	}
