@@ -75,6 +75,12 @@ COMPAT_FLAGS ?=
 compat:
 	cd compat && $(GO) run ./cmd/compat $(if $(wildcard docs/compatibility.md),-doc ../docs/compatibility.md) -baseline testdata/baseline.txt -known testdata/known.txt -update $(COMPAT_FLAGS)
 
+# The suites whose tests need several mongoses, against two real routers (two cleave nodes of
+# one cluster on an embedded etcd): scripts/compat-two-routers.sh. Not in CI (about 1 min).
+.PHONY: compat-two-routers
+compat-two-routers:
+	scripts/compat-two-routers.sh
+
 .PHONY: compat-check
 compat-check:
 	cd compat && $(GO) test -count=1 ./...
