@@ -18,13 +18,20 @@ import (
 // the documents of a collection sharded on hashed deviceId (1,000 devices): each document's
 // key starts with its device's hash instead of 0, so that documents are ordered by device and
 // every flush holds documents all over the collection's range, where increasing _ids of an
-// unsharded collection make each flush's documents follow the previous ones':
+// unsharded collection make each flush's documents follow the previous ones'. Changes is
+// KeyOrder with each document's change record, as exec writes an insert's (the document and
+// about 100 bytes: operation, namespace, documentKey, wall time); SmallChanges with records of
+// 100 bytes, what an insert record that did not repeat the document would cost:
 //
 //	go test ./store -run '^$' -bench 'BenchmarkInsertBatch' -benchtime 2000x -count 6
 func BenchmarkInsertBatch(b *testing.B) {
-	for _, name := range []string{"KeyOrder", "WriteOrder", "Hashed"} {
+	for _, name := range []string{"KeyOrder", "WriteOrder", "Hashed", "Changes", "SmallChanges"} {
 		b.Run(name, func(b *testing.B) {
 			db := openBenchDB(b)
+			recSize := changeRecordSizes[name]
+			if recSize > 0 {
+				db.SetChangeClock(new(testClock))
+			}
 			r := rand.New(rand.NewPCG(1, 1))
 			noise := telemetryNoise(r)
 			devices := make([]uint64, 1000)
@@ -42,6 +49,10 @@ func BenchmarkInsertBatch(b *testing.B) {
 						hash = devices[r.IntN(len(devices))]
 					}
 					addTelemetryDoc(batch, n, hash, r, noise)
+					if recSize > 0 {
+						off := r.IntN(len(noise) - recSize)
+						batch.AddChange(noise[off : off+recSize])
+					}
 					if name == "WriteOrder" {
 						batch.flushPending()
 					}
@@ -66,6 +77,10 @@ func BenchmarkInsertBatch(b *testing.B) {
 		})
 	}
 }
+
+// changeRecordSizes are the sizes of the change record each document of BenchmarkInsertBatch
+// adds, by variant (none when absent).
+var changeRecordSizes = map[string]int{"Changes": benchDocSize + 100, "SmallChanges": 100}
 
 // telemetryNoise returns random letters that telemetry documents are windows of, as mbench's
 // padding (compressible as text, not as repeats).
