@@ -28,7 +28,14 @@ type Catalog struct {
 	capped cappedStates // capped.go
 	// readers are the reads that yield (readers.go).
 	readers Readers
+	// created, when set, is told of each collection ForWrite creates (OnCreate).
+	created func(*store.Collection)
 }
+
+// OnCreate makes ForWrite tell fn of each collection it creates implicitly (after its
+// catalog change committed): change streams report the creation. Set it before the catalog
+// is used.
+func (c *Catalog) OnCreate(fn func(*store.Collection)) { c.created = fn }
 
 // New returns the catalog over shards and the stored catalog st.
 func New(shards []Shard, st *store.Catalog, log *zap.Logger) *Catalog {
@@ -117,6 +124,9 @@ func (c *Catalog) ForWrite(db, name string) (*Coll, error) {
 		return nil, err
 	}
 	c.log.Info("created collection", zap.String("ns", db+"."+name))
+	if c.created != nil {
+		c.created(m)
+	}
 	return c.cache.info(m)
 }
 

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/changes"
 	"github.com/cleavedb/cleave/exec/cursor"
 	"github.com/cleavedb/cleave/exec/failpoint"
+	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -37,6 +40,31 @@ func (e *Server) RecordChange(ds ...*changes.DDL) {
 	if err := b.Commit(true); err != nil {
 		e.Log.Warn("recording change events failed", zap.String("op", ds[0].Op), zap.String("ns", ds[0].DB+"."+ds[0].Coll), zap.Error(err))
 	}
+}
+
+// RecordCreate records the creation of collection or view c (nil: nothing), explicit or
+// implicit (a first insert, createIndexes, shardCollection).
+func (e *Server) RecordCreate(c *store.Collection) {
+	if c == nil {
+		return
+	}
+	b := bsoncore.NewDocumentBuilder()
+	if v := catalog.ViewOf(c.Options); v != nil {
+		b.AppendString("viewOn", v.On)
+		aidx, arr := bsoncore.AppendArrayStart(nil)
+		for i, st := range v.Pipeline {
+			arr = bsoncore.AppendDocumentElement(arr, strconv.Itoa(i), st)
+		}
+		arr, _ = bsoncore.AppendArrayEnd(arr, aidx)
+		b.AppendArray("pipeline", arr)
+	} else {
+		for i := range c.Indexes {
+			if c.Indexes[i].ID == store.IDIndexID {
+				b.AppendDocument("idIndex", catalog.IndexSpecDoc(&c.Indexes[i]))
+			}
+		}
+	}
+	e.RecordChange(&changes.DDL{Op: changes.OpCreate, DB: c.DB, Coll: c.Name, UUID: c.UUID[:], Desc: b.Build()})
 }
 
 // RecordCollChange records DDL event op on collection c with operationDescription desc

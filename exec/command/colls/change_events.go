@@ -14,30 +14,6 @@ import (
 // dropIndexes, modify), recorded once the operation committed (command.Server.RecordChange),
 // with MongoDB's operationDescription.
 
-// recordCreate records the creation of collection or view c.
-func (h *Handlers) recordCreate(c *store.Collection) {
-	if c == nil {
-		return
-	}
-	b := bsoncore.NewDocumentBuilder()
-	if v := catalog.ViewOf(c.Options); v != nil {
-		b.AppendString("viewOn", v.On)
-		aidx, arr := bsoncore.AppendArrayStart(nil)
-		for i, st := range v.Pipeline {
-			arr = bsoncore.AppendDocumentElement(arr, strconv.Itoa(i), st)
-		}
-		arr, _ = bsoncore.AppendArrayEnd(arr, aidx)
-		b.AppendArray("pipeline", arr)
-	} else {
-		for i := range c.Indexes {
-			if c.Indexes[i].ID == store.IDIndexID {
-				b.AppendDocument("idIndex", catalog.IndexSpecDoc(&c.Indexes[i]))
-			}
-		}
-	}
-	h.RecordChange(&changes.DDL{Op: changes.OpCreate, DB: c.DB, Coll: c.Name, UUID: c.UUID[:], Desc: b.Build()})
-}
-
 // recordIndexes records op (createIndexes, dropIndexes) of the indexes named on c.
 func (h *Handlers) recordIndexes(op string, c *store.Collection, names []string) {
 	if c == nil || len(names) == 0 {

@@ -262,11 +262,12 @@ func (h *Handlers) createUnsharded(db, coll string, opts bsoncore.Document, o of
 	}
 	unlock := h.Cat.LockDDL()
 	defer unlock()
-	_, err := h.Storage.Catalog.CreateCollection(store.Collection{DB: db, Name: coll, Options: opts,
+	c, err := h.Storage.Catalog.CreateCollection(store.Collection{DB: db, Name: coll, Options: opts,
 		Throughput: o.ru, Autoscale: o.autoscale, Indexes: catalog.TimeseriesOf(opts).DefaultIndexes()})
 	if err != nil {
 		return catalog.ChangeError(err, db, coll)
 	}
+	h.RecordCreate(c)
 	h.Log.Info("created collection", zap.String("ns", db+"."+coll), zap.Int64("throughput", o.ru), zap.Bool("autoscale", o.autoscale))
 	return nil
 }

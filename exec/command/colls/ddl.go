@@ -64,7 +64,7 @@ func (h *Handlers) create(ctx context.Context, r *command.Request) error {
 		if err := h.CRUD.CreateView(r.DB, name, opts); err != nil {
 			return err
 		}
-		h.recordCreate(h.Storage.Catalog.State().Collection(r.DB, name))
+		h.RecordCreate(h.Storage.Catalog.State().Collection(r.DB, name))
 		return nil
 	}
 	if sh != nil {
@@ -89,7 +89,7 @@ func (h *Handlers) create(ctx context.Context, r *command.Request) error {
 	if err != nil {
 		return catalog.ChangeError(err, r.DB, name)
 	}
-	h.recordCreate(created)
+	h.RecordCreate(created)
 	h.Log.Info("created collection", zap.String("ns", r.DB+"."+name))
 	return nil
 }

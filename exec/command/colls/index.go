@@ -153,6 +153,7 @@ func (h *Handlers) ensureIndexes(ctx context.Context, db, coll string, indexes [
 			return ensureResult{}, catalog.ChangeError(err, db, coll)
 		}
 		res.created = true
+		h.RecordCreate(c)
 	}
 	res.before = len(c.Indexes)
 	res.after = res.before + len(todo)

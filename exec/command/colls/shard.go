@@ -268,6 +268,7 @@ func (h *Handlers) shardColl(spec sharding.Spec) (*store.Collection, error) {
 			return nil, catalog.ChangeError(err, spec.DB, spec.Coll)
 		}
 		h.Log.Info("sharded collection", zap.String("ns", spec.DB+"."+spec.Coll), zap.Int("partitions", len(parts)))
+		h.RecordCreate(c)
 		h.Shards.AfterMapChange()
 		return c, nil
 	}
