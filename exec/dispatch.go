@@ -74,6 +74,9 @@ func (e *Executor) runCommand(ctx context.Context, r *command.Request, cmd *comm
 	if err := e.authorize(r, cmd); err != nil {
 		return err
 	}
+	if forwarded, err := e.forwardTxn(ctx, r); forwarded {
+		return err
+	}
 	release, err := e.enterTxn(r)
 	if err != nil {
 		return err

@@ -1,10 +1,12 @@
 package exec
 
 import (
+	"context"
 	"time"
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/route"
 	"github.com/cleavedb/cleave/exec/session"
 	"github.com/cleavedb/cleave/exec/txn"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -179,4 +181,36 @@ func (e *Executor) enterTxn(r *command.Request) (release func(), err error) {
 	}
 	r.Txn = tx
 	return release, nil
+}
+
+// forwardTxn runs r, a statement of a transaction, on the node the transaction runs on when
+// that is another node (route.Router.ForwardTxn), and reports whether it did: the other
+// node's reply becomes r's (its operationTime too; its cluster time is gossiped), its error
+// r's error.
+func (e *Executor) forwardTxn(ctx context.Context, r *command.Request) (bool, error) {
+	if e.Remote == nil || r.Generic(command.GenAutocommit).Type == 0 {
+		return false, nil
+	}
+	txnNumber, _ := r.Generic(command.GenTxnNumber).AsInt64OK()
+	start, _ := r.Generic(command.GenStartTxn).BooleanOK()
+	reply, forwarded, err := e.Route.ForwardTxn(ctx, route.TxnStatement{LSID: r.Generic(command.GenLSID),
+		TxnNumber: txnNumber, Start: start, Name: r.Name, DB: r.DB, Body: r.Body})
+	if !forwarded || err != nil {
+		return forwarded, err
+	}
+	elems, _ := reply.Elements()
+	for _, el := range elems {
+		switch el.Key() {
+		case "ok":
+		case "$clusterTime":
+			_ = e.Clock.Gossip(el.Value(), bsoncore.Value{})
+		case "operationTime":
+			if t, i, ok := el.Value().TimestampOK(); ok {
+				r.OperationTime = uint64(t)<<32 | uint64(i)
+			}
+		default:
+			r.Out = append(r.Out, el...)
+		}
+	}
+	return true, nil
 }

@@ -12,6 +12,8 @@ type Router struct {
 	cat   *catalog.Catalog
 	mgr   *sharding.Manager
 	nodes *Nodes
+	// pins are the transactions this node forwards to the node they run on (txn.go).
+	pins txnPins
 }
 
 // New returns the router over cat's shards, counting documents with mgr's statistics and

@@ -1,0 +1,163 @@
+package route
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// Transactions in cluster mode run on one node: the one serving the shards they write
+// (transactions within a shard). A client names several nodes in its connection string, as
+// it names several mongoses, so a transaction's statements often reach a node that does not
+// serve its collection. Such a node routes the whole transaction: when its first statement
+// (startTransaction) names a collection every partition of which is on one other node, that
+// statement and every later one of the same transaction (its lsid and txnNumber: the getMores
+// of its cursors, commitTransaction and abortTransaction, their retries) go to that node as
+// the client sent them, which runs the transaction as its own, and its answers are the
+// client's — as mongos pins a single-shard transaction to its shard. A transaction whose
+// first collection is on this node's shards, or spread over several nodes, runs here, as
+// before.
+
+// TxnStatement is what ForwardTxn reads of a statement of a transaction.
+type TxnStatement struct {
+	LSID      bsoncore.Value // the session id, as sent
+	TxnNumber int64
+	Start     bool // startTransaction: true
+	Name, DB  string
+	Body      bsoncore.Document
+}
+
+// txnPin is the node (one of its shards) a session's transaction runs on.
+type txnPin struct {
+	txnNumber int64
+	shard     int
+	used      time.Time
+}
+
+// txnPins are the transactions this node forwards, by session.
+type txnPins struct {
+	mu    sync.Mutex
+	m     map[string]*txnPin
+	swept time.Time // when idle pins were last forgotten
+}
+
+// pinIdle is how long a pin outlives its last statement: a transaction's lifetime bound
+// (transactionLifetimeLimitSeconds, 60 s) several times over, for commit retries.
+const pinIdle = 10 * time.Minute
+
+// txnCollCommands are the statements whose first field names the collection they read or
+// write, which may start a forwarded transaction.
+var txnCollCommands = map[string]bool{"find": true, "insert": true, "update": true, "delete": true,
+	"findAndModify": true, "findandmodify": true, "aggregate": true, "count": true, "distinct": true}
+
+// ForwardTxn runs st on the node its transaction is pinned to, pinning it first when st
+// starts it on a collection that lives on one other node. forwarded is false when the
+// transaction runs on this node; reply is the other node's {ok: 1} reply, err its error
+// (labelled as mongos labels a transaction's errors when the node cannot be reached).
+func (r *Router) ForwardTxn(ctx context.Context, st TxnStatement) (reply bsoncore.Document, forwarded bool, err error) {
+	if r.nodes == nil || st.LSID.Type == 0 {
+		return nil, false, nil
+	}
+	key := string(st.LSID.Data)
+	shard, ok := r.pins.lookup(key, st.TxnNumber, st.Start)
+	if !ok {
+		if !st.Start || !txnCollCommands[st.Name] {
+			return nil, false, nil
+		}
+		if shard, ok = r.otherNodeOnly(st); !ok {
+			return nil, false, nil
+		}
+		r.pins.pin(key, st.TxnNumber, shard)
+	}
+	reply, err = r.nodes.Command(ctx, shard, st.Body)
+	return reply, true, txnUnreachable(err, st.Name)
+}
+
+// otherNodeOnly returns a shard of the one other node holding every partition of the
+// collection st names; ok is false when there is no such collection or node.
+func (r *Router) otherNodeOnly(st TxnStatement) (int, bool) {
+	first, ok := bsonx.FirstElement(st.Body)
+	if !ok {
+		return 0, false
+	}
+	coll, ok := first.Value().StringValueOK()
+	if !ok {
+		return 0, false
+	}
+	ci, err := r.cat.Lookup(st.DB, coll)
+	if err != nil || ci == nil || ci.View != nil || ci.Map.Len() == 0 {
+		return 0, false
+	}
+	shards := r.cat.Shards()
+	s0 := ci.Map.Partition(0).Shard
+	node, remote := shards[s0].Node()
+	if !remote {
+		return 0, false
+	}
+	for i := 1; i < ci.Map.Len(); i++ {
+		if n, rem := shards[ci.Map.Partition(i).Shard].Node(); !rem || n != node {
+			return 0, false
+		}
+	}
+	return s0, true
+}
+
+// txnUnreachable labels the error of a forwarded statement whose node cannot be reached (or
+// has no leader at the moment) as mongos does: a commit's result is unknown, any other
+// statement's transaction may be retried whole.
+func txnUnreachable(err error, name string) error {
+	me := mongoerr.As(err)
+	if me == nil || me.Code != mongoerr.HostUnreachable && me.Code != mongoerr.StaleConfig {
+		return err
+	}
+	if name == "commitTransaction" {
+		return me.WithLabels("UnknownTransactionCommitResult")
+	}
+	return me.WithLabels("TransientTransactionError")
+}
+
+// lookup returns the shard the transaction txnNumber of session key is pinned to. A
+// statement of a later transaction, or one starting a transaction, forgets the session's pin;
+// a late one of an earlier transaction leaves it.
+func (p *txnPins) lookup(key string, txnNumber int64, start bool) (int, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pin := p.m[key]
+	if pin == nil {
+		return 0, false
+	}
+	switch {
+	case txnNumber < pin.txnNumber: // a late statement of an earlier transaction
+		return 0, false
+	case txnNumber > pin.txnNumber || start:
+		delete(p.m, key)
+		return 0, false
+	}
+	pin.used = time.Now()
+	return pin.shard, true
+}
+
+// pin pins the transaction txnNumber of session key to shard, and forgets the pins idle for
+// longer than pinIdle (looking for them once a minute at most).
+func (p *txnPins) pin(key string, txnNumber int64, shard int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if p.m == nil {
+		p.m = map[string]*txnPin{}
+	}
+	if now.Sub(p.swept) > time.Minute {
+		p.swept = now
+		for k, v := range p.m {
+			if now.Sub(v.used) > pinIdle {
+				delete(p.m, k)
+			}
+		}
+	}
+	p.m[key] = &txnPin{txnNumber: txnNumber, shard: shard, used: now}
+}
