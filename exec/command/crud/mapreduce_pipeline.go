@@ -45,7 +45,9 @@ func (a *mapReduceArgs) pipeline(db string) (bsoncore.Array, error) {
 	if scope == nil {
 		scope = bsoncore.Document{5, 0, 0, 0, 0}
 	}
-	lit := func() []byte { return bsoncore.BuildDocument(nil, bsoncore.AppendDocumentElement(nil, "$literal", scope)) }
+	lit := func() []byte {
+		return bsoncore.BuildDocument(nil, bsoncore.AppendDocumentElement(nil, "$literal", scope))
+	}
 	emitBody := "function(__doc, __scope) {\n  var __emits = [];\n  var emit = function(k, v) { __emits.push({k: k, v: v}); };\n" +
 		"  with (__scope) { (" + a.mapFn + "\n).call(__doc); }\n  return __emits;\n}"
 	mapArgs := mrArray(mrString("$$ROOT"), mrDoc(lit()))
@@ -140,7 +142,9 @@ func mrArray(vals ...bsoncore.Value) bsoncore.Value {
 }
 
 // mrDoc wraps a document as a value.
-func mrDoc(d []byte) bsoncore.Value { return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d} }
+func mrDoc(d []byte) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}
+}
 
 // mrString is a string value.
 func mrString(s string) bsoncore.Value {
