@@ -33,6 +33,7 @@ type accSpec struct {
 	sortBy []bsonx.SortField
 	output *expr.Expr
 	coll   bsonx.Collator // the pipeline's collation: $addToSet's equality, $min/$max, sortBy
+	js     *jsAccumulator // $accumulator (jsaccum.go); input is its accumulateArgs
 }
 
 // accumulators are the $group accumulators by name.
@@ -41,6 +42,7 @@ var accumulators = map[string]bool{
 	"$push": true, "$addToSet": true, "$count": true, "$mergeObjects": true,
 	"$stdDevPop": true, "$stdDevSamp": true, "$top": true, "$bottom": true, "$topN": true,
 	"$bottomN": true, "$firstN": true, "$lastN": true, "$maxN": true, "$minN": true,
+	"$accumulator": true,
 }
 
 // parseAccumulator compiles {op: arg} for field.
@@ -66,6 +68,8 @@ func parseAccumulator(env *Env, field string, v bsoncore.Value) (*accSpec, error
 		}
 	case "$top", "$bottom", "$topN", "$bottomN", "$firstN", "$lastN", "$maxN", "$minN":
 		err = a.parseNamedArgs(env, arg)
+	case "$accumulator":
+		a.js, a.input, err = parseJSAccumulator(env, arg)
 	default:
 		if arg.Type == bsoncore.TypeArray {
 			return nil, mongoerr.New(mongoerr.Location40237, "The %s accumulator is a unary operator", op)
@@ -149,6 +153,8 @@ func (a *accSpec) newState(id bsoncore.Value) (accState, error) {
 		return &stdDevState{sample: true}, nil
 	case "$top", "$bottom":
 		return &rankState{a: a, n: 1, single: true, bottom: a.op == "$bottom"}, nil
+	case "$accumulator":
+		return a.js.newState(id)
 	}
 	n, err := a.evalN(id)
 	if err != nil {

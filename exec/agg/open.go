@@ -91,6 +91,9 @@ func (p *Pipeline) openView(ci *catalog.Coll) (stream.Stream, []*query.ShardStre
 	arr, _ = bsoncore.AppendArrayEnd(arr, idx)
 	venv := *p.Env
 	venv.DB, venv.Coll, venv.Opts, venv.Charge = ci.Meta.DB, rv.Coll, &expr.Options{}, 0
+	if p.Env.Opts != nil {
+		venv.Opts.Function = p.Env.Opts.Function // the view's own $function runs as the command's
+	}
 	vp, err := Parse(&venv, arr, false)
 	if err != nil {
 		return nil, nil, err

@@ -25,7 +25,16 @@ type Options struct {
 	// Collator is the query's collation: $eq, $ne, $gt, $gte, $lt, $lte, $cmp and $in
 	// compare strings with it. Nil: the simple collation.
 	Collator bsonx.Collator
+	// Function compiles the body of $function into a call whose result is owned (exec/js's
+	// Scope.Function). Nil: no script engine, and $function fails when it is evaluated
+	// (31264), as on a mongod with JavaScript switched off.
+	Function FunctionHook
 }
+
+// FunctionHook compiles a JavaScript function source into a call with arguments; the
+// call's result is owned by the caller. An error of the compilation surfaces when the
+// expression is evaluated, as in MongoDB, which compiles the body at its first call.
+type FunctionHook func(body string) (func(args []bsoncore.Value) (bsoncore.Value, error), error)
 
 // EnsureDefaults fills in the zero fields: Now becomes the current time.
 func (o *Options) EnsureDefaults() *Options {
@@ -111,7 +120,7 @@ func Compile(val bsoncore.Value, opts *Options) (*Expr, error) {
 		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid BSON in expression")
 	}
 	p := newParser(opts.Now)
-	p.coll = opts.Collator
+	p.coll, p.fn = opts.Collator, opts.Function
 	e := &Expr{now: opts.Now, coll: opts.Collator}
 	if len(opts.Let) > 0 {
 		if err := p.defineLet(opts.Let); err != nil {

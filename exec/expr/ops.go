@@ -151,5 +151,6 @@ func init() {
 		"$toBool":     parseTo(bsoncore.TypeBoolean),
 		"$toObjectId": parseTo(bsoncore.TypeObjectID),
 		"$toDate":     parseTo(bsoncore.TypeDateTime),
+		"$function":   parseFunction, // server-side JavaScript (function.go)
 	}
 }

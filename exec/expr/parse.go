@@ -33,6 +33,7 @@ type parser struct {
 	depth  int
 	now    time.Time
 	coll   bsonx.Collator // Options.Collator: comparisons of constants are not folded
+	fn     FunctionHook   // Options.Function
 }
 
 // newParser returns a parser whose $$CURRENT is the evaluated document.

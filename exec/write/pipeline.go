@@ -45,9 +45,15 @@ func (p *updatePipeline) Apply(dst []byte, doc bsoncore.Document) ([]byte, error
 // PipelineCompiler returns the update.Options.CompilePipeline hook of an update whose
 // expressions see the command's let variables and the statement's constants (c).
 func PipelineCompiler(let, constants bsoncore.Document) func(bsoncore.Array) (update.Pipeline, error) {
+	return PipelineCompilerJS(let, constants, nil)
+}
+
+// PipelineCompilerJS is PipelineCompiler whose $function runs through fn (nil: none, as
+// without a script engine): $merge's whenMatched pipeline of an aggregation that has one.
+func PipelineCompilerJS(let, constants bsoncore.Document, fn expr.FunctionHook) func(bsoncore.Array) (update.Pipeline, error) {
 	vars := mergeLet(let, constants)
 	return func(arr bsoncore.Array) (update.Pipeline, error) {
-		opts := &expr.Options{Let: vars}
+		opts := &expr.Options{Let: vars, Function: fn}
 		vals, err := arr.Values()
 		if err != nil {
 			return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid update pipeline")

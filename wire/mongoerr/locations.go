@@ -369,4 +369,25 @@ const (
 	Location31324   Code = 31324   // Cannot use positional projection in aggregation projection
 	Location7246201 Code = 7246201 // Index Key can contain only one wildcard index field
 	Location7246204 Code = 7246204 // A wildcard index field should not overlap with and index key fields …
+	Location31260   Code = 31260   // $function requires an object as an argument, found: …
+	Location31261   Code = 31261   // The body function must be specified.
+	Location31262   Code = 31262   // The body function must evaluate to type string or code
+	Location31263   Code = 31263   // The args field must be specified.
+	Location31264   Code = 31264   // Cannot run server-side javascript without the javascript engine enabled
+	Location31266   Code = 31266   // The args field must be of type array
+	Location31418   Code = 31418   // The lang field must be specified.
+	Location31419   Code = 31419   // Currently the only supported language specifier is 'js'.
+	Location31432   Code = 31432   // The body function must be a constant expression
+	Location4544701 Code = 4544701 // $accumulator '…' must be a constant expression
+	Location4544702 Code = 4544702 // $accumulator '…' must be a String or Code
+	Location4544703 Code = 4544703 // $accumulator expects an object as an argument; found: …
+	Location4544704 Code = 4544704 // $accumulator lang must be a string; found: …
+	Location4544705 Code = 4544705 // $accumulator only supports lang: 'js'
+	Location4544706 Code = 4544706 // $accumulator got an unexpected field: …
+	Location4544707 Code = 4544707 // $accumulator missing required argument 'init'
+	Location4544708 Code = 4544708 // $accumulator missing required argument 'accumulate'
+	Location4544709 Code = 4544709 // $accumulator missing required argument 'merge'
+	Location4544710 Code = 4544710 // $accumulator missing required argument 'accumulateArgs'
+	Location4544711 Code = 4544711 // $accumulator initArgs must evaluate to an array: …
+	Location4544712 Code = 4544712 // $accumulator accumulateArgs must evaluate to an array: …
 )

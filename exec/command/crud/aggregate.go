@@ -1,6 +1,7 @@
 package crud
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/cursor"
 	"github.com/cleavedb/cleave/exec/expr"
+	"github.com/cleavedb/cleave/exec/js"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -138,7 +140,7 @@ func (h *Handlers) runAggregate(ctx context.Context, r *command.Request, a *aggr
 		return h.watch(ctx, r, a)
 	}
 	ns := r.DB + "." + a.coll // the view's name, when a.coll is one
-	env, p, err := h.parsePipeline(r, a)
+	env, p, err := h.parsePipeline(ctx, r, a)
 	if err != nil {
 		return err
 	}
@@ -194,8 +196,8 @@ func (h *Handlers) runAggregate(ctx context.Context, r *command.Request, a *aggr
 
 // parsePipeline parses a's pipeline on its collection: a view's own pipeline first (a.coll
 // then names the collection the view reads), with the collation and let variables it runs
-// with.
-func (h *Handlers) parsePipeline(r *command.Request, a *aggregateArgs) (*agg.Env, *agg.Pipeline, error) {
+// with, and its $function and $accumulator bounded by ctx and a's maxTimeMS.
+func (h *Handlers) parsePipeline(ctx context.Context, r *command.Request, a *aggregateArgs) (*agg.Env, *agg.Pipeline, error) {
 	if a.coll != "" {
 		rv, err := h.Cat.ResolveView(r.DB, a.coll)
 		if err != nil {
@@ -218,7 +220,8 @@ func (h *Handlers) parsePipeline(r *command.Request, a *aggregateArgs) (*agg.Env
 	}
 	env := &agg.Env{Cat: h.Cat, Query: h.QueryFor(r), Host: h, SortBytes: h.Knobs.SortMemory.Load(),
 		GroupBytes: h.Knobs.GroupMemory.Load(), GraphBytes: h.Knobs.GraphMemory.Load(), DB: r.DB, Coll: a.coll,
-		Opts: &expr.Options{Let: a.let, Now: time.Now(), Collator: coll}, AllowDiskUse: a.allowDiskUse, Temp: h.Temp}
+		Opts:         &expr.Options{Let: a.let, Now: time.Now(), Collator: coll, Function: functionHook(ctx, a.pipeline, a.maxTimeMS)},
+		AllowDiskUse: a.allowDiskUse, Temp: h.Temp}
 	if len(a.let) > 0 {
 		// Let variables are checked once, before any document is read.
 		if _, err := expr.Compile(bsoncore.Value{Type: bsoncore.TypeNull}, env.Opts); err != nil {
@@ -232,3 +235,16 @@ func (h *Handlers) parsePipeline(r *command.Request, a *aggregateArgs) (*agg.Env
 	p.Hint = a.hint
 	return env, p, nil
 }
+
+// functionHook returns the JavaScript hook of a pipeline's expressions ($function,
+// $accumulator), bounded by ctx and maxTimeMS; nil when the pipeline names neither, which
+// spares every other aggregation a scope.
+func functionHook(ctx context.Context, pipeline bsoncore.Array, maxTimeMS int64) expr.FunctionHook {
+	if !bytes.Contains(pipeline, dollarFunction) && !bytes.Contains(pipeline, dollarAccumulator) {
+		return nil
+	}
+	return query.FunctionHook(js.NewScope(ctx, time.Duration(maxTimeMS)*time.Millisecond))
+}
+
+// dollarAccumulator is what a pipeline holding $accumulator contains.
+var dollarAccumulator = []byte("$accumulator")

@@ -14,6 +14,7 @@ func (h *Handlers) addDataCommands(add func(*command.Command)) {
 	h.addQueryCommands(add)
 	h.addWriteCommands(add)
 	h.addAggregateCommands(add)
+	h.addMapReduceCommand(add)
 }
 
 // addWriteCommands registers update, delete and findAndModify.

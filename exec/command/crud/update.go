@@ -118,10 +118,10 @@ func compileWriteFilter(q, let bsoncore.Document, coll bsonx.Collator) (*match.F
 }
 
 // compileFilterTimed is compileWriteFilter whose $where stops at the command's maxTimeMS
-// (0: none) from now, or when ctx ends. A filter whose bytes do not spell "$where" gets no
-// scope: it was an allocation of every point read.
+// (0: none) from now, or when ctx ends, and so does its $function. A filter whose bytes spell
+// neither "$where" nor "$function" gets no scope: it was an allocation of every point read.
 func compileFilterTimed(ctx context.Context, q, let bsoncore.Document, coll bsonx.Collator, maxTimeMS int64) (*match.Filter, error) {
-	if !bytes.Contains(q, dollarWhere) {
+	if !bytes.Contains(q, dollarWhere) && !bytes.Contains(q, dollarFunction) {
 		return query.CompileFilterWith(q, let, coll)
 	}
 	return query.CompileFilterJS(q, let, coll, js.NewScope(ctx, time.Duration(maxTimeMS)*time.Millisecond))
@@ -129,6 +129,9 @@ func compileFilterTimed(ctx context.Context, q, let bsoncore.Document, coll bson
 
 // dollarWhere is what a filter holding $where contains.
 var dollarWhere = []byte("$where")
+
+// dollarFunction is what a filter whose $expr calls $function contains.
+var dollarFunction = []byte("$function")
 
 // explainWrite explains the read part of a write (update, delete, findAndModify): how op
 // finds its documents. It writes nothing; explain.go owns the output's shape.

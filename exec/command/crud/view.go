@@ -126,7 +126,7 @@ func (h *Handlers) openViewRead(r *command.Request, coll string, stages []bsonco
 	if err != nil {
 		return nil, nil, err
 	}
-	env := &agg.Env{Cat: h.Cat, Query: h.QueryFor(r), Host: h, SortBytes: h.Knobs.SortMemory.Load(), GroupBytes: h.Knobs.GroupMemory.Load(), GraphBytes: h.Knobs.GraphMemory.Load(), DB: r.DB, Coll: rv.Coll, Opts: &expr.Options{}, Temp: h.Temp}
+	env := &agg.Env{Cat: h.Cat, Query: h.QueryFor(r), Host: h, SortBytes: h.Knobs.SortMemory.Load(), GroupBytes: h.Knobs.GroupMemory.Load(), GraphBytes: h.Knobs.GraphMemory.Load(), DB: r.DB, Coll: rv.Coll, Opts: &expr.Options{Function: functionHook(context.Background(), arr, 0)}, Temp: h.Temp}
 	p, err := agg.Parse(env, arr, false)
 	if err != nil {
 		return nil, nil, err

@@ -78,7 +78,7 @@ func (h *Handlers) watch(ctx context.Context, r *command.Request, a *aggregateAr
 	if err != nil {
 		return err
 	}
-	s, charge, err := h.watchPipeline(r, a, vals[1:], reader)
+	s, charge, err := h.watchPipeline(ctx, r, a, vals[1:], reader)
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func (h *Handlers) lookupChanged(ctx context.Context, db, coll string, uuid []by
 // watchPipeline compiles the stages after $changeStream over reader's events, with the
 // check that they keep each event's _id (the resume token), and returns the stream and
 // what its stages charged.
-func (h *Handlers) watchPipeline(r *command.Request, a *aggregateArgs, rest []bsoncore.Value, reader *changes.Reader) (*changes.KeepsID, func() float64, error) {
+func (h *Handlers) watchPipeline(ctx context.Context, r *command.Request, a *aggregateArgs, rest []bsoncore.Value, reader *changes.Reader) (*changes.KeepsID, func() float64, error) {
 	aidx, arr := bsoncore.AppendArrayStart(nil)
 	for i, v := range rest {
 		arr = bsoncore.AppendValueElement(arr, strconv.Itoa(i), v)
@@ -215,7 +215,7 @@ func (h *Handlers) watchPipeline(r *command.Request, a *aggregateArgs, rest []bs
 	arr, _ = bsoncore.AppendArrayEnd(arr, aidx)
 	sub := *a
 	sub.pipeline = arr
-	env, p, err := h.parsePipeline(r, &sub)
+	env, p, err := h.parsePipeline(ctx, r, &sub)
 	if err != nil {
 		return nil, nil, err
 	}
