@@ -56,10 +56,17 @@ func (g *Gate) closeCtx(ctx context.Context) (open func(), err error) {
 	}
 }
 
-// DrainTimeout bounds how long a backup waits for the write commands under way to finish
-// once it stops new ones: a write that waits for something the backup holds (the DDL lock)
-// would otherwise stop every write for good.
-const DrainTimeout = 5 * time.Second
+// Drain bounds: a backup waits at most DrainTimeout for the write commands under way to
+// finish once it stops new ones (so writes never wait longer than that and the checkpoints),
+// and tries DrainAttempts times, DrainBackoff apart, letting the writes and the DDL lock go
+// between attempts: a long write (an insertMany of a million documents) or one waiting for
+// the DDL lock the backup holds (abortTransaction dropping what its transaction created)
+// would otherwise stop every write for as long.
+const (
+	DrainTimeout  = 500 * time.Millisecond
+	DrainAttempts = 10
+	DrainBackoff  = 200 * time.Millisecond
+)
 
 // Options says what Run backs up where.
 type Options struct {
@@ -74,6 +81,9 @@ type Options struct {
 	// ServerVersion goes into the manifest; a restore by another version refuses it.
 	ServerVersion string
 	Log           *zap.Logger
+	// DrainTimeout is how long each attempt waits for the writes under way; 0 means
+	// DrainTimeout.
+	DrainTimeout time.Duration
 }
 
 // Result is what a backup did.
@@ -111,27 +121,68 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return res, nil
 }
 
-// run is Run once o.Dir is ready.
+// run is Run once o.Dir is ready: it checkpoints, retrying while the writes do not drain in
+// time, then digests the checkpoints and writes the manifest.
 func run(ctx context.Context, o Options, dbs []*store.DB) (*Result, error) {
+	drain := o.DrainTimeout
+	if drain <= 0 {
+		drain = DrainTimeout
+	}
+	res := &Result{}
+	var state *store.CatalogState
+	var err error
+	for attempt := 1; ; attempt++ {
+		if state, err = attemptCheckpoint(ctx, o, dbs, drain, res); !errors.Is(err, errNotDrained) {
+			break
+		}
+		o.Log.Info("backup: the writes under way did not drain in time; retrying",
+			zap.Int("attempt", attempt), zap.Duration("drain_timeout", drain))
+		if attempt == DrainAttempts {
+			return nil, mongoerr.New(mongoerr.ConflictingOperationInProgress,
+				"the writes under way did not finish within %s of the backup stopping new ones, %d times; retry", drain, attempt)
+		}
+		select {
+		case <-time.After(DrainBackoff):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := writeManifest(o, dbs, state, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// errNotDrained reports an attempt whose writes did not drain in time.
+var errNotDrained = errors.New("backup: the writes under way did not drain in time")
+
+// attemptCheckpoint takes the DDL lock, flushes the memtables (the WAL each checkpoint
+// copies while writes wait is then short) and checkpoints.
+func attemptCheckpoint(ctx context.Context, o Options, dbs []*store.DB, drain time.Duration, res *Result) (*store.CatalogState, error) {
 	unlockDDL, err := o.Cat.LockDDLCtx(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer unlockDDL()
-	for i, db := range dbs { // the WAL each checkpoint copies under the locks is then short
+	for i, db := range dbs {
 		if err := db.Flush(); err != nil {
 			return nil, fmt.Errorf("flushing shard %d: %w", i, err)
 		}
 	}
-	res := &Result{}
-	state, err := checkpoint(ctx, o, dbs, res)
-	if err != nil {
-		return nil, err
-	}
+	return checkpoint(ctx, o, dbs, drain, res)
+}
+
+// writeManifest digests the checkpoints and writes the manifest of the collections state
+// names.
+func writeManifest(o Options, dbs []*store.DB, state *store.CatalogState, res *Result) error {
 	digests := make([]store.DirDigest, len(dbs))
 	for i := range dbs {
+		var err error
 		if digests[i], err = store.DigestDir(store.ShardDir(o.Dir, i)); err != nil {
-			return nil, fmt.Errorf("digesting shard %d's checkpoint: %w", i, err)
+			return fmt.Errorf("digesting shard %d's checkpoint: %w", i, err)
 		}
 	}
 	names := map[store.CollID]string{}
@@ -148,15 +199,15 @@ func run(ctx context.Context, o Options, dbs []*store.DB) (*Result, error) {
 	res.Manifest.ClusterTimeString = fmt.Sprintf("Timestamp(%d, %d)", res.ClusterTime>>32, uint32(res.ClusterTime))
 	res.Manifest.WritePauseMicros = res.Pause.Microseconds()
 	if err := store.WriteManifest(o.Dir, &res.Manifest); err != nil {
-		return nil, fmt.Errorf("writing the manifest: %w", err)
+		return fmt.Errorf("writing the manifest: %w", err)
 	}
-	return res, nil
+	return nil
 }
 
 // checkpoint stops the writes, ticks the backup's cluster time, checkpoints every shard and
 // lets the writes go on; it returns the catalog as the checkpoints hold it.
-func checkpoint(ctx context.Context, o Options, dbs []*store.DB, res *Result) (*store.CatalogState, error) {
-	dctx, cancel := context.WithTimeout(ctx, DrainTimeout)
+func checkpoint(ctx context.Context, o Options, dbs []*store.DB, drain time.Duration, res *Result) (*store.CatalogState, error) {
+	dctx, cancel := context.WithTimeout(ctx, drain)
 	defer cancel()
 	stopped := time.Now()
 	open, err := o.Gate.closeCtx(dctx)
@@ -189,15 +240,13 @@ func checkpoint(ctx context.Context, o Options, dbs []*store.DB, res *Result) (*
 	return state, errors.Join(errs...)
 }
 
-// drainError is the error of a backup whose writers did not drain in time: ctx's own when
-// it ended, else ConflictingOperationInProgress (a write waited on the DDL lock, which the
-// backup held).
+// drainError is the error of a wait for the writers that ended: ctx's own when it ended,
+// else errNotDrained.
 func drainError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return mongoerr.Wrap(err, mongoerr.ConflictingOperationInProgress,
-		"the writes under way did not finish within %s of the backup stopping new ones; retry", DrainTimeout)
+	return fmt.Errorf("%w: %w", errNotDrained, err)
 }
 
 // localDBs returns the stores of the catalog's shards, which must all be of this process.

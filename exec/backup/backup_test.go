@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,5 +130,31 @@ func TestRunBacksUpEveryShard(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(opts.Dir, store.ManifestName)); err != nil {
 		t.Fatalf("a refused backup touched the earlier one: %v", err)
+	}
+}
+
+// TestRunRetriesWhileWritesDrain: a write that stays inside the gate longer than the drain
+// timeout makes the backup let the writes go and try again, rather than stop them all for as
+// long; the backup's cluster time comes after the write left.
+func TestRunRetriesWhileWritesDrain(t *testing.T) {
+	cat := fixture.Stores(t, 1)
+	var g Gate
+	var mu sync.Mutex
+	var now uint64
+	tick := func() uint64 { mu.Lock(); defer mu.Unlock(); now++; return now }
+	leave := g.Enter()
+	var left uint64
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		left = tick()
+		leave()
+	}()
+	res, err := Run(context.Background(), Options{Dir: filepath.Join(t.TempDir(), "b"), Cat: cat, Gate: &g, Tick: tick,
+		Log: zap.NewNop(), DrainTimeout: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ClusterTime <= left {
+		t.Fatalf("cluster time %d, before the write left at %d", res.ClusterTime, left)
 	}
 }
