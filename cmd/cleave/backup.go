@@ -45,17 +45,17 @@ func runBackup(args []string, stdout, stderr io.Writer) int {
 		return exitParse(err)
 	}
 	if *to == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "cleave backup: --to DIR is required, and nothing else")
+		say(stderr, "cleave backup: --to DIR is required, and nothing else\n")
 		return 2
 	}
 	dir, err := filepath.Abs(*to)
 	if err != nil {
-		fmt.Fprintf(stderr, "cleave backup: %v\n", err)
+		say(stderr, "cleave backup: %v\n", err)
 		return 2
 	}
 	addr, err := uriAddr(*uri)
 	if err != nil {
-		fmt.Fprintf(stderr, "cleave backup: %v\n", err)
+		say(stderr, "cleave backup: %v\n", err)
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
@@ -65,19 +65,19 @@ func runBackup(args []string, stdout, stderr io.Writer) int {
 	cmd := bsoncore.NewDocumentBuilder().AppendInt32("backup", 1).AppendString("to", dir).AppendString("$db", "admin").Build()
 	reply, err := c.Command(ctx, cmd)
 	if err != nil {
-		fmt.Fprintf(stderr, "cleave backup: cannot reach %s: %v\n", addr, err)
+		say(stderr, "cleave backup: cannot reach %s: %v\n", addr, err)
 		return 1
 	}
 	if ok, _ := reply.Lookup("ok").AsFloat64OK(); ok != 1 {
 		msg, _ := reply.Lookup("errmsg").StringValueOK()
 		name, _ := reply.Lookup("codeName").StringValueOK()
-		fmt.Fprintf(stderr, "cleave backup: %s (%s)\n", msg, name)
+		say(stderr, "cleave backup: %s (%s)\n", msg, name)
 		return 1
 	}
 	t, i, _ := reply.Lookup("clusterTime").TimestampOK()
-	fmt.Fprintf(stdout, "backup of %d shards, %d collections, %d documents at cluster time Timestamp(%d, %d) in %s\n",
+	say(stdout, "backup of %d shards, %d collections, %d documents at cluster time Timestamp(%d, %d) in %s\n",
 		replyInt(reply, "shards"), replyInt(reply, "collections"), replyInt(reply, "documents"), t, i, dir)
-	fmt.Fprintf(stdout, "writes paused %d µs; took %d ms\n", replyInt(reply, "writePauseMicros"), replyInt(reply, "durationMillis"))
+	say(stdout, "writes paused %d µs; took %d ms\n", replyInt(reply, "writePauseMicros"), replyInt(reply, "durationMillis"))
 	return 0
 }
 
@@ -92,22 +92,22 @@ func runRestore(args []string, stdout, stderr io.Writer) int {
 		return exitParse(err)
 	}
 	if *from == "" || *dir == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "cleave restore: --from DIR and --dir DATADIR are required, and nothing else")
+		say(stderr, "cleave restore: --from DIR and --dir DATADIR are required, and nothing else\n")
 		return 2
 	}
 	start := time.Now()
 	m, err := store.Restore(store.RestoreOptions{From: *from, To: *dir, ServerVersion: exec.ServerVersion})
 	if err != nil {
-		fmt.Fprintf(stderr, "cleave restore: %v\n", restoreMessage(err))
+		say(stderr, "cleave restore: %v\n", restoreMessage(err))
 		return 1
 	}
 	var docs int64
 	for _, c := range m.Collections {
 		docs += c.Count
 	}
-	fmt.Fprintf(stdout, "restored %d shards, %d collections, %d documents at cluster time %s into %s, verified in %d ms\n",
+	say(stdout, "restored %d shards, %d collections, %d documents at cluster time %s into %s, verified in %d ms\n",
 		len(m.Shards), len(m.Collections), docs, m.ClusterTimeString, *dir, time.Since(start).Milliseconds())
-	fmt.Fprintf(stdout, "start it with: cleave --dir %s --shards %d\n", *dir, len(m.Shards))
+	say(stdout, "start it with: cleave --dir %s --shards %d\n", *dir, len(m.Shards))
 	return 0
 }
 
@@ -162,4 +162,10 @@ func uriAddr(uri string) (string, error) {
 func replyInt(reply bsoncore.Document, key string) int64 {
 	n, _ := reply.Lookup(key).AsInt64OK()
 	return n
+}
+
+// say writes a line of a subcommand's output; a failed write to a terminal has no one to
+// report to.
+func say(w io.Writer, format string, args ...any) {
+	_, _ = fmt.Fprintf(w, format, args...)
 }
