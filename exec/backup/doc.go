@@ -16,8 +16,10 @@
 //     the gate before it writes and leaves it after its operationTime is ticked, and the
 //     cluster time is ticked while the gate is closed. Writes that pass no gate (TTL deletes,
 //     the session reaper) are cut by the key locks; catalog changes by the DDL lock.
-//   - Writes wait only while the checkpoints are taken (memtables are flushed before, so the
-//     WAL each checkpoint copies is short): Result.Pause, which the manifest records.
+//   - Writes wait only while the writes under way drain (at most DrainTimeout, after which
+//     the backup lets them go and retries) and the checkpoints are taken (memtables are
+//     flushed before, so the WAL each checkpoint copies is short): Result.Pause, which the
+//     manifest records.
 //   - The manifest is written last, through a rename: a backup directory with a manifest is
 //     complete, and its digests are of the checkpoints themselves (store.DigestDir).
 package backup
