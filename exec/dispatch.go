@@ -104,6 +104,17 @@ func (e *Executor) runCommand(ctx context.Context, r *command.Request, cmd *comm
 	if cmd.Has(command.OpensCursor) && !singleBatchFind(r) {
 		r.Body = append(bsoncore.Document(nil), r.Body...)
 	}
+	if cmd.Has(command.RetryableWrite) {
+		// A write passes the backup gate from before it writes until its operationTime is
+		// ticked: a backup's cluster time then splits the writes exactly (exec/backup).
+		leave := e.Backup.Enter()
+		defer func() {
+			if r.OperationTime == 0 {
+				r.OperationTime = e.Clock.Tick()
+			}
+			leave()
+		}()
+	}
 	created := e.trackTxnDDL(r)
 	err = e.withCatalogRev(r, e.runStaleRetrying(ctx, r, cmd)) // stale.go
 	created()

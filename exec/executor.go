@@ -35,6 +35,9 @@ type ShardReplica = sharding.ShardReplica
 // AuthOptions configures access control.
 type AuthOptions = command.AuthOptions
 
+// ServerVersion is the MongoDB version the server reports (buildInfo), which backups record.
+const ServerVersion = command.ServerVersion
+
 // LogRing keeps the most recent log lines for getLog.
 type LogRing = command.LogRing
 

@@ -28,6 +28,9 @@ func main() {
 
 // run is main without os.Exit: it returns the process exit code.
 func run(args []string) int {
+	if code, ok := runTool(args, os.Stdout, os.Stderr); ok { // backup.go
+		return code
+	}
 	cfg, err := parseConfig(args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

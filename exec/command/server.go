@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/exec/access"
+	"github.com/cleavedb/cleave/exec/backup"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/changes"
 	"github.com/cleavedb/cleave/exec/clock"
@@ -129,6 +130,8 @@ type Server struct {
 	// MaxTimeAlways is the failpoint maxTimeAlwaysTimeOut: commands given a maxTimeMS run
 	// past it from the start (Deadline).
 	MaxTimeAlways failpoint.MaxTime
+	// Backup is the gate write commands pass and a backup closes (exec/backup).
+	Backup backup.Gate
 	// Knobs are the parameters setParameter changes (exec/params).
 	Knobs *params.Knobs
 	// Access holds the users and roles and checks commands against them.

@@ -84,7 +84,7 @@ var rules = map[string]rule{
 		"transactions and snapshot reads run the read and write paths over views of a shard"},
 
 	// The command kit: requests, the command table and the services, which the families use.
-	"exec/command": {[]string{"auth", "exec/access", "exec/args", "exec/catalog", "exec/changes", "exec/clock", "exec/cursor", "exec/ddl", "exec/failpoint", "exec/metrics", "exec/params", "exec/query", "exec/route", "exec/session", "exec/sharding", "exec/stream", "exec/txn", "exec/write", "shard", "store", "wire", "wire/mongoerr"},
+	"exec/command": {[]string{"auth", "exec/access", "exec/args", "exec/backup", "exec/catalog", "exec/changes", "exec/clock", "exec/cursor", "exec/ddl", "exec/failpoint", "exec/metrics", "exec/params", "exec/query", "exec/route", "exec/session", "exec/sharding", "exec/stream", "exec/txn", "exec/write", "shard", "store", "wire", "wire/mongoerr"},
 		"the command kit: what every family of commands shares, below them all"},
 
 	// The command families: the handlers, by what they are about.
@@ -94,11 +94,13 @@ var rules = map[string]rule{
 		"authentication and the user and role commands, over exec/access"},
 	"exec/command/crud": {[]string{"auth", "bsonx", "exec/agg", "exec/args", "exec/catalog", "exec/changes", "exec/collation", "exec/command", "exec/cursor", "exec/ddl", "exec/explain", "exec/expr", "exec/js", "exec/match", "exec/project", "exec/query", "exec/route", "exec/sharding", "exec/stream", "exec/update", "exec/write", "store", "wire/mongoerr"},
 		"the commands that read and write documents, and aggregation"},
-	"exec/command/colls": {[]string{"auth", "bsonx", "exec/args", "exec/catalog", "exec/changes", "exec/collation", "exec/command", "exec/command/crud", "exec/ddl", "exec/match", "exec/query", "exec/route", "exec/sharding", "exec/validate", "shard", "store", "wire/mongoerr"},
+	"exec/command/colls": {[]string{"auth", "bsonx", "exec/args", "exec/backup", "exec/catalog", "exec/changes", "exec/collation", "exec/command", "exec/command/crud", "exec/ddl", "exec/match", "exec/query", "exec/route", "exec/sharding", "exec/validate", "shard", "store", "wire/mongoerr"},
 		"the commands that define and place collections; views' pipelines are CRUD's to parse"},
 	"exec/command/node": {[]string{"auth", "bsonx", "exec/catalog", "exec/changes", "exec/command", "exec/command/crud", "exec/cursor", "exec/query", "exec/route", "exec/sharding", "exec/validate", "exec/write", "store", "wire/mongoerr"},
 		"the internal commands an owner answers for other nodes, sharing CRUD's statement compilers"},
 
+	"exec/backup": {[]string{"exec/catalog", "store", "wire/mongoerr"},
+		"online backups: the write gate, the shards' checkpoints at one cluster time and their manifest"},
 	"exec/failpoint": {[]string{"bsonx", "wire/mongoerr"},
 		"the test failpoints: failCommand and the gates that hold a step of the server"},
 	"exec/metrics": {[]string{"exec/catalog", "exec/failpoint", "exec/sharding", "store", "wire", "wire/mongoerr"},
@@ -151,7 +153,7 @@ var invariants = []invariant{
 		reason: "the engines serve the commands and never reach them"},
 	{from: []string{"exec/agg"}, reach: []string{"exec/sharding", "exec/ddl", "exec/route", "exec/command/..."},
 		reason: "a stage reaches the server only through agg.Host, never the partition manager or DDL themselves"},
-	{from: []string{"exec/access", "exec/clock", "exec/cursor", "exec/explain", "exec/failpoint", "exec/metrics", "exec/params",
+	{from: []string{"exec/access", "exec/backup", "exec/clock", "exec/cursor", "exec/explain", "exec/failpoint", "exec/metrics", "exec/params",
 		"exec/route", "exec/session", "exec/txn"}, reach: []string{"exec/command/..."},
 		reason: "the services sit below the command kit, which wires them"},
 }
