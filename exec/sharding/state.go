@@ -225,7 +225,7 @@ func (m *Manager) admitWrite(ci *catalog.Coll, i int, ru float64) error {
 		return nil
 	}
 	if err := b.Wait(i, ru); err != nil {
-		m.metersFor(ci).Meter(i).NoteThrottled()
+		m.metersFor(ci).Meter(i).NoteThrottled(ru)
 		return catalog.Throttled(ci, err)
 	}
 	return nil
