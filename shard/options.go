@@ -61,6 +61,10 @@ type Options struct {
 	// BurstCapacity is BudgetOptions.BurstCapacity for collections and databases that do not
 	// say (--burst-capacity). Default off, as in Cosmos DB.
 	BurstCapacity bool
+	// Redistribute lets the partition manager move a collection's throughput between its
+	// partitions by their demand (Policy.Redistribute; --redistribute-throughput). Default
+	// off, as in Cosmos DB: T/N each, unless set by hand with RedistributeThroughput.
+	Redistribute bool
 	// Unmetered turns request-unit accounting off: no meters, no budgets, no load splits.
 	// For measuring what metering costs; never the default.
 	Unmetered bool
