@@ -3,8 +3,17 @@ package shard
 import (
 	"errors"
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
+)
+
+// Burst capacity's defaults, Cosmos DB's numbers: a partition banks at most 300 s of its share
+// and spends the bank at up to 3,000 RU/s in all; a partition whose share is 3,000 RU/s or
+// more gets no burst capacity.
+const (
+	DefaultBurstBank  = 300 * time.Second
+	DefaultBurstMaxRU = 3000
 )
 
 // BudgetOptions configure per-partition throughput budgets.
@@ -16,6 +25,15 @@ type BudgetOptions struct {
 	// MaxWait is how long Wait may wait for budget before it gives up and returns the
 	// throttled error (the --throttle-retry-ms flag); 0 means it never waits.
 	MaxWait time.Duration
+	// BurstCapacity turns on Cosmos DB's burst capacity (burst.go): a partition whose share
+	// is below BurstMaxRU banks the capacity it leaves unused, up to BurstBank of its share,
+	// and once its share is spent it spends the bank, at up to BurstMaxRU RU/s in all.
+	BurstCapacity bool
+	// BurstBank is the most a partition banks, in time at its share. Default 300s.
+	BurstBank time.Duration
+	// BurstMaxRU is the partition's highest rate while it spends its bank, share included,
+	// and the share from which a partition gets no burst capacity. Default 3,000 RU/s.
+	BurstMaxRU float64
 	// Clock returns the current time; nil means time.Now. Tests inject a fake clock.
 	Clock func() time.Time
 	// Sleep waits d; nil means time.Sleep. Tests inject one that advances a fake clock.
@@ -26,6 +44,12 @@ type BudgetOptions struct {
 func (o *BudgetOptions) EnsureDefaults() *BudgetOptions {
 	if o.Burst == 0 {
 		o.Burst = time.Second
+	}
+	if o.BurstBank == 0 {
+		o.BurstBank = DefaultBurstBank
+	}
+	if o.BurstMaxRU == 0 {
+		o.BurstMaxRU = DefaultBurstMaxRU
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
@@ -38,34 +62,50 @@ func (o *BudgetOptions) EnsureDefaults() *BudgetOptions {
 
 // Validate reports options that cannot work.
 func (o *BudgetOptions) Validate() error {
-	if o.Burst <= 0 {
+	switch {
+	case o.Burst <= 0:
 		return errors.New("shard: budget burst must be positive")
-	}
-	if o.MaxWait < 0 {
+	case o.MaxWait < 0:
 		return errors.New("shard: budget MaxWait must not be negative")
+	case o.BurstBank < 0 || o.BurstMaxRU < 0:
+		return errors.New("shard: burst capacity's bank and rate must not be negative")
 	}
 	return nil
 }
 
-// tat is one partition's budget state on its own cache line.
-type tat struct {
-	ns atomic.Int64
-	_  [56]byte
+// budgetSlot is one partition's budget state on its own cache line.
+type budgetSlot struct {
+	ns   atomic.Int64  // the theoretical arrival time of the share's bucket
+	bank atomic.Uint64 // burst capacity: RU banked, a float64's bits (below 0: debt)
+	bns  atomic.Int64  // burst capacity: the theoretical arrival time of the bank's spending
+	_    [40]byte
 }
 
-// Budgets enforces each partition's share T/N of a collection's provisioned throughput T, as
-// a token bucket per partition with a small burst. It is the generic cell-rate algorithm: a
-// partition's state is one atomic "theoretical arrival time" (when its spending so far is paid
-// off at its rate), so Admit is a load and a compare-and-swap, no lock and no allocation.
-// Indexes are those of the Map it was built from; build a new Budgets when the map or T
-// changes (every partition then starts with a full burst).
+// rate is one partition's fixed parameters.
+type rate struct {
+	perSec  float64 // its share, RU/s
+	nsPerRU float64
+	// bankMax is the most it banks (0: no burst capacity); bankNsPerRU is the time one RU
+	// from the bank takes at the bank's rate, BurstMaxRU − perSec.
+	bankMax     float64
+	bankNsPerRU float64
+}
+
+// Budgets enforces each partition's share of a collection's provisioned throughput T (T/N
+// each unless shares say otherwise), as a token bucket per partition with a small burst. It
+// is the generic cell-rate algorithm: a partition's state is one atomic "theoretical arrival
+// time" (when its spending so far is paid off at its rate), so Admit is a load and a
+// compare-and-swap, no lock and no allocation. With burst capacity a partition also banks what
+// its bucket overflows with (burst.go). Indexes are those of the Map it was built from; build
+// new Budgets (Reshape) when the map, T or the shares change.
 type Budgets struct {
 	m       *Map
 	ru      float64 // the collection's throughput
 	ids     []uint64
-	slots   []tat
-	perSec  float64 // RU/s of each partition; 0 when nothing is provisioned
-	nsPerRU float64
+	slots   []budgetSlot
+	rates   []rate
+	shares  []float64 // as given to Reshape (nil: even), to tell whether they changed
+	burst   bool      // burst capacity is on
 	burstNs int64
 	base    time.Time
 	now     func() time.Time
@@ -73,30 +113,111 @@ type Budgets struct {
 	maxWait time.Duration
 }
 
-// NewBudgets returns the budgets of m's partitions for provisioned throughput T RU/s; T <= 0
-// means none, and then nothing is ever throttled. It panics if opts are invalid.
+// NewBudgets returns the budgets of m's partitions for provisioned throughput T RU/s, T/N
+// each; T <= 0 means none, and then nothing is ever throttled. It panics if opts are invalid.
 func NewBudgets(m *Map, throughput float64, opts BudgetOptions) *Budgets {
+	var none *Budgets
+	return none.Reshape(m, throughput, nil, opts)
+}
+
+// Reshape returns the budgets of m's partitions for throughput T RU/s split by shares (RU/s
+// by partition index, scaled to sum to T; nil or a wrong length: T/N each). Each partition of
+// b (which may be nil) whose id m still has keeps its state: its debt (in RU), its bank and
+// the bank's spending; the others start full, with an empty bank. It panics if opts are
+// invalid.
+func (b *Budgets) Reshape(m *Map, throughput float64, shares []float64, opts BudgetOptions) *Budgets {
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
 		panic(err)
 	}
-	b := &Budgets{m: m, ru: max(throughput, 0), ids: make([]uint64, m.Len()), now: opts.Clock,
-		sleep: opts.Sleep, maxWait: opts.MaxWait}
-	for i := range b.ids {
-		b.ids[i] = m.Partition(i).ID
+	n := &Budgets{m: m, ru: max(throughput, 0), ids: make([]uint64, m.Len()), now: opts.Clock,
+		sleep: opts.Sleep, maxWait: opts.MaxWait, burst: opts.BurstCapacity}
+	for i := range n.ids {
+		n.ids[i] = m.Partition(i).ID
 	}
-	if throughput > 0 {
-		b.perSec = throughput / float64(m.Len())
-		b.nsPerRU = 1e9 / b.perSec
-		b.burstNs = int64(opts.Burst)
-		b.slots = make([]tat, m.Len())
-		b.base = b.now()
+	if throughput <= 0 {
+		return n
 	}
-	return b
+	if len(shares) == m.Len() {
+		n.shares = append([]float64(nil), shares...)
+	}
+	n.burstNs = int64(opts.Burst)
+	n.slots = make([]budgetSlot, m.Len())
+	n.rates = make([]rate, m.Len())
+	for i, s := range Shares(throughput, m.Len(), n.shares) {
+		r := rate{perSec: s, nsPerRU: 1e9 / s}
+		if opts.BurstCapacity && s < opts.BurstMaxRU {
+			r.bankMax = s * opts.BurstBank.Seconds()
+			r.bankNsPerRU = 1e9 / (opts.BurstMaxRU - s)
+		}
+		n.rates[i] = r
+	}
+	n.base = n.now()
+	n.carry(b)
+	return n
 }
 
-// PerPartition returns each partition's budget in RU/s, 0 when nothing is provisioned.
-func (b *Budgets) PerPartition() float64 { return b.perSec }
+// Shares returns the RU/s of each of n partitions sharing throughput T: shares scaled to sum
+// to T, or T/n each when shares is nil, of another length, or sums to nothing. A share is
+// never below a millionth of T, so that no partition is closed entirely.
+//
+//	Shares(4000, 4, nil) → [1000 1000 1000 1000]; Shares(4000, 2, [1 3]) → [1000 3000]
+func Shares(throughput float64, n int, shares []float64) []float64 {
+	out := make([]float64, n)
+	var sum float64
+	if len(shares) == n {
+		for _, s := range shares {
+			sum += max(s, 0)
+		}
+	}
+	for i := range out {
+		if sum > 0 {
+			out[i] = max(throughput*max(shares[i], 0)/sum, throughput*1e-6)
+		} else {
+			out[i] = throughput / float64(n)
+		}
+	}
+	return out
+}
+
+// carry moves the state of old's partitions that survive in b, at b's base time.
+func (b *Budgets) carry(old *Budgets) {
+	if old == nil || len(old.slots) == 0 {
+		return
+	}
+	at := make(map[uint64]int, len(old.ids))
+	for j, id := range old.ids {
+		at[id] = j
+	}
+	oldNs := int64(b.base.Sub(old.base))
+	for i, id := range b.ids {
+		j, ok := at[id]
+		if !ok {
+			continue
+		}
+		os, or, s, r := &old.slots[j], &old.rates[j], &b.slots[i], &b.rates[i]
+		tat := os.ns.Load()
+		bank := math.Float64frombits(os.bank.Load())
+		if tat < oldNs && or.bankMax > 0 {
+			bank = min(bank+float64(oldNs-tat)/or.nsPerRU, or.bankMax)
+		}
+		if debt := float64(tat-oldNs) / or.nsPerRU; debt > 0 {
+			s.ns.Store(int64(debt * r.nsPerRU))
+		}
+		if r.bankMax > 0 {
+			s.bank.Store(math.Float64bits(min(bank, r.bankMax)))
+			s.bns.Store(max(os.bns.Load()-oldNs, 0))
+		}
+	}
+}
+
+// PerPartition returns the budget of partition i in RU/s, 0 when nothing is provisioned.
+func (b *Budgets) PerPartition(i int) float64 {
+	if b == nil || len(b.rates) == 0 {
+		return 0
+	}
+	return b.rates[i].perSec
+}
 
 // Map returns the map the budgets are aligned with.
 func (b *Budgets) Map() *Map { return b.m }
@@ -104,11 +225,23 @@ func (b *Budgets) Map() *Map { return b.m }
 // Throughput returns the throughput the budgets were built for (RU/s, 0 for none).
 func (b *Budgets) Throughput() float64 { return b.ru }
 
+// Same reports whether b was built for throughput T, shares and burst capacity on or off:
+// whether a caller may keep it rather than Reshape.
+func (b *Budgets) Same(throughput float64, shares []float64, burst bool) bool {
+	if b.ru != max(throughput, 0) || b.burst != burst {
+		return false
+	}
+	if len(shares) != b.m.Len() {
+		shares = nil
+	}
+	return slices.Equal(b.shares, shares)
+}
+
 // Wait is Admit, except that when the partition is out of budget it waits for it, as long
 // as the wait stays within the MaxWait option (in total), and only then gives up with the
 // throttled error. With MaxWait 0 it is Admit.
 func (b *Budgets) Wait(i int, ru float64) error {
-	if b == nil || b.perSec <= 0 {
+	if b == nil || len(b.rates) == 0 {
 		return nil
 	}
 	var waited time.Duration
@@ -129,7 +262,7 @@ func (b *Budgets) Wait(i int, ru float64) error {
 // whenever the budget is not yet spent, as in Cosmos DB), which later operations wait off.
 // ru may be an estimate, corrected with Charge once the real cost is known.
 func (b *Budgets) Admit(i int, ru float64) error {
-	if b == nil || b.perSec <= 0 {
+	if b == nil || len(b.rates) == 0 {
 		return nil
 	}
 	return b.AdmitAt(i, ru, b.now())
@@ -138,19 +271,28 @@ func (b *Budgets) Admit(i int, ru float64) error {
 // AdmitAt is Admit at time now, for a caller that has just read the clock anyway (reading
 // it costs more than the rest of Admit).
 func (b *Budgets) AdmitAt(i int, ru float64, now time.Time) error {
-	if b == nil || b.perSec <= 0 {
+	if b == nil || len(b.rates) == 0 {
 		return nil
 	}
 	ns := int64(now.Sub(b.base))
-	cost := b.cost(ru)
-	s := &b.slots[i].ns
+	r := &b.rates[i]
+	cost := r.cost(ru)
+	s := &b.slots[i]
 	for {
-		old := s.Load()
+		old := s.ns.Load()
 		t := max(old, ns)
 		if wait := t - ns - b.burstNs; wait > 0 {
+			if r.bankMax > 0 {
+				bankWait, ok := b.spendBank(i, ru, ns)
+				if ok {
+					return nil
+				}
+				wait = min(wait, bankWait)
+			}
 			return b.throttled(i, wait)
 		}
-		if s.CompareAndSwap(old, t+cost) {
+		if s.ns.CompareAndSwap(old, t+cost) {
+			b.deposit(i, old, ns)
 			return nil
 		}
 	}
@@ -160,7 +302,7 @@ func (b *Budgets) AdmitAt(i int, ru float64, now time.Time) error {
 // between an operation's real cost and the estimate Admit charged (negative refunds it), or
 // work that cannot be refused.
 func (b *Budgets) Charge(i int, ru float64) {
-	if b == nil || b.perSec <= 0 {
+	if b == nil || len(b.rates) == 0 {
 		return
 	}
 	b.ChargeAt(i, ru, b.now())
@@ -168,28 +310,34 @@ func (b *Budgets) Charge(i int, ru float64) {
 
 // ChargeAt is Charge at time now.
 func (b *Budgets) ChargeAt(i int, ru float64, now time.Time) {
-	if b == nil || b.perSec <= 0 {
+	if b == nil || len(b.rates) == 0 {
 		return
 	}
 	ns := int64(now.Sub(b.base))
-	cost := b.cost(ru)
+	cost := b.rates[i].cost(ru)
 	s := &b.slots[i].ns
 	for {
 		old := s.Load()
 		if s.CompareAndSwap(old, max(old, ns)+cost) {
+			b.deposit(i, old, ns)
 			return
 		}
 	}
 }
 
 // cost converts ru to nanoseconds of the partition's rate, clamped to keep sums in range.
-func (b *Budgets) cost(ru float64) int64 {
+func (r *rate) cost(ru float64) int64 {
+	return clampNs(ru * r.nsPerRU)
+}
+
+// clampNs converts ns to an int64, clamped to keep sums in range.
+func clampNs(ns float64) int64 {
 	const limit = 1 << 60 // 36 years: far beyond any real debt, far from overflow
-	return int64(math.Max(-limit, math.Min(ru*b.nsPerRU, limit)))
+	return int64(math.Max(-limit, math.Min(ns, limit)))
 }
 
 // throttled builds the error for partition i, whose budget returns after wait.
 func (b *Budgets) throttled(i int, wait int64) error {
 	retry := (time.Duration(wait) + time.Millisecond - 1).Truncate(time.Millisecond)
-	return &ThrottledError{PartitionID: b.ids[i], BudgetRU: b.perSec, RetryAfter: retry}
+	return &ThrottledError{PartitionID: b.ids[i], BudgetRU: b.rates[i].perSec, RetryAfter: retry}
 }

@@ -20,7 +20,7 @@ func TestBudgetsUnprovisioned(t *testing.T) {
 	}
 	b.Charge(1, 1e9)
 	var nilBudgets *Budgets
-	if err := nilBudgets.Admit(0, 1); err != nil || b.PerPartition() != 0 {
+	if err := nilBudgets.Admit(0, 1); err != nil || b.PerPartition(0) != 0 {
 		t.Fatal("unprovisioned budgets throttle")
 	}
 }
@@ -30,8 +30,8 @@ func TestBudgetsUnprovisioned(t *testing.T) {
 func TestBudgetsRate(t *testing.T) {
 	clk := newFakeClock()
 	b := NewBudgets(mustMap(t, twoParts), 400, BudgetOptions{Burst: time.Second, Clock: clk.Now})
-	if b.PerPartition() != 200 {
-		t.Fatalf("PerPartition = %v, want 200", b.PerPartition())
+	if b.PerPartition(0) != 200 {
+		t.Fatalf("PerPartition = %v, want 200", b.PerPartition(0))
 	}
 	var admitted, other int
 	for range 10_000 {

@@ -19,8 +19,10 @@
 //     a TryLock that never waits).
 //   - Policy.Decide: a pure function from a CollectionView (sizes, histograms, RU/s, samples)
 //     to actions — SplitAction, MoveAction, HotKeyReport — deterministic for a given view.
-//   - Budgets: per-partition token buckets of T/N RU/s; Admit returns a *ThrottledError
-//     (errors.Is ErrThrottled) when a partition spent its share. Lock-free.
+//   - Budgets: per-partition token buckets of T/N RU/s (or of the shares Reshape is given);
+//     Admit returns a *ThrottledError (errors.Is ErrThrottled) when a partition spent its
+//     share. Lock-free. With burst capacity (burst.go) a partition banks what it leaves unused,
+//     up to 300 s of its share, and spends it at up to 3,000 RU/s in all.
 //   - Policy.CheckLogicalSize: the write path's guard on one shard-key value's size.
 //
 // Decisions are optimistic: Decide works on a snapshot, and the exec layer applies each action

@@ -79,15 +79,18 @@ type Meter struct {
 	// throttled counts the requests refused for want of budget (Budgets), which the meter
 	// keeps because it outlives map changes.
 	throttled atomic.Int64
-	lambda    float64 // ln 2 / half-life, per second
-	sampleRU  float64
-	hotRU     float64
-	now       func() time.Time
-	rand      func() uint64
-	mu        struct {
+	// refused is the milli-RU of refused requests not yet folded into the refused rate.
+	refused  atomic.Int64
+	lambda   float64 // ln 2 / half-life, per second
+	sampleRU float64
+	hotRU    float64
+	now      func() time.Time
+	rand     func() uint64
+	mu       struct {
 		sync.Mutex
 		last       time.Time // when the rate was last folded
 		rate       float64   // RU/s at last
+		refused    float64   // refused RU/s at last
 		total      float64   // RU recorded since creation, as folded
 		aboveSince time.Time // since when rate > hotRU; zero when not above
 		res        reservoir
@@ -142,8 +145,14 @@ func (m *Meter) RecordScan(ru float64) {
 	m.mu.Unlock()
 }
 
-// NoteThrottled counts one request the partition refused for want of budget.
-func (m *Meter) NoteThrottled() { m.throttled.Add(1) }
+// NoteThrottled counts one request of ru the partition refused for want of budget: with the
+// load it served, the demand its budget would have to meet (MeterSnapshot.RefusedRUPerSec).
+func (m *Meter) NoteThrottled(ru float64) {
+	m.throttled.Add(1)
+	if ru > 0 {
+		m.refused.Add(int64(ru*1000 + 0.5))
+	}
+}
 
 // Throttled returns how many requests the partition refused for want of budget.
 func (m *Meter) Throttled() int64 { return m.throttled.Load() }
@@ -162,7 +171,9 @@ func (m *Meter) sampled(ru float64) (w float64, ok bool) {
 // MeterSnapshot is what a meter measured, as of one read.
 type MeterSnapshot struct {
 	RUPerSec float64 // the decayed rate
-	TotalRU  float64 // RU recorded since the meter was created
+	// RefusedRUPerSec is the decayed rate of the RU of requests refused for want of budget.
+	RefusedRUPerSec float64
+	TotalRU         float64 // RU recorded since the meter was created
 	// AboveSince is when RUPerSec was first seen above HotRU in the current stretch above it,
 	// as of the reads so far; zero when it is not above.
 	AboveSince time.Time
@@ -183,10 +194,11 @@ func (m *Meter) Snapshot() MeterSnapshot {
 	defer m.mu.Unlock()
 	m.foldLocked(m.now())
 	return MeterSnapshot{
-		RUPerSec:   m.mu.rate,
-		TotalRU:    m.mu.total,
-		AboveSince: m.mu.aboveSince,
-		Samples:    m.mu.res.snapshot(),
+		RUPerSec:        m.mu.rate,
+		RefusedRUPerSec: m.mu.refused,
+		TotalRU:         m.mu.total,
+		AboveSince:      m.mu.aboveSince,
+		Samples:         m.mu.res.snapshot(),
 	}
 }
 
@@ -200,14 +212,17 @@ func (m *Meter) foldLocked(now time.Time) {
 		milli += m.stripes[i].milli.Swap(0)
 	}
 	ru := float64(milli) / 1000
+	refused := float64(m.refused.Swap(0)) / 1000
 	m.mu.total += ru
 	if dt := now.Sub(m.mu.last).Seconds(); dt > 0 {
 		d := math.Exp(-m.lambda * dt)
 		m.mu.rate = m.mu.rate*d + ru*(1-d)/dt
+		m.mu.refused = m.mu.refused*d + refused*(1-d)/dt
 		m.mu.res.decay(d)
 		m.mu.last = now
 	} else {
 		m.mu.rate += ru * m.lambda // the limit of (1−d)/dt as dt → 0
+		m.mu.refused += refused * m.lambda
 	}
 	switch {
 	case m.hotRU <= 0 || m.mu.rate <= m.hotRU:

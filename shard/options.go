@@ -58,6 +58,13 @@ type Options struct {
 	// ThrottleWait is BudgetOptions.MaxWait: how long a request waits for budget before it
 	// is refused with 16500. Default 0: refused at once, as Cosmos DB does.
 	ThrottleWait time.Duration
+	// BurstCapacity is BudgetOptions.BurstCapacity for collections and databases that do not
+	// say (--burst-capacity). Default off, as in Cosmos DB.
+	BurstCapacity bool
+	// Redistribute lets the partition manager move a collection's throughput between its
+	// partitions by their demand (Policy.Redistribute; --redistribute-throughput). Default
+	// off, as in Cosmos DB: T/N each, unless set by hand with RedistributeThroughput.
+	Redistribute bool
 	// Unmetered turns request-unit accounting off: no meters, no budgets, no load splits.
 	// For measuring what metering costs; never the default.
 	Unmetered bool
@@ -126,5 +133,5 @@ func (o *Options) MeterOptions() MeterOptions {
 
 // BudgetOptions returns the options of the budgets this policy implies.
 func (o *Options) BudgetOptions() BudgetOptions {
-	return BudgetOptions{Burst: o.BudgetBurst, MaxWait: o.ThrottleWait}
+	return BudgetOptions{Burst: o.BudgetBurst, MaxWait: o.ThrottleWait, BurstCapacity: o.BurstCapacity}
 }

@@ -39,6 +39,9 @@ type PartitionView struct {
 	MinHash, MaxHash uint64
 	// RUPerSec is the partition's measured load (MeterSnapshot.RUPerSec).
 	RUPerSec float64
+	// RefusedRUPerSec is the load it refused for want of budget (MeterSnapshot's): with
+	// RUPerSec, its demand.
+	RefusedRUPerSec float64
 	// LoadAboveSince is since when RUPerSec has stayed above SplitLoadRU; zero if it is not
 	// (MeterSnapshot.AboveSince of a meter built with Options.MeterOptions).
 	LoadAboveSince time.Time
@@ -83,6 +86,7 @@ func NewView(m *Map, throughput float64, shards []int, snaps []MeterSnapshot) Co
 		pv := PartitionView{ID: p.ID, Lo: lo, Hi: hi, Shard: p.Shard}
 		if i < len(snaps) {
 			pv.RUPerSec = snaps[i].RUPerSec
+			pv.RefusedRUPerSec = snaps[i].RefusedRUPerSec
 			pv.LoadAboveSince = snaps[i].AboveSince
 			pv.Samples = snaps[i].Samples
 		}

@@ -58,6 +58,12 @@ func encodeCollection(c *Collection) []byte {
 	if c.Autoscale {
 		doc = bsoncore.AppendBooleanElement(doc, "autoscale", true) // absent in older records: false
 	}
+	if c.BurstCapacity != ToggleDefault {
+		doc = bsoncore.AppendBooleanElement(doc, "burstCapacity", c.BurstCapacity == ToggleOn)
+	}
+	if c.CustomBudgets {
+		doc = bsoncore.AppendBooleanElement(doc, "customBudgets", true)
+	}
 	aidx, doc := bsoncore.AppendArrayElementStart(doc, "indexes")
 	for i, x := range c.Indexes {
 		var xi int32
@@ -90,6 +96,9 @@ func encodeCollection(c *Collection) []byte {
 		doc = bsoncore.AppendInt64Element(doc, "id", int64(p.ID))
 		doc = bsoncore.AppendInt64Element(doc, "lo", int64(p.Lo)) // the bits of the uint64
 		doc = bsoncore.AppendInt64Element(doc, "shard", int64(p.Shard))
+		if p.BudgetRU > 0 {
+			doc = bsoncore.AppendDoubleElement(doc, "budgetRU", p.BudgetRU)
+		}
 		doc, _ = bsoncore.AppendDocumentEnd(doc, pi)
 	}
 	doc, _ = bsoncore.AppendArrayEnd(doc, aidx)
@@ -128,6 +137,13 @@ func decodeCollection(raw []byte) (*Collection, error) {
 			c.Throughput = int64Value(v)
 		case "autoscale":
 			c.Autoscale, _ = v.BooleanOK()
+		case "burstCapacity":
+			c.BurstCapacity = ToggleOff
+			if on, _ := v.BooleanOK(); on {
+				c.BurstCapacity = ToggleOn
+			}
+		case "customBudgets":
+			c.CustomBudgets, _ = v.BooleanOK()
 		case "indexes":
 			c.Indexes, err = decodeIndexes(v)
 		case "partitions":
@@ -207,6 +223,8 @@ func decodePartitions(v bsoncore.Value) ([]Partition, error) {
 				p.Lo = uint64(int64Value(v))
 			case "shard":
 				p.Shard = int(int64Value(v))
+			case "budgetRU":
+				p.BudgetRU, _ = v.DoubleOK()
 			}
 			return true
 		})

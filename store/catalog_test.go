@@ -464,3 +464,27 @@ func TestCatalogCodecAutoscale(t *testing.T) {
 		t.Fatalf("old record: autoscale %v, %v", got.Autoscale, err)
 	}
 }
+
+// TestCatalogCodecThroughputSettings: burst capacity (on, off or unset), custom budgets and
+// the partitions' budgets survive the record's round trip; unset, they take no room.
+func TestCatalogCodecThroughputSettings(t *testing.T) {
+	for _, burst := range []Toggle{ToggleDefault, ToggleOn, ToggleOff} {
+		c := &Collection{ID: 7, DB: "d", Name: "c", UUID: newUUID(), CreatedAt: now(),
+			Throughput: 4000, BurstCapacity: burst, CustomBudgets: burst == ToggleOn,
+			Indexes:     []Index{{ID: 1, Name: IDIndexName, Key: idIndexKey, Ready: true}},
+			Partitions:  []Partition{{ID: 1, BudgetRU: 2500}, {ID: 2, Lo: 1 << 63}},
+			NextIndexID: 2, NextPartitionID: 3}
+		raw := encodeCollection(c)
+		got, err := decodeCollection(raw)
+		if err != nil || got.BurstCapacity != burst || got.CustomBudgets != c.CustomBudgets ||
+			got.Partitions[0].BudgetRU != 2500 || got.Partitions[1].BudgetRU != 0 {
+			t.Fatalf("round trip of %v: %+v, %v", burst, got, err)
+		}
+		if _, err := bsoncore.Document(raw).LookupErr("burstCapacity"); (err == nil) != (burst != ToggleDefault) {
+			t.Fatalf("burstCapacity %v stored: %v", burst, err == nil)
+		}
+	}
+	if !ToggleDefault.Resolve(true) || ToggleOff.Resolve(true) || !ToggleOn.Resolve(false) {
+		t.Fatal("Toggle.Resolve")
+	}
+}

@@ -31,7 +31,13 @@ type Collection struct {
 	// Autoscale marks Throughput as an autoscale maximum (Cosmos DB's autoScaleSettings)
 	// rather than manual throughput.
 	Autoscale bool
-	Indexes   []Index
+	// BurstCapacity turns burst capacity on or off for this collection; ToggleDefault
+	// follows its database, then the server (--burst-capacity).
+	BurstCapacity Toggle
+	// CustomBudgets marks the partitions' BudgetRU as set by hand (RedistributeThroughput):
+	// the partition manager leaves them alone until they are reset.
+	CustomBudgets bool
+	Indexes       []Index
 	// Partitions are sorted by Lo; Partitions[0].Lo == 0; partition i covers
 	// [Partitions[i].Lo, Partitions[i+1].Lo) and the last one up to 2^64.
 	Partitions      []Partition
@@ -68,6 +74,30 @@ type Partition struct {
 	ID    uint64
 	Lo    uint64
 	Shard int
+	// BudgetRU is the partition's share of the collection's throughput, RU/s, when it is not
+	// an even one (0: even). The shares are scaled to sum to the throughput.
+	BudgetRU float64
+}
+
+// Toggle is a setting that is on, off, or left to the level above (the zero value).
+type Toggle int8
+
+// The values of a Toggle.
+const (
+	ToggleDefault Toggle = iota
+	ToggleOn
+	ToggleOff
+)
+
+// Resolve returns t as a bool, or def when t is ToggleDefault.
+func (t Toggle) Resolve(def bool) bool {
+	switch t {
+	case ToggleOn:
+		return true
+	case ToggleOff:
+		return false
+	}
+	return def
 }
 
 // IDIndexName is the name of the implicit _id index.

@@ -83,6 +83,11 @@ type Config struct {
 	// RequestUnits false turns metering and throttling off (to measure their cost).
 	ThrottleRetryMS int
 	RequestUnits    bool
+	// BurstCapacity is the server's default for burst capacity (shard.Options); a
+	// collection's or database's enableBurstCapacity overrides it. RedistributeThroughput
+	// lets partitions' budgets follow demand.
+	BurstCapacity          bool
+	RedistributeThroughput bool
 	// SessionTimeout is mongod's localLogicalSessionTimeoutMinutes, as a duration so that
 	// tests can shorten it below a minute.
 	SessionTimeout time.Duration
@@ -171,6 +176,8 @@ func (c *Config) flagSet(m *mongodFlags) *flag.FlagSet {
 	fs.IntVar(&c.MaxParallelism, "max-parallelism", envInt("MAX_PARALLELISM", 0), "most shards one query reads at once (0: all), like the Cosmos DB SDK's MaxDegreeOfParallelism")
 	fs.DurationVar(&c.PartitionCheckInterval, "partition-check-interval", envDuration("PARTITION_CHECK_INTERVAL", time.Second), "how often the partition manager decides splits and moves")
 	fs.IntVar(&c.ThrottleRetryMS, "throttle-retry-ms", envInt("THROTTLE_RETRY_MS", 0), "how long a request whose partition is out of budget waits for it before failing with 16500 (0: fails at once, as Cosmos DB)")
+	fs.BoolVar(&c.BurstCapacity, "burst-capacity", env("BURST_CAPACITY", "false") == "true", "partitions below 3,000 RU/s bank unused throughput (up to 300 s of their share) and spend it at up to 3,000 RU/s, as Cosmos DB's burst capacity; collections and databases may say otherwise (enableBurstCapacity)")
+	fs.BoolVar(&c.RedistributeThroughput, "redistribute-throughput", env("REDISTRIBUTE_THROUGHPUT", "false") == "true", "the partition manager moves a collection's throughput between its partitions by their demand before it splits them for load (false: T/N each, as Cosmos DB, or as RedistributeThroughput set them)")
 	fs.BoolVar(&c.RequestUnits, "request-units", env("REQUEST_UNITS", "true") != "false", "meter request units and enforce provisioned throughput (false only to measure what metering costs: no throttling, no load splits)")
 	fs.DurationVar(&c.ChangeRetention, "change-retention", envDuration("CHANGE_RETENTION", 24*time.Hour), "how long each shard keeps its change log: a change stream resumes from a token at most this old (the oplog window; 0: no time bound)")
 	fs.Int64Var(&c.ChangeRetentionBytes, "change-retention-bytes", envInt64("CHANGE_RETENTION_BYTES", 1<<30), "bytes of change log each shard keeps on disk, oldest trimmed first (the oplog's size; 0: no size bound)")

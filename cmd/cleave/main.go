@@ -212,6 +212,8 @@ func execOptions(cfg *Config, st *exec.Storage, argv []string, wireStats func() 
 			BalanceMinBytes:          balanceMinBytes(cfg.BalanceMinBytes),
 			ThrottleWait:             time.Duration(cfg.ThrottleRetryMS) * time.Millisecond,
 			Unmetered:                !cfg.RequestUnits,
+			BurstCapacity:            cfg.BurstCapacity,
+			Redistribute:             cfg.RedistributeThroughput,
 		},
 		MaxParallelism:         cfg.MaxParallelism,
 		PartitionCheckInterval: cfg.PartitionCheckInterval,

@@ -27,6 +27,7 @@ import (
 //	cleave_partition_throttled_requests_total{...}                             counter
 //	cleave_partition_storage_bytes{...}, cleave_partition_documents{...}       gauges
 //	cleave_partition_provisioned_request_units_per_second{...}                 gauge
+//	cleave_partition_burst_bank_request_units{...} (burst capacity on)        gauge
 //	cleave_splits_total, cleave_moves_total, cleave_hot_key_reports_total      counters
 //	cleave_connections (gauge), cleave_connections_total (counter)
 //	cleave_command_duration_seconds{command}                                   histogram
@@ -43,9 +44,9 @@ type Metrics struct {
 	duration *prometheus.HistogramVec
 	errs     *prometheus.CounterVec
 
-	partRUPerSec, partRUTotal, partThrottled, partBytes, partDocs, partProvisioned *prometheus.Desc
-	splits, moves, hotKeys, conns, connsTotal, streams                             *prometheus.Desc
-	store                                                                          []storeMetric // store.go
+	partRUPerSec, partRUTotal, partThrottled, partBytes, partDocs, partProvisioned, partBurstBank *prometheus.Desc
+	splits, moves, hotKeys, conns, connsTotal, streams                                            *prometheus.Desc
+	store                                                                                         []storeMetric // store.go
 }
 
 // commandMetrics is one command's histogram child, created on the command's first run so
@@ -110,6 +111,8 @@ func New(src Source) *Metrics {
 			"Documents in the partition (range statistics estimate)."),
 		partProvisioned: partitionDesc("cleave_partition_provisioned_request_units_per_second",
 			"The partition's share of the collection's provisioned throughput; 0 when none is provisioned."),
+		partBurstBank: partitionDesc("cleave_partition_burst_bank_request_units",
+			"Request units the partition has banked for bursts (burst capacity on only)."),
 		splits:  prometheus.NewDesc("cleave_splits_total", "Partition splits since the server started.", nil, nil),
 		moves:   prometheus.NewDesc("cleave_moves_total", "Partition moves between shards since the server started.", nil, nil),
 		hotKeys: prometheus.NewDesc("cleave_hot_key_reports_total", "Single-key hot partitions reported since the server started.", nil, nil),
@@ -159,7 +162,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.duration.Describe(ch)
 	m.errs.Describe(ch)
 	for _, d := range []*prometheus.Desc{m.partRUPerSec, m.partRUTotal, m.partThrottled, m.partBytes,
-		m.partDocs, m.partProvisioned, m.splits, m.moves, m.hotKeys, m.conns, m.connsTotal, m.streams} {
+		m.partDocs, m.partProvisioned, m.partBurstBank, m.splits, m.moves, m.hotKeys, m.conns, m.connsTotal, m.streams} {
 		ch <- d
 	}
 	m.describeStore(ch)
@@ -208,6 +211,7 @@ func (m *Metrics) collectPartitions(ch chan<- prometheus.Metric, st *store.Catal
 	snaps := m.src.Shards.Meters(ci).Snapshots()
 	throttled := m.src.Shards.Throttled(ci)
 	provisioned := sharding.Throughput(st, ci.Meta).RU / float64(n)
+	budgets := m.src.Shards.ReadBudgets(ci)
 	for i := range n {
 		p := ci.Map.Partition(i)
 		labels := []string{ci.Meta.DB, ci.Meta.Name, strconv.FormatUint(p.ID, 10), catalog.ShardName(p.Shard)}
@@ -229,6 +233,13 @@ func (m *Metrics) collectPartitions(ch chan<- prometheus.Metric, st *store.Catal
 		if i < len(throttled) {
 			counter(m.partThrottled, float64(throttled[i]))
 		}
-		gauge(m.partProvisioned, provisioned)
+		if budgets != nil {
+			gauge(m.partProvisioned, budgets.PerPartition(i))
+			if budgets.BurstCapacity() {
+				gauge(m.partBurstBank, budgets.Banked(i))
+			}
+		} else {
+			gauge(m.partProvisioned, provisioned)
+		}
 	}
 }

@@ -26,7 +26,7 @@ func (ss *ShardStream) admit() error {
 		last = i
 		if err := ss.budgets.Wait(i, shard.MinRU); err != nil {
 			if ss.meters != nil && ss.meters.Map() == ss.ci.Map {
-				ss.meters.Meter(i).NoteThrottled()
+				ss.meters.Meter(i).NoteThrottled(shard.MinRU)
 			}
 			ss.refused = true
 			return catalog.Throttled(ss.ci, err)

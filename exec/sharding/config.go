@@ -148,7 +148,11 @@ func (m *Manager) ConfigDocs(name string) []bsoncore.Document {
 		})
 	case "chunks":
 		m.forShardedColls(func(c *store.Collection) {
-			out = append(out, chunkDocs(c, m.mopts.Started)...)
+			var budgets []float64
+			if t := Throughput(state, c).RU; t > 0 {
+				budgets = shard.Shares(t, len(c.Partitions), Shares(c))
+			}
+			out = append(out, chunkDocs(c, m.mopts.Started, budgets)...)
 		})
 	case "mongos":
 		now := time.Now()
@@ -177,8 +181,10 @@ func (m *Manager) forShardedColls(fn func(c *store.Collection)) {
 }
 
 // chunkDocs returns the config.chunks documents of c: one per partition, with min and
-// max in MongoDB's hashed shape (NumberLong, MinKey and MaxKey at the ends).
-func chunkDocs(c *store.Collection, started time.Time) []bsoncore.Document {
+// max in MongoDB's hashed shape (NumberLong, MinKey and MaxKey at the ends), and cleave's
+// partitionId and, when throughput is provisioned, the partition's budget in RU/s
+// (budgetRUPerSec, from budgets by partition index; nil: none).
+func chunkDocs(c *store.Collection, started time.Time, budgets []float64) []bsoncore.Document {
 	fields, _ := catalog.KeyPatternFields(c.ShardKey)
 	ns := c.DB + "." + c.Name
 	out := make([]bsoncore.Document, 0, len(c.Partitions))
@@ -188,7 +194,7 @@ func chunkDocs(c *store.Collection, started time.Time) []bsoncore.Document {
 		binary.BigEndian.PutUint32(oid[:4], uint32(c.ID))
 		binary.BigEndian.PutUint64(oid[4:], p.ID)
 		ts := uint32(started.Unix())
-		out = append(out, bsoncore.NewDocumentBuilder().
+		b := bsoncore.NewDocumentBuilder().
 			AppendObjectID("_id", oid).
 			AppendBinary("uuid", 4, c.UUID[:]).
 			AppendString("ns", ns).
@@ -200,8 +206,11 @@ func chunkDocs(c *store.Collection, started time.Time) []bsoncore.Document {
 			AppendArray("history", bsoncore.NewArrayBuilder().AppendDocument(
 				bsoncore.NewDocumentBuilder().AppendTimestamp("validAfter", ts, 1).
 					AppendString("shard", catalog.ShardName(p.Shard)).Build()).Build()).
-			AppendInt64("partitionId", int64(p.ID)).
-			Build())
+			AppendInt64("partitionId", int64(p.ID))
+		if i < len(budgets) {
+			b.AppendDouble("budgetRUPerSec", budgets[i])
+		}
+		out = append(out, b.Build())
 	}
 	return out
 }

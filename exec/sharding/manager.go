@@ -85,6 +85,7 @@ func (m *Manager) decideCollection(c *store.Collection, balancing bool) error {
 	}
 	v := m.CollectionView(ci)
 	v.NoMoves = !balancing
+	m.redistribute(ci, v) // redistribute.go: the first remedy of a hot partition
 	actions := m.policy.Decide(v, time.Now())
 	var hot []shard.HotKeyReport
 	changed := false
@@ -228,7 +229,7 @@ func (m *Manager) ApplySplit(db, name string, a *shard.SplitAction) ([2]uint64, 
 		if err != nil {
 			return err
 		}
-		c.Partitions = StoreParts(parts)
+		c.Partitions = StorePartsFrom(c.Partitions, parts)
 		c.NextPartitionID += 2
 		return nil
 	})

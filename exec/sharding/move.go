@@ -164,7 +164,7 @@ func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int, guards [
 		if err != nil {
 			return err
 		}
-		c.Partitions = StoreParts(parts)
+		c.Partitions = StorePartsFrom(c.Partitions, parts)
 		return nil
 	})
 	return err

@@ -61,12 +61,14 @@ type Manager struct {
 		draining map[int]bool
 		// moving counts the moves this node runs, by partition (markMoving).
 		moving map[movingPartition]int
+		// redistributed is when each collection's throughput was last redistributed.
+		redistributed map[store.CollID]time.Time
 	}
 	// configMu serializes the rewrites of the derived config collections (config.go).
 	configMu sync.Mutex
 
 	// Counters for partitionStats and balancerStatus.
-	splits, moves, hotKeys, conversions, rounds atomic.Int64
+	splits, moves, hotKeys, conversions, rounds, redistributions atomic.Int64
 	// lastState is the catalog state the config collections were last written from (read
 	// and written by the manager round only).
 	lastState *store.CatalogState
@@ -135,6 +137,7 @@ func New(cat *catalog.Catalog, log *zap.Logger, opts Options) *Manager {
 		s.interval = time.Second
 	}
 	s.mu.hot = map[store.CollID][]shard.HotKeyReport{}
+	s.mu.redistributed = map[store.CollID]time.Time{}
 	return s
 }
 
@@ -225,7 +228,7 @@ func (m *Manager) admitWrite(ci *catalog.Coll, i int, ru float64) error {
 		return nil
 	}
 	if err := b.Wait(i, ru); err != nil {
-		m.metersFor(ci).Meter(i).NoteThrottled()
+		m.metersFor(ci).Meter(i).NoteThrottled(ru)
 		return catalog.Throttled(ci, err)
 	}
 	return nil
@@ -296,6 +299,7 @@ func (m *Manager) AppendStatus(dst []byte, key string) []byte {
 		out = bsoncore.AppendInt64Element(out, "hotKeyReports", m.hotKeys.Load())
 		out = bsoncore.AppendInt64Element(out, "conversions", m.conversions.Load())
 		out = bsoncore.AppendInt64Element(out, "managerRounds", m.rounds.Load())
+		out = bsoncore.AppendInt64Element(out, "redistributions", m.redistributions.Load())
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	return out

@@ -68,6 +68,36 @@ func sharesThroughput(c *store.Collection) bool {
 	return true
 }
 
+// BurstCapacity reports whether c's partitions bank unused throughput (shard/burst.go): the
+// collection's own setting, else its database's (Options' burstCapacity), else def, the
+// server's (--burst-capacity).
+func BurstCapacity(st *store.CatalogState, c *store.Collection, def bool) bool {
+	if c.BurstCapacity != store.ToggleDefault {
+		return c.BurstCapacity.Resolve(def)
+	}
+	if d := st.Database(c.DB); d != nil && d.Options != nil {
+		if on, ok := d.Options.Lookup("burstCapacity").BooleanOK(); ok {
+			return on
+		}
+	}
+	return def
+}
+
+// Shares returns the partitions' budgets of c as stored (RU/s by partition index), nil when
+// they are even.
+func Shares(c *store.Collection) []float64 {
+	for _, p := range c.Partitions {
+		if p.BudgetRU > 0 {
+			out := make([]float64, len(c.Partitions))
+			for i, p := range c.Partitions {
+				out[i] = p.BudgetRU
+			}
+			return out
+		}
+	}
+	return nil
+}
+
 // budgetEntry is a collection's budgets, valid for the catalog state they were checked
 // against.
 type budgetEntry struct {
@@ -76,8 +106,9 @@ type budgetEntry struct {
 }
 
 // budgetsFor returns the budgets of ci's partitions, nil when no throughput is provisioned.
-// They are rebuilt (full burst) when the map or the throughput changes, and carried over when
-// only some other part of the catalog changed.
+// They are reshaped when the map, the throughput, the partitions' budgets or burst capacity
+// change (each surviving partition keeping its debt and bank), and carried over when only
+// some other part of the catalog changed.
 func (m *Manager) budgetsFor(ci *catalog.Coll) *shard.Budgets {
 	st := m.cat.Store().State()
 	var old *shard.Budgets
@@ -89,9 +120,13 @@ func (m *Manager) budgetsFor(ci *catalog.Coll) *shard.Budgets {
 		old = e.b
 	}
 	t := Throughput(st, ci.Meta)
+	shares := Shares(ci.Meta)
+	burst := BurstCapacity(st, ci.Meta, m.opts.BurstCapacity)
 	b := old
-	if b == nil || b.Map() != ci.Map || b.Throughput() != t.RU {
-		b = shard.NewBudgets(ci.Map, t.RU, m.opts.BudgetOptions())
+	if b == nil || b.Map() != ci.Map || !b.Same(t.RU, shares, burst) {
+		opts := m.opts.BudgetOptions()
+		opts.BurstCapacity = burst
+		b = old.Reshape(ci.Map, t.RU, shares, opts)
 	}
 	m.budgets.Store(ci.Meta.ID, &budgetEntry{b: b, state: st})
 	if t.RU <= 0 {

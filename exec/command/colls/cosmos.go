@@ -61,6 +61,11 @@ type customActionArgs struct {
 	offer        offer
 	indexes      []store.Index // without the _id index, which every collection has
 	hasIndexes   bool
+	// burst is enableBurstCapacity (cleave's: Cosmos DB sets it per account); default when
+	// not given.
+	burst store.Toggle
+	// redistribute is RedistributeThroughput's arguments.
+	redistribute redistributeArgs
 }
 
 // customAction runs Azure Cosmos DB's extension commands: CreateCollection,
@@ -78,11 +83,13 @@ func (h *Handlers) customAction(ctx context.Context, r *command.Request) error {
 	case "GetCollection":
 		return h.cosmosGetCollection(r, a.coll)
 	case "CreateDatabase":
-		return h.cosmosCreateDatabase(r, a.offer)
+		return h.cosmosCreateDatabase(r, a.offer, a.burst)
 	case "UpdateDatabase":
-		return h.cosmosUpdateDatabase(r, a.offer)
+		return h.cosmosUpdateDatabase(r, a.offer, a.burst)
 	case "GetDatabase":
 		return h.cosmosGetDatabase(r)
+	case "RedistributeThroughput":
+		return h.redistributeThroughput(r, a)
 	}
 	return mongoerr.New(mongoerr.CommandNotFound, "no such customAction: '%s'", a.action)
 }
@@ -109,6 +116,15 @@ func parseCustomAction(body bsoncore.Document) (*customActionArgs, error) {
 		case "indexes":
 			a.hasIndexes = true
 			a.indexes, err = parseCosmosIndexes(cmd, v)
+		case "enableBurstCapacity":
+			var on bool
+			on, err = args.Bool(cmd, k, v)
+			a.burst = store.ToggleOff
+			if on {
+				a.burst = store.ToggleOn
+			}
+		case "targets", "reset":
+			err = a.redistribute.parse(cmd, k, v)
 		default:
 			return false, nil
 		}
@@ -117,7 +133,7 @@ func parseCustomAction(body bsoncore.Document) (*customActionArgs, error) {
 	if err != nil {
 		return nil, err
 	}
-	if strings.HasSuffix(action, "Collection") && a.coll == "" {
+	if (strings.HasSuffix(action, "Collection") || action == "RedistributeThroughput") && a.coll == "" {
 		return nil, args.Missing(cmd, "collection")
 	}
 	return a, nil
@@ -247,6 +263,9 @@ func (h *Handlers) cosmosCreateCollection(ctx context.Context, r *command.Reques
 			return err
 		}
 	}
+	if err := h.setBurstCapacity(r.DB, a.coll, a.burst); err != nil {
+		return err
+	}
 	if len(a.indexes) > 0 {
 		if _, err := h.ensureIndexes(ctx, r.DB, a.coll, a.indexes); err != nil {
 			return err
@@ -286,8 +305,8 @@ func (h *Handlers) cosmosUpdateCollection(r *command.Request, a *customActionArg
 	if a.key != nil {
 		return mongoerr.New(mongoerr.BadValue, "the shard key of a collection cannot be changed by UpdateCollection")
 	}
-	if !a.offer.given {
-		return nil
+	if err := h.setBurstCapacity(r.DB, a.coll, a.burst); err != nil || !a.offer.given {
+		return err
 	}
 	if err := h.checkUnshardedOffer(a.offer, c.Sharded()); err != nil {
 		return err
@@ -325,7 +344,8 @@ func (h *Handlers) cosmosGetCollection(r *command.Request, coll string) error {
 	if c.ShardKey != nil {
 		out = bsoncore.AppendDocumentElement(out, "shardKeyDefinition", c.ShardKey)
 	}
-	r.Out = bsoncore.AppendInt32Element(out, "numPartitions", int32(len(c.Partitions)))
+	out = bsoncore.AppendInt32Element(out, "numPartitions", int32(len(c.Partitions)))
+	r.Out = h.appendThroughputPolicy(out, c)
 	return nil
 }
 
@@ -347,25 +367,32 @@ func appendOffer(dst []byte, ru int64, autoscale bool) []byte {
 	return dst
 }
 
-// offerOptions returns a database's Options for shared throughput o, nil for none.
-func offerOptions(o offer) bsoncore.Document {
-	if !o.given {
+// offerOptions returns a database's Options for shared throughput o and burst capacity
+// burst, nil for neither.
+func offerOptions(o offer, burst store.Toggle) bsoncore.Document {
+	if !o.given && burst == store.ToggleDefault {
 		return nil
 	}
-	b := bsoncore.NewDocumentBuilder().AppendInt64("throughput", o.ru)
+	b := bsoncore.NewDocumentBuilder()
+	if o.given {
+		b.AppendInt64("throughput", o.ru)
+	}
 	if o.autoscale {
 		b.AppendBoolean("autoscale", true)
+	}
+	if burst != store.ToggleDefault {
+		b.AppendBoolean("burstCapacity", burst == store.ToggleOn)
 	}
 	return b.Build()
 }
 
 // cosmosCreateDatabase answers customAction CreateDatabase: the database, with shared
 // throughput when an offer is given.
-func (h *Handlers) cosmosCreateDatabase(r *command.Request, o offer) error {
+func (h *Handlers) cosmosCreateDatabase(r *command.Request, o offer, burst store.Toggle) error {
 	if err := catalog.ValidateDBName(r.DB); err != nil {
 		return err
 	}
-	if err := h.Storage.Catalog.CreateDatabase(r.DB, offerOptions(o)); err != nil {
+	if err := h.Storage.Catalog.CreateDatabase(r.DB, offerOptions(o, burst)); err != nil {
 		if errors.Is(err, store.ErrExists) {
 			return mongoerr.New(mongoerr.NamespaceExists, "Database %s already exists.", r.DB)
 		}
@@ -375,17 +402,25 @@ func (h *Handlers) cosmosCreateDatabase(r *command.Request, o offer) error {
 }
 
 // cosmosUpdateDatabase answers customAction UpdateDatabase: it replaces the database's
-// shared throughput, which it must have (Cosmos DB has no offer to update otherwise).
-func (h *Handlers) cosmosUpdateDatabase(r *command.Request, o offer) error {
-	if !o.given {
-		return mongoerr.New(mongoerr.BadValue, "UpdateDatabase needs offerThroughput or autoScaleSettings")
+// shared throughput, which it must have (Cosmos DB has no offer to update otherwise), and/or
+// its burst capacity setting.
+func (h *Handlers) cosmosUpdateDatabase(r *command.Request, o offer, burst store.Toggle) error {
+	if !o.given && burst == store.ToggleDefault {
+		return mongoerr.New(mongoerr.BadValue, "UpdateDatabase needs offerThroughput, autoScaleSettings or enableBurstCapacity")
 	}
 	_, err := h.Storage.Catalog.UpdateDatabase(r.DB, func(d *store.Database) error {
-		if ru, _ := sharding.DatabaseThroughput(d); ru <= 0 {
+		ru, autoscale := sharding.DatabaseThroughput(d)
+		if o.given && ru <= 0 {
 			return mongoerr.New(mongoerr.BadValue,
 				"Database %s has no shared throughput to update: create it with CreateDatabase and offerThroughput or autoScaleSettings, or provision its collections with UpdateCollection", r.DB)
 		}
-		d.Options = offerOptions(o)
+		if !o.given && ru > 0 {
+			o = offer{ru: ru, autoscale: autoscale, given: true}
+		}
+		if burst == store.ToggleDefault {
+			burst = databaseBurst(d)
+		}
+		d.Options = offerOptions(o, burst)
 		return nil
 	})
 	var merr *mongoerr.Error
@@ -398,6 +433,21 @@ func (h *Handlers) cosmosUpdateDatabase(r *command.Request, o offer) error {
 	return catalog.StoreError(err)
 }
 
+// databaseBurst returns database d's burst capacity setting (its Options' burstCapacity).
+func databaseBurst(d *store.Database) store.Toggle {
+	if d == nil || d.Options == nil {
+		return store.ToggleDefault
+	}
+	on, ok := d.Options.Lookup("burstCapacity").BooleanOK()
+	switch {
+	case !ok:
+		return store.ToggleDefault
+	case on:
+		return store.ToggleOn
+	}
+	return store.ToggleOff
+}
+
 // cosmosGetDatabase answers customAction GetDatabase in Cosmos DB's shape.
 func (h *Handlers) cosmosGetDatabase(r *command.Request) error {
 	d := h.Storage.Catalog.State().Database(r.DB)
@@ -407,7 +457,11 @@ func (h *Handlers) cosmosGetDatabase(r *command.Request) error {
 	ru, autoscale := sharding.DatabaseThroughput(d)
 	out := bsoncore.AppendStringElement(r.Out, "_t", "GetDatabaseResponse")
 	out = bsoncore.AppendStringElement(out, "database", r.DB)
-	r.Out = appendOffer(out, ru, autoscale)
+	out = appendOffer(out, ru, autoscale)
+	if burst := databaseBurst(d); burst != store.ToggleDefault {
+		out = bsoncore.AppendBooleanElement(out, "enableBurstCapacity", burst == store.ToggleOn)
+	}
+	r.Out = out
 	return nil
 }
 

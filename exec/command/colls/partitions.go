@@ -18,8 +18,8 @@ import (
 )
 
 // partitionStats answers {partitionStats: "<coll>"}: per partition its hash range, shard,
-// documents, bytes, measured RU/s and any hot key, so that a skewed shard key shows at a
-// glance.
+// documents, bytes, measured RU/s, budget (and with burst capacity the RU it has banked) and
+// any hot key, so that a skewed shard key shows at a glance.
 func (h *Handlers) partitionStats(_ context.Context, r *command.Request) error {
 	const cmd = "partitionStats"
 	first, _ := bsonx.FirstElement(r.Body)
@@ -41,11 +41,7 @@ func (h *Handlers) partitionStats(_ context.Context, r *command.Request) error {
 	if ci.Meta.ShardKey != nil {
 		out = bsoncore.AppendDocumentElement(out, "shardKey", ci.Meta.ShardKey)
 	}
-	// The throughput the partitions share: the collection's own, or its share of its
-	// database's; each partition's budget is an even part of it.
-	prov := sharding.Throughput(h.Storage.Catalog.State(), ci.Meta)
-	out = bsoncore.AppendInt64Element(out, "throughput", int64(prov.RU))
-	out = bsoncore.AppendBooleanElement(out, "autoscale", prov.Autoscale)
+	prov, budgets, out := h.appendPartitionsThroughput(out, ci)
 	out = bsoncore.AppendInt32Element(out, "numPartitions", int32(ci.Map.Len()))
 	var totalDocs, totalBytes int64
 	var load float64
@@ -68,7 +64,14 @@ func (h *Handlers) partitionStats(_ context.Context, r *command.Request) error {
 			o = bsoncore.AppendDoubleElement(o, "totalRU", snaps[i].TotalRU)
 			load += snaps[i].RUPerSec
 		}
-		o = bsoncore.AppendDoubleElement(o, "budgetRUPerSec", prov.RU/float64(ci.Map.Len()))
+		budget := prov.RU / float64(ci.Map.Len()) // unmetered: what it would be
+		if budgets != nil {
+			budget = budgets.PerPartition(i)
+		}
+		o = bsoncore.AppendDoubleElement(o, "budgetRUPerSec", budget)
+		if budgets.BurstCapacity() {
+			o = bsoncore.AppendDoubleElement(o, "burstBankRU", budgets.Banked(i))
+		}
 		o = bsoncore.AppendInt64Element(o, "throttledRequests", throttled[i])
 		for _, h := range hot {
 			if h.ID == p.ID {
@@ -93,6 +96,19 @@ func (h *Handlers) partitionStats(_ context.Context, r *command.Request) error {
 	out, _ = bsoncore.AppendArrayEnd(out, hidx)
 	r.Out = h.Shards.AppendStatus(out, "manager")
 	return nil
+}
+
+// appendPartitionsThroughput appends the throughput ci's partitions share (the collection's
+// own, or its share of its database's), whether it is autoscale, whether burst capacity is
+// on and how the budgets are split (throughputPolicy), and returns it with the budgets.
+func (h *Handlers) appendPartitionsThroughput(dst []byte, ci *catalog.Coll) (sharding.Provisioned, *shard.Budgets, []byte) {
+	prov := sharding.Throughput(h.Storage.Catalog.State(), ci.Meta)
+	budgets := h.Shards.ReadBudgets(ci)
+	dst = bsoncore.AppendInt64Element(dst, "throughput", int64(prov.RU))
+	dst = bsoncore.AppendBooleanElement(dst, "autoscale", prov.Autoscale)
+	dst = bsoncore.AppendBooleanElement(dst, "burstCapacity", budgets.BurstCapacity())
+	dst = bsoncore.AppendStringElement(dst, "throughputPolicy", throughputPolicy(ci.Meta))
+	return prov, budgets, dst
 }
 
 // appendHashBound appends a partition bound as config.chunks shows it: the hash as a
