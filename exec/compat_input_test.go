@@ -31,6 +31,12 @@ var inputErrorCases = []struct {
 		"Field 'showRecordId' should be a boolean value, but found: int"},
 	{"FindMaxTimeMSString", `{"find": "c", "maxTimeMS": "x"}`, mongoerr.TypeMismatch,
 		"BSON field 'find.maxTimeMS' is the wrong type 'string', expected types '[long, int, decimal, double']"},
+	{"AggregateMaxTimeMSNegativeLong", `{"aggregate": "c", "pipeline": [], "cursor": {}, "maxTimeMS": {"$numberLong": "-1"}}`,
+		mongoerr.Location51024, "BSON field 'maxTimeMS' value must be >= 0, actual value '-1'"},
+	{"AggregateMaxTimeMSNegativeDouble", `{"aggregate": "c", "pipeline": [], "cursor": {}, "maxTimeMS": -1.5}`,
+		mongoerr.Location51024, "BSON field 'maxTimeMS' value must be >= 0, actual value '-1'"},
+	{"AggregateMaxTimeMSTooLarge", `{"aggregate": "c", "pipeline": [], "cursor": {}, "maxTimeMS": {"$numberLong": "2147483648"}}`,
+		mongoerr.BadValue, "2147483648 value for maxTimeMS is out of range [0, 2147483647]"},
 	{"AggregateMaxTimeMSObject", `{"aggregate": "c", "pipeline": [], "cursor": {}, "maxTimeMS": {}}`, mongoerr.TypeMismatch,
 		"BSON field 'aggregate.maxTimeMS' is the wrong type 'object', expected types '[long, int, decimal, double']"},
 	{"InsertMaxTimeMSBool", `{"insert": "c", "documents": [{}], "maxTimeMS": true}`, mongoerr.TypeMismatch,
@@ -112,6 +118,16 @@ var stageErrorCases = []struct {
 		"Invalid $project :: caused by :: Cannot use positional projection in aggregation projection"},
 	{"ProjectPositionalNested", `[{"$project": {"a": {"b.$": 0}}}]`, mongoerr.Location31324,
 		"Invalid $project :: caused by :: Cannot use positional projection in aggregation projection"},
+	{"ProjectPositionalMiddle", `[{"$project": {"a.$.b": 1}}]`, mongoerr.Location31394,
+		"Invalid $project :: caused by :: As of 4.4, it's illegal to specify positional operator in the middle of a path." +
+			"Positional projection may only be used at the end, for example: a.b.$. If the query previously used a form " +
+			"like a.b.$.d, remove the parts following the '$' and the results will be equivalent."},
+	{"ProjectPositionalMiddleNested", `[{"$project": {"a": {"b.$.c": 0}}}]`, mongoerr.Location31394,
+		"Invalid $project :: caused by :: As of 4.4, it's illegal to specify positional operator in the middle of a path." +
+			"Positional projection may only be used at the end, for example: a.b.$. If the query previously used a form " +
+			"like a.b.$.d, remove the parts following the '$' and the results will be equivalent."},
+	{"AddFieldsPositionalMiddle", `[{"$addFields": {"a.$.b": 1}}]`, mongoerr.Location16410,
+		"Invalid $addFields :: caused by :: FieldPath field names may not start with '$'. Consider using $getField or $setField."},
 	{"SortEmptySegment", `[{"$sort": {"a..b": 1}}]`, mongoerr.Location15998, "FieldPath field names may not be empty strings."},
 	{"SortTrailingDot", `[{"$sort": {"a.": 1}}]`, mongoerr.Location40353, "FieldPath must not end with a '.'."},
 	{"ProjectNotObjectUnprefixed", `[{"$project": 1}]`, mongoerr.Location15969, "$project specification must be an object"},
