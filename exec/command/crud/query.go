@@ -185,6 +185,15 @@ func (h *Handlers) distinct(ctx context.Context, r *command.Request) error {
 	if err := catalog.CheckCollation(collation); err != nil {
 		return err
 	}
+	if v, err := r.Body.LookupErr("maxTimeMS"); err == nil {
+		ms, err := command.MaxTimeMS(cmd, v)
+		if err != nil {
+			return err
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = h.Deadline(ctx, ms)
+		defer cancel()
+	}
 	var values []bsoncore.Value
 	if h.IsView(r.DB, coll) {
 		if values, err = h.distinctView(ctx, r, coll, filter, hint, key); err != nil || r.Explain != "" {
@@ -212,7 +221,7 @@ func (h *Handlers) distinct(ctx context.Context, r *command.Request) error {
 		}
 		if ci != nil {
 			if values, err = h.distinctValues(ctx, r, q, key); err != nil {
-				return err
+				return query.TimeLimitError(ctx, err)
 			}
 		}
 	}
