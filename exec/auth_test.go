@@ -254,7 +254,7 @@ func TestAuthRolesEnforced(t *testing.T) {
 	wantCode(t, reader, "app", `{"insert": "c", "documents": [{"_id": 4}]}`, 13, "")
 	wantCode(t, admin, "app", `{"dropUser": "reader"}`, 0, "")
 	wantCode(t, reader, "app", `{"find": "c"}`, 13, "")
-	wantCode(t, admin, "app", `{"dropUser": "reader"}`, 11, `Could not find user "reader" for db "app"`)
+	wantCode(t, admin, "app", `{"dropUser": "reader"}`, 11, "User 'reader@app' not found")
 }
 
 func TestAuthUsersInfoShape(t *testing.T) {
@@ -335,4 +335,30 @@ func TestAuthOffChangesNothing(t *testing.T) {
 	c := connFrom(e, 1, "10.0.0.1")
 	wantCode(t, c, "app", `{"insert": "c", "documents": [{"_id": 1}]}`, 0, "")
 	wantCode(t, c, "admin", `{"serverStatus": 1}`, 0, "")
+}
+
+// TestAuthUserCommandsCompatErrors: the user commands' refusals in MongoDB 7.0's words, in
+// its order (user_management_commands.cpp): the password's credentials are built before the
+// user document is checked, the roles are checked before the user is looked for.
+func TestAuthUserCommandsCompatErrors(t *testing.T) {
+	e := testExecutor(t, 1, Options{})
+	c := e.Connect(wire.ConnInfo{ID: 1})
+	const emptyPwd = "Error preflighting UTF-8 conversion: U_STRING_NOT_TERMINATED_WARNING"
+	for _, tc := range []struct {
+		cmd  string
+		code int32
+		msg  string
+	}{
+		{`{"createUser": "have", "pwd": "pw", "roles": []}`, 0, ""},
+		{`{"createUser": "", "pwd": "", "roles": []}`, 50687, emptyPwd},
+		{`{"createUser": "", "pwd": "pw", "roles": []}`, 2, "User document needs 'user' field to be non-empty"},
+		{`{"createUser": "x", "pwd": "", "roles": [], "mechanisms": ["SCRAM-SHA-1"]}`, 0, ""},
+		{`{"updateUser": "nobody", "pwd": ""}`, 50687, emptyPwd},
+		{`{"updateUser": "nobody", "roles": ["nope"]}`, 31, "Could not find role: nope@app"},
+		{`{"updateUser": "nobody", "customData": {}}`, 11, "User nobody@app not found"},
+		{`{"dropUser": "nobody"}`, 11, "User 'nobody@app' not found"},
+		{`{"revokeRolesFromUser": "nobody", "roles": ["read"]}`, 11, `Could not find user "nobody" for db "app"`},
+	} {
+		wantCode(t, c, "app", tc.cmd, tc.code, tc.msg)
+	}
 }

@@ -85,7 +85,7 @@ func TestGetMoreMaxTimeMS(t *testing.T) {
 	bg := context.Background()
 	id := openCursor(t, c, `"maxTimeMS": 100000`)
 	wantError(t, "string", handleJSON(bg, t, c, getMore(id, `"maxTimeMS": "x"`)), mongoerr.TypeMismatch,
-		"BSON field 'getMore.maxTimeMS' is the wrong type 'string', expected types '[long, int, decimal, double]'")
+		"BSON field 'getMore.maxTimeMS' is the wrong type 'string', expected types '[long, int, decimal, double']")
 	wantError(t, "non-tailable", handleJSON(bg, t, c, getMore(id, `"maxTimeMS": 10`)), mongoerr.BadValue,
 		"maxTimeMS can only be used with getMore for tailable, awaitData cursors")
 

@@ -123,7 +123,7 @@ func TestFindAndModifyErrors(t *testing.T) {
 			"Cannot specify both upsert=true and remove=true"},
 		{"ModifyID", bson.D{{Key: "findAndModify", Value: "c"}, {Key: "query", Value: bson.D{{Key: "_id", Value: 1}}},
 			{Key: "update", Value: wrJSON(t, `{"$set": {"_id": 3}}`)}}, 66,
-			"Performing an update on the path '_id' would modify the immutable field '_id'"},
+			"Plan executor error during findAndModify :: caused by :: Performing an update on the path '_id' would modify the immutable field '_id'"},
 		{"QueryType", bson.D{{Key: "findAndModify", Value: "c"}, {Key: "query", Value: 1}, upd}, 14, ""},
 		{"BadSort", bson.D{{Key: "findAndModify", Value: "c"}, {Key: "sort", Value: bson.D{{Key: "a", Value: 2}}}, upd}, 15975, ""},
 		{"Unknown", bson.D{{Key: "findAndModify", Value: "c"}, {Key: "bogus", Value: 1}, upd}, 40415,

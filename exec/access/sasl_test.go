@@ -40,7 +40,7 @@ func TestParseStart(t *testing.T) {
 		{"MechanismNumber", `{"saslStart": 1, "mechanism": 1}`, mongoerr.TypeMismatch,
 			"BSON field 'saslStart.mechanism' is the wrong type 'int', expected type 'string'"},
 		{"PayloadNumber", `{"saslStart": 1, "mechanism": "SCRAM-SHA-256", "payload": 1}`, mongoerr.TypeMismatch,
-			"BSON field 'saslStart.payload' is the wrong type 'int', expected types '[string, binData]'"},
+			"BSON field 'saslStart.payload' is the wrong type 'int', expected types '[string, binData']"},
 		{"DBNumber", `{"saslStart": 1, "mechanism": "SCRAM-SHA-256", "db": 1}`, mongoerr.TypeMismatch,
 			"BSON field 'saslStart.db' is the wrong type 'int', expected type 'string'"},
 		{"OptionsNotADocument", `{"saslStart": 1, "mechanism": "SCRAM-SHA-256", "options": true}`, mongoerr.TypeMismatch,

@@ -176,7 +176,7 @@ var aggCases = []aggCase{
 	{name: "UnknownStage", input: nil, pipeline: `[{"$foo": {}}]`, code: 40324},
 	{name: "TwoFieldStage", input: nil, pipeline: `[{"$match": {}, "$limit": 1}]`, code: 40323},
 	{name: "LimitZero", input: nil, pipeline: `[{"$limit": 0}]`, code: 15958},
-	{name: "SkipNegative", input: nil, pipeline: `[{"$skip": -1}]`, code: 15956},
+	{name: "SkipNegative", input: nil, pipeline: `[{"$skip": -1}]`, code: 5107200},
 	{name: "SortEmpty", input: nil, pipeline: `[{"$sort": {}}]`, code: 15976},
 }
 

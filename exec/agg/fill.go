@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -29,7 +30,7 @@ func parseFillStage(env *Env, name string, arg bsoncore.Value) (Stage, error) {
 			sortBy = v
 		case "partitionBy":
 			if v.Type != bsoncore.TypeString && v.Type != bsoncore.TypeEmbeddedDocument {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$fill.partitionBy' is the wrong type '%s', expected types '[string, object]'", bsonx.TypeName(v.Type))
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$fill.partitionBy' is the wrong type '%s', %s", bsonx.TypeName(v.Type), args.Expected("string", "object"))
 			}
 			partBy = v
 		case "partitionByFields":

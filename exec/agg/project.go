@@ -142,6 +142,12 @@ func parseProjectSpec(env *Env, name string, arg bsoncore.Value, d bsoncore.Docu
 	return s, nil
 }
 
+// positionalMiddleMessage is projection_parser's Location31394, which find's projections
+// (exec/project) send too.
+const positionalMiddleMessage = "As of 4.4, it's illegal to specify positional operator in the middle of a path." +
+	"Positional projection may only be used at the end, for example: a.b.$. If the query previously used a form " +
+	"like a.b.$.d, remove the parts following the '$' and the results will be equivalent."
+
 // truthyFlag reports whether a $project flag (number or boolean) includes its field.
 func truthyFlag(v bsoncore.Value) bool {
 	if b, ok := v.BooleanOK(); ok {
@@ -170,6 +176,11 @@ func (s *projStage) parseLevel(env *Env, n *projNode, d bsoncore.Document, prefi
 		if flag != nil && strings.HasSuffix(key, ".$") {
 			// The positional projection is find's alone (projection_parser's policies).
 			return mongoerr.New(mongoerr.Location31324, "Cannot use positional projection in aggregation projection")
+		}
+		if flag != nil && strings.Contains(key, ".$.") {
+			// projection_parser refuses a positional operator inside a path before it parses
+			// the path, in $project as in find.
+			return mongoerr.New(mongoerr.Location31394, positionalMiddleMessage)
 		}
 		parts, err := expr.SplitPath(key)
 		if err != nil {

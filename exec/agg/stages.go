@@ -131,13 +131,14 @@ func (s *sortStage) withKeys(keys []bsonx.SortField) *sortStage {
 // limitStage is $limit.
 type limitStage struct{ n int64 }
 
-// parseLimitStage parses {$limit: n}, n > 0.
+// parseLimitStage parses {$limit: n}, n > 0: MongoDB reads n with
+// parseIntegerElementToNonNegativeLong and then refuses 0.
 func parseLimitStage(_ *Env, _ string, arg bsoncore.Value) (Stage, error) {
-	n, ok := WholeNumber(arg)
-	if !ok {
-		return nil, mongoerr.New(mongoerr.Location15957, "the limit must be specified as a number")
+	n, err := match.NonNegativeLong("$limit", arg)
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.Location5107201, "invalid argument to $limit stage: %s", mongoerr.From(err).Message)
 	}
-	if n <= 0 {
+	if n == 0 {
 		return nil, mongoerr.New(mongoerr.Location15958, "the limit must be positive")
 	}
 	return &limitStage{n: n}, nil
@@ -156,14 +157,11 @@ func (s *limitStage) Spec() bsoncore.Document {
 // skipStage is $skip.
 type skipStage struct{ n int64 }
 
-// parseSkipStage parses {$skip: n}, n >= 0.
+// parseSkipStage parses {$skip: n}, n >= 0, read with parseIntegerElementToNonNegativeLong.
 func parseSkipStage(_ *Env, _ string, arg bsoncore.Value) (Stage, error) {
-	n, ok := WholeNumber(arg)
-	if !ok {
-		return nil, mongoerr.New(mongoerr.Location15972, "Argument to $skip must be a number")
-	}
-	if n < 0 {
-		return nil, mongoerr.New(mongoerr.Location15956, "Argument to $skip cannot be negative")
+	n, err := match.NonNegativeLong("$skip", arg)
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.Location5107200, "invalid argument to $skip stage: %s", mongoerr.From(err).Message)
 	}
 	return &skipStage{n: n}, nil
 }

@@ -108,24 +108,21 @@ func Missing(cmd, field string) error {
 
 // WrongType is MongoDB's IDL error for a field of the wrong BSON type.
 func WrongType(cmd, field string, got bsoncore.Type, want ...string) error {
-	return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type%s '%s'",
-		cmd, field, bsonx.TypeName(got), plural(len(want)), wantList(want))
+	return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', %s",
+		cmd, field, bsonx.TypeName(got), Expected(want...))
 }
 
-// plural returns "s" when n != 1.
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
-}
-
-// wantList formats expected type names as MongoDB does: "string" or "[long, int, decimal, double]".
-func wantList(want []string) string {
+// Expected is the end of MongoDB 7.0's IDL type error, which names one type in quotes and
+// a list of them with the closing quote inside the bracket (IDLParserContext::throwBadType
+// writes "'[" … "']"; MongoDB 8 moved the quote out):
+//
+//	Expected("object")                           → expected type 'object'
+//	Expected("long", "int", "decimal", "double") → expected types '[long, int, decimal, double']
+func Expected(want ...string) string {
 	if len(want) == 1 {
-		return want[0]
+		return "expected type '" + want[0] + "'"
 	}
-	return "[" + strings.Join(want, ", ") + "]"
+	return "expected types '[" + strings.Join(want, ", ") + "']"
 }
 
 // NumberTypes are the types MongoDB's IDL "safeInt64" and friends accept, in its message order.
@@ -207,9 +204,19 @@ func Int64(cmd, field string, v bsoncore.Value) (int64, error) {
 	}
 }
 
-// Collection validates the collection name given as the command's first field.
-func Collection(_ string, v bsoncore.Value) (string, error) {
+// Collection validates the collection name given as the command's first field. The commands
+// that also take a collection UUID there (find, count, distinct) check the element's type in
+// their authorization check, before they parse it, and refuse anything but a string as
+// AuthorizationSession::isAuthorizedToParseNamespaceElement does; the others say what type
+// they got:
+//
+//	{find: 1}   → Failed to parse namespace element
+//	{insert: 1} → collection name has invalid type int
+func Collection(cmd string, v bsoncore.Value) (string, error) {
 	s, ok := v.StringValueOK()
+	if !ok && uuidCommands[cmd] {
+		return "", mongoerr.New(mongoerr.InvalidNamespace, "Failed to parse namespace element")
+	}
 	if !ok {
 		return "", mongoerr.New(mongoerr.InvalidNamespace,
 			"collection name has invalid type %s", bsonx.TypeName(v.Type))
@@ -219,6 +226,9 @@ func Collection(_ string, v bsoncore.Value) (string, error) {
 	}
 	return s, nil
 }
+
+// uuidCommands are the commands whose namespace element may be a collection UUID.
+var uuidCommands = map[string]bool{"find": true, "count": true, "distinct": true}
 
 // OptionalDoc returns a document argument; null counts as absent, as drivers sometimes send it.
 func OptionalDoc(cmd, field string, v bsoncore.Value) (bsoncore.Document, error) {

@@ -148,7 +148,7 @@ func TestOptionalBool(t *testing.T) {
 // TestInt64 checks safeInt64: every number type, truncation of fractions, saturation of
 // huge values and infinities, NaN refused with BadValue, other types with TypeMismatch.
 func TestInt64(t *testing.T) {
-	numbers := "types '[long, int, decimal, double]'"
+	numbers := "types '[long, int, decimal, double']"
 	nan := refusal{mongoerr.BadValue, "BadValue", "BSON field 'find.f' value must be a number, got NaN"}
 	for _, tc := range []struct {
 		name, in string
@@ -190,20 +190,24 @@ func TestInt64(t *testing.T) {
 }
 
 // TestCollection checks the collection name of a command's first field: a non-empty
-// string, InvalidNamespace otherwise.
+// string, InvalidNamespace otherwise, whose message depends on whether the command also
+// takes a collection UUID there.
 func TestCollection(t *testing.T) {
 	for _, tc := range []struct {
-		name, in, want string
-		err            refusal
+		name, cmd, in, want string
+		err                 refusal
 	}{
-		{"Name", `"c"`, "c", refusal{}},
-		{"Dotted", `"a.b"`, "a.b", refusal{}},
-		{"Empty", `""`, "", refusal{mongoerr.InvalidNamespace, "InvalidNamespace", "Invalid namespace specified ''"}},
-		{"Int", `1`, "", refusal{mongoerr.InvalidNamespace, "InvalidNamespace", "collection name has invalid type int"}},
-		{"Null", `null`, "", refusal{mongoerr.InvalidNamespace, "InvalidNamespace", "collection name has invalid type null"}},
+		{"Name", "find", `"c"`, "c", refusal{}},
+		{"Dotted", "insert", `"a.b"`, "a.b", refusal{}},
+		{"Empty", "find", `""`, "", refusal{mongoerr.InvalidNamespace, "InvalidNamespace", "Invalid namespace specified ''"}},
+		{"FindInt", "find", `1`, "", refusal{mongoerr.InvalidNamespace, "InvalidNamespace", "Failed to parse namespace element"}},
+		{"CountNull", "count", `null`, "", refusal{mongoerr.InvalidNamespace, "InvalidNamespace", "Failed to parse namespace element"}},
+		{"DistinctObject", "distinct", `{}`, "", refusal{mongoerr.InvalidNamespace, "InvalidNamespace", "Failed to parse namespace element"}},
+		{"InsertInt", "insert", `1`, "", refusal{mongoerr.InvalidNamespace, "InvalidNamespace", "collection name has invalid type int"}},
+		{"DropNull", "drop", `null`, "", refusal{mongoerr.InvalidNamespace, "InvalidNamespace", "collection name has invalid type null"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := args.Collection("find", val(t, tc.in))
+			got, err := args.Collection(tc.cmd, val(t, tc.in))
 			checkErr(t, err, tc.err)
 			if got != tc.want {
 				t.Errorf("Collection(%s) = %q, want %q", tc.in, got, tc.want)
@@ -220,7 +224,7 @@ func TestErrorConstructors(t *testing.T) {
 	checkErr(t, args.WrongType("insert", "ordered", bsoncore.TypeString, "bool"),
 		refusal{mongoerr.TypeMismatch, "TypeMismatch", "BSON field 'insert.ordered' is the wrong type 'string', expected type 'bool'"})
 	checkErr(t, args.WrongType("find", "limit", bsoncore.TypeArray, args.NumberTypes...),
-		refusal{mongoerr.TypeMismatch, "TypeMismatch", "BSON field 'find.limit' is the wrong type 'array', expected types '[long, int, decimal, double]'"})
+		refusal{mongoerr.TypeMismatch, "TypeMismatch", "BSON field 'find.limit' is the wrong type 'array', expected types '[long, int, decimal, double']"})
 }
 
 // TestForEach checks the walk over a command body: the command name and the generic

@@ -66,8 +66,10 @@ func (e *Server) LockDDL(ctx context.Context, cmd string, body bsoncore.Document
 }
 
 // MaxTimeMS parses the generic maxTimeMS argument of command cmd: a non-negative 32-bit
-// integer. As MongoDB 7.0: a non-number is the IDL's TypeMismatch, null, a value out of
-// range (checked on the truncated value first) or a fraction are BadValue.
+// integer. As MongoDB 7.0 (parseMaxTimeMS): a non-number is the IDL's TypeMismatch, null, a
+// value out of range (checked on the truncated value first) or a fraction are BadValue:
+//
+//	{maxTimeMS: -1} → -1 value for maxTimeMS is out of range [0, 2147483647]
 func MaxTimeMS(cmd string, v bsoncore.Value) (int64, error) {
 	switch v.Type {
 	case bsoncore.TypeNull:
@@ -81,10 +83,25 @@ func MaxTimeMS(cmd string, v bsoncore.Value) (int64, error) {
 		return 0, err
 	}
 	if n < 0 || n > math.MaxInt32 {
-		return 0, mongoerr.New(mongoerr.BadValue, "%d value for maxTimeMS is out of range", n)
+		return 0, mongoerr.New(mongoerr.BadValue, "%d value for maxTimeMS is out of range [0, %d]", n, math.MaxInt32)
 	}
 	if f, ok := v.DoubleOK(); ok && f != math.Trunc(f) {
 		return 0, mongoerr.New(mongoerr.BadValue, "maxTimeMS has non-integral value")
 	}
 	return n, nil
+}
+
+// MaxTimeMSNonNegative parses maxTimeMS where the command's own IDL declares it with the
+// validator gte: 0 (aggregate): the IDL refuses a negative value, whatever its numeric type,
+// with Location51024 before the generic parse sees it; the rest is MaxTimeMS.
+//
+//	{aggregate: …, maxTimeMS: NumberLong(-1)} → BSON field 'maxTimeMS' value must be >= 0, actual value '-1'
+func MaxTimeMSNonNegative(cmd string, v bsoncore.Value) (int64, error) {
+	switch v.Type {
+	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+		if n, err := args.Int64(cmd, "maxTimeMS", v); err == nil && n < 0 {
+			return 0, mongoerr.New(mongoerr.Location51024, "BSON field 'maxTimeMS' value must be >= 0, actual value '%d'", n)
+		}
+	}
+	return MaxTimeMS(cmd, v)
 }

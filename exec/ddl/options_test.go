@@ -40,7 +40,7 @@ func TestParseCreateOptions(t *testing.T) {
 		{"UnknownOption", `{"create": "c", "bogus": 1}`, "", mongoerr.Location40415, "Location40415", "BSON field 'create.bogus' is an unknown field."},
 		{"Encrypted", `{"create": "c", "encryptedFields": {}}`, "", mongoerr.NotImplemented, "NotImplemented", "queryable encryption are not supported by cleave"},
 		{"SizeNotNumber", `{"create": "c", "capped": true, "size": "1"}`, "", mongoerr.TypeMismatch, "TypeMismatch",
-			"BSON field 'create.size' is the wrong type 'string', expected types '[long, int, decimal, double]'"},
+			"BSON field 'create.size' is the wrong type 'string', expected types '[long, int, decimal, double']"},
 		{"SizeZero", `{"create": "c", "capped": true, "size": 0}`, "", mongoerr.Location51024, "Location51024",
 			"BSON field 'create.size' value must be >= 1, actual value '0'"},
 		{"SizeWithoutCapped", `{"create": "c", "size": 100}`, "", mongoerr.InvalidOptions, "InvalidOptions",

@@ -226,7 +226,7 @@ func parseBits(name string, v bsoncore.Value) (leaf, error) {
 			pos = append(pos, p)
 		}
 	case bsonx.IsNumber(v.Type):
-		m, err := nonNegativeInt64(name, v)
+		m, err := NonNegativeLong(name, v)
 		if err != nil {
 			return nil, err
 		}
@@ -276,8 +276,17 @@ func bitPosition(key string, v bsoncore.Value) (uint32, error) {
 	return uint32(f), nil
 }
 
-// nonNegativeInt64 is MongoDB's parseIntegerElementToNonNegativeLong.
-func nonNegativeInt64(name string, v bsoncore.Value) (int64, error) {
+// NonNegativeLong is MongoDB's BSONElement::parseIntegerElementToNonNegativeLong, which
+// reads the argument of the bit tests, $skip and $limit: an integral number (of any numeric
+// type) that fits in 64 bits and is not negative. Its errors are FailedToParse and name the
+// element as "name: value":
+//
+//	{$bitsAllClear: -1}  → Expected a non-negative number in: $bitsAllClear: -1
+//	{$skip: "a"}         → Expected a number in: $skip: "a"
+func NonNegativeLong(name string, v bsoncore.Value) (int64, error) {
+	if !bsonx.IsNumber(v.Type) {
+		return 0, mongoerr.New(mongoerr.FailedToParse, "Expected a number in: %s", elemString(name, v))
+	}
 	f, _ := numberFloat(v)
 	if v.Type == bsoncore.TypeDouble || v.Type == bsoncore.TypeDecimal128 {
 		if math.IsNaN(f) {
@@ -295,7 +304,7 @@ func nonNegativeInt64(name string, v bsoncore.Value) (int64, error) {
 		i = int64(f)
 	}
 	if i < 0 {
-		return 0, mongoerr.New(mongoerr.FailedToParse, "Expected a positive number in: %s", elemString(name, v))
+		return 0, mongoerr.New(mongoerr.FailedToParse, "Expected a non-negative number in: %s", elemString(name, v))
 	}
 	return i, nil
 }

@@ -11,21 +11,21 @@ import (
 
 // MongoDB assertion sites used here that wire/mongoerr does not define.
 const (
-	codeEmptyFieldName   mongoerr.Code = 15998 // Location15998: empty path component
-	codeLiteralInExcl    mongoerr.Code = 31252 // Location31252: expression in exclusion projection
-	codePathCollision    mongoerr.Code = 31250 // Location31250
-	codePositionalAndEM  mongoerr.Code = 31255 // Location31255
-	codeElemMatchNested  mongoerr.Code = 31275 // Location31275
-	codeElemMatchArg     mongoerr.Code = 31274 // Location31274
-	codeTwoPositional    mongoerr.Code = 31276 // Location31276
-	codePositionalMiddle mongoerr.Code = 31394 // Location31394
-	codePositionalExcl   mongoerr.Code = 31395 // Location31395
-	codePositionalNone   mongoerr.Code = 51246 // Location51246
-	codePositionalMiss   mongoerr.Code = 51247 // Location51247
-	codeEmptySubProj     mongoerr.Code = 51270 // Location51270
-	codeSliceSyntax      mongoerr.Code = 28667 // Location28667
-	codeSliceFirstArg    mongoerr.Code = 28724 // Location28724
-	codeNoTextScore      mongoerr.Code = 40218 // Location40218
+	codeEmptyFieldName   mongoerr.Code = 15998                  // Location15998: empty path component
+	codeLiteralInExcl    mongoerr.Code = 31252                  // Location31252: expression in exclusion projection
+	codePathCollision    mongoerr.Code = 31250                  // Location31250
+	codePositionalAndEM  mongoerr.Code = 31255                  // Location31255
+	codeElemMatchNested  mongoerr.Code = 31275                  // Location31275
+	codeElemMatchArg     mongoerr.Code = 31274                  // Location31274
+	codeTwoPositional    mongoerr.Code = 31276                  // Location31276
+	codePositionalMiddle mongoerr.Code = mongoerr.Location31394 // the message is agg's positionalMiddleMessage too
+	codePositionalExcl   mongoerr.Code = 31395                  // Location31395
+	codePositionalNone   mongoerr.Code = 51246                  // Location51246
+	codePositionalMiss   mongoerr.Code = 51247                  // Location51247
+	codeEmptySubProj     mongoerr.Code = 51270                  // Location51270
+	codeSliceSyntax      mongoerr.Code = 28667                  // Location28667
+	codeSliceFirstArg    mongoerr.Code = 28724                  // Location28724
+	codeNoTextScore      mongoerr.Code = 40218                  // Location40218
 )
 
 // kind is what a projection field does.

@@ -46,6 +46,17 @@ func (e *Error) WithLabels(labels ...string) *Error {
 	return e
 }
 
+// WithContext returns a copy of e whose message is prefixed with context, as MongoDB's
+// DBException::addContext chains them; e is left as it was (it may be a shared value):
+//
+//	New(ImmutableField, "Performing an update on the path '_id' …").WithContext("Plan executor error during findAndModify")
+//	→ "Plan executor error during findAndModify :: caused by :: Performing an update on the path '_id' …"
+func (e *Error) WithContext(context string) *Error {
+	c := *e
+	c.Message = context + " :: caused by :: " + e.Message
+	return &c
+}
+
 // As returns the *Error in err's chain, or nil.
 func As(err error) *Error {
 	if err == nil { // errors.As would make e escape: an allocation on every successful command

@@ -82,3 +82,20 @@ func TestWriteErrors(t *testing.T) {
 		t.Errorf("keyPattern missing: %v", we)
 	}
 }
+
+// TestErrorWithContext chains a context before the message as MongoDB's addContext does,
+// keeping the code, labels and extra fields, and leaves the original error alone.
+func TestErrorWithContext(t *testing.T) {
+	info := bsoncore.NewDocumentBuilder().AppendInt32("keyValue", 1).Build()
+	e := &Error{Code: DuplicateKey, Message: "E11000 duplicate key error", Labels: []string{"L"}, Info: info}
+	got := e.WithContext("Plan executor error during findAndModify")
+	if want := "Plan executor error during findAndModify :: caused by :: E11000 duplicate key error"; got.Message != want {
+		t.Errorf("message = %q, want %q", got.Message, want)
+	}
+	if got.Code != DuplicateKey || len(got.Labels) != 1 || len(got.Info) != len(info) {
+		t.Errorf("WithContext lost the code, labels or info: %+v", got)
+	}
+	if e.Message != "E11000 duplicate key error" {
+		t.Errorf("WithContext changed the original: %q", e.Message)
+	}
+}

@@ -95,7 +95,7 @@ func (h *Handlers) dropIndexes(ctx context.Context, r *command.Request) error {
 			return true, nil
 		}
 		return true, mongoerr.New(mongoerr.TypeMismatch,
-			"BSON field 'dropIndexes.index' is the wrong type '%s', expected types '[string, object, array]'", bsonx.TypeName(v.Type))
+			"BSON field 'dropIndexes.index' is the wrong type '%s', %s", bsonx.TypeName(v.Type), args.Expected("string", "object", "array"))
 	})
 	if err != nil {
 		return err

@@ -103,7 +103,7 @@ func parseAggregate(body bsoncore.Document, explaining bool) (*aggregateArgs, er
 		a.haveCursor = false
 	}
 	if v, err := body.LookupErr("maxTimeMS"); err == nil {
-		if a.maxTimeMS, err = command.MaxTimeMS(cmd, v); err != nil {
+		if a.maxTimeMS, err = command.MaxTimeMSNonNegative(cmd, v); err != nil {
 			return nil, err
 		}
 	}

@@ -157,7 +157,7 @@ func (h *Handlers) findAndModify(ctx context.Context, r *command.Request) error 
 	err = h.runWrite(ctx, r, op, &ModifyStmt{Kind: "findAndModify", Index: a.stmtID}, &res)
 	r.Charge += res.Charge
 	if err != nil {
-		return query.TimeLimitError(ctx, err)
+		return famExecError(query.TimeLimitError(ctx, err))
 	}
 	if a.remove {
 		h.Counters.DeletedDocs.Add(res.Matched)
@@ -168,6 +168,38 @@ func (h *Handlers) findAndModify(ctx context.Context, r *command.Request) error 
 		h.Counters.InsertedDocs.Add(1)
 	}
 	return appendFAMReply(r, a, op, proj, &res)
+}
+
+// famExecError adds, to an error of running the write on the document (the update or the
+// upsert refused, a duplicate key, a failed validation, an expression that fails on the
+// document), the context MongoDB's findAndModify adds to whatever its plan executor throws;
+// errors about the operation rather than the document (its time limit, the client gone,
+// routing, transactions, throttling) keep their message, as do errors raised while parsing,
+// which come before the executor:
+//
+//	Performing an update on the path '_id' would modify the immutable field '_id'
+//	→ Plan executor error during findAndModify :: caused by :: Performing an update on the path '_id' …
+func famExecError(err error) error {
+	e := mongoerr.As(err)
+	if e == nil || len(e.Labels) > 0 || !executorCode(e.Code) {
+		return err
+	}
+	return e.WithContext("Plan executor error during findAndModify")
+}
+
+// executorCode reports whether code is one a document's own write fails with, rather than
+// the operation's circumstances.
+func executorCode(code mongoerr.Code) bool {
+	switch code {
+	case mongoerr.MaxTimeMSExpired, mongoerr.Interrupted, mongoerr.InterruptedAtShutdown, mongoerr.ClientDisconnect,
+		mongoerr.ExceededTimeLimit, mongoerr.InterruptedDueToReplStateChange, mongoerr.ShutdownInProgress,
+		mongoerr.StaleConfig, mongoerr.StaleDbVersion, mongoerr.HostUnreachable, mongoerr.NetworkTimeout,
+		mongoerr.NotWritablePrimary, mongoerr.WriteConflict, mongoerr.LockTimeout, mongoerr.NoSuchTransaction,
+		mongoerr.OperationNotSupportedInTransaction, mongoerr.NamespaceNotFound, mongoerr.CommandNotSupportedOnView,
+		mongoerr.TooManyRequests, mongoerr.OutOfDiskSpace, mongoerr.InternalError:
+		return false
+	}
+	return true
 }
 
 // CompileFAM compiles a findAndModify into a single-document writeOp and its projection

@@ -147,44 +147,67 @@ func (h *Handlers) count(ctx context.Context, r *command.Request) error {
 	return nil
 }
 
-// distinct runs the distinct command.
-func (h *Handlers) distinct(ctx context.Context, r *command.Request) error {
+// distinctArgs are the arguments of a distinct command.
+type distinctArgs struct {
+	coll, key         string
+	filter, collation bsoncore.Document
+	hint              bsoncore.Value
+	maxTimeMS         int64
+}
+
+// parseDistinct parses a distinct command's body.
+func parseDistinct(body bsoncore.Document) (*distinctArgs, error) {
 	const cmd = "distinct"
-	first, _ := bsonx.FirstElement(r.Body)
+	first, _ := bsonx.FirstElement(body)
 	coll, err := args.Collection(cmd, first.Value())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var key string
-	var filter, collation bsoncore.Document
-	var hint bsoncore.Value
+	a := &distinctArgs{coll: coll}
 	haveKey := false
-	err = args.ForEach(cmd, r.Body, func(k string, v bsoncore.Value) (bool, error) {
+	maxTime, err := args.ForEachMaxTime(cmd, body, func(k string, v bsoncore.Value) (bool, error) {
 		var err error
 		switch k {
 		case "key":
 			haveKey = true
-			key, err = args.String(cmd, k, v)
+			a.key, err = args.String(cmd, k, v)
 		case "query":
-			filter, err = args.OptionalDoc(cmd, k, v)
+			a.filter, err = args.OptionalDoc(cmd, k, v)
 		case "collation":
-			collation, err = args.Doc(cmd, k, v)
+			a.collation, err = args.Doc(cmd, k, v)
 		case "hint":
-			hint = v
+			a.hint = v
 		default:
 			return false, nil
 		}
 		return true, err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !haveKey {
-		return args.Missing(cmd, "key")
+		return nil, args.Missing(cmd, "key")
 	}
-	if err := catalog.CheckCollation(collation); err != nil {
+	if err := catalog.CheckCollation(a.collation); err != nil {
+		return nil, err
+	}
+	if maxTime.Type != 0 {
+		if a.maxTimeMS, err = command.MaxTimeMS(cmd, maxTime); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// distinct runs the distinct command.
+func (h *Handlers) distinct(ctx context.Context, r *command.Request) error {
+	a, err := parseDistinct(r.Body)
+	if err != nil {
 		return err
 	}
+	ctx, cancel := h.Deadline(ctx, a.maxTimeMS)
+	defer cancel()
+	coll, key, filter, hint := a.coll, a.key, a.filter, a.hint
 	var values []bsoncore.Value
 	if h.IsView(r.DB, coll) {
 		if values, err = h.distinctView(ctx, r, coll, filter, hint, key); err != nil || r.Explain != "" {
@@ -195,7 +218,7 @@ func (h *Handlers) distinct(ctx context.Context, r *command.Request) error {
 		if err != nil {
 			return err
 		}
-		coll, err := CollationFor(collation, ci)
+		coll, err := CollationFor(a.collation, ci)
 		if err != nil {
 			return err
 		}
@@ -212,7 +235,7 @@ func (h *Handlers) distinct(ctx context.Context, r *command.Request) error {
 		}
 		if ci != nil {
 			if values, err = h.distinctValues(ctx, r, q, key); err != nil {
-				return err
+				return query.TimeLimitError(ctx, err)
 			}
 		}
 	}

@@ -109,9 +109,6 @@ func parseUserSpec(r *command.Request) (userSpec, error) {
 	if err != nil {
 		return s, err
 	}
-	if name == "" {
-		return s, mongoerr.New(mongoerr.BadValue, "User name must not be empty")
-	}
 	s.name = name
 	err = args.ForEach(r.Name, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		var err error
@@ -140,10 +137,18 @@ func parseUserSpec(r *command.Request) (userSpec, error) {
 		}
 		return true, err
 	})
-	if err == nil && s.pwd != nil && *s.pwd == "" {
-		err = mongoerr.New(mongoerr.BadValue, "Password cannot be empty")
-	}
 	return s, err
+}
+
+// checkPassword refuses what MongoDB's buildCredentials cannot derive SCRAM-SHA-256 keys
+// from: an empty password, which its SASLprep (ICU) fails to convert. mechs are the
+// command's mechanisms (nil: the server's, SCRAM-SHA-256 among them); without SCRAM-SHA-256
+// an empty password is taken.
+func checkPassword(pwd string, mechs []auth.Mechanism) error {
+	if pwd == "" && (mechs == nil || slices.Contains(mechs, auth.SCRAMSHA256)) {
+		return mongoerr.New(mongoerr.Location50687, "Error preflighting UTF-8 conversion: U_STRING_NOT_TERMINATED_WARNING")
+	}
+	return nil
 }
 
 // parseMechanisms parses a mechanisms array.
@@ -176,11 +181,17 @@ func (h *Handlers) createUser(_ context.Context, r *command.Request) error {
 	if err != nil {
 		return err
 	}
+	if !s.rolesSet {
+		return args.Missing(r.Name, "roles")
+	}
 	if s.pwd == nil {
 		return mongoerr.New(mongoerr.BadValue, "Must provide a 'pwd' field for all user documents, except those with '$external' as the user's source db")
 	}
-	if !s.rolesSet {
-		return args.Missing(r.Name, "roles")
+	if err := checkPassword(*s.pwd, s.mechanisms); err != nil {
+		return err
+	}
+	if s.name == "" { // V2UserDocumentParser, after the credentials are built
+		return mongoerr.New(mongoerr.BadValue, "User document needs 'user' field to be non-empty")
 	}
 	mechs := s.mechanisms
 	if mechs == nil {
@@ -207,17 +218,40 @@ func (h *Handlers) createUser(_ context.Context, r *command.Request) error {
 	})
 }
 
-// errUserNotFound is MongoDB's UserNotFound for name.
+// MongoDB words a missing user three ways, by where the command finds out:
+//
+//	grantRolesToUser, revokeRolesFromUser (acquireUser)  Could not find user "u" for db "db"
+//	updateUser (updatePrivilegeDocument)                 User u@db not found
+//	dropUser (its count of removed documents)            User 'u@db' not found
+
+// errUserNotFound is the AuthorizationManager's UserNotFound for name.
 func errUserNotFound(name auth.UserName) error {
 	return mongoerr.New(mongoerr.UserNotFound, "Could not find user \"%s\" for db \"%s\"", name.User, name.DB)
 }
 
-// changeUser applies fn to a copy of user name of r.DB and stores the result.
-func (h *Handlers) changeUser(name auth.UserName, fn func(reg *auth.Registry, u *auth.User) error) error {
+// errUserNotUpdated is updatePrivilegeDocument's UserNotFound for name.
+func errUserNotUpdated(name auth.UserName) error {
+	return mongoerr.New(mongoerr.UserNotFound, "User %s@%s not found", name.User, name.DB)
+}
+
+// errUserNotDropped is dropUser's UserNotFound for name.
+func errUserNotDropped(name auth.UserName) error {
+	return mongoerr.New(mongoerr.UserNotFound, "User '%s@%s' not found", name.User, name.DB)
+}
+
+// changeUser applies fn to a copy of user name of r.DB and stores the result; a missing
+// user fails with missing(name), after check (nil: none) has passed.
+func (h *Handlers) changeUser(name auth.UserName, missing func(auth.UserName) error, check func(*auth.Registry) error,
+	fn func(reg *auth.Registry, u *auth.User) error) error {
 	return h.Access.Change(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
+		if check != nil {
+			if err := check(reg); err != nil {
+				return nil, nil, err
+			}
+		}
 		old := reg.User(name)
 		if old == nil {
-			return nil, nil, errUserNotFound(name)
+			return nil, nil, missing(name)
 		}
 		u := *old
 		u.Roles = slices.Clone(old.Roles)
@@ -234,11 +268,23 @@ func (h *Handlers) updateUser(_ context.Context, r *command.Request) error {
 	if err != nil {
 		return err
 	}
+	if s.pwd != nil {
+		if err := checkPassword(*s.pwd, s.mechanisms); err != nil {
+			return err
+		}
+	}
 	if s.pwd == nil && !s.rolesSet && s.customData == nil && s.mechanisms == nil {
 		return mongoerr.New(mongoerr.BadValue, "Must specify at least one field to update in updateUser")
 	}
 	name := auth.UserName{User: s.name, DB: r.DB}
-	return h.changeUser(name, func(reg *auth.Registry, u *auth.User) error {
+	// MongoDB checks the roles it is given before it looks for the user.
+	rolesExist := func(reg *auth.Registry) error {
+		if s.rolesSet {
+			return checkRolesExist(reg, s.roles)
+		}
+		return nil
+	}
+	return h.changeUser(name, errUserNotUpdated, rolesExist, func(reg *auth.Registry, u *auth.User) error {
 		switch {
 		case s.pwd != nil:
 			mechs := s.mechanisms
@@ -263,9 +309,6 @@ func (h *Handlers) updateUser(_ context.Context, r *command.Request) error {
 			u.Credentials = creds
 		}
 		if s.rolesSet {
-			if err := checkRolesExist(reg, s.roles); err != nil {
-				return err
-			}
 			u.Roles = s.roles
 		}
 		if s.customData != nil {
@@ -290,7 +333,7 @@ func (h *Handlers) dropUser(_ context.Context, r *command.Request) error {
 	}
 	return h.Access.Change(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
 		if reg.User(name) == nil {
-			return nil, nil, errUserNotFound(name)
+			return nil, nil, errUserNotDropped(name)
 		}
 		return nil, []store.SecurityRecord{{Kind: access.RecordUser, DB: name.DB, Name: name.User}}, nil
 	})
@@ -357,7 +400,7 @@ func (h *Handlers) changeUserRoles(r *command.Request, apply func(have, roles []
 		return args.Missing(r.Name, "roles")
 	}
 	grant := r.Name == "grantRolesToUser"
-	return h.changeUser(name, func(reg *auth.Registry, u *auth.User) error {
+	return h.changeUser(name, errUserNotFound, nil, func(reg *auth.Registry, u *auth.User) error {
 		if grant {
 			if err := checkRolesExist(reg, roles); err != nil {
 				return err
