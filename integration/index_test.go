@@ -386,3 +386,40 @@ func countFind(t *testing.T, c *mongo.Collection, filter bson.D, hint any) int {
 func uuidText(b []byte) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
+
+// TestTTLMonitorSleepSecs: setParameter ttlMonitorSleepSecs (as Mongoose's and many apps'
+// tests set it) changes the TTL monitor's sleep at runtime: with 1 s an expired document goes
+// within seconds, where the default (60 s) would keep it; getParameter reports it, and a
+// value below 1 is refused.
+func TestTTLMonitorSleepSecs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := startServer(t)
+	cl := srv.client(t)
+	admin := cl.Database("admin")
+	res, err := runCmd(t, admin, bson.D{{Key: "getParameter", Value: 1}, {Key: "ttlMonitorSleepSecs", Value: 1}})
+	if err != nil || res["ttlMonitorSleepSecs"] != int32(60) {
+		t.Fatalf("getParameter before: %v, %v", res, err)
+	}
+	c := cl.Database("ttlsleep").Collection("c")
+	if _, err := c.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "at", Value: 1}},
+		Options: options.Index().SetExpireAfterSeconds(0)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCmd(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: "ttlMonitorSleepSecs", Value: 1}}); err != nil {
+		t.Fatalf("setParameter: %v", err)
+	}
+	if _, err := c.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "at", Value: time.Now().Add(-time.Minute)}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the TTL monitor to delete the expired document", func() bool {
+		n, err := c.CountDocuments(ctx, bson.D{})
+		return err == nil && n == 0
+	})
+	res, err = runCmd(t, admin, bson.D{{Key: "getParameter", Value: 1}, {Key: "ttlMonitorSleepSecs", Value: 1}})
+	if err != nil || res["ttlMonitorSleepSecs"] != int32(1) {
+		t.Fatalf("getParameter after: %v, %v", res, err)
+	}
+	_, err = runCmd(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: "ttlMonitorSleepSecs", Value: 0}})
+	wantCodeName(t, err, 2, "BadValue")
+}

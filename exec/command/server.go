@@ -220,6 +220,9 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 	e.Sessions = session.New(session.Options{Timeout: opts.SessionTimeout, Cursors: e.Cursors, Txns: e.Txns, Cat: e.Cat,
 		Started: e.Started, Log: e.Log})
 	e.Knobs.TxnLifetime.OnSet(func(v int64) { e.Txns.Lifetime.Store(v * int64(time.Second)) })
+	if e.DDL != nil {
+		e.Knobs.TTLMonitorSleep.OnSet(func(v int64) { e.DDL.SetTTLInterval(time.Duration(v) * time.Second) })
+	}
 	e.Commands = e.commandTable(families)
 	e.collector = metrics.New(e.metricsSource(opts))
 	go e.Sessions.Run(e.stop)

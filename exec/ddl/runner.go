@@ -87,6 +87,16 @@ func (x *Runner) Close() {
 	x.bg.Wait()
 }
 
+// SetTTLInterval sets the TTL monitor's sleep between passes (ttlMonitorSleepSecs); the
+// monitor's current sleep ends now, so the new one counts from now.
+func (x *Runner) SetTTLInterval(d time.Duration) {
+	x.ttlInterval.Store(int64(d))
+	select {
+	case x.ttlWake <- struct{}{}:
+	default:
+	}
+}
+
 // TTLPassNow sets the TTL monitor's interval (when positive), runs a pass now and waits
 // for it; it returns the number of passes done.
 func (x *Runner) TTLPassNow(ctx context.Context, interval time.Duration) int64 {

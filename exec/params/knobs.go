@@ -44,6 +44,9 @@ type Knobs struct {
 	// TxnLifetime is transactionLifetimeLimitSeconds: how long a transaction may stay open
 	// before it is aborted (its OnSet sets the transactions' copy).
 	TxnLifetime *Knob
+	// TTLMonitorSleep is ttlMonitorSleepSecs: the TTL monitor's sleep between passes (its
+	// OnSet sets the monitor's).
+	TTLMonitorSleep *Knob
 }
 
 // NewKnobs returns the knobs at their defaults.
@@ -55,6 +58,8 @@ func NewKnobs() *Knobs {
 		// MongoDB's default, 300 s.
 		SnapshotWindow: newKnob(300, true, 0, "greater than or equal to"),
 		TxnLifetime:    newKnob(int64(DefaultTxnLifetime/time.Second), true, 1, "greater than or equal to"),
+		// MongoDB's default, 60 s.
+		TTLMonitorSleep: newKnob(60, true, 1, "greater than or equal to"),
 	}
 }
 
@@ -71,6 +76,8 @@ func (k *Knobs) ByName(name string) *Knob {
 		return k.SnapshotWindow
 	case "transactionLifetimeLimitSeconds":
 		return k.TxnLifetime
+	case "ttlMonitorSleepSecs":
+		return k.TTLMonitorSleep
 	}
 	return nil
 }

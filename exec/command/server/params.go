@@ -63,6 +63,9 @@ var parameters = []parameter{
 	{"transactionLifetimeLimitSeconds", func(h *Handlers, dst []byte, key string) []byte {
 		return h.Knobs.TxnLifetime.AppendTo(dst, key)
 	}},
+	{"ttlMonitorSleepSecs", func(h *Handlers, dst []byte, key string) []byte {
+		return h.Knobs.TTLMonitorSleep.AppendTo(dst, key)
+	}},
 }
 
 // int64Param returns an appender of a constant NumberLong parameter.
