@@ -81,6 +81,12 @@ compat:
 compat-two-routers:
 	scripts/compat-two-routers.sh
 
+# Mongoose's own test suite against a fresh cleave (scripts/mongoose.sh; clones Mongoose's
+# MONGOOSE_REF from GitHub and installs its npm dependencies). Not in CI.
+.PHONY: mongoose
+mongoose:
+	scripts/mongoose.sh
+
 .PHONY: compat-check
 compat-check:
 	cd compat && $(GO) test -count=1 ./...
