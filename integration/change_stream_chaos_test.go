@@ -39,7 +39,7 @@ func TestChangeStreamChaos(t *testing.T) {
 		rounds, every, samples = 10, 8*time.Second, 200
 	}
 	start := time.Now()
-	_, nodes, seeds := replicatedNodes(t, 3, "--partition-max-bytes", "40000",
+	_, nodes, seeds := replicatedNodes(t, 3, "--partition-max-bytes", "16000",
 		"--partition-check-interval", "100ms", "--balance-min-bytes", "0")
 	t.Cleanup(func() { dumpLogs(t, nodes) })
 	dbn := dbName(t)
@@ -100,6 +100,8 @@ func TestChangeStreamChaos(t *testing.T) {
 	<-partsDone
 	<-moverDone
 	events := stream.snapshot()
+	t.Logf("%d kill rounds: %d writes acknowledged (%d failed), %d events, the stream reopened %d times, %d splits and %d moves seen (%d partitions at most)",
+		rounds, wlog.acked, wlog.failed, len(events), len(stream.reopenedAt), parts.splits, parts.moves, parts.most)
 	checkChaosEvents(t, wlog, events)
 	if t.Failed() {
 		diagnoseChaos(t, readers, dbn, stream, wlog)
@@ -108,11 +110,10 @@ func TestChangeStreamChaos(t *testing.T) {
 		t.Fatalf("partitionStats showed %d splits and %d moves while the stream read, which was reopened %d times: no chaos",
 			parts.splits, parts.moves, len(stream.reopenedAt))
 	}
-	resumed := time.Now()
-	checkChaosResumes(t, readers, dbn, events, resumeSample(events, stream.reopenedAt, samples))
-	t.Logf("%d kill rounds, %d writes acknowledged (%d failed), %d events, stream reopened %d times, %d splits and %d moves seen (%d partitions at most); resumes checked in %v; %v in all",
-		rounds, wlog.acked, wlog.failed, len(events), len(stream.reopenedAt), parts.splits, parts.moves, parts.most,
-		time.Since(resumed).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	resumed, sample := time.Now(), resumeSample(events, stream.reopenedAt, samples)
+	checkChaosResumes(t, readers, dbn, events, sample)
+	t.Logf("resumes after %d tokens checked in %v; %v in all", len(sample), time.Since(resumed).Round(time.Millisecond),
+		time.Since(start).Round(time.Millisecond))
 }
 
 // seedClient connects to every node of the seed list with retryable w: "majority" writes.
@@ -206,7 +207,7 @@ func (l *chaosWriteLog) ackedKeys() []string {
 // documents until ctx ends. Each document has its own shard-key value.
 func chaosWriter(ctx context.Context, coll *mongo.Collection, w int, l *chaosWriteLog) {
 	rnd := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
-	pad := strings.Repeat("p", 200)
+	pad := strings.Repeat("p", 300)
 	var live []string
 	for n := 0; ctx.Err() == nil; n++ {
 		r := rnd.IntN(100)
