@@ -55,6 +55,13 @@ bench:
 replication-chaos:
 	CLEAVE_LONG=1 $(GO) test -count=1 -timeout 30m -run 'TestReplicationKillChaos' -v ./integration
 
+# The long form of the change stream chaos test: 10 rounds of a node SIGKILLed (every other
+# one the node the stream reads through) while partitions split and move under inserts,
+# updates and deletes (CI runs 2); its figures are in the test's log.
+.PHONY: changestream-chaos
+changestream-chaos:
+	CLEAVE_LONG=1 $(GO) test -count=1 -timeout 30m -run '^TestChangeStreamChaos$$' -v ./integration
+
 # The long form of the linearizability check of replicated shards (TestReplicationLinearizable,
 # 20 s of workload in `make test`): 3 minutes of writes, compare-and-sets and linearizable reads
 # under partitions and SIGKILLs, checked with porcupine. A violation's visualization is kept under

@@ -238,6 +238,9 @@ func joinCluster(cfg *Config, listen net.Addr, dbs []*store.DB, cat *store.Catal
 // followPlacement adds stand-ins for the shards of nodes that join, and follows the leaders
 // of replicated shards, until stop is closed.
 func (v *clusterView) followPlacement(ex *exec.Executor, local []catalog.Shard, stop <-chan struct{}) {
+	if v.host != nil {
+		v.host.SetClusterTime(ex.Clock.Now)
+	}
 	served := map[int]bool{}
 	for {
 		ch := v.node.PlacementChanged()

@@ -69,10 +69,13 @@ type Host struct {
 	// read for every message without the lock; replaced whole by sync).
 	nodeOf  atomic.Pointer[map[uint64]string]
 	changed chan struct{} // a buffered wake-up of notify's goroutine
-	ctx     context.Context
-	cancel  context.CancelFunc
-	bg      sync.WaitGroup
-	absent  map[string]time.Time // nodes seen absent, since when (reconcile's)
+	// clusterTime, once set (SetClusterTime), is the node's cluster time, which every raft
+	// message carries ($clusterTime) to the node it goes to.
+	clusterTime atomic.Pointer[func() uint64]
+	ctx         context.Context
+	cancel      context.CancelFunc
+	bg          sync.WaitGroup
+	absent      map[string]time.Time // nodes seen absent, since when (reconcile's)
 	// lastTransfer is when this node last handed a leadership away (balanceLeaders).
 	lastTransfer time.Time
 	// divergences counts the divergences consistency checks found (check.go).
@@ -136,6 +139,15 @@ func (h *Host) Close() {
 		h.log.Warn("cannot close the raft logs", zap.Error(err))
 	}
 }
+
+// SetClusterTime makes the raft messages this node sends carry now(), its cluster time, which
+// the receiving node's clock moves to (as with any command's $clusterTime): the hybrid logical
+// clocks of a group's replicas then order its leaders' times. A leader's change-log frontier
+// comes from its clock and is confirmed by a quorum's answer to a message sent after it
+// (changes.LeaderLog's read barrier); the next leader needs votes from a quorum, one of
+// which has heard that clock, so its clock, and every record it stamps, is past any frontier a
+// stream read from an earlier leader.
+func (h *Host) SetClusterTime(now func() uint64) { h.clusterTime.Store(&now) }
 
 // Serving returns the store of shard id when this node's replica serves it.
 func (h *Host) Serving(id int) (*store.DB, bool) {

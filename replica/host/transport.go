@@ -163,7 +163,13 @@ func (t *transport) send(node string, batch []outMsg) error {
 	for _, m := range batch {
 		arr.AppendBinary(0, m.data)
 	}
-	cmd := doc.AppendArray("msgs", arr.Build()).AppendString("$db", "admin").Build()
+	doc.AppendArray("msgs", arr.Build())
+	if now := t.h.clusterTime.Load(); now != nil {
+		ts := (*now)()
+		doc.AppendDocument("$clusterTime", bsoncore.NewDocumentBuilder().
+			AppendTimestamp("clusterTime", uint32(ts>>32), uint32(ts)).Build())
+	}
+	cmd := doc.AppendString("$db", "admin").Build()
 	ctx, cancel := context.WithTimeout(t.h.ctx, sendTimeout)
 	defer cancel()
 	_, err := call(ctx, addr, cmd)

@@ -135,20 +135,19 @@ func watchScope(db, coll string, spec *changes.Spec) (changes.Scope, string, err
 }
 
 // changeSources returns the change logs a stream reads, every shard's, and whether some are
-// on other nodes.
+// (or may come to be: a replicated shard's leader moves) on other nodes. Each log follows its
+// shard to whichever node serves it at each read (changes.FollowLog).
 func (h *Handlers) changeSources() (src []changes.Source, remote bool) {
+	var r catalog.Peers
+	if h.Remote != nil { // NB: a nil *route.Nodes would make a non-nil interface
+		r = h.Remote
+	}
 	shards := h.Cat.Shards() // in cluster mode, every shard of the cluster (others' as stand-ins)
 	src = make([]changes.Source, 0, len(shards))
-	for i, sh := range shards {
-		log := changes.Log(nil)
-		if db, ok := catalog.LocalDB(sh); ok {
-			log = changes.LocalLog(db)
-		} else {
-			log, remote = changes.RemoteLog(h.Remote, i), true
-		}
-		src = append(src, changes.Source{Shard: uint32(i), Log: log})
+	for i := range shards {
+		src = append(src, changes.Source{Shard: uint32(i), Log: changes.FollowLog(h.Cat, r, i)})
 	}
-	return src, remote
+	return src, r != nil
 }
 
 // remotePoll is how often a waiting getMore of a stream that reads other nodes' logs looks

@@ -14,7 +14,8 @@ import (
 const maxChangesRead = 1024
 
 // shardChanges answers _cleaveShardChanges {shard, ts, pos, limit}: the records of this
-// node's shard's change log after (ts, pos), with its frontier (changes.AppendChanges).
+// node's shard's change log after (ts, pos), with its frontier (changes.AppendChanges); a
+// replicated copy here that no longer leads answers NotWritablePrimary (changes.LeaderLog).
 func (h *Handlers) shardChanges(ctx context.Context, r *command.Request) error {
 	s, ok := r.Body.Lookup("_cleaveShardChanges").Int32OK()
 	ts, ok1 := r.Body.Lookup("ts").Int64OK()
@@ -28,7 +29,7 @@ func (h *Handlers) shardChanges(ctx context.Context, r *command.Request) error {
 	if !local {
 		return mongoerr.New(mongoerr.StaleConfig, "%s is not on this node", catalog.ShardName(int(s)))
 	}
-	b, err := changes.LocalLog(db).Read(ctx, store.ChangePos{TS: uint64(ts), Pos: uint32(pos)}, min(int(limit), maxChangesRead))
+	b, err := changes.LeaderLog(db).Read(ctx, store.ChangePos{TS: uint64(ts), Pos: uint32(pos)}, min(int(limit), maxChangesRead))
 	if err != nil {
 		return catalog.StoreError(err)
 	}
