@@ -421,5 +421,5 @@ func TestTTLMonitorSleepSecs(t *testing.T) {
 		t.Fatalf("getParameter after: %v, %v", res, err)
 	}
 	_, err = runCmd(t, admin, bson.D{{Key: "setParameter", Value: 1}, {Key: "ttlMonitorSleepSecs", Value: 0}})
-	wantCodeName(t, err, 2, "BadValue")
+	_ = wantCodeName(t, err, 2, "BadValue")
 }

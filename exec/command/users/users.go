@@ -284,7 +284,7 @@ func (h *Handlers) updateUser(_ context.Context, r *command.Request) error {
 		}
 		return nil
 	}
-	return h.changeUser(name, errUserNotUpdated, rolesExist, func(reg *auth.Registry, u *auth.User) error {
+	return h.changeUser(name, errUserNotUpdated, rolesExist, func(_ *auth.Registry, u *auth.User) error {
 		switch {
 		case s.pwd != nil:
 			mechs := s.mechanisms
