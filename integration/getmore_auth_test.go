@@ -16,23 +16,8 @@ import (
 // session does not show), and the cursor lives on for its owner.
 func TestGetMoreAuthOtherUser(t *testing.T) {
 	t.Parallel()
-	srv := startAuthServer(t, "root", "rootpw")
 	ctx := context.Background()
-	root := asUser(t, srv, "root", "rootpw", "", "")
-	for _, user := range []string{"alice", "bob"} {
-		cmd := bson.D{{Key: "createUser", Value: user}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"readWrite"}}}
-		if err := root.Database("app").RunCommand(ctx, cmd).Err(); err != nil {
-			t.Fatalf("%v: %v", cmd, err)
-		}
-	}
-	if _, err := root.Database("app").Collection("c").InsertMany(ctx, []any{
-		bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "_id", Value: 3}},
-	}); err != nil {
-		t.Fatal(err)
-	}
-
-	alice := asUser(t, srv, "alice", "pw", "app", "")
-	bob := asUser(t, srv, "bob", "pw", "app", "")
+	root, alice, bob := cursorUsers(t)
 	cur, err := alice.Database("app").Collection("c").Find(ctx, bson.D{}, options.Find().SetBatchSize(1))
 	if err != nil {
 		t.Fatal(err)
@@ -64,22 +49,8 @@ func TestGetMoreAuthOtherUser(t *testing.T) {
 // kills it; a cursor id nobody holds is reported not found.
 func TestKillCursorsAuthOtherUser(t *testing.T) {
 	t.Parallel()
-	srv := startAuthServer(t, "root", "rootpw")
 	ctx := context.Background()
-	root := asUser(t, srv, "root", "rootpw", "", "")
-	for _, user := range []string{"alice", "bob"} {
-		cmd := bson.D{{Key: "createUser", Value: user}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"readWrite"}}}
-		if err := root.Database("app").RunCommand(ctx, cmd).Err(); err != nil {
-			t.Fatalf("%v: %v", cmd, err)
-		}
-	}
-	if _, err := root.Database("app").Collection("c").InsertMany(ctx, []any{
-		bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "_id", Value: 3}},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	alice := asUser(t, srv, "alice", "pw", "app", "")
-	bob := asUser(t, srv, "bob", "pw", "app", "")
+	root, alice, bob := cursorUsers(t)
 	open := func() int64 {
 		t.Helper()
 		var res struct {
@@ -119,4 +90,25 @@ func TestKillCursorsAuthOtherUser(t *testing.T) {
 	if res, err := kill(bob, id); err != nil || fmt.Sprint(res["cursorsNotFound"]) != fmt.Sprintf("[%d]", id) {
 		t.Fatalf("a killed cursor: %v, %v", res, err)
 	}
+}
+
+// cursorUsers starts a server with access control and returns clients of root and of alice and
+// bob, two readWrite users of app, whose collection c holds {_id: 1..3}.
+func cursorUsers(t *testing.T) (root, alice, bob *mongo.Client) {
+	t.Helper()
+	srv := startAuthServer(t, "root", "rootpw")
+	ctx := context.Background()
+	root = asUser(t, srv, "root", "rootpw", "", "")
+	for _, user := range []string{"alice", "bob"} {
+		cmd := bson.D{{Key: "createUser", Value: user}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"readWrite"}}}
+		if err := root.Database("app").RunCommand(ctx, cmd).Err(); err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+	}
+	if _, err := root.Database("app").Collection("c").InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "_id", Value: 3}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return root, asUser(t, srv, "alice", "pw", "app", ""), asUser(t, srv, "bob", "pw", "app", "")
 }

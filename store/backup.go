@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -112,10 +111,6 @@ func DigestDir(dir string) (DirDigest, error) {
 // digestColls digests every key of r, as digest does, and each collection's documents.
 func digestColls(r pebble.Reader) (DirDigest, error) {
 	out := DirDigest{Colls: map[CollID]CollDigest{}}
-	it, err := r.NewIter(nil)
-	if err != nil {
-		return out, err
-	}
 	all := xxh3.New()
 	coll := xxh3.New()
 	cur, inColl := CollID(0), false
@@ -126,15 +121,7 @@ func digestColls(r pebble.Reader) (DirDigest, error) {
 			out.Colls[cur] = cd
 		}
 	}
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
-		if bytes.Equal(k, formatKey) || bytes.Equal(k, replicaAppliedKey) {
-			continue
-		}
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return out, errors.Join(err, it.Close())
-		}
+	err := eachStateKV(r, func(k, v []byte) {
 		writeKV(all, k, v)
 		out.Keys++
 		if c, _, _, isDoc := DocKeyParts(k); isDoc {
@@ -146,10 +133,10 @@ func digestColls(r pebble.Reader) (DirDigest, error) {
 			writeKV(coll, k, v)
 			cd.Count++
 		}
-	}
+	})
 	endColl()
 	out.Sum = all.Sum64()
-	return out, it.Close()
+	return out, err
 }
 
 // writeKV hashes a key and its value, each after its length.

@@ -259,12 +259,23 @@ func digest(snap *pebble.Snapshot) (ReplicaChecksum, error) {
 	} else if !errors.Is(err, pebble.ErrNotFound) {
 		return out, err
 	}
-	it, err := snap.NewIter(nil)
-	if err != nil {
-		return out, err
-	}
 	h := xxh3.New()
-	var n [8]byte
+	err := eachStateKV(snap, func(k, v []byte) {
+		writeKV(h, k, v)
+		out.Keys++
+	})
+	out.Sum = h.Sum64()
+	return out, err
+}
+
+// eachStateKV calls fn with every key and value of r that is the shard's state, in key order:
+// all but the format version and the applied-state key, which differ between copies of one
+// state (a replica's checksum, a backup's digest).
+func eachStateKV(r pebble.Reader, fn func(k, v []byte)) error {
+	it, err := r.NewIter(nil)
+	if err != nil {
+		return err
+	}
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
 		if bytes.Equal(k, formatKey) || bytes.Equal(k, replicaAppliedKey) {
@@ -272,18 +283,11 @@ func digest(snap *pebble.Snapshot) (ReplicaChecksum, error) {
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return out, errors.Join(err, it.Close())
+			return errors.Join(err, it.Close())
 		}
-		binary.BigEndian.PutUint64(n[:], uint64(len(k)))
-		_, _ = h.Write(n[:])
-		_, _ = h.Write(k)
-		binary.BigEndian.PutUint64(n[:], uint64(len(v)))
-		_, _ = h.Write(n[:])
-		_, _ = h.Write(v)
-		out.Keys++
+		fn(k, v)
 	}
-	out.Sum = h.Sum64()
-	return out, it.Close()
+	return it.Close()
 }
 
 // Checkpoint writes a consistent copy of the DB to dir, which must not exist (a Pebble
