@@ -120,6 +120,7 @@ func (r *Reader) appendEvent(ctx context.Context, dst []byte, rc *record, op str
 	}
 	if r.opts.ShowExpandedEvents {
 		dst = appendField(dst, "operationDescription", rec, fOpDesc)
+		dst = appendField(dst, "stateBeforeChange", rec, fBefore)
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst, nil

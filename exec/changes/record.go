@@ -42,6 +42,7 @@ const (
 	fTo      = "to"   // rename: {db, coll}
 	fOpDesc  = "x"    // DDL: operationDescription
 	fIndexes = "ix"   // createIndexes, dropIndexes: the indexes
+	fBefore  = "sb"   // modify: stateBeforeChange
 )
 
 // Write is one document write to record: what exec/write stages (an insert has Old nil, a
@@ -148,6 +149,8 @@ type DDL struct {
 	ToDB, ToColl string
 	// Desc is the event's operationDescription (showExpandedEvents), nil if none.
 	Desc bsoncore.Document
+	// Before is a modify event's stateBeforeChange, nil if none.
+	Before bsoncore.Document
 }
 
 // AppendDDLRecord appends the record of d to dst.
@@ -167,6 +170,9 @@ func AppendDDLRecord(dst []byte, d *DDL) []byte {
 	}
 	if d.Desc != nil {
 		dst = bsoncore.AppendDocumentElement(dst, fOpDesc, d.Desc)
+	}
+	if d.Before != nil {
+		dst = bsoncore.AppendDocumentElement(dst, fBefore, d.Before)
 	}
 	dst = bsoncore.AppendDateTimeElement(dst, fWall, time.Now().UnixMilli())
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)

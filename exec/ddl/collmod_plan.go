@@ -58,6 +58,38 @@ func (p *CollModPlan) AppendReply(out []byte) []byte {
 	return out
 }
 
+// IndexChange returns the index p changes as a modify change event reports it, MongoDB's
+// oplog entry of collMod: now is {name} and the new values of what changed, before the old
+// values ({expireAfterSeconds, hidden, prepareUnique}); both nil when p changes no index.
+func (p *CollModPlan) IndexChange() (now, before bsoncore.Document) {
+	if p.Index == nil {
+		return nil, nil
+	}
+	nb := bsoncore.NewDocumentBuilder().AppendString("name", p.Index.Name)
+	ob := bsoncore.NewDocumentBuilder()
+	if p.expireNew != nil {
+		nb.AppendInt64("expireAfterSeconds", *p.expireNew)
+		if p.expireOld != nil {
+			ob.AppendInt64("expireAfterSeconds", *p.expireOld)
+		}
+	}
+	if p.hiddenNew != nil {
+		nb.AppendBoolean("hidden", *p.hiddenNew)
+		ob.AppendBoolean("hidden", *p.hiddenOld)
+	}
+	if p.UniqueNew {
+		nb.AppendBoolean("unique", true)
+	}
+	if p.PrepNew != nil {
+		nb.AppendBoolean("prepareUnique", *p.PrepNew)
+		ob.AppendBoolean("prepareUnique", *p.prepOld)
+	}
+	if p.ForceNonUnique {
+		nb.AppendBoolean("forceNonUnique", true)
+	}
+	return nb.Build(), ob.Build()
+}
+
 // PlanCollMod checks collMod a against collection c (compiled as ci) and returns its plan.
 func PlanCollMod(a *CollModArgs, c *store.Collection, ci *catalog.Coll) (*CollModPlan, error) {
 	p := &CollModPlan{Opts: optionsOf(c.Options)}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/changes"
+	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/store"
 )
 
@@ -34,8 +35,38 @@ func (h *Handlers) recordIndexes(op string, c *store.Collection, names []string)
 	h.RecordChange(&changes.DDL{Op: op, DB: c.DB, Coll: c.Name, UUID: c.UUID[:], Desc: desc})
 }
 
-// recordModify records a collMod of c.
-func (h *Handlers) recordModify(c *store.Collection) {
-	h.RecordChange(&changes.DDL{Op: changes.OpModify, DB: c.DB, Coll: c.Name, UUID: c.UUID[:],
-		Desc: bsoncore.NewDocumentBuilder().Build()})
+// recordModify records collMod body (plan p) of c, whose record before it was old, as MongoDB's
+// oplog entry of collMod tells it: operationDescription is the command's fields but its name
+// and the generic arguments, the index argument replaced by what changed of the index;
+// stateBeforeChange holds the collection's options before it, and the index's old values.
+func (h *Handlers) recordModify(old *store.Collection, body bsoncore.Document, p *ddl.CollModPlan) {
+	idxNow, idxBefore := p.IndexChange()
+	desc := bsoncore.NewDocumentBuilder()
+	elems, _ := body.Elements()
+	for i, el := range elems {
+		switch k := el.Key(); {
+		case i == 0 || genericArgs[k]:
+		case k == "index" && idxNow != nil:
+			desc.AppendDocument(k, idxNow)
+		default:
+			desc.AppendValue(k, el.Value())
+		}
+	}
+	opts := old.Options
+	if opts == nil {
+		opts = bsoncore.NewDocumentBuilder().Build()
+	}
+	before := bsoncore.NewDocumentBuilder().AppendDocument("collectionOptions", opts)
+	if idxBefore != nil {
+		before.AppendDocument("indexOptions", idxBefore)
+	}
+	h.RecordChange(&changes.DDL{Op: changes.OpModify, DB: old.DB, Coll: old.Name, UUID: old.UUID[:],
+		Desc: desc.Build(), Before: before.Build()})
 }
+
+// genericArgs are the arguments every command may carry, which a collMod's oplog entry leaves
+// out.
+var genericArgs = map[string]bool{"$db": true, "lsid": true, "txnNumber": true, "autocommit": true,
+	"startTransaction": true, "$clusterTime": true, "readConcern": true, "writeConcern": true,
+	"$readPreference": true, "comment": true, "maxTimeMS": true, "apiVersion": true, "apiStrict": true,
+	"apiDeprecationErrors": true, "$audit": true, "$client": true, "mayBypassWriteBlocking": true}

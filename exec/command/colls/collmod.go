@@ -71,7 +71,7 @@ func (h *Handlers) collMod(ctx context.Context, r *command.Request) error {
 	if err := h.applyCollMod(c, p); err != nil {
 		return err
 	}
-	h.recordModify(c)
+	h.recordModify(c, r.Body, p)
 	h.Log.Info("collMod", zap.String("ns", c.DB+"."+c.Name), zap.Int("changes", p.Mods))
 	r.Out = p.AppendReply(r.Out)
 	return nil
