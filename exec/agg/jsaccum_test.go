@@ -3,6 +3,7 @@ package agg
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,8 +18,18 @@ import (
 
 // fakeJS is an expr.FunctionHook without JavaScript, for an average: init(k) gives
 // [0, 0, k], acc adds x to [sum, n, k], merge adds two states, fin divides. It counts the
-// calls of each function.
-type fakeJS struct{ calls map[string]int }
+// calls of each function (the shards' groups call it concurrently).
+type fakeJS struct {
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+// count returns how many times function body was called.
+func (f *fakeJS) count(body string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[body]
+}
 
 // hook implements expr.FunctionHook.
 func (f *fakeJS) hook(body string) (func([]bsoncore.Value) (bsoncore.Value, error), error) {
@@ -52,7 +63,12 @@ func (f *fakeJS) hook(body string) (func([]bsoncore.Value) (bsoncore.Value, erro
 	if !ok {
 		return nil, mongoerr.New(mongoerr.JSInterpreterFailure, "SyntaxError: %s", body)
 	}
-	return func(a []bsoncore.Value) (bsoncore.Value, error) { f.calls[body]++; return fn(a) }, nil
+	return func(a []bsoncore.Value) (bsoncore.Value, error) {
+		f.mu.Lock()
+		f.calls[body]++
+		f.mu.Unlock()
+		return fn(a)
+	}, nil
 }
 
 // runJSPipeline is runPipeline with the fake JavaScript hook.
@@ -106,7 +122,7 @@ func TestGroupAccumulatorPerShard(t *testing.T) {
 			t.Errorf("%s: got %s, want %s", k, d, w)
 		}
 	}
-	if len(got) != 3 || f.calls["merge"] != 4 || f.calls["fin"] != 3 || f.calls["acc"] != 10 || f.calls["init"] != 10 {
+	if len(got) != 3 || f.count("merge") != 4 || f.count("fin") != 3 || f.count("acc") != 10 || f.count("init") != 10 {
 		t.Fatalf("got %d groups, calls %v", len(got), f.calls)
 	}
 }
