@@ -253,11 +253,22 @@ func checkReplicasAgree(t *testing.T, nodes []*server, shards ...int) {
 		t.Logf("shard %d: 3 replicas agree at applied index %d (%d keys)", shard, sums[0].Applied, sums[0].Keys)
 		// The server's own check: a checksum entry through the shard's log, digested by
 		// every copy as of that entry.
-		leader := leaderNow(context.Background(), clients, shard)
-		if leader < 0 {
-			t.Fatalf("no leader for shard %d", shard)
+		// Leadership may move meanwhile (leader balancing after a restart): the check then
+		// runs again on the new leader.
+		var err error
+		for try := 0; try < 20; try++ {
+			leader := leaderNow(context.Background(), clients, shard)
+			if leader < 0 {
+				t.Fatalf("no leader for shard %d", shard)
+			}
+			err = clients[leader].Database("admin").RunCommand(context.Background(), bson.D{{Key: "_cleaveCheckReplicas", Value: shard}}).Err()
+			var ce mongo.CommandError
+			if err == nil || !errors.As(err, &ce) || ce.Code != 10107 { // NotWritablePrimary: no longer the leader
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
 		}
-		if err := clients[leader].Database("admin").RunCommand(context.Background(), bson.D{{Key: "_cleaveCheckReplicas", Value: shard}}).Err(); err != nil {
+		if err != nil {
 			t.Fatalf("_cleaveCheckReplicas %d: %v", shard, err)
 		}
 	}
