@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/changes"
 	"github.com/cleavedb/cleave/exec/ddl"
@@ -45,7 +46,7 @@ func (h *Handlers) recordModify(old *store.Collection, body bsoncore.Document, p
 	elems, _ := body.Elements()
 	for i, el := range elems {
 		switch k := el.Key(); {
-		case i == 0 || genericArgs[k]:
+		case i == 0 || args.Generic[k]:
 		case k == "index" && idxNow != nil:
 			desc.AppendDocument(k, idxNow)
 		default:
@@ -63,10 +64,3 @@ func (h *Handlers) recordModify(old *store.Collection, body bsoncore.Document, p
 	h.RecordChange(&changes.DDL{Op: changes.OpModify, DB: old.DB, Coll: old.Name, UUID: old.UUID[:],
 		Desc: desc.Build(), Before: before.Build()})
 }
-
-// genericArgs are the arguments every command may carry, which a collMod's oplog entry leaves
-// out.
-var genericArgs = map[string]bool{"$db": true, "lsid": true, "txnNumber": true, "autocommit": true,
-	"startTransaction": true, "$clusterTime": true, "readConcern": true, "writeConcern": true,
-	"$readPreference": true, "comment": true, "maxTimeMS": true, "apiVersion": true, "apiStrict": true,
-	"apiDeprecationErrors": true, "$audit": true, "$client": true, "mayBypassWriteBlocking": true}
