@@ -87,3 +87,23 @@ func code(err error) mongoerr.Code {
 	}
 	return 0
 }
+
+// TestArrayHelpers checks the Array helpers of MongoDB's JavaScript environment that reduce
+// functions use: sum, avg, stdDev (null for an empty array), contains, unique.
+func TestArrayHelpers(t *testing.T) {
+	s := NewScope(context.Background(), 0)
+	f, err := s.Function("function() { return {sum: Array.sum([1, 2, 3.5]), avg: Array.avg([2, 4]), none: Array.sum([]), " +
+		"sd: Array.stdDev([2, 4, 4, 4, 5, 5, 7, 9]), has: Array.contains([1, 2], 2), uniq: Array.unique([1, 2, 1, 3])} }")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := f(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"sum": {"$numberDouble":"6.5"},"avg": {"$numberDouble":"3.0"},"none": null,"sd": {"$numberDouble":"2.0"},` +
+		`"has": true,"uniq": [{"$numberDouble":"1.0"},{"$numberDouble":"2.0"},{"$numberDouble":"3.0"}]}`
+	if got := v.Document().String(); got != want {
+		t.Fatalf("got %s\nwant %s", got, want)
+	}
+}

@@ -103,6 +103,28 @@ const prelude = `
   g.ObjectId = ObjectId; g.NumberLong = NumberLong; g.NumberInt = NumberInt;
   g.NumberDecimal = NumberDecimal; g.Timestamp = Timestamp; g.BinData = BinData;
   g.ISODate = ISODate; g.tojson = tojson;
+
+  // The Array helpers of MongoDB's JavaScript environment, which mapReduce's reduce
+  // functions use (Array.sum(values) in MongoDB's own examples): null for an empty array.
+  Array.sum = function(a) {
+    if (a.length === 0) return null;
+    var s = a[0];
+    for (var i = 1; i < a.length; i++) s += a[i];
+    return s;
+  };
+  Array.avg = function(a) { return a.length === 0 ? null : Array.sum(a) / a.length; };
+  Array.contains = function(a, x) { return a.indexOf(x) >= 0; };
+  Array.unique = function(a) {
+    var out = [];
+    for (var i = 0; i < a.length; i++) if (out.indexOf(a[i]) < 0) out.push(a[i]);
+    return out;
+  };
+  Array.stdDev = function(a) {
+    if (a.length === 0) return null;
+    var m = Array.avg(a), s = 0;
+    for (var i = 0; i < a.length; i++) s += (a[i] - m) * (a[i] - m);
+    return Math.sqrt(s / a.length);
+  };
 })(this);
 `
 

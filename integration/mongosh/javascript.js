@@ -33,12 +33,11 @@ assert.strictEqual(JSON.stringify(acc.map((d) => d.total)), "[95,75,55]");
 
 const mapFn = function () { emit(this.cust_id, this.price); };
 const reduceFn = function (key, values) { return Array.sum(values); };
-const out = db.orders.mapReduce(mapFn, function (k, vs) { var s = 0; vs.forEach(function (v) { s += v; }); return s; }, { out: "map_reduce_example" });
+const out = db.orders.mapReduce(mapFn, reduceFn, { out: "map_reduce_example" });
 assert.strictEqual(out.result, "map_reduce_example");
 assert.strictEqual(db.map_reduce_example.findOne({ _id: "Busby Bee" }).value, 75);
 
 const inline = db.orders.mapReduce(mapFn, function (k, vs) { var s = 0; vs.forEach(function (v) { s += v; }); return s; },
   { out: { inline: 1 }, query: { status: "A" }, finalize: function (k, v) { return v * factor; }, scope: { factor: 2 } });
 assert.strictEqual(JSON.stringify(inline.results), '[{"_id":"Ant O. Knee","value":190},{"_id":"Busby Bee","value":100},{"_id":"Don Quis","value":110}]');
-void reduceFn;
 print("javascript ok");
