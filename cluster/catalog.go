@@ -32,8 +32,10 @@ func (l catalogLog) recPrefix() string { return l.n.opts.key("catalog", "rec") +
 func (l catalogLog) recKey(k []byte) string { return l.recPrefix() + hex.EncodeToString(k) }
 
 // Commit implements store.SharedLog. A guard is the lease of the node's registration
-// (/nodes/<name>): a node that restarted, or lost its lease, registered under another one.
-func (l catalogLog) Commit(rev int64, ops []store.CatalogOp, guards []store.NodeIncarnation) (int64, error) {
+// (/nodes/<name>): a node that restarted, or lost its lease, registered under another one;
+// and with LeaderRev, the modification revision of the shard's leader record, which every
+// new leader rewrites before it repairs the shard (replica/host).
+func (l catalogLog) Commit(rev int64, ops []store.CatalogOp, guards []store.Guard) (int64, error) {
 	ctx, cancel := context.WithTimeout(l.n.ctx, l.n.opts.RequestTimeout)
 	defer cancel()
 	puts := make([]clientv3.Op, 0, len(ops)+1)
@@ -48,6 +50,9 @@ func (l catalogLog) Commit(rev int64, ops []store.CatalogOp, guards []store.Node
 	conds := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(l.revKey()), "=", rev)}
 	for _, g := range guards {
 		conds = append(conds, clientv3.Compare(clientv3.LeaseValue(l.n.opts.key("nodes", g.Node)), "=", g.Incarnation))
+		if g.LeaderRev > 0 {
+			conds = append(conds, clientv3.Compare(clientv3.ModRevision(l.n.leaderKey(g.Shard)), "=", g.LeaderRev))
+		}
 	}
 	resp, err := l.n.cli.Txn(ctx).
 		If(conds...).

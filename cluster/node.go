@@ -198,7 +198,7 @@ func (n *Node) campaign(s *concurrency.Session) {
 func (n *Node) Name() string { return n.opts.NodeName }
 
 // Incarnation returns the lease this node is registered under now: it changes when the node
-// restarts or registers again after losing its lease (store.NodeIncarnation).
+// restarts or registers again after losing its lease (store.Guard).
 func (n *Node) Incarnation() int64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -40,9 +40,29 @@ const leaderSuffix = "/leader"
 // map shared until the next change: never modify it).
 func (n *Node) Leaders() map[int]LeaderRecord { return n.decodedShards().leaders }
 
+// leaderKey returns the etcd key of shard id's leader record.
+func (n *Node) leaderKey(id int) string { return n.opts.key("shards", strconv.Itoa(id)) + leaderSuffix }
+
+// ReadLeader reads shard id's leader record from etcd (not the cached view) with the
+// revision it was written at, which guards a catalog change on the leader staying the same
+// (store.Guard); rev 0 when none is published.
+func (n *Node) ReadLeader(ctx context.Context, id int) (rec LeaderRecord, rev int64, err error) {
+	resp, err := n.cli.Get(ctx, n.leaderKey(id))
+	if err != nil {
+		return LeaderRecord{}, 0, fmt.Errorf("cannot read shard %d's leader: %w", id, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return LeaderRecord{}, 0, nil
+	}
+	if err := json.Unmarshal(resp.Kvs[0].Value, &rec); err != nil {
+		return LeaderRecord{}, 0, fmt.Errorf("corrupt leader record of shard %d: %w", id, err)
+	}
+	return rec, resp.Kvs[0].ModRevision, nil
+}
+
 // PublishLeader records rec as shard id's leader unless a record of a later term is there.
 func (n *Node) PublishLeader(ctx context.Context, id int, rec LeaderRecord) error {
-	key := n.opts.key("shards", strconv.Itoa(id)) + leaderSuffix
+	key := n.leaderKey(id)
 	for try := 0; try < maxShardAllocTries; try++ {
 		resp, err := n.cli.Get(ctx, key)
 		if err != nil {

@@ -173,7 +173,7 @@ type mutation struct {
 	b *pebble.Batch
 	e *edit
 	// guards condition a shared catalog's commit (SharedLog.Commit); ignored by a local one.
-	guards []NodeIncarnation
+	guards []Guard
 }
 
 // mutate runs fn under the catalog mutex on a fresh mutation, then commits the batch with a

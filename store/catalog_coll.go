@@ -155,8 +155,8 @@ func (c *Catalog) UpdateCollection(db, name string, fn func(*Collection) error) 
 }
 
 // UpdateCollectionGuarded is UpdateCollection whose change a shared catalog commits only
-// while every node of guards is still the incarnation named (ErrIncarnation otherwise).
-func (c *Catalog) UpdateCollectionGuarded(db, name string, guards []NodeIncarnation, fn func(*Collection) error) (*Collection, error) {
+// while every guard holds (ErrIncarnation otherwise).
+func (c *Catalog) UpdateCollectionGuarded(db, name string, guards []Guard, fn func(*Collection) error) (*Collection, error) {
 	var out *Collection
 	err := c.mutate(func(m *mutation) error {
 		m.guards = guards

@@ -41,21 +41,27 @@ type SharedLog interface {
 	// Commit applies ops atomically if no change was committed after revision rev, and
 	// returns the revision of the new change. If one was, it applies nothing and returns a
 	// *ConflictError with the latest revision it knows of. It also applies nothing, and
-	// returns ErrIncarnation, if a node of guards no longer runs as the incarnation named.
-	Commit(rev int64, ops []CatalogOp, guards []NodeIncarnation) (int64, error)
+	// returns ErrIncarnation, if a guard no longer holds (Guard).
+	Commit(rev int64, ops []CatalogOp, guards []Guard) (int64, error)
 }
 
-// NodeIncarnation names one run of a node: a change guarded by it commits only while that
-// node has not restarted since (in a cluster, while its registration is under the lease it
-// had then). A move's flip is guarded by its destination's incarnation, because a restart
-// deletes the copy the flip would name.
-type NodeIncarnation struct {
+// Guard is a condition of a shared catalog change. It names one run of a node: the change
+// commits only while that node has not restarted since (in a cluster, while its registration
+// is under the lease it had then). With LeaderRev, it also names the published leader of a
+// replicated shard: the change commits only while shard Shard's leader record is still the
+// one written at LeaderRev. A move's flip is guarded by its destination, because a restart,
+// or a new leader of the destination's shard, deletes the copy the flip would name.
+type Guard struct {
 	Node        string
 	Incarnation int64
+	// Shard and LeaderRev (when LeaderRev > 0): the revision, as the cluster's metadata
+	// store numbers them, at which shard Shard's leader record was written.
+	Shard     int
+	LeaderRev int64
 }
 
 // ErrIncarnation reports that a guarded change was refused: a node it depends on restarted
-// (or lost its registration) since the change began.
+// (or lost its registration), or a shard it depends on changed leaders, since it began.
 var ErrIncarnation = errors.New("store: a node the change depends on is no longer the same incarnation")
 
 // ConflictError reports that a shared catalog's log moved past the revision a change was
@@ -307,7 +313,7 @@ func nodeLocal(k []byte, old, cur *CatalogState) bool {
 // commitShared commits batch b, the catalog change from the published state to cur, to the
 // shared log (without the records of node-local databases); the caller holds c.mu and then
 // commits b locally.
-func (c *Catalog) commitShared(b *pebble.Batch, cur *CatalogState, guards []NodeIncarnation) error {
+func (c *Catalog) commitShared(b *pebble.Batch, cur *CatalogState, guards []Guard) error {
 	old := c.state.Load()
 	var ops []CatalogOp
 	r := b.Reader()

@@ -270,6 +270,17 @@ func (v *clusterView) ShardReplicas(id int) ([]exec.ShardReplica, bool) {
 	return out, true
 }
 
+// ShardLeader implements sharding.ReplicaSets.
+func (v *clusterView) ShardLeader(id int) (node string, rev int64, err error) {
+	if v.host == nil || len(v.node.Placement()[id].Replicas) == 0 {
+		return "", 0, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rec, rev, err := v.node.ReadLeader(ctx, id)
+	return rec.Node, rev, err
+}
+
 // stateRank orders replicas' states for display: the leader first.
 func stateRank(s string) int {
 	return map[string]int{"PRIMARY": 0, "SECONDARY": 1, "STARTUP2": 2, "DOWN": 3}[s]

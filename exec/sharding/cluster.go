@@ -34,7 +34,7 @@ type Cluster interface {
 	NodeName() string
 	// NodeUp reports whether node name is registered now (its lease alive).
 	NodeUp(name string) bool
-	// Incarnation identifies this run of this node (store.NodeIncarnation): it changes when
+	// Incarnation identifies this run of this node (store.Guard): it changes when
 	// the node restarts or registers again.
 	Incarnation() int64
 }
@@ -110,11 +110,24 @@ func (m *Manager) Incarnation() int64 {
 	return 0
 }
 
+// NodeName returns this node's name ("" in single-node mode).
+func (m *Manager) NodeName() string {
+	if c := m.mopts.Cluster; c != nil {
+		return c.NodeName()
+	}
+	return ""
+}
+
 // ReplicaSets is what a Cluster whose shards are replicated tells of each shard's copies.
 type ReplicaSets interface {
 	// ShardReplicas returns shard id's replicas, its leader first, and false for a shard
 	// kept in a single copy.
 	ShardReplicas(id int) ([]ShardReplica, bool)
+	// ShardLeader reads shard id's published leader from the cluster's metadata store (not
+	// a cached view) with the revision its record was written at: a catalog change guarded
+	// by that revision (store.Guard) commits only while the leader stays the same. rev is 0
+	// for a shard kept in a single copy, or one whose leader is not published yet.
+	ShardLeader(id int) (node string, rev int64, err error)
 }
 
 // ShardReplica is one copy of a replicated shard, as config.shards and listShards show it.

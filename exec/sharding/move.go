@@ -128,7 +128,7 @@ func (m *Manager) moveLocal(ci *catalog.Coll, id uint64, from, to int, lo, hi ui
 // key-lock stripe: sync copies what changed since the last pass, then the ownership flips
 // in the catalog, only while the nodes of guards are the incarnations named. It records
 // the locked pass and how long the locks were held in st.
-func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int, guards []store.NodeIncarnation, st *moveStats, sync func(ci *catalog.Coll, lo, hi uint64) (copyCount, error)) error {
+func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int, guards []store.Guard, st *moveStats, sync func(ci *catalog.Coll, lo, hi uint64) (copyCount, error)) error {
 	unlock := m.cat.Locks().LockAll()
 	locked := time.Now()
 	defer func() {

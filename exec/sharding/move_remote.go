@@ -104,19 +104,37 @@ func (m *Manager) sendStep(ci *catalog.Coll, to int, lo, hi uint64, op string) (
 }
 
 // beginMove sends a move's begin step to shard to and returns the guard of its flip: the
-// destination node's incarnation, which its reply names. A destination that restarts after
-// begin deletes the copy (repairAtStart), so the flip must not name it then.
-func (m *Manager) beginMove(ci *catalog.Coll, to int, lo, hi uint64) ([]store.NodeIncarnation, error) {
+// incarnation of the destination's node, which its reply names, and for a replicated shard
+// the revision of its leader record naming that node. A destination that restarts after
+// begin deletes the copy (repairAtStart), and so does a new leader of its shard
+// (RepairShard, after it publishes itself): the flip must not name the copy then.
+func (m *Manager) beginMove(ci *catalog.Coll, to int, lo, hi uint64) ([]store.Guard, error) {
 	reply, err := m.sendStep(ci, to, lo, hi, "begin")
 	if err != nil {
 		return nil, err
 	}
 	inc, ok := reply.Lookup("incarnation").Int64OK()
-	if !ok || m.mopts.Cluster == nil {
+	c := m.mopts.Cluster
+	if !ok || c == nil {
 		return nil, fmt.Errorf("the destination of the move, %s, did not name its incarnation", catalog.ShardName(to))
 	}
-	node, _ := m.mopts.Cluster.ShardHost(to)
-	return []store.NodeIncarnation{{Node: node, Incarnation: inc}}, nil
+	node, ok := reply.Lookup("node").StringValueOK()
+	if !ok {
+		node, _ = c.ShardHost(to)
+	}
+	g := store.Guard{Node: node, Incarnation: inc, Shard: to}
+	if rs, ok := c.(ReplicaSets); ok {
+		leader, rev, err := rs.ShardLeader(to)
+		if err != nil {
+			return nil, err
+		}
+		if rev > 0 && leader != node {
+			return nil, fmt.Errorf("%w: %s changed leaders while the move began (%s, then %s)",
+				shard.ErrStaleAction, catalog.ShardName(to), node, leader)
+		}
+		g.LeaderRev = rev
+	}
+	return []store.Guard{g}, nil
 }
 
 // moveToNode moves partition id of ci, [lo, hi), from this node's shard from to shard to of

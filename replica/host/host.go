@@ -398,13 +398,28 @@ func (h *Host) onChange(r *hosted, st replica.Status) {
 	h.kick()
 }
 
-// serve publishes r as its shard's leader and runs AfterServe.
+// serve publishes r as its shard's leader and then runs AfterServe, which repairs the shard:
+// a move into the shard guards its flip with the leader record (store.Guard), so a repair
+// that may delete the move's copy must follow a new record. Publishing is retried while r
+// still serves in the same term.
 func (h *Host) serve(r *hosted, st replica.Status) {
-	ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
-	defer cancel()
 	rec := cluster.LeaderRecord{Node: h.opts.Node.Name(), Replica: r.id, Term: st.Term}
-	if err := h.opts.Node.PublishLeader(ctx, r.shard, rec); err != nil {
-		h.log.Warn("cannot publish this node as a shard's leader", zap.Int("shard", r.shard), zap.Error(err))
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
+		err := h.opts.Node.PublishLeader(ctx, r.shard, rec)
+		cancel()
+		if err == nil {
+			break
+		}
+		h.log.Warn("cannot publish this node as a shard's leader; trying again", zap.Int("shard", r.shard), zap.Error(err))
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		if now := r.g.Status(); !now.Serving || now.Term != st.Term {
+			return
+		}
 	}
 	if h.opts.AfterServe != nil {
 		h.opts.AfterServe(r.shard, r.store())

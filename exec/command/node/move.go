@@ -39,8 +39,10 @@ func (h *Handlers) moveApply(ctx context.Context, r *command.Request) error {
 		return sharding.MoveError(err)
 	}
 	r.Out = bsoncore.AppendInt64Element(r.Out, "n", int64(n))
-	// The source guards its flip with this node's incarnation (exec/sharding/move_remote.go, beginMove).
+	// The source guards its flip with this node's incarnation (exec/sharding/move_remote.go,
+	// beginMove), and for a replicated shard with the leader record naming this node.
 	r.Out = bsoncore.AppendInt64Element(r.Out, "incarnation", h.Shards.Incarnation())
+	r.Out = bsoncore.AppendStringElement(r.Out, "node", h.Shards.NodeName())
 	return nil
 }
 
