@@ -152,10 +152,12 @@ func TestCosmosUpdateCollectionSplits(t *testing.T) {
 			t.Errorf("count of %s after the split: %d, want 5", dev, n)
 		}
 	}
-	// Lowering never merges; autoscale is stored and answered as Cosmos DB does.
+	// Lowering merges adjacent partitions of one shard toward ceil(T/t) = 2: of the five,
+	// on two shards, the two pairs that share a shard; autoscale is stored and answered as
+	// Cosmos DB does.
 	cosmosOK(t, c, "cosmos", `{"customAction": "UpdateCollection", "collection": "coll", "autoScaleSettings": {"maxThroughput": 20000}}`)
 	r = cosmosOK(t, c, "cosmos", `{"customAction": "GetCollection", "collection": "coll"}`)
-	if int32Of(t, r, "numPartitions") != 5 || int32Of(t, r, "autoScaleSettings", "maxThroughput") != 20000 ||
+	if int32Of(t, r, "numPartitions") != 3 || int32Of(t, r, "autoScaleSettings", "maxThroughput") != 20000 ||
 		int32Of(t, r, "provisionedThroughput") != 2000 {
 		t.Errorf("GetCollection after lowering to autoscale 20000: %v", r)
 	}

@@ -36,6 +36,39 @@ func (m *Map) Split(id, at uint64, newIDs [2]uint64) ([]Partition, error) {
 	return append(out, m.parts[i+1:]...), nil
 }
 
+// Merge returns a new partition list in which the partitions ids, adjacent in hash order and
+// on one shard, are replaced by one partition newID covering their ranges: the parents are
+// retired, and no data moves. It fails with ErrUnknownPartition when a partition is gone and
+// ErrInvalidMap when they are fewer than two, not adjacent, on several shards, or newID is
+// used.
+func (m *Map) Merge(ids []uint64, newID uint64) ([]Partition, error) {
+	if len(ids) < 2 {
+		return nil, fmt.Errorf("%w: a merge needs two partitions or more, not %d", ErrInvalidMap, len(ids))
+	}
+	first := m.Index(ids[0])
+	if first < 0 {
+		return nil, fmt.Errorf("%w: %d", ErrUnknownPartition, ids[0])
+	}
+	for k, id := range ids {
+		i := m.Index(id)
+		switch {
+		case i < 0:
+			return nil, fmt.Errorf("%w: %d", ErrUnknownPartition, id)
+		case i != first+k:
+			return nil, fmt.Errorf("%w: partitions %v are not adjacent", ErrInvalidMap, ids)
+		case m.parts[i].Shard != m.parts[first].Shard:
+			return nil, fmt.Errorf("%w: partitions %v are on several shards", ErrInvalidMap, ids)
+		}
+	}
+	if m.Index(newID) >= 0 {
+		return nil, fmt.Errorf("%w: new partition id %d is used", ErrInvalidMap, newID)
+	}
+	out := make([]Partition, 0, len(m.parts)-len(ids)+1)
+	out = append(out, m.parts[:first]...)
+	out = append(out, Partition{ID: newID, Lo: m.parts[first].Lo, Shard: m.parts[first].Shard})
+	return append(out, m.parts[first+len(ids):]...), nil
+}
+
 // Move returns a new partition list in which partition id is held by shard. The partition
 // keeps its id and range: only its owner changes. It fails with ErrUnknownPartition when the
 // map has no partition id and ErrInvalidMap for a negative shard.

@@ -65,6 +65,11 @@ type Options struct {
 	// partitions by their demand (Policy.Redistribute; --redistribute-throughput). Default
 	// off, as in Cosmos DB: T/N each, unless set by hand with RedistributeThroughput.
 	Redistribute bool
+	// MergeAfter is how long two adjacent partitions of one shard must have been seen small
+	// and cold before they merge (MongoDB's AutoMerger; --merge-after): together under a
+	// quarter of PartitionMaxBytes and of SplitLoadRU, so that no rule splits them again at
+	// once. Default 1h (MongoDB's autoMergerIntervalSecs); negative turns merging off.
+	MergeAfter time.Duration
 	// Unmetered turns request-unit accounting off: no meters, no budgets, no load splits.
 	// For measuring what metering costs; never the default.
 	Unmetered bool
@@ -86,6 +91,7 @@ func (o *Options) EnsureDefaults() *Options {
 	setDefault(&o.MeterHalfLife, 10*time.Second)
 	setDefault(&o.SampleRU, 8)
 	setDefault(&o.BudgetBurst, time.Second)
+	setDefault(&o.MergeAfter, time.Hour)
 	return o
 }
 

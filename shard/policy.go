@@ -27,9 +27,9 @@ func (p *Policy) Options() Options { return p.opts }
 
 // Decide returns what should happen to the collection described by v at time now, in this
 // order: per partition (in hash order) a size split, a load split or a hot-key report; then
-// throughput splits; then balancer moves. It is deterministic: the same view and time give
-// the same actions. At most one action changes a partition, a shard takes part in at most one
-// move, and busy partitions and shards are left alone; whatever remains is decided again on
+// throughput splits; then balancer moves and merges. It is deterministic: the same view
+// and time give the same actions. At most one action changes a partition, a shard takes
+// part in at most one move, and busy partitions and shards are left alone; whatever remains is decided again on
 // the next call, with the new map (a collection far below ceil(T/t) partitions doubles its
 // count each round).
 //
@@ -58,9 +58,12 @@ func (p *Policy) Options() Options { return p.opts }
 //   - drain: before balancing, each draining shard moves its first movable partition (in
 //     hash order) to the free shard holding the fewest bytes that is not draining; draining
 //     shards take no part in balancing.
+//   - merge: last, while N > ceil(T/t), adjacent partitions of one shard that no other rule
+//     touched, both seen for MergeAfter (PartitionView.Since), together under a quarter of
+//     PartitionMaxBytes and of SplitLoadRU and neither hot, merge (merge.go).
 //
-// With v.NoMoves (the balancer stopped) only the split rules apply, a load split's right
-// child staying where it is.
+// With v.NoMoves (the balancer stopped) only the split rules apply (no merges either), a
+// load split's right child staying where it is.
 func (p *Policy) Decide(v CollectionView, now time.Time) []Action {
 	if len(v.Partitions) == 0 {
 		return nil
@@ -74,6 +77,7 @@ func (p *Policy) Decide(v CollectionView, now time.Time) []Action {
 		r.drain()
 		r.balance(bytesMetric)
 		r.balance(loadMetric)
+		r.merge() // MongoDB's AutoMerger, too, runs only while the balancer does
 	}
 	return r.actions
 }

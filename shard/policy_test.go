@@ -39,6 +39,8 @@ func describe(acts []Action) string {
 			s += "move(" + a.Reason.String() + ") "
 		case *HotKeyReport:
 			s += "hotkey(" + a.Reason.String() + ") "
+		case *MergeAction:
+			s += "merge(" + a.Reason.String() + ") "
 		}
 	}
 	return s
@@ -176,6 +178,9 @@ func applyAll(t *testing.T, m *Map, acts []Action, next *uint64) *Map {
 			*next += 2
 		case *MoveAction:
 			parts, err = a.Apply(m)
+		case *MergeAction:
+			parts, err = a.Apply(m, *next)
+			*next++
 		default:
 			continue
 		}

@@ -47,6 +47,10 @@ type PartitionView struct {
 	LoadAboveSince time.Time
 	// Samples are recently served keys with the load around them (MeterSnapshot.Samples).
 	Samples []KeySample
+	// Since is when the partition was first seen by whoever builds the views (zero:
+	// unknown): a partition merges only once it and its neighbour have been there for
+	// Options.MergeAfter (the clock restarts with the process, which only delays merges).
+	Since time.Time
 	// Busy marks a partition with a split or move in flight: Decide proposes nothing for it
 	// and moves nothing to or from its shard.
 	Busy bool
@@ -106,6 +110,8 @@ const (
 	ReasonBalanceBytes                   // shards hold unequal bytes
 	ReasonBalanceLoad                    // shards carry unequal load
 	ReasonDrain                          // the shard is being emptied (removeShard)
+	ReasonCold                           // adjacent partitions of one shard are small and cold
+	ReasonManual                         // a user asked (mergeChunks, mergeAllChunksOnShard)
 )
 
 // String returns the reason's name as logs and metrics show it.
@@ -123,11 +129,16 @@ func (r Reason) String() string {
 		return "balance-load"
 	case ReasonDrain:
 		return "drain"
+	case ReasonCold:
+		return "cold"
+	case ReasonManual:
+		return "manual"
 	}
 	return fmt.Sprintf("Reason(%d)", uint8(r))
 }
 
-// Action is one decision of the policy: *SplitAction, *MoveAction or *HotKeyReport.
+// Action is one decision of the policy: *SplitAction, *MoveAction, *MergeAction or
+// *HotKeyReport.
 type Action interface {
 	// Partition returns the id of the partition the action is about.
 	Partition() uint64
@@ -152,6 +163,13 @@ type MoveAction struct {
 	Reason   Reason
 }
 
+// MergeAction proposes merging the adjacent partitions IDs (in hash order, on one shard) into
+// one: a catalog change only, since their documents are already together on the shard.
+type MergeAction struct {
+	IDs    []uint64
+	Reason Reason
+}
+
 // HotKeyReport reports a partition that cannot split because one logical key dominates it:
 // its load (Reason load: no split point leaves either side under SplitMaxShare), or its size
 // (Reason size: it holds that one key only and is above PartitionMaxBytes). It is a report
@@ -173,6 +191,9 @@ func (a *SplitAction) Partition() uint64 { return a.ID }
 // Partition returns the id of the partition to move.
 func (a *MoveAction) Partition() uint64 { return a.ID }
 
+// Partition returns the id of the first partition to merge.
+func (a *MergeAction) Partition() uint64 { return a.IDs[0] }
+
 // Partition returns the id of the partition holding the hot key.
 func (a *HotKeyReport) Partition() uint64 { return a.ID }
 
@@ -184,6 +205,9 @@ func (*MoveAction) action() {}
 
 // action seals Action to the types of this package.
 func (*HotKeyReport) action() {}
+
+// action seals Action to the types of this package.
+func (*MergeAction) action() {}
 
 // Apply returns m's partition list after the split, with newIDs for the children; it fails
 // with ErrStaleAction (wrapping the cause) when m no longer has the partition as decided.
@@ -205,4 +229,14 @@ func (a *MoveAction) Apply(m *Map) ([]Partition, error) {
 		return nil, fmt.Errorf("%w: partition %d is not on shard %d", ErrStaleAction, a.ID, a.From)
 	}
 	return m.Move(a.ID, a.To)
+}
+
+// Apply returns m's partition list after the merge, with newID for the merged partition; it
+// fails with ErrStaleAction when m no longer has the partitions as decided.
+func (a *MergeAction) Apply(m *Map, newID uint64) ([]Partition, error) {
+	parts, err := m.Merge(a.IDs, newID)
+	if errors.Is(err, ErrUnknownPartition) || errors.Is(err, ErrInvalidMap) && m.Index(newID) < 0 {
+		return nil, fmt.Errorf("%w: %w", ErrStaleAction, err)
+	}
+	return parts, err
 }

@@ -74,6 +74,7 @@ type Config struct {
 	MaxPartitionRU           float64
 	SplitLoadRU              float64
 	SplitLoadWindow          time.Duration
+	MergeAfter               time.Duration
 	LogicalPartitionMaxBytes int64
 	// BalanceMinBytes is shard.Options.BalanceMinBytes; 0 means no minimum.
 	BalanceMinBytes        int64
@@ -174,6 +175,7 @@ func (c *Config) flagSet(m *mongodFlags) *flag.FlagSet {
 	fs.Int64Var(&c.LogicalPartitionMaxBytes, "logical-partition-max-bytes", envInt64("LOGICAL_PARTITION_MAX_BYTES", 20<<30), "most bytes the documents of one shard-key value may hold")
 	fs.Int64Var(&c.BalanceMinBytes, "balance-min-bytes", envInt64("BALANCE_MIN_BYTES", 3*128<<20), "difference between two shards' bytes of a collection below which the balancer moves nothing (MongoDB's migration threshold, three times its range size; 0: no minimum)")
 	fs.IntVar(&c.MaxParallelism, "max-parallelism", envInt("MAX_PARALLELISM", 0), "most shards one query reads at once (0: all), like the Cosmos DB SDK's MaxDegreeOfParallelism")
+	fs.DurationVar(&c.MergeAfter, "merge-after", envDuration("MERGE_AFTER", time.Hour), "how long adjacent partitions of one shard must stay small and cold before they merge (MongoDB's AutoMerger); 0 turns merging off")
 	fs.DurationVar(&c.PartitionCheckInterval, "partition-check-interval", envDuration("PARTITION_CHECK_INTERVAL", time.Second), "how often the partition manager decides splits and moves")
 	fs.IntVar(&c.ThrottleRetryMS, "throttle-retry-ms", envInt("THROTTLE_RETRY_MS", 0), "how long a request whose partition is out of budget waits for it before failing with 16500 (0: fails at once, as Cosmos DB)")
 	fs.BoolVar(&c.BurstCapacity, "burst-capacity", env("BURST_CAPACITY", "false") == "true", "partitions below 3,000 RU/s bank unused throughput (up to 300 s of their share) and spend it at up to 3,000 RU/s, as Cosmos DB's burst capacity; collections and databases may say otherwise (enableBurstCapacity)")

@@ -208,6 +208,7 @@ func execOptions(cfg *Config, st *exec.Storage, argv []string, wireStats func() 
 			PartitionMaxRU:           cfg.MaxPartitionRU,
 			SplitLoadRU:              cfg.SplitLoadRU,
 			SplitLoadWindow:          cfg.SplitLoadWindow,
+			MergeAfter:               mergeAfter(cfg.MergeAfter),
 			LogicalPartitionMaxBytes: cfg.LogicalPartitionMaxBytes,
 			BalanceMinBytes:          balanceMinBytes(cfg.BalanceMinBytes),
 			ThrottleWait:             time.Duration(cfg.ThrottleRetryMS) * time.Millisecond,
@@ -222,4 +223,12 @@ func execOptions(cfg *Config, st *exec.Storage, argv []string, wireStats func() 
 		ChangeRetention:        cfg.ChangeRetention,
 		ChangeRetentionBytes:   cfg.ChangeRetentionBytes,
 	}
+}
+
+// mergeAfter is shard.Options.MergeAfter for --merge-after d: 0 (off) becomes negative.
+func mergeAfter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

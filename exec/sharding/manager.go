@@ -113,6 +113,11 @@ func (m *Manager) decideCollection(c *store.Collection, balancing bool) error {
 				return err
 			}
 			changed = true
+		case *shard.MergeAction:
+			if _, err := m.ApplyMerge(ci.Meta.DB, ci.Meta.Name, a); err != nil && !errors.Is(err, shard.ErrStaleAction) {
+				return err
+			}
+			changed = true
 		case *shard.HotKeyReport:
 			hot = append(hot, *a)
 			m.hotKeys.Add(1)
@@ -130,8 +135,8 @@ func (m *Manager) decideCollection(c *store.Collection, balancing bool) error {
 	return nil
 }
 
-// actsLocally reports whether this node's manager carries out action a: splits of its own
-// partitions (a load split's right child moving only between its own shards), and moves
+// actsLocally reports whether this node's manager carries out action a: splits and merges of
+// its own partitions (a load split's right child moving only between its own shards), and moves
 // only where it decides moves (decidesMoves: the elected manager, in a cluster), wherever
 // the partition is (cluster_view.go).
 func (m *Manager) actsLocally(ci *catalog.Coll, a shard.Action) bool {
@@ -144,6 +149,9 @@ func (m *Manager) actsLocally(ci *catalog.Coll, a shard.Action) bool {
 			return m.decidesMoves()
 		}
 		return m.isLocal(a.From) && m.isLocal(a.To)
+	case *shard.MergeAction:
+		i := ci.Map.Index(a.IDs[0])
+		return i >= 0 && m.isLocal(ci.Map.Partition(i).Shard)
 	default:
 		return true
 	}
@@ -162,6 +170,7 @@ func (m *Manager) CollectionView(ci *catalog.Coll) shard.CollectionView {
 	v := shard.NewView(ci.Map, float64(ci.Meta.Throughput), shards, meters.Snapshots())
 	v.Draining = m.drainingShards()
 	v.Nodes = m.shardNodes()
+	m.stampSince(ci.Meta.ID, &v, time.Now())
 	for i := range v.Partitions {
 		p := &v.Partitions[i]
 		if !m.isLocal(p.Shard) {

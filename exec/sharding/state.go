@@ -63,12 +63,15 @@ type Manager struct {
 		moving map[movingPartition]int
 		// redistributed is when each collection's throughput was last redistributed.
 		redistributed map[store.CollID]time.Time
+		// seen is when this manager first saw each partition of its shards, by collection
+		// (stampSince, merge.go).
+		seen map[store.CollID]map[uint64]time.Time
 	}
 	// configMu serializes the rewrites of the derived config collections (config.go).
 	configMu sync.Mutex
 
 	// Counters for partitionStats and balancerStatus.
-	splits, moves, hotKeys, conversions, rounds, redistributions atomic.Int64
+	splits, merges, moves, hotKeys, conversions, rounds, redistributions atomic.Int64
 	// lastState is the catalog state the config collections were last written from (read
 	// and written by the manager round only).
 	lastState *store.CatalogState
@@ -284,7 +287,7 @@ func (m *Manager) ReadBudgets(ci *catalog.Coll) *shard.Budgets {
 }
 
 // AppendStatus appends the partition manager's counters as one serverStatus-style
-// section (for serverStatus and the metrics endpoint): splits, moves, hot-key reports,
+// section (for serverStatus and the metrics endpoint): splits, merges, moves, hot-key reports,
 // conversions of filled collections and manager rounds.
 func (m *Manager) AppendStatus(dst []byte, key string) []byte {
 	idx, out := bsoncore.AppendDocumentElementStart(dst, key)
@@ -295,6 +298,7 @@ func (m *Manager) AppendStatus(dst []byte, key string) []byte {
 	out = bsoncore.AppendInt32Element(out, "shards", int32(shards))
 	if m != nil {
 		out = bsoncore.AppendInt64Element(out, "splits", m.splits.Load())
+		out = bsoncore.AppendInt64Element(out, "merges", m.merges.Load())
 		out = bsoncore.AppendInt64Element(out, "moves", m.moves.Load())
 		out = bsoncore.AppendInt64Element(out, "hotKeyReports", m.hotKeys.Load())
 		out = bsoncore.AppendInt64Element(out, "conversions", m.conversions.Load())

@@ -292,8 +292,9 @@ func (h *Handlers) createUnsharded(db, coll string, opts bsoncore.Document, o of
 }
 
 // cosmosUpdateCollection answers customAction UpdateCollection: it stores the new throughput
-// and, when T rises above t·N, splits partitions until N = ceil(T/t). Lowering T never
-// merges partitions.
+// and, when T rises above t·N, splits partitions until N = ceil(T/t); lowering T merges
+// adjacent partitions of one shard toward N = ceil(T/t), as far as their data and load allow
+// (sharding.Manager.MergeTo).
 func (h *Handlers) cosmosUpdateCollection(r *command.Request, a *customActionArgs) error {
 	c := h.Storage.Catalog.State().Collection(r.DB, a.coll)
 	if c == nil {
@@ -311,6 +312,7 @@ func (h *Handlers) cosmosUpdateCollection(r *command.Request, a *customActionArg
 	if err := h.checkUnshardedOffer(a.offer, c.Sharded()); err != nil {
 		return err
 	}
+	lowered := a.offer.ru < c.Throughput
 	c, err := h.Storage.Catalog.UpdateCollection(r.DB, a.coll, func(c *store.Collection) error {
 		c.Throughput, c.Autoscale = a.offer.ru, a.offer.autoscale
 		return nil
@@ -318,11 +320,17 @@ func (h *Handlers) cosmosUpdateCollection(r *command.Request, a *customActionArg
 	if err != nil {
 		return catalog.ChangeError(err, r.DB, a.coll)
 	}
-	n := int(math.Ceil(float64(a.offer.ru) / h.Shards.Policy().PartitionMaxRU))
-	if !c.Sharded() || n <= len(c.Partitions) {
+	n := max(1, int(math.Ceil(float64(a.offer.ru)/h.Shards.Policy().PartitionMaxRU)))
+	switch {
+	case !c.Sharded():
+		return nil
+	case n > len(c.Partitions):
+		err = h.Shards.SplitTo(r.DB, a.coll, n)
+	case n < len(c.Partitions) && lowered: // as far as the partitions' data and load allow
+		err = h.Shards.MergeTo(r.DB, a.coll, n)
+	default:
 		return nil
 	}
-	err = h.Shards.SplitTo(r.DB, a.coll, n)
 	if errors.Is(err, shard.ErrStaleAction) {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.DB, a.coll)
 	}

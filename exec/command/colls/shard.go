@@ -32,6 +32,8 @@ func (h *Handlers) addShardCommands(add func(*command.Command)) {
 	add(&command.Command{Name: "getShardVersion", Aliases: []string{"getshardversion"}, Run: h.getShardVersion, Action: auth.ActionClusterAdmin, Help: "a sharded collection's version", AdminOnly: true})
 	add(&command.Command{Name: "getShardMap", Run: h.getShardMap, Action: auth.ActionClusterAdmin, Help: "the shards and their hosts", AdminOnly: true})
 	add(&command.Command{Name: "moveChunk", Aliases: []string{"movechunk"}, Run: h.moveChunk, Action: auth.ActionClusterAdmin, Help: "move the partition holding a shard-key value to a shard", AdminOnly: true})
+	add(&command.Command{Name: "mergeChunks", Aliases: []string{"mergechunks"}, Run: h.mergeChunks, Action: auth.ActionClusterAdmin, Help: "merge the adjacent partitions of one shard that fill a range", AdminOnly: true})
+	add(&command.Command{Name: "mergeAllChunksOnShard", Run: h.mergeAllChunksOnShard, Action: auth.ActionClusterAdmin, Help: "merge every run of adjacent partitions of a collection on a shard", AdminOnly: true})
 	add(&command.Command{Name: "balancerStart", Run: h.balancerSwitch(true), Action: auth.ActionClusterAdmin, Help: "let the partition manager move partitions to balance shards", AdminOnly: true})
 	add(&command.Command{Name: "balancerStop", Run: h.balancerSwitch(false), Action: auth.ActionClusterAdmin, Help: "stop the partition manager's balancing moves (splits and moveChunk go on)", AdminOnly: true})
 	add(&command.Command{Name: "checkMetadataConsistency", Run: h.checkMetadataConsistency, Action: auth.ActionClusterAdmin, Help: "check the partition maps of a cluster, database or collection"})

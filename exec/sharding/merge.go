@@ -1,0 +1,198 @@
+package sharding
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/shard"
+	"github.com/cleavedb/cleave/store"
+)
+
+// Merges (shard/merge.go) are catalog changes only: the merged partitions' documents are on
+// one shard already, keyed by hash, so the partition that replaces them covers them as they
+// are. The manager merges adjacent partitions that stayed small and cold for
+// Options.MergeAfter (MongoDB's AutoMerger), lowering a collection's throughput merges toward
+// ceil(T/t), and mergeChunks and mergeAllChunksOnShard merge by hand.
+
+// ErrNoChunkSequence reports a merge by hand whose range is not exactly covered by adjacent
+// partitions of one shard.
+var ErrNoChunkSequence = errors.New("sharding: no sequence of one shard's partitions fills the range exactly")
+
+// stampSince sets Since in v's partitions of this node's shards: when this manager first saw
+// each one (kept per collection, forgotten with the partition). A restart starts the clocks
+// again, which only delays merges.
+func (m *Manager) stampSince(coll store.CollID, v *shard.CollectionView, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.seen == nil {
+		m.mu.seen = map[store.CollID]map[uint64]time.Time{}
+	}
+	old := m.mu.seen[coll]
+	cur := make(map[uint64]time.Time, len(v.Partitions))
+	for i := range v.Partitions {
+		p := &v.Partitions[i]
+		if !m.isLocal(p.Shard) {
+			continue
+		}
+		since, ok := old[p.ID]
+		if !ok {
+			since = now
+		}
+		cur[p.ID], p.Since = since, since
+	}
+	m.mu.seen[coll] = cur
+}
+
+// ApplyMerge commits merge a of collection db.name: one catalog change that retires the
+// merged partitions and adds the one covering their ranges, its budget their budgets' sum
+// (even shares stay even). It returns the new partition's id.
+func (m *Manager) ApplyMerge(db, name string, a *shard.MergeAction) (uint64, error) {
+	var id uint64
+	start := time.Now()
+	c, err := m.cat.Store().UpdateCollection(db, name, func(c *store.Collection) error {
+		pm, err := MapOf(c)
+		if err != nil {
+			return err
+		}
+		id = c.NextPartitionID
+		parts, err := a.Apply(pm, id)
+		if err != nil {
+			return err
+		}
+		budget := 0.0
+		for _, p := range c.Partitions {
+			if slices.Contains(a.IDs, p.ID) {
+				budget += p.BudgetRU
+			}
+		}
+		c.Partitions = StorePartsFrom(c.Partitions, parts)
+		for i := range c.Partitions {
+			if c.Partitions[i].ID == id {
+				c.Partitions[i].BudgetRU = budget
+			}
+		}
+		c.NextPartitionID++
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	m.merges.Add(1)
+	m.log.Info("merged partitions", zap.String("ns", db+"."+name), zap.Uint64s("partitions", a.IDs),
+		zap.Uint64("into", id), zap.Stringer("reason", a.Reason), zap.Int("partitions_now", len(c.Partitions)),
+		zap.Duration("duration", time.Since(start)))
+	return id, nil
+}
+
+// MergeTo merges partitions of collection db.name toward n (shard.MergeTo): adjacent ones of
+// one shard whose sum stays under a quarter of PartitionMaxBytes and of SplitLoadRU, round
+// after round until the collection has n or nothing merges. What lowering a collection's
+// throughput to T asks, n = ceil(T/t); a collection whose data or load does not allow it
+// keeps more partitions, each with its share of T.
+func (m *Manager) MergeTo(db, name string, n int) error {
+	m.round.Lock()
+	defer m.round.Unlock()
+	merged := false
+	defer func() {
+		if merged {
+			m.AfterMapChange()
+		}
+	}()
+	for {
+		ci, err := m.cat.Lookup(db, name)
+		if err != nil || ci == nil || ci.Map == nil {
+			return fmt.Errorf("%w: collection %s.%s is gone", shard.ErrStaleAction, db, name)
+		}
+		v := m.CollectionView(ci)
+		fits := func(i, j int) bool {
+			a, b := &v.Partitions[i], &v.Partitions[j]
+			return m.isLocal(a.Shard) && !a.Busy && !b.Busy && a.Bytes+b.Bytes < m.opts.PartitionMaxBytes/4 &&
+				a.RUPerSec+b.RUPerSec < m.opts.SplitLoadRU/4
+		}
+		acts := shard.MergeTo(ci.Map, n, fits)
+		if len(acts) == 0 {
+			return nil
+		}
+		for k := range acts {
+			if _, err := m.ApplyMerge(db, name, &acts[k]); err != nil && !errors.Is(err, shard.ErrStaleAction) {
+				return err
+			}
+			merged = true
+		}
+	}
+}
+
+// MergeRange merges the partitions of collection db.name that exactly cover the hash range
+// [lo, hi) (hi 0: the end of the space), which must all be on one shard (mergeChunks). A
+// range that is one partition already is left as it is. It fails with ErrNoChunkSequence
+// when no sequence of one shard's partitions fills the range exactly.
+func (m *Manager) MergeRange(ci *catalog.Coll, lo, hi uint64) error {
+	m.round.Lock()
+	defer m.round.Unlock()
+	if hi != 0 && hi <= lo {
+		return ErrNoChunkSequence
+	}
+	first := ci.Map.Locate(lo)
+	last := ci.Map.Locate(hi - 1) // hi 0 wraps to the last hash
+	if plo, _ := ci.Map.Range(first); plo != lo {
+		return ErrNoChunkSequence
+	}
+	if _, phi := ci.Map.Range(last); phi != hi {
+		return ErrNoChunkSequence
+	}
+	ids := make([]uint64, 0, last-first+1)
+	for i := first; i <= last; i++ {
+		if ci.Map.Partition(i).Shard != ci.Map.Partition(first).Shard {
+			return ErrNoChunkSequence
+		}
+		ids = append(ids, ci.Map.Partition(i).ID)
+	}
+	if len(ids) < 2 {
+		return nil
+	}
+	if _, err := m.ApplyMerge(ci.Meta.DB, ci.Meta.Name, &shard.MergeAction{IDs: ids, Reason: shard.ReasonManual}); err != nil {
+		return err
+	}
+	m.AfterMapChange()
+	return nil
+}
+
+// MergeAllOnShard merges every sequence of adjacent partitions of collection ci on shard s
+// into one partition each (mergeAllChunksOnShard), and returns how many merges it made.
+func (m *Manager) MergeAllOnShard(ci *catalog.Coll, s int) (int, error) {
+	m.round.Lock()
+	defer m.round.Unlock()
+	var runs [][]uint64
+	for i := 0; i < ci.Map.Len(); i++ {
+		if ci.Map.Partition(i).Shard != s {
+			continue
+		}
+		run := []uint64{ci.Map.Partition(i).ID}
+		for i+1 < ci.Map.Len() && ci.Map.Partition(i+1).Shard == s {
+			i++
+			run = append(run, ci.Map.Partition(i).ID)
+		}
+		if len(run) > 1 {
+			runs = append(runs, run)
+		}
+	}
+	n := 0
+	for _, ids := range runs {
+		if _, err := m.ApplyMerge(ci.Meta.DB, ci.Meta.Name, &shard.MergeAction{IDs: ids, Reason: shard.ReasonManual}); err != nil {
+			if errors.Is(err, shard.ErrStaleAction) {
+				continue
+			}
+			return n, err
+		}
+		n++
+	}
+	if n > 0 {
+		m.AfterMapChange()
+	}
+	return n, nil
+}
