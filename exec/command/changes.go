@@ -48,23 +48,53 @@ func (e *Server) RecordCreate(c *store.Collection) {
 	if c == nil {
 		return
 	}
+	if catalog.IsView(c) {
+		e.RecordChange(&changes.DDL{Op: changes.OpCreate, DB: c.DB, Coll: c.Name, Desc: ViewDescription(c), View: true})
+		return
+	}
 	b := bsoncore.NewDocumentBuilder()
-	if v := catalog.ViewOf(c.Options); v != nil {
-		b.AppendString("viewOn", v.On)
-		aidx, arr := bsoncore.AppendArrayStart(nil)
-		for i, st := range v.Pipeline {
-			arr = bsoncore.AppendDocumentElement(arr, strconv.Itoa(i), st)
-		}
-		arr, _ = bsoncore.AppendArrayEnd(arr, aidx)
-		b.AppendArray("pipeline", arr)
-	} else {
-		for i := range c.Indexes {
-			if c.Indexes[i].ID == store.IDIndexID {
-				b.AppendDocument("idIndex", catalog.IndexSpecDoc(&c.Indexes[i]))
-			}
+	for i := range c.Indexes {
+		if c.Indexes[i].ID == store.IDIndexID {
+			b.AppendDocument("idIndex", catalog.IndexSpecDoc(&c.Indexes[i]))
 		}
 	}
 	e.RecordChange(&changes.DDL{Op: changes.OpCreate, DB: c.DB, Coll: c.Name, UUID: c.UUID[:], Desc: b.Build()})
+}
+
+// ViewDescription is the operationDescription of the create or modify event of view c: its
+// definition as MongoDB's system.views holds it, {viewOn, pipeline, collation}.
+func ViewDescription(c *store.Collection) bsoncore.Document {
+	v := catalog.ViewOf(c.Options)
+	b := bsoncore.NewDocumentBuilder().AppendString("viewOn", v.On)
+	aidx, arr := bsoncore.AppendArrayStart(nil)
+	for i, st := range v.Pipeline {
+		arr = bsoncore.AppendDocumentElement(arr, strconv.Itoa(i), st)
+	}
+	arr, _ = bsoncore.AppendArrayEnd(arr, aidx)
+	b.AppendArray("pipeline", arr)
+	if coll, ok := c.Options.Lookup("collation").DocumentOK(); ok {
+		b.AppendDocument("collation", coll)
+	}
+	return b.Build()
+}
+
+// RecordDrop records the drop of collection or view c.
+func (e *Server) RecordDrop(c *store.Collection) {
+	view := catalog.IsView(c)
+	e.RecordChange(&changes.DDL{Op: changes.OpDrop, DB: c.DB, Coll: c.Name, UUID: c.UUID[:], View: view})
+}
+
+// RecordRename records the rename of fromDB.fromColl into renamed, dropping dropped (nil:
+// none), with its operationDescription ({to, dropTarget}): renameCollection's, and $out's
+// rename of its temporary collection over the target.
+func (e *Server) RecordRename(fromDB, fromColl string, renamed, dropped *store.Collection) {
+	b := bsoncore.NewDocumentBuilder().AppendDocument("to", bsoncore.NewDocumentBuilder().
+		AppendString("db", renamed.DB).AppendString("coll", renamed.Name).Build())
+	if dropped != nil {
+		b.AppendBinary("dropTarget", 4, dropped.UUID[:])
+	}
+	e.RecordChange(&changes.DDL{Op: changes.OpRename, DB: fromDB, Coll: fromColl, UUID: renamed.UUID[:],
+		ToDB: renamed.DB, ToColl: renamed.Name, Desc: b.Build()})
 }
 
 // RecordCollChange records DDL event op on collection c with operationDescription desc

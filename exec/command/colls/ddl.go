@@ -127,7 +127,7 @@ func (h *Handlers) drop(ctx context.Context, r *command.Request) error {
 	if err != nil {
 		return catalog.StoreError(err)
 	}
-	h.RecordChange(&changes.DDL{Op: changes.OpDrop, DB: c.DB, Coll: c.Name, UUID: c.UUID[:]})
+	h.RecordDrop(c)
 	if catalog.IsView(c) { // no data, no indexes
 		h.Log.Info("dropped view", zap.String("ns", r.DB+"."+name))
 		r.Out = bsoncore.AppendStringElement(r.Out, "ns", r.DB+"."+name)
@@ -232,21 +232,9 @@ func (h *Handlers) renameCollection(ctx context.Context, r *command.Request) err
 	if dropped != nil {
 		h.Cat.DeleteData(dropped)
 	}
-	h.RecordChange(renameEvent(fromDB, fromColl, renamed, dropped))
+	h.RecordRename(fromDB, fromColl, renamed, dropped)
 	h.Log.Info("renamed collection", zap.String("from", from), zap.String("to", to))
 	return nil
-}
-
-// renameEvent is the change event of the rename of fromDB.fromColl into renamed, dropping
-// dropped (nil: none), with its operationDescription ({to, dropTarget}).
-func renameEvent(fromDB, fromColl string, renamed, dropped *store.Collection) *changes.DDL {
-	b := bsoncore.NewDocumentBuilder().AppendDocument("to", bsoncore.NewDocumentBuilder().
-		AppendString("db", renamed.DB).AppendString("coll", renamed.Name).Build())
-	if dropped != nil {
-		b.AppendBinary("dropTarget", 4, dropped.UUID[:])
-	}
-	return &changes.DDL{Op: changes.OpRename, DB: fromDB, Coll: fromColl, UUID: renamed.UUID[:],
-		ToDB: renamed.DB, ToColl: renamed.Name, Desc: b.Build()}
 }
 
 // parseNamespace splits and validates a full namespace "db.coll".

@@ -84,6 +84,9 @@ func (h *Handlers) Written(inserted, updated int64) {
 func (h *Handlers) CreateTempCollection(c store.Collection) (*catalog.Coll, error) {
 	unlock := h.Cat.LockDDL()
 	created, err := h.Storage.Catalog.CreateCollection(c)
+	if err == nil {
+		h.RecordCreate(created) // MongoDB's $out creates it with a create command
+	}
 	unlock()
 	if err != nil {
 		return nil, catalog.ChangeError(err, c.DB, c.Name)
@@ -98,13 +101,14 @@ func (h *Handlers) ReplaceCollection(tmp *store.Collection, db, coll string, che
 	if err := check(h.Storage.Catalog.State().Collection(db, coll)); err != nil {
 		return err
 	}
-	_, dropped, err := h.Storage.Catalog.RenameCollection(tmp.DB, tmp.Name, db, coll, true)
+	renamed, dropped, err := h.Storage.Catalog.RenameCollection(tmp.DB, tmp.Name, db, coll, true)
 	if err != nil {
 		return catalog.ChangeError(err, db, coll)
 	}
 	if dropped != nil {
 		h.Cat.DeleteData(dropped)
 	}
+	h.RecordRename(tmp.DB, tmp.Name, renamed, dropped) // a stream on the target sees it, then invalidates
 	h.Log.Info("$out replaced collection", zap.String("ns", db+"."+coll))
 	return nil
 }
@@ -122,5 +126,6 @@ func (h *Handlers) DropTempCollection(c *store.Collection) {
 		h.Log.Warn("cannot drop a temporary $out collection", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
 		return
 	}
+	h.RecordDrop(dropped)
 	h.Cat.DeleteData(dropped)
 }
