@@ -203,3 +203,121 @@ func TestChangeStreamViewEvents(t *testing.T) {
 		t.Errorf("stream on v: %s, %s; want the collection's create and insert, none of the view's events", got[0].Raw, got[1].Raw)
 	}
 }
+
+// TestChangeStreamDDLOrderedWithWrites checks that a DDL event sorts after the writes that
+// preceded it and before those that followed it, under concurrent writers: a writer inserts
+// into "target" without pause while "src" is created and renamed over it (dropTarget) again
+// and again; in a database's stream (showExpandedEvents: every event names its collection's
+// UUID), no insert into a collection comes before the rename that gave it the name "target".
+// NB: an insert that resolved "target" before a rename and commits after it still lands in
+// the dropped collection (an orphan write, logged here, not an ordering fault: its event is
+// where its commit is); writers do not hold off DDL operations.
+func TestChangeStreamDDLOrderedWithWrites(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2")
+	ctx := context.Background()
+	client := srv.client(t)
+	db := client.Database("cs_ddl_order")
+	cs, err := db.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetShowExpandedEvents(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.Close(ctx) }()
+
+	stop := make(chan struct{})
+	done := make(chan int)
+	for w := range 3 {
+		go func() {
+			n := 0
+			for {
+				select {
+				case <-stop:
+					done <- n
+					return
+				default:
+				}
+				// Errors are fine: a write may race a rename.
+				if _, err := db.Collection("target").InsertOne(ctx, bson.D{{Key: "w", Value: w}}); err == nil {
+					n++
+				}
+			}
+		}()
+	}
+	const rounds = 30
+	admin := client.Database("admin")
+	for range rounds {
+		if err := db.CreateCollection(ctx, "src"); err != nil {
+			t.Fatal(err)
+		}
+		rename := bson.D{{Key: "renameCollection", Value: "cs_ddl_order.src"}, {Key: "to", Value: "cs_ddl_order.target"}, {Key: "dropTarget", Value: true}}
+		if err := admin.RunCommand(ctx, rename).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	inserts := 0
+	for range 3 {
+		inserts += <-done
+	}
+	if err := db.Collection("end").Drop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Collection("end").InsertOne(ctx, bson.D{{Key: "_id", Value: "end"}}); err != nil {
+		t.Fatal(err)
+	}
+	checkDDLOrder(t, cs, rounds, inserts)
+}
+
+// checkDDLOrder reads the stream of TestChangeStreamDDLOrderedWithWrites up to the insert into
+// "end" and checks its order.
+func checkDDLOrder(t *testing.T, cs *mongo.ChangeStream, rounds, inserts int) {
+	t.Helper()
+	named := map[string]bool{}   // UUIDs renamed to "target" so far
+	dropped := map[string]bool{} // UUIDs of targets dropped so far
+	renames, seen, bad, orphans := 0, 0, 0, 0
+	for {
+		e := nextDDLEvents(t, cs, 1)[0]
+		if e.NS.Coll == "end" && e.Op == "insert" {
+			break
+		}
+		uuid := ""
+		if e.UUID != nil {
+			uuid = string(e.UUID.Data)
+		}
+		if testing.Verbose() {
+			t.Logf("%v %s %s %x", e.ClusterTime, e.Op, e.NS.Coll, uuid)
+		}
+		switch {
+		case e.Op == "rename":
+			renames++
+			named[uuid] = true
+			if v, err := e.Description.LookupErr("dropTarget"); err == nil {
+				_, data := v.Binary()
+				dropped[string(data)] = true
+			}
+		case e.Op == "insert" && e.NS.Coll == "target":
+			seen++
+			if dropped[uuid] {
+				orphans++
+			}
+			if renames > 0 && !named[uuid] && !dropped[uuid] {
+				bad++
+				if bad <= 5 {
+					t.Errorf("insert into target at %v before the rename of its collection to target", e.ClusterTime)
+				}
+			}
+		}
+	}
+	if renames != rounds {
+		t.Errorf("%d renames seen, want %d", renames, rounds)
+	}
+	if seen < inserts {
+		t.Errorf("%d inserts seen, want at least the %d acknowledged", seen, inserts)
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d inserts out of order with the renames", bad, seen)
+	}
+	if orphans > 0 {
+		t.Logf("%d of %d inserts went into a target already dropped", orphans, seen)
+	}
+}

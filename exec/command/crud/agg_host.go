@@ -6,6 +6,7 @@ import (
 
 	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/route"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/store"
@@ -83,9 +84,12 @@ func (h *Handlers) Written(inserted, updated int64) {
 // CreateTempCollection implements agg.Host.
 func (h *Handlers) CreateTempCollection(c store.Collection) (*catalog.Coll, error) {
 	unlock := h.Cat.LockDDL()
+	slot := h.ReserveChange()
 	created, err := h.Storage.Catalog.CreateCollection(c)
 	if err == nil {
-		h.RecordCreate(created) // MongoDB's $out creates it with a create command
+		slot.Record(command.CreateEvent(created)) // MongoDB's $out creates it with a create command
+	} else {
+		slot.Release()
 	}
 	unlock()
 	if err != nil {
@@ -101,14 +105,16 @@ func (h *Handlers) ReplaceCollection(tmp *store.Collection, db, coll string, che
 	if err := check(h.Storage.Catalog.State().Collection(db, coll)); err != nil {
 		return err
 	}
+	slot := h.ReserveChange()
 	renamed, dropped, err := h.Storage.Catalog.RenameCollection(tmp.DB, tmp.Name, db, coll, true)
 	if err != nil {
+		slot.Release()
 		return catalog.ChangeError(err, db, coll)
 	}
 	if dropped != nil {
 		h.Cat.DeleteData(dropped)
 	}
-	h.RecordRename(tmp.DB, tmp.Name, renamed, dropped) // a stream on the target sees it, then invalidates
+	slot.Record(command.RenameEvent(tmp.DB, tmp.Name, renamed, dropped)) // a stream on the target sees it, then invalidates
 	h.Log.Info("$out replaced collection", zap.String("ns", db+"."+coll))
 	return nil
 }
