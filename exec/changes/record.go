@@ -54,6 +54,9 @@ type Write struct {
 	Old     bsoncore.Document
 	New     bsoncore.Document
 	Replace bool // a replacement (not an update with operators or a pipeline)
+	// Wall is the wall time to record, in milliseconds since the epoch (0: now). A writer
+	// reads the clock once for all its writes: per record, it took a fifth of AppendRecord.
+	Wall int64
 }
 
 // Recorded reports whether writes to collection ci are recorded: not those of the internal
@@ -107,7 +110,11 @@ func AppendRecord(dst []byte, ci *catalog.Coll, w *Write) []byte {
 			dst = bsoncore.AppendDocumentElement(dst, fPost, w.New)
 		}
 	}
-	dst = bsoncore.AppendDateTimeElement(dst, fWall, time.Now().UnixMilli())
+	wall := w.Wall
+	if wall == 0 {
+		wall = time.Now().UnixMilli()
+	}
+	dst = bsoncore.AppendDateTimeElement(dst, fWall, wall)
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst
 }
