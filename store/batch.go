@@ -42,6 +42,9 @@ type Batch struct {
 	changes    []byte
 	changeEnds []int
 	ChangeTime uint64
+	// reservedTS is the time ReserveChangeTime took (0: none), given back by Close when the
+	// batch did not use it.
+	reservedTS uint64
 	// stampPending is set by Apply(true) of a batch with change records until SyncWait: the
 	// records become readable by change streams only once the batch is durable.
 	stampPending bool
@@ -310,6 +313,9 @@ func addCollDelta(ts []collDelta, d collDelta) []collDelta {
 // exactly once; the Batch must not be used afterwards.
 func (b *Batch) Close() {
 	_ = b.SyncWait() // Pebble's contract: no Close of an applied batch before its sync
+	if b.reservedTS != 0 {
+		b.db.changes.done(b.reservedTS)
+	}
 	if b.pb != nil {
 		_ = b.pb.Close()
 	}

@@ -119,6 +119,18 @@ func (b *Batch) AddChange(rec []byte) {
 	b.changeEnds = append(b.changeEnds, len(b.changes))
 }
 
+// ReserveChangeTime takes the time the batch's change records will have now, before the
+// operation they describe happens: records stamped later sort after them, and readers stop
+// short of it until the batch is applied or closed. A DDL operation reserves its events'
+// time before its catalog change, so that a write that sees the change (a document inserted
+// into a renamed collection) is stamped after the event. Without a ChangeClock it does
+// nothing.
+func (b *Batch) ReserveChangeTime() {
+	if b.reservedTS == 0 {
+		b.reservedTS, _ = b.db.changes.reserve()
+	}
+}
+
 // stampChanges writes the batch's change records under its time, reserved now; the caller
 // calls db.changes.done(ts) once the batch is applied. ok is false when there is nothing to
 // stamp.
@@ -126,7 +138,11 @@ func (b *Batch) stampChanges() (ts uint64, ok bool) {
 	if len(b.changeEnds) == 0 {
 		return 0, false
 	}
-	ts, ok = b.db.changes.reserve()
+	ts, ok = b.reservedTS, b.reservedTS != 0
+	b.reservedTS = 0
+	if !ok {
+		ts, ok = b.db.changes.reserve()
+	}
 	if !ok {
 		return 0, false
 	}

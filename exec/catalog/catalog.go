@@ -28,14 +28,15 @@ type Catalog struct {
 	capped cappedStates // capped.go
 	// readers are the reads that yield (readers.go).
 	readers Readers
-	// created, when set, is told of each collection ForWrite creates (OnCreate).
-	created func(*store.Collection)
+	// creating, when set, is told of each collection ForWrite creates (OnCreate).
+	creating func() (created func(*store.Collection))
 }
 
-// OnCreate makes ForWrite tell fn of each collection it creates implicitly (after its
-// catalog change committed): change streams report the creation. Set it before the catalog
-// is used.
-func (c *Catalog) OnCreate(fn func(*store.Collection)) { c.created = fn }
+// OnCreate makes ForWrite call fn before it creates a collection implicitly, and the function
+// fn returns after: with the collection once its catalog change committed, with nil when
+// nothing was created. Change streams report the creation at a time taken before the change,
+// so that the writes into the new collection sort after it. Set it before the catalog is used.
+func (c *Catalog) OnCreate(fn func() (created func(*store.Collection))) { c.creating = fn }
 
 // New returns the catalog over shards and the stored catalog st.
 func New(shards []Shard, st *store.Catalog, log *zap.Logger) *Catalog {
@@ -116,17 +117,22 @@ func (c *Catalog) ForWrite(db, name string) (*Coll, error) {
 	if err := ValidateCollName(db, name); err != nil {
 		return nil, err
 	}
+	created := func(*store.Collection) {}
+	if c.creating != nil {
+		created = c.creating()
+	}
 	m, err := c.store.CreateCollection(store.Collection{DB: db, Name: name})
+	if err != nil {
+		created(nil)
+	}
 	if errors.Is(err, store.ErrExists) {
 		return c.Lookup(db, name)
 	}
 	if err != nil {
 		return nil, err
 	}
+	created(m)
 	c.log.Info("created collection", zap.String("ns", db+"."+name))
-	if c.created != nil {
-		c.created(m)
-	}
 	return c.cache.info(m)
 }
 

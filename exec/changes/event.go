@@ -48,7 +48,12 @@ func (r *Reader) event(ctx context.Context, rc *record) (bsoncore.Document, erro
 		if r.opts.DB != db || r.opts.Coll != "" {
 			return nil, nil // a collection's stream sees the drops of its collection, then invalidates
 		}
-	case !r.sees(db, coll):
+	case isView(rec):
+		if r.opts.Coll != "" || !r.opts.ShowExpandedEvents || !r.sees(db, coll) {
+			return nil, nil
+		}
+		return appendViewEvent(nil, rc, op), nil
+	case !r.sees(db, coll) && !r.seesRenameTo(op, rec):
 		return nil, nil
 	case expandedOps[op] && !r.opts.ShowExpandedEvents:
 		return nil, nil
@@ -63,6 +68,43 @@ func (r *Reader) event(ctx context.Context, rc *record) (bsoncore.Document, erro
 		r.invalidate = &record{tok: tok, rec: rec}
 	}
 	return out, nil
+}
+
+// seesRenameTo reports whether rec, an event of type op, is a rename into a namespace the
+// stream covers: MongoDB's streams match a rename's target ("o.to") as well as its source, so
+// that a stream on the target of a $out (or of a rename with dropTarget) sees the rename, and
+// a database's stream the renames into it from another database.
+func (r *Reader) seesRenameTo(op string, rec bsoncore.Document) bool {
+	if op != OpRename {
+		return false
+	}
+	to, ok := rec.Lookup(fTo).DocumentOK()
+	return ok && r.sees(str(to, "db"), str(to, "coll"))
+}
+
+// isView reports whether rec is the event of a view's definition (DDL.View).
+func isView(rec bsoncore.Document) bool {
+	v, err := rec.LookupErr(fView)
+	return err == nil && v.Type == bsoncore.TypeBoolean && v.Boolean()
+}
+
+// appendViewEvent appends the event of rc, of type op, the create, modify or drop of a view,
+// as MongoDB makes it of a write to system.views: _id, operationType, clusterTime, wallTime,
+// ns and operationDescription (the view's definition; none for a drop), nothing else.
+func appendViewEvent(dst []byte, rc *record, op string) []byte {
+	idx, dst := bsoncore.AppendDocumentStart(dst)
+	dst = bsoncore.AppendHeader(dst, bsoncore.TypeEmbeddedDocument, "_id")
+	dst = rc.tok.AppendDoc(dst)
+	dst = bsoncore.AppendStringElement(dst, "operationType", op)
+	dst = bsoncore.AppendTimestampElement(dst, "clusterTime", uint32(rc.tok.TS>>32), uint32(rc.tok.TS))
+	dst = appendField(dst, "wallTime", rc.rec, fWall)
+	nidx, dst := bsoncore.AppendDocumentElementStart(dst, "ns")
+	dst = bsoncore.AppendStringElement(dst, "db", str(rc.rec, fDB))
+	dst = bsoncore.AppendStringElement(dst, "coll", str(rc.rec, fColl))
+	dst, _ = bsoncore.AppendDocumentEnd(dst, nidx)
+	dst = appendField(dst, "operationDescription", rc.rec, fOpDesc)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
 }
 
 // invalidates reports whether an event of type op seen by the stream ends it.

@@ -20,14 +20,39 @@ import (
 // RecordChange records DDL events (a drop, rename, create...), in order and in one batch, in
 // the change log of this node's first shard, for change streams, once the DDL operation
 // committed. They are not in the catalog's own commit: a crash between the two loses the
-// events (the operation is done). The internal databases are not recorded.
-func (e *Server) RecordChange(ds ...*changes.DDL) {
+// events (the operation is done). The internal databases are not recorded. Their time is
+// taken now: an operation that concurrent writes may observe reserves it before its catalog
+// change instead (ReserveChange).
+func (e *Server) RecordChange(ds ...*changes.DDL) { e.ReserveChange().Record(ds...) }
+
+// ChangeSlot is the place in the change log of the DDL events of an operation about to
+// commit (ReserveChange). Record or Release it exactly once; a nil ChangeSlot records nothing.
+type ChangeSlot struct {
+	e *Server
+	b *store.Batch
+}
+
+// ReserveChange takes the time of the events of a DDL operation before its catalog change:
+// every write stamped after that sees the change and sorts after its events (a document
+// inserted into a collection just renamed comes after the rename), and streams read no
+// further until the events are recorded. Call it under the DDL lock, just before the change.
+func (e *Server) ReserveChange() *ChangeSlot {
 	i := slices.IndexFunc(e.Cat.Shards(), func(sh catalog.Shard) bool { _, ok := catalog.LocalDB(sh); return ok })
 	if i < 0 {
+		return nil
+	}
+	db, _ := catalog.LocalDB(e.Cat.Shards()[i])
+	b := db.NewBatch()
+	b.ReserveChangeTime()
+	return &ChangeSlot{e: e, b: b}
+}
+
+// Record records ds at the slot's time and releases it.
+func (s *ChangeSlot) Record(ds ...*changes.DDL) {
+	if s == nil {
 		return
 	}
-	b := e.Cat.Shards()[i].NewBatch()
-	defer b.Close()
+	defer s.b.Close()
 	var rec []byte
 	for _, d := range ds {
 		switch d.DB {
@@ -35,36 +60,91 @@ func (e *Server) RecordChange(ds ...*changes.DDL) {
 			continue
 		}
 		rec = changes.AppendDDLRecord(rec[:0], d)
-		b.AddChange(rec)
+		s.b.AddChange(rec)
 	}
-	if err := b.Commit(true); err != nil {
-		e.Log.Warn("recording change events failed", zap.String("op", ds[0].Op), zap.String("ns", ds[0].DB+"."+ds[0].Coll), zap.Error(err))
+	if err := s.b.Commit(true); err != nil && len(ds) > 0 {
+		s.e.Log.Warn("recording change events failed", zap.String("op", ds[0].Op), zap.String("ns", ds[0].DB+"."+ds[0].Coll), zap.Error(err))
+	}
+}
+
+// Release gives the slot back without recording anything (the operation failed).
+func (s *ChangeSlot) Release() {
+	if s != nil {
+		s.b.Close()
 	}
 }
 
 // RecordCreate records the creation of collection or view c (nil: nothing), explicit or
 // implicit (a first insert, createIndexes, shardCollection).
 func (e *Server) RecordCreate(c *store.Collection) {
-	if c == nil {
-		return
+	if c != nil {
+		e.RecordChange(CreateEvent(c))
+	}
+}
+
+// implicitCreate is the catalog's OnCreate hook: the create event of a collection a write
+// creates, at a time reserved before the creation.
+func (e *Server) implicitCreate() func(*store.Collection) {
+	slot := e.ReserveChange()
+	return func(c *store.Collection) {
+		if c == nil {
+			slot.Release()
+			return
+		}
+		slot.Record(CreateEvent(c))
+	}
+}
+
+// CreateEvent is the create event of collection or view c.
+func CreateEvent(c *store.Collection) *changes.DDL {
+	if catalog.IsView(c) {
+		return &changes.DDL{Op: changes.OpCreate, DB: c.DB, Coll: c.Name, Desc: ViewDescription(c), View: true}
 	}
 	b := bsoncore.NewDocumentBuilder()
-	if v := catalog.ViewOf(c.Options); v != nil {
-		b.AppendString("viewOn", v.On)
-		aidx, arr := bsoncore.AppendArrayStart(nil)
-		for i, st := range v.Pipeline {
-			arr = bsoncore.AppendDocumentElement(arr, strconv.Itoa(i), st)
-		}
-		arr, _ = bsoncore.AppendArrayEnd(arr, aidx)
-		b.AppendArray("pipeline", arr)
-	} else {
-		for i := range c.Indexes {
-			if c.Indexes[i].ID == store.IDIndexID {
-				b.AppendDocument("idIndex", catalog.IndexSpecDoc(&c.Indexes[i]))
-			}
+	for i := range c.Indexes {
+		if c.Indexes[i].ID == store.IDIndexID {
+			b.AppendDocument("idIndex", catalog.IndexSpecDoc(&c.Indexes[i]))
 		}
 	}
-	e.RecordChange(&changes.DDL{Op: changes.OpCreate, DB: c.DB, Coll: c.Name, UUID: c.UUID[:], Desc: b.Build()})
+	return &changes.DDL{Op: changes.OpCreate, DB: c.DB, Coll: c.Name, UUID: c.UUID[:], Desc: b.Build()}
+}
+
+// ViewDescription is the operationDescription of the create or modify event of view c: its
+// definition as MongoDB's system.views holds it, {viewOn, pipeline, collation}.
+func ViewDescription(c *store.Collection) bsoncore.Document {
+	v := catalog.ViewOf(c.Options)
+	b := bsoncore.NewDocumentBuilder().AppendString("viewOn", v.On)
+	aidx, arr := bsoncore.AppendArrayStart(nil)
+	for i, st := range v.Pipeline {
+		arr = bsoncore.AppendDocumentElement(arr, strconv.Itoa(i), st)
+	}
+	arr, _ = bsoncore.AppendArrayEnd(arr, aidx)
+	b.AppendArray("pipeline", arr)
+	if coll, ok := c.Options.Lookup("collation").DocumentOK(); ok {
+		b.AppendDocument("collation", coll)
+	}
+	return b.Build()
+}
+
+// RecordDrop records the drop of collection or view c.
+func (e *Server) RecordDrop(c *store.Collection) { e.RecordChange(DropEvent(c)) }
+
+// DropEvent is the drop event of collection or view c.
+func DropEvent(c *store.Collection) *changes.DDL {
+	return &changes.DDL{Op: changes.OpDrop, DB: c.DB, Coll: c.Name, UUID: c.UUID[:], View: catalog.IsView(c)}
+}
+
+// RenameEvent is the event of the rename of fromDB.fromColl into renamed, dropping dropped
+// (nil: none), with its operationDescription ({to, dropTarget}): renameCollection's, and
+// $out's rename of its temporary collection over the target.
+func RenameEvent(fromDB, fromColl string, renamed, dropped *store.Collection) *changes.DDL {
+	b := bsoncore.NewDocumentBuilder().AppendDocument("to", bsoncore.NewDocumentBuilder().
+		AppendString("db", renamed.DB).AppendString("coll", renamed.Name).Build())
+	if dropped != nil {
+		b.AppendBinary("dropTarget", 4, dropped.UUID[:])
+	}
+	return &changes.DDL{Op: changes.OpRename, DB: fromDB, Coll: fromColl, UUID: renamed.UUID[:],
+		ToDB: renamed.DB, ToColl: renamed.Name, Desc: b.Build()}
 }
 
 // RecordCollChange records DDL event op on collection c with operationDescription desc

@@ -170,7 +170,7 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 		e.Storage = *opts.Storage
 		e.Temp = stream.NewTemp(e.Storage.Temp)
 		e.Cat = catalog.New(e.Storage.Shards, e.Storage.Catalog, e.Log)
-		e.Cat.OnCreate(e.RecordCreate) // implicit creations are change events too
+		e.Cat.OnCreate(e.implicitCreate) // implicit creations are change events too
 		e.Txns = txn.NewRegistry(e.Cat, e.dropTxnCreated)
 		// Other nodes' shards (cluster mode): one way to them (catalog.Peers) for reads,
 		// writes, index builds, moves, change logs and statistics. The services get it only

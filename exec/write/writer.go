@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/zeebo/xxh3"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -69,9 +70,11 @@ type Writer struct {
 	// ins holds the index keys of the insert being staged (insertkeys.go).
 	ins insertKeys
 	// recorded reports that the collection's writes leave change records (changes.Recorded,
-	// set with ci); recbuf is the scratch they are built in.
+	// set with ci); recbuf is the scratch they are built in, wall their wall time (read at
+	// the first).
 	recorded bool
 	recbuf   []byte
+	wall     int64
 }
 
 // NewWriter returns a writer for collection ci.
@@ -275,7 +278,10 @@ func (wr *Writer) stageDoc(w *DocWrite, oldShard, newShard int, newHash uint64) 
 		if w.New == nil {
 			s = oldShard
 		}
-		wr.recbuf = changes.AppendRecord(wr.recbuf[:0], ci, &changes.Write{Hash: newHash, ID: w.ID, Old: w.Old, New: w.New, Replace: w.Replace})
+		if wr.wall == 0 {
+			wr.wall = time.Now().UnixMilli()
+		}
+		wr.recbuf = changes.AppendRecord(wr.recbuf[:0], ci, &changes.Write{Hash: newHash, ID: w.ID, Old: w.Old, New: w.New, Replace: w.Replace, Wall: wr.wall})
 		wr.batch(s).AddChange(wr.recbuf)
 	}
 	if ci.TS != nil { // time-series: the slots this write took and freed (timeseries.go)

@@ -8,6 +8,7 @@ import (
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/changes"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/store"
 )
@@ -36,11 +37,11 @@ func (h *Handlers) recordIndexes(op string, c *store.Collection, names []string)
 	h.RecordChange(&changes.DDL{Op: op, DB: c.DB, Coll: c.Name, UUID: c.UUID[:], Desc: desc})
 }
 
-// recordModify records collMod body (plan p) of c, whose record before it was old, as MongoDB's
+// recordModify records, at slot, collMod body (plan p) of c, whose record before it was old, as MongoDB's
 // oplog entry of collMod tells it: operationDescription is the command's fields but its name
 // and the generic arguments, the index argument replaced by what changed of the index;
 // stateBeforeChange holds the collection's options before it, and the index's old values.
-func (h *Handlers) recordModify(old *store.Collection, body bsoncore.Document, p *ddl.CollModPlan) {
+func (h *Handlers) recordModify(slot *command.ChangeSlot, old *store.Collection, body bsoncore.Document, p *ddl.CollModPlan) {
 	idxNow, idxBefore := p.IndexChange()
 	desc := bsoncore.NewDocumentBuilder()
 	elems, _ := body.Elements()
@@ -61,6 +62,6 @@ func (h *Handlers) recordModify(old *store.Collection, body bsoncore.Document, p
 	if idxBefore != nil {
 		before.AppendDocument("indexOptions", idxBefore)
 	}
-	h.RecordChange(&changes.DDL{Op: changes.OpModify, DB: old.DB, Coll: old.Name, UUID: old.UUID[:],
+	slot.Record(&changes.DDL{Op: changes.OpModify, DB: old.DB, Coll: old.Name, UUID: old.UUID[:],
 		Desc: desc.Build(), Before: before.Build()})
 }

@@ -68,10 +68,12 @@ func (h *Handlers) collMod(ctx context.Context, r *command.Request) error {
 			return err
 		}
 	}
+	slot := h.ReserveChange()
 	if err := h.applyCollMod(c, p); err != nil {
+		slot.Release()
 		return err
 	}
-	h.recordModify(c, r.Body, p)
+	h.recordModify(slot, c, r.Body, p)
 	h.Log.Info("collMod", zap.String("ns", c.DB+"."+c.Name), zap.Int("changes", p.Mods))
 	r.Out = p.AppendReply(r.Out)
 	return nil

@@ -86,11 +86,13 @@ func (h *Handlers) create(ctx context.Context, r *command.Request) error {
 	if x, ok := collatedIDIndex(opts); ok {
 		indexes = append([]store.Index{x}, indexes...)
 	}
+	slot := h.ReserveChange()
 	created, err := h.Storage.Catalog.CreateCollection(store.Collection{DB: r.DB, Name: name, Options: opts, Indexes: indexes})
 	if err != nil {
+		slot.Release()
 		return catalog.ChangeError(err, r.DB, name)
 	}
-	h.RecordCreate(created)
+	slot.Record(command.CreateEvent(created))
 	h.Log.Info("created collection", zap.String("ns", r.DB+"."+name))
 	return nil
 }
@@ -120,14 +122,18 @@ func (h *Handlers) drop(ctx context.Context, r *command.Request) error {
 		return err
 	}
 	defer unlock()
+	slot := h.ReserveChange()
 	c, err := h.Storage.Catalog.DropCollection(r.DB, name)
+	if err != nil {
+		slot.Release()
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return catalog.StoreError(err)
 	}
-	h.RecordChange(&changes.DDL{Op: changes.OpDrop, DB: c.DB, Coll: c.Name, UUID: c.UUID[:]})
+	slot.Record(command.DropEvent(c))
 	if catalog.IsView(c) { // no data, no indexes
 		h.Log.Info("dropped view", zap.String("ns", r.DB+"."+name))
 		r.Out = bsoncore.AppendStringElement(r.Out, "ns", r.DB+"."+name)
@@ -151,7 +157,11 @@ func (h *Handlers) dropDatabase(ctx context.Context, r *command.Request) error {
 		return err
 	}
 	defer unlock()
+	slot := h.ReserveChange()
 	colls, err := h.Storage.Catalog.DropDatabase(r.DB)
+	if err != nil {
+		slot.Release()
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
@@ -163,7 +173,7 @@ func (h *Handlers) dropDatabase(ctx context.Context, r *command.Request) error {
 		h.Cat.DeleteData(c)
 		events = append(events, &changes.DDL{Op: changes.OpDrop, DB: c.DB, Coll: c.Name, UUID: c.UUID[:]})
 	}
-	h.RecordChange(append(events, &changes.DDL{Op: changes.OpDropDatabase, DB: r.DB})...)
+	slot.Record(append(events, &changes.DDL{Op: changes.OpDropDatabase, DB: r.DB})...)
 	h.Log.Info("dropped database", zap.String("db", r.DB), zap.Int("collections", len(colls)))
 	r.Out = bsoncore.AppendStringElement(r.Out, "dropped", r.DB)
 	return nil
@@ -220,7 +230,11 @@ func (h *Handlers) renameCollection(ctx context.Context, r *command.Request) err
 		return err
 	}
 	defer unlock()
+	slot := h.ReserveChange()
 	renamed, dropped, err := h.Storage.Catalog.RenameCollection(fromDB, fromColl, toDB, toColl, dropTarget)
+	if err != nil {
+		slot.Release()
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s does not exist", from)
@@ -232,21 +246,9 @@ func (h *Handlers) renameCollection(ctx context.Context, r *command.Request) err
 	if dropped != nil {
 		h.Cat.DeleteData(dropped)
 	}
-	h.RecordChange(renameEvent(fromDB, fromColl, renamed, dropped))
+	slot.Record(command.RenameEvent(fromDB, fromColl, renamed, dropped))
 	h.Log.Info("renamed collection", zap.String("from", from), zap.String("to", to))
 	return nil
-}
-
-// renameEvent is the change event of the rename of fromDB.fromColl into renamed, dropping
-// dropped (nil: none), with its operationDescription ({to, dropTarget}).
-func renameEvent(fromDB, fromColl string, renamed, dropped *store.Collection) *changes.DDL {
-	b := bsoncore.NewDocumentBuilder().AppendDocument("to", bsoncore.NewDocumentBuilder().
-		AppendString("db", renamed.DB).AppendString("coll", renamed.Name).Build())
-	if dropped != nil {
-		b.AppendBinary("dropTarget", 4, dropped.UUID[:])
-	}
-	return &changes.DDL{Op: changes.OpRename, DB: fromDB, Coll: fromColl, UUID: renamed.UUID[:],
-		ToDB: renamed.DB, ToColl: renamed.Name, Desc: b.Build()}
 }
 
 // parseNamespace splits and validates a full namespace "db.coll".

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/route"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/store"
@@ -83,7 +84,13 @@ func (h *Handlers) Written(inserted, updated int64) {
 // CreateTempCollection implements agg.Host.
 func (h *Handlers) CreateTempCollection(c store.Collection) (*catalog.Coll, error) {
 	unlock := h.Cat.LockDDL()
+	slot := h.ReserveChange()
 	created, err := h.Storage.Catalog.CreateCollection(c)
+	if err == nil {
+		slot.Record(command.CreateEvent(created)) // MongoDB's $out creates it with a create command
+	} else {
+		slot.Release()
+	}
 	unlock()
 	if err != nil {
 		return nil, catalog.ChangeError(err, c.DB, c.Name)
@@ -98,13 +105,16 @@ func (h *Handlers) ReplaceCollection(tmp *store.Collection, db, coll string, che
 	if err := check(h.Storage.Catalog.State().Collection(db, coll)); err != nil {
 		return err
 	}
-	_, dropped, err := h.Storage.Catalog.RenameCollection(tmp.DB, tmp.Name, db, coll, true)
+	slot := h.ReserveChange()
+	renamed, dropped, err := h.Storage.Catalog.RenameCollection(tmp.DB, tmp.Name, db, coll, true)
 	if err != nil {
+		slot.Release()
 		return catalog.ChangeError(err, db, coll)
 	}
 	if dropped != nil {
 		h.Cat.DeleteData(dropped)
 	}
+	slot.Record(command.RenameEvent(tmp.DB, tmp.Name, renamed, dropped)) // a stream on the target sees it, then invalidates
 	h.Log.Info("$out replaced collection", zap.String("ns", db+"."+coll))
 	return nil
 }
@@ -122,5 +132,6 @@ func (h *Handlers) DropTempCollection(c *store.Collection) {
 		h.Log.Warn("cannot drop a temporary $out collection", zap.String("ns", c.DB+"."+c.Name), zap.Error(err))
 		return
 	}
+	h.RecordDrop(dropped)
 	h.Cat.DeleteData(dropped)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cleavedb/cleave/exec/agg"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/changes"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/ddl"
 	"github.com/cleavedb/cleave/exec/expr"
@@ -268,13 +269,17 @@ func (h *Handlers) CollModView(r *command.Request, c *store.Collection) error {
 	if err := h.Cat.CheckViewGraph(r.DB, c.Name, nv.On); err != nil {
 		return err
 	}
-	_, err = h.Storage.Catalog.UpdateCollection(c.DB, c.Name, func(m *store.Collection) error {
+	slot := h.ReserveChange()
+	updated, err := h.Storage.Catalog.UpdateCollection(c.DB, c.Name, func(m *store.Collection) error {
 		m.Options = opts
 		return nil
 	})
 	if err != nil {
+		slot.Release()
 		return catalog.StoreError(err)
 	}
+	// MongoDB's modify event of a view is its system.views write: the new definition.
+	slot.Record(&changes.DDL{Op: changes.OpModify, DB: c.DB, Coll: c.Name, Desc: command.ViewDescription(updated), View: true})
 	h.Log.Info("collMod of a view", zap.String("ns", c.DB+"."+c.Name), zap.String("view_on", nv.On))
 	return nil
 }
