@@ -34,6 +34,10 @@ func runTool(args []string, stdout, stderr io.Writer) (code int, ok bool) {
 		return runDump(args[1:], stdout, stderr), true
 	case "load":
 		return runLoad(args[1:], stdout, stderr), true
+	case "export":
+		return runExport(args[1:], stdout, stderr), true
+	case "import":
+		return runImport(args[1:], stdout, stderr), true
 	}
 	return 0, false
 }
