@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"math"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -27,7 +28,7 @@ func dumpTypesDocs() []any {
 		bson.D{{Key: "_id", Value: 3}, {Key: "bin0", Value: bson.Binary{Subtype: 0, Data: []byte{0, 1, 2}}},
 			{Key: "uuid", Value: bson.Binary{Subtype: 4, Data: make([]byte, 16)}}, {Key: "user", Value: bson.Binary{Subtype: 0x80, Data: []byte("x")}},
 			{Key: "nested", Value: bson.A{bson.A{1, bson.A{2, 3}}, bson.D{{Key: "a", Value: bson.A{bson.D{{Key: "b", Value: int64(4)}}}}}}}},
-		bson.D{{Key: "_id", Value: "str-id"}, {Key: "neg0", Value: -0.0}, {Key: "empty", Value: bson.D{}}, {Key: "arr", Value: bson.A{}}},
+		bson.D{{Key: "_id", Value: "str-id"}, {Key: "neg0", Value: math.Copysign(0, -1)}, {Key: "empty", Value: bson.D{}}, {Key: "arr", Value: bson.A{}}},
 	}
 }
 
