@@ -18,7 +18,8 @@ import (
 	"github.com/cleavedb/cleave/wire"
 )
 
-// runTool runs the subcommand args name (`cleave backup …`, `cleave restore …`) and returns
+// runTool runs the subcommand args name (`cleave backup …`, `cleave restore …`, and the
+// clients of dump.go and export.go) and returns
 // its exit code; ok is false when args name none (the server's flags follow).
 func runTool(args []string, stdout, stderr io.Writer) (code int, ok bool) {
 	if len(args) == 0 {
@@ -29,6 +30,14 @@ func runTool(args []string, stdout, stderr io.Writer) (code int, ok bool) {
 		return runBackup(args[1:], stdout, stderr), true
 	case "restore":
 		return runRestore(args[1:], stdout, stderr), true
+	case "dump":
+		return runDump(args[1:], stdout, stderr), true
+	case "load":
+		return runLoad(args[1:], stdout, stderr), true
+	case "export":
+		return runExport(args[1:], stdout, stderr), true
+	case "import":
+		return runImport(args[1:], stdout, stderr), true
 	}
 	return 0, false
 }

@@ -118,7 +118,12 @@ var rules = map[string]rule{
 	"exec/internal/streamtest": {[]string{"exec/stream", "store"}, "test documents and streams for exec's packages"},
 
 	// Programs and tests of the whole.
-	"cmd/cleave":         {[]string{"auth", "cluster", "exec", "exec/catalog", "replica/host", "shard", "store", "wire"}, "the server's main: opens each layer and hands it to the next"},
+	"cmd/cleave": {[]string{"auth", "cluster", "exec", "exec/catalog", "replica/host", "shard", "store", "tools/...", "wire"}, "the server's main: opens each layer and hands it to the next, and runs the client tools"},
+
+	// The client tools: they talk to a server through the Go driver, never to our layers.
+	"tools/archive":      {nil, "mongodump's archive format: bytes in, bytes out"},
+	"tools/dump":         {[]string{"tools/archive"}, "cleave dump and load: mongodump's layout through the driver"},
+	"tools/impex":        {nil, "cleave export and import: Extended JSON and CSV through the driver"},
 	"integration":        {nil, "end-to-end tests drive the built binary over the wire, never our packages"},
 	"scripts/benchtable": {nil, "turns benchmark result files into a table: nothing of ours"},
 	"internal/archtest":  {nil, "reads the sources it judges and imports none of them"},

@@ -1,0 +1,195 @@
+package dump
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// Options are `cleave dump`'s settings, named after mongodump's flags.
+type Options struct {
+	URI        string    // --uri
+	DB         string    // --db: one database; "" is every database but local, config and admin
+	Collection string    // --collection: one collection of DB
+	Query      string    // --query: a filter in Extended JSON (needs Collection)
+	Out        string    // --out: the directory ("dump" when empty and no Archive)
+	Archive    string    // --archive: a file, or "-" for Stdout; "" writes a directory
+	Gzip       bool      // --gzip
+	Stdout     io.Writer // where --archive=- goes
+	Log        io.Writer // one line per collection dumped
+}
+
+// namespace is one collection or view to dump, with what listCollections said of it.
+type namespace struct {
+	db, coll string
+	meta     Metadata
+	size     int64 // the collection's data size, for the archive's prelude
+}
+
+// Connect opens a client on uri, checking that the server answers.
+func Connect(ctx context.Context, uri string) (*mongo.Client, error) {
+	c, err := mongo.Connect(options.Client().ApplyURI(uri))
+	if err != nil {
+		return nil, fmt.Errorf("--uri %s: %w", uri, err)
+	}
+	if err := c.Ping(ctx, nil); err != nil {
+		_ = c.Disconnect(ctx)
+		return nil, fmt.Errorf("cannot reach %s: %w", uri, err)
+	}
+	return c, nil
+}
+
+// Dump writes the namespaces o selects to a directory or an archive.
+func Dump(ctx context.Context, o Options) error {
+	if o.Query != "" && o.Collection == "" {
+		return errors.New("--query needs --collection")
+	}
+	if o.Collection != "" && o.DB == "" {
+		return errors.New("--collection needs --db")
+	}
+	var filter bson.D
+	if o.Query != "" {
+		if err := bson.UnmarshalExtJSON([]byte(o.Query), false, &filter); err != nil {
+			return fmt.Errorf("--query is not an Extended JSON document: %w", err)
+		}
+	}
+	c, err := Connect(ctx, o.URI)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Disconnect(context.WithoutCancel(ctx)) }()
+	nss, err := listNamespaces(ctx, c, o)
+	if err != nil {
+		return err
+	}
+	if filter == nil {
+		filter = bson.D{}
+	}
+	if o.Archive != "" {
+		return dumpArchive(ctx, c, o, nss, filter)
+	}
+	return dumpDir(ctx, c, o, nss, filter)
+}
+
+// listNamespaces finds the collections and views o selects, sorted by database and name,
+// with their options, indexes and shard keys.
+func listNamespaces(ctx context.Context, c *mongo.Client, o Options) ([]namespace, error) {
+	dbs := []string{o.DB}
+	if o.DB == "" {
+		names, err := c.ListDatabaseNames(ctx, bson.D{})
+		if err != nil {
+			return nil, fmt.Errorf("listDatabases: %w", err)
+		}
+		dbs = slices.DeleteFunc(names, skipDB)
+	}
+	slices.Sort(dbs)
+	keys := shardKeys(ctx, c)
+	var out []namespace
+	for _, db := range dbs {
+		nss, err := listColls(ctx, c.Database(db), o.Collection)
+		if err != nil {
+			return nil, err
+		}
+		for i := range nss {
+			nss[i].meta.ShardKey = keys[db+"."+nss[i].coll]
+			if err := addIndexes(ctx, c.Database(db), &nss[i]); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, nss...)
+	}
+	return out, nil
+}
+
+// listColls lists db's collections (only coll when set), skipping system collections.
+func listColls(ctx context.Context, db *mongo.Database, coll string) ([]namespace, error) {
+	filter := bson.D{}
+	if coll != "" {
+		filter = bson.D{{Key: "name", Value: coll}}
+	}
+	cur, err := db.ListCollections(ctx, filter)
+	if err != nil {
+		return nil, fmt.Errorf("listCollections on %s: %w", db.Name(), err)
+	}
+	defer func() { _ = cur.Close(ctx) }()
+	var out []namespace
+	for cur.Next(ctx) {
+		var spec struct {
+			Name    string `bson:"name"`
+			Type    string `bson:"type"`
+			Options bson.D `bson:"options"`
+		}
+		if err := cur.Decode(&spec); err != nil {
+			return nil, fmt.Errorf("listCollections on %s: %w", db.Name(), err)
+		}
+		if coll == "" && skipColl(spec.Name) {
+			continue
+		}
+		ns := namespace{db: db.Name(), coll: spec.Name, meta: Metadata{
+			Options: spec.Options, UUID: uuidString(cur.Current), CollectionName: spec.Name,
+		}}
+		if spec.Type != "collection" {
+			ns.meta.Type = spec.Type
+		}
+		out = append(out, ns)
+	}
+	if err := cur.Err(); err != nil {
+		return nil, fmt.Errorf("listCollections on %s: %w", db.Name(), err)
+	}
+	if coll != "" && len(out) == 0 {
+		return nil, fmt.Errorf("%s.%s: no such collection", db.Name(), coll)
+	}
+	slices.SortFunc(out, func(a, b namespace) int { return strings.Compare(a.coll, b.coll) })
+	return out, nil
+}
+
+// addIndexes reads ns's index specs into its metadata, and its size; views have neither.
+func addIndexes(ctx context.Context, db *mongo.Database, ns *namespace) error {
+	ns.meta.Indexes = []bson.D{}
+	if ns.meta.Type == "view" {
+		return nil
+	}
+	cur, err := db.Collection(ns.coll).Indexes().List(ctx)
+	if err != nil {
+		return fmt.Errorf("listIndexes on %s.%s: %w", ns.db, ns.coll, err)
+	}
+	if err := cur.All(ctx, &ns.meta.Indexes); err != nil {
+		return fmt.Errorf("listIndexes on %s.%s: %w", ns.db, ns.coll, err)
+	}
+	var stats struct {
+		Size int64 `bson:"size"`
+	}
+	if db.RunCommand(ctx, bson.D{{Key: "collStats", Value: ns.coll}}).Decode(&stats) == nil {
+		ns.size = stats.Size
+	}
+	return nil
+}
+
+// shardKeys maps "db.coll" to the shard key of every sharded collection, from
+// config.collections; a server that has none gives an empty map.
+func shardKeys(ctx context.Context, c *mongo.Client) map[string]bson.D {
+	keys := map[string]bson.D{}
+	cur, err := c.Database("config").Collection("collections").Find(ctx, bson.D{})
+	if err != nil {
+		return keys
+	}
+	defer func() { _ = cur.Close(ctx) }()
+	for cur.Next(ctx) {
+		var d struct {
+			ID      string `bson:"_id"`
+			Key     bson.D `bson:"key"`
+			Dropped bool   `bson:"dropped"`
+		}
+		if cur.Decode(&d) == nil && !d.Dropped && len(d.Key) > 0 {
+			keys[d.ID] = d.Key
+		}
+	}
+	return keys
+}

@@ -1,0 +1,170 @@
+package impex
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// ExportOptions are `cleave export`'s settings, named after mongoexport's flags.
+type ExportOptions struct {
+	URI, DB, Collection string   // --uri, --db, --collection
+	Type                string   // --type: "json" (default) or "csv"
+	Fields              []string // --fields: the CSV columns; for JSON, a projection
+	Query               string   // --query: an Extended JSON filter
+	Sort                string   // --sort: an Extended JSON sort document
+	Skip, Limit         int64    // --skip, --limit
+	JSONArray           bool     // --jsonArray
+	Canonical           bool     // --jsonFormat=canonical
+	NoHeaderLine        bool     // --noHeaderLine (CSV)
+	Out                 io.Writer
+}
+
+// Export writes the documents o selects to o.Out and returns how many it wrote.
+func Export(ctx context.Context, o ExportOptions) (int64, error) {
+	if o.DB == "" || o.Collection == "" {
+		return 0, errors.New("--db and --collection are required")
+	}
+	if o.Type == "csv" && len(o.Fields) == 0 {
+		return 0, errors.New("CSV export needs --fields")
+	}
+	if o.Type != "" && o.Type != "json" && o.Type != "csv" {
+		return 0, fmt.Errorf("--type %q: json or csv", o.Type)
+	}
+	find, err := findOptions(o)
+	if err != nil {
+		return 0, err
+	}
+	filter, err := extJSONDoc("--query", o.Query)
+	if err != nil {
+		return 0, err
+	}
+	c, err := connect(ctx, o.URI)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = c.Disconnect(context.WithoutCancel(ctx)) }()
+	cur, err := c.Database(o.DB).Collection(o.Collection).Find(ctx, filter, find)
+	if err != nil {
+		return 0, fmt.Errorf("find on %s.%s: %w", o.DB, o.Collection, err)
+	}
+	defer func() { _ = cur.Close(ctx) }()
+	bw := bufio.NewWriterSize(o.Out, 1<<20)
+	var n int64
+	if o.Type == "csv" {
+		n, err = exportCSV(ctx, cur, o, bw)
+	} else {
+		n, err = exportJSON(ctx, cur, o, bw)
+	}
+	if err != nil {
+		return n, err
+	}
+	return n, bw.Flush()
+}
+
+// findOptions turns --fields, --sort, --skip and --limit into find options.
+func findOptions(o ExportOptions) (*options.FindOptionsBuilder, error) {
+	find := options.Find().SetSkip(o.Skip).SetLimit(o.Limit)
+	if len(o.Fields) > 0 {
+		proj := bson.D{}
+		for _, f := range o.Fields {
+			proj = append(proj, bson.E{Key: f, Value: 1})
+		}
+		find.SetProjection(proj)
+	}
+	if o.Sort != "" {
+		sort, err := extJSONDoc("--sort", o.Sort)
+		if err != nil {
+			return nil, err
+		}
+		find.SetSort(sort)
+	}
+	return find, nil
+}
+
+// extJSONDoc parses a flag's Extended JSON document; "" is the empty document.
+func extJSONDoc(flag, s string) (bson.D, error) {
+	d := bson.D{}
+	if strings.TrimSpace(s) == "" {
+		return d, nil
+	}
+	if err := bson.UnmarshalExtJSON([]byte(s), false, &d); err != nil {
+		return nil, fmt.Errorf("%s is not an Extended JSON document: %w", flag, err)
+	}
+	return d, nil
+}
+
+// exportJSON writes one document per line, or a JSON array.
+func exportJSON(ctx context.Context, cur *mongo.Cursor, o ExportOptions, w *bufio.Writer) (int64, error) {
+	var n int64
+	if o.JSONArray {
+		_ = w.WriteByte('[')
+	}
+	for cur.Next(ctx) {
+		js, err := bson.MarshalExtJSON(cur.Current, o.Canonical, false)
+		if err != nil {
+			return n, fmt.Errorf("document %d: %w", n, err)
+		}
+		if o.JSONArray && n > 0 {
+			_ = w.WriteByte(',')
+		}
+		if _, err := w.Write(js); err != nil {
+			return n, err
+		}
+		if !o.JSONArray {
+			_ = w.WriteByte('\n')
+		}
+		n++
+	}
+	if o.JSONArray {
+		_, _ = w.WriteString("]\n")
+	}
+	return n, cur.Err()
+}
+
+// exportCSV writes the header line (unless NoHeaderLine) and one row per document.
+func exportCSV(ctx context.Context, cur *mongo.Cursor, o ExportOptions, w io.Writer) (int64, error) {
+	cw := csv.NewWriter(w)
+	if !o.NoHeaderLine {
+		if err := cw.Write(o.Fields); err != nil {
+			return 0, err
+		}
+	}
+	var n int64
+	row := make([]string, len(o.Fields))
+	for cur.Next(ctx) {
+		for i, f := range o.Fields {
+			row[i] = csvCell(lookupPath(cur.Current, f))
+		}
+		if err := cw.Write(row); err != nil {
+			return n, err
+		}
+		n++
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return n, err
+	}
+	return n, cur.Err()
+}
+
+// connect opens a client on uri, checking that the server answers.
+func connect(ctx context.Context, uri string) (*mongo.Client, error) {
+	c, err := mongo.Connect(options.Client().ApplyURI(uri))
+	if err != nil {
+		return nil, fmt.Errorf("--uri %s: %w", uri, err)
+	}
+	if err := c.Ping(ctx, nil); err != nil {
+		_ = c.Disconnect(ctx)
+		return nil, fmt.Errorf("cannot reach %s: %w", uri, err)
+	}
+	return c, nil
+}
