@@ -114,4 +114,3 @@ func ids(lo, hi int32) []int32 {
 	}
 	return out
 }
-
