@@ -151,17 +151,7 @@ func Compile(c *store.Collection) (*Coll, error) {
 		if err != nil {
 			return nil, err
 		}
-		for i, f := range ci.ShardKey {
-			if f.Hashed {
-				ci.Levels = append(ci.Levels, i)
-			}
-		}
-		if len(ci.Levels) > 0 {
-			ci.Hashed = ci.Levels[0]
-		}
-		if len(ci.Levels) < 2 {
-			ci.Levels = nil
-		}
+		ci.compileLevels()
 		ci.IDIndexed = !ci.shardedOnID()
 	}
 	var building []*Index

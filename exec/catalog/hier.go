@@ -13,8 +13,21 @@ import (
 // contiguous hash range that splits and moves like any other. The logical partition (the
 // _id uniqueness scope and the size cap) is the full key, the hash of all levels.
 
-// Hierarchical reports whether ci's shard key has more than one level.
-func (ci *Coll) Hierarchical() bool { return len(ci.Levels) > 1 }
+// compileLevels sets Hashed to the shard key's (first) hashed field and Levels to its
+// hashed fields when there are more than one.
+func (ci *Coll) compileLevels() {
+	for i, f := range ci.ShardKey {
+		if f.Hashed {
+			ci.Levels = append(ci.Levels, i)
+		}
+	}
+	if len(ci.Levels) > 0 {
+		ci.Hashed = ci.Levels[0]
+	}
+	if len(ci.Levels) < 2 {
+		ci.Levels = nil
+	}
+}
 
 // LevelPath returns the field path of level i (0-based) of a hierarchical key.
 func (ci *Coll) LevelPath(i int) string { return ci.ShardKey[ci.Levels[i]].Path }
