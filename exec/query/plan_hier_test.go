@@ -74,7 +74,7 @@ func TestFindHierarchicalTargets(t *testing.T) {
 				}
 			}
 			slices.Sort(read)
-			if tc.parts != nil && !slices.Equal(read, tc.parts) && !(len(read) == 0 && len(tc.parts) == 0) {
+			if tc.parts != nil && !slices.Equal(read, tc.parts) && (len(read) != 0 || len(tc.parts) != 0) {
 				t.Fatalf("read partitions %v, want %v", read, tc.parts)
 			}
 			if tc.name == "FullKey" && len(read) != 1 {
