@@ -28,6 +28,9 @@ type Coll struct {
 	// shardKey of the hashed field, whose value places the document.
 	ShardKey []bsonx.IndexField
 	Hashed   int
+	// Levels, for a hierarchical key (two or three hashed fields, hier.go), are the indexes
+	// in ShardKey of its levels, level 1 first; nil for a key of one hashed field.
+	Levels []int
 	// IDIndexed reports that the _id index has entries: a document's location cannot be
 	// derived from its _id alone (sharded on something else than _id), or _id is unique
 	// under the _id index's collation, which the raw _id of the document key cannot check.
@@ -148,11 +151,7 @@ func Compile(c *store.Collection) (*Coll, error) {
 		if err != nil {
 			return nil, err
 		}
-		for i, f := range ci.ShardKey {
-			if f.Hashed {
-				ci.Hashed = i
-			}
-		}
+		ci.compileLevels()
 		ci.IDIndexed = !ci.shardedOnID()
 	}
 	var building []*Index

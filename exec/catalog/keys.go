@@ -25,7 +25,8 @@ func FirstValue(doc bsoncore.Document, name string) (bsoncore.Value, bool) {
 }
 
 // ShardHash returns the hash that places doc in ci's partitions: 0 for an unsharded
-// collection, else the hash of the shard key's hashed field (null when missing or
+// collection, the composed hash of a hierarchical key's levels (hier.go), else the hash of
+// the shard key's hashed field (null when missing or
 // undefined, see KeyValue); an array at a field of the shard key or on its path is refused
 // with ShardKeyNotFound, as mongos refuses it. A time-series measurement has the hash of its
 // content, the first slot where it may be stored (exec/write/timeseries.go).
@@ -35,6 +36,9 @@ func (ci *Coll) ShardHash(doc bsoncore.Document) (uint64, error) {
 	}
 	if ci.Hashed < 0 {
 		return 0, nil
+	}
+	if ci.Levels != nil {
+		return ci.hierHash(doc)
 	}
 	v := KeyValue(doc, ci.ShardKey[ci.Hashed].Path)
 	if v.Type == bsoncore.TypeArray {
@@ -88,6 +92,9 @@ func CheckCollation(c bsoncore.Document) error {
 func (ci *Coll) ShardKeyLabel(dst []byte, doc bsoncore.Document) []byte {
 	if ci.Hashed < 0 || doc == nil {
 		return dst
+	}
+	if ci.Levels != nil {
+		return ci.hierDocLabel(dst, doc)
 	}
 	return ValueLabel(dst, KeyValue(doc, ci.ShardKey[ci.Hashed].Path))
 }

@@ -39,7 +39,8 @@ func AppendWinningPlan(out []byte, q *query.Query, p *query.Plan, shards []*quer
 }
 
 // AppendPartitions appends the partitions a shard's part of the query reads: id and hash
-// range, and the shard-key hashes read within it when the query fixes the shard key.
+// range, and the shard-key hashes read within it when the query fixes the shard key, or the
+// hash ranges read within it (shardKeyRanges) when it fixes a hierarchical key's prefix.
 func AppendPartitions(out []byte, s *query.ShardStream) []byte {
 	aidx, out := bsoncore.AppendArrayElementStart(out, "partitions")
 	for i, pr := range s.PartitionsRead() {
@@ -54,10 +55,28 @@ func AppendPartitions(out []byte, s *query.ShardStream) []byte {
 			}
 			o, _ = bsoncore.AppendArrayEnd(h, hidx)
 		}
+		if pr.Spans != nil {
+			o = appendSpans(o, pr.Spans)
+		}
 		out, _ = bsoncore.AppendDocumentEnd(o, pidx)
 	}
 	out, _ = bsoncore.AppendArrayEnd(out, aidx)
 	return out
+}
+
+// appendSpans appends shardKeyRanges: [{min, max}, ...], the hash ranges a query fixing a
+// hierarchical key's prefix reads in one partition (max 0 is the end of the hash space, as a
+// partition's max is).
+func appendSpans(o []byte, spans [][2]uint64) []byte {
+	sidx, o := bsoncore.AppendArrayElementStart(o, "shardKeyRanges")
+	for j, r := range spans {
+		ridx, d := bsoncore.AppendDocumentElementStart(o, strconv.Itoa(j))
+		d = bsoncore.AppendInt64Element(d, "min", int64(r[0]))
+		d = bsoncore.AppendInt64Element(d, "max", int64(r[1]))
+		o, _ = bsoncore.AppendDocumentEnd(d, ridx)
+	}
+	o, _ = bsoncore.AppendArrayEnd(o, sidx)
+	return o
 }
 
 // The stages explain puts above a shard's plan (AppendShardPlan's root): none, count's COUNT,

@@ -8,6 +8,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -57,6 +58,9 @@ type Plan struct {
 	// that can hold matches, sorted: scans read those key ranges only, and their load is
 	// charged to those keys.
 	hashes []hashTarget
+	// spans, when the filter fixes a proper prefix of a hierarchical key's levels, are the
+	// hash ranges of that prefix, sorted and disjoint: scans read those ranges only.
+	spans []shard.Span
 	// sort and hint are what the plan was made for: a read of another node's shard sends
 	// them to the owner, which plans the same (remote.go).
 	sort []bsonx.SortField
@@ -123,11 +127,12 @@ func planQueryInto(p *Plan, ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.
 	if np, ok, err := planNear(ci, f, p); ok {
 		return np, err
 	}
-	c := chooseIndex(ci, f, sortSpec, p.hashes != nil)
-	// A filter that fixes the shard key reads only its logical partitions: prefer that scan
-	// to an index that fixes no field by equality (a range, or a sort alone), whose entries
-	// span every key of the shard.
-	if p.hashes != nil && c.score < 2 {
+	keyFixed := p.hashes != nil || p.spans != nil
+	c := chooseIndex(ci, f, sortSpec, keyFixed)
+	// A filter that fixes the shard key (or a hierarchical key's prefix) reads only its
+	// logical partitions: prefer that scan to an index that fixes no field by equality (a
+	// range, or a sort alone), whose entries span every key of the shard.
+	if keyFixed && c.score < 2 {
 		p.Kind = PlanScan
 		return p, nil
 	}

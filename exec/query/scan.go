@@ -152,6 +152,15 @@ func (g *Engine) initShardStream(ss *ShardStream, ci *catalog.Coll, p *Plan, f *
 		if ci.Map.Partition(t).Shard != s {
 			continue
 		}
+		if p.spans != nil {
+			lo, hi := ci.Map.Range(t)
+			n := len(ss.Ranges)
+			ss.Ranges = p.spanRanges(ss.Ranges, lo, hi)
+			for range ss.Ranges[n:] {
+				ss.parts = append(ss.parts, t)
+			}
+			continue
+		}
 		if p.hashes == nil {
 			lo, hi := ci.Map.Range(t)
 			ss.Ranges = append(ss.Ranges, [2]uint64{lo, hi})

@@ -111,11 +111,13 @@ func (ss *ShardStream) PartitionCharges() []PartitionCharge {
 }
 
 // PartitionRead is one partition a stream reads: its id and hash range, and the hashes it
-// reads within it when the query fixes the shard key (nil: the whole range).
+// reads within it when the query fixes the shard key (nil: the whole range), or the hash
+// ranges it reads when the query fixes a hierarchical key's prefix.
 type PartitionRead struct {
 	ID     uint64
 	Lo, Hi uint64
 	Hashes []uint64
+	Spans  [][2]uint64
 }
 
 // PartitionsRead returns the partitions the stream reads, in hash order (explain).
@@ -125,6 +127,9 @@ func (ss *ShardStream) PartitionsRead() []PartitionRead {
 		if j == 0 || i != ss.parts[j-1] {
 			lo, hi := ss.ci.Map.Range(i)
 			out = append(out, PartitionRead{ID: ss.ci.Map.Partition(i).ID, Lo: lo, Hi: hi})
+		}
+		if ss.p.spans != nil {
+			out[len(out)-1].Spans = append(out[len(out)-1].Spans, ss.Ranges[j])
 		}
 		if ss.p.hashes != nil {
 			out[len(out)-1].Hashes = append(out[len(out)-1].Hashes, ss.Ranges[j][0])

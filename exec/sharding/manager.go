@@ -122,7 +122,7 @@ func (m *Manager) decideCollection(c *store.Collection, balancing bool) error {
 			hot = append(hot, *a)
 			m.hotKeys.Add(1)
 			m.log.Warn("hot key: partition cannot split", zap.String("ns", ci.NS()), zap.Uint64("partition", a.ID),
-				zap.String("key", HotKeyLabel(a.Label)), zap.Float64("share", a.Share), zap.Float64("ru_per_sec", a.RUPerSec),
+				zap.String("key", HotKeyLabel(a.Label)), zap.String("prefix", HotKeyLabel(catalog.PrefixLabel(a.Label))), zap.Float64("share", a.Share), zap.Float64("ru_per_sec", a.RUPerSec),
 				zap.Int64("bytes", a.Bytes), zap.Bool("single_key", a.SingleKey), zap.Stringer("reason", a.Reason))
 		}
 	}

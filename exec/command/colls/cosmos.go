@@ -184,13 +184,28 @@ func checkOffer(o offer) error {
 }
 
 // parseCosmosShardKey parses a shard key given as Cosmos DB does, a path string ("a.b", or
-// "/a/b"), or as MongoDB does, a pattern document; it returns the hashed pattern.
+// "/a/b") or a list of up to three paths (a hierarchical key, ["/tenantId", "/userId"]), or
+// as MongoDB does, a pattern document; it returns the hashed pattern.
 func parseCosmosShardKey(cmd string, v bsoncore.Value) (bsoncore.Document, error) {
 	var key bsoncore.Document
-	if path, ok := v.StringValueOK(); ok {
-		path = strings.TrimPrefix(strings.ReplaceAll(path, "/", "."), ".")
-		key = bsoncore.NewDocumentBuilder().AppendString(path, "hashed").Build()
-	} else {
+	switch v.Type {
+	case bsoncore.TypeString:
+		key = bsoncore.NewDocumentBuilder().AppendString(cosmosPath(v.StringValue()), "hashed").Build()
+	case bsoncore.TypeArray:
+		vals, _ := v.Array().Values()
+		if len(vals) == 0 {
+			return nil, mongoerr.New(mongoerr.BadValue, "Shard key pattern must not be empty")
+		}
+		b := bsoncore.NewDocumentBuilder()
+		for _, p := range vals {
+			s, ok := p.StringValueOK()
+			if !ok {
+				return nil, args.WrongType(cmd, "shardKey", p.Type, "string")
+			}
+			b.AppendString(cosmosPath(s), "hashed")
+		}
+		key = b.Build()
+	default:
 		d, err := args.Doc(cmd, "shardKey", v)
 		if err != nil {
 			return nil, err
@@ -201,6 +216,11 @@ func parseCosmosShardKey(cmd string, v bsoncore.Value) (bsoncore.Document, error
 		return nil, err
 	}
 	return key, nil
+}
+
+// cosmosPath turns a Cosmos DB partition key path ("/a/b") into a dotted path ("a.b").
+func cosmosPath(path string) string {
+	return strings.TrimPrefix(strings.ReplaceAll(path, "/", "."), ".")
 }
 
 // parseCosmosIndexes parses CreateCollection's indexes, createIndexes' index specs. The _id

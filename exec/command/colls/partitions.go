@@ -123,11 +123,16 @@ func appendHashBound(dst []byte, key string, h uint64, end bool) []byte {
 	return bsoncore.AppendInt64Element(dst, key, shard.HashToInt64(h))
 }
 
-// appendHotKey appends one hot-key report.
+// appendHotKey appends one hot-key report; for a hierarchical key, prefix names its level-1
+// value, the range of which holds the hot key.
 func appendHotKey(dst []byte, key string, h *shard.HotKeyReport) []byte {
 	idx, o := bsoncore.AppendDocumentElementStart(dst, key)
 	o = bsoncore.AppendInt64Element(o, "partition", int64(h.ID))
 	o = bsoncore.AppendStringElement(o, "key", sharding.HotKeyLabel(h.Label))
+	if p := catalog.PrefixLabel(h.Label); p != "" {
+		// A hierarchical key: the level-1 value (the tenant) whose range the hot key is in.
+		o = bsoncore.AppendStringElement(o, "prefix", sharding.HotKeyLabel(p))
+	}
 	o = bsoncore.AppendInt64Element(o, "hash", shard.HashToInt64(h.Hash))
 	o = bsoncore.AppendDoubleElement(o, "share", h.Share)
 	o = bsoncore.AppendDoubleElement(o, "ruPerSec", h.RUPerSec)

@@ -202,18 +202,24 @@ func (h *Handlers) shardCollection(_ context.Context, r *command.Request) error 
 	return nil
 }
 
-// validateShardKey accepts MongoDB's hashed shard keys: fields with 1 or "hashed", exactly
-// one of them hashed (cleave partitions by hash only), no empty or $-prefixed names.
+// validateShardKey accepts MongoDB's hashed shard keys: fields with 1 or "hashed", no empty
+// or $-prefixed names, and either one hashed field (cleave partitions by hash; the other
+// fields are carried) or a hierarchical key of two or three hashed fields and nothing else
+// (exec/catalog/hier.go).
 func validateShardKey(key bsoncore.Document) error {
 	elems, err := key.Elements()
 	if err != nil || len(elems) == 0 {
 		return mongoerr.New(mongoerr.BadValue, "Shard key pattern must not be empty")
 	}
+	pattern := bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key})
+	unsupported := func() error {
+		return mongoerr.New(mongoerr.BadValue, "Unsupported shard key pattern %s. Pattern must either be a single hashed field, or a list of ascending fields", pattern)
+	}
 	hashed := 0
 	for _, el := range elems {
 		k := el.Key()
 		if k == "" || strings.HasPrefix(k, "$") || strings.Contains(k, "..") || strings.HasPrefix(k, ".") || strings.HasSuffix(k, ".") {
-			return mongoerr.New(mongoerr.BadValue, "Unsupported shard key pattern %s. Pattern must either be a single hashed field, or a list of ascending fields", bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key}))
+			return unsupported()
 		}
 		v := el.Value()
 		if s, ok := v.StringValueOK(); ok && s == "hashed" {
@@ -223,11 +229,14 @@ func validateShardKey(key bsoncore.Document) error {
 		if n, ok := bsonx.NumberAsFloat64(v); ok && n == 1 {
 			continue
 		}
-		return mongoerr.New(mongoerr.BadValue, "Unsupported shard key pattern %s. Pattern must either be a single hashed field, or a list of ascending fields", bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key}))
+		return unsupported()
 	}
 	switch {
-	case hashed > 1:
-		return mongoerr.New(mongoerr.BadValue, "Shard key pattern %s can contain at most one 'hashed' field", bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key}))
+	case hashed > shard.MaxLevels:
+		return mongoerr.New(mongoerr.BadValue, "Shard key pattern %s can contain at most %d 'hashed' fields: a hierarchical shard key has at most %d levels",
+			pattern, shard.MaxLevels, shard.MaxLevels)
+	case hashed > 1 && hashed < len(elems):
+		return mongoerr.New(mongoerr.BadValue, "Unsupported shard key pattern %s. A hierarchical shard key (more than one 'hashed' field) must have only 'hashed' fields", pattern)
 	case hashed == 0:
 		return mongoerr.New(mongoerr.InvalidOptions, "cleave partitions collections by hash: the shard key needs one hashed field, e.g. {%s: \"hashed\"}", elems[0].Key())
 	}
