@@ -19,6 +19,8 @@ import (
 // Config is the whole configuration of a cleave process, from flags with CLEAVE_* environment
 // variables as fallbacks (flag > environment > default).
 type Config struct {
+	// ConfigFile is the configuration file the flags were read from too (config_file.go).
+	ConfigFile   string
 	Listen       string
 	Dir          string
 	Shards       int
@@ -186,6 +188,8 @@ func (c *Config) flagSet(m *mongodFlags) *flag.FlagSet {
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", envDuration("SESSION_TIMEOUT", 30*time.Minute), "how long an unused logical session lives: its transaction, cursors and retryable-write records then go (mongod's localLogicalSessionTimeoutMinutes)")
 	c.Cluster.clusterFlags(fs)
 	m.register(fs)
+	fs.StringVar(&c.ConfigFile, "config", env("CONFIG", ""), "a configuration file in mongod's YAML shape (net, storage, security...) with a cleave: section for any other flag; flags given here win over it")
+	fs.StringVar(&c.ConfigFile, "f", env("CONFIG", ""), "mongod's short name for --config")
 	return fs
 }
 
@@ -199,6 +203,11 @@ func parseConfig(args []string) (Config, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if c.ConfigFile != "" {
+		if err := applyConfigFile(fs, c.ConfigFile, set); err != nil {
+			return c, err
+		}
+	}
 	c.goMemoryLimitSet = set["go-memory-limit"]
 	if err := mongod.apply(&c, set); err != nil {
 		return c, err
@@ -206,7 +215,7 @@ func parseConfig(args []string) (Config, error) {
 	if _, ok := os.LookupEnv("CLEAVE_GO_MEMORY_LIMIT"); ok {
 		c.goMemoryLimitSet = true
 	}
-	fs.Visit(func(f *flag.Flag) { c.gcPercentSet = c.gcPercentSet || f.Name == "gc-percent" })
+	c.gcPercentSet = set["gc-percent"]
 	if _, ok := os.LookupEnv("CLEAVE_GC_PERCENT"); ok {
 		c.gcPercentSet = true
 	}
@@ -351,8 +360,11 @@ func (c *Config) validateRequests() []error {
 // parsed returns the configuration in the shape of getCmdLineOpts' "parsed" field.
 func (c *Config) parsed() bsoncore.Document {
 	host, port, _ := net.SplitHostPort(c.Listen)
-	return bsoncore.NewDocumentBuilder().
-		AppendDocument("net", c.parsedNet(host, port)).
+	b := bsoncore.NewDocumentBuilder()
+	if c.ConfigFile != "" {
+		b.AppendString("config", c.ConfigFile) // as mongod reports its --config
+	}
+	return b.AppendDocument("net", c.parsedNet(host, port)).
 		AppendDocument("storage", bsoncore.NewDocumentBuilder().
 			AppendString("dbPath", c.Dir).
 			AppendString("engine", "pebble").
