@@ -63,14 +63,20 @@ func (m *Manager) peerCommand(s int, cmd bsoncore.Document) (bsoncore.Document, 
 	return m.peerCommandWithin(s, cmd, peerTimeout)
 }
 
-// peerCommandWithin runs cmd on the node owning shard s, within d.
+// peerCommandWithin runs cmd on the node owning shard s, within d or until the manager stops
+// (Stop: the node shuts down; ErrShutdown then).
 func (m *Manager) peerCommandWithin(s int, cmd bsoncore.Document, d time.Duration) (bsoncore.Document, error) {
 	if m.peers == nil {
 		return nil, fmt.Errorf("%s is on another node and this node cannot reach other nodes", catalog.ShardName(s))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(m.life, d)
 	defer cancel()
-	return m.peers.Command(ctx, s, cmd)
+	reply, err := m.peers.Command(ctx, s, cmd)
+	if err != nil && m.life.Err() != nil {
+		// NB: err (context.Canceled) is not wrapped: exec would answer ClientDisconnect.
+		return nil, fmt.Errorf("%w: %v", ErrShutdown, err)
+	}
+	return reply, err
 }
 
 // askMove asks the node owning shard from (partition id of ci) to move it to shard to.
