@@ -20,6 +20,7 @@ import (
 // clusterEtcd starts the etcd (in this process) of a test's cluster: one member. The cluster
 // tests lose nodes, not etcd members (TestClusterEtcdMemberLossUnderLoad starts its own three),
 // and each member is a raft group with its own WAL, run under the race detector.
+// CLEAVE_TEST_ETCD_MEMBERS=3 starts three, to compare.
 func clusterEtcd(t testing.TB) *etcdtest.Cluster {
 	t.Helper()
 	n := 1
