@@ -74,7 +74,7 @@ func (m *Manager) peerCommandWithin(s int, cmd bsoncore.Document, d time.Duratio
 	reply, err := m.peers.Command(ctx, s, cmd)
 	if err != nil && m.life.Err() != nil {
 		// NB: err (context.Canceled) is not wrapped: exec would answer ClientDisconnect.
-		return nil, fmt.Errorf("%w: %v", ErrShutdown, err)
+		return nil, fmt.Errorf("%w: %s", ErrShutdown, err.Error())
 	}
 	return reply, err
 }
