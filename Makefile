@@ -55,6 +55,12 @@ bench:
 replication-chaos:
 	CLEAVE_LONG=1 $(GO) test -count=1 -timeout 30m -run 'TestReplicationKillChaos' -v ./integration
 
+# The long form of the load test (TestLoadConnections, 10 s in `make test`): 1,000
+# connections for a minute, then the leak checks.
+.PHONY: load
+load:
+	CLEAVE_LONG=1 $(GO) test -count=1 -timeout 30m -run '^TestLoadConnections$$' -v ./integration
+
 # The long form of the change stream chaos test: 10 rounds of a node SIGKILLed (every other
 # one the node the stream reads through) while partitions split and move under inserts,
 # updates and deletes (CI runs 2); its figures are in the test's log.

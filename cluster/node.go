@@ -243,17 +243,21 @@ type membersView struct {
 // Client returns the etcd client (for the catalog log).
 func (n *Node) Client() *clientv3.Client { return n.cli }
 
+// closeTimeout bounds what Close waits for etcd (resigning and revoking the lease): a node
+// shutting down must not wait on an unreachable etcd.
+const closeTimeout = 2 * time.Second
+
 // Close leaves the cluster: it resigns as partition manager and revokes the lease, so the
 // node's registration disappears at once rather than a TTL later, then closes the client.
-// It never waits for etcd longer than RequestTimeout per call: the client is closed before
-// the background goroutines are waited for, which ends whatever they still wait on etcd for
-// (a Campaign cancelled by Close resigns under the client's own context, which only Close
-// of the client ends).
+// It waits for etcd at most closeTimeout in all (an unreachable etcd lets the lease expire
+// by itself, a TTL later): the client is closed before the background goroutines are waited
+// for, which ends whatever they still wait on etcd for (a Campaign cancelled by Close
+// resigns under the client's own context, which only Close of the client ends).
 func (n *Node) Close() error {
 	n.mu.Lock()
 	e := n.mu.election
 	n.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), n.opts.RequestTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), min(n.opts.RequestTimeout, closeTimeout))
 	defer cancel()
 	if n.leader.Load() && e != nil {
 		if err := e.Resign(ctx); err != nil {
@@ -266,7 +270,7 @@ func (n *Node) Close() error {
 	n.mu.Unlock()
 	if s != nil {
 		s.Orphan() // its keep-alive stops
-		n.revoke(context.Background(), s.Lease())
+		n.revoke(ctx, s.Lease())
 	}
 	err := n.cli.Close()
 	n.bg.Wait()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -161,7 +162,7 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 				keysOnly++
 			}
 			// distinct reads one entry per value where an index on the key answers the filter.
-			for _, key := range []string{"b", "s", "k"} {
+			for _, key := range groupKeys(q) {
 				distinct := `{"distinct": "` + coll + `", "key": "` + key + `", "query": ` + filter
 				got := cmd(distinct + `}`).Lookup("values").String()
 				if want := cmd(distinct + `, "hint": {"$natural": 1}}`).Lookup("values").String(); got != want {
@@ -222,7 +223,12 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 		}
 	}
 	// The filters must have exercised the keys-only plans, or the counts tested little.
-	if keysOnly < 20 || distinctScans < 20 {
+	t.Logf("%d counts read no document, %d distincts and %v $groups one entry per value", keysOnly, distinctScans, firstScans)
+	minDistinct := 20
+	if len(groupKeys(0)) == 1 {
+		minDistinct = 8 // a third of the distincts run (12 of them read one entry per value)
+	}
+	if keysOnly < 20 || distinctScans < minDistinct {
 		t.Errorf("only %d counts read no document, and %d distincts one entry per value", keysOnly, distinctScans)
 	}
 	for _, acc := range []string{"$first", "$last", "$top", "$bottom"} {
@@ -230,6 +236,18 @@ func TestIndexBoundsAgreeWithScan(t *testing.T) {
 			t.Errorf("only %d $groups of %s read one entry per value", firstScans[acc], acc)
 		}
 	}
+}
+
+// groupKeys returns the keys whose distinct and $groups query q of
+// TestIndexBoundsAgreeWithScan checks: one of b, s and k in turn (nine in ten of the test's
+// commands are these, ~2 min under the race detector for all three), all three with
+// CLEAVE_LONG=1. Every filter still runs its finds and counts.
+func groupKeys(q int) []string {
+	keys := []string{"b", "s", "k"}
+	if os.Getenv("CLEAVE_LONG") != "" {
+		return keys
+	}
+	return keys[q%3 : q%3+1]
 }
 
 // firstBatchIDs renders the _ids of a find reply's first batch, sorted.

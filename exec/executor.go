@@ -86,8 +86,14 @@ func (e *Executor) families(opts Options) []command.Family {
 }
 
 // Quiesce marks the start of shutdown: hellos answer ShutdownInProgress from now on, and
-// those waiting answer at once.
-func (e *Executor) Quiesce() { e.hello.Quiesce() }
+// those waiting answer at once; moves in flight stop (InterruptedAtShutdown), so that a move
+// waiting on another node does not hold the wire server's drain (sharding.Manager.Stop).
+func (e *Executor) Quiesce() {
+	e.hello.Quiesce()
+	if e.Shards != nil {
+		e.Shards.Stop()
+	}
+}
 
 // InternalHello authenticates a node's internal connections to the others with the cluster's
 // key (nil without one): the raft transport's connections (replica/host) as route's.

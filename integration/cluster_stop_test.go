@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/cleavedb/cleave/cluster/etcdtest"
 )
@@ -76,4 +78,109 @@ func TestClusterStopsWithoutEtcd(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestClusterStopDuringMoveToStoppedNode: a partition moves from node-a's shard into node-b's
+// while node-b is SIGSTOPped (it accepts connections, as the kernel does for it, and never
+// answers), and node-a gets SIGTERM in the middle: node-a exits cleanly although its move,
+// the moveChunk command that runs it and a find of both shards wait on node-b (server.stop fails the test, with
+// the goroutines' stacks, when a node still runs 30 s after its SIGTERM: a hang check, not a
+// timing bound). Started again, with node-b resumed, node-a serves every acknowledged
+// document exactly once, from both shards. The lease TTL is long so that node-a still sees
+// node-b up, and sends it the move.
+func TestClusterStopDuringMoveToStoppedNode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, nodes := startClusterNodes(t, 2, "--etcd-lease-ttl", "60s")
+	clients := []*mongo.Client{nodes[0].client(t), nodes[1].client(t)}
+	waitClusterShards(t, clients, 2)
+	dbn := dbName(t)
+	ns := dbn + ".c"
+	shardColl(t, clients[0], ns, "tenant", bson.E{Key: "numInitialChunks", Value: 4})
+	waitClusterChunks(t, clients, 4, 2)
+	coll := clients[0].Database(dbn).Collection("c")
+	var want []int32
+	docs := make([]any, 500)
+	for k := range docs {
+		id := int32(k)
+		docs[k] = bson.D{{Key: "_id", Value: id}, {Key: "tenant", Value: fmt.Sprintf("t%d", id)}}
+		want = append(want, id)
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := nodes[1].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nodes[1].cmd.Process.Signal(syscall.SIGCONT) }) // before its stop
+	var chunk bson.M
+	for _, ch := range clusterChunks(t, clients[0], ns) {
+		if ch["shard"] == "shard-0" {
+			chunk = ch
+		}
+	}
+	moved := make(chan error, 1)
+	go func() {
+		moved <- clients[0].Database("admin").RunCommand(ctx, bson.D{{Key: "moveChunk", Value: ns},
+			{Key: "bounds", Value: bson.A{chunk["min"], chunk["max"]}}, {Key: "to", Value: "shard-1"}}).Err()
+	}()
+	// A read of both shards through node-a: it waits on node-b too, within its context.
+	read := make(chan error, 1)
+	go func() {
+		cur, err := coll.Find(ctx, bson.D{})
+		if err == nil {
+			err = cur.All(ctx, &[]bson.Raw{})
+		}
+		read <- err
+	}()
+	waitFor(t, 15*time.Second, "node-a's moveChunk and find in progress", func() bool {
+		select {
+		case err := <-read:
+			t.Fatalf("a read of a stopped node's shard answered: %v", err)
+		default:
+		}
+		// The first batch may come from node-a's shard alone: the getMore then waits.
+		return opInProgress(clients[0], "moveChunk") && opInProgress(clients[0], "find", "getMore")
+	})
+	select {
+	case err := <-moved:
+		t.Fatalf("moveChunk into a stopped node answered: %v", err)
+	case err := <-read:
+		t.Fatalf("a read of a stopped node's shard answered: %v", err)
+	default:
+	}
+	nodes[0].stop()
+	if t.Failed() {
+		t.FailNow()
+	}
+	if err := <-moved; err == nil {
+		t.Fatal("moveChunk succeeded although its node stopped while its destination did not answer")
+	}
+	if err := <-read; err == nil {
+		t.Fatal("a read of a stopped node's shard succeeded")
+	}
+	if err := nodes[1].cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	nodes[0].restart()
+	clients[0] = nodes[0].client(t)
+	checkExactlyOnce(t, clients, dbn, "c", want)
+}
+
+// opInProgress reports whether c's node lists a command named one of cmds in $currentOp.
+func opInProgress(c *mongo.Client, cmds ...string) bool {
+	cur, err := c.Database("admin").Aggregate(context.Background(), bson.A{bson.D{{Key: "$currentOp", Value: bson.D{}}}})
+	if err != nil {
+		return false
+	}
+	defer func() { _ = cur.Close(context.Background()) }()
+	for cur.Next(context.Background()) {
+		for _, cmd := range cmds {
+			if _, err := cur.Current.LookupErr("command", cmd); err == nil {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,11 +17,25 @@ import (
 	"github.com/cleavedb/cleave/cluster/etcdtest"
 )
 
-// startClusterNodes starts a 3-member etcd cluster (in this process) and n cleave nodes
-// joined to it (with extra flags), one shard each unless extra says otherwise, in order: node-a first (it seeds the cluster's catalog).
+// clusterEtcd starts the etcd (in this process) of a test's cluster: one member. The cluster
+// tests lose nodes, not etcd members (TestClusterEtcdMemberLossUnderLoad starts its own three),
+// and each member is a raft group with its own WAL, run under the race detector.
+// CLEAVE_TEST_ETCD_MEMBERS=3 starts three, to compare.
+func clusterEtcd(t testing.TB) *etcdtest.Cluster {
+	t.Helper()
+	n := 1
+	if v, err := strconv.Atoi(os.Getenv("CLEAVE_TEST_ETCD_MEMBERS")); err == nil && v > 0 {
+		n = v
+	}
+	return etcdtest.Start(t, n)
+}
+
+// startClusterNodes starts an etcd (clusterEtcd) and n cleave nodes joined to it (with extra
+// flags), one shard each unless extra says otherwise, in order: node-a first (it seeds the
+// cluster's catalog).
 func startClusterNodes(t testing.TB, n int, extra ...string) (*etcdtest.Cluster, []*server) {
 	t.Helper()
-	etcd := etcdtest.Start(t, 3)
+	etcd := clusterEtcd(t)
 	var nodes []*server
 	for i := range n {
 		nodes = append(nodes, startServer(t, append([]string{"--etcd", strings.Join(etcd.Endpoints(), ","),

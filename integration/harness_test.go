@@ -119,7 +119,7 @@ func (s *server) start() {
 		s.t.Fatalf("starting cleave: %v", err)
 	}
 	s.done = make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(s.done) }()
+	go func() { _ = s.cmd.Wait(); s.keepLog(); close(s.done) }()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if b, err := os.ReadFile(addrFile); err == nil && len(b) > 0 {
@@ -137,6 +137,19 @@ func (s *server) start() {
 			s.t.Fatalf("cleave did not start within a minute:\n%s", s.log.String())
 		}
 	}
+}
+
+// keepLog writes the exited process's output to $CLEAVE_TEST_LOGS/<test>-<pid>.log when that
+// variable names a directory: every incarnation's log, those of passing runs and killed
+// processes included (a failed test prints only the last incarnation's).
+func (s *server) keepLog() {
+	dir := os.Getenv("CLEAVE_TEST_LOGS")
+	if dir == "" {
+		return
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(s.t.Name())
+	path := filepath.Join(dir, fmt.Sprintf("%s-%d.log", name, s.cmd.Process.Pid))
+	_ = os.WriteFile(path, []byte(s.log.String()), 0o644)
 }
 
 // uri is the connection string for the server.

@@ -23,9 +23,10 @@ import (
 	"github.com/cleavedb/cleave/cluster/etcdtest"
 )
 
-// replicatedNodes starts an embedded 3-member etcd and n nodes with --replicas 3 (and extra
-// flags), each listening on a port fixed for the test, so that a client's seed list of every
-// node stays right across restarts. It waits until every shard has three healthy replicas.
+// replicatedNodes starts an embedded etcd (clusterEtcd) and n nodes with --replicas 3 (and
+// extra flags), each listening on a port fixed for the test, so that a client's seed list of
+// every node stays right across restarts. It waits until every shard has three healthy
+// replicas.
 func replicatedNodes(t *testing.T, n int, extra ...string) (*etcdtest.Cluster, []*server, string) {
 	return replicatedNodesShards(t, n, 1, extra...)
 }
@@ -33,7 +34,7 @@ func replicatedNodes(t *testing.T, n int, extra ...string) (*etcdtest.Cluster, [
 // replicatedNodesShards is replicatedNodes with shards shards per node (--shards).
 func replicatedNodesShards(t *testing.T, n, shards int, extra ...string) (*etcdtest.Cluster, []*server, string) {
 	t.Helper()
-	etcd := etcdtest.Start(t, 3)
+	etcd := clusterEtcd(t)
 	var nodes []*server
 	var addrs []string
 	for i := range n {
@@ -115,14 +116,16 @@ func (l *killLog) resumed(t0 time.Time, writers int, timeout time.Duration) (tim
 // included, is SIGKILLed and restarted 5 s later, round after round. Afterwards every
 // acknowledged document is there exactly once, the replicas of each shard hold the same data,
 // and validate is clean; the test log shows how long writes took to flow again after each
-// kill. CLEAVE_LONG=1 runs 20 rounds 10 s apart (make replication-chaos); CI runs 3.
+// kill. Each kill comes once every writer had an insert acknowledged since the last restart,
+// at least 4 s after it; CLEAVE_LONG=1 runs 20 rounds, each kill 5 s later than that (make
+// replication-chaos); CI runs 3.
 func TestReplicationKillChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kill rounds are slow")
 	}
-	rounds, every := 3, 6*time.Second
+	rounds, pause, catchUp := 3, time.Duration(0), 4*time.Second
 	if os.Getenv("CLEAVE_LONG") != "" {
-		rounds, every = 20, 10*time.Second
+		rounds, pause = 20, 5*time.Second
 	}
 	_, nodes, seeds := replicatedNodes(t, 3)
 	admin := nodes[0].client(t)
@@ -156,8 +159,14 @@ func TestReplicationKillChaos(t *testing.T) {
 	}
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	var resume []time.Duration
+	restarted := time.Now().Add(-catchUp) // nothing to catch up before the first kill
 	for round := range rounds {
-		time.Sleep(every / 2)
+		if _, ok := log.resumed(restarted, writers, 30*time.Second); !ok {
+			t.Fatalf("round %d: writes did not all flow within 30s of the last restart (last error: %s)", round, log.lastError)
+		}
+		// NB: a restarted node catches up meanwhile: killing another before it has could
+		// leave a shard without a quorum until the victim is back.
+		time.Sleep(max(catchUp-time.Since(restarted), 0) + pause)
 		victim := rnd.IntN(len(nodes))
 		kill := time.Now()
 		nodes[victim].kill()
@@ -168,9 +177,13 @@ func TestReplicationKillChaos(t *testing.T) {
 		resume = append(resume, took)
 		time.Sleep(max(5*time.Second-time.Since(kill), 0))
 		nodes[victim].restart()
+		restarted = time.Now()
 		t.Logf("round %d: killed node %d; every writer acknowledged again after %v", round, victim, took.Round(time.Millisecond))
-		time.Sleep(every / 2)
 	}
+	if _, ok := log.resumed(restarted, writers, 30*time.Second); !ok {
+		t.Fatalf("writes did not all flow within 30s of the last restart (last error: %s)", log.lastError)
+	}
+	time.Sleep(pause)
 	stop()
 	wg.Wait()
 	log.failures -= writers // the writers stopped in flight
@@ -305,7 +318,7 @@ func TestReplicationMoveDuringLeaderKill(t *testing.T) {
 			log.note(0, id, err)
 		}
 	}()
-	moves := 0
+	var moves atomic.Int64
 	go func() { // moves between shard-0 and shard-1, through the writer's nodes
 		defer wg.Done()
 		for i := 0; ctx.Err() == nil; i++ {
@@ -327,26 +340,46 @@ func TestReplicationMoveDuringLeaderKill(t *testing.T) {
 			err := writer.Database("admin").RunCommand(ctx, bson.D{{Key: "moveChunk", Value: ns},
 				{Key: "bounds", Value: bson.A{target["min"], target["max"]}}, {Key: "to", Value: to}}).Err()
 			if err == nil {
-				moves++
+				moves.Add(1)
 			}
 		}
 	}()
+	// Each kill lands among inserts and moves: flowing waits for an insert acknowledged since
+	// since, then for two more moves or 3 s (the fixed pause this used to be: moves may stall
+	// meanwhile, behind the DDL lock of an abandoned incoming range). The victim stays down
+	// until inserts flow without it and its lease (2 s) expired.
+	flowing := func(since time.Time, what string) {
+		t.Helper()
+		from := moves.Load()
+		if _, ok := log.resumed(since, 1, 30*time.Second); !ok {
+			t.Fatalf("inserts did not resume %s (last error: %s)", what, log.lastError)
+		}
+		for deadline := time.Now().Add(3 * time.Second); moves.Load() < from+2 && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	start := time.Now()
 	for round := range 2 {
-		time.Sleep(3 * time.Second)
+		flowing(start, "before the kill")
 		victim := shardLeaderIndex(t, admin, 0)
 		if victim == 0 {
 			admin = nodes[1].client(t)
 		}
+		kill := time.Now()
 		nodes[victim].kill()
 		t.Logf("round %d: killed node %d, shard-0's leader", round, victim)
-		time.Sleep(5 * time.Second)
+		if _, ok := log.resumed(kill, 1, 30*time.Second); !ok {
+			t.Fatalf("round %d: inserts did not resume after the kill (last error: %s)", round, log.lastError)
+		}
+		time.Sleep(max(3*time.Second-time.Since(kill), 0)) // past the victim's lease
 		nodes[victim].restart()
+		start = time.Now()
 	}
-	time.Sleep(3 * time.Second)
+	flowing(start, "after the last restart")
 	stop()
 	wg.Wait()
 	log.failures--
-	t.Logf("%d moves done, %d inserts acknowledged, %d failed (the last: %s)", moves, len(log.acked), log.failures, log.lastError)
+	t.Logf("%d moves done, %d inserts acknowledged, %d failed (the last: %s)", moves.Load(), len(log.acked), log.failures, log.lastError)
 	c := nodes[0].client(t)
 	waitReplicated(t, c, 3, 3, 60*time.Second)
 	for i := range nodes {
@@ -411,18 +444,28 @@ func TestReplicationBankTransfers(t *testing.T) {
 			}
 		}()
 	}
+	// committing waits up to d for n more transfers to commit (fixed pauses of d, these were).
+	committing := func(n int64, d time.Duration) {
+		from := committed.get()
+		for deadline := time.Now().Add(d); committed.get() < from+n && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	for round := range 2 {
-		time.Sleep(4 * time.Second)
+		committing(20, 4*time.Second)
 		victim := leaderNow(ctx, clients, shard)
 		if victim < 0 {
 			t.Fatal("no leader for the accounts' shard")
 		}
+		kill := time.Now()
 		nodes[victim].kill()
 		t.Logf("round %d: killed node %d, the accounts' leader", round, victim)
-		time.Sleep(4 * time.Second)
+		// Transfers under the next leader, and the victim's lease (2 s) expired.
+		committing(5, 4*time.Second)
+		time.Sleep(max(3*time.Second-time.Since(kill), 0))
 		nodes[victim].restart()
 	}
-	time.Sleep(2 * time.Second)
+	committing(20, 2*time.Second)
 	stop()
 	wg.Wait()
 	if v := violation.Load(); v != nil {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -68,15 +69,34 @@ func run(args []string) int {
 			return 1
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := srv.close(ctx); err != nil {
-		logger.Error("shutdown", zap.Error(err))
+	closed := make(chan error, 1)
+	go func() { closed <- srv.close(context.Background()) }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			logger.Error("shutdown", zap.Error(err))
+			return 1
+		}
+	case <-time.After(shutdownTimeout):
+		// Every wait of the shutdown is bounded, so this is a bug: the goroutines say where.
+		logger.Error("shutdown did not finish in time; exiting without closing storage (its goroutines follow)",
+			zap.Duration("timeout", shutdownTimeout))
+		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
 		return 1
 	}
 	logger.Info("stopped")
 	return 0
 }
+
+// Shutdown's bounds: after the listeners close, commands in flight get drainTimeout to
+// finish; those still running are then interrupted (their contexts end, their connections
+// close) and get interruptWait to return before storage closes under them. shutdownTimeout
+// bounds the whole, whatever other nodes and etcd do (the process then exits 1).
+const (
+	drainTimeout    = 3 * time.Second
+	interruptWait   = 2 * time.Second
+	shutdownTimeout = 20 * time.Second
+)
 
 // server is a running cleave: the wire server and what it owns.
 type server struct {
@@ -86,13 +106,15 @@ type server struct {
 	// closers release storage after the wire server has drained, last opened first.
 	closers []func() error
 	// quiesce tells the drivers' monitors that the router is going away (awaitable hellos
-	// answer ShutdownInProgress) before the wire server stops accepting.
+	// answer ShutdownInProgress) and stops moves in flight, before the wire server stops
+	// accepting.
 	quiesce func()
+	log     *zap.Logger
 }
 
 // start opens storage, builds the executor and starts serving on cfg.Listen.
 func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (*server, error) {
-	s := &server{done: make(chan error, 2)}
+	s := &server{done: make(chan error, 2), log: logger}
 	tc, err := cfg.tlsConfig()
 	if err != nil {
 		return nil, err
@@ -154,22 +176,46 @@ func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (
 	return s, nil
 }
 
-// close stops accepting, lets in-flight requests finish, then closes storage.
+// close stops accepting, lets in-flight requests finish (for drainTimeout), then closes
+// storage.
 func (s *server) close(ctx context.Context) error {
 	var errs []error
 	if s.http != nil {
-		errs = append(errs, s.http.Shutdown(ctx))
+		hctx, cancel := context.WithTimeout(ctx, drainTimeout)
+		if s.http.Shutdown(hctx) != nil {
+			errs = append(errs, s.http.Close()) // a scrape that outlasted the drain
+		}
+		cancel()
 	}
 	if s.quiesce != nil {
 		s.quiesce()
 	}
 	if s.wire != nil {
-		errs = append(errs, s.wire.Shutdown(ctx))
+		s.drain(ctx)
 	}
 	for i := len(s.closers) - 1; i >= 0; i-- {
 		errs = append(errs, s.closers[i]())
 	}
 	return errors.Join(errs...)
+}
+
+// drain stops the wire server: commands in flight get drainTimeout to finish, then are
+// interrupted, as mongod interrupts its operations at shutdown (InterruptedAtShutdown), and
+// get interruptWait to return. A command that still runs (one that ignores its context) is
+// left to fail on closed storage: it was never acknowledged.
+func (s *server) drain(ctx context.Context) {
+	dctx, cancel := context.WithTimeout(ctx, drainTimeout)
+	defer cancel()
+	if s.wire.Shutdown(dctx) == nil {
+		return
+	}
+	s.log.Warn("interrupted the commands still running at shutdown", zap.Duration("after", drainTimeout))
+	wctx, cancel := context.WithTimeout(ctx, interruptWait)
+	defer cancel()
+	if s.wire.Shutdown(wctx) != nil {
+		s.log.Warn("commands still run after their interruption; closing storage under them",
+			zap.Int64("active", s.wire.Stats().ConnectionsActive))
+	}
 }
 
 // unwrapNetErr drops the "listen tcp 127.0.0.1:27017:" prefix that our own message repeats.

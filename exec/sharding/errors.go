@@ -7,10 +7,17 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// MoveError maps a move's stale decision to MongoDB's answer for a chunk that changed.
+// ErrShutdown is the failure of a move that the node's shutdown stopped (Manager.Stop).
+var ErrShutdown = errors.New("the node is shutting down")
+
+// MoveError maps a move's stale decision to MongoDB's answer for a chunk that changed, and a
+// move stopped by the node's shutdown to InterruptedAtShutdown.
 func MoveError(err error) error {
-	if errors.Is(err, shard.ErrStaleAction) {
+	switch {
+	case errors.Is(err, shard.ErrStaleAction):
 		return mongoerr.Wrap(err, mongoerr.ConflictingOperationInProgress, "the partition changed during the move; retry: %v", err)
+	case errors.Is(err, ErrShutdown):
+		return mongoerr.Wrap(err, mongoerr.InterruptedAtShutdown, "the move was interrupted by the node's shutdown: %v", err)
 	}
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -62,14 +63,20 @@ func (m *Manager) peerCommand(s int, cmd bsoncore.Document) (bsoncore.Document, 
 	return m.peerCommandWithin(s, cmd, peerTimeout)
 }
 
-// peerCommandWithin runs cmd on the node owning shard s, within d.
+// peerCommandWithin runs cmd on the node owning shard s, within d or until the manager stops
+// (Stop: the node shuts down; ErrShutdown then).
 func (m *Manager) peerCommandWithin(s int, cmd bsoncore.Document, d time.Duration) (bsoncore.Document, error) {
 	if m.peers == nil {
 		return nil, fmt.Errorf("%s is on another node and this node cannot reach other nodes", catalog.ShardName(s))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(m.life, d)
 	defer cancel()
-	return m.peers.Command(ctx, s, cmd)
+	reply, err := m.peers.Command(ctx, s, cmd)
+	if err != nil && m.life.Err() != nil {
+		// NB: err (context.Canceled) is not wrapped: exec would answer ClientDisconnect.
+		return nil, fmt.Errorf("%w: %s", ErrShutdown, err.Error())
+	}
+	return reply, err
 }
 
 // askMove asks the node owning shard from (partition id of ci) to move it to shard to.
@@ -445,17 +452,30 @@ func sameRange(a, b retiredRange) bool {
 }
 
 // sweepIncoming deletes the incoming ranges whose source went silent for incomingTimeout
-// (where this node does not own them by now) and forgets them.
+// (where this node does not own them by now) and forgets them. It forgets at once, deleting
+// nothing, the ranges of shards this node no longer serves (a replicated shard whose
+// leadership moved): their copy is the new leader's to delete (Manager.RepairShard, or the
+// move's abort, which goes to it), and this node could not (its stand-in for the shard
+// refuses), so it would hold its DDL lock forever otherwise.
 func (m *Manager) sweepIncoming() {
 	now := time.Now()
-	var stale []retiredRange
 	m.mu.Lock()
-	for _, r := range m.mu.copying {
-		if !r.due.IsZero() && now.After(r.due) {
+	copying := slices.Clone(m.mu.copying)
+	m.mu.Unlock()
+	var stale, gone []retiredRange
+	for _, r := range copying { // isLocal asks the cluster view: not under m.mu
+		switch {
+		case !m.isLocal(r.shard):
+			gone = append(gone, r)
+		case !r.due.IsZero() && now.After(r.due):
 			stale = append(stale, r)
 		}
 	}
-	m.mu.Unlock()
+	for _, r := range gone {
+		m.log.Info("forgot an incoming range of a shard this node no longer serves",
+			zap.Int("shard", r.shard), zap.Uint64("lo", r.lo), zap.Uint64("hi", r.hi))
+		m.dropIncoming(r)
+	}
 	for _, r := range stale {
 		if c := m.cat.Store().State().CollectionByID(r.coll); c != nil {
 			if err := m.deleteUnowned(c, r.shard, r.lo, r.hi); err != nil {

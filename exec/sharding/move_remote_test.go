@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,4 +119,64 @@ func TestManagerMovePartitionToNode(t *testing.T) {
 	}
 	unlock()
 	f.checkMoved(t, src, moved.ID, 1, 1000)
+}
+
+// leavingView is nodeView whose node stops serving its shard once gone is set: a replicated
+// shard whose leadership moved to another node.
+type leavingView struct {
+	nodeView
+	gone atomic.Bool
+}
+
+func (v *leavingView) LocalShards() []int {
+	if v.gone.Load() {
+		return nil
+	}
+	return v.nodeView.LocalShards()
+}
+
+// ddlFree reports whether cat's DDL lock can be taken at once.
+func ddlFree(cat *catalog.Catalog) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	unlock, err := cat.LockDDLCtx(ctx)
+	if err != nil {
+		return false
+	}
+	unlock()
+	return true
+}
+
+// TestManagerIncomingRangeOfLostShard: a node that began receiving a move into its shard 1
+// holds its DDL lock (holdDDL); once it no longer serves shard 1 (the leadership of the
+// replicated shard moved, and the move's next steps go to the new leader), its next round
+// forgets the incoming range and releases the lock. It used to keep it until the range's
+// incomingTimeout, then for ever: its sweep could not delete the copy through the stand-in
+// of a shard it does not serve, and validate, index builds and moves waited on the lock.
+func TestManagerIncomingRangeOfLostShard(t *testing.T) {
+	f := newManagerFixture(t, 100, 1<<30)
+	f.splitInHalves(t)
+	ci := f.coll(t)
+	lo, hi := ci.Map.Range(1) // shard 0's
+	view := &leavingView{nodeView: nodeView{local: 1}}
+	dstCat := catalog.New(f.cat.Shards(), f.cat.Store(), zap.NewNop())
+	dst := New(dstCat, zap.NewNop(), Options{Cluster: view, CheckInterval: time.Hour})
+	dst.write = f.m.write
+	t.Cleanup(dst.Close)
+
+	if _, err := dst.ReceiveMove(ci, 1, lo, hi, "begin", nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	dst.sweepIncoming()
+	if ddlFree(dstCat) {
+		t.Fatal("the DDL lock is free while a move into the node is under way")
+	}
+	view.gone.Store(true)
+	dst.sweepIncoming()
+	if !ddlFree(dstCat) {
+		t.Fatal("the DDL lock is still held for a move into a shard the node no longer serves")
+	}
+	if len(dst.foreignHints(ci.Meta.ID, nil)) != 0 {
+		t.Error("the node still marks the range incoming")
+	}
 }

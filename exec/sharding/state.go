@@ -144,7 +144,13 @@ func New(cat *catalog.Catalog, log *zap.Logger, opts Options) *Manager {
 	return s
 }
 
-// Close stops the manager's background work.
+// Stop ends the manager's work in flight without waiting for it: a move waiting on another
+// node fails at once (ErrShutdown) instead of at its peer timeout, so that the commands
+// running it, which a shutdown drains, end too. A move stopped so is one a crash could have
+// interrupted at the same point (move.go's crash safety). Close calls it.
+func (m *Manager) Stop() { m.stop() }
+
+// Close stops the manager's background work and waits for it.
 func (m *Manager) Close() {
 	m.stop()
 	m.bg.Wait()

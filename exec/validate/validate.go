@@ -98,11 +98,17 @@ func (r *Result) errorf(format string, args ...any) {
 	}
 }
 
-// Run validates collection ci of cat. It waits for the key locks (ctx bounds the wait),
-// snapshots every shard of this node (in cluster mode, each node validates its own:
-// exec merges their results), releases the locks and checks the snapshots.
+// Run validates collection ci of cat. It waits for the DDL lock and the key locks (ctx bounds
+// the waits), snapshots every shard of this node (in cluster mode, each node validates its
+// own: exec merges their results), releases the locks and checks the snapshots.
 func Run(ctx context.Context, cat *catalog.Catalog, ci *catalog.Coll, opts Options) (*Result, error) {
-	unlockDDL := cat.LockDDL() // no move flips and no retired range is deleted meanwhile
+	// No move flips and no retired range is deleted meanwhile. A move into this node holds
+	// the lock from its begin to its commit: ctx bounds the wait (maxTimeMS, killOp, the
+	// client gone, the node's shutdown).
+	unlockDDL, err := cat.LockDDLCtx(ctx)
+	if err != nil {
+		return nil, err
+	}
 	unlock, err := cat.Locks().LockAllCtx(ctx)
 	if err != nil {
 		unlockDDL()
