@@ -54,12 +54,12 @@ cleave:
 		t.Fatalf("flags over the file: dir %q listen %q shards %d err %v", c.Dir, c.Listen, c.Shards, err)
 	}
 	for text, want := range map[string]string{
-		"replication:\n  replSetName: rs0\n":   "replication.replSetName: not an option cleave reads",
+		"replication:\n  replSetName: rs0\n":  "replication.replSetName: not an option cleave reads",
 		"security:\n  authorization: maybe\n": "must be enabled or disabled",
-		"net:\n  tls:\n    mode: allowTLS\n":   "cleave serves requireTLS",
-		"cleave:\n  no-such-flag: 1\n":         "cleave.no-such-flag: no such flag",
-		"cleave:\n  shards: many\n":            "shards",
-		"net: [1, 2\n":                         "configuration file",
+		"net:\n  tls:\n    mode: allowTLS\n":  "cleave serves requireTLS",
+		"cleave:\n  no-such-flag: 1\n":        "cleave.no-such-flag: no such flag",
+		"cleave:\n  shards: many\n":           "shards",
+		"net: [1, 2\n":                        "configuration file",
 	} {
 		if _, err := parseConfig([]string{"--config", writeConfigFile(t, text)}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("file %q: error %v, want one containing %q", text, err, want)
