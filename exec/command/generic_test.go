@@ -18,7 +18,7 @@ var genericNames = []struct {
 	{command.GenDB, "$db"}, {command.GenLSID, "lsid"}, {command.GenClusterTime, "$clusterTime"},
 	{command.GenReadConcern, "readConcern"}, {command.GenTxnNumber, "txnNumber"},
 	{command.GenAutocommit, "autocommit"}, {command.GenStartTxn, "startTransaction"},
-	{command.GenSingleBatch, "singleBatch"},
+	{command.GenSingleBatch, "singleBatch"}, {command.GenPriority, "priorityLevel"},
 }
 
 // TestRequestGenericFirstOccurrence checks that each generic field is found with its value,
