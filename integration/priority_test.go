@@ -178,3 +178,100 @@ func TestThrottleRetryPerCollection(t *testing.T) {
 		t.Errorf("throttleRetryMS 100000: %v, want BadValue", err)
 	}
 }
+
+// TestRedistributeThroughputFollowsDemand: with --redistribute-throughput, a load on one
+// partition of a 4-partition collection of 2,000 RU/s (all on one shard-key value) is
+// throttled at its share, 500 RU/s, until the partition manager moves throughput to it:
+// partitionStats then shows the hot partition's budget above the even share and the others'
+// lower, summing to T. The load runs until the budgets change or 20 s pass (a bound, not an
+// assertion); the 16500s before and after are logged.
+func TestRedistributeThroughputFollowsDemand(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "--redistribute-throughput", "--partition-check-interval", "200ms")
+	c := s.client(t)
+	ctx := context.Background()
+	name := dbName(t)
+	db := c.Database(name)
+	shardColl(t, c, name+".c", "k", bson.E{Key: "numInitialChunks", Value: 4})
+	if err := db.RunCommand(ctx, bson.D{{Key: "customAction", Value: "UpdateCollection"}, {Key: "collection", Value: "c"},
+		{Key: "offerThroughput", Value: 2000}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before, ids := budgetsOf(t, db, "c")
+	for _, id := range ids {
+		if before[id] != 500 {
+			t.Fatalf("budgets before the load: %v, want 500 each", before)
+		}
+	}
+	coll := db.Collection("c")
+	var served, throttled atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: fmt.Sprintf("%d-%d", w, i)}, {Key: "k", Value: "hot"}})
+				var we mongo.WriteException
+				if errors.As(err, &we) && len(we.WriteErrors) > 0 && we.WriteErrors[0].Code == 16500 {
+					throttled.Add(1)
+				} else if err == nil {
+					served.Add(1)
+				}
+			}
+		}()
+	}
+	var after map[int64]float64
+	var hot int64
+	var throttledBefore, servedBefore int64
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		after, _ = budgetsOf(t, db, "c")
+		hot = hottest(t, db, "c")
+		if after[hot] > 500*1.1 {
+			throttledBefore, servedBefore = throttled.Load(), served.Load()
+			break
+		}
+	}
+	time.Sleep(time.Second) // some load at the new budgets, for the log
+	close(stop)
+	wg.Wait()
+	t.Logf("budgets %v (hot partition %d); before the change %d served, %d throttled; after it %d served, %d throttled",
+		after, hot, servedBefore, throttledBefore, served.Load()-servedBefore, throttled.Load()-throttledBefore)
+	if after[hot] <= 500*1.1 {
+		t.Fatalf("the hot partition's budget stayed at %v RU/s", after[hot])
+	}
+	var sum float64
+	for id, b := range after {
+		sum += b
+		if id != hot && (b >= 500 || b < 100) {
+			t.Errorf("partition %d's budget %v: want it below the even 500 and at least the floor, 100", id, b)
+		}
+	}
+	if sum < 1999 || sum > 2001 {
+		t.Errorf("budgets sum to %v, want T = 2000", sum)
+	}
+	if p := partitionStats(t, db, "c"); p["throughputPolicy"] != "Demand" {
+		t.Errorf("throughputPolicy %v, want Demand", p["throughputPolicy"])
+	}
+}
+
+// hottest returns the id of the partition of db.coll that served the most RU (partitionStats'
+// totalRU).
+func hottest(t *testing.T, db *mongo.Database, coll string) int64 {
+	t.Helper()
+	var id int64
+	best := -1.0
+	for _, p := range partitionStats(t, db, coll)["partitions"].(bson.A) {
+		m := shardM(p)
+		if ru, _ := m["totalRU"].(float64); ru > best {
+			best, id = ru, m["id"].(int64)
+		}
+	}
+	return id
+}
