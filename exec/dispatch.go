@@ -74,6 +74,11 @@ func (e *Executor) runCommand(ctx context.Context, r *command.Request, cmd *comm
 	if err := e.authorize(r, cmd); err != nil {
 		return err
 	}
+	p, err := e.Priority(r) // exec/command/priority.go
+	if err != nil {
+		return err
+	}
+	ctx = catalog.WithPriority(ctx, p)
 	if forwarded, err := e.forwardTxn(ctx, r); forwarded {
 		return err
 	}

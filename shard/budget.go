@@ -34,6 +34,14 @@ type BudgetOptions struct {
 	// BurstMaxRU is the partition's highest rate while it spends its bank, share included,
 	// and the share from which a partition gets no burst capacity. Default 3,000 RU/s.
 	BurstMaxRU float64
+	// LowPriorityReserve is the fraction of a partition's bucket (Burst at its share) that
+	// low-priority requests leave to high-priority ones: below it they are throttled
+	// (priority.go). Default 0.5.
+	LowPriorityReserve float64
+	// LowPriorityFloor is the fraction of a partition's share that low-priority requests
+	// are admitted at however little the bucket holds, so that they are never starved.
+	// Default 0.05.
+	LowPriorityFloor float64
 	// Clock returns the current time; nil means time.Now. Tests inject a fake clock.
 	Clock func() time.Time
 	// Sleep waits d; nil means time.Sleep. Tests inject one that advances a fake clock.
@@ -50,6 +58,12 @@ func (o *BudgetOptions) EnsureDefaults() *BudgetOptions {
 	}
 	if o.BurstMaxRU == 0 {
 		o.BurstMaxRU = DefaultBurstMaxRU
+	}
+	if o.LowPriorityReserve == 0 {
+		o.LowPriorityReserve = DefaultLowPriorityReserve
+	}
+	if o.LowPriorityFloor == 0 {
+		o.LowPriorityFloor = DefaultLowPriorityFloor
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
@@ -70,7 +84,7 @@ func (o *BudgetOptions) Validate() error {
 	case o.BurstBank < 0 || o.BurstMaxRU < 0:
 		return errors.New("shard: burst capacity's bank and rate must not be negative")
 	}
-	return nil
+	return o.validatePriorities()
 }
 
 // budgetSlot is one partition's budget state on its own cache line.
@@ -78,7 +92,8 @@ type budgetSlot struct {
 	ns   atomic.Int64  // the theoretical arrival time of the share's bucket
 	bank atomic.Uint64 // burst capacity: RU banked, a float64's bits (below 0: debt)
 	bns  atomic.Int64  // burst capacity: the theoretical arrival time of the bank's spending
-	_    [40]byte
+	lns  atomic.Int64  // the theoretical arrival time of the low-priority floor (priority.go)
+	_    [32]byte
 }
 
 // rate is one partition's fixed parameters.
@@ -107,6 +122,10 @@ type Budgets struct {
 	shares  []float64 // as given to Reshape (nil: even), to tell whether they changed
 	burst   bool      // burst capacity is on
 	burstNs int64
+	// lowNs is the part of burstNs low-priority requests may use (LowPriorityReserve);
+	// floor is LowPriorityFloor.
+	lowNs   int64
+	floor   float64
 	base    time.Time
 	now     func() time.Time
 	sleep   func(time.Duration)
@@ -142,6 +161,8 @@ func (b *Budgets) Reshape(m *Map, throughput float64, shares []float64, opts Bud
 		n.shares = append([]float64(nil), shares...)
 	}
 	n.burstNs = int64(opts.Burst)
+	n.lowNs = int64(float64(opts.Burst) * (1 - opts.LowPriorityReserve))
+	n.floor = opts.LowPriorityFloor
 	n.slots = make([]budgetSlot, m.Len())
 	n.rates = make([]rate, m.Len())
 	for i, s := range Shares(throughput, m.Len(), n.shares) {
@@ -237,18 +258,30 @@ func (b *Budgets) Same(throughput float64, shares []float64, burst bool) bool {
 	return slices.Equal(b.shares, shares)
 }
 
+// MaxWait returns how long Wait waits for budget (BudgetOptions.MaxWait).
+func (b *Budgets) MaxWait() time.Duration { return b.maxWait }
+
 // Wait is Admit, except that when the partition is out of budget it waits for it, as long
 // as the wait stays within the MaxWait option (in total), and only then gives up with the
 // throttled error. With MaxWait 0 it is Admit.
 func (b *Budgets) Wait(i int, ru float64) error {
+	return b.WaitFor(i, ru, Admission{})
+}
+
+// WaitFor is Wait for a request of admission a: admitted by its priority, and never waiting
+// past its deadline (a wait that would end after it gives up at once with the throttled
+// error, leaving the time to the client).
+func (b *Budgets) WaitFor(i int, ru float64, a Admission) error {
 	if b == nil || len(b.rates) == 0 {
 		return nil
 	}
 	var waited time.Duration
 	for {
-		err := b.Admit(i, ru)
+		now := b.now()
+		err := b.AdmitPriorityAt(i, ru, a.Priority, now)
 		var te *ThrottledError
-		if !errors.As(err, &te) || waited+te.RetryAfter > b.maxWait {
+		if !errors.As(err, &te) || waited+te.RetryAfter > b.maxWait ||
+			(!a.Deadline.IsZero() && now.Add(te.RetryAfter).After(a.Deadline)) {
 			return err
 		}
 		b.sleep(te.RetryAfter)
@@ -313,7 +346,11 @@ func (b *Budgets) ChargeAt(i int, ru float64, now time.Time) {
 	if b == nil || len(b.rates) == 0 {
 		return
 	}
-	ns := int64(now.Sub(b.base))
+	b.chargeNs(i, ru, int64(now.Sub(b.base)))
+}
+
+// chargeNs is Charge at ns past the budgets' base time.
+func (b *Budgets) chargeNs(i int, ru float64, ns int64) {
 	cost := b.rates[i].cost(ru)
 	s := &b.slots[i].ns
 	for {

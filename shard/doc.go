@@ -22,7 +22,9 @@
 //   - Budgets: per-partition token buckets of T/N RU/s (or of the shares Reshape is given);
 //     Admit returns a *ThrottledError (errors.Is ErrThrottled) when a partition spent its
 //     share. Lock-free. With burst capacity (burst.go) a partition banks what it leaves unused,
-//     up to 300 s of its share, and spends it at up to 3,000 RU/s in all.
+//     up to 300 s of its share, and spends it at up to 3,000 RU/s in all. By priority
+//     (priority.go, AdmitPriority), low-priority requests leave a reserve of the bucket to
+//     high-priority ones and keep a floor of the share; WaitFor bounds a wait by a deadline.
 //   - Policy.CheckLogicalSize: the write path's guard on one shard-key value's size.
 //
 // Decisions are optimistic: Decide works on a snapshot, and the exec layer applies each action

@@ -79,6 +79,8 @@ type Meter struct {
 	// throttled counts the requests refused for want of budget (Budgets), which the meter
 	// keeps because it outlives map changes.
 	throttled atomic.Int64
+	// throttledLow counts those of throttled that were of low priority (priority.go).
+	throttledLow atomic.Int64
 	// refused is the milli-RU of refused requests not yet folded into the refused rate.
 	refused  atomic.Int64
 	lambda   float64 // ln 2 / half-life, per second
@@ -156,6 +158,19 @@ func (m *Meter) NoteThrottled(ru float64) {
 
 // Throttled returns how many requests the partition refused for want of budget.
 func (m *Meter) Throttled() int64 { return m.throttled.Load() }
+
+// NoteThrottledPriority is NoteThrottled for a request of priority p: low-priority refusals
+// are counted apart as well (ThrottledLow).
+func (m *Meter) NoteThrottledPriority(ru float64, p Priority) {
+	m.NoteThrottled(ru)
+	if p == PriorityLow {
+		m.throttledLow.Add(1)
+	}
+}
+
+// ThrottledLow returns how many of the requests the partition refused (Throttled) were of
+// low priority.
+func (m *Meter) ThrottledLow() int64 { return m.throttledLow.Load() }
 
 // sampled decides whether an operation of ru enters the key sample and with which weight.
 func (m *Meter) sampled(ru float64) (w float64, ok bool) {

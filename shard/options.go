@@ -61,6 +61,9 @@ type Options struct {
 	// BurstCapacity is BudgetOptions.BurstCapacity for collections and databases that do not
 	// say (--burst-capacity). Default off, as in Cosmos DB.
 	BurstCapacity bool
+	// LowPriorityReserve and LowPriorityFloor are BudgetOptions' (priority-based execution;
+	// --low-priority-reserve, --low-priority-floor). Defaults 0.5 and 0.05.
+	LowPriorityReserve, LowPriorityFloor float64
 	// Redistribute lets the partition manager move a collection's throughput between its
 	// partitions by their demand (Policy.Redistribute; --redistribute-throughput). Default
 	// off, as in Cosmos DB: T/N each, unless set by hand with RedistributeThroughput.
@@ -128,6 +131,8 @@ func (o *Options) Validate() error {
 	check(o.SampleRU > 0, "SampleRU %g must be positive", o.SampleRU)
 	check(o.BudgetBurst > 0, "BudgetBurst %v must be positive", o.BudgetBurst)
 	check(o.ThrottleWait >= 0, "ThrottleWait %v must not be negative", o.ThrottleWait)
+	check(o.LowPriorityReserve >= 0 && o.LowPriorityReserve <= 1 && o.LowPriorityFloor >= 0 && o.LowPriorityFloor <= 1,
+		"LowPriorityReserve %g and LowPriorityFloor %g must be in [0, 1] (0: the default)", o.LowPriorityReserve, o.LowPriorityFloor)
 	return errors.Join(errs...)
 }
 
@@ -139,5 +144,6 @@ func (o *Options) MeterOptions() MeterOptions {
 
 // BudgetOptions returns the options of the budgets this policy implies.
 func (o *Options) BudgetOptions() BudgetOptions {
-	return BudgetOptions{Burst: o.BudgetBurst, MaxWait: o.ThrottleWait, BurstCapacity: o.BurstCapacity}
+	return BudgetOptions{Burst: o.BudgetBurst, MaxWait: o.ThrottleWait, BurstCapacity: o.BurstCapacity,
+		LowPriorityReserve: o.LowPriorityReserve, LowPriorityFloor: o.LowPriorityFloor}
 }

@@ -64,6 +64,9 @@ func encodeCollection(c *Collection) []byte {
 	if c.CustomBudgets {
 		doc = bsoncore.AppendBooleanElement(doc, "customBudgets", true)
 	}
+	if c.ThrottleRetryMS != 0 {
+		doc = bsoncore.AppendInt64Element(doc, "throttleRetryMS", c.ThrottleRetryMS)
+	}
 	aidx, doc := bsoncore.AppendArrayElementStart(doc, "indexes")
 	for i, x := range c.Indexes {
 		var xi int32
@@ -144,6 +147,8 @@ func decodeCollection(raw []byte) (*Collection, error) {
 			}
 		case "customBudgets":
 			c.CustomBudgets, _ = v.BooleanOK()
+		case "throttleRetryMS":
+			c.ThrottleRetryMS = int64Value(v)
 		case "indexes":
 			c.Indexes, err = decodeIndexes(v)
 		case "partitions":

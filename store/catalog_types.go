@@ -37,7 +37,11 @@ type Collection struct {
 	// CustomBudgets marks the partitions' BudgetRU as set by hand (RedistributeThroughput):
 	// the partition manager leaves them alone until they are reset.
 	CustomBudgets bool
-	Indexes       []Index
+	// ThrottleRetryMS is how long a request out of budget waits for it before 16500 (server-
+	// side retry): 0 follows its database, then the server (--throttle-retry-ms); above 0,
+	// that many milliseconds; ThrottleRetryNever, not at all.
+	ThrottleRetryMS int64
+	Indexes         []Index
 	// Partitions are sorted by Lo; Partitions[0].Lo == 0; partition i covers
 	// [Partitions[i].Lo, Partitions[i+1].Lo) and the last one up to 2^64.
 	Partitions      []Partition
@@ -199,3 +203,7 @@ func (c *Collection) validate() error {
 	}
 	return nil
 }
+
+// ThrottleRetryNever is a Collection's ThrottleRetryMS that turns server-side retry off, whatever
+// its database and the server say.
+const ThrottleRetryNever int64 = -1

@@ -13,6 +13,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 )
 
@@ -91,6 +92,12 @@ type Config struct {
 	// lets partitions' budgets follow demand.
 	BurstCapacity          bool
 	RedistributeThroughput bool
+	// AppPriority maps applications (client metadata appName) to a priority, as
+	// "name=low,other=high"; appPriorities is it parsed (by Validate). LowPriorityReserve
+	// and LowPriorityFloor tune priority-based execution (shard.BudgetOptions).
+	AppPriority                          string
+	appPriorities                        map[string]shard.Priority
+	LowPriorityReserve, LowPriorityFloor float64
 	// SessionTimeout is mongod's localLogicalSessionTimeoutMinutes, as a duration so that
 	// tests can shorten it below a minute.
 	SessionTimeout time.Duration
@@ -182,6 +189,9 @@ func (c *Config) flagSet(m *mongodFlags) *flag.FlagSet {
 	fs.IntVar(&c.ThrottleRetryMS, "throttle-retry-ms", envInt("THROTTLE_RETRY_MS", 0), "how long a request whose partition is out of budget waits for it before failing with 16500 (0: fails at once, as Cosmos DB)")
 	fs.BoolVar(&c.BurstCapacity, "burst-capacity", env("BURST_CAPACITY", "false") == "true", "partitions below 3,000 RU/s bank unused throughput (up to 300 s of their share) and spend it at up to 3,000 RU/s, as Cosmos DB's burst capacity; collections and databases may say otherwise (enableBurstCapacity)")
 	fs.BoolVar(&c.RedistributeThroughput, "redistribute-throughput", env("REDISTRIBUTE_THROUGHPUT", "false") == "true", "the partition manager moves a collection's throughput between its partitions by their demand before it splits them for load (false: T/N each, as Cosmos DB, or as RedistributeThroughput set them)")
+	fs.StringVar(&c.AppPriority, "app-priority", env("APP_PRIORITY", ""), "priority of the requests of applications by their client metadata appName, as name=low,other=high (a command's priorityLevel, then its user's customData.priorityLevel, win; default high)")
+	fs.Float64Var(&c.LowPriorityReserve, "low-priority-reserve", envFloat("LOW_PRIORITY_RESERVE", shard.DefaultLowPriorityReserve), "fraction of a partition's per-second budget kept for high-priority requests: below it, low-priority requests are throttled")
+	fs.Float64Var(&c.LowPriorityFloor, "low-priority-floor", envFloat("LOW_PRIORITY_FLOOR", shard.DefaultLowPriorityFloor), "fraction of a partition's per-second budget low-priority requests are served at however busy it is, so they are never starved")
 	fs.BoolVar(&c.RequestUnits, "request-units", env("REQUEST_UNITS", "true") != "false", "meter request units and enforce provisioned throughput (false only to measure what metering costs: no throttling, no load splits)")
 	fs.DurationVar(&c.ChangeRetention, "change-retention", envDuration("CHANGE_RETENTION", 24*time.Hour), "how long each shard keeps its change log: a change stream resumes from a token at most this old (the oplog window; 0: no time bound)")
 	fs.Int64Var(&c.ChangeRetentionBytes, "change-retention-bytes", envInt64("CHANGE_RETENTION_BYTES", 1<<30), "bytes of change log each shard keeps on disk, oldest trimmed first (the oplog's size; 0: no size bound)")
@@ -351,6 +361,13 @@ func (c *Config) validateRequests() []error {
 	if c.ThrottleRetryMS < 0 {
 		errs = append(errs, fmt.Errorf("--throttle-retry-ms %d: must not be negative", c.ThrottleRetryMS))
 	}
+	if !(c.LowPriorityReserve > 0 && c.LowPriorityReserve <= 1) || !(c.LowPriorityFloor > 0 && c.LowPriorityFloor <= 1) {
+		errs = append(errs, fmt.Errorf("--low-priority-reserve %g, --low-priority-floor %g: must be in (0, 1]", c.LowPriorityReserve, c.LowPriorityFloor))
+	}
+	var err error
+	if c.appPriorities, err = parseAppPriorities(c.AppPriority); err != nil {
+		errs = append(errs, err)
+	}
 	if c.MaxParallelism < 0 {
 		errs = append(errs, fmt.Errorf("--max-parallelism %d: must not be negative", c.MaxParallelism))
 	}
@@ -479,4 +496,21 @@ func balanceMinBytes(flag int64) int64 {
 		return -1
 	}
 	return flag
+}
+
+// parseAppPriorities parses --app-priority, "name=low,other=high", into a map.
+func parseAppPriorities(s string) (map[string]shard.Priority, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]shard.Priority{}
+	for _, kv := range strings.Split(s, ",") {
+		name, level, ok := strings.Cut(kv, "=")
+		p, known := shard.ParsePriority(strings.TrimSpace(level))
+		if !ok || !known || name == "" {
+			return nil, fmt.Errorf("--app-priority %q: want name=low or name=high, comma-separated", kv)
+		}
+		out[name] = p
+	}
+	return out, nil
 }

@@ -25,6 +25,8 @@ var Generic = map[string]bool{
 	"$readConcern": true, "$signature": true, "databaseVersion": true, "shardVersion": true,
 	"clientOperationKey": true, "$traceCtx": true, "help": true, "rawData": true,
 	"usesDefaultMaxTimeMS": true,
+	// cleave's own: the request's priority (Cosmos DB's priority-based execution).
+	"priorityLevel": true,
 }
 
 // argKeys maps the generic arguments and the names of the arguments the common commands

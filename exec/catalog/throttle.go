@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"context"
 	"errors"
 
 	"github.com/cleavedb/cleave/shard"
@@ -20,4 +21,29 @@ func Throttled(ci *Coll, err error) error {
 			"Please retry this request later. RetryAfterMs=%d, Details='partition %d of %s used "+
 			"its share of the provisioned throughput, %.0f RU/s'",
 		te.RetryAfter.Milliseconds(), te.PartitionID, ci.NS(), te.BudgetRU)
+}
+
+// priorityKey is the context key of a request's priority (WithPriority).
+type priorityKey struct{}
+
+// WithPriority returns ctx for a request of priority p: the budgets its reads and writes
+// are admitted by see it (Admission). A high-priority request, the default, needs no value.
+func WithPriority(ctx context.Context, p shard.Priority) context.Context {
+	if p == shard.PriorityHigh {
+		return ctx
+	}
+	return context.WithValue(ctx, priorityKey{}, p)
+}
+
+// Admission returns what a request running under ctx brings to a partition's budget: its
+// priority (WithPriority) and its deadline (maxTimeMS), which a wait for budget never
+// passes.
+func Admission(ctx context.Context) shard.Admission {
+	var a shard.Admission
+	if ctx == nil {
+		return a
+	}
+	a.Priority, _ = ctx.Value(priorityKey{}).(shard.Priority)
+	a.Deadline, _ = ctx.Deadline()
+	return a
 }

@@ -18,7 +18,7 @@ var genericNames = []struct {
 	{command.GenDB, "$db"}, {command.GenLSID, "lsid"}, {command.GenClusterTime, "$clusterTime"},
 	{command.GenReadConcern, "readConcern"}, {command.GenTxnNumber, "txnNumber"},
 	{command.GenAutocommit, "autocommit"}, {command.GenStartTxn, "startTransaction"},
-	{command.GenSingleBatch, "singleBatch"},
+	{command.GenSingleBatch, "singleBatch"}, {command.GenPriority, "priorityLevel"},
 }
 
 // TestRequestGenericFirstOccurrence checks that each generic field is found with its value,
@@ -28,8 +28,8 @@ func TestRequestGenericFirstOccurrence(t *testing.T) {
 		"filter": {"$db": "nested", "txnNumber": 99},
 		"$db": "first", "lsid": {"id": 1}, "$clusterTime": {"clusterTime": {"$timestamp": {"t": 5, "i": 1}}},
 		"readConcern": {"level": "local"}, "txnNumber": {"$numberLong": "7"}, "autocommit": false,
-		"startTransaction": true, "singleBatch": true,
-		"$db": "second", "txnNumber": {"$numberLong": "8"}, "autocommit": true, "singleBatch": false}`)
+		"startTransaction": true, "singleBatch": true, "priorityLevel": "low",
+		"$db": "second", "priorityLevel": "high", "txnNumber": {"$numberLong": "8"}, "autocommit": true, "singleBatch": false}`)
 	r := &command.Request{Body: body}
 	want := map[string]func(v bsoncore.Value) bool{
 		"$db":              func(v bsoncore.Value) bool { return v.StringValue() == "first" },
@@ -40,6 +40,7 @@ func TestRequestGenericFirstOccurrence(t *testing.T) {
 		"autocommit":       func(v bsoncore.Value) bool { return !v.Boolean() },
 		"startTransaction": func(v bsoncore.Value) bool { return v.Boolean() },
 		"singleBatch":      func(v bsoncore.Value) bool { return v.Boolean() },
+		"priorityLevel":    func(v bsoncore.Value) bool { return v.StringValue() == "low" },
 	}
 	for _, g := range genericNames {
 		v := r.Generic(g.f)

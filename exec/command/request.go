@@ -68,6 +68,7 @@ const (
 	GenAutocommit
 	GenStartTxn
 	GenSingleBatch // find's singleBatch (singleBatchFind)
+	GenPriority    // priorityLevel, cleave's (priority.go)
 	numGeneric
 )
 
@@ -123,6 +124,8 @@ func (g *genericArgs) scan(body bsoncore.Document) {
 			f = GenStartTxn
 		case "singleBatch":
 			f = GenSingleBatch
+		case "priorityLevel":
+			f = GenPriority
 		case "apiVersion", "apiStrict", "apiDeprecationErrors":
 			g.api = true
 		}

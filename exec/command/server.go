@@ -76,6 +76,9 @@ type Options struct {
 	// size on disk (exec/changes.Retention): change streams resume only within them.
 	ChangeRetention      time.Duration
 	ChangeRetentionBytes int64
+	// AppPriorities are the priorities of requests by their connection's application name
+	// (--app-priority), for those whose command and user name none (priority.go).
+	AppPriorities map[string]shard.Priority
 }
 
 // EnsureDefaults fills in zero fields with their defaults.

@@ -25,6 +25,7 @@ import (
 //	cleave_partition_request_units_per_second{db,collection,partition,shard}  gauge
 //	cleave_partition_request_units_total{...}                                  counter
 //	cleave_partition_throttled_requests_total{...}                             counter
+//	cleave_partition_throttled_low_priority_requests_total{...} (of those)     counter
 //	cleave_partition_storage_bytes{...}, cleave_partition_documents{...}       gauges
 //	cleave_partition_provisioned_request_units_per_second{...}                 gauge
 //	cleave_partition_burst_bank_request_units{...} (burst capacity on)        gauge
@@ -44,9 +45,9 @@ type Metrics struct {
 	duration *prometheus.HistogramVec
 	errs     *prometheus.CounterVec
 
-	partRUPerSec, partRUTotal, partThrottled, partBytes, partDocs, partProvisioned, partBurstBank *prometheus.Desc
-	splits, moves, hotKeys, conns, connsTotal, streams                                            *prometheus.Desc
-	store                                                                                         []storeMetric // store.go
+	partRUPerSec, partRUTotal, partThrottled, partThrottledLow, partBytes, partDocs, partProvisioned, partBurstBank *prometheus.Desc
+	splits, moves, hotKeys, conns, connsTotal, streams                                                              *prometheus.Desc
+	store                                                                                                           []storeMetric // store.go
 }
 
 // commandMetrics is one command's histogram child, created on the command's first run so
@@ -105,6 +106,8 @@ func New(src Source) *Metrics {
 			"Request units charged to the partition since its meter was created."),
 		partThrottled: partitionDesc("cleave_partition_throttled_requests_total",
 			"Requests the partition refused for want of throughput budget."),
+		partThrottledLow: partitionDesc("cleave_partition_throttled_low_priority_requests_total",
+			"Low-priority requests the partition refused for want of throughput budget (of those throttled_requests counts)."),
 		partBytes: partitionDesc("cleave_partition_storage_bytes",
 			"Bytes of the partition's documents (range statistics estimate)."),
 		partDocs: partitionDesc("cleave_partition_documents",
@@ -161,7 +164,7 @@ func (cm *commandMetrics) observer(vec *prometheus.HistogramVec) prometheus.Obse
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.duration.Describe(ch)
 	m.errs.Describe(ch)
-	for _, d := range []*prometheus.Desc{m.partRUPerSec, m.partRUTotal, m.partThrottled, m.partBytes,
+	for _, d := range []*prometheus.Desc{m.partRUPerSec, m.partRUTotal, m.partThrottled, m.partThrottledLow, m.partBytes,
 		m.partDocs, m.partProvisioned, m.partBurstBank, m.splits, m.moves, m.hotKeys, m.conns, m.connsTotal, m.streams} {
 		ch <- d
 	}
@@ -209,7 +212,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 func (m *Metrics) collectPartitions(ch chan<- prometheus.Metric, st *store.CatalogState, ci *catalog.Coll) {
 	n := ci.Map.Len()
 	snaps := m.src.Shards.Meters(ci).Snapshots()
-	throttled := m.src.Shards.Throttled(ci)
+	throttled, throttledLow := m.src.Shards.Throttled(ci), m.src.Shards.ThrottledLow(ci)
 	provisioned := sharding.Throughput(st, ci.Meta).RU / float64(n)
 	budgets := m.src.Shards.ReadBudgets(ci)
 	for i := range n {
@@ -232,6 +235,7 @@ func (m *Metrics) collectPartitions(ch chan<- prometheus.Metric, st *store.Catal
 		}
 		if i < len(throttled) {
 			counter(m.partThrottled, float64(throttled[i]))
+			counter(m.partThrottledLow, float64(throttledLow[i]))
 		}
 		if budgets != nil {
 			gauge(m.partProvisioned, budgets.PerPartition(i))

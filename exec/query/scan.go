@@ -244,7 +244,7 @@ func (ss *ShardStream) read(ctx context.Context) (bsoncore.Document, error) {
 	}
 	if !ss.started {
 		ss.started = true
-		if err := ss.admit(); err != nil {
+		if err := ss.admit(ctx); err != nil {
 			return nil, err
 		}
 	}

@@ -1,6 +1,8 @@
 package query
 
 import (
+	"context"
+
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/shard"
 )
@@ -13,20 +15,22 @@ import (
 // so that their load shows in the key sample, splits the partition at a load-weighted point
 // and reports a single hot key; a scan of whole partitions is load no split point divides.
 
-// admit takes the stream's admission from its partitions' budgets.
-func (ss *ShardStream) admit() error {
+// admit takes the stream's admission from its partitions' budgets, at the priority of the
+// request ctx belongs to and within its deadline (catalog.Admission).
+func (ss *ShardStream) admit(ctx context.Context) error {
 	if ss.budgets == nil || ss.budgets.Map() != ss.ci.Map {
 		return nil
 	}
+	adm := catalog.Admission(ctx)
 	last := -1
 	for _, i := range ss.parts {
 		if i == last {
 			continue
 		}
 		last = i
-		if err := ss.budgets.Wait(i, shard.MinRU); err != nil {
+		if err := ss.budgets.WaitFor(i, shard.MinRU, adm); err != nil {
 			if ss.meters != nil && ss.meters.Map() == ss.ci.Map {
-				ss.meters.Meter(i).NoteThrottled(shard.MinRU)
+				ss.meters.Meter(i).NoteThrottledPriority(shard.MinRU, adm.Priority)
 			}
 			ss.refused = true
 			return catalog.Throttled(ss.ci, err)

@@ -189,13 +189,13 @@ func HotKeyLabel(label string) string {
 // past the limit, or that its partition has no budget left for (16500), and charges the
 // write's request units to its partition's budget and meter. The writer has rehashed w
 // under its key locks (a wait for budget, --throttle-retry-ms, waits holding them).
-func (m *Manager) OnStage(ci *catalog.Coll, w *write.DocWrite) error {
+func (m *Manager) OnStage(ci *catalog.Coll, w *write.DocWrite, adm shard.Admission) error {
 	if m == nil || m.opts.Unmetered {
 		return nil
 	}
 	if ci.Hashed < 0 { // one partition, never split: metered for its RU/s, no key sample
 		ru := w.Cost(ci).RU()
-		if err := m.admitWrite(ci, 0, ru); err != nil {
+		if err := m.admitWrite(ci, 0, ru, adm); err != nil {
 			return err
 		}
 		m.metersFor(ci).Meter(0).RecordScan(ru)
@@ -222,7 +222,7 @@ func (m *Manager) OnStage(ci *catalog.Coll, w *write.DocWrite) error {
 	}
 	i := ci.Map.Locate(newHash)
 	ru := w.Cost(ci).RU()
-	if err := m.admitWrite(ci, i, ru); err != nil {
+	if err := m.admitWrite(ci, i, ru, adm); err != nil {
 		return err
 	}
 	m.metersFor(ci).Record(i, newHash, label, ru)
@@ -230,14 +230,15 @@ func (m *Manager) OnStage(ci *catalog.Coll, w *write.DocWrite) error {
 }
 
 // admitWrite charges a write of ru to partition i's budget, or refuses it (16500) when the
-// partition has spent its share of the provisioned throughput.
-func (m *Manager) admitWrite(ci *catalog.Coll, i int, ru float64) error {
+// partition has spent its share of the provisioned throughput (for a low-priority write,
+// its share less the reserve high priority keeps).
+func (m *Manager) admitWrite(ci *catalog.Coll, i int, ru float64, adm shard.Admission) error {
 	b := m.budgetsFor(ci)
 	if b == nil {
 		return nil
 	}
-	if err := b.Wait(i, ru); err != nil {
-		m.metersFor(ci).Meter(i).NoteThrottled(ru)
+	if err := b.WaitFor(i, ru, adm); err != nil {
+		m.metersFor(ci).Meter(i).NoteThrottledPriority(ru, adm.Priority)
 		return catalog.Throttled(ci, err)
 	}
 	return nil
@@ -348,6 +349,17 @@ func (m *Manager) Throttled(ci *catalog.Coll) []int64 {
 	out := make([]int64, ci.Map.Len())
 	for i := range out {
 		out[i] = meters.Meter(i).Throttled()
+	}
+	return out
+}
+
+// ThrottledLow returns, by partition index, how many of the requests Throttled counts were
+// of low priority.
+func (m *Manager) ThrottledLow(ci *catalog.Coll) []int64 {
+	meters := m.metersFor(ci)
+	out := make([]int64, ci.Map.Len())
+	for i := range out {
+		out[i] = meters.Meter(i).ThrottledLow()
 	}
 	return out
 }

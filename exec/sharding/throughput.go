@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"strings"
+	"time"
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -122,10 +123,11 @@ func (m *Manager) budgetsFor(ci *catalog.Coll) *shard.Budgets {
 	t := Throughput(st, ci.Meta)
 	shares := Shares(ci.Meta)
 	burst := BurstCapacity(st, ci.Meta, m.opts.BurstCapacity)
+	wait := ThrottleRetry(st, ci.Meta, m.opts.ThrottleWait)
 	b := old
-	if b == nil || b.Map() != ci.Map || !b.Same(t.RU, shares, burst) {
+	if b == nil || b.Map() != ci.Map || !b.Same(t.RU, shares, burst) || b.MaxWait() != wait {
 		opts := m.opts.BudgetOptions()
-		opts.BurstCapacity = burst
+		opts.BurstCapacity, opts.MaxWait = burst, wait
 		b = old.Reshape(ci.Map, t.RU, shares, opts)
 	}
 	m.budgets.Store(ci.Meta.ID, &budgetEntry{b: b, state: st})
@@ -133,4 +135,25 @@ func (m *Manager) budgetsFor(ci *catalog.Coll) *shard.Budgets {
 		return nil
 	}
 	return b
+}
+
+// ThrottleRetry returns how long a request out of budget on c waits for it before 16500
+// (server-side retry): the collection's own setting (store.Collection.ThrottleRetryMS), else
+// its database's (Options' throttleRetryMS), else def, the server's (--throttle-retry-ms).
+func ThrottleRetry(st *store.CatalogState, c *store.Collection, def time.Duration) time.Duration {
+	ms := c.ThrottleRetryMS
+	if ms == 0 {
+		if d := st.Database(c.DB); d != nil && d.Options != nil {
+			if v, ok := d.Options.Lookup("throttleRetryMS").AsInt64OK(); ok {
+				ms = v
+			}
+		}
+	}
+	switch {
+	case ms == 0:
+		return def
+	case ms < 0:
+		return 0
+	}
+	return time.Duration(ms) * time.Millisecond
 }

@@ -75,6 +75,9 @@ type Writer struct {
 	recorded bool
 	recbuf   []byte
 	wall     int64
+	// adm is what the command writing brings to the partitions' budgets: its priority and
+	// deadline (catalog.Admission of the context LockCtx was given).
+	adm shard.Admission
 }
 
 // NewWriter returns a writer for collection ci.
@@ -125,6 +128,7 @@ func (wr *Writer) LockCtx(ctx context.Context, hashes []uint64) error {
 	}
 	wr.unlock = unlock
 	wr.ci = wr.p.cat.Refresh(wr.ci)
+	wr.adm = catalog.Admission(ctx)
 	return nil
 }
 
@@ -231,7 +235,7 @@ func (wr *Writer) prepareStage(w *DocWrite) error {
 		}
 	}
 	if wr.p.hook != nil && (wr.capped == nil || !wr.capped.evicting) {
-		if err := wr.p.hook.OnStage(ci, w); err != nil {
+		if err := wr.p.hook.OnStage(ci, w, wr.adm); err != nil {
 			return err
 		}
 	}
@@ -393,13 +397,16 @@ func rehash(ci *catalog.Coll, w *DocWrite) error {
 // StageHook sees every document write about to be staged, under the write's key locks, with
 // the current catalog version of its collection and its hashes recomputed: sharding refuses
 // writes past the logical-partition limit and charges their request units to partition
-// meters. A non-nil error refuses the write, and nothing of it is staged.
+// meters, admitting them by adm (the writing command's priority and deadline). A non-nil
+// error refuses the write, and nothing of it is staged.
 type StageHook interface {
-	OnStage(ci *catalog.Coll, w *DocWrite) error
+	OnStage(ci *catalog.Coll, w *DocWrite, adm shard.Admission) error
 }
 
 // StageHookFunc adapts a function to StageHook.
-type StageHookFunc func(ci *catalog.Coll, w *DocWrite) error
+type StageHookFunc func(ci *catalog.Coll, w *DocWrite, adm shard.Admission) error
 
 // OnStage implements StageHook.
-func (f StageHookFunc) OnStage(ci *catalog.Coll, w *DocWrite) error { return f(ci, w) }
+func (f StageHookFunc) OnStage(ci *catalog.Coll, w *DocWrite, adm shard.Admission) error {
+	return f(ci, w, adm)
+}

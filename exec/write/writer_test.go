@@ -13,6 +13,7 @@ import (
 	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/write"
+	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -21,7 +22,9 @@ import (
 type hookFunc func(ci *catalog.Coll, w *write.DocWrite) error
 
 // OnStage implements write.StageHook.
-func (f hookFunc) OnStage(ci *catalog.Coll, w *write.DocWrite) error { return f(ci, w) }
+func (f hookFunc) OnStage(ci *catalog.Coll, w *write.DocWrite, _ shard.Admission) error {
+	return f(ci, w)
+}
 
 // newPath creates db.c (with a unique index on u; sharded on hashed k over two partitions
 // when sharded) on one store and returns it with a write path that calls hook.

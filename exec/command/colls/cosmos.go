@@ -64,6 +64,10 @@ type customActionArgs struct {
 	// burst is enableBurstCapacity (cleave's: Cosmos DB sets it per account); default when
 	// not given.
 	burst store.Toggle
+	// retry is throttleRetryMS as stored (store.Collection.ThrottleRetryMS), retrySet
+	// whether it was given.
+	retry    int64
+	retrySet bool
 	// redistribute is RedistributeThroughput's arguments.
 	redistribute redistributeArgs
 }
@@ -83,9 +87,9 @@ func (h *Handlers) customAction(ctx context.Context, r *command.Request) error {
 	case "GetCollection":
 		return h.cosmosGetCollection(r, a.coll)
 	case "CreateDatabase":
-		return h.cosmosCreateDatabase(r, a.offer, a.burst)
+		return h.cosmosCreateDatabase(r, a)
 	case "UpdateDatabase":
-		return h.cosmosUpdateDatabase(r, a.offer, a.burst)
+		return h.cosmosUpdateDatabase(r, a)
 	case "GetDatabase":
 		return h.cosmosGetDatabase(r)
 	case "RedistributeThroughput":
@@ -123,6 +127,9 @@ func parseCustomAction(body bsoncore.Document) (*customActionArgs, error) {
 			if on {
 				a.burst = store.ToggleOn
 			}
+		case "throttleRetryMS":
+			a.retry, err = parseThrottleRetry(cmd, k, v)
+			a.retrySet = true
 		case "targets", "reset":
 			err = a.redistribute.parse(cmd, k, v)
 		default:
@@ -286,6 +293,9 @@ func (h *Handlers) cosmosCreateCollection(ctx context.Context, r *command.Reques
 	if err := h.setBurstCapacity(r.DB, a.coll, a.burst); err != nil {
 		return err
 	}
+	if err := h.setThrottleRetry(r.DB, a); err != nil {
+		return err
+	}
 	if len(a.indexes) > 0 {
 		if _, err := h.ensureIndexes(ctx, r.DB, a.coll, a.indexes); err != nil {
 			return err
@@ -325,6 +335,9 @@ func (h *Handlers) cosmosUpdateCollection(r *command.Request, a *customActionArg
 	}
 	if a.key != nil {
 		return mongoerr.New(mongoerr.BadValue, "the shard key of a collection cannot be changed by UpdateCollection")
+	}
+	if err := h.setThrottleRetry(r.DB, a); err != nil {
+		return err
 	}
 	if err := h.setBurstCapacity(r.DB, a.coll, a.burst); err != nil || !a.offer.given {
 		return err
@@ -395,10 +408,10 @@ func appendOffer(dst []byte, ru int64, autoscale bool) []byte {
 	return dst
 }
 
-// offerOptions returns a database's Options for shared throughput o and burst capacity
-// burst, nil for neither.
-func offerOptions(o offer, burst store.Toggle) bsoncore.Document {
-	if !o.given && burst == store.ToggleDefault {
+// offerOptions returns a database's Options for shared throughput o, burst capacity burst
+// and server-side retry (store.Collection.ThrottleRetryMS's values), nil for none.
+func offerOptions(o offer, burst store.Toggle, retry int64) bsoncore.Document {
+	if !o.given && burst == store.ToggleDefault && retry == 0 {
 		return nil
 	}
 	b := bsoncore.NewDocumentBuilder()
@@ -411,16 +424,19 @@ func offerOptions(o offer, burst store.Toggle) bsoncore.Document {
 	if burst != store.ToggleDefault {
 		b.AppendBoolean("burstCapacity", burst == store.ToggleOn)
 	}
+	if retry != 0 {
+		b.AppendInt64("throttleRetryMS", retry)
+	}
 	return b.Build()
 }
 
 // cosmosCreateDatabase answers customAction CreateDatabase: the database, with shared
 // throughput when an offer is given.
-func (h *Handlers) cosmosCreateDatabase(r *command.Request, o offer, burst store.Toggle) error {
+func (h *Handlers) cosmosCreateDatabase(r *command.Request, a *customActionArgs) error {
 	if err := catalog.ValidateDBName(r.DB); err != nil {
 		return err
 	}
-	if err := h.Storage.Catalog.CreateDatabase(r.DB, offerOptions(o, burst)); err != nil {
+	if err := h.Storage.Catalog.CreateDatabase(r.DB, offerOptions(a.offer, a.burst, a.retry)); err != nil {
 		if errors.Is(err, store.ErrExists) {
 			return mongoerr.New(mongoerr.NamespaceExists, "Database %s already exists.", r.DB)
 		}
@@ -432,9 +448,10 @@ func (h *Handlers) cosmosCreateDatabase(r *command.Request, o offer, burst store
 // cosmosUpdateDatabase answers customAction UpdateDatabase: it replaces the database's
 // shared throughput, which it must have (Cosmos DB has no offer to update otherwise), and/or
 // its burst capacity setting.
-func (h *Handlers) cosmosUpdateDatabase(r *command.Request, o offer, burst store.Toggle) error {
-	if !o.given && burst == store.ToggleDefault {
-		return mongoerr.New(mongoerr.BadValue, "UpdateDatabase needs offerThroughput, autoScaleSettings or enableBurstCapacity")
+func (h *Handlers) cosmosUpdateDatabase(r *command.Request, a *customActionArgs) error {
+	o, burst := a.offer, a.burst
+	if !o.given && burst == store.ToggleDefault && !a.retrySet {
+		return mongoerr.New(mongoerr.BadValue, "UpdateDatabase needs offerThroughput, autoScaleSettings, enableBurstCapacity or throttleRetryMS")
 	}
 	_, err := h.Storage.Catalog.UpdateDatabase(r.DB, func(d *store.Database) error {
 		ru, autoscale := sharding.DatabaseThroughput(d)
@@ -448,7 +465,11 @@ func (h *Handlers) cosmosUpdateDatabase(r *command.Request, o offer, burst store
 		if burst == store.ToggleDefault {
 			burst = databaseBurst(d)
 		}
-		d.Options = offerOptions(o, burst)
+		retry := a.retry
+		if !a.retrySet {
+			retry = databaseRetry(d)
+		}
+		d.Options = offerOptions(o, burst, retry)
 		return nil
 	})
 	var merr *mongoerr.Error
@@ -488,6 +509,9 @@ func (h *Handlers) cosmosGetDatabase(r *command.Request) error {
 	out = appendOffer(out, ru, autoscale)
 	if burst := databaseBurst(d); burst != store.ToggleDefault {
 		out = bsoncore.AppendBooleanElement(out, "enableBurstCapacity", burst == store.ToggleOn)
+	}
+	if retry := databaseRetry(d); retry != 0 {
+		out = bsoncore.AppendInt64Element(out, "throttleRetryMS", max(retry, 0))
 	}
 	r.Out = out
 	return nil

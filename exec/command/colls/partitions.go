@@ -35,7 +35,7 @@ func (h *Handlers) partitionStats(_ context.Context, r *command.Request) error {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.DB, name)
 	}
 	snaps := h.Shards.Meters(ci).Snapshots()
-	throttled := h.Shards.Throttled(ci)
+	throttled, throttledLow := h.Shards.Throttled(ci), h.Shards.ThrottledLow(ci)
 	hot := h.Shards.HotKeys(ci.Meta.ID)
 	out := bsoncore.AppendStringElement(r.Out, "ns", ci.NS())
 	if ci.Meta.ShardKey != nil {
@@ -73,6 +73,7 @@ func (h *Handlers) partitionStats(_ context.Context, r *command.Request) error {
 			o = bsoncore.AppendDoubleElement(o, "burstBankRU", budgets.Banked(i))
 		}
 		o = bsoncore.AppendInt64Element(o, "throttledRequests", throttled[i])
+		o = bsoncore.AppendInt64Element(o, "throttledLowPriorityRequests", throttledLow[i])
 		for _, h := range hot {
 			if h.ID == p.ID {
 				o = appendHotKey(o, "hotKey", &h)

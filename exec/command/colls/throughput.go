@@ -18,7 +18,8 @@ import (
 
 // Throughput's extensions of Cosmos DB's custom commands (cleave's own):
 //
-//	CreateCollection, UpdateCollection, CreateDatabase, UpdateDatabase: enableBurstCapacity
+//	CreateCollection, UpdateCollection, CreateDatabase, UpdateDatabase: enableBurstCapacity,
+//	                 throttleRetryMS (server-side retry: ms, 0 none, -1 back to the level above)
 //	RedistributeThroughput collection, targets: [{id, throughput}, ...] | reset: true
 //	GetCollection: burstCapacity, throughputPolicy ("Equal", "Custom", "Demand"),
 //	               partitionThroughput: [{id, throughput}, ...]
@@ -171,6 +172,8 @@ func (h *Handlers) appendThroughputPolicy(dst []byte, c *store.Collection) []byt
 	st := h.Storage.Catalog.State()
 	dst = bsoncore.AppendBooleanElement(dst, "burstCapacity", sharding.BurstCapacity(st, c, h.Shards.Policy().BurstCapacity))
 	dst = bsoncore.AppendStringElement(dst, "throughputPolicy", throughputPolicy(c))
+	retry := sharding.ThrottleRetry(st, c, h.Shards.Policy().ThrottleWait)
+	dst = bsoncore.AppendInt64Element(dst, "throttleRetryMS", retry.Milliseconds())
 	t := sharding.Throughput(st, c).RU
 	if t <= 0 {
 		return dst
@@ -184,4 +187,53 @@ func (h *Handlers) appendThroughputPolicy(dst []byte, c *store.Collection) []byt
 	}
 	dst, _ = bsoncore.AppendArrayEnd(dst, idx)
 	return dst
+}
+
+// maxThrottleRetryMS bounds throttleRetryMS: Cosmos DB's server-side retry gives up after 60 s.
+const maxThrottleRetryMS = 60_000
+
+// parseThrottleRetry reads throttleRetryMS, how long a request out of budget waits for it
+// before 16500, and returns it as stored (store.Collection.ThrottleRetryMS): n > 0 as is, 0
+// as store.ThrottleRetryNever, -1 (follow the level above) as 0.
+func parseThrottleRetry(cmd, key string, v bsoncore.Value) (int64, error) {
+	n, err := args.Int64(cmd, key, v)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case n < -1 || n > maxThrottleRetryMS:
+		return 0, mongoerr.New(mongoerr.BadValue,
+			"%s must be between 0 and %d milliseconds, or -1 to follow the database or server, not %d", key, maxThrottleRetryMS, n)
+	case n == 0:
+		return store.ThrottleRetryNever, nil
+	case n == -1:
+		return 0, nil
+	}
+	return n, nil
+}
+
+// setThrottleRetry stores a's throttleRetryMS as its collection's server-side retry, when
+// given.
+func (h *Handlers) setThrottleRetry(db string, a *customActionArgs) error {
+	if !a.retrySet {
+		return nil
+	}
+	_, err := h.Storage.Catalog.UpdateCollection(db, a.coll, func(c *store.Collection) error {
+		c.ThrottleRetryMS = a.retry
+		return nil
+	})
+	if err != nil {
+		return catalog.ChangeError(err, db, a.coll)
+	}
+	return nil
+}
+
+// databaseRetry returns database d's server-side retry as stored (Options' throttleRetryMS,
+// store.Collection.ThrottleRetryMS's values), 0 when it has none.
+func databaseRetry(d *store.Database) int64 {
+	if d == nil || d.Options == nil {
+		return 0
+	}
+	n, _ := d.Options.Lookup("throttleRetryMS").AsInt64OK()
+	return n
 }
