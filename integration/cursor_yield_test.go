@@ -61,7 +61,7 @@ func longBatchYields(t *testing.T, c *mongo.Collection, opts *options.FindOption
 			done <- result{err: err}
 			return
 		}
-		defer cur.Close(ctx)
+		defer func() { _ = cur.Close(ctx) }()
 		var r result
 		for cur.RemainingBatchLength() > 0 && cur.Next(ctx) {
 			var d bson.M
