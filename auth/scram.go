@@ -90,6 +90,11 @@ func deriveCredential(m Mechanism, user, password string, salt []byte, iters int
 		return Credential{}, err
 	}
 	var c *scram.Client
+	if m == SCRAMSHA256 {
+		if _, err := SASLprep(password); err != nil {
+			return Credential{}, err
+		}
+	}
 	if m == SCRAMSHA1 {
 		// The driver sends the digest unprepped (its SCRAM-SHA-1 authenticator does the same).
 		c, err = h.NewClientUnprepped(user, PasswordDigest(user, password), "")

@@ -96,3 +96,64 @@ func TestClusterTxnThroughAnotherNode(t *testing.T) {
 		t.Fatalf("commit after the failed statement: %v, want NoSuchTransaction 251", err)
 	}
 }
+
+// TestClusterTxnEndSessionsReachesPinnedNode: a client that ends its session (endSessions)
+// on the node that forwards its transaction ends it on the node the transaction runs on
+// too: that node aborts the open transaction, so a commit sent after it commits nothing,
+// and the transaction's locks no longer hold back the writes of others.
+func TestClusterTxnEndSessionsReachesPinnedNode(t *testing.T) {
+	t.Parallel()
+	_, nodes := startClusterNodes(t, 2)
+	a, b := nodes[0].client(t), nodes[1].client(t)
+	waitClusterShards(t, []*mongo.Client{a, b}, 2)
+	ctx := context.Background()
+	dbn := dbName(t)
+	ca := a.Database(dbn).Collection("c")
+	if _, err := ca.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "node-b to see the collection", func() bool {
+		names, err := b.Database(dbn).ListCollectionNames(ctx, bson.D{})
+		return err == nil && slices.Contains(names, "c")
+	})
+	cb := b.Database(dbn).Collection("c")
+	sess, err := b.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	if err := sess.StartTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	sc := mongo.NewSessionContext(ctx, sess)
+	if _, err := cb.InsertOne(sc, bson.D{{Key: "_id", Value: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cb.UpdateOne(sc, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: "txn"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Database("admin").RunCommand(ctx, bson.D{{Key: "endSessions", Value: bson.A{sess.ID()}}}).Err(); err != nil {
+		t.Fatalf("endSessions: %v", err)
+	}
+	// Node-a aborted the transaction: a write outside it to the document it changed goes
+	// through at once, and the commit that follows the end finds no transaction.
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := ca.UpdateOne(wctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: "outside"}}}}); err != nil {
+		t.Fatalf("a write after endSessions to the document the transaction changed: %v", err)
+	}
+	if err := sess.CommitTransaction(ctx); err == nil {
+		t.Error("commitTransaction after endSessions succeeded")
+	}
+	var got []bson.M
+	cur, err := ca.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cur.All(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0]["v"] != "outside" {
+		t.Fatalf("after endSessions and a commit: %v, want only {_id: 1, v: outside}", got)
+	}
+}

@@ -38,3 +38,40 @@ func TestUserErrmsg(t *testing.T) {
 		t.Errorf("createUser with an empty SCRAM-SHA-1 password: %v", err)
 	}
 }
+
+// TestUserErrmsgSASLprep: a SCRAM-SHA-256 password that SASLprep (RFC 4013, Unicode 3.2)
+// refuses is answered as MongoDB's ICU profile words it, 50692 with ICU's error name; a
+// SCRAM-SHA-1-only user has no SASLprep and keeps such a password.
+func TestUserErrmsgSASLprep(t *testing.T) {
+	t.Parallel()
+	db := sharedServer(t).client(t).Database(dbName(t))
+	if err := db.RunCommand(context.Background(), wrJSON(t, `{"createUser": "have", "pwd": "pw", "roles": []}`)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		prohibited = "Error preflighting normalization: U_STRINGPREP_PROHIBITED_ERROR"
+		unassigned = "Error preflighting normalization: U_STRINGPREP_UNASSIGNED_ERROR"
+		bidi       = "Error preflighting normalization: U_STRINGPREP_CHECK_BIDI_ERROR"
+	)
+	runErrmsgCases(t, db, []errmsgCase{
+		{"CreateUserControlChar", `{"createUser": "u1", "pwd": "a\u0007b", "roles": []}`, 50692, "Location50692", prohibited},
+		{"CreateUserPrivateUse", `{"createUser": "u1", "pwd": "\uE000", "roles": []}`, 50692, "Location50692", prohibited},
+		{"CreateUserNonCharacter", `{"createUser": "u1", "pwd": "x\uFFFF", "roles": [], "mechanisms": ["SCRAM-SHA-256"]}`,
+			50692, "Location50692", prohibited},
+		{"CreateUserUnassigned", `{"createUser": "u1", "pwd": "\u0221", "roles": []}`, 50692, "Location50692", unassigned},
+		{"CreateUserUnassignedBeforeProhibited", `{"createUser": "u1", "pwd": "\u0007\u0221", "roles": []}`,
+			50692, "Location50692", unassigned},
+		{"CreateUserMixedDirection", `{"createUser": "u1", "pwd": "\u05D0a", "roles": []}`, 50692, "Location50692", bidi},
+		{"CreateUserRTLNotAtEnd", `{"createUser": "u1", "pwd": "\u05D01", "roles": []}`, 50692, "Location50692", bidi},
+		{"UpdateUserControlChar", `{"updateUser": "have", "pwd": "\u0000x"}`, 50692, "Location50692", prohibited},
+	})
+	for _, ok := range []string{
+		`{"createUser": "sha1only", "pwd": "a\u0007b", "roles": [], "mechanisms": ["SCRAM-SHA-1"]}`,
+		`{"createUser": "mapped", "pwd": "a\u00A0b\u00ADc", "roles": []}`, // mapped to a space, and to nothing
+		`{"createUser": "rtl", "pwd": "\u05D0\u05D1", "roles": []}`,
+	} {
+		if err := db.RunCommand(context.Background(), wrJSON(t, ok)).Err(); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}

@@ -177,6 +177,9 @@ func NewUser(name auth.UserName, password string, mechs []auth.Mechanism) (*auth
 	u := &auth.User{Name: name, ID: uuid.New(), Credentials: map[auth.Mechanism]auth.Credential{}}
 	for _, m := range mechs {
 		c, err := auth.NewCredential(m, name.User, password)
+		if pe := (*auth.PrepError)(nil); errors.As(err, &pe) {
+			return nil, mongoerr.Wrap(err, mongoerr.Location50692, "Error preflighting normalization: %s", pe.Reason)
+		}
 		if err != nil {
 			return nil, mongoerr.Wrap(err, mongoerr.BadValue, "Error preparing password for %s", m)
 		}

@@ -256,10 +256,7 @@ func (s *mergeStage) compileUpdate(doc bsoncore.Document, vals []bsoncore.Value)
 		}
 		c, _ = bsoncore.AppendDocumentEnd(c, idx)
 		pipe := bsoncore.Value{Type: bsoncore.TypeArray, Data: s.pipeline}
-		opts := write.UpdateOptions(pipe, nil, s.env.Opts.Let, c)
-		if s.env.Opts.Function != nil {
-			opts.CompilePipeline = write.PipelineCompilerJS(s.env.Opts.Let, c, s.env.Opts.Function)
-		}
+		opts := write.UpdateOptions(pipe, nil, s.env.Opts.Let, c, s.env.Opts.Function)
 		return update.CompileValue(pipe, opts)
 	}
 	return nil, nil // whenMatched: fail only inserts

@@ -89,8 +89,9 @@ type Cursor struct {
 	// last called, which the getMore that ran it is charged (a change stream's reads).
 	Charged func() float64
 	// Yields: the cursor reads the present (not a snapshot read or a transaction's): between
-	// batches its stream gives up its read view (stream.Yielder), so that the next batch
-	// reads the data as it is then and an idle cursor pins no snapshot.
+	// batches, and inside a long one (stream.YieldPolicy), its stream gives up its read view
+	// (stream.Yielder), so that what it reads next is the data as it is then and neither an
+	// idle cursor nor a long batch pins a snapshot.
 	Yields bool
 }
 
@@ -299,6 +300,11 @@ func (c *Cursor) FillBatch(ctx context.Context, dst []byte, n int64) ([]byte, bo
 	}
 	start := len(dst)
 	var i int64
+	// NB: a long batch yields inside itself too (stream.YieldPolicy), so that it pins no
+	// snapshot, memtable or sstable for its whole duration and reads what it reaches as it is
+	// then; a tailable cursor's position is its Tail's, which yields after the batch.
+	yields := c.Yields && c.Tail == nil
+	y := stream.NewYieldPolicy()
 	for n <= 0 || i < n {
 		if c.Limit > 0 && i >= c.Limit {
 			break
@@ -321,6 +327,9 @@ func (c *Cursor) FillBatch(ctx context.Context, dst []byte, n int64) ([]byte, bo
 		}
 		dst = bsoncore.AppendDocumentElement(dst, bsonx.ArrayKey(int(i)), doc)
 		i++
+		if yields && y.Due() {
+			stream.Yield(c.Stream, false)
+		}
 	}
 	if c.Limit > 0 {
 		c.Limit -= i

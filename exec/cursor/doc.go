@@ -4,5 +4,6 @@
 // within the 16 MiB bound. A cursor owns its stream and whatever the query pinned
 // (snapshots, iterators) until it is exhausted, killed or times out; one that reads the
 // present (Cursor.Yields: not a snapshot read or a transaction) gives them up after each
-// batch (Cursor.Yield, stream.Yielder), and its next batch reads the data as it is then.
+// batch (Cursor.Yield, stream.Yielder), and its next batch reads the data as it is then; a
+// long batch gives them up inside itself too, every 1,000 documents or 10 ms (stream.YieldPolicy).
 package cursor

@@ -63,7 +63,7 @@ func (r *Router) ForwardTxn(ctx context.Context, st TxnStatement) (reply bsoncor
 	if r.nodes == nil || st.LSID.Type == 0 {
 		return nil, false, nil
 	}
-	key := string(st.LSID.Data)
+	key := lsidKey(st.LSID)
 	shard, ok := r.pins.lookup(key, st.TxnNumber, st.Start)
 	if !ok {
 		if !st.Start || !txnCollCommands[st.Name] {
@@ -76,6 +76,37 @@ func (r *Router) ForwardTxn(ctx context.Context, st TxnStatement) (reply bsoncor
 	}
 	reply, err = r.nodes.Command(ctx, shard, st.Body)
 	return reply, true, txnUnreachable(err, st.Name)
+}
+
+// EndSessions ends the sessions ids on the nodes this node forwarded their transactions to,
+// and forgets their pins: the other node aborts a transaction still open and drops the
+// session, as mongos passes a client's endSessions on to its shards. It is best effort, as
+// endSessions is: a node that cannot be reached forgets the session when it expires.
+func (r *Router) EndSessions(ctx context.Context, ids [][16]byte) {
+	if r.nodes == nil {
+		return
+	}
+	for shard, ended := range r.pins.take(ids) {
+		b := bsoncore.NewDocumentBuilder()
+		arr := bsoncore.NewArrayBuilder()
+		for _, id := range ended {
+			arr.AppendDocument(bsoncore.NewDocumentBuilder().AppendBinary("id", 4, id[:]).Build())
+		}
+		body := b.AppendArray("endSessions", arr.Build()).AppendString("$db", "admin").Build()
+		_, _ = r.nodes.Command(ctx, shard, body) // endSessions answers ok whatever becomes of it
+	}
+}
+
+// lsidKey is the key of a session's pin: the id of its lsid ({id: UUID}), so that a statement
+// and an endSessions naming the same session find the same pin; the lsid's bytes when it has
+// no such id.
+func lsidKey(lsid bsoncore.Value) string {
+	if d, ok := lsid.DocumentOK(); ok {
+		if _, id, ok := d.Lookup("id").BinaryOK(); ok && len(id) == 16 {
+			return string(id)
+		}
+	}
+	return string(lsid.Data)
 }
 
 // otherNodeOnly returns a shard of the one other node holding every partition of the
@@ -140,6 +171,25 @@ func (p *txnPins) lookup(key string, txnNumber int64, start bool) (int, bool) {
 	}
 	pin.used = time.Now()
 	return pin.shard, true
+}
+
+// take forgets the pins of sessions ids and returns them by the shard they were pinned to.
+func (p *txnPins) take(ids [][16]byte) map[int][][16]byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out map[int][][16]byte
+	for _, id := range ids {
+		pin := p.m[string(id[:])]
+		if pin == nil {
+			continue
+		}
+		if out == nil {
+			out = map[int][][16]byte{}
+		}
+		out[pin.shard] = append(out[pin.shard], id)
+		delete(p.m, string(id[:]))
+	}
+	return out
 }
 
 // pin pins the transaction txnNumber of session key to shard, and forgets the pins idle for

@@ -97,7 +97,13 @@ func (s *Sort) load(ctx context.Context) error {
 	limit := s.maxBytes()
 	var top topHeap
 	var chk Checker
+	y := NewYieldPolicy()
 	for {
+		// The document met last is copied by now: the input may give up its view (a
+		// snapshot read's or a transaction's declines).
+		if y.Due() {
+			Yield(s.In, false)
+		}
 		d, err := s.In.Next(ctx)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package write
 
 import (
+	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/exec/update"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -9,11 +10,12 @@ import (
 // documents an insert groups.
 
 // UpdateOptions are the compile options of update u: its array filters and, for a
-// pipeline update (an array), the let variables and constants its expressions see.
-func UpdateOptions(u bsoncore.Value, arrayFilters []bsoncore.Document, let, constants bsoncore.Document) *update.Options {
+// pipeline update (an array), the let variables and constants its expressions see, and fn,
+// which runs their $function (nil: none, as without a script engine).
+func UpdateOptions(u bsoncore.Value, arrayFilters []bsoncore.Document, let, constants bsoncore.Document, fn expr.FunctionHook) *update.Options {
 	opts := &update.Options{ArrayFilters: arrayFilters}
 	if u.Type == bsoncore.TypeArray { // the others compile no pipeline: spare the closure
-		opts.CompilePipeline = PipelineCompiler(let, constants)
+		opts.CompilePipeline = PipelineCompilerJS(let, constants, fn)
 	}
 	return opts
 }

@@ -40,6 +40,7 @@ const (
 	CursorNotFound                           Code = 43
 	NoMatchingDocument                       Code = 47
 	NamespaceExists                          Code = 48
+	InvalidRoleModification                  Code = 49
 	MaxTimeMSExpired                         Code = 50
 	DollarPrefixedFieldName                  Code = 52
 	InvalidIDField                           Code = 53 // InvalidIdField
@@ -235,6 +236,7 @@ var names = map[Code]string{
 	InvalidResumeToken:                       "InvalidResumeToken",
 	ChangeStreamHistoryLost:                  "ChangeStreamHistoryLost",
 	NamespaceExists:                          "NamespaceExists",
+	InvalidRoleModification:                  "InvalidRoleModification",
 	MaxTimeMSExpired:                         "MaxTimeMSExpired",
 	DollarPrefixedFieldName:                  "DollarPrefixedFieldName",
 	InvalidIDField:                           "InvalidIdField",

@@ -230,7 +230,7 @@ func (h *Handlers) CompileFAM(db string, a *FAMArgs, ci *catalog.Coll, create bo
 	op := &write.Op{CI: ci, Query: q, Filter: f, Sort: sortSpec, Hint: a.hint, Upsert: a.upsert,
 		Sync: a.wc.Sync(), KeepImages: true, Bypass: a.bypass}
 	if !a.remove {
-		opts := write.UpdateOptions(a.update, a.arrayFilters, a.let, nil)
+		opts := write.UpdateOptions(a.update, a.arrayFilters, a.let, nil, updateFunctionHook(a.update, a.maxTimeMS))
 		opts.Timestamp, opts.KeepEmptyTimestamps, opts.Collator = h.Clock.Timestamp, a.bypassTs, coll
 		if op.Upd, err = update.CompileValue(a.update, opts); err != nil {
 			return nil, nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/expr"
 	"github.com/cleavedb/cleave/exec/js"
 	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/exec/query"
@@ -83,7 +84,7 @@ func (h *Handlers) CompileUpdate(db string, a *WriteArgs, ci *catalog.Coll, s *U
 	if err != nil {
 		return nil, err
 	}
-	opts := write.UpdateOptions(s.u, s.arrayFilters, a.let, s.c)
+	opts := write.UpdateOptions(s.u, s.arrayFilters, a.let, s.c, updateFunctionHook(s.u, a.maxTimeMS))
 	opts.Timestamp, opts.KeepEmptyTimestamps, opts.Collator = h.Clock.Timestamp, a.bypassTs, coll
 	u, err := update.CompileValue(s.u, opts)
 	if err != nil {
@@ -125,6 +126,17 @@ func compileFilterTimed(ctx context.Context, q, let bsoncore.Document, coll bson
 		return query.CompileFilterWith(q, let, coll)
 	}
 	return query.CompileFilterJS(q, let, coll, js.NewScope(ctx, time.Duration(maxTimeMS)*time.Millisecond))
+}
+
+// updateFunctionHook returns the JavaScript hook of update u's pipeline, bounded by the
+// command's maxTimeMS (0: none) from now; nil when u is no pipeline or names no $function,
+// which spares every other update a scope. With JavaScript switched off $function answers
+// as a mongod without a script engine.
+func updateFunctionHook(u bsoncore.Value, maxTimeMS int64) expr.FunctionHook {
+	if u.Type != bsoncore.TypeArray || !bytes.Contains(u.Data, dollarFunction) {
+		return nil
+	}
+	return query.FunctionHook(js.NewScope(context.Background(), time.Duration(maxTimeMS)*time.Millisecond))
 }
 
 // dollarWhere is what a filter holding $where contains.

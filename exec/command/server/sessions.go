@@ -216,9 +216,14 @@ func (h *Handlers) mayImpersonate(r *command.Request) bool {
 }
 
 // endSessions runs endSessions: the sessions leave the cache (their cursors close when the
-// reaper next runs; their retryable-write records stay in the store).
-func (h *Handlers) endSessions(_ context.Context, r *command.Request) error {
-	h.Sessions.End(session.Listed(r.Body))
+// reaper next runs; their retryable-write records stay in the store), and end too on the
+// nodes their transactions were forwarded to.
+func (h *Handlers) endSessions(ctx context.Context, r *command.Request) error {
+	ids := session.Listed(r.Body)
+	h.Sessions.End(ids)
+	if h.Route != nil {
+		h.Route.EndSessions(ctx, ids)
+	}
 	return nil
 }
 

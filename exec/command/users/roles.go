@@ -31,9 +31,6 @@ func (h *Handlers) createRole(_ context.Context, r *command.Request) error {
 	if err != nil {
 		return err
 	}
-	if name == "" {
-		return mongoerr.New(mongoerr.BadValue, "Role name must not be empty")
-	}
 	role := &auth.Role{Name: auth.RoleName{Role: name, DB: r.DB}}
 	var privSet, rolesSet bool
 	err = args.ForEach(r.Name, r.Body, func(key string, v bsoncore.Value) (bool, error) {
@@ -61,23 +58,75 @@ func (h *Handlers) createRole(_ context.Context, r *command.Request) error {
 		return args.Missing(r.Name, "privileges")
 	case !rolesSet:
 		return args.Missing(r.Name, "roles")
-	case auth.IsBuiltin(auth.RoleName{Role: name, DB: r.DB}):
-		return mongoerr.New(mongoerr.BadValue, "Cannot create roles with the same name as a built-in role")
 	}
-	for _, p := range role.Privileges {
-		if !p.Cluster && !p.AnyResource && p.DB != r.DB && r.DB != "admin" {
-			return mongoerr.New(mongoerr.BadValue, "Roles on the '%s' database cannot be granted privileges that target other databases or the cluster", r.DB)
-		}
+	if err := checkNewRoleName(role.Name); err != nil {
+		return err
 	}
 	return h.Access.Change(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
+		// MongoDB's order: the roles granted, the privileges, then the insert's duplicate.
+		if err := checkGrantRoles(reg, role.Name, role.Roles); err != nil {
+			return nil, nil, err
+		}
+		if err := checkGrantPrivileges(role.Name, role.Privileges); err != nil {
+			return nil, nil, err
+		}
 		if reg.Role(role.Name) != nil {
 			return nil, nil, mongoerr.New(mongoerr.Location51002, "Role \"%s\" already exists", role.Name)
 		}
-		if err := checkRolesExist(reg, role.Roles); err != nil {
-			return nil, nil, err
-		}
 		return []store.SecurityRecord{access.RoleRecord(role)}, nil, nil
 	})
+}
+
+// checkNewRoleName refuses the names createRole does not create, in MongoDB's order.
+func checkNewRoleName(rn auth.RoleName) error {
+	switch {
+	case rn.Role == "":
+		return mongoerr.New(mongoerr.BadValue, "Role name must be non-empty")
+	case rn.DB == "local":
+		return mongoerr.New(mongoerr.BadValue, "Cannot create roles in the local database")
+	case rn.DB == "$external":
+		return mongoerr.New(mongoerr.BadValue, "Cannot create roles in the $external database")
+	case auth.IsBuiltin(rn):
+		return mongoerr.New(mongoerr.BadValue, "Cannot create roles with the same name as a built-in role")
+	}
+	return nil
+}
+
+// checkGrantRoles refuses to grant roles toAdd to role as MongoDB's
+// checkOkayToGrantRolesToRole does: not itself, only roles of its own database (unless it is
+// an admin role), only roles that exist, and no cycle.
+func checkGrantRoles(reg *auth.Registry, role auth.RoleName, toAdd []auth.RoleName) error {
+	for _, add := range toAdd {
+		if add == role {
+			return mongoerr.New(mongoerr.InvalidRoleModification, "Cannot grant role %s to itself.", role)
+		}
+		if role.DB != "admin" && add.DB != role.DB {
+			return mongoerr.New(mongoerr.InvalidRoleModification, "Roles on the '%s' database cannot be granted roles from other databases", role.DB)
+		}
+	}
+	if err := checkRolesExist(reg, toAdd); err != nil {
+		me := mongoerr.As(err)
+		return mongoerr.New(me.Code, "Cannot grant roles to '%s': %s", role, me.Message)
+	}
+	if slices.Contains(reg.Inherited(toAdd), role) {
+		return mongoerr.New(mongoerr.InvalidRoleModification, "Granting roles to %s would introduce a cycle in the role graph", role)
+	}
+	return nil
+}
+
+// checkGrantPrivileges refuses, as MongoDB's checkOkayToGrantPrivilegesToRole does, the
+// privileges a role of a database other than admin cannot hold: any that targets another
+// database, every database, a collection of every database, or the cluster.
+func checkGrantPrivileges(role auth.RoleName, privileges []auth.Privilege) error {
+	if role.DB == "admin" {
+		return nil
+	}
+	for _, p := range privileges {
+		if p.Cluster || p.AnyResource || p.DB != role.DB {
+			return mongoerr.New(mongoerr.InvalidRoleModification, "Roles on the '%s' database cannot be granted privileges that target other databases or the cluster", role.DB)
+		}
+	}
+	return nil
 }
 
 // dropRole removes a custom role; users and roles that held it lose it.
@@ -88,6 +137,9 @@ func (h *Handlers) dropRole(_ context.Context, r *command.Request) error {
 		return err
 	}
 	rn := auth.RoleName{Role: name, DB: r.DB}
+	if auth.IsBuiltin(rn) {
+		return mongoerr.New(mongoerr.BadValue, "%s is a built-in role and cannot be modified", rn)
+	}
 	return h.Access.Change(func(reg *auth.Registry) (puts, dels []store.SecurityRecord, err error) {
 		if reg.Role(rn) == nil {
 			return nil, nil, mongoerr.New(mongoerr.RoleNotFound, "Could not find role: %s", rn)
