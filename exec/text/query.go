@@ -67,7 +67,7 @@ type Query struct {
 	Bounds []string
 	// positive and negated are the terms under the query's fold; phrases and negPhrases
 	// its quoted strings.
-	positive, negated    []string
+	positive, negated   []string
 	phrases, negPhrases []string
 }
 
