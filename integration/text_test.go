@@ -232,3 +232,54 @@ func scoresOf(t *testing.T, coll *mongo.Collection, search string) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// TestTextIndexDurable checks that a text index on two shards answers after a partition
+// moves and after the server is killed (SIGKILL) and restarted, that validate finds it
+// consistent with the documents each time, and that explain shows the text plan.
+func TestTextIndexDurable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := startServer(t, "--shards", "2")
+	c := s.client(t)
+	seedFixtures(t, c, "durable", true, articlesFixtures)
+	db := c.Database("durable")
+	createArticlesIndex(t, db)
+	check := func(when string, db *mongo.Database) {
+		t.Helper()
+		if got := textIDs(t, db.Collection("articles"), `{"$search": "coffee -shop"}`); fmt.Sprint(got) != "[1 7]" {
+			t.Fatalf("%s: %v", when, got)
+		}
+		res, err := runCmd(t, db, bson.D{{Key: "validate", Value: "articles"}, {Key: "full", Value: true}})
+		if err != nil || res["valid"] != true {
+			t.Fatalf("%s: validate = %v, %v", when, res, err)
+		}
+	}
+	check("created", db)
+	var ex bson.Raw
+	err := db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "articles"},
+		{Key: "filter", Value: bson.D{{Key: "$text", Value: bson.D{{Key: "$search", Value: "coffee cake"}}}}}}},
+		{Key: "verbosity", Value: "executionStats"}}).Decode(&ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"TEXT_MATCH"`, `"TEXT_OR"`, `"terms": ["cake","coffe"]`, `"totalKeysExamined": {"$numberInt":"4"}`} {
+		if !strings.Contains(ex.String(), want) {
+			t.Fatalf("explain lacks %s: %s", want, ex)
+		}
+	}
+	moveChunkTo(t, c, "durable.articles", "_id", "shard-0", "shard-1")
+	check("after a move", db)
+	if _, err := db.Collection("articles").InsertOne(ctx, bson.D{{Key: "_id", Value: 9}, {Key: "subject", Value: "iced coffee"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.kill()
+	s.restart()
+	db = s.client(t).Database("durable")
+	if got := textIDs(t, db.Collection("articles"), `{"$search": "iced"}`); fmt.Sprint(got) != "[9]" {
+		t.Fatalf("after restart: %v", got)
+	}
+	if _, err := db.Collection("articles").DeleteOne(ctx, bson.D{{Key: "_id", Value: 9}}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a restart", db)
+}

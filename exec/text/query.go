@@ -221,3 +221,9 @@ func (q *Query) hasPhrase(fields []Field, phrase string) bool {
 	}
 	return false
 }
+
+// Parsed returns the query as explain's parsedTextQuery shows it: its positive terms (the
+// index keys it reads), negated terms, phrases and negated phrases.
+func (q *Query) Parsed() (terms, negated, phrases, negPhrases []string) {
+	return q.Bounds, q.negated, q.phrases, q.negPhrases
+}
