@@ -1,6 +1,7 @@
 package ddl
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 
@@ -50,6 +51,10 @@ func checkTextOption(key string, v bsoncore.Value) (bool, error) {
 func validateText(x *store.Index, elems []bsoncore.Element) error {
 	if !catalog.IsText(x.Key) {
 		return checkNoTextOptions(x)
+	}
+	if c, ok := x.Spec.Lookup("collation").DocumentOK(); ok && !bytes.Equal(c, simpleCollation) {
+		return mongoerr.New(mongoerr.CannotCreateIndex, "Index type 'text' does not support collation: %s",
+			bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: c}))
 	}
 	weights := map[string]int32{}
 	kb := bsoncore.NewDocumentBuilder()
