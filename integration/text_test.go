@@ -191,6 +191,7 @@ func TestTextIndexSpec(t *testing.T) {
 	_, err = coll.Find(ctx, bson.D{{Key: "$text", Value: bson.D{{Key: "$search", Value: "apple"}, {Key: "$language", Value: "klingon"}}}})
 	aggWantCode(t, err, 2)
 
+	checkTextWrites(t, coll)
 	if err := coll.Indexes().DropOne(ctx, name); err != nil {
 		t.Fatal(err)
 	}
@@ -282,4 +283,43 @@ func TestTextIndexDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after a restart", db)
+}
+
+// checkTextWrites runs count, update, findAndModify and delete with $text filters: the
+// score the read gives the documents is never written.
+func checkTextWrites(t *testing.T, coll *mongo.Collection) {
+	t.Helper()
+	ctx := context.Background()
+	apple := bson.D{{Key: "$text", Value: bson.D{{Key: "$search", Value: "apple"}}}}
+	if n, err := coll.CountDocuments(ctx, apple); err != nil || n != 2 {
+		t.Fatalf("count: %d, %v", n, err)
+	}
+	if res, err := coll.UpdateMany(ctx, apple, bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 1}}}}); err != nil || res.ModifiedCount != 2 {
+		t.Fatalf("updateMany: %+v, %v", res, err)
+	}
+	if err := coll.FindOneAndUpdate(ctx, apple, bson.D{{Key: "$inc", Value: bson.D{{Key: "x", Value: 1}}}}).Err(); err != nil {
+		t.Fatalf("findAndModify: %v", err)
+	}
+	cur, err := coll.Find(ctx, bson.D{{Key: "x", Value: bson.D{{Key: "$exists", Value: true}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []bson.Raw
+	if err := cur.All(ctx, &docs); err != nil || len(docs) != 2 {
+		t.Fatalf("updated: %v, %v", docs, err)
+	}
+	for _, d := range docs {
+		if strings.Contains(d.String(), "textScore") {
+			t.Fatalf("a score was written: %s", d)
+		}
+	}
+	if _, err := coll.UpdateMany(ctx, apple, bson.D{{Key: "$unset", Value: bson.D{{Key: "x", Value: ""}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := coll.DeleteMany(ctx, bson.D{{Key: "$text", Value: bson.D{{Key: "$search", Value: "nothing"}}}}); err != nil || res.DeletedCount != 1 {
+		t.Fatalf("deleteMany: %+v, %v", res, err)
+	}
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 3}, {Key: "title", Value: "banana phone"}, {Key: "body", Value: "nothing"}, {Key: "cat", Value: "tech"}}); err != nil {
+		t.Fatal(err)
+	}
 }
