@@ -186,6 +186,8 @@ func TestTextIndexSpec(t *testing.T) {
 	aggWantCode(t, err, 17313)
 	_, err = coll.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "s", Value: bson.D{{Key: "$meta", Value: "textScore"}}}}))
 	aggWantCode(t, err, 40218)
+	_, err = coll.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "s", Value: bson.D{{Key: "$meta", Value: "textScore"}}}}))
+	aggWantCode(t, err, 40218)
 	_, err = coll.Find(ctx, bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "$text", Value: bson.D{{Key: "$search", Value: "apple"}}}}, bson.D{{Key: "cat", Value: "x"}}}}})
 	aggWantCode(t, err, 291)
 	_, err = coll.Find(ctx, bson.D{{Key: "$text", Value: bson.D{{Key: "$search", Value: "apple"}, {Key: "$language", Value: "klingon"}}}})

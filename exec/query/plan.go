@@ -116,6 +116,9 @@ func planQueryInto(p *Plan, ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.
 	if tp, ok, err := planText(ci, f, p); ok {
 		return tp, err
 	}
+	if sortsByScore(sortSpec) {
+		return nil, errNoTextScore()
+	}
 	if reverse, ok := naturalSort(sortSpec); ok {
 		// {$natural: ±1}: the collection scan's order (a capped collection's insertion order)
 		p.Kind, p.Reverse, p.Sorted = PlanScan, reverse, true

@@ -88,3 +88,18 @@ func (ss *ShardStream) textMatch(doc bsoncore.Document) (bsoncore.Document, bool
 	}
 	return bsonx.WithTextScore(doc, score), true, nil
 }
+
+// sortsByScore reports whether a sort orders by {$meta: "textScore"}.
+func sortsByScore(spec []bsonx.SortField) bool {
+	for _, f := range spec {
+		if f.Path == bsonx.TextScoreField {
+			return true
+		}
+	}
+	return false
+}
+
+// errNoTextScore is MongoDB's refusal of a sort by text score without $text.
+func errNoTextScore() error {
+	return mongoerr.New(40218, "query requires text score metadata, but it is not available")
+}
