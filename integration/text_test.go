@@ -325,3 +325,40 @@ func checkTextWrites(t *testing.T, coll *mongo.Collection) {
 		t.Fatal(err)
 	}
 }
+
+// TestClusterText runs $text with a score sort on a collection spread over three nodes'
+// shards: each node's answer, merged from the other nodes' shards by score, is the same.
+func TestClusterText(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, _, clients, dbn := shardedOverThreeNodes(t, "articles")
+	coll := clients[0].Database(dbn).Collection("articles")
+	for i, d := range articlesFixtures["articles"] {
+		doc := wrJSON(t, d)
+		doc = append(doc, bson.E{Key: "tenant", Value: fmt.Sprintf("t%d", i)})
+		if _, err := coll.InsertOne(ctx, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	createArticlesIndex(t, clients[0].Database(dbn))
+	score := bson.D{{Key: "$meta", Value: "textScore"}}
+	for i, c := range clients {
+		cur, err := c.Database(dbn).Collection("articles").Find(ctx, bson.D{{Key: "$text", Value: bson.D{{Key: "$search", Value: "coffee cake"}}}},
+			options.Find().SetProjection(bson.D{{Key: "score", Value: score}, {Key: "_id", Value: 1}}).
+				SetSort(bson.D{{Key: "score", Value: score}, {Key: "_id", Value: 1}}))
+		if err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+		var docs []bson.Raw
+		if err := cur.All(ctx, &docs); err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+		var got []string
+		for _, d := range docs {
+			got = append(got, fmt.Sprint(d.Lookup("_id").Int32(), ":", d.Lookup("score").Double()))
+		}
+		if strings.Join(got, " ") != "1:1 2:0.75 3:0.75 7:0.75" {
+			t.Fatalf("node %d: %v", i, got)
+		}
+	}
+}

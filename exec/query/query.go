@@ -198,8 +198,9 @@ func ParseSort(spec bsoncore.Document) ([]bsonx.SortField, error) {
 			return nil, mongoerr.New(mongoerr.Location15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
 		}
 		// A sort key is a FieldPath (SortPattern): "a..b", "a." and "$a" are refused as
-		// MongoDB refuses them; $natural is find's order of the collection.
-		if el.Key() != "$natural" {
+		// MongoDB refuses them; $natural is find's order of the collection, and the score
+		// field a $meta sort, as a router sends it to another node's shard (remote_wire.go).
+		if el.Key() != "$natural" && el.Key() != bsonx.TextScoreField {
 			if _, err := expr.SplitPath(el.Key()); err != nil {
 				return nil, err
 			}
