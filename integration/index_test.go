@@ -92,7 +92,7 @@ func TestIndexCreateErrors(t *testing.T) {
 		{"SameNameOtherTTL", spec(bson.D{{Key: "a", Value: 1}}, "a_1", bson.E{Key: "expireAfterSeconds", Value: 10}), 85, "An equivalent index already exists with the same name but different options."},
 		{"EmptyKey", spec(bson.D{}, "e"), 67, "Index keys cannot be empty."},
 		{"HashedUnique", spec(bson.D{{Key: "h", Value: "hashed"}}, "h", bson.E{Key: "unique", Value: true}), 67, ""},
-		{"Text", spec(bson.D{{Key: "t", Value: "text"}}, "t"), 238, ""},
+		{"TextNotAdjacent", spec(bson.D{{Key: "t", Value: "text"}, {Key: "a", Value: 1}, {Key: "u", Value: "text"}}, "t"), 17389, "'text' fields in index must all be adjacent"},
 		{"BadTTL", spec(bson.D{{Key: "d", Value: 1}}, "d", bson.E{Key: "expireAfterSeconds", Value: -1}), 67, ""},
 	}
 	for _, tc := range cases {

@@ -48,6 +48,8 @@ func (p *Pipeline) OpenColl(ci *catalog.Coll) (stream.Stream, *SplitPlan, []*que
 	// accumulators ignore the order of their input, so an index scan may fetch in key order.
 	src.Query.PerShardConsumer = p.splitGroup(src) != nil
 	src.Query.Unordered = src.Query.PerShardConsumer
+	text := len(p.Stages) > 0 && hasText(p.Stages[0])
+	src.Query.KeepTextScore = text
 	s, plan, shards, err := p.Env.Query.Open(src.Query)
 	if err != nil {
 		return nil, nil, nil, err
@@ -68,6 +70,9 @@ func (p *Pipeline) OpenColl(ci *catalog.Coll) (stream.Stream, *SplitPlan, []*que
 		in = sp.Group.openPerShard(ins, s)
 	}
 	out, err := p.OpenOver(in, sp.MergerFrom)
+	if err == nil && text {
+		out = &stream.StripTextScore{In: out}
+	}
 	return out, sp, shards, err
 }
 

@@ -228,8 +228,7 @@ func Parse(env *Env, arr bsoncore.Array, nested bool) (*Pipeline, error) {
 			}
 		}
 	}
-	_ = nested
-	return p, nil
+	return p, p.checkText(nested)
 }
 
 // SourceStage is a first stage that produces its documents from the collection's metadata

@@ -91,6 +91,9 @@ type Index struct {
 	// Geo is set for a 2dsphere index (geoindex.go), whose keys start with S2 cells;
 	// Fields is then empty, as for a wildcard index.
 	Geo *GeoIndex
+	// Text is set for a text index (textindex.go), whose keys hold terms; Fields is then
+	// empty, as for a wildcard index.
+	Text *TextIndex
 }
 
 // ChecksKeys reports whether writers check xi's keys for duplicates.
@@ -228,6 +231,9 @@ func CompileIndex(x *store.Index) (*Index, error) {
 	}
 	if Is2dsphere(x.Key) || Is2d(x.Key) {
 		return compileGeoIndex(x)
+	}
+	if IsText(x.Key) {
+		return compileTextIndex(x)
 	}
 	fields, err := KeyPatternFields(x.Key)
 	if err != nil {
@@ -389,6 +395,9 @@ func (xi *Index) Keys(doc bsoncore.Document, fn func(key []byte) error) error {
 	if xi.Geo != nil {
 		return xi.Geo.keys(doc, fn)
 	}
+	if xi.Text != nil {
+		return xi.Text.keys(doc, fn)
+	}
 	_, err := bsonx.AppendIndexKeys(doc, xi.Fields, fn)
 	return keyError(err)
 }
@@ -398,7 +407,7 @@ func (xi *Index) Keys(doc bsoncore.Document, fn func(key []byte) error) error {
 // NewMultikeyPaths (which walks every field's path again). It reports true whenever it
 // cannot tell: xi skips doc, or is a wildcard, 2dsphere or hashed index.
 func (xi *Index) KeysArrays(doc bsoncore.Document, fn func(key []byte) error) (arrays bool, err error) {
-	if xi.Wildcard != nil || xi.Geo != nil || xi.Hashed {
+	if xi.Wildcard != nil || xi.Geo != nil || xi.Text != nil || xi.Hashed {
 		return true, xi.Keys(doc, fn)
 	}
 	if !xi.Applies(doc) {
@@ -455,7 +464,7 @@ func arrayOnPath(doc bsoncore.Document, path string) bool {
 // hashed index none of whose fields has held an array. A wildcard or 2dsphere index may hold
 // several, as a multikey index does one per element.
 func (xi *Index) OneEntryPerDoc() bool {
-	if xi.Wildcard != nil || xi.Geo != nil || len(xi.Fields) == 0 {
+	if xi.Wildcard != nil || xi.Geo != nil || xi.Text != nil || len(xi.Fields) == 0 {
 		return false
 	}
 	for i := range xi.Fields {

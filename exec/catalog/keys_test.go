@@ -210,6 +210,6 @@ func TestCompileIndexOptions(t *testing.T) {
 	if plain := compileIndex(t, `{"a": 1}`, ""); plain.ChecksKeys() || plain.HasTTL || plain.Sparse || plain.Partial != nil {
 		t.Error("a plain index has options")
 	}
-	_, err := catalog.CompileIndex(&store.Index{ID: 2, Name: "i", Key: ext(t, `{"a": "text"}`)})
-	wantCode(t, err, mongoerr.CannotCreateIndex, "CannotCreateIndex", "Unknown index plugin 'text'")
+	_, err := catalog.CompileIndex(&store.Index{ID: 2, Name: "i", Key: ext(t, `{"a": "geoHaystack"}`)})
+	wantCode(t, err, mongoerr.CannotCreateIndex, "CannotCreateIndex", "Unknown index plugin 'geoHaystack'")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/collation"
 	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/exec/text"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -209,6 +210,8 @@ func checkIndexOption(key string, v bsoncore.Value) (bool, error) {
 		return false, mongoerr.New(mongoerr.NotImplemented, "clustered indexes are not supported by cleave")
 	case "2dsphereIndexVersion", "coarsestIndexedLevel", "finestIndexedLevel":
 		return checkGeoOption(key, v)
+	case "weights", "default_language", "language_override", "textIndexVersion":
+		return checkTextOption(key, v)
 	case "bits", "min", "max":
 		// A 2d index's; checked with the key pattern (validate2d).
 		return true, nil
@@ -243,6 +246,10 @@ func validateIndex(x *store.Index) error {
 	if hashed > 1 {
 		return mongoerr.New(mongoerr.CannotCreateIndex, "A maximum of one index field is allowed to be hashed but found %d for 'key' %s", hashed, bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: x.Key}))
 	}
+	if err := validateText(x, elems); err != nil {
+		return err
+	}
+	elems, _ = x.Key.Elements()
 	if err := validateWildcard(x, elems, hashed > 0); err != nil {
 		return err
 	}
@@ -287,11 +294,14 @@ func validateKeyPattern(key bsoncore.Document) error {
 }
 
 // validateKeyElement checks one field of a key pattern: a non-empty path and a non-zero
-// number, "hashed", "2dsphere" or "2d" (text and geoHaystack indexes are not implemented).
+// number, "hashed", "2dsphere", "2d" or "text" (geoHaystack indexes are not implemented).
 func validateKeyElement(el bsoncore.Element) error {
 	path, v := el.Key(), el.Value()
 	if path == "" {
 		return mongoerr.New(mongoerr.CannotCreateIndex, "Index keys cannot be an empty field.")
+	}
+	if s, ok := v.StringValueOK(); ok && s == "text" && path == text.Wildcard {
+		return nil // a wildcard text index, fixed by validateText
 	}
 	if catalog.IsWildcardPath(path) {
 		return validateWildcardElement(path, v)
@@ -306,9 +316,9 @@ func validateKeyElement(el bsoncore.Element) error {
 	}
 	if s, ok := v.StringValueOK(); ok {
 		switch s {
-		case "hashed", "2dsphere", "2d":
+		case "hashed", "2dsphere", "2d", "text":
 			return nil
-		case "text", "geoHaystack", "columnstore":
+		case "geoHaystack", "columnstore":
 			return mongoerr.New(mongoerr.NotImplemented, "%s indexes are not supported by cleave", s)
 		}
 		return mongoerr.New(mongoerr.CannotCreateIndex, "Unknown index plugin '%s'", s)
@@ -360,14 +370,17 @@ const (
 )
 
 // CompareIndexes compares a requested index with an existing one. The signature is the key
-// pattern, partialFilterExpression, wildcardProjection, unique and sparse (collation is
-// always simple here).
+// pattern, partialFilterExpression, wildcardProjection, unique and sparse, and a text
+// index's weights and languages (collation is always simple here).
 func CompareIndexes(req, old *store.Index) IndexComparison {
 	if bsonx.CompareDocuments(req.Key, old.Key) != 0 ||
 		!sameSpecValue(req.Spec, old.Spec, "partialFilterExpression") ||
 		!sameSpecValue(req.Spec, old.Spec, "wildcardProjection") ||
 		catalog.SpecBool(req.Spec, "unique") != catalog.SpecBool(old.Spec, "unique") ||
-		catalog.SpecBool(req.Spec, "sparse") != catalog.SpecBool(old.Spec, "sparse") {
+		catalog.SpecBool(req.Spec, "sparse") != catalog.SpecBool(old.Spec, "sparse") ||
+		!sameSpecValue(req.Spec, old.Spec, "weights") ||
+		!sameSpecValue(req.Spec, old.Spec, "default_language") ||
+		!sameSpecValue(req.Spec, old.Spec, "language_override") {
 		return indexDifferent
 	}
 	if !sameSpecValue(req.Spec, old.Spec, "expireAfterSeconds") || catalog.SpecBool(req.Spec, "hidden") != catalog.SpecBool(old.Spec, "hidden") {

@@ -172,27 +172,51 @@ func accessStages(p *query.Plan) []stage {
 			return appendIxscan(o, p, p.Index, len(p.Ranges))
 		}})
 	case query.PlanOr:
+		if p.Text != nil {
+			return textStages(p)
+		}
 		var stages []stage
 		if !p.KeysOnly {
 			stages = append(stages, stage{name: "FETCH"})
 		}
-		return append(stages, stage{name: "OR", extra: func(o []byte) []byte {
-			idx, a := bsoncore.AppendArrayElementStart(o, "inputStages")
-			for i, b := range p.Branches {
-				bidx, x := bsoncore.AppendDocumentElementStart(a, bsonx.ArrayKey(i))
-				x = bsoncore.AppendStringElement(x, "stage", "IXSCAN")
-				x = appendIxscan(x, p, b.Index, len(b.Ranges))
-				a, _ = bsoncore.AppendDocumentEnd(x, bidx)
-			}
-			o, _ = bsoncore.AppendArrayEnd(a, idx)
-			return o
-		}})
+		return append(stages, stage{name: "OR", extra: func(o []byte) []byte { return appendBranches(o, p) }})
 	case query.PlanEOF:
 		return []stage{{name: "EOF"}}
 	}
 	return []stage{{name: "COLLSCAN", extra: func(o []byte) []byte {
 		return bsoncore.AppendStringElement(o, "direction", "forward")
 	}}}
+}
+
+// appendBranches appends the inputStages of an OR (or TEXT_OR): an IXSCAN per branch.
+func appendBranches(o []byte, p *query.Plan) []byte {
+	idx, a := bsoncore.AppendArrayElementStart(o, "inputStages")
+	for i, b := range p.Branches {
+		bidx, x := bsoncore.AppendDocumentElementStart(a, bsonx.ArrayKey(i))
+		x = bsoncore.AppendStringElement(x, "stage", "IXSCAN")
+		x = appendIxscan(x, p, b.Index, len(b.Ranges))
+		a, _ = bsoncore.AppendDocumentEnd(x, bidx)
+	}
+	o, _ = bsoncore.AppendArrayEnd(a, idx)
+	return o
+}
+
+// textStages returns the stages of a $text plan as MongoDB shows them: TEXT_MATCH (the
+// parsed query), FETCH, then TEXT_OR over one IXSCAN per term.
+func textStages(p *query.Plan) []stage {
+	match := func(o []byte) []byte {
+		o = bsoncore.AppendStringElement(o, "indexName", p.Index.Meta.Name)
+		terms, negated, phrases, negPhrases := p.Text.Parsed()
+		idx, d := bsoncore.AppendDocumentElementStart(o, "parsedTextQuery")
+		d = bsonx.AppendStringArray(d, "terms", terms)
+		d = bsonx.AppendStringArray(d, "negatedTerms", negated)
+		d = bsonx.AppendStringArray(d, "phrases", phrases)
+		d = bsonx.AppendStringArray(d, "negatedPhrases", negPhrases)
+		o, _ = bsoncore.AppendDocumentEnd(d, idx)
+		return bsoncore.AppendInt32Element(o, "textIndexVersion", 3)
+	}
+	return []stage{{name: "TEXT_MATCH", extra: match}, {name: "FETCH"},
+		{name: "TEXT_OR", extra: func(o []byte) []byte { return appendBranches(o, p) }}}
 }
 
 // appendIxscan appends the fields of an IXSCAN stage of plan p reading index xi over n key

@@ -50,6 +50,7 @@ func init() {
 		"$literal": parseLiteral,
 		"$let":     parseLet,
 		"$rand":    parseRand,
+		"$meta":    parseMeta,
 
 		// Strings (strings.go, regex.go).
 		"$concat":       variadic(concatOp),

@@ -28,13 +28,16 @@
 // minItems/maxItems, uniqueItems, minProperties/maxProperties, allOf/anyOf/oneOf/not,
 // dependencies; title and description ignored; $ref, format and the like answer 9),
 // $geoWithin/$within ($geometry, $box, $polygon, $center, $centerSphere) and
-// $geoIntersects, whose geometry lives in exec/geo.
+// $geoIntersects, whose geometry lives in exec/geo. $text (text.go) matches every document:
+// the read path answers it from the text index (exec/query/plan_text.go); one per filter,
+// at the top level or in a top-level $and.
 //
 // Refused, with MongoDB's code where MongoDB has one:
 //
 //   - $where: through Options.Where (exec/js); without it BadValue "$where is not allowed in
 //     this context", as MongoDB's contexts without JavaScript;
-//   - $text: 27 IndexNotFound "text index required for $text query" (no text indexes);
+//   - $text twice (2 "Too many text expressions"), under $nor (2), under $or (291: no TEXT
+//     stage under an OR), in $elemMatch (2);
 //   - $near, $nearSphere, $geoNear: 291 NoQueryExecutionPlans (no geo indexes);
 //   - $sampleRate: 238 NotImplemented;
 //   - $expr without Options.Expr: 224 QueryFeatureNotAllowed;

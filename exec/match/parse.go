@@ -37,6 +37,9 @@ type parser struct {
 	depth   int
 	prefix  string // path of the enclosing $elemMatch, while parsing its query
 	nears   int    // $near, $nearSphere and $geoNear predicates seen (geo.go)
+	// texts counts $text predicates; inOr and inNor how many $or and $nor enclose the
+	// predicate being parsed (text.go).
+	texts, inOr, inNor int
 }
 
 // addPath records a path the filter reads. Most filters read a few paths: those are
@@ -152,10 +155,7 @@ func (p *parser) parseTopOperator(name string, v bsoncore.Value, level int, pref
 	case "$where":
 		return p.parseWhere(v, level)
 	case "$text":
-		if level == levelSub {
-			return nil, badValue("$text can only be applied to the top-level document")
-		}
-		return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
+		return p.parseText(v, level)
 	case "$jsonSchema":
 		d, ok := v.DocumentOK()
 		if !ok {
@@ -211,6 +211,14 @@ func (p *parser) parseTree(name string, v bsoncore.Value, level int, prefix stri
 		sub = levelDoc
 	}
 	var kids []node
+	switch name {
+	case "$or":
+		p.inOr++
+		defer func() { p.inOr-- }()
+	case "$nor":
+		p.inNor++
+		defer func() { p.inNor-- }()
+	}
 	b := body(v.Data)
 	for {
 		t, _, val, rest, ok := next(b)

@@ -27,7 +27,8 @@
 //     Options.Expr and are refused with NotImplemented (238) without it;
 //   - path validation as FieldPath: 40352, 40353, 15998, 16410.
 //
-// Refused: $meta (40218 for textScore, which needs $text; 238 otherwise).
+// {name: {$meta: "textScore"}} (meta.go) gives the score of a $text query: 40218 without
+// one. Refused: other $meta names (238).
 //
 // Invariants: a compiled Projection is immutable and safe for concurrent use; Apply only
 // appends to dst (one document); errors are *mongoerr.Error.

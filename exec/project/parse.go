@@ -89,6 +89,7 @@ type parser struct {
 	paths         []string
 	positional    bool
 	elemMatch     bool
+	metas         []string // {name: {$meta: "textScore"}} fields (meta.go)
 }
 
 // setMode records the projection type a field implies, or fails on a conflict.
@@ -206,7 +207,7 @@ func (p *parser) parseObject(path string, parts []string, v bsoncore.Value) erro
 		return p.addElemMatch(path, parts, first.Value())
 	case "$meta":
 		if s, ok := first.Value().StringValueOK(); ok && s == "textScore" {
-			return mongoerr.New(codeNoTextScore, "query requires text score metadata, but it is not available")
+			return p.addTextScore(path, parts)
 		}
 		return mongoerr.New(mongoerr.NotImplemented, "$meta projection is not supported")
 	}

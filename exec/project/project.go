@@ -24,6 +24,7 @@ type Projection struct {
 	positional bool
 	paths      []string
 	empty      bool
+	metas      []string // fields set to the $text score, last (meta.go)
 }
 
 // Compile compiles a find projection. Errors are *mongoerr.Error with MongoDB's codes.
@@ -43,7 +44,8 @@ func Compile(spec bsoncore.Document, opts *Options) (*Projection, error) {
 		includeID:  !p.idSet || p.idIncl,
 		positional: p.positional,
 		paths:      p.paths,
-		empty:      len(p.root.fields) == 0 && !p.idSet,
+		empty:      len(p.root.fields) == 0 && !p.idSet && len(p.metas) == 0,
+		metas:      p.metas,
 	}
 	if pr.inclusion && pr.includeID {
 		pr.paths = append([]string{"_id"}, pr.paths...)
@@ -70,10 +72,17 @@ func (p *Projection) Apply(dst []byte, doc bsoncore.Document, pos int) ([]byte, 
 		return append(dst, doc...), nil
 	}
 	a := applier{p: p, root: doc, pos: pos}
+	start := len(dst)
+	var err error
 	if p.inclusion {
-		return a.include(dst, doc, p.root, true)
+		dst, err = a.include(dst, doc, p.root, true)
+	} else {
+		dst, err = a.exclude(dst, doc, p.root, true)
 	}
-	return a.exclude(dst, doc, p.root, true)
+	if err != nil || len(p.metas) == 0 {
+		return dst, err
+	}
+	return p.appendMetas(dst, start, doc), nil
 }
 
 // validDeep reports whether doc is well-formed BSON all the way down (bsoncore's

@@ -8,6 +8,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/match"
+	"github.com/cleavedb/cleave/exec/text"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -40,6 +41,9 @@ type Plan struct {
 	keyCheck *keyCheck
 	// Branches are the index scans of a PlanOr, one per branch of the filter's $or.
 	Branches []IndexScan
+	// Text, set on the PlanOr of a $text query (plan_text.go), is the search each fetched
+	// document must match, which gives its score.
+	Text *text.Query
 	// Wildcard is the path and bounds of a scan of a wildcard index (plan_wildcard.go).
 	Wildcard *WildcardScan
 	// Sorted reports that the plan yields documents in the query's sort order.
@@ -113,6 +117,12 @@ func planQueryInto(p *Plan, ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.
 	// Time-series measurements are not unique by _id (exec/ddl/timeseries.go): no _id point reads,
 	// and hints (which may name _id) are ignored; secondary indexes serve them, the index scan
 	// telling measurements apart by their slot.
+	if tp, ok, err := planText(ci, f, p); ok {
+		return tp, err
+	}
+	if sortsByScore(sortSpec) {
+		return nil, errNoTextScore()
+	}
 	if reverse, ok := naturalSort(sortSpec); ok {
 		// {$natural: ±1}: the collection scan's order (a capped collection's insertion order)
 		p.Kind, p.Reverse, p.Sorted = PlanScan, reverse, true

@@ -52,6 +52,9 @@ type Query struct {
 	// bounds, set by OpenBounded, are find's min/max: the plan's ranges on their index are
 	// clipped to them, so that the scan reads only the keys between them.
 	bounds *keyBounds
+	// KeepTextScore: the caller reads the score a $text query appends to each document
+	// (bsonx.TextScoreField) and removes it itself (an aggregation's later stages).
+	KeepTextScore bool
 	// Scratch, when set, is memory the first Open of q makes its plan and streams in.
 	Scratch *OpenScratch
 }
@@ -182,7 +185,10 @@ func ParseSort(spec bsoncore.Document) ([]bsonx.SortField, error) {
 		n, ok := bsonx.NumberAsFloat64(v)
 		if !ok {
 			if d, isDoc := v.DocumentOK(); isDoc {
-				if m, _ := d.Lookup("$meta").StringValueOK(); m != "" {
+				if m, _ := d.Lookup("$meta").StringValueOK(); m == "textScore" {
+					out = append(out, bsonx.SortField{Path: bsonx.TextScoreField, Desc: true})
+					continue
+				} else if m != "" {
 					return nil, mongoerr.New(mongoerr.NotImplemented, "$meta sort by '%s' is not supported", m)
 				}
 			}
@@ -192,8 +198,9 @@ func ParseSort(spec bsoncore.Document) ([]bsonx.SortField, error) {
 			return nil, mongoerr.New(mongoerr.Location15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
 		}
 		// A sort key is a FieldPath (SortPattern): "a..b", "a." and "$a" are refused as
-		// MongoDB refuses them; $natural is find's order of the collection.
-		if el.Key() != "$natural" {
+		// MongoDB refuses them; $natural is find's order of the collection, and the score
+		// field a $meta sort, as a router sends it to another node's shard (remote_wire.go).
+		if el.Key() != "$natural" && el.Key() != bsonx.TextScoreField {
 			if _, err := expr.SplitPath(el.Key()); err != nil {
 				return nil, err
 			}
@@ -302,6 +309,9 @@ func (g *Engine) finishStream(q *Query, p *Plan, out stream.Stream, near *match.
 			return pos
 		}
 		out = ps
+	}
+	if p.Text != nil && !q.KeepTextScore {
+		out = &stream.StripTextScore{In: out}
 	}
 	return out
 }

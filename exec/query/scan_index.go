@@ -89,6 +89,16 @@ func (ss *ShardStream) nextIndex(ctx context.Context) (bsoncore.Document, error)
 		if doc == nil {
 			continue
 		}
+		if ss.p.Text != nil {
+			var ok bool
+			if doc, ok, err = ss.textMatch(doc); !ok || err != nil {
+				ss.Stats.DocsExamined++
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
 		if ok, err := ss.examine(doc); ok || err != nil {
 			return doc, err
 		}

@@ -207,3 +207,24 @@ func (s *Project) Next(ctx context.Context) (bsoncore.Document, error) {
 
 // Close implements Stream.
 func (s *Project) Close() { s.In.Close() }
+
+// StripTextScore removes the score a $text read appends to each document
+// (bsonx.TextScoreField), once nothing after it reads the score.
+type StripTextScore struct {
+	In Stream
+}
+
+// Next implements Stream.
+func (s *StripTextScore) Next(ctx context.Context) (bsoncore.Document, error) {
+	d, err := s.In.Next(ctx)
+	if d == nil || err != nil {
+		return d, err
+	}
+	return bsonx.StripTextScore(d), nil
+}
+
+// Close implements Stream.
+func (s *StripTextScore) Close() { s.In.Close() }
+
+// Yield implements Yielder: one document out for each one in.
+func (s *StripTextScore) Yield(unread bool) bool { return Yield(s.In, unread) }

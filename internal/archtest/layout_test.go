@@ -40,6 +40,7 @@ var rules = map[string]rule{
 	"exec/args":          {[]string{"bsonx", "wire/mongoerr"}, "command arguments as MongoDB's IDL parses them: no collections"},
 	"exec/collation":     {[]string{"bsonx", "exec/args", "wire/mongoerr"}, "collation documents and keys: no collections"},
 	"exec/geo":           {[]string{"bsonx", "wire/mongoerr"}, "geometry and S2 coverings: no collections"},
+	"exec/text":          {[]string{"bsonx", "wire/mongoerr"}, "text search's analysis (bleve's tokenizer, stop words, stemmers), scores and $text queries: no collections"},
 	"exec/js":            {[]string{"bsonx", "bsonx/decimal128", "wire/mongoerr"}, "server-side JavaScript on goja: no collections; match and expr reach it through their hooks"},
 	"exec/match":         {[]string{"bsonx", "exec/geo", "exec/internal/pcre", "wire/mongoerr"}, "the query language: no collections or storage"},
 	"exec/expr":          {[]string{"bsonx", "bsonx/decimal128", "exec/internal/pcre", "wire/mongoerr"}, "the expression language: no collections or storage"},
@@ -49,14 +50,14 @@ var rules = map[string]rule{
 	// Collections and streams, under the read and write paths.
 	"exec/stream": {[]string{"bsonx", "exec/project", "store", "wire/mongoerr"},
 		"document streams (spilling to store) sit below the read and write paths"},
-	"exec/catalog": {[]string{"bsonx", "exec/collation", "exec/expr", "exec/geo", "exec/match", "shard", "store", "wire/mongoerr"},
+	"exec/catalog": {[]string{"bsonx", "exec/collation", "exec/expr", "exec/geo", "exec/match", "exec/text", "shard", "store", "wire/mongoerr"},
 		"execution's view of collections and shards sits below the read and write paths"},
 
 	"exec/changes": {[]string{"bsonx", "exec/catalog", "exec/stream", "shard", "store", "wire/mongoerr"},
 		"change records and the streams that read them: below the write path, which records every write"},
 
 	// The read and write paths: sharding plugs into them through interfaces they declare.
-	"exec/query": {[]string{"bsonx", "exec/catalog", "exec/expr", "exec/geo", "exec/js", "exec/match", "exec/project", "exec/stream", "shard", "store", "wire/mongoerr"},
+	"exec/query": {[]string{"bsonx", "exec/catalog", "exec/expr", "exec/geo", "exec/js", "exec/match", "exec/project", "exec/stream", "exec/text", "shard", "store", "wire/mongoerr"},
 		"the read path: no writes, pipelines, DDL or sharding (its meters come in through query.Options)"},
 	"exec/write": {[]string{"bsonx", "exec/catalog", "exec/changes", "exec/expr", "exec/match", "exec/project", "exec/query", "exec/update", "shard", "store", "wire", "wire/mongoerr"},
 		"the write path: reads through query; no pipelines, DDL or sharding (it comes in through StageHook)"},
@@ -64,7 +65,7 @@ var rules = map[string]rule{
 	// What builds on reads and writes.
 	"exec/sharding": {[]string{"bsonx", "exec/catalog", "exec/write", "shard", "store", "wire/mongoerr"},
 		"carries out shard's decisions, moving documents through the write path"},
-	"exec/ddl": {[]string{"bsonx", "exec/args", "exec/catalog", "exec/collation", "exec/match", "exec/query", "exec/write", "store", "wire", "wire/mongoerr"},
+	"exec/ddl": {[]string{"bsonx", "exec/args", "exec/catalog", "exec/collation", "exec/match", "exec/query", "exec/text", "exec/write", "store", "wire", "wire/mongoerr"},
 		"catalog changes beyond the record: index builds and TTL deletes go through the read and write paths"},
 	"exec/agg": {[]string{"bsonx", "exec/args", "exec/catalog", "exec/expr", "exec/match", "exec/query", "exec/stream", "exec/update", "exec/write", "store", "wire", "wire/mongoerr"},
 		"pipelines over reads; the stages that write ($out, $merge) come from the server through Host"},

@@ -234,6 +234,9 @@ func indexConflict(req, old *store.Index) (bool, error) {
 				ddl.SpecString(req), ddl.SpecString(old))
 		}
 	}
+	if cmp != ddl.IndexIdentical && cmp != ddl.IndexEquivalent && catalog.IsText(req.Key) && catalog.IsText(old.Key) {
+		return false, mongoerr.New(mongoerr.CannotCreateIndex, "only one text index per collection allowed, found existing text index \"%s\"", old.Name)
+	}
 	switch cmp {
 	case ddl.IndexIdentical:
 		return false, mongoerr.New(mongoerr.IndexOptionsConflict, "Index already exists with a different name: %s", old.Name)
