@@ -134,14 +134,7 @@ func (g *GeoIndex) keys(doc bsoncore.Document, fn func(key []byte) error) error 
 			out = append(out, append(append([]byte(nil), prefix...), r...))
 		}
 	}
-	slices.SortFunc(out, bytes.Compare)
-	out = slices.CompactFunc(out, bytes.Equal)
-	for _, k := range out {
-		if err := fn(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return emitDistinct(out, fn)
 }
 
 // geoKeys returns the geo components of doc's entries: S2 cells or GeoHashes.
@@ -200,4 +193,16 @@ func geoValues(doc bsoncore.Document, path string) []bsoncore.Value {
 		return true
 	})
 	return out
+}
+
+// emitDistinct calls fn with each distinct key of keys, in order (an index's entries for one
+// document: a document whose values repeat a key indexes it once).
+func emitDistinct(keys [][]byte, fn func([]byte) error) error {
+	slices.SortFunc(keys, bytes.Compare)
+	for _, k := range slices.CompactFunc(keys, bytes.Equal) {
+		if err := fn(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"bytes"
 	"slices"
 	"sync/atomic"
 
@@ -89,14 +88,7 @@ func (t *TextIndex) keys(doc bsoncore.Document, fn func(key []byte) error) error
 			}
 		}
 	}
-	slices.SortFunc(out, bytes.Compare)
-	out = slices.CompactFunc(out, bytes.Equal)
-	for _, k := range out {
-		if err := fn(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return emitDistinct(out, fn)
 }
 
 // fieldKeys returns the keys doc has for the ordinary fields fs ({nil} when there are none).

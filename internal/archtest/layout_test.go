@@ -123,8 +123,9 @@ var rules = map[string]rule{
 
 	// The client tools: they talk to a server through the Go driver, never to our layers.
 	"tools/archive":      {nil, "mongodump's archive format: bytes in, bytes out"},
-	"tools/dump":         {[]string{"tools/archive"}, "cleave dump and load: mongodump's layout through the driver"},
-	"tools/impex":        {nil, "cleave export and import: Extended JSON and CSV through the driver"},
+	"tools/conn":         {nil, "the client tools' connection to a server"},
+	"tools/dump":         {[]string{"tools/archive", "tools/conn"}, "cleave dump and load: mongodump's layout through the driver"},
+	"tools/impex":        {[]string{"tools/conn"}, "cleave export and import: Extended JSON and CSV through the driver"},
 	"integration":        {nil, "end-to-end tests drive the built binary over the wire, never our packages"},
 	"scripts/benchtable": {nil, "turns benchmark result files into a table: nothing of ours"},
 	"internal/archtest":  {nil, "reads the sources it judges and imports none of them"},

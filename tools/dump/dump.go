@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cleavedb/cleave/tools/conn"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // Options are `cleave dump`'s settings, named after mongodump's flags.
@@ -33,19 +33,6 @@ type namespace struct {
 	size     int64 // the collection's data size, for the archive's prelude
 }
 
-// Connect opens a client on uri, checking that the server answers.
-func Connect(ctx context.Context, uri string) (*mongo.Client, error) {
-	c, err := mongo.Connect(options.Client().ApplyURI(uri))
-	if err != nil {
-		return nil, fmt.Errorf("--uri %s: %w", uri, err)
-	}
-	if err := c.Ping(ctx, nil); err != nil {
-		_ = c.Disconnect(ctx)
-		return nil, fmt.Errorf("cannot reach %s: %w", uri, err)
-	}
-	return c, nil
-}
-
 // Dump writes the namespaces o selects to a directory or an archive.
 func Dump(ctx context.Context, o Options) error {
 	if o.Query != "" && o.Collection == "" {
@@ -60,7 +47,7 @@ func Dump(ctx context.Context, o Options) error {
 			return fmt.Errorf("--query is not an Extended JSON document: %w", err)
 		}
 	}
-	c, err := Connect(ctx, o.URI)
+	c, err := conn.Connect(ctx, o.URI)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/cleavedb/cleave/tools/conn"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -57,7 +58,7 @@ func Load(ctx context.Context, o LoadOptions) (Result, error) {
 		return Result{}, err
 	}
 	defer closeSrc()
-	c, err := Connect(ctx, o.URI)
+	c, err := conn.Connect(ctx, o.URI)
 	if err != nil {
 		return Result{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/cleavedb/cleave/tools/conn"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -47,7 +48,7 @@ func Export(ctx context.Context, o ExportOptions) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	c, err := connect(ctx, o.URI)
+	c, err := conn.Connect(ctx, o.URI)
 	if err != nil {
 		return 0, err
 	}
@@ -154,17 +155,4 @@ func exportCSV(ctx context.Context, cur *mongo.Cursor, o ExportOptions, w io.Wri
 		return n, err
 	}
 	return n, cur.Err()
-}
-
-// connect opens a client on uri, checking that the server answers.
-func connect(ctx context.Context, uri string) (*mongo.Client, error) {
-	c, err := mongo.Connect(options.Client().ApplyURI(uri))
-	if err != nil {
-		return nil, fmt.Errorf("--uri %s: %w", uri, err)
-	}
-	if err := c.Ping(ctx, nil); err != nil {
-		_ = c.Disconnect(ctx)
-		return nil, fmt.Errorf("cannot reach %s: %w", uri, err)
-	}
-	return c, nil
 }

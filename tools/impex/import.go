@@ -11,6 +11,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/cleavedb/cleave/tools/conn"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -44,7 +45,7 @@ func Import(ctx context.Context, o ImportOptions) (ImportResult, error) {
 	if err := checkImport(&o); err != nil {
 		return ImportResult{}, err
 	}
-	c, err := connect(ctx, o.URI)
+	c, err := conn.Connect(ctx, o.URI)
 	if err != nil {
 		return ImportResult{}, err
 	}
