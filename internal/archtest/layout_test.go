@@ -128,6 +128,7 @@ var rules = map[string]rule{
 	"tools/impex":        {[]string{"tools/conn"}, "cleave export and import: Extended JSON and CSV through the driver"},
 	"integration":        {nil, "end-to-end tests drive the built binary over the wire, never our packages"},
 	"scripts/benchtable": {nil, "turns benchmark result files into a table: nothing of ours"},
+	"scripts/redistload": {nil, "a load test of throughput redistribution through the driver: nothing of ours"},
 	"internal/archtest":  {nil, "reads the sources it judges and imports none of them"},
 }
 

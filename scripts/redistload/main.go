@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,7 +48,7 @@ func main() {
 	hotKeys, coldKeys, hotID := keysByPartition(ctx, db)
 	ru := chargeOf(ctx, db, hotKeys[0])
 	rate := float64(*throughput) / ru
-	fmt.Printf("hot partition %d: %d keys, %d other keys; %.2f RU per update, offering %.0f updates/s (%d RU/s), %.0f%% on the hot partition\n",
+	_, _ = fmt.Fprintf(os.Stdout, "hot partition %d: %d keys, %d other keys; %.2f RU per update, offering %.0f updates/s (%d RU/s), %.0f%% on the hot partition\n",
 		hotID, len(hotKeys), len(coldKeys), ru, rate, *throughput, *hot*100)
 	var ok, throttled atomic.Int64
 	jobs := make(chan string, 4096)
@@ -91,7 +92,7 @@ func main() {
 			if n := (o - lastOK) + (t - lastThr); n > 0 {
 				share = float64(t-lastThr) / float64(n) * 100
 			}
-			fmt.Printf("t=%3.0fs served %5.0f RU/s (%3.0f%% of T), throttled %5.1f%% of requests; budgets %v\n",
+			_, _ = fmt.Fprintf(os.Stdout, "t=%3.0fs served %5.0f RU/s (%3.0f%% of T), throttled %5.1f%% of requests; budgets %v\n",
 				now.Sub(start).Seconds(), float64(o-lastOK)*ru/secs, float64(o-lastOK)*ru/secs/float64(*throughput)*100, share, budgets(ctx, db))
 			lastOK, lastThr, lastReport = o, t, now
 		}
