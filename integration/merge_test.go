@@ -24,6 +24,18 @@ func insertDevices(t *testing.T, coll *mongo.Collection, n int) {
 	}
 }
 
+// explainDevice explains a find of dev-042 through c and returns its stage and the one shard
+// it read, failing unless it read exactly one.
+func explainDevice(t *testing.T, c *mongo.Client, coll *mongo.Collection) (string, shardRead) {
+	t.Helper()
+	stage, reads := explainShards(t, c, coll.Database().Name(), bson.D{{Key: "find", Value: coll.Name()},
+		{Key: "filter", Value: bson.D{{Key: "deviceId", Value: "dev-042"}}}})
+	if len(reads) != 1 {
+		t.Fatalf("a find by shard key read %d shards: %v", len(reads), reads)
+	}
+	return stage, reads[0]
+}
+
 // checkDevices checks that coll holds its n documents: in all, and five of one device by
 // shard key (targeted at one partition).
 func checkDevices(t *testing.T, coll *mongo.Collection, n int, when string) {
@@ -64,11 +76,18 @@ func TestLoweringThroughputMerges(t *testing.T) {
 	if chunks := clusterChunks(t, c, db.Name()+".c"); len(chunks) != 1 {
 		t.Fatalf("config.chunks after the merges: %v", chunks)
 	}
+	// A find by shard key still reads only its key's hash in the merged partition.
+	if stage, read := explainDevice(t, c, db.Collection("c")); stage != "SINGLE_SHARD" || read.DocsScanned != 5 || read.Returned != 5 {
+		t.Fatalf("explain of a find by shard key after the merges: %s %+v, want SINGLE_SHARD scanning and returning 5", stage, read)
+	}
 	run(bson.D{{Key: "customAction", Value: "UpdateCollection"}, {Key: "collection", Value: "c"}, {Key: "offerThroughput", Value: 30000}})
 	if n := numPartitions(t, db, "c"); n != 3 {
 		t.Fatalf("%d partitions after raising to 30,000 RU/s, want 3", n)
 	}
 	checkDevices(t, db.Collection("c"), 500, "after splitting again")
+	if stage, read := explainDevice(t, c, db.Collection("c")); stage != "SINGLE_SHARD" || read.DocsScanned != 5 || read.Returned != 5 {
+		t.Fatalf("explain of a find by shard key after splitting again: %s %+v, want SINGLE_SHARD scanning and returning 5", stage, read)
+	}
 }
 
 // TestMergeChunks: mergeChunks merges the adjacent chunks of one shard that exactly fill its

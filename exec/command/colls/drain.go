@@ -9,7 +9,6 @@ import (
 	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
-	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/wire/mongoerr"
@@ -33,12 +32,7 @@ func (h *Handlers) removeShard(_ context.Context, r *command.Request) error {
 	if err != nil {
 		return err
 	}
-	s := -1
-	for i := range h.Cat.Shards() {
-		if catalog.ShardName(i) == name {
-			s = i
-		}
-	}
+	s := h.shardByName(name)
 	if s < 0 {
 		return mongoerr.New(mongoerr.ShardNotFound, "Shard %s not found", name)
 	}

@@ -152,19 +152,11 @@ func (h *Handlers) moveChunk(_ context.Context, r *command.Request) error {
 		return err
 	}
 	db, coll, _ := strings.Cut(ns, ".")
-	ci, err := h.Cat.Lookup(db, coll)
+	ci, err := h.shardedColl(ns)
 	if err != nil {
 		return err
 	}
-	if ci == nil || ci.Hashed < 0 {
-		return mongoerr.New(mongoerr.NamespaceNotSharded, "Collection %s is not sharded.", ns)
-	}
-	dest := -1
-	for i := range h.Cat.Shards() {
-		if catalog.ShardName(i) == to {
-			dest = i
-		}
-	}
+	dest := h.shardByName(to)
 	if dest < 0 {
 		return mongoerr.New(mongoerr.ShardNotFound, "Could not find shard %s", to)
 	}
