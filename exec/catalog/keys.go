@@ -26,8 +26,9 @@ func FirstValue(doc bsoncore.Document, name string) (bsoncore.Value, bool) {
 
 // ShardHash returns the hash that places doc in ci's partitions: 0 for an unsharded
 // collection, the composed hash of a hierarchical key's levels (hier.go), else the hash of
-// the shard key's hashed field (null when missing or undefined, see KeyValue); an array at a field of the shard key or on its path is refused
-// with ShardKeyNotFound, as mongos refuses it. A time-series measurement has the hash of its
+// the shard key's hashed field (null when missing or undefined, see KeyValue); an array at
+// a field of the shard key or on its path is refused with ShardKeyNotFound, as mongos
+// refuses it. A time-series measurement has the hash of its
 // content, the first slot where it may be stored (exec/write/timeseries.go).
 func (ci *Coll) ShardHash(doc bsoncore.Document) (uint64, error) {
 	if ci.TS != nil {
