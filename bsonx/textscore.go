@@ -29,18 +29,25 @@ func TextScore(doc bsoncore.Document) (float64, bool) {
 	return v.DoubleOK()
 }
 
-// StripTextScore returns doc without its TextScoreField (doc itself when it has none).
+// StripTextScore returns doc without its TextScoreField (doc itself when it has none): one
+// pass to find the element, one copy without it.
 func StripTextScore(doc bsoncore.Document) bsoncore.Document {
-	if _, ok := TextScore(doc); !ok {
+	if len(doc) < 5 {
 		return doc
 	}
-	idx, out := bsoncore.AppendDocumentStart(make([]byte, 0, len(doc)))
-	elems, _ := doc.Elements()
-	for _, el := range elems {
-		if el.Key() != TextScoreField {
-			out = append(out, el...)
+	for off, rest := 4, doc[4:len(doc)-1]; len(rest) > 0; {
+		el, next, ok := bsoncore.ReadElement(rest)
+		if !ok {
+			return doc
 		}
+		if el.Key() == TextScoreField {
+			out := make([]byte, 0, len(doc)-len(el))
+			out = append(out, doc[:off]...)
+			out = append(out, doc[off+len(el):]...)
+			bsoncore.UpdateLength(out, 0, int32(len(out)))
+			return out
+		}
+		off, rest = off+len(el), next
 	}
-	out, _ = bsoncore.AppendDocumentEnd(out, idx)
-	return out
+	return doc
 }
