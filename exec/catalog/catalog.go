@@ -29,14 +29,17 @@ type Catalog struct {
 	// readers are the reads that yield (readers.go).
 	readers Readers
 	// creating, when set, is told of each collection ForWrite creates (OnCreate).
-	creating func() (created func(*store.Collection))
+	creating func(db string) (created func(*store.Collection))
 }
 
-// OnCreate makes ForWrite call fn before it creates a collection implicitly, and the function
-// fn returns after: with the collection once its catalog change committed, with nil when
-// nothing was created. Change streams report the creation at a time taken before the change,
-// so that the writes into the new collection sort after it. Set it before the catalog is used.
-func (c *Catalog) OnCreate(fn func() (created func(*store.Collection))) { c.creating = fn }
+// OnCreate makes ForWrite call fn with the database before it creates a collection
+// implicitly, and the function fn returns after: with the collection once its catalog change
+// committed, with nil when nothing was created. Change streams report the creation at a time
+// taken before the change, so that the writes into the new collection sort after it. Set it
+// before the catalog is used.
+func (c *Catalog) OnCreate(fn func(db string) (created func(*store.Collection))) {
+	c.creating = fn
+}
 
 // New returns the catalog over shards and the stored catalog st.
 func New(shards []Shard, st *store.Catalog, log *zap.Logger) *Catalog {
@@ -119,7 +122,7 @@ func (c *Catalog) ForWrite(db, name string) (*Coll, error) {
 	}
 	created := func(*store.Collection) {}
 	if c.creating != nil {
-		created = c.creating()
+		created = c.creating(db)
 	}
 	m, err := c.store.CreateCollection(store.Collection{DB: db, Name: name})
 	if err != nil {

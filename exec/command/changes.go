@@ -23,7 +23,17 @@ import (
 // events (the operation is done). The internal databases are not recorded. Their time is
 // taken now: an operation that concurrent writes may observe reserves it before its catalog
 // change instead (ReserveChange).
-func (e *Server) RecordChange(ds ...*changes.DDL) { e.ReserveChange().Record(ds...) }
+func (e *Server) RecordChange(ds ...*changes.DDL) {
+	dbs := make([]string, len(ds))
+	for i, d := range ds {
+		dbs[i] = d.DB
+	}
+	e.ReserveChange(dbs...).Record(ds...)
+}
+
+// recorded reports whether change streams report the events of database db: not those of
+// the internal databases.
+func recorded(db string) bool { return db != "admin" && db != "config" && db != "local" }
 
 // ChangeSlot is the place in the change log of the DDL events of an operation about to
 // commit (ReserveChange). Record or Release it exactly once; a nil ChangeSlot records nothing.
@@ -35,8 +45,14 @@ type ChangeSlot struct {
 // ReserveChange takes the time of the events of a DDL operation before its catalog change:
 // every write stamped after that sees the change and sorts after its events (a document
 // inserted into a collection just renamed comes after the rename), and streams read no
-// further until the events are recorded. Call it under the DDL lock, just before the change.
-func (e *Server) ReserveChange() *ChangeSlot {
+// further until the events are recorded. Call it under the DDL lock, just before the change,
+// with the databases the operation changes: none of them reported (admin, config, local), it
+// reserves nothing and the slot is nil — a change of the internal databases, such as the
+// partition manager's config collections, must not move the clock under the clients.
+func (e *Server) ReserveChange(dbs ...string) *ChangeSlot {
+	if !slices.ContainsFunc(dbs, recorded) {
+		return nil
+	}
 	i := slices.IndexFunc(e.Cat.Shards(), func(sh catalog.Shard) bool { _, ok := catalog.LocalDB(sh); return ok })
 	if i < 0 {
 		return nil
@@ -55,8 +71,7 @@ func (s *ChangeSlot) Record(ds ...*changes.DDL) {
 	defer s.b.Close()
 	var rec []byte
 	for _, d := range ds {
-		switch d.DB {
-		case "admin", "config", "local":
+		if !recorded(d.DB) {
 			continue
 		}
 		rec = changes.AppendDDLRecord(rec[:0], d)
@@ -84,8 +99,8 @@ func (e *Server) RecordCreate(c *store.Collection) {
 
 // implicitCreate is the catalog's OnCreate hook: the create event of a collection a write
 // creates, at a time reserved before the creation.
-func (e *Server) implicitCreate() func(*store.Collection) {
-	slot := e.ReserveChange()
+func (e *Server) implicitCreate(db string) func(*store.Collection) {
+	slot := e.ReserveChange(db)
 	return func(c *store.Collection) {
 		if c == nil {
 			slot.Release()

@@ -68,7 +68,7 @@ func (h *Handlers) collMod(ctx context.Context, r *command.Request) error {
 			return err
 		}
 	}
-	slot := h.ReserveChange()
+	slot := h.ReserveChange(c.DB)
 	if err := h.applyCollMod(c, p); err != nil {
 		slot.Release()
 		return err

@@ -86,7 +86,7 @@ func (h *Handlers) create(ctx context.Context, r *command.Request) error {
 	if x, ok := collatedIDIndex(opts); ok {
 		indexes = append([]store.Index{x}, indexes...)
 	}
-	slot := h.ReserveChange()
+	slot := h.ReserveChange(r.DB)
 	created, err := h.Storage.Catalog.CreateCollection(store.Collection{DB: r.DB, Name: name, Options: opts, Indexes: indexes})
 	if err != nil {
 		slot.Release()
@@ -122,7 +122,7 @@ func (h *Handlers) drop(ctx context.Context, r *command.Request) error {
 		return err
 	}
 	defer unlock()
-	slot := h.ReserveChange()
+	slot := h.ReserveChange(r.DB)
 	c, err := h.Storage.Catalog.DropCollection(r.DB, name)
 	if err != nil {
 		slot.Release()
@@ -157,7 +157,7 @@ func (h *Handlers) dropDatabase(ctx context.Context, r *command.Request) error {
 		return err
 	}
 	defer unlock()
-	slot := h.ReserveChange()
+	slot := h.ReserveChange(r.DB)
 	colls, err := h.Storage.Catalog.DropDatabase(r.DB)
 	if err != nil {
 		slot.Release()
@@ -230,7 +230,7 @@ func (h *Handlers) renameCollection(ctx context.Context, r *command.Request) err
 		return err
 	}
 	defer unlock()
-	slot := h.ReserveChange()
+	slot := h.ReserveChange(fromDB, toDB)
 	renamed, dropped, err := h.Storage.Catalog.RenameCollection(fromDB, fromColl, toDB, toColl, dropTarget)
 	if err != nil {
 		slot.Release()

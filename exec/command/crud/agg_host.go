@@ -84,7 +84,7 @@ func (h *Handlers) Written(inserted, updated int64) {
 // CreateTempCollection implements agg.Host.
 func (h *Handlers) CreateTempCollection(c store.Collection) (*catalog.Coll, error) {
 	unlock := h.Cat.LockDDL()
-	slot := h.ReserveChange()
+	slot := h.ReserveChange(c.DB)
 	created, err := h.Storage.Catalog.CreateCollection(c)
 	if err == nil {
 		slot.Record(command.CreateEvent(created)) // MongoDB's $out creates it with a create command
@@ -105,7 +105,7 @@ func (h *Handlers) ReplaceCollection(tmp *store.Collection, db, coll string, che
 	if err := check(h.Storage.Catalog.State().Collection(db, coll)); err != nil {
 		return err
 	}
-	slot := h.ReserveChange()
+	slot := h.ReserveChange(tmp.DB, db)
 	renamed, dropped, err := h.Storage.Catalog.RenameCollection(tmp.DB, tmp.Name, db, coll, true)
 	if err != nil {
 		slot.Release()

@@ -269,7 +269,7 @@ func (h *Handlers) CollModView(r *command.Request, c *store.Collection) error {
 	if err := h.Cat.CheckViewGraph(r.DB, c.Name, nv.On); err != nil {
 		return err
 	}
-	slot := h.ReserveChange()
+	slot := h.ReserveChange(c.DB)
 	updated, err := h.Storage.Catalog.UpdateCollection(c.DB, c.Name, func(m *store.Collection) error {
 		m.Options = opts
 		return nil
