@@ -87,14 +87,14 @@ func (db *DB) NewBatch() *Batch {
 // version; record the size change with AddStats.
 func (b *Batch) SetDoc(coll CollID, hash uint64, id, doc []byte) {
 	key, val := b.pendSet(docPrefixLen+hashLen+len(id), len(doc))
-	AppendDocKey(key[:0], coll, hash, id)
+	b.noteDoc(AppendDocKey(key[:0], coll, hash, id))
 	copy(val, doc)
 	b.grows = true
 }
 
 // DeleteDoc deletes document (coll, hash, id); deleting a missing one is not an error.
 func (b *Batch) DeleteDoc(coll CollID, hash uint64, id []byte) {
-	AppendDocKey(b.pendDelete(docPrefixLen + hashLen + len(id))[:0], coll, hash, id)
+	b.noteDoc(AppendDocKey(b.pendDelete(docPrefixLen + hashLen + len(id))[:0], coll, hash, id))
 }
 
 // indexKeyLen returns len(AppendIndexKey(nil, _, _, key, _, id)).
@@ -228,7 +228,7 @@ func (b *Batch) Apply(sync bool) error {
 		slices.Sort(b.idStripes)
 		b.idStripes = slices.Compact(b.idStripes)
 	}
-	b.db.ids.begin(b.idStripes, b.idAll) // the cached answers of the _ids written (idCache)
+	b.db.ids.begin(b.idStripes, b.idAll) // the cached _ids and documents written (idCache, docCache)
 	ts, stamped := b.stampChanges()
 	err := b.db.applyPebble(b.pb, sync)
 	if stamped {

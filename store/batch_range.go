@@ -82,6 +82,7 @@ func (b *Batch) DeleteDocRange(coll CollID, lo, hi uint64) error {
 	var buf [2 * (docPrefixLen + hashLen)]byte
 	lower, upper := appendDocRangeBounds(buf[:0], coll, lo, hi)
 	_ = b.direct().DeleteRange(lower, upper, nil)
+	b.idAll = true // the cached documents of the range (docCache)
 	return nil
 }
 

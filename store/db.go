@@ -38,6 +38,7 @@ type DB struct {
 	failed  atomic.Pointer[error] // set by the first failed commit: writes are refused
 	pacer   *syncPacer            // paces WAL syncs, counts them and the synced commits
 	ids     *idCache              // the hashes of _ids looked up in the _id index (idcache.go)
+	docs    *docCache             // documents read by key; nil when off (doccache.go)
 	// afterApply, set by tests only, runs between Pebble's apply of a batch and the end of
 	// its invalidation: it widens the window in which a read could see the batch half.
 	afterApply func()
@@ -102,6 +103,7 @@ func Open(opts Options) (*DB, error) {
 	db := &DB{pdb: pdb, dir: opts.Dir, logger: logger, lock: lock, health: health, events: events, pacer: pacer,
 		space: newSpaceGuard(fsys, opts.Dir, &opts, logger), ids: new(idCache), spans: spans, memTables: opts.MemTables}
 	db.readOps = reader{r: pdb}
+	db.docs = newDocCache(db.ids, opts.DocCacheSize)
 	if err := db.checkFormat(); err != nil {
 		_ = db.Close()
 		return nil, err

@@ -27,12 +27,15 @@ type Metrics struct {
 	DiskSlow         int64 // slow disk writes since Open (OS file system only)
 	// ChangesOldest is the time (cluster time, seconds in the high 32 bits) of the oldest
 	// record of the change log, 0 when it is empty; ChangesBytes estimates its bytes on disk.
-	ChangesOldest uint64
-	ChangesBytes  uint64
-	SyncedCommits int64 // batches committed with a WAL sync since Open
-	WALSyncs      int64 // WAL syncs since Open: SyncedCommits / WALSyncs is the group-commit size
-	IDCacheHits   int64 // _id lookups without the hash answered from the cache (idcache.go)
-	IDCacheMisses int64 // _id lookups without the hash that read the _id index
+	ChangesOldest  uint64
+	ChangesBytes   uint64
+	SyncedCommits  int64 // batches committed with a WAL sync since Open
+	WALSyncs       int64 // WAL syncs since Open: SyncedCommits / WALSyncs is the group-commit size
+	IDCacheHits    int64 // _id lookups without the hash answered from the cache (idcache.go)
+	IDCacheMisses  int64 // _id lookups without the hash that read the _id index
+	DocCacheHits   int64 // point reads of the latest state answered from the cache (doccache.go)
+	DocCacheMisses int64 // point reads of the latest state that read Pebble
+	DocCacheBytes  int64 // bytes the document cache holds
 	// WALFsync is the latency of the WAL's fsyncs since Open: a synced commit waits for the
 	// sync under way, if any, and then for its own.
 	WALFsync Latencies
@@ -101,6 +104,9 @@ func (db *DB) Metrics() (Metrics, error) {
 	s.SyncedCommits = db.pacer.applied.Load()
 	s.WALSyncs = db.pacer.syncs.Load()
 	s.IDCacheHits, s.IDCacheMisses = db.ids.hits.Load(), db.ids.misses.Load()
+	if db.docs != nil {
+		s.DocCacheHits, s.DocCacheMisses, s.DocCacheBytes = db.docs.hits.Load(), db.docs.misses.Load(), db.docs.size()
+	}
 	if p, ok, err := db.OldestChange(); err == nil && ok {
 		s.ChangesOldest = p.TS
 	}

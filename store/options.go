@@ -59,6 +59,9 @@ type Options struct {
 	// Cache, when set, is a block cache shared with other DBs (one per process is typical when
 	// several shards run in one process); the DB takes its own reference. CacheSize is ignored.
 	Cache *pebble.Cache
+	// DocCacheSize bounds the documents kept by key for point reads of the latest state
+	// (doccache.go), in bytes; 0 means DefaultDocCacheSize, a negative value turns it off.
+	DocCacheSize int64
 	// MemTableSize is the size of one memtable in bytes.
 	MemTableSize uint64
 	// MemTables is the most memtables (the one written and those waiting to be flushed) before
@@ -108,6 +111,9 @@ type Options struct {
 func (o *Options) EnsureDefaults() *Options {
 	if o.CacheSize == 0 {
 		o.CacheSize = DefaultCacheSize
+	}
+	if o.DocCacheSize == 0 {
+		o.DocCacheSize = DefaultDocCacheSize
 	}
 	if o.MemTableSize == 0 {
 		o.MemTableSize = DefaultMemTableSize

@@ -176,6 +176,9 @@ func (db *DB) GetDoc(coll CollID, hash uint64, id, dst []byte) ([]byte, error) {
 	if db.closed.Load() {
 		return dst, ErrClosed
 	}
+	if db.docs != nil {
+		return db.getDocCached(coll, hash, id, dst)
+	}
 	return db.readOps.getDoc(coll, hash, id, dst)
 }
 

@@ -143,7 +143,7 @@ func (db *DB) SyncApplied() (uint64, error) {
 }
 
 // ReloadDerived rebuilds the in-memory state derived from writes from what is on disk: the
-// collections' totals and table spans, the _id cache (every answer dropped) and the change
+// collections' totals and table spans, the _id and document caches (all dropped) and the change
 // log's trim point. A replica calls it when it starts serving, having applied its group's
 // entries without deriving it (followers keep only the disk up to date).
 func (db *DB) ReloadDerived() error {

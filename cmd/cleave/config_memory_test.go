@@ -22,15 +22,16 @@ func TestConfigMemoryFlags(t *testing.T) {
 	if err != nil || c.CacheSize != 1<<30 || c.MemTableSize() != 32<<20 {
 		t.Fatalf("flags: %+v, %v", c, err)
 	}
-	for _, args := range [][]string{{"--cache-size", "1000"}, {"--memtable-budget", "1000"}, {"--memtable-budget", "4194304", "--shards", "2"}} {
+	for _, args := range [][]string{{"--cache-size", "1000"}, {"--memtable-budget", "1000"}, {"--memtable-budget", "4194304", "--shards", "2"}, {"--doc-cache-size", "-1"}} {
 		if _, err := parseConfig(args); err == nil {
 			t.Errorf("%v accepted", args)
 		}
 	}
 }
 
-// TestConfigGoMemoryLimit: --go-memory-limit becomes the runtime's soft limit, plus the cache
-// and memtables when Pebble allocates them on the Go heap; 0 leaves the runtime's limit.
+// TestConfigGoMemoryLimit: --go-memory-limit becomes the runtime's soft limit, plus the
+// document cache, and the block cache and memtables when Pebble allocates them on the Go heap;
+// 0 leaves the runtime's limit.
 func TestConfigGoMemoryLimit(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(before) })
@@ -39,7 +40,7 @@ func TestConfigGoMemoryLimit(t *testing.T) {
 		t.Fatalf("--go-memory-limit: %d (set %v), %v", c.GoMemoryLimit, c.goMemoryLimitSet, err)
 	}
 	setMemoryLimit(&c, zap.NewNop())
-	want := int64(64 << 20)
+	want := int64(64<<20) + c.DocCacheSize // the document cache is Go heap
 	if !pebbleOffHeap {
 		want += c.CacheSize + c.MemTableBudget
 	}

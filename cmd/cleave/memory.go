@@ -20,7 +20,7 @@ func setMemoryLimit(cfg *Config, logger *zap.Logger) {
 		logger.Info("go memory limit from GOMEMLIMIT", zap.Int64("bytes", current))
 		return
 	}
-	limit := cfg.GoMemoryLimit
+	limit := cfg.GoMemoryLimit + max(cfg.DocCacheSize, 0) // the document cache is Go heap
 	if !pebbleOffHeap {
 		limit += cfg.CacheSize + cfg.MemTableBudget
 	}

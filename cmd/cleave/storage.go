@@ -136,7 +136,8 @@ func compactionConcurrency(cores, shards int) int {
 func storeOptions(cfg *Config, cache *pebble.Cache, dir string, logger *zap.Logger) store.Options {
 	return store.Options{
 		Dir: dir, Cache: cache, MemTableSize: uint64(cfg.MemTableSize()), NoSyncPacing: !cfg.SyncPacing,
-		DiskReserve: storeReserve(cfg.DiskReserve), DiskReservePercent: storeReserve(cfg.DiskReservePercent),
+		DocCacheSize: cfg.ShardDocCacheSize(),
+		DiskReserve:  storeReserve(cfg.DiskReserve), DiskReservePercent: storeReserve(cfg.DiskReservePercent),
 		CompactionConcurrency: compactionConcurrency(runtime.GOMAXPROCS(0), cfg.Shards),
 		Logger:                logger,
 	}
