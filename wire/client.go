@@ -43,7 +43,10 @@ type ClientOptions struct {
 	TLS *tls.Config
 	// DialTimeout bounds a connection's dial (and TLS handshake); default 5s.
 	DialTimeout time.Duration
-	// MaxIdle is how many idle connections the pool keeps; default 16.
+	// MaxIdle is how many idle connections the pool keeps; default 64. Below the number of
+	// requests a router has in flight to one node, every request past it dials and closes a
+	// connection of its own: at 16, with 32 clients reading through one node of three, the
+	// dials took 13% of the router's CPU.
 	MaxIdle int
 	// Hello, when set, is run on every new connection before its first command (the
 	// internal authentication of a node to another); its {ok: 0} fails the dial.
@@ -56,7 +59,7 @@ func (o *ClientOptions) EnsureDefaults() {
 		o.DialTimeout = 5 * time.Second
 	}
 	if o.MaxIdle <= 0 {
-		o.MaxIdle = 16
+		o.MaxIdle = 64
 	}
 }
 

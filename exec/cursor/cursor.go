@@ -102,6 +102,9 @@ type Registry struct {
 		m map[int64]*Cursor
 	}
 	stop chan struct{}
+	// opened and timedOut count the cursors registered and those the reaper closed idle
+	// (serverStatus' metrics.cursor).
+	opened, timedOut atomic.Int64
 	// sessionAlive reports whether a session is still live (sessionCache.alive); nil: all
 	// are.
 	sessionAlive func(lsid [16]byte, now time.Time) bool
@@ -130,6 +133,7 @@ func (r *Registry) Add(c *Cursor) int64 {
 		}
 		c.ID = id
 		r.mu.m[id] = c
+		r.opened.Add(1)
 		return id
 	}
 }
@@ -182,6 +186,26 @@ func (c *Cursor) closeUnlessInUse() {
 	}
 	c.use.Unlock()
 	c.Close()
+}
+
+// Metrics are the counts of serverStatus' metrics.cursor.
+type Metrics struct {
+	Open, NoTimeout, Opened, TimedOut int64
+}
+
+// Metrics returns the open cursors (and those of them without a timeout), and the cursors
+// registered and timed out since the registry started.
+func (r *Registry) Metrics() Metrics {
+	m := Metrics{Opened: r.opened.Load(), TimedOut: r.timedOut.Load()}
+	r.mu.Lock()
+	m.Open = int64(len(r.mu.m))
+	for _, c := range r.mu.m {
+		if c.NoTimeout {
+			m.NoTimeout++
+		}
+	}
+	r.mu.Unlock()
+	return m
 }
 
 // Remove unregisters and closes the cursor id; it reports whether it existed.
@@ -242,6 +266,9 @@ func (r *Registry) Expire(now time.Time) {
 		if !c.InUse.Load() && (idle || orphaned) {
 			delete(r.mu.m, id)
 			dead = append(dead, c)
+			if idle {
+				r.timedOut.Add(1)
+			}
 		}
 	}
 	r.mu.Unlock()

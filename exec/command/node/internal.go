@@ -155,12 +155,14 @@ func (h *Handlers) shardFind(ctx context.Context, r *command.Request) error {
 		n = int(limit)
 	}
 	c := &cursor.Cursor{Ns: ci.NS(), Stream: ss, Coll: ci.Meta}
-	return h.shardBatch(ctx, r, c, ss, n, true)
+	return h.shardBatch(ctx, r, c, ss, n, limit, true)
 }
 
 // shardBatch reads up to n documents of ss into r's reply and registers c (first) or
-// keeps it while ss is not done.
-func (h *Handlers) shardBatch(ctx context.Context, r *command.Request, c *cursor.Cursor, ss *query.ShardStream, n int, first bool) error {
+// keeps it while ss is not done. A first batch that holds the router's limit (0: none) ends
+// the read: the router needs no more, and would otherwise kill the cursor with a round trip
+// of its own (a findOne by _id on another node paid two).
+func (h *Handlers) shardBatch(ctx context.Context, r *command.Request, c *cursor.Cursor, ss *query.ShardStream, n int, limit int64, first bool) error {
 	buf := make([]byte, 0, 16<<10)
 	var pos []byte // each document's position, while the stream tells them
 	positioned := true
@@ -182,6 +184,10 @@ func (h *Handlers) shardBatch(ctx context.Context, r *command.Request, c *cursor
 		buf = append(buf, d...)
 		if positioned {
 			pos, positioned = ss.AppendPos(pos)
+		}
+		if first && limit > 0 && int64(i+1) >= limit {
+			done = true
+			break
 		}
 	}
 	stats := ss.Stats
@@ -217,7 +223,7 @@ func (h *Handlers) shardGetMore(ctx context.Context, r *command.Request) error {
 		h.Cursors.Done(c, false)
 		return mongoerr.New(mongoerr.CursorNotFound, "cursor id %d is not a shard read", c.ID)
 	}
-	err = h.shardBatch(ctx, r, c, ss, remoteBatchDocs, false)
+	err = h.shardBatch(ctx, r, c, ss, remoteBatchDocs, 0, false)
 	h.Cursors.Done(c, false) // closes it if shardBatch removed it (exhausted or failed)
 	return err
 }

@@ -120,6 +120,8 @@ func (h *Handlers) serverStatus(_ context.Context, r *command.Request) error {
 	out = bsoncore.AppendInt64Element(out, "command", c.Ops[command.OpCommand].Load())
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 
+	out = h.appendCursorMetrics(out)
+
 	rss, virt := processMemoryMiB()
 	idx, out = bsoncore.AppendDocumentElementStart(out, "mem")
 	out = bsoncore.AppendInt32Element(out, "bits", 64)
@@ -129,6 +131,25 @@ func (h *Handlers) serverStatus(_ context.Context, r *command.Request) error {
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	r.Out = h.appendServerStatusSharding(out)
 	return nil
+}
+
+// appendCursorMetrics appends metrics.cursor as a mongos reports it: the cursors open on this
+// server (those of clients, and the parts of other nodes' reads it runs), and the counts
+// since start.
+func (h *Handlers) appendCursorMetrics(dst []byte) []byte {
+	m := h.Cursors.Metrics()
+	idx, out := bsoncore.AppendDocumentElementStart(dst, "metrics")
+	cidx, out := bsoncore.AppendDocumentElementStart(out, "cursor")
+	out = bsoncore.AppendInt64Element(out, "timedOut", m.TimedOut)
+	out = bsoncore.AppendInt64Element(out, "totalOpened", m.Opened)
+	oidx, out := bsoncore.AppendDocumentElementStart(out, "open")
+	out = bsoncore.AppendInt64Element(out, "noTimeout", m.NoTimeout)
+	out = bsoncore.AppendInt64Element(out, "pinned", 0)
+	out = bsoncore.AppendInt64Element(out, "total", m.Open)
+	out, _ = bsoncore.AppendDocumentEnd(out, oidx)
+	out, _ = bsoncore.AppendDocumentEnd(out, cidx)
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out
 }
 
 // appendServerStatusSharding appends mongos' sharding section: the config server (cleave's
