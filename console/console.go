@@ -89,11 +89,15 @@ type view func(r *http.Request) (page string, data any, status int)
 // page serves v behind authentication when access control is on.
 func (c *Console) page(v view) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c.src.AuthEnabled() && !c.authorized(r) {
-			w.Header().Set("WWW-Authenticate", `Basic realm="cleave", charset="UTF-8"`)
-			http.Error(w, "authentication required: a user with the cluster's monitoring privileges (clusterAdmin, root)",
-				http.StatusUnauthorized)
-			return
+		if c.src.AuthEnabled() {
+			if status := c.authorized(r); status != http.StatusOK {
+				if status == http.StatusUnauthorized {
+					w.Header().Set("WWW-Authenticate", `Basic realm="cleave", charset="UTF-8"`)
+				}
+				http.Error(w, "the console needs a user with the cluster's monitoring privileges (clusterAdmin, root): "+
+					http.StatusText(status), status)
+				return
+			}
 		}
 		name, data, status := v(r)
 		if status != http.StatusOK {
@@ -113,11 +117,12 @@ func (c *Console) page(v view) http.Handler {
 }
 
 // authorized checks r's basic-authentication credentials, through the cache of recent
-// logins.
-func (c *Console) authorized(r *http.Request) bool {
+// logins: 200 for a user who may read the console, 401 without credentials or with wrong
+// ones, 403 for a user without the privileges.
+func (c *Console) authorized(r *http.Request) int {
 	user, password, ok := r.BasicAuth()
 	if !ok {
-		return false
+		return http.StatusUnauthorized
 	}
 	key := sha256.Sum256([]byte(user + "\x00" + password))
 	now := time.Now()
@@ -125,11 +130,16 @@ func (c *Console) authorized(r *http.Request) bool {
 	until, cached := c.logins.ok[key]
 	c.logins.Unlock()
 	if cached && now.Before(until) {
-		return true
+		return http.StatusOK
 	}
-	if !c.src.Authorize(user, password) {
-		c.log.Info("console login refused", zap.String("user", user), zap.String("remote", r.RemoteAddr))
-		return false
+	known, allowed := c.src.Authorize(user, password)
+	if !allowed {
+		c.log.Info("console login refused", zap.String("user", user), zap.Bool("authenticated", known),
+			zap.String("remote", r.RemoteAddr))
+		if known {
+			return http.StatusForbidden
+		}
+		return http.StatusUnauthorized
 	}
 	c.logins.Lock()
 	defer c.logins.Unlock()
@@ -137,5 +147,5 @@ func (c *Console) authorized(r *http.Request) bool {
 		clear(c.logins.ok)
 	}
 	c.logins.ok[key] = now.Add(loginTTL)
-	return true
+	return http.StatusOK
 }

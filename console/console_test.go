@@ -40,9 +40,12 @@ func (fixedSource) Nodes() []Node { return nil }
 func (fixedSource) SlowOps() []SlowOp {
 	return []SlowOp{{Time: time.Now(), Command: "find", NS: "app.telemetry", Duration: 150 * time.Millisecond, RU: 12.5}}
 }
-func (s fixedSource) Ready() error                       { return s.ready }
-func (s fixedSource) AuthEnabled() bool                  { return s.auth }
-func (fixedSource) Authorize(user, password string) bool { return user == "ada" && password == "pw" }
+func (s fixedSource) Ready() error      { return s.ready }
+func (s fixedSource) AuthEnabled() bool { return s.auth }
+func (fixedSource) Authorize(user, password string) (known, allowed bool) {
+	known = password == "pw" && (user == "ada" || user == "bob")
+	return known, known && user == "ada"
+}
 
 // get serves one request of the console over src.
 func get(t *testing.T, src Source, path string, user ...string) (int, string) {
@@ -109,6 +112,9 @@ func TestConsoleAuth(t *testing.T) {
 	}
 	if code, _ := get(t, src, "/", "ada", "wrong"); code != http.StatusUnauthorized {
 		t.Errorf("a wrong password: %d, want 401", code)
+	}
+	if code, _ := get(t, src, "/", "bob", "pw"); code != http.StatusForbidden {
+		t.Errorf("a user without the privileges: %d, want 403", code)
 	}
 	if code, _ := get(t, src, "/", "ada", "pw"); code != http.StatusOK {
 		t.Errorf("the right password: %d, want 200", code)

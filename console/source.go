@@ -24,10 +24,10 @@ type Source interface {
 	Ready() error
 	// AuthEnabled reports whether access control is on (--auth).
 	AuthEnabled() bool
-	// Authorize reports whether user (name or name@db, admin by default) with password may
-	// read the console: the password matches and the user holds the cluster's monitoring
-	// privileges.
-	Authorize(user, password string) bool
+	// Authorize checks user (name or name@db, admin by default) and password: known is
+	// whether the password is the user's, allowed whether the user also holds the cluster's
+	// monitoring privileges the console needs.
+	Authorize(user, password string) (known, allowed bool)
 }
 
 // Database is one database and its collections.

@@ -175,10 +175,10 @@ func (s consoleSource) SlowOps() []console.SlowOp {
 // AuthEnabled implements console.Source.
 func (s consoleSource) AuthEnabled() bool { return s.e.Access.Enabled() }
 
-// Authorize implements console.Source: user is "name" (of admin) or "name@db"; the user
-// must hold the cluster action class clusterAdmin and root grant (MongoDB's clusterMonitor
+// Authorize implements console.Source: user is "name" (of admin) or "name@db"; the console
+// needs the cluster action class that clusterAdmin and root grant (MongoDB's clusterMonitor
 // privileges are within it).
-func (s consoleSource) Authorize(user, password string) bool {
+func (s consoleSource) Authorize(user, password string) (known, allowed bool) {
 	name := auth.UserName{User: user, DB: "admin"}
 	if u, db, ok := strings.Cut(user, "@"); ok {
 		name = auth.UserName{User: u, DB: db}
@@ -186,7 +186,7 @@ func (s consoleSource) Authorize(user, password string) bool {
 	reg := s.e.Access.Registry()
 	u := reg.User(name)
 	if u == nil || !auth.CheckPassword(u, password) {
-		return false
+		return false, false
 	}
-	return reg.Allowed([]auth.UserName{name}, auth.Need{Action: auth.ActionClusterAdmin})
+	return true, reg.Allowed([]auth.UserName{name}, auth.Need{Action: auth.ActionClusterAdmin})
 }
