@@ -124,6 +124,5 @@ type SlowOp struct {
 	Command, NS string
 	Duration    time.Duration
 	RU          float64
-	PlanSummary string
 	Error       string
 }

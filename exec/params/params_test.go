@@ -243,7 +243,6 @@ func TestSlowOps(t *testing.T) {
 	}
 }
 
-
 // TestSlowOpsRecent fills the slow-operation ring past its bound: the newest come first and
 // the oldest are dropped.
 func TestSlowOpsRecent(t *testing.T) {

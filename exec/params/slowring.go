@@ -12,10 +12,7 @@ type SlowOp struct {
 	NS       string // db.collection, or db alone for a command on no collection
 	Duration time.Duration
 	RU       float64 // its request charge
-	// PlanSummary is the access path of a query (COLLSCAN, IXSCAN { a: 1 }, IDHACK...);
-	// "" for a command that planned none.
-	PlanSummary string
-	Error       string // the codeName of a failed command; "" for a success
+	Error    string  // the codeName of a failed command; "" for a success
 }
 
 // maxSlowOps bounds the slow operations kept: the most recent, oldest dropped first.
