@@ -103,7 +103,7 @@ func TestConsoleBrowserPartitionChart(t *testing.T) {
 		} else {
 			checkLevel(t, bytesBars)
 		}
-		screenshot(t, bctx, url, coll)
+		screenshot(bctx, t, url, coll)
 	}
 }
 
@@ -210,7 +210,7 @@ func checkLevel(t *testing.T, bars []chartBar) {
 
 // screenshot saves the page at url as a PNG in $CLEAVE_TEST_LOGS (or the test's temporary
 // directory) and logs where.
-func screenshot(t *testing.T, ctx context.Context, url, name string) {
+func screenshot(ctx context.Context, t *testing.T, url, name string) {
 	t.Helper()
 	dir := os.Getenv("CLEAVE_TEST_LOGS")
 	if dir == "" {

@@ -34,7 +34,7 @@ var rules = map[string]rule{
 		"a node's replicas of shards: their stores, groups and transport, from the cluster's placement; it runs no commands"},
 	"replica":          {[]string{"wire/mongoerr"}, "raft groups replicating shards: it drives raft over interfaces (log, state machine, transport) and knows no store, commands or wire"},
 	"cluster/etcdtest": {nil, "real etcd servers for tests: nothing of ours"},
-	"console": {nil, "the web console reads the server's state through the Source interface it declares (exec/command implements it): it knows no commands, catalog or storage"},
+	"console":          {nil, "the web console reads the server's state through the Source interface it declares (exec/command implements it): it knows no commands, catalog or storage"},
 
 	// Execution's languages: they compile and evaluate over raw BSON and know no collections.
 	"exec/internal/pcre": {nil, "PCRE to RE2, shared by match and expr so both accept the same patterns"},
