@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -122,5 +123,49 @@ func TestConsoleSlowOps(t *testing.T) {
 	code, body, _ := consoleGet(t, srv, "/slow")
 	if code != http.StatusOK || !strings.Contains(body, "<td>insert</td><td>"+db.Name()+".events</td>") {
 		t.Fatalf("/slow: %d, want the insert into %s.events listed:\n%s", code, db.Name(), body)
+	}
+}
+
+// consoleEvents matches an event on a console timeline.
+var consoleEvents = regexp.MustCompile(`<circle class="event" data-kind="(split|merge|move)"`)
+
+// TestConsoleEvents raises a collection's throughput past what its partitions serve (they
+// split, as many times as partitions are added) and moves one of its partitions to the other shard: the collection's page draws
+// the splits and the move on its timeline and lists them, and the overview's counters have
+// them.
+func TestConsoleEvents(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2")
+	c := srv.client(t)
+	ctx := context.Background()
+	db := c.Database(dbName(t))
+	create := bson.D{{Key: "customAction", Value: "CreateCollection"}, {Key: "collection", Value: "orders"},
+		{Key: "shardKey", Value: "customer"}, {Key: "offerThroughput", Value: 10000}}
+	if err := db.RunCommand(ctx, create).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := numPartitions(t, db, "orders")
+	update := bson.D{{Key: "customAction", Value: "UpdateCollection"}, {Key: "collection", Value: "orders"},
+		{Key: "offerThroughput", Value: 40000}}
+	if err := db.RunCommand(ctx, update).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "orders to split into four partitions", func() bool { return numPartitions(t, db, "orders") >= 4 })
+	moveChunkTo(t, c, db.Name()+".orders", "customer", "shard-0", "shard-1")
+
+	_, page, _ := consoleGet(t, srv, "/collections/"+db.Name()+"/orders")
+	kinds := map[string]int{}
+	for _, m := range consoleEvents.FindAllStringSubmatch(page, -1) {
+		kinds[m[1]]++
+	}
+	if splits := numPartitions(t, db, "orders") - before; kinds["split"] != splits || kinds["move"] != 1 {
+		t.Errorf("the timeline shows %v, want %d splits (%d partitions into %d) and a move:\n%s", kinds, splits, before, before+splits, page)
+	}
+	if !strings.Contains(page, "<td>move</td><td>"+db.Name()+".orders</td><td>shard-0</td><td>shard-1</td>") {
+		t.Errorf("the events table does not list the move from shard-0 to shard-1:\n%s", page)
+	}
+	_, page, _ = consoleGet(t, srv, "/")
+	if !regexp.MustCompile(`<tr><td class="num">2</td><td class="num">[1-9]\d*</td><td class="num">\d+</td><td class="num">[1-9]`).MatchString(page) {
+		t.Errorf("the overview's manager counters do not show 2 shards, splits and a move:\n%s", page)
 	}
 }
