@@ -6,6 +6,7 @@ import (
 	"embed"
 	"html/template"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -45,6 +46,7 @@ func New(src Source, logger *zap.Logger) *Console {
 		"count": func(v int64) string { return formatCount(float64(v)) }, "ru": formatRU,
 		"colour": shardColour, "ms": func(d time.Duration) string { return formatCount(float64(d.Microseconds()) / 1000) },
 		"clock": func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
+		"seg":   url.PathEscape, // a database or collection name as one segment of a path
 		"add":   func(a, b float64) float64 { return a + b }, "sub": func(a, b float64) float64 { return a - b },
 		"mul": func(a, b float64) float64 { return a * b }, "div": func(a, b float64) float64 { return a / b }}
 	for _, page := range []string{"overview", "collection", "nodes", "slow"} {

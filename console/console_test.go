@@ -19,10 +19,14 @@ type fixedSource struct {
 }
 
 func (fixedSource) Databases() []Database {
-	return []Database{{Name: "app", Collections: []CollectionSummary{{Name: "telemetry", ShardKey: `{"deviceId": "hashed"}`, Partitions: 2}}}}
+	return []Database{{Name: "app", Collections: []CollectionSummary{{Name: "telemetry", ShardKey: `{"deviceId": "hashed"}`, Partitions: 2},
+		{Name: "odd/name?#", Partitions: 1}}}}
 }
 
 func (fixedSource) Collection(db, name string) (Collection, bool) {
+	if db == "app" && name == "odd/name?#" {
+		return Collection{DB: db, Name: name, Partitions: []Partition{{ID: 1, Min: "MinKey", Max: "MaxKey", Shard: "shard-0"}}}, true
+	}
 	if db != "app" || name != "telemetry" {
 		return Collection{}, false
 	}
@@ -71,6 +75,8 @@ func TestConsolePages(t *testing.T) {
 		{"/", "app.telemetry", true},
 		{"/collections/app/telemetry", `class="bar" data-partition="2" data-shard="shard-1"`, true},
 		{"/nodes", "A single node", true},
+		{"/", `href="/collections/app/odd%2Fname%3F%23"`, true},
+		{"/collections/app/odd%2Fname%3F%23", "<h1>app.odd/name?#</h1>", true},
 		{"/slow", "app.telemetry", true},
 		{"/healthz", "ok", false},
 		{"/readyz", "ready", false},
