@@ -8,9 +8,9 @@ NPM       ?= npm
 GOTESTFLAGS ?= -race -shuffle=on -timeout 30m
 GOLANGCI_LINT_VERSION := v2.6.2
 
-.PHONY: test test-short node-deps build lint fuzz bench compat clean
+.PHONY: test test-short node-deps browser-deps build lint fuzz bench compat clean
 
-test: node-deps
+test: node-deps browser-deps
 	$(GO) test $(GOTESTFLAGS) ./...
 	cd compat && $(GO) test $(GOTESTFLAGS) ./...
 
@@ -24,6 +24,16 @@ node-deps: node_modules/.package-lock.json
 node_modules/.package-lock.json: package.json package-lock.json
 	$(NPM) ci --no-audit --no-fund --loglevel=error
 	@touch $@
+
+# The console's browser test (integration, TestConsoleBrowserPartitionChart) drives headless
+# Chromium: Debian's chromium package, installed when missing (as root, or through sudo
+# without a password prompt). When it cannot be installed the test skips and says so.
+APT_GET = apt-get -y -q install chromium || { apt-get -q update && apt-get -y -q install chromium; }
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then sh -c '$(APT_GET)'; \
+	  elif command -v sudo >/dev/null 2>&1; then sudo -n sh -c '$(APT_GET)'; \
+	  else false; fi || echo "make: chromium could not be installed: the console's browser test will skip"; }
 
 build:
 	$(GO) build -o bin/cleave ./cmd/cleave

@@ -3,6 +3,7 @@ package auth
 import (
 	"crypto/md5" // NB: MongoDB defines the SCRAM-SHA-1 password digest with MD5
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -167,3 +168,22 @@ func (c *Conversation) Valid() bool { return c.sc.Valid() }
 
 // User is the user name the client sent in its first message.
 func (c *Conversation) User() string { return c.sc.Username() }
+
+// CheckPassword reports whether password is u's, by deriving the keys of one of its
+// credentials (SCRAM-SHA-256 first) with that credential's salt and iteration count and
+// comparing them in constant time. It is what a login outside the wire protocol (the
+// console's HTTP basic authentication) checks: the server never keeps the password.
+func CheckPassword(u *User, password string) bool {
+	for _, m := range []Mechanism{SCRAMSHA256, SCRAMSHA1} {
+		c, ok := u.Credentials[m]
+		if !ok {
+			continue
+		}
+		got, err := deriveCredential(m, u.Name.User, password, c.Salt, c.Iterations)
+		if err != nil {
+			return false
+		}
+		return subtle.ConstantTimeCompare(got.StoredKey, c.StoredKey) == 1
+	}
+	return false
+}

@@ -125,3 +125,24 @@ func TestSCRAMCredentialNeverHoldsPassword(t *testing.T) {
 		t.Fatalf("PLAIN: %v", err)
 	}
 }
+
+// TestCheckPassword checks a password against each mechanism's stored keys: the right one
+// passes, a wrong one and a user without credentials fail.
+func TestCheckPassword(t *testing.T) {
+	for _, m := range Mechanisms {
+		c, err := NewCredential(m, "ada", "s3cret")
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &User{Name: UserName{User: "ada", DB: "admin"}, Credentials: map[Mechanism]Credential{m: c}}
+		if !CheckPassword(u, "s3cret") {
+			t.Errorf("%s: the right password was refused", m)
+		}
+		if CheckPassword(u, "s3cret!") {
+			t.Errorf("%s: a wrong password was accepted", m)
+		}
+	}
+	if CheckPassword(&User{Name: UserName{User: "bob", DB: "admin"}}, "") {
+		t.Error("a user without credentials was accepted")
+	}
+}

@@ -6,10 +6,12 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/clock"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/failpoint"
+	"github.com/cleavedb/cleave/exec/params"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -102,6 +104,7 @@ func (h *conn) finish(r *command.Request, start time.Time, err error) {
 	level := zap.DebugLevel
 	if h.e.SlowOps.Slow(d) && !r.Awaited {
 		level = zap.InfoLevel
+		h.e.SlowOps.Record(slowOp(r, d, err))
 	}
 	ce := c.Log.Check(level, "command")
 	if ce == nil {
@@ -116,6 +119,21 @@ func (h *conn) finish(r *command.Request, start time.Time, err error) {
 		fields = append(fields, zap.Int32("code", int32(e.Code)), zap.String("errmsg", e.Message))
 	}
 	ce.Write(fields...)
+}
+
+// slowOp describes a slow command for the console's list: its namespace is the database
+// and, when the command names one by its first field, the collection.
+func slowOp(r *command.Request, d time.Duration, err error) params.SlowOp {
+	op := params.SlowOp{Time: time.Now(), Command: r.Name, NS: r.DB, Duration: d, RU: r.Charge}
+	if first, ok := bsonx.FirstElement(r.Body); ok {
+		if coll, ok := first.Value().StringValueOK(); ok && coll != "" {
+			op.NS += "." + coll
+		}
+	}
+	if err != nil {
+		op.Error = mongoerr.From(err).Code.String()
+	}
+	return op
 }
 
 // Close implements wire.ConnHandler.

@@ -176,7 +176,7 @@ func (c *Config) flagSet(m *mongodFlags) *flag.FlagSet {
 	fs.StringVar(&c.LogFormat, "log-format", env("LOG_FORMAT", "console"), "log format: console or json")
 	fs.IntVar(&c.MaxConns, "max-conns", envInt("MAX_CONNS", 100_000), "maximum simultaneous client connections")
 	fs.StringVar(&c.AddrFile, "addr-file", env("ADDR_FILE", ""), "write the listening address to this file once ready")
-	fs.StringVar(&c.HTTPAddr, "http-addr", env("HTTP_ADDR", "127.0.0.1:8080"), "address of the HTTP listener serving /metrics (host:port; port 0 picks a free one; empty: no listener)")
+	fs.StringVar(&c.HTTPAddr, "http-addr", env("HTTP_ADDR", "127.0.0.1:8080"), "address of the HTTP listener serving /metrics, the web console, /healthz and /readyz (host:port; port 0 picks a free one; empty: no listener)")
 	fs.StringVar(&c.HTTPAddrFile, "http-addr-file", env("HTTP_ADDR_FILE", ""), "write the HTTP listener's address to this file once ready (before --addr-file)")
 	fs.BoolVar(&c.Pprof, "pprof", env("PPROF", "") == "true", "serve Go's profiles (net/http/pprof) under /debug/pprof/ on the HTTP listener")
 	fs.StringVar(&c.TLSCert, "tls-cert", env("TLS_CERT", ""), "PEM file of the server's TLS certificate (with --tls-key: every connection uses TLS 1.2+, as with mongod's requireTLS, those to the other nodes of a cluster included)")

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
+	"github.com/cleavedb/cleave/console"
 	"github.com/cleavedb/cleave/exec"
 )
 
@@ -30,8 +31,9 @@ func listenHTTP(cfg *Config) (net.Listener, error) {
 }
 
 // httpMux returns the routes of the HTTP listener: /metrics, in Prometheus' text format,
-// with the executor's collector and Go's runtime and process collectors, and with withPprof
-// Go's profiles under /debug/pprof/. The operator console will add its pages here.
+// with the executor's collector and Go's runtime and process collectors; the web console's
+// pages and /healthz, /readyz (package console); and with withPprof Go's profiles under
+// /debug/pprof/.
 func httpMux(ex *exec.Executor, logger *zap.Logger, withPprof bool) (*http.ServeMux, error) {
 	reg := prometheus.NewRegistry()
 	for _, c := range []prometheus.Collector{
@@ -48,6 +50,7 @@ func httpMux(ex *exec.Executor, logger *zap.Logger, withPprof bool) (*http.Serve
 		ErrorLog:      zap.NewStdLog(logger),
 		ErrorHandling: promhttp.ContinueOnError, // a partial scrape beats none
 	}))
+	console.New(ex.Console(), logger).Register(mux)
 	if withPprof {
 		// Registered on this mux, not http.DefaultServeMux (which net/http/pprof's init fills
 		// but nothing here serves).

@@ -242,3 +242,22 @@ func TestSlowOps(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowOpsRecent fills the slow-operation ring past its bound: the newest come first and
+// the oldest are dropped.
+func TestSlowOpsRecent(t *testing.T) {
+	var s params.SlowOps
+	s.Init(0)
+	for i := range 256 + 10 {
+		s.Record(params.SlowOp{Command: "find", Duration: time.Duration(i)})
+	}
+	got := s.Recent()
+	if len(got) != 256 {
+		t.Fatalf("%d kept, want %d", len(got), 256)
+	}
+	for i, op := range got {
+		if want := time.Duration(256 + 9 - i); op.Duration != want {
+			t.Fatalf("op %d: %v, want %v", i, op.Duration, want)
+		}
+	}
+}

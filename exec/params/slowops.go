@@ -11,6 +11,7 @@ import (
 type SlowOps struct {
 	threshold  atomic.Int64  // slowms, as a time.Duration
 	sampleRate atomic.Uint64 // math.Float64bits of the fraction logged
+	ring       slowRing      // the most recent slow operations (slowring.go)
 }
 
 // Init sets the settings a server starts with.

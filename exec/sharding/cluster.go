@@ -169,3 +169,34 @@ func (m *Manager) appendReplicas(b *bsoncore.DocumentBuilder, s int) {
 	}
 	b.AppendArray("replicas", arr.Build())
 }
+
+// ShardCopies returns the copies of shard s, its leader first: those of its raft group
+// when it is replicated, else one PRIMARY on the node owning it. Nil in single-node mode.
+func (m *Manager) ShardCopies(s int) []ShardReplica {
+	c := m.mopts.Cluster
+	if c == nil {
+		return nil
+	}
+	if rs, ok := c.(ReplicaSets); ok {
+		if reps, ok := rs.ShardReplicas(s); ok {
+			return reps
+		}
+	}
+	node, host := c.ShardHost(s)
+	if node == "" {
+		return nil
+	}
+	return []ShardReplica{{Node: node, Host: host, State: "PRIMARY"}}
+}
+
+// NodeUp reports whether node name is registered in the cluster now (true in single-node
+// mode, for this node).
+func (m *Manager) NodeUp(name string) bool {
+	if c := m.mopts.Cluster; c != nil {
+		return c.NodeUp(name)
+	}
+	return true
+}
+
+// Clustered reports whether this node runs in cluster mode.
+func (m *Manager) Clustered() bool { return m.mopts.Cluster != nil }

@@ -246,6 +246,7 @@ func (m *Manager) ApplySplit(db, name string, a *shard.SplitAction) ([2]uint64, 
 		return ids, err
 	}
 	m.splits.Add(1)
+	m.noteEvent("split", db+"."+name, []uint64{a.ID}, ids[:], -1, -1, a.Reason.String())
 	m.log.Info("split partition", zap.String("ns", db+"."+name), zap.Uint64("partition", a.ID),
 		zap.Uint64("at", a.At), zap.Uint64s("children", ids[:]), zap.Stringer("reason", a.Reason),
 		zap.Int("partitions", len(c.Partitions)), zap.Duration("duration", time.Since(start)))

@@ -83,6 +83,7 @@ func (m *Manager) ApplyMerge(db, name string, a *shard.MergeAction) (uint64, err
 		return 0, err
 	}
 	m.merges.Add(1)
+	m.noteEvent("merge", db+"."+name, slices.Clone(a.IDs), []uint64{id}, -1, -1, a.Reason.String())
 	m.log.Info("merged partitions", zap.String("ns", db+"."+name), zap.Uint64s("partitions", a.IDs),
 		zap.Uint64("into", id), zap.Stringer("reason", a.Reason), zap.Int("partitions_now", len(c.Partitions)),
 		zap.Duration("duration", time.Since(start)))

@@ -92,6 +92,7 @@ func (m *Manager) MovePartition(db, name string, id uint64, to int, reason strin
 		return err
 	}
 	m.moves.Add(1)
+	m.noteEvent("move", db+"."+name, []uint64{id}, nil, from, to, reason)
 	m.log.Info("moved partition", zap.String("ns", db+"."+name), zap.Uint64("partition", id),
 		zap.Int("from", from), zap.Int("to", to), zap.String("reason", reason),
 		zap.Int("docs_copied", st.copied.put+st.locked.put), zap.Int("catch_up_passes", st.passes), zap.Duration("paced", st.paced),

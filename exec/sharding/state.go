@@ -72,6 +72,8 @@ type Manager struct {
 
 	// Counters for partitionStats and balancerStatus.
 	splits, merges, moves, hotKeys, conversions, rounds, redistributions atomic.Int64
+	// events are the recent splits, merges and moves (events.go).
+	events eventRing
 	// lastState is the catalog state the config collections were last written from (read
 	// and written by the manager round only).
 	lastState *store.CatalogState
@@ -363,3 +365,9 @@ func (m *Manager) ThrottledLow(ci *catalog.Coll) []int64 {
 	}
 	return out
 }
+
+// Merges returns how many merges the manager has committed since the start.
+func (m *Manager) Merges() int64 { return m.merges.Load() }
+
+// Conversions returns how many collections the manager has converted to partitioned ones.
+func (m *Manager) Conversions() int64 { return m.conversions.Load() }

@@ -34,6 +34,7 @@ var rules = map[string]rule{
 		"a node's replicas of shards: their stores, groups and transport, from the cluster's placement; it runs no commands"},
 	"replica":          {[]string{"wire/mongoerr"}, "raft groups replicating shards: it drives raft over interfaces (log, state machine, transport) and knows no store, commands or wire"},
 	"cluster/etcdtest": {nil, "real etcd servers for tests: nothing of ours"},
+	"console":          {nil, "the web console reads the server's state through the Source interface it declares (exec/command implements it): it knows no commands, catalog or storage"},
 
 	// Execution's languages: they compile and evaluate over raw BSON and know no collections.
 	"exec/internal/pcre": {nil, "PCRE to RE2, shared by match and expr so both accept the same patterns"},
@@ -85,7 +86,7 @@ var rules = map[string]rule{
 		"transactions and snapshot reads run the read and write paths over views of a shard"},
 
 	// The command kit: requests, the command table and the services, which the families use.
-	"exec/command": {[]string{"auth", "exec/access", "exec/args", "exec/backup", "exec/catalog", "exec/changes", "exec/clock", "exec/cursor", "exec/ddl", "exec/failpoint", "exec/metrics", "exec/params", "exec/query", "exec/route", "exec/session", "exec/sharding", "exec/stream", "exec/txn", "exec/write", "shard", "store", "wire", "wire/mongoerr"},
+	"exec/command": {[]string{"auth", "console", "exec/access", "exec/args", "exec/backup", "exec/catalog", "exec/changes", "exec/clock", "exec/cursor", "exec/ddl", "exec/failpoint", "exec/metrics", "exec/params", "exec/query", "exec/route", "exec/session", "exec/sharding", "exec/stream", "exec/txn", "exec/write", "shard", "store", "wire", "wire/mongoerr"},
 		"the command kit: what every family of commands shares, below them all"},
 
 	// The command families: the handlers, by what they are about.
@@ -119,7 +120,7 @@ var rules = map[string]rule{
 	"exec/internal/streamtest": {[]string{"exec/stream", "store"}, "test documents and streams for exec's packages"},
 
 	// Programs and tests of the whole.
-	"cmd/cleave": {[]string{"auth", "cluster", "exec", "exec/catalog", "replica/host", "shard", "store", "tools/...", "wire"}, "the server's main: opens each layer and hands it to the next, and runs the client tools"},
+	"cmd/cleave": {[]string{"auth", "cluster", "console", "exec", "exec/catalog", "replica/host", "shard", "store", "tools/...", "wire"}, "the server's main: opens each layer and hands it to the next, and runs the client tools"},
 
 	// The client tools: they talk to a server through the Go driver, never to our layers.
 	"tools/archive":      {nil, "mongodump's archive format: bytes in, bytes out"},
