@@ -42,8 +42,8 @@ const (
 	docEntryOverhead = 96
 )
 
-// DefaultDocCacheSize is Options.DocCacheSize's default: 32 MiB of documents per DB.
-const DefaultDocCacheSize int64 = 32 << 20
+// DefaultDocCacheSize is Options.DocCacheSize's default: 16 MiB of documents per DB.
+const DefaultDocCacheSize int64 = 16 << 20
 
 // docShard is one lock's part of the documents.
 type docShard struct {

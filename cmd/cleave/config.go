@@ -121,7 +121,7 @@ const DefaultMemTableBudget = 128 << 20
 // skips Pebble's Get (a seek of every memtable and level, and a block from the cache or the
 // file), 9 µs of a 25 µs find by _id under workload a; 16 MiB holds the hot documents of a
 // skewed load, and the Go heap's limit grows by as much.
-const DefaultDocCacheSize = 16 << 20
+const DefaultDocCacheSize = store.DefaultDocCacheSize
 
 // DefaultGCPercent is --gc-percent's default: the live heap of a server is small (a few MiB;
 // the cache and memtables are outside it), so Go's default of 100 collected it several times
