@@ -63,6 +63,9 @@ type Manager struct {
 		moving map[movingPartition]int
 		// redistributed is when each collection's throughput was last redistributed.
 		redistributed map[store.CollID]time.Time
+		// sharedRedistributed is when each database's shared throughput was last
+		// redistributed between its collections' partitions (shared.go).
+		sharedRedistributed map[string]time.Time
 		// seen is when this manager first saw each partition of its shards, by collection
 		// (stampSince, merge.go).
 		seen map[store.CollID]map[uint64]time.Time
@@ -141,6 +144,7 @@ func New(cat *catalog.Catalog, log *zap.Logger, opts Options) *Manager {
 	}
 	s.mu.hot = map[store.CollID][]shard.HotKeyReport{}
 	s.mu.redistributed = map[store.CollID]time.Time{}
+	s.mu.sharedRedistributed = map[string]time.Time{}
 	return s
 }
 
