@@ -38,7 +38,7 @@ const (
 // demandRing holds a meter's cumulative demand (served and refused RU) at past folds, at
 // least demandEvery apart, oldest first from head.
 type demandRing struct {
-	at   [demandSamples]time.Time
+	at   [demandSamples]int64 // Unix nanoseconds
 	cum  [demandSamples]float64
 	n    int // samples held
 	head int // index of the oldest
@@ -47,7 +47,8 @@ type demandRing struct {
 // push records cum, the cumulative demand at now, unless the latest sample is under
 // demandEvery old.
 func (r *demandRing) push(now time.Time, cum float64) {
-	if r.n > 0 && now.Sub(r.at[(r.head+r.n-1)%demandSamples]) < demandEvery {
+	ns := now.UnixNano()
+	if r.n > 0 && ns-r.at[(r.head+r.n-1)%demandSamples] < int64(demandEvery) {
 		return
 	}
 	i := (r.head + r.n) % demandSamples
@@ -56,7 +57,7 @@ func (r *demandRing) push(now time.Time, cum float64) {
 	} else {
 		r.n++
 	}
-	r.at[i], r.cum[i] = now, cum
+	r.at[i], r.cum[i] = ns, cum
 }
 
 // estimate returns the demand in RU/s at now, cum being the cumulative demand then and fast
@@ -64,9 +65,10 @@ func (r *demandRing) push(now time.Time, cum float64) {
 // whose older and newer halves agree within demandAgreement (no change of load inside it)
 // and which agrees with fast (none since), else fast.
 func (r *demandRing) estimate(now time.Time, cum, fast float64) float64 {
+	ns := now.UnixNano()
 	for k := range r.n {
 		i := (r.head + k) % demandSamples
-		w := now.Sub(r.at[i])
+		w := time.Duration(ns - r.at[i])
 		if w > demandWindow {
 			continue
 		}
@@ -74,8 +76,8 @@ func (r *demandRing) estimate(now time.Time, cum, fast float64) float64 {
 			break
 		}
 		j := (r.head + k + (r.n-k)/2) % demandSamples // about halfway to now
-		older := (r.cum[j] - r.cum[i]) / r.at[j].Sub(r.at[i]).Seconds()
-		newer := (cum - r.cum[j]) / now.Sub(r.at[j]).Seconds()
+		older := (r.cum[j] - r.cum[i]) / time.Duration(r.at[j]-r.at[i]).Seconds()
+		newer := (cum - r.cum[j]) / time.Duration(ns-r.at[j]).Seconds()
 		avg := (cum - r.cum[i]) / w.Seconds()
 		if math.Abs(older-newer) <= demandAgreement*max(older, newer) && math.Abs(avg-fast) <= demandAgreement*fast {
 			return avg

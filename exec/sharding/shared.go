@@ -1,6 +1,7 @@
 package sharding
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -112,7 +113,9 @@ func (m *Manager) redistributeDatabase(st *store.CatalogState, db string, t floa
 			}
 		}
 		off += mb.n
-		if err := m.setShared(mb.ci, share, part); err != nil {
+		if err := m.setShared(mb.ci, share, part); errors.Is(err, shard.ErrStaleAction) {
+			continue // it split or merged meanwhile: the next round sees its new partitions
+		} else if err != nil {
 			return err
 		}
 	}
