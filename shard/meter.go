@@ -81,6 +81,8 @@ type Meter struct {
 	throttled atomic.Int64
 	// throttledLow counts those of throttled that were of low priority (priority.go).
 	throttledLow atomic.Int64
+	// requests counts the requests admitted (NoteRequest) not yet folded into their rate.
+	requests atomic.Int64
 	// refused is the milli-RU of refused requests not yet folded into the refused rate.
 	refused  atomic.Int64
 	lambda   float64 // ln 2 / half-life, per second
@@ -93,7 +95,11 @@ type Meter struct {
 		last       time.Time // when the rate was last folded
 		rate       float64   // RU/s at last
 		refused    float64   // refused RU/s at last
+		reqRate    float64   // requests admitted per second at last
+		noted      int64     // throttled as of the last fold
 		total      float64   // RU recorded since creation, as folded
+		refusedRU  float64   // RU refused since creation, as folded
+		demand     demandRing
 		aboveSince time.Time // since when rate > hotRU; zero when not above
 		res        reservoir
 	}
@@ -156,6 +162,11 @@ func (m *Meter) NoteThrottled(ru float64) {
 	}
 }
 
+// NoteRequest counts one request admitted on the partition, once whatever its reads and
+// writes there (the budget's admission of a read, or of a write that read nothing first):
+// the RU it is charged over the requests counted is what a refused request would have cost.
+func (m *Meter) NoteRequest() { m.requests.Add(1) }
+
 // Throttled returns how many requests the partition refused for want of budget.
 func (m *Meter) Throttled() int64 { return m.throttled.Load() }
 
@@ -186,9 +197,15 @@ func (m *Meter) sampled(ru float64) (w float64, ok bool) {
 // MeterSnapshot is what a meter measured, as of one read.
 type MeterSnapshot struct {
 	RUPerSec float64 // the decayed rate
-	// RefusedRUPerSec is the decayed rate of the RU of requests refused for want of budget.
+	// RefusedRUPerSec is the decayed rate of the RU of requests refused for want of budget,
+	// each valued at least at the average RU of the requests the partition served
+	// (NoteRequest): a request refused before it read anything was charged only a read's
+	// least.
 	RefusedRUPerSec float64
 	TotalRU         float64 // RU recorded since the meter was created
+	// DemandRUPerSec is the RU/s the partition served and refused, averaged over the longest
+	// recent window that agrees with the decayed rates (demand.go).
+	DemandRUPerSec float64
 	// AboveSince is when RUPerSec was first seen above HotRU in the current stretch above it,
 	// as of the reads so far; zero when it is not above.
 	AboveSince time.Time
@@ -207,11 +224,13 @@ func (m *Meter) Rate() float64 {
 func (m *Meter) Snapshot() MeterSnapshot {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.foldLocked(m.now())
+	now := m.now()
+	m.foldLocked(now)
 	return MeterSnapshot{
 		RUPerSec:        m.mu.rate,
 		RefusedRUPerSec: m.mu.refused,
 		TotalRU:         m.mu.total,
+		DemandRUPerSec:  m.mu.demand.estimate(now, m.mu.total+m.mu.refusedRU, m.mu.rate+m.mu.refused),
 		AboveSince:      m.mu.aboveSince,
 		Samples:         m.mu.res.snapshot(),
 	}
@@ -226,18 +245,31 @@ func (m *Meter) foldLocked(now time.Time) {
 	for i := range m.stripes {
 		milli += m.stripes[i].milli.Swap(0)
 	}
+	reqs := float64(m.requests.Swap(0))
 	ru := float64(milli) / 1000
 	refused := float64(m.refused.Swap(0)) / 1000
+	n := m.throttled.Load()
+	if m.mu.reqRate > 0 {
+		// A request refused at its first admission was charged its least (a read's MinRU),
+		// not what it would have cost: as demand, it counts at least as much as the
+		// requests served cost on average.
+		refused = max(refused, float64(n-m.mu.noted)*m.mu.rate/m.mu.reqRate)
+	}
+	m.mu.noted = n
 	m.mu.total += ru
+	m.mu.refusedRU += refused
+	m.mu.demand.push(now, m.mu.total+m.mu.refusedRU)
 	if dt := now.Sub(m.mu.last).Seconds(); dt > 0 {
 		d := math.Exp(-m.lambda * dt)
 		m.mu.rate = m.mu.rate*d + ru*(1-d)/dt
 		m.mu.refused = m.mu.refused*d + refused*(1-d)/dt
+		m.mu.reqRate = m.mu.reqRate*d + reqs*(1-d)/dt
 		m.mu.res.decay(d)
 		m.mu.last = now
 	} else {
 		m.mu.rate += ru * m.lambda // the limit of (1−d)/dt as dt → 0
 		m.mu.refused += refused * m.lambda
+		m.mu.reqRate += reqs * m.lambda
 	}
 	switch {
 	case m.hotRU <= 0 || m.mu.rate <= m.hotRU:

@@ -20,6 +20,13 @@ const (
 	// from its target before the budgets change (and how far from even all targets must be
 	// before they are kept at all).
 	redistributeHysteresis = 0.1
+	// redistributeRefusing is the share of its demand a partition must refuse to count as
+	// short of budget (at a demand equal to its budget, a token bucket of one second refuses
+	// a few tenths of a percent from the randomness of arrivals alone).
+	redistributeRefusing = 0.005
+	// redistributeShort is how much more, as a share of its budget, a partition short of
+	// budget must be due for the budgets to change before the hysteresis would let them.
+	redistributeShort = 0.01
 )
 
 // MinShare is the least budget one of n partitions sharing throughput T gets, whatever its
@@ -31,39 +38,82 @@ func MinShare(throughput float64, n int) float64 {
 }
 
 // Redistribute returns the budgets (RU/s by partition index; nil for even ones) that follow
-// the demand of v's partitions (RUPerSec + RefusedRUPerSec), and whether they should replace
-// current (nil: even): Targets with MinShare and PartitionMaxRU as bounds, so the budgets
-// always sum to T. Targets within a tenth of T/N of even are even; budgets change only
-// when one would move by more than a tenth of T/N.
+// the demand of v's partitions (DemandRUPerSec, or RUPerSec + RefusedRUPerSec), and whether
+// they should replace current (nil: even): Targets with MinShare and PartitionMaxRU as
+// bounds, so the budgets always sum to T. Targets within a tenth of T/N of even are even.
+// Budgets change when one would move by more than a tenth of T/N, or when a partition that
+// refuses requests (more than redistributeRefusing of its demand) would gain more than
+// redistributeShort of its budget: when the demand is about T there is no headroom, and a
+// budget a few percent short refuses a few percent of its requests for as long as it stays.
 //
 //	T 4000, demand [1800 400 400 400] → [2260 580 580 580]   (demand, a fifth more, +100 each)
 //	T 4000, demand [900 1000 1100 1000] → nil                (even)
+//	T 4000, budgets [2300 567 567 566], demand [2400 534 533 533], the first refusing
+//	        → [2400 534 533 533]                             (short by 4%: changed)
 func (p *Policy) Redistribute(v *CollectionView, current []float64) ([]float64, bool) {
+	return p.RedistributeFrom(v, current, nil)
+}
+
+// RedistributeFrom is Redistribute for budgets whose resting shape is base rather than even
+// (RU/s by partition index, scaled to sum to T; nil: even): a database's throughput shared by
+// its collections rests at an even share per collection, each spread evenly over its own
+// partitions. It returns nil for budgets back at base.
+//
+//	T 2000, base [500 500 250 250 250 250] (two collections of 2 and 4 partitions),
+//	demand [900 900 20 20 20 20] → [~923 ~923 ~38 ~38 ~38 ~38]
+func (p *Policy) RedistributeFrom(v *CollectionView, current, base []float64) ([]float64, bool) {
 	n := len(v.Partitions)
 	t := v.Throughput
 	if t <= 0 || n < 2 {
 		return nil, false
 	}
+	if len(base) != n {
+		base = nil
+	}
 	demand := make([]float64, n)
 	for i := range v.Partitions {
-		demand[i] = v.Partitions[i].RUPerSec + v.Partitions[i].RefusedRUPerSec
+		pv := &v.Partitions[i]
+		demand[i] = pv.DemandRUPerSec
+		if demand[i] <= 0 {
+			demand[i] = pv.RUPerSec + pv.RefusedRUPerSec
+		}
 	}
 	target := Targets(t, demand, MinShare(t, n), p.opts.PartitionMaxRU)
-	even := t / float64(n)
-	tolerance := redistributeHysteresis * even
-	if slices.IndexFunc(target, func(s float64) bool { return math.Abs(s-even) > tolerance }) < 0 {
+	rest := Shares(t, n, base)
+	tolerance := redistributeHysteresis * t / float64(n)
+	if !apart(rest, target, tolerance) {
 		target = nil
 	}
 	if target == nil && current == nil {
 		return nil, false
 	}
-	cur, next := Shares(t, n, current), Shares(t, n, target)
+	cur, next := rest, rest
+	if current != nil {
+		cur = Shares(t, n, current)
+	}
+	if target != nil {
+		next = Shares(t, n, target)
+	}
 	for i := range cur {
 		if math.Abs(cur[i]-next[i]) > tolerance {
 			return target, true
 		}
+		refusing := v.Partitions[i].RefusedRUPerSec > redistributeRefusing*demand[i]
+		if refusing && next[i] > cur[i]*(1+redistributeShort) {
+			return target, true
+		}
 	}
 	return nil, false
+}
+
+// apart reports whether some budget of a is more than tolerance from b's.
+func apart(a, b []float64, tolerance float64) bool {
+	for i := range a {
+		if math.Abs(a[i]-b[i]) > tolerance {
+			return true
+		}
+	}
+	return false
 }
 
 // Targets splits throughput T over partitions by demand, each within [floor, ceiling]: first

@@ -42,6 +42,9 @@ type PartitionView struct {
 	// RefusedRUPerSec is the load it refused for want of budget (MeterSnapshot's): with
 	// RUPerSec, its demand.
 	RefusedRUPerSec float64
+	// DemandRUPerSec is its demand, served and refused, over the longest recent window that
+	// agrees with the decayed rates (MeterSnapshot's); 0: RUPerSec + RefusedRUPerSec.
+	DemandRUPerSec float64
 	// LoadAboveSince is since when RUPerSec has stayed above SplitLoadRU; zero if it is not
 	// (MeterSnapshot.AboveSince of a meter built with Options.MeterOptions).
 	LoadAboveSince time.Time
@@ -91,6 +94,7 @@ func NewView(m *Map, throughput float64, shards []int, snaps []MeterSnapshot) Co
 		if i < len(snaps) {
 			pv.RUPerSec = snaps[i].RUPerSec
 			pv.RefusedRUPerSec = snaps[i].RefusedRUPerSec
+			pv.DemandRUPerSec = snaps[i].DemandRUPerSec
 			pv.LoadAboveSince = snaps[i].AboveSince
 			pv.Samples = snaps[i].Samples
 		}

@@ -67,6 +67,9 @@ func encodeCollection(c *Collection) []byte {
 	if c.ThrottleRetryMS != 0 {
 		doc = bsoncore.AppendInt64Element(doc, "throttleRetryMS", c.ThrottleRetryMS)
 	}
+	if c.SharedRU > 0 {
+		doc = bsoncore.AppendDoubleElement(doc, "sharedRU", c.SharedRU)
+	}
 	aidx, doc := bsoncore.AppendArrayElementStart(doc, "indexes")
 	for i, x := range c.Indexes {
 		var xi int32
@@ -149,6 +152,8 @@ func decodeCollection(raw []byte) (*Collection, error) {
 			c.CustomBudgets, _ = v.BooleanOK()
 		case "throttleRetryMS":
 			c.ThrottleRetryMS = int64Value(v)
+		case "sharedRU":
+			c.SharedRU, _ = v.DoubleOK()
 		case "indexes":
 			c.Indexes, err = decodeIndexes(v)
 		case "partitions":

@@ -41,7 +41,11 @@ type Collection struct {
 	// side retry): 0 follows its database, then the server (--throttle-retry-ms); above 0,
 	// that many milliseconds; ThrottleRetryNever, not at all.
 	ThrottleRetryMS int64
-	Indexes         []Index
+	// SharedRU is the collection's share of its database's shared throughput, RU/s, when the
+	// partition manager moved it by demand (0: an even share). The shares of a database's
+	// collections are scaled to sum to its throughput.
+	SharedRU float64
+	Indexes  []Index
 	// Partitions are sorted by Lo; Partitions[0].Lo == 0; partition i covers
 	// [Partitions[i].Lo, Partitions[i+1].Lo) and the last one up to 2^64.
 	Partitions      []Partition

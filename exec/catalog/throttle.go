@@ -23,6 +23,21 @@ func Throttled(ci *Coll, err error) error {
 		te.RetryAfter.Milliseconds(), te.PartitionID, ci.NS(), te.BudgetRU)
 }
 
+// PriorityField is the generic argument (and a user's customData field) that names a
+// request's priority: "high" or "low", in any case.
+const PriorityField = "priorityLevel"
+
+// PriorityArgument returns the priorityLevel argument that carries the priority of the
+// request ctx belongs to (WithPriority) to another node, and false for a high-priority
+// request, which needs none.
+func PriorityArgument(ctx context.Context) (string, bool) {
+	p, _ := ctx.Value(priorityKey{}).(shard.Priority)
+	if p == shard.PriorityHigh {
+		return "", false
+	}
+	return p.String(), true
+}
+
 // priorityKey is the context key of a request's priority (WithPriority).
 type priorityKey struct{}
 

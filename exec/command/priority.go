@@ -3,6 +3,7 @@ package command
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -18,7 +19,7 @@ import (
 // case (Cosmos DB spells them "High" and "Low").
 
 // PriorityField is the generic argument, and the customData field, that names a priority.
-const PriorityField = "priorityLevel"
+const PriorityField = catalog.PriorityField
 
 // Priority returns the priority r runs at, or BadValue for a priorityLevel argument that
 // names none.

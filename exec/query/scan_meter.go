@@ -36,6 +36,9 @@ func (ss *ShardStream) admit(ctx context.Context) error {
 			return catalog.Throttled(ss.ci, err)
 		}
 		ss.admitted += shard.MinRU
+		if ss.meters != nil && ss.meters.Map() == ss.ci.Map {
+			ss.meters.Meter(i).NoteRequest()
+		}
 	}
 	return nil
 }

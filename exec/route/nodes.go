@@ -3,6 +3,7 @@ package route
 import (
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"time"
 
@@ -63,6 +64,7 @@ func (rs *Nodes) Command(ctx context.Context, s int, cmd bsoncore.Document) (bso
 	if host == "" {
 		return nil, mongoerr.New(mongoerr.HostUnreachable, "%s is on node %s, which is down", catalog.ShardName(s), NodeName(node))
 	}
+	cmd = withPriority(ctx, cmd)
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, remoteTimeout)
@@ -87,6 +89,30 @@ func (rs *Nodes) Command(ctx context.Context, s int, cmd bsoncore.Document) (bso
 		return nil, mongoerr.FromReply(reply)
 	}
 	return reply, nil
+}
+
+// withPriority returns cmd carrying the priority of the request ctx belongs to, for the owner
+// to admit its part by (Cosmos DB's priority-based execution, shard/priority.go): a
+// low-priority request's part gets the priorityLevel argument, unless cmd names one already
+// (a client's command forwarded whole). The router resolved the priority from the request's
+// argument, its user's customData and its application name; the owner's internal connection
+// has none of those. A high-priority request, the default, needs no argument.
+//
+//	{_cleaveShardWrite: "c", ...} at low priority → {_cleaveShardWrite: "c", ..., priorityLevel: "low"}
+func withPriority(ctx context.Context, cmd bsoncore.Document) bsoncore.Document {
+	level, ok := catalog.PriorityArgument(ctx)
+	if !ok || len(cmd) < 5 {
+		return cmd
+	}
+	if _, err := cmd.LookupErr(catalog.PriorityField); err == nil {
+		return cmd
+	}
+	out := make([]byte, 0, len(cmd)+32)
+	out = append(out, cmd[:len(cmd)-1]...) // without the terminating 0
+	out = bsoncore.AppendStringElement(out, catalog.PriorityField, level)
+	out = append(out, 0)
+	binary.LittleEndian.PutUint32(out, uint32(len(out)))
+	return out
 }
 
 // NodeName names node in a message.

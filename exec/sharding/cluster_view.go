@@ -66,6 +66,8 @@ func (m *Manager) AppendPartitionStats(dst []byte, ci *catalog.Coll) []byte {
 		d = bsoncore.AppendInt64Element(d, "bytes", bytes)
 		if i < len(snaps) {
 			d = bsoncore.AppendDoubleElement(d, "ru", snaps[i].RUPerSec)
+			d = bsoncore.AppendDoubleElement(d, "refused", snaps[i].RefusedRUPerSec)
+			d = bsoncore.AppendDoubleElement(d, "demand", snaps[i].DemandRUPerSec)
 		}
 		dst, _ = bsoncore.AppendDocumentEnd(d, pidx)
 		k++
@@ -94,15 +96,17 @@ func (m *Manager) fillRemote(ci *catalog.Coll, v *shard.CollectionView) {
 			p.Busy = true
 			continue
 		}
-		p.Docs, p.Bytes, p.RUPerSec = st.docs, st.bytes, st.ru
+		p.Docs, p.Bytes, p.RUPerSec, p.RefusedRUPerSec, p.DemandRUPerSec = st.docs, st.bytes, st.ru, st.refused, st.demand
 	}
 }
 
-// remoteStat is one partition's stats as its owner reports them.
+// remoteStat is one partition's stats as its owner reports them: its load includes the RU/s
+// it refused, which throughput that follows demand counts as demand (redistribute.go).
 type remoteStat struct {
 	shard       int
 	docs, bytes int64
-	ru          float64
+	ru, refused float64
+	demand      float64 // MeterSnapshot.DemandRUPerSec
 }
 
 // askStats asks the node owning shard s for its partitions of ci (nil if it does not answer).
@@ -130,7 +134,9 @@ func (m *Manager) askStats(ci *catalog.Coll, s int) map[uint64]remoteStat {
 		docs, _ := d.Lookup("docs").Int64OK()
 		bytes, _ := d.Lookup("bytes").Int64OK()
 		ru, _ := d.Lookup("ru").DoubleOK()
-		out[uint64(id)] = remoteStat{shard: int(sh), docs: docs, bytes: bytes, ru: ru}
+		refused, _ := d.Lookup("refused").DoubleOK() // absent from an older node: none
+		demand, _ := d.Lookup("demand").DoubleOK()
+		out[uint64(id)] = remoteStat{shard: int(sh), docs: docs, bytes: bytes, ru: ru, refused: refused, demand: demand}
 	}
 	return out
 }

@@ -62,6 +62,7 @@ func (m *Manager) managerRound() {
 	if balancing && m.decidesMoves() {
 		m.drainUnsharded()
 	}
+	m.redistributeShared() // shared.go: before any collection splits for load
 	var colls []*store.Collection
 	m.forShardedColls(func(c *store.Collection) { colls = append(colls, c) })
 	for _, c := range colls {

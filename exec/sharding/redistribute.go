@@ -17,10 +17,10 @@ import (
 // hot key. It leaves alone budgets set by hand (RedistributeThroughput), collections without
 // throughput, and, in a cluster, everything but the elected manager's view of every node.
 func (m *Manager) redistribute(ci *catalog.Coll, v shard.CollectionView) {
-	if m.opts.Unmetered || !m.opts.Redistribute || ci.Meta.CustomBudgets || !m.decidesMoves() {
-		return
+	if m.opts.Unmetered || !m.opts.Redistribute || ci.Meta.CustomBudgets || !m.decidesMoves() || ci.Meta.Throughput <= 0 {
+		return // a collection sharing its database's throughput is shared.go's
 	}
-	v.Throughput = Throughput(m.cat.Store().State(), ci.Meta).RU
+	v.Throughput = float64(ci.Meta.Throughput)
 	now := time.Now()
 	m.mu.Lock()
 	last := m.mu.redistributed[ci.Meta.ID]

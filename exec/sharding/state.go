@@ -63,6 +63,9 @@ type Manager struct {
 		moving map[movingPartition]int
 		// redistributed is when each collection's throughput was last redistributed.
 		redistributed map[store.CollID]time.Time
+		// sharedRedistributed is when each database's shared throughput was last
+		// redistributed between its collections' partitions (shared.go).
+		sharedRedistributed map[string]time.Time
 		// seen is when this manager first saw each partition of its shards, by collection
 		// (stampSince, merge.go).
 		seen map[store.CollID]map[uint64]time.Time
@@ -143,6 +146,7 @@ func New(cat *catalog.Catalog, log *zap.Logger, opts Options) *Manager {
 	}
 	s.mu.hot = map[store.CollID][]shard.HotKeyReport{}
 	s.mu.redistributed = map[store.CollID]time.Time{}
+	s.mu.sharedRedistributed = map[string]time.Time{}
 	return s
 }
 
@@ -197,7 +201,7 @@ func (m *Manager) OnStage(ci *catalog.Coll, w *write.DocWrite, adm shard.Admissi
 	}
 	if ci.Hashed < 0 { // one partition, never split: metered for its RU/s, no key sample
 		ru := w.Cost(ci).RU()
-		if err := m.admitWrite(ci, 0, ru, adm); err != nil {
+		if err := m.admitWrite(ci, 0, ru, adm, w.Old == nil); err != nil {
 			return err
 		}
 		m.metersFor(ci).Meter(0).RecordScan(ru)
@@ -224,7 +228,7 @@ func (m *Manager) OnStage(ci *catalog.Coll, w *write.DocWrite, adm shard.Admissi
 	}
 	i := ci.Map.Locate(newHash)
 	ru := w.Cost(ci).RU()
-	if err := m.admitWrite(ci, i, ru, adm); err != nil {
+	if err := m.admitWrite(ci, i, ru, adm, w.Old == nil); err != nil {
 		return err
 	}
 	m.metersFor(ci).Record(i, newHash, label, ru)
@@ -233,8 +237,9 @@ func (m *Manager) OnStage(ci *catalog.Coll, w *write.DocWrite, adm shard.Admissi
 
 // admitWrite charges a write of ru to partition i's budget, or refuses it (16500) when the
 // partition has spent its share of the provisioned throughput (for a low-priority write,
-// its share less the reserve high priority keeps).
-func (m *Manager) admitWrite(ci *catalog.Coll, i int, ru float64, adm shard.Admission) error {
+// its share less the reserve high priority keeps); first says the write is the first the
+// request is admitted for there (it read nothing first), which counts the request.
+func (m *Manager) admitWrite(ci *catalog.Coll, i int, ru float64, adm shard.Admission, first bool) error {
 	b := m.budgetsFor(ci)
 	if b == nil {
 		return nil
@@ -242,6 +247,9 @@ func (m *Manager) admitWrite(ci *catalog.Coll, i int, ru float64, adm shard.Admi
 	if err := b.WaitFor(i, ru, adm); err != nil {
 		m.metersFor(ci).Meter(i).NoteThrottledPriority(ru, adm.Priority)
 		return catalog.Throttled(ci, err)
+	}
+	if first { // a write that read nothing first: its read did not count the request
+		m.metersFor(ci).Meter(i).NoteRequest()
 	}
 	return nil
 }

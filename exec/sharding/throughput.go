@@ -18,12 +18,14 @@ type Provisioned struct {
 }
 
 // Throughput returns the throughput provisioned for c in catalog state st: its own, or else its
-// share of its database's shared throughput (the database's RU/s spread evenly over the data
-// collections that have none of their own, as Cosmos DB spreads a shared offer; system.*
-// collections and views take no share and get none). Zero RU means nothing is provisioned
-// and nothing is throttled.
+// share of its database's shared throughput (the database's RU/s spread over the data
+// collections that have none of their own, as Cosmos DB spreads a shared offer: evenly, or
+// by the shares the partition manager moved by demand, shared.go; system.* collections and
+// views take no share and get none). Zero RU means nothing is provisioned and nothing is
+// throttled.
 //
 //	db {throughput: 1000}: a {}, b {}, c {Throughput: 400} → a 500, b 500, c 400
+//	db {throughput: 1000}: a {SharedRU: 900}, b {SharedRU: 300} → a 750, b 250
 func Throughput(st *store.CatalogState, c *store.Collection) Provisioned {
 	if c.Throughput > 0 {
 		return Provisioned{RU: float64(c.Throughput), Autoscale: c.Autoscale}
@@ -35,13 +37,34 @@ func Throughput(st *store.CatalogState, c *store.Collection) Provisioned {
 	if t <= 0 {
 		return Provisioned{}
 	}
-	sharing := 0
-	for _, o := range st.Collections(c.DB) {
+	sharing := SharingCollections(st, c.DB)
+	even := float64(t) / float64(max(len(sharing), 1))
+	var sum float64
+	for _, o := range sharing {
+		sum += sharedWeight(o, even)
+	}
+	return Provisioned{RU: float64(t) * sharedWeight(c, even) / max(sum, 1e-9), Autoscale: autoscale}
+}
+
+// SharingCollections returns the collections of database db that share its throughput (data
+// collections without throughput of their own), in the catalog's order.
+func SharingCollections(st *store.CatalogState, db string) []*store.Collection {
+	var out []*store.Collection
+	for _, o := range st.Collections(db) {
 		if o.Throughput <= 0 && sharesThroughput(o) {
-			sharing++
+			out = append(out, o)
 		}
 	}
-	return Provisioned{RU: float64(t) / float64(max(sharing, 1)), Autoscale: autoscale}
+	return out
+}
+
+// sharedWeight is c's weight among the collections sharing a throughput: its SharedRU, or
+// even, the even share, when it has none.
+func sharedWeight(c *store.Collection, even float64) float64 {
+	if c.SharedRU > 0 {
+		return c.SharedRU
+	}
+	return even
 }
 
 // DatabaseThroughput returns the shared throughput of database d (its Options' throughput

@@ -10,8 +10,9 @@ import (
 )
 
 // TestThroughputShares: a collection's own throughput wins; the others split their
-// database's shared throughput evenly, system.* collections and views taking no share;
-// autoscale follows whichever offer applies.
+// database's shared throughput evenly, or by the shares the manager moved by demand (scaled
+// to the database's throughput), system.* collections and views taking no share; autoscale
+// follows whichever offer applies.
 func TestThroughputShares(t *testing.T) {
 	cat := fixture.Stores(t, 1)
 	st := cat.Store()
@@ -28,6 +29,9 @@ func TestThroughputShares(t *testing.T) {
 	if err := st.CreateDatabase("auto", dbOpts(4000, true)); err != nil {
 		t.Fatal(err)
 	}
+	if err := st.CreateDatabase("demand", dbOpts(1200, false)); err != nil {
+		t.Fatal(err)
+	}
 	view := bsoncore.NewDocumentBuilder().AppendString("viewOn", "a").Build()
 	for _, c := range []store.Collection{
 		{DB: "shared", Name: "a"}, {DB: "shared", Name: "b"}, {DB: "shared", Name: "c"},
@@ -36,6 +40,7 @@ func TestThroughputShares(t *testing.T) {
 		{DB: "shared", Name: "system.profile"}, {DB: "shared", Name: "v", Options: view},
 		{DB: "auto", Name: "x"}, {DB: "auto", Name: "y"},
 		{DB: "none", Name: "z"}, {DB: "none", Name: "system.js"},
+		{DB: "demand", Name: "hot", SharedRU: 900}, {DB: "demand", Name: "cold", SharedRU: 300}, {DB: "demand", Name: "new"},
 	} {
 		fixture.Create(t, cat, c)
 	}
@@ -52,6 +57,10 @@ func TestThroughputShares(t *testing.T) {
 		{"shared", "v", Provisioned{}},
 		{"auto", "x", Provisioned{RU: 2000, Autoscale: true}},
 		{"none", "z", Provisioned{}},
+		// Shares moved by demand weigh SharedRU, a collection without one the even 400; scaled to 1,200.
+		{"demand", "hot", Provisioned{RU: 675}},
+		{"demand", "cold", Provisioned{RU: 225}},
+		{"demand", "new", Provisioned{RU: 300}},
 	} {
 		c := state.Collection(tc.db, tc.coll)
 		if c == nil {
