@@ -27,15 +27,12 @@ type RestoreOptions struct {
 // Sstables and blob files, which Pebble never modifies, are hard-linked where the file
 // system allows (the same volume), the other files copied.
 func Restore(o RestoreOptions) (*Manifest, error) {
-	m, err := ReadManifest(o.From)
+	m, err := readRestorable(o.From, o.ServerVersion)
 	if err != nil {
 		return nil, err
 	}
-	if m.ServerVersion != o.ServerVersion {
-		return nil, fmt.Errorf("%w: the backup is of server version %s, this binary is %s", ErrBackupVersion, m.ServerVersion, o.ServerVersion)
-	}
-	if m.StoreFormat > FormatVersion {
-		return nil, fmt.Errorf("%w: the backup's store format is %d, this binary knows up to %d", ErrBackupVersion, m.StoreFormat, FormatVersion)
+	if m.Cluster != nil {
+		return nil, fmt.Errorf("%w: %s is the backup of a cluster: restore it into a cluster (--etcd and --node)", ErrBadManifest, o.From)
 	}
 	if err := CheckEmptyDir(o.To); err != nil {
 		return nil, err
@@ -50,6 +47,22 @@ func Restore(o RestoreOptions) (*Manifest, error) {
 	if err != nil {
 		removeContents(o.To)
 		return nil, err
+	}
+	return m, nil
+}
+
+// readRestorable reads the manifest of the backup in dir and checks that this binary, of
+// version serverVersion, can restore it.
+func readRestorable(dir, serverVersion string) (*Manifest, error) {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	if m.ServerVersion != serverVersion {
+		return nil, fmt.Errorf("%w: the backup is of server version %s, this binary is %s", ErrBackupVersion, m.ServerVersion, serverVersion)
+	}
+	if m.StoreFormat > FormatVersion {
+		return nil, fmt.Errorf("%w: the backup's store format is %d, this binary knows up to %d", ErrBackupVersion, m.StoreFormat, FormatVersion)
 	}
 	return m, nil
 }

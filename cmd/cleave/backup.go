@@ -91,14 +91,26 @@ func runBackup(args []string, stdout, stderr io.Writer) int {
 }
 
 // runRestore is `cleave restore --from DIR --dir DATADIR`: it lays out DATADIR from the
-// backup in DIR and verifies it (store.Restore); `cleave --dir DATADIR` then serves it.
+// backup in DIR and verifies it (store.Restore); `cleave --dir DATADIR` then serves it. A
+// cluster's backup restores with --etcd and --node NAME=DATADIR instead (restore_cluster.go).
 func runRestore(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("cleave restore", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	from := fs.String("from", "", "backup directory (made by cleave backup)")
 	dir := fs.String("dir", "", "data directory to lay out: missing or empty")
+	etcd := fs.String("etcd", "", "a cluster's backup: the new cluster's etcd endpoints (host:port,...), where nothing is under --etcd-prefix yet")
+	prefix := fs.String("etcd-prefix", "/cleave", "a cluster's backup: the new cluster's key prefix in etcd")
+	nodes := nodeDirs{}
+	fs.Var(nodes, "node", "a cluster's backup: `NAME=DATADIR`, a node of the new cluster and its data directory (missing or empty); repeat for each node")
 	if err := fs.Parse(args); err != nil {
 		return exitParse(err)
+	}
+	if *etcd != "" || len(nodes) > 0 {
+		if *from == "" || *etcd == "" || len(nodes) == 0 || *dir != "" || fs.NArg() > 0 {
+			say(stderr, "cleave restore: a cluster's restore takes --from DIR, --etcd ENDPOINTS and one --node NAME=DATADIR per node, and nothing else\n")
+			return 2
+		}
+		return restoreCluster(*from, *etcd, *prefix, nodes, stdout, stderr) // restore_cluster.go
 	}
 	if *from == "" || *dir == "" || fs.NArg() > 0 {
 		say(stderr, "cleave restore: --from DIR and --dir DATADIR are required, and nothing else\n")

@@ -11,7 +11,6 @@ import (
 	"github.com/cleavedb/cleave/exec/backup"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/store"
-	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // backupCmd runs {backup: 1, to: "<dir>"} on admin: an online backup of every shard and the
@@ -19,10 +18,12 @@ import (
 // missing or empty (exec/backup, docs/backup.md). Writes wait only while the shards'
 // checkpoints are taken. It answers the backup's cluster time as its operationTime and in
 // clusterTime, the shards, collections and documents it holds, how long writes waited
-// (writePauseMicros) and how long it took. Cluster mode is refused (IllegalOperation).
+// (writePauseMicros) and how long it took. In cluster mode it backs up the whole cluster
+// (backup_cluster.go).
 func (h *Handlers) backupCmd(ctx context.Context, r *command.Request) error {
 	const cmd = "backup"
 	var to string
+	var res *backup.Result
 	err := args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
 		if key != "to" {
 			return false, nil
@@ -38,10 +39,11 @@ func (h *Handlers) backupCmd(ctx context.Context, r *command.Request) error {
 		return args.Missing(cmd, "to")
 	}
 	if h.Storage.Cluster != nil {
-		return mongoerr.New(mongoerr.IllegalOperation, "backup is not supported in cluster mode yet: back up each node while it is stopped, or use a single node")
+		res, err = h.backupClusterRun(ctx, r, filepath.Clean(to)) // backup_cluster.go
+	} else {
+		res, err = backup.Run(ctx, backup.Options{Dir: filepath.Clean(to), Cat: h.Cat, Gate: &h.Backup,
+			Tick: h.Clock.Tick, ServerVersion: command.ServerVersion, Log: r.Conn.Log})
 	}
-	res, err := backup.Run(ctx, backup.Options{Dir: filepath.Clean(to), Cat: h.Cat, Gate: &h.Backup,
-		Tick: h.Clock.Tick, ServerVersion: command.ServerVersion, Log: r.Conn.Log})
 	if err != nil {
 		return err
 	}
