@@ -23,8 +23,11 @@ type Peer interface {
 	// Name names the node in messages.
 	Name() string
 	Prepare(ctx context.Context, id string) (tick uint64, err error)
-	Checkpoint(ctx context.Context, id string, clusterTime uint64, dir string) ([]ShardPart, error)
-	Release(ctx context.Context, id string) error
+	Checkpoint(ctx context.Context, id string, clusterTime uint64, dir string) (shards []int, err error)
+	// Release lets the node's writes go and returns how long they were stopped.
+	Release(ctx context.Context, id string) (time.Duration, error)
+	// Digest digests the checkpoints of shards ids the node wrote into dir.
+	Digest(ctx context.Context, dir string, ids []int) ([]ShardPart, error)
 }
 
 // ClusterOptions says what RunCluster backs up where.
@@ -97,14 +100,17 @@ func runCluster(ctx context.Context, o ClusterOptions) (*Result, error) {
 	return nil, mongoerr.New(mongoerr.ConflictingOperationInProgress, "cluster backup failed %d times; the last time: %v", DrainAttempts, lastErr)
 }
 
-// attemptCluster is one try: it stops every node's writes, checkpoints and lets them go.
+// attemptCluster is one try: it stops every node's writes, checkpoints, lets them go and
+// digests the checkpoints.
 func attemptCluster(ctx context.Context, o ClusterOptions) (*Result, []ShardPart, *store.ClusterMetadata, error) {
 	id := newBackupID()
-	stopped := time.Now()
+	start := time.Now()
 	res := &Result{}
+	released := false
 	defer func() {
-		releaseAll(o.Peers, id, o.Log)
-		res.Pause = time.Since(stopped)
+		if !released {
+			releaseAll(o.Peers, id, o.Log)
+		}
 	}()
 	ticks := make([]uint64, len(o.Peers))
 	if err := eachPeer(o.Peers, func(i int, p Peer) (err error) {
@@ -113,15 +119,24 @@ func attemptCluster(ctx context.Context, o ClusterOptions) (*Result, []ShardPart
 	}); err != nil {
 		return nil, nil, nil, err
 	}
-	res.Drain = time.Since(stopped)
+	res.Drain = time.Since(start)
 	res.ClusterTime = slices.Max(ticks)
 	md, err := o.Metadata(ctx)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("reading the cluster's metadata: %w", err)
 	}
+	ids := make([][]int, len(o.Peers))
+	if err := eachPeer(o.Peers, func(i int, p Peer) (err error) {
+		ids[i], err = p.Checkpoint(ctx, id, res.ClusterTime, o.Dir)
+		return err
+	}); err != nil {
+		return nil, nil, nil, err
+	}
+	released = true
+	res.Pause = releaseAll(o.Peers, id, o.Log)
 	parts := make([][]ShardPart, len(o.Peers))
 	if err := eachPeer(o.Peers, func(i int, p Peer) (err error) {
-		parts[i], err = p.Checkpoint(ctx, id, res.ClusterTime, o.Dir)
+		parts[i], err = p.Digest(ctx, o.Dir, ids[i])
 		return err
 	}); err != nil {
 		return nil, nil, nil, err
@@ -200,18 +215,22 @@ func eachPeer(peers []Peer, fn func(i int, p Peer) error) error {
 	return errors.Join(errs...)
 }
 
-// releaseAll lets every node's writes go, logging the nodes that do not answer (their hold
-// ends after HoldTimeout).
-func releaseAll(peers []Peer, id string, log *zap.Logger) {
+// releaseAll lets every node's writes go and returns the longest time a node's writes were
+// stopped; it logs the nodes that do not answer (their hold ends after HoldTimeout).
+func releaseAll(peers []Peer, id string, log *zap.Logger) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_ = eachPeer(peers, func(_ int, p Peer) error {
-		if err := p.Release(ctx, id); err != nil {
+	pauses := make([]time.Duration, len(peers))
+	_ = eachPeer(peers, func(i int, p Peer) error {
+		d, err := p.Release(ctx, id)
+		if err != nil {
 			log.Warn("backup: a node did not release its writes; they go on after the hold's timeout",
 				zap.String("node", p.Name()), zap.Duration("hold_timeout", HoldTimeout), zap.Error(err))
 		}
+		pauses[i] = d
 		return nil
 	})
+	return slices.Max(pauses)
 }
 
 // newBackupID returns a random id for one attempt of a cluster backup.

@@ -41,6 +41,7 @@ type Node struct {
 type hold struct {
 	release func()
 	timer   *time.Timer
+	closed  time.Time // when the gate closed
 }
 
 // ShardPart is one shard a node checkpointed for a cluster backup, and its digest.
@@ -72,7 +73,7 @@ func (n *Node) Prepare(ctx context.Context, id string, drain time.Duration) (uin
 		unlockDDL()
 		return 0, drainError(ctx, err)
 	}
-	h := &hold{release: sync.OnceFunc(func() { open(); unlockDDL() })}
+	h := &hold{release: sync.OnceFunc(func() { open(); unlockDDL() }), closed: time.Now()}
 	n.mu.Lock()
 	if n.held == nil {
 		n.held = map[string]*hold{}
@@ -92,9 +93,9 @@ func (n *Node) Prepare(ctx context.Context, id string, drain time.Duration) (uin
 }
 
 // Checkpoint moves the node's clock to the backup's cluster time, takes every key lock
-// (waiting at most drain) and checkpoints each shard the node serves into dir/shard-<id>,
-// then digests the checkpoints. Backup id must be prepared.
-func (n *Node) Checkpoint(ctx context.Context, id string, clusterTime uint64, dir string, drain time.Duration) ([]ShardPart, error) {
+// (waiting at most drain) and checkpoints each shard the node serves into dir/shard-<id>; it
+// returns their ids. Backup id must be prepared.
+func (n *Node) Checkpoint(ctx context.Context, id string, clusterTime uint64, dir string, drain time.Duration) ([]int, error) {
 	n.mu.Lock()
 	_, ok := n.held[id]
 	n.mu.Unlock()
@@ -114,27 +115,39 @@ func (n *Node) Checkpoint(ctx context.Context, id string, clusterTime uint64, di
 	if err != nil {
 		return nil, err
 	}
-	parts := make([]ShardPart, len(served))
+	ids := make([]int, len(served))
 	for i, p := range served {
-		d, err := store.DigestDir(store.ShardDir(dir, p.id))
+		ids[i] = p.id
+	}
+	return ids, nil
+}
+
+// Digest digests the checkpoints of shards ids in dir (once the writes go on again).
+func Digest(dir string, ids []int) ([]ShardPart, error) {
+	parts := make([]ShardPart, len(ids))
+	for i, id := range ids {
+		d, err := store.DigestDir(store.ShardDir(dir, id))
 		if err != nil {
-			return nil, fmt.Errorf("digesting shard %d's checkpoint: %w", p.id, err)
+			return nil, fmt.Errorf("digesting shard %d's checkpoint: %w", id, err)
 		}
-		parts[i] = ShardPart{ID: p.id, Digest: d}
+		parts[i] = ShardPart{ID: id, Digest: d}
 	}
 	return parts, nil
 }
 
-// Release lets the writes stopped for backup id go (nothing when it holds none).
-func (n *Node) Release(id string) {
+// Release lets the writes stopped for backup id go (nothing when it holds none) and returns
+// how long the gate was closed.
+func (n *Node) Release(id string) time.Duration {
 	n.mu.Lock()
 	h := n.held[id]
 	delete(n.held, id)
 	n.mu.Unlock()
-	if h != nil {
-		h.timer.Stop()
-		h.release()
+	if h == nil {
+		return 0
 	}
+	h.timer.Stop()
+	h.release()
+	return time.Since(h.closed)
 }
 
 // servedDB is a shard this node serves and its store.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -82,17 +83,45 @@ func (h *Handlers) backupPart(ctx context.Context, r *command.Request) error {
 	case "checkpoint":
 		t, i, _ := r.Body.Lookup("clusterTime").TimestampOK()
 		dir, _ := r.Body.Lookup("dir").StringValueOK()
-		parts, err := h.BackupNode.Checkpoint(ctx, id, uint64(t)<<32|uint64(i), dir, backup.DrainTimeout)
+		ids, err := h.BackupNode.Checkpoint(ctx, id, uint64(t)<<32|uint64(i), dir, backup.DrainTimeout)
+		if err != nil {
+			return err
+		}
+		r.Out = appendShardIDs(r.Out, ids)
+	case "release":
+		r.Out = bsoncore.AppendInt64Element(r.Out, "pauseMicros", h.BackupNode.Release(id).Microseconds())
+	case "digest":
+		dir, _ := r.Body.Lookup("dir").StringValueOK()
+		parts, err := backup.Digest(dir, readShardIDs(r.Body))
 		if err != nil {
 			return err
 		}
 		r.Out = appendShardParts(r.Out, parts)
-	case "release":
-		h.BackupNode.Release(id)
 	default:
 		return mongoerr.New(mongoerr.BadValue, "%s: unknown step %q", backupInternalCmd, step)
 	}
 	return nil
+}
+
+// appendShardIDs appends the shards a node checkpointed.
+func appendShardIDs(dst []byte, ids []int) []byte {
+	idx, dst := bsoncore.AppendArrayElementStart(dst, "ids")
+	for i, id := range ids {
+		dst = bsoncore.AppendInt32Element(dst, strconv.Itoa(i), int32(id))
+	}
+	dst, _ = bsoncore.AppendArrayEnd(dst, idx)
+	return dst
+}
+
+// readShardIDs reads what appendShardIDs wrote.
+func readShardIDs(doc bsoncore.Document) []int {
+	vals, _ := doc.Lookup("ids").Array().Values()
+	ids := make([]int, 0, len(vals))
+	for _, v := range vals {
+		id, _ := v.Int32OK()
+		ids = append(ids, int(id))
+	}
+	return ids
 }
 
 // appendShardParts appends the shards a node checkpointed, with their digests.
@@ -178,18 +207,37 @@ func (p remotePeer) Prepare(ctx context.Context, id string) (uint64, error) {
 }
 
 // Checkpoint implements backup.Peer.
-func (p remotePeer) Checkpoint(ctx context.Context, id string, clusterTime uint64, dir string) ([]backup.ShardPart, error) {
+func (p remotePeer) Checkpoint(ctx context.Context, id string, clusterTime uint64, dir string) ([]int, error) {
 	reply, err := p.call(ctx, "checkpoint", id, func(b *bsoncore.DocumentBuilder) {
 		b.AppendTimestamp("clusterTime", uint32(clusterTime>>32), uint32(clusterTime)).AppendString("dir", dir)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return readShardParts(reply)
+	return readShardIDs(reply), nil
 }
 
 // Release implements backup.Peer.
-func (p remotePeer) Release(ctx context.Context, id string) error {
-	_, err := p.call(ctx, "release", id, nil)
-	return err
+func (p remotePeer) Release(ctx context.Context, id string) (time.Duration, error) {
+	reply, err := p.call(ctx, "release", id, nil)
+	if err != nil {
+		return 0, err
+	}
+	us, _ := reply.Lookup("pauseMicros").Int64OK()
+	return time.Duration(us) * time.Microsecond, nil
+}
+
+// Digest implements backup.Peer.
+func (p remotePeer) Digest(ctx context.Context, dir string, ids []int) ([]backup.ShardPart, error) {
+	reply, err := p.call(ctx, "digest", "-", func(b *bsoncore.DocumentBuilder) {
+		ab := bsoncore.NewArrayBuilder()
+		for _, id := range ids {
+			ab.AppendInt32(int32(id))
+		}
+		b.AppendString("dir", dir).AppendArray("ids", ab.Build())
+	})
+	if err != nil {
+		return nil, err
+	}
+	return readShardParts(reply)
 }
