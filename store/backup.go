@@ -59,6 +59,9 @@ type Manifest struct {
 	WritePauseMicros int64                `json:"writePauseMicros"`
 	Shards           []ManifestShard      `json:"shards"`
 	Collections      []ManifestCollection `json:"collections"`
+	// IncrementalFrom is the backup directory this one builds on (an incremental backup):
+	// its shards' Files name the backups holding the files it reuses.
+	IncrementalFrom string `json:"incrementalFrom,omitempty"`
 	// Cluster describes the backup of a cluster (its shards are then named by their
 	// cluster-wide ids); nil for a single server's.
 	Cluster *ManifestCluster `json:"cluster,omitempty"`
@@ -87,6 +90,8 @@ type ManifestShard struct {
 	Node     string `json:"node,omitempty"`
 	Keys     int64  `json:"keys"`
 	Checksum string `json:"checksum"` // xxh3 of every key and value, hex
+	// Files are the checkpoint's sstables and blob files (backup_files.go).
+	Files []ManifestFile `json:"files,omitempty"`
 }
 
 // ManifestCollection is one collection's documents in a backup, over every shard.

@@ -143,6 +143,9 @@ func restoreClusterShard(from, dst string, s ManifestShard) (DirDigest, error) {
 	if err := copyDir(filepath.Join(from, s.Dir), dst); err != nil {
 		return DirDigest{}, fmt.Errorf("shard %d: %w", s.ID, err)
 	}
+	if err := restoreReused(s, dst); err != nil {
+		return DirDigest{}, err
+	}
 	if err := ClearReplicaState(dst); err != nil {
 		return DirDigest{}, fmt.Errorf("shard %d: %w", s.ID, err)
 	}

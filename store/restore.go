@@ -73,6 +73,9 @@ func restoreShards(from, to string, m *Manifest) error {
 		if err := copyDir(filepath.Join(from, s.Dir), filepath.Join(to, s.Dir)); err != nil {
 			return fmt.Errorf("shard %d: %w", s.ID, err)
 		}
+		if err := restoreReused(s, filepath.Join(to, s.Dir)); err != nil {
+			return err
+		}
 	}
 	return syncDir(to)
 }

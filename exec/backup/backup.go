@@ -81,6 +81,9 @@ type Options struct {
 	// ServerVersion goes into the manifest; a restore by another version refuses it.
 	ServerVersion string
 	Log           *zap.Logger
+	// IncrementalFrom is the backup directory this backup builds on (absolute; "" for a
+	// full backup): the sstables it holds are not copied again (store.ListFiles).
+	IncrementalFrom string
 	// DrainTimeout is how long each attempt waits for the writes under way; 0 means
 	// DrainTimeout.
 	DrainTimeout time.Duration
@@ -187,6 +190,12 @@ func writeManifest(o Options, dbs []*store.DB, state *store.CatalogState, res *R
 	}
 	res.Manifest = store.NewManifest(digests, collectionNames(state))
 	fillManifest(&res.Manifest, o.ServerVersion, res)
+	if err := store.ListFiles(o.Dir, &res.Manifest, o.IncrementalFrom); err != nil {
+		if o.IncrementalFrom == "" {
+			return fmt.Errorf("listing the checkpoints' files: %w", err)
+		}
+		return mongoerr.Wrap(err, mongoerr.BadValue, "incremental backup from %s: %v", o.IncrementalFrom, err)
+	}
 	if err := store.WriteManifest(o.Dir, &res.Manifest); err != nil {
 		return fmt.Errorf("writing the manifest: %w", err)
 	}
