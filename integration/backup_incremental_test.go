@@ -194,4 +194,3 @@ func checkRestoredDocs(t *testing.T, dir, shards string, want map[string]int) {
 		}
 	}
 }
-
