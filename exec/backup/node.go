@@ -89,6 +89,7 @@ func (n *Node) Prepare(ctx context.Context, id string, drain time.Duration) (uin
 		n.Release(id)
 	})
 	n.mu.Unlock()
+	n.Log.Info("backup: writes stopped", zap.String("backup", id))
 	return n.Tick(), nil
 }
 
@@ -103,18 +104,22 @@ func (n *Node) Checkpoint(ctx context.Context, id string, clusterTime uint64, di
 		return nil, mongoerr.New(mongoerr.IllegalOperation, "backup %s is not prepared on this node (it timed out after %s?)", id, HoldTimeout)
 	}
 	n.Advance(clusterTime)
+	start := time.Now()
 	dctx, cancel := context.WithTimeout(ctx, drain)
 	defer cancel()
 	unlock, err := n.Cat.Locks().LockAllCtx(dctx)
 	if err != nil {
 		return nil, drainError(ctx, err)
 	}
+	locked := time.Now()
 	served := n.served()
 	err = checkpointAll(dir, served)
 	unlock()
 	if err != nil {
 		return nil, err
 	}
+	n.Log.Info("backup: shards checkpointed", zap.String("backup", id), zap.Int("shards", len(served)),
+		zap.Duration("key_locks", locked.Sub(start)), zap.Duration("checkpoints", time.Since(locked)))
 	ids := make([]int, len(served))
 	for i, p := range served {
 		ids[i] = p.id
@@ -147,7 +152,9 @@ func (n *Node) Release(id string) time.Duration {
 	}
 	h.timer.Stop()
 	h.release()
-	return time.Since(h.closed)
+	d := time.Since(h.closed)
+	n.Log.Info("backup: writes go on", zap.String("backup", id), zap.Duration("write_pause", d))
+	return d
 }
 
 // servedDB is a shard this node serves and its store.
