@@ -59,6 +59,7 @@ func runDump(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.Out, "out", "dump", "output directory")
 	fs.Var(&archive, "archive", "write one archive: --archive=FILE, or bare for stdout")
 	fs.BoolVar(&o.Gzip, "gzip", false, "gzip the files (or the archive)")
+	fs.BoolVar(&o.Snapshot, "snapshot", false, "read every collection at one cluster time (a snapshot session; within the server's snapshot window)")
 	if err := fs.Parse(args); err != nil {
 		return exitParse(err)
 	}
