@@ -89,7 +89,7 @@ type Rename struct {
 // renamer is one compiled pair of a Rename.
 type renamer struct {
 	from *regexp.Regexp
-	to   string
+	to   []patternPart
 }
 
 // compile checks r's pairs and compiles them.
@@ -103,53 +103,84 @@ func (r Rename) compile() ([]renamer, error) {
 		if err != nil {
 			return nil, err
 		}
-		_, toStars, toVars, err := patternRegexp(r.To[i])
+		to, err := parsePattern(r.To[i])
 		if err != nil {
 			return nil, err
+		}
+		toStars := 0
+		for _, part := range to {
+			switch {
+			case part.star:
+				toStars++
+			case part.name != "" && !vars[part.name]:
+				return nil, fmt.Errorf("--nsTo %q names $%s$, which --nsFrom %q does not", r.To[i], part.name, from)
+			}
 		}
 		if toStars > stars {
 			return nil, fmt.Errorf("--nsTo %q has more '*' than --nsFrom %q", r.To[i], from)
 		}
-		for v := range toVars {
-			if !vars[v] {
-				return nil, fmt.Errorf("--nsTo %q names $%s$, which --nsFrom %q does not", r.To[i], v, from)
-			}
-		}
-		out[i] = renamer{from: re, to: r.To[i]}
+		out[i] = renamer{from: re, to: to}
 	}
 	return out, nil
 }
 
-// patternRegexp compiles a namespace pattern: its regexp, how many stars and which
-// variables it holds.
-func patternRegexp(p string) (*regexp.Regexp, int, map[string]bool, error) {
-	var b strings.Builder
-	b.WriteString("^")
-	stars, vars := 0, map[string]bool{}
+// patternPart is a piece of a namespace pattern: a star, a $variable$ or literal text.
+type patternPart struct {
+	star bool
+	name string // the variable's name, for a variable
+	text string // the literal text, for text
+}
+
+// parsePattern cuts a namespace pattern into its parts.
+func parsePattern(p string) ([]patternPart, error) {
+	var parts []patternPart
 	for rest := p; rest != ""; {
-		switch {
-		case rest[0] == '*':
-			b.WriteString(fmt.Sprintf("(?P<star%d>.*)", stars))
-			stars++
+		switch rest[0] {
+		case '*':
+			parts = append(parts, patternPart{star: true})
 			rest = rest[1:]
-		case rest[0] == '$':
+		case '$':
 			name, after, ok := strings.Cut(rest[1:], "$")
 			if !ok || !validVar(name) {
-				return nil, 0, nil, fmt.Errorf("namespace pattern %q: a variable is $name$, of letters, digits and '_'", p)
+				return nil, fmt.Errorf("namespace pattern %q: a variable is $name$, of letters, digits and '_'", p)
 			}
-			if vars[name] {
-				return nil, 0, nil, fmt.Errorf("namespace pattern %q names $%s$ twice", p, name)
-			}
-			vars[name] = true
-			b.WriteString("(?P<v_" + name + ">.*)")
+			parts = append(parts, patternPart{name: name})
 			rest = after
 		default:
 			n := strings.IndexAny(rest, "*$")
 			if n < 0 {
 				n = len(rest)
 			}
-			b.WriteString(regexp.QuoteMeta(rest[:n]))
+			parts = append(parts, patternPart{text: rest[:n]})
 			rest = rest[n:]
+		}
+	}
+	return parts, nil
+}
+
+// patternRegexp compiles a namespace pattern: its regexp, how many stars and which
+// variables it holds.
+func patternRegexp(p string) (*regexp.Regexp, int, map[string]bool, error) {
+	parts, err := parsePattern(p)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	var b strings.Builder
+	b.WriteString("^")
+	stars, vars := 0, map[string]bool{}
+	for _, part := range parts {
+		switch {
+		case part.star:
+			fmt.Fprintf(&b, "(?P<star%d>.*)", stars)
+			stars++
+		case part.name != "":
+			if vars[part.name] {
+				return nil, 0, nil, fmt.Errorf("namespace pattern %q names $%s$ twice", p, part.name)
+			}
+			vars[part.name] = true
+			b.WriteString("(?P<v_" + part.name + ">.*)")
+		default:
+			b.WriteString(regexp.QuoteMeta(part.text))
 		}
 	}
 	b.WriteString("$")
@@ -179,23 +210,15 @@ func apply(rs []renamer, ns string) string {
 		}
 		var b strings.Builder
 		star := 0
-		for rest := r.to; rest != ""; {
+		for _, part := range r.to {
 			switch {
-			case rest[0] == '*':
+			case part.star:
 				b.WriteString(m[r.from.SubexpIndex(fmt.Sprintf("star%d", star))])
 				star++
-				rest = rest[1:]
-			case rest[0] == '$':
-				name, after, _ := strings.Cut(rest[1:], "$")
-				b.WriteString(m[r.from.SubexpIndex("v_"+name)])
-				rest = after
+			case part.name != "":
+				b.WriteString(m[r.from.SubexpIndex("v_"+part.name)])
 			default:
-				n := strings.IndexAny(rest, "*$")
-				if n < 0 {
-					n = len(rest)
-				}
-				b.WriteString(rest[:n])
-				rest = rest[n:]
+				b.WriteString(part.text)
 			}
 		}
 		return b.String()

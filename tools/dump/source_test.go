@@ -188,14 +188,14 @@ func TestFilterNamespaces(t *testing.T) {
 // TestRenameNamespaces pins --nsFrom and --nsTo: stars by rank, $variables$ by name, the
 // first matching pair, and the refusals.
 func TestRenameNamespaces(t *testing.T) {
-	r := Rename{From: []string{"shop.*", "$db$.log_$day$", "a.b*c*"}, To: []string{"shop_test.*", "logs_$db$.$day$", "x.*_*"}}
+	r := Rename{From: []string{"shop.*", "$db$.log_$day$", "a.b*c*", "$d$.twice"}, To: []string{"shop_test.*", "logs_$db$.$day$", "x.*_*", "$d$.$d$"}}
 	rs, err := r.compile()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for ns, want := range map[string]string{
 		"shop.orders": "shop_test.orders", "shop.a.b": "shop_test.a.b", "app.log_0501": "logs_app.0501",
-		"a.b1c2": "x.1_2", "crm.users": "crm.users", "sh.op": "sh.op",
+		"a.b1c2": "x.1_2", "crm.users": "crm.users", "sh.op": "sh.op", "k.twice": "k.k",
 	} {
 		if got := apply(rs, ns); got != want {
 			t.Errorf("apply(%q) = %q, want %q", ns, got, want)
