@@ -212,3 +212,21 @@ func runTool(t *testing.T, args ...string) string {
 	}
 	return string(out)
 }
+
+// TestDumpLoadRenames loads a dump of a database under another name (--nsFrom, --nsTo, as
+// mongorestore): the copy holds the same documents, options, indexes, shard keys and view,
+// and the original stays as it was.
+func TestDumpLoadRenames(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "--shards", "2")
+	c := s.client(t)
+	db := dbName(t)
+	populateDumpDB(t, c, db)
+	before := snapshotDB(t, c, db)
+	dir := t.TempDir()
+	runTool(t, "dump", "--uri", s.uri(), "--db", db, "--out", dir)
+	out := runTool(t, "load", "--uri", s.uri(), "--nsFrom", db+".*", "--nsTo", "copy_"+db+".*", dir)
+	t.Logf("load:\n%s", out)
+	compareSnapshots(t, before, snapshotDB(t, c, "copy_"+db))
+	compareSnapshots(t, before, snapshotDB(t, c, db))
+}

@@ -59,14 +59,39 @@ type Manifest struct {
 	WritePauseMicros int64                `json:"writePauseMicros"`
 	Shards           []ManifestShard      `json:"shards"`
 	Collections      []ManifestCollection `json:"collections"`
+	// IncrementalFrom is the backup directory this one builds on (an incremental backup):
+	// its shards' Files name the backups holding the files it reuses.
+	IncrementalFrom string `json:"incrementalFrom,omitempty"`
+	// Cluster describes the backup of a cluster (its shards are then named by their
+	// cluster-wide ids); nil for a single server's.
+	Cluster *ManifestCluster `json:"cluster,omitempty"`
+}
+
+// ManifestCluster is what a cluster's backup adds to its manifest: the nodes whose copies
+// it holds and the cluster's metadata (the etcd keys of its catalog and placement), in a
+// file of its own.
+type ManifestCluster struct {
+	// Nodes are the cluster's nodes when it was backed up.
+	Nodes []string `json:"nodes"`
+	// Replicas is how many copies of each shard the cluster kept (--replicas).
+	Replicas int `json:"replicas"`
+	// MetadataFile holds the metadata (ClusterMetadata, JSON), relative to the backup;
+	// MetadataKeys is its number of keys and MetadataChecksum the xxh3 of the file, hex.
+	MetadataFile     string `json:"metadataFile"`
+	MetadataKeys     int    `json:"metadataKeys"`
+	MetadataChecksum string `json:"metadataChecksum"`
 }
 
 // ManifestShard is one shard's checkpoint in a backup.
 type ManifestShard struct {
-	ID       int    `json:"id"`
-	Dir      string `json:"dir"` // relative to the backup
+	ID  int    `json:"id"`
+	Dir string `json:"dir"` // relative to the backup
+	// Node is the node whose copy the checkpoint is (a cluster's backup only).
+	Node     string `json:"node,omitempty"`
 	Keys     int64  `json:"keys"`
 	Checksum string `json:"checksum"` // xxh3 of every key and value, hex
+	// Files are the checkpoint's sstables and blob files (backup_files.go).
+	Files []ManifestFile `json:"files,omitempty"`
 }
 
 // ManifestCollection is one collection's documents in a backup, over every shard.
@@ -171,9 +196,19 @@ func CombineDigests(ds []CollDigest) CollDigest {
 // a collection names lacks (a dropped collection's, which a start removes) are in the shards'
 // digests only. The caller fills in the version and the times.
 func NewManifest(digests []DirDigest, names map[CollID]string) Manifest {
+	ids := make([]int, len(digests))
+	for i := range ids {
+		ids[i] = i
+	}
+	return NewShardsManifest(ids, digests, names)
+}
+
+// NewShardsManifest is NewManifest for shards named by ids (a cluster's, in increasing
+// order): shard ids[i] digests as digests[i], its checkpoint in shard-<ids[i]>/.
+func NewShardsManifest(ids []int, digests []DirDigest, names map[CollID]string) Manifest {
 	m := Manifest{Format: ManifestFormat, StoreFormat: FormatVersion, Created: time.Now().UTC()}
 	for i, d := range digests {
-		m.Shards = append(m.Shards, ManifestShard{ID: i, Dir: "shard-" + strconv.Itoa(i), Keys: d.Keys, Checksum: hex64(d.Sum)})
+		m.Shards = append(m.Shards, ManifestShard{ID: ids[i], Dir: "shard-" + strconv.Itoa(ids[i]), Keys: d.Keys, Checksum: hex64(d.Sum)})
 	}
 	for id, ns := range names {
 		c := collDigest(digests, id)
@@ -244,7 +279,9 @@ func ReadManifest(dir string) (*Manifest, error) {
 		return nil, fmt.Errorf("%w: %s names no shards", ErrBadManifest, filepath.Join(dir, ManifestName))
 	}
 	for i, s := range m.Shards {
-		if s.ID != i || s.Dir != "shard-"+strconv.Itoa(i) {
+		// A server's shards are 0..n-1; a cluster's are its cluster-wide ids, in order.
+		inOrder := s.ID == i || (m.Cluster != nil && (i == 0 || s.ID > m.Shards[i-1].ID))
+		if !inOrder || s.Dir != "shard-"+strconv.Itoa(s.ID) {
 			return nil, fmt.Errorf("%w: shard %d of the manifest is %d in %q", ErrBadManifest, i, s.ID, s.Dir)
 		}
 	}
@@ -256,16 +293,32 @@ func ReadManifest(dir string) (*Manifest, error) {
 func Verify(dir string, m *Manifest) error {
 	digests := make([]DirDigest, len(m.Shards))
 	for i, s := range m.Shards {
-		d, err := DigestDir(filepath.Join(dir, s.Dir))
+		d, err := VerifyShard(filepath.Join(dir, s.Dir), s)
 		if err != nil {
-			return fmt.Errorf("%w: shard %d: %w", ErrBadManifest, i, err)
-		}
-		if d.Keys != s.Keys || hex64(d.Sum) != s.Checksum {
-			return fmt.Errorf("%w: shard %d holds %d keys with checksum %s, the manifest says %d with %s",
-				ErrBadManifest, i, d.Keys, hex64(d.Sum), s.Keys, s.Checksum)
+			return err
 		}
 		digests[i] = d
 	}
+	return VerifyCollections(m, digests)
+}
+
+// VerifyShard checks the Pebble database in dir against shard s of a manifest (its keys and
+// checksum) and returns its digest.
+func VerifyShard(dir string, s ManifestShard) (DirDigest, error) {
+	d, err := DigestDir(dir)
+	if err != nil {
+		return DirDigest{}, fmt.Errorf("%w: shard %d: %w", ErrBadManifest, s.ID, err)
+	}
+	if d.Keys != s.Keys || hex64(d.Sum) != s.Checksum {
+		return DirDigest{}, fmt.Errorf("%w: shard %d holds %d keys with checksum %s, the manifest says %d with %s",
+			ErrBadManifest, s.ID, d.Keys, hex64(d.Sum), s.Keys, s.Checksum)
+	}
+	return d, nil
+}
+
+// VerifyCollections checks every collection of m (its count and checksum) against the
+// digests of m's shards, in m's order.
+func VerifyCollections(m *Manifest, digests []DirDigest) error {
 	for _, c := range m.Collections {
 		d := collDigest(digests, c.ID)
 		if d.Count != c.Count || hex64(d.Sum) != c.Checksum {

@@ -27,15 +27,12 @@ type RestoreOptions struct {
 // Sstables and blob files, which Pebble never modifies, are hard-linked where the file
 // system allows (the same volume), the other files copied.
 func Restore(o RestoreOptions) (*Manifest, error) {
-	m, err := ReadManifest(o.From)
+	m, err := readRestorable(o.From, o.ServerVersion)
 	if err != nil {
 		return nil, err
 	}
-	if m.ServerVersion != o.ServerVersion {
-		return nil, fmt.Errorf("%w: the backup is of server version %s, this binary is %s", ErrBackupVersion, m.ServerVersion, o.ServerVersion)
-	}
-	if m.StoreFormat > FormatVersion {
-		return nil, fmt.Errorf("%w: the backup's store format is %d, this binary knows up to %d", ErrBackupVersion, m.StoreFormat, FormatVersion)
+	if m.Cluster != nil {
+		return nil, fmt.Errorf("%w: %s is the backup of a cluster: restore it into a cluster (--etcd and --node)", ErrBadManifest, o.From)
 	}
 	if err := CheckEmptyDir(o.To); err != nil {
 		return nil, err
@@ -54,11 +51,30 @@ func Restore(o RestoreOptions) (*Manifest, error) {
 	return m, nil
 }
 
+// readRestorable reads the manifest of the backup in dir and checks that this binary, of
+// version serverVersion, can restore it.
+func readRestorable(dir, serverVersion string) (*Manifest, error) {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	if m.ServerVersion != serverVersion {
+		return nil, fmt.Errorf("%w: the backup is of server version %s, this binary is %s", ErrBackupVersion, m.ServerVersion, serverVersion)
+	}
+	if m.StoreFormat > FormatVersion {
+		return nil, fmt.Errorf("%w: the backup's store format is %d, this binary knows up to %d", ErrBackupVersion, m.StoreFormat, FormatVersion)
+	}
+	return m, nil
+}
+
 // restoreShards copies every shard directory m names from from to to.
 func restoreShards(from, to string, m *Manifest) error {
 	for _, s := range m.Shards {
 		if err := copyDir(filepath.Join(from, s.Dir), filepath.Join(to, s.Dir)); err != nil {
 			return fmt.Errorf("shard %d: %w", s.ID, err)
+		}
+		if err := restoreReused(s, filepath.Join(to, s.Dir)); err != nil {
+			return err
 		}
 	}
 	return syncDir(to)

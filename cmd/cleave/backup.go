@@ -42,7 +42,7 @@ func runTool(args []string, stdout, stderr io.Writer) (code int, ok bool) {
 	return 0, false
 }
 
-// runBackup is `cleave backup --to DIR [--uri URI]`: it asks the server at URI to back
+// runBackup is `cleave backup --to DIR [--incremental-from PREV] [--uri URI]`: it asks the server at URI to back
 // itself up into DIR (the backup command, docs/backup.md) and prints what it answered.
 func runBackup(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("cleave backup", flag.ContinueOnError)
@@ -50,6 +50,7 @@ func runBackup(args []string, stdout, stderr io.Writer) int {
 	to := fs.String("to", "", "backup directory on the server's file system: missing or empty (a relative path is made absolute here)")
 	uri := fs.String("uri", env("URI", "mongodb://127.0.0.1:27017"), "the server: mongodb://host:port or host:port (no TLS or authentication)")
 	timeout := fs.Duration("timeout", time.Hour, "how long to wait for the backup")
+	prev := fs.String("incremental-from", "", "a backup made before, on the server's file system: copy only the sstables it lacks")
 	if err := fs.Parse(args); err != nil {
 		return exitParse(err)
 	}
@@ -71,7 +72,16 @@ func runBackup(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	c := wire.NewClient(addr, wire.ClientOptions{})
 	defer c.Close()
-	cmd := bsoncore.NewDocumentBuilder().AppendInt32("backup", 1).AppendString("to", dir).AppendString("$db", "admin").Build()
+	b := bsoncore.NewDocumentBuilder().AppendInt32("backup", 1).AppendString("to", dir)
+	if *prev != "" {
+		p, err := filepath.Abs(*prev)
+		if err != nil {
+			say(stderr, "cleave backup: %v\n", err)
+			return 2
+		}
+		b.AppendString("incrementalFrom", p)
+	}
+	cmd := b.AppendString("$db", "admin").Build()
 	reply, err := c.Command(ctx, cmd)
 	if err != nil {
 		say(stderr, "cleave backup: cannot reach %s: %v\n", addr, err)
@@ -86,19 +96,35 @@ func runBackup(args []string, stdout, stderr io.Writer) int {
 	t, i, _ := reply.Lookup("clusterTime").TimestampOK()
 	say(stdout, "backup of %d shards, %d collections, %d documents at cluster time Timestamp(%d, %d) in %s\n",
 		replyInt(reply, "shards"), replyInt(reply, "collections"), replyInt(reply, "documents"), t, i, dir)
+	if from, ok := reply.Lookup("incrementalFrom").StringValueOK(); ok {
+		say(stdout, "incremental from %s: %d of %d sstables (%d bytes) reused, not copied\n",
+			from, replyInt(reply, "reusedFiles"), replyInt(reply, "files"), replyInt(reply, "reusedBytes"))
+	}
 	say(stdout, "writes paused %d µs; took %d ms\n", replyInt(reply, "writePauseMicros"), replyInt(reply, "durationMillis"))
 	return 0
 }
 
 // runRestore is `cleave restore --from DIR --dir DATADIR`: it lays out DATADIR from the
-// backup in DIR and verifies it (store.Restore); `cleave --dir DATADIR` then serves it.
+// backup in DIR and verifies it (store.Restore); `cleave --dir DATADIR` then serves it. A
+// cluster's backup restores with --etcd and --node NAME=DATADIR instead (restore_cluster.go).
 func runRestore(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("cleave restore", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	from := fs.String("from", "", "backup directory (made by cleave backup)")
 	dir := fs.String("dir", "", "data directory to lay out: missing or empty")
+	etcd := fs.String("etcd", "", "a cluster's backup: the new cluster's etcd endpoints (host:port,...), where nothing is under --etcd-prefix yet")
+	prefix := fs.String("etcd-prefix", "/cleave", "a cluster's backup: the new cluster's key prefix in etcd")
+	nodes := nodeDirs{}
+	fs.Var(nodes, "node", "a cluster's backup: `NAME=DATADIR`, a node of the new cluster and its data directory (missing or empty); repeat for each node")
 	if err := fs.Parse(args); err != nil {
 		return exitParse(err)
+	}
+	if *etcd != "" || len(nodes) > 0 {
+		if *from == "" || *etcd == "" || len(nodes) == 0 || *dir != "" || fs.NArg() > 0 {
+			say(stderr, "cleave restore: a cluster's restore takes --from DIR, --etcd ENDPOINTS and one --node NAME=DATADIR per node, and nothing else\n")
+			return 2
+		}
+		return restoreCluster(*from, *etcd, *prefix, nodes, stdout, stderr) // restore_cluster.go
 	}
 	if *from == "" || *dir == "" || fs.NArg() > 0 {
 		say(stderr, "cleave restore: --from DIR and --dir DATADIR are required, and nothing else\n")

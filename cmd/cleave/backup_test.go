@@ -47,3 +47,20 @@ func TestBackupToolUsage(t *testing.T) {
 		t.Error("server flags were taken for a subcommand")
 	}
 }
+
+// TestRestoreClusterUsage: a cluster's restore wants --from, --etcd and --node NAME=DATADIR,
+// not --dir, and each node once.
+func TestRestoreClusterUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"restore", "--from", "x", "--etcd", "127.0.0.1:2379"},
+		{"restore", "--from", "x", "--node", "a=/d"},
+		{"restore", "--from", "x", "--etcd", "127.0.0.1:2379", "--node", "a=/d", "--dir", "/e"},
+		{"restore", "--from", "x", "--etcd", "127.0.0.1:2379", "--node", "a"},
+		{"restore", "--from", "x", "--etcd", "127.0.0.1:2379", "--node", "a=/d", "--node", "a=/e"},
+	} {
+		var out, errOut bytes.Buffer
+		if code, ok := runTool(args, &out, &errOut); !ok || code != 2 {
+			t.Errorf("cleave %v: code %d, ok %v, stderr %q", args, code, ok, errOut.String())
+		}
+	}
+}

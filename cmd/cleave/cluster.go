@@ -282,3 +282,18 @@ func (v *clusterView) repairShard(ex *exec.Executor, id int) {
 	}
 	ex.RepairShard(id)
 }
+
+// BackupMembers returns every node up, name → advertised address (a cluster backup's
+// nodes, exec/command/colls).
+func (v *clusterView) BackupMembers() map[string]string {
+	out := map[string]string{}
+	for _, m := range v.node.Members() {
+		out[m.Name] = m.Advertise
+	}
+	return out
+}
+
+// BackupMetadata reads the cluster's metadata for a backup.
+func (v *clusterView) BackupMetadata(ctx context.Context) (*store.ClusterMetadata, error) {
+	return v.node.Metadata(ctx)
+}

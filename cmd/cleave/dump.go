@@ -59,6 +59,7 @@ func runDump(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.Out, "out", "dump", "output directory")
 	fs.Var(&archive, "archive", "write one archive: --archive=FILE, or bare for stdout")
 	fs.BoolVar(&o.Gzip, "gzip", false, "gzip the files (or the archive)")
+	fs.BoolVar(&o.Snapshot, "snapshot", false, "read every collection at one cluster time (a snapshot session; within the server's snapshot window)")
 	if err := fs.Parse(args); err != nil {
 		return exitParse(err)
 	}
@@ -83,13 +84,15 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var o dump.LoadOptions
 	var archive archiveFlag
-	var include, exclude listFlag
+	var include, exclude, nsFrom, nsTo listFlag
 	fs.StringVar(&o.URI, "uri", env("URI", defaultURI), "the server's connection string")
 	fs.StringVar(&o.Dir, "dir", "", "the dump directory (or give it as the argument; default dump)")
 	fs.StringVar(&o.DB, "db", "", "load only this database")
 	fs.StringVar(&o.Collection, "collection", "", "load only this collection")
 	fs.Var(&include, "nsInclude", "load the namespaces matching this pattern (db.*, *.users); repeatable")
 	fs.Var(&exclude, "nsExclude", "skip the namespaces matching this pattern; repeatable")
+	fs.Var(&nsFrom, "nsFrom", "rename: the namespaces matching this pattern ('*' and $var$) ...; repeatable, paired with --nsTo")
+	fs.Var(&nsTo, "nsTo", "... are loaded as this pattern's ('*' and $var$ from --nsFrom's)")
 	fs.Var(&archive, "archive", "read one archive: --archive=FILE, or bare for stdin")
 	fs.Bool("gzip", false, "accepted for mongorestore's command lines: gzipped input is recognized by itself")
 	fs.BoolVar(&o.Drop, "drop", false, "drop each collection before loading it")
@@ -105,6 +108,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 		o.Dir = fs.Arg(0)
 	}
 	o.Archive, o.Filter, o.Stdin, o.Log = archive.path, dump.Filter{Include: include, Exclude: exclude}, os.Stdin, stderr
+	o.Rename = dump.Rename{From: nsFrom, To: nsTo}
 	ctx, cancel := toolContext()
 	defer cancel()
 	res, err := dump.Load(ctx, o)

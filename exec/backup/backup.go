@@ -81,6 +81,9 @@ type Options struct {
 	// ServerVersion goes into the manifest; a restore by another version refuses it.
 	ServerVersion string
 	Log           *zap.Logger
+	// IncrementalFrom is the backup directory this backup builds on (absolute; "" for a
+	// full backup): the sstables it holds are not copied again (store.ListFiles).
+	IncrementalFrom string
 	// DrainTimeout is how long each attempt waits for the writes under way; 0 means
 	// DrainTimeout.
 	DrainTimeout time.Duration
@@ -185,6 +188,22 @@ func writeManifest(o Options, dbs []*store.DB, state *store.CatalogState, res *R
 			return fmt.Errorf("digesting shard %d's checkpoint: %w", i, err)
 		}
 	}
+	res.Manifest = store.NewManifest(digests, collectionNames(state))
+	fillManifest(&res.Manifest, o.ServerVersion, res)
+	if err := store.ListFiles(o.Dir, &res.Manifest, o.IncrementalFrom); err != nil {
+		if o.IncrementalFrom == "" {
+			return fmt.Errorf("listing the checkpoints' files: %w", err)
+		}
+		return mongoerr.Wrap(err, mongoerr.BadValue, "incremental backup from %s: %v", o.IncrementalFrom, err)
+	}
+	if err := store.WriteManifest(o.Dir, &res.Manifest); err != nil {
+		return fmt.Errorf("writing the manifest: %w", err)
+	}
+	return nil
+}
+
+// collectionNames names the collections of state by id ("db.coll"), views left out.
+func collectionNames(state *store.CatalogState) map[store.CollID]string {
 	names := map[store.CollID]string{}
 	for _, d := range state.Databases() {
 		for _, c := range state.Collections(d.Name) {
@@ -193,15 +212,15 @@ func writeManifest(o Options, dbs []*store.DB, state *store.CatalogState, res *R
 			}
 		}
 	}
-	res.Manifest = store.NewManifest(digests, names)
-	res.Manifest.ServerVersion = o.ServerVersion
-	res.Manifest.ClusterTime = res.ClusterTime
-	res.Manifest.ClusterTimeString = fmt.Sprintf("Timestamp(%d, %d)", res.ClusterTime>>32, uint32(res.ClusterTime))
-	res.Manifest.WritePauseMicros = res.Pause.Microseconds()
-	if err := store.WriteManifest(o.Dir, &res.Manifest); err != nil {
-		return fmt.Errorf("writing the manifest: %w", err)
-	}
-	return nil
+	return names
+}
+
+// fillManifest records the server version and res's times in m.
+func fillManifest(m *store.Manifest, serverVersion string, res *Result) {
+	m.ServerVersion = serverVersion
+	m.ClusterTime = res.ClusterTime
+	m.ClusterTimeString = fmt.Sprintf("Timestamp(%d, %d)", res.ClusterTime>>32, uint32(res.ClusterTime))
+	m.WritePauseMicros = res.Pause.Microseconds()
 }
 
 // checkpoint stops the writes, ticks the backup's cluster time, checkpoints every shard and

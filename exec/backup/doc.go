@@ -1,5 +1,6 @@
 // Package backup takes online backups of a node's shards at one cluster time: the backup
-// command's work (docs/backup.md). It owns the write gate, which every write command passes
+// command's work (docs/backup.md). In cluster mode the node running the command coordinates
+// (RunCluster) and every node takes its part (Node: prepare, checkpoint, release, digest). It owns the write gate, which every write command passes
 // from before it writes until its reply's operationTime is ticked, and Run, which closes the
 // gate and takes every key lock for as long as the shards' Pebble checkpoints take:
 //
@@ -20,6 +21,10 @@
 //     the backup lets them go and retries) and the checkpoints are taken (memtables are
 //     flushed before, so the WAL each checkpoint copies is short): Result.Pause, which the
 //     manifest records.
+//   - In a cluster, the cluster time is the latest of every node's clock once every node's
+//     gate is closed, and every clock moves to it before any gate opens: a write's
+//     operationTime, ticked in the gate of the node its client uses, is on one side of it on
+//     every node.
 //   - The manifest is written last, through a rename: a backup directory with a manifest is
 //     complete, and its digests are of the checkpoints themselves (store.DigestDir).
 package backup

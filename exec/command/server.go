@@ -135,6 +135,8 @@ type Server struct {
 	MaxTimeAlways failpoint.MaxTime
 	// Backup is the gate write commands pass and a backup closes (exec/backup).
 	Backup backup.Gate
+	// BackupNode is this node's part in its cluster's backups (exec/backup; cluster mode).
+	BackupNode backup.Node
 	// Knobs are the parameters setParameter changes (exec/params).
 	Knobs *params.Knobs
 	// Access holds the users and roles and checks commands against them.
@@ -174,6 +176,7 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 		e.Temp = stream.NewTemp(e.Storage.Temp)
 		e.Cat = catalog.New(e.Storage.Shards, e.Storage.Catalog, e.Log)
 		e.Cat.OnCreate(e.implicitCreate) // implicit creations are change events too
+		e.BackupNode = backup.Node{Cat: e.Cat, Gate: &e.Backup, Tick: e.Clock.Tick, Advance: e.Clock.Advance, Log: e.Log.Named("backup")}
 		e.Txns = txn.NewRegistry(e.Cat, e.dropTxnCreated)
 		// Other nodes' shards (cluster mode): one way to them (catalog.Peers) for reads,
 		// writes, index builds, moves, change logs and statistics. The services get it only

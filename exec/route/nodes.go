@@ -143,3 +143,17 @@ func (rs *Nodes) replicated(s int) bool {
 	_, ok = r.ShardReplicas(s)
 	return ok
 }
+
+// NodeCommand runs cmd on the node at addr (a cluster member's advertised address, whatever
+// shards it serves) and returns its {ok: 1} reply; an {ok: 0} reply becomes its
+// *mongoerr.Error, a node that does not answer HostUnreachable.
+func (rs *Nodes) NodeCommand(ctx context.Context, addr string, cmd bsoncore.Document) (bsoncore.Document, error) {
+	reply, err := rs.pool.Client(addr).Command(ctx, cmd)
+	if err != nil {
+		return nil, mongoerr.Wrap(err, mongoerr.HostUnreachable, "node %s cannot be reached: %v", addr, err)
+	}
+	if ok, _ := bsonx.NumberAsFloat64(reply.Lookup("ok")); ok != 1 {
+		return nil, mongoerr.FromReply(reply)
+	}
+	return reply, nil
+}

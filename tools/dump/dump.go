@@ -11,6 +11,7 @@ import (
 	"github.com/cleavedb/cleave/tools/conn"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // Options are `cleave dump`'s settings, named after mongodump's flags.
@@ -22,8 +23,11 @@ type Options struct {
 	Out        string    // --out: the directory ("dump" when empty and no Archive)
 	Archive    string    // --archive: a file, or "-" for Stdout; "" writes a directory
 	Gzip       bool      // --gzip
+	Snapshot   bool      // --snapshot: every collection at one cluster time (a snapshot session)
 	Stdout     io.Writer // where --archive=- goes
 	Log        io.Writer // one line per collection dumped
+
+	session *mongo.Session // the snapshot session of --snapshot
 }
 
 // namespace is one collection or view to dump, with what listCollections said of it.
@@ -59,10 +63,26 @@ func Dump(ctx context.Context, o Options) error {
 	if filter == nil {
 		filter = bson.D{}
 	}
-	if o.Archive != "" {
-		return dumpArchive(ctx, c, o, nss, filter)
+	if o.Snapshot {
+		// Every read of a snapshot session is at its first read's cluster time (the server
+		// keeps that snapshot for minSnapshotHistoryWindowInSeconds, 300 s by default).
+		sess, err := c.StartSession(options.Session().SetSnapshot(true))
+		if err != nil {
+			return err
+		}
+		defer sess.EndSession(context.WithoutCancel(ctx))
+		o.session = sess
 	}
-	return dumpDir(ctx, c, o, nss, filter)
+	if o.Archive != "" {
+		err = dumpArchive(ctx, c, o, nss, filter)
+	} else {
+		err = dumpDir(ctx, c, o, nss, filter)
+	}
+	if o.session != nil && err == nil {
+		t := o.session.SnapshotTime()
+		say(o.Log, "dumped at cluster time Timestamp(%d, %d)\n", t.T, t.I)
+	}
+	return err
 }
 
 // listNamespaces finds the collections and views o selects, sorted by database and name,

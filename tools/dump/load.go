@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/cleavedb/cleave/tools/conn"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -25,7 +26,8 @@ type LoadOptions struct {
 	Dir            string    // the dump directory (mongorestore's positional argument)
 	Archive        string    // --archive: a file, or "-" for Stdin; "" reads Dir
 	DB, Collection string    // --db, --collection: load only these
-	Filter         Filter    // --nsInclude, --nsExclude
+	Filter         Filter    // --nsInclude, --nsExclude (of the dump's namespaces)
+	Rename         Rename    // --nsFrom, --nsTo
 	Drop           bool      // --drop: drop each collection (and view) before loading it
 	NoIndexRestore bool      // --noIndexRestore
 	Stdin          io.Reader // where --archive=- comes from
@@ -58,6 +60,10 @@ func Load(ctx context.Context, o LoadOptions) (Result, error) {
 		return Result{}, err
 	}
 	defer closeSrc()
+	renames, err := o.Rename.compile()
+	if err != nil {
+		return Result{}, err
+	}
 	c, err := conn.Connect(ctx, o.URI)
 	if err != nil {
 		return Result{}, err
@@ -69,11 +75,16 @@ func Load(ctx context.Context, o LoadOptions) (Result, error) {
 		if !l.selects(e) {
 			continue
 		}
+		src := e.ns() // the source names the documents by the dump's names
+		e, err := renamed(e, renames)
+		if err != nil {
+			return l.res, err
+		}
 		if e.meta.Type == "view" {
 			views = append(views, e)
 			continue
 		}
-		l.byNS[e.ns()] = e
+		l.byNS[src] = e
 		if err := l.prepare(ctx, e); err != nil {
 			return l.res, err
 		}
@@ -94,6 +105,22 @@ func Load(ctx context.Context, o LoadOptions) (Result, error) {
 		}
 	}
 	return l.res, nil
+}
+
+// renamed returns e, or a copy of it under the namespace rs load it as (the source's own
+// entry keeps the dump's name).
+func renamed(e *entry, rs []renamer) (*entry, error) {
+	ns := apply(rs, e.ns())
+	if ns == e.ns() {
+		return e, nil
+	}
+	db, coll, ok := strings.Cut(ns, ".")
+	if !ok || db == "" || coll == "" {
+		return nil, fmt.Errorf("--nsTo makes %s into %q, which is not db.collection", e.ns(), ns)
+	}
+	c := *e
+	c.db, c.coll = db, coll
+	return &c, nil
 }
 
 // openSource opens the dump o names.
@@ -193,7 +220,7 @@ func (l *loader) flush(ctx context.Context, ns string) error {
 			}
 		}
 	case err != nil:
-		return fmt.Errorf("insert into %s: %w", ns, err)
+		return fmt.Errorf("insert into %s: %w", e.ns(), err)
 	}
 	l.counts[ns] = c
 	return nil
@@ -224,10 +251,10 @@ func (l *loader) finish(ctx context.Context, ns string) error {
 	if specs := e.meta.indexesToCreate(); len(specs) > 0 && !l.o.NoIndexRestore {
 		cmd := bson.D{{Key: "createIndexes", Value: e.coll}, {Key: "indexes", Value: specs}}
 		if err := l.c.Database(e.db).RunCommand(ctx, cmd).Err(); err != nil {
-			return fmt.Errorf("createIndexes on %s: %w", ns, err)
+			return fmt.Errorf("createIndexes on %s: %w", e.ns(), err)
 		}
 	}
-	say(l.o.Log, "loaded %d documents into %s (%d failed), %d indexes\n", c[0], ns, c[1], len(e.meta.indexesToCreate()))
+	say(l.o.Log, "loaded %d documents into %s (%d failed), %d indexes\n", c[0], e.ns(), c[1], len(e.meta.indexesToCreate()))
 	return nil
 }
 

@@ -185,6 +185,35 @@ func TestFilterNamespaces(t *testing.T) {
 	}
 }
 
+// TestRenameNamespaces pins --nsFrom and --nsTo: stars by rank, $variables$ by name, the
+// first matching pair, and the refusals.
+func TestRenameNamespaces(t *testing.T) {
+	r := Rename{From: []string{"shop.*", "$db$.log_$day$", "a.b*c*", "$d$.twice"}, To: []string{"shop_test.*", "logs_$db$.$day$", "x.*_*", "$d$.$d$"}}
+	rs, err := r.compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ns, want := range map[string]string{
+		"shop.orders": "shop_test.orders", "shop.a.b": "shop_test.a.b", "app.log_0501": "logs_app.0501",
+		"a.b1c2": "x.1_2", "crm.users": "crm.users", "sh.op": "sh.op", "k.twice": "k.k",
+	} {
+		if got := apply(rs, ns); got != want {
+			t.Errorf("apply(%q) = %q, want %q", ns, got, want)
+		}
+	}
+	for _, bad := range []Rename{
+		{From: []string{"a.*"}},
+		{From: []string{"a.b"}, To: []string{"a.*"}},
+		{From: []string{"a.*"}, To: []string{"$x$.*"}},
+		{From: []string{"$db.*"}, To: []string{"x.*"}},
+		{From: []string{"$d$.$d$"}, To: []string{"x.$d$"}},
+	} {
+		if _, err := bad.compile(); err == nil {
+			t.Errorf("compile(%+v): no error", bad)
+		}
+	}
+}
+
 // TestDumpMetadataJSON pins the .metadata.json a dump writes: mongodump's fields and order,
 // canonical numbers, and cleave's shardKey after them.
 func TestDumpMetadataJSON(t *testing.T) {

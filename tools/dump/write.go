@@ -47,7 +47,7 @@ func dumpDir(ctx context.Context, c *mongo.Client, o Options, nss []namespace, f
 		}
 		var n int64
 		err = writeFile(nameGz(base+".bson", o.Gzip), o.Gzip, func(w io.Writer) error {
-			return eachDoc(ctx, c, ns, filter, func(doc []byte) error {
+			return eachDoc(ctx, c, o.session, ns, filter, func(doc []byte) error {
 				n++
 				_, err := w.Write(doc)
 				return err
@@ -106,8 +106,12 @@ func fillTo(w io.Writer, gz bool, fill func(io.Writer) error) error {
 }
 
 // eachDoc calls fn with every document of ns that filter matches, in the server's natural
-// order, as mongodump reads them.
-func eachDoc(ctx context.Context, c *mongo.Client, ns namespace, filter bson.D, fn func([]byte) error) error {
+// order, as mongodump reads them; in sess when not nil (a snapshot session: every
+// collection at one cluster time).
+func eachDoc(ctx context.Context, c *mongo.Client, sess *mongo.Session, ns namespace, filter bson.D, fn func([]byte) error) error {
+	if sess != nil {
+		ctx = mongo.NewSessionContext(ctx, sess)
+	}
 	cur, err := c.Database(ns.db).Collection(ns.coll).Find(ctx, filter)
 	if err != nil {
 		return fmt.Errorf("find on %s.%s: %w", ns.db, ns.coll, err)
@@ -144,7 +148,7 @@ func dumpArchive(ctx context.Context, c *mongo.Client, o Options, nss []namespac
 			if ns.meta.Type == "view" {
 				continue
 			}
-			if err := archiveColl(ctx, c, aw, ns, filter, o.Log); err != nil {
+			if err := archiveColl(ctx, c, o.session, aw, ns, filter, o.Log); err != nil {
 				return err
 			}
 		}
@@ -153,10 +157,10 @@ func dumpArchive(ctx context.Context, c *mongo.Client, o Options, nss []namespac
 }
 
 // archiveColl writes ns's documents as segments of about segmentBytes, then its EOF.
-func archiveColl(ctx context.Context, c *mongo.Client, aw *archive.Writer, ns namespace, filter bson.D, log io.Writer) error {
+func archiveColl(ctx context.Context, c *mongo.Client, sess *mongo.Session, aw *archive.Writer, ns namespace, filter bson.D, log io.Writer) error {
 	var batch [][]byte
 	size, n := 0, 0
-	err := eachDoc(ctx, c, ns, filter, func(doc []byte) error {
+	err := eachDoc(ctx, c, sess, ns, filter, func(doc []byte) error {
 		batch = append(batch, append([]byte(nil), doc...))
 		size += len(doc)
 		n++

@@ -14,21 +14,28 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// backupCmd runs {backup: 1, to: "<dir>"} on admin: an online backup of every shard and the
-// catalog at one cluster time into dir, a directory of the server's file system, absolute,
-// missing or empty (exec/backup, docs/backup.md). Writes wait only while the shards'
-// checkpoints are taken. It answers the backup's cluster time as its operationTime and in
-// clusterTime, the shards, collections and documents it holds, how long writes waited
-// (writePauseMicros) and how long it took. Cluster mode is refused (IllegalOperation).
+// backupCmd runs {backup: 1, to: "<dir>", incrementalFrom: "<dir>"} on admin: an online
+// backup of every shard and the catalog at one cluster time into dir, a directory of the
+// server's file system, absolute, missing or empty (exec/backup, docs/backup.md). Writes wait
+// only while the shards' checkpoints are taken. It answers the backup's cluster time as its
+// operationTime and in clusterTime, the shards, collections and documents it holds, how long
+// writes waited (writePauseMicros) and how long it took; with incrementalFrom, a backup made
+// before, it keeps only the sstables that one lacks (store.ListFiles) and says how many it
+// reused. In cluster mode it backs up the whole cluster (backup_cluster.go).
 func (h *Handlers) backupCmd(ctx context.Context, r *command.Request) error {
 	const cmd = "backup"
-	var to string
+	var to, from string
+	var res *backup.Result
 	err := args.ForEach(cmd, r.Body, func(key string, v bsoncore.Value) (bool, error) {
-		if key != "to" {
+		var err error
+		switch key {
+		case "to":
+			to, err = args.String(cmd, key, v)
+		case "incrementalFrom":
+			from, err = args.String(cmd, key, v)
+		default:
 			return false, nil
 		}
-		s, err := args.String(cmd, key, v)
-		to = s
 		return true, err
 	})
 	if err != nil {
@@ -37,11 +44,18 @@ func (h *Handlers) backupCmd(ctx context.Context, r *command.Request) error {
 	if to == "" {
 		return args.Missing(cmd, "to")
 	}
-	if h.Storage.Cluster != nil {
-		return mongoerr.New(mongoerr.IllegalOperation, "backup is not supported in cluster mode yet: back up each node while it is stopped, or use a single node")
+	if from != "" && !filepath.IsAbs(from) {
+		return mongoerr.New(mongoerr.BadValue, "incrementalFrom must be an absolute path, not %q", from)
 	}
-	res, err := backup.Run(ctx, backup.Options{Dir: filepath.Clean(to), Cat: h.Cat, Gate: &h.Backup,
-		Tick: h.Clock.Tick, ServerVersion: command.ServerVersion, Log: r.Conn.Log})
+	switch {
+	case h.Storage.Cluster != nil && from != "":
+		return mongoerr.New(mongoerr.IllegalOperation, "incremental backups are not supported in cluster mode yet")
+	case h.Storage.Cluster != nil:
+		res, err = h.backupClusterRun(ctx, r, filepath.Clean(to)) // backup_cluster.go
+	default:
+		res, err = backup.Run(ctx, backup.Options{Dir: filepath.Clean(to), Cat: h.Cat, Gate: &h.Backup, Tick: h.Clock.Tick,
+			IncrementalFrom: from, ServerVersion: command.ServerVersion, Log: r.Conn.Log})
+	}
 	if err != nil {
 		return err
 	}
@@ -63,6 +77,22 @@ func appendBackupResult(dst []byte, dir string, res *backup.Result) []byte {
 	dst = bsonx.AppendNumber(dst, "shards", int64(len(m.Shards)))
 	dst = bsonx.AppendNumber(dst, "collections", int64(len(m.Collections)))
 	dst = bsonx.AppendNumber(dst, "documents", docs)
+	var files, reused, reusedBytes int64
+	for _, s := range m.Shards {
+		for _, f := range s.Files {
+			files++
+			if f.From != "" {
+				reused++
+				reusedBytes += f.Size
+			}
+		}
+	}
+	if m.IncrementalFrom != "" {
+		dst = bsoncore.AppendStringElement(dst, "incrementalFrom", m.IncrementalFrom)
+	}
+	dst = bsonx.AppendNumber(dst, "files", files)
+	dst = bsonx.AppendNumber(dst, "reusedFiles", reused)
+	dst = bsonx.AppendNumber(dst, "reusedBytes", reusedBytes)
 	dst = bsonx.AppendNumber(dst, "writePauseMicros", res.Pause.Microseconds())
 	return bsonx.AppendNumber(dst, "durationMillis", res.Took.Milliseconds())
 }

@@ -34,6 +34,7 @@ func (h *Handlers) addDDLCommands(add func(*command.Command)) {
 	add(&command.Command{Name: "dataSize", Aliases: []string{"datasize"}, Run: h.dataSize, Action: auth.ActionRead, Help: "the documents and bytes of a collection"})
 	add(&command.Command{Name: "validate", Run: h.validateCmd, Action: auth.ActionDBAdmin, Help: "check a collection's documents against its indexes, partitions and statistics"})
 	add(&command.Command{Name: "backup", Run: h.backupCmd, Action: auth.ActionClusterAdmin, Help: "back up every shard and the catalog at one cluster time into a directory of the server (docs/backup.md)", AdminOnly: true})
+	h.addBackupInternal(add) // backup_cluster.go
 	h.addCappedCommands(add) // capped.go
 	if h.Opts.TestCommands {
 		add(&command.Command{Name: "cleaveTTLMonitor", Run: h.ttlMonitorCommand, Action: auth.ActionClusterAdmin, Help: "test only: set the TTL monitor's interval and run a pass", AdminOnly: true})
