@@ -1,0 +1,230 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// wantCmdError runs cmd on admin and checks that it fails with code and codeName.
+func wantCmdError(t *testing.T, c *mongo.Client, cmd bson.D, code int32, name string) {
+	t.Helper()
+	_, err := runCmd(t, c.Database("admin"), cmd)
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) || ce.Code != code || ce.Name != name {
+		t.Fatalf("%v: %v, want %s (%d)", cmd[0], err, name, code)
+	}
+}
+
+// collUUID returns the collection UUID config.collections shows for ns.
+func collUUID(t *testing.T, c *mongo.Client, ns string) bson.Binary {
+	t.Helper()
+	var d struct {
+		UUID bson.Binary `bson:"uuid"`
+	}
+	if err := c.Database("config").Collection("collections").FindOne(context.Background(), bson.D{{Key: "_id", Value: ns}}).Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d.UUID
+}
+
+// TestReshardCollectionErrors: MongoDB's answers to a reshardCollection that cannot run or
+// has nothing to do, and to abort and commit without one running.
+func TestReshardCollectionErrors(t *testing.T) {
+	srv := startServer(t, "--shards", "2")
+	c := srv.client(t)
+	dbn := dbName(t)
+	ns := dbn + ".events"
+	key := func(f string) bson.E { return bson.E{Key: "key", Value: bson.D{{Key: f, Value: "hashed"}}} }
+	wantCmdError(t, c, bson.D{{Key: "reshardCollection", Value: ns}, key("deviceId")}, 26, "NamespaceNotFound")
+	if _, err := c.Database(dbn).Collection("plain").InsertOne(context.Background(), bson.D{{Key: "a", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	wantCmdError(t, c, bson.D{{Key: "reshardCollection", Value: dbn + ".plain"}, key("a")}, 118, "NamespaceNotSharded")
+	shardColl(t, c, ns, "tenant")
+	loadEvents(t, c.Database(dbn).Collection("events"), 3000)
+	wantCmdError(t, c, bson.D{{Key: "reshardCollection", Value: ns}}, 40414, "Location40414")
+	wantCmdError(t, c, bson.D{{Key: "reshardCollection", Value: ns}, {Key: "key", Value: bson.D{{Key: "a", Value: "text"}}}}, 2, "BadValue")
+	wantCmdError(t, c, bson.D{{Key: "reshardCollection", Value: ns}, key("deviceId"), {Key: "unique", Value: true}}, 72, "InvalidOptions")
+	wantCmdError(t, c, bson.D{{Key: "abortReshardCollection", Value: ns}}, 339, "NoSuchReshardCollection")
+	wantCmdError(t, c, bson.D{{Key: "commitReshardCollection", Value: ns}}, 339, "NoSuchReshardCollection")
+
+	// The same key: nothing is copied (the UUID stays) unless forceRedistribution.
+	before := collUUID(t, c, ns)
+	if _, err := runCmd(t, c.Database("admin"), bson.D{{Key: "reshardCollection", Value: ns}, key("tenant")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := collUUID(t, c, ns); !bytesEqual(got.Data, before.Data) {
+		t.Fatal("reshardCollection with the same key copied the collection")
+	}
+	if _, err := runCmd(t, c.Database("admin"), bson.D{{Key: "reshardCollection", Value: ns}, key("tenant"),
+		{Key: "forceRedistribution", Value: true}, {Key: "numInitialChunks", Value: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := collUUID(t, c, ns); bytesEqual(got.Data, before.Data) {
+		t.Fatal("forceRedistribution did not copy the collection")
+	}
+	if got := numPartitions(t, c.Database(dbn), "events"); got != 5 {
+		t.Fatalf("%d partitions after forceRedistribution with numInitialChunks 5", got)
+	}
+	checkAcked(t, c.Database(dbn).Collection("events"), 3000, nil)
+}
+
+// TestReshardCollectionAbortAndCommit: a reshardCollection paused in its copy shows in
+// currentOp; abortReshardCollection makes it fail with ReshardCollectionAborted and leaves
+// the collection as it was; commitReshardCollection lets another finish.
+func TestReshardCollectionAbortAndCommit(t *testing.T) {
+	const n = 5000
+	srv := startServer(t, "--test-commands", "--shards", "2")
+	c := srv.client(t)
+	dbn := dbName(t)
+	ns := dbn + ".events"
+	shardColl(t, c, ns, "tenant")
+	loadEvents(t, c.Database(dbn).Collection("events"), n)
+	pause := func(mode string) {
+		if _, err := runCmd(t, c.Database("admin"), bson.D{{Key: "configureFailPoint", Value: "reshardingPauseRecipientDuringCloning"}, {Key: "mode", Value: mode}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reshard := func() chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := runCmd(t, c.Database("admin"), bson.D{{Key: "reshardCollection", Value: ns}, {Key: "key", Value: bson.D{{Key: "deviceId", Value: "hashed"}}}})
+			done <- err
+		}()
+		return done
+	}
+	pause("alwaysOn")
+	done := reshard()
+	var op bson.M
+	waitFor(t, time.Minute, "the copy to pause", func() bool { op = reshardOp(t, c, ns); return op != nil })
+	if op["provenance"] != "reshardCollection" || op["recipientState"] != "cloning" || asInt64(op["documentsCopied"]) != 1000 ||
+		asInt64(op["approxDocumentsToCopy"]) != n || asM(op["originatingCommand"])["reshardCollection"] != ns {
+		t.Fatalf("currentOp of a paused copy: %v", op)
+	}
+	wantCmdError(t, c, bson.D{{Key: "reshardCollection", Value: ns}, {Key: "key", Value: bson.D{{Key: "n", Value: "hashed"}}}}, 338, "ReshardCollectionInProgress")
+	if _, err := runCmd(t, c.Database("admin"), bson.D{{Key: "abortReshardCollection", Value: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	pause("off")
+	var ce mongo.CommandError
+	if err := <-done; !errors.As(err, &ce) || ce.Code != 341 || ce.Name != "ReshardCollectionAborted" {
+		t.Fatalf("aborted reshardCollection: %v", err)
+	}
+	if k := collKey(t, c, ns); k["tenant"] != "hashed" {
+		t.Fatalf("shard key after the abort: %v", k)
+	}
+	if names, _ := c.Database(dbn).ListCollectionNames(context.Background(), bson.D{}); len(names) != 1 {
+		t.Fatalf("collections after the abort: %v", names)
+	}
+	checkAcked(t, c.Database(dbn).Collection("events"), n, nil)
+
+	pause("alwaysOn")
+	done = reshard()
+	waitFor(t, time.Minute, "the copy to pause", func() bool { return reshardOp(t, c, ns) != nil })
+	if _, err := runCmd(t, c.Database("admin"), bson.D{{Key: "commitReshardCollection", Value: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	pause("off")
+	if err := <-done; err != nil {
+		t.Fatalf("committed reshardCollection: %v", err)
+	}
+	if k := collKey(t, c, ns); k["deviceId"] != "hashed" {
+		t.Fatalf("shard key after the commit: %v", k)
+	}
+	if op := reshardOp(t, c, ns); op != nil {
+		t.Fatalf("currentOp after the end: %v", op)
+	}
+	checkAcked(t, c.Database(dbn).Collection("events"), n, nil)
+}
+
+// shardsRead returns the shards a find of filter on coll reads (explain).
+func shardsRead(t *testing.T, c *mongo.Client, db, coll string, filter bson.D) []string {
+	t.Helper()
+	_, shards := explainShards(t, c, db, bson.D{{Key: "find", Value: coll}, {Key: "filter", Value: filter}})
+	var out []string
+	for _, s := range shards {
+		out = append(out, s.Shard)
+	}
+	return out
+}
+
+// TestMoveCollectionUnderWrites moves an unsharded collection to the other shard while 8
+// clients write, then unshards a sharded one onto a shard the same way: nothing acknowledged
+// is lost, and each ends up read on its one shard. Then MongoDB's errors.
+func TestMoveCollectionUnderWrites(t *testing.T) {
+	const n = 20_000
+	srv := startServer(t, "--shards", "2")
+	c := srv.client(t)
+	dbn := dbName(t)
+	coll := c.Database(dbn).Collection("events")
+	loadEvents(t, coll, n)
+	from := shardsRead(t, c, dbn, "events", bson.D{})
+	if len(from) != 1 {
+		t.Fatalf("an unsharded collection read on %v", from)
+	}
+	to := "shard-1"
+	if from[0] == to {
+		to = "shard-0"
+	}
+	logs, stop := writersRunning(t, coll, n)
+	if _, err := runCmd(t, c.Database("admin"), bson.D{{Key: "moveCollection", Value: dbn + ".events"}, {Key: "toShard", Value: to}}); err != nil {
+		t.Fatalf("moveCollection: %v", err)
+	}
+	stop()
+	checkAcked(t, coll, n, logs)
+	if got := shardsRead(t, c, dbn, "events", bson.D{}); len(got) != 1 || got[0] != to {
+		t.Fatalf("after moveCollection to %s, a find reads %v", to, got)
+	}
+
+	sharded := c.Database(dbn).Collection("sharded")
+	shardColl(t, c, dbn+".sharded", "tenant")
+	loadEvents(t, sharded, n)
+	logs, stop = writersRunning(t, sharded, n)
+	if _, err := runCmd(t, c.Database("admin"), bson.D{{Key: "unshardCollection", Value: dbn + ".sharded"}, {Key: "toShard", Value: "shard-1"}}); err != nil {
+		t.Fatalf("unshardCollection: %v", err)
+	}
+	stop()
+	checkAcked(t, sharded, n, logs)
+	if got := shardsRead(t, c, dbn, "sharded", bson.D{{Key: "n", Value: bson.D{{Key: "$gte", Value: 0}}}}); len(got) != 1 || got[0] != "shard-1" {
+		t.Fatalf("after unshardCollection to shard-1, a find reads %v", got)
+	}
+	if k := collKey(t, c, dbn+".sharded"); k != nil {
+		t.Fatalf("config.collections after unshardCollection: %v", k)
+	}
+
+	wantCmdError(t, c, bson.D{{Key: "moveCollection", Value: dbn + ".none"}, {Key: "toShard", Value: "shard-0"}}, 26, "NamespaceNotFound")
+	wantCmdError(t, c, bson.D{{Key: "unshardCollection", Value: dbn + ".none"}}, 26, "NamespaceNotFound")
+	shardColl(t, c, dbn+".other", "tenant")
+	wantCmdError(t, c, bson.D{{Key: "moveCollection", Value: dbn + ".other"}, {Key: "toShard", Value: "shard-0"}}, 26, "NamespaceNotFound")
+	wantCmdError(t, c, bson.D{{Key: "moveCollection", Value: dbn + ".events"}}, 40414, "Location40414")
+	wantCmdError(t, c, bson.D{{Key: "moveCollection", Value: dbn + ".events"}, {Key: "toShard", Value: "shard-9"}}, 70, "ShardNotFound")
+}
+
+// TestReshardShellHelpers drives the layout changes through mongosh's helpers.
+func TestReshardShellHelpers(t *testing.T) {
+	srv := startServer(t, "--shards", "2")
+	dbn := dbName(t)
+	out := srv.mongosh(t, dbn, "--eval", `
+		for (let i = 0; i < 500; i++) db.events.insertOne({_id: i, tenant: "t" + (i % 3), deviceId: "d" + i});
+		sh.shardCollection("`+dbn+`.events", {tenant: "hashed"});
+		print("reshard", sh.reshardCollection("`+dbn+`.events", {deviceId: "hashed"}).ok);
+		print("key", JSON.stringify(db.getSiblingDB("config").collections.findOne({_id: "`+dbn+`.events"}).key));
+		try { sh.abortReshardCollection("`+dbn+`.events") } catch (e) { print("abort", e.codeName) }
+		try { sh.commitReshardCollection("`+dbn+`.events") } catch (e) { print("commit", e.codeName) }
+		print("unshard", sh.unshardCollection("`+dbn+`.events", "shard-0").ok);
+		print("move", sh.moveCollection("`+dbn+`.events", "shard-1").ok);
+		print("count", db.events.countDocuments({}));
+	`)
+	for _, want := range []string{"reshard 1", `key {"deviceId":"hashed"}`, "abort NoSuchReshardCollection",
+		"commit NoSuchReshardCollection", "unshard 1", "move 1", "count 500"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("mongosh output lacks %q:\n%s", want, out)
+		}
+	}
+}
