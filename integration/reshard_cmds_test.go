@@ -62,8 +62,24 @@ func TestReshardCollectionErrors(t *testing.T) {
 	if got := collUUID(t, c, ns); !bytesEqual(got.Data, before.Data) {
 		t.Fatal("reshardCollection with the same key copied the collection")
 	}
+	stream, err := c.Database(dbn).Collection("events").Watch(context.Background(), mongo.Pipeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stream.Close(context.Background()) }()
 	if _, err := runCmd(t, c.Database("admin"), bson.D{{Key: "reshardCollection", Value: ns}, key("tenant"),
 		{Key: "forceRedistribution", Value: true}, {Key: "numInitialChunks", Value: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	// A stream opened before goes on after: the copy and the swap are no events of it.
+	if _, err := c.Database(dbn).Collection("events").InsertOne(context.Background(), eventDoc(3000)); err != nil {
+		t.Fatal(err)
+	}
+	if !stream.Next(context.Background()) || stream.Current.Lookup("operationType").StringValue() != "insert" ||
+		stream.Current.Lookup("documentKey", "_id").AsInt64() != 3000 {
+		t.Fatalf("the change stream after resharding: %v %v", stream.Current, stream.Err())
+	}
+	if _, err := c.Database(dbn).Collection("events").DeleteOne(context.Background(), bson.D{{Key: "_id", Value: 3000}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := collUUID(t, c, ns); bytesEqual(got.Data, before.Data) {
