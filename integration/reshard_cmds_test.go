@@ -244,3 +244,53 @@ func TestReshardShellHelpers(t *testing.T) {
 		}
 	}
 }
+
+// TestAnalyzeShardKey: a bad key (4 tenants) and a good one (a device per document) told
+// apart by cardinality and frequency; an increasing field under ObjectId _ids is monotonic, a
+// shuffled one is not; mongosh's helper; MongoDB's errors.
+func TestAnalyzeShardKey(t *testing.T) {
+	srv := startServer(t, "--shards", "2")
+	c := srv.client(t)
+	dbn := dbName(t)
+	loadEvents(t, c.Database(dbn).Collection("events"), 2000)
+	analyze := func(coll string, key bson.D, extra ...bson.E) bson.M {
+		t.Helper()
+		res, err := runCmd(t, c.Database("admin"), append(bson.D{{Key: "analyzeShardKey", Value: dbn + "." + coll}, {Key: "key", Value: key}}, extra...))
+		if err != nil {
+			t.Fatalf("analyzeShardKey %v: %v", key, err)
+		}
+		return asM(res["keyCharacteristics"])
+	}
+	bad := analyze("events", bson.D{{Key: "tenant", Value: 1}})
+	if asInt64(bad["numDistinctValues"]) != 4 || asInt64(bad["numDocsTotal"]) != 2000 || asInt64(bad["numDocsSampled"]) != 2000 {
+		t.Fatalf("the tenant key: %v", bad)
+	}
+	top := asM(bad["mostCommonValues"].(bson.A)[0])
+	if asInt64(top["frequency"]) != 500 || asM(top["value"])["tenant"] == nil {
+		t.Fatalf("the tenant key's most common value: %v", top)
+	}
+	good := analyze("events", bson.D{{Key: "deviceId", Value: "hashed"}}, bson.E{Key: "sampleSize", Value: 500})
+	if asInt64(good["numDistinctValues"]) != 500 || asM(good["monotonicity"])["type"] != "not monotonic" {
+		t.Fatalf("the deviceId key on 500 documents: %v", good)
+	}
+	seq := c.Database(dbn).Collection("seq")
+	for i := range 300 {
+		if _, err := seq.InsertOne(context.Background(), bson.D{{Key: "at", Value: i}, {Key: "r", Value: (i * 7919) % 300}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m := asM(analyze("seq", bson.D{{Key: "at", Value: 1}})["monotonicity"]); m["type"] != "monotonic" || m["recordIdCorrelationCoefficient"].(float64) < 0.99 {
+		t.Fatalf("an increasing key: %v", m)
+	}
+	if m := asM(analyze("seq", bson.D{{Key: "r", Value: 1}})["monotonicity"]); m["type"] != "not monotonic" {
+		t.Fatalf("a shuffled key: %v", m)
+	}
+	wantCmdError(t, c, bson.D{{Key: "analyzeShardKey", Value: dbn + ".none"}, {Key: "key", Value: bson.D{{Key: "a", Value: 1}}}}, 26, "NamespaceNotFound")
+	wantCmdError(t, c, bson.D{{Key: "analyzeShardKey", Value: dbn + ".events"}}, 40414, "Location40414")
+	wantCmdError(t, c, bson.D{{Key: "analyzeShardKey", Value: dbn + ".events"}, {Key: "key", Value: bson.D{{Key: "a", Value: 1}}},
+		{Key: "sampleRate", Value: 0.5}, {Key: "sampleSize", Value: 10}}, 72, "InvalidOptions")
+	out := srv.mongosh(t, dbn, "--eval", `print("distinct", Number(db.events.analyzeShardKey({tenant: 1}).keyCharacteristics.numDistinctValues))`)
+	if !strings.Contains(out, "distinct 4") {
+		t.Fatalf("mongosh's analyzeShardKey: %s", out)
+	}
+}

@@ -29,6 +29,7 @@ func (h *Handlers) addReshardCommands(add func(*command.Command)) {
 	add(&command.Command{Name: "commitReshardCollection", Run: h.steerReshard(true), Action: auth.ActionClusterAdmin, Help: "make the layout change of a collection block writes and finish now", AdminOnly: true, Props: command.WriteConcern})
 	add(&command.Command{Name: "moveCollection", Run: h.moveCollection, Action: auth.ActionClusterAdmin, Help: "move an unsharded collection to a shard online", AdminOnly: true, Props: command.WriteConcern})
 	add(&command.Command{Name: "unshardCollection", Run: h.unshardCollection, Action: auth.ActionClusterAdmin, Help: "make a sharded collection one partition on a shard, online", AdminOnly: true, Props: command.WriteConcern})
+	add(&command.Command{Name: "analyzeShardKey", Run: h.analyzeShardKey, Action: auth.ActionClusterAdmin, Help: "cardinality, frequency and monotonicity of a shard key from a sample", AdminOnly: true})
 	h.BackgroundOps = h.Shards.ReshardOps
 }
 
