@@ -118,7 +118,8 @@ func TestReshardCollectionAbortAndCommit(t *testing.T) {
 	pause("alwaysOn")
 	done := reshard()
 	var op bson.M
-	waitFor(t, time.Minute, "the copy to pause", func() bool { op = reshardOp(t, c, ns); return op != nil })
+	paused := func() bool { op = reshardOp(t, c, ns); return op != nil && asInt64(op["documentsCopied"]) >= 1000 }
+	waitFor(t, time.Minute, "the copy to pause", paused)
 	if op["provenance"] != "reshardCollection" || op["recipientState"] != "cloning" || asInt64(op["documentsCopied"]) != 1000 ||
 		asInt64(op["approxDocumentsToCopy"]) != n || asM(op["originatingCommand"])["reshardCollection"] != ns {
 		t.Fatalf("currentOp of a paused copy: %v", op)
@@ -142,7 +143,7 @@ func TestReshardCollectionAbortAndCommit(t *testing.T) {
 
 	pause("alwaysOn")
 	done = reshard()
-	waitFor(t, time.Minute, "the copy to pause", func() bool { return reshardOp(t, c, ns) != nil })
+	waitFor(t, time.Minute, "the copy to pause", paused)
 	if _, err := runCmd(t, c.Database("admin"), bson.D{{Key: "commitReshardCollection", Value: ns}}); err != nil {
 		t.Fatal(err)
 	}

@@ -77,8 +77,8 @@ type reshardOp struct {
 	uuid    [16]byte
 	tmp     string
 	started time.Time
-	// total estimates the documents and bytes to copy.
-	totalDocs, totalBytes int64
+	// totalDocs and totalBytes estimate what there is to copy.
+	totalDocs, totalBytes atomic.Int64
 	copied, applied       atomic.Int64
 	bytesCopied           atomic.Int64
 	phase                 atomic.Value // string: MongoDB's recipient states
@@ -183,8 +183,8 @@ func (m *Manager) createReshardTemp(op *reshardOp) (src, tmp *store.Collection, 
 	}
 	for _, s := range m.cat.Shards() {
 		d, b := s.CollStats(src.ID)
-		op.totalDocs += d
-		op.totalBytes += b
+		op.totalDocs.Add(d)
+		op.totalBytes.Add(b)
 	}
 	return src, tmp, nil
 }

@@ -35,12 +35,12 @@ func (op *reshardOp) currentOp(now time.Time) bsoncore.Document {
 	if op.spec.Original != nil {
 		b.AppendDocument("originatingCommand", op.spec.Original)
 	}
-	copied := op.copied.Load()
+	copied, total := op.copied.Load(), op.totalDocs.Load()
 	elapsed := now.Sub(op.started)
 	b.AppendInt64("totalOperationTimeElapsedSecs", int64(elapsed.Seconds())).
-		AppendInt64("approxDocumentsToCopy", op.totalDocs).
+		AppendInt64("approxDocumentsToCopy", total).
 		AppendInt64("documentsCopied", copied).
-		AppendInt64("approxBytesToCopy", op.totalBytes).
+		AppendInt64("approxBytesToCopy", op.totalBytes.Load()).
 		AppendInt64("bytesCopied", op.bytesCopied.Load()).
 		AppendInt64("oplogEntriesFetched", op.applied.Load()).
 		AppendInt64("oplogEntriesApplied", op.applied.Load()).
@@ -52,8 +52,8 @@ func (op *reshardOp) currentOp(now time.Time) bsoncore.Document {
 		b.AppendInt64("totalApplyTimeElapsedSecs", int64(now.Sub(time.Unix(0, done)).Seconds()))
 	}
 	b.AppendInt64("totalCopyTimeElapsedSecs", int64(copyTime.Seconds()))
-	if copied > 0 && op.totalDocs > copied && op.cloneDone.Load() == 0 {
-		left := time.Duration(float64(copyTime) * float64(op.totalDocs-copied) / float64(copied))
+	if copied > 0 && total > copied && op.cloneDone.Load() == 0 {
+		left := time.Duration(float64(copyTime) * float64(total-copied) / float64(copied))
 		b.AppendInt64("remainingOperationTimeEstimatedSecs", int64(left.Seconds()))
 	}
 	return b.Build()
