@@ -285,8 +285,9 @@ func (m *Manager) reshardCatchUps(op *reshardOp, sink *reshardSink, logs []*stor
 }
 
 // reshardCommit is the critical section: under the DDL lock and every key-lock stripe it
-// applies the last logged writes, checks that the source is still the collection copied,
-// and renames the copy over it. It returns the new record and how long writes were held.
+// applies the last logged writes (every batch of the copy is synced), checks that the source
+// is still the collection copied, and renames the copy over it. It returns the new record and
+// how long writes were held.
 func (m *Manager) reshardCommit(op *reshardOp, sink *reshardSink, logs []*store.WriteLog, src, tmp *store.Collection) (*store.Collection, time.Duration, error) {
 	unlockDDL := m.cat.LockDDL() // before the key locks: an index build holds it while it waits for writers
 	defer unlockDDL()
@@ -309,9 +310,6 @@ func (m *Manager) reshardFlip(op *reshardOp, sink *reshardSink, logs []*store.Wr
 		return nil, nil, errReshardAborted(op)
 	}
 	if _, err := m.reshardCatchUp(op, sink, logs); err != nil {
-		return nil, nil, err
-	}
-	if err := sink.sync(); err != nil {
 		return nil, nil, err
 	}
 	cur := m.cat.Store().State().Collection(src.DB, src.Name)

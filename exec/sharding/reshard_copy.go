@@ -82,7 +82,7 @@ func (s *reshardSink) put(oldHash uint64, id []byte, doc bsoncore.Document) erro
 	s.where[k], s.owner[nk] = h, k
 	s.staged++
 	if s.staged >= reshardFlushDocs {
-		return s.flush(false)
+		return s.flush()
 	}
 	return nil
 }
@@ -134,10 +134,12 @@ func stageIndexes(b catalog.Batch, ci *catalog.Coll, doc bsoncore.Document, hash
 	return nil
 }
 
-// flush commits the staged batches (synced with sync).
-func (s *reshardSink) flush(sync bool) error {
+// flush commits the staged batches, synced: the critical section renames the copy as soon
+// as its last pass is committed, and an empty batch syncs nothing, so every batch of the copy
+// is made durable when it is committed (one fsync per shard every reshardFlushDocs documents).
+func (s *reshardSink) flush() error {
 	for sh, b := range s.batches {
-		err := b.Commit(sync)
+		err := b.Commit(true)
 		b.Close()
 		delete(s.batches, sh)
 		if err != nil {
@@ -146,15 +148,6 @@ func (s *reshardSink) flush(sync bool) error {
 	}
 	s.staged = 0
 	return nil
-}
-
-// sync commits what is staged and makes the whole copy durable: a synced commit on every
-// shard of the new layout syncs the WAL the earlier unsynced ones wrote.
-func (s *reshardSink) sync() error {
-	for _, sh := range s.dst.Map.Shards() {
-		s.batch(s.dst.Map.Partition(s.dst.Map.ForShard(sh)[0]).Lo)
-	}
-	return s.flush(true)
 }
 
 // close drops what was staged and not committed.
@@ -188,7 +181,7 @@ func (m *Manager) reshardClone(op *reshardOp, sink *reshardSink) error {
 			return err
 		}
 	}
-	return sink.flush(false)
+	return sink.flush()
 }
 
 // reshardCloneRange copies the source's documents in [lo, hi) from snap.
@@ -248,5 +241,5 @@ func (m *Manager) reshardCatchUp(op *reshardOp, sink *reshardSink, logs []*store
 		}
 	}
 	op.applied.Add(int64(len(docs)))
-	return len(docs), sink.flush(false)
+	return len(docs), sink.flush()
 }
