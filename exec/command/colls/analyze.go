@@ -83,7 +83,7 @@ func (h *Handlers) analyzeShardKey(_ context.Context, r *command.Request) error 
 	out := r.Out
 	if chars {
 		s := h.sampleKeys(c.ID, paths, rate, size)
-		out = bsoncore.AppendDocumentElement(out, "keyCharacteristics", s.characteristics(key, hashed, paths))
+		out = bsoncore.AppendDocumentElement(out, "keyCharacteristics", s.characteristics(hashed, paths))
 	}
 	if rw {
 		out = bsoncore.AppendDocumentElement(out, "readWriteDistribution", emptyReadWrite())
@@ -177,7 +177,7 @@ func (s *keySample) add(doc bsoncore.Document, paths []string) {
 }
 
 // characteristics builds keyCharacteristics from the sample.
-func (s *keySample) characteristics(key bsoncore.Document, hashed bool, paths []string) bsoncore.Document {
+func (s *keySample) characteristics(hashed bool, paths []string) bsoncore.Document {
 	freq := map[string]int64{}
 	for _, k := range s.keys {
 		freq[k]++
