@@ -103,6 +103,14 @@ func (c *Catalog) Refresh(ci *Coll) *Coll {
 	return fresh
 }
 
+// Replaced reports whether ci's collection was replaced by another of the same name: its
+// ID is gone from the catalog and db.name names another collection (a layout change's
+// rename, $out's). A write holding ci must plan again on the new one.
+func (c *Catalog) Replaced(ci *Coll) bool {
+	st := c.store.State()
+	return !st.Live(ci.Meta.ID) && st.Collection(ci.Meta.DB, ci.Meta.Name) != nil
+}
+
 // Lookup returns the compiled collection db.name, or nil if it does not exist.
 func (c *Catalog) Lookup(db, name string) (*Coll, error) {
 	m := c.store.State().Collection(db, name)

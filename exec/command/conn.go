@@ -77,6 +77,9 @@ func (e *Server) CurrentOps(idle bool) []bsoncore.Document {
 	sort.Slice(docs, func(i, j int) bool {
 		return docs[i].Lookup("connectionId").Int64() < docs[j].Lookup("connectionId").Int64()
 	})
+	if e.BackgroundOps != nil {
+		docs = append(docs, e.BackgroundOps()...)
+	}
 	return docs
 }
 

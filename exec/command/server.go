@@ -118,11 +118,14 @@ type Server struct {
 	Clock     clock.Clock // cluster time: $clusterTime and operationTime
 	// Changes stamps the local shards' change records with Clock and wakes the change
 	// streams waiting for them.
-	Changes  *changes.Hub
-	Conns    sync.Map           // connection id → *Conn, for $currentOp
-	IndexUse catalog.IndexUsage // $indexStats
-	stop     chan struct{}      // closed by Close
-	SlowOps  params.SlowOps     // which finished commands are logged at Info (the profile command)
+	Changes *changes.Hub
+	Conns   sync.Map // connection id → *Conn, for $currentOp
+	// BackgroundOps returns $currentOp documents of work no connection runs (a layout
+	// change's copy, exec/sharding/reshard_ops.go); nil: none.
+	BackgroundOps func() []bsoncore.Document
+	IndexUse      catalog.IndexUsage // $indexStats
+	stop          chan struct{}      // closed by Close
+	SlowOps       params.SlowOps     // which finished commands are logged at Info (the profile command)
 	// Fail is the failCommand failpoint (exec/failpoint); FailGetMore is
 	// failGetMoreAfterCursorCheckout, which getMore evaluates once it has its cursor.
 	Fail, FailGetMore failpoint.FailCommand
@@ -130,6 +133,9 @@ type Server struct {
 	// pauseMoveBeforeFlip, hangAfterStartingIndexBuild and pauseMultiWriteBeforeLock
 	// (exec/failpoint's gates).
 	BeforeFlip, AfterBuildStart, BeforeGroupLock failpoint.Gate
+	// DuringReshardClone is the failpoint reshardingPauseRecipientDuringCloning (MongoDB's
+	// name): a layout change's copy waits after its first batch.
+	DuringReshardClone failpoint.Gate
 	// MaxTimeAlways is the failpoint maxTimeAlwaysTimeOut: commands given a maxTimeMS run
 	// past it from the start (Deadline).
 	MaxTimeAlways failpoint.MaxTime
@@ -194,7 +200,7 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 			Version:       ServerVersion,
 			Cluster:       e.Storage.Cluster,
 			Peers:         peers,
-			Knobs:         sharding.Knobs{BeforeFlip: e.BeforeFlip.Pass},
+			Knobs:         sharding.Knobs{BeforeFlip: e.BeforeFlip.Pass, DuringClone: e.DuringReshardClone.Pass},
 		})
 		qopts := query.Options{
 			MaxParallelism: opts.MaxParallelism,

@@ -161,6 +161,9 @@ func (m *Manager) RepairShard(s int) { m.repair([]int{s}, false) }
 func (m *Manager) repair(shards []int, undo bool) {
 	unlock := m.cat.LockDDL()
 	defer unlock()
+	if undo {
+		m.dropReshardLeftovers()
+	}
 	state := m.cat.Store().State()
 	for _, db := range state.Databases() {
 		for _, c := range state.Collections(db.Name) {

@@ -84,8 +84,12 @@ type Manager struct {
 	round sync.Mutex
 	// fence keeps other nodes' index fills and moves between nodes apart (fence.go).
 	fence moveFence
+	// reshards are the layout changes in flight, by namespace (*reshardOp, reshard.go).
+	reshards sync.Map
 	// beforeFlip runs just before a move's flip, under its locks (a test failpoint; nil: none).
 	beforeFlip func()
+	// duringClone runs in a layout change's copy after its first batch (Knobs.DuringClone).
+	duringClone func()
 	// afterPass runs after each copy pass of a move, before the next one or the commit,
 	// under no lock (a test failpoint; nil: none).
 	afterPass func()
@@ -125,6 +129,9 @@ type Knobs struct {
 	// BeforeFlip runs in every move just before its flip, under its locks (the failpoint
 	// pauseMoveBeforeFlip); nil: nothing.
 	BeforeFlip func()
+	// DuringClone runs in every layout change's copy once its first batch is committed (the
+	// failpoint reshardingPauseRecipientDuringCloning); nil: nothing.
+	DuringClone func()
 }
 
 // New returns the partition manager of cat's sharded collections; Start starts it.
@@ -138,7 +145,7 @@ func New(cat *catalog.Catalog, log *zap.Logger, opts Options) *Manager {
 		po.EnsureDefaults()
 		p, _ = shard.NewPolicy(po)
 	}
-	s := &Manager{cat: cat, log: log, mopts: opts, peers: opts.Peers, beforeFlip: opts.Knobs.BeforeFlip,
+	s := &Manager{cat: cat, log: log, mopts: opts, peers: opts.Peers, beforeFlip: opts.Knobs.BeforeFlip, duringClone: opts.Knobs.DuringClone,
 		policy: p, opts: p.Options(), interval: opts.CheckInterval, moveGrace: 5 * time.Second}
 	s.life, s.stop = context.WithCancel(context.Background())
 	if s.interval <= 0 {

@@ -297,8 +297,14 @@ func (wp *Path) runOne(ctx context.Context, op *Op, res *Result) error {
 			return err
 		}
 		doc, err := wp.FirstMatch(ctx, q, res)
-		if err != nil || doc == nil {
+		if err != nil {
 			return err
+		}
+		if doc == nil {
+			if wp.cat.Replaced(op.CI) { // the read may have met the old collection's data deleted
+				return replacedError(op.CI)
+			}
+			return nil
 		}
 		c, err := op.newCandidate(doc) // FirstMatch's document is ours
 		if err != nil {

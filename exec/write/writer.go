@@ -14,6 +14,7 @@ import (
 	"github.com/cleavedb/cleave/exec/changes"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // DocWrite is one document change: an insert (old nil), a replacement (both) or a delete
@@ -112,12 +113,20 @@ func (wr *Writer) LockHashes(dst []uint64, w *DocWrite) []uint64 {
 // moves to the collection's current catalog version, so that an index build that started
 // meanwhile gets this write's entries (see buildIndexes).
 func (wr *Writer) Lock(hashes []uint64) {
-	_ = wr.LockCtx(context.Background(), hashes)
+	_ = wr.lock(context.Background(), hashes, false)
 }
 
 // LockCtx is Lock for a command: it gives up, holding nothing, when ctx ends first (the
-// command's maxTimeMS passed, or its client went away), and returns ctx.Err().
+// command's maxTimeMS passed, or its client went away), and returns ctx.Err(); or when the
+// collection was replaced by another of its name while it waited (a layout change's
+// rename, exec/sharding/reshard.go), with StaleConfig (replacedError), so that the
+// command plans again on the new collection instead of writing into the old one's ID.
 func (wr *Writer) LockCtx(ctx context.Context, hashes []uint64) error {
+	return wr.lock(ctx, hashes, true)
+}
+
+// lock is Lock and LockCtx; replaced: check that the collection was not replaced.
+func (wr *Writer) lock(ctx context.Context, hashes []uint64, replaced bool) error {
 	_ = wr.closeProbes()                               // a probe's view must postdate the locks of the keys it checks
 	if err := wr.p.waitGate(ctx, hashes); err != nil { // before the locks: what it waits for commits under them
 		return err
@@ -126,11 +135,28 @@ func (wr *Writer) LockCtx(ctx context.Context, hashes []uint64) error {
 	if err != nil {
 		return err
 	}
-	wr.unlock = unlock
 	wr.ci = wr.p.cat.Refresh(wr.ci)
+	if replaced && wr.p.cat.Replaced(wr.ci) {
+		unlock()
+		return replacedError(wr.ci)
+	}
+	wr.unlock = unlock
 	wr.adm = catalog.Admission(ctx)
 	return nil
 }
+
+// ErrReplaced marks the StaleConfig of a write whose collection was replaced by another of
+// its name while it waited for its locks: nothing of the statement was written.
+var ErrReplaced = errors.New("the collection was replaced")
+
+// replacedError is the failure of a write to ci, replaced meanwhile.
+func replacedError(ci *catalog.Coll) error {
+	return mongoerr.Wrap(ErrReplaced, mongoerr.StaleConfig,
+		"collection %s changed its layout while this write waited; plan it again", ci.NS())
+}
+
+// IsReplaced reports whether err is the failure of a write whose collection was replaced.
+func IsReplaced(err error) bool { return errors.Is(err, ErrReplaced) }
 
 // Release commits nothing; it drops the locks taken by lock and the staged batches.
 func (wr *Writer) Release() {

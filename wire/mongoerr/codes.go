@@ -127,6 +127,9 @@ const (
 	APIStrictError                           Code = 323
 	APIDeprecationError                      Code = 324
 	MechanismUnavailable                     Code = 334
+	ReshardCollectionInProgress              Code = 338
+	NoSuchReshardCollection                  Code = 339
+	ReshardCollectionAborted                 Code = 341
 	ShardInvalidatedForTargeting             Code = 343
 	UnsupportedOpQueryCommand                Code = 352
 	InvalidBSONType                          Code = 357
@@ -313,6 +316,9 @@ var names = map[Code]string{
 	APIStrictError:                           "APIStrictError",
 	APIDeprecationError:                      "APIDeprecationError",
 	MechanismUnavailable:                     "MechanismUnavailable",
+	ReshardCollectionInProgress:              "ReshardCollectionInProgress",
+	NoSuchReshardCollection:                  "NoSuchReshardCollection",
+	ReshardCollectionAborted:                 "ReshardCollectionAborted",
 	InvalidBSONType:                          "InvalidBSONType",
 	CannotConvertIndexToUnique:               "CannotConvertIndexToUnique",
 	CannotDropShardKeyIndex:                  "CannotDropShardKeyIndex",

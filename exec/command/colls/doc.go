@@ -27,5 +27,6 @@ func (h *Handlers) Add(add func(*command.Command)) {
 	h.addIndexCommands(add)
 	h.addSearchIndexCommands(add)
 	h.addShardCommands(add)
+	h.addReshardCommands(add)
 	h.addDrainCommands(add)
 }

@@ -154,7 +154,7 @@ func (h *Handlers) findAndModify(ctx context.Context, r *command.Request) error 
 	}
 	op.Retry, op.Stmt = rt, a.stmtID
 	var res write.Result
-	err = h.runWrite(ctx, r, op, &ModifyStmt{Kind: "findAndModify", Index: a.stmtID}, &res)
+	err = h.runWriteReplanning(ctx, r, op, &ModifyStmt{Kind: "findAndModify", Index: a.stmtID}, &res, true)
 	r.Charge += res.Charge
 	if err != nil {
 		return famExecError(query.TimeLimitError(ctx, err))

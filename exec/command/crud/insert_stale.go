@@ -43,6 +43,7 @@ func (h *Handlers) insertRetryingStale(ctx context.Context, r *command.Request, 
 		err := h.insertOnce(ctx, r, ci, vals, stmts, ordered, bypass, wc, rt, &part)
 		var again func(stmt int) bool // which statements run again
 		var ownerRev int64            // the catalog revision the owner answered with, if any
+		replaced := write.IsReplaced(err)
 		switch {
 		case attempt == staleRetries:
 		case route.IsStale(err) && (rt != nil || part.N == 0 && len(part.Errs) == 0):
@@ -66,7 +67,9 @@ func (h *Handlers) insertRetryingStale(ctx context.Context, r *command.Request, 
 			}
 		}
 		vals, stmts = nv, ns
-		h.waitNewerCatalog(ctx, rev, ownerRev)
+		if !replaced { // this node's catalog already has the new collection
+			h.waitNewerCatalog(ctx, rev, ownerRev)
+		}
 		// The documents may now go to a shard here whose record another node wrote.
 		if err := h.WriteFor(r).RefreshRetry(rt); err != nil {
 			return err

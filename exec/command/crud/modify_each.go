@@ -33,7 +33,7 @@ func (h *Handlers) modifyEach(ctx context.Context, r *command.Request, a *WriteA
 			var op *write.Op
 			if op, err = compile(i); err == nil {
 				op.Retry, op.Stmt = rt, int32(i)
-				err = h.runWrite(ctx, r, op, &ModifyStmt{Kind: kind, list: list, stmt: a.Stmts[i], Index: int32(i)}, &or)
+				err = h.runWriteReplanning(ctx, r, op, &ModifyStmt{Kind: kind, list: list, stmt: a.Stmts[i], Index: int32(i)}, &or, !multi(i))
 			}
 		}
 		r.Charge += or.Charge
@@ -51,6 +51,29 @@ func (h *Handlers) modifyEach(ctx context.Context, r *command.Request, a *WriteA
 		add(i, &or, &res)
 	}
 	return res, nil
+}
+
+// replannings bounds how many times one statement plans again on a replaced collection.
+const replannings = 4
+
+// runWriteReplanning is runWrite, run again on the new collection when the collection was
+// replaced by another of its name while the write waited for its locks (a layout change,
+// exec/sharding/reshard.go), as mongos re-runs a write after StaleConfig. Only a statement
+// of one document (single) runs again: it wrote nothing; a multi-document one may have
+// written part of its documents before, and fails with the StaleConfig.
+func (h *Handlers) runWriteReplanning(ctx context.Context, r *command.Request, op *write.Op, st *ModifyStmt, or *write.Result, single bool) error {
+	for attempt := 0; ; attempt++ {
+		err := h.runWrite(ctx, r, op, st, or)
+		if !single || attempt == replannings || !write.IsReplaced(err) {
+			return err
+		}
+		ci, lerr := h.Cat.Lookup(op.CI.Meta.DB, op.CI.Meta.Name)
+		if lerr != nil || ci == nil {
+			return err
+		}
+		op.CI = ci
+		*or = write.Result{}
+	}
 }
 
 // stmtWriteError turns the failure of statement i into its write error. A failure that is
