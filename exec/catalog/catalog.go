@@ -103,6 +103,18 @@ func (c *Catalog) Refresh(ci *Coll) *Coll {
 	return fresh
 }
 
+// Exists reports whether collection ci is still in the catalog (by its id: a collection
+// renamed meanwhile still exists, one dropped or replaced by a rename's dropTarget does not).
+func (c *Catalog) Exists(ci *Coll) bool { return c.store.State().CollectionByID(ci.Meta.ID) != nil }
+
+// HoldWriters waits until no writer holds key locks and keeps others from taking any until
+// release: a catalog change made in between is seen by every write that commits after it
+// (writers refresh their collection under their locks), and no write that looked the
+// catalog up before it commits after it. A drop or a rename reserves its change event's
+// time and changes the catalog while it holds writers, so that the writes into the
+// collection it drops sort before its event. It must not be held across Barrier.
+func (c *Catalog) HoldWriters() (release func()) { return c.locks.LockAll() }
+
 // Lookup returns the compiled collection db.name, or nil if it does not exist.
 func (c *Catalog) Lookup(db, name string) (*Coll, error) {
 	m := c.store.State().Collection(db, name)

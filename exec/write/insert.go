@@ -72,10 +72,19 @@ func (wp *Path) insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Va
 		writes[i].New = doc
 		hashes = wr.LockHashes(hashes, &writes[i])
 	}
+	if wp.insertHook != nil {
+		wp.insertHook()
+	}
 	if err := wr.LockCtx(ctx, hashes); err != nil {
 		return true, err
 	}
 	defer wr.Release()
+	if !wp.cat.Exists(wr.ci) {
+		// Dropped since the insert looked it up, or replaced by a rename's dropTarget: the
+		// documents go where the name leads now (the caller routes them again), never into
+		// the dropped collection after its drop's change event.
+		return true, catalog.CollChangedError(ci)
+	}
 	stop := false
 	for i := range writes {
 		if done[i] {

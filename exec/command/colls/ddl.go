@@ -122,8 +122,10 @@ func (h *Handlers) drop(ctx context.Context, r *command.Request) error {
 		return err
 	}
 	defer unlock()
+	release := h.Cat.HoldWriters() // as renameCollection does
 	slot := h.ReserveChange(r.DB)
 	c, err := h.Storage.Catalog.DropCollection(r.DB, name)
+	release()
 	if err != nil {
 		slot.Release()
 	}
@@ -230,8 +232,12 @@ func (h *Handlers) renameCollection(ctx context.Context, r *command.Request) err
 		return err
 	}
 	defer unlock()
+	// Writers are held while the event's time is reserved and the catalog changes: an insert
+	// into the target dropped here commits before both, or finds the renamed collection.
+	release := h.Cat.HoldWriters()
 	slot := h.ReserveChange(fromDB, toDB)
 	renamed, dropped, err := h.Storage.Catalog.RenameCollection(fromDB, fromColl, toDB, toColl, dropTarget)
+	release()
 	if err != nil {
 		slot.Release()
 	}

@@ -80,6 +80,8 @@ func (h *Handlers) configureFailPoint(_ context.Context, r *command.Request) err
 		return h.pauseGate(r, &h.AfterBuildStart)
 	case "pauseMultiWriteBeforeLock":
 		return h.pauseGate(r, &h.BeforeGroupLock)
+	case "pauseInsertBeforeLock":
+		return h.pauseGate(r, &h.BeforeInsertLock)
 	case "maxTimeAlwaysTimeOut":
 		return h.maxTimeAlwaysTimeOut(r)
 	case "failGetMoreAfterCursorCheckout":
@@ -153,7 +155,9 @@ func (h *Handlers) simulateAvailableDiskSpace(r *command.Request) error {
 //   - hangAfterStartingIndexBuild (mongod's name): an index build this node runs waits once
 //     its indexes are in the catalog, not ready (ddl.Knobs.AfterBuildStart);
 //   - pauseMultiWriteBeforeLock: a multi update or delete this node runs waits after reading
-//     each group of documents, before locking them (write.Knobs.BeforeGroupLock).
+//     each group of documents, before locking them (write.Knobs.BeforeGroupLock);
+//   - pauseInsertBeforeLock: an insert this node runs waits after looking up its collection,
+//     before locking its documents (write.Knobs.BeforeInsertLock).
 func (h *Handlers) pauseGate(r *command.Request, g *failpoint.Gate) error {
 	on, err := failpoint.ModeOn(r.Body.Lookup("mode"))
 	if err != nil {
