@@ -36,7 +36,7 @@ func TestRenameDropTargetRacingInserts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close(ctx)
+	defer func() { _ = cs.Close(ctx) }()
 	const rounds, inserters = 12, 4
 	var all []*renameRaceRound
 	for round := range rounds {
@@ -198,7 +198,7 @@ func TestInsertPausedAcrossRenameDropTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close(ctx)
+	defer func() { _ = cs.Close(ctx) }()
 	gate := func(mode string) int64 {
 		t.Helper()
 		var res struct {

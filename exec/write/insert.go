@@ -72,19 +72,10 @@ func (wp *Path) insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Va
 		writes[i].New = doc
 		hashes = wr.LockHashes(hashes, &writes[i])
 	}
-	if wp.insertHook != nil {
-		wp.insertHook()
-	}
-	if err := wr.LockCtx(ctx, hashes); err != nil {
+	if err := wp.lockInsert(ctx, wr, hashes); err != nil {
 		return true, err
 	}
 	defer wr.Release()
-	if !wp.cat.Exists(wr.ci) {
-		// Dropped since the insert looked it up, or replaced by a rename's dropTarget: the
-		// documents go where the name leads now (the caller routes them again), never into
-		// the dropped collection after its drop's change event.
-		return true, catalog.CollChangedError(ci)
-	}
 	stop := false
 	for i := range writes {
 		if done[i] {
@@ -117,4 +108,23 @@ func (wp *Path) insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Va
 	}
 	res.Charge += wr.Charge()
 	return stop, nil
+}
+
+// lockInsert takes an insert's key locks, the failpoint pauseInsertBeforeLock passed, and
+// checks under them that its collection still exists. One dropped since the insert looked it
+// up, or replaced by a rename's dropTarget, fails with StaleConfig and holds nothing: the
+// documents go where the name leads now (the caller routes them again), never into the
+// dropped collection after its drop's change event.
+func (wp *Path) lockInsert(ctx context.Context, wr *Writer, hashes []uint64) error {
+	if wp.insertHook != nil {
+		wp.insertHook()
+	}
+	if err := wr.LockCtx(ctx, hashes); err != nil {
+		return err
+	}
+	if !wp.cat.Exists(wr.ci) {
+		wr.Release()
+		return catalog.CollChangedError(wr.ci)
+	}
+	return nil
 }
