@@ -186,7 +186,9 @@ func sortedStringIDs(t *testing.T, c *mongo.Collection) []string {
 // renameCollection with dropTarget replaced it (held there by the failpoint
 // pauseInsertBeforeLock) lands in the renamed collection that now has the name, after the
 // rename in the change stream; one held across a drop lands in the collection the name
-// creates again. Before, it went into the dropped collection's data, acknowledged and lost.
+// creates again, and so does one held across a rename of its collection (MongoDB's insert
+// after a rename creates the old name anew). Before, the first two went into the dropped
+// collection's data, acknowledged and lost, and the third into the renamed collection.
 func TestInsertPausedAcrossRenameDropTarget(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t, "--test-commands")
@@ -217,6 +219,7 @@ func TestInsertPausedAcrossRenameDropTarget(t *testing.T) {
 		{"RenameDropTarget", "t1", bson.D{{Key: "renameCollection", Value: db.Name() + ".s1"}, {Key: "to", Value: db.Name() + ".t1"}, {Key: "dropTarget", Value: true}},
 			[]string{"late", "src"}},
 		{"Drop", "t2", bson.D{{Key: "drop", Value: "t2"}}, []string{"late"}},
+		{"RenameSource", "s3", bson.D{{Key: "renameCollection", Value: db.Name() + ".s3"}, {Key: "to", Value: db.Name() + ".t3"}}, []string{"late"}},
 	} {
 		if _, err := db.Collection(tc.target).InsertOne(ctx, bson.D{{Key: "_id", Value: "old"}}); err != nil {
 			t.Fatal(err)
@@ -273,7 +276,8 @@ func TestInsertPausedAcrossRenameDropTarget(t *testing.T) {
 		}
 		ops = append(ops, op)
 	}
-	want := []string{"insert t1 old", "insert s1 src", "rename s1", "insert t1 late", "insert t2 old", "drop t2", "insert t2 late"}
+	want := []string{"insert t1 old", "insert s1 src", "rename s1", "insert t1 late", "insert t2 old", "drop t2", "insert t2 late",
+		"insert s3 old", "rename s3", "insert s3 late"}
 	if !slices.Equal(ops, want) {
 		t.Fatalf("events %q, want %q", ops, want)
 	}

@@ -103,9 +103,12 @@ func (c *Catalog) Refresh(ci *Coll) *Coll {
 	return fresh
 }
 
-// Exists reports whether collection ci is still in the catalog (by its id: a collection
-// renamed meanwhile still exists, one dropped or replaced by a rename's dropTarget does not).
-func (c *Catalog) Exists(ci *Coll) bool { return c.store.State().CollectionByID(ci.Meta.ID) != nil }
+// Exists reports whether collection ci is still in the catalog under its name: not dropped,
+// not replaced by a rename's dropTarget, not renamed.
+func (c *Catalog) Exists(ci *Coll) bool {
+	m := c.store.State().CollectionByID(ci.Meta.ID)
+	return m != nil && m.DB == ci.Meta.DB && m.Name == ci.Meta.Name
+}
 
 // HoldWriters waits until no writer holds key locks and keeps others from taking any until
 // release: a catalog change made in between is seen by every write that commits after it

@@ -233,7 +233,8 @@ func (h *Handlers) renameCollection(ctx context.Context, r *command.Request) err
 	}
 	defer unlock()
 	// Writers are held while the event's time is reserved and the catalog changes: an insert
-	// into the target dropped here commits before both, or finds the renamed collection.
+	// into the source or into the target dropped here commits before both, or finds what
+	// the name leads to after them.
 	release := h.Cat.HoldWriters()
 	slot := h.ReserveChange(fromDB, toDB)
 	renamed, dropped, err := h.Storage.Catalog.RenameCollection(fromDB, fromColl, toDB, toColl, dropTarget)
