@@ -194,7 +194,7 @@ func (e *Executor) forwardTxn(ctx context.Context, r *command.Request) (bool, er
 	txnNumber, _ := r.Generic(command.GenTxnNumber).AsInt64OK()
 	start, _ := r.Generic(command.GenStartTxn).BooleanOK()
 	reply, forwarded, err := e.Route.ForwardTxn(ctx, route.TxnStatement{LSID: r.Generic(command.GenLSID),
-		TxnNumber: txnNumber, Start: start, Name: r.Name, DB: r.DB, Body: r.Body})
+		TxnNumber: txnNumber, Start: start, Name: r.Name, DB: r.DB, Body: r.Body, Owner: e.SessionUser(r).UID()})
 	if !forwarded || err != nil {
 		return forwarded, err
 	}

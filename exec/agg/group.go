@@ -224,7 +224,13 @@ func (t *groupTable) consume(ctx context.Context, in stream.Stream) error {
 	// once.
 	var only *group
 	var chk stream.Checker
+	y := stream.NewYieldPolicy()
 	for {
+		// The document met last is folded and copied by now: a long input gives up its
+		// read view now and then, as a blocking sort's load does (stream.YieldPolicy).
+		if y.Due() {
+			stream.Yield(in, false)
+		}
 		d, err := in.Next(ctx)
 		if err != nil || d == nil {
 			return err

@@ -84,7 +84,11 @@ func (t *groupTable) overflow(ctx context.Context, in stream.Stream) error {
 	t.spill = sp
 	var key, val []byte
 	var chk stream.Checker
+	y := stream.NewYieldPolicy()
 	for {
+		if y.Due() { // the document met last is spilled by now
+			stream.Yield(in, false)
+		}
 		d, err := in.Next(ctx)
 		if err != nil || d == nil {
 			return err

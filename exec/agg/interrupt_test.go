@@ -65,3 +65,53 @@ func TestBlockingStagesCheckContext(t *testing.T) {
 		})
 	}
 }
+
+// yieldCounter is an input that counts the times it was told to yield, and the documents
+// read between the first and the last of them.
+type yieldCounter struct {
+	stream.Slice
+	yields int
+}
+
+// Yield implements stream.Yielder.
+func (s *yieldCounter) Yield(unread bool) bool {
+	s.yields++
+	return s.Slice.Yield(unread)
+}
+
+// TestGroupYieldsInLongInput checks that $group gives up its input's read view every
+// stream.YieldDocs documents while it folds a long input, in memory and while it spills, as
+// a blocking sort does, and still groups every document.
+func TestGroupYieldsInLongInput(t *testing.T) {
+	const n = 5 * stream.YieldDocs
+	docs := streamtest.Docs(n)
+	for _, tc := range []struct {
+		name   string
+		maxMem int64
+	}{{"InMemory", 0}, {"Spilling", 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			temp, _ := streamtest.Temp(t)
+			env := &Env{DB: "test", Opts: &expr.Options{Now: time.Now()}, AllowDiskUse: tc.maxMem > 0, GroupBytes: tc.maxMem, Temp: temp}
+			p, err := Parse(env, streamtest.ExtArray(t, `[{"$group": {"_id": "$_id", "n": {"$sum": 1}}}, {"$count": "groups"}]`), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := &yieldCounter{Slice: stream.Slice{Docs: docs}}
+			out, err := p.OpenOver(in, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Close()
+			d, err := out.Next(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := d.Lookup("groups").AsInt64OK(); got != n {
+				t.Fatalf("%d groups, want %d", got, n)
+			}
+			if in.yields < n/stream.YieldDocs-1 {
+				t.Fatalf("the input yielded %d times over %d documents, want at least %d", in.yields, n, n/stream.YieldDocs-1)
+			}
+		})
+	}
+}

@@ -111,6 +111,21 @@ func (c *Catalog) Replaced(ci *Coll) bool {
 	return !st.Live(ci.Meta.ID) && st.Collection(ci.Meta.DB, ci.Meta.Name) != nil
 }
 
+// Exists reports whether collection ci is still in the catalog under its name: not dropped,
+// not replaced by a rename's dropTarget, not renamed.
+func (c *Catalog) Exists(ci *Coll) bool {
+	m := c.store.State().CollectionByID(ci.Meta.ID)
+	return m != nil && m.DB == ci.Meta.DB && m.Name == ci.Meta.Name
+}
+
+// HoldWriters waits until no writer holds key locks and keeps others from taking any until
+// release: a catalog change made in between is seen by every write that commits after it
+// (writers refresh their collection under their locks), and no write that looked the
+// catalog up before it commits after it. A drop or a rename reserves its change event's
+// time and changes the catalog while it holds writers, so that the writes into the
+// collection it drops sort before its event. It must not be held across Barrier.
+func (c *Catalog) HoldWriters() (release func()) { return c.locks.LockAll() }
+
 // Lookup returns the compiled collection db.name, or nil if it does not exist.
 func (c *Catalog) Lookup(db, name string) (*Coll, error) {
 	m := c.store.State().Collection(db, name)

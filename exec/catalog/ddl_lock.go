@@ -19,3 +19,12 @@ func ChangeError(err error, db, name string) error {
 	}
 	return StoreError(err)
 }
+
+// CollChangedError is the error of a write whose collection ci was dropped, renamed, or
+// replaced by a rename's dropTarget between its lookup and its key locks: StaleConfig, as a
+// MongoDB shard answers a router whose routing information predates a drop, so that the
+// router looks the name up again and routes the write there (a dropped or renamed
+// collection's name is created anew, a rename's target is the renamed collection).
+func CollChangedError(ci *Coll) error {
+	return mongoerr.New(mongoerr.StaleConfig, "collection %s was dropped, renamed or replaced while the write was routed", ci.NS())
+}

@@ -129,10 +129,10 @@ type Server struct {
 	// Fail is the failCommand failpoint (exec/failpoint); FailGetMore is
 	// failGetMoreAfterCursorCheckout, which getMore evaluates once it has its cursor.
 	Fail, FailGetMore failpoint.FailCommand
-	// BeforeFlip, AfterBuildStart and BeforeGroupLock are the failpoints
-	// pauseMoveBeforeFlip, hangAfterStartingIndexBuild and pauseMultiWriteBeforeLock
-	// (exec/failpoint's gates).
-	BeforeFlip, AfterBuildStart, BeforeGroupLock failpoint.Gate
+	// BeforeFlip, AfterBuildStart, BeforeGroupLock and BeforeInsertLock are the failpoints
+	// pauseMoveBeforeFlip, hangAfterStartingIndexBuild, pauseMultiWriteBeforeLock and
+	// pauseInsertBeforeLock (exec/failpoint's gates).
+	BeforeFlip, AfterBuildStart, BeforeGroupLock, BeforeInsertLock failpoint.Gate
 	// DuringReshardClone is the failpoint reshardingPauseRecipientDuringCloning (MongoDB's
 	// name): a layout change's copy waits after its first batch.
 	DuringReshardClone failpoint.Gate
@@ -213,7 +213,7 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 		}
 		e.Query = query.New(e.Cat, qopts)
 		e.Write = write.NewPath(e.Cat, e.Query, e.Shards).WithLogger(e.Log.Named("write")).WithGate(e.Txns).
-			WithKnobs(write.Knobs{BeforeGroupLock: e.BeforeGroupLock.Pass})
+			WithKnobs(write.Knobs{BeforeGroupLock: e.BeforeGroupLock.Pass, BeforeInsertLock: e.BeforeInsertLock.Pass})
 		e.Txns.Use(e.Write)
 		e.Snapshots = txn.NewSnapshots(e.Cat, e.Query, &e.Clock,
 			func() time.Duration { return time.Duration(e.Knobs.SnapshotWindow.Load()) * time.Second }, e.Shards.Moves)

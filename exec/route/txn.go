@@ -30,6 +30,9 @@ type TxnStatement struct {
 	Start     bool // startTransaction: true
 	Name, DB  string
 	Body      bsoncore.Document
+	// Owner is the uid of the session's user on this node (session.Owner.UID): a
+	// killSessions forwarded for the session names it.
+	Owner [32]byte
 }
 
 // txnPin is the node (one of its shards) a session's transaction runs on.
@@ -37,6 +40,7 @@ type txnPin struct {
 	txnNumber int64
 	shard     int
 	used      time.Time
+	owner     [32]byte // the uid of the session's user on this node
 }
 
 // txnPins are the transactions this node forwards, by session.
@@ -72,7 +76,7 @@ func (r *Router) ForwardTxn(ctx context.Context, st TxnStatement) (reply bsoncor
 		if shard, ok = r.otherNodeOnly(st); !ok {
 			return nil, false, nil
 		}
-		r.pins.pin(key, st.TxnNumber, shard)
+		r.pins.pin(key, st.TxnNumber, shard, st.Owner)
 	}
 	reply, err = r.nodes.Command(ctx, shard, st.Body)
 	return reply, true, txnUnreachable(err, st.Name)
@@ -87,14 +91,37 @@ func (r *Router) EndSessions(ctx context.Context, ids [][16]byte) {
 		return
 	}
 	for shard, ended := range r.pins.take(ids) {
-		b := bsoncore.NewDocumentBuilder()
-		arr := bsoncore.NewArrayBuilder()
-		for _, id := range ended {
-			arr.AppendDocument(bsoncore.NewDocumentBuilder().AppendBinary("id", 4, id[:]).Build())
-		}
-		body := b.AppendArray("endSessions", arr.Build()).AppendString("$db", "admin").Build()
-		_, _ = r.nodes.Command(ctx, shard, body) // endSessions answers ok whatever becomes of it
+		_, _ = r.nodes.Command(ctx, shard, sessionsCommand("endSessions", ended)) // it answers ok whatever becomes of it
 	}
+}
+
+// KillSessions kills, on the nodes this node forwarded their transactions to, the sessions
+// match selects (by id and the uid of their user here), and forgets their pins, as mongos
+// passes killSessions, killAllSessions and killAllSessionsByPattern on to its shards: the
+// other node aborts the transaction and closes its cursors. The other node ran the
+// transaction for this node's internal connection, so a killSessions of the ids from that
+// connection names its sessions there. The first error of a node that cannot be reached is
+// returned, after every other node has been told.
+func (r *Router) KillSessions(ctx context.Context, match func(id [16]byte, owner [32]byte) bool) error {
+	if r.nodes == nil {
+		return nil
+	}
+	var first error
+	for shard, ids := range r.pins.takeMatching(match) {
+		if _, err := r.nodes.Command(ctx, shard, sessionsCommand("killSessions", ids)); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// sessionsCommand is {<name>: [{id}, ...], $db: "admin"}.
+func sessionsCommand(name string, ids [][16]byte) bsoncore.Document {
+	arr := bsoncore.NewArrayBuilder()
+	for _, id := range ids {
+		arr.AppendDocument(bsoncore.NewDocumentBuilder().AppendBinary("id", 4, id[:]).Build())
+	}
+	return bsoncore.NewDocumentBuilder().AppendArray(name, arr.Build()).AppendString("$db", "admin").Build()
 }
 
 // lsidKey is the key of a session's pin: the id of its lsid ({id: UUID}), so that a statement
@@ -192,9 +219,33 @@ func (p *txnPins) take(ids [][16]byte) map[int][][16]byte {
 	return out
 }
 
+// takeMatching forgets the pins of the sessions match selects and returns their ids by the
+// shard they were pinned to. Pins keyed by an lsid without a 16-byte id name no session a
+// kill can select.
+func (p *txnPins) takeMatching(match func(id [16]byte, owner [32]byte) bool) map[int][][16]byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out map[int][][16]byte
+	for key, pin := range p.m {
+		if len(key) != 16 {
+			continue
+		}
+		id := [16]byte([]byte(key))
+		if !match(id, pin.owner) {
+			continue
+		}
+		if out == nil {
+			out = map[int][][16]byte{}
+		}
+		out[pin.shard] = append(out[pin.shard], id)
+		delete(p.m, key)
+	}
+	return out
+}
+
 // pin pins the transaction txnNumber of session key to shard, and forgets the pins idle for
 // longer than pinIdle (looking for them once a minute at most).
-func (p *txnPins) pin(key string, txnNumber int64, shard int) {
+func (p *txnPins) pin(key string, txnNumber int64, shard int, owner [32]byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
@@ -209,5 +260,5 @@ func (p *txnPins) pin(key string, txnNumber int64, shard int) {
 			}
 		}
 	}
-	p.m[key] = &txnPin{txnNumber: txnNumber, shard: shard, used: now}
+	p.m[key] = &txnPin{txnNumber: txnNumber, shard: shard, used: now, owner: owner}
 }

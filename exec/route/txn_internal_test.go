@@ -13,7 +13,7 @@ import (
 // same number again) forgets the session's pin while a late one of an earlier does not, and idle pins are forgotten when another is made.
 func TestTxnPins(t *testing.T) {
 	var p txnPins
-	p.pin("s1", 5, 2)
+	p.pin("s1", 5, 2, [32]byte{})
 	if s, ok := p.lookup("s1", 5, false); !ok || s != 2 {
 		t.Fatalf("the pinned transaction: %d, %v", s, ok)
 	}
@@ -32,14 +32,14 @@ func TestTxnPins(t *testing.T) {
 	if _, ok := p.lookup("s1", 5, false); ok {
 		t.Fatal("the pin outlived a statement of a later transaction")
 	}
-	p.pin("s1", 7, 1)
+	p.pin("s1", 7, 1, [32]byte{})
 	if _, ok := p.lookup("s1", 7, true); ok {
 		t.Fatal("a statement starting a transaction used the session's pin")
 	}
-	p.pin("old", 1, 0)
+	p.pin("old", 1, 0, [32]byte{})
 	p.m["old"].used = time.Now().Add(-2 * pinIdle)
 	p.swept = time.Time{}
-	p.pin("new", 1, 0)
+	p.pin("new", 1, 0, [32]byte{})
 	if _, ok := p.m["old"]; ok {
 		t.Error("an idle pin was kept")
 	}
@@ -65,5 +65,31 @@ func TestTxnUnreachable(t *testing.T) {
 	}
 	if txnUnreachable(nil, "insert") != nil {
 		t.Error("no error became one")
+	}
+}
+
+// TestTxnPinsTakeMatching checks that a kill takes the pins it selects, by session id and
+// owner, and leaves the others (and pins keyed by an lsid without a 16-byte id).
+func TestTxnPinsTakeMatching(t *testing.T) {
+	var p txnPins
+	alice, bob := [32]byte{1}, [32]byte{2}
+	id := func(b byte) [16]byte { return [16]byte{b} }
+	key := func(b byte) string { k := id(b); return string(k[:]) }
+	p.pin(key(1), 1, 3, alice)
+	p.pin(key(2), 1, 4, bob)
+	p.pin(key(3), 1, 3, alice)
+	p.pin("no-id", 1, 3, alice)
+	got := p.takeMatching(func(_ [16]byte, owner [32]byte) bool { return owner == alice })
+	if len(got) != 1 || len(got[3]) != 2 || !slices.Contains(got[3], id(1)) || !slices.Contains(got[3], id(3)) {
+		t.Fatalf("alice's pins by shard: %v", got)
+	}
+	if _, ok := p.m[key(2)]; !ok {
+		t.Error("bob's pin was taken")
+	}
+	if _, ok := p.m["no-id"]; !ok {
+		t.Error("a pin without an id was taken")
+	}
+	if got := p.takeMatching(func(i [16]byte, _ [32]byte) bool { return i == id(1) }); got != nil {
+		t.Errorf("a taken pin was taken again: %v", got)
 	}
 }

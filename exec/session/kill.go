@@ -27,6 +27,16 @@ func (p *Pattern) matches(id [16]byte, uid [32]byte) bool {
 	return true
 }
 
+// MatchesAny reports whether a pattern of patterns kills session id of user uid.
+func MatchesAny(patterns []Pattern, id [16]byte, uid [32]byte) bool {
+	for i := range patterns {
+		if patterns[i].matches(id, uid) {
+			return true
+		}
+	}
+	return false
+}
+
 // ParsePattern parses one KillAllSessionsByPattern document.
 func ParsePattern(cmd string, d bsoncore.Document) (Pattern, error) {
 	var p Pattern

@@ -72,7 +72,7 @@ func (wp *Path) insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Va
 		writes[i].New = doc
 		hashes = wr.LockHashes(hashes, &writes[i])
 	}
-	if err := wr.LockCtx(ctx, hashes); err != nil {
+	if err := wp.lockInsert(ctx, wr, ci, hashes); err != nil {
 		return true, err
 	}
 	defer wr.Release()
@@ -108,4 +108,24 @@ func (wp *Path) insert(ctx context.Context, ci *catalog.Coll, vals []bsoncore.Va
 	}
 	res.Charge += wr.Charge()
 	return stop, nil
+}
+
+// lockInsert takes an insert's key locks, the failpoint pauseInsertBeforeLock passed, and
+// checks under them that its collection still exists under its name. One dropped or renamed
+// since the insert looked it up, or replaced by a rename's dropTarget, fails with StaleConfig
+// and holds nothing: the
+// documents go where the name leads now (the caller routes them again), never into the
+// dropped collection after its drop's change event.
+func (wp *Path) lockInsert(ctx context.Context, wr *Writer, ci *catalog.Coll, hashes []uint64) error {
+	if wp.insertHook != nil {
+		wp.insertHook()
+	}
+	if err := wr.LockCtx(ctx, hashes); err != nil {
+		return err
+	}
+	if !wp.cat.Exists(ci) { // ci as looked up: wr.ci is its current version
+		wr.Release()
+		return catalog.CollChangedError(ci)
+	}
+	return nil
 }

@@ -26,8 +26,9 @@ type Path struct {
 	// collections through the path. Nil for a transaction's path (WithShards).
 	gate *atomic.Pointer[Gate]
 	// groupHook, when set, runs when a multi statement read a group of documents, before it
-	// locks them (Knobs.BeforeGroupLock).
-	groupHook func()
+	// locks them (Knobs.BeforeGroupLock); insertHook when an insert is about to lock its
+	// documents (Knobs.BeforeInsertLock).
+	groupHook, insertHook func()
 }
 
 // Knobs are the write path's test failpoints.
@@ -36,12 +37,16 @@ type Knobs struct {
 	// documents and before it locks them: the failpoint pauseMultiWriteBeforeLock, with
 	// which a test moves their partition in between. Nil: nothing.
 	BeforeGroupLock func()
+	// BeforeInsertLock runs in an insert, its collection looked up, before it locks its
+	// documents: the failpoint pauseInsertBeforeLock, with which a test drops or replaces
+	// the collection in between. Nil: nothing.
+	BeforeInsertLock func()
 }
 
 // WithKnobs sets the path's test failpoints and returns it; set them before the path is
 // used.
 func (wp *Path) WithKnobs(k Knobs) *Path {
-	wp.groupHook = k.BeforeGroupLock
+	wp.groupHook, wp.insertHook = k.BeforeGroupLock, k.BeforeInsertLock
 	return wp
 }
 

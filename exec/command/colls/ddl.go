@@ -123,8 +123,10 @@ func (h *Handlers) drop(ctx context.Context, r *command.Request) error {
 		return err
 	}
 	defer unlock()
+	release := h.Cat.HoldWriters() // as renameCollection does
 	slot := h.ReserveChange(r.DB)
 	c, err := h.Storage.Catalog.DropCollection(r.DB, name)
+	release()
 	if err != nil {
 		slot.Release()
 	}
@@ -231,8 +233,13 @@ func (h *Handlers) renameCollection(ctx context.Context, r *command.Request) err
 		return err
 	}
 	defer unlock()
+	// Writers are held while the event's time is reserved and the catalog changes: an insert
+	// into the source or into the target dropped here commits before both, or finds what
+	// the name leads to after them.
+	release := h.Cat.HoldWriters()
 	slot := h.ReserveChange(fromDB, toDB)
 	renamed, dropped, err := h.Storage.Catalog.RenameCollection(fromDB, fromColl, toDB, toColl, dropTarget)
+	release()
 	if err != nil {
 		slot.Release()
 	}

@@ -98,7 +98,7 @@ func (h *Handlers) KillOpCommand(_ context.Context, r *command.Request) error {
 // killSessions runs {killSessions: [{id, uid?}, ...]}: each names a session of the caller
 // (lsid.uid is the caller's digest unless given, which takes impersonation); [] names every
 // session of the authenticated user, and none without one, as in MongoDB.
-func (h *Handlers) killSessions(_ context.Context, r *command.Request) error {
+func (h *Handlers) killSessions(ctx context.Context, r *command.Request) error {
 	const cmd = "KillSessionsCmd"
 	first, _ := bsonx.FirstElement(r.Body)
 	arr, err := args.Array(cmd, "killSessions", first.Value())
@@ -111,7 +111,7 @@ func (h *Handlers) killSessions(_ context.Context, r *command.Request) error {
 		if !h.Access.Enabled() || len(r.Conn.Authn.Users) == 0 {
 			return nil
 		}
-		return h.Sessions.Kill([]session.Pattern{{UID: &caller}})
+		return h.kill(ctx, []session.Pattern{{UID: &caller}})
 	}
 	patterns := make([]session.Pattern, 0, len(vals))
 	for _, v := range vals {
@@ -136,11 +136,11 @@ func (h *Handlers) killSessions(_ context.Context, r *command.Request) error {
 		}
 		patterns = append(patterns, session.Pattern{LSID: &id, UID: uid})
 	}
-	return h.Sessions.Kill(patterns)
+	return h.kill(ctx, patterns)
 }
 
 // killAllSessions runs {killAllSessions: [{user, db}, ...]}.
-func (h *Handlers) killAllSessions(_ context.Context, r *command.Request) error {
+func (h *Handlers) killAllSessions(ctx context.Context, r *command.Request) error {
 	const cmd = "KillAllSessionsCmd"
 	first, _ := bsonx.FirstElement(r.Body)
 	arr, err := args.Array(cmd, "killAllSessions", first.Value())
@@ -149,7 +149,7 @@ func (h *Handlers) killAllSessions(_ context.Context, r *command.Request) error 
 	}
 	vals, _ := arr.Values()
 	if len(vals) == 0 {
-		return h.Sessions.Kill([]session.Pattern{{}})
+		return h.kill(ctx, []session.Pattern{{}})
 	}
 	patterns := make([]session.Pattern, 0, len(vals))
 	for _, v := range vals {
@@ -160,11 +160,11 @@ func (h *Handlers) killAllSessions(_ context.Context, r *command.Request) error 
 		d := session.UserDigest(u)
 		patterns = append(patterns, session.Pattern{UID: &d})
 	}
-	return h.Sessions.Kill(patterns)
+	return h.kill(ctx, patterns)
 }
 
 // killAllSessionsByPattern runs {killAllSessionsByPattern: [pattern, ...]}.
-func (h *Handlers) killAllSessionsByPattern(_ context.Context, r *command.Request) error {
+func (h *Handlers) killAllSessionsByPattern(ctx context.Context, r *command.Request) error {
 	const cmd = "KillAllSessionsByPatternCmd.killAllSessionsByPattern"
 	first, _ := bsonx.FirstElement(r.Body)
 	arr, err := args.Array("KillAllSessionsByPatternCmd", "killAllSessionsByPattern", first.Value())
@@ -173,7 +173,7 @@ func (h *Handlers) killAllSessionsByPattern(_ context.Context, r *command.Reques
 	}
 	vals, _ := arr.Values()
 	if len(vals) == 0 {
-		return h.Sessions.Kill([]session.Pattern{{}})
+		return h.kill(ctx, []session.Pattern{{}})
 	}
 	patterns := make([]session.Pattern, 0, len(vals))
 	for _, v := range vals {
@@ -190,7 +190,20 @@ func (h *Handlers) killAllSessionsByPattern(_ context.Context, r *command.Reques
 		}
 		patterns = append(patterns, p)
 	}
-	return h.Sessions.Kill(patterns)
+	return h.kill(ctx, patterns)
+}
+
+// kill kills the sessions patterns match here, then on the nodes this node forwarded their
+// transactions to (route.Router.KillSessions), as mongos passes the kill commands on to its
+// shards.
+func (h *Handlers) kill(ctx context.Context, patterns []session.Pattern) error {
+	if err := h.Sessions.Kill(patterns); err != nil {
+		return err
+	}
+	if h.Route == nil {
+		return nil
+	}
+	return h.Route.KillSessions(ctx, func(id [16]byte, owner [32]byte) bool { return session.MatchesAny(patterns, id, owner) })
 }
 
 // mayImpersonate reports whether r's users may pass impersonation data (MongoDB's

@@ -82,6 +82,8 @@ func (h *Handlers) configureFailPoint(_ context.Context, r *command.Request) err
 		return h.pauseGate(r, &h.BeforeGroupLock)
 	case "reshardingPauseRecipientDuringCloning":
 		return h.pauseGate(r, &h.DuringReshardClone)
+	case "pauseInsertBeforeLock":
+		return h.pauseGate(r, &h.BeforeInsertLock)
 	case "maxTimeAlwaysTimeOut":
 		return h.maxTimeAlwaysTimeOut(r)
 	case "failGetMoreAfterCursorCheckout":
@@ -158,6 +160,8 @@ func (h *Handlers) simulateAvailableDiskSpace(r *command.Request) error {
 //     each group of documents, before locking them (write.Knobs.BeforeGroupLock);
 //   - reshardingPauseRecipientDuringCloning (MongoDB's name): a layout change's copy waits
 //     after its first committed batch (sharding.Knobs.DuringClone).
+//   - pauseInsertBeforeLock: an insert this node runs waits after looking up its collection,
+//     before locking its documents (write.Knobs.BeforeInsertLock).
 func (h *Handlers) pauseGate(r *command.Request, g *failpoint.Gate) error {
 	on, err := failpoint.ModeOn(r.Body.Lookup("mode"))
 	if err != nil {

@@ -16,8 +16,9 @@ import (
 )
 
 // addRoleCommands registers the role commands: custom roles with privileges and inherited
-// roles (updateRole and grantRolesToRole are not there yet).
+// roles (roles_update.go: the commands that change them).
 func (h *Handlers) addRoleCommands(add func(*command.Command)) {
+	h.addRoleUpdateCommands(add)
 	ua := auth.ActionUserAdmin
 	add(&command.Command{Name: "createRole", Run: h.createRole, Action: ua, Needs: roleGrantNeeds, Help: "Adds a role to the system", Props: command.APIV1})
 	add(&command.Command{Name: "dropRole", Run: h.dropRole, Action: ua, Help: "Drops a single role.", Props: command.APIV1})
@@ -41,9 +42,12 @@ func (h *Handlers) createRole(_ context.Context, r *command.Request) error {
 			if role.Privileges, err = auth.DecodePrivileges(v); err != nil {
 				err = mongoerr.New(mongoerr.BadValue, "%s", err.Error())
 			}
+			// MongoDB keeps one privilege per resource and a set of roles.
+			role.Privileges = auth.MergePrivileges(role.Privileges)
 		case "roles":
 			rolesSet = true
 			role.Roles, err = parseRoleNames(r.Name, key, v, r.DB)
+			role.Roles = uniqueRoles(role.Roles)
 		case "authenticationRestrictions":
 			err = mongoerr.New(mongoerr.NotImplemented, "authenticationRestrictions are not supported")
 		default:
