@@ -155,3 +155,11 @@ func truncatedNumber(b []byte) (bsoncore.Value, bool) {
 	}
 	return bsoncore.Value{}, false
 }
+
+// RangeKeyFits reports whether v's whole encoding fits in a range key: then every key whose
+// first component is below v has a range key below RangeKey(v), so a bound "< v" ends
+// there, exclusive.
+func RangeKeyFits(v bsoncore.Value) bool {
+	var buf [64]byte
+	return len(AppendKey(buf[:0], v)) <= rangeKeySize
+}

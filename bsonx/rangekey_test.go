@@ -88,3 +88,28 @@ func TestRangeBound(t *testing.T) {
 		t.Fatalf("compound bound = %s, %s", show(two[0]), show(two[1]))
 	}
 }
+
+// TestRangeKeyFits checks RangeKeyFits' promise over random pairs: a value below one whose
+// encoding fits has a range key below it, alone or followed by a second component.
+func TestRangeKeyFits(t *testing.T) {
+	g := gen{randEntropy{rand.New(rand.NewPCG(9, 10))}}
+	vals := make([]bsoncore.Value, 500)
+	for i := range vals {
+		vals[i] = g.value(1)
+	}
+	fits := 0
+	for _, hi := range vals {
+		if !RangeKeyFits(hi) {
+			continue
+		}
+		fits++
+		for _, v := range vals {
+			if Compare(v, hi) < 0 && (RangeKey(v) >= RangeKey(hi) || RangeKey(v, maxKey()) >= RangeKey(hi)) {
+				t.Fatalf("%s < %s but range keys %x >= %x", show(v), show(hi), RangeKey(v), RangeKey(hi))
+			}
+		}
+	}
+	if fits < 50 {
+		t.Fatalf("only %d of %d values fit a range key", fits, len(vals))
+	}
+}

@@ -40,6 +40,9 @@ func (ci *Coll) ShardHash(doc bsoncore.Document) (uint64, error) {
 	if ci.Levels != nil {
 		return ci.hierHash(doc)
 	}
+	if ci.Ranged {
+		return ci.rangedHash(doc)
+	}
 	v := KeyValue(doc, ci.ShardKey[ci.Hashed].Path)
 	if v.Type == bsoncore.TypeArray {
 		return 0, errShardKeyArray()
@@ -72,6 +75,9 @@ func (ci *Coll) IDHash(id bsoncore.Value) (uint64, bool) {
 	}
 	if ci.IDIndexed {
 		return 0, false
+	}
+	if ci.Ranged {
+		return bsonx.RangeKey(id), true
 	}
 	return bsonx.Hash(id), true
 }

@@ -58,7 +58,8 @@ func (p *Plan) appendKey(v bsoncore.Value, add func([]byte, bsoncore.Value) []by
 
 // targets returns the partitions that may hold matches and, when an equality or $in fixes
 // the shard key, its hashes (sorted, each once). For a hierarchical key that fixes only a
-// prefix of the levels, p.spans are the hash ranges of that prefix (plan_hier.go).
+// prefix of the levels, p.spans are the hash ranges of that prefix (plan_hier.go); for a
+// ranged key bounded on its first field, the range keys of those bounds (plan_ranged.go).
 // p, when not nil, is the plan whose buffers the slices may use.
 func targets(ci *catalog.Coll, f *match.Filter, p *Plan) ([]int, []hashTarget) {
 	var dst []int
@@ -67,6 +68,10 @@ func targets(ci *catalog.Coll, f *match.Filter, p *Plan) ([]int, []hashTarget) {
 	}
 	if ci.Levels != nil {
 		if t, ht, ok := hierTargets(ci, f, p, dst); ok {
+			return t, ht
+		}
+	} else if ci.Ranged {
+		if t, ht, ok := rangedTargets(ci, f, p, dst); ok {
 			return t, ht
 		}
 	} else if ci.Hashed >= 0 {

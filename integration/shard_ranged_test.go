@@ -1,0 +1,231 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// rangedChunk is one config.chunks document of a ranged collection.
+type rangedChunk struct {
+	Min   bson.D `bson:"min"`
+	Max   bson.D `bson:"max"`
+	Shard string `bson:"shard"`
+}
+
+// rangedChunks returns the config.chunks documents of ns, in key order.
+func rangedChunks(t *testing.T, c *mongo.Client, uuid bson.Binary) []rangedChunk {
+	t.Helper()
+	cur, err := c.Database("config").Collection("chunks").Find(context.Background(), bson.D{{Key: "uuid", Value: uuid}},
+		options.Find().SetSort(bson.D{{Key: "lastmod", Value: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []rangedChunk
+	if err := cur.All(context.Background(), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// collUUID returns config.collections' uuid of ns.
+func collUUID(t *testing.T, c *mongo.Client, ns string) bson.Binary {
+	t.Helper()
+	var doc struct {
+		UUID bson.Binary `bson:"uuid"`
+	}
+	if err := c.Database("config").Collection("collections").FindOne(context.Background(), bson.D{{Key: "_id", Value: ns}}).Decode(&doc); err != nil {
+		t.Fatalf("config.collections %s: %v", ns, err)
+	}
+	return doc.UUID
+}
+
+// insertIncreasing inserts documents with x = from..to-1 (and _id = x) into each of colls,
+// in batches, as an application with an increasing key does.
+func insertIncreasing(t *testing.T, from, to int, colls ...*mongo.Collection) {
+	t.Helper()
+	for lo := from; lo < to; lo += 100 {
+		docs := make([]any, 0, 100)
+		for x := lo; x < min(lo+100, to); x++ {
+			docs = append(docs, bson.D{{Key: "_id", Value: x}, {Key: "x", Value: x}, {Key: "g", Value: x % 7}, {Key: "pad", Value: strings.Repeat("r", 100)}})
+		}
+		for _, cl := range colls {
+			if _, err := cl.InsertMany(context.Background(), docs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestShardRangedIncreasingKey shards a collection on {x: 1}, MongoDB's default ranged key,
+// and inserts an increasing x: the one partition it starts with splits by size, partitions
+// spread over both shards, config.chunks shows value bounds whose ranges hold exactly each
+// partition's documents, an equality reads one partition and a range query only the
+// partitions of its range, and every answer equals an unsharded copy's.
+func TestShardRangedIncreasingKey(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2", "--partition-max-bytes", "40000", "--partition-check-interval", "100ms",
+		"--balance-min-bytes", "0")
+	c := srv.client(t)
+	ctx := context.Background()
+	db := c.Database(dbName(t))
+	ns := db.Name() + ".r"
+	var res bson.M
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "shardCollection", Value: ns},
+		{Key: "key", Value: bson.D{{Key: "x", Value: 1}}}}).Decode(&res); err != nil {
+		t.Fatalf("shardCollection {x: 1}: %v", err)
+	}
+	if res["collectionsharded"] != ns {
+		t.Fatalf("shardCollection answered %v", res)
+	}
+	uuid := collUUID(t, c, ns)
+	if ch := rangedChunks(t, c, uuid); len(ch) != 1 || ch[0].Min[0].Value != (bson.MinKey{}) || ch[0].Max[0].Value != (bson.MaxKey{}) {
+		t.Fatalf("a new ranged collection's chunks: %v", ch)
+	}
+	coll, plain := db.Collection("r"), db.Collection("plain")
+	const n = 3000
+	insertIncreasing(t, 0, n, coll, plain)
+	waitFor(t, 30*time.Second, "the increasing key's partitions to split and spread", func() bool {
+		ch := rangedChunks(t, c, uuid)
+		shards := map[string]bool{}
+		for _, k := range ch {
+			shards[k.Shard] = true
+		}
+		return len(ch) >= 4 && len(shards) == 2 && allUnder(t, db, "r", 40000)
+	})
+	checkRangedChunks(t, coll, rangedChunks(t, c, uuid), n)
+
+	one := explainHier(t, coll, bson.D{{Key: "x", Value: 1234}})
+	if len(one.partitions) != 1 || one.stage != "SINGLE_SHARD" {
+		t.Fatalf("find({x: 1234}) read %v (stage %s)", one.partitions, one.stage)
+	}
+	total := numPartitions(t, db, "r")
+	narrow := bson.D{{Key: "x", Value: bson.D{{Key: "$gte", Value: 100}, {Key: "$lt", Value: 160}}}}
+	r := explainHier(t, coll, narrow)
+	if len(r.partitions) > 2 || len(r.partitions) >= total || r.ranged != len(r.partitions) {
+		t.Fatalf("find(%v) read %v (%d within ranges) of %d partitions", narrow, r.partitions, r.ranged, total)
+	}
+	if ex := explainStats(t, coll, narrow); ex > 60 {
+		t.Fatalf("find(%v) examined %d documents for 60 matches", narrow, ex)
+	}
+	for _, f := range []bson.D{narrow, {{Key: "x", Value: 1234}},
+		{{Key: "x", Value: bson.D{{Key: "$in", Value: bson.A{5, 2999, 1500, 40000}}}}},
+		{{Key: "x", Value: bson.D{{Key: "$gt", Value: 2500}}}}, {{Key: "x", Value: bson.D{{Key: "$lte", Value: 17}}}},
+		{{Key: "g", Value: 3}}, {{Key: "x", Value: bson.D{{Key: "$gte", Value: 700}, {Key: "$lt", Value: 2100}}}, {Key: "g", Value: 1}}} {
+		if got, want := hierIDs(t, coll, f), hierIDs(t, plain, f); !slices.Equal(got, want) {
+			t.Fatalf("find(%v): %d documents, unsharded %d", f, len(got), len(want))
+		}
+	}
+	checkRangedSort(t, coll, plain)
+}
+
+// allUnder reports whether every partition of coll holds at most max bytes: no size split
+// is due.
+func allUnder(t *testing.T, db *mongo.Database, coll string, max int64) bool {
+	t.Helper()
+	for _, p := range partitionStats(t, db, coll)["partitions"].(bson.A) {
+		if shardM(p)["bytes"].(int64) > max {
+			return false
+		}
+	}
+	return true
+}
+
+// checkRangedChunks checks that chunks tile the key space in increasing value bounds and that
+// each chunk's range holds the documents its partition holds, n in all.
+func checkRangedChunks(t *testing.T, coll *mongo.Collection, chunks []rangedChunk, n int) {
+	t.Helper()
+	if chunks[0].Min[0].Value != (bson.MinKey{}) || chunks[len(chunks)-1].Max[0].Value != (bson.MaxKey{}) {
+		t.Fatalf("chunks do not start at MinKey and end at MaxKey: %v", chunks)
+	}
+	sum := int64(0)
+	for i, ch := range chunks {
+		if i > 0 && fmt.Sprint(ch.Min) != fmt.Sprint(chunks[i-1].Max) {
+			t.Fatalf("chunk %d starts at %v, the one before ends at %v", i, ch.Min, chunks[i-1].Max)
+		}
+		f := bson.D{}
+		if i > 0 {
+			f = append(f, bson.E{Key: "$gte", Value: ch.Min[0].Value})
+		}
+		if i < len(chunks)-1 {
+			f = append(f, bson.E{Key: "$lt", Value: ch.Max[0].Value})
+		}
+		filter := bson.D{}
+		if len(f) > 0 {
+			filter = bson.D{{Key: "x", Value: f}}
+		}
+		got, err := coll.CountDocuments(context.Background(), filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := explainHier(t, coll, filter)
+		if got == 0 || (len(f) > 0 && len(r.partitions) != 1) {
+			var ex bson.M
+			_ = coll.Database().RunCommand(context.Background(), bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: coll.Name()}, {Key: "filter", Value: filter}}}}).Decode(&ex)
+			t.Fatalf("chunk %d [%v, %v) on %s: %d documents, its range read %v\n%v", i, ch.Min, ch.Max, ch.Shard, got, r.partitions, ex)
+		}
+		sum += got
+	}
+	if sum != int64(n) {
+		t.Fatalf("the chunks' ranges hold %d documents, want %d", sum, n)
+	}
+}
+
+// explainStats returns the documents find(filter) examined, from explain's executionStats.
+func explainStats(t *testing.T, coll *mongo.Collection, filter bson.D) int64 {
+	t.Helper()
+	var ex bson.M
+	cmd := bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: coll.Name()}, {Key: "filter", Value: filter}}},
+		{Key: "verbosity", Value: "executionStats"}}
+	if err := coll.Database().RunCommand(context.Background(), cmd).Decode(&ex); err != nil {
+		t.Fatalf("explain %v: %v", filter, err)
+	}
+	v := shardM(ex["executionStats"])["totalDocsExamined"]
+	switch x := v.(type) {
+	case int32:
+		return int64(x)
+	case int64:
+		return x
+	}
+	t.Fatalf("explain's executionStats: %v", ex["executionStats"])
+	return 0
+}
+
+// checkRangedSort checks a range query sorted on the key, with a limit, against the copy.
+func checkRangedSort(t *testing.T, coll, plain *mongo.Collection) {
+	t.Helper()
+	for _, dir := range []int{1, -1} {
+		opts := options.Find().SetSort(bson.D{{Key: "x", Value: dir}}).SetLimit(25)
+		f := bson.D{{Key: "x", Value: bson.D{{Key: "$gte", Value: 450}, {Key: "$lt", Value: 2600}}}}
+		var got, want []bson.M
+		for _, p := range []struct {
+			cl  *mongo.Collection
+			out *[]bson.M
+		}{{coll, &got}, {plain, &want}} {
+			cur, err := p.cl.Find(context.Background(), f, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cur.All(context.Background(), p.out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ids := func(docs []bson.M) []any {
+			out := make([]any, len(docs))
+			for i, d := range docs {
+				out[i] = d["_id"]
+			}
+			return out
+		}
+		if g, w := ids(got), ids(want); fmt.Sprint(g) != fmt.Sprint(w) || len(got) != 25 {
+			t.Fatalf("sort {x: %d}: %v, unsharded %v", dir, g, w)
+		}
+	}
+}
