@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -227,5 +228,88 @@ func checkRangedSort(t *testing.T, coll, plain *mongo.Collection) {
 		if g, w := ids(got), ids(want); fmt.Sprint(g) != fmt.Sprint(w) || len(got) != 25 {
 			t.Fatalf("sort {x: %d}: %v, unsharded %v", dir, g, w)
 		}
+	}
+}
+
+// TestShardRangedMongosh drives ranged keys through mongosh's helpers: sh.shardCollection
+// with {ts: 1} answers as mongos does, inserts split it, and sh.status() lists its chunks
+// with value bounds from MinKey to MaxKey; createCollection with shardKey {k: 1} and a
+// compound key {a: 1, b: 1} shard ranged too.
+func TestShardRangedMongosh(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2", "--partition-max-bytes", "20000", "--partition-check-interval", "100ms")
+	out := srv.mongosh(t, "rsh", "--eval", `
+		sh.enableSharding("rsh");
+		const r = sh.shardCollection("rsh.events", {ts: 1});
+		if (r.collectionsharded !== "rsh.events" || r.ok !== 1) throw new Error(JSON.stringify(r));
+		const docs = [];
+		for (let i = 0; i < 600; i++) docs.push({_id: i, ts: i, pad: "p".repeat(100)});
+		db.events.insertMany(docs);
+		const uuid = db.getSiblingDB("config").collections.findOne({_id: "rsh.events"}).uuid;
+		while (db.getSiblingDB("config").chunks.countDocuments({uuid}) < 3) sleep(100);
+		const st = sh.status().value.databases.find(d => d.database._id === "rsh").collections["rsh.events"];
+		const ch = st.chunks;
+		if (JSON.stringify(st.shardKey) !== '{"ts":1}') throw new Error("shardKey " + JSON.stringify(st.shardKey));
+		if (!(ch[0].min.ts instanceof MinKey) || !(ch[ch.length-1].max.ts instanceof MaxKey)) throw new Error("ends " + tojson(ch));
+		for (let i = 1; i < ch.length; i++) {
+			if (typeof ch[i].min.ts !== "number" || ch[i].min.ts !== ch[i-1].max.ts) throw new Error("bounds " + tojson(ch));
+			if (i > 1 && !(ch[i].min.ts > ch[i-1].min.ts)) throw new Error("order " + tojson(ch));
+		}
+		print("ranged chunks " + ch.length);
+		db.createCollection("byk", {shardKey: {k: 1}});
+		const kc = db.getSiblingDB("config").collections.findOne({_id: "rsh.byk"});
+		if (JSON.stringify(kc.key) !== '{"k":1}') throw new Error("byk " + tojson(kc));
+		sh.shardCollection("rsh.comp", {a: 1, b: 1});
+		const cu = db.getSiblingDB("config").collections.findOne({_id: "rsh.comp"}).uuid;
+		const cc = db.getSiblingDB("config").chunks.findOne({uuid: cu});
+		if (!(cc.min.a instanceof MinKey) || !(cc.min.b instanceof MinKey) || !(cc.max.b instanceof MaxKey)) throw new Error("comp " + tojson(cc));
+		db.comp.insertMany([{a: "eu", b: 2}, {a: "us", b: 1}, {a: "eu", b: 1}]);
+		const got = db.comp.find({a: "eu"}, {_id: 0}).sort({b: 1}).toArray();
+		if (got.length !== 2 || got[0].b !== 1) throw new Error("comp find " + tojson(got));
+		print("ranged ok");
+	`)
+	if !strings.Contains(out, "ranged ok") {
+		t.Fatalf("script did not finish:\n%s", out)
+	}
+}
+
+// TestShardRangedErrors checks what a ranged key refuses, with MongoDB's errors: arrays in
+// the key, numInitialChunks, a descending field, and a fourth field.
+func TestShardRangedErrors(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	c := srv.client(t)
+	ctx := context.Background()
+	db := c.Database(dbName(t))
+	admin := c.Database("admin")
+	shard := func(coll string, key bson.D, extra ...bson.E) error {
+		cmd := append(bson.D{{Key: "shardCollection", Value: db.Name() + "." + coll}, {Key: "key", Value: key}}, extra...)
+		return admin.RunCommand(ctx, cmd).Err()
+	}
+	wantCode := func(err error, code int32, what string) {
+		t.Helper()
+		var ce mongo.CommandError
+		var we mongo.WriteException
+		switch {
+		case errors.As(err, &ce) && ce.Code == code:
+		case errors.As(err, &we) && len(we.WriteErrors) == 1 && we.WriteErrors[0].Code == int(code):
+		default:
+			t.Fatalf("%s: %v, want code %d", what, err, code)
+		}
+	}
+	wantCode(shard("n", bson.D{{Key: "x", Value: 1}}, bson.E{Key: "numInitialChunks", Value: 4}), 72, "numInitialChunks on a ranged key")
+	wantCode(shard("d", bson.D{{Key: "x", Value: -1}}), 2, "a descending shard key")
+	wantCode(shard("f", bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 1}, {Key: "c", Value: 1}, {Key: "d", Value: 1}}), 2, "four fields")
+	if err := shard("r", bson.D{{Key: "x", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := db.Collection("r").InsertOne(ctx, bson.D{{Key: "x", Value: bson.A{1, 2}}})
+	wantCode(err, 61, "an array shard-key value")
+	coll := db.Collection("r")
+	if _, err := coll.InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 2}, {Key: "x", Value: nil}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := coll.CountDocuments(ctx, bson.D{{Key: "x", Value: nil}}); n != 2 {
+		t.Fatalf("find({x: null}) counted %d documents: a missing key is placed as null", n)
 	}
 }
