@@ -313,3 +313,39 @@ func TestShardRangedErrors(t *testing.T) {
 		t.Fatalf("find({x: null}) counted %d documents: a missing key is placed as null", n)
 	}
 }
+
+// TestShardRangedIncreasingLoadSplit inserts an increasing key with a tiny load threshold:
+// the load lands on the last partition, which splits by load at a value inside the keys
+// it served, so the newest keys (and their load) go to its right child; nothing is lost.
+func TestShardRangedIncreasingLoadSplit(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2", "--split-load-ru", "50", "--split-load-window", "1s",
+		"--partition-check-interval", "200ms")
+	c := srv.client(t)
+	db := c.Database(dbName(t))
+	ns := db.Name() + ".inc"
+	if err := c.Database("admin").RunCommand(context.Background(), bson.D{{Key: "shardCollection", Value: ns},
+		{Key: "key", Value: bson.D{{Key: "x", Value: 1}}}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	coll := db.Collection("inc")
+	next := 0
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(srv.log.String(), `"reason": "load"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no load split within 60s:\n%v", partitionStats(t, db, "inc"))
+		}
+		insertIncreasing(t, next, next+500, coll)
+		next += 500
+	}
+	chunks := rangedChunks(t, c, collUUID(t, c, ns))
+	if len(chunks) < 2 {
+		t.Fatalf("%d chunks after a load split", len(chunks))
+	}
+	last := chunks[len(chunks)-1].Min[0].Value
+	lx, ok := last.(int32)
+	if !ok || lx <= 0 || int(lx) >= next {
+		t.Fatalf("the last chunk starts at %v, want a key inside the %d inserted: %v", last, next, chunks)
+	}
+	checkRangedChunks(t, coll, chunks, next)
+}
