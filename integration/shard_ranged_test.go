@@ -101,7 +101,9 @@ func TestShardRangedIncreasingKey(t *testing.T) {
 		}
 		return len(ch) >= 4 && len(shards) == 2 && allUnder(t, db, "r", 40000)
 	})
-	checkRangedChunks(t, coll, rangedChunks(t, c, uuid), n)
+	chunks := rangedChunks(t, c, uuid)
+	checkRangedChunks(t, coll, chunks, n)
+	checkRangedDataSize(t, coll, chunks[1])
 
 	one := explainHier(t, coll, bson.D{{Key: "x", Value: 1234}})
 	if len(one.partitions) != 1 || one.stage != "SINGLE_SHARD" {
@@ -348,4 +350,23 @@ func TestShardRangedIncreasingLoadSplit(t *testing.T) {
 		t.Fatalf("the last chunk starts at %v, want a key inside the %d inserted: %v", last, next, chunks)
 	}
 	checkRangedChunks(t, coll, chunks, next)
+}
+
+// checkRangedDataSize runs dataSize over a chunk's value bounds, as config.chunks shows them:
+// it counts the documents of that range.
+func checkRangedDataSize(t *testing.T, coll *mongo.Collection, ch rangedChunk) {
+	t.Helper()
+	var res bson.M
+	cmd := bson.D{{Key: "dataSize", Value: coll.Database().Name() + "." + coll.Name()}, {Key: "keyPattern", Value: bson.D{{Key: "x", Value: 1}}},
+		{Key: "min", Value: ch.Min}, {Key: "max", Value: ch.Max}}
+	if err := coll.Database().RunCommand(context.Background(), cmd).Decode(&res); err != nil {
+		t.Fatalf("dataSize over %v: %v", ch, err)
+	}
+	want, err := coll.CountDocuments(context.Background(), bson.D{{Key: "x", Value: bson.D{{Key: "$gte", Value: ch.Min[0].Value}, {Key: "$lt", Value: ch.Max[0].Value}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res["numObjects"]; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("dataSize over [%v, %v): %v objects, want %d (%v)", ch.Min, ch.Max, got, want, res)
+	}
 }
