@@ -275,9 +275,11 @@ func TestShardRangedMongosh(t *testing.T) {
 	}
 }
 
-// TestShardRangedErrors checks what a ranged key refuses, with MongoDB's errors: arrays in
-// the key, numInitialChunks, a descending field, and a fourth field.
-func TestShardRangedErrors(t *testing.T) {
+// TestShardRangedKeyRules checks what a ranged key refuses, with MongoDB's errors (arrays
+// in the key, numInitialChunks, a descending field, a fourth field), that a missing key is
+// placed as null, that an update of the key moves its document, and that a filled
+// collection is sharded on a ranged key in place.
+func TestShardRangedKeyRules(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t)
 	c := srv.client(t)
@@ -313,6 +315,24 @@ func TestShardRangedErrors(t *testing.T) {
 	}
 	if n, _ := coll.CountDocuments(ctx, bson.D{{Key: "x", Value: nil}}); n != 2 {
 		t.Fatalf("find({x: null}) counted %d documents: a missing key is placed as null", n)
+	}
+	res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 2}, {Key: "x", Value: nil}}, bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 77}}}})
+	if err != nil || res.ModifiedCount != 1 {
+		t.Fatalf("shard-key update: %+v %v", res, err)
+	}
+	if got := hierIDs(t, coll, bson.D{{Key: "x", Value: bson.D{{Key: "$gt", Value: 70}}}}); !slices.Equal(got, []int32{2}) {
+		t.Fatalf("the updated document under its new key: %v", got)
+	}
+	filled := db.Collection("filled")
+	insertIncreasing(t, 0, 300, filled)
+	if err := shard("filled", bson.D{{Key: "x", Value: 1}}); err != nil {
+		t.Fatalf("sharding a filled collection on {x: 1}: %v", err)
+	}
+	if got := hierIDs(t, filled, bson.D{{Key: "x", Value: bson.D{{Key: "$gte", Value: 10}, {Key: "$lt", Value: 20}}}}); len(got) != 10 || got[0] != 10 {
+		t.Fatalf("a range of the converted collection: %v", got)
+	}
+	if n, _ := filled.CountDocuments(ctx, bson.D{}); n != 300 {
+		t.Fatalf("%d documents after the conversion, want 300", n)
 	}
 }
 
