@@ -129,12 +129,12 @@ func TestShardRangedIncreasingKey(t *testing.T) {
 	checkRangedSort(t, coll, plain)
 }
 
-// allUnder reports whether every partition of coll holds at most max bytes: no size split
+// allUnder reports whether every partition of coll holds at most limit bytes: no size split
 // is due.
-func allUnder(t *testing.T, db *mongo.Database, coll string, max int64) bool {
+func allUnder(t *testing.T, db *mongo.Database, coll string, limit int64) bool {
 	t.Helper()
 	for _, p := range partitionStats(t, db, coll)["partitions"].(bson.A) {
-		if shardM(p)["bytes"].(int64) > max {
+		if shardM(p)["bytes"].(int64) > limit {
 			return false
 		}
 	}

@@ -66,15 +66,16 @@ func targets(ci *catalog.Coll, f *match.Filter, p *Plan) ([]int, []hashTarget) {
 	if p != nil {
 		dst = p.targetsBuf[:0]
 	}
-	if ci.Levels != nil {
+	switch {
+	case ci.Levels != nil:
 		if t, ht, ok := hierTargets(ci, f, p, dst); ok {
 			return t, ht
 		}
-	} else if ci.Ranged {
+	case ci.Ranged:
 		if t, ht, ok := rangedTargets(ci, f, p, dst); ok {
 			return t, ht
 		}
-	} else if ci.Hashed >= 0 {
+	case ci.Hashed >= 0:
 		if vals, ok := f.KeyEqualities(ci.ShardKey[ci.Hashed].Path); ok && !collatedStrings(f, vals) {
 			var ht []hashTarget // not nil: a nil hashes is "the filter does not fix the key"
 			if p != nil && len(vals) <= len(p.hashesBuf) {

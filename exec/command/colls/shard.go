@@ -186,11 +186,8 @@ func (h *Handlers) shardCollection(_ context.Context, r *command.Request) error 
 		return mongoerr.New(mongoerr.BadValue, "Collection has default collation: %s. Please specify collation {locale: 'simple'}",
 			bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: ci.Collation.Document()}))
 	}
-	if err := checkRangedOptions(spec, unique); err != nil {
+	if err := checkKeyOptions(spec, unique); err != nil {
 		return err
-	}
-	if unique {
-		return mongoerr.New(mongoerr.InvalidOptions, "hashed shard keys cannot be declared unique. It's possible to ensure uniqueness on the hashed field by declaring an additional (non-hashed) unique index on the field.")
 	}
 	if presplit {
 		return mongoerr.New(mongoerr.InvalidOptions, "presplitHashedZones is true but no zones are defined for the collection %s", ns)

@@ -24,11 +24,14 @@ func isRanged(key bsoncore.Document) bool {
 	return len(elems) > 0
 }
 
-// checkRangedOptions refuses the shardCollection options a ranged key cannot take:
-// numInitialChunks (a ranged key starts with one chunk, as in MongoDB) and unique, which
-// cleave does not enforce on a shard key.
-func checkRangedOptions(spec sharding.Spec, unique bool) error {
+// checkKeyOptions refuses the shardCollection options the key cannot take: unique on a
+// hashed key (MongoDB's refusal), and on a ranged key numInitialChunks (a ranged key starts
+// with one chunk, as in MongoDB) and unique, which cleave does not enforce on a shard key.
+func checkKeyOptions(spec sharding.Spec, unique bool) error {
 	if !isRanged(spec.Key) {
+		if unique {
+			return mongoerr.New(mongoerr.InvalidOptions, "hashed shard keys cannot be declared unique. It's possible to ensure uniqueness on the hashed field by declaring an additional (non-hashed) unique index on the field.")
+		}
 		return nil
 	}
 	if spec.NumInitialChunks > 0 {
