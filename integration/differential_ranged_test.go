@@ -25,7 +25,8 @@ func TestDifferentialRangedCompoundVsUnsharded(t *testing.T) {
 }
 
 // diffRanged runs the differential queries (every stride-th) against a collection sharded
-// on the ranged key, once its size splits have spread it over both shards.
+// on the ranged key, once its size splits have spread it over both shards (splits and
+// moves may go on while the queries run: they must not change an answer).
 func diffRanged(t *testing.T, key bson.D, stride int, where string) {
 	seed := diffSeed(t)
 	nDocs, nQueries := 1000, 200
@@ -48,10 +49,13 @@ func diffRanged(t *testing.T, key bson.D, stride int, where string) {
 	r.settle = func(t *testing.T) {
 		waitFor(t, 60*time.Second, "the ranged collection to split over both shards", func() bool {
 			shards := map[any]bool{}
-			for _, p := range partitionStats(t, db, "sharded")["partitions"].(bson.A) {
+			parts := partitionStats(t, db, "sharded")["partitions"].(bson.A)
+			for _, p := range parts {
 				shards[shardM(p)["shard"]] = true
 			}
-			return len(shards) == 2 && allUnder(t, db, "sharded", 60000)
+			// Not every partition gets under the limit: values that share a range key (the
+			// generated "设备-…" strings share their first 7 bytes) cannot be split apart.
+			return len(shards) == 2 && len(parts) >= 3
 		})
 	}
 	r.load(t, diffDocs(seed, nDocs))
