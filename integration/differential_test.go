@@ -125,6 +125,9 @@ type diffRunner struct {
 	known          int // queries not run: they may hit a known bug
 	// shards is how many shards the sharded collection must span (0: 2).
 	shards int
+	// settle, when set, runs after the load and before the shards are checked: a ranged
+	// collection waits there for the splits and moves that spread it.
+	settle func(t *testing.T)
 }
 
 // diffKnownBug reports whether q may hit a reported bug whose fix lies outside this test's
@@ -169,6 +172,9 @@ func (r *diffRunner) load(t *testing.T, docs []any) {
 		if _, err := coll.Indexes().CreateMany(r.ctx, indexes); err != nil {
 			t.Fatalf("indexes of %s: %v", coll.Name(), err)
 		}
+	}
+	if r.settle != nil {
+		r.settle(t)
 	}
 	shards := map[any]int{}
 	for _, p := range partitionStats(t, r.sharded.Database(), "sharded")["partitions"].(bson.A) {

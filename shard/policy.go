@@ -47,7 +47,9 @@ func (p *Policy) Options() Options { return p.opts }
 //     load spanning it (CockroachDB's balance + contained score). Without such a point, the
 //     key with the largest share is reported when it is the cause (share > 2·SplitMaxShare−1).
 //     With several shards, the right child moves to the least-loaded shard of another node
-//     (CollectionView.Nodes) when that lowers the busier of the two.
+//     (CollectionView.Nodes) when that lowers the busier of the two. A load that lies above
+//     every sampled key (an increasing key) splits at the largest key present instead,
+//     MongoDB's top-chunk split (tail.go), its right child taking the inserts.
 //   - throughput: while N < ceil(T/t), the widest partitions split at their midpoint (of the
 //     hashes present, when known).
 //   - balance: shards paired fullest with emptiest (then second with second-last, …); a pair
@@ -131,6 +133,10 @@ func (r *round) load(i int) {
 	pv := &r.v.Partitions[i]
 	cut, ok := r.p.loadSplitPoint(pv)
 	if !ok {
+		if at, ok := r.p.tailSplitPoint(pv); ok { // an increasing key (tail.go)
+			r.moveChild(r.split(i, at, ReasonLoad), pv.Shard, pv.RUPerSec)
+			return
+		}
 		if s, share, ok := r.p.hotKey(pv); ok {
 			r.actions = append(r.actions, &HotKeyReport{ID: pv.ID, Hash: s.Hash, Label: s.Label,
 				Share: share, RUPerSec: pv.RUPerSec, Bytes: pv.Bytes, Reason: ReasonLoad})

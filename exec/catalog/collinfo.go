@@ -31,6 +31,9 @@ type Coll struct {
 	// Levels, for a hierarchical key (two or three hashed fields, hier.go), are the indexes
 	// in ShardKey of its levels, level 1 first; nil for a key of one hashed field.
 	Levels []int
+	// Ranged reports a ranged key (ranged.go): no hashed field, documents placed by the
+	// range key of their values; Hashed is then 0.
+	Ranged bool
 	// IDIndexed reports that the _id index has entries: a document's location cannot be
 	// derived from its _id alone (sharded on something else than _id), or _id is unique
 	// under the _id index's collation, which the raw _id of the document key cannot check.
@@ -155,6 +158,7 @@ func Compile(c *store.Collection) (*Coll, error) {
 			return nil, err
 		}
 		ci.compileLevels()
+		ci.compileRanged()
 		ci.IDIndexed = !ci.shardedOnID()
 	}
 	var building []*Index

@@ -25,7 +25,8 @@ func FirstValue(doc bsoncore.Document, name string) (bsoncore.Value, bool) {
 }
 
 // ShardHash returns the hash that places doc in ci's partitions: 0 for an unsharded
-// collection, the composed hash of a hierarchical key's levels (hier.go), else the hash of
+// collection, the composed hash of a hierarchical key's levels (hier.go), the range key of a
+// ranged key's values (ranged.go), else the hash of
 // the shard key's hashed field (null when missing or undefined, see KeyValue); an array at
 // a field of the shard key or on its path is refused with ShardKeyNotFound, as mongos
 // refuses it. A time-series measurement has the hash of its
@@ -39,6 +40,9 @@ func (ci *Coll) ShardHash(doc bsoncore.Document) (uint64, error) {
 	}
 	if ci.Levels != nil {
 		return ci.hierHash(doc)
+	}
+	if ci.Ranged {
+		return ci.rangedHash(doc)
 	}
 	v := KeyValue(doc, ci.ShardKey[ci.Hashed].Path)
 	if v.Type == bsoncore.TypeArray {
@@ -72,6 +76,9 @@ func (ci *Coll) IDHash(id bsoncore.Value) (uint64, bool) {
 	}
 	if ci.IDIndexed {
 		return 0, false
+	}
+	if ci.Ranged {
+		return bsonx.RangeKey(id), true
 	}
 	return bsonx.Hash(id), true
 }

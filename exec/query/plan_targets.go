@@ -58,18 +58,24 @@ func (p *Plan) appendKey(v bsoncore.Value, add func([]byte, bsoncore.Value) []by
 
 // targets returns the partitions that may hold matches and, when an equality or $in fixes
 // the shard key, its hashes (sorted, each once). For a hierarchical key that fixes only a
-// prefix of the levels, p.spans are the hash ranges of that prefix (plan_hier.go).
+// prefix of the levels, p.spans are the hash ranges of that prefix (plan_hier.go); for a
+// ranged key bounded on its first field, the range keys of those bounds (plan_ranged.go).
 // p, when not nil, is the plan whose buffers the slices may use.
 func targets(ci *catalog.Coll, f *match.Filter, p *Plan) ([]int, []hashTarget) {
 	var dst []int
 	if p != nil {
 		dst = p.targetsBuf[:0]
 	}
-	if ci.Levels != nil {
+	switch {
+	case ci.Levels != nil:
 		if t, ht, ok := hierTargets(ci, f, p, dst); ok {
 			return t, ht
 		}
-	} else if ci.Hashed >= 0 {
+	case ci.Ranged:
+		if t, ht, ok := rangedTargets(ci, f, p, dst); ok {
+			return t, ht
+		}
+	case ci.Hashed >= 0:
 		if vals, ok := f.KeyEqualities(ci.ShardKey[ci.Hashed].Path); ok && !collatedStrings(f, vals) {
 			var ht []hashTarget // not nil: a nil hashes is "the filter does not fix the key"
 			if p != nil && len(vals) <= len(p.hashesBuf) {

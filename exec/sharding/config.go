@@ -216,8 +216,12 @@ func chunkDocs(c *store.Collection, started time.Time, budgets []float64) []bson
 }
 
 // chunkBound is a chunk's min or max: the hashed field at hash h (MinKey or MaxKey at the
-// ends of the space), the other fields of a compound key at MinKey (min) or MaxKey (max).
+// ends of the space), the other fields of a compound key at MinKey (min) or MaxKey (max);
+// a ranged key's values at range key h (chunks_ranged.go).
 func chunkBound(fields []bsonx.IndexField, h uint64, end, isMax bool) bsoncore.Document {
+	if !end && rangedFields(fields) {
+		return rangedBound(fields, h)
+	}
 	b := bsoncore.NewDocumentBuilder()
 	for _, f := range fields {
 		switch {

@@ -235,6 +235,7 @@ func (m *Manager) ApplySplit(db, name string, a *shard.SplitAction) ([2]uint64, 
 			return err
 		}
 		ids = [2]uint64{c.NextPartitionID, c.NextPartitionID + 1}
+		snapRangedSplit(c, m, a)
 		parts, err := a.Apply(m, ids)
 		if err != nil {
 			return err

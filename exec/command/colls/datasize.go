@@ -214,8 +214,16 @@ func (h *Handlers) dataSizeHashRange(ci *catalog.Coll, a *dataSizeRange) (size, 
 
 // boundHash reads the hash a min or max bound stands for: its hashed field as a NumberLong
 // (config.chunks' shape), MinKey for the start of the space, MaxKey for its end (end set).
-// The other fields must be MinKey in min and MaxKey in max: partitions are hash ranges.
+// The other fields must be MinKey in min and MaxKey in max: partitions are hash ranges. A
+// ranged key's bound holds values (catalog.Coll.BoundHash).
 func boundHash(ci *catalog.Coll, d bsoncore.Document, isMax bool) (h uint64, end bool, err error) {
+	if ci.Ranged { // a ranged key's bound is its values ({x: 42}), its range key
+		if v, _ := d.LookupErr(ci.ShardKey[0].Path); v.Type == bsoncore.TypeMaxKey {
+			return 0, true, nil
+		}
+		h, _ = ci.BoundHash(d)
+		return h, false, nil
+	}
 	for i, f := range ci.ShardKey {
 		v, _ := d.LookupErr(f.Path)
 		if i != ci.Hashed {

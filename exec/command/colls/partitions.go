@@ -171,6 +171,10 @@ func (h *Handlers) moveChunk(_ context.Context, r *command.Request) error {
 		if !ok {
 			return mongoerr.New(mongoerr.BadValue, "bounds must be [min, max]")
 		}
+		if bh, ok := ci.BoundHash(lo); ok { // a ranged key's bound: {x: 42}
+			hash = bh
+			break
+		}
 		v, _ := bsonx.Lookup(lo, ci.ShardKey[ci.Hashed].Path)
 		if n, ok := v.Int64OK(); ok {
 			hash = shard.Int64ToHash(n)

@@ -186,8 +186,8 @@ func (h *Handlers) shardCollection(_ context.Context, r *command.Request) error 
 		return mongoerr.New(mongoerr.BadValue, "Collection has default collation: %s. Please specify collation {locale: 'simple'}",
 			bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: ci.Collation.Document()}))
 	}
-	if unique {
-		return mongoerr.New(mongoerr.InvalidOptions, "hashed shard keys cannot be declared unique. It's possible to ensure uniqueness on the hashed field by declaring an additional (non-hashed) unique index on the field.")
+	if err := checkKeyOptions(spec, unique); err != nil {
+		return err
 	}
 	if presplit {
 		return mongoerr.New(mongoerr.InvalidOptions, "presplitHashedZones is true but no zones are defined for the collection %s", ns)
@@ -202,10 +202,10 @@ func (h *Handlers) shardCollection(_ context.Context, r *command.Request) error 
 	return nil
 }
 
-// validateShardKey accepts MongoDB's hashed shard keys: fields with 1 or "hashed", no empty
-// or $-prefixed names, and either one hashed field (cleave partitions by hash; the other
-// fields are carried) or a hierarchical key of two or three hashed fields and nothing else
-// (exec/catalog/hier.go).
+// validateShardKey accepts MongoDB's shard keys: fields with 1 or "hashed", no empty or
+// $-prefixed names, and either one hashed field (cleave partitions by hash; the other
+// fields are carried), a hierarchical key of two or three hashed fields and nothing else
+// (exec/catalog/hier.go), or ascending fields only, a ranged key (exec/catalog/ranged.go).
 func validateShardKey(key bsoncore.Document) error {
 	elems, err := key.Elements()
 	if err != nil || len(elems) == 0 {
@@ -237,8 +237,8 @@ func validateShardKey(key bsoncore.Document) error {
 			pattern, shard.MaxLevels, shard.MaxLevels)
 	case hashed > 1 && hashed < len(elems):
 		return mongoerr.New(mongoerr.BadValue, "Unsupported shard key pattern %s. A hierarchical shard key (more than one 'hashed' field) must have only 'hashed' fields", pattern)
-	case hashed == 0:
-		return mongoerr.New(mongoerr.InvalidOptions, "cleave partitions collections by hash: the shard key needs one hashed field, e.g. {%s: \"hashed\"}", elems[0].Key())
+	case hashed == 0 && len(elems) > maxRangedFields:
+		return mongoerr.New(mongoerr.BadValue, "Shard key pattern %s has %d fields: cleave places a ranged key of at most %d fields", pattern, len(elems), maxRangedFields)
 	}
 	return nil
 }
@@ -264,11 +264,11 @@ func (h *Handlers) shardColl(spec sharding.Spec) (*store.Collection, error) {
 			spec.DB, spec.Coll, bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: c.ShardKey}))
 	}
 	local := h.Shards.LocalShards() // in a cluster, a collection converted in place stays on this node's shards
-	n := shard.InitialCount(float64(spec.Throughput), h.Shards.Policy().PartitionMaxRU, spec.NumInitialChunks, len(local))
+	n := initialCount(h, spec, len(local))
 	if c == nil {
 		local = h.placementShards()
-		n = shard.InitialCount(float64(spec.Throughput), h.Shards.Policy().PartitionMaxRU, spec.NumInitialChunks, len(local))
-		parts := sharding.StoreParts(shard.InitialLayout(n, len(local), 0))
+		n = initialCount(h, spec, len(local))
+		parts := sharding.StoreParts(shard.InitialLayout(n, layoutShards(spec, len(local)), 0))
 		for i := range parts {
 			parts[i].ID = 0 // the catalog assigns fresh ids
 			parts[i].Shard = local[parts[i].Shard]
