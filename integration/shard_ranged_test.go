@@ -36,18 +36,6 @@ func rangedChunks(t *testing.T, c *mongo.Client, uuid bson.Binary) []rangedChunk
 	return out
 }
 
-// collUUID returns config.collections' uuid of ns.
-func collUUID(t *testing.T, c *mongo.Client, ns string) bson.Binary {
-	t.Helper()
-	var doc struct {
-		UUID bson.Binary `bson:"uuid"`
-	}
-	if err := c.Database("config").Collection("collections").FindOne(context.Background(), bson.D{{Key: "_id", Value: ns}}).Decode(&doc); err != nil {
-		t.Fatalf("config.collections %s: %v", ns, err)
-	}
-	return doc.UUID
-}
-
 // insertIncreasing inserts documents with x = from..to-1 (and _id = x) into each of colls,
 // in batches, as an application with an increasing key does.
 func insertIncreasing(t *testing.T, from, to int, colls ...*mongo.Collection) {
