@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -66,6 +67,13 @@ func encodeCollection(c *Collection) []byte {
 	}
 	if c.ThrottleRetryMS != 0 {
 		doc = bsoncore.AppendInt64Element(doc, "throttleRetryMS", c.ThrottleRetryMS)
+	}
+	if c.SearchIndexes != nil {
+		sidx, sdoc := bsoncore.AppendArrayElementStart(doc, "searchIndexes")
+		for i, x := range c.SearchIndexes {
+			sdoc = bsoncore.AppendDocumentElement(sdoc, strconv.Itoa(i), x)
+		}
+		doc, _ = bsoncore.AppendArrayEnd(sdoc, sidx)
 	}
 	aidx, doc := bsoncore.AppendArrayElementStart(doc, "indexes")
 	for i, x := range c.Indexes {
@@ -149,6 +157,11 @@ func decodeCollection(raw []byte) (*Collection, error) {
 			c.CustomBudgets, _ = v.BooleanOK()
 		case "throttleRetryMS":
 			c.ThrottleRetryMS = int64Value(v)
+		case "searchIndexes":
+			err = eachArrayDoc(v, func(d bsoncore.Document) error {
+				c.SearchIndexes = append(c.SearchIndexes, slices.Clone(d))
+				return nil
+			})
 		case "indexes":
 			c.Indexes, err = decodeIndexes(v)
 		case "partitions":

@@ -42,6 +42,9 @@ type Collection struct {
 	// that many milliseconds; ThrottleRetryNever, not at all.
 	ThrottleRetryMS int64
 	Indexes         []Index
+	// SearchIndexes are the collection's search indexes (createSearchIndexes), in creation
+	// order: each {id, name, type, definition}; nil if none. exec/vecindex reads them.
+	SearchIndexes []bsoncore.Document
 	// Partitions are sorted by Lo; Partitions[0].Lo == 0; partition i covers
 	// [Partitions[i].Lo, Partitions[i+1].Lo) and the last one up to 2^64.
 	Partitions      []Partition
@@ -155,6 +158,12 @@ func (c *Collection) clone() *Collection {
 		n.Indexes[i] = x
 	}
 	n.Partitions = slices.Clone(c.Partitions)
+	if c.SearchIndexes != nil {
+		n.SearchIndexes = make([]bsoncore.Document, len(c.SearchIndexes))
+		for i, x := range c.SearchIndexes {
+			n.SearchIndexes[i] = cloneDoc(x)
+		}
+	}
 	return &n
 }
 
