@@ -25,10 +25,10 @@ const maxVectorCandidates = 10000
 // one HNSW graph per shard, or every vector with exact: true). Each shard returns its best
 // limit and the stage merges them by score, as mongos merges the shards' top-k.
 type vectorSearchStage struct {
-	h     *Handlers
-	env   *agg.Env
-	raw   bsoncore.Value
-	q     vecindex.Query
+	h   *Handlers
+	env *agg.Env
+	raw bsoncore.Value
+	q   vecindex.Query
 	// hasNC and hasLimit report that numCandidates and limit were given.
 	hasNC, hasLimit bool
 }
