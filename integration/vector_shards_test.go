@@ -126,12 +126,16 @@ func TestVectorSearchShardsDurable(t *testing.T) {
 // TestVectorSearchRecall measures recall@10 of $vectorSearch at numCandidates 100 against
 // exact: true over random 128-dimension vectors, without and with a filter taking half of
 // them, on one shard and on two, and logs queries per second and the server's CPU per query
-// of both. 3,000 vectors by default; CLEAVE_LONG=1 (make vector-recall) uses 100,000.
+// of both. 3,000 vectors by default; CLEAVE_LONG=1 (make vector-recall) uses 100,000, and
+// CLEAVE_VECTOR_N any count.
 func TestVectorSearchRecall(t *testing.T) {
 	t.Parallel()
 	n := 3000
 	if os.Getenv("CLEAVE_LONG") != "" {
 		n = 100000
+	}
+	if v, err := strconv.Atoi(os.Getenv("CLEAVE_VECTOR_N")); err == nil && v > 0 {
+		n = v
 	}
 	const dims, nq = 128, 50
 	for _, shards := range []int{1, 2} {
