@@ -224,6 +224,12 @@ func TestVectorSearchQuery(t *testing.T) {
 		math.Abs(docs[0].Lookup("s").Double()-1/1.02) > 1e-6 {
 		t.Fatalf("$addFields: %v, %v", docs, err)
 	}
+	var ex bson.Raw
+	err = db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "aggregate", Value: "items"},
+		{Key: "pipeline", Value: bson.A{vectorStage("cos", "v", q, 10, 2)}}, {Key: "cursor", Value: bson.D{}}}}}).Decode(&ex)
+	if err != nil || !strings.Contains(ex.String(), `"$vectorSearch": {"index": "cos"`) {
+		t.Fatalf("explain: %s, %v", ex, err)
+	}
 	checkVectorSearchErrors(t, coll)
 }
 

@@ -106,11 +106,10 @@ func (x *shardIndex) rebuild() error {
 	if err != nil {
 		return err
 	}
-	defer it.Close()
 	for it.Next() {
 		x.add(it.Hash(), it.ID(), it.Doc())
 	}
-	return it.Err()
+	return errors.Join(it.Err(), it.Close())
 }
 
 // apply indexes the document (hash, id) as it is now on the shard, dropping its old node.

@@ -1,24 +1,9 @@
 package vector
 
-import "slices"
-
 // scored is a node with its distance to a query.
 type scored struct {
 	node int32
 	dist float32
-}
-
-// sortScored sorts s nearest first (ties by node, so that results are stable).
-func sortScored(s []scored) {
-	slices.SortFunc(s, func(a, b scored) int {
-		switch {
-		case a.dist < b.dist:
-			return -1
-		case a.dist > b.dist:
-			return 1
-		}
-		return int(a.node - b.node)
-	})
 }
 
 // candHeap is a min-heap by distance: the next candidate to expand.

@@ -48,8 +48,10 @@ func NewGraph(sim Similarity, m, efBuild int, seed uint64) *Graph {
 	}
 }
 
-// Len returns the number of nodes, deleted ones included; Live those not deleted.
-func (g *Graph) Len() int  { return len(g.vecs) }
+// Len returns the number of nodes, deleted ones included.
+func (g *Graph) Len() int { return len(g.vecs) }
+
+// Live returns the number of nodes not deleted.
 func (g *Graph) Live() int { return g.live }
 
 // Vector returns node n's vector as stored (normalized for cosine).
@@ -113,7 +115,8 @@ func (g *Graph) maxLinks(l int) int {
 // comparisons of each full neighbour list, and gained little recall: the new node's own
 // links already come from it.)
 func (g *Graph) link(o, n int32, l int) {
-	ls := append(g.links[o][l], n)
+	ls := g.links[o][l]
+	ls = append(ls, n)
 	if len(ls) > g.maxLinks(l) {
 		far, farDist := 0, float32(-1)
 		for i, x := range ls {
