@@ -37,7 +37,8 @@ func (metaVectorScoreNode) eval(v *Vars) (bsoncore.Value, error) {
 	return v.doubleVal(s), nil
 }
 
-// parseMeta compiles $meta: "textScore" and "vectorSearchScore" are served; MongoDB's other metadata names are not.
+// parseMeta compiles $meta: "textScore" and "vectorSearchScore" are served; MongoDB's other
+// metadata names are not.
 func parseMeta(_ *parser, _ string, arg bsoncore.Value) (node, error) {
 	s, ok := arg.StringValueOK()
 	if !ok {
