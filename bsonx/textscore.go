@@ -10,28 +10,47 @@ import (
 // hold it in practice: its name starts with '$'.
 const TextScoreField = "$textScore"
 
-// WithTextScore returns a copy of doc with the TextScoreField score appended.
-func WithTextScore(doc bsoncore.Document, score float64) bsoncore.Document {
-	out := make([]byte, 0, len(doc)+len(TextScoreField)+11)
+// VectorScoreField is TextScoreField's twin for $vectorSearch: the field its reads append
+// to each document, holding its vectorSearchScore, which {$meta: "vectorSearchScore"} reads
+// and the pipeline's last stage removes (StripField).
+const VectorScoreField = "$vectorSearchScore"
+
+// WithScore returns a copy of doc with field (TextScoreField or VectorScoreField) holding
+// score appended.
+func WithScore(doc bsoncore.Document, field string, score float64) bsoncore.Document {
+	out := make([]byte, 0, len(doc)+len(field)+11)
 	out = append(out, doc[:len(doc)-1]...)
-	out = bsoncore.AppendDoubleElement(out, TextScoreField, score)
+	out = bsoncore.AppendDoubleElement(out, field, score)
 	out = append(out, 0)
 	bsoncore.UpdateLength(out, 0, int32(len(out)))
 	return out
 }
 
-// TextScore returns the score doc carries, ok false when it carries none.
-func TextScore(doc bsoncore.Document) (float64, bool) {
-	v, err := doc.LookupErr(TextScoreField)
+// Score returns the score doc carries in field, ok false when it carries none.
+func Score(doc bsoncore.Document, field string) (float64, bool) {
+	v, err := doc.LookupErr(field)
 	if err != nil {
 		return 0, false
 	}
 	return v.DoubleOK()
 }
 
+// WithTextScore returns a copy of doc with the TextScoreField score appended.
+func WithTextScore(doc bsoncore.Document, score float64) bsoncore.Document {
+	return WithScore(doc, TextScoreField, score)
+}
+
+// TextScore returns the score doc carries, ok false when it carries none.
+func TextScore(doc bsoncore.Document) (float64, bool) { return Score(doc, TextScoreField) }
+
 // StripTextScore returns doc without its TextScoreField (doc itself when it has none): one
 // pass to find the element, one copy without it.
 func StripTextScore(doc bsoncore.Document) bsoncore.Document {
+	return StripField(doc, TextScoreField)
+}
+
+// StripField returns doc without its top-level field name (doc itself when it has none).
+func StripField(doc bsoncore.Document, name string) bsoncore.Document {
 	if len(doc) < 5 {
 		return doc
 	}
@@ -40,7 +59,7 @@ func StripTextScore(doc bsoncore.Document) bsoncore.Document {
 		if !ok {
 			return doc
 		}
-		if el.Key() == TextScoreField {
+		if el.Key() == name {
 			out := make([]byte, 0, len(doc)-len(el))
 			out = append(out, doc[:off]...)
 			out = append(out, doc[off+len(el):]...)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -69,6 +70,13 @@ func encodeCollection(c *Collection) []byte {
 	}
 	if c.SharedRU > 0 {
 		doc = bsoncore.AppendDoubleElement(doc, "sharedRU", c.SharedRU)
+	}
+	if c.SearchIndexes != nil {
+		sidx, sdoc := bsoncore.AppendArrayElementStart(doc, "searchIndexes")
+		for i, x := range c.SearchIndexes {
+			sdoc = bsoncore.AppendDocumentElement(sdoc, strconv.Itoa(i), x)
+		}
+		doc, _ = bsoncore.AppendArrayEnd(sdoc, sidx)
 	}
 	aidx, doc := bsoncore.AppendArrayElementStart(doc, "indexes")
 	for i, x := range c.Indexes {
@@ -154,6 +162,11 @@ func decodeCollection(raw []byte) (*Collection, error) {
 			c.ThrottleRetryMS = int64Value(v)
 		case "sharedRU":
 			c.SharedRU, _ = v.DoubleOK()
+		case "searchIndexes":
+			err = eachArrayDoc(v, func(d bsoncore.Document) error {
+				c.SearchIndexes = append(c.SearchIndexes, slices.Clone(d))
+				return nil
+			})
 		case "indexes":
 			c.Indexes, err = decodeIndexes(v)
 		case "partitions":

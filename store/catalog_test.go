@@ -349,7 +349,8 @@ func TestCatalogCodecRoundTrip(t *testing.T) {
 		Options: bdoc("a", 1), ShardKey: bdoc("k", 1), Throughput: 1 << 40,
 		Indexes:     []Index{{ID: 1, Name: IDIndexName, Key: idIndexKey, Ready: true}, {ID: 4, Name: "x", Key: bdoc("x", -1), Spec: bdoc("unique", 1)}},
 		Partitions:  []Partition{{ID: 1, Lo: 0, Shard: 0}, {ID: 9, Lo: 1<<64 - 1, Shard: 3}},
-		NextIndexID: 5, NextPartitionID: 10, Version: 42}
+		NextIndexID: 5, NextPartitionID: 10, Version: 42,
+		SearchIndexes: []bsoncore.Document{bdoc("name", 1), bdoc("name", 2)}}
 	got, err := decodeCollection(encodeCollection(c))
 	if err != nil || !reflect.DeepEqual(got, c) {
 		t.Fatalf("round trip:\n%+v\n%v\nwant\n%+v", got, err, c)

@@ -46,6 +46,9 @@ type Collection struct {
 	// collections are scaled to sum to its throughput.
 	SharedRU float64
 	Indexes  []Index
+	// SearchIndexes are the collection's search indexes (createSearchIndexes), in creation
+	// order: each {id, name, type, definition}; nil if none. exec/vecindex reads them.
+	SearchIndexes []bsoncore.Document
 	// Partitions are sorted by Lo; Partitions[0].Lo == 0; partition i covers
 	// [Partitions[i].Lo, Partitions[i+1].Lo) and the last one up to 2^64.
 	Partitions      []Partition
@@ -159,6 +162,12 @@ func (c *Collection) clone() *Collection {
 		n.Indexes[i] = x
 	}
 	n.Partitions = slices.Clone(c.Partitions)
+	if c.SearchIndexes != nil {
+		n.SearchIndexes = make([]bsoncore.Document, len(c.SearchIndexes))
+		for i, x := range c.SearchIndexes {
+			n.SearchIndexes[i] = cloneDoc(x)
+		}
+	}
 	return &n
 }
 

@@ -34,6 +34,9 @@ func (p *Pipeline) OpenColl(ci *catalog.Coll) (stream.Stream, *SplitPlan, []*que
 			return nil, nil, nil, err
 		}
 		out, err := p.OpenOver(in, 1)
+		if sf, ok := src.(ScoredSource); ok && err == nil {
+			out = &stream.StripTextScore{In: out, Field: sf.ScoreField()}
+		}
 		return out, nil, nil, err
 	}
 	src, err := p.Fold(ci)

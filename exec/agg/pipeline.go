@@ -106,6 +106,10 @@ type Host interface {
 	DropTempCollection(c *store.Collection)
 }
 
+// ScoredSource is implemented by source stages that append a hidden score field to their
+// documents ($vectorSearch: bsonx.VectorScoreField), which the pipeline's output drops.
+type ScoredSource interface{ ScoreField() string }
+
 // Collectionless is implemented by first stages that read no collection ($documents,
 // $currentOp, $listLocalSessions).
 type Collectionless interface{ Collectionless() }

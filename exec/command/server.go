@@ -26,6 +26,7 @@ import (
 	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/exec/txn"
+	"github.com/cleavedb/cleave/exec/vecindex"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
@@ -124,8 +125,10 @@ type Server struct {
 	// change's copy, exec/sharding/reshard_ops.go); nil: none.
 	BackgroundOps func() []bsoncore.Document
 	IndexUse      catalog.IndexUsage // $indexStats
-	stop          chan struct{}      // closed by Close
-	SlowOps       params.SlowOps     // which finished commands are logged at Info (the profile command)
+	// Vectors are the vector search graphs of this node's shards ($vectorSearch).
+	Vectors *vecindex.Registry
+	stop    chan struct{}  // closed by Close
+	SlowOps params.SlowOps // which finished commands are logged at Info (the profile command)
 	// Fail is the failCommand failpoint (exec/failpoint); FailGetMore is
 	// failGetMoreAfterCursorCheckout, which getMore evaluates once it has its cursor.
 	Fail, FailGetMore failpoint.FailCommand
@@ -212,6 +215,7 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 			Peers:          peers,
 		}
 		e.Query = query.New(e.Cat, qopts)
+		e.Vectors = vecindex.NewRegistry()
 		e.Write = write.NewPath(e.Cat, e.Query, e.Shards).WithLogger(e.Log.Named("write")).WithGate(e.Txns).
 			WithKnobs(write.Knobs{BeforeGroupLock: e.BeforeGroupLock.Pass, BeforeInsertLock: e.BeforeInsertLock.Pass})
 		e.Txns.Use(e.Write)
@@ -307,6 +311,7 @@ func (e *Server) Close() {
 	if e.Shards != nil {
 		e.Shards.Close()
 		e.DDL.Close()
+		e.Vectors.Close()
 	}
 	e.Cursors.CloseAll()
 	if e.Snapshots != nil {

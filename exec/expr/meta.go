@@ -25,7 +25,20 @@ func (metaScoreNode) eval(v *Vars) (bsoncore.Value, error) {
 	return v.doubleVal(s), nil
 }
 
-// parseMeta compiles $meta: "textScore" is served; MongoDB's other metadata names are not.
+// metaVectorScoreNode is {$meta: "vectorSearchScore"}: the score a $vectorSearch gave the
+// document ($$ROOT's bsonx.VectorScoreField), missing when it has none.
+type metaVectorScoreNode struct{}
+
+func (metaVectorScoreNode) eval(v *Vars) (bsoncore.Value, error) {
+	s, ok := bsonx.Score(v.root, bsonx.VectorScoreField)
+	if !ok {
+		return bsoncore.Value{}, nil
+	}
+	return v.doubleVal(s), nil
+}
+
+// parseMeta compiles $meta: "textScore" and "vectorSearchScore" are served; MongoDB's other
+// metadata names are not.
 func parseMeta(_ *parser, _ string, arg bsoncore.Value) (node, error) {
 	s, ok := arg.StringValueOK()
 	if !ok {
@@ -34,8 +47,10 @@ func parseMeta(_ *parser, _ string, arg bsoncore.Value) (node, error) {
 	switch s {
 	case "textScore":
 		return metaScoreNode{}, nil
+	case "vectorSearchScore":
+		return metaVectorScoreNode{}, nil
 	case "randVal", "searchScore", "searchHighlights", "geoNearDistance", "geoNearPoint", "recordId",
-		"indexKey", "sortKey", "searchScoreDetails", "searchSequenceToken", "vectorSearchScore", "score", "scoreDetails":
+		"indexKey", "sortKey", "searchScoreDetails", "searchSequenceToken", "score", "scoreDetails":
 		return nil, mongoerr.New(mongoerr.NotImplemented, "$meta '%s' is not supported by cleave", s)
 	}
 	return nil, mongoerr.New(codeMetaName, "Unsupported argument to $meta: %s", s)

@@ -209,9 +209,11 @@ func (s *Project) Next(ctx context.Context) (bsoncore.Document, error) {
 func (s *Project) Close() { s.In.Close() }
 
 // StripTextScore removes the score a $text read appends to each document
-// (bsonx.TextScoreField), once nothing after it reads the score.
+// (bsonx.TextScoreField), once nothing after it reads the score; with Field set, that field
+// instead (bsonx.VectorScoreField).
 type StripTextScore struct {
-	In Stream
+	In    Stream
+	Field string
 }
 
 // Next implements Stream.
@@ -219,6 +221,9 @@ func (s *StripTextScore) Next(ctx context.Context) (bsoncore.Document, error) {
 	d, err := s.In.Next(ctx)
 	if d == nil || err != nil {
 		return d, err
+	}
+	if s.Field != "" {
+		return bsonx.StripField(d, s.Field), nil
 	}
 	return bsonx.StripTextScore(d), nil
 }

@@ -42,6 +42,7 @@ var rules = map[string]rule{
 	"exec/collation":     {[]string{"bsonx", "exec/args", "wire/mongoerr"}, "collation documents and keys: no collections"},
 	"exec/geo":           {[]string{"bsonx", "wire/mongoerr"}, "geometry and S2 coverings: no collections"},
 	"exec/text":          {[]string{"bsonx", "wire/mongoerr"}, "text search's analysis (bleve's tokenizer, stop words, stemmers), scores and $text queries: no collections"},
+	"exec/vector":        {[]string{"bsonx", "wire/mongoerr"}, "vector search's HNSW graph, similarities and index definitions: no collections"},
 	"exec/js":            {[]string{"bsonx", "bsonx/decimal128", "wire/mongoerr"}, "server-side JavaScript on goja: no collections; match and expr reach it through their hooks"},
 	"exec/match":         {[]string{"bsonx", "exec/geo", "exec/internal/pcre", "wire/mongoerr"}, "the query language: no collections or storage"},
 	"exec/expr":          {[]string{"bsonx", "bsonx/decimal128", "exec/internal/pcre", "wire/mongoerr"}, "the expression language: no collections or storage"},
@@ -70,6 +71,8 @@ var rules = map[string]rule{
 		"catalog changes beyond the record: index builds and TTL deletes go through the read and write paths"},
 	"exec/agg": {[]string{"bsonx", "exec/args", "exec/catalog", "exec/expr", "exec/match", "exec/query", "exec/stream", "exec/update", "exec/write", "store", "wire", "wire/mongoerr"},
 		"pipelines over reads; the stages that write ($out, $merge) come from the server through Host"},
+	"exec/vecindex": {[]string{"bsonx", "exec/catalog", "exec/match", "exec/vector", "shard", "store", "wire/mongoerr"},
+		"vector search indexes' graphs per shard, kept current from the shards' write logs: reads shards through the catalog"},
 	"exec/validate": {[]string{"bsonx", "exec/catalog", "store"},
 		"checks a collection's stored data against itself, reading shards through the catalog"},
 
@@ -86,7 +89,7 @@ var rules = map[string]rule{
 		"transactions and snapshot reads run the read and write paths over views of a shard"},
 
 	// The command kit: requests, the command table and the services, which the families use.
-	"exec/command": {[]string{"auth", "console", "exec/access", "exec/args", "exec/backup", "exec/catalog", "exec/changes", "exec/clock", "exec/cursor", "exec/ddl", "exec/failpoint", "exec/metrics", "exec/params", "exec/query", "exec/route", "exec/session", "exec/sharding", "exec/stream", "exec/txn", "exec/write", "shard", "store", "wire", "wire/mongoerr"},
+	"exec/command": {[]string{"auth", "console", "exec/access", "exec/args", "exec/backup", "exec/catalog", "exec/changes", "exec/clock", "exec/cursor", "exec/ddl", "exec/failpoint", "exec/metrics", "exec/params", "exec/query", "exec/route", "exec/session", "exec/sharding", "exec/stream", "exec/txn", "exec/vecindex", "exec/write", "shard", "store", "wire", "wire/mongoerr"},
 		"the command kit: what every family of commands shares, below them all"},
 
 	// The command families: the handlers, by what they are about.
@@ -94,9 +97,9 @@ var rules = map[string]rule{
 		"commands about the server itself: handshake, diagnostics, parameters"},
 	"exec/command/users": {[]string{"auth", "bsonx", "exec/access", "exec/args", "exec/command", "store", "wire/mongoerr"},
 		"authentication and the user and role commands, over exec/access"},
-	"exec/command/crud": {[]string{"auth", "bsonx", "exec/agg", "exec/args", "exec/catalog", "exec/changes", "exec/collation", "exec/command", "exec/cursor", "exec/ddl", "exec/explain", "exec/expr", "exec/js", "exec/match", "exec/project", "exec/query", "exec/route", "exec/sharding", "exec/stream", "exec/update", "exec/write", "store", "wire/mongoerr"},
+	"exec/command/crud": {[]string{"auth", "bsonx", "exec/agg", "exec/args", "exec/catalog", "exec/changes", "exec/collation", "exec/command", "exec/cursor", "exec/ddl", "exec/explain", "exec/expr", "exec/js", "exec/match", "exec/project", "exec/query", "exec/route", "exec/sharding", "exec/stream", "exec/update", "exec/vecindex", "exec/vector", "exec/write", "store", "wire/mongoerr"},
 		"the commands that read and write documents, and aggregation"},
-	"exec/command/colls": {[]string{"auth", "bsonx", "exec/args", "exec/backup", "exec/catalog", "exec/changes", "exec/collation", "exec/command", "exec/command/crud", "exec/ddl", "exec/match", "exec/query", "exec/route", "exec/sharding", "exec/validate", "shard", "store", "wire/mongoerr"},
+	"exec/command/colls": {[]string{"auth", "bsonx", "exec/args", "exec/backup", "exec/catalog", "exec/changes", "exec/collation", "exec/command", "exec/command/crud", "exec/ddl", "exec/match", "exec/query", "exec/route", "exec/sharding", "exec/validate", "exec/vecindex", "shard", "store", "wire/mongoerr"},
 		"the commands that define and place collections; views' pipelines are CRUD's to parse"},
 	"exec/command/node": {[]string{"auth", "bsonx", "exec/catalog", "exec/changes", "exec/command", "exec/command/crud", "exec/cursor", "exec/query", "exec/route", "exec/sharding", "exec/validate", "exec/write", "store", "wire/mongoerr"},
 		"the internal commands an owner answers for other nodes, sharing CRUD's statement compilers"},

@@ -10,8 +10,6 @@ import (
 	"github.com/cleavedb/cleave/exec/route"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/store"
-	"github.com/cleavedb/cleave/wire/mongoerr"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 )
 
@@ -21,8 +19,8 @@ var serverStages = map[string]func(e *Handlers) agg.StageParser{
 	"$currentOp":         func(e *Handlers) agg.StageParser { return e.ParseCurrentOpStage },
 	"$listLocalSessions": func(e *Handlers) agg.StageParser { return e.ParseListLocalSessionsStage },
 	"$listSessions":      func(e *Handlers) agg.StageParser { return e.ParseListSessionsStage },
-	// refused as MongoDB 7.0 does without Atlas (colls' search_index.go)
-	"$listSearchIndexes": func(*Handlers) agg.StageParser { return parseListSearchIndexesStage },
+	"$listSearchIndexes": func(e *Handlers) agg.StageParser { return e.parseListSearchIndexesStage },
+	"$vectorSearch":      func(e *Handlers) agg.StageParser { return e.parseVectorSearchStage },
 }
 
 // StageParser implements agg.Host.
@@ -37,15 +35,12 @@ func (h *Handlers) StageParser(name string) agg.StageParser {
 // method's name or signature drifts (an unexported method never satisfies them).
 var (
 	_ agg.SourceStage    = (*ListSessionsStage)(nil)
+	_ agg.SourceStage    = (*vectorSearchStage)(nil)
+	_ agg.ScoredSource   = (*vectorSearchStage)(nil)
+	_ agg.SourceStage    = (*listSearchIndexesStage)(nil)
 	_ agg.Collectionless = (*CurrentOpStage)(nil)
 	_ agg.Collectionless = (*ListLocalSessionsStage)(nil)
 )
-
-// parseListSearchIndexesStage refuses $listSearchIndexes as MongoDB 7.0 Community does,
-// whatever its argument.
-func parseListSearchIndexesStage(_ *agg.Env, _ string, _ bsoncore.Value) (agg.Stage, error) {
-	return nil, mongoerr.New(mongoerr.Location6047401, "$listSearchIndexes stage is only allowed on MongoDB Atlas")
-}
 
 // HostName implements agg.Host: the address the server listens on.
 func (h *Handlers) HostName() string { return h.ListenAddr() }

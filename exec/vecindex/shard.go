@@ -1,0 +1,213 @@
+package vecindex
+
+import (
+	"errors"
+	"strings"
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/vector"
+	"github.com/cleavedb/cleave/store"
+)
+
+// shardIndex is the graph of one vector field of one search index over the documents of
+// one collection on one shard. It is built from the shard's documents at its first search and
+// kept current from a write log of the collection (store.WriteLog): each search first applies
+// the documents written since the previous one, read again from the shard, so a search sees
+// every write acknowledged before it started. A log that overflows (a range deletion: a
+// partition moved away or the collection emptied; a million writes between two searches)
+// rebuilds the graph.
+type shardIndex struct {
+	sh      catalog.Shard
+	coll    store.CollID
+	field   vector.Field
+	filters []string // the top-level fields a filter document keeps (filterRoots)
+
+	mu    sync.RWMutex
+	log   *store.WriteLog
+	g     *vector.Graph
+	nodes []node           // by graph node
+	byKey map[string]int32 // hash|_id → live node
+}
+
+// node is what a graph node stands for: a document's key and the fields a filter may read.
+type node struct {
+	hash   uint64
+	id     []byte
+	filter bsoncore.Document
+}
+
+// newShardIndex returns an unbuilt index of field over coll on sh.
+func newShardIndex(sh catalog.Shard, coll store.CollID, field vector.Field, filterPaths []string) *shardIndex {
+	return &shardIndex{sh: sh, coll: coll, field: field, filters: filterRoots(filterPaths)}
+}
+
+// filterRoots returns the distinct first segments of paths: the top-level fields a node
+// keeps for filters on them.
+func filterRoots(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		root, _, _ := strings.Cut(p, ".")
+		found := false
+		for _, o := range out {
+			found = found || o == root
+		}
+		if !found {
+			out = append(out, root)
+		}
+	}
+	return out
+}
+
+// close stops the index's write log.
+func (x *shardIndex) close() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.log != nil {
+		x.log.Close()
+		x.log = nil
+	}
+}
+
+// sync brings the graph up to date with the shard: built at the first call, then the
+// documents logged since the previous one applied.
+func (x *shardIndex) sync() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.log == nil {
+		log, err := x.sh.LogWrites(x.coll, 0, 0)
+		if err != nil {
+			return err
+		}
+		x.log = log
+		return x.rebuild()
+	}
+	docs, overflow := x.log.Take()
+	if overflow || x.g.Len() > 2*x.g.Live()+1024 {
+		return x.rebuild()
+	}
+	for _, d := range docs {
+		if err := x.apply(d.Hash, d.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rebuild builds the graph again from every document of the collection on the shard; what
+// is written meanwhile is in the log, applied by the next sync.
+func (x *shardIndex) rebuild() error {
+	x.g = vector.NewGraph(x.field.Sim, vector.DefaultM, vector.DefaultEFBuild, uint64(x.coll))
+	x.nodes, x.byKey = nil, map[string]int32{}
+	it, err := x.sh.NewDocIter(x.coll, 0, 0)
+	if err != nil {
+		return err
+	}
+	for it.Next() {
+		x.add(it.Hash(), it.ID(), it.Doc())
+	}
+	return errors.Join(it.Err(), it.Close())
+}
+
+// apply indexes the document (hash, id) as it is now on the shard, dropping its old node.
+func (x *shardIndex) apply(hash uint64, id []byte) error {
+	k := nodeKey(hash, id)
+	if n, ok := x.byKey[k]; ok {
+		x.g.Delete(n)
+		delete(x.byKey, k)
+	}
+	doc, err := x.sh.GetDoc(x.coll, hash, id, nil)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	x.add(hash, id, doc)
+	return nil
+}
+
+// add indexes doc when it holds a vector of the field's dimensions at its path (others are
+// not indexed, as in MongoDB).
+func (x *shardIndex) add(hash uint64, id []byte, doc bsoncore.Document) {
+	v, ok := bsonx.Lookup(doc, x.field.Path)
+	if !ok {
+		return
+	}
+	vec, ok := vector.ReadVector(v)
+	if !ok || len(vec) != x.field.Dims {
+		return
+	}
+	n := x.g.Add(vec)
+	x.nodes = append(x.nodes, node{hash: hash, id: append([]byte(nil), id...), filter: x.filterDoc(doc)})
+	x.byKey[nodeKey(hash, id)] = n
+}
+
+// filterDoc copies the top-level fields of doc a filter may read.
+func (x *shardIndex) filterDoc(doc bsoncore.Document) bsoncore.Document {
+	if len(x.filters) == 0 {
+		return nil
+	}
+	idx, out := bsoncore.AppendDocumentStart(nil)
+	for _, f := range x.filters {
+		if v, err := doc.LookupErr(f); err == nil {
+			out = bsoncore.AppendValueElement(out, f, v)
+		}
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out
+}
+
+// nodeKey is the map key of a document key.
+func nodeKey(hash uint64, id []byte) string {
+	b := make([]byte, 8, 8+len(id))
+	for i := range 8 {
+		b[i] = byte(hash >> (56 - 8*i))
+	}
+	return string(append(b, id...))
+}
+
+// Hit is a document a search found on a shard, with its score.
+type Hit struct {
+	Shard int
+	Hash  uint64
+	ID    []byte
+	Score float64
+}
+
+// searchArgs is one shard's part of a $vectorSearch.
+type searchArgs struct {
+	query     []float32
+	limit, ef int
+	exact     bool
+	owned     func(hash uint64) bool
+	filter    func(doc bsoncore.Document) bool // nil: none
+	shard     int
+}
+
+// search returns the shard's best hits for a, best first, and how many vectors it compared.
+func (x *shardIndex) search(a *searchArgs) ([]Hit, int) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	accept := func(n int32) bool {
+		nd := &x.nodes[n]
+		return a.owned(nd.hash) && (a.filter == nil || a.filter(nd.filter))
+	}
+	var res []vector.Result
+	var examined int
+	if a.exact {
+		res = x.g.Exact(a.query, a.limit, accept)
+		examined = x.g.Live()
+	} else {
+		res, examined = x.g.Search(a.query, a.limit, a.ef, accept)
+	}
+	out := make([]Hit, len(res))
+	for i, r := range res {
+		nd := &x.nodes[r.Node]
+		out[i] = Hit{Shard: a.shard, Hash: nd.hash, ID: nd.id, Score: x.field.Sim.Score(r.Dist)}
+	}
+	return out, examined
+}
