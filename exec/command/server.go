@@ -181,52 +181,7 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 	e.Txns = txn.NewRegistry(nil, e.dropTxnCreated)
 	e.Cursors = cursor.NewRegistry(time.Minute, func(lsid [16]byte, now time.Time) bool { return e.Sessions.Alive(lsid, now) })
 	if opts.Storage != nil {
-		e.Storage = *opts.Storage
-		e.Temp = stream.NewTemp(e.Storage.Temp)
-		e.Cat = catalog.New(e.Storage.Shards, e.Storage.Catalog, e.Log)
-		e.Cat.OnCreate(e.implicitCreate) // implicit creations are change events too
-		e.BackupNode = backup.Node{Cat: e.Cat, Gate: &e.Backup, Tick: e.Clock.Tick, Advance: e.Clock.Advance, Log: e.Log.Named("backup")}
-		e.Txns = txn.NewRegistry(e.Cat, e.dropTxnCreated)
-		// Other nodes' shards (cluster mode): one way to them (catalog.Peers) for reads,
-		// writes, index builds, moves, change logs and statistics. The services get it only
-		// when there is one: a nil *route.Nodes in an interface would not compare nil.
-		var peers catalog.Peers
-		if e.Storage.Cluster != nil {
-			e.Remote = route.NewNodes(e.Cat, e.Storage.Catalog, e.Storage.Cluster, opts.Auth.InternalKey, opts.InternalTLS)
-			peers = e.Remote
-		}
-		e.Shards = sharding.New(e.Cat, e.Log, sharding.Options{
-			Partitioning:  opts.Partitioning,
-			CheckInterval: opts.PartitionCheckInterval,
-			Started:       e.Started,
-			ListenAddr:    e.ListenAddr(),
-			Version:       ServerVersion,
-			Cluster:       e.Storage.Cluster,
-			Peers:         peers,
-			Knobs:         sharding.Knobs{BeforeFlip: e.BeforeFlip.Pass, DuringClone: e.DuringReshardClone.Pass},
-		})
-		qopts := query.Options{
-			MaxParallelism: opts.MaxParallelism,
-			Temp:           e.Temp,
-			SortBytes:      e.Knobs.SortMemory.Load,
-			Meters:         e.Shards.ReadMeters,
-			Budgets:        e.Shards.ReadBudgets,
-			IndexUse:       &e.IndexUse,
-			Peers:          peers,
-		}
-		e.Query = query.New(e.Cat, qopts)
-		e.Vectors = vecindex.NewRegistry()
-		e.Write = write.NewPath(e.Cat, e.Query, e.Shards).WithLogger(e.Log.Named("write")).WithGate(e.Txns).
-			WithKnobs(write.Knobs{BeforeGroupLock: e.BeforeGroupLock.Pass, BeforeInsertLock: e.BeforeInsertLock.Pass})
-		e.Txns.Use(e.Write)
-		e.Snapshots = txn.NewSnapshots(e.Cat, e.Query, &e.Clock,
-			func() time.Duration { return time.Duration(e.Knobs.SnapshotWindow.Load()) * time.Second }, e.Shards.Moves)
-		e.Route = route.New(e.Cat, e.Shards, e.Remote)
-		e.DDL = ddl.New(e.Cat, e.Write, e.Log, ddl.Options{Peers: peers, Nodes: e.Storage.Cluster,
-			Deleted: &e.Counters.DeletedDocs, Knobs: ddl.Knobs{AfterBuildStart: e.AfterBuildStart.Pass}})
-		e.Storage.Catalog.SetHomePicker(e.Shards.HomeShard)
-		e.startChangeLogs(changes.Retention{Age: opts.ChangeRetention, Bytes: opts.ChangeRetentionBytes})
-		e.DDL.AbortUnfinished()
+		e.initStorage(opts)
 	}
 	var securityRecords *store.Catalog
 	if opts.Storage != nil {
@@ -248,6 +203,57 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 		e.DDL.StartOrphanSweep()
 	}
 	return e
+}
+
+// initStorage builds the services over opts.Storage's shards: the catalog, the partition
+// manager, the read, write, transaction, routing and DDL paths, and the change logs.
+func (e *Server) initStorage(opts Options) {
+	e.Storage = *opts.Storage
+	e.Temp = stream.NewTemp(e.Storage.Temp)
+	e.Cat = catalog.New(e.Storage.Shards, e.Storage.Catalog, e.Log)
+	e.Cat.OnCreate(e.implicitCreate) // implicit creations are change events too
+	e.BackupNode = backup.Node{Cat: e.Cat, Gate: &e.Backup, Tick: e.Clock.Tick, Advance: e.Clock.Advance, Log: e.Log.Named("backup")}
+	e.Txns = txn.NewRegistry(e.Cat, e.dropTxnCreated)
+	// Other nodes' shards (cluster mode): one way to them (catalog.Peers) for reads,
+	// writes, index builds, moves, change logs and statistics. The services get it only
+	// when there is one: a nil *route.Nodes in an interface would not compare nil.
+	var peers catalog.Peers
+	if e.Storage.Cluster != nil {
+		e.Remote = route.NewNodes(e.Cat, e.Storage.Catalog, e.Storage.Cluster, opts.Auth.InternalKey, opts.InternalTLS)
+		peers = e.Remote
+	}
+	e.Shards = sharding.New(e.Cat, e.Log, sharding.Options{
+		Partitioning:  opts.Partitioning,
+		CheckInterval: opts.PartitionCheckInterval,
+		Started:       e.Started,
+		ListenAddr:    e.ListenAddr(),
+		Version:       ServerVersion,
+		Cluster:       e.Storage.Cluster,
+		Peers:         peers,
+		Knobs:         sharding.Knobs{BeforeFlip: e.BeforeFlip.Pass, DuringClone: e.DuringReshardClone.Pass},
+	})
+	qopts := query.Options{
+		MaxParallelism: opts.MaxParallelism,
+		Temp:           e.Temp,
+		SortBytes:      e.Knobs.SortMemory.Load,
+		Meters:         e.Shards.ReadMeters,
+		Budgets:        e.Shards.ReadBudgets,
+		IndexUse:       &e.IndexUse,
+		Peers:          peers,
+	}
+	e.Query = query.New(e.Cat, qopts)
+	e.Vectors = vecindex.NewRegistry()
+	e.Write = write.NewPath(e.Cat, e.Query, e.Shards).WithLogger(e.Log.Named("write")).WithGate(e.Txns).
+		WithKnobs(write.Knobs{BeforeGroupLock: e.BeforeGroupLock.Pass, BeforeInsertLock: e.BeforeInsertLock.Pass})
+	e.Txns.Use(e.Write)
+	e.Snapshots = txn.NewSnapshots(e.Cat, e.Query, &e.Clock,
+		func() time.Duration { return time.Duration(e.Knobs.SnapshotWindow.Load()) * time.Second }, e.Shards.Moves)
+	e.Route = route.New(e.Cat, e.Shards, e.Remote)
+	e.DDL = ddl.New(e.Cat, e.Write, e.Log, ddl.Options{Peers: peers, Nodes: e.Storage.Cluster,
+		Deleted: &e.Counters.DeletedDocs, Knobs: ddl.Knobs{AfterBuildStart: e.AfterBuildStart.Pass}})
+	e.Storage.Catalog.SetHomePicker(e.Shards.HomeShard)
+	e.startChangeLogs(changes.Retention{Age: opts.ChangeRetention, Bytes: opts.ChangeRetentionBytes})
+	e.DDL.AbortUnfinished()
 }
 
 // startChangeLogs makes every local shard stamp its change records with the cluster time
