@@ -10,7 +10,8 @@ import (
 )
 
 // expandedOps are the operation types a stream reports only with showExpandedEvents.
-var expandedOps = map[string]bool{OpCreate: true, OpCreateIndexes: true, OpDropIndexes: true, OpModify: true}
+var expandedOps = map[string]bool{OpCreate: true, OpCreateIndexes: true, OpDropIndexes: true, OpModify: true,
+	OpShardCollection: true}
 
 // str returns the string field key of rec, "" if absent.
 func str(rec bsoncore.Document, key string) string {

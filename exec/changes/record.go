@@ -22,7 +22,9 @@ const (
 	OpCreateIndexes = "createIndexes"
 	OpDropIndexes   = "dropIndexes"
 	OpModify        = "modify"
-	OpInvalidate    = "invalidate"
+	// OpShardCollection is a collection sharded by shardCollection (or created sharded).
+	OpShardCollection = "shardCollection"
+	OpInvalidate      = "invalidate"
 )
 
 // Fields of a change record (a BSON document; short names, every write carries one).

@@ -13,6 +13,7 @@ import (
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/changes"
 	"github.com/cleavedb/cleave/exec/collation"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/sharding"
@@ -280,6 +281,7 @@ func (h *Handlers) shardColl(spec sharding.Spec) (*store.Collection, error) {
 		}
 		h.Log.Info("sharded collection", zap.String("ns", spec.DB+"."+spec.Coll), zap.Int("partitions", len(parts)))
 		h.RecordCreate(c)
+		h.recordSharded(c)
 		h.Shards.AfterMapChange()
 		return c, nil
 	}
@@ -287,8 +289,18 @@ func (h *Handlers) shardColl(spec sharding.Spec) (*store.Collection, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.recordSharded(c)
 	h.Shards.AfterMapChange()
 	return c, nil
+}
+
+// recordSharded records the shardCollection event of c, just sharded, as MongoDB's change
+// streams show it with showExpandedEvents: its key, and that it is not unique (cleave's
+// keys never are) or presplit by zones.
+func (h *Handlers) recordSharded(c *store.Collection) {
+	desc := bsoncore.NewDocumentBuilder().AppendDocument("shardKey", c.ShardKey).
+		AppendBoolean("unique", false).AppendBoolean("presplitHashedZones", false).Build()
+	h.RecordChange(&changes.DDL{Op: changes.OpShardCollection, DB: c.DB, Coll: c.Name, UUID: c.UUID[:], Desc: desc})
 }
 
 // placementShards returns the shards a new sharded collection's partitions spread over:
