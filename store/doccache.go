@@ -21,7 +21,7 @@ import (
 // those it holds. Snapshots and transactions read Pebble.
 //
 // A document is admitted on its second miss within a while (a key seen once is remembered,
-// without its document, among the last docSeenKeys of its shard), so that a scan of cold keys
+// without its document, among docSeenKeys of its shard), so that a scan of cold keys
 // costs a lookup in a small map, not a copy and an eviction per read. A full shard forgets
 // random documents until the new one fits.
 type docCache struct {
@@ -35,8 +35,9 @@ type docCache struct {
 const (
 	// docCacheShards is how many locks split the documents.
 	docCacheShards = 32
-	// docSeenKeys bounds the keys a shard remembers having missed once.
-	docSeenKeys = 4 << 10
+	// docSeenKeys bounds the keys a shard remembers having missed once: 32 Ki keys a DB,
+	// about 1.5 MiB of heap beside the documents.
+	docSeenKeys = 1 << 10
 	// docEntryOverhead is what an entry costs beside its document: the map's slot, the
 	// entry and the slice header, about.
 	docEntryOverhead = 96
@@ -138,7 +139,7 @@ func (c *docCache) put(k idKey, w idWords, doc []byte) {
 	s.bytes += size
 }
 
-// bytes returns the bytes the cache holds, documents and overhead.
+// size returns the bytes the cache holds, documents and overhead.
 func (c *docCache) size() int64 {
 	var n int64
 	for i := range c.shards {
