@@ -1,0 +1,66 @@
+package vector
+
+import (
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestGraphQuality measures, on n random 128-dimension vectors (uniform, the hardest case for
+// a graph), recall@10 at numCandidates 100 against the exact search, the build time, and how
+// much cheaper a query is than the exact search (in vectors compared and in time). It runs
+// with CLEAVE_LONG=1 (20,000 and 100,000 vectors) or CLEAVE_VECTOR_N=<n>, and only reports:
+// timings on a shared machine are not asserted.
+//
+//	CLEAVE_LONG=1 go test -count=1 -run '^TestGraphQuality$' -v ./exec/vector
+func TestGraphQuality(t *testing.T) {
+	var sizes []int
+	if s := os.Getenv("CLEAVE_VECTOR_N"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = []int{n}
+	} else if os.Getenv("CLEAVE_LONG") == "1" {
+		sizes = []int{20_000, 100_000}
+	} else {
+		t.Skip("set CLEAVE_LONG=1 or CLEAVE_VECTOR_N=<n>")
+	}
+	for _, n := range sizes {
+		t.Run(strconv.Itoa(n), func(t *testing.T) { measureQuality(t, n) })
+	}
+}
+
+// measureQuality builds a graph of n vectors and logs its figures.
+func measureQuality(t *testing.T, n int) {
+	const dims, k, ef, nq = 128, 10, 100, 200
+	vecs := randomVectors(n, dims, 1)
+	g := NewGraph(Euclidean, DefaultM, DefaultEFBuild, 7)
+	start := time.Now()
+	for _, v := range vecs {
+		g.Add(v)
+	}
+	build := time.Since(start)
+	queries := randomVectors(nq, dims, 2)
+	exact := make([][]Result, nq)
+	start = time.Now()
+	for i, q := range queries {
+		exact[i] = g.Exact(q, k, nil)
+	}
+	exactTime := time.Since(start)
+	var sum float64
+	examined := 0
+	start = time.Now()
+	for i, q := range queries {
+		got, e := g.Search(q, k, ef, nil)
+		examined += e
+		sum += recall(got, exact[i])
+	}
+	approxTime := time.Since(start)
+	t.Logf("n=%d M=%d efBuild=%d: build %v (%.0f µs/vector); recall@%d at ef %d = %.3f; "+
+		"compared %d vectors/query (exact %d: %.1f×); time/query %v vs exact %v (%.1f×)",
+		n, DefaultM, DefaultEFBuild, build.Round(time.Millisecond), float64(build.Microseconds())/float64(n),
+		k, ef, sum/nq, examined/nq, n, float64(n*nq)/float64(examined),
+		approxTime/nq, exactTime/nq, float64(exactTime)/float64(approxTime))
+}
