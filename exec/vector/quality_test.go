@@ -36,7 +36,8 @@ func TestGraphQuality(t *testing.T) {
 func measureQuality(t *testing.T, n int) {
 	const dims, k, ef, nq = 128, 10, 100, 200
 	vecs := randomVectors(n, dims, 1)
-	g := NewGraph(Euclidean, DefaultM, DefaultEFBuild, 7)
+	m, efBuild := envInt(t, "CLEAVE_VECTOR_M", DefaultM), envInt(t, "CLEAVE_VECTOR_EFBUILD", DefaultEFBuild)
+	g := NewGraph(Euclidean, m, efBuild, 7)
 	start := time.Now()
 	for _, v := range vecs {
 		g.Add(v)
@@ -60,7 +61,20 @@ func measureQuality(t *testing.T, n int) {
 	approxTime := time.Since(start)
 	t.Logf("n=%d M=%d efBuild=%d: build %v (%.0f µs/vector); recall@%d at ef %d = %.3f; "+
 		"compared %d vectors/query (exact %d: %.1f×); time/query %v vs exact %v (%.1f×)",
-		n, DefaultM, DefaultEFBuild, build.Round(time.Millisecond), float64(build.Microseconds())/float64(n),
+		n, m, efBuild, build.Round(time.Millisecond), float64(build.Microseconds())/float64(n),
 		k, ef, sum/nq, examined/nq, n, float64(n*nq)/float64(examined),
 		approxTime/nq, exactTime/nq, float64(exactTime)/float64(approxTime))
+}
+
+// envInt returns the integer in environment variable name, or def.
+func envInt(t *testing.T, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
