@@ -97,6 +97,20 @@ func (s Similarity) Score(dist float32) float64 {
 // dot is the dot product of a and b (of one length).
 func dot(a, b []float32) float32 {
 	b = b[:len(a)]
+	if useAVX2 && len(a) >= 8 {
+		n := len(a) &^ 7
+		s := dotAVX2(&a[0], &b[0], n)
+		for i := n; i < len(a); i++ {
+			s += a[i] * b[i]
+		}
+		return s
+	}
+	return dotGeneric(a, b)
+}
+
+// dotGeneric is dot in plain Go.
+func dotGeneric(a, b []float32) float32 {
+	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
 	for ; i+4 <= len(a); i += 4 {
@@ -113,6 +127,21 @@ func dot(a, b []float32) float32 {
 
 // l2sq is the squared Euclidean distance between a and b (of one length).
 func l2sq(a, b []float32) float32 {
+	b = b[:len(a)]
+	if useAVX2 && len(a) >= 8 {
+		n := len(a) &^ 7
+		s := l2sqAVX2(&a[0], &b[0], n)
+		for i := n; i < len(a); i++ {
+			d := a[i] - b[i]
+			s += d * d
+		}
+		return s
+	}
+	return l2sqGeneric(a, b)
+}
+
+// l2sqGeneric is l2sq in plain Go.
+func l2sqGeneric(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0

@@ -177,3 +177,18 @@ func asMongo(err error, me **mongoerr.Error) bool {
 	*me = e
 	return ok
 }
+
+// TestDistances checks the assembly distances against plain Go on every length to 70.
+func TestDistances(t *testing.T) {
+	t.Logf("AVX2: %v", useAVX2)
+	for n := 0; n <= 70; n++ {
+		v := randomVectors(2, n, uint64(n))
+		a, b := v[0], v[1]
+		if got, want := l2sq(a, b), l2sqGeneric(a, b); math.Abs(float64(got-want)) > 1e-4*(1+float64(want)) {
+			t.Errorf("l2sq on %d = %v, want %v", n, got, want)
+		}
+		if got, want := dot(a, b), dotGeneric(a, b); math.Abs(float64(got-want)) > 1e-4*(1+math.Abs(float64(want))) {
+			t.Errorf("dot on %d = %v, want %v", n, got, want)
+		}
+	}
+}
