@@ -34,7 +34,7 @@ func TestGraphQuality(t *testing.T) {
 
 // measureQuality builds a graph of n vectors and logs its figures.
 func measureQuality(t *testing.T, n int) {
-	const dims, k, ef, nq = 128, 10, 100, 200
+	const dims, k, nq = 128, 10, 200
 	vecs := randomVectors(n, dims, 1)
 	m, efBuild := envInt(t, "CLEAVE_VECTOR_M", DefaultM), envInt(t, "CLEAVE_VECTOR_EFBUILD", DefaultEFBuild)
 	g := NewGraph(Euclidean, m, efBuild, 7)
@@ -50,20 +50,22 @@ func measureQuality(t *testing.T, n int) {
 		exact[i] = g.Exact(q, k, nil)
 	}
 	exactTime := time.Since(start)
-	var sum float64
-	examined := 0
-	start = time.Now()
-	for i, q := range queries {
-		got, e := g.Search(q, k, ef, nil)
-		examined += e
-		sum += recall(got, exact[i])
+	t.Logf("n=%d M=%d efBuild=%d: build %v (%.0f µs/vector); exact %v/query",
+		n, m, efBuild, build.Round(time.Millisecond), float64(build.Microseconds())/float64(n), exactTime/nq)
+	for _, ef := range []int{100, 200, 400, 800} {
+		var sum float64
+		examined := 0
+		start = time.Now()
+		for i, q := range queries {
+			got, e := g.Search(q, k, ef, nil)
+			examined += e
+			sum += recall(got, exact[i])
+		}
+		approxTime := time.Since(start)
+		t.Logf("  ef %d: recall@%d %.3f; compared %d vectors/query (%.1f× fewer than exact); "+
+			"%v/query (%.1f× faster)", ef, k, sum/nq, examined/nq, float64(n*nq)/float64(examined),
+			approxTime/nq, float64(exactTime)/float64(approxTime))
 	}
-	approxTime := time.Since(start)
-	t.Logf("n=%d M=%d efBuild=%d: build %v (%.0f µs/vector); recall@%d at ef %d = %.3f; "+
-		"compared %d vectors/query (exact %d: %.1f×); time/query %v vs exact %v (%.1f×)",
-		n, m, efBuild, build.Round(time.Millisecond), float64(build.Microseconds())/float64(n),
-		k, ef, sum/nq, examined/nq, n, float64(n*nq)/float64(examined),
-		approxTime/nq, exactTime/nq, float64(exactTime)/float64(approxTime))
 }
 
 // envInt returns the integer in environment variable name, or def.

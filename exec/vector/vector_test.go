@@ -45,7 +45,7 @@ func recall(got, want []Result) float64 {
 // TestGraphRecall measures recall@10 at ef 100 against the exact search, for each
 // similarity, with and without a filter that takes half of the nodes.
 func TestGraphRecall(t *testing.T) {
-	n := 2000 // 5,000 took minutes under the race detector on a loaded machine
+	n := 3000 // TestGraphQuality measures 20,000 and 100,000 (CLEAVE_LONG=1)
 	if testing.Short() {
 		n = 1000
 	}
