@@ -45,11 +45,14 @@ type Graph struct {
 	searches sync.Pool
 }
 
-// Default graph parameters: 16 links a node (32 on layer 0) and 200 candidates an insertion.
-// See TestGraphQuality and docs/compatibility.md#vector-search for the figures.
+// Default graph parameters: 32 links a node (64 on layer 0) and 100 candidates an insertion.
+// On random 128-dimension vectors (no structure: the hardest case) links matter far more
+// than candidates: at 20,000 vectors, recall@10 at ef 100 was 0.72 with 16 links, 0.83 with
+// 24, 0.89 with 32 and 0.96 with 48, each step costing about 1.5× the build time, while 200
+// candidates instead of 100 gained 0.01. TestGraphQuality measures more.
 const (
-	DefaultM       = 16
-	DefaultEFBuild = 200
+	DefaultM       = 32
+	DefaultEFBuild = 100
 )
 
 // NewGraph returns an empty graph for similarity sim; seed fixes its level draws.
