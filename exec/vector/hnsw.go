@@ -178,12 +178,12 @@ func (g *Graph) link(o, n int32, l int) {
 		return
 	}
 	base := g.Vector(o)
-	c := append(g.scratch[:0], scored{n, g.dist(base, n)})
+	g.scratch = append(g.scratch[:0], scored{n, g.dist(base, n)})
 	for _, x := range ls {
-		c = append(c, scored{x, g.dist(base, x)})
+		g.scratch = append(g.scratch, scored{x, g.dist(base, x)})
 	}
+	c := g.scratch
 	sortScored(c)
-	g.scratch = c
 	kept := g.selectNeighbours(c, g.maxLinks(l), g.kept[:0])
 	g.kept = kept
 	g.setNeighbours(o, l, kept)
