@@ -2,11 +2,11 @@ package vector
 
 import "slices"
 
-// selectNeighbours is the paper's SELECT-NEIGHBORS-HEURISTIC (Algorithm 4, keeping pruned
-// connections): of cands, sorted nearest first by distance to a base node, it keeps up to m,
-// a candidate only when it is nearer to the base than to every one kept before it, so that
-// the links point in different directions (and a cluster's far side stays reachable); the
-// nearest candidates it discarded fill what room is left. It appends to out.
+// selectNeighbours is the paper's SELECT-NEIGHBORS-HEURISTIC (Algorithm 4): of cands, sorted
+// nearest first by distance to a base node, it keeps up to m, a candidate only when it is
+// nearer to the base than to every one kept before it, so that the links point in different
+// directions (and a cluster's far side stays reachable). With g.keepPruned the nearest
+// candidates it discarded fill what room is left. It appends to out and reorders cands.
 func (g *Graph) selectNeighbours(cands []scored, m int, out []int32) []int32 {
 	if len(cands) <= m {
 		for _, c := range cands {
@@ -34,6 +34,9 @@ func (g *Graph) selectNeighbours(cands []scored, m int, out []int32) []int32 {
 			cands[pruned] = c
 			pruned++
 		}
+	}
+	if !g.keepPruned {
+		return out
 	}
 	for _, c := range cands[:pruned] {
 		if len(out)-first >= m {
