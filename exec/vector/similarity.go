@@ -47,21 +47,26 @@ func parseSimilarity(name string) (Similarity, bool) {
 func (s Similarity) prepare(v []float32) []float32 {
 	out := make([]float32, len(v))
 	copy(out, v)
+	s.prepareInPlace(out)
+	return out
+}
+
+// prepareInPlace turns v into the vector the graph stores: normalized for cosine.
+func (s Similarity) prepareInPlace(v []float32) {
 	if s != Cosine {
-		return out
+		return
 	}
 	var n float64
 	for _, x := range v {
 		n += float64(x) * float64(x)
 	}
 	if n == 0 {
-		return out
+		return
 	}
 	inv := float32(1 / math.Sqrt(n))
-	for i := range out {
-		out[i] *= inv
+	for i := range v {
+		v[i] *= inv
 	}
-	return out
 }
 
 // dist is the graph's distance between two prepared vectors: the squared Euclidean distance,
@@ -91,6 +96,21 @@ func (s Similarity) Score(dist float32) float64 {
 
 // dot is the dot product of a and b (of one length).
 func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	if useAVX2 && len(a) >= 8 {
+		n := len(a) &^ 7
+		s := dotAVX2(&a[0], &b[0], n)
+		for i := n; i < len(a); i++ {
+			s += a[i] * b[i]
+		}
+		return s
+	}
+	return dotGeneric(a, b)
+}
+
+// dotGeneric is dot in plain Go.
+func dotGeneric(a, b []float32) float32 {
+	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
 	for ; i+4 <= len(a); i += 4 {
@@ -107,6 +127,22 @@ func dot(a, b []float32) float32 {
 
 // l2sq is the squared Euclidean distance between a and b (of one length).
 func l2sq(a, b []float32) float32 {
+	b = b[:len(a)]
+	if useAVX2 && len(a) >= 8 {
+		n := len(a) &^ 7
+		s := l2sqAVX2(&a[0], &b[0], n)
+		for i := n; i < len(a); i++ {
+			d := a[i] - b[i]
+			s += d * d
+		}
+		return s
+	}
+	return l2sqGeneric(a, b)
+}
+
+// l2sqGeneric is l2sq in plain Go.
+func l2sqGeneric(a, b []float32) float32 {
+	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
 	for ; i+4 <= len(a); i += 4 {

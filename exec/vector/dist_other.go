@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package vector
+
+// useAVX2 is false off amd64: the distances are plain Go.
+const useAVX2 = false
+
+func l2sqAVX2(a, b *float32, n int) float32 { panic("vector: no AVX2") }
+func dotAVX2(a, b *float32, n int) float32  { panic("vector: no AVX2") }

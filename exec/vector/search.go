@@ -1,0 +1,148 @@
+package vector
+
+import "slices"
+
+// Result is one node a search found, with its distance to the query (smaller is nearer; the
+// similarity's Score turns it into MongoDB's score).
+type Result struct {
+	Node int32
+	Dist float32
+}
+
+// Search returns up to k nodes nearest to query, nearest first, among those accept takes (nil:
+// all) and not deleted, exploring max(ef, k) candidates on the bottom layer; examined counts
+// the vectors it compared. Nodes accept refuses are still walked through, so a filter does
+// not cut the graph apart.
+func (g *Graph) Search(query []float32, k, ef int, accept func(int32) bool) (out []Result, examined int) {
+	if g.entry < 0 || k <= 0 {
+		return nil, 0
+	}
+	v := g.sim.prepare(query)
+	ep := g.entry
+	for l := g.top; l > 0; l-- {
+		ep = g.greedy(v, ep, l)
+		examined += len(g.neighbours(ep, l)) + 1
+	}
+	s, _ := g.searches.Get().(*searcher)
+	if s == nil {
+		s = &searcher{}
+	}
+	defer g.searches.Put(s)
+	keep := func(n int32) bool { return !g.deleted[n] && (accept == nil || accept(n)) }
+	found, n := s.layer(g, v, []int32{ep}, max(ef, k), 0, keep)
+	examined += n
+	found = found[:min(len(found), k)]
+	out = make([]Result, len(found))
+	for i, f := range found {
+		out[i] = Result{Node: f.node, Dist: f.dist}
+	}
+	return out, examined
+}
+
+// Exact compares query with every live node accept takes and returns the k nearest, nearest
+// first: the exhaustive search of exact: true, and the reference of the recall tests.
+func (g *Graph) Exact(query []float32, k int, accept func(int32) bool) []Result {
+	if k <= 0 {
+		return nil
+	}
+	v := g.sim.prepare(query)
+	top := make(resultHeap, 0, k) // a max-heap of the k best so far
+	for n := range g.deleted {
+		id := int32(n)
+		if g.deleted[n] || accept != nil && !accept(id) {
+			continue
+		}
+		d := g.dist(v, id)
+		if len(top) < k {
+			top.push(scored{id, d})
+		} else if d < top[0].dist {
+			top[0] = scored{id, d}
+			top.down(0)
+		}
+	}
+	out := make([]Result, len(top))
+	for i := len(top) - 1; i >= 0; i-- {
+		s := top.pop()
+		out[i] = Result{Node: s.node, Dist: s.dist}
+	}
+	return out
+}
+
+// searcher holds one search's buffers, reused from search to search: the visited marks (by
+// generation, so that a reset costs nothing), the heaps and the result list.
+type searcher struct {
+	gen   uint32
+	marks []uint32
+	cands candHeap   // nearest first
+	res   resultHeap // farthest first, at most ef
+	out   []scored
+	sel   []int32 // Add's choice of neighbours
+}
+
+// reset starts a new search over n nodes.
+func (s *searcher) reset(n int) {
+	if len(s.marks) < n {
+		s.marks = slices.Grow(s.marks, n-len(s.marks))[:n]
+	}
+	s.gen++
+	if s.gen == 0 { // wrapped: clear the old marks
+		clear(s.marks)
+		s.gen = 1
+	}
+	s.cands, s.res = s.cands[:0], s.res[:0]
+}
+
+// layer is the paper's SEARCH-LAYER: the ef nearest nodes to v on layer l reachable from eps,
+// nearest first, among those keep takes (nil: all), in s's buffer (valid until the next call);
+// examined counts comparisons.
+func (s *searcher) layer(g *Graph, v []float32, eps []int32, ef, l int, keep func(int32) bool) ([]scored, int) {
+	s.reset(g.Len())
+	examined := 0
+	for _, ep := range eps {
+		if s.marks[ep] == s.gen {
+			continue
+		}
+		s.marks[ep] = s.gen
+		d := g.dist(v, ep)
+		examined++
+		s.cands.push(scored{ep, d})
+		if keep == nil || keep(ep) {
+			s.offer(scored{ep, d}, ef)
+		}
+	}
+	for len(s.cands) > 0 {
+		c := s.cands.pop()
+		if len(s.res) >= ef && c.dist > s.res[0].dist {
+			break
+		}
+		for _, o := range g.neighbours(c.node, l) {
+			if s.marks[o] == s.gen {
+				continue
+			}
+			s.marks[o] = s.gen
+			d := g.dist(v, o)
+			examined++
+			if len(s.res) < ef || d < s.res[0].dist {
+				s.cands.push(scored{o, d})
+				if keep == nil || keep(o) {
+					s.offer(scored{o, d}, ef)
+				}
+			}
+		}
+	}
+	s.out = slices.Grow(s.out[:0], len(s.res))[:len(s.res)]
+	for i := len(s.res) - 1; i >= 0; i-- {
+		s.out[i] = s.res.pop()
+	}
+	return s.out, examined
+}
+
+// offer adds r to the results, dropping the farthest beyond ef.
+func (s *searcher) offer(r scored, ef int) {
+	if len(s.res) < ef {
+		s.res.push(r)
+	} else {
+		s.res[0] = r
+		s.res.down(0)
+	}
+}
