@@ -44,22 +44,31 @@ func (m *Manager) redistribute(ci *catalog.Coll, v shard.CollectionView) {
 		zap.Float64s("budgets", shard.Shares(v.Throughput, len(v.Partitions), shares)))
 }
 
+// putBudgets sets the budgets of c's partitions (RU/s by partition index of ci.Map; nil:
+// even), failing with shard.ErrStaleAction when they are no longer ci's.
+func putBudgets(ci *catalog.Coll, c *store.Collection, budgets []float64) error {
+	if len(c.Partitions) != ci.Map.Len() {
+		return fmt.Errorf("%w: %s has %d partitions, not %d", shard.ErrStaleAction, ci.NS(), len(c.Partitions), ci.Map.Len())
+	}
+	for i := range c.Partitions {
+		if c.Partitions[i].ID != ci.Map.Partition(i).ID {
+			return fmt.Errorf("%w: %s's partitions changed", shard.ErrStaleAction, ci.NS())
+		}
+		c.Partitions[i].BudgetRU = 0
+		if budgets != nil {
+			c.Partitions[i].BudgetRU = budgets[i]
+		}
+	}
+	return nil
+}
+
 // SetBudgets stores budgets (RU/s by partition index of ci.Map; nil: even) as ci's
 // partitions' shares of its throughput, custom when they were set by hand. It fails with
 // shard.ErrStaleAction when the partitions changed since ci.
 func (m *Manager) SetBudgets(ci *catalog.Coll, budgets []float64, custom bool) error {
 	_, err := m.cat.Store().UpdateCollection(ci.Meta.DB, ci.Meta.Name, func(c *store.Collection) error {
-		if len(c.Partitions) != ci.Map.Len() {
-			return fmt.Errorf("%w: %s has %d partitions, not %d", shard.ErrStaleAction, ci.NS(), len(c.Partitions), ci.Map.Len())
-		}
-		for i := range c.Partitions {
-			if c.Partitions[i].ID != ci.Map.Partition(i).ID {
-				return fmt.Errorf("%w: %s's partitions changed", shard.ErrStaleAction, ci.NS())
-			}
-			c.Partitions[i].BudgetRU = 0
-			if budgets != nil {
-				c.Partitions[i].BudgetRU = budgets[i]
-			}
+		if err := putBudgets(ci, c, budgets); err != nil {
+			return err
 		}
 		c.CustomBudgets = custom
 		return nil

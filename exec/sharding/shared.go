@@ -2,7 +2,6 @@ package sharding
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -134,17 +133,8 @@ func (m *Manager) redistributeDatabase(st *store.CatalogState, db string, t floa
 // when the partitions changed since ci.
 func (m *Manager) setShared(ci *catalog.Coll, share float64, budgets []float64) error {
 	_, err := m.cat.Store().UpdateCollection(ci.Meta.DB, ci.Meta.Name, func(c *store.Collection) error {
-		if len(c.Partitions) != ci.Map.Len() {
-			return fmt.Errorf("%w: %s has %d partitions, not %d", shard.ErrStaleAction, ci.NS(), len(c.Partitions), ci.Map.Len())
-		}
-		for i := range c.Partitions {
-			if c.Partitions[i].ID != ci.Map.Partition(i).ID {
-				return fmt.Errorf("%w: %s's partitions changed", shard.ErrStaleAction, ci.NS())
-			}
-			c.Partitions[i].BudgetRU = 0
-			if budgets != nil {
-				c.Partitions[i].BudgetRU = budgets[i]
-			}
+		if err := putBudgets(ci, c, budgets); err != nil {
+			return err
 		}
 		c.SharedRU = share
 		return nil
