@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -20,7 +21,7 @@ func docVersion(v uint64, size int) []byte {
 func getVersion(t testing.TB, db *DB, coll CollID, hash uint64, id []byte) uint64 {
 	t.Helper()
 	d, err := db.GetDoc(coll, hash, id, nil)
-	if err == ErrNotFound {
+	if errors.Is(err, ErrNotFound) {
 		return 0
 	}
 	if err != nil || len(d) < 8 {
