@@ -229,7 +229,8 @@ func TestCosmosCreateShardKey(t *testing.T) {
 	cosmosFails(t, c, "db", `{"create": "hashed", "shardKey": {"other": "hashed"}}`, mongoerr.NamespaceExists, "already exists")
 	cosmosFails(t, c, "db", `{"create": "fixed", "shardKey": "k"}`, mongoerr.NamespaceExists, "already exists")
 	cosmosFails(t, c, "db", `{"create": "big", "offerThroughput": 50000}`, mongoerr.BadValue, "should have a partition key")
-	cosmosFails(t, c, "db", `{"create": "bad", "shardKey": {"a": 1}}`, mongoerr.InvalidOptions, "hashed")
+	cosmosOK(t, c, "db", `{"create": "ranged", "shardKey": {"a": 1}}`) // MongoDB's ranged key
+	cosmosFails(t, c, "db", `{"create": "bad", "shardKey": {"a": -1}}`, mongoerr.BadValue, "Unsupported shard key pattern")
 	cosmosFails(t, c, "db", `{"create": "ts", "shardKey": "k", "timeseries": {"timeField": "t"}}`, mongoerr.NotImplemented, "time series")
 	r = cosmosOK(t, c, "config", `{"find": "collections", "filter": {"_id": "db.hashed"}}`)
 	if !strings.Contains(fmt.Sprint(r), "deviceId") {
