@@ -69,7 +69,7 @@ func TestChangeStreamCreateEvents(t *testing.T) {
 		}
 		return out
 	}
-	want := []string{"create a", "insert a", "create b", "createIndexes b", "create c", "create d", "insert a"}
+	want := []string{"create a", "insert a", "create b", "createIndexes b", "create c", "create d", "shardCollection d", "insert a"}
 	if got := read(expanded, len(want)); !slices.Equal(got, want) {
 		t.Errorf("expanded events %v, want %v", got, want)
 	}

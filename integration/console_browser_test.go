@@ -215,6 +215,8 @@ func screenshot(ctx context.Context, t *testing.T, url, name string) {
 	dir := os.Getenv("CLEAVE_TEST_LOGS")
 	if dir == "" {
 		dir = t.TempDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil { // as the server logs kept there
+		t.Fatal(err)
 	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
 		t.Fatalf("loading %s: %v", url, err)
