@@ -60,9 +60,15 @@ var keyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 128); return &b }
 func (r reader) getDoc(coll CollID, hash uint64, id, dst []byte) ([]byte, error) {
 	kb := keyBufs.Get().(*[]byte)
 	key := AppendDocKey((*kb)[:0], coll, hash, id)
-	v, closer, err := r.r.Get(key)
+	dst, err := r.getDocKey(key, dst)
 	*kb = key
 	keyBufs.Put(kb)
+	return dst, err
+}
+
+// getDocKey appends the document of Pebble key key to dst.
+func (r reader) getDocKey(key, dst []byte) ([]byte, error) {
+	v, closer, err := r.r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return dst, ErrNotFound
 	}
