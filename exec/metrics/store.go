@@ -64,7 +64,7 @@ func newStoreMetrics() []storeMetric {
 			func(m *store.Metrics) float64 { return float64(m.IDCacheHits) }),
 		c("cleave_store_id_cache_misses_total", "Finds by _id in a collection sharded on another field that read the shard's _id index.",
 			func(m *store.Metrics) float64 { return float64(m.IDCacheMisses) }),
-		c("cleave_store_doc_cache_hits_total", "Point reads of the shard's latest state (finds by key, reads before updates and deletes) answered from its document cache.",
+		c("cleave_store_doc_cache_hits_total", "Point reads of the shard's latest state (finds by _id, reads before updates and deletes by _id) answered from its document cache.",
 			func(m *store.Metrics) float64 { return float64(m.DocCacheHits) }),
 		c("cleave_store_doc_cache_misses_total", "Point reads of the shard's latest state that read the storage engine.",
 			func(m *store.Metrics) float64 { return float64(m.DocCacheMisses) }),
