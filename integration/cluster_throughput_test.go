@@ -162,6 +162,13 @@ func TestClusterThroughputOnOwner(t *testing.T) {
 		t.Errorf("the owner's partitionStats: %d throttled, %d of low priority; want %d, %d",
 			p["throttledRequests"], p["throttledLowPriorityRequests"], wantAll, lr.throttled.Load())
 	}
+	// Any node's partitionStats shows what the owner metered: the router asks it.
+	if rp := partitionOfID(t, db, "c", id); rp["throttledRequests"] != wantAll || rp["throttledLowPriorityRequests"] != lr.throttled.Load() ||
+		rp["totalRU"].(float64) < p["totalRU"].(float64) || rp["loadUnknown"] != nil {
+		t.Errorf("a router's partitionStats of another node's partition: %d throttled (%d low), %v RU in all, loadUnknown %v; "+
+			"want %d (%d), at least the owner's %v RU, known", rp["throttledRequests"], rp["throttledLowPriorityRequests"],
+			rp["totalRU"], rp["loadUnknown"], wantAll, lr.throttled.Load(), p["totalRU"])
+	}
 
 	// Throughput that follows demand: the owner's demand reaches the manager.
 	if _, err := runCmd(t, db, bson.D{{Key: "customAction", Value: "RedistributeThroughput"}, {Key: "collection", Value: "c"},

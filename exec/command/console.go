@@ -74,8 +74,7 @@ func (s consoleSource) Collection(db, name string) (console.Collection, bool) {
 // meters, budgets and throttled requests.
 func (s consoleSource) partitions(ci *catalog.Coll, st *store.CatalogState) []console.Partition {
 	n := ci.Map.Len()
-	snaps := s.e.Shards.Meters(ci).Snapshots()
-	throttled := s.e.Shards.Throttled(ci)
+	loads := s.e.Shards.PartitionLoads(ci) // every node's partitions in a cluster
 	budgets := s.e.Shards.ReadBudgets(ci)
 	even := sharding.Throughput(st, ci.Meta).RU / float64(n)
 	shards := s.e.Cat.Shards()
@@ -91,12 +90,7 @@ func (s consoleSource) partitions(ci *catalog.Coll, st *store.CatalogState) []co
 		if p.Shard >= 0 && p.Shard < len(shards) {
 			cp.Documents, cp.Bytes, _ = shards[p.Shard].Stats(ci.Meta.ID, lo, hi)
 		}
-		if i < len(snaps) {
-			cp.RUPerSec = snaps[i].RUPerSec
-		}
-		if i < len(throttled) {
-			cp.Throttled = throttled[i]
-		}
+		cp.RUPerSec, cp.Throttled = loads.Snaps[i].RUPerSec, loads.Throttled[i]
 		if budgets != nil {
 			cp.BudgetRU = budgets.PerPartition(i)
 		}

@@ -49,7 +49,8 @@ func (m *Manager) decidesMoves() bool {
 // AppendPartitionStats appends to dst, as the parts array of a _cleavePartitionStats reply,
 // the stats of ci's partitions on this node's shards.
 func (m *Manager) AppendPartitionStats(dst []byte, ci *catalog.Coll) []byte {
-	snaps := m.metersFor(ci).Snapshots()
+	meters := m.metersFor(ci)
+	snaps := meters.Snapshots()
 	idx, dst := bsoncore.AppendArrayElementStart(dst, "parts")
 	k := 0
 	for i := range ci.Map.Len() {
@@ -68,7 +69,10 @@ func (m *Manager) AppendPartitionStats(dst []byte, ci *catalog.Coll) []byte {
 			d = bsoncore.AppendDoubleElement(d, "ru", snaps[i].RUPerSec)
 			d = bsoncore.AppendDoubleElement(d, "refused", snaps[i].RefusedRUPerSec)
 			d = bsoncore.AppendDoubleElement(d, "demand", snaps[i].DemandRUPerSec)
+			d = bsoncore.AppendDoubleElement(d, "total", snaps[i].TotalRU)
 		}
+		d = bsoncore.AppendInt64Element(d, "throttled", meters.Meter(i).Throttled())
+		d = bsoncore.AppendInt64Element(d, "throttledLow", meters.Meter(i).ThrottledLow())
 		dst, _ = bsoncore.AppendDocumentEnd(d, pidx)
 		k++
 	}
@@ -107,6 +111,9 @@ type remoteStat struct {
 	docs, bytes int64
 	ru, refused float64
 	demand      float64 // MeterSnapshot.DemandRUPerSec
+	total       float64 // MeterSnapshot.TotalRU
+	// throttled and throttledLow count the requests the owner refused (Meter.Throttled).
+	throttled, throttledLow int64
 }
 
 // askStats asks the node owning shard s for its partitions of ci (nil if it does not answer).
@@ -136,7 +143,11 @@ func (m *Manager) askStats(ci *catalog.Coll, s int) map[uint64]remoteStat {
 		ru, _ := d.Lookup("ru").DoubleOK()
 		refused, _ := d.Lookup("refused").DoubleOK() // absent from an older node: none
 		demand, _ := d.Lookup("demand").DoubleOK()
-		out[uint64(id)] = remoteStat{shard: int(sh), docs: docs, bytes: bytes, ru: ru, refused: refused, demand: demand}
+		st := remoteStat{shard: int(sh), docs: docs, bytes: bytes, ru: ru, refused: refused, demand: demand}
+		st.total, _ = d.Lookup("total").DoubleOK() // absent from an older node: unknown
+		st.throttled, _ = d.Lookup("throttled").Int64OK()
+		st.throttledLow, _ = d.Lookup("throttledLow").Int64OK()
+		out[uint64(id)] = st
 	}
 	return out
 }

@@ -34,8 +34,7 @@ func (h *Handlers) partitionStats(_ context.Context, r *command.Request) error {
 	if ci == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", r.DB, name)
 	}
-	snaps := h.Shards.Meters(ci).Snapshots()
-	throttled, throttledLow := h.Shards.Throttled(ci), h.Shards.ThrottledLow(ci)
+	loads := h.Shards.PartitionLoads(ci) // every node's partitions in a cluster
 	hot := h.Shards.HotKeys(ci.Meta.ID)
 	out := bsoncore.AppendStringElement(r.Out, "ns", ci.NS())
 	if ci.Meta.ShardKey != nil {
@@ -59,10 +58,11 @@ func (h *Handlers) partitionStats(_ context.Context, r *command.Request) error {
 		o = bsoncore.AppendStringElement(o, "shard", catalog.ShardName(p.Shard))
 		o = bsoncore.AppendInt64Element(o, "documents", docs)
 		o = bsoncore.AppendInt64Element(o, "bytes", bytes)
-		if i < len(snaps) {
-			o = bsoncore.AppendDoubleElement(o, "ruPerSec", snaps[i].RUPerSec)
-			o = bsoncore.AppendDoubleElement(o, "totalRU", snaps[i].TotalRU)
-			load += snaps[i].RUPerSec
+		o = bsoncore.AppendDoubleElement(o, "ruPerSec", loads.Snaps[i].RUPerSec)
+		o = bsoncore.AppendDoubleElement(o, "totalRU", loads.Snaps[i].TotalRU)
+		load += loads.Snaps[i].RUPerSec
+		if loads.Unknown[i] {
+			o = bsoncore.AppendBooleanElement(o, "loadUnknown", true) // its owner did not answer
 		}
 		budget := prov.RU / float64(ci.Map.Len()) // unmetered: what it would be
 		if budgets != nil {
@@ -72,8 +72,8 @@ func (h *Handlers) partitionStats(_ context.Context, r *command.Request) error {
 		if budgets.BurstCapacity() {
 			o = bsoncore.AppendDoubleElement(o, "burstBankRU", budgets.Banked(i))
 		}
-		o = bsoncore.AppendInt64Element(o, "throttledRequests", throttled[i])
-		o = bsoncore.AppendInt64Element(o, "throttledLowPriorityRequests", throttledLow[i])
+		o = bsoncore.AppendInt64Element(o, "throttledRequests", loads.Throttled[i])
+		o = bsoncore.AppendInt64Element(o, "throttledLowPriorityRequests", loads.ThrottledLow[i])
 		for _, h := range hot {
 			if h.ID == p.ID {
 				o = appendHotKey(o, "hotKey", &h)
