@@ -70,3 +70,53 @@ func StripField(doc bsoncore.Document, name string) bsoncore.Document {
 	}
 	return doc
 }
+
+// TrailingScores returns the score elements (TextScoreField, VectorScoreField) that end doc,
+// nil when it ends with none. The reads append them last, so a look at doc's tail finds them
+// without a scan: a stage that builds a new document from doc carries them over
+// (CarryScores), as MongoDB's $project and $replaceRoot keep a document's metadata.
+func TrailingScores(doc bsoncore.Document) []byte {
+	end := len(doc) - 1
+	start := end
+	for range 2 {
+		n := trailingScore(doc[:start])
+		if n == 0 {
+			break
+		}
+		start -= n
+	}
+	if start == end || start < 4 {
+		return nil // none, or the whole document would be scores: not a read's output
+	}
+	return doc[start:end]
+}
+
+// trailingScore returns the length of the score element b ends with, 0 if none.
+func trailingScore(b []byte) int {
+	for _, f := range [...]string{TextScoreField, VectorScoreField} {
+		n := 1 + len(f) + 1 + 8
+		if len(b) < n+4 {
+			continue
+		}
+		el := b[len(b)-n:]
+		if el[0] == byte(bsoncore.TypeDouble) && string(el[1:1+len(f)]) == f && el[1+len(f)] == 0 {
+			return n
+		}
+	}
+	return 0
+}
+
+// CarryScores appends scores (TrailingScores of the input) to the document dst[start:], which
+// must be the last thing in dst, unless it already ends with them.
+func CarryScores(dst []byte, start int, scores []byte) []byte {
+	if len(scores) == 0 || len(dst)-start < 5 {
+		return dst
+	}
+	if string(TrailingScores(dst[start:])) == string(scores) {
+		return dst
+	}
+	dst = append(dst[:len(dst)-1], scores...)
+	dst = append(dst, 0)
+	bsoncore.UpdateLength(dst, int32(start), int32(len(dst)-start))
+	return dst
+}

@@ -1,28 +1,43 @@
 package bsonx
 
 import (
-	"bytes"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// TestStripTextScore: the score comes off wherever it stands, and a document without one is
-// returned as it is.
-func TestStripTextScore(t *testing.T) {
+// TestCarryScores: the scores a read appended to a document pass to a new document built
+// from it, once, whichever of the two it carries.
+func TestCarryScores(t *testing.T) {
 	doc := bsoncore.NewDocumentBuilder().AppendInt32("a", 1).AppendString("b", "x").Build()
-	scored := WithTextScore(doc, 1.5)
-	if s, ok := TextScore(scored); !ok || s != 1.5 {
-		t.Fatalf("TextScore %v %v", s, ok)
+	if s := TrailingScores(doc); s != nil {
+		t.Fatalf("a document without scores: %v", s)
 	}
-	if got := StripTextScore(scored); !bytes.Equal(got, doc) {
-		t.Fatalf("stripped %v, want %v", got, doc)
+	text := WithScore(doc, TextScoreField, 0.75)
+	both := WithScore(text, VectorScoreField, 0.5)
+	for _, in := range []bsoncore.Document{text, both, WithScore(doc, VectorScoreField, 0.5)} {
+		scores := TrailingScores(in)
+		out := bsoncore.NewDocumentBuilder().AppendInt32("c", 2).Build()
+		prefix := []byte("xyz")
+		got := CarryScores(append(prefix, out...), len(prefix), scores)
+		nd := bsoncore.Document(got[len(prefix):])
+		if err := nd.Validate(); err != nil {
+			t.Fatalf("%v: %v", nd, err)
+		}
+		for _, f := range []string{TextScoreField, VectorScoreField} {
+			want, wok := Score(in, f)
+			if s, ok := Score(nd, f); s != want || ok != wok {
+				t.Errorf("%s of %v: %v %v, want %v %v", f, nd, s, ok, want, wok)
+			}
+		}
+		// Carried again, nothing doubles.
+		if again := CarryScores(got, len(prefix), scores); len(again) != len(got) {
+			t.Errorf("carried twice: %v", bsoncore.Document(again[len(prefix):]))
+		}
 	}
-	middle := bsoncore.NewDocumentBuilder().AppendInt32("a", 1).AppendDouble(TextScoreField, 2).AppendString("b", "x").Build()
-	if got := StripTextScore(middle); !bytes.Equal(got, doc) {
-		t.Fatalf("stripped from the middle %v, want %v", got, doc)
-	}
-	if got := StripTextScore(doc); &got[0] != &doc[0] {
-		t.Fatal("a document without a score was copied")
+	// A user's value that merely ends like a score is a field, not a score.
+	fake := bsoncore.NewDocumentBuilder().AppendString("s", TextScoreField).Build()
+	if s := TrailingScores(fake); s != nil {
+		t.Errorf("%v has no score, got %v", fake, s)
 	}
 }

@@ -62,6 +62,16 @@ var textPipelineCases = []windowCase{
 	{name: "ScoreGroup", coll: "articles",
 		pipeline: `[{"$match": {"$text": {"$search": "coffee cake"}}}, {"$group": {"_id": null, "total": {"$sum": {"$meta": "textScore"}}, "n": {"$sum": 1}}}]`,
 		want:     []string{`{"_id": null, "total": 3.25, "n": 4}`}},
+	// The score is the document's metadata: an inclusion $project and $replaceRoot keep it
+	// for later stages, as MongoDB's do.
+	{name: "ScoreAfterProject", coll: "articles",
+		pipeline: `[{"$match": {"$text": {"$search": "cake"}}}, {"$project": {"subject": 1}},
+			{"$project": {"s": {"$meta": "textScore"}}}]`,
+		want: []string{`{"_id": 3, "s": 0.75}`}},
+	{name: "ScoreAfterReplaceRoot", coll: "articles",
+		pipeline: `[{"$match": {"$text": {"$search": "cake"}}}, {"$replaceRoot": {"newRoot": {"t": "$subject"}}},
+			{"$addFields": {"s": {"$meta": "textScore"}}}]`,
+		want: []string{`{"t": "Baking a cake", "s": 0.75}`}},
 	{name: "MatchAfterText", coll: "articles",
 		pipeline: `[{"$match": {"$text": {"$search": "coffee"}, "views": {"$gte": 10}}}, {"$sort": {"_id": 1}}, {"$project": {"_id": 1}}]`,
 		want:     []string{`{"_id": 1}`, `{"_id": 7}`}},

@@ -337,7 +337,13 @@ func (s *projStage) apply(dst []byte, doc bsoncore.Document, vars *expr.Vars) ([
 	case projExclude:
 		return appendExcluded(dst, s.root, doc), nil
 	case projInclude:
-		return appendIncluded(dst, s.root, doc, doc, vars)
+		// The document's scores ($meta) pass through, as MongoDB's metadata does.
+		start := len(dst)
+		out, err := appendIncluded(dst, s.root, doc, doc, vars)
+		if err != nil {
+			return nil, err
+		}
+		return bsonx.CarryScores(out, start, bsonx.TrailingScores(doc)), nil
 	default:
 		return appendAddFields(dst, s.root, doc, doc, vars)
 	}

@@ -462,7 +462,9 @@ func (s *replaceRootStage) Open(in stream.Stream) (stream.Stream, error) {
 			return dst, false, mongoerr.New(mongoerr.Location40228, "'newRoot' expression must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s",
 				bsonx.ShellString(v), bsonx.TypeName(v.Type), d.String())
 		}
-		return append(dst, nd...), true, nil
+		// The document's scores ($meta) pass to the new root, as MongoDB's metadata does.
+		start := len(dst)
+		return bsonx.CarryScores(append(dst, nd...), start, bsonx.TrailingScores(d)), true, nil
 	}}, nil
 }
 
