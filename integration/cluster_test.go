@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -84,16 +83,6 @@ func TestClusterSharedCatalog(t *testing.T) {
 		clients[i] = s.client(t)
 	}
 	dbn := dbName(t)
-
-	// The balancer cannot be stopped in cluster mode yet: a clear error, not an ok that does
-	// nothing; balancerStart and balancerStatus say it runs.
-	var ce mongo.CommandError
-	if _, err := runCmd(t, clients[1].Database("admin"), bson.D{{Key: "balancerStop", Value: 1}}); !errors.As(err, &ce) || ce.Code != 238 {
-		t.Fatalf("balancerStop in cluster mode: %v, want NotImplemented (238)", err)
-	}
-	if res, err := runCmd(t, clients[1].Database("admin"), bson.D{{Key: "balancerStatus", Value: 1}}); err != nil || res["mode"] != "full" {
-		t.Fatalf("balancerStatus in cluster mode: %v %v", res, err)
-	}
 
 	// listShards, on any node: shard-i on node i, at its address.
 	for i, c := range clients {

@@ -37,6 +37,13 @@ type Cluster interface {
 	// Incarnation identifies this run of this node (store.Guard): it changes when
 	// the node restarts or registers again.
 	Incarnation() int64
+	// Setting returns the shared settings document id (config.settings' _id) as the cluster
+	// holds it now, nil when there is none; PutSetting replaces it for every node
+	// (balancer.go).
+	Setting(id string) ([]byte, error)
+	PutSetting(id string, doc []byte) error
+	// ManagerNode returns the name of the node elected partition manager now ("" if none).
+	ManagerNode() (string, error)
 }
 
 // localShards returns the shards this node's manager may decide for: every shard in

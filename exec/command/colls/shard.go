@@ -365,10 +365,7 @@ func (h *Handlers) getShardMap(_ context.Context, r *command.Request) error {
 // balancerSwitch returns the command that turns the balancer on or off (balancerStart,
 // balancerStop): config.settings' balancer document, as on MongoDB (exec/sharding/balancer.go).
 func (h *Handlers) balancerSwitch(on bool) func(context.Context, *command.Request) error {
-	return func(_ context.Context, r *command.Request) error {
-		if h.Remote != nil {
-			return mongoerr.New(mongoerr.NotImplemented, "%s is not supported in cluster mode yet: the balancer always runs", r.Name)
-		}
+	return func(context.Context, *command.Request) error {
 		return h.Shards.SetBalancer(on)
 	}
 }

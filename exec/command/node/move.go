@@ -19,6 +19,7 @@ import (
 func (h *Handlers) addMoveCommands(add func(*command.Command)) {
 	add(&command.Command{Name: sharding.MoveApplyCmd, Run: h.moveApply, Action: auth.ActionClusterAdmin, Help: "internal: one step of a partition move into this node"})
 	add(&command.Command{Name: sharding.MovePartitionCmd, Run: h.movePartition, Action: auth.ActionClusterAdmin, Help: "internal: move a partition of this node"})
+	add(&command.Command{Name: sharding.BalancerRoundCmd, Run: h.balancerRound, Action: auth.ActionClusterAdmin, Help: "internal: answer once this node's manager round has ended"})
 	add(&command.Command{Name: sharding.PartitionStatsCmd, Run: h.clusterPartitionStats, Action: auth.ActionClusterAdmin, Help: "internal: this node's partitions of a collection"})
 }
 
@@ -66,5 +67,12 @@ func (h *Handlers) clusterPartitionStats(ctx context.Context, r *command.Request
 		return err
 	}
 	r.Out = h.Shards.AppendPartitionStats(r.Out, ci)
+	return nil
+}
+
+// balancerRound answers once this node's partition manager round in progress has ended (a
+// balancerStop sent to another node waits for the elected manager's round).
+func (h *Handlers) balancerRound(_ context.Context, _ *command.Request) error {
+	h.Shards.WaitRound()
 	return nil
 }
