@@ -293,18 +293,24 @@ func (v *clusterView) followPlacement(ex *exec.Executor, local []catalog.Shard, 
 // change etcd had committed: a partition moved to the shard just before must not look
 // unowned to a catalog that lags (its data would be deleted).
 func (v *clusterView) repairShard(ex *exec.Executor, id int) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rev, err := v.node.CatalogRevision(ctx)
-	if err == nil {
-		err = v.catalog.WaitRevision(ctx, rev)
-	}
-	if err != nil {
+	if err := v.catchUpCatalog(time.Minute); err != nil {
 		v.log.Warn("a new leader cannot catch up with the catalog: its shard's orphaned data stays until it leads again",
 			zap.Int("shard", id), zap.Error(err))
 		return
 	}
 	ex.RepairShard(id)
+}
+
+// catchUpCatalog waits, at most d, until this node's catalog holds every change etcd had
+// committed when it was called.
+func (v *clusterView) catchUpCatalog(d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	rev, err := v.node.CatalogRevision(ctx)
+	if err != nil {
+		return err
+	}
+	return v.catalog.WaitRevision(ctx, rev)
 }
 
 // BackupMembers returns every node up, name → advertised address (a cluster backup's

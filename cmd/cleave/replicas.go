@@ -72,6 +72,8 @@ func openReplicated(cfg *Config, listen net.Addr, st *exec.Storage, logger *zap.
 		Node: node, Dir: cfg.Dir, Replicas: cfg.Cluster.Replicas, DeadAfter: cfg.Cluster.ReplicaDeadAfter,
 		LogKeep: uint64(cfg.Cluster.RaftLogKeep), CheckEvery: cfg.Cluster.ReplicaCheckEvery,
 		Logger: logger, Call: host.PoolCaller(pool), OnChange: v.replicasChanged,
+		// A new leader serves once its catalog holds the moves away from its shard (host.Options).
+		BeforeServe: func(int) error { return v.catchUpCatalog(10 * time.Second) },
 		OpenStore: func(dir string, shard int) (*store.DB, error) {
 			return store.Open(storeOptions(cfg, cache, dir, logger.Named("store").With(zap.Int("shard", shard))))
 		},

@@ -144,14 +144,43 @@ func (m *Manager) beginMove(ci *catalog.Coll, to int, lo, hi uint64) ([]store.Gu
 	return []store.Guard{g}, nil
 }
 
+// sourceGuard returns the guard of a move's flip on its source, shard from of this node: this
+// node's incarnation and, for a replicated shard, the revision of the leader record naming
+// this node. A leader that lost its group during the move (a new one took writes into the
+// range meanwhile, which the move's passes never saw) must not flip the range away: the new
+// leader published itself before it served (replica/host's BeforeServe), which fails the
+// flip.
+func (m *Manager) sourceGuard(from int) (store.Guard, error) {
+	c := m.mopts.Cluster
+	g := store.Guard{Node: c.NodeName(), Incarnation: c.Incarnation(), Shard: from}
+	rs, ok := c.(ReplicaSets)
+	if !ok {
+		return g, nil
+	}
+	leader, rev, err := rs.ShardLeader(from)
+	if err != nil {
+		return g, err
+	}
+	if rev > 0 && leader != g.Node {
+		return g, fmt.Errorf("%w: %s is led from %s now, not from this node", shard.ErrStaleAction, catalog.ShardName(from), leader)
+	}
+	g.LeaderRev = rev
+	return g, nil
+}
+
 // moveToNode moves partition id of ci, [lo, hi), from this node's shard from to shard to of
 // another node: the copy of the whole range, the catch-up passes (the documents the source's
 // write log names), then the commit. It fills st.
 func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi uint64, st *moveStats) error {
+	source, err := m.sourceGuard(from)
+	if err != nil {
+		return err
+	}
 	guards, err := m.beginMove(ci, to, lo, hi)
 	if err != nil {
 		return err
 	}
+	guards = append(guards, source)
 	committed := false
 	defer func() {
 		if !committed {
@@ -208,7 +237,8 @@ func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi u
 		return n, err
 	})
 	if errors.Is(err, store.ErrIncarnation) { // refused, certainly not committed: abort
-		return fmt.Errorf("%w: the node of %s restarted during the move: %w", shard.ErrStaleAction, catalog.ShardName(to), err)
+		return fmt.Errorf("%w: the node of %s or %s, or the shard's leader, changed during the move: %w",
+			shard.ErrStaleAction, catalog.ShardName(from), catalog.ShardName(to), err)
 	}
 	if err != nil {
 		// NB: a flip that failed may still have committed (a lost etcd reply): no abort then,

@@ -55,6 +55,13 @@ type Options struct {
 	// AfterServe runs once a replica starts serving, in its own goroutine: what a node does
 	// for the shards it owns at start (deleting dropped collections' data).
 	AfterServe func(shard int, db *store.DB)
+	// BeforeServe runs when a replica has become its group's leader and published itself,
+	// before it serves (Serving, ServingShards): the node's catalog catches up with every
+	// change the cluster committed until then. A partition move away from the shard guards
+	// its flip with the leader record (store.Guard), so a flip either failed once this leader
+	// published itself, or is in the catalog this leader serves by: a leader never takes
+	// writes for a range its shard no longer owns. It is retried while it fails.
+	BeforeServe func(shard int) error
 }
 
 // Host is the replicas of one node.
@@ -89,6 +96,16 @@ type hosted struct {
 	id    uint64
 	db    atomic.Pointer[store.DB]
 	g     *replica.Group
+	// readyTerm is the term in which the replica published itself as leader and ran
+	// BeforeServe: it serves only while it leads in that term.
+	readyTerm atomic.Uint64
+}
+
+// serving reports whether r leads its group and serves: raft's leader, having applied an
+// entry of its term, published and caught up (serve).
+func (r *hosted) serving() bool {
+	st := r.g.Status()
+	return st.Serving && r.g.Serving() && r.readyTerm.Load() == st.Term
 }
 
 // store returns the replica's store.
@@ -154,7 +171,7 @@ func (h *Host) Serving(id int) (*store.DB, bool) {
 	h.mu.Lock()
 	r := h.hosted[id]
 	h.mu.Unlock()
-	if r == nil || !r.g.Serving() {
+	if r == nil || !r.serving() {
 		return nil, false
 	}
 	return r.store(), true
@@ -176,7 +193,7 @@ func (h *Host) led() []*hosted {
 	defer h.mu.Unlock()
 	var out []*hosted
 	for _, r := range h.hosted {
-		if r.g.Serving() {
+		if r.serving() {
 			out = append(out, r)
 		}
 	}
@@ -421,8 +438,37 @@ func (h *Host) serve(r *hosted, st replica.Status) {
 			return
 		}
 	}
+	if !h.beforeServe(r, st) {
+		return
+	}
+	r.readyTerm.Store(st.Term)
+	h.log.Info("serving a shard", zap.Int("shard", r.shard), zap.Uint64("term", st.Term))
+	h.kick()
 	if h.opts.AfterServe != nil {
 		h.opts.AfterServe(r.shard, r.store())
+	}
+}
+
+// beforeServe runs BeforeServe for r, leader in st's term, until it succeeds; false when r
+// stopped leading in that term meanwhile, or the host closes.
+func (h *Host) beforeServe(r *hosted, st replica.Status) bool {
+	if h.opts.BeforeServe == nil {
+		return true
+	}
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		err := h.opts.BeforeServe(r.shard)
+		if err == nil {
+			return true
+		}
+		h.log.Warn("a new leader cannot catch up with the catalog yet; it does not serve", zap.Int("shard", r.shard), zap.Error(err))
+		select {
+		case <-h.ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+		if now := r.g.Status(); !now.Serving || now.Term != st.Term {
+			return false
+		}
 	}
 }
 
