@@ -47,6 +47,12 @@ func (s *GroupStage) groupID(d bsoncore.Document, vars *expr.Vars) (bsoncore.Val
 	if err != nil {
 		return bsoncore.Value{}, err
 	}
+	return s.finishID(id)
+}
+
+// finishID turns the value of the _id expression into the group's _id: missing is null, and
+// $bucket's boundaries map it.
+func (s *GroupStage) finishID(id bsoncore.Value) (bsoncore.Value, error) {
 	if id.Type == 0 {
 		id = NullValue
 	}
