@@ -207,6 +207,9 @@ type groupTable struct {
 	key           []byte
 	vars, accVars *expr.Vars
 	fields        *groupFields // nil: every expression is evaluated (group_fields.go)
+	// res is the table's share of the server's memory Budget: only a spillable table's,
+	// which its groupStream releases at Close; nil: none.
+	res *stream.Reservation
 	// spillable tables spill past the memory bound with allowDiskUse; spill is then set
 	// (group_spill.go).
 	spillable bool
@@ -259,12 +262,30 @@ func (t *groupTable) consume(ctx context.Context, in stream.Stream) error {
 		if err := t.fold(g, d); err != nil {
 			return err
 		}
-		if t.mem > s.maxMemory() {
+		if t.over() {
 			if err := t.overflow(ctx, in); err != nil || t.spill != nil {
 				return err
 			}
 		}
 	}
+}
+
+// over reports whether the table must overflow: past its own bound, or refused more of the
+// server's memory Budget while it may spill (allowDiskUse) and holds enough to be worth it.
+// Otherwise what it holds is charged to the budget, past its limit if need be.
+func (t *groupTable) over() bool {
+	if t.mem > t.s.maxMemory() {
+		return true
+	}
+	delta := t.mem - t.res.Held()
+	if delta <= 0 || t.res.Grow(delta) {
+		return false
+	}
+	if t.spillable && t.s.env.AllowDiskUse && t.mem >= stream.MinBudgetSpill {
+		return true
+	}
+	t.res.Force(delta)
+	return false
 }
 
 // group returns the group of id, creating it.
