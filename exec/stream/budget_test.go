@@ -36,7 +36,7 @@ func TestBudgetReservations(t *testing.T) {
 	}
 	var none *stream.Budget // no account: everything granted, nothing counted
 	r := none.NewReservation()
-	if !r.Grow(1 << 40) || r.Held() != 0 || none.Stats() != (stream.BudgetStats{}) || stream.NewBudget(0) != nil {
+	if !r.Grow(1<<40) || r.Held() != 0 || none.Stats() != (stream.BudgetStats{}) || stream.NewBudget(0) != nil {
 		t.Fatal("a nil budget counted something")
 	}
 }
