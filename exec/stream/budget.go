@@ -61,7 +61,11 @@ func (b *Budget) force(n int64) {
 
 // notePeak raises the peak to u.
 func (b *Budget) notePeak(u int64) {
-	for p := b.peak.Load(); u > p && !b.peak.CompareAndSwap(p, u); p = b.peak.Load() {
+	for {
+		p := b.peak.Load()
+		if u <= p || b.peak.CompareAndSwap(p, u) {
+			return
+		}
 	}
 }
 
