@@ -12,6 +12,7 @@ import (
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/failpoint"
 	"github.com/cleavedb/cleave/exec/params"
+	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/wire"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -25,7 +26,7 @@ func (e *Executor) Connect(info wire.ConnInfo) wire.ConnHandler {
 		Log:  e.Log.With(zap.Int64("conn_id", info.ID)),
 	}
 	e.Conns.Store(info.ID, c)
-	return &conn{e: e, c: c}
+	return &conn{e: e, c: c, mem: e.Memory.NewReservation()}
 }
 
 // conn runs one client connection's commands, one at a time, over its state (Conn), and
@@ -34,6 +35,9 @@ type conn struct {
 	e   *Executor
 	c   *command.Conn
 	out []byte
+	// mem is the reply's share of the memory account, released once the wire layer is done
+	// with the reply: at the next request or at Close.
+	mem *stream.Reservation
 }
 
 // maxRetainedReply is the largest reply buffer a connection keeps between requests; a
@@ -47,7 +51,8 @@ func (h *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 		h.out = nil
 	}
 	start := time.Now()
-	r := command.Request{Conn: c, Body: req.Body, RequestID: req.RequestID, Legacy: req.Legacy, Wire: req}
+	h.mem.Release() // the previous reply is sent
+	r := command.Request{Conn: c, Body: req.Body, RequestID: req.RequestID, Legacy: req.Legacy, Wire: req, Mem: h.mem}
 	idx, out := bsoncore.AppendDocumentStart(h.out[:0])
 	r.Out = out
 	ctx, kill := context.WithCancelCause(ctx) // killOp's handle on the command
@@ -140,6 +145,7 @@ func slowOp(r *command.Request, d time.Duration, err error) params.SlowOp {
 func (h *conn) Close() {
 	h.e.Conns.Delete(h.c.Info.ID)
 	h.out = nil
+	h.mem.Release()
 }
 
 // recoverPanic turns a panic in a command into an InternalError reply and a log line with

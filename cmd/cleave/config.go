@@ -52,6 +52,9 @@ type Config struct {
 	// DocCacheSize is the documents kept for point reads, split evenly between the shards
 	// (store/doccache.go); 0 turns the cache off. It is part of the Go heap.
 	DocCacheSize int64
+	// QueryMemory is the memory account that blocking sorts, $group tables and reply
+	// batches reserve from (exec/stream.Budget); 0: none. It is part of the Go heap.
+	QueryMemory int64
 	// GoMemoryLimit is the soft limit of the Go heap (runtime/debug.SetMemoryLimit) besides
 	// Pebble's manually allocated cache and memtables; 0 leaves the runtime's (GOMEMLIMIT).
 	GoMemoryLimit int64
@@ -123,6 +126,13 @@ const DefaultMemTableBudget = 128 << 20
 // skewed load, and the Go heap's limit grows by as much.
 const DefaultDocCacheSize = store.DefaultDocCacheSize
 
+// DefaultQueryMemory is --query-memory's default: what the queries of the process hold at
+// once in sort buffers, $group tables and reply batches before sorts and groups with
+// allowDiskUse spill and batches end early. It fits inside the Go heap's limit
+// (--go-memory-limit), so that many queries at once (mbench sortx at 32 threads) stay within
+// the block cache plus 256 MiB.
+const DefaultQueryMemory = 64 << 20
+
 // DefaultGCPercent is --gc-percent's default: the live heap of a server is small (a few MiB;
 // the cache and memtables are outside it), so Go's default of 100 collected it several times
 // a second under load, a tenth of the CPU of a point read (issue 13); --go-memory-limit still
@@ -190,6 +200,7 @@ func (c *Config) flagSet(m *mongodFlags) *flag.FlagSet {
 	fs.DurationVar(&c.SlowOp, "slow-op", envDuration("SLOW_OP", 100*time.Millisecond), "log commands slower than this at info level (MongoDB's slowms)")
 	fs.Int64Var(&c.CacheSize, "cache-size", envInt64("CACHE_SIZE", store.DefaultCacheSize), "bytes of the block cache, shared by all shards")
 	fs.Int64Var(&c.DocCacheSize, "doc-cache-size", envInt64("DOC_CACHE_SIZE", DefaultDocCacheSize), "bytes of documents kept in memory for point reads (finds by _id, the read before an update or delete by _id), split evenly between the shards; 0: off")
+	fs.Int64Var(&c.QueryMemory, "query-memory", envInt64("QUERY_MEMORY", DefaultQueryMemory), "bytes the process's queries hold at once in blocking sorts, $group tables and reply batches: past it sorts and groups with allowDiskUse spill and batches end early (serverStatus' queryMemory); 0: no account")
 	fs.Int64Var(&c.MemTableBudget, "memtable-budget", envInt64("MEMTABLE_BUDGET", DefaultMemTableBudget), "bytes of all memtables, split evenly between the shards (each shard holds at most "+strconv.Itoa(store.DefaultMemTables)+": the one written and those being flushed)")
 	fs.BoolVar(&c.SyncPacing, "sync-pacing", env("SYNC_PACING", "true") != "false", "pace WAL syncs to gather more commits in each while many writers wait (false only to measure what pacing does: each sync then starts as soon as the previous one ends; durability is the same)")
 	fs.Int64Var(&c.GoMemoryLimit, "go-memory-limit", envInt64("GO_MEMORY_LIMIT", DefaultGoMemoryLimit), "soft limit in bytes of the Go heap besides the block cache and memtables (0: GOMEMLIMIT or none; GOMEMLIMIT wins over the default)")
@@ -322,6 +333,9 @@ func (c *Config) validateMemoryAndDisk() []error {
 	var errs []error
 	if c.CacheSize < 1<<20 {
 		errs = append(errs, fmt.Errorf("--cache-size %d: must be at least 1 MiB", c.CacheSize))
+	}
+	if c.QueryMemory < 0 {
+		errs = append(errs, fmt.Errorf("--query-memory %d: must not be negative (0: no account)", c.QueryMemory))
 	}
 	if c.DocCacheSize < 0 {
 		errs = append(errs, fmt.Errorf("--doc-cache-size %d: must not be negative (0 turns the cache off)", c.DocCacheSize))

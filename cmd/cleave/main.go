@@ -266,6 +266,7 @@ func execOptions(cfg *Config, st *exec.Storage, argv []string, wireStats func() 
 		},
 		AppPriorities:          cfg.appPriorities,
 		MaxParallelism:         cfg.MaxParallelism,
+		QueryMemory:            cfg.QueryMemory,
 		PartitionCheckInterval: cfg.PartitionCheckInterval,
 		Auth:                   exec.AuthOptions{Enabled: cfg.Auth, InternalKey: cfg.Cluster.key},
 		SessionTimeout:         cfg.SessionTimeout,

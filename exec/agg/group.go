@@ -206,6 +206,10 @@ type groupTable struct {
 	mem           int64
 	key           []byte
 	vars, accVars *expr.Vars
+	fields        *groupFields // nil: every expression is evaluated (group_fields.go)
+	// res is the table's share of the server's memory Budget: only a spillable table's,
+	// which its groupStream releases at Close; nil: none.
+	res *stream.Reservation
 	// spillable tables spill past the memory bound with allowDiskUse; spill is then set
 	// (group_spill.go).
 	spillable bool
@@ -214,7 +218,8 @@ type groupTable struct {
 
 // newTable returns an empty group table.
 func (s *GroupStage) newTable() *groupTable {
-	return &groupTable{s: s, groups: map[string]*group{}, vars: expr.NewVars(), accVars: expr.NewVars()}
+	return &groupTable{s: s, groups: map[string]*group{}, vars: expr.NewVars(), accVars: expr.NewVars(),
+		fields: s.planFields()}
 }
 
 // consume folds every document of in into the table.
@@ -238,9 +243,12 @@ func (t *groupTable) consume(ctx context.Context, in stream.Stream) error {
 		if err := chk.Tick(ctx); err != nil {
 			return err
 		}
+		if t.fields != nil {
+			t.fields.load(d)
+		}
 		g := only
 		if g == nil {
-			id, err := s.groupID(d, t.vars)
+			id, err := t.docID(d)
 			if err != nil {
 				return err
 			}
@@ -251,19 +259,33 @@ func (t *groupTable) consume(ctx context.Context, in stream.Stream) error {
 				only = g
 			}
 		}
-		for i, a := range s.accs {
-			n, err := s.accumulate(a, g.states[i], d, t.accVars)
-			if err != nil {
-				return err
-			}
-			t.mem += int64(n)
+		if err := t.fold(g, d); err != nil {
+			return err
 		}
-		if t.mem > s.maxMemory() {
+		if t.over() {
 			if err := t.overflow(ctx, in); err != nil || t.spill != nil {
 				return err
 			}
 		}
 	}
+}
+
+// over reports whether the table must overflow: past its own bound, or refused more of the
+// server's memory Budget while it may spill (allowDiskUse) and holds enough to be worth it.
+// Otherwise what it holds is charged to the budget, past its limit if need be.
+func (t *groupTable) over() bool {
+	if t.mem > t.s.maxMemory() {
+		return true
+	}
+	delta := t.mem - t.res.Held()
+	if delta <= 0 || t.res.Grow(delta) {
+		return false
+	}
+	if t.spillable && t.s.env.AllowDiskUse && t.mem >= stream.MinBudgetSpill {
+		return true
+	}
+	t.res.Force(delta)
+	return false
 }
 
 // group returns the group of id, creating it.
@@ -280,6 +302,32 @@ func (t *groupTable) group(id bsoncore.Value) (*group, error) {
 	t.order = append(t.order, g)
 	t.mem += int64(2*len(t.key) + 64 + 32*len(t.s.accs))
 	return g, nil
+}
+
+// docID returns the _id of d's group, from the fields load read when _id is one of them.
+func (t *groupTable) docID(d bsoncore.Document) (bsoncore.Value, error) {
+	if v, ok := t.fields.idOf(); ok {
+		return t.s.finishID(v)
+	}
+	return t.s.groupID(d, t.vars)
+}
+
+// fold feeds d to g's accumulators, the inputs that are fields from what load read.
+func (t *groupTable) fold(g *group, d bsoncore.Document) error {
+	for i, a := range t.s.accs {
+		var n int
+		var err error
+		if v, ok := t.fields.accOf(i); ok {
+			n, err = g.states[i].add(v, d)
+		} else {
+			n, err = t.s.accumulate(a, g.states[i], d, t.accVars)
+		}
+		if err != nil {
+			return err
+		}
+		t.mem += int64(n)
+	}
+	return nil
 }
 
 // accumulate feeds document d to accumulator a's state st.

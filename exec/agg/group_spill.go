@@ -47,6 +47,12 @@ func (s *GroupStage) groupID(d bsoncore.Document, vars *expr.Vars) (bsoncore.Val
 	if err != nil {
 		return bsoncore.Value{}, err
 	}
+	return s.finishID(id)
+}
+
+// finishID turns the value of the _id expression into the group's _id: missing is null, and
+// $bucket's boundaries map it.
+func (s *GroupStage) finishID(id bsoncore.Value) (bsoncore.Value, error) {
 	if id.Type == 0 {
 		id = NullValue
 	}
@@ -135,6 +141,7 @@ type groupStream struct {
 	i       int
 	merge   *groupMerge // set when the table spilled, until the merge ends
 	spilled bool        // the table spilled (explain's usedDisk)
+	res     *stream.Reservation
 }
 
 // Next implements stream.Stream.
@@ -162,6 +169,8 @@ func (g *groupStream) load(ctx context.Context) error {
 	s := g.s
 	t := s.newTable()
 	t.spillable = true
+	t.res = s.env.Temp.Budget().NewReservation()
+	g.res = t.res
 	err := t.consume(ctx, g.in)
 	if t.spill != nil {
 		g.merge = &groupMerge{s: s, t: t, sp: t.spill}
@@ -185,6 +194,7 @@ func (g *groupStream) load(ctx context.Context) error {
 func (g *groupStream) Close() {
 	g.in.Close()
 	g.docs = nil
+	g.res.Release()
 	if g.merge != nil {
 		_ = g.merge.Close() // scratch data: nothing to lose
 		g.merge = nil

@@ -65,10 +65,20 @@ func (e *Server) FirstBatch(ctx context.Context, r *Request, c *cursor.Cursor, n
 	exhausted := false
 	if n != 0 { // batchSize 0: an empty first batch and a cursor
 		var err error
-		out, exhausted, err = c.FillBatch(ctx, out, n)
+		// A single batch closes the cursor after it: it is not cut short by the memory
+		// account, which is charged for all of it.
+		mem := r.Mem
+		if single {
+			mem = nil
+		}
+		start := len(out)
+		out, exhausted, err = c.FillBatch(ctx, out, n, mem)
 		if err != nil {
 			c.Close()
 			return err
+		}
+		if single {
+			r.Mem.Force(int64(len(out) - start))
 		}
 	}
 	c.KeepTimeLeft(ctx)

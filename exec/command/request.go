@@ -2,6 +2,7 @@ package command
 
 import (
 	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/stream"
 	"github.com/cleavedb/cleave/exec/txn"
 	"github.com/cleavedb/cleave/wire"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -18,7 +19,11 @@ type Request struct {
 	RequestID int32
 	Legacy    bool // arrived as OP_QUERY
 	Out       []byte
-	Charge    float64 // request units
+	// Mem is the reply's share of the server's memory account (Server.Memory), held until
+	// the reply is sent: a cursor's batch reserves its documents from it, and ends early
+	// when the account is spent. nil: no account.
+	Mem    *stream.Reservation
+	Charge float64 // request units
 	// Explain is the verbosity when this command runs inside explain, "" otherwise.
 	Explain string
 	// Wrote is set for commands that may write: their reply's operationTime is a new tick

@@ -77,6 +77,10 @@ type Options struct {
 	// size on disk (exec/changes.Retention): change streams resume only within them.
 	ChangeRetention      time.Duration
 	ChangeRetentionBytes int64
+	// QueryMemory is the server's memory account (stream.Budget), in bytes, that blocking
+	// sorts, $group tables and reply batches reserve from, so that many queries at once hold
+	// about that much between them; 0: no account.
+	QueryMemory int64
 	// AppPriorities are the priorities of requests by their connection's application name
 	// (--app-priority), for those whose command and user name none (priority.go).
 	AppPriorities map[string]shard.Priority
@@ -164,6 +168,8 @@ type Server struct {
 	DDL *ddl.Runner
 	// Temp is where blocking stages spill (Storage.Temp).
 	Temp *stream.Temp
+	// Memory is the account of the memory queries hold (Options.QueryMemory); nil: none.
+	Memory *stream.Budget
 }
 
 // New returns a Server answering the commands of families, its engines wired together
@@ -178,6 +184,7 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 		stop:    make(chan struct{}),
 	}
 	e.SlowOps.Init(opts.SlowOp)
+	e.Memory = stream.NewBudget(opts.QueryMemory)
 	e.Txns = txn.NewRegistry(nil, e.dropTxnCreated)
 	e.Cursors = cursor.NewRegistry(time.Minute, func(lsid [16]byte, now time.Time) bool { return e.Sessions.Alive(lsid, now) })
 	if opts.Storage != nil {
@@ -209,7 +216,7 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 // manager, the read, write, transaction, routing and DDL paths, and the change logs.
 func (e *Server) initStorage(opts Options) {
 	e.Storage = *opts.Storage
-	e.Temp = stream.NewTemp(e.Storage.Temp)
+	e.Temp = stream.NewTemp(e.Storage.Temp, e.Memory)
 	e.Cat = catalog.New(e.Storage.Shards, e.Storage.Catalog, e.Log)
 	e.Cat.OnCreate(e.implicitCreate) // implicit creations are change events too
 	e.BackupNode = backup.Node{Cat: e.Cat, Gate: &e.Backup, Tick: e.Clock.Tick, Advance: e.Clock.Advance, Log: e.Log.Named("backup")}
@@ -413,6 +420,9 @@ type AuthOptions = access.Options
 func (e *Server) metricsSource(opts Options) metrics.Source {
 	src := metrics.Source{Commands: e.Commands.Names(), WireStats: opts.WireStats, Shards: e.Shards, Cat: e.Cat,
 		Catalog: e.Storage.Catalog, ChangeStreams: e.openStreams}
+	if e.Memory != nil {
+		src.QueryMemory = func() metrics.MemoryStats { return metrics.MemoryStats(e.Memory.Stats()) }
+	}
 	if e.Storage.Replicas != nil {
 		src.Replicas, src.ReplicaDivergences = e.Storage.Replicas.Stats, e.Storage.Replicas.Divergences
 	}

@@ -321,7 +321,7 @@ func (c *Cursor) Close() {
 // FillBatch appends up to n documents (n <= 0: no count limit) to the open array dst, within
 // maxBatchBytes and the cursor's remaining limit, and reports whether the result is exhausted. A document that does not fit is
 // kept as pending for the next batch; one document is always sent even if it alone is large.
-func (c *Cursor) FillBatch(ctx context.Context, dst []byte, n int64) ([]byte, bool, error) {
+func (c *Cursor) FillBatch(ctx context.Context, dst []byte, n int64, mem *stream.Reservation) ([]byte, bool, error) {
 	if c.Tail != nil {
 		defer c.Tail.Yield() // the next batch starts again from the position
 	}
@@ -348,9 +348,12 @@ func (c *Cursor) FillBatch(ctx context.Context, dst []byte, n int64) ([]byte, bo
 				return dst, true, nil
 			}
 		}
-		if i > 0 && len(dst)-start+len(doc) > MaxBatchBytes {
+		if i > 0 && (len(dst)-start+len(doc) > MaxBatchBytes || !mem.Grow(int64(len(doc)))) {
 			c.pending = append(bsoncore.Document(nil), doc...)
 			break
+		}
+		if i == 0 {
+			mem.Force(int64(len(doc))) // a batch sends at least one document
 		}
 		dst = bsoncore.AppendDocumentElement(dst, bsonx.ArrayKey(int(i)), doc)
 		i++
@@ -457,13 +460,13 @@ func (c *Cursor) KeepOpen(exhausted bool) bool {
 
 // FillAwait is FillBatch for an awaitData cursor: when the batch finds nothing, it waits for
 // a write on its Waiter, up to wait, and tries again.
-func (c *Cursor) FillAwait(ctx context.Context, dst []byte, n int64, wait time.Duration) ([]byte, bool, error) {
+func (c *Cursor) FillAwait(ctx context.Context, dst []byte, n int64, wait time.Duration, mem *stream.Reservation) ([]byte, bool, error) {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		wake := c.Waiter.Wait() // before reading: a write after the read wakes it
 		start := len(dst)
-		out, exhausted, err := c.FillBatch(ctx, dst, n)
+		out, exhausted, err := c.FillBatch(ctx, dst, n, mem)
 		if err != nil || len(out) > start || !exhausted || c.LimitHit || c.Ended != nil && c.Ended() {
 			return out, exhausted, err
 		}

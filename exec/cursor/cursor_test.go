@@ -40,7 +40,7 @@ func TestCursorBatches(t *testing.T) {
 	c.Limit = 4
 	batch := func(n int64) (int, bool) {
 		idx, b := bsoncore.AppendArrayStart(nil)
-		b, done, err := c.FillBatch(ctx, b, n)
+		b, done, err := c.FillBatch(ctx, b, n, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,6 +53,53 @@ func TestCursorBatches(t *testing.T) {
 	}
 	if n, done := batch(3); n != 1 || !done {
 		t.Errorf("second batch: %d documents, done %v; want the 1 the limit leaves, done", n, done)
+	}
+}
+
+// TestCursorBatchBudget: a batch ends early once the server's memory account is spent (the
+// first document is charged anyway, so every batch makes progress), the rest comes in later
+// batches in order, and a batch's reservation holds its documents' bytes until released.
+func TestCursorBatchBudget(t *testing.T) {
+	ctx := context.Background()
+	c, _ := newCountedCursor(t, 10)
+	doc := int64(len(c.Stream.(*closeCount).Docs[0]))
+	b := stream.NewBudget(3 * doc)
+	other := b.NewReservation()
+	other.Force(2 * doc) // another reply holds most of the account
+	mem := b.NewReservation()
+	var got []int32
+	for batches := 1; ; batches++ {
+		idx, out := bsoncore.AppendArrayStart(nil)
+		out, done, err := c.FillBatch(ctx, out, 0, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ = bsoncore.AppendArrayEnd(out, idx)
+		vals, _ := bsoncore.Array(out).Values()
+		if !done && len(vals) != 1 {
+			t.Fatalf("batch %d: %d documents with one document of the account left, want 1", batches, len(vals))
+		}
+		if mem.Held() != int64(len(vals))*doc {
+			t.Fatalf("batch %d: %d bytes held for %d documents of %d", batches, mem.Held(), len(vals), doc)
+		}
+		for _, v := range vals {
+			got = append(got, v.Document().Lookup("i").Int32())
+		}
+		mem.Release() // the reply is sent
+		if done {
+			break
+		}
+		if batches > 20 {
+			t.Fatal("no end")
+		}
+	}
+	for i, v := range got {
+		if v != int32(i) {
+			t.Fatalf("documents %v, want 0..9 in order", got)
+		}
+	}
+	if len(got) != 10 {
+		t.Fatalf("documents %v, want 0..9", got)
 	}
 }
 

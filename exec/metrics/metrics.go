@@ -31,6 +31,8 @@ import (
 //	cleave_partition_burst_bank_request_units{...} (burst capacity on)        gauge
 //	cleave_splits_total, cleave_moves_total, cleave_hot_key_reports_total      counters
 //	cleave_connections (gauge), cleave_connections_total (counter)
+//	cleave_query_memory_bytes, _limit_bytes, _peak_bytes (gauges), _refused_total,
+//	_overdrawn_total (counters): the query memory account (memory.go)
 //	cleave_command_duration_seconds{command}                                   histogram
 //	cleave_command_errors_total{command,code_name}                             counter
 //
@@ -84,6 +86,8 @@ type Source struct {
 	// the differences between copies consistency checks found; nil: none (replicas.go).
 	Replicas           func() []ReplicaStat
 	ReplicaDivergences func() int64
+	// QueryMemory reports the query memory account; nil: none (memory.go).
+	QueryMemory func() MemoryStats
 }
 
 // New returns the collector of src.
@@ -170,6 +174,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	}
 	m.describeStore(ch)
 	describeReplicas(ch)
+	describeMemory(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -196,6 +201,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.moves, prometheus.CounterValue, float64(sh.Moves()))
 	ch <- prometheus.MustNewConstMetric(m.hotKeys, prometheus.CounterValue, float64(sh.HotKeyReports()))
 	m.collectStore(ch)
+	if m.src.QueryMemory != nil {
+		collectMemory(ch, m.src.QueryMemory())
+	}
 	st := m.src.Catalog.State()
 	for _, d := range st.Databases() {
 		for _, c := range st.Collections(d.Name) {

@@ -95,8 +95,13 @@ func (ss *ShardStream) fillBatch(ctx context.Context) error {
 		b.ids = append(b.ids, id...)
 		b.ents = append(b.ents, batchEntry{hash: hash, start: start, end: len(b.ids)})
 	}
+	// NB: not cmp.Or, which evaluates both comparisons: the ids are compared only when the
+	// hashes tie (the agg workload's 2-shard sort spent 13% of its CPU here).
 	slices.SortFunc(b.ents, func(x, y batchEntry) int {
-		return cmp.Or(cmp.Compare(x.hash, y.hash), bytes.Compare(b.ids[x.start:x.end], b.ids[y.start:y.end]))
+		if c := cmp.Compare(x.hash, y.hash); c != 0 {
+			return c
+		}
+		return bytes.Compare(b.ids[x.start:x.end], b.ids[y.start:y.end])
 	})
 	return nil
 }

@@ -10,6 +10,9 @@
 //   - Skip, Limit and Project: find's skip, limit and projection;
 //   - Sort: a blocking sort, top-k under a limit, spilling to a Temp past its memory bound
 //     when allowDiskUse is set;
+//   - Budget and Reservation: the server's one account of the memory queries hold (sort
+//     buffers, $group tables, reply batches), from which a blocking stage reserves through
+//     its Temp and past which it spills;
 //   - Checker: the context check of a loop that reads a whole input (a sort, a $group),
 //     every CheckEvery documents, since the input may never check.
 //

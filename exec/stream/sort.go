@@ -44,9 +44,15 @@ type Sort struct {
 	seq    int
 	i      int
 	done   bool
-	spill  *sortSpill // set once the sort has spilled, until the merge ends
-	spills int        // how many times the buffer was spilled
+	spill  *sortSpill   // set once the sort has spilled, until the merge ends
+	spills int          // how many times the buffer was spilled
+	mem    *Reservation // the buffer's share of the server's Budget (Temp's)
 }
+
+// MinBudgetSpill is the least a blocking stage holds before the server's Budget makes it
+// spill: below it the stage is charged past the budget, as a spill of a few documents would
+// cost more than it frees.
+const MinBudgetSpill = 1 << 20
 
 // sortedDoc is a document with its sort key and arrival order (for stability).
 type sortedDoc struct {
@@ -95,6 +101,9 @@ func sortMemoryError(limit int64) error {
 // load reads and sorts the input, spilling if it must.
 func (s *Sort) load(ctx context.Context) error {
 	limit := s.maxBytes()
+	if s.mem == nil {
+		s.mem = s.Temp.Budget().NewReservation()
+	}
 	var top topHeap
 	var chk Checker
 	y := NewYieldPolicy()
@@ -128,11 +137,12 @@ func (s *Sort) load(ctx context.Context) error {
 		}
 		sd.doc = append([]byte(nil), d...)
 		s.docs = append(s.docs, sd)
-		s.bytes += int64(len(sd.doc) + len(sd.key))
-		if s.bytes > limit {
-			if !s.AllowDiskUse {
-				return sortMemoryError(limit)
-			}
+		n := int64(len(sd.doc) + len(sd.key))
+		s.bytes += n
+		if s.bytes > limit && !s.AllowDiskUse {
+			return sortMemoryError(limit)
+		}
+		if s.bytes > limit || !s.charge(n) {
 			if err := s.spillDocs(); err != nil {
 				return err
 			}
@@ -155,16 +165,34 @@ func (s *Sort) addTop(top *topHeap, sd sortedDoc, d bsoncore.Document, limit int
 		if !sd.less(&(*top)[0]) {
 			return nil
 		}
-		s.bytes -= int64(len((*top)[0].doc) + len((*top)[0].key))
+		n := int64(len((*top)[0].doc) + len((*top)[0].key))
+		s.bytes -= n
+		s.mem.Shrink(n)
 		heap.Pop(top)
 	}
 	sd.doc = append([]byte(nil), d...)
-	s.bytes += int64(len(sd.doc) + len(sd.key))
+	n := int64(len(sd.doc) + len(sd.key))
+	s.bytes += n
+	s.mem.Force(n) // a top-k sort holds limit documents and never spills
 	if s.bytes > limit && !s.AllowDiskUse {
 		return sortMemoryError(limit)
 	}
 	heap.Push(top, sd)
 	return nil
+}
+
+// charge reserves n more bytes of the server's Budget for the buffer, and reports false when
+// the budget is spent and the sort should spill (allowDiskUse, and enough held to be worth
+// it); otherwise it charges them anyway.
+func (s *Sort) charge(n int64) bool {
+	if s.mem.Grow(n) {
+		return true
+	}
+	if s.AllowDiskUse && s.bytes >= MinBudgetSpill {
+		return false
+	}
+	s.mem.Force(n)
+	return true
 }
 
 // spillDocs appends the buffered documents, in arrival order, to the spill and empties the
@@ -185,6 +213,7 @@ func (s *Sort) spillDocs() error {
 	}
 	s.docs = s.docs[:0]
 	s.bytes = 0
+	s.mem.Release()
 	s.spills++
 	return nil
 }
@@ -240,6 +269,7 @@ func (s *Sort) nextMerged() (bsoncore.Document, error) {
 func (s *Sort) Close() {
 	s.In.Close()
 	s.docs = nil
+	s.mem.Release()
 	if s.spill != nil {
 		_ = s.spill.Close() // scratch data: nothing to lose, and the spill is released anyway
 		s.spill = nil

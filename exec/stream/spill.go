@@ -17,16 +17,26 @@ import (
 
 // Temp hands out spills from one temporary store. A nil *Temp is the private default.
 type Temp struct {
-	st *store.TempStore
+	st     *store.TempStore
+	budget *Budget
 }
 
-// NewTemp returns a Temp over st; st nil is the private default. The caller closes st after
-// the stages that use it.
-func NewTemp(st *store.TempStore) *Temp {
+// NewTemp returns a Temp over st, whose stages reserve their memory from budget (nil: no
+// account); st nil is the private default, without a budget. The caller closes st after the
+// stages that use it.
+func NewTemp(st *store.TempStore, budget *Budget) *Temp {
 	if st == nil {
 		return nil
 	}
-	return &Temp{st: st}
+	return &Temp{st: st, budget: budget}
+}
+
+// Budget returns the memory account of t's stages: what they hold before they spill to t.
+func (t *Temp) Budget() *Budget {
+	if t == nil {
+		return nil
+	}
+	return t.budget
 }
 
 // fallbackTemp is the private temporary store of a nil Temp.

@@ -181,9 +181,9 @@ func (h *Handlers) getMore(ctx context.Context, r *command.Request) error {
 	out, cidx, aidx := command.StartCursorReply(r.Out, "nextBatch")
 	var exhausted bool
 	if c.AwaitData {
-		out, exhausted, err = c.FillAwait(ctx, out, batchSize, awaitTime)
+		out, exhausted, err = c.FillAwait(ctx, out, batchSize, awaitTime, r.Mem)
 	} else {
-		out, exhausted, err = c.FillBatch(ctx, out, batchSize)
+		out, exhausted, err = c.FillBatch(ctx, out, batchSize, r.Mem)
 	}
 	if err != nil {
 		h.Cursors.Done(c, true)

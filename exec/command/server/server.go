@@ -129,6 +129,7 @@ func (h *Handlers) serverStatus(_ context.Context, r *command.Request) error {
 	out = bsoncore.AppendInt32Element(out, "virtual", int32(virt))
 	out = bsoncore.AppendBooleanElement(out, "supported", true)
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	out = h.appendQueryMemory(out)
 	r.Out = h.appendServerStatusSharding(out)
 	return nil
 }
@@ -148,6 +149,20 @@ func (h *Handlers) appendCursorMetrics(dst []byte) []byte {
 	out = bsoncore.AppendInt64Element(out, "total", m.Open)
 	out, _ = bsoncore.AppendDocumentEnd(out, oidx)
 	out, _ = bsoncore.AppendDocumentEnd(out, cidx)
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out
+}
+
+// appendQueryMemory appends cleave's queryMemory section: the memory account that blocking
+// sorts, $group tables and reply batches reserve from (--query-memory; limit 0: none).
+func (h *Handlers) appendQueryMemory(dst []byte) []byte {
+	s := h.Memory.Stats()
+	idx, out := bsoncore.AppendDocumentElementStart(dst, "queryMemory")
+	out = bsoncore.AppendInt64Element(out, "limitBytes", s.Limit)
+	out = bsoncore.AppendInt64Element(out, "usedBytes", s.Used)
+	out = bsoncore.AppendInt64Element(out, "peakBytes", s.Peak)
+	out = bsoncore.AppendInt64Element(out, "refused", s.Refused)
+	out = bsoncore.AppendInt64Element(out, "overdrawn", s.Overdrawn)
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	return out
 }

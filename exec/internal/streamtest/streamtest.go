@@ -24,6 +24,12 @@ import (
 // it with its directory, which must be empty whenever no spill is open.
 func Temp(t *testing.T) (*stream.Temp, string) {
 	t.Helper()
+	return TempBudget(t, nil)
+}
+
+// TempBudget is Temp whose stages reserve their memory from b.
+func TempBudget(t *testing.T, b *stream.Budget) (*stream.Temp, string) {
+	t.Helper()
 	dir := t.TempDir() + "/_tmp"
 	tmp, err := store.NewTempStore(store.TempOptions{Dir: dir, MemTableSize: 1 << 20, CacheSize: 1 << 20})
 	if err != nil {
@@ -34,7 +40,7 @@ func Temp(t *testing.T) (*stream.Temp, string) {
 			t.Errorf("temp store Close: %v", err)
 		}
 	})
-	return stream.NewTemp(tmp), dir
+	return stream.NewTemp(tmp, b), dir
 }
 
 // CheckEmpty fails the test if dir holds anything.
