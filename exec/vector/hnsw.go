@@ -42,6 +42,10 @@ type Graph struct {
 	entry   int32 // -1: empty
 	top     int   // the entry's layer
 
+	// dirty lists the nodes changed since the last TakeDirty, isDirty marks them (persist.go).
+	dirty   []int32
+	isDirty []bool
+
 	build    searcher // Add's, reused (Add is never concurrent)
 	scratch  []scored // link's candidates
 	kept     []int32  // link's choice
@@ -89,6 +93,7 @@ func (g *Graph) Delete(n int32) {
 	if !g.deleted[n] {
 		g.deleted[n] = true
 		g.live--
+		g.touch(n)
 	}
 }
 
@@ -140,6 +145,8 @@ func (g *Graph) Add(vec []float32) int32 {
 	}
 	g.upper = append(g.upper, up)
 	g.deleted = append(g.deleted, false)
+	g.isDirty = append(g.isDirty, false)
+	g.touch(n)
 	g.live++
 	if g.entry < 0 {
 		g.entry, g.top = n, level
@@ -172,6 +179,7 @@ func (g *Graph) Add(vec []float32) int32 {
 // link adds n to o's links on layer l; when they overflow, the paper's heuristic chooses
 // which to keep among the old links and n.
 func (g *Graph) link(o, n int32, l int) {
+	g.touch(o)
 	ls := g.neighbours(o, l)
 	if len(ls) < g.maxLinks(l) {
 		if l == 0 {
