@@ -23,8 +23,8 @@ import (
 // prefixGraph starts the keys of vector search graphs.
 const prefixGraph byte = 'v'
 
-// graphHeaderNode is the node number under which a graph's header is stored.
-const graphHeaderNode = math.MaxUint32
+// GraphHeader is the node number under which a graph's header is stored (ReadGraph).
+const GraphHeader = math.MaxUint32
 
 // GraphNode is one node record of a graph write.
 type GraphNode struct {
@@ -68,7 +68,7 @@ func (db *DB) WriteGraph(coll CollID, graph uint64, reset bool, header []byte, n
 		key = appendGraphNodeKey(key[:0], coll, graph, n.Node)
 		_ = pb.Set(key, n.Rec, nil)
 	}
-	_ = pb.Set(appendGraphNodeKey(key[:0], coll, graph, graphHeaderNode), header, nil)
+	_ = pb.Set(appendGraphNodeKey(key[:0], coll, graph, GraphHeader), header, nil)
 	return pb.Commit(pebble.NoSync)
 }
 
@@ -81,31 +81,31 @@ func (db *DB) DeleteGraph(coll CollID, graph uint64) error {
 	return db.pdb.DeleteRange(p, KeyPrefixEnd(p), pebble.NoSync)
 }
 
-// ReadGraph returns graph's header and calls fn with its node records in node order, until
-// fn fails; rec is valid only during the call. A graph never written has no header (nil) and
-// no nodes.
-func (db *DB) ReadGraph(coll CollID, graph uint64, fn func(n uint32, rec []byte) error) (header []byte, err error) {
+// ReadGraph calls fn with graph's header (n == GraphHeader), then with its node records in
+// node order, until fn fails, all from one view; rec is valid only during the call. A graph
+// never written has no header and no nodes: fn is not called.
+func (db *DB) ReadGraph(coll CollID, graph uint64, fn func(n uint32, rec []byte) error) (err error) {
 	if db.closed.Load() {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	snap := db.pdb.NewSnapshot()
 	defer func() { err = errors.Join(err, snap.Close()) }()
-	v, closer, err := snap.Get(appendGraphNodeKey(nil, coll, graph, graphHeaderNode))
+	v, closer, err := snap.Get(appendGraphNodeKey(nil, coll, graph, GraphHeader))
 	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	header = append([]byte(nil), v...)
-	if err := closer.Close(); err != nil {
-		return nil, err
+	err = fn(GraphHeader, v)
+	if err = errors.Join(err, closer.Close()); err != nil {
+		return err
 	}
 	lower := appendGraphPrefix(nil, coll, graph)
 	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: lower,
-		UpperBound: appendGraphNodeKey(nil, coll, graph, graphHeaderNode)})
+		UpperBound: appendGraphNodeKey(nil, coll, graph, GraphHeader)})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
@@ -114,8 +114,8 @@ func (db *DB) ReadGraph(coll CollID, graph uint64, fn func(n uint32, rec []byte)
 			err = fn(binary.BigEndian.Uint32(k[len(lower):]), v)
 		}
 		if err != nil {
-			return nil, errors.Join(err, it.Close())
+			return errors.Join(err, it.Close())
 		}
 	}
-	return header, it.Close()
+	return it.Close()
 }

@@ -13,7 +13,15 @@ func readGraphT(t *testing.T, db *DB, coll CollID, graph uint64) ([]byte, map[ui
 	t.Helper()
 	nodes := map[uint32]string{}
 	last := int64(-1)
-	header, err := db.ReadGraph(coll, graph, func(n uint32, rec []byte) error {
+	var header []byte
+	err := db.ReadGraph(coll, graph, func(n uint32, rec []byte) error {
+		if n == GraphHeader {
+			if header != nil || len(nodes) > 0 {
+				return fmt.Errorf("header after %q, %v", header, nodes)
+			}
+			header = append([]byte{}, rec...)
+			return nil
+		}
 		if int64(n) <= last {
 			return fmt.Errorf("node %d after %d", n, last)
 		}

@@ -14,7 +14,7 @@
 //
 // Usage:
 //
-//	reg := vecindex.NewRegistry()
+//	reg := vecindex.NewRegistry(zap.NewNop())
 //	res, err := reg.Search(ci, cat.Shards(), &vecindex.Query{Index: "vec", Path: "v",
 //		Vector: q, NumCandidates: 100, Limit: 10})
 //	// res.Hits: best first; res.Cost: the work per shard, for the request's charge

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/internal/fixture"
@@ -63,7 +64,7 @@ func TestRegistrySearch(t *testing.T) {
 	put(t, shards[0], coll, 1, 1, vecDoc(1, 0, 0, "a"))
 	put(t, shards[1], coll, 1<<63+1, 2, vecDoc(2, 1, 0, "b"))
 	put(t, shards[0], coll, 1<<63+2, 3, vecDoc(3, 0, 0, "a")) // a stray copy: shard 1 owns its hash
-	reg := NewRegistry()
+	reg := NewRegistry(zap.NewNop())
 	defer reg.Close()
 	q := &Query{Index: "vec", Path: "v", Vector: []float32{0, 0}, NumCandidates: 10, Limit: 10}
 	search := func(q *Query) *Result {

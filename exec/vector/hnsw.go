@@ -3,6 +3,7 @@ package vector
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 )
 
@@ -214,4 +215,12 @@ func (g *Graph) greedy(v []float32, ep int32, l int) int32 {
 		}
 	}
 	return ep
+}
+
+// Holds reports whether node n stores vec, as Add would have stored it.
+func (g *Graph) Holds(n int32, vec []float32) bool {
+	if g.sim == Cosine {
+		vec = g.sim.prepare(vec)
+	}
+	return slices.Equal(g.Vector(n), vec)
 }
