@@ -2,8 +2,11 @@ package vecindex
 
 import (
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
@@ -132,4 +135,52 @@ func (c *countingStore) WriteGraph(coll store.CollID, graph uint64, reset bool, 
 	c.nodes += len(nodes)
 	c.reset = reset
 	return c.graphStore.WriteGraph(coll, graph, reset, header, nodes)
+}
+
+// TestRegistryGraphLoadTime measures what a start costs with a saved graph against a build:
+// n random 128-dimension vectors on one shard, the first search with no save (a build),
+// then with the save (a load and a reconciling scan). It runs with CLEAVE_VECTOR_N=<n> and
+// only reports: timings on a shared machine are not asserted.
+//
+//	CLEAVE_VECTOR_N=20000 go test -count=1 -run '^TestRegistryGraphLoadTime$' -v ./exec/vecindex
+func TestRegistryGraphLoadTime(t *testing.T) {
+	n, err := strconv.Atoi(os.Getenv("CLEAVE_VECTOR_N"))
+	if err != nil || n <= 0 {
+		t.Skip("set CLEAVE_VECTOR_N=<n>")
+	}
+	const dims = 128
+	cat := fixture.Stores(t, 1)
+	def := bsoncore.NewDocumentBuilder().AppendArray("fields", bsoncore.NewArrayBuilder().
+		AppendDocument(bsoncore.NewDocumentBuilder().AppendString("type", "vector").AppendString("path", "v").
+			AppendInt32("numDimensions", dims).AppendString("similarity", "euclidean").Build()).Build()).Build()
+	rec := Record{ID: NewID(), Name: "vec", Type: TypeVectorSearch, Definition: def}
+	ci := fixture.Create(t, cat, store.Collection{DB: "db", Name: "c",
+		Partitions: []store.Partition{{ID: 1, Lo: 0, Shard: 0}}, SearchIndexes: []bsoncore.Document{rec.Encode()}})
+	sh := cat.Shards()[0]
+	r := rand.New(rand.NewPCG(1, 2))
+	for lo := 0; lo < n; lo += 1000 {
+		b := sh.NewBatch()
+		for i := lo; i < min(lo+1000, n); i++ {
+			arr := bsoncore.NewArrayBuilder()
+			for range dims {
+				arr.AppendDouble(r.Float64()*2 - 1)
+			}
+			id := bsoncore.AppendInt32(nil, int32(i))
+			b.SetDoc(ci.Meta.ID, 0, id, bsoncore.NewDocumentBuilder().AppendInt32("_id", int32(i)).AppendArray("v", arr.Build()).Build())
+		}
+		if err := b.Commit(false); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+	}
+	q := &Query{Index: "vec", Path: "v", Vector: make([]float32, dims), NumCandidates: 100, Limit: 10}
+	for _, what := range []string{"build", "load"} {
+		reg := NewRegistry(zap.NewNop())
+		start := time.Now()
+		if _, err := reg.Search(ci, cat.Shards(), q); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d vectors: first search after a start (%s) %v", n, what, time.Since(start).Round(time.Millisecond))
+		reg.Close()
+	}
 }
