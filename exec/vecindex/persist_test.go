@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/internal/fixture"
 	"github.com/cleavedb/cleave/exec/vector"
 	"github.com/cleavedb/cleave/store"
@@ -97,7 +96,7 @@ func TestRegistryGraphSaved(t *testing.T) {
 // whole graph.
 func TestShardIndexSavesChangesOnly(t *testing.T) {
 	cat := fixture.Stores(t, 1)
-	var sh catalog.Shard = cat.Shards()[0]
+	sh := cat.Shards()[0]
 	counting := &countingStore{graphStore: sh.(graphStore)}
 	field := vector.Field{Path: "v", Dims: 2, Sim: vector.Euclidean}
 	x := newShardIndex(sh, 9, Record{Name: "vec"}, field, nil, zap.NewNop())
