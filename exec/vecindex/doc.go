@@ -4,10 +4,14 @@
 // collection's partitions, merged by score as a router merges the shards' top-k.
 //
 // Invariants:
-//   - a graph is derived state: built from the shard's documents at its first search after a
-//     start, then kept current from a write log of the collection (store.WriteLog), whose
-//     documents each search reads again before it walks the graph, so a search sees every
-//     write acknowledged before it began; a log that overflows rebuilds the graph;
+//   - a graph is derived state, the documents its truth: loaded from its checkpoint in the
+//     shard's Pebble (or built when there is none) at its first search after a start and
+//     reconciled with the documents in one scan, then kept current from a write log of the
+//     collection (store.WriteLog), whose documents each search reads again before it walks
+//     the graph, so a search sees every write acknowledged before it began; a log that
+//     overflows reconciles the graph again; after each change the nodes it changed are saved
+//     (persist.go), unsynced: a checkpoint may lag the documents, which the reconciliation
+//     makes up for;
 //   - a shard answers only documents of the partitions it owns now (a shard may hold a range
 //     it is receiving or has just given away);
 //   - a missing index finds nothing, as in MongoDB; a filter reads only declared filter fields.
