@@ -164,18 +164,9 @@ func (r *Restorer) Graph() (*Graph, error) {
 	if g.Len() != r.nodes || r.entry >= r.nodes || (r.nodes > 0) != (r.entry >= 0) {
 		return nil, fmt.Errorf("%w: %d nodes of %d", ErrCorrupt, g.Len(), r.nodes)
 	}
-	if r.entry >= 0 && len(g.upper[r.entry]) != g.top {
-		return nil, fmt.Errorf("%w: entry point", ErrCorrupt)
-	}
-	for n := range g.upper { // a link on layer l leads to a node on layer l
-		for l, ls := range g.upper[n] {
-			for _, o := range ls {
-				if len(g.upper[o]) <= l {
-					return nil, fmt.Errorf("%w: node %d links to %d on layer %d", ErrCorrupt, n, o, l+1)
-				}
-			}
-		}
-	}
 	g.entry = int32(r.entry)
+	if err := g.Check(); err != nil {
+		return nil, err
+	}
 	return g, nil
 }

@@ -130,3 +130,45 @@ func TestGraphRestoreCorrupt(t *testing.T) {
 		})
 	}
 }
+
+// TestGraphCheck checks that a built graph passes Check and that broken links fail it.
+func TestGraphCheck(t *testing.T) {
+	build := func() *Graph {
+		g := NewGraph(Cosine, 6, 30, 9)
+		for _, v := range randomVectors(400, 8, 2) {
+			g.Add(v)
+		}
+		g.Delete(3)
+		return g
+	}
+	if err := build().Check(); err != nil {
+		t.Fatalf("a built graph: %v", err)
+	}
+	var upper int32 // a node on layer 1
+	g := build()
+	for len(g.upper[upper]) == 0 {
+		upper++
+	}
+	cases := map[string]func(g *Graph){
+		"SelfLink":   func(g *Graph) { g.links0[5*g.stride] = 5 },
+		"Duplicate":  func(g *Graph) { g.links0[5*g.stride+1] = g.links0[5*g.stride] },
+		"OutOfRange": func(g *Graph) { g.links0[5*g.stride] = 400 },
+		"UpperToLayer0Node": func(g *Graph) {
+			low := int32(0)
+			for len(g.upper[low]) > 0 {
+				low++
+			}
+			g.upper[upper][0] = append(g.upper[upper][0][:0], low)
+		},
+		"Entry": func(g *Graph) { g.entry = 399 },
+	}
+	for name, breakIt := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := build()
+			breakIt(g)
+			if err := g.Check(); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Check = %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}
