@@ -68,4 +68,11 @@ func TestVectorSearchGraphSurvivesKill(t *testing.T) {
 	for i := 2; i < len(want); i++ {
 		checkHits(t, "after a restart", got[i], want[i]...)
 	}
+	var res bson.M // validate checks the graphs against the documents
+	if err := coll.Database().RunCommand(context.Background(), bson.D{{Key: "validate", Value: "items"}}).Decode(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res["valid"] != true {
+		t.Fatalf("validate: %v", res)
+	}
 }
