@@ -83,3 +83,23 @@ func TestGraphWriteReadReset(t *testing.T) {
 	}
 	closeT(t, db)
 }
+
+// TestGraphNotInChecksum checks that a graph, which each copy of a shard builds for itself,
+// does not change the shard's replica checksum.
+func TestGraphNotInChecksum(t *testing.T) {
+	db := openMem(t)
+	before, err := db.Checksum()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.WriteGraph(7, 1, false, []byte("h"), []GraphNode{{0, []byte("a")}}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := db.Checksum()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before != after {
+		t.Fatalf("checksum %+v after a graph write, %+v before", after, before)
+	}
+}
