@@ -212,11 +212,7 @@ func (x *shardIndex) open() error {
 		return err
 	}
 	if !loaded {
-		if err := x.rebuild(); err != nil {
-			return err
-		}
-		x.log.Info("vector search graph built", zap.Int("nodes", x.g.Live()), zap.Duration("took", time.Since(start)))
-		return nil
+		return x.rebuild()
 	}
 	saved := x.g.Len()
 	added, deleted, err := x.reconcile()

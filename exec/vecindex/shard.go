@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
@@ -131,6 +132,7 @@ func (x *shardIndex) rebuild() error {
 	x.g = vector.NewGraph(x.field.Sim, vector.DefaultM, vector.DefaultEFBuild, uint64(x.coll))
 	x.nodes, x.byKey = nil, map[string]int32{}
 	x.fullSave = true
+	start := time.Now()
 	it, err := x.sh.NewDocIter(x.coll, 0, 0)
 	if err != nil {
 		return err
@@ -138,7 +140,11 @@ func (x *shardIndex) rebuild() error {
 	for it.Next() {
 		x.add(it.Hash(), it.ID(), it.Doc())
 	}
-	return errors.Join(it.Err(), it.Close())
+	if err := errors.Join(it.Err(), it.Close()); err != nil {
+		return err
+	}
+	x.log.Info("vector search graph built", zap.Int("nodes", x.g.Live()), zap.Duration("took", time.Since(start)))
+	return nil
 }
 
 // apply indexes the document (hash, id) as it is now on the shard, dropping its old node.
