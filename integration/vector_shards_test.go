@@ -107,6 +107,10 @@ func TestVectorSearchShardsDurable(t *testing.T) {
 	for i, q := range queries {
 		checkHits(t, "after a move", exact(two, q), want[i]...)
 	}
+	// The move's writes were applied to the graphs, or reconciled with them, not rebuilt.
+	if got := strings.Count(s2.log.String(), "vector search graph built"); got != 2 {
+		t.Fatalf("%d graphs built by the move's end, want the 2 of the first searches", got)
+	}
 	if _, err := two.InsertOne(context.Background(), bson.D{{Key: "_id", Value: int32(n)}, {Key: "v", Value: queries[0]}, {Key: "cat", Value: int32(1)}}); err != nil {
 		t.Fatal(err)
 	}

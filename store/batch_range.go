@@ -16,6 +16,7 @@ func (b *Batch) DeleteCollectionData(coll CollID) {
 	b.deleteKeyPrefix(appendDocPrefix(buf[:0], coll))
 	b.deleteKeyPrefix(appendIndexCollPrefix(buf[:0], coll))
 	b.deleteKeyPrefix(appendStatsCollPrefix(buf[:0], coll))
+	b.deleteKeyPrefix(appendGraphCollPrefix(buf[:0], coll))
 	_ = b.direct().Delete(appendTotalKey(buf[:0], coll), nil)
 	b.dropDeltas(coll)
 	adj := b.adjust[:0]

@@ -12,6 +12,7 @@
 //	'd' | coll u32 BE | hash u64 BE | id                 → document BSON
 //	'i' | coll u32 BE | idx u32 BE | key | hash u64 BE | id | len(id) → empty
 //	't' | lsid (16 bytes)                                → session transaction record
+//	'v' | coll u32 BE | graph u64 BE | node u32 BE        → vector search graph node (derived)
 //
 // A transaction record holds what a retryable write of the session recorded of the
 // statements it executed on this shard; it commits in the same batch as their writes.

@@ -21,6 +21,7 @@ const (
 	prefixMeta    byte = 'm' // format version, counters, stats
 	prefixTxn     byte = 't' // 't' | lsid → session transaction record (txnrec.go)
 	// prefixChange: 'e' | ts | pos → change record, in changes.go.
+	// prefixGraph: 'v' | coll | graph | node → vector search graph node, in vecgraph.go.
 )
 
 // Sub-kinds of meta keys (the byte after 'm').

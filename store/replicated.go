@@ -270,7 +270,8 @@ func digest(snap *pebble.Snapshot) (ReplicaChecksum, error) {
 
 // eachStateKV calls fn with every key and value of r that is the shard's state, in key order:
 // all but the format version and the applied-state key, which differ between copies of one
-// state (a replica's checksum, a backup's digest).
+// state (a replica's checksum, a backup's digest), and the vector search graphs, which each
+// copy builds for itself (vecgraph.go).
 func eachStateKV(r pebble.Reader, fn func(k, v []byte)) error {
 	it, err := r.NewIter(nil)
 	if err != nil {
@@ -278,7 +279,7 @@ func eachStateKV(r pebble.Reader, fn func(k, v []byte)) error {
 	}
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
-		if bytes.Equal(k, formatKey) || bytes.Equal(k, replicaAppliedKey) {
+		if bytes.Equal(k, formatKey) || bytes.Equal(k, replicaAppliedKey) || len(k) > 0 && k[0] == prefixGraph {
 			continue
 		}
 		v, err := it.ValueAndErr()

@@ -310,3 +310,19 @@ func LocalMetrics(sh Shard) (store.Metrics, bool) {
 	m, err := l.db.Metrics()
 	return m, err == nil
 }
+
+// WriteGraph saves a vector search graph's changed nodes on this shard (store.DB.WriteGraph):
+// exec/vecindex's checkpoint, found by type assertion as CompactCollection is.
+func (l local) WriteGraph(coll store.CollID, graph uint64, reset bool, header []byte, nodes []store.GraphNode) error {
+	return l.db.WriteGraph(coll, graph, reset, header, nodes)
+}
+
+// ReadGraph reads a saved vector search graph (store.DB.ReadGraph).
+func (l local) ReadGraph(coll store.CollID, graph uint64, fn func(n uint32, rec []byte) error) error {
+	return l.db.ReadGraph(coll, graph, fn)
+}
+
+// DeleteGraph drops a saved vector search graph (store.DB.DeleteGraph).
+func (l local) DeleteGraph(coll store.CollID, graph uint64) error {
+	return l.db.DeleteGraph(coll, graph)
+}

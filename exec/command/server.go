@@ -249,7 +249,7 @@ func (e *Server) initStorage(opts Options) {
 		Peers:          peers,
 	}
 	e.Query = query.New(e.Cat, qopts)
-	e.Vectors = vecindex.NewRegistry()
+	e.Vectors = vecindex.NewRegistry(e.Log.Named("vector"))
 	e.Write = write.NewPath(e.Cat, e.Query, e.Shards).WithLogger(e.Log.Named("write")).WithGate(e.Txns).
 		WithKnobs(write.Knobs{BeforeGroupLock: e.BeforeGroupLock.Pass, BeforeInsertLock: e.BeforeInsertLock.Pass})
 	e.Txns.Use(e.Write)

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/match"
@@ -20,6 +21,7 @@ import (
 // vector field), created at their first search. A graph whose index definition changed
 // (updateSearchIndex) is built again.
 type Registry struct {
+	log *zap.Logger
 	mu  sync.Mutex
 	idx map[key]*entry
 }
@@ -37,8 +39,8 @@ type entry struct {
 	x   *shardIndex
 }
 
-// NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{idx: map[key]*entry{}} }
+// NewRegistry returns an empty registry that logs to log.
+func NewRegistry(log *zap.Logger) *Registry { return &Registry{log: log, idx: map[key]*entry{}} }
 
 // Close stops every graph's write log.
 func (r *Registry) Close() {
@@ -50,13 +52,20 @@ func (r *Registry) Close() {
 	}
 }
 
-// Forget drops the graphs of the search index name of coll (dropped or redefined).
+// Forget drops the graphs of the search index name of coll (dropped or redefined), and
+// their saves. A save of a graph not loaded since the start stays until the collection is
+// dropped; it is harmless: a load checks the definition and reconciles with the documents.
 func (r *Registry) Forget(coll store.CollID, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k, e := range r.idx {
 		if k.coll == coll && k.index == name {
 			e.x.close()
+			if e.x.gs != nil {
+				if err := e.x.gs.DeleteGraph(coll, e.x.gid); err != nil {
+					r.log.Warn("cannot delete a saved vector search graph", zap.Error(err))
+				}
+			}
 			delete(r.idx, k)
 		}
 	}
@@ -74,7 +83,7 @@ func (r *Registry) graph(i int, sh catalog.Shard, coll store.CollID, rec Record,
 		}
 		e.x.close()
 	}
-	x := newShardIndex(sh, coll, field, def.Filters)
+	x := newShardIndex(sh, coll, rec, field, def.Filters, r.log.With(zap.Int("shard", i)))
 	r.idx[k] = &entry{def: fp, x: x}
 	return x
 }

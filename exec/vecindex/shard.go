@@ -4,8 +4,10 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -25,9 +27,17 @@ type shardIndex struct {
 	coll    store.CollID
 	field   vector.Field
 	filters []string // the top-level fields a filter document keeps (filterRoots)
+	log     *zap.Logger
+
+	// gs keeps the graph's checkpoint in the shard (nil: not kept), as graph gid, for the
+	// index definition def (persist.go); fullSave makes the next save write every node.
+	gs       graphStore
+	gid      uint64
+	def      []byte
+	fullSave bool
 
 	mu    sync.RWMutex
-	log   *store.WriteLog
+	wlog  *store.WriteLog
 	g     *vector.Graph
 	nodes []node           // by graph node
 	byKey map[string]int32 // hash|_id → live node
@@ -40,9 +50,13 @@ type node struct {
 	filter bsoncore.Document
 }
 
-// newShardIndex returns an unbuilt index of field over coll on sh.
-func newShardIndex(sh catalog.Shard, coll store.CollID, field vector.Field, filterPaths []string) *shardIndex {
-	return &shardIndex{sh: sh, coll: coll, field: field, filters: filterRoots(filterPaths)}
+// newShardIndex returns an unloaded index of field of search index rec over coll on sh.
+func newShardIndex(sh catalog.Shard, coll store.CollID, rec Record, field vector.Field, filterPaths []string, log *zap.Logger) *shardIndex {
+	x := &shardIndex{sh: sh, coll: coll, field: field, filters: filterRoots(filterPaths),
+		gid: graphID(rec.Name, field.Path), def: rec.Definition,
+		log: log.With(zap.Uint32("coll", uint32(coll)), zap.String("index", rec.Name), zap.String("path", field.Path))}
+	x.gs, _ = sh.(graphStore)
+	return x
 }
 
 // filterRoots returns the distinct first segments of paths: the top-level fields a node
@@ -66,34 +80,49 @@ func filterRoots(paths []string) []string {
 func (x *shardIndex) close() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.log != nil {
-		x.log.Close()
-		x.log = nil
+	if x.wlog != nil {
+		x.wlog.Close()
+		x.wlog = nil
 	}
 }
 
-// sync brings the graph up to date with the shard: built at the first call, then the
-// documents logged since the previous one applied.
+// sync brings the graph up to date with the shard, then saves what changed: loaded (or
+// built) at the first call, then the documents logged since the previous one applied; a log
+// that overflowed reconciles the graph with the documents, and a graph with more deleted
+// nodes than live ones is built again.
 func (x *shardIndex) sync() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.log == nil {
-		log, err := x.sh.LogWrites(x.coll, 0, 0)
+	if x.wlog == nil {
+		wlog, err := x.sh.LogWrites(x.coll, 0, 0)
 		if err != nil {
 			return err
 		}
-		x.log = log
-		return x.rebuild()
-	}
-	docs, overflow := x.log.Take()
-	if overflow || x.g.Len() > 2*x.g.Live()+1024 {
-		return x.rebuild()
-	}
-	for _, d := range docs {
-		if err := x.apply(d.Hash, d.ID); err != nil {
+		x.wlog = wlog
+		if err := x.open(); err != nil {
 			return err
 		}
+		x.save()
+		return nil
 	}
+	docs, overflow := x.wlog.Take()
+	var err error
+	switch {
+	case x.g.Len() > 2*x.g.Live()+1024:
+		err = x.rebuild()
+	case overflow:
+		_, _, err = x.reconcile()
+	default:
+		for _, d := range docs {
+			if err = x.apply(d.Hash, d.ID); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	x.save()
 	return nil
 }
 
@@ -102,6 +131,8 @@ func (x *shardIndex) sync() error {
 func (x *shardIndex) rebuild() error {
 	x.g = vector.NewGraph(x.field.Sim, vector.DefaultM, vector.DefaultEFBuild, uint64(x.coll))
 	x.nodes, x.byKey = nil, map[string]int32{}
+	x.fullSave = true
+	start := time.Now()
 	it, err := x.sh.NewDocIter(x.coll, 0, 0)
 	if err != nil {
 		return err
@@ -109,7 +140,11 @@ func (x *shardIndex) rebuild() error {
 	for it.Next() {
 		x.add(it.Hash(), it.ID(), it.Doc())
 	}
-	return errors.Join(it.Err(), it.Close())
+	if err := errors.Join(it.Err(), it.Close()); err != nil {
+		return err
+	}
+	x.log.Info("vector search graph built", zap.Int("nodes", x.g.Live()), zap.Duration("took", time.Since(start)))
+	return nil
 }
 
 // apply indexes the document (hash, id) as it is now on the shard, dropping its old node.
@@ -133,14 +168,24 @@ func (x *shardIndex) apply(hash uint64, id []byte) error {
 // add indexes doc when it holds a vector of the field's dimensions at its path (others are
 // not indexed, as in MongoDB).
 func (x *shardIndex) add(hash uint64, id []byte, doc bsoncore.Document) {
+	if vec, ok := x.vectorOf(doc); ok {
+		x.addVector(hash, id, doc, vec)
+	}
+}
+
+// vectorOf returns doc's vector at the field's path, if it holds one of the field's
+// dimensions.
+func (x *shardIndex) vectorOf(doc bsoncore.Document) ([]float32, bool) {
 	v, ok := bsonx.Lookup(doc, x.field.Path)
 	if !ok {
-		return
+		return nil, false
 	}
 	vec, ok := vector.ReadVector(v)
-	if !ok || len(vec) != x.field.Dims {
-		return
-	}
+	return vec, ok && len(vec) == x.field.Dims
+}
+
+// addVector adds a node of vec for the document (hash, id), doc.
+func (x *shardIndex) addVector(hash uint64, id []byte, doc bsoncore.Document, vec []float32) {
 	n := x.g.Add(vec)
 	x.nodes = append(x.nodes, node{hash: hash, id: append([]byte(nil), id...), filter: x.filterDoc(doc)})
 	x.byKey[nodeKey(hash, id)] = n

@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/internal/fixture"
@@ -45,7 +48,8 @@ func ids(res *Result) []byte {
 
 // TestRegistrySearch searches a collection of two partitions on two shards: each shard
 // answers only its own partition's documents, writes are seen by the next search through the
-// write log, a range deletion rebuilds the graph, and the filter reads the filter fields.
+// write log, a range deletion reconciles the graph (without building it again), and the
+// filter reads the filter fields.
 func TestRegistrySearch(t *testing.T) {
 	cat := fixture.Stores(t, 2)
 	def := bsoncore.NewDocumentBuilder().AppendArray("fields", bsoncore.NewArrayBuilder().
@@ -63,7 +67,8 @@ func TestRegistrySearch(t *testing.T) {
 	put(t, shards[0], coll, 1, 1, vecDoc(1, 0, 0, "a"))
 	put(t, shards[1], coll, 1<<63+1, 2, vecDoc(2, 1, 0, "b"))
 	put(t, shards[0], coll, 1<<63+2, 3, vecDoc(3, 0, 0, "a")) // a stray copy: shard 1 owns its hash
-	reg := NewRegistry()
+	core, logs := observer.New(zapcore.InfoLevel)
+	reg := NewRegistry(zap.New(core))
 	defer reg.Close()
 	q := &Query{Index: "vec", Path: "v", Vector: []float32{0, 0}, NumCandidates: 10, Limit: 10}
 	search := func(q *Query) *Result {
@@ -102,6 +107,9 @@ func TestRegistrySearch(t *testing.T) {
 	b.Close()
 	if got := ids(search(q)); len(got) != 0 {
 		t.Fatalf("after a range deletion: %v", got)
+	}
+	if n := logs.FilterMessage("vector search graph built").Len(); n != 2 {
+		t.Fatalf("%d graphs built, want 2: a range deletion reconciles the graph", n)
 	}
 	fq.Filter, _ = match.Compile(bsoncore.NewDocumentBuilder().AppendInt32("n", 1).Build(), nil)
 	if _, err := reg.Search(ci, shards, &fq); err == nil {

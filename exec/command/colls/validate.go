@@ -60,6 +60,11 @@ func (h *Handlers) validateCmd(ctx context.Context, r *command.Request) error {
 	if err == nil && h.Remote != nil && h.Route.SpansRemote(ci) {
 		err = h.Route.RemoteValidate(ctx, ci, opts.Full, res) // each node validates its own shards
 	}
+	if err == nil {
+		var graphs []string
+		graphs, err = h.Vectors.Validate(ci, h.Cat.Shards())
+		res.Errors = append(res.Errors, graphs...)
+	}
 	if err != nil {
 		return command.InterruptError(ctx, err)
 	}
