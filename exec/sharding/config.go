@@ -21,7 +21,7 @@ import (
 // sh.status() and getShardDistribution() use all three — read them like any collection.
 
 // ConfigColls are the config collections derived from the catalog.
-var ConfigColls = []string{"version", "shards", "databases", "collections", "chunks", "mongos"}
+var ConfigColls = []string{"version", "shards", "databases", "collections", "chunks", "tags", "mongos"}
 
 // syncConfigAll refreshes every derived config collection.
 func (m *Manager) syncConfigAll() error {
@@ -105,6 +105,7 @@ func (m *Manager) ConfigDocs(name string) []bsoncore.Document {
 		out = append(out, bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).
 			AppendObjectID("clusterId", clusterID).Build())
 	case "shards":
+		zones := m.ShardZones()
 		for i := range m.cat.Shards() {
 			b := bsoncore.NewDocumentBuilder().
 				AppendString("_id", catalog.ShardName(i)).
@@ -114,6 +115,7 @@ func (m *Manager) ConfigDocs(name string) []bsoncore.Document {
 			if m.IsDraining(i) { // config.shards' draining field (removeShard)
 				b.AppendBoolean("draining", true)
 			}
+			appendTags(b, zones, i)
 			m.appendReplicas(b, i)
 			out = append(out, b.Build())
 		}
@@ -154,6 +156,8 @@ func (m *Manager) ConfigDocs(name string) []bsoncore.Document {
 			}
 			out = append(out, chunkDocs(c, m.mopts.Started, budgets)...)
 		})
+	case "tags":
+		out = m.tagDocs()
 	case "mongos":
 		now := time.Now()
 		out = append(out, bsoncore.NewDocumentBuilder().
