@@ -50,7 +50,9 @@ func (ci *Coll) RangedPaths() []string {
 
 // BoundHash returns the placement hash of a chunk bound as config.chunks shows it ({x: 42},
 // MinKey and MaxKey at the ends) for a ranged key: the range key of its values, a field
-// missing from it standing for MinKey. ok is false for any other key.
+// missing from it standing for MinKey; a bound starting with MinKey is the start of the
+// space (0), one starting with MaxKey its end (0, read by the caller as 2^64). ok is false
+// for any other key.
 func (ci *Coll) BoundHash(bound bsoncore.Document) (uint64, bool) {
 	if !ci.Ranged {
 		return 0, false
@@ -63,6 +65,9 @@ func (ci *Coll) BoundHash(bound bsoncore.Document) (uint64, bool) {
 		}
 		if v.Type == bsoncore.TypeMaxKey && i == 0 {
 			return 0, true // the end of the key space, 2^64
+		}
+		if v.Type == bsoncore.TypeMinKey && i == 0 {
+			return 0, true // the start of the key space, as the first chunk's min shows it
 		}
 		vals[i] = v
 	}
