@@ -22,6 +22,16 @@ func (ci *Coll) compileRanged() {
 		return
 	}
 	ci.Ranged, ci.Hashed = true, 0
+	ci.Place = ci.ShardKey[:PlaceFields(ci.Meta.PlaceFields, len(ci.ShardKey))]
+}
+
+// PlaceFields returns how many of a ranged key's n fields place a document, given the
+// catalog's placeFields (0: all of them).
+func PlaceFields(placeFields, n int) int {
+	if placeFields <= 0 || placeFields > n {
+		return n
+	}
+	return placeFields
 }
 
 // rangedHash returns the range key of doc's shard-key values (null for a missing field),
@@ -29,20 +39,23 @@ func (ci *Coll) compileRanged() {
 func (ci *Coll) rangedHash(doc bsoncore.Document) (uint64, error) {
 	var vb [4]bsoncore.Value
 	vals := vb[:0]
-	for _, f := range ci.ShardKey {
+	for i, f := range ci.ShardKey {
 		v := KeyValue(doc, f.Path)
 		if v.Type == bsoncore.TypeArray {
 			return 0, errShardKeyArray()
 		}
-		vals = append(vals, v)
+		if i < len(ci.Place) { // a refined key's suffix is carried, not placed
+			vals = append(vals, v)
+		}
 	}
 	return bsonx.RangeKey(vals...), nil
 }
 
-// RangedPaths returns the field paths of a ranged key, in its pattern's order.
+// RangedPaths returns the field paths of a ranged key that place documents, in its
+// pattern's order.
 func (ci *Coll) RangedPaths() []string {
-	out := make([]string, len(ci.ShardKey))
-	for i, f := range ci.ShardKey {
+	out := make([]string, len(ci.Place))
+	for i, f := range ci.Place {
 		out[i] = f.Path
 	}
 	return out
@@ -57,8 +70,8 @@ func (ci *Coll) BoundHash(bound bsoncore.Document) (uint64, bool) {
 	if !ci.Ranged {
 		return 0, false
 	}
-	vals := make([]bsoncore.Value, len(ci.ShardKey))
-	for i, f := range ci.ShardKey {
+	vals := make([]bsoncore.Value, len(ci.Place))
+	for i, f := range ci.Place {
 		v, err := bound.LookupErr(f.Path)
 		if err != nil {
 			v = bsoncore.Value{Type: bsoncore.TypeMinKey}
@@ -77,5 +90,9 @@ func (ci *Coll) BoundHash(bound bsoncore.Document) (uint64, bool) {
 // RangeBounds returns a ranged key's values at placement hash h, as config.chunks shows a
 // chunk's min (bsonx.RangeBound); h == 0 is MinKey in every field.
 func (ci *Coll) RangeBounds(h uint64) []bsoncore.Value {
-	return bsonx.RangeBound(h, len(ci.ShardKey))
+	out := bsonx.RangeBound(h, len(ci.Place))
+	for len(out) < len(ci.ShardKey) {
+		out = append(out, bsoncore.Value{Type: bsoncore.TypeMinKey})
+	}
+	return out
 }

@@ -190,6 +190,7 @@ func (m *Manager) forShardedColls(fn func(c *store.Collection)) {
 // (budgetRUPerSec, from budgets by partition index; nil: none).
 func chunkDocs(c *store.Collection, started time.Time, budgets []float64) []bsoncore.Document {
 	fields, _ := catalog.KeyPatternFields(c.ShardKey)
+	place := catalog.PlaceFields(c.PlaceFields, len(fields))
 	ns := c.DB + "." + c.Name
 	out := make([]bsoncore.Document, 0, len(c.Partitions))
 	for i, p := range c.Partitions {
@@ -202,8 +203,8 @@ func chunkDocs(c *store.Collection, started time.Time, budgets []float64) []bson
 			AppendObjectID("_id", oid).
 			AppendBinary("uuid", 4, c.UUID[:]).
 			AppendString("ns", ns).
-			AppendDocument("min", chunkBound(fields, lo, i == 0, false)).
-			AppendDocument("max", chunkBound(fields, hi, i == len(c.Partitions)-1, true)).
+			AppendDocument("min", chunkBound(fields, place, lo, i == 0, false)).
+			AppendDocument("max", chunkBound(fields, place, hi, i == len(c.Partitions)-1, true)).
 			AppendString("shard", catalog.ShardName(p.Shard)).
 			AppendTimestamp("lastmod", uint32(c.Version), uint32(i)).
 			AppendTimestamp("onCurrentShardSince", ts, 1).
@@ -221,10 +222,10 @@ func chunkDocs(c *store.Collection, started time.Time, budgets []float64) []bson
 
 // chunkBound is a chunk's min or max: the hashed field at hash h (MinKey or MaxKey at the
 // ends of the space), the other fields of a compound key at MinKey (min) or MaxKey (max);
-// a ranged key's values at range key h (chunks_ranged.go).
-func chunkBound(fields []bsonx.IndexField, h uint64, end, isMax bool) bsoncore.Document {
+// a ranged key's values at range key h, of its first place fields (chunks_ranged.go).
+func chunkBound(fields []bsonx.IndexField, place int, h uint64, end, isMax bool) bsoncore.Document {
 	if !end && rangedFields(fields) {
-		return rangedBound(fields, h)
+		return rangedBound(fields, place, h)
 	}
 	b := bsoncore.NewDocumentBuilder()
 	for _, f := range fields {

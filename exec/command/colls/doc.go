@@ -29,6 +29,7 @@ func (h *Handlers) Add(add func(*command.Command)) {
 	h.addShardCommands(add)
 	h.addZoneCommands(add)
 	h.addSplitCommand(add)
+	h.addRefineCommand(add)
 	h.addReshardCommands(add)
 	h.addDrainCommands(add)
 }
