@@ -2,7 +2,9 @@ package integration
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -184,4 +186,18 @@ func mapValues(m map[int64]string) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// TestMongoshZones runs integration/mongosh/shards3/zones.js, the zone, split and refine
+// helpers as a user types them in mongosh, on a server of three shards.
+func TestMongoshZones(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "3", "--partition-check-interval", "100ms")
+	abs, err := filepath.Abs(filepath.Join("mongosh", "shards3", "zones.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := srv.mongosh(t, dbName(t), "--file", abs); !strings.Contains(out, "zones ok") {
+		t.Errorf("script did not finish:\n%s", out)
+	}
 }
