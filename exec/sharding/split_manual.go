@@ -11,8 +11,9 @@ import (
 // position, or at the median document of a partition, as MongoDB's splitVector finds it.
 // Either is one catalog change (ApplySplit); the children stay on the parent's shard.
 
-// ErrIndivisible is the refusal to split a partition whose documents all share one position.
-var ErrIndivisible = errors.New("Unable to find median in chunk because chunk is indivisible.") //nolint:staticcheck // MongoDB's message, which clients may match
+// ErrIndivisible is the refusal to split a partition whose documents all share one position
+// (the command answers MongoDB's CannotSplit message).
+var ErrIndivisible = errors.New("the partition's documents all share one position")
 
 // ErrRemotePartition is the refusal to split a partition another node owns.
 var ErrRemotePartition = errors.New("the partition is owned by another node")

@@ -23,10 +23,10 @@ func (h *Handlers) addSplitCommand(add func(*command.Command)) {
 
 // splitArgs are split's arguments: exactly one of find, bounds and middle.
 type splitArgs struct {
-	ns                string
-	find, middle      bsoncore.Document
-	boundLo, boundHi  bsoncore.Document
-	hasBounds, hasAny bool
+	ns               string
+	find, middle     bsoncore.Document
+	boundLo, boundHi bsoncore.Document
+	hasBounds        bool
 }
 
 // parseSplit parses {split: ns, find | bounds | middle} with mongos' refusals.
@@ -133,7 +133,7 @@ func (h *Handlers) split(_ context.Context, r *command.Request) error {
 func splitError(err error) error {
 	switch {
 	case errors.Is(err, sharding.ErrIndivisible):
-		return mongoerr.New(mongoerr.CannotSplit, "%s", err.Error())
+		return mongoerr.Wrap(err, mongoerr.CannotSplit, "Unable to find median in chunk because chunk is indivisible.")
 	case errors.Is(err, sharding.ErrRemotePartition):
 		return mongoerr.New(mongoerr.NotImplemented, "split of a partition another node owns is not supported by cleave yet: run it on the owning node")
 	}
