@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -199,5 +200,52 @@ func TestMongoshZones(t *testing.T) {
 	}
 	if out := srv.mongosh(t, dbName(t), "--file", abs); !strings.Contains(out, "zones ok") {
 		t.Errorf("script did not finish:\n%s", out)
+	}
+}
+
+// TestShardZonesHashed puts the upper half of a hashed key's space ([NumberLong(0), MaxKey),
+// as MongoDB bounds a hashed field) in shard-0's zone: the partitions there move to shard-0,
+// every document is still found by its key, and a bound that is not a NumberLong is refused
+// with MongoDB's InvalidOptions.
+func TestShardZonesHashed(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2", "--partition-check-interval", "100ms")
+	c := srv.client(t)
+	ctx := context.Background()
+	db := c.Database(dbName(t))
+	ns := db.Name() + ".h"
+	hashedRange := func(lo, hi any) bson.D {
+		return bson.D{{Key: "updateZoneKeyRange", Value: ns}, {Key: "min", Value: bson.D{{Key: "d", Value: lo}}},
+			{Key: "max", Value: bson.D{{Key: "d", Value: hi}}}, {Key: "zone", Value: "A"}}
+	}
+	for _, cmd := range []bson.D{
+		{{Key: "shardCollection", Value: ns}, {Key: "key", Value: bson.D{{Key: "d", Value: "hashed"}}}, {Key: "numInitialChunks", Value: 4}},
+		{{Key: "addShardToZone", Value: "shard-0"}, {Key: "zone", Value: "A"}},
+	} {
+		if err := zoneAdmin(t, c, cmd); err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+	}
+	hc := db.Collection("h")
+	insertDevicesField(t, hc, 400)
+	wantCode(t, zoneAdmin(t, c, hashedRange(int32(0), bson.MaxKey{})), 72,
+		"not of type NumberLong, MinKey, or MaxKey which corresponds to a hashed field in the shard key pattern")
+	if err := zoneAdmin(t, c, hashedRange(int64(0), bson.MaxKey{})); err != nil {
+		t.Fatalf("zone range over the upper half: %v", err)
+	}
+	uuid := collUUID(t, c, ns)
+	waitFor(t, 30*time.Second, "the upper half's partitions to move to shard-0", func() bool {
+		for _, ch := range rangedChunks(t, c, uuid) {
+			if lo, ok := ch.Min[0].Value.(int64); ok && lo >= 0 && ch.Shard != "shard-0" {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range 100 {
+		d := fmt.Sprintf("dev-%03d", i)
+		if n, err := hc.CountDocuments(ctx, bson.D{{Key: "d", Value: d}}); err != nil || n != 4 {
+			t.Fatalf("%s: %d documents (%v), want 4", d, n, err)
+		}
 	}
 }
