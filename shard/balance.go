@@ -80,8 +80,9 @@ func (r *round) moveChild(a *SplitAction, from int, rightRU float64) {
 		return
 	}
 	var dst *shardStat
+	k := slices.IndexFunc(r.v.Partitions, func(pv PartitionView) bool { return pv.ID == a.ID })
 	for _, s := range r.shards {
-		if s != src && !s.busy && !s.used && !sameNode(s, src) && (dst == nil || s.ru < dst.ru) {
+		if s != src && !s.busy && !s.used && !sameNode(s, src) && (k < 0 || r.zoneAllows(k, s.shard)) && (dst == nil || s.ru < dst.ru) {
 			dst = s
 		}
 	}
@@ -146,7 +147,7 @@ func (r *round) pickMove(m metric, src, dst *shardStat, diff float64) int {
 	best, bestDist := -1, math.Inf(1)
 	for k := range r.v.Partitions {
 		pv := &r.v.Partitions[k]
-		if pv.Shard != src.shard || pv.Busy || r.changed[k] {
+		if pv.Shard != src.shard || pv.Busy || r.changed[k] || !r.zoneAllows(k, dst.shard) {
 			continue
 		}
 		x := m.part(pv)
@@ -187,19 +188,19 @@ func (r *round) drain() {
 		if !src.draining || src.busy || src.used {
 			continue
 		}
-		var dst *shardStat
-		for _, s := range r.shards {
-			if !s.draining && !s.busy && !s.used && (dst == nil || s.bytes < dst.bytes) {
-				dst = s
-			}
-		}
-		if dst == nil {
-			return
-		}
 		for k := range r.v.Partitions {
 			pv := &r.v.Partitions[k]
 			if pv.Shard != src.shard || pv.Busy || r.changed[k] {
 				continue
+			}
+			var dst *shardStat
+			for _, s := range r.shards {
+				if !s.draining && !s.busy && !s.used && r.zoneAllows(k, s.shard) && (dst == nil || s.bytes < dst.bytes) {
+					dst = s
+				}
+			}
+			if dst == nil {
+				continue // no shard of its zone can take it this round
 			}
 			r.actions = append(r.actions, &MoveAction{ID: pv.ID, From: src.shard, To: dst.shard, Reason: ReasonDrain})
 			r.changed[k] = true

@@ -26,6 +26,9 @@
 //     (priority.go, AdmitPriority), low-priority requests leave a reserve of the bucket to
 //     high-priority ones and keep a floor of the share; WaitFor bounds a wait by a deadline.
 //   - Policy.CheckLogicalSize: the write path's guard on one shard-key value's size.
+//   - Zones (zone.go): CollectionView.Zones pins the partitions of each zone range to its
+//     zone's shards; Decide splits at the ranges' bounds and moves partitions into them first,
+//     and no other rule moves a zoned partition out of its zone.
 //
 // Decisions are optimistic: Decide works on a snapshot, and the exec layer applies each action
 // to the map current at commit time, under its catalog lock. An action whose partition was

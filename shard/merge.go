@@ -37,6 +37,10 @@ func (r *round) mergeable(a, b *PartitionView) bool {
 	old := func(pv *PartitionView) bool {
 		return !pv.Since.IsZero() && r.now.Sub(pv.Since) >= o.MergeAfter
 	}
+	za := zoneOf(r.v, a.Lo, a.Hi)
+	if za == partialZone || za != zoneOf(r.v, b.Lo, b.Hi) {
+		return false // merging would cut across a zone range's bound
+	}
 	return a.Shard == b.Shard && !a.Busy && !b.Busy && old(a) && old(b) &&
 		a.LoadAboveSince.IsZero() && b.LoadAboveSince.IsZero() &&
 		a.Bytes+b.Bytes < o.PartitionMaxBytes/4 && a.RUPerSec+b.RUPerSec < o.SplitLoadRU/4

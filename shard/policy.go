@@ -71,6 +71,7 @@ func (p *Policy) Decide(v CollectionView, now time.Time) []Action {
 		return nil
 	}
 	r := newRound(p, &v, now)
+	r.zones()
 	for i := range v.Partitions {
 		r.partition(i)
 	}
@@ -104,7 +105,7 @@ func newRound(p *Policy, v *CollectionView, now time.Time) *round {
 // partition decides the size and load rules for partition i.
 func (r *round) partition(i int) {
 	pv := &r.v.Partitions[i]
-	if pv.Busy {
+	if pv.Busy || r.changed[i] {
 		return
 	}
 	o := &r.p.opts

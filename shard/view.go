@@ -78,6 +78,8 @@ type CollectionView struct {
 	// NoMoves: the balancer is stopped (balancerStop). The policy then proposes splits only:
 	// no draining, no balancing, and a load split's right child stays on its shard.
 	NoMoves bool
+	// Zones are the collection's zone ranges in hash order, disjoint (zone.go).
+	Zones []ZoneSpan
 	// Partitions in hash order, tiling the hash space like a Map.
 	Partitions []PartitionView
 }
@@ -116,6 +118,7 @@ const (
 	ReasonDrain                          // the shard is being emptied (removeShard)
 	ReasonCold                           // adjacent partitions of one shard are small and cold
 	ReasonManual                         // a user asked (mergeChunks, mergeAllChunksOnShard)
+	ReasonZone                           // a zone range's bound, or its zone's shards (zone.go)
 )
 
 // String returns the reason's name as logs and metrics show it.
@@ -137,6 +140,8 @@ func (r Reason) String() string {
 		return "cold"
 	case ReasonManual:
 		return "manual"
+	case ReasonZone:
+		return "zone"
 	}
 	return fmt.Sprintf("Reason(%d)", uint8(r))
 }

@@ -55,6 +55,7 @@ func encodeCollection(c *Collection) []byte {
 	if c.ShardKey != nil {
 		doc = bsoncore.AppendDocumentElement(doc, "shardKey", c.ShardKey)
 	}
+	doc = appendPlacement(doc, c)
 	doc = bsoncore.AppendInt64Element(doc, "throughput", c.Throughput)
 	if c.Autoscale {
 		doc = bsoncore.AppendBooleanElement(doc, "autoscale", true) // absent in older records: false
@@ -71,13 +72,7 @@ func encodeCollection(c *Collection) []byte {
 	if c.SharedRU > 0 {
 		doc = bsoncore.AppendDoubleElement(doc, "sharedRU", c.SharedRU)
 	}
-	if c.SearchIndexes != nil {
-		sidx, sdoc := bsoncore.AppendArrayElementStart(doc, "searchIndexes")
-		for i, x := range c.SearchIndexes {
-			sdoc = bsoncore.AppendDocumentElement(sdoc, strconv.Itoa(i), x)
-		}
-		doc, _ = bsoncore.AppendArrayEnd(sdoc, sidx)
-	}
+	doc = appendDocArray(doc, "searchIndexes", c.SearchIndexes)
 	aidx, doc := bsoncore.AppendArrayElementStart(doc, "indexes")
 	for i, x := range c.Indexes {
 		var xi int32
@@ -123,6 +118,28 @@ func encodeCollection(c *Collection) []byte {
 	return doc
 }
 
+// appendPlacement appends the fields that refine where c's documents go: placeFields and
+// zones, each only when set (older records have neither).
+func appendPlacement(doc []byte, c *Collection) []byte {
+	if c.PlaceFields > 0 {
+		doc = bsoncore.AppendInt64Element(doc, "placeFields", int64(c.PlaceFields))
+	}
+	return appendDocArray(doc, "zones", c.Zones)
+}
+
+// appendDocArray appends docs as an array field key, unless docs is nil.
+func appendDocArray(doc []byte, key string, docs []bsoncore.Document) []byte {
+	if docs == nil {
+		return doc
+	}
+	idx, doc := bsoncore.AppendArrayElementStart(doc, key)
+	for i, x := range docs {
+		doc = bsoncore.AppendDocumentElement(doc, strconv.Itoa(i), x)
+	}
+	doc, _ = bsoncore.AppendArrayEnd(doc, idx)
+	return doc
+}
+
 // decodeCollection decodes a collection record.
 func decodeCollection(raw []byte) (*Collection, error) {
 	c := &Collection{}
@@ -149,6 +166,13 @@ func decodeCollection(raw []byte) (*Collection, error) {
 			c.ShardKey = docValue(v)
 		case "throughput":
 			c.Throughput = int64Value(v)
+		case "placeFields":
+			c.PlaceFields = int(int64Value(v))
+		case "zones":
+			err = eachArrayDoc(v, func(d bsoncore.Document) error {
+				c.Zones = append(c.Zones, slices.Clone(d))
+				return nil
+			})
 		case "autoscale":
 			c.Autoscale, _ = v.BooleanOK()
 		case "burstCapacity":

@@ -26,6 +26,13 @@ type Collection struct {
 	Options bsoncore.Document
 	// ShardKey is the shard key pattern; nil means unsharded (all documents at hash 0).
 	ShardKey bsoncore.Document
+	// PlaceFields is how many leading fields of ShardKey place a document (its hash or range
+	// key); 0 means all. refineCollectionShardKey adds suffix fields that are carried only,
+	// so that refining is a catalog change and no document moves.
+	PlaceFields int
+	// Zones are the collection's zone ranges (updateZoneKeyRange), each {min, max, tag} with
+	// bounds over the full shard key, sorted by min; nil if none.
+	Zones []bsoncore.Document
 	// Throughput is the provisioned RU/s, 0 if none.
 	Throughput int64
 	// Autoscale marks Throughput as an autoscale maximum (Cosmos DB's autoScaleSettings)
@@ -162,6 +169,12 @@ func (c *Collection) clone() *Collection {
 		n.Indexes[i] = x
 	}
 	n.Partitions = slices.Clone(c.Partitions)
+	if c.Zones != nil {
+		n.Zones = make([]bsoncore.Document, len(c.Zones))
+		for i, x := range c.Zones {
+			n.Zones[i] = cloneDoc(x)
+		}
+	}
 	if c.SearchIndexes != nil {
 		n.SearchIndexes = make([]bsoncore.Document, len(c.SearchIndexes))
 		for i, x := range c.SearchIndexes {

@@ -34,6 +34,10 @@ type Coll struct {
 	// Ranged reports a ranged key (ranged.go): no hashed field, documents placed by the
 	// range key of their values; Hashed is then 0.
 	Ranged bool
+	// Place are the fields of a ranged key that place a document: the key's first
+	// Meta.PlaceFields fields after refineCollectionShardKey added carried suffix fields,
+	// else all of them (PlaceFields).
+	Place []bsonx.IndexField
 	// IDIndexed reports that the _id index has entries: a document's location cannot be
 	// derived from its _id alone (sharded on something else than _id), or _id is unique
 	// under the _id index's collation, which the raw _id of the document key cannot check.

@@ -22,6 +22,16 @@ func (ci *Coll) compileRanged() {
 		return
 	}
 	ci.Ranged, ci.Hashed = true, 0
+	ci.Place = ci.ShardKey[:PlaceFields(ci.Meta.PlaceFields, len(ci.ShardKey))]
+}
+
+// PlaceFields returns how many of a ranged key's n fields place a document, given the
+// catalog's placeFields (0: all of them).
+func PlaceFields(placeFields, n int) int {
+	if placeFields <= 0 || placeFields > n {
+		return n
+	}
+	return placeFields
 }
 
 // rangedHash returns the range key of doc's shard-key values (null for a missing field),
@@ -29,20 +39,23 @@ func (ci *Coll) compileRanged() {
 func (ci *Coll) rangedHash(doc bsoncore.Document) (uint64, error) {
 	var vb [4]bsoncore.Value
 	vals := vb[:0]
-	for _, f := range ci.ShardKey {
+	for i, f := range ci.ShardKey {
 		v := KeyValue(doc, f.Path)
 		if v.Type == bsoncore.TypeArray {
 			return 0, errShardKeyArray()
 		}
-		vals = append(vals, v)
+		if i < len(ci.Place) { // a refined key's suffix is carried, not placed
+			vals = append(vals, v)
+		}
 	}
 	return bsonx.RangeKey(vals...), nil
 }
 
-// RangedPaths returns the field paths of a ranged key, in its pattern's order.
+// RangedPaths returns the field paths of a ranged key that place documents, in its
+// pattern's order.
 func (ci *Coll) RangedPaths() []string {
-	out := make([]string, len(ci.ShardKey))
-	for i, f := range ci.ShardKey {
+	out := make([]string, len(ci.Place))
+	for i, f := range ci.Place {
 		out[i] = f.Path
 	}
 	return out
@@ -50,19 +63,24 @@ func (ci *Coll) RangedPaths() []string {
 
 // BoundHash returns the placement hash of a chunk bound as config.chunks shows it ({x: 42},
 // MinKey and MaxKey at the ends) for a ranged key: the range key of its values, a field
-// missing from it standing for MinKey. ok is false for any other key.
+// missing from it standing for MinKey; a bound starting with MinKey is the start of the
+// space (0), one starting with MaxKey its end (0, read by the caller as 2^64). ok is false
+// for any other key.
 func (ci *Coll) BoundHash(bound bsoncore.Document) (uint64, bool) {
 	if !ci.Ranged {
 		return 0, false
 	}
-	vals := make([]bsoncore.Value, len(ci.ShardKey))
-	for i, f := range ci.ShardKey {
+	vals := make([]bsoncore.Value, len(ci.Place))
+	for i, f := range ci.Place {
 		v, err := bound.LookupErr(f.Path)
 		if err != nil {
 			v = bsoncore.Value{Type: bsoncore.TypeMinKey}
 		}
 		if v.Type == bsoncore.TypeMaxKey && i == 0 {
 			return 0, true // the end of the key space, 2^64
+		}
+		if v.Type == bsoncore.TypeMinKey && i == 0 {
+			return 0, true // the start of the key space, as the first chunk's min shows it
 		}
 		vals[i] = v
 	}
@@ -72,5 +90,9 @@ func (ci *Coll) BoundHash(bound bsoncore.Document) (uint64, bool) {
 // RangeBounds returns a ranged key's values at placement hash h, as config.chunks shows a
 // chunk's min (bsonx.RangeBound); h == 0 is MinKey in every field.
 func (ci *Coll) RangeBounds(h uint64) []bsoncore.Value {
-	return bsonx.RangeBound(h, len(ci.ShardKey))
+	out := bsonx.RangeBound(h, len(ci.Place))
+	for len(out) < len(ci.ShardKey) {
+		out = append(out, bsoncore.Value{Type: bsoncore.TypeMinKey})
+	}
+	return out
 }

@@ -62,9 +62,9 @@ func rangedTargets(ci *catalog.Coll, f *match.Filter, p *Plan, dst []int) ([]int
 // rangedPoints returns the partitions and range keys of the full keys an equality or $in on
 // every field of a ranged key fixes; ok is false when a field is not fixed.
 func rangedPoints(ci *catalog.Coll, f *match.Filter, dst []int) ([]int, []hashTarget, bool) {
-	fields := make([][]bsoncore.Value, len(ci.ShardKey))
+	fields := make([][]bsoncore.Value, len(ci.Place))
 	combos := 1
-	for i, fld := range ci.ShardKey {
+	for i, fld := range ci.Place {
 		vals, ok := f.KeyEqualities(fld.Path)
 		if !ok || collatedStrings(f, vals) || combos*len(vals) > maxRangedCombos {
 			return nil, nil, false

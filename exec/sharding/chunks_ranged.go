@@ -22,11 +22,15 @@ func rangedFields(fields []bsonx.IndexField) bool {
 // rangedBound is the bound of a ranged key's chunk at range key h, as mongos shows it: the
 // key's values there ({x: 42}; {a: "eu", b: MinKey} when the range key ends in a), decoded
 // by bsonx.RangeBound.
-func rangedBound(fields []bsonx.IndexField, h uint64) bsoncore.Document {
-	vals := bsonx.RangeBound(h, len(fields))
+func rangedBound(fields []bsonx.IndexField, place int, h uint64) bsoncore.Document {
+	vals := bsonx.RangeBound(h, place)
 	b := bsoncore.NewDocumentBuilder()
 	for i, f := range fields {
-		b.AppendValue(f.Path, vals[i])
+		if i < len(vals) {
+			b.AppendValue(f.Path, vals[i])
+		} else {
+			b.AppendMinKey(f.Path) // a refined key's carried suffix
+		}
 	}
 	return b.Build()
 }
@@ -45,7 +49,7 @@ func snapRangedSplit(c *store.Collection, m *shard.Map, a *shard.SplitAction) {
 	if i < 0 {
 		return
 	}
-	at := bsonx.RangeKey(bsonx.RangeBound(a.At, len(fields))...)
+	at := bsonx.RangeKey(bsonx.RangeBound(a.At, catalog.PlaceFields(c.PlaceFields, len(fields)))...)
 	if lo, hi := m.Range(i); at > lo && (hi == 0 || at < hi) {
 		a.At = at
 	}

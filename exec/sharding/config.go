@@ -21,7 +21,7 @@ import (
 // sh.status() and getShardDistribution() use all three — read them like any collection.
 
 // ConfigColls are the config collections derived from the catalog.
-var ConfigColls = []string{"version", "shards", "databases", "collections", "chunks", "mongos"}
+var ConfigColls = []string{"version", "shards", "databases", "collections", "chunks", "tags", "mongos"}
 
 // syncConfigAll refreshes every derived config collection.
 func (m *Manager) syncConfigAll() error {
@@ -105,6 +105,7 @@ func (m *Manager) ConfigDocs(name string) []bsoncore.Document {
 		out = append(out, bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).
 			AppendObjectID("clusterId", clusterID).Build())
 	case "shards":
+		zones := m.ShardZones()
 		for i := range m.cat.Shards() {
 			b := bsoncore.NewDocumentBuilder().
 				AppendString("_id", catalog.ShardName(i)).
@@ -114,6 +115,7 @@ func (m *Manager) ConfigDocs(name string) []bsoncore.Document {
 			if m.IsDraining(i) { // config.shards' draining field (removeShard)
 				b.AppendBoolean("draining", true)
 			}
+			appendTags(b, zones, i)
 			m.appendReplicas(b, i)
 			out = append(out, b.Build())
 		}
@@ -154,6 +156,8 @@ func (m *Manager) ConfigDocs(name string) []bsoncore.Document {
 			}
 			out = append(out, chunkDocs(c, m.mopts.Started, budgets)...)
 		})
+	case "tags":
+		out = m.tagDocs()
 	case "mongos":
 		now := time.Now()
 		out = append(out, bsoncore.NewDocumentBuilder().
@@ -186,6 +190,7 @@ func (m *Manager) forShardedColls(fn func(c *store.Collection)) {
 // (budgetRUPerSec, from budgets by partition index; nil: none).
 func chunkDocs(c *store.Collection, started time.Time, budgets []float64) []bsoncore.Document {
 	fields, _ := catalog.KeyPatternFields(c.ShardKey)
+	place := catalog.PlaceFields(c.PlaceFields, len(fields))
 	ns := c.DB + "." + c.Name
 	out := make([]bsoncore.Document, 0, len(c.Partitions))
 	for i, p := range c.Partitions {
@@ -198,8 +203,8 @@ func chunkDocs(c *store.Collection, started time.Time, budgets []float64) []bson
 			AppendObjectID("_id", oid).
 			AppendBinary("uuid", 4, c.UUID[:]).
 			AppendString("ns", ns).
-			AppendDocument("min", chunkBound(fields, lo, i == 0, false)).
-			AppendDocument("max", chunkBound(fields, hi, i == len(c.Partitions)-1, true)).
+			AppendDocument("min", chunkBound(fields, place, lo, i == 0, false)).
+			AppendDocument("max", chunkBound(fields, place, hi, i == len(c.Partitions)-1, true)).
 			AppendString("shard", catalog.ShardName(p.Shard)).
 			AppendTimestamp("lastmod", uint32(c.Version), uint32(i)).
 			AppendTimestamp("onCurrentShardSince", ts, 1).
@@ -217,10 +222,10 @@ func chunkDocs(c *store.Collection, started time.Time, budgets []float64) []bson
 
 // chunkBound is a chunk's min or max: the hashed field at hash h (MinKey or MaxKey at the
 // ends of the space), the other fields of a compound key at MinKey (min) or MaxKey (max);
-// a ranged key's values at range key h (chunks_ranged.go).
-func chunkBound(fields []bsonx.IndexField, h uint64, end, isMax bool) bsoncore.Document {
+// a ranged key's values at range key h, of its first place fields (chunks_ranged.go).
+func chunkBound(fields []bsonx.IndexField, place int, h uint64, end, isMax bool) bsoncore.Document {
 	if !end && rangedFields(fields) {
-		return rangedBound(fields, h)
+		return rangedBound(fields, place, h)
 	}
 	b := bsoncore.NewDocumentBuilder()
 	for _, f := range fields {

@@ -171,6 +171,7 @@ func (m *Manager) CollectionView(ci *catalog.Coll) shard.CollectionView {
 	v := shard.NewView(ci.Map, float64(ci.Meta.Throughput), shards, meters.Snapshots())
 	v.Draining = m.drainingShards()
 	v.Nodes = m.shardNodes()
+	v.Zones = m.zoneSpans(ci)
 	m.stampSince(ci.Meta.ID, &v, time.Now())
 	for i := range v.Partitions {
 		p := &v.Partitions[i]

@@ -82,12 +82,15 @@ const (
 	FailedToSatisfyReadPreference            Code = 133
 	ChunkTooBig                              Code = 153
 	IncompatibleCollationVersion             Code = 161
+	ZoneStillInUse                           Code = 163
 	ViewDepthLimitExceeded                   Code = 165
 	CommandNotSupportedOnView                Code = 166
 	OptionNotSupportedOnView                 Code = 167
 	InvalidPipelineOperator                  Code = 168
 	CannotIndexParallelArrays                Code = 171
 	QueryPlanKilled                          Code = 175
+	ZoneNotFound                             Code = 177
+	RangeOverlapConflict                     Code = 178
 	AmbiguousIndexKeyPattern                 Code = 181
 	InvalidViewDefinition                    Code = 182
 	ClientMetadataCannotBeMutated            Code = 186
@@ -279,6 +282,9 @@ var names = map[Code]string{
 	ExceededMemoryLimit:                      "ExceededMemoryLimit",
 	ChunkTooBig:                              "ChunkTooBig",
 	IncompatibleCollationVersion:             "IncompatibleCollationVersion",
+	ZoneStillInUse:                           "ZoneStillInUse",
+	ZoneNotFound:                             "ZoneNotFound",
+	RangeOverlapConflict:                     "RangeOverlapConflict",
 	ViewDepthLimitExceeded:                   "ViewDepthLimitExceeded",
 	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
 	OptionNotSupportedOnView:                 "OptionNotSupportedOnView",

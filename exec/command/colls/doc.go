@@ -27,6 +27,9 @@ func (h *Handlers) Add(add func(*command.Command)) {
 	h.addIndexCommands(add)
 	h.addSearchIndexCommands(add)
 	h.addShardCommands(add)
+	h.addZoneCommands(add)
+	h.addSplitCommand(add)
+	h.addRefineCommand(add)
 	h.addReshardCommands(add)
 	h.addDrainCommands(add)
 }
