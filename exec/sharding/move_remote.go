@@ -144,6 +144,20 @@ func (m *Manager) beginMove(ci *catalog.Coll, to int, lo, hi uint64) ([]store.Gu
 	return []store.Guard{g}, nil
 }
 
+// moveGuards begins a move on its destination and returns the guards of its flip: the
+// destination's (beginMove) and the source's (sourceGuard).
+func (m *Manager) moveGuards(ci *catalog.Coll, from, to int, lo, hi uint64) ([]store.Guard, error) {
+	source, err := m.sourceGuard(from)
+	if err != nil {
+		return nil, err
+	}
+	guards, err := m.beginMove(ci, to, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	return append(guards, source), nil
+}
+
 // sourceGuard returns the guard of a move's flip on its source, shard from of this node: this
 // node's incarnation and, for a replicated shard, the revision of the leader record naming
 // this node. A leader that lost its group during the move (a new one took writes into the
@@ -172,15 +186,10 @@ func (m *Manager) sourceGuard(from int) (store.Guard, error) {
 // another node: the copy of the whole range, the catch-up passes (the documents the source's
 // write log names), then the commit. It fills st.
 func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi uint64, st *moveStats) error {
-	source, err := m.sourceGuard(from)
+	guards, err := m.moveGuards(ci, from, to, lo, hi)
 	if err != nil {
 		return err
 	}
-	guards, err := m.beginMove(ci, to, lo, hi)
-	if err != nil {
-		return err
-	}
-	guards = append(guards, source)
 	committed := false
 	defer func() {
 		if !committed {
