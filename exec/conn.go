@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/cleavedb/cleave/bsonx"
@@ -31,9 +32,10 @@ func (e *Executor) Connect(info wire.ConnInfo) wire.ConnHandler {
 // conn runs one client connection's commands, one at a time, over its state (Conn), and
 // keeps the reply buffer it reuses from request to request.
 type conn struct {
-	e   *Executor
-	c   *command.Conn
-	out []byte
+	e    *Executor
+	c    *command.Conn
+	out  []byte
+	fork bool // a pipelined connection's handler of one request at a time (Fork)
 }
 
 // maxRetainedReply is the largest reply buffer a connection keeps between requests; a
@@ -138,8 +140,20 @@ func slowOp(r *command.Request, d time.Duration, err error) params.SlowOp {
 
 // Close implements wire.ConnHandler.
 func (h *conn) Close() {
-	h.e.Conns.Delete(h.c.Info.ID)
+	if !h.fork {
+		h.e.Conns.Delete(h.c.Info.ID)
+	}
 	h.out = nil
+}
+
+// Fork implements wire.Forker: the handler of one request at a time of a pipelined internal
+// connection (wire.Request.Concurrent), with the connection's authentication and state of
+// its own. Forks are not in e.Conns: currentOp lists the connection's own requests (before
+// it was pipelined), not those its forks run.
+func (h *conn) Fork() wire.ConnHandler {
+	c := &command.Conn{Info: h.c.Info, Log: h.c.Log, Compressors: h.c.Compressors, SeenHello: h.c.SeenHello}
+	c.Authn.Users = slices.Clone(h.c.Authn.Users)
+	return &conn{e: h.e, c: c, fork: true}
 }
 
 // recoverPanic turns a panic in a command into an InternalError reply and a log line with
