@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,4 +89,118 @@ func TestClusterRemoteLimitedReadLeavesNoCursor(t *testing.T) {
 	if m := serverCursors(t, bc); m.Open.Total != 0 {
 		t.Errorf("node-b holds %d open cursors after every read through node-a ended, want 0", m.Open.Total)
 	}
+}
+
+// TestClusterHopsDuringMoves: point reads and updates by _id through node-a, from many
+// goroutines at once (the internal connections to node-b and node-c carry them pipelined),
+// while partitions move between the three nodes' shards. Every read finds its document with
+// a value no older than the last update that goroutine saw acknowledged, and in the end
+// every document holds exactly the increments acknowledged (plus those whose outcome the
+// client could not know), once.
+func TestClusterHopsDuringMoves(t *testing.T) {
+	t.Parallel()
+	_, nodes := startClusterNodes(t, 3)
+	clients := make([]*mongo.Client, len(nodes))
+	for i, s := range nodes {
+		clients[i] = s.client(t)
+	}
+	waitClusterShards(t, clients, 3)
+	dbn := dbName(t)
+	ns := dbn + ".c"
+	shardColl(t, clients[0], ns, "_id", bson.E{Key: "numInitialChunks", Value: 6})
+	waitClusterChunks(t, clients, 6, 3)
+	ctx := context.Background()
+	coll := clients[0].Database(dbn).Collection("c")
+	const workers, perWorker = 12, 20
+	docs := make([]any, workers*perWorker)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "n", Value: int32(0)}}
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	acked := make([][]int32, workers)   // per worker, per document: acknowledged increments
+	unknown := make([][]int32, workers) // increments whose outcome the client did not learn
+	errs := make(chan error, workers)
+	for w := range workers {
+		acked[w], unknown[w] = make([]int32, perWorker), make([]int32, perWorker)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; ; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				j := k % perWorker
+				id := int32(w*perWorker + j)
+				var got struct{ N int32 }
+				err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&got)
+				switch {
+				case err != nil && !retryableCode(err):
+					errs <- fmt.Errorf("findOne %d: %w", id, err)
+					return
+				case err == nil && got.N < acked[w][j]:
+					errs <- fmt.Errorf("findOne %d: n = %d, but %d increments were acknowledged", id, got.N, acked[w][j])
+					return
+				}
+				res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
+				switch {
+				case err == nil && res.ModifiedCount == 1:
+					acked[w][j]++
+				case err == nil:
+					errs <- fmt.Errorf("update %d modified %d documents", id, res.ModifiedCount)
+					return
+				case retryableCode(err):
+					unknown[w][j]++
+				default:
+					errs <- fmt.Errorf("update %d: %w", id, err)
+					return
+				}
+			}
+		}()
+	}
+	moved := moveChunkTo(t, clients[1], ns, "_id", "shard-0", "shard-1")
+	moveChunkTo(t, clients[2], ns, "_id", "shard-1", "shard-2", moved)
+	moveChunkTo(t, clients[0], ns, "_id", "shard-2", "shard-0")
+	moveChunkTo(t, clients[1], ns, "_id", "shard-0", "shard-2")
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		return
+	}
+	total := int32(0)
+	for w := range workers {
+		for j := range perWorker {
+			id := int32(w*perWorker + j)
+			total += acked[w][j]
+			for i, c := range clients {
+				var got struct{ N int32 }
+				if err := c.Database(dbn).Collection("c").FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&got); err != nil {
+					t.Fatalf("node %d: findOne %d: %v", i, id, err)
+				}
+				if got.N < acked[w][j] || got.N > acked[w][j]+unknown[w][j] {
+					t.Fatalf("node %d: _id %d has n = %d; %d increments acknowledged, %d unknown", i, id, got.N, acked[w][j], unknown[w][j])
+				}
+			}
+		}
+	}
+	if total == 0 {
+		t.Fatal("no update was acknowledged during the moves")
+	}
+	checkExactlyOnce(t, clients, dbn, "c", func() []int32 {
+		ids := make([]int32, len(docs))
+		for i := range ids {
+			ids[i] = int32(i)
+		}
+		return ids
+	}())
 }
