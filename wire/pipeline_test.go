@@ -63,6 +63,10 @@ func TestClientPipelined(t *testing.T) {
 		slow <- err
 	}()
 	<-h.started
+	// A connection that is not pipelined holds them all behind the slow command: they
+	// would wait for ever, so they give up (after long enough for any machine) and fail.
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)
 	for i := range 200 {
@@ -70,7 +74,7 @@ func TestClientPipelined(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			name := fmt.Sprintf("cmd%d", i)
-			reply, err := c.Command(ctx, command(name))
+			reply, err := c.Command(wctx, command(name))
 			if err == nil && reply.Lookup("cmd").StringValue() != name {
 				err = fmt.Errorf("%s got the reply to %s", name, reply.Lookup("cmd").StringValue())
 			}

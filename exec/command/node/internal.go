@@ -176,7 +176,8 @@ func (h *Handlers) shardFind(ctx context.Context, r *command.Request) error {
 // the read: the router needs no more, and would otherwise kill the cursor with a round trip
 // of its own (a findOne by _id on another node paid two).
 func (h *Handlers) shardBatch(ctx context.Context, r *command.Request, c *cursor.Cursor, ss *query.ShardStream, n int, limit int64, first bool) error {
-	buf := make([]byte, 0, 16<<10)
+	// A point read's batch holds one document: no need for 16 KiB up front.
+	buf := make([]byte, 0, min(16<<10, n*4<<10))
 	var pos []byte // each document's position, while the stream tells them
 	positioned := true
 	done := false
