@@ -5,7 +5,8 @@
 # (numInitialChunks 6: two reads in three go to another node), then one node alone (--shards 1,
 # no etcd); each loads RECORDS documents and runs each of WORKLOADS at THREADS through node a.
 # A run records ops/s and the CPU the servers used in mbench's measured window, summed over the
-# node processes (/proc/PID/stat every 50 ms), per op. The table gives medians over ROUNDS and
+# node processes (/proc/PID/stat every 50 ms), per op, and their read and write system calls
+# per op (/proc/PID/io: syscr + syscw, which counts socket reads and writes). The table gives medians over ROUNDS and
 # a remote read's cost against a local one: with C the cluster's summed CPU per op and L the
 # single node's, C = (L + 2R)/3, so R/L = (3C - L)/(2L).
 #
@@ -132,9 +133,20 @@ def cpu(p):
     with open(f"/proc/{p}/stat") as f:
         fs = f.read().rsplit(")", 1)[1].split()
     return (int(fs[11]) + int(fs[12])) / tck
+def syscalls(p):  # read and write system calls (syscr + syscw)
+    n = 0
+    with open(f"/proc/{p}/io") as f:
+        for line in f:
+            k, v = line.split(":")
+            if k in ("syscr", "syscw"):
+                n += int(v)
+    return n
 with open(out, "w", buffering=1) as f:
     while True:
-        f.write(" ".join([repr(time.time())] + [repr(cpu(p)) for p in pids]) + "\n")
+        vals = []
+        for p in pids:
+            vals += [repr(cpu(p)), repr(syscalls(p))]
+        f.write(" ".join([repr(time.time())] + vals) + "\n")
         time.sleep(0.05)
 EOF
 
@@ -152,7 +164,7 @@ t0 = datetime.datetime.strptime(d, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.
 t0 += float("0." + frac) if frac else 0
 lo, hi = t0 + warm, t0 + warm + r["duration_s"]
 rows = [list(map(float, l.split())) for l in open(samples) if l.strip()]
-rows = [x for x in rows if len(x) == len(names) + 1]
+rows = [x for x in rows if len(x) == 2 * len(names) + 1]
 ts = [x[0] for x in rows]
 def at(t, i):
     k = bisect.bisect_left(ts, t)
@@ -160,9 +172,11 @@ def at(t, i):
     if k >= len(rows): return rows[-1][i]
     a, b = rows[k - 1], rows[k]
     return a[i] + (b[i] - a[i]) * (t - a[0]) / (b[0] - a[0])
-cpu = {n: at(hi, i + 1) - at(lo, i + 1) for i, n in enumerate(names)}
+cpu = {n: at(hi, 2 * i + 1) - at(lo, 2 * i + 1) for i, n in enumerate(names)}
+sys_ = {n: at(hi, 2 * i + 2) - at(lo, 2 * i + 2) for i, n in enumerate(names)}
 ops = r["total"]["ops"]
-print(json.dumps({"cpu_s": cpu, "ops": ops, "sum_cpu_us_per_op": sum(cpu.values()) * 1e6 / ops if ops else 0}))
+print(json.dumps({"cpu_s": cpu, "syscalls": sys_, "ops": ops, "sum_cpu_us_per_op": sum(cpu.values()) * 1e6 / ops if ops else 0,
+                  "sum_syscalls_per_op": sum(sys_.values()) / ops if ops else 0}))
 EOF
 }
 
@@ -180,8 +194,8 @@ run() { # run SETUP WORKLOAD THREADS
 	sleep 0.2
 	kill "$spid" && wait "$spid" 2>/dev/null || true
 	cpu_window "$res/$name.cpu" "$res/$name.json" "${names[@]}" >"$res/$name.cpuwin.json"
-	log "$setup $name: $(awk '/^ +total /{print $3" ops/s, p50 "$7", p99 "$9}' "$res/$name.txt"), \
-$(python3 -c 'import json,sys; print("%.1f CPU us/op (all nodes)" % json.load(open(sys.argv[1]))["sum_cpu_us_per_op"])' "$res/$name.cpuwin.json")"
+	log "$setup $name: $(python3 -c 'import json,sys; r = json.load(open(sys.argv[1])); c = json.load(open(sys.argv[2]))
+print("%.0f ops/s, %.1f CPU us/op, %.2f read+write syscalls/op (all nodes)" % (r["total"]["ops_per_s"], c["sum_cpu_us_per_op"], c["sum_syscalls_per_op"]))' "$res/$name.json" "$res/$name.cpuwin.json")"
 }
 
 profile() { # profile SETUP: one more run of c, profiling every node
@@ -236,8 +250,8 @@ for f in glob.glob(os.path.join(out, "results", "*", "*-t*-r*.json")):
     runs.setdefault((setup, m[1], int(m[2])), []).append((json.load(open(f)), cw))
 med = statistics.median
 print("Medians over rounds; CPU µs/op: the servers' utime+stime in the measured window, summed over the nodes, per op.\n")
-print("| workload | threads | binary | cluster ops/s | cluster CPU µs/op | one node ops/s | one node CPU µs/op | remote/local |")
-print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+print("| workload | threads | binary | cluster ops/s | cluster CPU µs/op | cluster syscalls/op | one node ops/s | one node CPU µs/op | one node syscalls/op | remote/local |")
+print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for w in sorted({k[1] for k in runs}, key=lambda w: (w != "c", w)):
     for t in sorted({k[2] for k in runs if k[1] == w}):
         for b in bins:
@@ -246,5 +260,6 @@ for w in sorted({k[1] for k in runs}, key=lambda w: (w != "c", w)):
                 continue
             cc = med([x["sum_cpu_us_per_op"] for _, x in c]); sc = med([x["sum_cpu_us_per_op"] for _, x in s])
             co = med([r["total"]["ops_per_s"] for r, _ in c]); so = med([r["total"]["ops_per_s"] for r, _ in s])
-            print(f"| {w} | {t} | {b} | {co:,.0f} | {cc:.1f} | {so:,.0f} | {sc:.1f} | {(3 * cc - sc) / (2 * sc):.2f}× |")
+            cs = med([x.get("sum_syscalls_per_op", 0) for _, x in c]); ss = med([x.get("sum_syscalls_per_op", 0) for _, x in s])
+            print(f"| {w} | {t} | {b} | {co:,.0f} | {cc:.1f} | {cs:.2f} | {so:,.0f} | {sc:.1f} | {ss:.2f} | {(3 * cc - sc) / (2 * sc):.2f}× |")
 EOF
