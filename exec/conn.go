@@ -140,7 +140,9 @@ func slowOp(r *command.Request, d time.Duration, err error) params.SlowOp {
 
 // Close implements wire.ConnHandler.
 func (h *conn) Close() {
-	if !h.fork {
+	if h.fork {
+		h.e.Conns.Delete(h.c)
+	} else {
 		h.e.Conns.Delete(h.c.Info.ID)
 	}
 	h.out = nil
@@ -148,11 +150,12 @@ func (h *conn) Close() {
 
 // Fork implements wire.Forker: the handler of one request at a time of a pipelined internal
 // connection (wire.Request.Concurrent), with the connection's authentication and state of
-// its own. Forks are not in e.Conns: currentOp lists the connection's own requests (before
-// it was pipelined), not those its forks run.
+// its own. A fork is in e.Conns under its Conn (the connection's id is its parent's), so
+// currentOp lists the requests it runs, under the connection's id, and killOp reaches them.
 func (h *conn) Fork() wire.ConnHandler {
 	c := &command.Conn{Info: h.c.Info, Log: h.c.Log, Compressors: h.c.Compressors, SeenHello: h.c.SeenHello}
 	c.Authn.Users = slices.Clone(h.c.Authn.Users)
+	h.e.Conns.Store(c, c)
 	return &conn{e: h.e, c: c, fork: true}
 }
 
