@@ -20,7 +20,8 @@ import (
 // their replies by requestID and responseTo: the requests that arrive while a write is under
 // way go out together in the next one, and one reader goroutine per connection hands each
 // reply to its request. A request whose context ends is forgotten (its reply, when it comes,
-// is dropped), which leaves the connection to the others; a connection that fails in any way
+// is dropped, and a cancel message tells the server to stop it), which leaves the connection
+// to the others; a connection that fails in any way
 // fails every request it carries and is closed, and the next request dials a new one (a
 // restarted server is reached again). It speaks only what our server answers (no handshake,
 // no compression).
@@ -131,7 +132,9 @@ func (c *Client) Command(ctx context.Context, cmd bsoncore.Document) (bsoncore.D
 		putCall(call)
 		return reply, err
 	case <-ctx.Done():
-		if !cc.forget(id) {
+		if cc.forget(id) {
+			cc.cancel(id) // the server stops running it; its reply, if sent, is dropped
+		} else {
 			// The reply came as ctx ended: the call is delivered; take it so that the call
 			// goes back to the pool clean.
 			<-call.done

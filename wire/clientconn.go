@@ -79,13 +79,25 @@ func (cc *clientConn) forget(id int32) bool {
 	return ok
 }
 
+// cancel asks the server to stop running request id (CancelField), without a reply. A
+// server that does not pipeline the connection answers nothing to it either (moreToCome).
+func (cc *clientConn) cancel(id int32) {
+	cmd := bsoncore.NewDocumentBuilder().AppendInt32(CancelField, id).Build()
+	_ = cc.write(cc.c.nextID.Add(1), MoreToCome, cmd)
+}
+
 // send writes the request id carrying cmd. Frames that arrive while another request's write
 // is under way are appended to the next batch, which that writer sends when its write
 // returns: under load many requests go out in one write. An error means the connection
 // failed (the request may have left, in part).
 func (cc *clientConn) send(id int32, cmd bsoncore.Document) error {
+	return cc.write(id, 0, cmd)
+}
+
+// write writes an OP_MSG with flags carrying cmd (send).
+func (cc *clientConn) write(id int32, flags MsgFlags, cmd bsoncore.Document) error {
 	cc.wmu.Lock()
-	cc.wbuf = AppendOpMsg(cc.wbuf, id, 0, 0, cmd)
+	cc.wbuf = AppendOpMsg(cc.wbuf, id, 0, flags, cmd)
 	if cc.writing {
 		cc.wmu.Unlock()
 		return nil

@@ -20,12 +20,13 @@ type pipe struct {
 	c     *conn
 	fork  Forker
 	wg    sync.WaitGroup // one per worker
-	tasks chan *[]byte   // a request's frame, to an idle worker
+	tasks chan task      // a request, to an idle worker
 	quit  chan struct{}  // closed when the connection ends: the workers return
 
 	mu       sync.Mutex
 	inflight int
-	reading  bool // a frame is being read
+	reading  bool                         // a frame is being read
+	running  map[int32]context.CancelFunc // the requests in flight, by requestID
 
 	wmu     sync.Mutex
 	wbuf    []byte // replies appended while a write is under way
@@ -34,9 +35,23 @@ type pipe struct {
 	werr    error // the first write error: the connection is closing
 }
 
+// task is one request of a pipelined connection: its frame and its context, which a cancel
+// message ends.
+type task struct {
+	id    int32
+	frame *[]byte
+	ctx   context.Context
+}
+
+// CancelField is the only field of a pipelined connection's cancel message: an OP_MSG with
+// moreToCome, {$cancel: requestID} (an int32), which cancels the context of that request if it
+// still runs and is answered with nothing. The client sends it for a request it gave up on, as
+// closing the connection did before it was pipelined.
+const CancelField = "$cancel"
+
 // servePipelined serves c pipelined until it ends, and returns why.
 func (c *conn) servePipelined(ctx context.Context, f Forker) error {
-	p := &pipe{c: c, fork: f, tasks: make(chan *[]byte), quit: make(chan struct{})}
+	p := &pipe{c: c, fork: f, tasks: make(chan task), quit: make(chan struct{}), running: map[int32]context.CancelFunc{}}
 	c.pipe = p
 	err := p.readLoop(ctx)
 	if !errors.Is(err, errClosedIdle) {
@@ -59,6 +74,13 @@ func (p *pipe) readLoop(ctx context.Context) error {
 			p.mu.Unlock()
 			return err
 		}
+		if id, ok := cancelOf(frame); ok {
+			if n <= c.r.Size() {
+				_, _ = c.r.Discard(n)
+			}
+			p.cancel(id)
+			continue
+		}
 		buf := c.frameBuf // a large frame is read into a borrowed buffer: it goes with the request
 		c.frameBuf = nil
 		if buf == nil {
@@ -66,15 +88,19 @@ func (p *pipe) readLoop(ctx context.Context) error {
 			*buf = append((*buf)[:0], frame...)
 			_, _ = c.r.Discard(n)
 		}
+		t := task{id: c.req.RequestID, frame: buf}
+		var cancel context.CancelFunc
+		t.ctx, cancel = context.WithCancel(ctx)
 		p.mu.Lock()
 		p.inflight++
 		p.reading = false
+		p.running[t.id] = cancel
 		p.mu.Unlock()
 		select {
-		case p.tasks <- buf:
+		case p.tasks <- t:
 		default:
 			p.wg.Add(1)
-			go p.worker(ctx, buf)
+			go p.worker(t)
 		}
 		if c.srv.shutting.Load() {
 			return errClosedIdle
@@ -94,17 +120,17 @@ func (p *pipe) activate() bool {
 	return true
 }
 
-// worker runs frame, then the requests handed to it, on a handler of its own, until the
+// worker runs t, then the requests handed to it, on a handler of its own, until the
 // connection ends.
-func (p *pipe) worker(ctx context.Context, frame *[]byte) {
+func (p *pipe) worker(t task) {
 	defer p.wg.Done()
 	h := p.fork.Fork()
 	defer closeFork(p.c, h)
 	rc := &conn{srv: p.c.srv, nc: p.c.nc, id: p.c.id, cancel: p.c.cancel, ch: h, stats: p.c.stats, pipe: p}
 	for {
-		p.run(ctx, rc, frame)
+		p.run(rc, t)
 		select {
-		case frame = <-p.tasks:
+		case t = <-p.tasks:
 		case <-p.quit:
 			return
 		}
@@ -112,7 +138,7 @@ func (p *pipe) worker(ctx context.Context, frame *[]byte) {
 }
 
 // run handles one request on rc and writes its reply.
-func (p *pipe) run(ctx context.Context, rc *conn, frame *[]byte) {
+func (p *pipe) run(rc *conn, t task) {
 	c := p.c
 	defer func() {
 		if r := recover(); r != nil {
@@ -121,10 +147,10 @@ func (p *pipe) run(ctx context.Context, rc *conn, frame *[]byte) {
 			_ = c.nc.Close()
 		}
 		rc.release()
-		putBuf(frame)
-		p.done()
+		putBuf(t.frame)
+		p.done(t.id)
 	}()
-	if err := rc.handle(ctx, *frame); err != nil {
+	if err := rc.handle(t.ctx, *t.frame); err != nil {
 		rc.logEnd(err)
 		_ = c.nc.Close() // the reader fails and the connection ends
 	}
@@ -132,9 +158,13 @@ func (p *pipe) run(ctx context.Context, rc *conn, frame *[]byte) {
 
 // done notes a request answered; the last request of an idle connection makes it idle, and
 // closes it when the server is shutting down.
-func (p *pipe) done() {
+func (p *pipe) done(id int32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if cancel := p.running[id]; cancel != nil {
+		cancel()
+		delete(p.running, id)
+	}
 	p.inflight--
 	if p.inflight > 0 || p.reading {
 		return
@@ -145,6 +175,32 @@ func (p *pipe) done() {
 		return
 	}
 	p.c.state.CompareAndSwap(stateActive, stateIdle)
+}
+
+// cancel ends the context of request id, if it still runs.
+func (p *pipe) cancel(id int32) {
+	p.mu.Lock()
+	cancel := p.running[id]
+	p.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// cancelOf reports whether frame is a cancel message (CancelField), and for which request:
+// an OP_MSG with moreToCome and no checksum whose body is {$cancel: <int32>} alone.
+func cancelOf(frame []byte) (int32, bool) {
+	const bodyAt = HeaderSize + 4 + 1 // flags, then the body section's kind byte
+	const size = 4 + 1 + len(CancelField) + 1 + 4 + 1
+	if len(frame) != bodyAt+size || OpCode(le.Uint32(frame[12:])) != OpCodeMsg ||
+		MsgFlags(le.Uint32(frame[HeaderSize:])) != MoreToCome || frame[bodyAt-1] != 0 {
+		return 0, false
+	}
+	body := frame[bodyAt:]
+	if int(le.Uint32(body)) != size || body[4] != 0x10 || string(body[5:5+len(CancelField)]) != CancelField || body[5+len(CancelField)] != 0 {
+		return 0, false
+	}
+	return int32(le.Uint32(body[size-5:])), true
 }
 
 // write sends a reply frame: appended to the next batch while another reply is being

@@ -102,9 +102,9 @@ func TestClientPipelined(t *testing.T) {
 	}
 }
 
-// TestClientPipelinedCancel: a request whose context ends is forgotten while it still runs
-// on the server; the connection carries the next requests at once, and the cancelled one's
-// reply, when it comes, goes to no one.
+// TestClientPipelinedCancel: a request whose context ends is forgotten, and the server told
+// to stop it (its handler's context ends); the connection carries the next requests, and the
+// cancelled one's reply, if any comes, goes to no one.
 func TestClientPipelinedCancel(t *testing.T) {
 	h := forkingHandler{newEchoHandler()}
 	ts := startServer(t, ServerOptions{}, h)
@@ -132,7 +132,11 @@ func TestClientPipelinedCancel(t *testing.T) {
 			t.Fatalf("ping got the reply to %s", got)
 		}
 	}
-	ping() // while the cancelled command still runs
+	ping()
+	// The client told the server: the slow command's context ends there too.
+	for h.cancelled.Load() != 1 {
+		time.Sleep(time.Millisecond)
+	}
 	close(h.release)
 	for range 10 {
 		ping()
@@ -241,5 +245,23 @@ func TestServerPipelinedShutdown(t *testing.T) {
 	}
 	if n, m := h.closes.Load(), h.connects.Load(); n < 2 || m != 1 {
 		t.Fatalf("%d handlers closed on %d connection(s), want the connection's and its fork's", n, m)
+	}
+}
+
+// TestCancelOf: the cancel message is recognised by its exact shape only.
+func TestCancelOf(t *testing.T) {
+	body := bsoncore.NewDocumentBuilder().AppendInt32(CancelField, 42).Build()
+	if id, ok := cancelOf(AppendOpMsg(nil, 7, 0, MoreToCome, body)); !ok || id != 42 {
+		t.Fatalf("cancel message: %d, %v", id, ok)
+	}
+	for name, frame := range map[string][]byte{
+		"reply wanted":  AppendOpMsg(nil, 7, 0, 0, body),
+		"another field": AppendOpMsg(nil, 7, 0, MoreToCome, bsoncore.NewDocumentBuilder().AppendInt32("$cancez", 42).Build()),
+		"an int64":      AppendOpMsg(nil, 7, 0, MoreToCome, bsoncore.NewDocumentBuilder().AppendInt64(CancelField, 42).Build()),
+		"more fields":   AppendOpMsg(nil, 7, 0, MoreToCome, bsoncore.NewDocumentBuilder().AppendInt32(CancelField, 42).AppendString("$db", "admin").Build()),
+	} {
+		if _, ok := cancelOf(frame); ok {
+			t.Errorf("%s: taken for a cancel message", name)
+		}
 	}
 }
