@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -203,4 +204,61 @@ func TestClusterHopsDuringMoves(t *testing.T) {
 		}
 		return ids
 	}())
+}
+
+// TestClusterRemoteReadStopsOnOwner: a read through node-a of node-b's shard that runs out
+// of its maxTimeMS on node-a stops on node-b too (the pipelined connection carries a cancel
+// message for it; before pipelining, closing the connection did): node-b's currentOp soon
+// lists no _cleaveShardFind, though its failpoint would hold it for ten minutes. The
+// connection then serves the next read.
+func TestClusterRemoteReadStopsOnOwner(t *testing.T) {
+	t.Parallel()
+	_, nodes := startClusterNodes(t, 2, "--test-commands")
+	dbn := dbName(t)
+	bc := nodes[1].client(t)
+	ctx := context.Background()
+	if _, err := bc.Database(dbn).Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil { // node-b's shard
+		t.Fatal(err)
+	}
+	a := nodes[0].client(t).Database(dbn).Collection("c")
+	waitFor(t, 15*time.Second, "node-a reads node-b's collection", func() bool {
+		n, err := a.CountDocuments(ctx, bson.D{})
+		return err == nil && n == 1
+	})
+	err := bc.Database("admin").RunCommand(ctx, bson.D{{Key: "configureFailPoint", Value: "failCommand"},
+		{Key: "mode", Value: "alwaysOn"}, {Key: "data", Value: bson.D{
+			{Key: "failCommands", Value: bson.A{"_cleaveShardFind"}},
+			{Key: "blockConnection", Value: true}, {Key: "blockTimeMS", Value: 600_000}}}}).Err()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := make(chan error, 1)
+	go func() {
+		found <- a.Database().RunCommand(ctx, bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 1}}},
+			{Key: "limit", Value: 1}, {Key: "singleBatch", Value: true}, {Key: "maxTimeMS", Value: 2000}}).Err()
+	}()
+	held := func() bool { // node-b runs node-a's part of the read
+		var res struct{ Inprog []bson.Raw }
+		if err := bc.Database("admin").RunCommand(ctx, bson.D{{Key: "currentOp", Value: 1}}).Decode(&res); err != nil {
+			t.Fatalf("currentOp: %v", err)
+		}
+		for _, op := range res.Inprog {
+			if _, err := op.LookupErr("command", "_cleaveShardFind"); err == nil {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, 30*time.Second, "node-b's currentOp lists the read node-a sent", held)
+	var ce mongo.CommandError
+	if err := <-found; !errors.As(err, &ce) || ce.Code != 50 {
+		t.Fatalf("find held on node-b with maxTimeMS 2000: %v, want MaxTimeMSExpired (50)", err)
+	}
+	waitFor(t, 30*time.Second, "node-b stops the read node-a gave up", func() bool { return !held() })
+	if err := bc.Database("admin").RunCommand(ctx, bson.D{{Key: "configureFailPoint", Value: "failCommand"}, {Key: "mode", Value: "off"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Err(); err != nil {
+		t.Fatalf("findOne after the cancelled one: %v", err)
+	}
 }
