@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/cleavedb/cleave/bsonx"
@@ -32,9 +33,10 @@ func (e *Executor) Connect(info wire.ConnInfo) wire.ConnHandler {
 // conn runs one client connection's commands, one at a time, over its state (Conn), and
 // keeps the reply buffer it reuses from request to request.
 type conn struct {
-	e   *Executor
-	c   *command.Conn
-	out []byte
+	e    *Executor
+	c    *command.Conn
+	out  []byte
+	fork bool // a pipelined connection's handler of one request at a time (Fork)
 	// mem is the reply's share of the memory account, released once the wire layer is done
 	// with the reply: at the next request or at Close.
 	mem *stream.Reservation
@@ -143,9 +145,24 @@ func slowOp(r *command.Request, d time.Duration, err error) params.SlowOp {
 
 // Close implements wire.ConnHandler.
 func (h *conn) Close() {
-	h.e.Conns.Delete(h.c.Info.ID)
+	if h.fork {
+		h.e.Conns.Delete(h.c)
+	} else {
+		h.e.Conns.Delete(h.c.Info.ID)
+	}
 	h.out = nil
 	h.mem.Release()
+}
+
+// Fork implements wire.Forker: the handler of one request at a time of a pipelined internal
+// connection (wire.Request.Concurrent), with the connection's authentication and state of
+// its own. A fork is in e.Conns under its Conn (the connection's id is its parent's), so
+// currentOp lists the requests it runs, under the connection's id, and killOp reaches them.
+func (h *conn) Fork() wire.ConnHandler {
+	c := &command.Conn{Info: h.c.Info, Log: h.c.Log, Compressors: h.c.Compressors, SeenHello: h.c.SeenHello}
+	c.Authn.Users = slices.Clone(h.c.Authn.Users)
+	h.e.Conns.Store(c, c)
+	return &conn{e: h.e, c: c, fork: true, mem: h.e.Memory.NewReservation()}
 }
 
 // recoverPanic turns a panic in a command into an InternalError reply and a log line with

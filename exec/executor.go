@@ -96,11 +96,9 @@ func (e *Executor) Quiesce() {
 }
 
 // InternalHello authenticates a node's internal connections to the others with the cluster's
-// key (nil without one): the raft transport's connections (replica/host) as route's.
+// key (not without one) and pipelines them: the raft transport's connections (replica/host)
+// as route's.
 func InternalHello(key string) func(ctx context.Context, run func(cmd bsoncore.Document) (bsoncore.Document, error)) error {
-	if key == "" {
-		return nil
-	}
 	return access.InternalHello(key)
 }
 

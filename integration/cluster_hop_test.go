@@ -2,6 +2,9 @@ package integration
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,5 +89,176 @@ func TestClusterRemoteLimitedReadLeavesNoCursor(t *testing.T) {
 	}
 	if m := serverCursors(t, bc); m.Open.Total != 0 {
 		t.Errorf("node-b holds %d open cursors after every read through node-a ended, want 0", m.Open.Total)
+	}
+}
+
+// TestClusterHopsDuringMoves: point reads and updates by _id through node-a, from many
+// goroutines at once (the internal connections to node-b and node-c carry them pipelined),
+// while partitions move between the three nodes' shards. Every read finds its document with
+// a value no older than the last update that goroutine saw acknowledged, and in the end
+// every document holds exactly the increments acknowledged (plus those whose outcome the
+// client could not know), once.
+func TestClusterHopsDuringMoves(t *testing.T) {
+	t.Parallel()
+	_, nodes := startClusterNodes(t, 3)
+	clients := make([]*mongo.Client, len(nodes))
+	for i, s := range nodes {
+		clients[i] = s.client(t)
+	}
+	waitClusterShards(t, clients, 3)
+	dbn := dbName(t)
+	ns := dbn + ".c"
+	shardColl(t, clients[0], ns, "_id", bson.E{Key: "numInitialChunks", Value: 6})
+	waitClusterChunks(t, clients, 6, 3)
+	ctx := context.Background()
+	coll := clients[0].Database(dbn).Collection("c")
+	const workers, perWorker = 12, 20
+	docs := make([]any, workers*perWorker)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "n", Value: int32(0)}}
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	acked := make([][]int32, workers)   // per worker, per document: acknowledged increments
+	unknown := make([][]int32, workers) // increments whose outcome the client did not learn
+	errs := make(chan error, workers)
+	for w := range workers {
+		acked[w], unknown[w] = make([]int32, perWorker), make([]int32, perWorker)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; ; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				j := k % perWorker
+				id := int32(w*perWorker + j)
+				var got struct{ N int32 }
+				err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&got)
+				switch {
+				case err != nil && !retryableCode(err):
+					errs <- fmt.Errorf("findOne %d: %w", id, err)
+					return
+				case err == nil && got.N < acked[w][j]:
+					errs <- fmt.Errorf("findOne %d: n = %d, but %d increments were acknowledged", id, got.N, acked[w][j])
+					return
+				}
+				res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
+				switch {
+				case err == nil && res.ModifiedCount == 1:
+					acked[w][j]++
+				case err == nil:
+					errs <- fmt.Errorf("update %d modified %d documents", id, res.ModifiedCount)
+					return
+				case retryableCode(err):
+					unknown[w][j]++
+				default:
+					errs <- fmt.Errorf("update %d: %w", id, err)
+					return
+				}
+			}
+		}()
+	}
+	moved := moveChunkTo(t, clients[1], ns, "_id", "shard-0", "shard-1")
+	moveChunkTo(t, clients[2], ns, "_id", "shard-1", "shard-2", moved)
+	moveChunkTo(t, clients[0], ns, "_id", "shard-2", "shard-0")
+	moveChunkTo(t, clients[1], ns, "_id", "shard-0", "shard-2")
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		return
+	}
+	total := int32(0)
+	for w := range workers {
+		for j := range perWorker {
+			id := int32(w*perWorker + j)
+			total += acked[w][j]
+			for i, c := range clients {
+				var got struct{ N int32 }
+				if err := c.Database(dbn).Collection("c").FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&got); err != nil {
+					t.Fatalf("node %d: findOne %d: %v", i, id, err)
+				}
+				if got.N < acked[w][j] || got.N > acked[w][j]+unknown[w][j] {
+					t.Fatalf("node %d: _id %d has n = %d; %d increments acknowledged, %d unknown", i, id, got.N, acked[w][j], unknown[w][j])
+				}
+			}
+		}
+	}
+	if total == 0 {
+		t.Fatal("no update was acknowledged during the moves")
+	}
+	checkExactlyOnce(t, clients, dbn, "c", func() []int32 {
+		ids := make([]int32, len(docs))
+		for i := range ids {
+			ids[i] = int32(i)
+		}
+		return ids
+	}())
+}
+
+// TestClusterRemoteReadStopsOnOwner: a read through node-a of node-b's shard that runs out
+// of its maxTimeMS on node-a stops on node-b too (the pipelined connection carries a cancel
+// message for it; before pipelining, closing the connection did): node-b's currentOp soon
+// lists no _cleaveShardFind, though its failpoint would hold it for ten minutes. The
+// connection then serves the next read.
+func TestClusterRemoteReadStopsOnOwner(t *testing.T) {
+	t.Parallel()
+	_, nodes := startClusterNodes(t, 2, "--test-commands")
+	dbn := dbName(t)
+	bc := nodes[1].client(t)
+	ctx := context.Background()
+	if _, err := bc.Database(dbn).Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil { // node-b's shard
+		t.Fatal(err)
+	}
+	a := nodes[0].client(t).Database(dbn).Collection("c")
+	waitFor(t, 15*time.Second, "node-a reads node-b's collection", func() bool {
+		n, err := a.CountDocuments(ctx, bson.D{})
+		return err == nil && n == 1
+	})
+	err := bc.Database("admin").RunCommand(ctx, bson.D{{Key: "configureFailPoint", Value: "failCommand"},
+		{Key: "mode", Value: "alwaysOn"}, {Key: "data", Value: bson.D{
+			{Key: "failCommands", Value: bson.A{"_cleaveShardFind"}},
+			{Key: "blockConnection", Value: true}, {Key: "blockTimeMS", Value: 600_000}}}}).Err()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := make(chan error, 1)
+	go func() {
+		found <- a.Database().RunCommand(ctx, bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 1}}},
+			{Key: "limit", Value: 1}, {Key: "singleBatch", Value: true}, {Key: "maxTimeMS", Value: 2000}}).Err()
+	}()
+	held := func() bool { // node-b runs node-a's part of the read
+		var res struct{ Inprog []bson.Raw }
+		if err := bc.Database("admin").RunCommand(ctx, bson.D{{Key: "currentOp", Value: 1}}).Decode(&res); err != nil {
+			t.Fatalf("currentOp: %v", err)
+		}
+		for _, op := range res.Inprog {
+			if _, err := op.LookupErr("command", "_cleaveShardFind"); err == nil {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, 30*time.Second, "node-b's currentOp lists the read node-a sent", held)
+	var ce mongo.CommandError
+	if err := <-found; !errors.As(err, &ce) || ce.Code != 50 {
+		t.Fatalf("find held on node-b with maxTimeMS 2000: %v, want MaxTimeMSExpired (50)", err)
+	}
+	waitFor(t, 30*time.Second, "node-b stops the read node-a gave up", func() bool { return !held() })
+	if err := bc.Database("admin").RunCommand(ctx, bson.D{{Key: "configureFailPoint", Value: "failCommand"}, {Key: "mode", Value: "off"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Err(); err != nil {
+		t.Fatalf("findOne after the cancelled one: %v", err)
 	}
 }

@@ -43,8 +43,9 @@ type conn struct {
 	cancel context.CancelFunc // cancels the context of Handle calls
 	ch     ConnHandler
 	state  atomic.Int32
-	stats  connStats
+	stats  *connStats // shared with the requests a pipelined connection runs at once
 	watch  watchState
+	pipe   *pipe // set once the connection is pipelined (pipeline.go)
 
 	msg, inner Message // the request, and what an OP_COMPRESSED request carries
 	req        Request
@@ -55,7 +56,7 @@ type conn struct {
 
 // newConn wraps nc; serve runs it with a context that cancel ends.
 func newConn(s *Server, nc net.Conn, id int64, cancel context.CancelFunc) *conn {
-	c := &conn{srv: s, nc: nc, id: id, cancel: cancel}
+	c := &conn{srv: s, nc: nc, id: id, cancel: cancel, stats: new(connStats)}
 	c.r = bufio.NewReaderSize(connReader{c}, s.opts.ReadBufferSize)
 	return c
 }
@@ -86,6 +87,12 @@ func (c *conn) serve(ctx context.Context) {
 		if c.srv.shutting.Load() {
 			c.logEnd(errClosedIdle)
 			return
+		}
+		if c.req.Concurrent {
+			if f, ok := c.ch.(Forker); ok {
+				c.logEnd(c.servePipelined(ctx, f))
+				return
+			}
 		}
 	}
 }
@@ -154,10 +161,26 @@ func (c *conn) logEnd(err error) {
 
 // serveOne reads, handles and answers one request.
 func (c *conn) serveOne(ctx context.Context) error {
+	frame, n, err := c.readFrame()
+	if err != nil {
+		return err
+	}
+	err = c.handle(ctx, frame)
+	if n <= c.r.Size() {
+		_, _ = c.r.Discard(n)
+	}
+	c.release()
+	return err
+}
+
+// readFrame waits for the next request and reads its frame of n bytes: in place in the read
+// buffer (valid until Discard(n)) when it fits, else into c.frameBuf. The connection turns
+// active once the request's header is in.
+func (c *conn) readFrame() (frame []byte, n int, err error) {
 	// Waiting for a request has no deadline (drivers keep idle pooled connections); once
 	// its first byte is in, the rest must arrive within FrameReadTimeout.
 	if _, err := c.r.Peek(1); err != nil {
-		return err
+		return nil, 0, err
 	}
 	deadline := false
 	if c.r.Buffered() < HeaderSize {
@@ -169,21 +192,20 @@ func (c *conn) serveOne(ctx context.Context) error {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		return fmt.Errorf("truncated message header: %w", slowClient("reading a header", err))
+		return nil, 0, fmt.Errorf("truncated message header: %w", slowClient("reading a header", err))
 	}
-	if !c.state.CompareAndSwap(stateIdle, stateActive) {
-		return errClosedIdle
+	if !c.activate() {
+		return nil, 0, errClosedIdle
 	}
 	c.req.RequestID = int32(le.Uint32(hdr[4:]))
-	n, err := checkLength(hdr, MaxMessageSize)
+	n, err = checkLength(hdr, MaxMessageSize)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	if !deadline && c.r.Buffered() < n {
 		c.setFrameDeadline()
 		deadline = true
 	}
-	var frame []byte
 	if n <= c.r.Size() {
 		frame, err = c.r.Peek(n) // decoded in place: valid until Discard
 	} else {
@@ -193,17 +215,20 @@ func (c *conn) serveOne(ctx context.Context) error {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		return fmt.Errorf("truncated message of %d bytes: %w", n, slowClient("reading a frame", err))
+		return nil, 0, fmt.Errorf("truncated message of %d bytes: %w", n, slowClient("reading a frame", err))
 	}
 	if deadline {
 		_ = c.nc.SetReadDeadline(time.Time{})
 	}
-	err = c.handle(ctx, frame)
-	if n <= c.r.Size() {
-		_, _ = c.r.Discard(n)
+	return frame, n, nil
+}
+
+// activate marks the connection busy with a request; false when Shutdown closed it.
+func (c *conn) activate() bool {
+	if c.pipe != nil {
+		return c.pipe.activate()
 	}
-	c.release()
-	return err
+	return c.state.CompareAndSwap(stateIdle, stateActive)
 }
 
 // readLarge reads a frame of n bytes that does not fit the read buffer into a borrowed
@@ -264,6 +289,9 @@ func (c *conn) handle(ctx context.Context, frame []byte) error {
 	}
 	c.req.Compressor = rt.compressor
 	c.req.Replies = 0
+	if c.pipe != nil {
+		c.req.ExhaustAllowed = false // replies of a pipelined connection are one per request
+	}
 	for {
 		c.req.Exhaust = false
 		c.startWatch()
@@ -368,9 +396,14 @@ func (c *conn) writeReplyID(rt replyTo, doc bsoncore.Document, flags ReplyFlags)
 		}
 	}
 	c.stats.physicalOut.Add(int64(len(b)))
-	c.armWriteDeadline()
-	_, err := c.nc.Write(b)
-	err = slowClient("writing a reply", err)
+	var err error
+	if c.pipe != nil {
+		err = c.pipe.write(b)
+	} else {
+		c.armWriteDeadline()
+		_, err = c.nc.Write(b)
+		err = slowClient("writing a reply", err)
+	}
 	*out = b
 	putBuf(out)
 	return id, err

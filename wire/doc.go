@@ -28,6 +28,14 @@
 // "$db" in an OP_QUERY command (40621), and an OP_QUERY on anything but "<db>.$cmd" (an
 // OP_REPLY with QueryFailure and {$err, code: 5739101}, as MongoDB 6+ answers).
 //
+// Pipelined connections: a handler that is a Forker may set Request.Concurrent on a request
+// (the internal client between nodes asks for it after authenticating); from the next
+// request on, that connection's goroutine only reads frames, the requests run at once on
+// workers (each with a handler from Fork), and the replies go out as they finish, matched
+// by responseTo, several in one write when they finish together (pipeline.go). Client is
+// that internal client: a few connections per server, each carrying many requests in flight
+// (client.go, clientconn.go).
+//
 // Memory: each connection holds a ReadBufferSize bufio.Reader (8 KiB) and its goroutine.
 // A request that fits the buffer is decoded in place; a larger one, a decompressed one, a
 // merged body and every reply use buffers borrowed from a size-classed pool for the duration

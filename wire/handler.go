@@ -31,6 +31,16 @@ type ConnHandler interface {
 	Close()
 }
 
+// Forker is a ConnHandler whose connection can be pipelined (Request.Concurrent): Fork
+// returns another handler of the same connection, sharing what the connection established
+// (its authentication) but not its per-request state, which runs one request at a time as
+// ConnHandler says. The forks are closed when the connection ends, before the handler
+// itself.
+type Forker interface {
+	ConnHandler
+	Fork() ConnHandler
+}
+
 // Request is one decoded client message, whatever its opcode.
 type Request struct {
 	RequestID int32 // the client's requestID from the header; logs name it request_id
@@ -59,6 +69,12 @@ type Request struct {
 	// MongoDB streams the awaitable hello this way, and Node.js drivers take a single
 	// reply to it for a broken stream.
 	Exhaust bool
+	// Concurrent is set by the handler of a ConnHandler that is also a Forker to pipeline
+	// the connection: once this request's reply is written, the connection's requests run
+	// at once, each on a handler from Fork, and their replies go out as they finish,
+	// matched to their requests by responseTo (the internal client between nodes asks for
+	// it; see pipeline.go). It stays set.
+	Concurrent bool
 	// Replies counts the replies already sent for this request (exhaust); 0 on its first call.
 	Replies int
 	// Compressor is the compressor the request arrived with (CompressorNoop when it was not

@@ -207,7 +207,7 @@ func (s *Server) accept(nc net.Conn) {
 func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.mu.conns, c)
-	s.mu.closed.add(&c.stats)
+	s.mu.closed.add(c.stats)
 	s.mu.Unlock()
 }
 
@@ -252,7 +252,7 @@ func (s *Server) Stats() Stats {
 	st := s.mu.closed
 	st.ConnectionsCurrent = int64(len(s.mu.conns))
 	for c := range s.mu.conns {
-		st.add(&c.stats)
+		st.add(c.stats)
 		if c.state.Load() == stateActive {
 			st.ConnectionsActive++
 		}

@@ -50,6 +50,9 @@ type watchState struct {
 
 // startWatch arms the watcher before a Handle call.
 func (c *conn) startWatch() {
+	if c.pipe != nil {
+		return // the pipelined connection's reader sees the client go (pipeline.go)
+	}
 	if c.watch.timer == nil {
 		c.watch.done = make(chan struct{}, 1)
 		c.watch.timer = time.AfterFunc(DisconnectWatchDelay, c.watchPeer)
@@ -61,6 +64,9 @@ func (c *conn) startWatch() {
 // stopWatch disarms the watcher after a Handle call, waiting for its goroutine when it had
 // started: a read deadline in the past wakes its read.
 func (c *conn) stopWatch() {
+	if c.pipe != nil {
+		return
+	}
 	if c.watch.timer.Stop() {
 		return // it never fired
 	}

@@ -3,6 +3,7 @@ package access_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -83,6 +84,17 @@ func server(st *access.State, c *access.Conn) func(cmd bsoncore.Document) (bsonc
 		doc = append(bsoncore.AppendDoubleElement(doc, "ok", 1), out...)
 		doc, _ = bsoncore.AppendDocumentEnd(doc, idx)
 		return doc, nil
+	}
+}
+
+// pipelining answers the internal hello's access.PipelineCommand with answer, the rest with
+// next.
+func pipelining(next func(cmd bsoncore.Document) (bsoncore.Document, error), answer func() (bsoncore.Document, error)) func(cmd bsoncore.Document) (bsoncore.Document, error) {
+	return func(cmd bsoncore.Document) (bsoncore.Document, error) {
+		if cmd.Index(0).Key() == access.PipelineCommand {
+			return answer()
+		}
+		return next(cmd)
 	}
 }
 
@@ -211,15 +223,32 @@ func TestInternalHello(t *testing.T) {
 		t.Fatal("the internal user was not derived from the key")
 	}
 	c := &access.Conn{}
-	if err := access.InternalHello(key)(context.Background(), server(st, c)); err != nil {
+	asked := false
+	if err := access.InternalHello(key)(context.Background(), pipelining(server(st, c), func() (bsoncore.Document, error) {
+		asked = len(c.Users) == 1 // after the authentication
+		return streamtest.ExtDoc(t, `{"ok": 1}`), nil
+	})); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(c.Users, []auth.UserName{auth.InternalUserName}) ||
 		!st.Allowed(c, []auth.Need{{Action: auth.ActionInternal}}) {
 		t.Fatalf("internal connection: users %v", c.Users)
 	}
+	if !asked {
+		t.Fatalf("the hello did not ask for a pipelined connection once authenticated")
+	}
+	// A node that does not know the command (an older one) serves the connection in order:
+	// the hello succeeds; any other refusal fails it.
+	for code, ok := range map[int]bool{59: true, 13: false} {
+		err := access.InternalHello(key)(context.Background(), pipelining(server(st, &access.Conn{}), func() (bsoncore.Document, error) {
+			return streamtest.ExtDoc(t, fmt.Sprintf(`{"ok": 0, "code": %d, "errmsg": "no"}`, code)), nil
+		}))
+		if (err == nil) != ok {
+			t.Errorf("_cleavePipeline answered with code %d: hello %v", code, err)
+		}
+	}
 	other := &access.Conn{}
-	err := access.InternalHello("another-key-of-the-right-size")(context.Background(), server(st, other))
+	err := access.InternalHello("another-key-of-the-right-size")(context.Background(), pipelining(server(st, other), nil))
 	wantCode(t, err, mongoerr.AuthenticationFailed, "Authentication failed.")
 	if len(other.Users) != 0 {
 		t.Fatalf("a wrong key authenticated as %v", other.Users)

@@ -124,7 +124,7 @@ type Server struct {
 	// Changes stamps the local shards' change records with Clock and wakes the change
 	// streams waiting for them.
 	Changes *changes.Hub
-	Conns   sync.Map // connection id → *Conn, for $currentOp
+	Conns   sync.Map // connection id (a pipelined connection's fork: its *Conn) → *Conn, for $currentOp
 	// BackgroundOps returns $currentOp documents of work no connection runs (a layout
 	// change's copy, exec/sharding/reshard_ops.go); nil: none.
 	BackgroundOps func() []bsoncore.Document

@@ -41,13 +41,11 @@ type Nodes struct {
 }
 
 // NewNodes returns the way to cluster c's other nodes, for catalog cat whose records are
-// records; key is the cluster's key ("" : no internal authentication), tc the TLS
+// records, over pipelined connections; key is the cluster's key ("" : no internal
+// authentication), tc the TLS
 // configuration of the connections to the other nodes (nil: plain TCP).
 func NewNodes(cat *catalog.Catalog, records *store.Catalog, c sharding.Cluster, key string, tc *tls.Config) *Nodes {
-	opts := wire.ClientOptions{TLS: tc}
-	if key != "" {
-		opts.Hello = access.InternalHello(key)
-	}
+	opts := wire.ClientOptions{TLS: tc, Hello: access.InternalHello(key)}
 	return &Nodes{cat: cat, records: records, cluster: c, pool: wire.NewPool(opts)}
 }
 

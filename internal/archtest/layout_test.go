@@ -101,8 +101,8 @@ var rules = map[string]rule{
 		"the commands that read and write documents, and aggregation"},
 	"exec/command/colls": {[]string{"auth", "bsonx", "exec/args", "exec/backup", "exec/catalog", "exec/changes", "exec/collation", "exec/command", "exec/command/crud", "exec/ddl", "exec/match", "exec/query", "exec/route", "exec/sharding", "exec/validate", "exec/vecindex", "shard", "store", "wire/mongoerr"},
 		"the commands that define and place collections; views' pipelines are CRUD's to parse"},
-	"exec/command/node": {[]string{"auth", "bsonx", "exec/catalog", "exec/changes", "exec/command", "exec/command/crud", "exec/cursor", "exec/query", "exec/route", "exec/sharding", "exec/validate", "exec/write", "store", "wire/mongoerr"},
-		"the internal commands an owner answers for other nodes, sharing CRUD's statement compilers"},
+	"exec/command/node": {[]string{"auth", "bsonx", "exec/access", "exec/catalog", "exec/changes", "exec/command", "exec/command/crud", "exec/cursor", "exec/query", "exec/route", "exec/sharding", "exec/validate", "exec/write", "store", "wire/mongoerr"},
+		"the internal commands an owner answers for other nodes (and the internal hello's pipelining, exec/access), sharing CRUD's statement compilers"},
 
 	"exec/backup": {[]string{"exec/catalog", "store", "wire/mongoerr"},
 		"online backups: the write gate, the shards' checkpoints at one cluster time and their manifest"},

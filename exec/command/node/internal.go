@@ -9,6 +9,7 @@ import (
 
 	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/bsonx"
+	"github.com/cleavedb/cleave/exec/access"
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/command/crud"
@@ -44,7 +45,19 @@ func (h *Handlers) addInternalCommands(add func(*command.Command)) {
 	add(&command.Command{Name: "_cleaveShardIndexes", Run: h.shardIndexes, Action: auth.ActionInternal, Help: "internal: an index build's or drop's part on this node's shards"})
 	add(&command.Command{Name: "_cleaveShardStats", Run: h.shardStats, Action: auth.ActionInternal, Help: "internal: a collection's sizes or validation on this node's shards"})
 	add(&command.Command{Name: "_cleaveShardChanges", Run: h.shardChanges, Action: auth.ActionInternal, Help: "internal: records of a shard's change log, for a change stream on another node"})
+	add(&command.Command{Name: access.PipelineCommand, Run: pipeline, Action: auth.ActionInternal, Help: "internal: this connection's requests run at once, each answered as it finishes"})
 	add(&command.Command{Name: "_cleaveShardModify", Run: h.shardModify, Action: auth.ActionInternal, Help: "internal: a statement of an update, delete or findAndModify on this node's shards"})
+}
+
+// pipeline makes the connection pipelined once its reply is written: its requests run at once
+// and are answered as they finish (wire.Request.Concurrent), which the internal client
+// (wire.Client) matches to them by responseTo.
+func pipeline(_ context.Context, r *command.Request) error {
+	if r.Wire == nil {
+		return mongoerr.New(mongoerr.IllegalOperation, "%s needs a connection", access.PipelineCommand)
+	}
+	r.Wire.Concurrent = true
+	return nil
 }
 
 // catchUp waits until this node's catalog reflects the router's revision rev.
@@ -163,7 +176,8 @@ func (h *Handlers) shardFind(ctx context.Context, r *command.Request) error {
 // the read: the router needs no more, and would otherwise kill the cursor with a round trip
 // of its own (a findOne by _id on another node paid two).
 func (h *Handlers) shardBatch(ctx context.Context, r *command.Request, c *cursor.Cursor, ss *query.ShardStream, n int, limit int64, first bool) error {
-	buf := make([]byte, 0, 16<<10)
+	// A point read's batch holds one document: no need for 16 KiB up front.
+	buf := make([]byte, 0, min(16<<10, n*4<<10))
 	var pos []byte // each document's position, while the stream tells them
 	positioned := true
 	done := false

@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# bench-hop.sh: what a hop to another node costs. For each cleave binary of BINS (label:path,
+# alternated round by round), three nodes of one cluster on loopback (one etcd, from
+# scripts/benchetcd; --shards 1 each, --replicas 1) with mbench.telemetry sharded on hashed _id
+# (numInitialChunks 6: two reads in three go to another node), then one node alone (--shards 1,
+# no etcd); each loads RECORDS documents and runs each of WORKLOADS at THREADS through node a.
+# A run records ops/s and the CPU the servers used in mbench's measured window, summed over the
+# node processes (/proc/PID/stat every 50 ms), per op, and their read and write system calls
+# per op (/proc/PID/io: syscr + syscw, which counts socket reads and writes). The table gives medians over ROUNDS and
+# a remote read's cost against a local one: with C the cluster's summed CPU per op and L the
+# single node's, C = (L + 2R)/3, so R/L = (3C - L)/(2L).
+#
+# With PROFILE=1, the first round also profiles every node of each binary's cluster during one
+# more run of workload c (PROFILE_SECONDS), into $OUT/pprof.
+#
+# Usage: BINS="old:/tmp/x/cleave-old new:/tmp/x/cleave" MBENCH=/tmp/x/mbench scripts/bench-hop.sh
+#   env: OUT (/tmp/cleave-bench-hop), ROUNDS (2), RECORDS (100000), DURATION (10s),
+#        WORKLOADS ("c a"), THREADS (32), PROFILE (0), PROFILE_SECONDS (8)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/mbench.sh
+OUT=${OUT:-/tmp/cleave-bench-hop}
+ROUNDS=${ROUNDS:-2}
+RECORDS=${RECORDS:-100000}
+DURATION=${DURATION:-10s}
+WORKLOADS=${WORKLOADS:-c a}
+THREADS=${THREADS:-32}
+PROFILE=${PROFILE:-0}
+PROFILE_SECONDS=${PROFILE_SECONDS:-8}
+MONGOSH=${MONGOSH:-$PWD/node_modules/.bin/mongosh}
+WARMUP=1s
+NODES=(a b c)
+: "${BINS:?set BINS to label:path pairs}"
+
+rm -rf "$OUT" && mkdir -p "$OUT/bin" "$OUT/results"
+build_mbench "$OUT/bin/mbench"
+go build -o "$OUT/bin/benchetcd" scripts/benchetcd/main.go
+MB=$OUT/bin/mbench
+
+freeport() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+log() { echo "== $*" >&2; }
+
+declare -A PID HTTP PORT
+EPID=
+ETCD=
+BIN=
+cleanup() {
+	for n in "${!PID[@]}"; do kill "${PID[$n]}" 2>/dev/null || true; done
+	[ -n "$EPID" ] && kill "$EPID" 2>/dev/null
+	true
+}
+trap cleanup EXIT
+
+start_etcd() {
+	local dir=$OUT/etcd cp pp
+	rm -rf "$dir"
+	cp=$(freeport) pp=$(freeport)
+	"$OUT/bin/benchetcd" -dir "$dir" -listen 127.0.0.1:$cp -peer 127.0.0.1:$pp -no-fsync >"$OUT/etcd.log" 2>&1 &
+	EPID=$!
+	ETCD=127.0.0.1:$cp
+	for _ in $(seq 300); do
+		grep -q ready "$OUT/etcd.log" && return
+		sleep 0.1
+	done
+	echo "etcd did not start, see $OUT/etcd.log" >&2
+	exit 1
+}
+
+start_node() { # start_node NAME ARGS...
+	local n=$1
+	shift
+	rm -rf "$OUT/data-$n" "$OUT/addr-$n"
+	PORT[$n]=$(freeport)
+	HTTP[$n]=127.0.0.1:$(freeport)
+	"$BIN" --dir "$OUT/data-$n" --listen 127.0.0.1:${PORT[$n]} --shards 1 --log-level warn \
+		--http-addr "${HTTP[$n]}" --pprof --addr-file "$OUT/addr-$n" "$@" >>"$OUT/node-$n.log" 2>&1 &
+	PID[$n]=$!
+}
+
+wait_addr() {
+	for _ in $(seq 600); do
+		[ -s "$OUT/addr-$1" ] && return
+		kill -0 "${PID[$1]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "node $1 did not start, see $OUT/node-$1.log" >&2
+	exit 1
+}
+
+stop_all() {
+	for n in "${!PID[@]}"; do kill "${PID[$n]}" 2>/dev/null || true; done
+	for n in "${!PID[@]}"; do wait "${PID[$n]}" 2>/dev/null || true; done
+	PID=()
+	if [ -n "$EPID" ]; then
+		kill "$EPID" 2>/dev/null || true
+		wait "$EPID" 2>/dev/null || true
+		EPID=
+	fi
+	rm -rf "$OUT"/data-* "$OUT/etcd"
+}
+
+sh_eval() { "$MONGOSH" --quiet "$1" --eval "$2"; }
+
+start_cluster() {
+	local uri seen=
+	start_etcd
+	for n in "${NODES[@]}"; do start_node "$n" --etcd "$ETCD" --node-name "$n" --replicas 1; done
+	for n in "${NODES[@]}"; do wait_addr "$n"; done
+	uri=mongodb://127.0.0.1:${PORT[a]}
+	for _ in $(seq 120); do
+		seen=$(sh_eval "$uri" 'const r = db.adminCommand({listShards: 1}); print(r.ok === 1 && r.shards.length === 3 ? "ok" : JSON.stringify(r))' 2>&1 || true)
+		[ "$seen" = ok ] && return
+		sleep 1
+	done
+	echo "the cluster did not show 3 shards in 120 s: $seen" >&2
+	exit 1
+}
+
+load() { # load URI SETUP SHARDED
+	if [ "$3" = 1 ]; then
+		sh_eval "$1" 'const r = db.adminCommand({shardCollection: "mbench.telemetry", key: {_id: "hashed"}, numInitialChunks: 6});
+if (r.ok !== 1) { print(JSON.stringify(r)); quit(1); }' >"$OUT/results/$2-shard-r$round.txt"
+	fi
+	"$MB" run -uri "$1" -workload load -records "$RECORDS" -threads 8 -drop=false \
+		-out "$OUT/results/$2-load-r$round.json" >"$OUT/results/$2-load-r$round.txt"
+}
+
+cat >"$OUT/bin/cpu_sample.py" <<'EOF'
+import os, sys, time
+out, pids = sys.argv[1], sys.argv[2:]
+tck = os.sysconf("SC_CLK_TCK")
+def cpu(p):
+    with open(f"/proc/{p}/stat") as f:
+        fs = f.read().rsplit(")", 1)[1].split()
+    return (int(fs[11]) + int(fs[12])) / tck
+def syscalls(p):  # read and write system calls (syscr + syscw)
+    n = 0
+    with open(f"/proc/{p}/io") as f:
+        for line in f:
+            k, v = line.split(":")
+            if k in ("syscr", "syscw"):
+                n += int(v)
+    return n
+with open(out, "w", buffering=1) as f:
+    while True:
+        vals = []
+        for p in pids:
+            vals += [repr(cpu(p)), repr(syscalls(p))]
+        f.write(" ".join([repr(time.time())] + vals) + "\n")
+        time.sleep(0.05)
+EOF
+
+cpu_window() { # cpu_window SAMPLES RESULT NAMES...: CPU in the measured window, as JSON
+	python3 - "$WARMUP" "$@" <<'EOF'
+import json, sys, datetime, bisect
+warm, samples, result, names = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+warm = float(warm.rstrip("s"))
+r = json.load(open(result))
+d = r["date"].rstrip("Z")
+frac = ""
+if "." in d:
+    d, frac = d.split(".")
+t0 = datetime.datetime.strptime(d, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc).timestamp()
+t0 += float("0." + frac) if frac else 0
+lo, hi = t0 + warm, t0 + warm + r["duration_s"]
+rows = [list(map(float, l.split())) for l in open(samples) if l.strip()]
+rows = [x for x in rows if len(x) == 2 * len(names) + 1]
+ts = [x[0] for x in rows]
+def at(t, i):
+    k = bisect.bisect_left(ts, t)
+    if k <= 0: return rows[0][i]
+    if k >= len(rows): return rows[-1][i]
+    a, b = rows[k - 1], rows[k]
+    return a[i] + (b[i] - a[i]) * (t - a[0]) / (b[0] - a[0])
+cpu = {n: at(hi, 2 * i + 1) - at(lo, 2 * i + 1) for i, n in enumerate(names)}
+sys_ = {n: at(hi, 2 * i + 2) - at(lo, 2 * i + 2) for i, n in enumerate(names)}
+ops = r["total"]["ops"]
+print(json.dumps({"cpu_s": cpu, "syscalls": sys_, "ops": ops, "sum_cpu_us_per_op": sum(cpu.values()) * 1e6 / ops if ops else 0,
+                  "sum_syscalls_per_op": sum(sys_.values()) / ops if ops else 0}))
+EOF
+}
+
+run() { # run SETUP WORKLOAD THREADS
+	local setup=$1 w=$2 t=$3 name=$2-t$3-r$round names=() pids=() spid
+	local res=$OUT/results/$setup
+	mkdir -p "$res"
+	for n in "${NODES[@]}"; do
+		[ -n "${PID[$n]:-}" ] && names+=("$n") && pids+=("${PID[$n]}")
+	done
+	python3 "$OUT/bin/cpu_sample.py" "$res/$name.cpu" "${pids[@]}" &
+	spid=$!
+	"$MB" run -uri "mongodb://127.0.0.1:${PORT[a]}" -workload "$w" -threads "$t" -duration "$DURATION" \
+		-warmup "$WARMUP" -records "$RECORDS" -pid "${PID[a]}" -label "$setup-$name" -out "$res/$name.json" >"$res/$name.txt"
+	sleep 0.2
+	kill "$spid" && wait "$spid" 2>/dev/null || true
+	cpu_window "$res/$name.cpu" "$res/$name.json" "${names[@]}" >"$res/$name.cpuwin.json"
+	log "$setup $name: $(python3 -c 'import json,sys; r = json.load(open(sys.argv[1])); c = json.load(open(sys.argv[2]))
+print("%.0f ops/s, %.1f CPU us/op, %.2f read+write syscalls/op (all nodes)" % (r["total"]["ops_per_s"], c["sum_cpu_us_per_op"], c["sum_syscalls_per_op"]))' "$res/$name.json" "$res/$name.cpuwin.json")"
+}
+
+profile() { # profile SETUP: one more run of c, profiling every node
+	local setup=$1 dir=$OUT/pprof pids=()
+	mkdir -p "$dir"
+	"$MB" run -uri "mongodb://127.0.0.1:${PORT[a]}" -workload c -threads "${THREADS%% *}" -duration "$((PROFILE_SECONDS + 3))s" \
+		-records "$RECORDS" -out "$dir/$setup.json" >"$dir/$setup.txt" &
+	local mpid=$!
+	sleep 2
+	for n in "${NODES[@]}"; do
+		curl -s -o "$dir/$setup-$n.pprof" "http://${HTTP[$n]}/debug/pprof/profile?seconds=$PROFILE_SECONDS" &
+		pids+=($!)
+	done
+	wait "${pids[@]}" || true
+	wait "$mpid" || true
+	for n in "${NODES[@]}"; do
+		go tool pprof -top -nodecount=50 "$dir/$setup-$n.pprof" >"$dir/$setup-$n.top.txt" 2>/dev/null || true
+		go tool pprof -top -cum -nodecount=70 "$dir/$setup-$n.pprof" >"$dir/$setup-$n.cum.txt" 2>/dev/null || true
+	done
+}
+
+for round in $(seq "$ROUNDS"); do
+	order=$BINS
+	if [ $((round % 2)) = 0 ]; then order=$(printf '%s\n' $BINS | tac | tr '\n' ' '); fi
+	for b in $order; do
+		label=${b%%:*} BIN=${b#*:}
+		log "round $round: $label, three nodes"
+		start_cluster
+		load "mongodb://127.0.0.1:${PORT[a]}" "$label-cluster" 1
+		for w in $WORKLOADS; do for t in $THREADS; do run "$label-cluster" "$w" "$t"; done; done
+		if [ "$PROFILE" = 1 ] && [ "$round" = 1 ]; then profile "$label-cluster"; fi
+		stop_all
+		log "round $round: $label, one node"
+		start_node a
+		wait_addr a
+		load "mongodb://127.0.0.1:${PORT[a]}" "$label-single" 0
+		for w in $WORKLOADS; do for t in $THREADS; do run "$label-single" "$w" "$t"; done; done
+		stop_all
+	done
+done
+
+python3 - "$OUT" "$BINS" <<'EOF' | tee "$OUT/table.md"
+import glob, json, os, re, statistics, sys
+out, bins = sys.argv[1], [b.split(":")[0] for b in sys.argv[2].split()]
+runs = {}
+for f in glob.glob(os.path.join(out, "results", "*", "*-t*-r*.json")):
+    if f.endswith(".cpuwin.json"):
+        continue
+    m = re.match(r"(.+)-t(\d+)-r(\d+)\.json$", os.path.basename(f))
+    setup = os.path.basename(os.path.dirname(f))
+    cw = json.load(open(f[:-5] + ".cpuwin.json"))
+    runs.setdefault((setup, m[1], int(m[2])), []).append((json.load(open(f)), cw))
+med = statistics.median
+print("Medians over rounds; CPU µs/op: the servers' utime+stime in the measured window, summed over the nodes, per op.\n")
+print("| workload | threads | binary | cluster ops/s | cluster CPU µs/op | cluster syscalls/op | one node ops/s | one node CPU µs/op | one node syscalls/op | remote/local |")
+print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for w in sorted({k[1] for k in runs}, key=lambda w: (w != "c", w)):
+    for t in sorted({k[2] for k in runs if k[1] == w}):
+        for b in bins:
+            c, s = runs.get((b + "-cluster", w, t)), runs.get((b + "-single", w, t))
+            if not c or not s:
+                continue
+            cc = med([x["sum_cpu_us_per_op"] for _, x in c]); sc = med([x["sum_cpu_us_per_op"] for _, x in s])
+            co = med([r["total"]["ops_per_s"] for r, _ in c]); so = med([r["total"]["ops_per_s"] for r, _ in s])
+            cs = med([x.get("sum_syscalls_per_op", 0) for _, x in c]); ss = med([x.get("sum_syscalls_per_op", 0) for _, x in s])
+            print(f"| {w} | {t} | {b} | {co:,.0f} | {cc:.1f} | {cs:.2f} | {so:,.0f} | {sc:.1f} | {ss:.2f} | {(3 * cc - sc) / (2 * sc):.2f}× |")
+EOF
