@@ -41,10 +41,9 @@ type Bar struct {
 	start time.Time
 	mu    struct {
 		sync.Mutex
-		n     int64
-		last  time.Time // last rendering
-		shown bool      // something was rendered
-		done  bool
+		n    int64
+		last time.Time // last rendering
+		done bool
 	}
 }
 
@@ -90,9 +89,8 @@ func (b *Bar) maybeRender() {
 	}
 }
 
-// Done renders the final count once, if anything was rendered before or the task took a
-// second or more (a short task leaves no progress behind, as mongodump's), and ends the
-// terminal's line.
+// Done renders the final count once, as mongodump ends each collection with its full bar,
+// and ends the terminal's line.
 func (b *Bar) Done() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -100,18 +98,14 @@ func (b *Bar) Done() {
 		return
 	}
 	b.mu.done = true
-	now := time.Now()
-	if b.mu.shown || now.Sub(b.start) >= plainEvery {
-		b.render(now)
-		if b.tty {
-			_, _ = io.WriteString(b.w, "\n")
-		}
+	b.render(time.Now())
+	if b.tty {
+		_, _ = io.WriteString(b.w, "\n")
 	}
 }
 
 // render writes the current line. b.mu is held.
 func (b *Bar) render(now time.Time) {
-	b.mu.shown = true
 	line := Line(b.label, b.mu.n, b.total, now.Sub(b.start))
 	if b.tty {
 		// \r and clearing to the end of the line redraw it in place.
