@@ -169,7 +169,10 @@ func writesAfter(t *testing.T, ctx context.Context, db *mongo.Database, run func
 		}(),
 		func() error { _, err := a.DeleteOne(ctx, bson.D{{Key: "_id", Value: 9}}); return err }(),
 		func() error { return a.Indexes().DropOne(ctx, "v_1") }(),
-		func() error { _, err := db.Collection("late").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); return err }(),
+		func() error {
+			_, err := db.Collection("late").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}})
+			return err
+		}(),
 	} {
 		if err != nil {
 			t.Fatal(err)
