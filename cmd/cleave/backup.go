@@ -124,8 +124,8 @@ func runRestore(args []string, stdout, stderr io.Writer) int {
 		return exitParse(err)
 	}
 	if *etcd != "" || len(nodes) > 0 {
-		if *from == "" || *etcd == "" || len(nodes) == 0 || *dir != "" || fs.NArg() > 0 {
-			say(stderr, "cleave restore: a cluster's restore takes --from DIR, --etcd ENDPOINTS and one --node NAME=DATADIR per node, and nothing else\n")
+		if *from == "" || *etcd == "" || len(nodes) == 0 || *dir != "" || *until != "" || *logFrom != "" || fs.NArg() > 0 {
+			say(stderr, "cleave restore: a cluster's restore takes --from DIR, --etcd ENDPOINTS and one --node NAME=DATADIR per node, and nothing else (no --until)\n")
 			return 2
 		}
 		return restoreCluster(*from, *etcd, *prefix, nodes, stdout, stderr) // restore_cluster.go
