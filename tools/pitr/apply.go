@@ -50,29 +50,6 @@ func decodeEvent(raw bson.Raw) (*event, error) {
 // errNotApplied is a write that did not change the one document it names.
 var errNotApplied = errors.New("the target does not hold the document the event changes")
 
-// apply makes ev's change on target.
-func apply(ctx context.Context, target *mongo.Client, ev *event) error {
-	db := target.Database(ev.NS.DB)
-	coll := db.Collection(ev.NS.Coll)
-	switch ev.Op {
-	case "insert":
-		_, err := coll.InsertOne(ctx, ev.FullDocument)
-		return err
-	case "replace":
-		r, err := coll.ReplaceOne(ctx, ev.DocumentKey, ev.FullDocument)
-		return matchedOne(r, err)
-	case "update":
-		return applyUpdate(ctx, coll, ev)
-	case "delete":
-		r, err := coll.DeleteOne(ctx, ev.DocumentKey)
-		if err == nil && r.DeletedCount != 1 {
-			err = errNotApplied
-		}
-		return err
-	}
-	return applyDDL(ctx, target, db, ev)
-}
-
 // applyDDL makes the change of a DDL event (create, drop, rename...) on target.
 func applyDDL(ctx context.Context, target *mongo.Client, db *mongo.Database, ev *event) error {
 	var cmd bson.D
@@ -140,23 +117,22 @@ func indexNames(desc bson.Raw) ([]string, error) {
 	return names, nil
 }
 
-// applyUpdate applies an update event's updateDescription to the document it names: the
-// arrays it truncated first (a $push that keeps newSize elements), then its updated and
-// removed fields, in one update each (a truncation and a $set of one of the array's
-// elements would conflict in one).
-func applyUpdate(ctx context.Context, coll *mongo.Collection, ev *event) error {
+// updateModels returns the writes of an update event's updateDescription on the document it
+// names: the arrays it truncated first (a $push that keeps newSize elements), then its
+// updated and removed fields, one write each (a truncation and a $set of one of the array's
+// elements would conflict in one). None for an update that changed nothing.
+func updateModels(ev *event) ([]mongo.WriteModel, error) {
 	u := &ev.Update
 	if err := checkPaths(u.Ambiguous); err != nil {
-		return err
+		return nil, err
 	}
+	var models []mongo.WriteModel
 	if len(u.Truncated) > 0 {
 		push := bson.D{}
 		for _, t := range u.Truncated {
 			push = append(push, bson.E{Key: t.Field, Value: bson.D{{Key: "$each", Value: bson.A{}}, {Key: "$slice", Value: t.NewSize}}})
 		}
-		if err := matchedOne(coll.UpdateOne(ctx, ev.DocumentKey, bson.D{{Key: "$push", Value: push}})); err != nil {
-			return err
-		}
+		models = append(models, mongo.NewUpdateOneModel().SetFilter(ev.DocumentKey).SetUpdate(bson.D{{Key: "$push", Value: push}}))
 	}
 	upd := bson.D{}
 	if elems, _ := u.Updated.Elements(); len(elems) > 0 {
@@ -169,15 +145,10 @@ func applyUpdate(ctx context.Context, coll *mongo.Collection, ev *event) error {
 		}
 		upd = append(upd, bson.E{Key: "$unset", Value: unset})
 	}
-	if len(upd) == 0 {
-		// An update that changed nothing is recorded too: check that its document is there.
-		n, err := coll.CountDocuments(ctx, ev.DocumentKey)
-		if err == nil && n != 1 {
-			err = errNotApplied
-		}
-		return err
+	if len(upd) > 0 {
+		models = append(models, mongo.NewUpdateOneModel().SetFilter(ev.DocumentKey).SetUpdate(upd))
 	}
-	return matchedOne(coll.UpdateOne(ctx, ev.DocumentKey, upd))
+	return models, nil
 }
 
 // checkPaths refuses the paths of disambiguatedPaths that hold a field name with a dot,
@@ -199,12 +170,4 @@ func checkPaths(ambiguous bson.Raw) error {
 		}
 	}
 	return nil
-}
-
-// matchedOne checks that an update or replacement found its document.
-func matchedOne(r *mongo.UpdateResult, err error) error {
-	if err == nil && r.MatchedCount != 1 {
-		err = errNotApplied
-	}
-	return err
 }

@@ -20,7 +20,9 @@
 //	shardCollection   shardCollection with operationDescription.shardKey
 //	drop, rename, dropDatabase   the same command (rename with dropTarget when it had one)
 //
-// Every write must change exactly one document; one that does not (a document missing, a
+// The document writes of consecutive events on one collection go as one ordered bulk write
+// (up to 1000): the same writes in the same order, in one round trip and commit instead of
+// one each. Every write must change exactly one document; one that does not (a document missing, a
 // duplicate _id) stops the replay with an error, since the target then does not hold what
 // the source held at that time. A transaction's events share its commit's cluster time, so
 // a point in time holds all of a transaction or none of it; they are applied one by one.

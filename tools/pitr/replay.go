@@ -155,6 +155,7 @@ func Replay(ctx context.Context, src, dst *mongo.Client, o Options) (Result, err
 		return res, o.startError(ctx, src, err)
 	}
 	defer func() { _ = cs.Close(context.WithoutCancel(ctx)) }()
+	b := &batch{target: dst}
 	for {
 		if cs.TryNext(ctx) {
 			ev, err := decodeEvent(cs.Current)
@@ -162,10 +163,10 @@ func Replay(ctx context.Context, src, dst *mongo.Client, o Options) (Result, err
 				return res, err
 			}
 			if o.after(ev) {
-				return res, nil
+				return res, b.flush(ctx)
 			}
-			if err := apply(ctx, dst, ev); err != nil {
-				return res, fmt.Errorf("replaying the %s of %s at %s: %w", ev.Op, ev.NS.DB+"."+ev.NS.Coll, FormatTS(clusterTime(ev.ClusterTime)), err)
+			if err := b.apply(ctx, ev); err != nil {
+				return res, err
 			}
 			res.Events++
 			res.Ops[ev.Op]++
@@ -177,6 +178,9 @@ func Replay(ctx context.Context, src, dst *mongo.Client, o Options) (Result, err
 		}
 		if err := cs.Err(); err != nil {
 			return res, o.startError(ctx, src, err)
+		}
+		if err := b.flush(ctx); err != nil {
+			return res, err
 		}
 		if ts, ok := tokenTime(cs.ResumeToken()); ok && o.reached(ts) {
 			return res, nil
