@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -225,4 +228,52 @@ func dbChecksums(t *testing.T, db *mongo.Database) map[string]string {
 		}
 	}
 	return out
+}
+
+// TestRestoreUntilHistoryLost restores a backup whose writes after it the server's change
+// log no longer holds (--change-retention 1s, trimmed once a minute): the restore is refused,
+// naming the time the log now starts at and the backup's, and leaves nothing behind.
+func TestRestoreUntilHistoryLost(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--change-retention", "1s")
+	ctx := context.Background()
+	c := srv.client(t)
+	coll := c.Database("pitr").Collection("a")
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(t.TempDir(), "base")
+	backupTo(t, srv, base, "")
+	from := bson.Timestamp{T: uint32(manifestClusterTime(t, base) >> 32), I: uint32(manifestClusterTime(t, base))}
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Minute, "the change log to be trimmed past the backup", func() bool {
+		cs, err := c.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetStartAtOperationTime(&from))
+		if err == nil {
+			_ = cs.Close(ctx)
+		}
+		var ce mongo.CommandError
+		return errors.As(err, &ce) && ce.Code == 286
+	})
+	var now struct {
+		OperationTime bson.Timestamp `bson:"operationTime"`
+	}
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "ping", Value: 1}}).Decode(&now); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "data")
+	until := fmt.Sprintf("%d:%d", now.OperationTime.T, now.OperationTime.I)
+	out, err := exec.Command(binary, "restore", "--from", base, "--dir", dir, "--until", until, "--log-from", srv.uri()).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("restore past the log's window: %v, want exit code 1\n%s", err, out)
+	}
+	want := regexp.MustCompile(`the change log does not reach back to the backup's time: the change log of \S+ holds the writes from Timestamp\(\d+, \d+\) on, and a replay from the backup at ` +
+		regexp.QuoteMeta(fmt.Sprintf("Timestamp(%d, %d)", from.T, from.I)) + ` needs them from then`)
+	if !want.Match(out) {
+		t.Errorf("restore past the log's window:\n%s\nwant %s", out, want)
+	}
+	if entries, _ := filepath.Glob(filepath.Join(dir, "*")); len(entries) != 0 {
+		t.Errorf("the refused restore left %v behind", entries)
+	}
 }
