@@ -133,6 +133,12 @@ func TestConsoleSlowOps(t *testing.T) {
 		{bson.D{{Key: "count", Value: "events"}, {Key: "query", Value: bson.D{{Key: "y", Value: 1}}}}, "count", "COLLSCAN"},
 		{bson.D{{Key: "aggregate", Value: "events"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "_id", Value: 1}}}}}},
 			{Key: "cursor", Value: bson.D{}}}, "aggregate", "IDHACK"},
+		{bson.D{{Key: "update", Value: "events"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "x", Value: 1}}},
+			{Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "y", Value: 2}}}}}}}}}, "update", "IXSCAN { x: 1 }"},
+		{bson.D{{Key: "delete", Value: "events"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 7}}},
+			{Key: "limit", Value: 1}}}}}, "delete", "IDHACK"},
+		{bson.D{{Key: "findAndModify", Value: "events"}, {Key: "query", Value: bson.D{{Key: "z", Value: 1}}},
+			{Key: "update", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "w", Value: 1}}}}}}, "findAndModify", "COLLSCAN"},
 	}
 	for _, rd := range reads {
 		if err := db.RunCommand(ctx, rd.cmd).Err(); err != nil {
