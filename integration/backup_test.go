@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -267,7 +268,7 @@ func TestBackupClusterSingleCopyRefused(t *testing.T) {
 	_, nodes := startClusterNodes(t, 2)
 	dir := filepath.Join(t.TempDir(), "backup")
 	out, err := exec.Command(binary, "backup", "--to", dir, "--uri", nodes[0].uri()).CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 ||
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 ||
 		!strings.Contains(string(out), "not supported in a cluster of single-copy shards (--replicas 1) yet (IllegalOperation)") {
 		t.Fatalf("cleave backup of a --replicas 1 cluster: %v\n%s\nwant exit code 1 and IllegalOperation", err, out)
 	}

@@ -46,7 +46,7 @@ func TestRestoreUntil(t *testing.T) {
 	base := filepath.Join(t.TempDir(), "base")
 	backupTo(t, srv, base, "")
 
-	writesBefore(t, ctx, c, db, run)
+	writesBefore(ctx, t, c, db, run)
 	var mark struct {
 		OperationTime bson.Timestamp `bson:"operationTime"`
 	}
@@ -54,7 +54,7 @@ func TestRestoreUntil(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := dbChecksums(t, db)
-	writesAfter(t, ctx, db, run)
+	writesAfter(ctx, t, db, run)
 	if got := dbChecksums(t, db); fmt.Sprint(got) == fmt.Sprint(want) {
 		t.Fatal("the writes after the mark changed nothing: the test would prove nothing")
 	}
@@ -106,7 +106,7 @@ func TestRestoreUntilOutsideLog(t *testing.T) {
 	} {
 		dir := filepath.Join(t.TempDir(), "data")
 		out, err := exec.Command(binary, "restore", "--from", base, "--dir", dir, "--until", tc.until, "--log-from", later).CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 {
 			t.Fatalf("--until %s: %v, want exit code 1\n%s", tc.until, err, out)
 		}
 		if !strings.Contains(string(out), tc.want) {
@@ -119,7 +119,7 @@ func TestRestoreUntilOutsideLog(t *testing.T) {
 }
 
 // writesBefore makes writes of every kind, to be replayed.
-func writesBefore(t *testing.T, ctx context.Context, c *mongo.Client, db *mongo.Database, run func(bson.D)) {
+func writesBefore(ctx context.Context, t *testing.T, c *mongo.Client, db *mongo.Database, run func(bson.D)) {
 	t.Helper()
 	a := db.Collection("a")
 	must := func(_ any, err error) {
@@ -161,7 +161,7 @@ func writesBefore(t *testing.T, ctx context.Context, c *mongo.Client, db *mongo.
 }
 
 // writesAfter makes writes after the mark, which a restore to it must not hold.
-func writesAfter(t *testing.T, ctx context.Context, db *mongo.Database, run func(bson.D)) {
+func writesAfter(ctx context.Context, t *testing.T, db *mongo.Database, run func(bson.D)) {
 	t.Helper()
 	a := db.Collection("a")
 	for _, err := range []error{
@@ -198,8 +198,8 @@ func dbChecksums(t *testing.T, db *mongo.Database) map[string]string {
 	for _, s := range specs {
 		h := sha256.New()
 		var dump strings.Builder
-		fmt.Fprintf(h, "%s %s|", s.Type, s.Options)
-		fmt.Fprintf(&dump, "%s %s|", s.Type, s.Options)
+		_, _ = fmt.Fprintf(h, "%s %s|", s.Type, s.Options)
+		_, _ = fmt.Fprintf(&dump, "%s %s|", s.Type, s.Options)
 		cur, err := db.Collection(s.Name).Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
 		if err != nil {
 			t.Fatal(err)
@@ -265,7 +265,7 @@ func TestRestoreUntilHistoryLost(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	until := fmt.Sprintf("%d:%d", now.OperationTime.T, now.OperationTime.I)
 	out, err := exec.Command(binary, "restore", "--from", base, "--dir", dir, "--until", until, "--log-from", srv.uri()).CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Fatalf("restore past the log's window: %v, want exit code 1\n%s", err, out)
 	}
 	want := regexp.MustCompile(`the change log does not reach back to the backup's time: the change log of \S+ holds the writes from Timestamp\(\d+, \d+\) on, and a replay from the backup at ` +
