@@ -125,4 +125,5 @@ type SlowOp struct {
 	Duration    time.Duration
 	RU          float64
 	Error       string
+	PlanSummary string // the plan of its read (IXSCAN { a: 1 }, COLLSCAN); "" if none
 }

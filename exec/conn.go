@@ -109,9 +109,12 @@ func (h *conn) finish(r *command.Request, start time.Time, err error) {
 		c.Last = command.RequestStats{Command: r.Name, Duration: d, Charge: r.Charge}
 	}
 	level := zap.DebugLevel
+	var plan string
 	if h.e.SlowOps.Slow(d) && !r.Awaited {
 		level = zap.InfoLevel
-		h.e.SlowOps.Record(slowOp(r, d, err))
+		op := slowOp(r, d, err)
+		plan = op.PlanSummary
+		h.e.SlowOps.Record(op)
 	}
 	ce := c.Log.Check(level, "command")
 	if ce == nil {
@@ -120,6 +123,9 @@ func (h *conn) finish(r *command.Request, start time.Time, err error) {
 	fields := []zap.Field{
 		zap.Int32("request_id", r.RequestID), zap.String("cmd", r.Name), zap.String("db", r.DB),
 		zap.Duration("duration", d), zap.Float64("ru", r.Charge),
+	}
+	if plan != "" {
+		fields = append(fields, zap.String("planSummary", plan))
 	}
 	if err != nil {
 		e := mongoerr.From(err)
@@ -136,6 +142,9 @@ func slowOp(r *command.Request, d time.Duration, err error) params.SlowOp {
 		if coll, ok := first.Value().StringValueOK(); ok && coll != "" {
 			op.NS += "." + coll
 		}
+	}
+	if r.Plan != nil {
+		op.PlanSummary = r.Plan.Summary()
 	}
 	if err != nil {
 		op.Error = mongoerr.From(err).Code.String()

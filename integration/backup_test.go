@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -257,5 +258,21 @@ func TestBackupRefusals(t *testing.T) {
 				t.Fatalf("cleave %v: %v\n%s\nwant an error with %q", tc.args, err, out, tc.want)
 			}
 		})
+	}
+}
+
+// TestBackupClusterSingleCopyRefused checks what a cluster of single-copy shards (--replicas
+// 1) answers to a backup: IllegalOperation, saying so, and nothing written.
+func TestBackupClusterSingleCopyRefused(t *testing.T) {
+	t.Parallel()
+	_, nodes := startClusterNodes(t, 2)
+	dir := filepath.Join(t.TempDir(), "backup")
+	out, err := exec.Command(binary, "backup", "--to", dir, "--uri", nodes[0].uri()).CombinedOutput()
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 ||
+		!strings.Contains(string(out), "not supported in a cluster of single-copy shards (--replicas 1) yet (IllegalOperation)") {
+		t.Fatalf("cleave backup of a --replicas 1 cluster: %v\n%s\nwant exit code 1 and IllegalOperation", err, out)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the refused backup left %d entries in %s", len(entries), dir)
 	}
 }

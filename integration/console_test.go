@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
 // consoleGet GETs path from the server's HTTP listener, with basic authentication when
@@ -120,9 +121,41 @@ func TestConsoleSlowOps(t *testing.T) {
 	if _, err := db.Collection("events").InsertOne(ctx, bson.D{{Key: "x", Value: 1}}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := db.Collection("events").Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "x", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	reads := []struct {
+		cmd  bson.D
+		name string
+		plan string
+	}{
+		{bson.D{{Key: "find", Value: "events"}, {Key: "filter", Value: bson.D{{Key: "x", Value: 1}}}}, "find", "IXSCAN { x: 1 }"},
+		{bson.D{{Key: "count", Value: "events"}, {Key: "query", Value: bson.D{{Key: "y", Value: 1}}}}, "count", "COLLSCAN"},
+		{bson.D{{Key: "aggregate", Value: "events"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "_id", Value: 1}}}}}},
+			{Key: "cursor", Value: bson.D{}}}, "aggregate", "IDHACK"},
+		{bson.D{{Key: "update", Value: "events"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "x", Value: 1}}},
+			{Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "y", Value: 2}}}}}}}}}, "update", "IXSCAN { x: 1 }"},
+		{bson.D{{Key: "delete", Value: "events"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 7}}},
+			{Key: "limit", Value: 1}}}}}, "delete", "IDHACK"},
+		{bson.D{{Key: "findAndModify", Value: "events"}, {Key: "query", Value: bson.D{{Key: "z", Value: 1}}},
+			{Key: "update", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "w", Value: 1}}}}}}, "findAndModify", "COLLSCAN"},
+	}
+	for _, rd := range reads {
+		if err := db.RunCommand(ctx, rd.cmd).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	code, body, _ := consoleGet(t, srv, "/slow")
 	if code != http.StatusOK || !strings.Contains(body, "<td>insert</td><td>"+db.Name()+".events</td>") {
 		t.Fatalf("/slow: %d, want the insert into %s.events listed:\n%s", code, db.Name(), body)
+	}
+	for _, rd := range reads {
+		// The row: command, namespace, plan summary, milliseconds, request charge (> 0).
+		row := regexp.MustCompile(`<td>` + rd.name + `</td><td>` + regexp.QuoteMeta(db.Name()) + `\.events</td><td><code>` +
+			regexp.QuoteMeta(rd.plan) + `</code></td><td class="num">[0-9.,]+</td><td class="num">([0-9.,]*[1-9][0-9.,]*)</td>`)
+		if !row.MatchString(body) {
+			t.Errorf("/slow: no %s of %s.events with plan %q and a request charge:\n%s", rd.name, db.Name(), rd.plan, body)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/cleavedb/cleave/exec"
 	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/tools/pitr"
 	"github.com/cleavedb/cleave/wire"
 )
 
@@ -114,21 +116,32 @@ func runRestore(args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("dir", "", "data directory to lay out: missing or empty")
 	etcd := fs.String("etcd", "", "a cluster's backup: the new cluster's etcd endpoints (host:port,...), where nothing is under --etcd-prefix yet")
 	prefix := fs.String("etcd-prefix", "/cleave", "a cluster's backup: the new cluster's key prefix in etcd")
+	until := fs.String("until", "", "point-in-time restore: replay the change log after the backup's time up to this cluster time (Timestamp(s, i) or s:i) or RFC 3339 time; needs --log-from")
+	logFrom := fs.String("log-from", "", "with --until: the change log to replay, a later backup's directory or the server's mongodb:// URI")
 	nodes := nodeDirs{}
 	fs.Var(nodes, "node", "a cluster's backup: `NAME=DATADIR`, a node of the new cluster and its data directory (missing or empty); repeat for each node")
 	if err := fs.Parse(args); err != nil {
 		return exitParse(err)
 	}
 	if *etcd != "" || len(nodes) > 0 {
-		if *from == "" || *etcd == "" || len(nodes) == 0 || *dir != "" || fs.NArg() > 0 {
-			say(stderr, "cleave restore: a cluster's restore takes --from DIR, --etcd ENDPOINTS and one --node NAME=DATADIR per node, and nothing else\n")
+		if *from == "" || *etcd == "" || len(nodes) == 0 || *dir != "" || *until != "" || *logFrom != "" || fs.NArg() > 0 {
+			say(stderr, "cleave restore: a cluster's restore takes --from DIR, --etcd ENDPOINTS and one --node NAME=DATADIR per node, and nothing else (no --until)\n")
 			return 2
 		}
 		return restoreCluster(*from, *etcd, *prefix, nodes, stdout, stderr) // restore_cluster.go
 	}
-	if *from == "" || *dir == "" || fs.NArg() > 0 {
-		say(stderr, "cleave restore: --from DIR and --dir DATADIR are required, and nothing else\n")
+	if *from == "" || *dir == "" || fs.NArg() > 0 || (*until == "") != (*logFrom == "") {
+		say(stderr, "cleave restore: --from DIR and --dir DATADIR are required, --until and --log-from go together, and nothing else\n")
 		return 2
+	}
+	var point pitr.Point
+	if *until != "" {
+		p, err := pitr.ParsePoint(*until)
+		if err != nil {
+			say(stderr, "cleave restore: --until %v\n", err)
+			return 2
+		}
+		point = p
 	}
 	start := time.Now()
 	m, err := store.Restore(store.RestoreOptions{From: *from, To: *dir, ServerVersion: exec.ServerVersion})
@@ -142,6 +155,13 @@ func runRestore(args []string, stdout, stderr io.Writer) int {
 	}
 	say(stdout, "restored %d shards, %d collections, %d documents at cluster time %s into %s, verified in %d ms\n",
 		len(m.Shards), len(m.Collections), docs, m.ClusterTimeString, *dir, time.Since(start).Milliseconds())
+	if *until != "" {
+		if err := pointInTime(m, *dir, *logFrom, point, stdout, stderr); err != nil {
+			say(stderr, "cleave restore: %v; nothing was restored\n", err)
+			removeAll(*dir)
+			return 1
+		}
+	}
 	say(stdout, "start it with: cleave --dir %s --shards %d\n", *dir, len(m.Shards))
 	return 0
 }
@@ -203,4 +223,13 @@ func replyInt(reply bsoncore.Document, key string) int64 {
 // report to.
 func say(w io.Writer, format string, args ...any) {
 	_, _ = fmt.Fprintf(w, format, args...)
+}
+
+// removeAll removes what a failed restore laid out in dir, leaving dir itself (which may
+// have existed, empty).
+func removeAll(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
 }

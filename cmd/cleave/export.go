@@ -47,7 +47,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		say(stderr, "cleave export: --jsonFormat is relaxed or canonical, and no arguments follow the flags\n")
 		return 2
 	}
-	o.Fields, o.Canonical, o.Out = splitList(fields), format == "canonical", stdout
+	o.Fields, o.Canonical, o.Out, o.Log = splitList(fields), format == "canonical", stdout, stderr
 	if out != "" && out != "-" {
 		f, err := os.Create(out)
 		if err != nil {

@@ -121,6 +121,14 @@ func CreateEvent(c *store.Collection) *changes.DDL {
 			b.AppendDocument("idIndex", catalog.IndexSpecDoc(&c.Indexes[i]))
 		}
 	}
+	// The collection's options follow, as in MongoDB's create oplog entry, so that a replay
+	// of the log (cleave restore --until) creates it as it was.
+	elems, _ := c.Options.Elements()
+	for _, el := range elems {
+		if el.Key() != "idIndex" {
+			b.AppendValue(el.Key(), el.Value())
+		}
+	}
 	return &changes.DDL{Op: changes.OpCreate, DB: c.DB, Coll: c.Name, UUID: c.UUID[:], Desc: b.Build()}
 }
 

@@ -161,7 +161,7 @@ func (s consoleSource) SlowOps() []console.SlowOp {
 	out := make([]console.SlowOp, len(recent))
 	for i, op := range recent {
 		out[i] = console.SlowOp{Time: op.Time, Command: op.Command, NS: op.NS, Duration: op.Duration, RU: op.RU,
-			Error: op.Error}
+			Error: op.Error, PlanSummary: op.PlanSummary}
 	}
 	return out
 }

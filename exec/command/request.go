@@ -49,6 +49,9 @@ type Request struct {
 	Awaited bool
 	// Cmd is the command's entry in the table; nil for a command not found.
 	Cmd *Command
+	// Plan is the plan of the command's read (find, count, distinct, aggregate), nil if
+	// none: a slow operation shows its summary (query.Plan.Summary), computed only then.
+	Plan *query.Plan
 }
 
 // genericArgs are the fields of a command body that the command path reads for every

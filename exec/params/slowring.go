@@ -13,6 +13,9 @@ type SlowOp struct {
 	Duration time.Duration
 	RU       float64 // its request charge
 	Error    string  // the codeName of a failed command; "" for a success
+	// PlanSummary is the plan of its read (IXSCAN { a: 1 }, COLLSCAN...); "" if it read
+	// through no plan.
+	PlanSummary string
 }
 
 // maxSlowOps bounds the slow operations kept: the most recent, oldest dropped first.

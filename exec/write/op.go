@@ -84,7 +84,13 @@ type Result struct {
 	// Moved are the documents that matched but were not written here: their partitions
 	// moved to another node's shard before their key locks were taken (Op.Forward).
 	Moved []Target
+	// Plan is the plan the write found its documents by, for the slow operations' plan
+	// summary; nil if none (a write on another node's shard).
+	Plan *query.Plan
 }
+
+// pointPlan is the plan of a read by _id that query.ReadPoint served without planning.
+var pointPlan = &query.Plan{Kind: query.PlanIDs}
 
 // Target is a document by its shard-key hash and encoded _id.
 type Target struct {
@@ -242,10 +248,11 @@ func (op *Op) upsertRetryable(err error) bool {
 // runMulti applies op to every document that matches it, group by group.
 func (wp *Path) runMulti(ctx context.Context, op *Op, res *Result) error {
 	q := &query.Query{CI: op.CI, Filter: op.Filter, Hint: op.Hint, Shards: op.Shards}
-	stream, _, shards, err := wp.query.Open(q)
+	stream, plan, shards, err := wp.query.Open(q)
 	if err != nil {
 		return err
 	}
+	res.Plan = plan
 	defer func() {
 		stream.Close()
 		for _, s := range shards {
@@ -326,12 +333,14 @@ func (wp *Path) runOne(ctx context.Context, op *Op, res *Result) error {
 func (wp *Path) FirstMatch(ctx context.Context, q *query.Query, res *Result) (bsoncore.Document, error) {
 	if doc, ru, ok, err := wp.query.ReadPoint(ctx, q); ok {
 		res.Charge += ru
+		res.Plan = pointPlan
 		return doc, err
 	}
 	stream, p, shards, err := wp.query.Open(q)
 	if err != nil {
 		return nil, err
 	}
+	res.Plan = p
 	doc, err := stream.Next(ctx)
 	if doc != nil && !wp.ownsDoc(q, p, shards) {
 		doc = append(bsoncore.Document(nil), doc...)

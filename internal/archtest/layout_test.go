@@ -128,8 +128,10 @@ var rules = map[string]rule{
 	// The client tools: they talk to a server through the Go driver, never to our layers.
 	"tools/archive":      {nil, "mongodump's archive format: bytes in, bytes out"},
 	"tools/conn":         {nil, "the client tools' connection to a server"},
-	"tools/dump":         {[]string{"tools/archive", "tools/conn"}, "cleave dump and load: mongodump's layout through the driver"},
-	"tools/impex":        {[]string{"tools/conn"}, "cleave export and import: Extended JSON and CSV through the driver"},
+	"tools/dump":         {[]string{"tools/archive", "tools/conn", "tools/progress"}, "cleave dump and load: mongodump's layout through the driver"},
+	"tools/impex":        {[]string{"tools/conn", "tools/progress"}, "cleave export and import: Extended JSON and CSV through the driver"},
+	"tools/pitr":         {[]string{"tools/conn"}, "cleave restore --until: a change log replayed through the driver"},
+	"tools/progress":     {nil, "the client tools' progress bars and lines"},
 	"integration":        {nil, "end-to-end tests drive the built binary over the wire, never our packages"},
 	"scripts/benchtable": {nil, "turns benchmark result files into a table: nothing of ours"},
 	"scripts/redistload": {nil, "a load test of throughput redistribution through the driver: nothing of ours"},

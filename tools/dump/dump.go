@@ -35,6 +35,7 @@ type namespace struct {
 	db, coll string
 	meta     Metadata
 	size     int64 // the collection's data size, for the archive's prelude
+	count    int64 // its number of documents (collStats), for the progress bar
 }
 
 // Dump writes the namespaces o selects to a directory or an archive.
@@ -171,10 +172,11 @@ func addIndexes(ctx context.Context, db *mongo.Database, ns *namespace) error {
 		return fmt.Errorf("listIndexes on %s.%s: %w", ns.db, ns.coll, err)
 	}
 	var stats struct {
-		Size int64 `bson:"size"`
+		Size  int64 `bson:"size"`
+		Count int64 `bson:"count"`
 	}
 	if db.RunCommand(ctx, bson.D{{Key: "collStats", Value: ns.coll}}).Decode(&stats) == nil {
-		ns.size = stats.Size
+		ns.size, ns.count = stats.Size, stats.Count
 	}
 	return nil
 }

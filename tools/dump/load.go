@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cleavedb/cleave/tools/conn"
+	"github.com/cleavedb/cleave/tools/progress"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -47,6 +48,7 @@ type loader struct {
 	batch   map[string][]any
 	size    map[string]int
 	counts  map[string][2]int64
+	bars    map[string]*progress.Bar // by the dump's namespace, while it loads
 	reports int
 	res     Result
 }
@@ -69,7 +71,8 @@ func Load(ctx context.Context, o LoadOptions) (Result, error) {
 		return Result{}, err
 	}
 	defer func() { _ = c.Disconnect(context.WithoutCancel(ctx)) }()
-	l := &loader{c: c, o: o, byNS: map[string]*entry{}, batch: map[string][]any{}, size: map[string]int{}, counts: map[string][2]int64{}}
+	l := &loader{c: c, o: o, byNS: map[string]*entry{}, batch: map[string][]any{}, size: map[string]int{}, counts: map[string][2]int64{},
+		bars: map[string]*progress.Bar{}}
 	var views []*entry
 	for _, e := range src.entries() {
 		if !l.selects(e) {
@@ -188,6 +191,13 @@ func isCode(err error, code int) bool {
 
 // add queues one document of ns, inserting the batch when it is full.
 func (l *loader) add(ctx context.Context, ns string, d []byte) error {
+	bar := l.bars[ns]
+	if bar == nil {
+		// A dump does not say how many documents it holds: the bar counts them.
+		bar = progress.New(logOrDiscard(l.o.Log), l.byNS[ns].ns(), -1)
+		l.bars[ns] = bar
+	}
+	bar.Add(1)
 	l.batch[ns] = append(l.batch[ns], bson.Raw(d))
 	l.size[ns] += len(d)
 	if len(l.batch[ns]) < batchDocs && l.size[ns] < batchBytes {
@@ -243,6 +253,10 @@ func (l *loader) finish(ctx context.Context, ns string) error {
 	}
 	if err := l.flush(ctx, ns); err != nil {
 		return err
+	}
+	if bar := l.bars[ns]; bar != nil {
+		bar.Done()
+		delete(l.bars, ns)
 	}
 	delete(l.byNS, ns)
 	c := l.counts[ns]

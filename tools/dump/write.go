@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/cleavedb/cleave/tools/archive"
+	"github.com/cleavedb/cleave/tools/progress"
 )
 
 // segmentBytes is how many bytes of documents an archive segment holds at most (one
@@ -47,7 +48,7 @@ func dumpDir(ctx context.Context, c *mongo.Client, o Options, nss []namespace, f
 		}
 		var n int64
 		err = writeFile(nameGz(base+".bson", o.Gzip), o.Gzip, func(w io.Writer) error {
-			return eachDoc(ctx, c, o.session, ns, filter, func(doc []byte) error {
+			return eachDoc(ctx, c, o, ns, filter, func(doc []byte) error {
 				n++
 				_, err := w.Write(doc)
 				return err
@@ -106,12 +107,18 @@ func fillTo(w io.Writer, gz bool, fill func(io.Writer) error) error {
 }
 
 // eachDoc calls fn with every document of ns that filter matches, in the server's natural
-// order, as mongodump reads them; in sess when not nil (a snapshot session: every
-// collection at one cluster time).
-func eachDoc(ctx context.Context, c *mongo.Client, sess *mongo.Session, ns namespace, filter bson.D, fn func([]byte) error) error {
-	if sess != nil {
-		ctx = mongo.NewSessionContext(ctx, sess)
+// order, as mongodump reads them; in o's snapshot session when there is one (every
+// collection at one cluster time). Its progress goes to o.Log.
+func eachDoc(ctx context.Context, c *mongo.Client, o Options, ns namespace, filter bson.D, fn func([]byte) error) error {
+	if o.session != nil {
+		ctx = mongo.NewSessionContext(ctx, o.session)
 	}
+	total := ns.count
+	if len(filter) > 0 {
+		total = -1 // a query selects an unknown part
+	}
+	bar := progress.New(logOrDiscard(o.Log), ns.db+"."+ns.coll, total)
+	defer bar.Done()
 	cur, err := c.Database(ns.db).Collection(ns.coll).Find(ctx, filter)
 	if err != nil {
 		return fmt.Errorf("find on %s.%s: %w", ns.db, ns.coll, err)
@@ -121,6 +128,7 @@ func eachDoc(ctx context.Context, c *mongo.Client, sess *mongo.Session, ns names
 		if err := fn(cur.Current); err != nil {
 			return err
 		}
+		bar.Add(1)
 	}
 	if err := cur.Err(); err != nil {
 		return fmt.Errorf("find on %s.%s: %w", ns.db, ns.coll, err)
@@ -148,7 +156,7 @@ func dumpArchive(ctx context.Context, c *mongo.Client, o Options, nss []namespac
 			if ns.meta.Type == "view" {
 				continue
 			}
-			if err := archiveColl(ctx, c, o.session, aw, ns, filter, o.Log); err != nil {
+			if err := archiveColl(ctx, c, o, aw, ns, filter); err != nil {
 				return err
 			}
 		}
@@ -157,10 +165,10 @@ func dumpArchive(ctx context.Context, c *mongo.Client, o Options, nss []namespac
 }
 
 // archiveColl writes ns's documents as segments of about segmentBytes, then its EOF.
-func archiveColl(ctx context.Context, c *mongo.Client, sess *mongo.Session, aw *archive.Writer, ns namespace, filter bson.D, log io.Writer) error {
+func archiveColl(ctx context.Context, c *mongo.Client, o Options, aw *archive.Writer, ns namespace, filter bson.D) error {
 	var batch [][]byte
 	size, n := 0, 0
-	err := eachDoc(ctx, c, sess, ns, filter, func(doc []byte) error {
+	err := eachDoc(ctx, c, o, ns, filter, func(doc []byte) error {
 		batch = append(batch, append([]byte(nil), doc...))
 		size += len(doc)
 		n++
@@ -177,7 +185,7 @@ func archiveColl(ctx context.Context, c *mongo.Client, sess *mongo.Session, aw *
 	if err := aw.Segment(ns.db, ns.coll, batch); err != nil {
 		return err
 	}
-	say(log, "dumped %d documents from %s.%s\n", n, ns.db, ns.coll)
+	say(o.Log, "dumped %d documents from %s.%s\n", n, ns.db, ns.coll)
 	return aw.EOF(ns.db, ns.coll)
 }
 
@@ -203,4 +211,12 @@ func say(w io.Writer, format string, args ...any) {
 	if w != nil {
 		_, _ = fmt.Fprintf(w, format, args...)
 	}
+}
+
+// logOrDiscard is w, or io.Discard when nil.
+func logOrDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/cleavedb/cleave/tools/conn"
+	"github.com/cleavedb/cleave/tools/progress"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -27,6 +28,7 @@ type ExportOptions struct {
 	Canonical           bool     // --jsonFormat=canonical
 	NoHeaderLine        bool     // --noHeaderLine (CSV)
 	Out                 io.Writer
+	Log                 io.Writer // progress (nil: none)
 }
 
 // Export writes the documents o selects to o.Out and returns how many it wrote.
@@ -58,17 +60,43 @@ func Export(ctx context.Context, o ExportOptions) (int64, error) {
 		return 0, fmt.Errorf("find on %s.%s: %w", o.DB, o.Collection, err)
 	}
 	defer func() { _ = cur.Close(ctx) }()
+	bar := progress.New(logOrDiscard(o.Log), o.DB+"."+o.Collection, exportTotal(ctx, c, o))
+	defer bar.Done()
 	bw := bufio.NewWriterSize(o.Out, 1<<20)
 	var n int64
 	if o.Type == "csv" {
-		n, err = exportCSV(ctx, cur, o, bw)
+		n, err = exportCSV(ctx, cur, o, bw, bar)
 	} else {
-		n, err = exportJSON(ctx, cur, o, bw)
+		n, err = exportJSON(ctx, cur, o, bw, bar)
 	}
 	if err != nil {
 		return n, err
 	}
 	return n, bw.Flush()
+}
+
+// exportTotal is how many documents an export writes, when that is known without a scan
+// (no --query or --skip): the collection's count, at most --limit; -1 otherwise.
+func exportTotal(ctx context.Context, c *mongo.Client, o ExportOptions) int64 {
+	if o.Query != "" || o.Skip > 0 {
+		return -1
+	}
+	n, err := c.Database(o.DB).Collection(o.Collection).EstimatedDocumentCount(ctx)
+	if err != nil {
+		return -1
+	}
+	if o.Limit > 0 {
+		n = min(n, o.Limit)
+	}
+	return n
+}
+
+// logOrDiscard is w, or io.Discard when nil.
+func logOrDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
 }
 
 // findOptions turns --fields, --sort, --skip and --limit into find options.
@@ -104,7 +132,7 @@ func extJSONDoc(flag, s string) (bson.D, error) {
 }
 
 // exportJSON writes one document per line, or a JSON array.
-func exportJSON(ctx context.Context, cur *mongo.Cursor, o ExportOptions, w *bufio.Writer) (int64, error) {
+func exportJSON(ctx context.Context, cur *mongo.Cursor, o ExportOptions, w *bufio.Writer, bar *progress.Bar) (int64, error) {
 	var n int64
 	if o.JSONArray {
 		_ = w.WriteByte('[')
@@ -124,6 +152,7 @@ func exportJSON(ctx context.Context, cur *mongo.Cursor, o ExportOptions, w *bufi
 			_ = w.WriteByte('\n')
 		}
 		n++
+		bar.Add(1)
 	}
 	if o.JSONArray {
 		_, _ = w.WriteString("]\n")
@@ -132,7 +161,7 @@ func exportJSON(ctx context.Context, cur *mongo.Cursor, o ExportOptions, w *bufi
 }
 
 // exportCSV writes the header line (unless NoHeaderLine) and one row per document.
-func exportCSV(ctx context.Context, cur *mongo.Cursor, o ExportOptions, w io.Writer) (int64, error) {
+func exportCSV(ctx context.Context, cur *mongo.Cursor, o ExportOptions, w io.Writer, bar *progress.Bar) (int64, error) {
 	cw := csv.NewWriter(w)
 	if !o.NoHeaderLine {
 		if err := cw.Write(o.Fields); err != nil {
@@ -149,6 +178,7 @@ func exportCSV(ctx context.Context, cur *mongo.Cursor, o ExportOptions, w io.Wri
 			return n, err
 		}
 		n++
+		bar.Add(1)
 	}
 	cw.Flush()
 	if err := cw.Error(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/cleavedb/cleave/tools/conn"
+	"github.com/cleavedb/cleave/tools/progress"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -56,7 +57,9 @@ func Import(ctx context.Context, o ImportOptions) (ImportResult, error) {
 			return ImportResult{}, fmt.Errorf("drop %s.%s: %w", o.DB, o.Collection, err)
 		}
 	}
-	w := &writer{coll: coll, o: o}
+	// An input does not say how many documents it holds: the bar counts them.
+	w := &writer{coll: coll, o: o, bar: progress.New(logOrDiscard(o.Log), o.DB+"."+o.Collection, -1)}
+	defer w.bar.Done()
 	reject := func(line int, err error) {
 		w.res.Failed++
 		say(o.Log, "line %d: %v\n", line, err)

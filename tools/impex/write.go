@@ -8,6 +8,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/cleavedb/cleave/tools/progress"
 )
 
 // batchDocs is how many documents go to the server in one write.
@@ -22,12 +24,14 @@ type writer struct {
 	o       ImportOptions
 	models  []mongo.WriteModel
 	lines   []int // the input line of each model
+	bar     *progress.Bar
 	reports int
 	res     ImportResult
 }
 
 // add queues one document as the write its mode makes of it.
 func (w *writer) add(ctx context.Context, line int, d bson.D) error {
+	w.bar.Add(1)
 	w.models = append(w.models, w.model(d))
 	w.lines = append(w.lines, line)
 	if len(w.models) < batchDocs {

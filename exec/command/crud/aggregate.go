@@ -172,9 +172,12 @@ func (h *Handlers) runAggregate(ctx context.Context, r *command.Request, a *aggr
 	if a.explain || explainOnly(r) {
 		return h.explainAggregate(ctx, r, p, p, ci, ns)
 	}
-	stream, _, shards, err := p.OpenColl(ci)
+	stream, sp, shards, err := p.OpenColl(ci)
 	if err != nil {
 		return err
+	}
+	if sp != nil {
+		r.Plan = sp.Plan // nil when the pipeline reads no collection
 	}
 	c := &cursor.Cursor{Ns: ns, Stream: stream, Yields: r.Txn == nil && r.Snap == nil}
 	if ci != nil {

@@ -156,6 +156,7 @@ func (h *Handlers) findAndModify(ctx context.Context, r *command.Request) error 
 	var res write.Result
 	err = h.runWriteReplanning(ctx, r, op, &ModifyStmt{Kind: "findAndModify", Index: a.stmtID}, &res, true)
 	r.Charge += res.Charge
+	r.Plan = res.Plan
 	if err != nil {
 		return famExecError(query.TimeLimitError(ctx, err))
 	}

@@ -88,6 +88,9 @@ func (h *Handlers) find(ctx context.Context, r *command.Request) error {
 	}
 	ctx, cancel := h.Deadline(ctx, a.maxTimeMS)
 	defer cancel()
+	if len(shards) > 0 {
+		r.Plan = shards[0].Plan()
+	}
 	if err := h.FirstBatch(ctx, r, c, n, a.singleBatch); err != nil {
 		return query.TimeLimitError(ctx, err)
 	}

@@ -37,6 +37,9 @@ func (h *Handlers) modifyEach(ctx context.Context, r *command.Request, a *WriteA
 			}
 		}
 		r.Charge += or.Charge
+		if or.Plan != nil {
+			r.Plan = or.Plan
+		}
 		if err != nil {
 			we, err := stmtWriteError(ctx, i, err)
 			if err != nil {

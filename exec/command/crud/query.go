@@ -124,10 +124,11 @@ func (h *Handlers) count(ctx context.Context, r *command.Request) error {
 	} else {
 		ctx, cancel := h.Deadline(ctx, a.maxTimeMS)
 		defer cancel()
-		stream, _, shards, err := h.QueryFor(r).Open(q)
+		stream, plan, shards, err := h.QueryFor(r).Open(q)
 		if err != nil {
 			return err
 		}
+		r.Plan = plan
 		defer stream.Close()
 		for a.limit == 0 || n < a.limit {
 			d, err := stream.Next(ctx)
@@ -255,10 +256,11 @@ func (h *Handlers) distinct(ctx context.Context, r *command.Request) error {
 // distinctValues collects the distinct values of path among q's matches, sorted in
 // MongoDB's order. Array values contribute their elements.
 func (h *Handlers) distinctValues(ctx context.Context, r *command.Request, q *query.Query, path string) ([]bsoncore.Value, error) {
-	stream, _, shards, err := h.QueryFor(r).Open(q)
+	stream, plan, shards, err := h.QueryFor(r).Open(q)
 	if err != nil {
 		return nil, err
 	}
+	r.Plan = plan
 	defer stream.Close()
 	values, err := collectDistinct(ctx, stream, path, q.Collator())
 	for _, s := range shards {
