@@ -62,8 +62,12 @@ type Write struct {
 }
 
 // Recorded reports whether writes to collection ci are recorded: not those of the internal
-// databases (admin, config, local), of time-series buckets, or of views.
+// databases (admin, config, local), of time-series buckets, or of views; none at all in the
+// nochangelog build (logwrites.go).
 func Recorded(ci *catalog.Coll) bool {
+	if !logWrites {
+		return false
+	}
 	switch ci.Meta.DB {
 	case "admin", "config", "local":
 		return false
