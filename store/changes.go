@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"errors"
+	"io"
 	"slices"
 	"sync"
 
@@ -149,7 +150,12 @@ func (b *Batch) stampChanges() (ts uint64, ok bool) {
 	var key [changeKeyLen]byte
 	start := 0
 	for i, end := range b.changeEnds {
-		_ = b.pb.Set(appendChangeKey(key[:0], ChangePos{TS: ts, Pos: uint32(i)}), b.changes[start:end], nil)
+		p := ChangePos{TS: ts, Pos: uint32(i)}
+		if b.refs > 0 {
+			b.setChange(appendChangeKey(key[:0], p), p, b.changes[start:end])
+		} else {
+			_ = b.pb.Set(appendChangeKey(key[:0], p), b.changes[start:end], nil)
+		}
 		start = end
 	}
 	b.ChangeTime = ts
@@ -164,8 +170,9 @@ func appendChangeKey(dst []byte, p ChangePos) []byte {
 }
 
 // ReadChanges calls fn with the change records after position after and at or before time
-// upto, in order, until fn returns false. rec is valid during the call only.
-func (db *DB) ReadChanges(after ChangePos, upto uint64, fn func(p ChangePos, rec []byte) bool) error {
+// upto, in order, until fn returns false, each with the document it carries (AddChangeDoc),
+// nil if none. rec and doc are valid during the call only.
+func (db *DB) ReadChanges(after ChangePos, upto uint64, fn func(p ChangePos, rec, doc []byte) bool) error {
 	if upto == 0 || upto < after.TS {
 		return nil
 	}
@@ -173,7 +180,10 @@ func (db *DB) ReadChanges(after ChangePos, upto uint64, fn func(p ChangePos, rec
 	lower = append(lower, 0) // just past after's key
 	upper := appendChangeKey(nil, ChangePos{TS: upto, Pos: ^uint32(0)})
 	upper = append(upper, 0)
-	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	// One view for the records and the documents they refer to (changes_ref.go).
+	snap := db.pdb.NewSnapshot()
+	defer func() { _ = snap.Close() }()
+	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err
 	}
@@ -188,11 +198,37 @@ func (db *DB) ReadChanges(after ChangePos, upto uint64, fn func(p ChangePos, rec
 			_ = it.Close()
 			return err
 		}
-		if !fn(p, v) {
+		rec, doc, closer, err := resolveChange(snap, v)
+		if err != nil {
+			_ = it.Close()
+			return err
+		}
+		more := fn(p, rec, doc)
+		if closer != nil {
+			_ = closer.Close()
+		}
+		if !more {
 			break
 		}
 	}
 	return it.Close()
+}
+
+// resolveChange splits the value of a change record into the record and its document, read
+// from snap when the record refers to it (nil if gone: it cannot be, see changes_ref.go).
+func resolveChange(snap *pebble.Snapshot, v []byte) (rec, doc []byte, closer io.Closer, err error) {
+	rec, tag, rest := splitChange(v)
+	switch tag {
+	case docTag:
+		return rec, rest, nil, nil
+	case refTag:
+		doc, closer, err = snap.Get(rest)
+		if errors.Is(err, pebble.ErrNotFound) {
+			return rec, nil, nil, nil
+		}
+		return rec, doc, closer, err
+	}
+	return rec, nil, nil, nil
 }
 
 // ChangesTrimmed returns the time before which the log was trimmed (TrimChanges): a reader
@@ -208,7 +244,7 @@ func (db *DB) ChangesTrimmed() uint64 {
 func (db *DB) OldestChange() (ChangePos, bool, error) {
 	var p ChangePos
 	found := false
-	err := db.ReadChanges(ChangePos{}, ^uint64(0), func(q ChangePos, _ []byte) bool {
+	err := db.ReadChanges(ChangePos{}, ^uint64(0), func(q ChangePos, _, _ []byte) bool {
 		p, found = q, true
 		return false
 	})
