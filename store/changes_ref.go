@@ -56,6 +56,43 @@ func appendRefKey(dst, docKey []byte) []byte {
 	return append(append(dst, prefixChangeRef), docKey...)
 }
 
+// setChangeBatch writes the batch's records, stamped ts, in one value (changeBatchKeyLen),
+// with their reference markers.
+func (b *Batch) setChangeBatch(ts uint64) {
+	n := len(b.changes) + 2*len(b.changeEnds)
+	for _, doc := range b.kept {
+		n += len(doc) + 8
+	}
+	out := make([]byte, 0, n)
+	start := 0
+	for i, end := range b.changeEnds {
+		v := b.changes[start:end]
+		start = end
+		rec, tag, docKey := splitChange(v)
+		if tag == refTag {
+			if doc, ok := b.kept[i]; ok {
+				out = binary.AppendUvarint(out, uint64(len(rec)+1+len(doc)))
+				out = append(append(append(out, rec...), docTag), doc...)
+				continue
+			}
+			b.setRefMarker(docKey, ChangePos{TS: ts, Pos: uint32(i)})
+		}
+		out = binary.AppendUvarint(out, uint64(len(v)))
+		out = append(out, v...)
+	}
+	var key [changeBatchKeyLen]byte
+	_ = b.pb.Set(appendChangeTSKey(key[:0], ts), out, nil)
+}
+
+// setRefMarker writes the marker saying that the record at p refers to document docKey.
+func (b *Batch) setRefMarker(docKey []byte, p ChangePos) {
+	var val [12]byte
+	binary.BigEndian.PutUint64(val[:8], p.TS)
+	binary.BigEndian.PutUint32(val[8:], p.Pos)
+	b.refKey = appendRefKey(b.refKey[:0], docKey)
+	_ = b.pb.Set(b.refKey, val[:], nil)
+}
+
 // setChange writes the record at p whose value is v (stampChanges): a record referring to a
 // document gets its reference marker, or the copy of the document PreserveDoc kept for it.
 func (b *Batch) setChange(key []byte, p ChangePos, v []byte) {
@@ -70,11 +107,7 @@ func (b *Batch) setChange(key []byte, p ChangePos, v []byte) {
 		return
 	}
 	_ = b.pb.Set(key, v, nil)
-	var val [12]byte
-	binary.BigEndian.PutUint64(val[:8], p.TS)
-	binary.BigEndian.PutUint32(val[8:], p.Pos)
-	b.refKey = appendRefKey(b.refKey[:0], docKey)
-	_ = b.pb.Set(b.refKey, val[:], nil)
+	b.setRefMarker(docKey, p)
 }
 
 // PreserveDoc tells the batch that it changes or deletes document (coll, hash, id), whose
@@ -134,14 +167,21 @@ func (b *Batch) preserveOwn(docKey, old []byte) bool {
 	return true
 }
 
-// copyIntoRecord rewrites the record at p, which refers to docKey, with a copy of doc. A
-// record trimmed since (or not referring to docKey: a stale marker) is left alone.
+// copyIntoRecord rewrites the record at p, which refers to docKey, with a copy of doc: under
+// its own key, alone, or over its place in its batch. A record trimmed since (or not referring
+// to docKey: a stale marker) is left alone.
 func (b *Batch) copyIntoRecord(p ChangePos, docKey, doc []byte) error {
 	if p.TS < b.db.ChangesTrimmed() {
 		return nil
 	}
 	ck := appendChangeKey(nil, p)
 	v, closer, err := b.db.pdb.Get(ck)
+	if errors.Is(err, pebble.ErrNotFound) {
+		v, closer, err = b.db.pdb.Get(appendChangeTSKey(nil, p.TS))
+		if err == nil {
+			v = batchRecord(v, p.Pos)
+		}
+	}
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil
 	}
@@ -156,6 +196,21 @@ func (b *Batch) copyIntoRecord(p ChangePos, docKey, doc []byte) error {
 	out := make([]byte, 0, len(rec)+1+len(doc))
 	out = append(append(append(out, rec...), docTag), doc...)
 	_ = b.direct().Set(ck, out, nil)
+	return nil
+}
+
+// batchRecord returns the value of record pos of batch value v, nil if none.
+func batchRecord(v []byte, pos uint32) []byte {
+	for i := uint32(0); len(v) > 0; i++ {
+		n, w := binary.Uvarint(v)
+		if w <= 0 || uint64(len(v)-w) < n {
+			return nil
+		}
+		if i == pos {
+			return v[w : w+int(n)]
+		}
+		v = v[w+int(n):]
+	}
 	return nil
 }
 
