@@ -255,8 +255,9 @@ func (cr *changeReader) step() bool {
 			}
 			v := batch[w : w+int(n)]
 			batch = batch[w+int(n):]
-			if o, ok := overrides[i]; ok {
-				v = o
+			if o, ok := overrides[i]; ok && len(o) > 0 && o[0] == docTag {
+				rec, _, _ := splitChange(v) // patched with the document's copy (PreserveDoc)
+				v = append(slices.Clip(rec), o...)
 			}
 			cr.emit(ChangePos{TS: ts, Pos: i}, v)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -25,6 +26,7 @@ const (
 	prefixChangeRef byte = 'r'
 	refTag          byte = 'R'
 	docTag          byte = 'D'
+	batchTag        byte = 'B'
 )
 
 // AddChangeDoc adds change record rec, which carries document (coll, hash, id) as this batch
@@ -75,7 +77,7 @@ func (b *Batch) setChangeBatch(ts uint64) {
 				out = append(append(append(out, rec...), docTag), doc...)
 				continue
 			}
-			b.setRefMarker(docKey, ChangePos{TS: ts, Pos: uint32(i)})
+			b.setRefMarker(docKey, ChangePos{TS: ts, Pos: uint32(i)}, true)
 		}
 		out = binary.AppendUvarint(out, uint64(len(v)))
 		out = append(out, v...)
@@ -84,13 +86,27 @@ func (b *Batch) setChangeBatch(ts uint64) {
 	_ = b.pb.Set(appendChangeTSKey(key[:0], ts), out, nil)
 }
 
-// setRefMarker writes the marker saying that the record at p refers to document docKey.
-func (b *Batch) setRefMarker(docKey []byte, p ChangePos) {
-	var val [12]byte
+// setRefMarker writes the marker saying that the record at p refers to document docKey:
+// ts | pos, and batchTag when the record is in a batch's value (changeBatchKeyLen).
+func (b *Batch) setRefMarker(docKey []byte, p ChangePos, inBatch bool) {
+	var val [13]byte
 	binary.BigEndian.PutUint64(val[:8], p.TS)
 	binary.BigEndian.PutUint32(val[8:], p.Pos)
+	n := 12
+	if inBatch {
+		val[12], n = batchTag, 13
+	}
 	b.refKey = appendRefKey(b.refKey[:0], docKey)
-	_ = b.pb.Set(b.refKey, val[:], nil)
+	_ = b.pb.Set(b.refKey, val[:n], nil)
+}
+
+// readRefMarker decodes a marker's value.
+func readRefMarker(v []byte) (p ChangePos, inBatch, ok bool) {
+	if len(v) != 12 && len(v) != 13 {
+		return p, false, false
+	}
+	p = ChangePos{TS: binary.BigEndian.Uint64(v[:8]), Pos: binary.BigEndian.Uint32(v[8:12])}
+	return p, len(v) == 13 && v[12] == batchTag, true
 }
 
 // setChange writes the record at p whose value is v (stampChanges): a record referring to a
@@ -107,7 +123,7 @@ func (b *Batch) setChange(key []byte, p ChangePos, v []byte) {
 		return
 	}
 	_ = b.pb.Set(key, v, nil)
-	b.setRefMarker(docKey, p)
+	b.setRefMarker(docKey, p, false)
 }
 
 // PreserveDoc tells the batch that it changes or deletes document (coll, hash, id), whose
@@ -129,12 +145,12 @@ func (b *Batch) PreserveDoc(coll CollID, hash uint64, id, old []byte) error {
 	if err != nil {
 		return err
 	}
-	var p ChangePos
-	if len(v) == 12 {
-		p = ChangePos{TS: binary.BigEndian.Uint64(v[:8]), Pos: binary.BigEndian.Uint32(v[8:])}
-	}
+	p, inBatch, ok := readRefMarker(v)
 	_ = closer.Close()
-	if err := b.copyIntoRecord(p, docKey, old); err != nil {
+	if !ok {
+		return fmt.Errorf("%w: change reference marker", ErrCorrupt)
+	}
+	if err := b.copyIntoRecord(p, inBatch, docKey, old); err != nil {
 		return err
 	}
 	if b.preserved == nil {
@@ -167,21 +183,21 @@ func (b *Batch) preserveOwn(docKey, old []byte) bool {
 	return true
 }
 
-// copyIntoRecord rewrites the record at p, which refers to docKey, with a copy of doc: under
-// its own key, alone, or over its place in its batch. A record trimmed since (or not referring
-// to docKey: a stale marker) is left alone.
-func (b *Batch) copyIntoRecord(p ChangePos, docKey, doc []byte) error {
+// copyIntoRecord gives the record at p, which refers to docKey, a copy of doc: a record alone
+// under its key is rewritten with it; a record in a batch's value (inBatch) gets a patch,
+// docTag | doc, under its own key, which the log reads over its place in the batch (the batch's
+// value, up to 1000 records of a loaded insertMany, is neither read nor rewritten). A record
+// trimmed since is left alone.
+func (b *Batch) copyIntoRecord(p ChangePos, inBatch bool, docKey, doc []byte) error {
 	if p.TS < b.db.ChangesTrimmed() {
 		return nil
 	}
 	ck := appendChangeKey(nil, p)
-	v, closer, err := b.db.pdb.Get(ck)
-	if errors.Is(err, pebble.ErrNotFound) {
-		v, closer, err = b.db.pdb.Get(appendChangeTSKey(nil, p.TS))
-		if err == nil {
-			v = batchRecord(v, p.Pos)
-		}
+	if inBatch {
+		_ = b.direct().Set(ck, append([]byte{docTag}, doc...), nil)
+		return nil
 	}
+	v, closer, err := b.db.pdb.Get(ck)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil
 	}
@@ -199,21 +215,6 @@ func (b *Batch) copyIntoRecord(p ChangePos, docKey, doc []byte) error {
 	return nil
 }
 
-// batchRecord returns the value of record pos of batch value v, nil if none.
-func batchRecord(v []byte, pos uint32) []byte {
-	for i := uint32(0); len(v) > 0; i++ {
-		n, w := binary.Uvarint(v)
-		if w <= 0 || uint64(len(v)-w) < n {
-			return nil
-		}
-		if i == pos {
-			return v[w : w+int(n)]
-		}
-		v = v[w+int(n):]
-	}
-	return nil
-}
-
 // preserveRange copies, into the records that refer to them, the documents of [lower, upper)
 // (document keys) that records refer to, and deletes their markers: the batch range-deletes
 // those documents.
@@ -226,11 +227,10 @@ func (b *Batch) preserveRange(lower, upper []byte) error {
 	seen := false
 	for ok := it.First(); ok; ok = it.Next() {
 		seen = true
-		v := it.Value()
-		if len(v) != 12 {
+		p, inBatch, ok := readRefMarker(it.Value())
+		if !ok {
 			continue
 		}
-		p := ChangePos{TS: binary.BigEndian.Uint64(v[:8]), Pos: binary.BigEndian.Uint32(v[8:])}
 		docKey := bytes.Clone(it.Key()[1:])
 		doc, closer, err := b.db.pdb.Get(docKey)
 		if errors.Is(err, pebble.ErrNotFound) {
@@ -240,7 +240,7 @@ func (b *Batch) preserveRange(lower, upper []byte) error {
 			_ = it.Close()
 			return err
 		}
-		err = b.copyIntoRecord(p, docKey, doc)
+		err = b.copyIntoRecord(p, inBatch, docKey, doc)
 		_ = closer.Close()
 		if err != nil {
 			_ = it.Close()
