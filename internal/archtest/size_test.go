@@ -37,6 +37,8 @@ type sizeException struct {
 // anything over its limit fails the test, so the list shrinks as code is split.
 var sizeExceptions = []sizeException{
 	{file: "ops.go", fn: "init", max: 142, reason: "generated-like: the table of every expression operator"},
+	{pkg: "store", max: 41, reason: "the change log's records by reference (changes_ref.go) are a concern of their own; " +
+		"merged into changes.go it passes 600 lines. The backup and spill files are the candidates to move out"},
 }
 
 // sizeTarget is something whose size is limited: a package, a file or a function.
