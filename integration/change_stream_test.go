@@ -435,3 +435,70 @@ func TestChangeStreamUpdateLookupCost(t *testing.T) {
 		t.Fatalf("the getMore that looked the document up charged %v RU, want a point read's", stats.RequestCharge)
 	}
 }
+
+// An insert event shows the document as inserted even when the stream reads it after the
+// document was updated, replaced, deleted, changed in a transaction and its collection
+// dropped: the insert's record refers to the document, and the first write to it copies the
+// inserted version into the record (store's changes_ref.go).
+func TestChangeStreamInsertKeepsInsertedVersion(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	client := s.client(t)
+	db := client.Database("csk")
+	coll := db.Collection("t")
+	if err := db.CreateCollection(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := coll.Watch(ctx, mongo.Pipeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.Close(ctx) }()
+	docs := []any{bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: 1}}, bson.D{{Key: "_id", Value: 2}, {Key: "v", Value: 1}},
+		bson.D{{Key: "_id", Value: 3}, {Key: "v", Value: 1}}, bson.D{{Key: "_id", Value: 5}, {Key: "v", Value: 1}}}
+	if _, err := coll.InsertMany(ctx, docs); err != nil { // one batch: the records share a key
+		t.Fatal(err)
+	}
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 4}, {Key: "v", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: 2}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: 3}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: 4}}, bson.D{{Key: "v", Value: 9}}); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := client.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	if _, err := sess.WithTransaction(ctx, func(sc context.Context) (any, error) {
+		for _, v := range []int{7, 8} {
+			if _, err := coll.UpdateOne(sc, bson.D{{Key: "_id", Value: 3}}, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: v}}}}); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := coll.Drop(ctx); err != nil { // _id 5, never written since: copied by the drop
+		t.Fatal(err)
+	}
+	got := nextEvents(t, cs, 5)
+	for i, id := range []int32{1, 2, 3, 5, 4} {
+		if got[i].OperationType != "insert" || got[i].DocumentKey["_id"] != id {
+			t.Fatalf("event %d: %s of %v, want the insert of %d", i, got[i].OperationType, got[i].DocumentKey["_id"], id)
+		}
+		if got[i].FullDocument["_id"] != id || got[i].FullDocument["v"] != int32(1) {
+			t.Fatalf("insert of %d: fullDocument %v, want the inserted version {_id: %d, v: 1}", id, got[i].FullDocument, id)
+		}
+	}
+}

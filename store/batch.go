@@ -42,6 +42,13 @@ type Batch struct {
 	changes    []byte
 	changeEnds []int
 	ChangeTime uint64
+	// refs counts the records that refer to a document (AddChangeDoc); kept are the copies
+	// PreserveDoc made for some of them, by position; refKey is a buffer (changes_ref.go).
+	refs   int
+	kept   map[int][]byte
+	refKey []byte
+	// preserved are the documents whose committed version PreserveDoc copied into a record.
+	preserved map[string]struct{}
 	// reservedTS is the time ReserveChangeTime took (0: none), given back by Close when the
 	// batch did not use it.
 	reservedTS uint64
@@ -326,7 +333,7 @@ func (b *Batch) Close() {
 	b.resetPending()
 	*b = Batch{deltas: b.deltas[:0], index: b.index, adjust: b.adjust[:0], resets: b.resets[:0],
 		pending: b.pending, sortBuf: b.sortBuf, idStripes: b.idStripes[:0],
-		changes: b.changes[:0], changeEnds: b.changeEnds[:0]}
+		changes: b.changes[:0], changeEnds: b.changeEnds[:0], refKey: b.refKey[:0]}
 	batchPool.Put(b)
 }
 

@@ -11,8 +11,12 @@ import "fmt"
 // DeleteCollectionData deletes everything coll has in this DB: documents, index entries and
 // stats. Pending AddStats deltas of coll in this batch are discarded; writes to coll added
 // earlier in the batch are deleted too (a range tombstone covers earlier writes of its batch).
-func (b *Batch) DeleteCollectionData(coll CollID) {
-	var buf [32]byte
+func (b *Batch) DeleteCollectionData(coll CollID) error {
+	var buf, end [32]byte
+	docs := appendDocPrefix(buf[:0], coll)
+	if err := b.preserveRange(docs, AppendKeyPrefixEnd(end[:0], docs)); err != nil {
+		return err
+	}
 	b.deleteKeyPrefix(appendDocPrefix(buf[:0], coll))
 	b.deleteKeyPrefix(appendIndexCollPrefix(buf[:0], coll))
 	b.deleteKeyPrefix(appendStatsCollPrefix(buf[:0], coll))
@@ -28,6 +32,7 @@ func (b *Batch) DeleteCollectionData(coll CollID) {
 	b.adjust = adj
 	b.resets = append(b.resets, coll)
 	b.idAll = true
+	return nil
 }
 
 // DeleteIndexData deletes every entry of index idx of coll (after dropIndexes, or before a
@@ -82,6 +87,9 @@ func (b *Batch) DeleteDocRange(coll CollID, lo, hi uint64) error {
 	}
 	var buf [2 * (docPrefixLen + hashLen)]byte
 	lower, upper := appendDocRangeBounds(buf[:0], coll, lo, hi)
+	if err := b.preserveRange(lower, upper); err != nil {
+		return err
+	}
 	_ = b.direct().DeleteRange(lower, upper, nil)
 	b.idAll = true // the cached documents of the range (docCache)
 	return nil
@@ -170,6 +178,8 @@ func (b *Batch) DeleteIndexEntriesInRange(coll CollID, idx IndexID, lo, hi uint6
 func (db *DB) DeleteCollectionData(coll CollID) error {
 	b := db.NewBatch()
 	defer b.Close()
-	b.DeleteCollectionData(coll)
+	if err := b.DeleteCollectionData(coll); err != nil {
+		return err
+	}
 	return b.Commit(true)
 }

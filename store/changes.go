@@ -3,6 +3,8 @@ package store
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"slices"
 	"sync"
 
@@ -26,6 +28,13 @@ import (
 const prefixChange byte = 'e'
 
 const changeKeyLen = 1 + 8 + 4
+
+// A batch with several records writes them in one value under 'e' | ts (changeBatchKeyLen),
+// each record as uvarint(len) | value: one key instead of one per record (an insertMany of 100
+// documents wrote 100 more keys to the memtable, WAL and compactions). A record of such a
+// batch copied later (changes_ref.go's PreserveDoc) is written alone under 'e' | ts | pos,
+// which overrides its place in the batch's value.
+const changeBatchKeyLen = 1 + 8
 
 // ChangeClock stamps change records: Tick returns a time later than every time it returned
 // before and than Now; Now the latest time given out (exec/clock.Clock). Applied is called
@@ -146,14 +155,21 @@ func (b *Batch) stampChanges() (ts uint64, ok bool) {
 	if !ok {
 		return 0, false
 	}
-	var key [changeKeyLen]byte
-	start := 0
-	for i, end := range b.changeEnds {
-		_ = b.pb.Set(appendChangeKey(key[:0], ChangePos{TS: ts, Pos: uint32(i)}), b.changes[start:end], nil)
-		start = end
+	if len(b.changeEnds) > 1 {
+		b.setChangeBatch(ts)
+	} else {
+		var key [changeKeyLen]byte
+		p := ChangePos{TS: ts}
+		b.setChange(appendChangeKey(key[:0], p), p, b.changes)
 	}
 	b.ChangeTime = ts
 	return ts, true
+}
+
+// appendChangeTSKey appends the key of the batch of change records at time ts, which sorts
+// before the keys of its records.
+func appendChangeTSKey(dst []byte, ts uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(dst, prefixChange), ts)
 }
 
 // appendChangeKey appends the key of the change record at p.
@@ -164,35 +180,123 @@ func appendChangeKey(dst []byte, p ChangePos) []byte {
 }
 
 // ReadChanges calls fn with the change records after position after and at or before time
-// upto, in order, until fn returns false. rec is valid during the call only.
-func (db *DB) ReadChanges(after ChangePos, upto uint64, fn func(p ChangePos, rec []byte) bool) error {
+// upto, in order, until fn returns false, each with the document it carries (AddChangeDoc),
+// nil if none. rec and doc are valid during the call only.
+func (db *DB) ReadChanges(after ChangePos, upto uint64, fn func(p ChangePos, rec, doc []byte) bool) error {
 	if upto == 0 || upto < after.TS {
 		return nil
 	}
-	lower := appendChangeKey(nil, after)
-	lower = append(lower, 0) // just past after's key
+	lower := appendChangeTSKey(nil, after.TS) // the batch of after.TS, if any, holds after
 	upper := appendChangeKey(nil, ChangePos{TS: upto, Pos: ^uint32(0)})
 	upper = append(upper, 0)
-	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	// One view for the records and the documents they refer to (changes_ref.go).
+	snap := db.pdb.NewSnapshot()
+	defer func() { _ = snap.Close() }()
+	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err
 	}
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
-		if len(k) != changeKeyLen {
-			continue
-		}
-		p := ChangePos{TS: binary.BigEndian.Uint64(k[1:9]), Pos: binary.BigEndian.Uint32(k[9:])}
-		v, err := it.ValueAndErr()
-		if err != nil {
-			_ = it.Close()
-			return err
-		}
-		if !fn(p, v) {
-			break
-		}
+	cr := changeReader{snap: snap, it: it, after: after, fn: fn}
+	for ok := it.First(); ok && !cr.stop && cr.err == nil; {
+		ok = cr.step()
 	}
-	return it.Close()
+	if err := it.Close(); err != nil {
+		return err
+	}
+	return cr.err
+}
+
+// changeReader is ReadChanges's walk over the log.
+type changeReader struct {
+	snap  *pebble.Snapshot
+	it    *pebble.Iterator
+	after ChangePos
+	fn    func(p ChangePos, rec, doc []byte) bool
+	stop  bool
+	err   error
+}
+
+// step emits the record or the batch of records at the iterator and moves past it.
+func (cr *changeReader) step() bool {
+	k := cr.it.Key()
+	switch len(k) {
+	case changeKeyLen:
+		p := ChangePos{TS: binary.BigEndian.Uint64(k[1:9]), Pos: binary.BigEndian.Uint32(k[9:])}
+		v, err := cr.it.ValueAndErr()
+		if err != nil {
+			cr.err = err
+			return false
+		}
+		cr.emit(p, v)
+	case changeBatchKeyLen:
+		ts := binary.BigEndian.Uint64(k[1:9])
+		v, err := cr.it.ValueAndErr()
+		if err != nil {
+			cr.err = err
+			return false
+		}
+		batch := slices.Clone(v)
+		// The records of the batch copied since, each under its own key, come next.
+		overrides := map[uint32][]byte{}
+		ok := cr.it.Next()
+		for ; ok && len(cr.it.Key()) == changeKeyLen && binary.BigEndian.Uint64(cr.it.Key()[1:9]) == ts; ok = cr.it.Next() {
+			v, err := cr.it.ValueAndErr()
+			if err != nil {
+				cr.err = err
+				return false
+			}
+			overrides[binary.BigEndian.Uint32(cr.it.Key()[9:])] = slices.Clone(v)
+		}
+		for i := uint32(0); len(batch) > 0 && !cr.stop && cr.err == nil; i++ {
+			n, w := binary.Uvarint(batch)
+			if w <= 0 || uint64(len(batch)-w) < n {
+				cr.err = fmt.Errorf("%w: change batch at %d", ErrCorrupt, ts)
+				return false
+			}
+			v := batch[w : w+int(n)]
+			batch = batch[w+int(n):]
+			if o, ok := overrides[i]; ok && len(o) > 0 && o[0] == docTag {
+				rec, _, _ := splitChange(v) // patched with the document's copy (PreserveDoc)
+				v = append(slices.Clip(rec), o...)
+			}
+			cr.emit(ChangePos{TS: ts, Pos: i}, v)
+		}
+		return ok
+	}
+	return cr.it.Next()
+}
+
+// emit calls fn with the record at p whose value is v, if it is after cr.after.
+func (cr *changeReader) emit(p ChangePos, v []byte) {
+	if !cr.after.Less(p) {
+		return
+	}
+	rec, doc, closer, err := resolveChange(cr.snap, v)
+	if err != nil {
+		cr.err = err
+		return
+	}
+	cr.stop = !cr.fn(p, rec, doc)
+	if closer != nil {
+		_ = closer.Close()
+	}
+}
+
+// resolveChange splits the value of a change record into the record and its document, read
+// from snap when the record refers to it (nil if gone: it cannot be, see changes_ref.go).
+func resolveChange(snap *pebble.Snapshot, v []byte) (rec, doc []byte, closer io.Closer, err error) {
+	rec, tag, rest := splitChange(v)
+	switch tag {
+	case docTag:
+		return rec, rest, nil, nil
+	case refTag:
+		doc, closer, err = snap.Get(rest)
+		if errors.Is(err, pebble.ErrNotFound) {
+			return rec, nil, nil, nil
+		}
+		return rec, doc, closer, err
+	}
+	return rec, nil, nil, nil
 }
 
 // ChangesTrimmed returns the time before which the log was trimmed (TrimChanges): a reader
@@ -208,7 +312,7 @@ func (db *DB) ChangesTrimmed() uint64 {
 func (db *DB) OldestChange() (ChangePos, bool, error) {
 	var p ChangePos
 	found := false
-	err := db.ReadChanges(ChangePos{}, ^uint64(0), func(q ChangePos, _ []byte) bool {
+	err := db.ReadChanges(ChangePos{}, ^uint64(0), func(q ChangePos, _, _ []byte) bool {
 		p, found = q, true
 		return false
 	})
@@ -223,7 +327,7 @@ func (db *DB) NewestChange() (uint64, error) {
 		return 0, err
 	}
 	var ts uint64
-	if it.Last() && len(it.Key()) == changeKeyLen {
+	if it.Last() && (len(it.Key()) == changeKeyLen || len(it.Key()) == changeBatchKeyLen) {
 		ts = binary.BigEndian.Uint64(it.Key()[1:9])
 	}
 	return ts, it.Close()
@@ -234,7 +338,7 @@ func (db *DB) NewestChange() (uint64, error) {
 func (db *DB) ChangesDiskUsage(before uint64) (uint64, error) {
 	end := []byte{prefixChange + 1}
 	if before != 0 {
-		end = appendChangeKey(nil, ChangePos{TS: before})
+		end = appendChangeTSKey(nil, before)
 	}
 	return db.pdb.EstimateDiskUsage([]byte{prefixChange}, end)
 }
@@ -247,7 +351,7 @@ func (db *DB) TrimChanges(before uint64) error {
 	}
 	pb := db.pdb.NewBatch()
 	defer func() { _ = pb.Close() }()
-	_ = pb.DeleteRange([]byte{prefixChange}, appendChangeKey(nil, ChangePos{TS: before}), nil)
+	_ = pb.DeleteRange([]byte{prefixChange}, appendChangeTSKey(nil, before), nil)
 	var v [8]byte
 	binary.BigEndian.PutUint64(v[:], before)
 	_ = pb.Set(changesTrimmedKey, v[:], nil)

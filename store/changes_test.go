@@ -35,7 +35,7 @@ func commitChanges(t *testing.T, db *DB, recs ...string) uint64 {
 func readAll(t *testing.T, db *DB, after ChangePos) []ChangePos {
 	t.Helper()
 	var out []ChangePos
-	if err := db.ReadChanges(after, db.ChangesVisible(), func(p ChangePos, _ []byte) bool {
+	if err := db.ReadChanges(after, db.ChangesVisible(), func(p ChangePos, _, _ []byte) bool {
 		out = append(out, p)
 		return true
 	}); err != nil {
@@ -56,7 +56,7 @@ func TestChangesStampedInOrderWithTheirBatch(t *testing.T) {
 		t.Fatalf("times %d, %d: want increasing, non-zero", ts1, ts2)
 	}
 	var got []string
-	err := db.ReadChanges(ChangePos{}, db.ChangesVisible(), func(_ ChangePos, rec []byte) bool {
+	err := db.ReadChanges(ChangePos{}, db.ChangesVisible(), func(_ ChangePos, rec, _ []byte) bool {
 		got = append(got, string(rec))
 		return true
 	})
@@ -112,7 +112,7 @@ func TestChangesVisibleIsAFrontier(t *testing.T) {
 		default:
 		}
 		upto := db.ChangesVisible()
-		err := db.ReadChanges(pos, upto, func(p ChangePos, _ []byte) bool {
+		err := db.ReadChanges(pos, upto, func(p ChangePos, _, _ []byte) bool {
 			if !pos.Less(p) || seen[p] {
 				t.Errorf("record %v after position %v, or twice", p, pos)
 			}

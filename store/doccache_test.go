@@ -72,7 +72,9 @@ func TestDocCacheFollowsWrites(t *testing.T) {
 	set(4)
 	want("inserted after the range deletion", 4)
 	b = db.NewBatch()
-	b.DeleteCollectionData(coll)
+	if err := b.DeleteCollectionData(coll); err != nil {
+		t.Fatal(err)
+	}
 	mustCommit(t, b)
 	want("collection dropped", 0)
 }

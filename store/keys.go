@@ -20,7 +20,8 @@ const (
 	prefixIndex   byte = 'i' // 'i' | coll | idx | key | hash | id | len(id) → empty
 	prefixMeta    byte = 'm' // format version, counters, stats
 	prefixTxn     byte = 't' // 't' | lsid → session transaction record (txnrec.go)
-	// prefixChange: 'e' | ts | pos → change record, in changes.go.
+	// prefixChange: 'e' | ts | pos → change record, 'e' | ts → a batch's records, in changes.go;
+	// prefixChangeRef: 'r' | docKey → the record referring to the document, in changes_ref.go.
 	// prefixGraph: 'v' | coll | graph | node → vector search graph node, in vecgraph.go.
 )
 

@@ -319,7 +319,9 @@ func TestDeleteCollectionData(t *testing.T) {
 
 	// Writing the collection again after the delete counts from zero, also after a restart.
 	b := db.NewBatch()
-	b.DeleteCollectionData(6)
+	if err := b.DeleteCollectionData(6); err != nil {
+		t.Fatal(err)
+	}
 	b.SetDoc(6, 0, idN(1), docN(1, 10))
 	b.AddStats(6, 0, 1, 10)
 	mustCommit(t, b)

@@ -32,6 +32,9 @@ type Overlay struct {
 	// changes are the change records of the statements, in order: the commit writes them all
 	// at its time (a transaction's events appear at commit, in order).
 	changes [][]byte
+	// preserve are the committed versions of the documents the statements changed or
+	// deleted, by doc key (the first statement's): the commit preserves them (PreserveDoc).
+	preserve map[string][]byte
 }
 
 // statDelta is one AddStats call.
@@ -66,9 +69,15 @@ func (ov *Overlay) Empty() bool {
 }
 
 // Replay stages every buffered write into b.
-func (ov *Overlay) Replay(b Batch) {
+func (ov *Overlay) Replay(b Batch) error {
 	ov.mu.RLock()
 	defer ov.mu.RUnlock()
+	for k, old := range ov.preserve {
+		coll, hash, id, _ := store.DocKeyParts([]byte(k))
+		if err := b.PreserveDoc(coll, hash, id, old); err != nil {
+			return err
+		}
+	}
 	for k, doc := range ov.docs {
 		coll, hash, id, _ := store.DocKeyParts([]byte(k))
 		if doc == nil {
@@ -91,6 +100,7 @@ func (ov *Overlay) Replay(b Batch) {
 	for _, rec := range ov.changes {
 		b.AddChange(rec)
 	}
+	return nil
 }
 
 // MapChanges replaces each change record of the statements by fn's result (a transaction's
@@ -427,7 +437,9 @@ type overlayBatch struct {
 	stats   []statDelta
 	uniques []UniqueKey
 	changes [][]byte
-	size    int
+	// preserve are PreserveDoc's documents: doc key, then the version.
+	preserve []ovEntry
+	size     int
 }
 
 // errOverlayRange refuses the range deletions of DDL inside a transaction.
@@ -480,6 +492,13 @@ func (b *overlayBatch) SetTxnRecord(_, _ []byte) {}
 // AddChange implements Batch: the record joins the transaction with the statement.
 func (b *overlayBatch) AddChange(rec []byte) { b.changes = append(b.changes, slices.Clone(rec)) }
 
+// PreserveDoc implements Batch: the commit preserves the committed version (Overlay.Replay);
+// a version this transaction wrote is never referred to (its records copy their documents).
+func (b *overlayBatch) PreserveDoc(coll store.CollID, hash uint64, id, old []byte) error {
+	b.preserve = append(b.preserve, ovEntry{store.AppendDocKey(nil, coll, hash, id), slices.Clone(old)})
+	return nil
+}
+
 // Len implements Batch.
 func (b *overlayBatch) Len() int { return b.size }
 
@@ -504,6 +523,17 @@ func (b *overlayBatch) Commit(bool) error {
 	}
 	ov := b.ov
 	ov.mu.Lock()
+	for _, p := range b.preserve {
+		if _, ok := ov.docs[string(p.key)]; ok {
+			continue // written by an earlier statement: not a committed version
+		}
+		if _, ok := ov.preserve[string(p.key)]; !ok {
+			if ov.preserve == nil {
+				ov.preserve = map[string][]byte{}
+			}
+			ov.preserve[string(p.key)] = p.doc
+		}
+	}
 	for _, d := range b.docs {
 		ov.docs[string(d.key)] = d.doc
 	}
@@ -522,7 +552,7 @@ func (b *overlayBatch) Commit(bool) error {
 
 // Close implements Batch.
 func (b *overlayBatch) Close() {
-	b.docs, b.index, b.stats, b.uniques, b.changes, b.size = nil, nil, nil, nil, nil, 0
+	b.docs, b.index, b.stats, b.uniques, b.changes, b.preserve, b.size = nil, nil, nil, nil, nil, nil, 0
 }
 
 // Apply implements Batch: the writes join the overlay at once (Commit); there is nothing to

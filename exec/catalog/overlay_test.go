@@ -176,7 +176,9 @@ func TestOverlay(t *testing.T) {
 	}
 
 	batch := sh.NewBatch()
-	ov.Replay(batch)
+	if err := ov.Replay(batch); err != nil {
+		t.Fatal(err)
+	}
 	if err := batch.Commit(true); err != nil {
 		t.Fatal(err)
 	}

@@ -107,6 +107,7 @@ func (b *remoteBatch) DeleteDocRange(store.CollID, uint64, uint64) error        
 func (b *remoteBatch) DeleteIndexData(store.CollID, store.IndexID)                     { b.n++ }
 func (b *remoteBatch) SetTxnRecord([]byte, []byte)                                     { b.n++ }
 func (b *remoteBatch) AddChange([]byte)                                                { b.n++ }
+func (b *remoteBatch) PreserveDoc(store.CollID, uint64, []byte, []byte) error          { return nil }
 func (b *remoteBatch) Len() int                                                        { return 0 }
 func (b *remoteBatch) Count() uint32                                                   { return b.n }
 func (b *remoteBatch) Empty() bool                                                     { return b.n == 0 }

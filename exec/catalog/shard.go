@@ -96,6 +96,10 @@ type Batch interface {
 	// AddChange adds a change record (exec/changes), written at the batch's commit time in
 	// the shard's change log, atomically with the batch (store.Batch.AddChange).
 	AddChange(rec []byte)
+	// PreserveDoc tells the batch that it changes or deletes document (coll, hash, id), whose
+	// current version is old, before staging the change: a change record that refers to the
+	// document instead of copying it (DocChanges) gets a copy of old (store.Batch.PreserveDoc).
+	PreserveDoc(coll store.CollID, hash uint64, id, old []byte) error
 	// Len is the batch's size in bytes; Count its operations; Empty reports no operation.
 	Len() int
 	Count() uint32
@@ -107,6 +111,13 @@ type Batch interface {
 	Apply(sync bool) error
 	SyncWait() error
 	Close()
+}
+
+// DocChanges is a Batch that can add a change record carrying a document by reference to the
+// document the batch writes, instead of a copy (store.Batch.AddChangeDoc): a shard's own batch,
+// not a transaction's statement (its records are tagged at commit) nor another node's.
+type DocChanges interface {
+	AddChangeDoc(rec []byte, coll store.CollID, hash uint64, id []byte)
 }
 
 // DocIter iterates over documents in (hash, id) order. Doc and ID are valid until the next

@@ -6,7 +6,8 @@
 // change events.
 //
 // Records (record.go) carry the operation, the namespace, the documentKey, the inserted or
-// replacing document, an update's description (diff.go, computed from the old and new
+// replacing document (an insert's by reference to the document its batch writes, Write.ByRef:
+// the log reads it back with the record, store's changes_ref.go), an update's description (diff.go, computed from the old and new
 // documents when the write is staged), the pre- and post-images when the collection keeps
 // them (changeStreamPreAndPostImages), and a transaction's lsid and txnNumber (TagTxn, added
 // at its commit, where all of its records share the commit's time).

@@ -49,12 +49,18 @@ func (l localLog) Read(ctx context.Context, after store.ChangePos, limit int) (B
 		return b, err
 	}
 	var last uint64
-	err := l.db.ReadChanges(after, b.Frontier, func(p store.ChangePos, rec []byte) bool {
+	err := l.db.ReadChanges(after, b.Frontier, func(p store.ChangePos, rec, doc []byte) bool {
 		if len(b.Records) >= limit && p.TS != last {
 			b.Frontier = last
 			return false
 		}
-		b.Records = append(b.Records, Record{Pos: p, Rec: slices.Clone(rec)})
+		r := Record{Pos: p}
+		if doc != nil {
+			r.Rec = WithDoc(make([]byte, 0, len(rec)+len(doc)+8), rec, doc)
+		} else {
+			r.Rec = slices.Clone(rec)
+		}
+		b.Records = append(b.Records, r)
 		last = p.TS
 		return true
 	})

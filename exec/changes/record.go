@@ -56,14 +56,21 @@ type Write struct {
 	Old     bsoncore.Document
 	New     bsoncore.Document
 	Replace bool // a replacement (not an update with operators or a pipeline)
+	// ByRef leaves an insert's document out of its record: the batch adds the record with
+	// AddChangeDoc, which refers to the document it writes (store's changes_ref.go).
+	ByRef bool
 	// Wall is the wall time to record, in milliseconds since the epoch (0: now). A writer
 	// reads the clock once for all its writes: per record, it took a fifth of AppendRecord.
 	Wall int64
 }
 
 // Recorded reports whether writes to collection ci are recorded: not those of the internal
-// databases (admin, config, local), of time-series buckets, or of views.
+// databases (admin, config, local), of time-series buckets, or of views; none at all in the
+// nochangelog build (logwrites.go).
 func Recorded(ci *catalog.Coll) bool {
+	if !logWrites {
+		return false
+	}
 	switch ci.Meta.DB {
 	case "admin", "config", "local":
 		return false
@@ -100,10 +107,11 @@ func AppendRecord(dst []byte, ci *catalog.Coll, w *Write) []byte {
 	dst = bsoncore.AppendStringElement(dst, fOp, op)
 	dst = appendNS(dst, ci)
 	dst = appendDocumentKey(dst, ci, doc)
-	switch op {
-	case OpInsert, OpReplace:
+	switch {
+	case op == OpInsert && w.ByRef:
+	case op == OpInsert, op == OpReplace:
 		dst = bsoncore.AppendDocumentElement(dst, fDoc, w.New)
-	case OpUpdate:
+	case op == OpUpdate:
 		dst = bsoncore.AppendDocumentElement(dst, fUpdate, Diff(w.Old, w.New))
 	}
 	if w.Old != nil && PrePostImages(ci) {
@@ -204,6 +212,15 @@ func TagTxn(rec []byte, lsid bsoncore.Document, txnNumber int64) []byte {
 	out = bsoncore.AppendInt64Element(out, fTxn, txnNumber)
 	out = append(out, 0)
 	return bsoncore.UpdateLength(out, 0, int32(len(out)))
+}
+
+// WithDoc returns rec, the record of an insert added by reference (Write.ByRef), with doc,
+// the document the log read with it, appended to dst as if the record had copied it.
+func WithDoc(dst []byte, rec, doc []byte) []byte {
+	dst = append(dst, rec[:len(rec)-1]...)
+	dst = bsoncore.AppendDocumentElement(dst, fDoc, doc)
+	dst = append(dst, 0)
+	return bsoncore.UpdateLength(dst, 0, int32(len(dst)))
 }
 
 // binaryUUID is the BSON binary subtype of a UUID.

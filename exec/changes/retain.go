@@ -48,7 +48,7 @@ func (r Retention) Trim(db *store.DB, now time.Time) error {
 func cutoff(db *store.DB, excess int64) (uint64, error) {
 	var n int64
 	var ts uint64
-	err := db.ReadChanges(store.ChangePos{}, ^uint64(0), func(p store.ChangePos, rec []byte) bool {
+	err := db.ReadChanges(store.ChangePos{}, ^uint64(0), func(p store.ChangePos, rec, _ []byte) bool {
 		n += int64(len(rec)) + 16
 		ts = p.TS + 1
 		return n < excess

@@ -124,6 +124,9 @@ func rehashDoc(b catalog.Batch, oci, nci *catalog.Coll, from, to uint64, id []by
 		}
 	}
 	if from != to {
+		if err := b.PreserveDoc(coll, from, id, doc); err != nil {
+			return err
+		}
 		b.DeleteDoc(coll, from, id)
 	}
 	b.SetDoc(coll, to, id, doc)

@@ -320,7 +320,10 @@ func (reg *Registry) Commit(tx *Txn) (*write.Retry, error) {
 	b := sh.NewBatch()
 	defer b.Close()
 	tx.ov.MapChanges(func(rec []byte) []byte { return changes.TagTxn(rec, lsidDoc(tx.LSID), tx.Number) })
-	tx.ov.Replay(b)
+	if err := tx.ov.Replay(b); err != nil {
+		tx.finish(Aborted)
+		return nil, catalog.StoreError(err)
+	}
 	b.SetTxnRecord(tx.LSID[:], rec)
 	if err := b.Commit(true); err != nil {
 		tx.finish(Aborted)

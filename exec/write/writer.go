@@ -235,6 +235,11 @@ func (wr *Writer) Stage(w *DocWrite) error {
 	if err := wr.checkUniques(w, newShard, newHash); err != nil {
 		return err
 	}
+	if w.Old != nil && wr.recorded { // an insert's record may refer to the old version
+		if err := wr.batch(oldShard).PreserveDoc(ci.Meta.ID, w.Hash, w.ID, w.Old); err != nil {
+			return catalog.StoreError(err)
+		}
+	}
 	if err := wr.stageIndexes(w, oldShard, newShard, newHash); err != nil {
 		return err
 	}
@@ -311,8 +316,16 @@ func (wr *Writer) stageDoc(w *DocWrite, oldShard, newShard int, newHash uint64) 
 		if wr.wall == 0 {
 			wr.wall = time.Now().UnixMilli()
 		}
-		wr.recbuf = changes.AppendRecord(wr.recbuf[:0], ci, &changes.Write{Hash: newHash, ID: w.ID, Old: w.Old, New: w.New, Replace: w.Replace, Wall: wr.wall})
-		wr.batch(s).AddChange(wr.recbuf)
+		b := wr.batch(s)
+		dc, byRef := b.(catalog.DocChanges)
+		byRef = byRef && w.Old == nil
+		wr.recbuf = changes.AppendRecord(wr.recbuf[:0], ci, &changes.Write{Hash: newHash, ID: w.ID, Old: w.Old, New: w.New,
+			Replace: w.Replace, Wall: wr.wall, ByRef: byRef})
+		if byRef {
+			dc.AddChangeDoc(wr.recbuf, coll, newHash, w.ID)
+		} else {
+			b.AddChange(wr.recbuf)
+		}
 	}
 	if ci.TS != nil { // time-series: the slots this write took and freed (timeseries.go)
 		wr.markMeasurement(w)

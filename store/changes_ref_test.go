@@ -1,0 +1,136 @@
+package store
+
+import (
+	"encoding/binary"
+	"testing"
+)
+
+// rec4 is a change record as the store sees one: its length, 4 bytes little-endian, then s.
+func rec4(s string) []byte {
+	return append(binary.LittleEndian.AppendUint32(nil, uint32(4+len(s))), s...)
+}
+
+// refDocs reads every visible record as "rec=doc".
+func refDocs(t *testing.T, db *DB) []string {
+	t.Helper()
+	var out []string
+	if err := db.ReadChanges(ChangePos{}, db.ChangesVisible(), func(_ ChangePos, rec, doc []byte) bool {
+		out = append(out, string(rec[4:])+"="+string(doc))
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// refStep is one batch of TestChangeDocByReference: each op is "insert", "update",
+// "delete", "drop" or "trim" of document id "x" (or "y"), with the version it writes.
+type refStep struct {
+	op, id, doc string
+}
+
+// applyRef commits s in its own batch, as exec/write stages it: an insert's record refers to
+// its document, an update or delete preserves the version it replaces.
+func applyRef(t *testing.T, db *DB, cur map[string]string, steps ...refStep) {
+	t.Helper()
+	b := db.NewBatch()
+	defer b.Close()
+	for _, s := range steps {
+		switch s.op {
+		case "insert":
+			b.SetDoc(1, 7, []byte(s.id), []byte(s.doc))
+			b.AddChangeDoc(rec4("i"+s.id), 1, 7, []byte(s.id))
+			cur[s.id] = s.doc
+		case "update", "delete":
+			if err := b.PreserveDoc(1, 7, []byte(s.id), []byte(cur[s.id])); err != nil {
+				t.Fatal(err)
+			}
+			if s.op == "update" {
+				b.SetDoc(1, 7, []byte(s.id), []byte(s.doc))
+				cur[s.id] = s.doc
+			} else {
+				b.DeleteDoc(1, 7, []byte(s.id))
+				delete(cur, s.id)
+			}
+			b.AddChange(rec4(s.op[:1] + s.id))
+		case "drop":
+			if err := b.DeleteCollectionData(1); err != nil {
+				t.Fatal(err)
+			}
+			b.AddChange(rec4("drop"))
+		case "range":
+			if err := b.DeleteDocRange(1, 0, 0); err != nil {
+				t.Fatal(err)
+			}
+			b.AddChange(rec4("range"))
+		}
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestChangeDocByReference checks that an insert's record, which refers to its document
+// instead of copying it, reads the version the insert wrote whatever came after: updates,
+// deletes, re-inserts, range deletions, in later batches or in the same one.
+func TestChangeDocByReference(t *testing.T) {
+	cases := []struct {
+		name    string
+		batches [][]refStep
+		want    []string
+	}{
+		{"Unchanged", [][]refStep{{{"insert", "x", "v1"}}}, []string{"ix=v1"}},
+		{"UpdatedTwice", [][]refStep{{{"insert", "x", "v1"}}, {{"update", "x", "v2"}}, {{"update", "x", "v3"}}},
+			[]string{"ix=v1", "ux=", "ux="}},
+		{"Deleted", [][]refStep{{{"insert", "x", "v1"}}, {{"delete", "x", ""}}}, []string{"ix=v1", "dx="}},
+		{"DeletedAndInsertedAgain", [][]refStep{{{"insert", "x", "v1"}}, {{"delete", "x", ""}}, {{"insert", "x", "v2"}},
+			{{"update", "x", "v3"}}}, []string{"ix=v1", "dx=", "ix=v2", "ux="}},
+		{"UpdatedInItsBatch", [][]refStep{{{"insert", "x", "v1"}, {"update", "x", "v2"}, {"update", "x", "v3"}},
+			{{"update", "x", "v4"}}}, []string{"ix=v1", "ux=", "ux=", "ux="}},
+		{"UpdatedTwiceInOneBatch", [][]refStep{{{"insert", "x", "v1"}}, {{"update", "x", "v2"}, {"update", "x", "v3"}}},
+			[]string{"ix=v1", "ux=", "ux="}},
+		{"InsertedAgainInOneBatch", [][]refStep{{{"insert", "x", "v1"}, {"delete", "x", ""}, {"insert", "x", "v2"}},
+			{{"update", "x", "v3"}}}, []string{"ix=v1", "dx=", "ix=v2", "ux="}},
+		{"Dropped", [][]refStep{{{"insert", "x", "v1"}, {"insert", "y", "w1"}}, {{"update", "y", "w2"}}, {{"drop", "", ""}}},
+			[]string{"ix=v1", "iy=w1", "uy=", "drop="}},
+		{"RangeDeleted", [][]refStep{{{"insert", "x", "v1"}}, {{"range", "", ""}}}, []string{"ix=v1", "range="}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openMem(t)
+			db.SetChangeClock(new(testClock))
+			cur := map[string]string{}
+			for _, steps := range tc.batches {
+				applyRef(t, db, cur, steps...)
+			}
+			got := refDocs(t, db)
+			if len(got) != len(tc.want) {
+				t.Fatalf("records %q, want %q", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("records %q, want %q", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestChangeDocByReferenceTrimmed checks that a write to a document whose insert record was
+// trimmed does not bring the record back.
+func TestChangeDocByReferenceTrimmed(t *testing.T) {
+	db := openMem(t)
+	db.SetChangeClock(new(testClock))
+	cur := map[string]string{}
+	applyRef(t, db, cur, refStep{"insert", "x", "v1"})
+	if err := db.TrimChanges(db.ChangesVisible() + 1); err != nil {
+		t.Fatal(err)
+	}
+	applyRef(t, db, cur, refStep{"update", "x", "v2"})
+	if _, ok, err := db.OldestChange(); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if got := refDocs(t, db); len(got) != 1 || got[0] != "ux=" {
+		t.Fatalf("records %q, want only the update's", got)
+	}
+}
