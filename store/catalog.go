@@ -35,7 +35,7 @@ var nextCollKey = []byte{prefixMeta, metaCounter, 'c', 'o', 'l', 'l'}
 type Catalog struct {
 	db    *DB
 	state atomic.Pointer[CatalogState]
-	hold  catalogHold // catalog_hold.go
+	hold  catalogHold // catalog_shared.go
 	mu    struct {
 		sync.Mutex
 		nextColl CollID // next collection ID to assign

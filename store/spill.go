@@ -14,7 +14,7 @@ import (
 
 // Spills. A TempStore is scratch space for the blocking stages of queries (sorts, groups)
 // that outgrow their memory bound: mongod's <dbpath>/_tmp. It is one Pebble DB without WAL
-// or fsync (spill_fs.go) and with small memtables and cache, opened on the first spill and
+// or fsync (noSyncFS, below) and with small memtables and cache, opened on the first spill and
 // closed, its directory wiped, when the last spill is done. Nothing in it survives a restart:
 // the directory is also wiped when the TempStore is created and closed.
 //
