@@ -215,43 +215,71 @@ func (b *Batch) copyIntoRecord(p ChangePos, inBatch bool, docKey, doc []byte) er
 	return nil
 }
 
+// preserveChunk bounds the copies preserveRange writes in one batch of their own.
+const preserveChunk = 8 << 20
+
 // preserveRange copies, into the records that refer to them, the documents of [lower, upper)
 // (document keys) that records refer to, and deletes their markers: the batch range-deletes
-// those documents.
+// those documents. The copies go in batches of their own of about preserveChunk, committed
+// before this one (a drop of a large collection loaded lately would otherwise make this
+// batch as large as its data): a copy of a document that does not change meanwhile (nothing
+// writes into a range being deleted) reads the same as the reference it replaces, so a
+// crash between them leaves the log as it was.
 func (b *Batch) preserveRange(lower, upper []byte) error {
 	rl, ru := appendRefKey(nil, lower), appendRefKey(nil, upper)
 	it, err := b.db.pdb.NewIter(&pebble.IterOptions{LowerBound: rl, UpperBound: ru})
 	if err != nil {
 		return err
 	}
+	cb := b.db.NewBatch()
+	defer func() { cb.Close() }()
 	seen := false
 	for ok := it.First(); ok; ok = it.Next() {
 		seen = true
-		p, inBatch, ok := readRefMarker(it.Value())
-		if !ok {
-			continue
-		}
-		docKey := bytes.Clone(it.Key()[1:])
-		doc, closer, err := b.db.pdb.Get(docKey)
-		if errors.Is(err, pebble.ErrNotFound) {
-			continue
-		}
-		if err != nil {
+		if err := cb.preserveMarked(it.Key(), it.Value()); err != nil {
 			_ = it.Close()
 			return err
 		}
-		err = b.copyIntoRecord(p, inBatch, docKey, doc)
-		_ = closer.Close()
-		if err != nil {
-			_ = it.Close()
-			return err
+		if cb.pb.Len() >= preserveChunk {
+			if err := cb.Commit(false); err != nil {
+				_ = it.Close()
+				return err
+			}
+			cb.Close()
+			cb = b.db.NewBatch()
 		}
 	}
 	if err := it.Close(); err != nil {
 		return err
 	}
+	if err := cb.Commit(false); err != nil { // made durable by this batch's sync
+		return err
+	}
 	if seen {
 		_ = b.direct().DeleteRange(rl, ru, nil)
 	}
+	return nil
+}
+
+// preserveMarked copies into its record the document the reference marker (key, value) names,
+// and deletes the marker.
+func (b *Batch) preserveMarked(key, value []byte) error {
+	p, inBatch, ok := readRefMarker(value)
+	if !ok {
+		return nil
+	}
+	docKey := bytes.Clone(key[1:])
+	doc, closer, err := b.db.pdb.Get(docKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer func() { _ = closer.Close() }()
+	if err := b.copyIntoRecord(p, inBatch, docKey, doc); err != nil {
+		return err
+	}
+	_ = b.direct().Delete(bytes.Clone(key), nil)
 	return nil
 }

@@ -134,3 +134,51 @@ func TestChangeDocByReferenceTrimmed(t *testing.T) {
 		t.Fatalf("records %q, want only the update's", got)
 	}
 }
+
+// TestChangeDocByReferenceLargeDrop checks that a drop whose documents the log refers to
+// copies them in batches of their own (the drop's batch stays small) and that every insert's
+// record still reads its document afterwards.
+func TestChangeDocByReferenceLargeDrop(t *testing.T) {
+	db := openMem(t)
+	db.SetChangeClock(new(testClock))
+	doc := make([]byte, 4096)
+	const n = 3 * preserveChunk / 4096 // three chunks' worth
+	for i := 0; i < n; i += 500 {
+		b := db.NewBatch()
+		for j := i; j < min(i+500, n); j++ {
+			id := binary.BigEndian.AppendUint32(nil, uint32(j))
+			binary.BigEndian.PutUint32(doc, uint32(j))
+			b.SetDoc(1, 7, id, doc)
+			b.AddChangeDoc(rec4("i"), 1, 7, id)
+		}
+		if err := b.Commit(false); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+	}
+	b := db.NewBatch()
+	if err := b.DeleteCollectionData(1); err != nil {
+		t.Fatal(err)
+	}
+	b.AddChange(rec4("drop"))
+	if size := b.pb.Len(); size > preserveChunk/8 {
+		t.Errorf("the drop's batch holds %d bytes: the copies went in it", size)
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	i := 0
+	if err := db.ReadChanges(ChangePos{}, db.ChangesVisible(), func(_ ChangePos, rec, d []byte) bool {
+		if string(rec[4:]) == "i" && (len(d) != len(doc) || binary.BigEndian.Uint32(d) != uint32(i)) {
+			t.Fatalf("insert %d's record reads %d bytes, want its document", i, len(d))
+		}
+		i++
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if i != n+1 {
+		t.Fatalf("%d records, want %d inserts and the drop", i, n)
+	}
+}
