@@ -185,7 +185,7 @@ func TestSpillSortAndGroup(t *testing.T) {
 	for _, name := range []string{"plain", "sharded"} {
 		coll := db.Collection(name)
 		t.Run(name+"/FindSort", func(t *testing.T) {
-			_, err := coll.Find(ctx, bson.D{}, options.Find().SetSort(sortSpec))
+			_, err := coll.Find(ctx, bson.D{}, options.Find().SetSort(sortSpec).SetAllowDiskUse(false))
 			wantMemoryError(t, err, "Executor error during find command :: caused by :: "+sortMsg)
 			cur, err := coll.Find(ctx, bson.D{}, options.Find().SetSort(sortSpec).SetAllowDiskUse(true))
 			if err != nil {
@@ -207,7 +207,7 @@ func TestSpillSortAndGroup(t *testing.T) {
 				if stage == "AggregateSortLimit" {
 					want = sorted[:5] // a top-k sort fits in memory without allowDiskUse
 				} else {
-					_, err := coll.Aggregate(ctx, pipeline)
+					_, err := coll.Aggregate(ctx, pipeline, options.Aggregate().SetAllowDiskUse(false))
 					wantMemoryError(t, err, sortMsg+"...")
 				}
 				cur, err := coll.Aggregate(ctx, pipeline, options.Aggregate().SetAllowDiskUse(true))
@@ -230,7 +230,7 @@ func TestSpillSortAndGroup(t *testing.T) {
 				if stage == "AggregateGroupPartial" {
 					want = withoutIDs
 				}
-				_, err := coll.Aggregate(ctx, pipeline)
+				_, err := coll.Aggregate(ctx, pipeline, options.Aggregate().SetAllowDiskUse(false))
 				wantMemoryError(t, err, groupMsg)
 				cur, err := coll.Aggregate(ctx, pipeline, options.Aggregate().SetAllowDiskUse(true))
 				if err != nil {
@@ -239,6 +239,22 @@ func TestSpillSortAndGroup(t *testing.T) {
 				checkGroups(t, cur, want)
 			})
 		}
+	}
+	// Without allowDiskUse, allowDiskUseByDefault decides: true (MongoDB 6.0+'s default)
+	// spills, false refuses.
+	coll := db.Collection("sharded")
+	cur, err := coll.Find(ctx, bson.D{}, options.Find().SetSort(sortSpec))
+	if err != nil {
+		t.Fatalf("a sort past its memory without allowDiskUse, allowDiskUseByDefault true: %v", err)
+	}
+	checkSorted(t, cur, sorted)
+	if _, err := runCmd(t, c.Database("admin"), bson.D{{Key: "setParameter", Value: 1}, {Key: "allowDiskUseByDefault", Value: false}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$sort", Value: sortSpec}}})
+	wantMemoryError(t, err, sortMsg+"...")
+	if res, err := runCmd(t, c.Database("admin"), bson.D{{Key: "getParameter", Value: 1}, {Key: "allowDiskUseByDefault", Value: 1}}); err != nil || res["allowDiskUseByDefault"] != false {
+		t.Errorf("getParameter allowDiskUseByDefault: %v %v", res, err)
 	}
 	checkDirEmpty(t, tmpDir)
 	size := 0

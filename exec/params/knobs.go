@@ -19,6 +19,7 @@ const DefaultTxnLifetime = 60 * time.Second
 // (Knobs).
 type Knob struct {
 	v       atomic.Int64
+	isBool  bool   // a boolean parameter: 0 or 1, reported and set as a bool
 	isInt32 bool   // MongoDB stores it as an int: reported as int32, set within int32's range
 	bound   int64  // the bound values are checked against
 	boundOp string // "greater than" or "greater than or equal to", as MongoDB words it
@@ -47,6 +48,9 @@ type Knobs struct {
 	// TTLMonitorSleep is ttlMonitorSleepSecs: the TTL monitor's sleep between passes (its
 	// OnSet sets the monitor's).
 	TTLMonitorSleep *Knob
+	// DiskUseByDefault is allowDiskUseByDefault (MongoDB 6.0+, true): whether a find or an
+	// aggregate that does not say allowDiskUse may spill its sorts and groups.
+	DiskUseByDefault *Knob
 }
 
 // NewKnobs returns the knobs at their defaults.
@@ -59,7 +63,8 @@ func NewKnobs() *Knobs {
 		SnapshotWindow: newKnob(300, true, 0, "greater than or equal to"),
 		TxnLifetime:    newKnob(int64(DefaultTxnLifetime/time.Second), true, 1, "greater than or equal to"),
 		// MongoDB's default, 60 s.
-		TTLMonitorSleep: newKnob(60, true, 1, "greater than or equal to"),
+		TTLMonitorSleep:  newKnob(60, true, 1, "greater than or equal to"),
+		DiskUseByDefault: newBoolKnob(true),
 	}
 }
 
@@ -78,6 +83,8 @@ func (k *Knobs) ByName(name string) *Knob {
 		return k.TxnLifetime
 	case "ttlMonitorSleepSecs":
 		return k.TTLMonitorSleep
+	case "allowDiskUseByDefault":
+		return k.DiskUseByDefault
 	}
 	return nil
 }
@@ -89,11 +96,26 @@ func newKnob(v int64, isInt32 bool, bound int64, boundOp string) *Knob {
 	return k
 }
 
+// newBoolKnob returns a boolean knob holding v.
+func newBoolKnob(v bool) *Knob {
+	k := &Knob{isBool: true}
+	if v {
+		k.v.Store(1)
+	}
+	return k
+}
+
+// Bool returns a boolean knob's value.
+func (k *Knob) Bool() bool { return k.v.Load() != 0 }
+
 // Load returns the knob's value.
 func (k *Knob) Load() int64 { return k.v.Load() }
 
 // AppendTo appends the knob's value as MongoDB types it.
 func (k *Knob) AppendTo(dst []byte, key string) []byte {
+	if k.isBool {
+		return bsoncore.AppendBooleanElement(dst, key, k.Bool())
+	}
 	if k.isInt32 {
 		return bsoncore.AppendInt32Element(dst, key, int32(k.Load()))
 	}
@@ -103,6 +125,22 @@ func (k *Knob) AppendTo(dst []byte, key string) []byte {
 // Set validates v as MongoDB's IDL server parameters do (numbers coerce, then the bound)
 // and stores it.
 func (k *Knob) Set(name string, v bsoncore.Value) error {
+	if k.isBool {
+		b, ok := v.BooleanOK()
+		if !ok {
+			n, isNum := CoerceInt64(v) // IDL's bool parameters take numbers as their truth
+			if !isNum {
+				return mongoerr.New(mongoerr.BadValue, "Can't coerce value")
+			}
+			b = n != 0
+		}
+		var n int64
+		if b {
+			n = 1
+		}
+		k.v.Store(n)
+		return nil
+	}
 	n, ok := CoerceInt64(v)
 	if ok && k.isInt32 && (n < math.MinInt32 || n > math.MaxInt32) {
 		ok = false

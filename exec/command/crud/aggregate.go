@@ -33,12 +33,14 @@ type aggregateArgs struct {
 	batchSize    int64 // -1: default
 	explain      bool
 	allowDiskUse bool
-	let          bsoncore.Document
-	collation    bsoncore.Document
-	hint         bsoncore.Value
-	maxTimeMS    int64
-	singleBatch  bool // a find through a view asked for one batch
-	bypass       bool // bypassDocumentValidation: $out and $merge skip the target's validator
+	// allowDiskUseSet: allowDiskUse was given; else allowDiskUseByDefault decides (diskUse).
+	allowDiskUseSet bool
+	let             bsoncore.Document
+	collation       bsoncore.Document
+	hint            bsoncore.Value
+	maxTimeMS       int64
+	singleBatch     bool // a find through a view asked for one batch
+	bypass          bool // bypassDocumentValidation: $out and $merge skip the target's validator
 }
 
 // parseAggregate parses an aggregate command body; explaining is true inside explain, where
@@ -73,6 +75,7 @@ func parseAggregate(body bsoncore.Document, explaining bool) (*aggregateArgs, er
 			a.explain, err = args.Bool(cmd, key, v)
 		case "allowDiskUse":
 			a.allowDiskUse, err = args.Bool(cmd, key, v)
+			a.allowDiskUseSet = true
 		case "let":
 			a.let, err = args.Doc(cmd, key, v)
 		case "collation":
@@ -224,7 +227,7 @@ func (h *Handlers) parsePipeline(ctx context.Context, r *command.Request, a *agg
 	env := &agg.Env{Cat: h.Cat, Query: h.QueryFor(r), Host: h, SortBytes: h.Knobs.SortMemory.Load(),
 		GroupBytes: h.Knobs.GroupMemory.Load(), GraphBytes: h.Knobs.GraphMemory.Load(), DB: r.DB, Coll: a.coll,
 		Opts:         &expr.Options{Let: a.let, Now: time.Now(), Collator: coll, Function: functionHook(ctx, a.pipeline, a.maxTimeMS)},
-		AllowDiskUse: a.allowDiskUse, Temp: h.Temp}
+		AllowDiskUse: h.diskUse(a.allowDiskUse, a.allowDiskUseSet), Temp: h.Temp}
 	if len(a.let) > 0 {
 		// Let variables are checked once, before any document is read.
 		if _, err := expr.Compile(bsoncore.Value{Type: bsoncore.TypeNull}, env.Opts); err != nil {
@@ -251,3 +254,12 @@ func functionHook(ctx context.Context, pipeline bsoncore.Array, maxTimeMS int64)
 
 // dollarAccumulator is what a pipeline holding $accumulator contains.
 var dollarAccumulator = []byte("$accumulator")
+
+// diskUse returns whether a command's sorts and groups may spill: its allowDiskUse when given,
+// else allowDiskUseByDefault (true, as on MongoDB 6.0+).
+func (h *Handlers) diskUse(allow, given bool) bool {
+	if given {
+		return allow
+	}
+	return h.Knobs.DiskUseByDefault.Bool()
+}

@@ -39,6 +39,7 @@ func (h *Handlers) find(ctx context.Context, r *command.Request) error {
 	if err := parseFindInto(r.Body, a); err != nil {
 		return err
 	}
+	a.allowDiskUse = h.diskUse(a.allowDiskUse, a.allowDiskUseSet)
 	if err := catalog.CheckCollation(a.collation); err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ type findArgs struct {
 	let             bsoncore.Document
 	collation       bsoncore.Document
 	allowDiskUse    bool
+	allowDiskUseSet bool // allowDiskUse given: else allowDiskUseByDefault decides (diskUse)
 	noCursorTimeout bool
 	returnKey       bool
 	showRecordID    bool
@@ -68,6 +69,7 @@ func parseFindInto(body bsoncore.Document, a *findArgs) error {
 			a.collation, err = args.Doc(cmd, key, v)
 		case "allowDiskUse":
 			a.allowDiskUse, err = args.OptionalBool(key, v)
+			a.allowDiskUseSet = v.Type != bsoncore.TypeNull
 		case "noCursorTimeout":
 			a.noCursorTimeout, err = args.OptionalBool(key, v)
 		case "returnKey":

@@ -105,7 +105,7 @@ func findAsAggregate(a *findArgs) (*aggregateArgs, error) {
 	}
 	return &aggregateArgs{
 		coll: a.coll, pipeline: pipe, haveCursor: true, batchSize: a.batchSize,
-		allowDiskUse: a.allowDiskUse, let: a.let, collation: a.collation, hint: a.hint,
+		allowDiskUse: a.allowDiskUse, allowDiskUseSet: a.allowDiskUseSet, let: a.let, collation: a.collation, hint: a.hint,
 		maxTimeMS: a.maxTimeMS, singleBatch: a.singleBatch || a.limit == 1 && a.batchSize < 0,
 	}, nil
 }

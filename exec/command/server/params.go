@@ -22,6 +22,9 @@ type parameter struct {
 // parameters are the server parameters cleave reports, sorted by name as getParameter: "*"
 // lists them. Values are cleave's effective settings.
 var parameters = []parameter{
+	{"allowDiskUseByDefault", func(h *Handlers, dst []byte, key string) []byte {
+		return h.Knobs.DiskUseByDefault.AppendTo(dst, key)
+	}},
 	// authSchemaVersion is the version of the users' schema, SCRAM credentials since 3.0.
 	{"authSchemaVersion", func(_ *Handlers, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 5) }},
 	{"authenticationMechanisms", func(_ *Handlers, dst []byte, key string) []byte {
