@@ -350,6 +350,43 @@ func (c *Catalog) commitShared(b *pebble.Batch, cur *CatalogState, guards []Guar
 	return nil
 }
 
+// maxFenceTries bounds Fence's attempts, each after another node's change.
+const maxFenceTries = 16
+
+// Fence settles a change whose commit failed without saying whether it committed (a lost
+// reply from the shared log): on return without error, the state reflects every change the
+// log committed, and no change computed from a revision this catalog had reached can commit
+// any more. It commits an empty change conditioned on the catalog's revision, which moves
+// the revision on (a pending change conditioned on an earlier one is refused from then on),
+// and on a conflict waits until the state reflects the newer revision and tries again. A
+// catalog that is not shared has nothing to settle.
+func (c *Catalog) Fence(ctx context.Context) error {
+	for range maxFenceTries {
+		c.mu.Lock()
+		s := c.mu.shared
+		if s == nil {
+			c.mu.Unlock()
+			return nil
+		}
+		rev, err := s.log.Commit(s.rev, nil, nil)
+		if err == nil {
+			s.advance(rev)
+		}
+		c.mu.Unlock()
+		var conflict *ConflictError
+		switch {
+		case err == nil:
+			return nil
+		case !errors.As(err, &conflict):
+			return err
+		}
+		if err := c.waitRevision(ctx, conflict.Rev); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("store: the shared catalog kept changing: %d fences conflicted", maxFenceTries)
+}
+
 // waitRevision waits until the state reflects revision rev (or a later one), at most
 // revisionWait or until ctx ends.
 func (c *Catalog) waitRevision(ctx context.Context, rev int64) error {

@@ -1,6 +1,8 @@
 package sharding
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -168,5 +170,30 @@ func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int, guards [
 		c.Partitions = StorePartsFrom(c.Partitions, parts)
 		return nil
 	})
+	if err != nil && m.mopts.Cluster != nil && !errors.Is(err, store.ErrIncarnation) {
+		return m.settleFlip(ci, id, to, err)
+	}
+	return err
+}
+
+// settleFlip finds out, still under every key-lock stripe, whether a flip whose commit failed
+// committed after all (a lost reply from etcd): the source must not let writes into a range
+// it may no longer own, which its catalog would not yet say. The catalog is fenced (every
+// committed change in it, no pending one able to commit any more); the flip is then in it,
+// and the move succeeded, or it never commits, and err stands. A fence that fails keeps err
+// and logs it: the source's catalog learns of a committed flip from its watch.
+func (m *Manager) settleFlip(ci *catalog.Coll, id uint64, to int, err error) error {
+	ctx, cancel := context.WithTimeout(m.life, lockedPeerTimeout)
+	defer cancel()
+	if ferr := m.cat.Store().Fence(ctx); ferr != nil {
+		m.log.Error("a move's flip failed and its outcome cannot be settled: its writes may be refused or moved late",
+			zap.String("ns", ci.NS()), zap.Uint64("partition", id), zap.NamedError("flip", err), zap.Error(ferr))
+		return err
+	}
+	now := m.cat.Refresh(ci)
+	if i := now.Map.Index(id); i >= 0 && now.Map.Partition(i).Shard == to {
+		m.log.Warn("a move's flip reported an error but committed", zap.String("ns", ci.NS()), zap.Uint64("partition", id), zap.Error(err))
+		return nil
+	}
 	return err
 }
