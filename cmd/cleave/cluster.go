@@ -160,27 +160,18 @@ func (v *clusterView) NodeUp(name string) bool {
 // Incarnation implements sharding.Cluster: the lease the node is registered under.
 func (v *clusterView) Incarnation() int64 { return v.node.Incarnation() }
 
-// settingTimeout bounds a shared setting's read or write in etcd.
-const settingTimeout = 10 * time.Second
-
 // Setting implements sharding.Cluster.
-func (v *clusterView) Setting(id string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), settingTimeout)
-	defer cancel()
+func (v *clusterView) Setting(ctx context.Context, id string) ([]byte, error) {
 	return v.node.Setting(ctx, id)
 }
 
 // PutSetting implements sharding.Cluster.
-func (v *clusterView) PutSetting(id string, doc []byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), settingTimeout)
-	defer cancel()
+func (v *clusterView) PutSetting(ctx context.Context, id string, doc []byte) error {
 	return v.node.PutSetting(ctx, id, doc)
 }
 
 // ManagerNode implements sharding.Cluster.
-func (v *clusterView) ManagerNode() (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), settingTimeout)
-	defer cancel()
+func (v *clusterView) ManagerNode(ctx context.Context) (string, error) {
 	return v.node.ManagerName(ctx)
 }
 

@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"time"
 
@@ -61,7 +62,11 @@ func (m *Manager) balancerSetting() (bsoncore.Document, error) {
 	if c == nil {
 		return m.balancerDoc()
 	}
-	raw, err := c.Setting(balancerID)
+	// A manager round reads it: briefly, and never past the manager's life (Close waits for
+	// the round), so that an unreachable etcd slows neither rounds nor shutdown.
+	ctx, cancel := context.WithTimeout(m.life, settingReadWait)
+	defer cancel()
+	raw, err := c.Setting(ctx, balancerID)
 	if err != nil {
 		m.log.Warn("cannot read the cluster's balancer setting: using this node's copy", zap.Error(err))
 		return m.balancerDoc()
@@ -108,7 +113,10 @@ func (m *Manager) SetBalancer(on bool) error {
 	doc := bsoncore.NewDocumentBuilder().AppendString("_id", balancerID).AppendString("mode", mode).
 		AppendBoolean("stopped", !on).Build()
 	if c := m.mopts.Cluster; c != nil {
-		if err := c.PutSetting(balancerID, doc); err != nil {
+		ctx, cancel := context.WithTimeout(m.life, settingWriteWait)
+		err := c.PutSetting(ctx, balancerID, doc)
+		cancel()
+		if err != nil {
 			return mongoerr.Wrap(err, mongoerr.HostUnreachable, "cannot write the balancer's setting to the cluster's metadata: %v", err)
 		}
 	}
@@ -120,6 +128,13 @@ func (m *Manager) SetBalancer(on bool) error {
 	}
 	return nil
 }
+
+// How long the balancer's shared setting is waited for in etcd: a manager round's read, and
+// balancerStop's or balancerStart's write.
+const (
+	settingReadWait  = 2 * time.Second
+	settingWriteWait = 10 * time.Second
+)
 
 // BalancerRoundCmd asks a node to answer once its manager round in progress has ended
 // (balancerStop sent to a node other than the elected manager).
@@ -136,7 +151,9 @@ func (m *Manager) waitManagerRound() error {
 		m.WaitRound()
 		return nil
 	}
-	name, err := c.ManagerNode()
+	ctx, cancel := context.WithTimeout(m.life, settingWriteWait)
+	name, err := c.ManagerNode(ctx)
+	cancel()
 	if err != nil || name == "" {
 		return err // none elected: no round in progress anywhere
 	}

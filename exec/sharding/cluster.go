@@ -1,6 +1,7 @@
 package sharding
 
 import (
+	"context"
 	"slices"
 	"strings"
 
@@ -40,10 +41,10 @@ type Cluster interface {
 	// Setting returns the shared settings document id (config.settings' _id) as the cluster
 	// holds it now, nil when there is none; PutSetting replaces it for every node
 	// (balancer.go).
-	Setting(id string) ([]byte, error)
-	PutSetting(id string, doc []byte) error
+	Setting(ctx context.Context, id string) ([]byte, error)
+	PutSetting(ctx context.Context, id string, doc []byte) error
 	// ManagerNode returns the name of the node elected partition manager now ("" if none).
-	ManagerNode() (string, error)
+	ManagerNode(ctx context.Context) (string, error)
 }
 
 // localShards returns the shards this node's manager may decide for: every shard in

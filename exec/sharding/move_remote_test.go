@@ -28,11 +28,11 @@ func (v nodeView) Draining(int) bool     { return false }
 func (v nodeView) SetDraining(int) error { return nil }
 func (v nodeView) Incarnation() int64    { return 0 }
 
-func (v nodeView) Setting(string) ([]byte, error)  { return nil, nil }
-func (v nodeView) PutSetting(string, []byte) error { return nil }
-func (v nodeView) ManagerNode() (string, error)    { return "", nil }
-func (v nodeView) NodeName() string                { return "self" }
-func (v nodeView) NodeUp(string) bool              { return true }
+func (v nodeView) Setting(context.Context, string) ([]byte, error)  { return nil, nil }
+func (v nodeView) PutSetting(context.Context, string, []byte) error { return nil }
+func (v nodeView) ManagerNode(context.Context) (string, error)      { return "", nil }
+func (v nodeView) NodeName() string                                 { return "self" }
+func (v nodeView) NodeUp(string) bool                               { return true }
 
 // directPeers delivers a move's steps to the destination's manager as the internal command
 // would (exec's moveApply), in process: both managers share the stores and the catalog.
