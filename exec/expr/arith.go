@@ -11,9 +11,10 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// numRank orders the numeric types by width (MongoDB's getWidestNumeric): int32 <
-// int64 < double < decimal128.
-func numRank(t bsoncore.Type) int {
+// NumRank orders the numeric types by width (MongoDB's getWidestNumeric): int32 <
+// int64 < double < decimal128; 0 for anything else. A switch, not a map: $sum and $avg widen
+// by it for every document they add.
+func NumRank(t bsoncore.Type) int {
 	switch t {
 	case bsoncore.TypeInt32:
 		return 1
@@ -28,7 +29,7 @@ func numRank(t bsoncore.Type) int {
 }
 
 // isNum reports whether v is one of the four numeric types.
-func isNum(v bsoncore.Value) bool { return numRank(v.Type) > 0 }
+func isNum(v bsoncore.Value) bool { return NumRank(v.Type) > 0 }
 
 // asInt64 returns an int32 or int64 value.
 func asInt64(v bsoncore.Value) int64 {
@@ -103,7 +104,7 @@ func addOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 				return missing, mongoerr.New(mongoerr.Location16612, "only one date allowed in an $add expression")
 			}
 		case isNum(a):
-			rank = max(rank, numRank(a.Type))
+			rank = max(rank, NumRank(a.Type))
 		default:
 			return missing, mongoerr.New(mongoerr.Location16554, "$add only supports numeric or date types, not %s", bsonx.TypeName(a.Type))
 		}
@@ -253,7 +254,7 @@ func subtractOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 
 // subtractNumbers is l − r in the wider type, longs overflowing to doubles.
 func subtractNumbers(v *Vars, l, r bsoncore.Value) bsoncore.Value {
-	switch max(numRank(l.Type), numRank(r.Type)) {
+	switch max(NumRank(l.Type), NumRank(r.Type)) {
 	case 4:
 		return v.decValue(decimal128.Sub(asDec(l), asDec(r)))
 	case 3:
@@ -277,7 +278,7 @@ func multiplyOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		case nullish(a):
 			return valNull, nil
 		case isNum(a):
-			rank = max(rank, numRank(a.Type))
+			rank = max(rank, NumRank(a.Type))
 		default:
 			return missing, mongoerr.New(mongoerr.Location16555, "$multiply only supports numeric types, not %s", bsonx.TypeName(a.Type))
 		}
@@ -347,7 +348,7 @@ func modOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 		}
 		return missing, mongoerr.New(mongoerr.Location16611, "$mod only supports numeric types, not %s and %s", bsonx.TypeName(l.Type), bsonx.TypeName(r.Type))
 	}
-	rank := max(numRank(l.Type), numRank(r.Type))
+	rank := max(NumRank(l.Type), NumRank(r.Type))
 	if rank == 4 {
 		ld, rd := asDec(l), asDec(r)
 		if rd.IsZero() {

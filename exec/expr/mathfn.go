@@ -180,7 +180,7 @@ func powOp(v *Vars, args []bsoncore.Value) (bsoncore.Value, error) {
 	if bf == 0 && ef < 0 {
 		return missing, mongoerr.New(mongoerr.Location28764, "$pow cannot take a base of 0 and a negative exponent")
 	}
-	rank := max(numRank(b.Type), numRank(e.Type))
+	rank := max(NumRank(b.Type), NumRank(e.Type))
 	switch rank {
 	case 4:
 		return v.decValue(decFromFloatFull(math.Pow(bf, ef))), nil

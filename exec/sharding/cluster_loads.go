@@ -25,21 +25,15 @@ func (m *Manager) PartitionLoads(ci *catalog.Coll) Loads {
 	if len(l.Snaps) < n {
 		l.Snaps = append(l.Snaps, make([]shard.MeterSnapshot, n-len(l.Snaps))...)
 	}
-	asked := map[string]map[uint64]remoteStat{} // by node
+	asked := ownerStats{}
 	for i := range n {
 		p := ci.Map.Partition(i)
 		if m.mopts.Cluster == nil || m.isLocal(p.Shard) {
 			l.Throttled[i], l.ThrottledLow[i] = meters.Meter(i).Throttled(), meters.Meter(i).ThrottledLow()
 			continue
 		}
-		node, host := m.mopts.Cluster.ShardHost(p.Shard)
-		stats, ok := asked[node]
-		if !ok && host != "" {
-			stats = m.askStats(ci, p.Shard)
-			asked[node] = stats
-		}
-		st, ok := stats[p.ID]
-		if !ok || st.shard != p.Shard {
+		st, ok := m.ownerStat(ci, asked, p.ID, p.Shard)
+		if !ok {
 			l.Snaps[i], l.Unknown[i] = shard.MeterSnapshot{}, true
 			continue
 		}

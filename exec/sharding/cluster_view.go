@@ -83,25 +83,37 @@ func (m *Manager) AppendPartitionStats(dst []byte, ci *catalog.Coll) []byte {
 // fillRemote fills the partitions of v on other nodes' shards with their owners' stats, and
 // marks busy those whose owner does not answer.
 func (m *Manager) fillRemote(ci *catalog.Coll, v *shard.CollectionView) {
-	asked := map[string]map[uint64]remoteStat{} // by node
+	asked := ownerStats{}
 	for i := range v.Partitions {
 		p := &v.Partitions[i]
 		if m.isLocal(p.Shard) {
 			continue
 		}
-		node, host := m.mopts.Cluster.ShardHost(p.Shard)
-		stats, ok := asked[node]
-		if !ok && host != "" {
-			stats = m.askStats(ci, p.Shard)
-			asked[node] = stats
-		}
-		st, ok := stats[p.ID]
-		if !ok || st.shard != p.Shard {
+		st, ok := m.ownerStat(ci, asked, p.ID, p.Shard)
+		if !ok {
 			p.Busy = true
 			continue
 		}
 		p.Docs, p.Bytes, p.RUPerSec, p.RefusedRUPerSec, p.DemandRUPerSec = st.docs, st.bytes, st.ru, st.refused, st.demand
 	}
+}
+
+// ownerStats are the stats the owners of a collection's partitions reported, by node: each
+// node is asked once (nil: it did not answer).
+type ownerStats map[string]map[uint64]remoteStat
+
+// ownerStat returns partition id's stats as the node owning shard s reports them, asking that
+// node unless asked holds its answer; ok is false when it does not answer or no longer holds
+// the partition on s.
+func (m *Manager) ownerStat(ci *catalog.Coll, asked ownerStats, id uint64, s int) (remoteStat, bool) {
+	node, host := m.mopts.Cluster.ShardHost(s)
+	stats, ok := asked[node]
+	if !ok && host != "" {
+		stats = m.askStats(ci, s)
+		asked[node] = stats
+	}
+	st, ok := stats[id]
+	return st, ok && st.shard == s
 }
 
 // remoteStat is one partition's stats as its owner reports them: its load includes the RU/s
