@@ -170,10 +170,17 @@ func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int, guards [
 		c.Partitions = StorePartsFrom(c.Partitions, parts)
 		return nil
 	})
-	if err != nil && m.mopts.Cluster != nil && !errors.Is(err, store.ErrIncarnation) {
+	if err != nil && m.mopts.Cluster != nil && flipUnsettled(err) {
 		return m.settleFlip(ci, id, to, err)
 	}
 	return err
+}
+
+// flipUnsettled reports whether a flip that failed with err may have committed: not when the
+// guards or the revision refused it, nor when it was never sent (the map changed first).
+func flipUnsettled(err error) bool {
+	var conflict *store.ConflictError
+	return !errors.Is(err, store.ErrIncarnation) && !errors.Is(err, shard.ErrStaleAction) && !errors.As(err, &conflict)
 }
 
 // settleFlip finds out, still under every key-lock stripe, whether a flip whose commit failed
