@@ -26,6 +26,7 @@ var apiV1Stages = map[string]bool{
 	"$project": true, "$redact": true, "$replaceRoot": true, "$replaceWith": true,
 	"$sample": true, "$set": true, "$setWindowFields": true, "$skip": true, "$sort": true,
 	"$sortByCount": true, "$unionWith": true, "$unset": true, "$unwind": true,
+	"$shardedDataDistribution": true,
 }
 
 // apiParams are a command's Stable API fields.

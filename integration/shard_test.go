@@ -433,4 +433,51 @@ func TestShardDistribution(t *testing.T) {
 			t.Errorf("getShardDistribution: %s holds %.2f%% of the documents, partitionStats says %.2f%%:\n%s", m[1], pct, want, out)
 		}
 	}
+	checkDataDistribution(t, srv, c, perShard)
+}
+
+// checkDataDistribution checks $shardedDataDistribution against the documents per shard
+// of distribution.people (the only sharded collection of the server): one entry per
+// shard with its documents and their bytes, no entry for an unsharded collection, and
+// MongoDB's errors; mongosh's sh.status() prints it.
+func checkDataDistribution(t *testing.T, srv *server, c *mongo.Client, perShard map[string]int64) {
+	ctx := context.Background()
+	if _, err := c.Database("distribution").Collection("plain").InsertOne(ctx, bson.M{"x": 1}); err != nil {
+		t.Fatal(err)
+	}
+	admin := c.Database("admin")
+	cur, err := admin.Aggregate(ctx, mongo.Pipeline{{{Key: "$shardedDataDistribution", Value: bson.M{}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []struct {
+		NS     string `bson:"ns"`
+		Shards []struct {
+			Name    string `bson:"shardName"`
+			Owned   int64  `bson:"numOwnedDocuments"`
+			Bytes   int64  `bson:"ownedSizeBytes"`
+			Orphans int64  `bson:"numOrphanedDocs"`
+		} `bson:"shards"`
+	}
+	if err := cur.All(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].NS != "distribution.people" || len(got[0].Shards) != len(perShard) {
+		t.Fatalf("$shardedDataDistribution = %+v, want distribution.people on %d shards", got, len(perShard))
+	}
+	for _, s := range got[0].Shards {
+		if s.Owned != perShard[s.Name] || s.Orphans != 0 || s.Bytes < s.Owned*100 || s.Bytes > s.Owned*2000 {
+			t.Errorf("%s: %d documents, %d bytes, %d orphans; partitionStats says %d documents", s.Name, s.Owned, s.Bytes, s.Orphans, perShard[s.Name])
+		}
+	}
+	_, err = admin.Aggregate(ctx, mongo.Pipeline{{{Key: "$shardedDataDistribution", Value: bson.M{"x": 1}}}})
+	wantCode(t, err, 6789100, "The $shardedDataDistribution stage specification must be an empty object")
+	_, err = c.Database("distribution").Aggregate(ctx, mongo.Pipeline{{{Key: "$shardedDataDistribution", Value: bson.M{}}}})
+	wantCode(t, err, 6789102, "The $shardedDataDistribution stage must be run on the admin database")
+	_, err = admin.Aggregate(ctx, mongo.Pipeline{{{Key: "$match", Value: bson.M{}}}, {{Key: "$shardedDataDistribution", Value: bson.M{}}}})
+	wantCode(t, err, 40602, "$shardedDataDistribution is only valid as the first stage in a pipeline")
+	out := srv.mongosh(t, "admin", "--eval", "sh.status()")
+	if !regexp.MustCompile(`shardedDataDistribution\s*\[\s*\{\s*ns: 'distribution.people'`).MatchString(out) {
+		t.Errorf("sh.status() does not print the data distribution of distribution.people:\n%s", out)
+	}
 }

@@ -165,14 +165,14 @@ func init() {
 // start a sub-pipeline ($lookup, $unionWith, $facet).
 var firstStages = map[string]struct{ nested bool }{
 	"$documents": {nested: true}, "$collStats": {}, "$indexStats": {}, "$listLocalSessions": {},
-	"$currentOp": {}, "$listSessions": {}, "$geoNear": {nested: true},
+	"$currentOp": {}, "$listSessions": {}, "$geoNear": {nested: true}, "$shardedDataDistribution": {},
 }
 
 // knownStages are MongoDB 7.0 stages cleave does not run: they answer NotImplemented rather
 // than MongoDB's "unrecognized" error, which would claim they do not exist.
 var knownStages = map[string]bool{
 	"$planCacheStats": true, "$changeStream": true, "$search": true, "$searchMeta": true, "$vectorSearch": true,
-	"$listSearchIndexes": true, "$changeStreamSplitLargeEvent": true, "$shardedDataDistribution": true,
+	"$listSearchIndexes": true, "$changeStreamSplitLargeEvent": true,
 	"$listSampledQueries": true, "$queryStats": true,
 }
 

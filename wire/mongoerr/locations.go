@@ -362,6 +362,8 @@ const (
 	Location6053600 Code = 6053600 // Encountered date densify value in collection when step does not have a date unit.
 	Location6307900 Code = 6307900 // $setWindowFields 'output' specification contains two conflicting paths
 	Location6586400 Code = 6586400 // The step parameter in a range statement must be a whole number when densifying a date r…
+	Location6789100 Code = 6789100 // The $shardedDataDistribution stage specification must be an empty object
+	Location6789102 Code = 6789102 // The $shardedDataDistribution stage must be run on the admin database
 	Location51173   Code = 51173   // When using min()/max() a hint of which index to use must be provided
 	Location51174   Code = 51174   // The index chosen is not compatible with min/max
 	Location40231   Code = 40231   // no fields in a $project (pipeline update)

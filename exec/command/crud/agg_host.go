@@ -21,6 +21,9 @@ var serverStages = map[string]func(e *Handlers) agg.StageParser{
 	"$listSessions":      func(e *Handlers) agg.StageParser { return e.ParseListSessionsStage },
 	"$listSearchIndexes": func(e *Handlers) agg.StageParser { return e.parseListSearchIndexesStage },
 	"$vectorSearch":      func(e *Handlers) agg.StageParser { return e.parseVectorSearchStage },
+	"$shardedDataDistribution": func(e *Handlers) agg.StageParser {
+		return e.parseDataDistributionStage
+	},
 }
 
 // StageParser implements agg.Host.
@@ -40,6 +43,7 @@ var (
 	_ agg.SourceStage    = (*listSearchIndexesStage)(nil)
 	_ agg.Collectionless = (*CurrentOpStage)(nil)
 	_ agg.Collectionless = (*ListLocalSessionsStage)(nil)
+	_ agg.Collectionless = (*DataDistributionStage)(nil)
 )
 
 // HostName implements agg.Host: the address the server listens on.
