@@ -34,6 +34,7 @@ type accSpec struct {
 	output *expr.Expr
 	coll   bsonx.Collator // the pipeline's collation: $addToSet's equality, $min/$max, sortBy
 	js     *jsAccumulator // $accumulator (jsaccum.go); input is its accumulateArgs
+	quant  *expr.Quantile // $percentile, $median (quantile.go)
 }
 
 // accumulators are the $group accumulators by name.
@@ -42,7 +43,7 @@ var accumulators = map[string]bool{
 	"$push": true, "$addToSet": true, "$count": true, "$mergeObjects": true,
 	"$stdDevPop": true, "$stdDevSamp": true, "$top": true, "$bottom": true, "$topN": true,
 	"$bottomN": true, "$firstN": true, "$lastN": true, "$maxN": true, "$minN": true,
-	"$accumulator": true,
+	"$accumulator": true, "$percentile": true, "$median": true,
 }
 
 // parseAccumulator compiles {op: arg} for field.
@@ -70,6 +71,8 @@ func parseAccumulator(env *Env, field string, v bsoncore.Value) (*accSpec, error
 		err = a.parseNamedArgs(env, arg)
 	case "$accumulator":
 		a.js, a.input, err = parseJSAccumulator(env, arg)
+	case "$percentile", "$median":
+		err = a.parseQuantile(env, arg)
 	default:
 		if arg.Type == bsoncore.TypeArray {
 			return nil, mongoerr.New(mongoerr.Location40237, "The %s accumulator is a unary operator", op)
@@ -155,6 +158,8 @@ func (a *accSpec) newState(id bsoncore.Value) (accState, error) {
 		return &rankState{a: a, n: 1, single: true, bottom: a.op == "$bottom"}, nil
 	case "$accumulator":
 		return a.js.newState(id)
+	case "$percentile", "$median":
+		return &quantileState{q: a.quant}, nil
 	}
 	n, err := a.evalN(id)
 	if err != nil {

@@ -88,6 +88,13 @@ var aggCases = []aggCase{
 	{name: "GroupStdDev", input: []string{`{"x": 2}`, `{"x": 4}`, `{"x": 4}`, `{"x": 4}`, `{"x": 5}`, `{"x": 5}`, `{"x": 7}`, `{"x": 9}`},
 		pipeline: `[{"$group": {"_id": null, "pop": {"$stdDevPop": "$x"}}}]`,
 		want:     []string{`{"_id": null, "pop": 2.0}`}},
+	{name: "GroupPercentileMedian", input: []string{`{"g": 1, "x": 62}`, `{"g": 1, "x": 60}`, `{"g": 1, "x": 52}`, `{"g": 1, "x": "n/a"}`,
+		`{"g": 1, "x": 73}`, `{"g": 1, "x": 88}`, `{"g": 1, "x": {"$numberDouble": "NaN"}}`, `{"g": 2}`},
+		pipeline: `[{"$group": {"_id": "$g", "p": {"$percentile": {"input": "$x", "p": [0, 0.5, 0.75, 0.9, 1], "method": "approximate"}},
+			"m": {"$median": {"input": "$x", "method": "approximate"}}}}, {"$sort": {"_id": 1}}]`,
+		want: []string{`{"_id": 1, "p": [52.0, 62.0, 73.0, 88.0, 88.0], "m": 62.0}`, `{"_id": 2, "p": [null, null, null, null, null], "m": null}`}},
+	{name: "ErrGroupPercentileNotObject", pipeline: `[{"$group": {"_id": null, "p": {"$percentile": [1]}}}]`, code: 7429703},
+	{name: "ErrGroupPercentileMethod", pipeline: `[{"$group": {"_id": null, "p": {"$median": {"input": "$x", "method": "continuous"}}}}]`, code: mongoerr.BadValue},
 	{name: "GroupMergeObjects", input: []string{`{"q": {"a": 1, "b": 1}}`, `{"q": null}`, `{"q": {"b": 2, "c": 3}}`},
 		pipeline: `[{"$group": {"_id": null, "m": {"$mergeObjects": "$q"}}}]`,
 		want:     []string{`{"_id": null, "m": {"a": 1, "b": 2, "c": 3}}`}},
@@ -238,7 +245,8 @@ func TestAggregateGroupPerShardMerge(t *testing.T) {
 	env := &Env{DB: "test", Opts: &expr.Options{Now: time.Now()}}
 	p, err := Parse(env, streamtest.ExtArray(t, `[{"$group": {"_id": "$item", "n": {"$count": {}}, "q": {"$sum": "$quantity"},
 		"avg": {"$avg": "$price"}, "min": {"$min": "$quantity"}, "max": {"$max": "$quantity"}, "set": {"$addToSet": "$price"},
-		"sd": {"$stdDevPop": "$quantity"}, "top": {"$maxN": {"n": 2, "input": "$quantity"}}}}, {"$sort": {"_id": 1}}]`), false)
+		"sd": {"$stdDevPop": "$quantity"}, "top": {"$maxN": {"n": 2, "input": "$quantity"}},
+		"p": {"$percentile": {"input": "$quantity", "p": [0.5, 1], "method": "approximate"}}}}, {"$sort": {"_id": 1}}]`), false)
 	if err != nil {
 		t.Fatal(err)
 	}

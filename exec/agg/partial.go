@@ -23,7 +23,7 @@ func (s *GroupStage) partialGroup() bool {
 	}
 	for _, a := range s.accs {
 		switch a.op {
-		case "$sum", "$count", "$avg", "$min", "$max", "$addToSet", "$stdDevPop", "$stdDevSamp", "$maxN", "$minN",
+		case "$sum", "$count", "$avg", "$min", "$max", "$addToSet", "$stdDevPop", "$stdDevSamp", "$maxN", "$minN", "$percentile", "$median",
 			"$accumulator": // its merge function folds the shards' states, as on a sharded MongoDB
 		default:
 			return false // $push, $first, $last, ...: the merged order would differ

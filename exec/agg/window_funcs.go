@@ -62,7 +62,7 @@ func init() {
 		"$rank": parseWinRank, "$denseRank": parseWinRank, "$documentNumber": parseWinRank,
 		"$shift": parseWinShift, "$expMovingAvg": parseWinExpMovingAvg, "$derivative": parseWinDerivative,
 		"$integral": parseWinIntegral, "$linearFill": parseWinLeftUnbounded, "$locf": parseWinLeftUnbounded,
-		"$median": parseWinUnsupported, "$percentile": parseWinUnsupported,
+		"$median": parseWinQuantile, "$percentile": parseWinQuantile,
 	}
 }
 
@@ -88,9 +88,18 @@ func parseWindowFunc(env *Env, d bsoncore.Document, ws *windowSort) (*winFunc, e
 	return nil, mongoerr.New(mongoerr.FailedToParse, "%s", msg)
 }
 
-// parseWinUnsupported answers the window functions MongoDB 7.0 has and cleave does not.
-func parseWinUnsupported(_ *Env, name string, _ bsoncore.Document, _ *windowSort) (*winFunc, error) {
-	return nil, mongoerr.New(mongoerr.NotImplemented, "the %s window function is not supported by cleave", name)
+// parseWinQuantile parses {$percentile: {input, p, method}, window} and {$median: {input,
+// method}, window}.
+func parseWinQuantile(env *Env, name string, d bsoncore.Document, ws *windowSort) (*winFunc, error) {
+	arg, bounds, err := parseFuncAndWindow(env, name, d, ws)
+	if err != nil {
+		return nil, err
+	}
+	a := &accSpec{op: name}
+	if err := a.parseQuantile(env, arg); err != nil {
+		return nil, err
+	}
+	return &winFunc{name: name, kind: winAccum, bounds: bounds, acc: a}, nil
 }
 
 // parseFuncAndWindow splits {$fn: arg, window: {...}}: it returns the function's argument

@@ -284,7 +284,15 @@ var windowCases = []aggCase{
 		pipeline: `[{"$setWindowFields": {"sortBy": {"x": 1}, "output": {"n": {"$sum": 1, "window": {"range": [-1, 1]}}}}}]`, code: 5429414},
 	{name: "ErrRangeDateWithoutUnit", input: []string{`{"x": {"$date": "2020-01-01T00:00:00Z"}}`},
 		pipeline: `[{"$setWindowFields": {"sortBy": {"x": 1}, "output": {"n": {"$sum": 1, "window": {"range": [-1, 1]}}}}}]`, code: 5429413},
-	{name: "ErrMedianNotImplemented", pipeline: `[{"$setWindowFields": {"output": {"n": {"$median": {"input": "$a", "method": "approximate"}}}}}]`, code: mongoerr.NotImplemented},
+	{name: "PercentileMedianWindows", input: []string{`{"_id": 1, "x": 5}`, `{"_id": 2, "x": 1}`, `{"_id": 3, "x": 4}`, `{"_id": 4, "x": 2}`, `{"_id": 5, "x": 3}`},
+		pipeline: `[{"$setWindowFields": {"sortBy": {"_id": 1}, "output": {
+			"run": {"$median": {"input": "$x", "method": "approximate"}, "window": {"documents": ["unbounded", "current"]}},
+			"near": {"$percentile": {"input": "$x", "p": [0, 1], "method": "approximate"}, "window": {"documents": [-1, 1]}},
+			"all": {"$median": {"input": "$x", "method": "approximate"}}}}}, {"$project": {"run": 1, "near": 1, "all": 1}}]`,
+		want: []string{`{"_id": 1, "run": 5.0, "near": [1.0, 5.0], "all": 3.0}`, `{"_id": 2, "run": 1.0, "near": [1.0, 5.0], "all": 3.0}`,
+			`{"_id": 3, "run": 4.0, "near": [1.0, 4.0], "all": 3.0}`, `{"_id": 4, "run": 2.0, "near": [2.0, 4.0], "all": 3.0}`,
+			`{"_id": 5, "run": 3.0, "near": [2.0, 3.0], "all": 3.0}`}},
+	{name: "ErrMedianMethod", pipeline: `[{"$setWindowFields": {"output": {"n": {"$median": {"input": "$a", "method": "discrete"}}}}}]`, code: mongoerr.BadValue},
 }
 
 func TestAggregateSetWindowFields(t *testing.T) { runStageCases(t, windowCases) }

@@ -100,6 +100,8 @@ func init() {
 		"$allElementsTrue": fixed(1, elementsTrueOp("$allElementsTrue", 17040, false)),
 		"$sum":             variadic(sumOp),
 		"$avg":             variadic(avgOp),
+		"$percentile":      parseQuantileExpr,
+		"$median":          parseQuantileExpr,
 		"$max":             variadic(minMaxOp(1)),
 		"$min":             variadic(minMaxOp(-1)),
 

@@ -162,6 +162,7 @@ const (
 	Location31253 Code = 31253 // cannot mix inclusion and exclusion under one path
 	Location31254 Code = 31254 // cannot do exclusion on a field in inclusion projection
 	Location40324 Code = 40324 // unrecognized pipeline stage name
+	Location40413 Code = 40413 // BSON field '<cmd>.<field>' is a duplicate field
 	Location40414 Code = 40414 // BSON field '<cmd>.<field>' is missing but a required field
 	Location40415 Code = 40415 // BSON field '<cmd>.<field>' is an unknown field
 	Location40571 Code = 40571 // OP_MSG requests require a $db argument

@@ -362,6 +362,12 @@ const (
 	Location6053600 Code = 6053600 // Encountered date densify value in collection when step does not have a date unit.
 	Location6307900 Code = 6307900 // $setWindowFields 'output' specification contains two conflicting paths
 	Location6586400 Code = 6586400 // The step parameter in a range statement must be a whole number when densifying a date r…
+	Location7429703 Code = 7429703 // specification must be an object; found … ($percentile, $median accumulators)
+	Location7436200 Code = 7436200 // specification must be an object; found … ($percentile, $median expressions)
+	Location7750300 Code = 7750300 // The $percentile 'p' field must be an array of constant values, but found value: ….
+	Location7750301 Code = 7750301 // The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: …
+	Location7750302 Code = 7750302 // (the same, for an element that is not a number)
+	Location7750303 Code = 7750303 // (the same, for a number outside [0, 1])
 	Location6789100 Code = 6789100 // The $shardedDataDistribution stage specification must be an empty object
 	Location6789102 Code = 6789102 // The $shardedDataDistribution stage must be run on the admin database
 	Location51173   Code = 51173   // When using min()/max() a hint of which index to use must be provided
