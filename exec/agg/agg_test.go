@@ -290,6 +290,7 @@ func TestAggregateGroupPerShardMerge(t *testing.T) {
 		if !bytes.Equal(got[i].Lookup("q").Data, want[i].Lookup("q").Data) ||
 			!bytes.Equal(got[i].Lookup("avg").Data, want[i].Lookup("avg").Data) ||
 			!bytes.Equal(got[i].Lookup("top").Data, want[i].Lookup("top").Data) ||
+			!bytes.Equal(got[i].Lookup("p").Data, want[i].Lookup("p").Data) ||
 			got[i].Lookup("n").Int32() != want[i].Lookup("n").Int32() ||
 			got[i].Lookup("sd").Double()-want[i].Lookup("sd").Double() > 1e-9 {
 			t.Errorf("group %d: got %s, want %s", i, got[i], want[i])

@@ -126,8 +126,9 @@ func (s *bucketAutoStage) Spec() bsoncore.Document { return StageSpec("$bucketAu
 
 // Open implements Stage.
 func (s *bucketAutoStage) Open(in stream.Stream) (stream.Stream, error) {
-	return &onceStream{in: in, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
-		return s.run(ctx, in)
+	res := s.env.reservation()
+	return &onceStream{in: in, res: res, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
+		return s.run(ctx, in, res)
 	}}, nil
 }
 
@@ -138,8 +139,8 @@ type autoEntry struct {
 }
 
 // run reads and sorts the input, then cuts it into buckets.
-func (s *bucketAutoStage) run(ctx context.Context, in stream.Stream) ([]bsoncore.Document, error) {
-	entries, err := s.load(ctx, in)
+func (s *bucketAutoStage) run(ctx context.Context, in stream.Stream, res *stream.Reservation) ([]bsoncore.Document, error) {
+	entries, err := s.load(ctx, in, res)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +162,7 @@ func (s *bucketAutoStage) run(ctx context.Context, in stream.Stream) ([]bsoncore
 }
 
 // load reads the input with its groupBy values (missing is null).
-func (s *bucketAutoStage) load(ctx context.Context, in stream.Stream) ([]autoEntry, error) {
+func (s *bucketAutoStage) load(ctx context.Context, in stream.Stream, res *stream.Reservation) ([]autoEntry, error) {
 	var entries []autoEntry
 	var mem int64
 	vars := expr.NewVars()
@@ -191,6 +192,7 @@ func (s *bucketAutoStage) load(ctx context.Context, in stream.Stream) ([]autoEnt
 		}
 		e := autoEntry{key: ownValue(k), doc: append(bsoncore.Document(nil), d...)}
 		mem += int64(len(e.doc) + len(e.key.Data) + 48)
+		hold(res, mem)
 		if s.env.overMemory(mem) {
 			return nil, MemoryError("$bucketAuto")
 		}

@@ -520,7 +520,8 @@ func checkFacetStages(arr bsoncore.Array) error {
 
 // Open implements Stage.
 func (s *facetStage) Open(in stream.Stream) (stream.Stream, error) {
-	return &onceStream{in: in, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
+	res := s.env.reservation()
+	return &onceStream{in: in, res: res, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
 		var docs []bsoncore.Document
 		var mem int64
 		var chk stream.Checker
@@ -536,6 +537,7 @@ func (s *facetStage) Open(in stream.Stream) (stream.Stream, error) {
 				return nil, err
 			}
 			mem += int64(len(d))
+			hold(res, mem)
 			if s.env.overMemory(mem) {
 				return nil, MemoryError("$facet")
 			}

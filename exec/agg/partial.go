@@ -34,18 +34,26 @@ func (s *GroupStage) partialGroup() bool {
 
 // openPerShard runs s over each input concurrently (one goroutine per shard) and merges the
 // partial groups. merged is the stream the inputs came from; closing the result closes it.
+// Each partial table is charged to the memory account as it grows; the merged one keeps its
+// charge until the result is closed.
 func (s *GroupStage) openPerShard(ins []stream.Stream, merged stream.Stream) stream.Stream {
-	return &onceStream{in: merged, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
+	res := s.env.reservation()
+	return &onceStream{in: merged, res: res, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
 		tables := make([]*groupTable, len(ins))
 		errs := make([]error, len(ins))
 		var wg sync.WaitGroup
 		for i, in := range ins {
+			t := s.newTable()
+			t.res = res
+			if i > 0 {
+				t.res = s.env.reservation()
+				defer t.res.Release()
+			}
+			tables[i] = t
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				t := s.newTable()
 				errs[i] = t.consume(ctx, in)
-				tables[i] = t
 			}()
 		}
 		wg.Wait()
@@ -59,6 +67,8 @@ func (s *GroupStage) openPerShard(ins []stream.Stream, merged stream.Stream) str
 			if err := all.mergeTable(t); err != nil {
 				return nil, err
 			}
+			t.res.Release()
+			hold(all.res, all.mem)
 		}
 		return s.finish(all.order)
 	}}

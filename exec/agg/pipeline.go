@@ -296,6 +296,24 @@ func (env *Env) CompileExpr(v bsoncore.Value) (*expr.Expr, error) {
 	return expr.Compile(v, env.Opts)
 }
 
+// reservation returns a share of the server's memory account for a stage of env that
+// holds its input (nil without an account).
+func (env *Env) reservation() *stream.Reservation { return env.Temp.Budget().NewReservation() }
+
+// hold charges res until it holds n bytes in all (past the account's limit if need be: its
+// holders cannot spill and keep their own per-stage bound), or gives back what it holds
+// past n.
+func hold(res *stream.Reservation, n int64) {
+	switch d := n - res.Held(); {
+	case d > 0:
+		if !res.Grow(d) {
+			res.Force(d)
+		}
+	case d < 0:
+		res.Shrink(-d)
+	}
+}
+
 // MemoryError is the error of a blocking stage over its memory bound without allowDiskUse.
 func MemoryError(stage string) error {
 	return mongoerr.New(mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed,

@@ -261,6 +261,7 @@ func containsDot(s string) bool {
 type onceStream struct {
 	in   stream.Stream
 	fn   func(ctx context.Context) ([]bsoncore.Document, error)
+	res  *stream.Reservation // what fn holds of the memory account, released at Close
 	docs []bsoncore.Document
 	i    int
 	done bool
@@ -290,6 +291,7 @@ func (s *onceStream) Next(ctx context.Context) (bsoncore.Document, error) {
 func (s *onceStream) Close() {
 	s.in.Close()
 	s.docs = nil
+	s.res.Release()
 }
 
 // sampleStage is $sample: size documents chosen at random from the input.
@@ -327,7 +329,8 @@ func parseSampleStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 
 // Open implements Stage.
 func (s *sampleStage) Open(in stream.Stream) (stream.Stream, error) {
-	return &onceStream{in: in, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
+	mem := s.env.reservation()
+	return &onceStream{in: in, res: mem, fn: func(ctx context.Context) ([]bsoncore.Document, error) {
 		// Reservoir sampling (algorithm R), then a shuffle: the order is random too.
 		var res []bsoncore.Document
 		var seen, bytes int64
@@ -357,6 +360,7 @@ func (s *sampleStage) Open(in stream.Stream) (stream.Stream, error) {
 			}
 			res[slot] = append(bsoncore.Document(nil), d...)
 			bytes += int64(len(d))
+			hold(mem, bytes)
 			if s.env.overMemory(bytes) {
 				return nil, MemoryError("$sample")
 			}

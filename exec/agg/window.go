@@ -181,7 +181,8 @@ func (s *windowStage) Spec() bsoncore.Document { return StageSpec("$setWindowFie
 
 // Open implements Stage.
 func (s *windowStage) Open(in stream.Stream) (stream.Stream, error) {
-	return &windowStream{s: s, in: in, vars: expr.NewVars(), cvars: expr.NewVars(), outVars: expr.NewVars()}, nil
+	return &windowStream{s: s, in: in, vars: expr.NewVars(), cvars: expr.NewVars(), outVars: expr.NewVars(),
+		res: s.env.reservation()}, nil
 }
 
 // keyedDoc is an input document with its partition key (and, for sorting, its sort key).
@@ -205,6 +206,7 @@ type windowStream struct {
 	eof     bool
 	part    *winPart
 	evals   []winEval
+	res     *stream.Reservation // what the partition holds of the memory account
 	i       int
 	buf     []byte
 	chk     stream.Checker // over the documents read into partitions, across them
@@ -252,6 +254,7 @@ func (w *windowStream) Next(ctx context.Context) (bsoncore.Document, error) {
 func (w *windowStream) Close() {
 	w.in.Close()
 	w.sorted, w.part, w.evals = nil, nil, nil
+	w.res.Release()
 }
 
 // partitionKey evaluates partitionBy on d: missing is null, arrays are refused.
@@ -341,7 +344,8 @@ func (w *windowStream) loadPartition(ctx context.Context) (bool, error) {
 		w.eof = true
 		return false, nil
 	}
-	p := &winPart{s: w.s, vars: w.vars, cvars: w.cvars, docs: []bsoncore.Document{first.doc}, mem: int64(len(first.doc))}
+	p := &winPart{s: w.s, vars: w.vars, cvars: w.cvars, docs: []bsoncore.Document{first.doc}, mem: int64(len(first.doc)),
+		res: w.res}
 	for {
 		kd, err := w.nextInput(ctx)
 		if err != nil {
@@ -360,6 +364,7 @@ func (w *windowStream) loadPartition(ctx context.Context) (bool, error) {
 		}
 		p.docs = append(p.docs, kd.doc)
 		p.mem += int64(len(kd.doc))
+		hold(p.res, p.mem)
 		if w.s.env.overMemory(p.mem) {
 			return false, mongoerr.New(mongoerr.Location5643011, "Exceeded max memory. Set 'allowDiskUse: true' to spill to disk")
 		}
@@ -379,14 +384,16 @@ type winPart struct {
 	vars     *expr.Vars // inputs and sortBy values
 	cvars    *expr.Vars // calcs
 	docs     []bsoncore.Document
-	mem      int64            // bytes held: documents, cached values, function states
-	sortVals []bsoncore.Value // sortBy values, computed on first use
-	runStart [2][]int         // per sortRuns flavour (numbers, dates)
+	mem      int64               // bytes held: documents, cached values, function states
+	res      *stream.Reservation // mem's share of the memory account (the stream's)
+	sortVals []bsoncore.Value    // sortBy values, computed on first use
+	runStart [2][]int            // per sortRuns flavour (numbers, dates)
 	runEnd   [2][]int
 }
 
 // checkMemory fails when the partition and its functions' state exceed the stage's bound.
 func (p *winPart) checkMemory(env *Env) error {
+	hold(p.res, p.mem)
 	if env.overMemory(p.mem) {
 		limit := env.MemLimit
 		if limit == 0 {
