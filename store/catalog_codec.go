@@ -66,6 +66,12 @@ func encodeCollection(c *Collection) []byte {
 	if c.CustomBudgets {
 		doc = bsoncore.AppendBooleanElement(doc, "customBudgets", true)
 	}
+	if c.NoBalance {
+		doc = bsoncore.AppendBooleanElement(doc, "noBalance", true) // absent in older records: false
+	}
+	if c.NoMigrations {
+		doc = bsoncore.AppendBooleanElement(doc, "noMigrations", true)
+	}
 	if c.ThrottleRetryMS != 0 {
 		doc = bsoncore.AppendInt64Element(doc, "throttleRetryMS", c.ThrottleRetryMS)
 	}
@@ -73,8 +79,31 @@ func encodeCollection(c *Collection) []byte {
 		doc = bsoncore.AppendDoubleElement(doc, "sharedRU", c.SharedRU)
 	}
 	doc = appendDocArray(doc, "searchIndexes", c.SearchIndexes)
+	doc = appendIndexes(doc, c.Indexes)
+	aidx, doc := bsoncore.AppendArrayElementStart(doc, "partitions")
+	for i, p := range c.Partitions {
+		var pi int32
+		pi, doc = bsoncore.AppendDocumentElementStart(doc, strconv.Itoa(i))
+		doc = bsoncore.AppendInt64Element(doc, "id", int64(p.ID))
+		doc = bsoncore.AppendInt64Element(doc, "lo", int64(p.Lo)) // the bits of the uint64
+		doc = bsoncore.AppendInt64Element(doc, "shard", int64(p.Shard))
+		if p.BudgetRU > 0 {
+			doc = bsoncore.AppendDoubleElement(doc, "budgetRU", p.BudgetRU)
+		}
+		doc, _ = bsoncore.AppendDocumentEnd(doc, pi)
+	}
+	doc, _ = bsoncore.AppendArrayEnd(doc, aidx)
+	doc = bsoncore.AppendInt64Element(doc, "nextIndexId", int64(c.NextIndexID))
+	doc = bsoncore.AppendInt64Element(doc, "nextPartitionId", int64(c.NextPartitionID))
+	doc = bsoncore.AppendInt64Element(doc, "version", int64(c.Version))
+	doc, _ = bsoncore.AppendDocumentEnd(doc, idx)
+	return doc
+}
+
+// appendIndexes appends a collection's indexes as the array "indexes".
+func appendIndexes(doc []byte, indexes []Index) []byte {
 	aidx, doc := bsoncore.AppendArrayElementStart(doc, "indexes")
-	for i, x := range c.Indexes {
+	for i, x := range indexes {
 		var xi int32
 		xi, doc = bsoncore.AppendDocumentElementStart(doc, strconv.Itoa(i))
 		doc = bsoncore.AppendInt64Element(doc, "id", int64(x.ID))
@@ -98,23 +127,6 @@ func encodeCollection(c *Collection) []byte {
 		doc, _ = bsoncore.AppendDocumentEnd(doc, xi)
 	}
 	doc, _ = bsoncore.AppendArrayEnd(doc, aidx)
-	aidx, doc = bsoncore.AppendArrayElementStart(doc, "partitions")
-	for i, p := range c.Partitions {
-		var pi int32
-		pi, doc = bsoncore.AppendDocumentElementStart(doc, strconv.Itoa(i))
-		doc = bsoncore.AppendInt64Element(doc, "id", int64(p.ID))
-		doc = bsoncore.AppendInt64Element(doc, "lo", int64(p.Lo)) // the bits of the uint64
-		doc = bsoncore.AppendInt64Element(doc, "shard", int64(p.Shard))
-		if p.BudgetRU > 0 {
-			doc = bsoncore.AppendDoubleElement(doc, "budgetRU", p.BudgetRU)
-		}
-		doc, _ = bsoncore.AppendDocumentEnd(doc, pi)
-	}
-	doc, _ = bsoncore.AppendArrayEnd(doc, aidx)
-	doc = bsoncore.AppendInt64Element(doc, "nextIndexId", int64(c.NextIndexID))
-	doc = bsoncore.AppendInt64Element(doc, "nextPartitionId", int64(c.NextPartitionID))
-	doc = bsoncore.AppendInt64Element(doc, "version", int64(c.Version))
-	doc, _ = bsoncore.AppendDocumentEnd(doc, idx)
 	return doc
 }
 
@@ -182,6 +194,10 @@ func decodeCollection(raw []byte) (*Collection, error) {
 			}
 		case "customBudgets":
 			c.CustomBudgets, _ = v.BooleanOK()
+		case "noBalance":
+			c.NoBalance, _ = v.BooleanOK()
+		case "noMigrations":
+			c.NoMigrations, _ = v.BooleanOK()
 		case "throttleRetryMS":
 			c.ThrottleRetryMS = int64Value(v)
 		case "sharedRU":

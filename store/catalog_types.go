@@ -44,6 +44,11 @@ type Collection struct {
 	// CustomBudgets marks the partitions' BudgetRU as set by hand (RedistributeThroughput):
 	// the partition manager leaves them alone until they are reset.
 	CustomBudgets bool
+	// NoBalance keeps the balancer away from the collection (config.collections' noBalance:
+	// mongosh's sh.disableBalancing); NoMigrations refuses every move of it, moveChunk's
+	// too (setAllowMigrations: false; config.collections' permitMigrations: false). Splits go
+	// on under both.
+	NoBalance, NoMigrations bool
 	// ThrottleRetryMS is how long a request out of budget waits for it before 16500 (server-
 	// side retry): 0 follows its database, then the server (--throttle-retry-ms); above 0,
 	// that many milliseconds; ThrottleRetryNever, not at all.

@@ -136,7 +136,7 @@ func (m *Manager) ConfigDocs(name string) []bsoncore.Document {
 		}
 	case "collections":
 		m.forShardedColls(func(c *store.Collection) {
-			out = append(out, bsoncore.NewDocumentBuilder().
+			b := bsoncore.NewDocumentBuilder().
 				AppendString("_id", c.DB+"."+c.Name).
 				AppendObjectID("lastmodEpoch", EpochID(c)).
 				AppendDateTime("lastmod", c.CreatedAt.UnixMilli()).
@@ -144,9 +144,11 @@ func (m *Manager) ConfigDocs(name string) []bsoncore.Document {
 				AppendBinary("uuid", 4, c.UUID[:]).
 				AppendDocument("key", c.ShardKey).
 				AppendBoolean("unique", false).
-				AppendBoolean("noBalance", false).
-				AppendInt64("throughput", c.Throughput).
-				Build())
+				AppendBoolean("noBalance", c.NoBalance)
+			if c.NoMigrations {
+				b.AppendBoolean("permitMigrations", false)
+			}
+			out = append(out, b.AppendInt64("throughput", c.Throughput).Build())
 		})
 	case "chunks":
 		m.forShardedColls(func(c *store.Collection) {

@@ -85,8 +85,8 @@ func (m *Manager) decideCollection(c *store.Collection, balancing bool) error {
 		return err
 	}
 	v := m.CollectionView(ci)
-	v.NoMoves = !balancing
-	m.redistribute(ci, v) // redistribute.go: the first remedy of a hot partition
+	v.NoMoves = !balancing || c.NoBalance || c.NoMigrations // collection_balancing.go
+	m.redistribute(ci, v)                                   // redistribute.go: the first remedy of a hot partition
 	actions := m.policy.Decide(v, time.Now())
 	var hot []shard.HotKeyReport
 	changed := false

@@ -50,6 +50,9 @@ func (m *Manager) MovePartition(db, name string, id uint64, to int, reason strin
 	if c == nil {
 		return shard.ErrStaleAction
 	}
+	if c.NoMigrations {
+		return errMigrationsBlocked
+	}
 	ci, err := m.cat.Info(c)
 	if err != nil {
 		return err

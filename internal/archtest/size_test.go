@@ -36,7 +36,7 @@ type sizeException struct {
 // sizeExceptions is every exception to the limits. An exception that no longer matches
 // anything over its limit fails the test, so the list shrinks as code is split.
 var sizeExceptions = []sizeException{
-	{file: "ops.go", fn: "init", max: 142, reason: "generated-like: the table of every expression operator"},
+	{file: "ops.go", fn: "init", max: 144, reason: "generated-like: the table of every expression operator"},
 }
 
 // sizeTarget is something whose size is limited: a package, a file or a function.

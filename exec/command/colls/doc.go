@@ -27,6 +27,7 @@ func (h *Handlers) Add(add func(*command.Command)) {
 	h.addIndexCommands(add)
 	h.addSearchIndexCommands(add)
 	h.addShardCommands(add)
+	h.addBalancingCommands(add)
 	h.addZoneCommands(add)
 	h.addSplitCommand(add)
 	h.addRefineCommand(add)

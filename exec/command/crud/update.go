@@ -67,6 +67,13 @@ func (h *Handlers) update(ctx context.Context, r *command.Request) error {
 	if err != nil {
 		return err
 	}
+	if r.DB == "config" && a.coll == "collections" && res.NModified > 0 {
+		// sh.disableBalancing() and sh.enableBalancing() write noBalance here: the catalog
+		// takes it, then the derived documents are written again from it.
+		if err := h.Shards.AdoptConfigCollections(); err != nil {
+			return err
+		}
+	}
 	h.Counters.UpdatedDocs.Add(res.NModified)
 	h.Counters.InsertedDocs.Add(upserts)
 	r.Out = res.AppendReply(r.Out, true)
