@@ -37,6 +37,7 @@ func (h *Handlers) addShardCommands(add func(*command.Command)) {
 	add(&command.Command{Name: "mergeAllChunksOnShard", Run: h.mergeAllChunksOnShard, Action: auth.ActionClusterAdmin, Help: "merge every run of adjacent partitions of a collection on a shard", AdminOnly: true})
 	add(&command.Command{Name: "balancerStart", Run: h.balancerSwitch(true), Action: auth.ActionClusterAdmin, Help: "let the partition manager move partitions to balance shards", AdminOnly: true})
 	add(&command.Command{Name: "balancerStop", Run: h.balancerSwitch(false), Action: auth.ActionClusterAdmin, Help: "stop the partition manager's balancing moves (splits and moveChunk go on)", AdminOnly: true})
+	add(&command.Command{Name: "flushRouterConfig", Aliases: []string{"flushrouterconfig"}, Run: h.flushRouterConfig, Action: auth.ActionClusterAdmin, Help: "nothing to flush: the routing follows the catalog as it changes", AdminOnly: true})
 	add(&command.Command{Name: "checkMetadataConsistency", Run: h.checkMetadataConsistency, Action: auth.ActionClusterAdmin, Help: "check the partition maps of a cluster, database or collection"})
 }
 
@@ -380,6 +381,15 @@ func (h *Handlers) balancerStatus(_ context.Context, r *command.Request) error {
 	out = bsoncore.AppendBooleanElement(out, "inBalancerRound", false)
 	out = bsoncore.AppendInt64Element(out, "numBalancerRounds", h.Shards.Rounds())
 	r.Out = out
+	return nil
+}
+
+// flushRouterConfig answers {flushRouterConfig: 1 | db | ns}: a mongos drops its cached
+// routing so that the next operation reads it again; cleave routes by the catalog itself,
+// which every change updates at once (on a cluster's other nodes through their watch, a
+// stale route being retried), so there is nothing cached to drop.
+func (h *Handlers) flushRouterConfig(_ context.Context, r *command.Request) error {
+	r.Out = bsoncore.AppendBooleanElement(r.Out, "flushed", true)
 	return nil
 }
 

@@ -1,7 +1,7 @@
 // Package server holds the commands about the server itself, as a mongos answers them:
 // the handshake (hello and isMaster, awaitable for the drivers' streaming monitoring),
 // ping, buildInfo, serverStatus, hostInfo, listCommands, getCmdLineOpts, getParameter and
-// setParameter, profile, getLog, getDefaultRWConcern and Cosmos DB's
+// setParameter, profile, getLog, getDefaultRWConcern, fsync and fsyncUnlock, and Cosmos DB's
 // getLastRequestStatistics.
 package server
 
@@ -11,7 +11,8 @@ import "github.com/cleavedb/cleave/exec/command"
 // awaitable hello's topology version.
 type Handlers struct {
 	*command.Server
-	topo *topology
+	topo      *topology
+	fsyncLock fsyncLock // fsync.go
 }
 
 // New returns the handlers of s.

@@ -1,0 +1,72 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// TestFsyncLock: fsync flushes every shard; mongosh's db.fsyncLock() holds every write
+// (one with maxTimeMS fails with 50, one without waits) while reads go on, locks nest, and
+// the last db.fsyncUnlock() lets the waiting write through; an unlock too many answers
+// MongoDB's 20. flushRouterConfig answers flushed.
+func TestFsyncLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := startServer(t, "--shards", "2")
+	c := srv.client(t)
+	coll := c.Database(dbName(t)).Collection("c")
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	admin := c.Database("admin")
+	var fs struct {
+		NumFiles  int32 `bson:"numFiles"`
+		LockCount int64 `bson:"lockCount"`
+	}
+	if err := admin.RunCommand(ctx, bson.D{{Key: "fsync", Value: 1}}).Decode(&fs); err != nil || fs.NumFiles != 2 {
+		t.Fatalf("fsync: %+v, %v; want both shards flushed", fs, err)
+	}
+	out := srv.mongosh(t, "admin", "--eval", `print(Number(db.fsyncLock().lockCount), Number(db.fsyncLock().lockCount))`)
+	if strings.TrimSpace(out) != "1 2" {
+		t.Fatalf("two db.fsyncLock(): %q", out)
+	}
+	err := coll.Database().RunCommand(ctx, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 2}}}},
+		{Key: "maxTimeMS", Value: 300}}).Err()
+	wantCode(t, err, 50, "operation exceeded time limit")
+	done := make(chan error, 1)
+	go func() {
+		_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 3}})
+		done <- err
+	}()
+	if n, err := coll.CountDocuments(ctx, bson.D{}); err != nil || n != 1 {
+		t.Fatalf("a read under the lock: %d, %v", n, err)
+	}
+	if out := srv.mongosh(t, "admin", "--eval", `print(Number(db.fsyncUnlock().lockCount))`); strings.TrimSpace(out) != "1" {
+		t.Fatalf("first db.fsyncUnlock(): %q", out)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("a write finished under the remaining lock: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := admin.RunCommand(ctx, bson.D{{Key: "fsyncUnlock", Value: 1}}).Decode(&fs); err != nil || fs.LockCount != 0 {
+		t.Fatalf("last fsyncUnlock: %+v, %v", fs, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the held write after the last unlock: %v", err)
+	}
+	if n, err := coll.CountDocuments(ctx, bson.D{}); err != nil || n != 2 {
+		t.Fatalf("%d documents (%v), want 2: the held write and not the timed-out one", n, err)
+	}
+	wantCode(t, admin.RunCommand(ctx, bson.D{{Key: "fsyncUnlock", Value: 1}}).Err(), 20, "fsyncUnlock called when not locked")
+	var fl struct {
+		Flushed bool `bson:"flushed"`
+	}
+	if err := admin.RunCommand(ctx, bson.D{{Key: "flushRouterConfig", Value: 1}}).Decode(&fl); err != nil || !fl.Flushed {
+		t.Fatalf("flushRouterConfig: %+v, %v", fl, err)
+	}
+}
