@@ -293,7 +293,7 @@ func (e *Server) stampChangeLogs(shards []catalog.Shard) {
 	}
 }
 
-// changeLogDBs returns the local shards' stores, whose change logs retention trims.
+// changeLogDBs returns the local shards' stores (whose change logs retention trims).
 func (e *Server) changeLogDBs() []*store.DB {
 	var dbs []*store.DB
 	for _, sh := range e.Cat.Shards() {
@@ -302,6 +302,19 @@ func (e *Server) changeLogDBs() []*store.DB {
 		}
 	}
 	return dbs
+}
+
+// FlushShards flushes the memtables of every shard of this process to its files (fsync),
+// and returns how many it flushed.
+func (e *Server) FlushShards() (int, error) {
+	n := 0
+	for _, db := range e.changeLogDBs() {
+		if err := db.Flush(); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // openStreams counts the open change streams by namespace (none without storage).

@@ -9,7 +9,6 @@ import (
 
 	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/exec/args"
-	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -54,14 +53,9 @@ func (h *Handlers) fsync(ctx context.Context, r *command.Request) error {
 	if lock && h.Storage.Cluster != nil {
 		return mongoerr.New(mongoerr.IllegalOperation, "fsync with lock: true is not supported by a cleave cluster: each node holds only its own writers")
 	}
-	n := 0
-	for _, s := range h.Storage.Shards {
-		if db, ok := catalog.LocalDB(s); ok {
-			if err := db.Flush(); err != nil {
-				return mongoerr.New(mongoerr.InternalError, "fsync: %v", err)
-			}
-			n++
-		}
+	n, err := h.FlushShards()
+	if err != nil {
+		return mongoerr.New(mongoerr.InternalError, "fsync: %v", err)
 	}
 	out := bsoncore.AppendInt32Element(r.Out, "numFiles", int32(n))
 	if lock {
