@@ -29,15 +29,6 @@ func (h *Handlers) addZoneCommands(add func(*command.Command)) {
 	add(&command.Command{Name: "updateZoneKeyRange", Aliases: []string{"updatezonekeyrange"}, Run: h.updateZoneKeyRange, Action: auth.ActionClusterAdmin, Help: "assign a range of shard-key values to a zone, or remove it", AdminOnly: true, Props: command.WriteConcern})
 }
 
-// zonesInCluster refuses the zone commands in cluster mode, where the partition manager
-// does not place by zone yet.
-func (h *Handlers) zonesInCluster(cmd string) error {
-	if h.Remote != nil {
-		return mongoerr.New(mongoerr.NotImplemented, "%s is not supported in cluster mode yet: zones are kept on a single node only", cmd)
-	}
-	return nil
-}
-
 // shardZone returns addShardToZone (add) or removeShardFromZone: {<cmd>: shard, zone}.
 func (h *Handlers) shardZone(add bool) func(context.Context, *command.Request) error {
 	return func(_ context.Context, r *command.Request) error {
@@ -49,9 +40,6 @@ func (h *Handlers) shardZone(add bool) func(context.Context, *command.Request) e
 		}
 		zone, err := zoneArg(cmd, r.Body, false)
 		if err != nil {
-			return err
-		}
-		if err := h.zonesInCluster(cmd); err != nil {
 			return err
 		}
 		s := h.shardByName(name)
@@ -121,9 +109,6 @@ func (h *Handlers) updateZoneKeyRange(_ context.Context, r *command.Request) err
 		return err
 	}
 	if err := checkRangeOrder(minDoc, maxDoc); err != nil {
-		return err
-	}
-	if err := h.zonesInCluster(cmd); err != nil {
 		return err
 	}
 	if zone != nil && !h.Shards.ZoneExists(*zone) {
