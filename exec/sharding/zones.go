@@ -159,6 +159,11 @@ func (m *Manager) zoneUsed(zone string) bool {
 			}
 		}
 	})
+	m.forPendingZones(func(_, _ string, z bsoncore.Document) {
+		if t, _ := z.Lookup("tag").StringValueOK(); t == zone {
+			used = true
+		}
+	})
 	return used
 }
 
@@ -270,21 +275,28 @@ func BoundPosition(ci *catalog.Coll, d bsoncore.Document) (h uint64, end bool) {
 	return 0, false
 }
 
-// tagDocs returns config.tags' documents: every zone range of every sharded collection.
+// tagDocs returns config.tags' documents: every zone range of every sharded collection, and
+// those of namespaces not sharded yet (zones_pending.go).
 func (m *Manager) tagDocs() []bsoncore.Document {
 	var out []bsoncore.Document
 	m.forShardedColls(func(c *store.Collection) {
 		for _, z := range c.Zones {
-			b := bsoncore.NewDocumentBuilder()
-			b.AppendValue("_id", z.Lookup("_id"))
-			b.AppendString("ns", c.DB+"."+c.Name)
-			for _, k := range []string{"min", "max", "tag"} {
-				b.AppendValue(k, z.Lookup(k))
-			}
-			out = append(out, b.Build())
+			out = append(out, tagDoc(c.DB+"."+c.Name, z))
 		}
 	})
+	m.forPendingZones(func(db, coll string, z bsoncore.Document) { out = append(out, tagDoc(db+"."+coll, z)) })
 	return out
+}
+
+// tagDoc returns the config.tags document of zone range z of namespace ns.
+func tagDoc(ns string, z bsoncore.Document) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder()
+	b.AppendValue("_id", z.Lookup("_id"))
+	b.AppendString("ns", ns)
+	for _, k := range []string{"min", "max", "tag"} {
+		b.AppendValue(k, z.Lookup(k))
+	}
+	return b.Build()
 }
 
 // appendTags appends shard s's tags to a config.shards document, when it has ever had zones.

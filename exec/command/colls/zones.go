@@ -120,6 +120,10 @@ func (h *Handlers) updateZoneKeyRange(_ context.Context, r *command.Request) err
 	if err != nil {
 		return err
 	}
+	if ci == nil {
+		db, coll, _ := strings.Cut(ns, ".")
+		return h.updatePendingZone(db, coll, minDoc, maxDoc, zone)
+	}
 	if minDoc, err = fullBound(ci, ns, "min", minDoc); err != nil {
 		return err
 	}
@@ -159,17 +163,19 @@ func (h *Handlers) setZones(ci *catalog.Coll, zones []bsoncore.Document) error {
 	return catalog.StoreError(h.Shards.SetZones(ci.Meta.DB, ci.Meta.Name, zones))
 }
 
-// zoneColl returns the sharded collection ns. MongoDB also keeps ranges of a namespace not
-// sharded yet, for shardCollection to presplit by; cleave keeps the ranges in the
-// collection's record, so the collection must be sharded first.
+// zoneColl returns the sharded collection ns, or nil when ns is not sharded (its ranges wait
+// for shardCollection: zones_pending.go).
 func (h *Handlers) zoneColl(ns string) (*catalog.Coll, error) {
-	db, coll, _ := strings.Cut(ns, ".")
+	db, coll, ok := strings.Cut(ns, ".")
+	if !ok || db == "" || coll == "" {
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "invalid namespace %s", ns)
+	}
 	ci, err := h.Cat.Lookup(db, coll)
 	if err != nil {
 		return nil, err
 	}
 	if ci == nil || ci.Hashed < 0 {
-		return nil, mongoerr.New(mongoerr.NamespaceNotSharded, "%s is not sharded: cleave keeps zone ranges of sharded collections only, so shard it before updateZoneKeyRange", ns)
+		return nil, nil
 	}
 	if len(ci.Levels) > 0 {
 		return nil, mongoerr.New(mongoerr.NotImplemented, "zones on a hierarchical shard key are not supported by cleave")
