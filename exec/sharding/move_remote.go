@@ -252,10 +252,8 @@ func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi u
 	if err != nil {
 		// NB: a flip that failed may still have committed (a lost etcd reply): no abort then,
 		// which could delete the copy before the destination sees the flip; its sweep deletes
-		// the copy later if it does not own the range (sweepIncoming). A flip refused because
-		// the map changed first (another node merged or split the partition meanwhile: they
-		// do not wait for this node's move) certainly did not commit: the abort releases the
-		// destination at once, rather than after incomingTimeout with its DDL lock held.
+		// the copy later if it does not own the range (sweepIncoming). A flip refused as the
+		// map changed first (another node's merge) did not commit: abort, freeing the destination.
 		committed = flipping && flipUnsettled(err)
 		return err
 	}
