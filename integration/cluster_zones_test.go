@@ -147,12 +147,29 @@ func TestClusterZones(t *testing.T) {
 			return tags != nil && len(tags) == 0
 		})
 	}
-	// mongosh's helpers through the third node: the range and the zone leave, for every node.
+	// A range defined through one node before shardCollection through another: the collection
+	// starts along it, its upper chunk on HIGH's shard, as every node sees.
+	early := db.Name() + ".early"
+	if err := zoneAdmin(t, clients[2], zoneRange(early, 500, bson.MaxKey{}, "HIGH")); err != nil {
+		t.Fatal(err)
+	}
+	if err := zoneAdmin(t, clients[0], bson.D{{Key: "shardCollection", Value: early}, {Key: "key", Value: bson.D{{Key: "x", Value: 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range clients {
+		waitFor(t, 15*time.Second, fmt.Sprintf("node %d to see %s along its zone", i, early), func() bool {
+			got := chunkShards(t, c, early)
+			return len(got) == 2 && got[1] == high
+		})
+	}
+
+	// mongosh's helpers through the third node: the ranges and the zone leave, for every node.
 	script := fmt.Sprintf(`const assert = require("assert");
 assert.strictEqual(sh.removeRangeFromZone(%q, { x: 600 }, { x: MaxKey }).ok, 1);
+assert.strictEqual(sh.removeRangeFromZone(%q, { x: 500 }, { x: MaxKey }).ok, 1);
 assert.strictEqual(sh.removeShardFromZone(%q, "HIGH").ok, 1);
 assert.strictEqual(db.getSiblingDB("config").tags.countDocuments({ ns: %q }), 0);
-print("zones removed");`, ns, high, ns)
+print("zones removed");`, ns, early, high, ns)
 	if out := nodes[2].mongosh(t, db.Name(), "--eval", script); !strings.Contains(out, "zones removed") {
 		t.Fatalf("mongosh:\n%s", out)
 	}
