@@ -19,6 +19,10 @@ type Placement struct {
 	// Draining marks a shard being emptied (removeShard): the partition manager moves its
 	// partitions away and places none on it. It stays set once the shard is empty.
 	Draining bool `json:"draining,omitempty"`
+	// Zones are the shard's zones (addShardToZone), which the partition manager places zone
+	// ranges by; nil for a shard never given one, empty once its last was taken away
+	// (config.shards keeps showing its empty tags then, as MongoDB's does).
+	Zones *[]string `json:"zones,omitempty"`
 	// Replicas are the copies of a replicated shard (replicas.go); empty for a single copy,
 	// which is the node's own store.
 	Replicas []Replica `json:"replicas,omitempty"`
@@ -150,6 +154,37 @@ func (n *Node) SetDraining(ctx context.Context, id int) error {
 	})
 	if err == nil && changed {
 		n.log.Info("shard draining", zap.Int("shard", id), zap.String("node", node))
+	}
+	return err
+}
+
+// SetShardZone adds zone to shard id's zones (add) or takes it away, in one transaction
+// conditioned on the shard's record being the one read. Adding a zone the shard has, or taking
+// one it has not, changes nothing.
+func (n *Node) SetShardZone(ctx context.Context, id int, zone string, add bool) error {
+	changed := false
+	err := n.UpdatePlacement(ctx, id, func(p *Placement) bool {
+		var zones []string
+		if p.Zones != nil {
+			zones = slices.Clone(*p.Zones)
+		}
+		has := slices.Contains(zones, zone)
+		switch {
+		case add && !has:
+			zones = append(zones, zone)
+		case !add && has:
+			zones = slices.DeleteFunc(zones, func(z string) bool { return z == zone })
+		default:
+			return false
+		}
+		if zones == nil {
+			zones = []string{}
+		}
+		p.Zones, changed = &zones, true
+		return true
+	})
+	if err == nil && changed {
+		n.log.Info("shard zones changed", zap.Int("shard", id), zap.String("zone", zone), zap.Bool("add", add))
 	}
 	return err
 }

@@ -1,6 +1,10 @@
 package shard
 
-import "slices"
+import (
+	"fmt"
+	"math"
+	"slices"
+)
 
 // Zones (MongoDB's zone sharding: sh.addShardToZone, sh.updateZoneKeyRange). A zone range
 // pins the partitions inside it to the shards of its zone. The zone rule runs first in a
@@ -137,4 +141,51 @@ func findShardOK(stats []*shardStat, id int) *shardStat {
 		}
 	}
 	return nil
+}
+
+// ZoneLayout returns the first partitions of a new collection whose zone ranges were defined
+// before it was sharded (MongoDB's initial split by zones): a partition for each range, on a
+// shard of its zone, taken in turn per zone, or with presplit (presplitHashedZones) one
+// partition per shard of its zone, the range cut evenly; and one partition for each hole
+// between ranges, on holes' shards in turn. spans are sorted and do not overlap; a span with
+// no shard takes a hole's. Partition ids are left 0 for the catalog to assign.
+//
+//	ZoneLayout([{Lo: 1<<63, Hi: 0, Shards: [2]}], [0, 1], false) = [{Lo: 0, Shard: 0}, {Lo: 1<<63, Shard: 2}]
+func ZoneLayout(spans []ZoneSpan, holes []int, presplit bool) []Partition {
+	var out []Partition
+	cur, hole := uint64(0), 0
+	next := map[string]int{} // per zone (its shards): the next of them, in turn
+	nextHole := func() int {
+		s := holes[hole%len(holes)]
+		hole++
+		return s
+	}
+	for _, z := range spans {
+		if z.Lo > cur {
+			out = append(out, Partition{Lo: cur, Shard: nextHole()})
+		}
+		shards := z.Shards
+		if len(shards) == 0 {
+			shards = []int{nextHole()}
+		}
+		if presplit {
+			size := z.Hi - z.Lo // wraps to the right width when Hi is 0 (2^64), except the whole space
+			step := size / uint64(len(shards))
+			if size == 0 {
+				step = math.MaxUint64/uint64(len(shards)) + 1
+			}
+			for i, s := range shards {
+				out = append(out, Partition{Lo: z.Lo + uint64(i)*step, Shard: s})
+			}
+		} else {
+			key := fmt.Sprint(shards)
+			out = append(out, Partition{Lo: z.Lo, Shard: shards[next[key]%len(shards)]})
+			next[key]++
+		}
+		cur = z.Hi
+		if cur == 0 {
+			return out
+		}
+	}
+	return append(out, Partition{Lo: cur, Shard: nextHole()})
 }

@@ -185,6 +185,28 @@ func (v *clusterView) SetDraining(id int) error {
 	return v.node.SetDraining(ctx, id)
 }
 
+// ShardZones implements sharding.Cluster.
+func (v *clusterView) ShardZones() map[int][]string {
+	var out map[int][]string
+	for id, p := range v.node.Placement() {
+		if p.Zones == nil {
+			continue
+		}
+		if out == nil {
+			out = map[int][]string{}
+		}
+		out[id] = slices.Clone(*p.Zones)
+	}
+	return out
+}
+
+// SetShardZone implements sharding.Cluster.
+func (v *clusterView) SetShardZone(id int, zone string, add bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return v.node.SetShardZone(ctx, id, zone, add)
+}
+
 // shards returns the executor's shards indexed by cluster-wide id: this node's stores at
 // their ids, stand-ins for the others'.
 func (v *clusterView) shards(local []catalog.Shard) []catalog.Shard {

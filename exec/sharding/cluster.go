@@ -31,6 +31,10 @@ type Cluster interface {
 	Draining(id int) bool
 	// SetDraining marks shard id as being emptied, for every node.
 	SetDraining(id int) error
+	// ShardZones returns the zones of every shard ever given one (zones.go); SetShardZone
+	// adds zone to shard id's zones (add) or takes it away, for every node.
+	ShardZones() map[int][]string
+	SetShardZone(id int, zone string, add bool) error
 	// NodeName returns this node's name.
 	NodeName() string
 	// NodeUp reports whether node name is registered now (its lease alive).

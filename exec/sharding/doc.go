@@ -11,7 +11,8 @@
 // (move_retire.go)), and the conversion of a filled collection to a sharded one
 // (convert.go). The balancer's switch (balancer.go, config.settings) turns the moves it
 // decides on its own off and on. Zones (zones.go) give the policy each collection's zone
-// ranges as positions with their shards; split_manual.go splits by hand (the split command).
+// ranges as positions with their shards (zones_pending.go keeps the ranges of a namespace not
+// sharded yet, and lays out its first partitions along them); split_manual.go splits by hand (the split command).
 // It keeps the config.* collections mongosh and drivers read (config.go). Commands that
 // raise a collection's throughput split it at once with SplitTo; Throughput
 // (throughput.go) says what a collection is provisioned with, its own offer or its share

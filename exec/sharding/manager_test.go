@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -162,6 +163,42 @@ func TestManagerNoSplitWhileMoving(t *testing.T) {
 	}
 	if n := f.count(t, `{}`); n != 2000 {
 		t.Errorf("scan after the move and the split: %d documents, want 2000", n)
+	}
+}
+
+// TestManagerNoMergeWhileMoving: a merge of a partition this node is moving is refused
+// (ErrStaleAction, MongoDB's ConflictingOperationInProgress for a merge during a migration),
+// and the move then commits; the merge runs once the move is over.
+func TestManagerNoMergeWhileMoving(t *testing.T) {
+	f := newManagerFixture(t, 2000, 64<<10)
+	ci := f.coll(t)
+	ids, err := f.m.ApplySplit("db", "c", &shard.SplitAction{ID: ci.Map.Partition(0).ID, At: 1 << 63, Reason: shard.ReasonManual})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var during error
+	f.m.beforeFlip = func() {
+		_, during = f.m.ApplyMerge("db", "c", &shard.MergeAction{IDs: ids[:], Reason: shard.ReasonManual})
+	}
+	to := 1 - ci.Map.Partition(0).Shard
+	if err := f.m.MovePartition("db", "c", ids[1], to, "test"); err != nil {
+		t.Fatalf("move during which a merge was tried: %v", err)
+	}
+	if !errors.Is(during, shard.ErrStaleAction) {
+		t.Fatalf("merge of a partition being moved: %v, want ErrStaleAction", during)
+	}
+	f.m.beforeFlip = nil
+	if ci = f.coll(t); ci.Map.Partition(ci.Map.Index(ids[1])).Shard != to {
+		t.Fatalf("the move did not commit: %v", ci.Map)
+	}
+	if err := f.m.MovePartition("db", "c", ids[1], 1-to, "test"); err != nil {
+		t.Fatalf("move back: %v", err)
+	}
+	if _, err := f.m.ApplyMerge("db", "c", &shard.MergeAction{IDs: ids[:], Reason: shard.ReasonManual}); err != nil {
+		t.Fatalf("merge after the moves: %v", err)
+	}
+	if n := f.count(t, `{}`); n != 2000 {
+		t.Errorf("scan after the move and the merge: %d documents, want 2000", n)
 	}
 }
 

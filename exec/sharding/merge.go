@@ -54,6 +54,9 @@ func (m *Manager) stampSince(coll store.CollID, v *shard.CollectionView, now tim
 func (m *Manager) ApplyMerge(db, name string, a *shard.MergeAction) (uint64, error) {
 	var id uint64
 	start := time.Now()
+	if err := m.refuseMoving(db, name, a.IDs); err != nil {
+		return 0, err
+	}
 	c, err := m.cat.Store().UpdateCollection(db, name, func(c *store.Collection) error {
 		pm, err := MapOf(c)
 		if err != nil {
@@ -88,6 +91,24 @@ func (m *Manager) ApplyMerge(db, name string, a *shard.MergeAction) (uint64, err
 		zap.Uint64("into", id), zap.Stringer("reason", a.Reason), zap.Int("partitions_now", len(c.Partitions)),
 		zap.Duration("duration", time.Since(start)))
 	return id, nil
+}
+
+// refuseMoving refuses, with ErrStaleAction, a merge of partitions one of which this node
+// is moving: as MongoDB's shard refuses a merge while a migration of the collection runs
+// (ConflictingOperationInProgress), lest the move's flip find its partition merged away. A
+// merge committed by another node, which cannot know of this node's move, makes the move
+// fail instead (moveToNode then aborts its copy on the destination at once).
+func (m *Manager) refuseMoving(db, name string, ids []uint64) error {
+	c := m.cat.Store().State().Collection(db, name)
+	if c == nil {
+		return nil // UpdateCollection answers for a missing collection
+	}
+	for _, id := range ids {
+		if m.isMoving(c.ID, id) {
+			return fmt.Errorf("%w: partition %d of %s.%s is being moved", shard.ErrStaleAction, id, db, name)
+		}
+	}
+	return nil
 }
 
 // MergeTo merges partitions of collection db.name toward n (shard.MergeTo): adjacent ones of

@@ -252,8 +252,9 @@ func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi u
 	if err != nil {
 		// NB: a flip that failed may still have committed (a lost etcd reply): no abort then,
 		// which could delete the copy before the destination sees the flip; its sweep deletes
-		// the copy later if it does not own the range (sweepIncoming).
-		committed = flipping
+		// the copy later if it does not own the range (sweepIncoming). A flip refused as the
+		// map changed first (another node's merge) did not commit: abort, freeing the destination.
+		committed = flipping && flipUnsettled(err)
 		return err
 	}
 	committed = true

@@ -23,10 +23,12 @@ func (v nodeView) LocalShards() []int { return []int{v.local} }
 func (v nodeView) ShardHost(int) (node, host string) {
 	return "other", "127.0.0.1:1"
 }
-func (v nodeView) Leader() bool          { return v.local == 0 }
-func (v nodeView) Draining(int) bool     { return false }
-func (v nodeView) SetDraining(int) error { return nil }
-func (v nodeView) Incarnation() int64    { return 0 }
+func (v nodeView) Leader() bool                         { return v.local == 0 }
+func (v nodeView) Draining(int) bool                    { return false }
+func (v nodeView) SetDraining(int) error                { return nil }
+func (v nodeView) ShardZones() map[int][]string         { return nil }
+func (v nodeView) SetShardZone(int, string, bool) error { return nil }
+func (v nodeView) Incarnation() int64                   { return 0 }
 
 func (v nodeView) Setting(context.Context, string) ([]byte, error)  { return nil, nil }
 func (v nodeView) PutSetting(context.Context, string, []byte) error { return nil }

@@ -17,6 +17,10 @@ type Spec struct {
 	Throughput       int64
 	// Autoscale marks Throughput as an autoscale maximum (Cosmos DB's autoScaleSettings).
 	Autoscale bool
+	// PresplitHashedZones asks for the first partitions along the zone ranges defined before
+	// the collection was sharded, one per shard of each range's zone (shardCollection's
+	// presplitHashedZones).
+	PresplitHashedZones bool
 	// Options are the create command's options for a collection created sharded (nil if
 	// none); converting an existing collection keeps its own.
 	Options bsoncore.Document

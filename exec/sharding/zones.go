@@ -11,6 +11,7 @@ import (
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // Zones (sh.addShardToZone, sh.updateZoneKeyRange). Two records hold them, both in the
@@ -20,7 +21,11 @@ import (
 // ranges in its record (store.Collection.Zones: {_id, min, max, tag}), which config.tags
 // shows with their namespace. The manager turns a collection's ranges into positions
 // (zoneSpans) for the policy, which splits at their bounds and moves their partitions to
-// their zones' shards (shard/zone.go).
+// their zones' shards (shard/zone.go). In a cluster the config database is each node's own,
+// so a shard's zones live in its placement record in etcd instead (Cluster.ShardZones,
+// beside its draining mark); the collections' ranges are in the shared catalog already. Each
+// node's manager splits its own partitions at the ranges' bounds and the elected one moves
+// them into their zones, as for any split and move (cluster_view.go).
 
 // shardZonesKey is the field of the config database's options that holds the shards' zones.
 const shardZonesKey = "shardZones"
@@ -31,6 +36,9 @@ var ErrZoneInUse = errors.New("cannot remove a shard from zone if a chunk range 
 // ShardZones returns the zones of each shard by shard id, a shard ever given a zone listed
 // even when it has none left (config.shards keeps its empty tags).
 func (m *Manager) ShardZones() map[int][]string {
+	if c := m.mopts.Cluster; c != nil {
+		return c.ShardZones()
+	}
 	d := m.cat.Store().State().Database("config")
 	if d == nil || d.Options == nil {
 		return nil
@@ -82,6 +90,9 @@ func (m *Manager) ZoneExists(zone string) bool {
 // SetShardZone adds zone to shard s's zones (add) or takes it away. Taking it from the last
 // shard that has it fails with ErrZoneInUse while a collection's range uses it.
 func (m *Manager) SetShardZone(s int, zone string, add bool) error {
+	if c := m.mopts.Cluster; c != nil {
+		return m.setClusterShardZone(c, s, zone, add)
+	}
 	cat := m.cat.Store()
 	if err := cat.CreateDatabase("config", nil); err != nil && !errors.Is(err, store.ErrExists) {
 		return err
@@ -112,6 +123,22 @@ func (m *Manager) SetShardZone(s int, zone string, add bool) error {
 	return err
 }
 
+// setClusterShardZone is SetShardZone in a cluster: the zones are in shard s's placement
+// record. NB: the check that a zone in use keeps a shard reads this node's view, then the
+// change commits on the shard's record alone, so a range added through another node in
+// between is not seen (MongoDB serializes both under its config server's zone lock).
+func (m *Manager) setClusterShardZone(c Cluster, s int, zone string, add bool) error {
+	zones := c.ShardZones()
+	if !add && slices.Contains(zones[s], zone) && m.lastOfZone(zones, s, zone) && m.zoneUsed(zone) {
+		return ErrZoneInUse
+	}
+	if err := c.SetShardZone(s, zone, add); err != nil {
+		return mongoerr.Wrap(err, mongoerr.HostUnreachable, "cannot write the shard's zones to the cluster's metadata: %v", err)
+	}
+	m.syncZoneConfig()
+	return nil
+}
+
 // lastOfZone reports whether shard s is the only shard with zone.
 func (m *Manager) lastOfZone(zones map[int][]string, s int, zone string) bool {
 	for o, zs := range zones {
@@ -130,6 +157,11 @@ func (m *Manager) zoneUsed(zone string) bool {
 			if t, _ := z.Lookup("tag").StringValueOK(); t == zone {
 				used = true
 			}
+		}
+	})
+	m.forPendingZones(func(_, _ string, z bsoncore.Document) {
+		if t, _ := z.Lookup("tag").StringValueOK(); t == zone {
+			used = true
 		}
 	})
 	return used
@@ -243,21 +275,28 @@ func BoundPosition(ci *catalog.Coll, d bsoncore.Document) (h uint64, end bool) {
 	return 0, false
 }
 
-// tagDocs returns config.tags' documents: every zone range of every sharded collection.
+// tagDocs returns config.tags' documents: every zone range of every sharded collection, and
+// those of namespaces not sharded yet (zones_pending.go).
 func (m *Manager) tagDocs() []bsoncore.Document {
 	var out []bsoncore.Document
 	m.forShardedColls(func(c *store.Collection) {
 		for _, z := range c.Zones {
-			b := bsoncore.NewDocumentBuilder()
-			b.AppendValue("_id", z.Lookup("_id"))
-			b.AppendString("ns", c.DB+"."+c.Name)
-			for _, k := range []string{"min", "max", "tag"} {
-				b.AppendValue(k, z.Lookup(k))
-			}
-			out = append(out, b.Build())
+			out = append(out, tagDoc(c.DB+"."+c.Name, z))
 		}
 	})
+	m.forPendingZones(func(db, coll string, z bsoncore.Document) { out = append(out, tagDoc(db+"."+coll, z)) })
 	return out
+}
+
+// tagDoc returns the config.tags document of zone range z of namespace ns.
+func tagDoc(ns string, z bsoncore.Document) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder()
+	b.AppendValue("_id", z.Lookup("_id"))
+	b.AppendString("ns", ns)
+	for _, k := range []string{"min", "max", "tag"} {
+		b.AppendValue(k, z.Lookup(k))
+	}
+	return b.Build()
 }
 
 // appendTags appends shard s's tags to a config.shards document, when it has ever had zones.

@@ -144,7 +144,7 @@ func (h *Handlers) moveCollection(_ context.Context, r *command.Request) error {
 	if err != nil {
 		return err
 	}
-	c, err := h.layoutSource(r.Name, db, coll)
+	c, err := h.layoutCollection(r.Name, db, coll)
 	if err != nil {
 		return err
 	}
@@ -153,6 +153,12 @@ func (h *Handlers) moveCollection(_ context.Context, r *command.Request) error {
 	}
 	if c.Partitions[0].Shard == to {
 		return nil
+	}
+	if h.Remote != nil {
+		// In a cluster the collection's one partition moves as moveChunk moves one: its
+		// owner's node copies it to the destination's node while writes go on, catches up,
+		// then flips the ownership in one etcd transaction (exec/sharding/move_remote.go).
+		return sharding.MoveError(h.Shards.MovePartition(db, coll, c.Partitions[0].ID, to, "moveCollection"))
 	}
 	return h.runLayoutChange(r, sharding.ReshardSpec{DB: db, Coll: coll, Shards: []int{to}})
 }
@@ -222,11 +228,18 @@ func (h *Handlers) parseLayoutTarget(r *command.Request, need bool) (db, coll st
 }
 
 // layoutSource returns the collection a layout change of cmd would copy, or MongoDB's error:
-// NamespaceNotFound, a view's, or a refusal of what cleave cannot copy yet.
+// NamespaceNotFound, a view's, or a refusal of what cleave cannot copy yet. In a cluster,
+// reshardCollection and unshardCollection are refused: their copy into a new layout runs on
+// one node's shards (moveCollection moves the collection's partition instead).
 func (h *Handlers) layoutSource(cmd, db, coll string) (*store.Collection, error) {
 	if h.Remote != nil {
-		return nil, mongoerr.New(mongoerr.NotImplemented, "%s is not supported in cluster mode yet", cmd)
+		return nil, mongoerr.New(mongoerr.NotImplemented, "%s is not supported in cluster mode yet: its copy runs on a single node's shards", cmd)
 	}
+	return h.layoutCollection(cmd, db, coll)
+}
+
+// layoutCollection is layoutSource in any mode.
+func (h *Handlers) layoutCollection(cmd, db, coll string) (*store.Collection, error) {
 	if h.CRUD.IsView(db, coll) {
 		return nil, catalog.ViewError(db + "." + coll)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -191,9 +192,7 @@ func (h *Handlers) shardCollection(_ context.Context, r *command.Request) error 
 	if err := checkKeyOptions(spec, unique); err != nil {
 		return err
 	}
-	if presplit {
-		return mongoerr.New(mongoerr.InvalidOptions, "presplitHashedZones is true but no zones are defined for the collection %s", ns)
-	}
+	spec.PresplitHashedZones = presplit
 	c, err := h.shardColl(spec)
 	if err != nil {
 		return err
@@ -265,42 +264,95 @@ func (h *Handlers) shardColl(spec sharding.Spec) (*store.Collection, error) {
 		return nil, mongoerr.New(mongoerr.AlreadyInitialized, "sharding already enabled for collection %s.%s with options { key: %s }",
 			spec.DB, spec.Coll, bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: c.ShardKey}))
 	}
+	zones, err := h.checkShardZones(spec, c)
+	if err != nil {
+		return nil, err
+	}
 	local := h.Shards.LocalShards() // in a cluster, a collection converted in place stays on this node's shards
 	n := initialCount(h, spec, len(local))
 	if c == nil {
-		local = h.placementShards()
-		n = initialCount(h, spec, len(local))
-		parts := sharding.StoreParts(shard.InitialLayout(n, layoutShards(spec, len(local)), 0))
+		return h.createSharded(spec, zones)
+	}
+	c, err = h.Shards.ConvertToSharded(c, spec, n)
+	if err != nil {
+		return nil, err
+	}
+	if len(zones) > 0 { // its partitions move into their zones by the balancer, as MongoDB's chunks do
+		if err := h.Shards.SetZones(spec.DB, spec.Coll, zones); err != nil {
+			return nil, catalog.StoreError(err)
+		}
+		h.dropPendingZones(spec)
+	}
+	h.recordSharded(c, spec.PresplitHashedZones)
+	h.Shards.AfterMapChange()
+	return c, nil
+}
+
+// checkShardZones returns the zone ranges defined for spec's namespace before it is sharded,
+// checked against spec's key (zonesForKey), and applies presplitHashedZones' rules to c, the
+// collection as it is (nil when it does not exist).
+func (h *Handlers) checkShardZones(spec sharding.Spec, c *store.Collection) ([]bsoncore.Document, error) {
+	zones, ci, err := zonesForKey(spec.Key, spec.DB+"."+spec.Coll, h.Shards.PendingZones(spec.DB, spec.Coll))
+	if err != nil || !spec.PresplitHashedZones {
+		return zones, err
+	}
+	empty := c == nil
+	if c != nil && len(c.Partitions) == 1 && slices.Contains(h.Shards.LocalShards(), c.Partitions[0].Shard) {
+		docs, _ := h.Cat.Shards()[c.Partitions[0].Shard].CollStats(c.ID)
+		empty = docs == 0 // another node's collection counts as filled: this node cannot count it
+	}
+	return zones, checkPresplit(ci, zones, empty)
+}
+
+// createSharded creates spec's collection sharded: its partitions spread over the placement
+// shards, or along its zone ranges (sharding.Manager.ZonePartitions).
+func (h *Handlers) createSharded(spec sharding.Spec, zones []bsoncore.Document) (*store.Collection, error) {
+	local := h.placementShards()
+	n := initialCount(h, spec, len(local))
+	var parts []store.Partition
+	if len(zones) > 0 {
+		var err error
+		if parts, err = h.Shards.ZonePartitions(spec.Key, zones, local, spec.PresplitHashedZones); err != nil {
+			return nil, err
+		}
+	} else {
+		parts = sharding.StoreParts(shard.InitialLayout(n, layoutShards(spec, len(local)), 0))
 		for i := range parts {
 			parts[i].ID = 0 // the catalog assigns fresh ids
 			parts[i].Shard = local[parts[i].Shard]
 		}
-		c, err := h.Storage.Catalog.CreateCollection(store.Collection{DB: spec.DB, Name: spec.Coll, Options: spec.Options,
-			ShardKey: spec.Key, Throughput: spec.Throughput, Autoscale: spec.Autoscale, Partitions: parts})
-		if err != nil {
-			return nil, catalog.ChangeError(err, spec.DB, spec.Coll)
-		}
-		h.Log.Info("sharded collection", zap.String("ns", spec.DB+"."+spec.Coll), zap.Int("partitions", len(parts)))
-		h.RecordCreate(c)
-		h.recordSharded(c)
-		h.Shards.AfterMapChange()
-		return c, nil
 	}
-	c, err := h.Shards.ConvertToSharded(c, spec, n)
+	c, err := h.Storage.Catalog.CreateCollection(store.Collection{DB: spec.DB, Name: spec.Coll, Options: spec.Options,
+		ShardKey: spec.Key, Throughput: spec.Throughput, Autoscale: spec.Autoscale, Partitions: parts, Zones: zones})
 	if err != nil {
-		return nil, err
+		return nil, catalog.ChangeError(err, spec.DB, spec.Coll)
 	}
-	h.recordSharded(c)
+	h.dropPendingZones(spec)
+	h.Log.Info("sharded collection", zap.String("ns", spec.DB+"."+spec.Coll), zap.Int("partitions", len(parts)), zap.Int("zone_ranges", len(zones)))
+	h.RecordCreate(c)
+	h.recordSharded(c, spec.PresplitHashedZones)
 	h.Shards.AfterMapChange()
 	return c, nil
+}
+
+// dropPendingZones forgets the zone ranges spec's namespace had before it was sharded, now
+// the collection's own; a failure only leaves them hidden by the collection's (config.tags
+// shows the collection's).
+func (h *Handlers) dropPendingZones(spec sharding.Spec) {
+	if len(h.Shards.PendingZones(spec.DB, spec.Coll)) == 0 {
+		return
+	}
+	if err := h.Shards.SetPendingZones(spec.DB, spec.Coll, nil); err != nil {
+		h.Log.Warn("cannot forget the zone ranges of a namespace now sharded", zap.String("ns", spec.DB+"."+spec.Coll), zap.Error(err))
+	}
 }
 
 // recordSharded records the shardCollection event of c, just sharded, as MongoDB's change
 // streams show it with showExpandedEvents: its key, and that it is not unique (cleave's
 // keys never are) or presplit by zones.
-func (h *Handlers) recordSharded(c *store.Collection) {
+func (h *Handlers) recordSharded(c *store.Collection, presplit bool) {
 	desc := bsoncore.NewDocumentBuilder().AppendDocument("shardKey", c.ShardKey).
-		AppendBoolean("unique", false).AppendBoolean("presplitHashedZones", false).Build()
+		AppendBoolean("unique", false).AppendBoolean("presplitHashedZones", presplit).Build()
 	h.RecordChange(&changes.DDL{Op: changes.OpShardCollection, DB: c.DB, Coll: c.Name, UUID: c.UUID[:], Desc: desc})
 }
 

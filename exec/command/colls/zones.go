@@ -29,15 +29,6 @@ func (h *Handlers) addZoneCommands(add func(*command.Command)) {
 	add(&command.Command{Name: "updateZoneKeyRange", Aliases: []string{"updatezonekeyrange"}, Run: h.updateZoneKeyRange, Action: auth.ActionClusterAdmin, Help: "assign a range of shard-key values to a zone, or remove it", AdminOnly: true, Props: command.WriteConcern})
 }
 
-// zonesInCluster refuses the zone commands in cluster mode, where the partition manager
-// does not place by zone yet.
-func (h *Handlers) zonesInCluster(cmd string) error {
-	if h.Remote != nil {
-		return mongoerr.New(mongoerr.NotImplemented, "%s is not supported in cluster mode yet: zones are kept on a single node only", cmd)
-	}
-	return nil
-}
-
 // shardZone returns addShardToZone (add) or removeShardFromZone: {<cmd>: shard, zone}.
 func (h *Handlers) shardZone(add bool) func(context.Context, *command.Request) error {
 	return func(_ context.Context, r *command.Request) error {
@@ -49,9 +40,6 @@ func (h *Handlers) shardZone(add bool) func(context.Context, *command.Request) e
 		}
 		zone, err := zoneArg(cmd, r.Body, false)
 		if err != nil {
-			return err
-		}
-		if err := h.zonesInCluster(cmd); err != nil {
 			return err
 		}
 		s := h.shardByName(name)
@@ -123,9 +111,6 @@ func (h *Handlers) updateZoneKeyRange(_ context.Context, r *command.Request) err
 	if err := checkRangeOrder(minDoc, maxDoc); err != nil {
 		return err
 	}
-	if err := h.zonesInCluster(cmd); err != nil {
-		return err
-	}
 	if zone != nil && !h.Shards.ZoneExists(*zone) {
 		return mongoerr.New(mongoerr.ZoneNotFound, "zone %s does not exist", *zone)
 	}
@@ -134,6 +119,10 @@ func (h *Handlers) updateZoneKeyRange(_ context.Context, r *command.Request) err
 	ci, err := h.zoneColl(ns)
 	if err != nil {
 		return err
+	}
+	if ci == nil {
+		db, coll, _ := strings.Cut(ns, ".")
+		return h.updatePendingZone(db, coll, minDoc, maxDoc, zone)
 	}
 	if minDoc, err = fullBound(ci, ns, "min", minDoc); err != nil {
 		return err
@@ -174,17 +163,19 @@ func (h *Handlers) setZones(ci *catalog.Coll, zones []bsoncore.Document) error {
 	return catalog.StoreError(h.Shards.SetZones(ci.Meta.DB, ci.Meta.Name, zones))
 }
 
-// zoneColl returns the sharded collection ns. MongoDB also keeps ranges of a namespace not
-// sharded yet, for shardCollection to presplit by; cleave keeps the ranges in the
-// collection's record, so the collection must be sharded first.
+// zoneColl returns the sharded collection ns, or nil when ns is not sharded (its ranges wait
+// for shardCollection: zones_pending.go).
 func (h *Handlers) zoneColl(ns string) (*catalog.Coll, error) {
-	db, coll, _ := strings.Cut(ns, ".")
+	db, coll, ok := strings.Cut(ns, ".")
+	if !ok || db == "" || coll == "" {
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "invalid namespace %s", ns)
+	}
 	ci, err := h.Cat.Lookup(db, coll)
 	if err != nil {
 		return nil, err
 	}
 	if ci == nil || ci.Hashed < 0 {
-		return nil, mongoerr.New(mongoerr.NamespaceNotSharded, "%s is not sharded: cleave keeps zone ranges of sharded collections only, so shard it before updateZoneKeyRange", ns)
+		return nil, nil
 	}
 	if len(ci.Levels) > 0 {
 		return nil, mongoerr.New(mongoerr.NotImplemented, "zones on a hierarchical shard key are not supported by cleave")

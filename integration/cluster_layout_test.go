@@ -1,0 +1,52 @@
+package integration
+
+import (
+	"slices"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// TestClusterMoveCollection: moveCollection sent to a third node moves an unsharded
+// collection from its node's shard to another node's while a workload inserts through the
+// collection's own node and reads through another: the owner copies it, catches up and flips
+// the ownership in etcd, so every acknowledged document is found exactly once through every
+// node afterwards, on the new shard only. reshardCollection and unshardCollection, whose copy
+// into a new layout runs on one node's shards, answer 238 NotImplemented in a cluster.
+func TestClusterMoveCollection(t *testing.T) {
+	_, nodes := startClusterNodes(t, 3, "--partition-check-interval", "1h")
+	clients := make([]*mongo.Client, len(nodes))
+	for i, s := range nodes {
+		clients[i] = s.client(t)
+	}
+	waitClusterShards(t, clients, 3)
+	dbn := dbName(t)
+	w := startClusterWriter(clients[1], dbn, "c", 0) // created unsharded on node-b's shard
+	w.waitAcked(t, 300)
+	from := collShards(t, clients[0], dbn, "c")
+	if len(from) != 1 {
+		t.Fatalf("the unsharded collection is on %v", from)
+	}
+	to := "shard-0"
+	if from[0] == to {
+		to = "shard-2"
+	}
+	if _, err := runCmd(t, clients[2].Database("admin"), bson.D{{Key: "moveCollection", Value: dbn + ".c"}, {Key: "toShard", Value: to}}); err != nil {
+		t.Fatalf("moveCollection: %v", err)
+	}
+	w.mu.Lock()
+	n := len(w.acked)
+	w.mu.Unlock()
+	w.waitAcked(t, n+200) // writes go on after the move, routed to the new owner
+	acked := w.finish(t)
+	checkExactlyOnce(t, clients, dbn, "c", acked)
+	for i, c := range clients {
+		if got := collShards(t, c, dbn, "c"); !slices.Equal(got, []string{to}) {
+			t.Fatalf("node %d: after moveCollection to %s the collection is on %v", i, to, got)
+		}
+	}
+	shardColl(t, clients[0], dbn+".s", "tenant")
+	wantCmdError(t, clients[1], bson.D{{Key: "reshardCollection", Value: dbn + ".s"}, {Key: "key", Value: bson.D{{Key: "x", Value: "hashed"}}}}, 238, "NotImplemented")
+	wantCmdError(t, clients[2], bson.D{{Key: "unshardCollection", Value: dbn + ".s"}}, 238, "NotImplemented")
+}
