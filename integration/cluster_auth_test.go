@@ -79,6 +79,8 @@ func TestClusterAuthKeyFile(t *testing.T) {
 	// The internal commands are for __system alone: root gets 13.
 	_, err := runCmd(t, roots[0].Database(dbn), bson.D{{Key: "_cleaveShardFind", Value: "users"}, {Key: "shard", Value: 0}})
 	wantCode(t, err, 13, "not authorized on "+dbn+" to execute command { _cleaveShardFind")
+	_, err = runCmd(t, roots[0].Database(dbn), bson.D{{Key: "_cleaveShardGet", Value: "users"}, {Key: "shard", Value: 0}})
+	wantCode(t, err, 13, "not authorized on "+dbn+" to execute command { _cleaveShardGet")
 	// __system without the key: authentication fails.
 	bad := nodes[0].client(t, options.Client().SetAuth(options.Credential{Username: "__system", Password: "not-the-key",
 		AuthSource: "local", AuthMechanism: "SCRAM-SHA-256"}))
