@@ -172,14 +172,14 @@ func (r *remoteRead) pointGet() bsoncore.Document {
 }
 
 // ReadOwnedPoint reads, on the node owning shard s, the document a compact point read
-// names (PointGet): at hash and _id id of ci, if it matches f (nil: the read is {_id: id},
-// which the document at that key matches). It refuses with StaleConfig, having read
-// nothing, when the partition of hash is not on s in this node's map. The read is a point
-// plan's, through the same shard stream as every read (admission, meters, the document
-// cache); the stats are the read's totals, whose Charge the owner charges. The document is
-// the caller's.
+// names (PointGet): at hash and _id id of ci, if it matches filter (nil: the read is
+// {_id: id}, which the document at that key matches, and no filter is compiled). It refuses
+// with StaleConfig, having read nothing, when the partition of hash is not on s in this
+// node's map. The read is a point plan's, through the same shard stream as every read
+// (admission, meters, the document cache); the stats are the read's totals, whose Charge
+// the owner charges. The document is the caller's.
 func (g *Engine) ReadOwnedPoint(ctx context.Context, ci *catalog.Coll, s int, hash uint64, id bsoncore.Value,
-	f *match.Filter,
+	filter bsoncore.Document,
 ) (bsoncore.Document, ScanStats, error) {
 	if ci.TS != nil || ci.Map.Len() == 0 {
 		return nil, ScanStats{}, staleConfig(ci, "not a point read")
@@ -187,6 +187,13 @@ func (g *Engine) ReadOwnedPoint(ctx context.Context, ci *catalog.Coll, s int, ha
 	t := ci.Map.Locate(hash)
 	if ci.Map.Partition(t).Shard != s {
 		return nil, ScanStats{}, staleConfig(ci, "the shard's ranges differ")
+	}
+	var f *match.Filter
+	if filter != nil {
+		var err error
+		if f, err = CompileFilterWith(filter, nil, nil); err != nil {
+			return nil, ScanStats{}, err
+		}
 	}
 	pr := new(pointRead)
 	p := &pr.p

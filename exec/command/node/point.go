@@ -6,7 +6,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/exec/command"
-	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/exec/query"
 )
 
@@ -25,13 +24,7 @@ func (h *Handlers) shardGet(ctx context.Context, r *command.Request) error {
 	if err != nil {
 		return err
 	}
-	var f *match.Filter
-	if g.Filter != nil {
-		if f, err = query.CompileFilterWith(g.Filter, nil, nil); err != nil {
-			return err
-		}
-	}
-	doc, stats, err := h.Query.ReadOwnedPoint(ctx, ci, g.Shard, g.Hash, g.ID, f)
+	doc, stats, err := h.Query.ReadOwnedPoint(ctx, ci, g.Shard, g.Hash, g.ID, g.Filter)
 	if err != nil {
 		return err
 	}
