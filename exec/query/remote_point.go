@@ -67,13 +67,16 @@ func AppendPointGet(dst []byte, g *PointGet) []byte {
 func ParsePointGet(body bsoncore.Document) (PointGet, error) {
 	var g PointGet
 	var seen uint8
-	elems, err := body.Elements()
-	if err != nil {
+	if len(body) < 5 {
 		return g, mongoerr.New(mongoerr.InvalidBSON, "%s: invalid BSON", PointGetCommand)
 	}
-	for _, e := range elems {
+	for rem := body[4 : len(body)-1]; len(rem) > 0; { // no slice of elements: one pass, no allocation
+		e, rest, ok := bsoncore.ReadElement(rem)
+		if !ok {
+			return g, mongoerr.New(mongoerr.InvalidBSON, "%s: invalid BSON", PointGetCommand)
+		}
+		rem = rest
 		v := e.Value()
-		ok := true
 		switch e.Key() {
 		case PointGetCommand:
 			g.Coll, ok = v.StringValueOK()
