@@ -111,7 +111,7 @@ func (g *Engine) newRemoteRead(ss *ShardStream, p *Plan, f *match.Filter) {
 		Ranges: ss.Ranges, Plan: p.Sig(),
 	}, sent: &g.points.sent}
 	if g.shards == nil { // a transaction's or snapshot's views: the full request
-		ss.rem.point = pointOf(p, f, vars, coll)
+		ss.rem.point = pointOf(ss.ci, p, f, vars, coll)
 	}
 }
 

@@ -125,10 +125,11 @@ type remotePoint struct {
 	filter bsoncore.Document // nil: {_id: id} exactly
 }
 
-// pointOf returns the key of p's read when a compact request can carry it: p reads one _id
-// whose hash it knows, the filter has no let variables and compares without a collation.
-func pointOf(p *Plan, f *match.Filter, vars, collation bsoncore.Document) *remotePoint {
-	if p.Kind != PlanIDs || len(p.ids) != 1 || !p.ids[0].hashSet || vars != nil || collation != nil {
+// pointOf returns the key of p's read on ci when a compact request can carry it: p reads one
+// _id whose hash it knows, the filter has no let variables and compares without a
+// collation, and ci is not time-series.
+func pointOf(ci *catalog.Coll, p *Plan, f *match.Filter, vars, collation bsoncore.Document) *remotePoint {
+	if ci.TS != nil || p.Kind != PlanIDs || len(p.ids) != 1 || !p.ids[0].hashSet || vars != nil || collation != nil {
 		return nil
 	}
 	ids, ok := f.Equalities("_id")
@@ -184,8 +185,8 @@ func (r *remoteRead) pointGet() bsoncore.Document {
 func (g *Engine) ReadOwnedPoint(ctx context.Context, ci *catalog.Coll, s int, hash uint64, id bsoncore.Value,
 	filter bsoncore.Document,
 ) (bsoncore.Document, ScanStats, error) {
-	if ci.TS != nil || ci.Map.Len() == 0 {
-		return nil, ScanStats{}, staleConfig(ci, "not a point read")
+	if ci.TS != nil { // a router never sends one (pointOf)
+		return nil, ScanStats{}, mongoerr.New(mongoerr.BadValue, "%s: %s is a time-series collection", PointGetCommand, ci.NS())
 	}
 	t := ci.Map.Locate(hash)
 	if ci.Map.Partition(t).Shard != s {
