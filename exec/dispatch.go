@@ -41,6 +41,9 @@ func (e *Executor) dispatch(ctx context.Context, r *command.Request) (err error)
 		return mongoerr.New(mongoerr.CommandNotFound, "no such command: '%s'", r.Name)
 	}
 	e.Counters.Count(cmd.Counter)
+	if cmd.Has(command.Direct) {
+		return e.runDirect(ctx, r, cmd)
+	}
 	noteClientMetadata(r)
 	e.Sessions.NoteLSID(r.Generic(command.GenLSID), e.SessionUser(r))
 	if err := checkAPIParameters(ctx, r); err != nil {
@@ -124,6 +127,26 @@ func (e *Executor) runCommand(ctx context.Context, r *command.Request, cmd *comm
 	err = e.withCatalogRev(r, e.runStaleRetrying(ctx, r, cmd)) // stale.go
 	created()
 	return afterTxnStatement(r, err)
+}
+
+// runDirect runs a Direct command (an internal request answered without the steps of a
+// client's command): authorized, under the priority the router sent and the failCommand
+// failpoint (tests hold it as any command), its StaleConfig naming this node's catalog
+// revision.
+func (e *Executor) runDirect(ctx context.Context, r *command.Request, cmd *command.Command) error {
+	if err := e.authorize(r, cmd); err != nil {
+		return err
+	}
+	p, err := e.Priority(r)
+	if err != nil {
+		return err
+	}
+	act, err := e.evalFailCommand(ctx, r)
+	if err != nil {
+		return labelError(r, act, err)
+	}
+	err = e.withCatalogRev(r, cmd.Run(catalog.WithPriority(ctx, p), r))
+	return e.finishFailCommand(r, act, err)
 }
 
 // singleBatchFind reports whether r is a find with singleBatch: true, whose cursor is

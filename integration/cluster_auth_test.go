@@ -74,11 +74,28 @@ func TestClusterAuthKeyFile(t *testing.T) {
 		if ids := sortedIDs(t, c, dbn, "users"); len(ids) != 3*per || ids[0] != 0 || ids[len(ids)-1] != 3*per-1 {
 			t.Fatalf("find as app through node %d: %v", i, ids)
 		}
+		// Point reads by shard key and _id, most of them of other nodes' shards: compact
+		// requests (with their filter), authenticated as the cluster's __system like every
+		// internal request.
+		before := compactPointReads(t, roots[i])
+		for id := range int32(3 * per) {
+			var got struct{ Tenant string }
+			tenant := fmt.Sprintf("t%d", id%11)
+			err := c.Database(dbn).Collection("users").FindOne(ctx, bson.D{{Key: "tenant", Value: tenant}, {Key: "_id", Value: id}}).Decode(&got)
+			if err != nil || got.Tenant != tenant {
+				t.Fatalf("findOne %d as app through node %d: %+v, %v", id, i, got, err)
+			}
+		}
+		if after := compactPointReads(t, roots[i]); after.Sent == before.Sent {
+			t.Fatalf("node %d sent no compact point read for %d point reads", i, 3*per)
+		}
 	}
 
 	// The internal commands are for __system alone: root gets 13.
 	_, err := runCmd(t, roots[0].Database(dbn), bson.D{{Key: "_cleaveShardFind", Value: "users"}, {Key: "shard", Value: 0}})
 	wantCode(t, err, 13, "not authorized on "+dbn+" to execute command { _cleaveShardFind")
+	_, err = runCmd(t, roots[0].Database(dbn), bson.D{{Key: "_cleaveShardGet", Value: "users"}, {Key: "shard", Value: 0}})
+	wantCode(t, err, 13, "not authorized on "+dbn+" to execute command { _cleaveShardGet")
 	// __system without the key: authentication fails.
 	bad := nodes[0].client(t, options.Client().SetAuth(options.Credential{Username: "__system", Password: "not-the-key",
 		AuthSource: "local", AuthMechanism: "SCRAM-SHA-256"}))

@@ -209,8 +209,8 @@ func TestClusterHopsDuringMoves(t *testing.T) {
 // TestClusterRemoteReadStopsOnOwner: a read through node-a of node-b's shard that runs out
 // of its maxTimeMS on node-a stops on node-b too (the pipelined connection carries a cancel
 // message for it; before pipelining, closing the connection did): node-b's currentOp soon
-// lists no _cleaveShardFind, though its failpoint would hold it for ten minutes. The
-// connection then serves the next read.
+// lists no _cleaveShardGet (the point read's compact request), though its failpoint would
+// hold it for ten minutes. The connection then serves the next read.
 func TestClusterRemoteReadStopsOnOwner(t *testing.T) {
 	t.Parallel()
 	_, nodes := startClusterNodes(t, 2, "--test-commands")
@@ -227,7 +227,7 @@ func TestClusterRemoteReadStopsOnOwner(t *testing.T) {
 	})
 	err := bc.Database("admin").RunCommand(ctx, bson.D{{Key: "configureFailPoint", Value: "failCommand"},
 		{Key: "mode", Value: "alwaysOn"}, {Key: "data", Value: bson.D{
-			{Key: "failCommands", Value: bson.A{"_cleaveShardFind"}},
+			{Key: "failCommands", Value: bson.A{"_cleaveShardFind", "_cleaveShardGet"}},
 			{Key: "blockConnection", Value: true}, {Key: "blockTimeMS", Value: 600_000}}}}).Err()
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +243,7 @@ func TestClusterRemoteReadStopsOnOwner(t *testing.T) {
 			t.Fatalf("currentOp: %v", err)
 		}
 		for _, op := range res.Inprog {
-			if _, err := op.LookupErr("command", "_cleaveShardFind"); err == nil {
+			if _, err := op.LookupErr("command", "_cleaveShardGet"); err == nil { // a point read's compact request
 				return true
 			}
 		}

@@ -11,11 +11,11 @@
 # single node's, C = (L + 2R)/3, so R/L = (3C - L)/(2L).
 #
 # With PROFILE=1, the first round also profiles every node of each binary's cluster during one
-# more run of workload c (PROFILE_SECONDS), into $OUT/pprof.
+# more run of each workload of PROFILE_WORKLOADS (PROFILE_SECONDS), into $OUT/pprof.
 #
 # Usage: BINS="old:/tmp/x/cleave-old new:/tmp/x/cleave" MBENCH=/tmp/x/mbench scripts/bench-hop.sh
 #   env: OUT (/tmp/cleave-bench-hop), ROUNDS (2), RECORDS (100000), DURATION (10s),
-#        WORKLOADS ("c a"), THREADS (32), PROFILE (0), PROFILE_SECONDS (8)
+#        WORKLOADS ("c a"), THREADS (32), PROFILE (0), PROFILE_SECONDS (8), PROFILE_WORKLOADS (c)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/mbench.sh
@@ -27,6 +27,7 @@ WORKLOADS=${WORKLOADS:-c a}
 THREADS=${THREADS:-32}
 PROFILE=${PROFILE:-0}
 PROFILE_SECONDS=${PROFILE_SECONDS:-8}
+PROFILE_WORKLOADS=${PROFILE_WORKLOADS:-c}
 MONGOSH=${MONGOSH:-$PWD/node_modules/.bin/mongosh}
 WARMUP=1s
 NODES=(a b c)
@@ -198,10 +199,11 @@ run() { # run SETUP WORKLOAD THREADS
 print("%.0f ops/s, %.1f CPU us/op, %.2f read+write syscalls/op (all nodes)" % (r["total"]["ops_per_s"], c["sum_cpu_us_per_op"], c["sum_syscalls_per_op"]))' "$res/$name.json" "$res/$name.cpuwin.json")"
 }
 
-profile() { # profile SETUP: one more run of c, profiling every node
-	local setup=$1 dir=$OUT/pprof pids=()
+profile() { # profile SETUP WORKLOAD: one more run of WORKLOAD, profiling every node
+	local setup=$1-$2 dir=$OUT/pprof pids=()
+	[ "$2" = c ] && setup=$1 # workload c's profiles keep their names
 	mkdir -p "$dir"
-	"$MB" run -uri "mongodb://127.0.0.1:${PORT[a]}" -workload c -threads "${THREADS%% *}" -duration "$((PROFILE_SECONDS + 3))s" \
+	"$MB" run -uri "mongodb://127.0.0.1:${PORT[a]}" -workload "$2" -threads "${THREADS%% *}" -duration "$((PROFILE_SECONDS + 3))s" \
 		-records "$RECORDS" -out "$dir/$setup.json" >"$dir/$setup.txt" &
 	local mpid=$!
 	sleep 2
@@ -226,7 +228,7 @@ for round in $(seq "$ROUNDS"); do
 		start_cluster
 		load "mongodb://127.0.0.1:${PORT[a]}" "$label-cluster" 1
 		for w in $WORKLOADS; do for t in $THREADS; do run "$label-cluster" "$w" "$t"; done; done
-		if [ "$PROFILE" = 1 ] && [ "$round" = 1 ]; then profile "$label-cluster"; fi
+		if [ "$PROFILE" = 1 ] && [ "$round" = 1 ]; then for w in $PROFILE_WORKLOADS; do profile "$label-cluster" "$w"; done; fi
 		stop_all
 		log "round $round: $label, one node"
 		start_node a

@@ -29,10 +29,11 @@ import (
 //	c := wire.NewClient("10.0.0.2:27017", wire.ClientOptions{})
 //	reply, err := c.Command(ctx, cmd) // cmd carries its "$db"
 type Client struct {
-	addr   string
-	opts   ClientOptions
-	nextID atomic.Int32
-	mu     struct {
+	addr     string
+	opts     ClientOptions
+	nextID   atomic.Int32
+	watching atomic.Bool // the watchdog of requests' own bounds runs (clientwatch.go)
+	mu       struct {
 		sync.Mutex
 		conns   []*clientConn
 		dialing int
@@ -112,12 +113,18 @@ func (c *Client) Addr() string { return c.addr }
 // 1, …} or {ok: 0, …} alike, the caller reads it. Errors are *UnreachableError, ctx's error
 // when it ended first, or a *mongoerr.Error for a reply that is not a valid OP_MSG.
 func (c *Client) Command(ctx context.Context, cmd bsoncore.Document) (bsoncore.Document, error) {
+	return c.command(ctx, cmd, time.Time{})
+}
+
+// command is Command, bounded by deadline too unless it is zero (CommandWithin).
+func (c *Client) command(ctx context.Context, cmd bsoncore.Document, deadline time.Time) (bsoncore.Document, error) {
 	cc, err := c.conn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	id := c.nextID.Add(1)
 	call := getCall()
+	call.deadline = deadline
 	if err := cc.register(id, call); err != nil {
 		putCall(call)
 		return nil, err

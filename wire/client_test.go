@@ -89,3 +89,34 @@ func TestClientCommandCancelledAtReply(t *testing.T) {
 		}
 	}
 }
+
+// TestClientCommandWithin: a request bounded by CommandWithin that its server holds past the
+// bound fails with DeadlineExceeded (the watchdog, not a context, ends it), the server is
+// told to stop it, and the connection serves the next requests, which have no bound.
+func TestClientCommandWithin(t *testing.T) {
+	defer func(d time.Duration) { watchInterval = d }(watchInterval)
+	watchInterval = 10 * time.Millisecond
+	h := newEchoHandler()
+	ts := startServer(t, ServerOptions{}, h)
+	c := NewClient(ts.addr, ClientOptions{})
+	defer c.Close()
+	ctx := context.Background()
+	slow := bsoncore.NewDocumentBuilder().AppendInt32("slow", 1).AppendString("$db", "admin").Build()
+	if _, err := c.CommandWithin(ctx, slow, 30*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("slow command bounded by 30ms: %v, want DeadlineExceeded", err)
+	}
+	close(h.release)
+	ping := bsoncore.NewDocumentBuilder().AppendInt32("ping", 1).AppendString("$db", "admin").Build()
+	for range 3 {
+		reply, err := c.CommandWithin(ctx, ping, time.Minute)
+		if err != nil {
+			t.Fatalf("ping after an expired command: %v", err)
+		}
+		if got := reply.Lookup("cmd").StringValue(); got != "ping" {
+			t.Fatalf("ping after an expired command got the reply to %s", got)
+		}
+	}
+	if n := h.connects.Load(); n != 1 {
+		t.Fatalf("%d connections, want 1 (the expired command leaves its connection usable)", n)
+	}
+}

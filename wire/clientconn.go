@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -36,9 +37,10 @@ type clientConn struct {
 
 // call is one request in flight: done is closed once reply or err is set.
 type call struct {
-	done  chan struct{}
-	reply bsoncore.Document
-	err   error
+	done     chan struct{}
+	reply    bsoncore.Document
+	err      error
+	deadline time.Time // the request's own bound (CommandWithin); zero: none
 }
 
 var callPool = sync.Pool{New: func() any { return &call{} }}
@@ -148,8 +150,8 @@ func (cc *clientConn) readLoop() {
 	}
 }
 
-// deliver hands a reply to request id, unless it was forgotten.
-func (cc *clientConn) deliver(id int32, reply bsoncore.Document, err error) {
+// deliver hands a reply to request id, unless it was forgotten (false).
+func (cc *clientConn) deliver(id int32, reply bsoncore.Document, err error) bool {
 	cc.mu.Lock()
 	cl := cc.pending[id]
 	if cl != nil {
@@ -161,6 +163,7 @@ func (cc *clientConn) deliver(id int32, reply bsoncore.Document, err error) {
 		cl.reply, cl.err = reply, err
 		close(cl.done)
 	}
+	return cl != nil
 }
 
 // fail ends cc: it is closed and leaves the client, and every request on it fails with err.

@@ -70,6 +70,13 @@ const (
 	// APIV1 commands are in version 1 of the Stable API (MongoDB's stable-api-changelog, as
 	// a mongod of the 8.x line answers under apiStrict).
 	APIV1
+	// Direct commands are internal requests of one node to another that answer without the
+	// command path's steps for clients: dispatch authorizes them (the internal action),
+	// gives them the priority their router sent, and runs them (under the failCommand
+	// failpoint, which tests use to hold them); no session, transaction, read concern,
+	// Stable API check or stale retry applies (a compact point read, _cleaveShardGet).
+	// currentOp and killOp reach them as any command.
+	Direct
 )
 
 // OpCounter names a field of serverStatus.opcounters.

@@ -17,6 +17,8 @@ type Engine struct {
 	shards []catalog.Shard
 	// barrier, when set, is a linearizable read's (WithBarrier).
 	barrier Barrier
+	// points counts compact point reads (remote_point.go), shared by the engine's copies.
+	points *pointCounters
 }
 
 // Barrier is what a linearizable read (readConcern "linearizable") waits for before it reads
@@ -49,7 +51,7 @@ type Options struct {
 
 // New returns an engine reading the collections of cat.
 func New(cat *catalog.Catalog, opts Options) *Engine {
-	return &Engine{cat: cat, opts: opts}
+	return &Engine{cat: cat, opts: opts, points: new(pointCounters)}
 }
 
 // WithShards returns an engine that reads shards instead of the catalog's (same length and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -91,6 +92,10 @@ type remoteRead struct {
 	pos, lastPos []byte
 	unpositioned bool
 	base         ScanStats
+	// point, when set, is the key of a point read, which goes as a compact request
+	// (remote_point.go); sent counts those sent.
+	point *remotePoint
+	sent  *atomic.Int64
 }
 
 // newRemoteRead prepares ss's reads on another node (nothing is sent before the first read).
@@ -104,7 +109,10 @@ func (g *Engine) newRemoteRead(ss *ShardStream, p *Plan, f *match.Filter) {
 	ss.rem = &remoteRead{peers: g.opts.Peers, rev: g.cat.Store().Revision(), spec: RemoteScanSpec{
 		CI: ss.ci, Shard: ss.Shard, Filter: src, Vars: vars, Collation: coll, Sort: p.sort, Hint: p.hint,
 		Ranges: ss.Ranges, Plan: p.Sig(),
-	}}
+	}, sent: &g.points.sent}
+	if g.shards == nil { // a transaction's or snapshot's views: the full request
+		ss.rem.point = pointOf(ss.ci, p, f, vars, coll)
+	}
 }
 
 // readRemote returns the next document of a remote read, fetching batches as needed.
@@ -134,7 +142,7 @@ func (ss *ShardStream) readRemote(ctx context.Context) (bsoncore.Document, error
 			return nil, nil
 		}
 		if r.scan == nil {
-			r.scan = openRemoteScan(r.peers, r.rev, &r.spec)
+			r.scan = r.open()
 		}
 		b, err := r.scan.Next(ctx)
 		if err != nil {
@@ -147,6 +155,16 @@ func (ss *ShardStream) readRemote(ctx context.Context) (bsoncore.Document, error
 		stats.Partitions = ss.Stats.Partitions
 		ss.Stats = stats
 	}
+}
+
+// open prepares the read on the owner: a compact request for a point read, else the full
+// one.
+func (r *remoteRead) open() *remoteScan {
+	if get := r.pointGet(); get != nil {
+		r.sent.Add(1)
+		return &remoteScan{peers: r.peers, shard: r.spec.Shard, db: r.spec.CI.Meta.DB, first: get}
+	}
+	return openRemoteScan(r.peers, r.rev, &r.spec)
 }
 
 // resume ends the remote read and prepares the next one to start where ss yielded.

@@ -63,12 +63,13 @@ func (rs *Nodes) Command(ctx context.Context, s int, cmd bsoncore.Document) (bso
 		return nil, mongoerr.New(mongoerr.HostUnreachable, "%s is on node %s, which is down", catalog.ShardName(s), NodeName(node))
 	}
 	cmd = withPriority(ctx, cmd)
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, remoteTimeout)
-		defer cancel()
+	var reply bsoncore.Document
+	var err error
+	if _, ok := ctx.Deadline(); ok {
+		reply, err = rs.pool.Client(host).Command(ctx, cmd)
+	} else { // the client's watchdog bounds it: no timer per request
+		reply, err = rs.pool.Client(host).CommandWithin(ctx, cmd, remoteTimeout)
 	}
-	reply, err := rs.pool.Client(host).Command(ctx, cmd)
 	if err != nil {
 		var ue *wire.UnreachableError
 		if errors.As(err, &ue) && ue.NotSent && rs.replicated(s) {

@@ -1,5 +1,7 @@
 // Package node holds the internal commands another node of the cluster sends to the owner of
-// a shard: a shard's part of a read (_cleaveShardFind, _cleaveShardGetMore, _cleaveShardKill),
+// a shard: a shard's part of a read (_cleaveShardFind, _cleaveShardGetMore, _cleaveShardKill;
+// a point read by _id and hash as the compact _cleaveShardGet, a Direct command answered
+// without planning: point.go),
 // of an insert (_cleaveShardWrite), of an update, delete or findAndModify
 // (_cleaveShardModify), of an index build or drop (_cleaveShardIndexes), of statistics or
 // validation (_cleaveShardStats), and the steps of a partition move between nodes. Each

@@ -39,6 +39,7 @@ const (
 // addInternalCommands registers the internal shard commands.
 func (h *Handlers) addInternalCommands(add func(*command.Command)) {
 	add(&command.Command{Name: "_cleaveShardFind", Run: h.shardFind, Action: auth.ActionInternal, Help: "internal: a shard's part of a read", Props: command.OpensCursor})
+	add(&command.Command{Name: query.PointGetCommand, Run: h.shardGet, Action: auth.ActionInternal, Help: "internal: a point read on this node's shard (compact)", Props: command.Direct})
 	add(&command.Command{Name: "_cleaveShardGetMore", Run: h.shardGetMore, Action: auth.ActionInternal, Help: "internal: the next batch of a shard's read"})
 	add(&command.Command{Name: "_cleaveShardKill", Run: h.shardKill, Action: auth.ActionInternal, Help: "internal: ends a shard's read"})
 	add(&command.Command{Name: "_cleaveShardWrite", Run: h.shardWrite, Action: auth.ActionInternal, Help: "internal: the documents of an insert on this node's shards"})
@@ -77,6 +78,13 @@ func (h *Handlers) ownedColl(ctx context.Context, r *command.Request, s int) (*c
 	first, _ := bsonx.FirstElement(r.Body)
 	name, _ := first.Value().StringValueOK()
 	rev, _ := r.Body.Lookup("rev").Int64OK()
+	id, _ := r.Body.Lookup("collId").Int64OK()
+	return h.ownedCollAt(ctx, r.DB, name, id, rev, s)
+}
+
+// ownedCollAt is ownedColl for collection db.name, of id id in the router's catalog at
+// revision rev; s < 0 checks no shard.
+func (h *Handlers) ownedCollAt(ctx context.Context, db, name string, id, rev int64, s int) (*catalog.Coll, error) {
 	if err := h.catchUp(ctx, rev); err != nil {
 		return nil, err
 	}
@@ -89,13 +97,12 @@ func (h *Handlers) ownedColl(ctx context.Context, r *command.Request, s int) (*c
 			return nil, mongoerr.New(mongoerr.StaleConfig, "shard %d is on node %s, not this one", s, route.NodeName(node))
 		}
 	}
-	ci, err := h.Cat.Lookup(r.DB, name)
+	ci, err := h.Cat.Lookup(db, name)
 	if err != nil {
 		return nil, err
 	}
-	id, _ := r.Body.Lookup("collId").Int64OK()
 	if ci == nil || int64(ci.Meta.ID) != id {
-		return nil, mongoerr.New(mongoerr.StaleConfig, "collection %s.%s is not the one the request was planned on", r.DB, name)
+		return nil, mongoerr.New(mongoerr.StaleConfig, "collection %s.%s is not the one the request was planned on", db, name)
 	}
 	return ci, nil
 }

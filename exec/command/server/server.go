@@ -169,13 +169,20 @@ func (h *Handlers) appendQueryMemory(dst []byte) []byte {
 }
 
 // appendServerStatusSharding appends mongos' sharding section: the config server (cleave's
-// catalog, in this process), the partition size limit as maxChunkSizeInBytes, and the
-// partition manager's counters.
+// catalog, in this process), the partition size limit as maxChunkSizeInBytes, the
+// partition manager's counters, and cleave's compactPointReads.
 func (h *Handlers) appendServerStatusSharding(dst []byte) []byte {
 	idx, out := bsoncore.AppendDocumentElementStart(dst, "sharding")
 	out = bsoncore.AppendStringElement(out, "configsvrConnectionString", "config/"+h.ListenAddr())
 	out = bsoncore.AppendInt64Element(out, "maxChunkSizeInBytes", h.Opts.Partitioning.PartitionMaxBytes)
 	out = h.Shards.AppendStatus(out, "partitionManager")
+	// The point reads of other nodes' shards sent as compact requests, and those this node
+	// served for other nodes (query.PointGet).
+	pr := h.Query.PointReads()
+	pidx, out := bsoncore.AppendDocumentElementStart(out, "compactPointReads")
+	out = bsoncore.AppendInt64Element(out, "sent", pr.Sent)
+	out = bsoncore.AppendInt64Element(out, "served", pr.Served)
+	out, _ = bsoncore.AppendDocumentEnd(out, pidx)
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	return out
 }
