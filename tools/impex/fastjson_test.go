@@ -3,8 +3,12 @@ package impex
 import (
 	"bytes"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // fastJSONCases feed the differential test, the fuzz seeds and the benchmarks: each is one
@@ -134,4 +138,94 @@ func BenchmarkParseDoc(b *testing.B) {
 			})
 		}
 	}
+}
+
+// TestParseDocRandomRelaxed checks parseDoc against the driver on random documents of every
+// type the scanner knows and some it does not, printed as relaxed Extended JSON by the
+// driver (as `cleave export` and mongoexport print them): shapes a byte-mutating fuzzer
+// rarely builds. A good part must take the fast path, or the test proves little.
+func TestParseDocRandomRelaxed(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	fast := 0
+	const n = 3000
+	for range n {
+		d := randomDoc(r, 0)
+		for _, escapeHTML := range []bool{false, true} {
+			line, err := bson.MarshalExtJSON(d, false, escapeHTML)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSameAsDriver(t, line)
+			if _, ok := appendFastDoc(nil, line); ok && !escapeHTML {
+				fast++
+			}
+		}
+	}
+	t.Logf("%d of %d random documents took the fast path", fast, n)
+	if fast < n/4 {
+		t.Errorf("only %d of %d random documents took the fast path", fast, n)
+	}
+}
+
+// randomDoc builds a document of a few random fields, nested up to depth 3.
+func randomDoc(r *rand.Rand, depth int) bson.D {
+	d := bson.D{}
+	for i := range r.IntN(6) {
+		d = append(d, bson.E{Key: randomString(r, i), Value: randomValue(r, depth)})
+	}
+	return d
+}
+
+// randomValue is a value of a random type, mostly those the fast scanner reads.
+func randomValue(r *rand.Rand, depth int) any {
+	ints := []int64{0, 1, -1, math.MaxInt32, math.MinInt32, math.MaxInt32 + 1, math.MinInt32 - 1, math.MaxInt64, math.MinInt64}
+	floats := []float64{0, math.Copysign(0, -1), 0.1, 1, 1e21, 1e-7, 123456789.123, math.MaxFloat64, math.SmallestNonzeroFloat64, math.Inf(1), math.NaN()}
+	switch k := r.IntN(14); {
+	case k == 0:
+		return int32(ints[r.IntN(len(ints))])
+	case k == 1:
+		return ints[r.IntN(len(ints))]
+	case k == 2:
+		return floats[r.IntN(len(floats))]
+	case k == 3:
+		return r.NormFloat64() * math.Pow(10, float64(r.IntN(40)-20))
+	case k == 4:
+		return randomString(r, r.IntN(20))
+	case k == 5:
+		return r.IntN(2) == 0
+	case k == 6:
+		return nil
+	case k == 7:
+		var id bson.ObjectID
+		for i := range id {
+			id[i] = byte(r.IntN(256))
+		}
+		return id
+	case k == 8:
+		ms := []int64{0, 1704164645123, -1, 253402300799999, 253402300800000, r.Int64N(1 << 45), -r.Int64N(1 << 40)}
+		return bson.DateTime(ms[r.IntN(len(ms))])
+	case k == 9 && depth < 3:
+		return randomDoc(r, depth+1)
+	case k == 10 && depth < 3:
+		a := bson.A{}
+		for range r.IntN(5) {
+			a = append(a, randomValue(r, depth+1))
+		}
+		return a
+	case k == 11:
+		return bson.Binary{Subtype: byte(r.IntN(5)), Data: []byte(randomString(r, 3))}
+	case k == 12:
+		return bson.Timestamp{T: r.Uint32(), I: r.Uint32()}
+	}
+	return int32(r.Int32())
+}
+
+// randomString is a string of n runes, some of which need escaping in JSON.
+func randomString(r *rand.Rand, n int) string {
+	runes := []rune{'a', 'Z', '0', ' ', '"', '\\', '/', '\n', '\t', '\x01', '\x7f', 'é', '日', '\u2028', '😀', '<', '&', '$', '.'}
+	var b strings.Builder
+	for range n {
+		b.WriteRune(runes[r.IntN(len(runes))])
+	}
+	return b.String()
 }
