@@ -72,6 +72,13 @@ replication-chaos:
 vector-recall:
 	CLEAVE_LONG=1 $(GO) test -count=1 -timeout 90m -run '^TestVectorSearchRecall$$' -v ./integration
 
+# The long form of the dump round trip (TestDumpLoadDumpByteForByte, 20,000 documents in
+# `make test`): 1,000,000 documents dumped, loaded into a fresh server and dumped again; the
+# two dumps' .bson files must be byte for byte the same, and both servers' data checksums.
+.PHONY: dump-roundtrip
+dump-roundtrip:
+	CLEAVE_LONG=1 $(GO) test -count=1 -timeout 60m -run '^TestDumpLoadDumpByteForByte$$' -v ./integration
+
 # The long form of the load test (TestLoadConnections, 10 s in `make test`): 1,000
 # connections for a minute, then the leak checks.
 .PHONY: load

@@ -127,9 +127,16 @@ func checkClusterManifest(t *testing.T, dir string) {
 // etcd and the data directories of n new nodes, starts them and returns them.
 func restoreClusterBackup(t *testing.T, dir string, n int) []*server {
 	t.Helper()
+	return restoreClusterBackupArgs(t, dir, n)
+}
+
+// restoreClusterBackupArgs is restoreClusterBackup with more arguments for `cleave restore`
+// (--until and --log-from).
+func restoreClusterBackupArgs(t *testing.T, dir string, n int, extra ...string) []*server {
+	t.Helper()
 	etcd := clusterEtcd(t)
 	eps := strings.Join(etcd.Endpoints(), ",")
-	args := []string{"restore", "--from", dir, "--etcd", eps}
+	args := append([]string{"restore", "--from", dir, "--etcd", eps}, extra...)
 	var nodes []*server
 	for i := range n {
 		name := fmt.Sprintf("node-%c", 'a'+i)

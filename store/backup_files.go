@@ -40,6 +40,9 @@ func ListFiles(dir string, m *Manifest, prev string) error {
 		if err != nil {
 			return fmt.Errorf("the backup to build on: %w", err)
 		}
+		if (pm.Cluster == nil) != (m.Cluster == nil) {
+			return fmt.Errorf("%w: %s is the backup of %s, and this is the backup of %s", ErrBadManifest, prev, deployment(pm), deployment(m))
+		}
 		for _, s := range pm.Shards {
 			if s.Keys > 0 && len(s.Files) == 0 {
 				return fmt.Errorf("%w: %s lists no files (a backup made before incremental backups): take a full backup first", ErrBadManifest, prev)
@@ -131,4 +134,12 @@ func restoreReused(s ManifestShard, dst string) error {
 		}
 	}
 	return nil
+}
+
+// deployment says what m is the backup of.
+func deployment(m *Manifest) string {
+	if m.Cluster != nil {
+		return "a cluster"
+	}
+	return "a single server"
 }

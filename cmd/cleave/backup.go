@@ -124,11 +124,21 @@ func runRestore(args []string, stdout, stderr io.Writer) int {
 		return exitParse(err)
 	}
 	if *etcd != "" || len(nodes) > 0 {
-		if *from == "" || *etcd == "" || len(nodes) == 0 || *dir != "" || *until != "" || *logFrom != "" || fs.NArg() > 0 {
-			say(stderr, "cleave restore: a cluster's restore takes --from DIR, --etcd ENDPOINTS and one --node NAME=DATADIR per node, and nothing else (no --until)\n")
+		if *from == "" || *etcd == "" || len(nodes) == 0 || *dir != "" || fs.NArg() > 0 || (*until == "") != (*logFrom == "") ||
+			(*logFrom != "" && !isURI(*logFrom)) {
+			say(stderr, "cleave restore: a cluster's restore takes --from DIR, --etcd ENDPOINTS, one --node NAME=DATADIR per node and, for a point in time, --until with --log-from the cluster's mongodb:// URI (not a backup directory), and nothing else\n")
 			return 2
 		}
-		return restoreCluster(*from, *etcd, *prefix, nodes, stdout, stderr) // restore_cluster.go
+		var point *pitr.Point
+		if *until != "" {
+			p, err := pitr.ParsePoint(*until)
+			if err != nil {
+				say(stderr, "cleave restore: --until %v\n", err)
+				return 2
+			}
+			point = &p
+		}
+		return restoreCluster(*from, *etcd, *prefix, nodes, point, *logFrom, stdout, stderr) // restore_cluster.go
 	}
 	if *from == "" || *dir == "" || fs.NArg() > 0 || (*until == "") != (*logFrom == "") {
 		say(stderr, "cleave restore: --from DIR and --dir DATADIR are required, --until and --log-from go together, and nothing else\n")

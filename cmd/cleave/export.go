@@ -86,6 +86,11 @@ func runImport(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.Mode, "mode", "insert", "insert, upsert or merge")
 	fs.StringVar(&upsertFields, "upsertFields", "", "comma-separated fields that match documents for upsert and merge (default _id)")
 	fs.BoolVar(&o.Drop, "drop", false, "drop the collection first")
+	fs.IntVar(&o.DecodingWorkers, "numDecodingWorkers", 0, "goroutines parsing JSON lines (default: one per CPU)")
+	fs.IntVar(&o.InsertionWorkers, "numInsertionWorkers", 0, "batches written at once (default 4)")
+	fs.IntVar(&o.InsertionWorkers, "j", 0, "short for --numInsertionWorkers")
+	fs.BoolVar(&o.StopOnError, "stopOnError", false, "ordered batches: stop at the first document the server refuses")
+	fs.BoolVar(&o.MaintainInsertionOrder, "maintainInsertionOrder", false, "insert in input order (one writer, ordered batches; implies --stopOnError)")
 	if err := fs.Parse(args); err != nil {
 		return exitParse(err)
 	}

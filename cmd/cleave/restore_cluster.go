@@ -15,6 +15,7 @@ import (
 	"github.com/cleavedb/cleave/cluster"
 	"github.com/cleavedb/cleave/exec"
 	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/tools/pitr"
 )
 
 // nodeDirs is the repeatable --node NAME=DIR flag of a cluster's restore.
@@ -45,8 +46,10 @@ func (n nodeDirs) Set(s string) error {
 
 // restoreCluster restores the cluster backup in from into a new cluster: the shards into
 // the data directories of nodes (name → data directory), spread over them in turn, the
-// metadata into the etcd at endpoints under prefix. It prints how to start each node.
-func restoreCluster(from, endpoints, prefix string, nodes nodeDirs, stdout, stderr io.Writer) int {
+// metadata into the etcd at endpoints under prefix; with until, it then replays the change
+// log of the cluster at logFrom up to that point (restore_cluster_pitr.go). It prints how to
+// start each node.
+func restoreCluster(from, endpoints, prefix string, nodes nodeDirs, until *pitr.Point, logFrom string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	m, err := store.ReadManifest(from)
 	if err == nil && m.Cluster == nil {
@@ -89,6 +92,12 @@ func restoreCluster(from, endpoints, prefix string, nodes nodeDirs, stdout, stde
 	}
 	say(stdout, "restored %d shards, %d collections, %d documents at cluster time %s onto %d nodes, verified in %d ms\n",
 		len(m.Shards), len(m.Collections), docs, m.ClusterTimeString, len(names), time.Since(start).Milliseconds())
+	if until != nil {
+		if err := pointInTimeCluster(m, endpoints, ro.Prefix, nodes, names, perNode, logFrom, *until, stdout, stderr); err != nil {
+			say(stderr, "cleave restore: %v; the nodes' directories and the etcd prefix %s hold the backup's state, not the point's: clear them before trying again\n", err, ro.Prefix)
+			return 1
+		}
+	}
 	for _, n := range names {
 		say(stdout, "start it with: cleave --etcd %s --etcd-prefix %s --node-name %s --dir %s --shards %d --replicas %d --listen HOST:PORT\n",
 			endpoints, ro.Prefix, n, nodes[n], max(perNode[n], 1), m.Cluster.Replicas)

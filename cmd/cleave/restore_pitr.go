@@ -48,6 +48,11 @@ func pointInTime(m *store.Manifest, dir, logFrom string, until pitr.Point, stdou
 	}
 	defer target.stop()
 	o.TargetURI = target.uri
+	return replay(m, o, until, stdout, stderr)
+}
+
+// replay runs the replay o and says what it did.
+func replay(m *store.Manifest, o pitr.Options, until pitr.Point, stdout, stderr io.Writer) error {
 	bar := progress.New(stderr, "change events replayed", -1)
 	o.Progress = bar.Set
 	start := time.Now()
@@ -90,7 +95,7 @@ type child struct {
 
 // startChild starts `cleave --dir dir --shards shards` with its files (address, log) in tmp,
 // keeping its whole change log (no retention), and connects to it.
-func startChild(dir string, shards int, tmp string) (*child, error) {
+func startChild(dir string, shards int, tmp string, extra ...string) (*child, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -106,6 +111,7 @@ func startChild(dir string, shards int, tmp string) (*child, error) {
 	addrFile := filepath.Join(tmp, "addr")
 	cmd := exec.Command(self, "--dir", dir, "--shards", strconv.Itoa(shards), "--listen", "127.0.0.1:0",
 		"--addr-file", addrFile, "--http-addr", "127.0.0.1:0", "--change-retention", "0", "--change-retention-bytes", "0")
+	cmd.Args = append(cmd.Args, extra...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, err

@@ -43,6 +43,10 @@ type ClusterOptions struct {
 	Cat *catalog.Catalog
 	// Metadata reads the cluster's metadata (etcd), while every node's writes are stopped.
 	Metadata func(ctx context.Context) (*store.ClusterMetadata, error)
+	// IncrementalFrom is the cluster backup this one builds on (absolute; "" for a full
+	// backup): the sstables and blob files it holds with the same shard, name, size and
+	// checksum are not kept again (store.ListFiles).
+	IncrementalFrom string
 	// Nodes and Replicas describe the cluster in the manifest.
 	Nodes         []string
 	Replicas      int
@@ -193,6 +197,14 @@ func writeClusterManifest(ctx context.Context, o ClusterOptions, res *Result, pa
 	}
 	res.Manifest.Cluster = &mc
 	fillManifest(&res.Manifest, o.ServerVersion, res)
+	// The coordinator lists every shard's files: each node wrote its checkpoints into o.Dir,
+	// which every node, this one included, reaches.
+	if err := store.ListFiles(o.Dir, &res.Manifest, o.IncrementalFrom); err != nil {
+		if o.IncrementalFrom == "" {
+			return fmt.Errorf("listing the checkpoints' files: %w", err)
+		}
+		return mongoerr.Wrap(err, mongoerr.BadValue, "incremental backup from %s: %v", o.IncrementalFrom, err)
+	}
 	if err := store.WriteManifest(o.Dir, &res.Manifest); err != nil {
 		return fmt.Errorf("writing the manifest: %w", err)
 	}

@@ -1,6 +1,8 @@
 package impex
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,10 +11,18 @@ import (
 )
 
 // collect reads input with read and returns the documents and rejected lines.
-func collect(t *testing.T, read func(add func(int, bson.D) error, reject func(int, error)) error) (docs map[int]bson.D, rejected []int) {
+func collect(t *testing.T, read func(add func(int, bson.Raw) error, reject func(int, error)) error) (docs map[int]bson.D, rejected []int) {
 	t.Helper()
 	docs = map[int]bson.D{}
-	err := read(func(line int, d bson.D) error { docs[line] = d; return nil }, func(line int, _ error) { rejected = append(rejected, line) })
+	add := func(line int, raw bson.Raw) error {
+		var d bson.D
+		if err := bson.Unmarshal(raw, &d); err != nil {
+			return err
+		}
+		docs[line] = d
+		return nil
+	}
+	err := read(add, func(line int, _ error) { rejected = append(rejected, line) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,8 +33,8 @@ func collect(t *testing.T, read func(add func(int, bson.D) error, reject func(in
 // the others are read, canonical and relaxed alike.
 func TestImportJSONLinesRejectsMalformedLine(t *testing.T) {
 	in := `{"_id":{"$numberInt":"1"},"n":{"$numberLong":"5"}}` + "\n" + `{"_id": 2, "broken": ` + "\n\n" + `{"_id":3,"d":{"$date":"2024-01-02T03:04:05Z"}}` + "\n"
-	docs, rejected := collect(t, func(add func(int, bson.D) error, reject func(int, error)) error {
-		return readJSONLines(strings.NewReader(in), add, reject)
+	docs, rejected := collect(t, func(add func(int, bson.Raw) error, reject func(int, error)) error {
+		return readJSONLines(strings.NewReader(in), 2, add, reject)
 	})
 	if !reflect.DeepEqual(rejected, []int{2}) {
 		t.Errorf("rejected %v, want [2]", rejected)
@@ -37,7 +47,7 @@ func TestImportJSONLinesRejectsMalformedLine(t *testing.T) {
 // TestImportJSONArrayLines checks that the elements of an array are read with their lines.
 func TestImportJSONArrayLines(t *testing.T) {
 	in := "[\n{\"_id\":1},\n{\"_id\":\n2},\n{\"_id\":{\"$numberDecimal\":\"x\"}},\n{\"_id\":4}]"
-	docs, rejected := collect(t, func(add func(int, bson.D) error, reject func(int, error)) error {
+	docs, rejected := collect(t, func(add func(int, bson.Raw) error, reject func(int, error)) error {
 		return readJSONArray(strings.NewReader(in), add, reject)
 	})
 	if !reflect.DeepEqual(rejected, []int{5}) {
@@ -52,7 +62,7 @@ func TestImportJSONArrayLines(t *testing.T) {
 func TestImportCSVTypesAndPaths(t *testing.T) {
 	in := "_id,a.b,a.c,s,big,f\n1,2,x,\"q,\"\"r\",9000000000,1.5\n2,,,\"unclosed\n"
 	o := ImportOptions{In: strings.NewReader(in), HeaderLine: true, IgnoreBlanks: true}
-	docs, rejected := collect(t, func(add func(int, bson.D) error, reject func(int, error)) error { return readCSV(o, add, reject) })
+	docs, rejected := collect(t, func(add func(int, bson.Raw) error, reject func(int, error)) error { return readCSV(o, add, reject) })
 	want := bson.D{{Key: "_id", Value: int32(1)}, {Key: "a", Value: bson.D{{Key: "b", Value: int32(2)}, {Key: "c", Value: "x"}}},
 		{Key: "s", Value: `q,"r`}, {Key: "big", Value: int64(9000000000)}, {Key: "f", Value: 1.5}}
 	if !reflect.DeepEqual(docs[2], want) {
@@ -91,5 +101,66 @@ func TestImportOptionsChecked(t *testing.T) {
 		if err := checkImport(&o); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// TestImportJSONLinesParallelKeepsOrder reads many chunks' worth of lines with several
+// parsers and checks that every document arrives in input order with its exact line
+// number, and every bad line is rejected with its own, across chunk boundaries.
+func TestImportJSONLinesParallelKeepsOrder(t *testing.T) {
+	var in strings.Builder
+	var wantDocs, wantRejected []int
+	pad := strings.Repeat("x", 300)
+	for line := 1; in.Len() < 5*chunkBytes; line++ {
+		switch {
+		case line%997 == 0:
+			in.WriteString(`{"_id": ` + "\n") // broken
+			wantRejected = append(wantRejected, line)
+		case line%101 == 0:
+			in.WriteString("   \n") // blank
+		case line%2 == 0:
+			fmt.Fprintf(&in, "{\"_id\":%d,\"pad\":%q}\n", line, pad)
+			wantDocs = append(wantDocs, line)
+		default: // the driver's path: canonical Extended JSON
+			fmt.Fprintf(&in, "{\"_id\":{\"$numberInt\":\"%d\"},\"pad\":%q}\n", line, pad)
+			wantDocs = append(wantDocs, line)
+		}
+	}
+	in.WriteString(`{"_id":"last, no newline"}`)
+	last := strings.Count(in.String(), "\n") + 1
+	wantDocs = append(wantDocs, last)
+	for _, parsers := range []int{1, 3} {
+		var gotDocs, gotRejected []int
+		add := func(line int, raw bson.Raw) error {
+			if line != last && raw.Lookup("_id").AsInt64() != int64(line) {
+				t.Fatalf("line %d holds _id %v", line, raw.Lookup("_id"))
+			}
+			gotDocs = append(gotDocs, line)
+			return nil
+		}
+		err := readJSONLines(strings.NewReader(in.String()), parsers, add, func(line int, _ error) { gotRejected = append(gotRejected, line) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(gotDocs, wantDocs) || !reflect.DeepEqual(gotRejected, wantRejected) {
+			t.Errorf("%d parsers: %d docs (want %d), rejected %v (want %v)", parsers, len(gotDocs), len(wantDocs), gotRejected, wantRejected)
+		}
+	}
+}
+
+// TestImportJSONLinesStopsOnAddError checks that a failing add stops the reading and
+// returns its error, leaving no goroutine blocked.
+func TestImportJSONLinesStopsOnAddError(t *testing.T) {
+	in := strings.Repeat(`{"a":1}`+"\n", 100000)
+	stop := errors.New("stop")
+	n := 0
+	err := readJSONLines(strings.NewReader(in), 2, func(int, bson.Raw) error {
+		if n++; n == 10 {
+			return stop
+		}
+		return nil
+	}, func(int, error) {})
+	if !errors.Is(err, stop) || n != 10 {
+		t.Errorf("err %v after %d documents, want stop after 10", err, n)
 	}
 }

@@ -1,7 +1,6 @@
 package impex
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/csv"
@@ -9,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"runtime"
 
 	"github.com/cleavedb/cleave/tools/conn"
 	"github.com/cleavedb/cleave/tools/progress"
@@ -33,7 +32,20 @@ type ImportOptions struct {
 	UpsertFields        []string  // --upsertFields: the match of upsert and merge (default _id)
 	Drop                bool      // --drop: drop the collection first
 	Log                 io.Writer // rejected lines and refused documents
+	// DecodingWorkers parse JSON lines at once (--numDecodingWorkers; default GOMAXPROCS).
+	DecodingWorkers int
+	// InsertionWorkers send batches at once (--numInsertionWorkers; default 4).
+	InsertionWorkers int
+	// StopOnError writes ordered batches and stops at the first refused document.
+	StopOnError bool
+	// MaintainInsertionOrder writes in input order: one writer, ordered batches, stopping at
+	// the first refused document, as mongoimport's --maintainInsertionOrder.
+	MaintainInsertionOrder bool
 }
+
+// defaultInsertionWorkers is --numInsertionWorkers' default: enough batches in flight to
+// keep every shard of a small cluster busy while the next batches are parsed.
+const defaultInsertionWorkers = 4
 
 // ImportResult counts an import's documents.
 type ImportResult struct {
@@ -58,25 +70,22 @@ func Import(ctx context.Context, o ImportOptions) (ImportResult, error) {
 		}
 	}
 	// An input does not say how many documents it holds: the bar counts them.
-	w := &writer{coll: coll, o: o, bar: progress.New(logOrDiscard(o.Log), o.DB+"."+o.Collection, -1)}
-	defer w.bar.Done()
-	reject := func(line int, err error) {
-		w.res.Failed++
-		say(o.Log, "line %d: %v\n", line, err)
-	}
-	add := func(line int, d bson.D) error { return w.add(ctx, line, d) }
+	bar := progress.New(logOrDiscard(o.Log), o.DB+"."+o.Collection, -1)
+	defer bar.Done()
+	w := newWriter(ctx, coll, o, bar)
 	switch {
 	case o.Type == "csv":
-		err = readCSV(o, add, reject)
+		err = readCSV(o, w.add, w.reject)
 	case o.JSONArray:
-		err = readJSONArray(o.In, add, reject)
+		err = readJSONArray(o.In, w.add, w.reject)
 	default:
-		err = readJSONLines(o.In, add, reject)
+		err = readJSONLines(o.In, o.DecodingWorkers, w.add, w.reject)
 	}
-	if err == nil {
-		err = w.flush(ctx)
+	res, werr := w.close()
+	if werr != nil {
+		err = werr
 	}
-	return w.res, err
+	return res, err
 }
 
 // checkImport validates o and fills its defaults.
@@ -110,34 +119,21 @@ func checkImport(o *ImportOptions) error {
 	if len(o.UpsertFields) == 0 {
 		o.UpsertFields = []string{"_id"}
 	}
-	return nil
-}
-
-// readJSONLines reads one Extended JSON document per line (canonical or relaxed); blank
-// lines are skipped, and a line that is no document is rejected.
-func readJSONLines(r io.Reader, add func(int, bson.D) error, reject func(int, error)) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), maxLine)
-	for line := 1; sc.Scan(); line++ {
-		text := strings.TrimSpace(sc.Text())
-		if text == "" {
-			continue
-		}
-		var d bson.D
-		if err := bson.UnmarshalExtJSON([]byte(text), false, &d); err != nil {
-			reject(line, err)
-			continue
-		}
-		if err := add(line, d); err != nil {
-			return err
-		}
+	if o.DecodingWorkers <= 0 {
+		o.DecodingWorkers = runtime.GOMAXPROCS(0)
 	}
-	return sc.Err()
+	if o.InsertionWorkers <= 0 {
+		o.InsertionWorkers = defaultInsertionWorkers
+	}
+	if o.MaintainInsertionOrder {
+		o.StopOnError, o.InsertionWorkers = true, 1
+	}
+	return nil
 }
 
 // readJSONArray reads one JSON array of Extended JSON documents; an element that is no
 // document is rejected with its line and the rest are read.
-func readJSONArray(r io.Reader, add func(int, bson.D) error, reject func(int, error)) error {
+func readJSONArray(r io.Reader, add func(int, bson.Raw) error, reject func(int, error)) error {
 	lr := &lineCounter{r: r, line: 1}
 	dec := json.NewDecoder(lr)
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
@@ -150,8 +146,8 @@ func readJSONArray(r io.Reader, add func(int, bson.D) error, reject func(int, er
 		}
 		// The element starts as many lines above its end as it holds newlines.
 		line := lr.lineAt(dec.InputOffset()) - bytes.Count(raw, []byte{'\n'})
-		var d bson.D
-		if err := bson.UnmarshalExtJSON(raw, false, &d); err != nil {
+		d, err := parseDoc(nil, bytes.TrimSpace(raw))
+		if err != nil {
 			reject(line, err)
 			continue
 		}
@@ -202,7 +198,7 @@ func (l *lineCounter) lineAt(offset int64) int {
 }
 
 // readCSV reads CSV rows into documents, named by the header line or --fields.
-func readCSV(o ImportOptions, add func(int, bson.D) error, reject func(int, error)) error {
+func readCSV(o ImportOptions, add func(int, bson.Raw) error, reject func(int, error)) error {
 	cr := csv.NewReader(o.In)
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
@@ -225,11 +221,15 @@ func readCSV(o ImportOptions, add func(int, bson.D) error, reject func(int, erro
 			continue
 		}
 		d, err := csvDoc(fields, rec, o.IgnoreBlanks)
+		var raw bson.Raw
+		if err == nil {
+			raw, err = bson.Marshal(d)
+		}
 		if err != nil {
 			reject(line, err)
 			continue
 		}
-		if err := add(line, d); err != nil {
+		if err := add(line, raw); err != nil {
 			return err
 		}
 	}

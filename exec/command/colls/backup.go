@@ -48,10 +48,8 @@ func (h *Handlers) backupCmd(ctx context.Context, r *command.Request) error {
 		return mongoerr.New(mongoerr.BadValue, "incrementalFrom must be an absolute path, not %q", from)
 	}
 	switch {
-	case h.Storage.Cluster != nil && from != "":
-		return mongoerr.New(mongoerr.IllegalOperation, "incremental backups are not supported in cluster mode yet")
 	case h.Storage.Cluster != nil:
-		res, err = h.backupClusterRun(ctx, r, filepath.Clean(to)) // backup_cluster.go
+		res, err = h.backupClusterRun(ctx, r, filepath.Clean(to), from) // backup_cluster.go
 	default:
 		res, err = backup.Run(ctx, backup.Options{Dir: filepath.Clean(to), Cat: h.Cat, Gate: &h.Backup, Tick: h.Clock.Tick,
 			IncrementalFrom: from, ServerVersion: command.ServerVersion, Log: r.Conn.Log})

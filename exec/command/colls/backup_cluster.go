@@ -36,8 +36,9 @@ func (h *Handlers) addBackupInternal(add func(*command.Command)) {
 		Help: "internal: this node's part in a cluster backup", AdminOnly: true})
 }
 
-// backupClusterRun runs a backup of the whole cluster into dir.
-func (h *Handlers) backupClusterRun(ctx context.Context, r *command.Request, dir string) (*backup.Result, error) {
+// backupClusterRun runs a backup of the whole cluster into dir, incremental from the
+// cluster backup in from unless it is "".
+func (h *Handlers) backupClusterRun(ctx context.Context, r *command.Request, dir, from string) (*backup.Result, error) {
 	bc, ok := h.Storage.Cluster.(backupCluster)
 	if !ok || h.Remote == nil {
 		return nil, mongoerr.New(mongoerr.IllegalOperation, "backup: this node cannot reach the other nodes of its cluster")
@@ -62,7 +63,7 @@ func (h *Handlers) backupClusterRun(ctx context.Context, r *command.Request, dir
 		shards[i] = i
 	}
 	replicas := h.Storage.Replicas.Copies()
-	return backup.RunCluster(ctx, backup.ClusterOptions{Dir: dir, Peers: peers, Shards: shards, Cat: h.Cat,
+	return backup.RunCluster(ctx, backup.ClusterOptions{Dir: dir, Peers: peers, Shards: shards, Cat: h.Cat, IncrementalFrom: from,
 		Metadata: bc.BackupMetadata, Nodes: names, Replicas: replicas, ServerVersion: command.ServerVersion, Log: r.Conn.Log})
 }
 
