@@ -12,7 +12,8 @@ import (
 // TestFsyncLock: fsync flushes every shard; mongosh's db.fsyncLock() holds every write
 // (one with maxTimeMS fails with 50, one without waits) while reads go on, locks nest, and
 // the last db.fsyncUnlock() lets the waiting write through; an unlock too many answers
-// MongoDB's 20. flushRouterConfig answers flushed.
+// MongoDB's 20. flushRouterConfig answers flushed; setFeatureCompatibilityVersion "7.0" wants
+// confirm: true as MongoDB 7.0's does, and other versions are refused.
 func TestFsyncLock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -69,4 +70,17 @@ func TestFsyncLock(t *testing.T) {
 	if err := admin.RunCommand(ctx, bson.D{{Key: "flushRouterConfig", Value: 1}}).Decode(&fl); err != nil || !fl.Flushed {
 		t.Fatalf("flushRouterConfig: %+v, %v", fl, err)
 	}
+	fcv := func(v string, confirm bool) error {
+		cmd := bson.D{{Key: "setFeatureCompatibilityVersion", Value: v}}
+		if confirm {
+			cmd = append(cmd, bson.E{Key: "confirm", Value: true})
+		}
+		return admin.RunCommand(ctx, cmd).Err()
+	}
+	wantCode(t, fcv("7.0", false), 7369100, "Please re-run this command with 'confirm: true'")
+	if err := fcv("7.0", true); err != nil {
+		t.Fatalf("setFeatureCompatibilityVersion 7.0 with confirm: %v", err)
+	}
+	wantCode(t, fcv("6.0", true), 20, "featureCompatibilityVersion 7.0 only")
+	wantCode(t, fcv("5.0", true), 2, "is not a valid value")
 }

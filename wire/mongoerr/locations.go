@@ -365,6 +365,7 @@ const (
 	Location6053600 Code = 6053600 // Encountered date densify value in collection when step does not have a date unit.
 	Location6307900 Code = 6307900 // $setWindowFields 'output' specification contains two conflicting paths
 	Location6586400 Code = 6586400 // The step parameter in a range statement must be a whole number when densifying a date r…
+	Location7369100 Code = 7369100 // Once you have upgraded to …/downgraded the FCV … re-run this command with 'confirm: true' …
 	Location7429703 Code = 7429703 // specification must be an object; found … ($percentile, $median accumulators)
 	Location7436200 Code = 7436200 // specification must be an object; found … ($percentile, $median expressions)
 	Location7750300 Code = 7750300 // The $percentile 'p' field must be an array of constant values, but found value: ….

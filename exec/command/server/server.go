@@ -20,6 +20,7 @@ func (h *Handlers) Add(add func(*command.Command)) {
 	h.addSessionCommands(add)
 	h.addTransactionCommands(add)
 	h.addFsyncCommands(add)
+	h.addFCVCommand(add)
 	add(&command.Command{Name: "hello", Run: h.hello, Action: auth.ActionNone, Help: "Check if this server is primary for a replica set", Props: command.Legacy | command.APIV1})
 	// isMaster is hello under its old name, outside the Stable API (as mongod's CmdIsMaster).
 	add(&command.Command{Name: "isMaster", Aliases: []string{"ismaster"}, Run: h.hello, Action: auth.ActionNone, Help: "Check if this server is primary for a replica set", Props: command.Legacy})
