@@ -59,3 +59,43 @@ func TestCollectionBalancingSwitches(t *testing.T) {
 	err = c.Database("admin").RunCommand(context.Background(), bson.D{{Key: "balancerCollectionStatus", Value: "nope.nope"}}).Err()
 	wantCode(t, err, 118, "Collection nope.nope is not sharded.")
 }
+
+// TestMoveRange drives moveRange through mongosh's sh.moveRange(): a range inside a chunk
+// splits it at both ends and moves the middle; min alone or max alone moves the rest of
+// its chunk; a range over two chunks is refused; every document stays readable by shard key.
+func TestMoveRange(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2")
+	c := srv.client(t)
+	ns := smallCollOnShard1(t, c) // two chunks, [MinKey, 0) and [0, MaxKey), both on shard-1
+	out := srv.mongosh(t, "admin", "--eval", `
+		const ns = "`+ns+`";
+		const shape = () => { const coll = db.getSiblingDB("config").collections.findOne({_id: ns});
+			return db.getSiblingDB("config").chunks.find({uuid: coll.uuid}).sort({min: 1}).toArray()
+				.map(c => (c.min.tenant instanceof MinKey ? "min" : c.min.tenant.toString()) + ":" + c.shard).join(" ") };
+		sh.moveRange(ns, "shard-0", {tenant: NumberLong("-3000000000000000000")}, {tenant: NumberLong("-1000000000000000000")});
+		print("A", shape());
+		sh.moveRange(ns, "shard-0", {tenant: NumberLong("-1000000000000000000")});
+		print("B", shape());
+		sh.moveRange(ns, "shard-0", undefined, {tenant: NumberLong("-3000000000000000000")});
+		print("C", shape());
+		try { sh.moveRange(ns, "shard-1", {tenant: MinKey()}, {tenant: MaxKey()}) } catch (e) { print("D", e.code) }`)
+	for _, want := range []string{
+		"A min:shard-1 -3000000000000000000:shard-0 -1000000000000000000:shard-1 0:shard-1",
+		"B min:shard-1 -3000000000000000000:shard-0 -1000000000000000000:shard-0 0:shard-1",
+		"C min:shard-0 -3000000000000000000:shard-0 -1000000000000000000:shard-0 0:shard-1",
+		"D 72",
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("mongosh printed:\n%s\nwant a line %q", out, want)
+		}
+	}
+	countSmallColl(t, c, ns)
+	dbn, coll, _ := strings.Cut(ns, ".")
+	for tenant := range 20 {
+		n, err := c.Database(dbn).Collection(coll).CountDocuments(context.Background(), bson.D{{Key: "tenant", Value: tenant}})
+		if err != nil || n != 25 {
+			t.Fatalf("tenant %d: %d documents (%v), want 25", tenant, n, err)
+		}
+	}
+}

@@ -28,6 +28,7 @@ func (h *Handlers) Add(add func(*command.Command)) {
 	h.addSearchIndexCommands(add)
 	h.addShardCommands(add)
 	h.addBalancingCommands(add)
+	h.addMoveRangeCommand(add)
 	h.addZoneCommands(add)
 	h.addSplitCommand(add)
 	h.addRefineCommand(add)
