@@ -154,6 +154,7 @@ func (x *shardIndex) load() (bool, error) {
 		x.log.Info("the saved vector search graph cannot be used: building it", zap.Error(err))
 		return false, nil
 	}
+	g.SetQuantization(x.field.Quant) // the codes are derived from the vectors, never saved
 	x.g, x.nodes, x.byKey = g, nodes, make(map[string]int32, len(nodes))
 	for n := range nodes {
 		if !g.Deleted(int32(n)) {

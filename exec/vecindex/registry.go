@@ -3,6 +3,7 @@ package vecindex
 import (
 	"bytes"
 	"cmp"
+	"math"
 	"slices"
 	"sync"
 
@@ -172,8 +173,8 @@ func (x *shardIndex) run(q *Query, i int, meta *store.Collection) ([]Hit, int, e
 	if err := x.sync(); err != nil {
 		return nil, 0, err
 	}
-	a := &searchArgs{query: q.Vector, limit: q.Limit, ef: q.NumCandidates, exact: q.Exact, shard: i,
-		owned: ownedBy(meta, i)}
+	a := &searchArgs{query: q.Vector, limit: q.Limit, ef: q.NumCandidates * vector.Oversample, exact: q.Exact,
+		shard: i, owned: ownedBy(meta, i)}
 	if q.Filter != nil {
 		a.filter = func(doc bsoncore.Document) bool { return doc != nil && q.Filter.Match(doc) }
 	}
@@ -193,15 +194,43 @@ func ownerShards(c *store.Collection) []int {
 	return out
 }
 
-// ownedBy returns whether a hash belongs to a partition of c on shard i: a shard may hold the
-// documents of a partition it is receiving, or has just given away, which others serve.
+// ownedBy returns whether a hash belongs to a partition of c on shard i (nil: every hash
+// does): a shard may hold the documents of a partition it is receiving, or has just given
+// away, which others serve. The partitions of shard i are merged into the few ranges they
+// cover, so that the test, asked of every node a search examines, is cheap.
 func ownedBy(c *store.Collection, i int) func(uint64) bool {
+	type span struct {
+		lo   uint64
+		last uint64 // inclusive, so that the top of the hash space fits
+	}
+	var spans []span
 	parts := c.Partitions
-	return func(h uint64) bool {
-		j, found := slices.BinarySearchFunc(parts, h, func(p store.Partition, h uint64) int { return cmp.Compare(p.Lo, h) })
-		if !found {
-			j--
+	for j, p := range parts {
+		if p.Shard != i {
+			continue
 		}
-		return parts[j].Shard == i
+		last := uint64(math.MaxUint64)
+		if j+1 < len(parts) {
+			last = parts[j+1].Lo - 1
+		}
+		if k := len(spans) - 1; k >= 0 && spans[k].last+1 == p.Lo {
+			spans[k].last = last
+		} else {
+			spans = append(spans, span{p.Lo, last})
+		}
+	}
+	if len(spans) == 1 && spans[0].lo == 0 && spans[0].last == math.MaxUint64 {
+		return nil
+	}
+	return func(h uint64) bool {
+		for _, s := range spans {
+			if h < s.lo {
+				return false
+			}
+			if h <= s.last {
+				return true
+			}
+		}
+		return false
 	}
 }

@@ -130,6 +130,7 @@ func (x *shardIndex) sync() error {
 // is written meanwhile is in the log, applied by the next sync.
 func (x *shardIndex) rebuild() error {
 	x.g = vector.NewGraph(x.field.Sim, vector.DefaultM, vector.DefaultEFBuild, uint64(x.coll))
+	x.g.SetQuantization(x.field.Quant)
 	x.nodes, x.byKey = nil, map[string]int32{}
 	x.fullSave = true
 	start := time.Now()
@@ -228,7 +229,7 @@ type searchArgs struct {
 	query     []float32
 	limit, ef int
 	exact     bool
-	owned     func(hash uint64) bool
+	owned     func(hash uint64) bool // nil: the shard owns every hash
 	filter    func(doc bsoncore.Document) bool // nil: none
 	shard     int
 }
@@ -237,9 +238,15 @@ type searchArgs struct {
 func (x *shardIndex) search(a *searchArgs) ([]Hit, int) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	accept := func(n int32) bool {
-		nd := &x.nodes[n]
-		return a.owned(nd.hash) && (a.filter == nil || a.filter(nd.filter))
+	var accept func(int32) bool // nil: every node
+	switch {
+	case a.owned != nil:
+		accept = func(n int32) bool {
+			nd := &x.nodes[n]
+			return a.owned(nd.hash) && (a.filter == nil || a.filter(nd.filter))
+		}
+	case a.filter != nil:
+		accept = func(n int32) bool { return a.filter(x.nodes[n].filter) }
 	}
 	var res []vector.Result
 	var examined int
