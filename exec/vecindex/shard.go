@@ -229,7 +229,7 @@ type searchArgs struct {
 	query     []float32
 	limit, ef int
 	exact     bool
-	owned     func(hash uint64) bool // nil: the shard owns every hash
+	owned     func(hash uint64) bool           // nil: the shard owns every hash
 	filter    func(doc bsoncore.Document) bool // nil: none
 	shard     int
 }
