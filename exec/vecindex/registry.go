@@ -15,7 +15,6 @@ import (
 	"github.com/cleavedb/cleave/exec/vector"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
-	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // Registry holds the graphs of this node's shards, one per (shard, collection, search index,
@@ -109,8 +108,10 @@ type Result struct {
 	Cost map[int]shard.Cost
 }
 
-// Search runs q over the shards owning ci's partitions and merges their best hits by score,
-// as a router merges the shards' top-k. A missing index finds nothing, as in MongoDB.
+// Search runs q over this node's shards owning ci's partitions and merges their best hits by
+// score, as a router merges the shards' top-k; another node's shards are left to that node
+// (in cluster mode the caller asks it and merges its hits too). A missing index finds
+// nothing, as in MongoDB.
 func (r *Registry) Search(ci *catalog.Coll, shards []catalog.Shard, q *Query) (*Result, error) {
 	rec, ok := Find(ci.Meta, q.Index)
 	if !ok || rec.Type != TypeVectorSearch {
@@ -132,7 +133,7 @@ func (r *Registry) Search(ci *catalog.Coll, shards []catalog.Shard, q *Query) (*
 	for _, i := range owners {
 		sh := shards[i]
 		if _, remote := sh.Node(); remote {
-			return nil, mongoerr.New(mongoerr.NotImplemented, "$vectorSearch over a shard of another node is not supported by cleave yet")
+			continue // its node searches it (the caller asks every node owning partitions)
 		}
 		x := r.graph(i, sh, ci.Meta.ID, rec, def, *field)
 		wg.Add(1)
