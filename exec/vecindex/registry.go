@@ -53,15 +53,16 @@ func (r *Registry) Close() {
 }
 
 // Forget drops the graphs of the search index name of coll (dropped or redefined), and
-// their saves. A save of a graph not loaded since the start stays until the collection is
-// dropped; it is harmless: a load checks the definition and reconciles with the documents.
-func (r *Registry) Forget(coll store.CollID, name string) {
+// their saves unless keepSaved (a definition whose graphs are the same: SameGraph). A save of
+// a graph not loaded since the start stays until the collection is dropped; it is harmless:
+// a load checks the definition and reconciles with the documents.
+func (r *Registry) Forget(coll store.CollID, name string, keepSaved bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k, e := range r.idx {
 		if k.coll == coll && k.index == name {
 			e.x.close()
-			if e.x.gs != nil {
+			if e.x.gs != nil && !keepSaved {
 				if err := e.x.gs.DeleteGraph(coll, e.x.gid); err != nil {
 					r.log.Warn("cannot delete a saved vector search graph", zap.Error(err))
 				}

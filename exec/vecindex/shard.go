@@ -30,7 +30,8 @@ type shardIndex struct {
 	log     *zap.Logger
 
 	// gs keeps the graph's checkpoint in the shard (nil: not kept), as graph gid, for the
-	// index definition def (persist.go); fullSave makes the next save write every node.
+	// index definition def (graphDef: without quantization); fullSave makes the next save
+	// write every node.
 	gs       graphStore
 	gid      uint64
 	def      []byte
@@ -53,7 +54,7 @@ type node struct {
 // newShardIndex returns an unloaded index of field of search index rec over coll on sh.
 func newShardIndex(sh catalog.Shard, coll store.CollID, rec Record, field vector.Field, filterPaths []string, log *zap.Logger) *shardIndex {
 	x := &shardIndex{sh: sh, coll: coll, field: field, filters: filterRoots(filterPaths),
-		gid: graphID(rec.Name, field.Path), def: rec.Definition,
+		gid: graphID(rec.Name, field.Path), def: graphDef(rec.Definition),
 		log: log.With(zap.Uint32("coll", uint32(coll)), zap.String("index", rec.Name), zap.String("path", field.Path))}
 	x.gs, _ = sh.(graphStore)
 	return x
