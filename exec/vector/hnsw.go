@@ -55,7 +55,13 @@ type Graph struct {
 	scratch  []scored // link's candidates
 	kept     []int32  // link's choice
 	eps      []int32  // Add's entry points of the next layer
-	searches sync.Pool
+	// searches are the buffers of finished searches, for the next ones: a free list rather
+	// than a sync.Pool, which a garbage collection empties, so that the visited marks (4
+	// bytes a node) are not allocated again by the searches after each collection.
+	searches struct {
+		sync.Mutex
+		free []*searcher
+	}
 }
 
 // Default graph parameters: up to 48 links a node (96 on layer 0) and 200 candidates an

@@ -38,11 +38,8 @@ func (g *Graph) Search(query []float32, k, ef int, accept func(int32) bool) (out
 		ep = g.greedy(dist, ep, l)
 		examined += len(g.neighbours(ep, l)) + 1
 	}
-	s, _ := g.searches.Get().(*searcher)
-	if s == nil {
-		s = &searcher{}
-	}
-	defer g.searches.Put(s)
+	s := g.takeSearcher()
+	defer g.putSearcher(s)
 	keep := func(n int32) bool { return !g.deleted[n] && (accept == nil || accept(n)) }
 	found, n := s.layer(g, dist, []int32{ep}, max(ef, k), 0, keep)
 	examined += n
@@ -92,6 +89,30 @@ func (g *Graph) Exact(query []float32, k int, accept func(int32) bool) []Result 
 		out[i] = Result{Node: s.node, Dist: s.dist}
 	}
 	return out
+}
+
+// maxFreeSearchers bounds the buffers a graph keeps for later searches.
+const maxFreeSearchers = 8
+
+// takeSearcher returns the buffers of a finished search, or new ones.
+func (g *Graph) takeSearcher() *searcher {
+	g.searches.Lock()
+	defer g.searches.Unlock()
+	if n := len(g.searches.free); n > 0 {
+		s := g.searches.free[n-1]
+		g.searches.free = g.searches.free[:n-1]
+		return s
+	}
+	return &searcher{}
+}
+
+// putSearcher keeps s's buffers for a later search.
+func (g *Graph) putSearcher(s *searcher) {
+	g.searches.Lock()
+	defer g.searches.Unlock()
+	if len(g.searches.free) < maxFreeSearchers {
+		g.searches.free = append(g.searches.free, s)
+	}
 }
 
 // searcher holds one search's buffers, reused from search to search: the visited marks (by
