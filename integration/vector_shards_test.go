@@ -145,7 +145,10 @@ func TestVectorSearchRecall(t *testing.T) {
 	const dims = 128
 	for _, shards := range []int{1, 2} {
 		t.Run("Shards"+strconv.Itoa(shards), func(t *testing.T) {
-			s := startServer(t, "--shards", strconv.Itoa(shards))
+			// The graphs live in the Go heap (about 1 KB a vector with its codes and links):
+			// under the default --go-memory-limit (96 MiB) 100,000 vectors would keep the
+			// garbage collector running all the time.
+			s := startServer(t, "--shards", strconv.Itoa(shards), "--go-memory-limit", strconv.Itoa(1<<30))
 			c := s.client(t)
 			if shards > 1 {
 				shardColl(t, c, "vec.items", "_id", bson.E{Key: "numInitialChunks", Value: 4})
