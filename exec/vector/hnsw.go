@@ -51,10 +51,10 @@ type Graph struct {
 	// vectors); Add keeps it current (quant.go).
 	quant *scalarCodes
 
-	build    searcher // Add's, reused (Add is never concurrent)
-	scratch  []scored // link's candidates
-	kept     []int32  // link's choice
-	eps      []int32  // Add's entry points of the next layer
+	build   searcher // Add's, reused (Add is never concurrent)
+	scratch []scored // link's candidates
+	kept    []int32  // link's choice
+	eps     []int32  // Add's entry points of the next layer
 	// searches are the buffers of finished searches, for the next ones: a free list rather
 	// than a sync.Pool, which a garbage collection empties, so that the visited marks (4
 	// bytes a node) are not allocated again by the searches after each collection.
