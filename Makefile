@@ -67,7 +67,8 @@ replication-chaos:
 
 # The long form of the vector search measure (TestVectorSearchRecall, 3,000 vectors in `make
 # test`): recall@10 at numCandidates 100 against exact: true over 100,000 random 128-dimension
-# vectors, on one shard and on two, with queries per second and server CPU per query.
+# vectors, on one shard and on two, quantization none and scalar, with queries per second and
+# server CPU per query.
 .PHONY: vector-recall
 vector-recall:
 	CLEAVE_LONG=1 $(GO) test -count=1 -timeout 90m -run '^TestVectorSearchRecall$$' -v ./integration

@@ -6,7 +6,8 @@
 // package whose step it is — a shard's part of a read (exec/query, _cleaveShardFind), of an
 // index build or drop (exec/ddl, _cleaveShardIndexes), of a move (exec/sharding), of a change
 // stream (exec/changes, _cleaveShardChanges) — or here: writes (_cleaveShardWrite,
-// _cleaveShardModify) and statistics or validation (_cleaveShardStats). Every request
+// _cleaveShardModify), statistics or validation (_cleaveShardStats) and a $vectorSearch's
+// part (_cleaveShardVectorSearch). Every request
 // carries the router's catalog revision; the owner catches up to it, and answers StaleConfig
 // when its own map of the shard differs. Router answers what spans a collection's shards:
 // its sizes and counts, summed over this node's shards and the other nodes' answers, and

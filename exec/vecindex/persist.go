@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -44,6 +45,40 @@ func graphID(index, path string) uint64 {
 	_, _ = h.Write([]byte(path))
 	return h.Sum64()
 }
+
+// graphDef is the part of an index definition a saved graph depends on: the definition
+// without the vector fields' quantization, since a graph is built with the float32 vectors
+// and its quantized codes are derived from them at load (a change of quantization reloads
+// the graph rather than building it again).
+func graphDef(def bsoncore.Document) []byte {
+	fields, ok := def.Lookup("fields").ArrayOK()
+	if !ok {
+		return def
+	}
+	vals, _ := fields.Values()
+	aidx, arr := bsoncore.AppendArrayStart(nil)
+	for i, v := range vals {
+		fd, ok := v.DocumentOK()
+		if !ok {
+			return def
+		}
+		didx, d := bsoncore.AppendDocumentStart(nil)
+		elems, _ := fd.Elements()
+		for _, el := range elems {
+			if el.Key() != "quantization" {
+				d = append(d, el...)
+			}
+		}
+		d, _ = bsoncore.AppendDocumentEnd(d, didx)
+		arr = bsoncore.AppendDocumentElement(arr, strconv.Itoa(i), d)
+	}
+	arr, _ = bsoncore.AppendArrayEnd(arr, aidx)
+	return bsoncore.NewDocumentBuilder().AppendArray("fields", arr).Build()
+}
+
+// SameGraph reports whether index definitions a and b build the same graphs (they differ
+// at most in quantization), so that the saved graphs of a serve b.
+func SameGraph(a, b bsoncore.Document) bool { return bytes.Equal(graphDef(a), graphDef(b)) }
 
 // header is the saved graph's header: the index definition it was built for, then the
 // graph's own.
@@ -154,6 +189,7 @@ func (x *shardIndex) load() (bool, error) {
 		x.log.Info("the saved vector search graph cannot be used: building it", zap.Error(err))
 		return false, nil
 	}
+	g.SetQuantization(x.field.Quant) // the codes are derived from the vectors, never saved
 	x.g, x.nodes, x.byKey = g, nodes, make(map[string]int32, len(nodes))
 	for n := range nodes {
 		if !g.Deleted(int32(n)) {

@@ -183,3 +183,31 @@ func TestRegistryGraphLoadTime(t *testing.T) {
 		reg.Close()
 	}
 }
+
+// TestSameGraph checks that definitions differing only in quantization share their saved
+// graphs, and that any other change does not.
+func TestSameGraph(t *testing.T) {
+	def := func(quant string, dims int32) bsoncore.Document {
+		f := bsoncore.NewDocumentBuilder().AppendString("type", "vector").AppendString("path", "v").
+			AppendInt32("numDimensions", dims).AppendString("similarity", "euclidean")
+		if quant != "" {
+			f.AppendString("quantization", quant)
+		}
+		filter := bsoncore.NewDocumentBuilder().AppendString("type", "filter").AppendString("path", "cat").Build()
+		fields := bsoncore.NewArrayBuilder().AppendDocument(f.Build()).AppendDocument(filter).Build()
+		return bsoncore.NewDocumentBuilder().AppendArray("fields", fields).Build()
+	}
+	for _, tc := range []struct {
+		a, b bsoncore.Document
+		same bool
+	}{
+		{def("", 3), def("scalar", 3), true},
+		{def("none", 3), def("scalar", 3), true},
+		{def("", 3), def("", 3), true},
+		{def("scalar", 3), def("scalar", 4), false},
+	} {
+		if got := SameGraph(tc.a, tc.b); got != tc.same {
+			t.Errorf("SameGraph(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.same)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package vecindex
 import (
 	"bytes"
 	"cmp"
+	"math"
 	"slices"
 	"sync"
 
@@ -14,7 +15,6 @@ import (
 	"github.com/cleavedb/cleave/exec/vector"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
-	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // Registry holds the graphs of this node's shards, one per (shard, collection, search index,
@@ -53,15 +53,16 @@ func (r *Registry) Close() {
 }
 
 // Forget drops the graphs of the search index name of coll (dropped or redefined), and
-// their saves. A save of a graph not loaded since the start stays until the collection is
-// dropped; it is harmless: a load checks the definition and reconciles with the documents.
-func (r *Registry) Forget(coll store.CollID, name string) {
+// their saves unless keepSaved (a definition whose graphs are the same: SameGraph). A save of
+// a graph not loaded since the start stays until the collection is dropped; it is harmless:
+// a load checks the definition and reconciles with the documents.
+func (r *Registry) Forget(coll store.CollID, name string, keepSaved bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k, e := range r.idx {
 		if k.coll == coll && k.index == name {
 			e.x.close()
-			if e.x.gs != nil {
+			if e.x.gs != nil && !keepSaved {
 				if err := e.x.gs.DeleteGraph(coll, e.x.gid); err != nil {
 					r.log.Warn("cannot delete a saved vector search graph", zap.Error(err))
 				}
@@ -108,8 +109,10 @@ type Result struct {
 	Cost map[int]shard.Cost
 }
 
-// Search runs q over the shards owning ci's partitions and merges their best hits by score,
-// as a router merges the shards' top-k. A missing index finds nothing, as in MongoDB.
+// Search runs q over this node's shards owning ci's partitions and merges their best hits by
+// score, as a router merges the shards' top-k; another node's shards are left to that node
+// (in cluster mode the caller asks it and merges its hits too). A missing index finds
+// nothing, as in MongoDB.
 func (r *Registry) Search(ci *catalog.Coll, shards []catalog.Shard, q *Query) (*Result, error) {
 	rec, ok := Find(ci.Meta, q.Index)
 	if !ok || rec.Type != TypeVectorSearch {
@@ -131,7 +134,7 @@ func (r *Registry) Search(ci *catalog.Coll, shards []catalog.Shard, q *Query) (*
 	for _, i := range owners {
 		sh := shards[i]
 		if _, remote := sh.Node(); remote {
-			return nil, mongoerr.New(mongoerr.NotImplemented, "$vectorSearch over a shard of another node is not supported by cleave yet")
+			continue // its node searches it (the caller asks every node owning partitions)
 		}
 		x := r.graph(i, sh, ci.Meta.ID, rec, def, *field)
 		wg.Add(1)
@@ -172,8 +175,8 @@ func (x *shardIndex) run(q *Query, i int, meta *store.Collection) ([]Hit, int, e
 	if err := x.sync(); err != nil {
 		return nil, 0, err
 	}
-	a := &searchArgs{query: q.Vector, limit: q.Limit, ef: q.NumCandidates, exact: q.Exact, shard: i,
-		owned: ownedBy(meta, i)}
+	a := &searchArgs{query: q.Vector, limit: q.Limit, ef: q.NumCandidates * vector.Oversample, exact: q.Exact,
+		shard: i, owned: ownedBy(meta, i)}
 	if q.Filter != nil {
 		a.filter = func(doc bsoncore.Document) bool { return doc != nil && q.Filter.Match(doc) }
 	}
@@ -193,15 +196,43 @@ func ownerShards(c *store.Collection) []int {
 	return out
 }
 
-// ownedBy returns whether a hash belongs to a partition of c on shard i: a shard may hold the
-// documents of a partition it is receiving, or has just given away, which others serve.
+// ownedBy returns whether a hash belongs to a partition of c on shard i (nil: every hash
+// does): a shard may hold the documents of a partition it is receiving, or has just given
+// away, which others serve. The partitions of shard i are merged into the few ranges they
+// cover, so that the test, asked of every node a search examines, is cheap.
 func ownedBy(c *store.Collection, i int) func(uint64) bool {
+	type span struct {
+		lo   uint64
+		last uint64 // inclusive, so that the top of the hash space fits
+	}
+	var spans []span
 	parts := c.Partitions
-	return func(h uint64) bool {
-		j, found := slices.BinarySearchFunc(parts, h, func(p store.Partition, h uint64) int { return cmp.Compare(p.Lo, h) })
-		if !found {
-			j--
+	for j, p := range parts {
+		if p.Shard != i {
+			continue
 		}
-		return parts[j].Shard == i
+		last := uint64(math.MaxUint64)
+		if j+1 < len(parts) {
+			last = parts[j+1].Lo - 1
+		}
+		if k := len(spans) - 1; k >= 0 && spans[k].last+1 == p.Lo {
+			spans[k].last = last
+		} else {
+			spans = append(spans, span{p.Lo, last})
+		}
+	}
+	if len(spans) == 1 && spans[0].lo == 0 && spans[0].last == math.MaxUint64 {
+		return nil
+	}
+	return func(h uint64) bool {
+		for _, s := range spans {
+			if h < s.lo {
+				return false
+			}
+			if h <= s.last {
+				return true
+			}
+		}
+		return false
 	}
 }

@@ -30,7 +30,8 @@ type shardIndex struct {
 	log     *zap.Logger
 
 	// gs keeps the graph's checkpoint in the shard (nil: not kept), as graph gid, for the
-	// index definition def (persist.go); fullSave makes the next save write every node.
+	// index definition def (graphDef: without quantization); fullSave makes the next save
+	// write every node.
 	gs       graphStore
 	gid      uint64
 	def      []byte
@@ -53,7 +54,7 @@ type node struct {
 // newShardIndex returns an unloaded index of field of search index rec over coll on sh.
 func newShardIndex(sh catalog.Shard, coll store.CollID, rec Record, field vector.Field, filterPaths []string, log *zap.Logger) *shardIndex {
 	x := &shardIndex{sh: sh, coll: coll, field: field, filters: filterRoots(filterPaths),
-		gid: graphID(rec.Name, field.Path), def: rec.Definition,
+		gid: graphID(rec.Name, field.Path), def: graphDef(rec.Definition),
 		log: log.With(zap.Uint32("coll", uint32(coll)), zap.String("index", rec.Name), zap.String("path", field.Path))}
 	x.gs, _ = sh.(graphStore)
 	return x
@@ -130,6 +131,7 @@ func (x *shardIndex) sync() error {
 // is written meanwhile is in the log, applied by the next sync.
 func (x *shardIndex) rebuild() error {
 	x.g = vector.NewGraph(x.field.Sim, vector.DefaultM, vector.DefaultEFBuild, uint64(x.coll))
+	x.g.SetQuantization(x.field.Quant)
 	x.nodes, x.byKey = nil, map[string]int32{}
 	x.fullSave = true
 	start := time.Now()
@@ -228,7 +230,7 @@ type searchArgs struct {
 	query     []float32
 	limit, ef int
 	exact     bool
-	owned     func(hash uint64) bool
+	owned     func(hash uint64) bool           // nil: the shard owns every hash
 	filter    func(doc bsoncore.Document) bool // nil: none
 	shard     int
 }
@@ -237,9 +239,15 @@ type searchArgs struct {
 func (x *shardIndex) search(a *searchArgs) ([]Hit, int) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	accept := func(n int32) bool {
-		nd := &x.nodes[n]
-		return a.owned(nd.hash) && (a.filter == nil || a.filter(nd.filter))
+	var accept func(int32) bool // nil: every node
+	switch {
+	case a.owned != nil:
+		accept = func(n int32) bool {
+			nd := &x.nodes[n]
+			return a.owned(nd.hash) && (a.filter == nil || a.filter(nd.filter))
+		}
+	case a.filter != nil:
+		accept = func(n int32) bool { return a.filter(x.nodes[n].filter) }
 	}
 	var res []vector.Result
 	var examined int

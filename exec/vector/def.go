@@ -12,7 +12,7 @@ import (
 
 // Def is a vectorSearch index definition:
 //
-//	{fields: [{type: "vector", path, numDimensions, similarity}, {type: "filter", path}, ...]}
+//	{fields: [{type: "vector", path, numDimensions, similarity, quantization}, {type: "filter", path}, ...]}
 //
 // MaxDims is the largest numDimensions MongoDB accepts.
 type Def struct {
@@ -26,6 +26,8 @@ type Field struct {
 	Path string
 	Dims int
 	Sim  Similarity
+	// Quant is how searches walk the field's graph (the definition's quantization).
+	Quant Quantization
 }
 
 // MaxDims is the most dimensions a vector field may have (MongoDB's 8192).
@@ -125,13 +127,30 @@ func (d *Def) parseField(i int, fd bsoncore.Document, seen map[string]bool) erro
 	if !ok {
 		return badDef("\"fields[%d].similarity\" must be one of [euclidean, cosine, dotProduct]", i)
 	}
-	if q, err := fd.LookupErr("quantization"); err == nil {
-		if s, _ := q.StringValueOK(); s != "none" {
-			return mongoerr.New(mongoerr.NotImplemented, "vector quantization %q is not supported by cleave", s)
-		}
+	quant, err := parseQuantization(i, fd)
+	if err != nil {
+		return err
 	}
-	d.Vectors = append(d.Vectors, Field{Path: path, Dims: int(dims), Sim: sim})
+	d.Vectors = append(d.Vectors, Field{Path: path, Dims: int(dims), Sim: sim, Quant: quant})
 	return nil
+}
+
+// parseQuantization reads fields[i].quantization, Atlas' "none" (the default), "scalar" or
+// "binary"; binary quantization is not built.
+func parseQuantization(i int, fd bsoncore.Document) (Quantization, error) {
+	q, err := fd.LookupErr("quantization")
+	if err != nil {
+		return QuantNone, nil
+	}
+	switch s, _ := q.StringValueOK(); s {
+	case "none":
+		return QuantNone, nil
+	case "scalar":
+		return QuantScalar, nil
+	case "binary":
+		return QuantNone, mongoerr.New(mongoerr.NotImplemented, "vector quantization \"binary\" is not supported by cleave")
+	}
+	return QuantNone, badDef("\"fields[%d].quantization\" must be one of [none, scalar, binary]", i)
 }
 
 // onlyKeys refuses a field of fields[i] not in allowed.

@@ -13,3 +13,13 @@ func l2sqAVX2(a, b *float32, n int) float32
 
 //go:noescape
 func dotAVX2(a, b *float32, n int) float32
+
+// l2U8AVX2 and dotU8AVX2 are the squared Euclidean distance and the dot product of the first
+// n (a multiple of 16) bytes of two scalar-quantized vectors (quant.go), sixteen bytes an
+// iteration.
+//
+//go:noescape
+func l2U8AVX2(a, b *uint8, n int) int32
+
+//go:noescape
+func dotU8AVX2(a, b *uint8, n int) int32

@@ -11,7 +11,12 @@
 //   - Exact returns the k nearest live nodes that accept takes, exactly; Search returns
 //     nodes that accept takes and that are not deleted, nearest first, and its recall
 //     against Exact is measured by TestGraphRecall (≥ 0.95 at 10 of ef 100);
-//   - a deleted node is never returned but still links the graph until it is rebuilt.
+//   - a deleted node is never returned but still links the graph until it is rebuilt;
+//   - a graph quantized (SetQuantization(QuantScalar), quant.go) is built with the float32
+//     vectors like any other and walked over one byte a dimension, its ef candidates
+//     rescored with the float32 vectors: Search's distances are always the float32 ones; the
+//     codes are derived state (computed from the vectors, never saved);
+//   - a $vectorSearch walks numCandidates × Oversample candidates (its ef).
 //
 // Usage:
 //

@@ -47,11 +47,21 @@ type Graph struct {
 	dirty   []int32
 	isDirty []bool
 
-	build    searcher // Add's, reused (Add is never concurrent)
-	scratch  []scored // link's candidates
-	kept     []int32  // link's choice
-	eps      []int32  // Add's entry points of the next layer
-	searches sync.Pool
+	// quant holds the scalar-quantized vectors searches walk (nil: they walk the float32
+	// vectors); Add keeps it current (quant.go).
+	quant *scalarCodes
+
+	build   searcher // Add's, reused (Add is never concurrent)
+	scratch []scored // link's candidates
+	kept    []int32  // link's choice
+	eps     []int32  // Add's entry points of the next layer
+	// searches are the buffers of finished searches, for the next ones: a free list rather
+	// than a sync.Pool, which a garbage collection empties, so that the visited marks (4
+	// bytes a node) are not allocated again by the searches after each collection.
+	searches struct {
+		sync.Mutex
+		free []*searcher
+	}
 }
 
 // Default graph parameters: up to 48 links a node (96 on layer 0) and 200 candidates an
@@ -151,17 +161,25 @@ func (g *Graph) Add(vec []float32) int32 {
 	g.isDirty = append(g.isDirty, false)
 	g.touch(n)
 	g.live++
+	if g.quant != nil {
+		if g.Len() >= 2*max(g.quant.at, 512) { // the interval is chosen again as the graph doubles
+			g.requantize()
+		} else {
+			g.appendCode(v)
+		}
+	}
 	if g.entry < 0 {
 		g.entry, g.top = n, level
 		return n
 	}
 	ep := g.entry
+	dist := func(o int32) float32 { return g.dist(v, o) }
 	for l := g.top; l > level; l-- {
-		ep = g.greedy(v, ep, l)
+		ep = g.greedy(dist, ep, l)
 	}
 	g.eps = append(g.eps[:0], ep)
 	for l := min(level, g.top); l >= 0; l-- {
-		found, _ := g.build.layer(g, v, g.eps, g.efBuild, l, nil)
+		found, _ := g.build.layer(g, dist, g.eps, g.efBuild, l, nil)
 		g.eps = g.eps[:0]
 		for _, f := range found {
 			g.eps = append(g.eps, f.node)
@@ -205,13 +223,13 @@ func (g *Graph) link(o, n int32, l int) {
 	g.setNeighbours(o, l, kept)
 }
 
-// greedy walks layer l from ep to the node nearest to v it can reach.
-func (g *Graph) greedy(v []float32, ep int32, l int) int32 {
-	best := g.dist(v, ep)
+// greedy walks layer l from ep to the node nearest (by dist) it can reach.
+func (g *Graph) greedy(dist func(int32) float32, ep int32, l int) int32 {
+	best := dist(ep)
 	for changed := true; changed; {
 		changed = false
 		for _, o := range g.neighbours(ep, l) {
-			if d := g.dist(v, o); d < best {
+			if d := dist(o); d < best {
 				best, ep, changed = d, o, true
 			}
 		}

@@ -1,10 +1,16 @@
 package vector
 
 import (
+	"encoding/binary"
+	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestGraphQuality measures, on n random 128-dimension vectors (uniform, the hardest case for
@@ -37,34 +43,36 @@ func measureQuality(t *testing.T, n int) {
 	const dims, k, nq = 128, 10, 200
 	vecs := randomVectors(n, dims, 1)
 	m, efBuild := envInt(t, "CLEAVE_VECTOR_M", DefaultM), envInt(t, "CLEAVE_VECTOR_EFBUILD", DefaultEFBuild)
-	g := NewGraph(Euclidean, m, efBuild, 7)
 	start := time.Now()
-	for _, v := range vecs {
-		g.Add(v)
-	}
+	g := cachedGraph(t, vecs, m, efBuild)
 	build := time.Since(start)
 	queries := randomVectors(nq, dims, 2)
 	exact := make([][]Result, nq)
-	start = time.Now()
+	runtime.LockOSThread() // timings are this thread's CPU time: the machine is shared
+	defer runtime.UnlockOSThread()
+	start0 := threadCPU()
 	for i, q := range queries {
 		exact[i] = g.Exact(q, k, nil)
 	}
-	exactTime := time.Since(start)
-	t.Logf("n=%d M=%d efBuild=%d: build %v (%.0f µs/vector); exact %v/query",
+	exactTime := threadCPU() - start0
+	t.Logf("n=%d M=%d efBuild=%d: build (or load) %v (%.0f µs/vector); exact %v CPU/query",
 		n, m, efBuild, build.Round(time.Millisecond), float64(build.Microseconds())/float64(n), exactTime/nq)
-	for _, ef := range []int{100, 200, 400, 800} {
-		var sum float64
-		examined := 0
-		start = time.Now()
-		for i, q := range queries {
-			got, e := g.Search(q, k, ef, nil)
-			examined += e
-			sum += recall(got, exact[i])
+	for _, quant := range []Quantization{QuantNone, QuantScalar} {
+		g.SetQuantization(quant)
+		for _, ef := range []int{100, 200, 300, 400, 800} {
+			var sum float64
+			examined := 0
+			start0 = threadCPU()
+			for i, q := range queries {
+				got, e := g.Search(q, k, ef, nil)
+				examined += e
+				sum += recall(got, exact[i])
+			}
+			approxTime := threadCPU() - start0
+			t.Logf("  %s, ef %d: recall@%d %.3f; compared %d vectors/query (%.1f× fewer than exact); "+
+				"%v CPU/query (%.1f× less)", quant, ef, k, sum/nq, examined/nq, float64(n*nq)/float64(examined),
+				approxTime/nq, float64(exactTime)/float64(approxTime))
 		}
-		approxTime := time.Since(start)
-		t.Logf("  ef %d: recall@%d %.3f; compared %d vectors/query (%.1f× fewer than exact); "+
-			"%v/query (%.1f× faster)", ef, k, sum/nq, examined/nq, float64(n*nq)/float64(examined),
-			approxTime/nq, float64(exactTime)/float64(approxTime))
 	}
 }
 
@@ -79,4 +87,65 @@ func envInt(t *testing.T, name string, def int) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// threadCPU returns the CPU time the calling thread has used.
+func threadCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cachedGraph builds the graph of vecs, or, with CLEAVE_VECTOR_CACHE=<dir>, loads it from
+// the file a previous run saved there (a graph of 100,000 vectors takes minutes to build).
+func cachedGraph(t *testing.T, vecs [][]float32, m, efBuild int) *Graph {
+	dir := os.Getenv("CLEAVE_VECTOR_CACHE")
+	file := ""
+	if dir != "" {
+		file = filepath.Join(dir, fmt.Sprintf("graph-%d-%d-%d-%d.bin", len(vecs), len(vecs[0]), m, efBuild))
+		if b, err := os.ReadFile(file); err == nil {
+			if g, err := restoreFile(b); err == nil {
+				return g
+			}
+		}
+	}
+	g := NewGraph(Euclidean, m, efBuild, 7)
+	for _, v := range vecs {
+		g.Add(v)
+	}
+	if file != "" {
+		b := binary.AppendUvarint(nil, uint64(len(g.AppendHeader(nil))))
+		b = g.AppendHeader(b)
+		for n := range int32(g.Len()) {
+			rec := g.AppendNode(nil, n)
+			b = binary.AppendUvarint(b, uint64(len(rec)))
+			b = append(b, rec...)
+		}
+		if err := os.WriteFile(file, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return g
+}
+
+// restoreFile restores a graph cachedGraph saved.
+func restoreFile(b []byte) (*Graph, error) {
+	next := func() []byte {
+		l, k := binary.Uvarint(b)
+		rec := b[k : k+int(l)]
+		b = b[k+int(l):]
+		return rec
+	}
+	r, err := NewRestorer(next(), 7)
+	if err != nil {
+		return nil, err
+	}
+	for n := int32(0); len(b) > 0; n++ {
+		if err := r.Node(n, next()); err != nil {
+			return nil, err
+		}
+	}
+	return r.Graph()
 }

@@ -50,29 +50,65 @@ func TestGraphRecall(t *testing.T) {
 		n = 1000
 	}
 	for _, sim := range []Similarity{Euclidean, Cosine, DotProduct} {
-		t.Run(sim.String(), func(t *testing.T) {
-			g := NewGraph(sim, DefaultM, DefaultEFBuild, 7)
-			for _, v := range randomVectors(n, 32, 1) {
-				g.Add(v)
-			}
-			even := func(n int32) bool { return n%2 == 0 }
-			for _, accept := range []func(int32) bool{nil, even} {
-				var sum float64
-				queries := randomVectors(30, 32, 2)
-				for _, q := range queries {
-					got, _ := g.Search(q, 10, 100, accept)
-					sum += recall(got, g.Exact(q, 10, accept))
-					for _, r := range got {
-						if accept != nil && !accept(r.Node) {
-							t.Fatalf("node %d does not pass the filter", r.Node)
-						}
-					}
+		g := NewGraph(sim, DefaultM, DefaultEFBuild, 7)
+		for _, v := range randomVectors(n, 32, 1) {
+			g.Add(v)
+		}
+		for _, quant := range []Quantization{QuantNone, QuantScalar} {
+			t.Run(sim.String()+"_"+quant.String(), func(t *testing.T) {
+				g.SetQuantization(quant)
+				checkRecall(t, g)
+			})
+		}
+	}
+}
+
+// checkRecall checks recall@10 at ef 100 with and without a filter, and that every distance
+// returned is the float32 one, even from a quantized walk.
+func checkRecall(t *testing.T, g *Graph) {
+	t.Helper()
+	even := func(n int32) bool { return n%2 == 0 }
+	for _, accept := range []func(int32) bool{nil, even} {
+		var sum float64
+		queries := randomVectors(30, 32, 2)
+		for _, q := range queries {
+			got, _ := g.Search(q, 10, 100, accept)
+			sum += recall(got, g.Exact(q, 10, accept))
+			pq := g.sim.prepare(q)
+			for i, r := range got {
+				if accept != nil && !accept(r.Node) {
+					t.Fatalf("node %d does not pass the filter", r.Node)
 				}
-				if r := sum / float64(len(queries)); r < 0.95 {
-					t.Errorf("recall@10 = %.3f (filter %v), want ≥ 0.95", r, accept != nil)
+				if want := g.dist(pq, r.Node); r.Dist != want {
+					t.Fatalf("node %d at distance %v, want the float32 distance %v", r.Node, r.Dist, want)
+				}
+				if i > 0 && got[i-1].Dist > r.Dist {
+					t.Fatalf("results out of order: %v", got)
 				}
 			}
-		})
+		}
+		if r := sum / float64(len(queries)); r < 0.95 {
+			t.Errorf("recall@10 = %.3f (filter %v), want ≥ 0.95", r, accept != nil)
+		}
+	}
+}
+
+// TestGraphQuantizedAfterGrowth checks that a graph quantized while empty chooses its
+// interval again as it grows, and that its codes stay one per node.
+func TestGraphQuantizedAfterGrowth(t *testing.T) {
+	g := NewGraph(Euclidean, 8, 32, 7)
+	g.SetQuantization(QuantScalar)
+	vecs := randomVectors(2000, 16, 3)
+	for _, v := range vecs {
+		g.Add(v)
+	}
+	if g.quant.at < 1024 || len(g.quant.codes) != 16*g.Len() || len(g.quant.sums) != g.Len() {
+		t.Fatalf("interval chosen at %d nodes, %d codes, %d sums for %d nodes", g.quant.at, len(g.quant.codes), len(g.quant.sums), g.Len())
+	}
+	for i, v := range vecs[:50] {
+		if got, _ := g.Search(v, 1, 50, nil); len(got) != 1 || got[0].Node != int32(i) {
+			t.Fatalf("query of node %d found %v", i, got)
+		}
 	}
 }
 
@@ -148,8 +184,21 @@ func TestParseDef(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := d.Vector("emb"); f == nil || f.Dims != 3 || f.Sim != Cosine || !d.IsFilter("year") {
+	if f := d.Vector("emb"); f == nil || f.Dims != 3 || f.Sim != Cosine || f.Quant != QuantNone || !d.IsFilter("year") {
 		t.Fatalf("parsed %+v", d)
+	}
+	quant := func(q string) bsoncore.Document {
+		return doc(bsoncore.NewDocumentBuilder().AppendString("type", "vector").AppendString("path", "v").
+			AppendInt32("numDimensions", 3).AppendString("similarity", "euclidean").AppendString("quantization", q))
+	}
+	for q, want := range map[string]Quantization{"none": QuantNone, "scalar": QuantScalar} {
+		if d, err := ParseDef(def(quant(q))); err != nil || d.Vectors[0].Quant != want {
+			t.Fatalf("quantization %q: %+v, %v", q, d, err)
+		}
+	}
+	var me *mongoerr.Error
+	if _, err := ParseDef(def(quant("binary"))); !asMongo(err, &me) || me.Code != mongoerr.NotImplemented {
+		t.Fatalf("binary quantization: %v, want NotImplemented", err)
 	}
 	for name, bad := range map[string]bsoncore.Document{
 		"NoFields":       doc(bsoncore.NewDocumentBuilder()),
@@ -160,6 +209,7 @@ func TestParseDef(t *testing.T) {
 		"PathTwice":      def(vec("emb", 3, "cosine"), vec("emb", 3, "euclidean")),
 		"UnknownTopKey":  doc(bsoncore.NewDocumentBuilder().AppendArray("fields", bsoncore.NewArrayBuilder().Build()).AppendInt32("x", 1)),
 		"UnknownFieldKy": def(doc(bsoncore.NewDocumentBuilder().AppendString("type", "filter").AppendString("path", "a").AppendInt32("x", 1))),
+		"BadQuantizaton": def(quant("int4")),
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseDef(bad)
@@ -190,5 +240,41 @@ func TestDistances(t *testing.T) {
 		if got, want := dot(a, b), dotGeneric(a, b); math.Abs(float64(got-want)) > 1e-4*(1+math.Abs(float64(want))) {
 			t.Errorf("dot on %d = %v, want %v", n, got, want)
 		}
+	}
+}
+
+// TestCodeDistances checks the assembly distances of quantized vectors against plain Go on
+// every length to 70 and on the extreme codes, where a lane could overflow.
+func TestCodeDistances(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	for n := 0; n <= 70; n++ {
+		a, b := make([]uint8, n), make([]uint8, n)
+		for i := range a {
+			a[i], b[i] = uint8(r.IntN(256)), uint8(r.IntN(256))
+		}
+		checkCodes(t, a, b)
+	}
+	a, b := make([]uint8, MaxDims), make([]uint8, MaxDims)
+	for i := range a {
+		a[i] = 255
+	}
+	checkCodes(t, a, b)
+	checkCodes(t, a, a)
+}
+
+// checkCodes compares l2U8 and dotU8 with plain loops.
+func checkCodes(t *testing.T, a, b []uint8) {
+	t.Helper()
+	var l2, d int64
+	for i := range a {
+		x := int64(a[i]) - int64(b[i])
+		l2 += x * x
+		d += int64(a[i]) * int64(b[i])
+	}
+	if got := l2U8(a, b); int64(got) != l2 {
+		t.Errorf("l2U8 on %d = %d, want %d", len(a), got, l2)
+	}
+	if got := dotU8(a, b); int64(got) != d {
+		t.Errorf("dotU8 on %d = %d, want %d", len(a), got, d)
 	}
 }

@@ -187,12 +187,14 @@ func (h *Handlers) updateSearchIndex(ctx context.Context, r *command.Request) er
 	}
 	defer unlock()
 	var changed vecindex.Record
+	sameGraph := false
 	c, err := h.Storage.Catalog.UpdateCollection(r.DB, coll, func(c *store.Collection) error {
 		i, err := searchIndexAt(c, id, name)
 		if err != nil {
 			return err
 		}
 		rec := vecindex.Records(c)[i]
+		sameGraph = vecindex.SameGraph(rec.Definition, def)
 		rec.Definition = def
 		if err := checkSearchDefinition(&rec); err != nil {
 			return err
@@ -203,7 +205,7 @@ func (h *Handlers) updateSearchIndex(ctx context.Context, r *command.Request) er
 	if err != nil {
 		return searchIndexError(err, r.DB, coll)
 	}
-	h.Vectors.Forget(c.ID, changed.Name)
+	h.Vectors.Forget(c.ID, changed.Name, sameGraph) // a change of quantization only reloads the graphs
 	h.Log.Info(cmd, zap.String("ns", r.DB+"."+coll), zap.String("index", changed.Name))
 	return nil
 }
@@ -255,7 +257,7 @@ func (h *Handlers) dropSearchIndex(ctx context.Context, r *command.Request) erro
 	if err != nil {
 		return searchIndexError(err, r.DB, coll)
 	}
-	h.Vectors.Forget(c.ID, dropped)
+	h.Vectors.Forget(c.ID, dropped, false)
 	h.Log.Info(cmd, zap.String("ns", r.DB+"."+coll), zap.String("index", dropped))
 	return nil
 }

@@ -1,7 +1,11 @@
 package crud
 
 import (
+	"cmp"
+	"context"
 	"errors"
+	"slices"
+	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -147,15 +151,51 @@ func (s *vectorSearchStage) ScoreField() string { return bsonx.VectorScoreField 
 
 // OpenSource implements agg.SourceStage: the hits of every shard merged by score, each
 // document carrying its score, charged as a scan of the vectors compared plus the reads of
-// the documents returned.
+// the documents returned. In cluster mode every other node owning partitions of the
+// collection searches its own shards (_cleaveShardVectorSearch) and the hits of all nodes
+// are merged here.
 func (s *vectorSearchStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) {
 	if ci == nil {
 		return stream.Empty{}, nil
 	}
+	docs, ru, err := s.localDocs(ci)
+	if err != nil {
+		return nil, err
+	}
+	s.env.Charge += ru
+	if s.h.Remote == nil || !s.h.Route.SpansRemote(ci) {
+		return &stream.Slice{Docs: docs}, nil
+	}
+	spec, _ := s.raw.DocumentOK()
+	var mu sync.Mutex
+	err = s.h.Route.RemoteVectorSearch(context.Background(), ci, spec, func(reply bsoncore.Document) {
+		arr, _ := reply.Lookup("docs").ArrayOK()
+		vals, _ := arr.Values()
+		ru, _ := reply.Lookup("ru").DoubleOK()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, v := range vals {
+			if d, ok := v.DocumentOK(); ok {
+				docs = append(docs, d)
+			}
+		}
+		s.env.Charge += ru
+	})
+	if err != nil {
+		return nil, err
+	}
+	score := func(d bsoncore.Document) float64 { f, _ := bsonx.Score(d, bsonx.VectorScoreField); return f }
+	slices.SortStableFunc(docs, func(a, b bsoncore.Document) int { return cmp.Compare(score(b), score(a)) })
+	return &stream.Slice{Docs: docs[:min(len(docs), s.q.Limit)]}, nil
+}
+
+// localDocs returns the best documents of this node's shards, best first, each carrying its
+// score, and the request units the search cost.
+func (s *vectorSearchStage) localDocs(ci *catalog.Coll) ([]bsoncore.Document, float64, error) {
 	shards := s.h.Cat.Shards()
 	res, err := s.h.Vectors.Search(ci, shards, &s.q)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	docs := make([]bsoncore.Document, 0, len(res.Hits))
 	for _, hit := range res.Hits {
@@ -164,7 +204,7 @@ func (s *vectorSearchStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) 
 			continue // deleted since the search
 		}
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		c := res.Cost[hit.Shard]
 		c.DocsRead++
@@ -172,8 +212,22 @@ func (s *vectorSearchStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) 
 		res.Cost[hit.Shard] = c
 		docs = append(docs, bsonx.WithScore(doc, bsonx.VectorScoreField, hit.Score))
 	}
+	var ru float64
 	for _, c := range res.Cost {
-		s.env.Charge += c.RU()
+		ru += c.RU()
 	}
-	return &stream.Slice{Docs: docs}, nil
+	return docs, ru, nil
+}
+
+// VectorSearchLocal runs a $vectorSearch (spec, the stage's argument) over this node's
+// shards owning partitions of ci: another node's part of a search in cluster mode
+// (_cleaveShardVectorSearch). It returns the best documents, each carrying its score, and
+// the request units the search cost.
+func (h *Handlers) VectorSearchLocal(db string, ci *catalog.Coll, spec bsoncore.Document) ([]bsoncore.Document, float64, error) {
+	env := &agg.Env{Cat: h.Cat, DB: db, Coll: ci.Meta.Name}
+	st, err := h.parseVectorSearchStage(env, "$vectorSearch", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: spec})
+	if err != nil {
+		return nil, 0, err
+	}
+	return st.(*vectorSearchStage).localDocs(ci)
 }

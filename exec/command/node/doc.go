@@ -4,7 +4,7 @@
 // without planning: point.go),
 // of an insert (_cleaveShardWrite), of an update, delete or findAndModify
 // (_cleaveShardModify), of an index build or drop (_cleaveShardIndexes), of statistics or
-// validation (_cleaveShardStats), and the steps of a partition move between nodes. Each
+// validation (_cleaveShardStats), of a $vectorSearch (_cleaveShardVectorSearch), and the steps of a partition move between nodes. Each
 // runs on this node's shards only, after catching up with the router's catalog revision,
 // and answers StaleConfig when its own map of the shard differs.
 package node
