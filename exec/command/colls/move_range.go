@@ -105,7 +105,8 @@ func (h *Handlers) moveRange(_ context.Context, r *command.Request) error {
 		} else if !hasLo {
 			lo, _ = ci.Map.Range(ci.Map.Len() - 1)
 		}
-		if i := ci.Map.Locate(lo); func() bool { _, phi := ci.Map.Range(i); return phi != hi && !(end && phi == 0) }() {
+		// The range must end where its chunk ends (at the collection's end: position 0).
+		if _, phi := ci.Map.Range(ci.Map.Locate(lo)); phi != hi && (!end || phi != 0) {
 			return mongoerr.New(mongoerr.InvalidOptions, "the range [%s, %s) spans more than one chunk: move its chunks one at a time",
 				bsonx.ShellDoc(chunkBound(ci, lo, false)), bsonx.ShellDoc(a.max))
 		}
