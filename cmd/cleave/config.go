@@ -58,6 +58,9 @@ type Config struct {
 	// GoMemoryLimit is the soft limit of the Go heap (runtime/debug.SetMemoryLimit) besides
 	// Pebble's manually allocated cache and memtables; 0 leaves the runtime's (GOMEMLIMIT).
 	GoMemoryLimit int64
+	// memoryLimit is the Go memory limit main set from GoMemoryLimit (0: none set), which
+	// followLongLivedHeap raises by what the vector search graphs hold.
+	memoryLimit int64
 	// SyncPacing paces the WAL's group commits (store/syncpace.go); false only to measure it.
 	SyncPacing bool
 	// goMemoryLimitSet: --go-memory-limit or CLEAVE_GO_MEMORY_LIMIT was given, and wins

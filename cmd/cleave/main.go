@@ -46,7 +46,7 @@ func run(args []string) int {
 		return 2
 	}
 	defer func() { _ = logger.Sync() }()
-	setMemoryLimit(&cfg, logger)
+	cfg.memoryLimit = setMemoryLimit(&cfg, logger)
 	setGCPercent(&cfg, logger)
 	tuneMalloc(logger) // before Pebble allocates (malloc_linux.go)
 
@@ -143,6 +143,11 @@ func start(cfg *Config, logger *zap.Logger, ring *exec.LogRing, argv []string) (
 	ex := exec.New(opts, logger)
 	s.closers = append(s.closers, func() error { ex.Close(); return nil })
 	s.quiesce = ex.Quiesce
+	if cfg.memoryLimit > 0 && ex.Vectors != nil {
+		stop := make(chan struct{})
+		go followLongLivedHeap(cfg.memoryLimit, ex.Vectors.HeapBytes, heapFollowInterval, stop, logger)
+		s.closers = append(s.closers, func() error { close(stop); return nil })
+	}
 	if view != nil {
 		stop := make(chan struct{})
 		go view.followPlacement(ex, local, stop)

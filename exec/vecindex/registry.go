@@ -236,3 +236,15 @@ func ownedBy(c *store.Collection, i int) func(uint64) bool {
 		return false
 	}
 }
+
+// HeapBytes estimates what the loaded graphs and their node tables hold in the Go heap. A
+// graph being built or changed right now (its lock taken) counts as it was last measured.
+func (r *Registry) HeapBytes() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var n int64
+	for _, e := range r.idx {
+		n += e.x.heapBytes()
+	}
+	return n
+}

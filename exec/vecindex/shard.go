@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -38,6 +39,7 @@ type shardIndex struct {
 	fullSave bool
 
 	mu    sync.RWMutex
+	heap  atomic.Int64 // heapBytes' last measure
 	wlog  *store.WriteLog
 	g     *vector.Graph
 	nodes []node           // by graph node
@@ -49,6 +51,26 @@ type node struct {
 	hash   uint64
 	id     []byte
 	filter bsoncore.Document
+}
+
+// heapBytes estimates what the index holds in the Go heap: its graph and node table
+// (measured when the index is not locked for writing, else as last measured).
+func (x *shardIndex) heapBytes() int64 {
+	if !x.mu.TryRLock() {
+		return x.heap.Load()
+	}
+	defer x.mu.RUnlock()
+	var n int64
+	if x.g != nil {
+		n = x.g.HeapBytes()
+	}
+	n += int64(cap(x.nodes)) * 64 // a node's hash, _id and filter headers
+	for _, nd := range x.nodes {
+		n += int64(cap(nd.id) + cap(nd.filter))
+	}
+	n += int64(len(x.byKey)) * 48 // a map entry and its key
+	x.heap.Store(n)
+	return n
 }
 
 // newShardIndex returns an unloaded index of field of search index rec over coll on sh.

@@ -244,3 +244,20 @@ func (g *Graph) Holds(n int32, vec []float32) bool {
 	}
 	return slices.Equal(g.Vector(n), vec)
 }
+
+// HeapBytes estimates what the graph holds in the Go heap: its vectors, links, node marks and
+// quantized codes (from the capacities of their slices). It reads the graph, so its caller
+// holds what serializes Add.
+func (g *Graph) HeapBytes() int64 {
+	n := int64(cap(g.data))*4 + int64(cap(g.links0))*4 + int64(cap(g.n0))*4 + int64(cap(g.deleted)) +
+		int64(cap(g.upper))*24 + int64(cap(g.isDirty)) + int64(cap(g.dirty))*4
+	for _, layers := range g.upper {
+		for _, ls := range layers {
+			n += 24 + int64(cap(ls))*4
+		}
+	}
+	if q := g.quant; q != nil {
+		n += int64(cap(q.codes)) + int64(cap(q.sums))*4
+	}
+	return n
+}
