@@ -13,7 +13,8 @@ import (
 // (one with maxTimeMS fails with 50, one without waits) while reads go on, locks nest, and
 // the last db.fsyncUnlock() lets the waiting write through; an unlock too many answers
 // MongoDB's 20. flushRouterConfig answers flushed; setFeatureCompatibilityVersion "7.0" wants
-// confirm: true as MongoDB 7.0's does, and other versions are refused.
+// confirm: true as MongoDB 7.0's does, and other versions are refused; addShard says how a
+// cleave cluster grows instead.
 func TestFsyncLock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -83,4 +84,5 @@ func TestFsyncLock(t *testing.T) {
 	}
 	wantCode(t, fcv("6.0", true), 20, "featureCompatibilityVersion 7.0 only")
 	wantCode(t, fcv("5.0", true), 2, "is not a valid value")
+	wantCode(t, admin.RunCommand(ctx, bson.D{{Key: "addShard", Value: "rs1/localhost:27018"}}).Err(), 20, "a node started with --etcd joins it")
 }

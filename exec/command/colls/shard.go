@@ -38,6 +38,7 @@ func (h *Handlers) addShardCommands(add func(*command.Command)) {
 	add(&command.Command{Name: "mergeAllChunksOnShard", Run: h.mergeAllChunksOnShard, Action: auth.ActionClusterAdmin, Help: "merge every run of adjacent partitions of a collection on a shard", AdminOnly: true})
 	add(&command.Command{Name: "balancerStart", Run: h.balancerSwitch(true), Action: auth.ActionClusterAdmin, Help: "let the partition manager move partitions to balance shards", AdminOnly: true})
 	add(&command.Command{Name: "balancerStop", Run: h.balancerSwitch(false), Action: auth.ActionClusterAdmin, Help: "stop the partition manager's balancing moves (splits and moveChunk go on)", AdminOnly: true})
+	add(&command.Command{Name: "addShard", Aliases: []string{"addshard"}, Run: h.addShard, Action: auth.ActionClusterAdmin, Help: "refused: a node's shards come from its --shards, and a cluster grows by nodes joining it", AdminOnly: true})
 	add(&command.Command{Name: "flushRouterConfig", Aliases: []string{"flushrouterconfig"}, Run: h.flushRouterConfig, Action: auth.ActionClusterAdmin, Help: "nothing to flush: the routing follows the catalog as it changes", AdminOnly: true})
 	add(&command.Command{Name: "checkMetadataConsistency", Run: h.checkMetadataConsistency, Action: auth.ActionClusterAdmin, Help: "check the partition maps of a cluster, database or collection"})
 }
@@ -434,6 +435,13 @@ func (h *Handlers) balancerStatus(_ context.Context, r *command.Request) error {
 	out = bsoncore.AppendInt64Element(out, "numBalancerRounds", h.Shards.Rounds())
 	r.Out = out
 	return nil
+}
+
+// addShard answers {addShard: host}: a cleave node's shards are its --shards, in its own
+// process, and a cluster grows by starting a node on the same etcd (--etcd), so there is no
+// replica set to add: IllegalOperation naming the way that exists.
+func (h *Handlers) addShard(_ context.Context, _ *command.Request) error {
+	return mongoerr.New(mongoerr.IllegalOperation, "addShard is not how cleave grows: a node's shards are its --shards, and a cluster gains shards when a node started with --etcd joins it")
 }
 
 // flushRouterConfig answers {flushRouterConfig: 1 | db | ns}: a mongos drops its cached
