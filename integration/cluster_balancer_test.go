@@ -15,6 +15,7 @@ import (
 // restart of a node; moveChunk still moves; sh.startBalancer() sent to the other node lets
 // the balancer even the shards out again.
 func TestClusterBalancerStop(t *testing.T) {
+	t.Parallel()
 	_, nodes := startClusterNodes(t, 2, "--partition-check-interval", "50ms", "--balance-min-bytes", "0")
 	state := func(i int) string {
 		t.Helper()

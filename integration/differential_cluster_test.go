@@ -20,6 +20,7 @@ import (
 // semantics on one node: here they check the remote path (a serial test: 300 took ~160 s
 // under -race); CLEAVE_LONG=1 runs all 300.
 func TestDifferentialCluster(t *testing.T) {
+	t.Parallel()
 	seed := diffSeed(t)
 	nDocs, nQueries := 2000, 100
 	if os.Getenv("CLEAVE_LONG") != "" {

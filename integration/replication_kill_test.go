@@ -120,6 +120,7 @@ func (l *killLog) resumed(t0 time.Time, writers int, timeout time.Duration) (tim
 // at least 4 s after it; CLEAVE_LONG=1 runs 20 rounds, each kill 5 s later than that (make
 // replication-chaos); CI runs 3.
 func TestReplicationKillChaos(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kill rounds are slow")
 	}
@@ -292,6 +293,7 @@ func checkReplicasAgree(t *testing.T, nodes []*server, shards ...int) {
 // the middle, twice: afterwards every acknowledged document is there exactly once, through
 // every node, each shard's replicas hold the same data and validate is clean.
 func TestReplicationMoveDuringLeaderKill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kill rounds are slow")
 	}
@@ -395,6 +397,7 @@ func TestReplicationMoveDuringLeaderKill(t *testing.T) {
 // snapshot read during the run, and the final state, sums to the starting total, and no
 // account goes negative.
 func TestReplicationBankTransfers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kill rounds are slow")
 	}

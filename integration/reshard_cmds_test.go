@@ -36,6 +36,7 @@ func collUUID(t *testing.T, c *mongo.Client, ns string) bson.Binary {
 // TestReshardCollectionErrors: MongoDB's answers to a reshardCollection that cannot run or
 // has nothing to do, and to abort and commit without one running.
 func TestReshardCollectionErrors(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, "--shards", "2")
 	c := srv.client(t)
 	dbn := dbName(t)
@@ -95,6 +96,7 @@ func TestReshardCollectionErrors(t *testing.T) {
 // currentOp; abortReshardCollection makes it fail with ReshardCollectionAborted and leaves
 // the collection as it was; commitReshardCollection lets another finish.
 func TestReshardCollectionAbortAndCommit(t *testing.T) {
+	t.Parallel()
 	const n = 5000
 	srv := startServer(t, "--test-commands", "--shards", "2")
 	c := srv.client(t)
@@ -175,6 +177,7 @@ func shardsRead(t *testing.T, c *mongo.Client, db, coll string, filter bson.D) [
 // clients write, then unshards a sharded one onto a shard the same way: nothing acknowledged
 // is lost, and each ends up read on its one shard. Then MongoDB's errors.
 func TestMoveCollectionUnderWrites(t *testing.T) {
+	t.Parallel()
 	const n = 20_000
 	srv := startServer(t, "--shards", "2")
 	c := srv.client(t)
@@ -225,6 +228,7 @@ func TestMoveCollectionUnderWrites(t *testing.T) {
 
 // TestReshardShellHelpers drives the layout changes through mongosh's helpers.
 func TestReshardShellHelpers(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, "--shards", "2")
 	dbn := dbName(t)
 	out := srv.mongosh(t, dbn, "--eval", `
@@ -250,6 +254,7 @@ func TestReshardShellHelpers(t *testing.T) {
 // apart by cardinality and frequency; an increasing field under ObjectId _ids is monotonic, a
 // shuffled one is not; mongosh's helper; MongoDB's errors.
 func TestAnalyzeShardKey(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, "--shards", "2")
 	c := srv.client(t)
 	dbn := dbName(t)

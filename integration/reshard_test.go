@@ -221,6 +221,7 @@ func collKey(t *testing.T, c *mongo.Client, ns string) bson.M {
 // was acknowledged: nothing is lost or duplicated, the collection validates, its index and
 // validator are carried over, and a find by the new key reads one shard.
 func TestReshardCollectionUnderWrites(t *testing.T) {
+	t.Parallel()
 	n := reshardDocs()
 	srv := startServer(t, "--shards", "2")
 	c := srv.client(t)
@@ -276,6 +277,7 @@ func TestReshardCollectionUnderWrites(t *testing.T) {
 // copies: after the restart the collection is intact under its old key and its temporary
 // collection is gone; resharding it again then works.
 func TestReshardCollectionKilledMidCopy(t *testing.T) {
+	t.Parallel()
 	const n = 20_000
 	srv := startServer(t, "--test-commands", "--shards", "2")
 	c := srv.client(t)

@@ -26,6 +26,7 @@ import (
 // holds exactly what the server held at the mark, collection by collection (a checksum of
 // the documents in _id order, the indexes and the options).
 func TestRestoreUntil(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, "--shards", "2")
 	ctx := context.Background()
 	c := srv.client(t)
@@ -86,6 +87,7 @@ func TestRestoreUntil(t *testing.T) {
 // the backup, and after what a later backup's log holds; each names the window and leaves
 // nothing behind.
 func TestRestoreUntilOutsideLog(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	ctx := context.Background()
 	coll := srv.client(t).Database("pitr").Collection("a")
