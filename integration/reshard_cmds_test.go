@@ -178,7 +178,7 @@ func shardsRead(t *testing.T, c *mongo.Client, db, coll string, filter bson.D) [
 // is lost, and each ends up read on its one shard. Then MongoDB's errors.
 func TestMoveCollectionUnderWrites(t *testing.T) {
 	t.Parallel()
-	const n = 20_000
+	const n = 10_000 // enough under -race for every writer to write during each copy, which is checked
 	srv := startServer(t, "--shards", "2")
 	c := srv.client(t)
 	dbn := dbName(t)
@@ -193,9 +193,11 @@ func TestMoveCollectionUnderWrites(t *testing.T) {
 		to = "shard-0"
 	}
 	logs, stop := writersRunning(t, coll, n)
+	before := opsNow(logs)
 	if _, err := runCmd(t, c.Database("admin"), bson.D{{Key: "moveCollection", Value: dbn + ".events"}, {Key: "toShard", Value: to}}); err != nil {
 		t.Fatalf("moveCollection: %v", err)
 	}
+	writtenDuring(t, logs, before, "the moveCollection")
 	stop()
 	checkAcked(t, coll, n, logs)
 	if got := shardsRead(t, c, dbn, "events", bson.D{}); len(got) != 1 || got[0] != to {
@@ -206,9 +208,11 @@ func TestMoveCollectionUnderWrites(t *testing.T) {
 	shardColl(t, c, dbn+".sharded", "tenant")
 	loadEvents(t, sharded, n)
 	logs, stop = writersRunning(t, sharded, n)
+	before = opsNow(logs)
 	if _, err := runCmd(t, c.Database("admin"), bson.D{{Key: "unshardCollection", Value: dbn + ".sharded"}, {Key: "toShard", Value: "shard-1"}}); err != nil {
 		t.Fatalf("unshardCollection: %v", err)
 	}
+	writtenDuring(t, logs, before, "the unshardCollection")
 	stop()
 	checkAcked(t, sharded, n, logs)
 	if got := shardsRead(t, c, dbn, "sharded", bson.D{{Key: "n", Value: bson.D{{Key: "$gte", Value: 0}}}}); len(got) != 1 || got[0] != "shard-1" {
