@@ -230,13 +230,29 @@ func (s *server) client(t testing.TB, opts ...*options.ClientOptions) *mongo.Cli
 		t.Fatalf("connect: %v", err)
 	}
 	// Disconnect ends the client's sessions on a server it selects: a server that stopped
-	// first would keep it waiting for the server selection timeout, for nothing.
+	// first would keep it waiting for the server selection timeout, for nothing. So would
+	// one killed or restarted since (on another port): the sessions died with it, and a
+	// done context lets Disconnect just close the client.
+	addr := s.addr
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
+		if !s.runningAt(addr) {
+			cancel()
+		}
 		_ = c.Disconnect(ctx)
 	})
 	return c
+}
+
+// runningAt reports whether the server runs, listening at addr.
+func (s *server) runningAt(addr string) bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+		return s.addr == addr
+	}
 }
 
 // shared is one server that tests needing no special flags share, started on first use.
