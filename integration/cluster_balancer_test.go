@@ -39,10 +39,7 @@ for (const uri of [%s]) {
 	everyNode("true full")
 	nodes[1].mongosh(t, "admin", "--eval", balancerStateJS+`
 sh.stopBalancer();
-if (balancerState() !== "false off") {
-  print("balancer state after sh.stopBalancer() on the node it was sent to: " + balancerState());
-  quit(1);
-}`)
+expectBalancer("false off", "after sh.stopBalancer() on the node it was sent to");`)
 	everyNode("false off")
 
 	c := nodes[0].client(t)
@@ -64,6 +61,11 @@ if (balancerState() !== "false off") {
 	countSmallColl(t, c, ns)
 }
 
-// balancerStateJS defines balancerState() in mongosh: what sh.getBalancerState() and
-// balancerStatus's mode say on db's node, as "true full" or "false off".
-const balancerStateJS = `const balancerState = () => sh.getBalancerState() + " " + db.adminCommand({balancerStatus: 1}).mode;`
+// balancerStateJS defines, in mongosh, balancerState(): what sh.getBalancerState() and
+// balancerStatus's mode say on db's node, as "true full" or "false off"; and
+// expectBalancer(want, when), which exits 1 (failing the test) unless it says want now.
+const balancerStateJS = `const balancerState = () => sh.getBalancerState() + " " + db.adminCommand({balancerStatus: 1}).mode;
+const expectBalancer = (want, when) => {
+  const got = balancerState();
+  if (got !== want) { print("balancer state " + when + ": " + got + ", want " + want); quit(1); }
+};`

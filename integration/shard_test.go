@@ -306,18 +306,11 @@ func countSmallColl(t *testing.T, c *mongo.Client, ns string) {
 func TestShardBalancerStop(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t, "--shards", "2", "--partition-check-interval", "50ms", "--balance-min-bytes", "0")
-	state := func() string {
-		t.Helper()
-		return strings.TrimSpace(srv.mongosh(t, "admin", "--eval",
-			`print(sh.getBalancerState(), db.adminCommand({balancerStatus: 1}).mode)`))
-	}
-	if got := state(); got != "true full" {
-		t.Fatalf("balancer state at start: %q", got)
-	}
-	srv.mongosh(t, "admin", "--eval", `sh.stopBalancer()`)
-	if got := state(); got != "false off" {
-		t.Fatalf("balancer state after sh.stopBalancer(): %q", got)
-	}
+	// One mongosh for each group of steps (a mongosh costs a second or more of CPU to start).
+	srv.mongosh(t, "admin", "--eval", balancerStateJS+`
+expectBalancer("true full", "at start");
+sh.stopBalancer();
+expectBalancer("false off", "after sh.stopBalancer()");`)
 	c := srv.client(t)
 	ns := smallCollOnShard1(t, c)
 	time.Sleep(time.Second) // twenty rounds of the partition manager
@@ -327,13 +320,10 @@ func TestShardBalancerStop(t *testing.T) {
 	srv.stop()
 	srv.restart()
 	c = srv.client(t)
-	if got := state(); got != "false off" {
-		t.Fatalf("balancer state after a restart: %q", got)
-	}
-	srv.mongosh(t, "admin", "--eval", `sh.startBalancer()`)
-	if got := state(); got != "true full" {
-		t.Fatalf("balancer state after sh.startBalancer(): %q", got)
-	}
+	srv.mongosh(t, "admin", "--eval", balancerStateJS+`
+expectBalancer("false off", "after a restart");
+sh.startBalancer();
+expectBalancer("true full", "after sh.startBalancer()");`)
 	waitFor(t, 20*time.Second, "the balancer moves a chunk back to shard-0", func() bool {
 		return chunksOn(t, c, ns, "shard-0") == 1
 	})
