@@ -103,6 +103,19 @@ linearizability:
 	CLEAVE_LONG=1 $(GO) test ./integration -run '^TestReplicationLinearizable$$' -count=1 -v -timeout 30m \
 	  -artifacts -outputdir $(CURDIR)/test-artifacts
 
+# The long form of the cluster differential test (TestDifferentialCluster, the first 100
+# queries in `make test`): all 300 of TestDifferentialShardedVsUnsharded's queries through a
+# node owning neither collection.
+.PHONY: differential-cluster
+differential-cluster:
+	CLEAVE_LONG=1 $(GO) test -count=1 -timeout 30m -run '^TestDifferentialCluster$$' -v ./integration
+
+# The long form of the resharding test (TestReshardCollectionUnderWrites, 50,000 documents in
+# `make test`): 1,000,000 documents resharded while 8 clients write (about 3 minutes).
+.PHONY: reshard
+reshard:
+	CLEAVE_LONG=1 $(GO) test -count=1 -timeout 30m -run '^TestReshardCollectionUnderWrites$$' -v ./integration
+
 # The drivers' spec and prose tests (compat/ is its own module, pinning mongo-driver v1.17 for
 # its spec files and runners): every suite against a fresh cleave; rewrites the table between the
 # compat markers of docs/compatibility.md and adds newly passing tests to

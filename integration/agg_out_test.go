@@ -226,6 +226,7 @@ func TestAggregateMergeOnUniqueIndex(t *testing.T) {
 }
 
 func TestAggregateMergeIntoShardedTarget(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, "--shards", "2")
 	c := srv.client(t)
 	ctx := context.Background()

@@ -31,6 +31,7 @@ import (
 // and partitionStats showed splits and moves while the stream read. CLEAVE_LONG=1 runs 10
 // kill rounds 8 s apart instead of 2 rounds 4 s apart (make changestream-chaos).
 func TestChangeStreamChaos(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kill rounds are slow")
 	}

@@ -50,6 +50,7 @@ func nextEvents(t *testing.T, cs *mongo.ChangeStream, n int) []csEvent {
 // concurrent writers exactly once, in cluster-time order, and resuming from any token it saw
 // yields the same suffix.
 func TestChangeStreamTwoShardsExactlyOnce(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, "--shards", "2")
 	ctx := context.Background()
 	db := s.client(t).Database("cs")
@@ -128,6 +129,7 @@ func bytesEqual(a, b bson.Raw) bool { return string(a) == string(b) }
 // A stream resumes after a SIGKILL of the server from a token it saw before: the events
 // acknowledged before the kill that it had not read, and those written after the restart.
 func TestChangeStreamResumeAfterKill(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	ctx := context.Background()
 	coll := s.client(t).Database("cs").Collection("k")
@@ -167,6 +169,7 @@ func TestChangeStreamResumeAfterKill(t *testing.T) {
 // A transaction's writes appear at its commit, in order, with its txnNumber; an aborted
 // transaction's never do.
 func TestChangeStreamTransaction(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	ctx := context.Background()
 	client := s.client(t)
@@ -221,6 +224,7 @@ func TestChangeStreamTransaction(t *testing.T) {
 // A getMore that finds no event waits for one (maxAwaitTimeMS) and returns as soon as a
 // write commits, and a database's stream is invalidated by dropDatabase.
 func TestChangeStreamAwaitAndInvalidate(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	ctx := context.Background()
 	db := s.client(t).Database("csa")
@@ -441,6 +445,7 @@ func TestChangeStreamUpdateLookupCost(t *testing.T) {
 // dropped: the insert's record refers to the document, and the first write to it copies the
 // inserted version into the record (store's changes_ref.go).
 func TestChangeStreamInsertKeepsInsertedVersion(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	ctx := context.Background()
 	client := s.client(t)

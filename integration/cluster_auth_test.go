@@ -36,6 +36,7 @@ func authClient(t *testing.T, s *server, user, password, authSource string) *mon
 // without the key cannot authenticate (18); and a node started with another key joins but
 // cannot read the other nodes' shards (AuthenticationFailed 18).
 func TestClusterAuthKeyFile(t *testing.T) {
+	t.Parallel()
 	key := writeKeyFile(t, "c2VjcmV0LWNsdXN0ZXIta2V5LWZvci1jbGVhdmU=")
 	etcd, nodes := startClusterNodes(t, 3, "--keyFile", key, "--auth-user", "root", "--auth-password", "rootpw")
 	ctx := context.Background()

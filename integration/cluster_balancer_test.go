@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,23 +16,30 @@ import (
 // restart of a node; moveChunk still moves; sh.startBalancer() sent to the other node lets
 // the balancer even the shards out again.
 func TestClusterBalancerStop(t *testing.T) {
+	t.Parallel()
 	_, nodes := startClusterNodes(t, 2, "--partition-check-interval", "50ms", "--balance-min-bytes", "0")
-	state := func(i int) string {
-		t.Helper()
-		return strings.TrimSpace(nodes[i].mongosh(t, "admin", "--eval",
-			`print(sh.getBalancerState(), db.adminCommand({balancerStatus: 1}).mode)`))
-	}
+	// everyNode waits, in one mongosh (a mongosh costs a second or more of CPU to start),
+	// until each node in turn says want: db = connect(uri) points sh at that node.
 	everyNode := func(want string) {
 		t.Helper()
-		for i := range nodes {
-			waitFor(t, 15*time.Second, fmt.Sprintf("node %d to say %q", i, want), func() bool { return state(i) == want })
+		uris := make([]string, len(nodes))
+		for i, n := range nodes {
+			uris[i] = strconv.Quote(n.uri() + "admin")
 		}
+		nodes[0].mongosh(t, "admin", "--eval", fmt.Sprintf(balancerStateJS+`
+for (const uri of [%s]) {
+  db = connect(uri);
+  const deadline = Date.now() + 15000;
+  while (balancerState() !== %q) {
+    if (Date.now() > deadline) { print(uri + " says " + balancerState() + ", want " + %[2]q); quit(1); }
+    sleep(100);
+  }
+}`, strings.Join(uris, ", "), want))
 	}
 	everyNode("true full")
-	nodes[1].mongosh(t, "admin", "--eval", `sh.stopBalancer()`)
-	if got := state(1); got != "false off" {
-		t.Fatalf("balancer state after sh.stopBalancer() on the node it was sent to: %q", got)
-	}
+	nodes[1].mongosh(t, "admin", "--eval", balancerStateJS+`
+sh.stopBalancer();
+expectBalancer("false off", "after sh.stopBalancer() on the node it was sent to");`)
 	everyNode("false off")
 
 	c := nodes[0].client(t)
@@ -52,3 +60,12 @@ func TestClusterBalancerStop(t *testing.T) {
 	})
 	countSmallColl(t, c, ns)
 }
+
+// balancerStateJS defines, in mongosh, balancerState(): what sh.getBalancerState() and
+// balancerStatus's mode say on db's node, as "true full" or "false off"; and
+// expectBalancer(want, when), which exits 1 (failing the test) unless it says want now.
+const balancerStateJS = `const balancerState = () => sh.getBalancerState() + " " + db.adminCommand({balancerStatus: 1}).mode;
+const expectBalancer = (want, when) => {
+  const got = balancerState();
+  if (got !== want) { print("balancer state " + when + ": " + got + ", want " + want); quit(1); }
+};`

@@ -15,6 +15,7 @@ import (
 // from its tokens after a node's SIGKILL and restart sees the rest, including what was
 // written while the node was down to the shards of the others.
 func TestClusterChangeStream(t *testing.T) {
+	t.Parallel()
 	_, nodes, clients, dbn := shardedOverThreeNodes(t, "users")
 	ctx := context.Background()
 	coll := func(i int) *mongo.Collection { return clients[i].Database(dbn).Collection("users") }

@@ -43,6 +43,7 @@ func wantIndexes(t *testing.T, clients []*mongo.Client, db, coll string, n int) 
 // uses it (a hinted find) and enforces it (a duplicate insert through any node is E11000),
 // and dropIndexes through a third node removes it everywhere.
 func TestClusterRemoteIndexBuild(t *testing.T) {
+	t.Parallel()
 	_, clients, dbn := startModifyCluster(t)
 	ctx := context.Background()
 	coll := func(k int) *mongo.Collection { return clients[k%3].Database(dbn).Collection("users") }
@@ -94,6 +95,7 @@ func TestClusterRemoteIndexBuild(t *testing.T) {
 // TestClusterRemoteStats: collStats, count's fast path, dataSize, $collStats, dbStats,
 // listDatabases and validate through each node of a collection sharded over three nodes count every node's documents.
 func TestClusterRemoteStats(t *testing.T) {
+	t.Parallel()
 	_, clients, dbn := startModifyCluster(t)
 	ctx := context.Background()
 	for k, c := range clients {
@@ -142,6 +144,7 @@ func TestClusterRemoteStats(t *testing.T) {
 // TestClusterRemoteTTL: a TTL index built on a collection sharded over three nodes expires
 // the old documents of every node's shards, each node's monitor deleting on its own.
 func TestClusterRemoteTTL(t *testing.T) {
+	t.Parallel()
 	_, _, clients, dbn := shardedOverThreeNodes(t, "events", "--test-commands")
 	ctx := context.Background()
 	old, future := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)

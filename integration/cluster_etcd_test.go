@@ -113,6 +113,7 @@ func (l *clusterLoad) finish() (int64, []string) {
 // others). The load sees no error, catalog changes (a collection created, an index built)
 // still commit and reach every node (collections created and sharded), and after the member restarts all goes on.
 func TestClusterEtcdMemberLossUnderLoad(t *testing.T) {
+	t.Parallel()
 	etcd := etcdtest.Start(t, 3)
 	eps := etcd.Endpoints()
 	var nodes []*server

@@ -77,6 +77,7 @@ func explainShards(t *testing.T, c *mongo.Client, db string, cmd bson.D) (string
 // itself or asks its owner. Targeted (SINGLE_SHARD) and scatter (SHARD_MERGE) finds, counts
 // (of index keys alone too), a distinct scan, and an aggregate's per-shard part.
 func TestClusterExplainRemoteShards(t *testing.T) {
+	t.Parallel()
 	_, nodes := startClusterNodes(t, 3)
 	clients := make([]*mongo.Client, len(nodes))
 	for i, s := range nodes {

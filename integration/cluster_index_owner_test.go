@@ -56,6 +56,7 @@ func hangIndexBuild(t *testing.T, clients []*mongo.Client, k int, db, coll, key 
 // its lease expired) is removed by the partition manager while it is down, and once it is
 // back a new build of the same index succeeds through another node.
 func TestClusterRestartKeepsOthersIndexBuilds(t *testing.T) {
+	t.Parallel()
 	_, nodes, clients, dbn, _ := startMoveCluster(t, "--test-commands")
 	insertTenants(t, clients[2], dbn, "c", 300)
 
@@ -112,6 +113,7 @@ func runningOps(t *testing.T, c *mongo.Client, cmd, coll string) int {
 // Every node then counts every document through the new index. Then two builds run at once
 // through two nodes, each node running its part of the other's: both succeed.
 func TestClusterIndexBuildWaitsForMove(t *testing.T) {
+	t.Parallel()
 	_, _, clients, dbn, ns := startMoveCluster(t, "--test-commands")
 	ctx := context.Background()
 	ids := insertTenants(t, clients[2], dbn, "c", 600)

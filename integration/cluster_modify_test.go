@@ -81,6 +81,7 @@ func docByID(docs []bson.M, id int32) bson.M {
 // an upsert landing on another node, a replacement, deleteOne by _id alone, findAndModify
 // with a sort and with an upsert, a mixed bulk write; then every node reads the same.
 func TestClusterRemoteUpdatesDeletes(t *testing.T) {
+	t.Parallel()
 	_, clients, dbn := startModifyCluster(t)
 	ctx := context.Background()
 	coll := func(k int) *mongo.Collection { return clients[k%3].Database(dbn).Collection("users") }
@@ -187,6 +188,7 @@ func TestClusterRemoteUpdatesDeletes(t *testing.T) {
 // within a node, and fails with WouldChangeOwningShard (283) when its new shard is another
 // node's, changing nothing: the document is never lost nor duplicated.
 func TestClusterRemoteShardKeyChange(t *testing.T) {
+	t.Parallel()
 	_, clients, dbn := startModifyCluster(t)
 	ctx := context.Background()
 	cur, refused, moved := "t1", 0, 0
@@ -220,6 +222,7 @@ func TestClusterRemoteShardKeyChange(t *testing.T) {
 // with HostUnreachable and the RetryableWriteError label, changing nothing, and succeeds once
 // the node is back.
 func TestClusterRemoteRetryableWrites(t *testing.T) {
+	t.Parallel()
 	nodes, clients, dbn := startModifyCluster(t)
 	ctx := context.Background()
 	lsid := bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: []byte("0123456789abcdef")}}}
@@ -270,6 +273,7 @@ func TestClusterRemoteRetryableWrites(t *testing.T) {
 // planned on its old map reach node-b with the old ranges, node-b answers StaleConfig, and
 // node-a catches up, plans again and writes: every statement matches its document once.
 func TestClusterRemoteWriteStaleRouter(t *testing.T) {
+	t.Parallel()
 	_, nodes := startClusterNodes(t, 2, "--shards", "2", "--test-commands")
 	ctx := context.Background()
 	clients := []*mongo.Client{nodes[0].client(t), nodes[1].client(t)}

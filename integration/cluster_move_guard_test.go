@@ -54,6 +54,7 @@ func insertTenants(t *testing.T, c *mongo.Client, db, coll string, n int) []int3
 // fails with 117 and shard-0 keeps the chunk; every node still returns every acknowledged
 // document exactly once.
 func TestClusterMoveDestinationRestarts(t *testing.T) {
+	t.Parallel()
 	_, nodes, clients, dbn, ns := startMoveCluster(t, "--test-commands")
 	ctx := context.Background()
 	ids := insertTenants(t, clients[2], dbn, "c", 600)
@@ -109,6 +110,7 @@ func collShards(t *testing.T, c *mongo.Client, db, coll string) []string {
 // there. The manager makes no move here (its interval is an hour): the placement is the
 // creation's.
 func TestClusterDrainingNodeCreatesElsewhere(t *testing.T) {
+	t.Parallel()
 	_, nodes := startClusterNodes(t, 3, "--partition-check-interval", "1h")
 	clients := make([]*mongo.Client, len(nodes))
 	for i, s := range nodes {

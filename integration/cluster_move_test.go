@@ -246,6 +246,7 @@ func checkExactlyOnce(t *testing.T, clients []*mongo.Client, db, coll string, wa
 // workload inserts and counts through another node. Afterwards every node's config.chunks
 // shows the new owners, and every node returns each acknowledged document exactly once.
 func TestClusterMoveChunkBetweenNodes(t *testing.T) {
+	t.Parallel()
 	_, _, clients, dbn, ns := startMoveCluster(t)
 
 	w := startClusterWriter(clients[1], dbn, "c", 0)
@@ -317,6 +318,7 @@ func chunksOn(t *testing.T, c *mongo.Client, ns, s string) int {
 // to its empty shard, and the workload sees no error but retryable ones. Afterwards every
 // node (the new one too) returns each acknowledged document exactly once.
 func TestClusterAddNodeBalances(t *testing.T) {
+	t.Parallel()
 	// The workload's few hundred kilobytes are far below MongoDB's migration threshold
 	// (--balance-min-bytes), which any node may apply: whichever is elected decides.
 	etcd, _, clients, dbn, ns := startMoveCluster(t, "--balance-min-bytes", "0")
@@ -390,6 +392,7 @@ func removeShardUntilDone(t *testing.T, c *mongo.Client, name string) []string {
 // acknowledged document exactly once with nothing left on the drained shard. Draining the
 // last shard left is refused, as is an unknown shard.
 func TestClusterRemoveShardDrains(t *testing.T) {
+	t.Parallel()
 	_, _, clients, dbn, ns := startMoveCluster(t)
 	ctx := context.Background()
 	// An unsharded collection created on node-c lives on its shard, shard-2.
@@ -457,6 +460,7 @@ func chunkMap(t *testing.T, c *mongo.Client, ns string) string {
 // restarted. Every node then shows one and the same partition map, and returns each
 // acknowledged document exactly once, with the same count; twice on the same data.
 func TestClusterKillDuringMoveBetweenNodes(t *testing.T) {
+	t.Parallel()
 	_, nodes, clients, dbn, ns := startMoveCluster(t)
 	ctx := context.Background()
 	acked := map[int32]bool{}

@@ -16,6 +16,7 @@ import (
 // on another node's shards", and wrote nothing of them). The update runs through node-a,
 // the router's own part; the delete through node-c, whose part on node-a forwards them.
 func TestClusterMultiWriteDuringMove(t *testing.T) {
+	t.Parallel()
 	_, _, clients, dbn, ns := startMoveCluster(t, "--test-commands")
 	ctx := context.Background()
 	ids := insertTenants(t, clients[2], dbn, "c", 300) // about 100 a node: one group each

@@ -111,6 +111,7 @@ func readView(t *testing.T, c *mongo.Client, db, coll string) clusterView {
 // _id on another node's shard is a writeError with its index; a node that is down makes
 // reads of its shard fail with HostUnreachable, and reads work again once it is back.
 func TestClusterRemoteReadsWrites(t *testing.T) {
+	t.Parallel()
 	_, nodes, clients, dbn := shardedOverThreeNodes(t, "users")
 	ctx := context.Background()
 

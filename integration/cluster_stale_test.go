@@ -107,6 +107,7 @@ func sortedIDs(t *testing.T, c *mongo.Client, db, coll string) []int32 {
 // insert into it, planned on the dropped one, is refused by node-b as stale and routed again
 // into the new collection.
 func TestClusterStaleRouterRetries(t *testing.T) {
+	t.Parallel()
 	_, nodes := startClusterNodes(t, 2, "--shards", "2", "--test-commands")
 	ctx := context.Background()
 	clients := []*mongo.Client{nodes[0].client(t), nodes[1].client(t)}

@@ -76,6 +76,7 @@ func collectionNames(t *testing.T, db *mongo.Database) []string {
 // another (on that node's shard), are seen by every node with the same partitions;
 // listShards shows each shard with the node that owns it; every node reads and writes both.
 func TestClusterSharedCatalog(t *testing.T) {
+	t.Parallel()
 	_, nodes := startClusterNodes(t, 3)
 	ctx := context.Background()
 	clients := make([]*mongo.Client, len(nodes))
@@ -159,6 +160,7 @@ func TestClusterSharedCatalog(t *testing.T) {
 // TestClusterNodeRestartKeepsItsShard: a node that stops and starts again under its name
 // finds its shard again, with its data, and the cluster still shows three shards.
 func TestClusterNodeRestartKeepsItsShard(t *testing.T) {
+	t.Parallel()
 	_, nodes := startClusterNodes(t, 2)
 	ctx := context.Background()
 	dbn := dbName(t)

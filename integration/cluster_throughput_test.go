@@ -92,6 +92,7 @@ func pushKey(coll *mongo.Collection, key, prefix string, workers int, stop <-cha
 // reset, the partition manager moves throughput to the hot partition by its demand, which
 // its owner reports: its budget grows past the even 400 RU/s and the budgets sum to T.
 func TestClusterThroughputOnOwner(t *testing.T) {
+	t.Parallel()
 	_, nodes, clients, name := shardedOverThreeNodes(t, "c", "--redistribute-throughput", "--partition-check-interval", "200ms",
 		"--app-priority", "batch=low,web=high")
 	ctx := context.Background()

@@ -20,6 +20,7 @@ import (
 // over both is written through each node and read back whole through both. A node that does
 // not trust the others' CA (no --tls-ca: the system's roots) cannot read their shards.
 func TestClusterTLS(t *testing.T) {
+	t.Parallel()
 	p := newTestPKI(t)
 	key := writeKeyFile(t, "dGxzLWNsdXN0ZXIta2V5LWZvci1jbGVhdmU=")
 	etcd := etcdtest.Start(t, 3)

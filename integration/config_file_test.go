@@ -13,6 +13,7 @@ import (
 // (-f, as mongod) takes its settings from it: three shards from its cleave: section, server-
 // side JavaScript off from security.javascriptEnabled, and getCmdLineOpts names the file.
 func TestConfigFileStartsServer(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "cleave.yaml")
 	text := "security:\n  javascriptEnabled: false\ncleave:\n  shards: 3\n"
 	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {

@@ -17,9 +17,10 @@ import (
 // are created on node b and written (inserts, updates, deletes, findAndModify) through
 // node c. The results must be the same. The queries are the first 100 of
 // TestDifferentialShardedVsUnsharded's 300 (same seed and documents), which checks their
-// semantics on one node: here they check the remote path (a serial test: 300 took ~160 s
-// under -race); CLEAVE_LONG=1 runs all 300.
+// semantics on one node: here they check the remote path (300 took ~160 s under -race);
+// CLEAVE_LONG=1 (make differential-cluster) runs all 300.
 func TestDifferentialCluster(t *testing.T) {
+	t.Parallel()
 	seed := diffSeed(t)
 	nDocs, nQueries := 2000, 100
 	if os.Getenv("CLEAVE_LONG") != "" {

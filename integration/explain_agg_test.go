@@ -30,6 +30,7 @@ func explainAgg(t *testing.T, db *mongo.Database, coll string, pipeline bson.A, 
 // executionStats add what each shard read; and a $match on the shard key reads one shard
 // and only the documents of its hash.
 func TestExplainAggregateSplitPipeline(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, "--shards", "2")
 	c := srv.client(t)
 	ctx := context.Background()

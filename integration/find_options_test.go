@@ -175,6 +175,7 @@ func TestSearchIndexCommandsArguments(t *testing.T) {
 // TestFindProjectionIDOnly: {_id: 1} alone is an inclusion projection (only _id comes back),
 // {_id: 0} alone an exclusion, through find and findAndModify.
 func TestFindProjectionIDOnly(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := sharedServer(t).client(t).Database(dbName(t)).Collection("p")
 	if _, err := c.InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 2}, {Key: "b", Value: "x"}}}); err != nil {

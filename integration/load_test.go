@@ -50,6 +50,7 @@ var loadDuration = func() time.Duration {
 // answers and, once every connection closed, its connection count, goroutines and open file
 // descriptors return to near what they were before. No timing is asserted.
 func TestLoadConnections(t *testing.T) {
+	t.Parallel()
 	raiseFDLimit(t, loadConns+512)
 	srv := startServer(t, "--log-level", "warn") // one Info line per command would flood the log buffer
 	ctx := context.Background()

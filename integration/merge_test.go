@@ -53,6 +53,7 @@ func checkDevices(t *testing.T, coll *mongo.Collection, n int, when string) {
 // five partitions; lowered to 10,000 it has one, holding every document, and config.chunks
 // shows one chunk; raised again it splits back.
 func TestLoweringThroughputMerges(t *testing.T) {
+	t.Parallel()
 	c := startServer(t).client(t)
 	db := c.Database(dbName(t))
 	ctx := context.Background()
@@ -94,6 +95,7 @@ func TestLoweringThroughputMerges(t *testing.T) {
 // bounds, refuses (IllegalOperation) bounds that cut a chunk or span two shards, and
 // mergeAllChunksOnShard merges every run of a shard's chunks; no document moves or is lost.
 func TestMergeChunks(t *testing.T) {
+	t.Parallel()
 	c := startServer(t, "--shards", "2", "--partition-check-interval", "1h").client(t)
 	dbn := dbName(t)
 	ns := dbn + ".c"
@@ -152,6 +154,7 @@ func TestMergeChunks(t *testing.T) {
 // merges down to one within a few manager rounds, the partition manager counting the merges;
 // with the balancer stopped nothing merges.
 func TestAutoMerge(t *testing.T) {
+	t.Parallel()
 	c := startServer(t, "--merge-after", "1s", "--partition-check-interval", "200ms").client(t)
 	dbn := dbName(t)
 	admin := c.Database("admin")

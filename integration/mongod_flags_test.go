@@ -19,6 +19,7 @@ import (
 // TestMongodFlags: a command line written for mongod (--dbpath, --port, --bind_ip) starts
 // cleave listening there and storing there.
 func TestMongodFlags(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -64,6 +64,7 @@ func rawRoundTrip(t *testing.T, srv *server, opcode uint32, msg []byte) (uint32,
 // drivers send before switching to OP_MSG) and answers every other command with
 // UnsupportedOpQueryCommand, running nothing.
 func TestOpQueryCommands(t *testing.T) {
+	t.Parallel()
 	srv := sharedServer(t)
 	reply := opQuery(t, srv, "admin.$cmd", bson.D{{Key: "isMaster", Value: 1}})
 	if ok, _ := reply.Lookup("ok").AsFloat64OK(); ok != 1 || reply.Lookup("maxWireVersion").Int32() != 21 {

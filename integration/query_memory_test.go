@@ -21,6 +21,7 @@ import (
 // serverStatus.queryMemory and /metrics show the account, and once the clients are gone it
 // holds nothing.
 func TestQueryMemoryAccount(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, "--query-memory", strconv.Itoa(4<<20))
 	c := srv.client(t)
 	ctx := context.Background()

@@ -23,6 +23,7 @@ import (
 // narrow window; what it proves is that a leader whose catalog lags serves, once caught up,
 // the moved range's writes to their new owner, and that the wait does not stall it.)
 func TestReplicationNewLeaderCatchesUp(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("a kill round is slow")
 	}

@@ -49,9 +49,21 @@ func replicatedNodesShards(t *testing.T, n, shards int, extra ...string) (*etcdt
 	return etcd, nodes, "mongodb://" + strings.Join(addrs, ",") + "/"
 }
 
-// freePort returns a loopback address whose port was free a moment ago.
+// freePort returns a loopback address whose port was free a moment ago, below the kernel's
+// ephemeral range when it can: a node killed and restarted on it must find it free again,
+// and a port of that range may meanwhile be taken by any outgoing connection or port-0
+// listener, of the tests running in parallel or of other processes.
 func freePort(t *testing.T) string {
 	t.Helper()
+	if low := ephemeralLow(); low > 11000 {
+		for range 100 {
+			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(10000+rand.IntN(low-10000)))
+			if ln, err := net.Listen("tcp", addr); err == nil {
+				_ = ln.Close()
+				return addr
+			}
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +71,21 @@ func freePort(t *testing.T) string {
 	addr := ln.Addr().String()
 	_ = ln.Close()
 	return addr
+}
+
+// ephemeralLow returns the first port of the kernel's ephemeral range (Linux's
+// ip_local_port_range), 0 when unknown.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[0])
+	return n
 }
 
 // killLog is what the writers of TestReplicationKillChaos saw.
@@ -120,6 +147,7 @@ func (l *killLog) resumed(t0 time.Time, writers int, timeout time.Duration) (tim
 // at least 4 s after it; CLEAVE_LONG=1 runs 20 rounds, each kill 5 s later than that (make
 // replication-chaos); CI runs 3.
 func TestReplicationKillChaos(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kill rounds are slow")
 	}
@@ -292,6 +320,7 @@ func checkReplicasAgree(t *testing.T, nodes []*server, shards ...int) {
 // the middle, twice: afterwards every acknowledged document is there exactly once, through
 // every node, each shard's replicas hold the same data and validate is clean.
 func TestReplicationMoveDuringLeaderKill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kill rounds are slow")
 	}
@@ -395,6 +424,7 @@ func TestReplicationMoveDuringLeaderKill(t *testing.T) {
 // snapshot read during the run, and the final state, sums to the starting total, and no
 // account goes negative.
 func TestReplicationBankTransfers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kill rounds are slow")
 	}

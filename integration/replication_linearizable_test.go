@@ -216,6 +216,7 @@ func (w *linWorker) cas(k int) {
 // whose path the failure gives. 20 s of workload; CLEAVE_LONG=1 (make linearizability): 3
 // minutes.
 func TestReplicationLinearizable(t *testing.T) {
+	t.Parallel()
 	duration := linDuration
 	if os.Getenv("CLEAVE_LONG") != "" {
 		duration = linLongDuration

@@ -19,6 +19,7 @@ import (
 // only the leader record tells the flip that its copy is gone: released, the flip is refused,
 // the move fails with 117 and the source keeps the chunk; no acknowledged document is lost.
 func TestReplicationMoveDestinationLeaderKilled(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kill rounds are slow")
 	}

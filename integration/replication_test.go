@@ -95,6 +95,7 @@ func majorityClient(t *testing.T, s *server) *mongo.Client {
 // every acknowledged document present exactly once; the node restarts as a follower that
 // catches up, and reads through it see everything.
 func TestReplicationFailover(t *testing.T) {
+	t.Parallel()
 	_, nodes := startClusterNodes(t, 3, "--replicas", "3")
 	clients := make([]*mongo.Client, len(nodes))
 	for i, s := range nodes {
@@ -187,6 +188,7 @@ func shardLeaderIndex(t *testing.T, c *mongo.Client, s int) int {
 // them), each returns its original result and changes nothing: the document is incremented
 // once, not twice.
 func TestReplicationRetryAcrossFailover(t *testing.T) {
+	t.Parallel()
 	_, nodes, _ := replicatedNodes(t, 3)
 	c0 := nodes[0].client(t)
 	dbn := dbName(t)
@@ -257,6 +259,7 @@ func TestReplicationRetryAcrossFailover(t *testing.T) {
 // refused (not acknowledged) within its deadline; once the two are back, every acknowledged
 // write is there and writes are accepted again.
 func TestReplicationQuorumLost(t *testing.T) {
+	t.Parallel()
 	_, nodes, _ := replicatedNodes(t, 3)
 	c0 := majorityClient(t, nodes[0])
 	ns := dbName(t) + ".docs"
@@ -301,6 +304,7 @@ func TestReplicationQuorumLost(t *testing.T) {
 // were truncated since: --raft-log-keep 20), and the cluster is back to three copies of every
 // shard, the same data in each.
 func TestReplicationWipedNode(t *testing.T) {
+	t.Parallel()
 	_, nodes, _ := replicatedNodes(t, 3, "--raft-log-keep", "20")
 	c0 := majorityClient(t, nodes[0])
 	ns := dbName(t) + ".docs"
@@ -345,6 +349,7 @@ func dumpLogs(t *testing.T, nodes []*server) {
 // node down, w: 3 with wtimeout answers WriteConcernTimeout 64 with errInfo.wtimeout, the
 // write itself done.
 func TestReplicationWriteConcern(t *testing.T) {
+	t.Parallel()
 	_, nodes, _ := replicatedNodes(t, 3)
 	c := nodes[0].client(t)
 	db := c.Database(dbName(t))
@@ -407,6 +412,7 @@ func TestReplicationWriteConcern(t *testing.T) {
 // dead leader's shard move to the new leader, whose copy of the change log is the same) and
 // across a resume through another node.
 func TestReplicationChangeStreamFailover(t *testing.T) {
+	t.Parallel()
 	_, nodes, _ := replicatedNodes(t, 3)
 	c0 := majorityClient(t, nodes[0])
 	ns := dbName(t) + ".docs"
@@ -466,6 +472,7 @@ func TestReplicationChangeStreamFailover(t *testing.T) {
 // leaders spread two per node; a collection over the six takes writes through every node, the
 // copies agree, and with a node killed every shard keeps serving.
 func TestReplicationShardsPerNode(t *testing.T) {
+	t.Parallel()
 	_, nodes, _ := replicatedNodesShards(t, 3, 2)
 	c0 := majorityClient(t, nodes[0])
 	ns := dbName(t) + ".docs"

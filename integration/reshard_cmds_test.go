@@ -36,6 +36,7 @@ func collUUID(t *testing.T, c *mongo.Client, ns string) bson.Binary {
 // TestReshardCollectionErrors: MongoDB's answers to a reshardCollection that cannot run or
 // has nothing to do, and to abort and commit without one running.
 func TestReshardCollectionErrors(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, "--shards", "2")
 	c := srv.client(t)
 	dbn := dbName(t)
@@ -95,6 +96,7 @@ func TestReshardCollectionErrors(t *testing.T) {
 // currentOp; abortReshardCollection makes it fail with ReshardCollectionAborted and leaves
 // the collection as it was; commitReshardCollection lets another finish.
 func TestReshardCollectionAbortAndCommit(t *testing.T) {
+	t.Parallel()
 	const n = 5000
 	srv := startServer(t, "--test-commands", "--shards", "2")
 	c := srv.client(t)
@@ -175,7 +177,8 @@ func shardsRead(t *testing.T, c *mongo.Client, db, coll string, filter bson.D) [
 // clients write, then unshards a sharded one onto a shard the same way: nothing acknowledged
 // is lost, and each ends up read on its one shard. Then MongoDB's errors.
 func TestMoveCollectionUnderWrites(t *testing.T) {
-	const n = 20_000
+	t.Parallel()
+	const n = 10_000 // enough under -race for every writer to write during each copy, which is checked
 	srv := startServer(t, "--shards", "2")
 	c := srv.client(t)
 	dbn := dbName(t)
@@ -190,9 +193,11 @@ func TestMoveCollectionUnderWrites(t *testing.T) {
 		to = "shard-0"
 	}
 	logs, stop := writersRunning(t, coll, n)
+	before := opsNow(logs)
 	if _, err := runCmd(t, c.Database("admin"), bson.D{{Key: "moveCollection", Value: dbn + ".events"}, {Key: "toShard", Value: to}}); err != nil {
 		t.Fatalf("moveCollection: %v", err)
 	}
+	writtenDuring(t, logs, before, "the moveCollection")
 	stop()
 	checkAcked(t, coll, n, logs)
 	if got := shardsRead(t, c, dbn, "events", bson.D{}); len(got) != 1 || got[0] != to {
@@ -203,9 +208,11 @@ func TestMoveCollectionUnderWrites(t *testing.T) {
 	shardColl(t, c, dbn+".sharded", "tenant")
 	loadEvents(t, sharded, n)
 	logs, stop = writersRunning(t, sharded, n)
+	before = opsNow(logs)
 	if _, err := runCmd(t, c.Database("admin"), bson.D{{Key: "unshardCollection", Value: dbn + ".sharded"}, {Key: "toShard", Value: "shard-1"}}); err != nil {
 		t.Fatalf("unshardCollection: %v", err)
 	}
+	writtenDuring(t, logs, before, "the unshardCollection")
 	stop()
 	checkAcked(t, sharded, n, logs)
 	if got := shardsRead(t, c, dbn, "sharded", bson.D{{Key: "n", Value: bson.D{{Key: "$gte", Value: 0}}}}); len(got) != 1 || got[0] != "shard-1" {
@@ -225,6 +232,7 @@ func TestMoveCollectionUnderWrites(t *testing.T) {
 
 // TestReshardShellHelpers drives the layout changes through mongosh's helpers.
 func TestReshardShellHelpers(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, "--shards", "2")
 	dbn := dbName(t)
 	out := srv.mongosh(t, dbn, "--eval", `
@@ -250,6 +258,7 @@ func TestReshardShellHelpers(t *testing.T) {
 // apart by cardinality and frequency; an increasing field under ObjectId _ids is monotonic, a
 // shuffled one is not; mongosh's helper; MongoDB's errors.
 func TestAnalyzeShardKey(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, "--shards", "2")
 	c := srv.client(t)
 	dbn := dbName(t)

@@ -16,13 +16,14 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-// reshardDocs is the size of the resharded collection: 50,000 documents, 1,000,000 with
-// CLEAVE_LONG=1.
+// reshardDocs is the size of the resharded collection: 20,000 documents, 1,000,000 with
+// CLEAVE_LONG=1 (make reshard). 20,000 keep the copy long enough under -race for every
+// writer to write during it many times over, which the test checks (writtenDuring).
 func reshardDocs() int {
 	if os.Getenv("CLEAVE_LONG") == "1" {
 		return 1_000_000
 	}
-	return 50_000
+	return 20_000
 }
 
 // loadEvents fills coll with documents _id 0..n-1: {tenant: one of 4 (a bad key), deviceId:
@@ -136,6 +137,26 @@ func writersRunning(t *testing.T, coll *mongo.Collection, n int) ([]*ackLog, fun
 	}
 }
 
+// opsNow returns how many writes each writer has done so far.
+func opsNow(logs []*ackLog) []int64 {
+	ops := make([]int64, len(logs))
+	for i, l := range logs {
+		ops[i] = l.ops.Load()
+	}
+	return ops
+}
+
+// writtenDuring fails the test unless every writer wrote since before (opsNow): the layout
+// change named by what ran under the writes, not before or after them.
+func writtenDuring(t *testing.T, logs []*ackLog, before []int64, what string) {
+	t.Helper()
+	for i, n := range opsNow(logs) {
+		if n == before[i] {
+			t.Fatalf("writer %d wrote nothing during %s (%d writes before it)", i, what, n)
+		}
+	}
+}
+
 // checkAcked checks coll against n original documents and the writers' logs: every
 // acknowledged insert, update and delete is there exactly once, nothing else is, and the
 // collection validates. It returns the number of documents.
@@ -221,6 +242,7 @@ func collKey(t *testing.T, c *mongo.Client, ns string) bson.M {
 // was acknowledged: nothing is lost or duplicated, the collection validates, its index and
 // validator are carried over, and a find by the new key reads one shard.
 func TestReshardCollectionUnderWrites(t *testing.T) {
+	t.Parallel()
 	n := reshardDocs()
 	srv := startServer(t, "--shards", "2")
 	c := srv.client(t)
@@ -237,13 +259,14 @@ func TestReshardCollectionUnderWrites(t *testing.T) {
 	}
 	loadEvents(t, coll, n)
 	logs, stop := writersRunning(t, coll, n)
-	start := time.Now()
+	start, before := time.Now(), opsNow(logs)
 	res, err := runCmd(t, c.Database("admin"), bson.D{{Key: "reshardCollection", Value: dbn + ".events"},
 		{Key: "key", Value: bson.D{{Key: "deviceId", Value: "hashed"}}}, {Key: "numInitialChunks", Value: 4}})
 	if err != nil || res["ok"] != 1.0 {
 		t.Fatalf("reshardCollection: %v %v", res, err)
 	}
 	t.Logf("reshardCollection of %d documents under 8 writers took %v", n, time.Since(start))
+	writtenDuring(t, logs, before, "the reshardCollection")
 	stop()
 	for _, line := range strings.Split(srv.log.String(), "\n") {
 		if strings.Contains(line, "changed a collection's layout") {
@@ -276,7 +299,10 @@ func TestReshardCollectionUnderWrites(t *testing.T) {
 // copies: after the restart the collection is intact under its old key and its temporary
 // collection is gone; resharding it again then works.
 func TestReshardCollectionKilledMidCopy(t *testing.T) {
-	const n = 20_000
+	t.Parallel()
+	// The failpoint holds the copy after its first committed batch of 1,000 documents: the
+	// kill comes with 1,000 of 5,000 copied, mid-copy whatever the size beyond that.
+	const n = 5000
 	srv := startServer(t, "--test-commands", "--shards", "2")
 	c := srv.client(t)
 	dbn := dbName(t)

@@ -26,6 +26,7 @@ import (
 // holds exactly what the server held at the mark, collection by collection (a checksum of
 // the documents in _id order, the indexes and the options).
 func TestRestoreUntil(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, "--shards", "2")
 	ctx := context.Background()
 	c := srv.client(t)
@@ -86,6 +87,7 @@ func TestRestoreUntil(t *testing.T) {
 // the backup, and after what a later backup's log holds; each names the window and leaves
 // nothing behind.
 func TestRestoreUntilOutsideLog(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	ctx := context.Background()
 	coll := srv.client(t).Database("pitr").Collection("a")
@@ -231,11 +233,12 @@ func dbChecksums(t *testing.T, db *mongo.Database) map[string]string {
 }
 
 // TestRestoreUntilHistoryLost restores a backup whose writes after it the server's change
-// log no longer holds (--change-retention 1s, trimmed once a minute): the restore is refused,
-// naming the time the log now starts at and the backup's, and leaves nothing behind.
+// log no longer holds (--change-retention 1s, trimmed every 200 ms by
+// --change-retention-interval): the restore is refused, naming the time the log now starts
+// at and the backup's, and leaves nothing behind.
 func TestRestoreUntilHistoryLost(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, "--change-retention", "1s")
+	srv := startServer(t, "--change-retention", "1s", "--change-retention-interval", "200ms")
 	ctx := context.Background()
 	c := srv.client(t)
 	coll := c.Database("pitr").Collection("a")
@@ -248,7 +251,8 @@ func TestRestoreUntilHistoryLost(t *testing.T) {
 	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 3*time.Minute, "the change log to be trimmed past the backup", func() bool {
+	// Well within the default interval (a minute), which would fail it.
+	waitFor(t, 30*time.Second, "the change log to be trimmed past the backup", func() bool {
 		cs, err := c.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetStartAtOperationTime(&from))
 		if err == nil {
 			_ = cs.Close(ctx)

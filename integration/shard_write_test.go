@@ -37,6 +37,7 @@ func wantServerError(t *testing.T, what string, err error, code int32, name, msg
 // MongoDB's codes (a replacement is placed by its own key, a missing one as null, so only
 // an array key fails it), while multi writes and writes that name the key go through.
 func TestShardSingleDocWriteTargeting(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, "--shards", "2")
 	c := srv.client(t)
 	ctx := context.Background()

@@ -157,6 +157,7 @@ func checkDirEmpty(t *testing.T, dir string) {
 }
 
 func TestSpillSortAndGroup(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, "--shards", "2")
 	c := srv.client(t)
 	ctx := context.Background()

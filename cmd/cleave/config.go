@@ -114,6 +114,8 @@ type Config struct {
 	// change stream can resume in), like the oplog's size and minimum retention.
 	ChangeRetention      time.Duration
 	ChangeRetentionBytes int64
+	// ChangeRetentionInterval is how often the change logs are trimmed to those bounds.
+	ChangeRetentionInterval time.Duration
 
 	// Cluster is cluster mode's configuration (cluster.go).
 	Cluster ClusterConfig
@@ -228,6 +230,7 @@ func (c *Config) flagSet(m *mongodFlags) *flag.FlagSet {
 	fs.BoolVar(&c.RequestUnits, "request-units", env("REQUEST_UNITS", "true") != "false", "meter request units and enforce provisioned throughput (false only to measure what metering costs: no throttling, no load splits)")
 	fs.DurationVar(&c.ChangeRetention, "change-retention", envDuration("CHANGE_RETENTION", 24*time.Hour), "how long each shard keeps its change log: a change stream resumes from a token at most this old (the oplog window; 0: no time bound)")
 	fs.Int64Var(&c.ChangeRetentionBytes, "change-retention-bytes", envInt64("CHANGE_RETENTION_BYTES", 1<<30), "bytes of change log each shard keeps on disk, oldest trimmed first (the oplog's size; 0: no size bound)")
+	fs.DurationVar(&c.ChangeRetentionInterval, "change-retention-interval", envDuration("CHANGE_RETENTION_INTERVAL", time.Minute), "how often each shard's change log is trimmed to --change-retention and --change-retention-bytes: the log holds up to this much past them")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", envDuration("SESSION_TIMEOUT", 30*time.Minute), "how long an unused logical session lives: its transaction, cursors and retryable-write records then go (mongod's localLogicalSessionTimeoutMinutes)")
 	c.Cluster.clusterFlags(fs)
 	m.register(fs)
@@ -393,6 +396,9 @@ func (c *Config) validateRequests() []error {
 	var errs []error
 	if c.ChangeRetention < 0 || c.ChangeRetentionBytes < 0 {
 		errs = append(errs, fmt.Errorf("--change-retention %s, --change-retention-bytes %d: must not be negative", c.ChangeRetention, c.ChangeRetentionBytes))
+	}
+	if c.ChangeRetentionInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--change-retention-interval %s: must be positive", c.ChangeRetentionInterval))
 	}
 	if c.SessionTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--session-timeout %s: must be positive", c.SessionTimeout))

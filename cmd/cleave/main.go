@@ -277,6 +277,7 @@ func execOptions(cfg *Config, st *exec.Storage, argv []string, wireStats func() 
 		SessionTimeout:         cfg.SessionTimeout,
 		ChangeRetention:        cfg.ChangeRetention,
 		ChangeRetentionBytes:   cfg.ChangeRetentionBytes,
+		ChangeRetentionEvery:   cfg.ChangeRetentionInterval,
 	}
 }
 

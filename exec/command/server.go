@@ -77,6 +77,8 @@ type Options struct {
 	// size on disk (exec/changes.Retention): change streams resume only within them.
 	ChangeRetention      time.Duration
 	ChangeRetentionBytes int64
+	// ChangeRetentionEvery is how often the logs are trimmed to those bounds; 0: a minute.
+	ChangeRetentionEvery time.Duration
 	// QueryMemory is the server's memory account (stream.Budget), in bytes, that blocking
 	// sorts, $group tables and reply batches reserve from, so that many queries at once hold
 	// about that much between them; 0: no account.
@@ -259,16 +261,20 @@ func (e *Server) initStorage(opts Options) {
 	e.DDL = ddl.New(e.Cat, e.Write, e.Log, ddl.Options{Peers: peers, Nodes: e.Storage.Cluster,
 		Deleted: &e.Counters.DeletedDocs, Knobs: ddl.Knobs{AfterBuildStart: e.AfterBuildStart.Pass}})
 	e.Storage.Catalog.SetHomePicker(e.Shards.HomeShard)
-	e.startChangeLogs(changes.Retention{Age: opts.ChangeRetention, Bytes: opts.ChangeRetentionBytes})
+	e.startChangeLogs(changes.Retention{Age: opts.ChangeRetention, Bytes: opts.ChangeRetentionBytes}, opts.ChangeRetentionEvery)
 	e.DDL.AbortUnfinished()
 }
 
 // startChangeLogs makes every local shard stamp its change records with the cluster time
-// and wake the change streams through e.Changes.
-func (e *Server) startChangeLogs(r changes.Retention) {
+// and wake the change streams through e.Changes, and trims the logs to r every interval
+// (0: a minute).
+func (e *Server) startChangeLogs(r changes.Retention, every time.Duration) {
 	e.Changes = &changes.Hub{Clock: &e.Clock}
 	e.stampChangeLogs(e.Storage.Shards)
-	go changes.RunRetention(r, e.changeLogDBs, time.Minute, e.Log.Named("changes"), e.stop)
+	if every <= 0 {
+		every = time.Minute
+	}
+	go changes.RunRetention(r, e.changeLogDBs, every, e.Log.Named("changes"), e.stop)
 }
 
 // stampChangeLogs makes the local shards of shards that do not stamp their change records yet
