@@ -77,6 +77,7 @@ func TestBackupClusterDuringWrites(t *testing.T) {
 	restored := restoreClusterBackup(t, dir, 3)
 	rc := restored[2].client(t)
 	waitReplicated(t, rc, 3, 3, 90*time.Second)
+	checkReplicasAgree(t, restored) // the copies added after the restore hold its documents too
 	before, after := checkRestored(t, rc.Database(dbn), log, cut)
 	if before == 0 || after == 0 {
 		t.Errorf("%d writes before the backup's cluster time and %d after: the backup did not fall mid-load", before, after)

@@ -72,6 +72,9 @@ func TestRestoreClusterUntil(t *testing.T) {
 	restored := restoreClusterBackupArgs(t, base, 3, "--until", until, "--log-from", nodes[2].uri())
 	rc := restored[0].client(t)
 	waitReplicated(t, rc, 3, 3, 90*time.Second)
+	// Every copy holds the restored documents, not only the one restored: a copy added by
+	// the log alone lacked them, and answered without them once it led.
+	checkReplicasAgree(t, restored)
 	if got := dbChecksums(t, rc.Database(dbn)); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("restored to %s:\n got %v\nwant %v", until, got, want)
 	}

@@ -80,3 +80,38 @@ func (s groupStorage) Snapshot() (*raftpb.Snapshot, error) {
 	cs := proto.Clone(g.conf.cs).(*raftpb.ConfState)
 	return &raftpb.Snapshot{Metadata: &raftpb.SnapshotMetadata{Index: &index, Term: &term, ConfState: cs}}, nil
 }
+
+// ErrTruncateBusy is TruncateApplied's answer while a background truncation runs.
+var ErrTruncateBusy = errors.New("a truncation of the raft log is under way")
+
+// TruncateApplied truncates the log up to the durable applied index, keeping no entry below
+// it, and returns the log's first index after it. A replica added next then receives a
+// snapshot of the state machine rather than entries: what a group must do before it adds its
+// first replica, since its store may hold data no entry carries (a copy restored from a
+// backup bootstraps a group of one over its documents).
+func (g *Group) TruncateApplied() (uint64, error) {
+	if !g.compacting.CompareAndSwap(false, true) {
+		return 0, ErrTruncateBusy
+	}
+	defer g.compacting.Store(false)
+	durable, err := g.cfg.SM.SyncApplied()
+	if err != nil {
+		return 0, err
+	}
+	g.conf.Lock()
+	cs := g.conf.cs
+	g.conf.Unlock()
+	first, err := g.cfg.Log.FirstIndex()
+	if err != nil || durable < first {
+		return first, err
+	}
+	if err := g.cfg.Log.Compact(durable, cs); err != nil && !errors.Is(err, raft.ErrCompacted) {
+		return first, err
+	}
+	g.log.Info("raft log truncated before a replica is added", zap.Uint64("index", durable))
+	return g.cfg.Log.FirstIndex()
+}
+
+// FirstIndex returns the index of the first entry the log holds (1 when nothing was
+// truncated).
+func (g *Group) FirstIndex() (uint64, error) { return g.cfg.Log.FirstIndex() }

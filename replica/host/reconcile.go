@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -65,6 +66,9 @@ func (h *Host) reconcile(r *hosted) error {
 	member := func(id uint64) bool { return slices.Contains(voters, id) || slices.Contains(learners, id) }
 	for _, rep := range p.Replicas { // 1
 		if !member(rep.ID) {
+			if err := h.snapshotFirst(r); err != nil {
+				return err
+			}
 			h.log.Info("adding a replica to a group", zap.Int("shard", r.shard), zap.Uint64("replica", rep.ID), zap.String("node", rep.Node))
 			return h.change(ctx, r, raftpb.ConfChangeType_ConfChangeAddLearnerNode, rep.ID)
 		}
@@ -140,6 +144,25 @@ func (h *Host) transferDue() bool {
 	}
 	h.lastTransfer = time.Now()
 	return true
+}
+
+// snapshotFirst makes sure a replica added to r's group receives a snapshot of its store, not
+// the log from its first entry: a group whose log was never truncated truncates it at its
+// applied index first. A copy restored from a backup bootstraps a group of one over documents
+// no entry carries; a replica given the log alone would lack them all, and once it led (a
+// restart, a leadership transfer) the shard would answer without them.
+func (h *Host) snapshotFirst(r *hosted) error {
+	first, err := r.g.FirstIndex()
+	if err != nil || first > 1 {
+		return err
+	}
+	if first, err = r.g.TruncateApplied(); err != nil {
+		return err
+	}
+	if first <= 1 {
+		return fmt.Errorf("shard %d: nothing applied to truncate at yet: the replica is added at the next round", r.shard)
+	}
+	return nil
 }
 
 // change proposes a one-replica configuration change through r's group.
