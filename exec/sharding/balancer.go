@@ -3,7 +3,6 @@ package sharding
 import (
 	"bytes"
 	"context"
-	"errors"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/write"
-	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -89,16 +87,7 @@ func (m *Manager) balancerDoc() (bsoncore.Document, error) {
 	if err != nil || ci == nil {
 		return nil, err
 	}
-	_, id := catalog.DocID(balancerKey, nil)
-	hash, err := ci.ShardHash(balancerKey)
-	if err != nil {
-		return nil, err
-	}
-	doc, err := m.cat.Shards()[ci.Map.Partition(ci.Map.Locate(hash)).Shard].GetDoc(ci.Meta.ID, hash, id, nil)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	return doc, catalog.StoreError(err)
+	return m.configDoc(ci, balancerKey) // collection_balancing.go
 }
 
 // SetBalancer writes the balancer's switch into config.settings, synced. Turning it off
