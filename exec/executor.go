@@ -87,9 +87,12 @@ func (e *Executor) families(opts Options) []command.Family {
 
 // Quiesce marks the start of shutdown: hellos answer ShutdownInProgress from now on, and
 // those waiting answer at once; moves in flight stop (InterruptedAtShutdown), so that a move
-// waiting on another node does not hold the wire server's drain (sharding.Manager.Stop).
+// waiting on another node does not hold the wire server's drain (sharding.Manager.Stop); an
+// fsync lock lets the writers go, since the manager's round that shutdown waits for may
+// need their key locks.
 func (e *Executor) Quiesce() {
 	e.hello.Quiesce()
+	e.hello.ReleaseFsyncLock()
 	if e.Shards != nil {
 		e.Shards.Stop()
 	}

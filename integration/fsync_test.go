@@ -18,7 +18,8 @@ import (
 func TestFsyncLock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv := startServer(t, "--shards", "2")
+	// Manager rounds every 50 ms: one waits on the key locks while the server is locked.
+	srv := startServer(t, "--shards", "2", "--partition-check-interval", "50ms")
 	c := srv.client(t)
 	coll := c.Database(dbName(t)).Collection("c")
 	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
@@ -85,4 +86,21 @@ func TestFsyncLock(t *testing.T) {
 	wantCode(t, fcv("6.0", true), 20, "featureCompatibilityVersion 7.0 only")
 	wantCode(t, fcv("5.0", true), 2, "is not a valid value")
 	wantCode(t, admin.RunCommand(ctx, bson.D{{Key: "addShard", Value: "rs1/localhost:27018"}}).Err(), 20, "a node started with --etcd joins it")
+
+	// A server stopped while fsync-locked lets the held write finish and exits cleanly (it
+	// interrupted the write, and could wait 20 s for a partition manager's round blocked on
+	// the key locks, then exit with 1 without closing its storage).
+	if err := admin.RunCommand(ctx, bson.D{{Key: "fsync", Value: 1}, {Key: "lock", Value: true}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan error, 1)
+	go func() {
+		_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 4}})
+		held <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	srv.stop() // fails the test unless the exit is clean (0)
+	if err := <-held; err != nil {
+		t.Errorf("the write held by the fsync lock at shutdown: %v, want it applied", err)
+	}
 }

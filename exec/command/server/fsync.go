@@ -105,3 +105,19 @@ func (h *Handlers) fsyncUnlock(_ context.Context, r *command.Request) error {
 	r.Out = bsoncore.AppendInt64Element(out, "lockCount", l.count)
 	return nil
 }
+
+// ReleaseFsyncLock lets the writers go at shutdown whatever the lock's count: the writes
+// held finish (or are interrupted) and the partition manager's round in progress, which
+// shutdown waits for, can take its key locks.
+func (h *Handlers) ReleaseFsyncLock() {
+	l := &h.fsyncLock
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.count == 0 {
+		return
+	}
+	l.count = 0
+	l.release()
+	l.release = nil
+	h.Log.Info("fsync lock released at shutdown")
+}
