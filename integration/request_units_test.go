@@ -348,13 +348,16 @@ func TestReadLoadSplit(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// The inserts' own load (100 keys) may have split "one" already, on a slow machine where
+	// they span the load window; what its single-key reads must not do is split it further.
+	before := numPartitions(t, db, "one")
 	read("one", 1, func() bool { return len(partitionStats(t, db, "one")["hotKeys"].(bson.A)) > 0 })
 	hot := shardM(partitionStats(t, db, "one")["hotKeys"].(bson.A)[0])
 	if hot["key"] != `"k0"` || hot["share"].(float64) <= 0.5 {
 		t.Errorf("hot key report %v, want \"k0\" with most of the load (the inserts' load decays in the sample too)", hot)
 	}
-	if n := numPartitions(t, db, "one"); n != 1 {
-		t.Errorf("reads of a single key split its partition into %d", n)
+	if n := numPartitions(t, db, "one"); n != before {
+		t.Errorf("reads of a single key split its %d partition(s) into %d", before, n)
 	}
 }
 
