@@ -130,29 +130,40 @@ func (h *Handlers) updateZoneKeyRange(_ context.Context, r *command.Request) err
 	if maxDoc, err = fullBound(ci, ns, "max", maxDoc); err != nil {
 		return err
 	}
-	zones := slices.Clone(ci.Meta.Zones)
+	if zone != nil {
+		if err := checkZonePlacement(ci, minDoc, maxDoc); err != nil {
+			return err
+		}
+	}
+	zones, unchanged, err := editZones(ci.Meta.Zones, minDoc, maxDoc, zone)
+	if err != nil || unchanged {
+		return err
+	}
+	return h.setZones(ci, zones)
+}
+
+// editZones returns zones with [minDoc, maxDoc) given to zone, sorted by min, or with that
+// range removed (zone nil); unchanged when the range is already the zone's. A new range
+// that overlaps another fails as MongoDB's does (checkOverlap). zones is not modified.
+func editZones(zones []bsoncore.Document, minDoc, maxDoc bsoncore.Document, zone *string) (out []bsoncore.Document, unchanged bool, err error) {
+	out = slices.Clone(zones)
 	if zone == nil {
-		zones = slices.DeleteFunc(zones, func(z bsoncore.Document) bool {
+		return slices.DeleteFunc(out, func(z bsoncore.Document) bool {
 			zmin, _ := z.Lookup("min").DocumentOK()
 			zmax, _ := z.Lookup("max").DocumentOK()
 			return compareBounds(zmin, minDoc) == 0 && compareBounds(zmax, maxDoc) == 0
-		})
-		return h.setZones(ci, zones)
+		}), false, nil
 	}
-	if err := checkZonePlacement(ci, minDoc, maxDoc); err != nil {
-		return err
+	if unchanged, err = checkOverlap(out, minDoc, maxDoc, *zone); err != nil || unchanged {
+		return nil, unchanged, err
 	}
-	same, err := checkOverlap(zones, minDoc, maxDoc, *zone)
-	if err != nil || same {
-		return err
-	}
-	zones = append(zones, sharding.ZoneDoc(minDoc, maxDoc, *zone))
-	slices.SortFunc(zones, func(a, b bsoncore.Document) int {
+	out = append(out, sharding.ZoneDoc(minDoc, maxDoc, *zone))
+	slices.SortFunc(out, func(a, b bsoncore.Document) int {
 		am, _ := a.Lookup("min").DocumentOK()
 		bm, _ := b.Lookup("min").DocumentOK()
 		return compareBounds(am, bm)
 	})
-	return h.setZones(ci, zones)
+	return out, false, nil
 }
 
 // setZones writes ci's zone ranges; nil when none are left.

@@ -1,13 +1,11 @@
 package colls
 
 import (
-	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/catalog"
-	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -40,25 +38,10 @@ func (h *Handlers) updatePendingZone(db, coll string, minDoc, maxDoc bsoncore.Do
 			}
 		}
 	}
-	zones := slices.Clone(h.Shards.PendingZones(db, coll))
-	if zone == nil {
-		zones = slices.DeleteFunc(zones, func(z bsoncore.Document) bool {
-			zmin, _ := z.Lookup("min").DocumentOK()
-			zmax, _ := z.Lookup("max").DocumentOK()
-			return compareBounds(zmin, minDoc) == 0 && compareBounds(zmax, maxDoc) == 0
-		})
-		return catalog.StoreError(h.Shards.SetPendingZones(db, coll, zones))
-	}
-	same, err := checkOverlap(zones, minDoc, maxDoc, *zone)
-	if err != nil || same {
+	zones, unchanged, err := editZones(h.Shards.PendingZones(db, coll), minDoc, maxDoc, zone)
+	if err != nil || unchanged {
 		return err
 	}
-	zones = append(zones, sharding.ZoneDoc(minDoc, maxDoc, *zone))
-	slices.SortFunc(zones, func(a, b bsoncore.Document) int {
-		am, _ := a.Lookup("min").DocumentOK()
-		bm, _ := b.Lookup("min").DocumentOK()
-		return compareBounds(am, bm)
-	})
 	return catalog.StoreError(h.Shards.SetPendingZones(db, coll, zones))
 }
 
