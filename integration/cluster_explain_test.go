@@ -78,15 +78,7 @@ func explainShards(t *testing.T, c *mongo.Client, db string, cmd bson.D) (string
 // (of index keys alone too), a distinct scan, and an aggregate's per-shard part.
 func TestClusterExplainRemoteShards(t *testing.T) {
 	t.Parallel()
-	_, nodes := startClusterNodes(t, 3)
-	clients := make([]*mongo.Client, len(nodes))
-	for i, s := range nodes {
-		clients[i] = s.client(t)
-	}
-	waitClusterShards(t, clients, 3)
-	dbn := dbName(t)
-	shardColl(t, clients[0], dbn+".users", "tenant", bson.E{Key: "numInitialChunks", Value: 6})
-	waitClusterChunks(t, clients, 6, 3)
+	nodes, clients, dbn := shardedOverThree(t, "users", "tenant", 6)
 	const total = 90
 	docs := make([]any, total)
 	for i := range docs {

@@ -100,16 +100,8 @@ func TestClusterRemoteLimitedReadLeavesNoCursor(t *testing.T) {
 // client could not know), once.
 func TestClusterHopsDuringMoves(t *testing.T) {
 	t.Parallel()
-	_, nodes := startClusterNodes(t, 3)
-	clients := make([]*mongo.Client, len(nodes))
-	for i, s := range nodes {
-		clients[i] = s.client(t)
-	}
-	waitClusterShards(t, clients, 3)
-	dbn := dbName(t)
+	_, clients, dbn := shardedOverThree(t, "c", "_id", 6)
 	ns := dbn + ".c"
-	shardColl(t, clients[0], ns, "_id", bson.E{Key: "numInitialChunks", Value: 6})
-	waitClusterChunks(t, clients, 6, 3)
 	ctx := context.Background()
 	coll := clients[0].Database(dbn).Collection("c")
 	const workers, perWorker = 12, 20

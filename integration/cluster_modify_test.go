@@ -17,15 +17,7 @@ import (
 // their three shards, holding 90 documents {_id: i, tenant: "t<i%7>", n: i}.
 func startModifyCluster(t *testing.T) ([]*server, []*mongo.Client, string) {
 	t.Helper()
-	_, nodes := startClusterNodes(t, 3)
-	clients := make([]*mongo.Client, len(nodes))
-	for i, s := range nodes {
-		clients[i] = s.client(t)
-	}
-	waitClusterShards(t, clients, 3)
-	dbn := dbName(t)
-	shardColl(t, clients[0], dbn+".users", "tenant", bson.E{Key: "numInitialChunks", Value: 6})
-	waitClusterChunks(t, clients, 6, 3)
+	nodes, clients, dbn := shardedOverThree(t, "users", "tenant", 6)
 	docs := make([]any, 90)
 	for i := range docs {
 		docs[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "tenant", Value: fmt.Sprintf("t%d", i%7)}, {Key: "n", Value: int32(i)}}

@@ -13,6 +13,23 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
+// shardedOverThree starts three cluster nodes, shards db.coll (db is the test's) on
+// {key: "hashed"} in chunks partitions and waits until every node sees them spread over the
+// three: the nodes, a client of each, and the database's name.
+func shardedOverThree(t *testing.T, coll, key string, chunks int) ([]*server, []*mongo.Client, string) {
+	t.Helper()
+	_, nodes := startClusterNodes(t, 3)
+	clients := make([]*mongo.Client, len(nodes))
+	for i, s := range nodes {
+		clients[i] = s.client(t)
+	}
+	waitClusterShards(t, clients, 3)
+	dbn := dbName(t)
+	shardColl(t, clients[0], dbn+"."+coll, key, bson.E{Key: "numInitialChunks", Value: chunks})
+	waitClusterChunks(t, clients, chunks, 3)
+	return nodes, clients, dbn
+}
+
 // waitClusterShards waits until every node lists n shards, each with a host.
 func waitClusterShards(t *testing.T, clients []*mongo.Client, n int) {
 	t.Helper()

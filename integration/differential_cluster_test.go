@@ -4,9 +4,6 @@ import (
 	"context"
 	"os"
 	"testing"
-
-	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
 // TestDifferentialCluster is TestDifferentialShardedVsUnsharded on a cluster of three nodes
@@ -35,15 +32,7 @@ func TestDifferentialCluster(t *testing.T) {
 	nQueries = max(nQueries, *diffQueryFlag+1)
 	t.Logf("seed %d, %d documents, %d queries", seed, nDocs, nQueries)
 
-	_, nodes := startClusterNodes(t, 3)
-	clients := make([]*mongo.Client, len(nodes))
-	for i, s := range nodes {
-		clients[i] = s.client(t)
-	}
-	waitClusterShards(t, clients, 3)
-	dbn := dbName(t)
-	shardColl(t, clients[0], dbn+".sharded", "deviceId", bson.E{Key: "numInitialChunks", Value: 12})
-	waitClusterChunks(t, clients, 12, 3)
+	_, clients, dbn := shardedOverThree(t, "sharded", "deviceId", 12)
 	if err := clients[1].Database(dbn).CreateCollection(context.Background(), diffPlainColl); err != nil {
 		t.Fatal(err)
 	}
