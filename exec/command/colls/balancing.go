@@ -46,12 +46,9 @@ func (h *Handlers) balancerCollectionStatus(_ context.Context, r *command.Reques
 	if err != nil {
 		return err
 	}
-	ci, err := h.Cat.Lookup(db, coll)
+	ci, err := h.shardedColl(db + "." + coll)
 	if err != nil {
 		return err
-	}
-	if ci == nil || !ci.Meta.Sharded() {
-		return mongoerr.New(mongoerr.NamespaceNotSharded, "Collection %s.%s is not sharded.", db, coll)
 	}
 	compliant, violation := h.Shards.BalancerCompliance(ci)
 	out := bsoncore.AppendInt64Element(r.Out, "chunkSize", h.Shards.MaxChunkSizeMB())
