@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -49,44 +48,9 @@ func replicatedNodesShards(t *testing.T, n, shards int, extra ...string) (*etcdt
 	return etcd, nodes, "mongodb://" + strings.Join(addrs, ",") + "/"
 }
 
-// freePort returns a loopback address whose port was free a moment ago, below the kernel's
-// ephemeral range when it can: a node killed and restarted on it must find it free again,
-// and a port of that range may meanwhile be taken by any outgoing connection or port-0
-// listener, of the tests running in parallel or of other processes.
-func freePort(t *testing.T) string {
-	t.Helper()
-	if low := ephemeralLow(); low > 11000 {
-		for range 100 {
-			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(10000+rand.IntN(low-10000)))
-			if ln, err := net.Listen("tcp", addr); err == nil {
-				_ = ln.Close()
-				return addr
-			}
-		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
-}
-
-// ephemeralLow returns the first port of the kernel's ephemeral range (Linux's
-// ip_local_port_range), 0 when unknown.
-func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		return 0
-	}
-	n, _ := strconv.Atoi(f[0])
-	return n
-}
+// freePort returns a loopback address for a node that may be killed and restarted on it
+// (etcdtest.FreeAddr: below the kernel's ephemeral range when it can).
+func freePort(t *testing.T) string { return etcdtest.FreeAddr(t) }
 
 // killLog is what the writers of TestReplicationKillChaos saw.
 type killLog struct {

@@ -11,7 +11,6 @@ package etcdtest
 
 import (
 	"fmt"
-	"net"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -169,17 +168,13 @@ func (c *Cluster) StopAll() {
 	}
 }
 
-// freeURLs returns n loopback URLs on ports free right now.
+// freeURLs returns n loopback URLs on ports free right now, below the ephemeral range when it
+// can (FreeAddr): Restart binds a member's ports again after other tests had time to take them.
 func freeURLs(t testing.TB, n int) []url.URL {
 	t.Helper()
 	out := make([]url.URL, n)
 	for i := range out {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("etcdtest: %v", err)
-		}
-		out[i] = url.URL{Scheme: "http", Host: ln.Addr().String()}
-		_ = ln.Close()
+		out[i] = url.URL{Scheme: "http", Host: FreeAddr(t)}
 	}
 	return out
 }
