@@ -5,7 +5,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/cleavedb/cleave/exec/access"
 	"github.com/cleavedb/cleave/exec/command"
@@ -106,7 +105,7 @@ func InternalHello(key string) func(ctx context.Context, run func(cmd bsoncore.D
 }
 
 // NewLogRing returns a ring of the size most recent log lines at level or above.
-func NewLogRing(size int, level zapcore.LevelEnabler) *LogRing {
+func NewLogRing(size int, level zap.AtomicLevel) *LogRing {
 	return command.NewLogRing(size, level)
 }
 

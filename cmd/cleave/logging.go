@@ -27,7 +27,8 @@ func newLogger(c *Config) (*zap.Logger, *exec.LogRing, error) {
 		encCfg.EncodeLevel = zapcore.CapitalLevelEncoder
 		enc = zapcore.NewConsoleEncoder(encCfg)
 	}
-	r := exec.NewLogRing(1024, level)
-	core := zapcore.NewTee(zapcore.NewCore(enc, zapcore.Lock(os.Stderr), level), r)
+	atomic := zap.NewAtomicLevelAt(level) // setParameter's logLevel changes it at runtime
+	r := exec.NewLogRing(1024, atomic)
+	core := zapcore.NewTee(zapcore.NewCore(enc, zapcore.Lock(os.Stderr), atomic), r)
 	return zap.New(core), r, nil
 }

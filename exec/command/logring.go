@@ -2,15 +2,18 @@ package command
 
 import (
 	"sync"
+	"sync/atomic"
 
+	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
 
 // LogRing keeps the most recent log lines, encoded as JSON, for getLog: "global". It is a
-// zapcore.Core to tee the server's logger into.
+// zapcore.Core to tee the server's logger into. It also holds the process logger's level,
+// which setParameter's logLevel changes at runtime (Verbosity).
 type LogRing struct {
 	enc   zapcore.Encoder
-	level zapcore.LevelEnabler
+	level zap.AtomicLevel
 	mu    *ringState
 }
 
@@ -20,10 +23,15 @@ type ringState struct {
 	lines []string
 	next  int
 	total int64
+	// base is the level the server started with; verbosity is MongoDB's logLevel (0: base,
+	// 1 to 5: debug).
+	base      zapcore.Level
+	verbosity atomic.Int32
 }
 
-// NewLogRing returns a LogRing holding up to size lines at or above level.
-func NewLogRing(size int, level zapcore.LevelEnabler) *LogRing {
+// NewLogRing returns a LogRing holding up to size lines at or above level, which the
+// server's other log cores share so that SetVerbosity changes them all.
+func NewLogRing(size int, level zap.AtomicLevel) *LogRing {
 	cfg := zapcore.EncoderConfig{
 		TimeKey: "t", LevelKey: "s", NameKey: "c", MessageKey: "msg",
 		EncodeTime: zapcore.ISO8601TimeEncoder, EncodeLevel: zapcore.CapitalLevelEncoder,
@@ -32,8 +40,23 @@ func NewLogRing(size int, level zapcore.LevelEnabler) *LogRing {
 	return &LogRing{
 		enc:   zapcore.NewJSONEncoder(cfg),
 		level: level,
-		mu:    &ringState{lines: make([]string, 0, size)},
+		mu:    &ringState{lines: make([]string, 0, size), base: level.Level()},
 	}
+}
+
+// Verbosity returns MongoDB's logLevel: 0 while the server logs at its configured level,
+// 1 to 5 once setParameter raised it to debug.
+func (l *LogRing) Verbosity() int32 { return l.mu.verbosity.Load() }
+
+// SetVerbosity sets MongoDB's logLevel: 0 returns to the level the server started with, 1 to 5
+// log at debug (zap has one debug level, MongoDB's D1 to D5 all map to it).
+func (l *LogRing) SetVerbosity(v int32) {
+	l.mu.verbosity.Store(v)
+	if v == 0 {
+		l.level.SetLevel(l.mu.base)
+		return
+	}
+	l.level.SetLevel(zapcore.DebugLevel)
 }
 
 // Enabled implements zapcore.Core.

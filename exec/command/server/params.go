@@ -52,7 +52,8 @@ var parameters = []parameter{
 	{"localLogicalSessionTimeoutMinutes", func(h *Handlers, dst []byte, key string) []byte {
 		return bsoncore.AppendInt32Element(dst, key, h.Sessions.TimeoutMinutes())
 	}},
-	{"logLevel", func(_ *Handlers, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 0) }},
+	{"logComponentVerbosity", appendLogComponentVerbosity},
+	{"logLevel", appendLogLevel},
 	{"maxBSONDepth", func(_ *Handlers, dst []byte, key string) []byte { return bsoncore.AppendInt32Element(dst, key, 200) }},
 	{"minSnapshotHistoryWindowInSeconds", func(h *Handlers, dst []byte, key string) []byte {
 		return h.Knobs.SnapshotWindow.AppendTo(dst, key)
@@ -153,6 +154,12 @@ func (h *Handlers) setParameter(_ context.Context, r *command.Request) error {
 	}
 	sort.Strings(names)
 	for i, name := range names {
+		if logParams[name] {
+			if err := h.setLogParam(r, i == 0, name, vals[name]); err != nil {
+				return err
+			}
+			continue
+		}
 		k := h.Knobs.ByName(name)
 		if i == 0 {
 			r.Out = k.AppendTo(r.Out, "was")
@@ -171,7 +178,7 @@ func (h *Handlers) setParameter(_ context.Context, r *command.Request) error {
 // other than knobs are fixed).
 func (h *Handlers) checkSettable(name string) error {
 	switch {
-	case h.Knobs.ByName(name) != nil:
+	case h.Knobs.ByName(name) != nil, logParams[name] && h.Opts.Log != nil:
 		return nil
 	case startupOnly[name]:
 		return mongoerr.New(mongoerr.IllegalOperation, "not allowed to change [%s] at runtime", name)
