@@ -52,6 +52,10 @@ type DB struct {
 	changes changeState
 	// applied counts the batches applied since Open (Applied).
 	applied atomic.Uint64
+	// partStats caches Stats of hash ranges while nothing is applied (stats.go);
+	// statsScans counts the scans it did not save, for tests.
+	partStats  partStatsCache
+	statsScans atomic.Int64
 	// proposer, when set, replicates every batch (replicated.go); replApplied is the index of
 	// the last replicated entry applied.
 	proposer    atomic.Pointer[Proposer]

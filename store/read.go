@@ -237,7 +237,8 @@ func (db *DB) NewIndexIter(coll CollID, idx IndexID, lower, upper []byte, revers
 }
 
 // Stats implements Reader. Over a whole collection ([0, 0)) it answers from memory, as
-// CollStats.
+// CollStats; over a range, from a scan of its bucket records, remembered until the next batch
+// is applied (partStatsCache, stats.go).
 func (db *DB) Stats(coll CollID, lo, hi uint64) (docs, bytes int64, err error) {
 	if db.closed.Load() {
 		return 0, 0, ErrClosed
@@ -246,7 +247,17 @@ func (db *DB) Stats(coll CollID, lo, hi uint64) (docs, bytes int64, err error) {
 		docs, bytes = db.totals.get(coll)
 		return docs, bytes, nil
 	}
-	return db.readOps.stats(coll, lo, hi)
+	// Read the count before the scan: a batch applied during it moves the count on, so the
+	// entry put below is never taken for the state after that batch.
+	key, applied := partStatsKey{coll: coll, lo: lo, hi: hi}, db.applied.Load()
+	if docs, bytes, ok := db.partStats.get(key, applied); ok {
+		return docs, bytes, nil
+	}
+	db.statsScans.Add(1)
+	if docs, bytes, err = db.readOps.stats(coll, lo, hi); err == nil {
+		db.partStats.put(key, applied, docs, bytes)
+	}
+	return docs, bytes, err
 }
 
 // Histogram implements Reader.

@@ -271,3 +271,52 @@ func (db *DB) EstimateDiskUsage(coll CollID, lo, hi uint64) (uint64, error) {
 	lower, upper := appendDocRangeBounds(buf[:0], coll, lo, hi)
 	return db.pdb.EstimateDiskUsage(lower, upper)
 }
+
+// partStatsCache remembers the stats of hash ranges [lo, hi) of collections as of a count of
+// applied batches (DB.applied). The partition manager asks every round for the size of every
+// partition of every collection, and a range's stats are a scan of up to 65,536 bucket
+// records: on an idle node that was a steady cost per collection for answers that cannot
+// have changed. An entry answers only while nothing was applied since it was read, so the
+// answer is exact; any write to the shard invalidates every entry at once, which costs
+// nothing while writes come (they would be recomputed anyway) and keeps the rule simple.
+type partStatsCache struct {
+	mu sync.Mutex
+	m  map[partStatsKey]partStats
+}
+
+// partStatsKey names a range of a collection.
+type partStatsKey struct {
+	coll   CollID
+	lo, hi uint64
+}
+
+// partStats is a range's stats read when the DB had applied batches applied.
+type partStats struct {
+	applied     uint64
+	docs, bytes int64
+}
+
+// maxPartStats bounds the entries kept: ranges of partitions since split, merged or moved
+// away are dropped with everything else when the cache is full.
+const maxPartStats = 16384
+
+// get returns the stats of key if they were read with nothing applied since.
+func (c *partStatsCache) get(key partStatsKey, applied uint64) (docs, bytes int64, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.m[key]
+	if !ok || s.applied != applied {
+		return 0, 0, false
+	}
+	return s.docs, s.bytes, true
+}
+
+// put records the stats of key, read after the DB had applied batches applied.
+func (c *partStatsCache) put(key partStatsKey, applied uint64, docs, bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxPartStats {
+		c.m = make(map[partStatsKey]partStats)
+	}
+	c.m[key] = partStats{applied: applied, docs: docs, bytes: bytes}
+}

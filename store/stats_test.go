@@ -400,3 +400,37 @@ func TestEstimateDiskUsage(t *testing.T) {
 		t.Fatalf("EstimateDiskUsage: collection 1 = %d, empty collection 2 = %d", all, none)
 	}
 }
+
+// TestStatsOfRangeRemembered: a range's stats are scanned once while nothing is written (the
+// partition manager asks for them every round), and are exact again after every write.
+func TestStatsOfRangeRemembered(t *testing.T) {
+	db := openMem(t)
+	m := newStatsModel()
+	r := rand.New(rand.NewPCG(5, 6))
+	applyRandom(t, db, 7, m, r, 50)
+	lo, hi := uint64(1)<<bucketBits, uint64(4)<<bucketBits
+	check := func(wantScans int64) {
+		t.Helper()
+		before := db.statsScans.Load()
+		docs, bytes, err := db.Stats(7, lo, hi)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wd, wb := m.sum(lo, hi); docs != wd || bytes != wb {
+			t.Fatalf("Stats = %d docs, %d bytes; want %d, %d", docs, bytes, wd, wb)
+		}
+		if got := db.statsScans.Load() - before; got != wantScans {
+			t.Fatalf("Stats scanned %d times, want %d", got, wantScans)
+		}
+	}
+	check(1)
+	check(0) // nothing written since: remembered
+	check(0)
+	for range 20 {
+		applyRandom(t, db, 7, m, r, 1+r.IntN(3))
+		check(1)
+		check(0)
+	}
+	applyRandom(t, db, 8, newStatsModel(), r, 1) // another collection's write: scanned again
+	check(1)
+}
