@@ -163,3 +163,49 @@ func TestShardPresplitHashedZones(t *testing.T) {
 		t.Fatalf("chunks without presplit on %v, want one on a shard of the zone", got)
 	}
 }
+
+// TestDropRemovesPendingZones: as MongoDB's drop removes a namespace's config.tags whether the
+// collection is sharded, unsharded or absent, dropping a namespace that had zone ranges
+// waiting for shardCollection removes them, and a later shardCollection of that name starts
+// without them.
+func TestDropRemovesPendingZones(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "--shards", "2")
+	c := srv.client(t)
+	ctx := context.Background()
+	db := c.Database(dbName(t))
+	if err := zoneAdmin(t, c, bson.D{{Key: "addShardToZone", Value: "shard-1"}, {Key: "zone", Value: "Z"}}); err != nil {
+		t.Fatal(err)
+	}
+	tags := func(ns string) int64 {
+		t.Helper()
+		n, err := c.Database("config").Collection("tags").CountDocuments(ctx, bson.D{{Key: "ns", Value: ns}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := db.Collection("unsharded").InsertOne(ctx, bson.D{{Key: "x", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, coll := range []string{"absent", "unsharded"} {
+		ns := db.Name() + "." + coll
+		if err := zoneAdmin(t, c, zoneRange(ns, 0, 100, "Z")); err != nil {
+			t.Fatal(err)
+		}
+		if n := tags(ns); n != 1 {
+			t.Fatalf("%s: %d config.tags documents before the drop, want 1", ns, n)
+		}
+		if err := db.Collection(coll).Drop(ctx); err != nil {
+			t.Fatalf("drop %s: %v", ns, err)
+		}
+		if n := tags(ns); n != 0 {
+			t.Fatalf("%s: %d config.tags documents after the drop, want 0", ns, n)
+		}
+	}
+	// Sharded again under the old name, on a key the old ranges would have refused: no zone
+	// is left to check or place.
+	if err := zoneAdmin(t, c, bson.D{{Key: "shardCollection", Value: db.Name() + ".absent"}, {Key: "key", Value: bson.D{{Key: "y", Value: 1}}}}); err != nil {
+		t.Fatalf("shardCollection after the drop: %v", err)
+	}
+}

@@ -123,6 +123,11 @@ func (h *Handlers) drop(ctx context.Context, r *command.Request) error {
 		return err
 	}
 	defer unlock()
+	// The namespace's zone ranges go first, whether it exists or not (a sharded collection's
+	// go with its record); a failure then drops nothing.
+	if err := h.forgetPendingZones(r.DB, name); err != nil {
+		return catalog.StoreError(err)
+	}
 	release := h.Cat.HoldWriters() // as renameCollection does
 	slot := h.ReserveChange(r.DB)
 	c, err := h.Storage.Catalog.DropCollection(r.DB, name)

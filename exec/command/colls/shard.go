@@ -340,12 +340,20 @@ func (h *Handlers) createSharded(spec sharding.Spec, zones []bsoncore.Document) 
 // the collection's own; a failure only leaves them hidden by the collection's (config.tags
 // shows the collection's).
 func (h *Handlers) dropPendingZones(spec sharding.Spec) {
-	if len(h.Shards.PendingZones(spec.DB, spec.Coll)) == 0 {
-		return
-	}
-	if err := h.Shards.SetPendingZones(spec.DB, spec.Coll, nil); err != nil {
+	if err := h.forgetPendingZones(spec.DB, spec.Coll); err != nil {
 		h.Log.Warn("cannot forget the zone ranges of a namespace now sharded", zap.String("ns", spec.DB+"."+spec.Coll), zap.Error(err))
 	}
+}
+
+// forgetPendingZones removes the zone ranges defined for db.coll before it was sharded, if
+// it has any: shardCollection made them the collection's, or drop removed the namespace (as
+// MongoDB's drop removes a namespace's config.tags whether it was sharded, unsharded or
+// absent).
+func (h *Handlers) forgetPendingZones(db, coll string) error {
+	if h.Shards == nil || len(h.Shards.PendingZones(db, coll)) == 0 {
+		return nil
+	}
+	return h.Shards.SetPendingZones(db, coll, nil)
 }
 
 // recordSharded records the shardCollection event of c, just sharded, as MongoDB's change
