@@ -5,6 +5,10 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -225,4 +229,54 @@ func startCeilingServer(b *testing.B) string {
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// BenchmarkClientPipelined measures commands sent at once by 32 goroutines through a Client
+// (two pipelined connections, as between cluster nodes) to a Server with an echo handler,
+// both in this process; syscalls/op are the process's read and write system calls per
+// command (/proc/self/io, both sides), which batching several frames in one write lowers.
+func BenchmarkClientPipelined(b *testing.B) {
+	ts := startServer(b, ServerOptions{}, forkingHandler{newEchoHandler()})
+	c := NewClient(ts.addr, ClientOptions{Conns: 2, Hello: pipelineHello})
+	defer c.Close()
+	ctx := context.Background()
+	cmd := command("ping")
+	if _, err := c.Command(ctx, cmd); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetParallelism(32 / max(1, runtime.GOMAXPROCS(0)))
+	before := readWriteSyscalls(b)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := c.Command(ctx, cmd); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(readWriteSyscalls(b)-before)/float64(b.N), "syscalls/op")
+}
+
+// readWriteSyscalls returns the read and write system calls this process made so far
+// (syscr + syscw of /proc/self/io); 0 where there is no such file.
+func readWriteSyscalls(b *testing.B) int64 {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	n := int64(0)
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		if ok && (k == "syscr" || k == "syscw") {
+			x, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += x
+		}
+	}
+	return n
 }

@@ -90,7 +90,9 @@ func (cc *clientConn) cancel(id int32) {
 
 // send writes the request id carrying cmd. Frames that arrive while another request's write
 // is under way are appended to the next batch, which that writer sends when its write
-// returns: under load many requests go out in one write. An error means the connection
+// returns: under load many requests go out in one write. A writer that is not alone (other
+// requests in flight) first yields once (yieldBeforeWrite), so that the requests of the
+// goroutines ready to run join its write. An error means the connection
 // failed (the request may have left, in part).
 func (cc *clientConn) send(id int32, cmd bsoncore.Document) error {
 	return cc.write(id, 0, cmd)
@@ -105,6 +107,11 @@ func (cc *clientConn) write(id int32, flags MsgFlags, cmd bsoncore.Document) err
 		return nil
 	}
 	cc.writing = true
+	if cc.inflight.Load() > 1 {
+		cc.wmu.Unlock()
+		yieldBeforeWrite()
+		cc.wmu.Lock()
+	}
 	var err error
 	for len(cc.wbuf) > 0 && err == nil {
 		buf := cc.wbuf

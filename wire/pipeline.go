@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 
 	"go.uber.org/zap"
@@ -177,6 +178,22 @@ func (p *pipe) done(id int32) {
 	p.c.state.CompareAndSwap(stateActive, stateIdle)
 }
 
+// busy reports whether requests other than the caller's are in flight.
+func (p *pipe) busy() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.inflight > 1
+}
+
+// yieldBeforeWrite lets the goroutines that are ready to run go first, once, before a write
+// that other requests in flight may join: a worker about to answer, or a client goroutine
+// about to send, appends its frame to the write instead of making one of its own. Under 32
+// clients reading through one node of three, two in three of them on other nodes, the
+// nodes' read and write system calls were a third of their CPU, and most writes carried
+// one frame. The yield costs a trip through the scheduler, and nothing when the
+// connection carries one request at a time (the caller does not yield then).
+func yieldBeforeWrite() { runtime.Gosched() }
+
 // cancel ends the context of request id, if it still runs.
 func (p *pipe) cancel(id int32) {
 	p.mu.Lock()
@@ -204,7 +221,9 @@ func cancelOf(frame []byte) (int32, bool) {
 }
 
 // write sends a reply frame: appended to the next batch while another reply is being
-// written, whose writer sends it when its write returns.
+// written, whose writer sends it when its write returns. A writer whose connection runs
+// other requests first yields once (yieldBeforeWrite): the replies that finish meanwhile
+// go out in its write.
 func (p *pipe) write(frame []byte) error {
 	p.wmu.Lock()
 	if p.werr != nil {
@@ -218,6 +237,11 @@ func (p *pipe) write(frame []byte) error {
 		return nil
 	}
 	p.writing = true
+	if p.busy() {
+		p.wmu.Unlock()
+		yieldBeforeWrite()
+		p.wmu.Lock()
+	}
 	var err error
 	for len(p.wbuf) > 0 && err == nil {
 		buf := p.wbuf

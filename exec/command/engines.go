@@ -6,6 +6,7 @@ package command
 import (
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/query"
+	"github.com/cleavedb/cleave/exec/route"
 	"github.com/cleavedb/cleave/exec/session"
 	"github.com/cleavedb/cleave/exec/txn"
 	"github.com/cleavedb/cleave/exec/write"
@@ -67,6 +68,15 @@ func (e *Server) CheckoutRetryable(r *Request) (rt *write.Retry, release func(),
 		return nil, func() {}, nil
 	}
 	return e.Sessions.CheckoutRetryable(r.Body, e.Write)
+}
+
+// CompactUpdates returns the compact updates this node sent to other nodes and served for
+// them (route.ShardUpdate); none on a single node.
+func (e *Server) CompactUpdates() route.UpdateCounts {
+	if e.Remote == nil {
+		return route.UpdateCounts{}
+	}
+	return e.Remote.CompactUpdates()
 }
 
 // SessionUser returns the user r runs as for its sessions: its connection's with

@@ -6,7 +6,7 @@
 // package whose step it is — a shard's part of a read (exec/query, _cleaveShardFind), of an
 // index build or drop (exec/ddl, _cleaveShardIndexes), of a move (exec/sharding), of a change
 // stream (exec/changes, _cleaveShardChanges) — or here: writes (_cleaveShardWrite,
-// _cleaveShardModify), statistics or validation (_cleaveShardStats) and a $vectorSearch's
+// _cleaveShardModify, and the compact _cleaveShardUpdate of a plain single-document update), statistics or validation (_cleaveShardStats) and a $vectorSearch's
 // part (_cleaveShardVectorSearch). Every request
 // carries the router's catalog revision; the owner catches up to it, and answers StaleConfig
 // when its own map of the shard differs. Router answers what spans a collection's shards:

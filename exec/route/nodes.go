@@ -38,6 +38,7 @@ type Nodes struct {
 	records *store.Catalog // its revision goes with every request
 	cluster sharding.Cluster
 	pool    *wire.Pool
+	updates updateCounters // compact updates (update.go)
 }
 
 // NewNodes returns the way to cluster c's other nodes, for catalog cat whose records are

@@ -164,6 +164,12 @@ func (rs *Nodes) Modify(ctx context.Context, shard int, s Session, m *Modify, re
 	if err != nil {
 		return false, retryableUnreachable(err, retryable)
 	}
+	return mergeModifyReply(reply, res), nil
+}
+
+// mergeModifyReply adds the result of an owner's _cleaveShardModify or _cleaveShardUpdate
+// reply to res, and reports whether the owner had executed the statement before.
+func mergeModifyReply(reply bsoncore.Document, res *write.Result) (executed bool) {
 	n, _ := reply.Lookup("n").AsInt64OK()
 	nm, _ := reply.Lookup("nModified").AsInt64OK()
 	charge, _ := reply.Lookup("charge").DoubleOK()
@@ -180,5 +186,5 @@ func (rs *Nodes) Modify(ctx context.Context, shard int, s Session, m *Modify, re
 		res.After = d
 	}
 	executed, _ = reply.Lookup("executed").BooleanOK()
-	return executed, nil
+	return executed
 }

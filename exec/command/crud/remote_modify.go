@@ -108,6 +108,10 @@ func (h *Handlers) runWriteOnce(ctx context.Context, r *command.Request, op *wri
 	case len(parts) == 0 || len(parts) == 1 && !parts[0].remote:
 		return h.RunLocal(ctx, r, op, ms, res)
 	case len(parts) == 1:
+		if u := compactUpdate(r, op, ms, parts[0]); u != nil {
+			_, err := h.Remote.Update(ctx, u, res)
+			return err
+		}
 		return h.modifyOn(ctx, r, ms, parts[0], route.ModifyRun, op.Upsert, nil, res)
 	case op.Multi:
 		return h.modifyMulti(ctx, r, op, ms, parts, res)

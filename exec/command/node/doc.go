@@ -3,7 +3,8 @@
 // a point read by _id and hash as the compact _cleaveShardGet, a Direct command answered
 // without planning: point.go),
 // of an insert (_cleaveShardWrite), of an update, delete or findAndModify
-// (_cleaveShardModify), of an index build or drop (_cleaveShardIndexes), of statistics or
+// (_cleaveShardModify; a plain single-document update as the compact _cleaveShardUpdate,
+// a Direct command: update.go), of an index build or drop (_cleaveShardIndexes), of statistics or
 // validation (_cleaveShardStats), of a $vectorSearch (_cleaveShardVectorSearch), and the steps of a partition move between nodes. Each
 // runs on this node's shards only, after catching up with the router's catalog revision,
 // and answers StaleConfig when its own map of the shard differs.

@@ -48,6 +48,7 @@ func (h *Handlers) addInternalCommands(add func(*command.Command)) {
 	add(&command.Command{Name: "_cleaveShardChanges", Run: h.shardChanges, Action: auth.ActionInternal, Help: "internal: records of a shard's change log, for a change stream on another node"})
 	add(&command.Command{Name: access.PipelineCommand, Run: pipeline, Action: auth.ActionInternal, Help: "internal: this connection's requests run at once, each answered as it finishes"})
 	add(&command.Command{Name: "_cleaveShardVectorSearch", Run: h.shardVectorSearch, Action: auth.ActionInternal, Help: "internal: a $vectorSearch over this node's shards"})
+	add(&command.Command{Name: route.UpdateCommand, Run: h.shardUpdate, Action: auth.ActionInternal, Help: "internal: a single-document update on this node's shard (compact)", Props: command.Direct})
 	add(&command.Command{Name: "_cleaveShardModify", Run: h.shardModify, Action: auth.ActionInternal, Help: "internal: a statement of an update, delete or findAndModify on this node's shards"})
 }
 

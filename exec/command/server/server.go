@@ -171,7 +171,7 @@ func (h *Handlers) appendQueryMemory(dst []byte) []byte {
 
 // appendServerStatusSharding appends mongos' sharding section: the config server (cleave's
 // catalog, in this process), the partition size limit as maxChunkSizeInBytes, the
-// partition manager's counters, and cleave's compactPointReads.
+// partition manager's counters, and cleave's compactPointReads and compactUpdates.
 func (h *Handlers) appendServerStatusSharding(dst []byte) []byte {
 	idx, out := bsoncore.AppendDocumentElementStart(dst, "sharding")
 	out = bsoncore.AppendStringElement(out, "configsvrConnectionString", "config/"+h.ListenAddr())
@@ -184,6 +184,12 @@ func (h *Handlers) appendServerStatusSharding(dst []byte) []byte {
 	out = bsoncore.AppendInt64Element(out, "sent", pr.Sent)
 	out = bsoncore.AppendInt64Element(out, "served", pr.Served)
 	out, _ = bsoncore.AppendDocumentEnd(out, pidx)
+	// The same for single-document updates (route.ShardUpdate).
+	uc := h.CompactUpdates()
+	uidx, out := bsoncore.AppendDocumentElementStart(out, "compactUpdates")
+	out = bsoncore.AppendInt64Element(out, "sent", uc.Sent)
+	out = bsoncore.AppendInt64Element(out, "served", uc.Served)
+	out, _ = bsoncore.AppendDocumentEnd(out, uidx)
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	return out
 }

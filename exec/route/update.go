@@ -1,0 +1,183 @@
+package route
+
+import (
+	"context"
+	"sync/atomic"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/cleavedb/cleave/exec/write"
+	"github.com/cleavedb/cleave/wire/mongoerr"
+)
+
+// A single-document update whose targets are one partition on another node's shard, with
+// nothing but a filter and an update document (no upsert, multi, arrayFilters, collation,
+// hint, let or constants, outside a transaction: workload a's $set by _id), goes as a
+// compact request, _cleaveShardUpdate (ShardUpdate): the namespace, the collection's id, the
+// catalog revision the router planned on, the shard and the range of the partition it
+// targeted there, the statement's filter and update and its id, whether the write concern
+// asks for a synced commit, and the session fields of a retryable write. The owner answers
+// it as a Direct command (none of a client command's steps), without re-parsing a command:
+// the staleness checks of _cleaveShardModify (the collection's id, the shard this node's, the
+// partition the same on it), the retryable-write record of the statement (a retry answers
+// it, exactly once across a router's retries), then the write path as for any update. Its
+// reply has _cleaveShardModify's shape: {n, nModified, charge, executed}. Anything else
+// takes _cleaveShardModify.
+
+// UpdateCommand names the compact update request.
+const UpdateCommand = "_cleaveShardUpdate"
+
+// ShardUpdate is a compact update: statement Stmt ({q: Q, u: U}) of a single-document
+// update of collection DB.Coll (id CollID), on the partition [Lo, Hi) of shard Shard.
+type ShardUpdate struct {
+	DB, Coll string
+	CollID   int64
+	Rev      int64 // the router's catalog revision
+	Shard    int
+	Lo, Hi   uint64
+	Q, U     bsoncore.Document
+	Stmt     int32
+	Sync     bool // the write concern asks for a synced commit
+	// LSID and TxnNumber are a retryable write's session fields (LSID nil: not retryable).
+	LSID      bsoncore.Document
+	TxnNumber int64
+}
+
+// AppendShardUpdate appends u as a _cleaveShardUpdate command.
+//
+//	{_cleaveShardUpdate: "c", collId: 7, rev: 42, shard: 1, lo: <int64 bits>, hi: <int64 bits>,
+//	 q: {_id: 5}, u: {$set: {v: 1}}, stmt: 0, sync: true, lsid: {id: …}, txnNumber: 3, $db: "db"}
+func AppendShardUpdate(dst []byte, u *ShardUpdate) []byte {
+	idx, dst := bsoncore.AppendDocumentStart(dst)
+	dst = bsoncore.AppendStringElement(dst, UpdateCommand, u.Coll)
+	dst = bsoncore.AppendInt64Element(dst, "collId", u.CollID)
+	dst = bsoncore.AppendInt64Element(dst, "rev", u.Rev)
+	dst = bsoncore.AppendInt32Element(dst, "shard", int32(u.Shard))
+	dst = bsoncore.AppendInt64Element(dst, "lo", int64(u.Lo))
+	dst = bsoncore.AppendInt64Element(dst, "hi", int64(u.Hi))
+	dst = bsoncore.AppendDocumentElement(dst, "q", u.Q)
+	dst = bsoncore.AppendDocumentElement(dst, "u", u.U)
+	dst = bsoncore.AppendInt32Element(dst, "stmt", u.Stmt)
+	dst = bsoncore.AppendBooleanElement(dst, "sync", u.Sync)
+	if u.LSID != nil {
+		dst = bsoncore.AppendDocumentElement(dst, "lsid", u.LSID)
+		dst = bsoncore.AppendInt64Element(dst, "txnNumber", u.TxnNumber)
+	}
+	dst = bsoncore.AppendStringElement(dst, "$db", u.DB)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
+}
+
+// updateFields are the bits of the fields ParseShardUpdate requires.
+const updateFields = 1<<11 - 1
+
+// ParseShardUpdate is AppendShardUpdate's inverse, in one pass over body (extra fields, such
+// as the priority, are ignored); a missing or mistyped field is BadValue.
+func ParseShardUpdate(body bsoncore.Document) (ShardUpdate, error) {
+	var u ShardUpdate
+	var seen uint16
+	if len(body) < 5 {
+		return u, mongoerr.New(mongoerr.InvalidBSON, "%s: invalid BSON", UpdateCommand)
+	}
+	for rem := body[4 : len(body)-1]; len(rem) > 0; {
+		e, rest, ok := bsoncore.ReadElement(rem)
+		if !ok {
+			return u, mongoerr.New(mongoerr.InvalidBSON, "%s: invalid BSON", UpdateCommand)
+		}
+		rem = rest
+		bit, ok := u.setField(e.Key(), e.Value())
+		if !ok {
+			return u, mongoerr.New(mongoerr.BadValue, "%s: malformed field %q", UpdateCommand, e.Key())
+		}
+		seen |= bit
+	}
+	if seen != updateFields {
+		return u, mongoerr.New(mongoerr.BadValue, "%s: missing fields", UpdateCommand)
+	}
+	if u.LSID == nil && u.TxnNumber != 0 {
+		return u, mongoerr.New(mongoerr.BadValue, "%s: txnNumber without lsid", UpdateCommand)
+	}
+	return u, nil
+}
+
+// setField sets the field key of u to v, returning its bit among the required fields (0:
+// optional or unknown) and false when v has the wrong type.
+func (u *ShardUpdate) setField(key string, v bsoncore.Value) (bit uint16, ok bool) {
+	ok = true
+	switch key {
+	case UpdateCommand:
+		u.Coll, ok = v.StringValueOK()
+		bit = 1
+	case "collId":
+		u.CollID, ok = v.Int64OK()
+		bit = 2
+	case "rev":
+		u.Rev, ok = v.Int64OK()
+		bit = 4
+	case "shard":
+		var s int32
+		s, ok = v.Int32OK()
+		u.Shard, bit = int(s), 8
+	case "lo":
+		var x int64
+		x, ok = v.Int64OK()
+		u.Lo, bit = uint64(x), 16
+	case "hi":
+		var x int64
+		x, ok = v.Int64OK()
+		u.Hi, bit = uint64(x), 32
+	case "q":
+		u.Q, ok = v.DocumentOK()
+		bit = 64
+	case "u":
+		u.U, ok = v.DocumentOK()
+		bit = 128
+	case "stmt":
+		u.Stmt, ok = v.Int32OK()
+		bit = 256
+	case "sync":
+		u.Sync, ok = v.BooleanOK()
+		bit = 512
+	case "$db":
+		u.DB, ok = v.StringValueOK()
+		bit = 1024
+	case "lsid":
+		u.LSID, ok = v.DocumentOK()
+	case "txnNumber":
+		u.TxnNumber, ok = v.Int64OK()
+	}
+	return bit, ok
+}
+
+// UpdateCounts are a node's compact updates: sent to other nodes, and served for them.
+type UpdateCounts struct {
+	Sent, Served int64
+}
+
+// updateCounters count a node's compact updates (UpdateCounts).
+type updateCounters struct {
+	sent, served atomic.Int64
+}
+
+// CompactUpdates returns the node's compact updates so far.
+func (rs *Nodes) CompactUpdates() UpdateCounts {
+	return UpdateCounts{Sent: rs.updates.sent.Load(), Served: rs.updates.served.Load()}
+}
+
+// NoteUpdateServed counts a compact update this node served for another node.
+func (rs *Nodes) NoteUpdateServed() { rs.updates.served.Add(1) }
+
+// Update runs u on the node owning its shard and adds its result to res; executed reports
+// that the owner had run the statement before (a retry answered from its record). A node
+// that cannot be reached fails a retryable statement with the RetryableWriteError label, as
+// Modify does.
+func (rs *Nodes) Update(ctx context.Context, u *ShardUpdate, res *write.Result) (executed bool, err error) {
+	u.Rev = rs.records.Revision()
+	cmd := AppendShardUpdate(make([]byte, 0, 128+len(u.Coll)+len(u.DB)+len(u.Q)+len(u.U)+len(u.LSID)), u)
+	rs.updates.sent.Add(1)
+	reply, err := rs.Command(ctx, u.Shard, cmd)
+	if err != nil {
+		return false, retryableUnreachable(err, u.LSID != nil)
+	}
+	return mergeModifyReply(reply, res), nil
+}
