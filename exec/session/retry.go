@@ -47,18 +47,27 @@ func (c *Cache) CheckoutRetryable(body bsoncore.Document, wp *write.Path) (rt *w
 	if tx := s.txn.Load(); tx != nil && tx.Number < txn {
 		tx.Abort() // a newer txnNumber ends the session's open transaction, as in MongoDB
 	}
+	loaded := false
 	if epoch := c.epoch.Load(); s.retry == nil || s.retry.Stale() || s.retryEpoch != epoch {
 		if s.retry, err = wp.LoadRetry(lsid[:]); err != nil {
 			release()
 			return nil, nil, err
 		}
-		s.retryEpoch = epoch
+		s.retryEpoch, loaded = epoch, true
 	}
 	switch {
 	case s.retry == nil:
 		s.retry = write.NewRetry(lsid[:], txn)
 	case txn > s.retry.TxnNumber():
 		s.retry.Renew(txn)
+	case txn == s.retry.TxnNumber() && !loaded:
+		// A retry: statements of it may have been recorded on this node's shards since the
+		// state was loaded, by a partition move from another node that carried its records
+		// (exec/sharding's move_records.go); without them a statement would run twice.
+		if err := wp.RefreshRetry(s.retry); err != nil {
+			release()
+			return nil, nil, err
+		}
 	case txn < s.retry.TxnNumber():
 		release()
 		return nil, nil, mongoerr.New(mongoerr.TransactionTooOld,

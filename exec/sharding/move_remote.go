@@ -193,10 +193,7 @@ func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi u
 	committed := false
 	defer func() {
 		if !committed {
-			if _, aerr := m.sendStep(ci, to, lo, hi, "abort"); aerr != nil {
-				m.log.Warn("cannot abort a move on its destination; it deletes the copy later",
-					zap.String("ns", ci.NS()), zap.Int("to", to), zap.Error(aerr))
-			}
+			m.abortOnDestination(ci, to, lo, hi)
 		}
 	}()
 	src := m.cat.Shards()[from]
@@ -242,6 +239,9 @@ func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi u
 	flipping := false
 	err = m.commitMove(ci, id, from, to, guards, st, func(ci *catalog.Coll, _, _ uint64) (copyCount, error) {
 		n, err := pass(ci, false, true)
+		if err == nil {
+			err = m.sendRecords(ci, from, to, lo, hi)
+		}
 		flipping = err == nil
 		return n, err
 	})
@@ -263,6 +263,15 @@ func (m *Manager) moveToNode(ci *catalog.Coll, id uint64, from, to int, lo, hi u
 			zap.String("ns", ci.NS()), zap.Int("to", to), zap.Error(err))
 	}
 	return nil
+}
+
+// abortOnDestination ends a move that did not commit on its destination, which deletes its
+// copy (or, unreachable, deletes it later: sweepIncoming).
+func (m *Manager) abortOnDestination(ci *catalog.Coll, to int, lo, hi uint64) {
+	if _, err := m.sendStep(ci, to, lo, hi, "abort"); err != nil {
+		m.log.Warn("cannot abort a move on its destination; it deletes the copy later",
+			zap.String("ns", ci.NS()), zap.Int("to", to), zap.Error(err))
+	}
 }
 
 // remoteSink sends the differences of a move's pass to the destination's node in batches.
@@ -344,6 +353,11 @@ func (m *Manager) ReceiveMove(ci *catalog.Coll, s int, lo, hi uint64, op string,
 			return 0, fmt.Errorf("%w: no move into %s of this range has begun", shard.ErrStaleAction, catalog.ShardName(s))
 		}
 		return m.applyEntries(ci, s, entries, pace)
+	case RecordsOp:
+		if !m.renewIncoming(r) {
+			return 0, fmt.Errorf("%w: no move into %s of this range has begun", shard.ErrStaleAction, catalog.ShardName(s))
+		}
+		return m.mergeRecords(s, entries)
 	case "commit":
 		m.dropIncoming(r)
 		return 0, nil

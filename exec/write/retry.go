@@ -175,7 +175,10 @@ func (rt *Retry) commitPending() {
 
 // encode returns the record of shard s: every statement committed before, and the pending
 // ones staged on s or on no shard.
-func (rt *Retry) encode(s int) []byte {
+func (rt *Retry) encode(s int) []byte { return rt.encodeAt(s, time.Now()) }
+
+// encodeAt is encode with the record's lastWriteDate at.
+func (rt *Retry) encodeAt(s int, at time.Time) []byte {
 	plain := slices.Clone(rt.plain)
 	nrich := len(rt.rich)
 	for _, p := range rt.pending {
@@ -209,7 +212,7 @@ func (rt *Retry) encode(s int) []byte {
 	out = bsoncore.AppendInt64Element(out, "txnNumber", rt.txnNumber)
 	// As config.transactions' lastWriteDate: the session's records go when it expires
 	// (RecordLastWrite).
-	out = bsoncore.AppendDateTimeElement(out, "lastWriteDate", time.Now().UnixMilli())
+	out = bsoncore.AppendDateTimeElement(out, "lastWriteDate", at.UnixMilli())
 	if rt.committedTxn {
 		out = bsoncore.AppendBooleanElement(out, "txnCommitted", true)
 	}
@@ -300,6 +303,68 @@ func (rt *Retry) decodeInto(rec bsoncore.Document) error {
 		rt.add(r)
 	}
 	return nil
+}
+
+// MergeTxnRecord returns the record a shard keeps of session lsid when it receives incoming,
+// the session's record on another shard: a move to another node carries its source shard's
+// records with the range, so that a retry reaching the range's new owner finds what was
+// executed there (MongoDB's migrations carry the retryable writes' history with the chunk).
+// The record of the higher txnNumber wins; for the same txnNumber the statements of both are
+// kept, and the later lastWriteDate. changed is false when cur (nil: none) already says
+// everything incoming does.
+func MergeTxnRecord(lsid, cur, incoming []byte) (merged []byte, changed bool, err error) {
+	in := bsoncore.Document(incoming)
+	inTxn, ok := in.Lookup("txnNumber").Int64OK()
+	if in.Validate() != nil || !ok {
+		return nil, false, errBadRecord
+	}
+	if cur == nil {
+		return incoming, true, nil
+	}
+	have := bsoncore.Document(cur)
+	curTxn, ok := have.Lookup("txnNumber").Int64OK()
+	if have.Validate() != nil || !ok {
+		return nil, false, errBadRecord
+	}
+	switch {
+	case curTxn > inTxn:
+		return cur, false, nil
+	case inTxn > curTxn:
+		return incoming, true, nil
+	}
+	rt := NewRetry(lsid, curTxn)
+	if err := rt.decodeInto(have); err != nil {
+		return nil, false, err
+	}
+	before, committed := rt.executedCount(), rt.committedTxn
+	if err := rt.decodeInto(in); err != nil {
+		return nil, false, err
+	}
+	if rt.executedCount() == before && rt.committedTxn == committed {
+		return cur, false, nil
+	}
+	at := recordTime(have)
+	if t := recordTime(in); t.After(at) {
+		at = t
+	}
+	return rt.encodeAt(-1, at), true, nil
+}
+
+// executedCount is how many statements rt records as executed.
+func (rt *Retry) executedCount() int {
+	n := len(rt.rich)
+	for _, r := range rt.plain {
+		n += int(r.hi-r.lo) + 1
+	}
+	return n
+}
+
+// recordTime is rec's lastWriteDate, now for a record without one.
+func recordTime(rec bsoncore.Document) time.Time {
+	if t, ok := RecordLastWrite(rec); ok {
+		return t
+	}
+	return time.Now()
 }
 
 // LoadRetry reads the retryable-write state of session lsid from every shard's record: the

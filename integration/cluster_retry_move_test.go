@@ -1,0 +1,71 @@
+package integration
+
+import (
+	"context"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// TestClusterRetryAfterMove: a retryable update's statements are applied on the nodes that
+// own their documents; the documents of one node then move to another node's shard; the same
+// command sent again (the retry of a reply the client lost) is answered from the statements'
+// records and applies nothing twice, wherever the documents now live, as MongoDB's chunk
+// migrations carry the retryable writes' history with the chunk.
+func TestClusterRetryAfterMove(t *testing.T) {
+	t.Parallel()
+	nodes, clients, dbn := shardedOverThree(t, "c", "_id", 3)
+	ctx := context.Background()
+	coll := clients[0].Database(dbn).Collection("c")
+	const n = 30
+	docs := make([]any, n)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "n", Value: int32(0)}}
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	lsid := bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: []byte("retry-after-move")}}}
+	updates := bson.A{}
+	for i := range n {
+		updates = append(updates, bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: int32(i)}}},
+			{Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: int32(1)}}}}}})
+	}
+	cmd := bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: updates},
+		{Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: int64(1)}, {Key: "$db", Value: dbn}}
+	send := func(attempt string) {
+		t.Helper()
+		reply := opMsg(t, nodes[0], cmd)
+		if got, ok := reply.Lookup("n").Int32OK(); !ok || got != n || reply.Lookup("ok").Double() != 1 {
+			t.Fatalf("%s: %v", attempt, reply)
+		}
+	}
+	send("first execution")
+	ns := dbn + ".c"
+	for chunksOn(t, clients[0], ns, "shard-1") > 0 {
+		moveChunkTo(t, clients[0], ns, "_id", "shard-1", "shard-2")
+	}
+	for chunksOn(t, clients[0], ns, "shard-2") > 0 {
+		moveChunkTo(t, clients[0], ns, "_id", "shard-2", "shard-0")
+	}
+	send("retry after the moves")
+	cur, err := coll.Find(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []struct {
+		ID int32 `bson:"_id"`
+		N  int32 `bson:"n"`
+	}
+	if err := cur.All(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n {
+		t.Fatalf("%d documents, want %d", len(got), n)
+	}
+	for _, d := range got {
+		if d.N != 1 {
+			t.Errorf("_id %d has n = %d after the retry, want 1: its statement was applied again", d.ID, d.N)
+		}
+	}
+}
