@@ -4,6 +4,9 @@
 #
 #   fake server (mbench limit):  ping, c, a at 32 threads, insert at 8 and 32 (what the
 #   driver alone can send: the ceiling of any server's insert figures on this machine)
+#   fake mongos (mbench limit -mongos, answering as a router with $clusterTime as cleave does):
+#   ping and c at 32; and synced (-sync-dir: each write a synced Pebble commit first, the
+#   ceiling of a router whose writes are journaled): a at 32, insert at 8 and 32
 #   --shards 1, and --shards 2 with the collection sharded on hashed deviceId, each loaded
 #   with RECORDS 1 KiB documents and the indexes readingTime, metricValue,
 #   deviceId+readingTime:  ping 32, c 32, a 32, agg 8 and 32, sortx 8, insert 8 and 32, then
@@ -54,7 +57,8 @@ if [ -z "${BINS:-}" ]; then
 fi
 MB=$OUT/bin/mbench
 PID=
-trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; true' EXIT
+LPID=
+trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; [ -n "$LPID" ] && kill "$LPID" 2>/dev/null; true' EXIT
 
 start() { # start BIN SHARDS: a fresh server on a free port; sets PID and URI
 	rm -rf "$OUT/data"
@@ -101,6 +105,31 @@ for round in $(seq "$ROUNDS"); do
 	done
 	kill "$LPID"
 	wait "$LPID" 2>/dev/null || true
+	LPID=
+	# The fair ceilings: a fake mongos (the driver gossips $clusterTime back to it, as to
+	# cleave) for the reads, and one that also makes every write durable (a synced Pebble
+	# commit, concurrent writes sharing group commits) for the writes.
+	"$MB" limit -mongos -listen 127.0.0.1:$LIMIT_PORT 2>"$OUT/limit-mongos.log" &
+	LPID=$!
+	sleep 1
+	for w in ping c; do
+		run "$OUT/fake/mongos" "$LPID" $w 32 mongodb://127.0.0.1:$LIMIT_PORT "$round"
+	done
+	kill "$LPID"
+	wait "$LPID" 2>/dev/null || true
+	LPID=
+	rm -rf "$OUT/limit-sync" && mkdir -p "$OUT/limit-sync"
+	"$MB" limit -mongos -sync-dir "$OUT/limit-sync" -listen 127.0.0.1:$LIMIT_PORT 2>"$OUT/limit-sync.log" &
+	LPID=$!
+	sleep 1
+	run "$OUT/fake/mongos-sync" "$LPID" a 32 mongodb://127.0.0.1:$LIMIT_PORT "$round"
+	for t in 8 32; do
+		run "$OUT/fake/mongos-sync" "$LPID" insert $t mongodb://127.0.0.1:$LIMIT_PORT "$round"
+	done
+	kill "$LPID"
+	wait "$LPID" 2>/dev/null || true
+	LPID=
+	rm -rf "$OUT/limit-sync"
 	order=$BINS
 	if [ $((round % 2)) = 0 ]; then # every other round runs the binaries in reverse order
 		order=$(printf '%s\n' $BINS | tac | tr '\n' ' ')

@@ -49,8 +49,9 @@ func idColl(t *testing.T, docs []string) *collFixture {
 }
 
 // TestReadPointAsOpen: a point read by _id reads the same document at the same charge as
-// the planned query, applies the rest of the filter, and declines (ok false) what it does
-// not read directly: several _ids, an _id on several shards, a sort, a string under a collation.
+// the planned query, applies the rest of the filter, reads an _id whose hash it does not know
+// on each shard in turn, and declines (ok false) what it does not read directly: several
+// _ids, a sort, a string under a collation.
 func TestReadPointAsOpen(t *testing.T) {
 	docs := docsOf(40)
 	colls := map[string]*collFixture{
@@ -72,7 +73,12 @@ func TestReadPointAsOpen(t *testing.T) {
 		{coll: "unsharded", filter: `{"_id": 5}`, sort: `{"a": 1}`},
 		{coll: "unsharded", filter: `{"_id": {"$gt": 5}}`},
 		{coll: "unsharded2", filter: `{"_id": 7}`, ok: true},
-		{coll: "shardedK", filter: `{"_id": 5}`}, // its hash is on either shard
+		{coll: "shardedK", filter: `{"_id": 5}`, ok: true},   // its hash is on either shard: both read in turn
+		{coll: "shardedK", filter: `{"_id": 500}`, ok: true}, // on neither
+		{coll: "shardedK", filter: `{"_id": 6}`, ok: true},
+		{coll: "shardedK", filter: `{"_id": 7}`, ok: true},
+		{coll: "shardedK", filter: `{"_id": 8}`, ok: true},
+		{coll: "shardedK", filter: `{"_id": 7, "a": 6}`, ok: true}, // the document does not match
 		{coll: "shardedK", filter: `{"_id": 5, "k": 5}`, ok: true},
 		{coll: "shardedK", filter: `{"_id": 5, "k": 6}`, ok: true}, // another partition: no match
 		{coll: "shardedK", filter: `{"_id": 5, "k": {"$in": [5, 6]}}`, ok: true},
@@ -162,31 +168,39 @@ func TestReadPointThrottled(t *testing.T) {
 }
 
 // BenchmarkPointRead reads a document by _id as an update's read does: planned and opened
-// (open), or read directly (point, ReadPoint).
+// (open), or read directly (point, ReadPoint); on one shard, and (Shards2) on two with the
+// collection sharded on another field, the document on the second shard read.
 //
 //	go test ./exec/query -run '^$' -bench BenchmarkPointRead
 func BenchmarkPointRead(b *testing.B) {
-	f := newColl(b, 1, 0, docsOf(100))
-	flt, err := query.CompileFilter(streamtest.ExtDoc(b, `{"_id": 42}`))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, point := range []bool{false, true} {
-		b.Run(map[bool]string{false: "open", true: "point"}[point], func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				q := &query.Query{CI: f.ci, Filter: flt, Limit: 1}
-				var doc bsoncore.Document
-				if point {
-					doc, _, _, err = f.g.ReadPoint(context.Background(), q)
-				} else {
-					doc, _, err = openFirst(b, f.g, q)
+	for _, shards := range []int{1, 2} {
+		f, filter, prefix := newColl(b, 1, 0, docsOf(100)), `{"_id": 42}`, ""
+		if shards == 2 {
+			f, filter, prefix = newColl(b, 2, 4, docsOf(100)), `{"_id": 5}`, "Shards2/" // _id 5: the second shard's
+		}
+		flt, err := query.CompileFilter(streamtest.ExtDoc(b, filter))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, point := range []bool{false, true} {
+			b.Run(prefix+map[bool]string{false: "open", true: "point"}[point], func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					q := &query.Query{CI: f.ci, Filter: flt, Limit: 1}
+					var doc bsoncore.Document
+					var ok bool
+					if point {
+						doc, _, ok, err = f.g.ReadPoint(context.Background(), q)
+					} else {
+						doc, _, err = openFirst(b, f.g, q)
+						ok = true
+					}
+					if err != nil || doc == nil || !ok {
+						b.Fatal(doc, ok, err)
+					}
 				}
-				if err != nil || doc == nil {
-					b.Fatal(doc, err)
-				}
-			}
-		})
+			})
+		}
 	}
 }
 

@@ -1,11 +1,13 @@
 // Command benchtable turns the result files of scripts/bench.sh into the benchmark table of
-// docs/benchmarks.md: one row per workload and thread count, one column for the fake server (`mbench
-// limit`) and one per binary label and shard setup, each cell the median over the rounds.
+// docs/benchmarks.md: one row per workload and thread count, one column per fake server (`mbench
+// limit`, plain, as a mongos, and as a mongos whose writes are synced) and one per binary label
+// and shard setup, each cell the median over the rounds; under it, issue 43's ratios (the
+// figures against their fair ceilings, two shards against one) with the date of the run.
 // With -doc it rewrites what lies between the bench markers of that file (docs/benchmarks.md
 // for `DOC=1 scripts/bench.sh`); otherwise it prints the table.
 //
 // Result files are named DIR/LABEL/SETUP/WORKLOAD-tTHREADS-rROUND.json (`mbench run -out`),
-// SETUP being limit, shards1 or shards2, and DIR/pebble-rROUND.json (`mbench pebble -out`).
+// SETUP being limit, mongos or mongos-sync (the fake servers), shards1 or shards2, and DIR/pebble-rROUND.json (`mbench pebble -out`).
 package main
 
 import (

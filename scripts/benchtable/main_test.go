@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,5 +79,56 @@ func TestBenchmarksDoc(t *testing.T) {
 	if strings.Count(doc, beginMarker) != 1 || strings.Count(doc, endMarker) != 1 ||
 		strings.Index(doc, beginMarker) > strings.Index(doc, endMarker) {
 		t.Errorf("docs/benchmarks.md: want one %s, then one %s", beginMarker, endMarker)
+	}
+}
+
+// TestBenchtableGoals checks the fake mongos columns (after the plain fake server, before the
+// shards) and issue 43's ratio line: a against the synced fake mongos, c against the fake
+// mongos, two shards against one (CPU per op of c and a, insert docs/s and p99 at 8
+// threads), medians over rounds, with the date of the earliest run.
+func TestBenchtableGoals(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, workload string, threads int, opsPerS, docsPerS, p99Us, cpuUs float64, date string) {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		body := fmt.Sprintf(`{"workload":%q,"threads":%d,"date":%q,"total":{"ops_per_s":%g,"docs_per_s":%g,"p99_us":%g},"server":{"cpu_us_per_op":%g,"rss_max_kb":1024}}`,
+			workload, threads, date, opsPerS, docsPerS, p99Us, cpuUs)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	day := "2026-12-07T02:00:00Z"
+	write("fake/limit/c-t32-r1.json", "c", 32, 60000, 60000, 900, 9, day)
+	write("fake/mongos/c-t32-r1.json", "c", 32, 50000, 50000, 900, 10, day)
+	write("fake/mongos-sync/a-t32-r1.json", "a", 32, 40000, 40000, 900, 20, "2026-12-06T23:59:00Z")
+	write("fake/mongos-sync/insert-t8-r1.json", "insert", 8, 3000, 300000, 900, 60, day)
+	for i, f := range []float64{1, 3, 2} { // medians: the middle round's figures
+		r := fmt.Sprintf("-r%d.json", i+1)
+		write("cleave/shards1/c-t32"+r, "c", 32, 40000*f, 40000*f, 1000, 15*f, day)
+		write("cleave/shards2/c-t32"+r, "c", 32, 36000*f, 36000*f, 1000, 18*f, day)
+		write("cleave/shards1/a-t32"+r, "a", 32, 20000*f, 20000*f, 1000, 40*f, day)
+		write("cleave/shards2/a-t32"+r, "a", 32, 18000*f, 18000*f, 1000, 48*f, day)
+		write("cleave/shards1/insert-t8"+r, "insert", 8, 1000*f, 100000*f, 30000, 1000*f, day)
+		write("cleave/shards2/insert-t8"+r, "insert", 8, 600*f, 60000*f, 40000*f, 2000*f, day)
+	}
+	rs, err := loadResults(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := render(rs)
+	for _, want := range []string{
+		"| workload, threads | fake server | fake mongos | fake mongos, synced | 1 shard | 2 shards |",
+		"| c, 32 | 60,000 ops/s, 9.0 µs CPU/op, p99 900 µs, RSS 1 MiB | 50,000 ops/s, 10.0 µs CPU/op, p99 900 µs, RSS 1 MiB |  | 80,000 ops/s,",
+		"Issue 43's goals, run of 2026-12-06: " +
+			"`a` at 32 threads against the synced fake mongos: 1 shard 4.00× its CPU per op and 100% of its ops/s, 2 shards 4.80× its CPU per op and 90% of its ops/s; " +
+			"`c` at 32 threads against the fake mongos: 1 shard 3.00× its CPU per op and 160% of its ops/s, 2 shards 3.60× its CPU per op and 144% of its ops/s; " +
+			"2 shards against 1: CPU per op of `c` 1.20×, CPU per op of `a` 1.20× (goal: at most 1.15×), " +
+			"insert at 8 threads 60% of the docs/s (goal: at least 85%), p99 80.0 ms (goal: under 100.0 ms).",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
 	}
 }

@@ -54,6 +54,9 @@ func render(rs *results) string {
 		}
 		b.WriteString("\n")
 	}
+	if g := goals(rs); g != "" {
+		b.WriteString("\n" + g + "\n")
+	}
 	return b.String()
 }
 
@@ -79,7 +82,10 @@ func insertShares(rs *results, ingest float64) string {
 
 // title names a column.
 func (c column) title() string {
-	setup := map[string]string{"limit": "fake server", "shards1": "1 shard", "shards2": "2 shards"}[c.setup]
+	setup := map[string]string{
+		"limit": "fake server", "mongos": "fake mongos", "mongos-sync": "fake mongos, synced",
+		"shards1": "1 shard", "shards2": "2 shards",
+	}[c.setup]
 	if setup == "" {
 		setup = c.setup
 	}
@@ -96,13 +102,7 @@ func cell(k key, rounds []run) string {
 	if len(rounds) == 0 {
 		return ""
 	}
-	pick := func(f func(run) float64) float64 {
-		vs := make([]float64, 0, len(rounds))
-		for _, r := range rounds {
-			vs = append(vs, f(r))
-		}
-		return median(vs)
-	}
+	pick := func(f func(run) float64) float64 { return medianOf(rounds, f) }
 	var parts []string
 	if pick(func(r run) float64 { return r.Total.OpsPerSec }) == 0 {
 		return fmt.Sprintf("no op completed in the window, RSS %.0f MiB", pick(func(r run) float64 {

@@ -16,6 +16,7 @@ import (
 type run struct {
 	Workload string `json:"workload"`
 	Threads  int    `json:"threads"`
+	Date     string `json:"date"` // RFC 3339, when the run started
 	Total    struct {
 		OpsPerSec  float64          `json:"ops_per_s"`
 		DocsPerSec float64          `json:"docs_per_s"`
@@ -44,8 +45,14 @@ type key struct {
 	threads  int
 }
 
-// column names a column: a binary's label and a shard setup (limit, shards1, shards2).
+// column names a column: a binary's label and a shard setup (shards1, shards2), or one of
+// the fake servers (fakeSetups) with no label.
 type column struct{ label, setup string }
+
+// fakeSetups are the setups of the fake servers (`mbench limit`), in the order of their
+// columns: the plain one (answering as a standalone mongod), the one answering as a mongos
+// (-mongos), and that one making every write durable first (-mongos -sync-dir).
+var fakeSetups = []string{"limit", "mongos", "mongos-sync"}
 
 // results holds every round of every (row, column), and the pebble ingest rounds.
 type results struct {
@@ -79,7 +86,7 @@ func loadResults(dir string, order []string) (*results, error) {
 		threads, _ := strconv.Atoi(m[2])
 		k := key{m[1], threads}
 		c := column{filepath.Base(filepath.Dir(filepath.Dir(f))), filepath.Base(filepath.Dir(f))}
-		if c.setup == "limit" {
+		if slices.Contains(fakeSetups, c.setup) {
 			c.label = ""
 		}
 		if rs.runs[k] == nil {
@@ -138,10 +145,10 @@ func loadIngest(pattern string) ([]float64, error) {
 	return out, nil
 }
 
-// setupOrder sorts the fake server first, then one shard, then two.
+// setupOrder sorts the fake servers first (in fakeSetups' order), then one shard, then two.
 func setupOrder(setup string) string {
-	if setup == "limit" {
-		return "0"
+	if i := slices.Index(fakeSetups, setup); i >= 0 {
+		return "0" + strconv.Itoa(i)
 	}
 	return setup
 }
