@@ -9,7 +9,7 @@
 #   ceiling of a router whose writes are journaled): a at 32, insert at 8 and 32
 #   --shards 1, and --shards 2 with the collection sharded on hashed deviceId, each loaded
 #   with RECORDS 1 KiB documents and the indexes readingTime, metricValue,
-#   deviceId+readingTime:  ping 32, c 32, a 32, agg 8 and 32, sortx 8, insert 8 and 32, then
+#   deviceId+readingTime:  ping 32, c 32, a 32, agg 8 and 32, sortx 8 and 32, insert 8 and 32, then
 #   insert at 32 for SUSTAINED (the "sustained" row: a 10 s insert ends before compactions
 #   catch up, so it flatters whatever defers them)
 #   mbench pebble: raw Pebble's batched ingest, the storage ceiling: of RECORDS records (a burst
@@ -149,6 +149,7 @@ for round in $(seq "$ROUNDS"); do
 			run "$dir" "$PID" agg 8 "$URI" "$round"
 			run "$dir" "$PID" agg 32 "$URI" "$round"
 			run "$dir" "$PID" sortx 8 "$URI" "$round"
+			run "$dir" "$PID" sortx 32 "$URI" "$round"
 			run "$dir" "$PID" insert 8 "$URI" "$round"
 			run "$dir" "$PID" insert 32 "$URI" "$round"
 			if [ "$SUSTAINED" != 0 ]; then
