@@ -72,6 +72,10 @@ func encodeCollection(c *Collection) []byte {
 	if c.NoMigrations {
 		doc = bsoncore.AppendBooleanElement(doc, "noMigrations", true)
 	}
+	if c.ReshardNode != "" {
+		doc = bsoncore.AppendStringElement(doc, "reshardNode", c.ReshardNode)
+		doc = bsoncore.AppendStringElement(doc, "reshardOf", c.ReshardOf)
+	}
 	if c.ThrottleRetryMS != 0 {
 		doc = bsoncore.AppendInt64Element(doc, "throttleRetryMS", c.ThrottleRetryMS)
 	}
@@ -198,6 +202,10 @@ func decodeCollection(raw []byte) (*Collection, error) {
 			c.NoBalance, _ = v.BooleanOK()
 		case "noMigrations":
 			c.NoMigrations, _ = v.BooleanOK()
+		case "reshardNode":
+			c.ReshardNode, _ = v.StringValueOK()
+		case "reshardOf":
+			c.ReshardOf, _ = v.StringValueOK()
 		case "throttleRetryMS":
 			c.ThrottleRetryMS = int64Value(v)
 		case "sharedRU":

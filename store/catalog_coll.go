@@ -113,7 +113,15 @@ func (c *Catalog) DropCollection(db, name string) (*Collection, error) {
 // dropped (the caller deletes its data). The source missing is ErrNotFound; renaming a
 // collection onto itself is ErrInvalid.
 func (c *Catalog) RenameCollection(db, from, toDB, to string, dropTarget bool) (renamed, dropped *Collection, err error) {
+	return c.RenameCollectionGuarded(db, from, toDB, to, dropTarget, nil)
+}
+
+// RenameCollectionGuarded is RenameCollection whose change a shared catalog commits only
+// while every guard holds (ErrIncarnation otherwise): a layout change's commit, which must
+// not rename its copy over the source once its coordinator lost its registration.
+func (c *Catalog) RenameCollectionGuarded(db, from, toDB, to string, dropTarget bool, guards []Guard) (renamed, dropped *Collection, err error) {
 	err = c.mutate(func(m *mutation) error {
+		m.guards = guards
 		src := m.e.s.Collection(db, from)
 		if src == nil {
 			return fmt.Errorf("%w: collection %s.%s", ErrNotFound, db, from)
@@ -131,6 +139,7 @@ func (c *Catalog) RenameCollection(db, from, toDB, to string, dropTarget bool) (
 		m.e.removeCollection(src)
 		n := src.clone()
 		n.DB, n.Name = toDB, to
+		n.ReshardNode, n.ReshardOf = "", "" // a layout change's copy renamed over its source
 		n.Version++
 		if err := m.putCollection(n); err != nil {
 			return err
