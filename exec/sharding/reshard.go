@@ -3,6 +3,7 @@ package sharding
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -104,8 +105,15 @@ func (m *Manager) Reshard(spec ReshardSpec) (*store.Collection, ReshardStats, er
 			"A resharding operation is already in progress for namespace %s", ns)
 	}
 	defer m.reshards.Delete(ns)
+	if node := m.ReshardCoordinator(spec.DB, spec.Coll); node != "" { // another node's, in a cluster
+		return nil, ReshardStats{}, mongoerr.New(mongoerr.ReshardCollectionInProgress,
+			"A resharding operation is already in progress for namespace %s (run by node %s)", ns, node)
+	}
 	m.round.Lock() // no split or move of the source or of the copy meanwhile
 	defer m.round.Unlock()
+	if err := m.gatherSource(op); err != nil { // reshard_cluster.go: in a cluster, the source comes here
+		return nil, ReshardStats{}, err
+	}
 	src, tmp, err := m.createReshardTemp(op)
 	if err != nil {
 		return nil, ReshardStats{}, err
@@ -160,6 +168,16 @@ func (m *Manager) createReshardTemp(op *reshardOp) (src, tmp *store.Collection, 
 	if src == nil {
 		return nil, nil, mongoerr.New(mongoerr.NamespaceNotFound, "Collection %s.%s does not exist", spec.DB, spec.Coll)
 	}
+	if node := m.ReshardCoordinator(spec.DB, spec.Coll); node != "" {
+		return nil, nil, mongoerr.New(mongoerr.ReshardCollectionInProgress,
+			"A resharding operation is already in progress for namespace %s.%s (run by node %s)", spec.DB, spec.Coll, node)
+	}
+	for _, p := range src.Partitions {
+		if !m.isLocal(p.Shard) { // a partition moved away since the gather
+			return nil, nil, mongoerr.New(mongoerr.ConflictingOperationInProgress,
+				"%s.%s's partitions left this node while %s began; retry", spec.DB, spec.Coll, spec.Command)
+		}
+	}
 	for _, x := range src.Indexes {
 		if !x.Ready {
 			return nil, nil, mongoerr.New(mongoerr.ConflictingOperationInProgress,
@@ -177,7 +195,8 @@ func (m *Manager) createReshardTemp(op *reshardOp) (src, tmp *store.Collection, 
 	}
 	tmp, err = m.cat.Store().CreateCollection(store.Collection{DB: spec.DB, Name: op.tmp, Options: src.Options,
 		ShardKey: spec.Key, Throughput: src.Throughput, Autoscale: src.Autoscale, BurstCapacity: src.BurstCapacity,
-		ThrottleRetryMS: src.ThrottleRetryMS, Indexes: src.Indexes, NextIndexID: src.NextIndexID, Partitions: parts})
+		ThrottleRetryMS: src.ThrottleRetryMS, Indexes: src.Indexes, NextIndexID: src.NextIndexID, Partitions: parts,
+		ReshardNode: m.reshardCoordinator(), ReshardOf: spec.Coll})
 	if err != nil {
 		return nil, nil, catalog.ChangeError(err, spec.DB, op.tmp)
 	}
@@ -194,6 +213,9 @@ func (m *Manager) dropReshardTemp(tmp *store.Collection) {
 	unlock := m.cat.LockDDL()
 	dropped, err := m.cat.Store().DropCollection(tmp.DB, tmp.Name)
 	unlock()
+	if errors.Is(err, store.ErrNotFound) { // dropped by the elected manager (reshard_cluster.go)
+		dropped, err = tmp, nil
+	}
 	if err != nil {
 		m.log.Warn("cannot drop a resharding collection; the next start will", zap.String("ns", tmp.DB+"."+tmp.Name), zap.Error(err))
 		return
@@ -207,8 +229,8 @@ func (m *Manager) dropReshardLeftovers() {
 	state := m.cat.Store().State()
 	for _, db := range state.Databases() {
 		for _, c := range state.Collections(db.Name) {
-			if !strings.HasPrefix(c.Name, ReshardTempPrefix) {
-				continue
+			if !strings.HasPrefix(c.Name, ReshardTempPrefix) || c.ReshardNode != m.reshardCoordinator() {
+				continue // in a cluster, another node's change runs on
 			}
 			dropped, err := m.cat.Store().DropCollection(c.DB, c.Name)
 			if err != nil {
@@ -239,8 +261,8 @@ func (m *Manager) runReshard(op *reshardOp, src, tmp *store.Collection) (*store.
 			l.Close()
 		}
 	}()
-	for _, s := range m.cat.Shards() {
-		l, err := s.LogWrites(src.ID, 0, 0)
+	for _, sh := range m.localShards() { // in a cluster, the gather brought the source here
+		l, err := m.cat.Shards()[sh].LogWrites(src.ID, 0, 0)
 		if err != nil {
 			return nil, st, catalog.StoreError(err)
 		}
@@ -249,9 +271,11 @@ func (m *Manager) runReshard(op *reshardOp, src, tmp *store.Collection) (*store.
 	sink := newReshardSink(m, sci, tci)
 	defer sink.close()
 	op.setPhase("cloning")
+	sink.pace = maxCopyPace
 	if err := m.reshardClone(op, sink); err != nil {
 		return nil, st, err
 	}
+	sink.pace = 0
 	op.cloneDone.Store(time.Now().UnixNano())
 	op.setPhase("applying")
 	if st.Passes, err = m.reshardCatchUps(op, sink, logs); err != nil {
@@ -309,13 +333,18 @@ func (m *Manager) reshardFlip(op *reshardOp, sink *reshardSink, logs []*store.Wr
 	if op.abort.Load() {
 		return nil, nil, errReshardAborted(op)
 	}
+	sink.locked = true
 	if _, err := m.reshardCatchUp(op, sink, logs); err != nil {
 		return nil, nil, err
 	}
 	cur := m.cat.Store().State().Collection(src.DB, src.Name)
-	if cur == nil || cur.ID != src.ID || !sameIndexes(cur, tmp) {
+	if cur == nil || cur.ID != src.ID || !sameIndexes(cur, tmp) || !m.allLocal(cur) {
 		return nil, nil, mongoerr.New(mongoerr.ReshardCollectionAborted,
-			"%s.%s was dropped, renamed or had its indexes changed while %s ran", src.DB, src.Name, op.spec.Command)
+			"%s.%s was dropped, renamed, moved or had its indexes changed while %s ran", src.DB, src.Name, op.spec.Command)
+	}
+	guards, err := m.sourceGuards(m.cat.Refresh(sink.src))
+	if err != nil {
+		return nil, nil, err
 	}
 	op.setPhase("committing")
 	if _, err := m.cat.Store().UpdateCollection(tmp.DB, tmp.Name, func(x *store.Collection) error {
@@ -330,11 +359,21 @@ func (m *Manager) reshardFlip(op *reshardOp, sink *reshardSink, logs []*store.Wr
 	}); err != nil {
 		return nil, nil, catalog.ChangeError(err, tmp.DB, tmp.Name)
 	}
-	out, dropped, err = m.cat.Store().RenameCollection(tmp.DB, tmp.Name, src.DB, src.Name, true)
+	out, dropped, err = m.cat.Store().RenameCollectionGuarded(tmp.DB, tmp.Name, src.DB, src.Name, true, guards)
 	if err != nil {
 		return nil, nil, catalog.ChangeError(err, src.DB, src.Name)
 	}
 	return out, dropped, nil
+}
+
+// allLocal reports whether every partition of c is on a shard of this node.
+func (m *Manager) allLocal(c *store.Collection) bool {
+	for _, p := range c.Partitions {
+		if !m.isLocal(p.Shard) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameIndexes reports whether a and b have the same indexes by name and key pattern.
