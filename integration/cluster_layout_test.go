@@ -12,8 +12,8 @@ import (
 // collection from its node's shard to another node's while a workload inserts through the
 // collection's own node and reads through another: the owner copies it, catches up and flips
 // the ownership in etcd, so every acknowledged document is found exactly once through every
-// node afterwards, on the new shard only. reshardCollection and unshardCollection, whose copy
-// into a new layout runs on one node's shards, answer 238 NotImplemented in a cluster.
+// node afterwards, on the new shard only. An empty sharded collection beside it is resharded
+// and unsharded through two other nodes (cluster_reshard_test.go has them under load).
 func TestClusterMoveCollection(t *testing.T) {
 	_, nodes := startClusterNodes(t, 3, "--partition-check-interval", "1h")
 	clients := make([]*mongo.Client, len(nodes))
@@ -47,6 +47,12 @@ func TestClusterMoveCollection(t *testing.T) {
 		}
 	}
 	shardColl(t, clients[0], dbn+".s", "tenant")
-	wantCmdError(t, clients[1], bson.D{{Key: "reshardCollection", Value: dbn + ".s"}, {Key: "key", Value: bson.D{{Key: "x", Value: "hashed"}}}}, 238, "NotImplemented")
-	wantCmdError(t, clients[2], bson.D{{Key: "unshardCollection", Value: dbn + ".s"}}, 238, "NotImplemented")
+	if _, err := runCmd(t, clients[1].Database("admin"), bson.D{{Key: "reshardCollection", Value: dbn + ".s"}, {Key: "key", Value: bson.D{{Key: "x", Value: "hashed"}}}}); err != nil {
+		t.Fatalf("reshardCollection of an empty collection: %v", err)
+	}
+	checkClusterLayout(t, clients, dbn, "s", bson.M{"x": "hashed"})
+	if _, err := runCmd(t, clients[2].Database("admin"), bson.D{{Key: "unshardCollection", Value: dbn + ".s"}}); err != nil {
+		t.Fatalf("unshardCollection of an empty collection: %v", err)
+	}
+	checkClusterLayout(t, clients, dbn, "s", nil)
 }
