@@ -2,6 +2,7 @@ package integration
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -47,12 +48,17 @@ func TestClusterMoveCollection(t *testing.T) {
 		}
 	}
 	shardColl(t, clients[0], dbn+".s", "tenant")
-	if _, err := runCmd(t, clients[1].Database("admin"), bson.D{{Key: "reshardCollection", Value: dbn + ".s"}, {Key: "key", Value: bson.D{{Key: "x", Value: "hashed"}}}}); err != nil {
-		t.Fatalf("reshardCollection of an empty collection: %v", err)
+	out := nodes[1].mongosh(t, dbn, "--eval", `print("reshard", sh.reshardCollection("`+dbn+`.s", {x: "hashed"}).ok)`)
+	if !strings.Contains(out, "reshard 1") {
+		t.Fatalf("mongosh's sh.reshardCollection through node-b:\n%s", out)
 	}
 	checkClusterLayout(t, clients, dbn, "s", bson.M{"x": "hashed"})
-	if _, err := runCmd(t, clients[2].Database("admin"), bson.D{{Key: "unshardCollection", Value: dbn + ".s"}}); err != nil {
-		t.Fatalf("unshardCollection of an empty collection: %v", err)
+	out = nodes[2].mongosh(t, dbn, "--eval", `print("unshard", sh.unshardCollection("`+dbn+`.s", "shard-1").ok)`)
+	if !strings.Contains(out, "unshard 1") {
+		t.Fatalf("mongosh's sh.unshardCollection through node-c:\n%s", out)
 	}
 	checkClusterLayout(t, clients, dbn, "s", nil)
+	if got := collShards(t, clients[0], dbn, "s"); !slices.Equal(got, []string{"shard-1"}) {
+		t.Fatalf("after unshardCollection to shard-1 the collection is on %v", got)
+	}
 }

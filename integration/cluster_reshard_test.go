@@ -265,3 +265,37 @@ func TestClusterReshardCoordinatorKilled(t *testing.T) {
 		checkAcked(t, c.Database(dbn).Collection("events"), n, nil)
 	}
 }
+
+// TestClusterReshardReplicated: reshardCollection, then unshardCollection, over three nodes
+// whose shards are each kept by three replicas (the default of cluster mode), with a writer
+// on each node: every acknowledged write is there once through every node afterwards.
+func TestClusterReshardReplicated(t *testing.T) {
+	t.Parallel()
+	const n = 3000
+	_, nodes, _ := replicatedNodes(t, 3)
+	clients := make([]*mongo.Client, len(nodes))
+	colls := make([]*mongo.Collection, len(nodes))
+	dbn := dbName(t)
+	for i, s := range nodes {
+		clients[i] = s.client(t)
+		colls[i] = clients[i].Database(dbn).Collection("events")
+	}
+	ns := dbn + ".events"
+	shardColl(t, clients[0], ns, "tenant", bson.E{Key: "numInitialChunks", Value: 3})
+	loadEvents(t, colls[0], n)
+	logs, stop := clusterWritersRunning(t, colls, 0, n)
+	before := opsNow(logs)
+	if _, err := runCmd(t, clients[1].Database("admin"), bson.D{{Key: "reshardCollection", Value: ns},
+		{Key: "key", Value: bson.D{{Key: "deviceId", Value: "hashed"}}}, {Key: "numInitialChunks", Value: 3}}); err != nil {
+		t.Fatalf("reshardCollection: %v", err)
+	}
+	if _, err := runCmd(t, clients[2].Database("admin"), bson.D{{Key: "unshardCollection", Value: ns}}); err != nil {
+		t.Fatalf("unshardCollection: %v", err)
+	}
+	writtenDuring(t, logs, before, "the reshardCollection and the unshardCollection")
+	stop()
+	checkClusterLayout(t, clients, dbn, "events", nil)
+	for _, c := range clients {
+		checkAcked(t, c.Database(dbn).Collection("events"), n, logs)
+	}
+}
