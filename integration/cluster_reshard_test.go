@@ -299,3 +299,54 @@ func TestClusterReshardReplicated(t *testing.T) {
 		checkAcked(t, c.Database(dbn).Collection("events"), n, logs)
 	}
 }
+
+// TestClusterReshardRecipientKilled: a node receiving part of a reshardCollection's copy is
+// killed (SIGKILL) mid-copy: the copy's next batch for it fails, the change is aborted (the
+// command answers the error), every other node drops the temporary copy, and once the node is
+// back (it rejoins though the cluster dropped the copy it held) the collection has its old key
+// and every document through every node.
+func TestClusterReshardRecipientKilled(t *testing.T) {
+	t.Parallel()
+	const n = 4000
+	_, nodes := startClusterNodes(t, 3, "--test-commands")
+	clients := make([]*mongo.Client, len(nodes))
+	for i, s := range nodes {
+		clients[i] = s.client(t)
+	}
+	waitClusterShards(t, clients, 3)
+	dbn := dbName(t)
+	ns := dbn + ".events"
+	shardColl(t, clients[0], ns, "tenant", bson.E{Key: "numInitialChunks", Value: 3})
+	waitClusterChunks(t, clients, 3, 3)
+	loadEvents(t, clients[0].Database(dbn).Collection("events"), n)
+	failpoint := func(mode string) {
+		if _, err := runCmd(t, clients[1].Database("admin"), bson.D{{Key: "configureFailPoint", Value: "reshardingPauseRecipientDuringCloning"}, {Key: "mode", Value: mode}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failpoint("alwaysOn")
+	done := make(chan error, 1)
+	go func() {
+		_, err := clients[1].Database("admin").RunCommand(context.Background(), bson.D{{Key: "reshardCollection", Value: ns}, {Key: "key", Value: bson.D{{Key: "deviceId", Value: "hashed"}}}}).Raw()
+		done <- err
+	}()
+	waitFor(t, time.Minute, "the copy to pause", func() bool {
+		op := reshardOp(t, clients[1], ns)
+		return op != nil && asInt64(op["documentsCopied"]) >= 1000
+	})
+	nodes[0].kill()
+	failpoint("off")
+	err := <-done
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) {
+		t.Fatalf("reshardCollection with a node holding part of its copy dead: %v, want a command error", err)
+	}
+	t.Logf("reshardCollection with a recipient dead: %v", err)
+	checkClusterLayout(t, clients[1:], dbn, "events", bson.M{"tenant": "hashed"})
+	nodes[0].restart()
+	clients[0] = nodes[0].client(t)
+	checkClusterLayout(t, clients, dbn, "events", bson.M{"tenant": "hashed"})
+	for _, c := range clients {
+		checkAcked(t, c.Database(dbn).Collection("events"), n, nil)
+	}
+}
