@@ -3,6 +3,7 @@ package integration
 import (
 	"slices"
 	"strings"
+	"time"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -48,11 +49,30 @@ func TestClusterMoveCollection(t *testing.T) {
 		}
 	}
 	shardColl(t, clients[0], dbn+".s", "tenant")
-	out := nodes[1].mongosh(t, dbn, "--eval", `print("reshard", sh.reshardCollection("`+dbn+`.s", {x: "hashed"}).ok)`)
+	out := nodes[1].mongosh(t, dbn, "--eval", `print("reshard", sh.reshardCollection("`+dbn+`.s", {x: "hashed"}, false, {numInitialChunks: 4}).ok)`)
 	if !strings.Contains(out, "reshard 1") {
 		t.Fatalf("mongosh's sh.reshardCollection through node-b:\n%s", out)
 	}
 	checkClusterLayout(t, clients, dbn, "s", bson.M{"x": "hashed"})
+	if got := clusterChunks(t, clients[1], dbn+".s"); len(got) != 4 {
+		t.Fatalf("after reshardCollection with numInitialChunks 4: %d chunks", len(got))
+	}
+	// The same key again with forceRedistribution: laid out anew, in numInitialChunks
+	// partitions over the three nodes' shards.
+	out = nodes[0].mongosh(t, dbn, "--eval", `print("force", db.adminCommand({reshardCollection: "`+dbn+`.s", key: {x: "hashed"}, forceRedistribution: true, numInitialChunks: 3}).ok)`)
+	if !strings.Contains(out, "force 1") {
+		t.Fatalf("reshardCollection with forceRedistribution through node-a:\n%s", out)
+	}
+	for _, c := range clients {
+		waitFor(t, 15*time.Second, "every node to see the new layout", func() bool {
+			on := map[any]bool{}
+			chunks := clusterChunks(t, c, dbn+".s")
+			for _, ch := range chunks {
+				on[ch["shard"]] = true
+			}
+			return len(chunks) == 3 && len(on) == 3
+		})
+	}
 	out = nodes[2].mongosh(t, dbn, "--eval", `print("unshard", sh.unshardCollection("`+dbn+`.s", "shard-1").ok)`)
 	if !strings.Contains(out, "unshard 1") {
 		t.Fatalf("mongosh's sh.unshardCollection through node-c:\n%s", out)
