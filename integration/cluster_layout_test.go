@@ -3,8 +3,8 @@ package integration
 import (
 	"slices"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -15,7 +15,8 @@ import (
 // collection's own node and reads through another: the owner copies it, catches up and flips
 // the ownership in etcd, so every acknowledged document is found exactly once through every
 // node afterwards, on the new shard only. An empty sharded collection beside it is resharded
-// and unsharded through two other nodes (cluster_reshard_test.go has them under load).
+// (numInitialChunks, then forceRedistribution) and unsharded through mongosh on the three
+// nodes (cluster_reshard_test.go has them under load).
 func TestClusterMoveCollection(t *testing.T) {
 	_, nodes := startClusterNodes(t, 3, "--partition-check-interval", "1h")
 	clients := make([]*mongo.Client, len(nodes))
