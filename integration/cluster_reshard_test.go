@@ -76,6 +76,16 @@ func checkClusterLayout(t *testing.T, clients []*mongo.Client, db, coll string, 
 	}
 }
 
+// logLayoutChanges logs the "changed a collection's layout" lines of node's log (what its
+// layout changes gathered, copied and applied, and how long they held writes).
+func logLayoutChanges(t *testing.T, node *server) {
+	for _, line := range strings.Split(node.log.String(), "\n") {
+		if strings.Contains(line, "changed a collection's layout") {
+			t.Logf("server: %s", line)
+		}
+	}
+}
+
 // equalM reports whether two flat documents hold the same fields and values.
 func equalM(a, b bson.M) bool {
 	if len(a) != len(b) {
@@ -99,7 +109,7 @@ func equalM(a, b bson.M) bool {
 func TestClusterReshardCollection(t *testing.T) {
 	t.Parallel()
 	n := clusterReshardDocs()
-	_, clients, dbn := shardedOverThree(t, "events", "tenant", 6)
+	nodes, clients, dbn := shardedOverThree(t, "events", "tenant", 6)
 	ns := dbn + ".events"
 	loadEvents(t, clients[0].Database(dbn).Collection("events"), n)
 	colls := make([]*mongo.Collection, 4)
@@ -115,6 +125,7 @@ func TestClusterReshardCollection(t *testing.T) {
 	}
 	t.Logf("reshardCollection of %d documents over three nodes under 4 writers took %v", n, time.Since(start))
 	writtenDuring(t, logs, before, "the reshardCollection")
+	logLayoutChanges(t, nodes[1])
 	stop()
 	for _, c := range clients {
 		checkAcked(t, c.Database(dbn).Collection("events"), n, logs)
@@ -134,6 +145,7 @@ func TestClusterReshardCollection(t *testing.T) {
 		t.Fatalf("unshardCollection: %v", err)
 	}
 	writtenDuring(t, more, before, "the unshardCollection")
+	logLayoutChanges(t, nodes[2])
 	stop()
 	logs = append(logs, more...)
 	for _, c := range clients {

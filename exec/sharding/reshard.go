@@ -69,6 +69,9 @@ type ReshardStats struct {
 	Passes  int           // catch-up passes before the critical section
 	Blocked time.Duration // how long the critical section held writes
 	Took    time.Duration // the whole operation
+	// Gathered is how many partitions moved onto this node's shards first (cluster mode,
+	// reshard_cluster.go).
+	Gathered int
 }
 
 // reshardOp is a layout change in flight: what currentOp shows, and its abort and commit
@@ -111,15 +114,16 @@ func (m *Manager) Reshard(spec ReshardSpec) (*store.Collection, ReshardStats, er
 	}
 	m.round.Lock() // no split or move of the source or of the copy meanwhile
 	defer m.round.Unlock()
-	if err := m.gatherSource(op); err != nil { // reshard_cluster.go: in a cluster, the source comes here
-		return nil, ReshardStats{}, err
+	gathered, err := m.gatherSource(op) // reshard_cluster.go: in a cluster, the source comes here
+	if err != nil {
+		return nil, ReshardStats{Gathered: gathered}, err
 	}
 	src, tmp, err := m.createReshardTemp(op)
 	if err != nil {
 		return nil, ReshardStats{}, err
 	}
 	out, st, err := m.runReshard(op, src, tmp)
-	st.Took = time.Since(op.started)
+	st.Gathered, st.Took = gathered, time.Since(op.started)
 	if err != nil {
 		m.dropReshardTemp(tmp)
 		m.log.Warn("layout change failed; the collection keeps its layout", zap.String("cmd", spec.Command),
@@ -128,7 +132,7 @@ func (m *Manager) Reshard(spec ReshardSpec) (*store.Collection, ReshardStats, er
 	}
 	m.AfterMapChange()
 	m.log.Info("changed a collection's layout", zap.String("cmd", spec.Command), zap.String("ns", ns),
-		zap.Int64("copied", st.Copied), zap.Int64("applied", st.Applied), zap.Int("passes", st.Passes),
+		zap.Int("gathered", st.Gathered), zap.Int64("copied", st.Copied), zap.Int64("applied", st.Applied), zap.Int("passes", st.Passes),
 		zap.Duration("blocked", st.Blocked), zap.Duration("took", st.Took), zap.Int("partitions", len(out.Partitions)))
 	return out, st, nil
 }

@@ -81,26 +81,26 @@ func (m *Manager) refuseClusterMove(db, name string, from int) error {
 }
 
 // gatherSource moves every partition of op's source that is on another node's shard to one
-// of this node's (cluster mode; nothing on a single node).
-func (m *Manager) gatherSource(op *reshardOp) error {
+// of this node's (cluster mode; nothing on a single node) and returns how many moves it made.
+func (m *Manager) gatherSource(op *reshardOp) (moved int, err error) {
 	if m.mopts.Cluster == nil {
-		return nil
+		return 0, nil
 	}
 	spec := op.spec
 	for attempt := 0; ; attempt++ {
 		if op.abort.Load() {
-			return errReshardAborted(op)
+			return moved, errReshardAborted(op)
 		}
 		c := m.cat.Store().State().Collection(spec.DB, spec.Coll)
 		if c == nil {
-			return mongoerr.New(mongoerr.NamespaceNotFound, "Collection %s.%s does not exist", spec.DB, spec.Coll)
+			return moved, mongoerr.New(mongoerr.NamespaceNotFound, "Collection %s.%s does not exist", spec.DB, spec.Coll)
 		}
 		if c.NoMigrations {
-			return errMigrationsBlocked
+			return moved, errMigrationsBlocked
 		}
 		local := m.localShards()
 		if len(local) == 0 {
-			return mongoerr.New(mongoerr.ConflictingOperationInProgress,
+			return moved, mongoerr.New(mongoerr.ConflictingOperationInProgress,
 				"%s cannot run on this node: it serves no shard now; send it to another node", spec.Command)
 		}
 		remote := 0
@@ -112,18 +112,20 @@ func (m *Manager) gatherSource(op *reshardOp) error {
 			to := m.gatherTarget(c, local)
 			err := m.MovePartition(spec.DB, spec.Coll, p.ID, to, spec.Command)
 			if err != nil && !retryableMove(err) {
-				return err
+				return moved, err
 			}
-			if err != nil {
+			if err == nil {
+				moved++
+			} else {
 				m.log.Info("a move of the layout change's gather failed; trying again", zap.String("ns", spec.DB+"."+spec.Coll),
 					zap.Uint64("partition", p.ID), zap.Error(err))
 			}
 		}
 		if remote == 0 {
-			return nil
+			return moved, nil
 		}
 		if attempt >= gatherAttempts {
-			return mongoerr.New(mongoerr.ConflictingOperationInProgress,
+			return moved, mongoerr.New(mongoerr.ConflictingOperationInProgress,
 				"%s could not bring %s.%s's partitions onto this node's shards; retry", spec.Command, spec.DB, spec.Coll)
 		}
 		time.Sleep(100 * time.Millisecond) // a failed move's partition changed: look again
