@@ -76,8 +76,8 @@ func checkClusterLayout(t *testing.T, clients []*mongo.Client, db, coll string, 
 	}
 }
 
-// logLayoutChanges logs the "changed a collection's layout" lines of node's log (what its
-// layout changes gathered, copied and applied, and how long they held writes).
+// logLayoutChanges logs the "changed a collection's layout" lines of node's log so far (what
+// its layout changes gathered, copied and applied, and how long they held writes).
 func logLayoutChanges(t *testing.T, node *server) {
 	for _, line := range strings.Split(node.log.String(), "\n") {
 		if strings.Contains(line, "changed a collection's layout") {
@@ -125,7 +125,6 @@ func TestClusterReshardCollection(t *testing.T) {
 	}
 	t.Logf("reshardCollection of %d documents over three nodes under 4 writers took %v", n, time.Since(start))
 	writtenDuring(t, logs, before, "the reshardCollection")
-	logLayoutChanges(t, nodes[1])
 	stop()
 	for _, c := range clients {
 		checkAcked(t, c.Database(dbn).Collection("events"), n, logs)
@@ -145,7 +144,6 @@ func TestClusterReshardCollection(t *testing.T) {
 		t.Fatalf("unshardCollection: %v", err)
 	}
 	writtenDuring(t, more, before, "the unshardCollection")
-	logLayoutChanges(t, nodes[2])
 	stop()
 	logs = append(logs, more...)
 	for _, c := range clients {
@@ -157,6 +155,8 @@ func TestClusterReshardCollection(t *testing.T) {
 			t.Fatalf("node %d: after unshardCollection to shard-0 the collection is on %v", i, got)
 		}
 	}
+	logLayoutChanges(t, nodes[1]) // the reshard's coordinator (the log is flushed now and then)
+	logLayoutChanges(t, nodes[2]) // the unshard's
 }
 
 // TestClusterReshardAbortFromAnotherNode: a reshardCollection sent to one node, held in its
