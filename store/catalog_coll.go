@@ -22,6 +22,13 @@ func (c *Catalog) CreateCollection(in Collection) (*Collection, error) {
 		if m.e.s.Collection(in.DB, in.Name) != nil {
 			return fmt.Errorf("%w: collection %s.%s", ErrExists, in.DB, in.Name)
 		}
+		if in.ReshardOf != "" { // one layout change of a collection at a time, cluster-wide
+			for _, o := range m.e.s.Collections(in.DB) {
+				if o.ReshardOf == in.ReshardOf {
+					return fmt.Errorf("%w: %s.%s is already the copy of a layout change of %s.%s", ErrReshardRunning, in.DB, o.Name, in.DB, in.ReshardOf)
+				}
+			}
+		}
 		if c.mu.nextColl == 0 {
 			return fmt.Errorf("%w: collection IDs exhausted", ErrInvalid) // 2^32 creations
 		}

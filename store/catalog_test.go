@@ -508,3 +508,20 @@ func TestCatalogCodecThroughputSettings(t *testing.T) {
 		t.Fatal("Toggle.Resolve")
 	}
 }
+
+// TestCreateReshardCopyOnePerCollection: a second copy of one collection's layout change is
+// refused (ErrReshardRunning), in the same change that would create it, so two nodes never
+// both start one; another collection's is not.
+func TestCreateReshardCopyOnePerCollection(t *testing.T) {
+	cat := openCatalog(t, openMem(t))
+	if _, err := cat.CreateCollection(Collection{DB: "d", Name: "system.resharding.1", ReshardNode: "node-a", ReshardOf: "events"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cat.CreateCollection(Collection{DB: "d", Name: "system.resharding.2", ReshardNode: "node-b", ReshardOf: "events"})
+	if !errors.Is(err, ErrReshardRunning) {
+		t.Fatalf("a second copy of d.events = %v, want ErrReshardRunning", err)
+	}
+	if _, err := cat.CreateCollection(Collection{DB: "d", Name: "system.resharding.3", ReshardNode: "node-b", ReshardOf: "other"}); err != nil {
+		t.Fatalf("the copy of another collection: %v", err)
+	}
+}

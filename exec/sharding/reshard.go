@@ -114,16 +114,12 @@ func (m *Manager) Reshard(spec ReshardSpec) (*store.Collection, ReshardStats, er
 	}
 	m.round.Lock() // no split or move of the source or of the copy meanwhile
 	defer m.round.Unlock()
-	gathered, err := m.gatherSource(op) // reshard_cluster.go: in a cluster, the source comes here
-	if err != nil {
-		return nil, ReshardStats{Gathered: gathered}, err
-	}
 	src, tmp, err := m.createReshardTemp(op)
 	if err != nil {
 		return nil, ReshardStats{}, err
 	}
-	out, st, err := m.runReshard(op, src, tmp)
-	st.Gathered, st.Took = gathered, time.Since(op.started)
+	out, st, err := m.gatherAndCopy(op, src, tmp)
+	st.Took = time.Since(op.started)
 	if err != nil {
 		m.dropReshardTemp(tmp)
 		m.log.Warn("layout change failed; the collection keeps its layout", zap.String("cmd", spec.Command),
@@ -176,12 +172,6 @@ func (m *Manager) createReshardTemp(op *reshardOp) (src, tmp *store.Collection, 
 		return nil, nil, mongoerr.New(mongoerr.ReshardCollectionInProgress,
 			"A resharding operation is already in progress for namespace %s.%s (run by node %s)", spec.DB, spec.Coll, node)
 	}
-	for _, p := range src.Partitions {
-		if !m.isLocal(p.Shard) { // a partition moved away since the gather
-			return nil, nil, mongoerr.New(mongoerr.ConflictingOperationInProgress,
-				"%s.%s's partitions left this node while %s began; retry", spec.DB, spec.Coll, spec.Command)
-		}
-	}
 	for _, x := range src.Indexes {
 		if !x.Ready {
 			return nil, nil, mongoerr.New(mongoerr.ConflictingOperationInProgress,
@@ -201,13 +191,12 @@ func (m *Manager) createReshardTemp(op *reshardOp) (src, tmp *store.Collection, 
 		ShardKey: spec.Key, Throughput: src.Throughput, Autoscale: src.Autoscale, BurstCapacity: src.BurstCapacity,
 		ThrottleRetryMS: src.ThrottleRetryMS, Indexes: src.Indexes, NextIndexID: src.NextIndexID, Partitions: parts,
 		ReshardNode: m.reshardCoordinator(), ReshardOf: spec.Coll})
+	if errors.Is(err, store.ErrReshardRunning) { // another node's, created meanwhile
+		return nil, nil, mongoerr.New(mongoerr.ReshardCollectionInProgress,
+			"A resharding operation is already in progress for namespace %s.%s", spec.DB, spec.Coll)
+	}
 	if err != nil {
 		return nil, nil, catalog.ChangeError(err, spec.DB, op.tmp)
-	}
-	for _, s := range m.cat.Shards() {
-		d, b := s.CollStats(src.ID)
-		op.totalDocs.Add(d)
-		op.totalBytes.Add(b)
 	}
 	return src, tmp, nil
 }
@@ -246,6 +235,42 @@ func (m *Manager) dropReshardLeftovers() {
 				zap.String("ns", c.DB+"."+c.Name))
 		}
 	}
+}
+
+// gatherAndCopy brings the source onto this node's shards (in a cluster,
+// reshard_cluster.go), then copies it into tmp while writes go on and commits.
+func (m *Manager) gatherAndCopy(op *reshardOp, src, tmp *store.Collection) (*store.Collection, ReshardStats, error) {
+	gathered, err := m.gatherSource(op)
+	if err == nil {
+		src, err = m.gatheredSource(op, src)
+	}
+	if err != nil {
+		return nil, ReshardStats{Gathered: gathered}, err
+	}
+	out, st, err := m.runReshard(op, src, tmp)
+	st.Gathered = gathered
+	return out, st, err
+}
+
+// gatheredSource returns the source's record once gathered on this node's shards (src as
+// the change began) and counts what there is to copy; it fails if the source was replaced, or
+// a partition left meanwhile.
+func (m *Manager) gatheredSource(op *reshardOp, src *store.Collection) (*store.Collection, error) {
+	cur := m.cat.Store().State().Collection(src.DB, src.Name)
+	switch {
+	case cur == nil || cur.ID != src.ID:
+		return nil, mongoerr.New(mongoerr.ReshardCollectionAborted,
+			"%s.%s was dropped or renamed while %s began", src.DB, src.Name, op.spec.Command)
+	case !m.allLocal(cur):
+		return nil, mongoerr.New(mongoerr.ConflictingOperationInProgress,
+			"%s.%s's partitions left this node while %s began; retry", src.DB, src.Name, op.spec.Command)
+	}
+	for _, sh := range m.localShards() {
+		d, b := m.cat.Shards()[sh].CollStats(cur.ID)
+		op.totalDocs.Add(d)
+		op.totalBytes.Add(b)
+	}
+	return cur, nil
 }
 
 // runReshard copies src into tmp while writes go on, then commits (reshard_copy.go).

@@ -18,16 +18,18 @@ import (
 // Layout changes in a cluster. The node a reshardCollection or unshardCollection reaches
 // coordinates it, and is its only donor:
 //
-//  1. gather: every partition of the source on another node's shard moves to one of this
+//  1. the temporary collection is created in the new layout over the shards asked (every
+//     shard of the cluster for a reshard), marked with this node and the source's name
+//     (store.Collection.ReshardNode, ReshardOf): from then on a second change of the
+//     collection through any node is refused, abortReshardCollection through any node reaches
+//     this one, and the partition manager of every node leaves the copy alone (no split, no
+//     move).
+//  2. gather: every partition of the source on another node's shard moves to one of this
 //     node's shards, as moveChunk moves one (online, move_remote.go). From then on every write
 //     of the source, whichever node the client uses, runs here (routers hand it to the owner),
 //     so this node's write logs see them all, and its key-lock stripes hold them all off. No
 //     partition of the source leaves this node while the change runs (MovePartition refuses),
 //     and this node's manager rounds wait (the round lock), so none splits here either.
-//  2. the temporary collection is created in the new layout over the shards asked (every
-//     shard of the cluster for a reshard), marked with this node and the source's name
-//     (store.Collection.ReshardNode, ReshardOf); the partition manager of every node leaves it
-//     alone (no split, no move).
 //  3. the copy, the catch-ups and the critical section run as on one node (reshard.go), but a
 //     document whose new place is on another node's shard travels in batches over the
 //     internal connection (_cleaveMoveApply op "reshard"), applied there in one synced batch
