@@ -110,11 +110,13 @@ linearizability:
 differential-cluster:
 	CLEAVE_LONG=1 $(GO) test -count=1 -timeout 30m -run '^TestDifferentialCluster$$' -v ./integration
 
-# The long form of the resharding test (TestReshardCollectionUnderWrites, 50,000 documents in
-# `make test`): 1,000,000 documents resharded while 8 clients write (about 3 minutes).
+# The long forms of the resharding tests (20,000 and 10,000 documents in `make test`):
+# TestReshardCollectionUnderWrites, 1,000,000 documents resharded on one node while 8 clients
+# write (about 3 minutes), and TestClusterReshardCollection, 200,000 documents resharded and
+# unsharded over three nodes while 4 clients write through them.
 .PHONY: reshard
 reshard:
-	CLEAVE_LONG=1 $(GO) test -count=1 -timeout 30m -run '^TestReshardCollectionUnderWrites$$' -v ./integration
+	CLEAVE_LONG=1 $(GO) test -count=1 -timeout 30m -run '^(TestReshardCollectionUnderWrites|TestClusterReshardCollection)$$' -v ./integration
 
 # The drivers' spec and prose tests (compat/ is its own module, pinning mongo-driver v1.17 for
 # its spec files and runners): every suite against a fresh cleave; rewrites the table between the

@@ -339,3 +339,21 @@ func TestShareCatalogRefusesUnknownLocalCollections(t *testing.T) {
 		t.Fatalf("ShareCatalog of a catalog with its own collections = %v, want ErrInvalid", err)
 	}
 }
+
+func TestShareCatalogForgetsDroppedReshardCopies(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	a, b := join(t, c, "node-a", 1), join(t, c, "node-b", 1)
+	shareCatalog(t, a) // seeds the cluster with an empty catalog
+	local := openCatalog(t)
+	// The copy of a layout change node-b coordinated, dropped by the cluster while node-b
+	// was down: it does not keep node-b out.
+	if _, err := local.CreateCollection(store.Collection{DB: "app", Name: "system.resharding.x", ReshardNode: "node-b", ReshardOf: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ShareCatalog(context.Background(), local, nil); err != nil {
+		t.Fatalf("ShareCatalog of a catalog with a forgotten layout change's copy: %v", err)
+	}
+	if local.State().Collection("app", "system.resharding.x") != nil {
+		t.Fatal("the copy the cluster does not have is still in the node's catalog")
+	}
+}

@@ -72,6 +72,10 @@ func encodeCollection(c *Collection) []byte {
 	if c.NoMigrations {
 		doc = bsoncore.AppendBooleanElement(doc, "noMigrations", true)
 	}
+	if c.ReshardNode != "" {
+		doc = bsoncore.AppendStringElement(doc, "reshardNode", c.ReshardNode)
+		doc = bsoncore.AppendStringElement(doc, "reshardOf", c.ReshardOf)
+	}
 	if c.ThrottleRetryMS != 0 {
 		doc = bsoncore.AppendInt64Element(doc, "throttleRetryMS", c.ThrottleRetryMS)
 	}
@@ -185,23 +189,6 @@ func decodeCollection(raw []byte) (*Collection, error) {
 				c.Zones = append(c.Zones, slices.Clone(d))
 				return nil
 			})
-		case "autoscale":
-			c.Autoscale, _ = v.BooleanOK()
-		case "burstCapacity":
-			c.BurstCapacity = ToggleOff
-			if on, _ := v.BooleanOK(); on {
-				c.BurstCapacity = ToggleOn
-			}
-		case "customBudgets":
-			c.CustomBudgets, _ = v.BooleanOK()
-		case "noBalance":
-			c.NoBalance, _ = v.BooleanOK()
-		case "noMigrations":
-			c.NoMigrations, _ = v.BooleanOK()
-		case "throttleRetryMS":
-			c.ThrottleRetryMS = int64Value(v)
-		case "sharedRU":
-			c.SharedRU, _ = v.DoubleOK()
 		case "searchIndexes":
 			err = eachArrayDoc(v, func(d bsoncore.Document) error {
 				c.SearchIndexes = append(c.SearchIndexes, slices.Clone(d))
@@ -217,6 +204,8 @@ func decodeCollection(raw []byte) (*Collection, error) {
 			c.NextPartitionID = uint64(int64Value(v))
 		case "version":
 			c.Version = uint64(int64Value(v))
+		default:
+			decodeCollectionSetting(c, key, v)
 		}
 		return err == nil
 	})
@@ -230,6 +219,34 @@ func decodeCollection(raw []byte) (*Collection, error) {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return c, nil
+}
+
+// decodeCollectionSetting decodes field key of a collection record among its throughput,
+// balancing and layout-change settings; it ignores a field it does not know.
+func decodeCollectionSetting(c *Collection, key string, v bsoncore.Value) {
+	switch key {
+	case "autoscale":
+		c.Autoscale, _ = v.BooleanOK()
+	case "burstCapacity":
+		c.BurstCapacity = ToggleOff
+		if on, _ := v.BooleanOK(); on {
+			c.BurstCapacity = ToggleOn
+		}
+	case "customBudgets":
+		c.CustomBudgets, _ = v.BooleanOK()
+	case "noBalance":
+		c.NoBalance, _ = v.BooleanOK()
+	case "noMigrations":
+		c.NoMigrations, _ = v.BooleanOK()
+	case "reshardNode":
+		c.ReshardNode, _ = v.StringValueOK()
+	case "reshardOf":
+		c.ReshardOf, _ = v.StringValueOK()
+	case "throttleRetryMS":
+		c.ThrottleRetryMS = int64Value(v)
+	case "sharedRU":
+		c.SharedRU, _ = v.DoubleOK()
+	}
 }
 
 // decodeIndexes decodes the indexes array of a collection record.

@@ -22,6 +22,13 @@ func (c *Catalog) CreateCollection(in Collection) (*Collection, error) {
 		if m.e.s.Collection(in.DB, in.Name) != nil {
 			return fmt.Errorf("%w: collection %s.%s", ErrExists, in.DB, in.Name)
 		}
+		if in.ReshardOf != "" { // one layout change of a collection at a time, cluster-wide
+			for _, o := range m.e.s.Collections(in.DB) {
+				if o.ReshardOf == in.ReshardOf {
+					return fmt.Errorf("%w: %s.%s is already the copy of a layout change of %s.%s", ErrReshardRunning, in.DB, o.Name, in.DB, in.ReshardOf)
+				}
+			}
+		}
 		if c.mu.nextColl == 0 {
 			return fmt.Errorf("%w: collection IDs exhausted", ErrInvalid) // 2^32 creations
 		}
@@ -113,7 +120,15 @@ func (c *Catalog) DropCollection(db, name string) (*Collection, error) {
 // dropped (the caller deletes its data). The source missing is ErrNotFound; renaming a
 // collection onto itself is ErrInvalid.
 func (c *Catalog) RenameCollection(db, from, toDB, to string, dropTarget bool) (renamed, dropped *Collection, err error) {
+	return c.RenameCollectionGuarded(db, from, toDB, to, dropTarget, nil)
+}
+
+// RenameCollectionGuarded is RenameCollection whose change a shared catalog commits only
+// while every guard holds (ErrIncarnation otherwise): a layout change's commit, which must
+// not rename its copy over the source once its coordinator lost its registration.
+func (c *Catalog) RenameCollectionGuarded(db, from, toDB, to string, dropTarget bool, guards []Guard) (renamed, dropped *Collection, err error) {
 	err = c.mutate(func(m *mutation) error {
+		m.guards = guards
 		src := m.e.s.Collection(db, from)
 		if src == nil {
 			return fmt.Errorf("%w: collection %s.%s", ErrNotFound, db, from)
@@ -131,6 +146,7 @@ func (c *Catalog) RenameCollection(db, from, toDB, to string, dropTarget bool) (
 		m.e.removeCollection(src)
 		n := src.clone()
 		n.DB, n.Name = toDB, to
+		n.ReshardNode, n.ReshardOf = "", "" // a layout change's copy renamed over its source
 		n.Version++
 		if err := m.putCollection(n); err != nil {
 			return err

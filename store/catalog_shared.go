@@ -127,7 +127,8 @@ func (c *Catalog) LocalImage() ([]CatalogOp, error) {
 // Share makes c a shared catalog: image (every record of the log at revision rev) replaces
 // the local records, and from now on changes commit through log. It refuses an image that
 // lacks a collection this node holds (same ID and UUID): the node's data would otherwise be
-// read as another collection's, or dropped as an orphan.
+// read as another collection's, or dropped as an orphan. A layout change's temporary copy
+// (ReshardNode set) is the exception: the cluster drops it when its coordinator dies.
 func (c *Catalog) Share(log SharedLog, rev int64, image []CatalogOp) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -136,7 +137,9 @@ func (c *Catalog) Share(log SharedLog, rev int64, image []CatalogOp) error {
 		return fmt.Errorf("store: the shared catalog at revision %d: %w", rev, err)
 	}
 	for id, local := range c.state.Load().byID {
-		if NodeLocalDB(local.DB) {
+		if NodeLocalDB(local.DB) || local.ReshardNode != "" {
+			// A layout change's copy the cluster no longer has was dropped while this node,
+			// its coordinator, was away (it died mid-change): its data is an orphan now.
 			continue
 		}
 		if shared := e.s.byID[id]; shared == nil || shared.UUID != local.UUID {

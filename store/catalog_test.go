@@ -349,7 +349,7 @@ func TestCatalogCodecRoundTrip(t *testing.T) {
 		Options: bdoc("a", 1), ShardKey: bdoc("k", 1), Throughput: 1 << 40,
 		Indexes:     []Index{{ID: 1, Name: IDIndexName, Key: idIndexKey, Ready: true}, {ID: 4, Name: "x", Key: bdoc("x", -1), Spec: bdoc("unique", 1)}},
 		Partitions:  []Partition{{ID: 1, Lo: 0, Shard: 0}, {ID: 9, Lo: 1<<64 - 1, Shard: 3}},
-		NextIndexID: 5, NextPartitionID: 10, Version: 42,
+		NextIndexID: 5, NextPartitionID: 10, Version: 42, NoBalance: true, ReshardNode: "node-b", ReshardOf: "events",
 		SearchIndexes: []bsoncore.Document{bdoc("name", 1), bdoc("name", 2)}}
 	got, err := decodeCollection(encodeCollection(c))
 	if err != nil || !reflect.DeepEqual(got, c) {
@@ -365,6 +365,25 @@ func TestCatalogCodecRoundTrip(t *testing.T) {
 	merged = fixLen(merged)
 	if got, err := decodeCollection(merged); err != nil || got.Version != 42 {
 		t.Fatalf("record with an unknown field: %v", err)
+	}
+}
+
+// TestRenameClearsReshardMark: the copy of a layout change renamed over its source is the
+// collection itself, no longer a copy in flight.
+func TestRenameClearsReshardMark(t *testing.T) {
+	cat := openCatalog(t, openMem(t))
+	if _, err := cat.CreateCollection(Collection{DB: "d", Name: "events"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cat.CreateCollection(Collection{DB: "d", Name: "system.resharding.1", ReshardNode: "node-a", ReshardOf: "events"}); err != nil {
+		t.Fatal(err)
+	}
+	got, dropped, err := cat.RenameCollection("d", "system.resharding.1", "d", "events", true)
+	if err != nil || dropped == nil || got.ReshardNode != "" || got.ReshardOf != "" {
+		t.Fatalf("rename of a layout change's copy over its source = %+v (dropped %v), %v", got, dropped, err)
+	}
+	if c := cat.State().Collection("d", "events"); c.ReshardNode != "" {
+		t.Fatalf("the catalog keeps the mark: %+v", c)
 	}
 }
 
@@ -487,5 +506,22 @@ func TestCatalogCodecThroughputSettings(t *testing.T) {
 	}
 	if !ToggleDefault.Resolve(true) || ToggleOff.Resolve(true) || !ToggleOn.Resolve(false) {
 		t.Fatal("Toggle.Resolve")
+	}
+}
+
+// TestCreateReshardCopyOnePerCollection: a second copy of one collection's layout change is
+// refused (ErrReshardRunning), in the same change that would create it, so two nodes never
+// both start one; another collection's is not.
+func TestCreateReshardCopyOnePerCollection(t *testing.T) {
+	cat := openCatalog(t, openMem(t))
+	if _, err := cat.CreateCollection(Collection{DB: "d", Name: "system.resharding.1", ReshardNode: "node-a", ReshardOf: "events"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cat.CreateCollection(Collection{DB: "d", Name: "system.resharding.2", ReshardNode: "node-b", ReshardOf: "events"})
+	if !errors.Is(err, ErrReshardRunning) {
+		t.Fatalf("a second copy of d.events = %v, want ErrReshardRunning", err)
+	}
+	if _, err := cat.CreateCollection(Collection{DB: "d", Name: "system.resharding.3", ReshardNode: "node-b", ReshardOf: "other"}); err != nil {
+		t.Fatalf("the copy of another collection: %v", err)
 	}
 }

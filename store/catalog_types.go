@@ -49,6 +49,12 @@ type Collection struct {
 	// too (setAllowMigrations: false; config.collections' permitMigrations: false). Splits go
 	// on under both.
 	NoBalance, NoMigrations bool
+	// ReshardNode and ReshardOf mark a layout change's temporary collection in a cluster: the
+	// node that runs the change (its coordinator) and the name of the collection it copies, in
+	// the same database. Another node forwards abortReshardCollection to that node, and the
+	// elected manager drops the temporary collection once that node is gone. A rename clears
+	// both: the copy renamed over its source is the collection itself. Empty elsewhere.
+	ReshardNode, ReshardOf string
 	// ThrottleRetryMS is how long a request out of budget waits for it before 16500 (server-
 	// side retry): 0 follows its database, then the server (--throttle-retry-ms); above 0,
 	// that many milliseconds; ThrottleRetryNever, not at all.

@@ -8,6 +8,9 @@ var (
 	ErrNotFound = errors.New("store: not found")
 	// ErrExists reports that a database or collection being created already exists.
 	ErrExists = errors.New("store: already exists")
+	// ErrReshardRunning reports a layout change's copy refused because another copy of the
+	// same collection exists (Collection.ReshardOf): one change of a collection at a time.
+	ErrReshardRunning = errors.New("store: a layout change of the collection is already under way")
 	// ErrClosed reports a call on a closed DB, Snapshot, Batch or iterator.
 	ErrClosed = errors.New("store: closed")
 	// ErrLocked reports that another process (or another DB in this process) holds the directory.

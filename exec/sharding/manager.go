@@ -64,7 +64,12 @@ func (m *Manager) managerRound() {
 	}
 	m.redistributeShared() // shared.go: before any collection splits for load
 	var colls []*store.Collection
-	m.forShardedColls(func(c *store.Collection) { colls = append(colls, c) })
+	m.forShardedColls(func(c *store.Collection) {
+		if c.ReshardNode == "" { // a layout change's copy: its coordinator places it (reshard_cluster.go)
+			colls = append(colls, c)
+		}
+	})
+	m.dropOrphanReshards()
 	for _, c := range colls {
 		select {
 		case <-m.life.Done():

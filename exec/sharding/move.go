@@ -62,6 +62,9 @@ func (m *Manager) MovePartition(db, name string, id uint64, to int, reason strin
 		return shard.ErrStaleAction
 	}
 	from := ci.Map.Partition(i).Shard
+	if err := m.refuseClusterMove(db, name, from); err != nil { // reshard_cluster.go
+		return err
+	}
 	switch {
 	case from == to:
 		return nil

@@ -358,6 +358,8 @@ func (m *Manager) ReceiveMove(ci *catalog.Coll, s int, lo, hi uint64, op string,
 			return 0, fmt.Errorf("%w: no move into %s of this range has begun", shard.ErrStaleAction, catalog.ShardName(s))
 		}
 		return m.mergeRecords(s, entries)
+	case ReshardApplyOp: // a layout change's copy into its temporary collection (reshard_cluster.go)
+		return m.applyReshard(ci, s, entries, pace)
 	case "commit":
 		m.dropIncoming(r)
 		return 0, nil

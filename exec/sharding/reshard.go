@@ -3,6 +3,7 @@ package sharding
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -68,6 +69,9 @@ type ReshardStats struct {
 	Passes  int           // catch-up passes before the critical section
 	Blocked time.Duration // how long the critical section held writes
 	Took    time.Duration // the whole operation
+	// Gathered is how many partitions moved onto this node's shards first (cluster mode,
+	// reshard_cluster.go).
+	Gathered int
 }
 
 // reshardOp is a layout change in flight: what currentOp shows, and its abort and commit
@@ -104,13 +108,17 @@ func (m *Manager) Reshard(spec ReshardSpec) (*store.Collection, ReshardStats, er
 			"A resharding operation is already in progress for namespace %s", ns)
 	}
 	defer m.reshards.Delete(ns)
+	if node := m.ReshardCoordinator(spec.DB, spec.Coll); node != "" { // another node's, in a cluster
+		return nil, ReshardStats{}, mongoerr.New(mongoerr.ReshardCollectionInProgress,
+			"A resharding operation is already in progress for namespace %s (run by node %s)", ns, node)
+	}
 	m.round.Lock() // no split or move of the source or of the copy meanwhile
 	defer m.round.Unlock()
 	src, tmp, err := m.createReshardTemp(op)
 	if err != nil {
 		return nil, ReshardStats{}, err
 	}
-	out, st, err := m.runReshard(op, src, tmp)
+	out, st, err := m.gatherAndCopy(op, src, tmp)
 	st.Took = time.Since(op.started)
 	if err != nil {
 		m.dropReshardTemp(tmp)
@@ -120,7 +128,7 @@ func (m *Manager) Reshard(spec ReshardSpec) (*store.Collection, ReshardStats, er
 	}
 	m.AfterMapChange()
 	m.log.Info("changed a collection's layout", zap.String("cmd", spec.Command), zap.String("ns", ns),
-		zap.Int64("copied", st.Copied), zap.Int64("applied", st.Applied), zap.Int("passes", st.Passes),
+		zap.Int("gathered", st.Gathered), zap.Int64("copied", st.Copied), zap.Int64("applied", st.Applied), zap.Int("passes", st.Passes),
 		zap.Duration("blocked", st.Blocked), zap.Duration("took", st.Took), zap.Int("partitions", len(out.Partitions)))
 	return out, st, nil
 }
@@ -160,6 +168,10 @@ func (m *Manager) createReshardTemp(op *reshardOp) (src, tmp *store.Collection, 
 	if src == nil {
 		return nil, nil, mongoerr.New(mongoerr.NamespaceNotFound, "Collection %s.%s does not exist", spec.DB, spec.Coll)
 	}
+	if node := m.ReshardCoordinator(spec.DB, spec.Coll); node != "" {
+		return nil, nil, mongoerr.New(mongoerr.ReshardCollectionInProgress,
+			"A resharding operation is already in progress for namespace %s.%s (run by node %s)", spec.DB, spec.Coll, node)
+	}
 	for _, x := range src.Indexes {
 		if !x.Ready {
 			return nil, nil, mongoerr.New(mongoerr.ConflictingOperationInProgress,
@@ -177,14 +189,14 @@ func (m *Manager) createReshardTemp(op *reshardOp) (src, tmp *store.Collection, 
 	}
 	tmp, err = m.cat.Store().CreateCollection(store.Collection{DB: spec.DB, Name: op.tmp, Options: src.Options,
 		ShardKey: spec.Key, Throughput: src.Throughput, Autoscale: src.Autoscale, BurstCapacity: src.BurstCapacity,
-		ThrottleRetryMS: src.ThrottleRetryMS, Indexes: src.Indexes, NextIndexID: src.NextIndexID, Partitions: parts})
+		ThrottleRetryMS: src.ThrottleRetryMS, Indexes: src.Indexes, NextIndexID: src.NextIndexID, Partitions: parts,
+		ReshardNode: m.reshardCoordinator(), ReshardOf: spec.Coll})
+	if errors.Is(err, store.ErrReshardRunning) { // another node's, created meanwhile
+		return nil, nil, mongoerr.New(mongoerr.ReshardCollectionInProgress,
+			"A resharding operation is already in progress for namespace %s.%s", spec.DB, spec.Coll)
+	}
 	if err != nil {
 		return nil, nil, catalog.ChangeError(err, spec.DB, op.tmp)
-	}
-	for _, s := range m.cat.Shards() {
-		d, b := s.CollStats(src.ID)
-		op.totalDocs.Add(d)
-		op.totalBytes.Add(b)
 	}
 	return src, tmp, nil
 }
@@ -194,6 +206,9 @@ func (m *Manager) dropReshardTemp(tmp *store.Collection) {
 	unlock := m.cat.LockDDL()
 	dropped, err := m.cat.Store().DropCollection(tmp.DB, tmp.Name)
 	unlock()
+	if errors.Is(err, store.ErrNotFound) { // dropped by the elected manager (reshard_cluster.go)
+		dropped, err = tmp, nil
+	}
 	if err != nil {
 		m.log.Warn("cannot drop a resharding collection; the next start will", zap.String("ns", tmp.DB+"."+tmp.Name), zap.Error(err))
 		return
@@ -207,8 +222,8 @@ func (m *Manager) dropReshardLeftovers() {
 	state := m.cat.Store().State()
 	for _, db := range state.Databases() {
 		for _, c := range state.Collections(db.Name) {
-			if !strings.HasPrefix(c.Name, ReshardTempPrefix) {
-				continue
+			if !strings.HasPrefix(c.Name, ReshardTempPrefix) || c.ReshardNode != m.reshardCoordinator() {
+				continue // in a cluster, another node's change runs on
 			}
 			dropped, err := m.cat.Store().DropCollection(c.DB, c.Name)
 			if err != nil {
@@ -220,6 +235,42 @@ func (m *Manager) dropReshardLeftovers() {
 				zap.String("ns", c.DB+"."+c.Name))
 		}
 	}
+}
+
+// gatherAndCopy brings the source onto this node's shards (in a cluster,
+// reshard_cluster.go), then copies it into tmp while writes go on and commits.
+func (m *Manager) gatherAndCopy(op *reshardOp, src, tmp *store.Collection) (*store.Collection, ReshardStats, error) {
+	gathered, err := m.gatherSource(op)
+	if err == nil {
+		src, err = m.gatheredSource(op, src)
+	}
+	if err != nil {
+		return nil, ReshardStats{Gathered: gathered}, err
+	}
+	out, st, err := m.runReshard(op, src, tmp)
+	st.Gathered = gathered
+	return out, st, err
+}
+
+// gatheredSource returns the source's record once gathered on this node's shards (src as
+// the change began) and counts what there is to copy; it fails if the source was replaced, or
+// a partition left meanwhile.
+func (m *Manager) gatheredSource(op *reshardOp, src *store.Collection) (*store.Collection, error) {
+	cur := m.cat.Store().State().Collection(src.DB, src.Name)
+	switch {
+	case cur == nil || cur.ID != src.ID:
+		return nil, mongoerr.New(mongoerr.ReshardCollectionAborted,
+			"%s.%s was dropped or renamed while %s began", src.DB, src.Name, op.spec.Command)
+	case !m.allLocal(cur):
+		return nil, mongoerr.New(mongoerr.ConflictingOperationInProgress,
+			"%s.%s's partitions left this node while %s began; retry", src.DB, src.Name, op.spec.Command)
+	}
+	for _, sh := range m.localShards() {
+		d, b := m.cat.Shards()[sh].CollStats(cur.ID)
+		op.totalDocs.Add(d)
+		op.totalBytes.Add(b)
+	}
+	return cur, nil
 }
 
 // runReshard copies src into tmp while writes go on, then commits (reshard_copy.go).
@@ -239,8 +290,8 @@ func (m *Manager) runReshard(op *reshardOp, src, tmp *store.Collection) (*store.
 			l.Close()
 		}
 	}()
-	for _, s := range m.cat.Shards() {
-		l, err := s.LogWrites(src.ID, 0, 0)
+	for _, sh := range m.localShards() { // in a cluster, the gather brought the source here
+		l, err := m.cat.Shards()[sh].LogWrites(src.ID, 0, 0)
 		if err != nil {
 			return nil, st, catalog.StoreError(err)
 		}
@@ -249,9 +300,11 @@ func (m *Manager) runReshard(op *reshardOp, src, tmp *store.Collection) (*store.
 	sink := newReshardSink(m, sci, tci)
 	defer sink.close()
 	op.setPhase("cloning")
+	sink.pace = maxCopyPace
 	if err := m.reshardClone(op, sink); err != nil {
 		return nil, st, err
 	}
+	sink.pace = 0
 	op.cloneDone.Store(time.Now().UnixNano())
 	op.setPhase("applying")
 	if st.Passes, err = m.reshardCatchUps(op, sink, logs); err != nil {
@@ -309,13 +362,18 @@ func (m *Manager) reshardFlip(op *reshardOp, sink *reshardSink, logs []*store.Wr
 	if op.abort.Load() {
 		return nil, nil, errReshardAborted(op)
 	}
+	sink.locked = true
 	if _, err := m.reshardCatchUp(op, sink, logs); err != nil {
 		return nil, nil, err
 	}
 	cur := m.cat.Store().State().Collection(src.DB, src.Name)
-	if cur == nil || cur.ID != src.ID || !sameIndexes(cur, tmp) {
+	if cur == nil || cur.ID != src.ID || !sameIndexes(cur, tmp) || !m.allLocal(cur) {
 		return nil, nil, mongoerr.New(mongoerr.ReshardCollectionAborted,
-			"%s.%s was dropped, renamed or had its indexes changed while %s ran", src.DB, src.Name, op.spec.Command)
+			"%s.%s was dropped, renamed, moved or had its indexes changed while %s ran", src.DB, src.Name, op.spec.Command)
+	}
+	guards, err := m.sourceGuards(m.cat.Refresh(sink.src))
+	if err != nil {
+		return nil, nil, err
 	}
 	op.setPhase("committing")
 	if _, err := m.cat.Store().UpdateCollection(tmp.DB, tmp.Name, func(x *store.Collection) error {
@@ -330,11 +388,21 @@ func (m *Manager) reshardFlip(op *reshardOp, sink *reshardSink, logs []*store.Wr
 	}); err != nil {
 		return nil, nil, catalog.ChangeError(err, tmp.DB, tmp.Name)
 	}
-	out, dropped, err = m.cat.Store().RenameCollection(tmp.DB, tmp.Name, src.DB, src.Name, true)
+	out, dropped, err = m.cat.Store().RenameCollectionGuarded(tmp.DB, tmp.Name, src.DB, src.Name, true, guards)
 	if err != nil {
 		return nil, nil, catalog.ChangeError(err, src.DB, src.Name)
 	}
 	return out, dropped, nil
+}
+
+// allLocal reports whether every partition of c is on a shard of this node.
+func (m *Manager) allLocal(c *store.Collection) bool {
+	for _, p := range c.Partitions {
+		if !m.isLocal(p.Shard) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameIndexes reports whether a and b have the same indexes by name and key pattern.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -25,8 +26,15 @@ const reshardFlushDocs = 1000
 type reshardSink struct {
 	m        *Manager
 	src, dst *catalog.Coll
-	batches  map[int]catalog.Batch // by shard
-	staged   int
+	batches  map[int]catalog.Batch // by shard of this node
+	// remote stages the entries for shards of other nodes (cluster mode,
+	// reshard_cluster.go), sent at each flush; locked shortens their requests' timeout (the
+	// critical section's writers wait), pace lets the recipients wait while a shard is close
+	// to a write stall (the copy's batches only).
+	remote map[int]*reshardRemote
+	locked bool
+	pace   time.Duration
+	staged int
 	// where maps a source key (old hash, _id) to the new hash of its copy; owner maps a
 	// copy's key (new hash, _id) back to its source key, to find two source documents that
 	// would collide in the new layout (the same _id and new key value).
@@ -35,7 +43,7 @@ type reshardSink struct {
 }
 
 func newReshardSink(m *Manager, src, dst *catalog.Coll) *reshardSink {
-	return &reshardSink{m: m, src: src, dst: dst, batches: map[int]catalog.Batch{},
+	return &reshardSink{m: m, src: src, dst: dst, batches: map[int]catalog.Batch{}, remote: map[int]*reshardRemote{},
 		where: map[string]uint64{}, owner: map[string]string{}}
 }
 
@@ -46,25 +54,40 @@ func docKey(hash uint64, id []byte) string {
 	return string(b[:]) + string(id)
 }
 
-// batch returns the open batch of the shard that holds new hash h, and that shard.
-func (s *reshardSink) batch(h uint64) (catalog.Batch, int) {
+// shardOf returns the shard that holds new hash h, and whether it is another node's.
+func (s *reshardSink) shardOf(h uint64) (int, bool) {
 	sh := s.dst.Map.Partition(s.dst.Map.Locate(h)).Shard
+	return sh, !s.m.isLocal(sh)
+}
+
+// remoteFor returns the staged entries of shard sh of another node.
+func (s *reshardSink) remoteFor(sh int) *reshardRemote {
+	r := s.remote[sh]
+	if r == nil {
+		r = &reshardRemote{}
+		s.remote[sh] = r
+	}
+	return r
+}
+
+// batch returns the open batch of shard sh of this node.
+func (s *reshardSink) batch(sh int) catalog.Batch {
 	b := s.batches[sh]
 	if b == nil {
 		b = s.m.cat.Shards()[sh].NewBatch()
 		s.batches[sh] = b
 	}
-	return b, sh
+	return b
 }
 
 // put writes doc, source document (oldHash, id), into the new layout, replacing its
 // previous copy.
 func (s *reshardSink) put(oldHash uint64, id []byte, doc bsoncore.Document) error {
-	if err := s.remove(oldHash, id); err != nil {
-		return err
-	}
 	h, err := s.dst.ShardHash(doc)
 	if err != nil {
+		return err
+	}
+	if err := s.remove(oldHash, id, h, true); err != nil {
 		return err
 	}
 	k, nk := docKey(oldHash, id), docKey(h, id)
@@ -73,12 +96,20 @@ func (s *reshardSink) put(oldHash uint64, id []byte, doc bsoncore.Document) erro
 			"E11000 duplicate key error collection: %s index: _id_: two documents with the same _id would have the same value of the new shard key",
 			s.src.NS())
 	}
-	b, _ := s.batch(h)
-	if err := stageIndexes(b, s.dst, doc, h, id, true); err != nil {
-		return err
+	if sh, remote := s.shardOf(h); remote {
+		r := s.remoteFor(sh)
+		r.add(h, id, doc)
+		if r.size >= moveBatchBytes {
+			s.staged = reshardFlushDocs // flush now
+		}
+	} else {
+		b := s.batch(sh)
+		if err := stageIndexes(b, s.dst, doc, h, id, true); err != nil {
+			return err
+		}
+		b.SetDoc(s.dst.Meta.ID, h, id, doc)
+		b.AddStats(s.dst.Meta.ID, h, 1, int64(len(doc)))
 	}
-	b.SetDoc(s.dst.Meta.ID, h, id, doc)
-	b.AddStats(s.dst.Meta.ID, h, 1, int64(len(doc)))
 	s.where[k], s.owner[nk] = h, k
 	s.staged++
 	if s.staged >= reshardFlushDocs {
@@ -87,9 +118,11 @@ func (s *reshardSink) put(oldHash uint64, id []byte, doc bsoncore.Document) erro
 	return nil
 }
 
-// remove deletes the copy of source document (oldHash, id), if there is one. The copy is
-// read from the shard: the batches holding it must have been flushed.
-func (s *reshardSink) remove(oldHash uint64, id []byte) error {
+// remove deletes the copy of source document (oldHash, id), if there is one, unless
+// replacing it at hash next on another node's shard, where the put that follows replaces it (the
+// recipient reads what it holds). A copy on this node is read from its shard: the batches
+// holding it must have been flushed.
+func (s *reshardSink) remove(oldHash uint64, id []byte, next uint64, replacing bool) error {
 	k := docKey(oldHash, id)
 	h, ok := s.where[k]
 	if !ok {
@@ -97,7 +130,14 @@ func (s *reshardSink) remove(oldHash uint64, id []byte) error {
 	}
 	delete(s.where, k)
 	delete(s.owner, docKey(h, id))
-	b, sh := s.batch(h)
+	sh, remote := s.shardOf(h)
+	if remote {
+		if !replacing || h != next {
+			s.remoteFor(sh).add(h, id, nil)
+		}
+		return nil
+	}
+	b := s.batch(sh)
 	prev, err := s.m.cat.Shards()[sh].GetDoc(s.dst.Meta.ID, h, id, nil)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
@@ -137,6 +177,8 @@ func stageIndexes(b catalog.Batch, ci *catalog.Coll, doc bsoncore.Document, hash
 // flush commits the staged batches, synced: the critical section renames the copy as soon
 // as its last pass is committed, and an empty batch syncs nothing, so every batch of the copy
 // is made durable when it is committed (one fsync per shard every reshardFlushDocs documents).
+// The entries for other nodes' shards are sent, each shard's applied there in one synced
+// batch.
 func (s *reshardSink) flush() error {
 	for sh, b := range s.batches {
 		err := b.Commit(true)
@@ -144,6 +186,12 @@ func (s *reshardSink) flush() error {
 		delete(s.batches, sh)
 		if err != nil {
 			return catalog.StoreError(err)
+		}
+	}
+	for sh, r := range s.remote {
+		delete(s.remote, sh)
+		if err := s.sendRemote(sh, r); err != nil {
+			return err
 		}
 	}
 	s.staged = 0
@@ -156,6 +204,7 @@ func (s *reshardSink) close() {
 		b.Close()
 		delete(s.batches, sh)
 	}
+	clear(s.remote)
 }
 
 // reshardClone copies the source, partition by partition, from snapshots taken after the
@@ -230,7 +279,7 @@ func (m *Manager) reshardCatchUp(op *reshardOp, sink *reshardSink, logs []*store
 		doc, err := m.cat.Shards()[sh].GetDoc(src.Meta.ID, d.Hash, d.ID, nil)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			err = sink.remove(d.Hash, d.ID)
+			err = sink.remove(d.Hash, d.ID, 0, false)
 		case err == nil:
 			err = sink.put(d.Hash, d.ID, doc)
 		default:

@@ -228,17 +228,14 @@ func (h *Handlers) parseLayoutTarget(r *command.Request, need bool) (db, coll st
 }
 
 // layoutSource returns the collection a layout change of cmd would copy, or MongoDB's error:
-// NamespaceNotFound, a view's, or a refusal of what cleave cannot copy yet. In a cluster,
-// reshardCollection and unshardCollection are refused: their copy into a new layout runs on
-// one node's shards (moveCollection moves the collection's partition instead).
+// NamespaceNotFound, a view's, or a refusal of what cleave cannot copy yet. In a cluster the
+// node a reshardCollection or unshardCollection reaches coordinates it
+// (exec/sharding/reshard_cluster.go).
 func (h *Handlers) layoutSource(cmd, db, coll string) (*store.Collection, error) {
-	if h.Remote != nil {
-		return nil, mongoerr.New(mongoerr.NotImplemented, "%s is not supported in cluster mode yet: its copy runs on a single node's shards", cmd)
-	}
 	return h.layoutCollection(cmd, db, coll)
 }
 
-// layoutCollection is layoutSource in any mode.
+// layoutCollection is layoutSource for moveCollection too.
 func (h *Handlers) layoutCollection(cmd, db, coll string) (*store.Collection, error) {
 	if h.CRUD.IsView(db, coll) {
 		return nil, catalog.ViewError(db + "." + coll)
@@ -263,6 +260,21 @@ func (h *Handlers) runLayoutChange(r *command.Request, spec sharding.ReshardSpec
 	return err
 }
 
+// forwardSteer sends abortReshardCollection or commitReshardCollection of db.coll to the
+// node coordinating its layout change in a cluster, as the catalog records it; false when no
+// other node runs one.
+func (h *Handlers) forwardSteer(cmd, db, coll string) (bool, error) {
+	node := h.Shards.ReshardCoordinator(db, coll)
+	if node == "" || node == h.Shards.NodeName() {
+		return false, nil
+	}
+	body := bsoncore.NewDocumentBuilder().AppendString(cmd, db+"."+coll).AppendString("$db", "admin").Build()
+	if _, err := h.Shards.ForwardToNode(node, body); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // steerReshard returns abortReshardCollection (commit false) or commitReshardCollection:
 // {<cmd>: ns} reaches the layout change running on ns, or fails with
 // NoSuchReshardCollection.
@@ -282,6 +294,12 @@ func (h *Handlers) steerReshard(commit bool) func(context.Context, *command.Requ
 			ok = h.Shards.CommitReshard(db, coll)
 		} else {
 			ok = h.Shards.AbortReshard(db, coll)
+		}
+		if !ok {
+			ok, err = h.forwardSteer(r.Name, db, coll)
+		}
+		if err != nil {
+			return err
 		}
 		if !ok {
 			return mongoerr.New(mongoerr.NoSuchReshardCollection, "Could not find an active resharding operation for namespace %s", ns)

@@ -73,8 +73,9 @@ type target struct {
 // runWrite runs op, statement ms of r, on the shards that hold its documents: here as in
 // single-node mode, or on their owners (see above). A single-document statement an owner
 // answered StaleConfig wrote nothing (owners check before writing): it is planned again
-// once this node's catalog caught up with the owner's (awaitStale), as reads are. A multi
-// statement is not: another node may have run its part already.
+// once this node's catalog caught up with the owner's (awaitStale), as reads are, on the
+// collection that now has its name if a layout change replaced it. A multi statement is not:
+// another node may have run its part already.
 func (h *Handlers) runWrite(ctx context.Context, r *command.Request, op *write.Op, ms *ModifyStmt, res *write.Result) error {
 	if h.Remote == nil || r.Txn != nil || op.CI == nil || op.CI.View != nil {
 		return h.WriteFor(r).Run(ctx, op, res)
@@ -86,6 +87,13 @@ func (h *Handlers) runWrite(ctx context.Context, r *command.Request, op *write.O
 		}
 		*res = write.Result{Charge: res.Charge}
 		op.CI = h.Cat.Refresh(op.CI)
+		if h.Cat.Replaced(op.CI) { // a layout change renamed its copy over the collection
+			ci, lerr := h.Cat.Lookup(op.CI.Meta.DB, op.CI.Meta.Name)
+			if lerr != nil || ci == nil {
+				return err
+			}
+			op.CI = ci
+		}
 		// The statement may now run here, on a shard whose record another node wrote.
 		if err := h.WriteFor(r).RefreshRetry(op.Retry); err != nil {
 			return err
