@@ -336,8 +336,9 @@ func checkTextWrites(t *testing.T, coll *mongo.Collection) {
 	}
 }
 
-// TestClusterText runs $text with a score sort on a collection spread over three nodes'
-// shards: each node's answer, merged from the other nodes' shards by score, is the same.
+// TestClusterText runs $text with a score sort, alone and under an $or, on a collection
+// spread over three nodes' shards: each node's answer, merged from the other nodes' shards by
+// score, is the same.
 func TestClusterText(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -369,6 +370,17 @@ func TestClusterText(t *testing.T) {
 		}
 		if strings.Join(got, " ") != "1:1 2:0.75 3:0.75 7:0.75" {
 			t.Fatalf("node %d: %v", i, got)
+		}
+	}
+	// A $text under an $or: each owner binds the search to its own copy of the filter.
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "views", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	filter := wrJSON(t, `{"$or": [{"$text": {"$search": "coffee"}}, {"views": {"$gte": 50}}]}`)
+	for i, c := range clients {
+		coll := c.Database(dbn).Collection("articles")
+		if got := scoredIDs(t, coll, filter, bson.D{{Key: "score", Value: score}, {Key: "_id", Value: 1}}); got != "1:1 2:0.75 7:0.75 3:- 4:- 5:- 6:-" {
+			t.Fatalf("node %d: $text under $or: %s", i, got)
 		}
 	}
 }
