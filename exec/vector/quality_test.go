@@ -112,7 +112,7 @@ func measureQuality(t *testing.T, n int) {
 		exactTime := threadCPU() - start0
 		t.Logf("%s n=%d M=%d efBuild=%d StopRatio %g filter %v: build (or load) %v (%.0f µs/vector); exact %v CPU/query",
 			kind, n, m, efBuild, StopRatio, accept != nil, build.Round(time.Millisecond), float64(build.Microseconds())/float64(n), exactTime/nq)
-		for _, quant := range []Quantization{QuantNone, QuantScalar} {
+		for _, quant := range []Quantization{QuantNone, QuantScalar, QuantBinary} {
 			g.SetQuantization(quant)
 			for _, nc := range []int{25, 50, 100, 200} {
 				var sum float64

@@ -33,6 +33,10 @@ func (g *Graph) Search(query []float32, k, ef int, accept func(int32) bool) (out
 		qs := sumCodes(qc)
 		dist = func(o int32) float32 { return g.codeDist(qc, qs, o) }
 	}
+	if b := g.bits; b != nil {
+		qc := b.encode(make([]uint64, 0, b.words), v)
+		dist = func(o int32) float32 { return b.hamming(qc, o) }
+	}
 	ep := g.entry
 	for l := g.top; l > 0; l-- {
 		ep = g.greedy(dist, ep, l)
@@ -48,7 +52,7 @@ func (g *Graph) Search(query []float32, k, ef int, accept func(int32) bool) (out
 	found, n := s.layer(g, dist, []int32{ep}, max(ef, k), 0, keep)
 	s.k, s.stop = 0, 0
 	examined += n
-	if g.quant != nil {
+	if g.quant != nil || g.bits != nil {
 		for i := range found {
 			found[i].dist = g.dist(v, found[i].node)
 		}
