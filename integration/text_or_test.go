@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -51,6 +52,20 @@ func TestTextUnderOr(t *testing.T) {
 		inBranch := wrJSON(t, `{"$or": [{"$text": {"$search": "coffee cake"}, "views": {"$lt": 50}}, {"views": {"$gt": 150}}]}`)
 		if got := scoredIDs(t, coll, inBranch, bson.D{{Key: "_id", Value: 1}}); got != "2:0.75 5:- 7:0.75" {
 			t.Fatalf("%s: $text with a condition in its branch %s", db.Name(), got)
+		}
+		// An _id with the search: the search still decides, and scores (not a point read).
+		for _, tc := range []struct{ filter, want string }{
+			{`{"_id": 1, "$text": {"$search": "cake"}}`, ""},
+			{`{"_id": 3, "$text": {"$search": "cake"}}`, "3:0.75"},
+			{`{"_id": 4, "$or": [{"$text": {"$search": "cake"}}, {"views": {"$gt": 1000}}]}`, ""},
+			{`{"_id": 3, "$or": [{"$text": {"$search": "cake"}}, {"views": {"$gt": 1000}}]}`, "3:0.75"},
+		} {
+			if got := scoredIDs(t, coll, wrJSON(t, tc.filter), bson.D{{Key: "_id", Value: 1}}); got != tc.want {
+				t.Fatalf("%s: %s: %q, want %q", db.Name(), tc.filter, got, tc.want)
+			}
+		}
+		if err := coll.FindOne(ctx, wrJSON(t, `{"_id": 1, "$text": {"$search": "cake"}}`)).Err(); !errors.Is(err, mongo.ErrNoDocuments) {
+			t.Fatalf("%s: findOne of _id 1 searching cake: %v", db.Name(), err)
 		}
 		checkTextOrExplain(t, db, filter)
 		_, err := coll.Find(ctx, wrJSON(t, `{"$or": [{"$text": {"$search": "coffee"}}, {"author": "xyz"}]}`))

@@ -382,5 +382,16 @@ func TestClusterText(t *testing.T) {
 		if got := scoredIDs(t, coll, filter, bson.D{{Key: "score", Value: score}, {Key: "_id", Value: 1}}); got != "1:1 2:0.75 7:0.75 3:- 4:- 5:- 6:-" {
 			t.Fatalf("node %d: $text under $or: %s", i, got)
 		}
+		// A single-document write: the node owning the document applies it, deciding the
+		// filter on it there.
+		cake := wrJSON(t, `{"_id": 3, "$or": [{"$text": {"$search": "cake"}}, {"views": {"$gt": 1000}}]}`)
+		res, err := coll.UpdateOne(ctx, cake, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
+		if err != nil || res.ModifiedCount != 1 {
+			t.Fatalf("node %d: updateOne with $text under $or: %+v, %v", i, res, err)
+		}
+	}
+	var doc struct{ N int }
+	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 3}}).Decode(&doc); err != nil || doc.N != len(clients) {
+		t.Fatalf("the cake's n: %d, %v; want %d", doc.N, err, len(clients))
 	}
 }

@@ -22,20 +22,7 @@ func planText(ci *catalog.Coll, f *match.Filter, p *Plan) (*Plan, bool, error) {
 	if !ok {
 		return nil, false, nil
 	}
-	args, err := text.ParseArgs(arg)
-	if err != nil {
-		return nil, true, err
-	}
-	var xi *catalog.Index
-	for _, x := range ci.Indexes {
-		if x.Text != nil && !x.Hidden && x.Meta.Ready {
-			xi = x
-		}
-	}
-	if xi == nil {
-		return nil, true, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
-	}
-	q, err := text.Compile(xi.Text.Spec, args)
+	xi, q, err := textSearch(ci, arg)
 	if err != nil {
 		return nil, true, err
 	}
@@ -53,6 +40,49 @@ func planText(ci *catalog.Coll, f *match.Filter, p *Plan) (*Plan, bool, error) {
 		p.Kind = PlanEOF
 	}
 	return p, true, nil
+}
+
+// textSearch compiles the $text argument arg on ci's text index, and returns both.
+func textSearch(ci *catalog.Coll, arg bsoncore.Value) (*catalog.Index, *text.Query, error) {
+	args, err := text.ParseArgs(arg)
+	if err != nil {
+		return nil, nil, err
+	}
+	var xi *catalog.Index
+	for _, x := range ci.Indexes {
+		if x.Text != nil && !x.Hidden && x.Meta.Ready {
+			xi = x
+		}
+	}
+	if xi == nil {
+		return nil, nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
+	}
+	q, err := text.Compile(xi.Text.Spec, args)
+	return xi, q, err
+}
+
+// BindText makes a $text under an $or in f answer by the search on ci's text index, for a
+// caller that decides f on documents it did not read through a plan (write.RunTarget: the
+// owner of a document a router found). Other filters are left as they are.
+func BindText(ci *catalog.Coll, f *match.Filter) error {
+	arg, ok := f.Text()
+	if !ok || f.TextInConjunction() {
+		return nil
+	}
+	_, q, err := textSearch(ci, arg)
+	if err != nil {
+		return err
+	}
+	bindSearch(f, q)
+	return nil
+}
+
+// bindSearch binds f's $text under an $or to the compiled search q.
+func bindSearch(f *match.Filter, q *text.Query) {
+	f.BindText(func(doc []byte) (bool, error) {
+		ok, _, err := q.Match(doc)
+		return ok, err
+	})
 }
 
 // textScans returns the index scans of a $text search: one per term, within the prefix
@@ -86,10 +116,7 @@ func planTextOr(ci *catalog.Coll, f *match.Filter, p *Plan, xi *catalog.Index, q
 			return nil, err
 		}
 	}
-	f.BindText(func(doc []byte) (bool, error) {
-		ok, _, err := q.Match(doc)
-		return ok, err
-	})
+	bindSearch(f, q)
 	p.Index, p.Text, p.TextOr = xi, q, true
 	scans := textScans(xi, q, prefix, len(q.Bounds)+len(branches)-1)
 	scanAll := false
