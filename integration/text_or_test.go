@@ -70,7 +70,7 @@ func TestTextUnderOr(t *testing.T) {
 		checkTextOrExplain(t, db, filter)
 		_, err := coll.Find(ctx, wrJSON(t, `{"$or": [{"$text": {"$search": "coffee"}}, {"author": "xyz"}]}`))
 		wantCode(t, err, 291, errTextUnderOr)
-		wantCodeName(t, err, 291, "NoQueryExecutionPlans")
+		_ = wantCodeName(t, err, 291, "NoQueryExecutionPlans")
 		_, err = coll.Find(ctx, wrJSON(t, `{"$or": [{"$or": [{"$text": {"$search": "coffee"}}, {"views": 5}]}, {"views": 10}]}`))
 		wantCode(t, err, 291, errTextUnderOr)
 		res, err := coll.UpdateMany(ctx, filter, bson.D{{Key: "$set", Value: bson.D{{Key: "hit", Value: true}}}})

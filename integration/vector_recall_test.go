@@ -229,7 +229,7 @@ func profileServer(t *testing.T, s *server, file string, fn func(i int)) {
 			done <- err
 			return
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		b, err := io.ReadAll(resp.Body)
 		if err == nil {
 			err = os.WriteFile(file, b, 0o600)
