@@ -336,8 +336,9 @@ func checkTextWrites(t *testing.T, coll *mongo.Collection) {
 	}
 }
 
-// TestClusterText runs $text with a score sort on a collection spread over three nodes'
-// shards: each node's answer, merged from the other nodes' shards by score, is the same.
+// TestClusterText runs $text with a score sort, alone and under an $or, on a collection
+// spread over three nodes' shards: each node's answer, merged from the other nodes' shards by
+// score, is the same.
 func TestClusterText(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -370,5 +371,27 @@ func TestClusterText(t *testing.T) {
 		if strings.Join(got, " ") != "1:1 2:0.75 3:0.75 7:0.75" {
 			t.Fatalf("node %d: %v", i, got)
 		}
+	}
+	// A $text under an $or: each owner binds the search to its own copy of the filter.
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "views", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	filter := wrJSON(t, `{"$or": [{"$text": {"$search": "coffee"}}, {"views": {"$gte": 50}}]}`)
+	for i, c := range clients {
+		coll := c.Database(dbn).Collection("articles")
+		if got := scoredIDs(t, coll, filter, bson.D{{Key: "score", Value: score}, {Key: "_id", Value: 1}}); got != "1:1 2:0.75 7:0.75 3:- 4:- 5:- 6:-" {
+			t.Fatalf("node %d: $text under $or: %s", i, got)
+		}
+		// A single-document write: the node owning the document applies it, deciding the
+		// filter on it there.
+		cake := wrJSON(t, `{"_id": 3, "$or": [{"$text": {"$search": "cake"}}, {"views": {"$gt": 1000}}]}`)
+		res, err := coll.UpdateOne(ctx, cake, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
+		if err != nil || res.ModifiedCount != 1 {
+			t.Fatalf("node %d: updateOne with $text under $or: %+v, %v", i, res, err)
+		}
+	}
+	var doc struct{ N int }
+	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 3}}).Decode(&doc); err != nil || doc.N != len(clients) {
+		t.Fatalf("the cake's n: %d, %v; want %d", doc.N, err, len(clients))
 	}
 }

@@ -172,6 +172,9 @@ func accessStages(p *query.Plan) []stage {
 			return appendIxscan(o, p, p.Index, len(p.Ranges))
 		}})
 	case query.PlanOr:
+		if p.TextOr {
+			return []stage{{name: "FETCH"}, {name: "OR", extra: func(o []byte) []byte { return appendTextOr(o, p) }}}
+		}
 		if p.Text != nil {
 			return textStages(p)
 		}
@@ -189,10 +192,44 @@ func accessStages(p *query.Plan) []stage {
 }
 
 // appendBranches appends the inputStages of an OR (or TEXT_OR): an IXSCAN per branch.
-func appendBranches(o []byte, p *query.Plan) []byte {
+func appendBranches(o []byte, p *query.Plan) []byte { return appendScans(o, p, p.Branches) }
+
+// appendScans appends inputStages: an IXSCAN per scan of plan p.
+func appendScans(o []byte, p *query.Plan, scans []query.IndexScan) []byte {
 	idx, a := bsoncore.AppendArrayElementStart(o, "inputStages")
-	for i, b := range p.Branches {
+	for i, b := range scans {
 		bidx, x := bsoncore.AppendDocumentElementStart(a, bsonx.ArrayKey(i))
+		x = bsoncore.AppendStringElement(x, "stage", "IXSCAN")
+		x = appendIxscan(x, p, b.Index, len(b.Ranges))
+		a, _ = bsoncore.AppendDocumentEnd(x, bidx)
+	}
+	o, _ = bsoncore.AppendArrayEnd(a, idx)
+	return o
+}
+
+// appendTextOr appends the inputStages of the OR of a $text under an $or: the search's
+// stages (textStages, over its TextTerms IXSCANs), then an IXSCAN per other branch.
+func appendTextOr(o []byte, p *query.Plan) []byte {
+	idx, a := bsoncore.AppendArrayElementStart(o, "inputStages")
+	stages := textStages(p)
+	var build func(dst []byte, key string, i int) []byte
+	build = func(dst []byte, key string, i int) []byte {
+		sidx, x := bsoncore.AppendDocumentElementStart(dst, key)
+		x = bsoncore.AppendStringElement(x, "stage", stages[i].name)
+		if i+1 == len(stages) { // TEXT_OR: the term scans
+			x = appendScans(x, p, p.Branches[:p.TextTerms])
+		} else {
+			if stages[i].extra != nil {
+				x = stages[i].extra(x)
+			}
+			x = build(x, "inputStage", i+1)
+		}
+		dst, _ = bsoncore.AppendDocumentEnd(x, sidx)
+		return dst
+	}
+	a = build(a, "0", 0)
+	for i, b := range p.Branches[p.TextTerms:] {
+		bidx, x := bsoncore.AppendDocumentElementStart(a, bsonx.ArrayKey(i+1))
 		x = bsoncore.AppendStringElement(x, "stage", "IXSCAN")
 		x = appendIxscan(x, p, b.Index, len(b.Ranges))
 		a, _ = bsoncore.AppendDocumentEnd(x, bidx)

@@ -538,11 +538,16 @@ func (f *Filter) OrBranches() []*Filter {
 		if !isOr || len(or.kids) == 0 {
 			continue
 		}
-		out := make([]*Filter, len(or.kids))
-		for i, k := range or.kids {
-			out[i] = &Filter{conj: appendConjunct(nil, k), coll: f.coll}
-		}
-		return out
+		return orBranches(f, or)
 	}
 	return nil
+}
+
+// orBranches returns the branches of or, an $or of f's conjunction, each as a filter.
+func orBranches(f *Filter, or *orNode) []*Filter {
+	out := make([]*Filter, len(or.kids))
+	for i, k := range or.kids {
+		out[i] = &Filter{conj: appendConjunct(nil, k), coll: f.coll}
+	}
+	return out
 }

@@ -1,21 +1,54 @@
 package match
 
 import (
+	"sync/atomic"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
-// textNode is $text. It matches every document: the read path answers a $text query from
-// the collection's text index (exec/query/plan_text.go), which yields only the documents
-// the search matches, so the rest of the filter is all a document must still satisfy.
-type textNode struct{ arg bsoncore.Value }
+// textNode is $text. In the top-level conjunction it matches every document: the read path
+// answers a $text query from the collection's text index (exec/query/plan_text.go), which
+// yields only the documents the search matches, so the rest of the filter is all a document
+// must still satisfy. Under an $or (underOr) a document may match through another branch,
+// so the node must answer for itself: the planner binds it to the compiled search
+// (BindText), which it asks of each document.
+type textNode struct {
+	arg     bsoncore.Value
+	underOr bool
+	search  atomic.Pointer[TextSearch]
+}
 
-func (*textNode) eval([]byte) (bool, int, error) { return true, -1, nil }
+// TextSearch reports whether a document matches a filter's $text search.
+type TextSearch func(doc []byte) (bool, error)
+
+func (t *textNode) eval(doc []byte) (bool, int, error) {
+	if !t.underOr {
+		return true, -1, nil
+	}
+	fn := t.search.Load()
+	if fn == nil { // never planned: no index answers it here
+		return false, -1, errTextUnderOr()
+	}
+	ok, err := (*fn)(doc)
+	return ok, -1, err
+}
+
+// errTextUnderOr is MongoDB's refusal of a $text under an $or that its planner cannot answer
+// (a branch without an index, or an $or that is not in the top-level conjunction).
+func errTextUnderOr() error {
+	return mongoerr.New(mongoerr.NoQueryExecutionPlans, "error processing query: planner returned error :: caused by :: "+
+		"Failed to produce a solution for TEXT under OR - other non-TEXT clauses under OR have to be indexed as well.")
+}
+
+// ErrTextUnderOr returns the planner's refusal of a $text under an $or whose other branches
+// do not all have an index.
+func ErrTextUnderOr() error { return errTextUnderOr() }
 
 // parseText compiles $text: one per filter, in its top-level conjunction (directly or in
-// an $and), never under $nor; an $or around it is refused, cleave not planning a TEXT
-// stage under an OR.
+// an $and), or in a branch of an $or (which the planner answers only when the $or is in
+// the top-level conjunction and every other branch has an index), never under $nor.
 func (p *parser) parseText(v bsoncore.Value, level int) (node, error) {
 	switch {
 	case level == levelSub:
@@ -24,25 +57,81 @@ func (p *parser) parseText(v bsoncore.Value, level int) (node, error) {
 		return nil, badValue("Too many text expressions")
 	case p.inNor > 0:
 		return nil, badValue("text expression not allowed in nor")
-	case p.inOr > 0:
-		return nil, mongoerr.New(mongoerr.NoQueryExecutionPlans, "error processing query: planner returned error :: caused by :: "+
-			"Failed to produce a solution for TEXT under OR - other non-TEXT clauses under OR have to be indexed as well.")
 	case p.nears > 0:
 		return nil, badValue("text and geoNear not allowed in same query")
 	}
 	p.texts++
-	return &textNode{arg: v}, nil
+	return &textNode{arg: v, underOr: p.inOr > 0}, nil
 }
 
-// Text returns the argument of the filter's $text ({$search, …}), ok false when it has none.
+// Text returns the argument of the filter's $text ({$search, …}), wherever it is, ok false
+// when it has none.
 func (f *Filter) Text() (bsoncore.Value, bool) {
 	if f == nil {
 		return bsoncore.Value{}, false
 	}
-	for _, n := range f.conj {
-		if t, ok := n.(*textNode); ok {
-			return t.arg, true
-		}
+	if t := findText(f.conj); t != nil {
+		return t.arg, true
 	}
 	return bsoncore.Value{}, false
+}
+
+// TextInConjunction reports whether the filter's $text is one of its top-level conjuncts
+// (not under an $or).
+func (f *Filter) TextInConjunction() bool {
+	for _, n := range f.conj {
+		if _, ok := n.(*textNode); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// TextOrBranches returns the branches of the top-level $or one of whose branches holds the
+// filter's $text in its conjunction (as OrBranches does), and which branch that is; ok is
+// false when there is no such $or.
+func (f *Filter) TextOrBranches() (branches []*Filter, text int, ok bool) {
+	for _, n := range f.conj {
+		or, isOr := n.(*orNode)
+		if !isOr {
+			continue
+		}
+		for i, k := range or.kids {
+			b := &Filter{conj: appendConjunct(nil, k), coll: f.coll}
+			if b.TextInConjunction() {
+				return orBranches(f, or), i, true
+			}
+		}
+	}
+	return nil, 0, false
+}
+
+// BindText makes the filter's $text under an $or answer by search. It is called by the
+// planner before the filter is evaluated, and may be called again (a plan made again).
+func (f *Filter) BindText(search TextSearch) {
+	if t := findText(f.conj); t != nil && t.underOr {
+		t.search.Store(&search)
+	}
+}
+
+// findText returns the $text node among nodes and their $and, $or and $nor children (the
+// only places it can be), nil when there is none.
+func findText(nodes []node) *textNode {
+	for _, n := range nodes {
+		var kids []node
+		switch x := n.(type) {
+		case *textNode:
+			return x
+		case *andNode:
+			kids = x.kids
+		case *orNode:
+			kids = x.kids
+		case *norNode:
+			kids = x.kids
+		}
+		if t := findText(kids); t != nil {
+			return t
+		}
+	}
+	return nil
 }

@@ -42,8 +42,13 @@ type Plan struct {
 	// Branches are the index scans of a PlanOr, one per branch of the filter's $or.
 	Branches []IndexScan
 	// Text, set on the PlanOr of a $text query (plan_text.go), is the search each fetched
-	// document must match, which gives its score.
-	Text *text.Query
+	// document must match, which gives its score. TextOr: the $text is in a branch of an
+	// $or, so a document the search does not match may still match another branch; the
+	// first TextTerms branches are then the search's term scans, the others the $or's other
+	// branches' (a PlanOr), or the plan is a PlanScan that asks the search of each document.
+	Text      *text.Query
+	TextOr    bool
+	TextTerms int
 	// Wildcard is the path and bounds of a scan of a wildcard index (plan_wildcard.go).
 	Wildcard *WildcardScan
 	// Sorted reports that the plan yields documents in the query's sort order.

@@ -37,12 +37,17 @@ func (p *Plan) Summary() string {
 		}
 		return scan + " " + shellDoc(key)
 	case PlanOr:
-		if p.Text != nil {
-			return "IXSCAN " + shellDoc(p.Index.Meta.Key)
+		branches := p.Branches
+		var parts []string
+		if p.Text != nil { // the search's term scans show as one
+			parts = append(parts, "IXSCAN "+shellDoc(p.Index.Meta.Key))
+			branches = p.Branches[p.TextTerms:]
+			if !p.TextOr {
+				branches = nil
+			}
 		}
-		parts := make([]string, len(p.Branches))
-		for i, b := range p.Branches {
-			parts[i] = "IXSCAN " + shellDoc(b.Index.Meta.Key)
+		for _, b := range branches {
+			parts = append(parts, "IXSCAN "+shellDoc(b.Index.Meta.Key))
 		}
 		return strings.Join(parts, ", ")
 	}

@@ -15,15 +15,38 @@ import (
 // TEXT_OR over one IXSCAN per term): one scan of the index per term of the search, each
 // document fetched once, the search (phrases, negations, case and diacritic sensitivity)
 // and the rest of the filter evaluated on it, and its score appended
-// (bsonx.TextScoreField). ok is false when f has no $text.
+// (bsonx.TextScoreField). A $text in a branch of an $or is planTextOr's. ok is false when f
+// has no $text.
 func planText(ci *catalog.Coll, f *match.Filter, p *Plan) (*Plan, bool, error) {
 	arg, ok := f.Text()
 	if !ok {
 		return nil, false, nil
 	}
-	args, err := text.ParseArgs(arg)
+	xi, q, err := textSearch(ci, arg)
 	if err != nil {
 		return nil, true, err
+	}
+	if !f.TextInConjunction() {
+		tp, err := planTextOr(ci, f, p, xi, q)
+		return tp, true, err
+	}
+	prefix, err := textPrefix(xi.Text.Spec, f)
+	if err != nil {
+		return nil, true, err
+	}
+	p.Kind, p.Index, p.Text = PlanOr, xi, q
+	p.Branches = textScans(xi, q, prefix, len(q.Bounds))
+	if len(p.Branches) == 0 { // only negations or stop words: nothing matches
+		p.Kind = PlanEOF
+	}
+	return p, true, nil
+}
+
+// textSearch compiles the $text argument arg on ci's text index, and returns both.
+func textSearch(ci *catalog.Coll, arg bsoncore.Value) (*catalog.Index, *text.Query, error) {
+	args, err := text.ParseArgs(arg)
+	if err != nil {
+		return nil, nil, err
 	}
 	var xi *catalog.Index
 	for _, x := range ci.Indexes {
@@ -32,26 +55,95 @@ func planText(ci *catalog.Coll, f *match.Filter, p *Plan) (*Plan, bool, error) {
 		}
 	}
 	if xi == nil {
-		return nil, true, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
+		return nil, nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
 	}
 	q, err := text.Compile(xi.Text.Spec, args)
-	if err != nil {
-		return nil, true, err
+	return xi, q, err
+}
+
+// BindText makes a $text under an $or in f answer by the search on ci's text index, for a
+// caller that decides f on documents it did not read through a plan (write.RunTarget: the
+// owner of a document a router found). Other filters are left as they are.
+func BindText(ci *catalog.Coll, f *match.Filter) error {
+	arg, ok := f.Text()
+	if !ok || f.TextInConjunction() {
+		return nil
 	}
-	prefix, err := textPrefix(xi.Text.Spec, f)
+	_, q, err := textSearch(ci, arg)
 	if err != nil {
-		return nil, true, err
+		return err
 	}
-	p.Kind, p.Index, p.Text = PlanOr, xi, q
-	p.Branches = make([]IndexScan, 0, len(q.Bounds))
+	bindSearch(f, q)
+	return nil
+}
+
+// bindSearch binds f's $text under an $or to the compiled search q.
+func bindSearch(f *match.Filter, q *text.Query) {
+	f.BindText(func(doc []byte) (bool, error) {
+		ok, _, err := q.Match(doc)
+		return ok, err
+	})
+}
+
+// textScans returns the index scans of a $text search: one per term, within the prefix
+// fields' keys; c is the capacity of the slice returned.
+func textScans(xi *catalog.Index, q *text.Query, prefix []byte, c int) []IndexScan {
+	out := make([]IndexScan, 0, c)
 	for _, term := range q.Bounds {
 		lo := catalog.TermKey(append([]byte(nil), prefix...), term)
-		p.Branches = append(p.Branches, IndexScan{Index: xi, Ranges: []keyRange{{lo: lo, hi: store.KeyPrefixEnd(lo)}}})
+		out = append(out, IndexScan{Index: xi, Ranges: []keyRange{{lo: lo, hi: store.KeyPrefixEnd(lo)}}})
 	}
-	if len(p.Branches) == 0 { // only negations or stop words: nothing matches
-		p.Kind = PlanEOF
+	return out
+}
+
+// planTextOr plans a $text in a branch of a top-level $or ({$or: [{$text: …}, {a: 1}]}), which
+// MongoDB answers only when every other branch has an index (291 otherwise, and for a $text
+// deeper in the filter): the union of the search's term scans and the other branches' index
+// scans (an OR over the TEXT stage and IXSCANs), each document read once. The search is
+// bound to the filter (match.Filter.BindText), which then decides each document, and a
+// document the search matches gets its score (PlanOr with TextOr); one it does not match
+// has none. A branch that only an index cleave does not scan for an $or serves (_id, which
+// cleave finds by its hash; a wildcard or 2dsphere index) makes the plan a collection scan
+// that asks the search of each document, with the same answer.
+func planTextOr(ci *catalog.Coll, f *match.Filter, p *Plan, xi *catalog.Index, q *text.Query) (*Plan, error) {
+	branches, ti, ok := f.TextOrBranches()
+	if !ok || len(branches) > maxOrBranches {
+		return nil, match.ErrTextUnderOr()
 	}
-	return p, true, nil
+	prefix, err := textPrefix(xi.Text.Spec, branches[ti])
+	if err != nil {
+		if prefix, err = textPrefix(xi.Text.Spec, f); err != nil {
+			return nil, err
+		}
+	}
+	bindSearch(f, q)
+	p.Index, p.Text, p.TextOr = xi, q, true
+	scans := textScans(xi, q, prefix, len(q.Bounds)+len(branches)-1)
+	scanAll := false
+	for i, b := range branches {
+		if i == ti {
+			continue
+		}
+		c := chooseIndex(ci, b, nil, false)
+		if c.xi == nil || c.score == 0 {
+			if _, ok := b.Intervals("_id"); !ok {
+				return nil, match.ErrTextUnderOr() // MongoDB's _id index would serve it
+			}
+			scanAll = true
+			continue
+		}
+		if c.wild != nil || c.xi.Geo != nil {
+			scanAll = true
+			continue
+		}
+		scans = append(scans, IndexScan{Index: c.xi, Ranges: c.ranges, keyCheck: newKeyCheck(c.xi, b, c.fixed)})
+	}
+	if scanAll {
+		p.Kind = PlanScan
+		return p, nil
+	}
+	p.Kind, p.Branches, p.TextTerms = PlanOr, scans, len(scans)-(len(branches)-1)
+	return p, nil
 }
 
 // errTextPrefix is the planner's refusal of a compound text index whose prefix fields the
@@ -80,11 +172,16 @@ func textPrefix(s *text.Spec, f *match.Filter) ([]byte, error) {
 }
 
 // textMatch applies the plan's $text search to a fetched document: ok is false when the
-// search does not match it; else doc is returned with its score appended.
+// search does not match it; else doc is returned with its score appended. Under an $or
+// (TextOr) a document the search does not match is kept, without a score: another branch
+// of the filter may match it.
 func (ss *ShardStream) textMatch(doc bsoncore.Document) (bsoncore.Document, bool, error) {
 	ok, score, err := ss.p.Text.Match(doc)
-	if !ok || err != nil {
+	if err != nil {
 		return nil, false, err
+	}
+	if !ok {
+		return doc, ss.p.TextOr, nil
 	}
 	return bsonx.WithTextScore(doc, score), true, nil
 }

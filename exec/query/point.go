@@ -25,6 +25,9 @@ func (g *Engine) ReadPoint(ctx context.Context, q *Query) (doc bsoncore.Document
 		q.Shards != nil || q.RecycleBuffers || q.CI.TS != nil || q.Filter.Near() != nil {
 		return nil, 0, false, nil
 	}
+	if _, text := q.Filter.Text(); text { // only a $text plan scores and matches the search
+		return nil, 0, false, nil
+	}
 	ids, isEq := q.Filter.Equalities("_id")
 	if !isEq || len(ids) != 1 || collatedStrings(q.Filter, ids) {
 		return nil, 0, false, nil

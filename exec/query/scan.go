@@ -280,6 +280,12 @@ func (ss *ShardStream) nextScan(ctx context.Context) (bsoncore.Document, error) 
 		}
 		for ss.nextDoc() {
 			doc := bsoncore.Document(ss.docIt.Doc())
+			if ss.p.Text != nil { // a $text under an $or (planTextOr): scores what it matches
+				var err error
+				if doc, _, err = ss.textMatch(doc); err != nil {
+					return nil, err
+				}
+			}
 			if ok, err := ss.examine(doc); ok || err != nil {
 				return doc, err
 			}

@@ -27,6 +27,9 @@ import (
 // An $or plan is exact when the filter is the $or alone and each branch is exact on the
 // index it scans: an entry a branch's bounds hold matches that branch, so the $or.
 func filterExact(ci *catalog.Coll, p *Plan, f *match.Filter) bool {
+	if p.Text != nil { // the search decides, on the document
+		return false
+	}
 	if p.Kind == PlanOr {
 		branches := f.OrBranches()
 		if !f.IsOr() || len(branches) != len(p.Branches) || ci.TS != nil {

@@ -107,6 +107,8 @@ type Result struct {
 	// Cost is the work per shard: the vectors compared (as documents examined) and the
 	// documents fetched.
 	Cost map[int]shard.Cost
+	// Found is how many hits each shard's search found (at most Limit), before the merge.
+	Found map[int]int
 }
 
 // Search runs q over this node's shards owning ci's partitions and merges their best hits by
@@ -127,7 +129,7 @@ func (r *Registry) Search(ci *catalog.Coll, shards []catalog.Shard, q *Query) (*
 		return nil, err
 	}
 	owners := ownerShards(ci.Meta)
-	res := &Result{Cost: map[int]shard.Cost{}}
+	res := &Result{Cost: map[int]shard.Cost{}, Found: map[int]int{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var firstErr error
@@ -149,6 +151,7 @@ func (r *Registry) Search(ci *catalog.Coll, shards []catalog.Shard, q *Query) (*
 			}
 			res.Hits = append(res.Hits, hits...)
 			res.Cost[i] = shard.Cost{DocsExamined: int64(examined)}
+			res.Found[i] = len(hits)
 		}()
 	}
 	wg.Wait()

@@ -136,7 +136,7 @@ func (d *Def) parseField(i int, fd bsoncore.Document, seen map[string]bool) erro
 }
 
 // parseQuantization reads fields[i].quantization, Atlas' "none" (the default), "scalar" or
-// "binary"; binary quantization is not built.
+// "binary".
 func parseQuantization(i int, fd bsoncore.Document) (Quantization, error) {
 	q, err := fd.LookupErr("quantization")
 	if err != nil {
@@ -148,7 +148,7 @@ func parseQuantization(i int, fd bsoncore.Document) (Quantization, error) {
 	case "scalar":
 		return QuantScalar, nil
 	case "binary":
-		return QuantNone, mongoerr.New(mongoerr.NotImplemented, "vector quantization \"binary\" is not supported by cleave")
+		return QuantBinary, nil
 	}
 	return QuantNone, badDef("\"fields[%d].quantization\" must be one of [none, scalar, binary]", i)
 }

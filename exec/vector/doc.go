@@ -12,11 +12,13 @@
 //     nodes that accept takes and that are not deleted, nearest first, and its recall
 //     against Exact is measured by TestGraphRecall (≥ 0.95 at 10 of ef 100);
 //   - a deleted node is never returned but still links the graph until it is rebuilt;
-//   - a graph quantized (SetQuantization(QuantScalar), quant.go) is built with the float32
-//     vectors like any other and walked over one byte a dimension, its ef candidates
-//     rescored with the float32 vectors: Search's distances are always the float32 ones; the
-//     codes are derived state (computed from the vectors, never saved);
-//   - a $vectorSearch walks numCandidates × Oversample candidates (its ef).
+//   - a graph quantized (SetQuantization(QuantScalar), quant.go, or QuantBinary, binary.go)
+//     is built with the float32 vectors like any other and walked over one byte (or one bit)
+//     a dimension, its ef candidates rescored with the float32 vectors: Search's distances
+//     are always the float32 ones; the codes are derived state (computed from the vectors,
+//     never saved);
+//   - a $vectorSearch walks numCandidates × Oversample candidates (its ef), and stops
+//     earlier once the candidates left are StopRatio times as far as the k-th result.
 //
 // Usage:
 //

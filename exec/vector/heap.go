@@ -89,3 +89,43 @@ func (h resultHeap) down(i int) {
 		i = m
 	}
 }
+
+// distHeap is a max-heap of distances: the k smallest seen, the largest of them first.
+type distHeap []float32
+
+// offer adds d, keeping the k smallest.
+func (h *distHeap) offer(d float32, k int) {
+	x := *h
+	if len(x) == k {
+		if d >= x[0] {
+			return
+		}
+		x[0] = d
+	} else {
+		x = append(x, d)
+		for i := len(x) - 1; i > 0; { // up
+			p := (i - 1) / 2
+			if x[p] >= x[i] {
+				break
+			}
+			x[p], x[i] = x[i], x[p]
+			i = p
+		}
+		*h = x
+		return
+	}
+	for i := 0; ; { // down
+		l, big := 2*i+1, i
+		if l < len(x) && x[l] > x[big] {
+			big = l
+		}
+		if r := l + 1; r < len(x) && x[r] > x[big] {
+			big = r
+		}
+		if big == i {
+			return
+		}
+		x[i], x[big] = x[big], x[i]
+		i = big
+	}
+}

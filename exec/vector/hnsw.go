@@ -50,6 +50,8 @@ type Graph struct {
 	// quant holds the scalar-quantized vectors searches walk (nil: they walk the float32
 	// vectors); Add keeps it current (quant.go).
 	quant *scalarCodes
+	// bits, when set, are the vectors quantized to one bit a dimension (binary.go).
+	bits *binaryCodes
 
 	build   searcher // Add's, reused (Add is never concurrent)
 	scratch []scored // link's candidates
@@ -168,6 +170,9 @@ func (g *Graph) Add(vec []float32) int32 {
 			g.appendCode(v)
 		}
 	}
+	if g.bits != nil {
+		g.addBinary(v)
+	}
 	if g.entry < 0 {
 		g.entry, g.top = n, level
 		return n
@@ -258,6 +263,9 @@ func (g *Graph) HeapBytes() int64 {
 	}
 	if q := g.quant; q != nil {
 		n += int64(cap(q.codes)) + int64(cap(q.sums))*4
+	}
+	if b := g.bits; b != nil {
+		n += int64(cap(b.codes))*8 + int64(cap(b.mean))*4
 	}
 	return n
 }

@@ -3,6 +3,7 @@ package vector
 import (
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,11 +14,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestGraphQuality measures, on n random 128-dimension vectors (uniform, the hardest case for
-// a graph), recall@10 at numCandidates 100 against the exact search, the build time, and how
-// much cheaper a query is than the exact search (in vectors compared and in time). It runs
-// with CLEAVE_LONG=1 (20,000 and 100,000 vectors) or CLEAVE_VECTOR_N=<n>, and only reports:
-// timings on a shared machine are not asserted.
+// TestGraphQuality measures, on n 128-dimension vectors, recall@10 at numCandidates 50, 100
+// and 200 (a walk of numCandidates × Oversample candidates) against the exact search, without
+// and with a filter taking half of the vectors, the build time, and how much cheaper a query
+// is than the exact search (in vectors compared and in time). It runs with CLEAVE_LONG=1
+// (20,000 and 100,000 vectors) or CLEAVE_VECTOR_N=<n>, and only reports: timings on a shared
+// machine are not asserted. CLEAVE_VECTOR_DATA chooses the vectors: "uniform" (the default,
+// uniform in [-1, 1): the hardest case for a graph) or "clustered" (gaussian clusters around
+// uniform centres, as embeddings of real data group by meaning; clusteredVectors), and
+// CLEAVE_VECTOR_STOP another StopRatio (0: none).
 //
 //	CLEAVE_LONG=1 go test -count=1 -run '^TestGraphQuality$' -v ./exec/vector
 func TestGraphQuality(t *testing.T) {
@@ -38,40 +43,91 @@ func TestGraphQuality(t *testing.T) {
 	}
 }
 
+// qualityData returns n vectors and nq queries of the kind CLEAVE_VECTOR_DATA names, and a
+// name for the cache file.
+func qualityData(t *testing.T, n, nq, dims int) (vecs, queries [][]float32, name string) {
+	switch kind := os.Getenv("CLEAVE_VECTOR_DATA"); kind {
+	case "", "uniform":
+		return randomVectors(n, dims, 1), randomVectors(nq, dims, 2), "uniform"
+	case "clustered":
+		all := clusteredVectors(n+nq, dims, clusters, clusterSpread, 1)
+		// The queries come from the same clusters, as a query's embedding resembles the
+		// documents it looks for; shuffled in with the documents, they are taken from the end.
+		return all[:n], all[n:], "clustered"
+	default:
+		t.Fatalf("CLEAVE_VECTOR_DATA=%q: want uniform or clustered", kind)
+		return nil, nil, ""
+	}
+}
+
+// The clustered data: 1,000 centres uniform in [-1, 1) (squared distance between two of them
+// about 85 in 128 dimensions), each vector a centre plus gaussian noise of standard deviation
+// 0.2 a dimension (squared distance between two vectors of a cluster about 10).
+const (
+	clusters      = 1000
+	clusterSpread = 0.2
+)
+
+// clusteredVectors returns n vectors of dims dimensions drawn around k random centres.
+func clusteredVectors(n, dims, k int, spread float64, seed uint64) [][]float32 {
+	r := rand.New(rand.NewPCG(seed, 3))
+	centres := randomVectors(k, dims, seed+100)
+	out := make([][]float32, n)
+	for i := range out {
+		c := centres[r.IntN(k)]
+		v := make([]float32, dims)
+		for j := range v {
+			v[j] = c[j] + float32(r.NormFloat64()*spread)
+		}
+		out[i] = v
+	}
+	return out
+}
+
 // measureQuality builds a graph of n vectors and logs its figures.
 func measureQuality(t *testing.T, n int) {
 	const dims, k, nq = 128, 10, 200
-	vecs := randomVectors(n, dims, 1)
+	vecs, queries, kind := qualityData(t, n, nq, dims)
+	if v := os.Getenv("CLEAVE_VECTOR_STOP"); v != "" { // another StopRatio (0: none)
+		r, err := strconv.ParseFloat(v, 32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func(old float32) { StopRatio = old }(StopRatio)
+		StopRatio = float32(r)
+	}
 	m, efBuild := envInt(t, "CLEAVE_VECTOR_M", DefaultM), envInt(t, "CLEAVE_VECTOR_EFBUILD", DefaultEFBuild)
 	start := time.Now()
-	g := cachedGraph(t, vecs, m, efBuild)
+	g := cachedGraph(t, kind, vecs, m, efBuild)
 	build := time.Since(start)
-	queries := randomVectors(nq, dims, 2)
-	exact := make([][]Result, nq)
+	half := func(n int32) bool { return n%2 == 0 }
 	runtime.LockOSThread() // timings are this thread's CPU time: the machine is shared
 	defer runtime.UnlockOSThread()
-	start0 := threadCPU()
-	for i, q := range queries {
-		exact[i] = g.Exact(q, k, nil)
-	}
-	exactTime := threadCPU() - start0
-	t.Logf("n=%d M=%d efBuild=%d: build (or load) %v (%.0f µs/vector); exact %v CPU/query",
-		n, m, efBuild, build.Round(time.Millisecond), float64(build.Microseconds())/float64(n), exactTime/nq)
-	for _, quant := range []Quantization{QuantNone, QuantScalar} {
-		g.SetQuantization(quant)
-		for _, ef := range []int{100, 200, 300, 400, 800} {
-			var sum float64
-			examined := 0
-			start0 = threadCPU()
-			for i, q := range queries {
-				got, e := g.Search(q, k, ef, nil)
-				examined += e
-				sum += recall(got, exact[i])
+	for _, accept := range []func(int32) bool{nil, half} {
+		exact := make([][]Result, nq)
+		start0 := threadCPU()
+		for i, q := range queries {
+			exact[i] = g.Exact(q, k, accept)
+		}
+		exactTime := threadCPU() - start0
+		t.Logf("%s n=%d M=%d efBuild=%d StopRatio %g filter %v: build (or load) %v (%.0f µs/vector); exact %v CPU/query",
+			kind, n, m, efBuild, StopRatio, accept != nil, build.Round(time.Millisecond), float64(build.Microseconds())/float64(n), exactTime/nq)
+		for _, quant := range []Quantization{QuantNone, QuantScalar, QuantBinary} {
+			g.SetQuantization(quant)
+			for _, nc := range []int{25, 50, 100, 200} {
+				var sum float64
+				examined := 0
+				start0 = threadCPU()
+				for i, q := range queries {
+					got, e := g.Search(q, k, nc*Oversample, accept)
+					examined += e
+					sum += recall(got, exact[i])
+				}
+				approxTime := threadCPU() - start0
+				t.Logf("  %s, numCandidates %d (ef %d): recall@%d %.3f; compared %d vectors/query (%.1f× fewer than exact); "+
+					"%v CPU/query (%.1f× less)", quant, nc, nc*Oversample, k, sum/nq, examined/nq, float64(n*nq)/float64(examined),
+					approxTime/nq, float64(exactTime)/float64(approxTime))
 			}
-			approxTime := threadCPU() - start0
-			t.Logf("  %s, ef %d: recall@%d %.3f; compared %d vectors/query (%.1f× fewer than exact); "+
-				"%v CPU/query (%.1f× less)", quant, ef, k, sum/nq, examined/nq, float64(n*nq)/float64(examined),
-				approxTime/nq, float64(exactTime)/float64(approxTime))
 		}
 	}
 }
@@ -100,11 +156,11 @@ func threadCPU() time.Duration {
 
 // cachedGraph builds the graph of vecs, or, with CLEAVE_VECTOR_CACHE=<dir>, loads it from
 // the file a previous run saved there (a graph of 100,000 vectors takes minutes to build).
-func cachedGraph(t *testing.T, vecs [][]float32, m, efBuild int) *Graph {
+func cachedGraph(t *testing.T, kind string, vecs [][]float32, m, efBuild int) *Graph {
 	dir := os.Getenv("CLEAVE_VECTOR_CACHE")
 	file := ""
 	if dir != "" {
-		file = filepath.Join(dir, fmt.Sprintf("graph-%d-%d-%d-%d.bin", len(vecs), len(vecs[0]), m, efBuild))
+		file = filepath.Join(dir, fmt.Sprintf("graph-%s-%d-%d-%d-%d.bin", kind, len(vecs), len(vecs[0]), m, efBuild))
 		if b, err := os.ReadFile(file); err == nil {
 			if g, err := restoreFile(b); err == nil {
 				return g

@@ -6,21 +6,25 @@ import (
 )
 
 // Quantization is how a search walks the graph: over the float32 vectors ("none"), or over
-// scalar-quantized copies of them, one byte a dimension ("scalar"), whose best candidates are
-// then rescored with the float32 vectors (as Atlas Vector Search's quantization: "scalar" and
-// Elasticsearch's int8_hnsw do). The graph itself is always built with the float32 vectors.
+// scalar-quantized copies of them, one byte a dimension ("scalar"), or one bit ("binary"),
+// whose best candidates are then rescored with the float32 vectors (as Atlas Vector Search's
+// quantization: "scalar" and "binary" and Elasticsearch's int8_hnsw and bbq_hnsw do). The graph itself is always built with the float32 vectors.
 type Quantization int
 
 // The quantizations.
 const (
 	QuantNone Quantization = iota
 	QuantScalar
+	QuantBinary // one bit a dimension (binary.go)
 )
 
 // String returns Atlas' name of q.
 func (q Quantization) String() string {
-	if q == QuantScalar {
+	switch q {
+	case QuantScalar:
 		return "scalar"
+	case QuantBinary:
+		return "binary"
 	}
 	return "none"
 }
@@ -60,17 +64,25 @@ func quantileInterval(data []float32, dims int) (lo, hi float32) {
 func (g *Graph) SetQuantization(q Quantization) {
 	if q != QuantScalar {
 		g.quant = nil
-		return
 	}
-	if g.quant == nil {
+	if q != QuantBinary {
+		g.bits = nil
+	}
+	switch {
+	case q == QuantScalar && g.quant == nil:
 		g.requantize()
+	case q == QuantBinary && g.bits == nil:
+		g.setBinary()
 	}
 }
 
 // Quantization returns how searches walk the graph.
 func (g *Graph) Quantization() Quantization {
-	if g.quant != nil {
+	switch {
+	case g.quant != nil:
 		return QuantScalar
+	case g.bits != nil:
+		return QuantBinary
 	}
 	return QuantNone
 }

@@ -191,14 +191,10 @@ func TestParseDef(t *testing.T) {
 		return doc(bsoncore.NewDocumentBuilder().AppendString("type", "vector").AppendString("path", "v").
 			AppendInt32("numDimensions", 3).AppendString("similarity", "euclidean").AppendString("quantization", q))
 	}
-	for q, want := range map[string]Quantization{"none": QuantNone, "scalar": QuantScalar} {
+	for q, want := range map[string]Quantization{"none": QuantNone, "scalar": QuantScalar, "binary": QuantBinary} {
 		if d, err := ParseDef(def(quant(q))); err != nil || d.Vectors[0].Quant != want {
 			t.Fatalf("quantization %q: %+v, %v", q, d, err)
 		}
-	}
-	var me *mongoerr.Error
-	if _, err := ParseDef(def(quant("binary"))); !asMongo(err, &me) || me.Code != mongoerr.NotImplemented {
-		t.Fatalf("binary quantization: %v, want NotImplemented", err)
 	}
 	for name, bad := range map[string]bsoncore.Document{
 		"NoFields":       doc(bsoncore.NewDocumentBuilder()),

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/cleavedb/cleave/exec/catalog"
+	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/store"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -39,6 +40,9 @@ func (wp *Path) RunTarget(ctx context.Context, op *Op, hash uint64, id []byte, r
 	}
 	if err != nil {
 		return catalog.StoreError(err)
+	}
+	if err := query.BindText(ci, op.Filter); err != nil { // a $text under an $or: no plan bound it here
+		return err
 	}
 	ok, err := op.Filter.MatchErr(doc)
 	if err != nil || !ok {

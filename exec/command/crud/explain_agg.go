@@ -48,7 +48,8 @@ func (h *Handlers) explainAggregate(ctx context.Context, r *command.Request, p, 
 	if err != nil {
 		return err
 	}
-	if sp == nil { // a source stage: the stages only
+	if sp == nil { // a source stage: the stages only, and $vectorSearch's parts
+		out, _ = h.appendVectorSearchExplain(out, read)
 		out = explain.AppendStageSpecs(out, "stages", nil, p.Stages)
 		r.Out = appendExplainCommand(bsoncore.AppendStringElement(out, "mergeType", "mongos"), r)
 		return nil

@@ -35,6 +35,9 @@ type vectorSearchStage struct {
 	q   vecindex.Query
 	// hasNC and hasLimit report that numCandidates and limit were given.
 	hasNC, hasLimit bool
+	// parts are what each shard's search did, for explain (vector_explain.go).
+	mu    sync.Mutex
+	parts []VectorShardPart
 }
 
 // parseVectorSearchStage parses {$vectorSearch: {index, path, queryVector, numCandidates,
@@ -172,6 +175,7 @@ func (s *vectorSearchStage) OpenSource(ci *catalog.Coll) (stream.Stream, error) 
 		arr, _ := reply.Lookup("docs").ArrayOK()
 		vals, _ := arr.Values()
 		ru, _ := reply.Lookup("ru").DoubleOK()
+		s.addParts(decodeVectorParts(reply.Lookup("shards"))...)
 		mu.Lock()
 		defer mu.Unlock()
 		for _, v := range vals {
@@ -213,21 +217,26 @@ func (s *vectorSearchStage) localDocs(ci *catalog.Coll) ([]bsoncore.Document, fl
 		docs = append(docs, bsonx.WithScore(doc, bsonx.VectorScoreField, hit.Score))
 	}
 	var ru float64
-	for _, c := range res.Cost {
+	parts := make([]VectorShardPart, 0, len(res.Cost))
+	for i, c := range res.Cost {
 		ru += c.RU()
+		parts = append(parts, VectorShardPart{Shard: i, Examined: c.DocsExamined, Found: res.Found[i]})
 	}
+	s.addParts(parts...)
 	return docs, ru, nil
 }
 
 // VectorSearchLocal runs a $vectorSearch (spec, the stage's argument) over this node's
 // shards owning partitions of ci: another node's part of a search in cluster mode
-// (_cleaveShardVectorSearch). It returns the best documents, each carrying its score, and
-// the request units the search cost.
-func (h *Handlers) VectorSearchLocal(db string, ci *catalog.Coll, spec bsoncore.Document) ([]bsoncore.Document, float64, error) {
+// (_cleaveShardVectorSearch). It returns the best documents, each carrying its score, the
+// request units the search cost, and what each shard's search did.
+func (h *Handlers) VectorSearchLocal(db string, ci *catalog.Coll, spec bsoncore.Document) ([]bsoncore.Document, float64, []VectorShardPart, error) {
 	env := &agg.Env{Cat: h.Cat, DB: db, Coll: ci.Meta.Name}
 	st, err := h.parseVectorSearchStage(env, "$vectorSearch", bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: spec})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
-	return st.(*vectorSearchStage).localDocs(ci)
+	vs := st.(*vectorSearchStage)
+	docs, ru, err := vs.localDocs(ci)
+	return docs, ru, vs.parts, err
 }

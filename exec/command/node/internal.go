@@ -299,7 +299,8 @@ func (h *Handlers) shardIndexes(ctx context.Context, r *command.Request) error {
 
 // shardStats answers, on this node, another node's _cleaveShardStats for its shards:
 // {shards: [{shard, count, size, storage}]} (sizes), {n} (count: the
-// fast path's) or this node's validation of the collection (validate).
+// fast path's) or this node's validation of the collection (validate), its shards' vector
+// search graphs included.
 func (h *Handlers) shardStats(ctx context.Context, r *command.Request) error {
 	ci, err := h.ownedColl(ctx, r, -1)
 	if err != nil {
@@ -328,6 +329,11 @@ func (h *Handlers) shardStats(ctx context.Context, r *command.Request) error {
 		opts := validate.Options{Full: full}
 		opts.InFlight = func() func(shard int, hash uint64) bool { return h.Shards.InFlightAt(ci.Meta.ID) }
 		res, err := validate.Run(ctx, h.Cat, ci, opts)
+		if err == nil { // the vector search graphs of this node's shards, as validate's own
+			var graphs []string
+			graphs, err = h.Vectors.Validate(ci, h.Cat.Shards())
+			res.Errors = append(res.Errors, graphs...)
+		}
 		if err != nil {
 			return command.InterruptError(ctx, err)
 		}

@@ -7,13 +7,15 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/exec/command"
+	"github.com/cleavedb/cleave/exec/command/crud"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // shardVectorSearch answers, on this node, another node's _cleaveShardVectorSearch {spec}: the
 // $vectorSearch spec run over this node's shards owning partitions of the collection,
-// {docs: [best first, at most limit, each carrying its score], ru}; the router merges the
-// nodes' documents by score.
+// {docs: [best first, at most limit, each carrying its score], ru, shards: [{shard,
+// examined, found}]}; the router merges the nodes' documents by score, and explain shows
+// each shard's part.
 func (h *Handlers) shardVectorSearch(ctx context.Context, r *command.Request) error {
 	ci, err := h.ownedColl(ctx, r, -1)
 	if err != nil {
@@ -23,7 +25,7 @@ func (h *Handlers) shardVectorSearch(ctx context.Context, r *command.Request) er
 	if !ok {
 		return mongoerr.New(mongoerr.BadValue, "_cleaveShardVectorSearch: spec must be a document")
 	}
-	docs, ru, err := h.VectorSearchLocal(r.DB, ci, spec)
+	docs, ru, parts, err := h.VectorSearchLocal(r.DB, ci, spec)
 	if err != nil {
 		return err
 	}
@@ -32,6 +34,7 @@ func (h *Handlers) shardVectorSearch(ctx context.Context, r *command.Request) er
 		out = bsoncore.AppendDocumentElement(out, strconv.Itoa(i), d)
 	}
 	out, _ = bsoncore.AppendArrayEnd(out, aidx)
-	r.Out = bsoncore.AppendDoubleElement(out, "ru", ru)
+	out = bsoncore.AppendDoubleElement(out, "ru", ru)
+	r.Out = crud.AppendVectorParts(out, "shards", parts)
 	return nil
 }
