@@ -65,11 +65,11 @@ func TestFindCompoundWildcard(t *testing.T) {
 		sorted             bool
 	}{
 		{"PrefixAndPath", `{"t": 1, "attrs.a": 2}`, "", func(i int) bool { return i%3 == 1 && i%2 == 0 && i%5 == 2 },
-			func(i int) int64 { return 1 }, `{"t": 1, "$_path": 1, "attrs.a": 1}`, false},
+			func(int) int64 { return 1 }, `{"t": 1, "$_path": 1, "attrs.a": 1}`, false},
 		{"PrefixAndPathRange", `{"t": 0, "attrs.c": {"$gt": 20}}`, "", func(i int) bool { return i%3 == 0 && i%2 == 1 && i%5 != 0 && i > 20 },
-			func(i int) int64 { return 1 }, `{"t": 1, "$_path": 1, "attrs.c": 1}`, false},
+			func(int) int64 { return 1 }, `{"t": 1, "$_path": 1, "attrs.c": 1}`, false},
 		{"PrefixInAndPath", `{"t": {"$in": [0, 2]}, "attrs.b": "s2"}`, "", func(i int) bool { return i%3 != 1 && i%2 == 0 && i%4 == 2 },
-			func(i int) int64 { return 1 }, `{"t": 1, "$_path": 1, "attrs.b": 1}`, false},
+			func(int) int64 { return 1 }, `{"t": 1, "$_path": 1, "attrs.b": 1}`, false},
 		{"PrefixOnly", `{"t": 2}`, "", func(i int) bool { return i%3 == 2 }, cwiEntries, `{"t": 1, "$_path": 1}`, false},
 		{"PrefixOnlyOtherField", `{"t": 2, "x": 1}`, "", func(i int) bool { return i%3 == 2 && i%2 == 1 && i%5 == 0 },
 			nil, `{"t": 1, "$_path": 1}`, false},
