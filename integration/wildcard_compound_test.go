@@ -148,6 +148,21 @@ func TestCreateIndexesCompoundWildcard(t *testing.T) {
 	if _, err := c.InsertOne(ctx, bson.D{{Key: "_id", Value: 100}, {Key: "k", Value: 100}, {Key: "t", Value: 2}, {Key: "attrs", Value: bson.D{{Key: "b", Value: "s2"}}}}); err != nil {
 		t.Fatal(err)
 	}
+	// A split, and a partition moved to the other shard, whose entries are rebuilt there.
+	admin := cl.Database("admin")
+	if err := admin.RunCommand(ctx, bson.D{{Key: "split", Value: dbn + ".c"}, {Key: "find", Value: bson.D{{Key: "k", Value: 7}}}}).Err(); err != nil {
+		t.Fatalf("split: %v", err)
+	}
+	moved := 0
+	for _, to := range []string{"shard-0", "shard-1"} {
+		if admin.RunCommand(ctx, bson.D{{Key: "moveChunk", Value: dbn + ".c"}, {Key: "find", Value: bson.D{{Key: "k", Value: 7}}},
+			{Key: "to", Value: to}}).Err() == nil {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatal("moveChunk failed to either shard")
+	}
 	check()
 	if got := cwiFindIDs(t, c, bson.D{{Key: "t", Value: 1}, {Key: "attrs.a", Value: 2}}); !slices.Contains(got, 4) {
 		t.Errorf("the updated document is not found: %v", got)
