@@ -84,17 +84,13 @@ func validateWildcard(x *store.Index, elems []bsoncore.Element, hashed bool) err
 	if hasProj {
 		proj = projV.Document()
 	}
-	w, err := catalog.CompileWildcard(x.Key, proj)
-	if err != nil {
-		return err
-	}
-	for _, f := range append(w.Before[:len(w.Before):len(w.Before)], w.After...) {
-		if w.Covers(f.Path) {
-			return mongoerr.New(mongoerr.Location7246209,
-				"The wildcardProjection of a compound wildcard index must exclude its regular field '%s'", f.Path)
+	if len(elems) > 1 && proj != nil {
+		if err := validateCompoundProjection(x.Key, proj); err != nil {
+			return err
 		}
 	}
-	return nil
+	_, err := catalog.CompileWildcard(x.Key, proj)
+	return err
 }
 
 // wildcardOptionError is IndexCatalogImpl's reportInvalidOption for a wildcard index.
