@@ -117,8 +117,14 @@ func TestCreateIndexesCompoundWildcard(t *testing.T) {
 		t.Fatal(err)
 	}
 	es := ex.Lookup("executionStats")
-	if n, keys := es.Document().Lookup("nReturned").AsInt64(), es.Document().Lookup("totalKeysExamined").AsInt64(); n != 2 || keys != 2 {
-		t.Errorf("t: 1, attrs.a: 2 returned %d and examined %d keys, want 2 and 2", n, keys)
+	n, keys, docs := es.Document().Lookup("nReturned").AsInt64(), es.Document().Lookup("totalKeysExamined").AsInt64(), es.Document().Lookup("totalDocsExamined").AsInt64()
+	if n != 2 || keys != 2 || docs != 2 {
+		t.Errorf("t: 1, attrs.a: 2 returned %d, examined %d keys and %d documents, want 2, 2 and 2", n, keys, docs)
+	}
+	// The prefix alone reads every path of its entries, and the documents without any.
+	if plan := explainFind(t, c, bson.D{{Key: "t", Value: 2}}); !strings.Contains(plan, `"$_path":["[MinKey, MinKey]","[\"\", {})"]`) ||
+		!strings.Contains(plan, `"t":["[2, 2]"]`) {
+		t.Errorf("t: 2 bounds: %s", plan)
 	}
 	if plan := ex.Lookup("queryPlanner").String(); !strings.Contains(plan, `"keyPattern": {"t": {"$numberInt":"1"},"$_path": {"$numberInt":"1"},"attrs.a": {"$numberInt":"1"}}`) {
 		t.Errorf("explain keyPattern: %s", plan)
