@@ -12,52 +12,75 @@ import (
 // compoundWildcardBounds is wildcardBounds for a compound wildcard index
 // (catalog/wildcard_compound.go): the regular fields before the wildcard bound the scan as
 // a compound index's leading fields do (two points per field fixed to points, one for a
-// final range); when they are all fixed, a path the filter bounds narrows it further, else
-// the scan reads every path of the selected entries (MongoDB's $_path bounds
-// [MinKey, MinKey] and ["", {})), and the documents without a covered leaf with them.
-// Every document has an entry, so even a scan that bounds nothing holds every match.
+// final range); when they are all fixed, a path the filter bounds narrows it further (and,
+// its values fixed to points, the regular fields after it), else the scan reads every path
+// of the selected entries (MongoDB's $_path bounds [MinKey, MinKey] and ["", {})), and the
+// documents without a covered leaf with them. Every document has an entry, so even a scan
+// that bounds nothing holds every match.
 func compoundWildcardBounds(xi *catalog.Index, f *match.Filter) ([]keyRange, int, *WildcardScan) {
 	w := xi.Wildcard
 	ws := &WildcardScan{Regular: make([][]match.Interval, len(w.Before)+len(w.After))}
-	prefixes := [][]byte{nil}
-	score := 0
-	for i, fld := range w.Before {
-		iv, ok := pathIntervals(xi, fld.Path, false, f) // never multikey: arrays are refused
-		if !ok || len(prefixes)*len(iv) > maxIndexRanges {
-			return wholeRanges(prefixes), score, ws
-		}
-		ws.Regular[i] = iv
-		if allPoints(iv) {
-			next := make([][]byte, 0, len(prefixes)*len(iv))
-			for _, p := range prefixes {
-				for _, x := range iv {
-					next = append(next, appendComponent(append([]byte(nil), p...), x.Lo, fld.Desc))
-				}
-			}
-			prefixes, score = next, score+2
-			continue
-		}
-		ranges := make([]keyRange, 0, len(prefixes)*len(iv))
-		for _, p := range prefixes {
-			for _, x := range iv {
-				ranges = append(ranges, intervalRange(p, x, fld.Desc))
-			}
-		}
-		return sortRanges(ranges), score + 1, ws
+	prefixes, ranges, score, done := boundRegular(xi, f, w.Before, ws.Regular, [][]byte{nil}, 0)
+	if done {
+		return ranges, score, ws
 	}
 	path, iv, pathScore := wildcardPath(w, f)
 	if pathScore == 0 || len(prefixes)*len(iv) > maxIndexRanges {
 		return wholeRanges(prefixes), score, ws
 	}
 	ws.Path, ws.Intervals = path, iv
-	ranges := make([]keyRange, 0, len(prefixes)*len(iv))
+	next := make([][]byte, 0, len(prefixes)*len(iv))
 	for _, p := range prefixes {
 		pp := catalog.AppendPathKey(append([]byte(nil), p...), path)
 		for _, x := range iv {
-			ranges = append(ranges, intervalRange(pp, x, w.Desc))
+			if pathScore == 2 {
+				next = append(next, appendComponent(append([]byte(nil), pp...), x.Lo, w.Desc))
+			} else {
+				ranges = append(ranges, intervalRange(pp, x, w.Desc))
+			}
 		}
 	}
-	return sortRanges(ranges), score + pathScore, ws
+	if pathScore == 1 {
+		return sortRanges(ranges), score + 1, ws
+	}
+	prefixes, ranges, score, done = boundRegular(xi, f, w.After, ws.Regular[len(w.Before):], next, score+2)
+	if done {
+		return ranges, score, ws
+	}
+	return wholeRanges(prefixes), score, ws
+}
+
+// boundRegular extends key prefixes by the regular fields of a compound wildcard index
+// that f fixes to points, in order, recording each field's bounds in bounds. It stops at
+// the first field f does not bound (done: the ranges hold every entry of the prefixes) or
+// bounds by a range (done: the ranges of that field's intervals after the prefixes);
+// otherwise it returns the extended prefixes, not done. Score counts as indexBounds does.
+func boundRegular(xi *catalog.Index, f *match.Filter, fields []bsonx.IndexField, bounds [][]match.Interval,
+	prefixes [][]byte, score int,
+) (next [][]byte, ranges []keyRange, total int, done bool) {
+	for i, fld := range fields {
+		iv, ok := pathIntervals(xi, fld.Path, false, f) // never multikey: arrays are refused
+		if !ok || len(prefixes)*len(iv) > maxIndexRanges {
+			return nil, wholeRanges(prefixes), score, true
+		}
+		bounds[i] = iv
+		if !allPoints(iv) {
+			for _, p := range prefixes {
+				for _, x := range iv {
+					ranges = append(ranges, intervalRange(p, x, fld.Desc))
+				}
+			}
+			return nil, sortRanges(ranges), score + 1, true
+		}
+		next = make([][]byte, 0, len(prefixes)*len(iv))
+		for _, p := range prefixes {
+			for _, x := range iv {
+				next = append(next, appendComponent(append([]byte(nil), p...), x.Lo, fld.Desc))
+			}
+		}
+		prefixes, score = next, score+2
+	}
+	return prefixes, nil, score, false
 }
 
 // wholeRanges returns the key ranges that hold every entry starting with one of prefixes.

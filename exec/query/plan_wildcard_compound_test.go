@@ -36,11 +36,12 @@ func cwiEntries(i int) int64 {
 }
 
 // cwiColl creates db.w sharded on hashed k over four partitions on two shards, with the
-// compound wildcard index t_1_attrs.$**_1, holding cwiDoc(0..59).
+// compound wildcard indexes t_1_attrs.$**_1 and attrs.$**_-1_k_-1, holding cwiDoc(0..59).
 func cwiColl(t *testing.T) *collFixture {
 	t.Helper()
 	spec := store.Collection{DB: "db", Name: "w", ShardKey: streamtest.ExtDoc(t, `{"k": "hashed"}`), Indexes: []store.Index{
 		{Name: "t_1_attrs.$**_1", Key: streamtest.ExtDoc(t, `{"t": 1, "attrs.$**": 1}`), Ready: true},
+		{Name: "attrs.$**_-1_k_-1", Key: streamtest.ExtDoc(t, `{"attrs.$**": -1, "k": -1}`), Ready: true},
 	}}
 	for i := range 4 {
 		spec.Partitions = append(spec.Partitions, store.Partition{ID: uint64(i + 1), Lo: uint64(i) * (1 << 62), Shard: i % 2})
@@ -58,27 +59,36 @@ func cwiColl(t *testing.T) *collFixture {
 func TestFindCompoundWildcard(t *testing.T) {
 	f := cwiColl(t)
 	for _, tc := range []struct {
-		name, filter, sort string
-		match              func(i int) bool // the documents the filter selects
-		keys               func(i int) int64
-		keyPattern         string
-		sorted             bool
+		name, index, filter, sort string           // index: "" for t_1_attrs.$**_1
+		match                     func(i int) bool // the documents the filter selects
+		keys                      func(i int) int64
+		keyPattern                string
+		sorted                    bool
 	}{
-		{"PrefixAndPath", `{"t": 1, "attrs.a": 2}`, "", func(i int) bool { return i%3 == 1 && i%2 == 0 && i%5 == 2 },
+		{"PrefixAndPath", "", `{"t": 1, "attrs.a": 2}`, "", func(i int) bool { return i%3 == 1 && i%2 == 0 && i%5 == 2 },
 			func(int) int64 { return 1 }, `{"t": 1, "$_path": 1, "attrs.a": 1}`, false},
-		{"PrefixAndPathRange", `{"t": 0, "attrs.c": {"$gt": 20}}`, "", func(i int) bool { return i%3 == 0 && i%2 == 1 && i%5 != 0 && i > 20 },
+		{"PrefixAndPathRange", "", `{"t": 0, "attrs.c": {"$gt": 20}}`, "", func(i int) bool { return i%3 == 0 && i%2 == 1 && i%5 != 0 && i > 20 },
 			func(int) int64 { return 1 }, `{"t": 1, "$_path": 1, "attrs.c": 1}`, false},
-		{"PrefixInAndPath", `{"t": {"$in": [0, 2]}, "attrs.b": "s2"}`, "", func(i int) bool { return i%3 != 1 && i%2 == 0 && i%4 == 2 },
+		{"PrefixInAndPath", "", `{"t": {"$in": [0, 2]}, "attrs.b": "s2"}`, "", func(i int) bool { return i%3 != 1 && i%2 == 0 && i%4 == 2 },
 			func(int) int64 { return 1 }, `{"t": 1, "$_path": 1, "attrs.b": 1}`, false},
-		{"PrefixOnly", `{"t": 2}`, "", func(i int) bool { return i%3 == 2 }, cwiEntries, `{"t": 1, "$_path": 1}`, false},
-		{"PrefixOnlyOtherField", `{"t": 2, "x": 1}`, "", func(i int) bool { return i%3 == 2 && i%2 == 1 && i%5 == 0 },
+		{"PrefixOnly", "", `{"t": 2}`, "", func(i int) bool { return i%3 == 2 }, cwiEntries, `{"t": 1, "$_path": 1}`, false},
+		{"PrefixOnlyOtherField", "", `{"t": 2, "x": 1}`, "", func(i int) bool { return i%3 == 2 && i%2 == 1 && i%5 == 0 },
 			nil, `{"t": 1, "$_path": 1}`, false},
-		{"PrefixSorted", `{"t": {"$in": [1, 2]}}`, `{"t": -1}`, func(i int) bool { return i%3 != 0 }, cwiEntries, `{"t": 1, "$_path": 1}`, true},
+		{"PrefixSorted", "", `{"t": {"$in": [1, 2]}}`, `{"t": -1}`, func(i int) bool { return i%3 != 0 }, cwiEntries, `{"t": 1, "$_path": 1}`, true},
+		{"PathThenSuffixRange", "attrs.$**_-1_k_-1", `{"attrs.a": {"$in": [1, 3]}, "k": {"$gte": 20}}`, "",
+			func(i int) bool { return i%2 == 0 && (i%5 == 1 || i%5 == 3) && i >= 20 },
+			func(int) int64 { return 1 }, `{"$_path": 1, "attrs.a": -1, "k": -1}`, false},
+		{"PathRangeSuffixFiltered", "attrs.$**_-1_k_-1", `{"attrs.c": {"$lt": 30}, "k": {"$gte": 20}}`, "",
+			func(i int) bool { return i%2 == 1 && i%5 != 0 && i >= 20 && i < 30 }, nil, `{"$_path": 1, "attrs.c": -1, "k": -1}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			docs, p, shards := f.open(t, tc.filter, tc.sort, 0)
-			if p.Kind != query.PlanIndex || p.Index.Meta.Name != "t_1_attrs.$**_1" {
-				t.Fatalf("plan %v on %v, want the compound wildcard index", p.Kind, p.Index)
+			index := tc.index
+			if index == "" {
+				index = "t_1_attrs.$**_1"
+			}
+			if p.Kind != query.PlanIndex || p.Index.Meta.Name != index {
+				t.Fatalf("plan %v on %v, want %s", p.Kind, p.Index, index)
 			}
 			kp := bsoncore.Element(p.AppendWildcardKeyPattern(nil, "k")).Value().Document()
 			if want := streamtest.ExtDoc(t, tc.keyPattern); !slices.Equal(kp, want) {
