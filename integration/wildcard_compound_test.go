@@ -183,6 +183,13 @@ func TestCreateIndexesCompoundWildcard(t *testing.T) {
 	if !errors.As(err, &we) || len(we.WriteErrors) != 1 || we.WriteErrors[0].Code != 7246301 {
 		t.Errorf("array on the regular field: %v", err)
 	}
+	_, err = c.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "t", Value: bson.A{1, 2}}}}})
+	if !errors.As(err, &we) || len(we.WriteErrors) != 1 || we.WriteErrors[0].Code != 7246301 {
+		t.Errorf("update to an array on the regular field: %v", err)
+	}
+	if got := cwiFindIDs(t, c, bson.D{{Key: "_id", Value: 1}, {Key: "t", Value: 1}}); !slices.Equal(got, []int32{1}) {
+		t.Errorf("the refused update changed the document: %v", got)
+	}
 	// ... and so is an index build over a document holding one.
 	arr := db.Collection("arr")
 	if _, err := arr.InsertOne(ctx, bson.D{{Key: "t", Value: bson.A{1, 2}}}); err != nil {
