@@ -106,3 +106,28 @@ func TestIsWildcardKey(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkWildcardCompoundKeys generates the entries of compoundWildcardCases' accepted
+// documents.
+func BenchmarkWildcardCompoundKeys(b *testing.B) {
+	for _, tc := range compoundWildcardCases {
+		if tc.code != 0 {
+			continue
+		}
+		var proj bsoncore.Document
+		if tc.proj != "" {
+			proj = mustDoc(b, tc.proj)
+		}
+		w, err := CompileWildcard(mustDoc(b, tc.key), proj)
+		if err != nil {
+			b.Fatal(err)
+		}
+		doc := mustDoc(b, tc.doc)
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = w.keys(doc, func([]byte) error { return nil })
+			}
+		})
+	}
+}
