@@ -157,7 +157,8 @@ func sameIDs(a, b []int32) bool {
 }
 
 // TestCreateIndexesWildcardErrors: what MongoDB 7.0 refuses for wildcard indexes, with its
-// codes and messages; a valid compound wildcard index is refused as not implemented.
+// codes and messages, compound wildcard indexes included (a valid one is built:
+// TestCreateIndexesCompoundWildcard).
 func TestCreateIndexesWildcardErrors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -190,7 +191,11 @@ func TestCreateIndexesWildcardErrors(t *testing.T) {
 			"Compound wildcard indexes on all fields must also specify 'wildcardProjection' option"},
 		{"CompoundTwoWildcards", bson.D{{Key: "key", Value: bson.D{{Key: "a.$**", Value: 1}, {Key: "b.$**", Value: 1}}}, {Key: "name", Value: "c"}}, 7246201,
 			"Index Key can contain only one wildcard index field"},
-		{"CompoundValid", bson.D{{Key: "key", Value: bson.D{{Key: "a.$**", Value: 1}, {Key: "b", Value: 1}}}, {Key: "name", Value: "c"}}, 238, ""},
+		{"CompoundProjectionKeepsRegular", bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}, {Key: "$**", Value: 1}}}, {Key: "name", Value: "c"},
+			{Key: "wildcardProjection", Value: bson.D{{Key: "b", Value: 0}}}}, 7246209,
+			"wildcardProjection paths must exclude all regular index fields, however 'a'is not excluded."},
+		{"CompoundSparse", bson.D{{Key: "key", Value: bson.D{{Key: "a.$**", Value: 1}, {Key: "b", Value: 1}}}, {Key: "name", Value: "c"},
+			{Key: "sparse", Value: true}}, 67, "Index type 'wildcard' does not support the 'sparse' option"},
 		{"Hashed", bson.D{{Key: "key", Value: bson.D{{Key: "$**", Value: 1}, {Key: "b", Value: "hashed"}}}, {Key: "name", Value: "h"}}, 67,
 			"Can't use more than one index plugin for a single index."},
 		{"StringValue", bson.D{{Key: "key", Value: bson.D{{Key: "$**", Value: "x"}}}, {Key: "name", Value: "x"}}, 67,

@@ -234,7 +234,7 @@ func (xi *Index) IDIndexKey(dst []byte, id bsoncore.Value) []byte {
 
 // CompileIndex builds the Index of catalog index x.
 func CompileIndex(x *store.Index) (*Index, error) {
-	if first, ok := bsonx.FirstElement(x.Key); ok && IsWildcardPath(first.Key()) {
+	if IsWildcardKey(x.Key) {
 		return compileWildcardIndex(x)
 	}
 	if Is2dsphere(x.Key) || Is2d(x.Key) {

@@ -6,7 +6,8 @@
 //     Pebble store in this process;
 //   - Coll and Index, a catalog record compiled for execution (key generators, shard key,
 //     partition map, time-series and clustered options), cached per catalog version; a
-//     wildcard index's keys are (path, value) per leaf (wildcard.go);
+//     wildcard index's keys are (path, value) per leaf (wildcard.go), a compound one's
+//     with its regular fields' values around them (wildcard_compound.go);
 //   - Catalog: lookups (Lookup, ForWrite creates a collection on first insert, Refresh),
 //     the key locks writers hold, and the DDL lock, which it alone owns (LockDDL): catalog
 //     changes run one at a time, and Barrier waits out the writers that saw the old record;

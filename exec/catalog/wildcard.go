@@ -32,6 +32,12 @@ type Wildcard struct {
 	paths   []string
 	// withID reports that the projection includes _id.
 	withID bool
+	// Before and After are the regular fields of a compound wildcard index (MongoDB 7.0's
+	// {tenant: 1, "$**": 1}) ahead of and behind the wildcard field in the key pattern;
+	// both empty for a single-field one (wildcard_compound.go).
+	Before, After []bsonx.IndexField
+	// Field is the wildcard field's name in the key pattern ("$**", "a.$**").
+	Field string
 }
 
 // IsWildcardPath reports whether a key pattern field is a wildcard one ("$**" or "a.$**").
@@ -40,13 +46,10 @@ func IsWildcardPath(path string) bool { return path == "$**" || strings.HasSuffi
 // CompileWildcard builds the Wildcard of key pattern key (one wildcard field) with its
 // wildcardProjection proj (nil: none). Errors are MongoDB's for a bad projection.
 func CompileWildcard(key, proj bsoncore.Document) (*Wildcard, error) {
-	first, ok := bsonx.FirstElement(key)
-	if !ok {
-		return nil, mongoerr.New(mongoerr.CannotCreateIndex, "Index keys cannot be empty.")
+	w, err := compileWildcardKey(key)
+	if err != nil {
+		return nil, err
 	}
-	w := &Wildcard{Prefix: strings.TrimSuffix(strings.TrimSuffix(first.Key(), "$**"), ".")}
-	n, _ := bsonx.NumberAsFloat64(first.Value())
-	w.Desc = n < 0
 	if proj == nil {
 		return w, nil
 	}
@@ -165,6 +168,20 @@ func AppendPathKey(dst []byte, path string) []byte {
 
 // keys calls fn with each distinct entry of doc, in ascending byte order.
 func (w *Wildcard) keys(doc bsoncore.Document, fn func(key []byte) error) error {
+	if w.Compound() {
+		return w.compoundKeys(doc, fn)
+	}
+	for _, k := range w.leaves(doc) {
+		if err := fn(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// leaves returns the (path, value) components of doc's covered leaves, distinct and in
+// ascending byte order.
+func (w *Wildcard) leaves(doc bsoncore.Document) [][]byte {
 	var keys [][]byte
 	add := func(path string, v bsoncore.Value) {
 		if !w.Covers(path) {
@@ -217,13 +234,7 @@ func (w *Wildcard) keys(doc bsoncore.Document, fn func(key []byte) error) error 
 	}
 	walk(doc, "")
 	slices.SortFunc(keys, bytes.Compare)
-	keys = slices.CompactFunc(keys, bytes.Equal)
-	for _, k := range keys {
-		if err := fn(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return slices.CompactFunc(keys, bytes.Equal)
 }
 
 // compileWildcardIndex builds the Index of wildcard index x: partial or not, hidden or not;

@@ -29,7 +29,7 @@ var wildcardCases = []struct {
 	{"NestedProjection", `{"$**": 1}`, `{"a": {"b": true}}`, `{"a": {"b": 1, "c": 2}}`, []string{`a.b=1`}},
 }
 
-func mustDoc(t *testing.T, s string) bsoncore.Document {
+func mustDoc(t testing.TB, s string) bsoncore.Document {
 	t.Helper()
 	var d bson.D
 	if err := bson.UnmarshalExtJSON([]byte(s), false, &d); err != nil {

@@ -37,8 +37,8 @@ func validateWildcardElement(path string, v bsoncore.Value) error {
 
 // validateWildcard applies MongoDB's rules for wildcard indexes to index x (key pattern
 // elems): wildcardProjection only on {"$**": ±1} and well formed; no unique, sparse or TTL
-// (IndexCatalogImpl's validateWildcardSpec); no second plugin. Compound wildcard indexes
-// (MongoDB 7.0) are validated, then refused as not implemented.
+// (IndexCatalogImpl's validateWildcardSpec); no second plugin; MongoDB 7.0's rules for a
+// compound wildcard index.
 func validateWildcard(x *store.Index, elems []bsoncore.Element, hashed bool) error {
 	wildcards, first := 0, ""
 	for _, el := range elems {
@@ -68,7 +68,9 @@ func validateWildcard(x *store.Index, elems []bsoncore.Element, hashed bool) err
 		}
 	}
 	if len(elems) > 1 {
-		return validateCompoundWildcard(elems, wildcards, first, hasProj)
+		if err := validateCompoundWildcard(elems, wildcards, first, hasProj); err != nil {
+			return err
+		}
 	}
 	for _, opt := range []string{"sparse", "unique"} {
 		if catalog.SpecBool(x.Spec, opt) {
@@ -82,6 +84,11 @@ func validateWildcard(x *store.Index, elems []bsoncore.Element, hashed bool) err
 	if hasProj {
 		proj = projV.Document()
 	}
+	if len(elems) > 1 && proj != nil {
+		if err := validateCompoundProjection(x.Key, proj); err != nil {
+			return err
+		}
+	}
 	_, err := catalog.CompileWildcard(x.Key, proj)
 	return err
 }
@@ -92,8 +99,9 @@ func wildcardOptionError(opt, context string) error {
 }
 
 // validateCompoundWildcard applies MongoDB 7.0's rules for compound wildcard indexes
-// (wildcard_validation.cpp, validateIndexSpec), then refuses a valid one: cleave does not
-// build them yet.
+// (wildcard_validation.cpp, validateIndexSpec): one wildcard field, not overlapping the
+// regular ones, and "$**" only with a wildcardProjection (which validateWildcard then
+// checks excludes the regular fields).
 func validateCompoundWildcard(elems []bsoncore.Element, wildcards int, wildcard string, hasProj bool) error {
 	if wildcards > 1 {
 		return mongoerr.New(mongoerr.Location7246201, "Index Key can contain only one wildcard index field")
@@ -109,5 +117,5 @@ func validateCompoundWildcard(elems []bsoncore.Element, wildcards int, wildcard 
 	if wildcard == "$**" && !hasProj {
 		return mongoerr.New(mongoerr.CannotCreateIndex, "Compound wildcard indexes on all fields must also specify 'wildcardProjection' option")
 	}
-	return mongoerr.New(mongoerr.NotImplemented, "compound wildcard indexes are not supported by cleave")
+	return nil
 }

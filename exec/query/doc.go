@@ -5,7 +5,8 @@
 // fetch (IXSCAN + FETCH; the ranges from the filter's bounds, plan_bounds.go), a collection
 // scan, or nothing (EOF) — and the partitions that may hold matches (plan_targets.go); a
 // wildcard index serves one path the filter bounds, its ranges within that path's entries
-// (plan_wildcard.go). Engine.Open then reads each targeted shard through a ShardStream
+// (plan_wildcard.go); a compound one its leading regular fields first, then such a path or
+// every path (plan_wildcard_compound.go). Engine.Open then reads each targeted shard through a ShardStream
 // (scan.go) from a snapshot (a new one after each yield of a cursor reading the present,
 // scan_yield.go), in parallel and bounded (scan_parallel.go), and combines the
 // shards' streams with exec/stream: a k-way merge when the plan yields the sort order, else

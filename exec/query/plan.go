@@ -208,8 +208,13 @@ func chooseIndex(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, 
 			continue
 		}
 		if xi.Wildcard != nil {
-			if ranges, score, ws := wildcardBounds(xi, f); score > best.score {
-				best = indexChoice{xi: xi, score: score, ranges: ranges, wild: ws}
+			ranges, score, ws := wildcardBounds(xi, f)
+			sorted, reverse := wildcardSorts(xi.Wildcard, sortSpec)
+			if sorted {
+				score++
+			}
+			if score > best.score {
+				best = indexChoice{xi: xi, score: score, ranges: ranges, wild: ws, sorted: sorted, reverse: reverse}
 			}
 			continue
 		}
@@ -295,12 +300,14 @@ func planHinted(ci *catalog.Coll, f *match.Filter, sortSpec []bsonx.SortField, h
 	}
 	if xi.Wildcard != nil {
 		// A wildcard index holds only the paths it covers: it must bound one of them (and,
-		// as other partial indexes, a partial one is not trusted to hold every match).
+		// as other partial indexes, a partial one is not trusted to hold every match). A
+		// compound one holds an entry for every document: it may bound nothing.
 		ranges, score, ws := wildcardBounds(xi, f)
-		if score == 0 || xi.Partial != nil {
+		if score == 0 && !xi.Wildcard.Compound() || xi.Partial != nil {
 			return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an index that can answer the query")
 		}
 		p.Kind, p.Index, p.Ranges, p.Wildcard = PlanIndex, xi, ranges, ws
+		p.Sorted, p.Reverse = wildcardSorts(xi.Wildcard, sortSpec)
 		return p, nil
 	}
 	if xi.Partial != nil || xi.Sparse {

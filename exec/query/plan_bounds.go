@@ -73,9 +73,15 @@ func fieldIntervals(xi *catalog.Index, i int, f *match.Filter) ([]match.Interval
 	if xi.Fields[i].Hashed {
 		return hashedIntervals(xi, f, path)
 	}
+	return pathIntervals(xi, path, xi.IsMultikey(i), f)
+}
+
+// pathIntervals returns the bounds f puts on the field at path of index xi (multikey: it
+// may hold arrays), as fieldIntervals; under a collation only those its strings allow.
+func pathIntervals(xi *catalog.Index, path string, multikey bool, f *match.Filter) ([]match.Interval, bool) {
 	var iv []match.Interval
 	var ok bool
-	if xi.IsMultikey(i) {
+	if multikey {
 		iv, ok = f.Intervals(path)
 	} else {
 		iv, ok = f.IntervalsNonMultikey(path)

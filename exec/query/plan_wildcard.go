@@ -11,10 +11,14 @@ import (
 )
 
 // WildcardScan is what a plan on a wildcard index reads: the entries of one path, within
-// the bounds the filter puts on it (explain shows them as MongoDB's $_path bounds).
+// the bounds the filter puts on it (explain shows them as MongoDB's $_path bounds). On a
+// compound wildcard index, Regular holds the bounds of its regular fields in key pattern
+// order (nil: unbounded), and Path is "" when the scan reads every path of the entries
+// its regular bounds select.
 type WildcardScan struct {
 	Path      string
 	Intervals []match.Interval
+	Regular   [][]match.Interval
 }
 
 // wildcardBounds chooses the path a wildcard index serves for f: the first path of the
@@ -23,6 +27,24 @@ type WildcardScan struct {
 // points, one for a range) and the scan; score 0 when no path qualifies.
 func wildcardBounds(xi *catalog.Index, f *match.Filter) ([]keyRange, int, *WildcardScan) {
 	w := xi.Wildcard
+	if w.Compound() {
+		return compoundWildcardBounds(xi, f)
+	}
+	path, iv, score := wildcardPath(w, f)
+	if score == 0 {
+		return nil, 0, nil
+	}
+	prefix := catalog.AppendPathKey(nil, path)
+	ranges := make([]keyRange, 0, len(iv))
+	for _, x := range iv {
+		ranges = append(ranges, intervalRange(prefix, x, w.Desc))
+	}
+	return sortRanges(ranges), score, &WildcardScan{Path: path, Intervals: iv}
+}
+
+// wildcardPath returns the path of f that wildcard w serves, its bounds and their score
+// (two for points, one for a range); score 0 when no path qualifies.
+func wildcardPath(w *catalog.Wildcard, f *match.Filter) (string, []match.Interval, int) {
 	for _, path := range f.Paths() {
 		if !wildcardPlannable(path) || !w.Covers(path) {
 			continue
@@ -31,18 +53,12 @@ func wildcardBounds(xi *catalog.Index, f *match.Filter) ([]keyRange, int, *Wildc
 		if !ok || !wildcardIntervals(iv) {
 			continue
 		}
-		prefix := catalog.AppendPathKey(nil, path)
-		ranges := make([]keyRange, 0, len(iv))
-		score := 1
 		if allPoints(iv) {
-			score = 2
+			return path, iv, 2
 		}
-		for _, x := range iv {
-			ranges = append(ranges, intervalRange(prefix, x, w.Desc))
-		}
-		return sortRanges(ranges), score, &WildcardScan{Path: path, Intervals: iv}
+		return path, iv, 1
 	}
-	return nil, 0, nil
+	return "", nil, 0
 }
 
 // wildcardPlannable reports whether a wildcard index can answer predicates on path: not
@@ -101,8 +117,12 @@ func (p *Plan) AppendWildcardKeyPattern(dst []byte, key string) []byte {
 		dir = -1
 	}
 	idx, o := bsoncore.AppendDocumentElementStart(dst, key)
-	o = bsoncore.AppendInt32Element(o, "$_path", 1)
-	o = bsoncore.AppendInt32Element(o, p.Wildcard.Path, dir)
+	if p.Index.Wildcard.Compound() {
+		o = p.appendCompoundWildcardKeyPattern(o, dir)
+	} else {
+		o = bsoncore.AppendInt32Element(o, "$_path", 1)
+		o = bsoncore.AppendInt32Element(o, p.Wildcard.Path, dir)
+	}
 	o, _ = bsoncore.AppendDocumentEnd(o, idx)
 	return o
 }
@@ -111,20 +131,11 @@ func (p *Plan) AppendWildcardKeyPattern(dst []byte, key string) []byte {
 // them: {$_path: ["[\"a\", \"a\"]"], a: ["[1, 1]"]}.
 func (p *Plan) AppendWildcardBounds(dst []byte, key string) []byte {
 	idx, o := bsoncore.AppendDocumentElementStart(dst, key)
-	quoted := bsonx.ShellString(bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, p.Wildcard.Path)})
-	aidx, o := bsoncore.AppendArrayElementStart(o, "$_path")
-	o = bsoncore.AppendStringElement(o, "0", "["+quoted+", "+quoted+"]")
-	o, _ = bsoncore.AppendArrayEnd(o, aidx)
-	aidx, o = bsoncore.AppendArrayElementStart(o, p.Wildcard.Path)
-	iv := p.Wildcard.Intervals
-	for i := range iv {
-		x := iv[i]
-		if p.Index.Wildcard.Desc != p.Reverse { // the scan's order
-			x = iv[len(iv)-1-i]
-		}
-		o = bsoncore.AppendStringElement(o, bsonx.ArrayKey(i), intervalString(x, p.Index.Wildcard.Desc != p.Reverse))
+	if p.Index.Wildcard.Compound() {
+		o = p.appendCompoundWildcardBounds(o)
+	} else {
+		o = p.appendPathBounds(o)
 	}
-	o, _ = bsoncore.AppendArrayEnd(o, aidx)
 	o, _ = bsoncore.AppendDocumentEnd(o, idx)
 	return o
 }
@@ -133,6 +144,12 @@ func (p *Plan) AppendWildcardBounds(dst []byte, key string) []byte {
 // from its high end when the scan runs backward.
 func intervalString(x match.Interval, backward bool) string {
 	lo, hi, loIn, hiIn := x.Lo, x.Hi, x.LoInclusive, x.HiInclusive
+	if x.LoUnbounded {
+		lo, loIn = minKeyValue, true
+	}
+	if x.HiUnbounded {
+		hi, hiIn = maxKeyValue, true
+	}
 	if backward {
 		lo, hi, loIn, hiIn = hi, lo, hiIn, loIn
 	}

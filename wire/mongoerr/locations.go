@@ -386,6 +386,10 @@ const (
 	Location31394   Code = 31394   // As of 4.4, it's illegal to specify positional operator in the middle of a path.…
 	Location7246201 Code = 7246201 // Index Key can contain only one wildcard index field
 	Location7246204 Code = 7246204 // A wildcard index field should not overlap with and index key fields …
+	Location7246208 Code = 7246208 // Index Key and Wildcard Projection cannot contain overlapping fields, however '…' index field is ovverlapping with '…' wildcardProjection path.
+	Location7246209 Code = 7246209 // wildcardProjection paths must exclude all regular index fields, however '…'is not excluded.
+	Location7246210 Code = 7246210 // wildcardProjection paths must exclude all regular index fields, however '…'is not excluded.
+	Location7246301 Code = 7246301 // A compound wildcard index's regular field … cannot hold an array (multikey)
 	Location31260   Code = 31260   // $function requires an object as an argument, found: …
 	Location31261   Code = 31261   // The body function must be specified.
 	Location31262   Code = 31262   // The body function must evaluate to type string or code
