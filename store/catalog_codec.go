@@ -72,6 +72,12 @@ func encodeCollection(c *Collection) []byte {
 	if c.NoMigrations {
 		doc = bsoncore.AppendBooleanElement(doc, "noMigrations", true)
 	}
+	if c.ChunkSizeBytes > 0 {
+		doc = bsoncore.AppendInt64Element(doc, "chunkSizeBytes", c.ChunkSizeBytes) // absent in older records: the server's
+	}
+	if c.NoAutoMerge {
+		doc = bsoncore.AppendBooleanElement(doc, "noAutoMerge", true)
+	}
 	if c.ThrottleRetryMS != 0 {
 		doc = bsoncore.AppendInt64Element(doc, "throttleRetryMS", c.ThrottleRetryMS)
 	}
@@ -198,6 +204,10 @@ func decodeCollection(raw []byte) (*Collection, error) {
 			c.NoBalance, _ = v.BooleanOK()
 		case "noMigrations":
 			c.NoMigrations, _ = v.BooleanOK()
+		case "chunkSizeBytes":
+			c.ChunkSizeBytes = int64Value(v)
+		case "noAutoMerge":
+			c.NoAutoMerge, _ = v.BooleanOK()
 		case "throttleRetryMS":
 			c.ThrottleRetryMS = int64Value(v)
 		case "sharedRU":

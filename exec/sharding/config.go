@@ -148,6 +148,12 @@ func (m *Manager) ConfigDocs(name string) []bsoncore.Document {
 			if c.NoMigrations {
 				b.AppendBoolean("permitMigrations", false)
 			}
+			if c.ChunkSizeBytes > 0 {
+				b.AppendInt64("maxChunkSizeBytes", c.ChunkSizeBytes)
+			}
+			if c.NoAutoMerge {
+				b.AppendBoolean("enableAutoMerge", false)
+			}
 			out = append(out, b.AppendInt64("throughput", c.Throughput).Build())
 		})
 	case "chunks":
