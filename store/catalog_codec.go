@@ -191,27 +191,6 @@ func decodeCollection(raw []byte) (*Collection, error) {
 				c.Zones = append(c.Zones, slices.Clone(d))
 				return nil
 			})
-		case "autoscale":
-			c.Autoscale, _ = v.BooleanOK()
-		case "burstCapacity":
-			c.BurstCapacity = ToggleOff
-			if on, _ := v.BooleanOK(); on {
-				c.BurstCapacity = ToggleOn
-			}
-		case "customBudgets":
-			c.CustomBudgets, _ = v.BooleanOK()
-		case "noBalance":
-			c.NoBalance, _ = v.BooleanOK()
-		case "noMigrations":
-			c.NoMigrations, _ = v.BooleanOK()
-		case "chunkSizeBytes":
-			c.ChunkSizeBytes = int64Value(v)
-		case "noAutoMerge":
-			c.NoAutoMerge, _ = v.BooleanOK()
-		case "throttleRetryMS":
-			c.ThrottleRetryMS = int64Value(v)
-		case "sharedRU":
-			c.SharedRU, _ = v.DoubleOK()
 		case "searchIndexes":
 			err = eachArrayDoc(v, func(d bsoncore.Document) error {
 				c.SearchIndexes = append(c.SearchIndexes, slices.Clone(d))
@@ -227,6 +206,8 @@ func decodeCollection(raw []byte) (*Collection, error) {
 			c.NextPartitionID = uint64(int64Value(v))
 		case "version":
 			c.Version = uint64(int64Value(v))
+		default:
+			decodeCollectionSettings(c, key, v)
 		}
 		return err == nil
 	})
@@ -240,6 +221,34 @@ func decodeCollection(raw []byte) (*Collection, error) {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return c, nil
+}
+
+// decodeCollectionSettings decodes field key of a collection record when it is one of the
+// collection's throughput and balancing settings.
+func decodeCollectionSettings(c *Collection, key string, v bsoncore.Value) {
+	switch key {
+	case "autoscale":
+		c.Autoscale, _ = v.BooleanOK()
+	case "burstCapacity":
+		c.BurstCapacity = ToggleOff
+		if on, _ := v.BooleanOK(); on {
+			c.BurstCapacity = ToggleOn
+		}
+	case "customBudgets":
+		c.CustomBudgets, _ = v.BooleanOK()
+	case "noBalance":
+		c.NoBalance, _ = v.BooleanOK()
+	case "noMigrations":
+		c.NoMigrations, _ = v.BooleanOK()
+	case "chunkSizeBytes":
+		c.ChunkSizeBytes = int64Value(v)
+	case "noAutoMerge":
+		c.NoAutoMerge, _ = v.BooleanOK()
+	case "throttleRetryMS":
+		c.ThrottleRetryMS = int64Value(v)
+	case "sharedRU":
+		c.SharedRU, _ = v.DoubleOK()
+	}
 }
 
 // decodeIndexes decodes the indexes array of a collection record.

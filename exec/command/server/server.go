@@ -40,6 +40,7 @@ func (h *Handlers) Add(add func(*command.Command)) {
 	add(&command.Command{Name: "profile", Run: h.profile, Action: auth.ActionDBAdmin, Help: "controls the slow-operation log: { profile: -1 | 0, slowms, sampleRate }"})
 	add(&command.Command{Name: "getLog", Run: h.getLog, Action: auth.ActionClusterAdmin, Help: "{ getLog : '*' }  OR { getLog : 'global' }", AdminOnly: true})
 	h.addRWConcernCommands(add)
+	h.addAdminCommands(add)
 }
 
 // ping answers {ok: 1}.
