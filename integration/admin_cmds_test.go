@@ -135,4 +135,3 @@ func TestClusterConnPoolStats(t *testing.T) {
 		return asM(asM(stats()["hosts"])[host])["created"].(int64) > created
 	})
 }
-

@@ -33,7 +33,7 @@ type Client struct {
 	opts     ClientOptions
 	nextID   atomic.Int32
 	created  atomic.Int64 // connections dialed since the client was made (clientstats.go)
-	watching atomic.Bool // the watchdog of requests' own bounds runs (clientwatch.go)
+	watching atomic.Bool  // the watchdog of requests' own bounds runs (clientwatch.go)
 	mu       struct {
 		sync.Mutex
 		conns   []*clientConn
