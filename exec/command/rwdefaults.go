@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/exec/params"
+	"github.com/cleavedb/cleave/exec/sharding"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -39,7 +41,7 @@ func (e *Server) LoadRWDefaults(ctx context.Context) error {
 	}
 	doc, err := e.Shards.SharedSetting(ctx, params.RWDefaultsID)
 	if err != nil {
-		return err
+		return sharding.MoveError(err) // ErrShutdown: InterruptedAtShutdown
 	}
 	e.RWDefaults.Store(params.ParseRWDefaults(doc))
 	return nil
@@ -55,9 +57,14 @@ func (e *Server) CurrentRWDefaults() *params.RWConcernDefaults {
 	if e.rwState.refreshing.TryLock() {
 		go func() {
 			defer e.rwState.refreshing.Unlock()
+			select {
+			case <-e.stop: // shutting down: the stores may be closing
+				return
+			default:
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if err := e.LoadRWDefaults(ctx); err != nil {
+			if err := e.LoadRWDefaults(ctx); err != nil && !errors.Is(err, sharding.ErrShutdown) {
 				e.Log.Warn("cannot read the default read and write concerns", zap.Error(err))
 			}
 		}()

@@ -22,6 +22,9 @@ import (
 // node's config.settings on a single node; in cluster mode etcd's, mirrored into this node's
 // config.settings when it differs, or, when etcd cannot be read, the mirror.
 func (m *Manager) SharedSetting(ctx context.Context, id string) (bsoncore.Document, error) {
+	if m.life.Err() != nil {
+		return nil, ErrShutdown // the stores may be closing: read none of them
+	}
 	c := m.mopts.Cluster
 	if c == nil {
 		return m.settingDoc(id)
@@ -29,6 +32,9 @@ func (m *Manager) SharedSetting(ctx context.Context, id string) (bsoncore.Docume
 	ctx, cancel := context.WithTimeout(ctx, settingReadWait)
 	defer cancel()
 	raw, err := c.Setting(ctx, id)
+	if err != nil && m.life.Err() != nil {
+		return nil, ErrShutdown
+	}
 	if err != nil {
 		m.log.Warn("cannot read a cluster setting: using this node's copy", zap.String("id", id), zap.Error(err))
 		return m.settingDoc(id)
