@@ -154,12 +154,35 @@ func TestDefaultRWConcern(t *testing.T) {
 			t.Errorf("%s's log lines with the default %s: %q, want one with %s", tc.cmd, tc.key, lines, tc.want)
 		}
 	}
+	// A causally consistent session's find carries readConcern {afterClusterTime} without a
+	// level: the default's level is added to it.
+	sess, err := c.StartSession(options.Session().SetCausalConsistency(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = mongo.WithSession(ctx, sess, func(sctx context.Context) error {
+		if _, err := coll.InsertOne(sctx, bson.D{{Key: "_id", Value: 2}}); err != nil {
+			return err
+		}
+		return coll.FindOne(sctx, bson.D{{Key: "_id", Value: 2}}).Err()
+	})
+	sess.EndSession(ctx)
+	if err != nil {
+		t.Fatalf("a causally consistent session: %v", err)
+	}
+	found := false
+	for _, l := range defaultedLog(t, c, "rwd", "find", "readConcern") {
+		found = found || strings.Contains(l, `"readConcern":{"level":"majority","afterClusterTime":`)
+	}
+	if !found {
+		t.Errorf("no find with afterClusterTime under the default level: %q", defaultedLog(t, c, "rwd", "find", "readConcern"))
+	}
 	// An insert with its own write concern keeps it.
 	w1 := c.Database("rwd").Collection("own", options.Collection().SetWriteConcern(writeconcern.W1()))
 	if _, err := w1.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if lines := defaultedLog(t, c, "rwd", "insert", "writeConcern"); len(lines) != 1 {
+	if lines := defaultedLog(t, c, "rwd", "insert", "writeConcern"); len(lines) != 2 {
 		t.Errorf("an insert with w: 1 ran under the default write concern: %q", lines)
 	}
 
