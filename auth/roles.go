@@ -172,7 +172,8 @@ var actionClasses = map[string]Action{
 	"getParameter": ActionClusterAdmin, "setParameter": ActionClusterAdmin, "getLog": ActionClusterAdmin,
 	"inprog": ActionClusterAdmin, "killop": ActionClusterAdmin, "listShards": ActionClusterAdmin,
 	"enableSharding": ActionClusterAdmin, "moveChunk": ActionClusterAdmin, "shutdown": ActionClusterAdmin,
-	"getDefaultRWConcern": ActionClusterAdmin, "killAnySession": ActionClusterAdmin,
+	"getDefaultRWConcern": ActionClusterAdmin, "setDefaultRWConcern": ActionClusterAdmin, "configureCollectionBalancing": ActionClusterAdmin, "connPoolStats": ActionClusterAdmin, "dropConnections": ActionClusterAdmin,
+	"logRotate": ActionClusterAdmin, "getClusterParameter": ActionClusterAdmin, "setClusterParameter": ActionClusterAdmin, "killAnySession": ActionClusterAdmin,
 	"internal":  ActionInternal,
 	"anyAction": ActionUndeclared, // expanded below to every class
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cleavedb/cleave/wire/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // Connect implements wire.Handler.
@@ -127,11 +128,48 @@ func (h *conn) finish(r *command.Request, start time.Time, err error) {
 	if plan != "" {
 		fields = append(fields, zap.String("planSummary", plan))
 	}
+	fields = appendDefaultConcerns(fields, r)
 	if err != nil {
 		e := mongoerr.From(err)
 		fields = append(fields, zap.Int32("code", int32(e.Code)), zap.String("errmsg", e.Message))
 	}
 	ce.Write(fields...)
+}
+
+// appendDefaultConcerns adds to a command's log fields the read and write concerns it ran
+// under when they were the cluster-wide defaults, with MongoDB's provenance
+// ("customDefault"), as a slow query's log line shows them:
+// "writeConcern":{"w":"majority","wtimeout":0,"provenance":"customDefault"}.
+func appendDefaultConcerns(fields []zap.Field, r *command.Request) []zap.Field {
+	if r.DefaultRC {
+		fields = append(fields, zap.Object("readConcern", defaultConcern(r.Body.Lookup("readConcern").Document())))
+	}
+	if r.DefaultWC {
+		fields = append(fields, zap.Object("writeConcern", defaultConcern(r.Body.Lookup("writeConcern").Document())))
+	}
+	return fields
+}
+
+// defaultConcern logs a concern that came from the defaults.
+type defaultConcern bsoncore.Document
+
+// MarshalLogObject implements zapcore.ObjectMarshaler.
+func (c defaultConcern) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	elems, _ := bsoncore.Document(c).Elements()
+	for _, el := range elems {
+		v := el.Value()
+		if n, ok := v.AsInt64OK(); ok {
+			enc.AddInt64(el.Key(), n)
+		} else if s, ok := v.StringValueOK(); ok {
+			enc.AddString(el.Key(), s)
+		} else if b, ok := v.BooleanOK(); ok {
+			enc.AddBool(el.Key(), b)
+		} else {
+			enc.AddString(el.Key(), v.String())
+		}
+	}
+	enc.AddString("provenance", "customDefault")
+	return nil
 }
 
 // slowOp describes a slow command for the console's list: its namespace is the database

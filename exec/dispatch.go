@@ -45,6 +45,7 @@ func (e *Executor) dispatch(ctx context.Context, r *command.Request) (err error)
 		return e.runDirect(ctx, r, cmd)
 	}
 	noteClientMetadata(r)
+	e.applyRWDefaults(r, cmd)
 	e.Sessions.NoteLSID(r.Generic(command.GenLSID), e.SessionUser(r))
 	if err := checkAPIParameters(ctx, r); err != nil {
 		return err

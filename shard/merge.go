@@ -43,7 +43,7 @@ func (r *round) mergeable(a, b *PartitionView) bool {
 	}
 	return a.Shard == b.Shard && !a.Busy && !b.Busy && old(a) && old(b) &&
 		a.LoadAboveSince.IsZero() && b.LoadAboveSince.IsZero() &&
-		a.Bytes+b.Bytes < o.PartitionMaxBytes/4 && a.RUPerSec+b.RUPerSec < o.SplitLoadRU/4
+		a.Bytes+b.Bytes < r.v.maxBytes(o)/4 && a.RUPerSec+b.RUPerSec < o.SplitLoadRU/4
 }
 
 // MergeTo returns merges that bring m toward at most n partitions (what lowering a

@@ -80,7 +80,9 @@ func (p *Policy) Decide(v CollectionView, now time.Time) []Action {
 		r.drain()
 		r.balance(bytesMetric)
 		r.balance(loadMetric)
-		r.merge() // MongoDB's AutoMerger, too, runs only while the balancer does
+		if !v.NoAutoMerge {
+			r.merge() // MongoDB's AutoMerger, too, runs only while the balancer does
+		}
 	}
 	return r.actions
 }
@@ -109,7 +111,7 @@ func (r *round) partition(i int) {
 		return
 	}
 	o := &r.p.opts
-	big := pv.Bytes > o.PartitionMaxBytes
+	big := pv.Bytes > r.v.maxBytes(o)
 	hot := pv.RUPerSec > o.SplitLoadRU && !pv.LoadAboveSince.IsZero() &&
 		r.now.Sub(pv.LoadAboveSince) >= o.SplitLoadWindow
 	if h, ok := singleKey(pv); ok {

@@ -78,6 +78,11 @@ type CollectionView struct {
 	// NoMoves: the balancer is stopped (balancerStop). The policy then proposes splits only:
 	// no draining, no balancing, and a load split's right child stays on its shard.
 	NoMoves bool
+	// MaxBytes is the size above which the collection's partitions split (its chunk size,
+	// configureCollectionBalancing); 0: Options.PartitionMaxBytes. NoAutoMerge keeps the
+	// merge rule away from the collection.
+	MaxBytes    int64
+	NoAutoMerge bool
 	// Zones are the collection's zone ranges in hash order, disjoint (zone.go).
 	Zones []ZoneSpan
 	// Partitions in hash order, tiling the hash space like a Map.
@@ -248,4 +253,12 @@ func (a *MergeAction) Apply(m *Map, newID uint64) ([]Partition, error) {
 		return nil, fmt.Errorf("%w: %w", ErrStaleAction, err)
 	}
 	return parts, err
+}
+
+// maxBytes is the size above which v's partitions split: its own, or o's.
+func (v *CollectionView) maxBytes(o *Options) int64 {
+	if v.MaxBytes > 0 {
+		return v.MaxBytes
+	}
+	return o.PartitionMaxBytes
 }

@@ -76,6 +76,12 @@ func encodeCollection(c *Collection) []byte {
 		doc = bsoncore.AppendStringElement(doc, "reshardNode", c.ReshardNode)
 		doc = bsoncore.AppendStringElement(doc, "reshardOf", c.ReshardOf)
 	}
+	if c.ChunkSizeBytes > 0 {
+		doc = bsoncore.AppendInt64Element(doc, "chunkSizeBytes", c.ChunkSizeBytes) // absent in older records: the server's
+	}
+	if c.NoAutoMerge {
+		doc = bsoncore.AppendBooleanElement(doc, "noAutoMerge", true)
+	}
 	if c.ThrottleRetryMS != 0 {
 		doc = bsoncore.AppendInt64Element(doc, "throttleRetryMS", c.ThrottleRetryMS)
 	}
@@ -242,6 +248,10 @@ func decodeCollectionSetting(c *Collection, key string, v bsoncore.Value) {
 		c.ReshardNode, _ = v.StringValueOK()
 	case "reshardOf":
 		c.ReshardOf, _ = v.StringValueOK()
+	case "chunkSizeBytes":
+		c.ChunkSizeBytes = int64Value(v)
+	case "noAutoMerge":
+		c.NoAutoMerge, _ = v.BooleanOK()
 	case "throttleRetryMS":
 		c.ThrottleRetryMS = int64Value(v)
 	case "sharedRU":

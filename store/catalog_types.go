@@ -55,6 +55,12 @@ type Collection struct {
 	// elected manager drops the temporary collection once that node is gone. A rename clears
 	// both: the copy renamed over its source is the collection itself. Empty elsewhere.
 	ReshardNode, ReshardOf string
+	// ChunkSizeBytes is the size above which the collection's partitions split
+	// (configureCollectionBalancing's chunkSize; config.collections' maxChunkSizeBytes); 0:
+	// the server's --partition-max-bytes. NoAutoMerge keeps the partition manager from
+	// merging its cold partitions (enableAutoMerger: false).
+	ChunkSizeBytes int64
+	NoAutoMerge    bool
 	// ThrottleRetryMS is how long a request out of budget waits for it before 16500 (server-
 	// side retry): 0 follows its database, then the server (--throttle-retry-ms); above 0,
 	// that many milliseconds; ThrottleRetryNever, not at all.

@@ -32,7 +32,8 @@ type Client struct {
 	addr     string
 	opts     ClientOptions
 	nextID   atomic.Int32
-	watching atomic.Bool // the watchdog of requests' own bounds runs (clientwatch.go)
+	created  atomic.Int64 // connections dialed since the client was made (clientstats.go)
+	watching atomic.Bool  // the watchdog of requests' own bounds runs (clientwatch.go)
 	mu       struct {
 		sync.Mutex
 		conns   []*clientConn
@@ -204,6 +205,7 @@ func (c *Client) dialConn(ctx context.Context) (*clientConn, error) {
 	}
 	c.mu.conns = append(c.mu.conns, cc)
 	c.mu.Unlock()
+	c.created.Add(1)
 	go cc.readLoop()
 	return cc, nil
 }

@@ -24,6 +24,7 @@ type clientConn struct {
 	br *bufio.Reader // the reader goroutine's (the Hello's round trips before it starts)
 
 	inflight atomic.Int32 // requests waiting for their reply: len(pending)
+	retired  atomic.Bool  // dropped (Client.DropConns): closed once no request waits on it
 
 	mu      sync.Mutex
 	pending map[int32]*call
@@ -169,6 +170,9 @@ func (cc *clientConn) deliver(id int32, reply bsoncore.Document, err error) bool
 	if cl != nil {
 		cl.reply, cl.err = reply, err
 		close(cl.done)
+		if cc.retired.Load() && cc.inflight.Load() == 0 {
+			_ = cc.nc.Close() // its reader ends it
+		}
 	}
 	return cl != nil
 }

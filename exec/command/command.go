@@ -77,6 +77,9 @@ const (
 	// Stable API check or stale retry applies (a compact point read, _cleaveShardGet).
 	// currentOp and killOp reach them as any command.
 	Direct
+	// ReadConcern commands take a read concern: the cluster-wide default read concern
+	// (setDefaultRWConcern) applies to those that carry none.
+	ReadConcern
 )
 
 // OpCounter names a field of serverStatus.opcounters.

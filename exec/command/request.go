@@ -47,6 +47,10 @@ type Request struct {
 	Wire *wire.Request
 	// Awaited marks an awaitable hello, which waits by design: never logged as slow.
 	Awaited bool
+	// DefaultRC and DefaultWC record that the command runs under the cluster-wide default
+	// read or write concern (setDefaultRWConcern), put into Body by the command path: its
+	// log line says so (provenance "customDefault").
+	DefaultRC, DefaultWC bool
 	// Cmd is the command's entry in the table; nil for a command not found.
 	Cmd *Command
 	// Plan is the plan of the command's read (find, count, distinct, aggregate), nil if
@@ -92,6 +96,13 @@ func (r *Request) Generic(f int) bsoncore.Value {
 	}
 	el, _, _ := bsoncore.ReadElement(r.Body[g.off[f]:])
 	return el.Value()
+}
+
+// SetBody replaces r's body with b (the command path adds a default concern to it); the
+// generic arguments are read again from b.
+func (r *Request) SetBody(b bsoncore.Document) {
+	r.Body = b
+	r.gen = genericArgs{}
 }
 
 // HasAPIParams reports whether r's body has one of the Stable API fields.

@@ -135,6 +135,9 @@ type Server struct {
 	Vectors *vecindex.Registry
 	stop    chan struct{}  // closed by Close
 	SlowOps params.SlowOps // which finished commands are logged at Info (the profile command)
+	// RWDefaults are the default read and write concerns applied now (rwdefaults.go).
+	RWDefaults params.RWDefaults
+	rwState    rwDefaultsState
 	// Fail is the failCommand failpoint (exec/failpoint); FailGetMore is
 	// failGetMoreAfterCursorCheckout, which getMore evaluates once it has its cursor.
 	Fail, FailGetMore failpoint.FailCommand
@@ -208,6 +211,9 @@ func New(opts Options, logger *zap.Logger, families ...Family) *Server {
 	go e.Sessions.Run(e.stop)
 	if opts.Storage != nil {
 		e.Shards.Start(e.Write)
+		if err := e.LoadRWDefaults(context.Background()); err != nil {
+			e.Log.Warn("cannot read the default read and write concerns", zap.Error(err))
+		}
 		e.DDL.StartTTL()
 		e.DDL.StartOrphanSweep()
 	}

@@ -157,3 +157,11 @@ func (rs *Nodes) NodeCommand(ctx context.Context, addr string, cmd bsoncore.Docu
 	}
 	return reply, nil
 }
+
+// PoolStats returns the internal connections to every node this node has reached, by
+// host:port (connPoolStats).
+func (rs *Nodes) PoolStats() map[string]wire.ClientStats { return rs.pool.Stats() }
+
+// DropConns drops the internal connections to host (dropConnections) and returns how many
+// it dropped: the next request to it dials again.
+func (rs *Nodes) DropConns(host string) int { return rs.pool.DropConns(host) }

@@ -8,8 +8,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
-	"github.com/cleavedb/cleave/exec/catalog"
-	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
@@ -28,9 +26,6 @@ import (
 // runs. A write of config.settings by hand stays on the node it was sent to.
 
 const balancerID = "balancer"
-
-// balancerKey is {_id: "balancer"}, the key of the balancer's document.
-var balancerKey = bsoncore.NewDocumentBuilder().AppendString("_id", balancerID).Build()
 
 // BalancerOn reports whether the balancer runs: config.settings has no balancer document,
 // or one whose mode is not "off" and which is not stopped.
@@ -82,13 +77,7 @@ func (m *Manager) balancerSetting() (bsoncore.Document, error) {
 }
 
 // balancerDoc returns config.settings' balancer document, or nil.
-func (m *Manager) balancerDoc() (bsoncore.Document, error) {
-	ci, err := m.cat.Lookup("config", "settings")
-	if err != nil || ci == nil {
-		return nil, err
-	}
-	return m.configDoc(ci, balancerKey) // collection_balancing.go
-}
+func (m *Manager) balancerDoc() (bsoncore.Document, error) { return m.settingDoc(balancerID) }
 
 // SetBalancer writes the balancer's switch into config.settings, synced. Turning it off
 // then waits for the manager round in progress, so that no balancing move starts after it
@@ -163,25 +152,4 @@ func (m *Manager) WaitRound() {
 }
 
 // putBalancerDoc replaces (or inserts) config.settings' balancer document with doc.
-func (m *Manager) putBalancerDoc(doc bsoncore.Document) error {
-	ci, err := m.cat.ForWrite("config", "settings")
-	if err != nil {
-		return err
-	}
-	_, id := catalog.DocID(doc, nil)
-	h, err := ci.ShardHash(doc)
-	if err != nil {
-		return err
-	}
-	w := write.DocWrite{Hash: h, ID: id, New: doc}
-	wr := m.write.NewWriter(ci)
-	wr.Lock(wr.LockHashes(nil, &w))
-	defer wr.Release()
-	if w.Old, err = m.balancerDoc(); err != nil { // under the key lock: no writer changes it meanwhile
-		return err
-	}
-	if err := wr.Stage(&w); err != nil {
-		return err
-	}
-	return wr.Commit(true)
-}
+func (m *Manager) putBalancerDoc(doc bsoncore.Document) error { return m.putSettingDoc(doc) }

@@ -124,6 +124,36 @@ func (m *Manager) BalancerCompliance(ci *catalog.Coll) (compliant bool, violatio
 	return true, ""
 }
 
-// MaxChunkSizeMB is the partition size, in MiB, above which a partition splits
-// (balancerCollectionStatus' chunkSize).
-func (m *Manager) MaxChunkSizeMB() int64 { return m.policy.Options().PartitionMaxBytes >> 20 }
+// MaxChunkSizeMB is the size, in MiB, above which a partition of ci splits: its own chunk
+// size, or the server's (balancerCollectionStatus' chunkSize).
+func (m *Manager) MaxChunkSizeMB(ci *catalog.Coll) int64 {
+	if ci.Meta.ChunkSizeBytes > 0 {
+		return ci.Meta.ChunkSizeBytes >> 20
+	}
+	return m.policy.Options().PartitionMaxBytes >> 20
+}
+
+// ConfigureBalancing sets, for the sharded collection db.name, the size above which its
+// partitions split (chunkBytes, when not nil; 0: the server's) and whether cold partitions
+// of it merge (autoMerge, when not nil), then rewrites config.collections. The next manager
+// round splits by the new size.
+func (m *Manager) ConfigureBalancing(db, name string, chunkBytes *int64, autoMerge *bool) error {
+	c := m.cat.Store().State().Collection(db, name)
+	if c == nil || !c.Sharded() {
+		return mongoerr.New(mongoerr.NamespaceNotSharded, "Collection %s.%s is not sharded.", db, name)
+	}
+	_, err := m.cat.Store().UpdateCollection(db, name, func(c *store.Collection) error {
+		if chunkBytes != nil {
+			c.ChunkSizeBytes = *chunkBytes
+		}
+		if autoMerge != nil {
+			c.NoAutoMerge = !*autoMerge
+		}
+		return nil
+	})
+	if err != nil {
+		return catalog.StoreError(err)
+	}
+	m.log.Info("collection balancing configured", zap.String("ns", db+"."+name))
+	return m.SyncConfig("collections")
+}

@@ -135,21 +135,7 @@ func (m *Manager) ConfigDocs(name string) []bsoncore.Document {
 				Build())
 		}
 	case "collections":
-		m.forShardedColls(func(c *store.Collection) {
-			b := bsoncore.NewDocumentBuilder().
-				AppendString("_id", c.DB+"."+c.Name).
-				AppendObjectID("lastmodEpoch", EpochID(c)).
-				AppendDateTime("lastmod", c.CreatedAt.UnixMilli()).
-				AppendTimestamp("timestamp", uint32(c.CreatedAt.Unix()), 1).
-				AppendBinary("uuid", 4, c.UUID[:]).
-				AppendDocument("key", c.ShardKey).
-				AppendBoolean("unique", false).
-				AppendBoolean("noBalance", c.NoBalance)
-			if c.NoMigrations {
-				b.AppendBoolean("permitMigrations", false)
-			}
-			out = append(out, b.AppendInt64("throughput", c.Throughput).Build())
-		})
+		m.forShardedColls(func(c *store.Collection) { out = append(out, configCollectionDoc(c)) })
 	case "chunks":
 		m.forShardedColls(func(c *store.Collection) {
 			var budgets []float64
@@ -259,4 +245,27 @@ func nameUUID(name string) []byte {
 	binary.BigEndian.PutUint64(u, bsonx.HashKey([]byte(name)))
 	binary.BigEndian.PutUint64(u[8:], bsonx.HashKey([]byte("db:"+name)))
 	return u
+}
+
+// configCollectionDoc is the config.collections document of sharded collection c.
+func configCollectionDoc(c *store.Collection) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder().
+		AppendString("_id", c.DB+"."+c.Name).
+		AppendObjectID("lastmodEpoch", EpochID(c)).
+		AppendDateTime("lastmod", c.CreatedAt.UnixMilli()).
+		AppendTimestamp("timestamp", uint32(c.CreatedAt.Unix()), 1).
+		AppendBinary("uuid", 4, c.UUID[:]).
+		AppendDocument("key", c.ShardKey).
+		AppendBoolean("unique", false).
+		AppendBoolean("noBalance", c.NoBalance)
+	if c.NoMigrations {
+		b.AppendBoolean("permitMigrations", false)
+	}
+	if c.ChunkSizeBytes > 0 {
+		b.AppendInt64("maxChunkSizeBytes", c.ChunkSizeBytes)
+	}
+	if c.NoAutoMerge {
+		b.AppendBoolean("enableAutoMerge", false)
+	}
+	return b.AppendInt64("throughput", c.Throughput).Build()
 }

@@ -21,3 +21,11 @@ func MoveError(err error) error {
 	}
 	return err
 }
+
+// SplitError turns the manager's refusals of a split by hand into MongoDB errors.
+func SplitError(err error) error {
+	if errors.Is(err, ErrIndivisible) {
+		return mongoerr.Wrap(err, mongoerr.CannotSplit, "Unable to find median in chunk because chunk is indivisible.")
+	}
+	return MoveError(err)
+}

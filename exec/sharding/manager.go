@@ -177,6 +177,11 @@ func (m *Manager) CollectionView(ci *catalog.Coll) shard.CollectionView {
 	v.Draining = m.drainingShards()
 	v.Nodes = m.shardNodes()
 	v.Zones = m.zoneSpans(ci)
+	v.MaxBytes, v.NoAutoMerge = ci.Meta.ChunkSizeBytes, ci.Meta.NoAutoMerge
+	maxBytes := m.opts.PartitionMaxBytes
+	if v.MaxBytes > 0 {
+		maxBytes = v.MaxBytes
+	}
 	m.stampSince(ci.Meta.ID, &v, time.Now())
 	for i := range v.Partitions {
 		p := &v.Partitions[i]
@@ -188,7 +193,7 @@ func (m *Manager) CollectionView(ci *catalog.Coll) shard.CollectionView {
 		}
 		db := m.cat.Shards()[p.Shard]
 		p.Docs, p.Bytes, _ = db.Stats(ci.Meta.ID, p.Lo, p.Hi)
-		if p.Bytes <= m.opts.PartitionMaxBytes && p.RUPerSec <= m.opts.SplitLoadRU {
+		if p.Bytes <= maxBytes && p.RUPerSec <= m.opts.SplitLoadRU {
 			continue
 		}
 		if hist, err := db.Histogram(ci.Meta.ID, p.Lo, p.Hi); err == nil {

@@ -93,7 +93,7 @@ var rules = map[string]rule{
 		"the command kit: what every family of commands shares, below them all"},
 
 	// The command families: the handlers, by what they are about.
-	"exec/command/server": {[]string{"auth", "bsonx", "exec/args", "exec/command", "exec/failpoint", "exec/query", "exec/session", "exec/txn", "wire", "wire/mongoerr"},
+	"exec/command/server": {[]string{"auth", "bsonx", "exec/args", "exec/command", "exec/failpoint", "exec/params", "exec/query", "exec/session", "exec/txn", "wire", "wire/mongoerr"},
 		"commands about the server itself: handshake, diagnostics, parameters"},
 	"exec/command/users": {[]string{"auth", "bsonx", "exec/access", "exec/args", "exec/command", "store", "wire/mongoerr"},
 		"authentication and the user and role commands, over exec/access"},

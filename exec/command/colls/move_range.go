@@ -2,7 +2,6 @@ package colls
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -131,10 +130,7 @@ func (h *Handlers) splitAtBound(ci *catalog.Coll, bound bsoncore.Document) (uint
 		return at, ci, nil
 	}
 	if _, err := h.Shards.SplitAt(ci, at); err != nil {
-		if errors.Is(err, sharding.ErrRemotePartition) {
-			return 0, nil, mongoerr.New(mongoerr.IllegalOperation, "the chunk holding %s is owned by another node: send moveRange to that node", bsonx.ShellDoc(bound))
-		}
-		return 0, nil, splitError(err)
+		return 0, nil, sharding.SplitError(err)
 	}
 	nci, err := h.Cat.Lookup(ci.Meta.DB, ci.Meta.Name)
 	if err != nil || nci == nil {

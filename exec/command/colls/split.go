@@ -2,7 +2,6 @@ package colls
 
 import (
 	"context"
-	"errors"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -92,7 +91,8 @@ func (a *splitArgs) setBounds(arr bsoncore.Array) error {
 
 // split runs {split: ns, find | bounds | middle}: with middle, the partition holding that
 // key splits there; with find (the partition holding the document's key) or bounds (the
-// partition with exactly those bounds), at its median document.
+// partition with exactly those bounds), at its median document. In cluster mode the node
+// owning the partition splits it (exec/sharding/split_manual.go).
 func (h *Handlers) split(_ context.Context, r *command.Request) error {
 	a, err := parseSplit(r)
 	if err != nil {
@@ -113,31 +113,18 @@ func (h *Handlers) split(_ context.Context, r *command.Request) error {
 		if err != nil {
 			return err
 		}
-		if at, err = h.Shards.MedianPosition(ci, i); err != nil {
-			return splitError(err)
-		}
+		_, err = h.Shards.SplitMedian(ci, i)
+		return sharding.SplitError(err)
 	default:
 		pos, err := ci.ShardHash(a.find)
 		if err != nil {
 			return err
 		}
-		if at, err = h.Shards.MedianPosition(ci, ci.Map.Locate(pos)); err != nil {
-			return splitError(err)
-		}
+		_, err = h.Shards.SplitMedian(ci, ci.Map.Locate(pos))
+		return sharding.SplitError(err)
 	}
 	_, err = h.Shards.SplitAt(ci, at)
-	return splitError(err)
-}
-
-// splitError turns the manager's refusals into MongoDB errors.
-func splitError(err error) error {
-	switch {
-	case errors.Is(err, sharding.ErrIndivisible):
-		return mongoerr.Wrap(err, mongoerr.CannotSplit, "Unable to find median in chunk because chunk is indivisible.")
-	case errors.Is(err, sharding.ErrRemotePartition):
-		return mongoerr.New(mongoerr.NotImplemented, "split of a partition another node owns is not supported by cleave yet: run it on the owning node")
-	}
-	return sharding.MoveError(err)
+	return sharding.SplitError(err)
 }
 
 // middlePosition returns the position split's middle stands for: a whole shard key (a

@@ -22,7 +22,7 @@ import (
 
 // addAggregateCommands registers aggregate. MongoDB counts it under opcounters.command.
 func (h *Handlers) addAggregateCommands(add func(*command.Command)) {
-	add(&command.Command{Name: "aggregate", Run: h.aggregate, Action: auth.ActionRead, Needs: aggregateNeeds, Help: "Runs the sharded aggregation command. See http://dochub.mongodb.org/core/aggregation for more details.", Props: command.OpensCursor | command.InTxn | command.SnapshotRead | command.StaleRetry | command.Explainable | command.APIV1})
+	add(&command.Command{Name: "aggregate", Run: h.aggregate, Action: auth.ActionRead, Needs: aggregateNeeds, Help: "Runs the sharded aggregation command. See http://dochub.mongodb.org/core/aggregation for more details.", Props: command.ReadConcern | command.OpensCursor | command.InTxn | command.SnapshotRead | command.StaleRetry | command.Explainable | command.APIV1})
 }
 
 // aggregateArgs are the parsed arguments of aggregate.

@@ -19,8 +19,8 @@ import (
 
 // addQueryCommands registers count, distinct and explain.
 func (h *Handlers) addQueryCommands(add func(*command.Command)) {
-	add(&command.Command{Name: "count", Run: h.count, Action: auth.ActionRead, Help: "count objects in collection", Props: command.StaleRetry | command.Explainable | command.APIV1})
-	add(&command.Command{Name: "distinct", Run: h.distinct, Action: auth.ActionRead, Help: "{ distinct : 'collection name' , key : 'a.b' , query : {} }", Props: command.InTxn | command.SnapshotRead | command.StaleRetry | command.Explainable})
+	add(&command.Command{Name: "count", Run: h.count, Action: auth.ActionRead, Help: "count objects in collection", Props: command.ReadConcern | command.StaleRetry | command.Explainable | command.APIV1})
+	add(&command.Command{Name: "distinct", Run: h.distinct, Action: auth.ActionRead, Help: "{ distinct : 'collection name' , key : 'a.b' , query : {} }", Props: command.ReadConcern | command.InTxn | command.SnapshotRead | command.StaleRetry | command.Explainable})
 	add(&command.Command{Name: "explain", Run: h.explain, Action: auth.ActionRead, Help: "explain database reads and writes", Props: command.StaleRetry | command.APIV1})
 }
 

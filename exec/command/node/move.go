@@ -19,6 +19,7 @@ import (
 func (h *Handlers) addMoveCommands(add func(*command.Command)) {
 	add(&command.Command{Name: sharding.MoveApplyCmd, Run: h.moveApply, Action: auth.ActionClusterAdmin, Help: "internal: one step of a partition move into this node"})
 	add(&command.Command{Name: sharding.MovePartitionCmd, Run: h.movePartition, Action: auth.ActionClusterAdmin, Help: "internal: move a partition of this node"})
+	add(&command.Command{Name: sharding.SplitPartitionCmd, Run: h.splitPartition, Action: auth.ActionClusterAdmin, Help: "internal: split a partition of this node"})
 	add(&command.Command{Name: sharding.BalancerRoundCmd, Run: h.balancerRound, Action: auth.ActionClusterAdmin, Help: "internal: answer once this node's manager round has ended"})
 	add(&command.Command{Name: sharding.PartitionStatsCmd, Run: h.clusterPartitionStats, Action: auth.ActionClusterAdmin, Help: "internal: this node's partitions of a collection"})
 }
@@ -57,6 +58,26 @@ func (h *Handlers) movePartition(ctx context.Context, r *command.Request) error 
 	to, _ := r.Body.Lookup("to").Int32OK()
 	reason, _ := r.Body.Lookup("reason").StringValueOK()
 	return sharding.MoveError(h.Shards.MovePartition(ci.Meta.DB, ci.Meta.Name, uint64(id), int(to), reason))
+}
+
+// splitPartition splits a partition of one of this node's shards, as another node asked (a
+// split command sent to that node): {left, right, rev}, the children and the catalog
+// revision that holds them.
+func (h *Handlers) splitPartition(ctx context.Context, r *command.Request) error {
+	ci, err := h.ownedColl(ctx, r, -1)
+	if err != nil {
+		return err
+	}
+	id, _ := r.Body.Lookup("partition").Int64OK()
+	at, hasAt := r.Body.Lookup("at").Int64OK()
+	ids, err := h.Shards.SplitOwned(ci, uint64(id), uint64(at), hasAt)
+	if err != nil {
+		return sharding.SplitError(err)
+	}
+	r.Out = bsoncore.AppendInt64Element(r.Out, "left", int64(ids[0]))
+	r.Out = bsoncore.AppendInt64Element(r.Out, "right", int64(ids[1]))
+	r.Out = bsoncore.AppendInt64Element(r.Out, "rev", h.Storage.Catalog.Revision())
+	return nil
 }
 
 // clusterPartitionStats answers the elected manager's request for this node's partitions of a

@@ -1,8 +1,8 @@
 // Package server holds the commands about the server itself, as a mongos answers them:
 // the handshake (hello and isMaster, awaitable for the drivers' streaming monitoring),
 // ping, buildInfo, serverStatus, hostInfo, listCommands, getCmdLineOpts, getParameter and
-// setParameter, profile, getLog, getDefaultRWConcern, fsync and fsyncUnlock, and Cosmos DB's
-// getLastRequestStatistics.
+// setParameter, profile, getLog, setDefaultRWConcern and getDefaultRWConcern, fsync and
+// fsyncUnlock, and Cosmos DB's getLastRequestStatistics.
 package server
 
 import "github.com/cleavedb/cleave/exec/command"

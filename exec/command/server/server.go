@@ -39,7 +39,8 @@ func (h *Handlers) Add(add func(*command.Command)) {
 	add(&command.Command{Name: "setParameter", Run: h.setParameter, Action: auth.ActionClusterAdmin, Help: "set administrative option(s)", AdminOnly: true})
 	add(&command.Command{Name: "profile", Run: h.profile, Action: auth.ActionDBAdmin, Help: "controls the slow-operation log: { profile: -1 | 0, slowms, sampleRate }"})
 	add(&command.Command{Name: "getLog", Run: h.getLog, Action: auth.ActionClusterAdmin, Help: "{ getLog : '*' }  OR { getLog : 'global' }", AdminOnly: true})
-	add(&command.Command{Name: "getDefaultRWConcern", Run: h.getDefaultRWConcern, Action: auth.ActionClusterAdmin, Help: "Gets the default read or write concern for a cluster", AdminOnly: true})
+	h.addRWConcernCommands(add)
+	h.addAdminCommands(add)
 }
 
 // ping answers {ok: 1}.
@@ -259,23 +260,5 @@ func (h *Handlers) getCmdLineOpts(_ context.Context, r *command.Request) error {
 		parsed = bsoncore.NewDocumentBuilder().Build()
 	}
 	r.Out = bsoncore.AppendDocumentElement(out, "parsed", parsed)
-	return nil
-}
-
-// getDefaultRWConcern reports the cluster-wide defaults: the implicit ones, since cleave has
-// no setDefaultRWConcern.
-func (h *Handlers) getDefaultRWConcern(_ context.Context, r *command.Request) error {
-	out := r.Out
-	idx, out := bsoncore.AppendDocumentElementStart(out, "defaultReadConcern")
-	out = bsoncore.AppendStringElement(out, "level", "local")
-	out, _ = bsoncore.AppendDocumentEnd(out, idx)
-	idx, out = bsoncore.AppendDocumentElementStart(out, "defaultWriteConcern")
-	out = bsoncore.AppendStringElement(out, "w", "majority")
-	out = bsoncore.AppendInt32Element(out, "wtimeout", 0)
-	out, _ = bsoncore.AppendDocumentEnd(out, idx)
-	out = bsoncore.AppendStringElement(out, "defaultWriteConcernSource", "implicit")
-	out = bsoncore.AppendStringElement(out, "defaultReadConcernSource", "implicit")
-	out = bsoncore.AppendDateTimeElement(out, "localUpdateWallClockTime", h.Started.UnixMilli())
-	r.Out = out
 	return nil
 }
