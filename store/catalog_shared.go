@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"go.uber.org/zap"
 )
 
 // A shared catalog is one catalog held by several nodes (cluster mode). The records stay
@@ -125,30 +126,38 @@ func (c *Catalog) LocalImage() ([]CatalogOp, error) {
 }
 
 // Share makes c a shared catalog: image (every record of the log at revision rev) replaces
-// the local records, and from now on changes commit through log. It refuses an image that
-// lacks a collection this node holds (same ID and UUID): the node's data would otherwise be
-// read as another collection's, or dropped as an orphan. A layout change's temporary copy
-// (ReshardNode set) is the exception: the cluster drops it when its coordinator dies.
+// the local records, and from now on changes commit through log. It refuses an image in
+// which a collection this node holds has another UUID, or that lacks one whose ID the
+// cluster never assigned (at or above its counter): the node's data would otherwise be read
+// as another collection's, or dropped as an orphan of a collection the cluster never knew.
+// A collection the image lacks whose ID the cluster did assign was dropped while this node
+// was away (a drop, a dropDatabase, a layout change's copy given up): its data is an orphan,
+// which the node deletes at start (OrphanCollections).
 func (c *Catalog) Share(log SharedLog, rev int64, image []CatalogOp) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := newEdit(emptyState())
-	if _, err := applyOps(e, image, 0); err != nil {
+	next, err := applyOps(e, image, 0)
+	if err != nil {
 		return fmt.Errorf("store: the shared catalog at revision %d: %w", rev, err)
 	}
 	for id, local := range c.state.Load().byID {
-		if NodeLocalDB(local.DB) || local.ReshardNode != "" {
-			// A layout change's copy the cluster no longer has was dropped while this node,
-			// its coordinator, was away (it died mid-change): its data is an orphan now.
+		if NodeLocalDB(local.DB) || local.ReshardNode != "" && e.s.byID[id] == nil {
+			continue // a layout change's copy the cluster gave up while its coordinator was away
+		}
+		shared := e.s.byID[id]
+		if shared == nil && id < next {
+			c.db.logger.Info("a collection was dropped while this node was away; its data goes",
+				zap.String("ns", local.DB+"."+local.Name), zap.Uint32("coll_id", uint32(id)))
 			continue
 		}
-		if shared := e.s.byID[id]; shared == nil || shared.UUID != local.UUID {
+		if shared == nil || shared.UUID != local.UUID {
 			return fmt.Errorf("%w: collection %s.%s (id %d) of this node is not in the cluster's catalog",
 				ErrInvalid, local.DB, local.Name, id)
 		}
 	}
 	c.mu.shared = &sharedCatalog{log: log, advanced: make(chan struct{})}
-	_, err := c.reload(rev, image)
+	_, err = c.reload(rev, image)
 	return err
 }
 
