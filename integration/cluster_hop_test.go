@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -102,100 +100,12 @@ func TestClusterHopsDuringMoves(t *testing.T) {
 	t.Parallel()
 	_, clients, dbn := shardedOverThree(t, "c", "_id", 6)
 	ns := dbn + ".c"
-	ctx := context.Background()
-	coll := clients[0].Database(dbn).Collection("c")
-	const workers, perWorker = 12, 20
-	docs := make([]any, workers*perWorker)
-	for i := range docs {
-		docs[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "n", Value: int32(0)}}
-	}
-	if _, err := coll.InsertMany(ctx, docs); err != nil {
-		t.Fatal(err)
-	}
-
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	acked := make([][]int32, workers)   // per worker, per document: acknowledged increments
-	unknown := make([][]int32, workers) // increments whose outcome the client did not learn
-	errs := make(chan error, workers)
-	for w := range workers {
-		acked[w], unknown[w] = make([]int32, perWorker), make([]int32, perWorker)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := 0; ; k++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				j := k % perWorker
-				id := int32(w*perWorker + j)
-				var got struct{ N int32 }
-				err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&got)
-				switch {
-				case err != nil && !retryableCode(err):
-					errs <- fmt.Errorf("findOne %d: %w", id, err)
-					return
-				case err == nil && got.N < acked[w][j]:
-					errs <- fmt.Errorf("findOne %d: n = %d, but %d increments were acknowledged", id, got.N, acked[w][j])
-					return
-				}
-				res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
-				switch {
-				case err == nil && res.ModifiedCount == 1:
-					acked[w][j]++
-				case err == nil:
-					errs <- fmt.Errorf("update %d modified %d documents", id, res.ModifiedCount)
-					return
-				case retryableCode(err):
-					unknown[w][j]++
-				default:
-					errs <- fmt.Errorf("update %d: %w", id, err)
-					return
-				}
-			}
-		}()
-	}
+	load := startIncLoad(t, clients[0].Database(dbn).Collection("c"), 12, 20, true)
 	moved := moveChunkTo(t, clients[1], ns, "_id", "shard-0", "shard-1")
 	moveChunkTo(t, clients[2], ns, "_id", "shard-1", "shard-2", moved)
 	moveChunkTo(t, clients[0], ns, "_id", "shard-2", "shard-0")
 	moveChunkTo(t, clients[1], ns, "_id", "shard-0", "shard-2")
-	close(stop)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	if t.Failed() {
-		return
-	}
-	total := int32(0)
-	for w := range workers {
-		for j := range perWorker {
-			id := int32(w*perWorker + j)
-			total += acked[w][j]
-			for i, c := range clients {
-				var got struct{ N int32 }
-				if err := c.Database(dbn).Collection("c").FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&got); err != nil {
-					t.Fatalf("node %d: findOne %d: %v", i, id, err)
-				}
-				if got.N < acked[w][j] || got.N > acked[w][j]+unknown[w][j] {
-					t.Fatalf("node %d: _id %d has n = %d; %d increments acknowledged, %d unknown", i, id, got.N, acked[w][j], unknown[w][j])
-				}
-			}
-		}
-	}
-	if total == 0 {
-		t.Fatal("no update was acknowledged during the moves")
-	}
-	checkExactlyOnce(t, clients, dbn, "c", func() []int32 {
-		ids := make([]int32, len(docs))
-		for i := range ids {
-			ids[i] = int32(i)
-		}
-		return ids
-	}())
+	load.stop(t, clients, dbn)
 }
 
 // TestClusterRemoteReadStopsOnOwner: a read through node-a of node-b's shard that runs out

@@ -2,10 +2,7 @@ package integration
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"testing"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -50,105 +47,16 @@ func TestClusterCompactUpdatesDuringMovesAndSplits(t *testing.T) {
 	t.Parallel()
 	_, clients, dbn := shardedOverThree(t, "c", "_id", 3)
 	ns := dbn + ".c"
-	ctx := context.Background()
-	coll := clients[0].Database(dbn).Collection("c")
-	const workers, perWorker = 8, 40
-	docs := make([]any, workers*perWorker)
-	for i := range docs {
-		docs[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "n", Value: int32(0)}}
-	}
-	if _, err := coll.InsertMany(ctx, docs); err != nil {
-		t.Fatal(err)
-	}
 	before, servedBefore := compactUpdates(t, clients[0]), updatesServedByAll(t, clients)
-
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	acked := make([][]int32, workers)   // per worker, per document: acknowledged increments
-	unknown := make([][]int32, workers) // increments whose outcome the client did not learn
-	passes := make([]int, workers)      // full passes over the worker's documents
-	var mu sync.Mutex
-	errs := make(chan error, workers)
-	for w := range workers {
-		acked[w], unknown[w] = make([]int32, perWorker), make([]int32, perWorker)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := 0; ; k++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				j := k % perWorker
-				id := int32(w*perWorker + j)
-				res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: int32(1)}}}})
-				mu.Lock()
-				switch {
-				case err == nil && res.MatchedCount == 1 && res.ModifiedCount == 1:
-					acked[w][j]++
-				case err == nil:
-					mu.Unlock()
-					errs <- fmt.Errorf("update %d: %+v", id, res)
-					return
-				case retryableCode(err):
-					unknown[w][j]++
-				default:
-					mu.Unlock()
-					errs <- fmt.Errorf("update %d: %w", id, err)
-					return
-				}
-				if j == perWorker-1 {
-					passes[w]++
-				}
-				mu.Unlock()
-			}
-		}()
-	}
+	load := startIncLoad(t, clients[0].Database(dbn).Collection("c"), 8, 40, false)
 	splitChunkOf(t, clients, ns, 7)
 	moved := moveChunkTo(t, clients[1], ns, "_id", "shard-0", "shard-1")
 	splitChunkOf(t, clients, ns, 150)
 	moveChunkTo(t, clients[2], ns, "_id", "shard-1", "shard-2", moved)
 	splitChunkOf(t, clients, ns, 299)
 	moveChunkTo(t, clients[0], ns, "_id", "shard-2", "shard-0")
-	// On a quiet machine the splits and moves may end before every document was updated:
-	// the workers go on until each made a full pass.
-	waitFor(t, 60*time.Second, "a pass of every worker", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, p := range passes {
-			if p == 0 {
-				return len(errs) > 0
-			}
-		}
-		return true
-	})
-	close(stop)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	if t.Failed() {
-		return
-	}
-	total, lost := int32(0), int32(0)
-	for w := range workers {
-		for j := range perWorker {
-			id := int32(w*perWorker + j)
-			total += acked[w][j]
-			lost += unknown[w][j]
-			for i, c := range clients {
-				var got struct{ N int32 }
-				if err := c.Database(dbn).Collection("c").FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&got); err != nil {
-					t.Fatalf("node %d: findOne %d: %v", i, id, err)
-				}
-				if got.N < acked[w][j] || got.N > acked[w][j]+unknown[w][j] {
-					t.Fatalf("node %d: _id %d has n = %d; %d increments acknowledged, %d unknown", i, id, got.N, acked[w][j], unknown[w][j])
-				}
-			}
-		}
-	}
+	load.waitPasses(t)
+	total, lost := load.stop(t, clients, dbn)
 	after, servedAfter := compactUpdates(t, clients[0]), updatesServedByAll(t, clients)
 	sent, served := after.Sent-before.Sent, servedAfter-servedBefore
 	// Two updates in three are remote; some requests are refused as stale and sent again.
@@ -156,13 +64,6 @@ func TestClusterCompactUpdatesDuringMovesAndSplits(t *testing.T) {
 		t.Fatalf("node-a sent %d compact updates and the nodes served %d, for %d acknowledged updates", sent, served, total)
 	}
 	t.Logf("%d updates acknowledged, %d unknown; %d compact requests sent, %d served", total, lost, sent, served)
-	checkExactlyOnce(t, clients, dbn, "c", func() []int32 {
-		ids := make([]int32, len(docs))
-		for i := range ids {
-			ids[i] = int32(i)
-		}
-		return ids
-	}())
 }
 
 // TestClusterCompactUpdateLostReply: a retryable $inc by _id through node-a, whose reply to
