@@ -194,6 +194,10 @@ func TestTextIndexSpec(t *testing.T) {
 	_, err = coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$match", Value: bson.D{{Key: "cat", Value: "food"}}}},
 		{{Key: "$match", Value: bson.D{{Key: "$text", Value: bson.D{{Key: "$search", Value: "apple"}}}}}}})
 	aggWantCode(t, err, 17313)
+	// A $facet's pipelines read the documents before them, not the collection: no search.
+	_, err = coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$facet", Value: bson.D{{Key: "found", Value: bson.A{
+		bson.D{{Key: "$match", Value: bson.D{{Key: "$text", Value: bson.D{{Key: "$search", Value: "apple"}}}}}}}}}}}})
+	aggWantCode(t, err, 17313)
 	_, err = coll.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "s", Value: bson.D{{Key: "$meta", Value: "textScore"}}}}))
 	aggWantCode(t, err, 40218)
 	_, err = coll.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "s", Value: bson.D{{Key: "$meta", Value: "textScore"}}}}))

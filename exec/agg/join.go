@@ -492,6 +492,11 @@ func parseFacetStage(env *Env, _ string, arg bsoncore.Value) (Stage, error) {
 		if err != nil {
 			return nil, err
 		}
+		// A facet reads its input's documents, not a collection: no index can answer a
+		// search there, and MongoDB refuses it as it refuses a $text after the first stage.
+		if len(p.Stages) > 0 && hasText(p.Stages[0]) {
+			return nil, mongoerr.New(17313, "$match with $text is only allowed as the first pipeline stage")
+		}
 		s.names = append(s.names, name)
 		s.subs = append(s.subs, p)
 	}
