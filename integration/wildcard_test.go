@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -209,5 +210,72 @@ func TestCreateIndexesWildcardErrors(t *testing.T) {
 				t.Errorf("got %v, want %d %q", err, tc.code, tc.msg)
 			}
 		})
+	}
+}
+
+// TestWildcardIndexCollation: a wildcard index bounds strings only under its own collation,
+// as any index: a query with another collation than the index's (the query's own, or the
+// index's under the collection's default) finds what a collection scan finds. Both used to
+// scan for the uncollated string and miss "B" under a case-insensitive collation.
+func TestWildcardIndexCollation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := sharedServer(t).client(t).Database(dbName(t))
+	caseless := bson.D{{Key: "locale", Value: "en"}, {Key: "strength", Value: 2}}
+	if err := db.CreateCollection(ctx, "folded", options.CreateCollection().SetCollation(&options.Collation{Locale: "en", Strength: 2})); err != nil {
+		t.Fatal(err)
+	}
+	docs := []any{
+		bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: "B"}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "a", Value: "b"}},
+		bson.D{{Key: "_id", Value: 3}, {Key: "a", Value: "c"}},
+		bson.D{{Key: "_id", Value: 4}, {Key: "a", Value: 7}},
+	}
+	for _, name := range []string{"plain", "folded"} {
+		c := db.Collection(name)
+		if _, err := c.InsertMany(ctx, docs); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "$**", Value: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	find := func(c *mongo.Collection, filter bson.D, coll bson.D) []int32 {
+		t.Helper()
+		opts := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}})
+		if coll != nil {
+			opts.SetCollation(&options.Collation{Locale: "en", Strength: 2})
+		}
+		cur, err := c.Find(ctx, filter, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []struct {
+			ID int32 `bson:"_id"`
+		}
+		if err := cur.All(ctx, &out); err != nil {
+			t.Fatal(err)
+		}
+		ids := []int32{}
+		for _, d := range out {
+			ids = append(ids, d.ID)
+		}
+		return ids
+	}
+	for _, tc := range []struct {
+		coll      string
+		collation bson.D
+		filter    bson.D
+		want      string
+	}{
+		{"plain", caseless, bson.D{{Key: "a", Value: "b"}}, "[1 2]"}, // the query's collation, not the index's
+		{"plain", nil, bson.D{{Key: "a", Value: "b"}}, "[2]"},        // the index's: bounded
+		{"folded", nil, bson.D{{Key: "a", Value: "b"}}, "[1 2]"},     // the collection's default, the index's too
+		{"folded", nil, bson.D{{Key: "a", Value: bson.D{{Key: "$gte", Value: "B"}, {Key: "$lt", Value: "C"}}}}, "[1 2]"},
+		{"plain", caseless, bson.D{{Key: "a", Value: 7}}, "[4]"}, // no string: bounded under any collation
+	} {
+		if got := fmt.Sprint(find(db.Collection(tc.coll), tc.filter, tc.collation)); got != tc.want {
+			t.Errorf("%s: find(%v) with collation %v: %s, want %s", tc.coll, tc.filter, tc.collation, got, tc.want)
+		}
 	}
 }

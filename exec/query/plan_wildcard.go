@@ -30,7 +30,7 @@ func wildcardBounds(xi *catalog.Index, f *match.Filter) ([]keyRange, int, *Wildc
 	if w.Compound() {
 		return compoundWildcardBounds(xi, f)
 	}
-	path, iv, score := wildcardPath(w, f)
+	path, iv, score := wildcardPath(xi, f)
 	if score == 0 {
 		return nil, 0, nil
 	}
@@ -42,14 +42,17 @@ func wildcardBounds(xi *catalog.Index, f *match.Filter) ([]keyRange, int, *Wildc
 	return sortRanges(ranges), score, &WildcardScan{Path: path, Intervals: iv}
 }
 
-// wildcardPath returns the path of f that wildcard w serves, its bounds and their score
-// (two for points, one for a range); score 0 when no path qualifies.
-func wildcardPath(w *catalog.Wildcard, f *match.Filter) (string, []match.Interval, int) {
+// wildcardPath returns the path of f that the wildcard index xi serves, its bounds and their
+// score (two for points, one for a range); score 0 when no path qualifies. As for any
+// index, bounds on strings need the index's collation to be the query's, and are then its
+// collation keys (pathIntervals: the entries' values are, arrays expanded).
+func wildcardPath(xi *catalog.Index, f *match.Filter) (string, []match.Interval, int) {
+	w := xi.Wildcard
 	for _, path := range f.Paths() {
 		if !wildcardPlannable(path) || !w.Covers(path) {
 			continue
 		}
-		iv, ok := f.Intervals(path)
+		iv, ok := pathIntervals(xi, path, true, f)
 		if !ok || !wildcardIntervals(iv) {
 			continue
 		}

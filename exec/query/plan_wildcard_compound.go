@@ -24,7 +24,7 @@ func compoundWildcardBounds(xi *catalog.Index, f *match.Filter) ([]keyRange, int
 	if done {
 		return ranges, score, ws
 	}
-	path, iv, pathScore := wildcardPath(w, f)
+	path, iv, pathScore := wildcardPath(xi, f)
 	if pathScore == 0 || len(prefixes)*len(iv) > maxIndexRanges {
 		return wholeRanges(prefixes), score, ws
 	}
