@@ -45,16 +45,27 @@ func (x *Runner) AbortUnfinished() {
 	})
 }
 
-// AbortOrphaned removes the unfinished builds whose node is gone (not registered in the
-// cluster), when this node is the partition manager; it reports whether it is.
+// AbortOrphaned removes the unfinished builds whose node is gone, when this node is the
+// partition manager; it reports whether it is. A node is gone when it was not registered in
+// the cluster at this sweep nor at the previous one: a live node whose lease expired (a long
+// pause, a loaded machine) registers again at once, and its build goes on and must not be
+// taken from it; a dead node's builds go one sweep later.
 func (x *Runner) AbortOrphaned() bool {
 	if x.nodes == nil || !x.nodes.Leader() {
 		return false
 	}
+	x.orphans.Lock()
+	defer x.orphans.Unlock()
 	self := x.nodeName()
+	down := map[string]bool{}
 	x.abortWhere("removing index builds of a node that left the cluster", func(xi store.Index) bool {
-		return xi.Builder != "" && xi.Builder != self && !x.nodes.NodeUp(xi.Builder)
+		if xi.Builder == "" || xi.Builder == self || x.nodes.NodeUp(xi.Builder) {
+			return false
+		}
+		down[xi.Builder] = true
+		return x.orphans.down[xi.Builder]
 	})
+	x.orphans.down = down
 	return true
 }
 

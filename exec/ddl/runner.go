@@ -40,6 +40,11 @@ type Runner struct {
 	nodes Nodes
 	// afterStart runs once a build's indexes are in the catalog (a test failpoint; nil: none).
 	afterStart func()
+	// orphans.down holds the builders AbortOrphaned found unregistered at its last sweep.
+	orphans struct {
+		sync.Mutex
+		down map[string]bool
+	}
 }
 
 // Options are what a Runner works with beyond the catalog and the write path.
