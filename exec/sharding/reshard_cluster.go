@@ -240,18 +240,34 @@ func (m *Manager) applyReshard(ci *catalog.Coll, s int, entries bsoncore.Array, 
 	return m.applyEntries(ci, s, entries, pace)
 }
 
+// coordinatorGrace is how long a layout change's coordinator must stay unregistered before
+// the elected manager takes it for dead: a live node whose lease expired (a long pause, a
+// loaded machine) registers again at once, and its change goes on.
+const coordinatorGrace = 5 * time.Second
+
 // dropOrphanReshards drops, on the elected manager, the temporary collections of layout
-// changes whose coordinator is no longer in the cluster (it died mid-change): their sources
-// were never touched, and no node would finish them.
+// changes whose coordinator is no longer in the cluster (it died mid-change, and has stayed
+// unregistered for coordinatorGrace): their sources were never touched, and no node would
+// finish them.
 func (m *Manager) dropOrphanReshards() {
 	c := m.mopts.Cluster
 	if c == nil || !c.Leader() {
 		return
 	}
+	now, down := time.Now(), map[string]time.Time{}
+	defer func() { m.coordinatorsDown = down }()
 	state := m.cat.Store().State()
 	for _, db := range state.Databases() {
 		for _, coll := range state.Collections(db.Name) {
 			if coll.ReshardNode == "" || coll.ReshardNode == c.NodeName() || c.NodeUp(coll.ReshardNode) {
+				continue
+			}
+			since, seen := m.coordinatorsDown[coll.ReshardNode]
+			if !seen {
+				since = now
+			}
+			down[coll.ReshardNode] = since
+			if now.Sub(since) < coordinatorGrace {
 				continue
 			}
 			unlock := m.cat.LockDDL()

@@ -86,6 +86,9 @@ type Manager struct {
 	fence moveFence
 	// reshards are the layout changes in flight, by namespace (*reshardOp, reshard.go).
 	reshards sync.Map
+	// coordinatorsDown holds, for each layout change's coordinator found unregistered, when
+	// it was first found so (dropOrphanReshards; read and written by the manager round only).
+	coordinatorsDown map[string]time.Time
 	// beforeFlip runs just before a move's flip, under its locks (a test failpoint; nil: none).
 	beforeFlip func()
 	// duringClone runs in a layout change's copy after its first batch (Knobs.DuringClone).
