@@ -193,7 +193,7 @@ func TestClusterReshardAbortFromAnotherNode(t *testing.T) {
 	}
 	paused := func() bool {
 		op := reshardOp(t, clients[0], ns)
-		return op != nil && asInt64(op["documentsCopied"]) >= 1000
+		return op != nil && asInt64(op["documentsCopied"]) > 0
 	}
 	pause("alwaysOn")
 	done := reshard()
@@ -251,21 +251,32 @@ func TestClusterReshardCoordinatorKilled(t *testing.T) {
 	ns := dbn + ".events"
 	loadEvents(t, clients[1].Database(dbn).Collection("events"), n) // on node-b's shard
 	shardColl(t, clients[1], ns, "tenant")
+	// node-c learns of the collection from its catalog watch, a moment after node-b made it.
+	waitFor(t, 30*time.Second, "node-c to see the sharded collection", func() bool {
+		n, err := clients[2].Database("config").Collection("collections").CountDocuments(context.Background(), bson.D{{Key: "_id", Value: ns}})
+		return err == nil && n == 1
+	})
 	if _, err := runCmd(t, clients[2].Database("admin"), bson.D{{Key: "configureFailPoint", Value: "reshardingPauseRecipientDuringCloning"}, {Key: "mode", Value: "alwaysOn"}}); err != nil {
 		t.Fatal(err)
 	}
+	ended := make(chan error, 1) // the command ends only with the node's death, or early with an error
 	go func() {
-		_, _ = clients[2].Database("admin").RunCommand(context.Background(), bson.D{{Key: "reshardCollection", Value: ns}, {Key: "key", Value: bson.D{{Key: "deviceId", Value: "hashed"}}}}).Raw()
+		ended <- clients[2].Database("admin").RunCommand(context.Background(), bson.D{{Key: "reshardCollection", Value: ns}, {Key: "key", Value: bson.D{{Key: "deviceId", Value: "hashed"}}}}).Err()
 	}()
 	waitFor(t, time.Minute, "the copy to pause", func() bool {
+		select {
+		case err := <-ended:
+			t.Fatalf("reshardCollection ended before its copy paused: %v", err)
+		default:
+		}
 		op := reshardOp(t, clients[2], ns)
-		return op != nil && asInt64(op["documentsCopied"]) >= 1000
+		return op != nil && asInt64(op["documentsCopied"]) > 0
 	})
 	nodes[2].kill()
 	checkClusterLayout(t, clients[:2], dbn, "events", bson.M{"tenant": "hashed"})
-	if !strings.Contains(nodes[0].log.String()+nodes[1].log.String(), "aborted a layout change whose node left the cluster") {
-		t.Fatal("no survivor logged dropping the copy of the dead node's layout change")
-	}
+	waitFor(t, time.Minute, "a survivor to drop the copy of the dead node's layout change", func() bool {
+		return strings.Contains(nodes[0].log.String()+nodes[1].log.String(), "aborted a layout change whose node left the cluster")
+	})
 	nodes[2].restart()
 	clients[2] = nodes[2].client(t)
 	checkClusterLayout(t, clients, dbn, "events", bson.M{"tenant": "hashed"})
@@ -344,7 +355,7 @@ func TestClusterReshardRecipientKilled(t *testing.T) {
 	}()
 	waitFor(t, time.Minute, "the copy to pause", func() bool {
 		op := reshardOp(t, clients[1], ns)
-		return op != nil && asInt64(op["documentsCopied"]) >= 1000
+		return op != nil && asInt64(op["documentsCopied"]) > 0
 	})
 	nodes[0].kill()
 	failpoint("off")
