@@ -146,6 +146,7 @@ func (e *Executor) runDirect(ctx context.Context, r *command.Request, cmd *comma
 	if err != nil {
 		return labelError(r, act, err)
 	}
+	_ = e.Clock.Gossip(r.Generic(command.GenClusterTime), bsoncore.Value{}) // the router's time (route.Nodes.SetClock)
 	err = e.withCatalogRev(r, cmd.Run(catalog.WithPriority(ctx, p), r))
 	return e.finishFailCommand(r, act, err)
 }

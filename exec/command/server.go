@@ -235,6 +235,7 @@ func (e *Server) initStorage(opts Options) {
 	var peers catalog.Peers
 	if e.Storage.Cluster != nil {
 		e.Remote = route.NewNodes(e.Cat, e.Storage.Catalog, e.Storage.Cluster, opts.Auth.InternalKey, opts.InternalTLS)
+		e.Remote.SetClock(e.Clock.Now)
 		peers = e.Remote
 	}
 	e.Shards = sharding.New(e.Cat, e.Log, sharding.Options{

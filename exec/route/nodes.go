@@ -39,6 +39,8 @@ type Nodes struct {
 	cluster sharding.Cluster
 	pool    *wire.Pool
 	updates updateCounters // compact updates (update.go)
+	// now is this node's cluster time, gossiped with every request (SetClock); nil: none.
+	now func() uint64
 }
 
 // NewNodes returns the way to cluster c's other nodes, for catalog cat whose records are
@@ -64,6 +66,7 @@ func (rs *Nodes) Command(ctx context.Context, s int, cmd bsoncore.Document) (bso
 		return nil, mongoerr.New(mongoerr.HostUnreachable, "%s is on node %s, which is down", catalog.ShardName(s), NodeName(node))
 	}
 	cmd = withPriority(ctx, cmd)
+	cmd = rs.withClusterTime(cmd)
 	var reply bsoncore.Document
 	var err error
 	if _, ok := ctx.Deadline(); ok {
@@ -110,6 +113,33 @@ func withPriority(ctx context.Context, cmd bsoncore.Document) bsoncore.Document 
 	out := make([]byte, 0, len(cmd)+32)
 	out = append(out, cmd[:len(cmd)-1]...) // without the terminating 0
 	out = bsoncore.AppendStringElement(out, catalog.PriorityField, level)
+	out = append(out, 0)
+	binary.LittleEndian.PutUint32(out, uint32(len(out)))
+	return out
+}
+
+// SetClock gives the requests this node sends the cluster time now returns, as a mongos
+// gossips its $clusterTime to the shards: the owner advances its clock to it before it runs
+// the request, so that a write there is stamped after every time a client of this node has
+// seen (its operationTime, a point in time to restore to). Without it the owner's logical
+// clock could be behind this node's within one second, and stamp such a write before.
+func (rs *Nodes) SetClock(now func() uint64) { rs.now = now }
+
+// withClusterTime returns cmd carrying {$clusterTime: {clusterTime: now}}, unless it names
+// one already (a client's command forwarded whole) or no clock is set.
+func (rs *Nodes) withClusterTime(cmd bsoncore.Document) bsoncore.Document {
+	if rs.now == nil || len(cmd) < 5 {
+		return cmd
+	}
+	if _, err := cmd.LookupErr("$clusterTime"); err == nil {
+		return cmd
+	}
+	t := rs.now()
+	out := make([]byte, 0, len(cmd)+48)
+	out = append(out, cmd[:len(cmd)-1]...) // without the terminating 0
+	idx, out := bsoncore.AppendDocumentElementStart(out, "$clusterTime")
+	out = bsoncore.AppendTimestampElement(out, "clusterTime", uint32(t>>32), uint32(t))
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	out = append(out, 0)
 	binary.LittleEndian.PutUint32(out, uint32(len(out)))
 	return out
