@@ -65,8 +65,7 @@ func (rs *Nodes) Command(ctx context.Context, s int, cmd bsoncore.Document) (bso
 	if host == "" {
 		return nil, mongoerr.New(mongoerr.HostUnreachable, "%s is on node %s, which is down", catalog.ShardName(s), NodeName(node))
 	}
-	cmd = withPriority(ctx, cmd)
-	cmd = rs.withClusterTime(cmd)
+	cmd = rs.withGossip(ctx, cmd)
 	var reply bsoncore.Document
 	var err error
 	if _, ok := ctx.Deadline(); ok {
@@ -94,25 +93,48 @@ func (rs *Nodes) Command(ctx context.Context, s int, cmd bsoncore.Document) (bso
 	return reply, nil
 }
 
-// withPriority returns cmd carrying the priority of the request ctx belongs to, for the owner
-// to admit its part by (Cosmos DB's priority-based execution, shard/priority.go): a
-// low-priority request's part gets the priorityLevel argument, unless cmd names one already
-// (a client's command forwarded whole). The router resolved the priority from the request's
-// argument, its user's customData and its application name; the owner's internal connection
-// has none of those. A high-priority request, the default, needs no argument.
+// withGossip returns cmd carrying what the owner needs of the router beside the command, in
+// one copy of it (every internal request passes here):
 //
-//	{_cleaveShardWrite: "c", ...} at low priority → {_cleaveShardWrite: "c", ..., priorityLevel: "low"}
-func withPriority(ctx context.Context, cmd bsoncore.Document) bsoncore.Document {
-	level, ok := catalog.PriorityArgument(ctx)
-	if !ok || len(cmd) < 5 {
+//   - the priority of the request ctx belongs to, for the owner to admit its part by (Cosmos
+//     DB's priority-based execution, shard/priority.go): a low-priority request's part gets
+//     the priorityLevel argument, unless cmd names one already (a client's command forwarded
+//     whole). The router resolved it from the request's argument, its user's customData and
+//     its application name; the owner's internal connection has none of those. A
+//     high-priority request, the default, needs no argument.
+//
+//   - {$clusterTime: {clusterTime: now}}, unless cmd names one already or no clock is set
+//     (SetClock).
+//
+//     {_cleaveShardWrite: "c", ...} at low priority → {_cleaveShardWrite: "c", ..., priorityLevel: "low", $clusterTime: {...}}
+func (rs *Nodes) withGossip(ctx context.Context, cmd bsoncore.Document) bsoncore.Document {
+	if len(cmd) < 5 {
 		return cmd
 	}
-	if _, err := cmd.LookupErr(catalog.PriorityField); err == nil {
+	level, prio := catalog.PriorityArgument(ctx)
+	if prio {
+		_, err := cmd.LookupErr(catalog.PriorityField)
+		prio = err != nil
+	}
+	clock := rs.now != nil
+	if clock {
+		_, err := cmd.LookupErr("$clusterTime")
+		clock = err != nil
+	}
+	if !prio && !clock {
 		return cmd
 	}
-	out := make([]byte, 0, len(cmd)+32)
+	out := make([]byte, 0, len(cmd)+64)
 	out = append(out, cmd[:len(cmd)-1]...) // without the terminating 0
-	out = bsoncore.AppendStringElement(out, catalog.PriorityField, level)
+	if prio {
+		out = bsoncore.AppendStringElement(out, catalog.PriorityField, level)
+	}
+	if clock {
+		t := rs.now()
+		idx, o := bsoncore.AppendDocumentElementStart(out, "$clusterTime")
+		o = bsoncore.AppendTimestampElement(o, "clusterTime", uint32(t>>32), uint32(t))
+		out, _ = bsoncore.AppendDocumentEnd(o, idx)
+	}
 	out = append(out, 0)
 	binary.LittleEndian.PutUint32(out, uint32(len(out)))
 	return out
@@ -124,26 +146,6 @@ func withPriority(ctx context.Context, cmd bsoncore.Document) bsoncore.Document 
 // seen (its operationTime, a point in time to restore to). Without it the owner's logical
 // clock could be behind this node's within one second, and stamp such a write before.
 func (rs *Nodes) SetClock(now func() uint64) { rs.now = now }
-
-// withClusterTime returns cmd carrying {$clusterTime: {clusterTime: now}}, unless it names
-// one already (a client's command forwarded whole) or no clock is set.
-func (rs *Nodes) withClusterTime(cmd bsoncore.Document) bsoncore.Document {
-	if rs.now == nil || len(cmd) < 5 {
-		return cmd
-	}
-	if _, err := cmd.LookupErr("$clusterTime"); err == nil {
-		return cmd
-	}
-	t := rs.now()
-	out := make([]byte, 0, len(cmd)+48)
-	out = append(out, cmd[:len(cmd)-1]...) // without the terminating 0
-	idx, out := bsoncore.AppendDocumentElementStart(out, "$clusterTime")
-	out = bsoncore.AppendTimestampElement(out, "clusterTime", uint32(t>>32), uint32(t))
-	out, _ = bsoncore.AppendDocumentEnd(out, idx)
-	out = append(out, 0)
-	binary.LittleEndian.PutUint32(out, uint32(len(out)))
-	return out
-}
 
 // NodeName names node in a message.
 func NodeName(node string) string {
