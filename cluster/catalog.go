@@ -217,11 +217,15 @@ func (l catalogLog) watch(ctx context.Context, cat *store.Catalog, from int64, d
 	return errWatchClosed
 }
 
-// CatalogRevision returns the revision of the shared catalog in etcd now (a linearizable
-// read): a node that waits until its catalog reaches it knows every change committed before
-// the call, such as a partition's move to a shard it has just started to lead.
-func (n *Node) CatalogRevision(ctx context.Context) (int64, error) {
-	resp, err := n.cli.Get(ctx, catalogLog{n: n}.revKey())
+// Revision implements store.SharedLog: the ModRevision of /catalog/rev, read at the etcd
+// cluster's current revision (etcd's reads are linearizable by default), within the
+// request timeout. A node that waits until its catalog reaches it knows every change
+// committed before the call, such as a partition's move to a shard it has just started to
+// lead, or a collection another node has just created.
+func (l catalogLog) Revision(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.n.opts.RequestTimeout)
+	defer cancel()
+	resp, err := l.n.cli.Get(ctx, l.revKey())
 	if err != nil {
 		return 0, fmt.Errorf("cannot read the catalog's revision: %w", err)
 	}

@@ -43,3 +43,35 @@ func TestSharedCatalogHeldUntilWaited(t *testing.T) {
 		return catB.State().Collection("app", "second") != nil
 	})
 }
+
+// TestSharedCatalogCatchUp: CatchUp brings a node whose watch lags (held) to every change
+// committed before the call, and reports whether its state advanced.
+func TestSharedCatalogCatchUp(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	a, b := join(t, c, "node-a", 1), join(t, c, "node-b", 1)
+	catA, _ := shareCatalog(t, a)
+	catB, _ := shareCatalog(t, b)
+	catB.HoldShared(true)
+	defer catB.HoldShared(false)
+	ctx := context.Background()
+	if advanced, err := catB.CatchUp(ctx); err != nil || advanced {
+		t.Fatalf("CatchUp with nothing new = %v, %v; want false, nil", advanced, err)
+	}
+	for _, name := range []string{"first", "second"} {
+		if _, err := catA.CreateCollection(store.Collection{DB: "app", Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if catB.State().Collection("app", "second") != nil {
+		t.Fatal("node-b applied node-a's changes while held")
+	}
+	if advanced, err := catB.CatchUp(ctx); err != nil || !advanced {
+		t.Fatalf("CatchUp after node-a's changes = %v, %v; want true, nil", advanced, err)
+	}
+	if catB.State().Collection("app", "second") == nil || catB.Revision() != catA.Revision() {
+		t.Fatalf("node-b caught up to revision %d, node-a is at %d", catB.Revision(), catA.Revision())
+	}
+	if advanced, err := openCatalog(t).CatchUp(ctx); err != nil || advanced {
+		t.Fatalf("CatchUp of a catalog not shared = %v, %v; want false, nil", advanced, err)
+	}
+}

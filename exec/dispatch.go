@@ -124,6 +124,7 @@ func (e *Executor) runCommand(ctx context.Context, r *command.Request, cmd *comm
 			leave()
 		}()
 	}
+	e.FreshCatalog(ctx, r) // exec/command/catalog_fresh.go
 	created := e.trackTxnDDL(r)
 	err = e.withCatalogRev(r, e.runStaleRetrying(ctx, r, cmd)) // stale.go
 	created()

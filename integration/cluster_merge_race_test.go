@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,14 +11,14 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
-// TestClusterMergeRacesMove: a merge by hand sent to another node commits while node-a's move
-// of one of the merged chunks to node-b's shard waits just before its flip (the
-// pauseMoveBeforeFlip failpoint, after its last copy pass): the merge does not wait for a
-// move on another node. Released, the flip finds its partition merged away and is refused:
-// the move fails with 117 ConflictingOperationInProgress, shard-0 keeps the merged chunk, and
-// node-b was told to drop its copy at once, so the next move into its shard begins (before,
-// node-b held the copy and its DDL lock until its two-minute sweep, and that move failed
-// after waiting 5 s for the lock). Every node returns every document exactly once.
+// TestClusterMergeRacesMove: a merge by hand sent to another node goes to the node owning the
+// chunks, as a split does, which alone knows whether it is moving one of them: while node-a's
+// move of one of the chunks to node-b's shard waits just before its flip (the
+// pauseMoveBeforeFlip failpoint, after its last copy pass), mergeChunks through node-b is
+// refused with 117 ConflictingOperationInProgress and changes nothing, and the move commits
+// once released (before, node-b merged on its own, and the move failed at its flip). Then a
+// merge through node-b of two chunks node-a owns commits on node-a, and node-b lists the
+// merged chunk as soon as it answers; so does mergeAllChunksOnShard through node-c. Every node returns every document exactly once.
 func TestClusterMergeRacesMove(t *testing.T) {
 	_, _, clients, dbn, ns := startMoveCluster(t, "--test-commands", "--partition-check-interval", "1h")
 	ctx := context.Background()
@@ -57,30 +58,54 @@ func TestClusterMergeRacesMove(t *testing.T) {
 	waitFor(t, 30*time.Second, "the move reaches its flip", func() bool {
 		return setClusterFailPoint(t, clients[0], "pauseMoveBeforeFlip", "alwaysOn") >= 1
 	})
-	if err := admin(clients[1], bson.D{{Key: "mergeChunks", Value: ns}, {Key: "bounds", Value: bson.A{left["min"], right["max"]}}}); err != nil {
-		t.Fatalf("mergeChunks during the move: %v", err)
-	}
-	setClusterFailPoint(t, clients[0], "pauseMoveBeforeFlip", "off")
-	err := <-done
+	err := admin(clients[1], bson.D{{Key: "mergeChunks", Value: ns}, {Key: "bounds", Value: bson.A{left["min"], right["max"]}}})
 	var ce mongo.CommandError
 	if !errors.As(err, &ce) || ce.Code != 117 {
-		t.Fatalf("moveChunk of a chunk merged away before its flip: %v, want 117 ConflictingOperationInProgress", err)
+		t.Fatalf("mergeChunks through node-b of a chunk node-a is moving: %v, want 117 ConflictingOperationInProgress", err)
 	}
-	merged := false
-	for _, ch := range clusterChunks(t, clients[1], ns) {
-		if ch["min"].(bson.D)[0].Value == left["min"].(bson.D)[0].Value {
-			merged = ch["shard"] == "shard-0" && ch["max"].(bson.D)[0].Value == right["max"].(bson.D)[0].Value
-		}
+	setClusterFailPoint(t, clients[0], "pauseMoveBeforeFlip", "off")
+	if err := <-done; err != nil {
+		t.Fatalf("moveChunk after the refused merge: %v", err)
 	}
-	if !merged {
-		t.Fatalf("chunks after the merge: %v", clusterChunks(t, clients[1], ns))
+	if ch := chunkAt(t, clients[0], ns, right["min"]); ch == nil || ch["shard"] != "shard-1" || fmt.Sprint(ch["max"]) != fmt.Sprint(right["max"]) {
+		t.Fatalf("the moved chunk on node-a: %v", ch)
 	}
 	checkExactlyOnce(t, clients, dbn, "c", ids)
 
-	// node-b dropped the copy and its DDL lock: the merged chunk moves into its shard now.
-	if err := admin(clients[2], bson.D{{Key: "moveChunk", Value: ns},
-		{Key: "bounds", Value: bson.A{left["min"], right["max"]}}, {Key: "to", Value: "shard-1"}}); err != nil {
-		t.Fatalf("the next move into shard-1: %v", err)
+	// Split left through node-c, merged back through node-b: both run by node-a.
+	if err := admin(clients[2], bson.D{{Key: "split", Value: ns}, {Key: "bounds", Value: bson.A{left["min"], left["max"]}}}); err != nil {
+		t.Fatalf("split through node-c: %v", err)
+	}
+	if ch := chunkAt(t, clients[2], ns, left["min"]); ch == nil || fmt.Sprint(ch["max"]) == fmt.Sprint(left["max"]) {
+		t.Fatalf("node-c right after its split: %v", ch)
+	}
+	if err := admin(clients[1], bson.D{{Key: "mergeChunks", Value: ns}, {Key: "bounds", Value: bson.A{left["min"], left["max"]}}}); err != nil {
+		t.Fatalf("mergeChunks through node-b: %v", err)
+	}
+	if ch := chunkAt(t, clients[1], ns, left["min"]); ch == nil || ch["shard"] != "shard-0" || fmt.Sprint(ch["max"]) != fmt.Sprint(left["max"]) {
+		t.Fatalf("node-b right after its merge: %v", ch)
+	}
+
+	// And mergeAllChunksOnShard through node-c, of a split left.
+	if err := admin(clients[0], bson.D{{Key: "split", Value: ns}, {Key: "bounds", Value: bson.A{left["min"], left["max"]}}}); err != nil {
+		t.Fatalf("split through node-a: %v", err)
+	}
+	if err := admin(clients[2], bson.D{{Key: "mergeAllChunksOnShard", Value: ns}, {Key: "shard", Value: "shard-0"}}); err != nil {
+		t.Fatalf("mergeAllChunksOnShard through node-c: %v", err)
+	}
+	if ch := chunkAt(t, clients[2], ns, left["min"]); ch == nil || ch["shard"] != "shard-0" || fmt.Sprint(ch["max"]) != fmt.Sprint(left["max"]) {
+		t.Fatalf("node-c right after its mergeAllChunksOnShard: %v", ch)
 	}
 	checkExactlyOnce(t, clients, dbn, "c", ids)
+}
+
+// chunkAt returns the chunk of ns starting at lo as c's config.chunks lists it (nil: none).
+func chunkAt(t *testing.T, c *mongo.Client, ns string, lo any) bson.M {
+	t.Helper()
+	for _, ch := range clusterChunks(t, c, ns) {
+		if fmt.Sprint(ch["min"]) == fmt.Sprint(lo) {
+			return ch
+		}
+	}
+	return nil
 }

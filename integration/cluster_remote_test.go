@@ -13,12 +13,12 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-// shardedOverThree starts three cluster nodes, shards db.coll (db is the test's) on
-// {key: "hashed"} in chunks partitions and waits until every node sees them spread over the
-// three: the nodes, a client of each, and the database's name.
-func shardedOverThree(t *testing.T, coll, key string, chunks int) ([]*server, []*mongo.Client, string) {
+// shardedOverThree starts three cluster nodes (with the extra flags given), shards db.coll
+// (db is the test's) on {key: "hashed"} in chunks partitions and waits until every node sees
+// them spread over the three: the nodes, a client of each, and the database's name.
+func shardedOverThree(t *testing.T, coll, key string, chunks int, extra ...string) ([]*server, []*mongo.Client, string) {
 	t.Helper()
-	_, nodes := startClusterNodes(t, 3)
+	_, nodes := startClusterNodes(t, 3, extra...)
 	clients := make([]*mongo.Client, len(nodes))
 	for i, s := range nodes {
 		clients[i] = s.client(t)

@@ -167,16 +167,8 @@ func TestClusterReshardCollection(t *testing.T) {
 func TestClusterReshardAbortFromAnotherNode(t *testing.T) {
 	t.Parallel()
 	const n = 4000
-	_, nodes := startClusterNodes(t, 3, "--test-commands")
-	clients := make([]*mongo.Client, len(nodes))
-	for i, s := range nodes {
-		clients[i] = s.client(t)
-	}
-	waitClusterShards(t, clients, 3)
-	dbn := dbName(t)
+	_, clients, dbn := shardedOverThree(t, "events", "tenant", 3, "--test-commands")
 	ns := dbn + ".events"
-	shardColl(t, clients[0], ns, "tenant", bson.E{Key: "numInitialChunks", Value: 3})
-	waitClusterChunks(t, clients, 3, 3)
 	loadEvents(t, clients[0].Database(dbn).Collection("events"), n)
 	pause := func(mode string) {
 		if _, err := runCmd(t, clients[0].Database("admin"), bson.D{{Key: "configureFailPoint", Value: "reshardingPauseRecipientDuringCloning"}, {Key: "mode", Value: mode}}); err != nil {
@@ -331,16 +323,8 @@ func TestClusterReshardReplicated(t *testing.T) {
 func TestClusterReshardRecipientKilled(t *testing.T) {
 	t.Parallel()
 	const n = 4000
-	_, nodes := startClusterNodes(t, 3, "--test-commands")
-	clients := make([]*mongo.Client, len(nodes))
-	for i, s := range nodes {
-		clients[i] = s.client(t)
-	}
-	waitClusterShards(t, clients, 3)
-	dbn := dbName(t)
+	nodes, clients, dbn := shardedOverThree(t, "events", "tenant", 3, "--test-commands")
 	ns := dbn + ".events"
-	shardColl(t, clients[0], ns, "tenant", bson.E{Key: "numInitialChunks", Value: 3})
-	waitClusterChunks(t, clients, 3, 3)
 	loadEvents(t, clients[0].Database(dbn).Collection("events"), n)
 	failpoint := func(mode string) {
 		if _, err := runCmd(t, clients[1].Database("admin"), bson.D{{Key: "configureFailPoint", Value: "reshardingPauseRecipientDuringCloning"}, {Key: "mode", Value: mode}}); err != nil {

@@ -45,6 +45,9 @@ type SharedLog interface {
 	// *ConflictError with the latest revision it knows of. It also applies nothing, and
 	// returns ErrIncarnation, if a guard no longer holds (Guard).
 	Commit(rev int64, ops []CatalogOp, guards []Guard) (int64, error)
+	// Revision returns the revision of the latest change committed, as of the call (a
+	// linearizable read): every change committed before the call is at or below it.
+	Revision(ctx context.Context) (int64, error)
 }
 
 // Guard is a condition of a shared catalog change. It names one run of a node: the change
@@ -441,6 +444,35 @@ func (c *Catalog) SetHomePicker(pick func(in *Collection) int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.pickHome = pick
+}
+
+// CatchUp waits until the state reflects every change the log had committed when it was
+// called, and reports whether the state advanced meanwhile; a catalog that is not shared has
+// nothing to catch up with. It costs a read of the log, so callers use it where the local
+// state may lag behind what a client has already seen: a command naming a collection this
+// node does not hold (another node may have just created it), a DDL change.
+func (c *Catalog) CatchUp(ctx context.Context) (advanced bool, err error) {
+	c.mu.Lock()
+	s := c.mu.shared
+	c.mu.Unlock()
+	if s == nil {
+		return false, nil
+	}
+	rev, err := s.log.Revision(ctx)
+	if err != nil {
+		return false, err
+	}
+	if rev <= c.Revision() {
+		return false, nil
+	}
+	return true, c.waitRevision(ctx, rev)
+}
+
+// Shared reports whether the catalog is shared with other nodes (cluster mode).
+func (c *Catalog) Shared() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.shared != nil
 }
 
 // WaitRevision waits until the state reflects revision rev or a later one (at most

@@ -319,11 +319,8 @@ func (v *clusterView) repairShard(ex *exec.Executor, id int) {
 func (v *clusterView) catchUpCatalog(d time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	rev, err := v.node.CatalogRevision(ctx)
-	if err != nil {
-		return err
-	}
-	return v.catalog.WaitRevision(ctx, rev)
+	_, err := v.catalog.CatchUp(ctx)
+	return err
 }
 
 // BackupMembers returns every node up, name → advertised address (a cluster backup's

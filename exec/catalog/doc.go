@@ -13,7 +13,10 @@
 //     changes run one at a time, and Barrier waits out the writers that saw the old record;
 //   - shard-key hashing (Coll.ShardHash, IDHash) and the index-use counters of $indexStats;
 //   - Overlay, a transaction's buffered writes read on top of a snapshot (OverlayReader)
-//     and written through a Batch, so that reads and writes in a transaction run unchanged.
+//     and written through a Batch, so that reads and writes in a transaction run unchanged;
+//   - Peers, the one way to another node's shard, and the head every compact internal
+//     request starts with (CompactHead: collection, id, catalog revision, shard), with its
+//     one-pass decoder (DecodeCompact), which a point read and a single-document update share.
 //
 // Invariants: a Coll is immutable and derived from exactly one catalog version (a catalog
 // change compiles a new one); ShardHash is 0 for an unsharded collection and the hash of the

@@ -32,12 +32,9 @@ const PointGetCommand = "_cleaveShardGet"
 // PointGet is a compact point read: what the owner of shard Shard needs to read the one
 // document of collection DB.Coll (id CollID) at Hash and ID.
 type PointGet struct {
-	DB, Coll string
-	CollID   int64
-	Rev      int64 // the router's catalog revision
-	Shard    int
-	Hash     uint64
-	ID       bsoncore.Value
+	catalog.CompactHead // where it goes, and the router's catalog revision
+	Hash                uint64
+	ID                  bsoncore.Value
 	// Filter is the read's filter when it is more than {_id: ID} (nil: exactly that, and the
 	// document at (Hash, ID) matches it by construction).
 	Filter bsoncore.Document
@@ -47,73 +44,38 @@ type PointGet struct {
 //
 //	{_cleaveShardGet: "c", collId: 7, rev: 42, shard: 1, hash: <int64 bits>, id: "user1", $db: "db"}
 func AppendPointGet(dst []byte, g *PointGet) []byte {
-	idx, dst := bsoncore.AppendDocumentStart(dst)
-	dst = bsoncore.AppendStringElement(dst, PointGetCommand, g.Coll)
-	dst = bsoncore.AppendInt64Element(dst, "collId", g.CollID)
-	dst = bsoncore.AppendInt64Element(dst, "rev", g.Rev)
-	dst = bsoncore.AppendInt32Element(dst, "shard", int32(g.Shard))
+	idx, dst := catalog.AppendCompactStart(dst, PointGetCommand, &g.CompactHead)
 	dst = bsoncore.AppendInt64Element(dst, "hash", int64(g.Hash))
 	dst = bsoncore.AppendValueElement(dst, "id", g.ID)
 	if g.Filter != nil {
 		dst = bsoncore.AppendDocumentElement(dst, "filter", g.Filter)
 	}
-	dst = bsoncore.AppendStringElement(dst, "$db", g.DB)
-	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
-	return dst
+	return catalog.AppendCompactEnd(dst, idx, &g.CompactHead)
 }
 
 // ParsePointGet is AppendPointGet's inverse, in one pass over body (extra fields, such as
 // the priority, are ignored); a missing or mistyped field is BadValue.
 func ParsePointGet(body bsoncore.Document) (PointGet, error) {
 	var g PointGet
-	var seen uint8
-	if len(body) < 5 {
-		return g, mongoerr.New(mongoerr.InvalidBSON, "%s: invalid BSON", PointGetCommand)
+	err := catalog.DecodeCompact(body, PointGetCommand, &g.CompactHead, 3, g.setField)
+	return g, err
+}
+
+// setField sets the field of g that e holds, returning its bit among the required fields
+// (0: optional or unknown) and false when e's value has the wrong type.
+func (g *PointGet) setField(e bsoncore.Element) (bit uint16, ok bool) {
+	ok, v := true, e.Value()
+	switch e.Key() {
+	case "hash":
+		var h int64
+		h, ok = v.Int64OK()
+		g.Hash, bit = uint64(h), 1
+	case "id":
+		g.ID, bit = v, 2
+	case "filter":
+		g.Filter, ok = v.DocumentOK()
 	}
-	for rem := body[4 : len(body)-1]; len(rem) > 0; { // no slice of elements: one pass, no allocation
-		e, rest, ok := bsoncore.ReadElement(rem)
-		if !ok {
-			return g, mongoerr.New(mongoerr.InvalidBSON, "%s: invalid BSON", PointGetCommand)
-		}
-		rem = rest
-		v := e.Value()
-		switch e.Key() {
-		case PointGetCommand:
-			g.Coll, ok = v.StringValueOK()
-			seen |= 1
-		case "collId":
-			g.CollID, ok = v.Int64OK()
-			seen |= 2
-		case "rev":
-			g.Rev, ok = v.Int64OK()
-			seen |= 4
-		case "shard":
-			var s int32
-			s, ok = v.Int32OK()
-			g.Shard = int(s)
-			seen |= 8
-		case "hash":
-			var h int64
-			h, ok = v.Int64OK()
-			g.Hash = uint64(h)
-			seen |= 16
-		case "id":
-			g.ID = v
-			seen |= 32
-		case "filter":
-			g.Filter, ok = v.DocumentOK()
-		case "$db":
-			g.DB, ok = v.StringValueOK()
-			seen |= 64
-		}
-		if !ok {
-			return g, mongoerr.New(mongoerr.BadValue, "%s: malformed field %q", PointGetCommand, e.Key())
-		}
-	}
-	if seen != 127 {
-		return g, mongoerr.New(mongoerr.BadValue, "%s: missing fields", PointGetCommand)
-	}
-	return g, nil
+	return bit, ok
 }
 
 // remotePoint is the key of a remote read that is a point read (newRemoteRead): the hash
@@ -170,7 +132,7 @@ func (r *remoteRead) pointGet() bsoncore.Document {
 		return nil
 	}
 	ci := spec.CI
-	g := PointGet{DB: ci.Meta.DB, Coll: ci.Meta.Name, CollID: int64(ci.Meta.ID), Rev: r.rev, Shard: spec.Shard,
+	g := PointGet{CompactHead: catalog.CompactHead{DB: ci.Meta.DB, Coll: ci.Meta.Name, CollID: int64(ci.Meta.ID), Rev: r.rev, Shard: spec.Shard},
 		Hash: r.point.hash, ID: r.point.id, Filter: r.point.filter}
 	return AppendPointGet(make([]byte, 0, 64+len(g.Coll)+len(g.DB)+len(g.ID.Data)+len(g.Filter)), &g)
 }

@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -21,9 +22,9 @@ func TestPointGetRoundTrip(t *testing.T) {
 		name string
 		g    PointGet
 	}{
-		{"StringID", PointGet{DB: "db", Coll: "c", CollID: 7, Rev: 42, Shard: 1, Hash: 12345, ID: bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, "user1")}}},
-		{"HighHash", PointGet{DB: "mbench", Coll: "telemetry", CollID: 1 << 40, Rev: math.MaxInt64, Shard: 0, Hash: math.MaxUint64, ID: bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, -1)}}},
-		{"WithFilter", PointGet{DB: "d", Coll: "x.y", CollID: 3, Rev: 1, Shard: 5, Hash: 1 << 63, ID: bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 5)}, Filter: filter}},
+		{"StringID", PointGet{CompactHead: catalog.CompactHead{DB: "db", Coll: "c", CollID: 7, Rev: 42, Shard: 1}, Hash: 12345, ID: bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, "user1")}}},
+		{"HighHash", PointGet{CompactHead: catalog.CompactHead{DB: "mbench", Coll: "telemetry", CollID: 1 << 40, Rev: math.MaxInt64, Shard: 0}, Hash: math.MaxUint64, ID: bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, -1)}}},
+		{"WithFilter", PointGet{CompactHead: catalog.CompactHead{DB: "d", Coll: "x.y", CollID: 3, Rev: 1, Shard: 5}, Hash: 1 << 63, ID: bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 5)}, Filter: filter}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := bsoncore.Document(AppendPointGet(nil, &tc.g))

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -30,14 +31,11 @@ const UpdateCommand = "_cleaveShardUpdate"
 // ShardUpdate is a compact update: statement Stmt ({q: Q, u: U}) of a single-document
 // update of collection DB.Coll (id CollID), on the partition [Lo, Hi) of shard Shard.
 type ShardUpdate struct {
-	DB, Coll string
-	CollID   int64
-	Rev      int64 // the router's catalog revision
-	Shard    int
-	Lo, Hi   uint64
-	Q, U     bsoncore.Document
-	Stmt     int32
-	Sync     bool // the write concern asks for a synced commit
+	catalog.CompactHead // where it goes, and the router's catalog revision
+	Lo, Hi              uint64
+	Q, U                bsoncore.Document
+	Stmt                int32
+	Sync                bool // the write concern asks for a synced commit
 	// LSID and TxnNumber are a retryable write's session fields (LSID nil: not retryable).
 	LSID      bsoncore.Document
 	TxnNumber int64
@@ -48,11 +46,7 @@ type ShardUpdate struct {
 //	{_cleaveShardUpdate: "c", collId: 7, rev: 42, shard: 1, lo: <int64 bits>, hi: <int64 bits>,
 //	 q: {_id: 5}, u: {$set: {v: 1}}, stmt: 0, sync: true, lsid: {id: …}, txnNumber: 3, $db: "db"}
 func AppendShardUpdate(dst []byte, u *ShardUpdate) []byte {
-	idx, dst := bsoncore.AppendDocumentStart(dst)
-	dst = bsoncore.AppendStringElement(dst, UpdateCommand, u.Coll)
-	dst = bsoncore.AppendInt64Element(dst, "collId", u.CollID)
-	dst = bsoncore.AppendInt64Element(dst, "rev", u.Rev)
-	dst = bsoncore.AppendInt32Element(dst, "shard", int32(u.Shard))
+	idx, dst := catalog.AppendCompactStart(dst, UpdateCommand, &u.CompactHead)
 	dst = bsoncore.AppendInt64Element(dst, "lo", int64(u.Lo))
 	dst = bsoncore.AppendInt64Element(dst, "hi", int64(u.Hi))
 	dst = bsoncore.AppendDocumentElement(dst, "q", u.Q)
@@ -63,36 +57,18 @@ func AppendShardUpdate(dst []byte, u *ShardUpdate) []byte {
 		dst = bsoncore.AppendDocumentElement(dst, "lsid", u.LSID)
 		dst = bsoncore.AppendInt64Element(dst, "txnNumber", u.TxnNumber)
 	}
-	dst = bsoncore.AppendStringElement(dst, "$db", u.DB)
-	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
-	return dst
+	return catalog.AppendCompactEnd(dst, idx, &u.CompactHead)
 }
 
-// updateFields are the bits of the fields ParseShardUpdate requires.
-const updateFields = 1<<11 - 1
+// updateFields are the bits of the fields of its own ParseShardUpdate requires.
+const updateFields = 1<<6 - 1
 
 // ParseShardUpdate is AppendShardUpdate's inverse, in one pass over body (extra fields, such
 // as the priority, are ignored); a missing or mistyped field is BadValue.
 func ParseShardUpdate(body bsoncore.Document) (ShardUpdate, error) {
 	var u ShardUpdate
-	var seen uint16
-	if len(body) < 5 {
-		return u, mongoerr.New(mongoerr.InvalidBSON, "%s: invalid BSON", UpdateCommand)
-	}
-	for rem := body[4 : len(body)-1]; len(rem) > 0; {
-		e, rest, ok := bsoncore.ReadElement(rem)
-		if !ok {
-			return u, mongoerr.New(mongoerr.InvalidBSON, "%s: invalid BSON", UpdateCommand)
-		}
-		rem = rest
-		bit, ok := u.setField(e.Key(), e.Value())
-		if !ok {
-			return u, mongoerr.New(mongoerr.BadValue, "%s: malformed field %q", UpdateCommand, e.Key())
-		}
-		seen |= bit
-	}
-	if seen != updateFields {
-		return u, mongoerr.New(mongoerr.BadValue, "%s: missing fields", UpdateCommand)
+	if err := catalog.DecodeCompact(body, UpdateCommand, &u.CompactHead, updateFields, u.setField); err != nil {
+		return u, err
 	}
 	if u.LSID == nil && u.TxnNumber != 0 {
 		return u, mongoerr.New(mongoerr.BadValue, "%s: txnNumber without lsid", UpdateCommand)
@@ -100,47 +76,31 @@ func ParseShardUpdate(body bsoncore.Document) (ShardUpdate, error) {
 	return u, nil
 }
 
-// setField sets the field key of u to v, returning its bit among the required fields (0:
-// optional or unknown) and false when v has the wrong type.
-func (u *ShardUpdate) setField(key string, v bsoncore.Value) (bit uint16, ok bool) {
-	ok = true
-	switch key {
-	case UpdateCommand:
-		u.Coll, ok = v.StringValueOK()
-		bit = 1
-	case "collId":
-		u.CollID, ok = v.Int64OK()
-		bit = 2
-	case "rev":
-		u.Rev, ok = v.Int64OK()
-		bit = 4
-	case "shard":
-		var s int32
-		s, ok = v.Int32OK()
-		u.Shard, bit = int(s), 8
+// setField sets the field of u that e holds, returning its bit among the required fields
+// (0: optional or unknown) and false when e's value has the wrong type.
+func (u *ShardUpdate) setField(e bsoncore.Element) (bit uint16, ok bool) {
+	ok, v := true, e.Value()
+	switch e.Key() {
 	case "lo":
 		var x int64
 		x, ok = v.Int64OK()
-		u.Lo, bit = uint64(x), 16
+		u.Lo, bit = uint64(x), 1
 	case "hi":
 		var x int64
 		x, ok = v.Int64OK()
-		u.Hi, bit = uint64(x), 32
+		u.Hi, bit = uint64(x), 2
 	case "q":
 		u.Q, ok = v.DocumentOK()
-		bit = 64
+		bit = 4
 	case "u":
 		u.U, ok = v.DocumentOK()
-		bit = 128
+		bit = 8
 	case "stmt":
 		u.Stmt, ok = v.Int32OK()
-		bit = 256
+		bit = 16
 	case "sync":
 		u.Sync, ok = v.BooleanOK()
-		bit = 512
-	case "$db":
-		u.DB, ok = v.StringValueOK()
-		bit = 1024
+		bit = 32
 	case "lsid":
 		u.LSID, ok = v.DocumentOK()
 	case "txnNumber":

@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/internal/streamtest"
 	"github.com/cleavedb/cleave/wire/mongoerr"
 )
@@ -21,8 +22,8 @@ func TestShardUpdateRoundTrip(t *testing.T) {
 		name string
 		u    ShardUpdate
 	}{
-		{"Plain", ShardUpdate{DB: "db", Coll: "c", CollID: 7, Rev: 42, Shard: 1, Lo: 0, Hi: 1 << 62, Q: q, U: u, Stmt: 0, Sync: true}},
-		{"Retryable", ShardUpdate{DB: "mbench", Coll: "telemetry", CollID: 1 << 40, Rev: math.MaxInt64, Shard: 2, Lo: 1 << 63,
+		{"Plain", ShardUpdate{CompactHead: catalog.CompactHead{DB: "db", Coll: "c", CollID: 7, Rev: 42, Shard: 1}, Lo: 0, Hi: 1 << 62, Q: q, U: u, Stmt: 0, Sync: true}},
+		{"Retryable", ShardUpdate{CompactHead: catalog.CompactHead{DB: "mbench", Coll: "telemetry", CollID: 1 << 40, Rev: math.MaxInt64, Shard: 2}, Lo: 1 << 63,
 			Hi: math.MaxUint64, Q: q, U: u, Stmt: 3, LSID: lsid, TxnNumber: 9}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,11 +1,13 @@
 package sharding
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/exec/catalog"
@@ -152,31 +154,20 @@ func (m *Manager) MergeTo(db, name string, n int) error {
 // MergeRange merges the partitions of collection db.name that exactly cover the hash range
 // [lo, hi) (hi 0: the end of the space), which must all be on one shard (mergeChunks). A
 // range that is one partition already is left as it is. It fails with ErrNoChunkSequence
-// when no sequence of one shard's partitions fills the range exactly.
+// when no sequence of one shard's partitions fills the range exactly. Partitions of another
+// node's shard are merged by that node (askMerge), as a split is: only the owner knows
+// whether it is moving one of them.
 func (m *Manager) MergeRange(ci *catalog.Coll, lo, hi uint64) error {
+	ids, s, err := mergeSequence(ci, lo, hi)
+	if err != nil || len(ids) < 2 {
+		return err
+	}
+	if !m.isLocal(s) {
+		_, err := m.askMerge(ci, s, bsoncore.NewDocumentBuilder().AppendInt64("lo", int64(lo)).AppendInt64("hi", int64(hi)))
+		return err
+	}
 	m.round.Lock()
 	defer m.round.Unlock()
-	if hi != 0 && hi <= lo {
-		return ErrNoChunkSequence
-	}
-	first := ci.Map.Locate(lo)
-	last := ci.Map.Locate(hi - 1) // hi 0 wraps to the last hash
-	if plo, _ := ci.Map.Range(first); plo != lo {
-		return ErrNoChunkSequence
-	}
-	if _, phi := ci.Map.Range(last); phi != hi {
-		return ErrNoChunkSequence
-	}
-	ids := make([]uint64, 0, last-first+1)
-	for i := first; i <= last; i++ {
-		if ci.Map.Partition(i).Shard != ci.Map.Partition(first).Shard {
-			return ErrNoChunkSequence
-		}
-		ids = append(ids, ci.Map.Partition(i).ID)
-	}
-	if len(ids) < 2 {
-		return nil
-	}
 	if _, err := m.ApplyMerge(ci.Meta.DB, ci.Meta.Name, &shard.MergeAction{IDs: ids, Reason: shard.ReasonManual}); err != nil {
 		return err
 	}
@@ -184,9 +175,94 @@ func (m *Manager) MergeRange(ci *catalog.Coll, lo, hi uint64) error {
 	return nil
 }
 
+// mergeSequence returns the ids of ci's partitions that exactly cover [lo, hi) and their
+// shard, or ErrNoChunkSequence.
+func mergeSequence(ci *catalog.Coll, lo, hi uint64) (ids []uint64, s int, err error) {
+	if hi != 0 && hi <= lo {
+		return nil, 0, ErrNoChunkSequence
+	}
+	first := ci.Map.Locate(lo)
+	last := ci.Map.Locate(hi - 1) // hi 0 wraps to the last hash
+	if plo, _ := ci.Map.Range(first); plo != lo {
+		return nil, 0, ErrNoChunkSequence
+	}
+	if _, phi := ci.Map.Range(last); phi != hi {
+		return nil, 0, ErrNoChunkSequence
+	}
+	s = ci.Map.Partition(first).Shard
+	ids = make([]uint64, 0, last-first+1)
+	for i := first; i <= last; i++ {
+		if ci.Map.Partition(i).Shard != s {
+			return nil, 0, ErrNoChunkSequence
+		}
+		ids = append(ids, ci.Map.Partition(i).ID)
+	}
+	return ids, s, nil
+}
+
+// MergePartitionsCmd asks the node owning shard s to merge partitions of a collection on it
+// (a mergeChunks or mergeAllChunksOnShard sent to another node): {_cleaveMergePartitions:
+// coll, collId, rev, lo, hi} merges the partitions covering [lo, hi); {..., shard} every run
+// of adjacent partitions on shard. The reply holds how many merges it made and the catalog
+// revision that holds them, {merged, rev}.
+const MergePartitionsCmd = "_cleaveMergePartitions"
+
+// MergeOwned runs a merge another node asked for (MergePartitionsCmd), of partitions of this
+// node's shards: ErrStaleAction when they are not (or no longer) this node's.
+func (m *Manager) MergeOwned(ci *catalog.Coll, req bsoncore.Document) (int, error) {
+	if s, ok := req.Lookup("shard").Int32OK(); ok {
+		if !m.isLocal(int(s)) {
+			return 0, fmt.Errorf("%w: shard %d is not this node's", shard.ErrStaleAction, s)
+		}
+		return m.MergeAllOnShard(ci, int(s))
+	}
+	lo, _ := req.Lookup("lo").Int64OK()
+	hi, _ := req.Lookup("hi").Int64OK()
+	ids, s, err := mergeSequence(ci, uint64(lo), uint64(hi))
+	if err != nil || len(ids) < 2 {
+		return 0, err
+	}
+	if !m.isLocal(s) {
+		return 0, fmt.Errorf("%w: %s is not this node's", shard.ErrStaleAction, catalog.ShardName(s))
+	}
+	return 1, m.MergeRange(ci, uint64(lo), uint64(hi))
+}
+
+// askMerge sends a merge of ci's partitions on shard s (the request's own fields in b) to
+// the node owning s, and waits until this node's catalog holds it, so that what this node
+// answers next (config.chunks) sees the merged partition. It returns how many merges the
+// owner made.
+func (m *Manager) askMerge(ci *catalog.Coll, s int, b *bsoncore.DocumentBuilder) (int, error) {
+	req := bsoncore.NewDocumentBuilder().
+		AppendString(MergePartitionsCmd, ci.Meta.Name).
+		AppendInt64("collId", int64(ci.Meta.ID)).
+		AppendInt64("rev", m.cat.Store().Revision())
+	own, _ := b.Build().Elements()
+	for _, el := range own {
+		req.AppendValue(el.Key(), el.Value())
+	}
+	reply, err := m.peerCommand(s, req.AppendString("$db", ci.Meta.DB).Build())
+	if err != nil {
+		return 0, err
+	}
+	n, _ := reply.Lookup("merged").AsInt64OK()
+	if rev, _ := reply.Lookup("rev").AsInt64OK(); rev > m.cat.Store().Revision() {
+		ctx, cancel := context.WithTimeout(m.life, peerTimeout)
+		defer cancel()
+		if err := m.cat.Store().WaitRevision(ctx, rev); err != nil {
+			return 0, err
+		}
+	}
+	return int(n), nil
+}
+
 // MergeAllOnShard merges every sequence of adjacent partitions of collection ci on shard s
-// into one partition each (mergeAllChunksOnShard), and returns how many merges it made.
+// into one partition each (mergeAllChunksOnShard), and returns how many merges it made; on
+// another node's shard, that node merges them (askMerge).
 func (m *Manager) MergeAllOnShard(ci *catalog.Coll, s int) (int, error) {
+	if !m.isLocal(s) {
+		return m.askMerge(ci, s, bsoncore.NewDocumentBuilder().AppendInt32("shard", int32(s)))
+	}
 	m.round.Lock()
 	defer m.round.Unlock()
 	var runs [][]uint64

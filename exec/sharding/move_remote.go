@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -354,6 +355,9 @@ func (m *Manager) ReceiveMove(ci *catalog.Coll, s int, lo, hi uint64, op string,
 		}
 		return m.applyEntries(ci, s, entries, pace)
 	case RecordsOp:
+		if strings.HasPrefix(ci.Meta.Name, ReshardTempPrefix) { // a layout change's commit (reshard_cluster.go)
+			return m.mergeRecords(s, entries)
+		}
 		if !m.renewIncoming(r) {
 			return 0, fmt.Errorf("%w: no move into %s of this range has begun", shard.ErrStaleAction, catalog.ShardName(s))
 		}

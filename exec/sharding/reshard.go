@@ -375,6 +375,9 @@ func (m *Manager) reshardFlip(op *reshardOp, sink *reshardSink, logs []*store.Wr
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := m.sendReshardRecords(sink.dst); err != nil {
+		return nil, nil, err
+	}
 	op.setPhase("committing")
 	if _, err := m.cat.Store().UpdateCollection(tmp.DB, tmp.Name, func(x *store.Collection) error {
 		for i := range x.Indexes { // the multikey paths the writes during the copy added

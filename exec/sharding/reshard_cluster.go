@@ -34,9 +34,15 @@ import (
 //     document whose new place is on another node's shard travels in batches over the
 //     internal connection (_cleaveMoveApply op "reshard"), applied there in one synced batch
 //     each with its index entries, as a move's batches are.
-//  4. the commit renames the copy over the source in one etcd transaction, guarded by this
-//     node's incarnation; every node adopts it from its catalog watch and deletes its share of
-//     whichever collection the change dropped.
+//  4. the commit, under the key locks, sends the transaction records of this node's shards
+//     (the retryable writes' history, which the gather's moves brought here with the source's
+//     partitions, and the writes during the change added) to every shard of another node in
+//     the new layout, merged there as a move's are (move_records.go): a retry after the
+//     commit reaches the document's new owner, which must know that its statement ran, as
+//     MongoDB's resharding carries config.transactions. It then renames the copy over the
+//     source in one etcd transaction, guarded by this node's incarnation; every node adopts
+//     it from its catalog watch and deletes its share of whichever collection the change
+//     dropped.
 //
 // A failure (a recipient down, an abort) drops the temporary collection: every node deletes
 // its share of it. A coordinator that dies leaves it behind until its own restart drops it
@@ -216,6 +222,26 @@ func (s *reshardSink) sendRemote(sh int, r *reshardRemote) error {
 	_, err := s.m.peerCommandWithin(sh, cmd, timeout)
 	if err != nil {
 		return fmt.Errorf("%s's copy into %s failed: %w", s.dst.Meta.Name, catalog.ShardName(sh), err)
+	}
+	return nil
+}
+
+// sendReshardRecords sends the transaction records of every shard of this node to every
+// shard of another node in tmp's layout (a layout change's commit, under the key locks); a
+// single node reads the records of all its shards and sends nothing.
+func (m *Manager) sendReshardRecords(tmp *catalog.Coll) error {
+	sent := map[int]bool{}
+	for i := range tmp.Map.Len() {
+		to := tmp.Map.Partition(i).Shard
+		if sent[to] || m.isLocal(to) {
+			continue
+		}
+		sent[to] = true
+		for _, from := range m.localShards() {
+			if err := m.sendRecords(tmp, from, to, 0, 0); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

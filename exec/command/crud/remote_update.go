@@ -32,7 +32,7 @@ func compactUpdate(r *command.Request, op *write.Op, ms *ModifyStmt, p *NodePart
 			return nil
 		}
 	}
-	us := &route.ShardUpdate{DB: r.DB, Coll: op.CI.Meta.Name, CollID: int64(op.CI.Meta.ID), Shard: p.shard,
+	us := &route.ShardUpdate{CompactHead: catalog.CompactHead{DB: r.DB, Coll: op.CI.Meta.Name, CollID: int64(op.CI.Meta.ID), Shard: p.shard},
 		Lo: p.Ranges[0][0], Hi: p.Ranges[0][1], Q: q, U: u, Stmt: ms.Index, Sync: op.Sync}
 	if txn, ok := r.Body.Lookup("txnNumber").Int64OK(); ok {
 		lsid, ok := r.Body.Lookup("lsid").DocumentOK()

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -9,6 +10,7 @@ import (
 	"github.com/cleavedb/cleave/auth"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/sharding"
+	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // Moves between nodes (exec/sharding/move_remote.go): the internal commands a node answers
@@ -20,6 +22,7 @@ func (h *Handlers) addMoveCommands(add func(*command.Command)) {
 	add(&command.Command{Name: sharding.MoveApplyCmd, Run: h.moveApply, Action: auth.ActionClusterAdmin, Help: "internal: one step of a partition move into this node"})
 	add(&command.Command{Name: sharding.MovePartitionCmd, Run: h.movePartition, Action: auth.ActionClusterAdmin, Help: "internal: move a partition of this node"})
 	add(&command.Command{Name: sharding.SplitPartitionCmd, Run: h.splitPartition, Action: auth.ActionClusterAdmin, Help: "internal: split a partition of this node"})
+	add(&command.Command{Name: sharding.MergePartitionsCmd, Run: h.mergePartitions, Action: auth.ActionClusterAdmin, Help: "internal: merge partitions of this node"})
 	add(&command.Command{Name: sharding.BalancerRoundCmd, Run: h.balancerRound, Action: auth.ActionClusterAdmin, Help: "internal: answer once this node's manager round has ended"})
 	add(&command.Command{Name: sharding.PartitionStatsCmd, Run: h.clusterPartitionStats, Action: auth.ActionClusterAdmin, Help: "internal: this node's partitions of a collection"})
 }
@@ -76,6 +79,29 @@ func (h *Handlers) splitPartition(ctx context.Context, r *command.Request) error
 	}
 	r.Out = bsoncore.AppendInt64Element(r.Out, "left", int64(ids[0]))
 	r.Out = bsoncore.AppendInt64Element(r.Out, "right", int64(ids[1]))
+	r.Out = bsoncore.AppendInt64Element(r.Out, "rev", h.Storage.Catalog.Revision())
+	return nil
+}
+
+// mergePartitions merges partitions of one of this node's shards, as another node asked (a
+// mergeChunks or mergeAllChunksOnShard sent to that node): {merged, rev}, how many merges
+// and the catalog revision that holds them.
+func (h *Handlers) mergePartitions(ctx context.Context, r *command.Request) error {
+	ci, err := h.ownedColl(ctx, r, -1)
+	if err != nil {
+		return err
+	}
+	if ci.Map == nil {
+		return mongoerr.New(mongoerr.StaleConfig, "collection %s is not the one the request was planned on", ci.NS())
+	}
+	n, err := h.Shards.MergeOwned(ci, r.Body)
+	if errors.Is(err, sharding.ErrNoChunkSequence) {
+		return mongoerr.Wrap(err, mongoerr.IllegalOperation, "could not merge chunks: the range is no longer filled by a sequence of one shard's chunks")
+	}
+	if err != nil {
+		return sharding.MoveError(err)
+	}
+	r.Out = bsoncore.AppendInt64Element(r.Out, "merged", int64(n))
 	r.Out = bsoncore.AppendInt64Element(r.Out, "rev", h.Storage.Catalog.Revision())
 	return nil
 }
