@@ -28,8 +28,10 @@ type docCache struct {
 	ids    *idCache // the words
 	shards [docCacheShards]docShard
 	limit  int64 // bytes of documents per shard
-	// hits and misses count the reads answered from the cache and from Pebble.
-	hits, misses atomic.Int64
+	// hits and misses count the reads answered from the cache and from Pebble; writes the
+	// documents stored by the batches that wrote them, markersSkipped the Gets of change
+	// reference markers it proved absent (docwrite.go).
+	hits, misses, writes, markersSkipped atomic.Int64
 }
 
 const (
@@ -54,10 +56,13 @@ type docShard struct {
 	bytes int64
 }
 
-// docEntry is a document and the words it was read at.
+// docEntry is a document and the words it was read (or written) at.
 type docEntry struct {
 	word, all uint64
 	doc       []byte
+	// noMarker is set by a batch that wrote the document and left it no change reference
+	// marker (docwrite.go).
+	noMarker bool
 }
 
 // newDocCache returns a cache of about size bytes of documents under ids' words, or nil for a
@@ -124,18 +129,26 @@ func (c *docCache) put(k idKey, w idWords, doc []byte) {
 			return
 		}
 		delete(s.seen, k)
-	} else {
+	}
+	s.store(c.limit, k, old, known, docEntry{word: w.word, all: w.all, doc: append([]byte(nil), doc...)})
+}
+
+// store replaces old (if known) by e as the entry of k, forgetting random entries until e fits
+// in limit. The caller holds s.mu.
+func (s *docShard) store(limit int64, k idKey, old docEntry, known bool, e docEntry) {
+	if known {
 		s.bytes -= int64(len(old.doc)) + docEntryOverhead
 		delete(s.m, k)
 	}
-	for victim, e := range s.m { // iteration starts at a random place: random victims
-		if s.bytes+size <= c.limit {
+	size := int64(len(e.doc)) + docEntryOverhead
+	for victim, v := range s.m { // iteration starts at a random place: random victims
+		if s.bytes+size <= limit {
 			break
 		}
-		s.bytes -= int64(len(e.doc)) + docEntryOverhead
+		s.bytes -= int64(len(v.doc)) + docEntryOverhead
 		delete(s.m, victim)
 	}
-	s.m[k] = docEntry{word: w.word, all: w.all, doc: append([]byte(nil), doc...)}
+	s.m[k] = e
 	s.bytes += size
 }
 
@@ -151,10 +164,12 @@ func (c *docCache) size() int64 {
 	return n
 }
 
-// noteDoc records that a batch writes or deletes the document of Pebble key key.
-func (b *Batch) noteDoc(key []byte) {
+// noteDoc records that a batch writes document doc, or deletes it (del), under Pebble key key.
+func (b *Batch) noteDoc(key, doc []byte, del bool) {
 	if b.db.docs != nil { // with the cache off, an insert hashes no key
-		b.idStripes = append(b.idStripes, idKeyOf(key).stripe())
+		k := idKeyOf(key)
+		b.idStripes = append(b.idStripes, k.stripe())
+		b.noteWritten(k, doc, del)
 	}
 }
 

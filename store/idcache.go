@@ -152,21 +152,29 @@ type idEntry struct {
 type idWords struct{ word, all uint64 }
 
 // begin marks the noted stripes (and all, with all) as being written: before Pebble applies
-// the batch that noted them.
-func (c *idCache) begin(stripes []uint32, all bool) {
+// the batch that noted them. It appends to began the word it left in each stripe.
+func (c *idCache) begin(stripes []uint32, all bool, began []uint64) []uint64 {
 	if all {
 		c.all.Add(writing)
 	}
 	for _, s := range stripes {
-		c.words[s].Add(writing)
+		began = append(began, c.words[s].Add(writing))
 	}
+	return began
 }
 
 // end bumps the generations of the stripes begin marked and clears their marks: after Pebble
-// applied the batch, or failed to.
-func (c *idCache) end(stripes []uint32, all bool) {
-	for _, s := range stripes {
-		c.words[s].Add(generation - writing)
+// applied the batch, or failed to. It replaces each word of began (begin's) by the word it
+// left when the batch was the only write of that stripe from its begin to its end, or by
+// notIdle (docwrite.go).
+func (c *idCache) end(stripes []uint32, all bool, began []uint64) {
+	for i, s := range stripes {
+		w := c.words[s].Add(generation - writing)
+		if b := began[i]; b&underWay != writing || w != b+generation-writing {
+			began[i] = notIdle
+		} else {
+			began[i] = w
+		}
 	}
 	if all {
 		c.all.Add(generation - writing)
