@@ -114,9 +114,12 @@ type idCache struct {
 }
 
 const (
-	// idCacheStripes is how many words split the keys: a write invalidates the answers of its
-	// stripe, a 4,096th of them.
-	idCacheStripes = 1 << 12
+	// idCacheStripes is how many words split the keys: a write invalidates the answers and
+	// documents of its stripe, a 65,536th of them, and the words take 512 KiB a DB. With
+	// 4,096, workload a's updates (some 4,000 a second on one shard) moved every stripe about
+	// once a second, and the document cache answered 63% of its point reads; with 65,536, 70%
+	// (issue 43, docs/benchmarks.md).
+	idCacheStripes = 1 << 16
 	// idCacheShards is how many locks split the answers.
 	idCacheShards = 16
 	// writing is one write under way in a stripe's word; generation is one generation.
