@@ -127,7 +127,7 @@ func (c *docCache) putWritten(k idKey, w idWords, doc []byte, noMarker bool) {
 		}
 		delete(s.seen, k)
 	}
-	s.store(c.limit, k, old, known, docEntry{word: w.word, all: w.all, noMarker: noMarker, doc: append([]byte(nil), doc...)})
+	s.store(c.limit, k, old, known, docEntry{word: w.word, all: w.all, noMarker: noMarker, doc: append(reuse(old.doc, len(doc)), doc...)})
 	c.writes.Add(1)
 }
 
