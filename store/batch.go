@@ -38,7 +38,7 @@ type Batch struct {
 	idStripes []uint32
 	idAll     bool
 	// written are the documents the batch writes, which it stores in the docCache once
-	// applied (docwrite.go).
+	// applied (doccache.go).
 	written writtenDocs
 	// changes are the change records added (AddChange), concatenated, each ending at its
 	// changeEnds offset; ChangeTime is the time Apply stamped them with (0: none).

@@ -138,7 +138,7 @@ func (b *Batch) PreserveDoc(coll CollID, hash uint64, id, old []byte) error {
 	if _, ok := b.preserved[string(docKey)]; ok {
 		return nil // an earlier write of the batch preserved the committed version
 	}
-	var u unmarkedDoc // the words before the Get, to prove no marker later (docwrite.go)
+	var u unmarkedDoc // the words before the Get, to prove no marker later (doccache.go)
 	if b.db.docs != nil {
 		if u = b.db.docs.unmarked(docKey); u.noMarker {
 			b.db.docs.markersSkipped.Add(1) // the cache proves the Get would find none

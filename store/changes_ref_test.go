@@ -102,7 +102,7 @@ func TestChangeDocByReference(t *testing.T) {
 	}
 	for _, tc := range cases {
 		// Cached: the documents are read (and cached) before every batch, so that the batches
-		// find them in the docCache, which may prove that they have no marker (docwrite.go).
+		// find them in the docCache, which may prove that they have no marker (doccache.go).
 		for _, cached := range []bool{false, true} {
 			name := tc.name
 			if cached {

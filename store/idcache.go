@@ -169,7 +169,7 @@ func (c *idCache) begin(stripes []uint32, all bool, began []uint64) []uint64 {
 // end bumps the generations of the stripes begin marked and clears their marks: after Pebble
 // applied the batch, or failed to. It replaces each word of began (begin's) by the word it
 // left when the batch was the only write of that stripe from its begin to its end, or by
-// notIdle (docwrite.go).
+// notIdle (doccache.go).
 func (c *idCache) end(stripes []uint32, all bool, began []uint64) {
 	for i, s := range stripes {
 		w := c.words[s].Add(generation - writing)
