@@ -37,6 +37,9 @@ type Batch struct {
 	// is set by a range deletion that may cover some: Apply invalidates their answers.
 	idStripes []uint32
 	idAll     bool
+	// written are the documents the batch writes, which it stores in the docCache once
+	// applied (doccache.go).
+	written writtenDocs
 	// changes are the change records added (AddChange), concatenated, each ending at its
 	// changeEnds offset; ChangeTime is the time Apply stamped them with (0: none).
 	changes    []byte
@@ -94,14 +97,14 @@ func (db *DB) NewBatch() *Batch {
 // version; record the size change with AddStats.
 func (b *Batch) SetDoc(coll CollID, hash uint64, id, doc []byte) {
 	key, val := b.pendSet(docPrefixLen+hashLen+len(id), len(doc))
-	b.noteDoc(AppendDocKey(key[:0], coll, hash, id))
+	b.noteDoc(AppendDocKey(key[:0], coll, hash, id), doc, false)
 	copy(val, doc)
 	b.grows = true
 }
 
 // DeleteDoc deletes document (coll, hash, id); deleting a missing one is not an error.
 func (b *Batch) DeleteDoc(coll CollID, hash uint64, id []byte) {
-	b.noteDoc(AppendDocKey(b.pendDelete(docPrefixLen + hashLen + len(id))[:0], coll, hash, id))
+	b.noteDoc(AppendDocKey(b.pendDelete(docPrefixLen + hashLen + len(id))[:0], coll, hash, id), nil, true)
 }
 
 // indexKeyLen returns len(AppendIndexKey(nil, _, _, key, _, id)).
@@ -235,7 +238,12 @@ func (b *Batch) Apply(sync bool) error {
 		slices.Sort(b.idStripes)
 		b.idStripes = slices.Compact(b.idStripes)
 	}
-	b.db.ids.begin(b.idStripes, b.idAll) // the cached _ids and documents written (idCache, docCache)
+	wt := b.writesThrough()
+	var all uint64
+	if wt {
+		all = b.db.ids.all.Load() // before begin: see writeThrough
+	}
+	b.written.began = b.db.ids.begin(b.idStripes, b.idAll, b.written.began[:0]) // the cached _ids and documents written (idCache, docCache)
 	ts, stamped := b.stampChanges()
 	err := b.db.applyPebble(b.pb, sync)
 	if stamped {
@@ -249,9 +257,12 @@ func (b *Batch) Apply(sync bool) error {
 	if b.db.afterApply != nil {
 		b.db.afterApply()
 	}
-	b.db.ids.end(b.idStripes, b.idAll)
+	b.db.ids.end(b.idStripes, b.idAll, b.written.began)
 	if err != nil {
 		return err
+	}
+	if wt && all&underWay == 0 && b.db.ids.all.Load() == all {
+		b.writeThrough(all)
 	}
 	b.syncPending = sync
 	for _, c := range b.resets {
@@ -331,8 +342,9 @@ func (b *Batch) Close() {
 	}
 	clear(b.index)
 	b.resetPending()
+	b.written.reset()
 	*b = Batch{deltas: b.deltas[:0], index: b.index, adjust: b.adjust[:0], resets: b.resets[:0],
-		pending: b.pending, sortBuf: b.sortBuf, idStripes: b.idStripes[:0],
+		pending: b.pending, sortBuf: b.sortBuf, idStripes: b.idStripes[:0], written: b.written,
 		changes: b.changes[:0], changeEnds: b.changeEnds[:0], refKey: b.refKey[:0]}
 	batchPool.Put(b)
 }

@@ -138,8 +138,17 @@ func (b *Batch) PreserveDoc(coll CollID, hash uint64, id, old []byte) error {
 	if _, ok := b.preserved[string(docKey)]; ok {
 		return nil // an earlier write of the batch preserved the committed version
 	}
+	var u unmarkedDoc // the words before the Get, to prove no marker later (doccache.go)
+	if b.db.docs != nil {
+		if u = b.db.docs.unmarked(docKey); u.noMarker {
+			b.db.docs.markersSkipped.Add(1) // the cache proves the Get would find none
+			b.written.unmarked = append(b.written.unmarked, u)
+			return nil
+		}
+	}
 	v, closer, err := b.db.pdb.Get(appendRefKey(nil, docKey))
 	if errors.Is(err, pebble.ErrNotFound) {
+		b.noteUnmarked(u)
 		return nil
 	}
 	if err != nil {
@@ -158,6 +167,7 @@ func (b *Batch) PreserveDoc(coll CollID, hash uint64, id, old []byte) error {
 	}
 	b.preserved[string(docKey)] = struct{}{}
 	_ = b.direct().Delete(appendRefKey(nil, docKey), nil)
+	b.noteUnmarked(u)
 	return nil
 }
 

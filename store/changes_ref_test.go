@@ -94,25 +94,78 @@ func TestChangeDocByReference(t *testing.T) {
 		{"Dropped", [][]refStep{{{"insert", "x", "v1"}, {"insert", "y", "w1"}}, {{"update", "y", "w2"}}, {{"drop", "", ""}}},
 			[]string{"ix=v1", "iy=w1", "uy=", "drop="}},
 		{"RangeDeleted", [][]refStep{{{"insert", "x", "v1"}}, {{"range", "", ""}}}, []string{"ix=v1", "range="}},
+		{"RangeDeletedThenInsertedAgain", [][]refStep{{{"insert", "x", "v1"}}, {{"update", "x", "v2"}}, {{"range", "", ""}},
+			{{"insert", "x", "v3"}}, {{"update", "x", "v4"}}}, []string{"ix=v1", "ux=", "range=", "ix=v3", "ux="}},
+		{"UpdatedThenInsertedAgainInOneBatch", [][]refStep{{{"insert", "x", "v1"}}, {{"update", "x", "v2"}},
+			{{"update", "x", "v3"}, {"delete", "x", ""}, {"insert", "x", "v4"}}, {{"update", "x", "v5"}}},
+			[]string{"ix=v1", "ux=", "ux=", "dx=", "ix=v4", "ux="}},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			db := openMem(t)
-			db.SetChangeClock(new(testClock))
-			cur := map[string]string{}
-			for _, steps := range tc.batches {
-				applyRef(t, db, cur, steps...)
+		// Cached: the documents are read (and cached) before every batch, so that the batches
+		// find them in the docCache, which may prove that they have no marker (doccache.go).
+		for _, cached := range []bool{false, true} {
+			name := tc.name
+			if cached {
+				name += "Cached"
 			}
-			got := refDocs(t, db)
-			if len(got) != len(tc.want) {
-				t.Fatalf("records %q, want %q", got, tc.want)
-			}
-			for i := range got {
-				if got[i] != tc.want[i] {
-					t.Fatalf("records %q, want %q", got, tc.want)
+			t.Run(name, func(t *testing.T) { testChangeDocByReference(t, tc.batches, tc.want, cached) })
+		}
+	}
+}
+
+// testChangeDocByReference commits batches and checks that the records read want.
+func testChangeDocByReference(t *testing.T, batches [][]refStep, want []string, cached bool) {
+	db := openMem(t)
+	db.SetChangeClock(new(testClock))
+	cur := map[string]string{}
+	for _, steps := range batches {
+		if cached {
+			for range 2 { // admitted on the second miss
+				for _, id := range []string{"x", "y"} {
+					if d, err := db.GetDoc(1, 7, []byte(id), nil); err == nil && string(d) != cur[id] {
+						t.Fatalf("document %s reads %q, want %q", id, d, cur[id])
+					}
 				}
 			}
-		})
+		}
+		applyRef(t, db, cur, steps...)
+	}
+	got := refDocs(t, db)
+	if len(got) != len(want) {
+		t.Fatalf("records %q, want %q", got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("records %q, want %q", got, want)
+		}
+	}
+}
+
+// TestChangeDocByReferenceSkipsMarkerGet checks that the second update of a document the
+// cache holds looks for no change reference marker in Pebble: the first one deleted it, and
+// no write of the document came between.
+func TestChangeDocByReferenceSkipsMarkerGet(t *testing.T) {
+	db := openMem(t)
+	db.SetChangeClock(new(testClock))
+	cur := map[string]string{}
+	applyRef(t, db, cur, refStep{"insert", "x", "v1"})
+	for range 2 {
+		_, _ = db.GetDoc(1, 7, []byte("x"), nil)
+	}
+	applyRef(t, db, cur, refStep{"update", "x", "v2"})
+	if n := db.docs.markersSkipped.Load(); n != 0 {
+		t.Fatalf("the first update skipped %d marker reads: the insert's marker was there", n)
+	}
+	applyRef(t, db, cur, refStep{"update", "x", "v3"})
+	applyRef(t, db, cur, refStep{"update", "x", "v4"})
+	if n := db.docs.markersSkipped.Load(); n != 2 {
+		t.Fatalf("the updates after the first skipped %d marker reads, want 2", n)
+	}
+	if d, err := db.GetDoc(1, 7, []byte("x"), nil); err != nil || string(d) != "v4" {
+		t.Fatalf("GetDoc: %q, %v; want v4", d, err)
+	}
+	if got := refDocs(t, db); len(got) != 4 || got[0] != "ix=v1" {
+		t.Fatalf("records %q, want the insert's with v1 and three updates", got)
 	}
 }
 

@@ -45,6 +45,11 @@
 //   - A batch that adds documents or index entries never reaches Pebble while the volume's
 //     free space is under the reserve (*DiskFullError); after a commit fails in Pebble
 //     (ErrIO), no write reaches it again until the DB is reopened (space.go).
+//   - DB.GetDoc and DB.IDIndexHashes answer from caches of the latest state (doccache.go,
+//     idcache.go) that are exact, never hints: an entry, read from Pebble or stored by the batch
+//     that wrote it, is used only while no write of its key has become visible since, and no
+//     reader sees one batch's writes half old, half new. Every write of a document or an _id
+//     index entry goes through a Batch, which notes it.
 //
 // # Usage
 //

@@ -114,9 +114,12 @@ type idCache struct {
 }
 
 const (
-	// idCacheStripes is how many words split the keys: a write invalidates the answers of its
-	// stripe, a 4,096th of them.
-	idCacheStripes = 1 << 12
+	// idCacheStripes is how many words split the keys: a write invalidates the answers and
+	// documents of its stripe, a 65,536th of them, and the words take 512 KiB a DB. With
+	// 4,096, workload a's updates (some 4,000 a second on one shard) moved every stripe about
+	// once a second, and the document cache answered 63% of its point reads; with 65,536, 70%
+	// (issue 43, docs/benchmarks.md).
+	idCacheStripes = 1 << 16
 	// idCacheShards is how many locks split the answers.
 	idCacheShards = 16
 	// writing is one write under way in a stripe's word; generation is one generation.
@@ -152,21 +155,29 @@ type idEntry struct {
 type idWords struct{ word, all uint64 }
 
 // begin marks the noted stripes (and all, with all) as being written: before Pebble applies
-// the batch that noted them.
-func (c *idCache) begin(stripes []uint32, all bool) {
+// the batch that noted them. It appends to began the word it left in each stripe.
+func (c *idCache) begin(stripes []uint32, all bool, began []uint64) []uint64 {
 	if all {
 		c.all.Add(writing)
 	}
 	for _, s := range stripes {
-		c.words[s].Add(writing)
+		began = append(began, c.words[s].Add(writing))
 	}
+	return began
 }
 
 // end bumps the generations of the stripes begin marked and clears their marks: after Pebble
-// applied the batch, or failed to.
-func (c *idCache) end(stripes []uint32, all bool) {
-	for _, s := range stripes {
-		c.words[s].Add(generation - writing)
+// applied the batch, or failed to. It replaces each word of began (begin's) by the word it
+// left when the batch was the only write of that stripe from its begin to its end, or by
+// notIdle (doccache.go).
+func (c *idCache) end(stripes []uint32, all bool, began []uint64) {
+	for i, s := range stripes {
+		w := c.words[s].Add(generation - writing)
+		if b := began[i]; b&underWay != writing || w != b+generation-writing {
+			began[i] = notIdle
+		} else {
+			began[i] = w
+		}
 	}
 	if all {
 		c.all.Add(generation - writing)

@@ -36,6 +36,9 @@ type Metrics struct {
 	DocCacheHits   int64 // point reads of the latest state answered from the cache (doccache.go)
 	DocCacheMisses int64 // point reads of the latest state that read Pebble
 	DocCacheBytes  int64 // bytes the document cache holds
+	// DocCacheWrites counts the documents the batches that wrote them stored in the cache, and
+	// DocCacheMarkersSkipped the change reference marker reads the cache proved needless.
+	DocCacheWrites, DocCacheMarkersSkipped int64
 	// WALFsync is the latency of the WAL's fsyncs since Open: a synced commit waits for the
 	// sync under way, if any, and then for its own.
 	WALFsync Latencies
@@ -106,6 +109,7 @@ func (db *DB) Metrics() (Metrics, error) {
 	s.IDCacheHits, s.IDCacheMisses = db.ids.hits.Load(), db.ids.misses.Load()
 	if db.docs != nil {
 		s.DocCacheHits, s.DocCacheMisses, s.DocCacheBytes = db.docs.hits.Load(), db.docs.misses.Load(), db.docs.size()
+		s.DocCacheWrites, s.DocCacheMarkersSkipped = db.docs.writes.Load(), db.docs.markersSkipped.Load()
 	}
 	if p, ok, err := db.OldestChange(); err == nil && ok {
 		s.ChangesOldest = p.TS
