@@ -87,7 +87,7 @@ func BenchmarkFetchBatchSort(b *testing.B) {
 		hash uint64
 		id   []byte
 	}
-	ents := make([]ent, fetchBatchEntries)
+	ents := make([]ent, 4096)
 	for i := range ents {
 		id := bsonx.AppendKey(nil, bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, int64(40_000+i))})
 		ents[i] = ent{hash: devices[rng.IntN(len(devices))], id: id}
