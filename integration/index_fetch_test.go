@@ -75,7 +75,7 @@ func TestGroupOverIndexScan(t *testing.T) {
 	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "t", Value: 1}}}); err != nil {
 		t.Fatal(err)
 	}
-	const n, devices = 12_000, 37
+	const n, devices = 50_000, 37
 	rng := rand.New(rand.NewPCG(1, 2))
 	type reading struct {
 		dev string
@@ -94,7 +94,7 @@ func TestGroupOverIndexScan(t *testing.T) {
 			docs = docs[:0]
 		}
 	}
-	const lo, hi = 1_000, 10_500 // more entries than a batch (scan_batch.go) on each shard
+	const lo, hi = 1_000, 49_000 // more entries than a batch (16,384, scan_batch.go) on each shard: checked below
 	type group struct{ sum, max, min, n int64 }
 	want := map[string]*group{}
 	for _, r := range readings[lo:hi] {
@@ -133,7 +133,11 @@ func TestGroupOverIndexScan(t *testing.T) {
 	shards, _ := x.Lookup("shards").Document().Elements()
 	for _, s := range shards {
 		stats := s.Value().Document().Lookup("stages", "0", "$cursor", "executionStats")
-		keys += stats.Document().Lookup("totalKeysExamined").AsInt64()
+		shardKeys := stats.Document().Lookup("totalKeysExamined").AsInt64()
+		if shardKeys <= 16_384 {
+			t.Errorf("shard %s examined %d keys: the window must hold more than a fetch batch on each shard", s.Key(), shardKeys)
+		}
+		keys += shardKeys
 		examined += stats.Document().Lookup("totalDocsExamined").AsInt64()
 	}
 	if len(shards) != 2 {

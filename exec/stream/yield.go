@@ -63,6 +63,9 @@ func (s *Merge) Yield(unread bool) bool {
 		}
 		return !unread || s.started
 	}
+	for _, m := range s.heads {
+		m.keep() // the document may not outlive its input's view
+	}
 	top := s.heads[0]
 	keep := s.heads[:1]
 	for _, m := range s.heads[1:] {
