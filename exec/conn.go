@@ -58,7 +58,10 @@ func (h *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 	r := command.Request{Conn: c, Body: req.Body, RequestID: req.RequestID, Legacy: req.Legacy, Wire: req, Mem: h.mem}
 	idx, out := bsoncore.AppendDocumentStart(h.out[:0])
 	r.Out = out
-	ctx, kill := context.WithCancelCause(ctx) // killOp's handle on the command
+	kill := req.Cancel // killOp's handle on the command: the request's own context's, if it has one
+	if kill == nil {
+		ctx, kill = context.WithCancelCause(ctx)
+	}
 	c.Begin(req.Body, start, kill)
 	err := h.e.dispatch(ctx, &r)
 	c.End()

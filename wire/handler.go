@@ -77,6 +77,11 @@ type Request struct {
 	Concurrent bool
 	// Replies counts the replies already sent for this request (exhaust); 0 on its first call.
 	Replies int
+	// Cancel, when set, cancels the context Handle gets, with a cause: a handler that needs
+	// to cancel its request (killOp) may use it instead of deriving a context of its own. A
+	// pipelined connection sets it (each of its requests has a context of its own, which a
+	// cancel message ends); Handle may call it before it returns.
+	Cancel context.CancelCauseFunc
 	// Compressor is the compressor the request arrived with (CompressorNoop when it was not
 	// compressed); the reply uses the same one.
 	Compressor Compressor

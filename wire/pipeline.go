@@ -24,10 +24,17 @@ type pipe struct {
 	tasks chan task      // a request, to an idle worker
 	quit  chan struct{}  // closed when the connection ends: the workers return
 
+	// base is the parent of the requests' contexts: the connection's values without its
+	// cancellation, so that a request's context costs no registration with the
+	// connection's (a lock and a map entry on every request); the requests in flight are
+	// cancelled through running when the connection's context ends (cancelAll).
+	base context.Context
+	ctx  context.Context // the connection's
+
 	mu       sync.Mutex
 	inflight int
-	reading  bool                         // a frame is being read
-	running  map[int32]context.CancelFunc // the requests in flight, by requestID
+	reading  bool                              // a frame is being read
+	running  map[int32]context.CancelCauseFunc // the requests in flight, by requestID
 
 	wmu     sync.Mutex
 	wbuf    []byte // replies appended while a write is under way
@@ -39,9 +46,10 @@ type pipe struct {
 // task is one request of a pipelined connection: its frame and its context, which a cancel
 // message ends.
 type task struct {
-	id    int32
-	frame *[]byte
-	ctx   context.Context
+	id     int32
+	frame  *[]byte
+	ctx    context.Context
+	cancel context.CancelCauseFunc // ends ctx: Request.Cancel
 }
 
 // CancelField is the only field of a pipelined connection's cancel message: an OP_MSG with
@@ -52,9 +60,12 @@ const CancelField = "$cancel"
 
 // servePipelined serves c pipelined until it ends, and returns why.
 func (c *conn) servePipelined(ctx context.Context, f Forker) error {
-	p := &pipe{c: c, fork: f, tasks: make(chan task), quit: make(chan struct{}), running: map[int32]context.CancelFunc{}}
+	p := &pipe{c: c, fork: f, tasks: make(chan task), quit: make(chan struct{}), running: map[int32]context.CancelCauseFunc{}}
+	p.ctx, p.base = ctx, context.WithoutCancel(ctx)
+	stop := context.AfterFunc(ctx, p.cancelAll)
+	defer stop()
 	c.pipe = p
-	err := p.readLoop(ctx)
+	err := p.readLoop()
 	if !errors.Is(err, errClosedIdle) {
 		c.cancel() // the client went away or broke the protocol: its requests are moot
 	}
@@ -65,7 +76,7 @@ func (c *conn) servePipelined(ctx context.Context, f Forker) error {
 
 // readLoop reads requests and starts each until the connection fails or the server shuts
 // down.
-func (p *pipe) readLoop(ctx context.Context) error {
+func (p *pipe) readLoop() error {
 	c := p.c
 	for {
 		frame, n, err := c.readFrame()
@@ -90,12 +101,14 @@ func (p *pipe) readLoop(ctx context.Context) error {
 			_, _ = c.r.Discard(n)
 		}
 		t := task{id: c.req.RequestID, frame: buf}
-		var cancel context.CancelFunc
-		t.ctx, cancel = context.WithCancel(ctx)
+		t.ctx, t.cancel = context.WithCancelCause(p.base)
 		p.mu.Lock()
 		p.inflight++
 		p.reading = false
-		p.running[t.id] = cancel
+		p.running[t.id] = t.cancel
+		if p.ctx.Err() != nil { // after cancelAll
+			t.cancel(nil)
+		}
 		p.mu.Unlock()
 		select {
 		case p.tasks <- t:
@@ -151,6 +164,7 @@ func (p *pipe) run(rc *conn, t task) {
 		putBuf(t.frame)
 		p.done(t.id)
 	}()
+	rc.req.Cancel = t.cancel
 	if err := rc.handle(t.ctx, *t.frame); err != nil {
 		rc.logEnd(err)
 		_ = c.nc.Close() // the reader fails and the connection ends
@@ -163,7 +177,7 @@ func (p *pipe) done(id int32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if cancel := p.running[id]; cancel != nil {
-		cancel()
+		cancel(nil)
 		delete(p.running, id)
 	}
 	p.inflight--
@@ -200,7 +214,17 @@ func (p *pipe) cancel(id int32) {
 	cancel := p.running[id]
 	p.mu.Unlock()
 	if cancel != nil {
-		cancel()
+		cancel(nil)
+	}
+}
+
+// cancelAll ends the context of every request in flight: the connection's context ended
+// (the client went away, the server shuts down).
+func (p *pipe) cancelAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, cancel := range p.running {
+		cancel(nil)
 	}
 }
 
