@@ -10,6 +10,13 @@
 # a remote read's cost against a local one: with C the cluster's summed CPU per op and L the
 # single node's, C = (L + 2R)/3, so R/L = (3C - L)/(2L).
 #
+# With REMOTE=1 (the default) the three nodes then also run every workload on an unsharded
+# collection created through node b (so on node b's shard, with node b's WAL alone) and read
+# through node a: every operation is remote, and its CPU over L is a remote operation's cost
+# directly, on one WAL as the one node's and the relay's (the sharded collection spreads writes
+# over three WALs, which share fewer group commits than one: workload a's ratio is not the
+# hop's alone).
+#
 # With RELAY=1 (the default) the one node is then also measured through scripts/hoprelay, a
 # plain TCP relay (read, write, nothing else) in front of it: every request pays one more hop
 # over loopback with no database work on it, so the relay's CPU per op plus the node's, over L,
@@ -23,7 +30,7 @@
 # Usage: BINS="old:/tmp/x/cleave-old new:/tmp/x/cleave" MBENCH=/tmp/x/mbench scripts/bench-hop.sh
 #   env: OUT (/tmp/cleave-bench-hop), ROUNDS (2), RECORDS (100000), DURATION (10s),
 #        WORKLOADS ("c a"), THREADS (32), PROFILE (0), PROFILE_SECONDS (8), PROFILE_WORKLOADS (c),
-#        RELAY (1), PERF (1 when perf is installed)
+#        REMOTE (1), RELAY (1), PERF (1 when perf is installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/mbench.sh
@@ -37,6 +44,7 @@ PROFILE=${PROFILE:-0}
 PROFILE_SECONDS=${PROFILE_SECONDS:-8}
 PROFILE_WORKLOADS=${PROFILE_WORKLOADS:-c}
 RELAY=${RELAY:-1}
+REMOTE=${REMOTE:-1}
 PERF=${PERF:-$(command -v perf >/dev/null && echo 1 || echo 0)}
 MONGOSH=${MONGOSH:-$PWD/node_modules/.bin/mongosh}
 WARMUP=1s
@@ -271,6 +279,13 @@ for round in $(seq "$ROUNDS"); do
 		load "mongodb://127.0.0.1:${PORT[a]}" "$label-cluster" 1
 		for w in $WORKLOADS; do for t in $THREADS; do run "$label-cluster" "$w" "$t"; done; done
 		if [ "$PROFILE" = 1 ] && [ "$round" = 1 ]; then for w in $PROFILE_WORKLOADS; do profile "$label-cluster" "$w"; done; fi
+		if [ "$REMOTE" = 1 ]; then
+			log "round $round: $label, three nodes, the collection on node b"
+			sh_eval "mongodb://127.0.0.1:${PORT[b]}" 'db.getSiblingDB("mbench").telemetry.drop()' >/dev/null
+			load "mongodb://127.0.0.1:${PORT[b]}" "$label-remote" 0
+			for w in $WORKLOADS; do for t in $THREADS; do run "$label-remote" "$w" "$t"; done; done
+			if [ "$PROFILE" = 1 ] && [ "$round" = 1 ]; then for w in $PROFILE_WORKLOADS; do profile "$label-remote" "$w"; done; fi
+		fi
 		stop_all
 		log "round $round: $label, one node"
 		start_node a
@@ -309,18 +324,22 @@ def cell(b, setup, w, t):
             "rw": g("sum_syscalls_per_op"), "sys": g("sum_all_syscalls_per_op"), "cs": g("sum_ctx_switches_per_op")}
 print("Medians over rounds; CPU µs/op: the processes' utime+stime in the measured window, summed over the nodes")
 print("(and the relay), per op. remote/local: a remote read's CPU over a local one's, (3C - L)/(2L);")
-print("relay/local: the relay's CPU plus the node's, over the node's alone.\n")
-print("| workload | threads | binary | cluster ops/s | cluster CPU µs/op | one node ops/s | one node CPU µs/op | relay ops/s | relay CPU µs/op | remote/local | relay/local |")
-print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+print("all remote: the collection on node b, read through node a; relay/local and all-remote/local: their")
+print("CPU over the one node's.\n")
+print("| workload | threads | binary | cluster ops/s | cluster CPU µs/op | one node ops/s | one node CPU µs/op | relay ops/s | relay CPU µs/op | all remote ops/s | all remote CPU µs/op | remote/local | relay/local | all-remote/local |")
+print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 keys = sorted({(k[1], k[2]) for k in runs}, key=lambda k: (k[0] != "c", k[0], k[1]))
 for w, t in keys:
     for b in bins:
         c, s, r = cell(b, "cluster", w, t), cell(b, "single", w, t), cell(b, "relay", w, t)
         if not c or not s:
             continue
+        a = cell(b, "remote", w, t)
         rel = f"{r['ops']:,.0f} | {r['cpu']:.1f} | " if r else "| | "
+        rem = f"{a['ops']:,.0f} | {a['cpu']:.1f} | " if a else "| | "
         rr = f"{r['cpu'] / s['cpu']:.2f}×" if r else ""
-        print(f"| {w} | {t} | {b} | {c['ops']:,.0f} | {c['cpu']:.1f} | {s['ops']:,.0f} | {s['cpu']:.1f} | {rel}{(3 * c['cpu'] - s['cpu']) / (2 * s['cpu']):.2f}× | {rr} |")
+        ar = f"{a['cpu'] / s['cpu']:.2f}×" if a else ""
+        print(f"| {w} | {t} | {b} | {c['ops']:,.0f} | {c['cpu']:.1f} | {s['ops']:,.0f} | {s['cpu']:.1f} | {rel}{rem}{(3 * c['cpu'] - s['cpu']) / (2 * s['cpu']):.2f}× | {rr} | {ar} |")
 print("\nPer op, summed over the processes: read+write system calls (/proc/PID/io), all system calls and")
 print("context switches (perf stat; blank without it). remote: (3C - L)/2, the cost of one remote read.\n")
 print("| workload | threads | binary | setup | read+write syscalls | all syscalls | context switches |")
@@ -331,7 +350,7 @@ for w, t in keys:
         if not c or not s:
             continue
         rows = [("one node", s), ("remote (derived)", {k: (3 * c[k] - s[k]) / 2 for k in ("rw", "sys", "cs")}),
-                ("relay", cell(b, "relay", w, t))]
+                ("all remote", cell(b, "remote", w, t)), ("relay", cell(b, "relay", w, t))]
         for name, x in rows:
             if x:
                 print(f"| {w} | {t} | {b} | {name} | {x['rw']:.2f} | {x['sys']:.2f} | {x['cs']:.2f} |")
