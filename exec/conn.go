@@ -215,6 +215,17 @@ func (h *conn) Fork() wire.ConnHandler {
 	return &conn{e: h.e, c: c, fork: true, mem: h.e.Memory.NewReservation()}
 }
 
+// Inline implements wire.Inliner: the commands marked command.Inline run on the goroutine
+// reading their pipelined internal connection, unless the failCommand failpoint is armed (it
+// may hold them, and the reader must stay free to read the cancel of a held request).
+func (h *conn) Inline(name []byte) bool {
+	if h.e.Fail.Armed() {
+		return false
+	}
+	cmd, _ := h.e.Commands.Lookup(name)
+	return cmd.Has(command.Inline)
+}
+
 // recoverPanic turns a panic in a command into an InternalError reply and a log line with
 // the stack, so that no input crashes the server.
 func recoverPanic(r *command.Request, err *error) {

@@ -41,6 +41,17 @@ type Forker interface {
 	Fork() ConnHandler
 }
 
+// Inliner is a Forker that names the requests of its pipelined connection to run on the
+// goroutine reading the connection rather than on a worker: those that are brief and never
+// wait for another request (a point read). The hand-off to a worker makes a goroutine ready
+// and, on a node idle between requests, wakes a thread for it; a request run in line pays
+// neither, but the connection reads nothing else until it returns (a cancel message
+// included). Inline gets the command's name, the first field of an OP_MSG's body.
+type Inliner interface {
+	Forker
+	Inline(command []byte) bool
+}
+
 // Request is one decoded client message, whatever its opcode.
 type Request struct {
 	RequestID int32 // the client's requestID from the header; logs name it request_id

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"runtime"
@@ -18,11 +19,15 @@ import (
 // fifth of the owner's CPU in a profile). A client that disconnects cancels the requests in
 // flight, as the disconnect watcher does for one.
 type pipe struct {
-	c     *conn
-	fork  Forker
-	wg    sync.WaitGroup // one per worker
-	tasks chan task      // a request, to an idle worker
-	quit  chan struct{}  // closed when the connection ends: the workers return
+	c    *conn
+	fork Forker
+	// inliner, when the handler is one, names the requests run by the reader itself on
+	// inline, a handler forked when the first of them comes (Inliner).
+	inliner Inliner
+	inline  *conn
+	wg      sync.WaitGroup // one per worker
+	tasks   chan task      // a request, to an idle worker
+	quit    chan struct{}  // closed when the connection ends: the workers return
 
 	// base is the parent of the requests' contexts: the connection's values without its
 	// cancellation, so that a request's context costs no registration with the
@@ -64,6 +69,7 @@ func (c *conn) servePipelined(ctx context.Context, f Forker) error {
 	p.ctx, p.base = ctx, context.WithoutCancel(ctx)
 	stop := context.AfterFunc(ctx, p.cancelAll)
 	defer stop()
+	p.inliner, _ = f.(Inliner)
 	c.pipe = p
 	err := p.readLoop()
 	if !errors.Is(err, errClosedIdle) {
@@ -71,6 +77,9 @@ func (c *conn) servePipelined(ctx context.Context, f Forker) error {
 	}
 	close(p.quit)
 	p.wg.Wait()
+	if p.inline != nil {
+		closeFork(c, p.inline.ch)
+	}
 	return err
 }
 
@@ -110,11 +119,19 @@ func (p *pipe) readLoop() error {
 			t.cancel(nil)
 		}
 		p.mu.Unlock()
-		select {
-		case p.tasks <- t:
+		switch {
+		case p.inliner != nil && p.inliner.Inline(commandName(*buf)):
+			if p.inline == nil {
+				p.inline = p.newRunner(p.fork.Fork())
+			}
+			p.run(p.inline, t)
 		default:
-			p.wg.Add(1)
-			go p.worker(t)
+			select {
+			case p.tasks <- t:
+			default:
+				p.wg.Add(1)
+				go p.worker(t)
+			}
 		}
 		if c.srv.shutting.Load() {
 			return errClosedIdle
@@ -140,7 +157,7 @@ func (p *pipe) worker(t task) {
 	defer p.wg.Done()
 	h := p.fork.Fork()
 	defer closeFork(p.c, h)
-	rc := &conn{srv: p.c.srv, nc: p.c.nc, id: p.c.id, cancel: p.c.cancel, ch: h, stats: p.c.stats, pipe: p}
+	rc := p.newRunner(h)
 	for {
 		p.run(rc, t)
 		select {
@@ -149,6 +166,26 @@ func (p *pipe) worker(t task) {
 			return
 		}
 	}
+}
+
+// newRunner returns the connection's state for running requests on handler h (a worker's,
+// or the reader's for the requests it runs in line).
+func (p *pipe) newRunner(h ConnHandler) *conn {
+	return &conn{srv: p.c.srv, nc: p.c.nc, id: p.c.id, cancel: p.c.cancel, ch: h, stats: p.c.stats, pipe: p}
+}
+
+// commandName returns the name of the command frame carries, the first field of an OP_MSG's
+// body (nil for any other frame: a compressed one, a legacy opcode).
+func commandName(frame []byte) []byte {
+	const bodyAt = HeaderSize + 4 + 1 // flags, then the body section's kind byte
+	if len(frame) < bodyAt+6 || OpCode(le.Uint32(frame[12:])) != OpCodeMsg || frame[bodyAt-1] != 0 {
+		return nil
+	}
+	key := frame[bodyAt+5:]
+	if i := bytes.IndexByte(key, 0); i > 0 {
+		return key[:i]
+	}
+	return nil
 }
 
 // run handles one request on rc and writes its reply.

@@ -80,6 +80,10 @@ const (
 	// ReadConcern commands take a read concern: the cluster-wide default read concern
 	// (setDefaultRWConcern) applies to those that carry none.
 	ReadConcern
+	// Inline commands are Direct commands brief enough to run on the goroutine reading a
+	// pipelined internal connection, with no hand-off to a worker (wire.Inliner): they never
+	// wait for another request (the compact point read).
+	Inline
 )
 
 // OpCounter names a field of serverStatus.opcounters.

@@ -39,7 +39,7 @@ const (
 // addInternalCommands registers the internal shard commands.
 func (h *Handlers) addInternalCommands(add func(*command.Command)) {
 	add(&command.Command{Name: "_cleaveShardFind", Run: h.shardFind, Action: auth.ActionInternal, Help: "internal: a shard's part of a read", Props: command.OpensCursor})
-	add(&command.Command{Name: query.PointGetCommand, Run: h.shardGet, Action: auth.ActionInternal, Help: "internal: a point read on this node's shard (compact)", Props: command.Direct})
+	add(&command.Command{Name: query.PointGetCommand, Run: h.shardGet, Action: auth.ActionInternal, Help: "internal: a point read on this node's shard (compact)", Props: command.Direct | command.Inline})
 	add(&command.Command{Name: "_cleaveShardGetMore", Run: h.shardGetMore, Action: auth.ActionInternal, Help: "internal: the next batch of a shard's read"})
 	add(&command.Command{Name: "_cleaveShardKill", Run: h.shardKill, Action: auth.ActionInternal, Help: "internal: ends a shard's read"})
 	add(&command.Command{Name: "_cleaveShardWrite", Run: h.shardWrite, Action: auth.ActionInternal, Help: "internal: the documents of an insert on this node's shards"})
