@@ -11,9 +11,10 @@ import (
 )
 
 // pipe is the state of a pipelined connection (Request.Concurrent): the connection's
-// goroutine only reads frames, each request runs on a worker (a goroutine with a handler
-// forked from the connection's; an idle one, else a new one, so the workers are as many as
-// the most requests that ran at once), and the replies go out as they finish through one
+// goroutine reads frames and runs none but the brief requests an Inliner names; every other
+// request runs on a worker (a goroutine with a handler forked from the connection's; an idle
+// one, else a new one, so the workers are as many as the most requests that ran at once),
+// and the replies go out as they finish through one
 // combining writer, many in one write when they finish together. Workers live as long as
 // the connection: a goroutine per request would grow its stack anew for every command (a
 // fifth of the owner's CPU in a profile). A client that disconnects cancels the requests in
