@@ -215,15 +215,19 @@ func (h *conn) Fork() wire.ConnHandler {
 	return &conn{e: h.e, c: c, fork: true, mem: h.e.Memory.NewReservation()}
 }
 
-// Inline implements wire.Inliner: the commands marked command.Inline run on the goroutine
-// reading their pipelined internal connection, unless the failCommand failpoint is armed (it
-// may hold them, and the reader must stay free to read the cancel of a held request).
-func (h *conn) Inline(name []byte) bool {
+// Inline implements wire.Inliner: a Direct command whose Brief says so runs on the goroutine
+// reading its pipelined internal connection, unless the failCommand failpoint is armed (it
+// may hold it, and the reader must stay free to read the cancel of a held request).
+func (h *conn) Inline(body []byte) bool {
 	if h.e.Fail.Armed() {
 		return false
 	}
-	cmd, _ := h.e.Commands.Lookup(name)
-	return cmd.Has(command.Inline)
+	first, ok := bsonx.FirstElement(body)
+	if !ok {
+		return false
+	}
+	cmd, _ := h.e.Commands.Lookup(first.KeyBytes())
+	return cmd.Has(command.Direct) && cmd.Brief != nil && cmd.Brief(body)
 }
 
 // recoverPanic turns a panic in a command into an InternalError reply and a log line with

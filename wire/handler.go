@@ -46,10 +46,11 @@ type Forker interface {
 // wait for another request (a point read). The hand-off to a worker makes a goroutine ready
 // and, on a node idle between requests, wakes a thread for it; a request run in line pays
 // neither, but the connection reads nothing else until it returns (a cancel message
-// included). Inline gets the command's name, the first field of an OP_MSG's body.
+// included). Inline gets the body of an OP_MSG's request, not validated yet (it must read
+// it with bounds checks: bsoncore's lookups).
 type Inliner interface {
 	Forker
-	Inline(command []byte) bool
+	Inline(body []byte) bool
 }
 
 // Request is one decoded client message, whatever its opcode.

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"runtime"
@@ -121,7 +120,7 @@ func (p *pipe) readLoop() error {
 		}
 		p.mu.Unlock()
 		switch {
-		case p.inliner != nil && p.inliner.Inline(commandName(*buf)):
+		case p.inliner != nil && p.inliner.Inline(msgBody(*buf)):
 			if p.inline == nil {
 				p.inline = p.newRunner(p.fork.Fork())
 			}
@@ -175,18 +174,19 @@ func (p *pipe) newRunner(h ConnHandler) *conn {
 	return &conn{srv: p.c.srv, nc: p.c.nc, id: p.c.id, cancel: p.c.cancel, ch: h, stats: p.c.stats, pipe: p}
 }
 
-// commandName returns the name of the command frame carries, the first field of an OP_MSG's
-// body (nil for any other frame: a compressed one, a legacy opcode).
-func commandName(frame []byte) []byte {
+// msgBody returns the body of the OP_MSG frame carries, its first section, whose length it
+// checks against the frame's and nothing else (nil for any other frame: a compressed one, a
+// legacy opcode, a first section that is a document sequence).
+func msgBody(frame []byte) []byte {
 	const bodyAt = HeaderSize + 4 + 1 // flags, then the body section's kind byte
-	if len(frame) < bodyAt+6 || OpCode(le.Uint32(frame[12:])) != OpCodeMsg || frame[bodyAt-1] != 0 {
+	if len(frame) < bodyAt+5 || OpCode(le.Uint32(frame[12:])) != OpCodeMsg || frame[bodyAt-1] != 0 {
 		return nil
 	}
-	key := frame[bodyAt+5:]
-	if i := bytes.IndexByte(key, 0); i > 0 {
-		return key[:i]
+	n := int(le.Uint32(frame[bodyAt:]))
+	if n < 5 || n > len(frame)-bodyAt {
+		return nil
 	}
-	return nil
+	return frame[bodyAt : bodyAt+n]
 }
 
 // run handles one request on rc and writes its reply.

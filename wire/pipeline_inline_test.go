@@ -47,8 +47,9 @@ func (c inliningConn) Fork() ConnHandler {
 }
 
 // Inline implements Inliner.
-func (c inliningConn) Inline(name []byte) bool {
-	return string(name) == "inlinePing" || string(name) == "slow"
+func (c inliningConn) Inline(body []byte) bool {
+	name := bsoncore.Document(body).Index(0).Key()
+	return name == "inlinePing" || name == "slow"
 }
 
 // TestServerPipelinedInline: on a pipelined connection whose handler is an Inliner, the
