@@ -58,7 +58,10 @@ func (h *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 	r := command.Request{Conn: c, Body: req.Body, RequestID: req.RequestID, Legacy: req.Legacy, Wire: req, Mem: h.mem}
 	idx, out := bsoncore.AppendDocumentStart(h.out[:0])
 	r.Out = out
-	ctx, kill := context.WithCancelCause(ctx) // killOp's handle on the command
+	kill := req.Cancel // killOp's handle on the command: the request's own context's, if it has one
+	if kill == nil {
+		ctx, kill = context.WithCancelCause(ctx)
+	}
 	c.Begin(req.Body, start, kill)
 	err := h.e.dispatch(ctx, &r)
 	c.End()
@@ -210,6 +213,21 @@ func (h *conn) Fork() wire.ConnHandler {
 	c.Authn.Users = slices.Clone(h.c.Authn.Users)
 	h.e.Conns.Store(c, c)
 	return &conn{e: h.e, c: c, fork: true, mem: h.e.Memory.NewReservation()}
+}
+
+// Inline implements wire.Inliner: a Direct command whose Brief says so runs on the goroutine
+// reading its pipelined internal connection, unless the failCommand failpoint is armed (it
+// may hold it, and the reader must stay free to read the cancel of a held request).
+func (h *conn) Inline(body []byte) bool {
+	if h.e.Fail.Armed() {
+		return false
+	}
+	first, ok := bsonx.FirstElement(body)
+	if !ok {
+		return false
+	}
+	cmd, _ := h.e.Commands.Lookup(first.KeyBytes())
+	return cmd.Has(command.Direct) && cmd.Brief != nil && cmd.Brief(body)
 }
 
 // recoverPanic turns a panic in a command into an InternalError reply and a log line with

@@ -32,7 +32,10 @@
 // (the internal client between nodes asks for it after authenticating); from the next
 // request on, that connection's goroutine only reads frames, the requests run at once on
 // workers (each with a handler from Fork), and the replies go out as they finish, matched
-// by responseTo, several in one write when they finish together (pipeline.go). Client is
+// by responseTo, several in one write when they finish together (pipeline.go); a handler
+// that is also an Inliner names the brief requests the reading goroutine runs itself, with
+// no hand-off to a worker (a point read). Each request's context is its own, ended by a
+// cancel message or the connection's end, and given to the handler (Request.Cancel). Client is
 // that internal client: a few connections per server, each carrying many requests in flight
 // (client.go, clientconn.go).
 //

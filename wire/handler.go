@@ -41,6 +41,18 @@ type Forker interface {
 	Fork() ConnHandler
 }
 
+// Inliner is a Forker that names the requests of its pipelined connection to run on the
+// goroutine reading the connection rather than on a worker: those that are brief and never
+// wait for another request (a point read). The hand-off to a worker makes a goroutine ready
+// and, on a node idle between requests, wakes a thread for it; a request run in line pays
+// neither, but the connection reads nothing else until it returns (a cancel message
+// included). Inline gets the body of an OP_MSG's request, not validated yet (it must read
+// it with bounds checks: bsoncore's lookups).
+type Inliner interface {
+	Forker
+	Inline(body []byte) bool
+}
+
 // Request is one decoded client message, whatever its opcode.
 type Request struct {
 	RequestID int32 // the client's requestID from the header; logs name it request_id
@@ -77,6 +89,11 @@ type Request struct {
 	Concurrent bool
 	// Replies counts the replies already sent for this request (exhaust); 0 on its first call.
 	Replies int
+	// Cancel, when set, cancels the context Handle gets, with a cause: a handler that needs
+	// to cancel its request (killOp) may use it instead of deriving a context of its own. A
+	// pipelined connection sets it (each of its requests has a context of its own, which a
+	// cancel message ends); Handle may call it before it returns.
+	Cancel context.CancelCauseFunc
 	// Compressor is the compressor the request arrived with (CompressorNoop when it was not
 	// compressed); the reply uses the same one.
 	Compressor Compressor

@@ -10,24 +10,36 @@ import (
 )
 
 // pipe is the state of a pipelined connection (Request.Concurrent): the connection's
-// goroutine only reads frames, each request runs on a worker (a goroutine with a handler
-// forked from the connection's; an idle one, else a new one, so the workers are as many as
-// the most requests that ran at once), and the replies go out as they finish through one
+// goroutine reads frames and runs none but the brief requests an Inliner names; every other
+// request runs on a worker (a goroutine with a handler forked from the connection's; an idle
+// one, else a new one, so the workers are as many as the most requests that ran at once),
+// and the replies go out as they finish through one
 // combining writer, many in one write when they finish together. Workers live as long as
 // the connection: a goroutine per request would grow its stack anew for every command (a
 // fifth of the owner's CPU in a profile). A client that disconnects cancels the requests in
 // flight, as the disconnect watcher does for one.
 type pipe struct {
-	c     *conn
-	fork  Forker
-	wg    sync.WaitGroup // one per worker
-	tasks chan task      // a request, to an idle worker
-	quit  chan struct{}  // closed when the connection ends: the workers return
+	c    *conn
+	fork Forker
+	// inliner, when the handler is one, names the requests run by the reader itself on
+	// inline, a handler forked when the first of them comes (Inliner).
+	inliner Inliner
+	inline  *conn
+	wg      sync.WaitGroup // one per worker
+	tasks   chan task      // a request, to an idle worker
+	quit    chan struct{}  // closed when the connection ends: the workers return
+
+	// base is the parent of the requests' contexts: the connection's values without its
+	// cancellation, so that a request's context costs no registration with the
+	// connection's (a lock and a map entry on every request); the requests in flight are
+	// cancelled through running when the connection's context ends (cancelAll).
+	base context.Context
+	ctx  context.Context // the connection's
 
 	mu       sync.Mutex
 	inflight int
-	reading  bool                         // a frame is being read
-	running  map[int32]context.CancelFunc // the requests in flight, by requestID
+	reading  bool                              // a frame is being read
+	running  map[int32]context.CancelCauseFunc // the requests in flight, by requestID
 
 	wmu     sync.Mutex
 	wbuf    []byte // replies appended while a write is under way
@@ -39,9 +51,10 @@ type pipe struct {
 // task is one request of a pipelined connection: its frame and its context, which a cancel
 // message ends.
 type task struct {
-	id    int32
-	frame *[]byte
-	ctx   context.Context
+	id     int32
+	frame  *[]byte
+	ctx    context.Context
+	cancel context.CancelCauseFunc // ends ctx: Request.Cancel
 }
 
 // CancelField is the only field of a pipelined connection's cancel message: an OP_MSG with
@@ -52,20 +65,27 @@ const CancelField = "$cancel"
 
 // servePipelined serves c pipelined until it ends, and returns why.
 func (c *conn) servePipelined(ctx context.Context, f Forker) error {
-	p := &pipe{c: c, fork: f, tasks: make(chan task), quit: make(chan struct{}), running: map[int32]context.CancelFunc{}}
+	p := &pipe{c: c, fork: f, tasks: make(chan task), quit: make(chan struct{}), running: map[int32]context.CancelCauseFunc{}}
+	p.ctx, p.base = ctx, context.WithoutCancel(ctx)
+	stop := context.AfterFunc(ctx, p.cancelAll)
+	defer stop()
+	p.inliner, _ = f.(Inliner)
 	c.pipe = p
-	err := p.readLoop(ctx)
+	err := p.readLoop()
 	if !errors.Is(err, errClosedIdle) {
 		c.cancel() // the client went away or broke the protocol: its requests are moot
 	}
 	close(p.quit)
 	p.wg.Wait()
+	if p.inline != nil {
+		closeFork(c, p.inline.ch)
+	}
 	return err
 }
 
 // readLoop reads requests and starts each until the connection fails or the server shuts
 // down.
-func (p *pipe) readLoop(ctx context.Context) error {
+func (p *pipe) readLoop() error {
 	c := p.c
 	for {
 		frame, n, err := c.readFrame()
@@ -90,18 +110,28 @@ func (p *pipe) readLoop(ctx context.Context) error {
 			_, _ = c.r.Discard(n)
 		}
 		t := task{id: c.req.RequestID, frame: buf}
-		var cancel context.CancelFunc
-		t.ctx, cancel = context.WithCancel(ctx)
+		t.ctx, t.cancel = context.WithCancelCause(p.base)
 		p.mu.Lock()
 		p.inflight++
 		p.reading = false
-		p.running[t.id] = cancel
+		p.running[t.id] = t.cancel
+		if p.ctx.Err() != nil { // after cancelAll
+			t.cancel(nil)
+		}
 		p.mu.Unlock()
-		select {
-		case p.tasks <- t:
+		switch {
+		case p.inliner != nil && p.inliner.Inline(msgBody(*buf)):
+			if p.inline == nil {
+				p.inline = p.newRunner(p.fork.Fork())
+			}
+			p.run(p.inline, t)
 		default:
-			p.wg.Add(1)
-			go p.worker(t)
+			select {
+			case p.tasks <- t:
+			default:
+				p.wg.Add(1)
+				go p.worker(t)
+			}
 		}
 		if c.srv.shutting.Load() {
 			return errClosedIdle
@@ -127,7 +157,7 @@ func (p *pipe) worker(t task) {
 	defer p.wg.Done()
 	h := p.fork.Fork()
 	defer closeFork(p.c, h)
-	rc := &conn{srv: p.c.srv, nc: p.c.nc, id: p.c.id, cancel: p.c.cancel, ch: h, stats: p.c.stats, pipe: p}
+	rc := p.newRunner(h)
 	for {
 		p.run(rc, t)
 		select {
@@ -136,6 +166,27 @@ func (p *pipe) worker(t task) {
 			return
 		}
 	}
+}
+
+// newRunner returns the connection's state for running requests on handler h (a worker's,
+// or the reader's for the requests it runs in line).
+func (p *pipe) newRunner(h ConnHandler) *conn {
+	return &conn{srv: p.c.srv, nc: p.c.nc, id: p.c.id, cancel: p.c.cancel, ch: h, stats: p.c.stats, pipe: p}
+}
+
+// msgBody returns the body of the OP_MSG frame carries, its first section, whose length it
+// checks against the frame's and nothing else (nil for any other frame: a compressed one, a
+// legacy opcode, a first section that is a document sequence).
+func msgBody(frame []byte) []byte {
+	const bodyAt = HeaderSize + 4 + 1 // flags, then the body section's kind byte
+	if len(frame) < bodyAt+5 || OpCode(le.Uint32(frame[12:])) != OpCodeMsg || frame[bodyAt-1] != 0 {
+		return nil
+	}
+	n := int(le.Uint32(frame[bodyAt:]))
+	if n < 5 || n > len(frame)-bodyAt {
+		return nil
+	}
+	return frame[bodyAt : bodyAt+n]
 }
 
 // run handles one request on rc and writes its reply.
@@ -151,6 +202,7 @@ func (p *pipe) run(rc *conn, t task) {
 		putBuf(t.frame)
 		p.done(t.id)
 	}()
+	rc.req.Cancel = t.cancel
 	if err := rc.handle(t.ctx, *t.frame); err != nil {
 		rc.logEnd(err)
 		_ = c.nc.Close() // the reader fails and the connection ends
@@ -163,7 +215,7 @@ func (p *pipe) done(id int32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if cancel := p.running[id]; cancel != nil {
-		cancel()
+		cancel(nil)
 		delete(p.running, id)
 	}
 	p.inflight--
@@ -200,7 +252,17 @@ func (p *pipe) cancel(id int32) {
 	cancel := p.running[id]
 	p.mu.Unlock()
 	if cancel != nil {
-		cancel()
+		cancel(nil)
+	}
+}
+
+// cancelAll ends the context of every request in flight: the connection's context ended
+// (the client went away, the server shuts down).
+func (p *pipe) cancelAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, cancel := range p.running {
+		cancel(nil)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/cleavedb/cleave/auth"
 )
 
@@ -34,6 +36,12 @@ type Command struct {
 	Props Props
 	// DeprecatedIn is the Stable API version that deprecates the command ("": none).
 	DeprecatedIn string
+	// Brief, set on a Direct command, reports whether the request whose body it gets will run
+	// briefly and wait for nothing (not even this node's catalog catching up): then the
+	// goroutine reading its pipelined internal connection runs it, with no hand-off to a
+	// worker (wire.Inliner). body is not validated yet: Brief reads it with bounds checks
+	// only, and says false when in doubt.
+	Brief func(body bsoncore.Document) bool
 }
 
 // Has reports whether c has every property of p; a nil c (a command not found) has none.

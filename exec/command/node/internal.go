@@ -39,7 +39,7 @@ const (
 // addInternalCommands registers the internal shard commands.
 func (h *Handlers) addInternalCommands(add func(*command.Command)) {
 	add(&command.Command{Name: "_cleaveShardFind", Run: h.shardFind, Action: auth.ActionInternal, Help: "internal: a shard's part of a read", Props: command.OpensCursor})
-	add(&command.Command{Name: query.PointGetCommand, Run: h.shardGet, Action: auth.ActionInternal, Help: "internal: a point read on this node's shard (compact)", Props: command.Direct})
+	add(&command.Command{Name: query.PointGetCommand, Run: h.shardGet, Action: auth.ActionInternal, Help: "internal: a point read on this node's shard (compact)", Props: command.Direct, Brief: h.caughtUp})
 	add(&command.Command{Name: "_cleaveShardGetMore", Run: h.shardGetMore, Action: auth.ActionInternal, Help: "internal: the next batch of a shard's read"})
 	add(&command.Command{Name: "_cleaveShardKill", Run: h.shardKill, Action: auth.ActionInternal, Help: "internal: ends a shard's read"})
 	add(&command.Command{Name: "_cleaveShardWrite", Run: h.shardWrite, Action: auth.ActionInternal, Help: "internal: the documents of an insert on this node's shards"})
@@ -72,6 +72,13 @@ func (h *Handlers) catchUp(ctx context.Context, rev int64) error {
 		return mongoerr.Wrap(err, mongoerr.StaleConfig, "this node's catalog is behind revision %d", rev)
 	}
 	return nil
+}
+
+// caughtUp is the compact point read's Brief: it runs on the connection's reader when this
+// node's catalog is at the router's revision already (catchUp has nothing to wait for).
+func (h *Handlers) caughtUp(body bsoncore.Document) bool {
+	rev, ok := body.Lookup("rev").Int64OK()
+	return ok && rev <= h.Storage.Catalog.Revision()
 }
 
 // ownedColl returns the collection an internal command names, checking that it is the one
