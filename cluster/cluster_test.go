@@ -151,6 +151,9 @@ func openCatalog(t *testing.T) *store.Catalog {
 func shareCatalog(t *testing.T, n *Node) (*store.Catalog, func() []string) {
 	t.Helper()
 	cat := openCatalog(t)
+	// The node's watch applies changes to cat until the node closes: close it before cat's
+	// store (cleanups run last first), or a change applied meanwhile meets a closed store.
+	t.Cleanup(func() { _ = n.Close() })
 	var mu sync.Mutex
 	var dropped []string
 	err := n.ShareCatalog(context.Background(), cat, func(cs []*store.Collection) {
