@@ -116,12 +116,12 @@ func (e *Executor) runCommand(ctx context.Context, r *command.Request, cmd *comm
 	if cmd.Has(command.RetryableWrite) {
 		// A write passes the backup gate from before it writes until its operationTime is
 		// ticked: a backup's cluster time then splits the writes exactly (exec/backup).
-		leave := e.Backup.Enter()
+		e.Backup.Enter()
 		defer func() {
 			if r.OperationTime == 0 {
 				r.OperationTime = e.Clock.Tick()
 			}
-			leave()
+			e.Backup.Leave()
 		}()
 	}
 	e.FreshCatalog(ctx, r) // exec/command/catalog_fresh.go

@@ -21,7 +21,8 @@ import (
 // new one in until it opens again.
 func TestGateCloseWaitsForWriters(t *testing.T) {
 	var g Gate
-	leave := g.Enter()
+	g.Enter()
+	leave := g.Leave
 	closed := make(chan func())
 	go func() {
 		open, err := g.closeCtx(context.Background())
@@ -32,7 +33,7 @@ func TestGateCloseWaitsForWriters(t *testing.T) {
 	}()
 	entered := make(chan struct{})
 	time.Sleep(20 * time.Millisecond) // the close is waiting: a new command must wait too
-	go func() { g.Enter()(); close(entered) }()
+	go func() { g.Enter(); g.Leave(); close(entered) }()
 	select {
 	case <-closed:
 		t.Fatal("the gate closed with a command inside")
@@ -55,7 +56,8 @@ func TestGateCloseWaitsForWriters(t *testing.T) {
 // inside leaves.
 func TestGateCloseGivesUp(t *testing.T) {
 	var g Gate
-	leave := g.Enter()
+	g.Enter()
+	leave := g.Leave
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if _, err := g.closeCtx(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -63,7 +65,7 @@ func TestGateCloseGivesUp(t *testing.T) {
 	}
 	leave()
 	done := make(chan struct{})
-	go func() { g.Enter()(); close(done) }()
+	go func() { g.Enter(); g.Leave(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
@@ -142,7 +144,8 @@ func TestRunRetriesWhileWritesDrain(t *testing.T) {
 	var mu sync.Mutex
 	var now uint64
 	tick := func() uint64 { mu.Lock(); defer mu.Unlock(); now++; return now }
-	leave := g.Enter()
+	g.Enter()
+	leave := g.Leave
 	var left uint64
 	go func() {
 		time.Sleep(300 * time.Millisecond)

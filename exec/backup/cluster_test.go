@@ -94,7 +94,8 @@ func TestRunClusterCutsAtTheLatestClock(t *testing.T) {
 	if released.Load() != 1 {
 		t.Errorf("the other node was released %d times", released.Load())
 	}
-	n.Gate.Enter()() // open again
+	n.Gate.Enter()
+	n.Gate.Leave() // open again
 	if _, err := store.ReadClusterMetadata(o.Dir, &m); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,8 @@ func TestRunClusterShardWithoutLeader(t *testing.T) {
 	if released.Load() != DrainAttempts {
 		t.Errorf("the other node was released %d times, want %d", released.Load(), DrainAttempts)
 	}
-	n.Gate.Enter()()
+	n.Gate.Enter()
+	n.Gate.Leave()
 	if ents, _ := os.ReadDir(o.Dir); len(ents) > 0 {
 		t.Errorf("a failed backup left %d entries", len(ents))
 	}

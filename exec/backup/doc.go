@@ -5,9 +5,9 @@
 // gate and takes every key lock for as long as the shards' Pebble checkpoints take:
 //
 //	var g backup.Gate
-//	leave := g.Enter()           // a write command, around its work and its operationTime
+//	g.Enter()                    // a write command, around its work and its operationTime
 //	...
-//	leave()
+//	g.Leave()
 //	res, err := backup.Run(ctx, backup.Options{Dir: "/backups/1", Cat: cat, Gate: &g, Tick: clock.Tick})
 //
 // # Invariants

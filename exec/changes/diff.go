@@ -21,7 +21,10 @@ import (
 // documents once when their fields are in the same order (what update operators leave),
 // builds a path only for what it reports, and allocates only its result.
 func Diff(old, cur bsoncore.Document) bsoncore.Document {
-	var d differ
+	// The usual diff (a few fields of short paths set) fits in one allocation of
+	// diffBufs, where growing path, stack and updated from nil took two each.
+	b := new(diffBufs)
+	d := differ{path: b.path[:0], stack: b.stack[:0], updated: b.updated[:0]}
 	d.doc(old, cur)
 	out := make([]byte, 0, len(d.updated)+len(d.removed)+len(d.truncated)+len(d.ambiguous)+96)
 	idx, out := bsoncore.AppendDocumentStart(out)
@@ -39,6 +42,13 @@ func Diff(old, cur bsoncore.Document) bsoncore.Document {
 	out, _ = bsoncore.AppendDocumentEnd(out, didx)
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	return out
+}
+
+// diffBufs holds the first bytes of a differ's path, stack and updated.
+type diffBufs struct {
+	path    [32]byte
+	stack   [4]component
+	updated [128]byte
 }
 
 // component is one step of a path: a field name, or an array index (index >= 0).

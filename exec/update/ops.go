@@ -82,9 +82,9 @@ type bitOp struct {
 
 // newLeaf parses and validates the argument of one operator field, as each MongoDB update
 // node's init() does. e is the element {<path>: <argument>} of the operator's document;
-// coll is the update's collation (nil: simple).
-func newLeaf(op opKind, e elem, coll bsonx.Collator) (*leaf, error) {
-	key := string(e.key) // one string for both
+// coll is the update's collation (nil: simple). key is string(e.key), which the caller has
+// already made: one string for both the leaf's path and its key.
+func newLeaf(op opKind, key string, e elem, coll bsonx.Collator) (*leaf, error) {
 	lf := &leaf{op: op, path: key, key: key, val: e.value(), coll: coll}
 	switch op {
 	case opSet, opSetOnInsert, opMin, opMax:

@@ -57,25 +57,35 @@ func (wr *Writer) stageIndex(xi *catalog.Index, oldShard, newShard int, oldHash,
 		})
 	}
 	coll := wr.ci.Meta.ID
-	var oldKeys [][]byte
-	err := xi.Keys(w.Old, func(key []byte) error {
-		oldKeys = append(oldKeys, append([]byte(nil), key...))
+	// Both documents' keys go into one buffer, the usual one key each into arrays on the
+	// stack: one allocation per index where each key took one of its own.
+	var ends [8]int
+	var views [8][]byte
+	buf, bounds := []byte(nil), ends[:0]
+	collect := func(key []byte) error {
+		buf = append(buf, key...)
+		bounds = append(bounds, len(buf))
 		return nil
-	})
-	if err != nil {
+	}
+	if err := xi.Keys(w.Old, collect); err != nil {
 		return err
 	}
-	moved := oldShard != newShard || oldHash != newHash
-	var newKeys [][]byte
+	nOld := len(bounds)
 	if w.New != nil {
-		err := xi.Keys(w.New, func(key []byte) error {
-			newKeys = append(newKeys, append([]byte(nil), key...))
-			return nil
-		})
-		if err != nil {
+		if err := xi.Keys(w.New, collect); err != nil {
 			return err
 		}
 	}
+	keys := views[:0]
+	for i, end := range bounds {
+		start := 0
+		if i > 0 {
+			start = bounds[i-1]
+		}
+		keys = append(keys, buf[start:end:end])
+	}
+	oldKeys, newKeys := keys[:nOld], keys[nOld:]
+	moved := oldShard != newShard || oldHash != newHash
 	for _, k := range oldKeys {
 		if moved || !containsKey(newKeys, k) {
 			wr.batch(oldShard).DeleteIndex(coll, xi.Meta.ID, k, oldHash, w.ID)
