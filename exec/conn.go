@@ -100,6 +100,9 @@ func (h *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	h.out = out
 	h.finish(&r, start, err)
+	if r.Done != nil {
+		r.Done.Release() // after finish, which reads r.Plan
+	}
 	return out, nil
 }
 
