@@ -41,6 +41,10 @@ type conn struct {
 	// mem is the reply's share of the memory account, released once the wire layer is done
 	// with the reply: at the next request or at Close.
 	mem *stream.Reservation
+	// req is the request being run, kept here so that it is not allocated for every
+	// command (dispatch's table of functions makes it escape): nothing keeps a *Request
+	// past Handle, which clears it before returning.
+	req command.Request
 }
 
 // maxRetainedReply is the largest reply buffer a connection keeps between requests; a
@@ -55,7 +59,9 @@ func (h *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 	}
 	start := time.Now()
 	h.mem.Release() // the previous reply is sent
-	r := command.Request{Conn: c, Body: req.Body, RequestID: req.RequestID, Legacy: req.Legacy, Wire: req, Mem: h.mem}
+	r := &h.req
+	*r = command.Request{Conn: c, Body: req.Body, RequestID: req.RequestID, Legacy: req.Legacy, Wire: req, Mem: h.mem}
+	defer func() { *r = command.Request{} }() // nothing of the request outlives it
 	idx, out := bsoncore.AppendDocumentStart(h.out[:0])
 	r.Out = out
 	kill := req.Cancel // killOp's handle on the command: the request's own context's, if it has one
@@ -63,7 +69,7 @@ func (h *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 		ctx, kill = context.WithCancelCause(ctx)
 	}
 	c.Begin(req.Body, start, kill)
-	err := h.e.dispatch(ctx, &r)
+	err := h.e.dispatch(ctx, r)
 	c.End()
 	if !errors.Is(err, failpoint.ErrCloseConnection) {
 		err = command.InterruptError(ctx, err) // before kill(nil) cancels ctx
@@ -71,7 +77,7 @@ func (h *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 	}
 	kill(nil)
 	if errors.Is(err, failpoint.ErrCloseConnection) {
-		h.finish(&r, start, err)
+		h.finish(r, start, err)
 		return nil, err // the wire layer closes the socket without a reply
 	}
 	out = r.Out
@@ -84,7 +90,7 @@ func (h *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 		out = merr.AppendReply(out[:idx+4])
 	} else {
 		out = r.Txn.AppendRecoveryToken(out)
-		out = appendAtClusterTime(&r, out, int(idx))
+		out = appendAtClusterTime(r, out, int(idx))
 		out = bsoncore.AppendDoubleElement(out, "ok", 1)
 	}
 	if !r.Legacy {
@@ -99,7 +105,10 @@ func (h *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	h.out = out
-	h.finish(&r, start, err)
+	h.finish(r, start, err)
+	if r.Done != nil {
+		r.Done.Release() // after finish, which reads r.Plan
+	}
 	return out, nil
 }
 

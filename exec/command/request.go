@@ -56,6 +56,16 @@ type Request struct {
 	// Plan is the plan of the command's read (find, count, distinct, aggregate), nil if
 	// none: a slow operation shows its summary (query.Plan.Summary), computed only then.
 	Plan *query.Plan
+	// Done, when set, is memory of the command that nothing uses once its reply is built
+	// and the command is logged (a finished find's findRun): the connection releases it
+	// then, for the next request to reuse. A caller that never releases it leaves it to
+	// the garbage collector.
+	Done Releaser
+}
+
+// Releaser is memory a finished request hands back (Request.Done).
+type Releaser interface {
+	Release()
 }
 
 // genericArgs are the fields of a command body that the command path reads for every

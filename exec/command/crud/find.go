@@ -3,6 +3,7 @@ package crud
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -32,9 +33,31 @@ type findRun struct {
 	scr query.OpenScratch
 }
 
+// findRuns are the findRuns of finished finds (findRun.Release): a point read's is 2 KiB,
+// most of the bytes it allocated (BenchmarkFindByID: 3,253 B/op, 7 allocs/op).
+var findRuns = sync.Pool{New: func() any { return new(findRun) }}
+
+// Release implements command.Releaser: the find is over and left nothing open that points
+// into run (done).
+func (run *findRun) Release() {
+	*run = findRun{}
+	findRuns.Put(run)
+}
+
+// done tells whether a find that answered from run leaves nothing that points into it once
+// its request ends: no registered cursor, and no stream whose reader goroutine or remote
+// connection might finish closing after Close returns (only one local shard's stream, read
+// without prefetch).
+func (run *findRun) done(shards []*query.ShardStream) bool {
+	if run.c.ID != 0 || len(shards) > 1 {
+		return false
+	}
+	return len(shards) == 0 || !shards[0].IsRemote() && !shards[0].Prefetching()
+}
+
 // find runs the find command.
 func (h *Handlers) find(ctx context.Context, r *command.Request) error {
-	run := new(findRun)
+	run := findRuns.Get().(*findRun) //nolint:forcetypeassert // the pool holds only *findRun
 	a := &run.a
 	if err := parseFindInto(r.Body, a); err != nil {
 		return err
@@ -97,6 +120,9 @@ func (h *Handlers) find(ctx context.Context, r *command.Request) error {
 	}
 	for _, s := range shards {
 		r.Charge += s.Stats.Charge()
+	}
+	if run.done(shards) {
+		r.Done = run
 	}
 	return nil
 }
