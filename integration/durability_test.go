@@ -74,19 +74,7 @@ func killDuringWrites(t *testing.T, shards string) {
 		}(w)
 	}
 	// Let the writers get going, then pull the plug mid-stream.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		mu.Lock()
-		n := len(acked)
-		mu.Unlock()
-		if n >= 500 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	srv.kill()
-	close(stop)
-	wg.Wait()
+	killAfterAcks(srv, 500, func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }, stop, &wg)
 	if len(acked) == 0 {
 		t.Fatal("no write was acknowledged before the kill")
 	}
@@ -97,17 +85,7 @@ func killDuringWrites(t *testing.T, shards string) {
 	validateClean(t, c2.Database("durable"), "counters", "after kill -9")
 	coll = c2.Database("durable").Collection("docs")
 	counters = c2.Database("durable").Collection("counters")
-	found := map[string]bool{}
-	cur, err := coll.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
-	if err != nil {
-		t.Fatalf("find after restart: %v", err)
-	}
-	for cur.Next(ctx) {
-		found[cur.Current.Lookup("_id").StringValue()] = true
-	}
-	if err := cur.Err(); err != nil {
-		t.Fatalf("cursor: %v", err)
-	}
+	found := stringIDs(t, coll)
 	lost := 0
 	for id := range acked {
 		if !found[id] {
@@ -177,17 +155,7 @@ func TestKillDuringShardedInsertMany(t *testing.T) {
 			}
 		})
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		mu.Lock()
-		n := len(acked)
-		mu.Unlock()
-		if n >= 50*perCall || time.Now().After(deadline) {
-			break
-		}
-	}
-	srv.kill()
-	close(stop)
-	wg.Wait()
+	killAfterAcks(srv, 50*perCall, func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }, stop, &wg)
 	if len(acked) == 0 {
 		t.Fatal("no insertMany was acknowledged before the kill")
 	}
@@ -195,17 +163,7 @@ func TestKillDuringShardedInsertMany(t *testing.T) {
 	srv.restart()
 	c2 := srv.client(t)
 	validateClean(t, c2.Database("durable"), "many", "after kill -9")
-	found := map[string]bool{}
-	cur, err := c2.Database("durable").Collection("many").Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
-	if err != nil {
-		t.Fatalf("find after restart: %v", err)
-	}
-	for cur.Next(ctx) {
-		found[cur.Current.Lookup("_id").StringValue()] = true
-	}
-	if err := cur.Err(); err != nil {
-		t.Fatalf("cursor: %v", err)
-	}
+	found := stringIDs(t, c2.Database("durable").Collection("many"))
 	if _, shards := explainShards(t, c2, "durable", bson.D{{Key: "find", Value: "many"}}); len(shards) != 2 ||
 		shards[0].Returned == 0 || shards[1].Returned == 0 {
 		t.Fatalf("the documents should be on both shards: %+v", shards)
@@ -223,4 +181,33 @@ func TestKillDuringShardedInsertMany(t *testing.T) {
 		t.Fatalf("%d of %d acknowledged documents lost", lost, len(acked))
 	}
 	t.Logf("%d documents of acknowledged insertMany calls, all present after kill -9", len(acked))
+}
+
+// killAfterAcks lets writers run until acked reports want acknowledged writes (or 20 s
+// pass), then kills srv with SIGKILL and waits for the writers, told to stop, to return.
+func killAfterAcks(srv *server, want int, acked func() int, stop chan struct{}, wg *sync.WaitGroup) {
+	for deadline := time.Now().Add(20 * time.Second); acked() < want && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	srv.kill()
+	close(stop)
+	wg.Wait()
+}
+
+// stringIDs returns the set of coll's _ids, which are strings.
+func stringIDs(t *testing.T, coll *mongo.Collection) map[string]bool {
+	t.Helper()
+	ctx := context.Background()
+	cur, err := coll.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		t.Fatalf("find after restart: %v", err)
+	}
+	found := map[string]bool{}
+	for cur.Next(ctx) {
+		found[cur.Current.Lookup("_id").StringValue()] = true
+	}
+	if err := cur.Err(); err != nil {
+		t.Fatalf("cursor: %v", err)
+	}
+	return found
 }
