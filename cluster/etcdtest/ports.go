@@ -6,8 +6,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
+
+// handedOut holds the addresses FreeAddr has returned in this process: a node killed and not
+// yet restarted leaves its port free, and another test must not be given it meanwhile.
+var handedOut sync.Map
 
 // FreeAddr returns a loopback address whose port was free a moment ago, below the kernel's
 // ephemeral range when it can. A server stopped and started again on it (an etcd member, a
@@ -19,8 +24,12 @@ func FreeAddr(t testing.TB) string {
 	if low := ephemeralLow(); low > 11000 {
 		for range 100 {
 			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(10000+rand.IntN(low-10000)))
+			if _, taken := handedOut.Load(addr); taken {
+				continue
+			}
 			if ln, err := net.Listen("tcp", addr); err == nil {
 				_ = ln.Close()
+				handedOut.Store(addr, struct{}{})
 				return addr
 			}
 		}
