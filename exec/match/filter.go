@@ -38,10 +38,16 @@ type Filter struct {
 
 // Compile compiles a query filter. Errors are *mongoerr.Error with MongoDB's codes.
 func Compile(filter bsoncore.Document, opts *Options) (*Filter, error) {
+	return CompileInto(filter, opts, nil)
+}
+
+// CompileInto is Compile that builds a one-equality filter ({_id: 7}) in sc (nil: allocated),
+// whose owner must not reuse it while the filter is in use; any other shape is allocated.
+func CompileInto(filter bsoncore.Document, opts *Options, sc *Scratch) (*Filter, error) {
 	if err := filter.Validate(); err != nil {
 		return nil, mongoerr.Wrap(err, mongoerr.InvalidBSON, "invalid BSON in filter")
 	}
-	if f := compileSingleEq(filter, opts); f != nil {
+	if f := compileSingleEq(filter, opts, sc); f != nil {
 		return f, nil
 	}
 	if opts == nil {

@@ -25,7 +25,8 @@ const idName = "_id"
 // one field, not an operator nor a dotted path, whose value the parser would compile into
 // an eqTopNode (not null, a regex, undefined or a document); nil for any other filter,
 // which the parser compiles. The result is the parser's, node for node.
-func compileSingleEq(filter bsoncore.Document, opts *Options) *Filter {
+// When sc is not nil the filter is built in it rather than allocated.
+func compileSingleEq(filter bsoncore.Document, opts *Options, sc *Scratch) *Filter {
 	t, key, val, rest, ok := next(body(filter))
 	if !ok || len(rest) != 0 || len(key) == 0 || key[0] == '$' {
 		return nil
@@ -44,7 +45,13 @@ func compileSingleEq(filter bsoncore.Document, opts *Options) *Filter {
 		name = string(key)
 	}
 	v := bsoncore.Value{Type: t, Data: val}
-	s := &singleEq{}
+	var s *singleEq
+	if sc != nil {
+		s = &sc.eq
+		*s = singleEq{}
+	} else {
+		s = &singleEq{}
+	}
 	if opts != nil {
 		s.f.coll, s.f.vars = opts.Collator, opts.Vars
 	}
@@ -58,4 +65,12 @@ func compileSingleEq(filter bsoncore.Document, opts *Options) *Filter {
 	s.paths[0] = name
 	s.f.root, s.f.conj, s.f.paths, s.f.src = &s.top, s.conj[:], s.paths[:], filter
 	return &s.f
+}
+
+// Scratch is room for a compiled filter that its owner reuses from one compilation to the
+// next (a pooled find's state): CompileInto builds a one-equality filter, a find by _id's,
+// in it instead of allocating one. The filter it returns lives in the Scratch: it is valid
+// until the Scratch is compiled into again or reused otherwise.
+type Scratch struct {
+	eq singleEq
 }

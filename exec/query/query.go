@@ -106,6 +106,12 @@ func CompileFilterWith(filter, let bsoncore.Document, coll bsonx.Collator) (*mat
 // nothing but exec/js's own limits). With JavaScript switched off, $where answers as a
 // mongod without a script engine.
 func CompileFilterJS(filter, let bsoncore.Document, coll bsonx.Collator, scope *js.Scope) (*match.Filter, error) {
+	return CompileFilterInto(filter, let, coll, scope, nil)
+}
+
+// CompileFilterInto is CompileFilterJS that builds a one-equality filter (a find by _id's)
+// in sc (nil: allocated; match.CompileInto): sc's owner keeps it until the filter is done.
+func CompileFilterInto(filter, let bsoncore.Document, coll bsonx.Collator, scope *js.Scope, sc *match.Scratch) (*match.Filter, error) {
 	if filter == nil {
 		filter = EmptyDoc
 	}
@@ -126,7 +132,7 @@ func CompileFilterJS(filter, let bsoncore.Document, coll bsonx.Collator, scope *
 	if bytes.Contains(filter, dollarWhere) {
 		mo.Where = whereHook(scope)
 	}
-	return match.Compile(filter, &mo)
+	return match.CompileInto(filter, &mo, sc)
 }
 
 // FunctionHook returns expr.Options.Function for a context that allows JavaScript: $function

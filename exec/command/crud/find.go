@@ -15,6 +15,7 @@ import (
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/cursor"
 	"github.com/cleavedb/cleave/exec/expr"
+	"github.com/cleavedb/cleave/exec/match"
 	"github.com/cleavedb/cleave/exec/project"
 	"github.com/cleavedb/cleave/exec/query"
 	"github.com/cleavedb/cleave/exec/sharding"
@@ -31,6 +32,7 @@ type findRun struct {
 	q   query.Query
 	c   cursor.Cursor
 	scr query.OpenScratch
+	flt match.Scratch // q.Filter when it is one equality (a find by _id)
 }
 
 // findRuns are the findRuns of finished finds (findRun.Release): a point read's is 2 KiB,
@@ -88,7 +90,7 @@ func (h *Handlers) find(ctx context.Context, r *command.Request) error {
 		return err
 	}
 	q := &run.q
-	if err := compileFindInto(ci, a, q); err != nil {
+	if err := compileFindInto(ci, a, q, &run.flt); err != nil {
 		return err
 	}
 	if ci == nil {
@@ -131,19 +133,20 @@ func (h *Handlers) find(ctx context.Context, r *command.Request) error {
 // the arguments are still validated, as MongoDB does.
 func compileFind(ci *catalog.Coll, a *findArgs) (*query.Query, error) {
 	q := new(query.Query)
-	if err := compileFindInto(ci, a, q); err != nil {
+	if err := compileFindInto(ci, a, q, nil); err != nil {
 		return nil, err
 	}
 	return q, nil
 }
 
-// compileFindInto is compileFind into q, which is zero.
-func compileFindInto(ci *catalog.Coll, a *findArgs, q *query.Query) error {
+// compileFindInto is compileFind into q, which is zero; a filter of one equality is built in
+// sc (nil: allocated).
+func compileFindInto(ci *catalog.Coll, a *findArgs, q *query.Query, sc *match.Scratch) error {
 	coll, err := CollationFor(a.collation, ci)
 	if err != nil {
 		return err
 	}
-	f, err := compileFilterTimed(context.Background(), a.filter, a.let, coll, a.maxTimeMS) // $expr sees the let variables
+	f, err := compileFilterTimedInto(context.Background(), a.filter, a.let, coll, a.maxTimeMS, sc) // $expr sees the let variables
 	if err != nil {
 		return err
 	}

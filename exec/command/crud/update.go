@@ -129,10 +129,17 @@ func compileWriteFilter(q, let bsoncore.Document, coll bsonx.Collator) (*match.F
 // (0: none) from now, or when ctx ends, and so does its $function. A filter whose bytes spell
 // neither "$where" nor "$function" gets no scope: it was an allocation of every point read.
 func compileFilterTimed(ctx context.Context, q, let bsoncore.Document, coll bsonx.Collator, maxTimeMS int64) (*match.Filter, error) {
-	if !bytes.Contains(q, dollarWhere) && !bytes.Contains(q, dollarFunction) {
-		return query.CompileFilterWith(q, let, coll)
+	return compileFilterTimedInto(ctx, q, let, coll, maxTimeMS, nil)
+}
+
+// compileFilterTimedInto is compileFilterTimed that builds a one-equality filter in sc (nil:
+// allocated; query.CompileFilterInto).
+func compileFilterTimedInto(ctx context.Context, q, let bsoncore.Document, coll bsonx.Collator, maxTimeMS int64, sc *match.Scratch) (*match.Filter, error) {
+	var scope *js.Scope
+	if bytes.Contains(q, dollarWhere) || bytes.Contains(q, dollarFunction) {
+		scope = js.NewScope(ctx, time.Duration(maxTimeMS)*time.Millisecond)
 	}
-	return query.CompileFilterJS(q, let, coll, js.NewScope(ctx, time.Duration(maxTimeMS)*time.Millisecond))
+	return query.CompileFilterInto(q, let, coll, scope, sc)
 }
 
 // updateFunctionHook returns the JavaScript hook of update u's pipeline, bounded by the
