@@ -45,6 +45,12 @@ type conn struct {
 	// command (dispatch's table of functions makes it escape): nothing keeps a *Request
 	// past Handle, which clears it before returning.
 	req command.Request
+	// killable is the cancellable context the connection's requests run under (killOp's
+	// handle: kill), derived from parent, the context the wire layer hands Handle, and
+	// reused from request to request until something cancels it (killOp, the client gone):
+	// a context per command was two of a find's five allocations.
+	killable, parent context.Context //nolint:containedctx // the connection's, reused, see Handle
+	kill             context.CancelCauseFunc
 }
 
 // maxRetainedReply is the largest reply buffer a connection keeps between requests; a
@@ -66,16 +72,18 @@ func (h *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 	r.Out = out
 	kill := req.Cancel // killOp's handle on the command: the request's own context's, if it has one
 	if kill == nil {
-		ctx, kill = context.WithCancelCause(ctx)
+		ctx, kill = h.requestContext(ctx)
 	}
 	c.Begin(req.Body, start, kill)
 	err := h.e.dispatch(ctx, r)
-	c.End()
+	c.End() // after it, killOp no longer reaches kill
 	if !errors.Is(err, failpoint.ErrCloseConnection) {
-		err = command.InterruptError(ctx, err) // before kill(nil) cancels ctx
-		err = catalog.StoreError(err)          // a full disk or a failed commit, wherever it surfaced
+		err = command.InterruptError(ctx, err)
+		err = catalog.StoreError(err) // a full disk or a failed commit, wherever it surfaced
 	}
-	kill(nil)
+	if req.Cancel != nil {
+		kill(nil)
+	}
 	if errors.Is(err, failpoint.ErrCloseConnection) {
 		h.finish(r, start, err)
 		return nil, err // the wire layer closes the socket without a reply
@@ -110,6 +118,23 @@ func (h *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 		r.Done.Release() // after finish, which reads r.Plan
 	}
 	return out, nil
+}
+
+// requestContext returns the context a request runs under, and the kill that ends it with a
+// cause (killOp's errKilled): the connection's context derived from parent, kept while
+// nothing has cancelled it. A request does not cancel it when it ends, so a context derived
+// from it must be cancelled by whoever derived it (as go vet's lostcancel asks); what a
+// command leaves behind must not wait for its request's context to end (a cursor's reader
+// has its own).
+func (h *conn) requestContext(parent context.Context) (context.Context, context.CancelCauseFunc) {
+	if h.killable == nil || h.parent != parent || h.killable.Err() != nil {
+		if h.kill != nil {
+			h.kill(nil) // a new parent: detach the old context from the old one
+		}
+		h.killable, h.kill = context.WithCancelCause(parent)
+		h.parent = parent
+	}
+	return h.killable, h.kill
 }
 
 // finish records the statistics of a finished command and logs it: at Info when it was
@@ -211,6 +236,10 @@ func (h *conn) Close() {
 	}
 	h.out = nil
 	h.mem.Release()
+	if h.kill != nil {
+		h.kill(nil)
+		h.killable, h.parent, h.kill = nil, nil, nil
+	}
 }
 
 // Fork implements wire.Forker: the handler of one request at a time of a pipelined internal
