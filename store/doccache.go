@@ -190,16 +190,17 @@ func (b *Batch) noteDoc(key, doc []byte, del bool) {
 
 // getDocCached implements DB.GetDoc through the docCache.
 func (db *DB) getDocCached(coll CollID, hash uint64, id, dst []byte) ([]byte, error) {
+	// The key stays on the stack for the cache's hash; a miss builds it again for Pebble,
+	// whose Get makes it escape (the key on the heap was one of a find by _id's allocations).
 	var kb [96]byte
-	key := AppendDocKey(kb[:0], coll, hash, id)
-	k := idKeyOf(key)
+	k := idKeyOf(AppendDocKey(kb[:0], coll, hash, id))
 	dst, ok := db.docs.get(k, dst)
 	if ok {
 		return dst, nil
 	}
 	w, idle := db.ids.load(k) // before the read: see docCache
 	start := len(dst)
-	dst, err := db.readOps.getDocKey(key, dst)
+	dst, err := db.readOps.getDoc(coll, hash, id, dst)
 	if err == nil && idle {
 		db.docs.put(k, w, dst[start:])
 	}
