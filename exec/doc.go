@@ -1,9 +1,11 @@
 // Package exec answers MongoDB commands. It is the composition root: the Executor builds the
 // server's services (exec/command.Server) with the command families above them, implements
 // wire.Handler (conn.go: one connection's commands, one at a time, each reply built in a
-// reused buffer), and dispatches every command (dispatch.go) through the steps MongoDB runs
-// around it, in MongoDB's order: the command's lookup in the table, the Stable API's checks
-// (api_version.go), the failCommand failpoint (failcommand.go), access control
+// reused buffer, each command under a cancellable context the connection keeps until killOp
+// or a disconnect cancels it: a context derived from it is cancelled by whoever derived it,
+// not by the command's end), and dispatches every command (dispatch.go) through the steps
+// MongoDB runs around it, in MongoDB's order: the command's lookup in the table, the Stable
+// API's checks (api_version.go), the failCommand failpoint (failcommand.go), access control
 // (authorize.go), the statement's transaction or snapshot read (txn.go), the cluster time,
 // the router's retries after StaleConfig (stale.go); then the error labels (labels.go) and
 // the write concerns one copy cannot satisfy (write_concern.go). It is the one place a Go
