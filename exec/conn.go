@@ -48,8 +48,9 @@ type conn struct {
 	// killable is the cancellable context the connection's requests run under (killOp's
 	// handle: kill), derived from parent, the context the wire layer hands Handle, and
 	// reused from request to request until something cancels it (killOp, the client gone):
-	// a context per command was two of a find's five allocations.
-	killable, parent context.Context //nolint:containedctx // the connection's, reused, see Handle
+	// a context per command was two of a find's five allocations. NB: a struct holding a
+	// context, which the code otherwise avoids: this one is the connection's, not a request's.
+	killable, parent context.Context
 	kill             context.CancelCauseFunc
 }
 
