@@ -33,6 +33,9 @@ type Batch struct {
 	// pending are the buffered point writes, their keys and values in sortBuf (batch_sort.go).
 	pending []pendingOp
 	sortBuf []byte
+	// sortBase is where the buffered writes start in sortBuf: the bytes before it were
+	// flushed, and are kept for the documents writeThrough refers to (doccache.go).
+	sortBase int
 	// idStripes are the idCache stripes of the _id index entries the batch writes, and idAll
 	// is set by a range deletion that may cover some: Apply invalidates their answers.
 	idStripes []uint32
@@ -97,14 +100,14 @@ func (db *DB) NewBatch() *Batch {
 // version; record the size change with AddStats.
 func (b *Batch) SetDoc(coll CollID, hash uint64, id, doc []byte) {
 	key, val := b.pendSet(docPrefixLen+hashLen+len(id), len(doc))
-	b.noteDoc(AppendDocKey(key[:0], coll, hash, id), doc, false)
 	copy(val, doc)
+	b.noteDoc(AppendDocKey(key[:0], coll, hash, id), len(b.sortBuf)-len(doc), len(doc))
 	b.grows = true
 }
 
 // DeleteDoc deletes document (coll, hash, id); deleting a missing one is not an error.
 func (b *Batch) DeleteDoc(coll CollID, hash uint64, id []byte) {
-	b.noteDoc(AppendDocKey(b.pendDelete(docPrefixLen + hashLen + len(id))[:0], coll, hash, id), nil, true)
+	b.noteDoc(AppendDocKey(b.pendDelete(docPrefixLen + hashLen + len(id))[:0], coll, hash, id), 0, -1)
 }
 
 // indexKeyLen returns len(AppendIndexKey(nil, _, _, key, _, id)).

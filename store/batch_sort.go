@@ -20,6 +20,10 @@ import (
 // once, writes of one key keep their order (a stable sort), and a run of buffered writes
 // enters the batch before any later write of another kind (a range deletion, a merge), so
 // that it keeps its place with respect to those.
+//
+// A flush leaves sortBuf's bytes in place while the batch notes documents for the docCache's
+// write-through (doccache.go), which reads them there after Apply; later writes are buffered
+// after them (sortBase), and Close empties the buffer.
 
 // pendingOp is a buffered point write; its key and value lie in Batch.sortBuf at off.
 type pendingOp struct {
@@ -69,6 +73,11 @@ func (b *Batch) flushPending() {
 		copy(op.Key, key(o))
 		_ = op.Finish() // unindexed batch: cannot fail
 	}
+	if b.written.keeps() { // writeThrough reads the documents there after Apply
+		b.pending = b.pending[:0]
+		b.sortBase = len(b.sortBuf)
+		return
+	}
 	b.resetPending()
 }
 
@@ -76,6 +85,7 @@ func (b *Batch) flushPending() {
 func (b *Batch) resetPending() {
 	b.pending = b.pending[:0]
 	b.sortBuf = b.sortBuf[:0]
+	b.sortBase = 0
 	if cap(b.sortBuf) > maxPooledSortBuf {
 		b.sortBuf = nil
 	}
@@ -87,7 +97,7 @@ const maxPooledSortBuf = 1 << 20
 // pendingLen is the size the buffered writes will take in the Pebble batch's encoding: a
 // kind byte, the key's and (for a set) the value's lengths as uvarints, key and value.
 func (b *Batch) pendingLen() int {
-	n := len(b.sortBuf)
+	n := len(b.sortBuf) - b.sortBase
 	for _, o := range b.pending {
 		n += 1 + uvarintLen(uint64(o.klen))
 		if !o.del {

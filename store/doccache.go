@@ -179,12 +179,13 @@ func (c *docCache) size() int64 {
 	return n
 }
 
-// noteDoc records that a batch writes document doc, or deletes it (del), under Pebble key key.
-func (b *Batch) noteDoc(key, doc []byte, del bool) {
+// noteDoc records that a batch writes the n bytes at off in its sortBuf as the document of
+// Pebble key key, or deletes it (n < 0).
+func (b *Batch) noteDoc(key []byte, off, n int) {
 	if b.db.docs != nil { // with the cache off, an insert hashes no key
 		k := idKeyOf(key)
 		b.idStripes = append(b.idStripes, k.stripe())
-		b.noteWritten(k, doc, del)
+		b.noteWritten(k, off, n)
 	}
 }
 
@@ -232,11 +233,16 @@ func (db *DB) getDocCached(coll CollID, hash uint64, id, dst []byte) ([]byte, er
 // the Get and its own) leaves none. The next PreserveDoc of the document, finding the entry
 // current, skips its Get.
 
+// A batch does not copy the documents it writes for writeThrough: it notes where SetDoc put
+// them in its sortBuf (batch_sort.go), which keeps them until Close while it notes any. An
+// insert's documents are new keys the cache has neither held nor seen, so putWritten stores
+// none of them: a copy of each, up to 64 KiB for an insertMany of 1 KiB documents, was wasted.
+
 // maxWrittenDocs bounds the documents a batch keeps for writeThrough: an insertMany of
-// thousands copies and looks up none.
+// thousands looks up none.
 const maxWrittenDocs = 64
 
-// writtenDoc is a document a batch writes (its bytes at off in Batch.written.buf) or deletes
+// writtenDoc is a document a batch writes (its n bytes at off in Batch.sortBuf) or deletes
 // (n < 0).
 type writtenDoc struct {
 	k      idKey
@@ -246,7 +252,6 @@ type writtenDoc struct {
 // writtenDocs are the documents a batch writes, for writeThrough.
 type writtenDocs struct {
 	docs []writtenDoc
-	buf  []byte
 	// over is set when the batch wrote more than maxWrittenDocs documents: none is kept.
 	over bool
 	// unmarked are the documents whose marker PreserveDoc found absent or deleted, with the
@@ -260,17 +265,17 @@ type writtenDocs struct {
 // notIdle is a word that never shows a stripe idle.
 const notIdle = ^uint64(0)
 
-// reset empties w for reuse, keeping a buffer of reasonable size.
+// reset empties w for reuse.
 func (w *writtenDocs) reset() {
-	buf := w.buf[:0]
-	if cap(buf) > maxPooledSortBuf {
-		buf = nil
-	}
-	*w = writtenDocs{docs: w.docs[:0], buf: buf, unmarked: w.unmarked[:0], began: w.began[:0]}
+	*w = writtenDocs{docs: w.docs[:0], unmarked: w.unmarked[:0], began: w.began[:0]}
 }
 
-// noteWritten keeps doc (nil: deleted) as the batch's write of the document of cache key k.
-func (b *Batch) noteWritten(k idKey, doc []byte, del bool) {
+// keeps reports whether w refers to documents in the batch's sortBuf, which must keep them.
+func (w *writtenDocs) keeps() bool { return len(w.docs) > 0 && !w.over }
+
+// noteWritten notes the n bytes at off in sortBuf (n < 0: deleted) as the batch's write of
+// the document of cache key k.
+func (b *Batch) noteWritten(k idKey, off, n int) {
 	w := &b.written
 	if w.over {
 		return
@@ -279,12 +284,11 @@ func (b *Batch) noteWritten(k idKey, doc []byte, del bool) {
 		w.over = true
 		return
 	}
-	if del || int64(len(doc))+docEntryOverhead > b.db.docs.limit/8 {
+	if n < 0 || int64(n)+docEntryOverhead > b.db.docs.limit/8 {
 		w.docs = append(w.docs, writtenDoc{k: k, n: -1})
 		return
 	}
-	w.docs = append(w.docs, writtenDoc{k: k, off: len(w.buf), n: len(doc)})
-	w.buf = append(w.buf, doc...)
+	w.docs = append(w.docs, writtenDoc{k: k, off: off, n: n})
 }
 
 // writesThrough reports whether the batch may store its documents after it applies.
@@ -312,7 +316,7 @@ func (b *Batch) writeThrough(all uint64) {
 		noMarker := b.refs == 0 && slices.ContainsFunc(w.unmarked, func(u unmarkedDoc) bool {
 			return u.k == d.k && u.w.word+generation == w.began[j] && u.w.all == all
 		})
-		b.db.docs.putWritten(d.k, idWords{word: w.began[j], all: all}, w.buf[d.off:d.off+d.n], noMarker)
+		b.db.docs.putWritten(d.k, idWords{word: w.began[j], all: all}, b.sortBuf[d.off:d.off+d.n], noMarker)
 	}
 }
 

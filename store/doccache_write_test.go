@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"runtime"
@@ -119,5 +120,53 @@ func writeSameStripe(t *testing.T, db *DB, rng *rand.Rand, coll CollID, hash uin
 	}
 	if err := b.Commit(false); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestDocCacheWriteThroughAfterFlush: a retryable update's batch sets its document, then its
+// transaction record, whose write flushes the buffered ones into the Pebble batch (direct),
+// then may set more documents. The batch stores its documents from its sortBuf, where SetDoc
+// put them, so a flush must leave them there: each document then reads from the cache as the
+// batch wrote it, not as bytes a later write put in the same place.
+func TestDocCacheWriteThroughAfterFlush(t *testing.T) {
+	db := openMem(t)
+	const coll, hash = CollID(3), uint64(5)
+	ids := [][]byte{idN(1), idN(2), idN(3)}
+	b := db.NewBatch()
+	for i, id := range ids {
+		b.SetDoc(coll, hash, id, docVersion(uint64(i+1), 64))
+	}
+	mustCommit(t, b)
+	for _, id := range ids { // the cache holds every document
+		for range 2 {
+			_ = getVersion(t, db, coll, hash, id)
+		}
+	}
+	written := db.docs.writes.Load()
+	b = db.NewBatch()
+	b.SetDoc(coll, hash, ids[0], docVersion(10, 64))
+	b.SetTxnRecord(bytes.Repeat([]byte{7}, 16), []byte("record"))
+	if b.Len() != b.pb.Len() { // what the flush kept is not pending
+		t.Fatalf("after the flush: Len %d, the Pebble batch's %d", b.Len(), b.pb.Len())
+	}
+	b.SetDoc(coll, hash, ids[1], docVersion(20, 200)) // larger: would overwrite ids[0]'s bytes
+	b.SetDoc(coll, hash, ids[2], docVersion(30, 64))
+	mustCommit(t, b)
+	if got := db.docs.writes.Load() - written; got != 3 {
+		t.Fatalf("%d documents written through, want 3", got)
+	}
+	hits := db.docs.hits.Load()
+	for i, v := range []uint64{10, 20, 30} {
+		want, err := db.readOps.getDocKey(AppendDocKey(nil, coll, hash, ids[i]), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.GetDoc(coll, hash, ids[i], nil)
+		if err != nil || !bytes.Equal(got, want) || binary.BigEndian.Uint64(got) != v {
+			t.Fatalf("document %d reads %x (%v) from the cache, Pebble holds %x", i, got, err, want)
+		}
+	}
+	if got := db.docs.hits.Load() - hits; got != 3 {
+		t.Fatalf("%d of 3 reads hit the cache", got)
 	}
 }
