@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -163,5 +164,37 @@ func TestDDLWaitRespectsMaxTime(t *testing.T) {
 		if reply := handleJSONOn(bg, t, c, x.db, x.cmd); reply.Lookup("ok").Double() != 1 {
 			t.Fatalf("%s with the DDL lock free: %v", x.cmd, reply)
 		}
+	}
+}
+
+// TestFunctionGetMoreOutlivesAggregateConnection: an aggregation's $function runs again in
+// each getMore of its cursor, from any connection; the connection that opened the cursor going
+// away meanwhile (its context cancelled) does not interrupt it. Connections keep one context
+// from request to request, so a scope bound to it would be interrupted by the next cancel.
+func TestFunctionGetMoreOutlivesAggregateConnection(t *testing.T) {
+	e := testExecutor(t, 1, Options{})
+	aCtx, aGone := context.WithCancel(context.Background())
+	defer aGone()
+	a := e.Connect(wire.ConnInfo{ID: 1})
+	b := e.Connect(wire.ConnInfo{ID: 2})
+	handleJSON(aCtx, t, a, `{"insert": "f", "documents": [{"_id": 1}, {"_id": 2}]}`)
+	// Each document takes 300 ms of JavaScript: the getMore's is under way when a goes.
+	r := handleJSON(aCtx, t, a, `{"aggregate": "f", "pipeline": [{"$sort": {"_id": 1}}, {"$project": {"v": {"$function": {
+		"body": "function(x) { var end = Date.now() + 300; while (Date.now() < end) {} return x; }", "args": ["$_id"], "lang": "js"}}}}],
+		"cursor": {"batchSize": 1}}`)
+	id, ok := r.Lookup("cursor", "id").Int64OK()
+	if !ok || id == 0 {
+		t.Fatalf("aggregate: %v, want an open cursor", r)
+	}
+	done := make(chan bsoncore.Document)
+	go func() {
+		done <- handleJSON(context.Background(), t, b, `{"getMore": `+strconv.FormatInt(id, 10)+`, "collection": "f"}`)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	aGone()
+	reply := <-done
+	batch, _ := reply.Lookup("cursor", "nextBatch").ArrayOK()
+	if vals, _ := batch.Values(); len(vals) != 1 || vals[0].Document().Lookup("v").AsInt64() != 2 {
+		t.Fatalf("getMore after the aggregate's connection went: %v, want [{_id: 2, v: 2}]", reply)
 	}
 }

@@ -143,6 +143,15 @@ func (h *Handlers) runAggregate(ctx context.Context, r *command.Request, a *aggr
 		return h.watch(ctx, r, a)
 	}
 	ns := r.DB + "." + a.coll // the view's name, when a.coll is one
+	if needsFunctionHook(a.pipeline) {
+		// $function and $accumulator are bound to ctx, and a scope whose context has ended
+		// takes the command to have returned: a getMore's run is then bounded by its own
+		// time only (js.Scope). The request's context is the connection's, which outlives
+		// the command, so the scope gets one that ends with it.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+	}
 	env, p, err := h.parsePipeline(ctx, r, a)
 	if err != nil {
 		return err
@@ -246,10 +255,15 @@ func (h *Handlers) parsePipeline(ctx context.Context, r *command.Request, a *agg
 // $accumulator), bounded by ctx and maxTimeMS; nil when the pipeline names neither, which
 // spares every other aggregation a scope.
 func functionHook(ctx context.Context, pipeline bsoncore.Array, maxTimeMS int64) expr.FunctionHook {
-	if !bytes.Contains(pipeline, dollarFunction) && !bytes.Contains(pipeline, dollarAccumulator) {
+	if !needsFunctionHook(pipeline) {
 		return nil
 	}
 	return query.FunctionHook(js.NewScope(ctx, time.Duration(maxTimeMS)*time.Millisecond))
+}
+
+// needsFunctionHook reports whether pipeline names $function or $accumulator.
+func needsFunctionHook(pipeline bsoncore.Array) bool {
+	return bytes.Contains(pipeline, dollarFunction) || bytes.Contains(pipeline, dollarAccumulator)
 }
 
 // dollarAccumulator is what a pipeline holding $accumulator contains.
