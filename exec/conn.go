@@ -43,7 +43,8 @@ type conn struct {
 	mem *stream.Reservation
 	// req is the request being run, kept here so that it is not allocated for every
 	// command (dispatch's table of functions makes it escape): nothing keeps a *Request
-	// past Handle, which clears it before returning.
+	// past Handle, which ends it before returning (command.Request.End, which poisons it in
+	// a race-enabled build; exec/command's TestRequestNotRetained checks the sources).
 	req command.Request
 	// killable is the cancellable context the connection's requests run under (killOp's
 	// handle: kill), derived from parent, the context the wire layer hands Handle, and
@@ -68,7 +69,7 @@ func (h *conn) Handle(ctx context.Context, req *wire.Request) (bsoncore.Document
 	h.mem.Release() // the previous reply is sent
 	r := &h.req
 	*r = command.Request{Conn: c, Body: req.Body, RequestID: req.RequestID, Legacy: req.Legacy, Wire: req, Mem: h.mem}
-	defer func() { *r = command.Request{} }() // nothing of the request outlives it
+	defer r.End() // nothing of the request outlives it (poisoned in a race-enabled build)
 	idx, out := bsoncore.AppendDocumentStart(h.out[:0])
 	r.Out = out
 	kill := req.Cancel // killOp's handle on the command: the request's own context's, if it has one

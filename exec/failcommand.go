@@ -30,9 +30,10 @@ func requestNamespace(r *command.Request) string {
 	return r.DB
 }
 
-// failOp is r as the failCommand failpoint matches it.
+// failOp is r as the failCommand failpoint matches it, while r's command runs.
 func (e *Executor) failOp(r *command.Request) *failpoint.Op {
 	return &failpoint.Op{Name: r.Name, AppName: r.Conn.AppName(), Namespace: requestNamespace(r),
+		// request-scoped: the failpoint matches the Op during the command and keeps none.
 		Names: func(name string) bool { return e.Commands.Get(name) == r.Cmd }}
 }
 

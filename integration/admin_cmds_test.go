@@ -135,3 +135,48 @@ func TestClusterConnPoolStats(t *testing.T) {
 		return asM(asM(stats()["hosts"])[host])["created"].(int64) > created
 	})
 }
+
+// TestReplicationConnPoolStats: with replicated shards, connPoolStats on a node of three
+// lists the raft transport's connections to the other two in their own pool
+// (NetworkInterfaceTL-ReplNetwork, as a mongod's replication network), counted in the hosts
+// and the totals; dropConnections to one of them closes them, and raft dials it again (its
+// created count grows).
+func TestReplicationConnPoolStats(t *testing.T) {
+	t.Parallel()
+	_, nodes, _ := replicatedNodes(t, 3)
+	admin := nodes[0].client(t).Database("admin")
+	stats := func() bson.M {
+		t.Helper()
+		res, err := runCmd(t, admin, bson.D{{Key: "connPoolStats", Value: 1}})
+		if err != nil {
+			t.Fatalf("connPoolStats: %v", err)
+		}
+		return res
+	}
+	var res, raft bson.M
+	waitFor(t, 30*time.Second, "the raft pool to reach both other nodes", func() bool {
+		res = stats()
+		raft = asM(asM(res["pools"])["NetworkInterfaceTL-ReplNetwork"])
+		return len(raft) > 0 && len(raft)-6 == 2 // six pool* counters, then the hosts
+	})
+	var created int64
+	for _, n := range nodes[1:] {
+		h := asM(raft[n.addr])
+		if h == nil || h["created"].(int64) < 1 || asM(asM(res["hosts"])[n.addr]) == nil {
+			t.Fatalf("host %s in connPoolStats: %v", n.addr, res)
+		}
+		created += h["created"].(int64)
+	}
+	if raft["poolCreated"].(int64) != created || res["totalCreated"].(int64) < created {
+		t.Fatalf("raft pool's poolCreated %v, hosts' %d, totalCreated %v", raft["poolCreated"], created, res["totalCreated"])
+	}
+	host := nodes[1].addr
+	before := asM(raft[host])["created"].(int64)
+	if _, err := runCmd(t, admin, bson.D{{Key: "dropConnections", Value: 1}, {Key: "hostAndPort", Value: bson.A{host}}}); err != nil {
+		t.Fatalf("dropConnections %s: %v", host, err)
+	}
+	waitFor(t, 30*time.Second, "raft to dial "+host+" again", func() bool {
+		h := asM(asM(asM(stats()["pools"])["NetworkInterfaceTL-ReplNetwork"])[host])
+		return h != nil && h["created"].(int64) > before
+	})
+}

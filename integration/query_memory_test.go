@@ -101,3 +101,65 @@ func queryMemoryStatus(t *testing.T, c *mongo.Client) map[string]int64 {
 	}
 	return st.QueryMemory
 }
+
+// TestQueryMemoryFetchBatches: a $group over an index scan fetches its documents in key
+// order, a batch of index entries (about 1 MiB) at a time, and the server's memory account
+// sees the batch: serverStatus.queryMemory's peak passes 1 MiB while nothing else holds
+// that much, and the account holds nothing afterwards. Under an account too small for a
+// batch the scan fetches in the index's order instead: the same groups, and a refusal.
+func TestQueryMemoryFetchBatches(t *testing.T) {
+	t.Parallel()
+	pipeline := mongo.Pipeline{
+		{{Key: "$match", Value: bson.D{{Key: "k", Value: bson.D{{Key: "$gte", Value: 100}}}}}},
+		{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}},
+			{Key: "s", Value: bson.D{{Key: "$sum", Value: "$v"}}}}}},
+	}
+	docs := spillDocs(3000)
+	var wantN, wantS int64
+	for _, d := range docs {
+		if d.K >= 100 {
+			wantN++
+			wantS += int64(d.V)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		limit   int
+		batched bool
+	}{
+		{"Room", 64 << 20, true},
+		{"Spent", 768 << 10, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := startServer(t, "--query-memory", strconv.Itoa(tc.limit))
+			c := srv.client(t)
+			ctx := context.Background()
+			coll := c.Database(dbName(t)).Collection("c")
+			insertSpillDocs(t, coll, docs)
+			if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "k", Value: 1}}}); err != nil {
+				t.Fatal(err)
+			}
+			before := queryMemoryStatus(t, c)
+			cur, err := coll.Aggregate(ctx, pipeline)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []struct{ N, S int64 }
+			if err := cur.All(ctx, &got); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0].N != wantN || got[0].S != wantS {
+				t.Fatalf("$group over the index scan: %+v, want n %d, s %d", got, wantN, wantS)
+			}
+			st := queryMemoryStatus(t, c)
+			if tc.batched && (before["peakBytes"] >= 1<<20 || st["peakBytes"] < 1<<20) {
+				t.Errorf("queryMemory before %v, after %v: want the fetch batch's 1 MiB in the peak", before, st)
+			}
+			if !tc.batched && (st["refused"] <= before["refused"] || st["peakBytes"] >= 1<<20) {
+				t.Errorf("queryMemory before %v, after %v: want the batch refused", before, st)
+			}
+			waitFor(t, 10*time.Second, "the account to hold nothing", func() bool { return queryMemoryStatus(t, c)["usedBytes"] == 0 })
+		})
+	}
+}

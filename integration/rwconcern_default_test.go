@@ -201,8 +201,8 @@ func TestDefaultRWConcern(t *testing.T) {
 
 // TestClusterDefaultRWConcern: defaults set through one node of three are the cluster's:
 // another node's getDefaultRWConcern answers them at once, and a third node, which was not
-// asked, applies them to its inserts within moments (its log line shows the default). A
-// restarted node has them.
+// asked, applies them to its very next insert (its log line shows the default): the node
+// that set them gave them to the others before it answered. A restarted node has them.
 func TestClusterDefaultRWConcern(t *testing.T) {
 	t.Parallel()
 	_, nodes := startClusterNodes(t, 3)
@@ -211,6 +211,13 @@ func TestClusterDefaultRWConcern(t *testing.T) {
 		clients[i] = s.client(t)
 	}
 	ctx := context.Background()
+	if err := clients[2].Database("rwd").RunCommand(ctx, bson.D{{Key: "profile", Value: 0}, {Key: "slowms", Value: 0}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Node 2's copy of the defaults is fresh: it would not read it again for a second.
+	if _, err := clients[2].Database("rwd").Collection("c").InsertOne(ctx, bson.D{{Key: "x", Value: 0}}); err != nil {
+		t.Fatal(err)
+	}
 	var set rwDefaults
 	if err := clients[0].Database("admin").RunCommand(ctx, bson.D{{Key: "setDefaultRWConcern", Value: 1},
 		{Key: "defaultReadConcern", Value: bson.D{{Key: "level", Value: "majority"}}},
@@ -220,17 +227,15 @@ func TestClusterDefaultRWConcern(t *testing.T) {
 	if d := getRWDefaults(t, clients[1], false); !isMajorityDefaults(d) || d.OpTime != set.OpTime {
 		t.Fatalf("node 1's getDefaultRWConcern: %+v, want %+v", d, set)
 	}
-	// Node 2 never read them: its copy is read again in the background, once a command uses
-	// it and finds it older than a second.
-	if err := clients[2].Database("rwd").RunCommand(ctx, bson.D{{Key: "profile", Value: 0}, {Key: "slowms", Value: 0}}).Err(); err != nil {
+	if d := getRWDefaults(t, clients[2], true); !isMajorityDefaults(d) || d.OpTime != set.OpTime {
+		t.Fatalf("node 2's defaults in memory right after the set through node 0: %+v", d)
+	}
+	if _, err := clients[2].Database("rwd").Collection("c").InsertOne(ctx, bson.D{{Key: "x", Value: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, "node 2 applies the defaults set through node 0", func() bool {
-		if _, err := clients[2].Database("rwd").Collection("c").InsertOne(ctx, bson.D{{Key: "x", Value: 1}}); err != nil {
-			t.Fatal(err)
-		}
-		return len(defaultedLog(t, clients[2], "rwd", "insert", "writeConcern")) > 0
-	})
+	if lines := defaultedLog(t, clients[2], "rwd", "insert", "writeConcern"); len(lines) != 1 {
+		t.Fatalf("node 2's inserts under the default write concern: %q, want the one after the set", lines)
+	}
 	if d := getRWDefaults(t, clients[2], true); !isMajorityDefaults(d) {
 		t.Fatalf("node 2's defaults in memory: %+v", d)
 	}

@@ -21,7 +21,8 @@ const errTextUnderOr = "error processing query: planner returned error :: caused
 // and on two: the union of what the search and the other branches match, the search's
 // score on the documents it matches (none on the others), the sort by that score, count,
 // an _id branch (MongoDB's fts6 regression), updates, explain's OR over the TEXT stages and
-// the IXSCAN, and MongoDB's 291 when a branch has no index or the $or is not top-level.
+// the IXSCAN, MongoDB's 291 when a branch has no index, and nested $or and $and
+// (checkTextNested).
 func TestTextUnderOr(t *testing.T) {
 	t.Parallel()
 	runSingleAndSharded(t, articlesFixtures, func(db *mongo.Database) {
@@ -71,8 +72,7 @@ func TestTextUnderOr(t *testing.T) {
 		_, err := coll.Find(ctx, wrJSON(t, `{"$or": [{"$text": {"$search": "coffee"}}, {"author": "xyz"}]}`))
 		wantCode(t, err, 291, errTextUnderOr)
 		_ = wantCodeName(t, err, 291, "NoQueryExecutionPlans")
-		_, err = coll.Find(ctx, wrJSON(t, `{"$or": [{"$or": [{"$text": {"$search": "coffee"}}, {"views": 5}]}, {"views": 10}]}`))
-		wantCode(t, err, 291, errTextUnderOr)
+		checkTextNested(t, coll)
 		res, err := coll.UpdateMany(ctx, filter, bson.D{{Key: "$set", Value: bson.D{{Key: "hit", Value: true}}}})
 		if err != nil || res.MatchedCount != 7 {
 			t.Fatalf("%s: updateMany %+v, %v", db.Name(), res, err)
@@ -134,5 +134,55 @@ func checkTextOrExplain(t *testing.T, db *mongo.Database, filter bson.D) {
 		if len(terms) != 1 || terms[0] != "coffe" {
 			t.Fatalf("shard %s: parsed terms %v", k, terms)
 		}
+	}
+}
+
+// errTextNoSolution is MongoDB's message for the other filters with a $text under an $or
+// that its planner cannot answer (the $or beside other conditions, the $text beside others
+// in its branch).
+const errTextNoSolution = "error processing query: planner returned error :: caused by :: No query solutions"
+
+// checkTextNested runs $text under nested $or and $and as MongoDB does once its optimizer
+// has flattened them (an $or in an $or is one $or, an $and in an $and one $and, an $or of one
+// branch that branch): the search's documents with their score and the other branches'
+// without; 291 when a branch has no index (views has one, author none), with MongoDB's
+// message for the filter's shape; and MongoDB's BadValue for a $text twice, under $nor, in
+// $elemMatch or $not.
+func checkTextNested(t *testing.T, coll *mongo.Collection) {
+	t.Helper()
+	byID := bson.D{{Key: "_id", Value: 1}}
+	for _, tc := range []struct{ filter, want string }{
+		{`{"$or": [{"$or": [{"$text": {"$search": "coffee"}}, {"views": 5}]}, {"views": 10}]}`, "1:1 2:0.75 7:0.75 8:-"},
+		{`{"$or": [{"$or": [{"$text": {"$search": "coffee"}}]}]}`, "1:1 2:0.75 7:0.75"},
+		{`{"$or": [{"$text": {"$search": "coffee"}}], "views": {"$lt": 50}}`, "2:0.75 7:0.75"},
+		{`{"$and": [{"$or": [{"$text": {"$search": "coffee"}}, {"views": {"$gte": 100}}]}, {"author": "xyz"}]}`, "1:1 4:-"},
+		{`{"$and": [{"$and": [{"views": {"$gte": 50}}, {"$or": [{"$text": {"$search": "coffee"}}, {"views": 10}]}]}]}`, "1:1"},
+		{`{"$or": [{"$and": [{"$or": [{"$text": {"$search": "cake"}}, {"views": 200}]}]}, {"views": 5}]}`, "2:- 3:0.75 5:-"},
+	} {
+		if got := scoredIDs(t, coll, wrJSON(t, tc.filter), byID); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.filter, got, tc.want)
+		}
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		filter string
+		code   int32
+		msg    string
+	}{
+		{`{"$or": [{"$or": [{"$text": {"$search": "coffee"}}, {"views": 5}]}, {"author": "xyz"}]}`, 291, errTextUnderOr},
+		{`{"$or": [{"$text": {"$search": "coffee"}}, {"author": "xyz"}], "views": {"$gt": 0}}`, 291, errTextNoSolution},
+		{`{"$and": [{"$and": [{"views": 1}, {"$or": [{"$text": {"$search": "coffee"}}, {"author": "abc"}]}]}]}`, 291, errTextNoSolution},
+		{`{"$or": [{"$text": {"$search": "coffee"}, "views": 5}, {"author": "xyz"}]}`, 291, errTextNoSolution},
+		{`{"$or": [{"$text": {"$search": "coffee"}}, {"$text": {"$search": "cake"}}]}`, 2, "Too many text expressions"},
+		{`{"$nor": [{"$text": {"$search": "coffee"}}]}`, 2, "text expression not allowed in nor"},
+		{`{"tags": {"$elemMatch": {"$text": {"$search": "coffee"}}}}`, 2, "$text can only be applied to the top-level document"},
+		{`{"views": {"$not": {"$text": {"$search": "coffee"}}}}`, 2, "unknown operator: $text"},
+	} {
+		cur, err := coll.Find(ctx, wrJSON(t, tc.filter))
+		if err == nil {
+			err = cur.Err()
+			_ = cur.Close(ctx)
+		}
+		wantCode(t, err, tc.code, tc.msg)
 	}
 }

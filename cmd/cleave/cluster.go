@@ -18,6 +18,7 @@ import (
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/replica/host"
 	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire"
 )
 
 // ClusterConfig is the configuration of cluster mode (docs/cluster.md): empty Etcd is
@@ -112,6 +113,7 @@ type clusterView struct {
 	// changedCh is closed once the executor follows such a change (LeadersChanged).
 	host      *host.Host
 	call      host.Caller // internal commands to other nodes (WaitCopies)
+	raftPool  *wire.Pool  // the connections call and the raft transport use (connPoolStats)
 	copies    int         // --replicas
 	catalog   *store.Catalog
 	log       *zap.Logger

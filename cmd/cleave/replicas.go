@@ -81,7 +81,7 @@ func openReplicated(cfg *Config, listen net.Addr, st *exec.Storage, logger *zap.
 	if err != nil {
 		return nil, nil, nil, nil, fail(fmt.Errorf("cannot start this node's replicas: %w", err), nodeDB.Close, node.Close)
 	}
-	v.host, v.call = h, host.PoolCaller(pool)
+	v.host, v.call, v.raftPool = h, host.PoolCaller(pool), pool
 	closeAll := func() error {
 		h.Close()
 		pool.Close()
@@ -180,6 +180,24 @@ func (v *clusterView) CheckReplicas(ctx context.Context, id int) error {
 
 // Divergences implements command.Replicas.
 func (v *clusterView) Divergences() int64 { return v.host.Divergences() }
+
+// PoolStats implements command.Replicas: the connections of the raft transport (and of the
+// replicas' other internal commands) to the other nodes, by host:port.
+func (v *clusterView) PoolStats() map[string]wire.ClientStats {
+	if v.raftPool == nil {
+		return nil
+	}
+	return v.raftPool.Stats()
+}
+
+// DropConns implements command.Replicas: dropConnections of the raft transport's
+// connections to host; raft sends its next messages over a new one.
+func (v *clusterView) DropConns(host string) int {
+	if v.raftPool == nil {
+		return 0
+	}
+	return v.raftPool.DropConns(host)
+}
 
 // SetFault implements command.Replicas (_cleaveRaftFault, --test-commands): the transport
 // drops every raft message to and from the nodes isolate names.

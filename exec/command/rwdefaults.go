@@ -18,10 +18,13 @@ import (
 // shared setting of the partition manager (config.settings on one node, etcd in a
 // cluster), loaded at start, and published in RWDefaults for the command path, which
 // applies them to the commands that carry no concern of their own (exec/write_concern.go).
-// In cluster mode a node reads the cluster's copy again when a command uses its copy and
-// that copy is older than rwDefaultsRefresh (in the background: the command goes on with
-// the copy it has), and at every getDefaultRWConcern, so that defaults set through one
-// node apply on every node within about that long.
+// In cluster mode the node that changes them pushes the change to every other node up
+// (RWDefaultsCommand) before it answers, so that a command through any node after
+// setDefaultRWConcern returned runs under the new defaults. A node the push did not reach
+// (down, or unreachable for pushWait) reads the cluster's copy again when a command uses its
+// copy and that copy is older than rwDefaultsRefresh (in the background: the command goes
+// on with the copy it has), and at every getDefaultRWConcern, so that it applies them within
+// about that long.
 
 // rwDefaultsRefresh is how old a cluster node's copy of the defaults may get before a
 // command that uses it has it read again.
@@ -43,7 +46,7 @@ func (e *Server) LoadRWDefaults(ctx context.Context) error {
 	if err != nil {
 		return sharding.MoveError(err) // ErrShutdown: InterruptedAtShutdown
 	}
-	e.RWDefaults.Store(params.ParseRWDefaults(doc))
+	e.RWDefaults.StoreNewer(params.ParseRWDefaults(doc))
 	return nil
 }
 
@@ -93,7 +96,56 @@ func (e *Server) SetRWDefaults(ctx context.Context, rc, wc bsoncore.Document) (*
 	}
 	e.RWDefaults.Store(next)
 	e.Log.Info("Successfully set RWC defaults", zap.Stringer("value", next.ToDoc()))
+	e.pushRWDefaults(ctx, next.ToDoc())
 	return next, nil
+}
+
+// RWDefaultsCommand is the internal command that gives a node the defaults another node
+// just set: {_cleaveRWDefaults: <the config.settings document>}. The node applies them
+// unless it already applies newer ones (params.RWDefaults.StoreNewer).
+const RWDefaultsCommand = "_cleaveRWDefaults"
+
+// pushWait bounds how long setDefaultRWConcern waits for the other nodes to take the new
+// defaults; one that does not answer in time reads them within rwDefaultsRefresh of its next
+// command.
+const pushWait = 5 * time.Second
+
+// clusterMembers is what pushing the defaults needs of the node's cluster (cmd/cleave's
+// view): every node up, name → advertised address.
+type clusterMembers interface {
+	BackupMembers() map[string]string
+}
+
+// pushRWDefaults gives doc, the defaults just set, to every other node of the cluster up,
+// at once, and waits for their answers (at most pushWait); a node that fails is logged.
+func (e *Server) pushRWDefaults(ctx context.Context, doc bsoncore.Document) {
+	cm, ok := e.Storage.Cluster.(clusterMembers)
+	if !ok || e.Remote == nil {
+		return
+	}
+	cmd := bsoncore.NewDocumentBuilder().AppendDocument(RWDefaultsCommand, doc).AppendString("$db", "admin").Build()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushWait)
+	defer cancel()
+	self := e.Storage.Cluster.NodeName()
+	var wg sync.WaitGroup
+	for name, addr := range cm.BackupMembers() {
+		if name == self {
+			continue
+		}
+		wg.Go(func() {
+			if _, err := e.Remote.NodeCommand(ctx, addr, cmd); err != nil {
+				e.Log.Warn("cannot give a node the new default read and write concerns: it reads them within a second of its next command",
+					zap.String("node", name), zap.Error(err))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TakeRWDefaults applies doc, the defaults another node set (RWDefaultsCommand), unless this
+// node applies newer ones.
+func (e *Server) TakeRWDefaults(doc bsoncore.Document) {
+	e.RWDefaults.StoreNewer(params.ParseRWDefaults(doc))
 }
 
 // satisfiableDefault refuses a default write concern the shards' copies can never satisfy,

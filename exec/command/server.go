@@ -402,6 +402,10 @@ type Replicas interface {
 	// SetFault makes this node's raft transport drop every message to and from the nodes
 	// isolate names (none: deliver everything again): the test command _cleaveRaftFault.
 	SetFault(isolate []string)
+	// PoolStats returns the raft transport's connections to the other nodes, by host:port
+	// (connPoolStats), and DropConns drops those to host (dropConnections).
+	PoolStats() map[string]wire.ClientStats
+	DropConns(host string) int
 }
 
 // ListenAddr is the address the server listens on, from the parsed configuration.

@@ -36,8 +36,10 @@
 //
 //   - $where: through Options.Where (exec/js); without it BadValue "$where is not allowed in
 //     this context", as MongoDB's contexts without JavaScript;
-//   - $text twice (2 "Too many text expressions"), under $nor (2), under $or (291: no TEXT
-//     stage under an OR), in $elemMatch (2);
+//   - $text twice (2 "Too many text expressions"), under $nor (2), in $elemMatch (2); under
+//     an $or the planner answers it only when every other branch has an index (291
+//     otherwise, TextPlanError), once nested $or and $and are flattened as MongoDB's
+//     optimizer does (text.go);
 //   - $near, $nearSphere, $geoNear: 291 NoQueryExecutionPlans (no geo indexes);
 //   - $sampleRate: 238 NotImplemented;
 //   - $expr without Options.Expr: 224 QueryFeatureNotAllowed;

@@ -67,6 +67,9 @@ func parse(filter bsoncore.Document, opts *Options) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.texts > 0 {
+		conj = flattenText(conj)
+	}
 	f := &Filter{root: conjunction(conj), conj: conj, paths: p.paths, hasExpr: p.hasExpr, coll: p.coll, src: filter}
 	if opts != nil {
 		f.vars = opts.Vars

@@ -1,6 +1,7 @@
 package match
 
 import (
+	"slices"
 	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -36,15 +37,93 @@ func (t *textNode) eval(doc []byte) (bool, int, error) {
 }
 
 // errTextUnderOr is MongoDB's refusal of a $text under an $or that its planner cannot answer
-// (a branch without an index, or an $or that is not in the top-level conjunction).
+// (a branch without an index), when the filter is that $or and the $text one of its
+// branches by itself.
 func errTextUnderOr() error {
 	return mongoerr.New(mongoerr.NoQueryExecutionPlans, "error processing query: planner returned error :: caused by :: "+
 		"Failed to produce a solution for TEXT under OR - other non-TEXT clauses under OR have to be indexed as well.")
 }
 
-// ErrTextUnderOr returns the planner's refusal of a $text under an $or whose other branches
-// do not all have an index.
-func ErrTextUnderOr() error { return errTextUnderOr() }
+// errTextNoSolution is MongoDB's refusal of the other filters with a $text under an $or that
+// its planner cannot answer: an $or beside other conditions, or a $text with others in its
+// branch.
+func errTextNoSolution() error {
+	return mongoerr.New(mongoerr.NoQueryExecutionPlans, "error processing query: planner returned error :: caused by :: No query solutions")
+}
+
+// TextPlanError returns MongoDB's refusal of f, whose $text is under an $or its planner cannot
+// answer (a branch without an index): both are 291 NoQueryExecutionPlans, and MongoDB
+// explains the $text only when the filter is the $or and the $text a branch by itself.
+func (f *Filter) TextPlanError() error {
+	if len(f.conj) != 1 {
+		return errTextNoSolution()
+	}
+	or, ok := f.conj[0].(*orNode)
+	if !ok {
+		return errTextNoSolution()
+	}
+	for _, k := range or.kids {
+		if _, ok := k.(*textNode); ok {
+			return errTextUnderOr()
+		}
+	}
+	return errTextNoSolution()
+}
+
+// flattenText rewrites conj, the conjunction of a filter with a $text, as MongoDB's
+// optimizer does before its planner sees it: an $and within an $and (or the top level) is
+// spliced into it, and an $or within an $or likewise ({$or: [{$or: [{$text: …}, {a: 1}]},
+// {b: 1}]} is {$or: [{$text: …}, {a: 1}, {b: 1}]}; an $or of one branch is that branch
+// already). The planner then finds the $text in the top-level conjunction or in a branch of
+// a top-level $or wherever MongoDB's does, and the $text is marked as under an $or only if
+// it still is. The filter matches the same documents.
+func flattenText(conj []node) []node {
+	conj = flattenAnd(conj)
+	t := findText(conj)
+	if t != nil {
+		t.underOr = !slices.Contains(conj, node(t))
+	}
+	return conj
+}
+
+// flattenAnd returns nodes with each $and among them replaced by its flattened kids, and
+// each $or flattened (flattenOr).
+func flattenAnd(nodes []node) []node {
+	out := make([]node, 0, len(nodes))
+	for _, n := range nodes {
+		switch x := n.(type) {
+		case *andNode:
+			out = append(out, flattenAnd(x.kids)...)
+		case *orNode:
+			out = append(out, flattenOr(x))
+		default:
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// flattenOr returns or with each $or among its branches replaced by that $or's branches, and
+// each branch's $and flattened (flattenAnd).
+func flattenOr(or *orNode) *orNode {
+	out := &orNode{kids: make([]node, 0, len(or.kids))}
+	for _, k := range or.kids {
+		switch x := k.(type) {
+		case *orNode:
+			out.kids = append(out.kids, flattenOr(x).kids...)
+		case *andNode:
+			c := conjunction(flattenAnd(x.kids))
+			if o, ok := c.(*orNode); ok { // an $and of one $or is that $or
+				out.kids = append(out.kids, o.kids...)
+				continue
+			}
+			out.kids = append(out.kids, c)
+		default:
+			out.kids = append(out.kids, k)
+		}
+	}
+	return out
+}
 
 // parseText compiles $text: one per filter, in its top-level conjunction (directly or in
 // an $and), or in a branch of an $or (which the planner answers only when the $or is in

@@ -261,3 +261,19 @@ func TestSlowOpsRecent(t *testing.T) {
 		}
 	}
 }
+
+// TestRWDefaultsStoreNewer: a copy of the defaults read before a change and stored after the
+// change was pushed does not bring the old defaults back, while a newer one replaces them;
+// either way the copy counts as current.
+func TestRWDefaultsStoreNewer(t *testing.T) {
+	var d params.RWDefaults
+	d.StoreNewer(&params.RWConcernDefaults{UpdateOpTime: 5})
+	d.StoreNewer(&params.RWConcernDefaults{UpdateOpTime: 3}) // read before the change at 5
+	if got := d.Load().UpdateOpTime; got != 5 {
+		t.Fatalf("after an older copy: opTime %d, want 5", got)
+	}
+	d.StoreNewer(&params.RWConcernDefaults{UpdateOpTime: 7})
+	if got := d.Load().UpdateOpTime; got != 7 || d.LocalUpdate().IsZero() {
+		t.Fatalf("after a newer copy: opTime %d, local update %v; want 7", got, d.LocalUpdate())
+	}
+}

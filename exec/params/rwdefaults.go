@@ -51,6 +51,23 @@ func (d *RWDefaults) Store(c *RWConcernDefaults) {
 	d.local.Store(time.Now().UnixNano())
 }
 
+// StoreNewer makes c the defaults applied from now on unless those applied now are newer
+// (a later UpdateOpTime): a read of the cluster's copy that began before a change, and ends
+// after the change was pushed to this node, must not bring the old defaults back. Either
+// way the copy is current as of now (LocalUpdate).
+func (d *RWDefaults) StoreNewer(c *RWConcernDefaults) {
+	for {
+		cur := d.cur.Load()
+		if cur != nil && cur.UpdateOpTime > c.UpdateOpTime {
+			break
+		}
+		if d.cur.CompareAndSwap(cur, c) {
+			break
+		}
+	}
+	d.local.Store(time.Now().UnixNano())
+}
+
 // LocalUpdate is when this node last stored its defaults (localUpdateWallClockTime); the
 // zero time when it never did.
 func (d *RWDefaults) LocalUpdate() time.Time {

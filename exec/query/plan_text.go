@@ -96,9 +96,10 @@ func textScans(xi *catalog.Index, q *text.Query, prefix []byte, c int) []IndexSc
 	return out
 }
 
-// planTextOr plans a $text in a branch of a top-level $or ({$or: [{$text: …}, {a: 1}]}), which
-// MongoDB answers only when every other branch has an index (291 otherwise, and for a $text
-// deeper in the filter): the union of the search's term scans and the other branches' index
+// planTextOr plans a $text in a branch of a top-level $or ({$or: [{$text: …}, {a: 1}]}, also
+// once nested $and and $or are flattened: match.Filter's flattenText), which MongoDB answers
+// only when every other branch has an index (291 otherwise, and for a $text deeper in the
+// filter: match.Filter.TextPlanError): the union of the search's term scans and the other branches' index
 // scans (an OR over the TEXT stage and IXSCANs), each document read once. The search is
 // bound to the filter (match.Filter.BindText), which then decides each document, and a
 // document the search matches gets its score (PlanOr with TextOr); one it does not match
@@ -108,7 +109,7 @@ func textScans(xi *catalog.Index, q *text.Query, prefix []byte, c int) []IndexSc
 func planTextOr(ci *catalog.Coll, f *match.Filter, p *Plan, xi *catalog.Index, q *text.Query) (*Plan, error) {
 	branches, ti, ok := f.TextOrBranches()
 	if !ok || len(branches) > maxOrBranches {
-		return nil, match.ErrTextUnderOr()
+		return nil, f.TextPlanError()
 	}
 	prefix, err := textPrefix(xi.Text.Spec, branches[ti])
 	if err != nil {
@@ -127,7 +128,7 @@ func planTextOr(ci *catalog.Coll, f *match.Filter, p *Plan, xi *catalog.Index, q
 		c := chooseIndex(ci, b, nil, false)
 		if c.xi == nil || c.score == 0 {
 			if _, ok := b.Intervals("_id"); !ok {
-				return nil, match.ErrTextUnderOr() // MongoDB's _id index would serve it
+				return nil, f.TextPlanError() // MongoDB's _id index would serve it
 			}
 			scanAll = true
 			continue

@@ -7,6 +7,9 @@ import (
 	"encoding/binary"
 	"slices"
 	"sync"
+	"unsafe"
+
+	"github.com/cleavedb/cleave/exec/stream"
 )
 
 // An index whose order is not the documents' key order (readingTime in a collection sharded
@@ -31,6 +34,13 @@ const (
 	fetchBatchBytes   = 256 << 10
 )
 
+// fetchBatchMem is what a full batch holds: its _ids and its entries twice (the radix sort's
+// scratch), about 1 MiB. A stream reserves it from the server's memory account
+// (stream.Budget, Options.Temp's) when it takes a batch, and releases it when the batch goes
+// back to the pool: 32 aggregations over two shards hold 64 batches at once, which the
+// account must see, or the sorts and $group tables it bounds would hold that much more.
+const fetchBatchMem = fetchBatchBytes + 2*fetchBatchEntries*int64(unsafe.Sizeof(batchEntry{}))
+
 // fetchBatch is a batch of index entries, sorted by document key, and the next to fetch.
 type fetchBatch struct {
 	ids  []byte // the entries' _ids, one after another
@@ -38,6 +48,9 @@ type fetchBatch struct {
 	tmp  []batchEntry // the radix sort's scratch
 	next int
 	done bool // the index scan is over: no batch follows this one
+	// mem is the batch's share of the server's memory account while a stream holds it (nil:
+	// no account): fetchBatchMem, and more when a fill grew the arrays past it.
+	mem *stream.Reservation
 }
 
 // batchEntry is one entry of a fetchBatch: the document's hash, the first 8 bytes of its
@@ -50,18 +63,29 @@ type batchEntry struct {
 
 // unordered makes the stream fetch an index scan's documents in key order, a batch at a
 // time. Only a stream that reads every document its ranges hold may: one with a limit would
-// examine documents past it. A keys-only stream reads no document.
+// examine documents past it. A keys-only stream reads no document. When the server's memory
+// account cannot spare a batch (fetchBatchMem), the stream fetches in the index's order,
+// holding nothing: slower, the same answer.
 func (ss *ShardStream) unordered() {
-	if (ss.p.Kind == PlanIndex || ss.p.Kind == PlanOr) && ss.limit == 0 && !ss.keysOnly {
-		ss.batch = batches.Get().(*fetchBatch)
+	if (ss.p.Kind != PlanIndex && ss.p.Kind != PlanOr) || ss.limit != 0 || ss.keysOnly {
+		return
 	}
+	mem := ss.eng.opts.Temp.Budget().NewReservation()
+	if !mem.Grow(fetchBatchMem) {
+		return
+	}
+	b := batches.Get().(*fetchBatch)
+	b.mem = mem
+	ss.batch = b
 }
 
 // batches recycles fetch batches across queries: a batch's arrays are garbage otherwise.
 var batches = sync.Pool{New: func() any { return new(fetchBatch) }}
 
-// release returns b to batches.
+// release gives b's memory back to the account and returns b to batches.
 func (b *fetchBatch) release() {
+	b.mem.Release()
+	b.mem = nil
 	if cap(b.ids) > 2*fetchBatchBytes {
 		return // a batch of long _ids went past the bound by one: the collector frees it
 	}
@@ -102,7 +126,15 @@ func (ss *ShardStream) fillBatch(ctx context.Context) error {
 		b.add(hash, id)
 	}
 	b.sort()
+	if over := b.footprint() - b.mem.Held(); over > 0 {
+		b.mem.Force(over) // held already: long _ids, or an append's slack past the bound
+	}
 	return nil
+}
+
+// footprint is the memory b's arrays hold.
+func (b *fetchBatch) footprint() int64 {
+	return int64(cap(b.ids)) + int64(cap(b.ents)+cap(b.tmp))*int64(unsafe.Sizeof(batchEntry{}))
 }
 
 // add appends the entry of document (hash, id) to b.

@@ -5,12 +5,14 @@ import (
 )
 
 // Budget is the server's one account of the memory its queries hold in Go's heap: blocking
-// sorts' buffers, $group's tables and the batches of replies being built and sent. Each
+// sorts' buffers, $group's tables, the batches of index entries an unordered index scan
+// fetches in key order (exec/query) and the batches of replies being built and sent. Each
 // holder reserves bytes before it holds them and releases them when it lets go, so that the
 // sum stays near Limit however many queries run at once (per-stage bounds alone let 32
 // sorts of 100 MiB each hold 3.2 GiB). When a reservation is refused the holder does what
 // keeps the answer right and its memory bounded: a blocking sort or a $group with
-// allowDiskUse spills, a batch ends early (the cursor sends the rest at the next getMore), and
+// allowDiskUse spills, a batch ends early (the cursor sends the rest at the next getMore), an
+// index scan fetches in the index's order without a batch, and
 // what cannot do either (the first document of a batch, a top-k sort's few documents, a
 // stage without allowDiskUse, which keeps its own 100 MiB bound) is charged anyway, counted
 // as overdrawn. A nil *Budget refuses nothing and counts nothing.

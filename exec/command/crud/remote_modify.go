@@ -162,6 +162,7 @@ func (h *Handlers) modifyMulti(ctx context.Context, r *command.Request, op *writ
 	var wg sync.WaitGroup
 	for i, p := range parts {
 		wg.Add(1)
+		// request-scoped: the goroutines end before modifyMulti returns (wg.Wait).
 		go func() {
 			defer wg.Done()
 			if p.remote {

@@ -82,6 +82,7 @@ func (h *Handlers) insertParallel(ctx context.Context, r *command.Request, ci *c
 	var wg sync.WaitGroup
 	for i, g := range groups {
 		wg.Add(1)
+		// request-scoped: the goroutines end before insertParallel returns (wg.Wait).
 		go func() {
 			defer wg.Done()
 			errs[i] = h.insertGroupOn(ctx, r, ci, g, false, bypass, wc, rt, &out[i])

@@ -19,7 +19,8 @@ import (
 
 // The administration commands of a mongos about its outgoing connections and its logs:
 // connPoolStats and dropConnections over the internal connections to the other nodes of a
-// cluster (route.Nodes' pool: one pipelined client per node; a single node has none), and
+// cluster (route.Nodes' pool and, with replicated shards, the raft transport's: one pipelined
+// client per node in each; a single node has none), and
 // logRotate, which has nothing to rotate: cleave logs to its standard error.
 
 // addAdminCommands registers connPoolStats, dropConnections and logRotate.
@@ -33,48 +34,84 @@ func (h *Handlers) addAdminCommands(add func(*command.Command)) {
 	h.addClusterParameterCommands(add)
 }
 
-// poolName names the pool of internal connections in connPoolStats' pools.
-const poolName = "NetworkInterfaceTL-ClusterNodes"
+// The pools connPoolStats reports, in MongoDB's names for what they carry: the internal
+// connections to the other nodes that run the parts of reads and writes (route.Nodes'), and
+// those of the raft transport of replicated shards (replica/host, the replication network of
+// a mongod).
+const (
+	poolName     = "NetworkInterfaceTL-ClusterNodes"
+	raftPoolName = "NetworkInterfaceTL-ReplNetwork"
+)
 
-// connPoolStats answers in mongos' shape: the totals, then the pool of internal connections
-// with its hosts, then the hosts alone. Each host's connections carry many requests at once
-// (pipelined): inUse counts those with a request in flight.
-func (h *Handlers) connPoolStats(_ context.Context, r *command.Request) error {
-	var stats map[string]wire.ClientStats
+// connPool is one pool of connPoolStats: its name and its hosts' connections.
+type connPool struct {
+	name  string
+	hosts map[string]wire.ClientStats
+}
+
+// connPools returns the pools this node keeps, without the empty ones.
+func (h *Handlers) connPools() []connPool {
+	var out []connPool
 	if h.Remote != nil {
-		stats = h.Remote.PoolStats()
+		if st := h.Remote.PoolStats(); len(st) > 0 {
+			out = append(out, connPool{poolName, st})
+		}
 	}
-	hosts := slices.Sorted(maps.Keys(stats))
+	if h.Storage.Replicas != nil {
+		if st := h.Storage.Replicas.PoolStats(); len(st) > 0 {
+			out = append(out, connPool{raftPoolName, st})
+		}
+	}
+	return out
+}
+
+// connPoolStats answers in mongos' shape: the totals, then each pool with its totals and
+// hosts, then the hosts with their connections summed over the pools. Each host's
+// connections carry many requests at once (pipelined): inUse counts those with a request in
+// flight.
+func (h *Handlers) connPoolStats(_ context.Context, r *command.Request) error {
+	pools := h.connPools()
 	var total wire.ClientStats
-	for _, s := range stats {
-		total.Open += s.Open
-		total.InUse += s.InUse
-		total.Available += s.Available
-		total.Created += s.Created
+	byHost := map[string]wire.ClientStats{}
+	for _, p := range pools {
+		for host, s := range p.hosts {
+			total = addClientStats(total, s)
+			byHost[host] = addClientStats(byHost[host], s)
+		}
 	}
 	out := bsoncore.AppendInt32Element(r.Out, "numClientConnections", 0)
 	out = bsoncore.AppendInt32Element(out, "numAScopedConnections", 0)
 	out = appendConnCounts(out, "total", total)
 	out = bsoncore.AppendStringElement(out, "replicaSetMatchingStrategy", "disabled")
 	idx, out := bsoncore.AppendDocumentElementStart(out, "pools")
-	if len(hosts) > 0 {
+	for _, p := range pools {
 		var pidx int32
-		pidx, out = bsoncore.AppendDocumentElementStart(out, poolName)
-		out = appendConnCounts(out, "pool", total)
-		for _, host := range hosts {
-			out = appendHostConns(out, host, stats[host])
+		pidx, out = bsoncore.AppendDocumentElementStart(out, p.name)
+		var sum wire.ClientStats
+		for _, s := range p.hosts {
+			sum = addClientStats(sum, s)
+		}
+		out = appendConnCounts(out, "pool", sum)
+		for _, host := range slices.Sorted(maps.Keys(p.hosts)) {
+			out = appendHostConns(out, host, p.hosts[host])
 		}
 		out, _ = bsoncore.AppendDocumentEnd(out, pidx)
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	idx, out = bsoncore.AppendDocumentElementStart(out, "hosts")
-	for _, host := range hosts {
-		out = appendHostConns(out, host, stats[host])
+	for _, host := range slices.Sorted(maps.Keys(byHost)) {
+		out = appendHostConns(out, host, byHost[host])
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	idx, out = bsoncore.AppendDocumentElementStart(out, "replicaSets")
 	r.Out, _ = bsoncore.AppendDocumentEnd(out, idx)
 	return nil
+}
+
+// addClientStats returns the sum of two hosts' (or pools') connections.
+func addClientStats(a, b wire.ClientStats) wire.ClientStats {
+	return wire.ClientStats{Open: a.Open + b.Open, InUse: a.InUse + b.InUse, Available: a.Available + b.Available,
+		Created: a.Created + b.Created}
 }
 
 // appendConnCounts appends the counts of s with prefix (totalInUse, poolInUse, ...).
@@ -134,9 +171,12 @@ func (h *Handlers) dropConnections(_ context.Context, r *command.Request) error 
 	if !found {
 		return mongoerr.New(mongoerr.Location40414, "BSON field 'dropConnections.hostAndPort' is missing but a required field")
 	}
-	if h.Remote != nil {
-		for _, host := range hosts {
+	for _, host := range hosts {
+		if h.Remote != nil {
 			h.Remote.DropConns(host)
+		}
+		if h.Storage.Replicas != nil {
+			h.Storage.Replicas.DropConns(host)
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/cleavedb/cleave/auth"
+	"github.com/cleavedb/cleave/bsonx"
 	"github.com/cleavedb/cleave/exec/args"
 	"github.com/cleavedb/cleave/exec/command"
 	"github.com/cleavedb/cleave/exec/params"
@@ -19,6 +20,20 @@ func (h *Handlers) addRWConcernCommands(add func(*command.Command)) {
 		Help: "set the current read/write concern defaults (cluster-wide)", Props: command.WriteConcern})
 	add(&command.Command{Name: "getDefaultRWConcern", Run: h.getDefaultRWConcern, Action: auth.ActionClusterAdmin, AdminOnly: true,
 		Help: "get the current read/write concern defaults being applied by this node"})
+	add(&command.Command{Name: command.RWDefaultsCommand, Run: h.takeRWDefaults, Action: auth.ActionInternal, AdminOnly: true,
+		Help: "internal: the read/write concern defaults another node just set"})
+}
+
+// takeRWDefaults answers {_cleaveRWDefaults: <defaults>}: this node applies the defaults
+// another node of its cluster just set (command.Server.TakeRWDefaults).
+func (h *Handlers) takeRWDefaults(_ context.Context, r *command.Request) error {
+	first, _ := bsonx.FirstElement(r.Body)
+	doc, err := args.Doc(r.Name, r.Name, first.Value())
+	if err != nil {
+		return err
+	}
+	h.TakeRWDefaults(doc)
+	return nil
 }
 
 // setDefaultRWConcern answers {setDefaultRWConcern: 1, defaultReadConcern, defaultWriteConcern}
