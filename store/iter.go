@@ -115,7 +115,9 @@ func (d *DocIter) SeekExact(hash uint64, id []byte) bool {
 }
 
 // nextExactTries is how many documents SeekExactAscending steps over before it seeks: about
-// the price of one seek (BenchmarkFetch: a step is ~60 ns, a seek of a forward key ~700).
+// the price of one seek (BenchmarkFetch, CPU ns per fetch of 1 KiB documents: in key order
+// 321-379 stepping against 427-702 seeking; every 8th key, 8 steps then a seek, 1155-1217
+// against 1106-1241).
 const nextExactTries = 8
 
 // SeekExactAscending is SeekExact for keys asked in ascending order, on an iterator that
