@@ -355,17 +355,28 @@ func BenchmarkFetch(b *testing.B) {
 	})
 	random := slices.Clone(keyOrder)
 	rand.New(rand.NewPCG(3, 3)).Shuffle(len(random), func(i, j int) { random[i], random[j] = random[j], random[i] })
+	// Runs of 10 neighbours out of every 100 documents (a time window's readings of each
+	// device in a collection sharded on the device), and every 8th document.
+	var runs, eighth []int
+	for i, k := range keyOrder {
+		if i%100 < 10 {
+			runs = append(runs, k)
+		}
+		if i%8 == 0 {
+			eighth = append(eighth, k)
+		}
+	}
 	for _, o := range []struct {
 		name  string
 		order []int
-	}{{"KeyOrder", keyOrder}, {"Random", random}} {
+	}{{"KeyOrder", keyOrder}, {"Runs", runs}, {"Eighth", eighth}, {"Random", random}} {
 		b.Run(o.name+"/GetDoc", func(b *testing.B) {
 			b.ReportAllocs()
 			var buf []byte
 			n := 0
 			defer startReadCost(b, db).report()
 			for b.Loop() {
-				i := o.order[n%benchDocs]
+				i := o.order[n%len(o.order)]
 				n++
 				if buf, err = snap.GetDoc(1, benchHash(i), benchIDs[i], buf[:0]); err != nil {
 					b.Fatal(err)
@@ -383,9 +394,36 @@ func BenchmarkFetch(b *testing.B) {
 			n := 0
 			defer startReadCost(b, db).report()
 			for b.Loop() {
-				i := o.order[n%benchDocs]
+				i := o.order[n%len(o.order)]
 				n++
 				if !it.SeekExact(benchHash(i), benchIDs[i]) {
+					b.Fatal("missed", i, it.Err())
+				}
+				buf = append(buf[:0], it.Doc()...)
+			}
+		})
+		if o.name == "Random" {
+			continue // keys out of order
+		}
+		b.Run(o.name+"/SeekExactAscending", func(b *testing.B) {
+			var it *DocIter
+			defer func() { _ = it.Close() }()
+			b.ReportAllocs()
+			var buf []byte
+			n := 0
+			defer startReadCost(b, db).report()
+			for b.Loop() {
+				if n%len(o.order) == 0 { // keys ascend again: a new iterator, as a new batch seeks back
+					if it != nil {
+						_ = it.Close()
+					}
+					if it, err = snap.NewDocIter(1, 0, 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+				i := o.order[n%len(o.order)]
+				n++
+				if !it.SeekExactAscending(benchHash(i), benchIDs[i]) {
 					b.Fatal("missed", i, it.Err())
 				}
 				buf = append(buf[:0], it.Doc()...)

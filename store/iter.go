@@ -114,6 +114,46 @@ func (d *DocIter) SeekExact(hash uint64, id []byte) bool {
 	return d.load()
 }
 
+// nextExactTries is how many documents SeekExactAscending steps over before it seeks: about
+// the price of one seek (BenchmarkFetch, CPU ns per fetch of 1 KiB documents: in key order
+// 321-379 stepping against 427-702 seeking; every 8th key, 8 steps then a seek, 1155-1217
+// against 1106-1241).
+const nextExactTries = 8
+
+// SeekExactAscending is SeekExact for keys asked in ascending order, on an iterator that
+// SeekExact does not position (their modes differ): while the iterator is before (hash, id)
+// it steps forward, up to nextExactTries documents, and seeks only past them, or when the key
+// is behind it. A step is a fraction of a seek through every level, and the documents of an
+// index range sorted by key are often neighbours (an unsharded collection's readings, a
+// device's readings of a time window). The iterator's view is consistent, so a step past
+// the key shows that the document does not exist.
+func (d *DocIter) SeekExactAscending(hash uint64, id []byte) bool {
+	if d.it == nil || d.err != nil {
+		return false
+	}
+	d.seekBuf = AppendDocKey(d.seekBuf[:0], d.coll, hash, id)
+	for tries := 0; d.started && d.valid; tries++ {
+		c := bytes.Compare(d.it.Key(), d.seekBuf)
+		if c == 0 {
+			return d.load()
+		}
+		if c > 0 && tries > 0 {
+			d.load() // stepped from before the key to past it: no such document
+			return false
+		}
+		if c > 0 || tries == nextExactTries {
+			break // behind the iterator, or too far ahead: seek
+		}
+		d.valid = d.it.Next()
+	}
+	d.started = true
+	d.valid = d.it.SeekGE(d.seekBuf)
+	if !d.load() {
+		return false
+	}
+	return bytes.Equal(d.it.Key(), d.seekBuf)
+}
+
 // SeekGT positions at the first document strictly after (hash, id), the way to resume a scan
 // after the last document returned.
 func (d *DocIter) SeekGT(hash uint64, id []byte) bool {

@@ -372,3 +372,56 @@ func TestDocIterSeekExact(t *testing.T) {
 		t.Fatal("SeekExact found a document at the iterator's upper bound")
 	}
 }
+
+// TestDocIterSeekExactAscending reads documents by key in ascending runs through one
+// iterator: neighbours it steps to, keys further ahead it seeks, keys that are missing
+// (never written, deleted, or past the last document), and a run that starts again behind
+// the iterator, against the set of documents written.
+func TestDocIterSeekExactAscending(t *testing.T) {
+	db := openMem(t)
+	fillDocs(t, db) // neighbouring collections, which it must not read
+	const coll, n = 5, 60
+	hashes := []uint64{0, 7, 1 << 63}
+	b := db.NewBatch()
+	for _, h := range hashes {
+		for i := range n {
+			if i%5 != 3 { // never written
+				b.SetDoc(coll, h, idN(i), fmt.Appendf(nil, "%x/%d", h, i))
+			}
+		}
+	}
+	mustCommit(t, b)
+	b = db.NewBatch()
+	for _, h := range hashes {
+		for i := 0; i < n; i += 7 {
+			b.DeleteDoc(coll, h, idN(i))
+		}
+	}
+	mustCommit(t, b)
+	exists := func(i int) bool { return i%5 != 3 && i%7 != 0 }
+	it, err := db.NewDocIter(coll, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = it.Close() }()
+	// Strides 1 and 2 step, 13 seeks past nextExactTries; n+3 asks past the last document.
+	for _, stride := range []int{1, 2, 13, 1, 3} {
+		for _, h := range hashes {
+			for i := 0; i < n+4; i += stride {
+				got := it.SeekExactAscending(h, idN(i))
+				if want := exists(i) && i < n; got != want {
+					t.Fatalf("stride %d: SeekExactAscending(%x, %d) = %v, want %v", stride, h, i, got, want)
+				}
+				if !got {
+					continue
+				}
+				if doc, want := string(it.Doc()), fmt.Sprintf("%x/%d", h, i); doc != want || it.Hash() != h || !bytes.Equal(it.ID(), idN(i)) {
+					t.Fatalf("stride %d: SeekExactAscending(%x, %d): document %q, want %q", stride, h, i, doc, want)
+				}
+			}
+		}
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -76,6 +76,17 @@ var aggCases = []aggCase{
 		want: []string{`{"_id": null, "avg": 8.6, "max": 20, "min": 5, "n": 5, "first": "abc", "last": "abc",
 			"items": ["abc", "jkl", "xyz"], "qs": [2, 1, 10, 20, 10]}`}},
 	{name: "GroupEmptyInput", input: nil, pipeline: `[{"$group": {"_id": null, "n": {"$sum": 1}}}]`, want: nil},
+	// Runs of one _id (the group met last is reused) between equal values of other types and
+	// bytes (one group), missing and null (one group), a value met again after others, and
+	// the same bytes in another type (another group).
+	{name: "GroupRunsOfOneID", input: []string{`{"k": "a", "v": 1}`, `{"k": "a", "v": 2}`, `{"k": 1, "v": 3}`,
+		`{"k": 1.0, "v": 4}`, `{"k": {"$numberLong": "1"}, "v": 5}`, `{"k": 1, "v": 6}`, `{"v": 7}`, `{"k": null, "v": 8}`,
+		`{"k": "a", "v": 9}`, `{"k": "b", "v": 10}`, `{"k": "b", "v": 11}`, `{"k": 2.0, "v": 12}`,
+		`{"k": {"$numberLong": "4611686018427387904"}, "v": 13}`}, // 2.0's bytes as an int64
+		pipeline: `[{"$group": {"_id": "$k", "vs": {"$push": "$v"}, "n": {"$sum": 1}}}]`,
+		want: []string{`{"_id": "a", "vs": [1, 2, 9], "n": 3}`, `{"_id": 1, "vs": [3, 4, 5, 6], "n": 4}`,
+			`{"_id": null, "vs": [7, 8], "n": 2}`, `{"_id": "b", "vs": [10, 11], "n": 2}`, `{"_id": 2.0, "vs": [12], "n": 1}`,
+			`{"_id": {"$numberLong": "4611686018427387904"}, "vs": [13], "n": 1}`}},
 	{name: "GroupSumTypes", input: []string{`{"a": 2147483647, "b": {"$numberLong": "1"}, "c": 1.5}`, `{"a": 1, "b": 2, "c": 1}`},
 		pipeline: `[{"$group": {"_id": 0, "a": {"$sum": "$a"}, "b": {"$sum": "$b"}, "c": {"$sum": "$c"}, "s": {"$sum": "$nope"}, "avg": {"$avg": "$nope"}}}]`,
 		want:     []string{`{"_id": 0, "a": {"$numberLong": "2147483648"}, "b": {"$numberLong": "3"}, "c": 2.5, "s": 0, "avg": null}`}},

@@ -207,6 +207,11 @@ type groupTable struct {
 	key           []byte
 	vars, accVars *expr.Vars
 	fields        *groupFields // nil: every expression is evaluated (group_fields.go)
+	// last is the group of the _id group met last, and lastID that _id's type and bytes:
+	// inputs often come in runs of one _id (a collection sharded on the field grouped by,
+	// read in key order), and the same bytes make the same key, collated or not.
+	last   *group
+	lastID []byte
 	// res is the table's share of the server's memory Budget: only a spillable table's,
 	// which its groupStream releases at Close; nil: none.
 	res *stream.Reservation
@@ -290,17 +295,21 @@ func (t *groupTable) over() bool {
 
 // group returns the group of id, creating it.
 func (t *groupTable) group(id bsoncore.Value) (*group, error) {
+	if t.last != nil && len(t.lastID) == 1+len(id.Data) && t.lastID[0] == byte(id.Type) && string(t.lastID[1:]) == string(id.Data) {
+		return t.last, nil
+	}
 	t.key = bsonx.AppendKey(t.key[:0], bsonx.Collate(t.s.env.Collator(), id))
-	if g := t.groups[string(t.key)]; g != nil {
-		return g, nil
+	g := t.groups[string(t.key)]
+	if g == nil {
+		var err error
+		if g, err = t.s.newGroup(id); err != nil {
+			return nil, err
+		}
+		t.groups[string(t.key)] = g
+		t.order = append(t.order, g)
+		t.mem += int64(2*len(t.key) + 64 + 32*len(t.s.accs))
 	}
-	g, err := t.s.newGroup(id)
-	if err != nil {
-		return nil, err
-	}
-	t.groups[string(t.key)] = g
-	t.order = append(t.order, g)
-	t.mem += int64(2*len(t.key) + 64 + 32*len(t.s.accs))
+	t.last, t.lastID = g, append(append(t.lastID[:0], byte(id.Type)), id.Data...)
 	return g, nil
 }
 

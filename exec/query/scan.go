@@ -448,9 +448,11 @@ func (ss *ShardStream) getDoc(hash uint64, id []byte) (bsoncore.Document, error)
 	return doc, nil
 }
 
-// exactSeeker is a DocIter that reads one document by key (store.DocIter.SeekExact).
+// exactSeeker is a DocIter that reads documents by key, asked in ascending order
+// (store.DocIter.SeekExactAscending: it steps to a key a few documents ahead instead of
+// seeking).
 type exactSeeker interface {
-	SeekExact(hash uint64, id []byte) bool
+	SeekExactAscending(hash uint64, id []byte) bool
 }
 
 // fetchInOrder reports whether document (hash, id) comes after the last one fetched, and
@@ -495,7 +497,7 @@ func (ss *ShardStream) fetchExact(hash uint64, id []byte) (doc bsoncore.Document
 	if !ok {
 		return nil, false, nil
 	}
-	if !it.SeekExact(hash, id) {
+	if !it.SeekExactAscending(hash, id) {
 		return nil, true, catalog.StoreError(ss.fetchIt.Err())
 	}
 	v := ss.fetchIt.Doc()
