@@ -29,6 +29,18 @@ type Peers interface {
 	Command(ctx context.Context, shard int, cmd bsoncore.Document) (bsoncore.Document, error)
 }
 
+// PinnedPeers is Peers that can send a step's later commands to the node that answered its
+// first: a cursor (a read's part) lives on the node that opened it, which keeps serving it
+// after another replica of the shard became its leader (as a mongod keeps its cursors across
+// a stepdown, and mongos sends a cursor's getMores to the host it opened on). Sent to the
+// shard's new leader, a getMore finds no such cursor.
+type PinnedPeers interface {
+	Peers
+	// CommandPinned runs cmd on the node at host, or when host is "" as Command does, and
+	// returns the host it ran on ("" when it was not sent).
+	CommandPinned(ctx context.Context, shard int, host string, cmd bsoncore.Document) (bsoncore.Document, string, error)
+}
+
 // OtherNodes returns, for each other node holding partitions of ci, one of its shards
 // (where the steps for that node go), in partition order.
 func (c *Catalog) OtherNodes(ci *Coll) []int {

@@ -138,3 +138,68 @@ func TestReadOfAnotherNodesShard(t *testing.T) {
 		t.Errorf("killed cursor %d, want 7", id)
 	}
 }
+
+// movedLeader is a replicated shard's two nodes as a read reaches them through
+// catalog.PinnedPeers: "old" answers the find and stops leading right after, so that what is
+// sent to the shard's owner from then on reaches "new", which has no cursor of the read.
+type movedLeader struct {
+	old    *ownerNode
+	mu     sync.Mutex
+	leader string
+	hosts  []string // where each command went
+}
+
+// Command implements catalog.Peers.
+func (m *movedLeader) Command(ctx context.Context, shard int, cmd bsoncore.Document) (bsoncore.Document, error) {
+	reply, _, err := m.CommandPinned(ctx, shard, "", cmd)
+	return reply, err
+}
+
+// CommandPinned implements catalog.PinnedPeers.
+func (m *movedLeader) CommandPinned(ctx context.Context, shard int, host string, cmd bsoncore.Document) (bsoncore.Document, string, error) {
+	m.mu.Lock()
+	if host == "" {
+		host = m.leader
+	}
+	m.hosts = append(m.hosts, host)
+	m.leader = "new"
+	m.mu.Unlock()
+	if host == "new" {
+		return nil, host, mongoerr.New(mongoerr.CursorNotFound, "cursor id %d not found", cmd.Index(0).Value().AsInt64())
+	}
+	reply, err := m.old.Command(ctx, shard, cmd)
+	return reply, host, err
+}
+
+// TestReadOfAnotherNodesShardLeaderMoved: the shard's leadership moves to another node
+// between the first batch of a remote read and its next: the getMore goes to the node that
+// opened the read, which keeps its cursor, not to the shard's new leader, which has none (a
+// find's later batches failed with CursorNotFound after a leader transfer).
+func TestReadOfAnotherNodesShardLeaderMoved(t *testing.T) {
+	cat := fixture.Stores(t, 2)
+	spec := store.Collection{DB: "db", Name: "c", ShardKey: streamtest.ExtDoc(t, `{"k": "hashed"}`),
+		Partitions: []store.Partition{{ID: 1, Lo: 0, Shard: 0}, {ID: 2, Lo: 1 << 63, Shard: 1}}}
+	ci := fixture.Create(t, cat, spec)
+	cat.SetShards([]catalog.Shard{cat.Shards()[0], catalog.Remote(1, "node-b")})
+	ci = cat.Refresh(ci)
+	peers := &movedLeader{old: &ownerNode{t: t, killed: make(chan int64, 1)}, leader: "old"}
+	g := query.New(cat, query.Options{Peers: peers})
+	flt, err := query.CompileFilter(streamtest.ExtDoc(t, `{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, _, err := g.Open(&query.Query{CI: ci, Filter: flt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := streamtest.Drain(t, s)
+	if err != nil {
+		t.Fatalf("after the leadership moved: %v (sent to %v)", err, peers.hosts)
+	}
+	if len(docs) != 2 || !slices.Equal(peers.old.sent(), []string{"_cleaveShardFind", "_cleaveShardGetMore"}) {
+		t.Fatalf("%d documents; the opening node got %v", len(docs), peers.old.sent())
+	}
+	if !slices.Equal(peers.hosts, []string{"old", "old"}) {
+		t.Fatalf("commands went to %v, want both to the node that opened the read", peers.hosts)
+	}
+}

@@ -116,6 +116,20 @@ type remoteScan struct {
 	db    string
 	first bsoncore.Document // sent by the first Next
 	id    int64             // the owner's cursor; 0 once done
+	// host is the node that answered the first request, where the cursor lives ("": not
+	// known, peers cannot pin): the getMores and the kill go there, whichever node leads the
+	// shard since (catalog.PinnedPeers).
+	host string
+}
+
+// send runs cmd on the node at host, or when host is "" on the shard's owner, and returns
+// the host it ran on ("" when peers cannot pin).
+func (sc *remoteScan) send(ctx context.Context, host string, cmd bsoncore.Document) (bsoncore.Document, string, error) {
+	if pp, ok := sc.peers.(catalog.PinnedPeers); ok {
+		return pp.CommandPinned(ctx, sc.shard, host, cmd)
+	}
+	reply, err := sc.peers.Command(ctx, sc.shard, cmd)
+	return reply, "", err
 }
 
 // Next returns the next batch of the read.
@@ -125,7 +139,10 @@ func (sc *remoteScan) Next(ctx context.Context) (remoteBatch, error) {
 		cmd = bsoncore.NewDocumentBuilder().AppendInt64("_cleaveShardGetMore", sc.id).AppendString("$db", sc.db).Build()
 	}
 	sc.first = nil
-	reply, err := sc.peers.Command(ctx, sc.shard, cmd)
+	reply, host, err := sc.send(ctx, sc.host, cmd)
+	if sc.host == "" {
+		sc.host = host
+	}
 	if err != nil {
 		sc.id = 0
 		return remoteBatch{Last: true}, err
@@ -142,13 +159,13 @@ func (sc *remoteScan) Close() {
 	if sc.id == 0 {
 		return
 	}
-	id := sc.id
+	id, host := sc.id, sc.host
 	sc.id = 0
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		cmd := bsoncore.NewDocumentBuilder().AppendInt64("_cleaveShardKill", id).AppendString("$db", sc.db).Build()
-		_, _ = sc.peers.Command(ctx, sc.shard, cmd) // an unreachable owner times the cursor out
+		_, _, _ = sc.send(ctx, host, cmd) // an unreachable owner times the cursor out
 	}()
 }
 

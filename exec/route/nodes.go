@@ -56,14 +56,26 @@ func NewNodes(cat *catalog.Catalog, records *store.Catalog, c sharding.Cluster, 
 // reply becomes its *mongoerr.Error, a node that is down or does not answer
 // HostUnreachable.
 func (rs *Nodes) Command(ctx context.Context, s int, cmd bsoncore.Document) (bsoncore.Document, error) {
-	node, host := rs.cluster.ShardHost(s)
-	if host == "" && node == "" {
-		// A replicated shard with no leader up (an election under way): the owner's answer
-		// to a router that routed too early, which waits for a leader and plans again.
-		return nil, mongoerr.New(mongoerr.StaleConfig, "%s has no leader at the moment", catalog.ShardName(s))
-	}
-	if host == "" {
-		return nil, mongoerr.New(mongoerr.HostUnreachable, "%s is on node %s, which is down", catalog.ShardName(s), NodeName(node))
+	reply, _, err := rs.CommandPinned(ctx, s, "", cmd)
+	return reply, err
+}
+
+// CommandPinned implements catalog.PinnedPeers: Command, or when host is set, cmd on the
+// node at host, whichever node owns shard s now (a cursor's getMore on the node that opened
+// it). It returns the host cmd went to.
+func (rs *Nodes) CommandPinned(ctx context.Context, s int, host string, cmd bsoncore.Document) (bsoncore.Document, string, error) {
+	pinned := host != ""
+	node := host
+	if !pinned {
+		node, host = rs.cluster.ShardHost(s)
+		if host == "" && node == "" {
+			// A replicated shard with no leader up (an election under way): the owner's answer
+			// to a router that routed too early, which waits for a leader and plans again.
+			return nil, "", mongoerr.New(mongoerr.StaleConfig, "%s has no leader at the moment", catalog.ShardName(s))
+		}
+		if host == "" {
+			return nil, "", mongoerr.New(mongoerr.HostUnreachable, "%s is on node %s, which is down", catalog.ShardName(s), NodeName(node))
+		}
 	}
 	cmd = rs.withGossip(ctx, cmd)
 	var reply bsoncore.Document
@@ -75,22 +87,22 @@ func (rs *Nodes) Command(ctx context.Context, s int, cmd bsoncore.Document) (bso
 	}
 	if err != nil {
 		var ue *wire.UnreachableError
-		if errors.As(err, &ue) && ue.NotSent && rs.replicated(s) {
+		if errors.As(err, &ue) && ue.NotSent && !pinned && rs.replicated(s) {
 			// The leader's node is gone (its record not replaced yet): nothing ran; the
 			// router waits for the next leader and plans again.
-			return nil, mongoerr.Wrap(err, mongoerr.StaleConfig, "%s's leader on node %s (%s) cannot be reached: %v",
+			return nil, host, mongoerr.Wrap(err, mongoerr.StaleConfig, "%s's leader on node %s (%s) cannot be reached: %v",
 				catalog.ShardName(s), NodeName(node), host, ue.Err)
 		}
 		if errors.As(err, &ue) {
-			return nil, mongoerr.Wrap(err, mongoerr.HostUnreachable, "%s is on node %s (%s), which cannot be reached: %v",
+			return nil, host, mongoerr.Wrap(err, mongoerr.HostUnreachable, "%s is on node %s (%s), which cannot be reached: %v",
 				catalog.ShardName(s), NodeName(node), host, ue.Err)
 		}
-		return nil, err
+		return nil, host, err
 	}
 	if ok, _ := bsonx.NumberAsFloat64(reply.Lookup("ok")); ok != 1 {
-		return nil, mongoerr.FromReply(reply)
+		return nil, host, mongoerr.FromReply(reply)
 	}
-	return reply, nil
+	return reply, host, nil
 }
 
 // withGossip returns cmd carrying what the owner needs of the router beside the command, in

@@ -111,6 +111,24 @@ func (r *hosted) serving() bool {
 // store returns the replica's store.
 func (r *hosted) store() *store.DB { return r.db.Load() }
 
+// ready records that r, leader in term, published itself and caught up (serve), and reports
+// whether it still leads in that term. readyTerm only grows: the serve of an earlier term,
+// slow to publish (PublishLeader succeeds over a record of a later term) or to catch up, may
+// finish after the replica lost its leadership and won it again in a later term, whose serve
+// finished first; storing the earlier term then would keep the leader from serving for as
+// long as it leads, while its record sends every router to it (StaleConfig "shard n is on
+// node <this one>, not this one", to its own router too).
+func (r *hosted) ready(term uint64) bool {
+	for {
+		old := r.readyTerm.Load()
+		if old >= term || r.readyTerm.CompareAndSwap(old, term) {
+			break
+		}
+	}
+	now := r.g.Status()
+	return now.Serving && now.Term == term
+}
+
 // Start opens the node's raft logs and the replicas the placement gives this node, and
 // follows the placement from then on.
 func Start(opts Options) (*Host, error) {
@@ -438,10 +456,9 @@ func (h *Host) serve(r *hosted, st replica.Status) {
 			return
 		}
 	}
-	if !h.beforeServe(r, st) {
+	if !h.beforeServe(r, st) || !r.ready(st.Term) {
 		return
 	}
-	r.readyTerm.Store(st.Term)
 	h.log.Info("serving a shard", zap.Int("shard", r.shard), zap.Uint64("term", st.Term))
 	h.kick()
 	if h.opts.AfterServe != nil {

@@ -25,7 +25,7 @@ import (
 //  5. a group with fewer replicas than Replicas gets a new one, on the node up that holds the
 //     fewest replicas and none of this shard (placement first, then 1);
 //  6. a node leading more shards than its share hands one leadership to a caught-up voter on
-//     a node leading fewer.
+//     a node leading fewer, never making that node one over its share (balance.go).
 //
 // A voter is only ever added or removed alone (raft's simple configuration changes), so a
 // quorum of the old configuration always overlaps the new one's.
@@ -93,57 +93,6 @@ func (h *Host) reconcile(r *hosted) error {
 	}
 	h.balanceLeaders(r, p, voters) // 6
 	return nil
-}
-
-// balanceLeaders hands the leadership of r's shard to a caught-up voter on a node that leads
-// fewer shards, when this node leads more than its share (every node up leading about as
-// many): reads and writes are served by leaders, so their spread is the load's. One transfer
-// per round and node, and only from a node above the ceiling of the share to one below its
-// floor, so that leaderships do not bounce.
-func (h *Host) balanceLeaders(r *hosted, p cluster.Placement, voters []uint64) {
-	members := h.opts.Node.Members()
-	leaders := h.opts.Node.Leaders()
-	if len(members) < 2 || len(leaders) == 0 || !h.transferDue() {
-		return
-	}
-	count := map[string]int{}
-	for _, m := range members {
-		count[m.Name] = 0
-	}
-	for _, rec := range leaders {
-		if _, up := count[rec.Node]; up {
-			count[rec.Node]++
-		}
-	}
-	me := h.opts.Node.Name()
-	floor, ceil := len(leaders)/len(members), (len(leaders)+len(members)-1)/len(members)
-	if count[me] <= ceil {
-		return
-	}
-	_, commit, _ := r.g.Progress(r.id)
-	for _, rep := range p.Replicas {
-		c, up := count[rep.Node]
-		match, _, ok := r.g.Progress(rep.ID)
-		if rep.ID == r.id || !up || c >= floor+1 || !ok || match < commit || !slices.Contains(voters, rep.ID) {
-			continue
-		}
-		h.log.Info("handing a shard's leadership to a node that leads fewer", zap.Int("shard", r.shard),
-			zap.String("to", rep.Node), zap.Int("leads_here", count[me]), zap.Int("leads_there", c))
-		r.g.TransferLeadership(rep.ID)
-		return
-	}
-}
-
-// transferDue reports whether this node may start a leadership transfer now (one per
-// reconcile round).
-func (h *Host) transferDue() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if time.Since(h.lastTransfer) < reconcileEvery {
-		return false
-	}
-	h.lastTransfer = time.Now()
-	return true
 }
 
 // snapshotFirst makes sure a replica added to r's group receives a snapshot of its store, not
