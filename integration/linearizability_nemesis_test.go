@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -67,22 +66,7 @@ func nodeName(i int) string { return fmt.Sprintf("node-%c", 'a'+i) }
 // reach them all).
 func (n *nemesis) fault(arg bson.E) {
 	n.t.Helper()
-	cmd := bson.D{{Key: "_cleaveRaftFault", Value: 1}, arg}
-	for i, c := range n.admin {
-		var err error
-		for range 10 {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			err = c.Database("admin").RunCommand(ctx, cmd).Err()
-			cancel()
-			if err == nil {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		if err != nil {
-			n.t.Fatalf("_cleaveRaftFault %v on %s: %v", arg, nodeName(i), err)
-		}
-	}
+	sendRaftFault(n.t, n.admin, arg)
 }
 
 // note records a fault that ran from start until now.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
@@ -82,9 +83,19 @@ func TestReplicationCursorAcrossLeaderChange(t *testing.T) {
 // each), each until it answers.
 func raftFault(t *testing.T, nodes []*server, arg bson.E) {
 	t.Helper()
-	cmd := bson.D{{Key: "_cleaveRaftFault", Value: 1}, arg}
+	clients := make([]*mongo.Client, len(nodes))
 	for i, s := range nodes {
-		c := s.client(t)
+		clients[i] = s.client(t)
+	}
+	sendRaftFault(t, clients, arg)
+}
+
+// sendRaftFault sends _cleaveRaftFault with arg through each of clients (one per node, in
+// node order), trying each for a while until it answers.
+func sendRaftFault(t *testing.T, clients []*mongo.Client, arg bson.E) {
+	t.Helper()
+	cmd := bson.D{{Key: "_cleaveRaftFault", Value: 1}, arg}
+	for i, c := range clients {
 		var err error
 		for range 10 {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -96,7 +107,7 @@ func raftFault(t *testing.T, nodes []*server, arg bson.E) {
 			time.Sleep(200 * time.Millisecond)
 		}
 		if err != nil {
-			t.Fatalf("_cleaveRaftFault %v on node %d: %v", arg, i, err)
+			t.Fatalf("_cleaveRaftFault %v on %s: %v", arg, nodeName(i), err)
 		}
 	}
 }
