@@ -65,18 +65,25 @@ func (o *ownerNode) sent() []string {
 	return out
 }
 
+// halfOnNodeB returns a catalog of two shards, the second on node-b, and a collection hashed
+// on k whose second partition is there.
+func halfOnNodeB(t *testing.T) (*catalog.Catalog, *catalog.Coll) {
+	t.Helper()
+	cat := fixture.Stores(t, 2)
+	spec := store.Collection{DB: "db", Name: "c", ShardKey: streamtest.ExtDoc(t, `{"k": "hashed"}`),
+		Partitions: []store.Partition{{ID: 1, Lo: 0, Shard: 0}, {ID: 2, Lo: 1 << 63, Shard: 1}}}
+	ci := fixture.Create(t, cat, spec)
+	cat.SetShards([]catalog.Shard{cat.Shards()[0], catalog.Remote(1, "node-b")})
+	return cat, cat.Refresh(ci)
+}
+
 // TestReadOfAnotherNodesShard checks the router's side of a read whose partition is on
 // another node's shard: the shard's part goes through catalog.Peers as _cleaveShardFind to
 // that shard, carrying the planned ranges, access path and the router's catalog revision,
 // continues with _cleaveShardGetMore on the owner's cursor, and the documents and totals come
 // back into the merge; a read that stops early kills the owner's cursor.
 func TestReadOfAnotherNodesShard(t *testing.T) {
-	cat := fixture.Stores(t, 2)
-	spec := store.Collection{DB: "db", Name: "c", ShardKey: streamtest.ExtDoc(t, `{"k": "hashed"}`),
-		Partitions: []store.Partition{{ID: 1, Lo: 0, Shard: 0}, {ID: 2, Lo: 1 << 63, Shard: 1}}}
-	ci := fixture.Create(t, cat, spec)
-	cat.SetShards([]catalog.Shard{cat.Shards()[0], catalog.Remote(1, "node-b")})
-	ci = cat.Refresh(ci)
+	cat, ci := halfOnNodeB(t)
 	owner := &ownerNode{t: t, killed: make(chan int64, 1)}
 	g := query.New(cat, query.Options{Peers: owner})
 
@@ -176,12 +183,7 @@ func (m *movedLeader) CommandPinned(ctx context.Context, shard int, host string,
 // opened the read, which keeps its cursor, not to the shard's new leader, which has none (a
 // find's later batches failed with CursorNotFound after a leader transfer).
 func TestReadOfAnotherNodesShardLeaderMoved(t *testing.T) {
-	cat := fixture.Stores(t, 2)
-	spec := store.Collection{DB: "db", Name: "c", ShardKey: streamtest.ExtDoc(t, `{"k": "hashed"}`),
-		Partitions: []store.Partition{{ID: 1, Lo: 0, Shard: 0}, {ID: 2, Lo: 1 << 63, Shard: 1}}}
-	ci := fixture.Create(t, cat, spec)
-	cat.SetShards([]catalog.Shard{cat.Shards()[0], catalog.Remote(1, "node-b")})
-	ci = cat.Refresh(ci)
+	cat, ci := halfOnNodeB(t)
 	peers := &movedLeader{old: &ownerNode{t: t, killed: make(chan int64, 1)}, leader: "old"}
 	g := query.New(cat, query.Options{Peers: peers})
 	flt, err := query.CompileFilter(streamtest.ExtDoc(t, `{}`))
