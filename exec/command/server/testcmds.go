@@ -76,6 +76,8 @@ func (h *Handlers) configureFailPoint(_ context.Context, r *command.Request) err
 		return h.pauseCatalogWatch(r)
 	case "pauseMoveBeforeFlip":
 		return h.pauseGate(r, &h.BeforeFlip)
+	case "failMigrationCommit":
+		return h.pauseGate(r, &h.FailFlip)
 	case "hangAfterStartingIndexBuild":
 		return h.pauseGate(r, &h.AfterBuildStart)
 	case "pauseMultiWriteBeforeLock":
@@ -154,6 +156,9 @@ func (h *Handlers) simulateAvailableDiskSpace(r *command.Request) error {
 // answers how many times it held something. Test suites only:
 //   - pauseMoveBeforeFlip: a move this node runs waits under its locks after its last pass,
 //     just before the ownership flip (sharding.Knobs.BeforeFlip);
+//   - failMigrationCommit (MongoDB's name): a move this node runs fails at its flip, which
+//     it does not send, as a refused flip (sharding.Knobs.FailFlip; a switch, not a wait):
+//     the move answers InternalError and its destination deletes its copy;
 //   - hangAfterStartingIndexBuild (mongod's name): an index build this node runs waits once
 //     its indexes are in the catalog, not ready (ddl.Knobs.AfterBuildStart);
 //   - pauseMultiWriteBeforeLock: a multi update or delete this node runs waits after reading
