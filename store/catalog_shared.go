@@ -452,20 +452,24 @@ func (c *Catalog) SetHomePicker(pick func(in *Collection) int) {
 // state may lag behind what a client has already seen: a command naming a collection this
 // node does not hold (another node may have just created it), a DDL change.
 func (c *Catalog) CatchUp(ctx context.Context) (advanced bool, err error) {
+	rev, err := c.LogRevision(ctx)
+	if err != nil || rev <= c.Revision() {
+		return false, err
+	}
+	return true, c.waitRevision(ctx, rev)
+}
+
+// LogRevision reads the revision the shared log has reached (0 for a catalog that is not
+// shared): CatchUp's read of the log, for a caller that bounds it apart from the wait for
+// the state to get there (WaitRevision).
+func (c *Catalog) LogRevision(ctx context.Context) (int64, error) {
 	c.mu.Lock()
 	s := c.mu.shared
 	c.mu.Unlock()
 	if s == nil {
-		return false, nil
+		return 0, nil
 	}
-	rev, err := s.log.Revision(ctx)
-	if err != nil {
-		return false, err
-	}
-	if rev <= c.Revision() {
-		return false, nil
-	}
-	return true, c.waitRevision(ctx, rev)
+	return s.log.Revision(ctx)
 }
 
 // Shared reports whether the catalog is shared with other nodes (cluster mode).

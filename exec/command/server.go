@@ -138,6 +138,8 @@ type Server struct {
 	// RWDefaults are the default read and write concerns applied now (rwdefaults.go).
 	RWDefaults params.RWDefaults
 	rwState    rwDefaultsState
+	// catchUp is what the node knows of its catalog catch-ups (catalog_fresh.go).
+	catchUp catchUpState
 	// Fail is the failCommand failpoint (exec/failpoint); FailGetMore is
 	// failGetMoreAfterCursorCheckout, which getMore evaluates once it has its cursor.
 	Fail, FailGetMore failpoint.FailCommand
