@@ -407,7 +407,10 @@ func (c *Catalog) Fence(ctx context.Context) error {
 func (c *Catalog) waitRevision(ctx context.Context, rev int64) error {
 	deadline := time.NewTimer(revisionWait)
 	defer deadline.Stop()
-	c.hold.need(rev)
+	if c.Revision() >= rev {
+		return nil
+	}
+	held := c.hold.need(rev)
 	for {
 		c.mu.Lock()
 		s := c.mu.shared
@@ -417,13 +420,19 @@ func (c *Catalog) waitRevision(ctx context.Context, rev int64) error {
 		}
 		ch := s.advanced
 		c.mu.Unlock()
+		var err error
 		select {
 		case <-ch:
+			continue
 		case <-deadline.C:
-			return fmt.Errorf("%w: at revision %d, waiting for %d", ErrCatalogBehind, c.Revision(), rev)
+			err = fmt.Errorf("%w: at revision %d, waiting for %d", ErrCatalogBehind, c.Revision(), rev)
 		case <-ctx.Done():
-			return fmt.Errorf("%w: at revision %d, waiting for %d: %w", ErrCatalogBehind, c.Revision(), rev, ctx.Err())
+			err = fmt.Errorf("%w: at revision %d, waiting for %d: %w", ErrCatalogBehind, c.Revision(), rev, ctx.Err())
 		}
+		if held {
+			c.hold.gaveUp()
+		}
+		return err
 	}
 }
 
@@ -497,20 +506,41 @@ const holdMax = time.Minute
 
 // catalogHold is the state of a held catalog.
 type catalogHold struct {
-	mu      sync.Mutex
-	on      bool
+	mu sync.Mutex
+	on bool
+	// strict holds the changes even from what waits for them, until off (or holdMax): the
+	// node's catalog stays behind, so that what waits for it waits (a test of what it holds).
+	strict  bool
 	want    int64         // the highest revision something waited for while held
 	changed chan struct{} // closed when on or want changes; nil until someone waits
+	// waits counts the waits for a held revision (WaitRevision) since the hold began, and
+	// expired those of them that gave up before the revision came.
+	waits, expired int64
 }
 
 // HoldShared holds back (on) or lets through (off) the changes other nodes commit to the
 // shared catalog; see catalogHold.
-func (c *Catalog) HoldShared(on bool) {
+func (c *Catalog) HoldShared(on bool) { c.HoldSharedStrictly(on, false) }
+
+// HoldSharedStrictly is HoldShared; strict holds the changes from what waits for them too.
+func (c *Catalog) HoldSharedStrictly(on, strict bool) {
 	h := &c.hold
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.on, h.want = on, 0
+	if on && !h.on {
+		h.waits, h.expired = 0, 0
+	}
+	h.on, h.strict, h.want = on, on && strict, 0
 	h.signal()
+}
+
+// HoldStats returns how many waits for a held revision there were since the hold began, and
+// how many of them gave up first (a strict hold).
+func (c *Catalog) HoldStats() (waits, expired int64) {
+	h := &c.hold
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.waits, h.expired
 }
 
 // signal wakes the held changes; the caller holds h.mu.
@@ -521,13 +551,28 @@ func (h *catalogHold) signal() {
 	}
 }
 
-// need records that revision rev is waited for: the held changes up to it may apply.
-func (h *catalogHold) need(rev int64) {
+// need records that revision rev is waited for: the held changes up to it may apply, unless
+// the hold is strict. It reports whether the wait is for a held revision (counted).
+func (h *catalogHold) need(rev int64) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.on && rev > h.want {
+	if !h.on {
+		return false
+	}
+	h.waits++
+	if !h.strict && rev > h.want {
 		h.want = rev
 		h.signal()
+	}
+	return true
+}
+
+// gaveUp records that a wait need counted gave up before its revision came.
+func (h *catalogHold) gaveUp() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.on {
+		h.expired++
 	}
 }
 
