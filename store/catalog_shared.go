@@ -410,7 +410,7 @@ func (c *Catalog) waitRevision(ctx context.Context, rev int64) error {
 	if c.Revision() >= rev {
 		return nil
 	}
-	held := c.hold.need(rev)
+	c.hold.need(rev)
 	for {
 		c.mu.Lock()
 		s := c.mu.shared
@@ -429,9 +429,7 @@ func (c *Catalog) waitRevision(ctx context.Context, rev int64) error {
 		case <-ctx.Done():
 			err = fmt.Errorf("%w: at revision %d, waiting for %d: %w", ErrCatalogBehind, c.Revision(), rev, ctx.Err())
 		}
-		if held {
-			c.hold.gaveUp()
-		}
+		c.hold.gaveUp()
 		return err
 	}
 }
@@ -506,15 +504,12 @@ const holdMax = time.Minute
 
 // catalogHold is the state of a held catalog.
 type catalogHold struct {
-	mu sync.Mutex
-	on bool
-	// strict holds the changes even from what waits for them, until off (or holdMax): the
-	// node's catalog stays behind, so that what waits for it waits (a test of what it holds).
-	strict  bool
+	mu      sync.Mutex
+	on      bool
+	strict  bool          // held even from what waits for them (until off, or holdMax)
 	want    int64         // the highest revision something waited for while held
 	changed chan struct{} // closed when on or want changes; nil until someone waits
-	// waits counts the waits for a held revision (WaitRevision) since the hold began, and
-	// expired those of them that gave up before the revision came.
+	// waits counts the waits for a held revision since the hold began; expired, those that gave up.
 	waits, expired int64
 }
 
@@ -534,8 +529,7 @@ func (c *Catalog) HoldSharedStrictly(on, strict bool) {
 	h.signal()
 }
 
-// HoldStats returns how many waits for a held revision there were since the hold began, and
-// how many of them gave up first (a strict hold).
+// HoldStats returns the waits for a held revision since the hold began, and those that gave up.
 func (c *Catalog) HoldStats() (waits, expired int64) {
 	h := &c.hold
 	h.mu.Lock()
@@ -551,23 +545,22 @@ func (h *catalogHold) signal() {
 	}
 }
 
-// need records that revision rev is waited for: the held changes up to it may apply, unless
-// the hold is strict. It reports whether the wait is for a held revision (counted).
-func (h *catalogHold) need(rev int64) bool {
+// need records that revision rev is waited for (counted while held): the held changes up to
+// it may apply, unless the hold is strict.
+func (h *catalogHold) need(rev int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.on {
-		return false
+		return
 	}
 	h.waits++
 	if !h.strict && rev > h.want {
 		h.want = rev
 		h.signal()
 	}
-	return true
 }
 
-// gaveUp records that a wait need counted gave up before its revision came.
+// gaveUp records that a wait gave up before its revision came (counted while held).
 func (h *catalogHold) gaveUp() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
