@@ -407,6 +407,9 @@ func (c *Catalog) Fence(ctx context.Context) error {
 func (c *Catalog) waitRevision(ctx context.Context, rev int64) error {
 	deadline := time.NewTimer(revisionWait)
 	defer deadline.Stop()
+	if c.Revision() >= rev {
+		return nil
+	}
 	c.hold.need(rev)
 	for {
 		c.mu.Lock()
@@ -417,13 +420,17 @@ func (c *Catalog) waitRevision(ctx context.Context, rev int64) error {
 		}
 		ch := s.advanced
 		c.mu.Unlock()
+		var err error
 		select {
 		case <-ch:
+			continue
 		case <-deadline.C:
-			return fmt.Errorf("%w: at revision %d, waiting for %d", ErrCatalogBehind, c.Revision(), rev)
+			err = fmt.Errorf("%w: at revision %d, waiting for %d", ErrCatalogBehind, c.Revision(), rev)
 		case <-ctx.Done():
-			return fmt.Errorf("%w: at revision %d, waiting for %d: %w", ErrCatalogBehind, c.Revision(), rev, ctx.Err())
+			err = fmt.Errorf("%w: at revision %d, waiting for %d: %w", ErrCatalogBehind, c.Revision(), rev, ctx.Err())
 		}
+		c.hold.gaveUp()
+		return err
 	}
 }
 
@@ -452,20 +459,24 @@ func (c *Catalog) SetHomePicker(pick func(in *Collection) int) {
 // state may lag behind what a client has already seen: a command naming a collection this
 // node does not hold (another node may have just created it), a DDL change.
 func (c *Catalog) CatchUp(ctx context.Context) (advanced bool, err error) {
+	rev, err := c.LogRevision(ctx)
+	if err != nil || rev <= c.Revision() {
+		return false, err
+	}
+	return true, c.waitRevision(ctx, rev)
+}
+
+// LogRevision reads the revision the shared log has reached (0 for a catalog that is not
+// shared): CatchUp's read of the log, for a caller that bounds it apart from the wait for
+// the state to get there (WaitRevision).
+func (c *Catalog) LogRevision(ctx context.Context) (int64, error) {
 	c.mu.Lock()
 	s := c.mu.shared
 	c.mu.Unlock()
 	if s == nil {
-		return false, nil
+		return 0, nil
 	}
-	rev, err := s.log.Revision(ctx)
-	if err != nil {
-		return false, err
-	}
-	if rev <= c.Revision() {
-		return false, nil
-	}
-	return true, c.waitRevision(ctx, rev)
+	return s.log.Revision(ctx)
 }
 
 // Shared reports whether the catalog is shared with other nodes (cluster mode).
@@ -495,18 +506,35 @@ const holdMax = time.Minute
 type catalogHold struct {
 	mu      sync.Mutex
 	on      bool
+	strict  bool          // held even from what waits for them (until off, or holdMax)
 	want    int64         // the highest revision something waited for while held
 	changed chan struct{} // closed when on or want changes; nil until someone waits
+	// waits counts the waits for a held revision since the hold began; expired, those that gave up.
+	waits, expired int64
 }
 
 // HoldShared holds back (on) or lets through (off) the changes other nodes commit to the
 // shared catalog; see catalogHold.
-func (c *Catalog) HoldShared(on bool) {
+func (c *Catalog) HoldShared(on bool) { c.HoldSharedStrictly(on, false) }
+
+// HoldSharedStrictly is HoldShared; strict holds the changes from what waits for them too.
+func (c *Catalog) HoldSharedStrictly(on, strict bool) {
 	h := &c.hold
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.on, h.want = on, 0
+	if on && !h.on {
+		h.waits, h.expired = 0, 0
+	}
+	h.on, h.strict, h.want = on, on && strict, 0
 	h.signal()
+}
+
+// HoldStats returns the waits for a held revision since the hold began, and those that gave up.
+func (c *Catalog) HoldStats() (waits, expired int64) {
+	h := &c.hold
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.waits, h.expired
 }
 
 // signal wakes the held changes; the caller holds h.mu.
@@ -517,13 +545,27 @@ func (h *catalogHold) signal() {
 	}
 }
 
-// need records that revision rev is waited for: the held changes up to it may apply.
+// need records that revision rev is waited for (counted while held): the held changes up to
+// it may apply, unless the hold is strict.
 func (h *catalogHold) need(rev int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.on && rev > h.want {
+	if !h.on {
+		return
+	}
+	h.waits++
+	if !h.strict && rev > h.want {
 		h.want = rev
 		h.signal()
+	}
+}
+
+// gaveUp records that a wait gave up before its revision came (counted while held).
+func (h *catalogHold) gaveUp() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.on {
+		h.expired++
 	}
 }
 

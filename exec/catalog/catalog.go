@@ -30,6 +30,8 @@ type Catalog struct {
 	readers Readers
 	// creating, when set, is told of each collection ForWrite creates (OnCreate).
 	creating func(db string) (created func(*store.Collection))
+	// records orders the writes and merges of session transaction records (records.go).
+	records RecordGate
 }
 
 // OnCreate makes ForWrite call fn with the database before it creates a collection
@@ -62,6 +64,9 @@ func (c *Catalog) Store() *store.Catalog { return c.store }
 
 // Locks returns the key locks writers hold from reading a document to committing it.
 func (c *Catalog) Locks() *store.KeyLocks { return &c.locks }
+
+// TxnRecords returns the gate the writes and merges of session transaction records pass.
+func (c *Catalog) TxnRecords() *RecordGate { return &c.records }
 
 // LockDDL takes the DDL lock and returns its release. An index build holds it from start
 // to finish, as MongoDB's collection lock does.

@@ -50,19 +50,29 @@ func (e *Server) Deadline(ctx context.Context, maxTimeMS int64) (context.Context
 // move into this node from another holds it until its commit, or until its source is given
 // up for dead.
 func (e *Server) LockDDL(ctx context.Context, cmd string, body bsoncore.Document) (unlock func(), err error) {
-	var limit int64
-	if v, err := body.LookupErr("maxTimeMS"); err == nil {
-		if limit, err = MaxTimeMS(cmd, v); err != nil {
-			return nil, err
-		}
+	wctx, cancel, err := e.MaxTimeContext(ctx, cmd, body)
+	if err != nil {
+		return nil, err
 	}
-	wctx, cancel := e.Deadline(ctx, limit)
 	defer cancel()
 	unlock, err = e.Cat.LockDDLCtx(wctx)
 	if err != nil {
 		return nil, InterruptError(wctx, err)
 	}
 	return unlock, nil
+}
+
+// MaxTimeContext applies the maxTimeMS that body, the body of command cmd, may give to ctx
+// (Deadline); a bad value is MaxTimeMS's error.
+func (e *Server) MaxTimeContext(ctx context.Context, cmd string, body bsoncore.Document) (context.Context, context.CancelFunc, error) {
+	var limit int64
+	if v, err := body.LookupErr("maxTimeMS"); err == nil {
+		if limit, err = MaxTimeMS(cmd, v); err != nil {
+			return nil, nil, err
+		}
+	}
+	ctx, cancel := e.Deadline(ctx, limit)
+	return ctx, cancel, nil
 }
 
 // MaxTimeMS parses the generic maxTimeMS argument of command cmd: a non-negative 32-bit

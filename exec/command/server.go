@@ -138,6 +138,8 @@ type Server struct {
 	// RWDefaults are the default read and write concerns applied now (rwdefaults.go).
 	RWDefaults params.RWDefaults
 	rwState    rwDefaultsState
+	// catchUp is what the node knows of its catalog catch-ups (catalog_fresh.go).
+	catchUp catchUpState
 	// Fail is the failCommand failpoint (exec/failpoint); FailGetMore is
 	// failGetMoreAfterCursorCheckout, which getMore evaluates once it has its cursor.
 	Fail, FailGetMore failpoint.FailCommand
@@ -148,6 +150,9 @@ type Server struct {
 	// DuringReshardClone is the failpoint reshardingPauseRecipientDuringCloning (MongoDB's
 	// name): a layout change's copy waits after its first batch.
 	DuringReshardClone failpoint.Gate
+	// FailFlip is the failpoint failMigrationCommit (MongoDB's name), used as a switch
+	// (Gate.Fire): a move this node runs fails at its flip while it is on.
+	FailFlip failpoint.Gate
 	// MaxTimeAlways is the failpoint maxTimeAlwaysTimeOut: commands given a maxTimeMS run
 	// past it from the start (Deadline).
 	MaxTimeAlways failpoint.MaxTime
@@ -246,7 +251,7 @@ func (e *Server) initStorage(opts Options) {
 		Version:       ServerVersion,
 		Cluster:       e.Storage.Cluster,
 		Peers:         peers,
-		Knobs:         sharding.Knobs{BeforeFlip: e.BeforeFlip.Pass, DuringClone: e.DuringReshardClone.Pass},
+		Knobs:         sharding.Knobs{BeforeFlip: e.BeforeFlip.Pass, DuringClone: e.DuringReshardClone.Pass, FailFlip: e.FailFlip.Fire},
 	})
 	qopts := query.Options{
 		MaxParallelism: opts.MaxParallelism,

@@ -25,6 +25,18 @@ func (g *Gate) Set(on bool) int64 {
 	return g.entered
 }
 
+// Fire reports whether the gate is on, counting it as entered then, without waiting: a gate
+// used as a switch (failMigrationCommit: a move's flip fails while it is on).
+func (g *Gate) Fire() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.open == nil {
+		return false
+	}
+	g.entered++
+	return true
+}
+
 // Pass waits while the gate is on.
 func (g *Gate) Pass() {
 	g.mu.Lock()

@@ -1,8 +1,11 @@
 package sharding
 
 import (
+	"context"
 	"slices"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/store"
@@ -36,6 +39,49 @@ func (m *Manager) markMoving(coll store.CollID, id uint64) (done func()) {
 		defer m.mu.Unlock()
 		if m.mu.moving[k]--; m.mu.moving[k] <= 0 {
 			delete(m.mu.moving, k)
+		}
+		if m.mu.moveEnded != nil {
+			close(m.mu.moveEnded)
+			m.mu.moveEnded = nil
+		}
+	}
+}
+
+// waitMoves waits until this node runs no move of collection coll, or ctx ends (its error
+// then), or the manager stops (ErrShutdown): what MongoDB's shard does before it splits or
+// merges chunks of a collection it is donating a chunk of (the active migrations registry's
+// split-or-merge registration waits, interruptibly, for the donation to end). The first wait
+// is logged, with the command that waits (what).
+func (m *Manager) waitMoves(ctx context.Context, coll store.CollID, ns, what string) error {
+	logged := false
+	for {
+		m.mu.Lock()
+		busy := false
+		for k := range m.mu.moving {
+			if k.coll == coll {
+				busy = true
+				break
+			}
+		}
+		if !busy {
+			m.mu.Unlock()
+			return nil
+		}
+		if m.mu.moveEnded == nil {
+			m.mu.moveEnded = make(chan struct{})
+		}
+		ended := m.mu.moveEnded
+		m.mu.Unlock()
+		if !logged {
+			m.log.Info("waiting for a move of the collection to end", zap.String("ns", ns), zap.String("cmd", what))
+			logged = true
+		}
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-m.life.Done():
+			return ErrShutdown
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // Merges (shard/merge.go) are catalog changes only: the merged partitions' documents are on
@@ -95,11 +96,12 @@ func (m *Manager) ApplyMerge(db, name string, a *shard.MergeAction) (uint64, err
 	return id, nil
 }
 
-// refuseMoving refuses, with ErrStaleAction, a merge of partitions one of which this node
-// is moving: as MongoDB's shard refuses a merge while a migration of the collection runs
-// (ConflictingOperationInProgress), lest the move's flip find its partition merged away. A
-// merge committed by another node, which cannot know of this node's move, makes the move
-// fail instead (moveToNode then aborts its copy on the destination at once).
+// refuseMoving refuses, with ErrStaleAction (and errMoving), a merge of partitions one of
+// which this node is moving, lest the move's flip find its partition merged away: the
+// manager's merges skip such partitions; a merge by hand waits for the move first
+// (mergeOwned), as MongoDB's shard waits for a migration of the collection to end before it
+// merges. A merge committed by another node, which cannot know of this node's move, makes
+// the move fail instead (moveToNode then aborts its copy on the destination at once).
 func (m *Manager) refuseMoving(db, name string, ids []uint64) error {
 	c := m.cat.Store().State().Collection(db, name)
 	if c == nil {
@@ -107,7 +109,7 @@ func (m *Manager) refuseMoving(db, name string, ids []uint64) error {
 	}
 	for _, id := range ids {
 		if m.isMoving(c.ID, id) {
-			return fmt.Errorf("%w: partition %d of %s.%s is being moved", shard.ErrStaleAction, id, db, name)
+			return fmt.Errorf("%w: %w: partition %d of %s.%s", shard.ErrStaleAction, errMoving, id, db, name)
 		}
 	}
 	return nil
@@ -156,23 +158,108 @@ func (m *Manager) MergeTo(db, name string, n int) error {
 // range that is one partition already is left as it is. It fails with ErrNoChunkSequence
 // when no sequence of one shard's partitions fills the range exactly. Partitions of another
 // node's shard are merged by that node (askMerge), as a split is: only the owner knows
-// whether it is moving one of them.
-func (m *Manager) MergeRange(ci *catalog.Coll, lo, hi uint64) error {
+// whether it is moving one of them. A move of the collection this node runs is waited for
+// (mergeOwned), within ctx.
+func (m *Manager) MergeRange(ctx context.Context, ci *catalog.Coll, lo, hi uint64) error {
 	ids, s, err := mergeSequence(ci, lo, hi)
 	if err != nil || len(ids) < 2 {
 		return err
 	}
 	if !m.isLocal(s) {
-		_, err := m.askMerge(ci, s, bsoncore.NewDocumentBuilder().AppendInt64("lo", int64(lo)).AppendInt64("hi", int64(hi)))
+		_, err := m.askMerge(ctx, ci, s, bsoncore.NewDocumentBuilder().AppendInt64("lo", int64(lo)).AppendInt64("hi", int64(hi)))
 		return err
 	}
+	_, err = m.mergeOwned(ctx, ci, "mergeChunks", m.rangeRuns(lo, hi))
+	return err
+}
+
+// rangeRuns plans the merge of the partitions of a collection that exactly cover [lo, hi),
+// all on one shard of this node (mergeSequence).
+func (m *Manager) rangeRuns(lo, hi uint64) func(ci *catalog.Coll) ([][]uint64, error) {
+	return func(ci *catalog.Coll) ([][]uint64, error) {
+		ids, s, err := mergeSequence(ci, lo, hi)
+		switch {
+		case err != nil || len(ids) < 2:
+			return nil, err
+		case !m.isLocal(s):
+			return nil, fmt.Errorf("%w: %s is not this node's", shard.ErrStaleAction, catalog.ShardName(s))
+		}
+		return [][]uint64{ids}, nil
+	}
+}
+
+// errMoving is the refusal of a merge of a partition this node is moving (refuseMoving).
+var errMoving = errors.New("one of the partitions is being moved")
+
+// errMoveWaitCap ends the wait of a merge by hand without a time limit for a move
+// (mergeOwned) after mergeMoveWait.
+var errMoveWaitCap = errors.New("the merge waited too long for a move of the collection to end")
+
+// mergeMoveWait bounds how long a merge by hand without maxTimeMS waits for the moves of its
+// collection: well within peerTimeout, which bounds the request of a node that asked for it.
+const mergeMoveWait = time.Minute
+
+// mergeOwned runs merges by hand of partitions of ci on this node's shards: it waits until
+// this node runs no move of the collection (waitMoves; at most mergeMoveWait when ctx has no
+// deadline), then merges each run of partitions plan finds in the layout the moves left, one
+// catalog change each. A move begun in between sends it back to waiting. It returns how many
+// merges it made.
+func (m *Manager) mergeOwned(ctx context.Context, ci *catalog.Coll, what string, plan func(*catalog.Coll) ([][]uint64, error)) (int, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, mergeMoveWait, errMoveWaitCap)
+		defer cancel()
+	}
+	n := 0
+	for {
+		if err := m.waitMoves(ctx, ci.Meta.ID, ci.NS(), what); err != nil {
+			if errors.Is(context.Cause(ctx), errMoveWaitCap) {
+				return n, fmt.Errorf("%w: %w (%v)", shard.ErrStaleAction, errMoveWaitCap, mergeMoveWait)
+			}
+			return n, err
+		}
+		k, err := m.applyMerges(ci, plan)
+		n += k
+		if !errors.Is(err, errMoving) {
+			return n, err
+		}
+	}
+}
+
+// applyMerges merges the runs of partitions plan finds in ci as the catalog has it now;
+// errMoving when one of them is being moved (a move begun since waitMoves). It returns how
+// many merges it made.
+func (m *Manager) applyMerges(ci *catalog.Coll, plan func(*catalog.Coll) ([][]uint64, error)) (int, error) {
 	m.round.Lock()
 	defer m.round.Unlock()
-	if _, err := m.ApplyMerge(ci.Meta.DB, ci.Meta.Name, &shard.MergeAction{IDs: ids, Reason: shard.ReasonManual}); err != nil {
-		return err
+	ci = m.cat.Refresh(ci)
+	if c := m.cat.Store().State().Collection(ci.Meta.DB, ci.Meta.Name); c == nil || c.ID != ci.Meta.ID || ci.Map == nil {
+		return 0, fmt.Errorf("%w: collection %s was dropped, replaced or unsharded", shard.ErrStaleAction, ci.NS())
 	}
-	m.AfterMapChange()
-	return nil
+	runs, err := plan(ci)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, ids := range runs {
+		_, err := m.ApplyMerge(ci.Meta.DB, ci.Meta.Name, &shard.MergeAction{IDs: ids, Reason: shard.ReasonManual})
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, errMoving), !errors.Is(err, shard.ErrStaleAction):
+			m.afterMerges(n)
+			return n, err
+		}
+	}
+	m.afterMerges(n)
+	return n, nil
+}
+
+// afterMerges refreshes what depends on the partition maps once n > 0 merges committed.
+func (m *Manager) afterMerges(n int) {
+	if n > 0 {
+		m.AfterMapChange()
+	}
 }
 
 // mergeSequence returns the ids of ci's partitions that exactly cover [lo, hi) and their
@@ -208,13 +295,13 @@ func mergeSequence(ci *catalog.Coll, lo, hi uint64) (ids []uint64, s int, err er
 const MergePartitionsCmd = "_cleaveMergePartitions"
 
 // MergeOwned runs a merge another node asked for (MergePartitionsCmd), of partitions of this
-// node's shards: ErrStaleAction when they are not (or no longer) this node's.
-func (m *Manager) MergeOwned(ci *catalog.Coll, req bsoncore.Document) (int, error) {
+// node's shards, within ctx: ErrStaleAction when they are not (or no longer) this node's.
+func (m *Manager) MergeOwned(ctx context.Context, ci *catalog.Coll, req bsoncore.Document) (int, error) {
 	if s, ok := req.Lookup("shard").Int32OK(); ok {
 		if !m.isLocal(int(s)) {
 			return 0, fmt.Errorf("%w: shard %d is not this node's", shard.ErrStaleAction, s)
 		}
-		return m.MergeAllOnShard(ci, int(s))
+		return m.MergeAllOnShard(ctx, ci, int(s))
 	}
 	lo, _ := req.Lookup("lo").Int64OK()
 	hi, _ := req.Lookup("hi").Int64OK()
@@ -225,14 +312,15 @@ func (m *Manager) MergeOwned(ci *catalog.Coll, req bsoncore.Document) (int, erro
 	if !m.isLocal(s) {
 		return 0, fmt.Errorf("%w: %s is not this node's", shard.ErrStaleAction, catalog.ShardName(s))
 	}
-	return 1, m.MergeRange(ci, uint64(lo), uint64(hi))
+	return m.mergeOwned(ctx, ci, "mergeChunks", m.rangeRuns(uint64(lo), uint64(hi)))
 }
 
 // askMerge sends a merge of ci's partitions on shard s (the request's own fields in b) to
-// the node owning s, and waits until this node's catalog holds it, so that what this node
-// answers next (config.chunks) sees the merged partition. It returns how many merges the
-// owner made.
-func (m *Manager) askMerge(ci *catalog.Coll, s int, b *bsoncore.DocumentBuilder) (int, error) {
+// the node owning s, within ctx (its deadline goes as maxTimeMS), and waits until this node's
+// catalog holds it, so that what this node answers next (config.chunks) sees the merged
+// partition. It returns how many merges the owner made; ErrNoChunkSequence when the owner
+// found the range no longer filled by one shard's partitions (a move it waited for took one).
+func (m *Manager) askMerge(ctx context.Context, ci *catalog.Coll, s int, b *bsoncore.DocumentBuilder) (int, error) {
 	req := bsoncore.NewDocumentBuilder().
 		AppendString(MergePartitionsCmd, ci.Meta.Name).
 		AppendInt64("collId", int64(ci.Meta.ID)).
@@ -241,7 +329,14 @@ func (m *Manager) askMerge(ci *catalog.Coll, s int, b *bsoncore.DocumentBuilder)
 	for _, el := range own {
 		req.AppendValue(el.Key(), el.Value())
 	}
-	reply, err := m.peerCommand(s, req.AppendString("$db", ci.Meta.DB).Build())
+	if dl, ok := ctx.Deadline(); ok {
+		req.AppendInt64("maxTimeMS", max(time.Until(dl).Milliseconds(), 1))
+	}
+	reply, err := m.peerCommandCtx(ctx, s, req.AppendString("$db", ci.Meta.DB).Build(), peerTimeout)
+	var me *mongoerr.Error
+	if errors.As(err, &me) && me.Code == mongoerr.IllegalOperation {
+		return 0, fmt.Errorf("%w: %s", ErrNoChunkSequence, me.Message)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -257,40 +352,28 @@ func (m *Manager) askMerge(ci *catalog.Coll, s int, b *bsoncore.DocumentBuilder)
 }
 
 // MergeAllOnShard merges every sequence of adjacent partitions of collection ci on shard s
-// into one partition each (mergeAllChunksOnShard), and returns how many merges it made; on
+// into one partition each (mergeAllChunksOnShard), once the moves of the collection this
+// node runs have ended (mergeOwned), within ctx, and returns how many merges it made; on
 // another node's shard, that node merges them (askMerge).
-func (m *Manager) MergeAllOnShard(ci *catalog.Coll, s int) (int, error) {
+func (m *Manager) MergeAllOnShard(ctx context.Context, ci *catalog.Coll, s int) (int, error) {
 	if !m.isLocal(s) {
-		return m.askMerge(ci, s, bsoncore.NewDocumentBuilder().AppendInt32("shard", int32(s)))
+		return m.askMerge(ctx, ci, s, bsoncore.NewDocumentBuilder().AppendInt32("shard", int32(s)))
 	}
-	m.round.Lock()
-	defer m.round.Unlock()
-	var runs [][]uint64
-	for i := 0; i < ci.Map.Len(); i++ {
-		if ci.Map.Partition(i).Shard != s {
-			continue
-		}
-		run := []uint64{ci.Map.Partition(i).ID}
-		for i+1 < ci.Map.Len() && ci.Map.Partition(i+1).Shard == s {
-			i++
-			run = append(run, ci.Map.Partition(i).ID)
-		}
-		if len(run) > 1 {
-			runs = append(runs, run)
-		}
-	}
-	n := 0
-	for _, ids := range runs {
-		if _, err := m.ApplyMerge(ci.Meta.DB, ci.Meta.Name, &shard.MergeAction{IDs: ids, Reason: shard.ReasonManual}); err != nil {
-			if errors.Is(err, shard.ErrStaleAction) {
+	return m.mergeOwned(ctx, ci, "mergeAllChunksOnShard", func(ci *catalog.Coll) ([][]uint64, error) {
+		var runs [][]uint64
+		for i := 0; i < ci.Map.Len(); i++ {
+			if ci.Map.Partition(i).Shard != s {
 				continue
 			}
-			return n, err
+			run := []uint64{ci.Map.Partition(i).ID}
+			for i+1 < ci.Map.Len() && ci.Map.Partition(i+1).Shard == s {
+				i++
+				run = append(run, ci.Map.Partition(i).ID)
+			}
+			if len(run) > 1 {
+				runs = append(runs, run)
+			}
 		}
-		n++
-	}
-	if n > 0 {
-		m.AfterMapChange()
-	}
-	return n, nil
+		return runs, nil
+	})
 }

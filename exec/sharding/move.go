@@ -11,6 +11,7 @@ import (
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/shard"
 	"github.com/cleavedb/cleave/store"
+	"github.com/cleavedb/cleave/wire/mongoerr"
 )
 
 // Moving a partition from shard `from` to shard `to` (MongoDB's chunk migration):
@@ -164,6 +165,9 @@ func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int, guards [
 	if m.beforeFlip != nil {
 		m.beforeFlip()
 	}
+	if m.failFlip != nil && m.failFlip() {
+		return errFailFlip
+	}
 	_, err = m.cat.Store().UpdateCollectionGuarded(ci.Meta.DB, ci.Meta.Name, guards, func(c *store.Collection) error {
 		pm, err := MapOf(c)
 		if err != nil {
@@ -182,11 +186,17 @@ func (m *Manager) commitMove(ci *catalog.Coll, id uint64, from, to int, guards [
 	return err
 }
 
+// errFailFlip is the failure of a flip the failpoint failMigrationCommit refused (Knobs.FailFlip):
+// MongoDB's answer when that failpoint fails the commit of a migration.
+var errFailFlip = mongoerr.New(mongoerr.InternalError, "commit clone failed :: caused by :: Failing _recvChunkCommit due to failpoint.")
+
 // flipUnsettled reports whether a flip that failed with err may have committed: not when the
-// guards or the revision refused it, nor when it was never sent (the map changed first).
+// guards or the revision refused it, nor when it was never sent (the map changed first, or
+// the failpoint failMigrationCommit refused it).
 func flipUnsettled(err error) bool {
 	var conflict *store.ConflictError
-	return !errors.Is(err, store.ErrIncarnation) && !errors.Is(err, shard.ErrStaleAction) && !errors.As(err, &conflict)
+	return !errors.Is(err, store.ErrIncarnation) && !errors.Is(err, shard.ErrStaleAction) && !errors.As(err, &conflict) &&
+		!errors.Is(err, errFailFlip)
 }
 
 // settleFlip finds out, still under every key-lock stripe, whether a flip whose commit failed

@@ -9,7 +9,6 @@ import (
 	"github.com/cleavedb/cleave/exec/catalog"
 	"github.com/cleavedb/cleave/exec/write"
 	"github.com/cleavedb/cleave/shard"
-	"github.com/cleavedb/cleave/store"
 )
 
 // Retryable writes' history across a move to another node. A retryable write records what
@@ -66,17 +65,14 @@ func (m *Manager) sendRecords(ci *catalog.Coll, from, to int, lo, hi uint64) err
 }
 
 // mergeRecords merges a batch of another shard's transaction records (entries {l, r}) into
-// shard s of this node, in one synced batch: the destination's side of RecordsOp.
+// shard s of this node, in one synced batch (write.Path.MergeRecords, under the node's record
+// gate): the destination's side of RecordsOp.
 func (m *Manager) mergeRecords(s int, entries bsoncore.Array) (int, error) {
 	vals, err := entries.Values()
 	if err != nil {
 		return 0, fmt.Errorf("malformed transaction records: %w", err)
 	}
-	db := m.cat.Shards()[s]
-	b := db.NewBatch()
-	defer b.Close()
-	n := 0
-	var buf []byte
+	recs := make([]write.TxnRecord, 0, len(vals))
 	for _, v := range vals {
 		e, ok := v.DocumentOK()
 		_, lsid, ok1 := e.Lookup("l").BinaryOK()
@@ -84,25 +80,11 @@ func (m *Manager) mergeRecords(s int, entries bsoncore.Array) (int, error) {
 		if !ok || !ok1 || !ok2 {
 			return 0, errors.New("malformed transaction record entry")
 		}
-		var cur []byte
-		buf, err = db.GetTxnRecord(lsid, buf[:0])
-		switch {
-		case err == nil:
-			cur = buf
-		case !errors.Is(err, store.ErrNotFound):
-			return 0, catalog.StoreError(err)
-		}
-		merged, changed, err := write.MergeTxnRecord(lsid, cur, rec)
-		if err != nil {
-			return 0, fmt.Errorf("%w: session record: %w", shard.ErrStaleAction, err)
-		}
-		if changed {
-			b.SetTxnRecord(lsid, merged)
-			n++
-		}
+		recs = append(recs, write.TxnRecord{LSID: lsid, Rec: rec})
 	}
-	if n == 0 {
-		return 0, nil
+	n, err := m.write.MergeRecords(s, recs)
+	if errors.Is(err, write.ErrBadRecord) {
+		return 0, fmt.Errorf("%w: %w", shard.ErrStaleAction, err)
 	}
-	return n, catalog.StoreError(b.Commit(true))
+	return n, err
 }

@@ -67,11 +67,18 @@ func (m *Manager) peerCommand(s int, cmd bsoncore.Document) (bsoncore.Document, 
 // peerCommandWithin runs cmd on the node owning shard s, within d or until the manager stops
 // (Stop: the node shuts down; ErrShutdown then).
 func (m *Manager) peerCommandWithin(s int, cmd bsoncore.Document, d time.Duration) (bsoncore.Document, error) {
+	return m.peerCommandCtx(m.life, s, cmd, d)
+}
+
+// peerCommandCtx runs cmd on the node owning shard s, within d, until ctx ends or the manager
+// stops (ErrShutdown then).
+func (m *Manager) peerCommandCtx(ctx context.Context, s int, cmd bsoncore.Document, d time.Duration) (bsoncore.Document, error) {
 	if m.peers == nil {
 		return nil, fmt.Errorf("%s is on another node and this node cannot reach other nodes", catalog.ShardName(s))
 	}
-	ctx, cancel := context.WithTimeout(m.life, d)
+	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
+	defer context.AfterFunc(m.life, cancel)()
 	reply, err := m.peers.Command(ctx, s, cmd)
 	if err != nil && m.life.Err() != nil {
 		// NB: err (context.Canceled) is not wrapped: exec would answer ClientDisconnect.
@@ -370,6 +377,8 @@ func (m *Manager) ReceiveMove(ci *catalog.Coll, s int, lo, hi uint64, op string,
 	case "abort":
 		err := m.deleteUnowned(ci.Meta, s, lo, hi)
 		m.dropIncoming(r)
+		m.log.Info("a move into this node failed; its copy is deleted", zap.String("ns", ci.NS()),
+			zap.Int("shard", s), zap.Uint64("lo", lo), zap.Uint64("hi", hi), zap.Error(err))
 		return 0, err
 	}
 	return 0, fmt.Errorf("unknown move step %q", op)

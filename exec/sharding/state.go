@@ -61,6 +61,9 @@ type Manager struct {
 		draining map[int]bool
 		// moving counts the moves this node runs, by partition (markMoving).
 		moving map[movingPartition]int
+		// moveEnded is closed (and forgotten) when a move of moving ends: what merges by
+		// hand wait on (waitMoves); nil while none waits.
+		moveEnded chan struct{}
 		// redistributed is when each collection's throughput was last redistributed.
 		redistributed map[store.CollID]time.Time
 		// sharedRedistributed is when each database's shared throughput was last
@@ -91,6 +94,8 @@ type Manager struct {
 	coordinatorsDown map[string]time.Time
 	// beforeFlip runs just before a move's flip, under its locks (a test failpoint; nil: none).
 	beforeFlip func()
+	// failFlip fails a move's flip when it answers true (Knobs.FailFlip; nil: never).
+	failFlip func() bool
 	// duringClone runs in a layout change's copy after its first batch (Knobs.DuringClone).
 	duringClone func()
 	// afterPass runs after each copy pass of a move, before the next one or the commit,
@@ -135,6 +140,9 @@ type Knobs struct {
 	// DuringClone runs in every layout change's copy once its first batch is committed (the
 	// failpoint reshardingPauseRecipientDuringCloning); nil: nothing.
 	DuringClone func()
+	// FailFlip, when it answers true, fails a move at its flip, after its last pass, as a
+	// flip refused (the failpoint failMigrationCommit); nil: never.
+	FailFlip func() bool
 }
 
 // New returns the partition manager of cat's sharded collections; Start starts it.
@@ -148,7 +156,7 @@ func New(cat *catalog.Catalog, log *zap.Logger, opts Options) *Manager {
 		po.EnsureDefaults()
 		p, _ = shard.NewPolicy(po)
 	}
-	s := &Manager{cat: cat, log: log, mopts: opts, peers: opts.Peers, beforeFlip: opts.Knobs.BeforeFlip, duringClone: opts.Knobs.DuringClone,
+	s := &Manager{cat: cat, log: log, mopts: opts, peers: opts.Peers, beforeFlip: opts.Knobs.BeforeFlip, duringClone: opts.Knobs.DuringClone, failFlip: opts.Knobs.FailFlip,
 		policy: p, opts: p.Options(), interval: opts.CheckInterval, moveGrace: 5 * time.Second}
 	s.life, s.stop = context.WithCancel(context.Background())
 	if s.interval <= 0 {

@@ -325,7 +325,10 @@ func (reg *Registry) Commit(tx *Txn) (*write.Retry, error) {
 		return nil, catalog.StoreError(err)
 	}
 	b.SetTxnRecord(tx.LSID[:], rec)
-	if err := b.Commit(true); err != nil {
+	_, release := reg.cat.TxnRecords().Write() // no merge of records in between (catalog.RecordGate)
+	err = b.Commit(true)
+	release()
+	if err != nil {
 		tx.finish(Aborted)
 		return nil, catalog.StoreError(err)
 	}

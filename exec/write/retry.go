@@ -72,6 +72,9 @@ type Retry struct {
 	// committedTxn is set when txnNumber was a multi-document transaction that committed:
 	// a retried commitTransaction answers ok.
 	committedTxn bool
+	// gen is the generation of the node's record merges (catalog.RecordGate) the state knows
+	// of: a writer reads the stored records of the state's shards first when merges ended since.
+	gen int64
 }
 
 // NewRetry returns the state of a session (lsid: its 16-byte UUID) starting txnNumber, with
@@ -87,7 +90,7 @@ func NewRetry(lsid []byte, txnNumber int64) *Retry {
 func (rt *Retry) Renew(txnNumber int64) {
 	clear(rt.pending[:cap(rt.pending)]) // the findAndModify images the entries held
 	clear(rt.rich)
-	*rt = Retry{lsid: rt.lsid, txnNumber: txnNumber, plain: rt.plain[:0], rich: rt.rich, pending: rt.pending[:0]}
+	*rt = Retry{lsid: rt.lsid, txnNumber: txnNumber, plain: rt.plain[:0], rich: rt.rich, pending: rt.pending[:0], gen: rt.gen}
 }
 
 // Stale reports whether the state must be loaded from the store again before it is used.
@@ -246,8 +249,8 @@ func (rt *Retry) encodeAt(s int, at time.Time) []byte {
 	return out
 }
 
-// errBadRecord reports a transaction record that does not decode.
-var errBadRecord = errors.New("write: malformed session transaction record")
+// ErrBadRecord reports a transaction record that does not decode.
+var ErrBadRecord = errors.New("write: malformed session transaction record")
 
 // decodeInto adds the statements of record rec to rt (rec's txnNumber was checked).
 func (rt *Retry) decodeInto(rec bsoncore.Document) error {
@@ -256,22 +259,22 @@ func (rt *Retry) decodeInto(rec bsoncore.Document) error {
 	}
 	ranges, ok := rec.Lookup("ranges").ArrayOK()
 	if !ok {
-		return errBadRecord
+		return ErrBadRecord
 	}
 	vals, _ := ranges.Values()
 	for _, v := range vals {
 		pair, ok := v.ArrayOK()
 		if !ok {
-			return errBadRecord
+			return ErrBadRecord
 		}
 		ends, err := pair.Values()
 		if err != nil || len(ends) != 2 {
-			return errBadRecord
+			return ErrBadRecord
 		}
 		lo, ok1 := ends[0].Int32OK()
 		hi, ok2 := ends[1].Int32OK()
 		if !ok1 || !ok2 || hi < lo {
-			return errBadRecord
+			return ErrBadRecord
 		}
 		for s := lo; s <= hi; s++ {
 			rt.plain = addStmt(rt.plain, s)
@@ -279,13 +282,13 @@ func (rt *Retry) decodeInto(rec bsoncore.Document) error {
 	}
 	stmts, ok := rec.Lookup("stmts").ArrayOK()
 	if !ok {
-		return errBadRecord
+		return ErrBadRecord
 	}
 	vals, _ = stmts.Values()
 	for _, v := range vals {
 		d, ok := v.DocumentOK()
 		if !ok {
-			return errBadRecord
+			return ErrBadRecord
 		}
 		var r StmtResult
 		var ok1, ok2, ok3 bool
@@ -293,7 +296,7 @@ func (rt *Retry) decodeInto(rec bsoncore.Document) error {
 		r.Matched, ok2 = d.Lookup("n").Int64OK()
 		r.Modified, ok3 = d.Lookup("nModified").Int64OK()
 		if !ok1 || !ok2 || !ok3 {
-			return errBadRecord
+			return ErrBadRecord
 		}
 		if u, err := d.LookupErr("upserted"); err == nil {
 			r.Upserted = u
@@ -305,72 +308,11 @@ func (rt *Retry) decodeInto(rec bsoncore.Document) error {
 	return nil
 }
 
-// MergeTxnRecord returns the record a shard keeps of session lsid when it receives incoming,
-// the session's record on another shard: a move to another node carries its source shard's
-// records with the range, so that a retry reaching the range's new owner finds what was
-// executed there (MongoDB's migrations carry the retryable writes' history with the chunk).
-// The record of the higher txnNumber wins; for the same txnNumber the statements of both are
-// kept, and the later lastWriteDate. changed is false when cur (nil: none) already says
-// everything incoming does.
-func MergeTxnRecord(lsid, cur, incoming []byte) (merged []byte, changed bool, err error) {
-	in := bsoncore.Document(incoming)
-	inTxn, ok := in.Lookup("txnNumber").Int64OK()
-	if in.Validate() != nil || !ok {
-		return nil, false, errBadRecord
-	}
-	if cur == nil {
-		return incoming, true, nil
-	}
-	have := bsoncore.Document(cur)
-	curTxn, ok := have.Lookup("txnNumber").Int64OK()
-	if have.Validate() != nil || !ok {
-		return nil, false, errBadRecord
-	}
-	switch {
-	case curTxn > inTxn:
-		return cur, false, nil
-	case inTxn > curTxn:
-		return incoming, true, nil
-	}
-	rt := NewRetry(lsid, curTxn)
-	if err := rt.decodeInto(have); err != nil {
-		return nil, false, err
-	}
-	before, committed := rt.executedCount(), rt.committedTxn
-	if err := rt.decodeInto(in); err != nil {
-		return nil, false, err
-	}
-	if rt.executedCount() == before && rt.committedTxn == committed {
-		return cur, false, nil
-	}
-	at := recordTime(have)
-	if t := recordTime(in); t.After(at) {
-		at = t
-	}
-	return rt.encodeAt(-1, at), true, nil
-}
-
-// executedCount is how many statements rt records as executed.
-func (rt *Retry) executedCount() int {
-	n := len(rt.rich)
-	for _, r := range rt.plain {
-		n += int(r.hi-r.lo) + 1
-	}
-	return n
-}
-
-// recordTime is rec's lastWriteDate, now for a record without one.
-func recordTime(rec bsoncore.Document) time.Time {
-	if t, ok := RecordLastWrite(rec); ok {
-		return t
-	}
-	return time.Now()
-}
-
 // LoadRetry reads the retryable-write state of session lsid from every shard's record: the
 // highest txnNumber recorded and the union of the statements recorded for it. It returns
 // nil when no shard has a record.
 func (wp *Path) LoadRetry(lsid []byte) (*Retry, error) {
+	gen := wp.cat.TxnRecords().Gen() // before the reads: a merge after them is seen
 	var rt *Retry
 	var buf []byte
 	for _, sh := range wp.cat.Shards() {
@@ -384,14 +326,15 @@ func (wp *Path) LoadRetry(lsid []byte) (*Retry, error) {
 		}
 		rec := bsoncore.Document(slices.Clone(buf))
 		if rec.Validate() != nil {
-			return nil, catalog.StoreError(errBadRecord)
+			return nil, catalog.StoreError(ErrBadRecord)
 		}
 		txn, ok := rec.Lookup("txnNumber").Int64OK()
 		if !ok {
-			return nil, catalog.StoreError(errBadRecord)
+			return nil, catalog.StoreError(ErrBadRecord)
 		}
 		if rt == nil || txn > rt.txnNumber {
 			rt = NewRetry(lsid, txn)
+			rt.gen = gen
 		}
 		if txn == rt.txnNumber {
 			if err := rt.decodeInto(rec); err != nil {
@@ -452,8 +395,11 @@ func (wr *Writer) noteTouched(s int) {
 }
 
 // stageRecords adds the session's transaction record to every batch that holds writes, or to
-// shard 0's when none does (statements that changed nothing).
-func (wr *Writer) stageRecords() {
+// shard 0's when none does (statements that changed nothing). The caller holds the record
+// gate (catalog.RecordGate), at generation gen: when merges of other shards' records ended
+// since the session's state was loaded, the records stored on those shards are read and
+// united with it first, so that the batch, which replaces them, keeps what the merges brought.
+func (wr *Writer) stageRecords(gen int64) {
 	rt := wr.retry
 	if rt == nil || len(rt.pending) == 0 {
 		return
@@ -467,9 +413,18 @@ func (wr *Writer) stageRecords() {
 	if len(shards) == 0 {
 		shards = []int{wr.p.recordShard()}
 	}
+	fresh := rt.gen == gen
 	for _, s := range shards {
-		wr.batch(s).SetTxnRecord(rt.lsid, rt.encode(s))
+		rec := rt.encode(s)
+		if !fresh {
+			var ok bool
+			if rec, ok = wr.p.uniteStored(s, rt, rec); !ok {
+				gen = rt.gen // read again at the next commit
+			}
+		}
+		wr.batch(s).SetTxnRecord(rt.lsid, rec)
 	}
+	rt.gen = gen
 }
 
 // RecordNoop commits the record of statement r, which wrote nothing (an update or delete

@@ -377,14 +377,14 @@ func (wr *Writer) Commit(sync bool) error {
 	if err := wr.evictCapped(); err != nil {
 		return err
 	}
-	wr.stageRecords()
 	var errs []error
-	for s, b := range wr.batches {
-		if !b.Empty() {
-			if err := b.Apply(sync); err != nil {
-				errs = append(errs, fmt.Errorf("shard %d: %w", s, err))
-			}
-		}
+	if wr.retry != nil && len(wr.retry.pending) > 0 {
+		gen, release := wr.p.cat.TxnRecords().Write() // no merge of records until applied
+		wr.stageRecords(gen)
+		errs = wr.apply(sync, errs)
+		release()
+	} else {
+		errs = wr.apply(sync, errs)
 	}
 	if wr.unlock != nil {
 		wr.unlock()
@@ -407,6 +407,18 @@ func (wr *Writer) Commit(sync bool) error {
 		}
 	}
 	return catalog.StoreError(errors.Join(errs...))
+}
+
+// apply applies the writer's batches that hold writes, adding their failures to errs.
+func (wr *Writer) apply(sync bool, errs []error) []error {
+	for s, b := range wr.batches {
+		if !b.Empty() {
+			if err := b.Apply(sync); err != nil {
+				errs = append(errs, fmt.Errorf("shard %d: %w", s, err))
+			}
+		}
+	}
+	return errs
 }
 
 // rehash recomputes w's hashes under its key locks with the current version of ci, a

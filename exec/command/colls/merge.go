@@ -30,8 +30,10 @@ func (h *Handlers) shardedColl(ns string) (*catalog.Coll, error) {
 }
 
 // mergeChunks runs {mergeChunks: ns, bounds: [min, max]}: the partitions that exactly cover
-// the range, all on one shard, become one (a catalog change; no document moves).
-func (h *Handlers) mergeChunks(_ context.Context, r *command.Request) error {
+// the range, all on one shard, become one (a catalog change; no document moves). As on
+// MongoDB, a move of the collection by the chunks' owner is waited for (within maxTimeMS:
+// MaxTimeMSExpired 50 past it), and the merge then sees the layout the move left.
+func (h *Handlers) mergeChunks(ctx context.Context, r *command.Request) error {
 	const cmd = "mergeChunks"
 	first, _ := bsonx.FirstElement(r.Body)
 	ns, err := args.String(cmd, cmd, first.Value())
@@ -77,7 +79,12 @@ func (h *Handlers) mergeChunks(_ context.Context, r *command.Request) error {
 	if loEnd || (hi == 0 && !hiEnd) {
 		return mongoerr.New(mongoerr.BadValue, "bounds [%s, %s) of %s are empty", bsonx.ShellDoc(minDoc), bsonx.ShellDoc(maxDoc), ns)
 	}
-	err = h.Shards.MergeRange(ci, lo, hi)
+	ctx, cancel, err := h.MaxTimeContext(ctx, cmd, r.Body)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	err = h.Shards.MergeRange(ctx, ci, lo, hi)
 	if errors.Is(err, sharding.ErrNoChunkSequence) {
 		// MongoDB names the shard; a range that spans several has none, so the first's.
 		s := ci.Map.Partition(ci.Map.Locate(lo)).Shard
@@ -85,12 +92,13 @@ func (h *Handlers) mergeChunks(_ context.Context, r *command.Request) error {
 			"could not merge chunks, shard %s does not contain a sequence of chunks that exactly fills the range [%s, %s)",
 			catalog.ShardName(s), bsonx.ShellDoc(minDoc), bsonx.ShellDoc(maxDoc))
 	}
-	return sharding.MoveError(err)
+	return sharding.MoveError(command.InterruptError(ctx, err))
 }
 
 // mergeAllChunksOnShard runs {mergeAllChunksOnShard: ns, shard}: every sequence of adjacent
-// partitions of the collection on that shard becomes one partition.
-func (h *Handlers) mergeAllChunksOnShard(_ context.Context, r *command.Request) error {
+// partitions of the collection on that shard becomes one partition, once a move of the
+// collection by the shard's node has ended (within maxTimeMS, as mergeChunks).
+func (h *Handlers) mergeAllChunksOnShard(ctx context.Context, r *command.Request) error {
 	const cmd = "mergeAllChunksOnShard"
 	first, _ := bsonx.FirstElement(r.Body)
 	ns, err := args.String(cmd, cmd, first.Value())
@@ -120,8 +128,13 @@ func (h *Handlers) mergeAllChunksOnShard(_ context.Context, r *command.Request) 
 	if s < 0 {
 		return mongoerr.New(mongoerr.ShardNotFound, "Shard %s not found", to)
 	}
-	_, err = h.Shards.MergeAllOnShard(ci, s)
-	return sharding.MoveError(err)
+	ctx, cancel, err := h.MaxTimeContext(ctx, cmd, r.Body)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	_, err = h.Shards.MergeAllOnShard(ctx, ci, s)
+	return sharding.MoveError(command.InterruptError(ctx, err))
 }
 
 // shardByName returns the id of the shard named name ("shard-N"), or -1.

@@ -94,12 +94,17 @@ func (h *Handlers) mergePartitions(ctx context.Context, r *command.Request) erro
 	if ci.Map == nil {
 		return mongoerr.New(mongoerr.StaleConfig, "collection %s is not the one the request was planned on", ci.NS())
 	}
-	n, err := h.Shards.MergeOwned(ci, r.Body)
+	ctx, cancel, err := h.MaxTimeContext(ctx, sharding.MergePartitionsCmd, r.Body)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	n, err := h.Shards.MergeOwned(ctx, ci, r.Body)
 	if errors.Is(err, sharding.ErrNoChunkSequence) {
 		return mongoerr.Wrap(err, mongoerr.IllegalOperation, "could not merge chunks: the range is no longer filled by a sequence of one shard's chunks")
 	}
 	if err != nil {
-		return sharding.MoveError(err)
+		return sharding.MoveError(command.InterruptError(ctx, err))
 	}
 	r.Out = bsoncore.AppendInt64Element(r.Out, "merged", int64(n))
 	r.Out = bsoncore.AppendInt64Element(r.Out, "rev", h.Storage.Catalog.Revision())

@@ -76,6 +76,8 @@ func (h *Handlers) configureFailPoint(_ context.Context, r *command.Request) err
 		return h.pauseCatalogWatch(r)
 	case "pauseMoveBeforeFlip":
 		return h.pauseGate(r, &h.BeforeFlip)
+	case "failMigrationCommit":
+		return h.pauseGate(r, &h.FailFlip)
 	case "hangAfterStartingIndexBuild":
 		return h.pauseGate(r, &h.AfterBuildStart)
 	case "pauseMultiWriteBeforeLock":
@@ -154,6 +156,9 @@ func (h *Handlers) simulateAvailableDiskSpace(r *command.Request) error {
 // answers how many times it held something. Test suites only:
 //   - pauseMoveBeforeFlip: a move this node runs waits under its locks after its last pass,
 //     just before the ownership flip (sharding.Knobs.BeforeFlip);
+//   - failMigrationCommit (MongoDB's name): a move this node runs fails at its flip, which
+//     it does not send, as a refused flip (sharding.Knobs.FailFlip; a switch, not a wait):
+//     the move answers InternalError and its destination deletes its copy;
 //   - hangAfterStartingIndexBuild (mongod's name): an index build this node runs waits once
 //     its indexes are in the catalog, not ready (ddl.Knobs.AfterBuildStart);
 //   - pauseMultiWriteBeforeLock: a multi update or delete this node runs waits after reading
@@ -172,9 +177,12 @@ func (h *Handlers) pauseGate(r *command.Request, g *failpoint.Gate) error {
 }
 
 // pauseCatalogWatch is the failpoint {configureFailPoint: "pauseCatalogWatch", mode:
-// "alwaysOn" | "off"}: while on, this node's catalog applies the changes other nodes commit
-// only once something here waits for them (store.Catalog.HoldShared), so that it routes on
-// its old map until an owner answers StaleConfig. Test suites only.
+// "alwaysOn" | "off", data: {strict: true}}: while on, this node's catalog applies the
+// changes other nodes commit only once something here waits for them
+// (store.Catalog.HoldShared), so that it routes on its old map until an owner answers
+// StaleConfig; strict, not even then (until off, or a minute), so that what waits for them
+// waits, at most its own bound (10 s). It answers count, the waits for a held change since
+// it was last set, and expired, how many of them gave up. Test suites only.
 func (h *Handlers) pauseCatalogWatch(r *command.Request) error {
 	on, err := failpoint.ModeOn(r.Body.Lookup("mode"))
 	if err != nil {
@@ -183,8 +191,11 @@ func (h *Handlers) pauseCatalogWatch(r *command.Request) error {
 	if h.Remote == nil {
 		return mongoerr.New(mongoerr.FailPointSetFailed, "pauseCatalogWatch needs cluster mode")
 	}
-	h.Storage.Catalog.HoldShared(on)
-	r.Out = bsonx.AppendNumber(r.Out, "count", 0)
+	strict, _ := r.Body.Lookup("data", "strict").BooleanOK()
+	waits, expired := h.Storage.Catalog.HoldStats()
+	h.Storage.Catalog.HoldSharedStrictly(on, strict)
+	r.Out = bsonx.AppendNumber(r.Out, "count", waits)
+	r.Out = bsonx.AppendNumber(r.Out, "expired", expired)
 	return nil
 }
 
