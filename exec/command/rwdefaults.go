@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -145,7 +146,9 @@ func (e *Server) pushRWDefaults(ctx context.Context, doc bsoncore.Document) {
 // TakeRWDefaults applies doc, the defaults another node set (RWDefaultsCommand), unless this
 // node applies newer ones.
 func (e *Server) TakeRWDefaults(doc bsoncore.Document) {
-	e.RWDefaults.StoreNewer(params.ParseRWDefaults(doc))
+	// The defaults keep sub-slices of doc, which is the request's body: the connection reads
+	// its next message into the same buffer.
+	e.RWDefaults.StoreNewer(params.ParseRWDefaults(slices.Clone(doc)))
 }
 
 // satisfiableDefault refuses a default write concern the shards' copies can never satisfy,
