@@ -166,6 +166,7 @@ func (c *conn) serveOne(ctx context.Context) error {
 		return err
 	}
 	err = c.handle(ctx, frame)
+	scribble(frame)
 	if n <= c.r.Size() {
 		_, _ = c.r.Discard(n)
 	}
@@ -253,6 +254,8 @@ func (c *conn) readLarge(n int) ([]byte, error) {
 
 // release returns the buffers borrowed for the last request.
 func (c *conn) release() {
+	scribbleBuf(c.inflateBuf)
+	scribbleBuf(c.scratch)
 	putBuf(c.frameBuf)
 	putBuf(c.inflateBuf)
 	putBuf(c.scratch)

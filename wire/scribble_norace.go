@@ -1,0 +1,6 @@
+//go:build !race
+
+package wire
+
+// scribbleRequests: off outside race-enabled builds (scribble.go).
+const scribbleRequests = false
