@@ -199,6 +199,7 @@ func (p *pipe) run(rc *conn, t task) {
 			_ = c.nc.Close()
 		}
 		rc.release()
+		scribbleBuf(t.frame)
 		putBuf(t.frame)
 		p.done(t.id)
 	}()
