@@ -2,6 +2,6 @@
 
 package exec
 
-// raceEnabled reports a -race build, whose sync.Pool drops items at random: allocation
-// counts mean nothing there.
+// raceEnabled reports a -race build, whose sync.Pool drops items at random (allocation
+// counts mean nothing there) and where command.Request.End poisons a finished Request.
 const raceEnabled = false
