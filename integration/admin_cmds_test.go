@@ -24,10 +24,7 @@ func TestAdminCommands(t *testing.T) {
 	c := srv.client(t)
 	admin := c.Database("admin")
 
-	pool, err := runCmd(t, admin, bson.D{{Key: "connPoolStats", Value: 1}})
-	if err != nil {
-		t.Fatalf("connPoolStats: %v", err)
-	}
+	pool := connPoolStats(t, admin)
 	if pool["totalCreated"] != int64(0) || pool["totalInUse"] != int64(0) || len(asM(pool["hosts"])) != 0 || len(asM(pool["pools"])) != 0 {
 		t.Fatalf("connPoolStats of a single node: %v", pool)
 	}
@@ -101,14 +98,7 @@ func TestClusterConnPoolStats(t *testing.T) {
 	}
 	count()
 	admin := clients[0].Database("admin")
-	stats := func() bson.M {
-		t.Helper()
-		res, err := runCmd(t, admin, bson.D{{Key: "connPoolStats", Value: 1}})
-		if err != nil {
-			t.Fatalf("connPoolStats: %v", err)
-		}
-		return res
-	}
+	stats := func() bson.M { return connPoolStats(t, admin) }
 	res := stats()
 	hosts := asM(res["hosts"])
 	if len(hosts) != 2 || res["totalCreated"].(int64) < 2 {
@@ -145,14 +135,7 @@ func TestReplicationConnPoolStats(t *testing.T) {
 	t.Parallel()
 	_, nodes, _ := replicatedNodes(t, 3)
 	admin := nodes[0].client(t).Database("admin")
-	stats := func() bson.M {
-		t.Helper()
-		res, err := runCmd(t, admin, bson.D{{Key: "connPoolStats", Value: 1}})
-		if err != nil {
-			t.Fatalf("connPoolStats: %v", err)
-		}
-		return res
-	}
+	stats := func() bson.M { return connPoolStats(t, admin) }
 	var res, raft bson.M
 	waitFor(t, 30*time.Second, "the raft pool to reach both other nodes", func() bool {
 		res = stats()
@@ -179,4 +162,14 @@ func TestReplicationConnPoolStats(t *testing.T) {
 		h := asM(asM(asM(stats()["pools"])["NetworkInterfaceTL-ReplNetwork"])[host])
 		return h != nil && h["created"].(int64) > before
 	})
+}
+
+// connPoolStats runs connPoolStats on admin.
+func connPoolStats(t *testing.T, admin *mongo.Database) bson.M {
+	t.Helper()
+	res, err := runCmd(t, admin, bson.D{{Key: "connPoolStats", Value: 1}})
+	if err != nil {
+		t.Fatalf("connPoolStats: %v", err)
+	}
+	return res
 }

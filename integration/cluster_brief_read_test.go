@@ -34,10 +34,8 @@ func holdWatch(t *testing.T, c *mongo.Client, mode string) (waits, expired int64
 // ended, 10 s later, failed). Released, the reads answer their documents.
 func TestClusterBriefReadBehindCatalog(t *testing.T) {
 	t.Parallel()
-	_, nodes := startClusterNodes(t, 2, "--test-commands")
+	clients := twoNodesWithTestCommands(t)
 	ctx := context.Background()
-	clients := []*mongo.Client{nodes[0].client(t), nodes[1].client(t)}
-	waitClusterShards(t, clients, 2)
 	dbn := dbName(t)
 	const n = 10000 // several of the owner's batches (2,048 documents each)
 	docs := make([]any, n)

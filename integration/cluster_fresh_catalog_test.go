@@ -20,10 +20,8 @@ import (
 // nothing, on node-a.
 func TestClusterCatalogFreshAfterOtherNodesDDL(t *testing.T) {
 	t.Parallel()
-	_, nodes := startClusterNodes(t, 2, "--test-commands")
+	clients := twoNodesWithTestCommands(t)
 	ctx := context.Background()
-	clients := []*mongo.Client{nodes[0].client(t), nodes[1].client(t)}
-	waitClusterShards(t, clients, 2)
 	dbn := dbName(t)
 	pauseWatch(t, clients[0], true)
 	t.Cleanup(func() { pauseWatch(t, clients[0], false) })
@@ -72,4 +70,14 @@ func TestClusterCatalogFreshAfterOtherNodesDDL(t *testing.T) {
 			t.Fatalf("node %d: %s holds %v after the reshard", i, ns, got)
 		}
 	}
+}
+
+// twoNodesWithTestCommands starts a cluster of two nodes that take test commands (the
+// catalog watch's failpoints) and returns a client of each once both see both shards.
+func twoNodesWithTestCommands(t *testing.T) []*mongo.Client {
+	t.Helper()
+	_, nodes := startClusterNodes(t, 2, "--test-commands")
+	clients := []*mongo.Client{nodes[0].client(t), nodes[1].client(t)}
+	waitClusterShards(t, clients, 2)
+	return clients
 }
